@@ -1,0 +1,50 @@
+# profstore: `make run` and `make test` are all a fresh Debian 12 machine needs.
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+JOBS       ?= $(shell nproc)
+LISTEN     ?= 127.0.0.1:7070
+DATA       ?= ./data
+PYTHON     ?= /usr/bin/python3
+FUZZ_SECONDS ?= 20
+
+.PHONY: all deps build build-asan run test unit unit-asan integration fuzz bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(BUILD_ASAN)/CMakeCache.txt:
+	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DPS_SANITIZE=ON
+
+build-asan: deps $(BUILD_ASAN)/CMakeCache.txt
+	cmake --build $(BUILD_ASAN) -j $(JOBS)
+
+run: build
+	$(BUILD)/profstore --listen $(LISTEN) --data-dir $(DATA)
+
+unit: build
+	cd $(BUILD) && ctest --output-on-failure
+
+unit-asan: build-asan
+	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure
+
+integration: build
+	PROFSTORE_BIN=$(abspath $(BUILD))/profstore $(PYTHON) -m pytest -q tests/integration
+
+fuzz: deps
+	tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+test: unit unit-asan fuzz integration
+
+bench: build
+	bench/run.sh
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN)

@@ -1,0 +1,23 @@
+/*
+ * labels.h - parsing label sets written as Prometheus selectors with '=' only:
+ *   {job="api", instance='a:6060', path=`raw\string`}
+ * (the braces are optional; an empty string or {} is the empty set). The three quote styles
+ * and Go escapes are those of PromQL string literals (APIS.md §3.4).
+ */
+#ifndef PS_PARSER_LABELS_H
+#define PS_PARSER_LABELS_H
+
+#include "core/err.h"
+#include "core/labels.h"
+#include "core/mem.h"
+
+/** Unquotes a PromQL string literal starting at s[0] (a quote char). On success *end is the offset
+ *  just past the closing quote and *out a NUL-terminated copy from arena. Errors name the offset. */
+int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, char **out, size_t *outlen,
+                    ps_err_t *err);
+
+/** Parses a label set; pairs and strings come from arena. Names are checked and the set normalised
+ *  (sorted, duplicates refused) with ps_labels_normalize. Errors read "1:17: expected ..." */
+int ps_parse_labelset(const char *s, size_t n, ps_arena_t *arena, ps_labels_t *out, ps_err_t *err);
+
+#endif

@@ -1,0 +1,1082 @@
+/*
+ * pprof.c - the pprof codec: perftools.profiles.Profile bytes (raw or gzipped) to and from
+ * ps_profile_t. Schema: proto/profile.proto (APIS.md §1). The only user of the generated
+ * perftools__profiles__* structs and, with ps_gunzip, of zlib for pprof.
+ *
+ * Decoding untrusted bytes runs in four steps; each can reject the input with a message that names
+ * the field and index:
+ *
+ *   1. gunzip, if the bytes start with 1f 8b, into the arena (at most max_inflated bytes);
+ *   2. scan: one walk over the protobuf wire format that checks the framing and the wire type of
+ *      every known field, counts every repeated field and checks the counts, string lengths,
+ *      UTF-8 and string_table[0] == "" against ps_pprof_limits_t -- all before anything
+ *      proportional to those counts is allocated;
+ *   3. protobuf-c unpack, allocating from the caller's arena through a bump allocator whose free
+ *      is a no-op. Its budget (UNPACK_BYTES_PER_INPUT_BYTE per input byte, plus 1 MiB) is a
+ *      backstop against the amplification the limits do not count: unknown fields and singular
+ *      fields repeated on the wire cost protobuf-c ~50 bytes each for 2 bytes of input;
+ *   4. convert: wire ids to dense 1-based indexes (a direct table when the ids are small, else a
+ *      sorted array), every id and string index checked. Strings and sample values stay where
+ *      protobuf-c put them (in the arena); nothing is malloc'ed per element.
+ *
+ * Encoding builds the protobuf-c structs in a scratch arena, with ids = indexes (1..n), packs
+ * them, and optionally gzips the result.
+ *
+ * Wire example: what ps_pprof_encode writes (raw) for strings {"", "samples", "count", "main"},
+ * sample type samples/count, function 1 = main, location 1 -> function 1 line 7, one sample of
+ * value 5 at location 1:
+ *
+ *   0a 04 08 01 10 02          1 sample_type  {type: 1 ("samples"), unit: 2 ("count")}
+ *   12 04 0a 01 01 12 01 05    2 sample       {location_id: [1] (packed), value: [5] (packed)}
+ *   22 08 08 01 22 04 08 01    4 location     {id: 1, line {function_id: 1, line: 7}}
+ *         10 07
+ *   2a 04 08 01 10 03          5 function     {id: 1, name: 3 ("main")}
+ *   32 00                      6 string_table ""
+ *   32 07 73 61 6d 70 6c 65 73 6 string_table "samples"
+ *   32 05 63 6f 75 6e 74       6 string_table "count"
+ *   32 04 6d 61 69 6e          6 string_table "main"
+ *
+ * Deliberate strictness beyond google/pprof: strings containing a NUL byte are rejected (they
+ * cannot round-trip through protobuf-c's NUL-terminated strings, and nothing downstream wants
+ * them), and bytes after the last gzip member are an error (as in Go's gzip reader).
+ */
+#include "pprof.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zlib.h>
+
+#include "core/labels.h"
+#include "profile.pb-c.h"
+
+typedef Perftools__Profiles__Profile pb_profile_t;
+typedef Perftools__Profiles__ValueType pb_value_type_t;
+typedef Perftools__Profiles__Sample pb_sample_t;
+typedef Perftools__Profiles__Label pb_label_t;
+typedef Perftools__Profiles__Mapping pb_mapping_t;
+typedef Perftools__Profiles__Location pb_location_t;
+typedef Perftools__Profiles__Line pb_line_t;
+typedef Perftools__Profiles__Function pb_function_t;
+
+#define UNPACK_BYTES_PER_INPUT_BYTE 48
+
+void ps_pprof_limits_default(ps_pprof_limits_t *l)
+{
+    l->max_inflated = 64u << 20;
+    l->max_strings = 1000000;
+    l->max_samples = 1000000;
+    l->max_locations = 1000000;
+    l->max_functions = 1000000;
+    l->max_mappings = 10000;
+    l->max_sample_types = 16;
+    l->max_stack_depth = 1024;
+    l->max_lines = 256;
+    l->max_labels = 64;
+    l->max_string_len = 64u << 10;
+}
+
+int ps_is_gzip(const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    return n >= 2 && b[0] == 0x1f && b[1] == 0x8b;
+}
+
+/* ---- gzip ---------------------------------------------------------------------------------- */
+
+/* First output buffer size: the last member's ISIZE trailer when it is plausible (deflate cannot
+ * expand more than ~1032:1), else 4x the input; never more than max_out + 1. */
+static size_t gunzip_first_cap(const uint8_t *in, size_t n, size_t max_out)
+{
+    size_t cap = n < SIZE_MAX / 4 ? n * 4 : SIZE_MAX;
+    if (n >= 18) {
+        const uint8_t *t = in + n - 4;
+        uint32_t isize = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+        if (isize > 0 && (uint64_t)isize <= (uint64_t)n * 1032 + 1024)
+            cap = (size_t)isize + 1; /* +1: the end of the stream is seen without a regrow */
+    }
+    if (cap < 256)
+        cap = 256;
+    if (cap > max_out + 1)
+        cap = max_out + 1;
+    return cap;
+}
+
+int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out, size_t *outn,
+              ps_err_t *err)
+{
+    const uint8_t *src = in;
+    z_stream zs;
+    bool inited = false;
+    uint8_t *buf;
+    size_t cap, len = 0, in_left = n;
+    int rc = 0;
+
+    *out = NULL;
+    *outn = 0;
+    if (max_out > SIZE_MAX / 2)
+        max_out = SIZE_MAX / 2;
+    if (!ps_is_gzip(in, n)) {
+        rc = ps_err_set(err, PS_EINVAL, "gzip: %s", n == 0 ? "empty input" : "not a gzip stream (bad magic)");
+        goto Exit;
+    }
+    memset(&zs, 0, sizeof(zs));
+    if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
+        rc = ps_err_set(err, PS_ENOMEM, "gzip: cannot initialise zlib");
+        goto Exit;
+    }
+    inited = true;
+    cap = gunzip_first_cap(src, n, max_out);
+    buf = ps_arena_alloc(arena, cap);
+    zs.next_in = (Bytef *)src;
+    for (;;) {
+        if (zs.avail_in == 0 && in_left > 0) {
+            zs.avail_in = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
+            in_left -= zs.avail_in;
+        }
+        if (len == cap) {
+            /* grow geometrically, up to max_out + 1 (one byte more than allowed detects overflow) */
+            size_t ncap = cap > (max_out + 1) / 2 ? max_out + 1 : cap * 2;
+            uint8_t *nbuf = ps_arena_alloc(arena, ncap);
+            memcpy(nbuf, buf, len);
+            buf = nbuf;
+            cap = ncap;
+        }
+        size_t room = cap - len;
+        zs.next_out = buf + len;
+        zs.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
+        uInt before = zs.avail_out;
+        int zrc = inflate(&zs, in_left > 0 ? Z_NO_FLUSH : Z_FINISH) /* Z_FINISH: no window copy */;
+        len += before - zs.avail_out;
+        if (len > max_out) {
+            rc = ps_err_set(err, PS_ETOOBIG, "decompressed body exceeds %zu bytes", max_out);
+            goto Exit;
+        }
+        if (zrc == Z_STREAM_END) {
+            size_t rest = zs.avail_in + in_left; /* contiguous from zs.next_in */
+            if (rest == 0)
+                break;
+            if (!ps_is_gzip(zs.next_in, rest)) {
+                rc = ps_err_set(err, PS_EINVAL, "gzip: %zu bytes of trailing garbage after the last member", rest);
+                goto Exit;
+            }
+            inflateReset(&zs); /* another member follows (concatenated gzip) */
+            continue;
+        }
+        if (zrc == Z_OK)
+            continue;
+        if (zrc == Z_BUF_ERROR) {
+            if (zs.avail_out == 0 || zs.avail_in > 0 || in_left > 0)
+                continue;
+            rc = ps_err_set(err, PS_EINVAL, "gzip: unexpected end of data (truncated stream after %zu bytes out)", len);
+            goto Exit;
+        }
+        if (zrc == Z_MEM_ERROR) {
+            rc = ps_err_set(err, PS_ENOMEM, "gzip: out of memory");
+            goto Exit;
+        }
+        rc = ps_err_set(err, PS_EINVAL, "gzip: %s", zs.msg != NULL ? zs.msg : "corrupt stream");
+        goto Exit;
+    }
+    *out = buf;
+    *outn = len;
+Exit:
+    if (inited)
+        inflateEnd(&zs);
+    return rc;
+}
+
+static int gzip_append(const uint8_t *src, size_t n, int level, ps_buf_t *out, ps_err_t *err)
+{
+    z_stream zs;
+    int rc = 0;
+    bool inited = false;
+
+    memset(&zs, 0, sizeof(zs));
+    if (deflateInit2(&zs, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        rc = ps_err_set(err, PS_ENOMEM, "gzip: cannot initialise zlib");
+        goto Exit;
+    }
+    inited = true;
+    zs.next_in = (Bytef *)src;
+    size_t in_left = n;
+    int zrc;
+    do {
+        if (zs.avail_in == 0 && in_left > 0) {
+            zs.avail_in = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
+            in_left -= zs.avail_in;
+        }
+        size_t want = deflateBound(&zs, zs.avail_in) + 64;
+        if (want > UINT_MAX)
+            want = UINT_MAX;
+        zs.next_out = ps_buf_reserve(out, want);
+        zs.avail_out = (uInt)want;
+        zrc = deflate(&zs, in_left > 0 ? Z_NO_FLUSH : Z_FINISH);
+        out->len += want - zs.avail_out;
+        if (zrc == Z_STREAM_ERROR) {
+            rc = ps_err_set(err, PS_EINTERNAL, "gzip: deflate failed");
+            goto Exit;
+        }
+    } while (zrc != Z_STREAM_END);
+Exit:
+    if (inited)
+        deflateEnd(&zs);
+    return rc;
+}
+
+/* ---- step 2: wire scan ---------------------------------------------------------------------- */
+
+typedef struct scan {
+    const uint8_t *base; /* start of the protobuf, for byte offsets in messages */
+    const ps_pprof_limits_t *lim;
+    ps_err_t *err;
+    uint64_t ntypes, nsamples, nmappings, nlocations, nfunctions, nstrings, ncomments;
+    uint64_t bad_values_sample, bad_values_n; /* first sample with more values than max_sample_types */
+    bool bad_values;
+    bool deep; /* also check the wire types inside flat messages (label, line, function, ...) */
+} scan_t;
+
+/* Names the message being scanned in error messages: "sample[3]", "label", "profile". */
+#define NOIDX UINT64_MAX
+typedef struct where {
+    const char *name;
+    uint64_t idx; /* NOIDX if none */
+} where_t;
+
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+
+typedef struct field {
+    const uint8_t *at; /* where the tag starts */
+    uint32_t num, wt;
+    const uint8_t *pl; /* WT_LEN payload */
+    size_t pn;
+} field_t;
+
+static int bad_wire(scan_t *s, where_t w, const field_t *f, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int bad_wire(scan_t *s, where_t w, const field_t *f, const char *fmt, ...)
+{
+    char what[256], name[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    if (w.idx == NOIDX)
+        snprintf(name, sizeof(name), "%s", w.name);
+    else
+        snprintf(name, sizeof(name), "%s[%llu]", w.name, (unsigned long long)w.idx);
+    return ps_err_set(s->err, PS_EINVAL, "not a valid pprof protobuf: %s: field %u %s (at byte %zu)", name, f->num,
+                      what, (size_t)(f->at - s->base));
+}
+
+static inline int read_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+    const uint8_t *p = *pp;
+    if (p < end && *p < 0x80) {
+        *v = *p;
+        *pp = p + 1;
+        return 0;
+    }
+    uint64_t r = 0;
+    for (unsigned shift = 0; shift < 64 && p < end; shift += 7) {
+        uint8_t c = *p++;
+        if (shift == 63 && c > 1)
+            return -1;
+        r |= (uint64_t)(c & 0x7f) << shift;
+        if (c < 0x80) {
+            *pp = p;
+            *v = r;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Reads one field: its tag and value (a LEN value's payload goes to f->pl, f->pn). */
+static inline int next_field(scan_t *s, where_t w, const uint8_t **pp, const uint8_t *end, field_t *f)
+{
+    uint64_t tag, v;
+    f->at = *pp;
+    f->num = 0;
+    if (read_uvarint(pp, end, &tag) != 0)
+        return bad_wire(s, w, f, "tag is truncated or overlong");
+    f->num = (uint32_t)(tag >> 3);
+    f->wt = (uint32_t)(tag & 7);
+    if ((tag >> 3) == 0 || (tag >> 3) > 0x1fffffff)
+        return bad_wire(s, w, f, "is not a valid field number");
+    switch (f->wt) {
+    case WT_VARINT:
+        if (read_uvarint(pp, end, &v) != 0)
+            return bad_wire(s, w, f, "has a truncated or overlong varint");
+        return 0;
+    case WT_LEN:
+        if (read_uvarint(pp, end, &v) != 0 || v > (uint64_t)(end - *pp))
+            return bad_wire(s, w, f, "runs past the end of its message");
+        f->pl = *pp;
+        f->pn = (size_t)v;
+        *pp += v;
+        return 0;
+    case WT_I64:
+    case WT_I32: {
+        size_t k = f->wt == WT_I64 ? 8 : 4;
+        if ((size_t)(end - *pp) < k)
+            return bad_wire(s, w, f, "has a truncated fixed-size value");
+        *pp += k;
+        return 0;
+    }
+    default:
+        return bad_wire(s, w, f, "has unsupported wire type %u", f->wt);
+    }
+}
+
+static inline int want_wt(scan_t *s, where_t w, const field_t *f, uint32_t wt)
+{
+    if (f->wt == wt)
+        return 0;
+    return bad_wire(s, w, f, "has wire type %u, expected %u", f->wt, wt);
+}
+
+/* Elements of a repeated varint field, given as one value (wire type 0) or packed (2). */
+static inline int count_varints(scan_t *s, where_t w, const field_t *f, uint64_t *count)
+{
+    if (f->wt == WT_VARINT) {
+        *count += 1;
+        return 0;
+    }
+    if (f->wt != WT_LEN)
+        return bad_wire(s, w, f, "has wire type %u, expected 0 or 2", f->wt);
+    if (f->pn > 0 && (f->pl[f->pn - 1] & 0x80))
+        return bad_wire(s, w, f, "ends in a truncated packed varint");
+    uint64_t c = 0;
+    for (size_t i = 0; i < f->pn; i++)
+        c += (f->pl[i] & 0x80) == 0;
+    *count += c;
+    return 0;
+}
+
+/* A message whose fields 1..nvarint are all singular varints (ValueType, Label, Mapping, Line,
+ * Function); other field numbers are unknown and skipped. */
+static int scan_flat(scan_t *s, where_t w, const uint8_t *p, size_t n, uint32_t nvarint)
+{
+    const uint8_t *end = p + n;
+    field_t f;
+    if (!s->deep)
+        return 0;
+    while (p < end) {
+        if (next_field(s, w, &p, end, &f) != 0)
+            return PS_EINVAL;
+        if (f.num <= nvarint && want_wt(s, w, &f, WT_VARINT) != 0)
+            return PS_EINVAL;
+    }
+    return 0;
+}
+
+static int scan_sample(scan_t *s, const uint8_t *p, size_t n)
+{
+    const uint8_t *end = p + n;
+    const ps_pprof_limits_t *lim = s->lim;
+    where_t w = {"sample", s->nsamples};
+    uint64_t nlocs = 0, nvalues = 0, nlabels = 0;
+    field_t f;
+
+    while (p < end) {
+        if (next_field(s, w, &p, end, &f) != 0)
+            return PS_EINVAL;
+        switch (f.num) {
+        case 1:
+            if (count_varints(s, w, &f, &nlocs) != 0)
+                return PS_EINVAL;
+            if (nlocs > lim->max_stack_depth)
+                return ps_err_set(s->err, PS_ETOOBIG, "sample[%llu] has more than %u locations (max_stack_depth)",
+                                  (unsigned long long)w.idx, lim->max_stack_depth);
+            break;
+        case 2:
+            if (count_varints(s, w, &f, &nvalues) != 0)
+                return PS_EINVAL;
+            break;
+        case 3:
+            if (want_wt(s, w, &f, WT_LEN) != 0 || scan_flat(s, (where_t){"sample.label", NOIDX}, f.pl, f.pn, 4) != 0)
+                return PS_EINVAL;
+            if (++nlabels > lim->max_labels)
+                return ps_err_set(s->err, PS_ETOOBIG, "sample[%llu] has more than %u labels (max_labels)",
+                                  (unsigned long long)w.idx, lim->max_labels);
+            break;
+        }
+    }
+    if (nvalues > lim->max_sample_types && !s->bad_values) {
+        s->bad_values = true;
+        s->bad_values_sample = w.idx;
+        s->bad_values_n = nvalues;
+    }
+    return 0;
+}
+
+static int scan_location(scan_t *s, const uint8_t *p, size_t n)
+{
+    const uint8_t *end = p + n;
+    where_t w = {"location", s->nlocations};
+    uint64_t nlines = 0;
+    field_t f;
+
+    while (p < end) {
+        if (next_field(s, w, &p, end, &f) != 0)
+            return PS_EINVAL;
+        switch (f.num) {
+        case 1:
+        case 2:
+        case 3:
+        case 5:
+            if (want_wt(s, w, &f, WT_VARINT) != 0)
+                return PS_EINVAL;
+            break;
+        case 4:
+            if (want_wt(s, w, &f, WT_LEN) != 0 || scan_flat(s, (where_t){"location.line", NOIDX}, f.pl, f.pn, 3) != 0)
+                return PS_EINVAL;
+            if (++nlines > s->lim->max_lines)
+                return ps_err_set(s->err, PS_ETOOBIG, "location[%llu] has more than %u lines (max_lines)",
+                                  (unsigned long long)w.idx, s->lim->max_lines);
+            break;
+        }
+    }
+    return 0;
+}
+
+static int scan_string(scan_t *s, const field_t *f)
+{
+    unsigned long long i = s->nstrings;
+    if (f->pn > s->lim->max_string_len)
+        return ps_err_set(s->err, PS_ETOOBIG, "string_table[%llu] is %zu bytes long, more than %u (max_string_len)", i,
+                          f->pn, s->lim->max_string_len);
+    if (i == 0 && f->pn != 0)
+        return ps_err_set(s->err, PS_EINVAL, "string_table[0] must be empty");
+    if (memchr(f->pl, 0, f->pn) != NULL)
+        return ps_err_set(s->err, PS_EINVAL, "string_table[%llu] contains a NUL byte", i);
+    if (!ps_utf8_valid((const char *)f->pl, f->pn))
+        return ps_err_set(s->err, PS_EINVAL, "string_table[%llu] is not valid UTF-8", i);
+    return 0;
+}
+
+#define OVER_LIMIT(count, limit, what, name)                                                                  \
+    do {                                                                                                      \
+        if ((count) > (limit))                                                                                \
+            return ps_err_set(s->err, PS_ETOOBIG, "profile has more than %u " what " (" name ")", (limit)); \
+    } while (0)
+
+static int scan_profile(scan_t *s, const uint8_t *p, size_t n)
+{
+    const uint8_t *end = p + n;
+    const ps_pprof_limits_t *lim = s->lim;
+    const where_t top = {"profile", NOIDX};
+    field_t f;
+    int rc;
+
+    while (p < end) {
+        if (next_field(s, top, &p, end, &f) != 0)
+            return PS_EINVAL;
+        switch (f.num) {
+        case 1: {
+            where_t w = {"sample_type", s->ntypes};
+            if (want_wt(s, top, &f, WT_LEN) != 0 || scan_flat(s, w, f.pl, f.pn, 2) != 0)
+                return PS_EINVAL;
+            s->ntypes++;
+            OVER_LIMIT(s->ntypes, lim->max_sample_types, "sample types", "max_sample_types");
+            break;
+        }
+        case 2:
+            if (want_wt(s, top, &f, WT_LEN) != 0)
+                return PS_EINVAL;
+            OVER_LIMIT(s->nsamples + 1, lim->max_samples, "samples", "max_samples");
+            if ((rc = scan_sample(s, f.pl, f.pn)) != 0)
+                return rc;
+            s->nsamples++;
+            break;
+        case 3: {
+            where_t w = {"mapping", s->nmappings};
+            if (want_wt(s, top, &f, WT_LEN) != 0 || scan_flat(s, w, f.pl, f.pn, 10) != 0)
+                return PS_EINVAL;
+            s->nmappings++;
+            OVER_LIMIT(s->nmappings, lim->max_mappings, "mappings", "max_mappings");
+            break;
+        }
+        case 4:
+            if (want_wt(s, top, &f, WT_LEN) != 0)
+                return PS_EINVAL;
+            OVER_LIMIT(s->nlocations + 1, lim->max_locations, "locations", "max_locations");
+            if ((rc = scan_location(s, f.pl, f.pn)) != 0)
+                return rc;
+            s->nlocations++;
+            break;
+        case 5: {
+            where_t w = {"function", s->nfunctions};
+            if (want_wt(s, top, &f, WT_LEN) != 0 || scan_flat(s, w, f.pl, f.pn, 5) != 0)
+                return PS_EINVAL;
+            s->nfunctions++;
+            OVER_LIMIT(s->nfunctions, lim->max_functions, "functions", "max_functions");
+            break;
+        }
+        case 6:
+            if (want_wt(s, top, &f, WT_LEN) != 0)
+                return PS_EINVAL;
+            OVER_LIMIT(s->nstrings + 1, lim->max_strings, "strings", "max_strings");
+            if ((rc = scan_string(s, &f)) != 0)
+                return rc;
+            s->nstrings++;
+            break;
+        case 11:
+            if (want_wt(s, top, &f, WT_LEN) != 0 || scan_flat(s, (where_t){"period_type", NOIDX}, f.pl, f.pn, 2) != 0)
+                return PS_EINVAL;
+            break;
+        case 13:
+            if (count_varints(s, top, &f, &s->ncomments) != 0)
+                return PS_EINVAL;
+            OVER_LIMIT(s->ncomments, lim->max_strings, "comments", "max_strings");
+            break;
+        case 7:
+        case 8:
+        case 9:
+        case 10:
+        case 12:
+        case 14:
+        case 15:
+            if (want_wt(s, top, &f, WT_VARINT) != 0)
+                return PS_EINVAL;
+            break;
+        }
+    }
+    if (s->ntypes == 0)
+        return ps_err_set(s->err, PS_EINVAL, "profile has no sample types");
+    if (s->bad_values)
+        return ps_err_set(s->err, PS_EINVAL, "sample[%llu] has %llu values but there are %llu sample types",
+                          (unsigned long long)s->bad_values_sample, (unsigned long long)s->bad_values_n,
+                          (unsigned long long)s->ntypes);
+    if (s->nstrings == 0)
+        return ps_err_set(s->err, PS_EINVAL, "string_table is empty (string_table[0] must be empty)");
+    return 0;
+}
+
+/* ---- step 3: protobuf-c unpack from the arena ----------------------------------------------- */
+
+typedef struct pb_arena {
+    ProtobufCAllocator base;
+    ps_arena_t *arena;
+    uint8_t *cur;   /* current chunk for small allocations */
+    size_t left;
+    size_t chunk;   /* next chunk size */
+    size_t used, budget;
+    bool over;      /* the budget was exceeded */
+} pb_arena_t;
+
+static void *pb_alloc(void *data, size_t n)
+{
+    pb_arena_t *a = data;
+    n = (n + 7) & ~(size_t)7; /* protobuf-c structs need no more than 8-byte alignment */
+    if (n == 0)
+        n = 8;
+    if (n > a->budget - a->used) {
+        a->over = true;
+        return NULL;
+    }
+    a->used += n;
+    if (n > 512)
+        return ps_arena_alloc(a->arena, n);
+    if (a->left < n) {
+        a->cur = ps_arena_alloc(a->arena, a->chunk);
+        a->left = a->chunk;
+        if (a->chunk < (64u << 10))
+            a->chunk *= 2;
+    }
+    void *p = a->cur;
+    a->cur += n;
+    a->left -= n;
+    return p;
+}
+
+static void pb_free(void *data, void *p)
+{
+    (void)data;
+    (void)p; /* freed with the arena */
+}
+
+static void pb_arena_init(pb_arena_t *a, ps_arena_t *arena, size_t budget)
+{
+    memset(a, 0, sizeof(*a));
+    a->base.alloc = pb_alloc;
+    a->base.free = pb_free;
+    a->base.allocator_data = a;
+    a->arena = arena;
+    a->chunk = 4096;
+    a->budget = budget;
+}
+
+/* ---- step 4: conversion --------------------------------------------------------------------- */
+
+typedef struct idpair {
+    uint64_t id;
+    uint32_t idx; /* 1-based */
+} idpair_t;
+
+/* Wire id -> dense 1-based index. */
+typedef struct idmap {
+    uint32_t *direct; /* direct[id] = index (0 = undefined), when ids are small */
+    uint64_t ndirect;
+    idpair_t *pairs;  /* else sorted by id */
+    uint32_t npairs;
+} idmap_t;
+
+static int cmp_idpair(const void *a, const void *b)
+{
+    const idpair_t *x = a, *y = b;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+#define MSG_ID(msgs, i, off) (*(const uint64_t *)((const char *)(msgs)[i] + (off)))
+
+static int idmap_build(idmap_t *m, ps_arena_t *arena, void *const *msgs, size_t n, size_t id_off, const char *what,
+                       ps_err_t *err)
+{
+    uint64_t max = 0;
+    memset(m, 0, sizeof(*m));
+    for (size_t i = 0; i < n; i++) {
+        uint64_t id = MSG_ID(msgs, i, id_off);
+        if (id == 0)
+            return ps_err_set(err, PS_EINVAL, "%s[%zu]: id 0 is not allowed (ids must be nonzero)", what, i);
+        if (id > max)
+            max = id;
+    }
+    if (n == 0)
+        return 0;
+    if (max <= 4 * (uint64_t)n + 64) {
+        m->ndirect = max + 1;
+        m->direct = ps_arena_calloc(arena, (size_t)m->ndirect, sizeof(uint32_t));
+        for (size_t i = 0; i < n; i++) {
+            uint64_t id = MSG_ID(msgs, i, id_off);
+            if (m->direct[id] != 0)
+                return ps_err_set(err, PS_EINVAL, "%s[%zu]: id %llu is already used by %s[%u]", what, i,
+                                  (unsigned long long)id, what, m->direct[id] - 1);
+            m->direct[id] = (uint32_t)i + 1;
+        }
+        return 0;
+    }
+    m->pairs = ps_arena_alloc(arena, n * sizeof(idpair_t));
+    m->npairs = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        m->pairs[i].id = MSG_ID(msgs, i, id_off);
+        m->pairs[i].idx = (uint32_t)i + 1;
+    }
+    qsort(m->pairs, n, sizeof(idpair_t), cmp_idpair);
+    for (size_t i = 1; i < n; i++)
+        if (m->pairs[i].id == m->pairs[i - 1].id)
+            return ps_err_set(err, PS_EINVAL, "%s[%u]: id %llu is already used by %s[%u]", what, m->pairs[i].idx - 1,
+                              (unsigned long long)m->pairs[i].id, what, m->pairs[i - 1].idx - 1);
+    return 0;
+}
+
+static inline uint32_t idmap_get(const idmap_t *m, uint64_t id)
+{
+    if (m->direct != NULL)
+        return id < m->ndirect ? m->direct[id] : 0;
+    size_t lo = 0, hi = m->npairs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->pairs[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->npairs && m->pairs[lo].id == id ? m->pairs[lo].idx : 0;
+}
+
+/* String index checks: v is an int64 from the wire; a negative one fails as a huge unsigned one. */
+#define STR_IDX(dst, v, ...)                                                                                  \
+    do {                                                                                                      \
+        uint64_t v_ = (uint64_t)(v);                                                                          \
+        if (v_ >= nstr) {                                                                                     \
+            char w_[128];                                                                                     \
+            snprintf(w_, sizeof(w_), __VA_ARGS__);                                                            \
+            rc = ps_err_set(err, PS_EINVAL, "%s: string index %lld out of range (string_table has %u entries)", \
+                            w_, (long long)(v), nstr);                                                        \
+            goto Exit;                                                                                        \
+        }                                                                                                     \
+        (dst) = (uint32_t)v_;                                                                                 \
+    } while (0)
+
+static int convert(const pb_profile_t *pb, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *out,
+                   ps_err_t *err)
+{
+    idmap_t mmap, fmap, lmap;
+    int rc = 0;
+
+    /* the scan checked these counts; protobuf-c counted the same bytes */
+    if (pb->n_string_table > lim->max_strings || pb->n_sample > lim->max_samples ||
+        pb->n_location > lim->max_locations || pb->n_function > lim->max_functions ||
+        pb->n_mapping > lim->max_mappings || pb->n_sample_type > lim->max_sample_types ||
+        pb->n_sample_type == 0 || pb->n_string_table == 0) {
+        rc = ps_err_set(err, PS_EINTERNAL, "pprof: protobuf-c and the wire scan disagree");
+        goto Exit;
+    }
+    const uint32_t nstr = (uint32_t)pb->n_string_table;
+
+    /* strings: used in place (NUL-terminated copies in the arena, NUL-free by the scan) */
+    out->nstrings = nstr;
+    out->strings = ps_arena_alloc(arena, nstr * sizeof(ps_str_t));
+    for (uint32_t i = 0; i < nstr; i++) {
+        out->strings[i].ptr = pb->string_table[i];
+        out->strings[i].len = (uint32_t)strlen(pb->string_table[i]);
+    }
+
+    out->ntypes = (uint32_t)pb->n_sample_type;
+    out->sample_types = ps_arena_alloc(arena, out->ntypes * sizeof(ps_value_type_t));
+    for (uint32_t i = 0; i < out->ntypes; i++) {
+        STR_IDX(out->sample_types[i].type, pb->sample_type[i]->type, "sample_type[%u].type", i);
+        STR_IDX(out->sample_types[i].unit, pb->sample_type[i]->unit, "sample_type[%u].unit", i);
+    }
+    if (pb->period_type != NULL) {
+        STR_IDX(out->period_type.type, pb->period_type->type, "period_type.type");
+        STR_IDX(out->period_type.unit, pb->period_type->unit, "period_type.unit");
+    }
+    out->period = pb->period;
+    out->time_nanos = pb->time_nanos;
+    out->duration_nanos = pb->duration_nanos;
+    STR_IDX(out->default_sample_type, pb->default_sample_type, "default_sample_type");
+    STR_IDX(out->drop_frames, pb->drop_frames, "drop_frames");
+    STR_IDX(out->keep_frames, pb->keep_frames, "keep_frames");
+    STR_IDX(out->doc_url, pb->doc_url, "doc_url");
+    out->ncomments = (uint32_t)pb->n_comment;
+    out->comments = ps_arena_alloc(arena, out->ncomments * sizeof(uint32_t));
+    for (uint32_t i = 0; i < out->ncomments; i++)
+        STR_IDX(out->comments[i], pb->comment[i], "comment[%u]", i);
+
+    /* mappings */
+    if ((rc = idmap_build(&mmap, arena, (void *const *)pb->mapping, pb->n_mapping, offsetof(pb_mapping_t, id),
+                          "mapping", err)) != 0)
+        goto Exit;
+    out->nmappings = (uint32_t)pb->n_mapping;
+    out->mappings = ps_arena_alloc(arena, out->nmappings * sizeof(ps_mapping_t));
+    for (uint32_t i = 0; i < out->nmappings; i++) {
+        const pb_mapping_t *m = pb->mapping[i];
+        ps_mapping_t *d = &out->mappings[i];
+        d->memory_start = m->memory_start;
+        d->memory_limit = m->memory_limit;
+        d->file_offset = m->file_offset;
+        STR_IDX(d->filename, m->filename, "mapping[%u].filename", i);
+        STR_IDX(d->build_id, m->build_id, "mapping[%u].build_id", i);
+        d->flags = (m->has_functions ? PS_MAP_HAS_FUNCTIONS : 0) | (m->has_filenames ? PS_MAP_HAS_FILENAMES : 0) |
+                   (m->has_line_numbers ? PS_MAP_HAS_LINE_NUMBERS : 0) |
+                   (m->has_inline_frames ? PS_MAP_HAS_INLINE_FRAMES : 0);
+    }
+
+    /* functions */
+    if ((rc = idmap_build(&fmap, arena, (void *const *)pb->function, pb->n_function, offsetof(pb_function_t, id),
+                          "function", err)) != 0)
+        goto Exit;
+    out->nfunctions = (uint32_t)pb->n_function;
+    out->functions = ps_arena_alloc(arena, out->nfunctions * sizeof(ps_function_t));
+    for (uint32_t i = 0; i < out->nfunctions; i++) {
+        const pb_function_t *f = pb->function[i];
+        ps_function_t *d = &out->functions[i];
+        STR_IDX(d->name, f->name, "function[%u].name", i);
+        STR_IDX(d->system_name, f->system_name, "function[%u].system_name", i);
+        STR_IDX(d->filename, f->filename, "function[%u].filename", i);
+        d->start_line = f->start_line;
+    }
+
+    /* locations, with all their lines in one array */
+    if ((rc = idmap_build(&lmap, arena, (void *const *)pb->location, pb->n_location, offsetof(pb_location_t, id),
+                          "location", err)) != 0)
+        goto Exit;
+    size_t nlines = 0;
+    for (size_t i = 0; i < pb->n_location; i++)
+        nlines += pb->location[i]->n_line;
+    ps_line_t *lines = ps_arena_alloc(arena, nlines * sizeof(ps_line_t));
+    out->nlocations = (uint32_t)pb->n_location;
+    out->locations = ps_arena_alloc(arena, out->nlocations * sizeof(ps_location_t));
+    for (uint32_t i = 0; i < out->nlocations; i++) {
+        const pb_location_t *l = pb->location[i];
+        ps_location_t *d = &out->locations[i];
+        d->mapping = 0;
+        if (l->mapping_id != 0 && (d->mapping = idmap_get(&mmap, l->mapping_id)) == 0) {
+            rc = ps_err_set(err, PS_EINVAL, "location[%u]: mapping_id %llu is not defined", i,
+                            (unsigned long long)l->mapping_id);
+            goto Exit;
+        }
+        d->address = l->address;
+        d->is_folded = l->is_folded ? 1 : 0;
+        d->nlines = (uint32_t)l->n_line;
+        d->lines = lines;
+        for (uint32_t k = 0; k < d->nlines; k++) {
+            const pb_line_t *ln = l->line[k];
+            lines[k].function = 0;
+            if (ln->function_id != 0 && (lines[k].function = idmap_get(&fmap, ln->function_id)) == 0) {
+                rc = ps_err_set(err, PS_EINVAL, "location[%u].line[%u]: function_id %llu is not defined", i, k,
+                                (unsigned long long)ln->function_id);
+                goto Exit;
+            }
+            lines[k].line = ln->line;
+            lines[k].column = ln->column;
+        }
+        lines += d->nlines;
+    }
+
+    /* samples: values used in place; stacks and labels each in one array */
+    size_t nlocs = 0, nlabels = 0;
+    for (size_t i = 0; i < pb->n_sample; i++) {
+        const pb_sample_t *s = pb->sample[i];
+        if (s->n_value != out->ntypes) {
+            rc = ps_err_set(err, PS_EINVAL, "sample[%zu] has %zu values but there are %u sample types", i, s->n_value,
+                            out->ntypes);
+            goto Exit;
+        }
+        nlocs += s->n_location_id;
+        nlabels += s->n_label;
+    }
+    uint32_t *locs = ps_arena_alloc(arena, nlocs * sizeof(uint32_t));
+    ps_label_t *labels = ps_arena_alloc(arena, nlabels * sizeof(ps_label_t));
+    out->nsamples = (uint32_t)pb->n_sample;
+    out->samples = ps_arena_alloc(arena, out->nsamples * sizeof(ps_sample_t));
+    for (uint32_t i = 0; i < out->nsamples; i++) {
+        const pb_sample_t *s = pb->sample[i];
+        ps_sample_t *d = &out->samples[i];
+        d->nlocs = (uint32_t)s->n_location_id;
+        d->locs = locs;
+        for (uint32_t k = 0; k < d->nlocs; k++) {
+            if ((locs[k] = idmap_get(&lmap, s->location_id[k])) == 0) {
+                rc = ps_err_set(err, PS_EINVAL, "sample[%u]: location_id %llu is not defined", i,
+                                (unsigned long long)s->location_id[k]);
+                goto Exit;
+            }
+        }
+        locs += d->nlocs;
+        d->values = s->value;
+        d->nlabels = (uint32_t)s->n_label;
+        d->labels = labels;
+        for (uint32_t k = 0; k < d->nlabels; k++) {
+            const pb_label_t *l = s->label[k];
+            STR_IDX(labels[k].key, l->key, "sample[%u].label[%u].key", i, k);
+            STR_IDX(labels[k].str, l->str, "sample[%u].label[%u].str", i, k);
+            STR_IDX(labels[k].num_unit, l->num_unit, "sample[%u].label[%u].num_unit", i, k);
+            labels[k].num = l->num;
+        }
+        labels += d->nlabels;
+    }
+Exit:
+    return rc;
+}
+
+int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *out,
+                    ps_err_t *err)
+{
+    ps_pprof_limits_t deflim;
+    const uint8_t *buf = data;
+    size_t len = n, budget;
+    pb_profile_t *pb;
+    scan_t s;
+    pb_arena_t pa;
+    int rc = 0;
+
+    memset(out, 0, sizeof(*out));
+    if (lim == NULL) {
+        ps_pprof_limits_default(&deflim);
+        lim = &deflim;
+    }
+    if (ps_is_gzip(data, n)) {
+        if ((rc = ps_gunzip(data, n, lim->max_inflated, arena, &buf, &len, err)) != 0)
+            goto Exit;
+    } else if (n > lim->max_inflated) {
+        rc = ps_err_set(err, PS_ETOOBIG, "profile is %zu bytes, more than %zu (max_inflated)", n, lim->max_inflated);
+        goto Exit;
+    }
+
+    memset(&s, 0, sizeof(s));
+    s.base = buf;
+    s.lim = lim;
+    s.err = err;
+    if ((rc = scan_profile(&s, buf, len)) != 0)
+        goto Exit;
+
+    budget = len > (SIZE_MAX - (1u << 20)) / UNPACK_BYTES_PER_INPUT_BYTE
+                        ? SIZE_MAX
+                        : len * UNPACK_BYTES_PER_INPUT_BYTE + (1u << 20);
+    pb_arena_init(&pa, arena, budget);
+    pb = perftools__profiles__profile__unpack(&pa.base, len, buf);
+    if (pb == NULL) {
+        if (pa.over) {
+            rc = ps_err_set(err, PS_ETOOBIG, "decoding the profile needs more than %zu bytes of memory", budget);
+            goto Exit;
+        }
+        /* find out where, with the checks the fast scan skipped */
+        memset(&s, 0, sizeof(s));
+        s.base = buf;
+        s.lim = lim;
+        s.err = err;
+        s.deep = true;
+        if ((rc = scan_profile(&s, buf, len)) == 0)
+            rc = ps_err_set(err, PS_EINVAL, "not a valid pprof protobuf");
+        goto Exit;
+    }
+    rc = convert(pb, lim, arena, out, err);
+Exit:
+    if (rc != 0)
+        memset(out, 0, sizeof(*out));
+    return rc;
+}
+
+/* ---- encoding ------------------------------------------------------------------------------- */
+
+int ps_pprof_encode(const ps_profile_t *p, int gzip_level, ps_buf_t *out, ps_err_t *err)
+{
+    static const pb_profile_t profile_init = PERFTOOLS__PROFILES__PROFILE__INIT;
+    static const pb_value_type_t vt_init = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+    static const pb_sample_t sample_init = PERFTOOLS__PROFILES__SAMPLE__INIT;
+    static const pb_label_t label_init = PERFTOOLS__PROFILES__LABEL__INIT;
+    static const pb_mapping_t mapping_init = PERFTOOLS__PROFILES__MAPPING__INIT;
+    static const pb_location_t location_init = PERFTOOLS__PROFILES__LOCATION__INIT;
+    static const pb_line_t line_init = PERFTOOLS__PROFILES__LINE__INIT;
+    static const pb_function_t function_init = PERFTOOLS__PROFILES__FUNCTION__INIT;
+    ps_arena_t a = PS_ARENA_INIT;
+    pb_profile_t pb = profile_init;
+    pb_value_type_t period_type = vt_init;
+    int rc = 0;
+
+    if (gzip_level > 9) {
+        rc = ps_err_set(err, PS_EINVAL, "gzip level %d out of range (0..9, or negative for none)", gzip_level);
+        goto Exit;
+    }
+
+    /* strings: protobuf-c wants NUL-terminated ones */
+    pb.n_string_table = p->nstrings;
+    pb.string_table = ps_arena_alloc(&a, p->nstrings * sizeof(char *));
+    for (uint32_t i = 0; i < p->nstrings; i++) {
+        const ps_str_t *s = &p->strings[i];
+        if (s->len > 0 && memchr(s->ptr, 0, s->len) != NULL) {
+            rc = ps_err_set(err, PS_EINVAL, "string_table[%u] contains a NUL byte", i);
+            goto Exit;
+        }
+        pb.string_table[i] = ps_arena_strndup(&a, s->len > 0 ? s->ptr : "", s->len);
+    }
+
+    pb.n_sample_type = p->ntypes;
+    pb.sample_type = ps_arena_alloc(&a, p->ntypes * sizeof(pb_value_type_t *));
+    pb_value_type_t *vts = ps_arena_alloc(&a, p->ntypes * sizeof(pb_value_type_t));
+    for (uint32_t i = 0; i < p->ntypes; i++) {
+        vts[i] = vt_init;
+        vts[i].type = p->sample_types[i].type;
+        vts[i].unit = p->sample_types[i].unit;
+        pb.sample_type[i] = &vts[i];
+    }
+    if (p->period_type.type != 0 || p->period_type.unit != 0) {
+        period_type.type = p->period_type.type;
+        period_type.unit = p->period_type.unit;
+        pb.period_type = &period_type;
+    }
+    pb.period = p->period;
+    pb.time_nanos = p->time_nanos;
+    pb.duration_nanos = p->duration_nanos;
+    pb.default_sample_type = p->default_sample_type;
+    pb.drop_frames = p->drop_frames;
+    pb.keep_frames = p->keep_frames;
+    pb.doc_url = p->doc_url;
+    pb.n_comment = p->ncomments;
+    pb.comment = ps_arena_alloc(&a, p->ncomments * sizeof(int64_t));
+    for (uint32_t i = 0; i < p->ncomments; i++)
+        pb.comment[i] = p->comments[i];
+
+    pb.n_mapping = p->nmappings;
+    pb.mapping = ps_arena_alloc(&a, p->nmappings * sizeof(pb_mapping_t *));
+    pb_mapping_t *ms = ps_arena_alloc(&a, p->nmappings * sizeof(pb_mapping_t));
+    for (uint32_t i = 0; i < p->nmappings; i++) {
+        const ps_mapping_t *m = &p->mappings[i];
+        ms[i] = mapping_init;
+        ms[i].id = i + 1;
+        ms[i].memory_start = m->memory_start;
+        ms[i].memory_limit = m->memory_limit;
+        ms[i].file_offset = m->file_offset;
+        ms[i].filename = m->filename;
+        ms[i].build_id = m->build_id;
+        ms[i].has_functions = (m->flags & PS_MAP_HAS_FUNCTIONS) != 0;
+        ms[i].has_filenames = (m->flags & PS_MAP_HAS_FILENAMES) != 0;
+        ms[i].has_line_numbers = (m->flags & PS_MAP_HAS_LINE_NUMBERS) != 0;
+        ms[i].has_inline_frames = (m->flags & PS_MAP_HAS_INLINE_FRAMES) != 0;
+        pb.mapping[i] = &ms[i];
+    }
+
+    pb.n_function = p->nfunctions;
+    pb.function = ps_arena_alloc(&a, p->nfunctions * sizeof(pb_function_t *));
+    pb_function_t *fs = ps_arena_alloc(&a, p->nfunctions * sizeof(pb_function_t));
+    for (uint32_t i = 0; i < p->nfunctions; i++) {
+        const ps_function_t *f = &p->functions[i];
+        fs[i] = function_init;
+        fs[i].id = i + 1;
+        fs[i].name = f->name;
+        fs[i].system_name = f->system_name;
+        fs[i].filename = f->filename;
+        fs[i].start_line = f->start_line;
+        pb.function[i] = &fs[i];
+    }
+
+    pb.n_location = p->nlocations;
+    pb.location = ps_arena_alloc(&a, p->nlocations * sizeof(pb_location_t *));
+    pb_location_t *ls = ps_arena_alloc(&a, p->nlocations * sizeof(pb_location_t));
+    for (uint32_t i = 0; i < p->nlocations; i++) {
+        const ps_location_t *l = &p->locations[i];
+        ls[i] = location_init;
+        ls[i].id = i + 1;
+        ls[i].mapping_id = l->mapping;
+        ls[i].address = l->address;
+        ls[i].is_folded = l->is_folded != 0;
+        ls[i].n_line = l->nlines;
+        ls[i].line = ps_arena_alloc(&a, l->nlines * sizeof(pb_line_t *));
+        pb_line_t *lns = ps_arena_alloc(&a, l->nlines * sizeof(pb_line_t));
+        for (uint32_t k = 0; k < l->nlines; k++) {
+            lns[k] = line_init;
+            lns[k].function_id = l->lines[k].function;
+            lns[k].line = l->lines[k].line;
+            lns[k].column = l->lines[k].column;
+            ls[i].line[k] = &lns[k];
+        }
+        pb.location[i] = &ls[i];
+    }
+
+    pb.n_sample = p->nsamples;
+    pb.sample = ps_arena_alloc(&a, p->nsamples * sizeof(pb_sample_t *));
+    pb_sample_t *ss = ps_arena_alloc(&a, p->nsamples * sizeof(pb_sample_t));
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        const ps_sample_t *s = &p->samples[i];
+        ss[i] = sample_init;
+        ss[i].n_location_id = s->nlocs;
+        ss[i].location_id = ps_arena_alloc(&a, s->nlocs * sizeof(uint64_t));
+        for (uint32_t k = 0; k < s->nlocs; k++)
+            ss[i].location_id[k] = s->locs[k];
+        ss[i].n_value = p->ntypes;
+        ss[i].value = s->values;
+        ss[i].n_label = s->nlabels;
+        ss[i].label = ps_arena_alloc(&a, s->nlabels * sizeof(pb_label_t *));
+        pb_label_t *lbs = ps_arena_alloc(&a, s->nlabels * sizeof(pb_label_t));
+        for (uint32_t k = 0; k < s->nlabels; k++) {
+            lbs[k] = label_init;
+            lbs[k].key = s->labels[k].key;
+            lbs[k].str = s->labels[k].str;
+            lbs[k].num = s->labels[k].num;
+            lbs[k].num_unit = s->labels[k].num_unit;
+            ss[i].label[k] = &lbs[k];
+        }
+        pb.sample[i] = &ss[i];
+    }
+
+    size_t size = perftools__profiles__profile__get_packed_size(&pb);
+    if (gzip_level < 0) {
+        ps_buf_reserve(out, size);
+        out->len += perftools__profiles__profile__pack(&pb, out->data + out->len);
+    } else {
+        uint8_t *tmp = ps_arena_alloc(&a, size);
+        size_t packed = perftools__profiles__profile__pack(&pb, tmp);
+        rc = gzip_append(tmp, packed, gzip_level, out, err);
+    }
+Exit:
+    ps_arena_dispose(&a);
+    return rc;
+}

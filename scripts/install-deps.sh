@@ -1,0 +1,23 @@
+#!/bin/sh
+# Installs the Debian packages profstore needs to build, run and test (only those missing).
+# Uses sudo only when not root. Safe to run repeatedly.
+set -eu
+
+PKGS="build-essential cmake pkg-config clang re2c protobuf-c-compiler
+libh2o-evloop-dev libssl-dev libprotobuf-c-dev libsnappy-dev zlib1g-dev liblmdb-dev
+libpcre2-dev libyaml-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev
+python3 python3-pytest golang-go curl"
+
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+echo "installing:$missing"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing

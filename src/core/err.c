@@ -1,0 +1,70 @@
+#include "err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int ps_err_set(ps_err_t *err, int code, const char *fmt, ...)
+{
+    if (err != NULL) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+int ps_err_prefix(ps_err_t *err, const char *fmt, ...)
+{
+    if (err == NULL)
+        return PS_EINTERNAL;
+    char prefix[256], old[sizeof(err->msg)];
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof(prefix), fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof(old));
+    snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+#pragma GCC diagnostic pop
+    return err->code;
+}
+
+const char *ps_strerror(int code)
+{
+    switch (code) {
+    case PS_OK: return "ok";
+    case PS_EINVAL: return "invalid input";
+    case PS_ETOOBIG: return "too large";
+    case PS_ENOTFOUND: return "not found";
+    case PS_ECONFLICT: return "conflict";
+    case PS_EOUTOFORDER: return "out of order";
+    case PS_ENOSPACE: return "no space left";
+    case PS_ECORRUPT: return "corrupt data";
+    case PS_ESTORAGE: return "storage error";
+    case PS_ENOMEM: return "out of memory";
+    case PS_EVERSION: return "unsupported data version";
+    case PS_EUNAVAIL: return "unavailable";
+    case PS_EUNSUPPORTED: return "unsupported";
+    default: return "internal error";
+    }
+}
+
+int ps_err_http_status(int code)
+{
+    switch (code) {
+    case PS_OK: return 200;
+    case PS_EINVAL: return 400;
+    case PS_EOUTOFORDER: return 400;
+    case PS_ETOOBIG: return 413;
+    case PS_ENOTFOUND: return 404;
+    case PS_ECONFLICT: return 409;
+    case PS_EUNSUPPORTED: return 415;
+    case PS_ENOSPACE: return 507;
+    case PS_EUNAVAIL: return 503;
+    default: return 500;
+    }
+}

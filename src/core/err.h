@@ -1,0 +1,51 @@
+/*
+ * err.h - error codes and error detail for every profstore module.
+ *
+ * Functions return 0 or a negative PS_E* code. Detail (what and where) goes into an optional
+ * ps_err_t; ps_err_http_status() is the one table that maps codes to HTTP statuses.
+ */
+#ifndef PS_CORE_ERR_H
+#define PS_CORE_ERR_H
+
+#include <stddef.h>
+
+enum {
+    PS_OK = 0,
+    PS_EINVAL = -1,      /* malformed input: bad syntax, bad encoding, value out of range */
+    PS_ETOOBIG = -2,     /* input exceeds a size or count limit */
+    PS_ENOTFOUND = -3,   /* the thing asked for does not exist */
+    PS_ECONFLICT = -4,   /* same timestamp, different content */
+    PS_EOUTOFORDER = -5, /* older than what the series already holds */
+    PS_ENOSPACE = -6,    /* disk or map full */
+    PS_ECORRUPT = -7,    /* stored bytes fail validation */
+    PS_ESTORAGE = -8,    /* LMDB or file system failure */
+    PS_ENOMEM = -9,
+    PS_EVERSION = -10,   /* data directory of another schema version */
+    PS_EUNAVAIL = -11,   /* shutting down, or overloaded */
+    PS_EINTERNAL = -12,
+    PS_EUNSUPPORTED = -13, /* well-formed but not something we accept (415-ish) */
+};
+
+typedef struct ps_err {
+    int code;
+    char msg[512];
+} ps_err_t;
+
+/** Records code and a printf-style message in err (if err is not NULL); returns code. */
+int ps_err_set(ps_err_t *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/** Prepends "prefix: " to the message already in err. Returns err->code (or PS_EINTERNAL if err is NULL). */
+int ps_err_prefix(ps_err_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Static description of a code. */
+const char *ps_strerror(int code);
+/** HTTP status for a code: EINVAL 400, ETOOBIG 413, ENOTFOUND 404, ECONFLICT 409, ... */
+int ps_err_http_status(int code);
+/** Clears err. */
+static inline void ps_err_clear(ps_err_t *err)
+{
+    if (err != NULL) {
+        err->code = 0;
+        err->msg[0] = '\0';
+    }
+}
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * hash.h - a 64-bit non-cryptographic hash and an open-addressing hash map keyed by bytes.
+ *
+ * ps_hmap_t maps byte strings to uint64 values. Keys are copied into the map's own arena;
+ * pointers returned by ps_hmap_key() stay valid until ps_hmap_clear/dispose.
+ */
+#ifndef PS_CORE_HASH_H
+#define PS_CORE_HASH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mem.h"
+
+/** Hash of n bytes (stable across runs and versions: it is used in on-disk keys). */
+uint64_t ps_hash64(const void *p, size_t n, uint64_t seed);
+
+typedef struct ps_hmap_slot {
+    uint64_t hash;
+    const uint8_t *key; /* NULL = empty */
+    uint32_t klen;
+    uint64_t value;
+} ps_hmap_slot_t;
+
+typedef struct ps_hmap {
+    ps_hmap_slot_t *slots;
+    size_t cap;   /* power of two */
+    size_t count;
+    ps_arena_t keys;
+} ps_hmap_t;
+
+void ps_hmap_init(ps_hmap_t *m);
+void ps_hmap_dispose(ps_hmap_t *m);
+void ps_hmap_clear(ps_hmap_t *m);
+/** Looks key up; returns true and sets *value when present. */
+bool ps_hmap_get(const ps_hmap_t *m, const void *key, size_t klen, uint64_t *value);
+/** Inserts or overwrites. */
+void ps_hmap_put(ps_hmap_t *m, const void *key, size_t klen, uint64_t value);
+/** Approximate heap bytes used. */
+size_t ps_hmap_bytes(const ps_hmap_t *m);
+
+#endif

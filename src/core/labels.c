@@ -1,0 +1,175 @@
+#include "labels.h"
+
+#include <stdlib.h>
+
+#include "varint.h"
+
+bool ps_label_name_valid(const char *s, size_t n)
+{
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+            continue;
+        if (i > 0 && c >= '0' && c <= '9')
+            continue;
+        return false;
+    }
+    return true;
+}
+
+bool ps_metric_name_valid(const char *s, size_t n)
+{
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '_' || c == ':' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+            continue;
+        if (i > 0 && c >= '0' && c <= '9')
+            continue;
+        return false;
+    }
+    return true;
+}
+
+bool ps_utf8_valid(const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len;
+        uint32_t cp;
+        if ((c & 0xe0) == 0xc0) {
+            len = 2;
+            cp = c & 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            len = 3;
+            cp = c & 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            len = 4;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        if (i + len > n)
+            return false;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (s[i + k] & 0x3f);
+        }
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += len;
+    }
+    return true;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const ps_label_pair_t *x = a, *y = b;
+    size_t n = x->nlen < y->nlen ? x->nlen : y->nlen;
+    int c = memcmp(x->name, y->name, n);
+    if (c != 0)
+        return c;
+    return (x->nlen > y->nlen) - (x->nlen < y->nlen);
+}
+
+int ps_labels_normalize(ps_labels_t *ls, ps_err_t *err)
+{
+    if (ls->n > PS_LABELS_MAX)
+        return ps_err_set(err, PS_ETOOBIG, "too many labels: %u (the limit is %d)", ls->n, PS_LABELS_MAX);
+    for (uint32_t i = 0; i < ls->n; i++) {
+        const ps_label_pair_t *p = &ls->pairs[i];
+        if (p->nlen > PS_LABEL_NAME_MAX)
+            return ps_err_set(err, PS_ETOOBIG, "label name \"%.32s...\" is %u bytes long (the limit is %d)", p->name,
+                              p->nlen, PS_LABEL_NAME_MAX);
+        bool is_name = p->nlen == 8 && memcmp(p->name, "__name__", 8) == 0;
+        if (!ps_label_name_valid(p->name, p->nlen))
+            return ps_err_set(err, PS_EINVAL, "invalid label name \"%.*s\": must match [a-zA-Z_][a-zA-Z0-9_]*",
+                              (int)p->nlen, p->name);
+        if (p->vlen > PS_LABEL_VALUE_MAX)
+            return ps_err_set(err, PS_ETOOBIG, "value of label %.*s is %u bytes long (the limit is %d)", (int)p->nlen,
+                              p->name, p->vlen, PS_LABEL_VALUE_MAX);
+        if (!ps_utf8_valid(p->value, p->vlen))
+            return ps_err_set(err, PS_EINVAL, "value of label %.*s is not valid UTF-8", (int)p->nlen, p->name);
+        if (is_name && !ps_metric_name_valid(p->value, p->vlen))
+            return ps_err_set(err, PS_EINVAL, "invalid metric name \"%.*s\"", (int)p->vlen, p->value);
+    }
+    qsort(ls->pairs, ls->n, sizeof(*ls->pairs), cmp_pair);
+    for (uint32_t i = 1; i < ls->n; i++)
+        if (cmp_pair(&ls->pairs[i - 1], &ls->pairs[i]) == 0)
+            return ps_err_set(err, PS_EINVAL, "duplicate label name \"%.*s\"", (int)ls->pairs[i].nlen,
+                              ls->pairs[i].name);
+    return 0;
+}
+
+const ps_label_pair_t *ps_labels_get(const ps_labels_t *ls, const char *name)
+{
+    size_t n = strlen(name);
+    for (uint32_t i = 0; i < ls->n; i++)
+        if (ls->pairs[i].nlen == n && memcmp(ls->pairs[i].name, name, n) == 0)
+            return &ls->pairs[i];
+    return NULL;
+}
+
+void ps_labels_encode(const ps_labels_t *ls, ps_buf_t *out)
+{
+    for (uint32_t i = 0; i < ls->n; i++) {
+        ps_put_uvarint(out, ls->pairs[i].nlen);
+        ps_buf_append(out, ls->pairs[i].name, ls->pairs[i].nlen);
+        ps_put_uvarint(out, ls->pairs[i].vlen);
+        ps_buf_append(out, ls->pairs[i].value, ls->pairs[i].vlen);
+    }
+}
+
+int ps_labels_decode(const void *p, size_t n, ps_arena_t *arena, ps_labels_t *out)
+{
+    ps_dec_t d;
+    uint32_t count = 0;
+    ps_dec_init(&d, p, n);
+    while (ps_dec_left(&d) > 0 && !d.err) {
+        uint64_t l = ps_dec_uvarint(&d);
+        ps_dec_bytes(&d, l);
+        l = ps_dec_uvarint(&d);
+        ps_dec_bytes(&d, l);
+        count++;
+    }
+    if (d.err || count > PS_LABELS_MAX * 4)
+        return PS_ECORRUPT;
+    out->n = count;
+    out->pairs = ps_arena_calloc(arena, count ? count : 1, sizeof(ps_label_pair_t));
+    ps_dec_init(&d, p, n);
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t l = ps_dec_uvarint(&d);
+        const uint8_t *s = ps_dec_bytes(&d, l);
+        out->pairs[i].name = ps_arena_strndup(arena, (const char *)s, l);
+        out->pairs[i].nlen = (uint32_t)l;
+        l = ps_dec_uvarint(&d);
+        s = ps_dec_bytes(&d, l);
+        out->pairs[i].value = ps_arena_strndup(arena, (const char *)s, l);
+        out->pairs[i].vlen = (uint32_t)l;
+    }
+    return d.err ? PS_ECORRUPT : 0;
+}
+
+void ps_labels_format(const ps_labels_t *ls, ps_buf_t *out)
+{
+    ps_buf_putc(out, '{');
+    for (uint32_t i = 0; i < ls->n; i++) {
+        if (i)
+            ps_buf_append(out, ", ", 2);
+        ps_buf_append(out, ls->pairs[i].name, ls->pairs[i].nlen);
+        ps_buf_putc(out, '=');
+        ps_buf_json_str(out, ls->pairs[i].value, ls->pairs[i].vlen);
+    }
+    ps_buf_putc(out, '}');
+}

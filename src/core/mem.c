@@ -1,0 +1,193 @@
+#include "mem.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void oom(size_t n)
+{
+    fprintf(stderr, "profstore: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *ps_xmalloc(size_t n)
+{
+    void *p = malloc(n == 0 ? 1 : n);
+    if (p == NULL)
+        oom(n);
+    return p;
+}
+
+void *ps_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
+    if (p == NULL)
+        oom(n * size);
+    return p;
+}
+
+void *ps_xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n == 0 ? 1 : n);
+    if (p == NULL)
+        oom(n);
+    return p;
+}
+
+char *ps_xstrndup(const char *s, size_t n)
+{
+    char *d = ps_xmalloc(n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+uint8_t *ps_buf_reserve(ps_buf_t *b, size_t n)
+{
+    if (b->cap - b->len < n) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap - b->len < n)
+            cap *= 2;
+        b->data = ps_xrealloc(b->data, cap);
+        b->cap = cap;
+    }
+    return b->data + b->len;
+}
+
+void ps_buf_append(ps_buf_t *b, const void *p, size_t n)
+{
+    if (n == 0)
+        return;
+    memcpy(ps_buf_reserve(b, n), p, n);
+    b->len += n;
+}
+
+void ps_buf_dispose(ps_buf_t *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+void ps_buf_printf(ps_buf_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n <= 0)
+        return;
+    ps_buf_reserve(b, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void ps_buf_json_str(ps_buf_t *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    ps_buf_putc(b, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': ps_buf_append(b, "\\\"", 2); break;
+        case '\\': ps_buf_append(b, "\\\\", 2); break;
+        case '\n': ps_buf_append(b, "\\n", 2); break;
+        case '\r': ps_buf_append(b, "\\r", 2); break;
+        case '\t': ps_buf_append(b, "\\t", 2); break;
+        default:
+            if (c < 0x20) {
+                char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+                ps_buf_append(b, e, 6);
+            } else {
+                ps_buf_putc(b, c);
+            }
+        }
+    }
+    ps_buf_putc(b, '"');
+}
+
+struct ps_arena_block {
+    ps_arena_block_t *next;
+    size_t size, used;
+    _Alignas(16) unsigned char data[];
+};
+
+void *ps_arena_alloc(ps_arena_t *a, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    ps_arena_block_t *b = a->head;
+    if (b == NULL || b->size - b->used < n) {
+        size_t size = b ? b->size * 2 : 4096;
+        if (size > (1u << 20))
+            size = 1u << 20;
+        if (size < n)
+            size = n;
+        ps_arena_block_t *nb = ps_xmalloc(sizeof(*nb) + size);
+        nb->size = size;
+        nb->used = 0;
+        if (b != NULL && n > b->size / 2 && b->size - b->used > 256) {
+            /* big request: put the block behind the head so the head keeps serving small ones */
+            nb->next = b->next;
+            b->next = nb;
+        } else {
+            nb->next = b;
+            a->head = nb;
+        }
+        b = nb;
+    }
+    void *p = b->data + b->used;
+    b->used += n;
+    a->used_total += n;
+    return p;
+}
+
+void *ps_arena_calloc(ps_arena_t *a, size_t n, size_t size)
+{
+    if (size != 0 && n > SIZE_MAX / size)
+        oom(SIZE_MAX);
+    void *p = ps_arena_alloc(a, n * size);
+    memset(p, 0, n * size);
+    return p;
+}
+
+char *ps_arena_strndup(ps_arena_t *a, const char *s, size_t n)
+{
+    char *d = ps_arena_alloc(a, n + 1);
+    if (n)
+        memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+void ps_arena_reset(ps_arena_t *a)
+{
+    ps_arena_block_t *b = a->head;
+    if (b == NULL)
+        return;
+    /* keep the last (oldest, smallest) block only if it is the only one; else keep the biggest head */
+    ps_arena_block_t *keep = b;
+    b = b->next;
+    while (b != NULL) {
+        ps_arena_block_t *n = b->next;
+        free(b);
+        b = n;
+    }
+    keep->next = NULL;
+    keep->used = 0;
+    a->head = keep;
+    a->used_total = 0;
+}
+
+void ps_arena_dispose(ps_arena_t *a)
+{
+    ps_arena_block_t *b = a->head;
+    while (b != NULL) {
+        ps_arena_block_t *n = b->next;
+        free(b);
+        b = n;
+    }
+    a->head = NULL;
+    a->used_total = 0;
+}

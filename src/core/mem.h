@@ -1,0 +1,57 @@
+/*
+ * mem.h - allocation that aborts on out-of-memory (as h2o does), growable byte buffers, arenas.
+ */
+#ifndef PS_CORE_MEM_H
+#define PS_CORE_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/** malloc/calloc/realloc that abort the process on failure; never return NULL. */
+void *ps_xmalloc(size_t n);
+void *ps_xcalloc(size_t n, size_t size);
+void *ps_xrealloc(void *p, size_t n);
+char *ps_xstrndup(const char *s, size_t n);
+
+/** A growable byte buffer. Zero-initialise (PS_BUF_INIT) before use; ps_buf_dispose frees it. */
+typedef struct ps_buf {
+    uint8_t *data;
+    size_t len;
+    size_t cap;
+} ps_buf_t;
+#define PS_BUF_INIT {NULL, 0, 0}
+
+/** Makes room for n more bytes; returns a pointer to data + len. */
+uint8_t *ps_buf_reserve(ps_buf_t *b, size_t n);
+void ps_buf_append(ps_buf_t *b, const void *p, size_t n);
+void ps_buf_dispose(ps_buf_t *b);
+static inline void ps_buf_reset(ps_buf_t *b) { b->len = 0; }
+static inline void ps_buf_putc(ps_buf_t *b, uint8_t c)
+{
+    if (b->len == b->cap)
+        ps_buf_reserve(b, 1);
+    b->data[b->len++] = c;
+}
+void ps_buf_printf(ps_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Appends s as a JSON string literal (with quotes), escaping as RFC 8259 requires. */
+void ps_buf_json_str(ps_buf_t *b, const char *s, size_t n);
+
+/**
+ * A bump allocator: everything allocated from it is freed at once by ps_arena_dispose/reset.
+ * Blocks grow geometrically; a large request gets a block of its own.
+ */
+typedef struct ps_arena_block ps_arena_block_t;
+typedef struct ps_arena {
+    ps_arena_block_t *head;
+    size_t used_total; /* bytes handed out, for limits */
+} ps_arena_t;
+#define PS_ARENA_INIT {NULL, 0}
+
+void *ps_arena_alloc(ps_arena_t *a, size_t n);     /* 16-byte aligned, uninitialised */
+void *ps_arena_calloc(ps_arena_t *a, size_t n, size_t size);
+char *ps_arena_strndup(ps_arena_t *a, const char *s, size_t n); /* NUL-terminated copy */
+void ps_arena_reset(ps_arena_t *a);  /* keeps the first block */
+void ps_arena_dispose(ps_arena_t *a);
+
+#endif

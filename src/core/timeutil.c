@@ -1,0 +1,202 @@
+#include "timeutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int64_t ps_time_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec;
+}
+
+int64_t ps_time_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec;
+}
+
+static int parse_float_seconds(const char *s, size_t n, int64_t *ns)
+{
+    char buf[64];
+    if (n == 0 || n >= sizeof(buf))
+        return -1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((buf[i] >= '0' && buf[i] <= '9') || buf[i] == '.' || buf[i] == '-' || buf[i] == '+' || buf[i] == 'e' ||
+              buf[i] == 'E'))
+            return -1;
+    char *end;
+    double v = strtod(buf, &end);
+    if (*end != 0 || !isfinite(v) || fabs(v) > 9.2e9)
+        return -1;
+    /* round to milliseconds like Prometheus, then to ns */
+    *ns = (int64_t)llround(v * 1000.0) * 1000000ll;
+    return 0;
+}
+
+int ps_parse_duration(const char *s, size_t n, int allow_float, int64_t *ns, ps_err_t *err)
+{
+    if (allow_float && parse_float_seconds(s, n, ns) == 0)
+        return 0;
+    static const struct {
+        const char *unit;
+        int64_t ns;
+    } units[] = {{"ms", 1000000ll},          {"s", PS_NS_PER_S},          {"m", 60 * PS_NS_PER_S},
+                 {"h", 3600 * PS_NS_PER_S},  {"d", 86400 * PS_NS_PER_S},  {"w", 7 * 86400 * PS_NS_PER_S},
+                 {"y", 365 * 86400 * PS_NS_PER_S}};
+    size_t i = 0;
+    int64_t total = 0;
+    int last_unit = -1;
+    if (n == 0)
+        return ps_err_set(err, PS_EINVAL, "empty duration string");
+    while (i < n) {
+        if (s[i] < '0' || s[i] > '9')
+            return ps_err_set(err, PS_EINVAL, "not a valid duration string: \"%.*s\"", (int)n, s);
+        uint64_t v = 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9') {
+            v = v * 10 + (uint64_t)(s[i++] - '0');
+            if (v > (uint64_t)1 << 40)
+                return ps_err_set(err, PS_EINVAL, "duration out of range: \"%.*s\"", (int)n, s);
+        }
+        int u = -1;
+        for (int k = 0; k < 7; k++) {
+            size_t ul = strlen(units[k].unit);
+            if (i + ul <= n && memcmp(s + i, units[k].unit, ul) == 0 && !(k == 3 - 2 && 0)) {
+                /* "m" must not match the "m" of "ms" */
+                if (k == 2 && i + 1 < n && s[i + 1] == 's')
+                    continue;
+                u = k;
+                i += ul;
+                break;
+            }
+        }
+        if (u < 0)
+            return ps_err_set(err, PS_EINVAL, "not a valid duration string: \"%.*s\" (units are ms, s, m, h, d, w, y)",
+                              (int)n, s);
+        /* units must go from big to small: y w d h m s ms */
+        static const int order[] = {6, 5, 4, 3, 2, 1, 0}; /* rank by index: ms=0 ... */
+        (void)order;
+        int rank = u == 0 ? 0 : u; /* ms < s < m < h < d < w < y by index already */
+        if (last_unit >= 0 && rank >= last_unit)
+            return ps_err_set(err, PS_EINVAL, "not a valid duration string: \"%.*s\" (units out of order)", (int)n, s);
+        last_unit = rank;
+        if (v > (uint64_t)INT64_MAX / (uint64_t)units[u].ns || total > INT64_MAX - (int64_t)v * units[u].ns)
+            return ps_err_set(err, PS_EINVAL, "duration out of range: \"%.*s\"", (int)n, s);
+        total += (int64_t)v * units[u].ns;
+    }
+    *ns = total;
+    return 0;
+}
+
+static int digits(const char *s, size_t n, size_t *i, int count, int *out)
+{
+    int v = 0;
+    for (int k = 0; k < count; k++) {
+        if (*i >= n || s[*i] < '0' || s[*i] > '9')
+            return -1;
+        v = v * 10 + (s[(*i)++] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int ps_parse_time(const char *s, size_t n, int64_t *ns, ps_err_t *err)
+{
+    if (parse_float_seconds(s, n, ns) == 0)
+        return 0;
+    /* RFC3339: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM) */
+    size_t i = 0;
+    int Y, M, D, h, m, sec;
+    if (digits(s, n, &i, 4, &Y) || i >= n || s[i++] != '-' || digits(s, n, &i, 2, &M) || i >= n || s[i++] != '-' ||
+        digits(s, n, &i, 2, &D) || i >= n || (s[i] != 'T' && s[i] != 't' && s[i] != ' ') || (++i, 0) ||
+        digits(s, n, &i, 2, &h) || i >= n || s[i++] != ':' || digits(s, n, &i, 2, &m) || i >= n || s[i++] != ':' ||
+        digits(s, n, &i, 2, &sec))
+        goto Bad;
+    int64_t frac = 0;
+    if (i < n && s[i] == '.') {
+        i++;
+        int nd = 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9') {
+            if (nd < 9) {
+                frac = frac * 10 + (s[i] - '0');
+                nd++;
+            }
+            i++;
+        }
+        if (nd == 0)
+            goto Bad;
+        while (nd++ < 9)
+            frac *= 10;
+    }
+    int64_t offset = 0;
+    if (i < n && (s[i] == 'Z' || s[i] == 'z')) {
+        i++;
+    } else if (i < n && (s[i] == '+' || s[i] == '-')) {
+        int sign = s[i++] == '-' ? -1 : 1, oh, om;
+        if (digits(s, n, &i, 2, &oh) || i >= n || s[i++] != ':' || digits(s, n, &i, 2, &om))
+            goto Bad;
+        offset = sign * (oh * 3600 + om * 60);
+    } else {
+        goto Bad;
+    }
+    if (i != n || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+        goto Bad;
+    /* days from civil (Howard Hinnant) */
+    int y = Y - (M <= 2);
+    int era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (unsigned)(M + (M > 2 ? -3 : 9)) + 2) / 5 + (unsigned)D - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    int64_t days = (int64_t)era * 146097 + (int64_t)doe - 719468;
+    int64_t secs = days * 86400 + h * 3600 + m * 60 + sec - offset;
+    *ns = secs * PS_NS_PER_S + frac;
+    return 0;
+Bad:
+    return ps_err_set(err, PS_EINVAL, "cannot parse \"%.*s\" to a valid timestamp (unix seconds or RFC3339)",
+                      (int)(n > 64 ? 64 : n), s);
+}
+
+void ps_format_time(int64_t ns, char *buf, size_t size)
+{
+    time_t secs = (time_t)(ns / PS_NS_PER_S);
+    int64_t frac = ns % PS_NS_PER_S;
+    if (frac < 0) {
+        frac += PS_NS_PER_S;
+        secs--;
+    }
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char base[32];
+    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+    if (frac)
+        snprintf(buf, size, "%s.%09lldZ", base, (long long)frac);
+    else
+        snprintf(buf, size, "%sZ", base);
+}
+
+void ps_format_duration(int64_t ns, char *buf, size_t size)
+{
+    static const struct {
+        const char *u;
+        int64_t ns;
+    } units[] = {{"y", 365 * 86400 * PS_NS_PER_S}, {"w", 7 * 86400 * PS_NS_PER_S}, {"d", 86400 * PS_NS_PER_S},
+                 {"h", 3600 * PS_NS_PER_S},        {"m", 60 * PS_NS_PER_S},         {"s", PS_NS_PER_S},
+                 {"ms", 1000000}};
+    size_t off = 0;
+    if (ns <= 0) {
+        snprintf(buf, size, "0s");
+        return;
+    }
+    for (int k = 0; k < 7 && off < size; k++) {
+        if (ns >= units[k].ns) {
+            off += (size_t)snprintf(buf + off, size - off, "%lld%s", (long long)(ns / units[k].ns), units[k].u);
+            ns %= units[k].ns;
+        }
+    }
+}

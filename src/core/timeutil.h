@@ -1,0 +1,30 @@
+/*
+ * timeutil.h - Prometheus-style durations ("15d", "1h30m", "250ms", or float seconds) and time
+ * parameters (float unix seconds or RFC3339/RFC3339Nano), all as int64 nanoseconds.
+ */
+#ifndef PS_CORE_TIMEUTIL_H
+#define PS_CORE_TIMEUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "mem.h"
+
+#define PS_NS_PER_S 1000000000ll
+
+/** Current wall-clock time in ns since the epoch. */
+int64_t ps_time_now(void);
+/** Monotonic clock in ns. */
+int64_t ps_time_mono(void);
+/** Parses "1h30m", "15d", "2w", "500ms", "1y" (Prometheus units ms s m h d w y) or a plain float
+ *  number of seconds when allow_float. */
+int ps_parse_duration(const char *s, size_t n, int allow_float, int64_t *ns, ps_err_t *err);
+/** Parses a unix time in (float) seconds or RFC3339 with optional fraction and zone. */
+int ps_parse_time(const char *s, size_t n, int64_t *ns, ps_err_t *err);
+/** Formats ns as RFC3339Nano UTC ("2026-11-30T07:06:04.123456789Z") into buf (>= 40 bytes). */
+void ps_format_time(int64_t ns, char *buf, size_t size);
+/** Formats a duration like Prometheus ("1h30m", "15d"). */
+void ps_format_duration(int64_t ns, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,259 @@
+/*
+ * main.c - profstore: flags, start-up, signals, clean shutdown.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "core/log.h"
+#include "core/timeutil.h"
+#include "storage/store.h"
+#include "web/server.h"
+#include "writer.h"
+
+static const char usage[] =
+    "usage: profstore [flags]\n"
+    "\n"
+    "A continuous-profiling store: ingests pprof profiles, keeps them in LMDB, answers label queries.\n"
+    "\n"
+    "Flags (--flag=value or --flag value):\n"
+    "  --listen=HOST:PORT               address to serve HTTP on (default 127.0.0.1:7070)\n"
+    "  --data-dir=DIR                   LMDB data directory (default ./data)\n"
+    "  --config=FILE                    YAML configuration file (scrape configs; see README)\n"
+    "  --retention=DURATION             how long to keep profiles, e.g. 15d, 36h (default 15d; 0 = forever)\n"
+    "  --log-level=LEVEL                debug, info, warn or error (default info)\n"
+    "  --max-body-size=SIZE             largest accepted request body, e.g. 32MiB (default 32MiB)\n"
+    "  --max-inflated-size=SIZE         largest decompressed profile (gzip bomb guard; default 256MiB)\n"
+    "  --threads=N                      HTTP event loop threads (default: number of CPUs)\n"
+    "  --storage.max-size=SIZE          most the LMDB store may grow to (default 256GiB)\n"
+    "  --storage.compact-max-profiles=N fold a series' head into a chunk at N profiles (default 120)\n"
+    "  --storage.compact-window=DURATION  ... or when its oldest head profile is this old (default 2h)\n"
+    "  --storage.compact-interval=DURATION  how often to look for heads due by age (default 10s)\n"
+    "  --storage.retention-interval=DURATION  how often to apply retention (default 1m)\n"
+    "  --storage.no-sync                no fsync on commit: faster, NOT durable (benchmarks only)\n"
+    "  --help                           this text\n"
+    "  --version                        print the version\n";
+
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        return -1;
+    static const struct {
+        const char *sfx;
+        double mul;
+    } sfx[] = {{"", 1},          {"B", 1},           {"KB", 1e3},        {"MB", 1e6},
+               {"GB", 1e9},      {"TB", 1e12},       {"KiB", 1024.0},    {"MiB", 1048576.0},
+               {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"k", 1e3}, {"K", 1024.0}};
+    for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++)
+        if (strcmp(end, sfx[i].sfx) == 0) {
+            double r = v * sfx[i].mul;
+            if (r > 9e18)
+                return -1;
+            *out = (uint64_t)r;
+            return 0;
+        }
+    return -1;
+}
+
+typedef struct flags {
+    const char *listen, *data_dir, *config, *log_level;
+    int64_t retention, compact_window, compact_interval, retention_interval;
+    uint64_t max_body, max_inflated, max_size, compact_max, threads;
+    int nosync;
+} flags_t;
+
+static void die_usage(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "profstore: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\nRun profstore --help for the flags.\n");
+    exit(2);
+}
+
+static void parse_flags(int argc, char **argv, flags_t *f)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strncmp(arg, "--", 2) != 0)
+            die_usage("unexpected argument \"%s\"%s", arg, "");
+        const char *name = arg + 2, *val = NULL;
+        char nbuf[64];
+        const char *eq = strchr(name, '=');
+        if (eq) {
+            size_t nl = (size_t)(eq - name);
+            if (nl >= sizeof(nbuf))
+                die_usage("unknown flag \"%s\"%s", arg, "");
+            memcpy(nbuf, name, nl);
+            nbuf[nl] = 0;
+            name = nbuf;
+            val = eq + 1;
+        }
+        if (strcmp(name, "help") == 0 || strcmp(name, "h") == 0) {
+            fputs(usage, stdout);
+            exit(0);
+        }
+        if (strcmp(name, "version") == 0) {
+            printf("profstore version 0.1.0\n");
+            exit(0);
+        }
+        if (strcmp(name, "storage.no-sync") == 0) {
+            f->nosync = 1;
+            continue;
+        }
+        if (val == NULL) {
+            if (i + 1 >= argc)
+                die_usage("flag --%s needs a value%s", name, "");
+            val = argv[++i];
+        }
+        ps_err_t err;
+        int64_t *dur = NULL;
+        uint64_t *size = NULL, *num = NULL;
+        if (strcmp(name, "listen") == 0)
+            f->listen = val;
+        else if (strcmp(name, "data-dir") == 0)
+            f->data_dir = val;
+        else if (strcmp(name, "config") == 0)
+            f->config = val;
+        else if (strcmp(name, "log-level") == 0)
+            f->log_level = val;
+        else if (strcmp(name, "retention") == 0)
+            dur = &f->retention;
+        else if (strcmp(name, "storage.compact-window") == 0)
+            dur = &f->compact_window;
+        else if (strcmp(name, "storage.compact-interval") == 0)
+            dur = &f->compact_interval;
+        else if (strcmp(name, "storage.retention-interval") == 0)
+            dur = &f->retention_interval;
+        else if (strcmp(name, "max-body-size") == 0)
+            size = &f->max_body;
+        else if (strcmp(name, "max-inflated-size") == 0)
+            size = &f->max_inflated;
+        else if (strcmp(name, "storage.max-size") == 0)
+            size = &f->max_size;
+        else if (strcmp(name, "storage.compact-max-profiles") == 0)
+            num = &f->compact_max;
+        else if (strcmp(name, "threads") == 0)
+            num = &f->threads;
+        else
+            die_usage("unknown flag --%s%s", name, "");
+        if (dur && (strcmp(val, "0") == 0 ? (*dur = 0, 0) : ps_parse_duration(val, strlen(val), 0, dur, &err)) != 0)
+            die_usage("--%s: %s", name, err.msg);
+        if (size && parse_size(val, size) != 0)
+            die_usage("--%s: \"%s\" is not a size (e.g. 1048576, 32MiB, 1GB)", name, val);
+        if (num) {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(val, &end, 10);
+            if (errno || *end || end == val || v == 0 || v > 65535)
+                die_usage("--%s: \"%s\" is not a number from 1 to 65535", name, val);
+            *num = v;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    flags_t f = {.listen = "127.0.0.1:7070", .data_dir = "./data", .log_level = "info"};
+    ps_store_opts_t so;
+    ps_writer_opts_t wo;
+    ps_store_opts_default(&so);
+    ps_writer_opts_default(&wo);
+    f.retention = so.retention_ns;
+    f.compact_window = so.compact_window_ns;
+    f.compact_interval = wo.compact_interval_ns;
+    f.retention_interval = wo.retention_interval_ns;
+    f.max_body = 32ull << 20;
+    f.max_inflated = 256ull << 20;
+    f.max_size = so.map_size;
+    f.compact_max = so.compact_max_profiles;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    f.threads = ncpu > 0 ? (uint64_t)ncpu : 1;
+    parse_flags(argc, argv, &f);
+
+    int lvl = ps_log_parse_level(f.log_level);
+    if (lvl < 0)
+        die_usage("--log-level: \"%s\" is not one of debug, info, warn, error%s", f.log_level, "");
+    ps_log_level = lvl;
+
+    ps_err_t err;
+    ps_err_clear(&err);
+    if (f.config != NULL) {
+        ps_config_t *cfg = NULL;
+        if (ps_config_load(f.config, &cfg, &err) != 0) {
+            fprintf(stderr, "profstore: %s\n", err.msg);
+            return 2;
+        }
+        ps_config_free(cfg);
+    }
+
+    /* every thread inherits this mask; the main thread takes signals with sigwait */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    so.dir = f.data_dir;
+    so.map_size = f.max_size;
+    so.retention_ns = f.retention;
+    so.compact_max_profiles = (uint32_t)f.compact_max;
+    so.compact_window_ns = f.compact_window;
+    so.nosync = f.nosync;
+    wo.compact_interval_ns = f.compact_interval > 0 ? f.compact_interval : PS_NS_PER_S;
+    wo.retention_interval_ns = f.retention_interval > 0 ? f.retention_interval : PS_NS_PER_S;
+
+    ps_store_t *store = NULL;
+    if (ps_store_open(&so, &store, &err) != 0) {
+        ps_log_error("cannot open storage", "dir=%s err=\"%s\"", f.data_dir, err.msg);
+        return 1;
+    }
+    ps_server_t srv = {0};
+    srv.opts.listen = f.listen;
+    srv.opts.threads = (uint32_t)f.threads;
+    srv.opts.max_body = f.max_body;
+    ps_pprof_limits_default(&srv.opts.limits);
+    srv.opts.limits.max_inflated = f.max_inflated;
+    srv.store = store;
+    if (ps_server_bind(&srv, &err) != 0) {
+        ps_log_error("cannot start HTTP server", "err=\"%s\"", err.msg);
+        ps_store_close(store);
+        return 1;
+    }
+    srv.writer = ps_writer_start(store, &wo);
+    if (ps_server_start(&srv, &err) != 0) {
+        ps_log_error("cannot start HTTP server", "err=\"%s\"", err.msg);
+        return 1;
+    }
+    char ret_s[32];
+    ps_format_duration(f.retention, ret_s, sizeof(ret_s));
+    ps_log_info("profstore is ready", "listen=%s port=%d data_dir=%s retention=%s threads=%llu", f.listen,
+                ps_server_port(&srv), f.data_dir, f.retention ? ret_s : "forever", (unsigned long long)f.threads);
+
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            ps_log_info("SIGHUP received; configuration reload is not implemented yet", NULL);
+            continue;
+        }
+        ps_log_info("shutting down", "signal=%s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        break;
+    }
+    ps_server_begin_shutdown(&srv);  /* new writes get 503; listeners close */
+    ps_writer_stop(srv.writer);      /* queued writes finish and are answered */
+    usleep(200 * 1000);              /* let the loops flush those answers */
+    ps_server_stop(&srv);
+    ps_store_close(store);
+    ps_log_info("stopped", NULL);
+    return 0;
+}

@@ -1,0 +1,216 @@
+/*
+ * writer.c - the writer thread (see writer.h).
+ */
+#include "writer.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "core/log.h"
+#include "core/timeutil.h"
+
+struct ps_writer {
+    ps_store_t *store;
+    ps_writer_opts_t opts;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    ps_wreq_t *head, *tail;
+    uint32_t queued;
+    bool stopping;
+    ps_writer_stats_t stats;
+};
+
+void ps_writer_opts_default(ps_writer_opts_t *o)
+{
+    o->max_batch = 512;
+    o->max_queue = 8192;
+    o->compact_interval_ns = 10 * PS_NS_PER_S;
+    o->retention_interval_ns = 60 * PS_NS_PER_S;
+}
+
+static void housekeeping(ps_writer_t *w, int64_t *next_compact, int64_t *next_retain, bool force_check)
+{
+    int64_t mono = ps_time_mono();
+    ps_err_t err;
+    if (force_check || mono >= *next_compact) {
+        uint32_t n = 0;
+        if (ps_store_compact(w->store, false, ps_time_now(), &n, &err) != 0)
+            ps_log_error("compaction failed", "err=\"%s\"", err.msg);
+        else if (n > 0)
+            ps_log_debug("compacted", "chunks=%u", n);
+        pthread_mutex_lock(&w->mu);
+        w->stats.compactions++;
+        w->stats.chunks += n;
+        pthread_mutex_unlock(&w->mu);
+        *next_compact = mono + w->opts.compact_interval_ns;
+    }
+    if (mono >= *next_retain) {
+        uint32_t n = 0;
+        if (ps_store_retain(w->store, ps_time_now(), &n, &err) != 0)
+            ps_log_error("retention failed", "err=\"%s\"", err.msg);
+        else if (n > 0)
+            ps_log_info("retention dropped series", "series=%u", n);
+        pthread_mutex_lock(&w->mu);
+        w->stats.retention_runs++;
+        w->stats.series_dropped += n;
+        pthread_mutex_unlock(&w->mu);
+        *next_retain = mono + w->opts.retention_interval_ns;
+    }
+}
+
+static void *run(void *arg)
+{
+    ps_writer_t *w = arg;
+    ps_append_t **apps = ps_xmalloc(w->opts.max_batch * sizeof(*apps));
+    int64_t next_compact = ps_time_mono() + w->opts.compact_interval_ns;
+    int64_t next_retain = ps_time_mono() + w->opts.retention_interval_ns / 10; /* soon after start */
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        while (w->head == NULL && !w->stopping) {
+            int64_t mono = ps_time_mono(), wake = next_compact < next_retain ? next_compact : next_retain;
+            if (mono >= wake) {
+                pthread_mutex_unlock(&w->mu);
+                housekeeping(w, &next_compact, &next_retain, false);
+                pthread_mutex_lock(&w->mu);
+                continue;
+            }
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            int64_t until = (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec + (wake - mono);
+            ts.tv_sec = until / PS_NS_PER_S;
+            ts.tv_nsec = until % PS_NS_PER_S;
+            pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        }
+        if (w->head == NULL && w->stopping) {
+            pthread_mutex_unlock(&w->mu);
+            break;
+        }
+        /* take up to max_batch requests */
+        ps_wreq_t *batch = w->head, *last = w->head;
+        uint32_t n = 1;
+        while (last->next != NULL && n < w->opts.max_batch) {
+            last = last->next;
+            n++;
+        }
+        w->head = last->next;
+        if (w->head == NULL)
+            w->tail = NULL;
+        last->next = NULL;
+        w->queued -= n;
+        pthread_mutex_unlock(&w->mu);
+
+        size_t napps = 0;
+        bool want_compact = false;
+        for (ps_wreq_t *r = batch; r != NULL; r = r->next)
+            if (r->kind == PS_WREQ_APPEND)
+                apps[napps++] = &r->app;
+        if (napps > 0) {
+            ps_err_t err;
+            ps_err_clear(&err);
+            if (ps_store_write_batch(w->store, apps, napps, &err) != 0)
+                ps_log_error("write failed", "profiles=%zu err=\"%s\"", napps, err.msg);
+        }
+        uint64_t ok = 0, failed = 0, dups = 0;
+        for (size_t i = 0; i < napps; i++) {
+            if (apps[i]->status == 0) {
+                ok++;
+                dups += apps[i]->duplicate;
+            } else {
+                failed++;
+            }
+        }
+        pthread_mutex_lock(&w->mu);
+        w->stats.batches += napps > 0;
+        w->stats.appended += ok;
+        w->stats.failed += failed;
+        w->stats.duplicates += dups;
+        pthread_mutex_unlock(&w->mu);
+        /* admin requests run after the appends of the same batch */
+        for (ps_wreq_t *r = batch, *next; r != NULL; r = next) {
+            next = r->next;
+            if (r->kind == PS_WREQ_COMPACT) {
+                r->status = ps_store_compact(w->store, true, ps_time_now(), &r->count, &r->err);
+            } else if (r->kind == PS_WREQ_RETAIN) {
+                r->status = ps_store_retain(w->store, ps_time_now(), &r->count, &r->err);
+            } else if (r->status == 0 && r->app.status == 0) {
+                want_compact = true;
+            }
+            r->on_done(r);
+        }
+        /* heads that reached compact_max_profiles are folded at once, not only at the interval */
+        if (want_compact) {
+            uint32_t nc = 0;
+            ps_err_t err;
+            if (ps_store_compact_due(w->store, &nc, &err) != 0)
+                ps_log_error("compaction failed", "err=\"%s\"", err.msg);
+            pthread_mutex_lock(&w->mu);
+            w->stats.chunks += nc;
+            pthread_mutex_unlock(&w->mu);
+        }
+        housekeeping(w, &next_compact, &next_retain, false);
+    }
+    free(apps);
+    return NULL;
+}
+
+ps_writer_t *ps_writer_start(ps_store_t *store, const ps_writer_opts_t *o)
+{
+    ps_writer_t *w = ps_xcalloc(1, sizeof(*w));
+    w->store = store;
+    w->opts = *o;
+    if (w->opts.max_batch == 0)
+        w->opts.max_batch = 512;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_create(&w->thread, NULL, run, w);
+    return w;
+}
+
+int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
+{
+    r->next = NULL;
+    r->status = 0;
+    pthread_mutex_lock(&w->mu);
+    if (w->stopping || w->queued >= w->opts.max_queue) {
+        bool stopping = w->stopping;
+        pthread_mutex_unlock(&w->mu);
+        return ps_err_set(&r->err, PS_EUNAVAIL, stopping ? "server is shutting down" : "write queue is full, retry later");
+    }
+    if (w->tail)
+        w->tail->next = r;
+    else
+        w->head = r;
+    w->tail = r;
+    w->queued++;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+void ps_writer_stop(ps_writer_t *w)
+{
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stopping = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    free(w);
+}
+
+void ps_writer_stats(ps_writer_t *w, ps_writer_stats_t *st)
+{
+    pthread_mutex_lock(&w->mu);
+    *st = w->stats;
+    st->queued = w->queued;
+    pthread_mutex_unlock(&w->mu);
+}

@@ -1,0 +1,697 @@
+/*
+ * chunk.c - the chunk encoding PS_CHUNK_ENC_V1.
+ *
+ * SPEC_PLACEHOLDER
+ */
+#include "storage/chunk.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include "core/varint.h"
+
+#define HDR_SIZE 23 /* encoding 1 + n 2 + min_ts 8 + max_ts 8 + meta_len 4 */
+
+/* Ops: a uvarint v whose low bits say what it is (see the tables above). */
+enum {
+    OP_LIT = 0,   /* xxxxxxx0: literal, zigzag payload v >> 1 */
+    OP_DRUN = 1,  /* xxxxx001: k = v >> 3 repeats of the last delta; k = 0: a long literal follows */
+    OP_VRUN = 5,  /* xxxxx101: k = v >> 3 repeats of the last value; k = 0: to the end of the chunk */
+    OP_ZERO = 3,  /* xxxxxx11: k = v >> 2 absent profiles; k = 0: last delta repeated to the end */
+};
+#define OP_LONG 0x01     /* long literal: a uvarint zigzag delta follows */
+#define OP_VEND 0x05     /* last value repeated to the end of the chunk */
+#define OP_DEND 0x03     /* last delta repeated to the end of the chunk */
+#define TS_RUN 1         /* timestamps: xxxxxx01: k = v >> 2 intervals equal to the last; k = 0: long literal */
+#define TS_END 0x03      /* timestamps: the last interval repeated to the end */
+
+#define CORRUPT(...) ps_err_set(err, PS_ECORRUPT, "chunk: " __VA_ARGS__)
+#define INVALID(...) ps_err_set(err, PS_EINVAL, "chunk: " __VA_ARGS__)
+
+/* ---- writing ---------------------------------------------------------------------------- */
+
+static inline uint8_t *put_uv(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static inline unsigned uv_len(uint64_t v)
+{
+    unsigned n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/** A literal (wrapping) delta: xxxxxxx0 if its zigzag fits in 63 bits, else 0x01 + uvarint. <= 11 bytes. */
+static inline uint8_t *put_lit(uint8_t *p, uint64_t delta)
+{
+    uint64_t zz = ps_zigzag((int64_t)delta);
+    if (zz >> 63) {
+        *p++ = OP_LONG;
+        return put_uv(p, zz);
+    }
+    return put_uv(p, zz << 1 | OP_LIT);
+}
+
+/* Values are stored divided by a scale g, the gcd of their magnitudes (CPU nanoseconds sampled at
+ * 100 Hz are all multiples of 10^7). The encoder divides exactly: shift out the power of two, then
+ * multiply by the inverse of the odd part modulo 2^64 -- no division instruction per value. */
+typedef struct scale {
+    uint64_t g, inv, lim; /* lim: UINT64_MAX / odd part, for the divisibility test */
+    unsigned t;           /* trailing zero bits of g */
+} scale_t;
+
+static void scale_set(scale_t *s, uint64_t g)
+{
+    s->g = g;
+    s->t = (unsigned)__builtin_ctzll(g);
+    uint64_t odd = g >> s->t, x = odd; /* Newton: each step doubles the correct low bits (3 -> 96) */
+    for (int i = 0; i < 5; i++)
+        x *= 2 - odd * x;
+    s->inv = x;
+    s->lim = UINT64_MAX / odd;
+}
+
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+    while (b != 0) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/** Folds a nonzero value into the running gcd (s->g == 0: none yet). */
+static inline void scale_add(scale_t *s, int64_t v)
+{
+    uint64_t a = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    if (s->g == 1)
+        return;
+    if (s->g == 0) {
+        scale_set(s, a);
+        return;
+    }
+    uint64_t low = s->t == 0 ? 0 : (a & (UINT64_MAX >> (64 - s->t)));
+    if (low != 0 || (a >> s->t) * s->inv > s->lim)
+        scale_set(s, gcd64(s->g, a));
+}
+
+static void scale_finish(scale_t *s)
+{
+    uint64_t g = s->g;
+    if (g == 0)
+        g = 1; /* no values */
+    else if (g > INT64_MAX)
+        g >>= 1; /* only INT64_MIN values: 2^63 does not fit the decoder's int64 scale */
+    scale_set(s, g);
+}
+
+static inline uint64_t scale_div(const scale_t *s, int64_t v)
+{
+    if (s->g == 1)
+        return (uint64_t)v;
+    uint64_t u = (uint64_t)v >> s->t;
+    if (v < 0 && s->t != 0)
+        u |= ~(UINT64_MAX >> s->t); /* sign-extend */
+    return u * s->inv;
+}
+
+static void put_rle(ps_buf_t *out, const int64_t *v, uint32_t n)
+{
+    for (uint32_t i = 0; i < n;) {
+        uint32_t j = i + 1;
+        while (j < n && v[j] == v[i])
+            j++;
+        ps_put_varint(out, v[i]);
+        ps_put_uvarint(out, j - i);
+        i = j;
+    }
+}
+
+static void put_timestamps(ps_buf_t *out, const int64_t *ts, uint32_t n)
+{
+    uint8_t *base = ps_buf_reserve(out, (size_t)n * 11), *p = base;
+    uint64_t last = 0, run = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        uint64_t delta = (uint64_t)ts[i] - (uint64_t)ts[i - 1];
+        if (delta == last) {
+            run++;
+            continue;
+        }
+        if (run != 0) {
+            p = put_uv(p, run << 2 | TS_RUN);
+            run = 0;
+        }
+        p = put_lit(p, delta - last); /* delta of delta */
+        last = delta;
+    }
+    if (run != 0)
+        *p++ = TS_END;
+    out->len += (size_t)(p - base);
+}
+
+/**
+ * Appends <length uvarint> <first index uvarint> <ops> for a column of m values: sparse
+ * (profile indexes idx[], values val[], all nonzero, m >= 1) or, with idx NULL, dense (val[0..m),
+ * zeros are absent profiles; all zeros give just the length 0).
+ */
+static void put_column(ps_buf_t *out, const uint32_t *idx, const int64_t *val, uint32_t m, uint32_t n,
+                       const scale_t *g)
+{
+    /* worst case per value: a pending run (3), a zero run (3) and a long literal (11) */
+    uint8_t *base = ps_buf_reserve(out, 6 + (size_t)m * 17), *p = base + 1;
+    uint32_t i = 0;
+    if (idx == NULL) {
+        while (i < m && val[i] == 0)
+            i++;
+        if (i == m) {
+            *base = 0;
+            out->len++;
+            return;
+        }
+    }
+    uint32_t pos = idx ? idx[0] : i;
+    p = put_uv(p, pos);
+    uint64_t prev = 0, last = 0, run = 0;
+    unsigned run_op = OP_VRUN;
+    for (; i < m; i++) {
+        if (idx == NULL && val[i] == 0)
+            continue;
+        uint32_t at = idx ? idx[i] : i;
+        uint64_t s = scale_div(g, val[i]), delta = s - prev;
+        unsigned op = delta == 0 ? OP_VRUN : delta == last ? OP_DRUN : OP_LIT;
+        if (run != 0 && (at != pos || op != run_op)) {
+            p = put_uv(p, run << 3 | run_op);
+            run = 0;
+        }
+        if (at != pos)
+            p = put_uv(p, (uint64_t)(at - pos) << 2 | OP_ZERO);
+        if (op == OP_LIT) {
+            p = put_lit(p, delta);
+            last = delta;
+        } else {
+            run_op = op;
+            run++;
+        }
+        prev = s;
+        pos = at + 1;
+    }
+    if (run != 0 && pos == n)
+        *p++ = run_op == OP_VRUN ? OP_VEND : OP_DEND;
+    else if (run != 0)
+        p = put_uv(p, run << 3 | run_op);
+    size_t len = (size_t)(p - (base + 1));
+    unsigned lb = uv_len(len);
+    if (lb > 1)
+        memmove(base + lb, base + 1, len);
+    put_uv(base, len);
+    out->len += lb + len;
+}
+
+static int validate(const ps_chunk_data_t *d, scale_t *vs, scale_t *ts, ps_err_t *err)
+{
+    if (d->n == 0)
+        return INVALID("no profiles");
+    if (d->n > PS_CHUNK_MAX_PROFILES)
+        return ps_err_set(err, PS_ETOOBIG, "chunk: %u profiles, more than %u", d->n, PS_CHUNK_MAX_PROFILES);
+    ts->g = 0;
+    for (uint32_t i = 0; i < d->n; i++) {
+        if (i > 0 && d->ts[i] <= d->ts[i - 1])
+            return INVALID("timestamp %u (%lld) not after timestamp %u (%lld)", i, (long long)d->ts[i], i - 1,
+                           (long long)d->ts[i - 1]);
+        if (d->totals[i] != 0)
+            scale_add(ts, d->totals[i]);
+    }
+    scale_finish(ts);
+    vs->g = 0;
+    if (d->nnodes > 0 && d->off[0] != 0)
+        return INVALID("off[0] = %u, not 0", d->off[0]);
+    for (uint32_t j = 0; j < d->nnodes; j++) {
+        if (j > 0 && d->node_ids[j] <= d->node_ids[j - 1])
+            return INVALID("node ids not ascending at node %u (id %llu after %llu)", j,
+                           (unsigned long long)d->node_ids[j], (unsigned long long)d->node_ids[j - 1]);
+        uint32_t a = d->off[j], b = d->off[j + 1];
+        if (b <= a)
+            return INVALID("node %u (id %llu) has no values (off %u..%u)", j, (unsigned long long)d->node_ids[j], a, b);
+        for (uint32_t k = a; k < b; k++) {
+            if (d->idx[k] >= d->n || (k > a && d->idx[k] <= d->idx[k - 1]))
+                return INVALID("node %u (id %llu): profile index %u out of order or >= n=%u", j,
+                               (unsigned long long)d->node_ids[j], d->idx[k], d->n);
+            if (d->val[k] == 0)
+                return INVALID("node %u (id %llu): zero value at profile %u", j, (unsigned long long)d->node_ids[j],
+                               d->idx[k]);
+            scale_add(vs, d->val[k]);
+        }
+    }
+    scale_finish(vs);
+    return 0;
+}
+
+int ps_chunk_encode(const ps_chunk_data_t *d, ps_buf_t *out, ps_err_t *err)
+{
+    scale_t vs, ts;
+    int r = validate(d, &vs, &ts, err);
+    if (r != 0)
+        return r;
+    uint32_t n = d->n;
+
+    /* header */
+    uint8_t *h = ps_buf_reserve(out, HDR_SIZE);
+    h[0] = PS_CHUNK_ENC_V1;
+    h[1] = (uint8_t)(n >> 8);
+    h[2] = (uint8_t)n;
+    ps_enc_be64(h + 3, (uint64_t)d->ts[0]);
+    ps_enc_be64(h + 11, (uint64_t)d->ts[n - 1]);
+    size_t meta_at = out->len + 19;
+    out->len += HDR_SIZE;
+
+    /* meta */
+    size_t meta_start = out->len;
+    put_timestamps(out, d->ts, n);
+    put_rle(out, d->durations, n);
+    put_rle(out, d->periods, n);
+    ps_put_uvarint(out, ts.g);
+    put_column(out, NULL, d->totals, n, n, &ts);
+    uint32_t meta_len = (uint32_t)(out->len - meta_start);
+    for (int i = 0; i < 4; i++)
+        out->data[meta_at + i] = (uint8_t)(meta_len >> (24 - 8 * i));
+
+    /* nodes */
+    ps_put_uvarint(out, d->nnodes);
+    ps_put_uvarint(out, d->nnodes ? d->off[d->nnodes] : 0);
+    ps_put_uvarint(out, vs.g);
+    uint8_t *base = ps_buf_reserve(out, (size_t)d->nnodes * 10), *p = base;
+    for (uint32_t j = 0; j < d->nnodes; j++)
+        p = put_uv(p, d->node_ids[j] - (j ? d->node_ids[j - 1] : 0));
+    out->len += (size_t)(p - base);
+    for (uint32_t j = 0; j < d->nnodes; j++) {
+        uint32_t a = d->off[j];
+        put_column(out, d->idx + a, d->val + a, d->off[j + 1] - a, n, &vs);
+    }
+    return 0;
+}
+
+/* ---- reading ---------------------------------------------------------------------------- */
+
+static int read_header(const uint8_t *p, size_t len, ps_chunk_header_t *h, uint32_t *meta_len, ps_err_t *err)
+{
+    if (len < HDR_SIZE)
+        return CORRUPT("%zu bytes, shorter than the %d-byte header", len, HDR_SIZE);
+    if (p[0] != PS_CHUNK_ENC_V1)
+        return CORRUPT("unknown encoding %u", p[0]);
+    h->encoding = p[0];
+    h->n = (uint32_t)p[1] << 8 | p[2];
+    h->min_ts = (int64_t)ps_get_be64(p + 3);
+    h->max_ts = (int64_t)ps_get_be64(p + 11);
+    *meta_len = ps_get_be32(p + 19);
+    if (h->n == 0)
+        return CORRUPT("n = 0 profiles");
+    if (h->n == 1 ? h->min_ts != h->max_ts : h->min_ts >= h->max_ts)
+        return CORRUPT("min_ts %lld, max_ts %lld inconsistent with n=%u", (long long)h->min_ts,
+                       (long long)h->max_ts, h->n);
+    if (*meta_len > len - HDR_SIZE)
+        return CORRUPT("meta_len %u runs past the end (%zu bytes left)", *meta_len, len - HDR_SIZE);
+    if (*meta_len < 6) /* durations 2, periods 2, totals scale 1, totals length 1 */
+        return CORRUPT("meta_len %u too short", *meta_len);
+    return 0;
+}
+
+int ps_chunk_header(const void *p, size_t n, ps_chunk_header_t *h)
+{
+    uint32_t meta_len;
+    return read_header(p, n, h, &meta_len, NULL);
+}
+
+static int get_timestamps(ps_dec_t *d, const ps_chunk_header_t *h, int64_t *ts, ps_err_t *err)
+{
+    uint32_t n = h->n;
+    ts[0] = h->min_ts;
+    uint64_t last = 0, cur = (uint64_t)h->min_ts;
+    for (uint32_t i = 1; i < n;) {
+        uint64_t v = ps_dec_uvarint(d), k = 1;
+        if ((v & 1) == OP_LIT) {
+            last += (uint64_t)ps_unzigzag(v >> 1);
+        } else if (v == OP_LONG) {
+            last += (uint64_t)ps_dec_varint(d);
+        } else if ((v & 3) == TS_RUN) {
+            k = v >> 2;
+        } else if (v == TS_END) {
+            k = n - i;
+        } else {
+            return CORRUPT("timestamps: bad op 0x%llx at profile %u", (unsigned long long)v, i);
+        }
+        if (d->err)
+            return CORRUPT("timestamps truncated at profile %u of n=%u", i, n);
+        if (k > n - i)
+            return CORRUPT("timestamps: run of %llu at profile %u runs past n=%u", (unsigned long long)k, i, n);
+        /* interval >= 1 and cur + k * interval <= INT64_MAX, in unsigned arithmetic */
+        if (last == 0 || last > ((uint64_t)INT64_MAX - cur) / k)
+            return CORRUPT("timestamps not increasing or overflowing at profile %u", i);
+        for (uint64_t e = i + k; i < e; i++) {
+            cur += last;
+            ts[i] = (int64_t)cur;
+        }
+    }
+    if (ts[n - 1] != h->max_ts)
+        return CORRUPT("last timestamp %lld != max_ts %lld", (long long)ts[n - 1], (long long)h->max_ts);
+    return 0;
+}
+
+static int get_rle(ps_dec_t *d, int64_t *v, uint32_t n, const char *what, ps_err_t *err)
+{
+    for (uint32_t i = 0; i < n;) {
+        int64_t x = ps_dec_varint(d);
+        uint64_t k = ps_dec_uvarint(d);
+        if (d->err)
+            return CORRUPT("%s truncated at profile %u of n=%u", what, i, n);
+        if (k == 0 || k > n - i)
+            return CORRUPT("%s: run length %llu at profile %u (n=%u)", what, (unsigned long long)k, i, n);
+        for (uint64_t e = i + k; i < e; i++)
+            v[i] = x;
+    }
+    return 0;
+}
+
+static int get_scale(ps_dec_t *d, const char *what, int64_t *g, ps_err_t *err)
+{
+    uint64_t v = ps_dec_uvarint(d);
+    if (d->err)
+        return CORRUPT("%s scale truncated", what);
+    if (v == 0 || v > INT64_MAX)
+        return CORRUPT("%s scale %llu out of range", what, (unsigned long long)v);
+    *g = (int64_t)v;
+    return 0;
+}
+
+/** Reads a column length; returns the column's end or NULL (err set). Node columns take >= 2 bytes. */
+static const uint8_t *get_column_end(ps_dec_t *d, uint32_t j, uint64_t min, ps_err_t *err)
+{
+    uint64_t len = ps_dec_uvarint(d);
+    if (d->err) {
+        CORRUPT("node %u: column length truncated", j);
+        return NULL;
+    }
+    if (len < min || len > ps_dec_left(d)) {
+        CORRUPT("node %u: column length %llu out of range (%zu bytes left)", j, (unsigned long long)len,
+                ps_dec_left(d));
+        return NULL;
+    }
+    return d->p + len;
+}
+
+#define TOTALS UINT32_MAX /* the column number of the totals column, for messages */
+#define COLUMN_CORRUPT(fmt, ...)                                                                                       \
+    (j == TOTALS ? CORRUPT("totals: " fmt, ##__VA_ARGS__) : CORRUPT("node %u: " fmt, j, ##__VA_ARGS__))
+
+enum { W_SPARSE, W_DENSE, W_SUM };
+
+/**
+ * Walks the column [p, end) (first index and ops) of node j, or of the totals if j == TOTALS.
+ *   W_SPARSE: appends the values to idx/val[*count .. cap) and validates the whole column;
+ *   W_DENSE:  stores them at val[profile index] (the caller zeroed val);
+ *   W_SUM:    adds the values at profile indexes [from, to) to *sum (wrapping), stops at `to`.
+ * Always inlined with a constant mode, so each caller gets its own loop.
+ */
+static inline __attribute__((always_inline)) int walk_column(const uint8_t *p, const uint8_t *end, uint32_t n,
+                                                             int64_t g, uint32_t j, int mode, uint32_t *idx,
+                                                             int64_t *val, uint32_t *count, uint32_t cap,
+                                                             uint32_t from, uint32_t to, uint64_t *sum, ps_err_t *err)
+{
+    ps_dec_t d;
+    ps_dec_init(&d, p, (size_t)(end - p));
+    uint64_t first = ps_dec_uvarint(&d);
+    if (d.err)
+        return COLUMN_CORRUPT("first index truncated");
+    if (first >= n)
+        return COLUMN_CORRUPT("first index %llu >= n=%u", (unsigned long long)first, n);
+    uint32_t pos = (uint32_t)first, c = mode == W_SPARSE ? *count : 0, seen = 0;
+    uint64_t prev = 0, last = 0, acc = 0;
+    int zero = 0; /* the last op was a zero run */
+    while (d.p < d.end) {
+        if (mode == W_SUM && pos >= to)
+            break;
+        uint64_t v = *d.p < 0x80 ? *d.p++ : ps_dec_uvarint(&d), k = 1, step; /* most ops take one byte */
+        if ((v & 1) == OP_LIT) {
+            step = last = (uint64_t)ps_unzigzag(v >> 1);
+        } else if ((v & 3) == OP_ZERO && v != OP_DEND) {
+            if (zero)
+                return COLUMN_CORRUPT("two zero runs in a row at profile %u", pos);
+            k = v >> 2;
+            if (k >= n - pos) /* a value must follow */
+                return COLUMN_CORRUPT("column runs past n=%u (zero run of %llu at profile %u)", n,
+                                      (unsigned long long)k, pos);
+            pos += (uint32_t)k;
+            zero = 1;
+            continue;
+        } else if (v == OP_LONG) {
+            step = last = (uint64_t)ps_dec_varint(&d);
+        } else {
+            k = v >> 3; /* OP_DRUN, OP_VRUN; k == 0: OP_VEND, OP_DEND */
+            step = (v & 7) == OP_DRUN || v == OP_DEND ? last : 0;
+            if (k == 0)
+                k = n - pos;
+            if (k == 0)
+                return COLUMN_CORRUPT("column runs past n=%u (run to the end at profile %u)", n, pos);
+        }
+        if (d.err)
+            return COLUMN_CORRUPT("op truncated at profile %u", pos);
+        zero = 0;
+        if (k > n - pos)
+            return COLUMN_CORRUPT("column runs past n=%u (run of %llu at profile %u)", n, (unsigned long long)k, pos);
+        if (mode == W_SPARSE && k > cap - c)
+            return COLUMN_CORRUPT("more values than nnz=%u", cap);
+        uint32_t e = pos + (uint32_t)k;
+        seen += (uint32_t)k;
+        if (step == 0) { /* k copies of one value: check it once */
+            int64_t x;
+            if (prev == 0)
+                return COLUMN_CORRUPT("zero value at profile %u", pos);
+            if (__builtin_mul_overflow((int64_t)prev, g, &x))
+                return COLUMN_CORRUPT("value at profile %u overflows int64 after scaling by %lld", pos, (long long)g);
+            if (mode == W_SPARSE) {
+                for (; pos < e; pos++) {
+                    idx[c] = pos;
+                    val[c++] = x;
+                }
+            } else if (mode == W_DENSE) {
+                for (; pos < e; pos++)
+                    val[pos] = x;
+            } else {
+                uint32_t a = pos > from ? pos : from, b = e < to ? e : to;
+                if (a < b)
+                    acc += (uint64_t)x * (b - a);
+                pos = e;
+            }
+            continue;
+        }
+        for (; pos < e; pos++) {
+            prev += step;
+            int64_t x;
+            if (prev == 0)
+                return COLUMN_CORRUPT("zero value at profile %u", pos);
+            if (__builtin_mul_overflow((int64_t)prev, g, &x))
+                return COLUMN_CORRUPT("value at profile %u overflows int64 after scaling by %lld", pos, (long long)g);
+            if (mode == W_SPARSE) {
+                idx[c] = pos;
+                val[c++] = x;
+            } else if (mode == W_DENSE) {
+                val[pos] = x;
+            } else if (pos >= from && pos < to) {
+                acc += (uint64_t)x;
+            }
+        }
+    }
+    if (d.p == d.end) { /* walked to the end: check how it ends */
+        if (seen == 0)
+            return COLUMN_CORRUPT("column has no values");
+        if (zero)
+            return COLUMN_CORRUPT("column ends in a zero run");
+    }
+    if (mode == W_SPARSE)
+        *count = c;
+    if (mode == W_SUM)
+        *sum += acc;
+    return 0;
+}
+
+/** Decodes header and meta into out (arrays from arena); leaves *nodes over the node section. */
+static int get_meta(const uint8_t *p, size_t len, ps_arena_t *arena, ps_chunk_data_t *out, ps_dec_t *nodes,
+                    ps_err_t *err)
+{
+    memset(out, 0, sizeof(*out));
+    ps_chunk_header_t h;
+    uint32_t meta_len;
+    int r = read_header(p, len, &h, &meta_len, err);
+    if (r != 0)
+        return r;
+    uint32_t n = h.n;
+    int64_t *a = ps_arena_alloc(arena, (size_t)n * 4 * sizeof(int64_t));
+    int64_t *ts = a, *dur = a + n, *per = a + 2 * (size_t)n, *tot = a + 3 * (size_t)n, g;
+    ps_dec_t d;
+    ps_dec_init(&d, p + HDR_SIZE, meta_len);
+    if ((r = get_timestamps(&d, &h, ts, err)) != 0 || (r = get_rle(&d, dur, n, "durations", err)) != 0 ||
+        (r = get_rle(&d, per, n, "periods", err)) != 0 || (r = get_scale(&d, "totals", &g, err)) != 0)
+        return r;
+    uint64_t tlen = ps_dec_uvarint(&d);
+    if (d.err || tlen > ps_dec_left(&d))
+        return CORRUPT("totals: column length %llu out of range", (unsigned long long)tlen);
+    memset(tot, 0, (size_t)n * sizeof(int64_t));
+    if (tlen != 0 &&
+        (r = walk_column(d.p, d.p + tlen, n, g, TOTALS, W_DENSE, NULL, tot, NULL, 0, 0, n, NULL, err)) != 0)
+        return r;
+    d.p += tlen;
+    if (d.p != d.end)
+        return CORRUPT("meta: %zu trailing bytes", ps_dec_left(&d));
+    out->n = n;
+    out->ts = ts;
+    out->durations = dur;
+    out->periods = per;
+    out->totals = tot;
+    ps_dec_init(nodes, p + HDR_SIZE + meta_len, len - HDR_SIZE - meta_len);
+    return 0;
+}
+
+int ps_chunk_decode_meta(const void *p, size_t n, ps_arena_t *arena, ps_chunk_data_t *out, ps_err_t *err)
+{
+    ps_dec_t nodes;
+    int r = get_meta(p, n, arena, out, &nodes, err);
+    if (r != 0)
+        memset(out, 0, sizeof(*out));
+    return r;
+}
+
+typedef struct nodes_hdr {
+    uint64_t nnodes, nnz;
+    int64_t scale;
+} nodes_hdr_t;
+
+static int get_nodes_hdr(ps_dec_t *d, uint32_t n, nodes_hdr_t *nh, ps_err_t *err)
+{
+    nh->nnodes = ps_dec_uvarint(d);
+    nh->nnz = ps_dec_uvarint(d);
+    if (d->err)
+        return CORRUPT("node section header truncated");
+    int r = get_scale(d, "value", &nh->scale, err);
+    if (r != 0)
+        return r;
+    /* every node takes >= 4 bytes: id, column length, first index, one op */
+    if (nh->nnodes > ps_dec_left(d) / 4)
+        return CORRUPT("nnodes=%llu more than %zu bytes can hold", (unsigned long long)nh->nnodes, ps_dec_left(d));
+    if (nh->nnz < nh->nnodes || nh->nnz > UINT32_MAX || (nh->nnz > 0 && (nh->nnz - 1) / n >= nh->nnodes))
+        return CORRUPT("nnz=%llu inconsistent with nnodes=%llu and n=%u", (unsigned long long)nh->nnz,
+                       (unsigned long long)nh->nnodes, n);
+    return 0;
+}
+
+/** Reads node id j (0-based) given the previous id in *id. */
+static inline int get_id(ps_dec_t *d, uint32_t j, uint64_t *id, ps_err_t *err)
+{
+    uint64_t gap = ps_dec_uvarint(d);
+    if (d->err)
+        return CORRUPT("node ids truncated at node %u", j);
+    if (j > 0 && (gap == 0 || gap > UINT64_MAX - *id))
+        return CORRUPT("node %u: id gap %llu not ascending or overflowing", j, (unsigned long long)gap);
+    *id = j > 0 ? *id + gap : gap;
+    return 0;
+}
+
+int ps_chunk_decode(const void *p, size_t len, ps_arena_t *arena, ps_chunk_data_t *out, ps_err_t *err)
+{
+    ps_dec_t d;
+    nodes_hdr_t nh;
+    int r = get_meta(p, len, arena, out, &d, err);
+    if (r != 0 || (r = get_nodes_hdr(&d, out->n, &nh, err)) != 0)
+        goto Exit;
+    uint32_t nnodes = (uint32_t)nh.nnodes, nnz = (uint32_t)nh.nnz, count = 0;
+    uint64_t *ids = ps_arena_alloc(arena, (size_t)nnodes * sizeof(uint64_t));
+    uint32_t *off = ps_arena_alloc(arena, ((size_t)nnodes + 1) * sizeof(uint32_t));
+    uint32_t *idx = ps_arena_alloc(arena, (size_t)nnz * sizeof(uint32_t));
+    int64_t *val = ps_arena_alloc(arena, (size_t)nnz * sizeof(int64_t));
+    uint64_t id = 0;
+    for (uint32_t j = 0; j < nnodes; j++) {
+        if ((r = get_id(&d, j, &id, err)) != 0)
+            goto Exit;
+        ids[j] = id;
+    }
+    off[0] = 0;
+    for (uint32_t j = 0; j < nnodes; j++) {
+        const uint8_t *end = get_column_end(&d, j, 2, err);
+        if (end == NULL) {
+            r = PS_ECORRUPT;
+            goto Exit;
+        }
+        if ((r = walk_column(d.p, end, out->n, nh.scale, j, W_SPARSE, idx, val, &count, nnz, 0, 0, NULL, err)) != 0)
+            goto Exit;
+        off[j + 1] = count;
+        d.p = end;
+    }
+    if (count != nnz) {
+        r = CORRUPT("%u values, header says nnz=%u", count, nnz);
+        goto Exit;
+    }
+    if (d.p != d.end) {
+        r = CORRUPT("%zu trailing bytes after the node columns", ps_dec_left(&d));
+        goto Exit;
+    }
+    out->nnodes = nnodes;
+    out->node_ids = ids;
+    out->off = off;
+    out->idx = idx;
+    out->val = val;
+Exit:
+    if (r != 0)
+        memset(out, 0, sizeof(*out));
+    return r;
+}
+
+int ps_chunk_sum_range(const void *p, size_t len, uint32_t from, uint32_t to,
+                       void (*on_node)(void *ctx, uint64_t node_id, int64_t sum), void *ctx, ps_err_t *err)
+{
+    ps_chunk_header_t h;
+    uint32_t meta_len;
+    nodes_hdr_t nh;
+    int r = read_header(p, len, &h, &meta_len, err);
+    if (r != 0)
+        return r;
+    ps_dec_t d, ids;
+    ps_dec_init(&d, (const uint8_t *)p + HDR_SIZE + meta_len, len - HDR_SIZE - meta_len);
+    if ((r = get_nodes_hdr(&d, h.n, &nh, err)) != 0)
+        return r;
+    if (to > h.n)
+        to = h.n;
+    /* two cursors: ids over the id list, d over the columns that follow it */
+    ids = d;
+    for (uint64_t j = 0; j < nh.nnodes; j++) {
+        while (d.p < d.end && *d.p >= 0x80)
+            d.p++;
+        if (d.p++ >= d.end)
+            return CORRUPT("node ids truncated at node %llu", (unsigned long long)j);
+    }
+    uint64_t id = 0;
+    for (uint32_t j = 0; j < (uint32_t)nh.nnodes; j++) {
+        if ((r = get_id(&ids, j, &id, err)) != 0)
+            return r;
+        const uint8_t *end = get_column_end(&d, j, 2, err);
+        if (end == NULL)
+            return PS_ECORRUPT;
+        uint64_t sum = 0;
+        if (from < to &&
+            (r = walk_column(d.p, end, h.n, nh.scale, j, W_SUM, NULL, NULL, NULL, 0, from, to, &sum, err)) != 0)
+            return r;
+        if (sum != 0)
+            on_node(ctx, id, (int64_t)sum);
+        d.p = end;
+    }
+    if (d.p != d.end)
+        return CORRUPT("%zu trailing bytes after the node columns", ps_dec_left(&d));
+    return 0;
+}

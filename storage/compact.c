@@ -1,0 +1,357 @@
+/*
+ * compact.c - the compactor (head records -> chunks) and retention.
+ *
+ * A series' head is compacted once it holds compact_max_profiles profiles, or once its oldest
+ * head record is compact_window_ns older than now (or always, when forced). The chunk is written
+ * and the head records deleted in one transaction, so a crash leaves either the head records or
+ * the chunk, never both or neither. A chunk's key is (sid, max_ts): a range query seeks to the
+ * first chunk whose max_ts >= start.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "chunk.h"
+#include "internal.h"
+
+#define COMPACT_SERIES_PER_TXN 256
+
+typedef struct triple {
+    uint64_t node;
+    uint32_t idx;
+    int64_t val;
+} triple_t;
+
+static int cmp_triple(const void *a, const void *b)
+{
+    const triple_t *x = a, *y = b;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Writes one chunk from n decoded head profiles. */
+static int write_chunk(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_stored_profile_t *ps, int64_t *ts, uint32_t n,
+                       ps_arena_t *a, ps_err_t *err)
+{
+    ps_chunk_data_t d = {0};
+    d.n = n;
+    d.ts = ts;
+    d.durations = ps_arena_alloc(a, n * sizeof(int64_t));
+    d.periods = ps_arena_alloc(a, n * sizeof(int64_t));
+    d.totals = ps_arena_alloc(a, n * sizeof(int64_t));
+    size_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        d.durations[i] = ps[i].duration;
+        d.periods[i] = ps[i].period;
+        d.totals[i] = ps[i].total;
+        total += ps[i].n;
+    }
+    triple_t *t = ps_xmalloc((total + 1) * sizeof(triple_t));
+    size_t m = 0;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < ps[i].n; j++)
+            t[m++] = (triple_t){ps[i].nodes[j], i, ps[i].values[j]};
+    qsort(t, m, sizeof(triple_t), cmp_triple);
+    d.node_ids = ps_arena_alloc(a, (m + 1) * sizeof(uint64_t));
+    d.off = ps_arena_alloc(a, (m + 2) * sizeof(uint32_t));
+    d.idx = ps_arena_alloc(a, (m + 1) * sizeof(uint32_t));
+    d.val = ps_arena_alloc(a, (m + 1) * sizeof(int64_t));
+    uint32_t nn = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (i == 0 || t[i].node != t[i - 1].node) {
+            d.node_ids[nn] = t[i].node;
+            d.off[nn] = (uint32_t)i;
+            nn++;
+        }
+        d.idx[i] = t[i].idx;
+        d.val[i] = t[i].val;
+    }
+    d.off[nn] = (uint32_t)m;
+    d.nnodes = nn;
+    free(t);
+    ps_buf_t out = PS_BUF_INIT;
+    int ret = ps_chunk_encode(&d, &out, err);
+    if (ret == 0) {
+        uint8_t kb[16];
+        ps_key_sid_ts(kb, sid, ts[n - 1]);
+        MDB_val k = ps_mval(kb, 16), v = ps_mval(out.data, out.len);
+        int rc = mdb_put(txn, s->dbi[DB_CHUNKS], &k, &v, 0);
+        if (rc)
+            ret = ps_lmdb_err(err, rc, "writing chunk");
+    }
+    ps_buf_dispose(&out);
+    return ret;
+}
+
+/* Compacts the whole head of one series into chunks of at most compact_max_profiles. */
+static int compact_series(ps_store_t *s, MDB_txn *txn, uint64_t sid, uint32_t *nchunks, ps_err_t *err)
+{
+    uint32_t max = s->opts.compact_max_profiles;
+    if (max == 0 || max > PS_CHUNK_MAX_PROFILES)
+        max = PS_CHUNK_MAX_PROFILES;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_stored_profile_t *ps = ps_xmalloc(max * sizeof(*ps));
+    int64_t *ts = ps_xmalloc(max * sizeof(int64_t));
+    int64_t last_max = INT64_MIN;
+    int ret = 0, rc;
+    MDB_cursor *cur = NULL;
+    uint8_t kb[16];
+    ps_key_sid_ts(kb, sid, INT64_MIN);
+    if ((rc = mdb_cursor_open(txn, s->dbi[DB_HEAD], &cur)) != 0) {
+        ret = ps_lmdb_err(err, rc, "opening head cursor");
+        goto Exit;
+    }
+    for (;;) {
+        uint32_t n = 0;
+        MDB_val k = ps_mval(kb, 16), v;
+        ps_key_sid_ts(kb, sid, INT64_MIN);
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        while (rc == 0 && n < max && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+            ts[n] = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
+            if (ps_head_decode(v.mv_data, v.mv_size, &a, &ps[n]) != 0) {
+                ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged head record at %lld",
+                                 (unsigned long long)sid, (long long)ts[n]);
+                goto Exit;
+            }
+            n++;
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+        }
+        if (rc != 0 && rc != MDB_NOTFOUND) {
+            ret = ps_lmdb_err(err, rc, "reading head");
+            goto Exit;
+        }
+        if (n == 0)
+            break;
+        if ((ret = write_chunk(s, txn, sid, ps, ts, n, &a, err)) != 0)
+            goto Exit;
+        (*nchunks)++;
+        last_max = ts[n - 1];
+        /* delete the n head records just folded */
+        ps_key_sid_ts(kb, sid, INT64_MIN);
+        k = ps_mval(kb, 16);
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        for (uint32_t i = 0; i < n && rc == 0; i++) {
+            if ((rc = mdb_cursor_del(cur, 0)) != 0)
+                break;
+            rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
+        }
+        if (rc != 0 && rc != MDB_NOTFOUND) {
+            ret = ps_lmdb_err(err, rc, "deleting head records");
+            goto Exit;
+        }
+        ps_arena_reset(&a);
+        if (n < max)
+            break;
+    }
+    {
+        /* head is empty now (also when retention had removed its records) */
+        ps_series_state_t st = {0};
+        uint8_t ib[8];
+        ps_enc_be64(ib, sid);
+        MDB_val k = ps_mval(ib, 8), v;
+        ps_series_rec_t r;
+        if ((rc = mdb_get(txn, s->dbi[DB_SERIES], &k, &v)) != 0 || ps_series_rec_decode(v.mv_data, v.mv_size, &r)) {
+            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: record missing or damaged", (unsigned long long)sid);
+            goto Exit;
+        }
+        st.last_ts = r.last_ts;
+        st.head_count = 0;
+        st.head_min_ts = INT64_MIN;
+        st.last_chunk_max = last_max != INT64_MIN ? last_max : r.last_chunk_max;
+        if ((ret = ps_series_put_state(s, txn, sid, &st, err)) != 0)
+            goto Exit;
+        ps_series_state_t *cached = ps_series_state(s, sid);
+        if (cached)
+            *cached = st;
+    }
+Exit:
+    if (cur)
+        mdb_cursor_close(cur);
+    free(ps);
+    free(ts);
+    ps_arena_dispose(&a);
+    return ret;
+}
+
+int ps_store_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err)
+{
+    uint32_t dummy = 0;
+    if (nchunks == NULL)
+        nchunks = &dummy;
+    *nchunks = 0;
+    for (;;) {
+        MDB_txn *txn;
+        int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+        if (rc)
+            return ps_lmdb_err(err, rc, "starting compaction transaction");
+        uint64_t due[COMPACT_SERIES_PER_TXN];
+        size_t ndue = 0;
+        bool more = false;
+        MDB_cursor *cur;
+        if ((rc = mdb_cursor_open(txn, s->dbi[DB_SERIES], &cur)) != 0) {
+            mdb_txn_abort(txn);
+            return ps_lmdb_err(err, rc, "opening series cursor");
+        }
+        MDB_val k, v;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+        while (rc == 0) {
+            ps_series_rec_t r;
+            if (k.mv_size == 8 && ps_series_rec_decode(v.mv_data, v.mv_size, &r) == 0 && r.head_count > 0 &&
+                (force || r.head_count >= s->opts.compact_max_profiles ||
+                 (s->opts.compact_window_ns > 0 && now_ns - r.head_min_ts >= s->opts.compact_window_ns))) {
+                if (ndue == COMPACT_SERIES_PER_TXN) {
+                    more = true;
+                    break;
+                }
+                due[ndue++] = ps_get_be64(k.mv_data);
+            }
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+        }
+        mdb_cursor_close(cur);
+        int ret = 0;
+        for (size_t i = 0; i < ndue && ret == 0; i++)
+            ret = compact_series(s, txn, due[i], nchunks, err);
+        if (ret) {
+            mdb_txn_abort(txn);
+            ps_sym_caches_clear(s);
+            return ret;
+        }
+        if (ndue == 0) {
+            mdb_txn_abort(txn);
+            return 0;
+        }
+        if ((rc = mdb_txn_commit(txn)) != 0) {
+            ps_sym_caches_clear(s);
+            return ps_lmdb_err(err, rc, "committing compaction");
+        }
+        if (!more)
+            return 0;
+    }
+}
+
+int ps_store_compact_due(ps_store_t *s, uint32_t *nchunks, ps_err_t *err)
+{
+    uint32_t dummy = 0;
+    if (nchunks == NULL)
+        nchunks = &dummy;
+    *nchunks = 0;
+    if (s->ndue == 0)
+        return 0;
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(s->env, NULL, 0, &txn), ret = 0;
+    if (rc)
+        return ps_lmdb_err(err, rc, "starting compaction transaction");
+    for (size_t i = 0; i < s->ndue && ret == 0; i++)
+        ret = compact_series(s, txn, s->due[i], nchunks, err);
+    s->ndue = 0;
+    if (ret) {
+        mdb_txn_abort(txn);
+        ps_sym_caches_clear(s);
+        return ret;
+    }
+    if ((rc = mdb_txn_commit(txn)) != 0) {
+        ps_sym_caches_clear(s);
+        return ps_lmdb_err(err, rc, "committing compaction");
+    }
+    return 0;
+}
+
+/* True if the series still has a chunk or a head record. */
+static int series_has_data(ps_store_t *s, MDB_txn *txn, uint64_t sid)
+{
+    for (int db = DB_HEAD; db <= DB_CHUNKS; db++) {
+        MDB_cursor *cur;
+        if (mdb_cursor_open(txn, s->dbi[db], &cur) != 0)
+            return 1;
+        uint8_t kb[16];
+        ps_key_sid_ts(kb, sid, INT64_MIN);
+        MDB_val k = ps_mval(kb, 16), v;
+        int rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        int has = rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid;
+        mdb_cursor_close(cur);
+        if (has)
+            return 1;
+    }
+    return 0;
+}
+
+int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t *err)
+{
+    uint32_t dummy;
+    if (ndropped == NULL)
+        ndropped = &dummy;
+    *ndropped = 0;
+    if (s->opts.retention_ns <= 0)
+        return 0;
+    int64_t cutoff = now_ns - s->opts.retention_ns;
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(s->env, NULL, 0, &txn), ret = 0;
+    if (rc)
+        return ps_lmdb_err(err, rc, "starting retention transaction");
+    uint64_t *touched = NULL;
+    size_t ntouched = 0, cap = 0;
+    for (int db = DB_HEAD; db <= DB_CHUNKS; db++) {
+        MDB_cursor *cur;
+        if ((rc = mdb_cursor_open(txn, s->dbi[db], &cur)) != 0) {
+            ret = ps_lmdb_err(err, rc, "opening cursor");
+            goto Exit;
+        }
+        MDB_val k, v;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+        while (rc == 0) {
+            if (k.mv_size != 16) {
+                rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+                continue;
+            }
+            uint64_t sid = ps_get_be64(k.mv_data);
+            int64_t ts = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
+            if (ts < cutoff) {
+                if ((rc = mdb_cursor_del(cur, 0)) != 0)
+                    break;
+                if (ntouched == 0 || touched[ntouched - 1] != sid) {
+                    if (ntouched == cap) {
+                        cap = cap ? cap * 2 : 64;
+                        touched = ps_xrealloc(touched, cap * sizeof(uint64_t));
+                    }
+                    touched[ntouched++] = sid;
+                }
+                rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
+                if (rc == EINVAL) /* deleted the last entry */
+                    rc = MDB_NOTFOUND;
+                continue;
+            }
+            /* skip the rest of this series: its later keys are newer */
+            uint8_t kb[16];
+            ps_key_sid_ts(kb, sid + 1, INT64_MIN);
+            k = ps_mval(kb, 16);
+            rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        }
+        mdb_cursor_close(cur);
+        if (rc != MDB_NOTFOUND) {
+            ret = ps_lmdb_err(err, rc, "applying retention");
+            goto Exit;
+        }
+    }
+    for (size_t i = 0; i < ntouched; i++) {
+        if (i > 0 && touched[i] == touched[i - 1])
+            continue;
+        if (!series_has_data(s, txn, touched[i])) {
+            if ((ret = ps_series_delete(s, txn, touched[i], err)) != 0)
+                goto Exit;
+            (*ndropped)++;
+        }
+    }
+    if ((rc = mdb_txn_commit(txn)) != 0) {
+        txn = NULL;
+        ret = ps_lmdb_err(err, rc, "committing retention");
+        goto Exit;
+    }
+    txn = NULL;
+Exit:
+    if (txn)
+        mdb_txn_abort(txn);
+    free(touched);
+    if (ntouched > 0 || ret)
+        ps_sym_caches_clear(s); /* series states changed under the caches */
+    return ret;
+}

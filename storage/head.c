@@ -1,0 +1,68 @@
+/*
+ * head.c - head records: one freshly ingested profile of one series, written at once (durable)
+ * and later folded into a chunk by the compactor.
+ *
+ *   key   (DB_HEAD) : sid u64 BE | ts u64 BE (sign bit flipped, so byte order = time order)
+ *   value           : enc u8 (=1) | duration varint | period varint | total varint | n uvarint |
+ *                     n x ( node delta uvarint | value varint )
+ *   node ids ascending: the first delta is from 0. varint = zigzag LEB128, uvarint = LEB128.
+ *
+ *   Example (duration 3 s, period 10 ms, nodes 5 -> 20, 9 -> 10):
+ *   01 | 80 ea 83 e6 16 | 80 da c4 09 | 80 e1 eb 17 | 02 | 05 28 | 04 14
+ */
+#include "internal.h"
+
+void ps_head_encode(int64_t duration, int64_t period, const uint64_t *nodes, const int64_t *values, uint32_t n,
+                    ps_buf_t *out)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++)
+        total += (uint64_t)values[i];
+    ps_buf_putc(out, PS_HEAD_REC_V1);
+    ps_put_varint(out, duration);
+    ps_put_varint(out, period);
+    ps_put_varint(out, (int64_t)total);
+    ps_put_uvarint(out, n);
+    uint64_t prev = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        ps_put_uvarint(out, nodes[i] - prev);
+        ps_put_varint(out, values[i]);
+        prev = nodes[i];
+    }
+}
+
+int ps_head_decode(const void *p, size_t len, ps_arena_t *arena, ps_stored_profile_t *out)
+{
+    ps_dec_t d;
+    ps_dec_init(&d, p, len);
+    if (ps_dec_u8(&d) != PS_HEAD_REC_V1)
+        return PS_ECORRUPT;
+    out->duration = ps_dec_varint(&d);
+    out->period = ps_dec_varint(&d);
+    out->total = ps_dec_varint(&d);
+    uint64_t n = ps_dec_uvarint(&d);
+    if (d.err || n > ps_dec_left(&d) / 2)
+        return PS_ECORRUPT;
+    out->n = (uint32_t)n;
+    if (arena == NULL) { /* meta only */
+        out->nodes = NULL;
+        out->values = NULL;
+        return 0;
+    }
+    uint64_t *nodes = ps_arena_alloc(arena, (n ? n : 1) * sizeof(uint64_t));
+    int64_t *values = ps_arena_alloc(arena, (n ? n : 1) * sizeof(int64_t));
+    uint64_t prev = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t delta = ps_dec_uvarint(&d);
+        if (i > 0 && delta == 0)
+            d.err = 1;
+        prev += delta;
+        nodes[i] = prev;
+        values[i] = ps_dec_varint(&d);
+    }
+    if (d.err || ps_dec_left(&d) != 0)
+        return PS_ECORRUPT;
+    out->nodes = nodes;
+    out->values = values;
+    return 0;
+}

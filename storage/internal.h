@@ -1,0 +1,129 @@
+/*
+ * internal.h - what the storage/ files share and nothing else sees: the LMDB schema table,
+ * the store struct, the writer's caches, and key helpers. Key layouts are in docs/FORMAT.md.
+ */
+#ifndef PS_STORAGE_INTERNAL_H
+#define PS_STORAGE_INTERNAL_H
+
+#include <lmdb.h>
+#include <pthread.h>
+
+#include "core/hash.h"
+#include "core/varint.h"
+#include "store.h"
+
+/* Named databases. The order is the index into ps_store_t.dbi; names are on disk forever. */
+enum {
+    DB_INFO,        /* "schema" -> u32 BE version; "next" -> next ids */
+    DB_SYM,         /* kind(1) id(8 BE) -> symbol content */
+    DB_SYM_HASH,    /* kind(1) hash(8 BE) -> dup ids(8 BE) */
+    DB_TREE,        /* parent(8 BE) item(8 BE) -> node(8 BE) */
+    DB_NODES,       /* node(8 BE) -> parent(8 BE) item(8 BE) */
+    DB_SERIES,      /* sid(8 BE) -> series record */
+    DB_SERIES_HASH, /* hash(labels)(8 BE) -> dup sids(8 BE) */
+    DB_POSTINGS,    /* name 0x00 value -> dup sids(8 BE) */
+    DB_HEAD,        /* sid(8 BE) ts(8 BE, sign flipped) -> head record */
+    DB_CHUNKS,      /* sid(8 BE) max_ts(8 BE, sign flipped) -> chunk */
+    DB_COUNT
+};
+
+/* Symbol kinds (key prefix of DB_SYM / DB_SYM_HASH). Fixed forever. */
+enum { SYM_STRING = 1, SYM_MAPPING = 2, SYM_FUNCTION = 3, SYM_LOCATION = 4, SYM_LABELSET = 5, SYM_KINDS = 6 };
+
+/* A tree item with this bit set is a sample label set id, not a location id. */
+#define PS_ITEM_LABELSET (1ull << 63)
+
+/* Record encodings (first byte of the value). */
+#define PS_SERIES_REC_V1 1
+#define PS_HEAD_REC_V1 1
+
+/* Next ids, persisted in DB_INFO "next". */
+typedef struct ps_next_ids {
+    uint64_t sym[SYM_KINDS]; /* next id per symbol kind (index = kind) */
+    uint64_t node;
+    uint64_t series;
+} ps_next_ids_t;
+
+/* Per-series state the writer keeps (mirrors the series record). */
+typedef struct ps_series_state {
+    int64_t last_ts;
+    int64_t head_min_ts;
+    uint32_t head_count;
+    int64_t last_chunk_max; /* INT64_MIN if none */
+} ps_series_state_t;
+
+struct ps_store {
+    MDB_env *env;
+    MDB_dbi dbi[DB_COUNT];
+    ps_store_opts_t opts;
+    char *dir;
+    /* writer-only state */
+    ps_next_ids_t next;
+    ps_hmap_t sym_cache;    /* kind + content -> id */
+    ps_hmap_t tree_cache;   /* parent(8) item(8) -> node */
+    ps_hmap_t stack_cache;  /* item ids of a whole stack -> node */
+    ps_hmap_t series_cache; /* label encoding -> sid */
+    ps_hmap_t state_index;  /* sid(8) -> ps_series_state_t pointer */
+    ps_series_state_t **states; /* every state allocated, for freeing */
+    size_t nstates, capstates;
+    ps_buf_t scratch, scratch2;
+    uint64_t *due;          /* series whose head reached compact_max_profiles */
+    size_t ndue, capdue;
+};
+
+struct ps_reader {
+    ps_store_t *store;
+    MDB_txn *txn;
+    ps_hmap_t node_cache; /* node -> offset into stacks (materialise) */
+};
+
+/** Translates an LMDB error into a PS_E code with a message. */
+int ps_lmdb_err(ps_err_t *err, int rc, const char *what);
+
+static inline MDB_val ps_mval(const void *p, size_t n)
+{
+    MDB_val v = {n, (void *)p};
+    return v;
+}
+
+/* symbols.c */
+void ps_sym_caches_clear(ps_store_t *s);
+int ps_sym_intern(ps_store_t *s, MDB_txn *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err);
+int ps_sym_get(MDB_txn *txn, ps_store_t *s, int kind, uint64_t id, MDB_val *out);
+int ps_tree_child(ps_store_t *s, MDB_txn *txn, uint64_t parent, uint64_t item, uint64_t *node, ps_err_t *err);
+
+/* series.c */
+typedef struct ps_series_rec {
+    int64_t last_ts, head_min_ts, last_chunk_max;
+    uint32_t head_count;
+    const uint8_t *labels;
+    size_t labels_len;
+} ps_series_rec_t;
+void ps_series_rec_encode(const ps_series_rec_t *r, ps_buf_t *out);
+int ps_series_rec_decode(const void *p, size_t n, ps_series_rec_t *r);
+int ps_series_get_or_create(ps_store_t *s, MDB_txn *txn, const ps_labels_t *ls, bool create, uint64_t *sid,
+                            ps_series_state_t **st, ps_err_t *err);
+ps_series_state_t *ps_series_state(ps_store_t *s, uint64_t sid);
+int ps_series_put_state(ps_store_t *s, MDB_txn *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err);
+int ps_series_delete(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_err_t *err);
+
+/* head.c: head record = enc(1) duration(varint) period(varint) total(varint) n(uvarint)
+ * then n x (node delta uvarint, value zigzag varint) */
+void ps_head_encode(int64_t duration, int64_t period, const uint64_t *nodes, const int64_t *values, uint32_t n,
+                    ps_buf_t *out);
+int ps_head_decode(const void *p, size_t len, ps_arena_t *arena, ps_stored_profile_t *out);
+
+static inline void ps_key_sid_ts(uint8_t k[16], uint64_t sid, int64_t ts)
+{
+    ps_enc_be64(k, sid);
+    ps_enc_be64(k + 8, ps_ts_key(ts));
+}
+
+int64_t ps_now_ns(void);
+
+
+
+/* env.c */
+int ps_store_save_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
+int ps_store_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
+#endif

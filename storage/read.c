@@ -1,0 +1,291 @@
+/*
+ * read.c - read snapshots: series and label index lookups, profiles of a series over a time
+ * range (chunks then head), and materialising stack nodes back into a full profile.
+ */
+#include <stdlib.h>
+
+#include "chunk.h"
+#include "internal.h"
+
+int ps_reader_begin(ps_store_t *s, ps_reader_t **out, ps_err_t *err)
+{
+    ps_reader_t *r = ps_xcalloc(1, sizeof(*r));
+    r->store = s;
+    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &r->txn);
+    if (rc) {
+        free(r);
+        return ps_lmdb_err(err, rc, "starting read transaction");
+    }
+    *out = r;
+    return 0;
+}
+
+void ps_reader_end(ps_reader_t *r)
+{
+    if (r == NULL)
+        return;
+    mdb_txn_abort(r->txn);
+    free(r);
+}
+
+int ps_reader_series_foreach(ps_reader_t *r, int (*cb)(void *ctx, uint64_t sid, const ps_labels_t *ls), void *ctx)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(r->txn, r->store->dbi[DB_SERIES], &cur), ret = 0;
+    if (rc)
+        return ps_lmdb_err(NULL, rc, "");
+    ps_arena_t a = PS_ARENA_INIT;
+    MDB_val k, v;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    while (rc == 0) {
+        ps_series_rec_t rec;
+        ps_labels_t ls;
+        ps_arena_reset(&a);
+        if (k.mv_size != 8 || ps_series_rec_decode(v.mv_data, v.mv_size, &rec) != 0 ||
+            ps_labels_decode(rec.labels, rec.labels_len, &a, &ls) != 0) {
+            ret = PS_ECORRUPT;
+            break;
+        }
+        if ((ret = cb(ctx, ps_get_be64(k.mv_data), &ls)) != 0)
+            break;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    ps_arena_dispose(&a);
+    if (ret == 0 && rc != 0 && rc != MDB_NOTFOUND)
+        ret = PS_ESTORAGE;
+    return ret;
+}
+
+int ps_reader_series_labels(ps_reader_t *r, uint64_t sid, ps_arena_t *arena, ps_labels_t *out)
+{
+    uint8_t kb[8];
+    ps_enc_be64(kb, sid);
+    MDB_val k = ps_mval(kb, 8), v;
+    int rc = mdb_get(r->txn, r->store->dbi[DB_SERIES], &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return PS_ENOTFOUND;
+    if (rc)
+        return PS_ESTORAGE;
+    ps_series_rec_t rec;
+    if (ps_series_rec_decode(v.mv_data, v.mv_size, &rec) != 0)
+        return PS_ECORRUPT;
+    return ps_labels_decode(rec.labels, rec.labels_len, arena, out);
+}
+
+int ps_reader_series_lookup(ps_reader_t *r, const ps_labels_t *ls, uint64_t *sid)
+{
+    ps_buf_t enc = PS_BUF_INIT;
+    ps_labels_encode(ls, &enc);
+    uint8_t hk[8];
+    ps_enc_be64(hk, ps_hash64(enc.data, enc.len, 0x5e41e5));
+    MDB_cursor *cur;
+    int ret = PS_ENOTFOUND;
+    if (mdb_cursor_open(r->txn, r->store->dbi[DB_SERIES_HASH], &cur) != 0) {
+        ps_buf_dispose(&enc);
+        return PS_ESTORAGE;
+    }
+    MDB_val k = ps_mval(hk, 8), d;
+    int rc = mdb_cursor_get(cur, &k, &d, MDB_SET_KEY);
+    while (rc == 0) {
+        uint64_t cand = ps_get_be64(d.mv_data);
+        uint8_t ck[8];
+        ps_enc_be64(ck, cand);
+        MDB_val sk = ps_mval(ck, 8), sv;
+        ps_series_rec_t rec;
+        if (mdb_get(r->txn, r->store->dbi[DB_SERIES], &sk, &sv) == 0 &&
+            ps_series_rec_decode(sv.mv_data, sv.mv_size, &rec) == 0 && rec.labels_len == enc.len &&
+            memcmp(rec.labels, enc.data, enc.len) == 0) {
+            *sid = cand;
+            ret = 0;
+            break;
+        }
+        rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT_DUP);
+    }
+    mdb_cursor_close(cur);
+    ps_buf_dispose(&enc);
+    return ret;
+}
+
+int ps_reader_postings(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
+                       int (*cb)(void *ctx, uint64_t sid), void *ctx)
+{
+    ps_buf_t key = PS_BUF_INIT;
+    ps_buf_append(&key, name, nlen);
+    ps_buf_putc(&key, 0);
+    ps_buf_append(&key, value, vlen);
+    MDB_cursor *cur;
+    int ret = 0;
+    if (mdb_cursor_open(r->txn, r->store->dbi[DB_POSTINGS], &cur) != 0) {
+        ps_buf_dispose(&key);
+        return PS_ESTORAGE;
+    }
+    MDB_val k = ps_mval(key.data, key.len), d;
+    int rc = mdb_cursor_get(cur, &k, &d, MDB_SET_KEY);
+    while (rc == 0 && ret == 0) {
+        ret = cb(ctx, ps_get_be64(d.mv_data));
+        rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT_DUP);
+    }
+    mdb_cursor_close(cur);
+    ps_buf_dispose(&key);
+    return ret;
+}
+
+int ps_reader_label_values(ps_reader_t *r, const char *name, size_t nlen,
+                           int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx)
+{
+    ps_buf_t key = PS_BUF_INIT;
+    ps_buf_append(&key, name, nlen);
+    ps_buf_putc(&key, 0);
+    MDB_cursor *cur;
+    int ret = 0;
+    if (mdb_cursor_open(r->txn, r->store->dbi[DB_POSTINGS], &cur) != 0) {
+        ps_buf_dispose(&key);
+        return PS_ESTORAGE;
+    }
+    MDB_val k = ps_mval(key.data, key.len), d;
+    int rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+    while (rc == 0 && ret == 0 && k.mv_size >= nlen + 1 && memcmp(k.mv_data, key.data, nlen + 1) == 0) {
+        ret = cb(ctx, (const char *)k.mv_data + nlen + 1, k.mv_size - nlen - 1);
+        rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT_NODUP);
+    }
+    mdb_cursor_close(cur);
+    ps_buf_dispose(&key);
+    return ret;
+}
+
+int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx)
+{
+    MDB_cursor *cur;
+    int ret = 0;
+    if (mdb_cursor_open(r->txn, r->store->dbi[DB_POSTINGS], &cur) != 0)
+        return PS_ESTORAGE;
+    MDB_val k, d;
+    ps_buf_t next = PS_BUF_INIT;
+    int rc = mdb_cursor_get(cur, &k, &d, MDB_FIRST);
+    while (rc == 0 && ret == 0) {
+        const char *z = memchr(k.mv_data, 0, k.mv_size);
+        size_t nl = z ? (size_t)(z - (const char *)k.mv_data) : k.mv_size;
+        ret = cb(ctx, k.mv_data, nl);
+        /* jump past every value of this name: name 0x01 sorts after name 0x00 anything */
+        ps_buf_reset(&next);
+        ps_buf_append(&next, k.mv_data, nl);
+        ps_buf_putc(&next, 1);
+        k = ps_mval(next.data, next.len);
+        rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+    }
+    mdb_cursor_close(cur);
+    ps_buf_dispose(&next);
+    return ret;
+}
+
+/* Emits the profiles of a decoded chunk within [start, end]. */
+static int emit_chunk(const void *p, size_t n, int64_t start, int64_t end, bool meta_only,
+                      int (*cb)(void *ctx, const ps_stored_profile_t *p), void *ctx, ps_arena_t *a, ps_err_t *err)
+{
+    ps_chunk_data_t d;
+    int ret = meta_only ? ps_chunk_decode_meta(p, n, a, &d, err) : ps_chunk_decode(p, n, a, &d, err);
+    if (ret)
+        return ret;
+    uint32_t *cnt = NULL, *pos = NULL;
+    uint64_t *tn = NULL;
+    int64_t *tv = NULL;
+    if (!meta_only) {
+        /* transpose the per-node columns into per-profile rows */
+        cnt = ps_arena_calloc(a, d.n + 1, sizeof(uint32_t));
+        uint32_t m = d.off[d.nnodes];
+        for (uint32_t i = 0; i < m; i++)
+            cnt[d.idx[i] + 1]++;
+        for (uint32_t i = 0; i < d.n; i++)
+            cnt[i + 1] += cnt[i];
+        pos = ps_arena_alloc(a, (d.n + 1) * sizeof(uint32_t));
+        memcpy(pos, cnt, (d.n + 1) * sizeof(uint32_t));
+        tn = ps_arena_alloc(a, (m + 1) * sizeof(uint64_t));
+        tv = ps_arena_alloc(a, (m + 1) * sizeof(int64_t));
+        for (uint32_t j = 0; j < d.nnodes; j++)
+            for (uint32_t i = d.off[j]; i < d.off[j + 1]; i++) {
+                uint32_t at = pos[d.idx[i]]++;
+                tn[at] = d.node_ids[j];
+                tv[at] = d.val[i];
+            }
+    }
+    for (uint32_t i = 0; i < d.n; i++) {
+        if (d.ts[i] < start || d.ts[i] > end)
+            continue;
+        ps_stored_profile_t sp = {d.ts[i], d.durations[i], d.periods[i], d.totals[i], 0, NULL, NULL};
+        if (!meta_only) {
+            sp.n = cnt[i + 1] - cnt[i];
+            sp.nodes = tn + cnt[i];
+            sp.values = tv + cnt[i];
+        }
+        if ((ret = cb(ctx, &sp)) != 0)
+            return ret;
+    }
+    return 0;
+}
+
+int ps_reader_profiles(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, bool meta_only,
+                       int (*cb)(void *ctx, const ps_stored_profile_t *p), void *ctx, ps_err_t *err)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    MDB_cursor *cur = NULL;
+    int ret = 0, rc;
+    uint8_t kb[16];
+    MDB_val k, v;
+    if (start > end)
+        return 0;
+    /* chunks: keyed by max_ts, so the first chunk that can hold start is the first key >= start */
+    if ((rc = mdb_cursor_open(r->txn, r->store->dbi[DB_CHUNKS], &cur)) != 0) {
+        ret = ps_lmdb_err(err, rc, "opening chunk cursor");
+        goto Exit;
+    }
+    ps_key_sid_ts(kb, sid, start);
+    k = ps_mval(kb, 16);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+        ps_chunk_header_t h;
+        if (ps_chunk_header(v.mv_data, v.mv_size, &h) != 0) {
+            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged chunk", (unsigned long long)sid);
+            goto Exit;
+        }
+        if (h.min_ts > end)
+            break;
+        ps_arena_reset(&a);
+        if ((ret = emit_chunk(v.mv_data, v.mv_size, start, end, meta_only, cb, ctx, &a, err)) != 0)
+            goto Exit;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    cur = NULL;
+    /* head records */
+    if ((rc = mdb_cursor_open(r->txn, r->store->dbi[DB_HEAD], &cur)) != 0) {
+        ret = ps_lmdb_err(err, rc, "opening head cursor");
+        goto Exit;
+    }
+    ps_key_sid_ts(kb, sid, start);
+    k = ps_mval(kb, 16);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+        int64_t ts = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
+        if (ts > end)
+            break;
+        ps_stored_profile_t sp;
+        ps_arena_reset(&a);
+        if (ps_head_decode(v.mv_data, v.mv_size, meta_only ? NULL : &a, &sp) != 0) {
+            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged head record at %lld", (unsigned long long)sid,
+                             (long long)ts);
+            goto Exit;
+        }
+        sp.ts = ts;
+        if (meta_only)
+            sp.n = 0;
+        if ((ret = cb(ctx, &sp)) != 0)
+            goto Exit;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+Exit:
+    if (cur)
+        mdb_cursor_close(cur);
+    ps_arena_dispose(&a);
+    return ret;
+}

@@ -1,0 +1,253 @@
+/*
+ * series.c - series (label set -> id), their records and postings.
+ *
+ * Series record (DB_SERIES value):
+ *   enc u8 (=1) | last_ts i64 BE | head_min_ts i64 BE | last_chunk_max i64 BE | head_count u32 BE |
+ *   labels (ps_labels_encode: uvarint len, name, uvarint len, value, ...)
+ */
+#include "internal.h"
+
+#define REC_FIXED (1 + 8 + 8 + 8 + 4)
+
+void ps_series_rec_encode(const ps_series_rec_t *r, ps_buf_t *out)
+{
+    ps_buf_putc(out, PS_SERIES_REC_V1);
+    ps_put_be64(out, (uint64_t)r->last_ts);
+    ps_put_be64(out, (uint64_t)r->head_min_ts);
+    ps_put_be64(out, (uint64_t)r->last_chunk_max);
+    ps_put_be32(out, r->head_count);
+    ps_buf_append(out, r->labels, r->labels_len);
+}
+
+int ps_series_rec_decode(const void *p, size_t n, ps_series_rec_t *r)
+{
+    const uint8_t *b = p;
+    if (n < REC_FIXED || b[0] != PS_SERIES_REC_V1)
+        return PS_ECORRUPT;
+    r->last_ts = (int64_t)ps_get_be64(b + 1);
+    r->head_min_ts = (int64_t)ps_get_be64(b + 9);
+    r->last_chunk_max = (int64_t)ps_get_be64(b + 17);
+    r->head_count = ps_get_be32(b + 25);
+    r->labels = b + REC_FIXED;
+    r->labels_len = n - REC_FIXED;
+    return 0;
+}
+
+static ps_series_state_t *state_add(ps_store_t *s, uint64_t sid)
+{
+    /* states are allocated one by one so pointers stay valid while more are added */
+    if (s->nstates == s->capstates) {
+        s->capstates = s->capstates ? s->capstates * 2 : 1024;
+        s->states = ps_xrealloc(s->states, s->capstates * sizeof(*s->states));
+    }
+    uint8_t kb[8];
+    ps_enc_be64(kb, sid);
+    ps_series_state_t *st = ps_xcalloc(1, sizeof(*st));
+    s->states[s->nstates++] = st;
+    ps_hmap_put(&s->state_index, kb, 8, (uint64_t)(uintptr_t)st);
+    return st;
+}
+
+ps_series_state_t *ps_series_state(ps_store_t *s, uint64_t sid)
+{
+    uint8_t kb[8];
+    uint64_t i;
+    ps_enc_be64(kb, sid);
+    if (ps_hmap_get(&s->state_index, kb, 8, &i))
+        return (ps_series_state_t *)(uintptr_t)i;
+    return NULL;
+}
+
+/* Loads the state of an existing series from its record into the cache. */
+static int load_state(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_series_state_t **out, ps_err_t *err)
+{
+    uint8_t kb[8];
+    ps_enc_be64(kb, sid);
+    MDB_val k = ps_mval(kb, 8), v;
+    int rc = mdb_get(txn, s->dbi[DB_SERIES], &k, &v);
+    if (rc)
+        return ps_lmdb_err(err, rc, "reading series record");
+    ps_series_rec_t r;
+    if (ps_series_rec_decode(v.mv_data, v.mv_size, &r) != 0)
+        return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
+    ps_series_state_t *st = state_add(s, sid);
+    st->last_ts = r.last_ts;
+    st->head_min_ts = r.head_min_ts;
+    st->head_count = r.head_count;
+    st->last_chunk_max = r.last_chunk_max;
+    *out = st;
+    return 0;
+}
+
+int ps_series_put_state(ps_store_t *s, MDB_txn *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err)
+{
+    uint8_t kb[8];
+    ps_enc_be64(kb, sid);
+    MDB_val k = ps_mval(kb, 8), v;
+    int rc = mdb_get(txn, s->dbi[DB_SERIES], &k, &v);
+    if (rc)
+        return ps_lmdb_err(err, rc, "reading series record");
+    if (v.mv_size < REC_FIXED)
+        return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
+    /* copy the labels out before writing: v points into the map */
+    ps_buf_t b = PS_BUF_INIT;
+    ps_series_rec_t r = {st->last_ts, st->head_min_ts, st->last_chunk_max, st->head_count,
+                         (const uint8_t *)v.mv_data + REC_FIXED, v.mv_size - REC_FIXED};
+    ps_series_rec_encode(&r, &b);
+    v = ps_mval(b.data, b.len);
+    rc = mdb_put(txn, s->dbi[DB_SERIES], &k, &v, 0);
+    ps_buf_dispose(&b);
+    return rc ? ps_lmdb_err(err, rc, "writing series record") : 0;
+}
+
+static int posting_key(ps_buf_t *b, const ps_label_pair_t *p)
+{
+    ps_buf_reset(b);
+    ps_buf_append(b, p->name, p->nlen);
+    ps_buf_putc(b, 0);
+    ps_buf_append(b, p->value, p->vlen);
+    return 0;
+}
+
+int ps_series_get_or_create(ps_store_t *s, MDB_txn *txn, const ps_labels_t *ls, bool create, uint64_t *sid,
+                            ps_series_state_t **st, ps_err_t *err)
+{
+    ps_buf_t enc = PS_BUF_INIT, pk = PS_BUF_INIT;
+    int ret = 0, rc;
+    ps_labels_encode(ls, &enc);
+    uint64_t v;
+    if (ps_hmap_get(&s->series_cache, enc.data, enc.len, &v)) {
+        *sid = v;
+        *st = ps_series_state(s, v);
+        if (*st == NULL)
+            ret = load_state(s, txn, v, st, err);
+        goto Exit;
+    }
+    uint64_t h = ps_hash64(enc.data, enc.len, 0x5e41e5);
+    uint8_t hk[8];
+    ps_enc_be64(hk, h);
+    MDB_val k = ps_mval(hk, 8), d;
+    MDB_cursor *cur;
+    if ((rc = mdb_cursor_open(txn, s->dbi[DB_SERIES_HASH], &cur)) != 0) {
+        ret = ps_lmdb_err(err, rc, "opening series index");
+        goto Exit;
+    }
+    rc = mdb_cursor_get(cur, &k, &d, MDB_SET_KEY);
+    while (rc == 0) {
+        uint64_t cand = ps_get_be64(d.mv_data);
+        uint8_t ck[8];
+        ps_enc_be64(ck, cand);
+        MDB_val sk = ps_mval(ck, 8), sv;
+        ps_series_rec_t r;
+        if (mdb_get(txn, s->dbi[DB_SERIES], &sk, &sv) == 0 && ps_series_rec_decode(sv.mv_data, sv.mv_size, &r) == 0 &&
+            r.labels_len == enc.len && memcmp(r.labels, enc.data, enc.len) == 0) {
+            mdb_cursor_close(cur);
+            ps_hmap_put(&s->series_cache, enc.data, enc.len, cand);
+            *sid = cand;
+            *st = ps_series_state(s, cand);
+            if (*st == NULL)
+                ret = load_state(s, txn, cand, st, err);
+            goto Exit;
+        }
+        rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT_DUP);
+    }
+    mdb_cursor_close(cur);
+    if (rc != MDB_NOTFOUND) {
+        ret = ps_lmdb_err(err, rc, "reading series index");
+        goto Exit;
+    }
+    if (!create) {
+        ret = PS_ENOTFOUND;
+        goto Exit;
+    }
+    /* a new series: record, hash index, postings */
+    uint64_t nid = s->next.series++;
+    uint8_t ib[8];
+    ps_enc_be64(ib, nid);
+    ps_buf_t rec = PS_BUF_INIT;
+    ps_series_rec_t r = {INT64_MIN, INT64_MIN, INT64_MIN, 0, enc.data, enc.len};
+    ps_series_rec_encode(&r, &rec);
+    MDB_val sk = ps_mval(ib, 8), sv = ps_mval(rec.data, rec.len);
+    rc = mdb_put(txn, s->dbi[DB_SERIES], &sk, &sv, MDB_APPEND);
+    ps_buf_dispose(&rec);
+    if (rc) {
+        ret = ps_lmdb_err(err, rc, "writing series record");
+        goto Exit;
+    }
+    k = ps_mval(hk, 8);
+    d = ps_mval(ib, 8);
+    if ((rc = mdb_put(txn, s->dbi[DB_SERIES_HASH], &k, &d, 0)) != 0) {
+        ret = ps_lmdb_err(err, rc, "writing series index");
+        goto Exit;
+    }
+    for (uint32_t i = 0; i < ls->n; i++) {
+        posting_key(&pk, &ls->pairs[i]);
+        MDB_val pkv = ps_mval(pk.data, pk.len), pv = ps_mval(ib, 8);
+        if ((rc = mdb_put(txn, s->dbi[DB_POSTINGS], &pkv, &pv, 0)) != 0) {
+            ret = ps_lmdb_err(err, rc, "writing postings");
+            goto Exit;
+        }
+    }
+    ps_hmap_put(&s->series_cache, enc.data, enc.len, nid);
+    ps_series_state_t *ns = state_add(s, nid);
+    ns->last_ts = INT64_MIN;
+    ns->head_min_ts = INT64_MIN;
+    ns->last_chunk_max = INT64_MIN;
+    *sid = nid;
+    *st = ns;
+Exit:
+    ps_buf_dispose(&enc);
+    ps_buf_dispose(&pk);
+    return ret;
+}
+
+int ps_series_delete(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_err_t *err)
+{
+    uint8_t ib[8];
+    ps_enc_be64(ib, sid);
+    MDB_val k = ps_mval(ib, 8), v;
+    int rc = mdb_get(txn, s->dbi[DB_SERIES], &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc)
+        return ps_lmdb_err(err, rc, "reading series record");
+    ps_series_rec_t r;
+    if (ps_series_rec_decode(v.mv_data, v.mv_size, &r) != 0)
+        return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t ls;
+    ps_buf_t enc = PS_BUF_INIT, pk = PS_BUF_INIT;
+    int ret = 0;
+    ps_buf_append(&enc, r.labels, r.labels_len);
+    if (ps_labels_decode(enc.data, enc.len, &a, &ls) != 0) {
+        ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged labels", (unsigned long long)sid);
+        goto Exit;
+    }
+    for (uint32_t i = 0; i < ls.n; i++) {
+        posting_key(&pk, &ls.pairs[i]);
+        MDB_val pkv = ps_mval(pk.data, pk.len), pv = ps_mval(ib, 8);
+        rc = mdb_del(txn, s->dbi[DB_POSTINGS], &pkv, &pv);
+        if (rc && rc != MDB_NOTFOUND) {
+            ret = ps_lmdb_err(err, rc, "deleting postings");
+            goto Exit;
+        }
+    }
+    uint8_t hk[8];
+    ps_enc_be64(hk, ps_hash64(enc.data, enc.len, 0x5e41e5));
+    MDB_val hkv = ps_mval(hk, 8), hv = ps_mval(ib, 8);
+    rc = mdb_del(txn, s->dbi[DB_SERIES_HASH], &hkv, &hv);
+    if (rc && rc != MDB_NOTFOUND) {
+        ret = ps_lmdb_err(err, rc, "deleting series index");
+        goto Exit;
+    }
+    k = ps_mval(ib, 8);
+    if ((rc = mdb_del(txn, s->dbi[DB_SERIES], &k, NULL)) != 0) {
+        ret = ps_lmdb_err(err, rc, "deleting series");
+        goto Exit;
+    }
+Exit:
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&enc);
+    ps_buf_dispose(&pk);
+    return ret;
+}

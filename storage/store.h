@@ -1,0 +1,134 @@
+/*
+ * store.h - the profile store: one LMDB environment holding deduplicated symbols (strings,
+ * mappings, functions, locations, sample label sets), one stack tree shared by all series,
+ * series with their postings, head records and compacted chunks. See docs/FORMAT.md.
+ *
+ * Threads: exactly one thread writes (ps_store_write_batch, ps_store_compact, ps_store_retain);
+ * any number of threads read through ps_reader_t, each with its own LMDB read transaction, which
+ * never waits for the writer. This module knows nothing of HTTP or protobuf.
+ */
+#ifndef PS_STORAGE_STORE_H
+#define PS_STORAGE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/labels.h"
+#include "core/mem.h"
+#include "core/profile.h"
+
+#define PS_SCHEMA_VERSION 1
+
+typedef struct ps_store ps_store_t;
+
+typedef struct ps_store_opts {
+    const char *dir;              /* data directory, created if missing */
+    uint64_t map_size;            /* LMDB map size: the most the store may grow to (bytes) */
+    int64_t retention_ns;         /* drop data older than this (0 = keep forever) */
+    uint32_t compact_max_profiles;/* compact a series' head once it holds this many profiles */
+    int64_t compact_window_ns;    /* ... or once its oldest head record is this much older than now */
+    bool nosync;                  /* tests/benchmarks only: no fsync on commit (not durable) */
+} ps_store_opts_t;
+
+void ps_store_opts_default(ps_store_opts_t *o);
+
+/** Opens (creating if needed) the store. Refuses another schema version with PS_EVERSION. */
+int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err);
+/** Closes the environment. No reader or writer may be active. ps_store_close(NULL) is a no-op. */
+void ps_store_close(ps_store_t *s);
+
+/* ---- writing (one writer thread) ---- */
+
+/** One profile to append: one series per selected sample type of the profile. */
+typedef struct ps_append {
+    /* in */
+    const ps_profile_t *profile;
+    uint32_t nseries;
+    const ps_labels_t *series_labels; /* nseries normalised label sets, each with __name__ */
+    const uint32_t *type_index;       /* nseries: which sample value feeds series i */
+    int64_t ts;                       /* ns since epoch */
+    int64_t duration;                 /* ns */
+    int64_t period;
+    /* out */
+    int status;                       /* 0 or PS_E* for this profile alone */
+    ps_err_t err;
+    bool duplicate;                   /* identical profile already stored at ts: nothing written */
+    uint64_t *series_ids;             /* nseries, filled on success (caller-provided array) */
+    uint32_t *series_samples;         /* nseries: nonzero stacks stored per series (caller array) */
+} ps_append_t;
+
+/**
+ * Appends every item in one LMDB transaction, committed (and fsynced) before returning.
+ * An item that fails (out of order, conflict, limits) fails alone: items[i]->status says.
+ * A failure of the transaction itself (disk full, I/O) fails every item and is returned.
+ * On return 0, every item with status 0 is durable.
+ */
+int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t *err);
+
+/** Compacts heads due by the thresholds (or all heads when force). *ncompacted gets the chunk count. */
+int ps_store_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
+/** Compacts the heads that reached compact_max_profiles in the writes since the last call. */
+int ps_store_compact_due(ps_store_t *s, uint32_t *nchunks, ps_err_t *err);
+/** Drops chunks and head records older than now - retention, then series left empty. */
+int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped_series, ps_err_t *err);
+
+typedef struct ps_store_stats {
+    uint64_t series, head_records, chunks, nodes, strings, functions, locations, mappings;
+    uint64_t file_bytes;  /* size of data.mdb */
+    uint64_t used_bytes;  /* pages in use * page size */
+} ps_store_stats_t;
+int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err);
+
+/* ---- reading (any thread) ---- */
+
+typedef struct ps_reader ps_reader_t;
+
+/** Starts a read snapshot. Everything read through it is valid until ps_reader_end. */
+int ps_reader_begin(ps_store_t *s, ps_reader_t **out, ps_err_t *err);
+void ps_reader_end(ps_reader_t *r);
+
+/** Calls cb for every series (ascending id). cb returning nonzero stops with that value. */
+int ps_reader_series_foreach(ps_reader_t *r, int (*cb)(void *ctx, uint64_t sid, const ps_labels_t *ls), void *ctx);
+/** Labels of one series (copied into arena). PS_ENOTFOUND if it does not exist. */
+int ps_reader_series_labels(ps_reader_t *r, uint64_t sid, ps_arena_t *arena, ps_labels_t *out);
+/** The series id for exactly these (normalised) labels, or PS_ENOTFOUND. */
+int ps_reader_series_lookup(ps_reader_t *r, const ps_labels_t *ls, uint64_t *sid);
+/** Calls cb for every series id in the postings list of name=value (ascending). */
+int ps_reader_postings(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
+                       int (*cb)(void *ctx, uint64_t sid), void *ctx);
+/** Calls cb(value) for every value of label name (ascending, bytewise). */
+int ps_reader_label_values(ps_reader_t *r, const char *name, size_t nlen,
+                           int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx);
+/** Calls cb(name) for every label name (ascending). */
+int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx);
+
+/** One stored profile of a series: a sparse vector stack node -> value. */
+typedef struct ps_stored_profile {
+    int64_t ts, duration, period, total;
+    uint32_t n;
+    const uint64_t *nodes; /* ascending */
+    const int64_t *values;
+} ps_stored_profile_t;
+
+/**
+ * Calls cb for each profile of series sid with start <= ts <= end, oldest first, from chunks and
+ * head alike. If meta_only, nodes/values are empty (totals come from the chunk totals column).
+ * Arrays passed to cb are valid only during the call.
+ */
+int ps_reader_profiles(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, bool meta_only,
+                       int (*cb)(void *ctx, const ps_stored_profile_t *p), void *ctx, ps_err_t *err);
+
+/**
+ * Builds a self-contained ps_profile_t (strings, mappings, functions, locations, samples with
+ * their sample labels) from n stack nodes with nvalues values each (values[i*nvalues + k]).
+ * sample_types are given as (type, unit) C string pairs; period_type likewise.
+ * Everything is allocated from arena. Nodes that carry a sample label set give their samples
+ * those labels (see docs/FORMAT.md "stack tree").
+ */
+int ps_reader_materialize(ps_reader_t *r, const uint64_t *nodes, const int64_t *values, size_t n, uint32_t nvalues,
+                          const char *const *sample_types, const char *const *period_type, ps_arena_t *arena,
+                          ps_profile_t *out, ps_err_t *err);
+
+#endif

@@ -1,0 +1,340 @@
+/*
+ * write.c - appending profiles: symbols and stacks interned, series created, one head record per
+ * series, all in one write transaction per batch (group commit).
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* Per-item scratch: translation tables local index -> global id. */
+typedef struct xlate {
+    uint64_t *str, *map, *fn, *loc;
+    ps_buf_t enc;
+    ps_buf_t key;
+} xlate_t;
+
+typedef struct pair {
+    uint64_t node;
+    int64_t value;
+} pair_t;
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const pair_t *x = a, *y = b;
+    return (x->node > y->node) - (x->node < y->node);
+}
+
+static int intern_symbols(ps_store_t *s, MDB_txn *txn, const ps_profile_t *p, xlate_t *x, ps_arena_t *a,
+                          ps_err_t *err)
+{
+    int ret;
+    x->str = ps_arena_alloc(a, (p->nstrings + 1) * sizeof(uint64_t));
+    for (uint32_t i = 0; i < p->nstrings; i++)
+        if ((ret = ps_sym_intern(s, txn, SYM_STRING, p->strings[i].ptr, p->strings[i].len, &x->str[i], err)) != 0)
+            return ret;
+#define STR(i) ((i) < p->nstrings ? x->str[(i)] : 0)
+    x->map = ps_arena_alloc(a, (p->nmappings + 1) * sizeof(uint64_t));
+    x->map[0] = 0;
+    for (uint32_t i = 0; i < p->nmappings; i++) {
+        const ps_mapping_t *m = &p->mappings[i];
+        ps_buf_reset(&x->enc);
+        ps_put_uvarint(&x->enc, m->memory_start);
+        ps_put_uvarint(&x->enc, m->memory_limit);
+        ps_put_uvarint(&x->enc, m->file_offset);
+        ps_put_uvarint(&x->enc, STR(m->filename));
+        ps_put_uvarint(&x->enc, STR(m->build_id));
+        ps_put_uvarint(&x->enc, m->flags);
+        if ((ret = ps_sym_intern(s, txn, SYM_MAPPING, x->enc.data, x->enc.len, &x->map[i + 1], err)) != 0)
+            return ret;
+    }
+    x->fn = ps_arena_alloc(a, (p->nfunctions + 1) * sizeof(uint64_t));
+    x->fn[0] = 0;
+    for (uint32_t i = 0; i < p->nfunctions; i++) {
+        const ps_function_t *f = &p->functions[i];
+        ps_buf_reset(&x->enc);
+        ps_put_uvarint(&x->enc, STR(f->name));
+        ps_put_uvarint(&x->enc, STR(f->system_name));
+        ps_put_uvarint(&x->enc, STR(f->filename));
+        ps_put_varint(&x->enc, f->start_line);
+        if ((ret = ps_sym_intern(s, txn, SYM_FUNCTION, x->enc.data, x->enc.len, &x->fn[i + 1], err)) != 0)
+            return ret;
+    }
+    x->loc = ps_arena_alloc(a, (p->nlocations + 1) * sizeof(uint64_t));
+    x->loc[0] = 0;
+    for (uint32_t i = 0; i < p->nlocations; i++) {
+        const ps_location_t *l = &p->locations[i];
+        ps_buf_reset(&x->enc);
+        ps_put_uvarint(&x->enc, l->mapping <= p->nmappings ? x->map[l->mapping] : 0);
+        ps_put_uvarint(&x->enc, l->address);
+        ps_put_uvarint(&x->enc, l->is_folded);
+        ps_put_uvarint(&x->enc, l->nlines);
+        for (uint32_t j = 0; j < l->nlines; j++) {
+            ps_put_uvarint(&x->enc, l->lines[j].function <= p->nfunctions ? x->fn[l->lines[j].function] : 0);
+            ps_put_varint(&x->enc, l->lines[j].line);
+            ps_put_varint(&x->enc, l->lines[j].column);
+        }
+        if ((ret = ps_sym_intern(s, txn, SYM_LOCATION, x->enc.data, x->enc.len, &x->loc[i + 1], err)) != 0)
+            return ret;
+    }
+    return 0;
+}
+
+/* The stack node of sample smp: [label set item] then locations root first. */
+static int sample_node(ps_store_t *s, MDB_txn *txn, const ps_profile_t *p, const ps_sample_t *smp, xlate_t *x,
+                       uint64_t *node, ps_err_t *err)
+{
+    int ret;
+    uint64_t lsid = 0;
+    if (smp->nlabels > 0) {
+        ps_buf_reset(&x->enc);
+        ps_put_uvarint(&x->enc, smp->nlabels);
+        for (uint32_t j = 0; j < smp->nlabels; j++) {
+            const ps_label_t *l = &smp->labels[j];
+            ps_put_uvarint(&x->enc, STR(l->key));
+            ps_put_uvarint(&x->enc, STR(l->str));
+            ps_put_varint(&x->enc, l->num);
+            ps_put_uvarint(&x->enc, STR(l->num_unit));
+        }
+        if ((ret = ps_sym_intern(s, txn, SYM_LABELSET, x->enc.data, x->enc.len, &lsid, err)) != 0)
+            return ret;
+    }
+    /* whole-stack cache: label set id then location ids, leaf first */
+    ps_buf_reset(&x->key);
+    uint64_t *k = (uint64_t *)ps_buf_reserve(&x->key, (smp->nlocs + 1) * 8);
+    k[0] = lsid;
+    for (uint32_t j = 0; j < smp->nlocs; j++)
+        k[j + 1] = x->loc[smp->locs[j]];
+    size_t klen = (smp->nlocs + 1) * 8;
+    uint64_t v;
+    if (ps_hmap_get(&s->stack_cache, k, klen, &v)) {
+        *node = v;
+        return 0;
+    }
+    uint64_t n = 0;
+    if (lsid && (ret = ps_tree_child(s, txn, n, lsid | PS_ITEM_LABELSET, &n, err)) != 0)
+        return ret;
+    for (uint32_t j = smp->nlocs; j > 0; j--)
+        if ((ret = ps_tree_child(s, txn, n, k[j], &n, err)) != 0)
+            return ret;
+    ps_hmap_put(&s->stack_cache, k, klen, n);
+    *node = n;
+    return 0;
+}
+#undef STR
+
+/* Checks order against what each series holds. Returns 1 if some series already has ts (a
+ * possible duplicate), 0 if all is new, <0 on error. */
+static int check_order(ps_store_t *s, MDB_txn *txn, ps_append_t *it, ps_err_t *err)
+{
+    int dup = 0;
+    for (uint32_t i = 0; i < it->nseries; i++) {
+        uint64_t sid;
+        ps_series_state_t *st;
+        int ret = ps_series_get_or_create(s, txn, &it->series_labels[i], false, &sid, &st, err);
+        if (ret == PS_ENOTFOUND)
+            continue;
+        if (ret)
+            return ret;
+        if (it->ts < st->last_ts) {
+            ps_buf_t b = PS_BUF_INIT;
+            ps_labels_format(&it->series_labels[i], &b);
+            ps_buf_putc(&b, 0);
+            ret = ps_err_set(&it->err, PS_EOUTOFORDER,
+                             "out of order: series %s already has a profile at %lld ns, newer than this one at %lld ns",
+                             (char *)b.data, (long long)st->last_ts, (long long)it->ts);
+            ps_buf_dispose(&b);
+            return ret;
+        }
+        if (it->ts == st->last_ts)
+            dup = 1;
+    }
+    return dup;
+}
+
+/* Writes (or, in check mode, compares) the head records of one item. */
+static int append_one(ps_store_t *s, MDB_txn *txn, ps_append_t *it, bool check, bool *all_same, ps_arena_t *a,
+                      ps_err_t *err)
+{
+    const ps_profile_t *p = it->profile;
+    xlate_t x = {0};
+    int ret = 0;
+    pair_t *pairs = NULL;
+    ps_buf_t rec = PS_BUF_INIT;
+    uint64_t *nodes = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
+
+    if ((ret = intern_symbols(s, txn, p, &x, a, err)) != 0)
+        goto Exit;
+    for (uint32_t i = 0; i < p->nsamples; i++)
+        if ((ret = sample_node(s, txn, p, &p->samples[i], &x, &nodes[i], err)) != 0)
+            goto Exit;
+    pairs = ps_xmalloc((p->nsamples + 1) * sizeof(pair_t));
+    uint64_t *pn = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
+    int64_t *pv = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(int64_t));
+    for (uint32_t si = 0; si < it->nseries; si++) {
+        uint32_t t = it->type_index[si];
+        size_t np = 0;
+        for (uint32_t i = 0; i < p->nsamples; i++) {
+            int64_t v = p->samples[i].values[t];
+            if (v != 0)
+                pairs[np++] = (pair_t){nodes[i], v};
+        }
+        qsort(pairs, np, sizeof(pair_t), cmp_pair);
+        /* identical stacks (pprof allows repeats) are summed, as pprof does when it loads a profile */
+        uint32_t m = 0;
+        for (size_t i = 0; i < np; i++) {
+            if (m > 0 && pn[m - 1] == pairs[i].node) {
+                pv[m - 1] = (int64_t)((uint64_t)pv[m - 1] + (uint64_t)pairs[i].value);
+                if (pv[m - 1] == 0)
+                    m--;
+            } else {
+                pn[m] = pairs[i].node;
+                pv[m] = pairs[i].value;
+                m++;
+            }
+        }
+        ps_buf_reset(&rec);
+        ps_head_encode(it->duration, it->period, pn, pv, m, &rec);
+        uint64_t sid;
+        ps_series_state_t *st;
+        if ((ret = ps_series_get_or_create(s, txn, &it->series_labels[si], true, &sid, &st, err)) != 0)
+            goto Exit;
+        uint8_t kb[16];
+        ps_key_sid_ts(kb, sid, it->ts);
+        MDB_val k = ps_mval(kb, 16), v;
+        if (check && st->last_ts == it->ts) {
+            int rc = mdb_get(txn, s->dbi[DB_HEAD], &k, &v);
+            if (rc == MDB_NOTFOUND || (rc == 0 && (v.mv_size != rec.len || memcmp(v.mv_data, rec.data, rec.len) != 0))) {
+                *all_same = false;
+            } else if (rc) {
+                ret = ps_lmdb_err(err, rc, "reading head record");
+                goto Exit;
+            }
+        } else {
+            if (check)
+                *all_same = false;
+            v = ps_mval(rec.data, rec.len);
+            int rc = mdb_put(txn, s->dbi[DB_HEAD], &k, &v, 0);
+            if (rc) {
+                ret = ps_lmdb_err(err, rc, "writing head record");
+                goto Exit;
+            }
+            if (st->head_count == 0)
+                st->head_min_ts = it->ts;
+            st->head_count++;
+            st->last_ts = it->ts;
+            if (st->head_count == s->opts.compact_max_profiles && !check) {
+                if (s->ndue == s->capdue) {
+                    s->capdue = s->capdue ? s->capdue * 2 : 64;
+                    s->due = ps_xrealloc(s->due, s->capdue * sizeof(uint64_t));
+                }
+                s->due[s->ndue++] = sid;
+            }
+            if ((ret = ps_series_put_state(s, txn, sid, st, err)) != 0)
+                goto Exit;
+        }
+        it->series_ids[si] = sid;
+        it->series_samples[si] = m;
+    }
+Exit:
+    free(pairs);
+    ps_buf_dispose(&rec);
+    ps_buf_dispose(&x.enc);
+    ps_buf_dispose(&x.key);
+    return ret;
+}
+
+int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t *err)
+{
+    MDB_txn *txn = NULL;
+    int rc, ret = 0;
+    ps_arena_t a = PS_ARENA_INIT;
+    int64_t now = ps_now_ns();
+
+    if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) {
+        ret = ps_lmdb_err(err, rc, "starting write transaction");
+        goto Fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ps_append_t *it = items[i];
+        it->status = 0;
+        it->duplicate = false;
+        ps_err_clear(&it->err);
+        ps_arena_reset(&a);
+        if (s->opts.retention_ns > 0 && it->ts < now - s->opts.retention_ns) {
+            it->status = ps_err_set(&it->err, PS_EINVAL,
+                                    "profile time %lld ns is older than the retention period (now - %lld s)",
+                                    (long long)it->ts, (long long)(s->opts.retention_ns / 1000000000));
+            continue;
+        }
+        int order = check_order(s, txn, it, &it->err);
+        if (order < 0) {
+            it->status = order;
+            if (order != PS_EOUTOFORDER && order != PS_EINVAL) {
+                ret = order;
+                ps_err_set(err, order, "%s", it->err.msg);
+                goto Fail;
+            }
+            continue;
+        }
+        if (order == 0) {
+            if ((ret = append_one(s, txn, it, false, NULL, &a, err)) != 0)
+                goto Fail;
+            continue;
+        }
+        /* same timestamp as the newest profile of some series: an identical retry is accepted
+         * (nothing written), anything else is a conflict. Checked in a nested transaction. */
+        MDB_txn *child;
+        ps_next_ids_t saved = s->next;
+        if ((rc = mdb_txn_begin(s->env, txn, 0, &child)) != 0) {
+            ret = ps_lmdb_err(err, rc, "starting nested transaction");
+            goto Fail;
+        }
+        bool same = true;
+        ret = append_one(s, child, it, true, &same, &a, err);
+        mdb_txn_abort(child);
+        if (memcmp(&saved, &s->next, sizeof(saved)) != 0 || ret != 0) {
+            s->next = saved;
+            ps_sym_caches_clear(s);
+        } else {
+            ps_sym_caches_clear(s); /* series states may have moved in the child */
+        }
+        if (ret)
+            goto Fail;
+        if (same) {
+            it->duplicate = true;
+        } else {
+            it->status = ps_err_set(&it->err, PS_ECONFLICT,
+                                    "a different profile is already stored for this series at %lld ns",
+                                    (long long)it->ts);
+        }
+    }
+    if ((ret = ps_store_save_next(s, txn, err)) != 0)
+        goto Fail;
+    rc = mdb_txn_commit(txn);
+    txn = NULL;
+    if (rc) {
+        ret = ps_lmdb_err(err, rc, "committing");
+        goto Fail;
+    }
+    ps_arena_dispose(&a);
+    return 0;
+Fail:
+    if (txn)
+        mdb_txn_abort(txn);
+    ps_arena_dispose(&a);
+    /* nothing of this batch is stored: forget cached ids, reload counters */
+    ps_sym_caches_clear(s);
+    MDB_txn *rt;
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &rt) == 0) {
+        ps_store_load_next(s, rt, NULL);
+        mdb_txn_abort(rt);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (items[i]->status == 0 || items[i]->status == PS_ESTORAGE) {
+            items[i]->status = ret;
+            items[i]->duplicate = false;
+            ps_err_set(&items[i]->err, ret, "%s", err ? err->msg : ps_strerror(ret));
+        }
+    }
+    return ret;
+}

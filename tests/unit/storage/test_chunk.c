@@ -1,0 +1,716 @@
+/*
+ * test_chunk.c - the chunk codec: round trips on random and edge data, sum_range against a naive
+ * sum, header/meta decoding, encoder rejections, truncation and byte flips, sizes and speed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "core/varint.h"
+#include "storage/chunk.h"
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+    uint64_t x = rng_state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng_state = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+static uint64_t rnd_below(uint64_t n) { return n ? rnd() % n : 0; }
+
+static double now_sec(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+typedef enum { VAL_SMALL, VAL_CPU, VAL_WIDE, VAL_EXTREME, VAL_CONST, VAL_LINEAR, VAL_MIX } val_mode_t;
+typedef enum { TS_REGULAR, TS_JITTER, TS_IRREGULAR, TS_EXTREME } ts_mode_t;
+
+static int64_t rnd_value(val_mode_t m, int64_t base, uint32_t i)
+{
+    int64_t v;
+    switch (m) {
+    case VAL_SMALL: v = (int64_t)rnd_below(100) - 50; break;
+    case VAL_CPU: v = (int64_t)(1 + rnd_below(40)) * 10000000; break;
+    case VAL_WIDE: v = (int64_t)rnd(); break;
+    case VAL_EXTREME: {
+        static const int64_t ex[] = {INT64_MIN, INT64_MAX, INT64_MIN + 1, INT64_MAX - 1, -1, 1, 2, -2};
+        v = ex[rnd_below(8)];
+        break;
+    }
+    case VAL_CONST: v = base; break;
+    case VAL_LINEAR: v = base + (int64_t)i * 7; break;
+    default: return rnd_value((val_mode_t)rnd_below(VAL_MIX), base, i);
+    }
+    return v == 0 ? 3 : v;
+}
+
+/** Fills d (arrays from arena) with a random chunk. density in [0, 1]. */
+static void gen_chunk(ps_arena_t *a, ps_chunk_data_t *d, uint32_t n, uint32_t nnodes, double density, val_mode_t vm,
+                      ts_mode_t tm)
+{
+    memset(d, 0, sizeof(*d));
+    d->n = n;
+    d->ts = ps_arena_alloc(a, n * sizeof(int64_t));
+    d->durations = ps_arena_alloc(a, n * sizeof(int64_t));
+    d->periods = ps_arena_alloc(a, n * sizeof(int64_t));
+    d->totals = ps_arena_calloc(a, n, sizeof(int64_t));
+    int64_t t = (int64_t)1700000000 * 1000000000;
+    if (tm == TS_EXTREME)
+        t = INT64_MIN + (int64_t)rnd_below(1000);
+    else if (tm == TS_IRREGULAR)
+        t = -(int64_t)rnd_below(1ull << 40);
+    for (uint32_t i = 0; i < n; i++) {
+        if (i > 0) {
+            uint64_t gap;
+            switch (tm) {
+            case TS_REGULAR: gap = 10000000000ull; break;
+            case TS_JITTER: gap = 10000000000ull + rnd_below(20000000) - 10000000; break;
+            case TS_IRREGULAR: gap = 1 + (rnd_below(4) == 0 ? rnd_below(1ull << 50) : rnd_below(100)); break;
+            default: {
+                /* huge gaps but the last must stay <= INT64_MAX */
+                uint64_t room = (uint64_t)INT64_MAX - (uint64_t)t;
+                uint64_t left = n - i;
+                gap = 1 + rnd_below(room / left);
+                break;
+            }
+            }
+            t = (int64_t)((uint64_t)t + gap);
+        }
+        d->ts[i] = t;
+        d->durations[i] = rnd_below(8) == 0 ? (int64_t)rnd_below(3) * 1000000000 : 10000000000;
+        d->periods[i] = rnd_below(16) == 0 ? -(int64_t)rnd_below(5) : 10000000;
+    }
+    d->nnodes = nnodes;
+    d->node_ids = ps_arena_alloc(a, nnodes * sizeof(uint64_t));
+    d->off = ps_arena_alloc(a, (nnodes + 1) * sizeof(uint32_t));
+    size_t cap = 16;
+    d->idx = malloc(cap * sizeof(uint32_t));
+    d->val = malloc(cap * sizeof(int64_t));
+    uint64_t id = rnd_below(1000);
+    uint32_t nnz = 0;
+    for (uint32_t j = 0; j < nnodes; j++) {
+        id += 1 + (rnd_below(4) == 0 ? rnd_below(1ull << 40) : rnd_below(10));
+        if (j == nnodes - 1 && rnd_below(8) == 0)
+            id = UINT64_MAX;
+        d->node_ids[j] = id;
+        d->off[j] = nnz;
+        int64_t base = rnd_value(rnd_below(2) ? VAL_CPU : VAL_WIDE, 0, 0);
+        uint32_t start = rnd_below(4) == 0 ? (uint32_t)rnd_below(n) : 0;
+        for (uint32_t i = start; i < n; i++) {
+            int present = (double)(rnd() >> 11) / (double)(1ull << 53) < density;
+            if (!present && !(i == n - 1 && nnz == d->off[j]))
+                continue; /* every node gets at least one value */
+            if (nnz == cap) {
+                cap *= 2;
+                d->idx = realloc(d->idx, cap * sizeof(uint32_t));
+                d->val = realloc(d->val, cap * sizeof(int64_t));
+            }
+            d->idx[nnz] = i;
+            d->val[nnz] = rnd_value(vm, base, i);
+            d->totals[i] = (int64_t)((uint64_t)d->totals[i] + (uint64_t)d->val[nnz]);
+            nnz++;
+        }
+    }
+    d->off[nnodes] = nnz;
+    /* move idx/val into the arena */
+    uint32_t *idx = ps_arena_alloc(a, nnz * sizeof(uint32_t) + 1);
+    int64_t *val = ps_arena_alloc(a, nnz * sizeof(int64_t) + 1);
+    memcpy(idx, d->idx, nnz * sizeof(uint32_t));
+    memcpy(val, d->val, nnz * sizeof(int64_t));
+    free(d->idx);
+    free(d->val);
+    d->idx = idx;
+    d->val = val;
+}
+
+static void assert_meta_equal(const ps_chunk_data_t *a, const ps_chunk_data_t *b)
+{
+    assert_int_equal(a->n, b->n);
+    assert_memory_equal(a->ts, b->ts, a->n * sizeof(int64_t));
+    assert_memory_equal(a->durations, b->durations, a->n * sizeof(int64_t));
+    assert_memory_equal(a->periods, b->periods, a->n * sizeof(int64_t));
+    assert_memory_equal(a->totals, b->totals, a->n * sizeof(int64_t));
+}
+
+static void assert_chunk_equal(const ps_chunk_data_t *a, const ps_chunk_data_t *b)
+{
+    assert_meta_equal(a, b);
+    assert_int_equal(a->nnodes, b->nnodes);
+    if (a->nnodes == 0)
+        return;
+    assert_memory_equal(a->node_ids, b->node_ids, a->nnodes * sizeof(uint64_t));
+    assert_memory_equal(a->off, b->off, (a->nnodes + 1) * sizeof(uint32_t));
+    uint32_t nnz = a->off[a->nnodes];
+    if (nnz) {
+        assert_memory_equal(a->idx, b->idx, nnz * sizeof(uint32_t));
+        assert_memory_equal(a->val, b->val, nnz * sizeof(int64_t));
+    }
+}
+
+/** A decoded chunk must satisfy the invariants of ps_chunk_data_t. */
+static void assert_chunk_valid(const ps_chunk_data_t *d)
+{
+    assert_true(d->n >= 1 && d->n <= PS_CHUNK_MAX_PROFILES);
+    for (uint32_t i = 1; i < d->n; i++)
+        assert_true(d->ts[i] > d->ts[i - 1]);
+    if (d->nnodes == 0)
+        return;
+    assert_int_equal(d->off[0], 0);
+    for (uint32_t j = 0; j < d->nnodes; j++) {
+        if (j)
+            assert_true(d->node_ids[j] > d->node_ids[j - 1]);
+        assert_true(d->off[j + 1] > d->off[j]);
+        for (uint32_t k = d->off[j]; k < d->off[j + 1]; k++) {
+            assert_true(d->idx[k] < d->n);
+            if (k > d->off[j])
+                assert_true(d->idx[k] > d->idx[k - 1]);
+            assert_true(d->val[k] != 0);
+        }
+    }
+}
+
+/** Encodes d, decodes it back, checks equality; returns the encoded size. */
+static size_t roundtrip(const ps_chunk_data_t *d, ps_buf_t *buf)
+{
+    ps_err_t err;
+    ps_buf_reset(buf);
+    int r = ps_chunk_encode(d, buf, &err);
+    if (r != 0)
+        fail_msg("encode: %s", err.msg);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t got;
+    r = ps_chunk_decode(buf->data, buf->len, &a, &got, &err);
+    if (r != 0)
+        fail_msg("decode: %s", err.msg);
+    assert_chunk_equal(d, &got);
+
+    ps_chunk_data_t meta;
+    assert_int_equal(ps_chunk_decode_meta(buf->data, buf->len, &a, &meta, &err), 0);
+    assert_meta_equal(d, &meta);
+    assert_int_equal(meta.nnodes, 0);
+    assert_null(meta.node_ids);
+
+    ps_chunk_header_t h;
+    assert_int_equal(ps_chunk_header(buf->data, buf->len, &h), 0);
+    assert_int_equal(h.encoding, PS_CHUNK_ENC_V1);
+    assert_int_equal(h.n, d->n);
+    assert_true(h.min_ts == d->ts[0] && h.max_ts == d->ts[d->n - 1]);
+    ps_arena_dispose(&a);
+    return buf->len;
+}
+
+/* ---- sum_range -------------------------------------------------------------------------- */
+
+typedef struct sums {
+    uint32_t n;
+    uint64_t ids[1 << 16];
+    int64_t sums[1 << 16];
+    int sorted;
+} sums_t;
+
+static void on_node(void *ctx, uint64_t id, int64_t sum)
+{
+    sums_t *s = ctx;
+    assert_true(s->n < (1 << 16));
+    if (s->n > 0 && id <= s->ids[s->n - 1])
+        s->sorted = 0;
+    s->ids[s->n] = id;
+    s->sums[s->n++] = sum;
+}
+
+static void naive_sums(const ps_chunk_data_t *d, uint32_t from, uint32_t to, sums_t *s)
+{
+    s->n = 0;
+    for (uint32_t j = 0; j < d->nnodes; j++) {
+        uint64_t sum = 0;
+        for (uint32_t k = d->off[j]; k < d->off[j + 1]; k++)
+            if (d->idx[k] >= from && d->idx[k] < to)
+                sum += (uint64_t)d->val[k];
+        if (sum != 0) {
+            s->ids[s->n] = d->node_ids[j];
+            s->sums[s->n++] = (int64_t)sum;
+        }
+    }
+}
+
+static void check_sum_range(const ps_chunk_data_t *d, const ps_buf_t *buf, uint32_t from, uint32_t to)
+{
+    static sums_t want, got;
+    ps_err_t err;
+    naive_sums(d, from, to, &want);
+    got.n = 0;
+    got.sorted = 1;
+    int r = ps_chunk_sum_range(buf->data, buf->len, from, to, on_node, &got, &err);
+    if (r != 0)
+        fail_msg("sum_range: %s", err.msg);
+    assert_true(got.sorted);
+    assert_int_equal(got.n, want.n);
+    assert_memory_equal(got.ids, want.ids, want.n * sizeof(uint64_t));
+    assert_memory_equal(got.sums, want.sums, want.n * sizeof(int64_t));
+}
+
+/* ---- tests ------------------------------------------------------------------------------ */
+
+static void test_roundtrip_random(void **state)
+{
+    ps_buf_t buf = PS_BUF_INIT;
+    for (int it = 0; it < 400; it++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_chunk_data_t d;
+        uint32_t n = 1 + (uint32_t)rnd_below(it % 10 == 0 ? 2000 : 130);
+        uint32_t nnodes = (uint32_t)rnd_below(it % 7 == 0 ? 500 : 60);
+        double density = (double)rnd_below(101) / 100.0;
+        gen_chunk(&a, &d, n, nnodes, density, (val_mode_t)rnd_below(VAL_MIX + 1), (ts_mode_t)rnd_below(4));
+        roundtrip(&d, &buf);
+        for (int k = 0; k < 5; k++) {
+            uint32_t from = (uint32_t)rnd_below(n + 1), to = (uint32_t)rnd_below(n + 2);
+            check_sum_range(&d, &buf, from, to);
+        }
+        check_sum_range(&d, &buf, 0, n);
+        check_sum_range(&d, &buf, 0, UINT32_MAX);
+        ps_arena_dispose(&a);
+    }
+    ps_buf_dispose(&buf);
+}
+
+static void test_n1_and_max(void **state)
+{
+    ps_buf_t buf = PS_BUF_INIT;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t d;
+    /* n = 1, with and without nodes */
+    gen_chunk(&a, &d, 1, 0, 0.5, VAL_SMALL, TS_REGULAR);
+    roundtrip(&d, &buf);
+    gen_chunk(&a, &d, 1, 20, 0.5, VAL_EXTREME, TS_EXTREME);
+    roundtrip(&d, &buf);
+    check_sum_range(&d, &buf, 0, 1);
+    /* n = 65535 */
+    gen_chunk(&a, &d, PS_CHUNK_MAX_PROFILES, 40, 0.3, VAL_MIX, TS_JITTER);
+    roundtrip(&d, &buf);
+    check_sum_range(&d, &buf, 0, PS_CHUNK_MAX_PROFILES);
+    check_sum_range(&d, &buf, 1000, 60000);
+    gen_chunk(&a, &d, PS_CHUNK_MAX_PROFILES, 10, 1.0, VAL_CONST, TS_REGULAR);
+    roundtrip(&d, &buf);
+    size_t nb = buf.len - 23 - ps_get_be32(buf.data + 19);
+    assert_true(nb < 10 * 22); /* 10 constant columns: id gap <= 6, length, first <= 3, literal <= 10, to-end */
+    gen_chunk(&a, &d, PS_CHUNK_MAX_PROFILES, 3, 0.5, VAL_EXTREME, TS_EXTREME);
+    roundtrip(&d, &buf);
+    check_sum_range(&d, &buf, 12345, 54321);
+    /* n > max is refused */
+    d.n = PS_CHUNK_MAX_PROFILES + 1;
+    ps_err_t err;
+    assert_int_equal(ps_chunk_encode(&d, &buf, &err), PS_ETOOBIG);
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&buf);
+}
+
+/** Builds a chunk from a dense matrix m[node][profile] (0 = absent). */
+static void from_dense(ps_arena_t *a, ps_chunk_data_t *d, uint32_t n, uint32_t nnodes, const int64_t *m,
+                       const int64_t *ts)
+{
+    memset(d, 0, sizeof(*d));
+    d->n = n;
+    d->ts = ps_arena_alloc(a, n * 8);
+    d->durations = ps_arena_alloc(a, n * 8);
+    d->periods = ps_arena_alloc(a, n * 8);
+    d->totals = ps_arena_calloc(a, n, 8);
+    for (uint32_t i = 0; i < n; i++) {
+        d->ts[i] = ts ? ts[i] : (int64_t)1700000000000000000 + (int64_t)i * 10000000000;
+        d->durations[i] = 10000000000;
+        d->periods[i] = 10000000;
+    }
+    d->nnodes = 0;
+    d->node_ids = ps_arena_alloc(a, (nnodes + 1) * 8);
+    d->off = ps_arena_alloc(a, (nnodes + 1) * 4);
+    d->idx = ps_arena_alloc(a, (size_t)n * nnodes * 4 + 4);
+    d->val = ps_arena_alloc(a, (size_t)n * nnodes * 8 + 8);
+    uint32_t nnz = 0;
+    for (uint32_t j = 0; j < nnodes; j++) {
+        uint32_t start = nnz;
+        for (uint32_t i = 0; i < n; i++) {
+            int64_t v = m[(size_t)j * n + i];
+            if (v != 0) {
+                d->idx[nnz] = i;
+                d->val[nnz++] = v;
+                d->totals[i] = (int64_t)((uint64_t)d->totals[i] + (uint64_t)v);
+            }
+        }
+        if (nnz > start) {
+            d->node_ids[d->nnodes] = 100 + 3 * j;
+            d->off[d->nnodes++] = start;
+        }
+    }
+    d->off[d->nnodes] = nnz;
+}
+
+static void test_edge_columns(void **state)
+{
+    ps_buf_t buf = PS_BUF_INIT;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t d;
+    enum { N = 120 };
+    static int64_t m[8 * N];
+    memset(m, 0, sizeof(m));
+    m[0 * N + N - 1] = 5;                        /* only in the last profile */
+    m[1 * N + 0] = -7;                           /* only in the first */
+    for (int i = 0; i < N; i++) m[2 * N + i] = 42;               /* constant */
+    for (int i = 0; i < N; i++) m[3 * N + i] = 1000 + 3 * i;     /* linear: one repeat run */
+    for (int i = 0; i < N; i += 2) m[4 * N + i] = 9;             /* alternating */
+    for (int i = 60; i < 70; i++) m[5 * N + i] = INT64_MIN;      /* late, short, extreme */
+    for (int i = 0; i < N; i++) m[6 * N + i] = (i & 1) ? INT64_MAX : INT64_MIN; /* wrapping deltas */
+    m[7 * N + 59] = 1;
+    m[7 * N + 61] = INT64_MAX;
+    from_dense(&a, &d, N, 8, m, NULL);
+    roundtrip(&d, &buf);
+    for (uint32_t from = 0; from <= N; from += 7)
+        for (uint32_t to = from; to <= N + 1; to += 11)
+            check_sum_range(&d, &buf, from, to);
+    check_sum_range(&d, &buf, N - 1, N);
+    check_sum_range(&d, &buf, 0, 1);
+
+    /* timestamps at both ends of int64 */
+    int64_t ts[3] = {INT64_MIN, 0, INT64_MAX};
+    int64_t m3[3 * 3] = {1, 0, 0, 0, 0, INT64_MAX, INT64_MIN, INT64_MIN, INT64_MIN};
+    from_dense(&a, &d, 3, 3, m3, ts);
+    roundtrip(&d, &buf);
+    check_sum_range(&d, &buf, 0, 3);
+
+    /* only INT64_MIN values (scale 2^62) */
+    int64_t m4[2] = {INT64_MIN, INT64_MIN};
+    from_dense(&a, &d, 2, 1, m4, NULL);
+    roundtrip(&d, &buf);
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&buf);
+}
+
+static size_t node_bytes(const ps_buf_t *b) { return b->len - 23 - ps_get_be32(b->data + 19); }
+
+/** Column sizes of the cases the format is designed for (node section bytes only). */
+static void test_column_costs(void **state)
+{
+    ps_buf_t buf = PS_BUF_INIT;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t d;
+    enum { N = 120 };
+    static int64_t m[2 * N];
+    /* base: one constant node; then add a node present once, or a second constant node */
+    memset(m, 0, sizeof(m));
+    for (int i = 0; i < N; i++) m[i] = 30000000;
+    from_dense(&a, &d, N, 1, m, NULL);
+    roundtrip(&d, &buf);
+    size_t base = node_bytes(&buf);
+    print_message("meta section for 120 regular profiles: %u bytes\n", ps_get_be32(buf.data + 19));
+    m[N + 77] = 20000000; /* present in 1 profile of 120 */
+    from_dense(&a, &d, N, 2, m, NULL);
+    roundtrip(&d, &buf);
+    size_t once = node_bytes(&buf) - base;
+    for (int i = 0; i < N; i++) m[N + i] = 50000000;
+    from_dense(&a, &d, N, 2, m, NULL);
+    roundtrip(&d, &buf);
+    size_t constant = node_bytes(&buf) - base;
+    print_message("node cost incl. id gap and column length: present once %zu bytes, constant %zu bytes\n", once,
+                  constant);
+    assert_true(once <= 4);     /* id gap, length, first index, literal (scaled to 1 byte) */
+    /* id gap, length, first index, literal, repeat to the end (+1: nnz 120 -> 240 takes 2 bytes) */
+    assert_true(constant <= 6);
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&buf);
+}
+
+static void test_encode_rejects(void **state)
+{
+    ps_buf_t buf = PS_BUF_INIT;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t d;
+    ps_err_t err;
+    gen_chunk(&a, &d, 10, 4, 1.0, VAL_SMALL, TS_REGULAR);
+    ps_buf_putc(&buf, 0xaa); /* encode appends: a refused chunk appends nothing */
+#define REJECT(want)                                                                                                   \
+    do {                                                                                                               \
+        assert_int_equal(ps_chunk_encode(&d, &buf, &err), want);                                                       \
+        assert_int_equal(err.code, want);                                                                              \
+        assert_int_equal(buf.len, 1);                                                                                  \
+    } while (0)
+    int64_t t = d.ts[5];
+    d.ts[5] = d.ts[4];
+    REJECT(PS_EINVAL);
+    assert_non_null(strstr(err.msg, "timestamp 5"));
+    d.ts[5] = t;
+    uint64_t id = d.node_ids[2];
+    d.node_ids[2] = d.node_ids[1];
+    REJECT(PS_EINVAL);
+    d.node_ids[2] = id;
+    int64_t v = d.val[3];
+    d.val[3] = 0;
+    REJECT(PS_EINVAL);
+    d.val[3] = v;
+    uint32_t i = d.idx[3];
+    d.idx[3] = d.idx[2];
+    REJECT(PS_EINVAL);
+    d.idx[3] = 10;
+    REJECT(PS_EINVAL);
+    d.idx[3] = i;
+    uint32_t o = d.off[2];
+    d.off[2] = d.off[1];
+    REJECT(PS_EINVAL);
+    d.off[2] = o;
+    d.n = 0;
+    REJECT(PS_EINVAL);
+    d.n = 10;
+    assert_int_equal(ps_chunk_encode(&d, &buf, &err), 0);
+    /* appended after the existing byte, and decodable from there */
+    ps_chunk_data_t got;
+    assert_int_equal(ps_chunk_decode(buf.data + 1, buf.len - 1, &a, &got, &err), 0);
+    assert_chunk_equal(&d, &got);
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&buf);
+}
+
+static void test_header_meta(void **state)
+{
+    ps_buf_t buf = PS_BUF_INIT;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t d, meta;
+    ps_err_t err;
+    gen_chunk(&a, &d, 50, 100, 0.5, VAL_CPU, TS_JITTER);
+    roundtrip(&d, &buf);
+    ps_chunk_header_t h;
+    /* the header and meta never look at node bytes: they decode with the node section cut off */
+    uint32_t meta_len = ps_get_be32(buf.data + 19);
+    assert_int_equal(ps_chunk_header(buf.data, 23 + meta_len, &h), 0);
+    assert_int_equal(h.n, 50);
+    assert_int_equal(ps_chunk_header(buf.data, 23, &h), PS_ECORRUPT); /* meta_len runs past the end */
+    assert_int_equal(ps_chunk_decode_meta(buf.data, 23 + meta_len, &a, &meta, &err), 0);
+    assert_meta_equal(&d, &meta);
+    assert_int_not_equal(ps_chunk_decode(buf.data, 23 + meta_len, &a, &meta, &err), 0);
+    assert_int_equal(meta.n, 0); /* out is zeroed on failure */
+    /* header failures */
+    assert_int_equal(ps_chunk_header(buf.data, 22, &h), PS_ECORRUPT);
+    buf.data[0] = 2;
+    assert_int_equal(ps_chunk_header(buf.data, buf.len, &h), PS_ECORRUPT);
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &meta, &err), PS_ECORRUPT);
+    assert_non_null(strstr(err.msg, "encoding"));
+    buf.data[0] = 1;
+    buf.data[1] = buf.data[2] = 0; /* n = 0 */
+    assert_int_equal(ps_chunk_header(buf.data, buf.len, &h), PS_ECORRUPT);
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&buf);
+}
+
+/** Messages name the field that is wrong. */
+static void test_corrupt_messages(void **state)
+{
+    ps_buf_t buf = PS_BUF_INIT;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t d, got;
+    ps_err_t err;
+    enum { N = 120 };
+    static int64_t m[2 * N];
+    memset(m, 0, sizeof(m));
+    m[5] = 1;
+    m[N + 100] = 2;
+    from_dense(&a, &d, N, 2, m, NULL);
+    roundtrip(&d, &buf);
+    /* node section: nnodes nnz scale | id id | len first op | len first op */
+    size_t at = 23 + ps_get_be32(buf.data + 19);
+    const uint8_t want[] = {2, 2, 1, 100, 3, 2, 5, 4, 2, 100, 8};
+    assert_int_equal(buf.len - at, sizeof(want));
+    assert_memory_equal(buf.data + at, want, sizeof(want));
+    buf.data[at + 9] = 120; /* node 1 first index = n */
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), PS_ECORRUPT);
+    print_message("%s\n", err.msg);
+    assert_non_null(strstr(err.msg, "node 1: first index 120 >= n=120"));
+    buf.data[at + 9] = 119;
+    buf.data[at + 10] = 2 << 3 | 1; /* a delta run of 2 from 119 */
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), PS_ECORRUPT);
+    print_message("%s\n", err.msg);
+    assert_non_null(strstr(err.msg, "node 1: column runs past n=120"));
+    buf.data[at + 10] = 0; /* a zero literal */
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), PS_ECORRUPT);
+    assert_non_null(strstr(err.msg, "zero value"));
+    buf.data[at + 10] = 8;
+    buf.data[at] = 0x7f; /* nnodes */
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), PS_ECORRUPT);
+    assert_non_null(strstr(err.msg, "nnodes"));
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&buf);
+}
+
+/** Every proper prefix fails cleanly (decode, sum_range; meta once the meta section is cut). */
+static void test_truncation(void **state)
+{
+    ps_buf_t buf = PS_BUF_INIT;
+    static sums_t s;
+    for (int it = 0; it < 12; it++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_chunk_data_t d, got;
+        ps_err_t err;
+        gen_chunk(&a, &d, 1 + (uint32_t)rnd_below(40), (uint32_t)rnd_below(30), 0.4, (val_mode_t)(it % (VAL_MIX + 1)),
+                  (ts_mode_t)(it % 4));
+        roundtrip(&d, &buf);
+        uint32_t meta_end = 23 + ps_get_be32(buf.data + 19);
+        for (size_t len = 0; len < buf.len; len++) {
+            /* a copy of exactly len bytes, so ASan catches any read past it */
+            uint8_t *p = malloc(len ? len : 1);
+            memcpy(p, buf.data, len);
+            assert_int_equal(ps_chunk_decode(p, len, &a, &got, &err), PS_ECORRUPT);
+            assert_int_equal(got.n, 0);
+            s.n = 0;
+            assert_int_equal(ps_chunk_sum_range(p, len, 0, 1000, on_node, &s, &err), PS_ECORRUPT);
+            int r = ps_chunk_decode_meta(p, len, &a, &got, &err);
+            assert_int_equal(r, len < meta_end ? PS_ECORRUPT : 0);
+            free(p);
+        }
+        ps_arena_dispose(&a);
+    }
+    ps_buf_dispose(&buf);
+}
+
+/** Random byte flips: fail cleanly, or decode to a valid chunk that round trips. */
+static void test_byte_flips(void **state)
+{
+    ps_buf_t buf = PS_BUF_INIT, buf2 = PS_BUF_INIT;
+    static sums_t s;
+    unsigned ok = 0, bad = 0;
+    for (int it = 0; it < 60; it++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_chunk_data_t d, got, again;
+        ps_err_t err;
+        gen_chunk(&a, &d, 1 + (uint32_t)rnd_below(60), (uint32_t)rnd_below(40), (double)rnd_below(100) / 100,
+                  (val_mode_t)(it % (VAL_MIX + 1)), (ts_mode_t)(it % 4));
+        roundtrip(&d, &buf);
+        uint8_t *p = malloc(buf.len);
+        for (int f = 0; f < 300; f++) {
+            memcpy(p, buf.data, buf.len);
+            int nflips = 1 + (int)rnd_below(3);
+            for (int k = 0; k < nflips; k++) {
+                size_t at = rnd_below(buf.len);
+                if (rnd_below(2))
+                    p[at] ^= (uint8_t)(1u << rnd_below(8));
+                else
+                    p[at] = (uint8_t)rnd();
+            }
+            ps_arena_t fa = PS_ARENA_INIT;
+            int r = ps_chunk_decode(p, buf.len, &fa, &got, &err);
+            if (r != 0) {
+                assert_int_equal(r, PS_ECORRUPT);
+                assert_int_equal(err.code, PS_ECORRUPT);
+                assert_true(strncmp(err.msg, "chunk: ", 7) == 0);
+                assert_int_equal(got.n, 0);
+            }
+            s.n = 0;
+            s.sorted = 1;
+            int rs = ps_chunk_sum_range(p, buf.len, (uint32_t)rnd_below(70), (uint32_t)rnd_below(70), on_node, &s, &err);
+            assert_true(rs == 0 || rs == PS_ECORRUPT);
+            if (r == 0) {
+                ok++;
+                assert_chunk_valid(&got);
+                assert_int_equal(rs, 0); /* sum_range checks a subset of what decode checks */
+                assert_true(s.sorted);
+                ps_buf_reset(&buf2);
+                assert_int_equal(ps_chunk_encode(&got, &buf2, &err), 0);
+                assert_int_equal(ps_chunk_decode(buf2.data, buf2.len, &fa, &again, &err), 0);
+                assert_chunk_equal(&got, &again);
+            } else {
+                bad++;
+            }
+            ps_chunk_data_t meta;
+            ps_chunk_decode_meta(p, buf.len, &fa, &meta, &err);
+            ps_arena_dispose(&fa);
+        }
+        free(p);
+        ps_arena_dispose(&a);
+    }
+    print_message("byte flips: %u decoded to valid chunks, %u rejected\n", ok, bad);
+    ps_buf_dispose(&buf);
+    ps_buf_dispose(&buf2);
+}
+
+/** The realistic CPU case: size per (node, value) pair against 9 bytes raw. */
+static void test_size_realistic(void **state)
+{
+    ps_buf_t buf = PS_BUF_INIT;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t d;
+    gen_chunk(&a, &d, 120, 600, 0.3, VAL_CPU, TS_REGULAR);
+    size_t sz = roundtrip(&d, &buf);
+    uint32_t nnz = d.off[d.nnodes];
+    double per = (double)sz / nnz;
+    print_message("120 profiles x 600 nodes, 30%% present, CPU ns values: %u pairs, %zu bytes, %.2f bytes/pair "
+                  "(raw 9 bytes/pair: %.1fx smaller)\n",
+                  nnz, sz, per, 9.0 / per);
+    assert_true(per < 3.0);
+    /* same data with values not sharing a factor (scale 1) */
+    d.val[0] += 1;
+    d.totals[d.idx[0]] += 1;
+    sz = roundtrip(&d, &buf);
+    print_message("  same with one value off the 10 ms grid (no common scale): %.2f bytes/pair\n", (double)sz / nnz);
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&buf);
+}
+
+static void sink(void *ctx, uint64_t id, int64_t sum) { *(uint64_t *)ctx += id ^ (uint64_t)sum; }
+
+static void test_speed(void **state)
+{
+    ps_buf_t buf = PS_BUF_INIT;
+    ps_arena_t a = PS_ARENA_INIT, da = PS_ARENA_INIT;
+    ps_chunk_data_t d, got;
+    const double densities[] = {0.3, 1.0};
+    for (int k = 0; k < 2; k++) {
+        gen_chunk(&a, &d, 120, 3000, densities[k], VAL_CPU, TS_REGULAR);
+        size_t sz = roundtrip(&d, &buf);
+        int reps = 50;
+        double t0 = now_sec();
+        for (int i = 0; i < reps; i++) {
+            ps_buf_reset(&buf);
+            assert_int_equal(ps_chunk_encode(&d, &buf, NULL), 0);
+        }
+        double t1 = now_sec();
+        for (int i = 0; i < reps; i++) {
+            ps_arena_reset(&da);
+            assert_int_equal(ps_chunk_decode(buf.data, buf.len, &da, &got, NULL), 0);
+        }
+        double t2 = now_sec();
+        uint64_t x = 0;
+        for (int i = 0; i < reps; i++)
+            assert_int_equal(ps_chunk_sum_range(buf.data, buf.len, 30, 90, sink, &x, NULL), 0);
+        double t3 = now_sec();
+        print_message("120 x 3000 nodes, density %.1f: %u values, %zu bytes; encode %.3f ms, decode %.3f ms, "
+                      "sum_range %.3f ms\n",
+                      densities[k], d.off[d.nnodes], sz, (t1 - t0) * 1e3 / reps, (t2 - t1) * 1e3 / reps,
+                      (t3 - t2) * 1e3 / reps);
+    }
+    ps_arena_dispose(&a);
+    ps_arena_dispose(&da);
+    ps_buf_dispose(&buf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip_random), cmocka_unit_test(test_n1_and_max),
+        cmocka_unit_test(test_edge_columns),     cmocka_unit_test(test_column_costs),
+        cmocka_unit_test(test_encode_rejects),   cmocka_unit_test(test_header_meta),
+        cmocka_unit_test(test_corrupt_messages), cmocka_unit_test(test_truncation),
+        cmocka_unit_test(test_byte_flips),       cmocka_unit_test(test_size_realistic),
+        cmocka_unit_test(test_speed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

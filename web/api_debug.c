@@ -1,0 +1,203 @@
+/*
+ * api_debug.c - storage-level reads without the query language (which comes with selectors):
+ *   GET /api/v1/debug/series[?id=SID]       every series with the timestamps and totals of its profiles
+ *   GET /api/v1/debug/profile?id=SID&time=T one stored profile, rebuilt as gzipped pprof
+ * Used by the durability and round-trip tests, and handy when looking at a data directory.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/timeutil.h"
+#include "http.h"
+#include "internal.h"
+
+typedef struct list_ctx {
+    ps_reader_t *r;
+    ps_buf_t *b;
+    int first;
+    uint64_t only;
+    ps_err_t *err;
+} list_ctx_t;
+
+static int on_profile(void *ctx, const ps_stored_profile_t *p)
+{
+    list_ctx_t *c = ctx;
+    ps_buf_printf(c->b, "%s{\"ts\":%lld,\"duration\":%lld,\"period\":%lld,\"total\":%lld}", c->first ? "" : ",",
+                  (long long)p->ts, (long long)p->duration, (long long)p->period, (long long)p->total);
+    c->first = 0;
+    return 0;
+}
+
+static int on_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
+{
+    list_ctx_t *c = ctx;
+    if (c->only && sid != c->only)
+        return 0;
+    ps_buf_printf(c->b, "%s{\"id\":%llu,\"labels\":{", c->b->data[c->b->len - 1] == '[' ? "" : ",",
+                  (unsigned long long)sid);
+    for (uint32_t i = 0; i < ls->n; i++) {
+        if (i)
+            ps_buf_putc(c->b, ',');
+        ps_buf_json_str(c->b, ls->pairs[i].name, ls->pairs[i].nlen);
+        ps_buf_putc(c->b, ':');
+        ps_buf_json_str(c->b, ls->pairs[i].value, ls->pairs[i].vlen);
+    }
+    ps_buf_append(c->b, "},\"profiles\":[", 14);
+    c->first = 1;
+    int ret = ps_reader_profiles(c->r, sid, INT64_MIN, INT64_MAX, true, on_profile, c, c->err);
+    ps_buf_append(c->b, "]}", 2);
+    return ret;
+}
+
+int ps_api_debug_series(h2o_req_t *req)
+{
+    ps_server_t *s = ps_http_server(req);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_params_t params;
+    ps_err_t err;
+    ps_reader_t *r = NULL;
+    ps_buf_t b = PS_BUF_INIT;
+    ps_err_clear(&err);
+    if (ps_http_params(req, false, &a, &params, &err) != 0)
+        goto Fail;
+    list_ctx_t c = {.b = &b, .err = &err};
+    const ps_param_t *id = ps_params_get(&params, "id");
+    if (id != NULL) {
+        char *end;
+        c.only = strtoull(id->value, &end, 10);
+        if (*end || c.only == 0) {
+            ps_err_set(&err, PS_EINVAL, "id: expected a series id, got \"%.32s\"", id->value);
+            goto Fail;
+        }
+    }
+    if (ps_reader_begin(s->store, &r, &err) != 0)
+        goto Fail;
+    c.r = r;
+    ps_buf_append(&b, "{\"status\":\"success\",\"data\":[", 28);
+    int ret = ps_reader_series_foreach(r, on_series, &c);
+    if (ret != 0) {
+        if (err.code == 0)
+            ps_err_set(&err, ret, "reading series: %s", ps_strerror(ret));
+        goto Fail;
+    }
+    ps_buf_append(&b, "]}\n", 3);
+    ps_http_send(req, 200, "application/json", b.data, b.len);
+    goto Exit;
+Fail:
+    ps_http_error(req, err.code ? err.code : PS_EINTERNAL, err.msg);
+Exit:
+    ps_reader_end(r);
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
+    return 0;
+}
+
+typedef struct one_ctx {
+    int64_t ts;
+    int found;
+    ps_arena_t *arena;
+    ps_stored_profile_t p;
+} one_ctx_t;
+
+static int on_one(void *ctx, const ps_stored_profile_t *p)
+{
+    one_ctx_t *c = ctx;
+    c->found = 1;
+    c->p = *p;
+    uint64_t *nodes = ps_arena_alloc(c->arena, (p->n + 1) * sizeof(uint64_t));
+    int64_t *values = ps_arena_alloc(c->arena, (p->n + 1) * sizeof(int64_t));
+    memcpy(nodes, p->nodes, p->n * sizeof(uint64_t));
+    memcpy(values, p->values, p->n * sizeof(int64_t));
+    c->p.nodes = nodes;
+    c->p.values = values;
+    return 1;
+}
+
+/* Splits a profile type id name:st:su:pt:pu[:delta] into its parts (copies from arena). */
+int ps_profile_type_split(const char *id, size_t n, ps_arena_t *a, const char *parts[6])
+{
+    int k = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i == n || id[i] == ':') {
+            if (k == 6)
+                return PS_EINVAL;
+            parts[k++] = ps_arena_strndup(a, id + start, i - start);
+            start = i + 1;
+        }
+    }
+    if (k < 5 || (k == 6 && strcmp(parts[5], "delta") != 0))
+        return PS_EINVAL;
+    if (k == 5)
+        parts[5] = NULL;
+    return 0;
+}
+
+int ps_api_debug_profile(h2o_req_t *req)
+{
+    ps_server_t *s = ps_http_server(req);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_params_t params;
+    ps_err_t err;
+    ps_reader_t *r = NULL;
+    ps_buf_t b = PS_BUF_INIT;
+    ps_err_clear(&err);
+    if (ps_http_params(req, false, &a, &params, &err) != 0)
+        goto Fail;
+    const ps_param_t *id = ps_params_get(&params, "id"), *t = ps_params_get(&params, "time");
+    if (id == NULL || t == NULL) {
+        ps_err_set(&err, PS_EINVAL, "parameters id (series id) and time (profile timestamp) are required");
+        goto Fail;
+    }
+    char *end;
+    uint64_t sid = strtoull(id->value, &end, 10);
+    if (*end || sid == 0) {
+        ps_err_set(&err, PS_EINVAL, "id: expected a series id, got \"%.32s\"", id->value);
+        goto Fail;
+    }
+    int64_t ts;
+    /* an all-digit time of 19 digits is taken as ns, as stored */
+    if (t->vlen >= 16 && strspn(t->value, "0123456789-") == t->vlen)
+        ts = strtoll(t->value, NULL, 10);
+    else if (ps_parse_time(t->value, t->vlen, &ts, &err) != 0)
+        goto Fail;
+    if (ps_reader_begin(s->store, &r, &err) != 0)
+        goto Fail;
+    ps_labels_t ls;
+    if (ps_reader_series_labels(r, sid, &a, &ls) != 0) {
+        ps_err_set(&err, PS_ENOTFOUND, "series %llu does not exist", (unsigned long long)sid);
+        goto Fail;
+    }
+    const ps_label_pair_t *nm = ps_labels_get(&ls, "__name__");
+    const char *parts[6];
+    if (nm == NULL || ps_profile_type_split(nm->value, nm->vlen, &a, parts) != 0) {
+        ps_err_set(&err, PS_ECORRUPT, "series %llu has no valid profile type", (unsigned long long)sid);
+        goto Fail;
+    }
+    one_ctx_t c = {.ts = ts, .arena = &a};
+    int ret = ps_reader_profiles(r, sid, ts, ts, false, on_one, &c, &err);
+    if (ret < 0)
+        goto Fail;
+    if (!c.found) {
+        ps_err_set(&err, PS_ENOTFOUND, "series %llu has no profile at %lld ns", (unsigned long long)sid, (long long)ts);
+        goto Fail;
+    }
+    ps_profile_t prof;
+    const char *st[2] = {parts[1], parts[2]}, *pt[2] = {parts[3], parts[4]};
+    if (ps_reader_materialize(r, c.p.nodes, c.p.values, c.p.n, 1, st, pt, &a, &prof, &err) != 0)
+        goto Fail;
+    prof.time_nanos = c.p.ts;
+    prof.duration_nanos = c.p.duration;
+    prof.period = c.p.period;
+    if (ps_pprof_encode(&prof, 1, &b, &err) != 0)
+        goto Fail;
+    ps_http_send(req, 200, "application/octet-stream", b.data, b.len);
+    goto Exit;
+Fail:
+    ps_http_error(req, err.code ? err.code : PS_EINTERNAL, err.msg);
+Exit:
+    ps_reader_end(r);
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
+    return 0;
+}

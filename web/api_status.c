@@ -1,0 +1,132 @@
+/*
+ * api_status.c - health, readiness, build info, self-metrics, admin actions, debug reads.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/timeutil.h"
+#include "http.h"
+#include "internal.h"
+#include "src/writer.h"
+
+int ps_api_healthy(h2o_req_t *req)
+{
+    static const char body[] = "Profstore is Healthy.\n";
+    ps_http_send(req, 200, "text/plain; charset=utf-8", body, sizeof(body) - 1);
+    return 0;
+}
+
+int ps_api_ready(h2o_req_t *req)
+{
+    ps_server_t *s = ps_http_server(req);
+    if (atomic_load(&s->stopping)) {
+        static const char body[] = "Service Unavailable: shutting down.\n";
+        ps_http_send(req, 503, "text/plain; charset=utf-8", body, sizeof(body) - 1);
+    } else {
+        static const char body[] = "Profstore is Ready.\n";
+        ps_http_send(req, 200, "text/plain; charset=utf-8", body, sizeof(body) - 1);
+    }
+    return 0;
+}
+
+int ps_api_buildinfo(h2o_req_t *req)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    ps_buf_printf(&b,
+                  "{\"status\":\"success\",\"data\":{\"version\":\"%s\",\"revision\":\"%s\",\"branch\":\"main\","
+                  "\"buildUser\":\"profstore\",\"buildDate\":\"%s\",\"goVersion\":\"none (C11)\"}}\n",
+                  PS_VERSION, PS_REVISION, __DATE__);
+    ps_http_send(req, 200, "application/json", b.data, b.len);
+    ps_buf_dispose(&b);
+    return 0;
+}
+
+int ps_api_metrics(h2o_req_t *req)
+{
+    ps_server_t *s = ps_http_server(req);
+    ps_buf_t b = PS_BUF_INIT;
+    ps_writer_stats_t ws;
+    ps_store_stats_t st;
+    ps_err_t err;
+    ps_writer_stats(s->writer, &ws);
+    int have_st = ps_store_stats(s->store, &st, &err) == 0;
+#define COUNTER(name, help, v)                                                                                          \
+    ps_buf_printf(&b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, (unsigned long long)(v))
+#define GAUGE(name, help, v)                                                                                            \
+    ps_buf_printf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name, (unsigned long long)(v))
+    COUNTER("profstore_http_requests_total", "HTTP requests received.", atomic_load(&s->requests));
+    ps_buf_printf(&b, "# HELP profstore_http_errors_total HTTP error responses by class.\n"
+                      "# TYPE profstore_http_errors_total counter\n"
+                      "profstore_http_errors_total{class=\"4xx\"} %llu\nprofstore_http_errors_total{class=\"5xx\"} %llu\n",
+                  (unsigned long long)atomic_load(&s->errors4xx), (unsigned long long)atomic_load(&s->errors5xx));
+    COUNTER("profstore_ingest_profiles_total", "Profiles pushed and stored.", atomic_load(&s->ingest_profiles));
+    COUNTER("profstore_ingest_bytes_total", "Bytes of pushed profiles stored (as received).", atomic_load(&s->ingest_bytes));
+    COUNTER("profstore_ingest_samples_total", "pprof samples in stored profiles.", atomic_load(&s->ingest_samples));
+    COUNTER("profstore_writer_batches_total", "Write transactions committed.", ws.batches);
+    COUNTER("profstore_writer_appends_failed_total", "Profiles the writer refused.", ws.failed);
+    COUNTER("profstore_writer_duplicates_total", "Identical re-pushes acknowledged without writing.", ws.duplicates);
+    COUNTER("profstore_compactor_chunks_total", "Chunks written by the compactor.", ws.chunks);
+    COUNTER("profstore_retention_series_dropped_total", "Series removed by retention.", ws.series_dropped);
+    GAUGE("profstore_writer_queue_length", "Profiles waiting for the writer.", ws.queued);
+    if (have_st) {
+        GAUGE("profstore_storage_series", "Series stored.", st.series);
+        GAUGE("profstore_storage_head_records", "Profiles in head records (not yet compacted).", st.head_records);
+        GAUGE("profstore_storage_chunks", "Chunks stored.", st.chunks);
+        GAUGE("profstore_storage_stack_nodes", "Nodes of the shared stack tree.", st.nodes);
+        GAUGE("profstore_storage_file_bytes", "Size on disk of the LMDB data file.", st.file_bytes);
+        GAUGE("profstore_storage_used_bytes", "Bytes of LMDB pages in use.", st.used_bytes);
+    }
+    ps_buf_printf(&b, "# HELP profstore_start_time_seconds Start time of the process.\n"
+                      "# TYPE profstore_start_time_seconds gauge\nprofstore_start_time_seconds %lld\n",
+                  (long long)(s->start_time / PS_NS_PER_S));
+    ps_http_send(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
+    ps_buf_dispose(&b);
+    return 0;
+}
+
+/* ---- admin: compaction and retention on demand (run by the writer thread) ---- */
+
+typedef struct admin {
+    ps_async_t async;
+    ps_wreq_t w;
+} admin_t;
+
+static void on_admin_done(ps_wreq_t *w)
+{
+    ps_async_complete(&((admin_t *)w->ctx)->async);
+}
+
+static void on_admin_complete(ps_async_t *a, h2o_req_t *req)
+{
+    admin_t *ad = (admin_t *)a;
+    if (req != NULL) {
+        if (ad->w.status != 0) {
+            ps_http_error(req, ad->w.status, ad->w.err.msg);
+        } else {
+            char body[160];
+            int n = snprintf(body, sizeof(body), "{\"status\":\"success\",\"data\":{\"%s\":%u}}\n",
+                             ad->w.kind == PS_WREQ_COMPACT ? "chunks" : "series_dropped", ad->w.count);
+            ps_http_send(req, 200, "application/json", body, (size_t)n);
+        }
+    }
+    free(ad);
+}
+
+static int admin(h2o_req_t *req, ps_wreq_kind_t kind)
+{
+    ps_server_t *s = ps_http_server(req);
+    admin_t *ad = ps_xcalloc(1, sizeof(*ad));
+    ad->w.kind = kind;
+    ad->w.on_done = on_admin_done;
+    ad->w.ctx = ad;
+    ps_async_init(&ad->async, req, on_admin_complete);
+    if (ps_writer_submit(s->writer, &ad->w) != 0) {
+        ((void **)ad->async.link)[0] = NULL;
+        ps_http_error(req, PS_EUNAVAIL, ad->w.err.msg);
+        free(ad);
+    }
+    return 0;
+}
+
+int ps_api_admin_compact(h2o_req_t *req) { return admin(req, PS_WREQ_COMPACT); }
+int ps_api_admin_retention(h2o_req_t *req) { return admin(req, PS_WREQ_RETAIN); }

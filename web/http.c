@@ -1,0 +1,218 @@
+/*
+ * http.c - see http.h.
+ */
+#include "http.h"
+
+#include <stdio.h>
+
+#include "internal.h"
+
+static int hexv(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static int url_decode(const char *s, size_t n, ps_arena_t *a, const char **out, size_t *outlen)
+{
+    char *d = ps_arena_alloc(a, n + 1);
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '+') {
+            d[j++] = ' ';
+        } else if (s[i] == '%') {
+            if (i + 2 >= n)
+                return -1;
+            int h = hexv(s[i + 1]), l = hexv(s[i + 2]);
+            if (h < 0 || l < 0)
+                return -1;
+            d[j++] = (char)(h * 16 + l);
+            i += 2;
+        } else {
+            d[j++] = s[i];
+        }
+    }
+    d[j] = 0;
+    *out = d;
+    *outlen = j;
+    return 0;
+}
+
+static int parse_pairs(const char *s, size_t n, ps_arena_t *a, ps_params_t *out, size_t *cap, ps_err_t *err)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t start = i;
+        while (i < n && s[i] != '&')
+            i++;
+        size_t len = i - start;
+        i++;
+        if (len == 0)
+            continue;
+        const char *kv = s + start;
+        const char *eq = memchr(kv, '=', len);
+        size_t kl = eq ? (size_t)(eq - kv) : len;
+        if (out->n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 16;
+            ps_param_t *ni = ps_arena_alloc(a, nc * sizeof(*ni));
+            if (out->n)
+                memcpy(ni, out->items, out->n * sizeof(*ni));
+            out->items = ni;
+            *cap = nc;
+        }
+        if (out->n >= 10000)
+            return ps_err_set(err, PS_ETOOBIG, "too many parameters");
+        ps_param_t *p = &out->items[out->n];
+        if (url_decode(kv, kl, a, &p->name, &p->nlen) != 0 ||
+            url_decode(eq ? eq + 1 : "", eq ? len - kl - 1 : 0, a, &p->value, &p->vlen) != 0)
+            return ps_err_set(err, PS_EINVAL, "invalid URL escape in parameter \"%.*s\"", (int)(kl > 64 ? 64 : kl), kv);
+        out->n++;
+    }
+    return 0;
+}
+
+int ps_http_params(h2o_req_t *req, bool with_body, ps_arena_t *arena, ps_params_t *out, ps_err_t *err)
+{
+    size_t cap = 0;
+    int ret;
+    out->n = 0;
+    out->items = NULL;
+    if (req->query_at != SIZE_MAX) {
+        const char *q = req->path.base + req->query_at + 1;
+        size_t qn = req->path.len - req->query_at - 1;
+        if ((ret = parse_pairs(q, qn, arena, out, &cap, err)) != 0)
+            return ret;
+    }
+    if (with_body && req->entity.base != NULL) {
+        ssize_t ct = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
+        if (ct >= 0) {
+            h2o_iovec_t v = req->headers.entries[ct].value;
+            if (v.len >= 33 && strncasecmp(v.base, "application/x-www-form-urlencoded", 33) == 0)
+                return parse_pairs(req->entity.base, req->entity.len, arena, out, &cap, err);
+        }
+    }
+    return 0;
+}
+
+const ps_param_t *ps_params_get(const ps_params_t *p, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; i < p->n; i++)
+        if (p->items[i].nlen == n && memcmp(p->items[i].name, name, n) == 0)
+            return &p->items[i];
+    return NULL;
+}
+
+static const char *reason(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
+    case 422: return "Unprocessable Entity";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    case 507: return "Insufficient Storage";
+    default: return "Error";
+    }
+}
+
+void ps_http_send(h2o_req_t *req, int status, const char *content_type, const void *body, size_t len)
+{
+    ps_server_t *s = ps_http_server(req);
+    if (status >= 500)
+        atomic_fetch_add(&s->errors5xx, 1);
+    else if (status >= 400)
+        atomic_fetch_add(&s->errors4xx, 1);
+    req->res.status = status;
+    req->res.reason = reason(status);
+    req->res.content_length = len;
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type, strlen(content_type));
+    h2o_send_inline(req, body, len);
+}
+
+const char *ps_http_error_type(int status)
+{
+    switch (status) {
+    case 400: case 409: case 413: case 415: return "bad_data";
+    case 404: return "not_found";
+    case 405: return "bad_data";
+    case 422: return "execution";
+    case 503: return "unavailable";
+    default: return status >= 500 ? "internal" : "bad_data";
+    }
+}
+
+void ps_http_error_status(h2o_req_t *req, int status, const char *msg)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    ps_buf_printf(&b, "{\"status\":\"error\",\"errorType\":\"%s\",\"error\":", ps_http_error_type(status));
+    ps_buf_json_str(&b, msg, strlen(msg));
+    ps_buf_append(&b, "}\n", 2);
+    ps_http_send(req, status, "application/json", b.data, b.len);
+    ps_buf_dispose(&b);
+}
+
+void ps_http_error(h2o_req_t *req, int code, const char *msg)
+{
+    ps_http_error_status(req, ps_err_http_status(code), msg);
+}
+
+ps_server_t *ps_http_server(h2o_req_t *req)
+{
+    return ps_loop_of(req->conn->ctx)->srv;
+}
+
+typedef struct async_link {
+    ps_async_t *a;
+} async_link_t;
+
+static void on_link_dispose(void *p)
+{
+    async_link_t *l = p;
+    if (l->a != NULL)
+        l->a->req = NULL;
+}
+
+void ps_async_init(ps_async_t *a, h2o_req_t *req, ps_async_cb cb)
+{
+    memset(&a->msg, 0, sizeof(a->msg));
+    a->req = req;
+    a->on_complete = cb;
+    a->loop = ps_loop_of(req->conn->ctx);
+    async_link_t *l = h2o_mem_alloc_shared(&req->pool, sizeof(*l), on_link_dispose);
+    l->a = a;
+    a->link = l;
+}
+
+void ps_async_complete(ps_async_t *a)
+{
+    ps_loop_t *loop = a->loop;
+    h2o_multithread_send_message(&loop->receiver, &a->msg);
+}
+
+/* Called on the loop thread for completions sent by ps_async_complete. */
+void ps_async_on_messages(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages)
+{
+    while (!h2o_linklist_is_empty(messages)) {
+        h2o_multithread_message_t *m = H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
+        h2o_linklist_unlink(&m->link);
+        ps_async_t *a = H2O_STRUCT_FROM_MEMBER(ps_async_t, msg, m);
+        if (a->on_complete == NULL) /* a wake-up message */
+            continue;
+        h2o_req_t *req = a->req;
+        if (req != NULL)
+            ((async_link_t *)a->link)->a = NULL;
+        a->on_complete(a, req);
+    }
+}

@@ -1,0 +1,57 @@
+/*
+ * http.h - request helpers shared by the API handlers: parameters from the query string and
+ * form bodies, JSON and error responses in Prometheus' envelope, async completions.
+ */
+#ifndef PS_WEB_HTTP_H
+#define PS_WEB_HTTP_H
+
+#include <h2o.h>
+
+#include "core/err.h"
+#include "core/mem.h"
+#include "server.h"
+
+typedef struct ps_param {
+    const char *name, *value;
+    size_t nlen, vlen;
+} ps_param_t;
+
+typedef struct ps_params {
+    size_t n;
+    ps_param_t *items;
+} ps_params_t;
+
+/** Parses the query string, and a form-encoded body for POST, into params (strings from arena,
+ *  percent-decoded and NUL-terminated). PS_EINVAL on a bad %-escape. */
+int ps_http_params(h2o_req_t *req, bool with_body, ps_arena_t *arena, ps_params_t *out, ps_err_t *err);
+/** First value of name, or NULL. */
+const ps_param_t *ps_params_get(const ps_params_t *p, const char *name);
+
+/** Sends body with status and content type (copied). */
+void ps_http_send(h2o_req_t *req, int status, const char *content_type, const void *body, size_t len);
+/** Prometheus-style error JSON: {"status":"error","errorType":...,"error":msg}; status from code. */
+void ps_http_error(h2o_req_t *req, int code, const char *msg);
+/** Same with an explicit HTTP status. */
+void ps_http_error_status(h2o_req_t *req, int status, const char *msg);
+/** errorType for an HTTP status (bad_data, execution, internal, unavailable, not_found, ...). */
+const char *ps_http_error_type(int status);
+
+/** The server of a request. */
+ps_server_t *ps_http_server(h2o_req_t *req);
+
+/* Asynchronous completion: work done on another thread, answered on the request's loop. */
+typedef struct ps_async ps_async_t;
+typedef void (*ps_async_cb)(ps_async_t *a, h2o_req_t *req); /* req is NULL if the client went away */
+struct ps_async {
+    h2o_multithread_message_t msg;
+    h2o_req_t *req;
+    void *link;
+    void *loop;
+    ps_async_cb on_complete;
+};
+/** Ties a to req: if the request dies first, a->req becomes NULL. Call on the loop thread. */
+void ps_async_init(ps_async_t *a, h2o_req_t *req, ps_async_cb cb);
+/** From any thread: schedules a->on_complete on the request's loop. */
+void ps_async_complete(ps_async_t *a);
+
+#endif

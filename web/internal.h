@@ -1,0 +1,53 @@
+/*
+ * internal.h - what the web/ files share: the per-thread loop context and the route table.
+ */
+#ifndef PS_WEB_INTERNAL_H
+#define PS_WEB_INTERNAL_H
+
+#include <h2o.h>
+#include <pthread.h>
+
+#include "server.h"
+
+typedef struct ps_loop {
+    h2o_context_t ctx; /* first: h2o hands us &ctx */
+    h2o_accept_ctx_t accept_ctx;
+    h2o_multithread_queue_t *queue;
+    h2o_multithread_receiver_t receiver;
+    h2o_socket_t *listener;
+    int fd;
+    pthread_t thread;
+    ps_server_t *srv;
+    volatile int exit;
+} ps_loop_t;
+
+static inline ps_loop_t *ps_loop_of(h2o_context_t *ctx)
+{
+    return (ps_loop_t *)ctx;
+}
+
+void ps_async_on_messages(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages);
+
+/* routes.c */
+int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req);
+
+/* api_*.c handlers: return 0 (a response was or will be sent) */
+int ps_api_healthy(h2o_req_t *req);
+int ps_api_ready(h2o_req_t *req);
+int ps_api_buildinfo(h2o_req_t *req);
+int ps_api_metrics(h2o_req_t *req);
+int ps_api_profiles_write(h2o_req_t *req);
+int ps_api_admin_compact(h2o_req_t *req);
+int ps_api_admin_retention(h2o_req_t *req);
+int ps_api_debug_series(h2o_req_t *req);
+int ps_api_debug_profile(h2o_req_t *req);
+
+#define PS_VERSION "0.1.0"
+#ifndef PS_REVISION
+#define PS_REVISION "unknown"
+#endif
+
+/** Splits a profile type id name:sample_type:sample_unit:period_type:period_unit[:delta]. */
+int ps_profile_type_split(const char *id, size_t n, ps_arena_t *a, const char *parts[6]);
+
+#endif

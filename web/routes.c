@@ -1,0 +1,64 @@
+/*
+ * routes.c - the route table: method + exact path -> handler.
+ */
+#include "http.h"
+#include "internal.h"
+
+typedef struct route {
+    const char *path;
+    unsigned methods; /* bit set of M_* */
+    int (*fn)(h2o_req_t *req);
+} route_t;
+
+enum { M_GET = 1, M_POST = 2, M_HEAD = 4 };
+
+static const route_t routes[] = {
+    {"/-/healthy", M_GET | M_HEAD, ps_api_healthy},
+    {"/-/ready", M_GET | M_HEAD, ps_api_ready},
+    {"/metrics", M_GET, ps_api_metrics},
+    {"/api/v1/status/buildinfo", M_GET, ps_api_buildinfo},
+    {"/api/v1/profiles/write", M_POST, ps_api_profiles_write},
+    {"/api/v1/admin/compact", M_POST, ps_api_admin_compact},
+    {"/api/v1/admin/retention", M_POST, ps_api_admin_retention},
+    {"/api/v1/debug/series", M_GET, ps_api_debug_series},
+    {"/api/v1/debug/profile", M_GET, ps_api_debug_profile},
+};
+
+static unsigned method_bit(h2o_iovec_t m)
+{
+    if (h2o_memis(m.base, m.len, H2O_STRLIT("GET")))
+        return M_GET;
+    if (h2o_memis(m.base, m.len, H2O_STRLIT("POST")))
+        return M_POST;
+    if (h2o_memis(m.base, m.len, H2O_STRLIT("HEAD")))
+        return M_HEAD;
+    return 0;
+}
+
+int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
+{
+    h2o_iovec_t p = req->path_normalized;
+    unsigned m = method_bit(req->method);
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        if (!h2o_memis(p.base, p.len, routes[i].path, strlen(routes[i].path)))
+            continue;
+        if (!(routes[i].methods & m)) {
+            char allow[32] = "";
+            if (routes[i].methods & M_GET)
+                strcat(allow, "GET");
+            if (routes[i].methods & M_POST)
+                strcat(allow, allow[0] ? ", POST" : "POST");
+            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, allow, strlen(allow));
+            char msg[128];
+            snprintf(msg, sizeof(msg), "method %.*s not allowed on %s (use %s)", (int)(req->method.len > 16 ? 16 : req->method.len),
+                     req->method.base, routes[i].path, allow);
+            ps_http_error_status(req, 405, msg);
+            return 0;
+        }
+        return routes[i].fn(req);
+    }
+    char msg[300];
+    snprintf(msg, sizeof(msg), "no such endpoint: %.*s", (int)(p.len > 200 ? 200 : p.len), p.base);
+    ps_http_error_status(req, 404, msg);
+    return 0;
+}

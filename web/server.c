@@ -1,0 +1,213 @@
+/*
+ * server.c - h2o event loops (see server.h).
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/timeutil.h"
+#include "http.h"
+#include "internal.h"
+
+typedef struct impl {
+    h2o_globalconf_t config;
+    ps_loop_t *loops;
+    uint32_t nloops;
+    int port;
+} impl_t;
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    ps_server_t *s = ps_http_server(req);
+    atomic_fetch_add(&s->requests, 1);
+    return ps_routes_dispatch(self, req);
+}
+
+static void on_accept(h2o_socket_t *listener, const char *err)
+{
+    if (err != NULL)
+        return;
+    h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
+    if (sock == NULL)
+        return;
+    h2o_accept(listener->data, sock);
+}
+
+static int split_hostport(const char *listen, char *host, size_t hsize, char *port, size_t psize)
+{
+    const char *colon = strrchr(listen, ':');
+    if (colon == NULL)
+        return -1;
+    size_t hl = (size_t)(colon - listen);
+    if (hl >= hsize || strlen(colon + 1) >= psize || colon[1] == 0)
+        return -1;
+    memcpy(host, listen, hl);
+    host[hl] = 0;
+    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+        memmove(host, host + 1, hl - 2);
+        host[hl - 2] = 0;
+    }
+    strcpy(port, colon + 1);
+    return 0;
+}
+
+static int open_listener(const char *addr, int *port_out, ps_err_t *err)
+{
+    char host[256], port[32];
+    if (split_hostport(addr, host, sizeof(host), port, sizeof(port)) != 0)
+        return ps_err_set(err, PS_EINVAL, "--listen: \"%s\" is not host:port", addr);
+    struct addrinfo hints = {0}, *res;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int gai = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
+    if (gai != 0)
+        return ps_err_set(err, PS_EINVAL, "--listen %s: %s", addr, gai_strerror(gai));
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1;
+    if (fd < 0) {
+        freeaddrinfo(res);
+        return ps_err_set(err, PS_EINTERNAL, "socket: %s", strerror(errno));
+    }
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+        int e = errno;
+        close(fd);
+        freeaddrinfo(res);
+        return ps_err_set(err, PS_EINVAL, "cannot listen on %s: %s", addr, strerror(e));
+    }
+    freeaddrinfo(res);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    *port_out = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                               : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+int ps_server_bind(ps_server_t *s, ps_err_t *err)
+{
+    impl_t *im = ps_xcalloc(1, sizeof(*im));
+    s->impl = im;
+    s->start_time = ps_time_now();
+    h2o_config_init(&im->config);
+    im->config.max_request_entity_size = s->opts.max_body;
+    im->config.server_name = h2o_iovec_init(H2O_STRLIT("profstore/" PS_VERSION));
+    h2o_hostconf_t *host = h2o_config_register_host(&im->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
+    h2o_handler_t *h = h2o_create_handler(path, sizeof(*h));
+    h->on_req = on_req;
+
+    im->nloops = s->opts.threads ? s->opts.threads : 1;
+    im->loops = ps_xcalloc(im->nloops, sizeof(ps_loop_t));
+    /* the first socket picks the port (maybe 0 = any); the others join it with SO_REUSEPORT */
+    char addr[300];
+    snprintf(addr, sizeof(addr), "%s", s->opts.listen);
+    for (uint32_t i = 0; i < im->nloops; i++) {
+        int port = 0;
+        int fd = open_listener(addr, &port, err);
+        if (fd < 0)
+            return fd;
+        im->loops[i].fd = fd;
+        if (i == 0) {
+            im->port = port;
+            char *colon = strrchr(addr, ':');
+            snprintf(colon + 1, sizeof(addr) - (size_t)(colon + 1 - addr), "%d", port);
+        }
+    }
+    return 0;
+}
+
+static void *loop_main(void *arg)
+{
+    ps_loop_t *l = arg;
+    while (!l->exit)
+        h2o_evloop_run(l->ctx.loop, INT32_MAX);
+    return NULL;
+}
+
+int ps_server_start(ps_server_t *s, ps_err_t *err)
+{
+    impl_t *im = s->impl;
+    for (uint32_t i = 0; i < im->nloops; i++) {
+        ps_loop_t *l = &im->loops[i];
+        l->srv = s;
+        h2o_context_init(&l->ctx, h2o_evloop_create(), &im->config);
+        l->accept_ctx.ctx = &l->ctx;
+        l->accept_ctx.hosts = im->config.hosts;
+        l->queue = h2o_multithread_create_queue(l->ctx.loop);
+        h2o_multithread_register_receiver(l->queue, &l->receiver, ps_async_on_messages);
+        l->listener = h2o_evloop_socket_create(l->ctx.loop, l->fd, H2O_SOCKET_FLAG_DONT_READ);
+        l->listener->data = &l->accept_ctx;
+        h2o_socket_read_start(l->listener, on_accept);
+        if (pthread_create(&l->thread, NULL, loop_main, l) != 0)
+            return ps_err_set(err, PS_EINTERNAL, "cannot start HTTP thread: %s", strerror(errno));
+    }
+    return 0;
+}
+
+int ps_server_port(ps_server_t *s)
+{
+    return ((impl_t *)s->impl)->port;
+}
+
+typedef struct wake {
+    ps_async_t a;
+} wake_t;
+
+static void on_close_listener(ps_async_t *a, h2o_req_t *req)
+{
+    /* runs on the loop thread: closing the listener there is safe */
+    ps_loop_t *l = a->loop;
+    if (l->listener != NULL) {
+        h2o_socket_read_stop(l->listener);
+        h2o_socket_close(l->listener);
+        l->listener = NULL;
+    }
+    free(a);
+}
+
+static void on_exit_loop(ps_async_t *a, h2o_req_t *req)
+{
+    ps_loop_t *l = a->loop;
+    l->exit = 1;
+    free(a);
+}
+
+static void post(ps_loop_t *l, ps_async_cb cb)
+{
+    ps_async_t *a = ps_xcalloc(1, sizeof(*a));
+    a->loop = l;
+    a->on_complete = cb;
+    h2o_multithread_send_message(&l->receiver, &a->msg);
+}
+
+void ps_server_begin_shutdown(ps_server_t *s)
+{
+    impl_t *im = s->impl;
+    atomic_store(&s->stopping, 1);
+    for (uint32_t i = 0; i < im->nloops; i++)
+        if (im->loops[i].queue != NULL)
+            post(&im->loops[i], on_close_listener);
+}
+
+void ps_server_stop(ps_server_t *s)
+{
+    impl_t *im = s->impl;
+    if (im == NULL)
+        return;
+    for (uint32_t i = 0; i < im->nloops; i++)
+        if (im->loops[i].queue != NULL)
+            post(&im->loops[i], on_exit_loop);
+    for (uint32_t i = 0; i < im->nloops; i++)
+        if (im->loops[i].queue != NULL)
+            pthread_join(im->loops[i].thread, NULL);
+    /* the loops, connections and h2o config are left for process exit to reclaim */
+}

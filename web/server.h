@@ -1,0 +1,44 @@
+/*
+ * server.h - the HTTP server: libh2o event loops, one per thread, each with its own listening
+ * socket (SO_REUSEPORT) and a message queue on which the writer thread hands back finished
+ * writes. The only user of h2o.
+ */
+#ifndef PS_WEB_SERVER_H
+#define PS_WEB_SERVER_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "proto/pprof.h"
+#include "src/writer.h"
+#include "storage/store.h"
+
+typedef struct ps_server_opts {
+    const char *listen;      /* host:port */
+    uint32_t threads;        /* event loop threads */
+    size_t max_body;         /* request body limit (bytes) */
+    ps_pprof_limits_t limits;
+} ps_server_opts_t;
+
+typedef struct ps_server {
+    ps_server_opts_t opts;
+    ps_store_t *store;
+    ps_writer_t *writer;
+    int64_t start_time;
+    atomic_int stopping;
+    atomic_uint_fast64_t requests, errors4xx, errors5xx, ingest_profiles, ingest_bytes, ingest_samples;
+    void *impl;
+} ps_server_t;
+
+/** Binds the listening sockets (so a port conflict is reported before anything else starts). */
+int ps_server_bind(ps_server_t *s, ps_err_t *err);
+/** Starts the event loop threads. */
+int ps_server_start(ps_server_t *s, ps_err_t *err);
+/** Refuses new writes (503), closes the listeners. */
+void ps_server_begin_shutdown(ps_server_t *s);
+/** Stops the loops (after the writer has finished and its answers were handed over) and joins them. */
+void ps_server_stop(ps_server_t *s);
+/** The port actually bound (useful with port 0). */
+int ps_server_port(ps_server_t *s);
+
+#endif
