@@ -127,17 +127,14 @@ static int compact_series(ps_store_t *s, MDB_txn *txn, uint64_t sid, uint32_t *n
         (*nchunks)++;
         last_max = ts[n - 1];
         /* delete the n head records just folded */
-        ps_key_sid_ts(kb, sid, INT64_MIN);
-        k = ps_mval(kb, 16);
-        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-        for (uint32_t i = 0; i < n && rc == 0; i++) {
-            if ((rc = mdb_cursor_del(cur, 0)) != 0)
-                break;
-            rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
-        }
-        if (rc != 0 && rc != MDB_NOTFOUND) {
-            ret = ps_lmdb_err(err, rc, "deleting head records");
-            goto Exit;
+        for (uint32_t i = 0; i < n; i++) {
+            uint8_t dk[16];
+            ps_key_sid_ts(dk, sid, ts[i]);
+            MDB_val dkv = ps_mval(dk, 16);
+            if ((rc = mdb_del(txn, s->dbi[DB_HEAD], &dkv, NULL)) != 0) {
+                ret = ps_lmdb_err(err, rc, "deleting head records");
+                goto Exit;
+            }
         }
         ps_arena_reset(&a);
         if (n < max)
@@ -291,6 +288,9 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
     uint64_t *touched = NULL;
     size_t ntouched = 0, cap = 0;
     for (int db = DB_HEAD; db <= DB_CHUNKS; db++) {
+        /* collect the keys first, then delete: no cursor juggling across deletes */
+        uint8_t *keys = NULL;
+        size_t nkeys = 0, kcap = 0;
         MDB_cursor *cur;
         if ((rc = mdb_cursor_open(txn, s->dbi[db], &cur)) != 0) {
             ret = ps_lmdb_err(err, rc, "opening cursor");
@@ -306,8 +306,11 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
             uint64_t sid = ps_get_be64(k.mv_data);
             int64_t ts = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
             if (ts < cutoff) {
-                if ((rc = mdb_cursor_del(cur, 0)) != 0)
-                    break;
+                if (nkeys == kcap) {
+                    kcap = kcap ? kcap * 2 : 256;
+                    keys = ps_xrealloc(keys, kcap * 16);
+                }
+                memcpy(keys + 16 * nkeys++, k.mv_data, 16);
                 if (ntouched == 0 || touched[ntouched - 1] != sid) {
                     if (ntouched == cap) {
                         cap = cap ? cap * 2 : 64;
@@ -315,9 +318,7 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
                     }
                     touched[ntouched++] = sid;
                 }
-                rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
-                if (rc == EINVAL) /* deleted the last entry */
-                    rc = MDB_NOTFOUND;
+                rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
                 continue;
             }
             /* skip the rest of this series: its later keys are newer */
@@ -328,9 +329,19 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
         }
         mdb_cursor_close(cur);
         if (rc != MDB_NOTFOUND) {
+            free(keys);
             ret = ps_lmdb_err(err, rc, "applying retention");
             goto Exit;
         }
+        for (size_t i = 0; i < nkeys; i++) {
+            MDB_val dk = ps_mval(keys + 16 * i, 16);
+            if ((rc = mdb_del(txn, s->dbi[db], &dk, NULL)) != 0) {
+                free(keys);
+                ret = ps_lmdb_err(err, rc, "applying retention");
+                goto Exit;
+            }
+        }
+        free(keys);
     }
     for (size_t i = 0; i < ntouched; i++) {
         if (i > 0 && touched[i] == touched[i - 1])

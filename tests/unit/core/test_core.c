@@ -1,0 +1,206 @@
+/*
+ * test_core.c - core helpers: varints and the sticky decoder, the hash map, label validation and
+ * encoding, durations and times.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/hash.h"
+#include "core/labels.h"
+#include "core/timeutil.h"
+#include "core/varint.h"
+
+static void test_varint_roundtrip(void **state)
+{
+    static const int64_t vals[] = {0, 1, -1, 63, -64, 64, 127, 128, 300, -300, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN};
+    ps_buf_t b = PS_BUF_INIT;
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+        ps_put_varint(&b, vals[i]);
+        ps_put_uvarint(&b, (uint64_t)vals[i]);
+        ps_put_be64(&b, (uint64_t)vals[i]);
+    }
+    ps_dec_t d;
+    ps_dec_init(&d, b.data, b.len);
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+        assert_int_equal(ps_dec_varint(&d), vals[i]);
+        assert_int_equal(ps_dec_uvarint(&d), (uint64_t)vals[i]);
+        assert_int_equal(ps_dec_be64(&d), (uint64_t)vals[i]);
+    }
+    assert_int_equal(d.err, 0);
+    assert_int_equal(ps_dec_left(&d), 0);
+    /* reading past the end sets the sticky error and keeps returning 0 */
+    assert_int_equal(ps_dec_uvarint(&d), 0);
+    assert_int_not_equal(d.err, 0);
+    assert_int_equal(ps_dec_u8(&d), 0);
+    /* every truncation of a 10-byte varint fails */
+    ps_buf_reset(&b);
+    ps_put_uvarint(&b, UINT64_MAX);
+    assert_int_equal(b.len, 10);
+    for (size_t n = 0; n < 10; n++) {
+        ps_dec_init(&d, b.data, n);
+        ps_dec_uvarint(&d);
+        assert_int_not_equal(d.err, 0);
+    }
+    /* an 11-byte varint (overflow) fails */
+    uint8_t over[11];
+    memset(over, 0xff, 10);
+    over[10] = 0x01;
+    ps_dec_init(&d, over, 11);
+    ps_dec_uvarint(&d);
+    assert_int_not_equal(d.err, 0);
+    ps_buf_dispose(&b);
+    /* time keys sort like numbers */
+    assert_true(ps_ts_key(-5) < ps_ts_key(0));
+    assert_true(ps_ts_key(0) < ps_ts_key(7));
+    assert_int_equal(ps_ts_unkey(ps_ts_key(-123456789)), -123456789);
+}
+
+static void test_hmap(void **state)
+{
+    ps_hmap_t m;
+    ps_hmap_init(&m);
+    char key[32];
+    for (int i = 0; i < 100000; i++) {
+        int n = snprintf(key, sizeof(key), "key-%d", i);
+        ps_hmap_put(&m, key, (size_t)n, (uint64_t)i * 3);
+    }
+    assert_int_equal(m.count, 100000);
+    for (int i = 0; i < 100000; i++) {
+        int n = snprintf(key, sizeof(key), "key-%d", i);
+        uint64_t v;
+        assert_true(ps_hmap_get(&m, key, (size_t)n, &v));
+        assert_int_equal(v, (uint64_t)i * 3);
+    }
+    uint64_t v;
+    assert_false(ps_hmap_get(&m, "nope", 4, &v));
+    ps_hmap_put(&m, "", 0, 42);
+    assert_true(ps_hmap_get(&m, "", 0, &v));
+    assert_int_equal(v, 42);
+    ps_hmap_clear(&m);
+    assert_false(ps_hmap_get(&m, "key-1", 5, &v));
+    ps_hmap_dispose(&m);
+    /* the hash is part of the on-disk format: pin it */
+    assert_int_equal(ps_hash64("", 0, 0), ps_hash64("", 0, 0));
+    assert_int_not_equal(ps_hash64("a", 1, 0), ps_hash64("b", 1, 0));
+    assert_int_not_equal(ps_hash64("a", 1, 0), ps_hash64("a", 1, 1));
+}
+
+static void test_labels(void **state)
+{
+    assert_true(ps_label_name_valid("job", 3));
+    assert_true(ps_label_name_valid("_x9", 3));
+    assert_false(ps_label_name_valid("9x", 2));
+    assert_false(ps_label_name_valid("a:b", 3));
+    assert_false(ps_label_name_valid("", 0));
+    assert_true(ps_metric_name_valid("process_cpu:cpu:nanoseconds", 27));
+    assert_true(ps_utf8_valid("h\xc3\xa9llo", 6));
+    assert_false(ps_utf8_valid("\xc3", 1));
+    assert_false(ps_utf8_valid("\xc0\xaf", 2));         /* overlong */
+    assert_false(ps_utf8_valid("\xed\xa0\x80", 3));     /* surrogate */
+    assert_false(ps_utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
+
+    ps_label_pair_t pairs[3] = {{"job", "api", 3, 3}, {"__name__", "cpu", 8, 3}, {"instance", "a:1", 8, 3}};
+    ps_labels_t ls = {3, pairs};
+    ps_err_t err;
+    assert_int_equal(ps_labels_normalize(&ls, &err), 0);
+    assert_string_equal(ls.pairs[0].name, "__name__");
+    assert_string_equal(ls.pairs[2].name, "job");
+    ps_buf_t b = PS_BUF_INIT;
+    ps_labels_encode(&ls, &b);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t back;
+    assert_int_equal(ps_labels_decode(b.data, b.len, &a, &back), 0);
+    assert_int_equal(back.n, 3);
+    assert_string_equal(back.pairs[1].value, "a:1");
+    /* truncated encodings fail */
+    for (size_t n = 1; n < b.len; n++)
+        if (ps_labels_decode(b.data, n, &a, &back) == 0)
+            assert_true(back.n < 3);
+    ps_buf_reset(&b);
+    ps_labels_format(&ls, &b);
+    ps_buf_putc(&b, 0);
+    assert_string_equal((char *)b.data, "{__name__=\"cpu\", instance=\"a:1\", job=\"api\"}");
+
+    ps_label_pair_t dup[2] = {{"a", "1", 1, 1}, {"a", "2", 1, 1}};
+    ls = (ps_labels_t){2, dup};
+    assert_int_equal(ps_labels_normalize(&ls, &err), PS_EINVAL);
+    assert_non_null(strstr(err.msg, "duplicate label name"));
+    ps_label_pair_t bad[1] = {{"a-b", "1", 3, 1}};
+    ls = (ps_labels_t){1, bad};
+    assert_int_equal(ps_labels_normalize(&ls, &err), PS_EINVAL);
+    assert_non_null(strstr(err.msg, "invalid label name"));
+    char big[400];
+    memset(big, 'x', sizeof(big));
+    ps_label_pair_t longv[1] = {{"a", big, 1, 400}};
+    ls = (ps_labels_t){1, longv};
+    assert_int_equal(ps_labels_normalize(&ls, &err), PS_ETOOBIG);
+    ps_label_pair_t badutf[1] = {{"a", "\xff", 1, 1}};
+    ls = (ps_labels_t){1, badutf};
+    assert_int_equal(ps_labels_normalize(&ls, &err), PS_EINVAL);
+    assert_non_null(strstr(err.msg, "UTF-8"));
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
+}
+
+static void test_durations_and_times(void **state)
+{
+    int64_t ns;
+    ps_err_t err;
+    assert_int_equal(ps_parse_duration("15d", 3, 0, &ns, &err), 0);
+    assert_int_equal(ns, 15ll * 86400 * PS_NS_PER_S);
+    assert_int_equal(ps_parse_duration("1h30m", 5, 0, &ns, &err), 0);
+    assert_int_equal(ns, 5400ll * PS_NS_PER_S);
+    assert_int_equal(ps_parse_duration("250ms", 5, 0, &ns, &err), 0);
+    assert_int_equal(ns, 250000000ll);
+    assert_int_equal(ps_parse_duration("2w", 2, 0, &ns, &err), 0);
+    assert_int_equal(ns, 14ll * 86400 * PS_NS_PER_S);
+    assert_int_equal(ps_parse_duration("1.5", 3, 1, &ns, &err), 0);
+    assert_int_equal(ns, 1500000000ll);
+    assert_int_equal(ps_parse_duration("1.5", 3, 0, &ns, &err), PS_EINVAL);
+    assert_int_equal(ps_parse_duration("5x", 2, 0, &ns, &err), PS_EINVAL);
+    assert_int_equal(ps_parse_duration("m", 1, 0, &ns, &err), PS_EINVAL);
+    assert_int_equal(ps_parse_duration("1m1h", 4, 0, &ns, &err), PS_EINVAL);
+    assert_int_equal(ps_parse_duration("", 0, 0, &ns, &err), PS_EINVAL);
+    char buf[64];
+    ps_format_duration(5400ll * PS_NS_PER_S, buf, sizeof(buf));
+    assert_string_equal(buf, "1h30m");
+
+    assert_int_equal(ps_parse_time("1796022364", 10, &ns, &err), 0);
+    assert_int_equal(ns, 1796022364ll * PS_NS_PER_S);
+    assert_int_equal(ps_parse_time("1796022364.647", 14, &ns, &err), 0);
+    assert_int_equal(ns, 1796022364647000000ll);
+    const char *r = "2026-11-30T07:06:04.647593488Z";
+    assert_int_equal(ps_parse_time(r, strlen(r), &ns, &err), 0);
+    assert_int_equal(ns, 1796022364647593488ll);
+    r = "2026-11-30T09:06:04+02:00";
+    assert_int_equal(ps_parse_time(r, strlen(r), &ns, &err), 0);
+    assert_int_equal(ns, 1796022364ll * PS_NS_PER_S);
+    r = "1970-01-01T00:00:00Z";
+    assert_int_equal(ps_parse_time(r, strlen(r), &ns, &err), 0);
+    assert_int_equal(ns, 0);
+    ps_format_time(1796022364647593488ll, buf, sizeof(buf));
+    assert_string_equal(buf, "2026-11-30T07:06:04.647593488Z");
+    static const char *bad[] = {"", "yesterday", "2026-13-01T00:00:00Z", "2026-11-30T07:06:04", "2026-11-30", "1e400", "12abc"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(ps_parse_time(bad[i], strlen(bad[i]), &ns, &err), PS_EINVAL);
+        assert_non_null(strstr(err.msg, "cannot parse"));
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_varint_roundtrip),
+        cmocka_unit_test(test_hmap),
+        cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_durations_and_times),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

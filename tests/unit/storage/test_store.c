@@ -1,0 +1,518 @@
+/*
+ * test_store.c - the store end to end through its API: every real fixture profile appended and
+ * read back equal (stacks, symbols, sample labels, values, time, duration, period), from head
+ * records, from chunks and after reopening; ordering, duplicates, conflicts, batches where one
+ * profile fails alone, retention, schema version refusal.
+ */
+#include <dirent.h>
+#include <lmdb.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/timeutil.h"
+#include "proto/pprof.h"
+#include "src/ingest.h"
+#include "storage/store.h"
+
+static const char *testdata(void)
+{
+    const char *e = getenv("PS_TESTDATA");
+    return e ? e : PS_TESTDATA;
+}
+
+static uint8_t *read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)len + 1);
+    *n = fread(b, 1, (size_t)len, f);
+    fclose(f);
+    return b;
+}
+
+static char *tmpdir(void)
+{
+    char *t = strdup("/tmp/ps-test-store-XXXXXX");
+    assert_non_null(mkdtemp(t));
+    return t;
+}
+
+static void rmdir_rf(const char *d)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
+    assert_int_equal(system(cmd), 0);
+}
+
+static ps_store_t *open_store(const char *dir, int64_t retention)
+{
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = dir;
+    o.map_size = 1ull << 30;
+    o.retention_ns = retention;
+    o.nosync = true;
+    o.compact_max_profiles = 120;
+    ps_store_t *s = NULL;
+    ps_err_t err;
+    int rc = ps_store_open(&o, &s, &err);
+    if (rc)
+        fail_msg("open: %s", err.msg);
+    return s;
+}
+
+/* ---- canonical form of one sample type of a profile: sorted (key, value), zeros dropped ---- */
+
+typedef struct kv {
+    char *key;
+    int64_t value;
+} kv_t;
+
+static void put_str(ps_buf_t *b, const ps_profile_t *p, uint32_t i)
+{
+    ps_str_t s = ps_profile_str(p, i);
+    ps_buf_printf(b, "%u:", s.len);
+    ps_buf_append(b, s.ptr, s.len);
+}
+
+static char *sample_key(const ps_profile_t *p, const ps_sample_t *s)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    for (uint32_t i = 0; i < s->nlocs; i++) {
+        const ps_location_t *l = &p->locations[s->locs[i] - 1];
+        ps_buf_printf(&b, "[loc addr=%llx folded=%u ", (unsigned long long)l->address, l->is_folded);
+        if (l->mapping) {
+            const ps_mapping_t *m = &p->mappings[l->mapping - 1];
+            ps_buf_printf(&b, "map(%llx,%llx,%llx,%x,", (unsigned long long)m->memory_start,
+                          (unsigned long long)m->memory_limit, (unsigned long long)m->file_offset, m->flags);
+            put_str(&b, p, m->filename);
+            put_str(&b, p, m->build_id);
+            ps_buf_putc(&b, ')');
+        }
+        for (uint32_t j = 0; j < l->nlines; j++) {
+            const ps_line_t *ln = &l->lines[j];
+            ps_buf_printf(&b, " line(%lld,%lld,", (long long)ln->line, (long long)ln->column);
+            if (ln->function) {
+                const ps_function_t *f = &p->functions[ln->function - 1];
+                put_str(&b, p, f->name);
+                put_str(&b, p, f->system_name);
+                put_str(&b, p, f->filename);
+                ps_buf_printf(&b, "%lld", (long long)f->start_line);
+            }
+            ps_buf_putc(&b, ')');
+        }
+        ps_buf_putc(&b, ']');
+    }
+    ps_buf_append(&b, " labels:", 8);
+    for (uint32_t j = 0; j < s->nlabels; j++) {
+        put_str(&b, p, s->labels[j].key);
+        put_str(&b, p, s->labels[j].str);
+        ps_buf_printf(&b, "%lld", (long long)s->labels[j].num);
+        put_str(&b, p, s->labels[j].num_unit);
+        ps_buf_putc(&b, ';');
+    }
+    ps_buf_putc(&b, 0);
+    char *r = strdup((char *)b.data);
+    ps_buf_dispose(&b);
+    return r;
+}
+
+static int cmp_kv(const void *a, const void *b)
+{
+    return strcmp(((const kv_t *)a)->key, ((const kv_t *)b)->key);
+}
+
+static kv_t *canonical(const ps_profile_t *p, uint32_t t, size_t *n)
+{
+    kv_t *v = calloc(p->nsamples + 1, sizeof(kv_t));
+    size_t m = 0;
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        v[m].key = sample_key(p, &p->samples[i]);
+        v[m].value = p->samples[i].values[t];
+        m++;
+    }
+    qsort(v, m, sizeof(kv_t), cmp_kv);
+    size_t k = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (k > 0 && strcmp(v[k - 1].key, v[i].key) == 0) {
+            v[k - 1].value += v[i].value;
+            free(v[i].key);
+        } else {
+            v[k++] = v[i];
+        }
+    }
+    size_t z = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (v[i].value != 0)
+            v[z++] = v[i];
+        else
+            free(v[i].key);
+    }
+    *n = z;
+    return v;
+}
+
+static void free_kv(kv_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i].key);
+    free(v);
+}
+
+typedef struct got {
+    int found;
+    ps_stored_profile_t p;
+    uint64_t *nodes;
+    int64_t *values;
+} got_t;
+
+static int on_got(void *ctx, const ps_stored_profile_t *p)
+{
+    got_t *g = ctx;
+    g->found++;
+    g->p = *p;
+    g->nodes = malloc((p->n + 1) * 8);
+    g->values = malloc((p->n + 1) * 8);
+    memcpy(g->nodes, p->nodes, p->n * 8);
+    memcpy(g->values, p->values, p->n * 8);
+    return 0;
+}
+
+/* Reads series sid at ts back and compares with sample type t of the original. */
+static void check_series(ps_store_t *s, uint64_t sid, int64_t ts, const ps_profile_t *orig, uint32_t t, const char *what)
+{
+    ps_reader_t *r;
+    ps_err_t err;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    got_t g = {0};
+    assert_int_equal(ps_reader_profiles(r, sid, ts, ts, false, on_got, &g, &err), 0);
+    if (g.found != 1)
+        fail_msg("%s: found %d profiles at ts", what, g.found);
+    assert_int_equal(g.p.ts, ts);
+    assert_int_equal(g.p.duration, orig->duration_nanos);
+    assert_int_equal(g.p.period, orig->period);
+    ps_str_t st = ps_profile_str(orig, orig->sample_types[t].type), su = ps_profile_str(orig, orig->sample_types[t].unit);
+    char stn[128], sun[128];
+    snprintf(stn, sizeof(stn), "%.*s", (int)st.len, st.ptr);
+    snprintf(sun, sizeof(sun), "%.*s", (int)su.len, su.ptr);
+    const char *types[2] = {stn, sun}, *pt[2] = {"x", "y"};
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t back;
+    if (ps_reader_materialize(r, g.nodes, g.values, g.p.n, 1, types, pt, &a, &back, &err) != 0)
+        fail_msg("%s: materialize: %s", what, err.msg);
+    /* the rebuilt profile must also survive the pprof encoder and decoder */
+    ps_buf_t enc = PS_BUF_INIT;
+    assert_int_equal(ps_pprof_encode(&back, 1, &enc, &err), 0);
+    ps_profile_t back2;
+    ps_pprof_limits_t lim;
+    ps_pprof_limits_default(&lim);
+    if (ps_pprof_decode(enc.data, enc.len, &lim, &a, &back2, &err) != 0)
+        fail_msg("%s: re-decode: %s", what, err.msg);
+    size_t n1, n2;
+    kv_t *c1 = canonical(orig, t, &n1), *c2 = canonical(&back2, 0, &n2);
+    int64_t total = 0;
+    for (size_t i = 0; i < n1; i++)
+        total += c1[i].value;
+    assert_int_equal(g.p.total, total);
+    if (n1 != n2)
+        fail_msg("%s: %zu distinct stacks stored, %zu in the original", what, n2, n1);
+    for (size_t i = 0; i < n1; i++) {
+        if (strcmp(c1[i].key, c2[i].key) != 0)
+            fail_msg("%s: stack %zu differs:\n  orig %s\n  back %s", what, i, c1[i].key, c2[i].key);
+        if (c1[i].value != c2[i].value)
+            fail_msg("%s: stack %zu value %lld != %lld", what, i, (long long)c2[i].value, (long long)c1[i].value);
+    }
+    free_kv(c1, n1);
+    free_kv(c2, n2);
+    ps_buf_dispose(&enc);
+    ps_arena_dispose(&a);
+    free(g.nodes);
+    free(g.values);
+    ps_reader_end(r);
+}
+
+typedef struct fixture {
+    const char *file, *name;
+} fixture_t;
+
+static const fixture_t fixtures[] = {
+    {"pprof/go/cpu-01.pb.gz", NULL},        {"pprof/go/cpu-01.pb", NULL},      {"pprof/go/cpu-02.pb.gz", NULL},
+    {"pprof/go/cpu-seed2-01.pb.gz", NULL},  {"pprof/go/heap-01.pb.gz", NULL},  {"pprof/go/heap-gc-01.pb.gz", NULL},
+    {"pprof/go/allocs-01.pb.gz", NULL},     {"pprof/go/goroutine-01.pb.gz", NULL},
+    {"pprof/go/block-01.pb.gz", "block"},   {"pprof/go/mutex-01.pb.gz", "mutex"},
+    {"pprof/go/threadcreate-01.pb.gz", NULL}, {"pprof/node/cpu-01.pb.gz", NULL},
+    {"pprof/node/wall-01.pb.gz", NULL},     {"pprof/node/heap-01.pb.gz", NULL},
+};
+#define NFIX (sizeof(fixtures) / sizeof(fixtures[0]))
+
+typedef struct pushed {
+    ps_arena_t arena;
+    ps_append_t app;
+    uint8_t *bytes;
+} pushed_t;
+
+static void prepare(pushed_t *p, const fixture_t *f, const char *labels, int64_t ts)
+{
+    char path[1024], tbuf[64];
+    snprintf(path, sizeof(path), "%s/%s", testdata(), f->file);
+    size_t n = 0;
+    p->bytes = read_file(path, &n);
+    if (p->bytes == NULL)
+        fail_msg("cannot read %s", path);
+    ps_ingest_params_t ip = {0};
+    ip.delta = -1;
+    ip.labels = labels;
+    ip.labels_len = strlen(labels);
+    if (f->name) {
+        ip.name = f->name;
+        ip.name_len = strlen(f->name);
+    }
+    if (ts) {
+        snprintf(tbuf, sizeof(tbuf), "%.3f", (double)ts / 1e9);
+        ip.time = ps_arena_strndup(&p->arena, tbuf, strlen(tbuf));
+        ip.time_len = strlen(tbuf);
+    }
+    ps_pprof_limits_t lim;
+    ps_pprof_limits_default(&lim);
+    ps_err_t err;
+    if (ps_ingest_prepare(p->bytes, n, &ip, &lim, &p->arena, &p->app, &err) != 0)
+        fail_msg("%s: %s", f->file, err.msg);
+}
+
+static void release(pushed_t *p)
+{
+    ps_arena_dispose(&p->arena);
+    free(p->bytes);
+    memset(p, 0, sizeof(*p));
+}
+
+static void test_roundtrip_all_fixtures(void **state)
+{
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    pushed_t ps[NFIX];
+    memset(ps, 0, sizeof(ps));
+    ps_append_t *items[NFIX];
+    for (size_t i = 0; i < NFIX; i++) {
+        char labels[128];
+        snprintf(labels, sizeof(labels), "{job=\"test\",fixture=\"%zu\"}", i);
+        prepare(&ps[i], &fixtures[i], labels, 0);
+        items[i] = &ps[i].app;
+    }
+    ps_err_t err;
+    if (ps_store_write_batch(s, items, NFIX, &err) != 0)
+        fail_msg("write: %s", err.msg);
+    for (int phase = 0; phase < 3; phase++) {
+        static const char *names[] = {"head", "chunk", "reopened"};
+        if (phase == 1) {
+            uint32_t nchunks = 0;
+            if (ps_store_compact(s, true, ps_time_now(), &nchunks, &err) != 0)
+                fail_msg("compact: %s", err.msg);
+            assert_true(nchunks >= NFIX);
+            ps_store_stats_t st;
+            assert_int_equal(ps_store_stats(s, &st, &err), 0);
+            assert_int_equal(st.head_records, 0);
+        }
+        if (phase == 2) {
+            ps_store_close(s);
+            s = open_store(dir, 0);
+        }
+        for (size_t i = 0; i < NFIX; i++) {
+            assert_int_equal(ps[i].app.status, 0);
+            for (uint32_t k = 0; k < ps[i].app.nseries; k++) {
+                char what[256];
+                snprintf(what, sizeof(what), "%s type %u (%s)", fixtures[i].file, k, names[phase]);
+                check_series(s, ps[i].app.series_ids[k], ps[i].app.ts, ps[i].app.profile, ps[i].app.type_index[k], what);
+            }
+        }
+    }
+    for (size_t i = 0; i < NFIX; i++)
+        release(&ps[i]);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+static int write_one(ps_store_t *s, const fixture_t *f, const char *labels, int64_t ts, pushed_t *p)
+{
+    prepare(p, f, labels, ts);
+    ps_append_t *it = &p->app;
+    ps_err_t err;
+    int rc = ps_store_write_batch(s, &it, 1, &err);
+    assert_int_equal(rc, 0);
+    return it->status;
+}
+
+static void test_order_duplicates_conflicts(void **state)
+{
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    pushed_t p = {0};
+    int64_t t0 = 1796022364000000000ll;
+    assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", t0, &p), 0);
+    release(&p);
+    /* identical again: accepted as a duplicate */
+    assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", t0, &p), 0);
+    assert_true(p.app.duplicate);
+    release(&p);
+    /* the raw (ungzipped) form of the same profile is the same profile */
+    assert_int_equal(write_one(s, &fixtures[1], "{job=\"a\"}", t0, &p), 0);
+    assert_true(p.app.duplicate);
+    release(&p);
+    /* different content, same time: conflict */
+    assert_int_equal(write_one(s, &fixtures[2], "{job=\"a\"}", t0, &p), PS_ECONFLICT);
+    assert_non_null(strstr(p.app.err.msg, "different profile"));
+    release(&p);
+    /* older: out of order */
+    assert_int_equal(write_one(s, &fixtures[2], "{job=\"a\"}", t0 - 1000000000, &p), PS_EOUTOFORDER);
+    assert_non_null(strstr(p.app.err.msg, "out of order"));
+    release(&p);
+    /* newer: fine */
+    assert_int_equal(write_one(s, &fixtures[2], "{job=\"a\"}", t0 + 10000000000ll, &p), 0);
+    release(&p);
+    /* a batch where the middle profile fails alone */
+    pushed_t b[3];
+    memset(b, 0, sizeof(b));
+    prepare(&b[0], &fixtures[3], "{job=\"b\"}", t0);
+    prepare(&b[1], &fixtures[2], "{job=\"a\"}", t0 - 5000000000ll);
+    prepare(&b[2], &fixtures[4], "{job=\"b\"}", t0);
+    ps_append_t *items[3] = {&b[0].app, &b[1].app, &b[2].app};
+    ps_err_t err;
+    assert_int_equal(ps_store_write_batch(s, items, 3, &err), 0);
+    assert_int_equal(b[0].app.status, 0);
+    assert_int_equal(b[1].app.status, PS_EOUTOFORDER);
+    assert_int_equal(b[2].app.status, 0);
+    check_series(s, b[0].app.series_ids[1], t0, b[0].app.profile, 1, "batch item 0");
+    check_series(s, b[2].app.series_ids[3], t0, b[2].app.profile, 3, "batch item 2");
+    for (int i = 0; i < 3; i++)
+        release(&b[i]);
+    /* after compaction the same timestamp is still refused */
+    assert_int_equal(ps_store_compact(s, true, ps_time_now(), NULL, &err), 0);
+    assert_int_equal(write_one(s, &fixtures[2], "{job=\"a\"}", t0 + 5000000000ll, &p), PS_EOUTOFORDER);
+    release(&p);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+typedef struct count_ctx {
+    int n;
+} count_ctx_t;
+
+static int count_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
+{
+    ((count_ctx_t *)ctx)->n++;
+    return 0;
+}
+
+static int count_profiles(void *ctx, const ps_stored_profile_t *p)
+{
+    ((count_ctx_t *)ctx)->n++;
+    return 0;
+}
+
+static void test_compaction_chunks_and_retention(void **state)
+{
+    char *dir = tmpdir();
+    int64_t now = ps_time_now();
+    ps_store_t *s = open_store(dir, 3600ll * PS_NS_PER_S); /* 1 h */
+    /* 250 profiles 10 s apart from 59 min ago in series a; 5 recent ones in series b */
+    ps_err_t err;
+    uint64_t sid_a = 0, sid_b = 0;
+    for (int i = 0; i < 250; i++) {
+        pushed_t p = {0};
+        int64_t ts = now - 59 * 60 * PS_NS_PER_S + i * 10 * PS_NS_PER_S; /* inside retention at write time */
+        assert_int_equal(write_one(s, &fixtures[i % 3], "{job=\"a\"}", ts, &p), 0);
+        sid_a = p.app.series_ids[1];
+        release(&p);
+    }
+    for (int i = 0; i < 5; i++) {
+        pushed_t p = {0};
+        assert_int_equal(write_one(s, &fixtures[0], "{job=\"b\"}", now - (5 - i) * PS_NS_PER_S, &p), 0);
+        sid_b = p.app.series_ids[1];
+        release(&p);
+    }
+    uint32_t nchunks = 0;
+    assert_int_equal(ps_store_compact(s, false, now, &nchunks, &err), 0);
+    /* series a reached 120 twice: at least 2 chunks per sample type */
+    assert_true(nchunks >= 4);
+    ps_reader_t *r;
+    count_ctx_t c = {0};
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_profiles(r, sid_a, INT64_MIN, INT64_MAX, true, count_profiles, &c, &err), 0);
+    assert_int_equal(c.n, 250);
+    c.n = 0;
+    assert_int_equal(ps_reader_profiles(r, sid_b, INT64_MIN, INT64_MAX, false, count_profiles, &c, &err), 0);
+    assert_int_equal(c.n, 5);
+    ps_reader_end(r);
+    /* retention 1 h applied 2 h later: a and b both gone */
+    uint32_t dropped = 0;
+    assert_int_equal(ps_store_retain(s, now + 2 * 3600ll * PS_NS_PER_S, &dropped, &err), 0);
+    assert_int_equal(dropped, 4);
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    c.n = 0;
+    assert_int_equal(ps_reader_series_foreach(r, count_series, &c), 0);
+    assert_int_equal(c.n, 0);
+    ps_reader_end(r);
+    /* a series can be written again after it was dropped */
+    pushed_t p = {0};
+    assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", now, &p), 0);
+    release(&p);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+static void test_schema_version_refused(void **state)
+{
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    ps_store_close(s);
+    /* rewrite the schema version behind the store's back */
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    assert_int_equal(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 16);
+    mdb_env_set_mapsize(env, 1ull << 30);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0644), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "info", 0, &dbi), 0);
+    uint8_t v[4] = {0, 0, 0, 99};
+    MDB_val k = {6, "schema"}, d = {4, v};
+    assert_int_equal(mdb_put(txn, dbi, &k, &d, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = dir;
+    o.map_size = 1ull << 30;
+    ps_err_t err;
+    assert_int_equal(ps_store_open(&o, &s, &err), PS_EVERSION);
+    assert_non_null(strstr(err.msg, "schema version 99"));
+    rmdir_rf(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip_all_fixtures),
+        cmocka_unit_test(test_order_duplicates_conflicts),
+        cmocka_unit_test(test_compaction_chunks_and_retention),
+        cmocka_unit_test(test_schema_version_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
