@@ -209,7 +209,7 @@ int ps_parse_labelset(const char *s, size_t n, ps_arena_t *arena, ps_labels_t *o
             return ret;
         }
         if (out->n == PS_LABELS_MAX)
-            return ps_err_set(err, PS_ETOOBIG, "1:%zu: too many labels (the limit is %d)", start + 1, PS_LABELS_MAX);
+            return ps_err_set(err, PS_EINVAL, "1:%zu: too many labels (the limit is %d)", start + 1, PS_LABELS_MAX);
         if (out->n == cap) {
             ps_label_pair_t *np = ps_arena_alloc(arena, cap * 2 * sizeof(*np));
             memcpy(np, out->pairs, cap * sizeof(*np));

@@ -71,6 +71,9 @@ int ps_ingest_prepare(const void *body, size_t n, const ps_ingest_params_t *para
     /* labels and name first: cheap, and a bad parameter should not cost a decode */
     if (params->labels != NULL && (ret = ps_parse_labelset(params->labels, params->labels_len, arena, &base, err)) != 0)
         return ps_err_prefix(err, "labels");
+    if (base.n >= PS_LABELS_MAX)
+        return ps_err_set(err, PS_EINVAL, "labels: %u labels given, at most %d are allowed (__name__ is added to them)",
+                          base.n, PS_LABELS_MAX - 1);
     for (uint32_t i = 0; i < base.n; i++)
         if (base.pairs[i].nlen >= 2 && base.pairs[i].name[0] == '_' && base.pairs[i].name[1] == '_')
             return ps_err_set(err, PS_EINVAL, "labels: label names starting with \"__\" are reserved (%.*s)%s",

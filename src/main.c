@@ -107,6 +107,15 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             f->nosync = 1;
             continue;
         }
+        static const char *known[] = {"listen", "data-dir", "config", "log-level", "retention",
+                                      "storage.compact-window", "storage.compact-interval",
+                                      "storage.retention-interval", "max-body-size", "max-inflated-size",
+                                      "storage.max-size", "storage.compact-max-profiles", "threads", NULL};
+        int is_known = 0;
+        for (int k = 0; known[k]; k++)
+            is_known |= strcmp(name, known[k]) == 0;
+        if (!is_known)
+            die_usage("unknown flag --%s%s", name, "");
         if (val == NULL) {
             if (i + 1 >= argc)
                 die_usage("flag --%s needs a value%s", name, "");

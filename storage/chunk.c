@@ -128,16 +128,16 @@
 
 /* Ops: a uvarint v whose low bits say what it is (see the tables above). */
 enum {
-    OP_LIT = 0,   /* xxxxxxx0: literal, zigzag payload v >> 1 */
-    OP_DRUN = 1,  /* xxxxx001: k = v >> 3 repeats of the last delta; k = 0: a long literal follows */
-    OP_VRUN = 5,  /* xxxxx101: k = v >> 3 repeats of the last value; k = 0: to the end of the chunk */
-    OP_ZERO = 3,  /* xxxxxx11: k = v >> 2 absent profiles; k = 0: last delta repeated to the end */
+    OP_LIT = 0,  /* xxxxxxx0: literal, zigzag payload v >> 1 */
+    OP_DRUN = 1, /* xxxxx001: k = v >> 3 repeats of the last delta; k = 0: OP_LONG */
+    OP_VRUN = 5, /* xxxxx101: k = v >> 3 repeats of the last value; k = 0: OP_VEND */
+    OP_ZERO = 3, /* xxxxxx11: k = v >> 2 absent profiles; k = 0: OP_DEND */
 };
-#define OP_LONG 0x01     /* long literal: a uvarint zigzag delta follows */
-#define OP_VEND 0x05     /* last value repeated to the end of the chunk */
-#define OP_DEND 0x03     /* last delta repeated to the end of the chunk */
-#define TS_RUN 1         /* timestamps: xxxxxx01: k = v >> 2 intervals equal to the last; k = 0: long literal */
-#define TS_END 0x03      /* timestamps: the last interval repeated to the end */
+#define OP_LONG 0x01 /* long literal: a uvarint zigzag delta follows */
+#define OP_VEND 0x05 /* last value repeated to the end of the chunk */
+#define OP_DEND 0x03 /* last delta repeated to the end of the chunk */
+#define TS_RUN 1     /* timestamps: xxxxxx01: k = v >> 2 intervals equal to the last; k = 0: OP_LONG */
+#define TS_END 0x03  /* timestamps: the last interval repeated to the end */
 
 #define CORRUPT(...) ps_err_set(err, PS_ECORRUPT, "chunk: " __VA_ARGS__)
 #define INVALID(...) ps_err_set(err, PS_EINVAL, "chunk: " __VA_ARGS__)

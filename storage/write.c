@@ -79,6 +79,27 @@ static int intern_symbols(ps_store_t *s, MDB_txn *txn, const ps_profile_t *p, xl
     return 0;
 }
 
+/* Sample labels are a set: sorted (key, str, num, unit by content) so that the order a producer
+ * wrote them in (Go's is random) does not split one stack in two. */
+static int cmp_label(const void *a, const void *b, void *ctx)
+{
+    const ps_profile_t *p = ctx;
+    const ps_label_t *x = a, *y = b;
+    const uint32_t xs[3] = {x->key, x->str, x->num_unit}, ys[3] = {y->key, y->str, y->num_unit};
+    for (int i = 0; i < 3; i++) {
+        if (i == 2 && x->num != y->num)
+            return x->num < y->num ? -1 : 1;
+        ps_str_t sx = ps_profile_str(p, xs[i]), sy = ps_profile_str(p, ys[i]);
+        size_t n = sx.len < sy.len ? sx.len : sy.len;
+        int c = memcmp(sx.ptr, sy.ptr, n);
+        if (c == 0)
+            c = (sx.len > sy.len) - (sx.len < sy.len);
+        if (c != 0)
+            return c;
+    }
+    return 0;
+}
+
 /* The stack node of sample smp: [label set item] then locations root first. */
 static int sample_node(ps_store_t *s, MDB_txn *txn, const ps_profile_t *p, const ps_sample_t *smp, xlate_t *x,
                        uint64_t *node, ps_err_t *err)
@@ -86,10 +107,17 @@ static int sample_node(ps_store_t *s, MDB_txn *txn, const ps_profile_t *p, const
     int ret;
     uint64_t lsid = 0;
     if (smp->nlabels > 0) {
+        ps_label_t sorted[smp->nlabels > 64 ? 1 : smp->nlabels];
+        const ps_label_t *labels = smp->labels;
+        if (smp->nlabels > 1 && smp->nlabels <= 64) {
+            memcpy(sorted, smp->labels, smp->nlabels * sizeof(ps_label_t));
+            qsort_r(sorted, smp->nlabels, sizeof(ps_label_t), cmp_label, (void *)p);
+            labels = sorted;
+        }
         ps_buf_reset(&x->enc);
         ps_put_uvarint(&x->enc, smp->nlabels);
         for (uint32_t j = 0; j < smp->nlabels; j++) {
-            const ps_label_t *l = &smp->labels[j];
+            const ps_label_t *l = &labels[j];
             ps_put_uvarint(&x->enc, STR(l->key));
             ps_put_uvarint(&x->enc, STR(l->str));
             ps_put_varint(&x->enc, l->num);

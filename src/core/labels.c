@@ -86,18 +86,18 @@ static int cmp_pair(const void *a, const void *b)
 int ps_labels_normalize(ps_labels_t *ls, ps_err_t *err)
 {
     if (ls->n > PS_LABELS_MAX)
-        return ps_err_set(err, PS_ETOOBIG, "too many labels: %u (the limit is %d)", ls->n, PS_LABELS_MAX);
+        return ps_err_set(err, PS_EINVAL, "too many labels: %u (the limit is %d)", ls->n, PS_LABELS_MAX);
     for (uint32_t i = 0; i < ls->n; i++) {
         const ps_label_pair_t *p = &ls->pairs[i];
         if (p->nlen > PS_LABEL_NAME_MAX)
-            return ps_err_set(err, PS_ETOOBIG, "label name \"%.32s...\" is %u bytes long (the limit is %d)", p->name,
+            return ps_err_set(err, PS_EINVAL, "label name \"%.32s...\" is %u bytes long (the limit is %d)", p->name,
                               p->nlen, PS_LABEL_NAME_MAX);
         bool is_name = p->nlen == 8 && memcmp(p->name, "__name__", 8) == 0;
         if (!ps_label_name_valid(p->name, p->nlen))
             return ps_err_set(err, PS_EINVAL, "invalid label name \"%.*s\": must match [a-zA-Z_][a-zA-Z0-9_]*",
                               (int)p->nlen, p->name);
         if (p->vlen > PS_LABEL_VALUE_MAX)
-            return ps_err_set(err, PS_ETOOBIG, "value of label %.*s is %u bytes long (the limit is %d)", (int)p->nlen,
+            return ps_err_set(err, PS_EINVAL, "value of label %.*s is %u bytes long (the limit is %d)", (int)p->nlen,
                               p->name, p->vlen, PS_LABEL_VALUE_MAX);
         if (!ps_utf8_valid(p->value, p->vlen))
             return ps_err_set(err, PS_EINVAL, "value of label %.*s is not valid UTF-8", (int)p->nlen, p->name);

@@ -79,7 +79,7 @@ static void test_errors(void **state)
     for (int i = 0; i < 65; i++)
         snprintf(many + strlen(many), sizeof(many) - strlen(many), "l%d=\"v\",", i);
     strcat(many, "}");
-    parse_err(many, PS_ETOOBIG, "too many labels");
+    parse_err(many, PS_EINVAL, "too many labels");
 }
 
 int main(void)

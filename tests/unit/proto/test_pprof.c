@@ -1,1 +1,1263 @@
-int main(void){return 0;}
+/*
+ * test_pprof.c - unit tests for proto/pprof.c: decoding the real Go and Node profiles in
+ * $PS_TESTDATA/pprof (facts from its README), gzip and raw input, encode/decode round trips, and
+ * malformed input (bad gzip, gzip bombs, protobuf garbage, dangling ids and string indexes, limits),
+ * each failing with the expected code and message. Prints the decode speed of go/cpu-01.pb.gz.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <zlib.h>
+
+#include "core/varint.h"
+#include "proto/pprof.h"
+
+#ifndef PS_TESTDATA
+#define PS_TESTDATA "../shared/testdata"
+#endif
+
+/* ---- helpers -------------------------------------------------------------------------------- */
+
+static const char *testdata_dir(void)
+{
+    const char *d = getenv("PS_TESTDATA");
+    return d != NULL && d[0] != '\0' ? d : PS_TESTDATA;
+}
+
+/* Reads $PS_TESTDATA/pprof/<rel> into a malloc'ed buffer (fails the test if missing). */
+static uint8_t *read_fixture(const char *rel, size_t *n)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/pprof/%s", testdata_dir(), rel);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        fail_msg("cannot open fixture %s", path);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+    return b;
+}
+
+static int str_eq(const ps_profile_t *p, uint32_t idx, const char *s)
+{
+    ps_str_t v = ps_profile_str(p, idx);
+    return v.len == strlen(s) && memcmp(v.ptr, s, v.len) == 0;
+}
+
+#define assert_str(p, idx, s)                                                                              \
+    do {                                                                                                   \
+        ps_str_t v_ = ps_profile_str((p), (idx));                                                          \
+        if (!str_eq((p), (idx), (s)))                                                                      \
+            fail_msg("string %u is \"%.*s\", expected \"%s\"", (unsigned)(idx), (int)v_.len, v_.ptr, (s)); \
+    } while (0)
+
+/* Decoding must fail with code and a message containing substr. */
+static void expect_error(const void *data, size_t n, const ps_pprof_limits_t *lim, int code, const char *substr)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_err_t err;
+    ps_err_clear(&err);
+    int rc = ps_pprof_decode(data, n, lim, &a, &p, &err);
+    if (rc != code || strstr(err.msg, substr) == NULL)
+        fail_msg("decode returned %d \"%s\", expected %d with \"%s\"", rc, err.msg, code, substr);
+    assert_int_equal(err.code, code);
+    assert_int_equal(p.nsamples, 0); /* *out is cleared on failure */
+    ps_arena_dispose(&a);
+}
+
+/* Field-by-field comparison of two decoded profiles (strings by content). */
+static void assert_profiles_equal(const ps_profile_t *a, const ps_profile_t *b)
+{
+    assert_int_equal(a->nstrings, b->nstrings);
+    for (uint32_t i = 0; i < a->nstrings; i++) {
+        assert_int_equal(a->strings[i].len, b->strings[i].len);
+        assert_memory_equal(a->strings[i].ptr, b->strings[i].ptr, a->strings[i].len);
+        assert_int_equal(a->strings[i].ptr[a->strings[i].len], '\0'); /* decoded strings are NUL-terminated */
+    }
+    assert_int_equal(a->ntypes, b->ntypes);
+    for (uint32_t i = 0; i < a->ntypes; i++) {
+        assert_int_equal(a->sample_types[i].type, b->sample_types[i].type);
+        assert_int_equal(a->sample_types[i].unit, b->sample_types[i].unit);
+    }
+    assert_int_equal(a->nmappings, b->nmappings);
+    for (uint32_t i = 0; i < a->nmappings; i++) {
+        const ps_mapping_t *x = &a->mappings[i], *y = &b->mappings[i];
+        assert_int_equal(x->memory_start, y->memory_start);
+        assert_int_equal(x->memory_limit, y->memory_limit);
+        assert_int_equal(x->file_offset, y->file_offset);
+        assert_int_equal(x->filename, y->filename);
+        assert_int_equal(x->build_id, y->build_id);
+        assert_int_equal(x->flags, y->flags);
+    }
+    assert_int_equal(a->nfunctions, b->nfunctions);
+    for (uint32_t i = 0; i < a->nfunctions; i++) {
+        const ps_function_t *x = &a->functions[i], *y = &b->functions[i];
+        assert_int_equal(x->name, y->name);
+        assert_int_equal(x->system_name, y->system_name);
+        assert_int_equal(x->filename, y->filename);
+        assert_int_equal(x->start_line, y->start_line);
+    }
+    assert_int_equal(a->nlocations, b->nlocations);
+    for (uint32_t i = 0; i < a->nlocations; i++) {
+        const ps_location_t *x = &a->locations[i], *y = &b->locations[i];
+        assert_int_equal(x->mapping, y->mapping);
+        assert_int_equal(x->address, y->address);
+        assert_int_equal(x->is_folded, y->is_folded);
+        assert_int_equal(x->nlines, y->nlines);
+        for (uint32_t k = 0; k < x->nlines; k++) {
+            assert_int_equal(x->lines[k].function, y->lines[k].function);
+            assert_int_equal(x->lines[k].line, y->lines[k].line);
+            assert_int_equal(x->lines[k].column, y->lines[k].column);
+        }
+    }
+    assert_int_equal(a->nsamples, b->nsamples);
+    for (uint32_t i = 0; i < a->nsamples; i++) {
+        const ps_sample_t *x = &a->samples[i], *y = &b->samples[i];
+        assert_int_equal(x->nlocs, y->nlocs);
+        for (uint32_t k = 0; k < x->nlocs; k++)
+            assert_int_equal(x->locs[k], y->locs[k]);
+        for (uint32_t k = 0; k < a->ntypes; k++)
+            assert_int_equal(x->values[k], y->values[k]);
+        assert_int_equal(x->nlabels, y->nlabels);
+        for (uint32_t k = 0; k < x->nlabels; k++) {
+            assert_int_equal(x->labels[k].key, y->labels[k].key);
+            assert_int_equal(x->labels[k].str, y->labels[k].str);
+            assert_int_equal(x->labels[k].num, y->labels[k].num);
+            assert_int_equal(x->labels[k].num_unit, y->labels[k].num_unit);
+        }
+    }
+    assert_int_equal(a->period_type.type, b->period_type.type);
+    assert_int_equal(a->period_type.unit, b->period_type.unit);
+    assert_int_equal(a->period, b->period);
+    assert_int_equal(a->time_nanos, b->time_nanos);
+    assert_int_equal(a->duration_nanos, b->duration_nanos);
+    assert_int_equal(a->default_sample_type, b->default_sample_type);
+    assert_int_equal(a->drop_frames, b->drop_frames);
+    assert_int_equal(a->keep_frames, b->keep_frames);
+    assert_int_equal(a->doc_url, b->doc_url);
+    assert_int_equal(a->ncomments, b->ncomments);
+    for (uint32_t i = 0; i < a->ncomments; i++)
+        assert_int_equal(a->comments[i], b->comments[i]);
+}
+
+/* A tiny protobuf writer, for bytes ps_pprof_encode would never produce. */
+static void pw_varint(ps_buf_t *b, uint32_t field, uint64_t v)
+{
+    ps_put_uvarint(b, (uint64_t)field << 3 | 0);
+    ps_put_uvarint(b, v);
+}
+static void pw_bytes(ps_buf_t *b, uint32_t field, const void *p, size_t n)
+{
+    ps_put_uvarint(b, (uint64_t)field << 3 | 2);
+    ps_put_uvarint(b, n);
+    ps_buf_append(b, p, n);
+}
+static void pw_msg(ps_buf_t *b, uint32_t field, ps_buf_t *m)
+{
+    pw_bytes(b, field, m->data, m->len);
+    ps_buf_dispose(m);
+}
+
+static uint8_t *gzip_bytes(const void *p, size_t n, size_t *outn)
+{
+    uLongf cap = compressBound(n) + 64;
+    uint8_t *out = malloc(cap);
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    assert_int_equal(deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    zs.next_in = (Bytef *)p;
+    zs.avail_in = (uInt)n;
+    zs.next_out = out;
+    zs.avail_out = (uInt)cap;
+    assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+    *outn = zs.total_out;
+    deflateEnd(&zs);
+    return out;
+}
+
+/* ---- a hand-made profile that uses every field ----------------------------------------------- */
+
+static const char *const kStrings[] = {
+    "",            /* 0 */
+    "samples",     /* 1 */
+    "count",       /* 2 */
+    "cpu",         /* 3 */
+    "nanoseconds", /* 4 */
+    "main",        /* 5 */
+    "main.go",     /* 6 */
+    "/bin/app",    /* 7 */
+    "abc123",      /* 8 */
+    "worker",      /* 9 */
+    "w-1",         /* 10 */
+    "bytes",       /* 11 */
+    "runtime.*",   /* 12 */
+    "keep.*",      /* 13 */
+    "a comment",   /* 14 */
+    "https://example.com/doc", /* 15 */
+    "inlined",     /* 16 */
+    "_Z7inlinedv", /* 17 */
+    "libc.so.6",   /* 18 */
+    "ünïcødé ✓",   /* 19 */
+};
+#define NSTR (sizeof(kStrings) / sizeof(kStrings[0]))
+
+static void make_profile(ps_arena_t *a, ps_profile_t *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->nstrings = NSTR;
+    p->strings = ps_arena_calloc(a, NSTR, sizeof(ps_str_t));
+    for (uint32_t i = 0; i < NSTR; i++)
+        p->strings[i] = (ps_str_t){kStrings[i], (uint32_t)strlen(kStrings[i])};
+
+    p->ntypes = 2;
+    p->sample_types = ps_arena_calloc(a, 2, sizeof(ps_value_type_t));
+    p->sample_types[0] = (ps_value_type_t){1, 2};
+    p->sample_types[1] = (ps_value_type_t){3, 4};
+    p->period_type = (ps_value_type_t){3, 4};
+    p->period = 10000000;
+    p->time_nanos = 1796022364647593488;
+    p->duration_nanos = 3116928839;
+    p->default_sample_type = 3;
+    p->drop_frames = 12;
+    p->keep_frames = 13;
+    p->doc_url = 15;
+    p->ncomments = 2;
+    p->comments = ps_arena_calloc(a, 2, sizeof(uint32_t));
+    p->comments[0] = 14;
+    p->comments[1] = 19;
+
+    p->nmappings = 2;
+    p->mappings = ps_arena_calloc(a, 2, sizeof(ps_mapping_t));
+    p->mappings[0] = (ps_mapping_t){0x400000, 0x800000, 0, 7, 8, PS_MAP_HAS_FUNCTIONS | PS_MAP_HAS_LINE_NUMBERS};
+    p->mappings[1] = (ps_mapping_t){0x7f0000000000ull, 0xffffffffffffffffull, 0x1000, 18, 0,
+                                    PS_MAP_HAS_FILENAMES | PS_MAP_HAS_INLINE_FRAMES};
+
+    p->nfunctions = 3;
+    p->functions = ps_arena_calloc(a, 3, sizeof(ps_function_t));
+    p->functions[0] = (ps_function_t){5, 5, 6, 10};
+    p->functions[1] = (ps_function_t){16, 17, 6, -3};
+    p->functions[2] = (ps_function_t){19, 0, 0, 0};
+
+    p->nlocations = 3;
+    p->locations = ps_arena_calloc(a, 3, sizeof(ps_location_t));
+    ps_line_t *l0 = ps_arena_calloc(a, 2, sizeof(ps_line_t));
+    l0[0] = (ps_line_t){2, 42, 7};  /* inlined into ... */
+    l0[1] = (ps_line_t){1, 12, 0};  /* ... main */
+    p->locations[0] = (ps_location_t){1, 0x401234, 0, 2, l0};
+    ps_line_t *l1 = ps_arena_calloc(a, 1, sizeof(ps_line_t));
+    l1[0] = (ps_line_t){3, -1, 0};
+    p->locations[1] = (ps_location_t){2, 0x7f0000001000ull, 1, 1, l1};
+    p->locations[2] = (ps_location_t){0, 0, 0, 0, NULL}; /* no mapping, no lines */
+
+    p->nsamples = 3;
+    p->samples = ps_arena_calloc(a, 3, sizeof(ps_sample_t));
+    uint32_t *s0 = ps_arena_calloc(a, 3, sizeof(uint32_t));
+    s0[0] = 1, s0[1] = 2, s0[2] = 3;
+    int64_t *v0 = ps_arena_calloc(a, 2, sizeof(int64_t));
+    v0[0] = 1, v0[1] = 10000000;
+    ps_label_t *lb0 = ps_arena_calloc(a, 3, sizeof(ps_label_t));
+    lb0[0] = (ps_label_t){9, 10, 0, 0};       /* string label */
+    lb0[1] = (ps_label_t){11, 0, 4096, 11};   /* numeric label with unit */
+    lb0[2] = (ps_label_t){9, 19, -5, 4};      /* both str and num: kept as is */
+    p->samples[0] = (ps_sample_t){3, s0, v0, 3, lb0};
+    uint32_t *s1 = ps_arena_calloc(a, 1, sizeof(uint32_t));
+    s1[0] = 2;
+    int64_t *v1 = ps_arena_calloc(a, 2, sizeof(int64_t));
+    v1[0] = -7, v1[1] = INT64_MIN;
+    p->samples[1] = (ps_sample_t){1, s1, v1, 0, NULL};
+    int64_t *v2 = ps_arena_calloc(a, 2, sizeof(int64_t));
+    v2[0] = 0, v2[1] = INT64_MAX;
+    p->samples[2] = (ps_sample_t){0, NULL, v2, 0, NULL}; /* empty stack */
+}
+
+static void encode_or_fail(const ps_profile_t *p, int level, ps_buf_t *out)
+{
+    ps_err_t err;
+    ps_err_clear(&err);
+    int rc = ps_pprof_encode(p, level, out, &err);
+    if (rc != 0)
+        fail_msg("encode failed: %d %s", rc, err.msg);
+}
+
+static void decode_or_fail(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *a, ps_profile_t *p)
+{
+    ps_err_t err;
+    ps_err_clear(&err);
+    int rc = ps_pprof_decode(data, n, lim, a, p, &err);
+    if (rc != 0)
+        fail_msg("decode failed: %d %s", rc, err.msg);
+}
+
+/* Encodes the hand-made profile after mutate() and expects decoding to fail. */
+static void expect_mutated(void (*mutate)(ps_profile_t *), int code, const char *substr)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_buf_t b = PS_BUF_INIT;
+    make_profile(&a, &p);
+    mutate(&p);
+    encode_or_fail(&p, -1, &b);
+    expect_error(b.data, b.len, NULL, code, substr);
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
+}
+
+/* Encodes the hand-made profile, appends extra (protobuf concatenation merges messages: repeated
+ * fields gain elements) and expects decoding to fail. */
+static void expect_appended_lim(const ps_buf_t *extra, const ps_pprof_limits_t *lim, int code, const char *substr)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_buf_t b = PS_BUF_INIT;
+    make_profile(&a, &p);
+    encode_or_fail(&p, -1, &b);
+    ps_buf_append(&b, extra->data, extra->len);
+    expect_error(b.data, b.len, lim, code, substr);
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
+}
+
+static void expect_appended(const ps_buf_t *extra, int code, const char *substr)
+{
+    expect_appended_lim(extra, NULL, code, substr);
+}
+
+/* ---- the real fixtures ---------------------------------------------------------------------- */
+
+typedef struct fixture {
+    const char *file;
+    uint32_t nsamples;
+    const char *types[4][2];
+    int64_t period;
+    const char *period_type[2];
+    int64_t duration_ms; /* rounded; 0 = unset */
+    uint32_t nlocations, nfunctions, nmappings;
+    int64_t totals[4];
+    const char *str_keys[4]; /* string label keys, NULL-terminated */
+    const char *num_keys[2]; /* numeric label keys */
+    const char *default_type; /* NULL: not checked; "": unset */
+} fixture_t;
+
+static const fixture_t kFixtures[] = {
+    {"go/cpu-01.pb.gz", 272, {{"samples", "count"}, {"cpu", "nanoseconds"}}, 10000000, {"cpu", "nanoseconds"}, 3117,
+     338, 193, 5, {298, 2980000000}, {"kernel", "seed", "worker"}, {NULL}, ""},
+    {"go/cpu-01.pb", 272, {{"samples", "count"}, {"cpu", "nanoseconds"}}, 10000000, {"cpu", "nanoseconds"}, 3117, 338,
+     193, 5, {298, 2980000000}, {"kernel", "seed", "worker"}, {NULL}, ""},
+    {"go/cpu-02.pb.gz", 265, {{"samples", "count"}, {"cpu", "nanoseconds"}}, 10000000, {"cpu", "nanoseconds"}, 3124,
+     359, 207, 5, {293, 2930000000}, {"kernel", "seed", "worker"}, {NULL}, ""},
+    {"go/cpu-03.pb.gz", 271, {{"samples", "count"}, {"cpu", "nanoseconds"}}, 10000000, {"cpu", "nanoseconds"}, 3127,
+     344, 194, 5, {289, 2890000000}, {"kernel", "seed", "worker"}, {NULL}, ""},
+    {"go/cpu-04.pb.gz", 263, {{"samples", "count"}, {"cpu", "nanoseconds"}}, 10000000, {"cpu", "nanoseconds"}, 3124,
+     351, 203, 5, {289, 2890000000}, {"kernel", "seed", "worker"}, {NULL}, ""},
+    {"go/cpu-05.pb.gz", 269, {{"samples", "count"}, {"cpu", "nanoseconds"}}, 10000000, {"cpu", "nanoseconds"}, 3123,
+     342, 191, 5, {286, 2860000000}, {"kernel", "seed", "worker"}, {NULL}, ""},
+    {"go/cpu-seed2-01.pb.gz", 214, {{"samples", "count"}, {"cpu", "nanoseconds"}}, 10000000, {"cpu", "nanoseconds"},
+     3146, 248, 142, 5, {234, 2340000000}, {"kernel", "seed", "worker"}, {NULL}, ""},
+    {"go/heap-01.pb.gz", 111,
+     {{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"}, {"inuse_space", "bytes"}},
+     524288, {"space", "bytes"}, 0, 105, 72, 5, {29635699, 12417316511, 6721, 1048832}, {NULL}, {"bytes", NULL}, ""},
+    {"go/heap-gc-01.pb.gz", 112,
+     {{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"}, {"inuse_space", "bytes"}},
+     524288, {"space", "bytes"}, 0, 111, 78, 5, {29636064, 12422350540, 6721, 1048832}, {NULL}, {"bytes", NULL}, ""},
+    {"go/allocs-01.pb.gz", 113,
+     {{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"}, {"inuse_space", "bytes"}},
+     524288, {"space", "bytes"}, 0, 111, 78, 5, {29636064, 12422350540, 6721, 1048832}, {NULL}, {"bytes", NULL},
+     "alloc_space"},
+    {"go/goroutine-01.pb.gz", 14, {{"goroutine", "count"}}, 1, {"goroutine", "count"}, 0, 54, 56, 5, {26}, {NULL},
+     {NULL}, ""},
+    {"go/block-01.pb.gz", 14, {{"contentions", "count"}, {"delay", "nanoseconds"}}, 1, {"contentions", "count"}, 0, 45,
+     44, 5, {20163, 45699096660}, {NULL}, {NULL}, ""},
+    {"go/mutex-01.pb.gz", 7, {{"contentions", "count"}, {"delay", "nanoseconds"}}, 1, {"contentions", "count"}, 0, 20,
+     18, 5, {10982, 764045163}, {NULL}, {NULL}, ""},
+    {"go/threadcreate-01.pb.gz", 2, {{"threadcreate", "count"}}, 1, {"threadcreate", "count"}, 0, 4, 4, 5, {9}, {NULL},
+     {NULL}, ""},
+    {"node/cpu-01.pb.gz", 269, {{"sample", "count"}, {"wall", "nanoseconds"}, {"cpu", "nanoseconds"}}, 10369000,
+     {"wall", "nanoseconds"}, 3007, 30, 30, 0, {290, 2768523000, 2990225547}, {"kernel", NULL}, {NULL}, NULL},
+    {"node/wall-01.pb.gz", 36, {{"sample", "count"}, {"wall", "nanoseconds"}}, 1118000, {"wall", "nanoseconds"}, 2037,
+     34, 34, 0, {1624, 1815632000}, {NULL}, {NULL}, NULL},
+    {"node/heap-01.pb.gz", 13, {{"inuse_objects", "count"}, {"inuse_space", "bytes"}}, 131072,
+     {"inuse_space", "bytes"}, 0, 11, 11, 0, {791161, 98009024}, {NULL}, {NULL}, NULL},
+};
+#define NFIXTURES (sizeof(kFixtures) / sizeof(kFixtures[0]))
+
+/* Is key (a string) in the NULL-terminated list? */
+static int in_list(const ps_profile_t *p, uint32_t key, const char *const *list, size_t max)
+{
+    for (size_t i = 0; i < max && list[i] != NULL; i++)
+        if (str_eq(p, key, list[i]))
+            return 1;
+    return 0;
+}
+
+static void check_fixture(const fixture_t *fx, const ps_profile_t *p)
+{
+    uint32_t ntypes = 0;
+    while (ntypes < 4 && fx->types[ntypes][0] != NULL)
+        ntypes++;
+    assert_int_equal(p->nsamples, fx->nsamples);
+    assert_int_equal(p->ntypes, ntypes);
+    for (uint32_t i = 0; i < ntypes; i++) {
+        assert_str(p, p->sample_types[i].type, fx->types[i][0]);
+        assert_str(p, p->sample_types[i].unit, fx->types[i][1]);
+    }
+    assert_int_equal(p->period, fx->period);
+    assert_str(p, p->period_type.type, fx->period_type[0]);
+    assert_str(p, p->period_type.unit, fx->period_type[1]);
+    assert_int_equal((p->duration_nanos + 500000) / 1000000, fx->duration_ms);
+    assert_int_equal(p->nlocations, fx->nlocations);
+    assert_int_equal(p->nfunctions, fx->nfunctions);
+    assert_int_equal(p->nmappings, fx->nmappings);
+    /* captured 2026-11-30 (README) */
+    assert_true(p->time_nanos >= 1796022364000000000ll && p->time_nanos <= 1796022407000000000ll);
+    if (fx->default_type != NULL)
+        assert_str(p, p->default_sample_type, fx->default_type);
+    assert_str(p, 0, "");
+
+    int64_t totals[4] = {0};
+    int seen_str[4] = {0}, seen_num[2] = {0};
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        const ps_sample_t *s = &p->samples[i];
+        for (uint32_t k = 0; k < ntypes; k++)
+            totals[k] += s->values[k];
+        for (uint32_t k = 0; k < s->nlocs; k++)
+            assert_true(s->locs[k] >= 1 && s->locs[k] <= p->nlocations);
+        for (uint32_t k = 0; k < s->nlabels; k++) {
+            const ps_label_t *l = &s->labels[k];
+            const char *const *keys = l->str != 0 ? fx->str_keys : fx->num_keys;
+            size_t nkeys = l->str != 0 ? 4 : 2;
+            if (!in_list(p, l->key, keys, nkeys))
+                fail_msg("%s: unexpected %s label key \"%s\"", fx->file, l->str ? "string" : "numeric",
+                         ps_profile_str(p, l->key).ptr);
+            for (size_t j = 0; j < nkeys && keys[j] != NULL; j++)
+                if (str_eq(p, l->key, keys[j]))
+                    (l->str != 0 ? seen_str : seen_num)[j] = 1;
+        }
+    }
+    for (uint32_t k = 0; k < ntypes; k++)
+        assert_int_equal(totals[k], fx->totals[k]);
+    for (size_t j = 0; j < 4 && fx->str_keys[j] != NULL; j++)
+        assert_true(seen_str[j]);
+    for (size_t j = 0; j < 2 && fx->num_keys[j] != NULL; j++)
+        assert_true(seen_num[j]);
+    for (uint32_t i = 0; i < p->nlocations; i++) {
+        const ps_location_t *l = &p->locations[i];
+        assert_true(l->mapping <= p->nmappings);
+        for (uint32_t k = 0; k < l->nlines; k++)
+            assert_true(l->lines[k].function >= 1 && l->lines[k].function <= p->nfunctions);
+    }
+    if (fx->nmappings == 0)
+        for (uint32_t i = 0; i < p->nlocations; i++)
+            assert_int_equal(p->locations[i].mapping, 0);
+}
+
+static void test_fixtures(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NFIXTURES; i++) {
+        size_t n;
+        uint8_t *data = read_fixture(kFixtures[i].file, &n);
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_profile_t p;
+        decode_or_fail(data, n, NULL, &a, &p);
+        check_fixture(&kFixtures[i], &p);
+        ps_arena_dispose(&a);
+        free(data);
+    }
+}
+
+static void test_go_cpu_facts(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *data = read_fixture("go/cpu-01.pb.gz", &n);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    decode_or_fail(data, n, NULL, &a, &p);
+    /* mappings: the binary first, then the shared objects */
+    assert_str(&p, p.mappings[0].filename, "/tmp/gotarget");
+    int libc = 0, inlined = 0, main_go = 0;
+    for (uint32_t i = 0; i < p.nmappings; i++)
+        libc += str_eq(&p, p.mappings[i].filename, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+    for (uint32_t i = 0; i < p.nlocations; i++)
+        inlined += p.locations[i].nlines > 1;
+    for (uint32_t i = 0; i < p.nfunctions; i++)
+        main_go += str_eq(&p, p.functions[i].filename, "gotarget/main.go");
+    assert_int_equal(libc, 1);
+    assert_true(inlined > 0);
+    assert_true(main_go > 0);
+    /* each sample: cpu = count * period; the workers' samples carry 3 string labels, the
+     * runtime's none */
+    uint32_t labelled = 0;
+    for (uint32_t i = 0; i < p.nsamples; i++) {
+        assert_int_equal(p.samples[i].values[1], p.samples[i].values[0] * 10000000);
+        assert_true(p.samples[i].nlabels == 0 || p.samples[i].nlabels == 3);
+        labelled += p.samples[i].nlabels == 3;
+        assert_true(p.samples[i].nlocs > 0);
+    }
+    assert_true(labelled > p.nsamples / 2);
+    ps_arena_dispose(&a);
+    free(data);
+}
+
+/* Go writes 1- and 2-element repeated fields unpacked: check that cpu-01.pb really has a Sample
+ * with a wire-type-0 value field (so decoding it exercises the unpacked form). */
+static void test_go_cpu_has_unpacked_values(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *data = read_fixture("go/cpu-01.pb", &n);
+    ps_dec_t d;
+    int unpacked_values = 0;
+    ps_dec_init(&d, data, n);
+    while (ps_dec_left(&d) > 0 && !d.err) {
+        uint64_t tag = ps_dec_uvarint(&d);
+        switch (tag & 7) {
+        case 0: ps_dec_uvarint(&d); break;
+        case 1: ps_dec_bytes(&d, 8); break;
+        case 5: ps_dec_bytes(&d, 4); break;
+        case 2: {
+            uint64_t len = ps_dec_uvarint(&d);
+            const uint8_t *pl = ps_dec_bytes(&d, (size_t)len);
+            if ((tag >> 3) == 2 && pl != NULL) { /* a Sample */
+                ps_dec_t s;
+                ps_dec_init(&s, pl, (size_t)len);
+                while (ps_dec_left(&s) > 0 && !s.err) {
+                    uint64_t t = ps_dec_uvarint(&s);
+                    if (t == (2 << 3 | 0))
+                        unpacked_values++;
+                    if ((t & 7) == 0)
+                        ps_dec_uvarint(&s);
+                    else if ((t & 7) == 2)
+                        ps_dec_bytes(&s, (size_t)ps_dec_uvarint(&s));
+                    else
+                        s.err = 1;
+                }
+            }
+            break;
+        }
+        default: d.err = 1;
+        }
+    }
+    assert_false(d.err);
+    assert_int_equal(unpacked_values, 2 * 272); /* two values per sample, each its own field */
+    free(data);
+}
+
+static void test_gzip_and_raw_identical(void **state)
+{
+    (void)state;
+    size_t ngz, nraw;
+    uint8_t *gz = read_fixture("go/cpu-01.pb.gz", &ngz);
+    uint8_t *raw = read_fixture("go/cpu-01.pb", &nraw);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p1, p2;
+    assert_true(ps_is_gzip(gz, ngz));
+    assert_false(ps_is_gzip(raw, nraw));
+    decode_or_fail(gz, ngz, NULL, &a, &p1);
+    decode_or_fail(raw, nraw, NULL, &a, &p2);
+    assert_profiles_equal(&p1, &p2);
+
+    /* ps_gunzip gives back exactly the raw file */
+    const uint8_t *out;
+    size_t outn;
+    ps_err_t err;
+    assert_int_equal(ps_gunzip(gz, ngz, 1u << 20, &a, &out, &outn, &err), 0);
+    assert_int_equal(outn, nraw);
+    assert_memory_equal(out, raw, nraw);
+    /* ... also when max_out is exactly the size */
+    assert_int_equal(ps_gunzip(gz, ngz, nraw, &a, &out, &outn, &err), 0);
+    assert_int_equal(outn, nraw);
+    assert_int_equal(ps_gunzip(gz, ngz, nraw - 1, &a, &out, &outn, &err), PS_ETOOBIG);
+    ps_arena_dispose(&a);
+    free(gz);
+    free(raw);
+}
+
+static void test_roundtrip_fixtures(void **state)
+{
+    (void)state;
+    static const int levels[] = {-1, 0, 1, 9};
+    for (size_t i = 0; i < NFIXTURES; i++) {
+        size_t n;
+        uint8_t *data = read_fixture(kFixtures[i].file, &n);
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_profile_t p, q;
+        decode_or_fail(data, n, NULL, &a, &p);
+        for (size_t k = 0; k < sizeof(levels) / sizeof(levels[0]); k++) {
+            ps_buf_t b = PS_BUF_INIT;
+            ps_buf_append(&b, "xy", 2); /* encode appends */
+            encode_or_fail(&p, levels[k], &b);
+            assert_memory_equal(b.data, "xy", 2);
+            assert_int_equal(ps_is_gzip(b.data + 2, b.len - 2), levels[k] >= 0);
+            decode_or_fail(b.data + 2, b.len - 2, NULL, &a, &q);
+            assert_profiles_equal(&p, &q);
+            check_fixture(&kFixtures[i], &q);
+            ps_buf_dispose(&b);
+        }
+        ps_arena_dispose(&a);
+        free(data);
+    }
+}
+
+static void test_roundtrip_handmade(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p, q, r;
+    ps_buf_t b = PS_BUF_INIT, b2 = PS_BUF_INIT;
+    make_profile(&a, &p);
+    encode_or_fail(&p, -1, &b);
+    decode_or_fail(b.data, b.len, NULL, &a, &q);
+    assert_profiles_equal(&p, &q);
+    /* the label with both str and num survives as is */
+    assert_int_equal(q.samples[0].labels[2].str, 19);
+    assert_int_equal(q.samples[0].labels[2].num, -5);
+    assert_int_equal(q.samples[0].labels[2].num_unit, 4);
+    assert_int_equal(q.samples[1].values[1], INT64_MIN);
+    assert_int_equal(q.mappings[1].memory_limit, 0xffffffffffffffffull);
+    assert_int_equal(q.locations[1].is_folded, 1);
+    assert_int_equal(q.locations[0].lines[0].column, 7);
+    assert_str(&q, q.doc_url, "https://example.com/doc");
+    /* encoding is deterministic */
+    encode_or_fail(&q, -1, &b2);
+    assert_int_equal(b.len, b2.len);
+    assert_memory_equal(b.data, b2.data, b.len);
+    /* a gzipped copy decodes to the same */
+    ps_buf_reset(&b2);
+    encode_or_fail(&q, 6, &b2);
+    decode_or_fail(b2.data, b2.len, NULL, &a, &r);
+    assert_profiles_equal(&p, &r);
+    ps_buf_dispose(&b);
+    ps_buf_dispose(&b2);
+    ps_arena_dispose(&a);
+}
+
+/* The wire example at the top of pprof.c. */
+static void test_wire_example(void **state)
+{
+    (void)state;
+    static const uint8_t want[] = {0x0a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x12, 0x06, 0x0a, 0x01, 0x01, 0x12, 0x01, 0x05,
+                                   0x22, 0x08, 0x08, 0x01, 0x22, 0x04, 0x08, 0x01, 0x10, 0x07, 0x2a, 0x04, 0x08, 0x01,
+                                   0x10, 0x03, 0x32, 0x00, 0x32, 0x07, 's',  'a',  'm',  'p',  'l',  'e',  's',  0x32,
+                                   0x05, 'c',  'o',  'u',  'n',  't',  0x32, 0x04, 'm',  'a',  'i',  'n'};
+    ps_str_t strs[] = {{"", 0}, {"samples", 7}, {"count", 5}, {"main", 4}};
+    ps_value_type_t st = {1, 2};
+    ps_function_t fn = {3, 0, 0, 0};
+    ps_line_t ln = {1, 7, 0};
+    ps_location_t loc = {0, 0, 0, 1, &ln};
+    uint32_t locs[] = {1};
+    int64_t vals[] = {5};
+    ps_sample_t s = {1, locs, vals, 0, NULL};
+    ps_profile_t p = {0};
+    p.nstrings = 4, p.strings = strs, p.ntypes = 1, p.sample_types = &st, p.nsamples = 1, p.samples = &s;
+    p.nfunctions = 1, p.functions = &fn, p.nlocations = 1, p.locations = &loc;
+    ps_buf_t b = PS_BUF_INIT;
+    encode_or_fail(&p, -1, &b);
+    assert_int_equal(b.len, sizeof(want));
+    assert_memory_equal(b.data, want, sizeof(want));
+    ps_buf_dispose(&b);
+}
+
+/* Unpacked and packed repeated scalars, fields in any order, unknown fields: all the same. */
+static void test_wire_variants(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p1, p2;
+    ps_buf_t b1 = PS_BUF_INIT, b2 = PS_BUF_INIT, m = PS_BUF_INIT, v = PS_BUF_INIT;
+
+    /* b1: packed; canonical order */
+    pw_varint(&m, 1, 1), pw_varint(&m, 2, 2), pw_msg(&b1, 1, &m);
+    pw_varint(&m, 1, 1), pw_varint(&m, 2, 2), pw_msg(&b1, 1, &m);
+    ps_put_uvarint(&v, 1), ps_put_uvarint(&v, 2), pw_msg(&m, 1, &v);
+    ps_put_uvarint(&v, 3), ps_put_uvarint(&v, 300), pw_msg(&m, 2, &v);
+    pw_msg(&b1, 2, &m);
+    pw_varint(&m, 1, 1), pw_msg(&b1, 4, &m);
+    pw_varint(&m, 1, 2), pw_msg(&b1, 4, &m);
+    pw_bytes(&b1, 6, "", 0), pw_bytes(&b1, 6, "samples", 7), pw_bytes(&b1, 6, "count", 5);
+    ps_put_uvarint(&v, 1), ps_put_uvarint(&v, 2), pw_msg(&b1, 13, &v);
+
+    /* b2: strings first, unpacked values, locations after the samples, unknown fields everywhere */
+    pw_bytes(&b2, 6, "", 0), pw_bytes(&b2, 6, "samples", 7);
+    pw_varint(&b2, 99, 12345);          /* unknown varint */
+    pw_bytes(&b2, 100, "junk", 4);      /* unknown bytes */
+    ps_put_uvarint(&b2, 101 << 3 | 1), ps_buf_append(&b2, "12345678", 8); /* unknown fixed64 */
+    ps_put_uvarint(&b2, 102 << 3 | 5), ps_buf_append(&b2, "1234", 4);     /* unknown fixed32 */
+    pw_varint(&m, 2, 3), pw_varint(&m, 1, 1), pw_varint(&m, 77, 1), pw_varint(&m, 2, 300), pw_varint(&m, 1, 2);
+    pw_msg(&b2, 2, &m);
+    pw_varint(&m, 2, 2), pw_varint(&m, 1, 1), pw_varint(&m, 9, 9), pw_msg(&b2, 1, &m);
+    pw_varint(&m, 1, 1), pw_varint(&m, 2, 2), pw_msg(&b2, 1, &m);
+    pw_varint(&m, 1, 1), pw_bytes(&m, 50, "x", 1), pw_msg(&b2, 4, &m);
+    pw_varint(&m, 1, 2), pw_msg(&b2, 4, &m);
+    pw_bytes(&b2, 6, "count", 5);
+    pw_varint(&b2, 13, 1), pw_varint(&b2, 13, 2);
+
+    decode_or_fail(b1.data, b1.len, NULL, &a, &p1);
+    decode_or_fail(b2.data, b2.len, NULL, &a, &p2);
+    assert_profiles_equal(&p1, &p2);
+    assert_int_equal(p1.nsamples, 1);
+    assert_int_equal(p1.samples[0].nlocs, 2);
+    assert_int_equal(p1.samples[0].values[1], 300);
+    assert_int_equal(p1.ncomments, 2);
+    ps_buf_dispose(&b1);
+    ps_buf_dispose(&b2);
+    ps_arena_dispose(&a);
+}
+
+/* Ids need not be small or dense: large sparse ids go through the sorted-array lookup. */
+static void test_sparse_ids(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_buf_t b = PS_BUF_INIT, m = PS_BUF_INIT, v = PS_BUF_INIT;
+    const uint64_t big = 1ull << 60;
+    pw_varint(&m, 1, 1), pw_varint(&m, 2, 2), pw_msg(&b, 1, &m);
+    pw_varint(&m, 1, big + 5), pw_varint(&m, 5, 2), pw_msg(&b, 3, &m);
+    pw_varint(&m, 1, 7), pw_varint(&m, 2, 2), pw_msg(&b, 5, &m);
+    pw_varint(&m, 1, 123456789012ull), pw_varint(&m, 2, 1), pw_msg(&b, 5, &m);
+    pw_varint(&v, 1, 123456789012ull), pw_varint(&v, 2, 99), pw_msg(&m, 4, &v);
+    pw_varint(&m, 1, big), pw_varint(&m, 2, big + 5), pw_msg(&b, 4, &m);
+    pw_varint(&m, 1, 3), pw_varint(&m, 2, big + 5), pw_msg(&b, 4, &m);
+    pw_varint(&m, 1, big), pw_varint(&m, 1, 3), pw_varint(&m, 2, 1), pw_msg(&b, 2, &m);
+    pw_bytes(&b, 6, "", 0), pw_bytes(&b, 6, "samples", 7), pw_bytes(&b, 6, "count", 5);
+    decode_or_fail(b.data, b.len, NULL, &a, &p);
+    assert_int_equal(p.nlocations, 2);
+    assert_int_equal(p.samples[0].locs[0], 1);
+    assert_int_equal(p.samples[0].locs[1], 2);
+    assert_int_equal(p.locations[0].mapping, 1);
+    assert_int_equal(p.locations[0].lines[0].function, 2);
+    assert_int_equal(p.locations[0].lines[0].line, 99);
+
+    /* duplicates are caught on this path too */
+    pw_varint(&m, 1, big), pw_msg(&b, 4, &m);
+    expect_error(b.data, b.len, NULL, PS_EINVAL, "location[2]: id 1152921504606846976 is already used by location[0]");
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
+}
+
+static void test_limits_default(void **state)
+{
+    (void)state;
+    ps_pprof_limits_t l;
+    ps_pprof_limits_default(&l);
+    assert_int_equal(l.max_inflated, 64u << 20);
+    assert_int_equal(l.max_strings, 1000000);
+    assert_int_equal(l.max_samples, 1000000);
+    assert_int_equal(l.max_locations, 1000000);
+    assert_int_equal(l.max_functions, 1000000);
+    assert_int_equal(l.max_mappings, 10000);
+    assert_int_equal(l.max_sample_types, 16);
+    assert_int_equal(l.max_stack_depth, 1024);
+    assert_int_equal(l.max_lines, 256);
+    assert_int_equal(l.max_labels, 64);
+    assert_int_equal(l.max_string_len, 64u << 10);
+    assert_false(ps_is_gzip("\x1f", 1));
+    assert_true(ps_is_gzip("\x1f\x8b", 2));
+    assert_false(ps_is_gzip("\x8b\x1f", 2));
+}
+
+/* ---- gzip ------------------------------------------------------------------------------------ */
+
+static void test_gzip_errors(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *gz = read_fixture("go/cpu-01.pb.gz", &n);
+    uint8_t *bad = malloc(n + 16);
+
+    /* truncated: in the deflate data, and in the 8-byte trailer */
+    expect_error(gz, n / 2, NULL, PS_EINVAL, "gzip: unexpected end of data");
+    expect_error(gz, n - 3, NULL, PS_EINVAL, "gzip: unexpected end of data");
+    expect_error(gz, 2, NULL, PS_EINVAL, "gzip:");
+    /* corrupt deflate data, then a corrupt CRC */
+    memcpy(bad, gz, n);
+    for (size_t i = 100; i < 140; i++)
+        bad[i] ^= 0x5a;
+    expect_error(bad, n, NULL, PS_EINVAL, "gzip: ");
+    memcpy(bad, gz, n);
+    bad[n - 6] ^= 1;
+    expect_error(bad, n, NULL, PS_EINVAL, "gzip: incorrect data check");
+    /* bad header flags */
+    memcpy(bad, gz, n);
+    bad[2] = 7;
+    expect_error(bad, n, NULL, PS_EINVAL, "gzip: ");
+    /* trailing garbage after the member */
+    memcpy(bad, gz, n);
+    memcpy(bad + n, "garbage!", 8);
+    expect_error(bad, n + 8, NULL, PS_EINVAL, "gzip: 8 bytes of trailing garbage");
+    /* ps_gunzip on non-gzip input */
+    ps_arena_t a = PS_ARENA_INIT;
+    const uint8_t *out;
+    size_t outn;
+    ps_err_t err;
+    assert_int_equal(ps_gunzip("hello", 5, 100, &a, &out, &outn, &err), PS_EINVAL);
+    assert_non_null(strstr(err.msg, "gzip: not a gzip stream"));
+    assert_int_equal(ps_gunzip("", 0, 100, &a, &out, &outn, &err), PS_EINVAL);
+    ps_arena_dispose(&a);
+    free(bad);
+    free(gz);
+}
+
+static void test_gzip_concatenated(void **state)
+{
+    (void)state;
+    size_t n1, n2, n3;
+    uint8_t *g1 = gzip_bytes("hello, ", 7, &n1);
+    uint8_t *g2 = gzip_bytes("", 0, &n2);
+    uint8_t *g3 = gzip_bytes("world", 5, &n3);
+    ps_buf_t b = PS_BUF_INIT;
+    ps_buf_append(&b, g1, n1);
+    ps_buf_append(&b, g2, n2);
+    ps_buf_append(&b, g3, n3);
+    ps_arena_t a = PS_ARENA_INIT;
+    const uint8_t *out;
+    size_t outn;
+    ps_err_t err;
+    assert_int_equal(ps_gunzip(b.data, b.len, 100, &a, &out, &outn, &err), 0);
+    assert_int_equal(outn, 12);
+    assert_memory_equal(out, "hello, world", 12);
+    /* the limit counts all members together */
+    assert_int_equal(ps_gunzip(b.data, b.len, 11, &a, &out, &outn, &err), PS_ETOOBIG);
+    assert_string_equal(err.msg, "decompressed body exceeds 11 bytes");
+    /* a second member cut short */
+    assert_int_equal(ps_gunzip(b.data, b.len - 4, 100, &a, &out, &outn, &err), PS_EINVAL);
+
+    /* a pprof profile split across two gzip members decodes */
+    ps_arena_t pa = PS_ARENA_INIT;
+    ps_profile_t p, q;
+    ps_buf_t raw = PS_BUF_INIT, gz = PS_BUF_INIT;
+    make_profile(&pa, &p);
+    encode_or_fail(&p, -1, &raw);
+    size_t h1, h2;
+    uint8_t *m1 = gzip_bytes(raw.data, raw.len / 2, &h1);
+    uint8_t *m2 = gzip_bytes(raw.data + raw.len / 2, raw.len - raw.len / 2, &h2);
+    ps_buf_append(&gz, m1, h1);
+    ps_buf_append(&gz, m2, h2);
+    decode_or_fail(gz.data, gz.len, NULL, &pa, &q);
+    assert_profiles_equal(&p, &q);
+
+    free(m1), free(m2), free(g1), free(g2), free(g3);
+    ps_buf_dispose(&raw), ps_buf_dispose(&gz), ps_buf_dispose(&b);
+    ps_arena_dispose(&a), ps_arena_dispose(&pa);
+}
+
+/* 100 MB of zeros gzipped (~100 KB): stopped at max_inflated without allocating 100 MB. */
+static void test_gzip_bomb(void **state)
+{
+    (void)state;
+    const size_t chunk = 1u << 20;
+    uint8_t *zeros = calloc(1, chunk);
+    ps_buf_t gz = PS_BUF_INIT;
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    for (int i = 0; i < 100; i++) {
+        zs.next_in = zeros;
+        zs.avail_in = (uInt)chunk;
+        int flush = i == 99 ? Z_FINISH : Z_NO_FLUSH;
+        int zrc;
+        do {
+            zs.next_out = ps_buf_reserve(&gz, 65536);
+            zs.avail_out = 65536;
+            zrc = deflate(&zs, flush);
+            gz.len += 65536 - zs.avail_out;
+        } while (zs.avail_out == 0 || (flush == Z_FINISH && zrc != Z_STREAM_END));
+    }
+    deflateEnd(&zs);
+    assert_true(gz.len < 200000);
+
+    ps_pprof_limits_t lim;
+    ps_pprof_limits_default(&lim);
+    lim.max_inflated = 1u << 20;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_err_t err;
+    assert_int_equal(ps_pprof_decode(gz.data, gz.len, &lim, &a, &p, &err), PS_ETOOBIG);
+    assert_string_equal(err.msg, "decompressed body exceeds 1048576 bytes");
+    assert_true(a.used_total < 3u << 20); /* grown geometrically up to the limit, no further */
+    ps_arena_dispose(&a);
+
+    /* with the default 64 MiB limit too (the ISIZE trailer says 100 MB: not trusted beyond the limit) */
+    lim.max_inflated = 64u << 20;
+    assert_int_equal(ps_pprof_decode(gz.data, gz.len, &lim, &a, &p, &err), PS_ETOOBIG);
+    assert_string_equal(err.msg, "decompressed body exceeds 67108864 bytes");
+    assert_true(a.used_total < 3 * (64u << 20));
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&gz);
+    free(zeros);
+}
+
+/* ---- malformed protobuf --------------------------------------------------------------------- */
+
+static void test_not_pprof(void **state)
+{
+    (void)state;
+    expect_error("hello", 5, NULL, PS_EINVAL, "not a valid pprof protobuf");
+    expect_error("<html><body>404</body></html>", 29, NULL, PS_EINVAL, "not a valid pprof protobuf");
+    expect_error("", 0, NULL, PS_EINVAL, "profile has no sample types");
+
+    /* random bytes, many seeds: always a clean EINVAL */
+    uint8_t buf[4096];
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int round = 0; round < 200; round++) {
+        size_t n = 1 + (size_t)(x % sizeof(buf));
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            buf[i] = (uint8_t)x;
+        }
+        if (buf[0] == 0x1f)
+            buf[0] = 0;
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_profile_t p;
+        ps_err_t err;
+        int rc = ps_pprof_decode(buf, n, NULL, &a, &p, &err);
+        if (rc != PS_EINVAL)
+            fail_msg("random input %d: rc %d (%s)", round, rc, rc ? err.msg : "");
+        ps_arena_dispose(&a);
+    }
+}
+
+static void test_protobuf_garbage(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *raw = read_fixture("go/cpu-01.pb", &n);
+    /* truncated at many points: always fails cleanly */
+    for (size_t cut = 1; cut < n; cut += 97) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_profile_t p;
+        ps_err_t err;
+        int rc = ps_pprof_decode(raw, cut, NULL, &a, &p, &err);
+        if (rc != PS_EINVAL)
+            fail_msg("cut at %zu: rc %d", cut, rc);
+        ps_arena_dispose(&a);
+    }
+    expect_error(raw, n - 1, NULL, PS_EINVAL, "not a valid pprof protobuf: profile: field 6 runs past the end");
+    free(raw);
+
+    ps_buf_t b = PS_BUF_INIT, m = PS_BUF_INIT;
+    /* a known field with the wrong wire type */
+    pw_varint(&b, 2, 1);
+    expect_appended(&b, PS_EINVAL, "not a valid pprof protobuf: profile: field 2 has wire type 0, expected 2");
+    ps_buf_reset(&b);
+    pw_bytes(&b, 9, "x", 1);
+    expect_appended(&b, PS_EINVAL, "profile: field 9 has wire type 2, expected 0");
+    ps_buf_reset(&b);
+    pw_bytes(&m, 1, "x", 1), pw_msg(&b, 4, &m);
+    expect_appended(&b, PS_EINVAL, "location[3]: field 1 has wire type 2, expected 0");
+    ps_buf_reset(&b);
+    pw_varint(&m, 1, 1), pw_varint(&m, 2, 1), pw_bytes(&m, 3, "\x08", 1), pw_msg(&b, 2, &m);
+    expect_appended(&b, PS_EINVAL, "not a valid pprof protobuf");
+    ps_buf_reset(&b);
+    /* inside a label (found by the detailed re-scan after protobuf-c refuses it) */
+    {
+        ps_buf_t lab = PS_BUF_INIT, smp = PS_BUF_INIT;
+        pw_bytes(&lab, 1, "k", 1);
+        pw_varint(&smp, 2, 1), pw_varint(&smp, 2, 2);
+        pw_msg(&smp, 3, &lab);
+        pw_msg(&b, 2, &smp);
+    }
+    expect_appended(&b, PS_EINVAL, "not a valid pprof protobuf: sample.label: field 1 has wire type 2, expected 0");
+    ps_buf_reset(&b);
+    /* group wire types are not supported */
+    ps_put_uvarint(&b, 20 << 3 | 3);
+    expect_appended(&b, PS_EINVAL, "field 20 has unsupported wire type 3");
+    ps_buf_reset(&b);
+    /* field number 0, overlong varint, truncated packed varint */
+    ps_put_uvarint(&b, 0 << 3 | 0), ps_put_uvarint(&b, 1);
+    expect_appended(&b, PS_EINVAL, "is not a valid field number");
+    ps_buf_reset(&b);
+    ps_put_uvarint(&b, 9 << 3 | 0), ps_buf_append(&b, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10);
+    expect_appended(&b, PS_EINVAL, "field 9 has a truncated or overlong varint");
+    ps_buf_reset(&b);
+    pw_bytes(&b, 13, "\x01\x82", 2);
+    expect_appended(&b, PS_EINVAL, "field 13 ends in a truncated packed varint");
+    ps_buf_dispose(&b);
+}
+
+static void mut_func_name(ps_profile_t *p) { p->functions[2].name = 900; }
+static void mut_label_key(ps_profile_t *p) { p->samples[0].labels[1].num_unit = NSTR; }
+static void mut_sample_type(ps_profile_t *p) { p->sample_types[1].unit = 1000; }
+static void mut_mapping_file(ps_profile_t *p) { p->mappings[1].build_id = 55; }
+static void mut_comment(ps_profile_t *p) { p->comments[1] = 20; }
+static void mut_drop(ps_profile_t *p) { p->drop_frames = 77; }
+static void mut_period_type(ps_profile_t *p) { p->period_type.unit = 300; }
+static void mut_loc(ps_profile_t *p) { p->samples[1].locs[0] = 99; }
+static void mut_func(ps_profile_t *p) { p->locations[1].lines[0].function = 42; }
+static void mut_mapping(ps_profile_t *p) { p->locations[0].mapping = 7; }
+static void mut_no_types(ps_profile_t *p) { p->ntypes = 0; }
+static void mut_str0(ps_profile_t *p) { p->strings[0] = (ps_str_t){"x", 1}; }
+static void mut_utf8(ps_profile_t *p) { p->strings[3] = (ps_str_t){"ab\xc3\x28", 4}; }
+static void mut_surrogate(ps_profile_t *p) { p->strings[4] = (ps_str_t){"\xed\xa0\x80", 3}; }
+static void mut_no_strings(ps_profile_t *p)
+{
+    p->nstrings = 0;
+    p->ntypes = 1;
+    p->sample_types[0] = (ps_value_type_t){0, 0};
+    p->nsamples = p->nlocations = p->nfunctions = p->nmappings = p->ncomments = 0;
+    p->drop_frames = p->keep_frames = p->default_sample_type = p->doc_url = 0;
+    p->period_type = (ps_value_type_t){0, 0};
+}
+
+static void test_bad_references(void **state)
+{
+    (void)state;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "function[2].name: string index 900 out of range (string_table has %zu entries)", NSTR);
+    expect_mutated(mut_func_name, PS_EINVAL, msg);
+    snprintf(msg, sizeof(msg), "sample[0].label[1].num_unit: string index %zu out of range", NSTR);
+    expect_mutated(mut_label_key, PS_EINVAL, msg);
+    expect_mutated(mut_sample_type, PS_EINVAL, "sample_type[1].unit: string index 1000 out of range");
+    expect_mutated(mut_mapping_file, PS_EINVAL, "mapping[1].build_id: string index 55 out of range");
+    expect_mutated(mut_comment, PS_EINVAL, "comment[1]: string index 20 out of range");
+    expect_mutated(mut_drop, PS_EINVAL, "drop_frames: string index 77 out of range");
+    expect_mutated(mut_period_type, PS_EINVAL, "period_type.unit: string index 300 out of range");
+    expect_mutated(mut_loc, PS_EINVAL, "sample[1]: location_id 99 is not defined");
+    expect_mutated(mut_func, PS_EINVAL, "location[1].line[0]: function_id 42 is not defined");
+    expect_mutated(mut_mapping, PS_EINVAL, "location[0]: mapping_id 7 is not defined");
+    expect_mutated(mut_no_types, PS_EINVAL, "profile has no sample types");
+    expect_mutated(mut_str0, PS_EINVAL, "string_table[0] must be empty");
+    expect_mutated(mut_utf8, PS_EINVAL, "string_table[3] is not valid UTF-8");
+    expect_mutated(mut_surrogate, PS_EINVAL, "string_table[4] is not valid UTF-8");
+    expect_mutated(mut_no_strings, PS_EINVAL, "string_table is empty");
+
+    /* negative string index (int64 on the wire) */
+    ps_buf_t b = PS_BUF_INIT, m = PS_BUF_INIT;
+    pw_varint(&m, 1, 9), pw_varint(&m, 2, (uint64_t)-1), pw_msg(&b, 5, &m);
+    expect_appended(&b, PS_EINVAL, "function[3].name: string index -1 out of range");
+    ps_buf_reset(&b);
+    /* a sample with three values in a two-type profile (caught by the scan) ... */
+    pw_varint(&m, 2, 1), pw_varint(&m, 2, 2), pw_varint(&m, 2, 3), pw_msg(&b, 2, &m);
+    expect_appended(&b, PS_EINVAL, "sample[3] has 3 values but there are 2 sample types");
+    ps_buf_reset(&b);
+    /* ... and with one (caught in conversion) */
+    pw_varint(&m, 1, 1), pw_varint(&m, 2, 1), pw_msg(&b, 2, &m);
+    expect_appended(&b, PS_EINVAL, "sample[3] has 1 values but there are 2 sample types");
+    ps_buf_reset(&b);
+    /* duplicate and zero ids */
+    pw_varint(&m, 1, 2), pw_msg(&b, 4, &m);
+    expect_appended(&b, PS_EINVAL, "location[3]: id 2 is already used by location[1]");
+    ps_buf_reset(&b);
+    pw_varint(&m, 1, 1), pw_msg(&b, 5, &m);
+    expect_appended(&b, PS_EINVAL, "function[3]: id 1 is already used by function[0]");
+    ps_buf_reset(&b);
+    pw_varint(&m, 1, 2), pw_msg(&b, 3, &m);
+    expect_appended(&b, PS_EINVAL, "mapping[2]: id 2 is already used by mapping[1]");
+    ps_buf_reset(&b);
+    pw_varint(&m, 2, 5), pw_msg(&b, 5, &m);
+    expect_appended(&b, PS_EINVAL, "function[3]: id 0 is not allowed (ids must be nonzero)");
+    ps_buf_reset(&b);
+    pw_varint(&m, 3, 5), pw_msg(&b, 4, &m);
+    expect_appended(&b, PS_EINVAL, "location[3]: id 0 is not allowed");
+    ps_buf_reset(&b);
+    pw_msg(&b, 3, &m);
+    expect_appended(&b, PS_EINVAL, "mapping[2]: id 0 is not allowed");
+    ps_buf_reset(&b);
+    /* a sample referring to location id 0 */
+    pw_varint(&m, 1, 0), pw_varint(&m, 2, 1), pw_varint(&m, 2, 1), pw_msg(&b, 2, &m);
+    expect_appended(&b, PS_EINVAL, "sample[3]: location_id 0 is not defined");
+    ps_buf_reset(&b);
+    /* strings: NUL byte, bad UTF-8 (appended entries are string_table[NSTR]) */
+    pw_bytes(&b, 6, "a\0b", 3);
+    snprintf(msg, sizeof(msg), "string_table[%zu] contains a NUL byte", NSTR);
+    expect_appended(&b, PS_EINVAL, msg);
+    ps_buf_reset(&b);
+    pw_bytes(&b, 6, "\xc0\xaf", 2); /* overlong '/' */
+    snprintf(msg, sizeof(msg), "string_table[%zu] is not valid UTF-8", NSTR);
+    expect_appended(&b, PS_EINVAL, msg);
+    ps_buf_dispose(&b);
+
+    /* the encoder refuses NUL bytes too (protobuf-c strings are NUL-terminated) */
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_err_t err;
+    make_profile(&a, &p);
+    p.strings[5] = (ps_str_t){"ma\0in", 5};
+    assert_int_equal(ps_pprof_encode(&p, -1, &b, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "string_table[5] contains a NUL byte");
+    make_profile(&a, &p);
+    assert_int_equal(ps_pprof_encode(&p, 10, &b, &err), PS_EINVAL);
+    assert_non_null(strstr(err.msg, "gzip level 10"));
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
+}
+
+/* ---- limits --------------------------------------------------------------------------------- */
+
+static void limit_case(const char *file, void (*set)(ps_pprof_limits_t *), int code, const char *substr)
+{
+    size_t n;
+    uint8_t *data = read_fixture(file, &n);
+    ps_pprof_limits_t lim;
+    ps_pprof_limits_default(&lim);
+    set(&lim);
+    expect_error(data, n, &lim, code, substr);
+    free(data);
+}
+
+static void lim_samples(ps_pprof_limits_t *l) { l->max_samples = 10; }
+static void lim_samples_exact(ps_pprof_limits_t *l) { l->max_samples = 271; }
+static void lim_locations(ps_pprof_limits_t *l) { l->max_locations = 337; }
+static void lim_functions(ps_pprof_limits_t *l) { l->max_functions = 100; }
+static void lim_mappings(ps_pprof_limits_t *l) { l->max_mappings = 2; }
+static void lim_strings(ps_pprof_limits_t *l) { l->max_strings = 50; }
+static void lim_types(ps_pprof_limits_t *l) { l->max_sample_types = 1; }
+static void lim_depth(ps_pprof_limits_t *l) { l->max_stack_depth = 3; }
+static void lim_lines(ps_pprof_limits_t *l) { l->max_lines = 1; }
+static void lim_labels(ps_pprof_limits_t *l) { l->max_labels = 2; }
+static void lim_strlen(ps_pprof_limits_t *l) { l->max_string_len = 8; }
+static void lim_inflated(ps_pprof_limits_t *l) { l->max_inflated = 24976; }
+
+static void test_limits(void **state)
+{
+    (void)state;
+    limit_case("go/cpu-01.pb.gz", lim_samples, PS_ETOOBIG, "profile has more than 10 samples (max_samples)");
+    limit_case("go/cpu-01.pb.gz", lim_samples_exact, PS_ETOOBIG, "more than 271 samples");
+    limit_case("go/cpu-01.pb.gz", lim_locations, PS_ETOOBIG, "profile has more than 337 locations (max_locations)");
+    limit_case("go/cpu-01.pb.gz", lim_functions, PS_ETOOBIG, "profile has more than 100 functions (max_functions)");
+    limit_case("go/cpu-01.pb.gz", lim_mappings, PS_ETOOBIG, "profile has more than 2 mappings (max_mappings)");
+    limit_case("go/cpu-01.pb.gz", lim_strings, PS_ETOOBIG, "profile has more than 50 strings (max_strings)");
+    limit_case("go/cpu-01.pb.gz", lim_types, PS_ETOOBIG, "profile has more than 1 sample types (max_sample_types)");
+    limit_case("go/cpu-01.pb.gz", lim_depth, PS_ETOOBIG, "has more than 3 locations (max_stack_depth)");
+    limit_case("go/goroutine-01.pb.gz", lim_lines, PS_ETOOBIG, "has more than 1 lines (max_lines)");
+    limit_case("go/cpu-01.pb.gz", lim_labels, PS_ETOOBIG, "sample[0] has more than 2 labels (max_labels)");
+    limit_case("go/cpu-01.pb.gz", lim_strlen, PS_ETOOBIG, "bytes long, more than 8 (max_string_len)");
+    limit_case("go/cpu-01.pb.gz", lim_inflated, PS_ETOOBIG, "decompressed body exceeds 24976 bytes");
+    limit_case("go/cpu-01.pb", lim_inflated, PS_ETOOBIG, "profile is 24977 bytes, more than 24976 (max_inflated)");
+
+    /* exactly at the limits: fine */
+    size_t n;
+    uint8_t *data = read_fixture("go/cpu-01.pb.gz", &n);
+    ps_pprof_limits_t lim;
+    ps_pprof_limits_default(&lim);
+    lim.max_samples = 272, lim.max_locations = 338, lim.max_functions = 193, lim.max_mappings = 5;
+    lim.max_sample_types = 2, lim.max_labels = 3, lim.max_inflated = 24977;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    decode_or_fail(data, n, &lim, &a, &p);
+    ps_arena_dispose(&a);
+    free(data);
+
+    /* comments are bounded by max_strings */
+    ps_buf_t b = PS_BUF_INIT, v = PS_BUF_INIT;
+    for (size_t i = 0; i < NSTR - 1; i++)
+        ps_put_uvarint(&v, 1);
+    pw_msg(&b, 13, &v);
+    ps_pprof_limits_default(&lim);
+    lim.max_strings = NSTR;
+    expect_appended_lim(&b, &lim, PS_ETOOBIG, "profile has more than 20 comments (max_strings)");
+    /* 2 + 19 comments with max_strings 21: accepted */
+    lim.max_strings = NSTR + 1;
+    ps_buf_t enc = PS_BUF_INIT;
+    make_profile(&a, &p);
+    encode_or_fail(&p, -1, &enc);
+    ps_buf_append(&enc, b.data, b.len);
+    decode_or_fail(enc.data, enc.len, &lim, &a, &p);
+    assert_int_equal(p.ncomments, 2 + NSTR - 1);
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&enc);
+    ps_buf_dispose(&b);
+}
+
+/* Fields the limits cannot count (unknown ones, singular ones repeated) cost protobuf-c memory:
+ * decoding stays within its budget of bytes per input byte and fails cleanly past it. */
+static void test_memory_bounded(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_buf_t b = PS_BUF_INIT;
+    make_profile(&a, &p);
+    encode_or_fail(&p, -1, &b);
+    for (int i = 0; i < 300000; i++)
+        pw_varint(&b, 1000 + i % 7, 1);       /* unknown */
+    for (int i = 0; i < 300000; i++)
+        pw_varint(&b, 9, (uint64_t)i);       /* time_nanos, again and again: last one wins */
+    ps_arena_dispose(&a);
+    ps_err_t err;
+    int rc = ps_pprof_decode(b.data, b.len, NULL, &a, &p, &err);
+    assert_true(rc == 0 || rc == PS_ETOOBIG);
+    if (rc == 0)
+        assert_int_equal(p.time_nanos, 299999);
+    assert_true(a.used_total <= 48 * b.len + (2u << 20));
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&b);
+}
+
+/* ---- speed ---------------------------------------------------------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SPEED_ROUNDS 300
+#else
+#define SPEED_ROUNDS 10000
+#endif
+
+static double elapsed_us(const struct timespec *a, const struct timespec *b)
+{
+    return ((b->tv_sec - a->tv_sec) * 1e9 + (b->tv_nsec - a->tv_nsec)) / 1e3;
+}
+
+/* Prints wall and CPU time per decode (CPU time is the steadier figure on a busy machine). */
+static void test_speed(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *data = read_fixture("go/cpu-01.pb.gz", &n);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    struct timespec w0, w1, c0, c1;
+    decode_or_fail(data, n, NULL, &a, &p);
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    for (int i = 0; i < SPEED_ROUNDS; i++) {
+        ps_arena_reset(&a);
+        decode_or_fail(data, n, NULL, &a, &p);
+    }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    printf("    decode go/cpu-01.pb.gz (%zu bytes gz, 272 samples) x %d: %.1f us wall, %.1f us CPU each\n", n,
+           SPEED_ROUNDS, elapsed_us(&w0, &w1) / SPEED_ROUNDS, elapsed_us(&c0, &c1) / SPEED_ROUNDS);
+    assert_int_equal(p.nsamples, 272);
+    ps_arena_dispose(&a);
+    free(data);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_limits_default),
+        cmocka_unit_test(test_fixtures),
+        cmocka_unit_test(test_go_cpu_facts),
+        cmocka_unit_test(test_go_cpu_has_unpacked_values),
+        cmocka_unit_test(test_gzip_and_raw_identical),
+        cmocka_unit_test(test_roundtrip_fixtures),
+        cmocka_unit_test(test_roundtrip_handmade),
+        cmocka_unit_test(test_wire_example),
+        cmocka_unit_test(test_wire_variants),
+        cmocka_unit_test(test_sparse_ids),
+        cmocka_unit_test(test_gzip_errors),
+        cmocka_unit_test(test_gzip_concatenated),
+        cmocka_unit_test(test_gzip_bomb),
+        cmocka_unit_test(test_not_pprof),
+        cmocka_unit_test(test_protobuf_garbage),
+        cmocka_unit_test(test_bad_references),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_memory_bounded),
+        cmocka_unit_test(test_speed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

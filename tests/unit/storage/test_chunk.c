@@ -297,6 +297,9 @@ static void test_n1_and_max(void **state)
     /* n = 1, with and without nodes */
     gen_chunk(&a, &d, 1, 0, 0.5, VAL_SMALL, TS_REGULAR);
     roundtrip(&d, &buf);
+    ps_chunk_data_t got;
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, NULL), 0);
+    assert_true(got.nnodes == 0 && got.off != NULL && got.off[0] == 0); /* off[nnodes] is always valid */
     gen_chunk(&a, &d, 1, 20, 0.5, VAL_EXTREME, TS_EXTREME);
     roundtrip(&d, &buf);
     check_sum_range(&d, &buf, 0, 1);
@@ -516,6 +519,7 @@ static void test_header_meta(void **state)
 /** Messages name the field that is wrong. */
 static void test_corrupt_messages(void **state)
 {
+    static sums_t s;
     ps_buf_t buf = PS_BUF_INIT;
     ps_arena_t a = PS_ARENA_INIT;
     ps_chunk_data_t d, got;
@@ -545,6 +549,12 @@ static void test_corrupt_messages(void **state)
     assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), PS_ECORRUPT);
     assert_non_null(strstr(err.msg, "zero value"));
     buf.data[at + 10] = 8;
+    ps_buf_putc(&buf, 0); /* a trailing byte */
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), PS_ECORRUPT);
+    assert_non_null(strstr(err.msg, "trailing"));
+    assert_int_equal(ps_chunk_sum_range(buf.data, buf.len, 0, N, on_node, &s, &err), PS_ECORRUPT);
+    buf.len--;
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), 0);
     buf.data[at] = 0x7f; /* nnodes */
     assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), PS_ECORRUPT);
     assert_non_null(strstr(err.msg, "nnodes"));

@@ -87,6 +87,11 @@ static void put_str(ps_buf_t *b, const ps_profile_t *p, uint32_t i)
     ps_buf_append(b, s.ptr, s.len);
 }
 
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static char *sample_key(const ps_profile_t *p, const ps_sample_t *s)
 {
     ps_buf_t b = PS_BUF_INIT;
@@ -115,13 +120,25 @@ static char *sample_key(const ps_profile_t *p, const ps_sample_t *s)
         }
         ps_buf_putc(&b, ']');
     }
+    /* sample labels are a set: compare them sorted */
     ps_buf_append(&b, " labels:", 8);
-    for (uint32_t j = 0; j < s->nlabels; j++) {
-        put_str(&b, p, s->labels[j].key);
-        put_str(&b, p, s->labels[j].str);
-        ps_buf_printf(&b, "%lld", (long long)s->labels[j].num);
-        put_str(&b, p, s->labels[j].num_unit);
+    char *ls[64];
+    uint32_t nl = s->nlabels < 64 ? s->nlabels : 64;
+    for (uint32_t j = 0; j < nl; j++) {
+        ps_buf_t lb = PS_BUF_INIT;
+        put_str(&lb, p, s->labels[j].key);
+        put_str(&lb, p, s->labels[j].str);
+        ps_buf_printf(&lb, "%lld", (long long)s->labels[j].num);
+        put_str(&lb, p, s->labels[j].num_unit);
+        ps_buf_putc(&lb, 0);
+        ls[j] = strdup((char *)lb.data);
+        ps_buf_dispose(&lb);
+    }
+    qsort(ls, nl, sizeof(char *), cmp_cstr);
+    for (uint32_t j = 0; j < nl; j++) {
+        ps_buf_append(&b, ls[j], strlen(ls[j]));
         ps_buf_putc(&b, ';');
+        free(ls[j]);
     }
     ps_buf_putc(&b, 0);
     char *r = strdup((char *)b.data);

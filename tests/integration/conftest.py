@@ -1,0 +1,404 @@
+"""Shared fixtures for the profstore integration tests.
+
+Server: one profstore process on a free loopback port with its own (temporary) data dir.
+start/stop (SIGTERM, waits for exit)/kill (SIGKILL)/restart on the same data dir, url(),
+push(file_or_bytes, **params) -> (status, json), get_json(path), get(path) -> (status, headers,
+body). Every server's log is kept in its work dir and attached to the report of a failing test.
+
+Environment:
+  PROFSTORE_BIN  the server binary (default /work/main/build/profstore, else <repo>/build/profstore)
+  PS_TESTDATA    the fixtures dir (default <repo>/../shared/testdata)
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple, Union
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import pprof_decode as pd  # noqa: E402
+
+REPO = HERE.parents[1]
+
+
+def _default_bin() -> str:
+    cand = Path("/work/main/build/profstore")
+    if cand.exists():
+        return str(cand)
+    return str(REPO / "build" / "profstore")
+
+
+PROFSTORE_BIN = os.environ.get("PROFSTORE_BIN") or _default_bin()
+TESTDATA = Path(os.environ.get("PS_TESTDATA") or (HERE.parents[2] / "shared" / "testdata"))
+PPROF_DIR = TESTDATA / "pprof"
+
+# every fixture profile with the facts the tests rely on (see testdata/pprof/README.md)
+GO_FILES = [
+    "go/cpu-01.pb.gz", "go/cpu-01.pb", "go/cpu-02.pb.gz", "go/cpu-03.pb.gz", "go/cpu-04.pb.gz",
+    "go/cpu-05.pb.gz", "go/cpu-seed2-01.pb.gz", "go/heap-01.pb.gz", "go/heap-gc-01.pb.gz",
+    "go/allocs-01.pb.gz", "go/goroutine-01.pb.gz", "go/block-01.pb.gz", "go/mutex-01.pb.gz",
+    "go/threadcreate-01.pb.gz",
+]
+NODE_FILES = ["node/cpu-01.pb.gz", "node/wall-01.pb.gz", "node/heap-01.pb.gz"]
+ALL_FILES = GO_FILES + NODE_FILES
+
+# README "value totals (per sample type)", "samples in file"
+README_TOTALS: Dict[str, List[int]] = {
+    "go/cpu-01.pb.gz": [298, 2980000000],
+    "go/cpu-01.pb": [298, 2980000000],
+    "go/cpu-02.pb.gz": [293, 2930000000],
+    "go/cpu-03.pb.gz": [289, 2890000000],
+    "go/cpu-04.pb.gz": [289, 2890000000],
+    "go/cpu-05.pb.gz": [286, 2860000000],
+    "go/cpu-seed2-01.pb.gz": [234, 2340000000],
+    "go/heap-01.pb.gz": [29635699, 12417316511, 6721, 1048832],
+    "go/heap-gc-01.pb.gz": [29636064, 12422350540, 6721, 1048832],
+    "go/allocs-01.pb.gz": [29636064, 12422350540, 6721, 1048832],
+    "go/goroutine-01.pb.gz": [26],
+    "go/block-01.pb.gz": [20163, 45699096660],
+    "go/mutex-01.pb.gz": [10982, 764045163],
+    "go/threadcreate-01.pb.gz": [9],
+    "node/cpu-01.pb.gz": [290, 2768523000, 2990225547],
+    "node/wall-01.pb.gz": [1624, 1815632000],
+    "node/heap-01.pb.gz": [791161, 98009024],
+}
+README_SAMPLES = {
+    "go/cpu-01.pb.gz": 272, "go/cpu-01.pb": 272, "go/cpu-02.pb.gz": 265, "go/cpu-03.pb.gz": 271,
+    "go/cpu-04.pb.gz": 263, "go/cpu-05.pb.gz": 269, "go/cpu-seed2-01.pb.gz": 214,
+    "go/heap-01.pb.gz": 111, "go/heap-gc-01.pb.gz": 112, "go/allocs-01.pb.gz": 113,
+    "go/goroutine-01.pb.gz": 14, "go/block-01.pb.gz": 14, "go/mutex-01.pb.gz": 7,
+    "go/threadcreate-01.pb.gz": 2, "node/cpu-01.pb.gz": 269, "node/wall-01.pb.gz": 36,
+    "node/heap-01.pb.gz": 13,
+}
+
+
+def name_param(rel: str) -> Optional[str]:
+    """The name= a push of this fixture needs (Go block/mutex are ambiguous), else None."""
+    base = rel.split("/")[-1]
+    if base.startswith("block-"):
+        return "block"
+    if base.startswith("mutex-"):
+        return "mutex"
+    return None
+
+
+_cache: Dict[str, object] = {}
+
+
+def fixture_bytes(rel: str) -> bytes:
+    key = "b:" + rel
+    if key not in _cache:
+        _cache[key] = (PPROF_DIR / rel).read_bytes()
+    return _cache[key]  # type: ignore[return-value]
+
+
+def fixture_profile(rel: str) -> pd.Profile:
+    key = "p:" + rel
+    if key not in _cache:
+        _cache[key] = pd.decode(fixture_bytes(rel))
+    return _cache[key]  # type: ignore[return-value]
+
+
+def free_port() -> int:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class ServerError(RuntimeError):
+    pass
+
+
+class Server:
+    """One profstore process. Flags: keyword args (retention="1h" -> --retention 1h;
+    storage_compact_max_profiles=5 -> --storage.compact-max-profiles 5) or extra_args."""
+
+    READY_TIMEOUT = 15.0
+
+    def __init__(self, workdir: Path, data_dir: Optional[Path] = None, extra_args: Optional[List[str]] = None,
+                 **flags):
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.data_dir = Path(data_dir) if data_dir else self.workdir / "data"
+        self.flags = dict(flags)
+        self.extra_args = list(extra_args or [])
+        self.proc: Optional[subprocess.Popen] = None
+        self.port: Optional[int] = None
+        self.starts = 0
+        self.log_path = self.workdir / "profstore.log"
+        self._logf = None
+        self.last_raw: bytes = b""
+        self.last_headers: Dict[str, str] = {}
+
+    # ---- process control ----
+    def args(self) -> List[str]:
+        a = [PROFSTORE_BIN, "--listen", "127.0.0.1:%d" % self.port, "--data-dir", str(self.data_dir)]
+        if "threads" not in self.flags:
+            a += ["--threads", "2"]
+        for k, v in self.flags.items():
+            flag = "--" + k.replace("storage_", "storage.").replace("_", "-")
+            if v is True:
+                a.append(flag)
+            elif v is not None and v is not False:
+                a += [flag, str(v)]
+        return a + self.extra_args
+
+    def start(self, wait_ready: bool = True, **more_flags) -> "Server":
+        if self.proc is not None and self.proc.poll() is None:
+            raise ServerError("already running")
+        self.flags.update(more_flags)
+        self.port = free_port()
+        self.starts += 1
+        self._logf = open(self.log_path, "ab")
+        self._logf.write(("\n==== start #%d: %s\n" % (self.starts, " ".join(self.args()))).encode())
+        self._logf.flush()
+        self.proc = subprocess.Popen(self.args(), stdout=self._logf, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        if wait_ready:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            rc = self.proc.poll()
+            if rc is not None:
+                raise ServerError("profstore exited with %s before it was ready; log:\n%s" % (rc, self.log()))
+            try:
+                st, _, _ = self.get("/-/ready", timeout=1.0)
+                if st == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.02)
+        raise ServerError("profstore not ready after %.0fs; log:\n%s" % (timeout, self.log()))
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _close_log(self):
+        if self._logf is not None:
+            self._logf.close()
+            self._logf = None
+
+    def stop(self, timeout: float = 15.0, sig=signal.SIGTERM) -> int:
+        """SIGTERM (or sig) and wait; returns the exit code."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                self._close_log()
+                raise ServerError("profstore did not stop within %.0fs after %s" % (timeout, sig))
+        self._close_log()
+        return self.proc.returncode
+
+    def kill(self) -> int:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._close_log()
+        return self.proc.returncode if self.proc else 0
+
+    def restart(self, kill: bool = False, **more_flags) -> "Server":
+        if kill:
+            self.kill()
+        else:
+            rc = self.stop()
+            if rc != 0:
+                raise ServerError("profstore exited with %s on SIGTERM; log:\n%s" % (rc, self.log()))
+        return self.start(**more_flags)
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    # ---- HTTP ----
+    def url(self, path: str = "/") -> str:
+        return "http://127.0.0.1:%d%s" % (self.port, path)
+
+    def request(self, method: str, path: str, body: Optional[bytes] = None,
+                headers: Optional[Dict[str, str]] = None, timeout: float = 10.0) -> Tuple[int, Dict[str, str], bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            hdrs = {"Connection": "close"}
+            if body is not None:
+                hdrs["Content-Type"] = "application/octet-stream"
+            hdrs.update(headers or {})
+            try:
+                conn.request(method, path, body=body, headers=hdrs)
+            except (BrokenPipeError, ConnectionResetError):
+                # the server may answer (e.g. 413) and close before it read the whole body
+                pass
+            resp = conn.getresponse()
+            data = resp.read()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+        finally:
+            conn.close()
+
+    def get(self, path: str, timeout: float = 10.0) -> Tuple[int, Dict[str, str], bytes]:
+        return self.request("GET", path, timeout=timeout)
+
+    def get_json(self, path: str, expect: Optional[int] = 200, timeout: float = 10.0):
+        st, hdrs, data = self.get(path, timeout=timeout)
+        if expect is not None and st != expect:
+            raise AssertionError("GET %s: status %d, want %d: %r" % (path, st, expect, data[:500]))
+        return json.loads(data)
+
+    def post_json(self, path: str, body: bytes = b"", expect: Optional[int] = 200, timeout: float = 30.0):
+        st, hdrs, data = self.request("POST", path, body=body, timeout=timeout)
+        if expect is not None and st != expect:
+            raise AssertionError("POST %s: status %d, want %d: %r" % (path, st, expect, data[:500]))
+        return json.loads(data)
+
+    def push(self, profile: Union[str, Path, bytes], query: Optional[str] = None, timeout: float = 30.0,
+             headers: Optional[Dict[str, str]] = None, **params) -> Tuple[int, Optional[dict]]:
+        """POST /api/v1/profiles/write. profile: bytes, a path, or a fixture name like
+        "go/cpu-01.pb.gz". params are URL-encoded (bytes values allowed: sent as is, %-escaped);
+        query, if given, is appended verbatim instead. Returns (status, parsed JSON or None);
+        the raw body is kept in self.last_raw."""
+        if isinstance(profile, (str, Path)):
+            p = Path(profile)
+            body = p.read_bytes() if p.is_absolute() else fixture_bytes(str(profile))
+        else:
+            body = profile
+        if query is None:
+            query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None},
+                                           quote_via=urllib.parse.quote)
+        path = "/api/v1/profiles/write" + ("?" + query if query else "")
+        st, hdrs, data = self.request("POST", path, body=body, headers=headers, timeout=timeout)
+        self.last_raw = data
+        self.last_headers = hdrs
+        try:
+            js = json.loads(data)
+        except ValueError:
+            js = None
+        return st, js
+
+    # ---- debug reads ----
+    def series(self) -> List[dict]:
+        js = self.get_json("/api/v1/debug/series")
+        assert js["status"] == "success", js
+        return js["data"]
+
+    def series_by_labels(self) -> Dict[Tuple[Tuple[str, str], ...], dict]:
+        return {tuple(sorted(s["labels"].items())): s for s in self.series()}
+
+    def profile_bytes(self, sid: int, ts: int) -> bytes:
+        st, hdrs, data = self.get("/api/v1/debug/profile?id=%d&time=%d" % (sid, ts))
+        if st != 200:
+            raise AssertionError("debug/profile id=%d time=%d: %d %r" % (sid, ts, st, data[:300]))
+        return data
+
+    def metrics(self) -> Dict[str, float]:
+        st, _, data = self.get("/metrics")
+        assert st == 200
+        out = {}
+        for line in data.decode().splitlines():
+            if not line or line.startswith("#"):
+                continue
+            name, _, val = line.rpartition(" ")
+            out[name] = float(val)
+        return out
+
+
+def series_snapshot(srv: Server):
+    """Comparable view of everything stored: {labels: [(ts, duration, period, total), ...]}."""
+    return {tuple(sorted(s["labels"].items())): [(p["ts"], p["duration"], p["period"], p["total"])
+                                                 for p in s["profiles"]]
+            for s in srv.series()}
+
+
+# ---- pytest wiring ---------------------------------------------------------------------------
+
+_active_servers: List[Server] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed and _active_servers:
+        for i, s in enumerate(_active_servers):
+            text = s.log()
+            if len(text) > 20000:
+                text = "...\n" + text[-20000:]
+            rep.sections.append(("profstore log #%d (%s)" % (i, s.log_path), text))
+
+
+@pytest.fixture
+def make_server(tmp_path):
+    """Factory: make_server(start=True, name="s", **flags) -> Server (stopped at teardown)."""
+    created: List[Server] = []
+
+    def factory(start: bool = True, name: Optional[str] = None, data_dir=None, extra_args=None, **flags) -> Server:
+        wd = tmp_path / (name or "srv%d" % len(created))
+        s = Server(wd, data_dir=data_dir, extra_args=extra_args, **flags)
+        created.append(s)
+        _active_servers.append(s)
+        if start:
+            s.start()
+        return s
+
+    yield factory
+    for s in created:
+        s.kill()  # graceful stops are tested where they matter; this keeps teardown fast
+    for s in created:
+        if s in _active_servers:
+            _active_servers.remove(s)
+
+
+@pytest.fixture(scope="module")
+def module_server_factory(tmp_path_factory):
+    """Like make_server, for servers shared by the tests of one module."""
+    created: List[Server] = []
+
+    def factory(start: bool = True, name: Optional[str] = None, **flags) -> Server:
+        wd = tmp_path_factory.mktemp(name or "modsrv")
+        s = Server(wd, **flags)
+        created.append(s)
+        _active_servers.append(s)
+        if start:
+            s.start()
+        return s
+
+    yield factory
+    for s in created:
+        s.kill()
+        if s in _active_servers:
+            _active_servers.remove(s)
+
+
+@pytest.fixture
+def server(make_server) -> Server:
+    """A running server with default flags, except no retention (the fixtures are not recent)."""
+    return make_server(retention="0")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _check_environment():
+    if not Path(PROFSTORE_BIN).exists():
+        pytest.exit("profstore binary not found at %s (set PROFSTORE_BIN)" % PROFSTORE_BIN, returncode=2)
+    if not PPROF_DIR.is_dir():
+        pytest.exit("fixtures not found at %s (set PS_TESTDATA)" % PPROF_DIR, returncode=2)

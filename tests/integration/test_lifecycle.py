@@ -1,0 +1,339 @@
+"""Process life cycle: flags, health endpoints, clean shutdown under load, schema version check,
+retention, compaction, configuration file errors."""
+
+import collections
+import http.client
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+import pprof_decode as pd
+from conftest import PROFSTORE_BIN, fixture_profile, series_snapshot
+
+CPU_TYPES = ["process_cpu:samples:count:cpu:nanoseconds:delta", "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"]
+
+
+def run_bin(*args, timeout=10):
+    return subprocess.run([PROFSTORE_BIN, *args], capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+# ---- flags ------------------------------------------------------------------------------------
+
+def test_help_lists_flags():
+    r = run_bin("--help")
+    assert r.returncode == 0, r
+    for flag in ("--listen", "--data-dir", "--config", "--retention", "--log-level", "--max-body-size",
+                 "--max-inflated-size", "--storage.compact-max-profiles", "--storage.retention-interval"):
+        assert flag in r.stdout, "%s missing from --help:\n%s" % (flag, r.stdout)
+
+
+def test_version():
+    r = run_bin("--version")
+    assert r.returncode == 0 and re.search(r"\d+\.\d+\.\d+", r.stdout), r
+
+
+@pytest.mark.parametrize("args", [["--no-such-flag=1"], ["--no-such-flag", "1"], ["--no-such-flag"],
+                                  ["--listen=127.0.0.1:1", "--bogus"]])
+def test_unknown_flag_exits_2(args, tmp_path):
+    r = run_bin("--data-dir", str(tmp_path / "d"), *args)
+    assert r.returncode == 2, r
+    name = [a for a in args if a.startswith("--no-such") or a == "--bogus"][0].split("=")[0]
+    assert "unknown flag" in r.stderr and name in r.stderr, \
+        "stderr should say the flag is unknown and name it: %r" % r.stderr
+    assert not (tmp_path / "d").exists(), "nothing is created on a usage error"
+
+
+@pytest.mark.parametrize("args,word", [
+    (["--retention", "soon"], "--retention"),
+    (["--max-body-size", "12XB"], "--max-body-size"),
+    (["--storage.compact-max-profiles", "0"], "--storage.compact-max-profiles"),
+    (["--log-level", "loud"], "--log-level"),
+    (["stray"], "stray"),
+])
+def test_bad_flag_values_exit_2(args, word):
+    r = run_bin(*args)
+    assert r.returncode == 2, r
+    assert word in r.stderr, r.stderr
+
+
+# ---- endpoints --------------------------------------------------------------------------------
+
+def test_health_ready_buildinfo_metrics(server):
+    st, hdrs, body = server.get("/-/healthy")
+    assert st == 200 and b"Healthy" in body
+    st, hdrs, body = server.get("/-/ready")
+    assert st == 200 and b"Ready" in body
+    st, hdrs, body = server.request("HEAD", "/-/ready")
+    assert st == 200 and body == b""
+    js = server.get_json("/api/v1/status/buildinfo")
+    assert js["status"] == "success" and js["data"]["version"]
+    m0 = server.metrics()
+    st, _ = server.push("go/cpu-01.pb.gz", labels='{job="m"}')
+    assert st == 200
+    st, hdrs, body = server.get("/metrics")
+    assert st == 200 and hdrs["content-type"].startswith("text/plain")
+    m = server.metrics()
+    assert m["profstore_ingest_profiles_total"] == m0["profstore_ingest_profiles_total"] + 1
+    assert m["profstore_ingest_samples_total"] == m0["profstore_ingest_samples_total"] + 272
+    assert m["profstore_storage_series"] == 2
+    assert m["profstore_http_requests_total"] > m0["profstore_http_requests_total"]
+    for line in body.decode().splitlines():
+        assert line.startswith("#") or re.match(r"^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? -?[0-9.e+]+$", line), line
+
+
+# ---- shutdown ---------------------------------------------------------------------------------
+
+def _pusher(srv, th, outcomes, stop, base_s):
+    seq = 0
+    files = ["go/cpu-01.pb.gz", "go/cpu-02.pb.gz", "go/heap-01.pb.gz"]
+    while not stop.is_set():
+        rel = files[seq % len(files)]
+        t = "%d.%03d" % (base_s + seq, th)
+        seq += 1
+        try:
+            st, js = srv.push(rel, time=t, labels='{job="term",thread="%d"}' % th, timeout=10)
+            outcomes.append((th, t, rel, st, js))
+            if st != 200:
+                # after a 503 the server is going away: keep trying until it is gone
+                time.sleep(0.005)
+        except (ConnectionRefusedError, ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected) as e:
+            outcomes.append((th, t, rel, "conn", repr(e)))
+            if isinstance(e, ConnectionRefusedError):
+                return
+        except (OSError, http.client.HTTPException) as e:
+            outcomes.append((th, t, rel, "other", repr(e)))
+            return
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_with_pushes_in_flight(make_server, sig):
+    srv = make_server(threads=2)
+    outcomes = []
+    stop = threading.Event()
+    base_s = int(time.time()) - 3600
+    workers = [threading.Thread(target=_pusher, args=(srv, th, outcomes, stop, base_s)) for th in range(4)]
+    for w in workers:
+        w.start()
+    time.sleep(0.4)
+    oks_before = sum(1 for o in outcomes if o[3] == 200)
+    srv.proc.send_signal(sig)
+    try:
+        rc = srv.proc.wait(15)
+    finally:
+        stop.set()
+        for w in workers:
+            w.join(15)
+    log = srv.log()
+    assert rc == 0, "exit code %s after %s" % (rc, sig)
+    assert re.search(r'msg="?stopped', log), log[-2000:]
+    print("outcomes", collections.Counter(o[3] if o[3] != "conn" else o[4].split("(")[0] for o in outcomes),
+          "acked before the signal", oks_before)
+    assert oks_before > 0, "no push succeeded before the signal"
+    bad = [o for o in outcomes if o[3] not in (200, 503, "conn")]
+    assert not bad, "pushes that got neither 200 nor a clean refusal: %r" % bad[:5]
+    for o in outcomes:
+        if o[3] == 503:
+            assert o[4] and o[4]["status"] == "error", o
+    # every acknowledged push is stored, completely
+    srv.start()
+    stored = {}
+    for s in srv.series():
+        stored[(s["labels"]["thread"], s["labels"]["__name__"])] = {p["ts"]: p["total"] for p in s["profiles"]}
+    acked = [o for o in outcomes if o[3] == 200]
+    for th, t, rel, st, js in acked:
+        ts = js["data"]["timestamp_ns"]
+        for i, s in enumerate(js["data"]["series"]):
+            got = stored.get((str(th), s["profile_type"]), {}).get(ts)
+            assert got == pd.totals(fixture_profile(rel))[i], (th, t, rel, s["profile_type"], got)
+
+
+def test_ready_503_while_shutting_down(make_server):
+    """With a kept-alive connection, /-/ready answers 503 between the signal and the exit."""
+    srv = make_server()
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=5)
+    conn.request("GET", "/-/ready")
+    r = conn.getresponse()
+    r.read()
+    assert r.status == 200
+    seen = []
+    srv.proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            conn.request("GET", "/-/ready")
+            r = conn.getresponse()
+            r.read()
+            seen.append(r.status)
+            if r.status == 503:
+                break
+        except (OSError, http.client.HTTPException):
+            break
+        time.sleep(0.002)
+    conn.close()
+    assert srv.proc.wait(15) == 0
+    assert 503 in seen, "statuses seen while shutting down: %r" % seen[-5:]
+    assert set(seen) <= {200, 503}
+
+
+# ---- schema version ---------------------------------------------------------------------------
+
+def _rewrite_schema(data_dir, tmp_path, version, old):
+    dump = subprocess.run(["mdb_dump", "-s", "info", str(data_dir)], capture_output=True, text=True, timeout=10)
+    assert dump.returncode == 0, dump.stderr
+    lines = dump.stdout.splitlines()
+    key = " " + b"schema".hex()
+    i = lines.index(key)
+    assert lines[i + 1] == " %08x" % old, "unexpected schema record %r" % lines[i + 1]
+    lines[i + 1] = " %08x" % version
+    f = tmp_path / "info.dump"
+    f.write_text("\n".join(lines) + "\n")
+    load = subprocess.run(["mdb_load", "-s", "info", "-f", str(f), str(data_dir)], capture_output=True, text=True,
+                          timeout=10)
+    assert load.returncode == 0, load.stderr
+    check = subprocess.run(["mdb_dump", "-s", "info", str(data_dir)], capture_output=True, text=True, timeout=10)
+    assert " %08x" % version in check.stdout.splitlines()
+
+
+def test_schema_version_mismatch_refused(make_server, tmp_path):
+    if not (shutil.which("mdb_dump") and shutil.which("mdb_load")):
+        pytest.skip("mdb_dump/mdb_load (lmdb-utils) not installed")
+    srv = make_server()
+    st, _ = srv.push("go/goroutine-01.pb.gz", time=str(int(time.time())), labels='{job="schema"}')
+    assert st == 200
+    snap = series_snapshot(srv)
+    assert srv.stop() == 0
+    _rewrite_schema(srv.data_dir, tmp_path, 99, old=1)
+    srv.start(wait_ready=False)
+    try:
+        rc = srv.proc.wait(10)
+    except subprocess.TimeoutExpired:
+        pytest.fail("profstore started on a data dir with schema version 99")
+    assert rc != 0
+    log = srv.log().split("==== start #2")[1]
+    assert "schema version" in log and "99" in log, log
+    # back to version 1: the same data dir opens again with its data
+    _rewrite_schema(srv.data_dir, tmp_path, 1, old=99)
+    srv.start()
+    assert series_snapshot(srv) == snap
+
+
+# ---- retention --------------------------------------------------------------------------------
+
+def _jobs(srv):
+    return {s["labels"].get("job") for s in srv.series()}
+
+
+def test_retention_on_restart(make_server):
+    srv = make_server(retention="1h")
+    now = int(time.time())
+    st, _ = srv.push("go/cpu-01.pb.gz", time=str(now - 1800), labels='{job="old"}')
+    assert st == 200, srv.last_raw
+    st, _ = srv.push("go/cpu-02.pb.gz", time=str(now - 60), labels='{job="new"}')
+    assert st == 200, srv.last_raw
+    assert _jobs(srv) == {"old", "new"}
+    srv.stop()
+    srv.start(retention="10m", storage_retention_interval="1s")
+    deadline = time.monotonic() + 8
+    while "old" in _jobs(srv) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _jobs(srv) == {"new"}, "series older than the retention must go, newer ones stay"
+    new = [s for s in srv.series() if s["labels"]["job"] == "new"]
+    assert sorted(s["profiles"][0]["total"] for s in new) == [293, 2930000000]
+    assert srv.metrics()["profstore_retention_series_dropped_total"] == 2
+    # gone for good
+    srv.restart()
+    assert _jobs(srv) == {"new"}
+
+
+def test_retention_admin_endpoint(make_server):
+    srv = make_server(retention="1h")
+    now = int(time.time())
+    assert srv.push("go/heap-01.pb.gz", time=str(now - 1800), labels='{job="old"}')[0] == 200
+    assert srv.push("go/cpu-01.pb.gz", time=str(now - 1800), labels='{job="mixed"}')[0] == 200
+    assert srv.push("go/cpu-02.pb.gz", time=str(now - 30), labels='{job="mixed"}')[0] == 200
+    srv.stop()
+    srv.start(retention="10m")  # default interval: no automatic run during this test
+    assert _jobs(srv) == {"old", "mixed"}
+    res = srv.post_json("/api/v1/admin/retention")
+    assert res["status"] == "success"
+    assert res["data"]["series_dropped"] == 4, res
+    assert _jobs(srv) == {"mixed"}
+    for s in srv.series():
+        # the recent profile is kept (whatever happens to the old one of the same series)
+        assert now - 30 in [p["ts"] // 10**9 for p in s["profiles"]]
+    # nothing left to drop
+    assert srv.post_json("/api/v1/admin/retention")["data"]["series_dropped"] == 0
+
+
+# ---- compaction -------------------------------------------------------------------------------
+
+def test_compaction_by_profile_count(make_server):
+    srv = make_server(storage_compact_max_profiles=3)
+    files = ["go/cpu-01.pb.gz", "go/cpu-02.pb.gz", "go/cpu-03.pb.gz", "go/cpu-04.pb.gz", "go/cpu-05.pb.gz",
+             "go/cpu-seed2-01.pb.gz", "go/cpu-01.pb"]
+    base = int(time.time()) - 600
+    pushed = []
+    for i, rel in enumerate(files):
+        st, js = srv.push(rel, time=str(base + 10 * i), labels='{job="compact"}')
+        assert st == 200, srv.last_raw
+        pushed.append((js["data"]["timestamp_ns"], rel, [s["id"] for s in js["data"]["series"]]))
+    deadline = time.monotonic() + 5
+    while srv.metrics()["profstore_storage_chunks"] < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    m = srv.metrics()
+    # 7 profiles, 3 per chunk: 2 chunks per series (2 series), the 7th profile still in the head
+    assert m["profstore_storage_chunks"] >= 4, m
+    assert m["profstore_storage_head_records"] == 2, m
+    for phase in ("compacted", "restarted"):
+        if phase == "restarted":
+            srv.restart()
+        series = {s["id"]: s for s in srv.series()}
+        assert len(series) == 2
+        for ts, rel, sids in pushed:
+            want = pd.totals(fixture_profile(rel))
+            for i, sid in enumerate(sids):
+                profs = {p["ts"]: p for p in series[sid]["profiles"]}
+                assert profs[ts]["total"] == want[i], (phase, rel, i)
+                got = pd.decode(srv.profile_bytes(sid, ts))
+                assert pd.totals(got) == [want[i]], (phase, rel, i)
+                assert pd.canonical(got, 0) == pd.canonical(fixture_profile(rel), i), (phase, rel, i)
+        for s in series.values():
+            assert [p["ts"] for p in s["profiles"]] == [p[0] for p in pushed]
+
+
+# ---- configuration file -----------------------------------------------------------------------
+
+def test_config_invalid_yaml(tmp_path):
+    cfg = tmp_path / "profstore.yml"
+    cfg.write_text("global:\n  scrape_interval: 15s\nscrape_configs: [\n  - job_name: x\n    bad: : :\n")
+    r = run_bin("--config", str(cfg), "--data-dir", str(tmp_path / "d"), "--listen", "127.0.0.1:0")
+    assert r.returncode != 0, r
+    m = re.search(re.escape(str(cfg)) + r":(\d+):(\d+)", r.stderr)
+    assert m, "no file:line:column in %r" % r.stderr
+    assert 1 <= int(m.group(1)) <= 6, r.stderr
+    assert not (tmp_path / "d").exists(), "the data dir is not touched when the config is bad"
+
+
+def test_config_not_a_mapping(tmp_path):
+    cfg = tmp_path / "list.yml"
+    cfg.write_text("- a\n- b\n")
+    r = run_bin("--config", str(cfg), "--data-dir", str(tmp_path / "d"))
+    assert r.returncode != 0 and re.search(re.escape(str(cfg)) + r":1:1", r.stderr), r
+
+
+def test_config_missing_file(tmp_path):
+    r = run_bin("--config", str(tmp_path / "nope.yml"), "--data-dir", str(tmp_path / "d"))
+    assert r.returncode != 0 and "nope.yml" in r.stderr, r
+
+
+def test_config_valid_yaml_starts(make_server, tmp_path):
+    cfg = tmp_path / "ok.yml"
+    cfg.write_text("global:\n  scrape_interval: 15s\n")
+    srv = make_server(config=str(cfg))
+    assert srv.get("/-/ready")[0] == 200

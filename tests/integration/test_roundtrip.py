@@ -1,0 +1,144 @@
+"""Store every fixture, read each sample type back through /api/v1/debug/profile and compare it
+with the original: the multiset of (resolved stack, sample labels, value) after summing identical
+keys and dropping zeros, plus time, duration, period and types. First from head records, then
+after POST /api/v1/admin/compact (from chunks), then after a restart. Finally `go tool pprof -top`
+on the served cpu-01 profile against the golden output."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+import pprof_decode as pd
+from conftest import ALL_FILES, PPROF_DIR, fixture_profile, name_param
+
+PHASES = ("head", "chunks", "restart")
+
+
+def _diff(want, got, limit=3):
+    only_w = [k for k in want if k not in got]
+    only_g = [k for k in got if k not in want]
+    changed = [k for k in want if k in got and want[k] != got[k]]
+    lines = ["%d rows only in the original, %d only in the stored copy, %d with other values (of %d)"
+             % (len(only_w), len(only_g), len(changed), len(want))]
+    for k in only_w[:limit]:
+        lines.append("  original only: %r = %d" % (k, want[k]))
+    for k in only_g[:limit]:
+        lines.append("  stored only:   %r = %d" % (k, got[k]))
+    for k in changed[:limit]:
+        lines.append("  value %d -> %d for %r" % (want[k], got[k], k))
+    return "\n".join(lines)
+
+
+def compare_one(orig: pd.Profile, i: int, data: bytes):
+    """Problems (strings) between sample type i of orig and a served one-type profile."""
+    problems = []
+    if data[:2] != b"\x1f\x8b":
+        problems.append("not gzipped")
+    got = pd.decode(data)
+    if got.type_names() != [orig.type_names()[i]]:
+        problems.append("sample types %r, want %r" % (got.type_names(), [orig.type_names()[i]]))
+    if got.period_type_names() != orig.period_type_names():
+        problems.append("period type %r, want %r" % (got.period_type_names(), orig.period_type_names()))
+    for f in ("time_nanos", "duration_nanos", "period"):
+        if getattr(got, f) != getattr(orig, f):
+            problems.append("%s %r, want %r" % (f, getattr(got, f), getattr(orig, f)))
+    zeros = sum(1 for s in got.sample if any(v == 0 for v in s.value))
+    if zeros:
+        problems.append("%d zero-valued samples served (zero values are not stored)" % zeros)
+    if got.string_table[:1] != [""]:
+        problems.append("string_table[0] is not empty")
+    # every id referenced is defined (canonical() would raise KeyError otherwise)
+    try:
+        cg = pd.canonical(got, 0)
+    except (KeyError, pd.DecodeError) as e:
+        problems.append("dangling reference in the served profile: %r" % (e,))
+        return problems
+    co = pd.canonical(orig, i)
+    if cg != co:
+        problems.append(_diff(co, cg))
+    return problems
+
+
+@pytest.mark.parametrize("rel", ALL_FILES)
+def test_roundtrip(make_server, rel):
+    srv = make_server(retention="0")
+    orig = fixture_profile(rel)
+    st, js = srv.push(rel, name=name_param(rel), labels='{job="rt"}')
+    assert st == 200, srv.last_raw
+    series = [(s["id"], s["profile_type"]) for s in js["data"]["series"]]
+    assert len(series) == len(orig.sample_type)
+    ts = js["data"]["timestamp_ns"]
+    assert ts == orig.time_nanos
+    failures = []
+    for phase in PHASES:
+        if phase == "chunks":
+            res = srv.post_json("/api/v1/admin/compact")
+            assert res["status"] == "success"
+            assert res["data"]["chunks"] >= 1, res
+            m = srv.metrics()
+            assert m["profstore_storage_head_records"] == 0, "compaction leaves no head records"
+            assert m["profstore_storage_chunks"] >= 1
+        elif phase == "restart":
+            srv.restart()
+        for i, (sid, ptype) in enumerate(series):
+            for p in compare_one(orig, i, srv.profile_bytes(sid, ts)):
+                failures.append("[%s] %s: %s" % (phase, ptype, p))
+    assert not failures, "\n".join(failures)
+
+
+def test_roundtrip_unpacked_and_labels(make_server):
+    """A hand-built profile written with unpacked repeated fields, numeric labels with units,
+    inline frames, a location without mapping, zero values and repeated stacks."""
+    p = pd.minimal_profile()
+    p.string_table += ["bytes", "inlined", "lib.go", "size"]  # 11 .. 14
+    p.function.append(pd.Function(id=7, name=12, system_name=12, filename=13, start_line=40))
+    p.location.append(pd.Location(id=9, mapping_id=0, address=0,
+                                  line=[pd.Line(function_id=7, line=41, column=3), pd.Line(function_id=2, line=13)]))
+    p.sample = [
+        pd.Sample(location_id=[9, 1], value=[1, 100], label=[pd.Label(key=14, num=4096, num_unit=11)]),
+        pd.Sample(location_id=[9, 1], value=[2, 200], label=[pd.Label(key=14, num=4096, num_unit=11)]),
+        pd.Sample(location_id=[9, 1], value=[4, 400], label=[pd.Label(key=14, num=64, num_unit=11)]),
+        pd.Sample(location_id=[2, 1], value=[0, 0], label=[pd.Label(key=9, str=10)]),
+        pd.Sample(location_id=[2, 1], value=[5, 0]),
+        pd.Sample(location_id=[1], value=[3, -3]),
+        pd.Sample(location_id=[1], value=[-3, 3]),
+    ]
+    srv = make_server(retention="0")
+    st, js = srv.push(pd.encode(p, packed=False), labels='{job="unpacked"}')
+    assert st == 200, srv.last_raw
+    ts = js["data"]["timestamp_ns"]
+    for phase in PHASES:
+        if phase == "chunks":
+            srv.post_json("/api/v1/admin/compact")
+        elif phase == "restart":
+            srv.restart()
+        for i, s in enumerate(js["data"]["series"]):
+            problems = compare_one(p, i, srv.profile_bytes(s["id"], ts))
+            assert not problems, "[%s] %s: %s" % (phase, s["profile_type"], "\n".join(problems))
+
+
+def test_go_tool_pprof_top(make_server, tmp_path):
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("go is not installed")
+    golden = (PPROF_DIR / "go" / "cpu-01.top.txt").read_text()
+    srv = make_server(retention="0")
+    st, js = srv.push("go/cpu-01.pb.gz", labels='{job="pprof"}')
+    assert st == 200
+    cpu = [s for s in js["data"]["series"] if s["profile_type"].startswith("process_cpu:cpu:")][0]
+    ts = js["data"]["timestamp_ns"]
+    env = dict(os.environ, PPROF_TMPDIR=str(tmp_path / "pprof"), TZ="UTC", HOME=str(tmp_path))
+    for how in ("file", "url"):
+        if how == "file":
+            f = tmp_path / "served.pb.gz"
+            f.write_bytes(srv.profile_bytes(cpu["id"], ts))
+            src = str(f)
+        else:
+            src = srv.url("/api/v1/debug/profile?id=%d&time=%d" % (cpu["id"], ts))
+        r = subprocess.run([go, "tool", "pprof", "-top", "-nodecount=10", "-symbolize=none", src],
+                           capture_output=True, text=True, env=env, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.splitlines() == golden.splitlines(), \
+            "go tool pprof -top (%s) differs from cpu-01.top.txt:\n%s\n--- stderr:\n%s" % (how, r.stdout, r.stderr)
