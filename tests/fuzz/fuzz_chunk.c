@@ -1,0 +1,139 @@
+/*
+ * fuzz_chunk.c - libFuzzer target for the chunk decoder (storage/chunk.c).
+ *
+ * Arbitrary bytes go through ps_chunk_header, ps_chunk_decode_meta, ps_chunk_decode and
+ * ps_chunk_sum_range; none may crash, and they must agree. A chunk that decodes must satisfy the
+ * ps_chunk_data_t invariants, re-encode, decode again to the same data, re-encode to the same
+ * bytes (the encoder is deterministic), and its sum_range must equal a naive sum.
+ *
+ * Build (clang):
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
+ *     -I src -I . tests/fuzz/fuzz_chunk.c storage/chunk.c src/core/mem.c src/core/err.c -o fuzz_chunk
+ *   ./fuzz_chunk -max_len=4096 corpus/
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/varint.h"
+#include "storage/chunk.h"
+
+#define CHECK(c)                                                                                                       \
+    do {                                                                                                               \
+        if (!(c))                                                                                                      \
+            abort();                                                                                                   \
+    } while (0)
+
+static void check_valid(const ps_chunk_data_t *d)
+{
+    CHECK(d->n >= 1 && d->n <= PS_CHUNK_MAX_PROFILES);
+    for (uint32_t i = 1; i < d->n; i++)
+        CHECK(d->ts[i] > d->ts[i - 1]);
+    CHECK(d->off != NULL && d->off[0] == 0);
+    for (uint32_t j = 0; j < d->nnodes; j++) {
+        CHECK(j == 0 || d->node_ids[j] > d->node_ids[j - 1]);
+        CHECK(d->off[j + 1] > d->off[j]);
+        for (uint32_t k = d->off[j]; k < d->off[j + 1]; k++) {
+            CHECK(d->idx[k] < d->n);
+            CHECK(k == d->off[j] || d->idx[k] > d->idx[k - 1]);
+            CHECK(d->val[k] != 0);
+        }
+    }
+}
+
+static int same_meta(const ps_chunk_data_t *a, const ps_chunk_data_t *b)
+{
+    size_t s = a->n * sizeof(int64_t);
+    return a->n == b->n && !memcmp(a->ts, b->ts, s) && !memcmp(a->durations, b->durations, s) &&
+           !memcmp(a->periods, b->periods, s) && !memcmp(a->totals, b->totals, s);
+}
+
+static int same(const ps_chunk_data_t *a, const ps_chunk_data_t *b)
+{
+    if (!same_meta(a, b) || a->nnodes != b->nnodes)
+        return 0;
+    uint32_t nnz = a->off[a->nnodes];
+    return !memcmp(a->node_ids, b->node_ids, a->nnodes * sizeof(uint64_t)) &&
+           !memcmp(a->off, b->off, (a->nnodes + 1) * sizeof(uint32_t)) &&
+           !memcmp(a->idx, b->idx, nnz * sizeof(uint32_t)) && !memcmp(a->val, b->val, nnz * sizeof(int64_t));
+}
+
+typedef struct sums {
+    const ps_chunk_data_t *d; /* NULL: only check the order */
+    uint32_t from, to, j;
+    uint64_t last_id;
+    int any;
+} sums_t;
+
+/** Checks each reported sum against the next node with a nonzero naive sum. */
+static void on_node(void *ctx, uint64_t id, int64_t sum)
+{
+    sums_t *s = ctx;
+    CHECK(sum != 0);
+    CHECK(!s->any || id > s->last_id);
+    s->any = 1;
+    s->last_id = id;
+    if (s->d == NULL)
+        return;
+    const ps_chunk_data_t *d = s->d;
+    for (;; s->j++) {
+        CHECK(s->j < d->nnodes);
+        uint64_t want = 0;
+        for (uint32_t k = d->off[s->j]; k < d->off[s->j + 1]; k++)
+            if (d->idx[k] >= s->from && d->idx[k] < s->to)
+                want += (uint64_t)d->val[k];
+        if (want != 0) {
+            CHECK(d->node_ids[s->j] == id && (int64_t)want == sum);
+            s->j++;
+            return;
+        }
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    ps_chunk_header_t h;
+    ps_chunk_data_t d, m, d2;
+    ps_buf_t b1 = PS_BUF_INIT, b2 = PS_BUF_INIT;
+
+    int rh = ps_chunk_header(data, size, &h);
+    int rm = ps_chunk_decode_meta(data, size, &a, &m, &err);
+    int r = ps_chunk_decode(data, size, &a, &d, &err);
+    CHECK(rh == 0 || rh == PS_ECORRUPT);
+    CHECK(rm == 0 || (rm == PS_ECORRUPT && err.code == PS_ECORRUPT));
+    CHECK(rm != 0 || rh == 0); /* meta implies header */
+    uint32_t from = size > 1 ? data[size - 1] : 0, to = size > 2 ? from + data[size - 2] * 4u : 70000;
+
+    if (r == 0) {
+        CHECK(rm == 0 && same_meta(&d, &m) && m.nnodes == 0);
+        CHECK(h.n == d.n && h.min_ts == d.ts[0] && h.max_ts == d.ts[d.n - 1]);
+        check_valid(&d);
+        CHECK(ps_chunk_encode(&d, &b1, &err) == 0);
+        CHECK(ps_chunk_decode(b1.data, b1.len, &a, &d2, &err) == 0);
+        CHECK(same(&d, &d2));
+        CHECK(ps_chunk_encode(&d2, &b2, &err) == 0);
+        CHECK(b1.len == b2.len && memcmp(b1.data, b2.data, b1.len) == 0);
+        sums_t s = {&d, from, to < d.n ? to : d.n, 0, 0, 0};
+        CHECK(ps_chunk_sum_range(data, size, from, to, on_node, &s, &err) == 0);
+        for (; s.j < d.nnodes; s.j++) { /* no nonzero sum left unreported */
+            uint64_t want = 0;
+            for (uint32_t k = d.off[s.j]; k < d.off[s.j + 1]; k++)
+                if (d.idx[k] >= s.from && d.idx[k] < s.to)
+                    want += (uint64_t)d.val[k];
+            CHECK(want == 0);
+        }
+    } else {
+        CHECK(r == PS_ECORRUPT && err.code == PS_ECORRUPT && strncmp(err.msg, "chunk: ", 7) == 0);
+        CHECK(d.n == 0 && d.ts == NULL && d.nnodes == 0);
+        sums_t s = {NULL, from, to, 0, 0, 0};
+        int rs = ps_chunk_sum_range(data, size, from, to, on_node, &s, &err);
+        CHECK(rs == 0 || rs == PS_ECORRUPT);
+    }
+    ps_buf_dispose(&b1);
+    ps_buf_dispose(&b2);
+    ps_arena_dispose(&a);
+    return 0;
+}
