@@ -7,14 +7,17 @@
  * the field and index:
  *
  *   1. gunzip, if the bytes start with 1f 8b, into the arena (at most max_inflated bytes);
- *   2. scan: one walk over the protobuf wire format that checks the framing and the wire type of
- *      every known field, counts every repeated field and checks the counts, string lengths,
- *      UTF-8 and string_table[0] == "" against ps_pprof_limits_t -- all before anything
- *      proportional to those counts is allocated;
+ *   2. scan: one walk over the protobuf wire format that checks the framing, counts every
+ *      repeated field and checks the counts, string lengths, UTF-8 and string_table[0] == ""
+ *      against ps_pprof_limits_t -- all before anything proportional to those counts is
+ *      allocated. For speed it does not look inside the flat messages (ValueType, Label, Line,
+ *      Mapping, Function): protobuf-c checks those, and if unpacking fails, a second, deep scan
+ *      runs to say where;
  *   3. protobuf-c unpack, allocating from the caller's arena through a bump allocator whose free
  *      is a no-op. Its budget (UNPACK_BYTES_PER_INPUT_BYTE per input byte, plus 1 MiB) is a
- *      backstop against the amplification the limits do not count: unknown fields and singular
- *      fields repeated on the wire cost protobuf-c ~50 bytes each for 2 bytes of input;
+ *      backstop against the amplification the limits do not count: an unknown field, or a singular
+ *      field repeated on the wire, costs protobuf-c 30-100 bytes for 2 bytes of input (real
+ *      profiles need about 10 bytes per input byte, contrived valid ones up to 30);
  *   4. convert: wire ids to dense 1-based indexes (a direct table when the ids are small, else a
  *      sorted array), every id and string index checked. Strings and sample values stay where
  *      protobuf-c put them (in the arena); nothing is malloc'ed per element.
@@ -27,7 +30,7 @@
  * value 5 at location 1:
  *
  *   0a 04 08 01 10 02          1 sample_type  {type: 1 ("samples"), unit: 2 ("count")}
- *   12 04 0a 01 01 12 01 05    2 sample       {location_id: [1] (packed), value: [5] (packed)}
+ *   12 06 0a 01 01 12 01 05    2 sample       {location_id: [1] (packed), value: [5] (packed)}
  *   22 08 08 01 22 04 08 01    4 location     {id: 1, line {function_id: 1, line: 7}}
  *         10 07
  *   2a 04 08 01 10 03          5 function     {id: 1, name: 3 ("main")}
@@ -88,15 +91,17 @@ int ps_is_gzip(const void *p, size_t n)
 
 /* ---- gzip ---------------------------------------------------------------------------------- */
 
-/* First output buffer size: the last member's ISIZE trailer when it is plausible (deflate cannot
- * expand more than ~1032:1), else 4x the input; never more than max_out + 1. */
+/* First output buffer size: the last member's ISIZE trailer (the uncompressed size mod 2^32) when
+ * it is plausible for a profile (pprof compresses 2-5:1), else 4x the input; never more than
+ * max_out + 1. An implausible ISIZE (a bomb, or a lie) gets no preallocation: the buffer grows
+ * geometrically as output actually arrives. */
 static size_t gunzip_first_cap(const uint8_t *in, size_t n, size_t max_out)
 {
     size_t cap = n < SIZE_MAX / 4 ? n * 4 : SIZE_MAX;
     if (n >= 18) {
         const uint8_t *t = in + n - 4;
         uint32_t isize = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
-        if (isize > 0 && (uint64_t)isize <= (uint64_t)n * 1032 + 1024)
+        if (isize > 0 && (uint64_t)isize <= (uint64_t)n * 16 + 65536)
             cap = (size_t)isize + 1; /* +1: the end of the stream is seen without a regrow */
     }
     if (cap < 256)
@@ -150,7 +155,8 @@ int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const
         zs.next_out = buf + len;
         zs.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
         uInt before = zs.avail_out;
-        int zrc = inflate(&zs, in_left > 0 ? Z_NO_FLUSH : Z_FINISH) /* Z_FINISH: no window copy */;
+        /* Z_FINISH once all input is there: zlib then keeps no 32 KiB window copy of the output */
+        int zrc = inflate(&zs, in_left > 0 ? Z_NO_FLUSH : Z_FINISH);
         len += before - zs.avail_out;
         if (len > max_out) {
             rc = ps_err_set(err, PS_ETOOBIG, "decompressed body exceeds %zu bytes", max_out);
@@ -169,9 +175,9 @@ int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const
         }
         if (zrc == Z_OK)
             continue;
+        if (zrc == Z_BUF_ERROR && (zs.avail_out == 0 || (zs.avail_in == 0 && in_left > 0)))
+            continue; /* needs more room, or the next piece of a > 4 GiB input */
         if (zrc == Z_BUF_ERROR) {
-            if (zs.avail_out == 0 || zs.avail_in > 0 || in_left > 0)
-                continue;
             rc = ps_err_set(err, PS_EINVAL, "gzip: unexpected end of data (truncated stream after %zu bytes out)", len);
             goto Exit;
         }
@@ -444,6 +450,22 @@ static int scan_location(scan_t *s, const uint8_t *p, size_t n)
     return 0;
 }
 
+/* ps_utf8_valid with a fast path for the usual all-ASCII string. */
+static bool utf8_valid(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        if (w & 0x8080808080808080ull)
+            break;
+    }
+    for (; i < n; i++)
+        if (p[i] & 0x80)
+            return ps_utf8_valid((const char *)p + i, n - i); /* everything before is ASCII */
+    return true;
+}
+
 static int scan_string(scan_t *s, const field_t *f)
 {
     unsigned long long i = s->nstrings;
@@ -454,7 +476,7 @@ static int scan_string(scan_t *s, const field_t *f)
         return ps_err_set(s->err, PS_EINVAL, "string_table[0] must be empty");
     if (memchr(f->pl, 0, f->pn) != NULL)
         return ps_err_set(s->err, PS_EINVAL, "string_table[%llu] contains a NUL byte", i);
-    if (!ps_utf8_valid((const char *)f->pl, f->pn))
+    if (!utf8_valid(f->pl, f->pn))
         return ps_err_set(s->err, PS_EINVAL, "string_table[%llu] is not valid UTF-8", i);
     return 0;
 }
@@ -572,9 +594,11 @@ typedef struct pb_arena {
 static void *pb_alloc(void *data, size_t n)
 {
     pb_arena_t *a = data;
-    n = (n + 7) & ~(size_t)7; /* protobuf-c structs need no more than 8-byte alignment */
-    if (n == 0)
-        n = 8;
+    if (n > a->budget) { /* budget <= SIZE_MAX / 2: the rounding below cannot overflow */
+        a->over = true;
+        return NULL;
+    }
+    n = n == 0 ? 8 : (n + 7) & ~(size_t)7; /* protobuf-c structs need no more than 8-byte alignment */
     if (n > a->budget - a->used) {
         a->over = true;
         return NULL;
@@ -634,15 +658,19 @@ static int cmp_idpair(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-#define MSG_ID(msgs, i, off) (*(const uint64_t *)((const char *)(msgs)[i] + (off)))
+/* The id of element i of a pb_profile_t's mapping, function or location array. */
+typedef uint64_t (*get_id_fn)(const pb_profile_t *pb, size_t i);
+static uint64_t mapping_id(const pb_profile_t *pb, size_t i) { return pb->mapping[i]->id; }
+static uint64_t function_id(const pb_profile_t *pb, size_t i) { return pb->function[i]->id; }
+static uint64_t location_id(const pb_profile_t *pb, size_t i) { return pb->location[i]->id; }
 
-static int idmap_build(idmap_t *m, ps_arena_t *arena, void *const *msgs, size_t n, size_t id_off, const char *what,
-                       ps_err_t *err)
+static int idmap_build(idmap_t *m, ps_arena_t *arena, const pb_profile_t *pb, size_t n, get_id_fn get_id,
+                       const char *what, ps_err_t *err)
 {
     uint64_t max = 0;
     memset(m, 0, sizeof(*m));
     for (size_t i = 0; i < n; i++) {
-        uint64_t id = MSG_ID(msgs, i, id_off);
+        uint64_t id = get_id(pb, i);
         if (id == 0)
             return ps_err_set(err, PS_EINVAL, "%s[%zu]: id 0 is not allowed (ids must be nonzero)", what, i);
         if (id > max)
@@ -654,7 +682,7 @@ static int idmap_build(idmap_t *m, ps_arena_t *arena, void *const *msgs, size_t 
         m->ndirect = max + 1;
         m->direct = ps_arena_calloc(arena, (size_t)m->ndirect, sizeof(uint32_t));
         for (size_t i = 0; i < n; i++) {
-            uint64_t id = MSG_ID(msgs, i, id_off);
+            uint64_t id = get_id(pb, i);
             if (m->direct[id] != 0)
                 return ps_err_set(err, PS_EINVAL, "%s[%zu]: id %llu is already used by %s[%u]", what, i,
                                   (unsigned long long)id, what, m->direct[id] - 1);
@@ -665,7 +693,7 @@ static int idmap_build(idmap_t *m, ps_arena_t *arena, void *const *msgs, size_t 
     m->pairs = ps_arena_alloc(arena, n * sizeof(idpair_t));
     m->npairs = (uint32_t)n;
     for (size_t i = 0; i < n; i++) {
-        m->pairs[i].id = MSG_ID(msgs, i, id_off);
+        m->pairs[i].id = get_id(pb, i);
         m->pairs[i].idx = (uint32_t)i + 1;
     }
     qsort(m->pairs, n, sizeof(idpair_t), cmp_idpair);
@@ -708,14 +736,14 @@ static inline uint32_t idmap_get(const idmap_t *m, uint64_t id)
 static int convert(const pb_profile_t *pb, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *out,
                    ps_err_t *err)
 {
-    idmap_t mmap, fmap, lmap;
+    idmap_t mids, fids, lids;
     int rc = 0;
 
     /* the scan checked these counts; protobuf-c counted the same bytes */
     if (pb->n_string_table > lim->max_strings || pb->n_sample > lim->max_samples ||
         pb->n_location > lim->max_locations || pb->n_function > lim->max_functions ||
         pb->n_mapping > lim->max_mappings || pb->n_sample_type > lim->max_sample_types ||
-        pb->n_sample_type == 0 || pb->n_string_table == 0) {
+        pb->n_comment > lim->max_strings || pb->n_sample_type == 0 || pb->n_string_table == 0) {
         rc = ps_err_set(err, PS_EINTERNAL, "pprof: protobuf-c and the wire scan disagree");
         goto Exit;
     }
@@ -752,8 +780,7 @@ static int convert(const pb_profile_t *pb, const ps_pprof_limits_t *lim, ps_aren
         STR_IDX(out->comments[i], pb->comment[i], "comment[%u]", i);
 
     /* mappings */
-    if ((rc = idmap_build(&mmap, arena, (void *const *)pb->mapping, pb->n_mapping, offsetof(pb_mapping_t, id),
-                          "mapping", err)) != 0)
+    if ((rc = idmap_build(&mids, arena, pb, pb->n_mapping, mapping_id, "mapping", err)) != 0)
         goto Exit;
     out->nmappings = (uint32_t)pb->n_mapping;
     out->mappings = ps_arena_alloc(arena, out->nmappings * sizeof(ps_mapping_t));
@@ -771,8 +798,7 @@ static int convert(const pb_profile_t *pb, const ps_pprof_limits_t *lim, ps_aren
     }
 
     /* functions */
-    if ((rc = idmap_build(&fmap, arena, (void *const *)pb->function, pb->n_function, offsetof(pb_function_t, id),
-                          "function", err)) != 0)
+    if ((rc = idmap_build(&fids, arena, pb, pb->n_function, function_id, "function", err)) != 0)
         goto Exit;
     out->nfunctions = (uint32_t)pb->n_function;
     out->functions = ps_arena_alloc(arena, out->nfunctions * sizeof(ps_function_t));
@@ -786,8 +812,7 @@ static int convert(const pb_profile_t *pb, const ps_pprof_limits_t *lim, ps_aren
     }
 
     /* locations, with all their lines in one array */
-    if ((rc = idmap_build(&lmap, arena, (void *const *)pb->location, pb->n_location, offsetof(pb_location_t, id),
-                          "location", err)) != 0)
+    if ((rc = idmap_build(&lids, arena, pb, pb->n_location, location_id, "location", err)) != 0)
         goto Exit;
     size_t nlines = 0;
     for (size_t i = 0; i < pb->n_location; i++)
@@ -799,7 +824,7 @@ static int convert(const pb_profile_t *pb, const ps_pprof_limits_t *lim, ps_aren
         const pb_location_t *l = pb->location[i];
         ps_location_t *d = &out->locations[i];
         d->mapping = 0;
-        if (l->mapping_id != 0 && (d->mapping = idmap_get(&mmap, l->mapping_id)) == 0) {
+        if (l->mapping_id != 0 && (d->mapping = idmap_get(&mids, l->mapping_id)) == 0) {
             rc = ps_err_set(err, PS_EINVAL, "location[%u]: mapping_id %llu is not defined", i,
                             (unsigned long long)l->mapping_id);
             goto Exit;
@@ -811,7 +836,7 @@ static int convert(const pb_profile_t *pb, const ps_pprof_limits_t *lim, ps_aren
         for (uint32_t k = 0; k < d->nlines; k++) {
             const pb_line_t *ln = l->line[k];
             lines[k].function = 0;
-            if (ln->function_id != 0 && (lines[k].function = idmap_get(&fmap, ln->function_id)) == 0) {
+            if (ln->function_id != 0 && (lines[k].function = idmap_get(&fids, ln->function_id)) == 0) {
                 rc = ps_err_set(err, PS_EINVAL, "location[%u].line[%u]: function_id %llu is not defined", i, k,
                                 (unsigned long long)ln->function_id);
                 goto Exit;
@@ -844,7 +869,7 @@ static int convert(const pb_profile_t *pb, const ps_pprof_limits_t *lim, ps_aren
         d->nlocs = (uint32_t)s->n_location_id;
         d->locs = locs;
         for (uint32_t k = 0; k < d->nlocs; k++) {
-            if ((locs[k] = idmap_get(&lmap, s->location_id[k])) == 0) {
+            if ((locs[k] = idmap_get(&lids, s->location_id[k])) == 0) {
                 rc = ps_err_set(err, PS_EINVAL, "sample[%u]: location_id %llu is not defined", i,
                                 (unsigned long long)s->location_id[k]);
                 goto Exit;
@@ -898,9 +923,9 @@ int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps
     if ((rc = scan_profile(&s, buf, len)) != 0)
         goto Exit;
 
-    budget = len > (SIZE_MAX - (1u << 20)) / UNPACK_BYTES_PER_INPUT_BYTE
-                        ? SIZE_MAX
-                        : len * UNPACK_BYTES_PER_INPUT_BYTE + (1u << 20);
+    budget = len > (SIZE_MAX / 2 - (1u << 20)) / UNPACK_BYTES_PER_INPUT_BYTE
+                 ? SIZE_MAX / 2
+                 : len * UNPACK_BYTES_PER_INPUT_BYTE + (1u << 20);
     pb_arena_init(&pa, arena, budget);
     pb = perftools__profiles__profile__unpack(&pa.base, len, buf);
     if (pb == NULL) {

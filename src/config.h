@@ -1,15 +1,155 @@
 /*
- * config.h - the YAML configuration file (--config). For now it is parsed and checked for YAML
- * errors (reported with file, line and column); the scrape configuration comes with the scraper.
+ * config.h - the YAML configuration file (--config), a Prometheus user's scrape configuration
+ * plus Parca's profiling_config (APIS.md §5.3, §6). Errors name file:line:column and the key.
+ *
+ *   global:          scrape_interval (10s), scrape_timeout (10s, <= interval), external_labels
+ *   scrape_configs:  job_name, scrape_interval, scrape_timeout, scheme (http|https), params,
+ *                    basic_auth, authorization / bearer_token(_file), tls_config, static_configs,
+ *                    file_sd_configs, http_sd_configs, relabel_configs, profiling_config
  */
 #ifndef PS_CONFIG_H
 #define PS_CONFIG_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "core/err.h"
+#include "core/labels.h"
+#include "core/mem.h"
 
-typedef struct ps_config ps_config_t;
+typedef enum {
+    PS_RELABEL_REPLACE,
+    PS_RELABEL_KEEP,
+    PS_RELABEL_DROP,
+    PS_RELABEL_KEEPEQUAL,
+    PS_RELABEL_DROPEQUAL,
+    PS_RELABEL_HASHMOD,
+    PS_RELABEL_LABELMAP,
+    PS_RELABEL_LABELDROP,
+    PS_RELABEL_LABELKEEP,
+    PS_RELABEL_LOWERCASE,
+    PS_RELABEL_UPPERCASE,
+} ps_relabel_action_t;
 
+typedef struct ps_relabel {
+    ps_relabel_action_t action;
+    uint32_t nsource;
+    const char **source_labels;
+    const char *separator;    /* default ";" */
+    const char *target_label; /* may be NULL */
+    const char *regex;        /* source text; default "(.*)" */
+    void *re;                 /* compiled ^(?s:regex)$ (PCRE2) */
+    uint64_t modulus;
+    const char *replacement;  /* default "$1" */
+} ps_relabel_t;
+
+typedef struct ps_tls_config {
+    const char *ca_file, *cert_file, *key_file, *server_name;
+    bool insecure_skip_verify;
+} ps_tls_config_t;
+
+typedef struct ps_http_client {
+    const char *basic_user, *basic_password, *basic_password_file;
+    const char *auth_type;             /* "Bearer" by default when credentials are given */
+    const char *auth_credentials, *auth_credentials_file; /* also bearer_token(_file) */
+    ps_tls_config_t tls;
+    bool follow_redirects;             /* default true */
+} ps_http_client_t;
+
+typedef struct ps_target_group {
+    uint32_t ntargets;
+    const char **targets;              /* host:port */
+    ps_labels_t labels;                /* group labels (normalised) */
+    const char *source;                /* e.g. file path + index, for debugging */
+} ps_target_group_t;
+
+typedef struct ps_file_sd {
+    uint32_t nfiles;
+    const char **files;                /* patterns; only the last path segment may hold a '*' */
+    int64_t refresh_interval;          /* ns, default 5m */
+} ps_file_sd_t;
+
+typedef struct ps_http_sd {
+    const char *url;
+    int64_t refresh_interval;          /* ns, default 60s */
+    ps_http_client_t client;
+} ps_http_sd_t;
+
+typedef struct ps_pprof_entry {
+    const char *name;                  /* memory, block, goroutine, mutex, process_cpu, threadcreate, custom */
+    bool enabled;
+    const char *path;
+    bool delta;
+    int64_t seconds;                   /* ns; 0 = the scrape interval */
+    uint32_t nkeep;
+    const char **keep_type, **keep_unit; /* keep_sample_type: only these sample types are stored */
+} ps_pprof_entry_t;
+
+typedef struct ps_param_values {
+    const char *name;
+    uint32_t n;
+    const char **values;
+} ps_param_values_t;
+
+typedef struct ps_scrape_config {
+    const char *job_name;
+    int64_t scrape_interval, scrape_timeout; /* ns */
+    const char *scheme;                /* "http" or "https" */
+    uint32_t nparams;
+    ps_param_values_t *params;
+    ps_http_client_t client;
+    uint32_t nstatic;
+    ps_target_group_t *static_configs;
+    uint32_t nfile_sd;
+    ps_file_sd_t *file_sd;
+    uint32_t nhttp_sd;
+    ps_http_sd_t *http_sd;
+    uint32_t nrelabel;
+    ps_relabel_t *relabel;
+    const char *path_prefix;           /* profiling_config.path_prefix, "" if none */
+    uint32_t npprof;
+    ps_pprof_entry_t *pprof;           /* defaults merged per key, in a stable order */
+} ps_scrape_config_t;
+
+typedef struct ps_config {
+    const char *path;
+    int64_t scrape_interval, scrape_timeout; /* global defaults (ns) */
+    ps_labels_t external_labels;
+    uint32_t nscrape;
+    ps_scrape_config_t *scrape;
+    ps_arena_t arena;                  /* everything above lives here */
+} ps_config_t;
+
+/** Loads and validates a config file. Errors: "FILE:LINE:COL: scrape_configs[0].scrape_timeout: ..." */
 int ps_config_load(const char *path, ps_config_t **out, ps_err_t *err);
+/** The same from memory (name is used in messages). */
+int ps_config_parse(const char *yaml, size_t n, const char *name, ps_config_t **out, ps_err_t *err);
+/** Frees a config and its compiled regexes. NULL is a no-op. */
 void ps_config_free(ps_config_t *c);
+
+/* ---- relabeling (relabel.c) ---- */
+
+/** A mutable label set for relabeling: pairs kept sorted by name, strings from arena. */
+typedef struct ps_lset {
+    uint32_t n, cap;
+    ps_label_pair_t *pairs;
+    ps_arena_t *arena;
+} ps_lset_t;
+
+void ps_lset_init(ps_lset_t *ls, ps_arena_t *arena);
+/** Sets (or with value "" deletes) a label. */
+void ps_lset_set(ps_lset_t *ls, const char *name, size_t nlen, const char *value, size_t vlen);
+const char *ps_lset_get(const ps_lset_t *ls, const char *name); /* NULL if absent */
+void ps_lset_del(ps_lset_t *ls, const char *name);
+
+/** Applies rules in order, Prometheus semantics (model/relabel/relabel.go). false = drop. */
+bool ps_relabel_process(const ps_relabel_t *rules, uint32_t n, ps_lset_t *ls);
+
+/* ---- service discovery files (sd.c) ---- */
+
+/** Parses a file_sd file (JSON or YAML list of {targets: [...], labels: {...}}) or an http_sd
+ *  body (JSON). Groups and strings from arena. Errors name the file and position. */
+int ps_sd_parse(const char *data, size_t n, bool yaml, const char *name, ps_arena_t *arena, ps_target_group_t **groups,
+                uint32_t *ngroups, ps_err_t *err);
 
 #endif

@@ -29,6 +29,7 @@ static const char usage[] =
     "  --max-body-size=SIZE             largest accepted request body, e.g. 32MiB (default 32MiB)\n"
     "  --max-inflated-size=SIZE         largest decompressed profile (gzip bomb guard; default 256MiB)\n"
     "  --threads=N                      HTTP event loop threads (default: number of CPUs)\n"
+    "  --query.max-series=N             series one selector may select (default 10000)\n"
     "  --storage.max-size=SIZE          most the LMDB store may grow to (default 256GiB)\n"
     "  --storage.compact-max-profiles=N fold a series' head into a chunk at N profiles (default 120)\n"
     "  --storage.compact-window=DURATION  ... or when its oldest head profile is this old (default 2h)\n"
@@ -65,7 +66,7 @@ static int parse_size(const char *s, uint64_t *out)
 typedef struct flags {
     const char *listen, *data_dir, *config, *log_level;
     int64_t retention, compact_window, compact_interval, retention_interval;
-    uint64_t max_body, max_inflated, max_size, compact_max, threads;
+    uint64_t max_body, max_inflated, max_size, compact_max, threads, max_series;
     int nosync;
 } flags_t;
 
@@ -110,7 +111,8 @@ static void parse_flags(int argc, char **argv, flags_t *f)
         static const char *known[] = {"listen", "data-dir", "config", "log-level", "retention",
                                       "storage.compact-window", "storage.compact-interval",
                                       "storage.retention-interval", "max-body-size", "max-inflated-size",
-                                      "storage.max-size", "storage.compact-max-profiles", "threads", NULL};
+                                      "storage.max-size", "storage.compact-max-profiles", "threads",
+                                      "query.max-series", NULL};
         int is_known = 0;
         for (int k = 0; known[k]; k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -150,6 +152,8 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             num = &f->compact_max;
         else if (strcmp(name, "threads") == 0)
             num = &f->threads;
+        else if (strcmp(name, "query.max-series") == 0)
+            num = &f->max_series;
         else
             die_usage("unknown flag --%s%s", name, "");
         if (dur && (strcmp(val, "0") == 0 ? (*dur = 0, 0) : ps_parse_duration(val, strlen(val), 0, dur, &err)) != 0)
@@ -160,8 +164,8 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             char *end;
             errno = 0;
             unsigned long long v = strtoull(val, &end, 10);
-            if (errno || *end || end == val || v == 0 || v > 65535)
-                die_usage("--%s: \"%s\" is not a number from 1 to 65535", name, val);
+            if (errno || *end || end == val || v == 0 || v > (num == &f->max_series ? 10000000 : 65535))
+                die_usage("--%s: \"%s\" is not a positive number in range", name, val);
             *num = v;
         }
     }
@@ -182,6 +186,7 @@ int main(int argc, char **argv)
     f.max_inflated = 256ull << 20;
     f.max_size = so.map_size;
     f.compact_max = so.compact_max_profiles;
+    f.max_series = 10000;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     f.threads = ncpu > 0 ? (uint64_t)ncpu : 1;
     parse_flags(argc, argv, &f);
@@ -229,6 +234,7 @@ int main(int argc, char **argv)
     srv.opts.listen = f.listen;
     srv.opts.threads = (uint32_t)f.threads;
     srv.opts.max_body = f.max_body;
+    srv.opts.max_series = (uint32_t)f.max_series;
     ps_pprof_limits_default(&srv.opts.limits);
     srv.opts.limits.max_inflated = f.max_inflated;
     srv.store = store;

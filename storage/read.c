@@ -289,3 +289,187 @@ Exit:
     ps_arena_dispose(&a);
     return ret;
 }
+
+static void info_add(ps_sum_info_t *info, int64_t ts, int64_t duration, int64_t period, int64_t total)
+{
+    if (info == NULL)
+        return;
+    if (info->profiles == 0 || ts < info->min_ts)
+        info->min_ts = ts;
+    if (info->profiles == 0 || ts > info->max_ts)
+        info->max_ts = ts;
+    info->profiles++;
+    info->duration += duration;
+    if (period > info->period)
+        info->period = period;
+    info->total += total;
+}
+
+int ps_reader_sum(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
+                  void (*on_node)(void *ctx, uint64_t node, int64_t value), void *ctx, ps_sum_info_t *info,
+                  ps_err_t *err)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    MDB_cursor *cur = NULL;
+    int ret = 0, rc;
+    uint8_t kb[16];
+    MDB_val k, v;
+    if (start > end)
+        return 0;
+    if ((rc = mdb_cursor_open(r->txn, r->store->dbi[DB_CHUNKS], &cur)) != 0) {
+        ret = ps_lmdb_err(err, rc, "opening chunk cursor");
+        goto Exit;
+    }
+    ps_key_sid_ts(kb, sid, start);
+    k = ps_mval(kb, 16);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+        ps_chunk_header_t h;
+        if (ps_chunk_header(v.mv_data, v.mv_size, &h) != 0) {
+            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged chunk", (unsigned long long)sid);
+            goto Exit;
+        }
+        if (h.min_ts > end)
+            break;
+        ps_chunk_data_t d;
+        ps_arena_reset(&a);
+        if ((ret = ps_chunk_decode_meta(v.mv_data, v.mv_size, &a, &d, err)) != 0)
+            goto Exit;
+        uint32_t from = 0, to = d.n;
+        while (from < d.n && d.ts[from] < start)
+            from++;
+        while (to > from && d.ts[to - 1] > end)
+            to--;
+        if (from < to) {
+            for (uint32_t i = from; i < to; i++)
+                info_add(info, d.ts[i], d.durations[i], d.periods[i], d.totals[i]);
+            if (on_node && (ret = ps_chunk_sum_range(v.mv_data, v.mv_size, from, to, on_node, ctx, err)) != 0)
+                goto Exit;
+        }
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    cur = NULL;
+    if ((rc = mdb_cursor_open(r->txn, r->store->dbi[DB_HEAD], &cur)) != 0) {
+        ret = ps_lmdb_err(err, rc, "opening head cursor");
+        goto Exit;
+    }
+    ps_key_sid_ts(kb, sid, start);
+    k = ps_mval(kb, 16);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+        int64_t ts = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
+        if (ts > end)
+            break;
+        ps_stored_profile_t sp;
+        ps_arena_reset(&a);
+        if (ps_head_decode(v.mv_data, v.mv_size, on_node ? &a : NULL, &sp) != 0) {
+            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged head record at %lld", (unsigned long long)sid,
+                             (long long)ts);
+            goto Exit;
+        }
+        info_add(info, ts, sp.duration, sp.period, sp.total);
+        if (on_node)
+            for (uint32_t i = 0; i < sp.n; i++)
+                on_node(ctx, sp.nodes[i], sp.values[i]);
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+Exit:
+    if (cur)
+        mdb_cursor_close(cur);
+    ps_arena_dispose(&a);
+    return ret;
+}
+
+int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err)
+{
+    if (start > end)
+        return PS_ENOTFOUND;
+    /* the head holds the newest profiles: look there first, backwards from end */
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(r->txn, r->store->dbi[DB_HEAD], &cur);
+    if (rc)
+        return ps_lmdb_err(err, rc, "opening head cursor");
+    uint8_t kb[16];
+    MDB_val k, v;
+    int found = 0;
+    if (end == INT64_MAX)
+        ps_key_sid_ts(kb, sid + 1, INT64_MIN);
+    else
+        ps_key_sid_ts(kb, sid, end + 1);
+    k = ps_mval(kb, 16);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    rc = rc == 0 ? mdb_cursor_get(cur, &k, &v, MDB_PREV) : mdb_cursor_get(cur, &k, &v, MDB_LAST);
+    if (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+        int64_t t = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
+        if (t >= start && t <= end) {
+            *ts = t;
+            found = 1;
+        }
+    }
+    mdb_cursor_close(cur);
+    if (found)
+        return 0;
+    /* else the newest chunk profile <= end: chunks with max_ts >= start, scanning forward */
+    ps_arena_t a = PS_ARENA_INIT;
+    int ret = PS_ENOTFOUND;
+    if ((rc = mdb_cursor_open(r->txn, r->store->dbi[DB_CHUNKS], &cur)) != 0)
+        return ps_lmdb_err(err, rc, "opening chunk cursor");
+    ps_key_sid_ts(kb, sid, start);
+    k = ps_mval(kb, 16);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+        ps_chunk_header_t h;
+        if (ps_chunk_header(v.mv_data, v.mv_size, &h) != 0 || h.min_ts > end)
+            break;
+        ps_chunk_data_t d;
+        ps_arena_reset(&a);
+        if (ps_chunk_decode_meta(v.mv_data, v.mv_size, &a, &d, err) != 0) {
+            ret = PS_ECORRUPT;
+            break;
+        }
+        for (uint32_t i = 0; i < d.n; i++)
+            if (d.ts[i] >= start && d.ts[i] <= end) {
+                *ts = d.ts[i];
+                ret = 0;
+            }
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    ps_arena_dispose(&a);
+    return ret;
+}
+
+bool ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end)
+{
+    int64_t ts;
+    if (start > end)
+        return false;
+    /* a chunk whose max_ts >= start and min_ts <= end may still have no profile inside a gap,
+     * but that is close enough for label listings; heads are exact */
+    MDB_cursor *cur;
+    uint8_t kb[16];
+    MDB_val k, v;
+    bool has = false;
+    if (mdb_cursor_open(r->txn, r->store->dbi[DB_CHUNKS], &cur) == 0) {
+        ps_key_sid_ts(kb, sid, start);
+        k = ps_mval(kb, 16);
+        if (mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE) == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+            ps_chunk_header_t h;
+            has = ps_chunk_header(v.mv_data, v.mv_size, &h) == 0 && h.min_ts <= end;
+        }
+        mdb_cursor_close(cur);
+    }
+    if (has)
+        return true;
+    if (mdb_cursor_open(r->txn, r->store->dbi[DB_HEAD], &cur) == 0) {
+        ps_key_sid_ts(kb, sid, start);
+        k = ps_mval(kb, 16);
+        if (mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE) == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+            ts = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
+            has = ts <= end;
+        }
+        mdb_cursor_close(cur);
+    }
+    return has;
+}

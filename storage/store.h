@@ -120,6 +120,31 @@ typedef struct ps_stored_profile {
 int ps_reader_profiles(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, bool meta_only,
                        int (*cb)(void *ctx, const ps_stored_profile_t *p), void *ctx, ps_err_t *err);
 
+/** What ps_reader_sum saw: how many profiles, their earliest time, summed durations, max period. */
+typedef struct ps_sum_info {
+    uint64_t profiles;
+    int64_t min_ts, max_ts;
+    int64_t duration;
+    int64_t period;
+    int64_t total;
+} ps_sum_info_t;
+
+/**
+ * Adds up, node by node, every profile of series sid with start <= ts <= end: on_node is called
+ * for each (node, value) of each contributing chunk or head record (a node may be reported more
+ * than once; the caller sums). info (optional) accumulates across calls: zero it first.
+ * Chunks are summed column by column without materialising their profiles.
+ */
+int ps_reader_sum(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
+                  void (*on_node)(void *ctx, uint64_t node, int64_t value), void *ctx, ps_sum_info_t *info,
+                  ps_err_t *err);
+
+/** Timestamp of the newest profile of sid with start <= ts <= end, or PS_ENOTFOUND. */
+int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err);
+
+/** Whether sid has any profile with start <= ts <= end (cheap: two seeks). */
+bool ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end);
+
 /**
  * Builds a self-contained ps_profile_t (strings, mappings, functions, locations, samples with
  * their sample labels) from n stack nodes with nvalues values each (values[i*nvalues + k]).

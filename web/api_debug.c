@@ -113,26 +113,6 @@ static int on_one(void *ctx, const ps_stored_profile_t *p)
     return 1;
 }
 
-/* Splits a profile type id name:st:su:pt:pu[:delta] into its parts (copies from arena). */
-int ps_profile_type_split(const char *id, size_t n, ps_arena_t *a, const char *parts[6])
-{
-    int k = 0;
-    size_t start = 0;
-    for (size_t i = 0; i <= n; i++) {
-        if (i == n || id[i] == ':') {
-            if (k == 6)
-                return PS_EINVAL;
-            parts[k++] = ps_arena_strndup(a, id + start, i - start);
-            start = i + 1;
-        }
-    }
-    if (k < 5 || (k == 6 && strcmp(parts[5], "delta") != 0))
-        return PS_EINVAL;
-    if (k == 5)
-        parts[5] = NULL;
-    return 0;
-}
-
 int ps_api_debug_profile(h2o_req_t *req)
 {
     ps_server_t *s = ps_http_server(req);
@@ -170,7 +150,7 @@ int ps_api_debug_profile(h2o_req_t *req)
     }
     const ps_label_pair_t *nm = ps_labels_get(&ls, "__name__");
     const char *parts[6];
-    if (nm == NULL || ps_profile_type_split(nm->value, nm->vlen, &a, parts) != 0) {
+    if (nm == NULL || ps_profile_type_parts(nm->value, &a, parts) != 0) {
         ps_err_set(&err, PS_ECORRUPT, "series %llu has no valid profile type", (unsigned long long)sid);
         goto Fail;
     }

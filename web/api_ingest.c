@@ -12,7 +12,8 @@
 typedef struct pending {
     ps_async_t async;
     ps_wreq_t w;
-    ps_arena_t arena;
+    ps_arena_t *arena; /* from the loop's pool */
+    void *loop;
     ps_server_t *srv;
     size_t body_len;
 } pending_t;
@@ -46,7 +47,7 @@ static void on_complete(ps_async_t *a, h2o_req_t *req)
     } else if (app->status != 0 || p->w.status != 0) {
         ps_log_debug("push rejected", "err=\"%s\"", p->w.status ? p->w.err.msg : app->err.msg);
     }
-    ps_arena_dispose(&p->arena);
+    ps_loop_arena_put(p->loop, p->arena);
     free(p);
 }
 
@@ -63,7 +64,9 @@ int ps_api_profiles_write(h2o_req_t *req)
     }
     pending_t *p = ps_xcalloc(1, sizeof(*p));
     p->srv = s;
-    if (ps_http_params(req, false, &p->arena, &params, &err) != 0)
+    p->arena = ps_loop_arena_get(req);
+    p->loop = ps_loop_of(req->conn->ctx);
+    if (ps_http_params(req, false, p->arena, &params, &err) != 0)
         goto Fail;
     const ps_param_t *v;
     if ((v = ps_params_get(&params, "name")) != NULL && v->vlen > 0) {
@@ -93,7 +96,7 @@ int ps_api_profiles_write(h2o_req_t *req)
         goto Fail;
     }
     p->body_len = req->entity.len;
-    if (ps_ingest_prepare(req->entity.base, req->entity.len, &ip, &s->opts.limits, &p->arena, &p->w.app, &err) != 0)
+    if (ps_ingest_prepare(req->entity.base, req->entity.len, &ip, &s->opts.limits, p->arena, &p->w.app, &err) != 0)
         goto Fail;
     p->w.kind = PS_WREQ_APPEND;
     p->w.on_done = on_written;
@@ -107,7 +110,7 @@ int ps_api_profiles_write(h2o_req_t *req)
     return 0;
 Fail:
     ps_http_error(req, err.code, err.msg);
-    ps_arena_dispose(&p->arena);
+    ps_loop_arena_put(p->loop, p->arena);
     free(p);
     return 0;
 }

@@ -4,6 +4,7 @@
 #include "http.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "internal.h"
 
@@ -215,4 +216,28 @@ void ps_async_on_messages(h2o_multithread_receiver_t *receiver, h2o_linklist_t *
             ((async_link_t *)a->link)->a = NULL;
         a->on_complete(a, req);
     }
+}
+
+ps_arena_t *ps_loop_arena_get(h2o_req_t *req)
+{
+    ps_loop_t *l = ps_loop_of(req->conn->ctx);
+    if (l->nfree > 0)
+        return l->free_arenas[--l->nfree];
+    ps_arena_t *a = ps_xmalloc(sizeof(*a));
+    *a = (ps_arena_t)PS_ARENA_INIT;
+    return a;
+}
+
+void ps_loop_arena_put(void *loop, ps_arena_t *a)
+{
+    ps_loop_t *l = loop;
+    if (a == NULL)
+        return;
+    if (l->nfree < (int)(sizeof(l->free_arenas) / sizeof(l->free_arenas[0]))) {
+        ps_arena_reset(a);
+        l->free_arenas[l->nfree++] = a;
+        return;
+    }
+    ps_arena_dispose(a);
+    free(a);
 }

@@ -39,6 +39,11 @@ const char *ps_http_error_type(int status);
 /** The server of a request. */
 ps_server_t *ps_http_server(h2o_req_t *req);
 
+/** An arena from the request's loop pool (call on the loop thread). */
+ps_arena_t *ps_loop_arena_get(h2o_req_t *req);
+/** Gives an arena back to the pool of loop (the loop of a request: ps_async_t.loop). */
+void ps_loop_arena_put(void *loop, ps_arena_t *a);
+
 /* Asynchronous completion: work done on another thread, answered on the request's loop. */
 typedef struct ps_async ps_async_t;
 typedef void (*ps_async_cb)(ps_async_t *a, h2o_req_t *req); /* req is NULL if the client went away */

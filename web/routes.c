@@ -18,6 +18,14 @@ static const route_t routes[] = {
     {"/metrics", M_GET, ps_api_metrics},
     {"/api/v1/status/buildinfo", M_GET, ps_api_buildinfo},
     {"/api/v1/profiles/write", M_POST, ps_api_profiles_write},
+    {"/api/v1/query", M_GET | M_POST, ps_api_query},
+    {"/api/v1/query_range", M_GET | M_POST, ps_api_query_range},
+    {"/api/v1/series", M_GET | M_POST, ps_api_series},
+    {"/api/v1/labels", M_GET | M_POST, ps_api_labels},
+    {"/api/v1/metadata", M_GET, ps_api_metadata},
+    {"/api/v1/profiles/types", M_GET | M_POST, ps_api_profile_types},
+    {"/api/v1/profiles/query", M_GET | M_POST, ps_api_profile_query},
+    {"/api/v1/profiles/diff", M_GET | M_POST, ps_api_profile_diff},
     {"/api/v1/admin/compact", M_POST, ps_api_admin_compact},
     {"/api/v1/admin/retention", M_POST, ps_api_admin_retention},
     {"/api/v1/debug/series", M_GET, ps_api_debug_series},
@@ -56,6 +64,17 @@ int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
             return 0;
         }
         return routes[i].fn(req);
+    }
+    /* /api/v1/label/<name>/values */
+    static const char lp[] = "/api/v1/label/", ls[] = "/values";
+    if (p.len > sizeof(lp) - 1 + sizeof(ls) - 1 && memcmp(p.base, lp, sizeof(lp) - 1) == 0 &&
+        memcmp(p.base + p.len - (sizeof(ls) - 1), ls, sizeof(ls) - 1) == 0 &&
+        memchr(p.base + sizeof(lp) - 1, '/', p.len - (sizeof(lp) - 1) - (sizeof(ls) - 1)) == NULL) {
+        if (!(m & (M_GET | M_POST))) {
+            ps_http_error_status(req, 405, "method not allowed (use GET)");
+            return 0;
+        }
+        return ps_api_label_values(req);
     }
     char msg[300];
     snprintf(msg, sizeof(msg), "no such endpoint: %.*s", (int)(p.len > 200 ? 200 : p.len), p.base);

@@ -17,6 +17,7 @@ typedef struct ps_server_opts {
     const char *listen;      /* host:port */
     uint32_t threads;        /* event loop threads */
     size_t max_body;         /* request body limit (bytes) */
+    uint32_t max_series;     /* series one selector may select */
     ps_pprof_limits_t limits;
 } ps_server_opts_t;
 

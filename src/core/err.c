@@ -49,6 +49,7 @@ const char *ps_strerror(int code)
     case PS_EVERSION: return "unsupported data version";
     case PS_EUNAVAIL: return "unavailable";
     case PS_EUNSUPPORTED: return "unsupported";
+    case PS_ELIMIT: return "limit exceeded";
     default: return "internal error";
     }
 }
@@ -63,6 +64,7 @@ int ps_err_http_status(int code)
     case PS_ENOTFOUND: return 404;
     case PS_ECONFLICT: return 409;
     case PS_EUNSUPPORTED: return 415;
+    case PS_ELIMIT: return 422;
     case PS_ENOSPACE: return 507;
     case PS_EUNAVAIL: return 503;
     default: return 500;

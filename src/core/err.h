@@ -24,6 +24,7 @@ enum {
     PS_EUNAVAIL = -11,   /* shutting down, or overloaded */
     PS_EINTERNAL = -12,
     PS_EUNSUPPORTED = -13, /* well-formed but not something we accept (415-ish) */
+    PS_ELIMIT = -14,     /* a query would exceed a limit (series, points): 422 like Prometheus */
 };
 
 typedef struct ps_err {

@@ -137,3 +137,65 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ps_arena_dispose(&a);
     return 0;
 }
+
+/* With PS_FUZZ_CHUNK_SEEDS=DIR in the environment, writes a few valid chunks there as a seed
+ * corpus (tests/fuzz/run.sh uses it): random shapes from the encoder itself. */
+#include <stdio.h>
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    const char *dir = getenv("PS_FUZZ_CHUNK_SEEDS");
+    if (dir == NULL)
+        return 0;
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int s = 0; s < 24; s++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_chunk_data_t d = {0};
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        d.n = 1 + (uint32_t)(x >> 58);                 /* 1..64 profiles */
+        uint32_t nn = 1 + (uint32_t)((x >> 40) % 20);    /* 1..20 nodes */
+        d.ts = ps_arena_alloc(&a, d.n * 8);
+        d.durations = ps_arena_alloc(&a, d.n * 8);
+        d.periods = ps_arena_alloc(&a, d.n * 8);
+        d.totals = ps_arena_calloc(&a, d.n, 8);
+        for (uint32_t i = 0; i < d.n; i++) {
+            d.ts[i] = 1700000000000000000ll + (int64_t)i * (s % 3 ? 10000000000ll : 9999999999ll + (i % 5));
+            d.durations[i] = 10000000000ll;
+            d.periods[i] = 10000000;
+        }
+        d.node_ids = ps_arena_alloc(&a, nn * 8);
+        d.off = ps_arena_alloc(&a, (nn + 1) * 4);
+        d.idx = ps_arena_alloc(&a, nn * d.n * 4);
+        d.val = ps_arena_alloc(&a, nn * d.n * 8);
+        uint32_t k = 0;
+        for (uint32_t j = 0; j < nn; j++) {
+            d.node_ids[j] = 1 + j * 3 + (uint64_t)s;
+            d.off[j] = k;
+            for (uint32_t i = 0; i < d.n; i++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                if (i + 1 < d.n && (x >> 61) < (uint64_t)(s % 4)) /* some absent; last always present */
+                    continue;
+                d.idx[k] = i;
+                d.val[k] = (int64_t)(1 + (x >> 60)) * (s % 2 ? 10000000 : 1);
+                d.totals[i] += d.val[k];
+                k++;
+            }
+        }
+        d.off[nn] = k;
+        d.nnodes = nn;
+        ps_buf_t b = PS_BUF_INIT;
+        ps_err_t err;
+        if (ps_chunk_encode(&d, &b, &err) == 0) {
+            char path[4096];
+            snprintf(path, sizeof(path), "%s/chunk-%02d", dir, s);
+            FILE *f = fopen(path, "wb");
+            if (f) {
+                fwrite(b.data, 1, b.len, f);
+                fclose(f);
+            }
+        }
+        ps_buf_dispose(&b);
+        ps_arena_dispose(&a);
+    }
+    return 0;
+}

@@ -4,6 +4,7 @@
  * malformed input (bad gzip, gzip bombs, protobuf garbage, dangling ids and string indexes, limits),
  * each failing with the expected code and message. Prints the decode speed of go/cpu-01.pb.gz.
  */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -476,6 +477,43 @@ static void test_fixtures(void **state)
         ps_arena_dispose(&a);
         free(data);
     }
+}
+
+/* Every *.pb / *.pb.gz in pprof/go and pprof/node decodes (also files added after this test). */
+static void test_all_fixture_files(void **state)
+{
+    (void)state;
+    static const char *const dirs[] = {"go", "node"};
+    int files = 0;
+    for (size_t d = 0; d < 2; d++) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/pprof/%s", testdata_dir(), dirs[d]);
+        DIR *dir = opendir(path);
+        if (dir == NULL)
+            fail_msg("cannot open %s", path);
+        struct dirent *e;
+        while ((e = readdir(dir)) != NULL) {
+            size_t len = strlen(e->d_name);
+            if (!(len > 3 && strcmp(e->d_name + len - 3, ".pb") == 0) &&
+                !(len > 6 && strcmp(e->d_name + len - 6, ".pb.gz") == 0))
+                continue;
+            char rel[512];
+            snprintf(rel, sizeof(rel), "%s/%s", dirs[d], e->d_name);
+            size_t n;
+            uint8_t *data = read_fixture(rel, &n);
+            ps_arena_t a = PS_ARENA_INIT;
+            ps_profile_t p;
+            ps_err_t err;
+            if (ps_pprof_decode(data, n, NULL, &a, &p, &err) != 0)
+                fail_msg("%s: %s", rel, err.msg);
+            assert_true(p.ntypes > 0);
+            ps_arena_dispose(&a);
+            free(data);
+            files++;
+        }
+        closedir(dir);
+    }
+    assert_true(files >= (int)NFIXTURES);
 }
 
 static void test_go_cpu_facts(void **state)
@@ -1173,6 +1211,66 @@ static void test_limits(void **state)
     ps_buf_dispose(&b);
 }
 
+/* For every fixture: limits set to exactly what the profile needs pass; one less fails. */
+static void test_limits_exact(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NFIXTURES; i++) {
+        size_t n;
+        uint8_t *data = read_fixture(kFixtures[i].file, &n);
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_profile_t p;
+        decode_or_fail(data, n, NULL, &a, &p);
+        ps_pprof_limits_t lim;
+        ps_pprof_limits_default(&lim);
+        lim.max_strings = p.nstrings;
+        lim.max_samples = p.nsamples;
+        lim.max_locations = p.nlocations;
+        lim.max_functions = p.nfunctions;
+        lim.max_mappings = p.nmappings;
+        lim.max_sample_types = p.ntypes;
+        lim.max_stack_depth = lim.max_labels = lim.max_lines = lim.max_string_len = 0;
+        for (uint32_t k = 0; k < p.nsamples; k++) {
+            if (p.samples[k].nlocs > lim.max_stack_depth)
+                lim.max_stack_depth = p.samples[k].nlocs;
+            if (p.samples[k].nlabels > lim.max_labels)
+                lim.max_labels = p.samples[k].nlabels;
+        }
+        for (uint32_t k = 0; k < p.nlocations; k++)
+            if (p.locations[k].nlines > lim.max_lines)
+                lim.max_lines = p.locations[k].nlines;
+        for (uint32_t k = 0; k < p.nstrings; k++)
+            if (p.strings[k].len > lim.max_string_len)
+                lim.max_string_len = p.strings[k].len;
+        size_t raw = n;
+        if (ps_is_gzip(data, n)) {
+            const uint8_t *out;
+            ps_err_t err;
+            assert_int_equal(ps_gunzip(data, n, SIZE_MAX, &a, &out, &raw, &err), 0);
+        }
+        lim.max_inflated = raw;
+        decode_or_fail(data, n, &lim, &a, &p);
+
+        uint32_t *fields[] = {&lim.max_strings,      &lim.max_samples,      &lim.max_locations, &lim.max_functions,
+                              &lim.max_mappings,     &lim.max_sample_types, &lim.max_stack_depth,
+                              &lim.max_labels,       &lim.max_lines,        &lim.max_string_len};
+        for (size_t k = 0; k < sizeof(fields) / sizeof(fields[0]); k++) {
+            if (*fields[k] == 0)
+                continue; /* e.g. no mappings, no labels */
+            (*fields[k])--;
+            ps_err_t err;
+            int rc = ps_pprof_decode(data, n, &lim, &a, &p, &err);
+            if (rc != PS_ETOOBIG)
+                fail_msg("%s: limit %zu lowered by one: rc %d (%s)", kFixtures[i].file, k, rc, rc ? err.msg : "");
+            (*fields[k])++;
+        }
+        lim.max_inflated--;
+        expect_error(data, n, &lim, PS_ETOOBIG, ps_is_gzip(data, n) ? "decompressed body exceeds" : "(max_inflated)");
+        ps_arena_dispose(&a);
+        free(data);
+    }
+}
+
 /* Fields the limits cannot count (unknown ones, singular ones repeated) cost protobuf-c memory:
  * decoding stays within its budget of bytes per input byte and fails cleanly past it. */
 static void test_memory_bounded(void **state)
@@ -1241,6 +1339,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_limits_default),
         cmocka_unit_test(test_fixtures),
+        cmocka_unit_test(test_all_fixture_files),
         cmocka_unit_test(test_go_cpu_facts),
         cmocka_unit_test(test_go_cpu_has_unpacked_values),
         cmocka_unit_test(test_gzip_and_raw_identical),
@@ -1256,6 +1355,7 @@ int main(void)
         cmocka_unit_test(test_protobuf_garbage),
         cmocka_unit_test(test_bad_references),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_limits_exact),
         cmocka_unit_test(test_memory_bounded),
         cmocka_unit_test(test_speed),
     };

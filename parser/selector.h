@@ -1,0 +1,83 @@
+/*
+ * selector.h - Prometheus selectors and the small part of PromQL profstore answers.
+ *
+ *   selector   := metric_name [ "{" [ matcher { "," matcher } [","] ] "}" ] | "{" matchers "}"
+ *   matcher    := label_name ( "=" | "!=" | "=~" | "!~" ) string
+ *   expr       := selector | number | "(" expr ")" | ("+"|"-") expr | expr binop expr
+ *               | "sum" [ ("by"|"without") "(" labels ")" ] "(" expr ")" [ ("by"|"without") "(" labels ")" ]
+ *   binop      := "+" | "-" | "*" | "/" | "%" | "^"   (only between numbers: a scalar result)
+ *
+ * Lexing is done by a re2c scanner (selector.re, generated at build time); parsing is recursive
+ * descent. Strings take the three PromQL quote styles with Go escapes (see labels.h). Metric
+ * names may contain colons (profile type ids do). Errors read like Prometheus':
+ *   "1:17: parse error: unexpected \"}\" in label matching, expected string"
+ * with a 1-based byte column.
+ *
+ * Regex matchers are compiled with PCRE2 fully anchored as ^(?s:re)$ (JIT when available) with
+ * match and depth limits so no regex can stall the server; an invalid regex is a parse error.
+ * A selector must contain at least one matcher that does not match the empty string.
+ */
+#ifndef PS_PARSER_SELECTOR_H
+#define PS_PARSER_SELECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/mem.h"
+
+typedef enum { PS_MATCH_EQ, PS_MATCH_NEQ, PS_MATCH_RE, PS_MATCH_NRE } ps_match_op_t;
+
+typedef struct ps_matcher {
+    ps_match_op_t op;
+    const char *name;  /* NUL-terminated, from the arena */
+    size_t nlen;
+    const char *value; /* unquoted, NUL-terminated */
+    size_t vlen;
+    void *re;          /* pcre2_code_8 * for RE/NRE, owned: freed by ps_selector_dispose */
+    void *md;          /* pcre2_match_data_8 * */
+    bool matches_empty; /* whether the matcher accepts "" (and so series without the label) */
+} ps_matcher_t;
+
+typedef struct ps_selector {
+    uint32_t n;
+    ps_matcher_t *m;   /* in source order; a metric name becomes an EQ matcher on __name__ first */
+} ps_selector_t;
+
+typedef enum { PS_EXPR_SELECTOR, PS_EXPR_NUMBER, PS_EXPR_BINARY, PS_EXPR_NEG, PS_EXPR_SUM } ps_expr_kind_t;
+
+typedef struct ps_expr ps_expr_t;
+struct ps_expr {
+    ps_expr_kind_t kind;
+    uint32_t pos;          /* byte offset in the input, for messages */
+    ps_selector_t sel;     /* SELECTOR */
+    double num;            /* NUMBER (also Inf, NaN, hex and 1e3 forms as PromQL) */
+    char op;               /* BINARY: one of + - * / % ^ */
+    ps_expr_t *lhs, *rhs;  /* BINARY; NEG and SUM use lhs */
+    bool without;          /* SUM: grouping is "without" */
+    bool grouped;          /* SUM: a by/without clause was given */
+    uint32_t ngroup;
+    const char **group;    /* SUM: label names */
+};
+
+/** Parses a selector (the whole input). Limits: 64 KiB of input, 64 matchers. */
+int ps_selector_parse(const char *s, size_t n, ps_arena_t *arena, ps_selector_t *out, ps_err_t *err);
+
+/** Parses an expression (the whole input). Anything outside the grammar above is a PS_EINVAL
+ *  with a message that says it is not supported, e.g. "1:1: rate() is not supported: profstore
+ *  answers selectors, sum/sum by and number arithmetic". */
+int ps_expr_parse(const char *s, size_t n, ps_arena_t *arena, ps_expr_t **out, ps_err_t *err);
+
+/** Frees the compiled regexes of every selector in the expression tree. Safe on NULL. */
+void ps_expr_dispose(ps_expr_t *e);
+void ps_selector_dispose(ps_selector_t *sel);
+
+/** True if value v matches. A regex that hits the match limit counts as no match. */
+bool ps_matcher_match(ps_matcher_t *m, const char *v, size_t vlen);
+
+/** If e is made of numbers only, evaluates it (PromQL float semantics: x/0 = ±Inf, NaN, %, ^). */
+bool ps_expr_is_scalar(const ps_expr_t *e);
+double ps_expr_eval_scalar(const ps_expr_t *e);
+
+#endif

@@ -1,0 +1,260 @@
+/*
+ * selector.re - the re2c lexer of the selector language (see selector.h, selector_int.h).
+ * The build runs `re2c -W --no-generation-date -o build/parser/selector.re.c parser/selector.re`.
+ *
+ * Tokens follow Prometheus' promql/parser/lex.go. Two modes:
+ *  - statements: identifiers and metric names ([a-zA-Z_:][a-zA-Z0-9_:]*, a name with a ':' is a
+ *    T_METRIC_IDENT), keywords (case-insensitive, as PromQL's), numbers (1, 1.5, .5, 5., 1e-3,
+ *    0x1f, 0755, 1_000, Inf, NaN in any case), durations (5m, 1h30m, 100ms), strings, operators,
+ *    ( ) [ ] { , and @;
+ *  - inside braces (after "{" up to "}"): label names [a-zA-Z_][a-zA-Z0-9_]* (no colons and no
+ *    keywords), strings, = != =~ !~ , and }.
+ * Both skip spaces (' ', \t, \r, \n) and # comments up to the end of the line.
+ *
+ * Strings are recognised here (their extent, and that they are valid UTF-8); unescaping is done by
+ * ps_parse_string (labels.c) when the parser takes the value.
+ *
+ * The input is scanned with a sentinel and bounds checks (re2c:eof): s[n] is a NUL that ends every
+ * rule, while NUL bytes inside the input are ordinary characters (and errors, except in strings).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/labels.h"
+#include "parser/selector_int.h"
+
+#define YYCTYPE unsigned char
+#define YYCURSOR l->cur
+#define YYLIMIT l->lim
+#define YYMARKER l->mar
+
+/*!re2c
+    re2c:yyfill:enable = 0;
+    re2c:eof = 0;
+
+    space      = [ \t\r\n]+;
+    comment    = "#" [^\r\n]*;
+
+    digits     = [0-9]+ ("_" [0-9]+)*;
+    hexdigits  = [0-9a-fA-F]+ ("_" [0-9a-fA-F]+)*;
+    exponent   = [eE] [+-]? digits;
+    hex        = "0" [xX] "_"? hexdigits;
+    decimal    = digits;
+    float      = (digits "." digits? | "." digits) exponent? | digits exponent;
+    duration   = ([0-9]+ ("ms" | [smhdwy]))+;
+
+    name       = [a-zA-Z_:] [a-zA-Z0-9_:]*;
+    label      = [a-zA-Z_] [a-zA-Z0-9_]*;
+
+    dq_string  = ["] ([^"\\\n] | [\\] [^\n])* ["];
+    sq_string  = ['] ([^'\\\n] | [\\] [^\n])* ['];
+    raw_string = [`] [^`]* [`];
+*/
+
+/* Writes c (the character at p) the way Go's %q prints a rune: 'x', '\n', '\'', 'é'; a byte that
+ * does not start valid UTF-8 is written '\xff'. */
+static void quote_char(char *out, size_t size, const unsigned char *p, const unsigned char *lim)
+{
+    unsigned c = *p;
+    size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (len > 1 && p + len <= lim && ps_utf8_valid((const char *)p, len)) {
+        snprintf(out, size, "'%.*s'", (int)len, (const char *)p);
+        return;
+    }
+    switch (c) {
+    case '\a': snprintf(out, size, "'\\a'"); return;
+    case '\b': snprintf(out, size, "'\\b'"); return;
+    case '\f': snprintf(out, size, "'\\f'"); return;
+    case '\n': snprintf(out, size, "'\\n'"); return;
+    case '\r': snprintf(out, size, "'\\r'"); return;
+    case '\t': snprintf(out, size, "'\\t'"); return;
+    case '\v': snprintf(out, size, "'\\v'"); return;
+    case '\\': snprintf(out, size, "'\\\\'"); return;
+    case '\'': snprintf(out, size, "'\\''"); return;
+    }
+    if (c < 0x20 || c >= 0x7f)
+        snprintf(out, size, "'\\x%02x'", c);
+    else
+        snprintf(out, size, "'%c'", (char)c);
+}
+
+static ps_tok_t tok(ps_lexer_t *l, ps_tok_type_t type, const unsigned char *start)
+{
+    ps_tok_t t = {type, (uint32_t)(start - (const unsigned char *)l->s), (uint32_t)(l->cur - start)};
+    if (type == T_EOF)
+        l->done = true;
+    l->last = t;
+    return t;
+}
+
+static ps_tok_t lex_error(ps_lexer_t *l, const unsigned char *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static ps_tok_t lex_error(ps_lexer_t *l, const unsigned char *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(l->msg, sizeof(l->msg), fmt, ap);
+    va_end(ap);
+    l->err_pos = (uint32_t)(at - (const unsigned char *)l->s);
+    l->done = true;
+    l->last = (ps_tok_t){T_ERROR, l->err_pos, 0};
+    return l->last;
+}
+
+/* What follows a number or a duration must not continue it: "0deadbeef", "1.2.3", "5mx". */
+static ps_tok_t number_end(ps_lexer_t *l, ps_tok_type_t type, const unsigned char *start)
+{
+    const unsigned char *p = l->cur;
+    while (p < l->lim && (*p == '_' || *p == '.' || (*p >= '0' && *p <= '9') || ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z')))
+        p++;
+    if (p == l->cur)
+        return tok(l, type, start);
+    int len = (int)(p - start) > 40 ? 40 : (int)(p - start);
+    return lex_error(l, start, "bad number or duration syntax: \"%.*s%s\"", len, (const char *)start,
+                     p - start > 40 ? "..." : "");
+}
+
+static ps_tok_t string_tok(ps_lexer_t *l, const unsigned char *start)
+{
+    if (!ps_utf8_valid((const char *)start, (size_t)(l->cur - start)))
+        return lex_error(l, start, "invalid UTF-8 rune");
+    return tok(l, T_STRING, start);
+}
+
+void ps_sel_lex_init(ps_lexer_t *l, const char *s, size_t n)
+{
+    memset(l, 0, sizeof(*l));
+    l->s = s;
+    l->n = n;
+    l->cur = (const unsigned char *)s;
+    l->lim = (const unsigned char *)s + n;
+}
+
+ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
+{
+    const unsigned char *start;
+    char q[16];
+
+    if (l->done)
+        return l->last;
+    for (;;) {
+        start = l->cur;
+        if (l->brace_open)
+            goto InsideBraces;
+    /*!re2c
+    space       { continue; }
+    comment     { continue; }
+
+    "("         { l->paren_depth++; return tok(l, T_LPAREN, start); }
+    ")"         {
+                    if (--l->paren_depth < 0)
+                        return lex_error(l, start, "unexpected right parenthesis ')'");
+                    return tok(l, T_RPAREN, start);
+                }
+    "{"         { l->brace_open = true; return tok(l, T_LBRACE, start); }
+    "["         { return tok(l, T_LBRACKET, start); }
+    "]"         { return lex_error(l, start, "unexpected right bracket ']'"); }
+    ","         { return tok(l, T_COMMA, start); }
+    "@"         { return tok(l, T_AT, start); }
+
+    "+"         { return tok(l, T_ADD, start); }
+    "-"         { return tok(l, T_SUB, start); }
+    "*"         { return tok(l, T_MUL, start); }
+    "/"         { return tok(l, T_DIV, start); }
+    "%"         { return tok(l, T_MOD, start); }
+    "^"         { return tok(l, T_POW, start); }
+    "=="        { return tok(l, T_EQLC, start); }
+    "=~"        { return lex_error(l, start, "unexpected character after '=': '~'"); }
+    "="         { return tok(l, T_EQL, start); }
+    "!="        { return tok(l, T_NEQ, start); }
+    "!"         {
+                    if (l->cur >= l->lim)
+                        return lex_error(l, start, "unexpected end of input after '!'");
+                    quote_char(q, sizeof(q), l->cur, l->lim);
+                    return lex_error(l, start, "unexpected character after '!': %s", q);
+                }
+    "<="        { return tok(l, T_LTE, start); }
+    "<"         { return tok(l, T_LSS, start); }
+    ">="        { return tok(l, T_GTE, start); }
+    ">"         { return tok(l, T_GTR, start); }
+
+    hex | decimal | float   { return number_end(l, T_NUMBER, start); }
+    duration                { return number_end(l, T_DURATION, start); }
+
+    dq_string | sq_string | raw_string { return string_tok(l, start); }
+    ["']        { return lex_error(l, start, "unterminated quoted string"); }
+    [`]         { return lex_error(l, start, "unterminated raw string"); }
+
+    'inf' | 'nan'   { return tok(l, T_NUMBER, start); }
+    'and'           { return tok(l, T_LAND, start); }
+    'or'            { return tok(l, T_LOR, start); }
+    'unless'        { return tok(l, T_LUNLESS, start); }
+    'atan2'         { return tok(l, T_ATAN2, start); }
+    'sum'           { return tok(l, T_SUM, start); }
+    'avg'           { return tok(l, T_AVG, start); }
+    'count'         { return tok(l, T_COUNT, start); }
+    'min'           { return tok(l, T_MIN, start); }
+    'max'           { return tok(l, T_MAX, start); }
+    'group'         { return tok(l, T_GROUP, start); }
+    'stddev'        { return tok(l, T_STDDEV, start); }
+    'stdvar'        { return tok(l, T_STDVAR, start); }
+    'topk'          { return tok(l, T_TOPK, start); }
+    'bottomk'       { return tok(l, T_BOTTOMK, start); }
+    'count_values'  { return tok(l, T_COUNT_VALUES, start); }
+    'quantile'      { return tok(l, T_QUANTILE, start); }
+    'limitk'        { return tok(l, T_LIMITK, start); }
+    'limit_ratio'   { return tok(l, T_LIMIT_RATIO, start); }
+    'by'            { return tok(l, T_BY, start); }
+    'without'       { return tok(l, T_WITHOUT, start); }
+    'offset'        { return tok(l, T_OFFSET, start); }
+    'bool'          { return tok(l, T_BOOL, start); }
+    'on'            { return tok(l, T_ON, start); }
+    'ignoring'      { return tok(l, T_IGNORING, start); }
+    'group_left'    { return tok(l, T_GROUP_LEFT, start); }
+    'group_right'   { return tok(l, T_GROUP_RIGHT, start); }
+    name            {
+                        bool colon = memchr(start, ':', (size_t)(l->cur - start)) != NULL;
+                        return tok(l, colon ? T_METRIC_IDENT : T_IDENT, start);
+                    }
+
+    $           {
+                    if (l->paren_depth > 0)
+                        return lex_error(l, start, "unclosed left parenthesis");
+                    return tok(l, T_EOF, start);
+                }
+    *           {
+                    quote_char(q, sizeof(q), start, l->lim);
+                    return lex_error(l, start, "unexpected character: %s", q);
+                }
+    */
+
+    InsideBraces:
+    /*!re2c
+    space       { continue; }
+    comment     { continue; }
+    label       { return tok(l, T_IDENT, start); }
+    ","         { return tok(l, T_COMMA, start); }
+    dq_string | sq_string | raw_string { return string_tok(l, start); }
+    ["']        { return lex_error(l, start, "unterminated quoted string"); }
+    [`]         { return lex_error(l, start, "unterminated raw string"); }
+    "=~"        { return tok(l, T_EQL_REGEX, start); }
+    "="         { return tok(l, T_EQL, start); }
+    "!~"        { return tok(l, T_NEQ_REGEX, start); }
+    "!="        { return tok(l, T_NEQ, start); }
+    "!"         {
+                    if (l->cur >= l->lim)
+                        return lex_error(l, start, "unexpected end of input inside braces");
+                    quote_char(q, sizeof(q), l->cur, l->lim);
+                    return lex_error(l, start, "unexpected character after '!' inside braces: %s", q);
+                }
+    "{"         { return lex_error(l, start, "unexpected left brace '{'"); }
+    "}"         { l->brace_open = false; return tok(l, T_RBRACE, start); }
+    $           { return lex_error(l, start, "unexpected end of input inside braces"); }
+    *           {
+                    quote_char(q, sizeof(q), start, l->lim);
+                    return lex_error(l, start, "unexpected character inside braces: %s", q);
+                }
+    */
+    }
+}

@@ -1,0 +1,16 @@
+/*
+ * fmt.h - number formatting as Prometheus' JSON API writes it.
+ */
+#ifndef PS_CORE_FMT_H
+#define PS_CORE_FMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** Go's strconv.FormatFloat(v, 'f', -1, 64), or 'e' when |v| < 1e-6 or >= 1e21, and "NaN",
+ *  "+Inf", "-Inf": the shortest text that reads back as v. buf >= 40 bytes. */
+void ps_fmt_float(double v, char *buf, size_t size);
+/** Prometheus' JSON timestamp: ms written as seconds, "sec[.mmm]" (fraction omitted when 0). */
+void ps_fmt_ts_ms(int64_t ms, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * render.h - turning a (merged) profile into what people read: flame graphs (Pyroscope's compact
+ * FlameGraph shape, also as a diff), folded stacks, top tables.
+ *
+ * Input is a ps_profile_t as ps_reader_materialize builds it: samples whose values[vi] are the
+ * weights (diff: values[0] = left/base, values[1] = right/compare). Frames are functions: each
+ * location expands into its lines, innermost (lines[0]) deepest, so inlined functions are frames
+ * of their own; a location without lines is named by its address ("0x4a5f3c") or, with a mapping,
+ * "mapping_basename+0xoffset". Stacks are read root first (the reverse of pprof's leaf-first
+ * order). Frames that end up identical at the same position merge (a tree by function name).
+ * Sample labels are ignored here.
+ */
+#ifndef PS_RENDER_H
+#define PS_RENDER_H
+
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/mem.h"
+#include "core/profile.h"
+
+typedef struct ps_fg_level {
+    uint32_t n;       /* number of int64 values: 4 per node (7 for a diff) */
+    int64_t *values;
+} ps_fg_level_t;
+
+/**
+ * The compact flame graph of APIS.md §4.4:
+ *  - names[0] = "total"; names de-duplicated, nodes refer to them by index;
+ *  - levels[0] holds the root only; each node is [x_offset, total, self, name_index]
+ *    (diff: [l_offset, l_total, l_self, r_offset, r_total, r_self, name_index]);
+ *  - x_offset is delta-encoded within a level: the gap from the end of the previous node of the
+ *    level (prev_start + prev_total) to this node's start; a child's absolute start = parent start
+ *    + parent self + totals of earlier siblings (children ordered by name);
+ *  - with max_nodes > 0, only the max_nodes nodes with the largest totals are kept (ties broken by
+ *    name); everything else under a kept parent is merged into one child named "other";
+ *  - max_self = max self over all nodes; total = root total (diff: left_ticks/right_ticks are the
+ *    two roots' totals, total = left + right).
+ */
+typedef struct ps_flamegraph {
+    uint32_t nnames;
+    const char **names;
+    uint32_t nlevels;
+    ps_fg_level_t *levels;
+    int64_t total, max_self;
+    int diff;
+    int64_t left_ticks, right_ticks;
+} ps_flamegraph_t;
+
+/** Builds the flame graph of values[vi] (diff: of values[0] vs values[1] when diff != 0). */
+int ps_flamegraph_build(const ps_profile_t *p, uint32_t vi, int diff, int64_t max_nodes, ps_arena_t *arena,
+                        ps_flamegraph_t *out, ps_err_t *err);
+
+/** JSON: {"names":[...],"levels":[[...],...],"total":N,"max_self":N} (diff adds "left_ticks",
+ *  "right_ticks"), numbers as JSON numbers. */
+void ps_flamegraph_json(const ps_flamegraph_t *fg, ps_buf_t *out);
+
+/** Folded stacks: one line per distinct function stack, "root;...;leaf value\n", sorted by stack,
+ *  zero values omitted. */
+void ps_render_folded(const ps_profile_t *p, uint32_t vi, ps_buf_t *out);
+
+/** Top table as JSON: {"total":N,"rows":[{"function":..,"file":..,"flat":N,"flat%":x,"cum":N,"cum%":x},...]}
+ *  sorted by flat descending (then cum, then name), at most limit rows (0 = all). flat = value of
+ *  samples whose leaf frame is the function; cum = value of samples with the function anywhere in
+ *  the stack, counted once per sample even under recursion. Percentages of the total, rounded to
+ *  2 decimals. */
+void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t *out);
+
+#endif

@@ -1,0 +1,52 @@
+#!/bin/sh
+# build.sh - builds the libFuzzer target fuzz_pprof (clang, ASan + UBSan) straight from the sources:
+# src/core/*.c, proto/pprof.c and the protobuf-c code generated from proto/profile.proto into a
+# temporary directory. No CMake involved.
+#
+# usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
+# prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c) into OUTDIR.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=${1:-${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz}}
+CC=${CC:-clang}
+
+gen=$(mktemp -d "${TMPDIR:-/tmp}/fuzz_pprof_gen.XXXXXX")
+trap 'rm -rf "$gen"' EXIT INT TERM
+
+mkdir -p "$out"
+protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/profile.proto"
+
+# shellcheck disable=SC2046
+"$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+    -I"$root/src" -I"$root" -I"$gen" $(pkg-config --cflags libprotobuf-c zlib) \
+    "$here/fuzz_pprof.c" "$root/proto/pprof.c" "$gen/profile.pb-c.c" "$root"/src/core/*.c \
+    $(pkg-config --libs libprotobuf-c zlib) -lm -lpthread \
+    -o "$out/fuzz_pprof"
+
+# fuzz_chunk: the chunk codec (storage/chunk.c) needs only the core helpers. Built here too, before
+# the last line, which stays the path of fuzz_pprof for run.sh.
+"$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+    -I"$root/src" -I"$root" \
+    "$here/fuzz_chunk.c" "$root/storage/chunk.c" "$root"/src/core/*.c -lm -lpthread \
+    -o "$out/fuzz_chunk"
+
+# fuzz_selector: the selector/PromQL parser (parser/), with the re2c lexer generated here.
+if [ -f "$root/parser/selector.re" ] && [ -f "$here/fuzz_selector.c" ]; then
+    re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
+    # shellcheck disable=SC2046
+    "$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
+        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+        -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+        -I"$root/src" -I"$root" -I"$root/parser" \
+        "$here/fuzz_selector.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
+        $(pkg-config --libs libpcre2-8) -lm -lpthread \
+        -o "$out/fuzz_selector"
+fi
+
+echo "$out/fuzz_pprof"

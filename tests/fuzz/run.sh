@@ -1,0 +1,64 @@
+#!/bin/sh
+# run.sh - builds every libFuzzer target (tests/fuzz/build.sh) and fuzzes each for N seconds
+# (default 20): fuzz_pprof seeded with the real pprof fixtures (as they are and gunzipped),
+# fuzz_chunk seeded with chunks the encoder makes, fuzz_selector seeded with real selectors.
+# Exits non-zero if libFuzzer finds a crash, leak or timeout; the reproducer is left in the output
+# directory (crash-*, leak-*, timeout-*).
+#
+# usage: tests/fuzz/run.sh [SECONDS] [TARGET...]      e.g. tests/fuzz/run.sh 600 fuzz_pprof
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+secs=${1:-20}
+[ $# -gt 0 ] && shift
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_selector"}
+out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
+
+if [ -n "${PS_TESTDATA:-}" ] && [ -d "$PS_TESTDATA/pprof" ]; then
+    seeds=$PS_TESTDATA/pprof
+elif [ -d "$root/../shared/testdata/pprof" ]; then
+    seeds=$root/../shared/testdata/pprof
+else
+    seeds=/work/shared/testdata/pprof
+fi
+[ -d "$seeds" ] || { echo "run.sh: no seed directory $seeds" >&2; exit 2; }
+
+"$here/build.sh" "$out" >/dev/null
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/fuzz_corpus.XXXXXX")
+trap 'rm -rf "$work"' EXIT INT TERM
+
+for t in $targets; do
+    [ -x "$out/$t" ] || { echo "run.sh: $t was not built" >&2; exit 2; }
+    corpus="$work/$t"
+    mkdir -p "$corpus"
+    case $t in
+    fuzz_pprof)
+        # each fixture as it is, and gunzipped (mutating raw protobuf reaches further than gzip)
+        for f in $(cd "$seeds" && find . -type f \( -name '*.pb' -o -name '*.pb.gz' \) | sort); do
+            name=$(echo "${f#./}" | tr / _)
+            cp "$seeds/$f" "$corpus/$name"
+            case $f in *.gz) gunzip -c "$seeds/$f" > "$corpus/${name%.gz}.raw" ;; esac
+        done ;;
+    fuzz_chunk)
+        # the target writes valid chunks as seeds when asked
+        PS_FUZZ_CHUNK_SEEDS="$corpus" "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
+    fuzz_selector)
+        i=0
+        for s in 'process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta{job="api",instance=~"10\\..*"}' \
+                 '{__name__=~"memory:.*",job!="batch"}' 'sum by (job) (x{a=`b`})' '1+2*3^2' \
+                 "x{a='\\x41\\u00e9'}" 'sum(rate(x[5m]))' '{a!~"(a+)+$"}'; do
+            printf '%s' "$s" > "$corpus/seed$i"; i=$((i + 1))
+        done ;;
+    esac
+    echo "run.sh: fuzzing $t for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
+    (cd "$out" && "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+        -artifact_prefix="$out/" -print_final_stats=1 "$corpus" 2>"$out/$t.log") || {
+        tail -50 "$out/$t.log" >&2
+        echo "run.sh: $t FAILED; reproducer in $out" >&2
+        exit 1
+    }
+    grep -E "stat::number_of_executed_units|Done" "$out/$t.log" | head -2
+done
+rm -rf "$out"
