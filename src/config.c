@@ -1652,7 +1652,8 @@ static int parse_config(const char *data, size_t n, const char *name, const char
 
 int ps_config_parse(const char *yaml, size_t n, const char *name, ps_config_t **out, ps_err_t *err)
 {
-    return parse_config(yaml, n, name != NULL ? name : "<config>", NULL, out, err);
+    return parse_config(yaml != NULL ? yaml : "", yaml != NULL ? n : 0, name != NULL ? name : "<config>", NULL, out,
+                        err);
 }
 
 int ps_config_load(const char *path, ps_config_t **out, ps_err_t *err)

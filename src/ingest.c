@@ -58,6 +58,67 @@ static void put_part(ps_buf_t *b, ps_str_t s)
     }
 }
 
+int ps_ingest_build(const ps_profile_t *p, const char *name, size_t name_len, const ps_labels_t *base, int64_t ts,
+                    const uint8_t *modes, bool delta, ps_arena_t *arena, ps_append_t *app, ps_err_t *err)
+{
+    int ret;
+    memset(app, 0, sizeof(*app));
+    /* one series per sample type: __name__ = name:type:unit:period_type:period_unit[:delta] */
+    uint32_t ns = 0;
+    ps_labels_t *sl = ps_arena_calloc(arena, p->ntypes + 1, sizeof(ps_labels_t));
+    uint32_t *ti = ps_arena_calloc(arena, p->ntypes + 1, sizeof(uint32_t));
+    ps_buf_t id = PS_BUF_INIT;
+    for (uint32_t i = 0; i < p->ntypes; i++) {
+        uint8_t mode = modes ? modes[i] : (delta ? PS_INGEST_DELTA : PS_INGEST_ASIS);
+        if (mode == PS_INGEST_SKIP)
+            continue;
+        ps_str_t st = ps_profile_str(p, p->sample_types[i].type), su = ps_profile_str(p, p->sample_types[i].unit);
+        ps_str_t pt = ps_profile_str(p, p->period_type.type), pu = ps_profile_str(p, p->period_type.unit);
+        if (pt.len == 0 && pu.len == 0) { /* no period type: the sample type stands in */
+            pt = st;
+            pu = su;
+        }
+        ps_buf_reset(&id);
+        ps_buf_append(&id, name, name_len);
+        ps_buf_putc(&id, ':');
+        put_part(&id, st);
+        ps_buf_putc(&id, ':');
+        put_part(&id, su);
+        ps_buf_putc(&id, ':');
+        put_part(&id, pt);
+        ps_buf_putc(&id, ':');
+        put_part(&id, pu);
+        if (mode == PS_INGEST_DELTA)
+            PS_BUF_LIT(&id, ":delta");
+        sl[ns].n = base->n + 1;
+        sl[ns].pairs = ps_arena_alloc(arena, (base->n + 1) * sizeof(ps_label_pair_t));
+        if (base->n)
+            memcpy(sl[ns].pairs, base->pairs, base->n * sizeof(ps_label_pair_t));
+        ps_label_pair_t *np = &sl[ns].pairs[base->n];
+        np->name = "__name__";
+        np->nlen = 8;
+        np->value = ps_arena_strndup(arena, (const char *)id.data, id.len);
+        np->vlen = (uint32_t)id.len;
+        if ((ret = ps_labels_normalize(&sl[ns], err)) != 0) {
+            ps_buf_dispose(&id);
+            return ret;
+        }
+        ti[ns] = i;
+        ns++;
+    }
+    ps_buf_dispose(&id);
+    app->profile = p;
+    app->nseries = ns;
+    app->series_labels = sl;
+    app->type_index = ti;
+    app->ts = ts;
+    app->duration = p->duration_nanos;
+    app->period = p->period;
+    app->series_ids = ps_arena_calloc(arena, ns + 1, sizeof(uint64_t));
+    app->series_samples = ps_arena_calloc(arena, ns + 1, sizeof(uint32_t));
+    return 0;
+}
+
 int ps_ingest_prepare(const void *body, size_t n, const ps_ingest_params_t *params, const ps_pprof_limits_t *lim,
                       ps_arena_t *arena, ps_append_t *app, ps_err_t *err)
 {
@@ -102,57 +163,7 @@ int ps_ingest_prepare(const void *body, size_t n, const ps_ingest_params_t *para
     bool delta = params->delta >= 0 ? params->delta == 1
                                     : (name_len == 11 && memcmp(name, "process_cpu", 11) == 0) ||
                                           (name_len == 4 && memcmp(name, "wall", 4) == 0);
-
-    /* one series per sample type: __name__ = name:type:unit:period_type:period_unit[:delta] */
-    uint32_t ns = p->ntypes;
-    ps_labels_t *sl = ps_arena_calloc(arena, ns, sizeof(ps_labels_t));
-    uint32_t *ti = ps_arena_calloc(arena, ns, sizeof(uint32_t));
-    ps_buf_t id = PS_BUF_INIT;
-    for (uint32_t i = 0; i < ns; i++) {
-        ps_str_t st = ps_profile_str(p, p->sample_types[i].type), su = ps_profile_str(p, p->sample_types[i].unit);
-        ps_str_t pt = ps_profile_str(p, p->period_type.type), pu = ps_profile_str(p, p->period_type.unit);
-        if (pt.len == 0 && pu.len == 0) { /* no period type: the sample type stands in */
-            pt = st;
-            pu = su;
-        }
-        ps_buf_reset(&id);
-        ps_buf_append(&id, name, name_len);
-        ps_buf_putc(&id, ':');
-        put_part(&id, st);
-        ps_buf_putc(&id, ':');
-        put_part(&id, su);
-        ps_buf_putc(&id, ':');
-        put_part(&id, pt);
-        ps_buf_putc(&id, ':');
-        put_part(&id, pu);
-        if (delta)
-            ps_buf_append(&id, ":delta", 6);
-        sl[i].n = base.n + 1;
-        sl[i].pairs = ps_arena_alloc(arena, (base.n + 1) * sizeof(ps_label_pair_t));
-        if (base.n)
-            memcpy(sl[i].pairs, base.pairs, base.n * sizeof(ps_label_pair_t));
-        ps_label_pair_t *np = &sl[i].pairs[base.n];
-        np->name = "__name__";
-        np->nlen = 8;
-        np->value = ps_arena_strndup(arena, (const char *)id.data, id.len);
-        np->vlen = (uint32_t)id.len;
-        if ((ret = ps_labels_normalize(&sl[i], err)) != 0) {
-            ps_buf_dispose(&id);
-            return ret;
-        }
-        ti[i] = i;
-    }
-    ps_buf_dispose(&id);
-    app->profile = p;
-    app->nseries = ns;
-    app->series_labels = sl;
-    app->type_index = ti;
-    app->ts = ts;
-    app->duration = p->duration_nanos;
-    app->period = p->period;
-    app->series_ids = ps_arena_calloc(arena, ns, sizeof(uint64_t));
-    app->series_samples = ps_arena_calloc(arena, ns, sizeof(uint32_t));
-    return 0;
+    return ps_ingest_build(p, name, name_len, &base, ts, NULL, delta, arena, app, err);
 }
 
 void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out)
@@ -167,7 +178,7 @@ void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out)
         const ps_label_pair_t *nm = ps_labels_get(ls, "__name__");
         ps_buf_printf(out, "%s{\"id\":%llu,\"profile_type\":", i ? "," : "", (unsigned long long)app->series_ids[i]);
         ps_buf_json_str(out, nm ? nm->value : "", nm ? nm->vlen : 0);
-        ps_buf_append(out, ",\"labels\":{", 11);
+        PS_BUF_LIT(out, ",\"labels\":{");
         for (uint32_t j = 0; j < ls->n; j++) {
             if (j)
                 ps_buf_putc(out, ',');
@@ -177,5 +188,5 @@ void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out)
         }
         ps_buf_printf(out, "},\"stacks\":%u}", app->series_samples[i]);
     }
-    ps_buf_append(out, "]}}\n", 4);
+    PS_BUF_LIT(out, "]}}\n");
 }

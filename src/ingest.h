@@ -6,6 +6,8 @@
 #ifndef PS_INGEST_H
 #define PS_INGEST_H
 
+#include <stdbool.h>
+
 #include "core/err.h"
 #include "core/mem.h"
 #include "proto/pprof.h"
@@ -24,6 +26,17 @@ typedef struct ps_ingest_params {
 /** Builds app (everything allocated from arena) from a pprof body. */
 int ps_ingest_prepare(const void *body, size_t n, const ps_ingest_params_t *params, const ps_pprof_limits_t *lim,
                       ps_arena_t *arena, ps_append_t *app, ps_err_t *err);
+
+enum { PS_INGEST_SKIP = 0, PS_INGEST_ASIS = 1, PS_INGEST_DELTA = 2 };
+
+/**
+ * Builds app for an already decoded profile: one series per sample type whose mode is not SKIP,
+ * named name:type:unit:period_type:period_unit (+ ":delta" for mode DELTA). modes (one per
+ * sample type) may be NULL: then every type is stored, with ":delta" when delta is true.
+ * base: normalised labels without __name__. Everything from arena.
+ */
+int ps_ingest_build(const ps_profile_t *p, const char *name, size_t name_len, const ps_labels_t *base, int64_t ts,
+                    const uint8_t *modes, bool delta, ps_arena_t *arena, ps_append_t *app, ps_err_t *err);
 
 /** Infers the profile name from the sample types, or explains why it cannot. */
 int ps_ingest_infer_name(const ps_profile_t *p, const char **name, ps_err_t *err);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "scrape.h"
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "storage/store.h"
@@ -198,13 +199,10 @@ int main(int argc, char **argv)
 
     ps_err_t err;
     ps_err_clear(&err);
-    if (f.config != NULL) {
-        ps_config_t *cfg = NULL;
-        if (ps_config_load(f.config, &cfg, &err) != 0) {
-            fprintf(stderr, "profstore: %s\n", err.msg);
-            return 2;
-        }
-        ps_config_free(cfg);
+    ps_config_t *cfg = NULL;
+    if (f.config != NULL && ps_config_load(f.config, &cfg, &err) != 0) {
+        fprintf(stderr, "profstore: %s\n", err.msg);
+        return 2;
     }
 
     /* every thread inherits this mask; the main thread takes signals with sigwait */
@@ -244,6 +242,12 @@ int main(int argc, char **argv)
         return 1;
     }
     srv.writer = ps_writer_start(store, &wo);
+    srv.config_path = f.config;
+    if (cfg != NULL) {
+        ps_scraper_opts_t sco = {.max_body = f.max_body * 2 > (64u << 20) ? f.max_body * 2 : (64u << 20)};
+        sco.limits = srv.opts.limits;
+        srv.scraper = ps_scraper_start(cfg, srv.writer, &sco);
+    }
     if (ps_server_start(&srv, &err) != 0) {
         ps_log_error("cannot start HTTP server", "err=\"%s\"", err.msg);
         return 1;
@@ -258,13 +262,30 @@ int main(int argc, char **argv)
         if (sigwait(&set, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            ps_log_info("SIGHUP received; configuration reload is not implemented yet", NULL);
+            if (f.config == NULL) {
+                ps_log_warn("SIGHUP ignored: no --config to reload", NULL);
+                continue;
+            }
+            ps_config_t *ncfg = NULL;
+            if (ps_config_load(f.config, &ncfg, &err) != 0) {
+                ps_log_error("configuration reload failed; keeping the running configuration", "err=\"%s\"", err.msg);
+                continue;
+            }
+            if (srv.scraper == NULL) {
+                ps_scraper_opts_t sco = {.max_body = 64u << 20};
+                sco.limits = srv.opts.limits;
+                srv.scraper = ps_scraper_start(ncfg, srv.writer, &sco);
+            } else {
+                ps_scraper_reload(srv.scraper, ncfg);
+            }
+            ps_log_info("configuration reloaded", "file=%s", f.config);
             continue;
         }
         ps_log_info("shutting down", "signal=%s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
         break;
     }
     ps_server_begin_shutdown(&srv);  /* new writes get 503; listeners close */
+    ps_scraper_stop(srv.scraper);    /* no new scrapes; those handed to the writer still finish */
     ps_writer_stop(srv.writer);      /* queued writes finish and are answered */
     usleep(200 * 1000);              /* let the loops flush those answers */
     ps_server_stop(&srv);

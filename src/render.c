@@ -13,7 +13,8 @@
  *     prefix before its extensions) so that "ordered by name" is an integer compare afterwards.
  *
  *  2. Call tree. A sample walks its locations from the last (root) to the first (leaf); each frame
- *     is a child lookup keyed by (parent node, name id) in one open-addressing table of uint64 keys.
+ *     is a child lookup keyed by (parent node, name id) in one open-addressing table (8 samples are
+ *     walked interleaved, with prefetches, so that cache misses overlap).
  *     Nodes live in one growable array, so there is no allocation per sample or per frame. A sample
  *     adds its value to the self of the last node of its path; totals (self + children totals) are
  *     summed afterwards in one backward pass over the nodes, as a parent is always created before
@@ -22,14 +23,18 @@
  *     skipped. Cost: O(samples x frames) probes + O(nodes). Sums wrap around on int64 overflow
  *     instead of being undefined.
  *
- *  3. Children are laid out CSR-style (counting sort by parent) and each sibling group is sorted by
- *     name rank.
+ *  3. Children are laid out CSR-style (counting sort by parent, in the memory of the hash table,
+ *     which is no longer needed) and each sibling group is sorted by name rank. Memory is kept low on
+ *     purpose (8-byte nodes, values in a separate array): a fresh page costs a fault, and a tree of
+ *     a big merged profile can have millions of nodes.
  *
  *  4. max_nodes (flame graphs). When the tree has more than max_nodes nodes (root excluded), nodes
  *     are ranked by total (diff: max(left total, right total)) descending, ties by depth (shallower
  *     first, so that an ancestor outranks an equal-valued descendant), then by name, then by tree
  *     position (pre-order with name-ordered children); the first max_nodes are selected with a
- *     quickselect for the threshold value and a sort of the nodes tied at it only. A selected node
+ *     min-heap of max_nodes values for the threshold and a sort of the nodes tied at it only (depth
+ *     and pre-order are computed only then). For non-negative values a node's ancestors always rank
+ *     ahead of it, so exactly max_nodes named nodes are emitted. A selected node
  *     whose parent is not kept is dropped as well (that only happens with negative values), so at
  *     most max_nodes named nodes are emitted. Unkept children of a kept node are merged into one
  *     child "other" placed after its kept siblings (as Pyroscope does), with total = self = the sum
@@ -51,8 +56,10 @@
  * deepest frame of each sample (the innermost line of the leaf location), cum to every distinct row
  * of the sample (a per-row "last sample" stamp counts recursion once). total is the sum of the
  * absolute sample values, as pprof computes it, so with negative values the percentages are of
- * that sum, and the flat column no longer adds up to total. Rows only exist for functions that
- * occur in a sample with a nonzero value.
+ * that sum, and the flat column no longer adds up to total. Samples without frames count in total
+ * but give no row (pprof does the same). Rows only exist for functions that occur in a sample with a
+ * nonzero value. Rows sort by flat, then cum (both descending), then function and file name (byte
+ * order).
  */
 #include "render.h"
 
@@ -119,6 +126,8 @@ static void names_dispose(names_t *nm)
 static uint32_t names_intern(names_t *nm, const char *s, size_t len)
 {
     uint64_t id;
+    if (len == 0)
+        s = ""; /* never hand a NULL pointer to memcmp/memcpy */
     if (ps_hmap_get(&nm->map, s, len, &id))
         return (uint32_t)id;
     GROW(nm->v, nm->cap, nm->n + 1);
@@ -268,7 +277,8 @@ typedef struct hent {
     uint32_t parent, name, node; /* node 0 = empty slot (the root is nobody's child) */
 } hent_t;
 
-#define TREE_MAX_NODES (UINT32_MAX / 2)
+/* A bound on memory (about 50 bytes a node): beyond it ps_flamegraph_build fails with PS_ETOOBIG. */
+#define TREE_MAX_NODES (1u << 25)
 
 /*
  * Nodes are 8 bytes; their values live in v, 2 * w per node: self[0..w) then total[0..w), w = 1, or 2
@@ -370,29 +380,6 @@ static inline uint32_t tree_child(tree_t *t, uint32_t parent, uint32_t name)
     return id;
 }
 
-/* Adds one sample's values v[0..w) to the self of the end of its root-first path (totals are
- * summed up afterwards by tree_totals). */
-static void tree_add(tree_t *t, const frames_t *f, const ps_profile_t *p, const ps_sample_t *s, const int64_t v[2])
-{
-    uint32_t cur = 0;
-    for (uint32_t j = s->nlocs; j-- > 0;) {
-        uint32_t loc = s->locs[j];
-        if (loc == 0 || loc > p->nlocations)
-            continue;
-        for (size_t k = f->off[loc - 1]; k < f->off[loc]; k++) {
-            uint32_t c = tree_child(t, cur, f->ids[k]);
-            if (c == NONE) {
-                t->full = true;
-                return;
-            }
-            cur = c;
-        }
-    }
-    int64_t *self = tself(t, cur);
-    for (unsigned k = 0; k < t->w; k++)
-        self[k] = add64(self[k], v[k]);
-}
-
 /* total = self + children totals, in one pass from the last node back: a parent is always created
  * before its children. */
 static void tree_totals(tree_t *t)
@@ -407,15 +394,89 @@ static void tree_totals(tree_t *t)
     }
 }
 
+/*
+ * A sample being walked. Each frame costs a probe that depends on the previous one (the parent is
+ * the result of the last lookup), so a single walk waits on one cache miss at a time; LANES samples
+ * are walked in turn instead, and the slot of each lane's next probe is prefetched while the other
+ * lanes are served. The tree does not depend on the interleaving: node ids do, but nothing that
+ * is output depends on node ids.
+ */
+enum { LANES = 8 };
+
+typedef struct lane {
+    const ps_sample_t *s;
+    uint32_t j;     /* the location being walked is s->locs[j] */
+    size_t k, kend; /* its frames f->ids[k .. kend) */
+    uint32_t cur;   /* node of the frames walked so far */
+    int64_t v[2];
+} lane_t;
+
+/* Moves l to its next frame f->ids[l->k]; false when the sample has no more frames. */
+static bool lane_advance(lane_t *l, const frames_t *f, const ps_profile_t *p)
+{
+    if (++l->k < l->kend)
+        return true;
+    while (l->j-- > 0) {
+        uint32_t loc = l->s->locs[l->j];
+        if (loc == 0 || loc > p->nlocations)
+            continue;
+        l->k = f->off[loc - 1];
+        l->kend = f->off[loc];
+        if (l->k < l->kend)
+            return true;
+    }
+    return false;
+}
+
 /* Builds the tree of values[vi] (diff: values[0] and values[1]). */
 static void tree_build(tree_t *t, const frames_t *f, const ps_profile_t *p, uint32_t vi)
 {
-    for (uint32_t i = 0; i < p->nsamples; i++) {
-        const ps_sample_t *s = &p->samples[i];
-        int64_t v[2] = {t->w == 2 ? s->values[0] : s->values[vi], t->w == 2 ? s->values[1] : 0};
-        if (v[0] == 0 && v[1] == 0)
-            continue;
-        tree_add(t, f, p, s, v);
+    lane_t lanes[LANES];
+    unsigned nl = 0;
+    uint32_t next = 0;
+    for (;;) {
+        /* fill idle lanes with samples that have a value; a sample without frames is done at once */
+        while (nl < LANES && next < p->nsamples) {
+            const ps_sample_t *s = &p->samples[next++];
+            lane_t *l = &lanes[nl];
+            l->v[0] = t->w == 2 ? s->values[0] : s->values[vi];
+            l->v[1] = t->w == 2 ? s->values[1] : 0;
+            if (l->v[0] == 0 && l->v[1] == 0)
+                continue;
+            l->s = s;
+            l->j = s->nlocs;
+            l->k = l->kend = 0;
+            l->cur = 0;
+            if (lane_advance(l, f, p)) {
+                __builtin_prefetch(&t->h[hslot(0, f->ids[l->k], t->hcap - 1)]);
+                nl++;
+            } else {
+                int64_t *self = tself(t, 0);
+                for (unsigned k = 0; k < t->w; k++)
+                    self[k] = add64(self[k], l->v[k]);
+            }
+        }
+        if (nl == 0)
+            break;
+        for (unsigned i = 0; i < nl;) {
+            lane_t *l = &lanes[i];
+            uint32_t c = tree_child(t, l->cur, f->ids[l->k]);
+            if (c == NONE) { /* drop the sample */
+                t->full = true;
+                lanes[i] = lanes[--nl];
+                continue;
+            }
+            l->cur = c;
+            if (lane_advance(l, f, p)) {
+                __builtin_prefetch(&t->h[hslot(c, f->ids[l->k], t->hcap - 1)]);
+                i++;
+                continue;
+            }
+            int64_t *self = tself(t, c);
+            for (unsigned k = 0; k < t->w; k++)
+                self[k] = add64(self[k], l->v[k]);
+            lanes[i] = lanes[--nl]; /* done; the lane is refilled on the next round */
+        }
     }
     tree_totals(t);
 }
@@ -852,7 +913,7 @@ void ps_render_folded(const ps_profile_t *p, uint32_t vi, ps_buf_t *out)
     frames_build(&f, p);
     tree_t t;
     tree_init(&t, f.empty, 0);
-    tree_build(&t, &f, p, vi);
+    tree_build(&t, &f, p, vi); /* past TREE_MAX_NODES, samples needing new nodes are left out */
 
     /* every node with a nonzero self: its stack into text; offsets first, pointers once text is final */
     ps_buf_t text = PS_BUF_INIT;

@@ -42,10 +42,10 @@ static int on_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
         ps_buf_putc(c->b, ':');
         ps_buf_json_str(c->b, ls->pairs[i].value, ls->pairs[i].vlen);
     }
-    ps_buf_append(c->b, "},\"profiles\":[", 14);
+    PS_BUF_LIT(c->b, "},\"profiles\":[");
     c->first = 1;
     int ret = ps_reader_profiles(c->r, sid, INT64_MIN, INT64_MAX, true, on_profile, c, c->err);
-    ps_buf_append(c->b, "]}", 2);
+    PS_BUF_LIT(c->b, "]}");
     return ret;
 }
 
@@ -73,14 +73,14 @@ int ps_api_debug_series(h2o_req_t *req)
     if (ps_reader_begin(s->store, &r, &err) != 0)
         goto Fail;
     c.r = r;
-    ps_buf_append(&b, "{\"status\":\"success\",\"data\":[", 28);
+    PS_BUF_LIT(&b, "{\"status\":\"success\",\"data\":[");
     int ret = ps_reader_series_foreach(r, on_series, &c);
     if (ret != 0) {
         if (err.code == 0)
             ps_err_set(&err, ret, "reading series: %s", ps_strerror(ret));
         goto Fail;
     }
-    ps_buf_append(&b, "]}\n", 3);
+    PS_BUF_LIT(&b, "]}\n");
     ps_http_send(req, 200, "application/json", b.data, b.len);
     goto Exit;
 Fail:

@@ -79,9 +79,9 @@ int ps_api_profile_types(h2o_req_t *req)
     int ret = begin(&c, req);
     if (ret == 0) {
         types_ctx_t t = {&c.out, &c.arena, 1};
-        ps_buf_append(&c.out, "{\"status\":\"success\",\"data\":[", 28);
+        PS_BUF_LIT(&c.out, "{\"status\":\"success\",\"data\":[");
         ret = ps_reader_label_values(c.reader, "__name__", 8, on_type, &t);
-        ps_buf_append(&c.out, "]}\n", 3);
+        PS_BUF_LIT(&c.out, "]}\n");
         if (ret == 0)
             ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
     }
@@ -105,6 +105,12 @@ static const ps_param_t *pget(pctx_t *c, const char *prefix, const char *name)
     char full[64];
     snprintf(full, sizeof(full), "%s%s", prefix, name);
     return ps_params_get(&c->params, full);
+}
+
+static int on_any(void *ctx, uint64_t sid)
+{
+    *(int *)ctx = 1;
+    return 1;
 }
 
 static int side_load(pctx_t *c, side_t *s, const char *qname, const char *prefix, int64_t lookback)
@@ -148,6 +154,23 @@ static int side_load(pctx_t *c, side_t *s, const char *qname, const char *prefix
         return ret;
     if ((ret = ps_query_single_type(&s->set, &s->type, &c->err)) != 0)
         return ret;
+    if (s->set.n == 0 && s->sel.n > 0 && s->sel.m[0].op == PS_MATCH_EQ && strcmp(s->sel.m[0].name, "__name__") == 0) {
+        /* nothing matched: a profile type never stored is a mistake worth saying */
+        const char *parts[6];
+        if (ps_profile_type_parts(s->sel.m[0].value, &c->arena, parts) != 0)
+            return ps_err_set(&c->err, PS_EINVAL,
+                              "invalid parameter \"%s\": \"%s\" is not a profile type "
+                              "(name:sample_type:sample_unit:period_type:period_unit[:delta]; GET /api/v1/profiles/types "
+                              "lists them)",
+                              qname, s->sel.m[0].value);
+        int found = 0;
+        ps_reader_postings(c->reader, "__name__", 8, s->sel.m[0].value, s->sel.m[0].vlen, on_any, &found);
+        if (!found)
+            return ps_err_set(&c->err, PS_ENOTFOUND,
+                              "invalid parameter \"%s\": unknown profile type \"%s\" (GET /api/v1/profiles/types lists "
+                              "the stored ones)",
+                              qname, s->sel.m[0].value);
+    }
     if (s->ranged)
         return ps_query_merge_range(c->reader, &s->set, s->start, s->end, &s->acc, &s->info, &c->err);
     return ps_query_merge_at(c->reader, &s->set, s->at, lookback, &s->acc, &s->info, &c->err);

@@ -165,10 +165,10 @@ static int do_query(req_ctx_t *c, bool instant)
             ps_buf_append(b, i ? ",{\"metric\":" : "{\"metric\":", i ? 11 : 10);
             json_labels(b, &s->labels);
             if (res.type == PS_RES_VECTOR) {
-                ps_buf_append(b, ",\"value\":", 9);
+                PS_BUF_LIT(b, ",\"value\":");
                 json_point(b, s->points[0].t, s->points[0].v);
             } else {
-                ps_buf_append(b, ",\"values\":[", 11);
+                PS_BUF_LIT(b, ",\"values\":[");
                 for (uint32_t k = 0; k < s->n; k++) {
                     if (k)
                         ps_buf_putc(b, ',');
@@ -180,7 +180,7 @@ static int do_query(req_ctx_t *c, bool instant)
         }
         ps_buf_putc(b, ']');
     }
-    ps_buf_append(b, "}}\n", 3);
+    PS_BUF_LIT(b, "}}\n");
     ps_expr_dispose(e);
     send_json(c);
     return 0;
@@ -296,7 +296,7 @@ int ps_api_series(h2o_req_t *req)
     if (ret == 0) {
         qsort(s.labels, s.n, sizeof(ps_labels_t), cmp_labels);
         uint32_t n = limit && limit < s.n ? (uint32_t)limit : s.n;
-        ps_buf_append(&c.out, "{\"status\":\"success\",\"data\":[", 28);
+        PS_BUF_LIT(&c.out, "{\"status\":\"success\",\"data\":[");
         for (uint32_t i = 0; i < n; i++) {
             if (i)
                 ps_buf_putc(&c.out, ',');
@@ -304,8 +304,8 @@ int ps_api_series(h2o_req_t *req)
         }
         ps_buf_putc(&c.out, ']');
         if (n < s.n)
-            ps_buf_append(&c.out, ",\"warnings\":[\"results truncated due to limit\"]", 48);
-        ps_buf_append(&c.out, "}\n", 2);
+            PS_BUF_LIT(&c.out, ",\"warnings\":[\"results truncated due to limit\"]");
+        PS_BUF_LIT(&c.out, "}\n");
         send_json(&c);
     }
     return finish(&c, ret);
@@ -346,7 +346,7 @@ static void send_strlist(req_ctx_t *c, strlist_t *l, uint64_t limit)
 {
     qsort(l->v, l->n, sizeof(char *), cmp_str);
     uint32_t n = limit && limit < l->n ? (uint32_t)limit : l->n;
-    ps_buf_append(&c->out, "{\"status\":\"success\",\"data\":[", 28);
+    PS_BUF_LIT(&c->out, "{\"status\":\"success\",\"data\":[");
     for (uint32_t i = 0; i < n; i++) {
         if (i)
             ps_buf_putc(&c->out, ',');
@@ -354,8 +354,8 @@ static void send_strlist(req_ctx_t *c, strlist_t *l, uint64_t limit)
     }
     ps_buf_putc(&c->out, ']');
     if (n < l->n)
-        ps_buf_append(&c->out, ",\"warnings\":[\"results truncated due to limit\"]", 48);
-    ps_buf_append(&c->out, "}\n", 2);
+        PS_BUF_LIT(&c->out, ",\"warnings\":[\"results truncated due to limit\"]");
+    PS_BUF_LIT(&c->out, "}\n");
     send_json(c);
 }
 
@@ -521,13 +521,13 @@ static int on_meta(void *ctx, const char *v, size_t n)
         ps_buf_putc(b, ',');
     m->first = 0;
     ps_buf_json_str(b, v, n);
-    ps_buf_append(b, ":[{\"type\":\"gauge\",\"help\":", 25);
+    PS_BUF_LIT(b, ":[{\"type\":\"gauge\",\"help\":");
     char help[600];
     int hl = snprintf(help, sizeof(help), "Sum of the sample values of each profile of type %.*s.", (int)n, v);
     ps_buf_json_str(b, help, (size_t)hl);
-    ps_buf_append(b, ",\"unit\":", 8);
+    PS_BUF_LIT(b, ",\"unit\":");
     ps_buf_json_str(b, unit, ul);
-    ps_buf_append(b, "}]", 2);
+    PS_BUF_LIT(b, "}]");
     return 0;
 }
 
@@ -542,9 +542,9 @@ int ps_api_metadata(h2o_req_t *req)
     if (metric && metric->vlen)
         m.only = metric->value;
     if (ret == 0) {
-        ps_buf_append(&c.out, "{\"status\":\"success\",\"data\":{", 28);
+        PS_BUF_LIT(&c.out, "{\"status\":\"success\",\"data\":{");
         ret = ps_reader_label_values(c.reader, "__name__", 8, on_meta, &m);
-        ps_buf_append(&c.out, "}}\n", 3);
+        PS_BUF_LIT(&c.out, "}}\n");
         if (ret == 0)
             send_json(&c);
     }

@@ -7,6 +7,8 @@
 #include "core/timeutil.h"
 #include "http.h"
 #include "internal.h"
+#include "src/config.h"
+#include "src/scrape.h"
 #include "src/writer.h"
 
 int ps_api_healthy(h2o_req_t *req)
@@ -76,6 +78,7 @@ int ps_api_metrics(h2o_req_t *req)
         GAUGE("profstore_storage_file_bytes", "Size on disk of the LMDB data file.", st.file_bytes);
         GAUGE("profstore_storage_used_bytes", "Bytes of LMDB pages in use.", st.used_bytes);
     }
+    ps_scraper_metrics(s->scraper, &b);
     ps_buf_printf(&b, "# HELP profstore_start_time_seconds Start time of the process.\n"
                       "# TYPE profstore_start_time_seconds gauge\nprofstore_start_time_seconds %lld\n",
                   (long long)(s->start_time / PS_NS_PER_S));
@@ -130,3 +133,48 @@ static int admin(h2o_req_t *req, ps_wreq_kind_t kind)
 
 int ps_api_admin_compact(h2o_req_t *req) { return admin(req, PS_WREQ_COMPACT); }
 int ps_api_admin_retention(h2o_req_t *req) { return admin(req, PS_WREQ_RETAIN); }
+
+int ps_api_targets(h2o_req_t *req)
+{
+    ps_server_t *s = ps_http_server(req);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_params_t params;
+    ps_err_t err;
+    if (ps_http_params(req, false, &a, &params, &err) != 0) {
+        ps_http_error(req, err.code, err.msg);
+        ps_arena_dispose(&a);
+        return 0;
+    }
+    const ps_param_t *st = ps_params_get(&params, "state");
+    if (st && st->vlen && strcmp(st->value, "active") && strcmp(st->value, "dropped") && strcmp(st->value, "any")) {
+        ps_http_error(req, PS_EINVAL, "invalid parameter \"state\": use active, dropped or any");
+        ps_arena_dispose(&a);
+        return 0;
+    }
+    ps_buf_t b = PS_BUF_INIT;
+    ps_scraper_targets_json(s->scraper, st ? st->value : NULL, &b);
+    ps_http_send(req, 200, "application/json", b.data, b.len);
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
+    return 0;
+}
+
+int ps_api_reload(h2o_req_t *req)
+{
+    ps_server_t *s = ps_http_server(req);
+    if (s->config_path == NULL) {
+        ps_http_error(req, PS_EINVAL, "no configuration file: start profstore with --config to reload one");
+        return 0;
+    }
+    ps_config_t *cfg = NULL;
+    ps_err_t err;
+    if (ps_config_load(s->config_path, &cfg, &err) != 0) {
+        /* the running configuration stays */
+        ps_http_error(req, PS_EINVAL, err.msg);
+        return 0;
+    }
+    ps_scraper_reload(s->scraper, cfg);
+    static const char body[] = "{\"status\":\"success\",\"data\":\"configuration reloaded\"}\n";
+    ps_http_send(req, 200, "application/json", body, sizeof(body) - 1);
+    return 0;
+}

@@ -16,6 +16,8 @@ static const route_t routes[] = {
     {"/-/healthy", M_GET | M_HEAD, ps_api_healthy},
     {"/-/ready", M_GET | M_HEAD, ps_api_ready},
     {"/metrics", M_GET, ps_api_metrics},
+    {"/-/reload", M_POST, ps_api_reload},
+    {"/api/v1/targets", M_GET, ps_api_targets},
     {"/api/v1/status/buildinfo", M_GET, ps_api_buildinfo},
     {"/api/v1/profiles/write", M_POST, ps_api_profiles_write},
     {"/api/v1/query", M_GET | M_POST, ps_api_query},

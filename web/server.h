@@ -25,6 +25,8 @@ typedef struct ps_server {
     ps_server_opts_t opts;
     ps_store_t *store;
     ps_writer_t *writer;
+    struct ps_scraper *scraper;  /* NULL without --config */
+    const char *config_path;     /* for POST /-/reload */
     int64_t start_time;
     atomic_int stopping;
     atomic_uint_fast64_t requests, errors4xx, errors5xx, ingest_profiles, ingest_bytes, ingest_samples;

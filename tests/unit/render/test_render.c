@@ -8,8 +8,10 @@
  * span, total = self + children). Prints render times for cpu-01 and a synthetic 100k-sample
  * profile.
  */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -115,7 +117,8 @@ static void pb_sample(pb_t *b, uint32_t nlocs, const uint32_t *locs, int64_t v0,
     memset(s, 0, sizeof(*s));
     s->nlocs = nlocs;
     s->locs = &b->locbuf[b->nlocbuf];
-    memcpy(s->locs, locs, nlocs * sizeof(uint32_t));
+    if (nlocs > 0)
+        memcpy(s->locs, locs, nlocs * sizeof(uint32_t));
     b->nlocbuf += nlocs;
     s->values = &b->vals[2 * b->p.nsamples];
     s->values[0] = v0;
@@ -147,6 +150,14 @@ static void pb_stack(pb_t *b, const char *stack, int64_t v0, int64_t v1)
 }
 
 /* ---- helpers --------------------------------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
 
 static char *buf_str(ps_buf_t *b)
 {
@@ -675,6 +686,93 @@ static void test_max_nodes(void **state)
     free(b);
 }
 
+/* Random small profiles: 12 functions (some nameless), locations with 0..3 lines, some with a
+ * mapping, samples 0..12 deep, values in -5..20 (zero included) or 0..20. Checked: the JSON parses;
+ * totals equal the value sums; for non-negative values the encoding is consistent, folded and top
+ * add up, and max_nodes keeps exactly min(max_nodes, nodes) named nodes (the ranking keeps a
+ * node's ancestors ranked ahead of it). */
+static void test_random_profiles(void **state)
+{
+    static const char *fnames[] = {"main", "a", "b", "c;d", "e\"f", "g", "h", "", "i", "j", "k", "l"};
+    uint64_t rng = 42;
+    ps_buf_t out = PS_BUF_INIT;
+    for (int iter = 0; iter < 300; iter++) {
+        pb_t *b = pb_new(2);
+        bool neg = iter % 3 == 2;
+        uint32_t m = pb_mapping(b, 0x1000, 0x9000, 0x100, "/lib/libx.so");
+        uint32_t fn[12];
+        for (int i = 0; i < 12; i++)
+            fn[i] = pb_func(b, fnames[i], i == 7 && iter % 2 ? "sys7" : "", i % 2 ? "f.go" : "");
+        uint32_t nlocs = 4 + (uint32_t)(rng_next(&rng) % 20), locs[32];
+        for (uint32_t i = 0; i < nlocs; i++) {
+            uint32_t nl = (uint32_t)(rng_next(&rng) % 4), lf[3];
+            for (uint32_t k = 0; k < nl; k++)
+                lf[k] = fn[rng_next(&rng) % 12];
+            locs[i] = pb_loc(b, rng_next(&rng) % 2 ? m : 0, 0x1000 + rng_next(&rng) % 64, nl, lf);
+        }
+        uint32_t ns = 1 + (uint32_t)(rng_next(&rng) % 60);
+        int64_t sum[2] = {0, 0}, stacked = 0;
+        for (uint32_t i = 0; i < ns; i++) {
+            uint32_t depth = (uint32_t)(rng_next(&rng) % 13), st[16];
+            for (uint32_t d = 0; d < depth; d++)
+                st[d] = locs[rng_next(&rng) % nlocs];
+            int64_t v0 = (int64_t)(rng_next(&rng) % 26) - (neg ? 5 : 0), v1 = (int64_t)(rng_next(&rng) % 21);
+            if (v0 < 0 && !neg)
+                v0 = 0;
+            pb_sample(b, depth, st, v0, v1);
+            sum[0] += v0;
+            sum[1] += v1;
+            if (depth > 0)
+                stacked += v0;
+        }
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_flamegraph_t fg;
+        size_t nn;
+        assert_int_equal(ps_flamegraph_build(&b->p, 0, 0, 0, &a, &fg, NULL), 0);
+        assert_int_equal(fg.total, sum[0]);
+        json_t *j = json_loads(fg_json(&fg, &out), 0, NULL);
+        assert_non_null(j);
+        json_decref(j);
+        size_t all = named_nodes(&fg);
+        if (!neg) {
+            free(check_fg(&fg, &nn));
+            for (int64_t k = 1; k <= (int64_t)all + 1; k += 1 + (int64_t)(rng_next(&rng) % 3)) {
+                assert_int_equal(ps_flamegraph_build(&b->p, 0, 0, k, &a, &fg, NULL), 0);
+                assert_int_equal(fg.total, sum[0]);
+                assert_int_equal(named_nodes(&fg), (size_t)k < all ? (size_t)k : all);
+                free(check_fg(&fg, &nn));
+                assert_int_equal(ps_flamegraph_build(&b->p, 0, 1, k, &a, &fg, NULL), 0);
+                assert_int_equal(fg.left_ticks, sum[0]);
+                assert_int_equal(fg.right_ticks, sum[1]);
+                free(check_fg(&fg, &nn));
+            }
+        } else {
+            assert_int_equal(ps_flamegraph_build(&b->p, 0, 1, 5, &a, &fg, NULL), 0);
+            assert_int_equal(fg.left_ticks, sum[0]);
+            assert_int_equal(fg.right_ticks, sum[1]);
+        }
+        ps_buf_reset(&out);
+        ps_render_folded(&b->p, 0, &out);
+        size_t nlines;
+        int64_t fsum = folded_sum(buf_str(&out), &nlines);
+        assert_int_equal(fsum, stacked); /* also with negative values: lines are signed sums */
+        ps_buf_reset(&out);
+        ps_render_top(&b->p, 0, 0, &out);
+        j = json_loadb((const char *)out.data, out.len, 0, NULL);
+        assert_non_null(j);
+        int64_t flat = 0;
+        size_t i;
+        json_t *r;
+        json_array_foreach(json_object_get(j, "rows"), i, r)
+        flat += json_integer_value(json_object_get(r, "flat"));
+        assert_int_equal(flat, stacked);
+        json_decref(j);
+        ps_arena_dispose(&a);
+        free(b);
+    }
+    ps_buf_dispose(&out);
+}
+
 /* ---- the real Go CPU profile ----------------------------------------------------------------- */
 
 static const char *testdata_dir(void)
@@ -853,15 +951,99 @@ static void test_go_cpu(void **state)
     free(raw);
 }
 
-/* ---- a synthetic big profile ----------------------------------------------------------------- */
-
-static uint64_t rng_next(uint64_t *s)
+/* Every Go and Node fixture, every sample type: flame graph (plain, truncated, diff of the first two
+ * types) consistent and totalling the values; folded lines and top flat adding up to the values of
+ * the samples that have a stack (goroutine-01 and threadcreate-01 hold stackless samples, which pprof
+ * counts in its total too but shows no trace for; the flame graph has them as the root's self). */
+static void check_fixture(const char *rel)
 {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
+    size_t n;
+    uint8_t *raw = read_fixture(rel, &n);
+    ps_pprof_limits_t lim;
+    ps_pprof_limits_default(&lim);
+    ps_arena_t a = PS_ARENA_INIT, fa = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_err_t err;
+    if (ps_pprof_decode(raw, n, &lim, &a, &p, &err) != 0)
+        fail_msg("%s: %s", rel, err.msg);
+    ps_buf_t out = PS_BUF_INIT;
+    for (uint32_t vi = 0; vi < p.ntypes; vi++) {
+        int64_t sum = 0, stacked = 0;
+        for (uint32_t i = 0; i < p.nsamples; i++) {
+            assert_true(p.samples[i].values[vi] >= 0);
+            sum += p.samples[i].values[vi];
+            if (p.samples[i].nlocs > 0)
+                stacked += p.samples[i].values[vi];
+        }
+        ps_flamegraph_t fg;
+        size_t nn;
+        assert_int_equal(ps_flamegraph_build(&p, vi, 0, 0, &fa, &fg, &err), 0);
+        assert_int_equal(fg.total, sum);
+        free(check_fg(&fg, &nn));
+        assert_int_equal(ps_flamegraph_build(&p, vi, 0, 20, &fa, &fg, &err), 0);
+        assert_int_equal(fg.total, sum);
+        assert_true(named_nodes(&fg) <= 20);
+        free(check_fg(&fg, &nn));
+        ps_buf_reset(&out);
+        ps_render_folded(&p, vi, &out);
+        size_t nlines;
+        assert_int_equal(folded_sum(buf_str(&out), &nlines), stacked);
+        ps_buf_reset(&out);
+        ps_render_top(&p, vi, 0, &out);
+        json_t *j = json_loadb((const char *)out.data, out.len, 0, NULL);
+        assert_non_null(j);
+        assert_int_equal(json_integer_value(json_object_get(j, "total")), sum);
+        int64_t flat = 0;
+        size_t i;
+        json_t *r;
+        json_array_foreach(json_object_get(j, "rows"), i, r)
+        flat += json_integer_value(json_object_get(r, "flat"));
+        assert_int_equal(flat, stacked);
+        if (strcmp(rel, "go/threadcreate-01.pb.gz") == 0) /* pprof: "of 9 total", one trace of 1 */
+            assert_true(sum == 9 && stacked == 1);
+        json_decref(j);
+    }
+    if (p.ntypes >= 2) {
+        ps_flamegraph_t fg;
+        size_t nn;
+        assert_int_equal(ps_flamegraph_build(&p, 0, 1, 0, &fa, &fg, &err), 0);
+        free(check_fg(&fg, &nn));
+        assert_int_equal(ps_flamegraph_build(&p, 0, 1, 15, &fa, &fg, &err), 0);
+        assert_true(named_nodes(&fg) <= 15);
+        free(check_fg(&fg, &nn));
+    }
+    ps_buf_dispose(&out);
+    ps_arena_dispose(&fa);
+    ps_arena_dispose(&a);
+    free(raw);
 }
+
+static void test_all_fixtures(void **state)
+{
+    static const char *dirs[] = {"go", "node"};
+    size_t count = 0;
+    for (size_t d = 0; d < 2; d++) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/pprof/%s", testdata_dir(), dirs[d]);
+        DIR *dir = opendir(path);
+        if (dir == NULL)
+            fail_msg("cannot open %s", path);
+        struct dirent *e;
+        while ((e = readdir(dir)) != NULL) {
+            size_t len = strlen(e->d_name);
+            if (len < 6 || strcmp(e->d_name + len - 6, ".pb.gz") != 0)
+                continue;
+            char rel[512];
+            snprintf(rel, sizeof(rel), "%s/%s", dirs[d], e->d_name);
+            check_fixture(rel);
+            count++;
+        }
+        closedir(dir);
+    }
+    assert_true(count >= 15);
+}
+
+/* ---- a synthetic big profile ----------------------------------------------------------------- */
 
 /*
  * 20,000 functions, 30,000 locations (one in five with an inlined second line), each location with
@@ -1061,7 +1243,9 @@ int main(void)
         cmocka_unit_test(test_address_frames),
         cmocka_unit_test(test_escaping),
         cmocka_unit_test(test_max_nodes),
+        cmocka_unit_test(test_random_profiles),
         cmocka_unit_test(test_go_cpu),
+        cmocka_unit_test(test_all_fixtures),
         cmocka_unit_test(test_synthetic_100k),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,1345 @@
+/*
+ * scrape.c - the scraper thread (see scrape.h).
+ *
+ * One thread owns every target and every libcurl easy handle. Its loop:
+ *   apply a pending reload -> refresh service discovery (inotify events, refresh intervals,
+ *   http_sd answers) -> rebuild the target set when groups changed -> start the scrapes that are
+ *   due -> curl_multi_perform -> handle finished transfers (decode, delta, hand to the writer) ->
+ *   handle the writer's answers (health) -> curl_multi_poll until the next due time or a wake-up.
+ * HTTP threads read target state for /api/v1/targets and /metrics under the mutex.
+ */
+#include "scrape.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/timeutil.h"
+#include "core/varint.h"
+#include "ingest.h"
+
+#define MAX_JOBS_METRICS 256
+
+/* ---- service discovery state ---- */
+
+typedef struct sd_file {
+    char *path;
+    struct timespec mtime;
+    off_t size;
+    ps_arena_t arena;
+    ps_target_group_t *groups;
+    uint32_t ngroups;
+    bool seen; /* matched by the last glob */
+} sd_file_t;
+
+typedef struct sd_http {
+    ps_http_sd_t *cfg;
+    ps_arena_t arena;
+    ps_target_group_t *groups;
+    uint32_t ngroups;
+    int64_t next_refresh; /* mono ns */
+    CURL *easy;
+    ps_buf_t body;
+    struct curl_slist *headers;
+} sd_http_t;
+
+typedef struct pool {
+    ps_scrape_config_t *cfg;
+    sd_file_t *files;
+    uint32_t nfiles;
+    int64_t next_file_refresh;
+    sd_http_t *https;
+    uint32_t nhttp;
+} pool_t;
+
+/* ---- targets ---- */
+
+typedef struct prev_state {
+    ps_hmap_t index;   /* stack key -> row */
+    int64_t *values;   /* rows x ntypes */
+    uint32_t ntypes;
+    int64_t *totals;   /* ntypes */
+    bool valid;
+} prev_state_t;
+
+typedef struct target {
+    uint64_t id;
+    uint32_t pool;
+    ps_pprof_entry_t *entry;
+    ps_arena_t arena;
+    ps_labels_t labels;     /* final labels, external labels added */
+    ps_labels_t discovered; /* before relabeling */
+    char *url;
+    char *name;             /* profile name */
+    int64_t interval, timeout;
+    bool cpu_delta;         /* the target itself makes the delta (?seconds=N) */
+    int64_t next_due;       /* mono ns */
+    /* transfer */
+    CURL *easy;
+    struct curl_slist *headers;
+    ps_buf_t body;
+    bool too_big;
+    int64_t started_mono, started_wall;
+    char errbuf[CURL_ERROR_SIZE];
+    /* last result */
+    int64_t last_scrape;    /* wall ns, 0 = never */
+    double last_duration;
+    int health;             /* 0 unknown, 1 up, -1 down */
+    char last_error[512];
+    prev_state_t prev;
+    bool alive;             /* still in the target set */
+} target_t;
+
+typedef struct dropped {
+    ps_arena_t arena;
+    ps_labels_t discovered;
+} dropped_t;
+
+typedef struct job_metrics {
+    char job[128];
+    uint64_t scrapes, failures, samples;
+    double duration_sum;
+} job_metrics_t;
+
+typedef struct completion {
+    uint64_t target;
+    int status;
+    char msg[400];
+    struct completion *next;
+} completion_t;
+
+struct ps_scraper {
+    ps_scraper_opts_t opts;
+    ps_writer_t *writer;
+    pthread_t thread;
+    pthread_mutex_t mu; /* guards targets, dropped, metrics, pending, completions */
+    CURLM *multi;
+    atomic_int stop;
+    ps_config_t *cfg, *pending_cfg;
+    pool_t *pools;
+    uint32_t npools;
+    target_t **targets;
+    uint32_t ntargets;
+    dropped_t *dropped;
+    uint32_t ndropped;
+    bool dirty; /* groups changed: rebuild targets */
+    int inotify_fd;
+    completion_t *completions;
+    job_metrics_t metrics[MAX_JOBS_METRICS];
+    uint32_t nmetrics;
+    uint64_t sd_failures;
+    atomic_int pending_writes; /* handed to the writer, not answered yet */
+};
+
+static job_metrics_t *job_metrics(ps_scraper_t *s, const char *job)
+{
+    for (uint32_t i = 0; i < s->nmetrics; i++)
+        if (strcmp(s->metrics[i].job, job) == 0)
+            return &s->metrics[i];
+    if (s->nmetrics == MAX_JOBS_METRICS)
+        return &s->metrics[MAX_JOBS_METRICS - 1];
+    job_metrics_t *m = &s->metrics[s->nmetrics++];
+    memset(m, 0, sizeof(*m));
+    snprintf(m->job, sizeof(m->job), "%s", job);
+    return m;
+}
+
+/* ---- file_sd ---- */
+
+static void sd_file_free(sd_file_t *f)
+{
+    free(f->path);
+    ps_arena_dispose(&f->arena);
+}
+
+static uint8_t *read_all(const char *path, size_t *n, size_t max, char *why, size_t whylen)
+{
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        return NULL;
+    }
+    ps_buf_t b = PS_BUF_INIT;
+    char tmp[65536];
+    size_t r;
+    while ((r = fread(tmp, 1, sizeof(tmp), fp)) > 0) {
+        ps_buf_append(&b, tmp, r);
+        if (b.len > max) {
+            snprintf(why, whylen, "file is larger than %zu bytes", max);
+            fclose(fp);
+            ps_buf_dispose(&b);
+            return NULL;
+        }
+    }
+    fclose(fp);
+    *n = b.len;
+    ps_buf_putc(&b, 0);
+    return b.data;
+}
+
+/* Re-globs the patterns of a pool and re-reads the files that changed (or all, when force). */
+static void refresh_files(ps_scraper_t *s, pool_t *p, bool force)
+{
+    for (uint32_t i = 0; i < p->nfiles; i++)
+        p->files[i].seen = false;
+    for (uint32_t k = 0; k < p->cfg->nfile_sd; k++) {
+        ps_file_sd_t *fsd = &p->cfg->file_sd[k];
+        for (uint32_t j = 0; j < fsd->nfiles; j++) {
+            glob_t g;
+            if (glob(fsd->files[j], 0, NULL, &g) != 0)
+                continue;
+            for (size_t m = 0; m < g.gl_pathc; m++) {
+                const char *path = g.gl_pathv[m];
+                struct stat st;
+                if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+                    continue;
+                sd_file_t *f = NULL;
+                for (uint32_t i = 0; i < p->nfiles; i++)
+                    if (strcmp(p->files[i].path, path) == 0)
+                        f = &p->files[i];
+                if (f == NULL) {
+                    p->files = ps_xrealloc(p->files, (p->nfiles + 1) * sizeof(sd_file_t));
+                    f = &p->files[p->nfiles++];
+                    memset(f, 0, sizeof(*f));
+                    f->path = ps_xstrndup(path, strlen(path));
+                    force = true;
+                }
+                f->seen = true;
+                bool changed = force || st.st_mtim.tv_sec != f->mtime.tv_sec || st.st_mtim.tv_nsec != f->mtime.tv_nsec ||
+                               st.st_size != f->size;
+                if (!changed)
+                    continue;
+                char why[256];
+                size_t n;
+                uint8_t *data = read_all(path, &n, 16u << 20, why, sizeof(why));
+                if (data == NULL) {
+                    ps_log_error("file_sd: cannot read file", "job=%s file=%s err=\"%s\"", p->cfg->job_name, path, why);
+                    s->sd_failures++;
+                    continue;
+                }
+                size_t pl = strlen(path);
+                bool yaml = (pl > 4 && strcmp(path + pl - 4, ".yml") == 0) || (pl > 5 && strcmp(path + pl - 5, ".yaml") == 0);
+                ps_arena_t na = PS_ARENA_INIT;
+                ps_target_group_t *groups;
+                uint32_t ng;
+                ps_err_t err;
+                if (ps_sd_parse((const char *)data, n, yaml, path, &na, &groups, &ng, &err) != 0) {
+                    /* only well-formed files are applied: keep what this file gave before */
+                    ps_log_error("file_sd: invalid file, keeping its previous targets", "job=%s err=\"%s\"",
+                                 p->cfg->job_name, err.msg);
+                    s->sd_failures++;
+                    ps_arena_dispose(&na);
+                    free(data);
+                    continue;
+                }
+                free(data);
+                ps_arena_dispose(&f->arena);
+                f->arena = na;
+                f->groups = groups;
+                f->ngroups = ng;
+                f->mtime = st.st_mtim;
+                f->size = st.st_size;
+                s->dirty = true;
+            }
+            globfree(&g);
+        }
+    }
+    /* files that no longer exist take their targets with them */
+    for (uint32_t i = 0; i < p->nfiles;) {
+        if (!p->files[i].seen) {
+            sd_file_free(&p->files[i]);
+            p->files[i] = p->files[--p->nfiles];
+            s->dirty = true;
+        } else {
+            i++;
+        }
+    }
+}
+
+static void watch_dirs(ps_scraper_t *s)
+{
+    if (s->inotify_fd < 0)
+        return;
+    for (uint32_t i = 0; i < s->npools; i++)
+        for (uint32_t k = 0; k < s->pools[i].cfg->nfile_sd; k++)
+            for (uint32_t j = 0; j < s->pools[i].cfg->file_sd[k].nfiles; j++) {
+                char dir[PATH_MAX];
+                snprintf(dir, sizeof(dir), "%s", s->pools[i].cfg->file_sd[k].files[j]);
+                char *slash = strrchr(dir, '/');
+                if (slash == NULL)
+                    snprintf(dir, sizeof(dir), ".");
+                else if (slash == dir)
+                    dir[1] = 0;
+                else
+                    *slash = 0;
+                inotify_add_watch(s->inotify_fd, dir,
+                                  IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_ATTRIB);
+            }
+}
+
+/* ---- targets: building ---- */
+
+static void lset_from_labels(ps_lset_t *ls, const ps_labels_t *l)
+{
+    for (uint32_t i = 0; i < l->n; i++)
+        ps_lset_set(ls, l->pairs[i].name, l->pairs[i].nlen, l->pairs[i].value, l->pairs[i].vlen);
+}
+
+static ps_labels_t lset_copy(const ps_lset_t *ls, ps_arena_t *a, bool drop_reserved)
+{
+    ps_labels_t out = {0, ps_arena_alloc(a, (ls->n + 1) * sizeof(ps_label_pair_t))};
+    for (uint32_t i = 0; i < ls->n; i++) {
+        const ps_label_pair_t *p = &ls->pairs[i];
+        if (drop_reserved && p->nlen >= 2 && p->name[0] == '_' && p->name[1] == '_')
+            continue;
+        if (p->vlen == 0)
+            continue;
+        ps_label_pair_t *q = &out.pairs[out.n++];
+        q->name = ps_arena_strndup(a, p->name, p->nlen);
+        q->nlen = p->nlen;
+        q->value = ps_arena_strndup(a, p->value, p->vlen);
+        q->vlen = p->vlen;
+    }
+    return out;
+}
+
+static void url_escape(ps_buf_t *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+            c == '.' || c == '~') {
+            ps_buf_putc(b, c);
+        } else {
+            ps_buf_putc(b, '%');
+            ps_buf_putc(b, (uint8_t)hex[c >> 4]);
+            ps_buf_putc(b, (uint8_t)hex[c & 15]);
+        }
+    }
+}
+
+static void target_free(target_t *t)
+{
+    if (t == NULL)
+        return;
+    if (t->easy)
+        curl_easy_cleanup(t->easy);
+    curl_slist_free_all(t->headers);
+    ps_buf_dispose(&t->body);
+    ps_hmap_dispose(&t->prev.index);
+    free(t->prev.values);
+    free(t->prev.totals);
+    ps_arena_dispose(&t->arena);
+    free(t);
+}
+
+/* Adds the targets of one group of one pool (Prometheus' label setup, then relabeling). */
+static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g, const char *meta_name,
+                        const char *meta_value, target_t ***out, uint32_t *nout, uint32_t *capout)
+{
+    pool_t *p = &s->pools[pi];
+    ps_scrape_config_t *c = p->cfg;
+    for (uint32_t ti = 0; ti < g->ntargets; ti++) {
+        for (uint32_t ei = 0; ei < c->npprof; ei++) {
+            ps_pprof_entry_t *e = &c->pprof[ei];
+            if (!e->enabled)
+                continue;
+            ps_arena_t a = PS_ARENA_INIT;
+            ps_lset_t ls;
+            ps_lset_init(&ls, &a);
+            lset_from_labels(&ls, &g->labels);
+            const char *addr = g->targets[ti];
+            ps_lset_set(&ls, "__address__", 11, addr, strlen(addr));
+            ps_lset_set(&ls, "job", 3, c->job_name, strlen(c->job_name));
+            if (ps_lset_get(&ls, "__scheme__") == NULL)
+                ps_lset_set(&ls, "__scheme__", 10, c->scheme, strlen(c->scheme));
+            char path[2048];
+            snprintf(path, sizeof(path), "%s%s", c->path_prefix ? c->path_prefix : "", e->path);
+            ps_lset_set(&ls, "__profile_path__", 16, path, strlen(path));
+            ps_lset_set(&ls, "__name__", 8, e->name, strlen(e->name));
+            char dur[32];
+            ps_format_duration(c->scrape_interval, dur, sizeof(dur));
+            if (ps_lset_get(&ls, "__scrape_interval__") == NULL)
+                ps_lset_set(&ls, "__scrape_interval__", 19, dur, strlen(dur));
+            ps_format_duration(c->scrape_timeout, dur, sizeof(dur));
+            if (ps_lset_get(&ls, "__scrape_timeout__") == NULL)
+                ps_lset_set(&ls, "__scrape_timeout__", 18, dur, strlen(dur));
+            for (uint32_t k = 0; k < c->nparams; k++) {
+                char pn[256];
+                int pl = snprintf(pn, sizeof(pn), "__param_%s", c->params[k].name);
+                if (c->params[k].n > 0 && pl > 0 && (size_t)pl < sizeof(pn))
+                    ps_lset_set(&ls, pn, (size_t)pl, c->params[k].values[0], strlen(c->params[k].values[0]));
+            }
+            if (meta_name)
+                ps_lset_set(&ls, meta_name, strlen(meta_name), meta_value, strlen(meta_value));
+            ps_labels_t discovered = lset_copy(&ls, &a, false);
+            bool keep = ps_relabel_process(c->relabel, c->nrelabel, &ls);
+            const char *address = ps_lset_get(&ls, "__address__");
+            if (!keep || address == NULL || *address == 0) {
+                if (keep)
+                    ps_log_warn("target dropped: no address after relabeling", "job=%s", c->job_name);
+                s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
+                dropped_t *d = &s->dropped[s->ndropped++];
+                d->arena = a;
+                d->discovered = discovered;
+                continue;
+            }
+            /* address defaulting: no port means the scheme's */
+            const char *scheme = ps_lset_get(&ls, "__scheme__");
+            if (scheme == NULL || *scheme == 0)
+                scheme = c->scheme;
+            char hostport[512];
+            const char *colon = strrchr(address, ':'), *bracket = strrchr(address, ']');
+            if (colon == NULL || (bracket != NULL && colon < bracket))
+                snprintf(hostport, sizeof(hostport), "%s:%s", address, strcmp(scheme, "https") == 0 ? "443" : "80");
+            else
+                snprintf(hostport, sizeof(hostport), "%s", address);
+            if (ps_lset_get(&ls, "instance") == NULL)
+                ps_lset_set(&ls, "instance", 8, hostport, strlen(hostport));
+            /* URL: scheme://address/prefix/path?params[&seconds=N] */
+            ps_buf_t url = PS_BUF_INIT;
+            const char *ppath = ps_lset_get(&ls, "__profile_path__");
+            ps_buf_printf(&url, "%s://%s%s", scheme, hostport, ppath ? ppath : e->path);
+            char sep = strchr((const char *)url.data, '?') ? '&' : '?';
+            for (uint32_t k = 0; k < ls.n; k++) {
+                if (ls.pairs[k].nlen > 8 && memcmp(ls.pairs[k].name, "__param_", 8) == 0) {
+                    ps_buf_putc(&url, (uint8_t)sep);
+                    sep = '&';
+                    url_escape(&url, ls.pairs[k].name + 8);
+                    ps_buf_putc(&url, '=');
+                    url_escape(&url, ls.pairs[k].value);
+                }
+            }
+            int64_t secs = e->seconds > 0 ? e->seconds : c->scrape_interval;
+            bool cpu_delta = e->delta;
+            if (cpu_delta) {
+                ps_buf_printf(&url, "%cseconds=%lld", sep, (long long)(secs / PS_NS_PER_S > 0 ? secs / PS_NS_PER_S : 1));
+            }
+            ps_buf_putc(&url, 0);
+            const char *pname = ps_lset_get(&ls, "__name__");
+            if (pname == NULL || !ps_label_name_valid(pname, strlen(pname)))
+                pname = e->name;
+            /* final labels: no __ labels; external labels where the target has none of that name */
+            for (uint32_t k = 0; k < s->cfg->external_labels.n; k++) {
+                const ps_label_pair_t *x = &s->cfg->external_labels.pairs[k];
+                if (ps_lset_get(&ls, x->name) == NULL)
+                    ps_lset_set(&ls, x->name, x->nlen, x->value, x->vlen);
+            }
+            target_t *t = ps_xcalloc(1, sizeof(*t));
+            t->arena = a;
+            t->discovered = discovered;
+            t->labels = lset_copy(&ls, &t->arena, true);
+            ps_err_t err;
+            if (ps_labels_normalize(&t->labels, &err) != 0 || t->labels.n >= PS_LABELS_MAX) {
+                ps_log_warn("target dropped: invalid labels after relabeling", "job=%s err=\"%s\"", c->job_name,
+                            err.msg);
+                ps_buf_dispose(&url);
+                dropped_t d = {t->arena, t->discovered};
+                s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
+                s->dropped[s->ndropped++] = d;
+                free(t);
+                continue;
+            }
+            t->url = ps_arena_strndup(&t->arena, (const char *)url.data, url.len - 1);
+            t->name = ps_arena_strndup(&t->arena, pname, strlen(pname));
+            ps_buf_dispose(&url);
+            t->pool = pi;
+            t->entry = e;
+            t->interval = c->scrape_interval;
+            t->timeout = c->scrape_timeout + (cpu_delta ? secs : 0);
+            t->cpu_delta = cpu_delta;
+            ps_buf_t key = PS_BUF_INIT;
+            ps_buf_append(&key, t->url, strlen(t->url));
+            ps_buf_putc(&key, 0);
+            ps_buf_append(&key, t->name, strlen(t->name));
+            ps_buf_putc(&key, 0);
+            ps_labels_encode(&t->labels, &key);
+            t->id = ps_hash64(key.data, key.len, 0x7a26e7);
+            ps_buf_dispose(&key);
+            if (*nout == *capout) {
+                *capout = *capout ? *capout * 2 : 64;
+                *out = ps_xrealloc(*out, *capout * sizeof(target_t *));
+            }
+            (*out)[(*nout)++] = t;
+        }
+    }
+}
+
+static void abort_transfer(ps_scraper_t *s, target_t *t)
+{
+    if (t->easy) {
+        curl_multi_remove_handle(s->multi, t->easy);
+        curl_easy_cleanup(t->easy);
+        t->easy = NULL;
+    }
+    curl_slist_free_all(t->headers);
+    t->headers = NULL;
+}
+
+/* Rebuilds the target set from the current groups, keeping state of targets that stay. */
+static void rebuild(ps_scraper_t *s)
+{
+    target_t **nt = NULL;
+    uint32_t n = 0, cap = 0;
+    pthread_mutex_lock(&s->mu);
+    for (uint32_t i = 0; i < s->ndropped; i++)
+        ps_arena_dispose(&s->dropped[i].arena);
+    free(s->dropped);
+    s->dropped = NULL;
+    s->ndropped = 0;
+    pthread_mutex_unlock(&s->mu);
+    for (uint32_t pi = 0; pi < s->npools; pi++) {
+        pool_t *p = &s->pools[pi];
+        for (uint32_t g = 0; g < p->cfg->nstatic; g++)
+            build_group(s, pi, &p->cfg->static_configs[g], NULL, NULL, &nt, &n, &cap);
+        for (uint32_t f = 0; f < p->nfiles; f++)
+            for (uint32_t g = 0; g < p->files[f].ngroups; g++)
+                build_group(s, pi, &p->files[f].groups[g], "__meta_filepath", p->files[f].path, &nt, &n, &cap);
+        for (uint32_t h = 0; h < p->nhttp; h++)
+            for (uint32_t g = 0; g < p->https[h].ngroups; g++)
+                build_group(s, pi, &p->https[h].groups[g], "__meta_url", p->https[h].cfg->url, &nt, &n, &cap);
+    }
+    /* carry over transfers, health and delta baselines; drop duplicates */
+    int64_t mono = ps_time_mono();
+    ps_hmap_t old;
+    ps_hmap_init(&old);
+    for (uint32_t i = 0; i < s->ntargets; i++) {
+        uint8_t k[8];
+        ps_enc_be64(k, s->targets[i]->id);
+        ps_hmap_put(&old, k, 8, i);
+        s->targets[i]->alive = false;
+    }
+    ps_hmap_t seen;
+    ps_hmap_init(&seen);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        target_t *t = nt[i];
+        uint8_t k[8];
+        uint64_t idx;
+        ps_enc_be64(k, t->id);
+        if (ps_hmap_get(&seen, k, 8, &idx)) {
+            target_free(t);
+            continue;
+        }
+        ps_hmap_put(&seen, k, 8, 1);
+        if (ps_hmap_get(&old, k, 8, &idx)) {
+            target_t *o = s->targets[idx];
+            /* the same target: keep the old object (its transfer may be running), new config pointers */
+            o->alive = true;
+            o->pool = t->pool;
+            o->entry = t->entry;
+            o->interval = t->interval;
+            o->timeout = t->timeout;
+            o->cpu_delta = t->cpu_delta;
+            target_free(t);
+            t = o;
+        } else {
+            t->alive = true;
+            t->next_due = mono + (int64_t)(t->id % (uint64_t)(t->interval > 0 ? t->interval : PS_NS_PER_S));
+        }
+        nt[m++] = t;
+    }
+    ps_hmap_dispose(&seen);
+    ps_hmap_dispose(&old);
+    pthread_mutex_lock(&s->mu);
+    for (uint32_t i = 0; i < s->ntargets; i++)
+        if (!s->targets[i]->alive) {
+            abort_transfer(s, s->targets[i]);
+            target_free(s->targets[i]);
+        }
+    free(s->targets);
+    s->targets = nt;
+    s->ntargets = m;
+    pthread_mutex_unlock(&s->mu);
+    s->dirty = false;
+    ps_log_debug("targets rebuilt", "active=%u dropped=%u", m, s->ndropped);
+}
+
+/* ---- configuration ---- */
+
+static void pools_free(ps_scraper_t *s)
+{
+    for (uint32_t i = 0; i < s->npools; i++) {
+        pool_t *p = &s->pools[i];
+        for (uint32_t f = 0; f < p->nfiles; f++)
+            sd_file_free(&p->files[f]);
+        free(p->files);
+        for (uint32_t h = 0; h < p->nhttp; h++) {
+            sd_http_t *hs = &p->https[h];
+            if (hs->easy) {
+                curl_multi_remove_handle(s->multi, hs->easy);
+                curl_easy_cleanup(hs->easy);
+            }
+            curl_slist_free_all(hs->headers);
+            ps_buf_dispose(&hs->body);
+            ps_arena_dispose(&hs->arena);
+        }
+        free(p->https);
+    }
+    free(s->pools);
+    s->pools = NULL;
+    s->npools = 0;
+}
+
+static void apply_config(ps_scraper_t *s, ps_config_t *cfg)
+{
+    ps_config_t *old = s->cfg;
+    pools_free(s);
+    s->cfg = cfg;
+    s->npools = cfg->nscrape;
+    s->pools = ps_xcalloc(cfg->nscrape + 1, sizeof(pool_t));
+    for (uint32_t i = 0; i < cfg->nscrape; i++) {
+        pool_t *p = &s->pools[i];
+        p->cfg = &cfg->scrape[i];
+        p->nhttp = p->cfg->nhttp_sd;
+        p->https = ps_xcalloc(p->nhttp + 1, sizeof(sd_http_t));
+        for (uint32_t h = 0; h < p->nhttp; h++)
+            p->https[h].cfg = &p->cfg->http_sd[h];
+        refresh_files(s, p, true);
+        p->next_file_refresh = ps_time_mono() + (p->cfg->nfile_sd ? p->cfg->file_sd[0].refresh_interval : 0);
+    }
+    watch_dirs(s);
+    rebuild(s); /* re-points surviving targets at the new config before the old one goes */
+    ps_config_free(old);
+}
+
+/* ---- transfers ---- */
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *ctx)
+{
+    ps_buf_t *b = ctx;
+    size_t n = size * nmemb;
+    ps_buf_append(b, p, n);
+    return n;
+}
+
+static void setup_client(CURL *e, const ps_http_client_t *c, struct curl_slist **headers)
+{
+    if (c->basic_user) {
+        curl_easy_setopt(e, CURLOPT_USERNAME, c->basic_user);
+        const char *pw = c->basic_password;
+        char buf[1024];
+        if (c->basic_password_file) {
+            FILE *f = fopen(c->basic_password_file, "r");
+            if (f) {
+                size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+                fclose(f);
+                buf[n] = 0;
+                while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+                    buf[--n] = 0;
+                pw = buf;
+            }
+        }
+        curl_easy_setopt(e, CURLOPT_PASSWORD, pw ? pw : "");
+        curl_easy_setopt(e, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+    }
+    if (c->auth_credentials || c->auth_credentials_file) {
+        char cred[4096] = "";
+        if (c->auth_credentials_file) {
+            FILE *f = fopen(c->auth_credentials_file, "r");
+            if (f) {
+                size_t n = fread(cred, 1, sizeof(cred) - 1, f);
+                fclose(f);
+                cred[n] = 0;
+                while (n > 0 && (cred[n - 1] == '\n' || cred[n - 1] == '\r'))
+                    cred[--n] = 0;
+            }
+        } else {
+            snprintf(cred, sizeof(cred), "%s", c->auth_credentials);
+        }
+        char h[4200];
+        snprintf(h, sizeof(h), "Authorization: %s %s", c->auth_type ? c->auth_type : "Bearer", cred);
+        *headers = curl_slist_append(*headers, h);
+    }
+    if (c->tls.ca_file)
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->tls.ca_file);
+    if (c->tls.cert_file)
+        curl_easy_setopt(e, CURLOPT_SSLCERT, c->tls.cert_file);
+    if (c->tls.key_file)
+        curl_easy_setopt(e, CURLOPT_SSLKEY, c->tls.key_file);
+    if (c->tls.insecure_skip_verify) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, c->follow_redirects ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "profstore/0.1.0");
+}
+
+static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    target_t *t = ctx;
+    extern size_t ps_scrape_max_body;
+    if ((size_t)dlnow > ps_scrape_max_body || (size_t)dltotal > ps_scrape_max_body) {
+        t->too_big = true;
+        return 1; /* abort */
+    }
+    return 0;
+}
+
+size_t ps_scrape_max_body = 64u << 20;
+
+static void start_scrape(ps_scraper_t *s, target_t *t, int64_t mono)
+{
+    pool_t *p = &s->pools[t->pool];
+    CURL *e = curl_easy_init();
+    if (e == NULL)
+        return;
+    t->easy = e;
+    t->too_big = false;
+    t->errbuf[0] = 0;
+    ps_buf_reset(&t->body);
+    t->started_mono = mono;
+    t->started_wall = ps_time_now();
+    curl_easy_setopt(e, CURLOPT_URL, t->url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t->body);
+    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(t->timeout / 1000000));
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(p->cfg->scrape_timeout / 1000000));
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    char h[128];
+    snprintf(h, sizeof(h), "X-Prometheus-Scrape-Timeout-Seconds: %.3f", (double)t->timeout / 1e9);
+    t->headers = curl_slist_append(NULL, h);
+    t->headers = curl_slist_append(t->headers, "Accept: application/octet-stream, */*;q=0.1");
+    setup_client(e, &p->cfg->client, &t->headers);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    curl_multi_add_handle(s->multi, e);
+}
+
+/* ---- deltas of cumulative profiles ---- */
+
+static bool is_cumulative(ps_str_t type)
+{
+    static const char *names[] = {"alloc_objects", "alloc_space", "contentions", "delay"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (type.len == strlen(names[i]) && memcmp(type.ptr, names[i], type.len) == 0)
+            return true;
+    return false;
+}
+
+static void put_str(ps_buf_t *b, const ps_profile_t *p, uint32_t i)
+{
+    ps_str_t s = ps_profile_str(p, i);
+    ps_buf_append(b, &s.len, sizeof(s.len));
+    ps_buf_append(b, s.ptr, s.len);
+}
+
+/* A key for a sample's stack and labels that is stable across scrapes of one target. */
+static void stack_key(const ps_profile_t *p, const ps_sample_t *smp, ps_buf_t *b)
+{
+    ps_buf_reset(b);
+    for (uint32_t i = 0; i < smp->nlocs; i++) {
+        const ps_location_t *l = &p->locations[smp->locs[i] - 1];
+        uint64_t addr = l->address;
+        if (l->mapping) {
+            const ps_mapping_t *m = &p->mappings[l->mapping - 1];
+            addr = addr - m->memory_start + m->file_offset; /* survives ASLR */
+            put_str(b, p, m->filename);
+        }
+        ps_buf_append(b, &addr, sizeof(addr));
+        for (uint32_t j = 0; j < l->nlines; j++) {
+            if (l->lines[j].function) {
+                const ps_function_t *f = &p->functions[l->lines[j].function - 1];
+                put_str(b, p, f->name);
+                put_str(b, p, f->filename);
+            }
+            ps_buf_append(b, &l->lines[j].line, sizeof(int64_t));
+        }
+        ps_buf_putc(b, '|');
+    }
+    for (uint32_t j = 0; j < smp->nlabels; j++) {
+        put_str(b, p, smp->labels[j].key);
+        put_str(b, p, smp->labels[j].str);
+        ps_buf_append(b, &smp->labels[j].num, sizeof(int64_t));
+    }
+}
+
+/*
+ * Turns the cumulative sample types of p into deltas against the target's previous scrape, in a
+ * copy of the samples (from arena), and decides per sample type: store as is, as delta, or skip.
+ * The new scrape becomes the baseline.
+ */
+static ps_profile_t *make_delta(target_t *t, const ps_profile_t *p, uint8_t *modes, ps_arena_t *arena)
+{
+    uint32_t nt = p->ntypes;
+    bool any_cum = false;
+    for (uint32_t k = 0; k < nt; k++)
+        any_cum |= is_cumulative(ps_profile_str(p, p->sample_types[k].type));
+    if (!any_cum)
+        return (ps_profile_t *)p;
+    ps_profile_t *q = ps_arena_alloc(arena, sizeof(*q));
+    *q = *p;
+    q->samples = ps_arena_alloc(arena, (p->nsamples + 1) * sizeof(ps_sample_t));
+    /* new baseline */
+    prev_state_t cur = {0};
+    ps_hmap_init(&cur.index);
+    cur.ntypes = nt;
+    cur.values = ps_xcalloc((size_t)p->nsamples * nt + 1, sizeof(int64_t));
+    cur.totals = ps_xcalloc(nt, sizeof(int64_t));
+    cur.valid = true;
+    ps_buf_t key = PS_BUF_INIT;
+    uint32_t rows = 0;
+    uint32_t *row_of = ps_arena_alloc(arena, (p->nsamples + 1) * sizeof(uint32_t));
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        stack_key(p, &p->samples[i], &key);
+        uint64_t r;
+        if (!ps_hmap_get(&cur.index, key.data, key.len, &r)) {
+            r = rows++;
+            ps_hmap_put(&cur.index, key.data, key.len, r);
+        }
+        row_of[i] = (uint32_t)r;
+        for (uint32_t k = 0; k < nt; k++) {
+            cur.values[r * nt + k] += p->samples[i].values[k];
+            cur.totals[k] += p->samples[i].values[k];
+        }
+    }
+    /* per type: delta (no reset), as is (reset: the process restarted), or skip (no baseline) */
+    bool usable = t->prev.valid && t->prev.ntypes == nt;
+    bool *reset = ps_arena_calloc(arena, nt, sizeof(bool));
+    for (uint32_t k = 0; k < nt; k++) {
+        if (!is_cumulative(ps_profile_str(p, p->sample_types[k].type))) {
+            modes[k] = PS_INGEST_ASIS;
+            continue;
+        }
+        if (!usable) {
+            modes[k] = PS_INGEST_SKIP;
+            continue;
+        }
+        modes[k] = PS_INGEST_DELTA;
+        if (cur.totals[k] < t->prev.totals[k])
+            reset[k] = true;
+    }
+    if (usable) {
+        /* a stack whose count went down also means a restart */
+        for (uint32_t i = 0; i < p->nsamples; i++) {
+            stack_key(p, &p->samples[i], &key);
+            uint64_t pr;
+            if (!ps_hmap_get(&t->prev.index, key.data, key.len, &pr))
+                continue;
+            for (uint32_t k = 0; k < nt; k++)
+                if (modes[k] == PS_INGEST_DELTA && cur.values[row_of[i] * nt + k] < t->prev.values[pr * nt + k])
+                    reset[k] = true;
+        }
+    }
+    /* rows may repeat a stack: the delta of a row goes to its first sample, the others get 0 */
+    uint8_t *done = ps_arena_calloc(arena, rows + 1, 1);
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        q->samples[i] = p->samples[i];
+        int64_t *v = ps_arena_alloc(arena, nt * sizeof(int64_t));
+        memcpy(v, p->samples[i].values, nt * sizeof(int64_t));
+        uint32_t r = row_of[i];
+        uint64_t pr;
+        bool have_prev = false;
+        if (usable) {
+            stack_key(p, &p->samples[i], &key);
+            have_prev = ps_hmap_get(&t->prev.index, key.data, key.len, &pr);
+        }
+        for (uint32_t k = 0; k < nt; k++) {
+            if (modes[k] != PS_INGEST_DELTA || reset[k])
+                continue;
+            v[k] = done[r] ? 0 : cur.values[r * nt + k] - (have_prev ? t->prev.values[pr * nt + k] : 0);
+        }
+        done[r] = 1;
+        q->samples[i].values = v;
+    }
+    ps_buf_dispose(&key);
+    ps_hmap_dispose(&t->prev.index);
+    free(t->prev.values);
+    free(t->prev.totals);
+    t->prev = cur;
+    return q;
+}
+
+/* ---- finishing a scrape ---- */
+
+typedef struct scrape_req {
+    ps_wreq_t w;
+    ps_arena_t arena;
+    ps_scraper_t *s;
+    uint64_t target;
+} scrape_req_t;
+
+static void on_written(ps_wreq_t *w)
+{
+    scrape_req_t *r = w->ctx;
+    ps_scraper_t *s = r->s;
+    completion_t *c = ps_xcalloc(1, sizeof(*c));
+    c->target = r->target;
+    c->status = w->status ? w->status : w->app.status;
+    if (c->status)
+        snprintf(c->msg, sizeof(c->msg), "storing the profile: %.360s", w->status ? w->err.msg : w->app.err.msg);
+    pthread_mutex_lock(&s->mu);
+    c->next = s->completions;
+    s->completions = c;
+    pthread_mutex_unlock(&s->mu);
+    curl_multi_wakeup(s->multi);
+    ps_arena_dispose(&r->arena);
+    free(r);
+    atomic_fetch_sub(&s->pending_writes, 1); /* last: ps_scraper_stop waits for this */
+}
+
+static void set_result(ps_scraper_t *s, target_t *t, const char *err)
+{
+    pthread_mutex_lock(&s->mu);
+    t->last_scrape = t->started_wall;
+    t->last_duration = (double)(ps_time_mono() - t->started_mono) / 1e9;
+    t->health = err ? -1 : 1;
+    snprintf(t->last_error, sizeof(t->last_error), "%s", err ? err : "");
+    job_metrics_t *m = job_metrics(s, s->pools[t->pool].cfg->job_name);
+    m->scrapes++;
+    m->failures += err != NULL;
+    m->duration_sum += t->last_duration;
+    pthread_mutex_unlock(&s->mu);
+    if (err)
+        ps_log_debug("scrape failed", "url=%s err=\"%s\"", t->url, err);
+}
+
+static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
+{
+    char err[512];
+    long status = 0;
+    char *ctype = NULL;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &ctype);
+    if (t->too_big) {
+        snprintf(err, sizeof(err), "body exceeds the limit of %zu bytes", ps_scrape_max_body);
+        goto Fail;
+    }
+    if (res != CURLE_OK) {
+        snprintf(err, sizeof(err), "%s", t->errbuf[0] ? t->errbuf : curl_easy_strerror(res));
+        goto Fail;
+    }
+    if (status != 200) {
+        char snippet[120] = "";
+        size_t n = t->body.len < 100 ? t->body.len : 100;
+        for (size_t i = 0; i < n; i++)
+            snippet[i] = (t->body.data[i] >= 32 && t->body.data[i] < 127) ? (char)t->body.data[i] : ' ';
+        snippet[n] = 0;
+        snprintf(err, sizeof(err), "server returned HTTP status %ld%s%s", status, n ? ": " : "", snippet);
+        goto Fail;
+    }
+    if (ctype && strncasecmp(ctype, "text/html", 9) == 0) {
+        snprintf(err, sizeof(err), "received %s, not a pprof profile (wrong path?)", ctype);
+        goto Fail;
+    }
+    if (t->body.len == 0) {
+        snprintf(err, sizeof(err), "empty body");
+        goto Fail;
+    }
+    scrape_req_t *r = ps_xcalloc(1, sizeof(*r));
+    r->s = s;
+    r->target = t->id;
+    ps_profile_t *p = ps_arena_calloc(&r->arena, 1, sizeof(*p));
+    ps_err_t perr;
+    if (ps_pprof_decode(t->body.data, t->body.len, &s->opts.limits, &r->arena, p, &perr) != 0) {
+        if (t->body.len > 0 && (t->body.data[0] == '<' || (ctype && strncasecmp(ctype, "text/", 5) == 0)))
+            snprintf(err, sizeof(err), "received text (%.64s), not a pprof profile: %.380s", ctype ? ctype : "no type",
+                     perr.msg);
+        else
+            snprintf(err, sizeof(err), "invalid profile: %.480s", perr.msg);
+        ps_arena_dispose(&r->arena);
+        free(r);
+        goto Fail;
+    }
+    uint8_t *modes = ps_arena_alloc(&r->arena, p->ntypes + 1);
+    for (uint32_t k = 0; k < p->ntypes; k++)
+        modes[k] = t->cpu_delta ? PS_INGEST_DELTA : PS_INGEST_ASIS;
+    ps_profile_t *q = t->cpu_delta ? p : make_delta(t, p, modes, &r->arena);
+    /* keep_sample_type */
+    if (t->entry->nkeep > 0) {
+        for (uint32_t k = 0; k < p->ntypes; k++) {
+            ps_str_t ty = ps_profile_str(p, p->sample_types[k].type), un = ps_profile_str(p, p->sample_types[k].unit);
+            bool keep = false;
+            for (uint32_t j = 0; j < t->entry->nkeep; j++)
+                keep |= strlen(t->entry->keep_type[j]) == ty.len && memcmp(t->entry->keep_type[j], ty.ptr, ty.len) == 0 &&
+                        (t->entry->keep_unit[j] == NULL || (strlen(t->entry->keep_unit[j]) == un.len &&
+                                                            memcmp(t->entry->keep_unit[j], un.ptr, un.len) == 0));
+            if (!keep)
+                modes[k] = PS_INGEST_SKIP;
+        }
+    }
+    bool any = false;
+    for (uint32_t k = 0; k < p->ntypes; k++)
+        any |= modes[k] != PS_INGEST_SKIP;
+    pthread_mutex_lock(&s->mu);
+    job_metrics(s, s->pools[t->pool].cfg->job_name)->samples += p->nsamples;
+    pthread_mutex_unlock(&s->mu);
+    if (!any) { /* first scrape of a cumulative profile: a baseline only */
+        ps_arena_dispose(&r->arena);
+        free(r);
+        set_result(s, t, NULL);
+        return;
+    }
+    int64_t ts = p->time_nanos > 0 ? p->time_nanos : t->started_wall;
+    if (ps_ingest_build(q, t->name, strlen(t->name), &t->labels, ts, modes, false, &r->arena, &r->w.app, &perr) != 0) {
+        snprintf(err, sizeof(err), "%.500s", perr.msg);
+        ps_arena_dispose(&r->arena);
+        free(r);
+        goto Fail;
+    }
+    r->w.kind = PS_WREQ_APPEND;
+    r->w.on_done = on_written;
+    r->w.ctx = r;
+    pthread_mutex_lock(&s->mu);
+    t->last_scrape = t->started_wall;
+    t->last_duration = (double)(ps_time_mono() - t->started_mono) / 1e9;
+    pthread_mutex_unlock(&s->mu);
+    atomic_fetch_add(&s->pending_writes, 1);
+    if (ps_writer_submit(s->writer, &r->w) != 0) {
+        atomic_fetch_sub(&s->pending_writes, 1);
+        snprintf(err, sizeof(err), "%.500s", r->w.err.msg);
+        ps_arena_dispose(&r->arena);
+        free(r);
+        goto Fail;
+    }
+    return; /* health is set when the writer answers */
+Fail:
+    set_result(s, t, err);
+}
+
+static void on_completion(ps_scraper_t *s, completion_t *c)
+{
+    for (uint32_t i = 0; i < s->ntargets; i++) {
+        target_t *t = s->targets[i];
+        if (t->id != c->target)
+            continue;
+        set_result(s, t, c->status ? c->msg : NULL);
+        return;
+    }
+}
+
+/* ---- http_sd ---- */
+
+static void start_http_sd(ps_scraper_t *s, sd_http_t *h)
+{
+    CURL *e = curl_easy_init();
+    if (e == NULL)
+        return;
+    h->easy = e;
+    ps_buf_reset(&h->body);
+    curl_easy_setopt(e, CURLOPT_URL, h->cfg->url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, NULL);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &h->body);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
+    char hd[96];
+    snprintf(hd, sizeof(hd), "X-Prometheus-Refresh-Interval-Seconds: %lld",
+             (long long)(h->cfg->refresh_interval / PS_NS_PER_S));
+    curl_slist_free_all(h->headers);
+    h->headers = curl_slist_append(NULL, hd);
+    setup_client(e, &h->cfg->client, &h->headers);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h->headers);
+    curl_multi_add_handle(s->multi, e);
+}
+
+static void finish_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h, CURLcode res)
+{
+    long status = 0;
+    curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_multi_remove_handle(s->multi, h->easy);
+    curl_easy_cleanup(h->easy);
+    h->easy = NULL;
+    h->next_refresh = ps_time_mono() + h->cfg->refresh_interval;
+    if (res != CURLE_OK || status != 200) {
+        ps_log_error("http_sd: refresh failed, keeping the last good targets", "job=%s url=%s err=\"%s\"",
+                     p->cfg->job_name, h->cfg->url,
+                     res != CURLE_OK ? curl_easy_strerror(res) : status == 0 ? "no answer" : "HTTP status not 200");
+        s->sd_failures++;
+        return;
+    }
+    ps_arena_t na = PS_ARENA_INIT;
+    ps_target_group_t *groups;
+    uint32_t ng;
+    ps_err_t err;
+    if (ps_sd_parse(h->body.len ? (const char *)h->body.data : "", h->body.len, false, h->cfg->url, &na, &groups, &ng,
+                    &err) != 0) {
+        ps_log_error("http_sd: invalid answer, keeping the last good targets", "job=%s err=\"%s\"", p->cfg->job_name,
+                     err.msg);
+        s->sd_failures++;
+        ps_arena_dispose(&na);
+        return;
+    }
+    ps_arena_dispose(&h->arena);
+    h->arena = na;
+    h->groups = groups;
+    h->ngroups = ng;
+    s->dirty = true;
+}
+
+/* ---- the loop ---- */
+
+static void *run(void *arg)
+{
+    ps_scraper_t *s = arg;
+    char evbuf[4096] __attribute__((aligned(8)));
+    while (!atomic_load(&s->stop)) {
+        int64_t mono = ps_time_mono();
+        /* reload */
+        pthread_mutex_lock(&s->mu);
+        ps_config_t *pending = s->pending_cfg;
+        s->pending_cfg = NULL;
+        completion_t *done = s->completions;
+        s->completions = NULL;
+        pthread_mutex_unlock(&s->mu);
+        if (pending != NULL) {
+            apply_config(s, pending);
+            ps_log_info("scrape configuration applied", "jobs=%u targets=%u", s->npools, s->ntargets);
+        }
+        /* writer answers */
+        while (done != NULL) {
+            completion_t *n = done->next;
+            on_completion(s, done);
+            free(done);
+            done = n;
+        }
+        /* file_sd: inotify events or refresh interval */
+        bool files_changed = false;
+        if (s->inotify_fd >= 0) {
+            ssize_t r;
+            while ((r = read(s->inotify_fd, evbuf, sizeof(evbuf))) > 0)
+                files_changed = true;
+        }
+        for (uint32_t i = 0; i < s->npools; i++) {
+            pool_t *p = &s->pools[i];
+            if (p->cfg->nfile_sd == 0)
+                continue;
+            if (files_changed || mono >= p->next_file_refresh) {
+                bool force = mono >= p->next_file_refresh;
+                refresh_files(s, p, force);
+                if (force)
+                    p->next_file_refresh = mono + p->cfg->file_sd[0].refresh_interval;
+            }
+            for (uint32_t h = 0; h < p->nhttp; h++)
+                if (p->https[h].easy == NULL && mono >= p->https[h].next_refresh)
+                    start_http_sd(s, &p->https[h]);
+        }
+        if (s->dirty)
+            rebuild(s);
+        /* due scrapes */
+        int64_t next = mono + PS_NS_PER_S;
+        for (uint32_t i = 0; i < s->ntargets; i++) {
+            target_t *t = s->targets[i];
+            if (mono >= t->next_due) {
+                if (t->easy == NULL) {
+                    start_scrape(s, t, mono);
+                    /* the next tick of its schedule (ticks missed while a scrape ran are skipped) */
+                    do
+                        t->next_due += t->interval > 0 ? t->interval : PS_NS_PER_S;
+                    while (t->next_due <= mono);
+                } else if (!t->cpu_delta) {
+                    do /* still running: skip this tick */
+                        t->next_due += t->interval > 0 ? t->interval : PS_NS_PER_S;
+                    while (t->next_due <= mono);
+                }
+                /* a CPU profile (?seconds=N) that is still running keeps its tick: the next starts
+                 * as soon as it ends, so back-to-back profiles cover the time without gaps */
+            }
+            if (t->easy == NULL && t->next_due < next)
+                next = t->next_due;
+        }
+        int running = 0;
+        curl_multi_perform(s->multi, &running);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(s->multi, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            CURL *e = msg->easy_handle;
+            CURLcode res = msg->data.result;
+            target_t *t = NULL;
+            curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&t);
+            if (t != NULL) {
+                finish_scrape(s, t, res);
+                abort_transfer(s, t); /* removes and frees the handle */
+                continue;
+            }
+            for (uint32_t i = 0; i < s->npools; i++)
+                for (uint32_t h = 0; h < s->pools[i].nhttp; h++)
+                    if (s->pools[i].https[h].easy == e)
+                        finish_http_sd(s, &s->pools[i], &s->pools[i].https[h], res);
+        }
+        int64_t wait_ms = (next - ps_time_mono()) / 1000000;
+        if (wait_ms < 0)
+            wait_ms = 0;
+        if (wait_ms > 1000)
+            wait_ms = 1000;
+        struct curl_waitfd extra = {s->inotify_fd, CURL_WAIT_POLLIN, 0};
+        curl_multi_poll(s->multi, s->inotify_fd >= 0 ? &extra : NULL, s->inotify_fd >= 0 ? 1 : 0, (int)wait_ms, NULL);
+    }
+    return NULL;
+}
+
+ps_scraper_t *ps_scraper_start(ps_config_t *cfg, ps_writer_t *writer, const ps_scraper_opts_t *o)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    ps_scraper_t *s = ps_xcalloc(1, sizeof(*s));
+    s->opts = *o;
+    if (o->max_body)
+        ps_scrape_max_body = o->max_body;
+    s->writer = writer;
+    pthread_mutex_init(&s->mu, NULL);
+    s->multi = curl_multi_init();
+    curl_multi_setopt(s->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 8L);
+    s->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    s->pending_cfg = cfg;
+    pthread_create(&s->thread, NULL, run, s);
+    return s;
+}
+
+void ps_scraper_reload(ps_scraper_t *s, ps_config_t *cfg)
+{
+    pthread_mutex_lock(&s->mu);
+    ps_config_free(s->pending_cfg);
+    s->pending_cfg = cfg;
+    pthread_mutex_unlock(&s->mu);
+    curl_multi_wakeup(s->multi);
+}
+
+void ps_scraper_stop(ps_scraper_t *s)
+{
+    if (s == NULL)
+        return;
+    atomic_store(&s->stop, 1);
+    curl_multi_wakeup(s->multi);
+    pthread_join(s->thread, NULL);
+    /* profiles already handed to the writer are answered into this struct: wait for them */
+    while (atomic_load(&s->pending_writes) > 0)
+        usleep(1000);
+    for (uint32_t i = 0; i < s->ntargets; i++) {
+        abort_transfer(s, s->targets[i]);
+        target_free(s->targets[i]);
+    }
+    free(s->targets);
+    for (uint32_t i = 0; i < s->ndropped; i++)
+        ps_arena_dispose(&s->dropped[i].arena);
+    free(s->dropped);
+    pools_free(s);
+    ps_config_free(s->cfg);
+    ps_config_free(s->pending_cfg);
+    curl_multi_cleanup(s->multi);
+    if (s->inotify_fd >= 0)
+        close(s->inotify_fd);
+    /* completions still queued belong to writes that finished before the writer stopped */
+    while (s->completions) {
+        completion_t *n = s->completions->next;
+        free(s->completions);
+        s->completions = n;
+    }
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+/* ---- reading state ---- */
+
+static void json_labels(ps_buf_t *b, const ps_labels_t *ls)
+{
+    ps_buf_putc(b, '{');
+    for (uint32_t i = 0; i < ls->n; i++) {
+        if (i)
+            ps_buf_putc(b, ',');
+        ps_buf_json_str(b, ls->pairs[i].name, ls->pairs[i].nlen);
+        ps_buf_putc(b, ':');
+        ps_buf_json_str(b, ls->pairs[i].value, ls->pairs[i].vlen);
+    }
+    ps_buf_putc(b, '}');
+}
+
+void ps_scraper_targets_json(ps_scraper_t *s, const char *state, ps_buf_t *out)
+{
+    bool active = state == NULL || strcmp(state, "any") == 0 || strcmp(state, "active") == 0 || *state == 0;
+    bool dropped = state == NULL || strcmp(state, "any") == 0 || strcmp(state, "dropped") == 0 || *state == 0;
+    PS_BUF_LIT(out, "{\"status\":\"success\",\"data\":{\"activeTargets\":[");
+    if (s != NULL)
+        pthread_mutex_lock(&s->mu);
+    for (uint32_t i = 0; s && active && i < s->ntargets; i++) {
+        target_t *t = s->targets[i];
+        if (i)
+            ps_buf_putc(out, ',');
+        PS_BUF_LIT(out, "{\"discoveredLabels\":");
+        json_labels(out, &t->discovered);
+        PS_BUF_LIT(out, ",\"labels\":");
+        json_labels(out, &t->labels);
+        PS_BUF_LIT(out, ",\"scrapePool\":");
+        const char *job = s->pools[t->pool].cfg->job_name;
+        ps_buf_json_str(out, job, strlen(job));
+        PS_BUF_LIT(out, ",\"scrapeUrl\":");
+        ps_buf_json_str(out, t->url, strlen(t->url));
+        PS_BUF_LIT(out, ",\"globalUrl\":");
+        ps_buf_json_str(out, t->url, strlen(t->url));
+        PS_BUF_LIT(out, ",\"profileName\":");
+        ps_buf_json_str(out, t->name, strlen(t->name));
+        PS_BUF_LIT(out, ",\"lastError\":");
+        ps_buf_json_str(out, t->last_error, strlen(t->last_error));
+        char ts[48] = "0001-01-01T00:00:00Z", iv[32], to[32];
+        if (t->last_scrape)
+            ps_format_time(t->last_scrape, ts, sizeof(ts));
+        ps_format_duration(t->interval, iv, sizeof(iv));
+        ps_format_duration(t->timeout, to, sizeof(to));
+        ps_buf_printf(out, ",\"lastScrape\":\"%s\",\"lastScrapeDuration\":%.6f,\"health\":\"%s\",\"scrapeInterval\":\"%s\","
+                           "\"scrapeTimeout\":\"%s\"}",
+                      ts, t->last_duration, t->health > 0 ? "up" : t->health < 0 ? "down" : "unknown", iv, to);
+    }
+    PS_BUF_LIT(out, "],\"droppedTargets\":[");
+    for (uint32_t i = 0; s && dropped && i < s->ndropped; i++) {
+        if (i)
+            ps_buf_putc(out, ',');
+        PS_BUF_LIT(out, "{\"discoveredLabels\":");
+        json_labels(out, &s->dropped[i].discovered);
+        ps_buf_putc(out, '}');
+    }
+    if (s != NULL)
+        pthread_mutex_unlock(&s->mu);
+    PS_BUF_LIT(out, "]}}\n");
+}
+
+void ps_scraper_metrics(ps_scraper_t *s, ps_buf_t *out)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    ps_buf_printf(out, "# HELP profstore_scrapes_total Scrapes finished, by job.\n# TYPE profstore_scrapes_total counter\n");
+    for (uint32_t i = 0; i < s->nmetrics; i++)
+        ps_buf_printf(out, "profstore_scrapes_total{job=\"%s\"} %llu\n", s->metrics[i].job,
+                      (unsigned long long)s->metrics[i].scrapes);
+    ps_buf_printf(out, "# HELP profstore_scrape_failures_total Scrapes that failed, by job.\n"
+                       "# TYPE profstore_scrape_failures_total counter\n");
+    for (uint32_t i = 0; i < s->nmetrics; i++)
+        ps_buf_printf(out, "profstore_scrape_failures_total{job=\"%s\"} %llu\n", s->metrics[i].job,
+                      (unsigned long long)s->metrics[i].failures);
+    ps_buf_printf(out, "# HELP profstore_scrape_duration_seconds Time spent on scrapes, by job.\n"
+                       "# TYPE profstore_scrape_duration_seconds summary\n");
+    for (uint32_t i = 0; i < s->nmetrics; i++)
+        ps_buf_printf(out, "profstore_scrape_duration_seconds_sum{job=\"%s\"} %.6f\n"
+                           "profstore_scrape_duration_seconds_count{job=\"%s\"} %llu\n",
+                      s->metrics[i].job, s->metrics[i].duration_sum, s->metrics[i].job,
+                      (unsigned long long)s->metrics[i].scrapes);
+    ps_buf_printf(out, "# HELP profstore_scrape_samples_total pprof samples in scraped profiles, by job.\n"
+                       "# TYPE profstore_scrape_samples_total counter\n");
+    for (uint32_t i = 0; i < s->nmetrics; i++)
+        ps_buf_printf(out, "profstore_scrape_samples_total{job=\"%s\"} %llu\n", s->metrics[i].job,
+                      (unsigned long long)s->metrics[i].samples);
+    ps_buf_printf(out, "# HELP profstore_scrape_targets Active targets (target x profile).\n"
+                       "# TYPE profstore_scrape_targets gauge\nprofstore_scrape_targets %u\n"
+                       "# HELP profstore_sd_failures_total Service discovery refreshes that failed.\n"
+                       "# TYPE profstore_sd_failures_total counter\nprofstore_sd_failures_total %llu\n",
+                  s->ntargets, (unsigned long long)s->sd_failures);
+    pthread_mutex_unlock(&s->mu);
+}
