@@ -170,6 +170,24 @@ Exit:
     return ret;
 }
 
+/*
+ * Due by time: the head spans the window in data time (newest - oldest profile), or nothing was
+ * appended to the series for a window of wall-clock time (an idle series is flushed). Measuring
+ * the oldest record against the wall clock instead would cut backfilled (old) data into tiny
+ * chunks at every check.
+ */
+static bool window_due(ps_store_t *s, uint64_t sid, const ps_series_rec_t *r, int64_t now_ns)
+{
+    int64_t w = s->opts.compact_window_ns;
+    if (w <= 0)
+        return false;
+    if (r->last_ts - r->head_min_ts >= w)
+        return true;
+    ps_series_state_t *st = ps_series_state(s, sid);
+    int64_t last = st && st->last_append_wall ? st->last_append_wall : s->opened_wall;
+    return now_ns - last >= w;
+}
+
 int ps_store_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err)
 {
     uint32_t dummy = 0;
@@ -194,8 +212,7 @@ int ps_store_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunk
         while (rc == 0) {
             ps_series_rec_t r;
             if (k.mv_size == 8 && ps_series_rec_decode(v.mv_data, v.mv_size, &r) == 0 && r.head_count > 0 &&
-                (force || r.head_count >= s->opts.compact_max_profiles ||
-                 (s->opts.compact_window_ns > 0 && now_ns - r.head_min_ts >= s->opts.compact_window_ns))) {
+                (force || r.head_count >= s->opts.compact_max_profiles || window_due(s, ps_get_be64(k.mv_data), &r, now_ns))) {
                 if (ndue == COMPACT_SERIES_PER_TXN) {
                     more = true;
                     break;

@@ -108,6 +108,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
     s->opts = *o;
     s->dir = ps_xstrndup(o->dir, strlen(o->dir));
     s->opts.dir = s->dir;
+    s->opened_wall = ps_now_ns();
     ps_hmap_init(&s->sym_cache);
     ps_hmap_init(&s->tree_cache);
     ps_hmap_init(&s->stack_cache);

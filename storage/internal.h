@@ -50,6 +50,7 @@ typedef struct ps_series_state {
     int64_t head_min_ts;
     uint32_t head_count;
     int64_t last_chunk_max; /* INT64_MIN if none */
+    int64_t last_append_wall; /* wall clock of the last append in this process (0 = not since start) */
 } ps_series_state_t;
 
 struct ps_store {
@@ -67,6 +68,7 @@ struct ps_store {
     ps_series_state_t **states; /* every state allocated, for freeing */
     size_t nstates, capstates;
     ps_buf_t scratch, scratch2;
+    int64_t opened_wall;    /* when this process opened the store */
     uint64_t *due;          /* series whose head reached compact_max_profiles */
     size_t ndue, capdue;
 };

@@ -28,7 +28,8 @@ typedef struct ps_store_opts {
     uint64_t map_size;            /* LMDB map size: the most the store may grow to (bytes) */
     int64_t retention_ns;         /* drop data older than this (0 = keep forever) */
     uint32_t compact_max_profiles;/* compact a series' head once it holds this many profiles */
-    int64_t compact_window_ns;    /* ... or once its oldest head record is this much older than now */
+    int64_t compact_window_ns;    /* ... or once its head spans this much time, or the series got no
+                                   * profile for this long (wall clock); 0 = only by count */
     bool nosync;                  /* tests/benchmarks only: no fsync on commit (not durable) */
 } ps_store_opts_t;
 

@@ -250,6 +250,7 @@ static int append_one(ps_store_t *s, MDB_txn *txn, ps_append_t *it, bool check, 
                 st->head_min_ts = it->ts;
             st->head_count++;
             st->last_ts = it->ts;
+            st->last_append_wall = ps_now_ns();
             if (st->head_count == s->opts.compact_max_profiles && !check) {
                 if (s->ndue == s->capdue) {
                     s->capdue = s->capdue ? s->capdue * 2 : 64;

@@ -28,6 +28,14 @@ static void on_complete(ps_async_t *a, h2o_req_t *req)
 {
     pending_t *p = (pending_t *)a;
     ps_append_t *app = &p->w.app;
+    bool ok = p->w.status == 0 && app->status == 0;
+    if (ok) { /* counted before the answer, so a client reading /metrics after its 200 sees it */
+        atomic_fetch_add(&p->srv->ingest_profiles, 1);
+        atomic_fetch_add(&p->srv->ingest_bytes, p->body_len);
+        atomic_fetch_add(&p->srv->ingest_samples, app->profile->nsamples);
+    } else {
+        ps_log_debug("push rejected", "err=\"%s\"", p->w.status ? p->w.err.msg : app->err.msg);
+    }
     if (req != NULL) {
         if (p->w.status != 0) {
             ps_http_error(req, p->w.status, p->w.err.msg);
@@ -39,13 +47,6 @@ static void on_complete(ps_async_t *a, h2o_req_t *req)
             ps_http_send(req, 200, "application/json", b.data, b.len);
             ps_buf_dispose(&b);
         }
-    }
-    if (p->w.status == 0 && app->status == 0) {
-        atomic_fetch_add(&p->srv->ingest_profiles, 1);
-        atomic_fetch_add(&p->srv->ingest_bytes, p->body_len);
-        atomic_fetch_add(&p->srv->ingest_samples, app->profile->nsamples);
-    } else if (app->status != 0 || p->w.status != 0) {
-        ps_log_debug("push rejected", "err=\"%s\"", p->w.status ? p->w.err.msg : app->err.msg);
     }
     ps_loop_arena_put(p->loop, p->arena);
     free(p);

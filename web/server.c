@@ -125,9 +125,29 @@ int ps_server_bind(ps_server_t *s, ps_err_t *err)
     return 0;
 }
 
+typedef struct start_ctx {
+    ps_loop_t *loop;
+    impl_t *im;
+    pthread_barrier_t *ready;
+} start_ctx_t;
+
+/* Everything per loop is created on the loop's own thread: h2o keeps per-thread buffer pools
+ * (h2o_socket_buffer_prototype is __thread), so a socket made on another thread would share that
+ * thread's pool without locking. */
 static void *loop_main(void *arg)
 {
-    ps_loop_t *l = arg;
+    start_ctx_t *sc = arg;
+    ps_loop_t *l = sc->loop;
+    impl_t *im = sc->im;
+    h2o_context_init(&l->ctx, h2o_evloop_create(), &im->config);
+    l->accept_ctx.ctx = &l->ctx;
+    l->accept_ctx.hosts = im->config.hosts;
+    l->queue = h2o_multithread_create_queue(l->ctx.loop);
+    h2o_multithread_register_receiver(l->queue, &l->receiver, ps_async_on_messages);
+    l->listener = h2o_evloop_socket_create(l->ctx.loop, l->fd, H2O_SOCKET_FLAG_DONT_READ);
+    l->listener->data = &l->accept_ctx;
+    h2o_socket_read_start(l->listener, on_accept);
+    pthread_barrier_wait(sc->ready);
     while (!l->exit)
         h2o_evloop_run(l->ctx.loop, INT32_MAX);
     return NULL;
@@ -136,20 +156,21 @@ static void *loop_main(void *arg)
 int ps_server_start(ps_server_t *s, ps_err_t *err)
 {
     impl_t *im = s->impl;
+    pthread_barrier_t ready;
+    pthread_barrier_init(&ready, NULL, im->nloops + 1);
+    start_ctx_t *sc = ps_xcalloc(im->nloops, sizeof(*sc));
     for (uint32_t i = 0; i < im->nloops; i++) {
         ps_loop_t *l = &im->loops[i];
         l->srv = s;
-        h2o_context_init(&l->ctx, h2o_evloop_create(), &im->config);
-        l->accept_ctx.ctx = &l->ctx;
-        l->accept_ctx.hosts = im->config.hosts;
-        l->queue = h2o_multithread_create_queue(l->ctx.loop);
-        h2o_multithread_register_receiver(l->queue, &l->receiver, ps_async_on_messages);
-        l->listener = h2o_evloop_socket_create(l->ctx.loop, l->fd, H2O_SOCKET_FLAG_DONT_READ);
-        l->listener->data = &l->accept_ctx;
-        h2o_socket_read_start(l->listener, on_accept);
-        if (pthread_create(&l->thread, NULL, loop_main, l) != 0)
+        sc[i] = (start_ctx_t){l, im, &ready};
+        if (pthread_create(&l->thread, NULL, loop_main, &sc[i]) != 0) {
+            /* the threads already started wait at the barrier forever: this is fatal anyway */
             return ps_err_set(err, PS_EINTERNAL, "cannot start HTTP thread: %s", strerror(errno));
+        }
     }
+    pthread_barrier_wait(&ready); /* every loop has its queue and listener */
+    pthread_barrier_destroy(&ready);
+    free(sc);
     return 0;
 }
 

@@ -1,0 +1,577 @@
+/*
+ * ingest.c - bench_ingest: push throughput of POST /api/v1/profiles/write.
+ *
+ * Starts profstore itself (fsync on, --retention 0), then pushes the real Go profiles
+ * (go/cpu-01..05.pb.gz and go/heap-01.pb.gz, bytes as Go produced them) over many series
+ * (label sets job x instance) with increasing timestamps (10 s apart per series), keeping
+ * --conns requests in flight on keep-alive connections (libcurl multi). Prints throughput,
+ * latency, the server's CPU time and peak RSS, its own CPU time, and two in-process floors over
+ * the same bytes: zlib gunzip alone and gunzip + ps_pprof_decode. Then a timed
+ * POST /api/v1/admin/compact, and the same again with --storage.no-sync.
+ *
+ * Nothing is asserted: targets are printed next to the figures.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "core/err.h"
+#include "core/mem.h"
+#include "proto/pprof.h"
+#include "util.h"
+
+#define NFIX 6
+static const char *const fix_files[NFIX] = {
+    "pprof/go/cpu-01.pb.gz", "pprof/go/cpu-02.pb.gz", "pprof/go/cpu-03.pb.gz",
+    "pprof/go/cpu-04.pb.gz", "pprof/go/cpu-05.pb.gz", "pprof/go/heap-01.pb.gz",
+};
+#define FIX_HEAP 5
+
+typedef struct fixture {
+    uint8_t *data;
+    size_t len;
+    size_t raw_len;     /* after gunzip */
+    uint32_t nsamples;  /* pprof samples (rows, as in the file) */
+} fixture_t;
+
+typedef struct opts {
+    char profstore[4096];
+    const char *data_dir;
+    int keep;
+    uint64_t n;
+    uint32_t conns, series, jobs, heap_every;
+    const char *threads;
+    long long t0;
+    int do_sync, do_nosync, do_compact;
+} opts_t;
+
+typedef struct result {
+    const char *name;
+    int ok;
+    double sys_busy, sys_iowait; /* machine-wide CPU seconds during the pushes */
+    uint32_t nthreads;           /* server threads, tid order: main, writer, HTTP loops */
+    double thread_cpu[PS_BENCH_MAX_THREADS];
+    double server_user, server_sys;
+    double wall, server_cpu, self_cpu, p50, p90, p99, max, compact_wall, compact_cpu;
+    uint64_t pushed_ok, failed, bytes, samples, ncpu, nheap, hwm_kb, hwm_after_compact_kb;
+    double batches, stored, file_bytes, used_bytes, chunks, compact_chunks;
+    char first_error[512];
+    char died[4400];
+    char log[4200];     /* set if the server died during the pushes */
+} result_t;
+
+static fixture_t fx[NFIX];
+static char (*label_enc)[256];
+
+static void usage(void)
+{
+    fputs("usage: bench_ingest [flags]\n"
+          "  --profstore PATH   profstore binary (default: ../profstore next to this program)\n"
+          "  --data-dir DIR     where the data directories go (default: a new /tmp/profstore-bench-XXXXXX,\n"
+          "                     removed at the end unless --keep)\n"
+          "  --keep             keep the data directories\n"
+          "  -n, --profiles N   profiles to push per phase (default 20000)\n"
+          "  --conns N          concurrent requests / keep-alive connections (default 16)\n"
+          "  --series N         label sets {job, instance} (default 200)\n"
+          "  --jobs N           distinct jobs among them (default 10)\n"
+          "  --heap-every K     1 push in K is go/heap-01 (default 6; 0 = CPU profiles only)\n"
+          "  --threads N        profstore --threads (default: its own default, the number of CPUs)\n"
+          "  --t0 UNIXSECONDS   time of the first round (default: now - rounds*10 s - 60 s)\n"
+          "  --phase sync|nosync  run only this phase (default: both)\n"
+          "  --no-compact       skip the timed POST /api/v1/admin/compact after each phase\n",
+          stderr);
+}
+
+static uint64_t num_arg(const char *flag, const char *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || *end || end == v) {
+        fprintf(stderr, "bench_ingest: %s: \"%s\" is not a number\n", flag, v);
+        exit(2);
+    }
+    return x;
+}
+
+static void parse(int argc, char **argv, opts_t *o)
+{
+    ps_bench_default_profstore(o->profstore, sizeof(o->profstore));
+    o->n = 20000;
+    o->conns = 16;
+    o->series = 200;
+    o->jobs = 10;
+    o->heap_every = 6;
+    o->t0 = -1;
+    o->do_sync = o->do_nosync = o->do_compact = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEEDV()                                                                                                         \
+    do {                                                                                                                \
+        if (v == NULL) {                                                                                                \
+            fprintf(stderr, "bench_ingest: %s needs a value\n", a);                                                    \
+            exit(2);                                                                                                    \
+        }                                                                                                               \
+        i++;                                                                                                            \
+    } while (0)
+        if (!strcmp(a, "--profstore")) {
+            NEEDV();
+            snprintf(o->profstore, sizeof(o->profstore), "%s", v);
+        } else if (!strcmp(a, "--data-dir")) {
+            NEEDV();
+            o->data_dir = v;
+        } else if (!strcmp(a, "--keep")) {
+            o->keep = 1;
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--profiles")) {
+            NEEDV();
+            o->n = num_arg(a, v);
+        } else if (!strcmp(a, "--conns")) {
+            NEEDV();
+            o->conns = (uint32_t)num_arg(a, v);
+        } else if (!strcmp(a, "--series")) {
+            NEEDV();
+            o->series = (uint32_t)num_arg(a, v);
+        } else if (!strcmp(a, "--jobs")) {
+            NEEDV();
+            o->jobs = (uint32_t)num_arg(a, v);
+        } else if (!strcmp(a, "--heap-every")) {
+            NEEDV();
+            o->heap_every = (uint32_t)num_arg(a, v);
+        } else if (!strcmp(a, "--threads")) {
+            NEEDV();
+            o->threads = v;
+        } else if (!strcmp(a, "--t0")) {
+            NEEDV();
+            o->t0 = (long long)num_arg(a, v);
+        } else if (!strcmp(a, "--phase")) {
+            NEEDV();
+            o->do_sync = !strcmp(v, "sync");
+            o->do_nosync = !strcmp(v, "nosync");
+            if (!o->do_sync && !o->do_nosync) {
+                fprintf(stderr, "bench_ingest: --phase: sync or nosync\n");
+                exit(2);
+            }
+        } else if (!strcmp(a, "--no-compact")) {
+            o->do_compact = 0;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            exit(0);
+        } else {
+            fprintf(stderr, "bench_ingest: unknown flag %s\n", a);
+            usage();
+            exit(2);
+        }
+    }
+    if (o->n == 0 || o->conns == 0 || o->series == 0 || o->jobs == 0 || o->jobs > o->series) {
+        fprintf(stderr, "bench_ingest: need n, conns, series > 0 and 0 < jobs <= series\n");
+        exit(2);
+    }
+}
+
+/* push i: label set i % series, round i / series; 1 in heap_every rounds of a set is heap */
+static inline int fix_of(const opts_t *o, uint64_t i)
+{
+    uint64_t set = i % o->series, round = i / o->series;
+    if (o->heap_every > 0 && (round + set) % o->heap_every == o->heap_every - 1)
+        return FIX_HEAP;
+    return (int)((round + set) % 5);
+}
+
+static int load_fixtures(void)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    for (int f = 0; f < NFIX; f++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", ps_bench_testdata(), fix_files[f]);
+        if (ps_bench_read_file(path, &fx[f].data, &fx[f].len) != 0) {
+            fprintf(stderr, "bench_ingest: cannot read %s: %s (set PS_TESTDATA)\n", path, strerror(errno));
+            return -1;
+        }
+        ps_profile_t p;
+        ps_err_t err;
+        ps_err_clear(&err);
+        if (ps_pprof_decode(fx[f].data, fx[f].len, NULL, &a, &p, &err) != 0) {
+            fprintf(stderr, "bench_ingest: %s: %s\n", path, err.msg);
+            return -1;
+        }
+        fx[f].nsamples = p.nsamples;
+        const uint8_t *raw;
+        size_t rawn;
+        if (ps_gunzip(fx[f].data, fx[f].len, 1u << 30, &a, &raw, &rawn, &err) == 0)
+            fx[f].raw_len = rawn;
+        ps_arena_reset(&a);
+    }
+    ps_arena_dispose(&a);
+    return 0;
+}
+
+/* ---- in-process floors over the same byte sequence ---- */
+
+typedef struct floor_res {
+    double wall, cpu;
+} floor_res_t;
+
+static floor_res_t floor_gunzip(const opts_t *o)
+{
+    size_t cap = 0;
+    for (int f = 0; f < NFIX; f++)
+        if (fx[f].raw_len > cap)
+            cap = fx[f].raw_len;
+    cap += 4096;
+    uint8_t *out = ps_xmalloc(cap);
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    inflateInit2(&zs, 16 + MAX_WBITS);
+    double c0 = ps_bench_self_cpu(), t0 = ps_bench_now();
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < o->n; i++) {
+        const fixture_t *x = &fx[fix_of(o, i)];
+        inflateReset(&zs);
+        zs.next_in = x->data;
+        zs.avail_in = (uInt)x->len;
+        zs.next_out = out;
+        zs.avail_out = (uInt)cap;
+        int rc = inflate(&zs, Z_FINISH);
+        if (rc != Z_STREAM_END) {
+            fprintf(stderr, "bench_ingest: gunzip floor: inflate returned %d\n", rc);
+            break;
+        }
+        total += zs.total_out;
+    }
+    floor_res_t r = {ps_bench_now() - t0, ps_bench_self_cpu() - c0};
+    inflateEnd(&zs);
+    free(out);
+    if (total == 0)
+        r.wall = r.cpu = 0;
+    return r;
+}
+
+static floor_res_t floor_decode(const opts_t *o)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    double c0 = ps_bench_self_cpu(), t0 = ps_bench_now();
+    for (uint64_t i = 0; i < o->n; i++) {
+        const fixture_t *x = &fx[fix_of(o, i)];
+        ps_profile_t p;
+        ps_err_t err;
+        if (ps_pprof_decode(x->data, x->len, NULL, &a, &p, &err) != 0) {
+            fprintf(stderr, "bench_ingest: decode floor: %s\n", err.msg);
+            break;
+        }
+        ps_arena_reset(&a);
+    }
+    floor_res_t r = {ps_bench_now() - t0, ps_bench_self_cpu() - c0};
+    ps_arena_dispose(&a);
+    return r;
+}
+
+/* ---- one phase: start a server, push, measure, compact, stop ---- */
+
+static int get_metrics(const char *url, ps_buf_t *b)
+{
+    char u[128];
+    snprintf(u, sizeof(u), "%s/metrics", url);
+    ps_buf_reset(b);
+    return ps_bench_http("GET", u, NULL, 0, b) == 200 ? 0 : -1;
+}
+#define METRIC(b, name) ps_bench_metric((const char *)(b).data, (b).len, name)
+
+static void run_phase(const opts_t *o, const char *base_dir, int nosync, long long t0, result_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->name = nosync ? "--storage.no-sync" : "fsync (default)";
+    char dir[4096], log[4200];
+    snprintf(dir, sizeof(dir), "%s/%s", base_dir, nosync ? "nosync" : "sync");
+    snprintf(log, sizeof(log), "%s/profstore-%s.log", base_dir, nosync ? "nosync" : "sync");
+    ps_bench_rmrf(dir);
+    const char *args[8];
+    int na = 0;
+    args[na++] = "--retention";
+    args[na++] = "0";
+    if (nosync)
+        args[na++] = "--storage.no-sync";
+    if (o->threads != NULL) {
+        args[na++] = "--threads";
+        args[na++] = o->threads;
+    }
+    args[na] = NULL;
+    ps_bench_server_t srv;
+    if (ps_bench_server_start(&srv, o->profstore, dir, log, args) != 0)
+        return;
+
+    ps_bench_pusher_t *p = ps_bench_pusher_new(o->conns, 0);
+    char url[1024];
+    ps_bench_proc_t pr0, pr1;
+    ps_bench_sys_t sy0, sy1;
+    ps_bench_proc_read(srv.pid, &pr0);
+    ps_bench_sys_read(&sy0);
+    double self0 = ps_bench_self_cpu(), w0 = ps_bench_now();
+    for (uint64_t i = 0; i < o->n; i++) {
+        uint64_t set = i % o->series, round = i / o->series;
+        const fixture_t *x = &fx[fix_of(o, i)];
+        snprintf(url, sizeof(url), "%s/api/v1/profiles/write?labels=%s&time=%lld", srv.url, label_enc[set],
+                 t0 + (long long)round * 10);
+        ps_bench_pusher_post(p, (int64_t)set, url, x->data, x->len);
+        r->bytes += x->len;
+        r->samples += x->nsamples;
+        if (x == &fx[FIX_HEAP])
+            r->nheap++;
+        else
+            r->ncpu++;
+    }
+    ps_bench_pusher_drain(p);
+    r->wall = ps_bench_now() - w0;
+    r->self_cpu = ps_bench_self_cpu() - self0;
+    ps_bench_sys_read(&sy1);
+    r->sys_busy = sy1.busy - sy0.busy;
+    r->sys_iowait = sy1.iowait - sy0.iowait;
+    ps_bench_proc_read(srv.pid, &pr1);
+    r->server_cpu = (pr1.cpu_user + pr1.cpu_sys) - (pr0.cpu_user + pr0.cpu_sys);
+    r->server_user = pr1.cpu_user - pr0.cpu_user;
+    r->server_sys = pr1.cpu_sys - pr0.cpu_sys;
+    r->hwm_kb = pr1.vm_hwm_kb;
+    r->nthreads = pr1.nthreads;
+    for (uint32_t t = 0; t < pr1.nthreads; t++) {
+        r->thread_cpu[t] = pr1.thread_cpu[t];
+        for (uint32_t k = 0; k < pr0.nthreads; k++)
+            if (pr0.tid[k] == pr1.tid[t])
+                r->thread_cpu[t] -= pr0.thread_cpu[k];
+    }
+
+    int died;
+    if (!ps_bench_server_alive(&srv, &died)) {
+        char why[128];
+        ps_bench_describe_status(died, why, sizeof(why));
+        snprintf(r->died, sizeof(r->died), "%s (log: %s)", why, log);
+        snprintf(r->log, sizeof(r->log), "%s", log);
+    }
+    const ps_bench_push_stats_t *st = ps_bench_pusher_stats(p);
+    r->pushed_ok = st->ok;
+    r->failed = st->failed;
+    snprintf(r->first_error, sizeof(r->first_error), "%s", st->first_error);
+    double *lat = ps_xmalloc((st->nlat + 1) * sizeof(double));
+    memcpy(lat, st->lat, st->nlat * sizeof(double));
+    r->p50 = ps_bench_quantile(lat, st->nlat, 0.50);
+    r->p90 = ps_bench_quantile(lat, st->nlat, 0.90);
+    r->p99 = ps_bench_quantile(lat, st->nlat, 0.99);
+    r->max = st->nlat ? lat[st->nlat - 1] : 0;
+    free(lat);
+    ps_bench_pusher_free(p);
+
+    if (r->died[0]) {
+        r->ok = 1;
+        return;
+    }
+    ps_buf_t m = PS_BUF_INIT;
+    if (get_metrics(srv.url, &m) == 0) {
+        r->batches = METRIC(m, "profstore_writer_batches_total");
+        r->stored = METRIC(m, "profstore_ingest_profiles_total");
+        r->chunks = METRIC(m, "profstore_storage_chunks");
+    }
+    if (o->do_compact) {
+        char u[128];
+        snprintf(u, sizeof(u), "%s/api/v1/admin/compact", srv.url);
+        ps_bench_proc_read(srv.pid, &pr0);
+        double c0 = ps_bench_now();
+        ps_buf_t body = PS_BUF_INIT;
+        long code = ps_bench_http("POST", u, "", 0, &body);
+        r->compact_wall = ps_bench_now() - c0;
+        ps_bench_proc_read(srv.pid, &pr1);
+        r->compact_cpu = (pr1.cpu_user + pr1.cpu_sys) - (pr0.cpu_user + pr0.cpu_sys);
+        r->hwm_after_compact_kb = pr1.vm_hwm_kb;
+        if (code != 200)
+            fprintf(stderr, "bench_ingest: compact: HTTP %ld: %.*s\n", code, (int)body.len, (const char *)body.data);
+        ps_buf_dispose(&body);
+        if (get_metrics(srv.url, &m) == 0) {
+            r->compact_chunks = METRIC(m, "profstore_storage_chunks") - r->chunks;
+        }
+    }
+    if (get_metrics(srv.url, &m) == 0) {
+        r->file_bytes = METRIC(m, "profstore_storage_file_bytes");
+        r->used_bytes = METRIC(m, "profstore_storage_used_bytes");
+    }
+    ps_buf_dispose(&m);
+    int rc = ps_bench_server_stop(&srv);
+    if (rc != 0) {
+        char why[128];
+        ps_bench_describe_status(rc, why, sizeof(why));
+        printf("  (profstore shutdown: %s; log: %s)\n", why, log);
+    }
+    r->ok = 1;
+}
+
+static const char *mark(int good) { return good ? "met" : "NOT met"; }
+
+static void print_phase(const opts_t *o, const result_t *r, floor_res_t gz, floor_res_t dec)
+{
+    double n = (double)o->n;
+    printf("\n== phase: %s ==\n", r->name);
+    if (!r->ok) {
+        printf("  (server did not start; see above)\n");
+        return;
+    }
+    printf("  pushed                 %llu ok, %llu failed (%llu CPU, %llu heap profiles)\n",
+           (unsigned long long)r->pushed_ok, (unsigned long long)r->failed, (unsigned long long)r->ncpu,
+           (unsigned long long)r->nheap);
+    if (r->failed)
+        printf("  first error            %s\n", r->first_error);
+    if (r->died[0]) {
+        printf("  PROFSTORE DIED during the pushes: %s; its last log lines:\n", r->died);
+        ps_bench_print_log_tail(r->log, 3, "    | ");
+        return;
+    }
+    printf("  server says stored     %.0f profiles in %.0f write transactions (%.1f profiles/commit)\n", r->stored,
+           r->batches, r->batches > 0 ? r->stored / r->batches : 0);
+    printf("  wall time              %.3f s\n", r->wall);
+    printf("  profiles/s             %.0f   (target >= 2,000 CPU profiles/s: %s; CPU profiles alone %.0f/s)\n",
+           n / r->wall, mark(n / r->wall >= 2000), (double)r->ncpu / r->wall);
+    printf("  input MB/s (gzipped)   %.2f   (%.1f MB total, %.0f B/profile)\n", (double)r->bytes / r->wall / 1e6,
+           (double)r->bytes / 1e6, (double)r->bytes / n);
+    printf("  pprof samples/s        %.0f   (%llu samples)\n", (double)r->samples / r->wall,
+           (unsigned long long)r->samples);
+    printf("  latency                p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms (%u in flight)\n",
+           r->p50 * 1e3, r->p90 * 1e3, r->p99 * 1e3, r->max * 1e3, o->conns);
+    printf("  server CPU             %.3f s = %.1f us/profile (%.0f%% of one CPU)\n", r->server_cpu,
+           r->server_cpu / n * 1e6, r->server_cpu / r->wall * 100);
+    printf("  server CPU by thread   (user %.3f s, system %.3f s)", r->server_user, r->server_sys);
+    for (uint32_t t = 0; t < r->nthreads; t++)
+        printf("%s %s %.3f s", t ? "," : "", t == 0 ? "main" : t == 1 ? "writer" : "http-loop", r->thread_cpu[t]);
+    printf("\n");
+    if (r->nthreads > 1)
+        printf("  writer thread          %.1f us/profile: alone it could not commit more than %.0f profiles/s\n",
+               r->thread_cpu[1] / n * 1e6, r->thread_cpu[1] > 0 ? n / r->thread_cpu[1] : 0);
+    {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        double cap = (double)ncpu / (r->server_cpu / n);
+        if (r->nthreads > 1 && r->thread_cpu[1] > 0 && n / r->thread_cpu[1] < cap)
+            cap = n / r->thread_cpu[1];
+        printf("  CPU-bound estimate     %.0f profiles/s if the server had all %ld CPUs to itself (CPU per profile "
+               "as measured, writer thread as the serial limit; not a measurement)\n",
+               cap, ncpu);
+    }
+    printf("  server peak RSS        %.1f MiB (VmHWM after the pushes)\n", (double)r->hwm_kb / 1024);
+    printf("  load generator CPU     %.3f s = %.1f us/profile (%.0f%% of one CPU)\n", r->self_cpu,
+           r->self_cpu / n * 1e6, r->self_cpu / r->wall * 100);
+    {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        double other = r->sys_busy - r->server_cpu - r->self_cpu;
+        printf("  machine CPU            %.2f of %ld CPUs busy on average (server %.2f, load generator %.2f, "
+               "other processes %.2f), iowait %.2f\n",
+               r->sys_busy / r->wall, ncpu, r->server_cpu / r->wall, r->self_cpu / r->wall,
+               (other > 0 ? other : 0) / r->wall, r->sys_iowait / r->wall);
+    }
+    if (gz.wall > 0) {
+        printf("  gunzip floor (zlib)    %.3f s = %.1f us/profile, in-process, one thread, same bytes\n", gz.wall,
+               gz.wall / n * 1e6);
+        printf("  ingest / gunzip        wall %.1fx, server CPU %.1fx   (target <= 10x: wall %s, CPU %s)\n",
+               r->wall / gz.wall, r->server_cpu / gz.cpu, mark(r->wall / gz.wall <= 10),
+               mark(r->server_cpu / gz.cpu <= 10));
+    }
+    if (dec.wall > 0)
+        printf("  gunzip+decode floor    %.3f s = %.1f us/profile (ps_pprof_decode); server CPU / this = %.1fx\n",
+               dec.wall, dec.wall / n * 1e6, r->server_cpu / dec.cpu);
+    if (o->do_compact)
+        printf("  POST /admin/compact    %.3f s wall, %.3f s server CPU (%.1f us/profile pushed), %.0f chunks "
+               "(%.0f written during the pushes), peak RSS now %.1f MiB\n",
+               r->compact_wall, r->compact_cpu, r->compact_cpu / n * 1e6, r->compact_chunks, r->chunks,
+               (double)r->hwm_after_compact_kb / 1024);
+    printf("  storage                data.mdb %.1f MB, %.1f MB of pages in use (%.0f B/profile)\n",
+           r->file_bytes / 1e6, r->used_bytes / 1e6, r->used_bytes / n);
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o = {0};
+    parse(argc, argv, &o);
+    ps_bench_malloc_tune();
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (load_fixtures() != 0)
+        return 1;
+
+    label_enc = ps_xcalloc(o.series, sizeof(*label_enc));
+    uint32_t per_job = (o.series + o.jobs - 1) / o.jobs;
+    for (uint32_t s = 0; s < o.series; s++) {
+        char ls[200];
+        snprintf(ls, sizeof(ls), "{job=\"bench-job-%02u\",instance=\"10.0.%u.%u:6060\"}", s / per_job, s / per_job,
+                 s % per_job + 1);
+        ps_bench_urlencode(ls, label_enc[s], sizeof(label_enc[s]));
+    }
+    uint64_t rounds = (o.n + o.series - 1) / o.series;
+    long long t0 = o.t0 >= 0 ? o.t0 : (long long)time(NULL) - (long long)rounds * 10 - 60;
+
+    char base[4096];
+    int made = 0;
+    if (o.data_dir != NULL) {
+        snprintf(base, sizeof(base), "%s", o.data_dir);
+        if (ps_bench_mkdirs(base) != 0) {
+            fprintf(stderr, "bench_ingest: cannot create %s: %s\n", base, strerror(errno));
+            return 1;
+        }
+    } else {
+        snprintf(base, sizeof(base), "/tmp/profstore-bench-XXXXXX");
+        if (mkdtemp(base) == NULL) {
+            perror("mkdtemp");
+            return 1;
+        }
+        made = 1;
+    }
+
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("bench_ingest: %llu profiles per phase over %u series (%u jobs), %u connections, %u rounds of 10 s "
+           "from t0=%lld\n",
+           (unsigned long long)o.n, o.series, o.jobs, o.conns, (unsigned)rounds, t0);
+    printf("  server %s, threads %s; %ld CPUs shared by server and load generator; data in %s\n", o.profstore,
+           o.threads ? o.threads : "default", ncpu, base);
+    {
+        char la[128] = "?";
+        FILE *f = fopen("/proc/loadavg", "r");
+        if (f != NULL) {
+            if (fgets(la, sizeof(la), f) != NULL)
+                la[strcspn(la, "\n")] = 0;
+            fclose(f);
+        }
+        printf("  load average before the run: %s\n", la);
+    }
+    printf("  fixtures (%s):", ps_bench_testdata());
+    for (int f = 0; f < NFIX; f++)
+        printf(" %s %zu B gz/%zu B raw/%u samples;", strrchr(fix_files[f], '/') + 1, fx[f].len, fx[f].raw_len,
+               fx[f].nsamples);
+    printf("\n");
+    fflush(stdout);
+
+    floor_res_t gz = floor_gunzip(&o), dec = floor_decode(&o);
+
+    result_t rs, rn;
+    memset(&rs, 0, sizeof(rs));
+    memset(&rn, 0, sizeof(rn));
+    if (o.do_sync) {
+        run_phase(&o, base, 0, t0, &rs);
+        print_phase(&o, &rs, gz, dec);
+        fflush(stdout);
+    }
+    if (o.do_nosync) {
+        run_phase(&o, base, 1, t0, &rn);
+        print_phase(&o, &rn, gz, dec);
+    }
+    if (rs.ok && rn.ok && !rs.died[0] && !rn.died[0]) {
+        printf("\n== fsync's share ==\n");
+        printf("  wall time              %.3f s with fsync, %.3f s without: fsync costs %.0f%% of the ingest time\n",
+               rs.wall, rn.wall, (1 - rn.wall / rs.wall) * 100);
+        printf("  profiles/s             %.0f -> %.0f; p50 %.2f -> %.2f ms; p99 %.2f -> %.2f ms\n", o.n / rs.wall,
+               o.n / rn.wall, rs.p50 * 1e3, rn.p50 * 1e3, rs.p99 * 1e3, rn.p99 * 1e3);
+        printf("  profiles per commit    %.1f with fsync, %.1f without\n",
+               rs.batches > 0 ? rs.stored / rs.batches : 0, rn.batches > 0 ? rn.stored / rn.batches : 0);
+    }
+    if (made && !o.keep && !rs.died[0] && !rn.died[0])
+        ps_bench_rmrf(base);
+    else
+        printf("\n  data kept in %s\n", base);
+    curl_global_cleanup();
+    return 0;
+}

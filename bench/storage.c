@@ -1,0 +1,480 @@
+/*
+ * storage.c - bench_storage: bytes on disk for a day of realistic CPU profiles.
+ *
+ * Generates (bench/gen.h) 24 h of 10 s Go CPU profiles for 10 series (8,640 each) from the real
+ * stacks, pushes them all over HTTP to a profstore it starts itself (--retention 0
+ * --storage.compact-max-profiles 120), calls POST /api/v1/admin/compact, and prints bytes on
+ * disk against the gzipped pprof input. Checks the stored per-profile totals
+ * (/api/v1/debug/series) against the generated ones. Can also just write the generated
+ * profiles to a directory (--write-dir, --gen-only).
+ *
+ * Nothing is asserted: targets are printed next to the figures.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/mem.h"
+#include "gen.h"
+#include "util.h"
+
+typedef struct opts {
+    char profstore[4096];
+    const char *data_dir, *write_dir, *compact_window, *threads;
+    int keep, gen_only, nosync, verify;
+    uint32_t series, pps, conns, compact_max;
+    uint64_t seed;
+} opts_t;
+
+typedef struct run {
+    const opts_t *o;
+    ps_bench_pusher_t *pusher;
+    const char *url;
+    char (*label_enc)[128];
+    uint64_t profiles, bytes, samples, stacks;
+    int64_t (*totals)[2]; /* [series * pps + index] */
+    uint64_t base_count[PS_BENCH_GEN_NBASES];
+    size_t min_len, max_len;
+    int write_failed;
+} run_t;
+
+static void usage(void)
+{
+    fputs("usage: bench_storage [flags]\n"
+          "  --profstore PATH         profstore binary (default: ../profstore next to this program)\n"
+          "  --data-dir DIR           profstore data directory (default: a new /tmp/profstore-storage-XXXXXX,\n"
+          "                           removed at the end unless --keep)\n"
+          "  --keep                   keep the data directory\n"
+          "  --series N               series (default 10)\n"
+          "  --profiles-per-series N  profiles per series, 10 s apart (default 8640 = 24 h)\n"
+          "  --seed N                 generator seed (default 1)\n"
+          "  --conns N                concurrent pushes (default 16)\n"
+          "  --compact-max N          profstore --storage.compact-max-profiles (default 120)\n"
+          "  --compact-window DUR     profstore --storage.compact-window (default 0 = off: the generated\n"
+          "                           timestamps are in the past, so the 2h default would fold every head\n"
+          "                           by age every 10 s, making small chunks)\n"
+          "  --threads N              profstore --threads\n"
+          "  --no-sync                profstore --storage.no-sync (faster; same layout)\n"
+          "  --write-dir DIR          also write every generated profile to DIR/series-SS/TS_NS.pb.gz\n"
+          "  --gen-only               only generate (and write, with --write-dir); no server\n"
+          "  --no-verify              skip comparing stored totals with the generated ones\n",
+          stderr);
+}
+
+static uint64_t num_arg(const char *flag, const char *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || *end || end == v) {
+        fprintf(stderr, "bench_storage: %s: \"%s\" is not a number\n", flag, v);
+        exit(2);
+    }
+    return x;
+}
+
+static void parse(int argc, char **argv, opts_t *o)
+{
+    ps_bench_default_profstore(o->profstore, sizeof(o->profstore));
+    o->series = 10;
+    o->pps = 8640;
+    o->seed = 1;
+    o->conns = 16;
+    o->compact_max = 120;
+    o->compact_window = "0";
+    o->verify = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEEDV()                                                                                                         \
+    do {                                                                                                                \
+        if (v == NULL) {                                                                                                \
+            fprintf(stderr, "bench_storage: %s needs a value\n", a);                                                   \
+            exit(2);                                                                                                    \
+        }                                                                                                               \
+        i++;                                                                                                            \
+    } while (0)
+        if (!strcmp(a, "--profstore")) {
+            NEEDV();
+            snprintf(o->profstore, sizeof(o->profstore), "%s", v);
+        } else if (!strcmp(a, "--data-dir")) {
+            NEEDV();
+            o->data_dir = v;
+        } else if (!strcmp(a, "--keep")) {
+            o->keep = 1;
+        } else if (!strcmp(a, "--series")) {
+            NEEDV();
+            o->series = (uint32_t)num_arg(a, v);
+        } else if (!strcmp(a, "--profiles-per-series")) {
+            NEEDV();
+            o->pps = (uint32_t)num_arg(a, v);
+        } else if (!strcmp(a, "--seed")) {
+            NEEDV();
+            o->seed = num_arg(a, v);
+        } else if (!strcmp(a, "--conns")) {
+            NEEDV();
+            o->conns = (uint32_t)num_arg(a, v);
+        } else if (!strcmp(a, "--compact-max")) {
+            NEEDV();
+            o->compact_max = (uint32_t)num_arg(a, v);
+        } else if (!strcmp(a, "--compact-window")) {
+            NEEDV();
+            o->compact_window = v;
+        } else if (!strcmp(a, "--threads")) {
+            NEEDV();
+            o->threads = v;
+        } else if (!strcmp(a, "--no-sync")) {
+            o->nosync = 1;
+        } else if (!strcmp(a, "--write-dir")) {
+            NEEDV();
+            o->write_dir = v;
+        } else if (!strcmp(a, "--gen-only")) {
+            o->gen_only = 1;
+        } else if (!strcmp(a, "--no-verify")) {
+            o->verify = 0;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            exit(0);
+        } else {
+            fprintf(stderr, "bench_storage: unknown flag %s\n", a);
+            usage();
+            exit(2);
+        }
+    }
+    if (o->series == 0 || o->pps == 0 || o->conns == 0 || o->compact_max == 0) {
+        fprintf(stderr, "bench_storage: series, profiles-per-series, conns and compact-max must be > 0\n");
+        exit(2);
+    }
+}
+
+static int on_profile(void *ctx, const ps_bench_gen_info_t *in)
+{
+    run_t *r = ctx;
+    const opts_t *o = r->o;
+    r->profiles++;
+    r->bytes += in->len;
+    r->samples += in->nsamples;
+    r->stacks += in->nstacks;
+    r->base_count[in->base]++;
+    if (r->min_len == 0 || in->len < r->min_len)
+        r->min_len = in->len;
+    if (in->len > r->max_len)
+        r->max_len = in->len;
+    r->totals[(size_t)in->series * o->pps + in->index][0] = in->total[0];
+    r->totals[(size_t)in->series * o->pps + in->index][1] = in->total[1];
+    if (o->write_dir != NULL && !r->write_failed) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/series-%02u", o->write_dir, in->series);
+        if (in->index == 0 && ps_bench_mkdirs(path) != 0) {
+            fprintf(stderr, "bench_storage: cannot create %s: %s\n", path, strerror(errno));
+            r->write_failed = 1;
+        }
+        snprintf(path, sizeof(path), "%s/series-%02u/%lld.pb.gz", o->write_dir, in->series, (long long)in->ts_ns);
+        FILE *f = fopen(path, "wb");
+        if (f == NULL || fwrite(in->pprof_gz, 1, in->len, f) != in->len) {
+            fprintf(stderr, "bench_storage: cannot write %s: %s\n", path, strerror(errno));
+            r->write_failed = 1;
+        }
+        if (f != NULL && fclose(f) != 0)
+            r->write_failed = 1;
+    }
+    if (r->pusher != NULL) {
+        char url[512];
+        snprintf(url, sizeof(url), "%s/api/v1/profiles/write?labels=%s&time=%lld", r->url, r->label_enc[in->series],
+                 (long long)(in->ts_ns / 1000000000LL));
+        ps_bench_pusher_post(r->pusher, (int64_t)in->series, url, in->pprof_gz, in->len);
+    }
+    return 0;
+}
+
+#define METRIC(b, name) ps_bench_metric((const char *)(b).data, (b).len, name)
+
+static int get_metrics(const char *url, ps_buf_t *b)
+{
+    char u[128];
+    snprintf(u, sizeof(u), "%s/metrics", url);
+    ps_buf_reset(b);
+    return ps_bench_http("GET", u, NULL, 0, b) == 200 ? 0 : -1;
+}
+
+/* Compares the totals in /api/v1/debug/series with the generated ones. */
+static void verify(run_t *r, const char *url)
+{
+    const opts_t *o = r->o;
+    char u[128];
+    snprintf(u, sizeof(u), "%s/api/v1/debug/series", url);
+    ps_buf_t b = PS_BUF_INIT;
+    double t0 = ps_bench_now();
+    long code = ps_bench_http("GET", u, NULL, 0, &b);
+    double dt = ps_bench_now() - t0;
+    if (code != 200) {
+        printf("  verify                 GET /api/v1/debug/series: HTTP %ld\n", code);
+        ps_buf_dispose(&b);
+        return;
+    }
+    json_error_t je;
+    json_t *root = json_loadb((const char *)b.data, b.len, 0, &je);
+    if (root == NULL) {
+        printf("  verify                 cannot parse /api/v1/debug/series: %s\n", je.text);
+        ps_buf_dispose(&b);
+        return;
+    }
+    uint64_t nseries = 0, nprof = 0, match = 0, mismatch = 0, unknown = 0;
+    char first[256] = "";
+    json_t *data = json_object_get(root, "data"), *s;
+    size_t i;
+    json_array_foreach(data, i, s)
+    {
+        json_t *labels = json_object_get(s, "labels");
+        const char *inst = json_string_value(json_object_get(labels, "instance"));
+        const char *name = json_string_value(json_object_get(labels, "__name__"));
+        unsigned si;
+        int type = -1;
+        if (name != NULL && strstr(name, ":samples:count:") != NULL)
+            type = 0;
+        else if (name != NULL && strstr(name, ":cpu:nanoseconds:") != NULL)
+            type = 1;
+        if (inst == NULL || sscanf(inst, "host-%u", &si) != 1 || si >= o->series || type < 0) {
+            unknown++;
+            continue;
+        }
+        nseries++;
+        json_t *p;
+        size_t j;
+        json_array_foreach(json_object_get(s, "profiles"), j, p)
+        {
+            nprof++;
+            int64_t ts = json_integer_value(json_object_get(p, "ts"));
+            int64_t total = json_integer_value(json_object_get(p, "total"));
+            int64_t k = (ts - PS_BENCH_GEN_T0_NS) / PS_BENCH_GEN_STEP_NS;
+            if (k < 0 || k >= o->pps || (ts - PS_BENCH_GEN_T0_NS) % PS_BENCH_GEN_STEP_NS != 0) {
+                unknown++;
+                continue;
+            }
+            int64_t want = r->totals[(size_t)si * o->pps + (size_t)k][type];
+            if (total == want) {
+                match++;
+            } else {
+                if (mismatch == 0)
+                    snprintf(first, sizeof(first), "instance host-%02u type %d ts %lld: stored %lld, pushed %lld", si,
+                             type, (long long)ts, (long long)total, (long long)want);
+                mismatch++;
+            }
+        }
+    }
+    printf("  verify                 %llu series, %llu stored profile totals: %llu match the generated ones, %llu "
+           "differ, %llu unexpected (expected %llu) [debug/series: %.1f MB in %.2f s]\n",
+           (unsigned long long)nseries, (unsigned long long)nprof, (unsigned long long)match,
+           (unsigned long long)mismatch, (unsigned long long)unknown, (unsigned long long)r->profiles * 2,
+           (double)b.len / 1e6, dt);
+    if (mismatch)
+        printf("  first difference       %s\n", first);
+    json_decref(root);
+    ps_buf_dispose(&b);
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o = {0};
+    parse(argc, argv, &o);
+    ps_bench_malloc_tune();
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+
+    run_t r = {.o = &o};
+    r.totals = ps_xcalloc((size_t)o.series * o.pps, sizeof(*r.totals));
+    r.label_enc = ps_xcalloc(o.series, sizeof(*r.label_enc));
+    for (uint32_t s = 0; s < o.series; s++) {
+        char ls[100];
+        snprintf(ls, sizeof(ls), "{job=\"bench-storage\",instance=\"host-%02u\"}", s);
+        ps_bench_urlencode(ls, r.label_enc[s], sizeof(r.label_enc[s]));
+    }
+    if (o.write_dir != NULL && ps_bench_mkdirs(o.write_dir) != 0) {
+        fprintf(stderr, "bench_storage: cannot create %s: %s\n", o.write_dir, strerror(errno));
+        return 1;
+    }
+
+    printf("bench_storage: %u series x %u profiles (10 s apart, from 2026-11-29T00:00:00Z), seed %llu\n", o.series,
+           o.pps, (unsigned long long)o.seed);
+
+    char dir[4096] = "", log[4200] = "";
+    int made = 0;
+    ps_bench_server_t srv = {0};
+    if (!o.gen_only) {
+        if (o.data_dir != NULL) {
+            snprintf(dir, sizeof(dir), "%s", o.data_dir);
+        } else {
+            snprintf(dir, sizeof(dir), "/tmp/profstore-storage-XXXXXX");
+            if (mkdtemp(dir) == NULL) {
+                perror("mkdtemp");
+                return 1;
+            }
+            made = 1;
+        }
+        char data[4200];
+        snprintf(data, sizeof(data), "%s/data", dir);
+        snprintf(log, sizeof(log), "%s/profstore.log", dir);
+        ps_bench_mkdirs(dir);
+        char cmax[32];
+        snprintf(cmax, sizeof(cmax), "%u", o.compact_max);
+        const char *args[12];
+        int na = 0;
+        args[na++] = "--retention";
+        args[na++] = "0";
+        args[na++] = "--storage.compact-max-profiles";
+        args[na++] = cmax;
+        args[na++] = "--storage.compact-window";
+        args[na++] = o.compact_window;
+        if (o.nosync)
+            args[na++] = "--storage.no-sync";
+        if (o.threads != NULL) {
+            args[na++] = "--threads";
+            args[na++] = o.threads;
+        }
+        args[na] = NULL;
+        if (ps_bench_server_start(&srv, o.profstore, data, log, args) != 0)
+            return 1;
+        printf("  server %s --retention 0 --storage.compact-max-profiles %u --storage.compact-window %s%s; data in %s\n",
+               o.profstore, o.compact_max, o.compact_window, o.nosync ? " --storage.no-sync" : "", data);
+        r.pusher = ps_bench_pusher_new(o.conns, 1);
+        r.url = srv.url;
+    }
+    fflush(stdout);
+
+    double w0 = ps_bench_now(), c0 = ps_bench_self_cpu();
+    ps_bench_proc_t pr0 = {0}, pr1 = {0};
+    if (srv.pid > 0)
+        ps_bench_proc_read(srv.pid, &pr0);
+    int rc = ps_bench_gen_ex(o.series, o.pps, o.seed, on_profile, &r);
+    if (r.pusher != NULL)
+        ps_bench_pusher_drain(r.pusher);
+    double wall = ps_bench_now() - w0, self_cpu = ps_bench_self_cpu() - c0;
+    if (rc != 0) {
+        fprintf(stderr, "bench_storage: generation failed\n");
+        if (srv.pid > 0)
+            ps_bench_server_stop(&srv);
+        return 1;
+    }
+    double n = (double)r.profiles;
+    printf("  generated              %llu profiles, %.1f MB gzipped (avg %.0f B, min %zu, max %zu), %llu samples "
+           "(avg %.1f/profile, %.1f distinct stacks+labels/profile); bases",
+           (unsigned long long)r.profiles, (double)r.bytes / 1e6, (double)r.bytes / n, r.min_len, r.max_len,
+           (unsigned long long)r.samples, (double)r.samples / n, (double)r.stacks / n);
+    for (int b = 0; b < PS_BENCH_GEN_NBASES; b++)
+        printf(" %s:%llu", strrchr(ps_bench_gen_base_files[b], '/') + 1, (unsigned long long)r.base_count[b]);
+    printf("\n");
+    if (o.write_dir != NULL)
+        printf("  written to             %s/series-NN/<ts_ns>.pb.gz%s\n", o.write_dir,
+               r.write_failed ? " (FAILED, see above)" : "");
+
+    if (o.gen_only) {
+        printf("  generation             %.2f s wall, %.2f s CPU (%.0f us/profile)\n", wall, self_cpu,
+               self_cpu / n * 1e6);
+        return 0;
+    }
+
+    ps_bench_proc_read(srv.pid, &pr1);
+    const ps_bench_push_stats_t *st = ps_bench_pusher_stats(r.pusher);
+    double *lat = ps_xmalloc((st->nlat + 1) * sizeof(double));
+    memcpy(lat, st->lat, st->nlat * sizeof(double));
+    double p50 = ps_bench_quantile(lat, st->nlat, 0.5), p99 = ps_bench_quantile(lat, st->nlat, 0.99);
+    free(lat);
+    printf("  pushed                 %llu ok, %llu failed in %.1f s (%.0f profiles/s incl. generation; p50 %.1f ms, "
+           "p99 %.1f ms); server CPU %.1f s, bench CPU (generation + HTTP) %.1f s\n",
+           (unsigned long long)st->ok, (unsigned long long)st->failed, wall, n / wall, p50 * 1e3, p99 * 1e3,
+           (pr1.cpu_user + pr1.cpu_sys) - (pr0.cpu_user + pr0.cpu_sys), self_cpu);
+    if (st->failed)
+        printf("  first error            %s\n", st->first_error);
+    uint64_t pushed_ok = st->ok;
+    ps_bench_pusher_free(r.pusher);
+    r.pusher = NULL;
+    int died;
+    if (!ps_bench_server_alive(&srv, &died)) {
+        char why[128];
+        ps_bench_describe_status(died, why, sizeof(why));
+        printf("\n  PROFSTORE DIED during the pushes: %s, after %llu acknowledged pushes (log: %s; data kept in %s)\n",
+               why, (unsigned long long)pushed_ok, log, dir);
+        printf("  its last log lines:\n");
+        ps_bench_print_log_tail(log, 3, "    | ");
+        return 1;
+    }
+
+    ps_buf_t m = PS_BUF_INIT;
+    double chunks0 = -1, heads0 = -1, used0 = -1;
+    if (get_metrics(srv.url, &m) == 0) {
+        chunks0 = METRIC(m, "profstore_storage_chunks");
+        heads0 = METRIC(m, "profstore_storage_head_records");
+        used0 = METRIC(m, "profstore_storage_used_bytes");
+    }
+    char u[128];
+    snprintf(u, sizeof(u), "%s/api/v1/admin/compact", srv.url);
+    ps_buf_t body = PS_BUF_INIT;
+    ps_bench_proc_read(srv.pid, &pr0);
+    double t0 = ps_bench_now();
+    long code = ps_bench_http("POST", u, "", 0, &body);
+    double ct = ps_bench_now() - t0;
+    ps_bench_proc_read(srv.pid, &pr1);
+    printf("  POST /admin/compact    HTTP %ld in %.2f s (server CPU %.2f s): %.*s", code, ct,
+           (pr1.cpu_user + pr1.cpu_sys) - (pr0.cpu_user + pr0.cpu_sys), (int)body.len, (const char *)body.data);
+    if (body.len == 0 || body.data[body.len - 1] != '\n')
+        printf("\n");
+    ps_buf_dispose(&body);
+
+    double used = -1, file = -1, chunks = -1, heads = -1, nodes = -1, series = -1;
+    if (get_metrics(srv.url, &m) == 0) {
+        used = METRIC(m, "profstore_storage_used_bytes");
+        file = METRIC(m, "profstore_storage_file_bytes");
+        chunks = METRIC(m, "profstore_storage_chunks");
+        heads = METRIC(m, "profstore_storage_head_records");
+        nodes = METRIC(m, "profstore_storage_stack_nodes");
+        series = METRIC(m, "profstore_storage_series");
+    }
+    ps_buf_dispose(&m);
+    char mdb[4300];
+    snprintf(mdb, sizeof(mdb), "%s/data/data.mdb", dir);
+    uint64_t du = 0, size = 0;
+    ps_bench_file_usage(mdb, &du, &size);
+
+    printf("  store                  %.0f series, %.0f chunks (%.0f before the compact call), %.0f head records "
+           "(%.0f before), %.0f stack-tree nodes; pages in use %.1f MB before the compact call\n",
+           series, chunks, chunks0, heads, heads0, nodes, used0 / 1e6);
+    printf("\n  profiles pushed                 %llu\n", (unsigned long long)pushed_ok);
+    printf("  gzipped pprof input             %.1f MB (avg %.0f B/profile)\n", (double)r.bytes / 1e6,
+           (double)r.bytes / n);
+    printf("  on disk: du data.mdb            %.1f MB (st_blocks*512; st_size %.1f MB, metric file_bytes %.1f MB)\n",
+           (double)du / 1e6, (double)size / 1e6, file / 1e6);
+    printf("  on disk: LMDB pages in use      %.1f MB (profstore_storage_used_bytes)\n", used / 1e6);
+    printf("  per profile                     %.0f B (du), %.0f B (used) vs %.0f B gzipped pprof\n", (double)du / n,
+           used / n, (double)r.bytes / n);
+    printf("  disk / gzipped input            du 1/%.1f (%.3f), used 1/%.1f (%.3f)   (target <= 1/10: du %s, used %s)\n",
+           (double)r.bytes / (double)du, (double)du / (double)r.bytes, (double)r.bytes / used, used / (double)r.bytes,
+           (double)du * 10 <= (double)r.bytes ? "met" : "NOT met", used * 10 <= (double)r.bytes ? "met" : "NOT met");
+    printf("  per (stack, value) pair         %.2f B (du), %.2f B (used); pairs = %llu nonzero pprof samples; the store "
+           "keeps 2 values per sample (samples/count and cpu/nanoseconds series): %.2f B per stored value (used), "
+           "%.2f B per distinct stack+labels and type\n",
+           (double)du / (double)r.samples, used / (double)r.samples, (unsigned long long)r.samples,
+           used / (2.0 * (double)r.samples), used / (2.0 * (double)r.stacks));
+
+    if (o.verify)
+        verify(&r, srv.url);
+
+    int st_exit = ps_bench_server_stop(&srv);
+    if (st_exit != 0) {
+        char why[128];
+        ps_bench_describe_status(st_exit, why, sizeof(why));
+        printf("  profstore shutdown     %s (log: %s)\n", why, log);
+    }
+    ps_bench_file_usage(mdb, &du, &size);
+    printf("  after shutdown: du data.mdb     %.1f MB\n", (double)du / 1e6);
+    if (made && !o.keep)
+        ps_bench_rmrf(dir);
+    else
+        printf("  data kept in %s\n", dir);
+    free(r.totals);
+    free(r.label_enc);
+    curl_global_cleanup();
+    return 0;
+}
