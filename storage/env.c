@@ -57,6 +57,7 @@ void ps_store_opts_default(ps_store_opts_t *o)
     o->retention_ns = 15ll * 24 * 3600 * 1000000000ll;
     o->compact_max_profiles = 120;
     o->compact_window_ns = 2ll * 3600 * 1000000000ll;
+    o->cache_bytes = 512ull << 20;
 }
 
 static void next_encode(const ps_next_ids_t *n, ps_buf_t *b)

@@ -31,6 +31,7 @@ typedef struct ps_store_opts {
     int64_t compact_window_ns;    /* ... or once its head spans this much time, or the series got no
                                    * profile for this long (wall clock); 0 = only by count */
     bool nosync;                  /* tests/benchmarks only: no fsync on commit (not durable) */
+    uint64_t cache_bytes;         /* writer caches (symbols, stacks, series) are dropped past this (default 512 MiB) */
 } ps_store_opts_t;
 
 void ps_store_opts_default(ps_store_opts_t *o);

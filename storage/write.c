@@ -346,6 +346,11 @@ int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t 
         goto Fail;
     }
     ps_arena_dispose(&a);
+    /* the caches only save LMDB lookups: past their budget they start again from empty */
+    if (s->opts.cache_bytes && ps_hmap_bytes(&s->sym_cache) + ps_hmap_bytes(&s->tree_cache) +
+                                       ps_hmap_bytes(&s->stack_cache) + ps_hmap_bytes(&s->series_cache) >
+                                   s->opts.cache_bytes)
+        ps_sym_caches_clear(s);
     return 0;
 Fail:
     if (txn)
