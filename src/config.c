@@ -441,7 +441,8 @@ static int parse_labels(ctx_t *c, const yaml_node_t *n, ps_labels_t *out, bool l
         if (ps_labels_normalize(out, &e) != 0)
             return fail(c, n, "%s", e.msg);
     } else {
-        qsort(out->pairs, out->n, sizeof(*out->pairs), cmp_pair);
+        if (out->n > 1)
+            qsort(out->pairs, out->n, sizeof(*out->pairs), cmp_pair);
     }
     return 0;
 }

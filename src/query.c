@@ -687,7 +687,8 @@ int ps_query_eval(ps_reader_t *r, ps_expr_t *x, int64_t start, int64_t end, int6
             out->series[0].points[k] = (ps_point_t){(start + (int64_t)k * step) / 1000000, sv};
         return 0;
     }
-    qsort(v.s, v.n, sizeof(ps_qseries_t), cmp_series);
+    if (v.n > 1)
+        qsort(v.s, v.n, sizeof(ps_qseries_t), cmp_series);
     out->type = instant ? PS_RES_VECTOR : PS_RES_MATRIX;
     out->n = v.n;
     out->series = v.s;

@@ -1064,7 +1064,8 @@ void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t 
     for (size_t i = 0; i < nrows; i++)
         if (rows[i].stamp != 0)
             rows[m++] = rows[i];
-    qsort(rows, m, sizeof(trow_t), cmp_trow);
+    if (m > 1)
+        qsort(rows, m, sizeof(trow_t), cmp_trow);
     if (limit != 0 && m > limit)
         m = limit;
 

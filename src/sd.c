@@ -157,7 +157,8 @@ static int parse_json(const char *data, size_t n, const char *name, ps_arena_t *
                 p->value = ps_arena_strndup(arena, s, sl);
                 p->vlen = (uint32_t)sl;
             }
-            qsort(tg->labels.pairs, tg->labels.n, sizeof(ps_label_pair_t), cmp_pair);
+            if (tg->labels.n > 1)
+                qsort(tg->labels.pairs, tg->labels.n, sizeof(ps_label_pair_t), cmp_pair);
         }
     }
     *groups = gs;
@@ -289,7 +290,8 @@ static int parse_yaml_group(yctx_t *c, ps_arena_t *arena, const yaml_node_t *g, 
                 p->value = val;
                 p->vlen = (uint32_t)strlen(val);
             }
-            qsort(tg->labels.pairs, tg->labels.n, sizeof(ps_label_pair_t), cmp_pair);
+            if (tg->labels.n > 1)
+                qsort(tg->labels.pairs, tg->labels.n, sizeof(ps_label_pair_t), cmp_pair);
         }
     }
     return 0;

@@ -294,7 +294,8 @@ int ps_api_series(h2o_req_t *req)
     if (ret == 0 && !any)
         ret = ps_err_set(&c.err, PS_EINVAL, "no match[] parameter provided");
     if (ret == 0) {
-        qsort(s.labels, s.n, sizeof(ps_labels_t), cmp_labels);
+        if (s.n > 1)
+            qsort(s.labels, s.n, sizeof(ps_labels_t), cmp_labels);
         uint32_t n = limit && limit < s.n ? (uint32_t)limit : s.n;
         PS_BUF_LIT(&c.out, "{\"status\":\"success\",\"data\":[");
         for (uint32_t i = 0; i < n; i++) {
@@ -344,7 +345,8 @@ static int cmp_str(const void *a, const void *b)
 
 static void send_strlist(req_ctx_t *c, strlist_t *l, uint64_t limit)
 {
-    qsort(l->v, l->n, sizeof(char *), cmp_str);
+    if (l->n > 1)
+        qsort(l->v, l->n, sizeof(char *), cmp_str);
     uint32_t n = limit && limit < l->n ? (uint32_t)limit : l->n;
     PS_BUF_LIT(&c->out, "{\"status\":\"success\",\"data\":[");
     for (uint32_t i = 0; i < n; i++) {

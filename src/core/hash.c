@@ -69,7 +69,7 @@ static ps_hmap_slot_t *find(const ps_hmap_t *m, uint64_t h, const void *key, siz
         ps_hmap_slot_t *s = &m->slots[i];
         if (s->key == NULL)
             return s;
-        if (s->hash == h && s->klen == klen && memcmp(s->key, key, klen) == 0)
+        if (s->hash == h && s->klen == klen && (klen == 0 || memcmp(s->key, key, klen) == 0))
             return s;
         i = (i + 1) & mask;
     }

@@ -104,7 +104,8 @@ int ps_labels_normalize(ps_labels_t *ls, ps_err_t *err)
         if (is_name && !ps_metric_name_valid(p->value, p->vlen))
             return ps_err_set(err, PS_EINVAL, "invalid metric name \"%.*s\"", (int)p->vlen, p->value);
     }
-    qsort(ls->pairs, ls->n, sizeof(*ls->pairs), cmp_pair);
+    if (ls->n > 1)
+        qsort(ls->pairs, ls->n, sizeof(*ls->pairs), cmp_pair);
     for (uint32_t i = 1; i < ls->n; i++)
         if (cmp_pair(&ls->pairs[i - 1], &ls->pairs[i]) == 0)
             return ps_err_set(err, PS_EINVAL, "duplicate label name \"%.*s\"", (int)ls->pairs[i].nlen,

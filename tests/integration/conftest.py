@@ -402,3 +402,86 @@ def _check_environment():
         pytest.exit("profstore binary not found at %s (set PROFSTORE_BIN)" % PROFSTORE_BIN, returncode=2)
     if not PPROF_DIR.is_dir():
         pytest.exit("fixtures not found at %s (set PS_TESTDATA)" % PPROF_DIR, returncode=2)
+
+
+# ---- helpers for the query API tests (test_query_*.py) -------------------------------------------
+
+QUERY_T0 = 1796022000  # 2026-11-30T07:00:00Z, the fixtures' day: the query tests push with time=T0+n
+CPU_TYPE = "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
+CPU_SAMPLES_TYPE = "process_cpu:samples:count:cpu:nanoseconds:delta"
+
+
+def form_request(srv: Server, method: str, path: str, params, timeout: float = 30.0):
+    """GET path?params or POST path with params as an application/x-www-form-urlencoded body.
+    params: a dict or a list of (name, value) pairs (for repeated names such as match[])."""
+    items = list(params.items()) if isinstance(params, dict) else list(params)
+    enc = urllib.parse.urlencode(items, quote_via=urllib.parse.quote)
+    if method == "GET":
+        return srv.request("GET", path + ("?" + enc if enc else ""), timeout=timeout)
+    return srv.request("POST", path, body=enc.encode(),
+                       headers={"Content-Type": "application/x-www-form-urlencoded"}, timeout=timeout)
+
+
+def require_tool(name: str) -> str:
+    import shutil
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip("%s is not installed" % name)
+    return path
+
+
+def tool_env(tmp_path: Path) -> Dict[str, str]:
+    """Environment for go tool pprof / promtool: no copies in ~/pprof, UTC times."""
+    return dict(os.environ, PPROF_TMPDIR=str(tmp_path / "pprof"), TZ="UTC", HOME=str(tmp_path))
+
+
+def go_pprof(args: List[str], tmp_path: Path, timeout: float = 120.0) -> subprocess.CompletedProcess:
+    """Runs `go tool pprof ARGS` and fails the test (with its output) when it exits non-zero."""
+    go = require_tool("go")
+    r = subprocess.run([go, "tool", "pprof"] + list(args), capture_output=True, text=True,
+                       env=tool_env(tmp_path), timeout=timeout, stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        raise AssertionError("go tool pprof %s: exit %d\n--- stdout:\n%s\n--- stderr:\n%s"
+                             % (" ".join(args), r.returncode, r.stdout, r.stderr))
+    return r
+
+
+_PPROF_UNITS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9, "mins": 60 * 10**9,
+                "hrs": 3600 * 10**9, "B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+
+
+def pprof_quantity(text: str) -> float:
+    """'3290ms' -> 3.29e9 (ns), '-0.08s' -> -8e7, '9.65GB' -> bytes, '6721' -> 6721."""
+    import re
+    m = re.fullmatch(r"(-?[0-9.]+(?:e[+-]?[0-9]+)?)([a-zA-Zµ]*)", text.strip())
+    if not m:
+        raise ValueError("not a pprof quantity: %r" % text)
+    unit = m.group(2)
+    if unit not in _PPROF_UNITS and unit != "":
+        raise ValueError("unknown pprof unit in %r" % text)
+    return float(m.group(1)) * _PPROF_UNITS.get(unit, 1)
+
+
+def parse_pprof_top(text: str):
+    """go tool pprof -top output -> (header lines, rows); a row is (flat, flat%, sum%, cum, cum%, name)
+    with the quantities as printed (strings) and the name without pprof's ' (inline)' marker."""
+    header, rows, in_rows = [], [], False
+    for line in text.splitlines():
+        if not in_rows:
+            if line.split() == ["flat", "flat%", "sum%", "cum", "cum%"]:
+                in_rows = True
+            else:
+                header.append(line)
+            continue
+        if not line.strip():
+            continue
+        parts = line.split(None, 5)
+        if len(parts) < 6:
+            raise AssertionError("unexpected pprof -top row: %r" % line)
+        name = parts[5]
+        if name.endswith(" (inline)"):
+            name = name[: -len(" (inline)")]
+        rows.append((parts[0], parts[1], parts[2], parts[3], parts[4], name))
+    if not in_rows:
+        raise AssertionError("no -top table in pprof output:\n" + text)
+    return header, rows

@@ -2,11 +2,12 @@
  * test_render.c - unit tests for src/render.c: flame graphs (plain and diff), folded stacks and
  * top tables on hand-built profiles with known answers (nested stacks, inlined frames, recursion,
  * negative values, locations without lines with and without mapping, max_nodes truncation into
- * "other", names that need escaping), then on the real Go CPU profile
- * $PS_TESTDATA/pprof/go/cpu-01.pb.gz against `go tool pprof -top` figures, with a structural check
- * of the flame graph encoding (absolute positions decoded back, children inside their parent's
- * span, total = self + children). Prints render times for cpu-01 and a synthetic 100k-sample
- * profile.
+ * "other", names that need escaping); random small profiles against invariants; the real Go CPU
+ * profile $PS_TESTDATA/pprof/go/cpu-01.pb.gz against `go tool pprof -top` figures; every Go and Node
+ * fixture, every sample type, with a structural check of the flame graph encoding (absolute
+ * positions decoded back, children inside their parent's span, total = self + children). Prints
+ * render times (CPU time) for cpu-01 and a synthetic 100k-sample profile; PS_RENDER_WORST=1 adds a
+ * 100k-sample profile whose stacks are nearly all distinct (3.3M call tree nodes, seconds).
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -690,7 +691,7 @@ static void test_max_nodes(void **state)
  * mapping, samples 0..12 deep, values in -5..20 (zero included) or 0..20. Checked: the JSON parses;
  * totals equal the value sums; for non-negative values the encoding is consistent, folded and top
  * add up, and max_nodes keeps exactly min(max_nodes, nodes) named nodes (the ranking keeps a
- * node's ancestors ranked ahead of it). */
+ * node's ancestors ranked ahead of it); the output is the same with the samples reversed. */
 static void test_random_profiles(void **state)
 {
     static const char *fnames[] = {"main", "a", "b", "c;d", "e\"f", "g", "h", "", "i", "j", "k", "l"};
@@ -767,6 +768,38 @@ static void test_random_profiles(void **state)
         flat += json_integer_value(json_object_get(r, "flat"));
         assert_int_equal(flat, stacked);
         json_decref(j);
+
+        /* the output does not depend on the order of the samples */
+        char *before[4];
+        int64_t k = 1 + (int64_t)(rng_next(&rng) % 8);
+        for (int pass = 0; pass < 2; pass++) {
+            char *got[4];
+            ps_buf_reset(&out);
+            assert_int_equal(ps_flamegraph_build(&b->p, 0, 0, k, &a, &fg, NULL), 0);
+            got[0] = strdup(fg_json(&fg, &out));
+            assert_int_equal(ps_flamegraph_build(&b->p, 0, 1, k, &a, &fg, NULL), 0);
+            got[1] = strdup(fg_json(&fg, &out));
+            ps_buf_reset(&out);
+            ps_render_folded(&b->p, 0, &out);
+            got[2] = strdup(buf_str(&out));
+            ps_buf_reset(&out);
+            ps_render_top(&b->p, 0, 0, &out);
+            got[3] = strdup(buf_str(&out));
+            for (int q = 0; q < 4; q++) {
+                if (pass == 0) {
+                    before[q] = got[q];
+                } else {
+                    assert_string_equal(before[q], got[q]);
+                    free(before[q]);
+                    free(got[q]);
+                }
+            }
+            for (uint32_t lo = 0, hi = b->p.nsamples; lo + 1 < hi; lo++, hi--) {
+                ps_sample_t tmp = b->samples[lo];
+                b->samples[lo] = b->samples[hi - 1];
+                b->samples[hi - 1] = tmp;
+            }
+        }
         ps_arena_dispose(&a);
         free(b);
     }
