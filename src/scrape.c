@@ -479,6 +479,8 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
 
 static void abort_transfer(ps_scraper_t *s, target_t *t)
 {
+    if (t->body.cap > (1u << 20)) /* one huge answer should not stay allocated for ever */
+        ps_buf_dispose(&t->body);
     if (t->easy) {
         curl_multi_remove_handle(s->multi, t->easy);
         curl_easy_cleanup(t->easy);
@@ -617,11 +619,29 @@ static void apply_config(ps_scraper_t *s, ps_config_t *cfg)
 
 /* ---- transfers ---- */
 
+size_t ps_scrape_max_body = 64u << 20;
+
+/* http_sd answers (bounded: an SD list is small) */
 static size_t on_body(char *p, size_t size, size_t nmemb, void *ctx)
 {
     ps_buf_t *b = ctx;
     size_t n = size * nmemb;
+    if (b->len + n > (16u << 20))
+        return 0; /* CURLE_WRITE_ERROR */
     ps_buf_append(b, p, n);
+    return n;
+}
+
+/* scrape bodies: the limit holds after Content-Encoding is undone, so a compressed bomb stops too */
+static size_t on_target_body(char *p, size_t size, size_t nmemb, void *ctx)
+{
+    target_t *t = ctx;
+    size_t n = size * nmemb;
+    if (t->body.len + n > ps_scrape_max_body) {
+        t->too_big = true;
+        return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+    }
+    ps_buf_append(&t->body, p, n);
     return n;
 }
 
@@ -682,15 +702,12 @@ static void setup_client(CURL *e, const ps_http_client_t *c, struct curl_slist *
 static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
 {
     target_t *t = ctx;
-    extern size_t ps_scrape_max_body;
     if ((size_t)dlnow > ps_scrape_max_body || (size_t)dltotal > ps_scrape_max_body) {
         t->too_big = true;
         return 1; /* abort */
     }
     return 0;
 }
-
-size_t ps_scrape_max_body = 64u << 20;
 
 static void start_scrape(ps_scraper_t *s, target_t *t, int64_t mono)
 {
@@ -706,8 +723,8 @@ static void start_scrape(ps_scraper_t *s, target_t *t, int64_t mono)
     t->started_wall = ps_time_now();
     curl_easy_setopt(e, CURLOPT_URL, t->url);
     curl_easy_setopt(e, CURLOPT_PRIVATE, t);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t->body);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_target_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
     curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
