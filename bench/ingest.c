@@ -76,7 +76,7 @@ static void usage(void)
           "                     removed at the end unless --keep)\n"
           "  --keep             keep the data directories\n"
           "  -n, --profiles N   profiles to push per phase (default 20000)\n"
-          "  --conns N          concurrent requests / keep-alive connections (default 16)\n"
+          "  --conns N          concurrent requests / keep-alive connections (default 64)\n"
           "  --series N         label sets {job, instance} (default 200)\n"
           "  --jobs N           distinct jobs among them (default 10)\n"
           "  --heap-every K     1 push in K is go/heap-01 (default 6; 0 = CPU profiles only)\n"
@@ -103,7 +103,7 @@ static void parse(int argc, char **argv, opts_t *o)
 {
     ps_bench_default_profstore(o->profstore, sizeof(o->profstore));
     o->n = 20000;
-    o->conns = 16;
+    o->conns = 64;
     o->series = 200;
     o->jobs = 10;
     o->heap_every = 6;

@@ -42,4 +42,44 @@ echo "### bench_storage (10 series x $storage_pps profiles)"
 # shellcheck disable=SC2086
 "$BUILD/bench/bench_storage" --profstore "$BUILD/profstore" --series 10 --profiles-per-series "$storage_pps" $STORAGE_ARGS ||
     status=$?
+
+# ---- bench_query: query API latency over a day of CPU profiles (bench/query.c) ----
+# Loads once into /tmp/profstore-bench-query-<series>x<profiles> and reuses it on later runs
+# (bench_query --reload, or rm -rf the directory, to load again). Full: 24 h for QUERY_SERIES
+# series (default 80: the 100 of the target took 11 min to load on a 2-CPU machine, see
+# bench/query.c); QUICK=1: 10 series x 1,000 profiles. QUERY_ARGS: extra bench_query flags.
+QUERY_ARGS=${QUERY_ARGS:-}
+if [ "$QUICK" = 1 ]; then
+    query_series=10
+    query_pps=1000
+else
+    query_series=${QUERY_SERIES:-80}
+    query_pps=8640
+fi
+echo
+echo "### bench_query ($query_series series x $query_pps profiles)"
+if [ -x "$BUILD/bench/bench_query" ]; then
+    # shellcheck disable=SC2086
+    "$BUILD/bench/bench_query" --profstore "$BUILD/profstore" --series "$query_series" \
+        --profiles-per-series "$query_pps" $QUERY_ARGS || status=$?
+else
+    echo "run.sh: $BUILD/bench/bench_query not found; build first" >&2
+    status=1
+fi
+
+# ---- bench_scrape: cost of scraping 1,000 targets x 5 profile types every 10 s (bench/scrape.c) ----
+# A forked epoll server on 1,000 loopback addresses (127.0.0.1, 127.0.0.2, ...) serves the real Go
+# profiles; profstore scrapes them (file_sd). Prints profstore's CPU per scrape and per 1,000 targets
+# per interval, RSS, scrapes/s and failures. Full: a 60 s window after the first round (~75 s);
+# QUICK=1: 20 s. SCRAPE_ARGS: extra bench_scrape flags (e.g. "--targets 2000").
+SCRAPE_ARGS=${SCRAPE_ARGS:-}
+echo
+echo "### bench_scrape (1,000 targets x 5 types / 10 s)"
+if [ -x "$BUILD/bench/bench_scrape" ]; then
+    # shellcheck disable=SC2086
+    QUICK=$QUICK "$BUILD/bench/bench_scrape" --profstore "$BUILD/profstore" $SCRAPE_ARGS || status=$?
+else
+    echo "run.sh: $BUILD/bench/bench_scrape not found; build first" >&2
+    status=1
+fi
 exit $status

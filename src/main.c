@@ -36,6 +36,8 @@ static const char usage[] =
     "  --storage.compact-window=DURATION  ... or when its oldest head profile is this old (default 2h)\n"
     "  --storage.compact-interval=DURATION  how often to look for heads due by age (default 10s)\n"
     "  --storage.retention-interval=DURATION  how often to apply retention (default 1m)\n"
+    "  --storage.commit-delay=DURATION  at most one commit (fsync) per this interval unless a batch is full\n"
+    "                                   (group commit; default 10ms; 0 = commit at once)\n"
     "  --storage.no-sync                no fsync on commit: faster, NOT durable (benchmarks only)\n"
     "  --help                           this text\n"
     "  --version                        print the version\n";
@@ -66,7 +68,7 @@ static int parse_size(const char *s, uint64_t *out)
 
 typedef struct flags {
     const char *listen, *data_dir, *config, *log_level;
-    int64_t retention, compact_window, compact_interval, retention_interval;
+    int64_t retention, compact_window, compact_interval, retention_interval, commit_delay;
     uint64_t max_body, max_inflated, max_size, compact_max, threads, max_series;
     int nosync;
 } flags_t;
@@ -113,7 +115,7 @@ static void parse_flags(int argc, char **argv, flags_t *f)
                                       "storage.compact-window", "storage.compact-interval",
                                       "storage.retention-interval", "max-body-size", "max-inflated-size",
                                       "storage.max-size", "storage.compact-max-profiles", "threads",
-                                      "query.max-series", NULL};
+                                      "query.max-series", "storage.commit-delay", NULL};
         int is_known = 0;
         for (int k = 0; known[k]; k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -143,6 +145,8 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             dur = &f->compact_interval;
         else if (strcmp(name, "storage.retention-interval") == 0)
             dur = &f->retention_interval;
+        else if (strcmp(name, "storage.commit-delay") == 0)
+            dur = &f->commit_delay;
         else if (strcmp(name, "max-body-size") == 0)
             size = &f->max_body;
         else if (strcmp(name, "max-inflated-size") == 0)
@@ -183,6 +187,7 @@ int main(int argc, char **argv)
     f.compact_window = so.compact_window_ns;
     f.compact_interval = wo.compact_interval_ns;
     f.retention_interval = wo.retention_interval_ns;
+    f.commit_delay = wo.commit_delay_ns;
     f.max_body = 32ull << 20;
     f.max_inflated = 256ull << 20;
     f.max_size = so.map_size;
@@ -222,6 +227,7 @@ int main(int argc, char **argv)
     so.nosync = f.nosync;
     wo.compact_interval_ns = f.compact_interval > 0 ? f.compact_interval : PS_NS_PER_S;
     wo.retention_interval_ns = f.retention_interval > 0 ? f.retention_interval : PS_NS_PER_S;
+    wo.commit_delay_ns = f.commit_delay;
 
     ps_store_t *store = NULL;
     if (ps_store_open(&so, &store, &err) != 0) {

@@ -4,8 +4,9 @@
  * One thread owns every target and every libcurl easy handle. Its loop:
  *   apply a pending reload -> refresh service discovery (inotify events, refresh intervals,
  *   http_sd answers) -> rebuild the target set when groups changed -> start the scrapes that are
- *   due -> curl_multi_perform -> handle finished transfers (decode, delta, hand to the writer) ->
- *   handle the writer's answers (health) -> curl_multi_poll until the next due time or a wake-up.
+ *   due (a min-heap by next due time) -> handle finished transfers (decode, delta, hand to the
+ *   writer) -> handle the writer's answers (health) -> epoll_wait on libcurl's sockets (the multi
+ *   socket API), an eventfd for wake-ups and inotify, until the next due time or libcurl's timer.
  * HTTP threads read target state for /api/v1/targets and /metrics under the mutex.
  */
 #include "scrape.h"
@@ -19,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,8 +38,9 @@
 
 typedef struct sd_file {
     char *path;
-    struct timespec mtime;
+    struct timespec mtime, ctime;
     off_t size;
+    ino_t ino;
     ps_arena_t arena;
     ps_target_group_t *groups;
     uint32_t ngroups;
@@ -99,6 +103,9 @@ typedef struct target {
     char last_error[512];
     prev_state_t prev;
     bool alive;             /* still in the target set */
+    bool parked;            /* due while its CPU profile runs: back in the heap when it ends */
+    bool running;           /* its transfer is in the multi handle */
+    bool stale;             /* the configuration changed: make a new easy handle at the next scrape */
 } target_t;
 
 typedef struct dropped {
@@ -135,12 +142,19 @@ struct ps_scraper {
     uint32_t ndropped;
     bool dirty; /* groups changed: rebuild targets */
     int inotify_fd;
+    int epfd, wakefd;       /* libcurl's sockets, the wake-up eventfd and inotify, in one epoll */
+    int64_t timer_deadline; /* mono ns when libcurl wants socket_action(TIMEOUT); -1 none */
     completion_t *completions;
     job_metrics_t metrics[MAX_JOBS_METRICS];
     uint32_t nmetrics;
     uint64_t sd_failures;
+    ps_hmap_t by_id;       /* target id -> index in targets (rebuilt with the set) */
+    uint32_t *heap;        /* indexes of targets waiting for their tick, min-heap by next_due */
+    uint32_t nheap;
     atomic_int pending_writes; /* handed to the writer, not answered yet */
 };
+
+static void wake(ps_scraper_t *s);
 
 static job_metrics_t *job_metrics(ps_scraper_t *s, const char *job)
 {
@@ -216,8 +230,11 @@ static void refresh_files(ps_scraper_t *s, pool_t *p, bool force)
                     force = true;
                 }
                 f->seen = true;
+                /* a file renamed into place may keep its mtime and size (cp -p, rsync -t): the inode
+                 * and ctime change all the same */
                 bool changed = force || st.st_mtim.tv_sec != f->mtime.tv_sec || st.st_mtim.tv_nsec != f->mtime.tv_nsec ||
-                               st.st_size != f->size;
+                               st.st_ctim.tv_sec != f->ctime.tv_sec || st.st_ctim.tv_nsec != f->ctime.tv_nsec ||
+                               st.st_size != f->size || st.st_ino != f->ino;
                 if (!changed)
                     continue;
                 char why[256];
@@ -249,6 +266,8 @@ static void refresh_files(ps_scraper_t *s, pool_t *p, bool force)
                 f->groups = groups;
                 f->ngroups = ng;
                 f->mtime = st.st_mtim;
+                f->ctime = st.st_ctim;
+                f->ino = st.st_ino;
                 f->size = st.st_size;
                 s->dirty = true;
             }
@@ -477,17 +496,73 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
     }
 }
 
-static void abort_transfer(ps_scraper_t *s, target_t *t)
+/* A scrape ended: the easy handle leaves the multi handle but stays with the target, so the next
+ * scrape reuses it (and libcurl its connection). */
+static void end_transfer(ps_scraper_t *s, target_t *t)
 {
     if (t->body.cap > (1u << 20)) /* one huge answer should not stay allocated for ever */
         ps_buf_dispose(&t->body);
-    if (t->easy) {
+    if (t->easy && t->running)
         curl_multi_remove_handle(s->multi, t->easy);
+    t->running = false;
+}
+
+static void abort_transfer(ps_scraper_t *s, target_t *t)
+{
+    end_transfer(s, t);
+    if (t->easy) {
         curl_easy_cleanup(t->easy);
         t->easy = NULL;
     }
     curl_slist_free_all(t->headers);
     t->headers = NULL;
+}
+
+/* ---- the schedule: a binary min-heap of target indexes by next_due ---- */
+
+static bool heap_less(ps_scraper_t *s, uint32_t a, uint32_t b)
+{
+    return s->targets[s->heap[a]]->next_due < s->targets[s->heap[b]]->next_due;
+}
+
+static void heap_swap(ps_scraper_t *s, uint32_t a, uint32_t b)
+{
+    uint32_t x = s->heap[a];
+    s->heap[a] = s->heap[b];
+    s->heap[b] = x;
+}
+
+static void heap_down(ps_scraper_t *s, uint32_t i)
+{
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < s->nheap && heap_less(s, l, m))
+            m = l;
+        if (r < s->nheap && heap_less(s, r, m))
+            m = r;
+        if (m == i)
+            return;
+        heap_swap(s, i, m);
+        i = m;
+    }
+}
+
+static void heap_push(ps_scraper_t *s, uint32_t ti)
+{
+    uint32_t i = s->nheap++;
+    s->heap[i] = ti;
+    while (i > 0 && heap_less(s, i, (i - 1) / 2)) {
+        heap_swap(s, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+}
+
+static uint32_t heap_pop(ps_scraper_t *s)
+{
+    uint32_t top = s->heap[0];
+    s->heap[0] = s->heap[--s->nheap];
+    heap_down(s, 0);
+    return top;
 }
 
 /* Rebuilds the target set from the current groups, keeping state of targets that stay. */
@@ -545,6 +620,7 @@ static void rebuild(ps_scraper_t *s)
             o->interval = t->interval;
             o->timeout = t->timeout;
             o->cpu_delta = t->cpu_delta;
+            o->stale = true; /* settings (timeouts, auth, TLS) may have changed */
             target_free(t);
             t = o;
         } else {
@@ -564,7 +640,20 @@ static void rebuild(ps_scraper_t *s)
     free(s->targets);
     s->targets = nt;
     s->ntargets = m;
+    ps_hmap_clear(&s->by_id);
+    free(s->heap);
+    s->heap = ps_xmalloc((m + 1) * sizeof(uint32_t));
+    s->nheap = 0;
+    for (uint32_t i = 0; i < m; i++) {
+        uint8_t k[8];
+        ps_enc_be64(k, nt[i]->id);
+        ps_hmap_put(&s->by_id, k, 8, i);
+        nt[i]->parked = false;
+        heap_push(s, i);
+    }
     pthread_mutex_unlock(&s->mu);
+    /* keep one idle connection per target host: reconnecting costs more than the scrape */
+    curl_multi_setopt(s->multi, CURLMOPT_MAXCONNECTS, (long)(m < 16 ? 16 : m + 16));
     s->dirty = false;
     ps_log_debug("targets rebuilt", "active=%u dropped=%u", m, s->ndropped);
 }
@@ -712,33 +801,42 @@ static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off
 static void start_scrape(ps_scraper_t *s, target_t *t, int64_t mono)
 {
     pool_t *p = &s->pools[t->pool];
-    CURL *e = curl_easy_init();
-    if (e == NULL)
-        return;
-    t->easy = e;
+    const ps_http_client_t *cl = &p->cfg->client;
+    if (t->easy != NULL && (t->stale || cl->basic_password_file || cl->auth_credentials_file)) {
+        /* new settings, or credentials files to read again: a fresh handle */
+        abort_transfer(s, t);
+    }
+    t->stale = false;
+    if (t->easy == NULL) {
+        CURL *e = curl_easy_init();
+        if (e == NULL)
+            return;
+        t->easy = e;
+        curl_easy_setopt(e, CURLOPT_URL, t->url);
+        curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_target_body);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+        curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(t->timeout / 1000000));
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(p->cfg->scrape_timeout / 1000000));
+        curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+        char h[128];
+        snprintf(h, sizeof(h), "X-Prometheus-Scrape-Timeout-Seconds: %.3f", (double)t->timeout / 1e9);
+        t->headers = curl_slist_append(NULL, h);
+        t->headers = curl_slist_append(t->headers, "Accept: application/octet-stream, */*;q=0.1");
+        setup_client(e, cl, &t->headers);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    }
     t->too_big = false;
     t->errbuf[0] = 0;
     ps_buf_reset(&t->body);
     t->started_mono = mono;
     t->started_wall = ps_time_now();
-    curl_easy_setopt(e, CURLOPT_URL, t->url);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_target_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
-    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(t->timeout / 1000000));
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(p->cfg->scrape_timeout / 1000000));
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-    char h[128];
-    snprintf(h, sizeof(h), "X-Prometheus-Scrape-Timeout-Seconds: %.3f", (double)t->timeout / 1e9);
-    t->headers = curl_slist_append(NULL, h);
-    t->headers = curl_slist_append(t->headers, "Accept: application/octet-stream, */*;q=0.1");
-    setup_client(e, &p->cfg->client, &t->headers);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
-    curl_multi_add_handle(s->multi, e);
+    t->running = true;
+    curl_multi_add_handle(s->multi, t->easy);
 }
 
 /* ---- deltas of cumulative profiles ---- */
@@ -789,6 +887,15 @@ static void stack_key(const ps_profile_t *p, const ps_sample_t *smp, ps_buf_t *b
     }
 }
 
+/* The stack key hashed to 16 bytes: baselines keep these, not the stack texts. */
+static void stack_hkey(const ps_profile_t *p, const ps_sample_t *smp, ps_buf_t *scratch, uint8_t out[16])
+{
+    stack_key(p, smp, scratch);
+    uint64_t a = ps_hash64(scratch->data, scratch->len, 0x51ac1), b = ps_hash64(scratch->data, scratch->len, 0x9e3779b9);
+    memcpy(out, &a, 8);
+    memcpy(out + 8, &b, 8);
+}
+
 /*
  * Turns the cumulative sample types of p into deltas against the target's previous scrape, in a
  * copy of the samples (from arena), and decides per sample type: store as is, as delta, or skip.
@@ -815,12 +922,14 @@ static ps_profile_t *make_delta(target_t *t, const ps_profile_t *p, uint8_t *mod
     ps_buf_t key = PS_BUF_INIT;
     uint32_t rows = 0;
     uint32_t *row_of = ps_arena_alloc(arena, (p->nsamples + 1) * sizeof(uint32_t));
+    uint8_t *hks = ps_arena_alloc(arena, ((size_t)p->nsamples + 1) * 16);
     for (uint32_t i = 0; i < p->nsamples; i++) {
-        stack_key(p, &p->samples[i], &key);
+        uint8_t *hk = hks + 16 * (size_t)i;
+        stack_hkey(p, &p->samples[i], &key, hk);
         uint64_t r;
-        if (!ps_hmap_get(&cur.index, key.data, key.len, &r)) {
+        if (!ps_hmap_get(&cur.index, hk, 16, &r)) {
             r = rows++;
-            ps_hmap_put(&cur.index, key.data, key.len, r);
+            ps_hmap_put(&cur.index, hk, 16, r);
         }
         row_of[i] = (uint32_t)r;
         for (uint32_t k = 0; k < nt; k++) {
@@ -847,9 +956,8 @@ static ps_profile_t *make_delta(target_t *t, const ps_profile_t *p, uint8_t *mod
     if (usable) {
         /* a stack whose count went down also means a restart */
         for (uint32_t i = 0; i < p->nsamples; i++) {
-            stack_key(p, &p->samples[i], &key);
             uint64_t pr;
-            if (!ps_hmap_get(&t->prev.index, key.data, key.len, &pr))
+            if (!ps_hmap_get(&t->prev.index, hks + 16 * (size_t)i, 16, &pr))
                 continue;
             for (uint32_t k = 0; k < nt; k++)
                 if (modes[k] == PS_INGEST_DELTA && cur.values[row_of[i] * nt + k] < t->prev.values[pr * nt + k])
@@ -866,8 +974,7 @@ static ps_profile_t *make_delta(target_t *t, const ps_profile_t *p, uint8_t *mod
         uint64_t pr;
         bool have_prev = false;
         if (usable) {
-            stack_key(p, &p->samples[i], &key);
-            have_prev = ps_hmap_get(&t->prev.index, key.data, key.len, &pr);
+            have_prev = ps_hmap_get(&t->prev.index, hks + 16 * (size_t)i, 16, &pr);
         }
         for (uint32_t k = 0; k < nt; k++) {
             if (modes[k] != PS_INGEST_DELTA || reset[k])
@@ -907,7 +1014,7 @@ static void on_written(ps_wreq_t *w)
     c->next = s->completions;
     s->completions = c;
     pthread_mutex_unlock(&s->mu);
-    curl_multi_wakeup(s->multi);
+    wake(s);
     ps_arena_dispose(&r->arena);
     free(r);
     atomic_fetch_sub(&s->pending_writes, 1); /* last: ps_scraper_stop waits for this */
@@ -1034,13 +1141,11 @@ Fail:
 
 static void on_completion(ps_scraper_t *s, completion_t *c)
 {
-    for (uint32_t i = 0; i < s->ntargets; i++) {
-        target_t *t = s->targets[i];
-        if (t->id != c->target)
-            continue;
-        set_result(s, t, c->status ? c->msg : NULL);
-        return;
-    }
+    uint8_t k[8];
+    uint64_t idx;
+    ps_enc_be64(k, c->target);
+    if (ps_hmap_get(&s->by_id, k, 8, &idx) && idx < s->ntargets)
+        set_result(s, s->targets[idx], c->status ? c->msg : NULL);
 }
 
 /* ---- http_sd ---- */
@@ -1103,6 +1208,84 @@ static void finish_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h, CURLcode re
 
 /* ---- the loop ---- */
 
+#define TAG_WAKE (1ull << 62)
+#define TAG_INOTIFY (1ull << 61)
+
+/* libcurl tells which sockets to watch for what (CURLMOPT_SOCKETFUNCTION). */
+static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+    ps_scraper_t *s = userp;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(s->epfd, EPOLL_CTL_DEL, fd, NULL);
+        curl_multi_assign(s->multi, fd, NULL);
+        return 0;
+    }
+    struct epoll_event ev = {0};
+    ev.data.u64 = (uint64_t)fd;
+    if (what & CURL_POLL_IN)
+        ev.events |= EPOLLIN;
+    if (what & CURL_POLL_OUT)
+        ev.events |= EPOLLOUT;
+    if (socketp == NULL) {
+        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0 && errno == EEXIST)
+            epoll_ctl(s->epfd, EPOLL_CTL_MOD, fd, &ev);
+        curl_multi_assign(s->multi, fd, (void *)1);
+    } else {
+        epoll_ctl(s->epfd, EPOLL_CTL_MOD, fd, &ev);
+    }
+    return 0;
+}
+
+/* libcurl's single timer (CURLMOPT_TIMERFUNCTION). */
+static int on_timer(CURLM *m, long timeout_ms, void *userp)
+{
+    ps_scraper_t *s = userp;
+    s->timer_deadline = timeout_ms < 0 ? -1 : ps_time_mono() + (int64_t)timeout_ms * 1000000;
+    return 0;
+}
+
+static void wake(ps_scraper_t *s)
+{
+    uint64_t one = 1;
+    ssize_t r = write(s->wakefd, &one, sizeof(one));
+    (void)r;
+}
+
+static void finish_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h, CURLcode res);
+static void heap_push(ps_scraper_t *s, uint32_t ti);
+
+/* Handles every finished transfer. */
+static void reap(ps_scraper_t *s)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(s->multi, &left)) != NULL) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        CURL *e = msg->easy_handle;
+        CURLcode res = msg->data.result;
+        target_t *t = NULL;
+        curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&t);
+        if (t != NULL) {
+            finish_scrape(s, t, res);
+            end_transfer(s, t);
+            if (t->parked) { /* it kept its tick: due now */
+                t->parked = false;
+                uint8_t k[8];
+                uint64_t idx;
+                ps_enc_be64(k, t->id);
+                if (ps_hmap_get(&s->by_id, k, 8, &idx))
+                    heap_push(s, (uint32_t)idx);
+            }
+            continue;
+        }
+        for (uint32_t i = 0; i < s->npools; i++)
+            for (uint32_t h = 0; h < s->pools[i].nhttp; h++)
+                if (s->pools[i].https[h].easy == e)
+                    finish_http_sd(s, &s->pools[i], &s->pools[i].https[h], res);
+    }
+}
+
 static void *run(void *arg)
 {
     ps_scraper_t *s = arg;
@@ -1136,9 +1319,7 @@ static void *run(void *arg)
         }
         for (uint32_t i = 0; i < s->npools; i++) {
             pool_t *p = &s->pools[i];
-            if (p->cfg->nfile_sd == 0)
-                continue;
-            if (files_changed || mono >= p->next_file_refresh) {
+            if (p->cfg->nfile_sd > 0 && (files_changed || mono >= p->next_file_refresh)) {
                 bool force = mono >= p->next_file_refresh;
                 refresh_files(s, p, force);
                 if (force)
@@ -1150,56 +1331,63 @@ static void *run(void *arg)
         }
         if (s->dirty)
             rebuild(s);
-        /* due scrapes */
+        /* due scrapes, from the heap */
         int64_t next = mono + PS_NS_PER_S;
-        for (uint32_t i = 0; i < s->ntargets; i++) {
-            target_t *t = s->targets[i];
-            if (mono >= t->next_due) {
-                if (t->easy == NULL) {
-                    start_scrape(s, t, mono);
-                    /* the next tick of its schedule (ticks missed while a scrape ran are skipped) */
-                    do
-                        t->next_due += t->interval > 0 ? t->interval : PS_NS_PER_S;
-                    while (t->next_due <= mono);
-                } else if (!t->cpu_delta) {
-                    do /* still running: skip this tick */
-                        t->next_due += t->interval > 0 ? t->interval : PS_NS_PER_S;
-                    while (t->next_due <= mono);
-                }
-                /* a CPU profile (?seconds=N) that is still running keeps its tick: the next starts
-                 * as soon as it ends, so back-to-back profiles cover the time without gaps */
+        while (s->nheap > 0 && s->targets[s->heap[0]]->next_due <= mono) {
+            uint32_t ti = heap_pop(s);
+            target_t *t = s->targets[ti];
+            if (t->running && t->cpu_delta) {
+                /* a CPU profile (?seconds=N) still running keeps its tick: the next starts as soon
+                 * as it ends, so back-to-back profiles cover the time without gaps */
+                t->parked = true;
+                continue;
             }
-            if (t->easy == NULL && t->next_due < next)
-                next = t->next_due;
+            if (!t->running)
+                start_scrape(s, t, mono);
+            /* the next tick of its schedule (a tick that finds the last scrape running is skipped) */
+            do
+                t->next_due += t->interval > 0 ? t->interval : PS_NS_PER_S;
+            while (t->next_due <= mono);
+            heap_push(s, ti);
         }
+        if (s->nheap > 0 && s->targets[s->heap[0]]->next_due < next)
+            next = s->targets[s->heap[0]]->next_due;
         int running = 0;
-        curl_multi_perform(s->multi, &running);
-        CURLMsg *msg;
-        int left;
-        while ((msg = curl_multi_info_read(s->multi, &left)) != NULL) {
-            if (msg->msg != CURLMSG_DONE)
-                continue;
-            CURL *e = msg->easy_handle;
-            CURLcode res = msg->data.result;
-            target_t *t = NULL;
-            curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&t);
-            if (t != NULL) {
-                finish_scrape(s, t, res);
-                abort_transfer(s, t); /* removes and frees the handle */
-                continue;
-            }
-            for (uint32_t i = 0; i < s->npools; i++)
-                for (uint32_t h = 0; h < s->pools[i].nhttp; h++)
-                    if (s->pools[i].https[h].easy == e)
-                        finish_http_sd(s, &s->pools[i], &s->pools[i].https[h], res);
+        if (s->timer_deadline >= 0 && ps_time_mono() >= s->timer_deadline) {
+            s->timer_deadline = -1;
+            curl_multi_socket_action(s->multi, CURL_SOCKET_TIMEOUT, 0, &running);
         }
-        int64_t wait_ms = (next - ps_time_mono()) / 1000000;
+        reap(s);
+        int64_t until = next;
+        if (s->timer_deadline >= 0 && s->timer_deadline < until)
+            until = s->timer_deadline;
+        int64_t wait_ms = (until - ps_time_mono() + 999999) / 1000000;
         if (wait_ms < 0)
             wait_ms = 0;
         if (wait_ms > 1000)
             wait_ms = 1000;
-        struct curl_waitfd extra = {s->inotify_fd, CURL_WAIT_POLLIN, 0};
-        curl_multi_poll(s->multi, s->inotify_fd >= 0 ? &extra : NULL, s->inotify_fd >= 0 ? 1 : 0, (int)wait_ms, NULL);
+        struct epoll_event evs[256];
+        int n = epoll_wait(s->epfd, evs, 256, (int)wait_ms);
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = evs[i].data.u64;
+            if (tag == TAG_WAKE) {
+                uint64_t v;
+                while (read(s->wakefd, &v, sizeof(v)) > 0)
+                    ;
+            } else if (tag == TAG_INOTIFY) {
+                /* read at the top of the loop */
+            } else {
+                int mask = 0;
+                if (evs[i].events & (EPOLLIN | EPOLLHUP))
+                    mask |= CURL_CSELECT_IN;
+                if (evs[i].events & EPOLLOUT)
+                    mask |= CURL_CSELECT_OUT;
+                if (evs[i].events & EPOLLERR)
+                    mask |= CURL_CSELECT_ERR;
+                curl_multi_socket_action(s->multi, (curl_socket_t)tag, mask, &running);
+            }
+        }
+        reap(s);
     }
     return NULL;
 }
@@ -1216,6 +1404,21 @@ ps_scraper_t *ps_scraper_start(ps_config_t *cfg, ps_writer_t *writer, const ps_s
     s->multi = curl_multi_init();
     curl_multi_setopt(s->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 8L);
     s->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    s->epfd = epoll_create1(EPOLL_CLOEXEC);
+    s->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    s->timer_deadline = -1;
+    struct epoll_event ev = {.events = EPOLLIN};
+    ev.data.u64 = TAG_WAKE;
+    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->wakefd, &ev);
+    if (s->inotify_fd >= 0) {
+        ev.data.u64 = TAG_INOTIFY;
+        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->inotify_fd, &ev);
+    }
+    curl_multi_setopt(s->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(s->multi, CURLMOPT_SOCKETDATA, s);
+    curl_multi_setopt(s->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(s->multi, CURLMOPT_TIMERDATA, s);
+    ps_hmap_init(&s->by_id);
     s->pending_cfg = cfg;
     pthread_create(&s->thread, NULL, run, s);
     return s;
@@ -1227,7 +1430,7 @@ void ps_scraper_reload(ps_scraper_t *s, ps_config_t *cfg)
     ps_config_free(s->pending_cfg);
     s->pending_cfg = cfg;
     pthread_mutex_unlock(&s->mu);
-    curl_multi_wakeup(s->multi);
+    wake(s);
 }
 
 void ps_scraper_stop(ps_scraper_t *s)
@@ -1235,7 +1438,7 @@ void ps_scraper_stop(ps_scraper_t *s)
     if (s == NULL)
         return;
     atomic_store(&s->stop, 1);
-    curl_multi_wakeup(s->multi);
+    wake(s);
     pthread_join(s->thread, NULL);
     /* profiles already handed to the writer are answered into this struct: wait for them */
     while (atomic_load(&s->pending_writes) > 0)
@@ -1254,6 +1457,8 @@ void ps_scraper_stop(ps_scraper_t *s)
     curl_multi_cleanup(s->multi);
     if (s->inotify_fd >= 0)
         close(s->inotify_fd);
+    close(s->epfd);
+    close(s->wakefd);
     /* completions still queued belong to writes that finished before the writer stopped */
     while (s->completions) {
         completion_t *n = s->completions->next;
@@ -1261,6 +1466,8 @@ void ps_scraper_stop(ps_scraper_t *s)
         s->completions = n;
     }
     pthread_mutex_destroy(&s->mu);
+    ps_hmap_dispose(&s->by_id);
+    free(s->heap);
     free(s);
 }
 

@@ -26,6 +26,7 @@ void ps_writer_opts_default(ps_writer_opts_t *o)
 {
     o->max_batch = 512;
     o->max_queue = 8192;
+    o->commit_delay_ns = 10 * 1000000;
     o->compact_interval_ns = 10 * PS_NS_PER_S;
     o->retention_interval_ns = 60 * PS_NS_PER_S;
 }
@@ -66,6 +67,7 @@ static void *run(void *arg)
     ps_append_t **apps = ps_xmalloc(w->opts.max_batch * sizeof(*apps));
     int64_t next_compact = ps_time_mono() + w->opts.compact_interval_ns;
     int64_t next_retain = ps_time_mono() + w->opts.retention_interval_ns / 10; /* soon after start */
+    int64_t last_commit = 0;
     for (;;) {
         pthread_mutex_lock(&w->mu);
         while (w->head == NULL && !w->stopping) {
@@ -87,6 +89,22 @@ static void *run(void *arg)
             pthread_mutex_unlock(&w->mu);
             break;
         }
+        /* group commit: at most one commit per commit_delay. A steady trickle (scrapes) then shares
+         * fsyncs instead of paying one per profile; under load a commit (with its fsync) takes
+         * about that long anyway, so little waiting is added */
+        if (w->queued < w->opts.max_batch && w->opts.commit_delay_ns > 0 && !w->stopping) {
+            int64_t deadline = last_commit + w->opts.commit_delay_ns, mono = ps_time_mono();
+            if (mono < deadline) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                int64_t until = (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec + (deadline - mono);
+                ts.tv_sec = until / PS_NS_PER_S;
+                ts.tv_nsec = until % PS_NS_PER_S;
+                while (w->queued < w->opts.max_batch && !w->stopping &&
+                       pthread_cond_timedwait(&w->cv, &w->mu, &ts) == 0)
+                    ;
+            }
+        }
         /* take up to max_batch requests */
         ps_wreq_t *batch = w->head, *last = w->head;
         uint32_t n = 1;
@@ -103,6 +121,7 @@ static void *run(void *arg)
 
         size_t napps = 0;
         bool want_compact = false;
+        last_commit = ps_time_mono();
         for (ps_wreq_t *r = batch; r != NULL; r = r->next)
             if (r->kind == PS_WREQ_APPEND)
                 apps[napps++] = &r->app;

@@ -28,6 +28,7 @@ struct ps_wreq {
 typedef struct ps_writer_opts {
     uint32_t max_batch;          /* profiles per transaction (default 512) */
     uint32_t max_queue;          /* queued requests before submit refuses (default 8192) */
+    int64_t commit_delay_ns;     /* at most one commit per this interval, unless a batch is full (10 ms) */
     int64_t compact_interval_ns; /* how often to look for heads due (default 10 s) */
     int64_t retention_interval_ns; /* how often to apply retention (default 1 min) */
 } ps_writer_opts_t;

@@ -106,7 +106,18 @@ static void json_point(ps_buf_t *b, int64_t ms, double v)
     char ts[40], val[48];
     ps_fmt_ts_ms(ms, ts, sizeof(ts));
     ps_fmt_float(v, val, sizeof(val));
-    ps_buf_printf(b, "[%s,\"%s\"]", ts, val);
+    size_t tl = strlen(ts), vl = strlen(val);
+    char *p = (char *)ps_buf_reserve(b, tl + vl + 5);
+    *p++ = '[';
+    memcpy(p, ts, tl);
+    p += tl;
+    *p++ = ',';
+    *p++ = '"';
+    memcpy(p, val, vl);
+    p += vl;
+    *p++ = '"';
+    *p++ = ']';
+    b->len += tl + vl + 5;
 }
 
 static void send_json(req_ctx_t *c)

@@ -5,8 +5,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Writes u in decimal at the end of a 24-byte scratch; returns the start. */
+static char *utoa_end(uint64_t u, char *end)
+{
+    *end = 0;
+    do {
+        *--end = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    return end;
+}
+
 void ps_fmt_float(double v, char *buf, size_t size)
 {
+    /* fast path: whole numbers (profile totals always are) print as integers, as Go's 'f' does */
+    if (v == v && fabs(v) < 1e15 && v == (double)(int64_t)v && !(v == 0 && signbit(v))) {
+        char tmp[24], *p = utoa_end((uint64_t)(v < 0 ? -(int64_t)v : (int64_t)v), tmp + sizeof(tmp) - 1);
+        if (v < 0)
+            *--p = '-';
+        size_t n = (size_t)(tmp + sizeof(tmp) - 1 - p);
+        if (n < size) {
+            memcpy(buf, p, n + 1);
+            return;
+        }
+    }
     if (isnan(v)) {
         snprintf(buf, size, "NaN");
         return;
@@ -49,15 +71,24 @@ void ps_fmt_float(double v, char *buf, size_t size)
 
 void ps_fmt_ts_ms(int64_t ms, char *buf, size_t size)
 {
-    const char *sign = "";
-    uint64_t u = (uint64_t)ms;
-    if (ms < 0) {
-        sign = "-";
-        u = (uint64_t)0 - (uint64_t)ms;
-    }
+    uint64_t u = ms < 0 ? (uint64_t)0 - (uint64_t)ms : (uint64_t)ms;
+    char tmp[32], *end = tmp + sizeof(tmp) - 1, *p;
     unsigned frac = (unsigned)(u % 1000);
-    if (frac)
-        snprintf(buf, size, "%s%llu.%03u", sign, (unsigned long long)(u / 1000), frac);
-    else
-        snprintf(buf, size, "%s%llu", sign, (unsigned long long)(u / 1000));
+    *end = 0;
+    if (frac) { /* ".mmm", zero-padded, as Prometheus writes it */
+        end -= 4;
+        end[0] = '.';
+        end[1] = (char)('0' + frac / 100);
+        end[2] = (char)('0' + frac / 10 % 10);
+        end[3] = (char)('0' + frac % 10);
+        end[4] = 0;
+    }
+    char secs[24];
+    char *sp = utoa_end(u / 1000, secs + sizeof(secs) - 1);
+    size_t sl = strlen(sp);
+    p = end - sl;
+    memcpy(p, sp, sl);
+    if (ms < 0)
+        *--p = '-';
+    snprintf(buf, size, "%s", p);
 }

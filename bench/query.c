@@ -1,0 +1,1112 @@
+/*
+ * query.c - bench_query: latency of the query API over a day of realistic CPU profiles.
+ *
+ * Starts profstore itself (--retention 0 --storage.compact-max-profiles 120
+ * --storage.compact-window 0, and --storage.no-sync unless --sync: only the load phase writes)
+ * and loads 24 h of 10 s Go CPU profiles (bench/gen.h) for --series series (default 100 x 8,640
+ * = 864,000 profiles) over HTTP, then calls POST /api/v1/admin/compact. The data directory is
+ * keyed by the parameters (/tmp/profstore-bench-query-<series>x<profiles>[-seed<N>]) and reused
+ * by later runs when it holds a completed load (marker file "loaded", plus the generated totals
+ * in "totals.bin"); --reload starts afresh. The load is the slow part: on a 2-CPU machine shared
+ * by server and generator, about 1,300 profiles/s, so 100 series took 11 min (and ~500 MB of
+ * disk); bench/run.sh therefore uses 80 series for its full run (QUERY_SERIES to change).
+ *
+ * Then times, each as the median of --runs runs after one (cold) run, the wall time of the HTTP
+ * request including the transfer, on one keep-alive connection:
+ *   - GET /api/v1/profiles/query, format=pprof: 1 h (360 profiles) of one series, next to
+ *     `go tool pprof -proto f1 ... f360 > /dev/null` over the same 360 generated files (the ad-hoc
+ *     workflow it replaces; PPROF_TMPDIR set): speedup;
+ *   - the same for 24 h (8,640 profiles) of one series; also format=flamegraph and format=top;
+ *   - GET /api/v1/query_range over 24 h for all series at a 60 s step;
+ *   - a 3 h merge over all series (pprof).
+ * Correctness, cheaply: the merged profile's cpu total (ps_pprof_decode, summed) and the JSON
+ * totals must equal the sums of the generated totals (ps_bench_gen_ex): OK / MISMATCH.
+ *
+ * Nothing is asserted: targets are printed next to the figures.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/err.h"
+#include "core/mem.h"
+#include "gen.h"
+#include "proto/pprof.h"
+#include "util.h"
+
+#define T0_S (PS_BENCH_GEN_T0_NS / 1000000000LL)
+#define STEP_S (PS_BENCH_GEN_STEP_NS / 1000000000LL)
+#define JOB "bench-query"
+
+typedef struct opts {
+    char profstore[4096];
+    const char *data_dir, *compact_window, *threads, *go;
+    uint32_t series, pps, conns, compact_max, runs, pprof_runs;
+    uint64_t seed;
+    int reload, sync, no_pprof_tool;
+} opts_t;
+
+static void usage(void)
+{
+    fputs("usage: bench_query [flags]\n"
+          "  --profstore PATH         profstore binary (default: ../profstore next to this program)\n"
+          "  --series N               series (default 100)\n"
+          "  --profiles-per-series N  profiles per series, 10 s apart (default 8640 = 24 h)\n"
+          "  --seed N                 generator seed (default 1)\n"
+          "  --data-dir DIR           base directory (default /tmp/profstore-bench-query-<series>x<profiles>[-seed<N>]);\n"
+          "                           reused when it holds a completed load of the same parameters\n"
+          "  --reload                 discard what the data directory holds and load again\n"
+          "  --conns N                concurrent pushes while loading (default 16)\n"
+          "  --compact-max N          profstore --storage.compact-max-profiles (default 120)\n"
+          "  --compact-window DUR     profstore --storage.compact-window (default 0 = off: the generated\n"
+          "                           timestamps are in the past, so the 2h default would fold every head\n"
+          "                           by age every 10 s, making small chunks)\n"
+          "  --threads N              profstore --threads\n"
+          "  --sync                   do not pass --storage.no-sync (it is passed by default: it only\n"
+          "                           speeds up the load phase)\n"
+          "  --runs N                 timed runs per query, after one cold run (default 5)\n"
+          "  --pprof-runs N           timed runs of go tool pprof, after one checked run (default 3)\n"
+          "  --go PATH                go binary (default: go in PATH)\n"
+          "  --no-pprof-tool          skip the go tool pprof comparison\n",
+          stderr);
+}
+
+static uint64_t num_arg(const char *flag, const char *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || *end || end == v) {
+        fprintf(stderr, "bench_query: %s: \"%s\" is not a number\n", flag, v);
+        exit(2);
+    }
+    return x;
+}
+
+static void parse(int argc, char **argv, opts_t *o)
+{
+    ps_bench_default_profstore(o->profstore, sizeof(o->profstore));
+    o->series = 100;
+    o->pps = 8640;
+    o->seed = 1;
+    o->conns = 16;
+    o->compact_max = 120;
+    o->compact_window = "0";
+    o->runs = 5;
+    o->pprof_runs = 3;
+    o->go = "go";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEEDV()                                                                                                         \
+    do {                                                                                                                \
+        if (v == NULL) {                                                                                                \
+            fprintf(stderr, "bench_query: %s needs a value\n", a);                                                     \
+            exit(2);                                                                                                    \
+        }                                                                                                               \
+        i++;                                                                                                            \
+    } while (0)
+        if (!strcmp(a, "--profstore")) {
+            NEEDV();
+            snprintf(o->profstore, sizeof(o->profstore), "%s", v);
+        } else if (!strcmp(a, "--series")) {
+            NEEDV();
+            o->series = (uint32_t)num_arg(a, v);
+        } else if (!strcmp(a, "--profiles-per-series")) {
+            NEEDV();
+            o->pps = (uint32_t)num_arg(a, v);
+        } else if (!strcmp(a, "--seed")) {
+            NEEDV();
+            o->seed = num_arg(a, v);
+        } else if (!strcmp(a, "--data-dir")) {
+            NEEDV();
+            o->data_dir = v;
+        } else if (!strcmp(a, "--reload")) {
+            o->reload = 1;
+        } else if (!strcmp(a, "--conns")) {
+            NEEDV();
+            o->conns = (uint32_t)num_arg(a, v);
+        } else if (!strcmp(a, "--compact-max")) {
+            NEEDV();
+            o->compact_max = (uint32_t)num_arg(a, v);
+        } else if (!strcmp(a, "--compact-window")) {
+            NEEDV();
+            o->compact_window = v;
+        } else if (!strcmp(a, "--threads")) {
+            NEEDV();
+            o->threads = v;
+        } else if (!strcmp(a, "--sync")) {
+            o->sync = 1;
+        } else if (!strcmp(a, "--runs")) {
+            NEEDV();
+            o->runs = (uint32_t)num_arg(a, v);
+        } else if (!strcmp(a, "--pprof-runs")) {
+            NEEDV();
+            o->pprof_runs = (uint32_t)num_arg(a, v);
+        } else if (!strcmp(a, "--go")) {
+            NEEDV();
+            o->go = v;
+        } else if (!strcmp(a, "--no-pprof-tool")) {
+            o->no_pprof_tool = 1;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            exit(0);
+        } else {
+            fprintf(stderr, "bench_query: unknown flag %s\n", a);
+            usage();
+            exit(2);
+        }
+    }
+    if (o->series == 0 || o->pps == 0 || o->conns == 0 || o->compact_max == 0 || o->runs == 0) {
+        fprintf(stderr, "bench_query: series, profiles-per-series, conns, compact-max and runs must be > 0\n");
+        exit(2);
+    }
+}
+
+/* ---- the generated totals: [series * pps + index][0: samples/count, 1: cpu/nanoseconds] ---- */
+
+static int64_t (*totals)[2];
+
+static int64_t gen_sum(const opts_t *o, uint32_t s0, uint32_t s1, uint32_t i0, uint32_t n, int type)
+{
+    int64_t sum = 0;
+    for (uint32_t s = s0; s < s1; s++)
+        for (uint32_t i = i0; i < i0 + n && i < o->pps; i++)
+            sum += totals[(size_t)s * o->pps + i][type];
+    return sum;
+}
+
+/* ---- load ---- */
+
+typedef struct load {
+    const opts_t *o;
+    ps_bench_pusher_t *pusher;
+    const char *url;
+    char (*label_enc)[160];
+    uint64_t n, bytes, samples, want;
+    double t0, next_report;
+} load_t;
+
+static int on_load(void *ctx, const ps_bench_gen_info_t *in)
+{
+    load_t *l = ctx;
+    const opts_t *o = l->o;
+    totals[(size_t)in->series * o->pps + in->index][0] = in->total[0];
+    totals[(size_t)in->series * o->pps + in->index][1] = in->total[1];
+    char url[512];
+    snprintf(url, sizeof(url), "%s/api/v1/profiles/write?labels=%s&time=%lld", l->url, l->label_enc[in->series],
+             (long long)(in->ts_ns / 1000000000LL));
+    ps_bench_pusher_post(l->pusher, (int64_t)in->series, url, in->pprof_gz, in->len);
+    l->n++;
+    l->bytes += in->len;
+    l->samples += in->nsamples;
+    double now = ps_bench_now();
+    if (now >= l->next_report) {
+        double el = now - l->t0, rate = (double)l->n / el;
+        const ps_bench_push_stats_t *st = ps_bench_pusher_stats(l->pusher);
+        printf("    %9llu / %llu profiles (%4.1f%%) in %6.0f s: %.0f profiles/s, ETA %.0f s%s\n",
+               (unsigned long long)l->n, (unsigned long long)l->want, 100.0 * (double)l->n / (double)l->want, el, rate,
+               (double)(l->want - l->n) / rate, st->failed ? " (PUSHES FAILING)" : "");
+        fflush(stdout);
+        l->next_report = now + 60;
+    }
+    return 0;
+}
+
+/* ---- plain HTTP on one keep-alive connection, timed ---- */
+
+static CURL *qh;
+
+static size_t to_buf(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    ps_buf_append(ud, ptr, size * nmemb);
+    return size * nmemb;
+}
+
+/* GET url into out (reset first); *wall: seconds around curl_easy_perform; *ttfb: time to the
+ * first response byte (curl's STARTTRANSFER). Returns the HTTP status or -1. */
+static long qget(const char *url, ps_buf_t *out, double *wall, double *ttfb)
+{
+    if (qh == NULL) {
+        qh = curl_easy_init();
+        curl_easy_setopt(qh, CURLOPT_WRITEFUNCTION, to_buf);
+        curl_easy_setopt(qh, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(qh, CURLOPT_TCP_NODELAY, 1L);
+        curl_easy_setopt(qh, CURLOPT_TIMEOUT, 3600L);
+        curl_easy_setopt(qh, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    }
+    ps_buf_reset(out);
+    curl_easy_setopt(qh, CURLOPT_URL, url);
+    curl_easy_setopt(qh, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(qh, CURLOPT_WRITEDATA, out);
+    double t0 = ps_bench_now();
+    CURLcode rc = curl_easy_perform(qh);
+    *wall = ps_bench_now() - t0;
+    long code = -1;
+    curl_off_t st = 0;
+    if (rc == CURLE_OK) {
+        curl_easy_getinfo(qh, CURLINFO_RESPONSE_CODE, &code);
+        curl_easy_getinfo(qh, CURLINFO_STARTTRANSFER_TIME_T, &st);
+    }
+    *ttfb = (double)st / 1e6;
+    return code;
+}
+
+typedef struct meas {
+    long code;
+    double cold, med, min, max, ttfb, cpu; /* cpu: server CPU per request (mean; /proc, 10 ms ticks) */
+    size_t bytes;
+    ps_buf_t body;                        /* of the last run */
+} meas_t;
+
+static double median(double *v, size_t n) { return ps_bench_quantile(v, n, 0.5); }
+
+static void measure(pid_t pid, const char *url, uint32_t runs, meas_t *m)
+{
+    double *w = ps_xcalloc(runs, sizeof(double)), *t = ps_xcalloc(runs, sizeof(double)),
+           *c = ps_xcalloc(runs, sizeof(double));
+    double ttfb;
+    m->code = qget(url, &m->body, &m->cold, &ttfb);
+    if (m->code != 200) {
+        free(w);
+        free(t);
+        free(c);
+        return;
+    }
+    for (uint32_t i = 0; i < runs; i++) {
+        ps_bench_proc_t p0, p1;
+        ps_bench_proc_read(pid, &p0);
+        long code = qget(url, &m->body, &w[i], &t[i]);
+        ps_bench_proc_read(pid, &p1);
+        c[i] = (p1.cpu_user + p1.cpu_sys) - (p0.cpu_user + p0.cpu_sys);
+        if (code != 200) {
+            m->code = code;
+            break;
+        }
+    }
+    m->bytes = m->body.len;
+    m->med = median(w, runs);
+    m->min = w[0];
+    m->max = w[runs - 1];
+    m->ttfb = median(t, runs);
+    m->cpu = 0;
+    for (uint32_t i = 0; i < runs; i++)
+        m->cpu += c[i] / runs;
+    free(w);
+    free(t);
+    free(c);
+}
+
+static const char *fmt_time(double s, char *buf, size_t n)
+{
+    if (s < 1e-3)
+        snprintf(buf, n, "%.0f us", s * 1e6);
+    else if (s < 1)
+        snprintf(buf, n, "%.1f ms", s * 1e3);
+    else
+        snprintf(buf, n, "%.2f s", s);
+    return buf;
+}
+
+static const char *fmt_bytes(size_t b, char *buf, size_t n)
+{
+    if (b < 10000)
+        snprintf(buf, n, "%zu B", b);
+    else if (b < 10000000)
+        snprintf(buf, n, "%.1f KB", (double)b / 1e3);
+    else
+        snprintf(buf, n, "%.1f MB", (double)b / 1e6);
+    return buf;
+}
+
+static const char *mark(int good) { return good ? "met" : "NOT met"; }
+
+/* One line: name, median (min..max, cold), bytes, TTFB, server CPU; target if > 0. Returns 1 if
+ * the request worked. */
+static int print_meas(const char *name, const meas_t *m, double target, uint64_t nprofiles)
+{
+    char a[32], b[32], c[32], d[32], e[32], f[32], g[32];
+    if (m->code != 200) {
+        printf("  %-52s HTTP %ld: %.*s\n", name, m->code, (int)(m->body.len > 400 ? 400 : m->body.len),
+               m->body.data ? (const char *)m->body.data : "");
+        return 0;
+    }
+    printf("  %-52s median %s (min %s, max %s; cold first run %s); %s; first byte after %s; server CPU %s",
+           name, fmt_time(m->med, a, sizeof(a)), fmt_time(m->min, b, sizeof(b)), fmt_time(m->max, c, sizeof(c)),
+           fmt_time(m->cold, d, sizeof(d)), fmt_bytes(m->bytes, e, sizeof(e)), fmt_time(m->ttfb, f, sizeof(f)),
+           fmt_time(m->cpu, g, sizeof(g)));
+    if (nprofiles)
+        printf("; %.2f us/profile (%.0f profiles/s)", m->med / (double)nprofiles * 1e6, (double)nprofiles / m->med);
+    if (target > 0)
+        printf("   (target < %s: %s)", fmt_time(target, b, sizeof(b)), mark(m->med < target));
+    printf("\n");
+    return 1;
+}
+
+/* ---- checks ---- */
+
+/* Sum of the values of sample type `type` ("cpu") of a (gzipped) pprof profile. */
+static int pprof_total(const void *data, size_t len, const char *type, int64_t *total, uint32_t *nsamples,
+                       char *why, size_t whyn)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_err_t err;
+    ps_pprof_limits_t lim;
+    ps_pprof_limits_default(&lim);
+    lim.max_inflated = (size_t)1 << 30;
+    lim.max_samples = 100000000;
+    lim.max_locations = 100000000;
+    lim.max_functions = 100000000;
+    lim.max_strings = 100000000;
+    if (ps_pprof_decode(data, len, &lim, &a, &p, &err) != 0) {
+        snprintf(why, whyn, "ps_pprof_decode: %s", err.msg);
+        ps_arena_dispose(&a);
+        return -1;
+    }
+    int k = -1;
+    for (uint32_t i = 0; i < p.ntypes; i++) {
+        ps_str_t s = ps_profile_str(&p, p.sample_types[i].type);
+        if (s.len == strlen(type) && memcmp(s.ptr, type, s.len) == 0)
+            k = (int)i;
+    }
+    if (k < 0) {
+        snprintf(why, whyn, "no sample type \"%s\" among %u", type, p.ntypes);
+        ps_arena_dispose(&a);
+        return -1;
+    }
+    int64_t sum = 0;
+    for (uint32_t i = 0; i < p.nsamples; i++)
+        sum += p.samples[i].values[k];
+    *total = sum;
+    *nsamples = p.nsamples;
+    ps_arena_dispose(&a);
+    return 0;
+}
+
+static void print_check(const char *what, int64_t got, int64_t want, const char *extra)
+{
+    printf("    check: %-44s %s: %lld (server) vs %lld (generated)%s%s\n", what, got == want ? "OK" : "MISMATCH",
+           (long long)got, (long long)want, got == want ? "" : " <<<", extra ? extra : "");
+}
+
+static void check_pprof(const char *what, const meas_t *m, int64_t want)
+{
+    if (m->code != 200)
+        return;
+    int64_t got;
+    uint32_t ns;
+    char why[600];
+    if (pprof_total(m->body.data, m->body.len, "cpu", &got, &ns, why, sizeof(why)) != 0) {
+        printf("    check: %-44s MISMATCH: cannot read the merged profile: %s\n", what, why);
+        return;
+    }
+    char extra[64];
+    snprintf(extra, sizeof(extra), "; %u samples in the merged profile", ns);
+    print_check(what, got, want, extra);
+}
+
+/* "total" of a JSON body (flamegraph, top). */
+static void check_json_total(const char *what, const meas_t *m, int64_t want)
+{
+    if (m->code != 200)
+        return;
+    json_error_t je;
+    json_t *root = json_loadb((const char *)m->body.data, m->body.len, 0, &je);
+    json_t *t = root ? json_object_get(root, "total") : NULL;
+    if (t == NULL || !json_is_integer(t)) {
+        printf("    check: %-44s MISMATCH: no integer \"total\" in the response%s%s\n", what, root ? "" : ": ",
+               root ? "" : je.text);
+    } else {
+        print_check(what, json_integer_value(t), want, NULL);
+    }
+    json_decref(root);
+}
+
+/* Sums the query_range matrix by profile type; counts series and points. */
+static void check_matrix(const char *what, const meas_t *m, const char *cpu_type, const char *samples_type,
+                         int64_t want_cpu, int64_t want_samples, uint32_t want_series_cpu,
+                         uint32_t want_series_samples)
+{
+    if (m->code != 200)
+        return;
+    json_error_t je;
+    json_t *root = json_loadb((const char *)m->body.data, m->body.len, 0, &je);
+    if (root == NULL) {
+        printf("    check: %-44s MISMATCH: cannot parse the response: %s\n", what, je.text);
+        return;
+    }
+    json_t *res = json_object_get(json_object_get(root, "data"), "result"), *s;
+    size_t i;
+    uint64_t npoints = 0, nseries = 0, ncpu = 0, nsamples = 0, other = 0;
+    long double sum_cpu = 0, sum_samples = 0, sum_other = 0;
+    json_array_foreach(res, i, s)
+    {
+        nseries++;
+        const char *name = json_string_value(json_object_get(json_object_get(s, "metric"), "__name__"));
+        int kind = name == NULL ? 2 : strcmp(name, cpu_type) == 0 ? 1 : strcmp(name, samples_type) == 0 ? 0 : 2;
+        if (kind == 1)
+            ncpu++;
+        else if (kind == 0)
+            nsamples++;
+        else
+            other++;
+        json_t *pt;
+        size_t k;
+        json_array_foreach(json_object_get(s, "values"), k, pt)
+        {
+            npoints++;
+            const char *v = json_string_value(json_array_get(pt, 1));
+            double x = v ? strtod(v, NULL) : 0;
+            if (kind == 1)
+                sum_cpu += x;
+            else if (kind == 0)
+                sum_samples += x;
+            else
+                sum_other += x;
+        }
+    }
+    printf("    result: %llu series (%llu cpu, %llu samples, %llu other), %llu points\n",
+           (unsigned long long)nseries, (unsigned long long)ncpu, (unsigned long long)nsamples,
+           (unsigned long long)other, (unsigned long long)npoints);
+    char w[128];
+    if (want_series_cpu) {
+        snprintf(w, sizeof(w), "%s, cpu", what);
+        print_check(w, (int64_t)llroundl(sum_cpu), want_cpu, ncpu == want_series_cpu ? NULL : " (series count differs)");
+    }
+    if (want_series_samples) {
+        snprintf(w, sizeof(w), "%s, samples", what);
+        print_check(w, (int64_t)llroundl(sum_samples), want_samples,
+                    nsamples == want_series_samples ? NULL : " (series count differs)");
+    }
+    if (!want_series_cpu && !want_series_samples) {
+        /* an aggregate without __name__: compare with the cpu sum */
+        print_check(what, (int64_t)llroundl(sum_other), want_cpu, NULL);
+    }
+    json_decref(root);
+}
+
+/* ---- go tool pprof ---- */
+
+typedef struct pfiles {
+    const opts_t *o;
+    const char *dir;
+    uint32_t from, n;
+    char **paths;
+    uint32_t written;
+    int64_t total[2];
+    int failed;
+} pfiles_t;
+
+static int on_pfile(void *ctx, const ps_bench_gen_info_t *in)
+{
+    pfiles_t *f = ctx;
+    if (in->index < f->from)
+        return 0;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/cpu-%04u.pb.gz", f->dir, in->index - f->from);
+    FILE *fp = fopen(path, "wb");
+    if (fp == NULL || fwrite(in->pprof_gz, 1, in->len, fp) != in->len) {
+        fprintf(stderr, "bench_query: cannot write %s: %s\n", path, strerror(errno));
+        f->failed = 1;
+        if (fp)
+            fclose(fp);
+        return 1;
+    }
+    if (fclose(fp) != 0) {
+        f->failed = 1;
+        return 1;
+    }
+    f->paths[f->written++] = ps_xstrndup(path, strlen(path));
+    f->total[0] += in->total[0];
+    f->total[1] += in->total[1];
+    return 0;
+}
+
+/* Runs `go tool pprof -proto files... > out` with PPROF_TMPDIR=dir; returns wall seconds or -1. */
+static double run_pprof(const opts_t *o, const pfiles_t *f, const char *out, const char *errlog)
+{
+    const char **argv = ps_xcalloc(f->written + 5, sizeof(char *));
+    int na = 0;
+    argv[na++] = o->go;
+    argv[na++] = "tool";
+    argv[na++] = "pprof";
+    argv[na++] = "-proto";
+    for (uint32_t i = 0; i < f->written; i++)
+        argv[na++] = f->paths[i];
+    argv[na] = NULL;
+    fflush(stdout);
+    double t0 = ps_bench_now();
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(errlog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fo < 0 || fe < 0)
+            _exit(126);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        setenv("PPROF_TMPDIR", f->dir, 1);
+        execvp(o->go, (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        st = -1;
+    double wall = ps_bench_now() - t0;
+    free(argv);
+    if (st != 0) {
+        char why[128];
+        ps_bench_describe_status(st, why, sizeof(why));
+        printf("  go tool pprof: %s; its stderr:\n", why);
+        ps_bench_print_log_tail(errlog, 5, "    | ");
+        return -1;
+    }
+    return wall;
+}
+
+/* ---- misc ---- */
+
+static int get_metrics(const char *url, ps_buf_t *b)
+{
+    char u[128];
+    snprintf(u, sizeof(u), "%s/metrics", url);
+    ps_buf_reset(b);
+    return ps_bench_http("GET", u, NULL, 0, b) == 200 ? 0 : -1;
+}
+#define METRIC(b, name) ps_bench_metric((const char *)(b).data, (b).len, name)
+
+static void hhmm(uint32_t index, char *buf, size_t n)
+{
+    int64_t s = (int64_t)index * STEP_S;
+    snprintf(buf, n, "%02lld:%02lld", (long long)(s / 3600), (long long)(s / 60 % 60));
+}
+
+static const char *hours(uint32_t nprof, char *buf, size_t n)
+{
+    double h = (double)nprof * STEP_S / 3600.0;
+    snprintf(buf, n, h == floor(h) ? "%.0f h" : "%.2f h", h);
+    return buf;
+}
+
+/* The marker of a completed load: the parameters and the load's figures. */
+typedef struct marker {
+    uint32_t series, pps;
+    unsigned long long seed, profiles, bytes;
+    double load_s, compact_s, server_cpu;
+    char when[64];
+} marker_t;
+
+static int marker_read(const char *path, marker_t *m)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    memset(m, 0, sizeof(*m));
+    int n = fscanf(f, "series=%u pps=%u seed=%llu profiles=%llu bytes=%llu load_s=%lf compact_s=%lf server_cpu=%lf "
+                      "when=%63s",
+                   &m->series, &m->pps, &m->seed, &m->profiles, &m->bytes, &m->load_s, &m->compact_s, &m->server_cpu,
+                   m->when);
+    fclose(f);
+    return n == 9 ? 0 : -1;
+}
+
+static int marker_write(const char *path, const marker_t *m)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -1;
+    fprintf(f, "series=%u pps=%u seed=%llu profiles=%llu bytes=%llu load_s=%.3f compact_s=%.3f server_cpu=%.3f when=%s\n",
+            m->series, m->pps, m->seed, m->profiles, m->bytes, m->load_s, m->compact_s, m->server_cpu, m->when);
+    return fclose(f);
+}
+
+static int totals_io(const char *path, const opts_t *o, int write)
+{
+    size_t n = (size_t)o->series * o->pps;
+    FILE *f = fopen(path, write ? "wb" : "rb");
+    if (f == NULL)
+        return -1;
+    size_t k = write ? fwrite(totals, sizeof(*totals), n, f) : fread(totals, sizeof(*totals), n, f);
+    int extra = !write && fgetc(f) != EOF;
+    if (fclose(f) != 0 || k != n || extra)
+        return -1;
+    return 0;
+}
+
+/* /api/v1/profiles/types: the ids with sample type cpu/nanoseconds and samples/count. */
+static int find_types(const char *url, char *cpu, char *samples, size_t n)
+{
+    char u[256];
+    snprintf(u, sizeof(u), "%s/api/v1/profiles/types", url);
+    ps_buf_t b = PS_BUF_INIT;
+    cpu[0] = samples[0] = 0;
+    if (ps_bench_http("GET", u, NULL, 0, &b) != 200) {
+        ps_buf_dispose(&b);
+        return -1;
+    }
+    json_error_t je;
+    json_t *root = json_loadb((const char *)b.data, b.len, 0, &je), *t;
+    size_t i;
+    json_array_foreach(json_object_get(root, "data"), i, t)
+    {
+        const char *id = json_string_value(json_object_get(t, "id"));
+        const char *st = json_string_value(json_object_get(t, "sample_type"));
+        const char *su = json_string_value(json_object_get(t, "sample_unit"));
+        if (id == NULL || st == NULL || su == NULL)
+            continue;
+        if (!strcmp(st, "cpu") && !strcmp(su, "nanoseconds"))
+            snprintf(cpu, n, "%s", id);
+        else if (!strcmp(st, "samples") && !strcmp(su, "count"))
+            snprintf(samples, n, "%s", id);
+    }
+    json_decref(root);
+    ps_buf_dispose(&b);
+    return cpu[0] && samples[0] ? 0 : -1;
+}
+
+/* Number of series /api/v1/series returns for sel. */
+static long count_series(const char *url, const char *sel)
+{
+    char enc[512], u[1024];
+    ps_bench_urlencode(sel, enc, sizeof(enc));
+    snprintf(u, sizeof(u), "%s/api/v1/series?match[]=%s", url, enc);
+    ps_buf_t b = PS_BUF_INIT;
+    long n = -1;
+    if (ps_bench_http("GET", u, NULL, 0, &b) == 200) {
+        json_error_t je;
+        json_t *root = json_loadb((const char *)b.data, b.len, 0, &je);
+        if (root != NULL)
+            n = (long)json_array_size(json_object_get(root, "data"));
+        json_decref(root);
+    }
+    ps_buf_dispose(&b);
+    return n;
+}
+
+static void profile_url(char *out, size_t n, const char *base, const char *sel, uint32_t from, uint32_t count,
+                        const char *format)
+{
+    char enc[512];
+    ps_bench_urlencode(sel, enc, sizeof(enc));
+    snprintf(out, n, "%s/api/v1/profiles/query?query=%s&start=%lld&end=%lld&format=%s", base, enc,
+             (long long)(T0_S + (int64_t)from * STEP_S), (long long)(T0_S + (int64_t)(from + count - 1) * STEP_S),
+             format);
+}
+
+static void range_url(char *out, size_t n, const char *base, const char *q, uint32_t pps)
+{
+    char enc[512];
+    ps_bench_urlencode(q, enc, sizeof(enc));
+    /* end: the first step at or after the last profile (t_k holds the profiles in (t_k - 60 s, t_k]) */
+    int64_t last = (int64_t)(pps - 1) * STEP_S, end = (last + 59) / 60 * 60;
+    snprintf(out, n, "%s/api/v1/query_range?query=%s&start=%lld&end=%lld&step=60s", base, enc, (long long)T0_S,
+             (long long)(T0_S + end));
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o = {0};
+    parse(argc, argv, &o);
+    ps_bench_malloc_tune();
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+
+    char dir[4096], data[4200], log[4200], mpath[4200], tpath[4200];
+    if (o.data_dir != NULL)
+        snprintf(dir, sizeof(dir), "%s", o.data_dir);
+    else if (o.seed == 1)
+        snprintf(dir, sizeof(dir), "/tmp/profstore-bench-query-%ux%u", o.series, o.pps);
+    else
+        snprintf(dir, sizeof(dir), "/tmp/profstore-bench-query-%ux%u-seed%llu", o.series, o.pps,
+                 (unsigned long long)o.seed);
+    snprintf(data, sizeof(data), "%s/data", dir);
+    snprintf(log, sizeof(log), "%s/profstore.log", dir);
+    snprintf(mpath, sizeof(mpath), "%s/loaded", dir);
+    snprintf(tpath, sizeof(tpath), "%s/totals.bin", dir);
+
+    uint64_t nprof = (uint64_t)o.series * o.pps;
+    char hb[32];
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("bench_query: %u series x %u profiles (%s of 10 s Go CPU profiles from 2026-11-29T00:00:00Z) = %llu "
+           "profiles, seed %llu; %ld CPUs\n",
+           o.series, o.pps, hours(o.pps, hb, sizeof(hb)), (unsigned long long)nprof, (unsigned long long)o.seed, ncpu);
+    {
+        char la[128] = "?";
+        FILE *f = fopen("/proc/loadavg", "r");
+        if (f != NULL) {
+            if (fgets(la, sizeof(la), f) != NULL)
+                la[strcspn(la, "\n")] = 0;
+            fclose(f);
+        }
+        printf("  load average before the run: %s\n", la);
+    }
+
+    totals = ps_xcalloc(nprof, sizeof(*totals));
+    marker_t mk;
+    int reuse = 0;
+    if (!o.reload && marker_read(mpath, &mk) == 0 && mk.series == o.series && mk.pps == o.pps && mk.seed == o.seed &&
+        totals_io(tpath, &o, 0) == 0)
+        reuse = 1;
+    if (!reuse) {
+        ps_bench_rmrf(dir);
+        if (ps_bench_mkdirs(dir) != 0) {
+            fprintf(stderr, "bench_query: cannot create %s: %s\n", dir, strerror(errno));
+            return 1;
+        }
+    }
+
+    char cmax[32];
+    snprintf(cmax, sizeof(cmax), "%u", o.compact_max);
+    const char *args[12];
+    int na = 0;
+    args[na++] = "--retention";
+    args[na++] = "0";
+    args[na++] = "--storage.compact-max-profiles";
+    args[na++] = cmax;
+    args[na++] = "--storage.compact-window";
+    args[na++] = o.compact_window;
+    if (!o.sync)
+        args[na++] = "--storage.no-sync";
+    if (o.threads != NULL) {
+        args[na++] = "--threads";
+        args[na++] = o.threads;
+    }
+    args[na] = NULL;
+    ps_bench_server_t srv = {0};
+    double st0 = ps_bench_now();
+    if (ps_bench_server_start(&srv, o.profstore, data, log, args) != 0)
+        return 1;
+    double start_s = ps_bench_now() - st0;
+    printf("  server %s --retention 0 --storage.compact-max-profiles %u --storage.compact-window %s%s%s%s; data in %s "
+           "(ready in %.2f s)\n",
+           o.profstore, o.compact_max, o.compact_window, o.sync ? "" : " --storage.no-sync",
+           o.threads ? " --threads " : "", o.threads ? o.threads : "", data, start_s);
+    if (!o.sync)
+        printf("  --storage.no-sync: no fsync at commit, only to make the load phase faster (queries do not write; the "
+               "on-disk layout is the same)\n");
+    fflush(stdout);
+
+    char (*label_enc)[160] = ps_xcalloc(o.series, sizeof(*label_enc));
+    for (uint32_t s = 0; s < o.series; s++) {
+        char ls[100];
+        snprintf(ls, sizeof(ls), "{job=\"" JOB "\",instance=\"host-%03u\"}", s);
+        ps_bench_urlencode(ls, label_enc[s], sizeof(label_enc[s]));
+    }
+
+    if (reuse) {
+        printf("  data                   REUSED: %s already holds this load (%llu profiles, %.1f MB gzipped pprof, loaded "
+               "%s in %.0f s = %.0f profiles/s incl. generation, server CPU %.0f s; compact %.2f s); --reload to load "
+               "again\n",
+               dir, mk.profiles, (double)mk.bytes / 1e6, mk.when, mk.load_s, (double)mk.profiles / mk.load_s,
+               mk.server_cpu, mk.compact_s);
+    } else {
+        printf("  data                   LOADING into %s (%llu profiles; progress every minute)\n", dir,
+               (unsigned long long)nprof);
+        fflush(stdout);
+        load_t l = {.o = &o, .url = srv.url, .label_enc = label_enc, .want = nprof};
+        l.pusher = ps_bench_pusher_new(o.conns, 1);
+        ps_bench_proc_t p0, p1;
+        ps_bench_proc_read(srv.pid, &p0);
+        double c0 = ps_bench_self_cpu();
+        l.t0 = ps_bench_now();
+        l.next_report = l.t0 + 60;
+        int rc = ps_bench_gen_ex(o.series, o.pps, o.seed, on_load, &l);
+        ps_bench_pusher_drain(l.pusher);
+        double wall = ps_bench_now() - l.t0, self = ps_bench_self_cpu() - c0;
+        ps_bench_proc_read(srv.pid, &p1);
+        double scpu = (p1.cpu_user + p1.cpu_sys) - (p0.cpu_user + p0.cpu_sys);
+        const ps_bench_push_stats_t *st = ps_bench_pusher_stats(l.pusher);
+        uint64_t ok = st->ok, failed = st->failed;
+        double *lat = ps_xmalloc((st->nlat + 1) * sizeof(double));
+        memcpy(lat, st->lat, st->nlat * sizeof(double));
+        double p50 = ps_bench_quantile(lat, st->nlat, 0.5), p99 = ps_bench_quantile(lat, st->nlat, 0.99);
+        free(lat);
+        printf("  load                   %llu profiles (%.1f MB gzipped pprof, %.1f samples/profile) pushed in %.1f s = "
+               "%.1f min: %.0f profiles/s incl. generation; %llu ok, %llu failed; push latency p50 %.1f ms, p99 %.1f ms; "
+               "server CPU %.0f s (%.0f us/profile), bench CPU (generation + HTTP) %.0f s (%.0f us/profile)\n",
+               (unsigned long long)l.n, (double)l.bytes / 1e6, (double)l.samples / (double)(l.n ? l.n : 1), wall,
+               wall / 60, (double)l.n / wall, (unsigned long long)ok, (unsigned long long)failed, p50 * 1e3, p99 * 1e3,
+               scpu, scpu / (double)l.n * 1e6, self, self / (double)l.n * 1e6);
+        if (failed)
+            printf("  first error            %s\n", st->first_error);
+        ps_bench_pusher_free(l.pusher);
+        int died;
+        if (!ps_bench_server_alive(&srv, &died)) {
+            char why[128];
+            ps_bench_describe_status(died, why, sizeof(why));
+            printf("\n  PROFSTORE DIED during the load: %s (log: %s); its last log lines:\n", why, log);
+            ps_bench_print_log_tail(log, 3, "    | ");
+            return 1;
+        }
+        if (rc != 0) {
+            fprintf(stderr, "bench_query: generation failed\n");
+            ps_bench_server_stop(&srv);
+            return 1;
+        }
+        if (wall > 600)
+            printf("  NOTE                   the load took more than 10 minutes on this machine (%ld CPUs, shared with "
+                   "the load generator): use fewer --series for routine full runs\n",
+                   ncpu);
+        char u[256];
+        snprintf(u, sizeof(u), "%s/api/v1/admin/compact", srv.url);
+        ps_buf_t body = PS_BUF_INIT;
+        double t0 = ps_bench_now();
+        long code = ps_bench_http("POST", u, "", 0, &body);
+        double ct = ps_bench_now() - t0;
+        printf("  POST /admin/compact    HTTP %ld in %.2f s: %.*s", code, ct, (int)body.len, (const char *)body.data);
+        if (body.len == 0 || body.data[body.len - 1] != '\n')
+            printf("\n");
+        ps_buf_dispose(&body);
+        if (failed == 0 && code == 200) {
+            marker_t m = {.series = o.series, .pps = o.pps, .seed = o.seed, .profiles = l.n, .bytes = l.bytes,
+                          .load_s = wall, .compact_s = ct, .server_cpu = scpu};
+            time_t now = time(NULL);
+            strftime(m.when, sizeof(m.when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+            if (totals_io(tpath, &o, 1) != 0 || marker_write(mpath, &m) != 0)
+                printf("  (cannot write %s or %s: the next run will load again)\n", tpath, mpath);
+        } else {
+            printf("  (load incomplete: not marking %s as reusable)\n", dir);
+        }
+    }
+
+    ps_buf_t mb = PS_BUF_INIT;
+    if (get_metrics(srv.url, &mb) == 0)
+        printf("  store                  %.0f series, %.0f chunks, %.0f head records, %.0f stack-tree nodes; data.mdb "
+               "%.1f MB, %.1f MB of pages in use\n",
+               METRIC(mb, "profstore_storage_series"), METRIC(mb, "profstore_storage_chunks"),
+               METRIC(mb, "profstore_storage_head_records"), METRIC(mb, "profstore_storage_stack_nodes"),
+               METRIC(mb, "profstore_storage_file_bytes") / 1e6, METRIC(mb, "profstore_storage_used_bytes") / 1e6);
+    char cpu_type[256], samples_type[256];
+    if (find_types(srv.url, cpu_type, samples_type, sizeof(cpu_type)) != 0) {
+        printf("  cannot find the cpu/nanoseconds and samples/count profile types in /api/v1/profiles/types\n");
+        ps_bench_server_stop(&srv);
+        return 1;
+    }
+    char all_sel[128], one_sel[512], cpu_sel[512];
+    snprintf(all_sel, sizeof(all_sel), "{job=\"" JOB "\"}");
+    snprintf(one_sel, sizeof(one_sel), "{__name__=\"%s\",instance=\"host-000\"}", cpu_type);
+    snprintf(cpu_sel, sizeof(cpu_sel), "{__name__=\"%s\"}", cpu_type);
+    long nser = count_series(srv.url, all_sel);
+    printf("  series                 %ld match %s (expected %u: %u instances x 2 sample types); profile types %s, %s\n",
+           nser, all_sel, 2 * o.series, o.series, cpu_type, samples_type);
+    if (reuse && nser != (long)(2 * o.series)) {
+        printf("  the reused data directory does not hold the expected series: run again with --reload\n");
+        ps_bench_server_stop(&srv);
+        return 1;
+    }
+
+    /* the windows: 1 h and 3 h around the middle of the range, and the whole range */
+    uint32_t n1 = o.pps < 360 ? o.pps : 360, a1 = o.pps / 2 >= 180 ? o.pps / 2 - 180 : 0;
+    if (a1 + n1 > o.pps)
+        a1 = o.pps - n1;
+    uint32_t n3 = o.pps < 1080 ? o.pps : 1080, a3 = o.pps / 2 >= 540 ? o.pps / 2 - 540 : 0;
+    if (a3 + n3 > o.pps)
+        a3 = o.pps - n3;
+    char w1a[16], w1b[16], w3a[16], w3b[16], h1[16], h24[16], h3[16];
+    hhmm(a1, w1a, sizeof(w1a));
+    hhmm(a1 + n1, w1b, sizeof(w1b));
+    hhmm(a3, w3a, sizeof(w3a));
+    hhmm(a3 + n3, w3b, sizeof(w3b));
+    hours(n1, h1, sizeof(h1));
+    hours(o.pps, h24, sizeof(h24));
+    hours(n3, h3, sizeof(h3));
+
+    /* warm the server RSS reading now that everything is loaded */
+    ps_bench_proc_t pr;
+    ps_bench_proc_read(srv.pid, &pr);
+    printf("  server                 RSS %.0f MiB (peak %.0f MiB) before the queries\n", (double)pr.vm_rss_kb / 1024,
+           (double)pr.vm_hwm_kb / 1024);
+
+    printf("\nqueries: median of %u runs after one cold run; wall time of the HTTP request including the transfer, one "
+           "keep-alive connection; server CPU per request: mean over the runs, from /proc (10 ms ticks)\n",
+           o.runs);
+    fflush(stdout);
+
+    char url[2048], name[256];
+    meas_t m1 = {0}, m24 = {0}, mfg = {0}, mtop = {0}, mr = {0}, mrc = {0}, mrs = {0}, m3 = {0};
+
+    /* 1. 1 h of one series, pprof */
+    profile_url(url, sizeof(url), srv.url, one_sel, a1, n1, "pprof");
+    snprintf(name, sizeof(name), "merge %s one series, pprof (%u profiles)", h1, n1);
+    measure(srv.pid, url, o.runs, &m1);
+    printf("  window: %s .. %s of instance host-000 (%s)\n", w1a, w1b, one_sel);
+    print_meas(name, &m1, 0, n1);
+    check_pprof("cpu total of the merged profile", &m1, gen_sum(&o, 0, 1, a1, n1, 1));
+    fflush(stdout);
+
+    double pprof_med = -1;
+    if (!o.no_pprof_tool) {
+        char pdir[] = "/tmp/profstore-bench-query-pprof-XXXXXX";
+        if (mkdtemp(pdir) == NULL) {
+            perror("mkdtemp");
+        } else {
+            pfiles_t pf = {.o = &o, .dir = pdir, .from = a1, .n = n1};
+            pf.paths = ps_xcalloc(n1, sizeof(char *));
+            double g0 = ps_bench_now();
+            ps_bench_gen_ex(1, a1 + n1, o.seed, on_pfile, &pf);
+            double gt = ps_bench_now() - g0;
+            if (!pf.failed && pf.written == n1) {
+                uint64_t fbytes = 0;
+                for (uint32_t i = 0; i < pf.written; i++) {
+                    uint64_t du, sz;
+                    ps_bench_file_usage(pf.paths[i], &du, &sz);
+                    fbytes += sz;
+                }
+                printf("  go tool pprof -proto over the same %u generated files (%.1f MB, written in %.1f s to %s; "
+                       "PPROF_TMPDIR set there); %s\n",
+                       pf.written, (double)fbytes / 1e6, gt, pdir, pf.total[1] == gen_sum(&o, 0, 1, a1, n1, 1)
+                           ? "their totals match the loaded ones"
+                           : "THEIR TOTALS DIFFER FROM THE LOADED ONES");
+                char outp[4200], errp[4200];
+                snprintf(outp, sizeof(outp), "%s/merged.pb.gz", pdir);
+                snprintf(errp, sizeof(errp), "%s/pprof.stderr", pdir);
+                double first = run_pprof(&o, &pf, outp, errp);
+                if (first >= 0) {
+                    uint8_t *d;
+                    size_t dl;
+                    int64_t got;
+                    uint32_t ns;
+                    char why[600];
+                    if (ps_bench_read_file(outp, &d, &dl) == 0 &&
+                        pprof_total(d, dl, "cpu", &got, &ns, why, sizeof(why)) == 0) {
+                        char extra[96];
+                        snprintf(extra, sizeof(extra), "; %u samples, %zu B", ns, dl);
+                        print_check("cpu total of go tool pprof's merge", got, pf.total[1], extra);
+                        free(d);
+                    } else {
+                        printf("    check: cannot read go tool pprof's output %s\n", outp);
+                    }
+                    double *w = ps_xcalloc(o.pprof_runs + 1, sizeof(double));
+                    uint32_t k = 0;
+                    for (; k < o.pprof_runs; k++)
+                        if ((w[k] = run_pprof(&o, &pf, "/dev/null", errp)) < 0)
+                            break;
+                    if (k == o.pprof_runs && k > 0) {
+                        pprof_med = median(w, k);
+                        char a[32], b[32], c[32], e[32];
+                        printf("  %-52s median %s (min %s, max %s; first, checked run %s), %u runs\n",
+                               "go tool pprof -proto f1..fN > /dev/null", fmt_time(pprof_med, a, sizeof(a)),
+                               fmt_time(w[0], b, sizeof(b)), fmt_time(w[k - 1], c, sizeof(c)),
+                               fmt_time(first, e, sizeof(e)), k);
+                        if (m1.code == 200)
+                            printf("  %-52s %.0fx faster than go tool pprof   (target >= 50x: %s)\n",
+                                   "speedup of the 1 h merge", pprof_med / m1.med, mark(pprof_med / m1.med >= 50));
+                    }
+                    free(w);
+                }
+            } else {
+                printf("  go tool pprof comparison skipped: could not write the %u files\n", n1);
+            }
+            for (uint32_t i = 0; i < pf.written; i++)
+                free(pf.paths[i]);
+            free(pf.paths);
+            ps_bench_rmrf(pdir);
+        }
+        fflush(stdout);
+    }
+
+    /* 2. the whole range of one series: pprof, flamegraph, top */
+    int64_t want24 = gen_sum(&o, 0, 1, 0, o.pps, 1);
+    profile_url(url, sizeof(url), srv.url, one_sel, 0, o.pps, "pprof");
+    snprintf(name, sizeof(name), "merge %s one series, pprof (%u profiles)", h24, o.pps);
+    measure(srv.pid, url, o.runs, &m24);
+    print_meas(name, &m24, 0.300, o.pps);
+    check_pprof("cpu total of the merged profile", &m24, want24);
+    fflush(stdout);
+
+    profile_url(url, sizeof(url), srv.url, one_sel, 0, o.pps, "flamegraph");
+    snprintf(name, sizeof(name), "merge %s one series, flamegraph", h24);
+    measure(srv.pid, url, o.runs, &mfg);
+    print_meas(name, &mfg, 0, o.pps);
+    check_json_total("flamegraph \"total\"", &mfg, want24);
+    fflush(stdout);
+
+    profile_url(url, sizeof(url), srv.url, one_sel, 0, o.pps, "top");
+    snprintf(name, sizeof(name), "merge %s one series, top", h24);
+    measure(srv.pid, url, o.runs, &mtop);
+    print_meas(name, &mtop, 0, o.pps);
+    check_json_total("top \"total\"", &mtop, want24);
+    fflush(stdout);
+
+    /* 3. query_range over the whole range, all series, 60 s step */
+    int64_t all_cpu = gen_sum(&o, 0, o.series, 0, o.pps, 1), all_samples = gen_sum(&o, 0, o.series, 0, o.pps, 0);
+    range_url(url, sizeof(url), srv.url, all_sel, o.pps);
+    snprintf(name, sizeof(name), "query_range %s, 60 s step, %s", h24, all_sel);
+    printf("  (query_range: %u steps; %s matches all %u series: %u instances x 2 sample types)\n",
+           (uint32_t)(((int64_t)(o.pps - 1) * STEP_S + 59) / 60 + 1), all_sel, 2 * o.series, o.series);
+    measure(srv.pid, url, o.runs, &mr);
+    print_meas(name, &mr, 0.050, 0);
+    check_matrix("sum of all points", &mr, cpu_type, samples_type, all_cpu, all_samples, o.series, o.series);
+    fflush(stdout);
+
+    range_url(url, sizeof(url), srv.url, cpu_sel, o.pps);
+    snprintf(name, sizeof(name), "query_range %s, 60 s step, cpu type only", h24);
+    measure(srv.pid, url, o.runs, &mrc);
+    print_meas(name, &mrc, 0.050, 0);
+    check_matrix("sum of all points", &mrc, cpu_type, samples_type, all_cpu, all_samples, o.series, 0);
+    fflush(stdout);
+
+    char sumq[600];
+    snprintf(sumq, sizeof(sumq), "sum(%s)", cpu_sel);
+    range_url(url, sizeof(url), srv.url, sumq, o.pps);
+    snprintf(name, sizeof(name), "query_range %s, 60 s step, sum(cpu type)", h24);
+    measure(srv.pid, url, o.runs, &mrs);
+    print_meas(name, &mrs, 0.050, 0);
+    check_matrix("sum of all points", &mrs, cpu_type, samples_type, all_cpu, all_samples, 0, 0);
+    fflush(stdout);
+
+    /* 4. 3 h over all series */
+    profile_url(url, sizeof(url), srv.url, cpu_sel, a3, n3, "pprof");
+    snprintf(name, sizeof(name), "merge %s all %u series, pprof (%llu profiles)", h3, o.series,
+             (unsigned long long)n3 * o.series);
+    printf("  window: %s .. %s, %s\n", w3a, w3b, cpu_sel);
+    measure(srv.pid, url, o.runs, &m3);
+    print_meas(name, &m3, 2.0, (uint64_t)n3 * o.series);
+    check_pprof("cpu total of the merged profile", &m3, gen_sum(&o, 0, o.series, a3, n3, 1));
+    fflush(stdout);
+
+    ps_bench_proc_read(srv.pid, &pr);
+    printf("  server                 RSS %.0f MiB (peak %.0f MiB) after the queries\n", (double)pr.vm_rss_kb / 1024,
+           (double)pr.vm_hwm_kb / 1024);
+
+    /* summary */
+    char a[32];
+    printf("\nsummary (%u series x %u profiles%s):\n", o.series, o.pps, reuse ? ", reused data" : "");
+    if (pprof_med > 0 && m1.code == 200)
+        printf("  1 h one-series merge vs go tool pprof   %.0fx (%s vs %s)   target >= 50x: %s\n", pprof_med / m1.med,
+               fmt_time(m1.med, a, sizeof(a)), fmt_time(pprof_med, hb, sizeof(hb)), mark(pprof_med / m1.med >= 50));
+    if (m24.code == 200)
+        printf("  %s one-series merge (pprof)          %s   target < 300 ms: %s\n", h24, fmt_time(m24.med, a, sizeof(a)),
+               mark(m24.med < 0.3));
+    if (mr.code == 200)
+        printf("  query_range %s all series, 60 s      %s   target < 50 ms: %s\n", h24, fmt_time(mr.med, a, sizeof(a)),
+               mark(mr.med < 0.05));
+    if (m3.code == 200)
+        printf("  %s merge over all series (pprof)      %s   target < 2 s: %s\n", h3, fmt_time(m3.med, a, sizeof(a)),
+               mark(m3.med < 2));
+
+    int rc = ps_bench_server_stop(&srv);
+    if (rc != 0) {
+        char why[128];
+        ps_bench_describe_status(rc, why, sizeof(why));
+        printf("  (profstore shutdown: %s; log: %s)\n", why, log);
+    }
+    printf("  data kept in %s for the next run (--reload to load again; rm -rf it to free the space)\n", dir);
+    meas_t *all[] = {&m1, &m24, &mfg, &mtop, &mr, &mrc, &mrs, &m3};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        ps_buf_dispose(&all[i]->body);
+    ps_buf_dispose(&mb);
+    if (qh)
+        curl_easy_cleanup(qh);
+    free(totals);
+    free(label_enc);
+    curl_global_cleanup();
+    return 0;
+}
