@@ -653,7 +653,19 @@ static void rebuild(ps_scraper_t *s)
     }
     pthread_mutex_unlock(&s->mu);
     /* keep one idle connection per target host: reconnecting costs more than the scrape */
-    curl_multi_setopt(s->multi, CURLMOPT_MAXCONNECTS, (long)(m < 16 ? 16 : m + 16));
+    {
+        /* one per distinct scheme://host:port (the profiles of a target share its connection) */
+        ps_hmap_t hosts;
+        ps_hmap_init(&hosts);
+        for (uint32_t i = 0; i < m; i++) {
+            const char *u = nt[i]->url, *h = strstr(u, "://");
+            const char *end = h ? strchr(h + 3, '/') : NULL;
+            size_t n = end ? (size_t)(end - u) : strlen(u);
+            ps_hmap_put(&hosts, u, n, 1);
+        }
+        curl_multi_setopt(s->multi, CURLMOPT_MAXCONNECTS, (long)(hosts.count + 16));
+        ps_hmap_dispose(&hosts);
+    }
     s->dirty = false;
     ps_log_debug("targets rebuilt", "active=%u dropped=%u", m, s->ndropped);
 }
@@ -788,15 +800,6 @@ static void setup_client(CURL *e, const ps_http_client_t *c, struct curl_slist *
     curl_easy_setopt(e, CURLOPT_USERAGENT, "profstore/0.1.0");
 }
 
-static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
-{
-    target_t *t = ctx;
-    if ((size_t)dlnow > ps_scrape_max_body || (size_t)dltotal > ps_scrape_max_body) {
-        t->too_big = true;
-        return 1; /* abort */
-    }
-    return 0;
-}
 
 static void start_scrape(ps_scraper_t *s, target_t *t, int64_t mono)
 {
@@ -816,9 +819,7 @@ static void start_scrape(ps_scraper_t *s, target_t *t, int64_t mono)
         curl_easy_setopt(e, CURLOPT_PRIVATE, t);
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_target_body);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
-        curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
-        curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
+        /* the body limit is enforced as bytes arrive (on_target_body); no progress callback */
         curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(t->timeout / 1000000));
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(p->cfg->scrape_timeout / 1000000));
@@ -857,16 +858,17 @@ static void put_str(ps_buf_t *b, const ps_profile_t *p, uint32_t i)
     ps_buf_append(b, s.ptr, s.len);
 }
 
-/* A key for a sample's stack and labels that is stable across scrapes of one target. */
-static void stack_key(const ps_profile_t *p, const ps_sample_t *smp, ps_buf_t *b)
+/* A hash of a location's content that is stable across scrapes of one target: mapping file and
+ * mapping-relative address (survives ASLR), functions, files and lines. */
+static void location_hashes(const ps_profile_t *p, uint64_t *out, ps_buf_t *b)
 {
-    ps_buf_reset(b);
-    for (uint32_t i = 0; i < smp->nlocs; i++) {
-        const ps_location_t *l = &p->locations[smp->locs[i] - 1];
+    for (uint32_t i = 0; i < p->nlocations; i++) {
+        const ps_location_t *l = &p->locations[i];
+        ps_buf_reset(b);
         uint64_t addr = l->address;
         if (l->mapping) {
             const ps_mapping_t *m = &p->mappings[l->mapping - 1];
-            addr = addr - m->memory_start + m->file_offset; /* survives ASLR */
+            addr = addr - m->memory_start + m->file_offset;
             put_str(b, p, m->filename);
         }
         ps_buf_append(b, &addr, sizeof(addr));
@@ -878,22 +880,25 @@ static void stack_key(const ps_profile_t *p, const ps_sample_t *smp, ps_buf_t *b
             }
             ps_buf_append(b, &l->lines[j].line, sizeof(int64_t));
         }
-        ps_buf_putc(b, '|');
+        out[i] = ps_hash64(b->data, b->len, 0x10ca7e);
     }
+}
+
+/* A sample's key (stack and labels) hashed to 16 bytes: baselines keep these, not stack texts. */
+static void stack_hkey(const ps_profile_t *p, const ps_sample_t *smp, const uint64_t *loc_h, ps_buf_t *b,
+                       uint8_t out[16])
+{
+    ps_buf_reset(b);
+    for (uint32_t i = 0; i < smp->nlocs; i++)
+        ps_buf_append(b, &loc_h[smp->locs[i] - 1], sizeof(uint64_t));
     for (uint32_t j = 0; j < smp->nlabels; j++) {
         put_str(b, p, smp->labels[j].key);
         put_str(b, p, smp->labels[j].str);
         ps_buf_append(b, &smp->labels[j].num, sizeof(int64_t));
     }
-}
-
-/* The stack key hashed to 16 bytes: baselines keep these, not the stack texts. */
-static void stack_hkey(const ps_profile_t *p, const ps_sample_t *smp, ps_buf_t *scratch, uint8_t out[16])
-{
-    stack_key(p, smp, scratch);
-    uint64_t a = ps_hash64(scratch->data, scratch->len, 0x51ac1), b = ps_hash64(scratch->data, scratch->len, 0x9e3779b9);
+    uint64_t a = ps_hash64(b->data, b->len, 0x51ac1), c = ps_hash64(b->data, b->len, 0x9e3779b9);
     memcpy(out, &a, 8);
-    memcpy(out + 8, &b, 8);
+    memcpy(out + 8, &c, 8);
 }
 
 /*
@@ -923,9 +928,11 @@ static ps_profile_t *make_delta(target_t *t, const ps_profile_t *p, uint8_t *mod
     uint32_t rows = 0;
     uint32_t *row_of = ps_arena_alloc(arena, (p->nsamples + 1) * sizeof(uint32_t));
     uint8_t *hks = ps_arena_alloc(arena, ((size_t)p->nsamples + 1) * 16);
+    uint64_t *loc_h = ps_arena_alloc(arena, ((size_t)p->nlocations + 1) * sizeof(uint64_t));
+    location_hashes(p, loc_h, &key);
     for (uint32_t i = 0; i < p->nsamples; i++) {
         uint8_t *hk = hks + 16 * (size_t)i;
-        stack_hkey(p, &p->samples[i], &key, hk);
+        stack_hkey(p, &p->samples[i], loc_h, &key, hk);
         uint64_t r;
         if (!ps_hmap_get(&cur.index, hk, 16, &r)) {
             r = rows++;
