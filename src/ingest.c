@@ -178,15 +178,9 @@ void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out)
         const ps_label_pair_t *nm = ps_labels_get(ls, "__name__");
         ps_buf_printf(out, "%s{\"id\":%llu,\"profile_type\":", i ? "," : "", (unsigned long long)app->series_ids[i]);
         ps_buf_json_str(out, nm ? nm->value : "", nm ? nm->vlen : 0);
-        PS_BUF_LIT(out, ",\"labels\":{");
-        for (uint32_t j = 0; j < ls->n; j++) {
-            if (j)
-                ps_buf_putc(out, ',');
-            ps_buf_json_str(out, ls->pairs[j].name, ls->pairs[j].nlen);
-            ps_buf_putc(out, ':');
-            ps_buf_json_str(out, ls->pairs[j].value, ls->pairs[j].vlen);
-        }
-        ps_buf_printf(out, "},\"stacks\":%u}", app->series_samples[i]);
+        PS_BUF_LIT(out, ",\"labels\":");
+        ps_labels_json(ls, out);
+        ps_buf_printf(out, ",\"stacks\":%u}", app->series_samples[i]);
     }
     PS_BUF_LIT(out, "]}}\n");
 }

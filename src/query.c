@@ -634,16 +634,7 @@ static int eval(evalctx_t *e, ps_expr_t *x, vecres_t *out, bool *is_scalar, doub
 
 static int cmp_series(const void *a, const void *b)
 {
-    const ps_labels_t *x = &((const ps_qseries_t *)a)->labels, *y = &((const ps_qseries_t *)b)->labels;
-    for (uint32_t i = 0; i < x->n && i < y->n; i++) {
-        int c = strcmp(x->pairs[i].name, y->pairs[i].name);
-        if (c)
-            return c;
-        c = strcmp(x->pairs[i].value, y->pairs[i].value);
-        if (c)
-            return c;
-    }
-    return (x->n > y->n) - (x->n < y->n);
+    return ps_labels_cmp(&((const ps_qseries_t *)a)->labels, &((const ps_qseries_t *)b)->labels);
 }
 
 int ps_query_eval(ps_reader_t *r, ps_expr_t *x, int64_t start, int64_t end, int64_t step, bool instant,

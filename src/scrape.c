@@ -1480,18 +1480,6 @@ void ps_scraper_stop(ps_scraper_t *s)
 
 /* ---- reading state ---- */
 
-static void json_labels(ps_buf_t *b, const ps_labels_t *ls)
-{
-    ps_buf_putc(b, '{');
-    for (uint32_t i = 0; i < ls->n; i++) {
-        if (i)
-            ps_buf_putc(b, ',');
-        ps_buf_json_str(b, ls->pairs[i].name, ls->pairs[i].nlen);
-        ps_buf_putc(b, ':');
-        ps_buf_json_str(b, ls->pairs[i].value, ls->pairs[i].vlen);
-    }
-    ps_buf_putc(b, '}');
-}
 
 void ps_scraper_targets_json(ps_scraper_t *s, const char *state, ps_buf_t *out)
 {
@@ -1505,9 +1493,9 @@ void ps_scraper_targets_json(ps_scraper_t *s, const char *state, ps_buf_t *out)
         if (i)
             ps_buf_putc(out, ',');
         PS_BUF_LIT(out, "{\"discoveredLabels\":");
-        json_labels(out, &t->discovered);
+        ps_labels_json(&t->discovered, out);
         PS_BUF_LIT(out, ",\"labels\":");
-        json_labels(out, &t->labels);
+        ps_labels_json(&t->labels, out);
         PS_BUF_LIT(out, ",\"scrapePool\":");
         const char *job = s->pools[t->pool].cfg->job_name;
         ps_buf_json_str(out, job, strlen(job));
@@ -1533,7 +1521,7 @@ void ps_scraper_targets_json(ps_scraper_t *s, const char *state, ps_buf_t *out)
         if (i)
             ps_buf_putc(out, ',');
         PS_BUF_LIT(out, "{\"discoveredLabels\":");
-        json_labels(out, &s->dropped[i].discovered);
+        ps_labels_json(&s->dropped[i].discovered, out);
         ps_buf_putc(out, '}');
     }
     if (s != NULL)

@@ -33,16 +33,10 @@ static int on_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
     list_ctx_t *c = ctx;
     if (c->only && sid != c->only)
         return 0;
-    ps_buf_printf(c->b, "%s{\"id\":%llu,\"labels\":{", c->b->data[c->b->len - 1] == '[' ? "" : ",",
+    ps_buf_printf(c->b, "%s{\"id\":%llu,\"labels\":", c->b->data[c->b->len - 1] == '[' ? "" : ",",
                   (unsigned long long)sid);
-    for (uint32_t i = 0; i < ls->n; i++) {
-        if (i)
-            ps_buf_putc(c->b, ',');
-        ps_buf_json_str(c->b, ls->pairs[i].name, ls->pairs[i].nlen);
-        ps_buf_putc(c->b, ':');
-        ps_buf_json_str(c->b, ls->pairs[i].value, ls->pairs[i].vlen);
-    }
-    PS_BUF_LIT(c->b, "},\"profiles\":[");
+    ps_labels_json(ls, c->b);
+    PS_BUF_LIT(c->b, ",\"profiles\":[");
     c->first = 1;
     int ret = ps_reader_profiles(c->r, sid, INT64_MIN, INT64_MAX, true, on_profile, c, c->err);
     PS_BUF_LIT(c->b, "]}");

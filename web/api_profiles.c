@@ -13,38 +13,7 @@
 #include "src/query.h"
 #include "src/render.h"
 
-int ps_param_time(const ps_params_t *p, const char *name, int64_t dflt, int64_t *out, ps_err_t *err);
-int ps_param_duration(const ps_params_t *p, const char *name, int64_t dflt, int64_t *out, ps_err_t *err);
 
-typedef struct pctx {
-    h2o_req_t *req;
-    ps_server_t *srv;
-    ps_arena_t arena;
-    ps_params_t params;
-    ps_reader_t *reader;
-    ps_err_t err;
-    ps_buf_t out;
-} pctx_t;
-
-static int begin(pctx_t *c, h2o_req_t *req)
-{
-    memset(c, 0, sizeof(*c));
-    c->req = req;
-    c->srv = ps_http_server(req);
-    if (ps_http_params(req, true, &c->arena, &c->params, &c->err) != 0)
-        return c->err.code;
-    return ps_reader_begin(c->srv->store, &c->reader, &c->err);
-}
-
-static int finish(pctx_t *c, int ret)
-{
-    if (ret != 0)
-        ps_http_error(c->req, c->err.code ? c->err.code : ret, c->err.msg[0] ? c->err.msg : ps_strerror(ret));
-    ps_reader_end(c->reader);
-    ps_buf_dispose(&c->out);
-    ps_arena_dispose(&c->arena);
-    return 0;
-}
 
 typedef struct types_ctx {
     ps_buf_t *b;
@@ -75,8 +44,8 @@ static int on_type(void *ctx, const char *v, size_t n)
 
 int ps_api_profile_types(h2o_req_t *req)
 {
-    pctx_t c;
-    int ret = begin(&c, req);
+    ps_qctx_t c;
+    int ret = ps_qctx_begin(&c, req);
     if (ret == 0) {
         types_ctx_t t = {&c.out, &c.arena, 1};
         PS_BUF_LIT(&c.out, "{\"status\":\"success\",\"data\":[");
@@ -85,7 +54,7 @@ int ps_api_profile_types(h2o_req_t *req)
         if (ret == 0)
             ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
     }
-    return finish(&c, ret);
+    return ps_qctx_finish(&c, ret);
 }
 
 /* One side of a query: selector plus time or range, with a parameter prefix ("" or "base_"). */
@@ -100,7 +69,7 @@ typedef struct side {
     ps_sum_info_t info;
 } side_t;
 
-static const ps_param_t *pget(pctx_t *c, const char *prefix, const char *name)
+static const ps_param_t *pget(ps_qctx_t *c, const char *prefix, const char *name)
 {
     char full[64];
     snprintf(full, sizeof(full), "%s%s", prefix, name);
@@ -113,7 +82,7 @@ static int on_any(void *ctx, uint64_t sid)
     return 1;
 }
 
-static int side_load(pctx_t *c, side_t *s, const char *qname, const char *prefix, int64_t lookback)
+static int side_load(ps_qctx_t *c, side_t *s, const char *qname, const char *prefix, int64_t lookback)
 {
     int ret;
     char full[64];
@@ -185,7 +154,7 @@ static void side_dispose(side_t *s)
 
 enum { F_PPROF, F_FLAMEGRAPH, F_FOLDED, F_TOP };
 
-static int parse_format(pctx_t *c, int *fmt, int64_t *max_nodes, uint32_t *limit)
+static int parse_format(ps_qctx_t *c, int *fmt, int64_t *max_nodes, uint32_t *limit)
 {
     const ps_param_t *f = ps_params_get(&c->params, "format");
     *fmt = F_PPROF;
@@ -226,7 +195,7 @@ static int parse_format(pctx_t *c, int *fmt, int64_t *max_nodes, uint32_t *limit
     return 0;
 }
 
-static int respond(pctx_t *c, const ps_profile_t *p, int fmt, int64_t max_nodes, uint32_t limit, bool diff)
+static int respond(ps_qctx_t *c, const ps_profile_t *p, int fmt, int64_t max_nodes, uint32_t limit, bool diff)
 {
     int ret = 0;
     if (fmt == F_PPROF) {
@@ -253,13 +222,13 @@ static int respond(pctx_t *c, const ps_profile_t *p, int fmt, int64_t max_nodes,
 
 int ps_api_profile_query(h2o_req_t *req)
 {
-    pctx_t c;
+    ps_qctx_t c;
     side_t s = {0};
     int fmt;
     int64_t max_nodes, lookback;
     uint32_t limit;
     ps_profile_t p;
-    int ret = begin(&c, req);
+    int ret = ps_qctx_begin(&c, req);
     if (ret == 0)
         ret = parse_format(&c, &fmt, &max_nodes, &limit);
     if (ret == 0)
@@ -280,18 +249,18 @@ int ps_api_profile_query(h2o_req_t *req)
     if (ret == 0)
         ret = respond(&c, &p, fmt, max_nodes, limit, false);
     side_dispose(&s);
-    return finish(&c, ret);
+    return ps_qctx_finish(&c, ret);
 }
 
 int ps_api_profile_diff(h2o_req_t *req)
 {
-    pctx_t c;
+    ps_qctx_t c;
     side_t base = {0}, cmp = {0};
     int fmt;
     int64_t max_nodes, lookback;
     uint32_t limit;
     ps_profile_t p;
-    int ret = begin(&c, req);
+    int ret = ps_qctx_begin(&c, req);
     if (ret == 0)
         ret = parse_format(&c, &fmt, &max_nodes, &limit);
     if (ret == 0)
@@ -313,5 +282,5 @@ int ps_api_profile_diff(h2o_req_t *req)
         ret = respond(&c, &p, fmt, max_nodes, limit, true);
     side_dispose(&base);
     side_dispose(&cmp);
-    return finish(&c, ret);
+    return ps_qctx_finish(&c, ret);
 }

@@ -16,35 +16,6 @@
 #define ALL_START INT64_MIN
 #define ALL_END INT64_MAX
 
-typedef struct req_ctx {
-    h2o_req_t *req;
-    ps_server_t *srv;
-    ps_arena_t arena;
-    ps_params_t params;
-    ps_reader_t *reader;
-    ps_err_t err;
-    ps_buf_t out;
-} req_ctx_t;
-
-static int begin(req_ctx_t *c, h2o_req_t *req)
-{
-    memset(c, 0, sizeof(*c));
-    c->req = req;
-    c->srv = ps_http_server(req);
-    if (ps_http_params(req, true, &c->arena, &c->params, &c->err) != 0)
-        return c->err.code;
-    return ps_reader_begin(c->srv->store, &c->reader, &c->err);
-}
-
-static int finish(req_ctx_t *c, int ret)
-{
-    if (ret != 0)
-        ps_http_error(c->req, c->err.code ? c->err.code : ret, c->err.msg[0] ? c->err.msg : ps_strerror(ret));
-    ps_reader_end(c->reader);
-    ps_buf_dispose(&c->out);
-    ps_arena_dispose(&c->arena);
-    return 0;
-}
 
 /* time parameter (ns); absent → dflt. */
 int ps_param_time(const ps_params_t *p, const char *name, int64_t dflt, int64_t *out, ps_err_t *err)
@@ -88,18 +59,6 @@ static int param_limit(const ps_params_t *p, uint64_t *out, ps_err_t *err)
     return 0;
 }
 
-static void json_labels(ps_buf_t *b, const ps_labels_t *ls)
-{
-    ps_buf_putc(b, '{');
-    for (uint32_t i = 0; i < ls->n; i++) {
-        if (i)
-            ps_buf_putc(b, ',');
-        ps_buf_json_str(b, ls->pairs[i].name, ls->pairs[i].nlen);
-        ps_buf_putc(b, ':');
-        ps_buf_json_str(b, ls->pairs[i].value, ls->pairs[i].vlen);
-    }
-    ps_buf_putc(b, '}');
-}
 
 static void json_point(ps_buf_t *b, int64_t ms, double v)
 {
@@ -120,12 +79,12 @@ static void json_point(ps_buf_t *b, int64_t ms, double v)
     b->len += tl + vl + 5;
 }
 
-static void send_json(req_ctx_t *c)
+static void send_json(ps_qctx_t *c)
 {
     ps_http_send(c->req, 200, "application/json", c->out.data, c->out.len);
 }
 
-static int do_query(req_ctx_t *c, bool instant)
+static int do_query(ps_qctx_t *c, bool instant)
 {
     int ret;
     const ps_param_t *q = ps_params_get(&c->params, "query");
@@ -174,7 +133,7 @@ static int do_query(req_ctx_t *c, bool instant)
         for (uint32_t i = 0; i < res.n; i++) {
             ps_qseries_t *s = &res.series[i];
             ps_buf_append(b, i ? ",{\"metric\":" : "{\"metric\":", i ? 11 : 10);
-            json_labels(b, &s->labels);
+            ps_labels_json(&s->labels, b);
             if (res.type == PS_RES_VECTOR) {
                 PS_BUF_LIT(b, ",\"value\":");
                 json_point(b, s->points[0].t, s->points[0].v);
@@ -199,24 +158,24 @@ static int do_query(req_ctx_t *c, bool instant)
 
 int ps_api_query(h2o_req_t *req)
 {
-    req_ctx_t c;
-    int ret = begin(&c, req);
+    ps_qctx_t c;
+    int ret = ps_qctx_begin(&c, req);
     if (ret == 0)
         ret = do_query(&c, true);
-    return finish(&c, ret);
+    return ps_qctx_finish(&c, ret);
 }
 
 int ps_api_query_range(h2o_req_t *req)
 {
-    req_ctx_t c;
-    int ret = begin(&c, req);
+    ps_qctx_t c;
+    int ret = ps_qctx_begin(&c, req);
     if (ret == 0)
         ret = do_query(&c, false);
-    return finish(&c, ret);
+    return ps_qctx_finish(&c, ret);
 }
 
 /* Series of every match[] selector (union, by id), with data in [start, end]. */
-static int select_matches(req_ctx_t *c, int64_t start, int64_t end, ps_series_set_t *out, bool *any)
+static int select_matches(ps_qctx_t *c, int64_t start, int64_t end, ps_series_set_t *out, bool *any)
 {
     memset(out, 0, sizeof(*out));
     *any = false;
@@ -263,7 +222,7 @@ static int select_matches(req_ctx_t *c, int64_t start, int64_t end, ps_series_se
     return 0;
 }
 
-static int range_params(req_ctx_t *c, int64_t *start, int64_t *end)
+static int range_params(ps_qctx_t *c, int64_t *start, int64_t *end)
 {
     int ret;
     if ((ret = ps_param_time(&c->params, "start", ALL_START, start, &c->err)) != 0 ||
@@ -274,28 +233,20 @@ static int range_params(req_ctx_t *c, int64_t *start, int64_t *end)
     return 0;
 }
 
-static int cmp_labels(const void *a, const void *b)
+
+static int cmp_labels_qsort(const void *a, const void *b)
 {
-    const ps_labels_t *x = a, *y = b;
-    for (uint32_t i = 0; i < x->n && i < y->n; i++) {
-        int c = strcmp(x->pairs[i].name, y->pairs[i].name);
-        if (c)
-            return c;
-        c = strcmp(x->pairs[i].value, y->pairs[i].value);
-        if (c)
-            return c;
-    }
-    return (x->n > y->n) - (x->n < y->n);
+    return ps_labels_cmp(a, b);
 }
 
 int ps_api_series(h2o_req_t *req)
 {
-    req_ctx_t c;
+    ps_qctx_t c;
     int64_t start, end;
     uint64_t limit;
     bool any;
     ps_series_set_t s;
-    int ret = begin(&c, req);
+    int ret = ps_qctx_begin(&c, req);
     if (ret == 0)
         ret = range_params(&c, &start, &end);
     if (ret == 0)
@@ -306,13 +257,13 @@ int ps_api_series(h2o_req_t *req)
         ret = ps_err_set(&c.err, PS_EINVAL, "no match[] parameter provided");
     if (ret == 0) {
         if (s.n > 1)
-            qsort(s.labels, s.n, sizeof(ps_labels_t), cmp_labels);
+            qsort(s.labels, s.n, sizeof(ps_labels_t), cmp_labels_qsort);
         uint32_t n = limit && limit < s.n ? (uint32_t)limit : s.n;
         PS_BUF_LIT(&c.out, "{\"status\":\"success\",\"data\":[");
         for (uint32_t i = 0; i < n; i++) {
             if (i)
                 ps_buf_putc(&c.out, ',');
-            json_labels(&c.out, &s.labels[i]);
+            ps_labels_json(&s.labels[i], &c.out);
         }
         ps_buf_putc(&c.out, ']');
         if (n < s.n)
@@ -320,7 +271,7 @@ int ps_api_series(h2o_req_t *req)
         PS_BUF_LIT(&c.out, "}\n");
         send_json(&c);
     }
-    return finish(&c, ret);
+    return ps_qctx_finish(&c, ret);
 }
 
 /* A sorted, de-duplicated list of strings. */
@@ -354,7 +305,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void send_strlist(req_ctx_t *c, strlist_t *l, uint64_t limit)
+static void send_strlist(ps_qctx_t *c, strlist_t *l, uint64_t limit)
 {
     if (l->n > 1)
         qsort(l->v, l->n, sizeof(char *), cmp_str);
@@ -374,13 +325,13 @@ static void send_strlist(req_ctx_t *c, strlist_t *l, uint64_t limit)
 
 int ps_api_labels(h2o_req_t *req)
 {
-    req_ctx_t c;
+    ps_qctx_t c;
     int64_t start, end;
     uint64_t limit;
     bool any;
     ps_series_set_t s;
     strlist_t l = {.arena = NULL};
-    int ret = begin(&c, req);
+    int ret = ps_qctx_begin(&c, req);
     l.arena = &c.arena;
     ps_hmap_init(&l.seen);
     if (ret == 0)
@@ -401,7 +352,7 @@ int ps_api_labels(h2o_req_t *req)
     if (ret == 0)
         send_strlist(&c, &l, limit);
     ps_hmap_dispose(&l.seen);
-    return finish(&c, ret);
+    return ps_qctx_finish(&c, ret);
 }
 
 /* Prometheus' escaping of odd label names in the path: U__ then _ doubled, _<hex>_ for others. */
@@ -464,13 +415,13 @@ static int unescape_name(const char *s, size_t n, ps_arena_t *a, const char **ou
 
 int ps_api_label_values(h2o_req_t *req)
 {
-    req_ctx_t c;
+    ps_qctx_t c;
     int64_t start, end;
     uint64_t limit;
     bool any;
     ps_series_set_t s;
     strlist_t l = {.arena = NULL};
-    int ret = begin(&c, req);
+    int ret = ps_qctx_begin(&c, req);
     l.arena = &c.arena;
     ps_hmap_init(&l.seen);
     /* /api/v1/label/<name>/values */
@@ -501,11 +452,11 @@ int ps_api_label_values(h2o_req_t *req)
     if (ret == 0)
         send_strlist(&c, &l, limit);
     ps_hmap_dispose(&l.seen);
-    return finish(&c, ret);
+    return ps_qctx_finish(&c, ret);
 }
 
 typedef struct meta_ctx {
-    req_ctx_t *c;
+    ps_qctx_t *c;
     int first;
     const char *only;
     uint64_t limit, count;
@@ -546,8 +497,8 @@ static int on_meta(void *ctx, const char *v, size_t n)
 
 int ps_api_metadata(h2o_req_t *req)
 {
-    req_ctx_t c;
-    int ret = begin(&c, req);
+    ps_qctx_t c;
+    int ret = ps_qctx_begin(&c, req);
     meta_ctx_t m = {&c, 1, NULL, 0, 0};
     if (ret == 0)
         ret = param_limit(&c.params, &m.limit, &c.err);
@@ -561,5 +512,5 @@ int ps_api_metadata(h2o_req_t *req)
         if (ret == 0)
             send_json(&c);
     }
-    return finish(&c, ret);
+    return ps_qctx_finish(&c, ret);
 }

@@ -241,3 +241,23 @@ void ps_loop_arena_put(void *loop, ps_arena_t *a)
     ps_arena_dispose(a);
     free(a);
 }
+
+int ps_qctx_begin(ps_qctx_t *c, h2o_req_t *req)
+{
+    memset(c, 0, sizeof(*c));
+    c->req = req;
+    c->srv = ps_http_server(req);
+    if (ps_http_params(req, true, &c->arena, &c->params, &c->err) != 0)
+        return c->err.code;
+    return ps_reader_begin(c->srv->store, &c->reader, &c->err);
+}
+
+int ps_qctx_finish(ps_qctx_t *c, int ret)
+{
+    if (ret != 0)
+        ps_http_error(c->req, c->err.code ? c->err.code : ret, c->err.msg[0] ? c->err.msg : ps_strerror(ret));
+    ps_reader_end(c->reader);
+    ps_buf_dispose(&c->out);
+    ps_arena_dispose(&c->arena);
+    return 0;
+}

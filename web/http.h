@@ -24,6 +24,27 @@ typedef struct ps_params {
 /** Parses the query string, and a form-encoded body for POST, into params (strings from arena,
  *  percent-decoded and NUL-terminated). PS_EINVAL on a bad %-escape. */
 int ps_http_params(h2o_req_t *req, bool with_body, ps_arena_t *arena, ps_params_t *out, ps_err_t *err);
+/** The context of a read request: its parameters, an arena, a read snapshot, an error, a body. */
+typedef struct ps_qctx {
+    h2o_req_t *req;
+    ps_server_t *srv;
+    ps_arena_t arena;
+    ps_params_t params;
+    ps_reader_t *reader;
+    ps_err_t err;
+    ps_buf_t out;
+} ps_qctx_t;
+
+/** Parses the parameters (query string and form body) and opens a read snapshot. */
+int ps_qctx_begin(ps_qctx_t *c, h2o_req_t *req);
+/** Sends the error if ret != 0, then releases everything. Returns 0 (for handlers). */
+int ps_qctx_finish(ps_qctx_t *c, int ret);
+
+/** A time parameter (unix seconds or RFC3339) in ns; dflt when absent. */
+int ps_param_time(const ps_params_t *p, const char *name, int64_t dflt, int64_t *out, ps_err_t *err);
+/** A duration parameter (Prometheus duration or float seconds) in ns; dflt when absent. */
+int ps_param_duration(const ps_params_t *p, const char *name, int64_t dflt, int64_t *out, ps_err_t *err);
+
 /** First value of name, or NULL. */
 const ps_param_t *ps_params_get(const ps_params_t *p, const char *name);
 

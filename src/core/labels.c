@@ -174,3 +174,29 @@ void ps_labels_format(const ps_labels_t *ls, ps_buf_t *out)
     }
     ps_buf_putc(out, '}');
 }
+
+void ps_labels_json(const ps_labels_t *ls, ps_buf_t *b)
+{
+    ps_buf_putc(b, '{');
+    for (uint32_t i = 0; i < ls->n; i++) {
+        if (i)
+            ps_buf_putc(b, ',');
+        ps_buf_json_str(b, ls->pairs[i].name, ls->pairs[i].nlen);
+        ps_buf_putc(b, ':');
+        ps_buf_json_str(b, ls->pairs[i].value, ls->pairs[i].vlen);
+    }
+    ps_buf_putc(b, '}');
+}
+
+int ps_labels_cmp(const ps_labels_t *x, const ps_labels_t *y)
+{
+    for (uint32_t i = 0; i < x->n && i < y->n; i++) {
+        int c = strcmp(x->pairs[i].name, y->pairs[i].name);
+        if (c)
+            return c;
+        c = strcmp(x->pairs[i].value, y->pairs[i].value);
+        if (c)
+            return c;
+    }
+    return (x->n > y->n) - (x->n < y->n);
+}
