@@ -1127,6 +1127,7 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
         goto Fail;
     }
     r->w.kind = PS_WREQ_APPEND;
+    r->w.commit_delay_ns = 50 * 1000000; /* nobody waits on a scrape: share fsyncs widely */
     r->w.on_done = on_written;
     r->w.ctx = r;
     pthread_mutex_lock(&s->mu);

@@ -92,8 +92,16 @@ static void *run(void *arg)
         /* group commit: at most one commit per commit_delay. A steady trickle (scrapes) then shares
          * fsyncs instead of paying one per profile; under load a commit (with its fsync) takes
          * about that long anyway, so little waiting is added */
-        if (w->queued < w->opts.max_batch && w->opts.commit_delay_ns > 0 && !w->stopping) {
-            int64_t deadline = last_commit + w->opts.commit_delay_ns, mono = ps_time_mono();
+        int64_t delay = INT64_MAX;
+        for (ps_wreq_t *r = w->head; r != NULL && delay > 0; r = r->next) {
+            int64_t d = r->commit_delay_ns > 0 && w->opts.commit_delay_ns > 0 ? r->commit_delay_ns : w->opts.commit_delay_ns;
+            if (r->kind != PS_WREQ_APPEND)
+                d = 0; /* admin requests: now */
+            if (d < delay)
+                delay = d;
+        }
+        if (w->queued < w->opts.max_batch && delay > 0 && delay != INT64_MAX && !w->stopping) {
+            int64_t deadline = last_commit + delay, mono = ps_time_mono();
             if (mono < deadline) {
                 struct timespec ts;
                 clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -21,6 +21,8 @@ struct ps_wreq {
     ps_err_t err;
     uint32_t count;              /* chunks written / series dropped */
     void (*on_done)(ps_wreq_t *r); /* called on the writer thread once durable (or failed) */
+    int64_t commit_delay_ns;     /* > 0: this request tolerates that much group-commit delay (scrapes:
+                                  * nobody waits on them); 0: the writer's commit_delay */
     void *ctx;
     ps_wreq_t *next;
 };
