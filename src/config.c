@@ -1339,6 +1339,34 @@ static const char *const scrape_rejected[] = {
     "metric_relabel_configs", "profiles have no metric samples to relabel; use relabel_configs",
     NULL};
 
+/* A YAML sequence of elements of one kind, each parsed by fn into an arena array; the path in
+ * messages gets [i] for the element being parsed. */
+typedef int (*elem_fn)(ctx_t *c, const yaml_node_t *n, void *out);
+
+static int parse_list(ctx_t *c, const yaml_node_t *v, const char *what, size_t size, void **out, uint32_t *count,
+                      elem_fn fn)
+{
+    int rc;
+    if ((rc = want_seq(c, v, what)) != 0)
+        return rc;
+    size_t cnt = seq_len(v);
+    char *arr = ps_arena_calloc(c->a, cnt, size);
+    *out = arr;
+    for (size_t i = 0; i < cnt; i++) {
+        size_t o2 = push_idx(c, i);
+        if ((rc = fn(c, seq_at(c, v, i), arr + i * size)) != 0)
+            return rc;
+        pop(c, o2);
+        (*count)++;
+    }
+    return 0;
+}
+
+static int static_elem(ctx_t *c, const yaml_node_t *n, void *out) { return parse_static(c, n, out); }
+static int file_sd_elem(ctx_t *c, const yaml_node_t *n, void *out) { return parse_file_sd(c, n, out); }
+static int http_sd_elem(ctx_t *c, const yaml_node_t *n, void *out) { return parse_http_sd(c, n, out); }
+static int relabel_elem(ctx_t *c, const yaml_node_t *n, void *out) { return parse_relabel(c, n, out); }
+
 static int parse_scrape(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *sc, const yaml_node_t **job_node)
 {
     static const fields_t f = {"a scrape config", scrape_fields, scrape_rejected, true};
@@ -1381,53 +1409,17 @@ static int parse_scrape(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *sc, 
         } else if (strcmp(key, "params") == 0) {
             rc = parse_params(c, v, sc);
         } else if (strcmp(key, "static_configs") == 0) {
-            if ((rc = want_seq(c, v, "static configs ({targets, labels})")) != 0)
-                return rc;
-            size_t cnt = seq_len(v);
-            sc->static_configs = ps_arena_calloc(c->a, cnt, sizeof(ps_target_group_t));
-            for (size_t i = 0; i < cnt; i++) {
-                size_t o2 = push_idx(c, i);
-                if ((rc = parse_static(c, seq_at(c, v, i), &sc->static_configs[i])) != 0)
-                    return rc;
-                pop(c, o2);
-                sc->nstatic++;
-            }
+            rc = parse_list(c, v, "static configs ({targets, labels})", sizeof(ps_target_group_t),
+                            (void **)&sc->static_configs, &sc->nstatic, static_elem);
         } else if (strcmp(key, "file_sd_configs") == 0) {
-            if ((rc = want_seq(c, v, "file_sd configs")) != 0)
-                return rc;
-            size_t cnt = seq_len(v);
-            sc->file_sd = ps_arena_calloc(c->a, cnt, sizeof(ps_file_sd_t));
-            for (size_t i = 0; i < cnt; i++) {
-                size_t o2 = push_idx(c, i);
-                if ((rc = parse_file_sd(c, seq_at(c, v, i), &sc->file_sd[i])) != 0)
-                    return rc;
-                pop(c, o2);
-                sc->nfile_sd++;
-            }
+            rc = parse_list(c, v, "file_sd configs", sizeof(ps_file_sd_t), (void **)&sc->file_sd, &sc->nfile_sd,
+                            file_sd_elem);
         } else if (strcmp(key, "http_sd_configs") == 0) {
-            if ((rc = want_seq(c, v, "http_sd configs")) != 0)
-                return rc;
-            size_t cnt = seq_len(v);
-            sc->http_sd = ps_arena_calloc(c->a, cnt, sizeof(ps_http_sd_t));
-            for (size_t i = 0; i < cnt; i++) {
-                size_t o2 = push_idx(c, i);
-                if ((rc = parse_http_sd(c, seq_at(c, v, i), &sc->http_sd[i])) != 0)
-                    return rc;
-                pop(c, o2);
-                sc->nhttp_sd++;
-            }
+            rc = parse_list(c, v, "http_sd configs", sizeof(ps_http_sd_t), (void **)&sc->http_sd, &sc->nhttp_sd,
+                            http_sd_elem);
         } else if (strcmp(key, "relabel_configs") == 0) {
-            if ((rc = want_seq(c, v, "relabel configs")) != 0)
-                return rc;
-            size_t cnt = seq_len(v);
-            sc->relabel = ps_arena_calloc(c->a, cnt, sizeof(ps_relabel_t));
-            for (size_t i = 0; i < cnt; i++) {
-                size_t o2 = push_idx(c, i);
-                if ((rc = parse_relabel(c, seq_at(c, v, i), &sc->relabel[i])) != 0)
-                    return rc;
-                pop(c, o2);
-                sc->nrelabel++;
-            }
+            rc = parse_list(c, v, "relabel configs", sizeof(ps_relabel_t), (void **)&sc->relabel, &sc->nrelabel,
+                            relabel_elem);
         } else if (strcmp(key, "profiling_config") == 0) {
             profiling = v; /* parsed below, once the timeout is known */
         } else if (strcmp(key, "honor_labels") == 0 || strcmp(key, "honor_timestamps") == 0 ||
