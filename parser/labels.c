@@ -23,24 +23,6 @@ static int hexval(char c)
     return -1;
 }
 
-static void put_utf8(ps_buf_t *b, uint32_t cp)
-{
-    if (cp < 0x80) {
-        ps_buf_putc(b, (uint8_t)cp);
-    } else if (cp < 0x800) {
-        ps_buf_putc(b, (uint8_t)(0xc0 | (cp >> 6)));
-        ps_buf_putc(b, (uint8_t)(0x80 | (cp & 0x3f)));
-    } else if (cp < 0x10000) {
-        ps_buf_putc(b, (uint8_t)(0xe0 | (cp >> 12)));
-        ps_buf_putc(b, (uint8_t)(0x80 | ((cp >> 6) & 0x3f)));
-        ps_buf_putc(b, (uint8_t)(0x80 | (cp & 0x3f)));
-    } else {
-        ps_buf_putc(b, (uint8_t)(0xf0 | (cp >> 18)));
-        ps_buf_putc(b, (uint8_t)(0x80 | ((cp >> 12) & 0x3f)));
-        ps_buf_putc(b, (uint8_t)(0x80 | ((cp >> 6) & 0x3f)));
-        ps_buf_putc(b, (uint8_t)(0x80 | (cp & 0x3f)));
-    }
-}
 
 int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, char **out, size_t *outlen,
                     ps_err_t *err)
@@ -139,7 +121,7 @@ int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, cha
                     ret = err_at(err, at, "escape sequence is an invalid Unicode code point%s", "");
                     goto Exit;
                 }
-                put_utf8(&b, v);
+                ps_buf_put_utf8(&b, v);
             }
             break;
         }

@@ -308,24 +308,6 @@ static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
     return len;
 }
 
-static void utf8_put(ps_buf_t *out, uint32_t cp)
-{
-    if (cp < 0x80) {
-        ps_buf_putc(out, (uint8_t)cp);
-    } else if (cp < 0x800) {
-        ps_buf_putc(out, (uint8_t)(0xc0 | (cp >> 6)));
-        ps_buf_putc(out, (uint8_t)(0x80 | (cp & 0x3f)));
-    } else if (cp < 0x10000) {
-        ps_buf_putc(out, (uint8_t)(0xe0 | (cp >> 12)));
-        ps_buf_putc(out, (uint8_t)(0x80 | ((cp >> 6) & 0x3f)));
-        ps_buf_putc(out, (uint8_t)(0x80 | (cp & 0x3f)));
-    } else {
-        ps_buf_putc(out, (uint8_t)(0xf0 | (cp >> 18)));
-        ps_buf_putc(out, (uint8_t)(0x80 | ((cp >> 12) & 0x3f)));
-        ps_buf_putc(out, (uint8_t)(0x80 | ((cp >> 6) & 0x3f)));
-        ps_buf_putc(out, (uint8_t)(0x80 | (cp & 0x3f)));
-    }
-}
 
 static void change_case(ps_buf_t *out, const char *s, size_t n, bool upper)
 {
@@ -338,7 +320,7 @@ static void change_case(ps_buf_t *out, const char *s, size_t n, bool upper)
             ps_buf_putc(out, p[i++]); /* invalid byte: unchanged */
             continue;
         }
-        utf8_put(out, map_case(cp, upper));
+        ps_buf_put_utf8(out, map_case(cp, upper));
         i += len;
     }
 }

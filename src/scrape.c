@@ -106,6 +106,7 @@ typedef struct target {
     bool parked;            /* due while its CPU profile runs: back in the heap when it ends */
     bool running;           /* its transfer is in the multi handle */
     bool stale;             /* the configuration changed: make a new easy handle at the next scrape */
+    size_t max_body;        /* largest body accepted (ps_scraper_opts_t.max_body) */
 } target_t;
 
 typedef struct dropped {
@@ -720,8 +721,6 @@ static void apply_config(ps_scraper_t *s, ps_config_t *cfg)
 
 /* ---- transfers ---- */
 
-size_t ps_scrape_max_body = 64u << 20;
-
 /* http_sd answers (bounded: an SD list is small) */
 static size_t on_body(char *p, size_t size, size_t nmemb, void *ctx)
 {
@@ -738,7 +737,7 @@ static size_t on_target_body(char *p, size_t size, size_t nmemb, void *ctx)
 {
     target_t *t = ctx;
     size_t n = size * nmemb;
-    if (t->body.len + n > ps_scrape_max_body) {
+    if (t->body.len + n > t->max_body) {
         t->too_big = true;
         return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
     }
@@ -831,6 +830,7 @@ static void start_scrape(ps_scraper_t *s, target_t *t, int64_t mono)
         setup_client(e, cl, &t->headers);
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
     }
+    t->max_body = s->opts.max_body;
     t->too_big = false;
     t->errbuf[0] = 0;
     ps_buf_reset(&t->body);
@@ -1051,7 +1051,7 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &ctype);
     if (t->too_big) {
-        snprintf(err, sizeof(err), "body exceeds the limit of %zu bytes", ps_scrape_max_body);
+        snprintf(err, sizeof(err), "body exceeds the limit of %zu bytes", t->max_body);
         goto Fail;
     }
     if (res != CURLE_OK) {
@@ -1405,8 +1405,8 @@ ps_scraper_t *ps_scraper_start(ps_config_t *cfg, ps_writer_t *writer, const ps_s
     curl_global_init(CURL_GLOBAL_DEFAULT);
     ps_scraper_t *s = ps_xcalloc(1, sizeof(*s));
     s->opts = *o;
-    if (o->max_body)
-        ps_scrape_max_body = o->max_body;
+    if (s->opts.max_body == 0)
+        s->opts.max_body = 64u << 20;
     s->writer = writer;
     pthread_mutex_init(&s->mu, NULL);
     s->multi = curl_multi_init();

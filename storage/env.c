@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "core/timeutil.h"
 #include "internal.h"
 
 static const struct {
@@ -26,12 +27,6 @@ static const struct {
     [DB_CHUNKS] = {"chunks", 0},
 };
 
-int64_t ps_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 int ps_lmdb_err(ps_err_t *err, int rc, const char *what)
 {
@@ -109,7 +104,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
     s->opts = *o;
     s->dir = ps_xstrndup(o->dir, strlen(o->dir));
     s->opts.dir = s->dir;
-    s->opened_wall = ps_now_ns();
+    s->opened_wall = ps_time_now();
     ps_hmap_init(&s->sym_cache);
     ps_hmap_init(&s->tree_cache);
     ps_hmap_init(&s->stack_cache);

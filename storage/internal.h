@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include "core/hash.h"
+#include "core/timeutil.h"
 #include "core/varint.h"
 #include "store.h"
 
@@ -121,7 +122,6 @@ static inline void ps_key_sid_ts(uint8_t k[16], uint64_t sid, int64_t ts)
     ps_enc_be64(k + 8, ps_ts_key(ts));
 }
 
-int64_t ps_now_ns(void);
 
 
 

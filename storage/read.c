@@ -224,72 +224,6 @@ static int emit_chunk(const void *p, size_t n, int64_t start, int64_t end, bool 
     return 0;
 }
 
-int ps_reader_profiles(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, bool meta_only,
-                       int (*cb)(void *ctx, const ps_stored_profile_t *p), void *ctx, ps_err_t *err)
-{
-    ps_arena_t a = PS_ARENA_INIT;
-    MDB_cursor *cur = NULL;
-    int ret = 0, rc;
-    uint8_t kb[16];
-    MDB_val k, v;
-    if (start > end)
-        return 0;
-    /* chunks: keyed by max_ts, so the first chunk that can hold start is the first key >= start */
-    if ((rc = mdb_cursor_open(r->txn, r->store->dbi[DB_CHUNKS], &cur)) != 0) {
-        ret = ps_lmdb_err(err, rc, "opening chunk cursor");
-        goto Exit;
-    }
-    ps_key_sid_ts(kb, sid, start);
-    k = ps_mval(kb, 16);
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
-        ps_chunk_header_t h;
-        if (ps_chunk_header(v.mv_data, v.mv_size, &h) != 0) {
-            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged chunk", (unsigned long long)sid);
-            goto Exit;
-        }
-        if (h.min_ts > end)
-            break;
-        ps_arena_reset(&a);
-        if ((ret = emit_chunk(v.mv_data, v.mv_size, start, end, meta_only, cb, ctx, &a, err)) != 0)
-            goto Exit;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-    }
-    mdb_cursor_close(cur);
-    cur = NULL;
-    /* head records */
-    if ((rc = mdb_cursor_open(r->txn, r->store->dbi[DB_HEAD], &cur)) != 0) {
-        ret = ps_lmdb_err(err, rc, "opening head cursor");
-        goto Exit;
-    }
-    ps_key_sid_ts(kb, sid, start);
-    k = ps_mval(kb, 16);
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
-        int64_t ts = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
-        if (ts > end)
-            break;
-        ps_stored_profile_t sp;
-        ps_arena_reset(&a);
-        if (ps_head_decode(v.mv_data, v.mv_size, meta_only ? NULL : &a, &sp) != 0) {
-            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged head record at %lld", (unsigned long long)sid,
-                             (long long)ts);
-            goto Exit;
-        }
-        sp.ts = ts;
-        if (meta_only)
-            sp.n = 0;
-        if ((ret = cb(ctx, &sp)) != 0)
-            goto Exit;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-    }
-Exit:
-    if (cur)
-        mdb_cursor_close(cur);
-    ps_arena_dispose(&a);
-    return ret;
-}
-
 static void info_add(ps_sum_info_t *info, int64_t ts, int64_t duration, int64_t period, int64_t total)
 {
     if (info == NULL)
@@ -305,80 +239,151 @@ static void info_add(ps_sum_info_t *info, int64_t ts, int64_t duration, int64_t 
     info->total += total;
 }
 
+/*
+ * Visits what series sid holds in [start, end], oldest first: the chunks that may overlap it (keyed
+ * by max_ts, so one seek finds the first; the walk stops at the first whose min_ts is past end),
+ * then the head records inside it. A visitor returns 0 to go on, anything else to stop with it.
+ * Every chunk header is checked before a visitor sees it.
+ */
+typedef struct walk {
+    ps_reader_t *r;
+    uint64_t sid;
+    int64_t start, end;
+    ps_arena_t arena; /* reset before each visit */
+    ps_err_t *err;
+    int (*on_chunk)(struct walk *w, const void *p, size_t n);
+    int (*on_head)(struct walk *w, int64_t ts, const void *p, size_t n);
+    void *ctx;
+} walk_t;
+
+static int walk_db(walk_t *w, int db)
+{
+    MDB_cursor *cur;
+    uint8_t kb[16];
+    MDB_val k, v;
+    int ret = 0, rc = mdb_cursor_open(w->r->txn, w->r->store->dbi[db], &cur);
+    if (rc)
+        return ps_lmdb_err(w->err, rc, "opening cursor");
+    ps_key_sid_ts(kb, w->sid, w->start);
+    k = ps_mval(kb, 16);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    while (rc == 0 && ret == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == w->sid) {
+        ps_arena_reset(&w->arena);
+        if (db == DB_CHUNKS) {
+            ps_chunk_header_t h;
+            if (ps_chunk_header(v.mv_data, v.mv_size, &h) != 0)
+                ret = ps_err_set(w->err, PS_ECORRUPT, "series %llu: damaged chunk", (unsigned long long)w->sid);
+            else if (h.min_ts > w->end)
+                break;
+            else
+                ret = w->on_chunk(w, v.mv_data, v.mv_size);
+        } else {
+            int64_t ts = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
+            if (ts > w->end)
+                break;
+            ret = w->on_head(w, ts, v.mv_data, v.mv_size);
+        }
+        if (ret == 0)
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    if (ret == 0 && rc != 0 && rc != MDB_NOTFOUND)
+        ret = ps_lmdb_err(w->err, rc, "reading series data");
+    return ret;
+}
+
+static int walk_series(walk_t *w)
+{
+    int ret = 0;
+    if (w->start <= w->end && (ret = walk_db(w, DB_CHUNKS)) == 0)
+        ret = walk_db(w, DB_HEAD);
+    ps_arena_dispose(&w->arena);
+    return ret;
+}
+
+static int head_damaged(walk_t *w, int64_t ts)
+{
+    return ps_err_set(w->err, PS_ECORRUPT, "series %llu: damaged head record at %lld", (unsigned long long)w->sid,
+                      (long long)ts);
+}
+
+typedef struct profiles_ctx {
+    bool meta_only;
+    int (*cb)(void *ctx, const ps_stored_profile_t *p);
+    void *ctx;
+} profiles_ctx_t;
+
+static int profiles_chunk(walk_t *w, const void *p, size_t n)
+{
+    profiles_ctx_t *c = w->ctx;
+    return emit_chunk(p, n, w->start, w->end, c->meta_only, c->cb, c->ctx, &w->arena, w->err);
+}
+
+static int profiles_head(walk_t *w, int64_t ts, const void *p, size_t n)
+{
+    profiles_ctx_t *c = w->ctx;
+    ps_stored_profile_t sp;
+    if (ps_head_decode(p, n, c->meta_only ? NULL : &w->arena, &sp) != 0)
+        return head_damaged(w, ts);
+    sp.ts = ts;
+    if (c->meta_only)
+        sp.n = 0;
+    return c->cb(c->ctx, &sp);
+}
+
+int ps_reader_profiles(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, bool meta_only,
+                       int (*cb)(void *ctx, const ps_stored_profile_t *p), void *ctx, ps_err_t *err)
+{
+    profiles_ctx_t c = {meta_only, cb, ctx};
+    walk_t w = {r, sid, start, end, PS_ARENA_INIT, err, profiles_chunk, profiles_head, &c};
+    return walk_series(&w);
+}
+
+typedef struct sum_ctx {
+    void (*on_node)(void *ctx, uint64_t node, int64_t value);
+    void *ctx;
+    ps_sum_info_t *info;
+} sum_ctx_t;
+
+static int sum_chunk(walk_t *w, const void *p, size_t n)
+{
+    sum_ctx_t *c = w->ctx;
+    ps_chunk_data_t d;
+    int ret = ps_chunk_decode_meta(p, n, &w->arena, &d, w->err);
+    if (ret)
+        return ret;
+    uint32_t from = 0, to = d.n;
+    while (from < d.n && d.ts[from] < w->start)
+        from++;
+    while (to > from && d.ts[to - 1] > w->end)
+        to--;
+    if (from == to)
+        return 0;
+    for (uint32_t i = from; i < to; i++)
+        info_add(c->info, d.ts[i], d.durations[i], d.periods[i], d.totals[i]);
+    return c->on_node ? ps_chunk_sum_range(p, n, from, to, c->on_node, c->ctx, w->err) : 0;
+}
+
+static int sum_head(walk_t *w, int64_t ts, const void *p, size_t n)
+{
+    sum_ctx_t *c = w->ctx;
+    ps_stored_profile_t sp;
+    if (ps_head_decode(p, n, c->on_node ? &w->arena : NULL, &sp) != 0)
+        return head_damaged(w, ts);
+    info_add(c->info, ts, sp.duration, sp.period, sp.total);
+    if (c->on_node)
+        for (uint32_t i = 0; i < sp.n; i++)
+            c->on_node(c->ctx, sp.nodes[i], sp.values[i]);
+    return 0;
+}
+
 int ps_reader_sum(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
                   void (*on_node)(void *ctx, uint64_t node, int64_t value), void *ctx, ps_sum_info_t *info,
                   ps_err_t *err)
 {
-    ps_arena_t a = PS_ARENA_INIT;
-    MDB_cursor *cur = NULL;
-    int ret = 0, rc;
-    uint8_t kb[16];
-    MDB_val k, v;
-    if (start > end)
-        return 0;
-    if ((rc = mdb_cursor_open(r->txn, r->store->dbi[DB_CHUNKS], &cur)) != 0) {
-        ret = ps_lmdb_err(err, rc, "opening chunk cursor");
-        goto Exit;
-    }
-    ps_key_sid_ts(kb, sid, start);
-    k = ps_mval(kb, 16);
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
-        ps_chunk_header_t h;
-        if (ps_chunk_header(v.mv_data, v.mv_size, &h) != 0) {
-            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged chunk", (unsigned long long)sid);
-            goto Exit;
-        }
-        if (h.min_ts > end)
-            break;
-        ps_chunk_data_t d;
-        ps_arena_reset(&a);
-        if ((ret = ps_chunk_decode_meta(v.mv_data, v.mv_size, &a, &d, err)) != 0)
-            goto Exit;
-        uint32_t from = 0, to = d.n;
-        while (from < d.n && d.ts[from] < start)
-            from++;
-        while (to > from && d.ts[to - 1] > end)
-            to--;
-        if (from < to) {
-            for (uint32_t i = from; i < to; i++)
-                info_add(info, d.ts[i], d.durations[i], d.periods[i], d.totals[i]);
-            if (on_node && (ret = ps_chunk_sum_range(v.mv_data, v.mv_size, from, to, on_node, ctx, err)) != 0)
-                goto Exit;
-        }
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-    }
-    mdb_cursor_close(cur);
-    cur = NULL;
-    if ((rc = mdb_cursor_open(r->txn, r->store->dbi[DB_HEAD], &cur)) != 0) {
-        ret = ps_lmdb_err(err, rc, "opening head cursor");
-        goto Exit;
-    }
-    ps_key_sid_ts(kb, sid, start);
-    k = ps_mval(kb, 16);
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
-        int64_t ts = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
-        if (ts > end)
-            break;
-        ps_stored_profile_t sp;
-        ps_arena_reset(&a);
-        if (ps_head_decode(v.mv_data, v.mv_size, on_node ? &a : NULL, &sp) != 0) {
-            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged head record at %lld", (unsigned long long)sid,
-                             (long long)ts);
-            goto Exit;
-        }
-        info_add(info, ts, sp.duration, sp.period, sp.total);
-        if (on_node)
-            for (uint32_t i = 0; i < sp.n; i++)
-                on_node(ctx, sp.nodes[i], sp.values[i]);
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-    }
-Exit:
-    if (cur)
-        mdb_cursor_close(cur);
-    ps_arena_dispose(&a);
-    return ret;
+    sum_ctx_t c = {on_node, ctx, info};
+    walk_t w = {r, sid, start, end, PS_ARENA_INIT, err, sum_chunk, sum_head, &c};
+    return walk_series(&w);
 }
 
 int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err)

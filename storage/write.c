@@ -250,7 +250,7 @@ static int append_one(ps_store_t *s, MDB_txn *txn, ps_append_t *it, bool check, 
                 st->head_min_ts = it->ts;
             st->head_count++;
             st->last_ts = it->ts;
-            st->last_append_wall = ps_now_ns();
+            st->last_append_wall = ps_time_now();
             if (st->head_count == s->opts.compact_max_profiles && !check) {
                 if (s->ndue == s->capdue) {
                     s->capdue = s->capdue ? s->capdue * 2 : 64;
@@ -277,7 +277,7 @@ int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t 
     MDB_txn *txn = NULL;
     int rc, ret = 0;
     ps_arena_t a = PS_ARENA_INIT;
-    int64_t now = ps_now_ns();
+    int64_t now = ps_time_now();
 
     if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) {
         ret = ps_lmdb_err(err, rc, "starting write transaction");

@@ -386,25 +386,11 @@ static int unescape_name(const char *s, size_t n, ps_arena_t *a, const char **ou
             cp = cp * 16 + (uint32_t)v;
             j++;
         }
-        if (j >= n || j == i + 1 || cp > 0x10ffff) {
+        if (j >= n || j == i + 1 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
             ps_buf_dispose(&b);
             return -1;
         }
-        if (cp < 0x80) {
-            ps_buf_putc(&b, (uint8_t)cp);
-        } else if (cp < 0x800) {
-            ps_buf_putc(&b, (uint8_t)(0xc0 | (cp >> 6)));
-            ps_buf_putc(&b, (uint8_t)(0x80 | (cp & 0x3f)));
-        } else if (cp < 0x10000) {
-            ps_buf_putc(&b, (uint8_t)(0xe0 | (cp >> 12)));
-            ps_buf_putc(&b, (uint8_t)(0x80 | ((cp >> 6) & 0x3f)));
-            ps_buf_putc(&b, (uint8_t)(0x80 | (cp & 0x3f)));
-        } else {
-            ps_buf_putc(&b, (uint8_t)(0xf0 | (cp >> 18)));
-            ps_buf_putc(&b, (uint8_t)(0x80 | ((cp >> 12) & 0x3f)));
-            ps_buf_putc(&b, (uint8_t)(0x80 | ((cp >> 6) & 0x3f)));
-            ps_buf_putc(&b, (uint8_t)(0x80 | (cp & 0x3f)));
-        }
+        ps_buf_put_utf8(&b, cp);
         i = j;
     }
     *out = ps_arena_strndup(a, b.len ? (const char *)b.data : "", b.len);

@@ -84,6 +84,25 @@ void ps_buf_printf(ps_buf_t *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+void ps_buf_put_utf8(ps_buf_t *b, uint32_t cp)
+{
+    if (cp < 0x80) {
+        ps_buf_putc(b, (uint8_t)cp);
+    } else if (cp < 0x800) {
+        ps_buf_putc(b, (uint8_t)(0xc0 | (cp >> 6)));
+        ps_buf_putc(b, (uint8_t)(0x80 | (cp & 0x3f)));
+    } else if (cp < 0x10000) {
+        ps_buf_putc(b, (uint8_t)(0xe0 | (cp >> 12)));
+        ps_buf_putc(b, (uint8_t)(0x80 | ((cp >> 6) & 0x3f)));
+        ps_buf_putc(b, (uint8_t)(0x80 | (cp & 0x3f)));
+    } else {
+        ps_buf_putc(b, (uint8_t)(0xf0 | (cp >> 18)));
+        ps_buf_putc(b, (uint8_t)(0x80 | ((cp >> 12) & 0x3f)));
+        ps_buf_putc(b, (uint8_t)(0x80 | ((cp >> 6) & 0x3f)));
+        ps_buf_putc(b, (uint8_t)(0x80 | (cp & 0x3f)));
+    }
+}
+
 void ps_buf_json_str(ps_buf_t *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";

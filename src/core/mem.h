@@ -36,6 +36,8 @@ static inline void ps_buf_putc(ps_buf_t *b, uint8_t c)
 /** Appends a string literal (its length computed at compile time). */
 #define PS_BUF_LIT(b, lit) ps_buf_append((b), (lit), sizeof(lit) - 1)
 void ps_buf_printf(ps_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Appends code point cp (<= 0x10FFFF, not a surrogate: callers check) encoded as UTF-8. */
+void ps_buf_put_utf8(ps_buf_t *b, uint32_t cp);
 /** Appends s as a JSON string literal (with quotes), escaping as RFC 8259 requires. */
 void ps_buf_json_str(ps_buf_t *b, const char *s, size_t n);
 

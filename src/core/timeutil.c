@@ -67,10 +67,8 @@ int ps_parse_duration(const char *s, size_t n, int allow_float, int64_t *ns, ps_
         int u = -1;
         for (int k = 0; k < 7; k++) {
             size_t ul = strlen(units[k].unit);
-            if (i + ul <= n && memcmp(s + i, units[k].unit, ul) == 0 && !(k == 3 - 2 && 0)) {
-                /* "m" must not match the "m" of "ms" */
-                if (k == 2 && i + 1 < n && s[i + 1] == 's')
-                    continue;
+            /* "ms" comes first in the table, so "m" never takes the "m" of "ms" */
+            if (i + ul <= n && memcmp(s + i, units[k].unit, ul) == 0) {
                 u = k;
                 i += ul;
                 break;
@@ -79,13 +77,10 @@ int ps_parse_duration(const char *s, size_t n, int allow_float, int64_t *ns, ps_
         if (u < 0)
             return ps_err_set(err, PS_EINVAL, "not a valid duration string: \"%.*s\" (units are ms, s, m, h, d, w, y)",
                               (int)n, s);
-        /* units must go from big to small: y w d h m s ms */
-        static const int order[] = {6, 5, 4, 3, 2, 1, 0}; /* rank by index: ms=0 ... */
-        (void)order;
-        int rank = u == 0 ? 0 : u; /* ms < s < m < h < d < w < y by index already */
-        if (last_unit >= 0 && rank >= last_unit)
+        /* units go from big to small (y w d h m s ms): their index here grows with their size */
+        if (last_unit >= 0 && u >= last_unit)
             return ps_err_set(err, PS_EINVAL, "not a valid duration string: \"%.*s\" (units out of order)", (int)n, s);
-        last_unit = rank;
+        last_unit = u;
         if (v > (uint64_t)INT64_MAX / (uint64_t)units[u].ns || total > INT64_MAX - (int64_t)v * units[u].ns)
             return ps_err_set(err, PS_EINVAL, "duration out of range: \"%.*s\"", (int)n, s);
         total += (int64_t)v * units[u].ns;
