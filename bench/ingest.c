@@ -87,17 +87,6 @@ static void usage(void)
           stderr);
 }
 
-static uint64_t num_arg(const char *flag, const char *v)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || *end || end == v) {
-        fprintf(stderr, "bench_ingest: %s: \"%s\" is not a number\n", flag, v);
-        exit(2);
-    }
-    return x;
-}
 
 static void parse(int argc, char **argv, opts_t *o)
 {
@@ -130,25 +119,25 @@ static void parse(int argc, char **argv, opts_t *o)
             o->keep = 1;
         } else if (!strcmp(a, "-n") || !strcmp(a, "--profiles")) {
             NEEDV();
-            o->n = num_arg(a, v);
+            o->n = ps_bench_num_arg("bench_ingest", a, v);
         } else if (!strcmp(a, "--conns")) {
             NEEDV();
-            o->conns = (uint32_t)num_arg(a, v);
+            o->conns = (uint32_t)ps_bench_num_arg("bench_ingest", a, v);
         } else if (!strcmp(a, "--series")) {
             NEEDV();
-            o->series = (uint32_t)num_arg(a, v);
+            o->series = (uint32_t)ps_bench_num_arg("bench_ingest", a, v);
         } else if (!strcmp(a, "--jobs")) {
             NEEDV();
-            o->jobs = (uint32_t)num_arg(a, v);
+            o->jobs = (uint32_t)ps_bench_num_arg("bench_ingest", a, v);
         } else if (!strcmp(a, "--heap-every")) {
             NEEDV();
-            o->heap_every = (uint32_t)num_arg(a, v);
+            o->heap_every = (uint32_t)ps_bench_num_arg("bench_ingest", a, v);
         } else if (!strcmp(a, "--threads")) {
             NEEDV();
             o->threads = v;
         } else if (!strcmp(a, "--t0")) {
             NEEDV();
-            o->t0 = (long long)num_arg(a, v);
+            o->t0 = (long long)ps_bench_num_arg("bench_ingest", a, v);
         } else if (!strcmp(a, "--phase")) {
             NEEDV();
             o->do_sync = !strcmp(v, "sync");

@@ -80,17 +80,6 @@ static void usage(void)
           stderr);
 }
 
-static uint64_t num_arg(const char *flag, const char *v)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || *end || end == v) {
-        fprintf(stderr, "bench_query: %s: \"%s\" is not a number\n", flag, v);
-        exit(2);
-    }
-    return x;
-}
 
 static void parse(int argc, char **argv, opts_t *o)
 {
@@ -120,13 +109,13 @@ static void parse(int argc, char **argv, opts_t *o)
             snprintf(o->profstore, sizeof(o->profstore), "%s", v);
         } else if (!strcmp(a, "--series")) {
             NEEDV();
-            o->series = (uint32_t)num_arg(a, v);
+            o->series = (uint32_t)ps_bench_num_arg("bench_query", a, v);
         } else if (!strcmp(a, "--profiles-per-series")) {
             NEEDV();
-            o->pps = (uint32_t)num_arg(a, v);
+            o->pps = (uint32_t)ps_bench_num_arg("bench_query", a, v);
         } else if (!strcmp(a, "--seed")) {
             NEEDV();
-            o->seed = num_arg(a, v);
+            o->seed = ps_bench_num_arg("bench_query", a, v);
         } else if (!strcmp(a, "--data-dir")) {
             NEEDV();
             o->data_dir = v;
@@ -134,10 +123,10 @@ static void parse(int argc, char **argv, opts_t *o)
             o->reload = 1;
         } else if (!strcmp(a, "--conns")) {
             NEEDV();
-            o->conns = (uint32_t)num_arg(a, v);
+            o->conns = (uint32_t)ps_bench_num_arg("bench_query", a, v);
         } else if (!strcmp(a, "--compact-max")) {
             NEEDV();
-            o->compact_max = (uint32_t)num_arg(a, v);
+            o->compact_max = (uint32_t)ps_bench_num_arg("bench_query", a, v);
         } else if (!strcmp(a, "--compact-window")) {
             NEEDV();
             o->compact_window = v;
@@ -148,10 +137,10 @@ static void parse(int argc, char **argv, opts_t *o)
             o->sync = 1;
         } else if (!strcmp(a, "--runs")) {
             NEEDV();
-            o->runs = (uint32_t)num_arg(a, v);
+            o->runs = (uint32_t)ps_bench_num_arg("bench_query", a, v);
         } else if (!strcmp(a, "--pprof-runs")) {
             NEEDV();
-            o->pprof_runs = (uint32_t)num_arg(a, v);
+            o->pprof_runs = (uint32_t)ps_bench_num_arg("bench_query", a, v);
         } else if (!strcmp(a, "--go")) {
             NEEDV();
             o->go = v;

@@ -65,17 +65,6 @@ static void usage(void)
           stderr);
 }
 
-static uint64_t num_arg(const char *flag, const char *v)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || *end || end == v) {
-        fprintf(stderr, "bench_storage: %s: \"%s\" is not a number\n", flag, v);
-        exit(2);
-    }
-    return x;
-}
 
 static void parse(int argc, char **argv, opts_t *o)
 {
@@ -108,19 +97,19 @@ static void parse(int argc, char **argv, opts_t *o)
             o->keep = 1;
         } else if (!strcmp(a, "--series")) {
             NEEDV();
-            o->series = (uint32_t)num_arg(a, v);
+            o->series = (uint32_t)ps_bench_num_arg("bench_storage", a, v);
         } else if (!strcmp(a, "--profiles-per-series")) {
             NEEDV();
-            o->pps = (uint32_t)num_arg(a, v);
+            o->pps = (uint32_t)ps_bench_num_arg("bench_storage", a, v);
         } else if (!strcmp(a, "--seed")) {
             NEEDV();
-            o->seed = num_arg(a, v);
+            o->seed = ps_bench_num_arg("bench_storage", a, v);
         } else if (!strcmp(a, "--conns")) {
             NEEDV();
-            o->conns = (uint32_t)num_arg(a, v);
+            o->conns = (uint32_t)ps_bench_num_arg("bench_storage", a, v);
         } else if (!strcmp(a, "--compact-max")) {
             NEEDV();
-            o->compact_max = (uint32_t)num_arg(a, v);
+            o->compact_max = (uint32_t)ps_bench_num_arg("bench_storage", a, v);
         } else if (!strcmp(a, "--compact-window")) {
             NEEDV();
             o->compact_window = v;

@@ -685,3 +685,15 @@ void ps_bench_urlencode(const char *s, char *out, size_t n)
     }
     out[o] = 0;
 }
+
+uint64_t ps_bench_num_arg(const char *prog, const char *flag, const char *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = v ? strtoull(v, &end, 10) : 0;
+    if (v == NULL || errno || *end || end == v) {
+        fprintf(stderr, "%s: %s: \"%s\" is not a number\n", prog, flag, v ? v : "");
+        exit(2);
+    }
+    return x;
+}

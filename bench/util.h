@@ -112,6 +112,9 @@ void ps_bench_pusher_free(ps_bench_pusher_t *p);
 double ps_bench_quantile(double *v, size_t n, double q);
 
 /** Percent-encodes s into out (RFC 3986 unreserved characters kept). */
+/** A whole-number flag value; prints "PROG: FLAG: "V" is not a number" and exits 2 otherwise. */
+uint64_t ps_bench_num_arg(const char *prog, const char *flag, const char *v);
+
 void ps_bench_urlencode(const char *s, char *out, size_t n);
 
 #endif
