@@ -7,7 +7,7 @@ DATA       ?= ./data
 PYTHON     ?= /usr/bin/python3
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build build-asan run test unit unit-asan integration fuzz bench clean
+.PHONY: all deps build build-asan run test check-includes unit unit-asan integration fuzz bench clean
 
 all: build
 
@@ -41,7 +41,10 @@ integration: build
 fuzz: deps
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
-test: unit unit-asan fuzz integration
+check-includes:
+	@scripts/check-includes.sh
+
+test: check-includes unit unit-asan fuzz integration
 
 bench: build
 	bench/run.sh

@@ -2,19 +2,20 @@
  * main.c - profstore: flags, start-up, signals, clean shutdown.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "scrape.h"
+#include "config/config.h"
+#include "scrape/scrape.h"
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "storage/store.h"
 #include "web/server.h"
-#include "writer.h"
+#include "ingest/ingest.h"
 
 static const char usage[] =
     "usage: profstore [flags]\n"
@@ -176,6 +177,40 @@ static void parse_flags(int argc, char **argv, flags_t *f)
     }
 }
 
+/* The configuration side of the process: the file, the scraper it drives, and the one rule for
+ * (re)loading it, used by SIGHUP and POST /-/reload alike. */
+typedef struct wiring {
+    pthread_mutex_t mu;      /* one reload at a time */
+    const char *config_path; /* NULL without --config */
+    ps_server_t *srv;
+    ps_scraper_opts_t scrape_opts;
+} wiring_t;
+
+/* Applies cfg (taken): starts the scraper on the first configuration, reloads it afterwards. */
+static void apply_config(wiring_t *w, ps_config_t *cfg)
+{
+    if (w->srv->scraper == NULL)
+        w->srv->scraper = ps_scraper_start(cfg, w->srv->writer, &w->scrape_opts);
+    else
+        ps_scraper_reload(w->srv->scraper, cfg);
+}
+
+static int reload_config(void *ctx, ps_err_t *err)
+{
+    wiring_t *w = ctx;
+    ps_config_t *cfg = NULL;
+    pthread_mutex_lock(&w->mu);
+    int rc = ps_config_load(w->config_path, &cfg, err);
+    if (rc == 0) {
+        apply_config(w, cfg);
+        ps_log_info("configuration reloaded", "file=%s", w->config_path);
+    } else {
+        ps_log_error("configuration reload failed; keeping the running configuration", "err=\"%s\"", err->msg);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     flags_t f = {.listen = "127.0.0.1:7070", .data_dir = "./data", .log_level = "info"};
@@ -248,12 +283,18 @@ int main(int argc, char **argv)
         return 1;
     }
     srv.writer = ps_writer_start(store, &wo);
-    srv.config_path = f.config;
-    if (cfg != NULL) {
-        ps_scraper_opts_t sco = {.max_body = f.max_body * 2 > (64u << 20) ? f.max_body * 2 : (64u << 20)};
-        sco.limits = srv.opts.limits;
-        srv.scraper = ps_scraper_start(cfg, srv.writer, &sco);
+    /* a scraped body may be twice a pushed one, and at least 64 MiB (Go heap profiles of big
+     * processes) */
+    wiring_t wiring = {.config_path = f.config, .srv = &srv};
+    pthread_mutex_init(&wiring.mu, NULL);
+    wiring.scrape_opts.max_body = f.max_body * 2 > (64u << 20) ? f.max_body * 2 : (64u << 20);
+    wiring.scrape_opts.limits = srv.opts.limits;
+    if (f.config != NULL) {
+        srv.reload = reload_config;
+        srv.reload_ctx = &wiring;
     }
+    if (cfg != NULL)
+        apply_config(&wiring, cfg);
     if (ps_server_start(&srv, &err) != 0) {
         ps_log_error("cannot start HTTP server", "err=\"%s\"", err.msg);
         return 1;
@@ -268,23 +309,10 @@ int main(int argc, char **argv)
         if (sigwait(&set, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            if (f.config == NULL) {
+            if (f.config == NULL)
                 ps_log_warn("SIGHUP ignored: no --config to reload", NULL);
-                continue;
-            }
-            ps_config_t *ncfg = NULL;
-            if (ps_config_load(f.config, &ncfg, &err) != 0) {
-                ps_log_error("configuration reload failed; keeping the running configuration", "err=\"%s\"", err.msg);
-                continue;
-            }
-            if (srv.scraper == NULL) {
-                ps_scraper_opts_t sco = {.max_body = 64u << 20};
-                sco.limits = srv.opts.limits;
-                srv.scraper = ps_scraper_start(ncfg, srv.writer, &sco);
-            } else {
-                ps_scraper_reload(srv.scraper, ncfg);
-            }
-            ps_log_info("configuration reloaded", "file=%s", f.config);
+            else
+                (void)reload_config(&wiring, &err);
             continue;
         }
         ps_log_info("shutting down", "signal=%s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -292,9 +320,8 @@ int main(int argc, char **argv)
     }
     ps_server_begin_shutdown(&srv);  /* new writes get 503; listeners close */
     ps_scraper_stop(srv.scraper);    /* no new scrapes; those handed to the writer still finish */
-    ps_writer_stop(srv.writer);      /* queued writes finish and are answered */
-    usleep(200 * 1000);              /* let the loops flush those answers */
-    ps_server_stop(&srv);
+    ps_writer_stop(srv.writer);      /* queued writes finish; their answers are queued to the loops */
+    ps_server_stop(&srv);            /* each loop sends those answers, drains, and ends */
     ps_store_close(store);
     ps_log_info("stopped", NULL);
     return 0;

@@ -9,6 +9,7 @@
 
 #include "core/timeutil.h"
 #include "http.h"
+#include "query/query.h"
 #include "internal.h"
 
 typedef struct list_ctx {

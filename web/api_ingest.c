@@ -7,7 +7,7 @@
 #include "core/log.h"
 #include "http.h"
 #include "internal.h"
-#include "src/ingest.h"
+#include "ingest/ingest.h"
 
 typedef struct pending {
     ps_async_t async;
@@ -104,7 +104,7 @@ int ps_api_profiles_write(h2o_req_t *req)
     p->w.ctx = p;
     ps_async_init(&p->async, req, on_complete);
     if (ps_writer_submit(s->writer, &p->w) != 0) {
-        ((void **)p->async.link)[0] = NULL; /* detach from the request */
+        ps_async_cancel(&p->async);
         err = p->w.err;
         goto Fail;
     }

@@ -10,8 +10,8 @@
 #include "internal.h"
 #include "parser/selector.h"
 #include "proto/pprof.h"
-#include "src/query.h"
-#include "src/render.h"
+#include "query/query.h"
+#include "render/render.h"
 
 
 
@@ -21,7 +21,6 @@ typedef struct types_ctx {
     int first;
 } types_ctx_t;
 
-int ps_profile_type_parts(const char *id, ps_arena_t *a, const char *parts[6]);
 
 static int on_type(void *ctx, const char *v, size_t n)
 {

@@ -11,7 +11,7 @@
 #include "http.h"
 #include "internal.h"
 #include "parser/selector.h"
-#include "src/query.h"
+#include "query/query.h"
 
 #define ALL_START INT64_MIN
 #define ALL_END INT64_MAX

@@ -7,9 +7,8 @@
 #include "core/timeutil.h"
 #include "http.h"
 #include "internal.h"
-#include "src/config.h"
-#include "src/scrape.h"
-#include "src/writer.h"
+#include "scrape/scrape.h"
+#include "ingest/ingest.h"
 
 int ps_api_healthy(h2o_req_t *req)
 {
@@ -124,7 +123,7 @@ static int admin(h2o_req_t *req, ps_wreq_kind_t kind)
     ad->w.ctx = ad;
     ps_async_init(&ad->async, req, on_admin_complete);
     if (ps_writer_submit(s->writer, &ad->w) != 0) {
-        ((void **)ad->async.link)[0] = NULL;
+        ps_async_cancel(&ad->async);
         ps_http_error(req, PS_EUNAVAIL, ad->w.err.msg);
         free(ad);
     }
@@ -162,18 +161,15 @@ int ps_api_targets(h2o_req_t *req)
 int ps_api_reload(h2o_req_t *req)
 {
     ps_server_t *s = ps_http_server(req);
-    if (s->config_path == NULL) {
+    if (s->reload == NULL) {
         ps_http_error(req, PS_EINVAL, "no configuration file: start profstore with --config to reload one");
         return 0;
     }
-    ps_config_t *cfg = NULL;
     ps_err_t err;
-    if (ps_config_load(s->config_path, &cfg, &err) != 0) {
-        /* the running configuration stays */
-        ps_http_error(req, PS_EINVAL, err.msg);
+    if (s->reload(s->reload_ctx, &err) != 0) { /* the running configuration stays */
+        ps_http_error(req, err.code ? err.code : PS_EINVAL, err.msg);
         return 0;
     }
-    ps_scraper_reload(s->scraper, cfg);
     static const char body[] = "{\"status\":\"success\",\"data\":\"configuration reloaded\"}\n";
     ps_http_send(req, 200, "application/json", body, sizeof(body) - 1);
     return 0;

@@ -196,6 +196,12 @@ void ps_async_init(ps_async_t *a, h2o_req_t *req, ps_async_cb cb)
     a->link = l;
 }
 
+void ps_async_cancel(ps_async_t *a)
+{
+    ((async_link_t *)a->link)->a = NULL;
+    a->req = NULL;
+}
+
 void ps_async_complete(ps_async_t *a)
 {
     ps_loop_t *loop = a->loop;

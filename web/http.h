@@ -77,6 +77,9 @@ struct ps_async {
 };
 /** Ties a to req: if the request dies first, a->req becomes NULL. Call on the loop thread. */
 void ps_async_init(ps_async_t *a, h2o_req_t *req, ps_async_cb cb);
+/** Unties a from its request again, for work that was never handed to another thread (the
+ *  request is answered at once instead). Call on the loop thread, before freeing a. */
+void ps_async_cancel(ps_async_t *a);
 /** From any thread: schedules a->on_complete on the request's loop. */
 void ps_async_complete(ps_async_t *a);
 

@@ -59,7 +59,4 @@ int ps_api_debug_profile(h2o_req_t *req);
 #define PS_VERSION "0.1.0"
 #include "ps_revision.h" /* generated at every build: PS_REVISION */
 
-/** Splits a profile type id name:sample_type:sample_unit:period_type:period_unit[:delta] (query.c). */
-int ps_profile_type_parts(const char *id, ps_arena_t *a, const char *parts[6]);
-
 #endif

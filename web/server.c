@@ -15,6 +15,8 @@
 #include "http.h"
 #include "internal.h"
 
+#define DRAIN_MAX_MS 2000
+
 typedef struct impl {
     h2o_globalconf_t config;
     ps_loop_t *loops;
@@ -150,6 +152,14 @@ static void *loop_main(void *arg)
     pthread_barrier_wait(sc->ready);
     while (!l->exit)
         h2o_evloop_run(l->ctx.loop, INT32_MAX);
+    /* Drain: the answers handed over before the exit message (FIFO) are being written; h2o closes
+     * idle connections at once and the others once their response is out. Wait for that, or
+     * at most DRAIN_MAX_MS for a client that does not read its answer. */
+    h2o_context_request_shutdown(&l->ctx);
+    int64_t deadline = ps_time_mono() + DRAIN_MAX_MS * (PS_NS_PER_S / 1000);
+    while ((!h2o_linklist_is_empty(&l->ctx.http1._conns) || !h2o_linklist_is_empty(&l->ctx.http2._conns)) &&
+           ps_time_mono() < deadline)
+        h2o_evloop_run(l->ctx.loop, 10);
     return NULL;
 }
 

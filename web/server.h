@@ -9,9 +9,19 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "core/err.h"
 #include "proto/pprof.h"
-#include "src/writer.h"
 #include "storage/store.h"
+
+/* The rooms the handlers call; main.c creates them and hands them over (their APIs are in
+ * ingest/ingest.h and scrape/scrape.h, which only the handlers' .c files include). */
+struct ps_writer;
+struct ps_scraper;
+
+/** What main.c does for POST /-/reload, the same as for SIGHUP: reads the configuration file
+ *  again and applies it, or keeps the running one and returns the error. Called on an HTTP
+ *  thread: it must be thread-safe. */
+typedef int (*ps_server_reload_fn)(void *ctx, ps_err_t *err);
 
 typedef struct ps_server_opts {
     const char *listen;      /* host:port */
@@ -24,9 +34,10 @@ typedef struct ps_server_opts {
 typedef struct ps_server {
     ps_server_opts_t opts;
     ps_store_t *store;
-    ps_writer_t *writer;
-    struct ps_scraper *scraper;  /* NULL without --config */
-    const char *config_path;     /* for POST /-/reload */
+    struct ps_writer *writer;
+    struct ps_scraper *_Atomic scraper; /* NULL until a configuration is loaded */
+    ps_server_reload_fn reload;  /* NULL without --config */
+    void *reload_ctx;
     int64_t start_time;
     atomic_int stopping;
     atomic_uint_fast64_t requests, errors4xx, errors5xx, ingest_profiles, ingest_bytes, ingest_samples;

@@ -16,13 +16,19 @@ gen=$(mktemp -d "${TMPDIR:-/tmp}/fuzz_pprof_gen.XXXXXX")
 trap 'rm -rf "$gen"' EXIT INT TERM
 
 mkdir -p "$out"
+# the include tree the CMake build gives each library: <prefix>/ -> the source folder
+mkdir -p "$gen/inc"
+ln -s "$root/src/core" "$gen/inc/core"
+ln -s "$root/proto" "$gen/inc/proto"
+ln -s "$root/parser" "$gen/inc/parser"
+ln -s "$root/storage" "$gen/inc/storage"
 protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/profile.proto"
 
 # shellcheck disable=SC2046
 "$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-    -I"$root/src" -I"$root" -I"$gen" $(pkg-config --cflags libprotobuf-c zlib) \
+    -I"$gen/inc" -I"$gen" $(pkg-config --cflags libprotobuf-c zlib) \
     "$here/fuzz_pprof.c" "$root/proto/pprof.c" "$gen/profile.pb-c.c" "$root"/src/core/*.c \
     $(pkg-config --libs libprotobuf-c zlib) -lm -lpthread \
     -o "$out/fuzz_pprof"
@@ -32,7 +38,7 @@ protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/profile.proto"
 "$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-    -I"$root/src" -I"$root" \
+    -I"$gen/inc" \
     "$here/fuzz_chunk.c" "$root/storage/chunk.c" "$root"/src/core/*.c -lm -lpthread \
     -o "$out/fuzz_chunk"
 
@@ -43,7 +49,7 @@ if [ -f "$root/parser/selector.re" ] && [ -f "$here/fuzz_selector.c" ]; then
     "$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
         -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-        -I"$root/src" -I"$root" -I"$root/parser" \
+        -I"$gen/inc" \
         "$here/fuzz_selector.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
         $(pkg-config --libs libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_selector"

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "core/timeutil.h"
 
 #define S PS_NS_PER_S

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <openssl/md5.h>
 
-#include "config.h"
+#include "config/config.h"
 
 typedef struct rules {
     ps_config_t *cfg;

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "core/hash.h"
+#include "core/json.h"
 #include "core/labels.h"
 #include "core/timeutil.h"
 #include "core/varint.h"
@@ -151,6 +153,49 @@ static void test_labels(void **state)
     ps_arena_dispose(&a);
 }
 
+static void test_json_writer(void **state)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    ps_json_t j;
+    ps_json_init(&j, &b);
+    ps_json_obj(&j);
+    ps_json_key(&j, "status");
+    ps_json_cstr(&j, "success");
+    ps_json_key(&j, "data");
+    ps_json_arr(&j);
+    ps_json_int(&j, -3);
+    ps_json_uint(&j, 18446744073709551615ull);
+    ps_json_obj(&j);
+    ps_json_end(&j);
+    ps_json_arr(&j);
+    ps_json_end(&j);
+    ps_json_double(&j, 0.1);
+    ps_json_double(&j, 1e21);
+    ps_json_double(&j, NAN);
+    ps_json_double_str(&j, -INFINITY);
+    ps_json_fixed(&j, 12.3456, 2);
+    ps_json_fixed(&j, -0.001, 2);
+    ps_json_bool(&j, true);
+    ps_json_null(&j);
+    ps_json_cstr(&j, NULL);
+    ps_json_str(&j, "a\"\\\n\x01\xc3\xa9", 7);
+    ps_json_raw(&j, "{\"k\":1}", 7);
+    ps_json_end(&j);
+    ps_json_key(&j, "e");
+    ps_json_obj(&j);
+    ps_json_key(&j, "x");
+    ps_json_arr(&j);
+    ps_json_end(&j);
+    ps_json_end(&j);
+    ps_json_end(&j);
+    assert_int_equal(j.depth, 0);
+    ps_buf_putc(&b, 0);
+    assert_string_equal((char *)b.data,
+                        "{\"status\":\"success\",\"data\":[-3,18446744073709551615,{},[],0.1,1e+21,\"NaN\",\"-Inf\","
+                        "12.35,0.00,true,null,null,\"a\\\"\\\\\\n\\u0001\xc3\xa9\",{\"k\":1}],\"e\":{\"x\":[]}}");
+    ps_buf_dispose(&b);
+}
+
 static void test_durations_and_times(void **state)
 {
     int64_t ns;
@@ -203,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_hmap),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_durations_and_times),
+        cmocka_unit_test(test_json_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,7 @@
 #include <jansson.h>
 
 #include "proto/pprof.h"
-#include "render.h"
+#include "render/render.h"
 
 #ifndef PS_TESTDATA
 #define PS_TESTDATA "../shared/testdata"

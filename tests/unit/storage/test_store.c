@@ -19,7 +19,6 @@
 
 #include "core/timeutil.h"
 #include "proto/pprof.h"
-#include "src/ingest.h"
 #include "storage/store.h"
 
 static const char *testdata(void)
@@ -280,32 +279,76 @@ typedef struct pushed {
     uint8_t *bytes;
 } pushed_t;
 
+/* Parses the tests' own label strings: {a="b",c="d"} (no escapes, no spaces). */
+static uint32_t parse_test_labels(const char *s, ps_arena_t *a, ps_label_pair_t *out, uint32_t max)
+{
+    uint32_t n = 0;
+    assert_true(*s == '{');
+    s++;
+    while (*s && *s != '}') {
+        const char *eq = strchr(s, '='), *q2 = strchr(eq + 2, '"');
+        assert_true(n < max && eq != NULL && eq[1] == '"' && q2 != NULL);
+        out[n].name = ps_arena_strndup(a, s, (size_t)(eq - s));
+        out[n].nlen = (uint32_t)(eq - s);
+        out[n].value = ps_arena_strndup(a, eq + 2, (size_t)(q2 - eq - 2));
+        out[n].vlen = (uint32_t)(q2 - eq - 2);
+        n++;
+        s = q2 + 1;
+        if (*s == ',')
+            s++;
+    }
+    return n;
+}
+
+/* Decodes a fixture and builds its append the way ingest does: one series per sample type, named
+ * by its profile type id NAME:type:unit:period_type:period_unit, with the given labels. */
 static void prepare(pushed_t *p, const fixture_t *f, const char *labels, int64_t ts)
 {
-    char path[1024], tbuf[64];
+    char path[1024];
     snprintf(path, sizeof(path), "%s/%s", testdata(), f->file);
     size_t n = 0;
     p->bytes = read_file(path, &n);
     if (p->bytes == NULL)
         fail_msg("cannot read %s", path);
-    ps_ingest_params_t ip = {0};
-    ip.delta = -1;
-    ip.labels = labels;
-    ip.labels_len = strlen(labels);
-    if (f->name) {
-        ip.name = f->name;
-        ip.name_len = strlen(f->name);
-    }
-    if (ts) {
-        snprintf(tbuf, sizeof(tbuf), "%.3f", (double)ts / 1e9);
-        ip.time = ps_arena_strndup(&p->arena, tbuf, strlen(tbuf));
-        ip.time_len = strlen(tbuf);
-    }
     ps_pprof_limits_t lim;
     ps_pprof_limits_default(&lim);
     ps_err_t err;
-    if (ps_ingest_prepare(p->bytes, n, &ip, &lim, &p->arena, &p->app, &err) != 0)
+    ps_profile_t *prof = ps_arena_calloc(&p->arena, 1, sizeof(*prof));
+    if (ps_pprof_decode(p->bytes, n, &lim, &p->arena, prof, &err) != 0)
         fail_msg("%s: %s", f->file, err.msg);
+    uint32_t nt = prof->ntypes;
+    ps_labels_t *series = ps_arena_calloc(&p->arena, nt, sizeof(ps_labels_t));
+    uint32_t *ti = ps_arena_calloc(&p->arena, nt, sizeof(uint32_t));
+    for (uint32_t i = 0; i < nt; i++) {
+        ps_label_pair_t *pairs = ps_arena_calloc(&p->arena, 16, sizeof(ps_label_pair_t));
+        uint32_t np = parse_test_labels(labels, &p->arena, pairs, 15);
+        ps_str_t st = ps_profile_str(prof, prof->sample_types[i].type), su = ps_profile_str(prof, prof->sample_types[i].unit);
+        ps_str_t pt = ps_profile_str(prof, prof->period_type.type), pu = ps_profile_str(prof, prof->period_type.unit);
+        if (pt.len == 0 && pu.len == 0) {
+            pt = st;
+            pu = su;
+        }
+        char id[256];
+        int idn = snprintf(id, sizeof(id), "%s:%.*s:%.*s:%.*s:%.*s", f->name ? f->name : "test", (int)st.len, st.ptr,
+                           (int)su.len, su.ptr, (int)pt.len, pt.ptr, (int)pu.len, pu.ptr);
+        pairs[np].name = "__name__";
+        pairs[np].nlen = 8;
+        pairs[np].value = ps_arena_strndup(&p->arena, id, (size_t)idn);
+        pairs[np].vlen = (uint32_t)idn;
+        series[i] = (ps_labels_t){np + 1, pairs};
+        if (ps_labels_normalize(&series[i], &err) != 0)
+            fail_msg("%s: %s", f->file, err.msg);
+        ti[i] = i;
+    }
+    p->app.profile = prof;
+    p->app.nseries = nt;
+    p->app.series_labels = series;
+    p->app.type_index = ti;
+    p->app.ts = ts ? ts : (prof->time_nanos > 0 ? prof->time_nanos : ps_time_now());
+    p->app.duration = prof->duration_nanos;
+    p->app.period = prof->period;
+    p->app.series_ids = ps_arena_calloc(&p->arena, nt, sizeof(uint64_t));
+    p->app.series_samples = ps_arena_calloc(&p->arena, nt, sizeof(uint32_t));
 }
 
 static void release(pushed_t *p)

@@ -1,7 +1,7 @@
 /*
  * writer.c - the writer thread (see writer.h).
  */
-#include "writer.h"
+#include "ingest.h"
 
 #include <pthread.h>
 #include <stdbool.h>

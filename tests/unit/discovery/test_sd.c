@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "discovery/discovery.h"
 
 static int parse(const char *text, size_t n, bool yaml, const char *name, ps_arena_t *a, ps_target_group_t **g,
                  uint32_t *ng, ps_err_t *err)

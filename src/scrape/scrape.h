@@ -13,10 +13,10 @@
 #ifndef PS_SCRAPE_H
 #define PS_SCRAPE_H
 
-#include "config.h"
+#include "config/config.h"
 #include "core/mem.h"
 #include "proto/pprof.h"
-#include "writer.h"
+#include "ingest/ingest.h"
 
 typedef struct ps_scraper ps_scraper_t;
 

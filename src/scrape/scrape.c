@@ -13,7 +13,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <glob.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,22 +29,12 @@
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "core/varint.h"
-#include "ingest.h"
+#include "discovery/discovery.h"
+#include "ingest/ingest.h"
 
 #define MAX_JOBS_METRICS 256
 
 /* ---- service discovery state ---- */
-
-typedef struct sd_file {
-    char *path;
-    struct timespec mtime, ctime;
-    off_t size;
-    ino_t ino;
-    ps_arena_t arena;
-    ps_target_group_t *groups;
-    uint32_t ngroups;
-    bool seen; /* matched by the last glob */
-} sd_file_t;
 
 typedef struct sd_http {
     ps_http_sd_t *cfg;
@@ -60,8 +49,7 @@ typedef struct sd_http {
 
 typedef struct pool {
     ps_scrape_config_t *cfg;
-    sd_file_t *files;
-    uint32_t nfiles;
+    ps_filesd_t *files;       /* NULL without file_sd_configs */
     int64_t next_file_refresh;
     sd_http_t *https;
     uint32_t nhttp;
@@ -172,140 +160,11 @@ static job_metrics_t *job_metrics(ps_scraper_t *s, const char *job)
 
 /* ---- file_sd ---- */
 
-static void sd_file_free(sd_file_t *f)
-{
-    free(f->path);
-    ps_arena_dispose(&f->arena);
-}
-
-static uint8_t *read_all(const char *path, size_t *n, size_t max, char *why, size_t whylen)
-{
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL) {
-        snprintf(why, whylen, "%s", strerror(errno));
-        return NULL;
-    }
-    ps_buf_t b = PS_BUF_INIT;
-    char tmp[65536];
-    size_t r;
-    while ((r = fread(tmp, 1, sizeof(tmp), fp)) > 0) {
-        ps_buf_append(&b, tmp, r);
-        if (b.len > max) {
-            snprintf(why, whylen, "file is larger than %zu bytes", max);
-            fclose(fp);
-            ps_buf_dispose(&b);
-            return NULL;
-        }
-    }
-    fclose(fp);
-    *n = b.len;
-    ps_buf_putc(&b, 0);
-    return b.data;
-}
-
-/* Re-globs the patterns of a pool and re-reads the files that changed (or all, when force). */
+/* Re-reads a pool's files (see ps_filesd_refresh); the target set is rebuilt when groups changed. */
 static void refresh_files(ps_scraper_t *s, pool_t *p, bool force)
 {
-    for (uint32_t i = 0; i < p->nfiles; i++)
-        p->files[i].seen = false;
-    for (uint32_t k = 0; k < p->cfg->nfile_sd; k++) {
-        ps_file_sd_t *fsd = &p->cfg->file_sd[k];
-        for (uint32_t j = 0; j < fsd->nfiles; j++) {
-            glob_t g;
-            if (glob(fsd->files[j], 0, NULL, &g) != 0)
-                continue;
-            for (size_t m = 0; m < g.gl_pathc; m++) {
-                const char *path = g.gl_pathv[m];
-                struct stat st;
-                if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-                    continue;
-                sd_file_t *f = NULL;
-                for (uint32_t i = 0; i < p->nfiles; i++)
-                    if (strcmp(p->files[i].path, path) == 0)
-                        f = &p->files[i];
-                if (f == NULL) {
-                    p->files = ps_xrealloc(p->files, (p->nfiles + 1) * sizeof(sd_file_t));
-                    f = &p->files[p->nfiles++];
-                    memset(f, 0, sizeof(*f));
-                    f->path = ps_xstrndup(path, strlen(path));
-                    force = true;
-                }
-                f->seen = true;
-                /* a file renamed into place may keep its mtime and size (cp -p, rsync -t): the inode
-                 * and ctime change all the same */
-                bool changed = force || st.st_mtim.tv_sec != f->mtime.tv_sec || st.st_mtim.tv_nsec != f->mtime.tv_nsec ||
-                               st.st_ctim.tv_sec != f->ctime.tv_sec || st.st_ctim.tv_nsec != f->ctime.tv_nsec ||
-                               st.st_size != f->size || st.st_ino != f->ino;
-                if (!changed)
-                    continue;
-                char why[256];
-                size_t n;
-                uint8_t *data = read_all(path, &n, 16u << 20, why, sizeof(why));
-                if (data == NULL) {
-                    ps_log_error("file_sd: cannot read file", "job=%s file=%s err=\"%s\"", p->cfg->job_name, path, why);
-                    s->sd_failures++;
-                    continue;
-                }
-                size_t pl = strlen(path);
-                bool yaml = (pl > 4 && strcmp(path + pl - 4, ".yml") == 0) || (pl > 5 && strcmp(path + pl - 5, ".yaml") == 0);
-                ps_arena_t na = PS_ARENA_INIT;
-                ps_target_group_t *groups;
-                uint32_t ng;
-                ps_err_t err;
-                if (ps_sd_parse((const char *)data, n, yaml, path, &na, &groups, &ng, &err) != 0) {
-                    /* only well-formed files are applied: keep what this file gave before */
-                    ps_log_error("file_sd: invalid file, keeping its previous targets", "job=%s err=\"%s\"",
-                                 p->cfg->job_name, err.msg);
-                    s->sd_failures++;
-                    ps_arena_dispose(&na);
-                    free(data);
-                    continue;
-                }
-                free(data);
-                ps_arena_dispose(&f->arena);
-                f->arena = na;
-                f->groups = groups;
-                f->ngroups = ng;
-                f->mtime = st.st_mtim;
-                f->ctime = st.st_ctim;
-                f->ino = st.st_ino;
-                f->size = st.st_size;
-                s->dirty = true;
-            }
-            globfree(&g);
-        }
-    }
-    /* files that no longer exist take their targets with them */
-    for (uint32_t i = 0; i < p->nfiles;) {
-        if (!p->files[i].seen) {
-            sd_file_free(&p->files[i]);
-            p->files[i] = p->files[--p->nfiles];
-            s->dirty = true;
-        } else {
-            i++;
-        }
-    }
-}
-
-static void watch_dirs(ps_scraper_t *s)
-{
-    if (s->inotify_fd < 0)
-        return;
-    for (uint32_t i = 0; i < s->npools; i++)
-        for (uint32_t k = 0; k < s->pools[i].cfg->nfile_sd; k++)
-            for (uint32_t j = 0; j < s->pools[i].cfg->file_sd[k].nfiles; j++) {
-                char dir[PATH_MAX];
-                snprintf(dir, sizeof(dir), "%s", s->pools[i].cfg->file_sd[k].files[j]);
-                char *slash = strrchr(dir, '/');
-                if (slash == NULL)
-                    snprintf(dir, sizeof(dir), ".");
-                else if (slash == dir)
-                    dir[1] = 0;
-                else
-                    *slash = 0;
-                inotify_add_watch(s->inotify_fd, dir,
-                                  IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_ATTRIB);
-            }
+    if (p->files != NULL && ps_filesd_refresh(p->files, force, &s->sd_failures))
+        s->dirty = true;
 }
 
 /* ---- targets: building ---- */
@@ -582,9 +441,13 @@ static void rebuild(ps_scraper_t *s)
         pool_t *p = &s->pools[pi];
         for (uint32_t g = 0; g < p->cfg->nstatic; g++)
             build_group(s, pi, &p->cfg->static_configs[g], NULL, NULL, &nt, &n, &cap);
-        for (uint32_t f = 0; f < p->nfiles; f++)
-            for (uint32_t g = 0; g < p->files[f].ngroups; g++)
-                build_group(s, pi, &p->files[f].groups[g], "__meta_filepath", p->files[f].path, &nt, &n, &cap);
+        for (uint32_t f = 0; p->files != NULL && f < ps_filesd_count(p->files); f++) {
+            const ps_target_group_t *groups;
+            uint32_t ng;
+            const char *path = ps_filesd_file(p->files, f, &groups, &ng);
+            for (uint32_t g = 0; g < ng; g++)
+                build_group(s, pi, &groups[g], "__meta_filepath", path, &nt, &n, &cap);
+        }
         for (uint32_t h = 0; h < p->nhttp; h++)
             for (uint32_t g = 0; g < p->https[h].ngroups; g++)
                 build_group(s, pi, &p->https[h].groups[g], "__meta_url", p->https[h].cfg->url, &nt, &n, &cap);
@@ -677,9 +540,7 @@ static void pools_free(ps_scraper_t *s)
 {
     for (uint32_t i = 0; i < s->npools; i++) {
         pool_t *p = &s->pools[i];
-        for (uint32_t f = 0; f < p->nfiles; f++)
-            sd_file_free(&p->files[f]);
-        free(p->files);
+        ps_filesd_free(p->files);
         for (uint32_t h = 0; h < p->nhttp; h++) {
             sd_http_t *hs = &p->https[h];
             if (hs->easy) {
@@ -711,10 +572,13 @@ static void apply_config(ps_scraper_t *s, ps_config_t *cfg)
         p->https = ps_xcalloc(p->nhttp + 1, sizeof(sd_http_t));
         for (uint32_t h = 0; h < p->nhttp; h++)
             p->https[h].cfg = &p->cfg->http_sd[h];
-        refresh_files(s, p, true);
-        p->next_file_refresh = ps_time_mono() + (p->cfg->nfile_sd ? p->cfg->file_sd[0].refresh_interval : 0);
+        if (p->cfg->nfile_sd > 0) {
+            p->files = ps_filesd_new(p->cfg);
+            refresh_files(s, p, true);
+            p->next_file_refresh = ps_time_mono() + ps_filesd_interval(p->files);
+            ps_filesd_watch(p->files, s->inotify_fd);
+        }
     }
-    watch_dirs(s);
     rebuild(s); /* re-points surviving targets at the new config before the old one goes */
     ps_config_free(old);
 }
@@ -1331,7 +1195,7 @@ static void *run(void *arg)
                 bool force = mono >= p->next_file_refresh;
                 refresh_files(s, p, force);
                 if (force)
-                    p->next_file_refresh = mono + p->cfg->file_sd[0].refresh_interval;
+                    p->next_file_refresh = mono + ps_filesd_interval(p->files);
             }
             for (uint32_t h = 0; h < p->nhttp; h++)
                 if (p->https[h].easy == NULL && mono >= p->https[h].next_refresh)

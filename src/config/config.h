@@ -145,11 +145,4 @@ void ps_lset_del(ps_lset_t *ls, const char *name);
 /** Applies rules in order, Prometheus semantics (model/relabel/relabel.go). false = drop. */
 bool ps_relabel_process(const ps_relabel_t *rules, uint32_t n, ps_lset_t *ls);
 
-/* ---- service discovery files (sd.c) ---- */
-
-/** Parses a file_sd file (JSON or YAML list of {targets: [...], labels: {...}}) or an http_sd
- *  body (JSON). Groups and strings from arena. Errors name the file and position. */
-int ps_sd_parse(const char *data, size_t n, bool yaml, const char *name, ps_arena_t *arena, ps_target_group_t **groups,
-                uint32_t *ngroups, ps_err_t *err);
-
 #endif

@@ -28,7 +28,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "config.h"
+#include "discovery.h"
 
 static int cmp_pair(const void *x, const void *y)
 {

@@ -1,0 +1,96 @@
+/*
+ * ingest.h - the ingest pipeline: how a profile gets from the wire into the store.
+ *
+ *  1. Preparing (any thread, ingest.c): a pushed (or scraped) pprof body plus its parameters
+ *     becomes a store append: decode and validate, infer the profile name, build one series per
+ *     sample type with its profile type id as __name__, pick the timestamp.
+ *  2. Writing (writer.c): the writer thread is the only thread that writes to the store. Requests
+ *     from the HTTP threads and the scraper are queued; the writer takes everything queued,
+ *     applies it in one transaction (group commit), then calls each request's on_done from the
+ *     writer thread. Between batches it compacts heads and applies retention.
+ */
+#ifndef PS_INGEST_H
+#define PS_INGEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/mem.h"
+#include "proto/pprof.h"
+#include "storage/store.h"
+
+typedef struct ps_ingest_params {
+    const char *name;   /* profile name ("process_cpu"); NULL = infer from sample types */
+    size_t name_len;
+    const char *labels; /* {job="api",...}; NULL = none */
+    size_t labels_len;
+    const char *time;   /* RFC3339 or unix seconds; NULL = the profile's time_nanos, else now */
+    size_t time_len;
+    int delta;          /* -1 = by profile name (process_cpu, wall), 0 = no, 1 = yes */
+} ps_ingest_params_t;
+
+/** Builds app (everything allocated from arena) from a pprof body. */
+int ps_ingest_prepare(const void *body, size_t n, const ps_ingest_params_t *params, const ps_pprof_limits_t *lim,
+                      ps_arena_t *arena, ps_append_t *app, ps_err_t *err);
+
+enum { PS_INGEST_SKIP = 0, PS_INGEST_ASIS = 1, PS_INGEST_DELTA = 2 };
+
+/**
+ * Builds app for an already decoded profile: one series per sample type whose mode is not SKIP,
+ * named name:type:unit:period_type:period_unit (+ ":delta" for mode DELTA). modes (one per
+ * sample type) may be NULL: then every type is stored, with ":delta" when delta is true.
+ * base: normalised labels without __name__. Everything from arena.
+ */
+int ps_ingest_build(const ps_profile_t *p, const char *name, size_t name_len, const ps_labels_t *base, int64_t ts,
+                    const uint8_t *modes, bool delta, ps_arena_t *arena, ps_append_t *app, ps_err_t *err);
+
+/** Infers the profile name from the sample types, or explains why it cannot. */
+int ps_ingest_infer_name(const ps_profile_t *p, const char **name, ps_err_t *err);
+
+/** Writes the success JSON for a durable append:
+ *  {"status":"success","data":{"timestamp":..., "samples":N, "duplicate":false, "series":[...]}} */
+void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out);
+
+/* ---- the writer thread (writer.c) ---- */
+
+typedef enum { PS_WREQ_APPEND, PS_WREQ_COMPACT, PS_WREQ_RETAIN } ps_wreq_kind_t;
+
+typedef struct ps_wreq ps_wreq_t;
+struct ps_wreq {
+    ps_wreq_kind_t kind;
+    ps_append_t app;             /* PS_WREQ_APPEND: in and out */
+    int status;                  /* result for COMPACT/RETAIN */
+    ps_err_t err;
+    uint32_t count;              /* chunks written / series dropped */
+    void (*on_done)(ps_wreq_t *r); /* called on the writer thread once durable (or failed) */
+    int64_t commit_delay_ns;     /* > 0: this request tolerates that much group-commit delay (scrapes:
+                                  * nobody waits on them); 0: the writer's commit_delay */
+    void *ctx;
+    ps_wreq_t *next;
+};
+
+typedef struct ps_writer_opts {
+    uint32_t max_batch;          /* profiles per transaction (default 512) */
+    uint32_t max_queue;          /* queued requests before submit refuses (default 8192) */
+    int64_t commit_delay_ns;     /* at most one commit per this interval, unless a batch is full (10 ms) */
+    int64_t compact_interval_ns; /* how often to look for heads due (default 10 s) */
+    int64_t retention_interval_ns; /* how often to apply retention (default 1 min) */
+} ps_writer_opts_t;
+
+typedef struct ps_writer ps_writer_t;
+
+void ps_writer_opts_default(ps_writer_opts_t *o);
+ps_writer_t *ps_writer_start(ps_store_t *store, const ps_writer_opts_t *o);
+/** Queues r. Returns PS_EUNAVAIL (not queued) when stopping or when the queue is full. */
+int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r);
+/** Stops accepting, finishes everything queued (on_done is called for each), joins the thread. */
+void ps_writer_stop(ps_writer_t *w);
+
+typedef struct ps_writer_stats {
+    uint64_t batches, appended, failed, duplicates, compactions, chunks, retention_runs, series_dropped;
+    uint32_t queued;
+} ps_writer_stats_t;
+void ps_writer_stats(ps_writer_t *w, ps_writer_stats_t *st);
+
+#endif
