@@ -195,3 +195,24 @@ def test_process_metrics_match_proc(make_server):
     with open("/proc/%d/limits" % pid) as f:
         soft = [line[len("Max open files"):].split()[0] for line in f if line.startswith("Max open files")][0]
     assert one(samples, "process_max_fds") == float(soft)
+
+
+def test_duration_starts_with_the_request_not_the_connection(server):
+    """On a kept-alive connection the clock starts at each request, not when the connection (or
+    its previous request) began: a fast request after an idle second is in the le=0.5 bucket."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        conn.request("GET", "/-/healthy")
+        conn.getresponse().read()
+        time.sleep(0.6)
+        conn.request("GET", "/api/v1/labels")
+        r = conn.getresponse()
+        r.read()
+        assert r.status == 200
+    finally:
+        conn.close()
+    _, samples = parse_exposition(scrape(server))
+    b = {l["le"]: v for n, l, v in samples
+         if n == "profstore_http_request_duration_seconds_bucket" and l["handler"] == "/api/v1/labels"}
+    assert b["0.5"] == 1 and b["+Inf"] == 1, b
