@@ -2,8 +2,10 @@
  * ingest.h - the ingest pipeline: how a profile gets from the wire into the store.
  *
  *  1. Preparing (any thread, ingest.c): a pushed (or scraped) pprof body plus its parameters
- *     becomes a store append: decode and validate, infer the profile name, build one series per
- *     sample type with its profile type id as __name__, pick the timestamp.
+ *     becomes a store append: refuse bodies that are not pprof by their shape (multipart, text),
+ *     decode and validate, infer the profile name (or check the given one against the sample
+ *     types), build one series per sample type with its profile type id as __name__, pick the
+ *     timestamp.
  *  2. Writing (writer.c): the writer thread is the only thread that writes to the store. Requests
  *     from the HTTP threads and the scraper are queued; the writer takes everything queued,
  *     applies it in one transaction (group commit), then calls each request's on_done from the
