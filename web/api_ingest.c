@@ -96,6 +96,11 @@ int ps_api_profiles_write(h2o_req_t *req)
         ps_err_set(&err, PS_EINVAL, "empty body: expected a pprof profile (gzipped or not)");
         goto Fail;
     }
+    ssize_t ct = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
+    if (ct >= 0) {
+        ip.content_type = req->headers.entries[ct].value.base;
+        ip.content_type_len = req->headers.entries[ct].value.len;
+    }
     p->body_len = req->entity.len;
     if (ps_ingest_prepare(req->entity.base, req->entity.len, &ip, &s->opts.limits, p->arena, &p->w.app, &err) != 0)
         goto Fail;

@@ -1,8 +1,10 @@
 /*
  * api_status.c - health, readiness, build info, self-metrics, admin actions, debug reads.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "core/timeutil.h"
 #include "http.h"
@@ -42,6 +44,72 @@ int ps_api_buildinfo(h2o_req_t *req)
     return 0;
 }
 
+/* The process collector of Prometheus' client_golang, from /proc: CPU time, memory, file
+ * descriptors (not counting the one that lists them), start time. Nothing is written for what
+ * cannot be read. */
+static void process_metrics(ps_buf_t *b)
+{
+    double ticks = (double)sysconf(_SC_CLK_TCK);
+    long page = sysconf(_SC_PAGESIZE);
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    char *rp = strrchr(buf, ')'); /* the command name may contain spaces and parentheses */
+    unsigned long long utime, stime, start, vsize;
+    long long rss;
+    /* fields 3.. after ")": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+     * utime(14) stime cutime cstime priority nice threads itrealvalue starttime(22) vsize rss */
+    if (rp && sscanf(rp + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %llu %lld",
+                     &utime, &stime, &start, &vsize, &rss) == 5) {
+        ps_buf_printf(b, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+                         "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n",
+                      (double)(utime + stime) / ticks);
+        ps_buf_printf(b, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+                         "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %lld\n",
+                      rss * page);
+        ps_buf_printf(b, "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+                         "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %llu\n", vsize);
+        unsigned long long btime = 0;
+        char line[256];
+        bool have_btime = false;
+        if ((f = fopen("/proc/stat", "r")) != NULL) {
+            while (!have_btime && fgets(line, sizeof(line), f))
+                have_btime = sscanf(line, "btime %llu", &btime) == 1;
+            fclose(f);
+        }
+        if (have_btime)
+            ps_buf_printf(b, "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+                             "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.2f\n",
+                          (double)btime + (double)start / ticks);
+    }
+    DIR *d = opendir("/proc/self/fd");
+    if (d != NULL) {
+        long fds = 0;
+        struct dirent *e;
+        int self = dirfd(d);
+        while ((e = readdir(d)) != NULL)
+            if (e->d_name[0] != '.' && atoi(e->d_name) != self)
+                fds++;
+        closedir(d);
+        ps_buf_printf(b, "# HELP process_open_fds Number of open file descriptors.\n"
+                         "# TYPE process_open_fds gauge\nprocess_open_fds %ld\n", fds);
+    }
+    if ((f = fopen("/proc/self/limits", "r")) != NULL) {
+        char line[256], soft[32];
+        while (fgets(line, sizeof(line), f))
+            if (strncmp(line, "Max open files", 14) == 0 && sscanf(line + 14, "%31s", soft) == 1) {
+                ps_buf_printf(b, "# HELP process_max_fds Maximum number of open file descriptors.\n"
+                                 "# TYPE process_max_fds gauge\nprocess_max_fds %s\n",
+                              strcmp(soft, "unlimited") == 0 ? "+Inf" : soft);
+                break;
+            }
+        fclose(f);
+    }
+}
+
 int ps_api_metrics(h2o_req_t *req)
 {
     ps_server_t *s = ps_http_server(req);
@@ -55,7 +123,7 @@ int ps_api_metrics(h2o_req_t *req)
     ps_buf_printf(&b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, (unsigned long long)(v))
 #define GAUGE(name, help, v)                                                                                            \
     ps_buf_printf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name, (unsigned long long)(v))
-    COUNTER("profstore_http_requests_total", "HTTP requests received.", atomic_load(&s->requests));
+    ps_http_stats_write(s->http_stats, &b);
     ps_buf_printf(&b, "# HELP profstore_http_errors_total HTTP error responses by class.\n"
                       "# TYPE profstore_http_errors_total counter\n"
                       "profstore_http_errors_total{class=\"4xx\"} %llu\nprofstore_http_errors_total{class=\"5xx\"} %llu\n",
@@ -81,6 +149,7 @@ int ps_api_metrics(h2o_req_t *req)
     ps_buf_printf(&b, "# HELP profstore_start_time_seconds Start time of the process.\n"
                       "# TYPE profstore_start_time_seconds gauge\nprofstore_start_time_seconds %lld\n",
                   (long long)(s->start_time / PS_NS_PER_S));
+    process_metrics(&b);
     ps_http_send(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
     ps_buf_dispose(&b);
     return 0;

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/time.h>
 
 #include "internal.h"
 
@@ -128,9 +129,95 @@ static const char *reason(int status)
     }
 }
 
+/* ---- request accounting: per handler, answers by status code and a duration histogram. One
+ * relaxed atomic add per counter, no lock; /metrics sums them. ---- */
+
+#define NBUCKETS 11
+static const int64_t bucket_ns[NBUCKETS] = {5000000,   10000000,   25000000,   50000000,   100000000,  250000000,
+                                            500000000, 1000000000, 2500000000, 5000000000, 10000000000};
+static const char *const bucket_le[NBUCKETS] = {"0.005", "0.01", "0.025", "0.05", "0.1", "0.25",
+                                                 "0.5",   "1",    "2.5",   "5",    "10"};
+
+typedef struct handler_stats {
+    atomic_uint_fast64_t codes[500];           /* answers by status - 100 (100..599) */
+    atomic_uint_fast64_t buckets[NBUCKETS + 1]; /* durations, per bucket (not cumulative); last: > 10 s */
+    atomic_uint_fast64_t sum_ns;
+} handler_stats_t;
+
+struct ps_http_stats {
+    uint32_t n;
+    handler_stats_t *h;
+};
+
+struct ps_http_stats *ps_http_stats_new(void)
+{
+    struct ps_http_stats *st = ps_xcalloc(1, sizeof(*st));
+    st->n = ps_routes_nhandlers();
+    st->h = ps_xcalloc(st->n, sizeof(*st->h));
+    return st;
+}
+
+/* Counts the answer to req: its handler (route pattern), status and the time since the request
+ * began (its first byte arrived, as h2o recorded it). */
+static void account(struct ps_http_stats *st, h2o_req_t *req, int status)
+{
+    if (st == NULL)
+        return;
+    handler_stats_t *h = &st->h[ps_routes_handler(req->path_normalized)];
+    struct timeval *t0 = h2o_timeval_is_null(&req->timestamps.request_begin_at) ? &req->processed_at.at
+                                                                                       : &req->timestamps.request_begin_at;
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    int64_t d = ((int64_t)now.tv_sec - t0->tv_sec) * 1000000000 + ((int64_t)now.tv_usec - t0->tv_usec) * 1000;
+    if (d < 0 || h2o_timeval_is_null(t0))
+        d = 0;
+    uint32_t b = 0;
+    while (b < NBUCKETS && d > bucket_ns[b])
+        b++;
+    atomic_fetch_add_explicit(&h->buckets[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->sum_ns, (uint_fast64_t)d, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->codes[status >= 100 && status <= 599 ? status - 100 : 499], 1, memory_order_relaxed);
+}
+
+void ps_http_stats_write(const struct ps_http_stats *st, ps_buf_t *b)
+{
+    PS_BUF_LIT(b, "# HELP profstore_http_requests_total HTTP requests answered, by handler (route pattern) and "
+                  "status code.\n# TYPE profstore_http_requests_total counter\n");
+    for (uint32_t i = 0; i < st->n; i++)
+        for (int c = 0; c < 500; c++) {
+            uint64_t v = atomic_load_explicit(&st->h[i].codes[c], memory_order_relaxed);
+            if (v > 0)
+                ps_buf_printf(b, "profstore_http_requests_total{handler=\"%s\",code=\"%d\"} %llu\n",
+                              ps_routes_handler_name(i), c + 100, (unsigned long long)v);
+        }
+    PS_BUF_LIT(b, "# HELP profstore_http_request_duration_seconds Time from a request's arrival to its answer, by "
+                  "handler.\n# TYPE profstore_http_request_duration_seconds histogram\n");
+    for (uint32_t i = 0; i < st->n; i++) {
+        const handler_stats_t *h = &st->h[i];
+        uint64_t cum = 0, v[NBUCKETS + 1];
+        for (int k = 0; k <= NBUCKETS; k++)
+            cum += v[k] = atomic_load_explicit(&h->buckets[k], memory_order_relaxed);
+        if (cum == 0)
+            continue;
+        const char *name = ps_routes_handler_name(i);
+        cum = 0;
+        for (int k = 0; k <= NBUCKETS; k++) {
+            cum += v[k];
+            ps_buf_printf(b, "profstore_http_request_duration_seconds_bucket{handler=\"%s\",le=\"%s\"} %llu\n", name,
+                          k < NBUCKETS ? bucket_le[k] : "+Inf", (unsigned long long)cum);
+        }
+        uint64_t sum = atomic_load_explicit(&h->sum_ns, memory_order_relaxed);
+        ps_buf_printf(b, "profstore_http_request_duration_seconds_sum{handler=\"%s\"} %llu.%09llu\n", name,
+                      (unsigned long long)(sum / 1000000000), (unsigned long long)(sum % 1000000000));
+        ps_buf_printf(b, "profstore_http_request_duration_seconds_count{handler=\"%s\"} %llu\n", name,
+                      (unsigned long long)cum);
+    }
+}
+
 void ps_http_send(h2o_req_t *req, int status, const char *content_type, const void *body, size_t len)
 {
     ps_server_t *s = ps_http_server(req);
+    account(s->http_stats, req, status); /* before the answer: a client that then reads /metrics sees it */
     if (status >= 500)
         atomic_fetch_add(&s->errors5xx, 1);
     else if (status >= 400)

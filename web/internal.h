@@ -33,6 +33,18 @@ void ps_async_on_messages(h2o_multithread_receiver_t *receiver, h2o_linklist_t *
 
 /* routes.c */
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req);
+/** The handler a path is counted under in /metrics: 0 .. ps_routes_nhandlers() - 1 (the last
+ *  one is "other": paths no route serves). */
+uint32_t ps_routes_handler(h2o_iovec_t path);
+uint32_t ps_routes_nhandlers(void);
+/** The route pattern of handler i ("/api/v1/query_range", "/api/v1/label/:name/values", "other"). */
+const char *ps_routes_handler_name(uint32_t i);
+
+/* http.c: request accounting */
+struct ps_http_stats *ps_http_stats_new(void);
+/** Writes profstore_http_requests_total{handler,code} and
+ *  profstore_http_request_duration_seconds{handler} in the text exposition format. */
+void ps_http_stats_write(const struct ps_http_stats *st, ps_buf_t *out);
 
 /* api_*.c handlers: return 0 (a response was or will be sent) */
 int ps_api_healthy(h2o_req_t *req);

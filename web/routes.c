@@ -1,5 +1,6 @@
 /*
- * routes.c - the route table: method + exact path -> handler.
+ * routes.c - the route table: method + exact path -> handler; the handler names (route patterns)
+ * that /metrics counts requests by.
  */
 #include "http.h"
 #include "internal.h"
@@ -45,11 +46,42 @@ static unsigned method_bit(h2o_iovec_t m)
     return 0;
 }
 
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+#define LABEL_VALUES "/api/v1/label/:name/values"
+
+/* /api/v1/label/<name>/values */
+static bool is_label_values(h2o_iovec_t p)
+{
+    static const char lp[] = "/api/v1/label/", ls[] = "/values";
+    return p.len > sizeof(lp) - 1 + sizeof(ls) - 1 && memcmp(p.base, lp, sizeof(lp) - 1) == 0 &&
+           memcmp(p.base + p.len - (sizeof(ls) - 1), ls, sizeof(ls) - 1) == 0 &&
+           memchr(p.base + sizeof(lp) - 1, '/', p.len - (sizeof(lp) - 1) - (sizeof(ls) - 1)) == NULL;
+}
+
+/* handlers for request accounting: the routes in table order, then label values, then "other" */
+uint32_t ps_routes_nhandlers(void)
+{
+    return (uint32_t)NROUTES + 2;
+}
+
+const char *ps_routes_handler_name(uint32_t i)
+{
+    return i < NROUTES ? routes[i].path : i == NROUTES ? LABEL_VALUES : "other";
+}
+
+uint32_t ps_routes_handler(h2o_iovec_t p)
+{
+    for (uint32_t i = 0; i < NROUTES; i++)
+        if (h2o_memis(p.base, p.len, routes[i].path, strlen(routes[i].path)))
+            return i;
+    return is_label_values(p) ? (uint32_t)NROUTES : (uint32_t)NROUTES + 1;
+}
+
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
 {
     h2o_iovec_t p = req->path_normalized;
     unsigned m = method_bit(req->method);
-    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+    for (size_t i = 0; i < NROUTES; i++) {
         if (!h2o_memis(p.base, p.len, routes[i].path, strlen(routes[i].path)))
             continue;
         if (!(routes[i].methods & m)) {
@@ -67,11 +99,7 @@ int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
         }
         return routes[i].fn(req);
     }
-    /* /api/v1/label/<name>/values */
-    static const char lp[] = "/api/v1/label/", ls[] = "/values";
-    if (p.len > sizeof(lp) - 1 + sizeof(ls) - 1 && memcmp(p.base, lp, sizeof(lp) - 1) == 0 &&
-        memcmp(p.base + p.len - (sizeof(ls) - 1), ls, sizeof(ls) - 1) == 0 &&
-        memchr(p.base + sizeof(lp) - 1, '/', p.len - (sizeof(lp) - 1) - (sizeof(ls) - 1)) == NULL) {
+    if (is_label_values(p)) {
         if (!(m & (M_GET | M_POST))) {
             ps_http_error_status(req, 405, "method not allowed (use GET)");
             return 0;

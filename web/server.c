@@ -26,8 +26,6 @@ typedef struct impl {
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
-    ps_server_t *s = ps_http_server(req);
-    atomic_fetch_add(&s->requests, 1);
     return ps_routes_dispatch(self, req);
 }
 
@@ -99,6 +97,7 @@ int ps_server_bind(ps_server_t *s, ps_err_t *err)
     impl_t *im = ps_xcalloc(1, sizeof(*im));
     s->impl = im;
     s->start_time = ps_time_now();
+    s->http_stats = ps_http_stats_new();
     h2o_config_init(&im->config);
     im->config.max_request_entity_size = s->opts.max_body;
     im->config.server_name = h2o_iovec_init(H2O_STRLIT("profstore/" PS_VERSION));

@@ -1,12 +1,71 @@
 /*
  * ingest.c - see ingest.h.
+ *
+ * Profile names. A profile's kind is recognised from its sample types (the first rule that
+ * matches wins):
+ *
+ *   sample types include          kind / inferred name
+ *   cpu                           process_cpu
+ *   wall                          wall
+ *   alloc_objects, alloc_space,   memory
+ *   inuse_objects, inuse_space
+ *   goroutine, goroutines         goroutine
+ *   threadcreate                  threadcreate
+ *   contentions, delay            block or mutex (Go writes the same types for both: ambiguous)
+ *   anything else                 not recognised
+ *
+ * Without name= the inferred name is used; for block/mutex and unrecognised profiles a name
+ * is required (400). With name= the given name is used unless it contradicts the profile:
+ * a name contradicts when (1) it is one of the well-known names of the table below, (2) the
+ * profile's kind is recognised (including the block/mutex pair), and (3) none of the profile's
+ * sample types is one of that name's types. Then the push is refused with a 400 that names the
+ * kind inferred ("this is a "goroutine" profile; send name=goroutine or leave name out").
+ * Everything else is accepted: any name for block and mutex profiles (name=block on a mutex
+ * profile cannot be told apart), any name for unrecognised sample types, and any name that is
+ * not well known (name=myapp_cpu on a CPU profile).
+ *
+ *   well-known name                          its sample types
+ *   process_cpu, cpu                         cpu
+ *   wall                                     wall
+ *   memory, heap, allocs                     alloc_objects, alloc_space, inuse_objects, inuse_space
+ *   goroutine, goroutines                    goroutine, goroutines
+ *   threadcreate                             threadcreate
+ *   block, mutex                             contentions, delay
+ *
+ * (A Node.js CPU profile has both cpu and wall types: name=wall fits it.)
  */
 #include "ingest.h"
 
 #include <stdio.h>
+#include <strings.h>
 
 #include "core/timeutil.h"
 #include "parser/labels.h"
+
+enum { K_CPU, K_WALL, K_MEMORY, K_GOROUTINE, K_THREADCREATE, K_CONTENTION, K_UNKNOWN };
+
+/* per kind: its inferred name (NULL: ambiguous) and the sample types that identify it */
+static const struct kind {
+    const char *name;
+    const char *types[5];
+} kinds[] = {
+    [K_CPU] = {"process_cpu", {"cpu"}},
+    [K_WALL] = {"wall", {"wall"}},
+    [K_MEMORY] = {"memory", {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"}},
+    [K_GOROUTINE] = {"goroutine", {"goroutine", "goroutines"}},
+    [K_THREADCREATE] = {"threadcreate", {"threadcreate"}},
+    [K_CONTENTION] = {NULL, {"contentions", "delay"}},
+};
+
+static const struct known_name {
+    const char *name;
+    int kind;
+} known_names[] = {
+    {"process_cpu", K_CPU}, {"cpu", K_CPU},           {"wall", K_WALL},
+    {"memory", K_MEMORY},   {"heap", K_MEMORY},       {"allocs", K_MEMORY},
+    {"goroutine", K_GOROUTINE}, {"goroutines", K_GOROUTINE}, {"threadcreate", K_THREADCREATE},
+    {"block", K_CONTENTION}, {"mutex", K_CONTENTION},
+};
 
 static bool has_type(const ps_profile_t *p, const char *name)
 {
@@ -19,33 +78,132 @@ static bool has_type(const ps_profile_t *p, const char *name)
     return false;
 }
 
+static bool has_kind_type(const ps_profile_t *p, int kind)
+{
+    for (size_t i = 0; i < sizeof(kinds[kind].types) / sizeof(kinds[kind].types[0]) && kinds[kind].types[i]; i++)
+        if (has_type(p, kinds[kind].types[i]))
+            return true;
+    return false;
+}
+
+/* The profile's kind (K_UNKNOWN when its sample types are not recognised). */
+static int profile_kind(const ps_profile_t *p)
+{
+    for (int k = 0; k < K_UNKNOWN; k++)
+        if (has_kind_type(p, k))
+            return k;
+    return K_UNKNOWN;
+}
+
+/* "type/unit, type/unit" of every sample type (cut at size). */
+static void types_str(const ps_profile_t *p, bool units, char *out, size_t size)
+{
+    size_t off = 0;
+    out[0] = 0;
+    for (uint32_t i = 0; i < p->ntypes && off < size - 1; i++) {
+        ps_str_t t = ps_profile_str(p, p->sample_types[i].type), u = ps_profile_str(p, p->sample_types[i].unit);
+        int n = units ? snprintf(out + off, size - off, "%s%.*s/%.*s", i ? ", " : "", (int)t.len, t.ptr, (int)u.len, u.ptr)
+                      : snprintf(out + off, size - off, "%s%.*s", i ? ", " : "", (int)t.len, t.ptr);
+        off += n > 0 ? (size_t)n : 0;
+    }
+}
+
 int ps_ingest_infer_name(const ps_profile_t *p, const char **name, ps_err_t *err)
 {
-    if (has_type(p, "cpu"))
-        *name = "process_cpu";
-    else if (has_type(p, "wall"))
-        *name = "wall";
-    else if (has_type(p, "alloc_objects") || has_type(p, "alloc_space") || has_type(p, "inuse_objects") ||
-             has_type(p, "inuse_space"))
-        *name = "memory";
-    else if (has_type(p, "goroutine") || has_type(p, "goroutines"))
-        *name = "goroutine";
-    else if (has_type(p, "threadcreate"))
-        *name = "threadcreate";
-    else if (has_type(p, "contentions") || has_type(p, "delay"))
+    int k = profile_kind(p);
+    if (k == K_CONTENTION)
         return ps_err_set(err, PS_EINVAL,
                           "cannot infer the profile name: Go block and mutex profiles have the same sample types "
                           "(contentions/count, delay/nanoseconds); pass name=block or name=mutex");
-    else {
-        char types[256] = "";
-        size_t off = 0;
-        for (uint32_t i = 0; i < p->ntypes && off < sizeof(types) - 1; i++) {
-            ps_str_t t = ps_profile_str(p, p->sample_types[i].type);
-            off += (size_t)snprintf(types + off, sizeof(types) - off, "%s%.*s", i ? ", " : "", (int)t.len, t.ptr);
-        }
+    if (k == K_UNKNOWN) {
+        char types[256];
+        types_str(p, false, types, sizeof(types));
         return ps_err_set(err, PS_EINVAL, "cannot infer the profile name from sample types [%s]; pass name=", types);
     }
+    *name = kinds[k].name;
     return 0;
+}
+
+int ps_ingest_check_name(const ps_profile_t *p, const char *name, size_t name_len, ps_err_t *err)
+{
+    int nk = K_UNKNOWN;
+    for (size_t i = 0; i < sizeof(known_names) / sizeof(known_names[0]); i++)
+        if (strlen(known_names[i].name) == name_len && memcmp(known_names[i].name, name, name_len) == 0)
+            nk = known_names[i].kind;
+    int pk = profile_kind(p);
+    if (nk == K_UNKNOWN || pk == K_UNKNOWN || has_kind_type(p, nk))
+        return 0;
+    char types[256];
+    types_str(p, true, types, sizeof(types));
+    if (pk == K_CONTENTION)
+        return ps_err_set(err, PS_EINVAL,
+                          "name \"%.*s\" contradicts the profile's sample types (%s): this is a \"block\" or \"mutex\" "
+                          "profile; send name=block or name=mutex", (int)name_len, name, types);
+    return ps_err_set(err, PS_EINVAL,
+                      "name \"%.*s\" contradicts the profile's sample types (%s): this is a \"%s\" profile; send "
+                      "name=%s or leave name out", (int)name_len, name, types, kinds[pk].name, kinds[pk].name);
+}
+
+/* Length of the well-formed UTF-8 sequence of 2-4 bytes at s (at most n bytes), else 0. */
+static size_t utf8_seq(const uint8_t *s, size_t n)
+{
+    size_t len = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : 0;
+    if (len == 0 || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return len;
+}
+
+int ps_ingest_check_body(const void *body, size_t n, const char *content_type, size_t ct_len, ps_err_t *err)
+{
+    const uint8_t *b = body;
+    static const char mp[] = "multipart/form-data";
+    if ((content_type != NULL && ct_len >= sizeof(mp) - 1 && strncasecmp(content_type, mp, sizeof(mp) - 1) == 0) ||
+        (n >= 2 && b[0] == '-' && b[1] == '-'))
+        return ps_err_set(err, PS_EINVAL, "body is multipart/form-data: this endpoint takes a raw pprof body (gzipped "
+                                          "or not); Pyroscope's /ingest is not served yet");
+    if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b)
+        return 0;
+    /* text: the first 64 bytes (or all of a shorter body) are printable ASCII, tab, CR, LF or
+     * well-formed UTF-8. A pprof body never is: its first field's tag or length is followed by
+     * a control byte or a varint byte >= 0x80 (string_table[0] is empty: 0x32 0x00) */
+    size_t i = 0, lim = n < 64 ? n : 64;
+    while (i < lim) {
+        if ((b[i] >= 0x20 && b[i] < 0x7F) || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+            i++;
+        } else if (b[i] >= 0x80) {
+            size_t l = utf8_seq(b + i, n - i);
+            if (l == 0)
+                return 0;
+            i += l;
+        } else {
+            return 0;
+        }
+    }
+    if (n == 0)
+        return 0;
+    /* quote the first 20 bytes (not cutting a UTF-8 sequence), with ", \ and controls escaped */
+    char q[96];
+    size_t qo = 0, cut = n < 20 ? n : 20;
+    while (cut < n && cut > 0 && (b[cut] & 0xC0) == 0x80)
+        cut--;
+    for (i = 0; i < cut; i++) {
+        uint8_t c = b[i];
+        if (c == '"' || c == '\\') {
+            q[qo++] = '\\';
+            q[qo++] = (char)c;
+        } else if (c == '\n' || c == '\r' || c == '\t') {
+            q[qo++] = '\\';
+            q[qo++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        } else {
+            q[qo++] = (char)c;
+        }
+    }
+    q[qo] = 0;
+    return ps_err_set(err, PS_EINVAL, "body looks like text (\"%s\"%s): expected a pprof profile (gzipped or not)", q,
+                      cut < n ? "..." : "");
 }
 
 /* Appends s to b with every character outside [a-zA-Z0-9_] replaced by '_' (type id parts). */
@@ -151,12 +309,16 @@ int ps_ingest_prepare(const void *body, size_t n, const ps_ingest_params_t *para
     if (params->time != NULL && (ret = ps_parse_time(params->time, params->time_len, &ts, err)) != 0)
         return ps_err_prefix(err, "time");
 
+    if ((ret = ps_ingest_check_body(body, n, params->content_type, params->content_type_len, err)) != 0)
+        return ret;
     if ((ret = ps_pprof_decode(body, n, lim, arena, p, err)) != 0)
         return ret;
     if (name == NULL) {
         if ((ret = ps_ingest_infer_name(p, &name, err)) != 0)
             return ret;
         name_len = strlen(name);
+    } else if ((ret = ps_ingest_check_name(p, name, name_len, err)) != 0) {
+        return ret;
     }
     if (params->time == NULL)
         ts = p->time_nanos > 0 ? p->time_nanos : ps_time_now();

@@ -2,8 +2,10 @@
  * ingest.h - the ingest pipeline: how a profile gets from the wire into the store.
  *
  *  1. Preparing (any thread, ingest.c): a pushed (or scraped) pprof body plus its parameters
- *     becomes a store append: decode and validate, infer the profile name, build one series per
- *     sample type with its profile type id as __name__, pick the timestamp.
+ *     becomes a store append: refuse bodies that are not pprof by their shape (multipart, text),
+ *     decode and validate, infer the profile name (or check the given one against the sample
+ *     types), build one series per sample type with its profile type id as __name__, pick the
+ *     timestamp.
  *  2. Writing (writer.c): the writer thread is the only thread that writes to the store. Requests
  *     from the HTTP threads and the scraper are queued; the writer takes everything queued,
  *     applies it in one transaction (group commit), then calls each request's on_done from the
@@ -28,6 +30,8 @@ typedef struct ps_ingest_params {
     const char *time;   /* RFC3339 or unix seconds; NULL = the profile's time_nanos, else now */
     size_t time_len;
     int delta;          /* -1 = by profile name (process_cpu, wall), 0 = no, 1 = yes */
+    const char *content_type; /* the request's Content-Type; NULL = none */
+    size_t content_type_len;
 } ps_ingest_params_t;
 
 /** Builds app (everything allocated from arena) from a pprof body. */
@@ -45,8 +49,16 @@ enum { PS_INGEST_SKIP = 0, PS_INGEST_ASIS = 1, PS_INGEST_DELTA = 2 };
 int ps_ingest_build(const ps_profile_t *p, const char *name, size_t name_len, const ps_labels_t *base, int64_t ts,
                     const uint8_t *modes, bool delta, ps_arena_t *arena, ps_append_t *app, ps_err_t *err);
 
-/** Infers the profile name from the sample types, or explains why it cannot. */
+/** Infers the profile name from the sample types, or explains why it cannot (PS_EINVAL). The
+ *  rule is at the top of ingest.c. */
 int ps_ingest_infer_name(const ps_profile_t *p, const char **name, ps_err_t *err);
+/** PS_EINVAL when a well-known name contradicts the profile's sample types (the rule is at the
+ *  top of ingest.c), with a message naming the kind inferred; else 0. */
+int ps_ingest_check_name(const ps_profile_t *p, const char *name, size_t name_len, ps_err_t *err);
+/** PS_EINVAL, saying what to send instead, when a body is not a pprof profile by its shape: a
+ *  multipart/form-data body (by content_type, which may be NULL, or a body starting with "--")
+ *  or text (the first bytes are printable). 0 otherwise (the decoder has the last word). */
+int ps_ingest_check_body(const void *body, size_t n, const char *content_type, size_t ct_len, ps_err_t *err);
 
 /** Writes the success JSON for a durable append:
  *  {"status":"success","data":{"timestamp":..., "samples":N, "duplicate":false, "series":[...]}} */

@@ -1,5 +1,5 @@
 /*
- * writer.c - the writer thread (see writer.h).
+ * writer.c - the writer thread (see ingest.h).
  */
 #include "ingest.h"
 

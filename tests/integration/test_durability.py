@@ -179,7 +179,9 @@ def test_sigkill_durability(make_server, tmp_path):
     print("acked per round", acked_per_round, "attempts", len(ledger.attempts),
           {k: v for k, v in srv.metrics().items() if "chunks" in k or "head" in k})
     assert sum(1 for n in acked_per_round if n > 0) >= ROUNDS // 2, acked_per_round
-    assert stored >= len(ledger.acked)
+    # every acknowledged push is stored (verify checks each); a push may also be stored whose
+    # answer the kill cut off, but nothing that was never sent
+    assert len(ledger.acked) <= stored <= len(ledger.attempts)
     m = srv.metrics()
     assert m["profstore_storage_chunks"] >= 1, "no chunk was ever written"
     # after all the crashes, a compaction of everything still works and loses nothing

@@ -82,7 +82,9 @@ def test_health_ready_buildinfo_metrics(server):
     assert m["profstore_ingest_profiles_total"] == m0["profstore_ingest_profiles_total"] + 1
     assert m["profstore_ingest_samples_total"] == m0["profstore_ingest_samples_total"] + 272
     assert m["profstore_storage_series"] == 2
-    assert m["profstore_http_requests_total"] > m0["profstore_http_requests_total"]
+    # labelled by handler and code (test_metrics.py checks them exactly): the push is one more
+    assert m['profstore_http_requests_total{handler="/api/v1/profiles/write",code="200"}'] == \
+        m0.get('profstore_http_requests_total{handler="/api/v1/profiles/write",code="200"}', 0) + 1
     for line in body.decode().splitlines():
         assert line.startswith("#") or re.match(r"^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? -?[0-9.e+]+$", line), line
 
@@ -229,26 +231,40 @@ def _jobs(srv):
     return {s["labels"].get("job") for s in srv.series()}
 
 
+def _profiles_by_job(srv):
+    """{(job, __name__): [(ts, total), ...]} of everything stored."""
+    return {(s["labels"]["job"], s["labels"]["__name__"]): [(p["ts"], p["total"]) for p in s["profiles"]]
+            for s in srv.series()}
+
+
 def test_retention_on_restart(make_server):
     srv = make_server(retention="1h")
     now = int(time.time())
-    st, _ = srv.push("go/cpu-01.pb.gz", time=str(now - 1800), labels='{job="old"}')
+    st, js_old = srv.push("go/cpu-01.pb.gz", time=str(now - 1800), labels='{job="old"}')
     assert st == 200, srv.last_raw
     st, _ = srv.push("go/cpu-02.pb.gz", time=str(now - 60), labels='{job="new"}')
     assert st == 200, srv.last_raw
-    assert _jobs(srv) == {"old", "new"}
+    old_ns, new_ns = (now - 1800) * 10**9, (now - 60) * 10**9
+    assert _profiles_by_job(srv) == {
+        ("old", CPU_TYPES[0]): [(old_ns, 298)], ("old", CPU_TYPES[1]): [(old_ns, 2980000000)],
+        ("new", CPU_TYPES[0]): [(new_ns, 293)], ("new", CPU_TYPES[1]): [(new_ns, 2930000000)]}
+    old_ids = [s["id"] for s in js_old["data"]["series"]]
+    for sid in old_ids:
+        assert srv.get("/api/v1/debug/profile?id=%d&time=%d" % (sid, old_ns))[0] == 200
     srv.stop()
     srv.start(retention="10m", storage_retention_interval="1s")
     deadline = time.monotonic() + 8
     while "old" in _jobs(srv) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _jobs(srv) == {"new"}, "series older than the retention must go, newer ones stay"
-    new = [s for s in srv.series() if s["labels"]["job"] == "new"]
-    assert sorted(s["profiles"][0]["total"] for s in new) == [293, 2930000000]
+    after = {("new", CPU_TYPES[0]): [(new_ns, 293)], ("new", CPU_TYPES[1]): [(new_ns, 2930000000)]}
+    assert _profiles_by_job(srv) == after
+    for sid in old_ids:
+        assert srv.get("/api/v1/debug/profile?id=%d&time=%d" % (sid, old_ns))[0] == 404
     assert srv.metrics()["profstore_retention_series_dropped_total"] == 2
     # gone for good
     srv.restart()
-    assert _jobs(srv) == {"new"}
+    assert _profiles_by_job(srv) == after
 
 
 def test_retention_admin_endpoint(make_server):
@@ -259,14 +275,23 @@ def test_retention_admin_endpoint(make_server):
     assert srv.push("go/cpu-02.pb.gz", time=str(now - 30), labels='{job="mixed"}')[0] == 200
     srv.stop()
     srv.start(retention="10m")  # default interval: no automatic run during this test
-    assert _jobs(srv) == {"old", "mixed"}
+    old_ns, new_ns = (now - 1800) * 10**9, (now - 30) * 10**9
+    heap = [(old_ns, t) for t in (29635699, 12417316511, 6721, 1048832)]
+    before = _profiles_by_job(srv)
+    assert {k: v for k, v in before.items() if k[0] == "mixed"} == {
+        ("mixed", CPU_TYPES[0]): [(old_ns, 298), (new_ns, 293)],
+        ("mixed", CPU_TYPES[1]): [(old_ns, 2980000000), (new_ns, 2930000000)]}
+    assert sorted(v[0] for k, v in before.items() if k[0] == "old") == sorted(heap)
+    mixed_ids = [s["id"] for s in srv.series() if s["labels"]["job"] == "mixed"]
     res = srv.post_json("/api/v1/admin/retention")
     assert res["status"] == "success"
     assert res["data"]["series_dropped"] == 4, res
-    assert _jobs(srv) == {"mixed"}
-    for s in srv.series():
-        # the recent profile is kept (whatever happens to the old one of the same series)
-        assert now - 30 in [p["ts"] // 10**9 for p in s["profiles"]]
+    # the old series are gone; of the mixed ones, exactly the recent profile is left
+    assert _profiles_by_job(srv) == {("mixed", CPU_TYPES[0]): [(new_ns, 293)],
+                                     ("mixed", CPU_TYPES[1]): [(new_ns, 2930000000)]}
+    for sid in mixed_ids:
+        assert srv.get("/api/v1/debug/profile?id=%d&time=%d" % (sid, old_ns))[0] == 404
+        assert srv.get("/api/v1/debug/profile?id=%d&time=%d" % (sid, new_ns))[0] == 200
     # nothing left to drop
     assert srv.post_json("/api/v1/admin/retention")["data"]["series_dropped"] == 0
 
@@ -288,7 +313,7 @@ def test_compaction_by_profile_count(make_server):
         time.sleep(0.05)
     m = srv.metrics()
     # 7 profiles, 3 per chunk: 2 chunks per series (2 series), the 7th profile still in the head
-    assert m["profstore_storage_chunks"] >= 4, m
+    assert m["profstore_storage_chunks"] == 4, m
     assert m["profstore_storage_head_records"] == 2, m
     for phase in ("compacted", "restarted"):
         if phase == "restarted":

@@ -61,7 +61,7 @@ def test_push_fixture(server, rel):
     assert types == EXPECTED_TYPES[rel]
     for i, s in enumerate(d["series"]):
         assert s["labels"] == {"__name__": EXPECTED_TYPES[rel][i], "job": "api", "instance": "a:6060"}
-        assert 0 < s["stacks"] <= README_SAMPLES[rel]
+        assert s["stacks"] == len(pd.canonical(p, i)), "distinct non-zero (stack, labels) rows"
     assert len({s["id"] for s in d["series"]}) == len(types)
 
     stored = {s["id"]: s for s in server.series()}
@@ -272,3 +272,69 @@ def test_curl_style_labels(server, labels, want):
     stored = server.series()
     assert len(stored) == 1
     assert {k: v for k, v in stored[0]["labels"].items() if k != "__name__"} == want
+
+
+GOROUTINE_TYPES = "goroutine/count"
+CPU_SAMPLE_TYPES = "samples/count, cpu/nanoseconds"
+CONTENTION_TYPES = "contentions/count, delay/nanoseconds"
+
+
+@pytest.mark.parametrize("rel,name,types,kind", [
+    ("go/goroutine-01.pb.gz", "cpu", GOROUTINE_TYPES, "goroutine"),
+    ("go/goroutine-01.pb.gz", "process_cpu", GOROUTINE_TYPES, "goroutine"),
+    ("go/goroutine-01.pb.gz", "memory", GOROUTINE_TYPES, "goroutine"),
+    ("go/cpu-01.pb.gz", "heap", CPU_SAMPLE_TYPES, "process_cpu"),
+    ("go/cpu-01.pb.gz", "goroutine", CPU_SAMPLE_TYPES, "process_cpu"),
+    ("go/cpu-01.pb.gz", "block", CPU_SAMPLE_TYPES, "process_cpu"),
+    ("go/heap-01.pb.gz", "process_cpu",
+     "alloc_objects/count, alloc_space/bytes, inuse_objects/count, inuse_space/bytes", "memory"),
+    ("go/threadcreate-01.pb.gz", "goroutine", "threadcreate/count", "threadcreate"),
+    ("node/wall-01.pb.gz", "process_cpu", "sample/count, wall/nanoseconds", "wall"),
+    ("node/heap-01.pb.gz", "wall", "inuse_objects/count, inuse_space/bytes", "memory"),
+])
+def test_name_contradicting_sample_types_refused(server, rel, name, types, kind):
+    st, js = server.push(rel, name=name, labels='{job="n"}')
+    assert st == 400, (st, server.last_raw)
+    assert js["status"] == "error" and js["errorType"] == "bad_data"
+    assert js["error"] == ('name "%s" contradicts the profile\'s sample types (%s): this is a "%s" profile; '
+                           'send name=%s or leave name out' % (name, types, kind, kind))
+    assert server.series() == []
+
+
+@pytest.mark.parametrize("rel", ["go/block-01.pb.gz", "go/mutex-01.pb.gz"])
+def test_name_contradicting_block_mutex_refused(server, rel):
+    st, js = server.push(rel, name="cpu", labels='{job="n"}')
+    assert st == 400, (st, server.last_raw)
+    assert js["error"] == ('name "cpu" contradicts the profile\'s sample types (%s): this is a "block" or '
+                           '"mutex" profile; send name=block or name=mutex' % CONTENTION_TYPES)
+    assert server.series() == []
+
+
+@pytest.mark.parametrize("rel,name,want", [
+    # the name fits the sample types
+    ("go/cpu-01.pb.gz", "cpu", ["cpu:samples:count:cpu:nanoseconds", "cpu:cpu:nanoseconds:cpu:nanoseconds"]),
+    ("go/goroutine-01.pb.gz", "goroutine", ["goroutine:goroutine:count:goroutine:count"]),
+    ("go/heap-01.pb.gz", "heap", ["heap:" + t.split(":", 1)[1] for t in HEAP_TYPES]),
+    ("node/cpu-01.pb.gz", "wall", ["wall:sample:count:wall:nanoseconds:delta",
+                                   "wall:wall:nanoseconds:wall:nanoseconds:delta",
+                                   "wall:cpu:nanoseconds:wall:nanoseconds:delta"]),
+    # block and mutex cannot be told apart
+    ("go/mutex-01.pb.gz", "block", ["block:contentions:count:contentions:count",
+                                    "block:delay:nanoseconds:contentions:count"]),
+    # not a well-known name
+    ("go/goroutine-01.pb.gz", "myapp_goroutines", ["myapp_goroutines:goroutine:count:goroutine:count"]),
+])
+def test_name_that_fits_or_cannot_contradict_accepted(server, rel, name, want):
+    st, js = server.push(rel, name=name, labels='{job="n"}')
+    assert st == 200, (st, server.last_raw)
+    assert [s["profile_type"] for s in js["data"]["series"]] == want
+
+
+def test_well_known_name_on_unknown_sample_types_accepted(server):
+    """Sample types that are not recognised: any name is accepted, a well-known one too."""
+    p = pd.minimal_profile()
+    p.string_table[1], p.string_table[3] = "requests", "latency"  # sample types requests/count, latency/nanoseconds
+    st, js = server.push(pd.encode(p), name="cpu", time=str(NOW_S), labels='{job="custom"}')
+    assert st == 200, (st, server.last_raw)
+    assert [s["profile_type"] for s in js["data"]["series"]] == [
+        "cpu:requests:count:latency:nanoseconds", "cpu:latency:nanoseconds:latency:nanoseconds"]

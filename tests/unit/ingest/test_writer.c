@@ -1,0 +1,365 @@
+/*
+ * test_writer.c - the writer thread (src/ingest/writer.c) on a store in a temporary directory:
+ * group commit answers every request exactly once with its status, a failing profile fails
+ * alone in its batch, stop drains the queue, a submit while stopping and into a full queue is
+ * refused with PS_EUNAVAIL.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/timeutil.h"
+#include "ingest/ingest.h"
+
+static const char *testdata(void)
+{
+    const char *e = getenv("PS_TESTDATA");
+    return e ? e : PS_TESTDATA;
+}
+
+static uint8_t *body;
+static size_t body_len;
+
+static void load_body(void)
+{
+    if (body != NULL)
+        return;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/pprof/go/goroutine-01.pb.gz", testdata());
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    body = malloc((size_t)len);
+    body_len = fread(body, 1, (size_t)len, f);
+    fclose(f);
+}
+
+typedef struct env {
+    char dir[64];
+    ps_store_t *store;
+} env_t;
+
+static int setup(void **state)
+{
+    env_t *e = calloc(1, sizeof(*e));
+    strcpy(e->dir, "/tmp/ps-test-writer-XXXXXX");
+    assert_non_null(mkdtemp(e->dir));
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = e->dir;
+    o.map_size = 1ull << 30;
+    o.retention_ns = 0;
+    o.nosync = true;
+    ps_err_t err;
+    if (ps_store_open(&o, &e->store, &err) != 0)
+        fail_msg("open: %s", err.msg);
+    load_body();
+    *state = e;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    env_t *e = *state;
+    ps_store_close(e->store);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
+    assert_int_equal(system(cmd), 0);
+    free(e);
+    return 0;
+}
+
+/* one request: a goroutine profile for series {n="<n>"} at time t (seconds) */
+typedef struct treq {
+    ps_wreq_t w;
+    ps_arena_t arena;
+    atomic_int calls;
+    ps_writer_t *writer;      /* for on_done_submit */
+    struct treq *resubmit;    /* submitted from on_done (while the writer stops) */
+    int resubmit_rc;
+} treq_t;
+
+static atomic_int done_total;
+
+static void on_done(ps_wreq_t *w)
+{
+    treq_t *r = w->ctx;
+    atomic_fetch_add(&r->calls, 1);
+    atomic_fetch_add(&done_total, 1);
+}
+
+static void on_done_submit(ps_wreq_t *w)
+{
+    treq_t *r = w->ctx;
+    if (r->resubmit != NULL)
+        r->resubmit_rc = ps_writer_submit(r->writer, &r->resubmit->w);
+    on_done(w);
+}
+
+static treq_t *make_req(int n, int64_t t)
+{
+    treq_t *r = calloc(1, sizeof(*r));
+    r->arena = (ps_arena_t)PS_ARENA_INIT;
+    char labels[32], ts[32];
+    snprintf(labels, sizeof(labels), "{n=\"%d\"}", n);
+    snprintf(ts, sizeof(ts), "%lld", (long long)t);
+    ps_ingest_params_t ip = {0};
+    ip.labels = labels;
+    ip.labels_len = strlen(labels);
+    ip.time = ts;
+    ip.time_len = strlen(ts);
+    ip.delta = -1;
+    ps_pprof_limits_t lim;
+    ps_pprof_limits_default(&lim);
+    ps_err_t err;
+    if (ps_ingest_prepare(body, body_len, &ip, &lim, &r->arena, &r->w.app, &err) != 0)
+        fail_msg("prepare: %s", err.msg);
+    r->w.kind = PS_WREQ_APPEND;
+    r->w.on_done = on_done;
+    r->w.ctx = r;
+    return r;
+}
+
+static void free_req(treq_t *r)
+{
+    ps_arena_dispose(&r->arena);
+    free(r);
+}
+
+static void wait_done(int want)
+{
+    for (int i = 0; i < 1000 && atomic_load(&done_total) < want; i++)
+        usleep(10000);
+    assert_int_equal(atomic_load(&done_total), want);
+}
+
+static ps_writer_t *start(env_t *e, int64_t commit_delay_ns, uint32_t max_queue)
+{
+    ps_writer_opts_t o;
+    ps_writer_opts_default(&o);
+    o.commit_delay_ns = commit_delay_ns;
+    if (max_queue)
+        o.max_queue = max_queue;
+    atomic_store(&done_total, 0);
+    return ps_writer_start(e->store, &o);
+}
+
+static int count_one(void *ctx, uint64_t sid, const ps_labels_t *ls)
+{
+    (*(int *)ctx)++;
+    return 0;
+}
+
+static int count_series(ps_store_t *s)
+{
+    ps_reader_t *r;
+    ps_err_t err;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    int n = 0;
+    assert_int_equal(ps_reader_series_foreach(r, count_one, &n), 0);
+    ps_reader_end(r);
+    return n;
+}
+
+#define T0 1796022000
+
+static void test_every_request_answered_once(void **state)
+{
+    env_t *e = *state;
+    enum { N = 40 };
+    ps_writer_t *w = start(e, 20 * 1000000, 0);
+    treq_t *r[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = make_req(i, T0);
+        assert_int_equal(ps_writer_submit(w, &r[i]->w), 0);
+    }
+    wait_done(N);
+    ps_writer_stats_t st;
+    ps_writer_stats(w, &st);
+    ps_writer_stop(w);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(atomic_load(&r[i]->calls), 1);
+        assert_int_equal(r[i]->w.status, 0);
+        assert_int_equal(r[i]->w.app.status, 0);
+        assert_int_equal(r[i]->w.app.duplicate, 0);
+        assert_true(r[i]->w.app.series_ids[0] > 0);
+        free_req(r[i]);
+    }
+    assert_int_equal(st.appended, N);
+    assert_int_equal(st.failed, 0);
+    assert_int_equal(st.queued, 0);
+    assert_true(st.batches >= 1 && st.batches < N); /* grouped: 40 profiles in 20 ms windows */
+    assert_int_equal(count_series(e->store), N);
+}
+
+static void test_failing_profile_fails_alone(void **state)
+{
+    env_t *e = *state;
+    ps_writer_t *w = start(e, 0, 0);
+    treq_t *first = make_req(1, T0 + 10);
+    assert_int_equal(ps_writer_submit(w, &first->w), 0);
+    wait_done(1);
+    ps_writer_stop(w);
+    assert_int_equal(first->w.app.status, 0);
+
+    /* a long commit delay after a commit: the three wait and go into one transaction */
+    w = start(e, 300 * 1000000, 0);
+    treq_t *warm = make_req(9, T0);
+    assert_int_equal(ps_writer_submit(w, &warm->w), 0);
+    wait_done(1);
+    ps_writer_stats_t st0, st1;
+    ps_writer_stats(w, &st0);
+    treq_t *a = make_req(2, T0 + 5), *late = make_req(1, T0 + 5) /* older than T0+10: out of order */,
+           *c = make_req(3, T0 + 5);
+    assert_int_equal(ps_writer_submit(w, &a->w), 0);
+    assert_int_equal(ps_writer_submit(w, &late->w), 0);
+    assert_int_equal(ps_writer_submit(w, &c->w), 0);
+    wait_done(4);
+    ps_writer_stats(w, &st1);
+    ps_writer_stop(w);
+    assert_int_equal(st1.batches - st0.batches, 1);
+    assert_int_equal(st1.appended - st0.appended, 2);
+    assert_int_equal(st1.failed - st0.failed, 1);
+    assert_int_equal(a->w.app.status, 0);
+    assert_int_equal(c->w.app.status, 0);
+    assert_int_equal(late->w.app.status, PS_EOUTOFORDER);
+    assert_non_null(strstr(late->w.app.err.msg, "out of order"));
+    assert_int_equal(atomic_load(&late->calls), 1);
+    assert_int_equal(count_series(e->store), 4); /* n=1, 2, 3, 9 */
+    free_req(first);
+    free_req(warm);
+    free_req(a);
+    free_req(late);
+    free_req(c);
+}
+
+static void test_stop_drains_the_queue(void **state)
+{
+    env_t *e = *state;
+    enum { N = 10 };
+    ps_writer_t *w = start(e, 5 * PS_NS_PER_S, 0);
+    treq_t *warm = make_req(100, T0);
+    assert_int_equal(ps_writer_submit(w, &warm->w), 0);
+    wait_done(1);
+    /* the next commit is 5 s away: these wait in the queue until stop */
+    treq_t *r[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = make_req(i, T0);
+        assert_int_equal(ps_writer_submit(w, &r[i]->w), 0);
+    }
+    usleep(50000);
+    assert_int_equal(atomic_load(&done_total), 1);
+    int64_t t0 = ps_time_mono();
+    ps_writer_stop(w);
+    assert_true(ps_time_mono() - t0 < 2 * PS_NS_PER_S); /* stop does not wait out the delay */
+    assert_int_equal(atomic_load(&done_total), N + 1);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(atomic_load(&r[i]->calls), 1);
+        assert_int_equal(r[i]->w.status, 0);
+        assert_int_equal(r[i]->w.app.status, 0);
+        free_req(r[i]);
+    }
+    assert_int_equal(count_series(e->store), N + 1);
+    free_req(warm);
+}
+
+static void test_submit_while_stopping_unavailable(void **state)
+{
+    env_t *e = *state;
+    ps_writer_t *w = start(e, 5 * PS_NS_PER_S, 0);
+    treq_t *warm = make_req(1, T0);
+    assert_int_equal(ps_writer_submit(w, &warm->w), 0);
+    wait_done(1);
+    /* queued until stop; its on_done (during the drain) submits another request */
+    treq_t *r = make_req(2, T0), *again = make_req(3, T0);
+    r->w.on_done = on_done_submit;
+    r->writer = w;
+    r->resubmit = again;
+    r->resubmit_rc = 1;
+    assert_int_equal(ps_writer_submit(w, &r->w), 0);
+    ps_writer_stop(w);
+    assert_int_equal(atomic_load(&r->calls), 1);
+    assert_int_equal(r->resubmit_rc, PS_EUNAVAIL);
+    assert_string_equal(again->w.err.msg, "server is shutting down");
+    assert_int_equal(atomic_load(&again->calls), 0); /* refused: never answered by the writer */
+    assert_int_equal(count_series(e->store), 2);
+    free_req(warm);
+    free_req(r);
+    free_req(again);
+}
+
+static void test_full_queue_refuses(void **state)
+{
+    env_t *e = *state;
+    ps_writer_t *w = start(e, 5 * PS_NS_PER_S, 3);
+    treq_t *warm = make_req(100, T0);
+    assert_int_equal(ps_writer_submit(w, &warm->w), 0);
+    wait_done(1);
+    treq_t *r[4];
+    for (int i = 0; i < 4; i++)
+        r[i] = make_req(i, T0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(ps_writer_submit(w, &r[i]->w), 0);
+    ps_writer_stats_t st;
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.queued, 3);
+    assert_int_equal(ps_writer_submit(w, &r[3]->w), PS_EUNAVAIL);
+    assert_string_equal(r[3]->w.err.msg, "write queue is full, retry later");
+    ps_writer_stop(w);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(atomic_load(&r[i]->calls), 1);
+    assert_int_equal(atomic_load(&r[3]->calls), 0);
+    assert_int_equal(count_series(e->store), 4); /* n=100, 0, 1, 2 */
+    for (int i = 0; i < 4; i++)
+        free_req(r[i]);
+    free_req(warm);
+}
+
+static void test_admin_requests(void **state)
+{
+    env_t *e = *state;
+    ps_writer_t *w = start(e, 0, 0);
+    treq_t *a = make_req(1, T0);
+    assert_int_equal(ps_writer_submit(w, &a->w), 0);
+    wait_done(1);
+    treq_t *c = calloc(1, sizeof(*c));
+    c->w.kind = PS_WREQ_COMPACT;
+    c->w.on_done = on_done;
+    c->w.ctx = c;
+    c->w.status = 1;
+    assert_int_equal(ps_writer_submit(w, &c->w), 0);
+    wait_done(2);
+    ps_writer_stop(w);
+    assert_int_equal(c->w.status, 0);
+    assert_int_equal(c->w.count, 1); /* one series, its head folded into one chunk */
+    assert_int_equal(atomic_load(&c->calls), 1);
+    free_req(a);
+    free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_every_request_answered_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failing_profile_fails_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_drains_the_queue, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_submit_while_stopping_unavailable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_full_queue_refuses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admin_requests, setup, teardown),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    free(body);
+    return rc;
+}
