@@ -728,20 +728,31 @@ int ps_query_profile_select(ps_reader_t *r, const ps_profile_query_t *q, ps_aren
                               q->param, v);
         parts[0] = v; /* a bare profile name: its family */
     } else if (q->all_types && ni < 0) {
-        /* the family of the one type the selector selects */
-        ps_profile_sel_t one;
-        if ((ret = select_one_type(r, q, arena, &one, err)) != 0) {
-            ps_profile_sel_dispose(&one);
+        /* the family of the profile name the selected series share */
+        ps_series_set_t set;
+        int64_t lo, hi;
+        window(q, &lo, &hi);
+        if ((ret = ps_query_select(r, q->sel, lo, hi, q->max_series, arena, &set, err)) != 0)
             return ret;
+        for (uint32_t i = 0; i < set.n; i++) {
+            const ps_label_pair_t *nm = ps_labels_get(&set.labels[i], "__name__");
+            const char *p2[6];
+            if (nm == NULL || ps_profile_type_parts(nm->value, arena, p2) != 0)
+                continue;
+            if (parts[0] == NULL)
+                parts[0] = p2[0];
+            else if (strcmp(parts[0], p2[0]) != 0)
+                return ps_err_set(err, PS_EINVAL,
+                                  "invalid parameter \"%s\": the selector matches profiles of %s and of %s; "
+                                  "sample_types=all merges the sample types of one profile name: add __name__ or a "
+                                  "profile name to the selector",
+                                  q->param, parts[0], p2[0]);
         }
-        const char *t = one.types[0];
-        ps_profile_sel_dispose(&one);
-        if (strcmp(t, UNKNOWN_TYPE) == 0) {
+        if (parts[0] == NULL) {
             sel_alloc(out, 1, arena);
-            out->types[0] = t;
+            out->types[0] = UNKNOWN_TYPE;
             return 0;
         }
-        ps_profile_type_parts(t, arena, parts);
     } else if (!q->all_types) {
         ret = select_one_type(r, q, arena, out, err);
         if (ret == 0)
