@@ -207,8 +207,10 @@ static int respond(ps_qctx_t *c, const ps_profile_t *p, int fmt, int64_t max_nod
         ps_render_folded(p, 0, &c->out);
         ps_http_send(c->req, 200, "text/plain; charset=utf-8", c->out.data, c->out.len);
     } else {
-        (void)base_total;
-        ps_render_top(p, 0, limit, &c->out);
+        if (diff)
+            ps_render_top_diff(p, 0, limit, base_total, &c->out);
+        else
+            ps_render_top(p, 0, limit, &c->out);
         ps_http_send(c->req, 200, "application/json", c->out.data, c->out.len);
     }
     return 0;

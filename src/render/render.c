@@ -55,11 +55,13 @@
  * Top tables need no tree: rows are keyed by (function name, file name), flat is added to the
  * deepest frame of each sample (the innermost line of the leaf location), cum to every distinct row
  * of the sample (a per-row "last sample" stamp counts recursion once). total is the sum of the
- * absolute sample values, as pprof computes it, so with negative values the percentages are of
- * that sum, and the flat column no longer adds up to total. Samples without frames count in total
- * but give no row (pprof does the same). Rows only exist for functions that occur in a sample with a
- * nonzero value. Rows sort by flat, then cum (both descending), then function and file name (byte
- * order).
+ * absolute sample values, as pprof computes it; for a diff (ps_render_top_diff) it is the base's
+ * total, as pprof -diff_base computes it (the sum of |value| of the base samples only). Samples
+ * without frames count in total but give no row (pprof does the same). Rows only exist for
+ * functions that occur in a sample with a nonzero value and whose flat or cum is nonzero (values
+ * that cancel out give no row, as in pprof). Rows sort by |flat|, then |cum| (both
+ * descending), then function and file name (byte order): in a diff the largest drop ranks with the
+ * largest rise.
  */
 #include "render.h"
 
@@ -982,13 +984,19 @@ typedef struct trow {
     uint32_t stamp;                /* last sample (index + 1) that counted cum */
 } trow_t;
 
+static inline uint64_t abs64(int64_t v)
+{
+    return v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+}
+
 static int cmp_trow(const void *a, const void *b)
 {
     const trow_t *x = a, *y = b;
-    if (x->flat != y->flat)
-        return x->flat > y->flat ? -1 : 1;
-    if (x->cum != y->cum)
-        return x->cum > y->cum ? -1 : 1;
+    uint64_t xf = abs64(x->flat), yf = abs64(y->flat), xc = abs64(x->cum), yc = abs64(y->cum);
+    if (xf != yf)
+        return xf > yf ? -1 : 1;
+    if (xc != yc)
+        return xc > yc ? -1 : 1;
     if (x->name_rank != y->name_rank)
         return x->name_rank < y->name_rank ? -1 : 1;
     return (x->file_rank > y->file_rank) - (x->file_rank < y->file_rank);
@@ -1006,6 +1014,11 @@ static void put_pct(ps_buf_t *b, int64_t v, uint64_t total)
 }
 
 void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t *out)
+{
+    ps_render_top_diff(p, vi, limit, 0, out);
+}
+
+void ps_render_top_diff(const ps_profile_t *p, uint32_t vi, uint32_t limit, int64_t base_total, ps_buf_t *out)
 {
     if (p == NULL || vi >= p->ntypes) {
         PUT_LIT(out, "{\"total\":0,\"rows\":[]}");
@@ -1041,7 +1054,7 @@ void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t 
         int64_t v = s->values[vi];
         if (v == 0)
             continue;
-        total += v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+        total += abs64(v);
         uint32_t leaf = NONE, stamp = i + 1;
         for (uint32_t j = s->nlocs; j-- > 0;) {
             uint32_t loc = s->locs[j];
@@ -1060,9 +1073,11 @@ void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t 
             rows[leaf].flat = add64(rows[leaf].flat, v);
     }
 
-    size_t m = 0; /* keep rows some sample counted */
+    if (base_total > 0) /* a diff: percentages of the base, like go tool pprof -diff_base */
+        total = (uint64_t)base_total;
+    size_t m = 0; /* keep rows some sample counted, unless everything cancelled out */
     for (size_t i = 0; i < nrows; i++)
-        if (rows[i].stamp != 0)
+        if (rows[i].stamp != 0 && (rows[i].flat != 0 || rows[i].cum != 0)) /* pprof drops 0/0 nodes too */
             rows[m++] = rows[i];
     if (m > 1)
         qsort(rows, m, sizeof(trow_t), cmp_trow);

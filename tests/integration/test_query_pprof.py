@@ -329,3 +329,37 @@ def test_diff_through_go_pprof(srv, go, tmp_path):
     assert any(flat < 0 for flat, _, _ in g) and any(flat > 0 for flat, _, _ in g), got.stdout
     # same functions with the same flat and cum differences as pprof's own -diff_base
     assert g == r, "server diff:\n%s\n--- go tool pprof -diff_base:\n%s" % (got.stdout, ref.stdout)
+
+
+def test_diff_top_matches_go_pprof_diff_base(srv, go, tmp_path):
+    """format=top of a diff = go tool pprof -top -diff_base: total and percentages are of the
+    base's total (pprof prints |percentage|; the JSON keeps the sign of flat and cum), rows by
+    |flat| (then |cum|, then name), so limit keeps the largest drops as well as the largest rises."""
+    import json
+    base_total = README_TOTALS["go/cpu-01.pb.gz"][1]
+    ref = go_pprof(["-top", "-nodecount=10000", "-nodefraction=0", "-symbolize=none", "-diff_base=" + str(PPROF_DIR / "go/cpu-01.pb.gz"),
+                    str(PPROF_DIR / "go/cpu-02.pb.gz")], tmp_path)
+    rh, rrows = parse_pprof_top(ref.stdout)
+    line = [l for l in rh if " total" in l and "Showing nodes" in l][0]
+    assert round(pprof_quantity(line.split(" of ")[1].split()[0])) == base_total, line
+    rrows = [r[:5] + (r[5].replace(" (partial-inline)", ""),) for r in rrows]
+    want = sorted(_ns_rows(rrows), key=lambda r: (-abs(r[0]), -abs(r[1]), r[2]))
+    pct = {r[5]: (r[1], r[4]) for r in rrows}
+    params = dict(base=DIFF_BASE, compare=DIFF_CMP, base_time=T0 + 60, compare_time=T0 + 60, format="top")
+    _, body = fetch(srv, query_path("/api/v1/profiles/diff", **params))
+    top = json.loads(body)
+    assert top["total"] == base_total
+    assert [(r["flat"], r["cum"], r["function"]) for r in top["rows"]] == want
+    for r in top["rows"]:
+        assert r["flat%"] == round(100.0 * r["flat"] / base_total, 2), r
+        assert r["cum%"] == round(100.0 * r["cum"] / base_total, 2), r
+        for ours, theirs in ((r["flat%"], pct[r["function"]][0]), (r["cum%"], pct[r["function"]][1])):
+            if 1.0 <= abs(ours) < 99.95:
+                assert "%.2f%%" % abs(ours) == theirs, (r, theirs)
+    # the largest drop is among the first rows, where its |flat| ranks
+    drop = min(want, key=lambda r: r[0])
+    k = want.index(drop) + 1
+    assert drop[0] < 0 and k <= 5, want[:5]
+    _, body = fetch(srv, query_path("/api/v1/profiles/diff", limit=k, **params))
+    rows = json.loads(body)["rows"]
+    assert [(r["flat"], r["cum"], r["function"]) for r in rows] == want[:k]
