@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/json.h"
 #include "core/timeutil.h"
 #include "http.h"
 #include "internal.h"
@@ -16,11 +17,9 @@
 
 
 typedef struct types_ctx {
-    ps_buf_t *b;
+    ps_json_t *j;
     ps_arena_t *a;
-    int first;
 } types_ctx_t;
-
 
 static int on_type(void *ctx, const char *v, size_t n)
 {
@@ -29,15 +28,17 @@ static int on_type(void *ctx, const char *v, size_t n)
     char *id = ps_arena_strndup(t->a, v, n);
     if (ps_profile_type_parts(id, t->a, parts) != 0)
         return 0; /* a float series from remote_write, not a profile type */
-    ps_buf_printf(t->b, "%s{\"id\":", t->first ? "" : ",");
-    t->first = 0;
-    ps_buf_json_str(t->b, v, n);
     static const char *keys[] = {"name", "sample_type", "sample_unit", "period_type", "period_unit"};
+    ps_json_obj(t->j);
+    ps_json_key(t->j, "id");
+    ps_json_str(t->j, v, n);
     for (int i = 0; i < 5; i++) {
-        ps_buf_printf(t->b, ",\"%s\":", keys[i]);
-        ps_buf_json_str(t->b, parts[i], strlen(parts[i]));
+        ps_json_key(t->j, keys[i]);
+        ps_json_cstr(t->j, parts[i]);
     }
-    ps_buf_printf(t->b, ",\"delta\":%s}", parts[5] ? "true" : "false");
+    ps_json_key(t->j, "delta");
+    ps_json_bool(t->j, parts[5] != NULL);
+    ps_json_end(t->j);
     return 0;
 }
 
@@ -46,10 +47,18 @@ int ps_api_profile_types(h2o_req_t *req)
     ps_qctx_t c;
     int ret = ps_qctx_begin(&c, req);
     if (ret == 0) {
-        types_ctx_t t = {&c.out, &c.arena, 1};
-        PS_BUF_LIT(&c.out, "{\"status\":\"success\",\"data\":[");
+        ps_json_t j;
+        types_ctx_t t = {&j, &c.arena};
+        ps_json_init(&j, &c.out);
+        ps_json_obj(&j);
+        ps_json_key(&j, "status");
+        ps_json_cstr(&j, "success");
+        ps_json_key(&j, "data");
+        ps_json_arr(&j);
         ret = ps_reader_label_values(c.reader, "__name__", 8, on_type, &t);
-        PS_BUF_LIT(&c.out, "]}\n");
+        ps_json_end(&j);
+        ps_json_end(&j);
+        ps_buf_putc(&c.out, '\n');
         if (ret == 0)
             ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
     }

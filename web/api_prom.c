@@ -12,6 +12,7 @@
 #include "internal.h"
 #include "parser/selector.h"
 #include "query/query.h"
+#include "render/render.h"
 
 #define ALL_START INT64_MIN
 #define ALL_END INT64_MAX
@@ -60,23 +61,41 @@ static int param_limit(const ps_params_t *p, uint64_t *out, ps_err_t *err)
 }
 
 
-static void json_point(ps_buf_t *b, int64_t ms, double v)
+static void json_point(ps_json_t *j, int64_t ms, double v)
 {
-    char ts[40], val[48];
+    char ts[40];
     ps_fmt_ts_ms(ms, ts, sizeof(ts));
-    ps_fmt_float(v, val, sizeof(val));
-    size_t tl = strlen(ts), vl = strlen(val);
-    char *p = (char *)ps_buf_reserve(b, tl + vl + 5);
-    *p++ = '[';
-    memcpy(p, ts, tl);
-    p += tl;
-    *p++ = ',';
-    *p++ = '"';
-    memcpy(p, val, vl);
-    p += vl;
-    *p++ = '"';
-    *p++ = ']';
-    b->len += tl + vl + 5;
+    ps_json_arr(j);
+    ps_json_raw(j, ts, strlen(ts));
+    ps_json_double_str(j, v);
+    ps_json_end(j);
+}
+
+/* {"status":"success","data": ... : opens the answer (the caller writes data, then json_done). */
+static void json_begin(ps_qctx_t *c, ps_json_t *j)
+{
+    ps_json_init(j, &c->out);
+    ps_json_obj(j);
+    ps_json_key(j, "status");
+    ps_json_cstr(j, "success");
+    ps_json_key(j, "data");
+}
+
+static void json_done(ps_json_t *j)
+{
+    ps_json_end(j);
+    ps_buf_putc(j->out, '\n');
+}
+
+/* "warnings" of an answer cut at limit, as Prometheus words it */
+static void json_truncated(ps_json_t *j, bool truncated)
+{
+    if (!truncated)
+        return;
+    ps_json_key(j, "warnings");
+    ps_json_arr(j);
+    ps_json_cstr(j, "results truncated due to limit");
+    ps_json_end(j);
 }
 
 static void send_json(ps_qctx_t *c)
@@ -123,34 +142,38 @@ static int do_query(ps_qctx_t *c, bool instant)
         ps_expr_dispose(e);
         return ret;
     }
-    ps_buf_t *b = &c->out;
     static const char *types[] = {"matrix", "vector", "scalar"};
-    ps_buf_printf(b, "{\"status\":\"success\",\"data\":{\"resultType\":\"%s\",\"result\":", types[res.type]);
+    ps_json_t j;
+    json_begin(c, &j);
+    ps_json_obj(&j);
+    ps_json_key(&j, "resultType");
+    ps_json_cstr(&j, types[res.type]);
+    ps_json_key(&j, "result");
     if (res.type == PS_RES_SCALAR) {
-        json_point(b, res.t, res.scalar);
+        json_point(&j, res.t, res.scalar);
     } else {
-        ps_buf_putc(b, '[');
+        ps_json_arr(&j);
         for (uint32_t i = 0; i < res.n; i++) {
             ps_qseries_t *s = &res.series[i];
-            ps_buf_append(b, i ? ",{\"metric\":" : "{\"metric\":", i ? 11 : 10);
-            ps_labels_json(&s->labels, b);
+            ps_json_obj(&j);
+            ps_json_key(&j, "metric");
+            ps_render_labels_json(&j, &s->labels);
             if (res.type == PS_RES_VECTOR) {
-                PS_BUF_LIT(b, ",\"value\":");
-                json_point(b, s->points[0].t, s->points[0].v);
+                ps_json_key(&j, "value");
+                json_point(&j, s->points[0].t, s->points[0].v);
             } else {
-                PS_BUF_LIT(b, ",\"values\":[");
-                for (uint32_t k = 0; k < s->n; k++) {
-                    if (k)
-                        ps_buf_putc(b, ',');
-                    json_point(b, s->points[k].t, s->points[k].v);
-                }
-                ps_buf_putc(b, ']');
+                ps_json_key(&j, "values");
+                ps_json_arr(&j);
+                for (uint32_t k = 0; k < s->n; k++)
+                    json_point(&j, s->points[k].t, s->points[k].v);
+                ps_json_end(&j);
             }
-            ps_buf_putc(b, '}');
+            ps_json_end(&j);
         }
-        ps_buf_putc(b, ']');
+        ps_json_end(&j);
     }
-    PS_BUF_LIT(b, "}}\n");
+    ps_json_end(&j);
+    json_done(&j);
     ps_expr_dispose(e);
     send_json(c);
     return 0;
@@ -236,16 +259,14 @@ int ps_api_series(h2o_req_t *req)
         if (s.n > 1)
             qsort(s.labels, s.n, sizeof(ps_labels_t), cmp_labels_qsort);
         uint32_t n = limit && limit < s.n ? (uint32_t)limit : s.n;
-        PS_BUF_LIT(&c.out, "{\"status\":\"success\",\"data\":[");
-        for (uint32_t i = 0; i < n; i++) {
-            if (i)
-                ps_buf_putc(&c.out, ',');
-            ps_labels_json(&s.labels[i], &c.out);
-        }
-        ps_buf_putc(&c.out, ']');
-        if (n < s.n)
-            PS_BUF_LIT(&c.out, ",\"warnings\":[\"results truncated due to limit\"]");
-        PS_BUF_LIT(&c.out, "}\n");
+        ps_json_t j;
+        json_begin(&c, &j);
+        ps_json_arr(&j);
+        for (uint32_t i = 0; i < n; i++)
+            ps_render_labels_json(&j, &s.labels[i]);
+        ps_json_end(&j);
+        json_truncated(&j, n < s.n);
+        json_done(&j);
         send_json(&c);
     }
     match_dispose(sels, nsels);
@@ -255,16 +276,14 @@ int ps_api_series(h2o_req_t *req)
 static void send_strlist(ps_qctx_t *c, const ps_strlist_t *l, uint64_t limit)
 {
     uint32_t n = limit && limit < l->n ? (uint32_t)limit : l->n;
-    PS_BUF_LIT(&c->out, "{\"status\":\"success\",\"data\":[");
-    for (uint32_t i = 0; i < n; i++) {
-        if (i)
-            ps_buf_putc(&c->out, ',');
-        ps_buf_json_str(&c->out, l->v[i], strlen(l->v[i]));
-    }
-    ps_buf_putc(&c->out, ']');
-    if (n < l->n)
-        PS_BUF_LIT(&c->out, ",\"warnings\":[\"results truncated due to limit\"]");
-    PS_BUF_LIT(&c->out, "}\n");
+    ps_json_t j;
+    json_begin(c, &j);
+    ps_json_arr(&j);
+    for (uint32_t i = 0; i < n; i++)
+        ps_json_cstr(&j, l->v[i]);
+    ps_json_end(&j);
+    json_truncated(&j, n < l->n);
+    json_done(&j);
     send_json(c);
 }
 
@@ -360,8 +379,7 @@ int ps_api_label_values(h2o_req_t *req)
 }
 
 typedef struct meta_ctx {
-    ps_qctx_t *c;
-    int first;
+    ps_json_t *j;
     const char *only;
     uint64_t limit, count;
 } meta_ctx_t;
@@ -384,18 +402,19 @@ static int on_meta(void *ctx, const char *v, size_t n)
         unit = c2 + 1;
         ul = (size_t)(c3 - c2 - 1);
     }
-    ps_buf_t *b = &m->c->out;
-    if (!m->first)
-        ps_buf_putc(b, ',');
-    m->first = 0;
-    ps_buf_json_str(b, v, n);
-    PS_BUF_LIT(b, ":[{\"type\":\"gauge\",\"help\":");
     char help[600];
     int hl = snprintf(help, sizeof(help), "Sum of the sample values of each profile of type %.*s.", (int)n, v);
-    ps_buf_json_str(b, help, (size_t)hl);
-    PS_BUF_LIT(b, ",\"unit\":");
-    ps_buf_json_str(b, unit, ul);
-    PS_BUF_LIT(b, "}]");
+    ps_json_keyn(m->j, v, n);
+    ps_json_arr(m->j);
+    ps_json_obj(m->j);
+    ps_json_key(m->j, "type");
+    ps_json_cstr(m->j, "gauge");
+    ps_json_key(m->j, "help");
+    ps_json_str(m->j, help, (size_t)hl < sizeof(help) ? (size_t)hl : sizeof(help) - 1);
+    ps_json_key(m->j, "unit");
+    ps_json_str(m->j, unit, ul);
+    ps_json_end(m->j);
+    ps_json_end(m->j);
     return 0;
 }
 
@@ -403,16 +422,19 @@ int ps_api_metadata(h2o_req_t *req)
 {
     ps_qctx_t c;
     int ret = ps_qctx_begin(&c, req);
-    meta_ctx_t m = {&c, 1, NULL, 0, 0};
+    ps_json_t j;
+    meta_ctx_t m = {&j, NULL, 0, 0};
     if (ret == 0)
         ret = param_limit(&c.params, &m.limit, &c.err);
     const ps_param_t *metric = ps_params_get(&c.params, "metric");
     if (metric && metric->vlen)
         m.only = metric->value;
     if (ret == 0) {
-        PS_BUF_LIT(&c.out, "{\"status\":\"success\",\"data\":{");
+        json_begin(&c, &j);
+        ps_json_obj(&j);
         ret = ps_reader_label_values(c.reader, "__name__", 8, on_meta, &m);
-        PS_BUF_LIT(&c.out, "}}\n");
+        ps_json_end(&j);
+        json_done(&j);
         if (ret == 0)
             send_json(&c);
     }

@@ -72,6 +72,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "core/json.h"
 
 #define NONE UINT32_MAX
 #define ADDR (UINT32_MAX - 1) /* function cache: the function has no name, use the address */
@@ -853,40 +854,47 @@ static void put_i64(ps_buf_t *b, int64_t v)
     ps_buf_append(b, tmp + i, sizeof(tmp) - i);
 }
 
-#define PUT_LIT(b, s) ps_buf_append((b), (s), sizeof(s) - 1)
-
 void ps_flamegraph_json(const ps_flamegraph_t *fg, ps_buf_t *out)
 {
-    PUT_LIT(out, "{\"names\":[");
-    for (uint32_t i = 0; i < fg->nnames; i++) {
-        if (i)
-            ps_buf_putc(out, ',');
-        ps_buf_json_str(out, fg->names[i], strlen(fg->names[i]));
-    }
-    PUT_LIT(out, "],\"levels\":[");
+    ps_json_t j;
+    ps_json_init(&j, out);
+    ps_json_obj(&j);
+    ps_json_key(&j, "names");
+    ps_json_arr(&j);
+    for (uint32_t i = 0; i < fg->nnames; i++)
+        ps_json_cstr(&j, fg->names[i]);
+    ps_json_end(&j);
+    ps_json_key(&j, "levels");
+    ps_json_arr(&j);
     for (uint32_t l = 0; l < fg->nlevels; l++) {
-        if (l)
-            ps_buf_putc(out, ',');
-        ps_buf_putc(out, '[');
+        ps_json_arr(&j);
         const ps_fg_level_t *lv = &fg->levels[l];
-        for (uint32_t i = 0; i < lv->n; i++) {
-            if (i)
-                ps_buf_putc(out, ',');
-            put_i64(out, lv->values[i]);
-        }
-        ps_buf_putc(out, ']');
+        for (uint32_t i = 0; i < lv->n; i++)
+            ps_json_int(&j, lv->values[i]);
+        ps_json_end(&j);
     }
-    PUT_LIT(out, "],\"total\":");
-    put_i64(out, fg->total);
-    PUT_LIT(out, ",\"max_self\":");
-    put_i64(out, fg->max_self);
+    ps_json_end(&j);
+    ps_json_key(&j, "total");
+    ps_json_int(&j, fg->total);
+    ps_json_key(&j, "max_self");
+    ps_json_int(&j, fg->max_self);
     if (fg->diff) {
-        PUT_LIT(out, ",\"left_ticks\":");
-        put_i64(out, fg->left_ticks);
-        PUT_LIT(out, ",\"right_ticks\":");
-        put_i64(out, fg->right_ticks);
+        ps_json_key(&j, "left_ticks");
+        ps_json_int(&j, fg->left_ticks);
+        ps_json_key(&j, "right_ticks");
+        ps_json_int(&j, fg->right_ticks);
     }
-    ps_buf_putc(out, '}');
+    ps_json_end(&j);
+}
+
+void ps_render_labels_json(ps_json_t *j, const ps_labels_t *ls)
+{
+    ps_json_obj(j);
+    for (uint32_t i = 0; i < ls->n; i++) {
+        ps_json_keyn(j, ls->pairs[i].name, ls->pairs[i].nlen);
+        ps_json_str(j, ls->pairs[i].value, ls->pairs[i].vlen);
+    }
+    ps_json_end(j);
 }
 
 /* ---- folded stacks --------------------------------------------------------------------------- */
@@ -1002,15 +1010,9 @@ static int cmp_trow(const void *a, const void *b)
     return (x->file_rank > y->file_rank) - (x->file_rank < y->file_rank);
 }
 
-static void put_pct(ps_buf_t *b, int64_t v, uint64_t total)
+static double pct(int64_t v, uint64_t total)
 {
-    double pct = total ? (double)v * 100.0 / (double)total : 0.0;
-    char tmp[64];
-    int n = snprintf(tmp, sizeof(tmp), "%.2f", pct);
-    if (n > 0 && (size_t)n < sizeof(tmp))
-        ps_buf_append(b, tmp, (size_t)n);
-    else
-        PUT_LIT(b, "0");
+    return total ? (double)v * 100.0 / (double)total : 0.0;
 }
 
 void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t *out)
@@ -1020,8 +1022,16 @@ void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t 
 
 void ps_render_top_diff(const ps_profile_t *p, uint32_t vi, uint32_t limit, int64_t base_total, ps_buf_t *out)
 {
+    ps_json_t j;
+    ps_json_init(&j, out);
     if (p == NULL || vi >= p->ntypes) {
-        PUT_LIT(out, "{\"total\":0,\"rows\":[]}");
+        ps_json_obj(&j);
+        ps_json_key(&j, "total");
+        ps_json_int(&j, 0);
+        ps_json_key(&j, "rows");
+        ps_json_arr(&j);
+        ps_json_end(&j);
+        ps_json_end(&j);
         return;
     }
     frames_t f;
@@ -1084,28 +1094,30 @@ void ps_render_top_diff(const ps_profile_t *p, uint32_t vi, uint32_t limit, int6
     if (limit != 0 && m > limit)
         m = limit;
 
-    PUT_LIT(out, "{\"total\":");
-    put_i64(out, (int64_t)total);
-    PUT_LIT(out, ",\"rows\":[");
+    ps_json_obj(&j);
+    ps_json_key(&j, "total");
+    ps_json_uint(&j, total);
+    ps_json_key(&j, "rows");
+    ps_json_arr(&j);
     for (size_t i = 0; i < m; i++) {
         const trow_t *r = &rows[i];
-        if (i)
-            ps_buf_putc(out, ',');
-        PUT_LIT(out, "{\"function\":");
-        ps_buf_json_str(out, f.names.v[r->name].ptr, f.names.v[r->name].len);
-        PUT_LIT(out, ",\"file\":");
-        ps_buf_json_str(out, f.names.v[r->file].ptr, f.names.v[r->file].len);
-        PUT_LIT(out, ",\"flat\":");
-        put_i64(out, r->flat);
-        PUT_LIT(out, ",\"flat%\":");
-        put_pct(out, r->flat, total);
-        PUT_LIT(out, ",\"cum\":");
-        put_i64(out, r->cum);
-        PUT_LIT(out, ",\"cum%\":");
-        put_pct(out, r->cum, total);
-        ps_buf_putc(out, '}');
+        ps_json_obj(&j);
+        ps_json_key(&j, "function");
+        ps_json_str(&j, f.names.v[r->name].ptr, f.names.v[r->name].len);
+        ps_json_key(&j, "file");
+        ps_json_str(&j, f.names.v[r->file].ptr, f.names.v[r->file].len);
+        ps_json_key(&j, "flat");
+        ps_json_int(&j, r->flat);
+        ps_json_key(&j, "flat%");
+        ps_json_fixed(&j, pct(r->flat, total), 2);
+        ps_json_key(&j, "cum");
+        ps_json_int(&j, r->cum);
+        ps_json_key(&j, "cum%");
+        ps_json_fixed(&j, pct(r->cum, total), 2);
+        ps_json_end(&j);
     }
-    PUT_LIT(out, "]}");
+    ps_json_end(&j);
+    ps_json_end(&j);
     free(rows);
     free(rowid);
     frames_dispose(&f);
