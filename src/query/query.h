@@ -9,7 +9,11 @@
  *    in (t - step, t]; steps without profiles are absent;
  *  - instant queries: the total of each series' newest profile in (t - lookback, t];
  *  - merges: node values summed over every profile of every selected series in [start, end]
- *    (or, at a time t, each series' newest profile in (t - lookback, t]).
+ *    (or, at a time t, each series' newest profile in (t - lookback, t]), one profile type, or
+ *    every sample type of a profile family (ps_query_profile_select);
+ *  - label names and values: of the series with data in [start, end] when a range is given.
+ *
+ * HTTP handlers (web/) only parse parameters, call these and render the answer.
  */
 #ifndef PS_QUERY_H
 #define PS_QUERY_H

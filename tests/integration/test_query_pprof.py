@@ -268,6 +268,21 @@ def test_heap_family_through_go_pprof_sample_index(srv, go, tmp_path, index_name
         assert grows == rrows, (got.stdout, ref.stdout)
 
 
+def test_heap_family_diff(srv):
+    """A diff of two families: compare - base for every sample type."""
+    _, body = fetch(srv, query_path("/api/v1/profiles/diff", base='memory{job="heap"}', compare='memory{job="heap"}',
+                                    base_time=T0 + 10, compare_time=T0 + 20))
+    p = pd.decode(body)
+    assert p.type_names() == HEAP_SAMPLE_TYPES
+    assert pd.totals(p) == [README_TOTALS[HEAP_FILES[1]][i] - README_TOTALS[HEAP_FILES[0]][i] for i in range(4)]
+    for i in range(4):
+        assert pd.canonical(p, i) == canon_sum(HEAP_FILES, i, sign=[-1, 1]), HEAP_SAMPLE_TYPES[i]
+    # one family against one type: different types
+    st, _, body = srv.get(query_path("/api/v1/profiles/diff", base='memory{job="heap"}', compare=INUSE_SPACE,
+                                     base_time=T0 + 10, compare_time=T0 + 20))
+    assert st == 400 and b"base and compare select different profile types" in body, body[:300]
+
+
 def test_heap_family_errors(srv):
     # flame graph, folded and top show one sample type
     for fmt in ("flamegraph", "folded", "top"):
