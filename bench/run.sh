@@ -82,4 +82,14 @@ else
     echo "run.sh: $BUILD/bench/bench_scrape not found; build first" >&2
     status=1
 fi
+
+# ---- bench_pprof: ps_pprof_decode / ps_pprof_encode per call on the fixtures (bench/pprof.c) ----
+echo
+echo "### bench_pprof"
+if [ -x "$BUILD/bench/bench_pprof" ]; then
+    if [ "$QUICK" = 1 ]; then "$BUILD/bench/bench_pprof" --rounds 200 || status=$?; else "$BUILD/bench/bench_pprof" || status=$?; fi
+else
+    echo "run.sh: $BUILD/bench/bench_pprof not found; build first" >&2
+    status=1
+fi
 exit $status

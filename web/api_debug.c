@@ -7,25 +7,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/json.h"
 #include "core/timeutil.h"
+#include "render/render.h"
 #include "http.h"
 #include "query/query.h"
 #include "internal.h"
 
 typedef struct list_ctx {
     ps_reader_t *r;
-    ps_buf_t *b;
-    int first;
+    ps_json_t *j;
     uint64_t only;
     ps_err_t *err;
 } list_ctx_t;
 
 static int on_profile(void *ctx, const ps_stored_profile_t *p)
 {
-    list_ctx_t *c = ctx;
-    ps_buf_printf(c->b, "%s{\"ts\":%lld,\"duration\":%lld,\"period\":%lld,\"total\":%lld}", c->first ? "" : ",",
-                  (long long)p->ts, (long long)p->duration, (long long)p->period, (long long)p->total);
-    c->first = 0;
+    ps_json_t *j = ((list_ctx_t *)ctx)->j;
+    ps_json_obj(j);
+    ps_json_key(j, "ts");
+    ps_json_int(j, p->ts);
+    ps_json_key(j, "duration");
+    ps_json_int(j, p->duration);
+    ps_json_key(j, "period");
+    ps_json_int(j, p->period);
+    ps_json_key(j, "total");
+    ps_json_int(j, p->total);
+    ps_json_end(j);
     return 0;
 }
 
@@ -34,13 +42,16 @@ static int on_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
     list_ctx_t *c = ctx;
     if (c->only && sid != c->only)
         return 0;
-    ps_buf_printf(c->b, "%s{\"id\":%llu,\"labels\":", c->b->data[c->b->len - 1] == '[' ? "" : ",",
-                  (unsigned long long)sid);
-    ps_labels_json(ls, c->b);
-    PS_BUF_LIT(c->b, ",\"profiles\":[");
-    c->first = 1;
+    ps_json_obj(c->j);
+    ps_json_key(c->j, "id");
+    ps_json_uint(c->j, sid);
+    ps_json_key(c->j, "labels");
+    ps_render_labels_json(c->j, ls);
+    ps_json_key(c->j, "profiles");
+    ps_json_arr(c->j);
     int ret = ps_reader_profiles(c->r, sid, INT64_MIN, INT64_MAX, true, on_profile, c, c->err);
-    PS_BUF_LIT(c->b, "]}");
+    ps_json_end(c->j);
+    ps_json_end(c->j);
     return ret;
 }
 
@@ -55,7 +66,8 @@ int ps_api_debug_series(h2o_req_t *req)
     ps_err_clear(&err);
     if (ps_http_params(req, false, &a, &params, &err) != 0)
         goto Fail;
-    list_ctx_t c = {.b = &b, .err = &err};
+    ps_json_t j;
+    list_ctx_t c = {.j = &j, .err = &err};
     const ps_param_t *id = ps_params_get(&params, "id");
     if (id != NULL) {
         char *end;
@@ -68,14 +80,21 @@ int ps_api_debug_series(h2o_req_t *req)
     if (ps_reader_begin(s->store, &r, &err) != 0)
         goto Fail;
     c.r = r;
-    PS_BUF_LIT(&b, "{\"status\":\"success\",\"data\":[");
+    ps_json_init(&j, &b);
+    ps_json_obj(&j);
+    ps_json_key(&j, "status");
+    ps_json_cstr(&j, "success");
+    ps_json_key(&j, "data");
+    ps_json_arr(&j);
     int ret = ps_reader_series_foreach(r, on_series, &c);
     if (ret != 0) {
         if (err.code == 0)
             ps_err_set(&err, ret, "reading series: %s", ps_strerror(ret));
         goto Fail;
     }
-    PS_BUF_LIT(&b, "]}\n");
+    ps_json_end(&j);
+    ps_json_end(&j);
+    ps_buf_putc(&b, '\n');
     ps_http_send(req, 200, "application/json", b.data, b.len);
     goto Exit;
 Fail:

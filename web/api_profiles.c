@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/json.h"
 #include "core/timeutil.h"
 #include "http.h"
 #include "internal.h"
@@ -16,11 +17,9 @@
 
 
 typedef struct types_ctx {
-    ps_buf_t *b;
+    ps_json_t *j;
     ps_arena_t *a;
-    int first;
 } types_ctx_t;
-
 
 static int on_type(void *ctx, const char *v, size_t n)
 {
@@ -29,15 +28,17 @@ static int on_type(void *ctx, const char *v, size_t n)
     char *id = ps_arena_strndup(t->a, v, n);
     if (ps_profile_type_parts(id, t->a, parts) != 0)
         return 0; /* a float series from remote_write, not a profile type */
-    ps_buf_printf(t->b, "%s{\"id\":", t->first ? "" : ",");
-    t->first = 0;
-    ps_buf_json_str(t->b, v, n);
     static const char *keys[] = {"name", "sample_type", "sample_unit", "period_type", "period_unit"};
+    ps_json_obj(t->j);
+    ps_json_key(t->j, "id");
+    ps_json_str(t->j, v, n);
     for (int i = 0; i < 5; i++) {
-        ps_buf_printf(t->b, ",\"%s\":", keys[i]);
-        ps_buf_json_str(t->b, parts[i], strlen(parts[i]));
+        ps_json_key(t->j, keys[i]);
+        ps_json_cstr(t->j, parts[i]);
     }
-    ps_buf_printf(t->b, ",\"delta\":%s}", parts[5] ? "true" : "false");
+    ps_json_key(t->j, "delta");
+    ps_json_bool(t->j, parts[5] != NULL);
+    ps_json_end(t->j);
     return 0;
 }
 
@@ -46,10 +47,18 @@ int ps_api_profile_types(h2o_req_t *req)
     ps_qctx_t c;
     int ret = ps_qctx_begin(&c, req);
     if (ret == 0) {
-        types_ctx_t t = {&c.out, &c.arena, 1};
-        PS_BUF_LIT(&c.out, "{\"status\":\"success\",\"data\":[");
+        ps_json_t j;
+        types_ctx_t t = {&j, &c.arena};
+        ps_json_init(&j, &c.out);
+        ps_json_obj(&j);
+        ps_json_key(&j, "status");
+        ps_json_cstr(&j, "success");
+        ps_json_key(&j, "data");
+        ps_json_arr(&j);
         ret = ps_reader_label_values(c.reader, "__name__", 8, on_type, &t);
-        PS_BUF_LIT(&c.out, "]}\n");
+        ps_json_end(&j);
+        ps_json_end(&j);
+        ps_buf_putc(&c.out, '\n');
         if (ret == 0)
             ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
     }
@@ -60,12 +69,7 @@ int ps_api_profile_types(h2o_req_t *req)
 typedef struct side {
     ps_selector_t sel;
     bool parsed;
-    bool ranged;
-    int64_t at, start, end;
-    ps_series_set_t set;
-    const char *type;
-    ps_nodemap_t acc;
-    ps_sum_info_t info;
+    ps_profile_sel_t ps;
 } side_t;
 
 static const ps_param_t *pget(ps_qctx_t *c, const char *prefix, const char *name)
@@ -75,80 +79,71 @@ static const ps_param_t *pget(ps_qctx_t *c, const char *prefix, const char *name
     return ps_params_get(&c->params, full);
 }
 
-static int on_any(void *ctx, uint64_t sid)
-{
-    *(int *)ctx = 1;
-    return 1;
-}
-
-static int side_load(ps_qctx_t *c, side_t *s, const char *qname, const char *prefix, int64_t lookback)
+/* Parameters of one side into q (the selector into s->sel). */
+static int side_params(ps_qctx_t *c, side_t *s, const char *qname, const char *prefix, int64_t lookback,
+                       bool all_types, ps_profile_query_t *q)
 {
     int ret;
     char full[64];
-    ps_nodemap_init(&s->acc);
-    const ps_param_t *q = ps_params_get(&c->params, qname);
-    if (q == NULL || q->vlen == 0)
+    const ps_param_t *p = ps_params_get(&c->params, qname);
+    if (p == NULL || p->vlen == 0)
         return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"%s\": missing (a selector)", qname);
-    if ((ret = ps_selector_parse(q->value, q->vlen, &c->arena, &s->sel, &c->err)) != 0)
+    if ((ret = ps_selector_parse(p->value, p->vlen, &c->arena, &s->sel, &c->err)) != 0)
         return ps_err_prefix(&c->err, "invalid parameter \"%s\"", qname);
     s->parsed = true;
+    *q = (ps_profile_query_t){.sel = &s->sel, .param = qname, .lookback = lookback, .all_types = all_types,
+                              .max_series = c->srv->opts.max_series};
     const ps_param_t *t = pget(c, prefix, "time"), *st = pget(c, prefix, "start"), *en = pget(c, prefix, "end");
     if (t && (st || en))
         return ps_err_set(&c->err, PS_EINVAL, "give either %stime or %sstart and %send, not both", prefix, prefix, prefix);
     if ((st != NULL) != (en != NULL))
         return ps_err_set(&c->err, PS_EINVAL, "%sstart and %send go together", prefix, prefix);
-    int64_t lo, hi;
     if (st) {
-        s->ranged = true;
+        q->ranged = true;
         snprintf(full, sizeof(full), "%sstart", prefix);
-        if ((ret = ps_param_time(&c->params, full, 0, &s->start, &c->err)) != 0)
+        if ((ret = ps_param_time(&c->params, full, 0, &q->start, &c->err)) != 0)
             return ret;
         snprintf(full, sizeof(full), "%send", prefix);
-        if ((ret = ps_param_time(&c->params, full, 0, &s->end, &c->err)) != 0)
+        if ((ret = ps_param_time(&c->params, full, 0, &q->end, &c->err)) != 0)
             return ret;
-        if (s->end < s->start)
+        if (q->end < q->start)
             return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"%s\": end timestamp must not be before start time",
                               full);
-        lo = s->start;
-        hi = s->end;
-    } else {
-        snprintf(full, sizeof(full), "%stime", prefix);
-        if ((ret = ps_param_time(&c->params, full, ps_time_now(), &s->at, &c->err)) != 0)
-            return ret;
-        lo = s->at - lookback + 1;
-        hi = s->at;
+        return 0;
     }
-    if ((ret = ps_query_select(c->reader, &s->sel, lo, hi, c->srv->opts.max_series, &c->arena, &s->set, &c->err)) != 0)
-        return ret;
-    if ((ret = ps_query_single_type(&s->set, &s->type, &c->err)) != 0)
-        return ret;
-    if (s->set.n == 0 && s->sel.n > 0 && s->sel.m[0].op == PS_MATCH_EQ && strcmp(s->sel.m[0].name, "__name__") == 0) {
-        /* nothing matched: a profile type never stored is a mistake worth saying */
-        const char *parts[6];
-        if (ps_profile_type_parts(s->sel.m[0].value, &c->arena, parts) != 0)
-            return ps_err_set(&c->err, PS_EINVAL,
-                              "invalid parameter \"%s\": \"%s\" is not a profile type "
-                              "(name:sample_type:sample_unit:period_type:period_unit[:delta]; GET /api/v1/profiles/types "
-                              "lists them)",
-                              qname, s->sel.m[0].value);
-        int found = 0;
-        ps_reader_postings(c->reader, "__name__", 8, s->sel.m[0].value, s->sel.m[0].vlen, on_any, &found);
-        if (!found)
-            return ps_err_set(&c->err, PS_ENOTFOUND,
-                              "invalid parameter \"%s\": unknown profile type \"%s\" (GET /api/v1/profiles/types lists "
-                              "the stored ones)",
-                              qname, s->sel.m[0].value);
-    }
-    if (s->ranged)
-        return ps_query_merge_range(c->reader, &s->set, s->start, s->end, &s->acc, &s->info, &c->err);
-    return ps_query_merge_at(c->reader, &s->set, s->at, lookback, &s->acc, &s->info, &c->err);
+    snprintf(full, sizeof(full), "%stime", prefix);
+    return ps_param_time(&c->params, full, ps_time_now(), &q->at, &c->err);
+}
+
+static int side_load(ps_qctx_t *c, side_t *s, const char *qname, const char *prefix, int64_t lookback, bool all_types)
+{
+    ps_profile_query_t q;
+    int ret = side_params(c, s, qname, prefix, lookback, all_types, &q);
+    if (ret == 0)
+        ret = ps_query_profile_select(c->reader, &q, &c->arena, &s->ps, &c->err);
+    return ret;
 }
 
 static void side_dispose(side_t *s)
 {
     if (s->parsed)
         ps_selector_dispose(&s->sel);
-    ps_nodemap_dispose(&s->acc);
+    ps_profile_sel_dispose(&s->ps);
+}
+
+/* sample_types=all: every sample type of the profile family. */
+static int param_sample_types(ps_qctx_t *c, bool *all)
+{
+    const ps_param_t *p = ps_params_get(&c->params, "sample_types");
+    *all = false;
+    if (p == NULL || p->vlen == 0 || strcmp(p->value, "one") == 0)
+        return 0;
+    if (strcmp(p->value, "all") == 0) {
+        *all = true;
+        return 0;
+    }
+    return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"sample_types\": \"%.32s\" is neither \"all\" nor \"one\"",
+                      p->value);
 }
 
 enum { F_PPROF, F_FLAMEGRAPH, F_FOLDED, F_TOP };
@@ -194,9 +189,17 @@ static int parse_format(ps_qctx_t *c, int *fmt, int64_t *max_nodes, uint32_t *li
     return 0;
 }
 
-static int respond(ps_qctx_t *c, const ps_profile_t *p, int fmt, int64_t max_nodes, uint32_t limit, bool diff)
+static const char *format_names[] = {"pprof", "flamegraph", "folded", "top"};
+
+static int respond(ps_qctx_t *c, const ps_profile_t *p, int fmt, int64_t max_nodes, uint32_t limit, bool diff,
+                   int64_t base_total)
 {
     int ret = 0;
+    if (fmt != F_PPROF && p->ntypes > (diff && fmt == F_FLAMEGRAPH ? 2u : 1u))
+        return ps_err_set(&c->err, PS_EINVAL,
+                          "format=%s shows one sample type and this profile has %u: ask for format=pprof, or for one "
+                          "profile type",
+                          format_names[fmt], p->ntypes);
     if (fmt == F_PPROF) {
         if ((ret = ps_pprof_encode(p, 1, &c->out, &c->err)) != 0)
             return ret;
@@ -213,7 +216,10 @@ static int respond(ps_qctx_t *c, const ps_profile_t *p, int fmt, int64_t max_nod
         ps_render_folded(p, 0, &c->out);
         ps_http_send(c->req, 200, "text/plain; charset=utf-8", c->out.data, c->out.len);
     } else {
-        ps_render_top(p, 0, limit, &c->out);
+        if (diff)
+            ps_render_top_diff(p, 0, limit, base_total, &c->out);
+        else
+            ps_render_top(p, 0, limit, &c->out);
         ps_http_send(c->req, 200, "application/json", c->out.data, c->out.len);
     }
     return 0;
@@ -226,27 +232,21 @@ int ps_api_profile_query(h2o_req_t *req)
     int fmt;
     int64_t max_nodes, lookback;
     uint32_t limit;
+    bool all;
     ps_profile_t p;
     int ret = ps_qctx_begin(&c, req);
     if (ret == 0)
         ret = parse_format(&c, &fmt, &max_nodes, &limit);
     if (ret == 0)
+        ret = param_sample_types(&c, &all);
+    if (ret == 0)
         ret = ps_param_duration(&c.params, "lookback", 5 * 60 * PS_NS_PER_S, &lookback, &c.err);
     if (ret == 0)
-        ret = side_load(&c, &s, "query", "", lookback);
-    if (ret == 0) {
-        const char *type = s.type;
-        if (type == NULL) /* nothing matched: an empty profile of the selector's own type, if it names one */
-            type = s.sel.n && strcmp(s.sel.m[0].name, "__name__") == 0 && s.sel.m[0].op == PS_MATCH_EQ
-                       ? s.sel.m[0].value
-                       : "unknown:unknown:unknown:unknown:unknown";
-        ret = ps_query_profile(c.reader, type, &s.acc, NULL, PS_PROFILE_ONE, &s.info, &c.arena, &p, &c.err);
-        if (ret == PS_EINVAL && s.type == NULL)
-            ret = ps_query_profile(c.reader, "unknown:unknown:unknown:unknown:unknown", &s.acc, NULL, PS_PROFILE_ONE,
-                                   &s.info, &c.arena, &p, &c.err);
-    }
+        ret = side_load(&c, &s, "query", "", lookback, all);
     if (ret == 0)
-        ret = respond(&c, &p, fmt, max_nodes, limit, false);
+        ret = ps_query_profile_build(c.reader, &s.ps, NULL, PS_PROFILE_ONE, &c.arena, &p, &c.err);
+    if (ret == 0)
+        ret = respond(&c, &p, fmt, max_nodes, limit, false, -1);
     side_dispose(&s);
     return ps_qctx_finish(&c, ret);
 }
@@ -258,27 +258,24 @@ int ps_api_profile_diff(h2o_req_t *req)
     int fmt;
     int64_t max_nodes, lookback;
     uint32_t limit;
+    bool all;
     ps_profile_t p;
     int ret = ps_qctx_begin(&c, req);
     if (ret == 0)
         ret = parse_format(&c, &fmt, &max_nodes, &limit);
     if (ret == 0)
+        ret = param_sample_types(&c, &all);
+    if (ret == 0)
         ret = ps_param_duration(&c.params, "lookback", 5 * 60 * PS_NS_PER_S, &lookback, &c.err);
     if (ret == 0)
-        ret = side_load(&c, &base, "base", "base_", lookback);
+        ret = side_load(&c, &base, "base", "base_", lookback, all);
     if (ret == 0)
-        ret = side_load(&c, &cmp, "compare", "compare_", lookback);
-    if (ret == 0 && base.type && cmp.type && strcmp(base.type, cmp.type) != 0)
-        ret = ps_err_set(&c.err, PS_EINVAL, "base and compare select different profile types (%s and %s)", base.type,
-                         cmp.type);
-    if (ret == 0) {
-        const char *type = base.type ? base.type : cmp.type ? cmp.type : "unknown:unknown:unknown:unknown:unknown";
-        ps_sum_info_t info = cmp.info.profiles ? cmp.info : base.info;
-        int mode = fmt == F_FLAMEGRAPH ? PS_PROFILE_PAIR : PS_PROFILE_SUB;
-        ret = ps_query_profile(c.reader, type, &base.acc, &cmp.acc, mode, &info, &c.arena, &p, &c.err);
-    }
+        ret = side_load(&c, &cmp, "compare", "compare_", lookback, all);
     if (ret == 0)
-        ret = respond(&c, &p, fmt, max_nodes, limit, true);
+        ret = ps_query_profile_build(c.reader, &base.ps, &cmp.ps, fmt == F_FLAMEGRAPH ? PS_PROFILE_PAIR : PS_PROFILE_SUB,
+                                     &c.arena, &p, &c.err);
+    if (ret == 0)
+        ret = respond(&c, &p, fmt, max_nodes, limit, true, base.ps.totals[0]);
     side_dispose(&base);
     side_dispose(&cmp);
     return ps_qctx_finish(&c, ret);

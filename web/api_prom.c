@@ -12,6 +12,7 @@
 #include "internal.h"
 #include "parser/selector.h"
 #include "query/query.h"
+#include "render/render.h"
 
 #define ALL_START INT64_MIN
 #define ALL_END INT64_MAX
@@ -60,23 +61,41 @@ static int param_limit(const ps_params_t *p, uint64_t *out, ps_err_t *err)
 }
 
 
-static void json_point(ps_buf_t *b, int64_t ms, double v)
+static void json_point(ps_json_t *j, int64_t ms, double v)
 {
-    char ts[40], val[48];
+    char ts[40];
     ps_fmt_ts_ms(ms, ts, sizeof(ts));
-    ps_fmt_float(v, val, sizeof(val));
-    size_t tl = strlen(ts), vl = strlen(val);
-    char *p = (char *)ps_buf_reserve(b, tl + vl + 5);
-    *p++ = '[';
-    memcpy(p, ts, tl);
-    p += tl;
-    *p++ = ',';
-    *p++ = '"';
-    memcpy(p, val, vl);
-    p += vl;
-    *p++ = '"';
-    *p++ = ']';
-    b->len += tl + vl + 5;
+    ps_json_arr(j);
+    ps_json_raw(j, ts, strlen(ts));
+    ps_json_double_str(j, v);
+    ps_json_end(j);
+}
+
+/* {"status":"success","data": ... : opens the answer (the caller writes data, then json_done). */
+static void json_begin(ps_qctx_t *c, ps_json_t *j)
+{
+    ps_json_init(j, &c->out);
+    ps_json_obj(j);
+    ps_json_key(j, "status");
+    ps_json_cstr(j, "success");
+    ps_json_key(j, "data");
+}
+
+static void json_done(ps_json_t *j)
+{
+    ps_json_end(j);
+    ps_buf_putc(j->out, '\n');
+}
+
+/* "warnings" of an answer cut at limit, as Prometheus words it */
+static void json_truncated(ps_json_t *j, bool truncated)
+{
+    if (!truncated)
+        return;
+    ps_json_key(j, "warnings");
+    ps_json_arr(j);
+    ps_json_cstr(j, "results truncated due to limit");
+    ps_json_end(j);
 }
 
 static void send_json(ps_qctx_t *c)
@@ -123,34 +142,38 @@ static int do_query(ps_qctx_t *c, bool instant)
         ps_expr_dispose(e);
         return ret;
     }
-    ps_buf_t *b = &c->out;
     static const char *types[] = {"matrix", "vector", "scalar"};
-    ps_buf_printf(b, "{\"status\":\"success\",\"data\":{\"resultType\":\"%s\",\"result\":", types[res.type]);
+    ps_json_t j;
+    json_begin(c, &j);
+    ps_json_obj(&j);
+    ps_json_key(&j, "resultType");
+    ps_json_cstr(&j, types[res.type]);
+    ps_json_key(&j, "result");
     if (res.type == PS_RES_SCALAR) {
-        json_point(b, res.t, res.scalar);
+        json_point(&j, res.t, res.scalar);
     } else {
-        ps_buf_putc(b, '[');
+        ps_json_arr(&j);
         for (uint32_t i = 0; i < res.n; i++) {
             ps_qseries_t *s = &res.series[i];
-            ps_buf_append(b, i ? ",{\"metric\":" : "{\"metric\":", i ? 11 : 10);
-            ps_labels_json(&s->labels, b);
+            ps_json_obj(&j);
+            ps_json_key(&j, "metric");
+            ps_render_labels_json(&j, &s->labels);
             if (res.type == PS_RES_VECTOR) {
-                PS_BUF_LIT(b, ",\"value\":");
-                json_point(b, s->points[0].t, s->points[0].v);
+                ps_json_key(&j, "value");
+                json_point(&j, s->points[0].t, s->points[0].v);
             } else {
-                PS_BUF_LIT(b, ",\"values\":[");
-                for (uint32_t k = 0; k < s->n; k++) {
-                    if (k)
-                        ps_buf_putc(b, ',');
-                    json_point(b, s->points[k].t, s->points[k].v);
-                }
-                ps_buf_putc(b, ']');
+                ps_json_key(&j, "values");
+                ps_json_arr(&j);
+                for (uint32_t k = 0; k < s->n; k++)
+                    json_point(&j, s->points[k].t, s->points[k].v);
+                ps_json_end(&j);
             }
-            ps_buf_putc(b, '}');
+            ps_json_end(&j);
         }
-        ps_buf_putc(b, ']');
+        ps_json_end(&j);
     }
-    PS_BUF_LIT(b, "}}\n");
+    ps_json_end(&j);
+    json_done(&j);
     ps_expr_dispose(e);
     send_json(c);
     return 0;
@@ -174,52 +197,26 @@ int ps_api_query_range(h2o_req_t *req)
     return ps_qctx_finish(&c, ret);
 }
 
-/* Series of every match[] selector (union, by id), with data in [start, end]. */
-static int select_matches(ps_qctx_t *c, int64_t start, int64_t end, ps_series_set_t *out, bool *any)
+/* The match[] selectors (parsed into the arena; *n = 0 when there is none). */
+static int match_params(ps_qctx_t *c, ps_selector_t **sels, uint32_t *n)
 {
-    memset(out, 0, sizeof(*out));
-    *any = false;
-    uint32_t cap = 0;
+    *n = 0;
+    *sels = ps_arena_alloc(&c->arena, (c->params.n + 1) * sizeof(ps_selector_t));
     for (size_t i = 0; i < c->params.n; i++) {
         const ps_param_t *p = &c->params.items[i];
         if (!(p->nlen == 7 && memcmp(p->name, "match[]", 7) == 0))
             continue;
-        *any = true;
-        ps_selector_t sel;
-        int ret = ps_selector_parse(p->value, p->vlen, &c->arena, &sel, &c->err);
-        if (ret)
+        if (ps_selector_parse(p->value, p->vlen, &c->arena, &(*sels)[*n], &c->err) != 0)
             return ps_err_prefix(&c->err, "invalid parameter \"match[]\"");
-        ps_series_set_t s;
-        ret = ps_query_select(c->reader, &sel, start, end, c->srv->opts.max_series, &c->arena, &s, &c->err);
-        ps_selector_dispose(&sel);
-        if (ret)
-            return ret;
-        for (uint32_t k = 0; k < s.n; k++) {
-            bool dup = false;
-            for (uint32_t j = 0; j < out->n && !dup; j++)
-                dup = out->sids[j] == s.sids[k];
-            if (dup)
-                continue;
-            if (out->n == cap) {
-                cap = cap ? cap * 2 : 64;
-                uint64_t *ns = ps_arena_alloc(&c->arena, cap * sizeof(uint64_t));
-                ps_labels_t *nl = ps_arena_alloc(&c->arena, cap * sizeof(ps_labels_t));
-                if (out->n) {
-                    memcpy(ns, out->sids, out->n * sizeof(uint64_t));
-                    memcpy(nl, out->labels, out->n * sizeof(ps_labels_t));
-                }
-                out->sids = ns;
-                out->labels = nl;
-            }
-            out->sids[out->n] = s.sids[k];
-            out->labels[out->n] = s.labels[k];
-            out->n++;
-            if (out->n > c->srv->opts.max_series)
-                return ps_err_set(&c->err, PS_ELIMIT, "the match[] selectors match more than %u series (the limit)",
-                                  c->srv->opts.max_series);
-        }
+        (*n)++;
     }
     return 0;
+}
+
+static void match_dispose(ps_selector_t *sels, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        ps_selector_dispose(&sels[i]);
 }
 
 static int range_params(ps_qctx_t *c, int64_t *start, int64_t *end)
@@ -244,7 +241,8 @@ int ps_api_series(h2o_req_t *req)
     ps_qctx_t c;
     int64_t start, end;
     uint64_t limit;
-    bool any;
+    ps_selector_t *sels = NULL;
+    uint32_t nsels = 0;
     ps_series_set_t s;
     int ret = ps_qctx_begin(&c, req);
     if (ret == 0)
@@ -252,106 +250,70 @@ int ps_api_series(h2o_req_t *req)
     if (ret == 0)
         ret = param_limit(&c.params, &limit, &c.err);
     if (ret == 0)
-        ret = select_matches(&c, start, end, &s, &any);
-    if (ret == 0 && !any)
+        ret = match_params(&c, &sels, &nsels);
+    if (ret == 0 && nsels == 0)
         ret = ps_err_set(&c.err, PS_EINVAL, "no match[] parameter provided");
+    if (ret == 0)
+        ret = ps_query_select_union(c.reader, sels, nsels, start, end, c.srv->opts.max_series, &c.arena, &s, &c.err);
     if (ret == 0) {
         if (s.n > 1)
             qsort(s.labels, s.n, sizeof(ps_labels_t), cmp_labels_qsort);
         uint32_t n = limit && limit < s.n ? (uint32_t)limit : s.n;
-        PS_BUF_LIT(&c.out, "{\"status\":\"success\",\"data\":[");
-        for (uint32_t i = 0; i < n; i++) {
-            if (i)
-                ps_buf_putc(&c.out, ',');
-            ps_labels_json(&s.labels[i], &c.out);
-        }
-        ps_buf_putc(&c.out, ']');
-        if (n < s.n)
-            PS_BUF_LIT(&c.out, ",\"warnings\":[\"results truncated due to limit\"]");
-        PS_BUF_LIT(&c.out, "}\n");
+        ps_json_t j;
+        json_begin(&c, &j);
+        ps_json_arr(&j);
+        for (uint32_t i = 0; i < n; i++)
+            ps_render_labels_json(&j, &s.labels[i]);
+        ps_json_end(&j);
+        json_truncated(&j, n < s.n);
+        json_done(&j);
         send_json(&c);
     }
+    match_dispose(sels, nsels);
     return ps_qctx_finish(&c, ret);
 }
 
-/* A sorted, de-duplicated list of strings. */
-typedef struct strlist {
-    ps_hmap_t seen;
-    const char **v;
-    uint32_t n, cap;
-    ps_arena_t *arena;
-} strlist_t;
-
-static int strlist_add(void *ctx, const char *s, size_t n)
+static void send_strlist(ps_qctx_t *c, const ps_strlist_t *l, uint64_t limit)
 {
-    strlist_t *l = ctx;
-    uint64_t dummy;
-    if (ps_hmap_get(&l->seen, s, n, &dummy))
-        return 0;
-    ps_hmap_put(&l->seen, s, n, 1);
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 64;
-        const char **nv = ps_arena_alloc(l->arena, l->cap * sizeof(char *));
-        if (l->n)
-            memcpy(nv, l->v, l->n * sizeof(char *));
-        l->v = nv;
-    }
-    l->v[l->n++] = ps_arena_strndup(l->arena, s, n);
-    return 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static void send_strlist(ps_qctx_t *c, strlist_t *l, uint64_t limit)
-{
-    if (l->n > 1)
-        qsort(l->v, l->n, sizeof(char *), cmp_str);
     uint32_t n = limit && limit < l->n ? (uint32_t)limit : l->n;
-    PS_BUF_LIT(&c->out, "{\"status\":\"success\",\"data\":[");
-    for (uint32_t i = 0; i < n; i++) {
-        if (i)
-            ps_buf_putc(&c->out, ',');
-        ps_buf_json_str(&c->out, l->v[i], strlen(l->v[i]));
-    }
-    ps_buf_putc(&c->out, ']');
-    if (n < l->n)
-        PS_BUF_LIT(&c->out, ",\"warnings\":[\"results truncated due to limit\"]");
-    PS_BUF_LIT(&c->out, "}\n");
+    ps_json_t j;
+    json_begin(c, &j);
+    ps_json_arr(&j);
+    for (uint32_t i = 0; i < n; i++)
+        ps_json_cstr(&j, l->v[i]);
+    ps_json_end(&j);
+    json_truncated(&j, n < l->n);
+    json_done(&j);
     send_json(c);
+}
+
+/* labels (name == NULL) or label values: the query room answers, we send. */
+static int labels_answer(ps_qctx_t *c, const char *name)
+{
+    int64_t start, end;
+    uint64_t limit;
+    ps_selector_t *sels = NULL;
+    uint32_t nsels = 0;
+    ps_strlist_t l;
+    int ret = range_params(c, &start, &end);
+    if (ret == 0)
+        ret = param_limit(&c->params, &limit, &c->err);
+    if (ret == 0)
+        ret = match_params(c, &sels, &nsels);
+    if (ret == 0)
+        ret = ps_query_labels(c->reader, name, sels, nsels, start, end, c->srv->opts.max_series, &c->arena, &l, &c->err);
+    if (ret == 0)
+        send_strlist(c, &l, limit);
+    match_dispose(sels, nsels);
+    return ret;
 }
 
 int ps_api_labels(h2o_req_t *req)
 {
     ps_qctx_t c;
-    int64_t start, end;
-    uint64_t limit;
-    bool any;
-    ps_series_set_t s;
-    strlist_t l = {.arena = NULL};
     int ret = ps_qctx_begin(&c, req);
-    l.arena = &c.arena;
-    ps_hmap_init(&l.seen);
     if (ret == 0)
-        ret = range_params(&c, &start, &end);
-    if (ret == 0)
-        ret = param_limit(&c.params, &limit, &c.err);
-    if (ret == 0)
-        ret = select_matches(&c, start, end, &s, &any);
-    if (ret == 0) {
-        if (any) {
-            for (uint32_t i = 0; i < s.n; i++)
-                for (uint32_t k = 0; k < s.labels[i].n; k++)
-                    strlist_add(&l, s.labels[i].pairs[k].name, s.labels[i].pairs[k].nlen);
-        } else {
-            ret = ps_reader_label_names(c.reader, strlist_add, &l);
-        }
-    }
-    if (ret == 0)
-        send_strlist(&c, &l, limit);
-    ps_hmap_dispose(&l.seen);
+        ret = labels_answer(&c, NULL);
     return ps_qctx_finish(&c, ret);
 }
 
@@ -402,14 +364,7 @@ static int unescape_name(const char *s, size_t n, ps_arena_t *a, const char **ou
 int ps_api_label_values(h2o_req_t *req)
 {
     ps_qctx_t c;
-    int64_t start, end;
-    uint64_t limit;
-    bool any;
-    ps_series_set_t s;
-    strlist_t l = {.arena = NULL};
     int ret = ps_qctx_begin(&c, req);
-    l.arena = &c.arena;
-    ps_hmap_init(&l.seen);
     /* /api/v1/label/<name>/values */
     h2o_iovec_t p = req->path_normalized;
     const char *nb = p.base + strlen("/api/v1/label/");
@@ -419,31 +374,12 @@ int ps_api_label_values(h2o_req_t *req)
     if (ret == 0 && (unescape_name(nb, nl, &c.arena, &name, &namelen) != 0 || !ps_label_name_valid(name, namelen)))
         ret = ps_err_set(&c.err, PS_EINVAL, "invalid label name: \"%.*s\"", (int)(nl > 128 ? 128 : nl), nb);
     if (ret == 0)
-        ret = range_params(&c, &start, &end);
-    if (ret == 0)
-        ret = param_limit(&c.params, &limit, &c.err);
-    if (ret == 0)
-        ret = select_matches(&c, start, end, &s, &any);
-    if (ret == 0) {
-        if (any) {
-            for (uint32_t i = 0; i < s.n; i++) {
-                const ps_label_pair_t *v = ps_labels_get(&s.labels[i], name);
-                if (v)
-                    strlist_add(&l, v->value, v->vlen);
-            }
-        } else {
-            ret = ps_reader_label_values(c.reader, name, namelen, strlist_add, &l);
-        }
-    }
-    if (ret == 0)
-        send_strlist(&c, &l, limit);
-    ps_hmap_dispose(&l.seen);
+        ret = labels_answer(&c, name);
     return ps_qctx_finish(&c, ret);
 }
 
 typedef struct meta_ctx {
-    ps_qctx_t *c;
-    int first;
+    ps_json_t *j;
     const char *only;
     uint64_t limit, count;
 } meta_ctx_t;
@@ -466,18 +402,19 @@ static int on_meta(void *ctx, const char *v, size_t n)
         unit = c2 + 1;
         ul = (size_t)(c3 - c2 - 1);
     }
-    ps_buf_t *b = &m->c->out;
-    if (!m->first)
-        ps_buf_putc(b, ',');
-    m->first = 0;
-    ps_buf_json_str(b, v, n);
-    PS_BUF_LIT(b, ":[{\"type\":\"gauge\",\"help\":");
     char help[600];
     int hl = snprintf(help, sizeof(help), "Sum of the sample values of each profile of type %.*s.", (int)n, v);
-    ps_buf_json_str(b, help, (size_t)hl);
-    PS_BUF_LIT(b, ",\"unit\":");
-    ps_buf_json_str(b, unit, ul);
-    PS_BUF_LIT(b, "}]");
+    ps_json_keyn(m->j, v, n);
+    ps_json_arr(m->j);
+    ps_json_obj(m->j);
+    ps_json_key(m->j, "type");
+    ps_json_cstr(m->j, "gauge");
+    ps_json_key(m->j, "help");
+    ps_json_str(m->j, help, (size_t)hl < sizeof(help) ? (size_t)hl : sizeof(help) - 1);
+    ps_json_key(m->j, "unit");
+    ps_json_str(m->j, unit, ul);
+    ps_json_end(m->j);
+    ps_json_end(m->j);
     return 0;
 }
 
@@ -485,16 +422,19 @@ int ps_api_metadata(h2o_req_t *req)
 {
     ps_qctx_t c;
     int ret = ps_qctx_begin(&c, req);
-    meta_ctx_t m = {&c, 1, NULL, 0, 0};
+    ps_json_t j;
+    meta_ctx_t m = {&j, NULL, 0, 0};
     if (ret == 0)
         ret = param_limit(&c.params, &m.limit, &c.err);
     const ps_param_t *metric = ps_params_get(&c.params, "metric");
     if (metric && metric->vlen)
         m.only = metric->value;
     if (ret == 0) {
-        PS_BUF_LIT(&c.out, "{\"status\":\"success\",\"data\":{");
+        json_begin(&c, &j);
+        ps_json_obj(&j);
         ret = ps_reader_label_values(c.reader, "__name__", 8, on_meta, &m);
-        PS_BUF_LIT(&c.out, "}}\n");
+        ps_json_end(&j);
+        json_done(&j);
         if (ret == 0)
             send_json(&c);
     }

@@ -84,16 +84,30 @@ void ps_json_cstr(ps_json_t *j, const char *s)
         ps_json_str(j, s, strlen(s));
 }
 
+/* Decimal digits without printf: flame graphs write millions of integers. */
+static void put_u64(ps_buf_t *b, uint64_t u, bool neg)
+{
+    char tmp[24];
+    size_t i = sizeof(tmp);
+    do {
+        tmp[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (neg)
+        tmp[--i] = '-';
+    ps_buf_append(b, tmp + i, sizeof(tmp) - i);
+}
+
 void ps_json_int(ps_json_t *j, int64_t v)
 {
     sep(j);
-    ps_buf_printf(j->out, "%" PRId64, v);
+    put_u64(j->out, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0);
 }
 
 void ps_json_uint(ps_json_t *j, uint64_t v)
 {
     sep(j);
-    ps_buf_printf(j->out, "%" PRIu64, v);
+    put_u64(j->out, v, false);
 }
 
 void ps_json_double(ps_json_t *j, double v)

@@ -204,6 +204,139 @@ int ps_query_single_type(const ps_series_set_t *s, const char **type, ps_err_t *
     return 0;
 }
 
+int ps_query_select_union(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start, int64_t end,
+                          uint32_t max_series, ps_arena_t *arena, ps_series_set_t *out, ps_err_t *err)
+{
+    memset(out, 0, sizeof(*out));
+    uint32_t cap = 0;
+    ps_hmap_t seen;
+    ps_hmap_init(&seen);
+    int ret = 0;
+    for (uint32_t i = 0; i < nsels && ret == 0; i++) {
+        ps_series_set_t s;
+        if ((ret = ps_query_select(r, &sels[i], start, end, max_series, arena, &s, err)) != 0)
+            break;
+        for (uint32_t k = 0; k < s.n; k++) {
+            uint64_t dummy;
+            if (ps_hmap_get(&seen, &s.sids[k], sizeof(uint64_t), &dummy))
+                continue;
+            ps_hmap_put(&seen, &s.sids[k], sizeof(uint64_t), 1);
+            if (out->n == max_series) {
+                ret = ps_err_set(err, PS_ELIMIT, "the match[] selectors match more than %u series (the limit)",
+                                 max_series);
+                break;
+            }
+            if (out->n == cap) {
+                cap = cap ? cap * 2 : 64;
+                uint64_t *ns = ps_arena_alloc(arena, cap * sizeof(uint64_t));
+                ps_labels_t *nl = ps_arena_alloc(arena, cap * sizeof(ps_labels_t));
+                if (out->n) {
+                    memcpy(ns, out->sids, out->n * sizeof(uint64_t));
+                    memcpy(nl, out->labels, out->n * sizeof(ps_labels_t));
+                }
+                out->sids = ns;
+                out->labels = nl;
+            }
+            out->sids[out->n] = s.sids[k];
+            out->labels[out->n] = s.labels[k];
+            out->n++;
+        }
+    }
+    ps_hmap_dispose(&seen);
+    return ret;
+}
+
+/* A sorted, de-duplicated list of strings being built. */
+typedef struct strset {
+    ps_hmap_t seen;
+    const char **v;
+    uint32_t n, cap;
+    ps_arena_t *arena;
+} strset_t;
+
+static int strset_add(void *ctx, const char *s, size_t n)
+{
+    strset_t *l = ctx;
+    uint64_t dummy;
+    if (ps_hmap_get(&l->seen, s, n, &dummy))
+        return 0;
+    ps_hmap_put(&l->seen, s, n, 1);
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        const char **nv = ps_arena_alloc(l->arena, l->cap * sizeof(char *));
+        if (l->n)
+            memcpy(nv, l->v, l->n * sizeof(char *));
+        l->v = nv;
+    }
+    l->v[l->n++] = ps_arena_strndup(l->arena, s, n);
+    return 0;
+}
+
+static void strset_labels(strset_t *l, const char *name, const ps_labels_t *ls)
+{
+    if (name == NULL) {
+        for (uint32_t k = 0; k < ls->n; k++)
+            strset_add(l, ls->pairs[k].name, ls->pairs[k].nlen);
+        return;
+    }
+    const ps_label_pair_t *v = ps_labels_get(ls, name);
+    if (v)
+        strset_add(l, v->value, v->vlen);
+}
+
+typedef struct in_range_ctx {
+    ps_reader_t *r;
+    int64_t start, end;
+    const char *name;
+    strset_t *l;
+} in_range_ctx_t;
+
+static int on_series_in_range(void *ctx, uint64_t sid, const ps_labels_t *ls)
+{
+    in_range_ctx_t *c = ctx;
+    if (ps_reader_has_data(c->r, sid, c->start, c->end))
+        strset_labels(c->l, c->name, ls);
+    return 0;
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start,
+                    int64_t end, uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
+{
+    strset_t l = {.arena = arena};
+    ps_hmap_init(&l.seen);
+    memset(out, 0, sizeof(*out));
+    int ret = 0;
+    if (nsels > 0) {
+        ps_series_set_t s;
+        if ((ret = ps_query_select_union(r, sels, nsels, start, end, max_series, arena, &s, err)) == 0)
+            for (uint32_t i = 0; i < s.n; i++)
+                strset_labels(&l, name, &s.labels[i]);
+    } else if (start != INT64_MIN || end != INT64_MAX) {
+        /* only series with data in the range, as Prometheus does: every series is looked at */
+        in_range_ctx_t c = {r, start, end, name, &l};
+        if ((ret = ps_reader_series_foreach(r, on_series_in_range, &c)) != 0)
+            ret = ps_err_set(err, ret, "reading series: %s", ps_strerror(ret));
+    } else {
+        ret = name ? ps_reader_label_values(r, name, strlen(name), strset_add, &l)
+                   : ps_reader_label_names(r, strset_add, &l);
+        if (ret)
+            ret = ps_err_set(err, ret, "reading the label index: %s", ps_strerror(ret));
+    }
+    if (ret == 0) {
+        if (l.n > 1)
+            qsort(l.v, l.n, sizeof(char *), cmp_cstr);
+        out->n = l.n;
+        out->v = l.v;
+    }
+    ps_hmap_dispose(&l.seen);
+    return ret;
+}
+
 /* ---- node map ---- */
 
 void ps_nodemap_init(ps_nodemap_t *m)
@@ -333,58 +466,370 @@ int ps_profile_type_parts(const char *id, ps_arena_t *a, const char *parts[6])
     return 0;
 }
 
-int ps_query_profile(ps_reader_t *r, const char *type_id, const ps_nodemap_t *a, const ps_nodemap_t *b, int mode,
-                     const ps_sum_info_t *info, ps_arena_t *arena, ps_profile_t *out, ps_err_t *err)
+/* Materialises n nodes with nv values each as a profile of the types (one per value). */
+static int materialize(ps_reader_t *r, const char *const *types, uint32_t nv, const uint64_t *nodes,
+                       const int64_t *vals, size_t n, const ps_sum_info_t *info, ps_arena_t *arena, ps_profile_t *out,
+                       ps_err_t *err)
 {
-    const char *parts[6];
-    if (type_id == NULL || ps_profile_type_parts(type_id, arena, parts) != 0)
-        return ps_err_set(err, PS_EINVAL, "\"%s\" is not a profile type id (name:type:unit:period_type:period_unit)",
-                          type_id ? type_id : "");
-    uint32_t nv = mode == PS_PROFILE_PAIR ? 2 : 1;
-    size_t cap = a->count + (b ? b->count : 0) + 1, n = 0;
-    uint64_t *nodes = ps_xmalloc(cap * sizeof(uint64_t));
-    int64_t *vals = ps_xmalloc(cap * nv * sizeof(int64_t));
-    for (size_t i = 0; i < a->cap; i++) {
-        if (a->keys[i] == 0)
-            continue;
-        uint64_t node = a->keys[i];
-        int64_t va = a->vals[i], vb = b ? ps_nodemap_get(b, node) : 0;
-        if (mode == PS_PROFILE_ONE) {
-            if (va == 0)
-                continue;
-            vals[n] = va;
-        } else if (mode == PS_PROFILE_SUB) {
-            if (vb - va == 0)
-                continue;
-            vals[n] = vb - va;
-        } else {
-            if (va == 0 && vb == 0)
-                continue;
-            vals[2 * n] = va;
-            vals[2 * n + 1] = vb;
-        }
-        nodes[n++] = node;
+    const char **st = ps_arena_alloc(arena, 2 * (size_t)nv * sizeof(char *)), *pt[2] = {NULL, NULL};
+    for (uint32_t k = 0; k < nv; k++) {
+        const char *parts[6];
+        if (types[k] == NULL || ps_profile_type_parts(types[k], arena, parts) != 0)
+            return ps_err_set(err, PS_EINVAL, "\"%s\" is not a profile type id (name:type:unit:period_type:period_unit)",
+                              types[k] ? types[k] : "");
+        st[2 * k] = parts[1];
+        st[2 * k + 1] = parts[2];
+        pt[0] = parts[3];
+        pt[1] = parts[4];
     }
-    if (b != NULL && mode != PS_PROFILE_ONE) {
-        for (size_t i = 0; i < b->cap; i++) {
-            if (b->keys[i] == 0 || b->vals[i] == 0 || ps_nodemap_get(a, b->keys[i]) != 0)
-                continue;
-            if (mode == PS_PROFILE_SUB) {
-                vals[n] = b->vals[i];
-            } else {
-                vals[2 * n] = 0;
-                vals[2 * n + 1] = b->vals[i];
-            }
-            nodes[n++] = b->keys[i];
-        }
-    }
-    const char *st[4] = {parts[1], parts[2], parts[1], parts[2]}, *pt[2] = {parts[3], parts[4]};
     int ret = ps_reader_materialize(r, nodes, vals, n, nv, st, pt, arena, out, err);
     if (ret == 0 && info != NULL) {
         out->time_nanos = info->profiles ? info->min_ts : 0;
         out->duration_nanos = info->duration;
         out->period = info->period;
     }
+    return ret;
+}
+
+/* ---- profile selections ---- */
+
+#define UNKNOWN_TYPE "unknown:unknown:unknown:unknown:unknown"
+
+static int on_any(void *ctx, uint64_t sid)
+{
+    (void)sid;
+    *(int *)ctx = 1;
+    return 1;
+}
+
+/* The first __name__="..." matcher, or -1. */
+static int name_matcher(const ps_selector_t *sel)
+{
+    for (uint32_t i = 0; i < sel->n; i++)
+        if (sel->m[i].op == PS_MATCH_EQ && strcmp(sel->m[i].name, "__name__") == 0)
+            return (int)i;
+    return -1;
+}
+
+/* The stored profile types of a family. name: the profile name; pt/pu/delta: NULL for any. */
+typedef struct family_ctx {
+    ps_arena_t *arena;
+    const char *name, *pt, *pu;
+    int delta; /* -1 any, 0 no, 1 yes */
+    const char **v;
+    uint32_t n, cap;
+} family_ctx_t;
+
+static int on_family_type(void *ctx, const char *v, size_t n)
+{
+    family_ctx_t *f = ctx;
+    const char *parts[6];
+    char *id = ps_arena_strndup(f->arena, v, n);
+    if (ps_profile_type_parts(id, f->arena, parts) != 0 || strcmp(parts[0], f->name) != 0)
+        return 0;
+    if ((f->pt && strcmp(parts[3], f->pt) != 0) || (f->pu && strcmp(parts[4], f->pu) != 0))
+        return 0;
+    if (f->delta >= 0 && (parts[5] != NULL) != (f->delta == 1))
+        return 0;
+    if (f->n == f->cap) {
+        f->cap = f->cap ? f->cap * 2 : 8;
+        const char **nv = ps_arena_alloc(f->arena, f->cap * sizeof(char *));
+        if (f->n)
+            memcpy(nv, f->v, f->n * sizeof(char *));
+        f->v = nv;
+    }
+    f->v[f->n++] = id;
+    return 0;
+}
+
+static int merge_set(ps_reader_t *r, const ps_profile_query_t *q, const ps_series_set_t *set, ps_nodemap_t *acc,
+                     ps_sum_info_t *info, ps_err_t *err)
+{
+    if (q->ranged)
+        return ps_query_merge_range(r, set, q->start, q->end, acc, info, err);
+    return ps_query_merge_at(r, set, q->at, q->lookback, acc, info, err);
+}
+
+static void sel_alloc(ps_profile_sel_t *out, uint32_t ntypes, ps_arena_t *arena)
+{
+    out->ntypes = ntypes;
+    out->types = ps_arena_calloc(arena, ntypes, sizeof(char *));
+    out->totals = ps_arena_calloc(arena, ntypes, sizeof(int64_t));
+    out->accs = ps_xcalloc(ntypes, sizeof(ps_nodemap_t));
+    for (uint32_t k = 0; k < ntypes; k++)
+        ps_nodemap_init(&out->accs[k]);
+}
+
+static void sel_totals(ps_profile_sel_t *out)
+{
+    for (uint32_t k = 0; k < out->ntypes; k++) {
+        const ps_nodemap_t *m = &out->accs[k];
+        uint64_t t = 0;
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->keys[i] != 0)
+                t += m->vals[i] < 0 ? 0 - (uint64_t)m->vals[i] : (uint64_t)m->vals[i];
+        out->totals[k] = (int64_t)t;
+    }
+}
+
+void ps_profile_sel_dispose(ps_profile_sel_t *s)
+{
+    if (s == NULL || s->accs == NULL)
+        return;
+    for (uint32_t k = 0; k < s->ntypes; k++)
+        ps_nodemap_dispose(&s->accs[k]);
+    free(s->accs);
+    s->accs = NULL;
+}
+
+static void window(const ps_profile_query_t *q, int64_t *lo, int64_t *hi)
+{
+    if (q->ranged) {
+        *lo = q->start;
+        *hi = q->end;
+    } else {
+        *lo = q->at - q->lookback + 1;
+        *hi = q->at;
+    }
+}
+
+/* One profile type (the selector's as it is). */
+static int select_one_type(ps_reader_t *r, const ps_profile_query_t *q, ps_arena_t *arena, ps_profile_sel_t *out,
+                           ps_err_t *err)
+{
+    ps_series_set_t set;
+    const char *type;
+    int64_t lo, hi;
+    window(q, &lo, &hi);
+    int ret = ps_query_select(r, q->sel, lo, hi, q->max_series, arena, &set, err);
+    if (ret == 0)
+        ret = ps_query_single_type(&set, &type, err);
+    if (ret)
+        return ret;
+    int ni = name_matcher(q->sel);
+    if (set.n == 0 && ni >= 0) {
+        /* nothing matched: a profile type never stored is a mistake worth saying */
+        const ps_matcher_t *m = &q->sel->m[ni];
+        int found = 0;
+        ps_reader_postings(r, "__name__", 8, m->value, m->vlen, on_any, &found);
+        if (!found)
+            return ps_err_set(err, PS_ENOTFOUND,
+                              "invalid parameter \"%s\": unknown profile type \"%s\" (GET /api/v1/profiles/types lists "
+                              "the stored ones)",
+                              q->param, m->value);
+        type = m->value;
+    }
+    sel_alloc(out, 1, arena);
+    out->types[0] = type ? type : UNKNOWN_TYPE;
+    out->nseries = set.n;
+    return merge_set(r, q, &set, &out->accs[0], &out->info, err);
+}
+
+static int select_family(ps_reader_t *r, const ps_profile_query_t *q, int ni, const char *parts[6],
+                         ps_arena_t *arena, ps_profile_sel_t *out, ps_err_t *err)
+{
+    family_ctx_t f = {.arena = arena, .name = parts[0], .delta = -1};
+    if (parts[1] != NULL) { /* a full type id: its period type and delta flag too */
+        f.pt = parts[3];
+        f.pu = parts[4];
+        f.delta = parts[5] != NULL;
+    }
+    int ret = ps_reader_label_values(r, "__name__", 8, on_family_type, &f);
+    if (ret)
+        return ps_err_set(err, ret, "reading the label index: %s", ps_strerror(ret));
+    if (f.n == 0 && parts[1] == NULL)
+        return ps_err_set(err, PS_EINVAL,
+                          "invalid parameter \"%s\": \"%s\" is not a profile type "
+                          "(name:sample_type:sample_unit:period_type:period_unit[:delta]) nor the name of stored ones "
+                          "(GET /api/v1/profiles/types lists them)",
+                          q->param, parts[0]);
+    if (f.n == 0)
+        return ps_err_set(err, PS_ENOTFOUND,
+                          "invalid parameter \"%s\": unknown profile type \"%s\" (GET /api/v1/profiles/types lists "
+                          "the stored ones)",
+                          q->param, ni >= 0 ? q->sel->m[ni].value : parts[0]);
+    /* the selector with __name__ set to each type in turn (prepended when it has none) */
+    ps_selector_t sel = *q->sel;
+    uint32_t at = 0;
+    if (ni < 0) {
+        sel.m = ps_arena_alloc(arena, (q->sel->n + 1) * sizeof(ps_matcher_t));
+        memcpy(sel.m + 1, q->sel->m, q->sel->n * sizeof(ps_matcher_t));
+        sel.m[0] = (ps_matcher_t){.op = PS_MATCH_EQ, .name = "__name__", .nlen = 8};
+        sel.n++;
+    } else {
+        sel.m = ps_arena_alloc(arena, q->sel->n * sizeof(ps_matcher_t));
+        memcpy(sel.m, q->sel->m, q->sel->n * sizeof(ps_matcher_t));
+        at = (uint32_t)ni;
+    }
+    ps_series_set_t *sets = ps_arena_calloc(arena, f.n, sizeof(ps_series_set_t));
+    uint32_t nonempty = 0, total = 0;
+    int64_t lo, hi;
+    window(q, &lo, &hi);
+    for (uint32_t k = 0; k < f.n; k++) {
+        sel.m[at].value = f.v[k];
+        sel.m[at].vlen = strlen(f.v[k]);
+        if ((ret = ps_query_select(r, &sel, lo, hi, q->max_series, arena, &sets[k], err)) != 0)
+            return ret;
+        nonempty += sets[k].n > 0;
+        total += sets[k].n;
+        if (total > q->max_series)
+            return ps_err_set(err, PS_ELIMIT,
+                              "the selector matches more than %u series (the limit, --query.max-series); narrow it",
+                              q->max_series);
+    }
+    uint32_t n = nonempty ? nonempty : f.n;
+    sel_alloc(out, n, arena);
+    ps_series_set_t **use = ps_arena_alloc(arena, n * sizeof(*use));
+    for (uint32_t k = 0, j = 0; k < f.n; k++)
+        if (!nonempty || sets[k].n > 0) {
+            out->types[j] = f.v[k];
+            use[j++] = &sets[k];
+        }
+    /* one sample type once, one period type */
+    for (uint32_t k = 1; k < n; k++) {
+        const char *pa[6], *pb[6];
+        ps_profile_type_parts(out->types[k - 1], arena, pa);
+        ps_profile_type_parts(out->types[k], arena, pb);
+        if (strcmp(pa[1], pb[1]) == 0 || strcmp(pa[3], pb[3]) != 0 || strcmp(pa[4], pb[4]) != 0)
+            return ps_err_set(err, PS_EINVAL,
+                              "invalid parameter \"%s\": the profile types %s and %s cannot be one profile (%s); "
+                              "select one of them by its full type id",
+                              q->param, out->types[k - 1], out->types[k],
+                              strcmp(pa[1], pb[1]) == 0 ? "the same sample type twice" : "different period types");
+    }
+    uint64_t best = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        ps_sum_info_t info = {0};
+        if ((ret = merge_set(r, q, use[k], &out->accs[k], &info, err)) != 0)
+            return ret;
+        out->nseries += use[k]->n;
+        if (k == 0 || info.profiles > best) {
+            best = info.profiles;
+            out->info = info;
+        }
+    }
+    return 0;
+}
+
+int ps_query_profile_select(ps_reader_t *r, const ps_profile_query_t *q, ps_arena_t *arena, ps_profile_sel_t *out,
+                            ps_err_t *err)
+{
+    int ret;
+    memset(out, 0, sizeof(*out));
+    int ni = name_matcher(q->sel);
+    const char *parts[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    if (ni >= 0 && ps_profile_type_parts(q->sel->m[ni].value, arena, parts) != 0) {
+        const char *v = q->sel->m[ni].value;
+        if (strchr(v, ':') != NULL || v[0] == '\0')
+            return ps_err_set(err, PS_EINVAL,
+                              "invalid parameter \"%s\": \"%s\" is not a profile type "
+                              "(name:sample_type:sample_unit:period_type:period_unit[:delta]; GET /api/v1/profiles/types "
+                              "lists them) nor a profile name",
+                              q->param, v);
+        parts[0] = v; /* a bare profile name: its family */
+    } else if (q->all_types && ni < 0) {
+        /* the family of the profile name the selected series share */
+        ps_series_set_t set;
+        int64_t lo, hi;
+        window(q, &lo, &hi);
+        if ((ret = ps_query_select(r, q->sel, lo, hi, q->max_series, arena, &set, err)) != 0)
+            return ret;
+        for (uint32_t i = 0; i < set.n; i++) {
+            const ps_label_pair_t *nm = ps_labels_get(&set.labels[i], "__name__");
+            const char *p2[6];
+            if (nm == NULL || ps_profile_type_parts(nm->value, arena, p2) != 0)
+                continue;
+            if (parts[0] == NULL)
+                parts[0] = p2[0];
+            else if (strcmp(parts[0], p2[0]) != 0)
+                return ps_err_set(err, PS_EINVAL,
+                                  "invalid parameter \"%s\": the selector matches profiles of %s and of %s; "
+                                  "sample_types=all merges the sample types of one profile name: add __name__ or a "
+                                  "profile name to the selector",
+                                  q->param, parts[0], p2[0]);
+        }
+        if (parts[0] == NULL) {
+            sel_alloc(out, 1, arena);
+            out->types[0] = UNKNOWN_TYPE;
+            return 0;
+        }
+    } else if (!q->all_types) {
+        ret = select_one_type(r, q, arena, out, err);
+        if (ret == 0)
+            sel_totals(out);
+        return ret;
+    }
+    ret = select_family(r, q, ni, parts, arena, out, err);
+    if (ret == 0)
+        sel_totals(out);
+    return ret;
+}
+
+int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_profile_sel_t *b, int mode,
+                           ps_arena_t *arena, ps_profile_t *out, ps_err_t *err)
+{
+    const ps_profile_sel_t *ts = a; /* whose types */
+    if (mode != PS_PROFILE_ONE) {
+        if (b == NULL)
+            return ps_err_set(err, PS_EINTERNAL, "a diff needs two selections");
+        if (a->nseries == 0 && b->nseries > 0)
+            ts = b;
+        else if (a->nseries > 0 && b->nseries > 0) {
+            bool same = a->ntypes == b->ntypes;
+            for (uint32_t k = 0; same && k < a->ntypes; k++)
+                same = strcmp(a->types[k], b->types[k]) == 0;
+            if (!same)
+                return ps_err_set(err, PS_EINVAL, "base and compare select different profile types (%s%s and %s%s)",
+                                  a->types[0], a->ntypes > 1 ? ", ..." : "", b->types[0], b->ntypes > 1 ? ", ..." : "");
+        }
+        if (mode == PS_PROFILE_PAIR && ts->ntypes != 1)
+            return ps_err_set(err, PS_EINVAL, "a flame graph diff shows one sample type; this one has %u", ts->ntypes);
+    }
+    uint32_t nt = ts->ntypes, nv = mode == PS_PROFILE_PAIR ? 2 : nt;
+    const ps_nodemap_t *am = a->nseries || ts == a ? a->accs : NULL, *bm = b && (b->nseries || ts == b) ? b->accs : NULL;
+    /* every node of either side, once */
+    ps_nodemap_t seen;
+    ps_nodemap_init(&seen);
+    size_t cap = 1;
+    for (uint32_t k = 0; k < nt; k++)
+        cap += (am ? am[k].count : 0) + (bm ? bm[k].count : 0);
+    uint64_t *nodes = ps_xmalloc(cap * sizeof(uint64_t));
+    int64_t *vals = ps_xmalloc(cap * nv * sizeof(int64_t));
+    size_t n = 0;
+    for (int side = 0; side < 2; side++) {
+        const ps_nodemap_t *ms = side == 0 ? am : bm;
+        if (ms == NULL || (side == 1 && mode == PS_PROFILE_ONE))
+            continue;
+        for (uint32_t k = 0; k < nt; k++)
+            for (size_t i = 0; i < ms[k].cap; i++) {
+                uint64_t node = ms[k].keys[i];
+                if (node == 0 || ps_nodemap_get(&seen, node) != 0)
+                    continue;
+                ps_nodemap_add(&seen, node, 1);
+                bool any = false;
+                int64_t *v = vals + n * nv;
+                for (uint32_t t = 0; t < nt; t++) {
+                    int64_t va = am ? ps_nodemap_get(&am[t], node) : 0, vb = bm ? ps_nodemap_get(&bm[t], node) : 0;
+                    if (mode == PS_PROFILE_ONE)
+                        v[t] = va;
+                    else if (mode == PS_PROFILE_SUB)
+                        v[t] = (int64_t)((uint64_t)vb - (uint64_t)va);
+                    else {
+                        v[0] = va;
+                        v[1] = vb;
+                        any |= va != 0 || vb != 0;
+                        continue;
+                    }
+                    any |= v[t] != 0;
+                }
+                if (any)
+                    nodes[n++] = node;
+            }
+    }
+    const ps_sum_info_t *info = b && b->info.profiles ? &b->info : &a->info;
+    const char *pair[2] = {ts->types[0], ts->types[0]};
+    int ret = materialize(r, mode == PS_PROFILE_PAIR ? pair : ts->types, nv, nodes, vals, n, info, arena, out, err);
+    ps_nodemap_dispose(&seen);
     free(nodes);
     free(vals);
     return ret;

@@ -9,7 +9,11 @@
  *    in (t - step, t]; steps without profiles are absent;
  *  - instant queries: the total of each series' newest profile in (t - lookback, t];
  *  - merges: node values summed over every profile of every selected series in [start, end]
- *    (or, at a time t, each series' newest profile in (t - lookback, t]).
+ *    (or, at a time t, each series' newest profile in (t - lookback, t]), one profile type, or
+ *    every sample type of a profile family (ps_query_profile_select);
+ *  - label names and values: of the series with data in [start, end] when a range is given.
+ *
+ * HTTP handlers (web/) only parse parameters, call these and render the answer.
  */
 #ifndef PS_QUERY_H
 #define PS_QUERY_H
@@ -47,6 +51,25 @@ int ps_query_select(ps_reader_t *r, ps_selector_t *sel, int64_t start, int64_t e
  *  PS_EINVAL listing the types found. An empty set gives *type = NULL and 0. */
 int ps_query_single_type(const ps_series_set_t *s, const char **type, ps_err_t *err);
 
+/** Series of every selector (union by id, in selector order), with data in [start, end];
+ *  more than max_series in all → PS_ELIMIT. */
+int ps_query_select_union(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start, int64_t end,
+                          uint32_t max_series, ps_arena_t *arena, ps_series_set_t *out, ps_err_t *err);
+
+/** A list of strings (label names or values), ascending, without duplicates. */
+typedef struct ps_strlist {
+    uint32_t n;
+    const char **v;
+} ps_strlist_t;
+
+/**
+ * Label names (name == NULL) or the values of label name, of the series that match any of sels
+ * (nsels > 0) or of every series (nsels == 0), each restricted to series with data in
+ * [start, end] (INT64_MIN, INT64_MAX: no restriction, answered from the label index).
+ */
+int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start,
+                    int64_t end, uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err);
+
 /* A node -> value accumulator (open addressing; node ids are never 0). */
 typedef struct ps_nodemap {
     uint64_t *keys;
@@ -69,15 +92,58 @@ int ps_query_merge_at(ps_reader_t *r, const ps_series_set_t *s, int64_t at, int6
  *  (copies from arena; parts[5] is "delta" or NULL). PS_EINVAL if it is not one. */
 int ps_profile_type_parts(const char *id, ps_arena_t *a, const char *parts[6]);
 
+/* ---- profile selections: what the profile API (and any other profile API) answers ---- */
+
+/** One side of a profile query. */
+typedef struct ps_profile_query {
+    ps_selector_t *sel;
+    const char *param;    /* names the selector in messages: invalid parameter "<param>": ... */
+    bool ranged;
+    int64_t start, end;   /* ranged: every profile in [start, end] */
+    int64_t at, lookback; /* otherwise: each series' newest profile in (at - lookback, at] */
+    bool all_types;       /* every sample type of the profile family (see ps_query_profile_select) */
+    uint32_t max_series;
+} ps_profile_query_t;
+
+/** Merged node values of a selection, one accumulator per sample type. */
+typedef struct ps_profile_sel {
+    uint32_t ntypes;      /* >= 1 after success */
+    const char **types;   /* profile type ids, one per sample type, ascending (from the arena) */
+    ps_nodemap_t *accs;   /* accs[k]: node -> summed value of types[k] */
+    int64_t *totals;      /* totals[k]: sum of |value| over accs[k] */
+    ps_sum_info_t info;   /* time, duration, period of the merged profiles (pprof's merge rules) */
+    uint32_t nseries;     /* series merged, over all types */
+} ps_profile_sel_t;
+
+/**
+ * Selects series and merges their profiles. The selected series must share one profile type
+ * (else PS_EINVAL listing the types). A __name__="T" matcher with a profile type T never stored
+ * is PS_ENOTFOUND; a name that is not a profile type id is PS_EINVAL. Nothing selected is an empty
+ * selection of the type the selector names (or unknown:unknown:unknown:unknown:unknown).
+ *
+ * Profile families: with all_types, or when the selector's __name__ is a bare profile name
+ * (`memory{job="api"}`, no colon), the selection holds every stored sample type of that name
+ * (all_types with a full type id: those with its period type and delta flag too), each with the
+ * series that match the rest of the selector; types without a selected series are left out unless
+ * none has one. Two types with the same sample type (one of them :delta) or different period types
+ * are PS_EINVAL. info is that of the type that merged most profiles (every type of a pprof that
+ * was stored has the same ones). max_series applies to the series of all types together.
+ * out is valid until ps_profile_sel_dispose and the arena's end.
+ */
+int ps_query_profile_select(ps_reader_t *r, const ps_profile_query_t *q, ps_arena_t *arena, ps_profile_sel_t *out,
+                            ps_err_t *err);
+void ps_profile_sel_dispose(ps_profile_sel_t *s);
+
 enum { PS_PROFILE_ONE = 0, PS_PROFILE_SUB = 1, PS_PROFILE_PAIR = 2 };
 /**
- * Materialises accumulated nodes as a profile of type type_id (name:st:su:pt:pu[:delta]).
- * ONE: values of a; SUB: b - a (one value, negative allowed); PAIR: two values [a, b].
- * time/duration/period come from info (pprof's merge rules: earliest time, summed durations,
- * largest period).
+ * Materialises a selection as a profile. ONE: values of a, one per type; SUB: b - a per type
+ * (negative allowed; a diff); PAIR: two values [a, b] (one type only: a flame graph diff).
+ * For SUB and PAIR both sides must have the same types, unless one side selected nothing: then
+ * the other's types are used. time/duration/period come from b's info if b merged any profile,
+ * else from a's.
  */
-int ps_query_profile(ps_reader_t *r, const char *type_id, const ps_nodemap_t *a, const ps_nodemap_t *b, int mode,
-                     const ps_sum_info_t *info, ps_arena_t *arena, ps_profile_t *out, ps_err_t *err);
+int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_profile_sel_t *b, int mode,
+                           ps_arena_t *arena, ps_profile_t *out, ps_err_t *err);
 
 /* Expression results. */
 typedef struct ps_point {

@@ -55,11 +55,13 @@
  * Top tables need no tree: rows are keyed by (function name, file name), flat is added to the
  * deepest frame of each sample (the innermost line of the leaf location), cum to every distinct row
  * of the sample (a per-row "last sample" stamp counts recursion once). total is the sum of the
- * absolute sample values, as pprof computes it, so with negative values the percentages are of
- * that sum, and the flat column no longer adds up to total. Samples without frames count in total
- * but give no row (pprof does the same). Rows only exist for functions that occur in a sample with a
- * nonzero value. Rows sort by flat, then cum (both descending), then function and file name (byte
- * order).
+ * absolute sample values, as pprof computes it; for a diff (ps_render_top_diff) it is the base's
+ * total, as pprof -diff_base computes it (the sum of |value| of the base samples only). Samples
+ * without frames count in total but give no row (pprof does the same). Rows only exist for
+ * functions that occur in a sample with a nonzero value and whose flat or cum is nonzero (values
+ * that cancel out give no row, as in pprof). Rows sort by |flat|, then |cum| (both
+ * descending), then function and file name (byte order): in a diff the largest drop ranks with the
+ * largest rise.
  */
 #include "render.h"
 
@@ -70,6 +72,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "core/json.h"
 
 #define NONE UINT32_MAX
 #define ADDR (UINT32_MAX - 1) /* function cache: the function has no name, use the address */
@@ -851,40 +854,47 @@ static void put_i64(ps_buf_t *b, int64_t v)
     ps_buf_append(b, tmp + i, sizeof(tmp) - i);
 }
 
-#define PUT_LIT(b, s) ps_buf_append((b), (s), sizeof(s) - 1)
-
 void ps_flamegraph_json(const ps_flamegraph_t *fg, ps_buf_t *out)
 {
-    PUT_LIT(out, "{\"names\":[");
-    for (uint32_t i = 0; i < fg->nnames; i++) {
-        if (i)
-            ps_buf_putc(out, ',');
-        ps_buf_json_str(out, fg->names[i], strlen(fg->names[i]));
-    }
-    PUT_LIT(out, "],\"levels\":[");
+    ps_json_t j;
+    ps_json_init(&j, out);
+    ps_json_obj(&j);
+    ps_json_key(&j, "names");
+    ps_json_arr(&j);
+    for (uint32_t i = 0; i < fg->nnames; i++)
+        ps_json_cstr(&j, fg->names[i]);
+    ps_json_end(&j);
+    ps_json_key(&j, "levels");
+    ps_json_arr(&j);
     for (uint32_t l = 0; l < fg->nlevels; l++) {
-        if (l)
-            ps_buf_putc(out, ',');
-        ps_buf_putc(out, '[');
+        ps_json_arr(&j);
         const ps_fg_level_t *lv = &fg->levels[l];
-        for (uint32_t i = 0; i < lv->n; i++) {
-            if (i)
-                ps_buf_putc(out, ',');
-            put_i64(out, lv->values[i]);
-        }
-        ps_buf_putc(out, ']');
+        for (uint32_t i = 0; i < lv->n; i++)
+            ps_json_int(&j, lv->values[i]);
+        ps_json_end(&j);
     }
-    PUT_LIT(out, "],\"total\":");
-    put_i64(out, fg->total);
-    PUT_LIT(out, ",\"max_self\":");
-    put_i64(out, fg->max_self);
+    ps_json_end(&j);
+    ps_json_key(&j, "total");
+    ps_json_int(&j, fg->total);
+    ps_json_key(&j, "max_self");
+    ps_json_int(&j, fg->max_self);
     if (fg->diff) {
-        PUT_LIT(out, ",\"left_ticks\":");
-        put_i64(out, fg->left_ticks);
-        PUT_LIT(out, ",\"right_ticks\":");
-        put_i64(out, fg->right_ticks);
+        ps_json_key(&j, "left_ticks");
+        ps_json_int(&j, fg->left_ticks);
+        ps_json_key(&j, "right_ticks");
+        ps_json_int(&j, fg->right_ticks);
     }
-    ps_buf_putc(out, '}');
+    ps_json_end(&j);
+}
+
+void ps_render_labels_json(ps_json_t *j, const ps_labels_t *ls)
+{
+    ps_json_obj(j);
+    for (uint32_t i = 0; i < ls->n; i++) {
+        ps_json_keyn(j, ls->pairs[i].name, ls->pairs[i].nlen);
+        ps_json_str(j, ls->pairs[i].value, ls->pairs[i].vlen);
+    }
+    ps_json_end(j);
 }
 
 /* ---- folded stacks --------------------------------------------------------------------------- */
@@ -982,33 +992,46 @@ typedef struct trow {
     uint32_t stamp;                /* last sample (index + 1) that counted cum */
 } trow_t;
 
+static inline uint64_t abs64(int64_t v)
+{
+    return v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+}
+
 static int cmp_trow(const void *a, const void *b)
 {
     const trow_t *x = a, *y = b;
-    if (x->flat != y->flat)
-        return x->flat > y->flat ? -1 : 1;
-    if (x->cum != y->cum)
-        return x->cum > y->cum ? -1 : 1;
+    uint64_t xf = abs64(x->flat), yf = abs64(y->flat), xc = abs64(x->cum), yc = abs64(y->cum);
+    if (xf != yf)
+        return xf > yf ? -1 : 1;
+    if (xc != yc)
+        return xc > yc ? -1 : 1;
     if (x->name_rank != y->name_rank)
         return x->name_rank < y->name_rank ? -1 : 1;
     return (x->file_rank > y->file_rank) - (x->file_rank < y->file_rank);
 }
 
-static void put_pct(ps_buf_t *b, int64_t v, uint64_t total)
+static double pct(int64_t v, uint64_t total)
 {
-    double pct = total ? (double)v * 100.0 / (double)total : 0.0;
-    char tmp[64];
-    int n = snprintf(tmp, sizeof(tmp), "%.2f", pct);
-    if (n > 0 && (size_t)n < sizeof(tmp))
-        ps_buf_append(b, tmp, (size_t)n);
-    else
-        PUT_LIT(b, "0");
+    return total ? (double)v * 100.0 / (double)total : 0.0;
 }
 
 void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t *out)
 {
+    ps_render_top_diff(p, vi, limit, 0, out);
+}
+
+void ps_render_top_diff(const ps_profile_t *p, uint32_t vi, uint32_t limit, int64_t base_total, ps_buf_t *out)
+{
+    ps_json_t j;
+    ps_json_init(&j, out);
     if (p == NULL || vi >= p->ntypes) {
-        PUT_LIT(out, "{\"total\":0,\"rows\":[]}");
+        ps_json_obj(&j);
+        ps_json_key(&j, "total");
+        ps_json_int(&j, 0);
+        ps_json_key(&j, "rows");
+        ps_json_arr(&j);
+        ps_json_end(&j);
+        ps_json_end(&j);
         return;
     }
     frames_t f;
@@ -1041,7 +1064,7 @@ void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t 
         int64_t v = s->values[vi];
         if (v == 0)
             continue;
-        total += v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+        total += abs64(v);
         uint32_t leaf = NONE, stamp = i + 1;
         for (uint32_t j = s->nlocs; j-- > 0;) {
             uint32_t loc = s->locs[j];
@@ -1060,37 +1083,41 @@ void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t 
             rows[leaf].flat = add64(rows[leaf].flat, v);
     }
 
-    size_t m = 0; /* keep rows some sample counted */
+    if (base_total > 0) /* a diff: percentages of the base, like go tool pprof -diff_base */
+        total = (uint64_t)base_total;
+    size_t m = 0; /* keep rows some sample counted, unless everything cancelled out */
     for (size_t i = 0; i < nrows; i++)
-        if (rows[i].stamp != 0)
+        if (rows[i].stamp != 0 && (rows[i].flat != 0 || rows[i].cum != 0)) /* pprof drops 0/0 nodes too */
             rows[m++] = rows[i];
     if (m > 1)
         qsort(rows, m, sizeof(trow_t), cmp_trow);
     if (limit != 0 && m > limit)
         m = limit;
 
-    PUT_LIT(out, "{\"total\":");
-    put_i64(out, (int64_t)total);
-    PUT_LIT(out, ",\"rows\":[");
+    ps_json_obj(&j);
+    ps_json_key(&j, "total");
+    ps_json_uint(&j, total);
+    ps_json_key(&j, "rows");
+    ps_json_arr(&j);
     for (size_t i = 0; i < m; i++) {
         const trow_t *r = &rows[i];
-        if (i)
-            ps_buf_putc(out, ',');
-        PUT_LIT(out, "{\"function\":");
-        ps_buf_json_str(out, f.names.v[r->name].ptr, f.names.v[r->name].len);
-        PUT_LIT(out, ",\"file\":");
-        ps_buf_json_str(out, f.names.v[r->file].ptr, f.names.v[r->file].len);
-        PUT_LIT(out, ",\"flat\":");
-        put_i64(out, r->flat);
-        PUT_LIT(out, ",\"flat%\":");
-        put_pct(out, r->flat, total);
-        PUT_LIT(out, ",\"cum\":");
-        put_i64(out, r->cum);
-        PUT_LIT(out, ",\"cum%\":");
-        put_pct(out, r->cum, total);
-        ps_buf_putc(out, '}');
+        ps_json_obj(&j);
+        ps_json_key(&j, "function");
+        ps_json_str(&j, f.names.v[r->name].ptr, f.names.v[r->name].len);
+        ps_json_key(&j, "file");
+        ps_json_str(&j, f.names.v[r->file].ptr, f.names.v[r->file].len);
+        ps_json_key(&j, "flat");
+        ps_json_int(&j, r->flat);
+        ps_json_key(&j, "flat%");
+        ps_json_fixed(&j, pct(r->flat, total), 2);
+        ps_json_key(&j, "cum");
+        ps_json_int(&j, r->cum);
+        ps_json_key(&j, "cum%");
+        ps_json_fixed(&j, pct(r->cum, total), 2);
+        ps_json_end(&j);
     }
-    PUT_LIT(out, "]}");
+    ps_json_end(&j);
+    ps_json_end(&j);
     free(rows);
     free(rowid);
     frames_dispose(&f);

@@ -16,6 +16,8 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "core/json.h"
+#include "core/labels.h"
 #include "core/mem.h"
 #include "core/profile.h"
 
@@ -60,10 +62,19 @@ void ps_flamegraph_json(const ps_flamegraph_t *fg, ps_buf_t *out);
 void ps_render_folded(const ps_profile_t *p, uint32_t vi, ps_buf_t *out);
 
 /** Top table as JSON: {"total":N,"rows":[{"function":..,"file":..,"flat":N,"flat%":x,"cum":N,"cum%":x},...]}
- *  sorted by flat descending (then cum, then name), at most limit rows (0 = all). flat = value of
- *  samples whose leaf frame is the function; cum = value of samples with the function anywhere in
- *  the stack, counted once per sample even under recursion. Percentages of the total, rounded to
- *  2 decimals. */
+ *  sorted by |flat| descending (then |cum| descending, then name), at most limit rows (0 = all).
+ *  flat = value of samples whose leaf frame is the function; cum = value of samples with the
+ *  function anywhere in the stack, counted once per sample even under recursion. total = the sum
+ *  of |value| over the samples (as pprof); percentages of total, rounded to 2 decimals, signed. */
 void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t *out);
+
+/** The top table of a diff (values compare - base): as ps_render_top, but total (and so the
+ *  denominator of the percentages) is base_total, the base's sum of |value|, as `go tool pprof
+ *  -diff_base` computes it; base_total <= 0 (an empty base) falls back to the sum of |value|.
+ *  pprof prints the percentages' absolute values; here they keep the sign of flat and cum. */
+void ps_render_top_diff(const ps_profile_t *p, uint32_t vi, uint32_t limit, int64_t base_total, ps_buf_t *out);
+
+/** A label set as a JSON object {"name":"value",...} in its order (Prometheus' "metric"). */
+void ps_render_labels_json(ps_json_t *j, const ps_labels_t *ls);
 
 #endif

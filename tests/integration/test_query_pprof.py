@@ -217,12 +217,85 @@ def test_heap_merge_matches_pprof_merge(srv, go, tmp_path, type_id, index_name, 
     assert grows == rrows, (got.stdout, ref.stdout)
 
 
-def test_heap_merged_profile_has_one_sample_type(srv, go, tmp_path):
-    """A merged profile carries its series' type only: pprof cannot pick inuse_space from alloc_space."""
+def test_heap_type_query_has_one_sample_type(srv, go, tmp_path):
+    """A query for one profile type carries that type only: pprof cannot pick inuse_space from
+    alloc_space (test_heap_family_* below ask for every sample type)."""
     path = query_path(query=ALLOC_SPACE + '{job="heap"}', start=T0, end=T0 + 60)
     r = subprocess.run([go, "tool", "pprof", "-top", "-symbolize=none", "-sample_index=inuse_space", srv.url(path)],
                        capture_output=True, text=True, env=tool_env(tmp_path), timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode != 0 and "alloc_space" in r.stderr, (r.returncode, r.stdout, r.stderr)
+
+
+HEAP_SAMPLE_TYPES = [("alloc_objects", "count"), ("alloc_space", "bytes"), ("inuse_objects", "count"),
+                     ("inuse_space", "bytes")]
+
+
+@pytest.mark.parametrize("params", [
+    {"query": 'memory{job="heap"}'},                                     # the profile name alone
+    {"query": '{__name__="memory",job="heap"}'},
+    {"query": INUSE_SPACE + '{job="heap"}', "sample_types": "all"},      # a type of the family
+    {"query": '{job="heap"}', "sample_types": "all"},                    # the family of what is selected
+])
+def test_heap_family_has_every_sample_type(srv, params):
+    _, body = fetch(srv, query_path(start=T0, end=T0 + 60, **params))
+    p = pd.decode(body)
+    assert p.type_names() == HEAP_SAMPLE_TYPES
+    assert p.period_type_names() == ("space", "bytes") and p.period == 524288
+    assert pd.totals(p) == [sum(README_TOTALS[r][i] for r in HEAP_FILES) for i in range(4)]
+    for i in range(4):
+        assert pd.canonical(p, i) == canon_sum(HEAP_FILES, i), HEAP_SAMPLE_TYPES[i]
+    # pprof's merge rules, counted once (not once per sample type)
+    assert p.duration_nanos == sum(fixture_profile(r).duration_nanos for r in HEAP_FILES)
+    assert p.time_nanos == (T0 + 10) * 10**9
+    # at a time: the newest profile, every type
+    _, body = fetch(srv, query_path(time=T0 + 60, **params))
+    p = pd.decode(body)
+    assert pd.totals(p) == [README_TOTALS[HEAP_FILES[1]][i] for i in range(4)]
+
+
+@pytest.mark.parametrize("index_name", ["inuse_space", "alloc_objects"])
+def test_heap_family_through_go_pprof_sample_index(srv, go, tmp_path, index_name):
+    """go tool pprof -sample_index=... on the family answer = on pprof's own merge of the originals."""
+    for params in ({"query": 'memory{job="heap"}'}, {"query": ALLOC_SPACE + '{job="heap"}', "sample_types": "all"}):
+        path = query_path(start=T0, end=T0 + 60, **params)
+        args = ["-top", "-nodecount=15", "-symbolize=none", "-sample_index=" + index_name]
+        got = go_pprof(args + [srv.url(path)], tmp_path)
+        ref = go_pprof(args + [str(PPROF_DIR / r) for r in HEAP_FILES], tmp_path)
+        gh, grows = parse_pprof_top(got.stdout)
+        rh, rrows = parse_pprof_top(ref.stdout)
+        assert len(rrows) == {"inuse_space": 5, "alloc_objects": 15}[index_name], ref.stdout
+        assert comparable_header(gh) == comparable_header(rh), (got.stdout, ref.stdout)
+        assert grows == rrows, (got.stdout, ref.stdout)
+
+
+def test_heap_family_diff(srv):
+    """A diff of two families: compare - base for every sample type."""
+    _, body = fetch(srv, query_path("/api/v1/profiles/diff", base='memory{job="heap"}', compare='memory{job="heap"}',
+                                    base_time=T0 + 10, compare_time=T0 + 20))
+    p = pd.decode(body)
+    assert p.type_names() == HEAP_SAMPLE_TYPES
+    assert pd.totals(p) == [README_TOTALS[HEAP_FILES[1]][i] - README_TOTALS[HEAP_FILES[0]][i] for i in range(4)]
+    for i in range(4):
+        assert pd.canonical(p, i) == canon_sum(HEAP_FILES, i, sign=[-1, 1]), HEAP_SAMPLE_TYPES[i]
+    # one family against one type: different types
+    st, _, body = srv.get(query_path("/api/v1/profiles/diff", base='memory{job="heap"}', compare=INUSE_SPACE,
+                                     base_time=T0 + 10, compare_time=T0 + 20))
+    assert st == 400 and b"base and compare select different profile types" in body, body[:300]
+
+
+def test_heap_family_errors(srv):
+    # flame graph, folded and top show one sample type
+    for fmt in ("flamegraph", "folded", "top"):
+        st, _, body = srv.get(query_path(query='memory{job="heap"}', start=T0, end=T0 + 60, format=fmt))
+        assert st == 400 and b"format=%s shows one sample type" % fmt.encode() in body, (fmt, st, body[:300])
+    st, _, body = srv.get(query_path(query='memory{job="heap"}', start=T0, end=T0 + 60, sample_types="some"))
+    assert st == 400 and b'invalid parameter \\"sample_types\\"' in body, body[:300]
+    # a name nothing is stored under
+    st, _, body = srv.get(query_path(query='nosuch{job="heap"}', start=T0, end=T0 + 60))
+    assert st == 400 and b'\\"nosuch\\" is not a profile type' in body, body[:300]
+    # sample_types=all over series of two profile names
+    st, _, body = srv.get(query_path(query='{job=~"heap|merge"}', start=T0, end=T0 + 60, sample_types="all"))
+    assert st == 400 and b"memory" in body and b"process_cpu" in body, body[:300]
 
 
 # ---- diff --------------------------------------------------------------------------------------
@@ -271,3 +344,37 @@ def test_diff_through_go_pprof(srv, go, tmp_path):
     assert any(flat < 0 for flat, _, _ in g) and any(flat > 0 for flat, _, _ in g), got.stdout
     # same functions with the same flat and cum differences as pprof's own -diff_base
     assert g == r, "server diff:\n%s\n--- go tool pprof -diff_base:\n%s" % (got.stdout, ref.stdout)
+
+
+def test_diff_top_matches_go_pprof_diff_base(srv, go, tmp_path):
+    """format=top of a diff = go tool pprof -top -diff_base: total and percentages are of the
+    base's total (pprof prints |percentage|; the JSON keeps the sign of flat and cum), rows by
+    |flat| (then |cum|, then name), so limit keeps the largest drops as well as the largest rises."""
+    import json
+    base_total = README_TOTALS["go/cpu-01.pb.gz"][1]
+    ref = go_pprof(["-top", "-nodecount=10000", "-nodefraction=0", "-symbolize=none", "-diff_base=" + str(PPROF_DIR / "go/cpu-01.pb.gz"),
+                    str(PPROF_DIR / "go/cpu-02.pb.gz")], tmp_path)
+    rh, rrows = parse_pprof_top(ref.stdout)
+    line = [l for l in rh if " total" in l and "Showing nodes" in l][0]
+    assert round(pprof_quantity(line.split(" of ")[1].split()[0])) == base_total, line
+    rrows = [r[:5] + (r[5].replace(" (partial-inline)", ""),) for r in rrows]
+    want = sorted(_ns_rows(rrows), key=lambda r: (-abs(r[0]), -abs(r[1]), r[2]))
+    pct = {r[5]: (r[1], r[4]) for r in rrows}
+    params = dict(base=DIFF_BASE, compare=DIFF_CMP, base_time=T0 + 60, compare_time=T0 + 60, format="top")
+    _, body = fetch(srv, query_path("/api/v1/profiles/diff", **params))
+    top = json.loads(body)
+    assert top["total"] == base_total
+    assert [(r["flat"], r["cum"], r["function"]) for r in top["rows"]] == want
+    for r in top["rows"]:
+        assert r["flat%"] == round(100.0 * r["flat"] / base_total, 2), r
+        assert r["cum%"] == round(100.0 * r["cum"] / base_total, 2), r
+        for ours, theirs in ((r["flat%"], pct[r["function"]][0]), (r["cum%"], pct[r["function"]][1])):
+            if 1.0 <= abs(ours) < 99.95:
+                assert "%.2f%%" % abs(ours) == theirs, (r, theirs)
+    # the largest drop is among the first rows, where its |flat| ranks
+    drop = min(want, key=lambda r: r[0])
+    k = want.index(drop) + 1
+    assert drop[0] < 0 and k <= 5, want[:5]
+    _, body = fetch(srv, query_path("/api/v1/profiles/diff", limit=k, **params))
+    rows = json.loads(body)["rows"]
+    assert [(r["flat"], r["cum"], r["function"]) for r in rows] == want[:k]

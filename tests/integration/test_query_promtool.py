@@ -266,8 +266,8 @@ def test_labels_and_series_promtool(srv, promtool, tmp_path):
     got = [parse_metric(line) for line in r.stdout.splitlines() if line.strip()]
     assert got == [cpu_labels("a:6060", CPU_TYPE), cpu_labels("a:6060", CPU_SAMPLES_TYPE)], r.stdout
 
-    # label values with match[] and a time range: only the series with data in it. (Without match[],
-    # start/end are not applied: the values of every series, like Prometheus' head block.)
+    # label values with match[] and a time range: only the series with data in it (without match[]
+    # too: test_labels_time_range_without_match)
     r = run_promtool(promtool, tmp_path, "labels", '--match={job="api"}', "--start=%d" % (T0 + 36),
                      "--end=%d" % (T0 + 60), srv.url(""), "instance")
     assert r.stdout.split() == ["a:6060"], r.stdout
@@ -405,6 +405,51 @@ def test_labels_series_json(srv):
     js, _ = get_json_raw(srv, "/api/v1/series", [("match[]", CPU_TYPE), ("limit", "1")])
     assert js["data"] == [cpu_labels("a:6060")]
     assert js.get("warnings"), "a truncated answer says so"
+
+
+@pytest.fixture(scope="module")
+def ranged(module_server_factory):
+    """Two series: job="old" (with a label of its own, zone) only has data an hour before T0,
+    job="new" only at T0+10."""
+    s = module_server_factory(name="labelrange", retention="0")
+    for rel, labels, ts in (("go/cpu-01.pb.gz", '{job="old",zone="eu1"}', T0 - 3600),
+                            ("go/cpu-02.pb.gz", '{job="new"}', T0 + 10)):
+        st, _ = s.push(rel, labels=labels, time=str(ts))
+        assert st == 200, (rel, st, s.last_raw[:300])
+    return s
+
+
+def test_labels_time_range_without_match(ranged, promtool, tmp_path):
+    """Prometheus applies start/end to /api/v1/labels and /api/v1/label/<n>/values without match[]
+    too: only series with data in [start, end] count. (Before, without match[], every series did.)"""
+    s = ranged
+    now = [("start", T0), ("end", T0 + 60)]
+    js, _ = get_json_raw(s, "/api/v1/labels", now)
+    assert js == {"status": "success", "data": ["__name__", "job"]}
+    js, _ = get_json_raw(s, "/api/v1/label/job/values", now)
+    assert js == {"status": "success", "data": ["new"]}
+    js, _ = get_json_raw(s, "/api/v1/label/zone/values", now)
+    assert js == {"status": "success", "data": []}
+    # only the old range; only start (end open); only end (start open)
+    js, _ = get_json_raw(s, "/api/v1/label/job/values", [("start", T0 - 3660), ("end", T0 - 3540)])
+    assert js["data"] == ["old"]
+    js, _ = get_json_raw(s, "/api/v1/labels", [("start", T0 - 3660), ("end", T0 - 3540)])
+    assert js["data"] == ["__name__", "job", "zone"]
+    js, _ = get_json_raw(s, "/api/v1/label/job/values", [("start", T0)])
+    assert js["data"] == ["new"]
+    js, _ = get_json_raw(s, "/api/v1/label/job/values", [("end", T0)])
+    assert js["data"] == ["old"]
+    # no range: the label index, every series
+    js, _ = get_json_raw(s, "/api/v1/labels", {})
+    assert js["data"] == ["__name__", "job", "zone"]
+    js, _ = get_json_raw(s, "/api/v1/label/job/values", {})
+    assert js["data"] == ["new", "old"]
+    # promtool query labels --start/--end sends them as start/end
+    r = run_promtool(promtool, tmp_path, "labels", "--start=%d" % T0, "--end=%d" % (T0 + 60), s.url(""), "job")
+    assert r.stdout.split() == ["new"], r.stdout
+    r = run_promtool(promtool, tmp_path, "labels", "--start=%d" % (T0 - 3660), "--end=%d" % (T0 - 3540), s.url(""),
+                     "zone")
+    assert r.stdout.split() == ["eu1"], r.stdout
 
 
 def test_metadata_and_buildinfo_json(srv):

@@ -2,7 +2,7 @@
  * test_pprof.c - unit tests for proto/pprof.c: decoding the real Go and Node profiles in
  * $PS_TESTDATA/pprof (facts from its README), gzip and raw input, encode/decode round trips, and
  * malformed input (bad gzip, gzip bombs, protobuf garbage, dangling ids and string indexes, limits),
- * each failing with the expected code and message. Prints the decode speed of go/cpu-01.pb.gz.
+ * each failing with the expected code and message. (Decode and encode speed: bench/pprof.c.)
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -1296,44 +1296,6 @@ static void test_memory_bounded(void **state)
     ps_buf_dispose(&b);
 }
 
-/* ---- speed ---------------------------------------------------------------------------------- */
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SPEED_ROUNDS 300
-#else
-#define SPEED_ROUNDS 10000
-#endif
-
-static double elapsed_us(const struct timespec *a, const struct timespec *b)
-{
-    return ((b->tv_sec - a->tv_sec) * 1e9 + (b->tv_nsec - a->tv_nsec)) / 1e3;
-}
-
-/* Prints wall and CPU time per decode (CPU time is the steadier figure on a busy machine). */
-static void test_speed(void **state)
-{
-    (void)state;
-    size_t n;
-    uint8_t *data = read_fixture("go/cpu-01.pb.gz", &n);
-    ps_arena_t a = PS_ARENA_INIT;
-    ps_profile_t p;
-    struct timespec w0, w1, c0, c1;
-    decode_or_fail(data, n, NULL, &a, &p);
-    clock_gettime(CLOCK_MONOTONIC, &w0);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-    for (int i = 0; i < SPEED_ROUNDS; i++) {
-        ps_arena_reset(&a);
-        decode_or_fail(data, n, NULL, &a, &p);
-    }
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-    clock_gettime(CLOCK_MONOTONIC, &w1);
-    printf("    decode go/cpu-01.pb.gz (%zu bytes gz, 272 samples) x %d: %.1f us wall, %.1f us CPU each\n", n,
-           SPEED_ROUNDS, elapsed_us(&w0, &w1) / SPEED_ROUNDS, elapsed_us(&c0, &c1) / SPEED_ROUNDS);
-    assert_int_equal(p.nsamples, 272);
-    ps_arena_dispose(&a);
-    free(data);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1357,7 +1319,6 @@ int main(void)
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_limits_exact),
         cmocka_unit_test(test_memory_bounded),
-        cmocka_unit_test(test_speed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

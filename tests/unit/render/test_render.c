@@ -505,19 +505,54 @@ static void test_negative_top_folded(void **state)
     pb_stack(b, "main;a", 10, 0);
     pb_stack(b, "main;b", -4, 0);
     pb_stack(b, "main;c", 4, 0);
-    pb_stack(b, "main;c", -4, 0); /* cancels out: no folded line, a row with 0 / 0 */
+    pb_stack(b, "main;c", -4, 0); /* cancels out: no folded line, no row (pprof drops 0/0 nodes) */
     ps_buf_t out = PS_BUF_INIT;
     ps_render_top(&b->p, 0, 0, &out);
     /* total = sum of |v| = 22 */
     assert_string_equal(buf_str(&out),
                         "{\"total\":22,\"rows\":["
                         "{\"function\":\"a\",\"file\":\"m.go\",\"flat\":10,\"flat%\":45.45,\"cum\":10,\"cum%\":45.45},"
-                        "{\"function\":\"main\",\"file\":\"m.go\",\"flat\":0,\"flat%\":0.00,\"cum\":6,\"cum%\":27.27},"
-                        "{\"function\":\"c\",\"file\":\"m.go\",\"flat\":0,\"flat%\":0.00,\"cum\":0,\"cum%\":0.00},"
-                        "{\"function\":\"b\",\"file\":\"m.go\",\"flat\":-4,\"flat%\":-18.18,\"cum\":-4,\"cum%\":-18.18}]}");
+                        "{\"function\":\"b\",\"file\":\"m.go\",\"flat\":-4,\"flat%\":-18.18,\"cum\":-4,\"cum%\":-18.18},"
+                        "{\"function\":\"main\",\"file\":\"m.go\",\"flat\":0,\"flat%\":0.00,\"cum\":6,\"cum%\":27.27}]}");
     ps_buf_reset(&out);
     ps_render_folded(&b->p, 0, &out);
     assert_string_equal(buf_str(&out), "main;a 10\nmain;b -4\n");
+    ps_buf_dispose(&out);
+    free(b);
+}
+
+/* A diff's top: rows by |flat| (the largest drop is not cut off by limit), percentages of the
+ * base's total as go tool pprof -diff_base prints them. */
+static void test_diff_top(void **state)
+{
+    (void)state;
+    pb_t *b = pb_new(1);
+    pb_stack(b, "main;grow", 3, 0);
+    pb_stack(b, "main;drop", -40, 0);
+    pb_stack(b, "main;up", 20, 0);
+    pb_stack(b, "main;down", -20, 0);
+    ps_buf_t out = PS_BUF_INIT;
+    ps_render_top_diff(&b->p, 0, 2, 80, &out);
+    assert_string_equal(buf_str(&out),
+                        "{\"total\":80,\"rows\":["
+                        "{\"function\":\"drop\",\"file\":\"m.go\",\"flat\":-40,\"flat%\":-50.00,\"cum\":-40,\"cum%\":-50.00},"
+                        "{\"function\":\"down\",\"file\":\"m.go\",\"flat\":-20,\"flat%\":-25.00,\"cum\":-20,\"cum%\":-25.00}]}");
+    /* equal |flat|: |cum| then name decide (down before up); limit 0 = all */
+    ps_buf_reset(&out);
+    ps_render_top_diff(&b->p, 0, 0, 80, &out);
+    assert_string_equal(buf_str(&out),
+                        "{\"total\":80,\"rows\":["
+                        "{\"function\":\"drop\",\"file\":\"m.go\",\"flat\":-40,\"flat%\":-50.00,\"cum\":-40,\"cum%\":-50.00},"
+                        "{\"function\":\"down\",\"file\":\"m.go\",\"flat\":-20,\"flat%\":-25.00,\"cum\":-20,\"cum%\":-25.00},"
+                        "{\"function\":\"up\",\"file\":\"m.go\",\"flat\":20,\"flat%\":25.00,\"cum\":20,\"cum%\":25.00},"
+                        "{\"function\":\"grow\",\"file\":\"m.go\",\"flat\":3,\"flat%\":3.75,\"cum\":3,\"cum%\":3.75},"
+                        "{\"function\":\"main\",\"file\":\"m.go\",\"flat\":0,\"flat%\":0.00,\"cum\":-37,\"cum%\":-46.25}]}");
+    /* an empty base (total 0): the sum of |value| */
+    ps_buf_reset(&out);
+    ps_render_top_diff(&b->p, 0, 1, 0, &out);
+    assert_string_equal(buf_str(&out),
+                        "{\"total\":83,\"rows\":["
+                        "{\"function\":\"drop\",\"file\":\"m.go\",\"flat\":-40,\"flat%\":-48.19,\"cum\":-40,\"cum%\":-48.19}]}");
     ps_buf_dispose(&out);
     free(b);
 }
@@ -1273,6 +1308,7 @@ int main(void)
         cmocka_unit_test(test_recursion),
         cmocka_unit_test(test_diff),
         cmocka_unit_test(test_negative_top_folded),
+        cmocka_unit_test(test_diff_top),
         cmocka_unit_test(test_address_frames),
         cmocka_unit_test(test_escaping),
         cmocka_unit_test(test_max_nodes),

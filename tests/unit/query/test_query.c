@@ -1,0 +1,557 @@
+/*
+ * test_query.c - unit tests for src/query: a temporary store filled by ingesting the real Go
+ * profiles ($PS_TESTDATA/pprof, totals from its README), then series selection (=, !=, =~, !~,
+ * the empty-value rule, time ranges, max_series), profile merges over a range and at a time
+ * (exact totals, pprof's merge rules, profile families with every sample type, the errors for
+ * unknown types), label names and values by time, and the PromQL subset (sum, sum by, sum
+ * without, unary minus, number arithmetic, range steps (t - step, t]) with exact values.
+ *
+ * The store (T = 1,800,000,000 s):
+ *   process_cpu (2 types: samples, cpu) {job="api",instance="a"}  cpu-01 @T+10, cpu-02 @T+20
+ *                                       {job="api",instance="b"}  cpu-03 @T+15
+ *                                       {job="batch"}             cpu-04 @T+30
+ *   memory (4 types)                    {job="api",instance="a"}  heap-01 @T+30
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/timeutil.h"
+#include "ingest/ingest.h"
+#include "parser/selector.h"
+#include "query/query.h"
+
+#ifndef PS_TESTDATA
+#define PS_TESTDATA "../shared/testdata"
+#endif
+
+#define T0 1800000000LL
+#define S(x) ((int64_t)(x) * PS_NS_PER_S)
+#define CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
+#define CPU_SAMPLES "process_cpu:samples:count:cpu:nanoseconds:delta"
+/* README totals (cpu nanoseconds) */
+#define CPU01 2980000000LL
+#define CPU02 2930000000LL
+#define CPU03 2890000000LL
+#define CPU04 2890000000LL
+
+static char dir[64];
+static ps_store_t *store;
+
+static const char *testdata_dir(void)
+{
+    const char *d = getenv("PS_TESTDATA");
+    return d && *d ? d : PS_TESTDATA;
+}
+
+static void ingest(const char *rel, const char *labels, int64_t ts_s)
+{
+    char path[1024], when[32];
+    snprintf(path, sizeof(path), "%s/pprof/%s", testdata_dir(), rel);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        fail_msg("cannot open fixture %s", path);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)len + 1);
+    assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    snprintf(when, sizeof(when), "%lld", (long long)ts_s);
+    ps_ingest_params_t ip = {.labels = labels, .labels_len = strlen(labels), .time = when, .time_len = strlen(when),
+                             .delta = -1};
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_append_t app;
+    ps_err_t err;
+    ps_err_clear(&err);
+    if (ps_ingest_prepare(b, (size_t)len, &ip, NULL, &a, &app, &err) != 0)
+        fail_msg("%s: %s", rel, err.msg);
+    app.series_ids = ps_arena_calloc(&a, app.nseries, sizeof(uint64_t));
+    app.series_samples = ps_arena_calloc(&a, app.nseries, sizeof(uint32_t));
+    ps_append_t *items[1] = {&app};
+    if (ps_store_write_batch(store, items, 1, &err) != 0 || app.status != 0)
+        fail_msg("%s: %s / %s", rel, err.msg, app.err.msg);
+    ps_arena_dispose(&a);
+    free(b);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(dir, "/tmp/ps_test_query_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = dir;
+    o.nosync = true;
+    ps_err_t err;
+    ps_err_clear(&err);
+    if (ps_store_open(&o, &store, &err) != 0)
+        fail_msg("open: %s", err.msg);
+    ingest("go/cpu-01.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 10);
+    ingest("go/cpu-02.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 20);
+    ingest("go/cpu-03.pb.gz", "{job=\"api\",instance=\"b\"}", T0 + 15);
+    ingest("go/cpu-04.pb.gz", "{job=\"batch\"}", T0 + 30);
+    ingest("go/heap-01.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 30);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    ps_store_close(store);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    return 0;
+}
+
+/* ---- helpers ---- */
+
+typedef struct fx {
+    ps_reader_t *r;
+    ps_arena_t a;
+    ps_err_t err;
+} fx_t;
+
+static void fx_begin(fx_t *f)
+{
+    memset(f, 0, sizeof(*f));
+    ps_err_clear(&f->err);
+    if (ps_reader_begin(store, &f->r, &f->err) != 0)
+        fail_msg("reader: %s", f->err.msg);
+}
+
+static void fx_end(fx_t *f)
+{
+    ps_reader_end(f->r);
+    ps_arena_dispose(&f->a);
+}
+
+static ps_selector_t parse_sel(fx_t *f, const char *s)
+{
+    ps_selector_t sel;
+    if (ps_selector_parse(s, strlen(s), &f->a, &sel, &f->err) != 0)
+        fail_msg("%s: %s", s, f->err.msg);
+    return sel;
+}
+
+/* Number of series s selects (in [lo, hi]); max_series 100. A negative return is the error code. */
+static int count_sel(fx_t *f, const char *s, int64_t lo, int64_t hi, uint32_t max_series)
+{
+    ps_selector_t sel = parse_sel(f, s);
+    ps_series_set_t set;
+    int ret = ps_query_select(f->r, &sel, lo, hi, max_series, &f->a, &set, &f->err);
+    ps_selector_dispose(&sel);
+    return ret ? ret : (int)set.n;
+}
+
+static const char *label(const ps_labels_t *ls, const char *name)
+{
+    const ps_label_pair_t *p = ps_labels_get(ls, name);
+    return p ? p->value : NULL;
+}
+
+/* ---- selection ---- */
+
+static void test_select_matchers(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    const int64_t A = INT64_MIN, Z = INT64_MAX;
+    assert_int_equal(count_sel(&f, CPU, A, Z, 100), 3);
+    assert_int_equal(count_sel(&f, "{job=\"api\"}", A, Z, 100), 8); /* 2 x 2 cpu + 4 heap */
+    assert_int_equal(count_sel(&f, CPU "{instance=\"a\"}", A, Z, 100), 1);
+    /* != and !~ also select series without the label ("" is not "a") */
+    assert_int_equal(count_sel(&f, CPU "{instance!=\"a\"}", A, Z, 100), 2);
+    assert_int_equal(count_sel(&f, CPU "{instance=~\"a|b\"}", A, Z, 100), 2);
+    assert_int_equal(count_sel(&f, CPU "{instance!~\"a|b\"}", A, Z, 100), 1);
+    assert_int_equal(count_sel(&f, CPU "{instance=~\"a.+\"}", A, Z, 100), 0); /* anchored */
+    /* the empty value: l="" selects series without l; =~".*" every series */
+    assert_int_equal(count_sel(&f, CPU "{instance=\"\"}", A, Z, 100), 1);
+    assert_int_equal(count_sel(&f, CPU "{instance=~\".*\"}", A, Z, 100), 3);
+    assert_int_equal(count_sel(&f, CPU "{nosuch=\"\"}", A, Z, 100), 3);
+    assert_int_equal(count_sel(&f, "{__name__=~\"process_cpu:.*\",job!=\"api\"}", A, Z, 100), 2);
+    assert_int_equal(count_sel(&f, "{job=\"nope\"}", A, Z, 100), 0);
+    /* a selector needs a matcher that does not match "" (the parser says so first; built by hand) */
+    ps_matcher_t m = {.op = PS_MATCH_EQ, .name = "instance", .nlen = 8, .value = "", .vlen = 0, .matches_empty = true};
+    ps_selector_t only_empty = {1, &m};
+    ps_series_set_t set;
+    assert_int_equal(ps_query_select(f.r, &only_empty, A, Z, 100, &f.a, &set, &f.err), PS_EINVAL);
+    assert_string_equal(f.err.msg, "vector selector must contain at least one non-empty matcher");
+    /* time ranges: only series with a profile in [lo, hi], both ends included */
+    assert_int_equal(count_sel(&f, CPU, S(T0 + 25), S(T0 + 35), 100), 1);
+    assert_int_equal(count_sel(&f, CPU, S(T0 + 15), S(T0 + 15), 100), 1);
+    assert_int_equal(count_sel(&f, CPU, S(T0 + 10), S(T0 + 15), 100), 2);
+    assert_int_equal(count_sel(&f, CPU, S(T0 + 31), Z, 100), 0);
+    /* max_series: 3 series fit 3, not 2 */
+    assert_int_equal(count_sel(&f, CPU, A, Z, 3), 3);
+    assert_int_equal(count_sel(&f, CPU, A, Z, 2), PS_ELIMIT);
+    assert_string_equal(f.err.msg, "the selector matches more than 2 series (the limit, --query.max-series); narrow it");
+    fx_end(&f);
+}
+
+static void test_select_union_and_labels(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    ps_selector_t sels[2] = {parse_sel(&f, CPU "{instance=\"a\"}"), parse_sel(&f, "{job=~\"api|batch\",instance!=\"b\"}")};
+    ps_series_set_t set;
+    /* a's cpu series is in both: once */
+    assert_int_equal(ps_query_select_union(f.r, sels, 2, INT64_MIN, INT64_MAX, 100, &f.a, &set, &f.err), 0);
+    assert_int_equal(set.n, 8); /* a: 2 cpu + 4 heap, batch: 2 cpu */
+    assert_int_equal(ps_query_select_union(f.r, sels, 2, INT64_MIN, INT64_MAX, 7, &f.a, &set, &f.err), PS_ELIMIT);
+
+    ps_strlist_t l;
+    assert_int_equal(ps_query_labels(f.r, NULL, NULL, 0, INT64_MIN, INT64_MAX, 100, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 3);
+    assert_string_equal(l.v[0], "__name__");
+    assert_string_equal(l.v[1], "instance");
+    assert_string_equal(l.v[2], "job");
+    /* by time without selectors: [T+25, T+60] has batch (no instance) and a's heap */
+    assert_int_equal(ps_query_labels(f.r, "instance", NULL, 0, S(T0 + 25), S(T0 + 60), 100, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.v[0], "a");
+    assert_int_equal(ps_query_labels(f.r, "instance", NULL, 0, S(T0 + 31), S(T0 + 60), 100, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 0);
+    assert_int_equal(ps_query_labels(f.r, NULL, NULL, 0, S(T0 + 30), S(T0 + 30), 100, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 3);
+    assert_int_equal(ps_query_labels(f.r, "job", NULL, 0, S(T0), S(T0 + 20), 100, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.v[0], "api");
+    /* with selectors and a range */
+    assert_int_equal(ps_query_labels(f.r, "job", &sels[1], 1, S(T0 + 30), S(T0 + 30), 100, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.v[0], "api"); /* a's heap */
+    assert_string_equal(l.v[1], "batch");
+    ps_selector_dispose(&sels[0]);
+    ps_selector_dispose(&sels[1]);
+    fx_end(&f);
+}
+
+/* ---- merges ---- */
+
+static int64_t profile_total(const ps_profile_t *p, uint32_t vi)
+{
+    int64_t t = 0;
+    for (uint32_t i = 0; i < p->nsamples; i++)
+        t += p->samples[i].values[vi];
+    return t;
+}
+
+/* Selects and builds; returns the error code. */
+static int query(fx_t *f, const char *s, bool ranged, int64_t lo, int64_t hi, bool all, ps_profile_sel_t *ps,
+                 ps_profile_t *p)
+{
+    ps_selector_t sel = parse_sel(f, s);
+    ps_profile_query_t q = {.sel = &sel, .param = "query", .ranged = ranged, .start = lo, .end = hi, .at = hi,
+                            .lookback = hi - lo, .all_types = all, .max_series = 100};
+    int ret = ps_query_profile_select(f->r, &q, &f->a, ps, &f->err);
+    if (ret == 0)
+        ret = ps_query_profile_build(f->r, ps, NULL, PS_PROFILE_ONE, &f->a, p, &f->err);
+    ps_selector_dispose(&sel);
+    return ret;
+}
+
+static void test_merge_range_and_at(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    ps_profile_sel_t ps;
+    ps_profile_t p;
+    /* range: every profile in [lo, hi] */
+    assert_int_equal(query(&f, CPU "{job=\"api\"}", true, S(T0), S(T0 + 60), false, &ps, &p), 0);
+    assert_int_equal(ps.ntypes, 1);
+    assert_string_equal(ps.types[0], CPU);
+    assert_int_equal(ps.nseries, 2);
+    assert_int_equal(ps.info.profiles, 3);
+    assert_int_equal(ps.totals[0], CPU01 + CPU02 + CPU03);
+    assert_int_equal(profile_total(&p, 0), CPU01 + CPU02 + CPU03);
+    assert_int_equal(p.ntypes, 1);
+    assert_int_equal(p.time_nanos, S(T0 + 10)); /* the earliest */
+    assert_int_equal(p.period, 10000000);
+    ps_profile_sel_dispose(&ps);
+    /* bounds included */
+    assert_int_equal(query(&f, CPU, true, S(T0 + 15), S(T0 + 20), false, &ps, &p), 0);
+    assert_int_equal(profile_total(&p, 0), CPU02 + CPU03);
+    ps_profile_sel_dispose(&ps);
+    /* at a time: each series' newest profile in (at - lookback, at] */
+    assert_int_equal(query(&f, CPU, false, S(T0 + 60) - S(300), S(T0 + 60), false, &ps, &p), 0);
+    assert_int_equal(ps.info.profiles, 3);
+    assert_int_equal(profile_total(&p, 0), CPU02 + CPU03 + CPU04);
+    ps_profile_sel_dispose(&ps);
+    assert_int_equal(query(&f, CPU, false, S(T0 + 10), S(T0 + 14), false, &ps, &p), 0); /* (T+10, T+14]: none */
+    assert_int_equal(ps.info.profiles, 0);
+    assert_int_equal(p.nsamples, 0);
+    assert_string_equal(ps.types[0], CPU);
+    ps_profile_sel_dispose(&ps);
+    assert_int_equal(query(&f, CPU, false, S(T0 + 9), S(T0 + 14), false, &ps, &p), 0); /* (T+9, T+14]: cpu-01 */
+    assert_int_equal(profile_total(&p, 0), CPU01);
+    ps_profile_sel_dispose(&ps);
+    /* the samples type of the same pushes: README sample counts 298 + 293 */
+    assert_int_equal(query(&f, CPU_SAMPLES "{instance=\"a\"}", true, S(T0), S(T0 + 60), false, &ps, &p), 0);
+    assert_int_equal(profile_total(&p, 0), 298 + 293);
+    ps_profile_sel_dispose(&ps);
+
+    /* diff: compare - base, negative values kept */
+    ps_profile_sel_t base, cmp;
+    ps_profile_t d;
+    assert_int_equal(query(&f, CPU "{instance=\"a\"}", true, S(T0 + 10), S(T0 + 10), false, &base, &p), 0);
+    assert_int_equal(query(&f, CPU "{instance=\"a\"}", true, S(T0 + 20), S(T0 + 20), false, &cmp, &p), 0);
+    assert_int_equal(base.totals[0], CPU01);
+    assert_int_equal(ps_query_profile_build(f.r, &base, &cmp, PS_PROFILE_SUB, &f.a, &d, &f.err), 0);
+    assert_int_equal(profile_total(&d, 0), CPU02 - CPU01);
+    assert_int_equal(ps_query_profile_build(f.r, &base, &cmp, PS_PROFILE_PAIR, &f.a, &d, &f.err), 0);
+    assert_int_equal(d.ntypes, 2);
+    assert_int_equal(profile_total(&d, 0), CPU01);
+    assert_int_equal(profile_total(&d, 1), CPU02);
+    ps_profile_sel_dispose(&base);
+    ps_profile_sel_dispose(&cmp);
+    fx_end(&f);
+}
+
+static void test_merge_errors(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    ps_profile_sel_t ps;
+    ps_profile_t p;
+    assert_int_equal(query(&f, "{job=\"api\"}", true, S(T0), S(T0 + 60), false, &ps, &p), PS_EINVAL);
+    assert_non_null(strstr(f.err.msg, "the selector matches series of 6 profile types ("));
+    ps_profile_sel_dispose(&ps);
+    assert_int_equal(query(&f, "process_cpu:cycles:count:cpu:nanoseconds:delta", true, S(T0), S(T0 + 60), false, &ps,
+                           &p),
+                     PS_ENOTFOUND);
+    assert_string_equal(f.err.msg, "invalid parameter \"query\": unknown profile type "
+                                   "\"process_cpu:cycles:count:cpu:nanoseconds:delta\" (GET /api/v1/profiles/types "
+                                   "lists the stored ones)");
+    ps_profile_sel_dispose(&ps);
+    assert_int_equal(query(&f, "up", true, S(T0), S(T0 + 60), false, &ps, &p), PS_EINVAL);
+    assert_non_null(strstr(f.err.msg, "invalid parameter \"query\": \"up\" is not a profile type"));
+    ps_profile_sel_dispose(&ps);
+    assert_int_equal(query(&f, "a:b", true, S(T0), S(T0 + 60), false, &ps, &p), PS_EINVAL);
+    assert_non_null(strstr(f.err.msg, "\"a:b\" is not a profile type"));
+    ps_profile_sel_dispose(&ps);
+    /* a selector without a profile type that matches nothing: an empty profile of unknown type */
+    assert_int_equal(query(&f, "{job=\"nope\"}", true, S(T0), S(T0 + 60), false, &ps, &p), 0);
+    assert_string_equal(ps.types[0], "unknown:unknown:unknown:unknown:unknown");
+    assert_int_equal(p.nsamples, 0);
+    ps_profile_sel_dispose(&ps);
+    fx_end(&f);
+}
+
+static void test_merge_family(void **state)
+{
+    (void)state;
+    static const char *heap_types[4] = {
+        "memory:alloc_objects:count:space:bytes", "memory:alloc_space:bytes:space:bytes",
+        "memory:inuse_objects:count:space:bytes", "memory:inuse_space:bytes:space:bytes"};
+    static const int64_t heap_totals[4] = {29635699, 12417316511LL, 6721, 1048832};
+    static const struct {
+        const char *sel;
+        bool all;
+    } cases[] = {
+        {"memory{job=\"api\"}", false},
+        {"memory:inuse_space:bytes:space:bytes", true},
+        {"{instance=\"a\",__name__=~\"memory:.*\"}", true},
+    };
+    fx_t f;
+    fx_begin(&f);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        ps_profile_sel_t ps;
+        ps_profile_t p;
+        assert_int_equal(query(&f, cases[c].sel, true, S(T0), S(T0 + 60), cases[c].all, &ps, &p), 0);
+        assert_int_equal(ps.ntypes, 4);
+        assert_int_equal(ps.nseries, 4);
+        assert_int_equal(p.ntypes, 4);
+        for (uint32_t k = 0; k < 4; k++) {
+            assert_string_equal(ps.types[k], heap_types[k]);
+            assert_int_equal(ps.totals[k], heap_totals[k]);
+            assert_int_equal(profile_total(&p, k), heap_totals[k]);
+        }
+        assert_int_equal(ps.info.profiles, 1); /* one profile, not one per type */
+        assert_int_equal(p.time_nanos, S(T0 + 30));
+        assert_int_equal(p.period, 524288);
+        ps_profile_sel_dispose(&ps);
+    }
+    /* the family of a CPU type: both types of the profile */
+    ps_profile_sel_t ps;
+    ps_profile_t p;
+    assert_int_equal(query(&f, CPU "{instance=\"a\"}", true, S(T0), S(T0 + 60), true, &ps, &p), 0);
+    assert_int_equal(ps.ntypes, 2);
+    assert_string_equal(ps.types[0], CPU);
+    assert_string_equal(ps.types[1], CPU_SAMPLES);
+    assert_int_equal(profile_total(&p, 0), CPU01 + CPU02);
+    assert_int_equal(profile_total(&p, 1), 298 + 293);
+    assert_int_equal(ps.info.profiles, 2);
+    assert_int_equal(p.duration_nanos, ps.info.duration);
+    ps_profile_sel_dispose(&ps);
+    /* sample_types=all across two profile names */
+    assert_int_equal(query(&f, "{job=\"api\"}", true, S(T0), S(T0 + 60), true, &ps, &p), PS_EINVAL);
+    assert_non_null(strstr(f.err.msg, "sample_types=all merges the sample types of one profile name"));
+    ps_profile_sel_dispose(&ps);
+    /* max_series counts every type: 4 heap series */
+    ps_selector_t sel = parse_sel(&f, "memory");
+    ps_profile_query_t q = {.sel = &sel, .param = "query", .ranged = true, .start = S(T0), .end = S(T0 + 60),
+                            .max_series = 3};
+    assert_int_equal(ps_query_profile_select(f.r, &q, &f.a, &ps, &f.err), PS_ELIMIT);
+    ps_profile_sel_dispose(&ps);
+    ps_selector_dispose(&sel);
+    fx_end(&f);
+}
+
+/* ---- PromQL subset ---- */
+
+static int eval(fx_t *f, const char *expr, int64_t start, int64_t end, int64_t step, bool instant, ps_qresult_t *res)
+{
+    ps_expr_t *e = NULL;
+    if (ps_expr_parse(expr, strlen(expr), &f->a, &e, &f->err) != 0)
+        fail_msg("%s: %s", expr, f->err.msg);
+    ps_query_limits_t lim;
+    ps_query_limits_default(&lim);
+    int ret = ps_query_eval(f->r, e, start, end, step, instant, &lim, &f->a, res, &f->err);
+    ps_expr_dispose(e);
+    return ret;
+}
+
+static void test_eval_instant(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    ps_qresult_t r;
+    const int64_t t = S(T0 + 60);
+    assert_int_equal(eval(&f, CPU, t, 0, 0, true, &r), 0);
+    assert_int_equal(r.type, PS_RES_VECTOR);
+    assert_int_equal(r.n, 3); /* sorted by labels: a, b, batch (no instance, job sorts after instance) */
+    assert_string_equal(label(&r.series[0].labels, "instance"), "a");
+    assert_true(r.series[0].points[0].v == (double)CPU02);
+    assert_int_equal(r.series[0].points[0].t, (T0 + 60) * 1000);
+    assert_string_equal(label(&r.series[1].labels, "instance"), "b");
+    assert_true(r.series[1].points[0].v == (double)CPU03);
+    assert_string_equal(label(&r.series[2].labels, "job"), "batch");
+    assert_true(r.series[2].points[0].v == (double)CPU04);
+
+    assert_int_equal(eval(&f, "sum(" CPU ")", t, 0, 0, true, &r), 0);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.series[0].labels.n, 0);
+    assert_true(r.series[0].points[0].v == (double)(CPU02 + CPU03 + CPU04));
+
+    static const char *by_job[] = {"sum by (job) (" CPU ")", "sum(" CPU ") by (job)",
+                                   "sum without (instance) (" CPU ")"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(eval(&f, by_job[i], t, 0, 0, true, &r), 0);
+        assert_int_equal(r.n, 2);
+        assert_int_equal(r.series[0].labels.n, 1); /* job only: without drops __name__ too */
+        assert_string_equal(label(&r.series[0].labels, "job"), "api");
+        assert_true(r.series[0].points[0].v == (double)(CPU02 + CPU03));
+        assert_string_equal(label(&r.series[1].labels, "job"), "batch");
+        assert_true(r.series[1].points[0].v == (double)CPU04);
+    }
+    assert_int_equal(eval(&f, "sum by (instance) (" CPU ")", t, 0, 0, true, &r), 0);
+    assert_int_equal(r.n, 3); /* "" (batch), a, b */
+    assert_int_equal(r.series[0].labels.n, 0);
+
+    /* unary minus: values negated, the metric name dropped */
+    assert_int_equal(eval(&f, "-" CPU "{instance=\"a\"}", t, 0, 0, true, &r), 0);
+    assert_int_equal(r.n, 1);
+    assert_true(r.series[0].points[0].v == -(double)CPU02);
+    assert_null(label(&r.series[0].labels, "__name__"));
+    assert_string_equal(label(&r.series[0].labels, "instance"), "a");
+    /* lookback: (t - 5m, t] */
+    assert_int_equal(eval(&f, CPU, S(T0 + 20 + 300), 0, 0, true, &r), 0);
+    assert_int_equal(r.n, 1); /* a's T+20 is 300 s before: out; batch's T+30 in */
+    assert_string_equal(label(&r.series[0].labels, "job"), "batch");
+
+    /* numbers */
+    static const struct {
+        const char *e;
+        double v;
+    } nums[] = {{"1+2*3", 7}, {"2^10", 1024}, {"7 % 4", 3}, {"-(1-3)", 2}, {"(1+1)/4", 0.5}};
+    for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+        assert_int_equal(eval(&f, nums[i].e, t, 0, 0, true, &r), 0);
+        assert_int_equal(r.type, PS_RES_SCALAR);
+        assert_true(r.scalar == nums[i].v);
+        assert_int_equal(r.t, (T0 + 60) * 1000);
+    }
+    fx_end(&f);
+}
+
+static void test_eval_range(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    ps_qresult_t r;
+    /* step t holds the profiles in (t - step, t]: T+10 and T+20 of a; T and T+30 have none */
+    assert_int_equal(eval(&f, CPU "{instance=\"a\"}", S(T0), S(T0 + 30), S(10), false, &r), 0);
+    assert_int_equal(r.type, PS_RES_MATRIX);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.series[0].n, 2);
+    assert_int_equal(r.series[0].points[0].t, (T0 + 10) * 1000);
+    assert_true(r.series[0].points[0].v == (double)CPU01);
+    assert_int_equal(r.series[0].points[1].t, (T0 + 20) * 1000);
+    assert_true(r.series[0].points[1].v == (double)CPU02);
+    /* shifted steps: T+5 (none), T+15 gets T+10, T+25 gets T+20 */
+    assert_int_equal(eval(&f, CPU "{instance=\"a\"}", S(T0 + 5), S(T0 + 25), S(10), false, &r), 0);
+    assert_int_equal(r.series[0].n, 2);
+    assert_int_equal(r.series[0].points[0].t, (T0 + 15) * 1000);
+    assert_true(r.series[0].points[0].v == (double)CPU01);
+    assert_int_equal(r.series[0].points[1].t, (T0 + 25) * 1000);
+    assert_true(r.series[0].points[1].v == (double)CPU02);
+    /* a step holding two profiles of one series sums them: (T, T+20] */
+    assert_int_equal(eval(&f, CPU "{instance=\"a\"}", S(T0 + 20), S(T0 + 20), S(20), false, &r), 0);
+    assert_int_equal(r.series[0].n, 1);
+    assert_true(r.series[0].points[0].v == (double)(CPU01 + CPU02));
+    /* sum over series per step */
+    assert_int_equal(eval(&f, "sum(" CPU ")", S(T0 + 10), S(T0 + 30), S(10), false, &r), 0);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.series[0].n, 3);
+    assert_true(r.series[0].points[0].v == (double)CPU01);
+    assert_true(r.series[0].points[1].v == (double)(CPU02 + CPU03));
+    assert_true(r.series[0].points[2].v == (double)CPU04);
+    assert_int_equal(eval(&f, "sum by (job) (" CPU ")", S(T0 + 10), S(T0 + 30), S(10), false, &r), 0);
+    assert_int_equal(r.n, 2);
+    assert_int_equal(r.series[0].n, 2); /* api at T+10, T+20 */
+    assert_true(r.series[0].points[1].v == (double)(CPU02 + CPU03));
+    assert_int_equal(r.series[1].n, 1); /* batch at T+30 */
+    assert_int_equal(r.series[1].points[0].t, (T0 + 30) * 1000);
+    /* a number over a range: a label-less series with a point at every step */
+    assert_int_equal(eval(&f, "1+1", S(T0), S(T0 + 20), S(10), false, &r), 0);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.series[0].n, 3);
+    assert_int_equal(r.series[0].points[2].t, (T0 + 20) * 1000);
+    assert_true(r.series[0].points[2].v == 2);
+    /* limits */
+    assert_int_equal(eval(&f, CPU, S(T0), S(T0) + S(11000), S(1), false, &r), PS_EINVAL);
+    assert_non_null(strstr(f.err.msg, "exceeded maximum resolution of 11,000 points"));
+    assert_int_equal(eval(&f, CPU, S(T0), S(T0) + S(10999), S(1), false, &r), 0);
+    assert_int_equal(eval(&f, CPU, S(T0), S(T0 + 10), 0, false, &r), PS_EINVAL);
+    assert_int_equal(eval(&f, CPU, S(T0 + 10), S(T0), S(1), false, &r), PS_EINVAL);
+    fx_end(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_select_matchers),
+        cmocka_unit_test(test_select_union_and_labels),
+        cmocka_unit_test(test_merge_range_and_at),
+        cmocka_unit_test(test_merge_errors),
+        cmocka_unit_test(test_merge_family),
+        cmocka_unit_test(test_eval_instant),
+        cmocka_unit_test(test_eval_range),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
