@@ -11,7 +11,8 @@
  * descent. Strings take the three PromQL quote styles with Go escapes (see labels.h). Metric
  * names may contain colons (profile type ids do). Errors read like Prometheus':
  *   "1:17: parse error: unexpected \"}\" in label matching, expected string"
- * with a 1-based byte column.
+ * with a 1-based byte column; err->pos is the 0-based byte offset of that place in the input
+ * (-1 for the errors about the whole input, such as its size).
  *
  * Regex matchers are compiled with PCRE2 fully anchored as ^(?s:re)$ (JIT when available) with
  * match and depth limits so no regex can stall the server; an invalid regex is a parse error.

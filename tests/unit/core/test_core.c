@@ -96,6 +96,27 @@ static void test_hmap(void **state)
     assert_int_not_equal(ps_hash64("a", 1, 0), ps_hash64("a", 1, 1));
 }
 
+static void test_err(void **state)
+{
+    ps_err_t err;
+    assert_int_equal(ps_err_set_at(&err, PS_EINVAL, 16, "1:%d: bad", 17), PS_EINVAL);
+    assert_int_equal(err.code, PS_EINVAL);
+    assert_int_equal(err.pos, 16);
+    assert_string_equal(err.msg, "1:17: bad");
+    assert_int_equal(ps_err_prefix(&err, "labels"), PS_EINVAL); /* the position stays */
+    assert_string_equal(err.msg, "labels: 1:17: bad");
+    assert_int_equal(err.pos, 16);
+    assert_int_equal(ps_err_set(&err, PS_ETOOBIG, "too big"), PS_ETOOBIG);
+    assert_int_equal(err.pos, -1);
+    ps_err_set_at(&err, PS_EINVAL, (size_t)1 << 40, "x");
+    assert_int_equal(err.pos, INT32_MAX);
+    ps_err_clear(&err);
+    assert_int_equal(err.code, 0);
+    assert_int_equal(err.pos, -1);
+    assert_string_equal(err.msg, "");
+    assert_int_equal(ps_err_set_at(NULL, PS_EINVAL, 3, "x"), PS_EINVAL);
+}
+
 static void test_labels(void **state)
 {
     assert_true(ps_label_name_valid("job", 3));
@@ -246,6 +267,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_varint_roundtrip),
         cmocka_unit_test(test_hmap),
+        cmocka_unit_test(test_err),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_durations_and_times),
         cmocka_unit_test(test_json_writer),
