@@ -16,6 +16,7 @@
 #include "core/err.h"
 #include "core/labels.h"
 #include "core/mem.h"
+#include "parser/regex.h"
 
 typedef enum {
     PS_RELABEL_REPLACE,
@@ -38,7 +39,7 @@ typedef struct ps_relabel {
     const char *separator;    /* default ";" */
     const char *target_label; /* may be NULL */
     const char *regex;        /* source text; default "(.*)" */
-    void *re;                 /* compiled ^(?s:regex)$ (PCRE2) */
+    ps_regex_t *re;           /* compiled ^(?s:regex)$, with captures (parser/regex.h) */
     uint64_t modulus;
     const char *replacement;  /* default "$1" */
 } ps_relabel_t;

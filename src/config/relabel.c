@@ -21,13 +21,13 @@
  *   lowercase/uppercase  target = the value case-mapped (see below).
  * Setting a label to "" deletes it, as labels.Builder.Set does.
  *
- * Regexes. config.c compiles each regex with PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_DOTALL |
- * PCRE2_DOLLAR_ENDONLY | PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, which is ^(?s:<re>)$ as Prometheus
- * writes it, except that a regex cannot break out of the group ("a)|(b" is an error instead of
- * meaning "^(?s:a)|(b)$"). Capture numbering is the user's. RE2 versus PCRE2 otherwise as in
- * parser/matcher.c: PCRE2 accepts more syntax, and backtracks, so matches run under a match
- * context with limits (match 1,000,000, depth 10,000, heap 16 MiB); a match that fails with any
- * error, limits included, counts as "no match".
+ * Regexes. config.c compiles each regex with ps_regex_compile (parser/regex.h) with
+ * PS_REGEX_CAPTURE | PS_REGEX_INVALID_UTF: ^(?s:<re>)$ as Prometheus writes it, except that a regex
+ * cannot break out of the group ("a)|(b" is an error instead of meaning "^(?s:a)|(b)$"), and a
+ * subject of invalid UTF-8 can still match. Capture numbering is the user's. RE2 versus PCRE2 as
+ * in parser/regex.c: PCRE2 accepts more syntax, and backtracks, so matches run under limits
+ * (regex.h: match 1,000,000, depth 10,000, heap 16 MiB); a match that fails with any error, limits
+ * included, counts as "no match".
  *
  * Expansion is Go's Regexp.Expand: "$$" is "$"; "$name" takes the longest run of letters,
  * digits and '_' ("$1x" is the group named "1x", usually empty: write "${1}x"); "${name}";
@@ -42,19 +42,12 @@
  *
  * Thread safety: rules are read-only; each call allocates its own match data.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <openssl/evp.h>
-#include <pcre2.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
-
-#define MATCH_LIMIT 1000000u
-#define DEPTH_LIMIT 10000u
-#define HEAP_LIMIT_KIB (16u * 1024u)
 
 /* ---- the label set ---- */
 
@@ -149,28 +142,12 @@ void ps_lset_del(ps_lset_t *ls, const char *name)
 
 /* ---- matching ---- */
 
-static pcre2_match_context *match_ctx;
-static pthread_once_t match_ctx_once = PTHREAD_ONCE_INIT;
-
-static void init_match_ctx(void)
-{
-    match_ctx = pcre2_match_context_create(NULL);
-    if (match_ctx == NULL)
-        abort(); /* out of memory: as ps_xmalloc */
-    pcre2_set_match_limit(match_ctx, MATCH_LIMIT);
-    pcre2_set_depth_limit(match_ctx, DEPTH_LIMIT);
-    pcre2_set_heap_limit(match_ctx, HEAP_LIMIT_KIB);
-}
-
-/* > 0 (the number of ovector pairs set) on a match, 0 otherwise (no match or any error). */
-static int re_match(const ps_relabel_t *r, const char *s, size_t n, pcre2_match_data *md)
+/* > 0 (the number of offset pairs set) on a match, 0 otherwise (no match or any error). */
+static int re_match(const ps_relabel_t *r, const char *s, size_t n, ps_regex_match_t *md)
 {
     if (r->re == NULL)
         return 0; /* not compiled (rules come from config.c, which always compiles) */
-    PCRE2_SPTR subject = (PCRE2_SPTR)(s != NULL ? s : "");
-    int rc = pcre2_match(r->re, subject, n, 0, 0, md, match_ctx);
-    if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
-        rc = pcre2_match(r->re, subject, n, 0, PCRE2_NO_JIT, md, match_ctx);
+    int rc = ps_regex_match(r->re, s, n, md);
     return rc > 0 ? rc : 0;
 }
 
@@ -180,18 +157,18 @@ static bool name_char(unsigned char ch)
 }
 
 /* Appends the captured group g (if set) of subj. */
-static void put_group(ps_buf_t *out, const char *subj, const PCRE2_SIZE *ov, int nset, long g)
+static void put_group(ps_buf_t *out, const char *subj, const size_t *ov, int nset, long g)
 {
-    if (g < 0 || g >= nset || ov[2 * g] == PCRE2_UNSET)
+    if (g < 0 || g >= nset || ov[2 * g] == PS_REGEX_UNSET)
         return;
     ps_buf_append(out, subj + ov[2 * g], ov[2 * g + 1] - ov[2 * g]);
 }
 
 /* Go's Regexp.ExpandString(dst, template, src, match) for the match in md (nset pairs set). */
-static void expand(ps_buf_t *out, const char *t, const ps_relabel_t *r, const char *subj, pcre2_match_data *md,
+static void expand(ps_buf_t *out, const char *t, const ps_relabel_t *r, const char *subj, ps_regex_match_t *md,
                    int nset)
 {
-    const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+    const size_t *ov = ps_regex_ovector(md);
     for (;;) {
         const char *d = strchr(t, '$');
         if (d == NULL) {
@@ -233,7 +210,7 @@ static void expand(ps_buf_t *out, const char *t, const ps_relabel_t *r, const ch
             char name[256];
             memcpy(name, s, i);
             name[i] = '\0';
-            int g = pcre2_substring_number_from_name(r->re, (PCRE2_SPTR)name);
+            int g = ps_regex_group_number(r->re, name);
             if (g > 0)
                 put_group(out, subj, ov, nset, g);
         }
@@ -328,7 +305,7 @@ static void change_case(ps_buf_t *out, const char *s, size_t n, bool upper)
 /* ---- the actions ---- */
 
 typedef struct work {
-    pcre2_match_data *md;
+    ps_regex_match_t *md;
     ps_buf_t val, tmp, res;
 } work_t;
 
@@ -440,23 +417,17 @@ bool ps_relabel_process(const ps_relabel_t *rules, uint32_t n, ps_lset_t *ls)
 {
     if (n == 0)
         return true;
-    pthread_once(&match_ctx_once, init_match_ctx);
     uint32_t pairs = 1;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t cc = 0;
-        if (rules[i].re != NULL && pcre2_pattern_info(rules[i].re, PCRE2_INFO_CAPTURECOUNT, &cc) == 0 &&
-            cc + 1 > pairs)
-            pairs = cc + 1;
-    }
+    for (uint32_t i = 0; i < n; i++)
+        if (rules[i].re != NULL && ps_regex_groups(rules[i].re) + 1 > pairs)
+            pairs = ps_regex_groups(rules[i].re) + 1;
     work_t w;
     memset(&w, 0, sizeof(w));
-    w.md = pcre2_match_data_create(pairs, NULL);
-    if (w.md == NULL)
-        abort(); /* out of memory: as ps_xmalloc */
+    w.md = ps_regex_match_new(pairs);
     bool keep = true;
     for (uint32_t i = 0; i < n && keep; i++)
         keep = relabel(&rules[i], ls, &w);
-    pcre2_match_data_free(w.md);
+    ps_regex_match_free(w.md);
     ps_buf_dispose(&w.val);
     ps_buf_dispose(&w.tmp);
     ps_buf_dispose(&w.res);

@@ -13,7 +13,7 @@
  *     -fno-sanitize-recover=undefined -D_GNU_SOURCE -I src -I . \
  *     tests/fuzz/fuzz_selector.c $(find parser src/core -maxdepth 1 -name '*.c') "$gen/selector.re.c" \
  *     -lpcre2-8 -lm -lpthread -o fuzz_selector && rm -rf "$gen"
- * (that is parser's and src/core's .c files; parser/selector.c, matcher.c, labels.c and core's
+ * (that is parser's and src/core's .c files; parser/selector.c, matcher.c, regex.c, labels.c and core's
  * mem.c, err.c, labels.c are the ones needed)
  *   mkdir -p corpus && printf 'x{job="api",instance=~"10\\\\..*"}' > corpus/1 && \
  *     printf 'sum by (job) (rate(x[5m])) + 1' > corpus/2
