@@ -37,7 +37,7 @@ int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, cha
 {
     ps_buf_t b = PS_BUF_INIT;
     int ret = 0;
-    char q = s[0];
+    char q = n > 0 ? s[0] : 0; /* s[0] only if there is one */
     size_t i = 1;
     if (n == 0 || (q != '"' && q != '\'' && q != '`'))
         return str_err(err, 0, "expected a string, got %s", n ? "another character" : "end of input");

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -131,6 +132,27 @@ static void test_positions(void **state)
     ps_arena_dispose(&a);
 }
 
+/* An empty input is not read at all (the first byte was read before checking n; ASan sees it). */
+static void test_string_empty_input(void **state)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    char *buf = malloc(1), *out = NULL;
+    size_t end = 0, outlen = 0;
+    ps_err_t err;
+    buf[0] = '"';
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized" /* the end of buf: nothing there to read */
+    assert_int_equal(ps_parse_string(buf + 1, 0, &end, &a, &out, &outlen, &err), PS_EINVAL);
+#pragma GCC diagnostic pop
+    assert_string_equal(err.msg, "expected a string, got end of input");
+    assert_int_equal(err.pos, 0);
+    assert_int_equal(ps_parse_string(buf, 1, &end, &a, &out, &outlen, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "unterminated quoted string");
+    assert_int_equal(err.pos, 1);
+    free(buf);
+    ps_arena_dispose(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -138,6 +160,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_operator_named),
         cmocka_unit_test(test_positions),
+        cmocka_unit_test(test_string_empty_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
