@@ -3,14 +3,22 @@
  */
 #include "labels.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 
-static int err_at(ps_err_t *err, size_t pos, const char *fmt, const char *what)
+/* A label-set error at byte offset pos of the whole input: "1:<pos+1>: <what>". */
+__attribute__((format(printf, 3, 4))) static int err_at(ps_err_t *err, size_t pos, const char *fmt, ...)
 {
     char msg[256];
-    snprintf(msg, sizeof(msg), fmt, what);
-    return ps_err_set(err, PS_EINVAL, "1:%zu: %s", pos + 1, msg);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return ps_err_set_at(err, PS_EINVAL, pos, "1:%zu: %s", pos + 1, msg);
 }
+
+/* A string-literal error: the offset in the literal, and the message without a position. */
+#define str_err(err, pos, ...) ps_err_set_at((err), PS_EINVAL, (pos), __VA_ARGS__)
 
 static int hexval(char c)
 {
@@ -29,13 +37,13 @@ int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, cha
 {
     ps_buf_t b = PS_BUF_INIT;
     int ret = 0;
-    char q = s[0];
+    char q = n > 0 ? s[0] : 0; /* s[0] only if there is one */
     size_t i = 1;
     if (n == 0 || (q != '"' && q != '\'' && q != '`'))
-        return err_at(err, 0, "expected a string, got %s", n ? "another character" : "end of input");
+        return str_err(err, 0, "expected a string, got %s", n ? "another character" : "end of input");
     for (;;) {
         if (i >= n) {
-            ret = err_at(err, i, "unterminated quoted string%s", "");
+            ret = str_err(err, i, "unterminated quoted string");
             goto Exit;
         }
         char c = s[i];
@@ -45,7 +53,7 @@ int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, cha
         }
         if (q == '`' || c != '\\') {
             if (c == '\n' && q != '`') {
-                ret = err_at(err, i, "unterminated quoted string%s", "");
+                ret = str_err(err, i, "unterminated quoted string");
                 goto Exit;
             }
             ps_buf_putc(&b, (uint8_t)c);
@@ -55,7 +63,7 @@ int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, cha
         /* escape */
         size_t at = i;
         if (++i >= n) {
-            ret = err_at(err, at, "unterminated escape sequence%s", "");
+            ret = str_err(err, at, "unterminated escape sequence");
             goto Exit;
         }
         c = s[i++];
@@ -71,27 +79,27 @@ int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, cha
         case '"':
         case '\'':
             if (c != q) {
-                ret = err_at(err, at, "unknown escape sequence \\%s", c == '"' ? "\"" : "'");
+                ret = str_err(err, at, "unknown escape sequence \\%c", c);
                 goto Exit;
             }
             ps_buf_putc(&b, (uint8_t)c);
             break;
         case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
             if (i + 2 > n) {
-                ret = err_at(err, at, "unterminated escape sequence%s", "");
+                ret = str_err(err, at, "unterminated escape sequence");
                 goto Exit;
             }
             int v = c - '0';
             for (int k = 0; k < 2; k++) {
                 char d = s[i++];
                 if (d < '0' || d > '7') {
-                    ret = err_at(err, at, "invalid octal escape%s", "");
+                    ret = str_err(err, at, "invalid octal escape");
                     goto Exit;
                 }
                 v = v * 8 + (d - '0');
             }
             if (v > 255) {
-                ret = err_at(err, at, "octal escape value > 255%s", "");
+                ret = str_err(err, at, "octal escape value > 255");
                 goto Exit;
             }
             ps_buf_putc(&b, (uint8_t)v);
@@ -102,14 +110,14 @@ int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, cha
         case 'U': {
             int len = c == 'x' ? 2 : c == 'u' ? 4 : 8;
             if (i + (size_t)len > n) {
-                ret = err_at(err, at, "unterminated escape sequence%s", "");
+                ret = str_err(err, at, "unterminated escape sequence");
                 goto Exit;
             }
             uint32_t v = 0;
             for (int k = 0; k < len; k++) {
                 int h = hexval(s[i++]);
                 if (h < 0) {
-                    ret = err_at(err, at, "invalid hex digit in escape sequence%s", "");
+                    ret = str_err(err, at, "invalid hex digit in escape sequence");
                     goto Exit;
                 }
                 v = v * 16 + (uint32_t)h;
@@ -118,7 +126,7 @@ int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, cha
                 ps_buf_putc(&b, (uint8_t)v);
             } else {
                 if (v > 0x10ffff || (v >= 0xd800 && v < 0xe000)) {
-                    ret = err_at(err, at, "escape sequence is an invalid Unicode code point%s", "");
+                    ret = str_err(err, at, "escape sequence is an invalid Unicode code point");
                     goto Exit;
                 }
                 ps_buf_put_utf8(&b, v);
@@ -126,8 +134,7 @@ int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, cha
             break;
         }
         default: {
-            char e[3] = {'\\', c, 0};
-            ret = err_at(err, at, "unknown escape sequence %s", e);
+            ret = str_err(err, at, "unknown escape sequence \\%c", c);
             goto Exit;
         }
         }
@@ -147,6 +154,21 @@ static size_t skip_ws(const char *s, size_t n, size_t i)
     return i;
 }
 
+/* What to show of the input at s[i] (i < n) after "got": an operator (=~ != !~), one whole UTF-8
+ * character, or else the byte escaped (\xff, \x00); written into out[16]. */
+static const char *shown(char out[16], const char *s, size_t n, size_t i)
+{
+    unsigned char c = (unsigned char)s[i];
+    size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (i + 1 < n && ((c == '=' && s[i + 1] == '~') || (c == '!' && (s[i + 1] == '=' || s[i + 1] == '~'))))
+        len = 2;
+    if (len == 0 || i + len > n || c < 0x20 || c == 0x7f || !ps_utf8_valid(s + i, len))
+        snprintf(out, 16, "\\x%02x", c);
+    else
+        snprintf(out, 16, "%.*s", (int)len, s + i);
+    return out;
+}
+
 static int is_name_char(char c, int first)
 {
     return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (!first && c >= '0' && c <= '9');
@@ -156,6 +178,7 @@ int ps_parse_labelset(const char *s, size_t n, ps_arena_t *arena, ps_labels_t *o
 {
     size_t i = skip_ws(s, n, 0), cap = 8;
     int braced = 0;
+    char got[16];
     out->n = 0;
     out->pairs = ps_arena_alloc(arena, cap * sizeof(ps_label_pair_t));
     if (i < n && s[i] == '{') {
@@ -165,7 +188,7 @@ int ps_parse_labelset(const char *s, size_t n, ps_arena_t *arena, ps_labels_t *o
     while (i < n && s[i] != '}') {
         size_t start = i;
         if (!is_name_char(s[i], 1))
-            return err_at(err, i, "expected label name, got \"%.1s\"", s + i);
+            return err_at(err, i, "expected label name, got \"%s\"", shown(got, s, n, i));
         while (i < n && is_name_char(s[i], 0))
             i++;
         size_t nlen = i - start;
@@ -173,25 +196,20 @@ int ps_parse_labelset(const char *s, size_t n, ps_arena_t *arena, ps_labels_t *o
         if (i >= n)
             return err_at(err, i, "expected \"=\" after label name, got %s", "end of input");
         if (s[i] != '=' || (i + 1 < n && s[i + 1] == '~'))
-            return err_at(err, i, "expected \"=\" after label name (label sets take only =), got \"%.1s\"", s + i);
+            return err_at(err, i, "expected \"=\" after label name (label sets take only =), got \"%s\"",
+                          shown(got, s, n, i));
         i = skip_ws(s, n, i + 1);
         if (i >= n)
             return err_at(err, i, "expected label value, got %s", "end of input");
         size_t used;
         char *val;
         size_t vlen;
-        int ret = ps_parse_string(s + i, n - i, &used, arena, &val, &vlen, err);
-        if (ret) {
-            /* re-anchor the position in err to the whole input */
-            ps_err_t inner = *err;
-            size_t pos = 0;
-            const char *colon = strchr(inner.msg + 2, ':');
-            if (sscanf(inner.msg, "1:%zu", &pos) == 1 && colon)
-                ps_err_set(err, ret, "1:%zu%s", pos + i, colon);
-            return ret;
-        }
+        ps_err_t inner;
+        int ret = ps_parse_string(s + i, n - i, &used, arena, &val, &vlen, &inner);
+        if (ret)
+            return err_at(err, i + (size_t)inner.pos, "%s", inner.msg); /* the offset in the whole input */
         if (out->n == PS_LABELS_MAX)
-            return ps_err_set(err, PS_EINVAL, "1:%zu: too many labels (the limit is %d)", start + 1, PS_LABELS_MAX);
+            return err_at(err, start, "too many labels (the limit is %d)", PS_LABELS_MAX);
         if (out->n == cap) {
             ps_label_pair_t *np = ps_arena_alloc(arena, cap * 2 * sizeof(*np));
             memcpy(np, out->pairs, cap * sizeof(*np));
@@ -209,16 +227,16 @@ int ps_parse_labelset(const char *s, size_t n, ps_arena_t *arena, ps_labels_t *o
             continue;
         }
         if (i < n && s[i] != '}')
-            return err_at(err, i, "expected \",\" or \"}\", got \"%.1s\"", s + i);
+            return err_at(err, i, "expected \",\" or \"}\", got \"%s\"", shown(got, s, n, i));
     }
     if (braced) {
         if (i >= n)
             return err_at(err, i, "expected \"}\", got %s", "end of input");
         i = skip_ws(s, n, i + 1);
     } else if (i < n) {
-        return err_at(err, i, "unexpected \"%.1s\"", s + i);
+        return err_at(err, i, "unexpected \"%s\"", shown(got, s, n, i));
     }
     if (i < n)
-        return err_at(err, i, "unexpected \"%.1s\" after the label set", s + i);
+        return err_at(err, i, "unexpected \"%s\" after the label set", shown(got, s, n, i));
     return ps_labels_normalize(out, err);
 }

@@ -12,12 +12,15 @@
 #include "core/mem.h"
 
 /** Unquotes a PromQL string literal starting at s[0] (a quote char). On success *end is the offset
- *  just past the closing quote and *out a NUL-terminated copy from arena. Errors name the offset. */
+ *  just past the closing quote and *out a NUL-terminated copy from arena. On an error err->pos is
+ *  the offset in s of what is wrong and err->msg says what, without a position ("unknown escape
+ *  sequence \q"): the caller, who knows the whole input, writes the position. */
 int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, char **out, size_t *outlen,
                     ps_err_t *err);
 
 /** Parses a label set; pairs and strings come from arena. Names are checked and the set normalised
- *  (sorted, duplicates refused) with ps_labels_normalize. Errors read "1:17: expected ..." */
+ *  (sorted, duplicates refused) with ps_labels_normalize. Syntax errors read "1:17: expected ..."
+ *  with err->pos the byte offset (16); the errors of ps_labels_normalize have no position (-1). */
 int ps_parse_labelset(const char *s, size_t n, ps_arena_t *arena, ps_labels_t *out, ps_err_t *err);
 
 #endif

@@ -229,7 +229,7 @@ static void *failv(parser_t *p, int code, uint32_t pos, const char *prefix, cons
             bol = i + 1;
         }
     col = pos - bol + 1;
-    ps_err_set(p->err, code, "%u:%zu: %s%s%s", line, col, prefix, msg, suffix);
+    ps_err_set_at(p->err, code, pos, "%u:%zu: %s%s%s", line, col, prefix, msg, suffix);
     p->rc = code;
     return NULL;
 }
@@ -313,19 +313,15 @@ static ps_tok_t peek(parser_t *p)
     return p->ahead;
 }
 
-/* Unquotes a T_STRING with ps_parse_string, re-anchoring its error position to the whole input. */
+/* Unquotes a T_STRING with ps_parse_string, whose error offset is in the token. */
 static bool unquote(parser_t *p, ps_tok_t t, char **out, size_t *outlen)
 {
     ps_err_t e;
-    size_t end, at = 0;
-    int used = 0;
+    size_t end;
 
     if (ps_parse_string(text(p, t), t.len, &end, p->arena, out, outlen, &e) == 0)
         return true;
-    const char *msg = e.msg;
-    if (sscanf(e.msg, "1:%zu: %n", &at, &used) >= 1 && used > 0)
-        msg += used;
-    perr(p, t.pos + (uint32_t)(at > 0 ? at - 1 : 0), "%s", msg);
+    perr(p, t.pos + (uint32_t)e.pos, "%s", e.msg);
     return false;
 }
 

@@ -11,10 +11,12 @@
  * descent. Strings take the three PromQL quote styles with Go escapes (see labels.h). Metric
  * names may contain colons (profile type ids do). Errors read like Prometheus':
  *   "1:17: parse error: unexpected \"}\" in label matching, expected string"
- * with a 1-based byte column.
+ * with a 1-based byte column; err->pos is the 0-based byte offset of that place in the input
+ * (-1 for the errors about the whole input, such as its size).
  *
- * Regex matchers are compiled with PCRE2 fully anchored as ^(?s:re)$ (JIT when available) with
- * match and depth limits so no regex can stall the server; an invalid regex is a parse error.
+ * Regex matchers are compiled with parser/regex.h: PCRE2 fully anchored as ^(?s:re)$ (JIT when
+ * available) with match, depth and heap limits so no regex can stall the server; an invalid regex
+ * is a parse error.
  * A selector must contain at least one matcher that does not match the empty string.
  */
 #ifndef PS_PARSER_SELECTOR_H
@@ -26,6 +28,7 @@
 
 #include "core/err.h"
 #include "core/mem.h"
+#include "parser/regex.h"
 
 typedef enum { PS_MATCH_EQ, PS_MATCH_NEQ, PS_MATCH_RE, PS_MATCH_NRE } ps_match_op_t;
 
@@ -35,8 +38,8 @@ typedef struct ps_matcher {
     size_t nlen;
     const char *value; /* unquoted, NUL-terminated */
     size_t vlen;
-    void *re;          /* pcre2_code_8 * for RE/NRE, owned: freed by ps_selector_dispose */
-    void *md;          /* pcre2_match_data_8 * */
+    ps_regex_t *re;    /* RE/NRE (without PS_REGEX_CAPTURE); owned: freed by ps_selector_dispose */
+    ps_regex_match_t *md; /* this matcher's match data: one match at a time */
     bool matches_empty; /* whether the matcher accepts "" (and so series without the label) */
 } ps_matcher_t;
 

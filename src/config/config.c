@@ -48,7 +48,7 @@
  *    "basic" refused (use basic_auth); cert_file needs key_file and back. bearer_token(_file)
  *    become auth_type "Bearer" + credentials; authorization without a type is "Bearer".
  *  - relabel_configs: the checks of Prometheus' relabel.Config.Validate, plus the regex compiled
- *    now (PCRE2, see relabel.c for the matching semantics) and, for hashmod, that OpenSSL's MD5
+ *    now (parser/regex.h, see relabel.c for the matching semantics) and, for hashmod, that OpenSSL's MD5
  *    is usable (a FIPS-only OpenSSL refuses it; better to know at load than at the first target).
  *    Default regex "(.*)", separator ";", replacement "$1", action replace (case-insensitive).
  *    We compare with the defaults by value (Prometheus compares the regex object, so an explicit
@@ -70,12 +70,10 @@
  *    any other *_sd_configs (only static, file and http discovery exist here);
  *  - everything else (oauth2, proxy_url, sample_limit, rule_files, ...) is an unknown field.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include "config.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
-#include <pcre2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,11 +90,6 @@
 #define DEFAULT_HTTP_SD_REFRESH (60 * PS_NS_PER_S)
 #define MIN_CPU_TIMEOUT (2 * PS_NS_PER_S)
 
-/* The relabel regex is anchored at both ends and '.' matches "\n": ^(?s:<re>)$ (relabel.c). */
-#define RELABEL_RE_OPTIONS                                                                                             \
-    (PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_DOTALL |                         \
-     PCRE2_DOLLAR_ENDONLY | PCRE2_NEVER_BACKSLASH_C)
-
 typedef struct ctx {
     yaml_document_t *doc;
     const char *name; /* for messages */
@@ -104,7 +97,7 @@ typedef struct ctx {
     ps_arena_t *a;
     ps_err_t *err;
     ps_config_t *cfg;
-    pcre2_code **res; /* every compiled regex, freed here if loading fails */
+    ps_regex_t **res; /* every compiled regex, freed here if loading fails */
     size_t nres, capres;
     char path[400];
     size_t plen;
@@ -934,16 +927,11 @@ static bool md5_usable(void)
 
 static int compile_regex(ctx_t *c, const yaml_node_t *at, ps_relabel_t *r)
 {
-    int code;
-    PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)r->regex, strlen(r->regex), RELABEL_RE_OPTIONS, &code, &off, NULL);
-    if (re == NULL) {
-        PCRE2_UCHAR msg[256];
-        if (pcre2_get_error_message(code, msg, sizeof(msg)) < 0)
-            snprintf((char *)msg, sizeof(msg), "error %d", code);
-        return fail(c, at, "invalid regex \"%.100s\": %s at offset %zu", r->regex, (const char *)msg, (size_t)off);
-    }
-    (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* optional: the interpreter runs without it */
+    /* ^(?s:<re>)$ with numbered captures ($1) and subjects that may be invalid UTF-8 (relabel.c) */
+    ps_regex_t *re;
+    ps_err_t e;
+    if (ps_regex_compile(r->regex, strlen(r->regex), PS_REGEX_CAPTURE | PS_REGEX_INVALID_UTF, &re, &e) != 0)
+        return fail(c, at, "invalid regex \"%.100s\": %s at offset %d", r->regex, e.msg, (int)e.pos);
     if (c->nres == c->capres) {
         c->capres = c->capres ? c->capres * 2 : 16;
         c->res = ps_xrealloc(c->res, c->capres * sizeof(*c->res));
@@ -1631,7 +1619,7 @@ static int parse_config(const char *data, size_t n, const char *name, const char
     yaml_parser_delete(&p);
     if (rc != 0) {
         for (size_t i = 0; i < c.nres; i++)
-            pcre2_code_free(c.res[i]);
+            ps_regex_free(c.res[i]);
         free(c.res);
         ps_arena_dispose(&cfg->arena);
         free(cfg);
@@ -1689,8 +1677,7 @@ void ps_config_free(ps_config_t *c)
         return;
     for (uint32_t i = 0; i < c->nscrape; i++)
         for (uint32_t j = 0; j < c->scrape[i].nrelabel; j++)
-            if (c->scrape[i].relabel[j].re != NULL)
-                pcre2_code_free(c->scrape[i].relabel[j].re);
+            ps_regex_free(c->scrape[i].relabel[j].re);
     ps_arena_dispose(&c->arena);
     free(c);
 }

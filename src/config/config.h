@@ -16,6 +16,7 @@
 #include "core/err.h"
 #include "core/labels.h"
 #include "core/mem.h"
+#include "parser/regex.h"
 
 typedef enum {
     PS_RELABEL_REPLACE,
@@ -38,7 +39,7 @@ typedef struct ps_relabel {
     const char *separator;    /* default ";" */
     const char *target_label; /* may be NULL */
     const char *regex;        /* source text; default "(.*)" */
-    void *re;                 /* compiled ^(?s:regex)$ (PCRE2) */
+    ps_regex_t *re;           /* compiled ^(?s:regex)$, with captures (parser/regex.h) */
     uint64_t modulus;
     const char *replacement;  /* default "$1" */
 } ps_relabel_t;
@@ -129,20 +130,9 @@ void ps_config_free(ps_config_t *c);
 
 /* ---- relabeling (relabel.c) ---- */
 
-/** A mutable label set for relabeling: pairs kept sorted by name, strings from arena. */
-typedef struct ps_lset {
-    uint32_t n, cap;
-    ps_label_pair_t *pairs;
-    ps_arena_t *arena;
-} ps_lset_t;
-
-void ps_lset_init(ps_lset_t *ls, ps_arena_t *arena);
-/** Sets (or with value "" deletes) a label. */
-void ps_lset_set(ps_lset_t *ls, const char *name, size_t nlen, const char *value, size_t vlen);
-const char *ps_lset_get(const ps_lset_t *ls, const char *name); /* NULL if absent */
-void ps_lset_del(ps_lset_t *ls, const char *name);
-
-/** Applies rules in order, Prometheus semantics (model/relabel/relabel.go). false = drop. */
-bool ps_relabel_process(const ps_relabel_t *rules, uint32_t n, ps_lset_t *ls);
+/** Applies rules in order to ls (sorted by name), Prometheus semantics (model/relabel/relabel.go),
+ *  editing it with ps_labels_set / ps_labels_del (core/labels.h): new strings, and the pair array if
+ *  ls->cap is 0, come from arena. false = drop the target. */
+bool ps_relabel_process(const ps_relabel_t *rules, uint32_t n, ps_labels_t *ls, ps_arena_t *arena);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * relabel.c - Prometheus relabeling (model/relabel/relabel.go) over ps_lset_t, a label set kept
- * sorted by name whose strings live in an arena (APIS.md §6).
+ * relabel.c - Prometheus relabeling (model/relabel/relabel.go) over a ps_labels_t kept sorted by
+ * name, edited with ps_labels_set / ps_labels_del, new strings from an arena (APIS.md §6).
  *
  * Per rule, the input value is the values of source_labels (a missing label is "") joined by the
  * separator. Then, by action:
@@ -21,13 +21,13 @@
  *   lowercase/uppercase  target = the value case-mapped (see below).
  * Setting a label to "" deletes it, as labels.Builder.Set does.
  *
- * Regexes. config.c compiles each regex with PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_DOTALL |
- * PCRE2_DOLLAR_ENDONLY | PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, which is ^(?s:<re>)$ as Prometheus
- * writes it, except that a regex cannot break out of the group ("a)|(b" is an error instead of
- * meaning "^(?s:a)|(b)$"). Capture numbering is the user's. RE2 versus PCRE2 otherwise as in
- * parser/matcher.c: PCRE2 accepts more syntax, and backtracks, so matches run under a match
- * context with limits (match 1,000,000, depth 10,000, heap 16 MiB); a match that fails with any
- * error, limits included, counts as "no match".
+ * Regexes. config.c compiles each regex with ps_regex_compile (parser/regex.h) with
+ * PS_REGEX_CAPTURE | PS_REGEX_INVALID_UTF: ^(?s:<re>)$ as Prometheus writes it, except that a regex
+ * cannot break out of the group ("a)|(b" is an error instead of meaning "^(?s:a)|(b)$"), and a
+ * subject of invalid UTF-8 can still match. Capture numbering is the user's. RE2 versus PCRE2 as
+ * in parser/regex.c: PCRE2 accepts more syntax, and backtracks, so matches run under limits
+ * (regex.h: match 1,000,000, depth 10,000, heap 16 MiB); a match that fails with any error, limits
+ * included, counts as "no match".
  *
  * Expansion is Go's Regexp.Expand: "$$" is "$"; "$name" takes the longest run of letters,
  * digits and '_' ("$1x" is the group named "1x", usually empty: write "${1}x"); "${name}";
@@ -42,135 +42,19 @@
  *
  * Thread safety: rules are read-only; each call allocates its own match data.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <openssl/evp.h>
-#include <pcre2.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
 
-#define MATCH_LIMIT 1000000u
-#define DEPTH_LIMIT 10000u
-#define HEAP_LIMIT_KIB (16u * 1024u)
-
-/* ---- the label set ---- */
-
-static int cmp_name(const char *a, size_t an, const char *b, size_t bn)
-{
-    size_t n = an < bn ? an : bn;
-    int r = n > 0 ? memcmp(a, b, n) : 0;
-    return r != 0 ? r : (an > bn) - (an < bn);
-}
-
-/* Index of name, or where it would go; *found tells which. */
-static uint32_t lower_bound(const ps_lset_t *ls, const char *name, size_t nlen, bool *found)
-{
-    uint32_t lo = 0, hi = ls->n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        int r = cmp_name(ls->pairs[mid].name, ls->pairs[mid].nlen, name, nlen);
-        if (r < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = lo < ls->n && cmp_name(ls->pairs[lo].name, ls->pairs[lo].nlen, name, nlen) == 0;
-    return lo;
-}
-
-void ps_lset_init(ps_lset_t *ls, ps_arena_t *arena)
-{
-    ls->n = 0;
-    ls->cap = 0;
-    ls->pairs = NULL;
-    ls->arena = arena;
-}
-
-static void remove_at(ps_lset_t *ls, uint32_t i)
-{
-    memmove(&ls->pairs[i], &ls->pairs[i + 1], (ls->n - i - 1) * sizeof(ps_label_pair_t));
-    ls->n--;
-}
-
-void ps_lset_set(ps_lset_t *ls, const char *name, size_t nlen, const char *value, size_t vlen)
-{
-    bool found;
-    uint32_t i = lower_bound(ls, name, nlen, &found);
-    if (vlen == 0) {
-        if (found)
-            remove_at(ls, i);
-        return;
-    }
-    char *v = ps_arena_strndup(ls->arena, value, vlen);
-    if (found) {
-        ls->pairs[i].value = v;
-        ls->pairs[i].vlen = (uint32_t)vlen;
-        return;
-    }
-    if (ls->n == ls->cap) {
-        uint32_t cap = ls->cap < 8 ? 16 : ls->cap * 2;
-        ps_label_pair_t *p = ps_arena_alloc(ls->arena, cap * sizeof(ps_label_pair_t));
-        if (ls->n > 0)
-            memcpy(p, ls->pairs, ls->n * sizeof(ps_label_pair_t));
-        ls->pairs = p;
-        ls->cap = cap;
-    }
-    memmove(&ls->pairs[i + 1], &ls->pairs[i], (ls->n - i) * sizeof(ps_label_pair_t));
-    ls->pairs[i].name = ps_arena_strndup(ls->arena, name, nlen);
-    ls->pairs[i].nlen = (uint32_t)nlen;
-    ls->pairs[i].value = v;
-    ls->pairs[i].vlen = (uint32_t)vlen;
-    ls->n++;
-}
-
-static const ps_label_pair_t *find(const ps_lset_t *ls, const char *name, size_t nlen)
-{
-    bool found;
-    uint32_t i = lower_bound(ls, name, nlen, &found);
-    return found ? &ls->pairs[i] : NULL;
-}
-
-const char *ps_lset_get(const ps_lset_t *ls, const char *name)
-{
-    const ps_label_pair_t *p = find(ls, name, strlen(name));
-    return p != NULL ? p->value : NULL;
-}
-
-void ps_lset_del(ps_lset_t *ls, const char *name)
-{
-    bool found;
-    uint32_t i = lower_bound(ls, name, strlen(name), &found);
-    if (found)
-        remove_at(ls, i);
-}
-
-/* ---- matching ---- */
-
-static pcre2_match_context *match_ctx;
-static pthread_once_t match_ctx_once = PTHREAD_ONCE_INIT;
-
-static void init_match_ctx(void)
-{
-    match_ctx = pcre2_match_context_create(NULL);
-    if (match_ctx == NULL)
-        abort(); /* out of memory: as ps_xmalloc */
-    pcre2_set_match_limit(match_ctx, MATCH_LIMIT);
-    pcre2_set_depth_limit(match_ctx, DEPTH_LIMIT);
-    pcre2_set_heap_limit(match_ctx, HEAP_LIMIT_KIB);
-}
-
-/* > 0 (the number of ovector pairs set) on a match, 0 otherwise (no match or any error). */
-static int re_match(const ps_relabel_t *r, const char *s, size_t n, pcre2_match_data *md)
+/* > 0 (the number of offset pairs set) on a match, 0 otherwise (no match or any error). */
+static int re_match(const ps_relabel_t *r, const char *s, size_t n, ps_regex_match_t *md)
 {
     if (r->re == NULL)
         return 0; /* not compiled (rules come from config.c, which always compiles) */
-    PCRE2_SPTR subject = (PCRE2_SPTR)(s != NULL ? s : "");
-    int rc = pcre2_match(r->re, subject, n, 0, 0, md, match_ctx);
-    if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
-        rc = pcre2_match(r->re, subject, n, 0, PCRE2_NO_JIT, md, match_ctx);
+    int rc = ps_regex_match(r->re, s, n, md);
     return rc > 0 ? rc : 0;
 }
 
@@ -180,18 +64,18 @@ static bool name_char(unsigned char ch)
 }
 
 /* Appends the captured group g (if set) of subj. */
-static void put_group(ps_buf_t *out, const char *subj, const PCRE2_SIZE *ov, int nset, long g)
+static void put_group(ps_buf_t *out, const char *subj, const size_t *ov, int nset, long g)
 {
-    if (g < 0 || g >= nset || ov[2 * g] == PCRE2_UNSET)
+    if (g < 0 || g >= nset || ov[2 * g] == PS_REGEX_UNSET)
         return;
     ps_buf_append(out, subj + ov[2 * g], ov[2 * g + 1] - ov[2 * g]);
 }
 
 /* Go's Regexp.ExpandString(dst, template, src, match) for the match in md (nset pairs set). */
-static void expand(ps_buf_t *out, const char *t, const ps_relabel_t *r, const char *subj, pcre2_match_data *md,
+static void expand(ps_buf_t *out, const char *t, const ps_relabel_t *r, const char *subj, ps_regex_match_t *md,
                    int nset)
 {
-    const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+    const size_t *ov = ps_regex_ovector(md);
     for (;;) {
         const char *d = strchr(t, '$');
         if (d == NULL) {
@@ -233,7 +117,7 @@ static void expand(ps_buf_t *out, const char *t, const ps_relabel_t *r, const ch
             char name[256];
             memcpy(name, s, i);
             name[i] = '\0';
-            int g = pcre2_substring_number_from_name(r->re, (PCRE2_SPTR)name);
+            int g = ps_regex_group_number(r->re, name);
             if (g > 0)
                 put_group(out, subj, ov, nset, g);
         }
@@ -328,7 +212,7 @@ static void change_case(ps_buf_t *out, const char *s, size_t n, bool upper)
 /* ---- the actions ---- */
 
 typedef struct work {
-    pcre2_match_data *md;
+    ps_regex_match_t *md;
     ps_buf_t val, tmp, res;
 } work_t;
 
@@ -339,13 +223,13 @@ static const char *buf_str(ps_buf_t *b)
     return (const char *)b->data;
 }
 
-static bool relabel(const ps_relabel_t *r, ps_lset_t *ls, work_t *w)
+static bool relabel(const ps_relabel_t *r, ps_labels_t *ls, ps_arena_t *arena, work_t *w)
 {
     ps_buf_reset(&w->val);
     for (uint32_t i = 0; i < r->nsource; i++) {
         if (i > 0)
             ps_buf_append(&w->val, r->separator, strlen(r->separator));
-        const ps_label_pair_t *p = find(ls, r->source_labels[i], strlen(r->source_labels[i]));
+        const ps_label_pair_t *p = ps_labels_get(ls, r->source_labels[i]);
         if (p != NULL)
             ps_buf_append(&w->val, p->value, p->vlen);
     }
@@ -361,14 +245,14 @@ static bool relabel(const ps_relabel_t *r, ps_lset_t *ls, work_t *w)
         return re_match(r, val, vlen, w->md) > 0;
     case PS_RELABEL_DROPEQUAL:
     case PS_RELABEL_KEEPEQUAL: {
-        const ps_label_pair_t *p = find(ls, target, tlen);
+        const ps_label_pair_t *p = ps_labels_get(ls, target);
         bool equal = p != NULL ? (p->vlen == vlen && memcmp(p->value, val, vlen) == 0) : vlen == 0;
         return r->action == PS_RELABEL_KEEPEQUAL ? equal : !equal;
     }
     case PS_RELABEL_REPLACE: {
         if (vlen == 0 && strcmp(r->regex, "(.*)") == 0 && strchr(target, '$') == NULL &&
             strchr(r->replacement, '$') == NULL) {
-            ps_lset_set(ls, target, tlen, r->replacement, strlen(r->replacement));
+            ps_labels_set(ls, arena, target, tlen, r->replacement, strlen(r->replacement));
             break;
         }
         int nset = re_match(r, val, vlen, w->md);
@@ -380,14 +264,14 @@ static bool relabel(const ps_relabel_t *r, ps_lset_t *ls, work_t *w)
             break;
         ps_buf_reset(&w->res);
         expand(&w->res, r->replacement, r, val, w->md, nset);
-        ps_lset_set(ls, (const char *)w->tmp.data, w->tmp.len, (const char *)w->res.data, w->res.len);
+        ps_labels_set(ls, arena, (const char *)w->tmp.data, w->tmp.len, (const char *)w->res.data, w->res.len);
         break;
     }
     case PS_RELABEL_LOWERCASE:
     case PS_RELABEL_UPPERCASE:
         ps_buf_reset(&w->res);
         change_case(&w->res, val, vlen, r->action == PS_RELABEL_UPPERCASE);
-        ps_lset_set(ls, target, tlen, (const char *)w->res.data, w->res.len);
+        ps_labels_set(ls, arena, target, tlen, (const char *)w->res.data, w->res.len);
         break;
     case PS_RELABEL_HASHMOD: {
         unsigned char sum[EVP_MAX_MD_SIZE];
@@ -399,7 +283,7 @@ static bool relabel(const ps_relabel_t *r, ps_lset_t *ls, work_t *w)
             h = (h << 8) | sum[i];
         char num[24];
         int n = snprintf(num, sizeof(num), "%llu", (unsigned long long)(h % r->modulus));
-        ps_lset_set(ls, target, tlen, num, (size_t)n);
+        ps_labels_set(ls, arena, target, tlen, num, (size_t)n);
         break;
     }
     case PS_RELABEL_LABELMAP: {
@@ -415,7 +299,7 @@ static bool relabel(const ps_relabel_t *r, ps_lset_t *ls, work_t *w)
             ps_buf_reset(&w->res);
             expand(&w->res, r->replacement, r, snap[i].name, w->md, nset);
             if (ps_label_name_valid((const char *)w->res.data, w->res.len))
-                ps_lset_set(ls, (const char *)w->res.data, w->res.len, snap[i].value, snap[i].vlen);
+                ps_labels_set(ls, arena, (const char *)w->res.data, w->res.len, snap[i].value, snap[i].vlen);
         }
         free(snap);
         break;
@@ -423,40 +307,32 @@ static bool relabel(const ps_relabel_t *r, ps_lset_t *ls, work_t *w)
     case PS_RELABEL_LABELDROP:
     case PS_RELABEL_LABELKEEP: {
         bool drop_matching = r->action == PS_RELABEL_LABELDROP;
-        uint32_t k = 0;
-        for (uint32_t i = 0; i < ls->n; i++) {
-            bool m = re_match(r, ls->pairs[i].name, ls->pairs[i].nlen, w->md) > 0;
-            if (m != drop_matching)
-                ls->pairs[k++] = ls->pairs[i];
+        for (uint32_t i = ls->n; i-- > 0;) {
+            const ps_label_pair_t *p = &ls->pairs[i];
+            if ((re_match(r, p->name, p->nlen, w->md) > 0) == drop_matching)
+                ps_labels_del(ls, arena, p->name, p->nlen);
         }
-        ls->n = k;
         break;
     }
     }
     return true;
 }
 
-bool ps_relabel_process(const ps_relabel_t *rules, uint32_t n, ps_lset_t *ls)
+bool ps_relabel_process(const ps_relabel_t *rules, uint32_t n, ps_labels_t *ls, ps_arena_t *arena)
 {
     if (n == 0)
         return true;
-    pthread_once(&match_ctx_once, init_match_ctx);
     uint32_t pairs = 1;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t cc = 0;
-        if (rules[i].re != NULL && pcre2_pattern_info(rules[i].re, PCRE2_INFO_CAPTURECOUNT, &cc) == 0 &&
-            cc + 1 > pairs)
-            pairs = cc + 1;
-    }
+    for (uint32_t i = 0; i < n; i++)
+        if (rules[i].re != NULL && ps_regex_groups(rules[i].re) + 1 > pairs)
+            pairs = ps_regex_groups(rules[i].re) + 1;
     work_t w;
     memset(&w, 0, sizeof(w));
-    w.md = pcre2_match_data_create(pairs, NULL);
-    if (w.md == NULL)
-        abort(); /* out of memory: as ps_xmalloc */
+    w.md = ps_regex_match_new(pairs);
     bool keep = true;
     for (uint32_t i = 0; i < n && keep; i++)
-        keep = relabel(&rules[i], ls, &w);
-    pcre2_match_data_free(w.md);
+        keep = relabel(&rules[i], ls, arena, &w);
+    ps_regex_match_free(w.md);
     ps_buf_dispose(&w.val);
     ps_buf_dispose(&w.tmp);
     ps_buf_dispose(&w.res);

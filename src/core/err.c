@@ -12,6 +12,20 @@ int ps_err_set(ps_err_t *err, int code, const char *fmt, ...)
         vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
         va_end(ap);
         err->code = code;
+        err->pos = -1;
+    }
+    return code;
+}
+
+int ps_err_set_at(ps_err_t *err, int code, size_t pos, const char *fmt, ...)
+{
+    if (err != NULL) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+        va_end(ap);
+        err->code = code;
+        err->pos = pos > INT32_MAX ? INT32_MAX : (int32_t)pos;
     }
     return code;
 }

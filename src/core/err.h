@@ -8,6 +8,7 @@
 #define PS_CORE_ERR_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum {
     PS_OK = 0,
@@ -29,12 +30,17 @@ enum {
 
 typedef struct ps_err {
     int code;
+    int32_t pos;   /* byte offset in the input that was wrong, or -1 (none); the message says it too */
     char msg[512];
 } ps_err_t;
 
-/** Records code and a printf-style message in err (if err is not NULL); returns code. */
+/** Records code and a printf-style message in err (if err is not NULL), pos -1; returns code. */
 int ps_err_set(ps_err_t *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/** Prepends "prefix: " to the message already in err. Returns err->code (or PS_EINTERNAL if err is NULL). */
+/** The same with the byte offset pos (>= 0) of what was wrong; the message is written as given
+ *  (parsers put their "1:17: " in it themselves). Offsets above INT32_MAX are stored as INT32_MAX. */
+int ps_err_set_at(ps_err_t *err, int code, size_t pos, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/** Prepends "prefix: " to the message already in err; code and pos stay. Returns err->code (or
+ *  PS_EINTERNAL if err is NULL). */
 int ps_err_prefix(ps_err_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** Static description of a code. */
 const char *ps_strerror(int code);
@@ -45,6 +51,7 @@ static inline void ps_err_clear(ps_err_t *err)
 {
     if (err != NULL) {
         err->code = 0;
+        err->pos = -1;
         err->msg[0] = '\0';
     }
 }

@@ -200,3 +200,89 @@ int ps_labels_cmp(const ps_labels_t *x, const ps_labels_t *y)
     }
     return (x->n > y->n) - (x->n < y->n);
 }
+
+/* ---- editing ---- */
+
+static int cmp_name(const char *a, size_t an, const char *b, size_t bn)
+{
+    size_t n = an < bn ? an : bn;
+    int r = n > 0 ? memcmp(a, b, n) : 0;
+    return r != 0 ? r : (an > bn) - (an < bn);
+}
+
+/* Index of name, or where it would go; *found tells which. */
+static uint32_t lower_bound(const ps_labels_t *ls, const char *name, size_t nlen, bool *found)
+{
+    uint32_t lo = 0, hi = ls->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (cmp_name(ls->pairs[mid].name, ls->pairs[mid].nlen, name, nlen) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = lo < ls->n && cmp_name(ls->pairs[lo].name, ls->pairs[lo].nlen, name, nlen) == 0;
+    return lo;
+}
+
+/* Makes the pair array ours (from arena) with room for need pairs. */
+static void reserve(ps_labels_t *ls, ps_arena_t *arena, uint32_t need)
+{
+    if (ls->cap > 0 && ls->cap >= need)
+        return;
+    uint32_t cap = ls->cap * 2 > need ? ls->cap * 2 : need;
+    if (cap < 16)
+        cap = 16;
+    ps_label_pair_t *p = ps_arena_alloc(arena, cap * sizeof(ps_label_pair_t));
+    if (ls->n > 0)
+        memcpy(p, ls->pairs, ls->n * sizeof(ps_label_pair_t));
+    ls->pairs = p;
+    ls->cap = cap;
+}
+
+static void remove_at(ps_labels_t *ls, ps_arena_t *arena, uint32_t i)
+{
+    reserve(ls, arena, ls->n);
+    memmove(&ls->pairs[i], &ls->pairs[i + 1], (ls->n - i - 1) * sizeof(ps_label_pair_t));
+    ls->n--;
+}
+
+void ps_labels_set(ps_labels_t *ls, ps_arena_t *arena, const char *name, size_t nlen, const char *value,
+                   size_t vlen)
+{
+    bool found;
+    uint32_t i = lower_bound(ls, name, nlen, &found);
+    if (vlen == 0) {
+        if (found)
+            remove_at(ls, arena, i);
+        return;
+    }
+    reserve(ls, arena, found ? ls->n : ls->n + 1);
+    char *v = ps_arena_strndup(arena, value, vlen);
+    if (found) {
+        ls->pairs[i].value = v;
+        ls->pairs[i].vlen = (uint32_t)vlen;
+        return;
+    }
+    memmove(&ls->pairs[i + 1], &ls->pairs[i], (ls->n - i) * sizeof(ps_label_pair_t));
+    ls->pairs[i].name = ps_arena_strndup(arena, name, nlen);
+    ls->pairs[i].nlen = (uint32_t)nlen;
+    ls->pairs[i].value = v;
+    ls->pairs[i].vlen = (uint32_t)vlen;
+    ls->n++;
+}
+
+void ps_labels_del(ps_labels_t *ls, ps_arena_t *arena, const char *name, size_t nlen)
+{
+    bool found;
+    uint32_t i = lower_bound(ls, name, nlen, &found);
+    if (found)
+        remove_at(ls, arena, i);
+}
+
+const char *ps_labels_value(const ps_labels_t *ls, const char *name)
+{
+    bool found;
+    uint32_t i = lower_bound(ls, name, strlen(name), &found);
+    return found ? ls->pairs[i].value : NULL;
+}

@@ -1,6 +1,7 @@
 /*
  * labels.h - series label sets: sorted (name, value) pairs, validation by Prometheus' rules,
- * and a canonical binary encoding used in storage keys.
+ * a canonical binary encoding used in storage keys, and editing in place (relabeling) with
+ * ps_labels_set / ps_labels_del.
  */
 #ifndef PS_CORE_LABELS_H
 #define PS_CORE_LABELS_H
@@ -25,6 +26,8 @@ typedef struct ps_label_pair {
 typedef struct ps_labels {
     uint32_t n;
     ps_label_pair_t *pairs; /* sorted by name, names unique */
+    uint32_t cap;           /* room in pairs when ps_labels_set/_del allocated it (from an arena), and
+                               so may write it; 0: pairs belong to someone else, the first edit copies */
 } ps_labels_t;
 
 /** True if s is a valid Prometheus label name [a-zA-Z_][a-zA-Z0-9_]*. */
@@ -48,5 +51,26 @@ void ps_labels_json(const ps_labels_t *ls, ps_buf_t *out);
 int ps_labels_cmp(const ps_labels_t *a, const ps_labels_t *b);
 /** Formats as {a="b", c="d"} (Prometheus style) into out. */
 void ps_labels_format(const ps_labels_t *ls, ps_buf_t *out);
+
+/* ---- editing (relabeling): on a set sorted by name (normalised, or built by these) ---- */
+
+/** Sets name to value, keeping pairs sorted by name; an empty value deletes the label, as
+ *  Prometheus' labels.Builder.Set does. The new strings are NUL-terminated copies from arena, and
+ *  so is the pair array when ls->cap is 0 (a set made elsewhere is never written to). Nothing is
+ *  validated: ps_labels_normalize does that. Pointers to pairs are valid until the next edit. */
+void ps_labels_set(ps_labels_t *ls, ps_arena_t *arena, const char *name, size_t nlen, const char *value,
+                   size_t vlen);
+/** Deletes a label (nothing if it is absent); copies the pair array first when ls->cap is 0. */
+void ps_labels_del(ps_labels_t *ls, ps_arena_t *arena, const char *name, size_t nlen);
+/** The value of a label, or NULL if absent (binary search: the set must be sorted). Values made
+ *  by ps_labels_set, ps_labels_decode and the parsers are NUL-terminated. */
+const char *ps_labels_value(const ps_labels_t *ls, const char *name);
+/** A view of ls to edit: the same pairs, cap 0, so that the first edit copies them and ls stays
+ *  as it is. (A plain struct copy of a set with cap > 0 shares the room: edit only one of them.) */
+static inline ps_labels_t ps_labels_borrow(const ps_labels_t *ls)
+{
+    ps_labels_t v = {ls->n, ls->pairs, 0};
+    return v;
+}
 
 #endif

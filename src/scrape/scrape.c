@@ -169,13 +169,13 @@ static void refresh_files(ps_scraper_t *s, pool_t *p, bool force)
 
 /* ---- targets: building ---- */
 
-static void lset_from_labels(ps_lset_t *ls, const ps_labels_t *l)
+static void lset_from_labels(ps_labels_t *ls, ps_arena_t *a, const ps_labels_t *l)
 {
     for (uint32_t i = 0; i < l->n; i++)
-        ps_lset_set(ls, l->pairs[i].name, l->pairs[i].nlen, l->pairs[i].value, l->pairs[i].vlen);
+        ps_labels_set(ls, a, l->pairs[i].name, l->pairs[i].nlen, l->pairs[i].value, l->pairs[i].vlen);
 }
 
-static ps_labels_t lset_copy(const ps_lset_t *ls, ps_arena_t *a, bool drop_reserved)
+static ps_labels_t lset_copy(const ps_labels_t *ls, ps_arena_t *a, bool drop_reserved)
 {
     ps_labels_t out = {0, ps_arena_alloc(a, (ls->n + 1) * sizeof(ps_label_pair_t))};
     for (uint32_t i = 0; i < ls->n; i++) {
@@ -236,36 +236,35 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
             if (!e->enabled)
                 continue;
             ps_arena_t a = PS_ARENA_INIT;
-            ps_lset_t ls;
-            ps_lset_init(&ls, &a);
-            lset_from_labels(&ls, &g->labels);
+            ps_labels_t ls = {0};
+            lset_from_labels(&ls, &a, &g->labels);
             const char *addr = g->targets[ti];
-            ps_lset_set(&ls, "__address__", 11, addr, strlen(addr));
-            ps_lset_set(&ls, "job", 3, c->job_name, strlen(c->job_name));
-            if (ps_lset_get(&ls, "__scheme__") == NULL)
-                ps_lset_set(&ls, "__scheme__", 10, c->scheme, strlen(c->scheme));
+            ps_labels_set(&ls, &a, "__address__", 11, addr, strlen(addr));
+            ps_labels_set(&ls, &a, "job", 3, c->job_name, strlen(c->job_name));
+            if (ps_labels_value(&ls, "__scheme__") == NULL)
+                ps_labels_set(&ls, &a, "__scheme__", 10, c->scheme, strlen(c->scheme));
             char path[2048];
             snprintf(path, sizeof(path), "%s%s", c->path_prefix ? c->path_prefix : "", e->path);
-            ps_lset_set(&ls, "__profile_path__", 16, path, strlen(path));
-            ps_lset_set(&ls, "__name__", 8, e->name, strlen(e->name));
+            ps_labels_set(&ls, &a, "__profile_path__", 16, path, strlen(path));
+            ps_labels_set(&ls, &a, "__name__", 8, e->name, strlen(e->name));
             char dur[32];
             ps_format_duration(c->scrape_interval, dur, sizeof(dur));
-            if (ps_lset_get(&ls, "__scrape_interval__") == NULL)
-                ps_lset_set(&ls, "__scrape_interval__", 19, dur, strlen(dur));
+            if (ps_labels_value(&ls, "__scrape_interval__") == NULL)
+                ps_labels_set(&ls, &a, "__scrape_interval__", 19, dur, strlen(dur));
             ps_format_duration(c->scrape_timeout, dur, sizeof(dur));
-            if (ps_lset_get(&ls, "__scrape_timeout__") == NULL)
-                ps_lset_set(&ls, "__scrape_timeout__", 18, dur, strlen(dur));
+            if (ps_labels_value(&ls, "__scrape_timeout__") == NULL)
+                ps_labels_set(&ls, &a, "__scrape_timeout__", 18, dur, strlen(dur));
             for (uint32_t k = 0; k < c->nparams; k++) {
                 char pn[256];
                 int pl = snprintf(pn, sizeof(pn), "__param_%s", c->params[k].name);
                 if (c->params[k].n > 0 && pl > 0 && (size_t)pl < sizeof(pn))
-                    ps_lset_set(&ls, pn, (size_t)pl, c->params[k].values[0], strlen(c->params[k].values[0]));
+                    ps_labels_set(&ls, &a, pn, (size_t)pl, c->params[k].values[0], strlen(c->params[k].values[0]));
             }
             if (meta_name)
-                ps_lset_set(&ls, meta_name, strlen(meta_name), meta_value, strlen(meta_value));
+                ps_labels_set(&ls, &a, meta_name, strlen(meta_name), meta_value, strlen(meta_value));
             ps_labels_t discovered = lset_copy(&ls, &a, false);
-            bool keep = ps_relabel_process(c->relabel, c->nrelabel, &ls);
-            const char *address = ps_lset_get(&ls, "__address__");
+            bool keep = ps_relabel_process(c->relabel, c->nrelabel, &ls, &a);
+            const char *address = ps_labels_value(&ls, "__address__");
             if (!keep || address == NULL || *address == 0) {
                 if (keep)
                     ps_log_warn("target dropped: no address after relabeling", "job=%s", c->job_name);
@@ -276,7 +275,7 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
                 continue;
             }
             /* address defaulting: no port means the scheme's */
-            const char *scheme = ps_lset_get(&ls, "__scheme__");
+            const char *scheme = ps_labels_value(&ls, "__scheme__");
             if (scheme == NULL || *scheme == 0)
                 scheme = c->scheme;
             char hostport[512];
@@ -285,11 +284,11 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
                 snprintf(hostport, sizeof(hostport), "%s:%s", address, strcmp(scheme, "https") == 0 ? "443" : "80");
             else
                 snprintf(hostport, sizeof(hostport), "%s", address);
-            if (ps_lset_get(&ls, "instance") == NULL)
-                ps_lset_set(&ls, "instance", 8, hostport, strlen(hostport));
+            if (ps_labels_value(&ls, "instance") == NULL)
+                ps_labels_set(&ls, &a, "instance", 8, hostport, strlen(hostport));
             /* URL: scheme://address/prefix/path?params[&seconds=N] */
             ps_buf_t url = PS_BUF_INIT;
-            const char *ppath = ps_lset_get(&ls, "__profile_path__");
+            const char *ppath = ps_labels_value(&ls, "__profile_path__");
             ps_buf_printf(&url, "%s://%s%s", scheme, hostport, ppath ? ppath : e->path);
             char sep = strchr((const char *)url.data, '?') ? '&' : '?';
             for (uint32_t k = 0; k < ls.n; k++) {
@@ -307,14 +306,14 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
                 ps_buf_printf(&url, "%cseconds=%lld", sep, (long long)(secs / PS_NS_PER_S > 0 ? secs / PS_NS_PER_S : 1));
             }
             ps_buf_putc(&url, 0);
-            const char *pname = ps_lset_get(&ls, "__name__");
+            const char *pname = ps_labels_value(&ls, "__name__");
             if (pname == NULL || !ps_label_name_valid(pname, strlen(pname)))
                 pname = e->name;
             /* final labels: no __ labels; external labels where the target has none of that name */
             for (uint32_t k = 0; k < s->cfg->external_labels.n; k++) {
                 const ps_label_pair_t *x = &s->cfg->external_labels.pairs[k];
-                if (ps_lset_get(&ls, x->name) == NULL)
-                    ps_lset_set(&ls, x->name, x->nlen, x->value, x->vlen);
+                if (ps_labels_value(&ls, x->name) == NULL)
+                    ps_labels_set(&ls, &a, x->name, x->nlen, x->value, x->vlen);
             }
             target_t *t = ps_xcalloc(1, sizeof(*t));
             t->arena = a;

@@ -1,9 +1,10 @@
 /*
  * fuzz_selector.c - libFuzzer target for the selector language (parser/selector.re, selector.c,
- * matcher.c).
+ * matcher.c, regex.c) and for label sets (labels.c).
  *
  * Arbitrary bytes go through ps_expr_parse and ps_selector_parse; neither may crash, leak (the
- * PCRE2 codes of a failed parse must be freed) or take long. A failure must come with a message;
+ * PCRE2 codes of a failed parse must be freed) or take long. A failure must come with a message
+ * (and err.pos, if set, inside the input and the line:column the message starts with);
  * a success must satisfy the tree's invariants (limits, matchers, grouping), its matchers must run
  * on a few values, and a number-only expression must evaluate.
  *
@@ -13,7 +14,7 @@
  *     -fno-sanitize-recover=undefined -D_GNU_SOURCE -I src -I . \
  *     tests/fuzz/fuzz_selector.c $(find parser src/core -maxdepth 1 -name '*.c') "$gen/selector.re.c" \
  *     -lpcre2-8 -lm -lpthread -o fuzz_selector && rm -rf "$gen"
- * (that is parser's and src/core's .c files; parser/selector.c, matcher.c, labels.c and core's
+ * (that is parser's and src/core's .c files; parser/selector.c, matcher.c, regex.c, labels.c and core's
  * mem.c, err.c, labels.c are the ones needed)
  *   mkdir -p corpus && printf 'x{job="api",instance=~"10\\\\..*"}' > corpus/1 && \
  *     printf 'sum by (job) (rate(x[5m])) + 1' > corpus/2
@@ -24,10 +25,12 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/mem.h"
+#include "parser/labels.h"
 #include "parser/selector.h"
 
 #define CHECK(c)                                                                                                       \
@@ -89,6 +92,24 @@ static void check_expr(ps_expr_t *e, const uint8_t *data, size_t size, int depth
     CHECK(e->pos <= size);
 }
 
+/* A position, when there is one, is in the input, and the message starts with its line:column. */
+static void check_pos(const ps_err_t *err, const uint8_t *data, size_t size)
+{
+    CHECK(err->pos >= -1 && (err->pos < 0 || (size_t)err->pos <= size));
+    if (err->pos < 0)
+        return;
+    unsigned line = 1;
+    size_t bol = 0;
+    for (size_t i = 0; i < (size_t)err->pos; i++)
+        if (data[i] == '\n') {
+            line++;
+            bol = i + 1;
+        }
+    char want[48];
+    int n = snprintf(want, sizeof(want), "%u:%zu: ", line, (size_t)err->pos - bol + 1);
+    CHECK(n > 0 && strncmp(err->msg, want, (size_t)n) == 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ps_arena_t a = PS_ARENA_INIT;
@@ -109,6 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(e == NULL);
         CHECK(rc == PS_EINVAL || rc == PS_ETOOBIG);
         CHECK(err.code == rc && err.msg[0] != '\0' && memchr(err.msg, '\0', sizeof(err.msg)) != NULL);
+        check_pos(&err, data, size);
     }
 
     rc = ps_selector_parse((const char *)data, size, &a, &sel, &err);
@@ -119,6 +141,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(err.msg[0] != '\0');
     }
     ps_selector_dispose(&sel);
+
+    /* the same bytes as a label set (the push's labels parameter): positions are "1:<offset+1>" */
+    ps_labels_t ls;
+    rc = ps_parse_labelset((const char *)data, size, &a, &ls, &err);
+    if (rc == 0) {
+        CHECK(ls.n <= PS_LABELS_MAX);
+        for (uint32_t i = 1; i < ls.n; i++)
+            CHECK(strcmp(ls.pairs[i - 1].name, ls.pairs[i].name) < 0);
+    } else {
+        CHECK(rc == PS_EINVAL && err.code == rc && err.msg[0] != '\0');
+        CHECK(err.pos >= -1 && (err.pos < 0 || (size_t)err.pos <= size));
+        char want[32];
+        int n = snprintf(want, sizeof(want), "1:%d: ", (int)err.pos + 1);
+        CHECK(err.pos < 0 || (n > 0 && strncmp(err.msg, want, (size_t)n) == 0));
+    }
     ps_arena_dispose(&a);
     return 0;
 }

@@ -96,6 +96,27 @@ static void test_hmap(void **state)
     assert_int_not_equal(ps_hash64("a", 1, 0), ps_hash64("a", 1, 1));
 }
 
+static void test_err(void **state)
+{
+    ps_err_t err;
+    assert_int_equal(ps_err_set_at(&err, PS_EINVAL, 16, "1:%d: bad", 17), PS_EINVAL);
+    assert_int_equal(err.code, PS_EINVAL);
+    assert_int_equal(err.pos, 16);
+    assert_string_equal(err.msg, "1:17: bad");
+    assert_int_equal(ps_err_prefix(&err, "labels"), PS_EINVAL); /* the position stays */
+    assert_string_equal(err.msg, "labels: 1:17: bad");
+    assert_int_equal(err.pos, 16);
+    assert_int_equal(ps_err_set(&err, PS_ETOOBIG, "too big"), PS_ETOOBIG);
+    assert_int_equal(err.pos, -1);
+    ps_err_set_at(&err, PS_EINVAL, (size_t)1 << 40, "x");
+    assert_int_equal(err.pos, INT32_MAX);
+    ps_err_clear(&err);
+    assert_int_equal(err.code, 0);
+    assert_int_equal(err.pos, -1);
+    assert_string_equal(err.msg, "");
+    assert_int_equal(ps_err_set_at(NULL, PS_EINVAL, 3, "x"), PS_EINVAL);
+}
+
 static void test_labels(void **state)
 {
     assert_true(ps_label_name_valid("job", 3));
@@ -151,6 +172,70 @@ static void test_labels(void **state)
     assert_non_null(strstr(err.msg, "UTF-8"));
     ps_buf_dispose(&b);
     ps_arena_dispose(&a);
+}
+
+static void test_labels_edit(void **state)
+{
+    ps_arena_t arena = PS_ARENA_INIT;
+    ps_labels_t ls = {0};
+    assert_null(ps_labels_value(&ls, "a"));
+    ps_labels_del(&ls, &arena, "a", 1); /* absent: no-op */
+    char name[16];
+    for (int i = 99; i >= 0; i--) { /* reverse order, more than any initial capacity */
+        int n = snprintf(name, sizeof(name), "l%02d", i);
+        ps_labels_set(&ls, &arena, name, (size_t)n, "v", 1);
+    }
+    assert_int_equal(ls.n, 100);
+    for (uint32_t i = 1; i < ls.n; i++)
+        assert_true(strcmp(ls.pairs[i - 1].name, ls.pairs[i].name) < 0);
+    ps_labels_set(&ls, &arena, "l50", 3, "new", 3);
+    assert_string_equal(ps_labels_value(&ls, "l50"), "new");
+    assert_int_equal(ls.n, 100);
+    ps_labels_set(&ls, &arena, "l50", 3, "", 0); /* "" deletes */
+    assert_null(ps_labels_value(&ls, "l50"));
+    assert_int_equal(ls.n, 99);
+    ps_labels_del(&ls, &arena, "l00", 3);
+    ps_labels_del(&ls, &arena, "l99", 3);
+    assert_int_equal(ls.n, 97);
+    assert_string_equal(ls.pairs[0].name, "l01");
+    assert_string_equal(ls.pairs[96].name, "l98");
+    /* name and value given with a length: not NUL-terminated input, NUL-terminated copies */
+    ps_labels_set(&ls, &arena, "abcdef", 2, "xyz", 2);
+    assert_string_equal(ps_labels_value(&ls, "ab"), "xy");
+    assert_string_equal(ls.pairs[0].name, "ab");
+    assert_int_equal(ls.pairs[0].nlen, 2);
+    assert_int_equal(ls.pairs[0].vlen, 2);
+    /* a prefix sorts before a longer name */
+    ps_labels_set(&ls, &arena, "a", 1, "1", 1);
+    assert_string_equal(ls.pairs[0].name, "a");
+    assert_int_equal(ls.n, 99);
+    for (uint32_t i = 1; i < ls.n; i++)
+        assert_true(strcmp(ls.pairs[i - 1].name, ls.pairs[i].name) < 0);
+
+    /* a set made elsewhere (cap 0) is copied at the first edit, never written to */
+    ps_label_pair_t pairs[] = {{"a", "1", 1, 1}, {"c", "3", 1, 1}};
+    ps_labels_t orig = {2, pairs};
+    ps_labels_t v = ps_labels_borrow(&orig);
+    ps_labels_set(&v, &arena, "b", 1, "2", 1);
+    ps_labels_set(&v, &arena, "a", 1, "9", 1);
+    assert_int_equal(v.n, 3);
+    assert_string_equal(v.pairs[0].value, "9");
+    assert_string_equal(v.pairs[1].name, "b");
+    assert_true(v.cap >= 3);
+    assert_int_equal(orig.n, 2);
+    assert_string_equal(pairs[0].value, "1");
+    assert_string_equal(pairs[1].name, "c");
+    v = ps_labels_borrow(&orig);
+    ps_labels_del(&v, &arena, "a", 1);
+    assert_int_equal(v.n, 1);
+    assert_string_equal(v.pairs[0].name, "c");
+    assert_string_equal(pairs[0].name, "a");
+    v = ps_labels_borrow(&orig);
+    ps_labels_set(&v, &arena, "c", 1, "", 0);
+    assert_int_equal(v.n, 1);
+    assert_string_equal(pairs[1].name, "c");
+    assert_string_equal(pairs[1].value, "3");
+    ps_arena_dispose(&arena);
 }
 
 static void test_json_writer(void **state)
@@ -246,7 +331,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_varint_roundtrip),
         cmocka_unit_test(test_hmap),
+        cmocka_unit_test(test_err),
         cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_labels_edit),
         cmocka_unit_test(test_durations_and_times),
         cmocka_unit_test(test_json_writer),
     };

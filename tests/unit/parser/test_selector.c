@@ -629,6 +629,39 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* err->pos is the byte offset of the column the message names; on line 2 too. */
+static void test_error_positions(void **state)
+{
+    static const struct {
+        const char *q, *msg;
+        int32_t pos;
+    } cases[] = {
+        {"{job=\"a\\qb\"}", "1:8: parse error: unknown escape sequence \\q", 7},
+        {"x{a=\"1\",\n  job=\"\\xZZ\"}", "2:8: parse error: invalid hex digit in escape sequence", 16},
+        {"x{a=~\"(\"}", "1:3: parse error: error parsing regexp \"(\": missing closing parenthesis at offset 1", 2},
+        {"1 +\n 2 ]", "2:4: parse error: unexpected right bracket ']'", 7},
+        {"rate(x)", "1:1: rate() is not supported: " NS, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_expr_t *e = NULL;
+        ps_err_t err;
+        assert_int_equal(ps_expr_parse(cases[i].q, strlen(cases[i].q), &a, &e, &err), PS_EINVAL);
+        if (strcmp(err.msg, cases[i].msg) != 0 || err.pos != cases[i].pos)
+            fail_msg("%s:\n got  %d \"%s\"\n want %d \"%s\"", cases[i].q, (int)err.pos, err.msg, (int)cases[i].pos,
+                     cases[i].msg);
+        ps_arena_dispose(&a);
+    }
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_expr_t *e = NULL;
+    ps_err_t err;
+    char big[70000];
+    memset(big, 'x', sizeof(big));
+    assert_int_equal(ps_expr_parse(big, sizeof(big), &a, &e, &err), PS_ETOOBIG);
+    assert_int_equal(err.pos, -1); /* the whole input: no position */
+    ps_arena_dispose(&a);
+}
+
 static void test_catastrophic_regex(void **state)
 {
     ps_arena_t a = PS_ARENA_INIT;
@@ -663,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_scalars),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_error_positions),
         cmocka_unit_test(test_catastrophic_regex),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

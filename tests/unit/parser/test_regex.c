@@ -1,0 +1,152 @@
+/*
+ * test_regex.c - parser/regex.h: anchoring as ^(?s:re)$, '$' only at the end, captures with and
+ * without PS_REGEX_CAPTURE, invalid UTF-8 subjects, compile errors with their offset, and limits.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "parser/regex.h"
+
+static ps_regex_t *compile(const char *pat, unsigned flags)
+{
+    ps_regex_t *re = NULL;
+    ps_err_t err;
+    if (ps_regex_compile(pat, strlen(pat), flags, &re, &err) != 0)
+        fail_msg("%s: %s", pat, err.msg);
+    assert_non_null(re);
+    return re;
+}
+
+static int match(const char *pat, unsigned flags, const char *s, size_t n)
+{
+    ps_regex_t *re = compile(pat, flags);
+    ps_regex_match_t *md = ps_regex_match_new(1 + ps_regex_groups(re));
+    int rc = ps_regex_match(re, s, n, md);
+    ps_regex_match_free(md);
+    ps_regex_free(re);
+    return rc;
+}
+
+#define M(pat, s) match(pat, 0, s, strlen(s))
+
+static void test_anchoring(void **state)
+{
+    assert_int_equal(M("api", "api"), 1);
+    assert_int_equal(M("api", "xapi"), 0);
+    assert_int_equal(M("api", "apix"), 0);
+    assert_int_equal(M("a|b", "ab"), 0); /* the whole alternation is anchored */
+    assert_int_equal(M("a|b", "b"), 1);
+    assert_int_equal(M("a.c", "a\nc"), 1); /* (?s: */
+    assert_int_equal(M("a$", "a\n"), 0);   /* '$' is \z */
+    assert_int_equal(M("", ""), 1);
+    assert_int_equal(match("", 0, NULL, 0), 1);
+    assert_int_equal(M("(?i)\xc3\xa9", "\xc3\x89"), 1); /* UTF-8 and Unicode case folding */
+    assert_int_equal(M(".", "\xc3\xa9"), 1);              /* one character, two bytes */
+}
+
+static void test_captures(void **state)
+{
+    ps_err_t err;
+    ps_regex_t *re = compile("(a+)-(?P<rest>.*)", PS_REGEX_CAPTURE);
+    assert_int_equal(ps_regex_groups(re), 2);
+    assert_int_equal(ps_regex_group_number(re, "rest"), 2);
+    assert_int_equal(ps_regex_group_number(re, "none"), -1);
+    ps_regex_match_t *md = ps_regex_match_new(3);
+    assert_int_equal(ps_regex_match(re, "aa-xyz", 6, md), 3);
+    const size_t *ov = ps_regex_ovector(md);
+    assert_int_equal(ov[0], 0);
+    assert_int_equal(ov[1], 6);
+    assert_int_equal(ov[2], 0);
+    assert_int_equal(ov[3], 2);
+    assert_int_equal(ov[4], 3);
+    assert_int_equal(ov[5], 6);
+    ps_regex_match_free(md);
+    /* groups that do not fit: still a match, with the pairs that did */
+    md = ps_regex_match_new(1);
+    assert_int_equal(ps_regex_match(re, "aa-xyz", 6, md), 1);
+    ps_regex_match_free(md);
+    ps_regex_free(re);
+    re = compile("(a)?b", PS_REGEX_CAPTURE);
+    md = ps_regex_match_new(2);
+    assert_int_equal(ps_regex_match(re, "b", 1, md), 1); /* group 1 did not take part */
+    ps_regex_match_free(md);
+    ps_regex_free(re);
+
+    /* without PS_REGEX_CAPTURE (...) does not capture and \1 is an error, as in RE2 */
+    re = compile("(a+)-(b)", 0);
+    assert_int_equal(ps_regex_groups(re), 0);
+    ps_regex_free(re);
+    re = (ps_regex_t *)1;
+    assert_int_equal(ps_regex_compile("(a)\\1", 5, 0, &re, &err), PS_EINVAL);
+    assert_null(re);
+    assert_int_equal(match("(a)\\1", PS_REGEX_CAPTURE, "aa", 2), 2);
+}
+
+static void test_invalid_utf8_subject(void **state)
+{
+    assert_true(match(".*", 0, "a\xff", 2) < 0); /* an error: the callers count it as no match */
+    assert_int_equal(match(".*", PS_REGEX_INVALID_UTF, "a\xff", 2), 0);
+    assert_int_equal(match("a.*", PS_REGEX_INVALID_UTF, "ab", 2), 1);
+}
+
+static void test_compile_errors(void **state)
+{
+    static const struct {
+        const char *pat, *msg;
+        int32_t pos;
+    } cases[] = {
+        {"(", "missing closing parenthesis", 1},
+        {"a)|(b", "unmatched closing parenthesis", 1}, /* cannot break out of ^(?s:...)$ */
+        {"ab[", "missing terminating ] for character class", 3},
+        {"a\\C", "using \\C is disabled by the application", 3},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ps_regex_t *re = NULL;
+        ps_err_t err;
+        assert_int_equal(ps_regex_compile(cases[i].pat, strlen(cases[i].pat), PS_REGEX_CAPTURE, &re, &err), PS_EINVAL);
+        assert_null(re);
+        if (strcmp(err.msg, cases[i].msg) != 0 || err.pos != cases[i].pos)
+            fail_msg("%s: got %d \"%s\" want %d \"%s\"", cases[i].pat, (int)err.pos, err.msg, (int)cases[i].pos,
+                     cases[i].msg);
+    }
+    ps_regex_t *re = (ps_regex_t *)1;
+    assert_int_equal(ps_regex_compile("(", 1, 0, &re, NULL), PS_EINVAL);
+    assert_null(re);
+    ps_regex_free(NULL);
+    ps_regex_match_free(NULL);
+}
+
+/* Exponential backtracking stops at the limits: an error, at once. */
+static void test_limits(void **state)
+{
+    char subject[64];
+    memset(subject, 'a', sizeof(subject) - 1);
+    subject[sizeof(subject) - 2] = 'b';
+    subject[sizeof(subject) - 1] = '\0';
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned flags = 0; flags <= (PS_REGEX_CAPTURE | PS_REGEX_INVALID_UTF); flags++)
+        assert_true(match("(a+)+c?(a|aa)+", flags, subject, strlen(subject)) < 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (dt > 5.0)
+        fail_msg("catastrophic regexes took %.2f s", dt);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_anchoring),
+        cmocka_unit_test(test_captures),
+        cmocka_unit_test(test_invalid_utf8_subject),
+        cmocka_unit_test(test_compile_errors),
+        cmocka_unit_test(test_limits),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
