@@ -81,6 +81,7 @@ typedef struct ps_store_stats {
     uint64_t file_bytes;  /* size of data.mdb */
     uint64_t used_bytes;  /* pages in use * page size */
 } ps_store_stats_t;
+/** Any thread: counts of what is committed, all from one read snapshot. */
 int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err);
 
 /* ---- reading (any thread) ---- */
@@ -97,14 +98,20 @@ int ps_reader_series_foreach(ps_reader_t *r, int (*cb)(void *ctx, uint64_t sid, 
 int ps_reader_series_labels(ps_reader_t *r, uint64_t sid, ps_arena_t *arena, ps_labels_t *out);
 /** The series id for exactly these (normalised) labels, or PS_ENOTFOUND. */
 int ps_reader_series_lookup(ps_reader_t *r, const ps_labels_t *ls, uint64_t *sid);
+/*
+ * The index walks below call cb for each entry; cb returning nonzero stops the walk with that
+ * value (err untouched). A storage error stops it too and is returned with detail in err
+ * (PS_ESTORAGE, PS_ECORRUPT): what cb saw until then is not the whole answer.
+ */
 /** Calls cb for every series id in the postings list of name=value (ascending). */
 int ps_reader_postings(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
-                       int (*cb)(void *ctx, uint64_t sid), void *ctx);
+                       int (*cb)(void *ctx, uint64_t sid), void *ctx, ps_err_t *err);
 /** Calls cb(value) for every value of label name (ascending, bytewise). */
 int ps_reader_label_values(ps_reader_t *r, const char *name, size_t nlen,
-                           int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx);
+                           int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err);
 /** Calls cb(name) for every label name (ascending). */
-int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx);
+int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx,
+                          ps_err_t *err);
 
 /** One stored profile of a series: a sparse vector stack node -> value. */
 typedef struct ps_stored_profile {
@@ -141,7 +148,8 @@ int ps_reader_sum(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
                   void (*on_node)(void *ctx, uint64_t node, int64_t value), void *ctx, ps_sum_info_t *info,
                   ps_err_t *err);
 
-/** Timestamp of the newest profile of sid with start <= ts <= end, or PS_ENOTFOUND. */
+/** Timestamp of the newest profile of sid with start <= ts <= end, or PS_ENOTFOUND. A damaged
+ *  chunk or an LMDB error is an error with detail in err, as in ps_reader_profiles. */
 int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err);
 
 /** Whether sid has any profile with start <= ts <= end (cheap: two seeks). */

@@ -48,7 +48,7 @@ int ps_api_profile_types(h2o_req_t *req)
     if (ret == 0) {
         types_ctx_t t = {&c.out, &c.arena, 1};
         PS_BUF_LIT(&c.out, "{\"status\":\"success\",\"data\":[");
-        ret = ps_reader_label_values(c.reader, "__name__", 8, on_type, &t);
+        ret = ps_reader_label_values(c.reader, "__name__", 8, on_type, &t, &c.err);
         PS_BUF_LIT(&c.out, "]}\n");
         if (ret == 0)
             ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
@@ -132,7 +132,10 @@ static int side_load(ps_qctx_t *c, side_t *s, const char *qname, const char *pre
                               "lists them)",
                               qname, s->sel.m[0].value);
         int found = 0;
-        ps_reader_postings(c->reader, "__name__", 8, s->sel.m[0].value, s->sel.m[0].vlen, on_any, &found);
+        ret = ps_reader_postings(c->reader, "__name__", 8, s->sel.m[0].value, s->sel.m[0].vlen, on_any, &found,
+                                 &c->err);
+        if (ret < 0)
+            return ret;
         if (!found)
             return ps_err_set(&c->err, PS_ENOTFOUND,
                               "invalid parameter \"%s\": unknown profile type \"%s\" (GET /api/v1/profiles/types lists "

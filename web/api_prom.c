@@ -346,7 +346,7 @@ int ps_api_labels(h2o_req_t *req)
                 for (uint32_t k = 0; k < s.labels[i].n; k++)
                     strlist_add(&l, s.labels[i].pairs[k].name, s.labels[i].pairs[k].nlen);
         } else {
-            ret = ps_reader_label_names(c.reader, strlist_add, &l);
+            ret = ps_reader_label_names(c.reader, strlist_add, &l, &c.err);
         }
     }
     if (ret == 0)
@@ -432,7 +432,7 @@ int ps_api_label_values(h2o_req_t *req)
                     strlist_add(&l, v->value, v->vlen);
             }
         } else {
-            ret = ps_reader_label_values(c.reader, name, namelen, strlist_add, &l);
+            ret = ps_reader_label_values(c.reader, name, namelen, strlist_add, &l, &c.err);
         }
     }
     if (ret == 0)
@@ -493,7 +493,7 @@ int ps_api_metadata(h2o_req_t *req)
         m.only = metric->value;
     if (ret == 0) {
         PS_BUF_LIT(&c.out, "{\"status\":\"success\",\"data\":{");
-        ret = ps_reader_label_values(c.reader, "__name__", 8, on_meta, &m);
+        ret = ps_reader_label_values(c.reader, "__name__", 8, on_meta, &m, &c.err);
         PS_BUF_LIT(&c.out, "}}\n");
         if (ret == 0)
             send_json(&c);

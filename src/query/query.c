@@ -78,13 +78,14 @@ typedef struct values_ctx {
     ps_reader_t *r;
     ps_matcher_t *m;
     idvec_t *out;
+    ps_err_t *err;
 } values_ctx_t;
 
 static int on_value(void *ctx, const char *v, size_t vlen)
 {
     values_ctx_t *c = ctx;
     if (ps_matcher_match(c->m, v, vlen))
-        return ps_reader_postings(c->r, c->m->name, c->m->nlen, v, vlen, on_posting, c->out);
+        return ps_reader_postings(c->r, c->m->name, c->m->nlen, v, vlen, on_posting, c->out, c->err);
     return 0;
 }
 
@@ -119,14 +120,14 @@ int ps_query_select(ps_reader_t *r, ps_selector_t *sel, int64_t start, int64_t e
             continue;
         list.n = 0;
         if (m->op == PS_MATCH_EQ) {
-            ret = ps_reader_postings(r, m->name, m->nlen, m->value, m->vlen, on_posting, &list);
+            ret = ps_reader_postings(r, m->name, m->nlen, m->value, m->vlen, on_posting, &list, err);
         } else {
-            values_ctx_t c = {r, m, &list};
-            ret = ps_reader_label_values(r, m->name, m->nlen, on_value, &c);
+            values_ctx_t c = {r, m, &list, err};
+            ret = ps_reader_label_values(r, m->name, m->nlen, on_value, &c, err);
             idvec_sort_unique(&list);
         }
         if (ret) {
-            ret = ps_err_set(err, ret, "reading the label index: %s", ps_strerror(ret));
+            ps_err_prefix(err, "reading the label index");
             goto Exit;
         }
         if (!have) {
