@@ -1,8 +1,12 @@
 /*
  * compact.c - the compactor (head records -> chunks) and retention.
  *
- * A series' head is compacted once it holds compact_max_profiles profiles, or once its oldest
- * head record is compact_window_ns older than now (or always, when forced). The chunk is written
+ * A series' head is due once it holds compact_max_profiles profiles (ps_store_compact_due right
+ * after the write that got it there; ps_store_compact also checks), or, with compact_window_ns
+ * > 0, once it spans the window in data time (newest minus oldest head profile, see window_due)
+ * or the series got no profile for a window of wall time (the idle rule: measured from its last
+ * append in this process, else from when the store was opened), or always, when forced. A due
+ * head is folded whole, into chunks of up to compact_max_profiles profiles. The chunk is written
  * and the head records deleted in one transaction, so a crash leaves either the head records or
  * the chunk, never both or neither. A chunk's key is (sid, max_ts): a range query seeks to the
  * first chunk whose max_ts >= start.
