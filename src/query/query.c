@@ -150,12 +150,21 @@ int ps_query_select(ps_reader_t *r, ps_selector_t *sel, int64_t start, int64_t e
     bool ranged = start != INT64_MIN || end != INT64_MAX;
     for (size_t k = 0; k < cand.n; k++) {
         ps_labels_t ls;
-        if (ps_reader_series_labels(r, cand.v[k], arena, &ls) != 0)
-            continue; /* deleted by retention since the postings were read: not in this snapshot */
+        int rc = ps_reader_series_labels(r, cand.v[k], arena, &ls, err);
+        if (rc == PS_ENOTFOUND)
+            continue; /* a postings entry without its series: not a series of this snapshot */
+        if (rc) {
+            ret = rc;
+            goto Exit;
+        }
         if (!labels_match(sel, &ls))
             continue;
-        if (ranged && !ps_reader_has_data(r, cand.v[k], start, end))
-            continue;
+        if (ranged && (rc = ps_reader_has_data(r, cand.v[k], start, end, err)) <= 0) {
+            if (rc == 0)
+                continue;
+            ret = rc;
+            goto Exit;
+        }
         if (out->n == max_series) {
             ret = ps_err_set(err, PS_ELIMIT,
                              "the selector matches more than %u series (the limit, --query.max-series); narrow it",

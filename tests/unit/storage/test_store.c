@@ -534,7 +534,7 @@ static void test_compaction_chunks_and_retention(void **state)
     assert_int_equal(dropped, 4);
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
     c.n = 0;
-    assert_int_equal(ps_reader_series_foreach(r, count_series, &c), 0);
+    assert_int_equal(ps_reader_series_foreach(r, count_series, &c, &err), 0);
     assert_int_equal(c.n, 0);
     ps_reader_end(r);
     /* a series can be written again after it was dropped */
@@ -668,8 +668,9 @@ static void test_index_walk_errors(void **state)
     free(dir);
 }
 
-/* Rewrites the first byte of every chunk of the store in dir (closed) to v. */
-static void damage_chunks(const char *dir, uint8_t v)
+/* Rewrites the first byte of the first max values of database db of the store in dir (closed)
+ * to v; returns how many it rewrote. */
+static int damage(const char *dir, const char *db, int max, uint8_t v)
 {
     MDB_env *env;
     MDB_txn *txn;
@@ -680,11 +681,12 @@ static void damage_chunks(const char *dir, uint8_t v)
     mdb_env_set_mapsize(env, 1ull << 30);
     assert_int_equal(mdb_env_open(env, dir, 0, 0644), 0);
     assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
-    assert_int_equal(mdb_dbi_open(txn, "chunks", 0, &dbi), 0);
+    assert_int_equal(mdb_dbi_open(txn, db, 0, &dbi), 0);
     assert_int_equal(mdb_cursor_open(txn, dbi, &cur), 0);
     MDB_val k, d;
     int n = 0;
-    for (int rc = mdb_cursor_get(cur, &k, &d, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+    for (int rc = mdb_cursor_get(cur, &k, &d, MDB_FIRST); rc == 0 && n < max;
+         rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
         uint8_t *copy = malloc(d.mv_size);
         memcpy(copy, d.mv_data, d.mv_size);
         copy[0] = v;
@@ -693,10 +695,10 @@ static void damage_chunks(const char *dir, uint8_t v)
         free(copy);
         n++;
     }
-    assert_int_equal(n, 2);
     mdb_cursor_close(cur);
     assert_int_equal(mdb_txn_commit(txn), 0);
     mdb_env_close(env);
+    return n;
 }
 
 /* A damaged chunk is an error for ps_reader_latest as for ps_reader_profiles: same code, same message. */
@@ -721,7 +723,7 @@ static void test_latest_damaged_chunk(void **state)
     assert_int_equal(ts, t0 + 10 * PS_NS_PER_S);
     ps_reader_end(r);
     ps_store_close(s);
-    damage_chunks(dir, 0x7f); /* an encoding that does not exist */
+    assert_int_equal(damage(dir, "chunks", 100, 0x7f), 2); /* an encoding that does not exist */
     s = open_store(dir, 0);
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
     ps_err_t e1 = {0}, e2 = {0};
@@ -735,6 +737,61 @@ static void test_latest_damaged_chunk(void **state)
              (long long)(t0 + 10 * PS_NS_PER_S));
     assert_string_equal(e1.msg, want);
     assert_string_equal(e2.msg, want);
+    ps_err_t e3 = {0};
+    assert_int_equal(ps_reader_has_data(r, sid, INT64_MIN, INT64_MAX, &e3), PS_ECORRUPT);
+    assert_string_equal(e3.msg, want);
+    ps_reader_end(r);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+static int on_series_count(void *ctx, uint64_t sid, const ps_labels_t *ls)
+{
+    ((count_ctx_t *)ctx)->n++;
+    return 0;
+}
+
+static int break_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
+{
+    return break_sid(ctx, sid);
+}
+
+/* A damaged series record and an LMDB error in the series walk are errors with detail. */
+static void test_series_read_errors(void **state)
+{
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    pushed_t p = {0};
+    ps_err_t err;
+    assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", 1796022364000000000ll, &p), 0);
+    assert_int_equal(p.app.series_ids[0], 1);
+    release(&p);
+    ps_reader_t *r;
+    /* mid-walk */
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    breaker_t b = {r, 0};
+    ps_err_t e0 = {0};
+    assert_int_equal(ps_reader_series_foreach(r, break_series, &b, &e0), PS_ESTORAGE);
+    assert_int_equal(b.calls, 1);
+    assert_true(strncmp(e0.msg, "reading series: ", 16) == 0);
+    ps_reader_end(r);
+    ps_store_close(s);
+    assert_int_equal(damage(dir, "series", 1, 0x7f), 1); /* series 1's record */
+    s = open_store(dir, 0);
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    count_ctx_t c = {0};
+    ps_err_t e1 = {0}, e2 = {0};
+    assert_int_equal(ps_reader_series_foreach(r, on_series_count, &c, &e1), PS_ECORRUPT);
+    assert_int_equal(c.n, 0);
+    assert_string_equal(e1.msg, "series 1: damaged record");
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t ls;
+    assert_int_equal(ps_reader_series_labels(r, 1, &a, &ls, &e2), PS_ECORRUPT);
+    assert_string_equal(e2.msg, "series 1: damaged record");
+    assert_int_equal(ps_reader_series_labels(r, 2, &a, &ls, &e2), 0);
+    assert_int_equal(ps_reader_series_labels(r, 3, &a, &ls, &e2), PS_ENOTFOUND);
+    ps_arena_dispose(&a);
     ps_reader_end(r);
     ps_store_close(s);
     rmdir_rf(dir);
@@ -823,6 +880,7 @@ int main(void)
         cmocka_unit_test(test_retention_counts_series_once),
         cmocka_unit_test(test_index_walk_errors),
         cmocka_unit_test(test_latest_damaged_chunk),
+        cmocka_unit_test(test_series_read_errors),
         cmocka_unit_test(test_stats_from_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
