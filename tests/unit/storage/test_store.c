@@ -549,28 +549,43 @@ static void test_compaction_chunks_and_retention(void **state)
 /*
  * The idle rule (no profile for compact_window of wall time) measures from the last append in
  * this process, which must survive everything that clears the writer's caches: a same-timestamp
- * retry, and a batch past cache_bytes. With a `now` just short of the window after the append
- * (but past it after the store was opened) nothing is due.
+ * retry (mode 0), a batch past cache_bytes (1), a retention run that deletes a series (2). With
+ * a `now` just short of the window after the append (but past it after the store was opened)
+ * nothing is due.
  */
 static void test_idle_rule_survives_cache_clear(void **state)
 {
     const int64_t w = 2 * 3600ll * PS_NS_PER_S; /* the default compact_window */
-    for (int mode = 0; mode < 2; mode++) {
+    const int64_t hour = 3600ll * PS_NS_PER_S;
+    for (int mode = 0; mode < 3; mode++) {
         char *dir = tmpdir();
-        ps_store_t *s = open_store_cache(dir, 0, mode == 1 ? 1 : 0); /* mode 1: every batch is past the budget */
-        usleep(2000);
-        int64_t before = ps_time_now(), t0 = 1796022364000000000ll;
+        /* mode 1: every batch is past the budget; mode 2: 1 h retention */
+        ps_store_t *s = open_store_cache(dir, mode == 2 ? hour : 0, mode == 1 ? 1 : 0);
         pushed_t p = {0};
+        int64_t t0 = 1796022364000000000ll;
+        if (mode == 2) { /* series that retention will drop */
+            t0 = ps_time_now();
+            assert_int_equal(write_one(s, &fixtures[0], "{job=\"old\"}", t0 - 50 * 60 * PS_NS_PER_S, &p), 0);
+            release(&p);
+        }
+        usleep(2000);
+        int64_t before = ps_time_now();
         assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", t0, &p), 0);
         assert_int_equal(p.app.nseries, 2);
         release(&p);
         int64_t after = ps_time_now();
+        ps_err_t err;
         if (mode == 0) { /* an identical retry: accepted as a duplicate, caches cleared */
             assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", t0, &p), 0);
             assert_true(p.app.duplicate);
             release(&p);
         }
-        ps_err_t err;
+        if (mode == 2) {
+            uint32_t dropped = 0;
+            assert_int_equal(ps_store_retain(s, t0 + 30 * 60 * PS_NS_PER_S, &dropped, &err), 0);
+            assert_int_equal(dropped, 2);
+            assert_int_equal(s->append_wall.count, 2); /* the dropped series' entries are gone */
+        }
         uint32_t n = 99;
         assert_int_equal(ps_store_compact(s, false, before + w - 1, &n, &err), 0);
         assert_int_equal(n, 0);
