@@ -43,6 +43,16 @@ echo "### bench_storage (10 series x $storage_pps profiles)"
 "$BUILD/bench/bench_storage" --profstore "$BUILD/profstore" --series 10 --profiles-per-series "$storage_pps" $STORAGE_ARGS ||
     status=$?
 
+# ---- bench_chunk: chunk codec speed, in process (bench/chunk.c) ----
+echo
+echo "### bench_chunk (120 profiles x 3,000 nodes)"
+if [ -x "$BUILD/bench/bench_chunk" ]; then
+    "$BUILD/bench/bench_chunk" || status=$?
+else
+    echo "run.sh: $BUILD/bench/bench_chunk not found; build first" >&2
+    status=1
+fi
+
 # ---- bench_query: query API latency over a day of CPU profiles (bench/query.c) ----
 # Loads once into /tmp/profstore-bench-query-<series>x<profiles> and reuses it on later runs
 # (bench_query --reload, or rm -rf the directory, to load again). Full: 24 h for QUERY_SERIES

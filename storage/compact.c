@@ -1,8 +1,12 @@
 /*
  * compact.c - the compactor (head records -> chunks) and retention.
  *
- * A series' head is compacted once it holds compact_max_profiles profiles, or once its oldest
- * head record is compact_window_ns older than now (or always, when forced). The chunk is written
+ * A series' head is due once it holds compact_max_profiles profiles (ps_store_compact_due right
+ * after the write that got it there; ps_store_compact also checks), or, with compact_window_ns
+ * > 0, once it spans the window in data time (newest minus oldest head profile, see window_due)
+ * or the series got no profile for a window of wall time (the idle rule: measured from its last
+ * append in this process, else from when the store was opened), or always, when forced. A due
+ * head is folded whole, into chunks of up to compact_max_profiles profiles. The chunk is written
  * and the head records deleted in one transaction, so a crash leaves either the head records or
  * the chunk, never both or neither. A chunk's key is (sid, max_ts): a range query seeks to the
  * first chunk whose max_ts >= start.
@@ -183,8 +187,10 @@ static bool window_due(ps_store_t *s, uint64_t sid, const ps_series_rec_t *r, in
         return false;
     if (r->last_ts - r->head_min_ts >= w)
         return true;
-    ps_series_state_t *st = ps_series_state(s, sid);
-    int64_t last = st && st->last_append_wall ? st->last_append_wall : s->opened_wall;
+    uint8_t kb[8];
+    uint64_t wall;
+    ps_enc_be64(kb, sid);
+    int64_t last = ps_hmap_get(&s->append_wall, kb, 8, &wall) ? (int64_t)wall : s->opened_wall;
     return now_ns - last >= w;
 }
 
@@ -289,6 +295,29 @@ static int series_has_data(ps_store_t *s, MDB_txn *txn, uint64_t sid)
     return 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Drops the append times of the deleted series (sorted): ids are never reused. */
+static void forget_append_walls(ps_store_t *s, const uint64_t *dropped, size_t ndropped)
+{
+    ps_hmap_t keep;
+    ps_hmap_init(&keep);
+    for (size_t i = 0; i < s->append_wall.cap; i++) {
+        const ps_hmap_slot_t *e = &s->append_wall.slots[i];
+        if (e->key == NULL || e->klen != 8)
+            continue;
+        uint64_t sid = ps_get_be64(e->key);
+        if (bsearch(&sid, dropped, ndropped, sizeof(uint64_t), cmp_u64) == NULL)
+            ps_hmap_put(&keep, e->key, 8, e->value);
+    }
+    ps_hmap_dispose(&s->append_wall);
+    s->append_wall = keep;
+}
+
 int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t *err)
 {
     uint32_t dummy;
@@ -360,13 +389,16 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
         }
         free(keys);
     }
+    /* a series with both expired head records and chunks was touched in both passes */
+    qsort(touched, ntouched, sizeof(uint64_t), cmp_u64);
+    size_t ndrop = 0; /* the dropped ones are moved to the front of touched */
     for (size_t i = 0; i < ntouched; i++) {
         if (i > 0 && touched[i] == touched[i - 1])
             continue;
         if (!series_has_data(s, txn, touched[i])) {
             if ((ret = ps_series_delete(s, txn, touched[i], err)) != 0)
                 goto Exit;
-            (*ndropped)++;
+            touched[ndrop++] = touched[i];
         }
     }
     if ((rc = mdb_txn_commit(txn)) != 0) {
@@ -375,6 +407,9 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
         goto Exit;
     }
     txn = NULL;
+    *ndropped = (uint32_t)ndrop;
+    if (ndrop > 0)
+        forget_append_walls(s, touched, ndrop);
 Exit:
     if (txn)
         mdb_txn_abort(txn);

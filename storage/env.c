@@ -73,15 +73,16 @@ int ps_store_save_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
     return rc ? ps_lmdb_err(err, rc, "saving id counters") : 0;
 }
 
-int ps_store_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
+/* The counters as committed in txn's snapshot (all 1 in a new store). */
+static int next_read(ps_store_t *s, MDB_txn *txn, ps_next_ids_t *n, ps_err_t *err)
 {
     MDB_val k = ps_mval("next", 4), v;
     int rc = mdb_get(txn, s->dbi[DB_INFO], &k, &v);
     if (rc == MDB_NOTFOUND) {
         for (int i = 0; i < SYM_KINDS; i++)
-            s->next.sym[i] = 1;
-        s->next.node = 1;
-        s->next.series = 1;
+            n->sym[i] = 1;
+        n->node = 1;
+        n->series = 1;
         return 0;
     }
     if (rc)
@@ -89,11 +90,17 @@ int ps_store_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
     if (v.mv_size != 8 * (SYM_KINDS - 1 + 2))
         return ps_err_set(err, PS_ECORRUPT, "id counters record has %zu bytes", v.mv_size);
     const uint8_t *p = v.mv_data;
+    n->sym[0] = 1;
     for (int i = 1; i < SYM_KINDS; i++, p += 8)
-        s->next.sym[i] = ps_get_be64(p);
-    s->next.node = ps_get_be64(p);
-    s->next.series = ps_get_be64(p + 8);
+        n->sym[i] = ps_get_be64(p);
+    n->node = ps_get_be64(p);
+    n->series = ps_get_be64(p + 8);
     return 0;
+}
+
+int ps_store_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
+{
+    return next_read(s, txn, &s->next, err);
 }
 
 int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
@@ -110,6 +117,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
     ps_hmap_init(&s->stack_cache);
     ps_hmap_init(&s->series_cache);
     ps_hmap_init(&s->state_index);
+    ps_hmap_init(&s->append_wall);
 
     if (mkdir(o->dir, 0755) != 0 && errno != EEXIST) {
         ret = ps_err_set(err, PS_ESTORAGE, "cannot create data directory %s: %s", o->dir, strerror(errno));
@@ -207,8 +215,8 @@ void ps_store_close(ps_store_t *s)
         free(s->states[i]);
     free(s->states);
     free(s->due);
-    ps_buf_dispose(&s->scratch);
-    ps_buf_dispose(&s->scratch2);
+    ps_buf_dispose(&s->sym_key);
+    ps_hmap_dispose(&s->append_wall);
     free(s->dir);
     free(s);
 }
@@ -235,11 +243,17 @@ int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err)
             }
         }
     }
-    st->strings = s->next.sym[SYM_STRING] - 1;
-    st->functions = s->next.sym[SYM_FUNCTION] - 1;
-    st->locations = s->next.sym[SYM_LOCATION] - 1;
-    st->mappings = s->next.sym[SYM_MAPPING] - 1;
+    /* the symbol counts from the committed counters of this snapshot: s->next belongs to the
+     * writer thread (and runs ahead of what is committed while it writes) */
+    ps_next_ids_t next;
+    int ret = next_read(s, txn, &next, err);
     mdb_txn_abort(txn);
+    if (ret)
+        return ret;
+    st->strings = next.sym[SYM_STRING] - 1;
+    st->functions = next.sym[SYM_FUNCTION] - 1;
+    st->locations = next.sym[SYM_LOCATION] - 1;
+    st->mappings = next.sym[SYM_MAPPING] - 1;
     st->used_bytes = pages * es.ms_psize;
     char path[4096];
     snprintf(path, sizeof(path), "%s/data.mdb", s->dir);

@@ -7,8 +7,9 @@
  *                     n x ( node delta uvarint | value varint )
  *   node ids ascending: the first delta is from 0. varint = zigzag LEB128, uvarint = LEB128.
  *
- *   Example (duration 3 s, period 10 ms, nodes 5 -> 20, 9 -> 10):
- *   01 | 80 ea 83 e6 16 | 80 da c4 09 | 80 e1 eb 17 | 02 | 05 28 | 04 14
+ *   Example (duration 3 s, period 10 ms, nodes 5 -> 20, 9 -> 10; total 30):
+ *   01 | 80 f8 82 ad 16 | 80 da c4 09 | 3c | 02 | 05 28 | 04 14
+ *   (tests/unit/storage/test_format.c checks it against ps_head_encode)
  */
 #include "internal.h"
 

@@ -51,7 +51,6 @@ typedef struct ps_series_state {
     int64_t head_min_ts;
     uint32_t head_count;
     int64_t last_chunk_max; /* INT64_MIN if none */
-    int64_t last_append_wall; /* wall clock of the last append in this process (0 = not since start) */
 } ps_series_state_t;
 
 struct ps_store {
@@ -68,8 +67,12 @@ struct ps_store {
     ps_hmap_t state_index;  /* sid(8) -> ps_series_state_t pointer */
     ps_series_state_t **states; /* every state allocated, for freeing */
     size_t nstates, capstates;
-    ps_buf_t scratch, scratch2;
-    int64_t opened_wall;    /* when this process opened the store */
+    ps_buf_t sym_key;       /* ps_sym_intern's cache key */
+    /* sid(8) -> wall clock (ns) of the last committed append in this process. Not a cache:
+     * ps_sym_caches_clear keeps it (the idle rule of the compactor needs it); retention drops
+     * the entries of the series it deletes. */
+    ps_hmap_t append_wall;
+    int64_t opened_wall;    /* when this process opened the store (the idle rule's start) */
     uint64_t *due;          /* series whose head reached compact_max_profiles */
     size_t ndue, capdue;
 };
@@ -77,7 +80,6 @@ struct ps_store {
 struct ps_reader {
     ps_store_t *store;
     MDB_txn *txn;
-    ps_hmap_t node_cache; /* node -> offset into stacks (materialise) */
 };
 
 /** Translates an LMDB error into a PS_E code with a message. */

@@ -28,12 +28,13 @@ void ps_reader_end(ps_reader_t *r)
     free(r);
 }
 
-int ps_reader_series_foreach(ps_reader_t *r, int (*cb)(void *ctx, uint64_t sid, const ps_labels_t *ls), void *ctx)
+int ps_reader_series_foreach(ps_reader_t *r, int (*cb)(void *ctx, uint64_t sid, const ps_labels_t *ls), void *ctx,
+                             ps_err_t *err)
 {
     MDB_cursor *cur;
     int rc = mdb_cursor_open(r->txn, r->store->dbi[DB_SERIES], &cur), ret = 0;
     if (rc)
-        return ps_lmdb_err(NULL, rc, "");
+        return ps_lmdb_err(err, rc, "opening series cursor");
     ps_arena_t a = PS_ARENA_INIT;
     MDB_val k, v;
     rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
@@ -43,7 +44,8 @@ int ps_reader_series_foreach(ps_reader_t *r, int (*cb)(void *ctx, uint64_t sid, 
         ps_arena_reset(&a);
         if (k.mv_size != 8 || ps_series_rec_decode(v.mv_data, v.mv_size, &rec) != 0 ||
             ps_labels_decode(rec.labels, rec.labels_len, &a, &ls) != 0) {
-            ret = PS_ECORRUPT;
+            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record",
+                             k.mv_size == 8 ? (unsigned long long)ps_get_be64(k.mv_data) : 0ull);
             break;
         }
         if ((ret = cb(ctx, ps_get_be64(k.mv_data), &ls)) != 0)
@@ -53,11 +55,11 @@ int ps_reader_series_foreach(ps_reader_t *r, int (*cb)(void *ctx, uint64_t sid, 
     mdb_cursor_close(cur);
     ps_arena_dispose(&a);
     if (ret == 0 && rc != 0 && rc != MDB_NOTFOUND)
-        ret = PS_ESTORAGE;
+        ret = ps_lmdb_err(err, rc, "reading series");
     return ret;
 }
 
-int ps_reader_series_labels(ps_reader_t *r, uint64_t sid, ps_arena_t *arena, ps_labels_t *out)
+int ps_reader_series_labels(ps_reader_t *r, uint64_t sid, ps_arena_t *arena, ps_labels_t *out, ps_err_t *err)
 {
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
@@ -66,35 +68,39 @@ int ps_reader_series_labels(ps_reader_t *r, uint64_t sid, ps_arena_t *arena, ps_
     if (rc == MDB_NOTFOUND)
         return PS_ENOTFOUND;
     if (rc)
-        return PS_ESTORAGE;
+        return ps_lmdb_err(err, rc, "reading series record");
     ps_series_rec_t rec;
-    if (ps_series_rec_decode(v.mv_data, v.mv_size, &rec) != 0)
-        return PS_ECORRUPT;
-    return ps_labels_decode(rec.labels, rec.labels_len, arena, out);
+    if (ps_series_rec_decode(v.mv_data, v.mv_size, &rec) != 0 || ps_labels_decode(rec.labels, rec.labels_len, arena, out) != 0)
+        return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
+    return 0;
 }
 
-int ps_reader_series_lookup(ps_reader_t *r, const ps_labels_t *ls, uint64_t *sid)
+int ps_reader_series_lookup(ps_reader_t *r, const ps_labels_t *ls, uint64_t *sid, ps_err_t *err)
 {
     ps_buf_t enc = PS_BUF_INIT;
     ps_labels_encode(ls, &enc);
     uint8_t hk[8];
     ps_enc_be64(hk, ps_hash64(enc.data, enc.len, 0x5e41e5));
     MDB_cursor *cur;
-    int ret = PS_ENOTFOUND;
-    if (mdb_cursor_open(r->txn, r->store->dbi[DB_SERIES_HASH], &cur) != 0) {
+    int ret = PS_ENOTFOUND, rc = mdb_cursor_open(r->txn, r->store->dbi[DB_SERIES_HASH], &cur);
+    if (rc) {
         ps_buf_dispose(&enc);
-        return PS_ESTORAGE;
+        return ps_lmdb_err(err, rc, "opening series index");
     }
     MDB_val k = ps_mval(hk, 8), d;
-    int rc = mdb_cursor_get(cur, &k, &d, MDB_SET_KEY);
+    rc = mdb_cursor_get(cur, &k, &d, MDB_SET_KEY);
     while (rc == 0) {
         uint64_t cand = ps_get_be64(d.mv_data);
         uint8_t ck[8];
         ps_enc_be64(ck, cand);
         MDB_val sk = ps_mval(ck, 8), sv;
         ps_series_rec_t rec;
-        if (mdb_get(r->txn, r->store->dbi[DB_SERIES], &sk, &sv) == 0 &&
-            ps_series_rec_decode(sv.mv_data, sv.mv_size, &rec) == 0 && rec.labels_len == enc.len &&
+        int grc = mdb_get(r->txn, r->store->dbi[DB_SERIES], &sk, &sv);
+        if (grc != 0 && grc != MDB_NOTFOUND) {
+            rc = grc;
+            break;
+        }
+        if (grc == 0 && ps_series_rec_decode(sv.mv_data, sv.mv_size, &rec) == 0 && rec.labels_len == enc.len &&
             memcmp(rec.labels, enc.data, enc.len) == 0) {
             *sid = cand;
             ret = 0;
@@ -104,69 +110,82 @@ int ps_reader_series_lookup(ps_reader_t *r, const ps_labels_t *ls, uint64_t *sid
     }
     mdb_cursor_close(cur);
     ps_buf_dispose(&enc);
+    if (ret != 0 && rc != 0 && rc != MDB_NOTFOUND)
+        return ps_lmdb_err(err, rc, "reading series index");
     return ret;
 }
 
 int ps_reader_postings(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
-                       int (*cb)(void *ctx, uint64_t sid), void *ctx)
+                       int (*cb)(void *ctx, uint64_t sid), void *ctx, ps_err_t *err)
 {
     ps_buf_t key = PS_BUF_INIT;
     ps_buf_append(&key, name, nlen);
     ps_buf_putc(&key, 0);
     ps_buf_append(&key, value, vlen);
     MDB_cursor *cur;
-    int ret = 0;
-    if (mdb_cursor_open(r->txn, r->store->dbi[DB_POSTINGS], &cur) != 0) {
+    int ret = 0, rc = mdb_cursor_open(r->txn, r->store->dbi[DB_POSTINGS], &cur);
+    if (rc) {
         ps_buf_dispose(&key);
-        return PS_ESTORAGE;
+        return ps_lmdb_err(err, rc, "opening postings cursor");
     }
     MDB_val k = ps_mval(key.data, key.len), d;
-    int rc = mdb_cursor_get(cur, &k, &d, MDB_SET_KEY);
+    rc = mdb_cursor_get(cur, &k, &d, MDB_SET_KEY);
     while (rc == 0 && ret == 0) {
+        if (d.mv_size != 8) {
+            ret = ps_err_set(err, PS_ECORRUPT, "postings of %.*s: entry of %zu bytes", (int)nlen, name, d.mv_size);
+            break;
+        }
         ret = cb(ctx, ps_get_be64(d.mv_data));
-        rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT_DUP);
+        if (ret == 0)
+            rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT_DUP);
     }
     mdb_cursor_close(cur);
     ps_buf_dispose(&key);
+    if (ret == 0 && rc != 0 && rc != MDB_NOTFOUND)
+        ret = ps_lmdb_err(err, rc, "reading postings");
     return ret;
 }
 
 int ps_reader_label_values(ps_reader_t *r, const char *name, size_t nlen,
-                           int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx)
+                           int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err)
 {
     ps_buf_t key = PS_BUF_INIT;
     ps_buf_append(&key, name, nlen);
     ps_buf_putc(&key, 0);
     MDB_cursor *cur;
-    int ret = 0;
-    if (mdb_cursor_open(r->txn, r->store->dbi[DB_POSTINGS], &cur) != 0) {
+    int ret = 0, rc = mdb_cursor_open(r->txn, r->store->dbi[DB_POSTINGS], &cur);
+    if (rc) {
         ps_buf_dispose(&key);
-        return PS_ESTORAGE;
+        return ps_lmdb_err(err, rc, "opening postings cursor");
     }
     MDB_val k = ps_mval(key.data, key.len), d;
-    int rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+    rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
     while (rc == 0 && ret == 0 && k.mv_size >= nlen + 1 && memcmp(k.mv_data, key.data, nlen + 1) == 0) {
         ret = cb(ctx, (const char *)k.mv_data + nlen + 1, k.mv_size - nlen - 1);
-        rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT_NODUP);
+        if (ret == 0)
+            rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT_NODUP);
     }
     mdb_cursor_close(cur);
     ps_buf_dispose(&key);
+    if (ret == 0 && rc != 0 && rc != MDB_NOTFOUND)
+        ret = ps_lmdb_err(err, rc, "reading label values");
     return ret;
 }
 
-int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx)
+int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err)
 {
     MDB_cursor *cur;
-    int ret = 0;
-    if (mdb_cursor_open(r->txn, r->store->dbi[DB_POSTINGS], &cur) != 0)
-        return PS_ESTORAGE;
+    int ret = 0, rc = mdb_cursor_open(r->txn, r->store->dbi[DB_POSTINGS], &cur);
+    if (rc)
+        return ps_lmdb_err(err, rc, "opening postings cursor");
     MDB_val k, d;
     ps_buf_t next = PS_BUF_INIT;
-    int rc = mdb_cursor_get(cur, &k, &d, MDB_FIRST);
+    rc = mdb_cursor_get(cur, &k, &d, MDB_FIRST);
     while (rc == 0 && ret == 0) {
         const char *z = memchr(k.mv_data, 0, k.mv_size);
         size_t nl = z ? (size_t)(z - (const char *)k.mv_data) : k.mv_size;
-        ret = cb(ctx, k.mv_data, nl);
+        if ((ret = cb(ctx, k.mv_data, nl)) != 0)
+            break;
         /* jump past every value of this name: name 0x01 sorts after name 0x00 anything */
         ps_buf_reset(&next);
         ps_buf_append(&next, k.mv_data, nl);
@@ -176,6 +195,8 @@ int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, si
     }
     mdb_cursor_close(cur);
     ps_buf_dispose(&next);
+    if (ret == 0 && rc != 0 && rc != MDB_NOTFOUND)
+        ret = ps_lmdb_err(err, rc, "reading label names");
     return ret;
 }
 
@@ -245,6 +266,13 @@ static void info_add(ps_sum_info_t *info, int64_t ts, int64_t duration, int64_t 
  * then the head records inside it. A visitor returns 0 to go on, anything else to stop with it.
  * Every chunk header is checked before a visitor sees it.
  */
+/* The one message for a chunk whose header does not decode; k is its key. */
+static int chunk_damaged(ps_err_t *err, uint64_t sid, const MDB_val *k)
+{
+    return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged chunk header (chunk up to %lld)",
+                      (unsigned long long)sid, (long long)ps_ts_unkey(ps_get_be64((const uint8_t *)k->mv_data + 8)));
+}
+
 typedef struct walk {
     ps_reader_t *r;
     uint64_t sid;
@@ -272,7 +300,7 @@ static int walk_db(walk_t *w, int db)
         if (db == DB_CHUNKS) {
             ps_chunk_header_t h;
             if (ps_chunk_header(v.mv_data, v.mv_size, &h) != 0)
-                ret = ps_err_set(w->err, PS_ECORRUPT, "series %llu: damaged chunk", (unsigned long long)w->sid);
+                ret = chunk_damaged(w->err, w->sid, &k);
             else if (h.min_ts > w->end)
                 break;
             else
@@ -397,27 +425,32 @@ int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, i
         return ps_lmdb_err(err, rc, "opening head cursor");
     uint8_t kb[16];
     MDB_val k, v;
-    int found = 0;
     if (end == INT64_MAX)
         ps_key_sid_ts(kb, sid + 1, INT64_MIN);
     else
         ps_key_sid_ts(kb, sid, end + 1);
     k = ps_mval(kb, 16);
     rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    rc = rc == 0 ? mdb_cursor_get(cur, &k, &v, MDB_PREV) : mdb_cursor_get(cur, &k, &v, MDB_LAST);
+    if (rc == 0)
+        rc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
+    else if (rc == MDB_NOTFOUND)
+        rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+    int ret = PS_ENOTFOUND;
     if (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
         int64_t t = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
         if (t >= start && t <= end) {
             *ts = t;
-            found = 1;
+            ret = 0;
         }
+    } else if (rc != 0 && rc != MDB_NOTFOUND) {
+        ret = ps_lmdb_err(err, rc, "reading head");
     }
     mdb_cursor_close(cur);
-    if (found)
-        return 0;
-    /* else the newest chunk profile <= end: chunks with max_ts >= start, scanning forward */
+    if (ret != PS_ENOTFOUND)
+        return ret;
+    /* else the newest chunk profile <= end: chunks with max_ts >= start, scanning forward; a
+     * damaged chunk is an error, as in ps_reader_profiles */
     ps_arena_t a = PS_ARENA_INIT;
-    int ret = PS_ENOTFOUND;
     if ((rc = mdb_cursor_open(r->txn, r->store->dbi[DB_CHUNKS], &cur)) != 0)
         return ps_lmdb_err(err, rc, "opening chunk cursor");
     ps_key_sid_ts(kb, sid, start);
@@ -425,12 +458,17 @@ int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, i
     rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
     while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
         ps_chunk_header_t h;
-        if (ps_chunk_header(v.mv_data, v.mv_size, &h) != 0 || h.min_ts > end)
+        if (ps_chunk_header(v.mv_data, v.mv_size, &h) != 0) {
+            ret = chunk_damaged(err, sid, &k);
+            break;
+        }
+        if (h.min_ts > end)
             break;
         ps_chunk_data_t d;
         ps_arena_reset(&a);
-        if (ps_chunk_decode_meta(v.mv_data, v.mv_size, &a, &d, err) != 0) {
-            ret = PS_ECORRUPT;
+        int dr = ps_chunk_decode_meta(v.mv_data, v.mv_size, &a, &d, err);
+        if (dr != 0) {
+            ret = dr;
             break;
         }
         for (uint32_t i = 0; i < d.n; i++)
@@ -442,39 +480,47 @@ int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, i
     }
     mdb_cursor_close(cur);
     ps_arena_dispose(&a);
+    if ((ret == 0 || ret == PS_ENOTFOUND) && rc != 0 && rc != MDB_NOTFOUND)
+        ret = ps_lmdb_err(err, rc, "reading chunks");
     return ret;
 }
 
-bool ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end)
+int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err)
 {
-    int64_t ts;
     if (start > end)
-        return false;
+        return 0;
     /* a chunk whose max_ts >= start and min_ts <= end may still have no profile inside a gap,
      * but that is close enough for label listings; heads are exact */
     MDB_cursor *cur;
     uint8_t kb[16];
     MDB_val k, v;
-    bool has = false;
-    if (mdb_cursor_open(r->txn, r->store->dbi[DB_CHUNKS], &cur) == 0) {
-        ps_key_sid_ts(kb, sid, start);
-        k = ps_mval(kb, 16);
-        if (mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE) == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
-            ps_chunk_header_t h;
-            has = ps_chunk_header(v.mv_data, v.mv_size, &h) == 0 && h.min_ts <= end;
-        }
-        mdb_cursor_close(cur);
+    int rc = mdb_cursor_open(r->txn, r->store->dbi[DB_CHUNKS], &cur), has = 0;
+    if (rc)
+        return ps_lmdb_err(err, rc, "opening chunk cursor");
+    ps_key_sid_ts(kb, sid, start);
+    k = ps_mval(kb, 16);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    if (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+        ps_chunk_header_t h;
+        if (ps_chunk_header(v.mv_data, v.mv_size, &h) != 0)
+            has = chunk_damaged(err, sid, &k);
+        else
+            has = h.min_ts <= end;
+    } else if (rc != 0 && rc != MDB_NOTFOUND) {
+        has = ps_lmdb_err(err, rc, "reading chunks");
     }
-    if (has)
-        return true;
-    if (mdb_cursor_open(r->txn, r->store->dbi[DB_HEAD], &cur) == 0) {
-        ps_key_sid_ts(kb, sid, start);
-        k = ps_mval(kb, 16);
-        if (mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE) == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
-            ts = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
-            has = ts <= end;
-        }
-        mdb_cursor_close(cur);
-    }
+    mdb_cursor_close(cur);
+    if (has != 0)
+        return has;
+    if ((rc = mdb_cursor_open(r->txn, r->store->dbi[DB_HEAD], &cur)) != 0)
+        return ps_lmdb_err(err, rc, "opening head cursor");
+    ps_key_sid_ts(kb, sid, start);
+    k = ps_mval(kb, 16);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    if (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid)
+        has = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8)) <= end;
+    else if (rc != 0 && rc != MDB_NOTFOUND)
+        has = ps_lmdb_err(err, rc, "reading head");
+    mdb_cursor_close(cur);
     return has;
 }

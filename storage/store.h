@@ -81,6 +81,7 @@ typedef struct ps_store_stats {
     uint64_t file_bytes;  /* size of data.mdb */
     uint64_t used_bytes;  /* pages in use * page size */
 } ps_store_stats_t;
+/** Any thread: counts of what is committed, all from one read snapshot. */
 int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err);
 
 /* ---- reading (any thread) ---- */
@@ -91,20 +92,29 @@ typedef struct ps_reader ps_reader_t;
 int ps_reader_begin(ps_store_t *s, ps_reader_t **out, ps_err_t *err);
 void ps_reader_end(ps_reader_t *r);
 
-/** Calls cb for every series (ascending id). cb returning nonzero stops with that value. */
-int ps_reader_series_foreach(ps_reader_t *r, int (*cb)(void *ctx, uint64_t sid, const ps_labels_t *ls), void *ctx);
+/*
+ * Errors: every reader function returns 0 or a negative PS_E code with detail in err (optional);
+ * PS_ESTORAGE or PS_ECORRUPT for an LMDB error or damaged bytes, met wherever in a walk: what a
+ * callback saw until then is not the whole answer. PS_ENOTFOUND (where documented) is an answer,
+ * not an error, and leaves err untouched. The walks call cb for each entry; cb returning nonzero
+ * stops the walk with that value (err untouched).
+ */
+/** Calls cb for every series (ascending id). */
+int ps_reader_series_foreach(ps_reader_t *r, int (*cb)(void *ctx, uint64_t sid, const ps_labels_t *ls), void *ctx,
+                             ps_err_t *err);
 /** Labels of one series (copied into arena). PS_ENOTFOUND if it does not exist. */
-int ps_reader_series_labels(ps_reader_t *r, uint64_t sid, ps_arena_t *arena, ps_labels_t *out);
+int ps_reader_series_labels(ps_reader_t *r, uint64_t sid, ps_arena_t *arena, ps_labels_t *out, ps_err_t *err);
 /** The series id for exactly these (normalised) labels, or PS_ENOTFOUND. */
-int ps_reader_series_lookup(ps_reader_t *r, const ps_labels_t *ls, uint64_t *sid);
+int ps_reader_series_lookup(ps_reader_t *r, const ps_labels_t *ls, uint64_t *sid, ps_err_t *err);
 /** Calls cb for every series id in the postings list of name=value (ascending). */
 int ps_reader_postings(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
-                       int (*cb)(void *ctx, uint64_t sid), void *ctx);
+                       int (*cb)(void *ctx, uint64_t sid), void *ctx, ps_err_t *err);
 /** Calls cb(value) for every value of label name (ascending, bytewise). */
 int ps_reader_label_values(ps_reader_t *r, const char *name, size_t nlen,
-                           int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx);
+                           int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err);
 /** Calls cb(name) for every label name (ascending). */
-int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx);
+int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx,
+                          ps_err_t *err);
 
 /** One stored profile of a series: a sparse vector stack node -> value. */
 typedef struct ps_stored_profile {
@@ -141,11 +151,12 @@ int ps_reader_sum(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
                   void (*on_node)(void *ctx, uint64_t node, int64_t value), void *ctx, ps_sum_info_t *info,
                   ps_err_t *err);
 
-/** Timestamp of the newest profile of sid with start <= ts <= end, or PS_ENOTFOUND. */
+/** Timestamp of the newest profile of sid with start <= ts <= end, or PS_ENOTFOUND. A damaged
+ *  chunk or an LMDB error is an error with detail in err, as in ps_reader_profiles. */
 int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err);
 
-/** Whether sid has any profile with start <= ts <= end (cheap: two seeks). */
-bool ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end);
+/** 1 if sid has any profile with start <= ts <= end (cheap: two seeks), 0 if not, or an error. */
+int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
 
 /**
  * Builds a self-contained ps_profile_t (strings, mappings, functions, locations, samples with

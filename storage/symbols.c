@@ -38,7 +38,7 @@ int ps_sym_intern(ps_store_t *s, MDB_txn *txn, int kind, const void *content, si
         return 0;
     }
     /* cache key: kind byte + content */
-    ps_buf_t *ck = &s->scratch2;
+    ps_buf_t *ck = &s->sym_key;
     ps_buf_reset(ck);
     ps_buf_putc(ck, (uint8_t)kind);
     ps_buf_append(ck, content, n);

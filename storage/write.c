@@ -250,7 +250,6 @@ static int append_one(ps_store_t *s, MDB_txn *txn, ps_append_t *it, bool check, 
                 st->head_min_ts = it->ts;
             st->head_count++;
             st->last_ts = it->ts;
-            st->last_append_wall = ps_time_now();
             if (st->head_count == s->opts.compact_max_profiles && !check) {
                 if (s->ndue == s->capdue) {
                     s->capdue = s->capdue ? s->capdue * 2 : 64;
@@ -346,6 +345,16 @@ int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t 
         goto Fail;
     }
     ps_arena_dispose(&a);
+    /* what the compactor's idle rule measures from: the series that got a profile now */
+    for (size_t i = 0; i < n; i++) {
+        if (items[i]->status != 0 || items[i]->duplicate)
+            continue;
+        for (uint32_t j = 0; j < items[i]->nseries; j++) {
+            uint8_t kb[8];
+            ps_enc_be64(kb, items[i]->series_ids[j]);
+            ps_hmap_put(&s->append_wall, kb, 8, (uint64_t)now);
+        }
+    }
     /* the caches only save LMDB lookups: past their budget they start again from empty */
     if (s->opts.cache_bytes && ps_hmap_bytes(&s->sym_cache) + ps_hmap_bytes(&s->tree_cache) +
                                        ps_hmap_bytes(&s->stack_cache) + ps_hmap_bytes(&s->series_cache) >

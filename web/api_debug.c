@@ -86,7 +86,7 @@ int ps_api_debug_series(h2o_req_t *req)
     ps_json_cstr(&j, "success");
     ps_json_key(&j, "data");
     ps_json_arr(&j);
-    int ret = ps_reader_series_foreach(r, on_series, &c);
+    int ret = ps_reader_series_foreach(r, on_series, &c, &err);
     if (ret != 0) {
         if (err.code == 0)
             ps_err_set(&err, ret, "reading series: %s", ps_strerror(ret));
@@ -158,10 +158,11 @@ int ps_api_debug_profile(h2o_req_t *req)
     if (ps_reader_begin(s->store, &r, &err) != 0)
         goto Fail;
     ps_labels_t ls;
-    if (ps_reader_series_labels(r, sid, &a, &ls) != 0) {
+    int lrc = ps_reader_series_labels(r, sid, &a, &ls, &err);
+    if (lrc == PS_ENOTFOUND)
         ps_err_set(&err, PS_ENOTFOUND, "series %llu does not exist", (unsigned long long)sid);
+    if (lrc != 0)
         goto Fail;
-    }
     const ps_label_pair_t *nm = ps_labels_get(&ls, "__name__");
     const char *parts[6];
     if (nm == NULL || ps_profile_type_parts(nm->value, &a, parts) != 0) {

@@ -55,7 +55,7 @@ int ps_api_profile_types(h2o_req_t *req)
         ps_json_cstr(&j, "success");
         ps_json_key(&j, "data");
         ps_json_arr(&j);
-        ret = ps_reader_label_values(c.reader, "__name__", 8, on_type, &t);
+        ret = ps_reader_label_values(c.reader, "__name__", 8, on_type, &t, &c.err);
         ps_json_end(&j);
         ps_json_end(&j);
         ps_buf_putc(&c.out, '\n');

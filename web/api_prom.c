@@ -432,7 +432,7 @@ int ps_api_metadata(h2o_req_t *req)
     if (ret == 0) {
         json_begin(&c, &j);
         ps_json_obj(&j);
-        ret = ps_reader_label_values(c.reader, "__name__", 8, on_meta, &m);
+        ret = ps_reader_label_values(c.reader, "__name__", 8, on_meta, &m, &c.err);
         ps_json_end(&j);
         json_done(&j);
         if (ret == 0)

@@ -78,13 +78,14 @@ typedef struct values_ctx {
     ps_reader_t *r;
     ps_matcher_t *m;
     idvec_t *out;
+    ps_err_t *err;
 } values_ctx_t;
 
 static int on_value(void *ctx, const char *v, size_t vlen)
 {
     values_ctx_t *c = ctx;
     if (ps_matcher_match(c->m, v, vlen))
-        return ps_reader_postings(c->r, c->m->name, c->m->nlen, v, vlen, on_posting, c->out);
+        return ps_reader_postings(c->r, c->m->name, c->m->nlen, v, vlen, on_posting, c->out, c->err);
     return 0;
 }
 
@@ -119,14 +120,14 @@ int ps_query_select(ps_reader_t *r, ps_selector_t *sel, int64_t start, int64_t e
             continue;
         list.n = 0;
         if (m->op == PS_MATCH_EQ) {
-            ret = ps_reader_postings(r, m->name, m->nlen, m->value, m->vlen, on_posting, &list);
+            ret = ps_reader_postings(r, m->name, m->nlen, m->value, m->vlen, on_posting, &list, err);
         } else {
-            values_ctx_t c = {r, m, &list};
-            ret = ps_reader_label_values(r, m->name, m->nlen, on_value, &c);
+            values_ctx_t c = {r, m, &list, err};
+            ret = ps_reader_label_values(r, m->name, m->nlen, on_value, &c, err);
             idvec_sort_unique(&list);
         }
         if (ret) {
-            ret = ps_err_set(err, ret, "reading the label index: %s", ps_strerror(ret));
+            ps_err_prefix(err, "reading the label index");
             goto Exit;
         }
         if (!have) {
@@ -149,12 +150,21 @@ int ps_query_select(ps_reader_t *r, ps_selector_t *sel, int64_t start, int64_t e
     bool ranged = start != INT64_MIN || end != INT64_MAX;
     for (size_t k = 0; k < cand.n; k++) {
         ps_labels_t ls;
-        if (ps_reader_series_labels(r, cand.v[k], arena, &ls) != 0)
-            continue; /* deleted by retention since the postings were read: not in this snapshot */
+        int rc = ps_reader_series_labels(r, cand.v[k], arena, &ls, err);
+        if (rc == PS_ENOTFOUND)
+            continue; /* a postings entry without its series: not a series of this snapshot */
+        if (rc) {
+            ret = rc;
+            goto Exit;
+        }
         if (!labels_match(sel, &ls))
             continue;
-        if (ranged && !ps_reader_has_data(r, cand.v[k], start, end))
-            continue;
+        if (ranged && (rc = ps_reader_has_data(r, cand.v[k], start, end, err)) <= 0) {
+            if (rc == 0)
+                continue;
+            ret = rc;
+            goto Exit;
+        }
         if (out->n == max_series) {
             ret = ps_err_set(err, PS_ELIMIT,
                              "the selector matches more than %u series (the limit, --query.max-series); narrow it",
@@ -289,12 +299,16 @@ typedef struct in_range_ctx {
     int64_t start, end;
     const char *name;
     strset_t *l;
+    ps_err_t *err;
 } in_range_ctx_t;
 
 static int on_series_in_range(void *ctx, uint64_t sid, const ps_labels_t *ls)
 {
     in_range_ctx_t *c = ctx;
-    if (ps_reader_has_data(c->r, sid, c->start, c->end))
+    int has = ps_reader_has_data(c->r, sid, c->start, c->end, c->err);
+    if (has < 0)
+        return has; /* with detail in c->err */
+    if (has)
         strset_labels(c->l, c->name, ls);
     return 0;
 }
@@ -318,14 +332,11 @@ int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint3
                 strset_labels(&l, name, &s.labels[i]);
     } else if (start != INT64_MIN || end != INT64_MAX) {
         /* only series with data in the range, as Prometheus does: every series is looked at */
-        in_range_ctx_t c = {r, start, end, name, &l};
-        if ((ret = ps_reader_series_foreach(r, on_series_in_range, &c)) != 0)
-            ret = ps_err_set(err, ret, "reading series: %s", ps_strerror(ret));
+        in_range_ctx_t c = {r, start, end, name, &l, err};
+        ret = ps_reader_series_foreach(r, on_series_in_range, &c, err);
     } else {
-        ret = name ? ps_reader_label_values(r, name, strlen(name), strset_add, &l)
-                   : ps_reader_label_names(r, strset_add, &l);
-        if (ret)
-            ret = ps_err_set(err, ret, "reading the label index: %s", ps_strerror(ret));
+        ret = name ? ps_reader_label_values(r, name, strlen(name), strset_add, &l, err)
+                   : ps_reader_label_names(r, strset_add, &l, err);
     }
     if (ret == 0) {
         if (l.n > 1)
@@ -611,7 +622,8 @@ static int select_one_type(ps_reader_t *r, const ps_profile_query_t *q, ps_arena
         /* nothing matched: a profile type never stored is a mistake worth saying */
         const ps_matcher_t *m = &q->sel->m[ni];
         int found = 0;
-        ps_reader_postings(r, "__name__", 8, m->value, m->vlen, on_any, &found);
+        if ((ret = ps_reader_postings(r, "__name__", 8, m->value, m->vlen, on_any, &found, err)) < 0)
+            return ret;
         if (!found)
             return ps_err_set(err, PS_ENOTFOUND,
                               "invalid parameter \"%s\": unknown profile type \"%s\" (GET /api/v1/profiles/types lists "
@@ -634,9 +646,9 @@ static int select_family(ps_reader_t *r, const ps_profile_query_t *q, int ni, co
         f.pu = parts[4];
         f.delta = parts[5] != NULL;
     }
-    int ret = ps_reader_label_values(r, "__name__", 8, on_family_type, &f);
+    int ret = ps_reader_label_values(r, "__name__", 8, on_family_type, &f, err);
     if (ret)
-        return ps_err_set(err, ret, "reading the label index: %s", ps_strerror(ret));
+        return ret;
     if (f.n == 0 && parts[1] == NULL)
         return ps_err_set(err, PS_EINVAL,
                           "invalid parameter \"%s\": \"%s\" is not a profile type "

@@ -168,7 +168,7 @@ static int count_series(ps_store_t *s)
     ps_err_t err;
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
     int n = 0;
-    assert_int_equal(ps_reader_series_foreach(r, count_one, &n), 0);
+    assert_int_equal(ps_reader_series_foreach(r, count_one, &n, NULL), 0);
     ps_reader_end(r);
     return n;
 }

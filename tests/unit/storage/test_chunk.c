@@ -1,6 +1,7 @@
 /*
  * test_chunk.c - the chunk codec: round trips on random and edge data, sum_range against a naive
- * sum, header/meta decoding, encoder rejections, truncation and byte flips, sizes and speed.
+ * sum, header/meta decoding, encoder rejections, truncation and byte flips, sizes. Speed is
+ * measured by bench/chunk.c (benchmarks print figures; unit tests do not time).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
@@ -30,13 +30,6 @@ static uint64_t rnd(void)
     return x * 0x2545f4914f6cdd1dull;
 }
 static uint64_t rnd_below(uint64_t n) { return n ? rnd() % n : 0; }
-
-static double now_sec(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 typedef enum { VAL_SMALL, VAL_CPU, VAL_WIDE, VAL_EXTREME, VAL_CONST, VAL_LINEAR, VAL_MIX } val_mode_t;
 typedef enum { TS_REGULAR, TS_JITTER, TS_IRREGULAR, TS_EXTREME } ts_mode_t;
@@ -675,43 +668,6 @@ static void test_size_realistic(void **state)
     ps_buf_dispose(&buf);
 }
 
-static void sink(void *ctx, uint64_t id, int64_t sum) { *(uint64_t *)ctx += id ^ (uint64_t)sum; }
-
-static void test_speed(void **state)
-{
-    ps_buf_t buf = PS_BUF_INIT;
-    ps_arena_t a = PS_ARENA_INIT, da = PS_ARENA_INIT;
-    ps_chunk_data_t d, got;
-    const double densities[] = {0.3, 1.0};
-    for (int k = 0; k < 2; k++) {
-        gen_chunk(&a, &d, 120, 3000, densities[k], VAL_CPU, TS_REGULAR);
-        size_t sz = roundtrip(&d, &buf);
-        int reps = 50;
-        double t0 = now_sec();
-        for (int i = 0; i < reps; i++) {
-            ps_buf_reset(&buf);
-            assert_int_equal(ps_chunk_encode(&d, &buf, NULL), 0);
-        }
-        double t1 = now_sec();
-        for (int i = 0; i < reps; i++) {
-            ps_arena_reset(&da);
-            assert_int_equal(ps_chunk_decode(buf.data, buf.len, &da, &got, NULL), 0);
-        }
-        double t2 = now_sec();
-        uint64_t x = 0;
-        for (int i = 0; i < reps; i++)
-            assert_int_equal(ps_chunk_sum_range(buf.data, buf.len, 30, 90, sink, &x, NULL), 0);
-        double t3 = now_sec();
-        print_message("120 x 3000 nodes, density %.1f: %u values, %zu bytes; encode %.3f ms, decode %.3f ms, "
-                      "sum_range %.3f ms\n",
-                      densities[k], d.off[d.nnodes], sz, (t1 - t0) * 1e3 / reps, (t2 - t1) * 1e3 / reps,
-                      (t3 - t2) * 1e3 / reps);
-    }
-    ps_arena_dispose(&a);
-    ps_arena_dispose(&da);
-    ps_buf_dispose(&buf);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -720,7 +676,6 @@ int main(void)
         cmocka_unit_test(test_encode_rejects),   cmocka_unit_test(test_header_meta),
         cmocka_unit_test(test_corrupt_messages), cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_byte_flips),       cmocka_unit_test(test_size_realistic),
-        cmocka_unit_test(test_speed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,10 @@
  * test_store.c - the store end to end through its API: every real fixture profile appended and
  * read back equal (stacks, symbols, sample labels, values, time, duration, period), from head
  * records, from chunks and after reopening; ordering, duplicates, conflicts, batches where one
- * profile fails alone, retention, schema version refusal.
+ * profile fails alone, retention, schema version refusal; the compactor's idle rule across cache
+ * clears, errors of the index walks and of damaged chunks, stats from the committed snapshot.
+ * A few tests reach into storage/internal.h (the reader's transaction, the writer's counters) to
+ * produce states the API cannot.
  */
 #include <dirent.h>
 #include <lmdb.h>
@@ -19,6 +22,7 @@
 
 #include "core/timeutil.h"
 #include "proto/pprof.h"
+#include "storage/internal.h"
 #include "storage/store.h"
 
 static const char *testdata(void)
@@ -55,7 +59,7 @@ static void rmdir_rf(const char *d)
     assert_int_equal(system(cmd), 0);
 }
 
-static ps_store_t *open_store(const char *dir, int64_t retention)
+static ps_store_t *open_store_cache(const char *dir, int64_t retention, uint64_t cache_bytes)
 {
     ps_store_opts_t o;
     ps_store_opts_default(&o);
@@ -64,12 +68,19 @@ static ps_store_t *open_store(const char *dir, int64_t retention)
     o.retention_ns = retention;
     o.nosync = true;
     o.compact_max_profiles = 120;
+    if (cache_bytes)
+        o.cache_bytes = cache_bytes;
     ps_store_t *s = NULL;
     ps_err_t err;
     int rc = ps_store_open(&o, &s, &err);
     if (rc)
         fail_msg("open: %s", err.msg);
     return s;
+}
+
+static ps_store_t *open_store(const char *dir, int64_t retention)
+{
+    return open_store_cache(dir, retention, 0);
 }
 
 /* ---- canonical form of one sample type of a profile: sorted (key, value), zeros dropped ---- */
@@ -523,12 +534,319 @@ static void test_compaction_chunks_and_retention(void **state)
     assert_int_equal(dropped, 4);
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
     c.n = 0;
-    assert_int_equal(ps_reader_series_foreach(r, count_series, &c), 0);
+    assert_int_equal(ps_reader_series_foreach(r, count_series, &c, &err), 0);
     assert_int_equal(c.n, 0);
     ps_reader_end(r);
     /* a series can be written again after it was dropped */
     pushed_t p = {0};
     assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", now, &p), 0);
+    release(&p);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+/*
+ * The idle rule (no profile for compact_window of wall time) measures from the last append in
+ * this process, which must survive everything that clears the writer's caches: a same-timestamp
+ * retry (mode 0), a batch past cache_bytes (1), a retention run that deletes a series (2). With
+ * a `now` just short of the window after the append (but past it after the store was opened)
+ * nothing is due.
+ */
+static void test_idle_rule_survives_cache_clear(void **state)
+{
+    const int64_t w = 2 * 3600ll * PS_NS_PER_S; /* the default compact_window */
+    const int64_t hour = 3600ll * PS_NS_PER_S;
+    for (int mode = 0; mode < 3; mode++) {
+        char *dir = tmpdir();
+        /* mode 1: every batch is past the budget; mode 2: 1 h retention */
+        ps_store_t *s = open_store_cache(dir, mode == 2 ? hour : 0, mode == 1 ? 1 : 0);
+        pushed_t p = {0};
+        int64_t t0 = 1796022364000000000ll;
+        if (mode == 2) { /* series that retention will drop */
+            t0 = ps_time_now();
+            assert_int_equal(write_one(s, &fixtures[0], "{job=\"old\"}", t0 - 50 * 60 * PS_NS_PER_S, &p), 0);
+            release(&p);
+        }
+        usleep(2000);
+        int64_t before = ps_time_now();
+        assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", t0, &p), 0);
+        assert_int_equal(p.app.nseries, 2);
+        release(&p);
+        int64_t after = ps_time_now();
+        ps_err_t err;
+        if (mode == 0) { /* an identical retry: accepted as a duplicate, caches cleared */
+            assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", t0, &p), 0);
+            assert_true(p.app.duplicate);
+            release(&p);
+        }
+        if (mode == 2) {
+            uint32_t dropped = 0;
+            assert_int_equal(ps_store_retain(s, t0 + 30 * 60 * PS_NS_PER_S, &dropped, &err), 0);
+            assert_int_equal(dropped, 2);
+            assert_int_equal(s->append_wall.count, 2); /* the dropped series' entries are gone */
+        }
+        uint32_t n = 99;
+        assert_int_equal(ps_store_compact(s, false, before + w - 1, &n, &err), 0);
+        assert_int_equal(n, 0);
+        assert_int_equal(ps_store_compact(s, false, after + w, &n, &err), 0);
+        assert_int_equal(n, 2); /* one chunk per series: both idle now */
+        ps_store_close(s);
+        rmdir_rf(dir);
+        free(dir);
+    }
+}
+
+/* A series with both expired chunks and expired head records is dropped, and counted, once. */
+static void test_retention_counts_series_once(void **state)
+{
+    char *dir = tmpdir();
+    int64_t now = ps_time_now();
+    ps_store_t *s = open_store(dir, 3600ll * PS_NS_PER_S);
+    pushed_t p = {0};
+    ps_err_t err;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", now - (30 - i) * 60 * PS_NS_PER_S, &p), 0);
+        release(&p);
+        if (i == 1)
+            assert_int_equal(ps_store_compact(s, true, now, NULL, &err), 0);
+    }
+    ps_store_stats_t st;
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.series, 2);
+    assert_int_equal(st.chunks, 2);
+    assert_int_equal(st.head_records, 2);
+    uint32_t dropped = 99;
+    assert_int_equal(ps_store_retain(s, now + 10 * 3600ll * PS_NS_PER_S, &dropped, &err), 0);
+    assert_int_equal(dropped, 2);
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.series, 0);
+    assert_int_equal(st.chunks, 0);
+    assert_int_equal(st.head_records, 0);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+/* Callbacks that end the reader's transaction at their first call: the walk's next LMDB step
+ * fails, as a real LMDB error in the middle of a walk would. */
+typedef struct breaker {
+    ps_reader_t *r;
+    int calls;
+} breaker_t;
+
+static int break_sid(void *ctx, uint64_t sid)
+{
+    breaker_t *b = ctx;
+    if (b->calls++ == 0)
+        mdb_txn_reset(b->r->txn);
+    return 0;
+}
+
+static int break_str(void *ctx, const char *v, size_t n)
+{
+    return break_sid(ctx, 0);
+}
+
+static void test_index_walk_errors(void **state)
+{
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    pushed_t p = {0};
+    int64_t t0 = 1796022364000000000ll;
+    assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", t0, &p), 0); /* 2 series with job="a" */
+    release(&p);
+    assert_int_equal(write_one(s, &fixtures[0], "{job=\"b\"}", t0, &p), 0);
+    release(&p);
+    for (int fn = 0; fn < 3; fn++) {
+        ps_reader_t *r;
+        ps_err_t err = {0};
+        assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+        breaker_t b = {r, 0};
+        int rc;
+        if (fn == 0)
+            rc = ps_reader_postings(r, "job", 3, "a", 1, break_sid, &b, &err);
+        else if (fn == 1)
+            rc = ps_reader_label_values(r, "job", 3, break_str, &b, &err);
+        else
+            rc = ps_reader_label_names(r, break_str, &b, &err);
+        assert_int_equal(b.calls, 1);
+        assert_int_equal(rc, PS_ESTORAGE);
+        assert_int_equal(err.code, PS_ESTORAGE);
+        static const char *what[] = {"reading postings: ", "reading label values: ", "reading label names: "};
+        if (strncmp(err.msg, what[fn], strlen(what[fn])) != 0)
+            fail_msg("walk %d: message \"%s\"", fn, err.msg);
+        ps_reader_end(r);
+    }
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+/* Rewrites the first byte of the first max values of database db of the store in dir (closed)
+ * to v; returns how many it rewrote. */
+static int damage(const char *dir, const char *db, int max, uint8_t v)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_cursor *cur;
+    assert_int_equal(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 16);
+    mdb_env_set_mapsize(env, 1ull << 30);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0644), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, db, 0, &dbi), 0);
+    assert_int_equal(mdb_cursor_open(txn, dbi, &cur), 0);
+    MDB_val k, d;
+    int n = 0;
+    for (int rc = mdb_cursor_get(cur, &k, &d, MDB_FIRST); rc == 0 && n < max;
+         rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+        uint8_t *copy = malloc(d.mv_size);
+        memcpy(copy, d.mv_data, d.mv_size);
+        copy[0] = v;
+        MDB_val nd = {d.mv_size, copy};
+        assert_int_equal(mdb_cursor_put(cur, &k, &nd, MDB_CURRENT), 0);
+        free(copy);
+        n++;
+    }
+    mdb_cursor_close(cur);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+    return n;
+}
+
+/* A damaged chunk is an error for ps_reader_latest as for ps_reader_profiles: same code, same message. */
+static void test_latest_damaged_chunk(void **state)
+{
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    pushed_t p = {0};
+    int64_t t0 = 1796022364000000000ll;
+    uint64_t sid = 0;
+    ps_err_t err;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", t0 + i * 10 * PS_NS_PER_S, &p), 0);
+        sid = p.app.series_ids[0];
+        release(&p);
+    }
+    assert_int_equal(ps_store_compact(s, true, t0, NULL, &err), 0);
+    ps_reader_t *r;
+    int64_t ts = 0;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_latest(r, sid, INT64_MIN, INT64_MAX, &ts, &err), 0);
+    assert_int_equal(ts, t0 + 10 * PS_NS_PER_S);
+    ps_reader_end(r);
+    ps_store_close(s);
+    assert_int_equal(damage(dir, "chunks", 100, 0x7f), 2); /* an encoding that does not exist */
+    s = open_store(dir, 0);
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    ps_err_t e1 = {0}, e2 = {0};
+    count_ctx_t c = {0};
+    assert_int_equal(ps_reader_profiles(r, sid, INT64_MIN, INT64_MAX, true, count_profiles, &c, &e1), PS_ECORRUPT);
+    assert_int_equal(c.n, 0);
+    assert_int_equal(ps_reader_latest(r, sid, INT64_MIN, INT64_MAX, &ts, &e2), PS_ECORRUPT);
+    assert_int_equal(e2.code, PS_ECORRUPT);
+    char want[128];
+    snprintf(want, sizeof(want), "series %llu: damaged chunk header (chunk up to %lld)", (unsigned long long)sid,
+             (long long)(t0 + 10 * PS_NS_PER_S));
+    assert_string_equal(e1.msg, want);
+    assert_string_equal(e2.msg, want);
+    ps_err_t e3 = {0};
+    assert_int_equal(ps_reader_has_data(r, sid, INT64_MIN, INT64_MAX, &e3), PS_ECORRUPT);
+    assert_string_equal(e3.msg, want);
+    ps_reader_end(r);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+static int on_series_count(void *ctx, uint64_t sid, const ps_labels_t *ls)
+{
+    ((count_ctx_t *)ctx)->n++;
+    return 0;
+}
+
+static int break_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
+{
+    return break_sid(ctx, sid);
+}
+
+/* A damaged series record and an LMDB error in the series walk are errors with detail. */
+static void test_series_read_errors(void **state)
+{
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    pushed_t p = {0};
+    ps_err_t err;
+    assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", 1796022364000000000ll, &p), 0);
+    assert_int_equal(p.app.series_ids[0], 1);
+    release(&p);
+    ps_reader_t *r;
+    /* mid-walk */
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    breaker_t b = {r, 0};
+    ps_err_t e0 = {0};
+    assert_int_equal(ps_reader_series_foreach(r, break_series, &b, &e0), PS_ESTORAGE);
+    assert_int_equal(b.calls, 1);
+    assert_true(strncmp(e0.msg, "reading series: ", 16) == 0);
+    ps_reader_end(r);
+    ps_store_close(s);
+    assert_int_equal(damage(dir, "series", 1, 0x7f), 1); /* series 1's record */
+    s = open_store(dir, 0);
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    count_ctx_t c = {0};
+    ps_err_t e1 = {0}, e2 = {0};
+    assert_int_equal(ps_reader_series_foreach(r, on_series_count, &c, &e1), PS_ECORRUPT);
+    assert_int_equal(c.n, 0);
+    assert_string_equal(e1.msg, "series 1: damaged record");
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t ls;
+    assert_int_equal(ps_reader_series_labels(r, 1, &a, &ls, &e2), PS_ECORRUPT);
+    assert_string_equal(e2.msg, "series 1: damaged record");
+    assert_int_equal(ps_reader_series_labels(r, 2, &a, &ls, &e2), 0);
+    assert_int_equal(ps_reader_series_labels(r, 3, &a, &ls, &e2), PS_ENOTFOUND);
+    ps_arena_dispose(&a);
+    ps_reader_end(r);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+/* Stats describe the committed store, never the writer's counters (which run ahead of it while a
+ * batch is being written, on another thread). */
+static void test_stats_from_snapshot(void **state)
+{
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    pushed_t p = {0};
+    ps_err_t err;
+    prepare(&p, &fixtures[0], "{job=\"a\"}", 1796022364000000000ll);
+    /* distinct nonempty strings of the profile: what the store interns */
+    const ps_profile_t *prof = p.app.profile;
+    ps_hmap_t seen;
+    ps_hmap_init(&seen);
+    for (uint32_t i = 0; i < prof->nstrings; i++)
+        if (prof->strings[i].len)
+            ps_hmap_put(&seen, prof->strings[i].ptr, prof->strings[i].len, 1);
+    uint64_t nstrings = seen.count;
+    ps_hmap_dispose(&seen);
+    ps_append_t *it = &p.app;
+    assert_int_equal(ps_store_write_batch(s, &it, 1, &err), 0);
+    assert_int_equal(it->status, 0);
+    ps_store_stats_t st;
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.strings, nstrings);
+    assert_int_equal(st.functions, prof->nfunctions);
+    assert_int_equal(st.series, 2);
+    /* the writer in the middle of a batch: counters ahead of what is committed */
+    ps_next_ids_t saved = s->next;
+    s->next.sym[SYM_STRING] += 1000;
+    s->next.sym[SYM_FUNCTION] += 1000;
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.strings, nstrings);
+    assert_int_equal(st.functions, prof->nfunctions);
+    s->next = saved;
     release(&p);
     ps_store_close(s);
     rmdir_rf(dir);
@@ -573,6 +891,12 @@ int main(void)
         cmocka_unit_test(test_order_duplicates_conflicts),
         cmocka_unit_test(test_compaction_chunks_and_retention),
         cmocka_unit_test(test_schema_version_refused),
+        cmocka_unit_test(test_idle_rule_survives_cache_clear),
+        cmocka_unit_test(test_retention_counts_series_once),
+        cmocka_unit_test(test_index_walk_errors),
+        cmocka_unit_test(test_latest_damaged_chunk),
+        cmocka_unit_test(test_series_read_errors),
+        cmocka_unit_test(test_stats_from_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

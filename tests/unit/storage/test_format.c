@@ -1,0 +1,469 @@
+/*
+ * test_format.c - the hex examples of docs/FORMAT.md and of the storage file heads (storage/head.c,
+ * storage/chunk.c) are what the real encoders write, byte for byte. The examples are read from the
+ * files themselves (PS_SOURCE_DIR), so a doc that drifts from the code fails here.
+ *
+ * How the examples are found:
+ * - FORMAT.md, inside ``` blocks: a line "<database> key <hex>" starts a record of that database,
+ *   a line "value <hex>" starts its value, and a line of hex alone continues the field above.
+ *   Hex is tokens of hex digit pairs ("01", "0000000000000001") separated by single spaces; two
+ *   spaces end it (the annotation follows). The records are compared, in order, with a table of
+ *   the values they describe, encoded here with the storage encoders.
+ * - The chunk example (chunk.c's head comment, repeated in FORMAT.md): the hex lines after
+ *   "EXAMPLE:" ... "N bytes:" up to "Decoding validates", decoded with ps_chunk_decode and compared
+ *   with the data it describes, and the encoding of that data compared with the bytes.
+ * - head.c: the line after "Example (", tokens separated by " | ".
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/hash.h"
+#include "core/labels.h"
+#include "core/varint.h"
+#include "storage/chunk.h"
+#include "storage/internal.h"
+
+static char *slurp(const char *rel)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", PS_SOURCE_DIR, rel);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* Appends the hex run starting at p (up to the line's end, two spaces, or a token that is not hex
+ * digit pairs; tokens equal to sep are skipped) to out. Returns the bytes appended. */
+static size_t hex_run(const char *p, const char *sep, ps_buf_t *out)
+{
+    size_t n = 0, seplen = sep ? strlen(sep) : 0;
+    for (;;) {
+        if (sep && strncmp(p, sep, seplen) == 0 && (p[seplen] == ' ' || p[seplen] == '\n')) {
+            p += seplen;
+        } else {
+            const char *q = p;
+            while (hexval(*q) >= 0)
+                q++;
+            if (q == p || (q - p) % 2 != 0 || !(*q == ' ' || *q == '\n' || *q == 0))
+                return n;
+            for (const char *c = p; c < q; c += 2) {
+                ps_buf_putc(out, (uint8_t)(hexval(c[0]) << 4 | hexval(c[1])));
+                n++;
+            }
+            p = q;
+        }
+        if (p[0] != ' ' || p[1] == ' ' || p[1] == '\n' || p[1] == 0)
+            return n;
+        p++;
+    }
+}
+
+static const char *skip_ws(const char *p)
+{
+    while (*p == ' ')
+        p++;
+    return p;
+}
+
+/* If p starts with word followed by a space, returns what follows the spaces after it. */
+static const char *word(const char *p, const char *w)
+{
+    size_t n = strlen(w);
+    if (strncmp(p, w, n) != 0 || p[n] != ' ')
+        return NULL;
+    return skip_ws(p + n);
+}
+
+/* ---- FORMAT.md records ---- */
+
+typedef struct rec {
+    char db[16];
+    ps_buf_t key, value;
+    int line;
+} rec_t;
+
+static const char *const dbs[] = {"info", "sym", "sym_hash", "tree", "nodes", "series", "series_hash",
+                                  "postings", "head", "chunks"};
+
+static size_t parse_records(const char *doc, rec_t *recs, size_t max)
+{
+    size_t n = 0;
+    bool fence = false;
+    rec_t *cur = NULL;
+    ps_buf_t *field = NULL;
+    int line = 0;
+    for (const char *p = doc; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+        line++;
+        if (strncmp(p, "```", 3) == 0) {
+            fence = !fence;
+            cur = NULL;
+            field = NULL;
+            continue;
+        }
+        if (!fence)
+            continue;
+        const char *q = skip_ws(p), *h;
+        bool started = false;
+        for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
+            const char *after = word(q, dbs[i]);
+            if (after && (h = word(after, "key")) != NULL) {
+                assert_true(n < max);
+                cur = &recs[n++];
+                memset(cur, 0, sizeof(*cur));
+                snprintf(cur->db, sizeof(cur->db), "%s", dbs[i]);
+                cur->line = line;
+                field = &cur->key;
+                if (hex_run(h, NULL, field) == 0)
+                    fail_msg("FORMAT.md:%d: no hex after \"key\"", line);
+                started = true;
+                break;
+            }
+        }
+        if (started || cur == NULL)
+            continue;
+        if ((h = word(q, "value")) != NULL) {
+            field = &cur->value;
+            if (hex_run(h, NULL, field) == 0)
+                fail_msg("FORMAT.md:%d: no hex after \"value\"", line);
+        } else {
+            hex_run(q, NULL, field);
+        }
+    }
+    return n;
+}
+
+static void put_be64(ps_buf_t *b, uint64_t v) { ps_put_be64(b, v); }
+
+static char *hex(const ps_buf_t *b)
+{
+    char *s = malloc(b->len * 2 + 1);
+    for (size_t i = 0; i < b->len; i++)
+        sprintf(s + 2 * i, "%02x", b->data[i]);
+    s[b->len * 2] = 0;
+    return s;
+}
+
+static void expect_equal(const char *what, int line, const ps_buf_t *got, const ps_buf_t *want)
+{
+    if (got->len == want->len && memcmp(got->data, want->data, got->len) == 0)
+        return;
+    char *g = hex(got), *w = hex(want);
+    fail_msg("%s (line %d):\n  doc     %s\n  encoder %s", what, line, g, w);
+}
+
+/* The series of the example: __name__, instance, job. */
+static void example_labels(ps_buf_t *out)
+{
+    ps_label_pair_t pairs[3] = {
+        {.name = "__name__", .nlen = 8, .value = "process_cpu:samples:count:cpu:nanoseconds:delta", .vlen = 47},
+        {.name = "instance", .nlen = 8, .value = "a:6060", .vlen = 6},
+        {.name = "job", .nlen = 3, .value = "api", .vlen = 3},
+    };
+    ps_labels_t ls = {3, pairs};
+    ps_labels_encode(&ls, out);
+}
+
+static void test_format_md_records(void **state)
+{
+    char *doc = slurp("docs/FORMAT.md");
+    rec_t recs[32];
+    size_t n = parse_records(doc, recs, 32);
+    ps_buf_t k = PS_BUF_INIT, v = PS_BUF_INIT, labels = PS_BUF_INIT;
+    example_labels(&labels);
+    size_t i = 0;
+#define NEXT(dbname)                                                                                                  \
+    do {                                                                                                              \
+        if (i >= n)                                                                                                   \
+            fail_msg("FORMAT.md: %zu example records, expected a %s record next", n, dbname);                        \
+        if (strcmp(recs[i].db, dbname) != 0)                                                                          \
+            fail_msg("FORMAT.md:%d: a %s record where the test expects %s", recs[i].line, recs[i].db, dbname);         \
+        ps_buf_reset(&k);                                                                                             \
+        ps_buf_reset(&v);                                                                                             \
+    } while (0)
+#define CHECK()                                                                                                       \
+    do {                                                                                                              \
+        expect_equal("key", recs[i].line, &recs[i].key, &k);                                                          \
+        expect_equal("value", recs[i].line, &recs[i].value, &v);                                                      \
+        i++;                                                                                                          \
+    } while (0)
+
+    /* info["schema"] = version (the encoding ps_store_open writes) */
+    NEXT("info");
+    ps_buf_append(&k, "schema", 6);
+    ps_put_be32(&v, PS_SCHEMA_VERSION);
+    CHECK();
+
+    /* string 1 = "samples", and its hash index entry */
+    NEXT("sym");
+    ps_buf_putc(&k, SYM_STRING);
+    put_be64(&k, 1);
+    ps_buf_append(&v, "samples", 7);
+    CHECK();
+    NEXT("sym_hash");
+    ps_buf_putc(&k, SYM_STRING);
+    put_be64(&k, ps_hash64("samples", 7, SYM_STRING));
+    put_be64(&v, 1);
+    CHECK();
+
+    /* the stack tree: node 1 = root -> label set 1, node 2 = node 1 -> location 11 */
+    NEXT("nodes");
+    put_be64(&k, 1);
+    put_be64(&v, 0);
+    put_be64(&v, PS_ITEM_LABELSET | 1);
+    CHECK();
+    NEXT("nodes");
+    put_be64(&k, 2);
+    put_be64(&v, 1);
+    put_be64(&v, 11);
+    CHECK();
+    NEXT("tree");
+    put_be64(&k, 1);
+    put_be64(&k, 11);
+    put_be64(&v, 2);
+    CHECK();
+
+    /* series 1, its hash entry and one of its postings */
+    NEXT("series");
+    put_be64(&k, 1);
+    ps_series_rec_t r = {1796022367779241333ll, 1796022364647593488ll, INT64_MIN, 2, labels.data, labels.len};
+    ps_series_rec_encode(&r, &v);
+    CHECK();
+    ps_series_rec_t back;
+    assert_int_equal(ps_series_rec_decode(recs[i - 1].value.data, recs[i - 1].value.len, &back), 0);
+    assert_int_equal(back.last_ts, 1796022367779241333ll);
+    assert_int_equal(back.head_count, 2);
+    NEXT("series_hash");
+    put_be64(&k, ps_hash64(labels.data, labels.len, 0x5e41e5));
+    put_be64(&v, 1);
+    CHECK();
+    NEXT("postings");
+    ps_buf_append(&k, "job\0api", 7);
+    put_be64(&v, 1);
+    CHECK();
+
+    /* a head record of series 2 */
+    NEXT("head");
+    uint8_t kb[16];
+    ps_key_sid_ts(kb, 2, 1796022364647593488ll);
+    ps_buf_append(&k, kb, 16);
+    uint64_t nodes[3] = {12, 25, 29};
+    int64_t values[3] = {10000000, 10000000, 20000000};
+    ps_head_encode(3116928839ll, 10000000, nodes, values, 3, &v);
+    CHECK();
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_stored_profile_t sp;
+    assert_int_equal(ps_head_decode(recs[i - 1].value.data, recs[i - 1].value.len, &a, &sp), 0);
+    assert_int_equal(sp.total, 40000000);
+    assert_int_equal(sp.n, 3);
+    ps_arena_dispose(&a);
+
+    if (i != n)
+        fail_msg("FORMAT.md:%d: a %s example the test does not know: add it to test_format.c", recs[i].line,
+                 recs[i].db);
+    for (size_t j = 0; j < n; j++) {
+        ps_buf_dispose(&recs[j].key);
+        ps_buf_dispose(&recs[j].value);
+    }
+    ps_buf_dispose(&k);
+    ps_buf_dispose(&v);
+    ps_buf_dispose(&labels);
+    free(doc);
+#undef NEXT
+#undef CHECK
+}
+
+/* ---- the chunk example ---- */
+
+/* Extracts the chunk example from text (chunk.c or FORMAT.md): bytes and the stated length. */
+static void chunk_example(const char *text, const char *name, ps_buf_t *out, long *stated)
+{
+    const char *ex = strstr(text, "EXAMPLE:");
+    if (ex == NULL)
+        fail_msg("%s: no chunk EXAMPLE", name);
+    const char *b = strstr(ex, " bytes:\n");
+    const char *end = strstr(ex, "Decoding validates");
+    assert_non_null(b);
+    assert_non_null(end);
+    const char *num = b;
+    while (num > ex && num[-1] >= '0' && num[-1] <= '9')
+        num--;
+    *stated = strtol(num, NULL, 10);
+    for (const char *p = strchr(b, '\n') + 1; p < end; p = strchr(p, '\n') + 1) {
+        const char *q = skip_ws(p);
+        if (*q == '*')
+            q = skip_ws(q + 1);
+        hex_run(q, NULL, out);
+    }
+}
+
+/* The example's data: 3 profiles 10 s apart from 1700000000 s, 10 s long, period 10 ms; node 1 =
+ * 30 ms in every profile, node 5 = 10 ms in profile 1 only, node 6 = 20 ms, absent, 40 ms. */
+static void described_chunk(ps_chunk_data_t *d)
+{
+    static int64_t ts[3] = {1700000000000000000ll, 1700000010000000000ll, 1700000020000000000ll};
+    static int64_t dur[3] = {10000000000ll, 10000000000ll, 10000000000ll};
+    static int64_t per[3] = {10000000, 10000000, 10000000};
+    static int64_t tot[3] = {50000000, 40000000, 70000000};
+    static uint64_t ids[3] = {1, 5, 6};
+    static uint32_t off[4] = {0, 3, 4, 6};
+    static uint32_t idx[6] = {0, 1, 2, 1, 0, 2};
+    static int64_t val[6] = {30000000, 30000000, 30000000, 10000000, 20000000, 40000000};
+    *d = (ps_chunk_data_t){3, ts, dur, per, tot, 3, ids, off, idx, val};
+}
+
+static void check_chunk_example(const char *text, const char *name)
+{
+    ps_buf_t doc = PS_BUF_INIT, enc = PS_BUF_INIT;
+    long stated = 0;
+    chunk_example(text, name, &doc, &stated);
+    ps_chunk_data_t want, got;
+    described_chunk(&want);
+    ps_err_t err;
+    assert_int_equal(ps_chunk_encode(&want, &enc, &err), 0);
+    expect_equal(name, 0, &doc, &enc);
+    assert_int_equal(doc.len, stated);
+    ps_arena_t a = PS_ARENA_INIT;
+    if (ps_chunk_decode(doc.data, doc.len, &a, &got, &err) != 0)
+        fail_msg("%s: example does not decode: %s", name, err.msg);
+    assert_int_equal(got.n, 3);
+    assert_int_equal(got.nnodes, 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        assert_int_equal(got.ts[i], want.ts[i]);
+        assert_int_equal(got.durations[i], want.durations[i]);
+        assert_int_equal(got.periods[i], want.periods[i]);
+        assert_int_equal(got.totals[i], want.totals[i]);
+        assert_int_equal(got.node_ids[i], want.node_ids[i]);
+    }
+    for (uint32_t i = 0; i <= 3; i++)
+        assert_int_equal(got.off[i], want.off[i]);
+    for (uint32_t i = 0; i < 6; i++) {
+        assert_int_equal(got.idx[i], want.idx[i]);
+        assert_int_equal(got.val[i], want.val[i]);
+    }
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&doc);
+    ps_buf_dispose(&enc);
+}
+
+static void test_chunk_example(void **state)
+{
+    char *c = slurp("storage/chunk.c"), *md = slurp("docs/FORMAT.md");
+    check_chunk_example(c, "storage/chunk.c");
+    check_chunk_example(md, "docs/FORMAT.md");
+    free(c);
+    free(md);
+}
+
+/* FORMAT.md repeats chunk.c's head comment: the same text, line by line. */
+static void test_chunk_spec_repeated(void **state)
+{
+    char *c = slurp("storage/chunk.c"), *md = slurp("docs/FORMAT.md");
+    const char *first = "chunk.c - the chunk encoding PS_CHUNK_ENC_V1";
+    const char *cp = strstr(c, first), *mp = strstr(md, first);
+    assert_non_null(cp);
+    assert_non_null(mp);
+    const char *cend = strstr(cp, "\n */"), *mend = strstr(mp, "\n```");
+    assert_non_null(cend);
+    assert_non_null(mend);
+    int line = 0;
+    for (;;) {
+        line++;
+        const char *cn = memchr(cp, '\n', (size_t)(cend - cp)), *mn = memchr(mp, '\n', (size_t)(mend - mp));
+        size_t cl = cn ? (size_t)(cn - cp) : (size_t)(cend - cp), ml = mn ? (size_t)(mn - mp) : (size_t)(mend - mp);
+        if (cl != ml || memcmp(cp, mp, cl) != 0)
+            fail_msg("chunk spec line %d differs:\n  chunk.c   %.*s\n  FORMAT.md %.*s", line, (int)cl, cp, (int)ml, mp);
+        if (!cn || !mn) {
+            assert_true(!cn && !mn);
+            break;
+        }
+        /* next line: chunk.c's starts with " * " (or " *" when empty) */
+        cp = cn + 1;
+        mp = mn + 1;
+        assert_true(cp[0] == ' ' && cp[1] == '*');
+        cp += cp[2] == ' ' ? 3 : 2;
+    }
+    free(c);
+    free(md);
+}
+
+/* ---- head.c's example ---- */
+
+static void test_head_example(void **state)
+{
+    char *text = slurp("storage/head.c");
+    const char *ex = strstr(text, "Example (");
+    assert_non_null(ex);
+    const char *p = skip_ws(strchr(ex, '\n') + 1);
+    assert_true(*p == '*');
+    ps_buf_t doc = PS_BUF_INIT, enc = PS_BUF_INIT;
+    hex_run(skip_ws(p + 1), "|", &doc);
+    /* "duration 3 s, period 10 ms, nodes 5 -> 20, 9 -> 10" */
+    uint64_t nodes[2] = {5, 9};
+    int64_t values[2] = {20, 10};
+    ps_head_encode(3000000000ll, 10000000, nodes, values, 2, &enc);
+    expect_equal("storage/head.c example", 0, &doc, &enc);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_stored_profile_t sp;
+    assert_int_equal(ps_head_decode(doc.data, doc.len, &a, &sp), 0);
+    assert_int_equal(sp.duration, 3000000000ll);
+    assert_int_equal(sp.period, 10000000);
+    assert_int_equal(sp.total, 30);
+    assert_int_equal(sp.n, 2);
+    assert_int_equal(sp.nodes[1], 9);
+    assert_int_equal(sp.values[1], 10);
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&doc);
+    ps_buf_dispose(&enc);
+    free(text);
+}
+
+/* The parser itself: two spaces end a run, odd digits and non-hex words are not hex. */
+static void test_hex_run(void **state)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    assert_int_equal(hex_run("01 0a0b  0c annotation\n", NULL, &b), 3);
+    assert_int_equal(b.data[2], 0x0b);
+    ps_buf_reset(&b);
+    assert_int_equal(hex_run("01 abc 02\n", NULL, &b), 1);
+    ps_buf_reset(&b);
+    assert_int_equal(hex_run("last delta\n", NULL, &b), 0);
+    ps_buf_reset(&b);
+    assert_int_equal(hex_run("01 | 02 03 | 04\n", "|", &b), 4);
+    ps_buf_dispose(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hex_run),
+        cmocka_unit_test(test_format_md_records),
+        cmocka_unit_test(test_chunk_example),
+        cmocka_unit_test(test_chunk_spec_repeated),
+        cmocka_unit_test(test_head_example),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
