@@ -8,6 +8,7 @@
  *   writer) -> handle the writer's answers (health) -> epoll_wait on libcurl's sockets (the multi
  *   socket API), an eventfd for wake-ups and inotify, until the next due time or libcurl's timer.
  * HTTP threads read target state for /api/v1/targets and /metrics under the mutex.
+ * The schedule (heap and ticks) is schedule.c, the deltas of cumulative profiles delta.c.
  */
 #include "scrape.h"
 
@@ -31,6 +32,8 @@
 #include "core/varint.h"
 #include "discovery/discovery.h"
 #include "ingest/ingest.h"
+#include "delta.h"
+#include "schedule.h"
 
 #define MAX_JOBS_METRICS 256
 
@@ -57,14 +60,6 @@ typedef struct pool {
 
 /* ---- targets ---- */
 
-typedef struct prev_state {
-    ps_hmap_t index;   /* stack key -> row */
-    int64_t *values;   /* rows x ntypes */
-    uint32_t ntypes;
-    int64_t *totals;   /* ntypes */
-    bool valid;
-} prev_state_t;
-
 typedef struct target {
     uint64_t id;
     uint32_t pool;
@@ -89,7 +84,7 @@ typedef struct target {
     double last_duration;
     int health;             /* 0 unknown, 1 up, -1 down */
     char last_error[512];
-    prev_state_t prev;
+    ps_delta_state_t prev;  /* baseline of cumulative profiles */
     bool alive;             /* still in the target set */
     bool parked;            /* due while its CPU profile runs: back in the heap when it ends */
     bool running;           /* its transfer is in the multi handle */
@@ -138,8 +133,7 @@ struct ps_scraper {
     uint32_t nmetrics;
     uint64_t sd_failures;
     ps_hmap_t by_id;       /* target id -> index in targets (rebuilt with the set) */
-    uint32_t *heap;        /* indexes of targets waiting for their tick, min-heap by next_due */
-    uint32_t nheap;
+    ps_sched_t sched;      /* indexes of targets waiting for their tick, by next_due */
     atomic_int pending_writes; /* handed to the writer, not answered yet */
 };
 
@@ -217,9 +211,7 @@ static void target_free(target_t *t)
         curl_easy_cleanup(t->easy);
     curl_slist_free_all(t->headers);
     ps_buf_dispose(&t->body);
-    ps_hmap_dispose(&t->prev.index);
-    free(t->prev.values);
-    free(t->prev.totals);
+    ps_delta_dispose(&t->prev);
     ps_arena_dispose(&t->arena);
     free(t);
 }
@@ -378,53 +370,6 @@ static void abort_transfer(ps_scraper_t *s, target_t *t)
     t->headers = NULL;
 }
 
-/* ---- the schedule: a binary min-heap of target indexes by next_due ---- */
-
-static bool heap_less(ps_scraper_t *s, uint32_t a, uint32_t b)
-{
-    return s->targets[s->heap[a]]->next_due < s->targets[s->heap[b]]->next_due;
-}
-
-static void heap_swap(ps_scraper_t *s, uint32_t a, uint32_t b)
-{
-    uint32_t x = s->heap[a];
-    s->heap[a] = s->heap[b];
-    s->heap[b] = x;
-}
-
-static void heap_down(ps_scraper_t *s, uint32_t i)
-{
-    for (;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < s->nheap && heap_less(s, l, m))
-            m = l;
-        if (r < s->nheap && heap_less(s, r, m))
-            m = r;
-        if (m == i)
-            return;
-        heap_swap(s, i, m);
-        i = m;
-    }
-}
-
-static void heap_push(ps_scraper_t *s, uint32_t ti)
-{
-    uint32_t i = s->nheap++;
-    s->heap[i] = ti;
-    while (i > 0 && heap_less(s, i, (i - 1) / 2)) {
-        heap_swap(s, i, (i - 1) / 2);
-        i = (i - 1) / 2;
-    }
-}
-
-static uint32_t heap_pop(ps_scraper_t *s)
-{
-    uint32_t top = s->heap[0];
-    s->heap[0] = s->heap[--s->nheap];
-    heap_down(s, 0);
-    return top;
-}
-
 /* Rebuilds the target set from the current groups, keeping state of targets that stay. */
 static void rebuild(ps_scraper_t *s)
 {
@@ -489,7 +434,7 @@ static void rebuild(ps_scraper_t *s)
             t = o;
         } else {
             t->alive = true;
-            t->next_due = mono + (int64_t)(t->id % (uint64_t)(t->interval > 0 ? t->interval : PS_NS_PER_S));
+            t->next_due = ps_sched_first(t->id, t->interval, mono);
         }
         nt[m++] = t;
     }
@@ -505,15 +450,13 @@ static void rebuild(ps_scraper_t *s)
     s->targets = nt;
     s->ntargets = m;
     ps_hmap_clear(&s->by_id);
-    free(s->heap);
-    s->heap = ps_xmalloc((m + 1) * sizeof(uint32_t));
-    s->nheap = 0;
+    ps_sched_clear(&s->sched);
     for (uint32_t i = 0; i < m; i++) {
         uint8_t k[8];
         ps_enc_be64(k, nt[i]->id);
         ps_hmap_put(&s->by_id, k, 8, i);
         nt[i]->parked = false;
-        heap_push(s, i);
+        ps_sched_push(&s->sched, i, nt[i]->next_due);
     }
     pthread_mutex_unlock(&s->mu);
     /* keep one idle connection per target host: reconnecting costs more than the scrape */
@@ -704,165 +647,6 @@ static void start_scrape(ps_scraper_t *s, target_t *t, int64_t mono)
     curl_multi_add_handle(s->multi, t->easy);
 }
 
-/* ---- deltas of cumulative profiles ---- */
-
-static bool is_cumulative(ps_str_t type)
-{
-    static const char *names[] = {"alloc_objects", "alloc_space", "contentions", "delay"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (type.len == strlen(names[i]) && memcmp(type.ptr, names[i], type.len) == 0)
-            return true;
-    return false;
-}
-
-static void put_str(ps_buf_t *b, const ps_profile_t *p, uint32_t i)
-{
-    ps_str_t s = ps_profile_str(p, i);
-    ps_buf_append(b, &s.len, sizeof(s.len));
-    ps_buf_append(b, s.ptr, s.len);
-}
-
-/* A hash of a location's content that is stable across scrapes of one target: mapping file and
- * mapping-relative address (survives ASLR), functions, files and lines. */
-static void location_hashes(const ps_profile_t *p, uint64_t *out, ps_buf_t *b)
-{
-    for (uint32_t i = 0; i < p->nlocations; i++) {
-        const ps_location_t *l = &p->locations[i];
-        ps_buf_reset(b);
-        uint64_t addr = l->address;
-        if (l->mapping) {
-            const ps_mapping_t *m = &p->mappings[l->mapping - 1];
-            addr = addr - m->memory_start + m->file_offset;
-            put_str(b, p, m->filename);
-        }
-        ps_buf_append(b, &addr, sizeof(addr));
-        for (uint32_t j = 0; j < l->nlines; j++) {
-            if (l->lines[j].function) {
-                const ps_function_t *f = &p->functions[l->lines[j].function - 1];
-                put_str(b, p, f->name);
-                put_str(b, p, f->filename);
-            }
-            ps_buf_append(b, &l->lines[j].line, sizeof(int64_t));
-        }
-        out[i] = ps_hash64(b->data, b->len, 0x10ca7e);
-    }
-}
-
-/* A sample's key (stack and labels) hashed to 16 bytes: baselines keep these, not stack texts. */
-static void stack_hkey(const ps_profile_t *p, const ps_sample_t *smp, const uint64_t *loc_h, ps_buf_t *b,
-                       uint8_t out[16])
-{
-    ps_buf_reset(b);
-    for (uint32_t i = 0; i < smp->nlocs; i++)
-        ps_buf_append(b, &loc_h[smp->locs[i] - 1], sizeof(uint64_t));
-    for (uint32_t j = 0; j < smp->nlabels; j++) {
-        put_str(b, p, smp->labels[j].key);
-        put_str(b, p, smp->labels[j].str);
-        ps_buf_append(b, &smp->labels[j].num, sizeof(int64_t));
-    }
-    uint64_t a = ps_hash64(b->data, b->len, 0x51ac1), c = ps_hash64(b->data, b->len, 0x9e3779b9);
-    memcpy(out, &a, 8);
-    memcpy(out + 8, &c, 8);
-}
-
-/*
- * Turns the cumulative sample types of p into deltas against the target's previous scrape, in a
- * copy of the samples (from arena), and decides per sample type: store as is, as delta, or skip.
- * The new scrape becomes the baseline.
- */
-static ps_profile_t *make_delta(target_t *t, const ps_profile_t *p, uint8_t *modes, ps_arena_t *arena)
-{
-    uint32_t nt = p->ntypes;
-    bool any_cum = false;
-    for (uint32_t k = 0; k < nt; k++)
-        any_cum |= is_cumulative(ps_profile_str(p, p->sample_types[k].type));
-    if (!any_cum)
-        return (ps_profile_t *)p;
-    ps_profile_t *q = ps_arena_alloc(arena, sizeof(*q));
-    *q = *p;
-    q->samples = ps_arena_alloc(arena, (p->nsamples + 1) * sizeof(ps_sample_t));
-    /* new baseline */
-    prev_state_t cur = {0};
-    ps_hmap_init(&cur.index);
-    cur.ntypes = nt;
-    cur.values = ps_xcalloc((size_t)p->nsamples * nt + 1, sizeof(int64_t));
-    cur.totals = ps_xcalloc(nt, sizeof(int64_t));
-    cur.valid = true;
-    ps_buf_t key = PS_BUF_INIT;
-    uint32_t rows = 0;
-    uint32_t *row_of = ps_arena_alloc(arena, (p->nsamples + 1) * sizeof(uint32_t));
-    uint8_t *hks = ps_arena_alloc(arena, ((size_t)p->nsamples + 1) * 16);
-    uint64_t *loc_h = ps_arena_alloc(arena, ((size_t)p->nlocations + 1) * sizeof(uint64_t));
-    location_hashes(p, loc_h, &key);
-    for (uint32_t i = 0; i < p->nsamples; i++) {
-        uint8_t *hk = hks + 16 * (size_t)i;
-        stack_hkey(p, &p->samples[i], loc_h, &key, hk);
-        uint64_t r;
-        if (!ps_hmap_get(&cur.index, hk, 16, &r)) {
-            r = rows++;
-            ps_hmap_put(&cur.index, hk, 16, r);
-        }
-        row_of[i] = (uint32_t)r;
-        for (uint32_t k = 0; k < nt; k++) {
-            cur.values[r * nt + k] += p->samples[i].values[k];
-            cur.totals[k] += p->samples[i].values[k];
-        }
-    }
-    /* per type: delta (no reset), as is (reset: the process restarted), or skip (no baseline) */
-    bool usable = t->prev.valid && t->prev.ntypes == nt;
-    bool *reset = ps_arena_calloc(arena, nt, sizeof(bool));
-    for (uint32_t k = 0; k < nt; k++) {
-        if (!is_cumulative(ps_profile_str(p, p->sample_types[k].type))) {
-            modes[k] = PS_INGEST_ASIS;
-            continue;
-        }
-        if (!usable) {
-            modes[k] = PS_INGEST_SKIP;
-            continue;
-        }
-        modes[k] = PS_INGEST_DELTA;
-        if (cur.totals[k] < t->prev.totals[k])
-            reset[k] = true;
-    }
-    if (usable) {
-        /* a stack whose count went down also means a restart */
-        for (uint32_t i = 0; i < p->nsamples; i++) {
-            uint64_t pr;
-            if (!ps_hmap_get(&t->prev.index, hks + 16 * (size_t)i, 16, &pr))
-                continue;
-            for (uint32_t k = 0; k < nt; k++)
-                if (modes[k] == PS_INGEST_DELTA && cur.values[row_of[i] * nt + k] < t->prev.values[pr * nt + k])
-                    reset[k] = true;
-        }
-    }
-    /* rows may repeat a stack: the delta of a row goes to its first sample, the others get 0 */
-    uint8_t *done = ps_arena_calloc(arena, rows + 1, 1);
-    for (uint32_t i = 0; i < p->nsamples; i++) {
-        q->samples[i] = p->samples[i];
-        int64_t *v = ps_arena_alloc(arena, nt * sizeof(int64_t));
-        memcpy(v, p->samples[i].values, nt * sizeof(int64_t));
-        uint32_t r = row_of[i];
-        uint64_t pr;
-        bool have_prev = false;
-        if (usable) {
-            have_prev = ps_hmap_get(&t->prev.index, hks + 16 * (size_t)i, 16, &pr);
-        }
-        for (uint32_t k = 0; k < nt; k++) {
-            if (modes[k] != PS_INGEST_DELTA || reset[k])
-                continue;
-            v[k] = done[r] ? 0 : cur.values[r * nt + k] - (have_prev ? t->prev.values[pr * nt + k] : 0);
-        }
-        done[r] = 1;
-        q->samples[i].values = v;
-    }
-    ps_buf_dispose(&key);
-    ps_hmap_dispose(&t->prev.index);
-    free(t->prev.values);
-    free(t->prev.totals);
-    t->prev = cur;
-    return q;
-}
-
 /* ---- finishing a scrape ---- */
 
 typedef struct scrape_req {
@@ -957,7 +741,7 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     uint8_t *modes = ps_arena_alloc(&r->arena, p->ntypes + 1);
     for (uint32_t k = 0; k < p->ntypes; k++)
         modes[k] = t->cpu_delta ? PS_INGEST_DELTA : PS_INGEST_ASIS;
-    ps_profile_t *q = t->cpu_delta ? p : make_delta(t, p, modes, &r->arena);
+    ps_profile_t *q = t->cpu_delta ? p : ps_delta_apply(&t->prev, p, modes, &r->arena);
     /* keep_sample_type */
     if (t->entry->nkeep > 0) {
         for (uint32_t k = 0; k < p->ntypes; k++) {
@@ -1124,7 +908,6 @@ static void wake(ps_scraper_t *s)
 }
 
 static void finish_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h, CURLcode res);
-static void heap_push(ps_scraper_t *s, uint32_t ti);
 
 /* Handles every finished transfer. */
 static void reap(ps_scraper_t *s)
@@ -1147,7 +930,7 @@ static void reap(ps_scraper_t *s)
                 uint64_t idx;
                 ps_enc_be64(k, t->id);
                 if (ps_hmap_get(&s->by_id, k, 8, &idx))
-                    heap_push(s, (uint32_t)idx);
+                    ps_sched_push(&s->sched, (uint32_t)idx, t->next_due);
             }
             continue;
         }
@@ -1205,8 +988,9 @@ static void *run(void *arg)
             rebuild(s);
         /* due scrapes, from the heap */
         int64_t next = mono + PS_NS_PER_S;
-        while (s->nheap > 0 && s->targets[s->heap[0]]->next_due <= mono) {
-            uint32_t ti = heap_pop(s);
+        int64_t due;
+        while (ps_sched_peek(&s->sched, &due, NULL) && due <= mono) {
+            uint32_t ti = ps_sched_pop(&s->sched);
             target_t *t = s->targets[ti];
             if (t->running && t->cpu_delta) {
                 /* a CPU profile (?seconds=N) still running keeps its tick: the next starts as soon
@@ -1217,13 +1001,11 @@ static void *run(void *arg)
             if (!t->running)
                 start_scrape(s, t, mono);
             /* the next tick of its schedule (a tick that finds the last scrape running is skipped) */
-            do
-                t->next_due += t->interval > 0 ? t->interval : PS_NS_PER_S;
-            while (t->next_due <= mono);
-            heap_push(s, ti);
+            t->next_due = ps_sched_next(t->next_due, t->interval, mono);
+            ps_sched_push(&s->sched, ti, t->next_due);
         }
-        if (s->nheap > 0 && s->targets[s->heap[0]]->next_due < next)
-            next = s->targets[s->heap[0]]->next_due;
+        if (ps_sched_peek(&s->sched, &due, NULL) && due < next)
+            next = due;
         int running = 0;
         if (s->timer_deadline >= 0 && ps_time_mono() >= s->timer_deadline) {
             s->timer_deadline = -1;
@@ -1339,7 +1121,7 @@ void ps_scraper_stop(ps_scraper_t *s)
     }
     pthread_mutex_destroy(&s->mu);
     ps_hmap_dispose(&s->by_id);
-    free(s->heap);
+    ps_sched_dispose(&s->sched);
     free(s);
 }
 
