@@ -43,6 +43,8 @@ uint32_t ps_filesd_count(const ps_filesd_t *f);
 const char *ps_filesd_file(const ps_filesd_t *f, uint32_t i, const ps_target_group_t **groups, uint32_t *ngroups);
 /** A message naming the patterns that match no file (or "" when all match). Valid until the next refresh. */
 const char *ps_filesd_warning(const ps_filesd_t *f);
+/** How many patterns matched no file at the last refresh. */
+uint32_t ps_filesd_unmatched(const ps_filesd_t *f);
 /** Adds inotify watches (fd from inotify_init1) for the directories of the patterns. */
 void ps_filesd_watch(const ps_filesd_t *f, int inotify_fd);
 

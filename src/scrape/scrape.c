@@ -56,6 +56,8 @@ typedef struct pool {
     int64_t next_file_refresh;
     sd_http_t *https;
     uint32_t nhttp;
+    uint32_t unmatched;       /* file_sd patterns matching no file (under the mutex: /metrics reads it) */
+    char client_error[512];   /* the last unreadable-file error logged for the job, "" none */
 } pool_t;
 
 /* ---- targets ---- */
@@ -69,6 +71,7 @@ typedef struct target {
     ps_labels_t discovered; /* before relabeling */
     char *url;
     char *name;             /* profile name */
+    char *job;              /* its pool's job_name (the same for the target's life: job is in its id) */
     int64_t interval, timeout;
     bool cpu_delta;         /* the target itself makes the delta (?seconds=N) */
     int64_t next_due;       /* mono ns */
@@ -77,11 +80,11 @@ typedef struct target {
     struct curl_slist *headers;
     ps_buf_t body;
     bool too_big;
-    int64_t started_mono, started_wall;
+    int64_t started_mono, started_wall; /* when the request started */
     char errbuf[CURL_ERROR_SIZE];
     /* last result */
-    int64_t last_scrape;    /* wall ns, 0 = never */
-    double last_duration;
+    int64_t last_scrape;    /* wall ns when it started (Prometheus' lastScrape), 0 = never */
+    double last_duration;   /* s, from the request's start to the body's end */
     int health;             /* 0 unknown, 1 up, -1 down */
     char last_error[512];
     ps_delta_state_t prev;  /* baseline of cumulative profiles */
@@ -105,6 +108,8 @@ typedef struct job_metrics {
 
 typedef struct completion {
     uint64_t target;
+    int64_t started_wall;   /* of the scrape that was written */
+    double duration;
     int status;
     char msg[400];
     struct completion *next;
@@ -157,8 +162,13 @@ static job_metrics_t *job_metrics(ps_scraper_t *s, const char *job)
 /* Re-reads a pool's files (see ps_filesd_refresh); the target set is rebuilt when groups changed. */
 static void refresh_files(ps_scraper_t *s, pool_t *p, bool force)
 {
-    if (p->files != NULL && ps_filesd_refresh(p->files, force, &s->sd_failures))
+    if (p->files == NULL)
+        return;
+    if (ps_filesd_refresh(p->files, force, &s->sd_failures))
         s->dirty = true;
+    pthread_mutex_lock(&s->mu);
+    p->unmatched = ps_filesd_unmatched(p->files);
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* ---- targets: building ---- */
@@ -325,6 +335,7 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
             }
             t->url = ps_arena_strndup(&t->arena, (const char *)url.data, url.len - 1);
             t->name = ps_arena_strndup(&t->arena, pname, strlen(pname));
+            t->job = ps_arena_strndup(&t->arena, c->job_name, strlen(c->job_name));
             ps_buf_dispose(&url);
             t->pool = pi;
             t->entry = e;
@@ -504,6 +515,8 @@ static void pools_free(ps_scraper_t *s)
 static void apply_config(ps_scraper_t *s, ps_config_t *cfg)
 {
     ps_config_t *old = s->cfg;
+    /* HTTP threads read the pools (/metrics) under the mutex */
+    pthread_mutex_lock(&s->mu);
     pools_free(s);
     s->cfg = cfg;
     s->npools = cfg->nscrape;
@@ -515,6 +528,10 @@ static void apply_config(ps_scraper_t *s, ps_config_t *cfg)
         p->https = ps_xcalloc(p->nhttp + 1, sizeof(sd_http_t));
         for (uint32_t h = 0; h < p->nhttp; h++)
             p->https[h].cfg = &p->cfg->http_sd[h];
+    }
+    pthread_mutex_unlock(&s->mu);
+    for (uint32_t i = 0; i < cfg->nscrape; i++) {
+        pool_t *p = &s->pools[i];
         if (p->cfg->nfile_sd > 0) {
             p->files = ps_filesd_new(p->cfg);
             refresh_files(s, p, true);
@@ -552,22 +569,60 @@ static size_t on_target_body(char *p, size_t size, size_t nmemb, void *ctx)
     return n;
 }
 
-static void setup_client(CURL *e, const ps_http_client_t *c, struct curl_slist **headers)
+/* A file named in the configuration that cannot be read fails the scrape (or the http_sd refresh)
+ * with an error naming it, as in Prometheus; it is read again at each scrape. */
+static bool file_readable(const char *path, const char *what, char *why, size_t whylen)
 {
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(why, whylen, "unable to read %s %s: %s", what, path, strerror(errno));
+        return false;
+    }
+    fclose(f);
+    return true;
+}
+
+static bool tls_files_ok(const ps_tls_config_t *tls, char *why, size_t whylen)
+{
+    return (tls->ca_file == NULL || file_readable(tls->ca_file, "tls_config ca_file", why, whylen)) &&
+           (tls->cert_file == NULL || file_readable(tls->cert_file, "tls_config cert_file", why, whylen)) &&
+           (tls->key_file == NULL || file_readable(tls->key_file, "tls_config key_file", why, whylen));
+}
+
+/* A secret file's content without trailing newlines. */
+static bool read_secret(const char *path, const char *what, char *buf, size_t size, char *why, size_t whylen)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(why, whylen, "unable to read %s %s: %s", what, path, strerror(errno));
+        return false;
+    }
+    size_t n = fread(buf, 1, size - 1, f);
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        snprintf(why, whylen, "unable to read %s %s: read error", what, path);
+        return false;
+    }
+    buf[n] = 0;
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = 0;
+    return true;
+}
+
+/* Applies the client settings to e; false (why set, e half set up) when a file it names cannot be read. */
+static bool setup_client(CURL *e, const ps_http_client_t *c, struct curl_slist **headers, char *why, size_t whylen)
+{
+    if (!tls_files_ok(&c->tls, why, whylen))
+        return false;
     if (c->basic_user) {
         curl_easy_setopt(e, CURLOPT_USERNAME, c->basic_user);
         const char *pw = c->basic_password;
         char buf[1024];
         if (c->basic_password_file) {
-            FILE *f = fopen(c->basic_password_file, "r");
-            if (f) {
-                size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-                fclose(f);
-                buf[n] = 0;
-                while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-                    buf[--n] = 0;
-                pw = buf;
-            }
+            if (!read_secret(c->basic_password_file, "basic auth password file", buf, sizeof(buf), why, whylen))
+                return false;
+            pw = buf;
         }
         curl_easy_setopt(e, CURLOPT_PASSWORD, pw ? pw : "");
         curl_easy_setopt(e, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
@@ -575,14 +630,9 @@ static void setup_client(CURL *e, const ps_http_client_t *c, struct curl_slist *
     if (c->auth_credentials || c->auth_credentials_file) {
         char cred[4096] = "";
         if (c->auth_credentials_file) {
-            FILE *f = fopen(c->auth_credentials_file, "r");
-            if (f) {
-                size_t n = fread(cred, 1, sizeof(cred) - 1, f);
-                fclose(f);
-                cred[n] = 0;
-                while (n > 0 && (cred[n - 1] == '\n' || cred[n - 1] == '\r'))
-                    cred[--n] = 0;
-            }
+            if (!read_secret(c->auth_credentials_file, "authorization credentials file", cred, sizeof(cred), why,
+                             whylen))
+                return false;
         } else {
             snprintf(cred, sizeof(cred), "%s", c->auth_credentials);
         }
@@ -604,13 +654,29 @@ static void setup_client(CURL *e, const ps_http_client_t *c, struct curl_slist *
     curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "profstore/0.1.0");
+    return true;
 }
 
+static void set_result(ps_scraper_t *s, target_t *t, int64_t started_wall, double duration, const char *err);
 
-static void start_scrape(ps_scraper_t *s, target_t *t, int64_t mono)
+/* A job's client configuration names a file that cannot be read: logged once per job until it
+ * changes or a scrape of the job starts again. */
+static void client_error(pool_t *p, const char *why)
+{
+    if (strcmp(p->client_error, why) == 0)
+        return;
+    snprintf(p->client_error, sizeof(p->client_error), "%s", why);
+    ps_log_warn("scrape failed: a file named in the configuration cannot be read", "job=%s err=\"%s\"",
+                p->cfg->job_name, why);
+}
+
+static void start_scrape(ps_scraper_t *s, target_t *t)
 {
     pool_t *p = &s->pools[t->pool];
     const ps_http_client_t *cl = &p->cfg->client;
+    char why[512];
+    t->started_mono = ps_time_mono(); /* now, not the loop turn's time: the duration is the request's */
+    t->started_wall = ps_time_now();
     if (t->easy != NULL && (t->stale || cl->basic_password_file || cl->auth_credentials_file)) {
         /* new settings, or credentials files to read again: a fresh handle */
         abort_transfer(s, t);
@@ -634,17 +700,25 @@ static void start_scrape(ps_scraper_t *s, target_t *t, int64_t mono)
         snprintf(h, sizeof(h), "X-Prometheus-Scrape-Timeout-Seconds: %.3f", (double)t->timeout / 1e9);
         t->headers = curl_slist_append(NULL, h);
         t->headers = curl_slist_append(t->headers, "Accept: application/octet-stream, */*;q=0.1");
-        setup_client(e, cl, &t->headers);
+        if (!setup_client(e, cl, &t->headers, why, sizeof(why))) {
+            abort_transfer(s, t);
+            goto Fail;
+        }
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    } else if (!tls_files_ok(&cl->tls, why, sizeof(why))) { /* a reused handle: the TLS files still there? */
+        goto Fail;
     }
+    p->client_error[0] = 0;
     t->max_body = s->opts.max_body;
     t->too_big = false;
     t->errbuf[0] = 0;
     ps_buf_reset(&t->body);
-    t->started_mono = mono;
-    t->started_wall = ps_time_now();
     t->running = true;
     curl_multi_add_handle(s->multi, t->easy);
+    return;
+Fail:
+    client_error(p, why);
+    set_result(s, t, t->started_wall, 0.0, why);
 }
 
 /* ---- finishing a scrape ---- */
@@ -654,6 +728,8 @@ typedef struct scrape_req {
     ps_arena_t arena;
     ps_scraper_t *s;
     uint64_t target;
+    int64_t started_wall;
+    double duration;
 } scrape_req_t;
 
 static void on_written(ps_wreq_t *w)
@@ -662,6 +738,8 @@ static void on_written(ps_wreq_t *w)
     ps_scraper_t *s = r->s;
     completion_t *c = ps_xcalloc(1, sizeof(*c));
     c->target = r->target;
+    c->started_wall = r->started_wall;
+    c->duration = r->duration;
     c->status = w->status ? w->status : w->app.status;
     if (c->status)
         snprintf(c->msg, sizeof(c->msg), "storing the profile: %.360s", w->status ? w->err.msg : w->app.err.msg);
@@ -675,14 +753,16 @@ static void on_written(ps_wreq_t *w)
     atomic_fetch_sub(&s->pending_writes, 1); /* last: ps_scraper_stop waits for this */
 }
 
-static void set_result(ps_scraper_t *s, target_t *t, const char *err)
+/* The result of the scrape that started at started_wall and took duration s. It may arrive (from the
+ * writer) after the target's next scrape started: the times are the written scrape's, not t's. */
+static void set_result(ps_scraper_t *s, target_t *t, int64_t started_wall, double duration, const char *err)
 {
     pthread_mutex_lock(&s->mu);
-    t->last_scrape = t->started_wall;
-    t->last_duration = (double)(ps_time_mono() - t->started_mono) / 1e9;
+    t->last_scrape = started_wall;
+    t->last_duration = duration;
     t->health = err ? -1 : 1;
     snprintf(t->last_error, sizeof(t->last_error), "%s", err ? err : "");
-    job_metrics_t *m = job_metrics(s, s->pools[t->pool].cfg->job_name);
+    job_metrics_t *m = job_metrics(s, t->job);
     m->scrapes++;
     m->failures += err != NULL;
     m->duration_sum += t->last_duration;
@@ -696,6 +776,8 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     char err[512];
     long status = 0;
     char *ctype = NULL;
+    /* Prometheus' scrape duration: from the request's start to the body's end, not the storing */
+    double duration = (double)(ps_time_mono() - t->started_mono) / 1e9;
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &ctype);
     if (t->too_big) {
@@ -726,6 +808,8 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     scrape_req_t *r = ps_xcalloc(1, sizeof(*r));
     r->s = s;
     r->target = t->id;
+    r->started_wall = t->started_wall;
+    r->duration = duration;
     ps_profile_t *p = ps_arena_calloc(&r->arena, 1, sizeof(*p));
     ps_err_t perr;
     if (ps_pprof_decode(t->body.data, t->body.len, &s->opts.limits, &r->arena, p, &perr) != 0) {
@@ -759,12 +843,12 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     for (uint32_t k = 0; k < p->ntypes; k++)
         any |= modes[k] != PS_INGEST_SKIP;
     pthread_mutex_lock(&s->mu);
-    job_metrics(s, s->pools[t->pool].cfg->job_name)->samples += p->nsamples;
+    job_metrics(s, t->job)->samples += p->nsamples;
     pthread_mutex_unlock(&s->mu);
     if (!any) { /* first scrape of a cumulative profile: a baseline only */
         ps_arena_dispose(&r->arena);
         free(r);
-        set_result(s, t, NULL);
+        set_result(s, t, t->started_wall, duration, NULL);
         return;
     }
     int64_t ts = p->time_nanos > 0 ? p->time_nanos : t->started_wall;
@@ -780,7 +864,7 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     r->w.ctx = r;
     pthread_mutex_lock(&s->mu);
     t->last_scrape = t->started_wall;
-    t->last_duration = (double)(ps_time_mono() - t->started_mono) / 1e9;
+    t->last_duration = duration;
     pthread_mutex_unlock(&s->mu);
     atomic_fetch_add(&s->pending_writes, 1);
     if (ps_writer_submit(s->writer, &r->w) != 0) {
@@ -792,7 +876,7 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     }
     return; /* health is set when the writer answers */
 Fail:
-    set_result(s, t, err);
+    set_result(s, t, t->started_wall, duration, err);
 }
 
 static void on_completion(ps_scraper_t *s, completion_t *c)
@@ -801,12 +885,12 @@ static void on_completion(ps_scraper_t *s, completion_t *c)
     uint64_t idx;
     ps_enc_be64(k, c->target);
     if (ps_hmap_get(&s->by_id, k, 8, &idx) && idx < s->ntargets)
-        set_result(s, s->targets[idx], c->status ? c->msg : NULL);
+        set_result(s, s->targets[idx], c->started_wall, c->duration, c->status ? c->msg : NULL);
 }
 
 /* ---- http_sd ---- */
 
-static void start_http_sd(ps_scraper_t *s, sd_http_t *h)
+static void start_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h)
 {
     CURL *e = curl_easy_init();
     if (e == NULL)
@@ -823,7 +907,16 @@ static void start_http_sd(ps_scraper_t *s, sd_http_t *h)
              (long long)(h->cfg->refresh_interval / PS_NS_PER_S));
     curl_slist_free_all(h->headers);
     h->headers = curl_slist_append(NULL, hd);
-    setup_client(e, &h->cfg->client, &h->headers);
+    char why[512];
+    if (!setup_client(e, &h->cfg->client, &h->headers, why, sizeof(why))) {
+        ps_log_error("http_sd: refresh failed, keeping the last good targets", "job=%s url=%s err=\"%s\"",
+                     p->cfg->job_name, h->cfg->url, why);
+        s->sd_failures++;
+        curl_easy_cleanup(e);
+        h->easy = NULL;
+        h->next_refresh = ps_time_mono() + h->cfg->refresh_interval;
+        return;
+    }
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, h->headers);
     curl_multi_add_handle(s->multi, e);
 }
@@ -982,7 +1075,7 @@ static void *run(void *arg)
             }
             for (uint32_t h = 0; h < p->nhttp; h++)
                 if (p->https[h].easy == NULL && mono >= p->https[h].next_refresh)
-                    start_http_sd(s, &p->https[h]);
+                    start_http_sd(s, p, &p->https[h]);
         }
         if (s->dirty)
             rebuild(s);
@@ -999,7 +1092,7 @@ static void *run(void *arg)
                 continue;
             }
             if (!t->running)
-                start_scrape(s, t, mono);
+                start_scrape(s, t);
             /* the next tick of its schedule (a tick that finds the last scrape running is skipped) */
             t->next_due = ps_sched_next(t->next_due, t->interval, mono);
             ps_sched_push(&s->sched, ti, t->next_due);
@@ -1144,8 +1237,7 @@ void ps_scraper_targets_json(ps_scraper_t *s, const char *state, ps_buf_t *out)
         PS_BUF_LIT(out, ",\"labels\":");
         ps_labels_json(&t->labels, out);
         PS_BUF_LIT(out, ",\"scrapePool\":");
-        const char *job = s->pools[t->pool].cfg->job_name;
-        ps_buf_json_str(out, job, strlen(job));
+        ps_buf_json_str(out, t->job, strlen(t->job));
         PS_BUF_LIT(out, ",\"scrapeUrl\":");
         ps_buf_json_str(out, t->url, strlen(t->url));
         PS_BUF_LIT(out, ",\"globalUrl\":");
@@ -1207,5 +1299,11 @@ void ps_scraper_metrics(ps_scraper_t *s, ps_buf_t *out)
                        "# HELP profstore_sd_failures_total Service discovery refreshes that failed.\n"
                        "# TYPE profstore_sd_failures_total counter\nprofstore_sd_failures_total %llu\n",
                   s->ntargets, (unsigned long long)s->sd_failures);
+    ps_buf_printf(out, "# HELP profstore_sd_file_patterns_unmatched file_sd patterns that match no file, by job.\n"
+                       "# TYPE profstore_sd_file_patterns_unmatched gauge\n");
+    for (uint32_t i = 0; i < s->npools; i++)
+        if (s->pools[i].cfg->nfile_sd > 0)
+            ps_buf_printf(out, "profstore_sd_file_patterns_unmatched{job=\"%s\"} %u\n", s->pools[i].cfg->job_name,
+                          s->pools[i].unmatched);
     pthread_mutex_unlock(&s->mu);
 }
