@@ -30,9 +30,10 @@ void ps_filesd_free(ps_filesd_t *f);
 /**
  * Re-globs the patterns and re-reads the files that changed (mtime, ctime, size or inode), or
  * every file when force. A file that cannot be read or is invalid keeps the groups it gave before
- * and adds one to *failures; a file that no longer exists takes its groups with it. Returns true
- * when the groups changed. A pattern that matches no file is logged once until it matches again,
- * and named by ps_filesd_warning.
+ * and adds one to *failures (at each refresh that reads it, until it is fixed); a file that no
+ * longer exists takes its groups with it. Returns true when a file's groups were replaced (a file
+ * read and applied, also with the same content) or removed. A pattern that matches no file is
+ * logged once until it matches again, and named by ps_filesd_warning.
  */
 bool ps_filesd_refresh(ps_filesd_t *f, bool force, uint64_t *failures);
 /** The refresh interval (the smallest of the file_sd_configs), ns. */
