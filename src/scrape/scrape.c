@@ -71,7 +71,7 @@ typedef struct target {
     ps_labels_t discovered; /* before relabeling */
     char *url;
     char *name;             /* profile name */
-    char *job;              /* its pool's job_name (the same for the target's life: job is in its id) */
+    char *job;              /* its pool's job_name when built (HTTP threads read it, not the pools) */
     int64_t interval, timeout;
     bool cpu_delta;         /* the target itself makes the delta (?seconds=N) */
     int64_t next_due;       /* mono ns */
