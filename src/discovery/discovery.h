@@ -30,9 +30,10 @@ void ps_filesd_free(ps_filesd_t *f);
 /**
  * Re-globs the patterns and re-reads the files that changed (mtime, ctime, size or inode), or
  * every file when force. A file that cannot be read or is invalid keeps the groups it gave before
- * and adds one to *failures; a file that no longer exists takes its groups with it. Returns true
- * when the groups changed. A pattern that matches no file is logged once until it matches again,
- * and named by ps_filesd_warning.
+ * and adds one to *failures (at each refresh that reads it, until it is fixed); a file that no
+ * longer exists takes its groups with it. Returns true when a file's groups were replaced (a file
+ * read and applied, also with the same content) or removed. A pattern that matches no file is
+ * logged once until it matches again, and named by ps_filesd_warning.
  */
 bool ps_filesd_refresh(ps_filesd_t *f, bool force, uint64_t *failures);
 /** The refresh interval (the smallest of the file_sd_configs), ns. */
@@ -43,6 +44,8 @@ uint32_t ps_filesd_count(const ps_filesd_t *f);
 const char *ps_filesd_file(const ps_filesd_t *f, uint32_t i, const ps_target_group_t **groups, uint32_t *ngroups);
 /** A message naming the patterns that match no file (or "" when all match). Valid until the next refresh. */
 const char *ps_filesd_warning(const ps_filesd_t *f);
+/** How many patterns matched no file at the last refresh. */
+uint32_t ps_filesd_unmatched(const ps_filesd_t *f);
 /** Adds inotify watches (fd from inotify_init1) for the directories of the patterns. */
 void ps_filesd_watch(const ps_filesd_t *f, int inotify_fd);
 

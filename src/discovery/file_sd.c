@@ -37,6 +37,7 @@ struct ps_filesd {
     sd_file_t *files;
     uint32_t nfiles;
     char warning[512];  /* patterns that matched nothing at the last refresh */
+    uint32_t unmatched; /* how many */
     char warned[512];   /* the same, as last logged (logged again only when it changes) */
 };
 
@@ -144,6 +145,7 @@ bool ps_filesd_refresh(ps_filesd_t *f, bool force, uint64_t *failures)
     for (uint32_t i = 0; i < f->nfiles; i++)
         f->files[i].seen = false;
     f->warning[0] = 0;
+    f->unmatched = 0;
     for (uint32_t k = 0; k < f->cfg->nfile_sd; k++) {
         const ps_file_sd_t *fsd = &f->cfg->file_sd[k];
         for (uint32_t j = 0; j < fsd->nfiles; j++) {
@@ -169,6 +171,7 @@ bool ps_filesd_refresh(ps_filesd_t *f, bool force, uint64_t *failures)
                 globfree(&g);
             }
             size_t wl = strlen(f->warning);
+            f->unmatched += matched == 0;
             if (matched == 0 && wl + 1 < sizeof(f->warning))
                 snprintf(f->warning + wl, sizeof(f->warning) - wl, "%sfile_sd_configs[%u].files[%u]: \"%s\" matches no file",
                          wl ? "; " : "", k, j, fsd->files[j]);
@@ -216,6 +219,11 @@ const char *ps_filesd_file(const ps_filesd_t *f, uint32_t i, const ps_target_gro
 const char *ps_filesd_warning(const ps_filesd_t *f)
 {
     return f->warning;
+}
+
+uint32_t ps_filesd_unmatched(const ps_filesd_t *f)
+{
+    return f->unmatched;
 }
 
 void ps_filesd_watch(const ps_filesd_t *f, int inotify_fd)

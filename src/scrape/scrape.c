@@ -8,6 +8,7 @@
  *   writer) -> handle the writer's answers (health) -> epoll_wait on libcurl's sockets (the multi
  *   socket API), an eventfd for wake-ups and inotify, until the next due time or libcurl's timer.
  * HTTP threads read target state for /api/v1/targets and /metrics under the mutex.
+ * The schedule (heap and ticks) is schedule.c, the deltas of cumulative profiles delta.c.
  */
 #include "scrape.h"
 
@@ -31,6 +32,8 @@
 #include "core/varint.h"
 #include "discovery/discovery.h"
 #include "ingest/ingest.h"
+#include "delta.h"
+#include "schedule.h"
 
 #define MAX_JOBS_METRICS 256
 
@@ -53,17 +56,11 @@ typedef struct pool {
     int64_t next_file_refresh;
     sd_http_t *https;
     uint32_t nhttp;
+    uint32_t unmatched;       /* file_sd patterns matching no file (under the mutex: /metrics reads it) */
+    char client_error[512];   /* the last unreadable-file error logged for the job, "" none */
 } pool_t;
 
 /* ---- targets ---- */
-
-typedef struct prev_state {
-    ps_hmap_t index;   /* stack key -> row */
-    int64_t *values;   /* rows x ntypes */
-    uint32_t ntypes;
-    int64_t *totals;   /* ntypes */
-    bool valid;
-} prev_state_t;
 
 typedef struct target {
     uint64_t id;
@@ -74,6 +71,7 @@ typedef struct target {
     ps_labels_t discovered; /* before relabeling */
     char *url;
     char *name;             /* profile name */
+    char *job;              /* its pool's job_name when built (HTTP threads read it, not the pools) */
     int64_t interval, timeout;
     bool cpu_delta;         /* the target itself makes the delta (?seconds=N) */
     int64_t next_due;       /* mono ns */
@@ -82,14 +80,14 @@ typedef struct target {
     struct curl_slist *headers;
     ps_buf_t body;
     bool too_big;
-    int64_t started_mono, started_wall;
+    int64_t started_mono, started_wall; /* when the request started */
     char errbuf[CURL_ERROR_SIZE];
     /* last result */
-    int64_t last_scrape;    /* wall ns, 0 = never */
-    double last_duration;
+    int64_t last_scrape;    /* wall ns when it started (Prometheus' lastScrape), 0 = never */
+    double last_duration;   /* s, from the request's start to the body's end */
     int health;             /* 0 unknown, 1 up, -1 down */
     char last_error[512];
-    prev_state_t prev;
+    ps_delta_state_t prev;  /* baseline of cumulative profiles */
     bool alive;             /* still in the target set */
     bool parked;            /* due while its CPU profile runs: back in the heap when it ends */
     bool running;           /* its transfer is in the multi handle */
@@ -110,6 +108,8 @@ typedef struct job_metrics {
 
 typedef struct completion {
     uint64_t target;
+    int64_t started_wall;   /* of the scrape that was written */
+    double duration;
     int status;
     char msg[400];
     struct completion *next;
@@ -138,8 +138,7 @@ struct ps_scraper {
     uint32_t nmetrics;
     uint64_t sd_failures;
     ps_hmap_t by_id;       /* target id -> index in targets (rebuilt with the set) */
-    uint32_t *heap;        /* indexes of targets waiting for their tick, min-heap by next_due */
-    uint32_t nheap;
+    ps_sched_t sched;      /* indexes of targets waiting for their tick, by next_due */
     atomic_int pending_writes; /* handed to the writer, not answered yet */
 };
 
@@ -163,8 +162,13 @@ static job_metrics_t *job_metrics(ps_scraper_t *s, const char *job)
 /* Re-reads a pool's files (see ps_filesd_refresh); the target set is rebuilt when groups changed. */
 static void refresh_files(ps_scraper_t *s, pool_t *p, bool force)
 {
-    if (p->files != NULL && ps_filesd_refresh(p->files, force, &s->sd_failures))
+    if (p->files == NULL)
+        return;
+    if (ps_filesd_refresh(p->files, force, &s->sd_failures))
         s->dirty = true;
+    pthread_mutex_lock(&s->mu);
+    p->unmatched = ps_filesd_unmatched(p->files);
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* ---- targets: building ---- */
@@ -217,9 +221,7 @@ static void target_free(target_t *t)
         curl_easy_cleanup(t->easy);
     curl_slist_free_all(t->headers);
     ps_buf_dispose(&t->body);
-    ps_hmap_dispose(&t->prev.index);
-    free(t->prev.values);
-    free(t->prev.totals);
+    ps_delta_dispose(&t->prev);
     ps_arena_dispose(&t->arena);
     free(t);
 }
@@ -332,6 +334,7 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
             }
             t->url = ps_arena_strndup(&t->arena, (const char *)url.data, url.len - 1);
             t->name = ps_arena_strndup(&t->arena, pname, strlen(pname));
+            t->job = ps_arena_strndup(&t->arena, c->job_name, strlen(c->job_name));
             ps_buf_dispose(&url);
             t->pool = pi;
             t->entry = e;
@@ -375,53 +378,6 @@ static void abort_transfer(ps_scraper_t *s, target_t *t)
     }
     curl_slist_free_all(t->headers);
     t->headers = NULL;
-}
-
-/* ---- the schedule: a binary min-heap of target indexes by next_due ---- */
-
-static bool heap_less(ps_scraper_t *s, uint32_t a, uint32_t b)
-{
-    return s->targets[s->heap[a]]->next_due < s->targets[s->heap[b]]->next_due;
-}
-
-static void heap_swap(ps_scraper_t *s, uint32_t a, uint32_t b)
-{
-    uint32_t x = s->heap[a];
-    s->heap[a] = s->heap[b];
-    s->heap[b] = x;
-}
-
-static void heap_down(ps_scraper_t *s, uint32_t i)
-{
-    for (;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < s->nheap && heap_less(s, l, m))
-            m = l;
-        if (r < s->nheap && heap_less(s, r, m))
-            m = r;
-        if (m == i)
-            return;
-        heap_swap(s, i, m);
-        i = m;
-    }
-}
-
-static void heap_push(ps_scraper_t *s, uint32_t ti)
-{
-    uint32_t i = s->nheap++;
-    s->heap[i] = ti;
-    while (i > 0 && heap_less(s, i, (i - 1) / 2)) {
-        heap_swap(s, i, (i - 1) / 2);
-        i = (i - 1) / 2;
-    }
-}
-
-static uint32_t heap_pop(ps_scraper_t *s)
-{
-    uint32_t top = s->heap[0];
-    s->heap[0] = s->heap[--s->nheap];
-    heap_down(s, 0);
-    return top;
 }
 
 /* Rebuilds the target set from the current groups, keeping state of targets that stay. */
@@ -488,7 +444,7 @@ static void rebuild(ps_scraper_t *s)
             t = o;
         } else {
             t->alive = true;
-            t->next_due = mono + (int64_t)(t->id % (uint64_t)(t->interval > 0 ? t->interval : PS_NS_PER_S));
+            t->next_due = ps_sched_first(t->id, t->interval, mono);
         }
         nt[m++] = t;
     }
@@ -504,15 +460,13 @@ static void rebuild(ps_scraper_t *s)
     s->targets = nt;
     s->ntargets = m;
     ps_hmap_clear(&s->by_id);
-    free(s->heap);
-    s->heap = ps_xmalloc((m + 1) * sizeof(uint32_t));
-    s->nheap = 0;
+    ps_sched_clear(&s->sched);
     for (uint32_t i = 0; i < m; i++) {
         uint8_t k[8];
         ps_enc_be64(k, nt[i]->id);
         ps_hmap_put(&s->by_id, k, 8, i);
         nt[i]->parked = false;
-        heap_push(s, i);
+        ps_sched_push(&s->sched, i, nt[i]->next_due);
     }
     pthread_mutex_unlock(&s->mu);
     /* keep one idle connection per target host: reconnecting costs more than the scrape */
@@ -560,6 +514,8 @@ static void pools_free(ps_scraper_t *s)
 static void apply_config(ps_scraper_t *s, ps_config_t *cfg)
 {
     ps_config_t *old = s->cfg;
+    /* HTTP threads read the pools (/metrics) under the mutex */
+    pthread_mutex_lock(&s->mu);
     pools_free(s);
     s->cfg = cfg;
     s->npools = cfg->nscrape;
@@ -571,6 +527,10 @@ static void apply_config(ps_scraper_t *s, ps_config_t *cfg)
         p->https = ps_xcalloc(p->nhttp + 1, sizeof(sd_http_t));
         for (uint32_t h = 0; h < p->nhttp; h++)
             p->https[h].cfg = &p->cfg->http_sd[h];
+    }
+    pthread_mutex_unlock(&s->mu);
+    for (uint32_t i = 0; i < cfg->nscrape; i++) {
+        pool_t *p = &s->pools[i];
         if (p->cfg->nfile_sd > 0) {
             p->files = ps_filesd_new(p->cfg);
             refresh_files(s, p, true);
@@ -608,22 +568,60 @@ static size_t on_target_body(char *p, size_t size, size_t nmemb, void *ctx)
     return n;
 }
 
-static void setup_client(CURL *e, const ps_http_client_t *c, struct curl_slist **headers)
+/* A file named in the configuration that cannot be read fails the scrape (or the http_sd refresh)
+ * with an error naming it, as in Prometheus; it is read again at each scrape. */
+static bool file_readable(const char *path, const char *what, char *why, size_t whylen)
 {
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(why, whylen, "unable to read %s %s: %s", what, path, strerror(errno));
+        return false;
+    }
+    fclose(f);
+    return true;
+}
+
+static bool tls_files_ok(const ps_tls_config_t *tls, char *why, size_t whylen)
+{
+    return (tls->ca_file == NULL || file_readable(tls->ca_file, "tls_config ca_file", why, whylen)) &&
+           (tls->cert_file == NULL || file_readable(tls->cert_file, "tls_config cert_file", why, whylen)) &&
+           (tls->key_file == NULL || file_readable(tls->key_file, "tls_config key_file", why, whylen));
+}
+
+/* A secret file's content without trailing newlines. */
+static bool read_secret(const char *path, const char *what, char *buf, size_t size, char *why, size_t whylen)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(why, whylen, "unable to read %s %s: %s", what, path, strerror(errno));
+        return false;
+    }
+    size_t n = fread(buf, 1, size - 1, f);
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        snprintf(why, whylen, "unable to read %s %s: read error", what, path);
+        return false;
+    }
+    buf[n] = 0;
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = 0;
+    return true;
+}
+
+/* Applies the client settings to e; false (why set, e half set up) when a file it names cannot be read. */
+static bool setup_client(CURL *e, const ps_http_client_t *c, struct curl_slist **headers, char *why, size_t whylen)
+{
+    if (!tls_files_ok(&c->tls, why, whylen))
+        return false;
     if (c->basic_user) {
         curl_easy_setopt(e, CURLOPT_USERNAME, c->basic_user);
         const char *pw = c->basic_password;
         char buf[1024];
         if (c->basic_password_file) {
-            FILE *f = fopen(c->basic_password_file, "r");
-            if (f) {
-                size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-                fclose(f);
-                buf[n] = 0;
-                while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-                    buf[--n] = 0;
-                pw = buf;
-            }
+            if (!read_secret(c->basic_password_file, "basic auth password file", buf, sizeof(buf), why, whylen))
+                return false;
+            pw = buf;
         }
         curl_easy_setopt(e, CURLOPT_PASSWORD, pw ? pw : "");
         curl_easy_setopt(e, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
@@ -631,14 +629,9 @@ static void setup_client(CURL *e, const ps_http_client_t *c, struct curl_slist *
     if (c->auth_credentials || c->auth_credentials_file) {
         char cred[4096] = "";
         if (c->auth_credentials_file) {
-            FILE *f = fopen(c->auth_credentials_file, "r");
-            if (f) {
-                size_t n = fread(cred, 1, sizeof(cred) - 1, f);
-                fclose(f);
-                cred[n] = 0;
-                while (n > 0 && (cred[n - 1] == '\n' || cred[n - 1] == '\r'))
-                    cred[--n] = 0;
-            }
+            if (!read_secret(c->auth_credentials_file, "authorization credentials file", cred, sizeof(cred), why,
+                             whylen))
+                return false;
         } else {
             snprintf(cred, sizeof(cred), "%s", c->auth_credentials);
         }
@@ -660,13 +653,29 @@ static void setup_client(CURL *e, const ps_http_client_t *c, struct curl_slist *
     curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "profstore/0.1.0");
+    return true;
 }
 
+static void set_result(ps_scraper_t *s, target_t *t, int64_t started_wall, double duration, const char *err);
 
-static void start_scrape(ps_scraper_t *s, target_t *t, int64_t mono)
+/* A job's client configuration names a file that cannot be read: logged once per job until it
+ * changes or a scrape of the job starts again. */
+static void client_error(pool_t *p, const char *why)
+{
+    if (strcmp(p->client_error, why) == 0)
+        return;
+    snprintf(p->client_error, sizeof(p->client_error), "%s", why);
+    ps_log_warn("scrape failed: a file named in the configuration cannot be read", "job=%s err=\"%s\"",
+                p->cfg->job_name, why);
+}
+
+static void start_scrape(ps_scraper_t *s, target_t *t)
 {
     pool_t *p = &s->pools[t->pool];
     const ps_http_client_t *cl = &p->cfg->client;
+    char why[512];
+    t->started_mono = ps_time_mono(); /* now, not the loop turn's time: the duration is the request's */
+    t->started_wall = ps_time_now();
     if (t->easy != NULL && (t->stale || cl->basic_password_file || cl->auth_credentials_file)) {
         /* new settings, or credentials files to read again: a fresh handle */
         abort_transfer(s, t);
@@ -690,176 +699,25 @@ static void start_scrape(ps_scraper_t *s, target_t *t, int64_t mono)
         snprintf(h, sizeof(h), "X-Prometheus-Scrape-Timeout-Seconds: %.3f", (double)t->timeout / 1e9);
         t->headers = curl_slist_append(NULL, h);
         t->headers = curl_slist_append(t->headers, "Accept: application/octet-stream, */*;q=0.1");
-        setup_client(e, cl, &t->headers);
+        if (!setup_client(e, cl, &t->headers, why, sizeof(why))) {
+            abort_transfer(s, t);
+            goto Fail;
+        }
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    } else if (!tls_files_ok(&cl->tls, why, sizeof(why))) { /* a reused handle: the TLS files still there? */
+        goto Fail;
     }
+    p->client_error[0] = 0;
     t->max_body = s->opts.max_body;
     t->too_big = false;
     t->errbuf[0] = 0;
     ps_buf_reset(&t->body);
-    t->started_mono = mono;
-    t->started_wall = ps_time_now();
     t->running = true;
     curl_multi_add_handle(s->multi, t->easy);
-}
-
-/* ---- deltas of cumulative profiles ---- */
-
-static bool is_cumulative(ps_str_t type)
-{
-    static const char *names[] = {"alloc_objects", "alloc_space", "contentions", "delay"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (type.len == strlen(names[i]) && memcmp(type.ptr, names[i], type.len) == 0)
-            return true;
-    return false;
-}
-
-static void put_str(ps_buf_t *b, const ps_profile_t *p, uint32_t i)
-{
-    ps_str_t s = ps_profile_str(p, i);
-    ps_buf_append(b, &s.len, sizeof(s.len));
-    ps_buf_append(b, s.ptr, s.len);
-}
-
-/* A hash of a location's content that is stable across scrapes of one target: mapping file and
- * mapping-relative address (survives ASLR), functions, files and lines. */
-static void location_hashes(const ps_profile_t *p, uint64_t *out, ps_buf_t *b)
-{
-    for (uint32_t i = 0; i < p->nlocations; i++) {
-        const ps_location_t *l = &p->locations[i];
-        ps_buf_reset(b);
-        uint64_t addr = l->address;
-        if (l->mapping) {
-            const ps_mapping_t *m = &p->mappings[l->mapping - 1];
-            addr = addr - m->memory_start + m->file_offset;
-            put_str(b, p, m->filename);
-        }
-        ps_buf_append(b, &addr, sizeof(addr));
-        for (uint32_t j = 0; j < l->nlines; j++) {
-            if (l->lines[j].function) {
-                const ps_function_t *f = &p->functions[l->lines[j].function - 1];
-                put_str(b, p, f->name);
-                put_str(b, p, f->filename);
-            }
-            ps_buf_append(b, &l->lines[j].line, sizeof(int64_t));
-        }
-        out[i] = ps_hash64(b->data, b->len, 0x10ca7e);
-    }
-}
-
-/* A sample's key (stack and labels) hashed to 16 bytes: baselines keep these, not stack texts. */
-static void stack_hkey(const ps_profile_t *p, const ps_sample_t *smp, const uint64_t *loc_h, ps_buf_t *b,
-                       uint8_t out[16])
-{
-    ps_buf_reset(b);
-    for (uint32_t i = 0; i < smp->nlocs; i++)
-        ps_buf_append(b, &loc_h[smp->locs[i] - 1], sizeof(uint64_t));
-    for (uint32_t j = 0; j < smp->nlabels; j++) {
-        put_str(b, p, smp->labels[j].key);
-        put_str(b, p, smp->labels[j].str);
-        ps_buf_append(b, &smp->labels[j].num, sizeof(int64_t));
-    }
-    uint64_t a = ps_hash64(b->data, b->len, 0x51ac1), c = ps_hash64(b->data, b->len, 0x9e3779b9);
-    memcpy(out, &a, 8);
-    memcpy(out + 8, &c, 8);
-}
-
-/*
- * Turns the cumulative sample types of p into deltas against the target's previous scrape, in a
- * copy of the samples (from arena), and decides per sample type: store as is, as delta, or skip.
- * The new scrape becomes the baseline.
- */
-static ps_profile_t *make_delta(target_t *t, const ps_profile_t *p, uint8_t *modes, ps_arena_t *arena)
-{
-    uint32_t nt = p->ntypes;
-    bool any_cum = false;
-    for (uint32_t k = 0; k < nt; k++)
-        any_cum |= is_cumulative(ps_profile_str(p, p->sample_types[k].type));
-    if (!any_cum)
-        return (ps_profile_t *)p;
-    ps_profile_t *q = ps_arena_alloc(arena, sizeof(*q));
-    *q = *p;
-    q->samples = ps_arena_alloc(arena, (p->nsamples + 1) * sizeof(ps_sample_t));
-    /* new baseline */
-    prev_state_t cur = {0};
-    ps_hmap_init(&cur.index);
-    cur.ntypes = nt;
-    cur.values = ps_xcalloc((size_t)p->nsamples * nt + 1, sizeof(int64_t));
-    cur.totals = ps_xcalloc(nt, sizeof(int64_t));
-    cur.valid = true;
-    ps_buf_t key = PS_BUF_INIT;
-    uint32_t rows = 0;
-    uint32_t *row_of = ps_arena_alloc(arena, (p->nsamples + 1) * sizeof(uint32_t));
-    uint8_t *hks = ps_arena_alloc(arena, ((size_t)p->nsamples + 1) * 16);
-    uint64_t *loc_h = ps_arena_alloc(arena, ((size_t)p->nlocations + 1) * sizeof(uint64_t));
-    location_hashes(p, loc_h, &key);
-    for (uint32_t i = 0; i < p->nsamples; i++) {
-        uint8_t *hk = hks + 16 * (size_t)i;
-        stack_hkey(p, &p->samples[i], loc_h, &key, hk);
-        uint64_t r;
-        if (!ps_hmap_get(&cur.index, hk, 16, &r)) {
-            r = rows++;
-            ps_hmap_put(&cur.index, hk, 16, r);
-        }
-        row_of[i] = (uint32_t)r;
-        for (uint32_t k = 0; k < nt; k++) {
-            cur.values[r * nt + k] += p->samples[i].values[k];
-            cur.totals[k] += p->samples[i].values[k];
-        }
-    }
-    /* per type: delta (no reset), as is (reset: the process restarted), or skip (no baseline) */
-    bool usable = t->prev.valid && t->prev.ntypes == nt;
-    bool *reset = ps_arena_calloc(arena, nt, sizeof(bool));
-    for (uint32_t k = 0; k < nt; k++) {
-        if (!is_cumulative(ps_profile_str(p, p->sample_types[k].type))) {
-            modes[k] = PS_INGEST_ASIS;
-            continue;
-        }
-        if (!usable) {
-            modes[k] = PS_INGEST_SKIP;
-            continue;
-        }
-        modes[k] = PS_INGEST_DELTA;
-        if (cur.totals[k] < t->prev.totals[k])
-            reset[k] = true;
-    }
-    if (usable) {
-        /* a stack whose count went down also means a restart */
-        for (uint32_t i = 0; i < p->nsamples; i++) {
-            uint64_t pr;
-            if (!ps_hmap_get(&t->prev.index, hks + 16 * (size_t)i, 16, &pr))
-                continue;
-            for (uint32_t k = 0; k < nt; k++)
-                if (modes[k] == PS_INGEST_DELTA && cur.values[row_of[i] * nt + k] < t->prev.values[pr * nt + k])
-                    reset[k] = true;
-        }
-    }
-    /* rows may repeat a stack: the delta of a row goes to its first sample, the others get 0 */
-    uint8_t *done = ps_arena_calloc(arena, rows + 1, 1);
-    for (uint32_t i = 0; i < p->nsamples; i++) {
-        q->samples[i] = p->samples[i];
-        int64_t *v = ps_arena_alloc(arena, nt * sizeof(int64_t));
-        memcpy(v, p->samples[i].values, nt * sizeof(int64_t));
-        uint32_t r = row_of[i];
-        uint64_t pr;
-        bool have_prev = false;
-        if (usable) {
-            have_prev = ps_hmap_get(&t->prev.index, hks + 16 * (size_t)i, 16, &pr);
-        }
-        for (uint32_t k = 0; k < nt; k++) {
-            if (modes[k] != PS_INGEST_DELTA || reset[k])
-                continue;
-            v[k] = done[r] ? 0 : cur.values[r * nt + k] - (have_prev ? t->prev.values[pr * nt + k] : 0);
-        }
-        done[r] = 1;
-        q->samples[i].values = v;
-    }
-    ps_buf_dispose(&key);
-    ps_hmap_dispose(&t->prev.index);
-    free(t->prev.values);
-    free(t->prev.totals);
-    t->prev = cur;
-    return q;
+    return;
+Fail:
+    client_error(p, why);
+    set_result(s, t, t->started_wall, 0.0, why);
 }
 
 /* ---- finishing a scrape ---- */
@@ -869,6 +727,8 @@ typedef struct scrape_req {
     ps_arena_t arena;
     ps_scraper_t *s;
     uint64_t target;
+    int64_t started_wall;
+    double duration;
 } scrape_req_t;
 
 static void on_written(ps_wreq_t *w)
@@ -877,6 +737,8 @@ static void on_written(ps_wreq_t *w)
     ps_scraper_t *s = r->s;
     completion_t *c = ps_xcalloc(1, sizeof(*c));
     c->target = r->target;
+    c->started_wall = r->started_wall;
+    c->duration = r->duration;
     c->status = w->status ? w->status : w->app.status;
     if (c->status)
         snprintf(c->msg, sizeof(c->msg), "storing the profile: %.360s", w->status ? w->err.msg : w->app.err.msg);
@@ -890,14 +752,16 @@ static void on_written(ps_wreq_t *w)
     atomic_fetch_sub(&s->pending_writes, 1); /* last: ps_scraper_stop waits for this */
 }
 
-static void set_result(ps_scraper_t *s, target_t *t, const char *err)
+/* The result of the scrape that started at started_wall and took duration s. It may arrive (from the
+ * writer) after the target's next scrape started: the times are the written scrape's, not t's. */
+static void set_result(ps_scraper_t *s, target_t *t, int64_t started_wall, double duration, const char *err)
 {
     pthread_mutex_lock(&s->mu);
-    t->last_scrape = t->started_wall;
-    t->last_duration = (double)(ps_time_mono() - t->started_mono) / 1e9;
+    t->last_scrape = started_wall;
+    t->last_duration = duration;
     t->health = err ? -1 : 1;
     snprintf(t->last_error, sizeof(t->last_error), "%s", err ? err : "");
-    job_metrics_t *m = job_metrics(s, s->pools[t->pool].cfg->job_name);
+    job_metrics_t *m = job_metrics(s, t->job);
     m->scrapes++;
     m->failures += err != NULL;
     m->duration_sum += t->last_duration;
@@ -911,6 +775,8 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     char err[512];
     long status = 0;
     char *ctype = NULL;
+    /* Prometheus' scrape duration: from the request's start to the body's end, not the storing */
+    double duration = (double)(ps_time_mono() - t->started_mono) / 1e9;
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &ctype);
     if (t->too_big) {
@@ -941,6 +807,8 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     scrape_req_t *r = ps_xcalloc(1, sizeof(*r));
     r->s = s;
     r->target = t->id;
+    r->started_wall = t->started_wall;
+    r->duration = duration;
     ps_profile_t *p = ps_arena_calloc(&r->arena, 1, sizeof(*p));
     ps_err_t perr;
     if (ps_pprof_decode(t->body.data, t->body.len, &s->opts.limits, &r->arena, p, &perr) != 0) {
@@ -956,7 +824,7 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     uint8_t *modes = ps_arena_alloc(&r->arena, p->ntypes + 1);
     for (uint32_t k = 0; k < p->ntypes; k++)
         modes[k] = t->cpu_delta ? PS_INGEST_DELTA : PS_INGEST_ASIS;
-    ps_profile_t *q = t->cpu_delta ? p : make_delta(t, p, modes, &r->arena);
+    ps_profile_t *q = t->cpu_delta ? p : ps_delta_apply(&t->prev, p, modes, &r->arena);
     /* keep_sample_type */
     if (t->entry->nkeep > 0) {
         for (uint32_t k = 0; k < p->ntypes; k++) {
@@ -974,12 +842,12 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     for (uint32_t k = 0; k < p->ntypes; k++)
         any |= modes[k] != PS_INGEST_SKIP;
     pthread_mutex_lock(&s->mu);
-    job_metrics(s, s->pools[t->pool].cfg->job_name)->samples += p->nsamples;
+    job_metrics(s, t->job)->samples += p->nsamples;
     pthread_mutex_unlock(&s->mu);
     if (!any) { /* first scrape of a cumulative profile: a baseline only */
         ps_arena_dispose(&r->arena);
         free(r);
-        set_result(s, t, NULL);
+        set_result(s, t, t->started_wall, duration, NULL);
         return;
     }
     int64_t ts = p->time_nanos > 0 ? p->time_nanos : t->started_wall;
@@ -995,7 +863,7 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     r->w.ctx = r;
     pthread_mutex_lock(&s->mu);
     t->last_scrape = t->started_wall;
-    t->last_duration = (double)(ps_time_mono() - t->started_mono) / 1e9;
+    t->last_duration = duration;
     pthread_mutex_unlock(&s->mu);
     atomic_fetch_add(&s->pending_writes, 1);
     if (ps_writer_submit(s->writer, &r->w) != 0) {
@@ -1007,7 +875,7 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     }
     return; /* health is set when the writer answers */
 Fail:
-    set_result(s, t, err);
+    set_result(s, t, t->started_wall, duration, err);
 }
 
 static void on_completion(ps_scraper_t *s, completion_t *c)
@@ -1016,12 +884,12 @@ static void on_completion(ps_scraper_t *s, completion_t *c)
     uint64_t idx;
     ps_enc_be64(k, c->target);
     if (ps_hmap_get(&s->by_id, k, 8, &idx) && idx < s->ntargets)
-        set_result(s, s->targets[idx], c->status ? c->msg : NULL);
+        set_result(s, s->targets[idx], c->started_wall, c->duration, c->status ? c->msg : NULL);
 }
 
 /* ---- http_sd ---- */
 
-static void start_http_sd(ps_scraper_t *s, sd_http_t *h)
+static void start_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h)
 {
     CURL *e = curl_easy_init();
     if (e == NULL)
@@ -1038,7 +906,16 @@ static void start_http_sd(ps_scraper_t *s, sd_http_t *h)
              (long long)(h->cfg->refresh_interval / PS_NS_PER_S));
     curl_slist_free_all(h->headers);
     h->headers = curl_slist_append(NULL, hd);
-    setup_client(e, &h->cfg->client, &h->headers);
+    char why[512];
+    if (!setup_client(e, &h->cfg->client, &h->headers, why, sizeof(why))) {
+        ps_log_error("http_sd: refresh failed, keeping the last good targets", "job=%s url=%s err=\"%s\"",
+                     p->cfg->job_name, h->cfg->url, why);
+        s->sd_failures++;
+        curl_easy_cleanup(e);
+        h->easy = NULL;
+        h->next_refresh = ps_time_mono() + h->cfg->refresh_interval;
+        return;
+    }
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, h->headers);
     curl_multi_add_handle(s->multi, e);
 }
@@ -1123,7 +1000,6 @@ static void wake(ps_scraper_t *s)
 }
 
 static void finish_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h, CURLcode res);
-static void heap_push(ps_scraper_t *s, uint32_t ti);
 
 /* Handles every finished transfer. */
 static void reap(ps_scraper_t *s)
@@ -1146,7 +1022,7 @@ static void reap(ps_scraper_t *s)
                 uint64_t idx;
                 ps_enc_be64(k, t->id);
                 if (ps_hmap_get(&s->by_id, k, 8, &idx))
-                    heap_push(s, (uint32_t)idx);
+                    ps_sched_push(&s->sched, (uint32_t)idx, t->next_due);
             }
             continue;
         }
@@ -1198,14 +1074,15 @@ static void *run(void *arg)
             }
             for (uint32_t h = 0; h < p->nhttp; h++)
                 if (p->https[h].easy == NULL && mono >= p->https[h].next_refresh)
-                    start_http_sd(s, &p->https[h]);
+                    start_http_sd(s, p, &p->https[h]);
         }
         if (s->dirty)
             rebuild(s);
         /* due scrapes, from the heap */
         int64_t next = mono + PS_NS_PER_S;
-        while (s->nheap > 0 && s->targets[s->heap[0]]->next_due <= mono) {
-            uint32_t ti = heap_pop(s);
+        int64_t due;
+        while (ps_sched_peek(&s->sched, &due, NULL) && due <= mono) {
+            uint32_t ti = ps_sched_pop(&s->sched);
             target_t *t = s->targets[ti];
             if (t->running && t->cpu_delta) {
                 /* a CPU profile (?seconds=N) still running keeps its tick: the next starts as soon
@@ -1214,15 +1091,13 @@ static void *run(void *arg)
                 continue;
             }
             if (!t->running)
-                start_scrape(s, t, mono);
+                start_scrape(s, t);
             /* the next tick of its schedule (a tick that finds the last scrape running is skipped) */
-            do
-                t->next_due += t->interval > 0 ? t->interval : PS_NS_PER_S;
-            while (t->next_due <= mono);
-            heap_push(s, ti);
+            t->next_due = ps_sched_next(t->next_due, t->interval, mono);
+            ps_sched_push(&s->sched, ti, t->next_due);
         }
-        if (s->nheap > 0 && s->targets[s->heap[0]]->next_due < next)
-            next = s->targets[s->heap[0]]->next_due;
+        if (ps_sched_peek(&s->sched, &due, NULL) && due < next)
+            next = due;
         int running = 0;
         if (s->timer_deadline >= 0 && ps_time_mono() >= s->timer_deadline) {
             s->timer_deadline = -1;
@@ -1338,7 +1213,7 @@ void ps_scraper_stop(ps_scraper_t *s)
     }
     pthread_mutex_destroy(&s->mu);
     ps_hmap_dispose(&s->by_id);
-    free(s->heap);
+    ps_sched_dispose(&s->sched);
     free(s);
 }
 
@@ -1361,8 +1236,7 @@ void ps_scraper_targets_json(ps_scraper_t *s, const char *state, ps_buf_t *out)
         PS_BUF_LIT(out, ",\"labels\":");
         ps_labels_json(&t->labels, out);
         PS_BUF_LIT(out, ",\"scrapePool\":");
-        const char *job = s->pools[t->pool].cfg->job_name;
-        ps_buf_json_str(out, job, strlen(job));
+        ps_buf_json_str(out, t->job, strlen(t->job));
         PS_BUF_LIT(out, ",\"scrapeUrl\":");
         ps_buf_json_str(out, t->url, strlen(t->url));
         PS_BUF_LIT(out, ",\"globalUrl\":");
@@ -1424,5 +1298,11 @@ void ps_scraper_metrics(ps_scraper_t *s, ps_buf_t *out)
                        "# HELP profstore_sd_failures_total Service discovery refreshes that failed.\n"
                        "# TYPE profstore_sd_failures_total counter\nprofstore_sd_failures_total %llu\n",
                   s->ntargets, (unsigned long long)s->sd_failures);
+    ps_buf_printf(out, "# HELP profstore_sd_file_patterns_unmatched file_sd patterns that match no file, by job.\n"
+                       "# TYPE profstore_sd_file_patterns_unmatched gauge\n");
+    for (uint32_t i = 0; i < s->npools; i++)
+        if (s->pools[i].cfg->nfile_sd > 0)
+            ps_buf_printf(out, "profstore_sd_file_patterns_unmatched{job=\"%s\"} %u\n", s->pools[i].cfg->job_name,
+                          s->pools[i].unmatched);
     pthread_mutex_unlock(&s->mu);
 }
