@@ -46,7 +46,7 @@ static int on_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
     ps_json_key(c->j, "id");
     ps_json_uint(c->j, sid);
     ps_json_key(c->j, "labels");
-    ps_render_labels_json(c->j, ls);
+    ps_labels_json(ls, c->j);
     ps_json_key(c->j, "profiles");
     ps_json_arr(c->j);
     int ret = ps_reader_profiles(c->r, sid, INT64_MIN, INT64_MAX, true, on_profile, c, c->err);
@@ -80,11 +80,7 @@ int ps_api_debug_series(h2o_req_t *req)
     if (ps_reader_begin(s->store, &r, &err) != 0)
         goto Fail;
     c.r = r;
-    ps_json_init(&j, &b);
-    ps_json_obj(&j);
-    ps_json_key(&j, "status");
-    ps_json_cstr(&j, "success");
-    ps_json_key(&j, "data");
+    ps_http_json_open(&j, &b);
     ps_json_arr(&j);
     int ret = ps_reader_series_foreach(r, on_series, &c, &err);
     if (ret != 0) {
@@ -93,8 +89,7 @@ int ps_api_debug_series(h2o_req_t *req)
         goto Fail;
     }
     ps_json_end(&j);
-    ps_json_end(&j);
-    ps_buf_putc(&b, '\n');
+    ps_http_json_close(&j);
     ps_http_send(req, 200, "application/json", b.data, b.len);
     goto Exit;
 Fail:

@@ -49,16 +49,11 @@ int ps_api_profile_types(h2o_req_t *req)
     if (ret == 0) {
         ps_json_t j;
         types_ctx_t t = {&j, &c.arena};
-        ps_json_init(&j, &c.out);
-        ps_json_obj(&j);
-        ps_json_key(&j, "status");
-        ps_json_cstr(&j, "success");
-        ps_json_key(&j, "data");
+        ps_http_json_open(&j, &c.out);
         ps_json_arr(&j);
         ret = ps_reader_label_values(c.reader, "__name__", 8, on_type, &t, &c.err);
         ps_json_end(&j);
-        ps_json_end(&j);
-        ps_buf_putc(&c.out, '\n');
+        ps_http_json_close(&j);
         if (ret == 0)
             ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
     }

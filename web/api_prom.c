@@ -71,22 +71,6 @@ static void json_point(ps_json_t *j, int64_t ms, double v)
     ps_json_end(j);
 }
 
-/* {"status":"success","data": ... : opens the answer (the caller writes data, then json_done). */
-static void json_begin(ps_qctx_t *c, ps_json_t *j)
-{
-    ps_json_init(j, &c->out);
-    ps_json_obj(j);
-    ps_json_key(j, "status");
-    ps_json_cstr(j, "success");
-    ps_json_key(j, "data");
-}
-
-static void json_done(ps_json_t *j)
-{
-    ps_json_end(j);
-    ps_buf_putc(j->out, '\n');
-}
-
 /* "warnings" of an answer cut at limit, as Prometheus words it */
 static void json_truncated(ps_json_t *j, bool truncated)
 {
@@ -144,7 +128,7 @@ static int do_query(ps_qctx_t *c, bool instant)
     }
     static const char *types[] = {"matrix", "vector", "scalar"};
     ps_json_t j;
-    json_begin(c, &j);
+    ps_http_json_open(&j, &c->out);
     ps_json_obj(&j);
     ps_json_key(&j, "resultType");
     ps_json_cstr(&j, types[res.type]);
@@ -157,7 +141,7 @@ static int do_query(ps_qctx_t *c, bool instant)
             ps_qseries_t *s = &res.series[i];
             ps_json_obj(&j);
             ps_json_key(&j, "metric");
-            ps_render_labels_json(&j, &s->labels);
+            ps_labels_json(&s->labels, &j);
             if (res.type == PS_RES_VECTOR) {
                 ps_json_key(&j, "value");
                 json_point(&j, s->points[0].t, s->points[0].v);
@@ -173,7 +157,7 @@ static int do_query(ps_qctx_t *c, bool instant)
         ps_json_end(&j);
     }
     ps_json_end(&j);
-    json_done(&j);
+    ps_http_json_close(&j);
     ps_expr_dispose(e);
     send_json(c);
     return 0;
@@ -260,13 +244,13 @@ int ps_api_series(h2o_req_t *req)
             qsort(s.labels, s.n, sizeof(ps_labels_t), cmp_labels_qsort);
         uint32_t n = limit && limit < s.n ? (uint32_t)limit : s.n;
         ps_json_t j;
-        json_begin(&c, &j);
+        ps_http_json_open(&j, &c.out);
         ps_json_arr(&j);
         for (uint32_t i = 0; i < n; i++)
-            ps_render_labels_json(&j, &s.labels[i]);
+            ps_labels_json(&s.labels[i], &j);
         ps_json_end(&j);
         json_truncated(&j, n < s.n);
-        json_done(&j);
+        ps_http_json_close(&j);
         send_json(&c);
     }
     match_dispose(sels, nsels);
@@ -277,13 +261,13 @@ static void send_strlist(ps_qctx_t *c, const ps_strlist_t *l, uint64_t limit)
 {
     uint32_t n = limit && limit < l->n ? (uint32_t)limit : l->n;
     ps_json_t j;
-    json_begin(c, &j);
+    ps_http_json_open(&j, &c->out);
     ps_json_arr(&j);
     for (uint32_t i = 0; i < n; i++)
         ps_json_cstr(&j, l->v[i]);
     ps_json_end(&j);
     json_truncated(&j, n < l->n);
-    json_done(&j);
+    ps_http_json_close(&j);
     send_json(c);
 }
 
@@ -430,11 +414,11 @@ int ps_api_metadata(h2o_req_t *req)
     if (metric && metric->vlen)
         m.only = metric->value;
     if (ret == 0) {
-        json_begin(&c, &j);
+        ps_http_json_open(&j, &c.out);
         ps_json_obj(&j);
         ret = ps_reader_label_values(c.reader, "__name__", 8, on_meta, &m, &c.err);
         ps_json_end(&j);
-        json_done(&j);
+        ps_http_json_close(&j);
         if (ret == 0)
             send_json(&c);
     }

@@ -35,10 +35,18 @@ int ps_api_ready(h2o_req_t *req)
 int ps_api_buildinfo(h2o_req_t *req)
 {
     ps_buf_t b = PS_BUF_INIT;
-    ps_buf_printf(&b,
-                  "{\"status\":\"success\",\"data\":{\"version\":\"%s\",\"revision\":\"%s\",\"branch\":\"main\","
-                  "\"buildUser\":\"profstore\",\"buildDate\":\"%s\",\"goVersion\":\"none (C11)\"}}\n",
-                  PS_VERSION, PS_REVISION, __DATE__);
+    ps_json_t j;
+    ps_http_json_open(&j, &b);
+    ps_json_obj(&j);
+    static const char *const fields[][2] = {{"version", PS_VERSION}, {"revision", PS_REVISION}, {"branch", "main"},
+                                            {"buildUser", "profstore"}, {"buildDate", __DATE__},
+                                            {"goVersion", "none (C11)"}};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        ps_json_key(&j, fields[i][0]);
+        ps_json_cstr(&j, fields[i][1]);
+    }
+    ps_json_end(&j);
+    ps_http_json_close(&j);
     ps_http_send(req, 200, "application/json", b.data, b.len);
     ps_buf_dispose(&b);
     return 0;
@@ -174,10 +182,16 @@ static void on_admin_complete(ps_async_t *a, h2o_req_t *req)
         if (ad->w.status != 0) {
             ps_http_error(req, ad->w.status, ad->w.err.msg);
         } else {
-            char body[160];
-            int n = snprintf(body, sizeof(body), "{\"status\":\"success\",\"data\":{\"%s\":%u}}\n",
-                             ad->w.kind == PS_WREQ_COMPACT ? "chunks" : "series_dropped", ad->w.count);
-            ps_http_send(req, 200, "application/json", body, (size_t)n);
+            ps_buf_t b = PS_BUF_INIT;
+            ps_json_t j;
+            ps_http_json_open(&j, &b);
+            ps_json_obj(&j);
+            ps_json_key(&j, ad->w.kind == PS_WREQ_COMPACT ? "chunks" : "series_dropped");
+            ps_json_uint(&j, ad->w.count);
+            ps_json_end(&j);
+            ps_http_json_close(&j);
+            ps_http_send(req, 200, "application/json", b.data, b.len);
+            ps_buf_dispose(&b);
         }
     }
     free(ad);
@@ -239,7 +253,12 @@ int ps_api_reload(h2o_req_t *req)
         ps_http_error(req, err.code ? err.code : PS_EINVAL, err.msg);
         return 0;
     }
-    static const char body[] = "{\"status\":\"success\",\"data\":\"configuration reloaded\"}\n";
-    ps_http_send(req, 200, "application/json", body, sizeof(body) - 1);
+    ps_buf_t b = PS_BUF_INIT;
+    ps_json_t j;
+    ps_http_json_open(&j, &b);
+    ps_json_cstr(&j, "configuration reloaded");
+    ps_http_json_close(&j);
+    ps_http_send(req, 200, "application/json", b.data, b.len);
+    ps_buf_dispose(&b);
     return 0;
 }

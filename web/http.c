@@ -241,12 +241,34 @@ const char *ps_http_error_type(int status)
     }
 }
 
+void ps_http_json_open(ps_json_t *j, ps_buf_t *out)
+{
+    ps_json_init(j, out);
+    ps_json_obj(j);
+    ps_json_key(j, "status");
+    ps_json_cstr(j, "success");
+    ps_json_key(j, "data");
+}
+
+void ps_http_json_close(ps_json_t *j)
+{
+    ps_json_end(j);
+    ps_buf_putc(j->out, '\n');
+}
+
 void ps_http_error_status(h2o_req_t *req, int status, const char *msg)
 {
     ps_buf_t b = PS_BUF_INIT;
-    ps_buf_printf(&b, "{\"status\":\"error\",\"errorType\":\"%s\",\"error\":", ps_http_error_type(status));
-    ps_buf_json_str(&b, msg, strlen(msg));
-    ps_buf_append(&b, "}\n", 2);
+    ps_json_t j;
+    ps_json_init(&j, &b);
+    ps_json_obj(&j);
+    ps_json_key(&j, "status");
+    ps_json_cstr(&j, "error");
+    ps_json_key(&j, "errorType");
+    ps_json_cstr(&j, ps_http_error_type(status));
+    ps_json_key(&j, "error");
+    ps_json_cstr(&j, msg);
+    ps_http_json_close(&j);
     ps_http_send(req, status, "application/json", b.data, b.len);
     ps_buf_dispose(&b);
 }

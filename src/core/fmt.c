@@ -92,3 +92,23 @@ void ps_fmt_ts_ms(int64_t ms, char *buf, size_t size)
         *--p = '-';
     snprintf(buf, size, "%s", p);
 }
+
+void ps_fmt_label_value(const char *s, char *buf, size_t size)
+{
+    size_t o = 0;
+    if (size == 0)
+        return;
+    for (; *s; s++) {
+        char esc = *s == '\\' ? '\\' : *s == '"' ? '"' : *s == '\n' ? 'n' : 0;
+        size_t need = esc ? 2 : 1;
+        if (o + need >= size)
+            break;
+        if (esc) {
+            buf[o++] = '\\';
+            buf[o++] = esc;
+        } else {
+            buf[o++] = *s;
+        }
+    }
+    buf[o] = 0;
+}

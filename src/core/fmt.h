@@ -13,4 +13,8 @@ void ps_fmt_float(double v, char *buf, size_t size);
 /** Prometheus' JSON timestamp: ms written as seconds, "sec[.mmm]" (fraction omitted when 0). */
 void ps_fmt_ts_ms(int64_t ms, char *buf, size_t size);
 
+/** A label value as the Prometheus text format writes it between quotes: backslash, double quote
+ *  and newline escaped (\\, \", \n). Truncated to fit buf (never inside an escape); NUL-terminated. */
+void ps_fmt_label_value(const char *s, char *buf, size_t size);
+
 #endif

@@ -1,4 +1,5 @@
 #include "labels.h"
+#include "json.h"
 
 #include <stdlib.h>
 
@@ -175,17 +176,14 @@ void ps_labels_format(const ps_labels_t *ls, ps_buf_t *out)
     ps_buf_putc(out, '}');
 }
 
-void ps_labels_json(const ps_labels_t *ls, ps_buf_t *b)
+void ps_labels_json(const ps_labels_t *ls, ps_json_t *j)
 {
-    ps_buf_putc(b, '{');
+    ps_json_obj(j);
     for (uint32_t i = 0; i < ls->n; i++) {
-        if (i)
-            ps_buf_putc(b, ',');
-        ps_buf_json_str(b, ls->pairs[i].name, ls->pairs[i].nlen);
-        ps_buf_putc(b, ':');
-        ps_buf_json_str(b, ls->pairs[i].value, ls->pairs[i].vlen);
+        ps_json_keyn(j, ls->pairs[i].name, ls->pairs[i].nlen);
+        ps_json_str(j, ls->pairs[i].value, ls->pairs[i].vlen);
     }
-    ps_buf_putc(b, '}');
+    ps_json_end(j);
 }
 
 int ps_labels_cmp(const ps_labels_t *x, const ps_labels_t *y)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "json.h"
 #include "mem.h"
 
 #define PS_LABEL_NAME_MAX 128   /* bytes */
@@ -45,8 +46,8 @@ const ps_label_pair_t *ps_labels_get(const ps_labels_t *ls, const char *name);
 void ps_labels_encode(const ps_labels_t *ls, ps_buf_t *out);
 /** Decodes into pairs allocated from arena (strings NUL-terminated copies). */
 int ps_labels_decode(const void *p, size_t n, ps_arena_t *arena, ps_labels_t *out);
-/** Appends the labels as a JSON object {"a":"b",...} to out. */
-void ps_labels_json(const ps_labels_t *ls, ps_buf_t *out);
+/** Writes the labels as a JSON object {"a":"b",...} in their order (Prometheus' "metric"). */
+void ps_labels_json(const ps_labels_t *ls, ps_json_t *j);
 /** Orders label sets as Prometheus sorts series: pair by pair, name then value. */
 int ps_labels_cmp(const ps_labels_t *a, const ps_labels_t *b);
 /** Formats as {a="b", c="d"} (Prometheus style) into out. */

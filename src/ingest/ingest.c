@@ -332,17 +332,39 @@ void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out)
 {
     char ts[48];
     ps_format_time(app->ts, ts, sizeof(ts));
-    ps_buf_printf(out, "{\"status\":\"success\",\"data\":{\"timestamp\":\"%s\",\"timestamp_ns\":%lld,\"samples\":%u,"
-                       "\"duplicate\":%s,\"series\":[",
-                  ts, (long long)app->ts, app->profile->nsamples, app->duplicate ? "true" : "false");
+    ps_json_t j;
+    ps_json_init(&j, out);
+    ps_json_obj(&j);
+    ps_json_key(&j, "status");
+    ps_json_cstr(&j, "success");
+    ps_json_key(&j, "data");
+    ps_json_obj(&j);
+    ps_json_key(&j, "timestamp");
+    ps_json_cstr(&j, ts);
+    ps_json_key(&j, "timestamp_ns");
+    ps_json_int(&j, app->ts);
+    ps_json_key(&j, "samples");
+    ps_json_uint(&j, app->profile->nsamples);
+    ps_json_key(&j, "duplicate");
+    ps_json_bool(&j, app->duplicate);
+    ps_json_key(&j, "series");
+    ps_json_arr(&j);
     for (uint32_t i = 0; i < app->nseries; i++) {
         const ps_labels_t *ls = &app->series_labels[i];
         const ps_label_pair_t *nm = ps_labels_get(ls, "__name__");
-        ps_buf_printf(out, "%s{\"id\":%llu,\"profile_type\":", i ? "," : "", (unsigned long long)app->series_ids[i]);
-        ps_buf_json_str(out, nm ? nm->value : "", nm ? nm->vlen : 0);
-        PS_BUF_LIT(out, ",\"labels\":");
-        ps_labels_json(ls, out);
-        ps_buf_printf(out, ",\"stacks\":%u}", app->series_samples[i]);
+        ps_json_obj(&j);
+        ps_json_key(&j, "id");
+        ps_json_uint(&j, app->series_ids[i]);
+        ps_json_key(&j, "profile_type");
+        ps_json_str(&j, nm ? nm->value : "", nm ? nm->vlen : 0);
+        ps_json_key(&j, "labels");
+        ps_labels_json(ls, &j);
+        ps_json_key(&j, "stacks");
+        ps_json_uint(&j, app->series_samples[i]);
+        ps_json_end(&j);
     }
-    PS_BUF_LIT(out, "]}}\n");
+    ps_json_end(&j);
+    ps_json_end(&j);
+    ps_json_end(&j);
+    ps_buf_putc(out, '\n');
 }

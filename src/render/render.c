@@ -887,16 +887,6 @@ void ps_flamegraph_json(const ps_flamegraph_t *fg, ps_buf_t *out)
     ps_json_end(&j);
 }
 
-void ps_render_labels_json(ps_json_t *j, const ps_labels_t *ls)
-{
-    ps_json_obj(j);
-    for (uint32_t i = 0; i < ls->n; i++) {
-        ps_json_keyn(j, ls->pairs[i].name, ls->pairs[i].nlen);
-        ps_json_str(j, ls->pairs[i].value, ls->pairs[i].vlen);
-    }
-    ps_json_end(j);
-}
-
 /* ---- folded stacks --------------------------------------------------------------------------- */
 
 typedef struct fline {

@@ -74,7 +74,5 @@ void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t 
  *  pprof prints the percentages' absolute values; here they keep the sign of flat and cum. */
 void ps_render_top_diff(const ps_profile_t *p, uint32_t vi, uint32_t limit, int64_t base_total, ps_buf_t *out);
 
-/** A label set as a JSON object {"name":"value",...} in its order (Prometheus' "metric"). */
-void ps_render_labels_json(ps_json_t *j, const ps_labels_t *ls);
 
 #endif

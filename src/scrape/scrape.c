@@ -26,7 +26,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fmt.h"
 #include "core/hash.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "core/varint.h"
@@ -1224,47 +1226,66 @@ void ps_scraper_targets_json(ps_scraper_t *s, const char *state, ps_buf_t *out)
 {
     bool active = state == NULL || strcmp(state, "any") == 0 || strcmp(state, "active") == 0 || *state == 0;
     bool dropped = state == NULL || strcmp(state, "any") == 0 || strcmp(state, "dropped") == 0 || *state == 0;
-    PS_BUF_LIT(out, "{\"status\":\"success\",\"data\":{\"activeTargets\":[");
+    ps_json_t j;
+    ps_json_init(&j, out);
+    ps_json_obj(&j);
+    ps_json_key(&j, "status");
+    ps_json_cstr(&j, "success");
+    ps_json_key(&j, "data");
+    ps_json_obj(&j);
+    ps_json_key(&j, "activeTargets");
+    ps_json_arr(&j);
     if (s != NULL)
         pthread_mutex_lock(&s->mu);
     for (uint32_t i = 0; s && active && i < s->ntargets; i++) {
         target_t *t = s->targets[i];
-        if (i)
-            ps_buf_putc(out, ',');
-        PS_BUF_LIT(out, "{\"discoveredLabels\":");
-        ps_labels_json(&t->discovered, out);
-        PS_BUF_LIT(out, ",\"labels\":");
-        ps_labels_json(&t->labels, out);
-        PS_BUF_LIT(out, ",\"scrapePool\":");
-        ps_buf_json_str(out, t->job, strlen(t->job));
-        PS_BUF_LIT(out, ",\"scrapeUrl\":");
-        ps_buf_json_str(out, t->url, strlen(t->url));
-        PS_BUF_LIT(out, ",\"globalUrl\":");
-        ps_buf_json_str(out, t->url, strlen(t->url));
-        PS_BUF_LIT(out, ",\"profileName\":");
-        ps_buf_json_str(out, t->name, strlen(t->name));
-        PS_BUF_LIT(out, ",\"lastError\":");
-        ps_buf_json_str(out, t->last_error, strlen(t->last_error));
         char ts[48] = "0001-01-01T00:00:00Z", iv[32], to[32];
         if (t->last_scrape)
             ps_format_time(t->last_scrape, ts, sizeof(ts));
         ps_format_duration(t->interval, iv, sizeof(iv));
         ps_format_duration(t->timeout, to, sizeof(to));
-        ps_buf_printf(out, ",\"lastScrape\":\"%s\",\"lastScrapeDuration\":%.6f,\"health\":\"%s\",\"scrapeInterval\":\"%s\","
-                           "\"scrapeTimeout\":\"%s\"}",
-                      ts, t->last_duration, t->health > 0 ? "up" : t->health < 0 ? "down" : "unknown", iv, to);
+        ps_json_obj(&j);
+        ps_json_key(&j, "discoveredLabels");
+        ps_labels_json(&t->discovered, &j);
+        ps_json_key(&j, "labels");
+        ps_labels_json(&t->labels, &j);
+        ps_json_key(&j, "scrapePool");
+        ps_json_cstr(&j, t->job);
+        ps_json_key(&j, "scrapeUrl");
+        ps_json_cstr(&j, t->url);
+        ps_json_key(&j, "globalUrl");
+        ps_json_cstr(&j, t->url);
+        ps_json_key(&j, "profileName");
+        ps_json_cstr(&j, t->name);
+        ps_json_key(&j, "lastError");
+        ps_json_cstr(&j, t->last_error);
+        ps_json_key(&j, "lastScrape");
+        ps_json_cstr(&j, ts);
+        ps_json_key(&j, "lastScrapeDuration");
+        ps_json_fixed(&j, t->last_duration, 6);
+        ps_json_key(&j, "health");
+        ps_json_cstr(&j, t->health > 0 ? "up" : t->health < 0 ? "down" : "unknown");
+        ps_json_key(&j, "scrapeInterval");
+        ps_json_cstr(&j, iv);
+        ps_json_key(&j, "scrapeTimeout");
+        ps_json_cstr(&j, to);
+        ps_json_end(&j);
     }
-    PS_BUF_LIT(out, "],\"droppedTargets\":[");
+    ps_json_end(&j);
+    ps_json_key(&j, "droppedTargets");
+    ps_json_arr(&j);
     for (uint32_t i = 0; s && dropped && i < s->ndropped; i++) {
-        if (i)
-            ps_buf_putc(out, ',');
-        PS_BUF_LIT(out, "{\"discoveredLabels\":");
-        ps_labels_json(&s->dropped[i].discovered, out);
-        ps_buf_putc(out, '}');
+        ps_json_obj(&j);
+        ps_json_key(&j, "discoveredLabels");
+        ps_labels_json(&s->dropped[i].discovered, &j);
+        ps_json_end(&j);
     }
     if (s != NULL)
         pthread_mutex_unlock(&s->mu);
-    PS_BUF_LIT(out, "]}}\n");
+    ps_json_end(&j); /* droppedTargets */
+    ps_json_end(&j); /* data */
+    ps_json_end(&j);
+    ps_buf_putc(out, '\n');
 }
 
 void ps_scraper_metrics(ps_scraper_t *s, ps_buf_t *out)
@@ -1272,26 +1293,29 @@ void ps_scraper_metrics(ps_scraper_t *s, ps_buf_t *out)
     if (s == NULL)
         return;
     pthread_mutex_lock(&s->mu);
+    char (*jobs)[400] = ps_xcalloc(s->nmetrics + 1, sizeof(*jobs)); /* job names escaped for the text format */
+    for (uint32_t i = 0; i < s->nmetrics; i++)
+        ps_fmt_label_value(s->metrics[i].job, jobs[i], sizeof(jobs[i]));
     ps_buf_printf(out, "# HELP profstore_scrapes_total Scrapes finished, by job.\n# TYPE profstore_scrapes_total counter\n");
     for (uint32_t i = 0; i < s->nmetrics; i++)
-        ps_buf_printf(out, "profstore_scrapes_total{job=\"%s\"} %llu\n", s->metrics[i].job,
+        ps_buf_printf(out, "profstore_scrapes_total{job=\"%s\"} %llu\n", jobs[i],
                       (unsigned long long)s->metrics[i].scrapes);
     ps_buf_printf(out, "# HELP profstore_scrape_failures_total Scrapes that failed, by job.\n"
                        "# TYPE profstore_scrape_failures_total counter\n");
     for (uint32_t i = 0; i < s->nmetrics; i++)
-        ps_buf_printf(out, "profstore_scrape_failures_total{job=\"%s\"} %llu\n", s->metrics[i].job,
+        ps_buf_printf(out, "profstore_scrape_failures_total{job=\"%s\"} %llu\n", jobs[i],
                       (unsigned long long)s->metrics[i].failures);
     ps_buf_printf(out, "# HELP profstore_scrape_duration_seconds Time spent on scrapes, by job.\n"
                        "# TYPE profstore_scrape_duration_seconds summary\n");
     for (uint32_t i = 0; i < s->nmetrics; i++)
         ps_buf_printf(out, "profstore_scrape_duration_seconds_sum{job=\"%s\"} %.6f\n"
                            "profstore_scrape_duration_seconds_count{job=\"%s\"} %llu\n",
-                      s->metrics[i].job, s->metrics[i].duration_sum, s->metrics[i].job,
+                      jobs[i], s->metrics[i].duration_sum, jobs[i],
                       (unsigned long long)s->metrics[i].scrapes);
     ps_buf_printf(out, "# HELP profstore_scrape_samples_total pprof samples in scraped profiles, by job.\n"
                        "# TYPE profstore_scrape_samples_total counter\n");
     for (uint32_t i = 0; i < s->nmetrics; i++)
-        ps_buf_printf(out, "profstore_scrape_samples_total{job=\"%s\"} %llu\n", s->metrics[i].job,
+        ps_buf_printf(out, "profstore_scrape_samples_total{job=\"%s\"} %llu\n", jobs[i],
                       (unsigned long long)s->metrics[i].samples);
     ps_buf_printf(out, "# HELP profstore_scrape_targets Active targets (target x profile).\n"
                        "# TYPE profstore_scrape_targets gauge\nprofstore_scrape_targets %u\n"
@@ -1301,8 +1325,11 @@ void ps_scraper_metrics(ps_scraper_t *s, ps_buf_t *out)
     ps_buf_printf(out, "# HELP profstore_sd_file_patterns_unmatched file_sd patterns that match no file, by job.\n"
                        "# TYPE profstore_sd_file_patterns_unmatched gauge\n");
     for (uint32_t i = 0; i < s->npools; i++)
-        if (s->pools[i].cfg->nfile_sd > 0)
-            ps_buf_printf(out, "profstore_sd_file_patterns_unmatched{job=\"%s\"} %u\n", s->pools[i].cfg->job_name,
-                          s->pools[i].unmatched);
+        if (s->pools[i].cfg->nfile_sd > 0) {
+            char job[400];
+            ps_fmt_label_value(s->pools[i].cfg->job_name, job, sizeof(job));
+            ps_buf_printf(out, "profstore_sd_file_patterns_unmatched{job=\"%s\"} %u\n", job, s->pools[i].unmatched);
+        }
     pthread_mutex_unlock(&s->mu);
+    free(jobs);
 }

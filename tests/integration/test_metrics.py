@@ -216,3 +216,36 @@ def test_duration_starts_with_the_request_not_the_connection(server):
     b = {l["le"]: v for n, l, v in samples
          if n == "profstore_http_request_duration_seconds_bucket" and l["handler"] == "/api/v1/labels"}
     assert b["0.5"] == 1 and b["+Inf"] == 1, b
+
+
+def test_job_names_escaped_in_label_values(make_server, tmp_path):
+    """A job name with a quote, a backslash and a newline is written as the text format escapes it,
+    and the page still parses (the scrapes of its unreachable target count as failures)."""
+    from conftest import free_port
+    from scrape_util import wait_for
+    job = 'a"b\\c\nd'
+    cfg = tmp_path / "profstore.yml"
+    cfg.write_text("global: {scrape_interval: 1s, scrape_timeout: 1s}\n"
+                   "scrape_configs:\n"
+                   "  - job_name: \"a\\\"b\\\\c\\nd\"\n"
+                   "    static_configs: [{targets: ['127.0.0.1:%d']}]\n"
+                   "    profiling_config: {pprof_config: {process_cpu: {enabled: false}, memory: {enabled: false},"
+                   " block: {enabled: false}, mutex: {enabled: false}}}\n" % free_port())
+    srv = make_server(config=str(cfg), retention="0")
+
+    def failures():
+        _, samples = parse_exposition(scrape(srv))
+        v = [(l, x) for n, l, x in samples if n == "profstore_scrape_failures_total"]
+        return v if v and v[0][1] >= 1 else None
+    got = wait_for(failures, 10, "a failed scrape")
+    assert [l for l, _ in got] == [{"job": 'a\\"b\\\\c\\nd'}]
+    text = scrape(srv)
+    assert 'profstore_scrapes_total{job="a\\"b\\\\c\\nd"} ' in text
+    promtool = shutil.which("promtool")
+    if promtool:
+        r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stdout + r.stderr
+    # the targets API has the name as it is
+    st, _, body = srv.get("/api/v1/targets")
+    import json
+    assert [t["scrapePool"] for t in json.loads(body)["data"]["activeTargets"]] == [job]

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "core/fmt.h"
 #include "core/hash.h"
 #include "core/json.h"
 #include "core/labels.h"
@@ -281,6 +282,17 @@ static void test_json_writer(void **state)
     ps_buf_dispose(&b);
 }
 
+static void test_label_value_escape(void **state)
+{
+    char b[16];
+    ps_fmt_label_value("a\"b\\c\nd", b, sizeof(b));
+    assert_string_equal(b, "a\\\"b\\\\c\\nd");
+    ps_fmt_label_value("plain", b, sizeof(b));
+    assert_string_equal(b, "plain");
+    ps_fmt_label_value("abc\"", b, 5); /* no room for the whole escape: cut before it */
+    assert_string_equal(b, "abc");
+}
+
 static void test_durations_and_times(void **state)
 {
     int64_t ns;
@@ -336,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_labels_edit),
         cmocka_unit_test(test_durations_and_times),
         cmocka_unit_test(test_json_writer),
+        cmocka_unit_test(test_label_value_escape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
