@@ -983,7 +983,7 @@ static int eval_sum(evalctx_t *e, ps_expr_t *x, vecres_t *out)
     if (ret)
         return ret;
     if (sc)
-        return ps_err_set(e->err, PS_EINVAL, "1:%u: sum() needs series, got a scalar", x->pos + 1);
+        return ps_err_set_at(e->err, PS_EINVAL, x->pos, "1:%u: sum() needs series, got a scalar", x->pos + 1);
     /* groups: linear search is fine for the few groups dashboards ask for; hash for many */
     ps_hmap_t idx;
     ps_hmap_init(&idx);
@@ -1077,10 +1077,10 @@ static int eval(evalctx_t *e, ps_expr_t *x, vecres_t *out, bool *is_scalar, doub
         if (ret)
             return ret;
         if (!ls || !rs)
-            return ps_err_set(e->err, PS_EINVAL,
-                              "1:%u: binary operator \"%c\" between series is not supported: profstore answers "
-                              "selectors, sum/sum by and number arithmetic",
-                              x->pos + 1, x->op);
+            return ps_err_set_at(e->err, PS_EINVAL, x->pos,
+                                 "1:%u: binary operator \"%c\" between series is not supported: profstore answers "
+                                 "selectors, sum/sum by and number arithmetic",
+                                 x->pos + 1, x->op);
         *is_scalar = true;
         *scalar = binop(x->op, lv, rv);
         return 0;
