@@ -1,5 +1,5 @@
 /*
- * test_config.c - the YAML configuration (src/config.c): a full config with every field, the
+ * test_config.c - the YAML configuration (src/config/config.c): a full config with every field, the
  * defaults (global, per job, pprof_config merged per key), relative file names, and each error
  * with its FILE:LINE:COL: PATH: prefix, loaded from temporary files.
  */

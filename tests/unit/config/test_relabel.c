@@ -1,5 +1,5 @@
 /*
- * test_relabel.c - Prometheus relabeling (src/relabel.c): rules come from YAML through
+ * test_relabel.c - Prometheus relabeling (src/config/relabel.c): rules come from YAML through
  * ps_config_parse (so they are compiled as in production), label sets are written "a=1,b=2".
  * Expected results follow Prometheus' model/relabel/relabel_test.go; hashmod expectations are
  * computed here with OpenSSL's one-shot MD5(), independently of relabel.c's EVP code.

@@ -1,5 +1,5 @@
 /*
- * test_sd.c - file_sd / http_sd target group lists (src/sd.c): JSON and YAML, valid lists, empty
+ * test_sd.c - file_sd / http_sd target group lists (src/discovery/sd.c): JSON and YAML, valid lists, empty
  * lists, and each kind of bad input with the message that names the file and group.
  */
 #include <setjmp.h>

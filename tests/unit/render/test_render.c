@@ -1,5 +1,5 @@
 /*
- * test_render.c - unit tests for src/render.c: flame graphs (plain and diff), folded stacks and
+ * test_render.c - unit tests for src/render/render.c: flame graphs (plain and diff), folded stacks and
  * top tables on hand-built profiles with known answers (nested stacks, inlined frames, recursion,
  * negative values, locations without lines with and without mapping, max_nodes truncation into
  * "other", names that need escaping); random small profiles against invariants; the real Go CPU
