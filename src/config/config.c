@@ -27,10 +27,9 @@
  *  - scrape_timeout: the timeout must not exceed the interval (Prometheus). The default is
  *    min(10s, interval) globally and min(global timeout, interval) per job. Parca instead defaults
  *    to interval + 3s and requires timeout > interval, because it asks for a CPU profile as long as
- *    the interval; we take Prometheus' rule, so the scraper must ask for a shorter profile (see
- *    below). When process_cpu is enabled the job's timeout must be >= 2s, so that a CPU profile of
- *    at least 1s plus transfer fits; an entry with an explicit `seconds` must be shorter than the
- *    timeout (the target answers only after that many seconds).
+ *    the interval; we take Prometheus' rule for the timeout, and the scraper gives a delta entry
+ *    (process_cpu: ?seconds=N, N = `seconds` or the interval) the scrape timeout plus N, so any
+ *    `seconds` fits. When process_cpu is enabled the job's timeout must be >= 2s.
  *  - job: scheme http (http|https only), follow_redirects true, interval/timeout from global.
  *  - file_sd refresh_interval 5m, http_sd refresh_interval 60s (both must be > 0).
  *  - Relative file names (file_sd files, tls ca/cert/key, password_file, credentials_file,
@@ -1267,15 +1266,7 @@ static int parse_profiling(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *s
             e->enabled = true;
         if (!e->enabled)
             continue;
-        char a[32], b[32];
-        if (e->seconds > 0 && e->seconds >= sc->scrape_timeout) {
-            push(c, ".profiling_config.pprof_config.%s.seconds", e->name);
-            fmt_dur(e->seconds, a, sizeof(a));
-            fmt_dur(sc->scrape_timeout, b, sizeof(b));
-            return fail(c, pe->seconds,
-                        "%s must be shorter than the scrape timeout (%s): the target answers only after that long", a,
-                        b);
-        }
+        char a[32];
         if (strcmp(e->name, "process_cpu") == 0 && sc->scrape_timeout < MIN_CPU_TIMEOUT) {
             pop(c, base);
             push_key(c, "scrape_timeout");

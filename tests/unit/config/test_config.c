@@ -574,11 +574,6 @@ static void test_errors_durations(void **state)
              "3:20: scrape_configs[0].scrape_timeout: the scrape timeout 1s is too short for process_cpu", "");
     load_err("global: {scrape_interval: 1s}\nscrape_configs:\n- job_name: a\n",
              "3:3: scrape_configs[0].scrape_timeout: the scrape timeout 1s is too short", "");
-    /* a profile's seconds must fit in the timeout */
-    load_err("scrape_configs:\n- job_name: a\n  profiling_config: {pprof_config: {process_cpu: {seconds: 10}}}\n",
-             "3:60: scrape_configs[0].profiling_config.pprof_config.process_cpu.seconds: 10s must be shorter than the "
-             "scrape timeout (10s)",
-             "");
     load_err("scrape_configs:\n- job_name: a\n  profiling_config: {pprof_config: {x: {path: /x, seconds: 1500ms}}}\n",
              "3:60: scrape_configs[0].profiling_config.pprof_config.x.seconds: seconds must be a whole number", "");
 }
@@ -744,6 +739,23 @@ static void test_errors_file_sd(void **state)
              "3:21: scrape_configs[0].file_sd_configs[0]: a file_sd config needs at least one file", "");
 }
 
+static void test_cpu_seconds_not_bound_by_timeout(void **state)
+{
+    /* the scraper gives a CPU entry the scrape timeout plus its seconds: an explicit seconds as long
+     * as the timeout is as valid as the default (the interval) */
+    ps_config_t *c = load_ok("scrape_configs:\n- job_name: a\n  profiling_config: {pprof_config: {process_cpu: {seconds: 10}}}\n");
+    const ps_scrape_config_t *sc = &c->scrape[0];
+    assert_int_equal(sc->scrape_timeout, 10 * S);
+    int found = 0;
+    for (uint32_t i = 0; i < sc->npprof; i++)
+        if (strcmp(sc->pprof[i].name, "process_cpu") == 0) {
+            assert_int_equal(sc->pprof[i].seconds, 10 * S);
+            found = 1;
+        }
+    assert_true(found);
+    ps_config_free(c);
+}
+
 static void test_errors_profiling(void **state)
 {
     load_err("scrape_configs:\n- job_name: a\n  profiling_config: {pprof_config: {fgprof: {seconds: 5}}}\n",
@@ -792,6 +804,7 @@ int main(void)
         cmocka_unit_test(test_errors_relabel),     cmocka_unit_test(test_errors_client),
         cmocka_unit_test(test_errors_targets),     cmocka_unit_test(test_errors_file_sd),
         cmocka_unit_test(test_errors_profiling),   cmocka_unit_test(test_load_io_errors),
+        cmocka_unit_test(test_cpu_seconds_not_bound_by_timeout),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
