@@ -80,7 +80,7 @@ int ps_api_debug_series(h2o_req_t *req)
     if (ps_reader_begin(s->store, &r, &err) != 0)
         goto Fail;
     c.r = r;
-    ps_http_json_open(&j, &b);
+    ps_json_envelope(&j, &b);
     ps_json_arr(&j);
     int ret = ps_reader_series_foreach(r, on_series, &c, &err);
     if (ret != 0) {
@@ -89,7 +89,7 @@ int ps_api_debug_series(h2o_req_t *req)
         goto Fail;
     }
     ps_json_end(&j);
-    ps_http_json_close(&j);
+    ps_json_envelope_close(&j);
     ps_http_send(req, 200, "application/json", b.data, b.len);
     goto Exit;
 Fail:

@@ -49,11 +49,11 @@ int ps_api_profile_types(h2o_req_t *req)
     if (ret == 0) {
         ps_json_t j;
         types_ctx_t t = {&j, &c.arena};
-        ps_http_json_open(&j, &c.out);
+        ps_json_envelope(&j, &c.out);
         ps_json_arr(&j);
         ret = ps_reader_label_values(c.reader, "__name__", 8, on_type, &t, &c.err);
         ps_json_end(&j);
-        ps_http_json_close(&j);
+        ps_json_envelope_close(&j);
         if (ret == 0)
             ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
     }

@@ -135,7 +135,7 @@ static int do_query(ps_qctx_t *c, bool instant)
     }
     static const char *types[] = {"matrix", "vector", "scalar"};
     ps_json_t j;
-    ps_http_json_open(&j, &c->out);
+    ps_json_envelope(&j, &c->out);
     ps_json_obj(&j);
     ps_json_key(&j, "resultType");
     ps_json_cstr(&j, types[res.type]);
@@ -164,7 +164,7 @@ static int do_query(ps_qctx_t *c, bool instant)
         ps_json_end(&j);
     }
     ps_json_end(&j);
-    ps_http_json_close(&j);
+    ps_json_envelope_close(&j);
     ps_expr_dispose(e);
     send_json(c);
     return 0;
@@ -251,13 +251,13 @@ int ps_api_series(h2o_req_t *req)
             qsort(s.labels, s.n, sizeof(ps_labels_t), cmp_labels_qsort);
         uint32_t n = limit && limit < s.n ? (uint32_t)limit : s.n;
         ps_json_t j;
-        ps_http_json_open(&j, &c.out);
+        ps_json_envelope(&j, &c.out);
         ps_json_arr(&j);
         for (uint32_t i = 0; i < n; i++)
             ps_labels_json(&s.labels[i], &j);
         ps_json_end(&j);
         json_truncated(&j, n < s.n);
-        ps_http_json_close(&j);
+        ps_json_envelope_close(&j);
         send_json(&c);
     }
     match_dispose(sels, nsels);
@@ -268,13 +268,13 @@ static void send_strlist(ps_qctx_t *c, const ps_strlist_t *l, uint64_t limit)
 {
     uint32_t n = limit && limit < l->n ? (uint32_t)limit : l->n;
     ps_json_t j;
-    ps_http_json_open(&j, &c->out);
+    ps_json_envelope(&j, &c->out);
     ps_json_arr(&j);
     for (uint32_t i = 0; i < n; i++)
         ps_json_cstr(&j, l->v[i]);
     ps_json_end(&j);
     json_truncated(&j, n < l->n);
-    ps_http_json_close(&j);
+    ps_json_envelope_close(&j);
     send_json(c);
 }
 
@@ -421,11 +421,11 @@ int ps_api_metadata(h2o_req_t *req)
     if (metric && metric->vlen)
         m.only = metric->value;
     if (ret == 0) {
-        ps_http_json_open(&j, &c.out);
+        ps_json_envelope(&j, &c.out);
         ps_json_obj(&j);
         ret = ps_reader_label_values(c.reader, "__name__", 8, on_meta, &m, &c.err);
         ps_json_end(&j);
-        ps_http_json_close(&j);
+        ps_json_envelope_close(&j);
         if (ret == 0)
             send_json(&c);
     }

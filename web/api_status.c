@@ -36,7 +36,7 @@ int ps_api_buildinfo(h2o_req_t *req)
 {
     ps_buf_t b = PS_BUF_INIT;
     ps_json_t j;
-    ps_http_json_open(&j, &b);
+    ps_json_envelope(&j, &b);
     ps_json_obj(&j);
     static const char *const fields[][2] = {{"version", PS_VERSION}, {"revision", PS_REVISION}, {"branch", "main"},
                                             {"buildUser", "profstore"}, {"buildDate", __DATE__},
@@ -46,7 +46,7 @@ int ps_api_buildinfo(h2o_req_t *req)
         ps_json_cstr(&j, fields[i][1]);
     }
     ps_json_end(&j);
-    ps_http_json_close(&j);
+    ps_json_envelope_close(&j);
     ps_http_send(req, 200, "application/json", b.data, b.len);
     ps_buf_dispose(&b);
     return 0;
@@ -184,12 +184,12 @@ static void on_admin_complete(ps_async_t *a, h2o_req_t *req)
         } else {
             ps_buf_t b = PS_BUF_INIT;
             ps_json_t j;
-            ps_http_json_open(&j, &b);
+            ps_json_envelope(&j, &b);
             ps_json_obj(&j);
             ps_json_key(&j, ad->w.kind == PS_WREQ_COMPACT ? "chunks" : "series_dropped");
             ps_json_uint(&j, ad->w.count);
             ps_json_end(&j);
-            ps_http_json_close(&j);
+            ps_json_envelope_close(&j);
             ps_http_send(req, 200, "application/json", b.data, b.len);
             ps_buf_dispose(&b);
         }
@@ -255,9 +255,9 @@ int ps_api_reload(h2o_req_t *req)
     }
     ps_buf_t b = PS_BUF_INIT;
     ps_json_t j;
-    ps_http_json_open(&j, &b);
+    ps_json_envelope(&j, &b);
     ps_json_cstr(&j, "configuration reloaded");
-    ps_http_json_close(&j);
+    ps_json_envelope_close(&j);
     ps_http_send(req, 200, "application/json", b.data, b.len);
     ps_buf_dispose(&b);
     return 0;

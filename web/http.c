@@ -241,21 +241,6 @@ const char *ps_http_error_type(int status)
     }
 }
 
-void ps_http_json_open(ps_json_t *j, ps_buf_t *out)
-{
-    ps_json_init(j, out);
-    ps_json_obj(j);
-    ps_json_key(j, "status");
-    ps_json_cstr(j, "success");
-    ps_json_key(j, "data");
-}
-
-void ps_http_json_close(ps_json_t *j)
-{
-    ps_json_end(j);
-    ps_buf_putc(j->out, '\n');
-}
-
 void ps_http_error_status(h2o_req_t *req, int status, const char *msg)
 {
     ps_buf_t b = PS_BUF_INIT;
@@ -268,7 +253,7 @@ void ps_http_error_status(h2o_req_t *req, int status, const char *msg)
     ps_json_cstr(&j, ps_http_error_type(status));
     ps_json_key(&j, "error");
     ps_json_cstr(&j, msg);
-    ps_http_json_close(&j);
+    ps_json_envelope_close(&j);
     ps_http_send(req, status, "application/json", b.data, b.len);
     ps_buf_dispose(&b);
 }

@@ -49,12 +49,6 @@ int ps_param_duration(const ps_params_t *p, const char *name, int64_t dflt, int6
 /** First value of name, or NULL. */
 const ps_param_t *ps_params_get(const ps_params_t *p, const char *name);
 
-/** Opens Prometheus' success envelope {"status":"success","data": in out; the caller writes the
- *  data value (and maybe "warnings"), then ps_http_json_close. */
-void ps_http_json_open(ps_json_t *j, ps_buf_t *out);
-/** Closes the envelope and ends the body with a newline. */
-void ps_http_json_close(ps_json_t *j);
-
 /** Sends body with status and content type (copied). */
 void ps_http_send(h2o_req_t *req, int status, const char *content_type, const void *body, size_t len);
 /** Prometheus-style error JSON: {"status":"error","errorType":...,"error":msg}; status from code. */

@@ -28,8 +28,9 @@
  *    min(10s, interval) globally and min(global timeout, interval) per job. Parca instead defaults
  *    to interval + 3s and requires timeout > interval, because it asks for a CPU profile as long as
  *    the interval; we take Prometheus' rule for the timeout, and the scraper gives a delta entry
- *    (process_cpu: ?seconds=N, N = `seconds` or the interval) the scrape timeout plus N, so any
- *    `seconds` fits. When process_cpu is enabled the job's timeout must be >= 2s.
+ *    (process_cpu: ?seconds=N, N = `seconds` or the interval) the scrape timeout plus N; `seconds`
+ *    may not exceed the interval (one profile per interval). When process_cpu is enabled the
+ *    job's timeout must be >= 2s.
  *  - job: scheme http (http|https only), follow_redirects true, interval/timeout from global.
  *  - file_sd refresh_interval 5m, http_sd refresh_interval 60s (both must be > 0).
  *  - Relative file names (file_sd files, tls ca/cert/key, password_file, credentials_file,
@@ -1266,7 +1267,14 @@ static int parse_profiling(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *s
             e->enabled = true;
         if (!e->enabled)
             continue;
-        char a[32];
+        char a[32], b[32];
+        if (e->seconds > sc->scrape_interval) {
+            push(c, ".profiling_config.pprof_config.%s.seconds", e->name);
+            fmt_dur(e->seconds, a, sizeof(a));
+            fmt_dur(sc->scrape_interval, b, sizeof(b));
+            return fail(c, pe->seconds, "%s is longer than the scrape interval (%s): one profile is taken per interval",
+                        a, b);
+        }
         if (strcmp(e->name, "process_cpu") == 0 && sc->scrape_timeout < MIN_CPU_TIMEOUT) {
             pop(c, base);
             push_key(c, "scrape_timeout");

@@ -4,29 +4,31 @@
 #include <stdio.h>
 #include <string.h>
 
-int ps_err_set(ps_err_t *err, int code, const char *fmt, ...)
+static int vset(ps_err_t *err, int code, int32_t pos, const char *fmt, va_list ap)
 {
     if (err != NULL) {
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
         err->code = code;
-        err->pos = -1;
+        err->pos = pos;
     }
+    return code;
+}
+
+int ps_err_set(ps_err_t *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vset(err, code, -1, fmt, ap);
+    va_end(ap);
     return code;
 }
 
 int ps_err_set_at(ps_err_t *err, int code, size_t pos, const char *fmt, ...)
 {
-    if (err != NULL) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
-        err->code = code;
-        err->pos = pos > INT32_MAX ? INT32_MAX : (int32_t)pos;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    vset(err, code, pos > INT32_MAX ? INT32_MAX : (int32_t)pos, fmt, ap);
+    va_end(ap);
     return code;
 }
 

@@ -17,6 +17,21 @@ void ps_json_init(ps_json_t *j, ps_buf_t *out)
     j->out = out;
 }
 
+void ps_json_envelope(ps_json_t *j, ps_buf_t *out)
+{
+    ps_json_init(j, out);
+    ps_json_obj(j);
+    ps_json_key(j, "status");
+    ps_json_cstr(j, "success");
+    ps_json_key(j, "data");
+}
+
+void ps_json_envelope_close(ps_json_t *j)
+{
+    ps_json_end(j);
+    ps_buf_putc(j->out, '\n');
+}
+
 /* Before any value or key: the comma that separates it from the previous item of its level. */
 static void sep(ps_json_t *j)
 {

@@ -33,6 +33,11 @@ typedef struct ps_json {
 
 /** Starts writing into out (appended to what is there). */
 void ps_json_init(ps_json_t *j, ps_buf_t *out);
+/** Starts Prometheus' API answer {"status":"success","data": in out; the caller writes the data
+ *  value (and maybe more keys), then ps_json_envelope_close. */
+void ps_json_envelope(ps_json_t *j, ps_buf_t *out);
+/** Closes the answer and ends it with a newline. */
+void ps_json_envelope_close(ps_json_t *j);
 /** Opens an object / an array (as a value: after a key, in an array, or at the top). */
 void ps_json_obj(ps_json_t *j);
 void ps_json_arr(ps_json_t *j);

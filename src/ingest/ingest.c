@@ -333,11 +333,7 @@ void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out)
     char ts[48];
     ps_format_time(app->ts, ts, sizeof(ts));
     ps_json_t j;
-    ps_json_init(&j, out);
-    ps_json_obj(&j);
-    ps_json_key(&j, "status");
-    ps_json_cstr(&j, "success");
-    ps_json_key(&j, "data");
+    ps_json_envelope(&j, out);
     ps_json_obj(&j);
     ps_json_key(&j, "timestamp");
     ps_json_cstr(&j, ts);
@@ -363,8 +359,7 @@ void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out)
         ps_json_uint(&j, app->series_samples[i]);
         ps_json_end(&j);
     }
-    ps_json_end(&j);
-    ps_json_end(&j);
-    ps_json_end(&j);
-    ps_buf_putc(out, '\n');
+    ps_json_end(&j); /* series */
+    ps_json_end(&j); /* data */
+    ps_json_envelope_close(&j);
 }

@@ -1227,11 +1227,7 @@ void ps_scraper_targets_json(ps_scraper_t *s, const char *state, ps_buf_t *out)
     bool active = state == NULL || strcmp(state, "any") == 0 || strcmp(state, "active") == 0 || *state == 0;
     bool dropped = state == NULL || strcmp(state, "any") == 0 || strcmp(state, "dropped") == 0 || *state == 0;
     ps_json_t j;
-    ps_json_init(&j, out);
-    ps_json_obj(&j);
-    ps_json_key(&j, "status");
-    ps_json_cstr(&j, "success");
-    ps_json_key(&j, "data");
+    ps_json_envelope(&j, out);
     ps_json_obj(&j);
     ps_json_key(&j, "activeTargets");
     ps_json_arr(&j);
@@ -1284,8 +1280,7 @@ void ps_scraper_targets_json(ps_scraper_t *s, const char *state, ps_buf_t *out)
         pthread_mutex_unlock(&s->mu);
     ps_json_end(&j); /* droppedTargets */
     ps_json_end(&j); /* data */
-    ps_json_end(&j);
-    ps_buf_putc(out, '\n');
+    ps_json_envelope_close(&j);
 }
 
 void ps_scraper_metrics(ps_scraper_t *s, ps_buf_t *out)

@@ -38,8 +38,8 @@ BAD_CONFIGS = [
     ("scrape_configs:\n  - job_name: a\n  - job_name: a\n",
      3, 15, r"scrape_configs\[1\]\.job_name: duplicate job name \"a\""),
     ("scrape_configs:\n  - job_name: a\n    profiling_config:\n      pprof_config:\n        process_cpu: {seconds: 30}\n",
-     5, 32, r"scrape_configs\[0\]\.profiling_config\.pprof_config\.process_cpu\.seconds: 30s must be shorter than "
-            r"the scrape timeout \(10s\)"),
+     5, 32, r"scrape_configs\[0\]\.profiling_config\.pprof_config\.process_cpu\.seconds: 30s is longer than "
+            r"the scrape interval \(10s\): one profile is taken per interval"),
 ]
 
 

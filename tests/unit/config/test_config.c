@@ -754,6 +754,10 @@ static void test_cpu_seconds_not_bound_by_timeout(void **state)
         }
     assert_true(found);
     ps_config_free(c);
+    load_err("scrape_configs:\n- job_name: a\n  profiling_config: {pprof_config: {process_cpu: {seconds: 11}}}\n",
+             "3:60: scrape_configs[0].profiling_config.pprof_config.process_cpu.seconds: 11s is longer than the "
+             "scrape interval (10s): one profile is taken per interval",
+             "");
 }
 
 static void test_errors_profiling(void **state)

@@ -12,37 +12,19 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "../testutil.h"
 #include <jansson.h>
 
 #include "core/timeutil.h"
 #include "ingest/ingest.h"
 
-static const char *testdata(void)
-{
-    const char *e = getenv("PS_TESTDATA");
-    return e ? e : PS_TESTDATA;
-}
 
-static uint8_t *read_fixture(const char *rel, size_t *n)
-{
-    char path[512];
-    snprintf(path, sizeof(path), "%s/pprof/%s", testdata(), rel);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)len + 1);
-    *n = fread(b, 1, (size_t)len, f);
-    fclose(f);
-    return b;
-}
 
 static void decode(const char *rel, ps_arena_t *a, ps_profile_t *p)
 {
     size_t n;
-    uint8_t *b = read_fixture(rel, &n);
+    uint8_t *b = ps_test_read_fixture(rel, &n);
     ps_pprof_limits_t lim;
     ps_pprof_limits_default(&lim);
     ps_err_t err;
@@ -56,7 +38,7 @@ static void decode(const char *rel, ps_arena_t *a, ps_profile_t *p)
 static int prepare(const char *rel, const ps_ingest_params_t *ip, ps_arena_t *a, ps_append_t *app, ps_err_t *err)
 {
     size_t n;
-    uint8_t *b = read_fixture(rel, &n);
+    uint8_t *b = ps_test_read_fixture(rel, &n);
     uint8_t *copy = ps_arena_alloc(a, n); /* the app may refer to the body */
     memcpy(copy, b, n);
     free(b);
@@ -336,7 +318,7 @@ static void test_check_body(void **state)
     /* every fixture, raw or gzipped, passes */
     for (size_t i = 0; i < NFIXTURES; i++) {
         size_t n;
-        uint8_t *b = read_fixture(fixtures[i].file, &n);
+        uint8_t *b = ps_test_read_fixture(fixtures[i].file, &n);
         assert_int_equal(ps_ingest_check_body(b, n, "application/octet-stream", 24, &err), 0);
         free(b);
     }

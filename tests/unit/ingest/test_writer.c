@@ -17,33 +17,19 @@
 
 #include <cmocka.h>
 
+#include "../testutil.h"
+
 #include "core/timeutil.h"
 #include "ingest/ingest.h"
 
-static const char *testdata(void)
-{
-    const char *e = getenv("PS_TESTDATA");
-    return e ? e : PS_TESTDATA;
-}
 
 static uint8_t *body;
 static size_t body_len;
 
 static void load_body(void)
 {
-    if (body != NULL)
-        return;
-    char path[512];
-    snprintf(path, sizeof(path), "%s/pprof/go/goroutine-01.pb.gz", testdata());
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    body = malloc((size_t)len);
-    body_len = fread(body, 1, (size_t)len, f);
-    fclose(f);
+    if (body == NULL)
+        body = ps_test_read_fixture("go/goroutine-01.pb.gz", &body_len);
 }
 
 typedef struct env {

@@ -15,41 +15,17 @@
 #include <time.h>
 
 #include <cmocka.h>
+
+#include "../testutil.h"
 #include <zlib.h>
 
 #include "core/varint.h"
 #include "proto/pprof.h"
 
-#ifndef PS_TESTDATA
-#define PS_TESTDATA "../shared/testdata"
-#endif
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
-static const char *testdata_dir(void)
-{
-    const char *d = getenv("PS_TESTDATA");
-    return d != NULL && d[0] != '\0' ? d : PS_TESTDATA;
-}
 
-/* Reads $PS_TESTDATA/pprof/<rel> into a malloc'ed buffer (fails the test if missing). */
-static uint8_t *read_fixture(const char *rel, size_t *n)
-{
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/pprof/%s", testdata_dir(), rel);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("cannot open fixture %s", path);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    *n = (size_t)len;
-    return b;
-}
 
 static int str_eq(const ps_profile_t *p, uint32_t idx, const char *s)
 {
@@ -469,7 +445,7 @@ static void test_fixtures(void **state)
     (void)state;
     for (size_t i = 0; i < NFIXTURES; i++) {
         size_t n;
-        uint8_t *data = read_fixture(kFixtures[i].file, &n);
+        uint8_t *data = ps_test_read_fixture(kFixtures[i].file, &n);
         ps_arena_t a = PS_ARENA_INIT;
         ps_profile_t p;
         decode_or_fail(data, n, NULL, &a, &p);
@@ -487,7 +463,7 @@ static void test_all_fixture_files(void **state)
     int files = 0;
     for (size_t d = 0; d < 2; d++) {
         char path[1024];
-        snprintf(path, sizeof(path), "%s/pprof/%s", testdata_dir(), dirs[d]);
+        snprintf(path, sizeof(path), "%s/pprof/%s", ps_test_testdata(), dirs[d]);
         DIR *dir = opendir(path);
         if (dir == NULL)
             fail_msg("cannot open %s", path);
@@ -500,7 +476,7 @@ static void test_all_fixture_files(void **state)
             char rel[512];
             snprintf(rel, sizeof(rel), "%s/%s", dirs[d], e->d_name);
             size_t n;
-            uint8_t *data = read_fixture(rel, &n);
+            uint8_t *data = ps_test_read_fixture(rel, &n);
             ps_arena_t a = PS_ARENA_INIT;
             ps_profile_t p;
             ps_err_t err;
@@ -520,7 +496,7 @@ static void test_go_cpu_facts(void **state)
 {
     (void)state;
     size_t n;
-    uint8_t *data = read_fixture("go/cpu-01.pb.gz", &n);
+    uint8_t *data = ps_test_read_fixture("go/cpu-01.pb.gz", &n);
     ps_arena_t a = PS_ARENA_INIT;
     ps_profile_t p;
     decode_or_fail(data, n, NULL, &a, &p);
@@ -556,7 +532,7 @@ static void test_go_cpu_has_unpacked_values(void **state)
 {
     (void)state;
     size_t n;
-    uint8_t *data = read_fixture("go/cpu-01.pb", &n);
+    uint8_t *data = ps_test_read_fixture("go/cpu-01.pb", &n);
     ps_dec_t d;
     int unpacked_values = 0;
     ps_dec_init(&d, data, n);
@@ -598,8 +574,8 @@ static void test_gzip_and_raw_identical(void **state)
 {
     (void)state;
     size_t ngz, nraw;
-    uint8_t *gz = read_fixture("go/cpu-01.pb.gz", &ngz);
-    uint8_t *raw = read_fixture("go/cpu-01.pb", &nraw);
+    uint8_t *gz = ps_test_read_fixture("go/cpu-01.pb.gz", &ngz);
+    uint8_t *raw = ps_test_read_fixture("go/cpu-01.pb", &nraw);
     ps_arena_t a = PS_ARENA_INIT;
     ps_profile_t p1, p2;
     assert_true(ps_is_gzip(gz, ngz));
@@ -630,7 +606,7 @@ static void test_roundtrip_fixtures(void **state)
     static const int levels[] = {-1, 0, 1, 9};
     for (size_t i = 0; i < NFIXTURES; i++) {
         size_t n;
-        uint8_t *data = read_fixture(kFixtures[i].file, &n);
+        uint8_t *data = ps_test_read_fixture(kFixtures[i].file, &n);
         ps_arena_t a = PS_ARENA_INIT;
         ps_profile_t p, q;
         decode_or_fail(data, n, NULL, &a, &p);
@@ -814,7 +790,7 @@ static void test_gzip_errors(void **state)
 {
     (void)state;
     size_t n;
-    uint8_t *gz = read_fixture("go/cpu-01.pb.gz", &n);
+    uint8_t *gz = ps_test_read_fixture("go/cpu-01.pb.gz", &n);
     uint8_t *bad = malloc(n + 16);
 
     /* truncated: in the deflate data, and in the 8-byte trailer */
@@ -973,7 +949,7 @@ static void test_protobuf_garbage(void **state)
 {
     (void)state;
     size_t n;
-    uint8_t *raw = read_fixture("go/cpu-01.pb", &n);
+    uint8_t *raw = ps_test_read_fixture("go/cpu-01.pb", &n);
     /* truncated at many points: always fails cleanly */
     for (size_t cut = 1; cut < n; cut += 97) {
         ps_arena_t a = PS_ARENA_INIT;
@@ -1139,7 +1115,7 @@ static void test_bad_references(void **state)
 static void limit_case(const char *file, void (*set)(ps_pprof_limits_t *), int code, const char *substr)
 {
     size_t n;
-    uint8_t *data = read_fixture(file, &n);
+    uint8_t *data = ps_test_read_fixture(file, &n);
     ps_pprof_limits_t lim;
     ps_pprof_limits_default(&lim);
     set(&lim);
@@ -1179,7 +1155,7 @@ static void test_limits(void **state)
 
     /* exactly at the limits: fine */
     size_t n;
-    uint8_t *data = read_fixture("go/cpu-01.pb.gz", &n);
+    uint8_t *data = ps_test_read_fixture("go/cpu-01.pb.gz", &n);
     ps_pprof_limits_t lim;
     ps_pprof_limits_default(&lim);
     lim.max_samples = 272, lim.max_locations = 338, lim.max_functions = 193, lim.max_mappings = 5;
@@ -1217,7 +1193,7 @@ static void test_limits_exact(void **state)
     (void)state;
     for (size_t i = 0; i < NFIXTURES; i++) {
         size_t n;
-        uint8_t *data = read_fixture(kFixtures[i].file, &n);
+        uint8_t *data = ps_test_read_fixture(kFixtures[i].file, &n);
         ps_arena_t a = PS_ARENA_INIT;
         ps_profile_t p;
         decode_or_fail(data, n, NULL, &a, &p);

@@ -23,14 +23,13 @@
 
 #include <cmocka.h>
 
+#include "../testutil.h"
+
 #include "core/timeutil.h"
 #include "ingest/ingest.h"
 #include "parser/selector.h"
 #include "query/query.h"
 
-#ifndef PS_TESTDATA
-#define PS_TESTDATA "../shared/testdata"
-#endif
 
 #define T0 1800000000LL
 #define S(x) ((int64_t)(x) * PS_NS_PER_S)
@@ -45,25 +44,12 @@
 static char dir[64];
 static ps_store_t *store;
 
-static const char *testdata_dir(void)
-{
-    const char *d = getenv("PS_TESTDATA");
-    return d && *d ? d : PS_TESTDATA;
-}
 
 static void ingest(const char *rel, const char *labels, int64_t ts_s)
 {
-    char path[1024], when[32];
-    snprintf(path, sizeof(path), "%s/pprof/%s", testdata_dir(), rel);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("cannot open fixture %s", path);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)len + 1);
-    assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
+    char when[32];
+    size_t len;
+    uint8_t *b = ps_test_read_fixture(rel, &len);
     snprintf(when, sizeof(when), "%lld", (long long)ts_s);
     ps_ingest_params_t ip = {.labels = labels, .labels_len = strlen(labels), .time = when, .time_len = strlen(when),
                              .delta = -1};

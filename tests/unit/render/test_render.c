@@ -21,14 +21,13 @@
 #include <time.h>
 
 #include <cmocka.h>
+
+#include "../testutil.h"
 #include <jansson.h>
 
 #include "proto/pprof.h"
 #include "render/render.h"
 
-#ifndef PS_TESTDATA
-#define PS_TESTDATA "../shared/testdata"
-#endif
 
 /* ---- a tiny profile builder ------------------------------------------------------------------- */
 
@@ -843,29 +842,7 @@ static void test_random_profiles(void **state)
 
 /* ---- the real Go CPU profile ----------------------------------------------------------------- */
 
-static const char *testdata_dir(void)
-{
-    const char *d = getenv("PS_TESTDATA");
-    return d != NULL && d[0] != '\0' ? d : PS_TESTDATA;
-}
 
-static uint8_t *read_fixture(const char *rel, size_t *n)
-{
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/pprof/%s", testdata_dir(), rel);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("cannot open fixture %s", path);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    *n = (size_t)len;
-    return b;
-}
 
 static uint32_t value_index(const ps_profile_t *p, const char *type)
 {
@@ -893,7 +870,7 @@ static json_t *find_row(json_t *rows, const char *fn)
 static void test_go_cpu(void **state)
 {
     size_t n;
-    uint8_t *raw = read_fixture("go/cpu-01.pb.gz", &n);
+    uint8_t *raw = ps_test_read_fixture("go/cpu-01.pb.gz", &n);
     ps_pprof_limits_t lim;
     ps_pprof_limits_default(&lim);
     ps_arena_t a = PS_ARENA_INIT;
@@ -1026,7 +1003,7 @@ static void test_go_cpu(void **state)
 static void check_fixture(const char *rel)
 {
     size_t n;
-    uint8_t *raw = read_fixture(rel, &n);
+    uint8_t *raw = ps_test_read_fixture(rel, &n);
     ps_pprof_limits_t lim;
     ps_pprof_limits_default(&lim);
     ps_arena_t a = PS_ARENA_INIT, fa = PS_ARENA_INIT;
@@ -1092,7 +1069,7 @@ static void test_all_fixtures(void **state)
     size_t count = 0;
     for (size_t d = 0; d < 2; d++) {
         char path[1024];
-        snprintf(path, sizeof(path), "%s/pprof/%s", testdata_dir(), dirs[d]);
+        snprintf(path, sizeof(path), "%s/pprof/%s", ps_test_testdata(), dirs[d]);
         DIR *dir = opendir(path);
         if (dir == NULL)
             fail_msg("cannot open %s", path);

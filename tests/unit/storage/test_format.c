@@ -24,6 +24,8 @@
 
 #include <cmocka.h>
 
+#include "../testutil.h"
+
 #include "core/hash.h"
 #include "core/labels.h"
 #include "core/varint.h"
@@ -34,17 +36,7 @@ static char *slurp(const char *rel)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", PS_SOURCE_DIR, rel);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = 0;
-    fclose(f);
-    return b;
+    return (char *)ps_test_read_path(path, NULL);
 }
 
 static int hexval(char c)

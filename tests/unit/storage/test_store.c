@@ -20,30 +20,14 @@
 
 #include <cmocka.h>
 
+#include "../testutil.h"
+
 #include "core/timeutil.h"
 #include "proto/pprof.h"
 #include "storage/internal.h"
 #include "storage/store.h"
 
-static const char *testdata(void)
-{
-    const char *e = getenv("PS_TESTDATA");
-    return e ? e : PS_TESTDATA;
-}
 
-static uint8_t *read_file(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)len + 1);
-    *n = fread(b, 1, (size_t)len, f);
-    fclose(f);
-    return b;
-}
 
 static char *tmpdir(void)
 {
@@ -316,11 +300,9 @@ static uint32_t parse_test_labels(const char *s, ps_arena_t *a, ps_label_pair_t 
 static void prepare(pushed_t *p, const fixture_t *f, const char *labels, int64_t ts)
 {
     char path[1024];
-    snprintf(path, sizeof(path), "%s/%s", testdata(), f->file);
+    snprintf(path, sizeof(path), "%s/%s", ps_test_testdata(), f->file);
     size_t n = 0;
-    p->bytes = read_file(path, &n);
-    if (p->bytes == NULL)
-        fail_msg("cannot read %s", path);
+    p->bytes = ps_test_read_path(path, &n);
     ps_pprof_limits_t lim;
     ps_pprof_limits_default(&lim);
     ps_err_t err;
