@@ -204,9 +204,9 @@ static int reload_config(void *ctx, ps_err_t *err)
     int rc = ps_config_load(w->config_path, &cfg, err);
     if (rc == 0) {
         apply_config(w, cfg);
-        ps_log_info("configuration reloaded", "file=%s", w->config_path);
+        ps_log_info("configuration reloaded", "file=%s", ps_log_q(w->config_path));
     } else {
-        ps_log_error("configuration reload failed; keeping the running configuration", "err=\"%s\"", err->msg);
+        ps_log_error("configuration reload failed; keeping the running configuration", "err=%s", ps_log_q(err->msg));
     }
     pthread_mutex_unlock(&w->mu);
     return rc;
@@ -267,7 +267,7 @@ int main(int argc, char **argv)
 
     ps_store_t *store = NULL;
     if (ps_store_open(&so, &store, &err) != 0) {
-        ps_log_error("cannot open storage", "dir=%s err=\"%s\"", f.data_dir, err.msg);
+        ps_log_error("cannot open storage", "dir=%s err=%s", ps_log_q(f.data_dir), ps_log_q(err.msg));
         return 1;
     }
     ps_server_t srv = {0};
@@ -279,7 +279,7 @@ int main(int argc, char **argv)
     srv.opts.limits.max_inflated = f.max_inflated;
     srv.store = store;
     if (ps_server_bind(&srv, &err) != 0) {
-        ps_log_error("cannot start HTTP server", "err=\"%s\"", err.msg);
+        ps_log_error("cannot start HTTP server", "err=%s", ps_log_q(err.msg));
         ps_store_close(store);
         return 1;
     }
@@ -297,13 +297,14 @@ int main(int argc, char **argv)
     if (cfg != NULL)
         apply_config(&wiring, cfg);
     if (ps_server_start(&srv, &err) != 0) {
-        ps_log_error("cannot start HTTP server", "err=\"%s\"", err.msg);
+        ps_log_error("cannot start HTTP server", "err=%s", ps_log_q(err.msg));
         return 1;
     }
     char ret_s[32];
     ps_format_duration(f.retention, ret_s, sizeof(ret_s));
-    ps_log_info("profstore is ready", "listen=%s port=%d data_dir=%s retention=%s threads=%llu", f.listen,
-                ps_server_port(&srv), f.data_dir, f.retention ? ret_s : "forever", (unsigned long long)f.threads);
+    ps_log_info("profstore is ready", "listen=%s port=%d data_dir=%s retention=%s threads=%llu", ps_log_q(f.listen),
+                ps_server_port(&srv), ps_log_q(f.data_dir), ps_log_q(f.retention ? ret_s : "forever"),
+                (unsigned long long)f.threads);
 
     for (;;) {
         int sig = 0;

@@ -34,7 +34,7 @@ static void on_complete(ps_async_t *a, h2o_req_t *req)
         atomic_fetch_add(&p->srv->ingest_bytes, p->body_len);
         atomic_fetch_add(&p->srv->ingest_samples, app->profile->nsamples);
     } else {
-        ps_log_debug("push rejected", "err=\"%s\"", p->w.status ? p->w.err.msg : app->err.msg);
+        ps_log_debug("push rejected", "err=%s", ps_log_q(p->w.status ? p->w.err.msg : app->err.msg));
     }
     if (req != NULL) {
         if (p->w.status != 0) {

@@ -109,7 +109,8 @@ static bool reload_file(ps_filesd_t *f, sd_file_t *sf, const struct stat *st, ui
     size_t n;
     uint8_t *data = read_all(sf->path, &n, MAX_FILE_BYTES, why, sizeof(why));
     if (data == NULL) {
-        ps_log_error("file_sd: cannot read file", "job=%s file=%s err=\"%s\"", f->cfg->job_name, sf->path, why);
+        ps_log_error("file_sd: cannot read file", "job=%s file=%s err=%s", ps_log_q(f->cfg->job_name),
+                     ps_log_q(sf->path), ps_log_q(why));
         (*failures)++;
         return false;
     }
@@ -122,8 +123,8 @@ static bool reload_file(ps_filesd_t *f, sd_file_t *sf, const struct stat *st, ui
     int rc = ps_sd_parse((const char *)data, n, yaml, sf->path, &na, &groups, &ng, &err);
     free(data);
     if (rc != 0) {
-        ps_log_error("file_sd: invalid file, keeping its previous targets", "job=%s err=\"%s\"", f->cfg->job_name,
-                     err.msg);
+        ps_log_error("file_sd: invalid file, keeping its previous targets", "job=%s err=%s", ps_log_q(f->cfg->job_name),
+                     ps_log_q(err.msg));
         (*failures)++;
         ps_arena_dispose(&na);
         return false;
@@ -189,7 +190,7 @@ bool ps_filesd_refresh(ps_filesd_t *f, bool force, uint64_t *failures)
     }
     if (strcmp(f->warning, f->warned) != 0) {
         if (f->warning[0])
-            ps_log_warn("file_sd: no file matches", "job=%s err=\"%s\"", f->cfg->job_name, f->warning);
+            ps_log_warn("file_sd: no file matches", "job=%s err=%s", ps_log_q(f->cfg->job_name), ps_log_q(f->warning));
         memcpy(f->warned, f->warning, sizeof(f->warned));
     }
     return changed;

@@ -38,7 +38,7 @@ static void housekeeping(ps_writer_t *w, int64_t *next_compact, int64_t *next_re
     if (force_check || mono >= *next_compact) {
         uint32_t n = 0;
         if (ps_store_compact(w->store, false, ps_time_now(), &n, &err) != 0)
-            ps_log_error("compaction failed", "err=\"%s\"", err.msg);
+            ps_log_error("compaction failed", "err=%s", ps_log_q(err.msg));
         else if (n > 0)
             ps_log_debug("compacted", "chunks=%u", n);
         pthread_mutex_lock(&w->mu);
@@ -50,7 +50,7 @@ static void housekeeping(ps_writer_t *w, int64_t *next_compact, int64_t *next_re
     if (mono >= *next_retain) {
         uint32_t n = 0;
         if (ps_store_retain(w->store, ps_time_now(), &n, &err) != 0)
-            ps_log_error("retention failed", "err=\"%s\"", err.msg);
+            ps_log_error("retention failed", "err=%s", ps_log_q(err.msg));
         else if (n > 0)
             ps_log_info("retention dropped series", "series=%u", n);
         pthread_mutex_lock(&w->mu);
@@ -137,7 +137,7 @@ static void *run(void *arg)
             ps_err_t err;
             ps_err_clear(&err);
             if (ps_store_write_batch(w->store, apps, napps, &err) != 0)
-                ps_log_error("write failed", "profiles=%zu err=\"%s\"", napps, err.msg);
+                ps_log_error("write failed", "profiles=%zu err=%s", napps, ps_log_q(err.msg));
         }
         uint64_t ok = 0, failed = 0, dups = 0;
         for (size_t i = 0; i < napps; i++) {
@@ -171,7 +171,7 @@ static void *run(void *arg)
             uint32_t nc = 0;
             ps_err_t err;
             if (ps_store_compact_due(w->store, &nc, &err) != 0)
-                ps_log_error("compaction failed", "err=\"%s\"", err.msg);
+                ps_log_error("compaction failed", "err=%s", ps_log_q(err.msg));
             pthread_mutex_lock(&w->mu);
             w->stats.chunks += nc;
             pthread_mutex_unlock(&w->mu);

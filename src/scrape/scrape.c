@@ -271,7 +271,7 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
             const char *address = ps_labels_value(&ls, "__address__");
             if (!keep || address == NULL || *address == 0) {
                 if (keep)
-                    ps_log_warn("target dropped: no address after relabeling", "job=%s", c->job_name);
+                    ps_log_warn("target dropped: no address after relabeling", "job=%s", ps_log_q(c->job_name));
                 s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
                 dropped_t *d = &s->dropped[s->ndropped++];
                 d->arena = a;
@@ -325,8 +325,8 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
             t->labels = lset_copy(&ls, &t->arena, true);
             ps_err_t err;
             if (ps_labels_normalize(&t->labels, &err) != 0 || t->labels.n >= PS_LABELS_MAX) {
-                ps_log_warn("target dropped: invalid labels after relabeling", "job=%s err=\"%s\"", c->job_name,
-                            err.msg);
+                ps_log_warn("target dropped: invalid labels after relabeling", "job=%s err=%s", ps_log_q(c->job_name),
+                            ps_log_q(err.msg));
                 ps_buf_dispose(&url);
                 dropped_t d = {t->arena, t->discovered};
                 s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
@@ -667,8 +667,8 @@ static void client_error(pool_t *p, const char *why)
     if (strcmp(p->client_error, why) == 0)
         return;
     snprintf(p->client_error, sizeof(p->client_error), "%s", why);
-    ps_log_warn("scrape failed: a file named in the configuration cannot be read", "job=%s err=\"%s\"",
-                p->cfg->job_name, why);
+    ps_log_warn("scrape failed: a file named in the configuration cannot be read", "job=%s err=%s",
+                ps_log_q(p->cfg->job_name), ps_log_q(why));
 }
 
 static void start_scrape(ps_scraper_t *s, target_t *t)
@@ -769,7 +769,7 @@ static void set_result(ps_scraper_t *s, target_t *t, int64_t started_wall, doubl
     m->duration_sum += t->last_duration;
     pthread_mutex_unlock(&s->mu);
     if (err)
-        ps_log_debug("scrape failed", "url=%s err=\"%s\"", t->url, err);
+        ps_log_debug("scrape failed", "url=%s err=%s", ps_log_q(t->url), ps_log_q(err));
 }
 
 static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
@@ -910,8 +910,8 @@ static void start_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h)
     h->headers = curl_slist_append(NULL, hd);
     char why[512];
     if (!setup_client(e, &h->cfg->client, &h->headers, why, sizeof(why))) {
-        ps_log_error("http_sd: refresh failed, keeping the last good targets", "job=%s url=%s err=\"%s\"",
-                     p->cfg->job_name, h->cfg->url, why);
+        ps_log_error("http_sd: refresh failed, keeping the last good targets", "job=%s url=%s err=%s",
+                     ps_log_q(p->cfg->job_name), ps_log_q(h->cfg->url), ps_log_q(why));
         s->sd_failures++;
         curl_easy_cleanup(e);
         h->easy = NULL;
@@ -931,9 +931,11 @@ static void finish_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h, CURLcode re
     h->easy = NULL;
     h->next_refresh = ps_time_mono() + h->cfg->refresh_interval;
     if (res != CURLE_OK || status != 200) {
-        ps_log_error("http_sd: refresh failed, keeping the last good targets", "job=%s url=%s err=\"%s\"",
-                     p->cfg->job_name, h->cfg->url,
-                     res != CURLE_OK ? curl_easy_strerror(res) : status == 0 ? "no answer" : "HTTP status not 200");
+        ps_log_error("http_sd: refresh failed, keeping the last good targets", "job=%s url=%s err=%s",
+                     ps_log_q(p->cfg->job_name), ps_log_q(h->cfg->url),
+                     ps_log_q(res != CURLE_OK ? curl_easy_strerror(res)
+                              : status == 0   ? "no answer"
+                                              : "HTTP status not 200"));
         s->sd_failures++;
         return;
     }
@@ -943,8 +945,8 @@ static void finish_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h, CURLcode re
     ps_err_t err;
     if (ps_sd_parse(h->body.len ? (const char *)h->body.data : "", h->body.len, false, h->cfg->url, &na, &groups, &ng,
                     &err) != 0) {
-        ps_log_error("http_sd: invalid answer, keeping the last good targets", "job=%s err=\"%s\"", p->cfg->job_name,
-                     err.msg);
+        ps_log_error("http_sd: invalid answer, keeping the last good targets", "job=%s err=%s",
+                     ps_log_q(p->cfg->job_name), ps_log_q(err.msg));
         s->sd_failures++;
         ps_arena_dispose(&na);
         return;

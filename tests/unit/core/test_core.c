@@ -16,6 +16,7 @@
 #include "core/fmt.h"
 #include "core/hash.h"
 #include "core/json.h"
+#include "core/log.h"
 #include "core/labels.h"
 #include "core/timeutil.h"
 #include "core/varint.h"
@@ -293,6 +294,25 @@ static void test_label_value_escape(void **state)
     assert_string_equal(b, "abc");
 }
 
+static void test_log_values(void **state)
+{
+    assert_string_equal(ps_log_q("static"), "static");
+    assert_string_equal(ps_log_q("/tmp/a b.json"), "\"/tmp/a b.json\"");
+    assert_string_equal(ps_log_q("1:5: got \"=~\" a\\b\nc\x01"), "\"1:5: got \\\"=~\\\" a\\\\b\\nc\\x01\"");
+    assert_string_equal(ps_log_q("k=v"), "\"k=v\"");
+    assert_string_equal(ps_log_q(""), "\"\"");
+    assert_string_equal(ps_log_q(NULL), "\"\"");
+    /* eight values of one line stay valid together */
+    const char *v[8];
+    char in[8][8];
+    for (int i = 0; i < 8; i++) {
+        snprintf(in[i], sizeof(in[i]), "v%d", i);
+        v[i] = ps_log_q(in[i]);
+    }
+    for (int i = 0; i < 8; i++)
+        assert_string_equal(v[i], in[i]);
+}
+
 static void test_durations_and_times(void **state)
 {
     int64_t ns;
@@ -349,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_durations_and_times),
         cmocka_unit_test(test_json_writer),
         cmocka_unit_test(test_label_value_escape),
+        cmocka_unit_test(test_log_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
