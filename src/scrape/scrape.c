@@ -755,18 +755,22 @@ static void on_written(ps_wreq_t *w)
 }
 
 /* The result of the scrape that started at started_wall and took duration s. It may arrive (from the
- * writer) after the target's next scrape started: the times are the written scrape's, not t's. */
+ * writer) after the target's next scrape started: the times are the written scrape's, not t's, and
+ * a result older than the one shown (a late answer from the writer after a newer scrape failed)
+ * is counted but does not replace it. */
 static void set_result(ps_scraper_t *s, target_t *t, int64_t started_wall, double duration, const char *err)
 {
     pthread_mutex_lock(&s->mu);
-    t->last_scrape = started_wall;
-    t->last_duration = duration;
-    t->health = err ? -1 : 1;
-    snprintf(t->last_error, sizeof(t->last_error), "%s", err ? err : "");
+    if (started_wall >= t->last_scrape) {
+        t->last_scrape = started_wall;
+        t->last_duration = duration;
+        t->health = err ? -1 : 1;
+        snprintf(t->last_error, sizeof(t->last_error), "%s", err ? err : "");
+    }
     job_metrics_t *m = job_metrics(s, t->job);
     m->scrapes++;
     m->failures += err != NULL;
-    m->duration_sum += t->last_duration;
+    m->duration_sum += duration;
     pthread_mutex_unlock(&s->mu);
     if (err)
         ps_log_debug("scrape failed", "url=%s err=%s", ps_log_q(t->url), ps_log_q(err));
