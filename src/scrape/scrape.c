@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -50,6 +51,7 @@ typedef struct sd_http {
     CURL *easy;
     ps_buf_t body;
     struct curl_slist *headers;
+    struct curl_slist *connect_to; /* tls_config.server_name (see server_name) */
 } sd_http_t;
 
 typedef struct pool {
@@ -80,6 +82,7 @@ typedef struct target {
     /* transfer */
     CURL *easy;
     struct curl_slist *headers;
+    struct curl_slist *connect_to; /* tls_config.server_name (see server_name) */
     ps_buf_t body;
     bool too_big;
     int64_t started_mono, started_wall; /* when the request started */
@@ -222,6 +225,7 @@ static void target_free(target_t *t)
     if (t->easy)
         curl_easy_cleanup(t->easy);
     curl_slist_free_all(t->headers);
+    curl_slist_free_all(t->connect_to);
     ps_buf_dispose(&t->body);
     ps_delta_dispose(&t->prev);
     ps_arena_dispose(&t->arena);
@@ -380,6 +384,8 @@ static void abort_transfer(ps_scraper_t *s, target_t *t)
     }
     curl_slist_free_all(t->headers);
     t->headers = NULL;
+    curl_slist_free_all(t->connect_to);
+    t->connect_to = NULL;
 }
 
 /* Rebuilds the target set from the current groups, keeping state of targets that stay. */
@@ -503,6 +509,7 @@ static void pools_free(ps_scraper_t *s)
                 curl_easy_cleanup(hs->easy);
             }
             curl_slist_free_all(hs->headers);
+            curl_slist_free_all(hs->connect_to);
             ps_buf_dispose(&hs->body);
             ps_arena_dispose(&hs->arena);
         }
@@ -611,10 +618,61 @@ static bool read_secret(const char *path, const char *what, char *buf, size_t si
     return true;
 }
 
-/* Applies the client settings to e; false (why set, e half set up) when a file it names cannot be read. */
-static bool setup_client(CURL *e, const ps_http_client_t *c, struct curl_slist **headers, char *why, size_t whylen)
+/*
+ * tls_config.server_name, as Go's tls.Config.ServerName: the name sent in SNI and checked against
+ * the server's certificate, while the connection goes to the URL's host and the Host header stays
+ * the URL's. libcurl takes SNI and verification from the URL, so the URL gets server_name as host,
+ * CURLOPT_CONNECT_TO sends the connection to the real host and port, and Host is set by hand.
+ * Plain http URLs are left alone (there is no TLS to name).
+ */
+static bool server_name(CURL *e, const char *url, const char *name, struct curl_slist **headers,
+                        struct curl_slist **connect_to, char *why, size_t whylen)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL, *rewritten = NULL;
+    bool ok = false;
+    if (u == NULL || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+        snprintf(why, whylen, "tls_config.server_name: cannot parse the URL %s", url);
+        goto Exit;
+    }
+    ok = true;
+    if (strcasecmp(scheme, "https") != 0 || strcasecmp(host, name) == 0)
+        goto Exit;
+    if (curl_url_set(u, CURLUPART_HOST, name, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_URL, &rewritten, 0) != CURLUE_OK) {
+        snprintf(why, whylen, "tls_config.server_name: \"%s\" is not a valid host name", name);
+        ok = false;
+        goto Exit;
+    }
+    char line[1024];
+    snprintf(line, sizeof(line), "%s:%s:%s:%s", name, port, host, port);
+    *connect_to = curl_slist_append(*connect_to, line);
+    bool default_port = strcmp(port, "443") == 0;
+    snprintf(line, sizeof(line), "Host: %s%s%s", host, default_port ? "" : ":", default_port ? "" : port);
+    *headers = curl_slist_append(*headers, line);
+    curl_easy_setopt(e, CURLOPT_URL, rewritten);
+    curl_easy_setopt(e, CURLOPT_CONNECT_TO, *connect_to);
+Exit:
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(rewritten);
+    curl_url_cleanup(u);
+    return ok;
+}
+
+/* Applies the client settings to e (for url); false (why set, e half set up) when a file it names
+ * cannot be read. connect_to (kept by the caller while e lives) serves tls_config.server_name. */
+static bool setup_client(CURL *e, const char *url, const ps_http_client_t *c, struct curl_slist **headers,
+                         struct curl_slist **connect_to, char *why, size_t whylen)
 {
     if (!tls_files_ok(&c->tls, why, whylen))
+        return false;
+    if (c->tls.server_name && c->tls.server_name[0] &&
+        !server_name(e, url, c->tls.server_name, headers, connect_to, why, whylen))
         return false;
     if (c->basic_user) {
         curl_easy_setopt(e, CURLOPT_USERNAME, c->basic_user);
@@ -701,7 +759,7 @@ static void start_scrape(ps_scraper_t *s, target_t *t)
         snprintf(h, sizeof(h), "X-Prometheus-Scrape-Timeout-Seconds: %.3f", (double)t->timeout / 1e9);
         t->headers = curl_slist_append(NULL, h);
         t->headers = curl_slist_append(t->headers, "Accept: application/octet-stream, */*;q=0.1");
-        if (!setup_client(e, cl, &t->headers, why, sizeof(why))) {
+        if (!setup_client(e, t->url, cl, &t->headers, &t->connect_to, why, sizeof(why))) {
             abort_transfer(s, t);
             goto Fail;
         }
@@ -912,8 +970,10 @@ static void start_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h)
              (long long)(h->cfg->refresh_interval / PS_NS_PER_S));
     curl_slist_free_all(h->headers);
     h->headers = curl_slist_append(NULL, hd);
+    curl_slist_free_all(h->connect_to);
+    h->connect_to = NULL;
     char why[512];
-    if (!setup_client(e, &h->cfg->client, &h->headers, why, sizeof(why))) {
+    if (!setup_client(e, h->cfg->url, &h->cfg->client, &h->headers, &h->connect_to, why, sizeof(why))) {
         ps_log_error("http_sd: refresh failed, keeping the last good targets", "job=%s url=%s err=%s",
                      ps_log_q(p->cfg->job_name), ps_log_q(h->cfg->url), ps_log_q(why));
         s->sd_failures++;
