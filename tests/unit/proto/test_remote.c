@@ -615,6 +615,17 @@ static void test_v1_bad_labels(void **state)
         expect_raw(&req, 1, count == PS_LABELS_MAX ? 0 : PS_EINVAL,
                    count == PS_LABELS_MAX ? NULL : "timeseries[0]: too many labels: 65 (the limit is 64)");
     }
+    /* 100,000 labels (issue 8's bomb): the same clean error, bounded memory */
+    ps_buf_reset(&req);
+    for (int k = 0; k < 100000; k++) {
+        char name[16];
+        snprintf(name, sizeof(name), "l%06d", k);
+        put_str(&sub, 1, name);
+        put_str(&sub, 2, "x");
+        put_msg(&ts, 1, &sub);
+    }
+    put_msg(&req, 1, &ts);
+    expect_raw(&req, 1, PS_EINVAL, "timeseries[0]: too many labels: 100000 (the limit is 64)");
     ps_buf_dispose(&req);
     ps_buf_dispose(&ts);
     ps_buf_dispose(&sub);
