@@ -39,9 +39,14 @@
  *       10 c2 e7 fe d9 a2 34       2 timestamp 1796021924802 (value 0.0 is proto3's default: absent)
  *   0a ...                     the next timeseries
  *
- * A 2.0 body of the same series: 22 "" 22 "__name__" 22 "gotarget_..." ... (4 symbols, each a
- * length-delimited field 4), then 2a <len> (5 timeseries) { 0a <len> 01 02 03 04 ... (1 labels_refs,
- * packed) 12 07 10 c2 e7 fe d9 a2 34 (2 samples) 2a <len> 08 01 18 <ref> (5 metadata: type, help_ref) }.
+ * The same series as 2.0 (what ps_remote_write_encode writes, given metadata counter + help):
+ *
+ *   22 00 22 08 5f 5f ... 22 20 67 6f ...   4 symbols "", "__name__", "gotarget_kernel_iterations_total",
+ *                                           "env", "test", ... (each distinct string once)
+ *   2a <len>                   5 timeseries
+ *     0a 0c 01 02 03 04 ...      1 labels_refs, packed: (1, 2) = __name__, (3, 4) = env="test", ...
+ *     12 07 10 c2 e7 fe d9 a2 34 2 samples {timestamp 1796021924802}
+ *     2a 04 08 01 18 0d          5 metadata {type 1 (COUNTER), help_ref 13}
  *
  * Deliberate strictness: empty label values and NUL bytes in names or values are rejected (the
  * spec forbids empty values; NUL cannot round-trip through our NUL-terminated strings).
