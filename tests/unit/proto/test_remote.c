@@ -783,6 +783,26 @@ static void test_limits(void **state)
     lim.max_metadata = 7;
     expect_body(body, n, 1, &lim, PS_ETOOBIG, "8 metadata entries (the limit is 7)");
     free(body);
+
+    /* 2.0: symbols, series and series with metadata (build_v2: 7 symbols, 1 series with metadata) */
+    static const uint32_t refs[] = {1, 2, 3, 4};
+    ps_buf_t req = PS_BUF_INIT, z = PS_BUF_INIT;
+    build_v2(&req, refs, 4, 5);
+    compress(&req, &z);
+    ps_remote_limits_default(&lim);
+    lim.max_symbols = 6;
+    expect_body(z.data, z.len, 2, &lim, PS_ETOOBIG, "7 symbols (the limit is 6)");
+    ps_remote_limits_default(&lim);
+    lim.max_series = 0;
+    expect_body(z.data, z.len, 2, &lim, PS_ETOOBIG, "1 timeseries (the limit is 0)");
+    ps_remote_limits_default(&lim);
+    lim.max_samples = 1;
+    expect_body(z.data, z.len, 2, &lim, PS_ETOOBIG, "2 samples (the limit is 1)");
+    ps_remote_limits_default(&lim);
+    lim.max_metadata = 0;
+    expect_body(z.data, z.len, 2, &lim, PS_ETOOBIG, "1 series with metadata (the limit is 0)");
+    ps_buf_dispose(&req);
+    ps_buf_dispose(&z);
 }
 
 /* Every proper prefix of a real body fails cleanly; so does every prefix of its protobuf (or it is
