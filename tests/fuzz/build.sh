@@ -4,7 +4,8 @@
 # temporary directory. No CMake involved.
 #
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
-# prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c) into OUTDIR.
+# prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
+# fuzz_selector (parser/) and fuzz_remote (proto/remote.c, snappy) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,6 +54,19 @@ if [ -f "$root/parser/selector.re" ] && [ -f "$here/fuzz_selector.c" ]; then
         "$here/fuzz_selector.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
         $(pkg-config --libs libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_selector"
+fi
+
+# fuzz_remote: the remote-write codec (proto/remote.c) with its generated protobuf-c code and snappy.
+if [ -f "$root/proto/remote.proto" ] && [ -f "$here/fuzz_remote.c" ]; then
+    protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/remote.proto"
+    # shellcheck disable=SC2046
+    "$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
+        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+        -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+        -I"$gen/inc" -I"$gen" $(pkg-config --cflags libprotobuf-c) \
+        "$here/fuzz_remote.c" "$root/proto/remote.c" "$gen/remote.pb-c.c" "$root"/src/core/*.c \
+        $(pkg-config --libs libprotobuf-c) -lsnappy -lm -lpthread \
+        -o "$out/fuzz_remote"
 fi
 
 echo "$out/fuzz_pprof"
