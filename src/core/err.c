@@ -38,7 +38,9 @@ int ps_err_prefix(ps_err_t *err, const char *fmt, ...)
         return PS_EINTERNAL;
     char prefix[256], old[sizeof(err->msg)];
 #pragma GCC diagnostic push
+#if !defined(__clang__) /* clang has no such warning (and warns about the name) */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof(prefix), fmt, ap);
