@@ -213,22 +213,25 @@ static uint64_t load64(const uint8_t *p, size_t len, size_t off)
 }
 
 /* The next n (1..64) bits, or 0 and the error when fewer are left. */
-static uint64_t get_bits(ps_xor_iter_t *it, unsigned n)
+static inline uint64_t get_bits(ps_xor_iter_t *it, unsigned n)
 {
-    if (it->err)
-        return 0;
-    size_t avail = (it->len - 2) * 8 - it->pos;
-    if (avail < n) {
+    size_t plen = it->len - 2, pos = it->pos;
+    if (it->err || plen * 8 - pos < n) {
         fail(it, "the bits end before the last sample");
         return 0;
     }
     const uint8_t *p = it->p + 2;
-    size_t plen = it->len - 2, byte = it->pos / 8;
-    unsigned sh = it->pos % 8;
-    uint64_t w = load64(p, plen, byte);
-    if (sh != 0)
-        w = w << sh | (byte + 8 < plen ? (uint64_t)(p[byte + 8] >> (8 - sh)) : 0);
-    it->pos += n;
+    size_t byte = pos / 8;
+    unsigned sh = pos % 8;
+    uint64_t w;
+    if (byte + 9 <= plen) { /* the common case: 9 bytes there (p[] >> 8 is 0 when sh is 0) */
+        w = ps_get_be64(p + byte) << sh | (uint64_t)(p[byte + 8] >> (8 - sh));
+    } else {
+        w = load64(p, plen, byte);
+        if (sh != 0)
+            w = w << sh | (byte + 8 < plen ? (uint64_t)(p[byte + 8] >> (8 - sh)) : 0);
+    }
+    it->pos = pos + n;
     return n == 64 ? w : w >> (64 - n);
 }
 
