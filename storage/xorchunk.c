@@ -55,7 +55,9 @@
  * needs, a zero x written as bits, a header whose window is not x's (lowest significant bit 0,
  * highest 0 below lz 31) or where the last window fits. (In the unit tests every single-bit flip
  * of a chunk fails or changes its samples.) Every chunk Prometheus' writer makes passes, also one
- * continued by Prometheus' Appender() (a reuse before any header: L = T = 0).
+ * continued by Prometheus' Appender() (a reuse before any header: L = T = 0). There is no
+ * checksum: a count too large by k passes when the zero end bits read as k samples (2 bits each:
+ * dod 0, the same value), as in the example with n = 4.
  */
 #include "storage/xorchunk.h"
 

@@ -604,6 +604,15 @@ static void test_impossible(void **state)
         assert_int_equal(ps_xor_validate(b.data, b.len, &err), PS_ECORRUPT);
         assert_string_equal(err.msg, cases[i].msg);
     }
+    /* no checksum: the example with n = 4 reads its 2 zero end bits as a 4th sample */
+    from_hex(golden_hex, &b);
+    b.data[1] = 4;
+    assert_int_equal(decode(b.data, b.len, got, 4, &err), 4);
+    assert_true(got[3].t == golden[2].t + 1000 && got[3].v == golden[2].v);
+    b.data[1] = 5; /* but not as two */
+    assert_int_equal(decode(b.data, b.len, got, 4, &err), -1);
+    assert_string_equal(err.msg, "xorchunk: the bits end before the last sample at byte 24 (after 4 of 5 samples)");
+
     /* what Prometheus' reader accepts and its writer can make when it re-opens a chunk: a reused
      * window before any header reads 64 bits (L = T = 0) */
     /* t0 0, v0 0, t1 - t0 = 1, then "1" "0" and 64 bits of x = 0x8000000000000000: 66 bits */
