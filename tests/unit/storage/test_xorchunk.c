@@ -2,10 +2,11 @@
  * test_xorchunk.c - the float chunk codec (storage/xorchunk.h): Prometheus' XOR chunk bytes.
  *
  * - golden: the example of xorchunk.c and docs/FORMAT.md (read from both files), derived by hand
- *   below, and four chunks whose bytes were made by a transcription of Prometheus'
+ *   below, and five chunks whose bytes were made by a transcription of Prometheus'
  *   tsdb/chunkenc/xor.go appender and bstream.go writer (Go 1.19; the transcription is not in the
- *   repository: code from there stays out). The same transcription and this encoder gave
- *   identical bytes for 9,000 random chunks (counters, gauges, random bits, NaN, ±Inf, gaps).
+ *   repository: code from there stays out), one of them re-opened as XORChunk.Appender() does.
+ *   The same transcription and this encoder gave identical bytes for 15,000 random chunks
+ *   (counters, gauges, random bits, NaN, ±Inf, huge gaps), all of which ps_xor_validate passes.
  * - round trips (bits exactly) of regular and irregular timestamps, constants, counters, random
  *   doubles, special values, huge gaps, 1 and 2 samples, the 65535 limit;
  * - resuming a chunk writes the bytes of the uninterrupted one;
@@ -203,6 +204,24 @@ static void test_prometheus_bytes(void **state)
         from_hex(cases[c].hex, &want);
         expect_bytes(&got, &want);
     }
+    /* Prometheus' XORChunk.Appender() re-opening a chunk before any value header was written
+     * takes the iterator's L = T = 0 instead of "none", so it reuses that window (64 bits) from
+     * then on: 1.0 at 1000 and 2000 ms, re-opened, 2.0 at 3000 and 3.0 at 4000 ms. We read it,
+     * and continue it (our appender writes a header then, which Prometheus reads as well). */
+    static const sample_t reopened[] = {
+        {1000, 0x3ff0000000000000ull}, {2000, 0x3ff0000000000000ull},
+        {3000, 0x4000000000000000ull}, {4000, 0x4008000000000000ull}};
+    from_hex("0004d00f3ff0000000000000e80727ff000000000000040010000000000000", &want);
+    sample_t s[5];
+    ps_err_t err;
+    assert_int_equal(decode(want.data, want.len, s, 5, &err), 4);
+    assert_memory_equal(s, reopened, sizeof(reopened));
+    ps_xor_app_t a;
+    assert_int_equal(ps_xor_app_resume(&a, &want, 0, &err), 0);
+    assert_int_equal(ps_xor_app_append(&a, 5000, 0.5, &err), 0);
+    assert_int_equal(decode(want.data, want.len, s, 5, &err), 5);
+    assert_memory_equal(s, reopened, sizeof(reopened));
+    assert_true(s[4].t == 5000 && s[4].v == 0x3fe0000000000000ull);
     ps_buf_dispose(&got);
     ps_buf_dispose(&want);
 }
