@@ -81,15 +81,25 @@ static void put_bits(ps_xor_app_t *a, uint64_t u, unsigned n)
     unsigned fr = a->free_bits;
     if (n < 64)
         u &= (1ull << n) - 1;
-    while (n > 0) {
-        if (fr == 0) {
-            p[len++] = 0;
-            fr = 8;
+    if (fr == 0) {
+        p[len++] = 0;
+        fr = 8;
+    }
+    if (n <= fr) { /* all into the last byte */
+        p[len - 1] |= (uint8_t)(u << (fr - n));
+        fr -= n;
+    } else { /* its fr free bits, whole bytes, the rest at the top of a new byte */
+        n -= fr;
+        p[len - 1] |= (uint8_t)(u >> n);
+        while (n >= 8) {
+            n -= 8;
+            p[len++] = (uint8_t)(u >> n);
         }
-        unsigned k = n < fr ? n : fr;
-        p[len - 1] |= (uint8_t)(((u >> (n - k)) & ((1u << k) - 1)) << (fr - k));
-        n -= k;
-        fr -= k;
+        fr = 0;
+        if (n > 0) {
+            p[len++] = (uint8_t)(u << (8 - n));
+            fr = 8 - n;
+        }
     }
     if (whole && fr == 0) {
         p[len++] = 0;
