@@ -53,6 +53,16 @@ else
     status=1
 fi
 
+# ---- bench_xorchunk: float chunk codec size and speed, in process (bench/xorchunk.c) ----
+echo
+echo "### bench_xorchunk (node_exporter-like series, chunks of 120 samples)"
+if [ -x "$BUILD/bench/bench_xorchunk" ]; then
+    "$BUILD/bench/bench_xorchunk" || status=$?
+else
+    echo "run.sh: $BUILD/bench/bench_xorchunk not found; build first" >&2
+    status=1
+fi
+
 # ---- bench_query: query API latency over a day of CPU profiles (bench/query.c) ----
 # Loads once into /tmp/profstore-bench-query-<series>x<profiles> and reuses it on later runs
 # (bench_query --reload, or rm -rf the directory, to load again). Full: 24 h for QUERY_SERIES

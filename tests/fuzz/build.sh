@@ -5,7 +5,8 @@
 #
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
 # prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
-# fuzz_selector (parser/) and fuzz_remote (proto/remote.c, snappy) into OUTDIR.
+# fuzz_xorchunk (storage/xorchunk.c), fuzz_selector (parser/) and fuzz_remote (proto/remote.c,
+# snappy) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,6 +43,14 @@ protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/profile.proto"
     -I"$gen/inc" \
     "$here/fuzz_chunk.c" "$root/storage/chunk.c" "$root"/src/core/*.c -lm -lpthread \
     -o "$out/fuzz_chunk"
+
+# fuzz_xorchunk: the float chunk codec (storage/xorchunk.c), core helpers only.
+"$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+    -I"$gen/inc" \
+    "$here/fuzz_xorchunk.c" "$root/storage/xorchunk.c" "$root"/src/core/*.c -lm -lpthread \
+    -o "$out/fuzz_xorchunk"
 
 # fuzz_selector: the selector/PromQL parser (parser/), with the re2c lexer generated here.
 if [ -f "$root/parser/selector.re" ] && [ -f "$here/fuzz_selector.c" ]; then

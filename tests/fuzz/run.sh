@@ -1,8 +1,9 @@
 #!/bin/sh
 # run.sh - builds every libFuzzer target (tests/fuzz/build.sh) and fuzzes each for N seconds
 # (default 20): fuzz_pprof seeded with the real pprof fixtures (as they are and gunzipped),
-# fuzz_chunk seeded with chunks the encoder makes, fuzz_selector seeded with real selectors,
-# fuzz_remote seeded with the captured Prometheus remote-write bodies (as they are and uncompressed).
+# fuzz_chunk and fuzz_xorchunk seeded with chunks their encoders make, fuzz_selector seeded with
+# real selectors, fuzz_remote seeded with the captured Prometheus remote-write bodies (as they are
+# and uncompressed).
 # Exits non-zero if libFuzzer finds a crash, leak or timeout; the reproducer is left in the output
 # directory (crash-*, leak-*, timeout-*).
 #
@@ -13,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_selector fuzz_remote"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_remote"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 
 if [ -n "${PS_TESTDATA:-}" ] && [ -d "$PS_TESTDATA/pprof" ]; then
@@ -45,6 +46,8 @@ for t in $targets; do
     fuzz_chunk)
         # the target writes valid chunks as seeds when asked
         PS_FUZZ_CHUNK_SEEDS="$corpus" "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
+    fuzz_xorchunk)
+        PS_FUZZ_XORCHUNK_SEEDS="$corpus" "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
     fuzz_selector)
         i=0
         for s in 'process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta{job="api",instance=~"10\\..*"}' \
