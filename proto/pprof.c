@@ -55,6 +55,7 @@
 #include <zlib.h>
 
 #include "core/labels.h"
+#include "pballoc.h"
 #include "profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile pb_profile_t;
@@ -581,59 +582,7 @@ static int scan_profile(scan_t *s, const uint8_t *p, size_t n)
 
 /* ---- step 3: protobuf-c unpack from the arena ----------------------------------------------- */
 
-typedef struct pb_arena {
-    ProtobufCAllocator base;
-    ps_arena_t *arena;
-    uint8_t *cur;   /* current chunk for small allocations */
-    size_t left;
-    size_t chunk;   /* next chunk size */
-    size_t used, budget;
-    bool over;      /* the budget was exceeded */
-} pb_arena_t;
-
-static void *pb_alloc(void *data, size_t n)
-{
-    pb_arena_t *a = data;
-    if (n > a->budget) { /* budget <= SIZE_MAX / 2: the rounding below cannot overflow */
-        a->over = true;
-        return NULL;
-    }
-    n = n == 0 ? 8 : (n + 7) & ~(size_t)7; /* protobuf-c structs need no more than 8-byte alignment */
-    if (n > a->budget - a->used) {
-        a->over = true;
-        return NULL;
-    }
-    a->used += n;
-    if (n > 512)
-        return ps_arena_alloc(a->arena, n);
-    if (a->left < n) {
-        a->cur = ps_arena_alloc(a->arena, a->chunk);
-        a->left = a->chunk;
-        if (a->chunk < (64u << 10))
-            a->chunk *= 2;
-    }
-    void *p = a->cur;
-    a->cur += n;
-    a->left -= n;
-    return p;
-}
-
-static void pb_free(void *data, void *p)
-{
-    (void)data;
-    (void)p; /* freed with the arena */
-}
-
-static void pb_arena_init(pb_arena_t *a, ps_arena_t *arena, size_t budget)
-{
-    memset(a, 0, sizeof(*a));
-    a->base.alloc = pb_alloc;
-    a->base.free = pb_free;
-    a->base.allocator_data = a;
-    a->arena = arena;
-    a->chunk = 4096;
-    a->budget = budget;
-}
+/* The allocator is pballoc.h's (shared with remote.c). */
 
 /* ---- step 4: conversion --------------------------------------------------------------------- */
 
@@ -900,7 +849,7 @@ int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps
     size_t len = n, budget;
     pb_profile_t *pb;
     scan_t s;
-    pb_arena_t pa;
+    ps_pb_arena_t pa;
     int rc = 0;
 
     memset(out, 0, sizeof(*out));
@@ -926,7 +875,7 @@ int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps
     budget = len > (SIZE_MAX / 2 - (1u << 20)) / UNPACK_BYTES_PER_INPUT_BYTE
                  ? SIZE_MAX / 2
                  : len * UNPACK_BYTES_PER_INPUT_BYTE + (1u << 20);
-    pb_arena_init(&pa, arena, budget);
+    ps_pb_arena_init(&pa, arena, budget);
     pb = perftools__profiles__profile__unpack(&pa.base, len, buf);
     if (pb == NULL) {
         if (pa.over) {

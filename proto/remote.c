@@ -10,7 +10,7 @@
  *   1. snappy: the announced length is read (snappy_uncompressed_length) and checked against
  *      lim->max_uncompressed before the output buffer is taken from the arena; then
  *      snappy_uncompress, which fails on truncated or garbage input (PS_EINVAL "snappy: ...");
- *   2. protobuf-c unpack, allocating from the caller's arena through a bump allocator whose free is
+ *   2. protobuf-c unpack, allocating from the caller's arena (pballoc.h: chunked, free is
  *      a no-op, with a budget of UNPACK_BYTES_PER_INPUT_BYTE per uncompressed byte plus 1 MiB
  *      (a backstop against amplification: 2 bytes of unknown field cost protobuf-c ~40 bytes);
  *   3. if unpacking fails, a scan of the wire format against the schema tables below says where
@@ -60,6 +60,7 @@
 #include <snappy-c.h>
 
 #include "core/hash.h"
+#include "pballoc.h"
 #include "remote.pb-c.h"
 
 typedef Profstore__Remote__WriteRequest pb_write_t;
@@ -88,32 +89,6 @@ const char *ps_metric_type_name(int type)
     static const char *const names[] = {"unknown", "counter", "gauge", "histogram",
                                         "gaugehistogram", "summary", "info", "stateset"};
     return type >= 0 && type < 8 ? names[type] : NULL;
-}
-
-/* ---- protobuf-c allocator on the arena ------------------------------------------------------ */
-
-typedef struct pb_arena {
-    ProtobufCAllocator base;
-    ps_arena_t *arena;
-    size_t used, budget;
-    bool over; /* the budget was exceeded */
-} pb_arena_t;
-
-static void *pb_alloc(void *data, size_t n)
-{
-    pb_arena_t *a = data;
-    if (n > a->budget || n > a->budget - a->used) {
-        a->over = true;
-        return NULL;
-    }
-    a->used += n;
-    return ps_arena_alloc(a->arena, n == 0 ? 1 : n);
-}
-
-static void pb_free(void *data, void *p)
-{
-    (void)data;
-    (void)p; /* freed with the arena */
 }
 
 /* ---- step 3: where the wire format is wrong ------------------------------------------------- */
@@ -624,10 +599,11 @@ int ps_remote_write_decode(const void *body, size_t n, int version, const ps_rem
         return ps_err_set(err, PS_EINVAL, "snappy: corrupt or truncated input (%zu bytes, announcing %zu uncompressed)",
                           n, ulen);
 
-    pb_arena_t pa = {{pb_alloc, pb_free, &pa}, arena, 0, 0, false};
-    pa.budget = ulen < (SIZE_MAX / 2 - (1u << 20)) / UNPACK_BYTES_PER_INPUT_BYTE
+    ps_pb_arena_t pa;
+    size_t budget = ulen < (SIZE_MAX / 2 - (1u << 20)) / UNPACK_BYTES_PER_INPUT_BYTE
                     ? ulen * UNPACK_BYTES_PER_INPUT_BYTE + (1u << 20)
                     : SIZE_MAX / 2;
+    ps_pb_arena_init(&pa, arena, budget);
     const uint8_t *u = (const uint8_t *)raw;
     ProtobufCMessage *msg = version == 1
                                 ? (ProtobufCMessage *)profstore__remote__write_request__unpack(&pa.base, ulen, u)

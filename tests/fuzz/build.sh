@@ -31,7 +31,7 @@ protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/profile.proto"
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
     -I"$gen/inc" -I"$gen" $(pkg-config --cflags libprotobuf-c zlib) \
-    "$here/fuzz_pprof.c" "$root/proto/pprof.c" "$gen/profile.pb-c.c" "$root"/src/core/*.c \
+    "$here/fuzz_pprof.c" "$root/proto/pprof.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/src/core/*.c \
     $(pkg-config --libs libprotobuf-c zlib) -lm -lpthread \
     -o "$out/fuzz_pprof"
 
@@ -73,7 +73,7 @@ if [ -f "$root/proto/remote.proto" ] && [ -f "$here/fuzz_remote.c" ]; then
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
         -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
         -I"$gen/inc" -I"$gen" $(pkg-config --cflags libprotobuf-c) \
-        "$here/fuzz_remote.c" "$root/proto/remote.c" "$gen/remote.pb-c.c" "$root"/src/core/*.c \
+        "$here/fuzz_remote.c" "$root/proto/remote.c" "$root/proto/pballoc.c" "$gen/remote.pb-c.c" "$root"/src/core/*.c \
         $(pkg-config --libs libprotobuf-c) -lsnappy -lm -lpthread \
         -o "$out/fuzz_remote"
 fi

@@ -32,13 +32,6 @@
 #include "storage/chunk.h"
 #include "storage/internal.h"
 
-static char *slurp(const char *rel)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", PS_SOURCE_DIR, rel);
-    return (char *)ps_test_read_path(path, NULL);
-}
-
 static int hexval(char c)
 {
     if (c >= '0' && c <= '9')
@@ -181,7 +174,7 @@ static void example_labels(ps_buf_t *out)
 
 static void test_format_md_records(void **state)
 {
-    char *doc = slurp("docs/FORMAT.md");
+    char *doc = ps_test_read_source("docs/FORMAT.md");
     rec_t recs[32];
     size_t n = parse_records(doc, recs, 32);
     ps_buf_t k = PS_BUF_INIT, v = PS_BUF_INIT, labels = PS_BUF_INIT;
@@ -363,7 +356,7 @@ static void check_chunk_example(const char *text, const char *name)
 
 static void test_chunk_example(void **state)
 {
-    char *c = slurp("storage/chunk.c"), *md = slurp("docs/FORMAT.md");
+    char *c = ps_test_read_source("storage/chunk.c"), *md = ps_test_read_source("docs/FORMAT.md");
     check_chunk_example(c, "storage/chunk.c");
     check_chunk_example(md, "docs/FORMAT.md");
     free(c);
@@ -373,31 +366,8 @@ static void test_chunk_example(void **state)
 /* FORMAT.md repeats chunk.c's head comment: the same text, line by line. */
 static void test_chunk_spec_repeated(void **state)
 {
-    char *c = slurp("storage/chunk.c"), *md = slurp("docs/FORMAT.md");
-    const char *first = "chunk.c - the chunk encoding PS_CHUNK_ENC_V1";
-    const char *cp = strstr(c, first), *mp = strstr(md, first);
-    assert_non_null(cp);
-    assert_non_null(mp);
-    const char *cend = strstr(cp, "\n */"), *mend = strstr(mp, "\n```");
-    assert_non_null(cend);
-    assert_non_null(mend);
-    int line = 0;
-    for (;;) {
-        line++;
-        const char *cn = memchr(cp, '\n', (size_t)(cend - cp)), *mn = memchr(mp, '\n', (size_t)(mend - mp));
-        size_t cl = cn ? (size_t)(cn - cp) : (size_t)(cend - cp), ml = mn ? (size_t)(mn - mp) : (size_t)(mend - mp);
-        if (cl != ml || memcmp(cp, mp, cl) != 0)
-            fail_msg("chunk spec line %d differs:\n  chunk.c   %.*s\n  FORMAT.md %.*s", line, (int)cl, cp, (int)ml, mp);
-        if (!cn || !mn) {
-            assert_true(!cn && !mn);
-            break;
-        }
-        /* next line: chunk.c's starts with " * " (or " *" when empty) */
-        cp = cn + 1;
-        mp = mn + 1;
-        assert_true(cp[0] == ' ' && cp[1] == '*');
-        cp += cp[2] == ' ' ? 3 : 2;
-    }
+    char *c = ps_test_read_source("storage/chunk.c"), *md = ps_test_read_source("docs/FORMAT.md");
+    ps_test_doc_repeats_comment(c, md, "chunk.c - the chunk encoding PS_CHUNK_ENC_V1", "storage/chunk.c");
     free(c);
     free(md);
 }
@@ -406,7 +376,7 @@ static void test_chunk_spec_repeated(void **state)
 
 static void test_head_example(void **state)
 {
-    char *text = slurp("storage/head.c");
+    char *text = ps_test_read_source("storage/head.c");
     const char *ex = strstr(text, "Example (");
     assert_non_null(ex);
     const char *p = skip_ws(strchr(ex, '\n') + 1);

@@ -228,13 +228,6 @@ static void test_prometheus_bytes(void **state)
 
 /* ---- the example in xorchunk.c and docs/FORMAT.md ---- */
 
-static char *slurp(const char *rel)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", PS_SOURCE_DIR, rel);
-    return (char *)ps_test_read_path(path, NULL);
-}
-
 /* The example of text: lines after "EXAMPLE:" ... "N bytes:" up to "Reading validates". A line
  * indented by exactly 2 (after the " * " of a C comment) holds hex pairs up to two spaces; a
  * line indented further whose first token is of 0s and 1s holds bits up to two spaces. */
@@ -302,11 +295,11 @@ static void check_doc_example(const char *text, const char *name)
 
 static void test_doc_example(void **state)
 {
-    char *c = slurp("storage/xorchunk.c"), *md = slurp("docs/FORMAT.md");
+    char *c = ps_test_read_source("storage/xorchunk.c"), *md = ps_test_read_source("docs/FORMAT.md");
     check_doc_example(c, "storage/xorchunk.c");
     check_doc_example(md, "docs/FORMAT.md");
     /* and the samples are those of the fixture it names */
-    char *js = slurp("../shared/testdata/prometheus/remote-read-response-01.json");
+    char *js = ps_test_read_source("../shared/testdata/prometheus/remote-read-response-01.json");
     const char *p = strstr(js, "gotarget_kernel_iterations_total");
     assert_non_null(p);
     for (int i = 0; i < 3; i++) {
@@ -329,28 +322,8 @@ static void test_doc_example(void **state)
 /* FORMAT.md repeats xorchunk.c's head comment, line by line. */
 static void test_spec_repeated(void **state)
 {
-    char *c = slurp("storage/xorchunk.c"), *md = slurp("docs/FORMAT.md");
-    const char *first = "xorchunk.c - the float chunk encoding";
-    const char *cp = strstr(c, first), *mp = strstr(md, first);
-    assert_non_null(cp);
-    assert_non_null(mp);
-    const char *cend = strstr(cp, "\n */"), *mend = strstr(mp, "\n```");
-    assert_non_null(cend);
-    assert_non_null(mend);
-    for (int line = 1;; line++) {
-        const char *cn = memchr(cp, '\n', (size_t)(cend - cp)), *mn = memchr(mp, '\n', (size_t)(mend - mp));
-        size_t cl = cn ? (size_t)(cn - cp) : (size_t)(cend - cp), ml = mn ? (size_t)(mn - mp) : (size_t)(mend - mp);
-        if (cl != ml || memcmp(cp, mp, cl) != 0)
-            fail_msg("spec line %d differs:\n  xorchunk.c %.*s\n  FORMAT.md  %.*s", line, (int)cl, cp, (int)ml, mp);
-        if (!cn || !mn) {
-            assert_true(!cn && !mn);
-            break;
-        }
-        cp = cn + 1;
-        mp = mn + 1;
-        assert_true(cp[0] == ' ' && cp[1] == '*');
-        cp += cp[2] == ' ' ? 3 : 2;
-    }
+    char *c = ps_test_read_source("storage/xorchunk.c"), *md = ps_test_read_source("docs/FORMAT.md");
+    ps_test_doc_repeats_comment(c, md, "xorchunk.c - the float chunk encoding", "storage/xorchunk.c");
     free(c);
     free(md);
 }
