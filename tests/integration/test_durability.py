@@ -58,7 +58,9 @@ def pusher(srv, th, seqs, ledger, stop, base_ns, rnd_seed):
         try:
             st, js = srv.push(fixture_bytes(rel), time=str(ts // 10**9) + ".%03d" % (ts // 10**6 % 1000),
                               labels=labels, timeout=10)
-        except (OSError, http.client.HTTPException):
+        except (OSError, http.client.HTTPException, AttributeError):
+            # AttributeError: http.client's response on a socket the SIGKILL closed under it
+            # ('NoneType' object has no attribute 'makefile')
             if stop.is_set() or not srv.running():
                 return
             time.sleep(0.01)
