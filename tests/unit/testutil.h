@@ -1,6 +1,6 @@
 /*
- * testutil.h - what the unit tests share: where the fixtures are and reading files whole. Include
- * after <cmocka.h> (a missing file fails the test).
+ * testutil.h - what the unit tests share: where the fixtures are, reading files whole, and checking
+ * that a doc repeats a source comment. Include after <cmocka.h> (a missing file fails the test).
  */
 #ifndef PS_TESTUTIL_H
 #define PS_TESTUTIL_H
@@ -12,47 +12,6 @@
 
 #ifndef PS_TESTDATA
 #define PS_TESTDATA "../shared/testdata"
-#ifdef PS_SOURCE_DIR
-/** A file of this repository (rel to its top), read whole and NUL-terminated. */
-static inline char *ps_test_read_source(const char *rel)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", PS_SOURCE_DIR, rel);
-    return (char *)ps_test_read_path(path, NULL);
-}
-#endif
-
-/**
- * Checks that a C file's head comment is repeated in a Markdown page: from the line holding
- * `first` in both, every line of the comment (after " * ") equals the page's line, up to
- * the end of the comment and of the page's code block (three backquotes). file names the C file in
- * failures.
- */
-static inline void ps_test_doc_repeats_comment(const char *c, const char *md, const char *first, const char *file)
-{
-    const char *cp = strstr(c, first), *mp = strstr(md, first);
-    assert_non_null(cp);
-    assert_non_null(mp);
-    const char *cend = strstr(cp, "\n */"), *mend = strstr(mp, "\n```");
-    assert_non_null(cend);
-    assert_non_null(mend);
-    for (int line = 1;; line++) {
-        const char *cn = memchr(cp, '\n', (size_t)(cend - cp)), *mn = memchr(mp, '\n', (size_t)(mend - mp));
-        size_t cl = cn ? (size_t)(cn - cp) : (size_t)(cend - cp), ml = mn ? (size_t)(mn - mp) : (size_t)(mend - mp);
-        if (cl != ml || memcmp(cp, mp, cl) != 0)
-            fail_msg("spec line %d differs:\n  %s %.*s\n  FORMAT.md %.*s", line, file, (int)cl, cp, (int)ml, mp);
-        if (!cn || !mn) {
-            assert_true(!cn && !mn);
-            break;
-        }
-        /* next line: the comment's starts with " * " (or " *" when empty) */
-        cp = cn + 1;
-        mp = mn + 1;
-        assert_true(cp[0] == ' ' && cp[1] == '*');
-        cp += cp[2] == ' ' ? 3 : 2;
-    }
-}
-
 #endif
 
 /** shared/testdata: $PS_TESTDATA, else the path compiled in. */
