@@ -431,3 +431,57 @@ int ps_api_metadata(h2o_req_t *req)
     }
     return ps_qctx_finish(&c, ret);
 }
+
+/* ---- what Grafana's Prometheus data source asks for that profstore has none of ----------------- */
+
+/* GET|POST /api/v1/query_exemplars: the query and range are checked as Prometheus does, and the
+ * answer is Prometheus' for a store without exemplars: an empty list. */
+int ps_api_query_exemplars(h2o_req_t *req)
+{
+    ps_qctx_t c;
+    int ret = ps_qctx_begin(&c, req);
+    const ps_param_t *q = ret == 0 ? ps_params_get(&c.params, "query") : NULL;
+    if (ret == 0 && (q == NULL || q->vlen == 0))
+        ret = ps_err_set(&c.err, PS_EINVAL, "invalid parameter \"query\": the query is empty");
+    int64_t start, end;
+    if (ret == 0)
+        ret = range_params(&c, &start, &end);
+    ps_expr_t *e = NULL;
+    if (ret == 0 && (ret = ps_expr_parse(q->value, q->vlen, &c.arena, &e, &c.err)) == 0) {
+        ps_expr_dispose(e);
+        ps_json_t j;
+        ps_json_envelope(&j, &c.out);
+        ps_json_arr(&j);
+        ps_json_end(&j);
+        ps_json_envelope_close(&j);
+        send_json(&c);
+    }
+    return ps_qctx_finish(&c, ret);
+}
+
+/* GET /api/v1/rules and /api/v1/alerts: profstore evaluates no rules (Prometheus' empty shapes). */
+static int empty_list(h2o_req_t *req, const char *key)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    ps_json_t j;
+    ps_json_envelope(&j, &b);
+    ps_json_obj(&j);
+    ps_json_key(&j, key);
+    ps_json_arr(&j);
+    ps_json_end(&j);
+    ps_json_end(&j);
+    ps_json_envelope_close(&j);
+    ps_http_send(req, 200, "application/json", b.data, b.len);
+    ps_buf_dispose(&b);
+    return 0;
+}
+
+int ps_api_rules(h2o_req_t *req)
+{
+    return empty_list(req, "groups");
+}
+
+int ps_api_alerts(h2o_req_t *req)
+{
+    return empty_list(req, "alerts");
+}
