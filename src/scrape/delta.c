@@ -84,10 +84,12 @@ static void stack_hkey(const ps_profile_t *p, const ps_sample_t *smp, const uint
 ps_profile_t *ps_delta_apply(ps_delta_state_t *st, const ps_profile_t *p, uint8_t *modes, ps_arena_t *arena)
 {
     uint32_t nt = p->ntypes;
+    /* per type: delta, or skip (no usable baseline); a reset (below) keeps a delta type as it is */
+    bool usable = st->valid && st->ntypes == nt;
     bool any_cum = false;
     for (uint32_t k = 0; k < nt; k++) {
         bool cum = ps_delta_is_cumulative(ps_profile_str(p, p->sample_types[k].type));
-        modes[k] = PS_INGEST_ASIS;
+        modes[k] = !cum ? PS_INGEST_ASIS : usable ? PS_INGEST_DELTA : PS_INGEST_SKIP;
         any_cum |= cum;
     }
     if (!any_cum)
@@ -122,30 +124,24 @@ ps_profile_t *ps_delta_apply(ps_delta_state_t *st, const ps_profile_t *p, uint8_
             cur.totals[k] += p->samples[i].values[k];
         }
     }
-    /* per type: delta (no reset), as is (reset: the process restarted), or skip (no baseline) */
-    bool usable = st->valid && st->ntypes == nt;
+    /* a delta type is kept as it is (reset: the process restarted) when its total went down */
     bool *reset = ps_arena_calloc(arena, nt, sizeof(bool));
-    for (uint32_t k = 0; k < nt; k++) {
-        if (!ps_delta_is_cumulative(ps_profile_str(p, p->sample_types[k].type)))
-            continue;
-        if (!usable) {
-            modes[k] = PS_INGEST_SKIP;
-            continue;
-        }
-        modes[k] = PS_INGEST_DELTA;
-        if (cur.totals[k] < st->totals[k])
+    for (uint32_t k = 0; k < nt; k++)
+        if (modes[k] == PS_INGEST_DELTA && cur.totals[k] < st->totals[k])
             reset[k] = true;
-    }
-    if (usable) {
-        /* a stack whose count went down also means a restart */
-        for (uint32_t i = 0; i < p->nsamples; i++) {
-            uint64_t pr;
-            if (!ps_hmap_get(&st->index, hks + 16 * (size_t)i, 16, &pr))
-                continue;
-            for (uint32_t k = 0; k < nt; k++)
-                if (modes[k] == PS_INGEST_DELTA && cur.values[row_of[i] * nt + k] < st->values[pr * nt + k])
-                    reset[k] = true;
+    /* each sample's row in the baseline (UINT64_MAX: none), looked up once */
+    uint64_t *prev_of = ps_arena_alloc(arena, ((size_t)p->nsamples + 1) * sizeof(uint64_t));
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        uint64_t pr;
+        if (!usable || !ps_hmap_get(&st->index, hks + 16 * (size_t)i, 16, &pr)) {
+            prev_of[i] = UINT64_MAX;
+            continue;
         }
+        prev_of[i] = pr;
+        /* a stack whose count went down also means a restart */
+        for (uint32_t k = 0; k < nt; k++)
+            if (modes[k] == PS_INGEST_DELTA && cur.values[row_of[i] * nt + k] < st->values[pr * nt + k])
+                reset[k] = true;
     }
     /* rows may repeat a stack: the delta of a row goes to its first sample, the others get 0 */
     uint8_t *done = ps_arena_calloc(arena, rows + 1, 1);
@@ -154,12 +150,11 @@ ps_profile_t *ps_delta_apply(ps_delta_state_t *st, const ps_profile_t *p, uint8_
         int64_t *v = ps_arena_alloc(arena, nt * sizeof(int64_t));
         memcpy(v, p->samples[i].values, nt * sizeof(int64_t));
         uint32_t r = row_of[i];
-        uint64_t pr;
-        bool have_prev = usable && ps_hmap_get(&st->index, hks + 16 * (size_t)i, 16, &pr);
+        uint64_t pr = prev_of[i];
         for (uint32_t k = 0; k < nt; k++) {
             if (modes[k] != PS_INGEST_DELTA || reset[k])
                 continue;
-            v[k] = done[r] ? 0 : cur.values[r * nt + k] - (have_prev ? st->values[pr * nt + k] : 0);
+            v[k] = done[r] ? 0 : cur.values[r * nt + k] - (pr != UINT64_MAX ? st->values[pr * nt + k] : 0);
         }
         done[r] = 1;
         q->samples[i].values = v;
