@@ -74,14 +74,18 @@ bool ps_utf8_valid(const char *str, size_t n)
     return true;
 }
 
+/* Label names in their sort order: bytes, then a prefix first. */
+static int cmp_name(const char *a, size_t an, const char *b, size_t bn)
+{
+    size_t n = an < bn ? an : bn;
+    int r = n > 0 ? memcmp(a, b, n) : 0;
+    return r != 0 ? r : (an > bn) - (an < bn);
+}
+
 static int cmp_pair(const void *a, const void *b)
 {
     const ps_label_pair_t *x = a, *y = b;
-    size_t n = x->nlen < y->nlen ? x->nlen : y->nlen;
-    int c = memcmp(x->name, y->name, n);
-    if (c != 0)
-        return c;
-    return (x->nlen > y->nlen) - (x->nlen < y->nlen);
+    return cmp_name(x->name, x->nlen, y->name, y->nlen);
 }
 
 int ps_labels_normalize(ps_labels_t *ls, ps_err_t *err)
@@ -200,13 +204,6 @@ int ps_labels_cmp(const ps_labels_t *x, const ps_labels_t *y)
 }
 
 /* ---- editing ---- */
-
-static int cmp_name(const char *a, size_t an, const char *b, size_t bn)
-{
-    size_t n = an < bn ? an : bn;
-    int r = n > 0 ? memcmp(a, b, n) : 0;
-    return r != 0 ? r : (an > bn) - (an < bn);
-}
 
 /* Index of name, or where it would go; *found tells which. */
 static uint32_t lower_bound(const ps_labels_t *ls, const char *name, size_t nlen, bool *found)
