@@ -328,7 +328,11 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
             t->discovered = discovered;
             t->labels = lset_copy(&ls, &t->arena, true);
             ps_err_t err;
-            if (ps_labels_normalize(&t->labels, &err) != 0 || t->labels.n >= PS_LABELS_MAX) {
+            int bad = ps_labels_normalize(&t->labels, &err);
+            if (bad == 0 && t->labels.n >= PS_LABELS_MAX) /* __name__ is added to each series */
+                bad = ps_err_set(&err, PS_EINVAL, "%u labels: a series may have at most %d besides __name__",
+                                 t->labels.n, PS_LABELS_MAX - 1);
+            if (bad != 0) {
                 ps_log_warn("target dropped: invalid labels after relabeling", "job=%s err=%s", ps_log_q(c->job_name),
                             ps_log_q(err.msg));
                 ps_buf_dispose(&url);
