@@ -799,9 +799,10 @@ int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_p
     }
     uint32_t nt = ts->ntypes, nv = mode == PS_PROFILE_PAIR ? 2 : nt;
     const ps_nodemap_t *am = a->nseries || ts == a ? a->accs : NULL, *bm = b && (b->nseries || ts == b) ? b->accs : NULL;
-    /* every node of either side, once */
+    /* every node of either side, once (a single map's keys are unique: no check needed) */
     ps_nodemap_t seen;
     ps_nodemap_init(&seen);
+    bool dedup = nt > 1 || (am && bm && mode != PS_PROFILE_ONE);
     size_t cap = 1;
     for (uint32_t k = 0; k < nt; k++)
         cap += (am ? am[k].count : 0) + (bm ? bm[k].count : 0);
@@ -815,9 +816,13 @@ int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_p
         for (uint32_t k = 0; k < nt; k++)
             for (size_t i = 0; i < ms[k].cap; i++) {
                 uint64_t node = ms[k].keys[i];
-                if (node == 0 || ps_nodemap_get(&seen, node) != 0)
+                if (node == 0)
                     continue;
-                ps_nodemap_add(&seen, node, 1);
+                if (dedup) {
+                    if (ps_nodemap_get(&seen, node) != 0)
+                        continue;
+                    ps_nodemap_add(&seen, node, 1);
+                }
                 bool any = false;
                 int64_t *v = vals + n * nv;
                 for (uint32_t t = 0; t < nt; t++) {
