@@ -217,6 +217,8 @@ int ps_query_single_type(const ps_series_set_t *s, const char **type, ps_err_t *
 int ps_query_select_union(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start, int64_t end,
                           uint32_t max_series, ps_arena_t *arena, ps_series_set_t *out, ps_err_t *err)
 {
+    if (nsels == 1) /* one selector's series are distinct already, and within max_series */
+        return ps_query_select(r, sels, start, end, max_series, arena, out, err);
     memset(out, 0, sizeof(*out));
     uint32_t cap = 0;
     ps_hmap_t seen;
