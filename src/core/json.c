@@ -113,10 +113,15 @@ static void put_u64(ps_buf_t *b, uint64_t u, bool neg)
     ps_buf_append(b, tmp + i, sizeof(tmp) - i);
 }
 
+void ps_buf_put_i64(ps_buf_t *b, int64_t v)
+{
+    put_u64(b, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0);
+}
+
 void ps_json_int(ps_json_t *j, int64_t v)
 {
     sep(j);
-    put_u64(j->out, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0);
+    ps_buf_put_i64(j->out, v);
 }
 
 void ps_json_uint(ps_json_t *j, uint64_t v)

@@ -62,5 +62,8 @@ void ps_json_bool(ps_json_t *j, bool v);
 void ps_json_null(ps_json_t *j);
 /** A value that is JSON already (written as it is). */
 void ps_json_raw(ps_json_t *j, const char *s, size_t n);
+/** v in decimal appended to b, as ps_json_int writes it but without a separator: for plain text
+ *  (folded stacks). */
+void ps_buf_put_i64(ps_buf_t *b, int64_t v);
 
 #endif

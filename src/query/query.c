@@ -217,6 +217,8 @@ int ps_query_single_type(const ps_series_set_t *s, const char **type, ps_err_t *
 int ps_query_select_union(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start, int64_t end,
                           uint32_t max_series, ps_arena_t *arena, ps_series_set_t *out, ps_err_t *err)
 {
+    if (nsels == 1) /* one selector's series are distinct already, and within max_series */
+        return ps_query_select(r, sels, start, end, max_series, arena, out, err);
     memset(out, 0, sizeof(*out));
     uint32_t cap = 0;
     ps_hmap_t seen;
@@ -799,9 +801,10 @@ int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_p
     }
     uint32_t nt = ts->ntypes, nv = mode == PS_PROFILE_PAIR ? 2 : nt;
     const ps_nodemap_t *am = a->nseries || ts == a ? a->accs : NULL, *bm = b && (b->nseries || ts == b) ? b->accs : NULL;
-    /* every node of either side, once */
+    /* every node of either side, once (a single map's keys are unique: no check needed) */
     ps_nodemap_t seen;
     ps_nodemap_init(&seen);
+    bool dedup = nt > 1 || (am && bm && mode != PS_PROFILE_ONE);
     size_t cap = 1;
     for (uint32_t k = 0; k < nt; k++)
         cap += (am ? am[k].count : 0) + (bm ? bm[k].count : 0);
@@ -815,9 +818,13 @@ int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_p
         for (uint32_t k = 0; k < nt; k++)
             for (size_t i = 0; i < ms[k].cap; i++) {
                 uint64_t node = ms[k].keys[i];
-                if (node == 0 || ps_nodemap_get(&seen, node) != 0)
+                if (node == 0)
                     continue;
-                ps_nodemap_add(&seen, node, 1);
+                if (dedup) {
+                    if (ps_nodemap_get(&seen, node) != 0)
+                        continue;
+                    ps_nodemap_add(&seen, node, 1);
+                }
                 bool any = false;
                 int64_t *v = vals + n * nv;
                 for (uint32_t t = 0; t < nt; t++) {

@@ -840,20 +840,6 @@ Exit:
 
 /* ---- JSON ------------------------------------------------------------------------------------ */
 
-static void put_i64(ps_buf_t *b, int64_t v)
-{
-    char tmp[24];
-    size_t i = sizeof(tmp);
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u != 0);
-    if (v < 0)
-        tmp[--i] = '-';
-    ps_buf_append(b, tmp + i, sizeof(tmp) - i);
-}
-
 void ps_flamegraph_json(const ps_flamegraph_t *fg, ps_buf_t *out)
 {
     ps_json_t j;
@@ -960,7 +946,7 @@ void ps_render_folded(const ps_profile_t *p, uint32_t vi, ps_buf_t *out)
         if (v != 0) {
             ps_buf_append(out, lines[i].s, lines[i].len);
             ps_buf_putc(out, ' ');
-            put_i64(out, v);
+            ps_buf_put_i64(out, v);
             ps_buf_putc(out, '\n');
         }
         i = j;

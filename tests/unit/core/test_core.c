@@ -280,6 +280,15 @@ static void test_json_writer(void **state)
     assert_string_equal((char *)b.data,
                         "{\"status\":\"success\",\"data\":[-3,18446744073709551615,{},[],0.1,1e+21,\"NaN\",\"-Inf\","
                         "12.35,0.00,true,null,null,\"a\\\"\\\\\\n\\u0001\xc3\xa9\",{\"k\":1}],\"e\":{\"x\":[]}}");
+    /* the same digits without a separator, for plain text (folded stacks) */
+    ps_buf_reset(&b);
+    ps_buf_put_i64(&b, INT64_MIN);
+    ps_buf_putc(&b, ' ');
+    ps_buf_put_i64(&b, 0);
+    ps_buf_putc(&b, ' ');
+    ps_buf_put_i64(&b, 42);
+    ps_buf_putc(&b, 0);
+    assert_string_equal((char *)b.data, "-9223372036854775808 0 42");
     ps_buf_dispose(&b);
 }
 
