@@ -90,7 +90,13 @@ void ps_fmt_ts_ms(int64_t ms, char *buf, size_t size)
     memcpy(p, sp, sl);
     if (ms < 0)
         *--p = '-';
-    snprintf(buf, size, "%s", p);
+    size_t n = strlen(p); /* at most 25 bytes */
+    if (n >= size)
+        n = size ? size - 1 : 0;
+    if (size) {
+        memcpy(buf, p, n);
+        buf[n] = 0;
+    }
 }
 
 void ps_fmt_label_value(const char *s, char *buf, size_t size)
