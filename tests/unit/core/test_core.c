@@ -292,6 +292,23 @@ static void test_json_writer(void **state)
     ps_buf_dispose(&b);
 }
 
+static void test_ts_ms(void **state)
+{
+    /* Prometheus' jsonutil.MarshalTimestamp: seconds, then ".mmm" zero-padded when not whole */
+    static const struct {
+        int64_t ms;
+        const char *want;
+    } cases[] = {{1500, "1.500"}, {1000, "1"}, {0, "0"}, {7, "0.007"}, {-1005, "-1.005"},
+                 {1796021924802, "1796021924.802"}};
+    char b[40];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ps_fmt_ts_ms(cases[i].ms, b, sizeof(b));
+        assert_string_equal(b, cases[i].want);
+    }
+    ps_fmt_ts_ms(1796021924802, b, 5); /* cut to the buffer, NUL-terminated */
+    assert_string_equal(b, "1796");
+}
+
 static void test_label_value_escape(void **state)
 {
     char b[16];
@@ -378,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_durations_and_times),
         cmocka_unit_test(test_json_writer),
         cmocka_unit_test(test_label_value_escape),
+        cmocka_unit_test(test_ts_ms),
         cmocka_unit_test(test_log_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
