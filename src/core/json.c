@@ -150,7 +150,7 @@ void ps_json_fixed(ps_json_t *j, double v, int decimals)
     sep(j);
     char b[64];
     int n = snprintf(b, sizeof(b), "%.*f", decimals, v);
-    if (strcmp(b, "-0") == 0 || (n > 1 && b[0] == '-' && strspn(b + 1, "0.") == (size_t)(n - 1)))
+    if (n > 1 && b[0] == '-' && strspn(b + 1, "0.") == (size_t)(n - 1))
         memmove(b, b + 1, (size_t)n); /* no "-0.00" */
     ps_buf_append(j->out, b, strlen(b));
 }
