@@ -19,20 +19,6 @@
 #include "storage/chunk.h"
 #include "util.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-    uint64_t x = rng_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-
-static double rnd_unit(void) { return (double)(rnd() >> 11) / (double)(1ull << 53); }
-
 /* A chunk like the compactor writes for a CPU profile series: arrays from arena. */
 static void gen_chunk(ps_arena_t *a, ps_chunk_data_t *d, uint32_t n, uint32_t nnodes, double density)
 {
@@ -53,17 +39,17 @@ static void gen_chunk(ps_arena_t *a, ps_chunk_data_t *d, uint32_t n, uint32_t nn
     d->off = ps_arena_alloc(a, (nnodes + 1) * sizeof(uint32_t));
     d->idx = ps_arena_alloc(a, cap * sizeof(uint32_t));
     d->val = ps_arena_alloc(a, cap * sizeof(int64_t));
-    uint64_t id = 1 + rnd() % 1000;
+    uint64_t id = 1 + ps_bench_rnd() % 1000;
     uint32_t nnz = 0;
     for (uint32_t j = 0; j < nnodes; j++) {
-        id += 1 + rnd() % 10;
+        id += 1 + ps_bench_rnd() % 10;
         d->node_ids[j] = id;
         d->off[j] = nnz;
         for (uint32_t i = 0; i < n; i++) {
-            if (rnd_unit() >= density && !(i == n - 1 && nnz == d->off[j]))
+            if (ps_bench_rnd_unit() >= density && !(i == n - 1 && nnz == d->off[j]))
                 continue; /* every node has at least one value */
             d->idx[nnz] = i;
-            d->val[nnz] = (int64_t)(1 + rnd() % 40) * 10000000;
+            d->val[nnz] = (int64_t)(1 + ps_bench_rnd() % 40) * 10000000;
             d->totals[i] += d->val[nnz];
             nnz++;
         }

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/err.h"
 #include "core/mem.h"
@@ -23,13 +22,6 @@ static const char *const files[] = {
     "go/block-01.pb.gz", "go/mutex-01.pb.gz",    "go/goroutine-01.pb.gz", "node/cpu-01.pb.gz",
     "node/wall-01.pb.gz", "node/heap-01.pb.gz",
 };
-
-static double cpu_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 int main(int argc, char **argv)
 {
@@ -69,20 +61,20 @@ int main(int argc, char **argv)
             free(data);
             continue;
         }
-        double w0 = ps_bench_now(), c0 = cpu_now();
+        double w0 = ps_bench_now(), c0 = ps_bench_self_cpu();
         for (uint64_t i = 0; i < rounds; i++) {
             ps_arena_reset(&a);
             ps_pprof_decode(data, n, NULL, &a, &p, &err);
         }
-        double dw = (ps_bench_now() - w0) / (double)rounds, dc = (cpu_now() - c0) / (double)rounds;
+        double dw = (ps_bench_now() - w0) / (double)rounds, dc = (ps_bench_self_cpu() - c0) / (double)rounds;
         ps_buf_t out = PS_BUF_INIT;
         w0 = ps_bench_now();
-        c0 = cpu_now();
+        c0 = ps_bench_self_cpu();
         for (uint64_t i = 0; i < erounds; i++) {
             ps_buf_reset(&out);
             ps_pprof_encode(&p, 1, &out, &err);
         }
-        double ew = (ps_bench_now() - w0) / (double)erounds, ec = (cpu_now() - c0) / (double)erounds;
+        double ew = (ps_bench_now() - w0) / (double)erounds, ec = (ps_bench_self_cpu() - c0) / (double)erounds;
         printf("%-24s %9zu %8u %9.1f us %9.1f us %9.1f us %9.1f us\n", files[f], n, p.nsamples, dw * 1e6, dc * 1e6,
                ew * 1e6, ec * 1e6);
         ps_buf_dispose(&out);

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <snappy-c.h>
 
@@ -22,13 +21,6 @@
 #include "core/mem.h"
 #include "proto/remote.h"
 #include "util.h"
-
-static double cpu_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 /* 2,000 node_exporter-like series, one sample each, at t = 1796021924802 + i ms. */
 static void generate(ps_arena_t *a, ps_remote_write_t *w, uint32_t nseries)
@@ -109,12 +101,12 @@ static int bench_body(const char *name, const uint8_t *body, size_t n, int versi
     }
     snappy_uncompressed_length((const char *)body, n, &ulen);
     uint64_t nsamples = w.nsamples;
-    double w0 = ps_bench_now(), c0 = cpu_now();
+    double w0 = ps_bench_now(), c0 = ps_bench_self_cpu();
     for (uint64_t i = 0; i < rounds; i++) {
         ps_arena_reset(&a);
         ps_remote_write_decode(body, n, version, NULL, &a, &w, &err);
     }
-    double dw = (ps_bench_now() - w0) / (double)rounds, dc = (cpu_now() - c0) / (double)rounds;
+    double dw = (ps_bench_now() - w0) / (double)rounds, dc = (ps_bench_self_cpu() - c0) / (double)rounds;
     printf("%-28s %4d %8zu %8zu %7llu %10.1f %10.1f %12.0f %8.1f %8.1f\n", name, version, n, ulen,
            (unsigned long long)nsamples, dw * 1e6, dc * 1e6, (double)nsamples / dc, (double)n / dc / 1e6,
            (double)ulen / dc / 1e6);

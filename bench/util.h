@@ -117,4 +117,19 @@ uint64_t ps_bench_num_arg(const char *prog, const char *flag, const char *v);
 
 void ps_bench_urlencode(const char *s, char *out, size_t n);
 
+/* ---- a deterministic generator for synthetic data: xorshift64*, a fixed seed, one state per
+ * file that uses it (the same sequence every run) ---- */
+static inline uint64_t ps_bench_rnd(void)
+{
+    static uint64_t state = 0x9e3779b97f4a7c15ull;
+    uint64_t x = state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    state = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+/** Uniform in [0, 1). */
+static inline double ps_bench_rnd_unit(void) { return (double)(ps_bench_rnd() >> 11) / (double)(1ull << 53); }
+
 #endif

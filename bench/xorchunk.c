@@ -25,20 +25,6 @@
 #include "storage/xorchunk.h"
 #include "util.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-    uint64_t x = rng_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-
-static double rnd_unit(void) { return (double)(rnd() >> 11) / (double)(1ull << 53); }
-
 enum { K_CPU, K_BYTES, K_ERRORS, K_MEM, K_LOAD, K_TEMP, K_RANDOM, K_UP, K_BOOT, NKINDS };
 
 static const char *kind_name[NKINDS] = {
@@ -54,44 +40,44 @@ static void gen_values(int k, double *v, uint32_t n)
 {
     double x = 0;
     switch (k) {
-    case K_CPU: x = (double)(rnd() % 10000000) / 100.0; break;
-    case K_BYTES: x = (double)(rnd() % 1000000000000ull); break;
-    case K_ERRORS: x = (double)(rnd() % 10); break;
-    case K_MEM: x = 4096.0 * (double)(1000000 + rnd() % 1000000); break;
-    case K_LOAD: x = 0.5 + rnd_unit() * 4; break;
-    case K_TEMP: x = 40 + (double)(rnd() % 80) / 8.0; break;
-    case K_BOOT: x = 1795000000.0 + (double)(rnd() % 1000000); break;
+    case K_CPU: x = (double)(ps_bench_rnd() % 10000000) / 100.0; break;
+    case K_BYTES: x = (double)(ps_bench_rnd() % 1000000000000ull); break;
+    case K_ERRORS: x = (double)(ps_bench_rnd() % 10); break;
+    case K_MEM: x = 4096.0 * (double)(1000000 + ps_bench_rnd() % 1000000); break;
+    case K_LOAD: x = 0.5 + ps_bench_rnd_unit() * 4; break;
+    case K_TEMP: x = 40 + (double)(ps_bench_rnd() % 80) / 8.0; break;
+    case K_BOOT: x = 1795000000.0 + (double)(ps_bench_rnd() % 1000000); break;
     default: break;
     }
     for (uint32_t i = 0; i < n; i++) {
         switch (k) {
         case K_CPU: /* 15 s of a mostly idle CPU: an idle-mode counter grows ~14.9 s +- noise */
-            x = round((x + 14.5 + rnd_unit()) * 100.0) / 100.0;
+            x = round((x + 14.5 + ps_bench_rnd_unit()) * 100.0) / 100.0;
             v[i] = x;
             break;
         case K_BYTES:
-            x += (double)(rnd() % 2000000);
+            x += (double)(ps_bench_rnd() % 2000000);
             v[i] = x;
             break;
         case K_ERRORS:
-            x += rnd() % 200 == 0 ? 1 : 0;
+            x += ps_bench_rnd() % 200 == 0 ? 1 : 0;
             v[i] = x;
             break;
         case K_MEM:
-            if (rnd() % 4 == 0)
-                x += 4096.0 * ((double)(rnd() % 2001) - 1000);
+            if (ps_bench_rnd() % 4 == 0)
+                x += 4096.0 * ((double)(ps_bench_rnd() % 2001) - 1000);
             v[i] = x;
             break;
         case K_LOAD: /* exponentially damped, printed with 2 decimals */
-            x = x * 0.78 + 0.22 * rnd_unit() * 4;
+            x = x * 0.78 + 0.22 * ps_bench_rnd_unit() * 4;
             v[i] = round(x * 100.0) / 100.0;
             break;
         case K_TEMP:
-            if (rnd() % 3 == 0)
-                x += ((double)(rnd() % 3) - 1) / 8.0;
+            if (ps_bench_rnd() % 3 == 0)
+                x += ((double)(ps_bench_rnd() % 3) - 1) / 8.0;
             v[i] = x;
             break;
-        case K_RANDOM: v[i] = rnd_unit() * 1000.0; break;
+        case K_RANDOM: v[i] = ps_bench_rnd_unit() * 1000.0; break;
         case K_UP: v[i] = 1.0; break;
         default: v[i] = x; break;
         }
@@ -160,9 +146,9 @@ static int run(uint32_t nser, uint32_t n, uint32_t jitter, uint32_t reps)
     printf("  %-42s %11s %12s %12s\n", "kind", "bytes/sample", "encode ns/s", "decode ns/s");
     for (int k = 0; k < NKINDS; k++) {
         for (uint32_t s = 0; s < nser; s++) {
-            int64_t t0 = 1796021924802 + (int64_t)(rnd() % 15000);
+            int64_t t0 = 1796021924802 + (int64_t)(ps_bench_rnd() % 15000);
             for (uint32_t i = 0; i < n; i++)
-                ts[(size_t)s * n + i] = t0 + 15000 * (int64_t)i + (jitter ? (int64_t)(rnd() % (2 * jitter + 1)) - jitter : 0);
+                ts[(size_t)s * n + i] = t0 + 15000 * (int64_t)i + (jitter ? (int64_t)(ps_bench_rnd() % (2 * jitter + 1)) - jitter : 0);
             gen_values(k, vals + (size_t)s * n, n);
         }
         double e0 = ps_bench_now();

@@ -390,7 +390,8 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
         free(keys);
     }
     /* a series with both expired head records and chunks was touched in both passes */
-    qsort(touched, ntouched, sizeof(uint64_t), cmp_u64);
+    if (ntouched > 1) /* touched is NULL when nothing expired: qsort may not be given NULL */
+        qsort(touched, ntouched, sizeof(uint64_t), cmp_u64);
     size_t ndrop = 0; /* the dropped ones are moved to the front of touched */
     for (size_t i = 0; i < ntouched; i++) {
         if (i > 0 && touched[i] == touched[i - 1])

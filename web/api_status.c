@@ -132,10 +132,12 @@ int ps_api_metrics(h2o_req_t *req)
 #define GAUGE(name, help, v)                                                                                            \
     ps_buf_printf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name, (unsigned long long)(v))
     ps_http_stats_write(s->http_stats, &b);
+    uint64_t e4, e5;
+    ps_http_stats_errors(s->http_stats, &e4, &e5);
     ps_buf_printf(&b, "# HELP profstore_http_errors_total HTTP error responses by class.\n"
                       "# TYPE profstore_http_errors_total counter\n"
                       "profstore_http_errors_total{class=\"4xx\"} %llu\nprofstore_http_errors_total{class=\"5xx\"} %llu\n",
-                  (unsigned long long)atomic_load(&s->errors4xx), (unsigned long long)atomic_load(&s->errors5xx));
+                  (unsigned long long)e4, (unsigned long long)e5);
     COUNTER("profstore_ingest_profiles_total", "Profiles pushed and stored.", atomic_load(&s->ingest_profiles));
     COUNTER("profstore_ingest_bytes_total", "Bytes of pushed profiles stored (as received).", atomic_load(&s->ingest_bytes));
     COUNTER("profstore_ingest_samples_total", "pprof samples in stored profiles.", atomic_load(&s->ingest_samples));

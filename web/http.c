@@ -179,6 +179,19 @@ static void account(struct ps_http_stats *st, h2o_req_t *req, int status)
     atomic_fetch_add_explicit(&h->codes[status >= 100 && status <= 599 ? status - 100 : 499], 1, memory_order_relaxed);
 }
 
+void ps_http_stats_errors(const struct ps_http_stats *st, uint64_t *c4xx, uint64_t *c5xx)
+{
+    *c4xx = *c5xx = 0;
+    for (uint32_t i = 0; i < st->n; i++)
+        for (int c = 400 - 100; c < 500; c++) { /* codes[] is by status - 100 */
+            uint64_t v = atomic_load_explicit(&st->h[i].codes[c], memory_order_relaxed);
+            if (c < 500 - 100)
+                *c4xx += v;
+            else
+                *c5xx += v;
+        }
+}
+
 void ps_http_stats_write(const struct ps_http_stats *st, ps_buf_t *b)
 {
     PS_BUF_LIT(b, "# HELP profstore_http_requests_total HTTP requests answered, by handler (route pattern) and "
@@ -218,10 +231,6 @@ void ps_http_send(h2o_req_t *req, int status, const char *content_type, const vo
 {
     ps_server_t *s = ps_http_server(req);
     account(s->http_stats, req, status); /* before the answer: a client that then reads /metrics sees it */
-    if (status >= 500)
-        atomic_fetch_add(&s->errors5xx, 1);
-    else if (status >= 400)
-        atomic_fetch_add(&s->errors4xx, 1);
     req->res.status = status;
     req->res.reason = reason(status);
     req->res.content_length = len;

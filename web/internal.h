@@ -45,6 +45,8 @@ struct ps_http_stats *ps_http_stats_new(void);
 /** Writes profstore_http_requests_total{handler,code} and
  *  profstore_http_request_duration_seconds{handler} in the text exposition format. */
 void ps_http_stats_write(const struct ps_http_stats *st, ps_buf_t *out);
+/** The answers with a 4xx and with a 5xx status, over every handler. */
+void ps_http_stats_errors(const struct ps_http_stats *st, uint64_t *c4xx, uint64_t *c5xx);
 
 /* api_*.c handlers: return 0 (a response was or will be sent) */
 int ps_api_healthy(h2o_req_t *req);

@@ -40,7 +40,7 @@ typedef struct ps_server {
     void *reload_ctx;
     int64_t start_time;
     atomic_int stopping;
-    atomic_uint_fast64_t errors4xx, errors5xx, ingest_profiles, ingest_bytes, ingest_samples;
+    atomic_uint_fast64_t ingest_profiles, ingest_bytes, ingest_samples;
     struct ps_http_stats *http_stats; /* answers per handler and code, durations (web/http.c) */
     void *impl;
 } ps_server_t;

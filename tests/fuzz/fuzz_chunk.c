@@ -19,6 +19,8 @@
 #include "core/varint.h"
 #include "storage/chunk.h"
 
+#include "fuzzutil.h"
+
 #define CHECK(c)                                                                                                       \
     do {                                                                                                               \
         if (!(c))                                                                                                      \
@@ -140,7 +142,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 /* With PS_FUZZ_CHUNK_SEEDS=DIR in the environment, writes a few valid chunks there as a seed
  * corpus (tests/fuzz/run.sh uses it): random shapes from the encoder itself. */
-#include <stdio.h>
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -151,7 +152,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     for (int s = 0; s < 24; s++) {
         ps_arena_t a = PS_ARENA_INIT;
         ps_chunk_data_t d = {0};
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        ps_fuzz_lcg(&x);
         d.n = 1 + (uint32_t)(x >> 58);                 /* 1..64 profiles */
         uint32_t nn = 1 + (uint32_t)((x >> 40) % 20);    /* 1..20 nodes */
         d.ts = ps_arena_alloc(&a, d.n * 8);
@@ -172,7 +173,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
             d.node_ids[j] = 1 + j * 3 + (uint64_t)s;
             d.off[j] = k;
             for (uint32_t i = 0; i < d.n; i++) {
-                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                ps_fuzz_lcg(&x);
                 if (i + 1 < d.n && (x >> 61) < (uint64_t)(s % 4)) /* some absent; last always present */
                     continue;
                 d.idx[k] = i;
@@ -185,15 +186,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         d.nnodes = nn;
         ps_buf_t b = PS_BUF_INIT;
         ps_err_t err;
-        if (ps_chunk_encode(&d, &b, &err) == 0) {
-            char path[4096];
-            snprintf(path, sizeof(path), "%s/chunk-%02d", dir, s);
-            FILE *f = fopen(path, "wb");
-            if (f) {
-                fwrite(b.data, 1, b.len, f);
-                fclose(f);
-            }
-        }
+        if (ps_chunk_encode(&d, &b, &err) == 0)
+            ps_fuzz_write_seed(dir, "chunk", s, b.data, b.len);
         ps_buf_dispose(&b);
         ps_arena_dispose(&a);
     }

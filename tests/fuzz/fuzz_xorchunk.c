@@ -11,11 +11,12 @@
  */
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "storage/xorchunk.h"
+
+#include "fuzzutil.h"
 
 #define CHECK(c)                                                                                                       \
     do {                                                                                                               \
@@ -110,7 +111,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         double cnt = 0;
         int n = 1 + s * 5;
         for (int i = 0; i < n; i++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            ps_fuzz_lcg(&x);
             double v;
             uint64_t vb = x;
             switch (s % 4) {
@@ -122,13 +123,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
             ps_xor_app_append(&a, t, v, &err);
             t += s % 3 == 0 ? 15000 : s % 3 == 1 ? 15000 + (int64_t)(x >> 54) - 512 : 1 + (int64_t)(x >> 30);
         }
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/xorchunk-%02d", dir, s);
-        FILE *f = fopen(path, "wb");
-        if (f) {
-            fwrite(b.data, 1, b.len, f);
-            fclose(f);
-        }
+        ps_fuzz_write_seed(dir, "xorchunk", s, b.data, b.len);
         ps_buf_dispose(&b);
     }
     return 0;

@@ -121,6 +121,8 @@ def test_error_answers_counted_under_their_route(server):
     diff = {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
     assert diff == {("/api/v1/profiles/write", "400"): 2, ("/api/v1/profiles/write", "405"): 1,
                     ("/api/v1/query", "400"): 1, ("/metrics", "200"): 1}, diff
+    errors = lambda s: {l["class"]: v for n, l, v in s if n == "profstore_http_errors_total"}
+    assert {c: v - errors(s0)[c] for c, v in errors(s1).items()} == {"4xx": 4, "5xx": 0}
 
 
 def _proc_stat(pid):

@@ -1,6 +1,6 @@
 /*
- * testutil.h - what the unit tests share: where the fixtures are, reading files whole, and checking
- * that a doc repeats a source comment. Include after <cmocka.h> (a missing file fails the test).
+ * testutil.h - what the unit tests share: where the fixtures are, reading files whole, checking
+ * that a doc repeats a source comment, and a random generator. Include after <cmocka.h> (a missing file fails the test).
  */
 #ifndef PS_TESTUTIL_H
 #define PS_TESTUTIL_H
@@ -87,6 +87,19 @@ static inline void ps_test_doc_repeats_comment(const char *c, const char *md, co
         assert_true(cp[0] == ' ' && cp[1] == '*');
         cp += cp[2] == ' ' ? 3 : 2;
     }
+}
+
+/* A deterministic generator for random test data: xorshift64*, a fixed seed, one state per test
+ * file (the same sequence every run, so a failure repeats). */
+static inline uint64_t ps_test_rnd(void)
+{
+    static uint64_t state = 0x9e3779b97f4a7c15ull;
+    uint64_t x = state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    state = x;
+    return x * 0x2545f4914f6cdd1dull;
 }
 
 #endif

@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <snappy-c.h>
 
+#include "core/varint.h"
 #include "proto/remote.h"
 
 /* ---- helpers -------------------------------------------------------------------------------- */
@@ -42,20 +43,12 @@ static json_t *read_json(const char *name)
     return j;
 }
 
-/* A tiny protobuf writer for hand-made bodies. */
-static void put_varint(ps_buf_t *b, uint64_t v)
-{
-    while (v >= 0x80) {
-        ps_buf_putc(b, (uint8_t)(v | 0x80));
-        v >>= 7;
-    }
-    ps_buf_putc(b, (uint8_t)v);
-}
-static void put_tag(ps_buf_t *b, unsigned num, unsigned wt) { put_varint(b, (uint64_t)num << 3 | wt); }
+/* A tiny protobuf writer for hand-made bodies (varints: core/varint.h). */
+static void put_tag(ps_buf_t *b, unsigned num, unsigned wt) { ps_put_uvarint(b, (uint64_t)num << 3 | wt); }
 static void put_bytes(ps_buf_t *b, unsigned num, const void *p, size_t n)
 {
     put_tag(b, num, 2);
-    put_varint(b, n);
+    ps_put_uvarint(b, n);
     ps_buf_append(b, p, n);
 }
 static void put_str(ps_buf_t *b, unsigned num, const char *s) { put_bytes(b, num, s, strlen(s)); }
@@ -75,7 +68,7 @@ static void put_double(ps_buf_t *b, unsigned num, double v)
 static void put_int(ps_buf_t *b, unsigned num, uint64_t v)
 {
     put_tag(b, num, 0);
-    put_varint(b, v);
+    ps_put_uvarint(b, v);
 }
 
 /* snappy-compresses raw into out (replacing its contents). */
@@ -382,7 +375,7 @@ static void build_v2(ps_buf_t *req, const uint32_t *refs, size_t nrefs, uint32_t
     for (size_t i = 0; i < 7; i++)
         put_str(req, 4, syms[i]);
     for (size_t i = 0; i < nrefs; i++)
-        put_varint(&packed, refs[i]);
+        ps_put_uvarint(&packed, refs[i]);
     put_bytes(&ts, 1, packed.data, packed.len);
     put_double(&sub, 1, 1.0);
     put_int(&sub, 2, 1796021924802ULL);

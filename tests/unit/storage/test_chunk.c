@@ -16,20 +16,11 @@
 #include "core/varint.h"
 #include "storage/chunk.h"
 
+#include "../testutil.h"
+
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-    uint64_t x = rng_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-static uint64_t rnd_below(uint64_t n) { return n ? rnd() % n : 0; }
+static uint64_t rnd_below(uint64_t n) { return n ? ps_test_rnd() % n : 0; }
 
 typedef enum { VAL_SMALL, VAL_CPU, VAL_WIDE, VAL_EXTREME, VAL_CONST, VAL_LINEAR, VAL_MIX } val_mode_t;
 typedef enum { TS_REGULAR, TS_JITTER, TS_IRREGULAR, TS_EXTREME } ts_mode_t;
@@ -40,7 +31,7 @@ static int64_t rnd_value(val_mode_t m, int64_t base, uint32_t i)
     switch (m) {
     case VAL_SMALL: v = (int64_t)rnd_below(100) - 50; break;
     case VAL_CPU: v = (int64_t)(1 + rnd_below(40)) * 10000000; break;
-    case VAL_WIDE: v = (int64_t)rnd(); break;
+    case VAL_WIDE: v = (int64_t)ps_test_rnd(); break;
     case VAL_EXTREME: {
         static const int64_t ex[] = {INT64_MIN, INT64_MAX, INT64_MIN + 1, INT64_MAX - 1, -1, 1, 2, -2};
         v = ex[rnd_below(8)];
@@ -106,7 +97,7 @@ static void gen_chunk(ps_arena_t *a, ps_chunk_data_t *d, uint32_t n, uint32_t nn
         int64_t base = rnd_value(rnd_below(2) ? VAL_CPU : VAL_WIDE, 0, 0);
         uint32_t start = rnd_below(4) == 0 ? (uint32_t)rnd_below(n) : 0;
         for (uint32_t i = start; i < n; i++) {
-            int present = (double)(rnd() >> 11) / (double)(1ull << 53) < density;
+            int present = (double)(ps_test_rnd() >> 11) / (double)(1ull << 53) < density;
             if (!present && !(i == n - 1 && nnz == d->off[j]))
                 continue; /* every node gets at least one value */
             if (nnz == cap) {
@@ -607,7 +598,7 @@ static void test_byte_flips(void **state)
                 if (rnd_below(2))
                     p[at] ^= (uint8_t)(1u << rnd_below(8));
                 else
-                    p[at] = (uint8_t)rnd();
+                    p[at] = (uint8_t)ps_test_rnd();
             }
             ps_arena_t fa = PS_ARENA_INIT;
             int r = ps_chunk_decode(p, buf.len, &fa, &got, &err);

@@ -141,8 +141,6 @@ static size_t parse_records(const char *doc, rec_t *recs, size_t max)
     return n;
 }
 
-static void put_be64(ps_buf_t *b, uint64_t v) { ps_put_be64(b, v); }
-
 static char *hex(const ps_buf_t *b)
 {
     char *s = malloc(b->len * 2 + 1);
@@ -205,35 +203,35 @@ static void test_format_md_records(void **state)
     /* string 1 = "samples", and its hash index entry */
     NEXT("sym");
     ps_buf_putc(&k, SYM_STRING);
-    put_be64(&k, 1);
+    ps_put_be64(&k, 1);
     ps_buf_append(&v, "samples", 7);
     CHECK();
     NEXT("sym_hash");
     ps_buf_putc(&k, SYM_STRING);
-    put_be64(&k, ps_hash64("samples", 7, SYM_STRING));
-    put_be64(&v, 1);
+    ps_put_be64(&k, ps_hash64("samples", 7, SYM_STRING));
+    ps_put_be64(&v, 1);
     CHECK();
 
     /* the stack tree: node 1 = root -> label set 1, node 2 = node 1 -> location 11 */
     NEXT("nodes");
-    put_be64(&k, 1);
-    put_be64(&v, 0);
-    put_be64(&v, PS_ITEM_LABELSET | 1);
+    ps_put_be64(&k, 1);
+    ps_put_be64(&v, 0);
+    ps_put_be64(&v, PS_ITEM_LABELSET | 1);
     CHECK();
     NEXT("nodes");
-    put_be64(&k, 2);
-    put_be64(&v, 1);
-    put_be64(&v, 11);
+    ps_put_be64(&k, 2);
+    ps_put_be64(&v, 1);
+    ps_put_be64(&v, 11);
     CHECK();
     NEXT("tree");
-    put_be64(&k, 1);
-    put_be64(&k, 11);
-    put_be64(&v, 2);
+    ps_put_be64(&k, 1);
+    ps_put_be64(&k, 11);
+    ps_put_be64(&v, 2);
     CHECK();
 
     /* series 1, its hash entry and one of its postings */
     NEXT("series");
-    put_be64(&k, 1);
+    ps_put_be64(&k, 1);
     ps_series_rec_t r = {1796022367779241333ll, 1796022364647593488ll, INT64_MIN, 2, labels.data, labels.len};
     ps_series_rec_encode(&r, &v);
     CHECK();
@@ -242,12 +240,12 @@ static void test_format_md_records(void **state)
     assert_int_equal(back.last_ts, 1796022367779241333ll);
     assert_int_equal(back.head_count, 2);
     NEXT("series_hash");
-    put_be64(&k, ps_hash64(labels.data, labels.len, 0x5e41e5));
-    put_be64(&v, 1);
+    ps_put_be64(&k, ps_hash64(labels.data, labels.len, 0x5e41e5));
+    ps_put_be64(&v, 1);
     CHECK();
     NEXT("postings");
     ps_buf_append(&k, "job\0api", 7);
-    put_be64(&v, 1);
+    ps_put_be64(&v, 1);
     CHECK();
 
     /* a head record of series 2 */

@@ -510,8 +510,12 @@ static void test_compaction_chunks_and_retention(void **state)
     assert_int_equal(ps_reader_profiles(r, sid_b, INT64_MIN, INT64_MAX, false, count_profiles, &c, &err), 0);
     assert_int_equal(c.n, 5);
     ps_reader_end(r);
+    /* retention applied now: nothing has expired (no series touched), nothing dropped */
+    uint32_t dropped = 1;
+    assert_int_equal(ps_store_retain(s, now, &dropped, &err), 0);
+    assert_int_equal(dropped, 0);
     /* retention 1 h applied 2 h later: a and b both gone */
-    uint32_t dropped = 0;
+    dropped = 0;
     assert_int_equal(ps_store_retain(s, now + 2 * 3600ll * PS_NS_PER_S, &dropped, &err), 0);
     assert_int_equal(dropped, 4);
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);

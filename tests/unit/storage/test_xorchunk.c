@@ -47,16 +47,6 @@ static uint64_t bits_of(double v)
     return b;
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-    rng ^= rng >> 12;
-    rng ^= rng << 25;
-    rng ^= rng >> 27;
-    return rng * 0x2545f4914f6cdd1dull;
-}
-
 static void encode(const sample_t *s, size_t n, ps_buf_t *out)
 {
     ps_xor_app_t a;
@@ -349,16 +339,16 @@ static void test_round_trips(void **state)
     int64_t t = t0; /* irregular: jitter of up to ±0.5 s, counters with resets, gauges */
     uint64_t cnt = 0;
     for (int i = 0; i < N; i++) {
-        t += 15000 + (int64_t)(rnd() % 1001) - 500;
-        cnt = i % 97 == 96 ? 0 : cnt + rnd() % 5000;
-        s[i] = (sample_t){t, bits_of(i % 2 ? (double)cnt : (double)(rnd() % 10000) / 100.0)};
+        t += 15000 + (int64_t)(ps_test_rnd() % 1001) - 500;
+        cnt = i % 97 == 96 ? 0 : cnt + ps_test_rnd() % 5000;
+        s[i] = (sample_t){t, bits_of(i % 2 ? (double)cnt : (double)(ps_test_rnd() % 10000) / 100.0)};
     }
     round_trip(s, N, &b);
 
     t = -1000000; /* random doubles (all 64 bits random, so also NaNs with payloads), random gaps */
     for (int i = 0; i < N; i++) {
-        t += 1 + (int64_t)(rnd() >> (rnd() % 52 + 12)); /* < 2^52 each */
-        s[i] = (sample_t){t, rnd()};
+        t += 1 + (int64_t)(ps_test_rnd() >> (ps_test_rnd() % 52 + 12)); /* < 2^52 each */
+        s[i] = (sample_t){t, ps_test_rnd()};
     }
     round_trip(s, N, &b);
 
@@ -436,7 +426,7 @@ static void test_resume(void **state)
     int64_t t = 1700000000000;
     for (int i = 0; i < N; i++) {
         t += i % 7 == 3 ? 15000 + 70000 * i : 15000; /* dods in every bucket */
-        s[i] = (sample_t){t, i % 5 == 0 ? bits_of(3.0) : i < 20 ? (uint64_t)i << 40 : rnd()};
+        s[i] = (sample_t){t, i % 5 == 0 ? bits_of(3.0) : i < 20 ? (uint64_t)i << 40 : ps_test_rnd()};
     }
     ps_buf_t whole = PS_BUF_INIT, b = PS_BUF_INIT;
     ps_err_t err;
@@ -488,8 +478,8 @@ static void test_truncation_and_flips(void **state)
     sample_t s[N], got[N + 8];
     int64_t t = 1796021924802;
     for (int i = 0; i < N; i++) {
-        t += 15000 + (int64_t)(rnd() % 2001) - 1000 + (i == 60 ? 1000000000 : 0);
-        s[i] = (sample_t){t, i % 3 == 0 ? bits_of((double)i) : i % 3 == 1 ? PS_XOR_STALE_NAN : rnd()};
+        t += 15000 + (int64_t)(ps_test_rnd() % 2001) - 1000 + (i == 60 ? 1000000000 : 0);
+        s[i] = (sample_t){t, i % 3 == 0 ? bits_of((double)i) : i % 3 == 1 ? PS_XOR_STALE_NAN : ps_test_rnd()};
     }
     size_t lens[] = {1, 2, 3, 17, N};
     ps_buf_t b = PS_BUF_INIT, c = PS_BUF_INIT;
@@ -527,7 +517,7 @@ static void test_truncation_and_flips(void **state)
             ps_buf_reset(&c);
             ps_buf_append(&c, b.data, b.len);
             for (int j = 0; j < 1 + r % 3; j++)
-                c.data[rnd() % c.len] = (uint8_t)rnd();
+                c.data[ps_test_rnd() % c.len] = (uint8_t)ps_test_rnd();
             uint8_t *p = ps_xmalloc(c.len);
             memcpy(p, c.data, c.len);
             long k = decode(p, c.len, got, N + 8, &err);
