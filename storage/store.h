@@ -169,4 +169,36 @@ int ps_reader_materialize(ps_reader_t *r, const uint64_t *nodes, const int64_t *
                           const char *const *sample_types, const char *const *period_type, ps_arena_t *arena,
                           ps_profile_t *out, ps_err_t *err);
 
+/* ---- samples: float series (Prometheus) and profile totals, as one kind of answer ---- */
+
+/** One float sample. t is in milliseconds, like Prometheus' timestamps. */
+typedef struct ps_fsample {
+    int64_t t;
+    double v;
+} ps_fsample_t;
+
+/** What a series holds: profiles (pprof) or float samples (remote_write, synthetic scrape series). */
+typedef enum { PS_SERIES_PROFILE = 1, PS_SERIES_FLOAT = 2 } ps_series_kind_t;
+
+/** The kind of series sid; PS_ENOTFOUND if it does not exist. */
+int ps_reader_series_kind(ps_reader_t *r, uint64_t sid, ps_series_kind_t *kind, ps_err_t *err);
+
+/**
+ * Calls cb with the samples of series sid with mint <= t <= maxt (ms), oldest first, in batches
+ * (valid only during the call): a float series' stored samples (stale markers and other NaNs keep
+ * their bit pattern), or a profile series' totals, one per profile, at t = floor(ts / 1e6).
+ */
+int ps_reader_samples(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
+                      int (*cb)(void *ctx, const ps_fsample_t *s, size_t n), void *ctx, ps_err_t *err);
+
+/**
+ * Calls cb with each stored chunk of float series sid that overlaps [mint, maxt] (ms), oldest
+ * first, as Prometheus XOR chunk bytes (storage/xorchunk.h) exactly as stored: whole chunks, which
+ * may hold samples outside the range; the open (head) chunk included. min_t/max_t are the chunk's
+ * first and last sample times. A profile series has no XOR chunks: cb is never called.
+ */
+int ps_reader_xor_chunks(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
+                         int (*cb)(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n),
+                         void *ctx, ps_err_t *err);
+
 #endif

@@ -1,0 +1,166 @@
+/*
+ * promql.h - the PromQL syntax tree and its parser (the grammar is promql.c's head comment; the
+ * lexer is selector.re). Node kinds, operators and value types are those of Prometheus'
+ * promql/parser/ast.go, so that the evaluator (src/query/promql.c) can follow Prometheus' engine
+ * step by step and messages can read like Prometheus'.
+ *
+ * The parser accepts the whole PromQL language of Prometheus 2.42 (subqueries, @, every function
+ * of Prometheus' function table) and checks value types as Prometheus does ("expected type range
+ * vector in call to function \"rate\", got instant vector"). Whether a node is evaluated is the
+ * evaluator's concern: it answers an unsupported part with a PS_EUNSUPPORTED naming it.
+ *
+ * Times and durations are milliseconds, like Prometheus' timestamps.
+ */
+#ifndef PS_PARSER_PROMQL_H
+#define PS_PARSER_PROMQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/mem.h"
+#include "parser/selector.h"
+
+/* Value types (parser.ValueType). */
+typedef enum { PS_PQ_VNONE, PS_PQ_VSCALAR, PS_PQ_VVECTOR, PS_PQ_VMATRIX, PS_PQ_VSTRING } ps_pq_vtype_t;
+
+typedef enum {
+    PS_PQ_NUMBER,   /* num */
+    PS_PQ_STRING,   /* str, slen (unquoted) */
+    PS_PQ_VECTOR,   /* instant vector selector: sel, offset, at */
+    PS_PQ_MATRIX,   /* range vector selector: expr (a PS_PQ_VECTOR), range_ms */
+    PS_PQ_SUBQUERY, /* expr[range:step] offset/@: expr, range_ms, step_ms (0 = default), offset, at */
+    PS_PQ_CALL,     /* func, args */
+    PS_PQ_AGG,      /* aggop, expr, param (topk k, quantile q, count_values label), grouping */
+    PS_PQ_BINARY,   /* binop, lhs, rhs, return_bool, matching */
+    PS_PQ_UNARY,    /* unary_neg, expr */
+    PS_PQ_PAREN,    /* expr */
+} ps_pq_kind_t;
+
+/* Binary operators, in Prometheus' precedence groups (lowest first: or; and unless; comparisons;
+ * + -; * / % atan2; ^ which is right-associative). */
+typedef enum {
+    PS_PQ_OR, PS_PQ_AND, PS_PQ_UNLESS,
+    PS_PQ_EQLC, PS_PQ_NEQ, PS_PQ_LSS, PS_PQ_LTE, PS_PQ_GTR, PS_PQ_GTE, /* == != < <= > >= */
+    PS_PQ_ADD, PS_PQ_SUB, PS_PQ_MUL, PS_PQ_DIV, PS_PQ_MOD, PS_PQ_ATAN2, PS_PQ_POW,
+} ps_pq_binop_t;
+
+typedef enum {
+    PS_PQ_SUM, PS_PQ_AVG, PS_PQ_COUNT, PS_PQ_MIN, PS_PQ_MAX, PS_PQ_GROUP, PS_PQ_STDDEV, PS_PQ_STDVAR,
+    PS_PQ_TOPK, PS_PQ_BOTTOMK, PS_PQ_COUNT_VALUES, PS_PQ_QUANTILE,
+} ps_pq_aggop_t;
+
+/* Vector matching cardinality (parser.VectorMatchCardinality). */
+typedef enum { PS_PQ_ONE_TO_ONE, PS_PQ_MANY_TO_ONE, PS_PQ_ONE_TO_MANY, PS_PQ_MANY_TO_MANY } ps_pq_card_t;
+
+typedef struct ps_pq_matching {
+    ps_pq_card_t card;     /* MANY_TO_MANY for and/or/unless */
+    bool on;               /* on(...) rather than ignoring(...) */
+    uint32_t nlabels;      /* the on/ignoring list */
+    const char **labels;
+    uint32_t ninclude;     /* group_left/group_right(...) extra labels */
+    const char **include;
+} ps_pq_matching_t;
+
+/* @ modifier: a time, or start() / end() of the query. */
+typedef enum { PS_PQ_AT_NONE, PS_PQ_AT_TIME, PS_PQ_AT_START, PS_PQ_AT_END } ps_pq_at_t;
+
+/* Functions: every function of Prometheus 2.42's table has an entry (parser/functions.go); id
+ * says which one. The evaluator implements a subset and refuses the others by name. */
+typedef enum {
+    PS_FN_ABS, PS_FN_ABSENT, PS_FN_ABSENT_OVER_TIME, PS_FN_ACOS, PS_FN_ACOSH, PS_FN_ASIN, PS_FN_ASINH,
+    PS_FN_ATAN, PS_FN_ATANH, PS_FN_AVG_OVER_TIME, PS_FN_CEIL, PS_FN_CHANGES, PS_FN_CLAMP, PS_FN_CLAMP_MAX,
+    PS_FN_CLAMP_MIN, PS_FN_COS, PS_FN_COSH, PS_FN_COUNT_OVER_TIME, PS_FN_DAYS_IN_MONTH, PS_FN_DAY_OF_MONTH,
+    PS_FN_DAY_OF_WEEK, PS_FN_DAY_OF_YEAR, PS_FN_DEG, PS_FN_DELTA, PS_FN_DERIV, PS_FN_EXP, PS_FN_FLOOR,
+    PS_FN_HISTOGRAM_COUNT, PS_FN_HISTOGRAM_SUM, PS_FN_HISTOGRAM_FRACTION, PS_FN_HISTOGRAM_QUANTILE,
+    PS_FN_HOLT_WINTERS, PS_FN_HOUR, PS_FN_IDELTA, PS_FN_INCREASE, PS_FN_IRATE, PS_FN_LABEL_REPLACE,
+    PS_FN_LABEL_JOIN, PS_FN_LAST_OVER_TIME, PS_FN_LN, PS_FN_LOG10, PS_FN_LOG2, PS_FN_MAX_OVER_TIME,
+    PS_FN_MIN_OVER_TIME, PS_FN_MINUTE, PS_FN_MONTH, PS_FN_PI, PS_FN_PREDICT_LINEAR, PS_FN_PRESENT_OVER_TIME,
+    PS_FN_QUANTILE_OVER_TIME, PS_FN_RAD, PS_FN_RATE, PS_FN_RESETS, PS_FN_ROUND, PS_FN_SCALAR, PS_FN_SGN,
+    PS_FN_SIN, PS_FN_SINH, PS_FN_SORT, PS_FN_SORT_DESC, PS_FN_SQRT, PS_FN_STDDEV_OVER_TIME,
+    PS_FN_STDVAR_OVER_TIME, PS_FN_SUM_OVER_TIME, PS_FN_TAN, PS_FN_TANH, PS_FN_TIME, PS_FN_TIMESTAMP,
+    PS_FN_VECTOR, PS_FN_YEAR,
+    PS_FN_COUNT_
+} ps_pq_fn_t;
+
+typedef struct ps_pq_func {
+    const char *name;
+    ps_pq_fn_t id;
+    uint8_t nargs;              /* declared argument types, as functions.go's ArgTypes */
+    ps_pq_vtype_t args[4];
+    int8_t variadic;            /* functions.go's Variadic: 0 fixed, n up to n optional, -1 any */
+    ps_pq_vtype_t ret;
+} ps_pq_func_t;
+
+/** The function called name, or NULL (the parser then says "unknown function with name ..."). */
+const ps_pq_func_t *ps_pq_func_lookup(const char *name, size_t n);
+
+typedef struct ps_pq_node ps_pq_node_t;
+struct ps_pq_node {
+    ps_pq_kind_t kind;
+    ps_pq_vtype_t type;      /* the value type the node evaluates to */
+    uint32_t pos, end;       /* byte range in the input, for messages */
+
+    double num;              /* NUMBER */
+    const char *str;         /* STRING (NUL-terminated, from the arena) */
+    size_t slen;
+
+    ps_selector_t sel;       /* VECTOR: matchers (the metric name is an EQ matcher on __name__ first) */
+    const char *name;        /* VECTOR: the metric name as written, or NULL */
+    int64_t offset_ms;       /* VECTOR, SUBQUERY: offset (may be negative) */
+    ps_pq_at_t at;           /* VECTOR, SUBQUERY */
+    int64_t at_ms;           /* at == PS_PQ_AT_TIME */
+
+    int64_t range_ms;        /* MATRIX, SUBQUERY */
+    int64_t step_ms;         /* SUBQUERY: 0 = the global evaluation interval */
+
+    const ps_pq_func_t *func; /* CALL */
+    uint32_t nargs;
+    ps_pq_node_t **args;
+
+    ps_pq_aggop_t aggop;     /* AGG */
+    ps_pq_node_t *param;     /* AGG: topk/bottomk/quantile/count_values parameter, else NULL */
+    bool without, grouped;   /* AGG: by/without given, and which */
+    uint32_t ngroup;
+    const char **group;      /* AGG: label names */
+
+    ps_pq_binop_t binop;     /* BINARY */
+    ps_pq_node_t *lhs, *rhs;
+    bool return_bool;
+    ps_pq_matching_t *matching; /* BINARY between two vectors, else NULL */
+
+    bool unary_neg;          /* UNARY: '-' (a '+' keeps the operand as it is) */
+    ps_pq_node_t *expr;      /* MATRIX, SUBQUERY, AGG, UNARY, PAREN */
+};
+
+typedef struct ps_pq_limits {
+    size_t max_input;        /* bytes of query text (default 64 KiB) */
+    uint32_t max_depth;      /* nesting depth (default 128) */
+    uint32_t max_nodes;      /* nodes in the tree (default 10,000) */
+} ps_pq_limits_t;
+
+void ps_pq_limits_default(ps_pq_limits_t *l);
+
+/**
+ * Parses a PromQL expression (the whole input; lim NULL = defaults) into a tree allocated from
+ * arena. Errors are PS_EINVAL with Prometheus' texts and positions, e.g.
+ *   "1:6: parse error: expected type range vector in call to function \"rate\", got instant vector"
+ * and err->pos set to the byte offset. The regexes of the tree's matchers must be freed with
+ * ps_pq_dispose.
+ */
+int ps_pq_parse(const char *s, size_t n, const ps_pq_limits_t *lim, ps_arena_t *arena, ps_pq_node_t **out,
+                ps_err_t *err);
+void ps_pq_dispose(ps_pq_node_t *e);
+
+/** Writes e in Prometheus' canonical form (what /api/v1/format_query answers: parser's
+ *  Expr.Pretty(0) for Prometheus 2.42, i.e. String()), appended to out. */
+void ps_pq_format(const ps_pq_node_t *e, ps_buf_t *out);
+
+/** "sum", "rate", "+", "==", ...: Prometheus' spellings. */
+const char *ps_pq_binop_name(ps_pq_binop_t op);
+const char *ps_pq_aggop_name(ps_pq_aggop_t op);
+/** "scalar", "instant vector", "range vector", "string" (parser.DocumentedType). */
+const char *ps_pq_vtype_name(ps_pq_vtype_t t);
+
+#endif
