@@ -6,7 +6,7 @@ set -eu
 PKGS="build-essential cmake pkg-config clang re2c protobuf-c-compiler
 libh2o-evloop-dev libssl-dev libprotobuf-c-dev libsnappy-dev zlib1g-dev liblmdb-dev
 libpcre2-dev libyaml-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev lmdb-utils
-python3 python3-pytest golang-go prometheus curl openssl"
+python3 python3-pytest python3-protobuf protobuf-compiler python3-snappy golang-go prometheus curl openssl"
 
 missing=""
 for p in $PKGS; do
