@@ -200,7 +200,7 @@ static void *run(void *arg)
             }
         }
         pthread_mutex_lock(&w->mu);
-        w->stats.batches += napps > 0;
+        w->stats.batches += napps > 0 || nfl > 0 || nmeta > 0;
         w->stats.appended += ok;
         w->stats.failed += failed;
         w->stats.duplicates += dups;
