@@ -11,6 +11,7 @@
 
 #include "core/err.h"
 #include "proto/pprof.h"
+#include "query/read.h"
 #include "storage/store.h"
 
 /* The rooms the handlers call; main.c creates them and hands them over (their APIs are in
@@ -29,6 +30,8 @@ typedef struct ps_server_opts {
     size_t max_body;         /* request body limit (bytes) */
     uint32_t max_series;     /* series one selector may select */
     ps_pprof_limits_t limits;
+    ps_read_opts_t read;     /* remote read: sample limit, frame size, series per query */
+    uint32_t read_concurrency; /* remote reads at once (0 = no limit); more get 503 */
 } ps_server_opts_t;
 
 typedef struct ps_server {
@@ -41,6 +44,7 @@ typedef struct ps_server {
     int64_t start_time;
     atomic_int stopping;
     atomic_uint_fast64_t ingest_profiles, ingest_bytes, ingest_samples;
+    atomic_uint reads_inflight;  /* remote reads being answered (web/api_read.c) */
     struct ps_http_stats *http_stats; /* answers per handler and code, durations (web/http.c) */
     void *impl;
 } ps_server_t;
