@@ -32,6 +32,7 @@ typedef struct ps_server_opts {
     ps_pprof_limits_t limits;
     ps_read_opts_t read;     /* remote read: sample limit, frame size, series per query */
     uint32_t read_concurrency; /* remote reads at once (0 = no limit); more get 503 */
+    size_t max_remote_uncompressed; /* remote_write: largest uncompressed body (0 = proto/remote.h's default) */
 } ps_server_opts_t;
 
 typedef struct ps_server {
@@ -45,6 +46,10 @@ typedef struct ps_server {
     atomic_int stopping;
     atomic_uint_fast64_t ingest_profiles, ingest_bytes, ingest_samples;
     atomic_uint reads_inflight;  /* remote reads being answered (web/api_read.c) */
+    /* remote_write (web/api_write.c) */
+    atomic_uint_fast64_t rw_requests, rw_bad_requests, rw_failed_requests, rw_samples_received, rw_samples_written,
+        rw_samples_duplicate, rw_rejected_out_of_order, rw_rejected_duplicate, rw_rejected_out_of_bounds,
+        rw_rejected_series, rw_dropped_histograms, rw_dropped_exemplars;
     struct ps_http_stats *http_stats; /* answers per handler and code, durations (web/http.c) */
     void *impl;
 } ps_server_t;
