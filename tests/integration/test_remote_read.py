@@ -499,3 +499,53 @@ def test_real_prometheus_without_external_labels(make_server, prometheus):
     got = sorted(((r["metric"], r["value"]) for r in data["result"]), key=lambda x: sorted(x[0].items()))
     assert got == [({"instance": "a"}, [now, str(TOTAL["go/cpu-01.pb.gz"])]),
                    ({"instance": "c"}, [now, str(TOTAL["go/cpu-05.pb.gz"])])]
+
+
+# ---- float series (remote-written): the captured Prometheus traffic -------------------------------
+
+def prom_fixture(name):
+    from conftest import TESTDATA
+    return (TESTDATA / "prometheus" / name).read_bytes()
+
+
+def remote_write(srv, body):
+    return srv.request("POST", "/api/v1/write", body=body, headers={
+        "Content-Encoding": "snappy", "Content-Type": "application/x-protobuf",
+        "X-Prometheus-Remote-Write-Version": "0.1.0"})
+
+
+@pytest.fixture(scope="module")
+def fsrv(module_server_factory):
+    """The three remote-write bodies Prometheus 2.42 sent (18 series, 3 scrapes 1 s apart)."""
+    s = module_server_factory(name="rread_floats", retention="0")
+    for i in (1, 2, 3):
+        st, _, data = remote_write(s, prom_fixture("remote-write-0%d.bin" % i))
+        assert st in (200, 204), data[:300]
+    return s
+
+
+def test_captured_read_answers_as_prometheus_did(fsrv):
+    """remote-read-01.bin (promtool's instant query through a Prometheus with external label
+    replica="fixture") gets, byte for byte, the answer a real Prometheus fed the same writes gave."""
+    st, hdrs, data = post_read(fsrv, prom_fixture("remote-read-01.bin"))
+    assert st == 200
+    assert (hdrs["content-type"], hdrs["content-encoding"]) == ("application/x-protobuf", "snappy")
+    assert data == prom_fixture("remote-read-response-01.bin")
+
+
+def test_float_series_samples_and_streamed(fsrv, pb):
+    name = (EQ, "__name__", "gotarget_kernel_iterations_total")
+    span = (1796021924000, 1796021927000)
+    want = [(1796021924802, 80965.0), (1796021925802, 81394.0), (1796021926802, 81801.0)]
+    res = read_samples(fsrv, pb, [(span[0], span[1], [name, (EQ, "kernel", "matmul")]),
+                                  (span[0], span[1], [name, (NRE, "kernel", "matmul|fib")]),
+                                  (1796021925802, 1796021925802, [name, (EQ, "kernel", "matmul")])])
+    assert len(res[0]) == 1
+    assert res[0][0][0] == {"__name__": "gotarget_kernel_iterations_total", "env": "test",
+                            "instance": "127.0.0.1:6060", "job": "gotarget", "kernel": "matmul", "replica": "fixture"}
+    assert res[0][0][1] == want
+    assert [(l["kernel"], len(s)) for l, s in res[1]] == [("compress", 3), ("format", 3), ("sha256", 3), ("sort", 3)]
+    assert res[2][0][1] == [want[1]]
+    # streamed: the stored XOR chunk as it is (whole: all three samples, also for a narrower range)
+    got = frame_series(read_streamed(fsrv, pb, [(1796021925802, 1796021925802, [name, (EQ, "kernel", "matmul")])]))
+    assert [(q, l["kernel"], s) for q, l, s, _ in got] == [(0, "matmul", want)]
