@@ -10,6 +10,7 @@
  *   {job="api",instance="b"}  cpu-03 @T+15
  *   {job="batch"}             cpu-04 @T+30
  *   {job="many"}              cpu-01 @T+100+i s, i = 0..129
+ *   up{job="float"}           a float series: 300 samples i * 0.5 @T+i*15 s (stored XOR chunks)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +28,8 @@
 #include "core/timeutil.h"
 #include "ingest/ingest.h"
 #include "proto/remote_read.h"
+#include "parser/matchers.h"
+#include "query/query.h"
 #include "query/read.h"
 #include "storage/xorchunk.h"
 
@@ -38,6 +41,7 @@
 #define CPU03 2890000000.0
 #define CPU04 2890000000.0
 #define NMANY 130
+#define NFLOAT 300
 
 static char dir[64];
 static ps_store_t *store;
@@ -82,6 +86,15 @@ static int setup(void **state)
     ingest("go/cpu-04.pb.gz", "{job=\"batch\"}", T0 + 30);
     for (int i = 0; i < NMANY; i++)
         ingest("go/cpu-01.pb.gz", "{job=\"many\"}", T0 + 100 + i);
+    ps_label_pair_t lp[2] = {{"__name__", "up", 8, 2}, {"job", "float", 3, 5}};
+    ps_labels_t ls = {2, lp, 0};
+    ps_fsample_t fs[NFLOAT];
+    for (int i = 0; i < NFLOAT; i++)
+        fs[i] = (ps_fsample_t){MS(T0 + 15 * i), i * 0.5};
+    ps_fappend_t fa = {.labels = &ls, .samples = fs, .nsamples = NFLOAT};
+    ps_fappend_t *fas[1] = {&fa};
+    if (ps_store_write(store, NULL, 0, fas, 1, NULL, 0, &err) != 0 || fa.status != 0 || fa.accepted != NFLOAT)
+        fail_msg("float write: %s / %s", err.msg, fa.err.msg);
     return 0;
 }
 
@@ -248,15 +261,15 @@ static void test_sample_limit(void **state)
     o.sample_limit = 100;
     assert_int_equal(run_samples(&a, all, 1, &o, &res, &nres, &err), PS_ELIMIT);
     assert_string_equal(err.msg, "exceeded sample limit (100)");
-    o.sample_limit = 0; /* no limit: 2 types x (4 + 130) profiles */
+    o.sample_limit = 0; /* no limit: 2 types x (4 + 130) profiles, and the float series */
     assert_int_equal(run_samples(&a, all, 1, &o, &res, &nres, &err), 0);
     uint32_t total = 0;
     for (uint32_t i = 0; i < res[0].nseries; i++)
         total += res[0].series[i].nsamples;
-    assert_int_equal(res[0].nseries, 8);
-    assert_int_equal(total, 2 * (4 + NMANY));
+    assert_int_equal(res[0].nseries, 9);
+    assert_int_equal(total, 2 * (4 + NMANY) + 1000 / 15 + 1); /* floats every 15 s in [T0, T0 + 1000] */
     /* the series limit */
-    o.max_series = 7;
+    o.max_series = 8;
     assert_int_equal(run_samples(&a, all, 1, &o, &res, &nres, &err), PS_ELIMIT);
     ps_arena_dispose(&a);
 }
@@ -391,6 +404,99 @@ static void test_streamed(void **state)
     ps_arena_dispose(&a);
 }
 
+
+/* ---- float series: stored chunks as they are ------------------------------------------------ */
+
+typedef struct stored {
+    uint32_t n;
+    ps_buf_t bytes[16];
+    int64_t min_t[16], max_t[16];
+} stored_t;
+
+static int on_stored(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n)
+{
+    stored_t *s = ctx;
+    assert_true(s->n < 16);
+    s->bytes[s->n] = (ps_buf_t)PS_BUF_INIT;
+    ps_buf_append(&s->bytes[s->n], chunk, n);
+    s->min_t[s->n] = min_t;
+    s->max_t[s->n] = max_t;
+    s->n++;
+    return 0;
+}
+
+static void test_float_series(void **state)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    ps_read_result_t *res;
+    uint32_t nres;
+    frames_t *fr = calloc(1, sizeof(*fr));
+    int64_t t[200];
+    double v[200];
+
+    /* SAMPLES: exactly the samples in the range */
+    q_t q[1] = {{T0 + 150, T0 + 300, {{"=", "__name__", "up"}, {"=~", "job", "fl.*"}}}};
+    assert_int_equal(run_samples(&a, q, 1, NULL, &res, &nres, &err), 0);
+    assert_int_equal(res[0].nseries, 1);
+    assert_int_equal(res[0].series[0].nsamples, 11);
+    for (uint32_t k = 0; k < 11; k++) {
+        assert_int_equal(res[0].series[0].samples[k].t_ms, MS(T0 + 150 + 15 * k));
+        assert_true(res[0].series[0].samples[k].v == (10 + k) * 0.5);
+    }
+
+    /* streamed: the stored chunks overlapping the range, byte for byte, whole */
+    stored_t st = {0};
+    ps_reader_t *r;
+    assert_int_equal(ps_reader_begin(store, &r, &err), 0);
+    assert_int_equal(ps_reader_series_kind(r, 0, &(ps_series_kind_t){0}, &err), PS_ENOTFOUND);
+    ps_series_set_t set;
+    ps_matcher_spec_t spec = {PS_MATCH_EQ, "job", 3, "float", 5};
+    ps_selector_t sel;
+    assert_int_equal(ps_selector_from_specs(&spec, 1, &a, &sel, &err), 0);
+    assert_int_equal(ps_query_select(r, &sel, INT64_MIN, INT64_MAX, 10, &a, &set, &err), 0);
+    assert_int_equal(set.n, 1);
+    assert_int_equal(ps_reader_xor_chunks(r, set.sids[0], MS(T0), MS(T0 + 15 * NFLOAT), on_stored, &st, &err), 0);
+    ps_selector_dispose(&sel);
+    ps_reader_end(r);
+    assert_true(st.n >= 2);
+    q_t all[1] = {{T0, T0 + 15 * NFLOAT, {{"=", "__name__", "up"}}}};
+    assert_int_equal(run_streamed(&a, all, 1, NULL, fr, &err), 0);
+    assert_int_equal(fr->n, 1);
+    assert_int_equal(fr->f[0].series[0].nchunks, st.n);
+    uint32_t total = 0;
+    for (uint32_t k = 0; k < st.n; k++) {
+        const ps_read_chunk_t *c = &fr->f[0].series[0].chunks[k];
+        assert_int_equal(c->len, st.bytes[k].len);
+        assert_memory_equal(c->data, st.bytes[k].data, c->len);
+        assert_int_equal(c->min_t, st.min_t[k]);
+        assert_int_equal(c->max_t, st.max_t[k]);
+        uint32_t n = xor_samples(c, t, v);
+        assert_int_equal(t[0], MS(T0) + 15000 * (int64_t)total);
+        total += n;
+    }
+    assert_int_equal(total, NFLOAT);
+    /* a range inside the first chunk gets that whole chunk */
+    q_t inner[1] = {{T0 + 15, T0 + 30, {{"=", "__name__", "up"}}}};
+    assert_int_equal(run_streamed(&a, inner, 1, NULL, fr, &err), 0);
+    assert_int_equal(fr->n, 1);
+    assert_int_equal(fr->f[0].series[0].nchunks, 1);
+    assert_int_equal(fr->f[0].series[0].chunks[0].len, st.bytes[0].len);
+    assert_memory_equal(fr->f[0].series[0].chunks[0].data, st.bytes[0].data, st.bytes[0].len);
+    /* the sample limit counts the samples of whole chunks */
+    ps_read_opts_t o;
+    ps_read_opts_default(&o);
+    o.sample_limit = NFLOAT - 1;
+    assert_int_equal(run_streamed(&a, all, 1, &o, fr, &err), PS_ELIMIT);
+    assert_string_equal(err.msg, "exceeded sample limit (299)");
+    o.sample_limit = NFLOAT;
+    assert_int_equal(run_streamed(&a, all, 1, &o, fr, &err), 0);
+    for (uint32_t k = 0; k < st.n; k++)
+        ps_buf_dispose(&st.bytes[k]);
+    free(fr);
+    ps_arena_dispose(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -399,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_sample_limit),
         cmocka_unit_test(test_bad_matchers),
         cmocka_unit_test(test_streamed),
+        cmocka_unit_test(test_float_series),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
