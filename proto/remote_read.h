@@ -111,6 +111,8 @@ void ps_read_resp_begin_result(ps_read_resp_t *r);
 /** One TimeSeries of the open result: labels as given (the caller sorts), samples in time order. */
 void ps_read_resp_add_series(ps_read_resp_t *r, const ps_labels_t *ls, const ps_remote_sample_t *s, size_t n);
 void ps_read_resp_end_result(ps_read_resp_t *r);
+/** Makes room for n more bytes of message (when the caller knows how much is coming). */
+static inline void ps_read_resp_reserve(ps_read_resp_t *r, size_t n) { ps_buf_reserve(&r->raw, n); }
 /** Bytes of the uncompressed message so far. */
 static inline size_t ps_read_resp_size(const ps_read_resp_t *r) { return r->raw.len; }
 /** The uncompressed message (valid until the next change). */
