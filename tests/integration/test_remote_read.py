@@ -549,3 +549,43 @@ def test_float_series_samples_and_streamed(fsrv, pb):
     # streamed: the stored XOR chunk as it is (whole: all three samples, also for a narrower range)
     got = frame_series(read_streamed(fsrv, pb, [(1796021925802, 1796021925802, [name, (EQ, "kernel", "matmul")])]))
     assert [(q, l["kernel"], s) for q, l, s, _ in got] == [(0, "matmul", want)]
+
+
+def write_request(pb, series):
+    """series: [(labels dict, [(t_ms, v)...])] -> snappy WriteRequest body."""
+    w = pb.WriteRequest()
+    for labels, samples in series:
+        ts = w.timeseries.add()
+        for k, v in sorted(labels.items()):
+            l = ts.labels.add()
+            l.name, l.value = k.encode(), v.encode()
+        for t, v in samples:
+            s = ts.samples.add()
+            s.timestamp, s.value = t, v
+    return snappy.compress(w.SerializeToString())
+
+
+def test_concurrent_limit(make_server, pb):
+    """With --storage.remote.read-concurrent-limit 1 and 4 HTTP threads, reads that overlap get 503."""
+    import concurrent.futures
+    s = make_server(retention="0", threads=4, extra_args=["--storage.remote.read-concurrent-limit", "1"])
+    t0 = ms(T0)
+    for k in range(10):
+        body = write_request(pb, [({"__name__": "big", "k": str(k)}, [(t0 + 1000 * i, float(i)) for i in range(20000)])])
+        st, _, data = remote_write(s, body)
+        assert st in (200, 204), data[:300]
+    req = snappy.compress(make_request(pb, [(t0, t0 + 10 ** 8, [(EQ, "__name__", "big")])]).SerializeToString())
+    seen = set()
+    for _ in range(10):
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            answers = list(ex.map(lambda _: post_read(s, req), range(8)))
+        for st, hdrs, data in answers:
+            seen.add((st, data if st != 200 else b""))
+        if (503, b"too many concurrent remote reads (the limit is 1, --storage.remote.read-concurrent-limit); "
+                 b"retry later\n") in seen:
+            break
+    assert seen == {(200, b""), (503, b"too many concurrent remote reads (the limit is 1, "
+                                      b"--storage.remote.read-concurrent-limit); retry later\n")}
+    # one at a time, every read is served
+    for _ in range(3):
+        assert post_read(s, req)[0] == 200
