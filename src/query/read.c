@@ -1,9 +1,10 @@
 /*
  * read.c - remote read (read.h): selection per query, then the samples or chunks of each series
- * in label order, encoded by proto/remote_read.h. With a sample limit, the samples of a query are
- * counted first (streamed float series by their chunk headers), so a read over the limit fails
- * before anything is encoded. Memory: one series' samples at a time plus the answer, which the
- * limit bounds (about 18 bytes a sample in SAMPLES, 1-2 in chunks).
+ * in label order, encoded by proto/remote_read.h. With a sample limit, the samples of a SAMPLES
+ * query are counted first, so a read over the limit fails before anything is encoded; streamed
+ * answers count as they go (float series by their chunk headers). Memory: one series' samples at
+ * a time plus the answer, which the limit bounds (about 18 bytes a sample in SAMPLES, 1-2 in
+ * chunks).
  */
 #include "read.h"
 
@@ -114,29 +115,14 @@ static int on_count_samples(void *ctx, const ps_fsample_t *s, size_t n)
     return c->total > c->limit ? PS_ELIMIT : 0;
 }
 
-static int on_count_chunk(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n)
-{
-    count_ctx_t *c = ctx;
-    c->total += ps_xor_count(chunk, n);
-    return c->total > c->limit ? PS_ELIMIT : 0;
-}
-
-/* The samples the answer to q will hold (streamed float series: those of whole chunks, as sent),
- * stopping with PS_ELIMIT once over limit. */
-static int count_samples(ps_reader_t *r, const ps_series_set_t *set, const ps_read_query_t *q, ps_read_type_t type,
-                         uint64_t limit, uint64_t *total, ps_err_t *err)
+/* The samples a SAMPLES answer to q will hold, stopping with PS_ELIMIT once over limit. */
+static int count_samples(ps_reader_t *r, const ps_series_set_t *set, const ps_read_query_t *q, uint64_t limit,
+                         uint64_t *total, ps_err_t *err)
 {
     count_ctx_t c = {0, limit};
     int rc = 0;
-    for (uint32_t i = 0; i < set->n && rc == 0; i++) {
-        ps_series_kind_t kind = PS_SERIES_PROFILE;
-        if (type == PS_READ_STREAMED_XOR_CHUNKS && (rc = ps_reader_series_kind(r, set->sids[i], &kind, err)) != 0) {
-            rc = rc == PS_ENOTFOUND ? 0 : rc;
-            continue;
-        }
-        rc = kind == PS_SERIES_FLOAT ? ps_reader_xor_chunks(r, set->sids[i], q->start_ms, q->end_ms, on_count_chunk, &c, err)
-                                     : ps_reader_samples(r, set->sids[i], q->start_ms, q->end_ms, on_count_samples, &c, err);
-    }
+    for (uint32_t i = 0; i < set->n && rc == 0; i++)
+        rc = ps_reader_samples(r, set->sids[i], q->start_ms, q->end_ms, on_count_samples, &c, err);
     *total = c.total;
     return rc;
 }
@@ -173,17 +159,18 @@ static int read_query(ps_reader_t *r, const ps_read_query_t *q, int64_t qi, ps_r
     for (uint32_t i = 0; i < set.n; i++)
         order[i] = i;
     qsort_r(order, set.n, sizeof(*order), cmp_series, set.labels);
-    if (o->sample_limit != 0) {
+    if (type == PS_READ_SAMPLES && o->sample_limit != 0) {
         /* count first, in the same snapshot: a read over the limit fails before anything is
-         * encoded, so it costs one series' samples of memory, not the limit's worth of answer */
+         * encoded, so it costs one series' samples of memory, not the limit's worth of answer
+         * (about 18 bytes a sample). Streamed answers take 1-2 bytes a sample: their limit is
+         * checked as they are made. */
         uint64_t total;
-        if ((rc = count_samples(r, &set, q, type, o->sample_limit, &total, err)) != 0)
+        if ((rc = count_samples(r, &set, q, o->sample_limit, &total, err)) != 0)
             goto Limit;
-        if (type == PS_READ_SAMPLES)
-            ps_read_resp_reserve(resp, total * 20);
+        ps_read_resp_reserve(resp, total * 20);
+        sc.limit = 0;
     }
-    sc.limit = 0;
-    chunks_ctx_t cc = {st, 0, 0, 0};
+    chunks_ctx_t cc = {st, 0, sc.limit, 0};
     for (uint32_t k = 0; k < set.n; k++) {
         uint32_t i = order[k];
         ps_series_kind_t kind = PS_SERIES_PROFILE;

@@ -11,9 +11,9 @@
  *    samples each; frames cut at max_frame_bytes as Prometheus cuts them.
  *
  * Limits (Prometheus' flags and defaults): sample_limit samples per query ("exceeded sample limit
- * (N)", PS_ELIMIT, which Prometheus answers with 400), counted in a first pass over the query's
- * series before anything is encoded, so a read over everything fails at the limit without
- * growing an answer; the same limit bounds
+ * (N)", PS_ELIMIT, which Prometheus answers with 400); for SAMPLES counted in a first pass over the
+ * query's series before anything is encoded, so a read over everything fails at the limit without
+ * growing an answer; streamed answers (1-2 bytes a sample) count as they are made; the same limit bounds
  * streamed reads, whose answer is also built in memory (Prometheus streams them unlimited).
  * max_series series per query (--query.max-series, PS_ELIMIT). The concurrency limit is the HTTP
  * handler's.
