@@ -46,10 +46,14 @@ static int on_samples(void *ctx, const ps_fsample_t *s, size_t n)
         c->cap = cap;
     }
     for (size_t k = 0; k < n; k++) {
-        c->v[c->n + k].t_ms = s[k].t;
-        c->v[c->n + k].v = s[k].v;
+        /* two profiles of a series in the same millisecond: a series holds one sample per
+         * timestamp (Prometheus' rule, and an XOR chunk's), so the first one's total stands */
+        if (c->n > 0 && c->v[c->n - 1].t_ms == s[k].t)
+            continue;
+        c->v[c->n].t_ms = s[k].t;
+        c->v[c->n].v = s[k].v;
+        c->n++;
     }
-    c->n += n;
     return 0;
 }
 
@@ -86,14 +90,9 @@ static int stream_totals(ps_read_stream_t *st, const ps_remote_sample_t *v, size
         size_t end = i + PS_XOR_SAMPLES_PER_CHUNK < n ? i + PS_XOR_SAMPLES_PER_CHUNK : n;
         ps_buf_reset(&buf);
         ps_xor_app_init(&app, &buf);
-        for (size_t k = i; k < end; k++)
-            if ((rc = ps_xor_app_append(&app, v[k].t_ms, v[k].v, err)) != 0) {
-                /* two profiles in the same millisecond: the later total would need a second chunk
-                 * (Prometheus' chunks are strictly increasing in time); keep the first */
-                if (rc != PS_EOUTOFORDER)
-                    goto Exit;
-                rc = 0;
-            }
+        for (size_t k = i; k < end; k++) /* times strictly increase: on_samples made them so */
+            if ((rc = ps_xor_app_append(&app, v[k].t_ms, v[k].v, err)) != 0)
+                goto Exit;
         size_t len;
         const uint8_t *bytes = ps_xor_app_bytes(&app, &len);
         ps_read_stream_chunk(st, v[i].t_ms, app.t, bytes, len);

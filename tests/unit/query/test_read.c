@@ -11,6 +11,7 @@
  *   {job="batch"}             cpu-04 @T+30
  *   {job="many"}              cpu-01 @T+100+i s, i = 0..129
  *   up{job="float"}           a float series: 300 samples i * 0.5 @T+i*15 s (stored XOR chunks)
+ *   {job="same_ms"}           cpu-01 @T+40.0001 s, cpu-02 @T+40.0005 s (the same millisecond)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,12 +47,10 @@
 static char dir[64];
 static ps_store_t *store;
 
-static void ingest(const char *rel, const char *labels, int64_t ts_s)
+static void ingest_at(const char *rel, const char *labels, const char *when)
 {
-    char when[32];
     size_t len;
     uint8_t *b = ps_test_read_fixture(rel, &len);
-    snprintf(when, sizeof(when), "%lld", (long long)ts_s);
     ps_ingest_params_t ip = {.labels = labels, .labels_len = strlen(labels), .time = when, .time_len = strlen(when),
                              .delta = -1};
     ps_arena_t a = PS_ARENA_INIT;
@@ -67,6 +66,13 @@ static void ingest(const char *rel, const char *labels, int64_t ts_s)
         fail_msg("%s: %s / %s", rel, err.msg, app.err.msg);
     ps_arena_dispose(&a);
     free(b);
+}
+
+static void ingest(const char *rel, const char *labels, int64_t ts_s)
+{
+    char when[32];
+    snprintf(when, sizeof(when), "%lld", (long long)ts_s);
+    ingest_at(rel, labels, when);
 }
 
 static int setup(void **state)
@@ -86,6 +92,8 @@ static int setup(void **state)
     ingest("go/cpu-04.pb.gz", "{job=\"batch\"}", T0 + 30);
     for (int i = 0; i < NMANY; i++)
         ingest("go/cpu-01.pb.gz", "{job=\"many\"}", T0 + 100 + i);
+    ingest_at("go/cpu-01.pb.gz", "{job=\"same_ms\"}", "2027-01-15T08:00:40.0001Z");
+    ingest_at("go/cpu-02.pb.gz", "{job=\"same_ms\"}", "2027-01-15T08:00:40.0005Z");
     ps_label_pair_t lp[2] = {{"__name__", "up", 8, 2}, {"job", "float", 3, 5}};
     ps_labels_t ls = {2, lp, 0};
     ps_fsample_t fs[NFLOAT];
@@ -206,9 +214,9 @@ static void test_matcher_types_and_ranges(void **state)
     ps_read_result_t *res;
     uint32_t nres;
     q_t q[6] = {
-        {ALL_TIME, {{"=", "__name__", CPU}, {"!=", "job", "api"}, {"!=", "job", "many"}}},
+        {ALL_TIME, {{"=", "__name__", CPU}, {"!=", "job", "api"}, {"!=", "job", "many"}, {"!=", "job", "same_ms"}}},
         {ALL_TIME, {{"=", "__name__", CPU}, {"=~", "instance", "a|b"}}},
-        {ALL_TIME, {{"=~", "__name__", "process_cpu:cpu:.*"}, {"!~", "instance", "a"}, {"!=", "job", "many"}}},
+        {ALL_TIME, {{"=~", "__name__", "process_cpu:cpu:.*"}, {"!~", "instance", "a"}, {"!~", "job", "many|same_ms"}}},
         {T0 + 12, T0 + 20, {{"=", "__name__", CPU}, {"=", "job", "api"}}}, /* both ends inclusive */
         {T0 + 21, T0 + 29, {{"=", "__name__", CPU}}},                        /* nothing in range */
         {T0 + 30, T0 + 10, {{"=", "__name__", CPU}}},                        /* start > end */
@@ -266,10 +274,11 @@ static void test_sample_limit(void **state)
     uint32_t total = 0;
     for (uint32_t i = 0; i < res[0].nseries; i++)
         total += res[0].series[i].nsamples;
-    assert_int_equal(res[0].nseries, 9);
-    assert_int_equal(total, 2 * (4 + NMANY) + 1000 / 15 + 1); /* floats every 15 s in [T0, T0 + 1000] */
+    assert_int_equal(res[0].nseries, 11);
+    /* floats every 15 s in [T0, T0 + 1000]; same_ms: one sample of two per type */
+    assert_int_equal(total, 2 * (4 + NMANY) + 1000 / 15 + 1 + 2);
     /* the series limit */
-    o.max_series = 8;
+    o.max_series = 10;
     assert_int_equal(run_samples(&a, all, 1, &o, &res, &nres, &err), PS_ELIMIT);
     ps_arena_dispose(&a);
 }
@@ -497,6 +506,30 @@ static void test_float_series(void **state)
     ps_arena_dispose(&a);
 }
 
+static void test_same_millisecond(void **state)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    ps_read_result_t *res;
+    uint32_t nres;
+    frames_t *fr = calloc(1, sizeof(*fr));
+    int64_t t[4];
+    double v[4];
+    q_t q[1] = {{ALL_TIME, {{"=", "__name__", CPU}, {"=", "job", "same_ms"}}}};
+    assert_int_equal(run_samples(&a, q, 1, NULL, &res, &nres, &err), 0);
+    assert_int_equal(res[0].nseries, 1);
+    assert_int_equal(res[0].series[0].nsamples, 1);
+    assert_int_equal(res[0].series[0].samples[0].t_ms, MS(T0 + 40));
+    assert_true(res[0].series[0].samples[0].v == CPU01);
+    assert_int_equal(run_streamed(&a, q, 1, NULL, fr, &err), 0);
+    assert_int_equal(fr->n, 1);
+    assert_int_equal(xor_samples(&fr->f[0].series[0].chunks[0], t, v), 1);
+    assert_int_equal(t[0], MS(T0 + 40));
+    assert_true(v[0] == CPU01);
+    free(fr);
+    ps_arena_dispose(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_bad_matchers),
         cmocka_unit_test(test_streamed),
         cmocka_unit_test(test_float_series),
+        cmocka_unit_test(test_same_millisecond),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
