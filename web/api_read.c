@@ -5,8 +5,9 @@
  *   SAMPLES:             Content-Type: application/x-protobuf, Content-Encoding: snappy;
  *   STREAMED_XOR_CHUNKS: Content-Type: application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse.
  * Errors are text/plain, as Prometheus' read handler answers them (its client prints the body):
- * 400 for a bad request or an exceeded sample limit ("exceeded sample limit (N)"), 422 for too many
- * series, 503 over --storage.remote.read-concurrent-limit, 500 for our own failures.
+ * 400 for a bad request or an exceeded limit ("exceeded sample limit (N)", as Prometheus answers;
+ * too many series likewise), 413 for a body announcing more than 32 MiB, 503 over
+ * --storage.remote.read-concurrent-limit, 500 for our own failures.
  */
 #include <stdio.h>
 #include <string.h>
@@ -32,7 +33,7 @@ static int status_of(int code)
     switch (code) {
     case PS_EINVAL: return 400;
     case PS_ETOOBIG: return 413;
-    case PS_ELIMIT: return 400; /* Prometheus: "exceeded sample limit" is a 400 */
+    case PS_ELIMIT: return 400; /* Prometheus: "exceeded sample limit" is a 400; series too */
     case PS_EUNAVAIL: return 503;
     default: return ps_err_http_status(code);
     }

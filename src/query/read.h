@@ -15,8 +15,8 @@
  * query's series before anything is encoded, so a read over everything fails at the limit without
  * growing an answer; streamed answers (1-2 bytes a sample) count as they are made; the same limit bounds
  * streamed reads, whose answer is also built in memory (Prometheus streams them unlimited).
- * max_series series per query (--query.max-series, PS_ELIMIT). The concurrency limit is the HTTP
- * handler's.
+ * max_series series per query (--query.max-series, PS_ELIMIT from ps_query_select). The
+ * concurrency limit is the HTTP handler's.
  */
 #ifndef PS_QUERY_READ_H
 #define PS_QUERY_READ_H

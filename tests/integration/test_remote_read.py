@@ -357,6 +357,16 @@ def test_sample_limit(make_server, pb):
     assert post_read(s, ok)[0] == 200  # and keeps serving
 
 
+def test_series_limit(make_server, pb):
+    s = make_server(retention="0", extra_args=["--query.max-series", "1"])
+    push_all(s, PUSHES)
+    body = snappy.compress(make_request(pb, [(ALL[0], ALL[1], [NAME, (EQ, "job", "api")])]).SerializeToString())
+    assert post_read(s, body)[:3:2] == (400, b"the selector matches more than 1 series (the limit, "
+                                             b"--query.max-series); narrow it\n")
+    body = snappy.compress(make_request(pb, [(ALL[0], ALL[1], [NAME, (EQ, "instance", "b")])]).SerializeToString())
+    assert post_read(s, body)[0] == 200
+
+
 def test_flags_refused():
     from conftest import PROFSTORE_BIN
     for flag, val in [("--storage.remote.read-sample-limit", "-1"), ("--storage.remote.read-max-bytes-in-frame", "0"),
