@@ -31,6 +31,32 @@
 #define SAMPLES_PER_SERIES 240
 #define STEP_MS 15000
 
+/* what to stop and remove when the benchmark ends, also on a failure */
+static ps_bench_server_t *g_ps;
+static pid_t g_prom = -1;
+static const char *g_dir;
+
+static void cleanup(void)
+{
+    if (g_ps != NULL)
+        ps_bench_server_stop(g_ps);
+    g_ps = NULL;
+    if (g_prom > 0) {
+        kill(g_prom, SIGTERM);
+        waitpid(g_prom, NULL, 0);
+    }
+    g_prom = -1;
+    if (g_dir != NULL)
+        ps_bench_rmrf(g_dir);
+    g_dir = NULL;
+}
+
+static void fail(void)
+{
+    cleanup();
+    exit(1);
+}
+
 static int free_port(void)
 {
     char url[64];
@@ -75,7 +101,7 @@ static void write_body(uint32_t from, uint32_t to, int64_t t0, ps_buf_t *out)
     ps_buf_reset(out);
     if (ps_remote_write_encode(&w, 1, out, &err) != 0) {
         fprintf(stderr, "bench_remote_read: encode: %s\n", err.msg);
-        exit(1);
+        fail();
     }
     ps_arena_dispose(&a);
 }
@@ -175,7 +201,7 @@ static void bench_reads(peer_t *p, const char *mode, const ps_buf_t *req, uint32
         lat[i] = ps_bench_now() - t;
         if (st != 200) {
             fprintf(stderr, "bench_remote_read: %s %s: status %ld: %.200s\n", p->name, mode, st, (char *)out.data);
-            exit(1);
+            fail();
         }
     }
     ps_bench_proc_read(p->pid, &b1);
@@ -217,12 +243,15 @@ int main(int argc, char **argv)
     snprintf(plog, sizeof(plog), "%s/profstore.log", dir);
     snprintf(promdir, sizeof(promdir), "%s/prometheus", dir);
     ps_bench_mkdirs(promdir);
+    g_dir = dir;
     ps_bench_server_t ps;
     const char *args[] = {"--retention", "0", "--threads", "2", NULL};
     if (ps_bench_server_start(&ps, profstore, pdata, plog, args) != 0)
-        return 1;
+        fail();
+    g_ps = &ps;
     int pport = free_port();
     pid_t ppid = access(prom_bin, X_OK) == 0 ? start_prometheus(prom_bin, promdir, pport) : -1;
+    g_prom = ppid;
     peer_t peers[2] = {{"profstore", ps.pid, "", NULL}, {"prometheus", ppid, "", NULL}};
     snprintf(peers[0].url, sizeof(peers[0].url), "%s", ps.url);
     snprintf(peers[1].url, sizeof(peers[1].url), "http://127.0.0.1:%d", pport);
@@ -239,7 +268,7 @@ int main(int argc, char **argv)
             long st = post_proto(&peers[k], "/api/v1/write", &body, 1, NULL);
             if (st / 100 != 2) {
                 fprintf(stderr, "bench_remote_read: %s: write status %ld\n", peers[k].name, st);
-                return 1;
+                fail();
             }
         }
     }
@@ -263,14 +292,9 @@ int main(int argc, char **argv)
         printf("  note: SAMPLES answers differ in size (%zu vs %zu bytes)\n", bytes[0][0], bytes[1][0]);
     for (uint32_t k = 0; k < npeers; k++)
         curl_easy_cleanup(peers[k].h);
-    ps_bench_server_stop(&ps);
-    if (ppid > 0) {
-        kill(ppid, SIGTERM);
-        waitpid(ppid, NULL, 0);
-    }
+    cleanup();
     ps_buf_dispose(&body);
     ps_buf_dispose(&reqs);
     ps_buf_dispose(&reqx);
-    ps_bench_rmrf(dir);
     return 0;
 }
