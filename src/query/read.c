@@ -8,6 +8,7 @@
  */
 #include "read.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,13 +116,13 @@ static int on_count_samples(void *ctx, const ps_fsample_t *s, size_t n)
 }
 
 /* The samples a SAMPLES answer to q will hold, stopping with PS_ELIMIT once over limit. */
-static int count_samples(ps_reader_t *r, const ps_series_set_t *set, const ps_read_query_t *q, uint64_t limit,
+static int count_samples(ps_reader_t *r, const ps_series_set_t *set, int64_t start, int64_t end, uint64_t limit,
                          uint64_t *total, ps_err_t *err)
 {
     count_ctx_t c = {0, limit};
     int rc = 0;
     for (uint32_t i = 0; i < set->n && rc == 0; i++)
-        rc = ps_reader_samples(r, set->sids[i], q->start_ms, q->end_ms, on_count_samples, &c, err);
+        rc = ps_reader_samples(r, set->sids[i], start, end, on_count_samples, &c, err);
     *total = c.total;
     return rc;
 }
@@ -139,7 +140,17 @@ static int read_query(ps_reader_t *r, const ps_read_query_t *q, int64_t qi, ps_r
 
     if (type == PS_READ_SAMPLES)
         ps_read_resp_begin_result(resp);
-    if (q->start_ms > q->end_ms)
+    /* Prometheus' TSDB trims to the hints' range when a query has hints (Select(hints)); its
+     * clients send the query's own range there. Hints with neither end set narrow nothing. */
+    int64_t start = q->start_ms, end = q->end_ms;
+    if (q->hints.present && (q->hints.start_ms != 0 || q->hints.end_ms != 0)) {
+        start = q->hints.start_ms > start ? q->hints.start_ms : start;
+        end = q->hints.end_ms < end ? q->hints.end_ms : end;
+    }
+    /* func "series" (promtool query series, /api/v1/series through a remote_read Prometheus):
+     * Prometheus loads no chunks and answers each series with no samples */
+    bool labels_only = type == PS_READ_SAMPLES && q->hints.present && strcmp(q->hints.func, "series") == 0;
+    if (start > end)
         goto Done;
     ps_matcher_spec_t *specs = ps_arena_alloc(&arena, (q->nmatchers ? q->nmatchers : 1) * sizeof(*specs));
     for (uint32_t j = 0; j < q->nmatchers; j++)
@@ -149,7 +160,7 @@ static int read_query(ps_reader_t *r, const ps_read_query_t *q, int64_t qi, ps_r
         ps_err_prefix(err, "queries[%lld]", (long long)qi);
         goto Exit;
     }
-    if ((rc = ps_query_select(r, &sel, ms_lo(q->start_ms), ms_hi(q->end_ms), o->max_series, &arena, &set, err)) != 0) {
+    if ((rc = ps_query_select(r, &sel, ms_lo(start), ms_hi(end), o->max_series, &arena, &set, err)) != 0) {
         if (rc == PS_EINVAL)
             ps_err_prefix(err, "queries[%lld]", (long long)qi);
         goto Exit;
@@ -158,13 +169,19 @@ static int read_query(ps_reader_t *r, const ps_read_query_t *q, int64_t qi, ps_r
     for (uint32_t i = 0; i < set.n; i++)
         order[i] = i;
     qsort_r(order, set.n, sizeof(*order), cmp_series, set.labels);
+    if (labels_only) {
+        for (uint32_t k = 0; k < set.n; k++)
+            ps_read_resp_add_series(resp, &set.labels[order[k]], NULL, 0);
+        stats->series += set.n;
+        goto Done;
+    }
     if (type == PS_READ_SAMPLES && o->sample_limit != 0) {
         /* count first, in the same snapshot: a read over the limit fails before anything is
          * encoded, so it costs one series' samples of memory, not the limit's worth of answer
          * (about 18 bytes a sample). Streamed answers take 1-2 bytes a sample: their limit is
          * checked as they are made. */
         uint64_t total;
-        if ((rc = count_samples(r, &set, q, o->sample_limit, &total, err)) != 0)
+        if ((rc = count_samples(r, &set, start, end, o->sample_limit, &total, err)) != 0)
             goto Limit;
         ps_read_resp_reserve(resp, total * 20);
         sc.limit = 0;
@@ -185,7 +202,7 @@ static int read_query(ps_reader_t *r, const ps_read_query_t *q, int64_t qi, ps_r
             uint64_t before = cc.nchunks;
             ps_read_stream_series(st, qi, &set.labels[i]);
             cc.total = sc.total;
-            rc = ps_reader_xor_chunks(r, set.sids[i], q->start_ms, q->end_ms, on_chunk, &cc, err);
+            rc = ps_reader_xor_chunks(r, set.sids[i], start, end, on_chunk, &cc, err);
             sc.total = cc.total;
             if (rc != 0)
                 goto Limit;
@@ -194,7 +211,7 @@ static int read_query(ps_reader_t *r, const ps_read_query_t *q, int64_t qi, ps_r
             continue;
         }
         sc.n = 0;
-        if ((rc = ps_reader_samples(r, set.sids[i], q->start_ms, q->end_ms, on_samples, &sc, err)) != 0)
+        if ((rc = ps_reader_samples(r, set.sids[i], start, end, on_samples, &sc, err)) != 0)
             goto Limit;
         if (sc.n == 0)
             continue;

@@ -10,6 +10,10 @@
  *    profile series' totals in the range made into XOR chunks here, PS_XOR_SAMPLES_PER_CHUNK
  *    samples each; frames cut at max_frame_bytes as Prometheus cuts them.
  *
+ * As Prometheus' TSDB does: a query with hints is trimmed to [hints.start_ms, hints.end_ms] (here:
+ * intersected with the query's range; Prometheus' clients send the same range in both), and a
+ * SAMPLES query with hints func "series" gets its series without samples.
+ *
  * Limits (Prometheus' flags and defaults): sample_limit samples per query ("exceeded sample limit
  * (N)", PS_ELIMIT, which Prometheus answers with 400); for SAMPLES counted in a first pass over the
  * query's series before anything is encoded, so a read over everything fails at the limit without

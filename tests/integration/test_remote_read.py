@@ -599,3 +599,21 @@ def test_concurrent_limit(make_server, pb):
     # one at a time, every read is served
     for _ in range(3):
         assert post_read(s, req)[0] == 200
+
+
+def test_captured_series_read_gets_labels_only(fsrv, pb):
+    """remote-read-03.bin (`promtool query series --match=up` through that Prometheus: hints func
+    "series") gets the series without samples, as Prometheus' TSDB answers it."""
+    st, hdrs, data = post_read(fsrv, prom_fixture("remote-read-03.bin"))
+    assert st == 200
+    resp = pb.ReadResponse()
+    resp.ParseFromString(snappy.uncompress(data))
+    assert [[({l.name.decode(): l.value.decode() for l in ts.labels}, len(ts.samples)) for ts in r.timeseries]
+            for r in resp.results] == [[({"__name__": "up", "env": "test", "instance": "127.0.0.1:6060",
+                                          "job": "gotarget", "replica": "fixture"}, 0)]]
+    # remote-read-02.bin (a rate over 10 s, hints step 5 s): the three samples of each kernel
+    st, hdrs, data = post_read(fsrv, prom_fixture("remote-read-02.bin"))
+    resp.ParseFromString(snappy.uncompress(data))
+    assert [(dict((l.name.decode(), l.value.decode()) for l in ts.labels)["kernel"], len(ts.samples))
+            for ts in resp.results[0].timeseries] == [(k, 3) for k in
+                                                      ["compress", "fib", "format", "matmul", "sha256", "sort"]]

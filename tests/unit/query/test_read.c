@@ -299,6 +299,42 @@ static void test_bad_matchers(void **state)
     ps_arena_dispose(&a);
 }
 
+static void test_hints(void **state)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    ps_read_result_t *res;
+    uint32_t nres;
+    ps_reader_t *r;
+    ps_buf_t out = PS_BUF_INIT;
+    q_t q[3] = {{ALL_TIME, {{"=", "__name__", CPU}, {"=", "job", "api"}}},
+                {ALL_TIME, {{"=", "__name__", CPU}, {"=", "job", "api"}}},
+                {ALL_TIME, {{"=", "__name__", CPU}, {"=", "job", "api"}}}};
+    ps_read_request_t req = make_req(&a, q, 3);
+    /* 0: func "series": the series, no samples (as Prometheus loads no chunks for it) */
+    req.queries[0].hints = (ps_read_hints_t){true, 0, MS(T0), MS(T0 + 1000), 0, "series", 0, NULL, false};
+    /* 1: the hints' range trims the query's */
+    req.queries[1].hints = (ps_read_hints_t){true, 0, MS(T0 + 12), MS(T0 + 20), 0, "rate", 0, NULL, false};
+    /* 2: hints without a range narrow nothing */
+    req.queries[2].hints = (ps_read_hints_t){true, 5000, 0, 0, 0, "", 0, NULL, false};
+    assert_int_equal(ps_reader_begin(store, &r, &err), 0);
+    assert_int_equal(ps_query_read(r, &req, PS_READ_SAMPLES, NULL, &out, NULL, &err), 0);
+    ps_reader_end(r);
+    assert_int_equal(ps_read_response_decode(out.data, out.len, 1u << 20, &a, &res, &nres, &err), 0);
+    assert_int_equal(nres, 3);
+    assert_int_equal(res[0].nseries, 2);
+    expect_series(&res[0].series[0], "api", "a", 0);
+    expect_series(&res[0].series[1], "api", "b", 0);
+    assert_int_equal(res[1].nseries, 2);
+    expect_series(&res[1].series[0], "api", "a", 1);
+    assert_int_equal(res[1].series[0].samples[0].t_ms, MS(T0 + 20));
+    expect_series(&res[1].series[1], "api", "b", 1);
+    assert_int_equal(res[2].nseries, 2);
+    expect_series(&res[2].series[0], "api", "a", 2);
+    ps_buf_dispose(&out);
+    ps_arena_dispose(&a);
+}
+
 /* ---- STREAMED_XOR_CHUNKS -------------------------------------------------------------------- */
 
 typedef struct frames {
@@ -537,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_matcher_types_and_ranges),
         cmocka_unit_test(test_sample_limit),
         cmocka_unit_test(test_bad_matchers),
+        cmocka_unit_test(test_hints),
         cmocka_unit_test(test_streamed),
         cmocka_unit_test(test_float_series),
         cmocka_unit_test(test_same_millisecond),
