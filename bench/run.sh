@@ -116,6 +116,18 @@ else
     status=1
 fi
 
+# ---- bench_remote_read: POST /api/v1/read of 1 h of 1,000 float series, profstore vs Prometheus
+# 2.42 fed the same remote writes (bench/remote_read.c); QUICK=1: 10 rounds ----
+echo
+echo "### bench_remote_read (1,000 series x 1 h at 15 s)"
+if [ -x "$BUILD/bench/bench_remote_read" ]; then
+    if [ "$QUICK" = 1 ]; then rr_rounds=10; else rr_rounds=50; fi
+    "$BUILD/bench/bench_remote_read" --profstore "$BUILD/profstore" --rounds "$rr_rounds" || status=$?
+else
+    echo "run.sh: $BUILD/bench/bench_remote_read not found; build first" >&2
+    status=1
+fi
+
 # ---- bench_pprof: ps_pprof_decode / ps_pprof_encode per call on the fixtures (bench/pprof.c) ----
 echo
 echo "### bench_pprof"

@@ -61,6 +61,7 @@
 
 #include "core/hash.h"
 #include "pballoc.h"
+#include "wire.h"
 #include "remote.pb-c.h"
 
 typedef Profstore__Remote__WriteRequest pb_write_t;
@@ -93,23 +94,6 @@ const char *ps_metric_type_name(int type)
 
 /* ---- step 3: where the wire format is wrong ------------------------------------------------- */
 
-enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
-
-typedef struct mdesc mdesc_t;
-typedef struct fdesc {
-    uint32_t num;
-    uint8_t wt;
-    bool rep;      /* repeated: the path names the element index */
-    bool packable; /* a repeated varint: wire type 0, or 2 (packed) */
-    const char *name;
-    const mdesc_t *sub;
-} fdesc_t;
-struct mdesc {
-    const fdesc_t *f;
-    size_t nf;
-};
-
-#define MD(arr) {arr, sizeof(arr) / sizeof(arr[0])}
 static const fdesc_t f_label[] = {{1, WT_LEN, false, false, "name", NULL}, {2, WT_LEN, false, false, "value", NULL}};
 static const mdesc_t m_label = MD(f_label);
 static const fdesc_t f_sample[] = {{1, WT_I64, false, false, "value", NULL}, {2, WT_VARINT, false, false, "timestamp", NULL}};
@@ -179,9 +163,8 @@ static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
     return false;
 }
 
-/* Walks one message; on the first problem writes "path: what" into err and returns PS_EINVAL.
- * path is the location of the message ("" at the top), depth bounds the recursion. */
-static int scan(const mdesc_t *md, const uint8_t *p, const uint8_t *end, const char *path, size_t base,
+/* Walks one message (wire.h); recursion is bounded by the schema's depth. */
+int ps_wire_scan(const mdesc_t *md, const uint8_t *p, const uint8_t *end, const char *path, size_t base,
                 const uint8_t *origin, ps_err_t *err)
 {
     uint32_t counts[8] = {0}; /* element index per field of md (md->nf <= 8) */
@@ -237,7 +220,7 @@ static int scan(const mdesc_t *md, const uint8_t *p, const uint8_t *end, const c
                 p = qend;
             } else {
                 if (fd != NULL && fd->sub != NULL) {
-                    int rc = scan(fd->sub, p, p + v, here, base, origin, err);
+                    int rc = ps_wire_scan(fd->sub, p, p + v, here, base, origin, err);
                     if (rc != 0)
                         return rc;
                 }
@@ -568,6 +551,31 @@ static int convert_v2(const pb_v2_t *pb, const ps_remote_limits_t *lim, ps_arena
     return 0;
 }
 
+/* ---- snappy (wire.h) ------------------------------------------------------------------------ */
+
+int ps_wire_unsnappy(const void *body, size_t n, size_t max, const char *what, ps_arena_t *arena, char **out,
+                     size_t *outlen, ps_err_t *err)
+{
+    size_t ulen = 0;
+    if (n == 0)
+        return ps_err_set(err, PS_EINVAL, "snappy: empty body (expected snappy block format)");
+    if (n >= 10 && memcmp(body, "\xff\x06\x00\x00sNaPpY", 10) == 0)
+        return ps_err_set(err, PS_EINVAL, "snappy: framed (stream) format; %s uses the block format", what);
+    if (snappy_uncompressed_length(body, n, &ulen) != SNAPPY_OK)
+        return ps_err_set(err, PS_EINVAL, "snappy: corrupt input (bad uncompressed-length header)");
+    if (ulen > max)
+        return ps_err_set(err, PS_ETOOBIG, "snappy: the body announces %zu uncompressed bytes (the limit is %zu)", ulen,
+                          max);
+    char *raw = ps_arena_alloc(arena, ulen ? ulen : 1);
+    size_t got = ulen;
+    if (snappy_uncompress(body, n, raw, &got) != SNAPPY_OK || got != ulen)
+        return ps_err_set(err, PS_EINVAL, "snappy: corrupt or truncated input (%zu bytes, announcing %zu uncompressed)",
+                          n, ulen);
+    *out = raw;
+    *outlen = ulen;
+    return 0;
+}
+
 /* ---- decode --------------------------------------------------------------------------------- */
 
 int ps_remote_write_decode(const void *body, size_t n, int version, const ps_remote_limits_t *lim,
@@ -584,20 +592,9 @@ int ps_remote_write_decode(const void *body, size_t n, int version, const ps_rem
     }
     if (version != 1 && version != 2)
         return ps_err_set(err, PS_EUNSUPPORTED, "remote-write version %d is not supported (1 or 2)", version);
-    if (n == 0)
-        return ps_err_set(err, PS_EINVAL, "snappy: empty body (expected snappy block format)");
-    if (n >= 10 && memcmp(body, "\xff\x06\x00\x00sNaPpY", 10) == 0)
-        return ps_err_set(err, PS_EINVAL, "snappy: framed (stream) format; remote write uses the block format");
-    if (snappy_uncompressed_length(body, n, &ulen) != SNAPPY_OK)
-        return ps_err_set(err, PS_EINVAL, "snappy: corrupt input (bad uncompressed-length header)");
-    if (ulen > lim->max_uncompressed)
-        return ps_err_set(err, PS_ETOOBIG, "snappy: the body announces %zu uncompressed bytes (the limit is %zu)", ulen,
-                          lim->max_uncompressed);
-    char *raw = ps_arena_alloc(arena, ulen ? ulen : 1);
-    size_t got = ulen;
-    if (snappy_uncompress(body, n, raw, &got) != SNAPPY_OK || got != ulen)
-        return ps_err_set(err, PS_EINVAL, "snappy: corrupt or truncated input (%zu bytes, announcing %zu uncompressed)",
-                          n, ulen);
+    char *raw;
+    if ((rc = ps_wire_unsnappy(body, n, lim->max_uncompressed, "remote write", arena, &raw, &ulen, err)) != 0)
+        return rc;
 
     ps_pb_arena_t pa;
     size_t budget = ulen < (SIZE_MAX / 2 - (1u << 20)) / UNPACK_BYTES_PER_INPUT_BYTE
@@ -612,7 +609,7 @@ int ps_remote_write_decode(const void *body, size_t n, int version, const ps_rem
         const char *what = version == 1 ? "prometheus.WriteRequest" : "io.prometheus.write.v2.Request";
         if (pa.over)
             return ps_err_set(err, PS_ETOOBIG, "protobuf: %s needs more than %zu bytes to unpack", what, pa.budget);
-        rc = scan(version == 1 ? &m_write : &m_v2, u, u + ulen, "", 0, u, err);
+        rc = ps_wire_scan(version == 1 ? &m_write : &m_v2, u, u + ulen, "", 0, u, err);
         if (rc != 0)
             return ps_err_prefix(err, "protobuf: malformed %s (uncompressed)", what);
         return ps_err_set(err, PS_EINVAL, "protobuf: malformed %s (protobuf-c cannot unpack it)", what);

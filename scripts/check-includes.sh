@@ -19,7 +19,7 @@ storage       storage    core
 src/config    config     core parser
 src/discovery discovery  core config
 src/ingest    ingest     core parser proto storage
-src/query     query      core parser storage
+src/query     query      core parser proto storage
 src/render    render     core
 src/scrape    scrape     core config discovery ingest proto
 web           web        core parser proto storage config discovery ingest query render scrape

@@ -32,6 +32,11 @@ static const char usage[] =
     "  --max-inflated-size=SIZE         largest decompressed profile (gzip bomb guard; default 256MiB)\n"
     "  --threads=N                      HTTP event loop threads (default: number of CPUs)\n"
     "  --query.max-series=N             series one selector may select (default 10000)\n"
+    "  --storage.remote.read-sample-limit=N  samples one remote-read query may return (default 50000000;\n"
+    "                                   0 = no limit)\n"
+    "  --storage.remote.read-concurrent-limit=N  remote reads served at once (default 10; 0 = no limit)\n"
+    "  --storage.remote.read-max-bytes-in-frame=N  bytes of one streamed remote-read frame before it is cut\n"
+    "                                   (default 1048576)\n"
     "  --storage.max-size=SIZE          most the LMDB store may grow to (default 256GiB)\n"
     "  --storage.compact-max-profiles=N fold a series' head into a chunk at N profiles (default 120)\n"
     "  --storage.compact-window=DURATION  ... or once the head spans this much time, or the series got\n"
@@ -72,6 +77,7 @@ typedef struct flags {
     const char *listen, *data_dir, *config, *log_level;
     int64_t retention, compact_window, compact_interval, retention_interval, commit_delay;
     uint64_t max_body, max_inflated, max_size, compact_max, threads, max_series;
+    uint64_t read_sample_limit, read_concurrent_limit, read_max_frame;
     int nosync;
 } flags_t;
 
@@ -117,7 +123,9 @@ static void parse_flags(int argc, char **argv, flags_t *f)
                                       "storage.compact-window", "storage.compact-interval",
                                       "storage.retention-interval", "max-body-size", "max-inflated-size",
                                       "storage.max-size", "storage.compact-max-profiles", "threads",
-                                      "query.max-series", "storage.commit-delay", NULL};
+                                      "query.max-series", "storage.commit-delay",
+                                      "storage.remote.read-sample-limit", "storage.remote.read-concurrent-limit",
+                                      "storage.remote.read-max-bytes-in-frame", NULL};
         int is_known = 0;
         for (int k = 0; known[k]; k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -161,7 +169,19 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             num = &f->threads;
         else if (strcmp(name, "query.max-series") == 0)
             num = &f->max_series;
-        else
+        else if (strncmp(name, "storage.remote.read-", 20) == 0) {
+            /* Prometheus' remote-read limits: 0 means no limit, except for the frame size */
+            uint64_t *dst = strcmp(name + 20, "sample-limit") == 0       ? &f->read_sample_limit
+                            : strcmp(name + 20, "concurrent-limit") == 0 ? &f->read_concurrent_limit
+                                                                          : &f->read_max_frame;
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(val, &end, 10);
+            if (errno || *end || end == val || val[0] == '-' || (dst == &f->read_max_frame && v == 0) ||
+                v > (dst == &f->read_sample_limit ? 1000000000000ull : 1000000000ull))
+                die_usage("--%s: \"%s\" is not a number in range", name, val);
+            *dst = v;
+        } else
             die_usage("unknown flag --%s%s", name, "");
         if (dur && (strcmp(val, "0") == 0 ? (*dur = 0, 0) : ps_parse_duration(val, strlen(val), 0, dur, &err)) != 0)
             die_usage("--%s: %s", name, err.msg);
@@ -229,6 +249,9 @@ int main(int argc, char **argv)
     f.max_size = so.map_size;
     f.compact_max = so.compact_max_profiles;
     f.max_series = 10000;
+    f.read_sample_limit = 50000000;
+    f.read_concurrent_limit = 10;
+    f.read_max_frame = 1048576;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     f.threads = ncpu > 0 ? (uint64_t)ncpu : 1;
     parse_flags(argc, argv, &f);
@@ -275,6 +298,11 @@ int main(int argc, char **argv)
     srv.opts.threads = (uint32_t)f.threads;
     srv.opts.max_body = f.max_body;
     srv.opts.max_series = (uint32_t)f.max_series;
+    ps_read_opts_default(&srv.opts.read);
+    srv.opts.read.sample_limit = f.read_sample_limit;
+    srv.opts.read.max_frame_bytes = (size_t)f.read_max_frame;
+    srv.opts.read.max_series = (uint32_t)f.max_series;
+    srv.opts.read_concurrency = (uint32_t)f.read_concurrent_limit;
     ps_pprof_limits_default(&srv.opts.limits);
     srv.opts.limits.max_inflated = f.max_inflated;
     srv.store = store;

@@ -62,6 +62,7 @@ int ps_api_admin_retention(h2o_req_t *req);
 int ps_api_debug_series(h2o_req_t *req);
 int ps_api_targets(h2o_req_t *req);
 int ps_api_reload(h2o_req_t *req);
+int ps_api_read(h2o_req_t *req);
 int ps_api_query(h2o_req_t *req);
 int ps_api_query_range(h2o_req_t *req);
 int ps_api_series(h2o_req_t *req);

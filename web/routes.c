@@ -21,6 +21,7 @@ static const route_t routes[] = {
     {"/api/v1/targets", M_GET, ps_api_targets},
     {"/api/v1/status/buildinfo", M_GET, ps_api_buildinfo},
     {"/api/v1/profiles/write", M_POST, ps_api_profiles_write},
+    {"/api/v1/read", M_POST, ps_api_read},
     {"/api/v1/write", M_POST, ps_api_remote_write},
     {"/api/v1/query", M_GET | M_POST, ps_api_query},
     {"/api/v1/query_range", M_GET | M_POST, ps_api_query_range},

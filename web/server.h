@@ -11,6 +11,7 @@
 
 #include "core/err.h"
 #include "proto/pprof.h"
+#include "query/read.h"
 #include "storage/store.h"
 
 /* The rooms the handlers call; main.c creates them and hands them over (their APIs are in
@@ -29,6 +30,8 @@ typedef struct ps_server_opts {
     size_t max_body;         /* request body limit (bytes) */
     uint32_t max_series;     /* series one selector may select */
     ps_pprof_limits_t limits;
+    ps_read_opts_t read;     /* remote read: sample limit, frame size, series per query */
+    uint32_t read_concurrency; /* remote reads at once (0 = no limit); more get 503 */
     size_t max_remote_uncompressed; /* remote_write: largest uncompressed body (0 = proto/remote.h's default) */
 } ps_server_opts_t;
 
@@ -42,6 +45,7 @@ typedef struct ps_server {
     int64_t start_time;
     atomic_int stopping;
     atomic_uint_fast64_t ingest_profiles, ingest_bytes, ingest_samples;
+    atomic_uint reads_inflight;  /* remote reads being answered (web/api_read.c) */
     /* remote_write (web/api_write.c) */
     atomic_uint_fast64_t rw_requests, rw_bad_requests, rw_failed_requests, rw_samples_received, rw_samples_written,
         rw_samples_duplicate, rw_rejected_out_of_order, rw_rejected_duplicate, rw_rejected_out_of_bounds,

@@ -6,7 +6,7 @@
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
 # prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
 # fuzz_xorchunk (storage/xorchunk.c), fuzz_selector (parser/) and fuzz_remote (proto/remote.c,
-# snappy) into OUTDIR.
+# snappy) and fuzz_remote_read (proto/remote_read.c) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -76,6 +76,21 @@ if [ -f "$root/proto/remote.proto" ] && [ -f "$here/fuzz_remote.c" ]; then
         "$here/fuzz_remote.c" "$root/proto/remote.c" "$root/proto/pballoc.c" "$gen/remote.pb-c.c" "$root"/src/core/*.c \
         $(pkg-config --libs libprotobuf-c) -lsnappy -lm -lpthread \
         -o "$out/fuzz_remote"
+fi
+
+# fuzz_remote_read: the remote-read request decoder (proto/remote_read.c; remote.c for the shared
+# wire scan and snappy check).
+if [ -f "$root/proto/remote_read.c" ] && [ -f "$here/fuzz_remote_read.c" ]; then
+    [ -f "$gen/remote.pb-c.c" ] || protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/remote.proto"
+    # shellcheck disable=SC2046
+    "$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
+        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+        -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+        -I"$gen/inc" -I"$gen" $(pkg-config --cflags libprotobuf-c) \
+        "$here/fuzz_remote_read.c" "$root/proto/remote_read.c" "$root/proto/remote.c" "$root/proto/pballoc.c" \
+        "$gen/remote.pb-c.c" "$root"/src/core/*.c \
+        $(pkg-config --libs libprotobuf-c) -lsnappy -lm -lpthread \
+        -o "$out/fuzz_remote_read"
 fi
 
 echo "$out/fuzz_pprof"

@@ -3,7 +3,7 @@
 # (default 20): fuzz_pprof seeded with the real pprof fixtures (as they are and gunzipped),
 # fuzz_chunk and fuzz_xorchunk seeded with chunks their encoders make, fuzz_selector seeded with
 # real selectors, fuzz_remote seeded with the captured Prometheus remote-write bodies (as they are
-# and uncompressed).
+# and uncompressed), fuzz_remote_read with the captured read requests (likewise).
 # Exits non-zero if libFuzzer finds a crash, leak or timeout; the reproducer is left in the output
 # directory (crash-*, leak-*, timeout-*).
 #
@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_remote"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_remote fuzz_remote_read"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 
 if [ -n "${PS_TESTDATA:-}" ] && [ -d "$PS_TESTDATA/pprof" ]; then
@@ -66,6 +66,16 @@ for t in $targets; do
                 "$(dirname "$seeds")/../tools" "$f" > "$corpus/$name.raw" 2>/dev/null || rm -f "$corpus/$name.raw"
         done
         printf '\003\042\000\042\010__name__\042\002up\052\011\012\002\001\002\022\003\020\350\007' > "$corpus/v2-up" ;;
+    fuzz_remote_read)
+        # first byte: bit 1 = the rest is raw protobuf to compress (fuzz_remote_read.c)
+        prom=$(dirname "$seeds")/prometheus
+        for f in "$prom"/remote-read-0*.bin; do
+            [ -f "$f" ] || continue
+            name=$(basename "$f" .bin)
+            { printf '\000'; cat "$f"; } > "$corpus/$name"
+            /usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import snappy_pb as s; sys.stdout.buffer.write(b"\x02" + s.snappy_decompress(open(sys.argv[2], "rb").read()))' \
+                "$(dirname "$seeds")/../tools" "$f" > "$corpus/$name.raw" 2>/dev/null || rm -f "$corpus/$name.raw"
+        done ;;
     esac
     echo "run.sh: fuzzing $t for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
     (cd "$out" && "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
