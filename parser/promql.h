@@ -88,7 +88,7 @@ typedef struct ps_pq_func {
     const char *name;
     ps_pq_fn_t id;
     uint8_t nargs;              /* declared argument types, as functions.go's ArgTypes */
-    ps_pq_vtype_t args[4];
+    ps_pq_vtype_t args[5];      /* label_replace has five */
     int8_t variadic;            /* functions.go's Variadic: 0 fixed, n up to n optional, -1 any */
     ps_pq_vtype_t ret;
 } ps_pq_func_t;
@@ -153,9 +153,11 @@ int ps_pq_parse(const char *s, size_t n, const ps_pq_limits_t *lim, ps_arena_t *
                 ps_err_t *err);
 void ps_pq_dispose(ps_pq_node_t *e);
 
-/** Writes e in Prometheus' canonical form (what /api/v1/format_query answers: parser's
- *  Expr.Pretty(0) for Prometheus 2.42, i.e. String()), appended to out. */
+/** Writes e in Prometheus' canonical one-line form (printer.go's String()), appended to out. */
 void ps_pq_format(const ps_pq_node_t *e, ps_buf_t *out);
+/** Writes e as prettier.go's Pretty(level), appended to out: String() when that fits in 100 bytes,
+ *  else split over indented lines. Pretty(0) is what Prometheus 2.42's /api/v1/format_query answers. */
+void ps_pq_pretty(const ps_pq_node_t *e, int level, ps_buf_t *out);
 
 /** "sum", "rate", "+", "==", ...: Prometheus' spellings. */
 const char *ps_pq_binop_name(ps_pq_binop_t op);

@@ -70,26 +70,6 @@ typedef struct node {
     uint32_t depth;
 } node_t;
 
-typedef struct grouping {
-    bool grouped, without;
-    uint32_t n, cap;
-    const char **names;
-} grouping_t;
-
-typedef struct parser {
-    ps_lexer_t lex;
-    ps_arena_t *arena;
-    ps_err_t *err;
-    const char *s; /* a NUL-terminated copy of the input */
-    size_t n;
-    ps_tok_t tok;  /* the current token */
-    ps_tok_t ahead;
-    bool has_ahead;
-    uint32_t depth; /* recursion */
-    int rc;         /* the first error */
-    ps_selector_t **sels; /* every selector made, for the clean-up after an error */
-    uint32_t nsels, capsels;
-} parser_t;
 
 /* ---- quoting and token descriptions -------------------------------------------------------- */
 
@@ -156,7 +136,7 @@ Full:
     out[o] = '\0';
 }
 
-static const char *text(const parser_t *p, ps_tok_t t) { return p->s + t.pos; }
+const char *ps_psr_text(const ps_psr_t *p, ps_tok_t t) { return p->s + t.pos; }
 
 static const char *aggregator_name(ps_tok_type_t t)
 {
@@ -180,7 +160,7 @@ static const char *aggregator_name(ps_tok_type_t t)
 }
 
 /* Prometheus' Item.desc(). */
-static void tok_desc(const parser_t *p, ps_tok_t t, char *out, size_t size)
+void ps_psr_tok_desc(const ps_psr_t *p, ps_tok_t t, char *out, size_t size)
 {
     char q[128];
     const char *kind = NULL;
@@ -198,22 +178,22 @@ static void tok_desc(const parser_t *p, ps_tok_t t, char *out, size_t size)
     }
     if (kind != NULL) {
         bool ident = t.type == T_IDENT || t.type == T_METRIC_IDENT;
-        ps_sel_quote(q, sizeof(q), text(p, t), t.len, ident ? 64 : 10);
+        ps_sel_quote(q, sizeof(q), ps_psr_text(p, t), t.len, ident ? 64 : 10);
         snprintf(out, size, "%s %s", kind, q);
     } else if (ps_tok_is_keyword(t.type)) {
-        snprintf(out, size, "<%.*s>", len, text(p, t));
+        snprintf(out, size, "<%.*s>", len, ps_psr_text(p, t));
     } else if (ps_tok_is_operator(t.type)) {
-        snprintf(out, size, "<op:%.*s>", len, text(p, t));
+        snprintf(out, size, "<op:%.*s>", len, ps_psr_text(p, t));
     } else if (ps_tok_is_aggregator(t.type)) {
-        snprintf(out, size, "<aggr:%.*s>", len, text(p, t));
+        snprintf(out, size, "<aggr:%.*s>", len, ps_psr_text(p, t));
     } else {
-        ps_sel_quote(out, size, text(p, t), t.len, 10);
+        ps_sel_quote(out, size, ps_psr_text(p, t), t.len, 10);
     }
 }
 
 /* ---- errors -------------------------------------------------------------------------------- */
 
-static void *failv(parser_t *p, int code, uint32_t pos, const char *prefix, const char *suffix, const char *fmt,
+static void *failv(ps_psr_t *p, int code, uint32_t pos, const char *prefix, const char *suffix, const char *fmt,
                    va_list ap)
 {
     char msg[400];
@@ -234,7 +214,7 @@ static void *failv(parser_t *p, int code, uint32_t pos, const char *prefix, cons
     return NULL;
 }
 
-__attribute__((format(printf, 3, 4))) static void *perr(parser_t *p, uint32_t pos, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) void *ps_psr_perr(ps_psr_t *p, uint32_t pos, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -243,7 +223,7 @@ __attribute__((format(printf, 3, 4))) static void *perr(parser_t *p, uint32_t po
     return NULL;
 }
 
-__attribute__((format(printf, 3, 4))) static void *unsupported(parser_t *p, uint32_t pos, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void *unsupported(ps_psr_t *p, uint32_t pos, const char *fmt, ...)
 {
     char suffix[sizeof(SUPPORTED) + 2];
     va_list ap;
@@ -254,7 +234,7 @@ __attribute__((format(printf, 3, 4))) static void *unsupported(parser_t *p, uint
     return NULL;
 }
 
-__attribute__((format(printf, 3, 4))) static void *too_big(parser_t *p, uint32_t pos, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) void *ps_psr_too_big(ps_psr_t *p, uint32_t pos, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -264,22 +244,22 @@ __attribute__((format(printf, 3, 4))) static void *too_big(parser_t *p, uint32_t
 }
 
 /* "unexpected <token>[ in <context>][, expected <expected>]", or the lexer's own error. */
-static void *unexpected(parser_t *p, ps_tok_t t, const char *context, const char *expected)
+void *ps_psr_unexpected(ps_psr_t *p, ps_tok_t t, const char *context, const char *expected)
 {
     char d[160];
     if (t.type == T_ERROR)
-        return perr(p, p->lex.err_pos, "%s", p->lex.msg);
-    tok_desc(p, t, d, sizeof(d));
-    return perr(p, t.pos, "unexpected %s%s%s%s%s", d, context ? " in " : "", context ? context : "",
+        return ps_psr_perr(p, p->lex.err_pos, "%s", p->lex.msg);
+    ps_psr_tok_desc(p, t, d, sizeof(d));
+    return ps_psr_perr(p, t.pos, "unexpected %s%s%s%s%s", d, context ? " in " : "", context ? context : "",
                 expected ? ", expected " : "", expected ? expected : "");
 }
 
 /* An expression ended and the current token cannot follow it. */
-static void *after_expr(parser_t *p)
+static void *after_expr(ps_psr_t *p)
 {
     ps_tok_t t = p->tok;
     if (ps_tok_is_comparison(t.type))
-        return unsupported(p, t.pos, "comparison operator \"%.*s\" is not supported", (int)t.len, text(p, t));
+        return unsupported(p, t.pos, "comparison operator \"%.*s\" is not supported", (int)t.len, ps_psr_text(p, t));
     switch (t.type) {
     case T_LAND: return unsupported(p, t.pos, "set operator \"and\" is not supported");
     case T_LOR: return unsupported(p, t.pos, "set operator \"or\" is not supported");
@@ -288,13 +268,13 @@ static void *after_expr(parser_t *p)
     case T_LBRACKET: return unsupported(p, t.pos, "range selectors and subqueries ([...]) are not supported");
     case T_OFFSET: return unsupported(p, t.pos, "the offset modifier is not supported");
     case T_AT: return unsupported(p, t.pos, "the @ modifier is not supported");
-    default: return unexpected(p, t, NULL, NULL);
+    default: return ps_psr_unexpected(p, t, NULL, NULL);
     }
 }
 
 /* ---- tokens -------------------------------------------------------------------------------- */
 
-static void advance(parser_t *p)
+void ps_psr_advance(ps_psr_t *p)
 {
     if (p->has_ahead) {
         p->tok = p->ahead;
@@ -304,7 +284,7 @@ static void advance(parser_t *p)
     }
 }
 
-static ps_tok_t peek(parser_t *p)
+ps_tok_t ps_psr_peek(ps_psr_t *p)
 {
     if (!p->has_ahead) {
         p->ahead = ps_sel_lex_next(&p->lex);
@@ -314,21 +294,21 @@ static ps_tok_t peek(parser_t *p)
 }
 
 /* Unquotes a T_STRING with ps_parse_string, whose error offset is in the token. */
-static bool unquote(parser_t *p, ps_tok_t t, char **out, size_t *outlen)
+bool ps_psr_unquote(ps_psr_t *p, ps_tok_t t, char **out, size_t *outlen)
 {
     ps_err_t e;
     size_t end;
 
-    if (ps_parse_string(text(p, t), t.len, &end, p->arena, out, outlen, &e) == 0)
+    if (ps_parse_string(ps_psr_text(p, t), t.len, &end, p->arena, out, outlen, &e) == 0)
         return true;
-    perr(p, t.pos + (uint32_t)e.pos, "%s", e.msg);
+    ps_psr_perr(p, t.pos + (uint32_t)e.pos, "%s", e.msg);
     return false;
 }
 
 /* A number as PromQL reads one: strconv.ParseInt(s, 0, 64) (so 0x1f, 0755, 1_000), else ParseFloat. */
-static bool parse_number(parser_t *p, ps_tok_t t, double *out)
+bool ps_psr_number(ps_psr_t *p, ps_tok_t t, double *out)
 {
-    const char *s = text(p, t);
+    const char *s = ps_psr_text(p, t);
     char q[64], *end;
     size_t k = 0;
 
@@ -350,7 +330,7 @@ static bool parse_number(parser_t *p, ps_tok_t t, double *out)
         unsigned long long v = strtoull(b + 2, &end, 16);
         if (errno == ERANGE || v > (unsigned long long)INT64_MAX) {
             ps_sel_quote(q, sizeof(q), s, t.len, 40);
-            perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: invalid syntax", q);
+            ps_psr_perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: invalid syntax", q);
             return false;
         }
         *out = (double)v;
@@ -367,7 +347,7 @@ static bool parse_number(parser_t *p, ps_tok_t t, double *out)
     double d = strtod(b, &end);
     if (isinf(d)) {
         ps_sel_quote(q, sizeof(q), s, t.len, 40);
-        perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: value out of range", q);
+        ps_psr_perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: value out of range", q);
         return false;
     }
     *out = d;
@@ -378,12 +358,12 @@ static bool parse_number(parser_t *p, ps_tok_t t, double *out)
 
 static uint32_t depth_of(const ps_expr_t *e) { return e ? ((const node_t *)(const void *)e)->depth : 0; }
 
-static ps_expr_t *new_expr(parser_t *p, ps_expr_kind_t kind, uint32_t pos, ps_expr_t *lhs, ps_expr_t *rhs)
+static ps_expr_t *new_expr(ps_psr_t *p, ps_expr_kind_t kind, uint32_t pos, ps_expr_t *lhs, ps_expr_t *rhs)
 {
     uint32_t dl = depth_of(lhs), dr = depth_of(rhs);
     uint32_t depth = 1 + (dl > dr ? dl : dr);
     if (depth > MAX_DEPTH)
-        return too_big(p, pos, "expression is too deeply nested (the limit is %u levels)", MAX_DEPTH);
+        return ps_psr_too_big(p, pos, "expression is too deeply nested (the limit is %u levels)", MAX_DEPTH);
     node_t *nd = ps_arena_calloc(p->arena, 1, sizeof(*nd));
     nd->depth = depth;
     nd->e.kind = kind;
@@ -402,7 +382,7 @@ static bool is_function(const char *s, size_t n)
 }
 
 /* Tokens PromQL accepts as a bare metric name (generated_parser.y: metric_identifier). */
-static bool is_metric_word(ps_tok_type_t t)
+bool ps_psr_is_metric_word(ps_tok_type_t t)
 {
     return t == T_IDENT || t == T_METRIC_IDENT || ps_tok_is_aggregator(t) || t == T_BY || t == T_WITHOUT ||
            t == T_OFFSET || t == T_LAND || t == T_LOR || t == T_LUNLESS;
@@ -410,10 +390,10 @@ static bool is_metric_word(ps_tok_type_t t)
 
 /* ---- selectors ----------------------------------------------------------------------------- */
 
-static ps_matcher_t *add_matcher(parser_t *p, ps_selector_t *sel, uint32_t *cap, uint32_t pos)
+static ps_matcher_t *add_matcher(ps_psr_t *p, ps_selector_t *sel, uint32_t *cap, uint32_t pos)
 {
     if (sel->n == MAX_MATCHERS)
-        return too_big(p, pos, "too many matchers in one selector (the limit is %u)", MAX_MATCHERS);
+        return ps_psr_too_big(p, pos, "too many matchers in one selector (the limit is %u)", MAX_MATCHERS);
     if (sel->n == *cap) {
         uint32_t ncap = *cap ? *cap * 2 : 4;
         ps_matcher_t *m = ps_arena_alloc(p->arena, ncap * sizeof(*m));
@@ -428,32 +408,32 @@ static ps_matcher_t *add_matcher(parser_t *p, ps_selector_t *sel, uint32_t *cap,
 }
 
 /* Compiles m (the next free slot of sel) and, if that works, counts it in. */
-static bool commit_matcher(parser_t *p, ps_selector_t *sel, ps_matcher_t *m, uint32_t pos)
+static bool commit_matcher(ps_psr_t *p, ps_selector_t *sel, ps_matcher_t *m, uint32_t pos)
 {
     ps_err_t e;
     if (ps_matcher_compile(m, &e) != 0) {
-        perr(p, pos, "%s", e.msg);
+        ps_psr_perr(p, pos, "%s", e.msg);
         return false;
     }
     sel->n++;
     return true;
 }
 
-static bool check_name(parser_t *p, ps_tok_t t, const char *name, size_t n)
+bool ps_psr_check_name(ps_psr_t *p, ps_tok_t t, const char *name, size_t n)
 {
     if (n == 0) {
-        perr(p, t.pos, "label name must not be empty");
+        ps_psr_perr(p, t.pos, "label name must not be empty");
         return false;
     }
     if (!ps_utf8_valid(name, n)) {
-        perr(p, t.pos, "label name is not valid UTF-8");
+        ps_psr_perr(p, t.pos, "label name is not valid UTF-8");
         return false;
     }
     return true;
 }
 
 /* matcher := (label | string) ("=" | "!=" | "=~" | "!~") string  |  string (a metric name) */
-static bool parse_matcher(parser_t *p, ps_selector_t *sel, uint32_t *cap)
+static bool parse_matcher(ps_psr_t *p, ps_selector_t *sel, uint32_t *cap)
 {
     ps_tok_t nt = p->tok;
     char *name;
@@ -462,15 +442,15 @@ static bool parse_matcher(parser_t *p, ps_selector_t *sel, uint32_t *cap)
 
     if (nt.type == T_IDENT) {
         nlen = nt.len;
-        name = ps_arena_strndup(p->arena, text(p, nt), nlen);
-    } else if (nt.type == T_STRING) {
-        if (!unquote(p, nt, &name, &nlen))
+        name = ps_arena_strndup(p->arena, ps_psr_text(p, nt), nlen);
+    } else if (nt.type == T_STRING && !p->promql) {
+        if (!ps_psr_unquote(p, nt, &name, &nlen))
             return false;
     } else {
-        unexpected(p, nt, "label matching", "identifier or \"}\"");
+        ps_psr_unexpected(p, nt, "label matching", "identifier or \"}\"");
         return false;
     }
-    advance(p);
+    ps_psr_advance(p);
     switch (p->tok.type) {
     case T_EQL: op = PS_MATCH_EQ; break;
     case T_NEQ: op = PS_MATCH_NEQ; break;
@@ -489,20 +469,20 @@ static bool parse_matcher(parser_t *p, ps_selector_t *sel, uint32_t *cap)
             m->vlen = nlen;
             return commit_matcher(p, sel, m, nt.pos);
         }
-        unexpected(p, p->tok, "label matching", "label matching operator");
+        ps_psr_unexpected(p, p->tok, "label matching", "label matching operator");
         return false;
     }
-    if (nt.type == T_STRING && !check_name(p, nt, name, nlen))
+    if (nt.type == T_STRING && !ps_psr_check_name(p, nt, name, nlen))
         return false;
-    advance(p);
+    ps_psr_advance(p);
     ps_tok_t vt = p->tok;
     if (vt.type != T_STRING) {
-        unexpected(p, vt, "label matching", "string");
+        ps_psr_unexpected(p, vt, "label matching", "string");
         return false;
     }
     char *value;
     size_t vlen;
-    if (!unquote(p, vt, &value, &vlen))
+    if (!ps_psr_unquote(p, vt, &value, &vlen))
         return false;
     ps_matcher_t *m = add_matcher(p, sel, cap, nt.pos);
     if (m == NULL)
@@ -514,21 +494,20 @@ static bool parse_matcher(parser_t *p, ps_selector_t *sel, uint32_t *cap)
     m->vlen = vlen;
     if (!commit_matcher(p, sel, m, nt.pos))
         return false;
-    advance(p);
+    ps_psr_advance(p);
     return true;
 }
 
-/* selector := name [ "{" matchers "}" ] | "{" matchers "}"; the current token is the name or "{". */
-static ps_expr_t *parse_selector(parser_t *p)
+bool ps_psr_matchers(ps_psr_t *p, ps_selector_t *sel, uint32_t pos, bool named)
 {
-    uint32_t pos = p->tok.pos, cap = 0;
-    bool named = p->tok.type != T_LBRACE;
+    uint32_t cap = 0;
 
-    if (p->nsels == MAX_SELECTORS)
-        return too_big(p, pos, "too many selectors in one expression (the limit is %u)", MAX_SELECTORS);
-    ps_expr_t *e = new_expr(p, PS_EXPR_SELECTOR, pos, NULL, NULL);
-    if (e == NULL)
-        return NULL;
+    sel->n = 0;
+    sel->m = NULL;
+    if (p->nsels == MAX_SELECTORS) {
+        ps_psr_too_big(p, pos, "too many selectors in one expression (the limit is %u)", MAX_SELECTORS);
+        return false;
+    }
     if (p->nsels == p->capsels) {
         uint32_t ncap = p->capsels ? p->capsels * 2 : 8;
         ps_selector_t **s = ps_arena_alloc(p->arena, ncap * sizeof(*s));
@@ -537,37 +516,37 @@ static ps_expr_t *parse_selector(parser_t *p)
         p->sels = s;
         p->capsels = ncap;
     }
-    p->sels[p->nsels++] = &e->sel;
-    ps_selector_t *sel = &e->sel;
+    p->sels[p->nsels++] = sel;
 
     if (named) {
         ps_matcher_t *m = add_matcher(p, sel, &cap, pos);
         m->op = PS_MATCH_EQ;
         m->name = "__name__";
         m->nlen = 8;
-        m->value = ps_arena_strndup(p->arena, text(p, p->tok), p->tok.len);
+        m->value = ps_arena_strndup(p->arena, ps_psr_text(p, p->tok), p->tok.len);
         m->vlen = p->tok.len;
         if (!commit_matcher(p, sel, m, pos))
-            return NULL;
-        advance(p);
+            return false;
+        ps_psr_advance(p);
         if (p->tok.type != T_LBRACE)
-            return e;
+            return true;
     }
-    advance(p); /* "{" */
+    ps_psr_advance(p); /* "{" */
     for (;;) {
         if (p->tok.type == T_RBRACE)
             break;
         if (!parse_matcher(p, sel, &cap))
-            return NULL;
+            return false;
         if (p->tok.type == T_COMMA) {
-            advance(p);
+            ps_psr_advance(p);
             continue;
         }
         if (p->tok.type == T_RBRACE)
             break;
-        return unexpected(p, p->tok, "label matching", "\",\" or \"}\"");
+        ps_psr_unexpected(p, p->tok, "label matching", "\",\" or \"}\"");
+        return false;
     }
-    advance(p); /* "}" */
+    ps_psr_advance(p); /* "}" */
 
     if (named) {
         for (uint32_t i = 1; i < sel->n; i++)
@@ -575,34 +554,47 @@ static ps_expr_t *parse_selector(parser_t *p)
                 char a[80], b[80];
                 ps_sel_quote(a, sizeof(a), sel->m[0].value, sel->m[0].vlen, 64);
                 ps_sel_quote(b, sizeof(b), sel->m[i].value, sel->m[i].vlen, 64);
-                return perr(p, pos, "metric name must not be set twice: %s or %s", a, b);
+                ps_psr_perr(p, pos, "metric name must not be set twice: %s or %s", a, b);
+                return false;
             }
     } else {
         bool non_empty = false;
         for (uint32_t i = 0; i < sel->n; i++)
             non_empty |= !sel->m[i].matches_empty;
-        if (!non_empty)
-            return perr(p, pos, "vector selector must contain at least one non-empty matcher");
+        if (!non_empty) {
+            ps_psr_perr(p, pos, "vector selector must contain at least one non-empty matcher");
+            return false;
+        }
     }
+    return true;
+}
+
+/* selector := name [ "{" matchers "}" ] | "{" matchers "}"; the current token is the name or "{". */
+static ps_expr_t *parse_selector(ps_psr_t *p)
+{
+    uint32_t pos = p->tok.pos;
+    ps_expr_t *e = new_expr(p, PS_EXPR_SELECTOR, pos, NULL, NULL);
+    if (e == NULL || !ps_psr_matchers(p, &e->sel, pos, p->tok.type != T_LBRACE))
+        return NULL;
     return e;
 }
 
 /* ---- expressions --------------------------------------------------------------------------- */
 
-static ps_expr_t *parse_expr(parser_t *p);
-static ps_expr_t *parse_unary(parser_t *p);
+static ps_expr_t *parse_expr(ps_psr_t *p);
+static ps_expr_t *parse_unary(ps_psr_t *p);
 
 /* grouping := ("by" | "without") "(" [ label { "," label } [","] ] ")"; the token is by/without. */
-static bool parse_grouping(parser_t *p, grouping_t *g)
+bool ps_psr_grouping(ps_psr_t *p, ps_psr_grouping_t *g)
 {
     g->grouped = true;
     g->without = p->tok.type == T_WITHOUT;
-    advance(p);
+    ps_psr_advance(p);
     if (p->tok.type != T_LPAREN) {
-        unexpected(p, p->tok, "grouping opts", "\"(\"");
+        ps_psr_unexpected(p, p->tok, "grouping opts", "\"(\"");
         return false;
     }
-    advance(p);
+    ps_psr_advance(p);
     for (;;) {
         ps_tok_t t = p->tok;
         char *name;
@@ -613,16 +605,16 @@ static bool parse_grouping(parser_t *p, grouping_t *g)
             t.type == T_LOR || t.type == T_LUNLESS || t.type == T_ATAN2) {
             /* keywords are label names here (generated_parser.y: maybe_label) */
             nlen = t.len;
-            name = ps_arena_strndup(p->arena, text(p, t), nlen);
-        } else if (t.type == T_STRING) {
-            if (!unquote(p, t, &name, &nlen) || !check_name(p, t, name, nlen))
+            name = ps_arena_strndup(p->arena, ps_psr_text(p, t), nlen);
+        } else if (t.type == T_STRING && !p->promql) {
+            if (!ps_psr_unquote(p, t, &name, &nlen) || !ps_psr_check_name(p, t, name, nlen))
                 return false;
         } else {
-            unexpected(p, t, "grouping opts", "label");
+            ps_psr_unexpected(p, t, "grouping opts", "label");
             return false;
         }
         if (g->n == MAX_GROUPING) {
-            too_big(p, t.pos, "too many grouping labels (the limit is %u)", MAX_GROUPING);
+            ps_psr_too_big(p, t.pos, "too many grouping labels (the limit is %u)", MAX_GROUPING);
             return false;
         }
         if (g->n == g->cap) {
@@ -634,54 +626,54 @@ static bool parse_grouping(parser_t *p, grouping_t *g)
             g->cap = ncap;
         }
         g->names[g->n++] = name;
-        advance(p);
+        ps_psr_advance(p);
         if (p->tok.type == T_COMMA) {
-            advance(p);
+            ps_psr_advance(p);
             continue;
         }
         if (p->tok.type == T_RPAREN)
             break;
-        unexpected(p, p->tok, "grouping opts", "\",\" or \")\"");
+        ps_psr_unexpected(p, p->tok, "grouping opts", "\",\" or \")\"");
         return false;
     }
-    advance(p); /* ")" */
+    ps_psr_advance(p); /* ")" */
     return true;
 }
 
 /* sum := "sum" [grouping] "(" expr ")" [grouping]; the token is "sum". */
-static ps_expr_t *parse_sum(parser_t *p)
+static ps_expr_t *parse_sum(ps_psr_t *p)
 {
     uint32_t pos = p->tok.pos, nargs = 1;
-    grouping_t g = {0};
+    ps_psr_grouping_t g = {0};
 
-    advance(p);
-    if ((p->tok.type == T_BY || p->tok.type == T_WITHOUT) && !parse_grouping(p, &g))
+    ps_psr_advance(p);
+    if ((p->tok.type == T_BY || p->tok.type == T_WITHOUT) && !ps_psr_grouping(p, &g))
         return NULL;
     if (p->tok.type != T_LPAREN)
-        return unexpected(p, p->tok, "aggregation", "\"(\"");
-    advance(p);
+        return ps_psr_unexpected(p, p->tok, "aggregation", "\"(\"");
+    ps_psr_advance(p);
     if (p->tok.type == T_RPAREN)
-        return perr(p, pos, "no arguments for aggregate expression provided");
+        return ps_psr_perr(p, pos, "no arguments for aggregate expression provided");
     ps_expr_t *arg = parse_expr(p);
     if (arg == NULL)
         return NULL;
     while (p->tok.type == T_COMMA) {
         uint32_t comma = p->tok.pos;
-        advance(p);
+        ps_psr_advance(p);
         if (p->tok.type == T_RPAREN)
-            return perr(p, comma, "trailing commas not allowed in function call args");
+            return ps_psr_perr(p, comma, "trailing commas not allowed in function call args");
         if (parse_expr(p) == NULL)
             return NULL;
         nargs++;
     }
     if (p->tok.type != T_RPAREN)
         return after_expr(p);
-    advance(p);
+    ps_psr_advance(p);
     if (nargs != 1)
-        return perr(p, pos, "wrong number of arguments for aggregate expression provided, expected 1, got %u", nargs);
+        return ps_psr_perr(p, pos, "wrong number of arguments for aggregate expression provided, expected 1, got %u", nargs);
     if (ps_expr_is_scalar(arg))
-        return perr(p, arg->pos, "expected type instant vector in aggregation expression, got scalar");
-    if (!g.grouped && (p->tok.type == T_BY || p->tok.type == T_WITHOUT) && !parse_grouping(p, &g))
+        return ps_psr_perr(p, arg->pos, "expected type instant vector in aggregation expression, got scalar");
+    if (!g.grouped && (p->tok.type == T_BY || p->tok.type == T_WITHOUT) && !ps_psr_grouping(p, &g))
         return NULL;
     ps_expr_t *e = new_expr(p, PS_EXPR_SUM, pos, arg, NULL);
     if (e == NULL)
@@ -693,7 +685,7 @@ static ps_expr_t *parse_sum(parser_t *p)
     return e;
 }
 
-static ps_expr_t *parse_primary(parser_t *p)
+static ps_expr_t *parse_primary(ps_psr_t *p)
 {
     ps_tok_t t = p->tok;
     ps_tok_type_t next;
@@ -702,21 +694,21 @@ static ps_expr_t *parse_primary(parser_t *p)
     switch (t.type) {
     case T_NUMBER: {
         double v;
-        if (!parse_number(p, t, &v))
+        if (!ps_psr_number(p, t, &v))
             return NULL;
         if ((e = new_expr(p, PS_EXPR_NUMBER, t.pos, NULL, NULL)) == NULL)
             return NULL;
         e->num = v;
-        advance(p);
+        ps_psr_advance(p);
         break;
     }
     case T_LPAREN:
-        advance(p);
+        ps_psr_advance(p);
         if ((e = parse_expr(p)) == NULL)
             return NULL;
         if (p->tok.type != T_RPAREN)
             return after_expr(p);
-        advance(p);
+        ps_psr_advance(p);
         break;
     case T_LBRACE:
         e = parse_selector(p);
@@ -724,18 +716,18 @@ static ps_expr_t *parse_primary(parser_t *p)
     case T_STRING:
         return unsupported(p, t.pos, "string literals are not supported");
     case T_IDENT:
-        if (peek(p).type == T_LPAREN) {
+        if (ps_psr_peek(p).type == T_LPAREN) {
             char q[80];
-            if (is_function(text(p, t), t.len))
-                return unsupported(p, t.pos, "%.*s() is not supported", (int)t.len, text(p, t));
-            ps_sel_quote(q, sizeof(q), text(p, t), t.len, 64);
-            return perr(p, t.pos, "unknown function with name %s", q);
+            if (is_function(ps_psr_text(p, t), t.len))
+                return unsupported(p, t.pos, "%.*s() is not supported", (int)t.len, ps_psr_text(p, t));
+            ps_sel_quote(q, sizeof(q), ps_psr_text(p, t), t.len, 64);
+            return ps_psr_perr(p, t.pos, "unknown function with name %s", q);
         }
         e = parse_selector(p);
         break;
     default:
         if (ps_tok_is_aggregator(t.type)) {
-            next = peek(p).type;
+            next = ps_psr_peek(p).type;
             if (next == T_LPAREN || next == T_BY || next == T_WITHOUT) {
                 if (t.type == T_SUM) {
                     e = parse_sum(p);
@@ -744,8 +736,8 @@ static ps_expr_t *parse_primary(parser_t *p)
                 return unsupported(p, t.pos, "%s() is not supported", aggregator_name(t.type));
             }
         }
-        if (!is_metric_word(t.type))
-            return unexpected(p, t, NULL, NULL);
+        if (!ps_psr_is_metric_word(t.type))
+            return ps_psr_unexpected(p, t, NULL, NULL);
         e = parse_selector(p);
         break;
     }
@@ -760,7 +752,7 @@ static ps_expr_t *parse_primary(parser_t *p)
 }
 
 /* After a binary operator: PromQL's bool / on / ignoring / group_left / group_right. */
-static bool bin_modifier_ok(parser_t *p)
+static bool bin_modifier_ok(ps_psr_t *p)
 {
     ps_tok_t t = p->tok;
     if (t.type == T_BOOL) {
@@ -768,35 +760,35 @@ static bool bin_modifier_ok(parser_t *p)
         return false;
     }
     if (t.type == T_ON || t.type == T_IGNORING || t.type == T_GROUP_LEFT || t.type == T_GROUP_RIGHT) {
-        unsupported(p, t.pos, "vector matching (%.*s) is not supported", (int)t.len, text(p, t));
+        unsupported(p, t.pos, "vector matching (%.*s) is not supported", (int)t.len, ps_psr_text(p, t));
         return false;
     }
     return true;
 }
 
-static ps_expr_t *binary(parser_t *p, ps_tok_t op, ps_expr_t *l, ps_expr_t *r)
+static ps_expr_t *binary(ps_psr_t *p, ps_tok_t op, ps_expr_t *l, ps_expr_t *r)
 {
     if (!ps_expr_is_scalar(r))
         return unsupported(p, op.pos, "arithmetic on series is not supported");
     ps_expr_t *e = new_expr(p, PS_EXPR_BINARY, l->pos, l, r);
     if (e != NULL)
-        e->op = text(p, op)[0];
+        e->op = ps_psr_text(p, op)[0];
     return e;
 }
 
 /* The operator token is current and l its left operand: checks l, takes the operator. */
-static bool take_operator(parser_t *p, ps_expr_t *l, ps_tok_t *op)
+static bool take_operator(ps_psr_t *p, ps_expr_t *l, ps_tok_t *op)
 {
     *op = p->tok;
     if (!ps_expr_is_scalar(l)) {
         unsupported(p, op->pos, "arithmetic on series is not supported");
         return false;
     }
-    advance(p);
+    ps_psr_advance(p);
     return bin_modifier_ok(p);
 }
 
-static ps_expr_t *parse_pow(parser_t *p)
+static ps_expr_t *parse_pow(ps_psr_t *p)
 {
     ps_tok_t op;
     ps_expr_t *l = parse_primary(p), *r;
@@ -807,15 +799,15 @@ static ps_expr_t *parse_pow(parser_t *p)
     return binary(p, op, l, r);
 }
 
-static ps_expr_t *parse_unary(parser_t *p)
+static ps_expr_t *parse_unary(ps_psr_t *p)
 {
     ps_tok_t t = p->tok;
     ps_expr_t *e;
 
     if (++p->depth > MAX_DEPTH)
-        return too_big(p, t.pos, "expression is too deeply nested (the limit is %u levels)", MAX_DEPTH);
+        return ps_psr_too_big(p, t.pos, "expression is too deeply nested (the limit is %u levels)", MAX_DEPTH);
     if (t.type == T_ADD || t.type == T_SUB) {
-        advance(p);
+        ps_psr_advance(p);
         e = parse_unary(p);
         if (e != NULL && t.type == T_SUB) /* on a number or on series (the engine negates values) */
             e = new_expr(p, PS_EXPR_NEG, t.pos, e, NULL);
@@ -826,7 +818,7 @@ static ps_expr_t *parse_unary(parser_t *p)
     return e;
 }
 
-static ps_expr_t *parse_mul(parser_t *p)
+static ps_expr_t *parse_mul(ps_psr_t *p)
 {
     ps_tok_t op;
     ps_expr_t *l = parse_unary(p), *r;
@@ -838,7 +830,7 @@ static ps_expr_t *parse_mul(parser_t *p)
     return l;
 }
 
-static ps_expr_t *parse_expr(parser_t *p)
+static ps_expr_t *parse_expr(ps_psr_t *p)
 {
     ps_tok_t op;
     ps_expr_t *l = parse_mul(p), *r;
@@ -852,7 +844,7 @@ static ps_expr_t *parse_expr(parser_t *p)
 
 /* ---- API ----------------------------------------------------------------------------------- */
 
-static void parser_init(parser_t *p, const char *s, size_t n, ps_arena_t *arena, ps_err_t *err)
+void ps_psr_init(ps_psr_t *p, const char *s, size_t n, ps_arena_t *arena, ps_err_t *err)
 {
     memset(p, 0, sizeof(*p));
     char *copy = ps_arena_alloc(arena, n + 1); /* the lexer needs a NUL after the input */
@@ -864,27 +856,33 @@ static void parser_init(parser_t *p, const char *s, size_t n, ps_arena_t *arena,
     p->arena = arena;
     p->err = err;
     ps_sel_lex_init(&p->lex, copy, n);
-    advance(p);
+    ps_psr_advance(p);
 }
 
 /* Parses the whole input as an expression; NULL after an error, with every regex freed. */
-static ps_expr_t *parse_all(parser_t *p)
+static ps_expr_t *parse_all(ps_psr_t *p)
 {
     ps_expr_t *e = NULL;
     if (p->tok.type == T_EOF) {
-        perr(p, 0, "no expression found in input"); /* at 0, as Prometheus */
+        ps_psr_perr(p, 0, "no expression found in input"); /* at 0, as Prometheus */
     } else {
         e = parse_expr(p);
         if (e != NULL && p->tok.type != T_EOF)
             e = after_expr(p);
     }
     if (e == NULL) {
-        for (uint32_t i = 0; i < p->nsels; i++)
-            ps_selector_dispose(p->sels[i]);
+        ps_psr_dispose_all(p);
         if (p->rc == 0) /* cannot happen: every NULL comes with an error */
             p->rc = ps_err_set(p->err, PS_EINTERNAL, "selector parser failed without a message");
     }
     return e;
+}
+
+void ps_psr_dispose_all(ps_psr_t *p)
+{
+    for (uint32_t i = 0; i < p->nsels; i++)
+        ps_selector_dispose(p->sels[i]);
+    p->nsels = 0;
 }
 
 static int check_size(size_t n, ps_err_t *err)
@@ -896,13 +894,13 @@ static int check_size(size_t n, ps_err_t *err)
 
 int ps_expr_parse(const char *s, size_t n, ps_arena_t *arena, ps_expr_t **out, ps_err_t *err)
 {
-    parser_t p;
+    ps_psr_t p;
     int rc;
 
     *out = NULL;
     if ((rc = check_size(n, err)) != 0)
         return rc;
-    parser_init(&p, s, n, arena, err);
+    ps_psr_init(&p, s, n, arena, err);
     ps_expr_t *e = parse_all(&p);
     if (e == NULL)
         return p.rc;
@@ -912,20 +910,20 @@ int ps_expr_parse(const char *s, size_t n, ps_arena_t *arena, ps_expr_t **out, p
 
 int ps_selector_parse(const char *s, size_t n, ps_arena_t *arena, ps_selector_t *out, ps_err_t *err)
 {
-    parser_t p;
+    ps_psr_t p;
     int rc;
 
     out->n = 0;
     out->m = NULL;
     if ((rc = check_size(n, err)) != 0)
         return rc;
-    parser_init(&p, s, n, arena, err);
+    ps_psr_init(&p, s, n, arena, err);
     ps_expr_t *e = parse_all(&p);
     if (e == NULL)
         return p.rc;
     if (e->kind != PS_EXPR_SELECTOR) {
         ps_expr_dispose(e);
-        perr(&p, e->pos, "expected a series selector, got %s",
+        ps_psr_perr(&p, e->pos, "expected a series selector, got %s",
              e->kind == PS_EXPR_SUM ? "an aggregation" : "a number expression");
         return p.rc;
     }

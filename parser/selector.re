@@ -131,7 +131,7 @@ void ps_sel_lex_init(ps_lexer_t *l, const char *s, size_t n)
     l->lim = (const unsigned char *)s + n;
 }
 
-ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
+static ps_tok_t scan(ps_lexer_t *l)
 {
     const unsigned char *start;
     char q[16];
@@ -142,19 +142,38 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
         start = l->cur;
         if (l->brace_open)
             goto InsideBraces;
+        if (l->bracket_open && start < l->lim && *start == ':') {
+            if (l->got_colon)
+                return lex_error(l, start, "unexpected colon ':'");
+            l->got_colon = true;
+            l->cur++;
+            return tok(l, T_COLON, start);
+        }
     /*!re2c
     space       { continue; }
     comment     { continue; }
 
     "("         { l->paren_depth++; return tok(l, T_LPAREN, start); }
     ")"         {
-                    if (--l->paren_depth < 0)
-                        return lex_error(l, start, "unexpected right parenthesis ')'");
+                    if (--l->paren_depth < 0) /* after the ")", as lex.go (it emits the token first) */
+                        return lex_error(l, l->cur, "unexpected right parenthesis ')'");
                     return tok(l, T_RPAREN, start);
                 }
     "{"         { l->brace_open = true; return tok(l, T_LBRACE, start); }
-    "["         { return tok(l, T_LBRACKET, start); }
-    "]"         { return lex_error(l, start, "unexpected right bracket ']'"); }
+    "["         {
+                    if (l->bracket_open)
+                        return lex_error(l, start, "unexpected left bracket '['");
+                    l->bracket_open = true;
+                    l->got_colon = false;
+                    l->want_duration = true;
+                    return tok(l, T_LBRACKET, start);
+                }
+    "]"         {
+                    if (!l->bracket_open)
+                        return lex_error(l, start, "unexpected right bracket ']'");
+                    l->bracket_open = false;
+                    return tok(l, T_RBRACKET, start);
+                }
     ","         { return tok(l, T_COMMA, start); }
     "@"         { return tok(l, T_AT, start); }
 
@@ -221,6 +240,8 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
     $           {
                     if (l->paren_depth > 0)
                         return lex_error(l, start, "unclosed left parenthesis");
+                    if (l->bracket_open)
+                        return lex_error(l, start, "unclosed left bracket");
                     return tok(l, T_EOF, start);
                 }
     *           {
@@ -257,4 +278,30 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
                 }
     */
     }
+}
+
+/* The token after "[" must be a duration, as lex.go's lexDuration says: "a[5]" is "missing unit
+ * character in duration" (also for "a[" and "a[:5m]"), "a[5mx]" a bad duration. */
+ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
+{
+    bool want = l->want_duration;
+    ps_tok_t t = scan(l);
+
+    if (!want)
+        return t;
+    if (t.type == T_DURATION) {
+        l->want_duration = false;
+        return t;
+    }
+    l->want_duration = false;
+    const unsigned char *at = (const unsigned char *)l->s + t.pos;
+    if (t.type == T_ERROR) {
+        at = (const unsigned char *)l->s + l->err_pos;
+        if (strncmp(l->msg, "bad number or duration syntax: ", 31) == 0) {
+            char m[sizeof(l->msg)];
+            snprintf(m, sizeof(m), "bad duration syntax: %s", l->msg + 31);
+            return lex_error(l, at, "%s", m);
+        }
+    }
+    return lex_error(l, at, "missing unit character in duration");
 }

@@ -27,9 +27,10 @@ typedef enum {
     T_METRIC_IDENT, /* [a-zA-Z_:][a-zA-Z0-9_:]* with at least one ':' */
     T_STRING,       /* "...", '...' or `...`, still quoted */
     T_NUMBER,       /* 1, 1.5, .5, 5., 1e3, 0x1f, 0755, 1_000, Inf, NaN */
-    T_DURATION,     /* 5m, 1h30m, 100ms: lexed only to say that ranges are not supported */
+    T_DURATION,     /* 5m, 1h30m, 100ms */
     /* punctuation */
     T_LPAREN, T_RPAREN, T_LBRACE, T_RBRACE, T_LBRACKET, T_RBRACKET, T_COMMA,
+    T_COLON,        /* only inside brackets: a[1h:5m] */
     T_EQL,          /* = */
     /* operators (Prometheus' IsOperator set) */
     T_ADD, T_SUB, T_MUL, T_DIV, T_MOD, T_POW,
@@ -56,6 +57,9 @@ typedef struct ps_lexer {
     const unsigned char *cur, *lim, *mar;
     int paren_depth;
     bool brace_open;
+    bool bracket_open;  /* between "[" and "]": ":" is a T_COLON */
+    bool got_colon;     /* a ":" was seen inside these brackets */
+    bool want_duration; /* the token after "[" must be a duration (lex.go's lexDuration) */
     bool done;          /* an EOF or ERROR token was returned: every later call returns it again */
     ps_tok_t last;
     uint32_t err_pos;   /* T_ERROR: where, and what */
@@ -85,5 +89,55 @@ void ps_sel_quote(char *out, size_t size, const char *s, size_t n, size_t max);
 int ps_matcher_compile(ps_matcher_t *m, ps_err_t *err);
 /** Frees m->re and m->md (safe when they are NULL). */
 void ps_matcher_free(ps_matcher_t *m);
+
+/* ---- the parser machinery shared by selector.c and promql.c --------------------------------- */
+
+typedef struct ps_psr_grouping {
+    bool grouped, without;
+    uint32_t n, cap;
+    const char **names;
+} ps_psr_grouping_t;
+
+typedef struct ps_psr {
+    ps_lexer_t lex;
+    ps_arena_t *arena;
+    ps_err_t *err;
+    const char *s; /* a NUL-terminated copy of the input */
+    size_t n;
+    ps_tok_t tok;  /* the current token */
+    ps_tok_t ahead;
+    bool has_ahead;
+    bool promql;    /* Prometheus 2.42's PromQL: label names in matchers and groupings are identifiers */
+    uint32_t depth; /* recursion */
+    int rc;         /* the first error */
+    ps_selector_t **sels; /* every selector made, for the clean-up after an error */
+    uint32_t nsels, capsels;
+} ps_psr_t;
+
+/** Copies s[0..n) into the arena (NUL-terminated), starts the lexer and reads the first token. */
+void ps_psr_init(ps_psr_t *p, const char *s, size_t n, ps_arena_t *arena, ps_err_t *err);
+void ps_psr_advance(ps_psr_t *p);
+ps_tok_t ps_psr_peek(ps_psr_t *p);
+const char *ps_psr_text(const ps_psr_t *p, ps_tok_t t);
+/** Prometheus' Item.desc(): identifier "x", <op:+>, "}" ... */
+void ps_psr_tok_desc(const ps_psr_t *p, ps_tok_t t, char *out, size_t size);
+/** Record the first error ("L:C: parse error: ..." with PS_EINVAL, or PS_ETOOBIG); return NULL. */
+void *ps_psr_perr(ps_psr_t *p, uint32_t pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void *ps_psr_too_big(ps_psr_t *p, uint32_t pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/** "unexpected <token>[ in <context>][, expected <expected>]", or the lexer's own error. */
+void *ps_psr_unexpected(ps_psr_t *p, ps_tok_t t, const char *context, const char *expected);
+bool ps_psr_unquote(ps_psr_t *p, ps_tok_t t, char **out, size_t *outlen);
+/** A T_NUMBER as PromQL reads one (strconv.ParseInt(s, 0, 64), else ParseFloat). */
+bool ps_psr_number(ps_psr_t *p, ps_tok_t t, double *out);
+bool ps_psr_check_name(ps_psr_t *p, ps_tok_t t, const char *name, size_t n);
+/** Tokens PromQL accepts as a bare metric name. */
+bool ps_psr_is_metric_word(ps_tok_type_t t);
+/** grouping := ("by"|"without"|"on"|"ignoring"|...) "(" labels ")": the current token is the keyword. */
+bool ps_psr_grouping(ps_psr_t *p, ps_psr_grouping_t *g);
+/** Parses a selector into sel (recorded for ps_psr_dispose_all): the current token is the metric
+ *  name (named) or "{". Checks a metric name given twice and the non-empty matcher rule. */
+bool ps_psr_matchers(ps_psr_t *p, ps_selector_t *sel, uint32_t pos, bool named);
+/** Frees the regexes of every selector recorded (after an error). */
+void ps_psr_dispose_all(ps_psr_t *p);
 
 #endif

@@ -449,7 +449,7 @@ static void test_scalars(void **state)
     expr_err("*1", PS_EINVAL, "1:1: parse error: unexpected <op:*>");
     expr_err("1 2", PS_EINVAL, "1:3: parse error: unexpected number \"2\"");
     expr_err("(1", PS_EINVAL, "1:3: parse error: unclosed left parenthesis");
-    expr_err("1)", PS_EINVAL, "1:2: parse error: unexpected right parenthesis ')'");
+    expr_err("1)", PS_EINVAL, "1:3: parse error: unexpected right parenthesis ')'");
     expr_err("", PS_EINVAL, "1:1: parse error: no expression found in input");
     expr_err("  # only a comment\n", PS_EINVAL, "1:1: parse error: no expression found in input");
     expr_err(".", PS_EINVAL, "1:1: parse error: unexpected character: '.'");
