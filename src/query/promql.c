@@ -1212,7 +1212,7 @@ int ps_pq_eval(const ps_pq_node_t *e, const ps_pq_source_t *src, const ps_pq_opt
                           "zero or negative query resolution step widths are not accepted. Try a positive integer");
     if (o->end < o->start)
         return ps_err_set(err, PS_EINVAL, "end timestamp must not be before start time");
-    if (o->step > 0 && (uint64_t)(o->end - o->start) / (uint64_t)o->step >= o->max_points)
+    if (o->step > 0 && (uint64_t)(o->end - o->start) / (uint64_t)o->step > o->max_points)
         return ps_err_set(err, PS_EINVAL,
                           "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query "
                           "resolution (?step=XX)");

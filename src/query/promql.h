@@ -72,7 +72,7 @@ typedef struct ps_pq_opts {
     int64_t step;         /* ms, > 0 for a range query; 0 for an instant query */
     int64_t lookback;     /* ms (default 5 m) */
     uint64_t max_samples; /* samples loaded plus points in the answer (--query.max-samples, 50,000,000) */
-    uint32_t max_points;  /* steps of a range query (11,000) */
+    uint32_t max_points;  /* (end - start) / step of a range query at most this (11,000, as Prometheus) */
     int64_t timeout;      /* ms of evaluation (2 min); 0 = none */
 } ps_pq_opts_t;
 

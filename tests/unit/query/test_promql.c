@@ -601,8 +601,9 @@ static void test_limits(void **state)
     assert_int_equal(o.max_points, 11000);
     assert_int_equal(o.timeout, 120000);
     /* 11,000 points per series */
-    assert_int_equal(range(&f, "m", 0, 10999, 1, &r), 0);
-    assert_int_equal(range(&f, "m", 0, 11000, 1, &r), PS_EINVAL);
+    assert_int_equal(range(&f, "m", 0, 11000, 1, &r), 0); /* (end - start) / step <= 11,000: 11,001 points */
+    assert_int_equal(r.series[0].n, 11001);
+    assert_int_equal(range(&f, "m", 0, 11001, 1, &r), PS_EINVAL);
     assert_non_null(strstr(f.err.msg, "exceeded maximum resolution of 11,000 points per timeseries"));
     assert_int_equal(range(&f, "m", 0, 10, 0, &r), PS_EINVAL);
     assert_int_equal(range(&f, "m", 10, 0, 1, &r), PS_EINVAL);
