@@ -439,6 +439,8 @@ static int cmp_bucket(const void *a, const void *b)
 /* bucketQuantile with coalesceBuckets and ensureMonotonic */
 static double bucket_quantile(double q, bucket_t *b, uint32_t n)
 {
+    if (isnan(q))
+        return NAN;
     if (q < 0)
         return -INFINITY;
     if (q > 1)

@@ -5,7 +5,8 @@
 
 Every `load` section (load ... up to the next clear) becomes one `promtool test rules` group with
 the same series and sample values; every `eval instant at T expr` of the section becomes a
-promql_expr_test with an empty expectation, so that promtool prints what Prometheus got, with
+promql_expr_test with an empty expectation, so that promtool prints what Prometheus got (evaluation_interval 1s: promtool loads the
+samples up to the last eval time on that grid), with
 every value in Go's shortest exact form. Those lines replace the case's expected lines
 (`eval_ordered` cases keep the order written in the file; promtool sorts by labels, so only the
 set is checked). `eval_fail` cases are run too and Prometheus' error is printed for comparison.
@@ -106,7 +107,7 @@ def parse_got(text):
 
 
 def run_section(sec):
-    y = ["rule_files: []", "evaluation_interval: 1m", "tests:", "  - interval: " + sec["interval"], "    input_series:"]
+    y = ["rule_files: []", "evaluation_interval: 1s", "tests:", "  - interval: " + sec["interval"], "    input_series:"]
     for s in sec["series"]:
         name, vals = split_series(s)
         y += ["      - series: " + yaml_str(name), "        values: " + yaml_str(vals)]
