@@ -718,8 +718,9 @@ static ps_pq_node_t *parse_at(pq_t *q, ps_pq_node_t *e)
         return ps_psr_perr(p, e->pos, "@ <timestamp> may not be set multiple times");
     tg->at = at;
     if (at == PS_PQ_AT_TIME) {
-        double ms = round(ts * 1000.0); /* timestamp.FromFloatSeconds */
-        tg->at_ms = ms >= 9223372036854775807.0 ? INT64_MAX : ms <= -9223372036854775808.0 ? INT64_MIN : (int64_t)ms;
+        /* timestamp.FromFloatSeconds; Go's int64() of a float out of range is INT64_MIN on amd64 */
+        double ms = round(ts * 1000.0);
+        tg->at_ms = ms >= 9223372036854775807.0 || ms < -9223372036854775808.0 ? INT64_MIN : (int64_t)ms;
     }
     e->end = p->tok.pos + p->tok.len;
     ps_psr_advance(p);
@@ -816,11 +817,12 @@ static ps_pq_node_t *parse_expr(pq_t *q, int min_prec)
     lhs = parse_unary(q); /* the recursion is counted there: every nesting goes through it */
     while (lhs != NULL && (prec = binop_of(p->tok.type, &op)) != 0 && prec >= min_prec) {
         ps_tok_t ot = p->tok;
-        ps_pq_node_t *e = new_node(q, PS_PQ_BINARY, lhs->pos, NULL, NULL);
+        ps_pq_node_t *e = new_node(q, PS_PQ_BINARY, ot.pos, NULL, NULL); /* a limit error names the operator */
         if (e == NULL) {
             lhs = NULL;
             break;
         }
+        e->pos = lhs->pos;
         ps_psr_advance(p);
         if (!parse_bin_modifiers(q, e)) {
             lhs = NULL;
@@ -1066,7 +1068,34 @@ void ps_pq_dispose(ps_pq_node_t *e)
 
 /* ---- printing (printer.go's String(), prettier.go's Pretty()) ------------------------------ */
 
-/* strconv.Quote: Go's escapes; valid UTF-8 is kept as it is, other bytes are \xNN. */
+/* Runes Go's unicode.IsPrint refuses among the assigned ones that matter in practice: C1 controls,
+ * spaces other than ' ', format characters, line and paragraph separators, private use,
+ * non-characters. (Unassigned code points, which Go escapes too, are kept.) */
+static bool go_unprintable(uint32_t r)
+{
+    static const uint32_t ranges[][2] = {
+        {0x80, 0xa0},       {0xad, 0xad},       {0x600, 0x605},     {0x61c, 0x61c},     {0x6dd, 0x6dd},
+        {0x70f, 0x70f},     {0x1680, 0x1680},   {0x180e, 0x180e},   {0x2000, 0x200f},   {0x2028, 0x202f},
+        {0x205f, 0x2064},   {0x2066, 0x206f},   {0x3000, 0x3000},   {0xd800, 0xf8ff},   {0xfeff, 0xfeff},
+        {0xfff9, 0xfffb},   {0xfffe, 0xffff},   {0xe0001, 0xe0001}, {0xe0020, 0xe007f}, {0xf0000, 0x10ffff},
+    };
+    for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+        if (r >= ranges[i][0] && r <= ranges[i][1])
+            return true;
+    return false;
+}
+
+static uint32_t utf8_rune(const unsigned char *s, size_t len)
+{
+    if (len == 2)
+        return (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f);
+    if (len == 3)
+        return (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
+    return (uint32_t)(s[0] & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 | (uint32_t)(s[2] & 0x3f) << 6 | (s[3] & 0x3f);
+}
+
+/* strconv.Quote: Go's escapes; printable UTF-8 is kept as it is, other runes are \uNNNN or
+ * \UNNNNNNNN, bytes that are not UTF-8 \xNN. */
 static void go_quote(ps_buf_t *b, const char *s, size_t n)
 {
     ps_buf_putc(b, '"');
@@ -1074,7 +1103,13 @@ static void go_quote(ps_buf_t *b, const char *s, size_t n)
         unsigned char c = (unsigned char)s[i];
         size_t cl = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
         if (cl > 1 && i + cl <= n && ps_utf8_valid(s + i, cl)) {
-            ps_buf_append(b, s + i, cl);
+            uint32_t r = utf8_rune((const unsigned char *)s + i, cl);
+            if (!go_unprintable(r))
+                ps_buf_append(b, s + i, cl);
+            else if (r < 0x10000)
+                ps_buf_printf(b, "\\u%04x", r);
+            else
+                ps_buf_printf(b, "\\U%08x", r);
             i += cl;
             continue;
         }

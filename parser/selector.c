@@ -293,14 +293,88 @@ ps_tok_t ps_psr_peek(ps_psr_t *p)
     return p->ahead;
 }
 
-/* Unquotes a T_STRING with ps_parse_string, whose error offset is in the token. */
+/* Go's %#U of the rune at s: "U+0071 'q'" (the character only when it is printable ASCII or
+ * UTF-8). */
+static void rune_desc(char *out, size_t size, const char *s, size_t n)
+{
+    unsigned char c = n ? (unsigned char)s[0] : 0;
+    size_t cl = utf8_len(c);
+    uint32_t r = c;
+    if (cl > 1 && cl <= n && ps_utf8_valid(s, cl)) {
+        r = cl == 2   ? (uint32_t)(c & 0x1f) << 6 | (s[1] & 0x3f)
+            : cl == 3 ? (uint32_t)(c & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f)
+                      : (uint32_t)(c & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 | (uint32_t)(s[2] & 0x3f) << 6 |
+                            (s[3] & 0x3f);
+        snprintf(out, size, "U+%04X '%.*s'", r, (int)cl, s);
+    } else if (c >= 0x20 && c < 0x7f) {
+        snprintf(out, size, "U+%04X '%c'", r, c);
+    } else {
+        snprintf(out, size, "U+%04X", c >= 0x80 ? 0xFFFDu : r);
+    }
+}
+
+/* What lex.go's lexEscape says about the escape sequence at s[0] == '\\' (Prometheus 2.42 checks
+ * escapes in its lexer and reports them at the start of the string). NULL if it finds nothing. */
+static const char *escape_error(char *out, size_t size, const char *s, size_t n, char quote)
+{
+    char d[32];
+    size_t i = 1, digits;
+    unsigned base;
+    uint32_t max, x = 0;
+
+    if (i >= n)
+        return "escape sequence not terminated";
+    switch (s[i]) {
+    case 'a': case 'b': case 'f': case 'n': case 'r': case 't': case 'v': case '\\': return NULL;
+    case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7':
+        digits = 3, base = 8, max = 255;
+        break;
+    case 'x': digits = 2, base = 16, max = 255, i++; break;
+    case 'u': digits = 4, base = 16, max = 0x10ffff, i++; break;
+    case 'U': digits = 8, base = 16, max = 0x10ffff, i++; break;
+    default:
+        if (s[i] == quote)
+            return NULL;
+        rune_desc(d, sizeof(d), s + i, n - i);
+        snprintf(out, size, "unknown escape sequence %s", d);
+        return out;
+    }
+    for (; digits > 0; digits--, i++) {
+        int c = i < n ? (unsigned char)s[i] : -1;
+        unsigned v = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+                     : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (unsigned)((c | 0x20) - 'a' + 10) : 99;
+        if (v >= base) {
+            if (c < 0)
+                return "escape sequence not terminated";
+            rune_desc(d, sizeof(d), s + i, n - i);
+            snprintf(out, size, "illegal character %s in escape sequence", d);
+            return out;
+        }
+        x = x * base + v;
+    }
+    if (x > max || (x >= 0xd800 && x < 0xe000))
+        return "escape sequence is an invalid Unicode code point";
+    return NULL;
+}
+
+/* Unquotes a T_STRING with ps_parse_string, whose error offset is in the token. In PromQL mode
+ * an escape error is said as lex.go says it, at the start of the string. */
 bool ps_psr_unquote(ps_psr_t *p, ps_tok_t t, char **out, size_t *outlen)
 {
     ps_err_t e;
     size_t end;
+    const char *s = ps_psr_text(p, t);
 
-    if (ps_parse_string(ps_psr_text(p, t), t.len, &end, p->arena, out, outlen, &e) == 0)
+    if (ps_parse_string(s, t.len, &end, p->arena, out, outlen, &e) == 0)
         return true;
+    if (p->promql && e.pos >= 0 && (uint32_t)e.pos < t.len && s[e.pos] == '\\') {
+        char msg[96];
+        const char *m = escape_error(msg, sizeof(msg), s + e.pos, t.len - (size_t)e.pos, s[0]);
+        if (m != NULL) {
+            ps_psr_perr(p, t.pos, "%s", m);
+            return false;
+        }
+    }
     ps_psr_perr(p, t.pos + (uint32_t)e.pos, "%s", e.msg);
     return false;
 }
