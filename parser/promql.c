@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/labels.h"
 #include "parser/selector_int.h"
@@ -363,9 +364,10 @@ static bool has_param(ps_pq_aggop_t op)
 /* An identifier token: limitk and limit_ratio are Prometheus 3 words, names in 2.42. */
 static bool is_ident(ps_tok_type_t t) { return t == T_IDENT || t == T_LIMITK || t == T_LIMIT_RATIO; }
 
+/* The identifier word, in any case (start and end are keywords, and PromQL's keywords are). */
 static bool tok_is(pq_t *q, ps_tok_t t, const char *word)
 {
-    return is_ident(t.type) && t.len == strlen(word) && memcmp(tok_text(q, t), word, t.len) == 0;
+    return is_ident(t.type) && t.len == strlen(word) && strncasecmp(tok_text(q, t), word, t.len) == 0;
 }
 
 /* The argument list of a call or an aggregation; the current token is "(". */
