@@ -596,7 +596,7 @@ static ps_pq_node_t *parse_range(pq_t *q, ps_pq_node_t *e)
             msg = "ranges only allowed for vector selectors";
         else if (e->offset_ms != 0)
             msg = "no offset modifiers allowed before range";
-        else if (e->at != PS_PQ_AT_NONE)
+        else if (e->at == PS_PQ_AT_TIME) /* 2.42 lets "x @ end()[5m]" through: it checks Timestamp only */
             msg = "no @ modifiers allowed before range";
         if (msg != NULL)
             return ps_psr_perr(p, lb.pos, "%s", msg);
@@ -964,6 +964,28 @@ static void check_call(pq_t *q, ps_pq_node_t *n)
     }
 }
 
+/* A metric name given twice; without a name, at least one matcher that does not match "". */
+static void check_selector(pq_t *q, const ps_pq_node_t *n)
+{
+    const ps_selector_t *sel = &n->sel;
+    char a[80], b[80];
+
+    if (n->name != NULL) {
+        for (uint32_t i = 1; i < sel->n; i++)
+            if (sel->m[i].nlen == 8 && memcmp(sel->m[i].name, "__name__", 8) == 0) {
+                ps_sel_quote(a, sizeof(a), sel->m[0].value, sel->m[0].vlen, 64);
+                ps_sel_quote(b, sizeof(b), sel->m[i].value, sel->m[i].vlen, 64);
+                ps_psr_perr(&q->p, n->pos, "metric name must not be set twice: %s or %s", a, b);
+                return;
+            }
+        return;
+    }
+    for (uint32_t i = 0; i < sel->n; i++)
+        if (!sel->m[i].matches_empty)
+            return;
+    ps_psr_perr(&q->p, n->pos, "vector selector must contain at least one non-empty matcher");
+}
+
 static ps_pq_vtype_t check(pq_t *q, ps_pq_node_t *n)
 {
     ps_psr_t *p = &q->p;
@@ -995,7 +1017,7 @@ static ps_pq_vtype_t check(pq_t *q, ps_pq_node_t *n)
         break;
     }
     case PS_PQ_MATRIX: check(q, n->expr); break;
-    case PS_PQ_VECTOR: /* the name and empty-matcher rules were checked while parsing */
+    case PS_PQ_VECTOR: check_selector(q, n); break;
     case PS_PQ_NUMBER:
     case PS_PQ_STRING: break;
     }
@@ -1018,8 +1040,7 @@ int ps_pq_parse(const char *s, size_t n, const ps_pq_limits_t *lim, ps_arena_t *
         ps_pq_limits_default(&q.lim);
     if (n > q.lim.max_input)
         return ps_err_set(err, PS_ETOOBIG, "query is too long: %zu bytes (the limit is %zu)", n, q.lim.max_input);
-    ps_psr_init(&q.p, s, n, arena, err);
-    q.p.promql = true;
+    ps_psr_init(&q.p, s, n, arena, err, true);
     if (q.p.tok.type == T_EOF) {
         ps_psr_perr(&q.p, 0, "no expression found in input");
     } else {
@@ -1267,10 +1288,12 @@ static void put_selector(ps_buf_t *b, const ps_pq_node_t *v)
         put_str(b, v->name);
     if (sel->n > 0)
         strs = calloc(sel->n, sizeof(*strs));
+    const char *name = v->name != NULL ? v->name : "";
     for (uint32_t i = 0; i < sel->n; i++) {
         const ps_matcher_t *m = &sel->m[i];
-        if (v->name != NULL && i == 0)
-            continue; /* the name matcher */
+        /* printer.go leaves out __name__="<the name>", also __name__="" when there is no name */
+        if (m->op == PS_MATCH_EQ && strcmp(m->name, "__name__") == 0 && strcmp(m->value, name) == 0)
+            continue;
         ps_buf_reset(&one);
         ps_buf_append(&one, m->name, m->nlen);
         put_str(&one, ops[m->op]);

@@ -196,7 +196,7 @@ void ps_psr_tok_desc(const ps_psr_t *p, ps_tok_t t, char *out, size_t size)
 static void *failv(ps_psr_t *p, int code, uint32_t pos, const char *prefix, const char *suffix, const char *fmt,
                    va_list ap)
 {
-    char msg[400];
+    char msg[480];
     unsigned line = 1;
     size_t col, bol = 0;
 
@@ -315,7 +315,7 @@ static void rune_desc(char *out, size_t size, const char *s, size_t n)
 
 /* What lex.go's lexEscape says about the escape sequence at s[0] == '\\' (Prometheus 2.42 checks
  * escapes in its lexer and reports them at the start of the string). NULL if it finds nothing. */
-static const char *escape_error(char *out, size_t size, const char *s, size_t n, char quote)
+const char *ps_sel_escape_error(char *out, size_t size, const char *s, size_t n, char quote)
 {
     char d[32];
     size_t i = 1, digits;
@@ -369,7 +369,7 @@ bool ps_psr_unquote(ps_psr_t *p, ps_tok_t t, char **out, size_t *outlen)
         return true;
     if (p->promql && e.pos >= 0 && (uint32_t)e.pos < t.len && s[e.pos] == '\\') {
         char msg[96];
-        const char *m = escape_error(msg, sizeof(msg), s + e.pos, t.len - (size_t)e.pos, s[0]);
+        const char *m = ps_sel_escape_error(msg, sizeof(msg), s + e.pos, t.len - (size_t)e.pos, s[0]);
         if (m != NULL) {
             ps_psr_perr(p, t.pos, "%s", m);
             return false;
@@ -379,38 +379,37 @@ bool ps_psr_unquote(ps_psr_t *p, ps_tok_t t, char **out, size_t *outlen)
     return false;
 }
 
-/* A number as PromQL reads one: strconv.ParseInt(s, 0, 64) (so 0x1f, 0755, 1_000), else ParseFloat. */
+/* A number as PromQL reads one: strconv.ParseInt(s, 0, 64) (so 0x1f, 0755), else ParseFloat. */
 bool ps_psr_number(ps_psr_t *p, ps_tok_t t, double *out)
 {
     const char *s = ps_psr_text(p, t);
-    char q[64], *end;
-    size_t k = 0;
+    char *end;
+    size_t n = t.len, qs = 4 * n + 8;
+    char *q = ps_arena_alloc(p->arena, qs); /* the number quoted whole, as Go's error says it */
 
-    if (t.len == 3 && strncasecmp(s, "inf", 3) == 0) {
+    if (n == 3 && strncasecmp(s, "inf", 3) == 0) {
         *out = INFINITY;
         return true;
     }
-    if (t.len == 3 && strncasecmp(s, "nan", 3) == 0) {
+    if (n == 3 && strncasecmp(s, "nan", 3) == 0) {
         *out = NAN;
         return true;
     }
-    char *b = ps_arena_alloc(p->arena, t.len + 1);
-    for (size_t i = 0; i < t.len; i++)
-        if (s[i] != '_')
-            b[k++] = s[i];
-    b[k] = '\0';
+    char *b = ps_arena_strndup(p->arena, s, n);
     errno = 0;
-    if (k > 2 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X')) {
-        unsigned long long v = strtoull(b + 2, &end, 16);
-        if (errno == ERANGE || v > (unsigned long long)INT64_MAX) {
-            ps_sel_quote(q, sizeof(q), s, t.len, 40);
+    if (n >= 2 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X')) {
+        /* ParseInt(s, 0, 64) or nothing: ParseFloat wants a 'p' exponent after a hex mantissa */
+        unsigned long long v = n > 2 && strspn(b + 2, "0123456789abcdefABCDEF") == n - 2 ? strtoull(b + 2, &end, 16) : 0;
+        if (n == 2 || strspn(b + 2, "0123456789abcdefABCDEF") != n - 2 || errno == ERANGE ||
+            v > (unsigned long long)INT64_MAX) {
+            ps_sel_quote(q, qs, s, n, n);
             ps_psr_perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: invalid syntax", q);
             return false;
         }
         *out = (double)v;
         return true;
     }
-    if (k > 1 && b[0] == '0' && strspn(b, "01234567") == k) {
+    if (n > 1 && b[0] == '0' && strspn(b, "01234567") == n) {
         unsigned long long v = strtoull(b, &end, 8);
         if (errno != ERANGE && v <= (unsigned long long)INT64_MAX) {
             *out = (double)v;
@@ -419,8 +418,13 @@ bool ps_psr_number(ps_psr_t *p, ps_tok_t t, double *out)
         errno = 0; /* too big for int64: a float, read in decimal as Go's ParseFloat does */
     }
     double d = strtod(b, &end);
+    if (end != b + n) { /* "1e": an exponent without digits */
+        ps_sel_quote(q, qs, s, n, n);
+        ps_psr_perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: invalid syntax", q);
+        return false;
+    }
     if (isinf(d)) {
-        ps_sel_quote(q, sizeof(q), s, t.len, 40);
+        ps_sel_quote(q, qs, s, n, n);
         ps_psr_perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: value out of range", q);
         return false;
     }
@@ -622,6 +626,8 @@ bool ps_psr_matchers(ps_psr_t *p, ps_selector_t *sel, uint32_t pos, bool named)
     }
     ps_psr_advance(p); /* "}" */
 
+    if (p->promql) /* PromQL checks these with the types, after parsing (promql.c) */
+        return true;
     if (named) {
         for (uint32_t i = 1; i < sel->n; i++)
             if (sel->m[i].nlen == 8 && memcmp(sel->m[i].name, "__name__", 8) == 0) {
@@ -918,7 +924,7 @@ static ps_expr_t *parse_expr(ps_psr_t *p)
 
 /* ---- API ----------------------------------------------------------------------------------- */
 
-void ps_psr_init(ps_psr_t *p, const char *s, size_t n, ps_arena_t *arena, ps_err_t *err)
+void ps_psr_init(ps_psr_t *p, const char *s, size_t n, ps_arena_t *arena, ps_err_t *err, bool promql)
 {
     memset(p, 0, sizeof(*p));
     char *copy = ps_arena_alloc(arena, n + 1); /* the lexer needs a NUL after the input */
@@ -929,7 +935,9 @@ void ps_psr_init(ps_psr_t *p, const char *s, size_t n, ps_arena_t *arena, ps_err
     p->n = n;
     p->arena = arena;
     p->err = err;
+    p->promql = promql;
     ps_sel_lex_init(&p->lex, copy, n);
+    p->lex.promql = promql;
     ps_psr_advance(p);
 }
 
@@ -974,7 +982,7 @@ int ps_expr_parse(const char *s, size_t n, ps_arena_t *arena, ps_expr_t **out, p
     *out = NULL;
     if ((rc = check_size(n, err)) != 0)
         return rc;
-    ps_psr_init(&p, s, n, arena, err);
+    ps_psr_init(&p, s, n, arena, err, false);
     ps_expr_t *e = parse_all(&p);
     if (e == NULL)
         return p.rc;
@@ -991,7 +999,7 @@ int ps_selector_parse(const char *s, size_t n, ps_arena_t *arena, ps_selector_t 
     out->m = NULL;
     if ((rc = check_size(n, err)) != 0)
         return rc;
-    ps_psr_init(&p, s, n, arena, err);
+    ps_psr_init(&p, s, n, arena, err, false);
     ps_expr_t *e = parse_all(&p);
     if (e == NULL)
         return p.rc;
