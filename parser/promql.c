@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/labels.h"
 #include "parser/selector_int.h"
@@ -363,9 +364,10 @@ static bool has_param(ps_pq_aggop_t op)
 /* An identifier token: limitk and limit_ratio are Prometheus 3 words, names in 2.42. */
 static bool is_ident(ps_tok_type_t t) { return t == T_IDENT || t == T_LIMITK || t == T_LIMIT_RATIO; }
 
+/* The identifier word, in any case (start and end are keywords, and PromQL's keywords are). */
 static bool tok_is(pq_t *q, ps_tok_t t, const char *word)
 {
-    return is_ident(t.type) && t.len == strlen(word) && memcmp(tok_text(q, t), word, t.len) == 0;
+    return is_ident(t.type) && t.len == strlen(word) && strncasecmp(tok_text(q, t), word, t.len) == 0;
 }
 
 /* The argument list of a call or an aggregation; the current token is "(". */
@@ -594,7 +596,7 @@ static ps_pq_node_t *parse_range(pq_t *q, ps_pq_node_t *e)
             msg = "ranges only allowed for vector selectors";
         else if (e->offset_ms != 0)
             msg = "no offset modifiers allowed before range";
-        else if (e->at != PS_PQ_AT_NONE)
+        else if (e->at == PS_PQ_AT_TIME) /* 2.42 lets "x @ end()[5m]" through: it checks Timestamp only */
             msg = "no @ modifiers allowed before range";
         if (msg != NULL)
             return ps_psr_perr(p, lb.pos, "%s", msg);
@@ -718,8 +720,9 @@ static ps_pq_node_t *parse_at(pq_t *q, ps_pq_node_t *e)
         return ps_psr_perr(p, e->pos, "@ <timestamp> may not be set multiple times");
     tg->at = at;
     if (at == PS_PQ_AT_TIME) {
-        double ms = round(ts * 1000.0); /* timestamp.FromFloatSeconds */
-        tg->at_ms = ms >= 9223372036854775807.0 ? INT64_MAX : ms <= -9223372036854775808.0 ? INT64_MIN : (int64_t)ms;
+        /* timestamp.FromFloatSeconds; Go's int64() of a float out of range is INT64_MIN on amd64 */
+        double ms = round(ts * 1000.0);
+        tg->at_ms = ms >= 9223372036854775807.0 || ms < -9223372036854775808.0 ? INT64_MIN : (int64_t)ms;
     }
     e->end = p->tok.pos + p->tok.len;
     ps_psr_advance(p);
@@ -816,11 +819,12 @@ static ps_pq_node_t *parse_expr(pq_t *q, int min_prec)
     lhs = parse_unary(q); /* the recursion is counted there: every nesting goes through it */
     while (lhs != NULL && (prec = binop_of(p->tok.type, &op)) != 0 && prec >= min_prec) {
         ps_tok_t ot = p->tok;
-        ps_pq_node_t *e = new_node(q, PS_PQ_BINARY, lhs->pos, NULL, NULL);
+        ps_pq_node_t *e = new_node(q, PS_PQ_BINARY, ot.pos, NULL, NULL); /* a limit error names the operator */
         if (e == NULL) {
             lhs = NULL;
             break;
         }
+        e->pos = lhs->pos;
         ps_psr_advance(p);
         if (!parse_bin_modifiers(q, e)) {
             lhs = NULL;
@@ -960,6 +964,28 @@ static void check_call(pq_t *q, ps_pq_node_t *n)
     }
 }
 
+/* A metric name given twice; without a name, at least one matcher that does not match "". */
+static void check_selector(pq_t *q, const ps_pq_node_t *n)
+{
+    const ps_selector_t *sel = &n->sel;
+    char a[80], b[80];
+
+    if (n->name != NULL) {
+        for (uint32_t i = 1; i < sel->n; i++)
+            if (sel->m[i].nlen == 8 && memcmp(sel->m[i].name, "__name__", 8) == 0) {
+                ps_sel_quote(a, sizeof(a), sel->m[0].value, sel->m[0].vlen, 64);
+                ps_sel_quote(b, sizeof(b), sel->m[i].value, sel->m[i].vlen, 64);
+                ps_psr_perr(&q->p, n->pos, "metric name must not be set twice: %s or %s", a, b);
+                return;
+            }
+        return;
+    }
+    for (uint32_t i = 0; i < sel->n; i++)
+        if (!sel->m[i].matches_empty)
+            return;
+    ps_psr_perr(&q->p, n->pos, "vector selector must contain at least one non-empty matcher");
+}
+
 static ps_pq_vtype_t check(pq_t *q, ps_pq_node_t *n)
 {
     ps_psr_t *p = &q->p;
@@ -991,7 +1017,7 @@ static ps_pq_vtype_t check(pq_t *q, ps_pq_node_t *n)
         break;
     }
     case PS_PQ_MATRIX: check(q, n->expr); break;
-    case PS_PQ_VECTOR: /* the name and empty-matcher rules were checked while parsing */
+    case PS_PQ_VECTOR: check_selector(q, n); break;
     case PS_PQ_NUMBER:
     case PS_PQ_STRING: break;
     }
@@ -1014,8 +1040,7 @@ int ps_pq_parse(const char *s, size_t n, const ps_pq_limits_t *lim, ps_arena_t *
         ps_pq_limits_default(&q.lim);
     if (n > q.lim.max_input)
         return ps_err_set(err, PS_ETOOBIG, "query is too long: %zu bytes (the limit is %zu)", n, q.lim.max_input);
-    ps_psr_init(&q.p, s, n, arena, err);
-    q.p.promql = true;
+    ps_psr_init(&q.p, s, n, arena, err, true);
     if (q.p.tok.type == T_EOF) {
         ps_psr_perr(&q.p, 0, "no expression found in input");
     } else {
@@ -1066,7 +1091,34 @@ void ps_pq_dispose(ps_pq_node_t *e)
 
 /* ---- printing (printer.go's String(), prettier.go's Pretty()) ------------------------------ */
 
-/* strconv.Quote: Go's escapes; valid UTF-8 is kept as it is, other bytes are \xNN. */
+/* Runes Go's unicode.IsPrint refuses among the assigned ones that matter in practice: C1 controls,
+ * spaces other than ' ', format characters, line and paragraph separators, private use,
+ * non-characters. (Unassigned code points, which Go escapes too, are kept.) */
+static bool go_unprintable(uint32_t r)
+{
+    static const uint32_t ranges[][2] = {
+        {0x80, 0xa0},       {0xad, 0xad},       {0x600, 0x605},     {0x61c, 0x61c},     {0x6dd, 0x6dd},
+        {0x70f, 0x70f},     {0x1680, 0x1680},   {0x180e, 0x180e},   {0x2000, 0x200f},   {0x2028, 0x202f},
+        {0x205f, 0x2064},   {0x2066, 0x206f},   {0x3000, 0x3000},   {0xd800, 0xf8ff},   {0xfeff, 0xfeff},
+        {0xfff9, 0xfffb},   {0xfffe, 0xffff},   {0xe0001, 0xe0001}, {0xe0020, 0xe007f}, {0xf0000, 0x10ffff},
+    };
+    for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+        if (r >= ranges[i][0] && r <= ranges[i][1])
+            return true;
+    return false;
+}
+
+static uint32_t utf8_rune(const unsigned char *s, size_t len)
+{
+    if (len == 2)
+        return (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f);
+    if (len == 3)
+        return (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
+    return (uint32_t)(s[0] & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 | (uint32_t)(s[2] & 0x3f) << 6 | (s[3] & 0x3f);
+}
+
+/* strconv.Quote: Go's escapes; printable UTF-8 is kept as it is, other runes are \uNNNN or
+ * \UNNNNNNNN, bytes that are not UTF-8 \xNN. */
 static void go_quote(ps_buf_t *b, const char *s, size_t n)
 {
     ps_buf_putc(b, '"');
@@ -1074,7 +1126,13 @@ static void go_quote(ps_buf_t *b, const char *s, size_t n)
         unsigned char c = (unsigned char)s[i];
         size_t cl = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
         if (cl > 1 && i + cl <= n && ps_utf8_valid(s + i, cl)) {
-            ps_buf_append(b, s + i, cl);
+            uint32_t r = utf8_rune((const unsigned char *)s + i, cl);
+            if (!go_unprintable(r))
+                ps_buf_append(b, s + i, cl);
+            else if (r < 0x10000)
+                ps_buf_printf(b, "\\u%04x", r);
+            else
+                ps_buf_printf(b, "\\U%08x", r);
             i += cl;
             continue;
         }
@@ -1230,10 +1288,12 @@ static void put_selector(ps_buf_t *b, const ps_pq_node_t *v)
         put_str(b, v->name);
     if (sel->n > 0)
         strs = calloc(sel->n, sizeof(*strs));
+    const char *name = v->name != NULL ? v->name : "";
     for (uint32_t i = 0; i < sel->n; i++) {
         const ps_matcher_t *m = &sel->m[i];
-        if (v->name != NULL && i == 0)
-            continue; /* the name matcher */
+        /* printer.go leaves out __name__="<the name>", also __name__="" when there is no name */
+        if (m->op == PS_MATCH_EQ && strcmp(m->name, "__name__") == 0 && strcmp(m->value, name) == 0)
+            continue;
         ps_buf_reset(&one);
         ps_buf_append(&one, m->name, m->nlen);
         put_str(&one, ops[m->op]);

@@ -196,7 +196,7 @@ void ps_psr_tok_desc(const ps_psr_t *p, ps_tok_t t, char *out, size_t size)
 static void *failv(ps_psr_t *p, int code, uint32_t pos, const char *prefix, const char *suffix, const char *fmt,
                    va_list ap)
 {
-    char msg[400];
+    char msg[480];
     unsigned line = 1;
     size_t col, bol = 0;
 
@@ -293,50 +293,123 @@ ps_tok_t ps_psr_peek(ps_psr_t *p)
     return p->ahead;
 }
 
-/* Unquotes a T_STRING with ps_parse_string, whose error offset is in the token. */
+/* Go's %#U of the rune at s: "U+0071 'q'" (the character only when it is printable ASCII or
+ * UTF-8). */
+static void rune_desc(char *out, size_t size, const char *s, size_t n)
+{
+    unsigned char c = n ? (unsigned char)s[0] : 0;
+    size_t cl = utf8_len(c);
+    uint32_t r = c;
+    if (cl > 1 && cl <= n && ps_utf8_valid(s, cl)) {
+        r = cl == 2   ? (uint32_t)(c & 0x1f) << 6 | (s[1] & 0x3f)
+            : cl == 3 ? (uint32_t)(c & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f)
+                      : (uint32_t)(c & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 | (uint32_t)(s[2] & 0x3f) << 6 |
+                            (s[3] & 0x3f);
+        snprintf(out, size, "U+%04X '%.*s'", r, (int)cl, s);
+    } else if (c >= 0x20 && c < 0x7f) {
+        snprintf(out, size, "U+%04X '%c'", r, c);
+    } else {
+        snprintf(out, size, "U+%04X", c >= 0x80 ? 0xFFFDu : r);
+    }
+}
+
+/* What lex.go's lexEscape says about the escape sequence at s[0] == '\\' (Prometheus 2.42 checks
+ * escapes in its lexer and reports them at the start of the string). NULL if it finds nothing. */
+const char *ps_sel_escape_error(char *out, size_t size, const char *s, size_t n, char quote)
+{
+    char d[32];
+    size_t i = 1, digits;
+    unsigned base;
+    uint32_t max, x = 0;
+
+    if (i >= n)
+        return "escape sequence not terminated";
+    switch (s[i]) {
+    case 'a': case 'b': case 'f': case 'n': case 'r': case 't': case 'v': case '\\': return NULL;
+    case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7':
+        digits = 3, base = 8, max = 255;
+        break;
+    case 'x': digits = 2, base = 16, max = 255, i++; break;
+    case 'u': digits = 4, base = 16, max = 0x10ffff, i++; break;
+    case 'U': digits = 8, base = 16, max = 0x10ffff, i++; break;
+    default:
+        if (s[i] == quote)
+            return NULL;
+        rune_desc(d, sizeof(d), s + i, n - i);
+        snprintf(out, size, "unknown escape sequence %s", d);
+        return out;
+    }
+    for (; digits > 0; digits--, i++) {
+        int c = i < n ? (unsigned char)s[i] : -1;
+        unsigned v = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+                     : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (unsigned)((c | 0x20) - 'a' + 10) : 99;
+        if (v >= base) {
+            if (c < 0)
+                return "escape sequence not terminated";
+            rune_desc(d, sizeof(d), s + i, n - i);
+            snprintf(out, size, "illegal character %s in escape sequence", d);
+            return out;
+        }
+        x = x * base + v;
+    }
+    if (x > max || (x >= 0xd800 && x < 0xe000))
+        return "escape sequence is an invalid Unicode code point";
+    return NULL;
+}
+
+/* Unquotes a T_STRING with ps_parse_string, whose error offset is in the token. In PromQL mode
+ * an escape error is said as lex.go says it, at the start of the string. */
 bool ps_psr_unquote(ps_psr_t *p, ps_tok_t t, char **out, size_t *outlen)
 {
     ps_err_t e;
     size_t end;
+    const char *s = ps_psr_text(p, t);
 
-    if (ps_parse_string(ps_psr_text(p, t), t.len, &end, p->arena, out, outlen, &e) == 0)
+    if (ps_parse_string(s, t.len, &end, p->arena, out, outlen, &e) == 0)
         return true;
+    if (p->promql && e.pos >= 0 && (uint32_t)e.pos < t.len && s[e.pos] == '\\') {
+        char msg[96];
+        const char *m = ps_sel_escape_error(msg, sizeof(msg), s + e.pos, t.len - (size_t)e.pos, s[0]);
+        if (m != NULL) {
+            ps_psr_perr(p, t.pos, "%s", m);
+            return false;
+        }
+    }
     ps_psr_perr(p, t.pos + (uint32_t)e.pos, "%s", e.msg);
     return false;
 }
 
-/* A number as PromQL reads one: strconv.ParseInt(s, 0, 64) (so 0x1f, 0755, 1_000), else ParseFloat. */
+/* A number as PromQL reads one: strconv.ParseInt(s, 0, 64) (so 0x1f, 0755), else ParseFloat. */
 bool ps_psr_number(ps_psr_t *p, ps_tok_t t, double *out)
 {
     const char *s = ps_psr_text(p, t);
-    char q[64], *end;
-    size_t k = 0;
+    char *end;
+    size_t n = t.len, qs = 4 * n + 8;
+    char *q = ps_arena_alloc(p->arena, qs); /* the number quoted whole, as Go's error says it */
 
-    if (t.len == 3 && strncasecmp(s, "inf", 3) == 0) {
+    if (n == 3 && strncasecmp(s, "inf", 3) == 0) {
         *out = INFINITY;
         return true;
     }
-    if (t.len == 3 && strncasecmp(s, "nan", 3) == 0) {
+    if (n == 3 && strncasecmp(s, "nan", 3) == 0) {
         *out = NAN;
         return true;
     }
-    char *b = ps_arena_alloc(p->arena, t.len + 1);
-    for (size_t i = 0; i < t.len; i++)
-        if (s[i] != '_')
-            b[k++] = s[i];
-    b[k] = '\0';
+    char *b = ps_arena_strndup(p->arena, s, n);
     errno = 0;
-    if (k > 2 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X')) {
-        unsigned long long v = strtoull(b + 2, &end, 16);
-        if (errno == ERANGE || v > (unsigned long long)INT64_MAX) {
-            ps_sel_quote(q, sizeof(q), s, t.len, 40);
+    if (n >= 2 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X')) {
+        /* ParseInt(s, 0, 64) or nothing: ParseFloat wants a 'p' exponent after a hex mantissa */
+        unsigned long long v = n > 2 && strspn(b + 2, "0123456789abcdefABCDEF") == n - 2 ? strtoull(b + 2, &end, 16) : 0;
+        if (n == 2 || strspn(b + 2, "0123456789abcdefABCDEF") != n - 2 || errno == ERANGE ||
+            v > (unsigned long long)INT64_MAX) {
+            ps_sel_quote(q, qs, s, n, n);
             ps_psr_perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: invalid syntax", q);
             return false;
         }
         *out = (double)v;
         return true;
     }
-    if (k > 1 && b[0] == '0' && strspn(b, "01234567") == k) {
+    if (n > 1 && b[0] == '0' && strspn(b, "01234567") == n) {
         unsigned long long v = strtoull(b, &end, 8);
         if (errno != ERANGE && v <= (unsigned long long)INT64_MAX) {
             *out = (double)v;
@@ -345,8 +418,13 @@ bool ps_psr_number(ps_psr_t *p, ps_tok_t t, double *out)
         errno = 0; /* too big for int64: a float, read in decimal as Go's ParseFloat does */
     }
     double d = strtod(b, &end);
+    if (end != b + n) { /* "1e": an exponent without digits */
+        ps_sel_quote(q, qs, s, n, n);
+        ps_psr_perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: invalid syntax", q);
+        return false;
+    }
     if (isinf(d)) {
-        ps_sel_quote(q, sizeof(q), s, t.len, 40);
+        ps_sel_quote(q, qs, s, n, n);
         ps_psr_perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: value out of range", q);
         return false;
     }
@@ -548,6 +626,8 @@ bool ps_psr_matchers(ps_psr_t *p, ps_selector_t *sel, uint32_t pos, bool named)
     }
     ps_psr_advance(p); /* "}" */
 
+    if (p->promql) /* PromQL checks these with the types, after parsing (promql.c) */
+        return true;
     if (named) {
         for (uint32_t i = 1; i < sel->n; i++)
             if (sel->m[i].nlen == 8 && memcmp(sel->m[i].name, "__name__", 8) == 0) {
@@ -844,7 +924,7 @@ static ps_expr_t *parse_expr(ps_psr_t *p)
 
 /* ---- API ----------------------------------------------------------------------------------- */
 
-void ps_psr_init(ps_psr_t *p, const char *s, size_t n, ps_arena_t *arena, ps_err_t *err)
+void ps_psr_init(ps_psr_t *p, const char *s, size_t n, ps_arena_t *arena, ps_err_t *err, bool promql)
 {
     memset(p, 0, sizeof(*p));
     char *copy = ps_arena_alloc(arena, n + 1); /* the lexer needs a NUL after the input */
@@ -855,7 +935,9 @@ void ps_psr_init(ps_psr_t *p, const char *s, size_t n, ps_arena_t *arena, ps_err
     p->n = n;
     p->arena = arena;
     p->err = err;
+    p->promql = promql;
     ps_sel_lex_init(&p->lex, copy, n);
+    p->lex.promql = promql;
     ps_psr_advance(p);
 }
 
@@ -900,7 +982,7 @@ int ps_expr_parse(const char *s, size_t n, ps_arena_t *arena, ps_expr_t **out, p
     *out = NULL;
     if ((rc = check_size(n, err)) != 0)
         return rc;
-    ps_psr_init(&p, s, n, arena, err);
+    ps_psr_init(&p, s, n, arena, err, false);
     ps_expr_t *e = parse_all(&p);
     if (e == NULL)
         return p.rc;
@@ -917,7 +999,7 @@ int ps_selector_parse(const char *s, size_t n, ps_arena_t *arena, ps_selector_t 
     out->m = NULL;
     if ((rc = check_size(n, err)) != 0)
         return rc;
-    ps_psr_init(&p, s, n, arena, err);
+    ps_psr_init(&p, s, n, arena, err, false);
     ps_expr_t *e = parse_all(&p);
     if (e == NULL)
         return p.rc;

@@ -5,8 +5,11 @@
  * Tokens follow Prometheus' promql/parser/lex.go. Two modes:
  *  - statements: identifiers and metric names ([a-zA-Z_:][a-zA-Z0-9_:]*, a name with a ':' is a
  *    T_METRIC_IDENT), keywords (case-insensitive, as PromQL's), numbers (1, 1.5, .5, 5., 1e-3,
- *    0x1f, 0755, 1_000, Inf, NaN in any case), durations (5m, 1h30m, 100ms), strings, operators,
- *    ( ) [ ] { , and @;
+ *    0x1f, 0755, Inf, NaN in any case), durations (5m, 1h30m, 100ms), strings, operators,
+ *    ( ) [ ] { , and @. Numbers and durations are scanned by hand as lex.go's scanNumber and
+ *    acceptRemainingDuration do, so that the same texts are tokens (and errors: "0deadbeef" is
+ *    'bad number or duration syntax: "0de"'). Between "[" and "]" the first token must be a
+ *    duration (lexDuration), and a letter or ':' is a T_COLON, as in Prometheus 2.42;
  *  - inside braces (after "{" up to "}"): label names [a-zA-Z_][a-zA-Z0-9_]* (no colons and no
  *    keywords), strings, = != =~ !~ , and }.
  * Both skip spaces (' ', \t, \r, \n) and # comments up to the end of the line.
@@ -36,13 +39,6 @@
     space      = [ \t\r\n]+;
     comment    = "#" [^\r\n]*;
 
-    digits     = [0-9]+ ("_" [0-9]+)*;
-    hexdigits  = [0-9a-fA-F]+ ("_" [0-9a-fA-F]+)*;
-    exponent   = [eE] [+-]? digits;
-    hex        = "0" [xX] "_"? hexdigits;
-    decimal    = digits;
-    float      = (digits "." digits? | "." digits) exponent? | digits exponent;
-    duration   = ([0-9]+ ("ms" | [smhdwy]))+;
 
     name       = [a-zA-Z_:] [a-zA-Z0-9_:]*;
     label      = [a-zA-Z_] [a-zA-Z0-9_]*;
@@ -102,17 +98,123 @@ static ps_tok_t lex_error(ps_lexer_t *l, const unsigned char *at, const char *fm
     return l->last;
 }
 
-/* What follows a number or a duration must not continue it: "0deadbeef", "1.2.3", "5mx". */
-static ps_tok_t number_end(ps_lexer_t *l, ps_tok_type_t type, const unsigned char *start)
+/* ---- numbers and durations, as lex.go scans them ------------------------------------------- */
+
+static bool is_alnum(int c)
 {
-    const unsigned char *p = l->cur;
-    while (p < l->lim && (*p == '_' || *p == '.' || (*p >= '0' && *p <= '9') || ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z')))
-        p++;
-    if (p == l->cur)
-        return tok(l, type, start);
-    int len = (int)(p - start) > 40 ? 40 : (int)(p - start);
-    return lex_error(l, start, "bad number or duration syntax: \"%.*s%s\"", len, (const char *)start,
-                     p - start > 40 ? "..." : "");
+    return c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+static int peek_c(const ps_lexer_t *l) { return l->cur < l->lim ? *l->cur : -1; }
+
+static bool accept(ps_lexer_t *l, const char *set)
+{
+    if (l->cur < l->lim && *l->cur != '\0' && strchr(set, *l->cur) != NULL) {
+        l->cur++;
+        return true;
+    }
+    return false;
+}
+
+static void accept_run(ps_lexer_t *l, const char *set)
+{
+    while (accept(l, set))
+        ;
+}
+
+/* scanNumber: true if a number ends here (what follows is not alphanumeric). */
+static bool scan_number(ps_lexer_t *l)
+{
+    const char *digits = "0123456789";
+    if (accept(l, "0") && accept(l, "xX"))
+        digits = "0123456789abcdefABCDEF";
+    accept_run(l, digits);
+    if (accept(l, "."))
+        accept_run(l, digits);
+    if (accept(l, "eE")) {
+        accept(l, "+-");
+        accept_run(l, "0123456789");
+    }
+    return !is_alnum(peek_c(l));
+}
+
+/* acceptRemainingDuration: units after the digits scan_number took, then maybe more digits and
+ * units; it reads one character past the end (*extra says whether it did, for the backup). */
+static bool accept_remaining_duration(ps_lexer_t *l, bool *extra)
+{
+    *extra = false;
+    if (!accept(l, "smhdwy"))
+        return false;
+    accept(l, "s");
+    while (accept(l, "0123456789")) {
+        accept_run(l, "0123456789");
+        if (!accept(l, "smhdw"))
+            return false;
+        accept(l, "s");
+    }
+    int c = peek_c(l);
+    if (c >= 0) {
+        l->cur++;
+        *extra = true;
+    }
+    return !is_alnum(c);
+}
+
+static ps_tok_t bad_number(ps_lexer_t *l, const unsigned char *start, const char *what)
+{
+    char q[120];
+    ps_sel_quote(q, sizeof(q), (const char *)start, (size_t)(l->cur - start), 100);
+    return lex_error(l, start, "%s: %s", what, q);
+}
+
+/* lexNumberOrDuration, from start. */
+static ps_tok_t lex_number(ps_lexer_t *l, const unsigned char *start)
+{
+    bool extra;
+    l->cur = start;
+    if (scan_number(l))
+        return tok(l, T_NUMBER, start);
+    if (accept_remaining_duration(l, &extra)) {
+        if (extra)
+            l->cur--;
+        return tok(l, T_DURATION, start);
+    }
+    return bad_number(l, start, "bad number or duration syntax");
+}
+
+/* lexDuration: the first token after "[" (spaces skipped). */
+static ps_tok_t lex_duration(ps_lexer_t *l)
+{
+    const unsigned char *start;
+    bool extra;
+
+    while (l->cur < l->lim && (*l->cur == ' ' || *l->cur == '\t' || *l->cur == '\r' || *l->cur == '\n'))
+        l->cur++;
+    start = l->cur;
+    if (scan_number(l))
+        return lex_error(l, start, "missing unit character in duration");
+    if (!accept_remaining_duration(l, &extra))
+        return bad_number(l, start, "bad duration syntax");
+    if (extra)
+        l->cur--;
+    return tok(l, T_DURATION, start);
+}
+
+/* A quote that does not close. lex.go reads the string up to the end of the line, and in PromQL a
+ * bad escape on the way is what it reports ("\\" at the end: "escape sequence not terminated"). */
+static ps_tok_t unterminated(ps_lexer_t *l, const unsigned char *start)
+{
+    char m[96];
+    if (l->promql)
+        for (const unsigned char *p = start + 1; p < l->lim && *p != '\n'; p++) {
+            if (*p != '\\')
+                continue;
+            const char *e = ps_sel_escape_error(m, sizeof(m), (const char *)p, (size_t)(l->lim - p), (char)*start);
+            if (e != NULL)
+                return lex_error(l, start, "%s", e);
+            p++;
+        }
+    return lex_error(l, start, "unterminated quoted string");
 }
 
 static ps_tok_t string_tok(ps_lexer_t *l, const unsigned char *start)
@@ -131,7 +233,7 @@ void ps_sel_lex_init(ps_lexer_t *l, const char *s, size_t n)
     l->lim = (const unsigned char *)s + n;
 }
 
-static ps_tok_t scan(ps_lexer_t *l)
+ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
 {
     const unsigned char *start;
     char q[16];
@@ -142,9 +244,16 @@ static ps_tok_t scan(ps_lexer_t *l)
         start = l->cur;
         if (l->brace_open)
             goto InsideBraces;
-        if (l->bracket_open && start < l->lim && *start == ':') {
-            if (l->got_colon)
-                return lex_error(l, start, "unexpected colon ':'");
+        if (l->want_duration) {
+            l->want_duration = false;
+            return lex_duration(l);
+        }
+        if (l->bracket_open && start < l->lim && (*start == ':' || *start == '_' || ((*start | 0x20) >= 'a' && (*start | 0x20) <= 'z'))) {
+            /* lex.go: inside brackets a letter is taken for a colon ("a[5m x]" is "a[5m:]") */
+            if (l->got_colon) {
+                quote_char(q, sizeof(q), start, l->lim);
+                return lex_error(l, start, "unexpected colon %s", q);
+            }
             l->got_colon = true;
             l->cur++;
             return tok(l, T_COLON, start);
@@ -198,11 +307,10 @@ static ps_tok_t scan(ps_lexer_t *l)
     ">="        { return tok(l, T_GTE, start); }
     ">"         { return tok(l, T_GTR, start); }
 
-    hex | decimal | float   { return number_end(l, T_NUMBER, start); }
-    duration                { return number_end(l, T_DURATION, start); }
+    [0-9] | "." [0-9]       { return lex_number(l, start); }
 
     dq_string | sq_string | raw_string { return string_tok(l, start); }
-    ["']        { return lex_error(l, start, "unterminated quoted string"); }
+    ["']        { return unterminated(l, start); }
     [`]         { return lex_error(l, start, "unterminated raw string"); }
 
     'inf' | 'nan'   { return tok(l, T_NUMBER, start); }
@@ -257,7 +365,7 @@ static ps_tok_t scan(ps_lexer_t *l)
     label       { return tok(l, T_IDENT, start); }
     ","         { return tok(l, T_COMMA, start); }
     dq_string | sq_string | raw_string { return string_tok(l, start); }
-    ["']        { return lex_error(l, start, "unterminated quoted string"); }
+    ["']        { return unterminated(l, start); }
     [`]         { return lex_error(l, start, "unterminated raw string"); }
     "=~"        { return tok(l, T_EQL_REGEX, start); }
     "="         { return tok(l, T_EQL, start); }
@@ -278,30 +386,4 @@ static ps_tok_t scan(ps_lexer_t *l)
                 }
     */
     }
-}
-
-/* The token after "[" must be a duration, as lex.go's lexDuration says: "a[5]" is "missing unit
- * character in duration" (also for "a[" and "a[:5m]"), "a[5mx]" a bad duration. */
-ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
-{
-    bool want = l->want_duration;
-    ps_tok_t t = scan(l);
-
-    if (!want)
-        return t;
-    if (t.type == T_DURATION) {
-        l->want_duration = false;
-        return t;
-    }
-    l->want_duration = false;
-    const unsigned char *at = (const unsigned char *)l->s + t.pos;
-    if (t.type == T_ERROR) {
-        at = (const unsigned char *)l->s + l->err_pos;
-        if (strncmp(l->msg, "bad number or duration syntax: ", 31) == 0) {
-            char m[sizeof(l->msg)];
-            snprintf(m, sizeof(m), "bad duration syntax: %s", l->msg + 31);
-            return lex_error(l, at, "%s", m);
-        }
-    }
-    return lex_error(l, at, "missing unit character in duration");
 }

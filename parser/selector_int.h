@@ -26,7 +26,7 @@ typedef enum {
     T_IDENT,        /* [a-zA-Z_][a-zA-Z0-9_]*, not a keyword */
     T_METRIC_IDENT, /* [a-zA-Z_:][a-zA-Z0-9_:]* with at least one ':' */
     T_STRING,       /* "...", '...' or `...`, still quoted */
-    T_NUMBER,       /* 1, 1.5, .5, 5., 1e3, 0x1f, 0755, 1_000, Inf, NaN */
+    T_NUMBER,       /* 1, 1.5, .5, 5., 1e3, 0x1f, 0755, Inf, NaN (and "0x", "1e": errors of the parser) */
     T_DURATION,     /* 5m, 1h30m, 100ms */
     /* punctuation */
     T_LPAREN, T_RPAREN, T_LBRACE, T_RBRACE, T_LBRACKET, T_RBRACKET, T_COMMA,
@@ -60,6 +60,7 @@ typedef struct ps_lexer {
     bool bracket_open;  /* between "[" and "]": ":" is a T_COLON */
     bool got_colon;     /* a ":" was seen inside these brackets */
     bool want_duration; /* the token after "[" must be a duration (lex.go's lexDuration) */
+    bool promql;        /* Prometheus 2.42's PromQL: an unterminated string reports a bad escape first */
     bool done;          /* an EOF or ERROR token was returned: every later call returns it again */
     ps_tok_t last;
     uint32_t err_pos;   /* T_ERROR: where, and what */
@@ -79,6 +80,11 @@ static inline bool ps_tok_is_comparison(ps_tok_type_t t) { return t >= T_EQLC &&
 /** Writes s[0..n) quoted as Go's %q does ("a\"b\n"), into out (always NUL-terminated). When s is
  *  longer than max bytes it is cut (on a character boundary) and "..." follows the closing quote. */
 void ps_sel_quote(char *out, size_t size, const char *s, size_t n, size_t max);
+
+/** What lex.go's lexEscape says about the escape sequence at s[0] == '\\' of a string quoted with
+ *  quote ("unknown escape sequence U+0071 'q'", "escape sequence not terminated"), written to out,
+ *  or NULL when the escape is good. */
+const char *ps_sel_escape_error(char *out, size_t size, const char *s, size_t n, char quote);
 
 /**
  * Compiles the matcher's regex (m->op RE or NRE, m->value set) and sets m->re, m->md and
@@ -115,7 +121,7 @@ typedef struct ps_psr {
 } ps_psr_t;
 
 /** Copies s[0..n) into the arena (NUL-terminated), starts the lexer and reads the first token. */
-void ps_psr_init(ps_psr_t *p, const char *s, size_t n, ps_arena_t *arena, ps_err_t *err);
+void ps_psr_init(ps_psr_t *p, const char *s, size_t n, ps_arena_t *arena, ps_err_t *err, bool promql);
 void ps_psr_advance(ps_psr_t *p);
 ps_tok_t ps_psr_peek(ps_psr_t *p);
 const char *ps_psr_text(const ps_psr_t *p, ps_tok_t t);
@@ -135,7 +141,8 @@ bool ps_psr_is_metric_word(ps_tok_type_t t);
 /** grouping := ("by"|"without"|"on"|"ignoring"|...) "(" labels ")": the current token is the keyword. */
 bool ps_psr_grouping(ps_psr_t *p, ps_psr_grouping_t *g);
 /** Parses a selector into sel (recorded for ps_psr_dispose_all): the current token is the metric
- *  name (named) or "{". Checks a metric name given twice and the non-empty matcher rule. */
+ *  name (named) or "{". Checks a metric name given twice and the non-empty matcher rule (not in
+ *  promql mode: PromQL checks them after parsing, as Prometheus' checkAST). */
 bool ps_psr_matchers(ps_psr_t *p, ps_selector_t *sel, uint32_t pos, bool named);
 /** Frees the regexes of every selector recorded (after an error). */
 void ps_psr_dispose_all(ps_psr_t *p);

@@ -402,7 +402,6 @@ static void test_scalars(void **state)
     /* numbers as PromQL lexes them */
     assert_true(eval("0x1f") == 31);
     assert_true(eval("0X1F") == 31);
-    assert_true(eval("0x_1f") == 31);
     assert_true(eval("1e3") == 1000);
     assert_true(eval("1E-3") == 0.001);
     assert_true(eval(".5") == 0.5);
@@ -412,7 +411,6 @@ static void test_scalars(void **state)
     assert_true(eval("0755") == 493);
     assert_true(eval("-0755") == -493);
     assert_true(eval("089") == 89);
-    assert_true(eval("1_000") == 1000);
     assert_true(eval("100000000000000000000") == 1e20);
     assert_true(eval("(((1)))") == 1);
     assert_true(eval("# c\n 1 # one\n + 2") == 3);
@@ -453,9 +451,12 @@ static void test_scalars(void **state)
     expr_err("", PS_EINVAL, "1:1: parse error: no expression found in input");
     expr_err("  # only a comment\n", PS_EINVAL, "1:1: parse error: no expression found in input");
     expr_err(".", PS_EINVAL, "1:1: parse error: unexpected character: '.'");
-    expr_err("2.5.", PS_EINVAL, "1:1: parse error: bad number or duration syntax: \"2.5.\"");
-    expr_err("0deadbeef", PS_EINVAL, "1:1: parse error: bad number or duration syntax: \"0deadbeef\"");
-    expr_err("1e", PS_EINVAL, "1:1: parse error: bad number or duration syntax: \"1e\"");
+    /* Prometheus 2.42's lexer: no underscores in numbers; what follows a number is a new token */
+    expr_err("1_000", PS_EINVAL, "1:1: parse error: bad number or duration syntax: \"1\"");
+    expr_err("0x_1f", PS_EINVAL, "1:1: parse error: bad number or duration syntax: \"0x\"");
+    expr_err("2.5.", PS_EINVAL, "1:4: parse error: unexpected character: '.'");
+    expr_err("0deadbeef", PS_EINVAL, "1:1: parse error: bad number or duration syntax: \"0de\"");
+    expr_err("1e", PS_EINVAL, "1:1: parse error: error parsing number: strconv.ParseFloat: parsing \"1e\": invalid syntax");
     expr_err("0x8000000000000000", PS_EINVAL,
              "1:1: parse error: error parsing number: strconv.ParseFloat: parsing \"0x8000000000000000\": invalid syntax");
     expr_err("1e999", PS_EINVAL,
