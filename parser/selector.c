@@ -1,30 +1,24 @@
 /*
- * selector.c - the parser of the selector language (grammar in selector.h), over the tokens of
- * the re2c lexer in selector.re. Recursive descent with PromQL's precedence, lowest first:
+ * selector.c - the parser of the selector language (selector.h), over the tokens of the re2c
+ * lexer in selector.re, and the machinery it shares with the PromQL parser (promql.c) through
+ * selector_int.h: token descriptions, errors, string literals, numbers, matchers and grouping
+ * lists.
  *
- *   expr    := mul { ("+" | "-") mul }                      left-associative
- *   mul     := unary { ("*" | "/" | "%") unary }            left-associative
- *   unary   := ("+" | "-") unary | pow                      so -2^2 is -(2^2), -1*2 is (-1)*2
- *   pow     := primary [ "^" unary ]                        right-associative: 2^3^2 = 2^9
- *   primary := number | "(" expr ")" | selector | sum
- *   sum     := "sum" [grouping] "(" expr ")" [grouping]     grouping := ("by"|"without") "(" labels ")"
+ *   selector := metric_name [ "{" [ matcher { "," matcher } [","] ] "}" ] | "{" matchers "}"
  *
- * Binary arithmetic is between numbers only (ps_expr_is_scalar); unary minus also applies to series
- * (as in PromQL: the values are negated); sum() takes a series expression.
- * The rest of PromQL is recognised well enough to say it is not supported, with the position:
- *   "1:1: rate() is not supported: profstore answers selectors, sum/sum by and number arithmetic"
- * Syntax errors read as Prometheus' do (promql/parser/parse.go, generated_parser.y):
+ * ps_selector_parse is Prometheus' parser.ParseMetricSelector (what match[] takes): the input is a
+ * selector and nothing else, lexed as PromQL, so its errors are Prometheus' to the position
+ * ("1:3: parse error: unexpected <offset>" for `x offset 5m`). Syntax errors read as Prometheus'
+ * do (promql/parser/parse.go, generated_parser.y):
  *   "1:6: parse error: unexpected \"}\" in label matching, expected string"
  * where a token is described as Prometheus' Item.desc(): end of input, identifier "x",
  * metric identifier "a:b", string "\"v\"", number "1", duration "5m", "}" (punctuation),
  * <op:+>, <aggr:sum>, <by> (keywords). Positions are line:column, 1-based, the column in bytes.
  *
- * Memory: the tree, names and values come from the caller's arena; only the compiled regexes
- * (PCRE2) are heap objects. Every selector made is recorded, so a failed parse frees them all.
+ * Memory: names and values come from the caller's arena; only the compiled regexes (PCRE2) are
+ * heap objects. Every selector made is recorded, so a failed parse frees them all.
  * Limits (PS_ETOOBIG): 64 KiB of input, 64 matchers per selector, 1000 selectors per expression,
- * 64 grouping labels, and 64 levels of nesting, counted both as parser recursion (parentheses,
- * unary signs, ^) and as depth of the tree built (so 1+1+...+1 has at most 64 terms): everything
- * that walks the tree recursively (dispose, eval, the engine) can rely on it.
+ * 64 grouping labels.
  */
 #include "parser/selector.h"
 
@@ -44,32 +38,6 @@
 #define MAX_MATCHERS 64u
 #define MAX_SELECTORS 1000u
 #define MAX_GROUPING 64u
-#define MAX_DEPTH 64u
-
-static const char SUPPORTED[] = "profstore answers selectors, sum/sum by and number arithmetic";
-
-/* PromQL's functions (promql/parser/functions.go), to tell "not supported" from "unknown". */
-static const char *const functions[] = {
-    "abs", "absent", "absent_over_time", "acos", "acosh", "asin", "asinh", "atan", "atanh", "avg_over_time",
-    "ceil", "changes", "clamp", "clamp_max", "clamp_min", "cos", "cosh", "count_over_time", "day_of_month",
-    "day_of_week", "day_of_year", "days_in_month", "deg", "delta", "deriv", "double_exponential_smoothing", "end",
-    "exp", "first_over_time", "floor", "histogram_avg", "histogram_count", "histogram_fraction",
-    "histogram_quantile", "histogram_quantiles", "histogram_stddev", "histogram_stdvar", "histogram_sum",
-    "holt_winters", "hour", "idelta", "increase", "info", "integral", "irate", "label_join", "label_replace",
-    "last_over_time", "ln", "log10", "log2", "mad_over_time", "max_over_time", "min_over_time", "minute", "month",
-    "pi", "predict_linear", "present_over_time", "quantile_over_time", "rad", "range", "rate", "resets", "round",
-    "scalar", "sgn", "sin", "sinh", "sort", "sort_by_label", "sort_by_label_desc", "sort_desc", "sqrt", "start",
-    "stddev_over_time", "stdvar_over_time", "step", "sum_over_time", "tan", "tanh", "time", "timestamp",
-    "ts_of_first_over_time", "ts_of_last_over_time", "ts_of_max_over_time", "ts_of_min_over_time", "vector",
-    "year",
-};
-
-/* An expression node and the depth of the tree under it (private: the API has no field for it). */
-typedef struct node {
-    ps_expr_t e; /* first: a ps_expr_t * made here is a node_t * */
-    uint32_t depth;
-} node_t;
-
 
 /* ---- quoting and token descriptions -------------------------------------------------------- */
 
@@ -138,27 +106,6 @@ Full:
 
 const char *ps_psr_text(const ps_psr_t *p, ps_tok_t t) { return p->s + t.pos; }
 
-static const char *aggregator_name(ps_tok_type_t t)
-{
-    switch (t) {
-    case T_SUM: return "sum";
-    case T_AVG: return "avg";
-    case T_COUNT: return "count";
-    case T_MIN: return "min";
-    case T_MAX: return "max";
-    case T_GROUP: return "group";
-    case T_STDDEV: return "stddev";
-    case T_STDVAR: return "stdvar";
-    case T_TOPK: return "topk";
-    case T_BOTTOMK: return "bottomk";
-    case T_COUNT_VALUES: return "count_values";
-    case T_QUANTILE: return "quantile";
-    case T_LIMITK: return "limitk";
-    case T_LIMIT_RATIO: return "limit_ratio";
-    default: return "?";
-    }
-}
-
 /* Prometheus' Item.desc(). */
 void ps_psr_tok_desc(const ps_psr_t *p, ps_tok_t t, char *out, size_t size)
 {
@@ -223,17 +170,6 @@ __attribute__((format(printf, 3, 4))) void *ps_psr_perr(ps_psr_t *p, uint32_t po
     return NULL;
 }
 
-__attribute__((format(printf, 3, 4))) static void *unsupported(ps_psr_t *p, uint32_t pos, const char *fmt, ...)
-{
-    char suffix[sizeof(SUPPORTED) + 2];
-    va_list ap;
-    snprintf(suffix, sizeof(suffix), ": %s", SUPPORTED);
-    va_start(ap, fmt);
-    failv(p, PS_EINVAL, pos, "", suffix, fmt, ap);
-    va_end(ap);
-    return NULL;
-}
-
 __attribute__((format(printf, 3, 4))) void *ps_psr_too_big(ps_psr_t *p, uint32_t pos, const char *fmt, ...)
 {
     va_list ap;
@@ -252,24 +188,6 @@ void *ps_psr_unexpected(ps_psr_t *p, ps_tok_t t, const char *context, const char
     ps_psr_tok_desc(p, t, d, sizeof(d));
     return ps_psr_perr(p, t.pos, "unexpected %s%s%s%s%s", d, context ? " in " : "", context ? context : "",
                 expected ? ", expected " : "", expected ? expected : "");
-}
-
-/* An expression ended and the current token cannot follow it. */
-static void *after_expr(ps_psr_t *p)
-{
-    ps_tok_t t = p->tok;
-    if (ps_tok_is_comparison(t.type))
-        return unsupported(p, t.pos, "comparison operator \"%.*s\" is not supported", (int)t.len, ps_psr_text(p, t));
-    switch (t.type) {
-    case T_LAND: return unsupported(p, t.pos, "set operator \"and\" is not supported");
-    case T_LOR: return unsupported(p, t.pos, "set operator \"or\" is not supported");
-    case T_LUNLESS: return unsupported(p, t.pos, "set operator \"unless\" is not supported");
-    case T_ATAN2: return unsupported(p, t.pos, "operator \"atan2\" is not supported");
-    case T_LBRACKET: return unsupported(p, t.pos, "range selectors and subqueries ([...]) are not supported");
-    case T_OFFSET: return unsupported(p, t.pos, "the offset modifier is not supported");
-    case T_AT: return unsupported(p, t.pos, "the @ modifier is not supported");
-    default: return ps_psr_unexpected(p, t, NULL, NULL);
-    }
 }
 
 /* ---- tokens -------------------------------------------------------------------------------- */
@@ -432,32 +350,7 @@ bool ps_psr_number(ps_psr_t *p, ps_tok_t t, double *out)
     return true;
 }
 
-/* ---- nodes --------------------------------------------------------------------------------- */
-
-static uint32_t depth_of(const ps_expr_t *e) { return e ? ((const node_t *)(const void *)e)->depth : 0; }
-
-static ps_expr_t *new_expr(ps_psr_t *p, ps_expr_kind_t kind, uint32_t pos, ps_expr_t *lhs, ps_expr_t *rhs)
-{
-    uint32_t dl = depth_of(lhs), dr = depth_of(rhs);
-    uint32_t depth = 1 + (dl > dr ? dl : dr);
-    if (depth > MAX_DEPTH)
-        return ps_psr_too_big(p, pos, "expression is too deeply nested (the limit is %u levels)", MAX_DEPTH);
-    node_t *nd = ps_arena_calloc(p->arena, 1, sizeof(*nd));
-    nd->depth = depth;
-    nd->e.kind = kind;
-    nd->e.pos = pos;
-    nd->e.lhs = lhs;
-    nd->e.rhs = rhs;
-    return &nd->e;
-}
-
-static bool is_function(const char *s, size_t n)
-{
-    for (size_t i = 0; i < sizeof(functions) / sizeof(functions[0]); i++)
-        if (strlen(functions[i]) == n && memcmp(functions[i], s, n) == 0)
-            return true;
-    return false;
-}
+/* ---- names -------------------------------------------------------------------------------- */
 
 /* Tokens PromQL accepts as a bare metric name (generated_parser.y: metric_identifier). */
 bool ps_psr_is_metric_word(ps_tok_type_t t)
@@ -649,20 +542,7 @@ bool ps_psr_matchers(ps_psr_t *p, ps_selector_t *sel, uint32_t pos, bool named)
     return true;
 }
 
-/* selector := name [ "{" matchers "}" ] | "{" matchers "}"; the current token is the name or "{". */
-static ps_expr_t *parse_selector(ps_psr_t *p)
-{
-    uint32_t pos = p->tok.pos;
-    ps_expr_t *e = new_expr(p, PS_EXPR_SELECTOR, pos, NULL, NULL);
-    if (e == NULL || !ps_psr_matchers(p, &e->sel, pos, p->tok.type != T_LBRACE))
-        return NULL;
-    return e;
-}
-
-/* ---- expressions --------------------------------------------------------------------------- */
-
-static ps_expr_t *parse_expr(ps_psr_t *p);
-static ps_expr_t *parse_unary(ps_psr_t *p);
+/* ---- grouping lists (PromQL's by/without/on/ignoring) ---------------------------------- */
 
 /* grouping := ("by" | "without") "(" [ label { "," label } [","] ] ")"; the token is by/without. */
 bool ps_psr_grouping(ps_psr_t *p, ps_psr_grouping_t *g)
@@ -720,208 +600,6 @@ bool ps_psr_grouping(ps_psr_t *p, ps_psr_grouping_t *g)
     return true;
 }
 
-/* sum := "sum" [grouping] "(" expr ")" [grouping]; the token is "sum". */
-static ps_expr_t *parse_sum(ps_psr_t *p)
-{
-    uint32_t pos = p->tok.pos, nargs = 1;
-    ps_psr_grouping_t g = {0};
-
-    ps_psr_advance(p);
-    if ((p->tok.type == T_BY || p->tok.type == T_WITHOUT) && !ps_psr_grouping(p, &g))
-        return NULL;
-    if (p->tok.type != T_LPAREN)
-        return ps_psr_unexpected(p, p->tok, "aggregation", "\"(\"");
-    ps_psr_advance(p);
-    if (p->tok.type == T_RPAREN)
-        return ps_psr_perr(p, pos, "no arguments for aggregate expression provided");
-    ps_expr_t *arg = parse_expr(p);
-    if (arg == NULL)
-        return NULL;
-    while (p->tok.type == T_COMMA) {
-        uint32_t comma = p->tok.pos;
-        ps_psr_advance(p);
-        if (p->tok.type == T_RPAREN)
-            return ps_psr_perr(p, comma, "trailing commas not allowed in function call args");
-        if (parse_expr(p) == NULL)
-            return NULL;
-        nargs++;
-    }
-    if (p->tok.type != T_RPAREN)
-        return after_expr(p);
-    ps_psr_advance(p);
-    if (nargs != 1)
-        return ps_psr_perr(p, pos, "wrong number of arguments for aggregate expression provided, expected 1, got %u", nargs);
-    if (ps_expr_is_scalar(arg))
-        return ps_psr_perr(p, arg->pos, "expected type instant vector in aggregation expression, got scalar");
-    if (!g.grouped && (p->tok.type == T_BY || p->tok.type == T_WITHOUT) && !ps_psr_grouping(p, &g))
-        return NULL;
-    ps_expr_t *e = new_expr(p, PS_EXPR_SUM, pos, arg, NULL);
-    if (e == NULL)
-        return NULL;
-    e->grouped = g.grouped;
-    e->without = g.without;
-    e->ngroup = g.n;
-    e->group = g.names;
-    return e;
-}
-
-static ps_expr_t *parse_primary(ps_psr_t *p)
-{
-    ps_tok_t t = p->tok;
-    ps_tok_type_t next;
-    ps_expr_t *e;
-
-    switch (t.type) {
-    case T_NUMBER: {
-        double v;
-        if (!ps_psr_number(p, t, &v))
-            return NULL;
-        if ((e = new_expr(p, PS_EXPR_NUMBER, t.pos, NULL, NULL)) == NULL)
-            return NULL;
-        e->num = v;
-        ps_psr_advance(p);
-        break;
-    }
-    case T_LPAREN:
-        ps_psr_advance(p);
-        if ((e = parse_expr(p)) == NULL)
-            return NULL;
-        if (p->tok.type != T_RPAREN)
-            return after_expr(p);
-        ps_psr_advance(p);
-        break;
-    case T_LBRACE:
-        e = parse_selector(p);
-        break;
-    case T_STRING:
-        return unsupported(p, t.pos, "string literals are not supported");
-    case T_IDENT:
-        if (ps_psr_peek(p).type == T_LPAREN) {
-            char q[80];
-            if (is_function(ps_psr_text(p, t), t.len))
-                return unsupported(p, t.pos, "%.*s() is not supported", (int)t.len, ps_psr_text(p, t));
-            ps_sel_quote(q, sizeof(q), ps_psr_text(p, t), t.len, 64);
-            return ps_psr_perr(p, t.pos, "unknown function with name %s", q);
-        }
-        e = parse_selector(p);
-        break;
-    default:
-        if (ps_tok_is_aggregator(t.type)) {
-            next = ps_psr_peek(p).type;
-            if (next == T_LPAREN || next == T_BY || next == T_WITHOUT) {
-                if (t.type == T_SUM) {
-                    e = parse_sum(p);
-                    break;
-                }
-                return unsupported(p, t.pos, "%s() is not supported", aggregator_name(t.type));
-            }
-        }
-        if (!ps_psr_is_metric_word(t.type))
-            return ps_psr_unexpected(p, t, NULL, NULL);
-        e = parse_selector(p);
-        break;
-    }
-    if (e == NULL)
-        return NULL;
-    switch (p->tok.type) { /* postfix forms we do not take */
-    case T_LBRACKET:
-    case T_OFFSET:
-    case T_AT: return after_expr(p);
-    default: return e;
-    }
-}
-
-/* After a binary operator: PromQL's bool / on / ignoring / group_left / group_right. */
-static bool bin_modifier_ok(ps_psr_t *p)
-{
-    ps_tok_t t = p->tok;
-    if (t.type == T_BOOL) {
-        unsupported(p, t.pos, "the bool modifier is not supported");
-        return false;
-    }
-    if (t.type == T_ON || t.type == T_IGNORING || t.type == T_GROUP_LEFT || t.type == T_GROUP_RIGHT) {
-        unsupported(p, t.pos, "vector matching (%.*s) is not supported", (int)t.len, ps_psr_text(p, t));
-        return false;
-    }
-    return true;
-}
-
-static ps_expr_t *binary(ps_psr_t *p, ps_tok_t op, ps_expr_t *l, ps_expr_t *r)
-{
-    if (!ps_expr_is_scalar(r))
-        return unsupported(p, op.pos, "arithmetic on series is not supported");
-    ps_expr_t *e = new_expr(p, PS_EXPR_BINARY, l->pos, l, r);
-    if (e != NULL)
-        e->op = ps_psr_text(p, op)[0];
-    return e;
-}
-
-/* The operator token is current and l its left operand: checks l, takes the operator. */
-static bool take_operator(ps_psr_t *p, ps_expr_t *l, ps_tok_t *op)
-{
-    *op = p->tok;
-    if (!ps_expr_is_scalar(l)) {
-        unsupported(p, op->pos, "arithmetic on series is not supported");
-        return false;
-    }
-    ps_psr_advance(p);
-    return bin_modifier_ok(p);
-}
-
-static ps_expr_t *parse_pow(ps_psr_t *p)
-{
-    ps_tok_t op;
-    ps_expr_t *l = parse_primary(p), *r;
-    if (l == NULL || p->tok.type != T_POW)
-        return l;
-    if (!take_operator(p, l, &op) || (r = parse_unary(p)) == NULL)
-        return NULL;
-    return binary(p, op, l, r);
-}
-
-static ps_expr_t *parse_unary(ps_psr_t *p)
-{
-    ps_tok_t t = p->tok;
-    ps_expr_t *e;
-
-    if (++p->depth > MAX_DEPTH)
-        return ps_psr_too_big(p, t.pos, "expression is too deeply nested (the limit is %u levels)", MAX_DEPTH);
-    if (t.type == T_ADD || t.type == T_SUB) {
-        ps_psr_advance(p);
-        e = parse_unary(p);
-        if (e != NULL && t.type == T_SUB) /* on a number or on series (the engine negates values) */
-            e = new_expr(p, PS_EXPR_NEG, t.pos, e, NULL);
-    } else {
-        e = parse_pow(p);
-    }
-    p->depth--;
-    return e;
-}
-
-static ps_expr_t *parse_mul(ps_psr_t *p)
-{
-    ps_tok_t op;
-    ps_expr_t *l = parse_unary(p), *r;
-    while (l != NULL && (p->tok.type == T_MUL || p->tok.type == T_DIV || p->tok.type == T_MOD)) {
-        if (!take_operator(p, l, &op) || (r = parse_unary(p)) == NULL)
-            return NULL;
-        l = binary(p, op, l, r);
-    }
-    return l;
-}
-
-static ps_expr_t *parse_expr(ps_psr_t *p)
-{
-    ps_tok_t op;
-    ps_expr_t *l = parse_mul(p), *r;
-    while (l != NULL && (p->tok.type == T_ADD || p->tok.type == T_SUB)) {
-        if (!take_operator(p, l, &op) || (r = parse_mul(p)) == NULL)
-            return NULL;
-        l = binary(p, op, l, r);
-    }
-    return l;
-}
-
 /* ---- API ----------------------------------------------------------------------------------- */
 
 void ps_psr_init(ps_psr_t *p, const char *s, size_t n, ps_arena_t *arena, ps_err_t *err, bool promql)
@@ -941,25 +619,6 @@ void ps_psr_init(ps_psr_t *p, const char *s, size_t n, ps_arena_t *arena, ps_err
     ps_psr_advance(p);
 }
 
-/* Parses the whole input as an expression; NULL after an error, with every regex freed. */
-static ps_expr_t *parse_all(ps_psr_t *p)
-{
-    ps_expr_t *e = NULL;
-    if (p->tok.type == T_EOF) {
-        ps_psr_perr(p, 0, "no expression found in input"); /* at 0, as Prometheus */
-    } else {
-        e = parse_expr(p);
-        if (e != NULL && p->tok.type != T_EOF)
-            e = after_expr(p);
-    }
-    if (e == NULL) {
-        ps_psr_dispose_all(p);
-        if (p->rc == 0) /* cannot happen: every NULL comes with an error */
-            p->rc = ps_err_set(p->err, PS_EINTERNAL, "selector parser failed without a message");
-    }
-    return e;
-}
-
 void ps_psr_dispose_all(ps_psr_t *p)
 {
     for (uint32_t i = 0; i < p->nsels; i++)
@@ -974,22 +633,6 @@ static int check_size(size_t n, ps_err_t *err)
     return 0;
 }
 
-int ps_expr_parse(const char *s, size_t n, ps_arena_t *arena, ps_expr_t **out, ps_err_t *err)
-{
-    ps_psr_t p;
-    int rc;
-
-    *out = NULL;
-    if ((rc = check_size(n, err)) != 0)
-        return rc;
-    ps_psr_init(&p, s, n, arena, err, false);
-    ps_expr_t *e = parse_all(&p);
-    if (e == NULL)
-        return p.rc;
-    *out = e;
-    return 0;
-}
-
 int ps_selector_parse(const char *s, size_t n, ps_arena_t *arena, ps_selector_t *out, ps_err_t *err)
 {
     ps_psr_t p;
@@ -999,17 +642,28 @@ int ps_selector_parse(const char *s, size_t n, ps_arena_t *arena, ps_selector_t 
     out->m = NULL;
     if ((rc = check_size(n, err)) != 0)
         return rc;
-    ps_psr_init(&p, s, n, arena, err, false);
-    ps_expr_t *e = parse_all(&p);
-    if (e == NULL)
-        return p.rc;
-    if (e->kind != PS_EXPR_SELECTOR) {
-        ps_expr_dispose(e);
-        ps_psr_perr(&p, e->pos, "expected a series selector, got %s",
-             e->kind == PS_EXPR_SUM ? "an aggregation" : "a number expression");
+    /* parser.ParseMetricSelector: a selector and nothing else, lexed as PromQL */
+    ps_psr_init(&p, s, n, arena, err, true);
+    ps_tok_t t = p.tok;
+    if (t.type == T_EOF)
+        ps_psr_perr(&p, 0, "unexpected end of input");
+    else if (!ps_psr_is_metric_word(t.type) && t.type != T_LBRACE)
+        ps_psr_unexpected(&p, t, NULL, NULL);
+    else if (ps_psr_matchers(&p, out, t.pos, t.type != T_LBRACE)) {
+        bool non_empty = false; /* what Prometheus' API requires of match[] and we of every selector */
+        for (uint32_t i = 0; i < out->n; i++)
+            non_empty |= !out->m[i].matches_empty;
+        if (p.tok.type != T_EOF)
+            ps_psr_unexpected(&p, p.tok, NULL, NULL);
+        else if (!non_empty)
+            ps_psr_perr(&p, t.pos, "vector selector must contain at least one non-empty matcher");
+    }
+    if (p.rc != 0) {
+        ps_psr_dispose_all(&p);
+        out->n = 0;
+        out->m = NULL;
         return p.rc;
     }
-    *out = e->sel;
     return 0;
 }
 
@@ -1019,55 +673,4 @@ void ps_selector_dispose(ps_selector_t *sel)
         return;
     for (uint32_t i = 0; i < sel->n; i++)
         ps_matcher_free(&sel->m[i]);
-}
-
-void ps_expr_dispose(ps_expr_t *e)
-{
-    if (e == NULL)
-        return;
-    switch (e->kind) {
-    case PS_EXPR_SELECTOR: ps_selector_dispose(&e->sel); break;
-    case PS_EXPR_BINARY:
-        ps_expr_dispose(e->lhs);
-        ps_expr_dispose(e->rhs);
-        break;
-    case PS_EXPR_NEG:
-    case PS_EXPR_SUM: ps_expr_dispose(e->lhs); break;
-    case PS_EXPR_NUMBER: break;
-    }
-}
-
-bool ps_expr_is_scalar(const ps_expr_t *e)
-{
-    if (e == NULL)
-        return false;
-    switch (e->kind) {
-    case PS_EXPR_NUMBER: return true;
-    case PS_EXPR_NEG: return ps_expr_is_scalar(e->lhs);
-    case PS_EXPR_BINARY: return ps_expr_is_scalar(e->lhs) && ps_expr_is_scalar(e->rhs);
-    default: return false;
-    }
-}
-
-double ps_expr_eval_scalar(const ps_expr_t *e)
-{
-    if (e == NULL)
-        return NAN;
-    switch (e->kind) {
-    case PS_EXPR_NUMBER: return e->num;
-    case PS_EXPR_NEG: return -ps_expr_eval_scalar(e->lhs);
-    case PS_EXPR_BINARY: {
-        double a = ps_expr_eval_scalar(e->lhs), b = ps_expr_eval_scalar(e->rhs);
-        switch (e->op) {
-        case '+': return a + b;
-        case '-': return a - b;
-        case '*': return a * b;
-        case '/': return a / b; /* IEEE 754: x/0 = ±Inf, 0/0 = NaN, as Go */
-        case '%': return fmod(a, b); /* Go's math.Mod */
-        case '^': return pow(a, b);  /* Go's math.Pow */
-        }
-        return NAN;
-    }
-    default: return NAN;
-    }
 }

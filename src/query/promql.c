@@ -22,6 +22,7 @@ void ps_pq_opts_default(ps_pq_opts_t *o)
     o->max_samples = 50000000;
     o->max_points = 11000;
     o->timeout = 2 * 60 * 1000;
+    o->subquery_step = 60 * 1000;
 }
 
 /* ---- small things ---- */
@@ -262,14 +263,23 @@ static const ps_pq_node_t *unparen(const ps_pq_node_t *n)
     return n;
 }
 
-static int load_selector(pq_ctx_t *c, const ps_pq_node_t *vs, int64_t range, pq_sel_t *s)
+/* offset and @ of a selector or subquery node n into s; [*lo, *hi]: the times it is evaluated at */
+static void time_mods(pq_ctx_t *c, const ps_pq_node_t *n, pq_sel_t *s, int64_t *lo, int64_t *hi)
 {
     const ps_pq_opts_t *o = c->o;
-    s->offset = vs->offset_ms;
+    s->offset = n->offset_ms;
+    s->has_at = n->at != PS_PQ_AT_NONE;
+    s->at = n->at == PS_PQ_AT_START ? o->start : n->at == PS_PQ_AT_END ? o->end : n->at_ms;
+    if (s->has_at)
+        *lo = *hi = s->at;
+}
+
+/* Loads a selector's series for evaluations at times in [lo, hi]. */
+static int load_selector(pq_ctx_t *c, const ps_pq_node_t *vs, int64_t range, pq_sel_t *s, int64_t lo, int64_t hi)
+{
+    const ps_pq_opts_t *o = c->o;
     s->range = range;
-    s->has_at = vs->at != PS_PQ_AT_NONE;
-    s->at = vs->at == PS_PQ_AT_START ? o->start : vs->at == PS_PQ_AT_END ? o->end : vs->at_ms;
-    int64_t lo = s->has_at ? s->at : o->start, hi = s->has_at ? s->at : o->end;
+    time_mods(c, vs, s, &lo, &hi);
     int64_t mint = sat_sub(sat_sub(lo, s->offset), range ? range : o->lookback), maxt = sat_sub(hi, s->offset);
     int ret = c->src->select(c->src->ctx, (ps_selector_t *)&vs->sel, mint, maxt, c->arena, &c->budget, &s->series,
                              &s->n, c->err);
@@ -282,14 +292,6 @@ static int load_selector(pq_ctx_t *c, const ps_pq_node_t *vs, int64_t range, pq_
     return 0;
 }
 
-static int unsupported(pq_ctx_t *c, const ps_pq_node_t *n, const char *what)
-{
-    return ps_err_set_at(c->err, PS_EUNSUPPORTED, n->pos,
-                         "%s (at 1:%u) is not supported by profstore's PromQL evaluator; Prometheus reading profstore "
-                         "through remote_read evaluates all of PromQL",
-                         what, n->pos + 1);
-}
-
 static const char **sorted_names(pq_ctx_t *c, const char **names, uint32_t n)
 {
     const char **v = ps_arena_alloc(c->arena, (n + 1) * sizeof(char *));
@@ -300,7 +302,8 @@ static const char **sorted_names(pq_ctx_t *c, const char **names, uint32_t n)
     return v;
 }
 
-static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth)
+/* Plans n for evaluations at times in [lo, hi] (a subquery moves the window of what is below it). */
+static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth, int64_t lo, int64_t hi)
 {
     if (depth > 1000)
         return ps_err_set(c->err, PS_ELIMIT, "the expression is nested too deeply");
@@ -309,6 +312,7 @@ static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth)
     p->matrix_arg = -1;
     ps_hmap_init(&p->m1);
     ps_hmap_init(&p->m2);
+    ps_hmap_init(&p->m3);
     p->next_all = c->all;
     c->all = p;
     *out = p;
@@ -318,27 +322,32 @@ static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth)
     case PS_PQ_STRING:
         return 0;
     case PS_PQ_VECTOR:
-        return load_selector(c, n, 0, &p->sel);
+        return load_selector(c, n, 0, &p->sel, lo, hi);
     case PS_PQ_MATRIX:
-        return load_selector(c, n->expr, n->range_ms, &p->sel);
+        return load_selector(c, n->expr, n->range_ms, &p->sel, lo, hi);
     case PS_PQ_SUBQUERY:
-        return unsupported(c, n, "a subquery");
+        /* the inner expression runs at the multiples of the step in [lo - offset - range, hi - offset] */
+        time_mods(c, n, &p->sel, &lo, &hi);
+        p->sel.range = n->range_ms;
+        p->sq_step = n->step_ms > 0 ? n->step_ms : c->o->subquery_step;
+        return plan(c, n->expr, &p->a, depth + 1, sat_sub(sat_sub(lo, p->sel.offset), n->range_ms),
+                    sat_sub(hi, p->sel.offset));
     case PS_PQ_PAREN:
     case PS_PQ_UNARY:
-        return plan(c, n->expr, &p->a, depth + 1);
+        return plan(c, n->expr, &p->a, depth + 1, lo, hi);
     case PS_PQ_AGG:
         p->names = sorted_names(c, n->group, n->ngroup);
         p->nnames = n->ngroup;
-        if ((ret = plan(c, n->expr, &p->a, depth + 1)) == 0 && n->param)
-            ret = plan(c, n->param, &p->b, depth + 1);
+        if ((ret = plan(c, n->expr, &p->a, depth + 1, lo, hi)) == 0 && n->param)
+            ret = plan(c, n->param, &p->b, depth + 1, lo, hi);
         return ret;
     case PS_PQ_BINARY:
         if (n->matching) {
             p->names = sorted_names(c, n->matching->labels, n->matching->nlabels);
             p->nnames = n->matching->nlabels;
         }
-        if ((ret = plan(c, n->lhs, &p->a, depth + 1)) == 0)
-            ret = plan(c, n->rhs, &p->b, depth + 1);
+        if ((ret = plan(c, n->lhs, &p->a, depth + 1, lo, hi)) == 0)
+            ret = plan(c, n->rhs, &p->b, depth + 1, lo, hi);
         return ret;
     case PS_PQ_CALL:
         p->nargs = n->nargs;
@@ -348,12 +357,10 @@ static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth)
         for (uint32_t i = 0; i < n->nargs && ret == 0; i++) {
             if (n->args[i]->type == PS_PQ_VMATRIX) {
                 const ps_pq_node_t *m = unparen(n->args[i]);
-                if (m->kind != PS_PQ_MATRIX)
-                    return unsupported(c, m, "a subquery");
                 p->matrix_arg = (int)i;
-                ret = plan(c, m, &p->args[i], depth + 1);
+                ret = plan(c, m, &p->args[i], depth + 1, lo, hi);
             } else {
-                ret = plan(c, n->args[i], &p->args[i], depth + 1);
+                ret = plan(c, n->args[i], &p->args[i], depth + 1, lo, hi);
             }
         }
         return ret;
@@ -987,6 +994,115 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     return 0;
 }
 
+static int take_budget(pq_ctx_t *c, uint64_t n);
+static ps_labels_t labels_copy(ps_arena_t *a, const ps_labels_t *ls);
+
+/* ---- subqueries ---- */
+
+/* The inner expression's value at t (a multiple of the step), evaluated once and kept: labels
+ * interned in p->sq_labels (from the answer's arena), values per time in p->sq_ents. */
+static int subquery_at(pq_ctx_t *c, pq_node_t *p, int64_t t, const pq_sq_ent_t **out)
+{
+    uint64_t idx;
+    if (ps_hmap_get(&p->m1, &t, sizeof(t), &idx)) {
+        *out = &p->sq_ents[idx];
+        return 0;
+    }
+    pq_val_t v;
+    int ret = pq_eval(c, p->a, t, &v);
+    if (ret)
+        return ret;
+    if (v.type == PS_PQ_VSCALAR) {
+        pq_elem_t *e = ps_arena_alloc(&c->scratch, sizeof(pq_elem_t));
+        *e = (pq_elem_t){{0, NULL, 0}, v.s, t, 0};
+        v.v.e = e;
+        v.v.n = 1;
+    }
+    if ((ret = take_budget(c, v.v.n)) != 0)
+        return ret;
+    if (p->sq_n == p->sq_cap) {
+        p->sq_cap = p->sq_cap ? p->sq_cap * 2 : 64;
+        p->sq_ents = ps_xrealloc(p->sq_ents, p->sq_cap * sizeof(pq_sq_ent_t));
+    }
+    pq_sq_ent_t *en = &p->sq_ents[p->sq_n];
+    en->n = v.v.n;
+    en->li = ps_xmalloc((v.v.n + 1) * (sizeof(uint32_t) + sizeof(double)));
+    en->v = (double *)(void *)(en->li + v.v.n + (v.v.n & 1)); /* 8-aligned after the indexes */
+    for (uint32_t i = 0; i < v.v.n; i++) {
+        uint64_t li;
+        key_all(&c->kb, &v.v.e[i].ls);
+        if (!ps_hmap_get(&p->m3, c->kb.data, c->kb.len, &li)) {
+            if (p->sq_nlabels == p->sq_caplabels) {
+                p->sq_caplabels = p->sq_caplabels ? p->sq_caplabels * 2 : 64;
+                p->sq_labels = ps_xrealloc(p->sq_labels, p->sq_caplabels * sizeof(ps_labels_t));
+            }
+            li = p->sq_nlabels++;
+            p->sq_labels[li] = labels_copy(c->arena, &v.v.e[i].ls);
+            ps_hmap_put(&p->m3, c->kb.data, c->kb.len, li);
+        }
+        en->li[i] = (uint32_t)li;
+        en->v[i] = v.v.e[i].v;
+    }
+    ps_hmap_put(&p->m1, &t, sizeof(t), p->sq_n);
+    *out = &p->sq_ents[p->sq_n++];
+    return 0;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a > 0) == (b > 0)) ? q + 1 : q;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+int pq_subquery_window(pq_ctx_t *c, pq_node_t *p, int64_t mint, int64_t maxt, pq_sq_window_t *w)
+{
+    memset(w, 0, sizeof(*w));
+    int64_t step = p->sq_step, k0 = ceil_div(mint, step), k1 = floor_div(maxt, step);
+    if (k1 < k0)
+        return 0;
+    uint64_t nt = (uint64_t)(k1 - k0) + 1;
+    uint32_t *slot = NULL;
+    int ret = 0;
+    for (int64_t k = k0; k <= k1 && ret == 0; k++) {
+        const pq_sq_ent_t *en;
+        int64_t t = k * step;
+        if ((ret = pq_tick(c)) != 0 || (ret = subquery_at(c, p, t, &en)) != 0)
+            break;
+        if (slot == NULL || w->nlabels < p->sq_nlabels) { /* labels seen so far: one slot each */
+            uint32_t *ns = ps_arena_alloc(&c->scratch, (p->sq_nlabels + 1) * sizeof(uint32_t));
+            memset(ns, 0xff, (p->sq_nlabels + 1) * sizeof(uint32_t));
+            if (slot)
+                memcpy(ns, slot, w->nlabels * sizeof(uint32_t));
+            slot = ns;
+            w->nlabels = p->sq_nlabels;
+        }
+        for (uint32_t i = 0; i < en->n; i++) {
+            uint32_t li = en->li[i];
+            if (slot[li] == UINT32_MAX) {
+                if (w->n == w->cap) {
+                    uint32_t nc = w->cap ? w->cap * 2 : 16;
+                    pq_sq_series_t *nv = ps_arena_alloc(&c->scratch, nc * sizeof(pq_sq_series_t));
+                    if (w->n)
+                        memcpy(nv, w->s, w->n * sizeof(pq_sq_series_t));
+                    w->s = nv;
+                    w->cap = nc;
+                }
+                slot[li] = w->n;
+                w->s[w->n++] = (pq_sq_series_t){li, 0, ps_arena_alloc(&c->scratch, nt * sizeof(ps_fsample_t))};
+            }
+            pq_sq_series_t *ss = &w->s[slot[li]];
+            ss->s[ss->n++] = (ps_fsample_t){t, en->v[i]};
+        }
+    }
+    return ret;
+}
+
 /* ---- the tree at one step ---- */
 
 int pq_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
@@ -1092,19 +1208,42 @@ static int answer_matrix(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
     return 0;
 }
 
+/* An instant query of a subquery: its points in [t - offset - range, t - offset]. */
+static int answer_subquery(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
+{
+    const pq_sel_t *s = &p->sel;
+    int64_t maxt = sat_sub(s->has_at ? s->at : c->o->start, s->offset), mint = sat_sub(maxt, s->range);
+    pq_sq_window_t w;
+    int ret = pq_subquery_window(c, p, mint, maxt, &w);
+    if (ret)
+        return ret;
+    out->type = PS_PQ_VMATRIX;
+    out->n = w.n;
+    out->series = ps_arena_alloc(c->arena, (w.n + 1) * sizeof(ps_qseries_t));
+    for (uint32_t i = 0; i < w.n; i++) {
+        ps_qseries_t *q = &out->series[i];
+        q->labels = p->sq_labels[w.s[i].li];
+        q->n = w.s[i].n;
+        q->points = ps_arena_alloc(c->arena, (q->n + 1) * sizeof(ps_point_t));
+        for (uint32_t j = 0; j < q->n; j++)
+            q->points[j] = (ps_point_t){w.s[i].s[j].t, w.s[i].s[j].v};
+    }
+    return 0;
+}
+
 static int run(pq_ctx_t *c, pq_node_t *root, ps_pq_result_t *out)
 {
     const ps_pq_opts_t *o = c->o;
     const ps_pq_node_t *rn = unparen(root->n);
     bool instant = o->step == 0;
-    if (rn->kind == PS_PQ_MATRIX) {
+    if (rn->kind == PS_PQ_MATRIX || rn->kind == PS_PQ_SUBQUERY) {
         if (!instant)
             return ps_err_set(c->err, PS_EINVAL,
                               "invalid expression type \"range vector\" for range query, must be Scalar or instant Vector");
         pq_node_t *p = root;
         while (p->n->kind == PS_PQ_PAREN)
             p = p->a;
-        return answer_matrix(c, p, out);
+        return rn->kind == PS_PQ_MATRIX ? answer_matrix(c, p, out) : answer_subquery(c, p, out);
     }
     if (root->n->type == PS_PQ_VSTRING && !instant)
         return ps_err_set(c->err, PS_EINVAL,
@@ -1220,12 +1359,17 @@ int ps_pq_eval(const ps_pq_node_t *e, const ps_pq_source_t *src, const ps_pq_opt
     if (o->timeout > 0)
         c.deadline = ps_time_mono() + o->timeout * 1000000;
     pq_node_t *root = NULL;
-    int ret = plan(&c, e, &root, 0);
+    int ret = plan(&c, e, &root, 0, o->start, o->end);
     if (ret == 0)
         ret = run(&c, root, out);
     for (pq_node_t *p = c.all; p; p = p->next_all) {
         ps_hmap_dispose(&p->m1);
         ps_hmap_dispose(&p->m2);
+        ps_hmap_dispose(&p->m3);
+        for (uint32_t i = 0; i < p->sq_n; i++)
+            free(p->sq_ents[i].li);
+        free(p->sq_ents);
+        free(p->sq_labels);
         ps_regex_free(p->re);
         ps_regex_match_free(p->md);
     }

@@ -16,8 +16,9 @@
  * without), and the functions rate irate increase delta idelta resets changes deriv predict_linear
  * *_over_time (avg min max sum count last quantile stddev stdvar present) abs ceil floor round sqrt
  * sgn clamp clamp_min clamp_max time vector scalar timestamp sort sort_desc label_replace
- * label_join histogram_quantile (classic le buckets). Anything else (subqueries, other functions)
- * is PS_EUNSUPPORTED with a message naming the part, checked before any data is read.
+ * label_join histogram_quantile (classic le buckets), and subqueries (expr[range:step], the inner
+ * expression at the multiples of step, each time evaluated once). Any other function is
+ * PS_EUNSUPPORTED with a message naming it, checked before any data is read.
  *
  * Errors: PS_EINVAL for what Prometheus calls bad_data (the query cannot be run at all),
  * PS_ELIMIT for execution errors and exceeded limits (Prometheus' 422: "many-to-many matching not
@@ -74,6 +75,7 @@ typedef struct ps_pq_opts {
     uint64_t max_samples; /* samples loaded plus points in the answer (--query.max-samples, 50,000,000) */
     uint32_t max_points;  /* (end - start) / step of a range query at most this (11,000, as Prometheus) */
     int64_t timeout;      /* ms of evaluation (2 min); 0 = none */
+    int64_t subquery_step; /* ms: a subquery's step when it gives none (Prometheus' evaluation_interval, 1 m) */
 } ps_pq_opts_t;
 
 void ps_pq_opts_default(ps_pq_opts_t *o);

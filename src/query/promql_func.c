@@ -267,11 +267,28 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
             return ret;
         sargs[j] = a.s;
     }
-    const pq_sel_t *s = &p->args[p->matrix_arg]->sel;
+    pq_node_t *m = p->args[p->matrix_arg];
+    const pq_sel_t *s = &m->sel;
     int64_t eff = s->has_at ? s->at : ts;
     int64_t maxt = eff - s->offset, mint = maxt - s->range;
     int64_t ts_fn = s->has_at ? c->o->start : ts;
     out->type = PS_PQ_VVECTOR;
+    if (m->n->kind == PS_PQ_SUBQUERY) {
+        pq_sq_window_t w;
+        int ret = pq_subquery_window(c, m, mint, maxt, &w);
+        if (ret)
+            return ret;
+        out->v = pq_vec_new(c, w.n);
+        for (uint32_t i = 0; i < w.n; i++) {
+            double v;
+            if (!range_fn(c, fn, w.s[i].s, w.s[i].n, ts_fn, mint, maxt, s->range, sargs, &v))
+                continue;
+            const ps_labels_t *ls = &m->sq_labels[w.s[i].li];
+            out->v.e[out->v.n++] = (pq_elem_t){fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(ls) : pq_drop_name(c, ls),
+                                               v, ts, w.s[i].li + 1};
+        }
+        return 0;
+    }
     out->v = pq_vec_new(c, s->n);
     for (uint32_t i = 0; i < s->n; i++) {
         int ret = pq_tick(c);

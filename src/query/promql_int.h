@@ -41,6 +41,25 @@ typedef struct pq_sel {
     int64_t range;          /* a range selector's [range], else 0 */
 } pq_sel_t;
 
+/* A subquery's inner value at one time: label indexes (into pq_node_t.sq_labels) and values. */
+typedef struct pq_sq_ent {
+    uint32_t n;
+    uint32_t *li; /* one allocation: n indexes, then n values */
+    double *v;
+} pq_sq_ent_t;
+
+/* A subquery's series in one window, in the scratch arena. */
+typedef struct pq_sq_series {
+    uint32_t li;
+    uint32_t n;
+    ps_fsample_t *s;
+} pq_sq_series_t;
+
+typedef struct pq_sq_window {
+    pq_sq_series_t *s;
+    uint32_t n, cap, nlabels;
+} pq_sq_window_t;
+
 /* A node of the tree as the engine runs it. */
 typedef struct pq_node pq_node_t;
 struct pq_node {
@@ -54,7 +73,12 @@ struct pq_node {
     uint32_t nnames;
     ps_regex_t *re;         /* label_replace */
     ps_regex_match_t *md;
-    ps_hmap_t m1, m2;       /* per-step maps of the node's own work */
+    ps_hmap_t m1, m2, m3;   /* per-step maps of the node's own work; a subquery's caches */
+    int64_t sq_step;        /* SUBQUERY: its step (ms) */
+    pq_sq_ent_t *sq_ents;   /* SUBQUERY: the inner value at each time evaluated (m1: time -> index) */
+    uint32_t sq_n, sq_cap;
+    ps_labels_t *sq_labels; /* SUBQUERY: the inner series' labels (m3: labels -> index) */
+    uint32_t sq_nlabels, sq_caplabels;
     pq_node_t *next_all;    /* every node, for dispose */
 };
 
@@ -86,6 +110,10 @@ double pq_go_max(double a, double b);
 double pq_go_min(double a, double b);
 /** Prometheus' quantile() over vals (sorted in place, NaN first). */
 double pq_quantile(double q, double *vals, uint32_t n);
+
+/** A subquery node's series over [mint, maxt]: the inner expression at each multiple of its step
+ *  there (each time evaluated once per query). */
+int pq_subquery_window(pq_ctx_t *c, pq_node_t *p, int64_t mint, int64_t maxt, pq_sq_window_t *w);
 
 /* promql_func.c */
 /** Checks that a call can be evaluated (PS_EUNSUPPORTED naming the function if not) and

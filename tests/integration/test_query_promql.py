@@ -152,10 +152,16 @@ def test_execution_errors_are_422(srv):
 
 
 def test_unsupported_is_400_naming_the_part(srv):
-    st, js = query(srv, "max_over_time(rate(%s[1m])[5m:1m])" % CPU_TYPE, T0 + 60)
+    st, js = query(srv, "max_over_time(holt_winters(%s[1m], 0.5, 0.5)[5m:1m])" % CPU_TYPE, T0 + 60)
     assert st == 400 and js["errorType"] == "bad_data", js
-    assert js["error"] == ("a subquery (at 1:15) is not supported by profstore's PromQL evaluator; Prometheus "
-                           "reading profstore through remote_read evaluates all of PromQL"), js
+    assert js["error"] == ("the function holt_winters() (at 1:15) is not supported by profstore's PromQL evaluator; "
+                           "Prometheus reading profstore through remote_read evaluates all of PromQL"), js
+    # subqueries are evaluated
+    st, js = query(srv, "max_over_time(%s[30s:10s])" % CPU_TYPE, T0 + 60)
+    # a at T0+30 .. T0+60: cpu-03, -04, -05, -05; b: cpu-04 (T0+25), then cpu-05
+    want = {"a": max(cpu("go/cpu-0%d.pb.gz" % i) for i in (3, 4, 5)),
+            "b": max(cpu("go/cpu-04.pb.gz"), cpu("go/cpu-05.pb.gz"))}
+    assert st == 200 and {r["metric"]["instance"]: float(r["value"][1]) for r in js["data"]["result"]} == want
 
 
 def test_bombs(srv):

@@ -9,8 +9,8 @@
  *  - answer shapes: a range selector and a string in an instant query, and their refusal in a
  *    range query;
  *  - limits: 11,000 points, max samples (loaded and answered), the timeout, topk(1e9, ...);
- *  - refusals: unsupported functions and subqueries with a message that names them, before any
- *    data is read;
+ *  - subqueries: as an answer, the default step, over a range;
+ *  - refusals: unsupported functions with a message that names them, before any data is read;
  *  - Go's FormatFloat 'f' as count_values writes it.
  */
 #include <setjmp.h>
@@ -586,6 +586,44 @@ static void test_shapes(void **state)
     fx_end(&f);
 }
 
+static void test_subqueries(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    load(&f, "m{a=\"1\"}", 15000, "0+1x40"); /* 0 .. 40 every 15 s: 0 .. 600 s */
+    ps_pq_result_t r;
+    /* a subquery as the answer of an instant query: its points, at the multiples of its step */
+    assert_int_equal(instant(&f, "m[2m:45s]", 600000, &r), 0);
+    assert_int_equal(r.type, PS_PQ_VMATRIX);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.series[0].n, 3); /* [480 s, 600 s]: 495, 540, 585 */
+    assert_int_equal(r.series[0].points[0].t, 495000);
+    assert_true(r.series[0].points[0].v == 33);
+    assert_int_equal(r.series[0].points[2].t, 585000);
+    assert_true(r.series[0].points[2].v == 39);
+    /* the default step: the options' (Prometheus' evaluation_interval, 1 m) */
+    ps_pq_opts_t o;
+    ps_pq_opts_default(&o);
+    assert_int_equal(o.subquery_step, 60000);
+    assert_int_equal(instant(&f, "count_over_time(m[5m:])", 600000, &r), 0);
+    assert_true(r.series[0].points[0].v == 6); /* 300, 360, ..., 600 */
+    o.start = o.end = 600000;
+    o.subquery_step = 30000;
+    assert_int_equal(run(&f, "count_over_time(m[5m:])", &o, &r), 0);
+    assert_true(r.series[0].points[0].v == 11);
+    /* over a range: each step's window of the same inner points */
+    assert_int_equal(range(&f, "max_over_time(m[1m:30s])", 300000, 600000, 15000, &r), 0);
+    assert_int_equal(r.series[0].n, 21);
+    for (uint32_t i = 0; i < 21; i++) {
+        int64_t t = 300000 + (int64_t)i * 15000, last = t / 30000 * 30000; /* newest inner point <= t */
+        assert_true(r.series[0].points[i].v == (double)(last / 15000));
+    }
+    /* a range query of a subquery is refused as of a range selector */
+    assert_int_equal(range(&f, "m[1m:30s]", 300000, 600000, 15000, &r), PS_EINVAL);
+    fx_end(&f);
+}
+
 static void test_limits(void **state)
 {
     (void)state;
@@ -651,8 +689,6 @@ static void test_unsupported(void **state)
         const char *q, *part;
     } cases[] = {
         {"holt_winters(m[1m], 0.5, 0.5)", "the function holt_winters() (at 1:1)"},
-        {"sum(rate(m[5m:1m]))", "a subquery (at 1:10)"},
-        {"max_over_time(m[5m:])", "a subquery (at 1:15)"},
         {"1 + day_of_week()", "the function day_of_week() (at 1:5)"},
         {"absent(nonexistent)", "the function absent() (at 1:1)"},
     };
@@ -696,6 +732,7 @@ int main(void)
         cmocka_unit_test(test_cases),
         cmocka_unit_test(test_range),
         cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_subqueries),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_format_f),
