@@ -251,6 +251,11 @@ double pq_quantile(double q, double *vals, uint32_t n)
 
 /* ---- plan ---- */
 
+static int cmp_series(const void *a, const void *b)
+{
+    return ps_labels_cmp(&((const ps_pq_series_t *)a)->labels, &((const ps_pq_series_t *)b)->labels);
+}
+
 static int cmp_cstr(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -285,7 +290,11 @@ static int load_selector(pq_ctx_t *c, const ps_pq_node_t *vs, int64_t range, pq_
                              &s->n, c->err);
     if (ret)
         return ret;
-    /* in the source's order, as Prometheus keeps its querier's (the head's: creation order) */
+    /* sorted by labels: the order of Prometheus' blocks, and of its head too when series were
+     * created in exposition order (client_golang sorts); order-dependent answers (ties in topk,
+     * rounding in sums) then come out as Prometheus' */
+    if (s->n > 1)
+        qsort(s->series, s->n, sizeof(ps_pq_series_t), cmp_series);
     s->noname = ps_arena_alloc(c->arena, (s->n + 1) * sizeof(ps_labels_t));
     for (uint32_t i = 0; i < s->n; i++)
         s->noname[i] = pq_drop_name_in(c->arena, &s->series[i].labels);

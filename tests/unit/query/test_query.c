@@ -429,7 +429,7 @@ static void test_eval_instant(void **state)
     const int64_t t = S(T0 + 60);
     assert_int_equal(eval(&f, CPU, t, 0, 0, true, &r), 0);
     assert_int_equal(r.type, PS_PQ_VVECTOR);
-    assert_int_equal(r.n, 3); /* in the store's order (series ids: a, b, batch) */
+    assert_int_equal(r.n, 3); /* sorted by labels: a, b, batch (no instance; job sorts after instance) */
     assert_string_equal(label(&r.series[0].labels, "instance"), "a");
     assert_true(r.series[0].points[0].v == (double)CPU02); /* the newest profile in [t - 5m, t] */
     assert_int_equal(r.series[0].points[0].t, (T0 + 60) * 1000);
