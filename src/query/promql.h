@@ -16,7 +16,8 @@
  * without), and the functions rate irate increase delta idelta resets changes deriv predict_linear
  * *_over_time (avg min max sum count last quantile stddev stdvar present) abs ceil floor round sqrt
  * sgn clamp clamp_min clamp_max time vector scalar timestamp sort sort_desc label_replace
- * label_join histogram_quantile (classic le buckets), and subqueries (expr[range:step], the inner
+ * label_join histogram_quantile (classic le buckets), absent absent_over_time holt_winters, the date
+ * functions, pi deg rad, histogram_count/sum/fraction (empty: no native histograms), and subqueries (expr[range:step], the inner
  * expression at the multiples of step, each time evaluated once). Any other function is
  * PS_EUNSUPPORTED with a message naming it, checked before any data is read.
  *

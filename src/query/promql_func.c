@@ -205,8 +205,25 @@ static bool range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_fsample_t *p, uint32_t
         *res = p[n - 1].v;
         return true;
     case PS_FN_PRESENT_OVER_TIME:
+    case PS_FN_ABSENT_OVER_TIME:
         *res = 1;
         return true;
+    case PS_FN_HOLT_WINTERS: {
+        /* funcHoltWinters with calcTrendValue (sf, tf checked by the caller) */
+        if (n < 2)
+            return false;
+        double sf = sargs[1], tf = sargs[2], s0 = 0, s1 = p[0].v, b = p[1].v - p[0].v;
+        for (uint32_t i = 1; i < n; i++) {
+            double x = sf * p[i].v;
+            if (i - 1 != 0)
+                b = tf * (s1 - s0) + (1 - tf) * b;
+            double y = (1 - sf) * (s1 + b);
+            s0 = s1;
+            s1 = x + y;
+        }
+        *res = s1;
+        return true;
+    }
     case PS_FN_MAX_OVER_TIME: {
         double m = p[0].v;
         for (uint32_t i = 0; i < n; i++)
@@ -254,6 +271,93 @@ static bool range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_fsample_t *p, uint32_t
     }
 }
 
+/* createLabelsForAbsentFunction: the equality matchers of a selector argument, but none of a name
+ * that another matcher of the selector also names */
+static ps_labels_t absent_labels(pq_ctx_t *c, const ps_pq_node_t *arg)
+{
+    ps_labels_t m = {0, NULL, 0};
+    const ps_pq_node_t *vs = arg->kind == PS_PQ_VECTOR ? arg : arg->kind == PS_PQ_MATRIX ? arg->expr : NULL;
+    if (vs == NULL)
+        return m;
+    const ps_matcher_t *empty[PS_LABELS_MAX + 1];
+    uint32_t ne = 0;
+    for (uint32_t i = 0; i < vs->sel.n; i++) {
+        const ps_matcher_t *ma = &vs->sel.m[i];
+        if (strcmp(ma->name, "__name__") == 0)
+            continue;
+        if (ma->op == PS_MATCH_EQ && ps_labels_value(&m, ma->name) == NULL)
+            ps_labels_set(&m, &c->scratch, ma->name, ma->nlen, ma->value, ma->vlen); /* "" sets nothing */
+        else if (ne < PS_LABELS_MAX)
+            empty[ne++] = ma;
+    }
+    for (uint32_t i = 0; i < ne; i++)
+        ps_labels_del(&m, &c->scratch, empty[i]->name, empty[i]->nlen);
+    return m;
+}
+
+/* Go's time.Unix(int64(v), 0).UTC() fields, as Go computes them (time.absDate on the "absolute"
+ * uint64 seconds, wrapping as Go's int64 arithmetic does; int64(NaN or out of range) is
+ * math.MinInt64 on amd64), so that even absurd values give Go's answers. */
+static double date_field(ps_pq_fn_t fn, double v)
+{
+    int64_t secs = (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (int64_t)v : INT64_MIN;
+    const uint64_t per_day = 86400, per400 = 146097, per100 = 36524, per4 = 1461;
+    const int64_t abs_zero_year = -292277022399LL;
+    uint64_t abs = (uint64_t)secs + (uint64_t)62135596800LL + (uint64_t)9223371966579724800LL;
+    if (fn == PS_FN_HOUR)
+        return (double)(abs % per_day / 3600);
+    if (fn == PS_FN_MINUTE)
+        return (double)(abs % per_day % 3600 / 60);
+    if (fn == PS_FN_DAY_OF_WEEK)
+        return (double)((abs + 1 * per_day) % (7 * per_day) / per_day); /* absolute zero is a Monday - 1 */
+    uint64_t d = abs / per_day, n = d / per400, y = 400 * n;
+    d -= per400 * n;
+    n = d / per100;
+    n -= n >> 2;
+    y += 100 * n;
+    d -= per100 * n;
+    n = d / per4;
+    y += 4 * n;
+    d -= per4 * n;
+    n = d / 365;
+    n -= n >> 2;
+    y += n;
+    d -= 365 * n;
+    int64_t year = (int64_t)(y + (uint64_t)abs_zero_year);
+    int yday = (int)d;
+    bool leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    if (fn == PS_FN_YEAR)
+        return (double)year;
+    if (fn == PS_FN_DAY_OF_YEAR)
+        return yday + 1;
+    static const int before[] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334, 365};
+    int day = yday, month;
+    if (leap && day == 31 + 29 - 1) {
+        month = 2;
+        day = 29;
+    } else {
+        if (leap && day > 31 + 29 - 1)
+            day--;
+        month = day / 31;
+        int end = before[month + 1], begin;
+        if (day >= end) {
+            month++;
+            begin = end;
+        } else {
+            begin = before[month];
+        }
+        month++;
+        day = day - begin + 1;
+    }
+    if (fn == PS_FN_MONTH)
+        return month;
+    if (fn == PS_FN_DAY_OF_MONTH)
+        return day;
+    /* days_in_month: 32 - Date(y, m, 32).Day() */
+    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return month == 2 && leap ? 29 : mdays[month - 1];
+}
+
 static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
 {
     ps_pq_fn_t fn = p->n->func->id;
@@ -267,6 +371,12 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
             return ret;
         sargs[j] = a.s;
     }
+    if (fn == PS_FN_HOLT_WINTERS) {
+        if (sargs[1] <= 0 || sargs[1] >= 1)
+            return ps_err_set(c->err, PS_ELIMIT, "invalid smoothing factor. Expected: 0 < sf < 1, got: %f", sargs[1]);
+        if (sargs[2] <= 0 || sargs[2] >= 1)
+            return ps_err_set(c->err, PS_ELIMIT, "invalid trend factor. Expected: 0 < tf < 1, got: %f", sargs[2]);
+    }
     pq_node_t *m = p->args[p->matrix_arg];
     const pq_sel_t *s = &m->sel;
     int64_t eff = s->has_at ? s->at : ts;
@@ -279,6 +389,11 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         if (ret)
             return ret;
         out->v = pq_vec_new(c, w.n);
+        if (fn == PS_FN_ABSENT_OVER_TIME) {
+            if (w.n == 0)
+                out->v.e[out->v.n++] = (pq_elem_t){{0, NULL, 0}, 1, ts, 0}; /* a subquery: no labels */
+            return 0;
+        }
         for (uint32_t i = 0; i < w.n; i++) {
             double v;
             if (!range_fn(c, fn, w.s[i].s, w.s[i].n, ts_fn, mint, maxt, s->range, sargs, &v))
@@ -299,10 +414,16 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         double v;
         if (k == 0 || !range_fn(c, fn, w, k, ts_fn, mint, maxt, s->range, sargs, &v))
             continue;
+        if (fn == PS_FN_ABSENT_OVER_TIME) {
+            out->v.n = 0;
+            return 0; /* something is present */
+        }
         ps_labels_t ls = fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(&s->series[i].labels)
                                                     : ps_labels_borrow(&s->noname[i]);
         out->v.e[out->v.n++] = (pq_elem_t){ls, v, ts, i + 1};
     }
+    if (fn == PS_FN_ABSENT_OVER_TIME)
+        out->v.e[out->v.n++] = (pq_elem_t){absent_labels(c, p->n->args[p->matrix_arg]), 1, ts, 0};
     return 0;
 }
 
@@ -613,6 +734,11 @@ int pq_call_plan(pq_ctx_t *c, pq_node_t *p)
     case PS_FN_CLAMP: case PS_FN_CLAMP_MIN: case PS_FN_CLAMP_MAX:
     case PS_FN_TIME: case PS_FN_VECTOR: case PS_FN_SCALAR: case PS_FN_TIMESTAMP:
     case PS_FN_SORT: case PS_FN_SORT_DESC: case PS_FN_LABEL_JOIN: case PS_FN_HISTOGRAM_QUANTILE:
+    case PS_FN_ABSENT: case PS_FN_ABSENT_OVER_TIME: case PS_FN_HOLT_WINTERS:
+    case PS_FN_DAY_OF_MONTH: case PS_FN_DAY_OF_WEEK: case PS_FN_DAY_OF_YEAR: case PS_FN_DAYS_IN_MONTH:
+    case PS_FN_HOUR: case PS_FN_MINUTE: case PS_FN_MONTH: case PS_FN_YEAR:
+    case PS_FN_PI: case PS_FN_DEG: case PS_FN_RAD:
+    case PS_FN_HISTOGRAM_COUNT: case PS_FN_HISTOGRAM_SUM: case PS_FN_HISTOGRAM_FRACTION:
         return 0;
     case PS_FN_LABEL_REPLACE: {
         const char *dst = str_arg(p, 1), *re = str_arg(p, 4);
@@ -649,6 +775,8 @@ static double simple(ps_pq_fn_t fn, double v)
     case PS_FN_FLOOR: return floor(v);
     case PS_FN_SQRT: return sqrt(v);
     case PS_FN_SGN: return v < 0 ? -1 : v > 0 ? 1 : v;
+    case PS_FN_DEG: return v * 180 / M_PI;
+    case PS_FN_RAD: return v * M_PI / 180;
     default: return v;
     }
 }
@@ -681,6 +809,28 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         out->v = pq_vec_new(c, 1);
         out->v.e[out->v.n++] = (pq_elem_t){{0, NULL, 0}, a[0].s, ts, 0};
         return 0;
+    case PS_FN_PI:
+        out->type = PS_PQ_VSCALAR;
+        out->s = M_PI;
+        return 0;
+    case PS_FN_ABSENT:
+        out->v = pq_vec_new(c, 1);
+        if (a[0].v.n == 0)
+            out->v.e[out->v.n++] = (pq_elem_t){absent_labels(c, p->n->args[0]), 1, ts, 0};
+        return 0;
+    case PS_FN_HISTOGRAM_COUNT:
+    case PS_FN_HISTOGRAM_SUM:
+    case PS_FN_HISTOGRAM_FRACTION:
+        out->v = pq_vec_new(c, 0); /* of native histograms only: a float sample has none */
+        return 0;
+    case PS_FN_DAY_OF_MONTH: case PS_FN_DAY_OF_WEEK: case PS_FN_DAY_OF_YEAR: case PS_FN_DAYS_IN_MONTH:
+    case PS_FN_HOUR: case PS_FN_MINUTE: case PS_FN_MONTH: case PS_FN_YEAR:
+        if (p->nargs == 0) {
+            out->v = pq_vec_new(c, 1);
+            out->v.e[out->v.n++] = (pq_elem_t){{0, NULL, 0}, date_field(fn, (double)(ts / 1000)), ts, 0};
+            return 0;
+        }
+        break;
     default:
         break;
     }
@@ -691,8 +841,14 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     int ret = 0;
     switch (fn) {
     case PS_FN_ABS: case PS_FN_CEIL: case PS_FN_FLOOR: case PS_FN_SQRT: case PS_FN_SGN:
+    case PS_FN_DEG: case PS_FN_RAD:
         for (uint32_t i = 0; i < in->n; i++)
             out->v.e[out->v.n++] = (pq_elem_t){pq_drop_name(c, &in->e[i].ls), simple(fn, in->e[i].v), ts, 0};
+        break;
+    case PS_FN_DAY_OF_MONTH: case PS_FN_DAY_OF_WEEK: case PS_FN_DAY_OF_YEAR: case PS_FN_DAYS_IN_MONTH:
+    case PS_FN_HOUR: case PS_FN_MINUTE: case PS_FN_MONTH: case PS_FN_YEAR:
+        for (uint32_t i = 0; i < in->n; i++)
+            out->v.e[out->v.n++] = (pq_elem_t){pq_drop_name(c, &in->e[i].ls), date_field(fn, in->e[i].v), ts, 0};
         break;
     case PS_FN_ROUND: {
         double to_nearest = p->nargs >= 2 ? a[1].s : 1;

@@ -129,11 +129,11 @@ def run_section(sec):
         expr = eval(m.group(1))  # a Go %q string: Python reads the same escapes
         key = (expr, m.group(2).strip())
         rest = m.group(3)
-        em = re.search(r"err: (.*)", rest)
-        if em and "got:" not in rest:
+        em = re.search(r"^\s*err: (.*)", rest, re.M)
+        if em:
             got[key] = ("error", em.group(1).strip())
             continue
-        gm = re.search(r"got: (.*)", rest)
+        gm = re.search(r"^\s*got: (.*)", rest, re.M)
         got[key] = ("ok", parse_got(gm.group(1)) if gm else [])
     return got
 
