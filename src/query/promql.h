@@ -17,9 +17,11 @@
  * *_over_time (avg min max sum count last quantile stddev stdvar present) abs ceil floor round sqrt
  * sgn clamp clamp_min clamp_max time vector scalar timestamp sort sort_desc label_replace
  * label_join histogram_quantile (classic le buckets), absent absent_over_time holt_winters, the date
- * functions, pi deg rad, histogram_count/sum/fraction (empty: no native histograms), and subqueries (expr[range:step], the inner
- * expression at the multiples of step, each time evaluated once). Any other function is
- * PS_EUNSUPPORTED with a message naming it, checked before any data is read.
+ * functions, pi deg rad, histogram_count/sum/fraction (empty: no native histograms), exp ln log2
+ * log10 and the trigonometric functions (the C library's, within an ulp of Go's), and subqueries
+ * (expr[range:step], the inner expression at the multiples of step, each time evaluated once):
+ * every function of 2.42. One it did not know would be PS_EUNSUPPORTED with a message naming it,
+ * checked before any data is read.
  *
  * Errors: PS_EINVAL for what Prometheus calls bad_data (the query cannot be run at all),
  * PS_ELIMIT for execution errors and exceeded limits (Prometheus' 422: "many-to-many matching not

@@ -738,6 +738,9 @@ int pq_call_plan(pq_ctx_t *c, pq_node_t *p)
     case PS_FN_DAY_OF_MONTH: case PS_FN_DAY_OF_WEEK: case PS_FN_DAY_OF_YEAR: case PS_FN_DAYS_IN_MONTH:
     case PS_FN_HOUR: case PS_FN_MINUTE: case PS_FN_MONTH: case PS_FN_YEAR:
     case PS_FN_PI: case PS_FN_DEG: case PS_FN_RAD:
+    case PS_FN_EXP: case PS_FN_LN: case PS_FN_LOG2: case PS_FN_LOG10: case PS_FN_SIN: case PS_FN_COS: case PS_FN_TAN:
+    case PS_FN_ASIN: case PS_FN_ACOS: case PS_FN_ATAN: case PS_FN_SINH: case PS_FN_COSH: case PS_FN_TANH:
+    case PS_FN_ASINH: case PS_FN_ACOSH: case PS_FN_ATANH:
     case PS_FN_HISTOGRAM_COUNT: case PS_FN_HISTOGRAM_SUM: case PS_FN_HISTOGRAM_FRACTION:
         return 0;
     case PS_FN_LABEL_REPLACE: {
@@ -776,6 +779,22 @@ static double simple(ps_pq_fn_t fn, double v)
     case PS_FN_SQRT: return sqrt(v);
     case PS_FN_SGN: return v < 0 ? -1 : v > 0 ? 1 : v;
     case PS_FN_DEG: return v * 180 / M_PI;
+    case PS_FN_EXP: return exp(v);
+    case PS_FN_LN: return log(v);
+    case PS_FN_LOG2: return log2(v);
+    case PS_FN_LOG10: return log10(v);
+    case PS_FN_SIN: return sin(v);
+    case PS_FN_COS: return cos(v);
+    case PS_FN_TAN: return tan(v);
+    case PS_FN_ASIN: return asin(v);
+    case PS_FN_ACOS: return acos(v);
+    case PS_FN_ATAN: return atan(v);
+    case PS_FN_SINH: return sinh(v);
+    case PS_FN_COSH: return cosh(v);
+    case PS_FN_TANH: return tanh(v);
+    case PS_FN_ASINH: return asinh(v);
+    case PS_FN_ACOSH: return acosh(v);
+    case PS_FN_ATANH: return atanh(v);
     case PS_FN_RAD: return v * M_PI / 180;
     default: return v;
     }
@@ -842,6 +861,9 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     switch (fn) {
     case PS_FN_ABS: case PS_FN_CEIL: case PS_FN_FLOOR: case PS_FN_SQRT: case PS_FN_SGN:
     case PS_FN_DEG: case PS_FN_RAD:
+    case PS_FN_EXP: case PS_FN_LN: case PS_FN_LOG2: case PS_FN_LOG10: case PS_FN_SIN: case PS_FN_COS: case PS_FN_TAN:
+    case PS_FN_ASIN: case PS_FN_ACOS: case PS_FN_ATAN: case PS_FN_SINH: case PS_FN_COSH: case PS_FN_TANH:
+    case PS_FN_ASINH: case PS_FN_ACOSH: case PS_FN_ATANH:
         for (uint32_t i = 0; i < in->n; i++)
             out->v.e[out->v.n++] = (pq_elem_t){pq_drop_name(c, &in->e[i].ls), simple(fn, in->e[i].v), ts, 0};
         break;

@@ -151,17 +151,17 @@ def test_execution_errors_are_422(srv):
         assert js["errorType"] == "execution" and msg in js["error"], js
 
 
-def test_unsupported_is_400_naming_the_part(srv):
-    st, js = query(srv, "max_over_time(exp(%s)[5m:1m])" % CPU_TYPE, T0 + 60)
-    assert st == 400 and js["errorType"] == "bad_data", js
-    assert js["error"] == ("the function exp() (at 1:15) is not supported by profstore's PromQL evaluator; "
-                           "Prometheus reading profstore through remote_read evaluates all of PromQL"), js
-    # subqueries are evaluated
+def test_subqueries_and_the_last_functions(srv):
+    # subqueries: a at T0+30 .. T0+60: cpu-03, -04, -05, -05; b: cpu-04 (T0+25), then cpu-05
     st, js = query(srv, "max_over_time(%s[30s:10s])" % CPU_TYPE, T0 + 60)
-    # a at T0+30 .. T0+60: cpu-03, -04, -05, -05; b: cpu-04 (T0+25), then cpu-05
     want = {"a": max(cpu("go/cpu-0%d.pb.gz" % i) for i in (3, 4, 5)),
             "b": max(cpu("go/cpu-04.pb.gz"), cpu("go/cpu-05.pb.gz"))}
     assert st == 200 and {r["metric"]["instance"]: float(r["value"][1]) for r in js["data"]["result"]} == want
+    # exp, ln and the trigonometric functions too (within 1e-15 of Go's math: the last bit may differ)
+    st, js = query(srv, "ln(exp(%s * 0 + 2))" % CPU_TYPE, T0 + 60)
+    assert st == 200 and [float(r["value"][1]) for r in js["data"]["result"]] == [2.0, 2.0], js
+    st, js = query(srv, 'absent(%s{job="nope"})' % CPU_TYPE, T0 + 60)
+    assert js["data"]["result"] == [{"metric": {"job": "nope"}, "value": [T0 + 60, "1"]}], js
 
 
 def test_bombs(srv):

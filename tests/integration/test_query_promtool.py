@@ -296,9 +296,6 @@ def test_labels_and_series_promtool(srv, promtool, tmp_path):
 
 
 @pytest.mark.parametrize("expr,msg", [
-    ("exp(%s)" % CPU_TYPE,
-     r"the function exp\(\) \(at 1:1\) is not supported .*Prometheus reading profstore through "
-     r"remote_read evaluates all of PromQL"),
     ('%s{job="api"' % CPU_TYPE, r'invalid parameter "query": 1:%d: parse error' % (len(CPU_TYPE) + len('{job="api"') + 1)),
 ])
 def test_invalid_query_promtool(srv, promtool, tmp_path, expr, msg):

@@ -37,7 +37,7 @@ def parse(path):
         elif s == "clear":
             cur, case = None, None
             mode = None
-        elif re.match(r"^(eval|eval_ordered|eval_fail) instant at ", s):
+        elif re.match(r"^(eval|eval_ordered|eval_approx|eval_fail) instant at ", s):
             m = re.match(r"^(\S+) instant at (\S+) (.*)$", s)
             case = {"kind": m.group(1), "time": m.group(2), "expr": m.group(3), "expected": [], "line": len(out_lines)}
             cur["cases"].append(case)
