@@ -66,9 +66,15 @@ static int store_select(void *ctx, ps_selector_t *sel, int64_t mint, int64_t max
             break;
         if (l.n == 0)
             continue;
-        ps_fsample_t *s = ps_arena_alloc(arena, l.n * sizeof(ps_fsample_t));
-        memcpy(s, l.s, l.n * sizeof(ps_fsample_t));
-        v[n++] = (ps_pq_series_t){set.labels[i], l.n, s};
+        /* one sample per millisecond, as a Prometheus series has: of two profiles in the same ms
+         * the first total stands (as remote_read answers them) */
+        uint32_t k = 1;
+        for (uint32_t j = 1; j < l.n; j++)
+            if (l.s[j].t != l.s[k - 1].t)
+                l.s[k++] = l.s[j];
+        ps_fsample_t *s = ps_arena_alloc(arena, k * sizeof(ps_fsample_t));
+        memcpy(s, l.s, k * sizeof(ps_fsample_t));
+        v[n++] = (ps_pq_series_t){set.labels[i], k, s};
     }
     free(l.s);
     if (ret)

@@ -48,12 +48,10 @@ static char dir[64];
 static ps_store_t *store;
 
 
-static void ingest(const char *rel, const char *labels, int64_t ts_s)
+static void ingest_at(const char *rel, const char *labels, const char *when)
 {
-    char when[32];
     size_t len;
     uint8_t *b = ps_test_read_fixture(rel, &len);
-    snprintf(when, sizeof(when), "%lld", (long long)ts_s);
     ps_ingest_params_t ip = {.labels = labels, .labels_len = strlen(labels), .time = when, .time_len = strlen(when),
                              .delta = -1};
     ps_arena_t a = PS_ARENA_INIT;
@@ -69,6 +67,13 @@ static void ingest(const char *rel, const char *labels, int64_t ts_s)
         fail_msg("%s: %s / %s", rel, err.msg, app.err.msg);
     ps_arena_dispose(&a);
     free(b);
+}
+
+static void ingest(const char *rel, const char *labels, int64_t ts_s)
+{
+    char when[32];
+    snprintf(when, sizeof(when), "%lld", (long long)ts_s);
+    ingest_at(rel, labels, when);
 }
 
 static int setup(void **state)
@@ -547,6 +552,26 @@ static void test_eval_range(void **state)
     fx_end(&f);
 }
 
+/* Two profiles in the same millisecond: a Prometheus series has one sample per ms; the first
+ * profile's total stands (as remote_read answers them). Last: it adds a series to the store. */
+static void test_eval_same_millisecond(void **state)
+{
+    (void)state;
+    /* T0 + 100 s plus 400 and 700 us (RFC 3339 keeps the nanoseconds; unix seconds round to ms) */
+    ingest_at("go/cpu-01.pb.gz", "{job=\"dup\"}", "2027-01-15T08:01:40.0004Z");
+    ingest_at("go/cpu-02.pb.gz", "{job=\"dup\"}", "2027-01-15T08:01:40.0007Z");
+    fx_t f;
+    fx_begin(&f);
+    ps_pq_result_t r;
+    assert_int_equal(eval(&f, CPU "{job=\"dup\"}", S(T0 + 101), 0, 0, true, &r), 0);
+    assert_int_equal(r.n, 1);
+    if (r.series[0].points[0].v != (double)CPU01)
+        fail_msg("got %.17g, want %lld (cpu-02: %lld)", r.series[0].points[0].v, (long long)CPU01, (long long)CPU02);
+    assert_int_equal(eval(&f, "count_over_time(" CPU "{job=\"dup\"}[1m])", S(T0 + 101), 0, 0, true, &r), 0);
+    assert_true(r.series[0].points[0].v == 1);
+    fx_end(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -557,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_merge_family),
         cmocka_unit_test(test_eval_instant),
         cmocka_unit_test(test_eval_range),
+        cmocka_unit_test(test_eval_same_millisecond),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
