@@ -205,6 +205,7 @@ typedef struct pq {
     ps_psr_t p;
     ps_pq_limits_t lim;
     uint32_t nodes;
+    uint32_t in_agg; /* inside the arguments of this many aggregations */
 } pq_t;
 
 static uint32_t depth_of(const ps_pq_node_t *e) { return e ? ((const pnode_t *)(const void *)e)->depth : 0; }
@@ -252,6 +253,14 @@ static bool enter(pq_t *q)
 }
 
 static const char *tok_text(pq_t *q, ps_tok_t t) { return ps_psr_text(&q->p, t); }
+
+/* A token that cannot be where it is. Prometheus' parser recovers from a syntax error at the
+ * innermost rule with an error case: inside an aggregation's arguments, however deep, that is
+ * the aggregation ("unexpected identifier \"b\" in aggregation"), else the whole input. */
+static void *syntax_error(pq_t *q, ps_tok_t t)
+{
+    return ps_psr_unexpected(&q->p, t, q->in_agg > 0 ? "aggregation" : NULL, NULL);
+}
 
 /* ---- durations (model.ParseDuration) ------------------------------------------------------- */
 
@@ -370,8 +379,15 @@ static bool tok_is(pq_t *q, ps_tok_t t, const char *word)
     return is_ident(t.type) && t.len == strlen(word) && strncasecmp(tok_text(q, t), word, t.len) == 0;
 }
 
+/* Whether an expression can start with the token. */
+static bool starts_expr(ps_tok_type_t t)
+{
+    return t == T_NUMBER || t == T_STRING || t == T_LPAREN || t == T_LBRACE || t == T_ADD || t == T_SUB ||
+           ps_psr_is_metric_word(t);
+}
+
 /* The argument list of a call or an aggregation; the current token is "(". */
-static bool parse_args(pq_t *q, const char *context, ps_pq_node_t ***out, uint32_t *nout)
+static bool parse_args(pq_t *q, ps_pq_node_t ***out, uint32_t *nout)
 {
     ps_psr_t *p = &q->p;
     ps_pq_node_t **args = NULL;
@@ -395,7 +411,8 @@ static bool parse_args(pq_t *q, const char *context, ps_pq_node_t ***out, uint32
             if (p->tok.type == T_COMMA) {
                 uint32_t comma = p->tok.pos;
                 ps_psr_advance(p);
-                if (p->tok.type == T_RPAREN) {
+                /* generated_parser.y takes "args ," when no expression follows: ")" or anything else */
+                if (p->tok.type != T_ERROR && !starts_expr(p->tok.type)) {
                     ps_psr_perr(p, comma, "trailing commas not allowed in function call args");
                     return false;
                 }
@@ -403,7 +420,7 @@ static bool parse_args(pq_t *q, const char *context, ps_pq_node_t ***out, uint32
             }
             if (p->tok.type == T_RPAREN)
                 break;
-            ps_psr_unexpected(p, p->tok, context, NULL);
+            syntax_error(q, p->tok);
             return false;
         }
     }
@@ -421,7 +438,7 @@ static ps_pq_node_t *parse_call(pq_t *q)
     uint32_t nargs;
 
     ps_psr_advance(p);
-    if (!parse_args(q, NULL, &args, &nargs))
+    if (!parse_args(q, &args, &nargs))
         return NULL;
     const ps_pq_func_t *f = ps_pq_func_lookup(tok_text(q, name), name.len);
     if (f == NULL) {
@@ -453,10 +470,19 @@ static ps_pq_node_t *parse_aggregation(pq_t *q)
         return NULL;
     if (p->tok.type != T_LPAREN)
         return ps_psr_unexpected(p, p->tok, "aggregation", NULL);
-    if (!parse_args(q, "aggregation", &args, &nargs))
+    q->in_agg++;
+    bool ok = parse_args(q, &args, &nargs);
+    q->in_agg--;
+    if (!ok)
         return NULL;
-    if (!g.grouped && (p->tok.type == T_BY || p->tok.type == T_WITHOUT) && !ps_psr_grouping(p, &g))
-        return NULL;
+    if (!g.grouped) {
+        /* Prometheus' parser reads the token after ")" to see whether a grouping follows, so a
+         * lexer error there comes before what it finds wrong with the arguments */
+        if (p->tok.type == T_ERROR)
+            return ps_psr_unexpected(p, p->tok, NULL, NULL);
+        if ((p->tok.type == T_BY || p->tok.type == T_WITHOUT) && !ps_psr_grouping(p, &g))
+            return NULL;
+    }
 
     ps_pq_aggop_t aop = aggop_of(op.type);
     uint32_t want = has_param(aop) ? 2 : 1;
@@ -532,7 +558,7 @@ static ps_pq_node_t *parse_primary(pq_t *q)
         if (in == NULL)
             return NULL;
         if (p->tok.type != T_RPAREN)
-            return ps_psr_unexpected(p, p->tok, NULL, NULL);
+            return syntax_error(q, p->tok);
         if ((e = new_node(q, PS_PQ_PAREN, t.pos, in, NULL)) == NULL)
             return NULL;
         e->expr = in;
@@ -546,7 +572,7 @@ static ps_pq_node_t *parse_primary(pq_t *q)
     }
     if (is_ident(t.type) && ps_psr_peek(p).type == T_LPAREN) {
         if (tok_is(q, t, "start") || tok_is(q, t, "end")) /* START and END tokens in 2.42, not names */
-            return ps_psr_unexpected(p, ps_psr_peek(p), NULL, NULL);
+            return syntax_error(q, ps_psr_peek(p));
         return parse_call(q);
     }
     if (is_aggr(t.type)) {
@@ -556,25 +582,7 @@ static ps_pq_node_t *parse_primary(pq_t *q)
     }
     if (ps_psr_is_metric_word(t.type))
         return parse_selector(q);
-    return ps_psr_unexpected(p, t, NULL, NULL);
-}
-
-/* A syntax error inside brackets. Prometheus' parser reads on to the end of the brackets while it
- * recovers, so a lexer error there ("unclosed left bracket") is the one it reports: do the same. */
-static void *bracket_error(pq_t *q, const char *context, const char *expected)
-{
-    ps_psr_t *p = &q->p;
-    ps_tok_t bad = p->tok;
-    if (bad.type != T_ERROR && bad.type != T_RBRACKET) {
-        ps_lexer_t save = p->lex;
-        ps_tok_t t = ps_psr_peek(p);
-        while (t.type != T_ERROR && t.type != T_EOF && t.type != T_RBRACKET)
-            t = ps_sel_lex_next(&p->lex);
-        if (t.type == T_ERROR)
-            return ps_psr_perr(p, p->lex.err_pos, "%s", p->lex.msg);
-        p->lex = save;
-    }
-    return ps_psr_unexpected(p, bad, context, expected);
+    return syntax_error(q, t);
 }
 
 /* [range] or [range:step]; the current token is "[". */
@@ -611,16 +619,16 @@ static ps_pq_node_t *parse_range(pq_t *q, ps_pq_node_t *e)
         return m;
     }
     if (p->tok.type != T_COLON)
-        return bracket_error(q, "subquery or range", "\":\" or \"]\"");
+        return ps_psr_unexpected(p, p->tok, "subquery or range", "\":\" or \"]\"");
     ps_psr_advance(p);
     if (p->tok.type == T_DURATION) {
         if (!parse_duration(q, p->tok, &step))
             return NULL;
         ps_psr_advance(p);
         if (p->tok.type != T_RBRACKET)
-            return bracket_error(q, "subquery selector", "\"]\"");
+            return ps_psr_unexpected(p, p->tok, "subquery selector", "\"]\"");
     } else if (p->tok.type != T_RBRACKET) {
-        return bracket_error(q, "subquery selector", "duration or \"]\"");
+        return ps_psr_unexpected(p, p->tok, "subquery selector", "duration or \"]\"");
     }
     ps_pq_node_t *s = new_node(q, PS_PQ_SUBQUERY, e->pos, e, NULL);
     if (s == NULL)

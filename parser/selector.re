@@ -77,7 +77,8 @@ static void quote_char(char *out, size_t size, const unsigned char *p, const uns
 
 static ps_tok_t tok(ps_lexer_t *l, ps_tok_type_t type, const unsigned char *start)
 {
-    ps_tok_t t = {type, (uint32_t)(start - (const unsigned char *)l->s), (uint32_t)(l->cur - start)};
+    ps_tok_t t = {type, (uint32_t)(start - (const unsigned char *)l->s), (uint32_t)(l->cur - start),
+                  l->brace_open};
     if (type == T_EOF)
         l->done = true;
     l->last = t;
@@ -94,7 +95,7 @@ static ps_tok_t lex_error(ps_lexer_t *l, const unsigned char *at, const char *fm
     va_end(ap);
     l->err_pos = (uint32_t)(at - (const unsigned char *)l->s);
     l->done = true;
-    l->last = (ps_tok_t){T_ERROR, l->err_pos, 0};
+    l->last = (ps_tok_t){T_ERROR, l->err_pos, 0, false};
     return l->last;
 }
 
@@ -297,8 +298,9 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
     "="         { return tok(l, T_EQL, start); }
     "!="        { return tok(l, T_NEQ, start); }
     "!"         {
-                    if (l->cur >= l->lim)
-                        return lex_error(l, start, "unexpected end of input after '!'");
+                    if (l->cur >= l->lim) /* lex.go prints the end of input as the rune U+FFFD */
+                        return l->promql ? lex_error(l, start, "unexpected character after '!': '\xef\xbf\xbd'")
+                                         : lex_error(l, start, "unexpected end of input after '!'");
                     quote_char(q, sizeof(q), l->cur, l->lim);
                     return lex_error(l, start, "unexpected character after '!': %s", q);
                 }
@@ -373,7 +375,9 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
     "!="        { return tok(l, T_NEQ, start); }
     "!"         {
                     if (l->cur >= l->lim)
-                        return lex_error(l, start, "unexpected end of input inside braces");
+                        return l->promql
+                                   ? lex_error(l, start, "unexpected character after '!' inside braces: '\xef\xbf\xbd'")
+                                   : lex_error(l, start, "unexpected end of input inside braces");
                     quote_char(q, sizeof(q), l->cur, l->lim);
                     return lex_error(l, start, "unexpected character after '!' inside braces: %s", q);
                 }

@@ -49,6 +49,7 @@ typedef struct ps_tok {
     ps_tok_type_t type;
     uint32_t pos; /* byte offset in the input */
     uint32_t len;
+    bool braced;  /* lexed inside braces (a label name there, never a keyword) */
 } ps_tok_t;
 
 typedef struct ps_lexer {
