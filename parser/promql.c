@@ -453,7 +453,7 @@ static ps_pq_node_t *parse_call(pq_t *q)
     e->args = args;
     e->nargs = nargs;
     e->type = f->ret;
-    e->end = p->tok.pos;
+    e->end = p->last_end;
     return e;
 }
 
@@ -502,6 +502,7 @@ static ps_pq_node_t *parse_aggregation(pq_t *q)
     e->without = g.without;
     e->ngroup = g.n;
     e->group = g.names;
+    e->end = p->last_end;
     return e;
 }
 
@@ -517,6 +518,7 @@ static ps_pq_node_t *parse_selector(pq_t *q)
     e->type = PS_PQ_VVECTOR;
     if (named)
         e->name = e->sel.m[0].value;
+    e->end = p->last_end;
     return e;
 }
 
@@ -811,6 +813,11 @@ static bool parse_bin_modifiers(pq_t *q, ps_pq_node_t *e)
                 m->include = inc.names;
             } else {
                 ps_psr_advance(p);
+                /* the labels are optional, but what follows must then start an expression */
+                if (p->tok.type != T_ERROR && !starts_expr(p->tok.type)) {
+                    ps_psr_unexpected(p, p->tok, "grouping opts", "\"(\"");
+                    return false;
+                }
             }
         }
     }

@@ -311,6 +311,7 @@ static void *after_expr(ps_psr_t *p)
 
 void ps_psr_advance(ps_psr_t *p)
 {
+    p->last_end = p->tok.pos + p->tok.len;
     if (p->has_ahead) {
         p->tok = p->ahead;
         p->has_ahead = false;

@@ -112,6 +112,7 @@ typedef struct ps_psr {
     const char *s; /* a NUL-terminated copy of the input */
     size_t n;
     ps_tok_t tok;  /* the current token */
+    uint32_t last_end; /* where the token before it ended */
     ps_tok_t ahead;
     bool has_ahead;
     bool promql;    /* Prometheus 2.42's PromQL: label names in matchers and groupings are identifiers */
