@@ -277,10 +277,6 @@ static bool parse_duration(pq_t *q, ps_tok_t t, int64_t *out)
     uint64_t total = 0;
     char shown[80];
 
-    if (memchr(s, '_', n) != NULL) {
-        ps_psr_perr(&q->p, t.pos, "bad number or duration syntax: \"%.*s\"", (int)(strchr(s, '_') - s), s);
-        return false;
-    }
     while (i < n) {
         uint64_t v = 0;
         bool over = false;
@@ -531,9 +527,6 @@ static ps_pq_node_t *parse_primary(pq_t *q)
     switch (t.type) {
     case T_NUMBER: {
         double v;
-        const char *s = tok_text(q, t);
-        if (memchr(s, '_', t.len) != NULL)
-            return ps_psr_perr(p, t.pos, "bad number or duration syntax: \"%.*s\"", (int)(strchr(s, '_') - s), s);
         if (!ps_psr_number(p, t, &v) || (e = new_node(q, PS_PQ_NUMBER, t.pos, NULL, NULL)) == NULL)
             return NULL;
         e->num = v;
@@ -706,10 +699,6 @@ static ps_pq_node_t *parse_at(pq_t *q, ps_pq_node_t *e)
         }
         if (p->tok.type != T_NUMBER)
             return ps_psr_unexpected(p, p->tok, "@", "timestamp");
-        const char *s = tok_text(q, p->tok);
-        if (memchr(s, '_', p->tok.len) != NULL)
-            return ps_psr_perr(p, p->tok.pos, "bad number or duration syntax: \"%.*s\"", (int)(strchr(s, '_') - s),
-                               s);
         if (!ps_psr_number(p, p->tok, &ts))
             return NULL;
         if (neg)
