@@ -598,6 +598,13 @@ static bool parse_matcher(ps_psr_t *p, ps_selector_t *sel, uint32_t *cap)
     size_t vlen;
     if (!ps_psr_unquote(p, vt, &value, &vlen))
         return false;
+    if (p->promql && (op == PS_MATCH_RE || op == PS_MATCH_NRE)) {
+        ps_err_t e;
+        if (ps_regex_check_re2(value, vlen, &e) != 0) { /* what Go's RE2 refuses, in its words */
+            ps_psr_perr(p, nt.pos, "error parsing regexp: %s", e.msg);
+            return false;
+        }
+    }
     ps_matcher_t *m = add_matcher(p, sel, cap, nt.pos);
     if (m == NULL)
         return false;
