@@ -485,8 +485,9 @@ static ps_pq_node_t *parse_aggregation(pq_t *q)
     if (nargs == 0)
         return ps_psr_perr(p, op.pos, "no arguments for aggregate expression provided");
     if (nargs != want)
-        return ps_psr_perr(p, op.pos, "wrong number of arguments for aggregate expression provided, expected %u, got %u",
-                           want, nargs);
+        return ps_psr_perr(p, op.pos,
+                           "wrong number of arguments for aggregate expression provided, expected %u, got %u", want,
+                           nargs);
     ps_pq_node_t *e = new_node(q, PS_PQ_AGG, op.pos, NULL, NULL);
     if (e == NULL || !set_depth(q, e, args, nargs))
         return NULL;

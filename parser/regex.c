@@ -224,9 +224,11 @@ static long re2_class_char(const char *p, size_t n, size_t i, size_t *len)
     if (*len == 1)
         return (unsigned char)p[i];
     const unsigned char *u = (const unsigned char *)p + i;
-    return *len == 2 ? (long)(u[0] & 0x1f) << 6 | (u[1] & 0x3f)
-           : *len == 3 ? (long)(u[0] & 0x0f) << 12 | (long)(u[1] & 0x3f) << 6 | (u[2] & 0x3f)
-                       : (long)(u[0] & 0x07) << 18 | (long)(u[1] & 0x3f) << 12 | (long)(u[2] & 0x3f) << 6 | (u[3] & 0x3f);
+    if (*len == 2)
+        return (long)(u[0] & 0x1f) << 6 | (u[1] & 0x3f);
+    if (*len == 3)
+        return (long)(u[0] & 0x0f) << 12 | (long)(u[1] & 0x3f) << 6 | (u[2] & 0x3f);
+    return (long)(u[0] & 0x07) << 18 | (long)(u[1] & 0x3f) << 12 | (long)(u[2] & 0x3f) << 6 | (u[3] & 0x3f);
 }
 
 /* A class from pat[i] == '['; returns the index after its ']', or 0 after an error. A class that
@@ -415,8 +417,8 @@ int ps_regex_check_re2(const char *pat, size_t n, ps_err_t *err)
                 }
                 if (j >= n)
                     return re2_fail_pasted(&c, "missing closing )");
-                return re2_fail(&c, "invalid or unsupported Perl syntax", pat + i, j + utf8_char_len(pat + j, n - j) - i,
-                                "");
+                size_t end = j + utf8_char_len(pat + j, n - j);
+                return re2_fail(&c, "invalid or unsupported Perl syntax", pat + i, end - i, "");
             }
             depth++;
             operand = false;

@@ -435,9 +435,9 @@ bool ps_psr_number(ps_psr_t *p, ps_tok_t t, double *out)
     errno = 0;
     if (n >= 2 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X')) {
         /* ParseInt(s, 0, 64) or nothing: ParseFloat wants a 'p' exponent after a hex mantissa */
-        unsigned long long v = n > 2 && strspn(b + 2, "0123456789abcdefABCDEF") == n - 2 ? strtoull(b + 2, &end, 16) : 0;
-        if (n == 2 || strspn(b + 2, "0123456789abcdefABCDEF") != n - 2 || errno == ERANGE ||
-            v > (unsigned long long)INT64_MAX) {
+        bool hex = n > 2 && strspn(b + 2, "0123456789abcdefABCDEF") == n - 2;
+        unsigned long long v = hex ? strtoull(b + 2, &end, 16) : 0;
+        if (!hex || errno == ERANGE || v > (unsigned long long)INT64_MAX) {
             ps_sel_quote(q, qs, s, n, n);
             ps_psr_perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: invalid syntax", q);
             return false;

@@ -249,7 +249,8 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
             l->want_duration = false;
             return lex_duration(l);
         }
-        if (l->bracket_open && start < l->lim && (*start == ':' || *start == '_' || ((*start | 0x20) >= 'a' && (*start | 0x20) <= 'z'))) {
+        if (l->bracket_open && start < l->lim &&
+            (*start == ':' || *start == '_' || ((*start | 0x20) >= 'a' && (*start | 0x20) <= 'z'))) {
             /* lex.go: inside brackets a letter is taken for a colon ("a[5m x]" is "a[5m:]") */
             if (l->got_colon) {
                 quote_char(q, sizeof(q), start, l->lim);
