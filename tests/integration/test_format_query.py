@@ -163,7 +163,8 @@ class QueryGen:
         self.r = random.Random(seed)
 
     def dur(self):
-        return "%d%s" % (self.r.choice([1, 5, 10, 30, 90, 100, 1500]), self.r.choice(["ms", "s", "m", "h", "d", "w", "y"]))
+        r = self.r
+        return "%d%s" % (r.choice([1, 5, 10, 30, 90, 100, 1500]), r.choice(["ms", "s", "m", "h", "d", "w", "y"]))
 
     def sp(self):
         return self.r.choice(["", " ", "  ", "\n"])
@@ -204,8 +205,8 @@ class QueryGen:
                 for _ in range(r.randint(0, 2) if a.endswith("*") else 1):
                     a0 = a.rstrip("?*")
                     if a0 == "M":
-                        args.append(r.choice([self.sel() + "[" + self.dur() + "]",
-                                              self.expr(d - 1) + "[" + self.dur() + ":" + r.choice(["", self.dur()]) + "]"]))
+                        sub = self.expr(d - 1) + "[" + self.dur() + ":" + r.choice(["", self.dur()]) + "]"
+                        args.append(r.choice([self.sel() + "[" + self.dur() + "]", sub]))
                     elif a0 == "T":
                         args.append(r.choice(['"a"', "'b'", "`c`", '"x\\ny"', '"\u00e9"', '"$1"']))
                     elif a0 == "S":
@@ -215,7 +216,9 @@ class QueryGen:
             return f + "(" + ("," + self.sp()).join(args) + ")"
         if k < 0.6:
             a = r.choice(AGGS)
-            g = " %s (%s) " % (r.choice(["by", "without"]), r.choice(["job", "", "job, le", "on"])) if r.random() < 0.5 else ""
+            g = ""
+            if r.random() < 0.5:
+                g = " %s (%s) " % (r.choice(["by", "without"]), r.choice(["job", "", "job, le", "on"]))
             args = ([self.num()] if a in ("topk", "bottomk", "quantile") else ['"v"'] if a == "count_values" else [])
             body = "(" + ", ".join(args + [self.expr(d - 1)]) + ")"
             return a + g + body if r.random() < 0.5 else a + body + g
@@ -224,7 +227,8 @@ class QueryGen:
         if k < 0.78:
             return r.choice(["-", "+"]) + self.expr(d - 1)
         if k < 0.85:
-            return self.expr(d - 1) + "[" + self.dur() + ":" + r.choice(["", self.dur()]) + "]" + r.choice(["", " offset 5m", " @ 10"])
+            sub = self.expr(d - 1) + "[" + self.dur() + ":" + r.choice(["", self.dur()]) + "]"
+            return sub + r.choice(["", " offset 5m", " @ 10"])
         return self.expr(d - 1)
 
     def mutate(self, q):
@@ -245,12 +249,109 @@ class QueryGen:
         return q
 
 
+class TypedGen:
+    """Random PromQL that type-checks (vectors, scalars, range vectors where each belongs), so
+    that most of it parses and long ones come back split by Pretty."""
+
+    OVER_TIME = ["rate", "irate", "increase", "delta", "deriv", "avg_over_time", "max_over_time", "sum_over_time",
+                 "count_over_time", "changes", "resets", "last_over_time"]
+    ELEMENTWISE = ["abs", "ceil", "floor", "sqrt", "exp", "ln", "sort", "sort_desc", "timestamp", "absent"]
+
+    def __init__(self, seed):
+        import random
+        self.r = random.Random(seed)
+
+    def dur(self):
+        return "%d%s" % (self.r.choice([1, 5, 10, 30, 90]), self.r.choice(["ms", "s", "m", "h", "d", "w", "y"]))
+
+    def name(self):
+        r = self.r
+        s = r.choice(["a", "up", "x:y", "http_requests_total", "sum", "by", "offset", "node_cpu_seconds_total"])
+        if r.random() < 0.6:
+            s += "{" + ", ".join("%s%s%s" % (r.choice(["job", "le", "instance", "mode"]),
+                                             r.choice(["=", "!=", "=~", "!~"]),
+                                             r.choice(['"v"', '"a.*"', '"api-server"', '".+"', '"idle"']))
+                                 for _ in range(r.randint(1, 3))) + "}"
+        return s
+
+    def vsel(self):
+        s, x = self.name(), self.r.random()
+        if x < 0.15:
+            return s + " offset " + self.dur()
+        if x < 0.2:
+            return s + " @ " + self.r.choice(["100", "1.5", "start()", "end()"])
+        return s
+
+    def scalar(self, d):
+        r = self.r
+        if d <= 0 or r.random() < 0.3:
+            return r.choice(["1", "0.5", "100", "2", "time()", "pi()", "1e-3"])
+        k = r.random()
+        if k < 0.3:
+            return "scalar(%s)" % self.vector(d - 1)
+        if k < 0.6:
+            return "%s %s %s" % (self.scalar(d - 1), r.choice(["+", "-", "*", "/", "^", "%"]), self.scalar(d - 1))
+        if k < 0.8:
+            return "(%s)" % self.scalar(d - 1)
+        return "%s %s bool %s" % (self.scalar(d - 1), r.choice(["==", ">", "<"]), self.scalar(d - 1))
+
+    def matrix(self, d):
+        if d <= 0 or self.r.random() < 0.5:
+            return self.name() + "[" + self.dur() + "]" + self.r.choice(["", " offset 1h", " @ 100"])
+        return self.vector(d - 1) + "[" + self.dur() + ":" + self.r.choice(["", self.dur()]) + "]"
+
+    def vector(self, d):
+        r = self.r
+        if d <= 0:
+            return self.vsel()
+        k = r.random()
+        if k < 0.2:
+            op = r.choice(["+", "-", "*", "/", "==", "!=", ">", "<", "and", "or", "unless", "^"])
+            m = r.choice(["", "", " on(job)", " ignoring(le)", " on(job) group_left(le)",
+                          " ignoring(mode) group_right"])
+            if op in ("and", "or", "unless") and "group" in m:
+                m = ""
+            if op in ("==", "!=", ">", "<") and r.random() < 0.3:
+                m = " bool" + m
+            if r.random() < 0.3:
+                op = "+" if op in ("and", "or", "unless") else op
+                return "%s %s %s" % (self.vector(d - 1), op, self.scalar(d - 1))
+            return "%s %s%s %s" % (self.vector(d - 1), op, m, self.vector(d - 1))
+        if k < 0.45:
+            return "%s(%s)" % (r.choice(self.OVER_TIME), self.matrix(d - 1))
+        if k < 0.6:
+            return "%s(%s)" % (r.choice(self.ELEMENTWISE), self.vector(d - 1))
+        if k < 0.65:
+            return "histogram_quantile(%s, %s)" % (self.scalar(d - 1), self.vector(d - 1))
+        if k < 0.7:
+            return 'label_replace(%s, "dst", "$1", "src", "(.*)")' % self.vector(d - 1)
+        if k < 0.74:
+            return "predict_linear(%s, %s)" % (self.matrix(d - 1), self.scalar(d - 1))
+        if k < 0.78:
+            return "quantile_over_time(%s, %s)" % (self.scalar(d - 1), self.matrix(d - 1))
+        if k < 0.9:
+            a = r.choice(["sum", "avg", "min", "max", "count", "stddev", "topk", "bottomk", "quantile", "count_values"])
+            g = r.choice(["", " by (job)", " without (instance, mode)", " by (job, instance, mode, le)"])
+            p = ""
+            if a in ("topk", "bottomk", "quantile"):
+                p = self.scalar(d - 1) + ", "
+            elif a == "count_values":
+                p = '"value", '
+            if r.random() < 0.5:
+                return "%s%s (%s%s)" % (a, g, p, self.vector(d - 1))
+            return "%s(%s%s)%s" % (a, p, self.vector(d - 1), g)
+        if k < 0.95:
+            return "(" + self.vector(d - 1) + ")"
+        return "-" + self.vector(d - 1)
+
+
 def test_random_queries_as_prometheus(srv, prometheus):
-    """600 random queries and 600 mutated ones: profstore answers what Prometheus 2.42 answers,
-    byte for byte, but for the wording of invalid regexes (PCRE2's, not RE2's)."""
-    g = QueryGen(8)
+    """600 random queries, 600 mutated ones and 400 that type-check: profstore answers what
+    Prometheus 2.42 answers, byte for byte, but for the wording of some invalid regexes."""
+    g, t = QueryGen(8), TypedGen(8)
     queries = [g.expr(g.r.randint(0, 4)) for _ in range(600)]
     queries += [g.mutate(q) for q in queries]
+    queries += [t.vector(t.r.randint(2, 6)) for _ in range(400)]
     differ = []
     for q in queries:
         want = prometheus(q)
