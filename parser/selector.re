@@ -220,6 +220,29 @@ static ps_tok_t unterminated(ps_lexer_t *l, const unsigned char *start)
 
 static ps_tok_t string_tok(ps_lexer_t *l, const unsigned char *start)
 {
+    if (l->promql && *start != '`') {
+        /* lex.go checks escapes as it reads a string: the first bad one or bad UTF-8 is the error */
+        char m[96];
+        for (const unsigned char *p = start + 1; p < l->cur - 1;) {
+            if (*p == '\\') {
+                size_t rest = (size_t)(l->cur - p); /* with the closing quote: "\x4" has an illegal '"' */
+                const char *e = ps_sel_escape_error(m, sizeof(m), (const char *)p, rest, (char)*start);
+                if (e != NULL)
+                    return lex_error(l, start, "%s", e);
+                p += 2;
+                continue;
+            }
+            size_t cl = *p < 0x80              ? 1
+                        : (*p & 0xe0) == 0xc0 ? 2
+                        : (*p & 0xf0) == 0xe0 ? 3
+                        : (*p & 0xf8) == 0xf0 ? 4
+                                              : 0;
+            if (cl == 0 || p + cl > l->cur - 1 || !ps_utf8_valid((const char *)p, cl))
+                return lex_error(l, start, "invalid UTF-8 rune");
+            p += cl;
+        }
+        return tok(l, T_STRING, start);
+    }
     if (!ps_utf8_valid((const char *)start, (size_t)(l->cur - start)))
         return lex_error(l, start, "invalid UTF-8 rune");
     return tok(l, T_STRING, start);

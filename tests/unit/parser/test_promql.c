@@ -1,6 +1,6 @@
 /*
  * test_promql.c - the PromQL parser: Prometheus 2.42's canonical forms and parse errors for some
- * 1,360 inputs (promql_cases.h, recorded from the real binary), the tree built (node kinds, types,
+ * 1,660 inputs (promql_cases.h, recorded from the real binary), the tree built (node kinds, types,
  * offsets, @, ranges, steps, matching labels and cardinality, grouping, positions), the function
  * table, the limits (input size, depth, nodes: no stack overflow on deep nesting), and that a
  * failed parse frees what it compiled.
