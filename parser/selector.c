@@ -793,8 +793,7 @@ static ps_expr_t *parse_sum(ps_psr_t *p)
         return after_expr(p);
     ps_psr_advance(p);
     if (nargs != 1)
-        return ps_psr_perr(p, pos, "wrong number of arguments for aggregate expression provided, expected 1, got %u",
-                           nargs);
+        return ps_psr_perr(p, pos, "wrong number of arguments for aggregate expression provided, expected 1, got %u", nargs);
     if (ps_expr_is_scalar(arg))
         return ps_psr_perr(p, arg->pos, "expected type instant vector in aggregation expression, got scalar");
     if (!g.grouped && (p->tok.type == T_BY || p->tok.type == T_WITHOUT) && !ps_psr_grouping(p, &g))
