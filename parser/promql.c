@@ -205,6 +205,7 @@ typedef struct pq {
     ps_psr_t p;
     ps_pq_limits_t lim;
     uint32_t nodes;
+    uint32_t in_agg; /* inside the arguments of this many aggregations */
 } pq_t;
 
 static uint32_t depth_of(const ps_pq_node_t *e) { return e ? ((const pnode_t *)(const void *)e)->depth : 0; }
@@ -253,6 +254,14 @@ static bool enter(pq_t *q)
 
 static const char *tok_text(pq_t *q, ps_tok_t t) { return ps_psr_text(&q->p, t); }
 
+/* A token that cannot be where it is. Prometheus' parser recovers from a syntax error at the
+ * innermost rule with an error case: inside an aggregation's arguments, however deep, that is
+ * the aggregation ("unexpected identifier \"b\" in aggregation"), else the whole input. */
+static void *syntax_error(pq_t *q, ps_tok_t t)
+{
+    return ps_psr_unexpected(&q->p, t, q->in_agg > 0 ? "aggregation" : NULL, NULL);
+}
+
 /* ---- durations (model.ParseDuration) ------------------------------------------------------- */
 
 /* Parses "1h30m" into milliseconds: units y w d h m s ms, in that order, each at most once. */
@@ -268,10 +277,6 @@ static bool parse_duration(pq_t *q, ps_tok_t t, int64_t *out)
     uint64_t total = 0;
     char shown[80];
 
-    if (memchr(s, '_', n) != NULL) {
-        ps_psr_perr(&q->p, t.pos, "bad number or duration syntax: \"%.*s\"", (int)(strchr(s, '_') - s), s);
-        return false;
-    }
     while (i < n) {
         uint64_t v = 0;
         bool over = false;
@@ -370,8 +375,15 @@ static bool tok_is(pq_t *q, ps_tok_t t, const char *word)
     return is_ident(t.type) && t.len == strlen(word) && strncasecmp(tok_text(q, t), word, t.len) == 0;
 }
 
+/* Whether an expression can start with the token. */
+static bool starts_expr(ps_tok_type_t t)
+{
+    return t == T_NUMBER || t == T_STRING || t == T_LPAREN || t == T_LBRACE || t == T_ADD || t == T_SUB ||
+           ps_psr_is_metric_word(t);
+}
+
 /* The argument list of a call or an aggregation; the current token is "(". */
-static bool parse_args(pq_t *q, const char *context, ps_pq_node_t ***out, uint32_t *nout)
+static bool parse_args(pq_t *q, ps_pq_node_t ***out, uint32_t *nout)
 {
     ps_psr_t *p = &q->p;
     ps_pq_node_t **args = NULL;
@@ -395,7 +407,8 @@ static bool parse_args(pq_t *q, const char *context, ps_pq_node_t ***out, uint32
             if (p->tok.type == T_COMMA) {
                 uint32_t comma = p->tok.pos;
                 ps_psr_advance(p);
-                if (p->tok.type == T_RPAREN) {
+                /* generated_parser.y takes "args ," when no expression follows: ")" or anything else */
+                if (p->tok.type != T_ERROR && !starts_expr(p->tok.type)) {
                     ps_psr_perr(p, comma, "trailing commas not allowed in function call args");
                     return false;
                 }
@@ -403,7 +416,7 @@ static bool parse_args(pq_t *q, const char *context, ps_pq_node_t ***out, uint32
             }
             if (p->tok.type == T_RPAREN)
                 break;
-            ps_psr_unexpected(p, p->tok, context, NULL);
+            syntax_error(q, p->tok);
             return false;
         }
     }
@@ -421,7 +434,7 @@ static ps_pq_node_t *parse_call(pq_t *q)
     uint32_t nargs;
 
     ps_psr_advance(p);
-    if (!parse_args(q, NULL, &args, &nargs))
+    if (!parse_args(q, &args, &nargs))
         return NULL;
     const ps_pq_func_t *f = ps_pq_func_lookup(tok_text(q, name), name.len);
     if (f == NULL) {
@@ -436,7 +449,7 @@ static ps_pq_node_t *parse_call(pq_t *q)
     e->args = args;
     e->nargs = nargs;
     e->type = f->ret;
-    e->end = p->tok.pos;
+    e->end = p->last_end;
     return e;
 }
 
@@ -453,18 +466,28 @@ static ps_pq_node_t *parse_aggregation(pq_t *q)
         return NULL;
     if (p->tok.type != T_LPAREN)
         return ps_psr_unexpected(p, p->tok, "aggregation", NULL);
-    if (!parse_args(q, "aggregation", &args, &nargs))
+    q->in_agg++;
+    bool ok = parse_args(q, &args, &nargs);
+    q->in_agg--;
+    if (!ok)
         return NULL;
-    if (!g.grouped && (p->tok.type == T_BY || p->tok.type == T_WITHOUT) && !ps_psr_grouping(p, &g))
-        return NULL;
+    if (!g.grouped) {
+        /* Prometheus' parser reads the token after ")" to see whether a grouping follows, so a
+         * lexer error there comes before what it finds wrong with the arguments */
+        if (p->tok.type == T_ERROR)
+            return ps_psr_unexpected(p, p->tok, NULL, NULL);
+        if ((p->tok.type == T_BY || p->tok.type == T_WITHOUT) && !ps_psr_grouping(p, &g))
+            return NULL;
+    }
 
     ps_pq_aggop_t aop = aggop_of(op.type);
     uint32_t want = has_param(aop) ? 2 : 1;
     if (nargs == 0)
         return ps_psr_perr(p, op.pos, "no arguments for aggregate expression provided");
     if (nargs != want)
-        return ps_psr_perr(p, op.pos, "wrong number of arguments for aggregate expression provided, expected %u, got %u",
-                           want, nargs);
+        return ps_psr_perr(p, op.pos,
+                           "wrong number of arguments for aggregate expression provided, expected %u, got %u", want,
+                           nargs);
     ps_pq_node_t *e = new_node(q, PS_PQ_AGG, op.pos, NULL, NULL);
     if (e == NULL || !set_depth(q, e, args, nargs))
         return NULL;
@@ -476,6 +499,7 @@ static ps_pq_node_t *parse_aggregation(pq_t *q)
     e->without = g.without;
     e->ngroup = g.n;
     e->group = g.names;
+    e->end = p->last_end;
     return e;
 }
 
@@ -491,6 +515,7 @@ static ps_pq_node_t *parse_selector(pq_t *q)
     e->type = PS_PQ_VVECTOR;
     if (named)
         e->name = e->sel.m[0].value;
+    e->end = p->last_end;
     return e;
 }
 
@@ -503,9 +528,6 @@ static ps_pq_node_t *parse_primary(pq_t *q)
     switch (t.type) {
     case T_NUMBER: {
         double v;
-        const char *s = tok_text(q, t);
-        if (memchr(s, '_', t.len) != NULL)
-            return ps_psr_perr(p, t.pos, "bad number or duration syntax: \"%.*s\"", (int)(strchr(s, '_') - s), s);
         if (!ps_psr_number(p, t, &v) || (e = new_node(q, PS_PQ_NUMBER, t.pos, NULL, NULL)) == NULL)
             return NULL;
         e->num = v;
@@ -532,7 +554,7 @@ static ps_pq_node_t *parse_primary(pq_t *q)
         if (in == NULL)
             return NULL;
         if (p->tok.type != T_RPAREN)
-            return ps_psr_unexpected(p, p->tok, NULL, NULL);
+            return syntax_error(q, p->tok);
         if ((e = new_node(q, PS_PQ_PAREN, t.pos, in, NULL)) == NULL)
             return NULL;
         e->expr = in;
@@ -546,7 +568,7 @@ static ps_pq_node_t *parse_primary(pq_t *q)
     }
     if (is_ident(t.type) && ps_psr_peek(p).type == T_LPAREN) {
         if (tok_is(q, t, "start") || tok_is(q, t, "end")) /* START and END tokens in 2.42, not names */
-            return ps_psr_unexpected(p, ps_psr_peek(p), NULL, NULL);
+            return syntax_error(q, ps_psr_peek(p));
         return parse_call(q);
     }
     if (is_aggr(t.type)) {
@@ -556,25 +578,7 @@ static ps_pq_node_t *parse_primary(pq_t *q)
     }
     if (ps_psr_is_metric_word(t.type))
         return parse_selector(q);
-    return ps_psr_unexpected(p, t, NULL, NULL);
-}
-
-/* A syntax error inside brackets. Prometheus' parser reads on to the end of the brackets while it
- * recovers, so a lexer error there ("unclosed left bracket") is the one it reports: do the same. */
-static void *bracket_error(pq_t *q, const char *context, const char *expected)
-{
-    ps_psr_t *p = &q->p;
-    ps_tok_t bad = p->tok;
-    if (bad.type != T_ERROR && bad.type != T_RBRACKET) {
-        ps_lexer_t save = p->lex;
-        ps_tok_t t = ps_psr_peek(p);
-        while (t.type != T_ERROR && t.type != T_EOF && t.type != T_RBRACKET)
-            t = ps_sel_lex_next(&p->lex);
-        if (t.type == T_ERROR)
-            return ps_psr_perr(p, p->lex.err_pos, "%s", p->lex.msg);
-        p->lex = save;
-    }
-    return ps_psr_unexpected(p, bad, context, expected);
+    return syntax_error(q, t);
 }
 
 /* [range] or [range:step]; the current token is "[". */
@@ -611,16 +615,16 @@ static ps_pq_node_t *parse_range(pq_t *q, ps_pq_node_t *e)
         return m;
     }
     if (p->tok.type != T_COLON)
-        return bracket_error(q, "subquery or range", "\":\" or \"]\"");
+        return ps_psr_unexpected(p, p->tok, "subquery or range", "\":\" or \"]\"");
     ps_psr_advance(p);
     if (p->tok.type == T_DURATION) {
         if (!parse_duration(q, p->tok, &step))
             return NULL;
         ps_psr_advance(p);
         if (p->tok.type != T_RBRACKET)
-            return bracket_error(q, "subquery selector", "\"]\"");
+            return ps_psr_unexpected(p, p->tok, "subquery selector", "\"]\"");
     } else if (p->tok.type != T_RBRACKET) {
-        return bracket_error(q, "subquery selector", "duration or \"]\"");
+        return ps_psr_unexpected(p, p->tok, "subquery selector", "duration or \"]\"");
     }
     ps_pq_node_t *s = new_node(q, PS_PQ_SUBQUERY, e->pos, e, NULL);
     if (s == NULL)
@@ -696,10 +700,6 @@ static ps_pq_node_t *parse_at(pq_t *q, ps_pq_node_t *e)
         }
         if (p->tok.type != T_NUMBER)
             return ps_psr_unexpected(p, p->tok, "@", "timestamp");
-        const char *s = tok_text(q, p->tok);
-        if (memchr(s, '_', p->tok.len) != NULL)
-            return ps_psr_perr(p, p->tok.pos, "bad number or duration syntax: \"%.*s\"", (int)(strchr(s, '_') - s),
-                               s);
         if (!ps_psr_number(p, p->tok, &ts))
             return NULL;
         if (neg)
@@ -803,6 +803,11 @@ static bool parse_bin_modifiers(pq_t *q, ps_pq_node_t *e)
                 m->include = inc.names;
             } else {
                 ps_psr_advance(p);
+                /* the labels are optional, but what follows must then start an expression */
+                if (p->tok.type != T_ERROR && !starts_expr(p->tok.type)) {
+                    ps_psr_unexpected(p, p->tok, "grouping opts", "\"(\"");
+                    return false;
+                }
             }
         }
     }

@@ -146,8 +146,13 @@ void ps_pq_limits_default(ps_pq_limits_t *l);
  * Parses a PromQL expression (the whole input; lim NULL = defaults) into a tree allocated from
  * arena. Errors are PS_EINVAL with Prometheus' texts and positions, e.g.
  *   "1:6: parse error: expected type range vector in call to function \"rate\", got instant vector"
- * and err->pos set to the byte offset. The regexes of the tree's matchers must be freed with
- * ps_pq_dispose.
+ * and err->pos set to the byte offset; a limit exceeded is PS_ETOOBIG ("1:129: expression is too
+ * deeply nested (the limit is 128 levels)"; the input size has no position). The regexes of the
+ * tree's matchers must be freed with ps_pq_dispose.
+ * The tree as Prometheus' parser builds it: -1 is a NUMBER (signs fold into literals), "+a" a
+ * UNARY with unary_neg false, parentheses stay as PAREN nodes, a MATRIX's offset and @ are on its
+ * VECTOR, matching is set only between two vectors (MANY_TO_MANY for and/or/unless), and
+ * "x @ end()[5m]" is allowed (2.42 refuses only a numeric @ before a range).
  */
 int ps_pq_parse(const char *s, size_t n, const ps_pq_limits_t *lim, ps_arena_t *arena, ps_pq_node_t **out,
                 ps_err_t *err);

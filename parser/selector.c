@@ -107,12 +107,31 @@ Full:
 const char *ps_psr_text(const ps_psr_t *p, ps_tok_t t) { return p->s + t.pos; }
 
 /* Prometheus' Item.desc(). */
+/* Item.String()'s quoting in Prometheus 2.42: names whole, other values longer than 10 bytes cut
+ * to 10 runes ("%.10q...", so a short string of wide runes is whole and still gets "..."). */
+static void go_item_quote(char *out, size_t size, const char *s, size_t n, bool cut)
+{
+    size_t k = n;
+    if (cut && n > 10) {
+        size_t runes = 0;
+        for (k = 0; k < n && runes < 10; runes++) {
+            size_t cl = utf8_len((unsigned char)s[k]);
+            k += cl > 1 && k + cl <= n && ps_utf8_valid(s + k, cl) ? cl : 1;
+        }
+    }
+    ps_sel_quote(out, size > 3 ? size - 3 : size, s, k, k);
+    if (cut && n > 10)
+        strncat(out, "...", size - strlen(out) - 1);
+}
+
 void ps_psr_tok_desc(const ps_psr_t *p, ps_tok_t t, char *out, size_t size)
 {
     char q[128];
     const char *kind = NULL;
     int len = (int)(t.len > 40 ? 40 : t.len);
 
+    if (p->promql && (t.type == T_LIMITK || t.type == T_LIMIT_RATIO))
+        t.type = T_IDENT; /* Prometheus 3 words, names in 2.42 */
     switch (t.type) {
     case T_EOF:
     case T_ERROR: snprintf(out, size, "end of input"); return;
@@ -121,11 +140,27 @@ void ps_psr_tok_desc(const ps_psr_t *p, ps_tok_t t, char *out, size_t size)
     case T_STRING: kind = "string"; break;
     case T_NUMBER: kind = "number"; break;
     case T_DURATION: kind = "duration"; break;
+    case T_AT:
+        if (p->promql) { /* 2.42 has no name for "@" in ItemTypeStr, so desc() says this */
+            snprintf(out, size, "\"<Item 57385>\" <op:@>");
+            return;
+        }
+        break;
     default: break;
+    }
+    if (p->promql && t.type == T_IDENT && !t.braced &&
+        ((t.len == 5 && strncasecmp(ps_psr_text(p, t), "start", 5) == 0) ||
+         (t.len == 3 && strncasecmp(ps_psr_text(p, t), "end", 3) == 0))) {
+        /* 2.42's START and END tokens are described by their text: "start" */
+        ps_sel_quote(out, size, ps_psr_text(p, t), t.len, 10);
+        return;
     }
     if (kind != NULL) {
         bool ident = t.type == T_IDENT || t.type == T_METRIC_IDENT;
-        ps_sel_quote(q, sizeof(q), ps_psr_text(p, t), t.len, ident ? 64 : 10);
+        if (p->promql)
+            go_item_quote(q, sizeof(q), ps_psr_text(p, t), t.len, !ident);
+        else
+            ps_sel_quote(q, sizeof(q), ps_psr_text(p, t), t.len, ident ? 64 : 10);
         snprintf(out, size, "%s %s", kind, q);
     } else if (ps_tok_is_keyword(t.type)) {
         snprintf(out, size, "<%.*s>", len, ps_psr_text(p, t));
@@ -194,6 +229,7 @@ void *ps_psr_unexpected(ps_psr_t *p, ps_tok_t t, const char *context, const char
 
 void ps_psr_advance(ps_psr_t *p)
 {
+    p->last_end = p->tok.pos + p->tok.len;
     if (p->has_ahead) {
         p->tok = p->ahead;
         p->has_ahead = false;
@@ -317,9 +353,9 @@ bool ps_psr_number(ps_psr_t *p, ps_tok_t t, double *out)
     errno = 0;
     if (n >= 2 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X')) {
         /* ParseInt(s, 0, 64) or nothing: ParseFloat wants a 'p' exponent after a hex mantissa */
-        unsigned long long v = n > 2 && strspn(b + 2, "0123456789abcdefABCDEF") == n - 2 ? strtoull(b + 2, &end, 16) : 0;
-        if (n == 2 || strspn(b + 2, "0123456789abcdefABCDEF") != n - 2 || errno == ERANGE ||
-            v > (unsigned long long)INT64_MAX) {
+        bool hex = n > 2 && strspn(b + 2, "0123456789abcdefABCDEF") == n - 2;
+        unsigned long long v = hex ? strtoull(b + 2, &end, 16) : 0;
+        if (!hex || errno == ERANGE || v > (unsigned long long)INT64_MAX) {
             ps_sel_quote(q, qs, s, n, n);
             ps_psr_perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: invalid syntax", q);
             return false;
@@ -455,6 +491,13 @@ static bool parse_matcher(ps_psr_t *p, ps_selector_t *sel, uint32_t *cap)
     size_t vlen;
     if (!ps_psr_unquote(p, vt, &value, &vlen))
         return false;
+    if (p->promql && (op == PS_MATCH_RE || op == PS_MATCH_NRE)) {
+        ps_err_t e;
+        if (ps_regex_check_re2(value, vlen, &e) != 0) { /* what Go's RE2 refuses, in its words */
+            ps_psr_perr(p, nt.pos, "error parsing regexp: %s", e.msg);
+            return false;
+        }
+    }
     ps_matcher_t *m = add_matcher(p, sel, cap, nt.pos);
     if (m == NULL)
         return false;

@@ -77,7 +77,8 @@ static void quote_char(char *out, size_t size, const unsigned char *p, const uns
 
 static ps_tok_t tok(ps_lexer_t *l, ps_tok_type_t type, const unsigned char *start)
 {
-    ps_tok_t t = {type, (uint32_t)(start - (const unsigned char *)l->s), (uint32_t)(l->cur - start)};
+    ps_tok_t t = {type, (uint32_t)(start - (const unsigned char *)l->s), (uint32_t)(l->cur - start),
+                  l->brace_open};
     if (type == T_EOF)
         l->done = true;
     l->last = t;
@@ -94,7 +95,7 @@ static ps_tok_t lex_error(ps_lexer_t *l, const unsigned char *at, const char *fm
     va_end(ap);
     l->err_pos = (uint32_t)(at - (const unsigned char *)l->s);
     l->done = true;
-    l->last = (ps_tok_t){T_ERROR, l->err_pos, 0};
+    l->last = (ps_tok_t){T_ERROR, l->err_pos, 0, false};
     return l->last;
 }
 
@@ -219,6 +220,29 @@ static ps_tok_t unterminated(ps_lexer_t *l, const unsigned char *start)
 
 static ps_tok_t string_tok(ps_lexer_t *l, const unsigned char *start)
 {
+    if (l->promql && *start != '`') {
+        /* lex.go checks escapes as it reads a string: the first bad one or bad UTF-8 is the error */
+        char m[96];
+        for (const unsigned char *p = start + 1; p < l->cur - 1;) {
+            if (*p == '\\') {
+                size_t rest = (size_t)(l->cur - p); /* with the closing quote: "\x4" has an illegal '"' */
+                const char *e = ps_sel_escape_error(m, sizeof(m), (const char *)p, rest, (char)*start);
+                if (e != NULL)
+                    return lex_error(l, start, "%s", e);
+                p += 2;
+                continue;
+            }
+            size_t cl = *p < 0x80              ? 1
+                        : (*p & 0xe0) == 0xc0 ? 2
+                        : (*p & 0xf0) == 0xe0 ? 3
+                        : (*p & 0xf8) == 0xf0 ? 4
+                                              : 0;
+            if (cl == 0 || p + cl > l->cur - 1 || !ps_utf8_valid((const char *)p, cl))
+                return lex_error(l, start, "invalid UTF-8 rune");
+            p += cl;
+        }
+        return tok(l, T_STRING, start);
+    }
     if (!ps_utf8_valid((const char *)start, (size_t)(l->cur - start)))
         return lex_error(l, start, "invalid UTF-8 rune");
     return tok(l, T_STRING, start);
@@ -248,7 +272,8 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
             l->want_duration = false;
             return lex_duration(l);
         }
-        if (l->bracket_open && start < l->lim && (*start == ':' || *start == '_' || ((*start | 0x20) >= 'a' && (*start | 0x20) <= 'z'))) {
+        if (l->bracket_open && start < l->lim &&
+            (*start == ':' || *start == '_' || ((*start | 0x20) >= 'a' && (*start | 0x20) <= 'z'))) {
             /* lex.go: inside brackets a letter is taken for a colon ("a[5m x]" is "a[5m:]") */
             if (l->got_colon) {
                 quote_char(q, sizeof(q), start, l->lim);
@@ -297,8 +322,9 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
     "="         { return tok(l, T_EQL, start); }
     "!="        { return tok(l, T_NEQ, start); }
     "!"         {
-                    if (l->cur >= l->lim)
-                        return lex_error(l, start, "unexpected end of input after '!'");
+                    if (l->cur >= l->lim) /* lex.go prints the end of input as the rune U+FFFD */
+                        return l->promql ? lex_error(l, start, "unexpected character after '!': '\xef\xbf\xbd'")
+                                         : lex_error(l, start, "unexpected end of input after '!'");
                     quote_char(q, sizeof(q), l->cur, l->lim);
                     return lex_error(l, start, "unexpected character after '!': %s", q);
                 }
@@ -373,7 +399,9 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
     "!="        { return tok(l, T_NEQ, start); }
     "!"         {
                     if (l->cur >= l->lim)
-                        return lex_error(l, start, "unexpected end of input inside braces");
+                        return l->promql
+                                   ? lex_error(l, start, "unexpected character after '!' inside braces: '\xef\xbf\xbd'")
+                                   : lex_error(l, start, "unexpected end of input inside braces");
                     quote_char(q, sizeof(q), l->cur, l->lim);
                     return lex_error(l, start, "unexpected character after '!' inside braces: %s", q);
                 }

@@ -49,6 +49,7 @@ typedef struct ps_tok {
     ps_tok_type_t type;
     uint32_t pos; /* byte offset in the input */
     uint32_t len;
+    bool braced;  /* lexed inside braces (a label name there, never a keyword) */
 } ps_tok_t;
 
 typedef struct ps_lexer {
@@ -111,6 +112,7 @@ typedef struct ps_psr {
     const char *s; /* a NUL-terminated copy of the input */
     size_t n;
     ps_tok_t tok;  /* the current token */
+    uint32_t last_end; /* where the token before it ended */
     ps_tok_t ahead;
     bool has_ahead;
     bool promql;    /* Prometheus 2.42's PromQL: label names in matchers and groupings are identifiers */

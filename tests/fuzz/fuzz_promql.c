@@ -7,8 +7,8 @@
  * A failure must come with a message whose line:column is err.pos; a success must satisfy the
  * tree's invariants (types as checkAST computes them, matching only between vectors, depth within
  * the limit), and its canonical form (ps_pq_format, Prometheus' String()) must parse again to a
- * tree that prints the same (but for the signs of +Inf, see same_form); Pretty(0) (what /api/v1/format_query answers) must parse again too,
- * to the same String().
+ * tree that prints the same (but for the signs of +Inf, see same_form); Pretty(0) (what
+ * /api/v1/format_query answers) must parse again too, to the same String().
  *
  * Built by tests/fuzz/build.sh (like fuzz_selector: the .c files of parser/ and src/core/, the lexer,
  * -lpcre2-8) and run by tests/fuzz/run.sh with a few real queries as seeds:

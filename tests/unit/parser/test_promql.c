@@ -1,6 +1,6 @@
 /*
  * test_promql.c - the PromQL parser: Prometheus 2.42's canonical forms and parse errors for some
- * 600 inputs (promql_cases.h, recorded from the real binary), the tree built (node kinds, types,
+ * 1,660 inputs (promql_cases.h, recorded from the real binary), the tree built (node kinds, types,
  * offsets, @, ranges, steps, matching labels and cardinality, grouping, positions), the function
  * table, the limits (input size, depth, nodes: no stack overflow on deep nesting), and that a
  * failed parse frees what it compiled.
@@ -110,6 +110,9 @@ static void test_selectors(void **state)
     ps_arena_t a = PS_ARENA_INIT;
     ps_pq_node_t *e = parse_ok(&a, "a{b=\"c\", d=~\"e.*\"}[5m] offset 1h @ 100");
     assert_int_equal(e->kind, PS_PQ_MATRIX);
+    assert_int_equal(e->pos, 0);
+    assert_int_equal(e->end, 38);
+    assert_int_equal(e->expr->pos, 0);
     assert_int_equal(e->type, PS_PQ_VMATRIX);
     assert_int_equal(e->range_ms, 300000);
     ps_pq_node_t *v = e->expr;
@@ -255,6 +258,19 @@ static void test_binary(void **state)
     e = parse_ok(&a, "foo + rate(bar[5m])");
     assert_int_equal(e->rhs->pos, 6);
     assert_int_equal(e->rhs->args[0]->pos, 11);
+    assert_int_equal(e->lhs->end, 3);
+    assert_int_equal(e->rhs->args[0]->end, 18);
+    assert_int_equal(e->rhs->end, 19);
+    assert_int_equal(e->end, 19);
+    e = parse_ok(&a, "sum by (a) (x{y=\"z\"}) ");
+    assert_int_equal(e->end, 21);
+    assert_int_equal(e->expr->pos, 12);
+    assert_int_equal(e->expr->end, 20);
+    e = parse_ok(&a, "sum(x) without (a)");
+    assert_int_equal(e->end, 18);
+    e = parse_ok(&a, "-(1)");
+    assert_int_equal(e->pos, 0);
+    assert_int_equal(e->end, 4);
     e = parse_ok(&a, "(a)");
     assert_int_equal(e->kind, PS_PQ_PAREN);
     assert_int_equal(e->type, PS_PQ_VVECTOR);
