@@ -62,7 +62,7 @@ def error_of(s, method, path, params, status=400, error_type="bad_data"):
 BAD_SELECTORS = [
     # (selector, 1-based column of the error, what the message says)
     ('%s{job="api"' % CPU_TYPE, len(CPU_TYPE) + len('{job="api"') + 1, "unexpected end of input"),
-    ('{job=~"("}', 2, "missing closing parenthesis"),
+    ('{job=~"("}', 2, "error parsing regexp: missing closing ): `^(?:()$`"),  # RE2's words, as Prometheus
     ('%s{1abc="x"}' % CPU_TYPE, len(CPU_TYPE) + 2, "unexpected character"),
     ('%s{job!"x"}' % CPU_TYPE, len(CPU_TYPE) + 5, "unexpected character"),
     ('%s{job="x"}}' % CPU_TYPE, len(CPU_TYPE) + 10, "unexpected character"),
