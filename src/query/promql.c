@@ -602,7 +602,6 @@ static int vector_binop(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *lhs0, const p
             ps_hmap_put(matched, c->kb.data, c->kb.len, 1);
         } else {
             /* the signature and the result's labels together must be new */
-            size_t siglen = c->kb.len;
             ps_buf_putc(&c->kb, 0xfe);
             for (uint32_t k = 0; k < metric.n; k++)
                 key_pair(&c->kb, &metric.pairs[k]);
@@ -610,7 +609,6 @@ static int vector_binop(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *lhs0, const p
                 return ps_err_set(c->err, PS_ELIMIT,
                                   "multiple matches for labels: grouping labels must ensure unique matches");
             ps_hmap_put(matched, c->kb.data, c->kb.len, 1);
-            (void)siglen;
         }
         out->e[out->n++] = (pq_elem_t){metric, value, ts, 0};
     }
@@ -1384,7 +1382,6 @@ int ps_pq_eval(const ps_pq_node_t *e, const ps_pq_source_t *src, const ps_pq_opt
     }
     ps_arena_dispose(&c.scratch);
     ps_buf_dispose(&c.kb);
-    ps_buf_dispose(&c.kb2);
     if (ret)
         memset(out, 0, sizeof(*out));
     return ret;

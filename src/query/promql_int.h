@@ -91,7 +91,7 @@ typedef struct pq_ctx {
     uint64_t budget;        /* samples that may still be loaded or answered */
     int64_t deadline;       /* ps_time_mono() ns; 0 = none */
     uint32_t ticks;
-    ps_buf_t kb, kb2;       /* key buffers */
+    ps_buf_t kb;            /* the key being looked up (labels, signatures) */
     pq_node_t *all;
 } pq_ctx_t;
 
