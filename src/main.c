@@ -37,6 +37,8 @@ static const char usage[] =
     "  --storage.remote.read-concurrent-limit=N  remote reads served at once (default 10; 0 = no limit)\n"
     "  --storage.remote.read-max-bytes-in-frame=N  bytes of one streamed remote-read frame before it is cut\n"
     "                                   (default 1048576)\n"
+    "  --query.timeout=DURATION         longest a PromQL query may run (default 2m)\n"
+    "  --query.max-samples=N            samples a PromQL query may load at once (default 50000000)\n"
     "  --storage.max-size=SIZE          most the LMDB store may grow to (default 256GiB)\n"
     "  --storage.compact-max-profiles=N fold a series' head into a chunk at N profiles (default 120)\n"
     "  --storage.compact-window=DURATION  ... or once the head spans this much time, or the series got\n"
@@ -78,6 +80,8 @@ typedef struct flags {
     int64_t retention, compact_window, compact_interval, retention_interval, commit_delay;
     uint64_t max_body, max_inflated, max_size, compact_max, threads, max_series;
     uint64_t read_sample_limit, read_concurrent_limit, read_max_frame;
+    int64_t query_timeout;
+    uint64_t query_max_samples;
     int nosync;
 } flags_t;
 
@@ -123,8 +127,9 @@ static void parse_flags(int argc, char **argv, flags_t *f)
                                       "storage.compact-window", "storage.compact-interval",
                                       "storage.retention-interval", "max-body-size", "max-inflated-size",
                                       "storage.max-size", "storage.compact-max-profiles", "threads",
-                                      "query.max-series", "storage.commit-delay",
-                                      "storage.remote.read-sample-limit", "storage.remote.read-concurrent-limit",
+                                      "query.max-series", "storage.commit-delay", "query.timeout",
+                                      "query.max-samples", "storage.remote.read-sample-limit",
+                                      "storage.remote.read-concurrent-limit",
                                       "storage.remote.read-max-bytes-in-frame", NULL};
         int is_known = 0;
         for (int k = 0; known[k]; k++)
@@ -169,6 +174,10 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             num = &f->threads;
         else if (strcmp(name, "query.max-series") == 0)
             num = &f->max_series;
+        else if (strcmp(name, "query.timeout") == 0)
+            dur = &f->query_timeout;
+        else if (strcmp(name, "query.max-samples") == 0)
+            num = &f->query_max_samples;
         else if (strncmp(name, "storage.remote.read-", 20) == 0) {
             /* Prometheus' remote-read limits: 0 means no limit, except for the frame size */
             uint64_t *dst = strcmp(name + 20, "sample-limit") == 0       ? &f->read_sample_limit
@@ -191,7 +200,7 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             char *end;
             errno = 0;
             unsigned long long v = strtoull(val, &end, 10);
-            if (errno || *end || end == val || v == 0 || v > (num == &f->max_series ? 10000000 : 65535))
+            if (errno || *end || end == val || v == 0 || v > (num == &f->max_series ? 10000000 : num == &f->query_max_samples ? 1000000000000ull : 65535))
                 die_usage("--%s: \"%s\" is not a positive number in range", name, val);
             *num = v;
         }
@@ -252,6 +261,8 @@ int main(int argc, char **argv)
     f.read_sample_limit = 50000000;
     f.read_concurrent_limit = 10;
     f.read_max_frame = 1048576;
+    f.query_timeout = 120 * PS_NS_PER_S;
+    f.query_max_samples = 50000000;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     f.threads = ncpu > 0 ? (uint64_t)ncpu : 1;
     parse_flags(argc, argv, &f);
@@ -303,6 +314,8 @@ int main(int argc, char **argv)
     srv.opts.read.max_frame_bytes = (size_t)f.read_max_frame;
     srv.opts.read.max_series = (uint32_t)f.max_series;
     srv.opts.read_concurrency = (uint32_t)f.read_concurrent_limit;
+    srv.opts.query_timeout = f.query_timeout;
+    srv.opts.query_max_samples = f.query_max_samples;
     ps_pprof_limits_default(&srv.opts.limits);
     srv.opts.limits.max_inflated = f.max_inflated;
     srv.store = store;

@@ -29,6 +29,8 @@ typedef struct ps_server_opts {
     uint32_t threads;        /* event loop threads */
     size_t max_body;         /* request body limit (bytes) */
     uint32_t max_series;     /* series one selector may select */
+    int64_t query_timeout;   /* ns a PromQL evaluation may take (0: the evaluator's default, 2 min) */
+    uint64_t query_max_samples; /* samples a PromQL query may load (0: 50,000,000) */
     ps_pprof_limits_t limits;
     ps_read_opts_t read;     /* remote read: sample limit, frame size, series per query */
     uint32_t read_concurrency; /* remote reads at once (0 = no limit); more get 503 */
