@@ -120,7 +120,7 @@ static void *run(void *arg)
         int64_t delay = INT64_MAX;
         for (ps_wreq_t *r = w->head; r != NULL && delay > 0; r = r->next) {
             int64_t d = r->commit_delay_ns > 0 && w->opts.commit_delay_ns > 0 ? r->commit_delay_ns : w->opts.commit_delay_ns;
-            if (r->kind != PS_WREQ_APPEND)
+            if (r->kind != PS_WREQ_APPEND && r->kind != PS_WREQ_SAMPLES)
                 d = 0; /* admin requests: now */
             if (d < delay)
                 delay = d;

@@ -467,6 +467,7 @@ static void test_samples_batch_weight(void **state)
         for (int i = 0; i < 3; i++) {
             r[i] = make_samples(10 * big + i, T0 * 1000ll, n);
             assert_int_equal(ps_writer_submit(w, &r[i]->w), 0);
+            usleep(20000); /* the writer is awake: only the group-commit delay keeps them together */
         }
         wait_done(4);
         ps_writer_stats_t st;
