@@ -176,6 +176,22 @@ static void test_re2_syntax(void **state)
     }
 }
 
+/* What RE2 takes and PCRE2 as such would not: repeated assertions, a repetition after (?i),
+ * a group name given twice. */
+static void test_re2_accepts(void **state)
+{
+    (void)state;
+    assert_int_equal(M("^*a$+", "a"), 1);
+    assert_int_equal(M("a\\b+", "a"), 1);
+    assert_int_equal(M("a(?i)+b", "aaB"), 1); /* a+ then (?i)b, as Go reads it */
+    assert_int_equal(M("a(?i)+b", "AaB"), 0);
+    assert_int_equal(M("x$(?i)*", "x"), 1);
+    assert_int_equal(M("[a-c]\\b{1,3}-", "b-"), 1);
+    ps_regex_t *re = compile("(?P<n>a)x|(?P<n>b)y", PS_REGEX_CAPTURE);
+    assert_int_equal(ps_regex_group_number(re, "n"), 1); /* the first of the name, as Go's Expand */
+    ps_regex_free(re);
+}
+
 static void test_limits(void **state)
 {
     char subject[64];
@@ -200,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_invalid_utf8_subject),
         cmocka_unit_test(test_compile_errors),
         cmocka_unit_test(test_re2_syntax),
+        cmocka_unit_test(test_re2_accepts),
         cmocka_unit_test(test_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
