@@ -429,16 +429,18 @@ static size_t re2_repeat(const re2chk_t *c, size_t i, long *lo, long *hi)
     long a = 0, b;
     if (j >= c->n || c->p[j] < '0' || c->p[j] > '9')
         return 0;
-    while (j < c->n && c->p[j] >= '0' && c->p[j] <= '9')
-        a = a > 100000 ? a : a * 10 + (c->p[j++] - '0');
+    for (; j < c->n && c->p[j] >= '0' && c->p[j] <= '9'; j++)
+        if (a <= 100000) /* past RE2's 1000 anyway: no overflow */
+            a = a * 10 + (c->p[j] - '0');
     b = a;
     if (j < c->n && c->p[j] == ',') {
         j++;
         b = -1;
         if (j < c->n && c->p[j] >= '0' && c->p[j] <= '9') {
             b = 0;
-            while (j < c->n && c->p[j] >= '0' && c->p[j] <= '9')
-                b = b > 100000 ? b : b * 10 + (c->p[j++] - '0');
+            for (; j < c->n && c->p[j] >= '0' && c->p[j] <= '9'; j++)
+                if (b <= 100000)
+                    b = b * 10 + (c->p[j] - '0');
         }
     }
     if (j >= c->n || c->p[j] != '}')

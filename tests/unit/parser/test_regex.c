@@ -136,6 +136,7 @@ static void test_re2_syntax(void **state)
         {"x{2}{3}", "invalid nested repetition operator: `{2}{3}`"},
         {"a{1001}", "invalid repeat count: `{1001}`"},
         {"a{3,2}", "invalid repeat count: `{3,2}`"},
+        {"a{2888888801}", "invalid repeat count: `{2888888801}`"}, /* found by fuzz_promql: no endless loop */
         {"(?=a)", "invalid or unsupported Perl syntax: `(?=`"},
         {"(?<=a)", "invalid or unsupported Perl syntax: `(?<`"},
         {"(?ix)a", "invalid or unsupported Perl syntax: `(?ix`"},
@@ -158,7 +159,7 @@ static void test_re2_syntax(void **state)
         {"[a", "missing closing ]: `[a)$`"},
     };
     static const char *const good[] = {
-        "a{1000}", "a{,3}", "a{2", "(?P<n>a)", "(?i)a", "(?-s:a)", "(?U)a+", "(?)a", "\\12", "\\0", "\\Qa*\\E+",
+        "a{1000}", "a{,3}", "a{2", "a{2888888801", "(?P<n>a)", "(?i)a", "(?-s:a)", "(?U)a+", "(?)a", "\\12", "\\0", "\\Qa*\\E+",
         "[]a]", "[^]a]", "[[:^alpha:]]", "\\pL\\p{Greek}", "\\x{41}\\x41", "a+?", "a{2,3}?", "\\.\\$", "a\\b",
         "[a*+]", "\xc3\xa9+", "a(?i)+",
     };
