@@ -118,7 +118,7 @@ static char *repeatable(const char *p, size_t n, size_t *outn)
                 const char *e = memmem(p + i + 2, n - i - 2, "\\E", 2);
                 i = e != NULL ? (size_t)(e - p) + 2 : n;
             } else {
-                assertion = strchr("bBAzZG", p[i + 1]) != NULL;
+                assertion = p[i + 1] != '\0' && strchr("bBAzZG", p[i + 1]) != NULL;
                 i += 2;
             }
         } else if (p[i] == '[') {
@@ -389,7 +389,7 @@ static size_t re2_class(re2chk_t *c, size_t i0)
         if (p[i] == '\\') {
             if (re2_escape(c, p, n, i, 1) == 0)
                 goto Exit;
-            if (i + 1 < n && strchr("dDsSwWpP", p[i + 1]) != NULL) { /* a class of its own, no range */
+            if (i + 1 < n && p[i + 1] != '\0' && strchr("dDsSwWpP", p[i + 1]) != NULL) { /* no range */
                 i += re2_escape(c, p, n, i, 1);
                 continue;
             }
