@@ -16,7 +16,9 @@
  *   PCRE2_NEVER_BACKSLASH_C              \C (one code unit, may split a character) is refused;
  *   PCRE2_NO_AUTO_CAPTURE                without PS_REGEX_CAPTURE: (…) does not capture, so a
  *                                        back-reference \1 is an error (RE2 has none);
- *   PCRE2_MATCH_INVALID_UTF              with PS_REGEX_INVALID_UTF.
+ *   PCRE2_MATCH_INVALID_UTF              with PS_REGEX_INVALID_UTF;
+ *   PCRE2_DUPNAMES                       a group name may be given twice, as in RE2 ($name is
+ *                                        the first such group, as Go's Expand takes it).
  * Error offsets are therefore offsets into the user's regex.
  *
  * RE2 versus PCRE2, the differences we know of:
@@ -34,6 +36,8 @@
  *    in both; \z in both; \Z is "end or before final newline" in PCRE2 and an error in RE2;
  *    \C is refused; [[:word:]] works in both; (?P<name>…) works in both; (?U) works in both.
  *  - Repetition counts above 1000 are an error in RE2 and allowed (to 65535) in PCRE2.
+ *  - RE2 repeats assertions (^* \b+) and applies a repetition after (?i) to what precedes the flags;
+ *    PCRE2 refuses both, so such a pattern is compiled again rewritten (repeatable()).
  * ps_regex_check_re2 refuses, with Go's words, most of what RE2 refuses and PCRE2 takes; PromQL's
  * matchers run it before compiling (the selector language and relabeling do not).
  * Nested quantifiers and long alternations are bounded by PCRE2's compiled-size limit (an error).
@@ -55,7 +59,8 @@
 _Static_assert(sizeof(PCRE2_SIZE) == sizeof(size_t) && PCRE2_UNSET == PS_REGEX_UNSET, "PCRE2_SIZE is size_t");
 
 #define BASE_OPTIONS                                                                                                   \
-    (PCRE2_UTF | PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_DOTALL | PCRE2_DOLLAR_ENDONLY | PCRE2_NEVER_BACKSLASH_C)
+    (PCRE2_UTF | PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_DOTALL | PCRE2_DOLLAR_ENDONLY | PCRE2_NEVER_BACKSLASH_C |  \
+     PCRE2_DUPNAMES)
 
 static pcre2_match_context *match_ctx;
 static pthread_once_t match_ctx_once = PTHREAD_ONCE_INIT;
@@ -71,6 +76,101 @@ static void init_match_ctx(void)
     pcre2_set_heap_limit(match_ctx, PS_REGEX_HEAP_LIMIT_KIB);
 }
 
+/* The length of a repetition operator at p[i] ("*", "+?", "{2,3}"), 0 if there is none. */
+static size_t quantifier_len(const char *p, size_t n, size_t i)
+{
+    size_t j = i;
+    if (i >= n)
+        return 0;
+    if (p[i] == '*' || p[i] == '+' || p[i] == '?') {
+        j = i + 1;
+    } else if (p[i] == '{') {
+        j = i + 1;
+        if (j >= n || p[j] < '0' || p[j] > '9')
+            return 0;
+        while (j < n && ((p[j] >= '0' && p[j] <= '9') || p[j] == ','))
+            j++;
+        if (j >= n || p[j] != '}')
+            return 0;
+        j++;
+    } else {
+        return 0;
+    }
+    if (j < n && (p[j] == '?' || p[j] == '+'))
+        j++;
+    return j - i;
+}
+
+/* RE2 repeats an assertion (^*, \b+) and lets a repetition after (?i) apply to what precedes it
+ * (a(?i)+ is a+ then (?i)); PCRE2 calls both "quantifier does not follow a repeatable item". The
+ * same pattern written as PCRE2 takes it: (?:^)*, a+(?i). NULL when there is nothing to change. */
+static char *repeatable(const char *p, size_t n, size_t *outn)
+{
+    char *o = malloc(3 * n + 8);
+    size_t k = 0, i = 0;
+    bool changed = false;
+
+    while (i < n) {
+        size_t item = i, q;
+        bool assertion = false, flags = false;
+        if (p[i] == '\\' && i + 1 < n) {
+            if (p[i + 1] == 'Q') {
+                const char *e = memmem(p + i + 2, n - i - 2, "\\E", 2);
+                i = e != NULL ? (size_t)(e - p) + 2 : n;
+            } else {
+                assertion = p[i + 1] != '\0' && strchr("bBAzZG", p[i + 1]) != NULL;
+                i += 2;
+            }
+        } else if (p[i] == '[') {
+            size_t j = i + 1;
+            if (j < n && p[j] == '^')
+                j++;
+            if (j < n && p[j] == ']')
+                j++;
+            while (j < n && p[j] != ']')
+                j += p[j] == '\\' ? 2 : p[j] == '[' && j + 1 < n && p[j + 1] == ':' ? 2 : 1;
+            i = j < n ? j + 1 : n;
+        } else if (p[i] == '(' && i + 1 < n && p[i + 1] == '?') {
+            size_t j = i + 2;
+            while (j < n && strchr("imsUx-", p[j]) != NULL && p[j] != '\0')
+                j++;
+            flags = j < n && p[j] == ')';
+            i = flags ? j + 1 : i + 1;
+        } else {
+            assertion = p[i] == '^' || p[i] == '$';
+            i++;
+        }
+        if ((assertion || flags) && (q = quantifier_len(p, n, i)) > 0) {
+            if (assertion) {
+                memcpy(o + k, "(?:", 3);
+                k += 3;
+                memcpy(o + k, p + item, i - item);
+                k += i - item;
+                o[k++] = ')';
+                memcpy(o + k, p + i, q);
+                k += q;
+            } else {
+                memcpy(o + k, p + i, q);
+                k += q;
+                memcpy(o + k, p + item, i - item);
+                k += i - item;
+            }
+            i += q;
+            changed = true;
+            continue;
+        }
+        memcpy(o + k, p + item, i - item);
+        k += i - item;
+    }
+    if (!changed) {
+        free(o);
+        return NULL;
+    }
+    o[k] = '\0';
+    *outn = k;
+    return o;
+}
+
 int ps_regex_compile(const char *pat, size_t n, unsigned flags, ps_regex_t **out, ps_err_t *err)
 {
     int code;
@@ -84,6 +184,21 @@ int ps_regex_compile(const char *pat, size_t n, unsigned flags, ps_regex_t **out
         options |= PCRE2_MATCH_INVALID_UTF;
     pthread_once(&match_ctx_once, init_match_ctx);
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)(pat != NULL ? pat : ""), n, options, &code, &off, NULL);
+    if (re == NULL && code == PCRE2_ERROR_QUANTIFIER_INVALID && pat != NULL) {
+        /* on a failure after rewriting, the first error, about the user's text, stands */
+        int code2 = code;
+        size_t n2 = n;
+        char *p2 = NULL, *p3;
+        for (int pass = 0; pass < 3 && re == NULL && code2 == PCRE2_ERROR_QUANTIFIER_INVALID; pass++) {
+            PCRE2_SIZE off2;
+            if ((p3 = repeatable(p2 != NULL ? p2 : pat, n2, &n2)) == NULL)
+                break; /* "$(?i)*" takes two passes: $*(?i), then (?:$)*(?i) */
+            free(p2);
+            p2 = p3;
+            re = pcre2_compile((PCRE2_SPTR)p2, n2, options, &code2, &off2, NULL);
+        }
+        free(p2);
+    }
     if (re == NULL) {
         PCRE2_UCHAR msg[256];
         if (pcre2_get_error_message(code, msg, sizeof(msg)) < 0)
@@ -112,6 +227,11 @@ uint32_t ps_regex_groups(const ps_regex_t *re)
 int ps_regex_group_number(const ps_regex_t *re, const char *name)
 {
     int g = pcre2_substring_number_from_name((const pcre2_code *)re, (PCRE2_SPTR)name);
+    if (g == PCRE2_ERROR_NOUNIQUESUBSTRING) { /* a name given twice: the first group, as Go's */
+        PCRE2_SPTR first, last;
+        if (pcre2_substring_nametable_scan((const pcre2_code *)re, (PCRE2_SPTR)name, &first, &last) > 0)
+            g = first[0] << 8 | first[1];
+    }
     return g > 0 ? g : -1;
 }
 
@@ -269,7 +389,7 @@ static size_t re2_class(re2chk_t *c, size_t i0)
         if (p[i] == '\\') {
             if (re2_escape(c, p, n, i, 1) == 0)
                 goto Exit;
-            if (i + 1 < n && strchr("dDsSwWpP", p[i + 1]) != NULL) { /* a class of its own, no range */
+            if (i + 1 < n && p[i + 1] != '\0' && strchr("dDsSwWpP", p[i + 1]) != NULL) { /* no range */
                 i += re2_escape(c, p, n, i, 1);
                 continue;
             }
@@ -309,16 +429,18 @@ static size_t re2_repeat(const re2chk_t *c, size_t i, long *lo, long *hi)
     long a = 0, b;
     if (j >= c->n || c->p[j] < '0' || c->p[j] > '9')
         return 0;
-    while (j < c->n && c->p[j] >= '0' && c->p[j] <= '9')
-        a = a > 100000 ? a : a * 10 + (c->p[j++] - '0');
+    for (; j < c->n && c->p[j] >= '0' && c->p[j] <= '9'; j++)
+        if (a <= 100000) /* past RE2's 1000 anyway: no overflow */
+            a = a * 10 + (c->p[j] - '0');
     b = a;
     if (j < c->n && c->p[j] == ',') {
         j++;
         b = -1;
         if (j < c->n && c->p[j] >= '0' && c->p[j] <= '9') {
             b = 0;
-            while (j < c->n && c->p[j] >= '0' && c->p[j] <= '9')
-                b = b > 100000 ? b : b * 10 + (c->p[j++] - '0');
+            for (; j < c->n && c->p[j] >= '0' && c->p[j] <= '9'; j++)
+                if (b <= 100000)
+                    b = b * 10 + (c->p[j] - '0');
         }
     }
     if (j >= c->n || c->p[j] != '}')

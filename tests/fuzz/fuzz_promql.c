@@ -30,8 +30,9 @@
     } while (0)
 
 static const ps_pq_limits_t limits = {4096, 48, 400};
-/* a canonical form may be longer than its input ("a@1" is "a @ 1.000"), never deeper */
-static const ps_pq_limits_t relimits = {1u << 20, 48, 400};
+/* a canonical form may be longer than its input ("a@1" is "a @ 1.000"), and each +Inf that starts
+ * the operand of a "^" reads back with one unary "+" more (see same_form): twice the depth and nodes */
+static const ps_pq_limits_t relimits = {1u << 20, 2 * 48 + 2, 2 * 400 + 2};
 
 static ps_pq_vtype_t check_tree(const ps_pq_node_t *e, size_t size, uint32_t depth)
 {

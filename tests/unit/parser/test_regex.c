@@ -136,6 +136,7 @@ static void test_re2_syntax(void **state)
         {"x{2}{3}", "invalid nested repetition operator: `{2}{3}`"},
         {"a{1001}", "invalid repeat count: `{1001}`"},
         {"a{3,2}", "invalid repeat count: `{3,2}`"},
+        {"a{2888888801}", "invalid repeat count: `{2888888801}`"}, /* found by fuzz_promql: no endless loop */
         {"(?=a)", "invalid or unsupported Perl syntax: `(?=`"},
         {"(?<=a)", "invalid or unsupported Perl syntax: `(?<`"},
         {"(?ix)a", "invalid or unsupported Perl syntax: `(?ix`"},
@@ -158,7 +159,7 @@ static void test_re2_syntax(void **state)
         {"[a", "missing closing ]: `[a)$`"},
     };
     static const char *const good[] = {
-        "a{1000}", "a{,3}", "a{2", "(?P<n>a)", "(?i)a", "(?-s:a)", "(?U)a+", "(?)a", "\\12", "\\0", "\\Qa*\\E+",
+        "a{1000}", "a{,3}", "a{2", "a{2888888801", "(?P<n>a)", "(?i)a", "(?-s:a)", "(?U)a+", "(?)a", "\\12", "\\0", "\\Qa*\\E+",
         "[]a]", "[^]a]", "[[:^alpha:]]", "\\pL\\p{Greek}", "\\x{41}\\x41", "a+?", "a{2,3}?", "\\.\\$", "a\\b",
         "[a*+]", "\xc3\xa9+", "a(?i)+",
     };
@@ -174,6 +175,22 @@ static void test_re2_syntax(void **state)
         if (ps_regex_check_re2(good[i], strlen(good[i]), &err) != 0)
             fail_msg("%s: %s", good[i], err.msg);
     }
+}
+
+/* What RE2 takes and PCRE2 as such would not: repeated assertions, a repetition after (?i),
+ * a group name given twice. */
+static void test_re2_accepts(void **state)
+{
+    (void)state;
+    assert_int_equal(M("^*a$+", "a"), 1);
+    assert_int_equal(M("a\\b+", "a"), 1);
+    assert_int_equal(M("a(?i)+b", "aaB"), 1); /* a+ then (?i)b, as Go reads it */
+    assert_int_equal(M("a(?i)+b", "AaB"), 0);
+    assert_int_equal(M("x$(?i)*", "x"), 1);
+    assert_int_equal(M("[a-c]\\b{1,3}-", "b-"), 1);
+    ps_regex_t *re = compile("(?P<n>a)x|(?P<n>b)y", PS_REGEX_CAPTURE);
+    assert_int_equal(ps_regex_group_number(re, "n"), 1); /* the first of the name, as Go's Expand */
+    ps_regex_free(re);
 }
 
 static void test_limits(void **state)
@@ -200,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_invalid_utf8_subject),
         cmocka_unit_test(test_compile_errors),
         cmocka_unit_test(test_re2_syntax),
+        cmocka_unit_test(test_re2_accepts),
         cmocka_unit_test(test_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
