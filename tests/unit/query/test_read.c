@@ -3,7 +3,8 @@
  * profiles ($PS_TESTDATA/pprof, totals from its README). SAMPLES answers decoded and checked value
  * by value, all four matcher types, time ranges, several queries, STREAMED_XOR_CHUNKS frames with
  * their XOR chunks decoded sample by sample (120 samples a chunk, frames cut by size), the sample
- * limit in both modes, and bad matchers.
+ * limit of SAMPLES (streamed answers have none), bad matchers, and streamed answers made in pieces by
+ * a cursor: byte for byte the whole answer (and the whole answer as it was before streaming).
  *
  * The store (T = 1,800,000,000 s), type CPU = process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta:
  *   {job="api",instance="a"}  cpu-01 @T+10, cpu-02 @T+20
@@ -26,6 +27,7 @@
 
 #include "../testutil.h"
 
+#include "core/crc32c.h"
 #include "core/timeutil.h"
 #include "ingest/ingest.h"
 #include "proto/remote_read.h"
@@ -438,13 +440,13 @@ static void test_streamed(void **state)
     assert_int_equal(xor_samples(&fr->f[0].series[0].chunks[0], t, v), 11);
     assert_int_equal(t[0], MS(T0 + 150));
 
-    /* the sample limit holds in streamed mode too */
+    /* no sample limit in streamed mode (Prometheus has none there): all 130 samples */
     o.max_frame_bytes = 1048576;
-    o.sample_limit = 129;
-    assert_int_equal(run_streamed(&a, &q[1], 1, &o, fr, &err), PS_ELIMIT);
-    assert_string_equal(err.msg, "exceeded sample limit (129)");
-    o.sample_limit = 130;
+    o.sample_limit = 1;
     assert_int_equal(run_streamed(&a, &q[1], 1, &o, fr, &err), 0);
+    assert_int_equal(fr->n, 1);
+    assert_int_equal(fr->f[0].series[0].nchunks, 2);
+    assert_int_equal(xor_samples(&fr->f[0].series[0].chunks[1], t, v), NMANY - 120);
     free(fr);
     ps_arena_dispose(&a);
 }
@@ -528,14 +530,13 @@ static void test_float_series(void **state)
     assert_int_equal(fr->f[0].series[0].nchunks, 1);
     assert_int_equal(fr->f[0].series[0].chunks[0].len, st.bytes[0].len);
     assert_memory_equal(fr->f[0].series[0].chunks[0].data, st.bytes[0].data, st.bytes[0].len);
-    /* the sample limit counts the samples of whole chunks */
+    /* no sample limit in streamed mode: every stored chunk */
     ps_read_opts_t o;
     ps_read_opts_default(&o);
-    o.sample_limit = NFLOAT - 1;
-    assert_int_equal(run_streamed(&a, all, 1, &o, fr, &err), PS_ELIMIT);
-    assert_string_equal(err.msg, "exceeded sample limit (299)");
-    o.sample_limit = NFLOAT;
+    o.sample_limit = 1;
     assert_int_equal(run_streamed(&a, all, 1, &o, fr, &err), 0);
+    assert_int_equal(fr->n, 1);
+    assert_int_equal(fr->f[0].series[0].nchunks, st.n);
     for (uint32_t k = 0; k < st.n; k++)
         ps_buf_dispose(&st.bytes[k]);
     free(fr);
@@ -566,6 +567,116 @@ static void test_same_millisecond(void **state)
     ps_arena_dispose(&a);
 }
 
+/* ---- streamed answers: the same bytes, made in pieces --------------------------------------- */
+
+/* Every series of the store in three queries (profiles with 1, 2 and 130 samples, the float series
+ * with its stored chunks, the same-millisecond pair), frames cut at max_frame. */
+static const q_t every[3] = {
+    {T0, T0 + 15 * NFLOAT, {{"=~", "__name__", ".+"}}},
+    {T0 + 150, T0 + 160, {{"=", "__name__", CPU}, {"=", "job", "many"}}},
+    {T0, T0 + 15 * NFLOAT, {{"=", "__name__", "up"}}},
+};
+
+/* The whole streamed answer to every[], as ps_query_read makes it. */
+static void whole_answer(ps_arena_t *a, size_t max_frame, ps_buf_t *out)
+{
+    ps_read_request_t req = make_req(a, every, 3);
+    ps_read_opts_t o;
+    ps_read_opts_default(&o);
+    o.max_frame_bytes = max_frame;
+    ps_reader_t *r;
+    ps_err_t err;
+    assert_int_equal(ps_reader_begin(store, &r, &err), 0);
+    assert_int_equal(ps_query_read(r, &req, PS_READ_STREAMED_XOR_CHUNKS, &o, out, NULL, &err), 0);
+    ps_reader_end(r);
+}
+
+static void test_streamed_golden(void **state)
+{
+    /* length and CRC32C of the answers as the whole-answer code (before streaming) made them */
+    static const struct { size_t max_frame, len; uint32_t crc; } want[] = {
+        {1048576, 2585, 0x3f8a5c54}, {100, 2909, 0x06718742}, {300, 2665, 0x19ba245f},
+    };
+    ps_arena_t a = PS_ARENA_INIT;
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        ps_buf_t out = PS_BUF_INIT;
+        whole_answer(&a, want[i].max_frame, &out);
+        assert_int_equal(out.len, want[i].len);
+        assert_int_equal(ps_crc32c(0, out.data, out.len), want[i].crc);
+        ps_buf_dispose(&out);
+    }
+    ps_arena_dispose(&a);
+}
+
+/* A cursor asked for `want` bytes at a time: the pieces put together are the whole answer, each
+ * piece holds at least want bytes (but the last) and at most want plus one frame. */
+static void test_cursor_pieces(void **state)
+{
+    static const size_t frames[] = {1048576, 100, 300};
+    static const size_t wants[] = {1, 7, 64, 500, 4096, SIZE_MAX};
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    for (size_t f = 0; f < 3; f++) {
+        ps_buf_t whole = PS_BUF_INIT;
+        whole_answer(&a, frames[f], &whole);
+        ps_read_request_t req = make_req(&a, every, 3);
+        ps_read_opts_t o;
+        ps_read_opts_default(&o);
+        o.max_frame_bytes = frames[f];
+        for (size_t w = 0; w < sizeof(wants) / sizeof(wants[0]); w++) {
+            ps_reader_t *r;
+            ps_read_cursor_t *c;
+            ps_buf_t all = PS_BUF_INIT, piece = PS_BUF_INIT;
+            bool done = false;
+            uint32_t calls = 0;
+            assert_int_equal(ps_reader_begin(store, &r, &err), 0);
+            assert_int_equal(ps_read_cursor_new(r, &req, &o, &c, &err), 0);
+            while (!done) {
+                ps_buf_reset(&piece);
+                assert_int_equal(ps_read_cursor_next(c, &piece, wants[w], &done, &err), 0);
+                if (!done)
+                    assert_true(piece.len >= wants[w]);
+                /* a frame: its chunks' budget (max_frame less the labels) plus one chunk of at most
+                 * 120 samples (under 2 KiB here) plus framing */
+                if (wants[w] != SIZE_MAX)
+                    assert_true(piece.len < wants[w] + frames[f] + 2048);
+                ps_buf_append(&all, piece.data, piece.len);
+                calls++;
+            }
+            ps_buf_reset(&piece); /* done stays done */
+            assert_int_equal(ps_read_cursor_next(c, &piece, 1, &done, &err), 0);
+            assert_true(done);
+            assert_int_equal(piece.len, 0);
+            const ps_read_stats_t *st = ps_read_cursor_stats(c);
+            /* query 0: 5 profile series of two types each (cpu and samples) and up; then "many" and up */
+            assert_int_equal(st->series, 13);
+            assert_int_equal(st->samples, 2 * (1 + 2 + 1 + NMANY + 1) + 11); /* totals (float chunks: none) */
+            ps_read_cursor_free(c);
+            ps_reader_end(r);
+            assert_int_equal(all.len, whole.len);
+            assert_memory_equal(all.data, whole.data, whole.len);
+            if (wants[w] == 1)
+                assert_int_equal(calls, st->frames + 1); /* a pause after every frame, the last call empty */
+            if (wants[w] == SIZE_MAX)
+                assert_int_equal(calls, 1);
+            ps_buf_dispose(&all);
+            ps_buf_dispose(&piece);
+        }
+        ps_buf_dispose(&whole);
+    }
+    /* a bad matcher in a later query fails before anything is made */
+    q_t bad[2] = {{ALL_TIME, {{"=", "job", "api"}}}, {ALL_TIME, {{"=~", "job", "("}}}};
+    ps_read_request_t req = make_req(&a, bad, 2);
+    ps_reader_t *r;
+    ps_read_cursor_t *c = (ps_read_cursor_t *)&a;
+    assert_int_equal(ps_reader_begin(store, &r, &err), 0);
+    assert_int_equal(ps_read_cursor_new(r, &req, NULL, &c, &err), PS_EINVAL);
+    assert_null(c);
+    assert_non_null(strstr(err.msg, "queries[1]"));
+    ps_reader_end(r);
+    ps_arena_dispose(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -577,6 +688,8 @@ int main(void)
         cmocka_unit_test(test_streamed),
         cmocka_unit_test(test_float_series),
         cmocka_unit_test(test_same_millisecond),
+        cmocka_unit_test(test_streamed_golden),
+        cmocka_unit_test(test_cursor_pieces),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
