@@ -3,12 +3,17 @@
  * ReadRequest (proto/remote_read.h), negotiates the response type as Prometheus does, has
  * src/query/read.h answer it, and sends
  *   SAMPLES:             Content-Type: application/x-protobuf, Content-Encoding: snappy;
- *   STREAMED_XOR_CHUNKS: Content-Type: application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse.
+ *   STREAMED_XOR_CHUNKS: Content-Type: application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse,
+ *                        in pieces of about 64 KiB made as the client takes them (an h2o generator: the
+ *                        next piece is made when the last one is sent), chunked; an answer of one piece
+ *                        goes with its Content-Length. An error after the first piece cuts the answer
+ *                        off (the client sees it end short), as the status is already sent.
  * Errors are text/plain, as Prometheus' read handler answers them (its client prints the body):
  * 400 for a bad request or an exceeded limit ("exceeded sample limit (N)", as Prometheus answers;
  * too many series likewise), 413 for a body announcing more than 32 MiB, 503 over
  * --storage.remote.read-concurrent-limit, 500 for our own failures.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,13 +44,98 @@ static int status_of(int code)
     }
 }
 
-/* The answer to one read: 0 with the body in out and its type in *type, or an HTTP status with
- * the message in err. */
-static int answer(ps_server_t *s, h2o_req_t *req, ps_arena_t *arena, ps_buf_t *out, ps_read_type_t *type,
-                  ps_err_t *err)
-{
-    ps_reader_t *r = NULL;
+/* Bytes asked of the cursor per h2o_send: a piece is at most this plus one frame. */
+#define PIECE_BYTES (64 * 1024)
+
+/* One read, from its request's pool (freed with the request). A streamed answer keeps its read
+ * snapshot and its slot of --storage.remote.read-concurrent-limit from the first piece to the last
+ * (or until the client goes away); everything runs on the request's loop thread. */
+typedef struct read_ctx {
+    h2o_generator_t super;
+    ps_server_t *s;
+    ps_arena_t arena;       /* the decoded request */
     ps_read_request_t rr;
+    ps_reader_t *r;
+    ps_read_cursor_t *cur;  /* streamed: borrows r and rr */
+    ps_buf_t out;           /* the answer, or the piece being sent */
+    bool slot;              /* holds a read slot */
+    uint64_t bytes;         /* streamed so far */
+} read_ctx_t;
+
+static void log_done(const read_ctx_t *c, ps_read_type_t type, const ps_read_stats_t *st, size_t bytes)
+{
+    ps_log_debug("remote read", "queries=%u type=%s series=%llu samples=%llu chunks=%llu frames=%llu bytes=%zu",
+                 c->rr.nqueries, type == PS_READ_SAMPLES ? "samples" : "streamed", (unsigned long long)st->series,
+                 (unsigned long long)st->samples, (unsigned long long)st->chunks, (unsigned long long)st->frames,
+                 bytes);
+}
+
+/* Ends the snapshot and gives the slot back (again: nothing). Before the last piece goes out: a
+ * client's next read may arrive on another thread before the send returns. */
+static void release(read_ctx_t *c)
+{
+    ps_read_cursor_free(c->cur);
+    c->cur = NULL;
+    if (c->r != NULL)
+        ps_reader_end(c->r);
+    c->r = NULL;
+    if (c->slot)
+        atomic_fetch_sub(&c->s->reads_inflight, 1);
+    c->slot = false;
+}
+
+static void on_dispose(void *p)
+{
+    read_ctx_t *c = p;
+    release(c);
+    ps_buf_dispose(&c->out);
+    ps_arena_dispose(&c->arena);
+}
+
+/* The next piece of a streamed answer into c->out: 0, or an error (logged) after which the
+ * answer must be cut off. */
+static int next_piece(read_ctx_t *c, bool *done, ps_err_t *err)
+{
+    ps_buf_reset(&c->out);
+    int rc = ps_read_cursor_next(c->cur, &c->out, PIECE_BYTES, done, err);
+    c->bytes += c->out.len;
+    if (rc == 0 && *done)
+        log_done(c, PS_READ_STREAMED_XOR_CHUNKS, ps_read_cursor_stats(c->cur), c->bytes);
+    return rc;
+}
+
+static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
+{
+    read_ctx_t *c = (read_ctx_t *)gen;
+    ps_err_t err;
+    bool done = false;
+    ps_err_clear(&err);
+    if (next_piece(c, &done, &err) != 0) {
+        /* the status line is gone: all a client can be told is that the answer ends short */
+        ps_log_error("remote read failed mid-answer, cut off", "bytes=%llu err=%s", (unsigned long long)c->bytes,
+                     ps_log_q(err.msg[0] ? err.msg : ps_strerror(err.code)));
+        release(c);
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_ERROR);
+        return;
+    }
+    if (done)
+        release(c);
+    h2o_iovec_t v = h2o_iovec_init(c->out.data, c->out.len);
+    h2o_send(req, &v, c->out.len ? 1 : 0, done ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+}
+
+/* The client went away before the end: free the snapshot and the slot now, not at the pool's end. */
+static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
+{
+    read_ctx_t *c = (read_ctx_t *)gen;
+    ps_log_debug("remote read stopped by the client", "bytes=%llu", (unsigned long long)c->bytes);
+    release(c);
+}
+
+/* The answer to one read: 0 with the body (SAMPLES: whole; streamed: its first piece, *done if
+ * that is all) in c->out and its type in *type, or an HTTP status with the message in err. */
+static int answer(read_ctx_t *c, h2o_req_t *req, ps_read_type_t *type, bool *done, ps_err_t *err)
+{
     ps_read_stats_t st;
     int rc;
 
@@ -59,52 +149,58 @@ static int answer(ps_server_t *s, h2o_req_t *req, ps_arena_t *arena, ps_buf_t *o
     }
     ps_read_limits_t lim;
     ps_read_limits_default(&lim);
-    if ((rc = ps_read_request_decode(req->entity.base, req->entity.len, &lim, arena, &rr, err)) != 0 ||
-        (rc = ps_read_negotiate(&rr, type, err)) != 0 || (rc = ps_reader_begin(s->store, &r, err)) != 0)
+    if ((rc = ps_read_request_decode(req->entity.base, req->entity.len, &lim, &c->arena, &c->rr, err)) != 0 ||
+        (rc = ps_read_negotiate(&c->rr, type, err)) != 0 || (rc = ps_reader_begin(c->s->store, &c->r, err)) != 0)
         return status_of(err->code ? err->code : rc);
-    rc = ps_query_read(r, &rr, *type, &s->opts.read, out, &st, err);
-    ps_reader_end(r);
-    if (rc != 0)
-        return status_of(err->code ? err->code : rc);
-    ps_log_debug("remote read", "queries=%u type=%s series=%llu samples=%llu chunks=%llu frames=%llu bytes=%zu",
-                 rr.nqueries, *type == PS_READ_SAMPLES ? "samples" : "streamed", (unsigned long long)st.series,
-                 (unsigned long long)st.samples, (unsigned long long)st.chunks, (unsigned long long)st.frames,
-                 out->len);
-    return 0;
+    if (*type == PS_READ_SAMPLES) {
+        rc = ps_query_read(c->r, &c->rr, *type, &c->s->opts.read, &c->out, &st, err);
+        if (rc == 0)
+            log_done(c, *type, &st, c->out.len);
+    } else if ((rc = ps_read_cursor_new(c->r, &c->rr, &c->s->opts.read, &c->cur, err)) == 0) {
+        rc = next_piece(c, done, err); /* the first piece before the status: an error is still a 4xx */
+    }
+    return rc != 0 ? status_of(err->code ? err->code : rc) : 0;
 }
 
 int ps_api_read(h2o_req_t *req)
 {
     ps_server_t *s = ps_http_server(req);
-    ps_arena_t arena = PS_ARENA_INIT;
-    ps_buf_t out = PS_BUF_INIT;
+    read_ctx_t *c = h2o_mem_alloc_shared(&req->pool, sizeof(*c), on_dispose);
     ps_read_type_t type = PS_READ_SAMPLES;
+    bool done = true;
     ps_err_t err;
     int status;
 
+    memset(c, 0, sizeof(*c));
+    c->s = s;
+    c->out = (ps_buf_t)PS_BUF_INIT;
     ps_err_clear(&err);
+    c->slot = true;
     unsigned inflight = atomic_fetch_add(&s->reads_inflight, 1) + 1;
     if (s->opts.read_concurrency != 0 && inflight > s->opts.read_concurrency) {
         ps_err_set(&err, PS_EUNAVAIL, "too many concurrent remote reads (the limit is %u, "
                    "--storage.remote.read-concurrent-limit); retry later", s->opts.read_concurrency);
         status = 503;
     } else {
-        status = answer(s, req, &arena, &out, &type, &err);
+        status = answer(c, req, &type, &done, &err);
     }
-    /* done reading before the answer goes out: a client's next read may arrive on another thread
-     * before this one returns */
-    atomic_fetch_sub(&s->reads_inflight, 1);
+    if (status != 0 || done)
+        release(c);
     if (status >= 500 && status != 503)
         ps_log_error("remote read failed", "err=%s", ps_log_q(err.msg));
     if (status != 0) {
         send_error(req, status, err.msg[0] ? err.msg : ps_strerror(err.code));
     } else if (type == PS_READ_SAMPLES) {
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_ENCODING, NULL, H2O_STRLIT("snappy"));
-        ps_http_send(req, 200, "application/x-protobuf", out.data, out.len);
+        ps_http_send(req, 200, "application/x-protobuf", c->out.data, c->out.len);
+    } else if (done) { /* the whole answer in one piece: sent with its length */
+        ps_http_send(req, 200, STREAMED_TYPE, c->out.data, c->out.len);
     } else {
-        ps_http_send(req, 200, STREAMED_TYPE, out.data, out.len);
+        c->super.proceed = on_proceed;
+        c->super.stop = on_stop;
+        ps_http_start(req, 200, STREAMED_TYPE, &c->super);
+        h2o_iovec_t v = h2o_iovec_init(c->out.data, c->out.len);
+        h2o_send(req, &v, 1, H2O_SEND_STATE_IN_PROGRESS);
     }
-    ps_buf_dispose(&out);
-    ps_arena_dispose(&arena);
     return 0;
 }

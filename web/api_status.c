@@ -138,6 +138,9 @@ int ps_api_metrics(h2o_req_t *req)
                       "# TYPE profstore_http_errors_total counter\n"
                       "profstore_http_errors_total{class=\"4xx\"} %llu\nprofstore_http_errors_total{class=\"5xx\"} %llu\n",
                   (unsigned long long)e4, (unsigned long long)e5);
+    GAUGE("profstore_remote_reads_inflight", "Remote reads being answered (a streamed one until its last frame is "
+          "sent or its client goes away); --storage.remote.read-concurrent-limit bounds it.",
+          atomic_load(&s->reads_inflight));
     COUNTER("profstore_ingest_profiles_total", "Profiles pushed and stored.", atomic_load(&s->ingest_profiles));
     COUNTER("profstore_ingest_bytes_total", "Bytes of pushed profiles stored (as received).", atomic_load(&s->ingest_bytes));
     COUNTER("profstore_ingest_samples_total", "pprof samples in stored profiles.", atomic_load(&s->ingest_samples));

@@ -238,6 +238,16 @@ void ps_http_send(h2o_req_t *req, int status, const char *content_type, const vo
     h2o_send_inline(req, body, len);
 }
 
+void ps_http_start(h2o_req_t *req, int status, const char *content_type, h2o_generator_t *gen)
+{
+    ps_server_t *s = ps_http_server(req);
+    account(s->http_stats, req, status);
+    req->res.status = status;
+    req->res.reason = reason(status);
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type, strlen(content_type));
+    h2o_start_response(req, gen);
+}
+
 const char *ps_http_error_type(int status)
 {
     switch (status) {

@@ -51,6 +51,10 @@ const ps_param_t *ps_params_get(const ps_params_t *p, const char *name);
 
 /** Sends body with status and content type (copied). */
 void ps_http_send(h2o_req_t *req, int status, const char *content_type, const void *body, size_t len);
+/** Starts an answer of unknown length (chunked) whose body gen sends with h2o_send, from its proceed
+ *  callback on this request's loop thread. Counted in the request stats now, with the time to its
+ *  first byte. */
+void ps_http_start(h2o_req_t *req, int status, const char *content_type, h2o_generator_t *gen);
 /** Prometheus-style error JSON: {"status":"error","errorType":...,"error":msg}; status from code. */
 void ps_http_error(h2o_req_t *req, int code, const char *msg);
 /** Same with an explicit HTTP status. */

@@ -347,14 +347,16 @@ def test_sample_limit(make_server, pb):
     push_all(s, PUSHES)
     ok = snappy.compress(make_request(pb, [(ALL[0], ALL[1], [NAME, (EQ, "instance", "a")])]).SerializeToString())
     assert post_read(s, ok)[0] == 200
-    # a read over everything (both types, all time): stops at the limit, for both answers
-    for accepted in ([], [STREAMED]):
-        body = snappy.compress(make_request(pb, [(-(1 << 62), 1 << 62, [(RE, "__name__", ".+")])], accepted)
-                               .SerializeToString())
-        st, hdrs, data = post_read(s, body)
-        assert (st, data) == (400, b"exceeded sample limit (2)\n")
-        assert hdrs["content-type"] == "text/plain; charset=utf-8"
+    # a SAMPLES read over everything (all time): stops at the limit
+    body = snappy.compress(make_request(pb, [(-(1 << 62), 1 << 62, [(RE, "__name__", ".+")])], [])
+                           .SerializeToString())
+    st, hdrs, data = post_read(s, body)
+    assert (st, data) == (400, b"exceeded sample limit (2)\n")
+    assert hdrs["content-type"] == "text/plain; charset=utf-8"
     assert post_read(s, ok)[0] == 200  # and keeps serving
+    # streamed answers have no sample limit, as in Prometheus: every sample of both types
+    got = frame_series(read_streamed(s, pb, [(-(1 << 62), 1 << 62, [(RE, "__name__", ".+")])]))
+    assert sum(len(x[2]) for x in got) == 2 * len(PUSHES)
 
 
 def test_series_limit(make_server, pb):
