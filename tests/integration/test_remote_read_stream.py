@@ -12,6 +12,8 @@ its scratch copy (1 MiB each at --storage.remote.read-max-bytes-in-frame's defau
 RssAnon, not VmRSS/VmHWM: reading maps the LMDB file's pages (RssFile, the page cache, shared and
 reclaimable), which grow with the data read whatever the answer's memory; VmHWM is printed.
 
+An error after the first frames (a later query over --query.max-series) cuts the answer off.
+
 Expected values are the test's own: the sample count of every XOR chunk (its 2-byte header) adds
 up to NSERIES * NSAMPLES."""
 
@@ -182,3 +184,44 @@ def test_disconnect_frees_the_slot(big, pb):  # noqa: F811
     assert inflight(big) == 0
     st, _, _ = big.get("/-/healthy")
     assert st == 200
+
+
+def test_error_after_the_first_frames_cuts_the_answer_off(make_server, pb):  # noqa: F811
+    """Query 0 streams (over 64 KiB: several pieces), then query 1 selects more than --query.max-series
+    series: the status is long sent, so the answer ends short, with no terminating chunk, after whole
+    frames of query 0; the slot is freed and the server keeps serving."""
+    s = make_server(retention="0", extra_args=["--query.max-series", "5"])
+    rnd = random.Random(9)
+    series = [({"__name__": "big", "k": "%03d" % k}, [(T0_MS + STEP_MS * i, rnd.random()) for i in range(NSAMPLES)])
+              for k in range(6)]
+    st, _, data = remote_write(s, write_request(pb, series))
+    assert st in (200, 204), data[:300]
+    end = T0_MS + STEP_MS * NSAMPLES
+    body = snappy.compress(make_request(pb, [(T0_MS, end, [(0, "__name__", "big"), (2, "k", "00[0-4]")]),
+                                             (T0_MS, end, [(0, "__name__", "big")])], [STREAMED]).SerializeToString())
+    conn, resp = open_read(s, body)
+    assert resp.status == 200
+    fc, cut = FrameCounter(pb), False
+    while True:
+        try:
+            data = resp.read(64 << 10)
+        except http.client.IncompleteRead as e:
+            fc.feed(e.partial)
+            cut = True
+            break
+        if not data:
+            break
+        fc.feed(data)
+    conn.close()
+    assert cut
+    assert fc.buf == b""  # whole frames, all of query 0 (FrameCounter checks the query index)
+    assert (fc.series, fc.samples) == (["000", "001", "002", "003", "004"], 5 * NSAMPLES)
+    assert inflight(s) == 0
+    assert "remote read failed mid-answer, cut off" in s.log_path.read_text()
+    # the same query alone is a clean 400 before anything is sent
+    alone = snappy.compress(make_request(pb, [(T0_MS, end, [(0, "__name__", "big")])], [STREAMED])
+                            .SerializeToString())
+    conn, resp = open_read(s, alone)
+    assert resp.status == 400
+    assert resp.read().startswith(b"the selector matches more than 5 series")
+    conn.close()
