@@ -647,7 +647,8 @@ static void test_cursor_pieces(void **state)
             assert_int_equal(ps_read_cursor_next(c, &piece, 1, &done, &err), 0);
             assert_true(done);
             assert_int_equal(piece.len, 0);
-            const ps_read_stats_t *st = ps_read_cursor_stats(c);
+            ps_read_stats_t stats = *ps_read_cursor_stats(c);
+            const ps_read_stats_t *st = &stats;
             /* query 0: 5 profile series of two types each (cpu and samples) and up; then "many" and up */
             assert_int_equal(st->series, 13);
             assert_int_equal(st->samples, 2 * (1 + 2 + 1 + NMANY + 1) + 11); /* totals (float chunks: none) */
