@@ -7,6 +7,8 @@
 #define PS_WEB_SERVER_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/err.h"
@@ -29,7 +31,14 @@ typedef struct ps_server_opts {
     size_t max_body;         /* request body limit (bytes) */
     uint32_t max_series;     /* series one selector may select */
     ps_pprof_limits_t limits;
+    int64_t retention_ns;    /* --retention, for /api/v1/status/runtimeinfo */
 } ps_server_opts_t;
+
+/** One command-line flag as /api/v1/status/flags shows it: its name without "--" and its effective
+ *  value as a string (the default when not given). */
+typedef struct ps_server_flag {
+    const char *name, *value;
+} ps_server_flag_t;
 
 typedef struct ps_server {
     ps_server_opts_t opts;
@@ -42,6 +51,9 @@ typedef struct ps_server {
     atomic_int stopping;
     atomic_uint_fast64_t ingest_profiles, ingest_bytes, ingest_samples;
     struct ps_http_stats *http_stats; /* answers per handler and code, durations (web/http.c) */
+    const ps_server_flag_t *flags; /* every flag of ours, sorted by name (main.c) */
+    uint32_t nflags;
+    struct ps_server_status *status; /* the configuration as loaded, for the status endpoints (api_status.c) */
     void *impl;
 } ps_server_t;
 
@@ -55,5 +67,10 @@ void ps_server_begin_shutdown(ps_server_t *s);
 void ps_server_stop(ps_server_t *s);
 /** The port actually bound (useful with port 0). */
 int ps_server_port(ps_server_t *s);
+/** Records a configuration load (at start or on reload): ok with the configuration's YAML (see
+ *  ps_config_yaml; "" without --config) replaces what /api/v1/status/config shows and sets the
+ *  last successful load time; !ok (yaml unused) keeps both and only sets reloadConfigSuccess false.
+ *  Thread-safe; the state lives as long as the process, like the loops. */
+void ps_server_config_loaded(ps_server_t *s, bool ok, const char *yaml, size_t len);
 
 #endif
