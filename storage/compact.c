@@ -146,7 +146,7 @@ static int compact_series(ps_store_t *s, MDB_txn *txn, uint64_t sid, uint32_t *n
     }
     {
         /* head is empty now (also when retention had removed its records) */
-        ps_series_state_t st = {0};
+        ps_series_state_t st = {.kind = PS_SERIES_PROFILE};
         uint8_t ib[8];
         ps_enc_be64(ib, sid);
         MDB_val k = ps_mval(ib, 8), v;
@@ -194,12 +194,8 @@ static bool window_due(ps_store_t *s, uint64_t sid, const ps_series_rec_t *r, in
     return now_ns - last >= w;
 }
 
-int ps_store_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err)
+static int compact_profiles(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err)
 {
-    uint32_t dummy = 0;
-    if (nchunks == NULL)
-        nchunks = &dummy;
-    *nchunks = 0;
     for (;;) {
         MDB_txn *txn;
         int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
@@ -249,6 +245,16 @@ int ps_store_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunk
     }
 }
 
+int ps_store_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err)
+{
+    uint32_t dummy = 0;
+    if (nchunks == NULL)
+        nchunks = &dummy;
+    *nchunks = 0;
+    int ret = compact_profiles(s, force, now_ns, nchunks, err);
+    return ret ? ret : ps_fcompact(s, force, now_ns, nchunks, err);
+}
+
 int ps_store_compact_due(ps_store_t *s, uint32_t *nchunks, ps_err_t *err)
 {
     uint32_t dummy = 0;
@@ -279,7 +285,14 @@ int ps_store_compact_due(ps_store_t *s, uint32_t *nchunks, ps_err_t *err)
 /* True if the series still has a chunk or a head record. */
 static int series_has_data(ps_store_t *s, MDB_txn *txn, uint64_t sid)
 {
-    for (int db = DB_HEAD; db <= DB_CHUNKS; db++) {
+    uint8_t hk[8];
+    ps_enc_be64(hk, sid);
+    MDB_val fk = ps_mval(hk, 8), fv;
+    if (mdb_get(txn, s->dbi[DB_FHEAD], &fk, &fv) != MDB_NOTFOUND)
+        return 1;
+    static const int dbs[] = {DB_HEAD, DB_CHUNKS, DB_FCHUNKS};
+    for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
+        int db = dbs[i];
         MDB_cursor *cur;
         if (mdb_cursor_open(txn, s->dbi[db], &cur) != 0)
             return 1;
@@ -333,7 +346,10 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
         return ps_lmdb_err(err, rc, "starting retention transaction");
     uint64_t *touched = NULL;
     size_t ntouched = 0, cap = 0;
-    for (int db = DB_HEAD; db <= DB_CHUNKS; db++) {
+    /* keys (sid, ts) in ns: profile heads and chunks by their time, float chunks by max_t * 1e6 */
+    static const int dbs[] = {DB_HEAD, DB_CHUNKS, DB_FCHUNKS};
+    for (size_t di = 0; di < sizeof(dbs) / sizeof(dbs[0]); di++) {
+        int db = dbs[di];
         /* collect the keys first, then delete: no cursor juggling across deletes */
         uint8_t *keys = NULL;
         size_t nkeys = 0, kcap = 0;
@@ -389,6 +405,8 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
         }
         free(keys);
     }
+    if ((ret = ps_fretain(s, txn, cutoff, &touched, &ntouched, &cap, err)) != 0)
+        goto Exit;
     /* a series with both expired head records and chunks was touched in both passes */
     if (ntouched > 1) /* touched is NULL when nothing expired: qsort may not be given NULL */
         qsort(touched, ntouched, sizeof(uint64_t), cmp_u64);

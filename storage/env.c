@@ -25,6 +25,9 @@ static const struct {
     [DB_POSTINGS] = {"postings", MDB_DUPSORT | MDB_DUPFIXED},
     [DB_HEAD] = {"head", 0},
     [DB_CHUNKS] = {"chunks", 0},
+    [DB_FCHUNKS] = {"fchunks", 0},
+    [DB_FHEAD] = {"fhead", 0},
+    [DB_META] = {"meta", 0},
 };
 
 
@@ -118,6 +121,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
     ps_hmap_init(&s->series_cache);
     ps_hmap_init(&s->state_index);
     ps_hmap_init(&s->append_wall);
+    ps_hmap_init(&s->fstate_index);
 
     if (mkdir(o->dir, 0755) != 0 && errno != EEXIST) {
         ret = ps_err_set(err, PS_ESTORAGE, "cannot create data directory %s: %s", o->dir, strerror(errno));
@@ -155,6 +159,19 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
             goto Exit;
         }
         uint32_t ver = ps_get_be32(v.mv_data);
+        if (ver == 1) {
+            /* version 1 holds profile series only, in records version 2 reads as they are: the
+             * upgrade is the new databases (created below) and the version number, in this
+             * transaction. A version 1 profstore refuses the directory afterwards. */
+            uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};
+            MDB_val nv = ps_mval(b, 4);
+            if ((rc = mdb_put(txn, info, &k, &nv, 0)) != 0) {
+                ret = ps_lmdb_err(err, rc, "upgrading schema version 1 to 2");
+                goto Exit;
+            }
+            ver = PS_SCHEMA_VERSION;
+            s->upgraded_from = 1;
+        }
         if (ver != PS_SCHEMA_VERSION) {
             ret = ps_err_set(err, PS_EVERSION,
                              "data directory %s has schema version %u, this profstore reads version %d only; %s",
@@ -215,6 +232,10 @@ void ps_store_close(ps_store_t *s)
         free(s->states[i]);
     free(s->states);
     free(s->due);
+    ps_fstate_clear(s);
+    ps_hmap_dispose(&s->fstate_index);
+    free(s->fstates);
+    free(s->fdirty);
     ps_buf_dispose(&s->sym_key);
     ps_hmap_dispose(&s->append_wall);
     free(s->dir);
@@ -240,6 +261,9 @@ int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err)
             case DB_HEAD: st->head_records = ms.ms_entries; break;
             case DB_CHUNKS: st->chunks = ms.ms_entries; break;
             case DB_NODES: st->nodes = ms.ms_entries; break;
+            case DB_FHEAD: st->float_heads = ms.ms_entries; break;
+            case DB_FCHUNKS: st->float_chunks = ms.ms_entries; break;
+            case DB_META: st->metadata = ms.ms_entries; break;
             }
         }
     }

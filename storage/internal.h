@@ -25,6 +25,9 @@ enum {
     DB_POSTINGS,    /* name 0x00 value -> dup sids(8 BE) */
     DB_HEAD,        /* sid(8 BE) ts(8 BE, sign flipped) -> head record */
     DB_CHUNKS,      /* sid(8 BE) max_ts(8 BE, sign flipped) -> chunk */
+    DB_FCHUNKS,     /* sid(8 BE) max_t * 1e6 (8 BE, sign flipped) -> 0x02 XOR chunk (closed) */
+    DB_FHEAD,       /* sid(8 BE) -> 0x02 XOR chunk (the open chunk of a float series) */
+    DB_META,        /* metric family name -> metadata record */
     DB_COUNT
 };
 
@@ -35,8 +38,11 @@ enum { SYM_STRING = 1, SYM_MAPPING = 2, SYM_FUNCTION = 3, SYM_LOCATION = 4, SYM_
 #define PS_ITEM_LABELSET (1ull << 63)
 
 /* Record encodings (first byte of the value). */
-#define PS_SERIES_REC_V1 1
+#define PS_SERIES_REC_V1 1    /* a profile series (schema 1 and 2) */
+#define PS_SERIES_REC_FLOAT 2 /* a float series: enc, labels */
 #define PS_HEAD_REC_V1 1
+#define PS_FCHUNK_ENC_XOR 2   /* float chunks and heads: this byte, then the XOR chunk (never 1: profile chunks) */
+#define PS_META_REC_V1 1
 
 /* Next ids, persisted in DB_INFO "next". */
 typedef struct ps_next_ids {
@@ -47,6 +53,7 @@ typedef struct ps_next_ids {
 
 /* Per-series state the writer keeps (mirrors the series record). */
 typedef struct ps_series_state {
+    uint8_t kind;           /* ps_series_kind_t */
     int64_t last_ts;
     int64_t head_min_ts;
     uint32_t head_count;
@@ -73,8 +80,17 @@ struct ps_store {
      * the entries of the series it deletes. */
     ps_hmap_t append_wall;
     int64_t opened_wall;    /* when this process opened the store (the idle rule's start) */
+    int upgraded_from;      /* the schema version ps_store_open upgraded, or 0 */
     uint64_t *due;          /* series whose head reached compact_max_profiles */
     size_t ndue, capdue;
+    /* float series (floats.c): the open chunk and appender of each series written lately, a
+     * cache of what the write transaction holds (dropped with the others) */
+    ps_hmap_t fstate_index; /* sid(8) -> index in fstates */
+    struct ps_fstate **fstates;
+    size_t nfstates, capfstates;
+    uint64_t fstate_bytes;
+    struct ps_fstate **fdirty; /* heads changed in the current write transaction */
+    size_t nfdirty, capfdirty;
 };
 
 struct ps_reader {
@@ -99,6 +115,7 @@ int ps_tree_child(ps_store_t *s, MDB_txn *txn, uint64_t parent, uint64_t item, u
 
 /* series.c */
 typedef struct ps_series_rec {
+    uint8_t kind; /* ps_series_kind_t; a float record has no other fields: they read as empty */
     int64_t last_ts, head_min_ts, last_chunk_max;
     uint32_t head_count;
     const uint8_t *labels;
@@ -106,8 +123,10 @@ typedef struct ps_series_rec {
 } ps_series_rec_t;
 void ps_series_rec_encode(const ps_series_rec_t *r, ps_buf_t *out);
 int ps_series_rec_decode(const void *p, size_t n, ps_series_rec_t *r);
-int ps_series_get_or_create(ps_store_t *s, MDB_txn *txn, const ps_labels_t *ls, bool create, uint64_t *sid,
-                            ps_series_state_t **st, ps_err_t *err);
+/* create: make the series, of that kind, if missing; an existing series keeps its own kind
+ * ((*st)->kind says which) */
+int ps_series_get_or_create(ps_store_t *s, MDB_txn *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
+                            uint64_t *sid, ps_series_state_t **st, ps_err_t *err);
 ps_series_state_t *ps_series_state(ps_store_t *s, uint64_t sid);
 int ps_series_put_state(ps_store_t *s, MDB_txn *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err);
 int ps_series_delete(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_err_t *err);
@@ -126,6 +145,17 @@ static inline void ps_key_sid_ts(uint8_t k[16], uint64_t sid, int64_t ts)
 
 
 
+
+/* floats.c */
+void ps_fstate_clear(ps_store_t *s);
+int ps_fwrite(ps_store_t *s, MDB_txn *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err);
+int ps_fwrite_flush(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
+int ps_meta_write(ps_store_t *s, MDB_txn *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err);
+int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
+int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
+               ps_err_t *err);
+int ps_freader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err);
+int ps_freader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
 
 /* env.c */
 int ps_store_save_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err);

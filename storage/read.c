@@ -414,10 +414,23 @@ int ps_reader_sum(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
     return walk_series(&w);
 }
 
+/* 0 and *is_float, or an error; a missing series reads as a profile series (with no data) */
+static int is_float(ps_reader_t *r, uint64_t sid, bool *yes, ps_err_t *err)
+{
+    ps_series_kind_t kind;
+    int rc = ps_reader_series_kind(r, sid, &kind, err);
+    *yes = rc == 0 && kind == PS_SERIES_FLOAT;
+    return rc == PS_ENOTFOUND ? 0 : rc;
+}
+
 int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err)
 {
     if (start > end)
         return PS_ENOTFOUND;
+    bool fl;
+    int fr = is_float(r, sid, &fl, err);
+    if (fr || fl)
+        return fr ? fr : ps_freader_latest(r, sid, start, end, ts, err);
     /* the head holds the newest profiles: look there first, backwards from end */
     MDB_cursor *cur;
     int rc = mdb_cursor_open(r->txn, r->store->dbi[DB_HEAD], &cur);
@@ -489,6 +502,10 @@ int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
 {
     if (start > end)
         return 0;
+    bool fl;
+    int fr = is_float(r, sid, &fl, err);
+    if (fr || fl)
+        return fr ? fr : ps_freader_has_data(r, sid, start, end, err);
     /* a chunk whose max_ts >= start and min_ts <= end may still have no profile inside a gap,
      * but that is close enough for label listings; heads are exact */
     MDB_cursor *cur;

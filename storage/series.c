@@ -1,9 +1,11 @@
 /*
  * series.c - series (label set -> id), their records and postings.
  *
- * Series record (DB_SERIES value):
- *   enc u8 (=1) | last_ts i64 BE | head_min_ts i64 BE | last_chunk_max i64 BE | head_count u32 BE |
- *   labels (ps_labels_encode: uvarint len, name, uvarint len, value, ...)
+ * Series record (DB_SERIES value), by its first byte:
+ *   profile series: enc u8 (=1) | last_ts i64 BE | head_min_ts i64 BE | last_chunk_max i64 BE |
+ *                   head_count u32 BE | labels
+ *   float series:   enc u8 (=2) | labels (what the writer needs is in the series' chunks)
+ *   labels: ps_labels_encode (uvarint len, name, uvarint len, value, ...)
  */
 #include "internal.h"
 
@@ -11,6 +13,11 @@
 
 void ps_series_rec_encode(const ps_series_rec_t *r, ps_buf_t *out)
 {
+    if (r->kind == PS_SERIES_FLOAT) {
+        ps_buf_putc(out, PS_SERIES_REC_FLOAT);
+        ps_buf_append(out, r->labels, r->labels_len);
+        return;
+    }
     ps_buf_putc(out, PS_SERIES_REC_V1);
     ps_put_be64(out, (uint64_t)r->last_ts);
     ps_put_be64(out, (uint64_t)r->head_min_ts);
@@ -22,8 +29,17 @@ void ps_series_rec_encode(const ps_series_rec_t *r, ps_buf_t *out)
 int ps_series_rec_decode(const void *p, size_t n, ps_series_rec_t *r)
 {
     const uint8_t *b = p;
+    if (n >= 1 && b[0] == PS_SERIES_REC_FLOAT) {
+        r->kind = PS_SERIES_FLOAT;
+        r->last_ts = r->head_min_ts = r->last_chunk_max = INT64_MIN;
+        r->head_count = 0;
+        r->labels = b + 1;
+        r->labels_len = n - 1;
+        return 0;
+    }
     if (n < REC_FIXED || b[0] != PS_SERIES_REC_V1)
         return PS_ECORRUPT;
+    r->kind = PS_SERIES_PROFILE;
     r->last_ts = (int64_t)ps_get_be64(b + 1);
     r->head_min_ts = (int64_t)ps_get_be64(b + 9);
     r->last_chunk_max = (int64_t)ps_get_be64(b + 17);
@@ -71,6 +87,7 @@ static int load_state(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_series_state
     if (ps_series_rec_decode(v.mv_data, v.mv_size, &r) != 0)
         return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
     ps_series_state_t *st = state_add(s, sid);
+    st->kind = r.kind;
     st->last_ts = r.last_ts;
     st->head_min_ts = r.head_min_ts;
     st->head_count = r.head_count;
@@ -87,12 +104,13 @@ int ps_series_put_state(ps_store_t *s, MDB_txn *txn, uint64_t sid, const ps_seri
     int rc = mdb_get(txn, s->dbi[DB_SERIES], &k, &v);
     if (rc)
         return ps_lmdb_err(err, rc, "reading series record");
-    if (v.mv_size < REC_FIXED)
+    ps_series_rec_t old;
+    if (ps_series_rec_decode(v.mv_data, v.mv_size, &old) != 0 || old.kind != PS_SERIES_PROFILE)
         return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
     /* copy the labels out before writing: v points into the map */
     ps_buf_t b = PS_BUF_INIT;
-    ps_series_rec_t r = {st->last_ts, st->head_min_ts, st->last_chunk_max, st->head_count,
-                         (const uint8_t *)v.mv_data + REC_FIXED, v.mv_size - REC_FIXED};
+    ps_series_rec_t r = {PS_SERIES_PROFILE, st->last_ts, st->head_min_ts, st->last_chunk_max, st->head_count,
+                         old.labels, old.labels_len};
     ps_series_rec_encode(&r, &b);
     v = ps_mval(b.data, b.len);
     rc = mdb_put(txn, s->dbi[DB_SERIES], &k, &v, 0);
@@ -109,8 +127,8 @@ static int posting_key(ps_buf_t *b, const ps_label_pair_t *p)
     return 0;
 }
 
-int ps_series_get_or_create(ps_store_t *s, MDB_txn *txn, const ps_labels_t *ls, bool create, uint64_t *sid,
-                            ps_series_state_t **st, ps_err_t *err)
+int ps_series_get_or_create(ps_store_t *s, MDB_txn *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
+                            uint64_t *sid, ps_series_state_t **st, ps_err_t *err)
 {
     ps_buf_t enc = PS_BUF_INIT, pk = PS_BUF_INIT;
     int ret = 0, rc;
@@ -165,7 +183,7 @@ int ps_series_get_or_create(ps_store_t *s, MDB_txn *txn, const ps_labels_t *ls, 
     uint8_t ib[8];
     ps_enc_be64(ib, nid);
     ps_buf_t rec = PS_BUF_INIT;
-    ps_series_rec_t r = {INT64_MIN, INT64_MIN, INT64_MIN, 0, enc.data, enc.len};
+    ps_series_rec_t r = {(uint8_t)kind, INT64_MIN, INT64_MIN, INT64_MIN, 0, enc.data, enc.len};
     ps_series_rec_encode(&r, &rec);
     MDB_val sk = ps_mval(ib, 8), sv = ps_mval(rec.data, rec.len);
     rc = mdb_put(txn, s->dbi[DB_SERIES], &sk, &sv, MDB_APPEND);
@@ -190,6 +208,7 @@ int ps_series_get_or_create(ps_store_t *s, MDB_txn *txn, const ps_labels_t *ls, 
     }
     ps_hmap_put(&s->series_cache, enc.data, enc.len, nid);
     ps_series_state_t *ns = state_add(s, nid);
+    ns->kind = (uint8_t)kind;
     ns->last_ts = INT64_MIN;
     ns->head_min_ts = INT64_MIN;
     ns->last_chunk_max = INT64_MIN;

@@ -3,7 +3,7 @@
  * mappings, functions, locations, sample label sets), one stack tree shared by all series,
  * series with their postings, head records and compacted chunks. See docs/FORMAT.md.
  *
- * Threads: exactly one thread writes (ps_store_write_batch, ps_store_compact, ps_store_retain);
+ * Threads: exactly one thread writes (ps_store_write[_batch], ps_store_compact, ps_store_retain);
  * any number of threads read through ps_reader_t, each with its own LMDB read transaction, which
  * never waits for the writer. This module knows nothing of HTTP or protobuf.
  */
@@ -19,7 +19,7 @@
 #include "core/mem.h"
 #include "core/profile.h"
 
-#define PS_SCHEMA_VERSION 1
+#define PS_SCHEMA_VERSION 2 /* 2: float series (issue 8); a version 1 directory is upgraded at open */
 
 typedef struct ps_store ps_store_t;
 
@@ -69,15 +69,63 @@ typedef struct ps_append {
  */
 int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t *err);
 
+/** One float sample. t is in milliseconds, like Prometheus' timestamps. */
+typedef struct ps_fsample {
+    int64_t t;
+    double v;
+} ps_fsample_t;
+
+/** Float samples for one series (remote_write, synthetic scrape series). */
+typedef struct ps_fappend {
+    /* in */
+    const ps_labels_t *labels;       /* normalised, with __name__ */
+    const ps_fsample_t *samples;     /* in request order; NaNs keep their bits (stale markers) */
+    uint32_t nsamples;
+    /* out: the per-series outcome, like Prometheus' TSDB appender */
+    int status;                      /* 0, or PS_ECONFLICT (a profile series has these labels) or
+                                      * PS_ECORRUPT (its stored head is damaged): nothing stored */
+    ps_err_t err;
+    uint64_t sid;                    /* 0 if the series was not created (nothing accepted) */
+    uint32_t accepted;               /* samples stored */
+    uint32_t duplicates;             /* same t, same value bits as stored: accepted, nothing written */
+    uint32_t out_of_order;           /* older than the series' newest sample */
+    uint32_t dup_conflicts;          /* same t as the newest sample, other value bits */
+    uint32_t out_of_bounds;          /* older than now - retention, or t beyond +-9223372036854 ms */
+    int64_t first_out_of_order, first_dup_conflict, first_out_of_bounds; /* ms, valid if counted */
+} ps_fappend_t;
+
+/** Metric family metadata (remote_write): last write wins. */
+typedef struct ps_metric_meta {
+    const char *family; /* at most PS_META_FAMILY_MAX bytes, nonempty; others are skipped */
+    size_t family_len;
+    int type;           /* prometheus.MetricMetadata.MetricType: 0 unknown, 1 counter, ..., 7 stateset */
+    const char *help;
+    size_t help_len;
+    const char *unit;
+    size_t unit_len;
+} ps_metric_meta_t;
+#define PS_META_FAMILY_MAX 400
+
+/**
+ * Like ps_store_write_batch, and in the same transaction: float appends (per series, samples in
+ * request order) and metadata. A float sample is rejected alone (counted in its ps_fappend_t);
+ * a series fails alone (status). A failure of the transaction itself (PS_ENOSPACE, I/O) fails
+ * every item, and is returned; then nothing of the call is stored.
+ */
+int ps_store_write(ps_store_t *s, ps_append_t **profiles, size_t np, ps_fappend_t **floats, size_t nf,
+                   const ps_metric_meta_t *meta, size_t nm, ps_err_t *err);
+
 /** Compacts heads due by the thresholds (or all heads when force). *ncompacted gets the chunk count. */
 int ps_store_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
 /** Compacts the heads that reached compact_max_profiles in the writes since the last call. */
 int ps_store_compact_due(ps_store_t *s, uint32_t *nchunks, ps_err_t *err);
-/** Drops chunks and head records older than now - retention, then series left empty. */
+/** Drops chunks and head records (float chunks and heads by their newest sample) older than
+ *  now - retention, then series left empty. */
 int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped_series, ps_err_t *err);
 
 typedef struct ps_store_stats {
     uint64_t series, head_records, chunks, nodes, strings, functions, locations, mappings;
+    uint64_t float_heads, float_chunks, metadata; /* open float chunks, closed ones, metric families */
     uint64_t file_bytes;  /* size of data.mdb */
     uint64_t used_bytes;  /* pages in use * page size */
 } ps_store_stats_t;
@@ -171,12 +219,6 @@ int ps_reader_materialize(ps_reader_t *r, const uint64_t *nodes, const int64_t *
 
 /* ---- samples: float series (Prometheus) and profile totals, as one kind of answer ---- */
 
-/** One float sample. t is in milliseconds, like Prometheus' timestamps. */
-typedef struct ps_fsample {
-    int64_t t;
-    double v;
-} ps_fsample_t;
-
 /** What a series holds: profiles (pprof) or float samples (remote_write, synthetic scrape series). */
 typedef enum { PS_SERIES_PROFILE = 1, PS_SERIES_FLOAT = 2 } ps_series_kind_t;
 
@@ -200,5 +242,12 @@ int ps_reader_samples(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
 int ps_reader_xor_chunks(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
                          int (*cb)(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n),
                          void *ctx, ps_err_t *err);
+
+/**
+ * Calls cb for the stored metadata of every metric family (ascending), or only of metric (exact
+ * name) when metric is not NULL. Strings are valid only during the call (not NUL-terminated).
+ */
+int ps_reader_metadata(ps_reader_t *r, const char *metric, size_t mlen,
+                       int (*cb)(void *ctx, const ps_metric_meta_t *m), void *ctx, ps_err_t *err);
 
 #endif

@@ -20,6 +20,7 @@ void ps_sym_caches_clear(ps_store_t *s)
     for (size_t i = 0; i < s->nstates; i++)
         free(s->states[i]);
     s->nstates = 0;
+    ps_fstate_clear(s);
 }
 
 int ps_sym_get(MDB_txn *txn, ps_store_t *s, int kind, uint64_t id, MDB_val *out)

@@ -158,11 +158,20 @@ static int check_order(ps_store_t *s, MDB_txn *txn, ps_append_t *it, ps_err_t *e
     for (uint32_t i = 0; i < it->nseries; i++) {
         uint64_t sid;
         ps_series_state_t *st;
-        int ret = ps_series_get_or_create(s, txn, &it->series_labels[i], false, &sid, &st, err);
+        int ret = ps_series_get_or_create(s, txn, &it->series_labels[i], false, PS_SERIES_PROFILE, &sid, &st, err);
         if (ret == PS_ENOTFOUND)
             continue;
         if (ret)
             return ret;
+        if (st->kind != PS_SERIES_PROFILE) {
+            ps_buf_t b = PS_BUF_INIT;
+            ps_labels_format(&it->series_labels[i], &b);
+            ps_buf_putc(&b, 0);
+            ret = ps_err_set(&it->err, PS_ECONFLICT, "series %s holds float samples (remote_write), not profiles",
+                             (char *)b.data);
+            ps_buf_dispose(&b);
+            return ret;
+        }
         if (it->ts < st->last_ts) {
             ps_buf_t b = PS_BUF_INIT;
             ps_labels_format(&it->series_labels[i], &b);
@@ -224,7 +233,7 @@ static int append_one(ps_store_t *s, MDB_txn *txn, ps_append_t *it, bool check, 
         ps_head_encode(it->duration, it->period, pn, pv, m, &rec);
         uint64_t sid;
         ps_series_state_t *st;
-        if ((ret = ps_series_get_or_create(s, txn, &it->series_labels[si], true, &sid, &st, err)) != 0)
+        if ((ret = ps_series_get_or_create(s, txn, &it->series_labels[si], true, PS_SERIES_PROFILE, &sid, &st, err)) != 0)
             goto Exit;
         uint8_t kb[16];
         ps_key_sid_ts(kb, sid, it->ts);
@@ -273,6 +282,12 @@ Exit:
 
 int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t *err)
 {
+    return ps_store_write(s, items, n, NULL, 0, NULL, 0, err);
+}
+
+int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf,
+                   const ps_metric_meta_t *meta, size_t nm, ps_err_t *err)
+{
     MDB_txn *txn = NULL;
     int rc, ret = 0;
     ps_arena_t a = PS_ARENA_INIT;
@@ -297,7 +312,7 @@ int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t 
         int order = check_order(s, txn, it, &it->err);
         if (order < 0) {
             it->status = order;
-            if (order != PS_EOUTOFORDER && order != PS_EINVAL) {
+            if (order != PS_EOUTOFORDER && order != PS_EINVAL && order != PS_ECONFLICT) {
                 ret = order;
                 ps_err_set(err, order, "%s", it->err.msg);
                 goto Fail;
@@ -336,6 +351,14 @@ int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t 
                                     (long long)it->ts);
         }
     }
+    /* floats after the profiles: the nested transactions above drop the writer caches, and the
+     * float heads changed here stay in the cache until ps_fwrite_flush writes them */
+    if (nf > 0 && (ret = ps_fwrite(s, txn, floats, nf, now, err)) != 0)
+        goto Fail;
+    if (nm > 0 && (ret = ps_meta_write(s, txn, meta, nm, err)) != 0)
+        goto Fail;
+    if ((ret = ps_fwrite_flush(s, txn, err)) != 0)
+        goto Fail;
     if ((ret = ps_store_save_next(s, txn, err)) != 0)
         goto Fail;
     rc = mdb_txn_commit(txn);
@@ -355,9 +378,17 @@ int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t 
             ps_hmap_put(&s->append_wall, kb, 8, (uint64_t)now);
         }
     }
+    for (size_t i = 0; i < nf; i++) {
+        if (floats[i]->status != 0 || floats[i]->accepted == 0)
+            continue;
+        uint8_t kb[8];
+        ps_enc_be64(kb, floats[i]->sid);
+        ps_hmap_put(&s->append_wall, kb, 8, (uint64_t)now);
+    }
     /* the caches only save LMDB lookups: past their budget they start again from empty */
     if (s->opts.cache_bytes && ps_hmap_bytes(&s->sym_cache) + ps_hmap_bytes(&s->tree_cache) +
-                                       ps_hmap_bytes(&s->stack_cache) + ps_hmap_bytes(&s->series_cache) >
+                                       ps_hmap_bytes(&s->stack_cache) + ps_hmap_bytes(&s->series_cache) +
+                                       s->fstate_bytes >
                                    s->opts.cache_bytes)
         ps_sym_caches_clear(s);
     return 0;
@@ -378,6 +409,12 @@ Fail:
             items[i]->duplicate = false;
             ps_err_set(&items[i]->err, ret, "%s", err ? err->msg : ps_strerror(ret));
         }
+    }
+    for (size_t i = 0; i < nf; i++) {
+        ps_fappend_t *f = floats[i];
+        f->status = ret;
+        f->accepted = f->duplicates = 0;
+        ps_err_set(&f->err, ret, "%s", err ? err->msg : ps_strerror(ret));
     }
     return ret;
 }

@@ -1,12 +1,15 @@
 /*
  * api_debug.c - storage-level reads without the query language (which comes with selectors):
- *   GET /api/v1/debug/series[?id=SID]       every series with the timestamps and totals of its profiles
+ *   GET /api/v1/debug/series[?id=SID]       every series with the timestamps and totals of its profiles,
+ *                                           or (a float series, "kind":"float") its samples as
+ *                                           [t_ms, "value", "value's bits in hex"]
  *   GET /api/v1/debug/profile?id=SID&time=T one stored profile, rebuilt as gzipped pprof
  * Used by the durability and round-trip tests, and handy when looking at a data directory.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/fmt.h"
 #include "core/json.h"
 #include "core/timeutil.h"
 #include "render/render.h"
@@ -37,6 +40,24 @@ static int on_profile(void *ctx, const ps_stored_profile_t *p)
     return 0;
 }
 
+static int on_fsamples(void *ctx, const ps_fsample_t *s, size_t n)
+{
+    ps_json_t *j = ((list_ctx_t *)ctx)->j;
+    for (size_t i = 0; i < n; i++) {
+        char v[64], bits[24];
+        uint64_t b;
+        memcpy(&b, &s[i].v, 8);
+        ps_fmt_float(s[i].v, v, sizeof(v));
+        snprintf(bits, sizeof(bits), "%016llx", (unsigned long long)b);
+        ps_json_arr(j);
+        ps_json_int(j, s[i].t);
+        ps_json_cstr(j, v);
+        ps_json_cstr(j, bits);
+        ps_json_end(j);
+    }
+    return 0;
+}
+
 static int on_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
 {
     list_ctx_t *c = ctx;
@@ -47,9 +68,23 @@ static int on_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
     ps_json_uint(c->j, sid);
     ps_json_key(c->j, "labels");
     ps_labels_json(ls, c->j);
+    ps_series_kind_t kind = PS_SERIES_PROFILE;
+    int ret = ps_reader_series_kind(c->r, sid, &kind, c->err);
+    if (ret)
+        return ret;
+    if (kind == PS_SERIES_FLOAT) {
+        ps_json_key(c->j, "kind");
+        ps_json_cstr(c->j, "float");
+        ps_json_key(c->j, "samples");
+        ps_json_arr(c->j);
+        ret = ps_reader_samples(c->r, sid, INT64_MIN, INT64_MAX, on_fsamples, c, c->err);
+        ps_json_end(c->j);
+        ps_json_end(c->j);
+        return ret;
+    }
     ps_json_key(c->j, "profiles");
     ps_json_arr(c->j);
-    int ret = ps_reader_profiles(c->r, sid, INT64_MIN, INT64_MAX, true, on_profile, c, c->err);
+    ret = ps_reader_profiles(c->r, sid, INT64_MIN, INT64_MAX, true, on_profile, c, c->err);
     ps_json_end(c->j);
     ps_json_end(c->j);
     return ret;

@@ -9,6 +9,7 @@
 #include "core/hash.h"
 #include "core/timeutil.h"
 #include "http.h"
+#include "proto/remote.h"
 #include "internal.h"
 #include "parser/selector.h"
 #include "query/query.h"
@@ -369,20 +370,98 @@ int ps_api_label_values(h2o_req_t *req)
     return ps_qctx_finish(&c, ret);
 }
 
+/* ---- /api/v1/metadata: the metadata remote_write stored, and one gauge per profile type ---- */
+
 typedef struct meta_ctx {
     ps_json_t *j;
+    ps_arena_t *arena;
     const char *only;
     uint64_t limit, count;
+    bool per_metric_zero;              /* limit_per_metric=0: metrics listed with no entries */
+    ps_metric_meta_t *stored;          /* sorted by family, copied */
+    size_t nstored, capstored, next;   /* next: merge position */
 } meta_ctx_t;
+
+static int on_stored_meta(void *ctx, const ps_metric_meta_t *m)
+{
+    meta_ctx_t *c = ctx;
+    if (c->nstored == c->capstored) {
+        size_t cap = c->capstored ? c->capstored * 2 : 64;
+        ps_metric_meta_t *n = ps_arena_alloc(c->arena, cap * sizeof(*n));
+        if (c->nstored)
+            memcpy(n, c->stored, c->nstored * sizeof(*n));
+        c->stored = n;
+        c->capstored = cap;
+    }
+    ps_metric_meta_t *d = &c->stored[c->nstored++];
+    *d = *m;
+    d->family = ps_arena_strndup(c->arena, m->family, m->family_len);
+    d->help = ps_arena_strndup(c->arena, m->help, m->help_len);
+    d->unit = ps_arena_strndup(c->arena, m->unit, m->unit_len);
+    return 0;
+}
+
+static int cmp_name(const char *a, size_t an, const char *b, size_t bn)
+{
+    int r = memcmp(a, b, an < bn ? an : bn);
+    return r ? r : (an > bn) - (an < bn);
+}
+
+/* name:sample_type:sample_unit:period_type:period_unit[:delta] */
+static bool is_profile_type(const char *v, size_t n)
+{
+    size_t colons = 0;
+    for (size_t i = 0; i < n; i++)
+        colons += v[i] == ':';
+    return colons == 4 || (colons == 5 && n > 6 && memcmp(v + n - 6, ":delta", 6) == 0);
+}
+
+static void meta_entry(meta_ctx_t *m, const char *name, size_t n, const char *type, const char *help, size_t hl,
+                       const char *unit, size_t ul)
+{
+    m->count++;
+    ps_json_keyn(m->j, name, n);
+    ps_json_arr(m->j);
+    if (!m->per_metric_zero) {
+        ps_json_obj(m->j);
+        ps_json_key(m->j, "type");
+        ps_json_cstr(m->j, type);
+        ps_json_key(m->j, "help");
+        ps_json_str(m->j, help, hl);
+        ps_json_key(m->j, "unit");
+        ps_json_str(m->j, unit, ul);
+        ps_json_end(m->j);
+    }
+    ps_json_end(m->j);
+}
+
+static bool meta_full(const meta_ctx_t *m)
+{
+    return m->limit && m->count >= m->limit;
+}
+
+static void emit_stored_until(meta_ctx_t *m, const char *v, size_t n)
+{
+    while (m->next < m->nstored && !meta_full(m)) {
+        const ps_metric_meta_t *e = &m->stored[m->next];
+        if (v != NULL && cmp_name(e->family, e->family_len, v, n) >= 0)
+            break;
+        const char *type = ps_metric_type_name(e->type);
+        meta_entry(m, e->family, e->family_len, type ? type : "unknown", e->help, e->help_len, e->unit, e->unit_len);
+        m->next++;
+    }
+}
 
 static int on_meta(void *ctx, const char *v, size_t n)
 {
     meta_ctx_t *m = ctx;
     if (m->only && (strlen(m->only) != n || memcmp(m->only, v, n) != 0))
         return 0;
-    if (m->limit && m->count >= m->limit)
+    emit_stored_until(m, v, n);
+    if (m->next < m->nstored && cmp_name(m->stored[m->next].family, m->stored[m->next].family_len, v, n) == 0)
+        return 0; /* stored metadata wins; emitted on the next call */
+    if (meta_full(m) || !is_profile_type(v, n))
         return 0;
-    m->count++;
     const char *unit = "";
     size_t ul = 0;
     /* name:sample_type:sample_unit:... → the sample unit */
@@ -395,17 +474,7 @@ static int on_meta(void *ctx, const char *v, size_t n)
     }
     char help[600];
     int hl = snprintf(help, sizeof(help), "Sum of the sample values of each profile of type %.*s.", (int)n, v);
-    ps_json_keyn(m->j, v, n);
-    ps_json_arr(m->j);
-    ps_json_obj(m->j);
-    ps_json_key(m->j, "type");
-    ps_json_cstr(m->j, "gauge");
-    ps_json_key(m->j, "help");
-    ps_json_str(m->j, help, (size_t)hl < sizeof(help) ? (size_t)hl : sizeof(help) - 1);
-    ps_json_key(m->j, "unit");
-    ps_json_str(m->j, unit, ul);
-    ps_json_end(m->j);
-    ps_json_end(m->j);
+    meta_entry(m, v, n, "gauge", help, (size_t)hl < sizeof(help) ? (size_t)hl : sizeof(help) - 1, unit, ul);
     return 0;
 }
 
@@ -414,16 +483,31 @@ int ps_api_metadata(h2o_req_t *req)
     ps_qctx_t c;
     int ret = ps_qctx_begin(&c, req);
     ps_json_t j;
-    meta_ctx_t m = {&j, NULL, 0, 0};
+    meta_ctx_t m = {0};
+    m.j = &j;
+    m.arena = &c.arena;
     if (ret == 0)
         ret = param_limit(&c.params, &m.limit, &c.err);
+    const ps_param_t *lpm = ps_params_get(&c.params, "limit_per_metric");
+    if (ret == 0 && lpm && lpm->vlen) {
+        /* one entry per metric is stored (last write wins): only 0 changes the answer */
+        char *end;
+        long long x = strtoll(lpm->value, &end, 10);
+        if (*end)
+            ret = ps_err_set(&c.err, PS_EINVAL,
+                             "invalid parameter \"limit_per_metric\": cannot parse \"%.32s\" to an integer", lpm->value);
+        m.per_metric_zero = x == 0;
+    }
     const ps_param_t *metric = ps_params_get(&c.params, "metric");
     if (metric && metric->vlen)
         m.only = metric->value;
+    if (ret == 0)
+        ret = ps_reader_metadata(c.reader, m.only, m.only ? strlen(m.only) : 0, on_stored_meta, &m, &c.err);
     if (ret == 0) {
         ps_json_envelope(&j, &c.out);
         ps_json_obj(&j);
         ret = ps_reader_label_values(c.reader, "__name__", 8, on_meta, &m, &c.err);
+        emit_stored_until(&m, NULL, 0);
         ps_json_end(&j);
         ps_json_envelope_close(&j);
         if (ret == 0)

@@ -293,6 +293,7 @@ int ps_api_metrics(h2o_req_t *req)
     COUNTER("profstore_ingest_profiles_total", "Profiles pushed and stored.", atomic_load(&s->ingest_profiles));
     COUNTER("profstore_ingest_bytes_total", "Bytes of pushed profiles stored (as received).", atomic_load(&s->ingest_bytes));
     COUNTER("profstore_ingest_samples_total", "pprof samples in stored profiles.", atomic_load(&s->ingest_samples));
+    ps_api_write_metrics(s, &b);
     COUNTER("profstore_writer_batches_total", "Write transactions committed.", ws.batches);
     COUNTER("profstore_writer_appends_failed_total", "Profiles the writer refused.", ws.failed);
     COUNTER("profstore_writer_duplicates_total", "Identical re-pushes acknowledged without writing.", ws.duplicates);
@@ -304,6 +305,9 @@ int ps_api_metrics(h2o_req_t *req)
         GAUGE("profstore_storage_head_records", "Profiles in head records (not yet compacted).", st.head_records);
         GAUGE("profstore_storage_chunks", "Chunks stored.", st.chunks);
         GAUGE("profstore_storage_stack_nodes", "Nodes of the shared stack tree.", st.nodes);
+        GAUGE("profstore_storage_float_heads", "Float series with an open chunk.", st.float_heads);
+        GAUGE("profstore_storage_float_chunks", "Closed float (XOR) chunks stored.", st.float_chunks);
+        GAUGE("profstore_storage_metric_metadata", "Metric families with stored metadata.", st.metadata);
         GAUGE("profstore_storage_file_bytes", "Size on disk of the LMDB data file.", st.file_bytes);
         GAUGE("profstore_storage_used_bytes", "Bytes of LMDB pages in use.", st.used_bytes);
     }

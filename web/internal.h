@@ -57,6 +57,9 @@ int ps_api_status_flags(h2o_req_t *req);
 int ps_api_status_runtimeinfo(h2o_req_t *req);
 int ps_api_metrics(h2o_req_t *req);
 int ps_api_profiles_write(h2o_req_t *req);
+int ps_api_remote_write(h2o_req_t *req);
+/** The remote_write counters, in the text exposition format (for /metrics). */
+void ps_api_write_metrics(ps_server_t *s, ps_buf_t *b);
 int ps_api_admin_compact(h2o_req_t *req);
 int ps_api_admin_retention(h2o_req_t *req);
 int ps_api_debug_series(h2o_req_t *req);

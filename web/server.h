@@ -32,6 +32,7 @@ typedef struct ps_server_opts {
     uint32_t max_series;     /* series one selector may select */
     ps_pprof_limits_t limits;
     int64_t retention_ns;    /* --retention, for /api/v1/status/runtimeinfo */
+    size_t max_remote_uncompressed; /* remote_write: largest uncompressed body (0 = proto/remote.h's default) */
 } ps_server_opts_t;
 
 /** One command-line flag as /api/v1/status/flags shows it: its name without "--" and its effective
@@ -50,6 +51,10 @@ typedef struct ps_server {
     int64_t start_time;
     atomic_int stopping;
     atomic_uint_fast64_t ingest_profiles, ingest_bytes, ingest_samples;
+    /* remote_write (web/api_write.c) */
+    atomic_uint_fast64_t rw_requests, rw_bad_requests, rw_failed_requests, rw_samples_received, rw_samples_written,
+        rw_samples_duplicate, rw_rejected_out_of_order, rw_rejected_duplicate, rw_rejected_out_of_bounds,
+        rw_rejected_series, rw_dropped_histograms, rw_dropped_exemplars;
     struct ps_http_stats *http_stats; /* answers per handler and code, durations (web/http.c) */
     const ps_server_flag_t *flags; /* every flag of ours, sorted by name (main.c) */
     uint32_t nflags;

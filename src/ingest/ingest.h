@@ -20,6 +20,7 @@
 #include "core/err.h"
 #include "core/mem.h"
 #include "proto/pprof.h"
+#include "proto/remote.h"
 #include "storage/store.h"
 
 typedef struct ps_ingest_params {
@@ -66,12 +67,17 @@ void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out);
 
 /* ---- the writer thread (writer.c) ---- */
 
-typedef enum { PS_WREQ_APPEND, PS_WREQ_COMPACT, PS_WREQ_RETAIN } ps_wreq_kind_t;
+typedef enum { PS_WREQ_APPEND, PS_WREQ_COMPACT, PS_WREQ_RETAIN, PS_WREQ_SAMPLES } ps_wreq_kind_t;
 
 typedef struct ps_wreq ps_wreq_t;
 struct ps_wreq {
     ps_wreq_kind_t kind;
     ps_append_t app;             /* PS_WREQ_APPEND: in and out */
+    ps_fappend_t **floats;       /* PS_WREQ_SAMPLES: float series (in and out), in the same
+                                  * transaction as the profiles of the batch */
+    size_t nfloats;
+    const ps_metric_meta_t *meta;/* PS_WREQ_SAMPLES: metric metadata to store */
+    size_t nmeta;
     int status;                  /* result for COMPACT/RETAIN */
     ps_err_t err;
     uint32_t count;              /* chunks written / series dropped */
@@ -83,7 +89,8 @@ struct ps_wreq {
 };
 
 typedef struct ps_writer_opts {
-    uint32_t max_batch;          /* profiles per transaction (default 512) */
+    uint32_t max_batch;          /* profiles per transaction (default 512); a PS_WREQ_SAMPLES request
+                                  * counts as 1 + its samples / PS_WRITER_SAMPLES_PER_UNIT */
     uint32_t max_queue;          /* queued requests before submit refuses (default 8192) */
     int64_t commit_delay_ns;     /* at most one commit per this interval, unless a batch is full (10 ms) */
     int64_t compact_interval_ns; /* how often to look for heads due (default 10 s) */
@@ -91,6 +98,10 @@ typedef struct ps_writer_opts {
 } ps_writer_opts_t;
 
 typedef struct ps_writer ps_writer_t;
+
+/** How many float samples weigh as much as one profile in a batch (max_batch): 512 units of
+ *  remote-write requests of 2,000 samples are ~250 requests, 512k samples, in one transaction. */
+#define PS_WRITER_SAMPLES_PER_UNIT 1024
 
 void ps_writer_opts_default(ps_writer_opts_t *o);
 ps_writer_t *ps_writer_start(ps_store_t *store, const ps_writer_opts_t *o);
@@ -101,8 +112,35 @@ void ps_writer_stop(ps_writer_t *w);
 
 typedef struct ps_writer_stats {
     uint64_t batches, appended, failed, duplicates, compactions, chunks, retention_runs, series_dropped;
+    uint64_t samples_written, samples_rejected; /* float samples of PS_WREQ_SAMPLES requests */
     uint32_t queued;
 } ps_writer_stats_t;
 void ps_writer_stats(ps_writer_t *w, ps_writer_stats_t *st);
+
+/* ---- remote_write (remote.c) ---- */
+
+/**
+ * Makes r a PS_WREQ_SAMPLES request from a decoded remote-write request (everything from arena,
+ * which must live until on_done): one float append per series with samples, and its metadata.
+ * Series that carry only histograms or exemplars get no append (they are counted by the decoder).
+ */
+void ps_ingest_remote_prepare(const ps_remote_write_t *w, ps_arena_t *arena, ps_wreq_t *r);
+
+/** What happened to the samples of a done PS_WREQ_SAMPLES request. */
+typedef struct ps_remote_result {
+    uint64_t written;      /* samples stored */
+    uint64_t duplicates;   /* identical to what was stored: accepted, not written again */
+    uint64_t out_of_order, dup_conflicts, out_of_bounds; /* rejected samples */
+    uint64_t series_failed;  /* series refused whole (a profile series with these labels) */
+    uint64_t samples_failed; /* their samples */
+} ps_remote_result_t;
+
+/**
+ * Sums up a done request. Returns 0 if every sample was stored (or was an identical duplicate);
+ * else the code to answer with (PS_EINVAL, 400: the sender must not retry; or the transaction's
+ * own failure, e.g. PS_ENOSPACE) and msg gets the message, Mimir's style: what was rejected,
+ * counts, and the first rejected series with its labels and timestamp.
+ */
+int ps_ingest_remote_result(const ps_wreq_t *r, ps_remote_result_t *res, ps_buf_t *msg);
 
 #endif

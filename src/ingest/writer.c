@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/log.h"
 #include "core/timeutil.h"
@@ -29,6 +30,26 @@ void ps_writer_opts_default(ps_writer_opts_t *o)
     o->commit_delay_ns = 10 * 1000000;
     o->compact_interval_ns = 10 * PS_NS_PER_S;
     o->retention_interval_ns = 60 * PS_NS_PER_S;
+}
+
+/* A request's share of max_batch. */
+static uint64_t weight(const ps_wreq_t *r)
+{
+    if (r->kind != PS_WREQ_SAMPLES)
+        return 1;
+    uint64_t n = 0;
+    for (size_t i = 0; i < r->nfloats; i++)
+        n += r->floats[i]->nsamples;
+    return 1 + n / PS_WRITER_SAMPLES_PER_UNIT;
+}
+
+static void grow(void *arr, size_t *cap, size_t need, size_t size)
+{
+    void **p = arr;
+    if (need <= *cap)
+        return;
+    *cap = need * 2;
+    *p = ps_xrealloc(*p, *cap * size);
 }
 
 static void housekeeping(ps_writer_t *w, int64_t *next_compact, int64_t *next_retain, bool force_check)
@@ -65,6 +86,9 @@ static void *run(void *arg)
 {
     ps_writer_t *w = arg;
     ps_append_t **apps = ps_xmalloc(w->opts.max_batch * sizeof(*apps));
+    ps_fappend_t **fl = NULL;     /* the float series of the batch's PS_WREQ_SAMPLES requests */
+    ps_metric_meta_t *meta = NULL;
+    size_t capfl = 0, capmeta = 0;
     int64_t next_compact = ps_time_mono() + w->opts.compact_interval_ns;
     int64_t next_retain = ps_time_mono() + w->opts.retention_interval_ns / 10; /* soon after start */
     int64_t last_commit = 0;
@@ -113,11 +137,14 @@ static void *run(void *arg)
                     ;
             }
         }
-        /* take up to max_batch requests */
+        /* take up to max_batch units: a profile is one, a samples request one per
+         * PS_WRITER_SAMPLES_PER_UNIT samples (at least one request, however big) */
         ps_wreq_t *batch = w->head, *last = w->head;
         uint32_t n = 1;
-        while (last->next != NULL && n < w->opts.max_batch) {
+        uint64_t units = weight(last);
+        while (last->next != NULL && units + weight(last->next) <= w->opts.max_batch) {
             last = last->next;
+            units += weight(last);
             n++;
         }
         w->head = last->next;
@@ -127,17 +154,41 @@ static void *run(void *arg)
         w->queued -= n;
         pthread_mutex_unlock(&w->mu);
 
-        size_t napps = 0;
+        size_t napps = 0, nfl = 0, nmeta = 0;
         bool want_compact = false;
         last_commit = ps_time_mono();
-        for (ps_wreq_t *r = batch; r != NULL; r = r->next)
+        for (ps_wreq_t *r = batch; r != NULL; r = r->next) {
             if (r->kind == PS_WREQ_APPEND)
                 apps[napps++] = &r->app;
-        if (napps > 0) {
+            if (r->kind == PS_WREQ_SAMPLES) {
+                grow(&fl, &capfl, nfl + r->nfloats, sizeof(*fl));
+                memcpy(fl + nfl, r->floats, r->nfloats * sizeof(*fl));
+                nfl += r->nfloats;
+                grow(&meta, &capmeta, nmeta + r->nmeta, sizeof(*meta));
+                memcpy(meta + nmeta, r->meta, r->nmeta * sizeof(*meta));
+                nmeta += r->nmeta;
+            }
+        }
+        uint64_t fwritten = 0, frejected = 0;
+        if (napps > 0 || nfl > 0 || nmeta > 0) {
             ps_err_t err;
             ps_err_clear(&err);
-            if (ps_store_write_batch(w->store, apps, napps, &err) != 0)
-                ps_log_error("write failed", "profiles=%zu err=%s", napps, ps_log_q(err.msg));
+            int rc = ps_store_write(w->store, apps, napps, fl, nfl, meta, nmeta, &err);
+            if (rc != 0)
+                ps_log_error("write failed", "profiles=%zu series=%zu err=%s", napps, nfl, ps_log_q(err.msg));
+            for (ps_wreq_t *r = batch; r != NULL; r = r->next) {
+                if (r->kind != PS_WREQ_SAMPLES)
+                    continue;
+                if (rc != 0) {
+                    r->status = rc;
+                    r->err = err;
+                }
+                for (size_t i = 0; i < r->nfloats; i++) {
+                    const ps_fappend_t *f = r->floats[i];
+                    fwritten += f->status == 0 ? f->accepted : 0;
+                    frejected += f->status == 0 ? f->out_of_order + f->dup_conflicts + f->out_of_bounds : f->nsamples;
+                }
+            }
         }
         uint64_t ok = 0, failed = 0, dups = 0;
         for (size_t i = 0; i < napps; i++) {
@@ -153,6 +204,8 @@ static void *run(void *arg)
         w->stats.appended += ok;
         w->stats.failed += failed;
         w->stats.duplicates += dups;
+        w->stats.samples_written += fwritten;
+        w->stats.samples_rejected += frejected;
         pthread_mutex_unlock(&w->mu);
         /* admin requests run after the appends of the same batch */
         for (ps_wreq_t *r = batch, *next; r != NULL; r = next) {
@@ -161,7 +214,7 @@ static void *run(void *arg)
                 r->status = ps_store_compact(w->store, true, ps_time_now(), &r->count, &r->err);
             } else if (r->kind == PS_WREQ_RETAIN) {
                 r->status = ps_store_retain(w->store, ps_time_now(), &r->count, &r->err);
-            } else if (r->status == 0 && r->app.status == 0) {
+            } else if (r->kind == PS_WREQ_APPEND && r->status == 0 && r->app.status == 0) {
                 want_compact = true;
             }
             r->on_done(r);
@@ -179,6 +232,8 @@ static void *run(void *arg)
         housekeeping(w, &next_compact, &next_retain, false);
     }
     free(apps);
+    free(fl);
+    free(meta);
     return NULL;
 }
 

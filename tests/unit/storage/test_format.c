@@ -232,7 +232,7 @@ static void test_format_md_records(void **state)
     /* series 1, its hash entry and one of its postings */
     NEXT("series");
     ps_put_be64(&k, 1);
-    ps_series_rec_t r = {1796022367779241333ll, 1796022364647593488ll, INT64_MIN, 2, labels.data, labels.len};
+    ps_series_rec_t r = {PS_SERIES_PROFILE, 1796022367779241333ll, 1796022364647593488ll, INT64_MIN, 2, labels.data, labels.len};
     ps_series_rec_encode(&r, &v);
     CHECK();
     ps_series_rec_t back;

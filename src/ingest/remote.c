@@ -1,0 +1,136 @@
+/*
+ * remote.c - remote_write into the store: a decoded request (proto/remote.h) becomes one
+ * PS_WREQ_SAMPLES writer request (float appends and metadata, stored in the writer's next
+ * transaction with whatever else is queued), and its outcome becomes the answer.
+ *
+ * Rejections follow Prometheus' TSDB appender and Mimir's answer: every valid sample of a request
+ * is stored; out-of-order samples (older than the series' newest), duplicate timestamps with
+ * another value and samples older than the retention period are counted and make the answer a 400
+ * naming the first rejected series, its timestamps and the counts, so the sender drops them
+ * instead of retrying. An identical duplicate (a retried request) is accepted silently.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/timeutil.h"
+#include "ingest.h"
+
+void ps_ingest_remote_prepare(const ps_remote_write_t *w, ps_arena_t *arena, ps_wreq_t *r)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < w->nseries; i++)
+        n += w->series[i].nsamples > 0;
+    ps_fappend_t *fa = ps_arena_calloc(arena, n + 1, sizeof(*fa));
+    ps_fappend_t **items = ps_arena_alloc(arena, (n + 1) * sizeof(*items));
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < w->nseries; i++) {
+        const ps_remote_series_t *rs = &w->series[i];
+        if (rs->nsamples == 0)
+            continue;
+        /* ps_remote_sample_t and ps_fsample_t are both (int64 ms, double) */
+        ps_fsample_t *smp = ps_arena_alloc(arena, rs->nsamples * sizeof(*smp));
+        for (uint32_t j = 0; j < rs->nsamples; j++)
+            smp[j] = (ps_fsample_t){rs->samples[j].t_ms, rs->samples[j].v};
+        fa[k].labels = &rs->labels;
+        fa[k].samples = smp;
+        fa[k].nsamples = rs->nsamples;
+        items[k] = &fa[k];
+        k++;
+    }
+    ps_metric_meta_t *meta = ps_arena_calloc(arena, w->nmetadata + 1, sizeof(*meta));
+    for (uint32_t i = 0; i < w->nmetadata; i++) {
+        const ps_remote_metadata_t *m = &w->metadata[i];
+        meta[i] = (ps_metric_meta_t){m->family, m->family_len, (int)m->type, m->help, m->help_len, m->unit,
+                                     m->unit_len};
+    }
+    r->kind = PS_WREQ_SAMPLES;
+    r->floats = items;
+    r->nfloats = k;
+    r->meta = meta;
+    r->nmeta = w->nmetadata;
+}
+
+static void put_time(ps_buf_t *b, int64_t t_ms)
+{
+    char ts[48];
+    if (t_ms > INT64_MAX / 1000000 || t_ms < INT64_MIN / 1000000)
+        snprintf(ts, sizeof(ts), "out of range");
+    else {
+        /* RFC 3339 with the fraction's trailing zeros cut, as Go's RFC3339Nano writes it */
+        ps_format_time(t_ms * 1000000, ts, sizeof(ts));
+        char *dot = strchr(ts, '.'), *z = strchr(ts, 'Z');
+        if (dot && z) {
+            char *e = z;
+            while (e > dot + 1 && e[-1] == '0')
+                e--;
+            if (e == dot + 1)
+                e = dot;
+            memmove(e, z, strlen(z) + 1);
+        }
+    }
+    ps_buf_printf(b, "%" PRId64 " (%s)", t_ms, ts);
+}
+
+int ps_ingest_remote_result(const ps_wreq_t *r, ps_remote_result_t *res, ps_buf_t *msg)
+{
+    memset(res, 0, sizeof(*res));
+    const ps_fappend_t *first = NULL;
+    uint64_t total = 0;
+    for (size_t i = 0; i < r->nfloats; i++) {
+        const ps_fappend_t *f = r->floats[i];
+        total += f->nsamples;
+        if (f->status != 0) {
+            res->series_failed++;
+            res->samples_failed += f->nsamples;
+        } else {
+            res->written += f->accepted;
+            res->duplicates += f->duplicates;
+            res->out_of_order += f->out_of_order;
+            res->dup_conflicts += f->dup_conflicts;
+            res->out_of_bounds += f->out_of_bounds;
+        }
+        if (first == NULL && (f->status != 0 || f->out_of_order || f->dup_conflicts || f->out_of_bounds))
+            first = f;
+    }
+    if (r->status != 0) {
+        ps_buf_printf(msg, "%s", r->err.msg);
+        return r->status;
+    }
+    if (first == NULL)
+        return 0;
+    uint64_t rejected = res->out_of_order + res->dup_conflicts + res->out_of_bounds + res->samples_failed;
+    ps_buf_printf(msg, "%" PRIu64 " of %" PRIu64 " samples rejected (%" PRIu64 " out of order sample, %" PRIu64
+                       " duplicate sample for timestamp, %" PRIu64 " out of bounds",
+                  rejected, total, res->out_of_order, res->dup_conflicts, res->out_of_bounds);
+    if (res->series_failed)
+        ps_buf_printf(msg, ", %" PRIu64 " in %" PRIu64 " refused series", res->samples_failed, res->series_failed);
+    ps_buf_printf(msg, "); the %" PRIu64 " others are stored. First rejected: series ",
+                  total - rejected);
+    ps_labels_format(first->labels, msg);
+    if (first->status != 0) {
+        ps_buf_printf(msg, ": %s", first->err.msg);
+    } else {
+        const char *sep = ": ";
+        if (first->out_of_order) {
+            ps_buf_printf(msg, "%s%u out of order sample(s) (older than the series' newest sample), the first at ", sep,
+                          first->out_of_order);
+            put_time(msg, first->first_out_of_order);
+            sep = "; ";
+        }
+        if (first->dup_conflicts) {
+            ps_buf_printf(msg, "%s%u duplicate sample(s) for timestamp (another value is stored there), the first at ",
+                          sep, first->dup_conflicts);
+            put_time(msg, first->first_dup_conflict);
+            sep = "; ";
+        }
+        if (first->out_of_bounds) {
+            ps_buf_printf(msg, "%s%u sample(s) out of bounds (older than the retention period), the first at ", sep,
+                          first->out_of_bounds);
+            put_time(msg, first->first_out_of_bounds);
+        }
+    }
+    ps_buf_putc(msg, 0);
+    msg->len--;
+    return PS_EINVAL;
+}

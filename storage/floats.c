@@ -1,0 +1,827 @@
+/*
+ * floats.c - float series (remote_write, synthetic scrape series): appending, the open chunk of
+ * each series (its head), cutting, compaction and retention of float chunks, reading samples and
+ * chunks back, and metric metadata. The byte layouts are in docs/FORMAT.md "Float series".
+ *
+ * A float series keeps its samples in Prometheus' XOR chunks (xorchunk.h), each stored with the
+ * encoding byte PS_FCHUNK_ENC_XOR in front:
+ *   fhead    sid -> the open chunk, rewritten (once per write transaction) as samples arrive;
+ *   fchunks  (sid, max_t * 1e6 as a ts key) -> a closed chunk. The head is cut into fchunks
+ *            before a sample that would make it hold more than PS_XOR_SAMPLES_PER_CHUNK samples
+ *            or span compact_window_ns or more; the compactor closes heads idle for a window.
+ * The series' newest sample (what out-of-order and duplicate checks compare with) is the head's
+ * last one, or the last one of its newest closed chunk: nothing else is stored per series.
+ *
+ * The writer caches, per series written lately, the head's bytes and the appender positioned at
+ * their end (ps_fstate_t), so an append does not decode the chunk again. The cache only mirrors
+ * the write transaction: it is dropped with the other caches (ps_sym_caches_clear), whenever a
+ * transaction fails and after compaction or retention changed heads.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "internal.h"
+#include "xorchunk.h"
+
+/* t (ms) representable as a ns ts key: |t| * 1e6 fits int64 */
+#define T_MS_MAX (INT64_MAX / 1000000)
+
+typedef struct ps_fstate {
+    uint64_t sid;
+    ps_buf_t chunk;      /* PS_FCHUNK_ENC_XOR, then the open chunk (app.start == 1) */
+    ps_xor_app_t app;
+    int64_t head_min_t;  /* first sample of the head, if app.n > 0 */
+    int64_t last_t;      /* the series' newest sample, if has_last */
+    uint64_t last_v;
+    bool has_last, dirty;
+} ps_fstate_t;
+
+static inline int64_t t_key(int64_t t_ms) { return t_ms * 1000000; }
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/* ns bounds [start, end] -> ms bounds of the samples whose t * 1e6 falls inside */
+static void ns_to_ms(int64_t start, int64_t end, int64_t *mint, int64_t *maxt)
+{
+    *mint = -floor_div(-(start == INT64_MIN ? INT64_MIN + 1 : start), 1000000);
+    *maxt = floor_div(end, 1000000);
+}
+
+static inline uint64_t fbits(double v)
+{
+    uint64_t b;
+    memcpy(&b, &v, 8);
+    return b;
+}
+
+static inline double bitsf(uint64_t b)
+{
+    double v;
+    memcpy(&v, &b, 8);
+    return v;
+}
+
+void ps_fstate_clear(ps_store_t *s)
+{
+    for (size_t i = 0; i < s->nfstates; i++) {
+        ps_buf_dispose(&s->fstates[i]->chunk);
+        free(s->fstates[i]);
+    }
+    s->nfstates = 0;
+    s->nfdirty = 0;
+    s->fstate_bytes = 0;
+    ps_hmap_clear(&s->fstate_index);
+}
+
+static ps_fstate_t *fstate_find(ps_store_t *s, uint64_t sid)
+{
+    uint8_t kb[8];
+    uint64_t i;
+    ps_enc_be64(kb, sid);
+    return ps_hmap_get(&s->fstate_index, kb, 8, &i) ? s->fstates[i] : NULL;
+}
+
+static ps_fstate_t *fstate_add(ps_store_t *s, uint64_t sid)
+{
+    if (s->nfstates == s->capfstates) {
+        s->capfstates = s->capfstates ? s->capfstates * 2 : 1024;
+        s->fstates = ps_xrealloc(s->fstates, s->capfstates * sizeof(*s->fstates));
+    }
+    ps_fstate_t *f = ps_xcalloc(1, sizeof(*f));
+    f->sid = sid;
+    uint8_t kb[8];
+    ps_enc_be64(kb, sid);
+    ps_hmap_put(&s->fstate_index, kb, 8, s->nfstates);
+    s->fstates[s->nfstates++] = f;
+    s->fstate_bytes += sizeof(*f) + 64 + 8 * 3;
+    return f;
+}
+
+static void fstate_empty_head(ps_fstate_t *f)
+{
+    ps_buf_reset(&f->chunk);
+    ps_buf_putc(&f->chunk, PS_FCHUNK_ENC_XOR);
+    ps_xor_app_init(&f->app, &f->chunk);
+}
+
+static int damaged(ps_err_t *err, uint64_t sid, const char *what, const ps_err_t *why)
+{
+    return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged float %s: %s", (unsigned long long)sid, what,
+                      why ? why->msg : "no encoding byte");
+}
+
+/* First and last sample of a stored value (encoding byte + chunk), validating all of it. */
+static int chunk_bounds(const void *p, size_t n, int64_t *min_t, int64_t *max_t, ps_fsample_t *last, ps_err_t *why)
+{
+    const uint8_t *b = p;
+    if (n < 1 || b[0] != PS_FCHUNK_ENC_XOR)
+        return ps_err_set(why, PS_ECORRUPT, "encoding byte %u, not %u", n ? b[0] : 0u, PS_FCHUNK_ENC_XOR);
+    ps_xor_iter_t it;
+    ps_xor_iter_init(&it, b + 1, n - 1);
+    uint32_t k = 0;
+    while (ps_xor_iter_next(&it)) {
+        if (k++ == 0)
+            *min_t = it.t;
+        *max_t = it.t;
+        if (last) {
+            last->t = it.t;
+            last->v = it.v;
+        }
+    }
+    int ret = ps_xor_iter_err(&it, why);
+    if (ret == 0 && k == 0)
+        ret = ps_err_set(why, PS_ECORRUPT, "xorchunk: no samples");
+    return ret;
+}
+
+/* Loads the state of float series sid from what txn holds: its head, else its newest chunk. */
+static int fstate_load(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_fstate_t **out, ps_err_t *err)
+{
+    uint8_t kb[16];
+    ps_enc_be64(kb, sid);
+    MDB_val k = ps_mval(kb, 8), v;
+    ps_err_t why;
+    ps_err_clear(&why);
+    int rc = mdb_get(txn, s->dbi[DB_FHEAD], &k, &v);
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        return ps_lmdb_err(err, rc, "reading float head");
+    if (rc == 0) {
+        int64_t min_t = 0, max_t = 0;
+        if (chunk_bounds(v.mv_data, v.mv_size, &min_t, &max_t, NULL, &why) != 0)
+            return damaged(err, sid, "head", &why);
+        ps_fstate_t *f = fstate_add(s, sid);
+        ps_buf_append(&f->chunk, v.mv_data, v.mv_size);
+        if (ps_xor_app_resume(&f->app, &f->chunk, 1, &why) != 0) {
+            fstate_empty_head(f); /* keeps the cache entry sane; the caller fails the series */
+            return damaged(err, sid, "head", &why);
+        }
+        f->head_min_t = min_t;
+        f->last_t = f->app.t;
+        f->last_v = f->app.v;
+        f->has_last = true;
+        s->fstate_bytes += f->chunk.cap;
+        *out = f;
+        return 0;
+    }
+    /* no head: the newest closed chunk, the last key of this series in fchunks */
+    MDB_cursor *cur;
+    if ((rc = mdb_cursor_open(txn, s->dbi[DB_FCHUNKS], &cur)) != 0)
+        return ps_lmdb_err(err, rc, "opening float chunk cursor");
+    ps_key_sid_ts(kb, sid + 1, INT64_MIN);
+    k = ps_mval(kb, 16);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    rc = rc == 0 ? mdb_cursor_get(cur, &k, &v, MDB_PREV) : rc == MDB_NOTFOUND ? mdb_cursor_get(cur, &k, &v, MDB_LAST) : rc;
+    int ret = 0;
+    ps_fsample_t last = {0, 0};
+    bool has = false;
+    if (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+        int64_t min_t, max_t;
+        if (chunk_bounds(v.mv_data, v.mv_size, &min_t, &max_t, &last, &why) != 0)
+            ret = damaged(err, sid, "chunk", &why);
+        has = true;
+    } else if (rc != 0 && rc != MDB_NOTFOUND) {
+        ret = ps_lmdb_err(err, rc, "reading float chunks");
+    }
+    mdb_cursor_close(cur);
+    if (ret)
+        return ret;
+    ps_fstate_t *f = fstate_add(s, sid);
+    fstate_empty_head(f);
+    f->has_last = has;
+    f->last_t = last.t;
+    f->last_v = fbits(last.v);
+    *out = f;
+    return 0;
+}
+
+static void mark_dirty(ps_store_t *s, ps_fstate_t *f)
+{
+    if (f->dirty)
+        return;
+    if (s->nfdirty == s->capfdirty) {
+        s->capfdirty = s->capfdirty ? s->capfdirty * 2 : 1024;
+        s->fdirty = ps_xrealloc(s->fdirty, s->capfdirty * sizeof(*s->fdirty));
+    }
+    s->fdirty[s->nfdirty++] = f;
+    f->dirty = true;
+}
+
+/* Moves the head of f (nonempty) into fchunks; f's head is empty afterwards. */
+static int cut_head(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_err_t *err)
+{
+    uint8_t kb[16];
+    ps_key_sid_ts(kb, f->sid, t_key(f->app.t));
+    MDB_val k = ps_mval(kb, 16), v = ps_mval(f->chunk.data, f->chunk.len);
+    int rc = mdb_put(txn, s->dbi[DB_FCHUNKS], &k, &v, 0);
+    if (rc)
+        return ps_lmdb_err(err, rc, "writing float chunk");
+    size_t before = f->chunk.cap;
+    fstate_empty_head(f);
+    s->fstate_bytes += f->chunk.cap - before;
+    mark_dirty(s, f); /* the flush deletes the head record if nothing follows */
+    return 0;
+}
+
+static void count_reject(uint32_t *n, int64_t *first, int64_t t)
+{
+    if ((*n)++ == 0)
+        *first = t;
+}
+
+static int append_series(ps_store_t *s, MDB_txn *txn, ps_fappend_t *fa, int64_t now, ps_err_t *err)
+{
+    int64_t oldest = INT64_MIN; /* ms: samples before it are out of bounds (retention) */
+    if (s->opts.retention_ns > 0)
+        oldest = -floor_div(-(now - s->opts.retention_ns), 1000000);
+    int64_t window_ms = s->opts.compact_window_ns > 0 ? s->opts.compact_window_ns / 1000000 : 0;
+    uint32_t per_chunk = s->opts.compact_max_profiles; /* the same count rule as profile heads */
+    if (per_chunk == 0 || per_chunk > PS_XOR_SAMPLES_PER_CHUNK)
+        per_chunk = PS_XOR_SAMPLES_PER_CHUNK;
+
+    /* a series nothing can be stored in is not created */
+    bool any = false;
+    for (uint32_t i = 0; i < fa->nsamples && !any; i++)
+        any = fa->samples[i].t >= oldest && fa->samples[i].t <= T_MS_MAX && fa->samples[i].t >= -T_MS_MAX;
+    uint64_t sid;
+    ps_series_state_t *st;
+    int ret = ps_series_get_or_create(s, txn, fa->labels, any, PS_SERIES_FLOAT, &sid, &st, err);
+    if (ret == PS_ENOTFOUND) {
+        for (uint32_t i = 0; i < fa->nsamples; i++)
+            count_reject(&fa->out_of_bounds, &fa->first_out_of_bounds, fa->samples[i].t);
+        return 0;
+    }
+    if (ret)
+        return ret;
+    if (st->kind != PS_SERIES_FLOAT) {
+        ps_buf_t b = PS_BUF_INIT;
+        ps_labels_format(fa->labels, &b);
+        ps_buf_putc(&b, 0);
+        fa->status = ps_err_set(&fa->err, PS_ECONFLICT, "series %s holds profiles, not float samples",
+                                (char *)b.data);
+        ps_buf_dispose(&b);
+        return 0;
+    }
+    fa->sid = sid;
+    ps_fstate_t *f = fstate_find(s, sid);
+    if (f == NULL && (ret = fstate_load(s, txn, sid, &f, &fa->err)) != 0) {
+        if (ret != PS_ECORRUPT)
+            return ps_err_set(err, ret, "%s", fa->err.msg);
+        fa->status = ret; /* this series alone */
+        return 0;
+    }
+    for (uint32_t i = 0; i < fa->nsamples; i++) {
+        int64_t t = fa->samples[i].t;
+        uint64_t bits = fbits(fa->samples[i].v);
+        if (t < oldest || t > T_MS_MAX || t < -T_MS_MAX) {
+            count_reject(&fa->out_of_bounds, &fa->first_out_of_bounds, t);
+            continue;
+        }
+        if (f->has_last && t < f->last_t) {
+            count_reject(&fa->out_of_order, &fa->first_out_of_order, t);
+            continue;
+        }
+        if (f->has_last && t == f->last_t) {
+            if (bits == f->last_v)
+                fa->duplicates++;
+            else
+                count_reject(&fa->dup_conflicts, &fa->first_dup_conflict, t);
+            continue;
+        }
+        if (f->app.n > 0 && (f->app.n >= per_chunk || (window_ms > 0 && t - f->head_min_t >= window_ms)))
+            if ((ret = cut_head(s, txn, f, err)) != 0)
+                return ret;
+        size_t before = f->chunk.cap;
+        ps_err_t aerr;
+        if ((ret = ps_xor_app_append(&f->app, t, bitsf(bits), &aerr)) != 0)
+            return ps_err_set(err, PS_EINTERNAL, "series %llu: %s", (unsigned long long)sid, aerr.msg);
+        s->fstate_bytes += f->chunk.cap - before;
+        if (f->app.n == 1)
+            f->head_min_t = t;
+        f->last_t = t;
+        f->last_v = bits;
+        f->has_last = true;
+        fa->accepted++;
+        mark_dirty(s, f);
+    }
+    return 0;
+}
+
+int ps_fwrite(ps_store_t *s, MDB_txn *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        ps_fappend_t *fa = items[i];
+        fa->status = 0;
+        ps_err_clear(&fa->err);
+        fa->sid = 0;
+        fa->accepted = fa->duplicates = fa->out_of_order = fa->dup_conflicts = fa->out_of_bounds = 0;
+        fa->first_out_of_order = fa->first_dup_conflict = fa->first_out_of_bounds = 0;
+        int ret = append_series(s, txn, fa, now, err);
+        if (ret)
+            return ret;
+    }
+    return 0;
+}
+
+int ps_fwrite_flush(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
+{
+    int ret = 0;
+    for (size_t i = 0; i < s->nfdirty && ret == 0; i++) {
+        ps_fstate_t *f = s->fdirty[i];
+        f->dirty = false;
+        uint8_t kb[8];
+        ps_enc_be64(kb, f->sid);
+        MDB_val k = ps_mval(kb, 8), v = ps_mval(f->chunk.data, f->chunk.len);
+        int rc;
+        if (f->app.n > 0)
+            rc = mdb_put(txn, s->dbi[DB_FHEAD], &k, &v, 0);
+        else if ((rc = mdb_del(txn, s->dbi[DB_FHEAD], &k, NULL)) == MDB_NOTFOUND)
+            rc = 0;
+        if (rc)
+            ret = ps_lmdb_err(err, rc, "writing float head");
+    }
+    s->nfdirty = 0;
+    return ret;
+}
+
+/* ---- metadata ---- */
+
+/* value: enc u8 (=1) | type u8 | help_len uvarint | help | unit (to the end) */
+int ps_meta_write(ps_store_t *s, MDB_txn *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    int ret = 0;
+    for (size_t i = 0; i < n && ret == 0; i++) {
+        if (m[i].family_len == 0 || m[i].family_len > PS_META_FAMILY_MAX || m[i].type < 0 || m[i].type > 255)
+            continue;
+        ps_buf_reset(&b);
+        ps_buf_putc(&b, PS_META_REC_V1);
+        ps_buf_putc(&b, (uint8_t)m[i].type);
+        ps_put_uvarint(&b, m[i].help_len);
+        ps_buf_append(&b, m[i].help, m[i].help_len);
+        ps_buf_append(&b, m[i].unit, m[i].unit_len);
+        MDB_val k = ps_mval(m[i].family, m[i].family_len), v;
+        int rc = mdb_get(txn, s->dbi[DB_META], &k, &v);
+        if (rc == 0 && v.mv_size == b.len && memcmp(v.mv_data, b.data, b.len) == 0)
+            continue; /* Prometheus resends all metadata every minute: no page written for it */
+        if (rc != 0 && rc != MDB_NOTFOUND) {
+            ret = ps_lmdb_err(err, rc, "reading metadata");
+            break;
+        }
+        v = ps_mval(b.data, b.len);
+        if ((rc = mdb_put(txn, s->dbi[DB_META], &k, &v, 0)) != 0)
+            ret = ps_lmdb_err(err, rc, "writing metadata");
+    }
+    ps_buf_dispose(&b);
+    return ret;
+}
+
+static int meta_decode(const MDB_val *k, const MDB_val *v, ps_metric_meta_t *m)
+{
+    ps_dec_t d;
+    ps_dec_init(&d, v->mv_data, v->mv_size);
+    if (ps_dec_u8(&d) != PS_META_REC_V1)
+        return PS_ECORRUPT;
+    m->type = ps_dec_u8(&d);
+    uint64_t hl = ps_dec_uvarint(&d);
+    if (d.err || hl > ps_dec_left(&d))
+        return PS_ECORRUPT;
+    m->family = k->mv_data;
+    m->family_len = k->mv_size;
+    m->help = (const char *)ps_dec_bytes(&d, hl);
+    m->help_len = hl;
+    m->unit = (const char *)d.p;
+    m->unit_len = ps_dec_left(&d);
+    return 0;
+}
+
+int ps_reader_metadata(ps_reader_t *r, const char *metric, size_t mlen,
+                       int (*cb)(void *ctx, const ps_metric_meta_t *m), void *ctx, ps_err_t *err)
+{
+    MDB_val k, v;
+    ps_metric_meta_t m;
+    if (metric != NULL) {
+        if (mlen == 0 || mlen > PS_META_FAMILY_MAX)
+            return 0;
+        k = ps_mval(metric, mlen);
+        int rc = mdb_get(r->txn, r->store->dbi[DB_META], &k, &v);
+        if (rc == MDB_NOTFOUND)
+            return 0;
+        if (rc)
+            return ps_lmdb_err(err, rc, "reading metadata");
+        if (meta_decode(&k, &v, &m) != 0)
+            return ps_err_set(err, PS_ECORRUPT, "metadata of %.*s: damaged record", (int)mlen, metric);
+        return cb(ctx, &m);
+    }
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(r->txn, r->store->dbi[DB_META], &cur), ret = 0;
+    if (rc)
+        return ps_lmdb_err(err, rc, "opening metadata cursor");
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    while (rc == 0) {
+        if (meta_decode(&k, &v, &m) != 0) {
+            ret = ps_err_set(err, PS_ECORRUPT, "metadata of %.*s: damaged record", (int)k.mv_size,
+                             (const char *)k.mv_data);
+            break;
+        }
+        if ((ret = cb(ctx, &m)) != 0)
+            break;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    if (ret == 0 && rc != 0 && rc != MDB_NOTFOUND)
+        ret = ps_lmdb_err(err, rc, "reading metadata");
+    return ret;
+}
+
+/* ---- compaction and retention ---- */
+
+#define FCOMPACT_PER_TXN 1024
+
+/* Closes the heads due: all when force, else those of series idle (no append in this process)
+ * for compact_window_ns of wall time, measured as for profile heads. */
+int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err)
+{
+    int64_t w = s->opts.compact_window_ns;
+    if (!force && w <= 0)
+        return 0;
+    uint8_t from[8] = {0};
+    for (;;) {
+        MDB_txn *txn;
+        int rc = mdb_txn_begin(s->env, NULL, 0, &txn), ret = 0;
+        if (rc)
+            return ps_lmdb_err(err, rc, "starting compaction transaction");
+        MDB_cursor *cur;
+        if ((rc = mdb_cursor_open(txn, s->dbi[DB_FHEAD], &cur)) != 0) {
+            mdb_txn_abort(txn);
+            return ps_lmdb_err(err, rc, "opening float head cursor");
+        }
+        uint64_t due[FCOMPACT_PER_TXN];
+        size_t ndue = 0;
+        bool more = false;
+        MDB_val k = ps_mval(from, 8), v;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        while (rc == 0) {
+            if (k.mv_size == 8) {
+                uint64_t sid = ps_get_be64(k.mv_data), wall;
+                int64_t last = ps_hmap_get(&s->append_wall, k.mv_data, 8, &wall) ? (int64_t)wall : s->opened_wall;
+                if (force || now_ns - last >= w) {
+                    if (ndue == FCOMPACT_PER_TXN) {
+                        more = true;
+                        ps_enc_be64(from, sid);
+                        break;
+                    }
+                    due[ndue++] = sid;
+                }
+            }
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+        }
+        mdb_cursor_close(cur);
+        if (rc != 0 && rc != MDB_NOTFOUND && !more) {
+            mdb_txn_abort(txn);
+            return ps_lmdb_err(err, rc, "reading float heads");
+        }
+        for (size_t i = 0; i < ndue && ret == 0; i++) {
+            uint8_t kb[16];
+            ps_enc_be64(kb, due[i]);
+            MDB_val hk = ps_mval(kb, 8), hv;
+            if ((rc = mdb_get(txn, s->dbi[DB_FHEAD], &hk, &hv)) != 0) {
+                ret = ps_lmdb_err(err, rc, "reading float head");
+                break;
+            }
+            int64_t min_t, max_t;
+            ps_err_t why;
+            if (chunk_bounds(hv.mv_data, hv.mv_size, &min_t, &max_t, NULL, &why) != 0) {
+                ret = damaged(err, due[i], "head", &why);
+                break;
+            }
+            /* hv points into the map: write the chunk from a copy */
+            ps_buf_t copy = PS_BUF_INIT;
+            ps_buf_append(&copy, hv.mv_data, hv.mv_size);
+            ps_key_sid_ts(kb, due[i], t_key(max_t));
+            MDB_val ck = ps_mval(kb, 16), cv = ps_mval(copy.data, copy.len);
+            rc = mdb_put(txn, s->dbi[DB_FCHUNKS], &ck, &cv, 0);
+            ps_buf_dispose(&copy);
+            if (rc) {
+                ret = ps_lmdb_err(err, rc, "writing float chunk");
+                break;
+            }
+            ps_enc_be64(kb, due[i]);
+            hk = ps_mval(kb, 8);
+            if ((rc = mdb_del(txn, s->dbi[DB_FHEAD], &hk, NULL)) != 0)
+                ret = ps_lmdb_err(err, rc, "deleting float head");
+        }
+        if (ret == 0 && ndue > 0 && (rc = mdb_txn_commit(txn)) != 0)
+            ret = ps_lmdb_err(err, rc, "committing compaction");
+        else if (ret != 0 || ndue == 0)
+            mdb_txn_abort(txn);
+        if (ndue > 0 || ret)
+            ps_fstate_clear(s); /* the cached heads are gone (or not: reload either way) */
+        if (ret)
+            return ret;
+        *nchunks += (uint32_t)ndue;
+        if (!more)
+            return 0;
+    }
+}
+
+static void touch(uint64_t **touched, size_t *n, size_t *cap, uint64_t sid)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        *touched = ps_xrealloc(*touched, *cap * sizeof(uint64_t));
+    }
+    (*touched)[(*n)++] = sid;
+}
+
+/* Deletes the float heads whose newest sample is older than cutoff (ns) and adds their series
+ * to touched. (Closed float chunks are dropped with the profile chunks, by key.) */
+int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
+               ps_err_t *err)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, s->dbi[DB_FHEAD], &cur), ret = 0;
+    if (rc)
+        return ps_lmdb_err(err, rc, "opening float head cursor");
+    uint64_t *del = NULL;
+    size_t ndel = 0, capdel = 0;
+    MDB_val k, v;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    while (rc == 0) {
+        int64_t min_t, max_t;
+        ps_err_t why;
+        if (k.mv_size == 8) {
+            uint64_t sid = ps_get_be64(k.mv_data);
+            if (chunk_bounds(v.mv_data, v.mv_size, &min_t, &max_t, NULL, &why) != 0) {
+                ret = damaged(err, sid, "head", &why);
+                break;
+            }
+            if (max_t < floor_div(cutoff_ns, 1000000) || (max_t == floor_div(cutoff_ns, 1000000) &&
+                                                           t_key(max_t) < cutoff_ns))
+                touch(&del, &ndel, &capdel, sid);
+        }
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    if (ret == 0 && rc != MDB_NOTFOUND)
+        ret = ps_lmdb_err(err, rc, "applying retention to float heads");
+    for (size_t i = 0; i < ndel && ret == 0; i++) {
+        uint8_t kb[8];
+        ps_enc_be64(kb, del[i]);
+        MDB_val dk = ps_mval(kb, 8);
+        if ((rc = mdb_del(txn, s->dbi[DB_FHEAD], &dk, NULL)) != 0)
+            ret = ps_lmdb_err(err, rc, "applying retention to float heads");
+        else
+            touch(touched, ntouched, cap, del[i]);
+    }
+    free(del);
+    return ret;
+}
+
+/* ---- reading ---- */
+
+typedef struct fwalk {
+    ps_reader_t *r;
+    uint64_t sid;
+    int64_t mint, maxt;
+    ps_err_t *err;
+    /* one of: */
+    int (*on_samples)(void *ctx, const ps_fsample_t *s, size_t n);
+    int (*on_chunk)(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n);
+    void *ctx;
+    bool past;              /* a chunk starting after maxt was met: the walk is over */
+    ps_fsample_t buf[128];
+} fwalk_t;
+
+/* Visits one stored value (a closed chunk, or the head), validating all of it: 0 to go on (or
+ * w->past set: stop), else what a callback returned or an error. */
+static int fwalk_one(fwalk_t *w, const MDB_val *v, const char *what)
+{
+    const uint8_t *b = v->mv_data;
+    ps_err_t why;
+    if (w->on_chunk) {
+        int64_t min_t = 0, max_t = 0;
+        if (chunk_bounds(b, v->mv_size, &min_t, &max_t, NULL, &why) != 0)
+            return damaged(w->err, w->sid, what, &why);
+        if (min_t > w->maxt) {
+            w->past = true;
+            return 0;
+        }
+        if (max_t < w->mint)
+            return 0;
+        return w->on_chunk(w->ctx, min_t, max_t, b + 1, v->mv_size - 1);
+    }
+    if (v->mv_size < 1 || b[0] != PS_FCHUNK_ENC_XOR)
+        return damaged(w->err, w->sid, what, NULL);
+    ps_xor_iter_t it;
+    ps_xor_iter_init(&it, b + 1, v->mv_size - 1);
+    size_t n = 0, k = 0;
+    int ret = 0;
+    while (ps_xor_iter_next(&it)) {
+        if (k++ == 0 && it.t > w->maxt)
+            w->past = true; /* the rest is still validated */
+        if (w->past || it.t < w->mint || it.t > w->maxt)
+            continue;
+        w->buf[n].t = it.t;
+        w->buf[n].v = it.v;
+        if (++n == sizeof(w->buf) / sizeof(w->buf[0])) {
+            if ((ret = w->on_samples(w->ctx, w->buf, n)) != 0)
+                return ret;
+            n = 0;
+        }
+    }
+    if (ps_xor_iter_err(&it, &why) != 0)
+        return damaged(w->err, w->sid, what, &why);
+    if (k == 0) {
+        ps_err_set(&why, PS_ECORRUPT, "xorchunk: no samples");
+        return damaged(w->err, w->sid, what, &why);
+    }
+    return n > 0 ? w->on_samples(w->ctx, w->buf, n) : 0;
+}
+
+/* Closed chunks from the first whose max_t >= mint, then the head (newer than every chunk). */
+static int fwalk_run(fwalk_t *w)
+{
+    if (w->mint > w->maxt)
+        return 0;
+    MDB_cursor *cur;
+    uint8_t kb[16];
+    MDB_val k, v;
+    int ret = 0, rc = mdb_cursor_open(w->r->txn, w->r->store->dbi[DB_FCHUNKS], &cur);
+    if (rc)
+        return ps_lmdb_err(w->err, rc, "opening float chunk cursor");
+    int64_t from = w->mint <= -T_MS_MAX ? INT64_MIN : w->mint > T_MS_MAX ? INT64_MAX : t_key(w->mint);
+    ps_key_sid_ts(kb, w->sid, from);
+    k = ps_mval(kb, 16);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == w->sid) {
+        if ((ret = fwalk_one(w, &v, "chunk")) != 0 || w->past)
+            break;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    if (ret != 0 || w->past)
+        return ret;
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        return ps_lmdb_err(w->err, rc, "reading float chunks");
+    ps_enc_be64(kb, w->sid);
+    k = ps_mval(kb, 8);
+    rc = mdb_get(w->r->txn, w->r->store->dbi[DB_FHEAD], &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc)
+        return ps_lmdb_err(w->err, rc, "reading float head");
+    return fwalk_one(w, &v, "head");
+}
+
+int ps_reader_series_kind(ps_reader_t *r, uint64_t sid, ps_series_kind_t *kind, ps_err_t *err)
+{
+    uint8_t k[8];
+    ps_enc_be64(k, sid);
+    MDB_val key = ps_mval(k, 8), val;
+    int rc = mdb_get(r->txn, r->store->dbi[DB_SERIES], &key, &val);
+    if (rc == MDB_NOTFOUND)
+        return PS_ENOTFOUND;
+    if (rc != 0)
+        return ps_lmdb_err(err, rc, "series");
+    ps_series_rec_t rec;
+    if (ps_series_rec_decode(val.mv_data, val.mv_size, &rec) != 0)
+        return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
+    *kind = rec.kind;
+    return 0;
+}
+
+typedef struct totals_ctx {
+    int (*cb)(void *ctx, const ps_fsample_t *s, size_t n);
+    void *ctx;
+} totals_ctx_t;
+
+static int on_profile(void *ctx, const ps_stored_profile_t *p)
+{
+    totals_ctx_t *c = ctx;
+    ps_fsample_t s = {floor_div(p->ts, 1000000), (double)p->total};
+    return c->cb(c->ctx, &s, 1);
+}
+
+int ps_reader_samples(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
+                      int (*cb)(void *ctx, const ps_fsample_t *s, size_t n), void *ctx, ps_err_t *err)
+{
+    if (mint > maxt)
+        return 0;
+    ps_series_kind_t kind;
+    int ret = ps_reader_series_kind(r, sid, &kind, err);
+    if (ret == PS_ENOTFOUND)
+        return 0;
+    if (ret)
+        return ret;
+    if (kind == PS_SERIES_FLOAT) {
+        fwalk_t *w = ps_xcalloc(1, sizeof(*w));
+        w->r = r, w->sid = sid, w->mint = mint, w->maxt = maxt, w->err = err, w->on_samples = cb, w->ctx = ctx;
+        ret = fwalk_run(w);
+        free(w);
+        return ret;
+    }
+    /* ms -> ns bounds, saturating: profile ts in [mint*1e6, maxt*1e6 + 999999] has floor(ts/1e6) in range */
+    int64_t lo = mint <= INT64_MIN / 1000000 ? INT64_MIN : mint * 1000000;
+    int64_t hi = maxt >= INT64_MAX / 1000000 ? INT64_MAX : maxt * 1000000 + 999999;
+    totals_ctx_t c = {cb, ctx};
+    return ps_reader_profiles(r, sid, lo, hi, true, on_profile, &c, err);
+}
+
+int ps_reader_xor_chunks(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
+                         int (*cb)(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n),
+                         void *ctx, ps_err_t *err)
+{
+    fwalk_t w = {.r = r, .sid = sid, .mint = mint, .maxt = maxt, .err = err, .on_chunk = cb, .ctx = ctx};
+    return fwalk_run(&w); /* a profile series has neither fchunks nor an fhead */
+}
+
+typedef struct last_ctx {
+    int64_t t;
+    bool found;
+} last_ctx_t;
+
+static int on_last(void *ctx, const ps_fsample_t *s, size_t n)
+{
+    last_ctx_t *c = ctx;
+    c->t = s[n - 1].t;
+    c->found = true;
+    return 0;
+}
+
+#define STOP_FOUND 1
+
+static int on_any(void *ctx, const ps_fsample_t *s, size_t n)
+{
+    (void)s, (void)n;
+    *(bool *)ctx = true;
+    return STOP_FOUND;
+}
+
+/* The newest sample in [start, end] (ns): the head if it has one there, else the newest chunk
+ * that does (the chunks after the first one with max_t >= maxt all start past maxt). */
+int ps_freader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err)
+{
+    int64_t mint, maxt;
+    ns_to_ms(start, end, &mint, &maxt);
+    if (mint > maxt)
+        return PS_ENOTFOUND;
+    fwalk_t *w = ps_xcalloc(1, sizeof(*w));
+    last_ctx_t c = {0, false};
+    w->r = r, w->sid = sid, w->err = err, w->on_samples = on_last, w->ctx = &c;
+    /* narrow the walk to the chunk holding maxt's neighbourhood: from the newest chunk whose
+     * max_t < maxt (its max_t is a sample <= maxt) onwards */
+    MDB_cursor *cur;
+    uint8_t kb[16];
+    MDB_val k, v;
+    int ret = 0, rc = mdb_cursor_open(r->txn, r->store->dbi[DB_FCHUNKS], &cur);
+    if (rc) {
+        free(w);
+        return ps_lmdb_err(err, rc, "opening float chunk cursor");
+    }
+    int64_t at = maxt > T_MS_MAX ? INT64_MAX : maxt < -T_MS_MAX ? INT64_MIN : t_key(maxt);
+    ps_key_sid_ts(kb, sid, at);
+    k = ps_mval(kb, 16);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    rc = rc == 0 ? mdb_cursor_get(cur, &k, &v, MDB_PREV) : rc == MDB_NOTFOUND ? mdb_cursor_get(cur, &k, &v, MDB_LAST) : rc;
+    int64_t from = mint;
+    if (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+        int64_t prev_max = floor_div(ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8)), 1000000);
+        if (prev_max > from)
+            from = prev_max;
+    } else if (rc != 0 && rc != MDB_NOTFOUND) {
+        ret = ps_lmdb_err(err, rc, "reading float chunks");
+    }
+    mdb_cursor_close(cur);
+    if (ret == 0) {
+        w->mint = from;
+        w->maxt = maxt;
+        ret = fwalk_run(w);
+    }
+    free(w);
+    if (ret)
+        return ret;
+    if (!c.found)
+        return PS_ENOTFOUND;
+    *ts = c.t * 1000000;
+    return 0;
+}
+
+int ps_freader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err)
+{
+    int64_t mint, maxt;
+    ns_to_ms(start, end, &mint, &maxt);
+    if (mint > maxt)
+        return 0;
+    bool any = false;
+    fwalk_t *w = ps_xcalloc(1, sizeof(*w));
+    w->r = r, w->sid = sid, w->mint = mint, w->maxt = maxt, w->err = err, w->on_samples = on_any, w->ctx = &any;
+    int ret = fwalk_run(w);
+    free(w);
+    if (ret != 0 && !(ret == STOP_FOUND && any))
+        return ret;
+    return any ? 1 : 0;
+}

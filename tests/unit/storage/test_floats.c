@@ -1,0 +1,981 @@
+/*
+ * test_floats.c - float series in the store (storage/floats.c): write and read back bit for bit,
+ * Prometheus' out-of-order and duplicate rules with exact counts, the cut at 120 samples and at the
+ * compaction window, durability across reopen, compaction and retention with exact chunk counts,
+ * the series kind, damaged chunks, metadata, the upgrade of a schema 1 directory, and the captured
+ * Prometheus 2.42 remote-write bodies replayed (decode, store, read back, compare with their .json).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "../testutil.h"
+
+#include "core/labels.h"
+#include "core/timeutil.h"
+#include "proto/remote.h"
+#include "storage/internal.h"
+#include "storage/store.h"
+#include "storage/xorchunk.h"
+
+#define STALE PS_XOR_STALE_NAN
+#define MIN_MS (60 * 1000ll)
+#define HOUR_MS (3600 * 1000ll)
+
+static char *tmpdir(void)
+{
+    char *d = strdup("/tmp/ps-floats-XXXXXX");
+    assert_non_null(mkdtemp(d));
+    return d;
+}
+
+static void rmdir_rf(const char *d)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
+    assert_int_equal(system(cmd), 0);
+}
+
+static ps_store_t *open_opts(const char *dir, int64_t retention_ns, int64_t window_ns)
+{
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = dir;
+    o.map_size = 1ull << 30;
+    o.retention_ns = retention_ns;
+    o.compact_window_ns = window_ns;
+    o.nosync = true;
+    ps_store_t *s = NULL;
+    ps_err_t err;
+    if (ps_store_open(&o, &s, &err) != 0)
+        fail_msg("open: %s", err.msg);
+    return s;
+}
+
+static ps_store_t *open_store(const char *dir) { return open_opts(dir, 0, 0); }
+
+/* {__name__=name, job=job} */
+static ps_labels_t mk_labels(ps_arena_t *a, const char *name, const char *job)
+{
+    ps_labels_t ls = {0};
+    ps_labels_set(&ls, a, "__name__", 8, name, strlen(name));
+    if (job)
+        ps_labels_set(&ls, a, "job", 3, job, strlen(job));
+    return ls;
+}
+
+static double bitsf(uint64_t b)
+{
+    double v;
+    memcpy(&v, &b, 8);
+    return v;
+}
+
+static uint64_t fbits(double v)
+{
+    uint64_t b;
+    memcpy(&b, &v, 8);
+    return b;
+}
+
+/* One series, samples given: writes in one call; returns the call's result. */
+static int write_f(ps_store_t *s, const ps_labels_t *ls, const ps_fsample_t *smp, uint32_t n, ps_fappend_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->labels = ls;
+    out->samples = smp;
+    out->nsamples = n;
+    ps_fappend_t *items[1] = {out};
+    ps_err_t err;
+    int rc = ps_store_write(s, NULL, 0, items, 1, NULL, 0, &err);
+    if (rc != 0)
+        fail_msg("write: %s", err.msg);
+    return out->status;
+}
+
+typedef struct collect {
+    ps_fsample_t *s;
+    size_t n, cap;
+    int calls;
+} collect_t;
+
+static int on_samples(void *ctx, const ps_fsample_t *s, size_t n)
+{
+    collect_t *c = ctx;
+    if (c->n + n > c->cap) {
+        c->cap = (c->n + n) * 2;
+        c->s = realloc(c->s, c->cap * sizeof(*c->s));
+    }
+    memcpy(c->s + c->n, s, n * sizeof(*s));
+    c->n += n;
+    c->calls++;
+    return 0;
+}
+
+static void read_all(ps_store_t *s, uint64_t sid, int64_t mint, int64_t maxt, collect_t *c, int want_rc)
+{
+    ps_reader_t *r;
+    ps_err_t err;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    memset(c, 0, sizeof(*c));
+    int rc = ps_reader_samples(r, sid, mint, maxt, on_samples, c, &err);
+    if (rc != want_rc)
+        fail_msg("ps_reader_samples: %d (%s), want %d", rc, rc ? err.msg : "", want_rc);
+    ps_reader_end(r);
+}
+
+typedef struct chunks {
+    int n;
+    int64_t min_t[64], max_t[64];
+    uint32_t count[64];
+} chunks_t;
+
+static int on_chunk(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n)
+{
+    chunks_t *c = ctx;
+    assert_true(c->n < 64);
+    assert_int_equal(ps_xor_validate(chunk, n, NULL), 0);
+    c->min_t[c->n] = min_t;
+    c->max_t[c->n] = max_t;
+    c->count[c->n] = ps_xor_count(chunk, n);
+    c->n++;
+    return 0;
+}
+
+static void get_stats(ps_store_t *s, ps_store_stats_t *st)
+{
+    ps_err_t err;
+    assert_int_equal(ps_store_stats(s, st, &err), 0);
+}
+
+/* 300 samples 15 s apart, values with stale markers, NaN payloads, -0.0 and infinities among
+ * them: read back bit for bit; chunks cut at 120. */
+static void test_roundtrip_and_cut(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t ls = mk_labels(&a, "http_requests_total", "api");
+    int64_t t0 = 1700000000000ll;
+    ps_fsample_t in[300];
+    for (int i = 0; i < 300; i++) {
+        in[i].t = t0 + 15000ll * i;
+        in[i].v = i * 1.5;
+    }
+    in[7].v = bitsf(STALE);
+    in[8].v = bitsf(0x7ff8000000000001ull);
+    in[9].v = -0.0;
+    in[10].v = 1.0 / 0.0;
+    in[11].v = -1.0 / 0.0;
+    /* in batches of 10 samples: the head is continued from the cache */
+    uint64_t sid = 0;
+    for (int b = 0; b < 30; b++) {
+        ps_fappend_t fa;
+        assert_int_equal(write_f(s, &ls, in + 10 * b, 10, &fa), 0);
+        assert_int_equal(fa.accepted, 10);
+        assert_int_equal(fa.out_of_order + fa.dup_conflicts + fa.duplicates + fa.out_of_bounds, 0);
+        if (b == 0)
+            sid = fa.sid;
+        assert_int_equal(fa.sid, sid);
+    }
+    collect_t c;
+    read_all(s, sid, INT64_MIN, INT64_MAX, &c, 0);
+    assert_int_equal(c.n, 300);
+    for (int i = 0; i < 300; i++) {
+        assert_int_equal(c.s[i].t, in[i].t);
+        assert_int_equal(fbits(c.s[i].v), fbits(in[i].v));
+    }
+    free(c.s);
+    /* a range: [t100, t250] */
+    read_all(s, sid, in[100].t, in[250].t, &c, 0);
+    assert_int_equal(c.n, 151);
+    assert_int_equal(c.s[0].t, in[100].t);
+    assert_int_equal(c.s[150].t, in[250].t);
+    free(c.s);
+    /* between two samples: nothing */
+    read_all(s, sid, in[5].t + 1, in[6].t - 1, &c, 0);
+    assert_int_equal(c.n, 0);
+    free(c.s);
+
+    ps_store_stats_t st;
+    get_stats(s, &st);
+    assert_int_equal(st.series, 1);
+    assert_int_equal(st.float_chunks, 2);
+    assert_int_equal(st.float_heads, 1);
+
+    ps_reader_t *r;
+    ps_err_t err;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    ps_series_kind_t kind = 0;
+    assert_int_equal(ps_reader_series_kind(r, sid, &kind, &err), 0);
+    assert_int_equal(kind, PS_SERIES_FLOAT);
+    chunks_t ch = {0};
+    assert_int_equal(ps_reader_xor_chunks(r, sid, INT64_MIN, INT64_MAX, on_chunk, &ch, &err), 0);
+    assert_int_equal(ch.n, 3);
+    assert_int_equal(ch.count[0], 120);
+    assert_int_equal(ch.count[1], 120);
+    assert_int_equal(ch.count[2], 60);
+    assert_int_equal(ch.min_t[0], in[0].t);
+    assert_int_equal(ch.max_t[0], in[119].t);
+    assert_int_equal(ch.min_t[1], in[120].t);
+    assert_int_equal(ch.max_t[1], in[239].t);
+    assert_int_equal(ch.min_t[2], in[240].t);
+    assert_int_equal(ch.max_t[2], in[299].t);
+    /* only the chunks overlapping the range */
+    memset(&ch, 0, sizeof(ch));
+    assert_int_equal(ps_reader_xor_chunks(r, sid, in[130].t, in[200].t, on_chunk, &ch, &err), 0);
+    assert_int_equal(ch.n, 1);
+    assert_int_equal(ch.min_t[0], in[120].t);
+    memset(&ch, 0, sizeof(ch));
+    assert_int_equal(ps_reader_xor_chunks(r, sid, in[119].t, in[240].t, on_chunk, &ch, &err), 0);
+    assert_int_equal(ch.n, 3);
+    /* has_data / latest in ns */
+    assert_int_equal(ps_reader_has_data(r, sid, in[0].t * 1000000, in[0].t * 1000000, &err), 1);
+    assert_int_equal(ps_reader_has_data(r, sid, in[0].t * 1000000 + 1, in[1].t * 1000000 - 1, &err), 0);
+    assert_int_equal(ps_reader_has_data(r, sid, in[299].t * 1000000 + 1, INT64_MAX, &err), 0);
+    int64_t ts = 0;
+    assert_int_equal(ps_reader_latest(r, sid, INT64_MIN, INT64_MAX, &ts, &err), 0);
+    assert_int_equal(ts, in[299].t * 1000000);
+    assert_int_equal(ps_reader_latest(r, sid, INT64_MIN, in[150].t * 1000000 + 999, &ts, &err), 0);
+    assert_int_equal(ts, in[150].t * 1000000);
+    assert_int_equal(ps_reader_latest(r, sid, INT64_MIN, in[120].t * 1000000 - 1, &ts, &err), 0);
+    assert_int_equal(ts, in[119].t * 1000000);
+    assert_int_equal(ps_reader_latest(r, sid, INT64_MIN, in[0].t * 1000000 - 1, &ts, &err), PS_ENOTFOUND);
+    /* the profile views of a float series are empty, not errors */
+    ps_sum_info_t info = {0};
+    assert_int_equal(ps_reader_sum(r, sid, INT64_MIN, INT64_MAX, NULL, NULL, &info, &err), 0);
+    assert_int_equal(info.profiles, 0);
+    ps_reader_end(r);
+    ps_arena_dispose(&a);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+/* Prometheus' TSDB appender rules: older than the newest -> out of order; the newest's timestamp
+ * with other value bits -> duplicate sample; the same bits -> accepted silently. */
+static void test_order_and_duplicates(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t ls = mk_labels(&a, "up", "api");
+    ps_fsample_t first[3] = {{1000, 1}, {2000, 2}, {3000, bitsf(STALE)}};
+    ps_fappend_t fa;
+    assert_int_equal(write_f(s, &ls, first, 3, &fa), 0);
+    assert_int_equal(fa.accepted, 3);
+    ps_fsample_t next[8] = {
+        {3000, bitsf(STALE)},              /* identical stale marker: duplicate, silent */
+        {3000, bitsf(0x7ff8000000000001)}, /* other NaN bits: conflict */
+        {2000, 2},                         /* older: out of order, even if equal to what is stored */
+        {2500, 9},                         /* out of order */
+        {4000, 4},                         /* fine */
+        {4000, 5},                         /* conflict with the sample just accepted */
+        {3999, 5},                         /* out of order */
+        {5000, -0.0},                      /* fine */
+    };
+    assert_int_equal(write_f(s, &ls, next, 8, &fa), 0);
+    assert_int_equal(fa.accepted, 2);
+    assert_int_equal(fa.duplicates, 1);
+    assert_int_equal(fa.dup_conflicts, 2);
+    assert_int_equal(fa.first_dup_conflict, 3000);
+    assert_int_equal(fa.out_of_order, 3);
+    assert_int_equal(fa.first_out_of_order, 2000);
+    assert_int_equal(fa.out_of_bounds, 0);
+    /* -0.0 after 5000's -0.0 is a duplicate, +0.0 is not (bits differ) */
+    ps_fsample_t z[2] = {{5000, -0.0}, {5000, 0.0}};
+    assert_int_equal(write_f(s, &ls, z, 2, &fa), 0);
+    assert_int_equal(fa.duplicates, 1);
+    assert_int_equal(fa.dup_conflicts, 1);
+    collect_t c;
+    read_all(s, fa.sid, INT64_MIN, INT64_MAX, &c, 0);
+    assert_int_equal(c.n, 5);
+    int64_t want_t[5] = {1000, 2000, 3000, 4000, 5000};
+    uint64_t want_v[5] = {fbits(1), fbits(2), STALE, fbits(4), fbits(-0.0)};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(c.s[i].t, want_t[i]);
+        assert_int_equal(fbits(c.s[i].v), want_v[i]);
+    }
+    free(c.s);
+    /* the same rules after the writer caches were dropped and after the head was closed: the
+     * newest sample then comes from the chunk */
+    ps_err_t err;
+    uint32_t nchunks = 0;
+    assert_int_equal(ps_store_compact(s, true, ps_time_now(), &nchunks, &err), 0);
+    assert_int_equal(nchunks, 1);
+    ps_fsample_t again[3] = {{5000, -0.0}, {4500, 1}, {6000, 6}};
+    assert_int_equal(write_f(s, &ls, again, 3, &fa), 0);
+    assert_int_equal(fa.duplicates, 1);
+    assert_int_equal(fa.out_of_order, 1);
+    assert_int_equal(fa.first_out_of_order, 4500);
+    assert_int_equal(fa.accepted, 1);
+    ps_arena_dispose(&a);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+/* Samples older than the retention period are out of bounds; a series whose samples all are is
+ * not created. */
+static void test_out_of_bounds(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_opts(dir, 3600ll * PS_NS_PER_S, 0);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t ls = mk_labels(&a, "old", NULL);
+    int64_t now = ps_time_now() / 1000000;
+    ps_fsample_t old[2] = {{now - 2 * HOUR_MS, 1}, {now - 2 * HOUR_MS + 1000, 1}};
+    ps_fappend_t fa;
+    assert_int_equal(write_f(s, &ls, old, 2, &fa), 0);
+    assert_int_equal(fa.out_of_bounds, 2);
+    assert_int_equal(fa.first_out_of_bounds, now - 2 * HOUR_MS);
+    assert_int_equal(fa.accepted, 0);
+    assert_int_equal(fa.sid, 0);
+    ps_store_stats_t st;
+    get_stats(s, &st);
+    assert_int_equal(st.series, 0);
+    ps_fsample_t mixed[3] = {{now - 2 * HOUR_MS, 1}, {now - 1000, 2}, {INT64_MAX, 3}};
+    assert_int_equal(write_f(s, &ls, mixed, 3, &fa), 0);
+    assert_int_equal(fa.out_of_bounds, 2);
+    assert_int_equal(fa.accepted, 1);
+    get_stats(s, &st);
+    assert_int_equal(st.series, 1);
+    ps_arena_dispose(&a);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+/* What was committed is there after reopening; appending continues the stored head. */
+static void test_reopen(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t ls = mk_labels(&a, "g", "x");
+    ps_fsample_t in[250];
+    for (int i = 0; i < 250; i++)
+        in[i] = (ps_fsample_t){1000ll * i, (double)(i * i) / 7};
+    ps_fappend_t fa;
+    assert_int_equal(write_f(s, &ls, in, 130, &fa), 0);
+    uint64_t sid = fa.sid;
+    ps_store_close(s);
+    s = open_store(dir);
+    assert_int_equal(write_f(s, &ls, in + 129, 121, &fa), 0);
+    assert_int_equal(fa.duplicates, 1);
+    assert_int_equal(fa.accepted, 120);
+    assert_int_equal(fa.sid, sid);
+    ps_store_close(s);
+    s = open_store(dir);
+    collect_t c;
+    read_all(s, sid, INT64_MIN, INT64_MAX, &c, 0);
+    assert_int_equal(c.n, 250);
+    for (int i = 0; i < 250; i++) {
+        assert_int_equal(c.s[i].t, in[i].t);
+        assert_int_equal(fbits(c.s[i].v), fbits(in[i].v));
+    }
+    free(c.s);
+    ps_store_stats_t st;
+    get_stats(s, &st);
+    assert_int_equal(st.float_chunks, 2);
+    assert_int_equal(st.float_heads, 1);
+    /* the chunks are those an uninterrupted writer makes: 120, 120, 10 */
+    ps_reader_t *r;
+    ps_err_t err;
+    chunks_t ch = {0};
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_xor_chunks(r, sid, INT64_MIN, INT64_MAX, on_chunk, &ch, &err), 0);
+    ps_reader_end(r);
+    assert_int_equal(ch.n, 3);
+    assert_int_equal(ch.count[0], 120);
+    assert_int_equal(ch.count[1], 120);
+    assert_int_equal(ch.count[2], 10);
+    ps_arena_dispose(&a);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+/* The head is cut when it would span the compaction window; idle heads are closed by the
+ * compactor; retention drops whole chunks, then heads, then the series left empty. */
+static void test_window_compaction_retention(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    int64_t day = 24 * 3600ll * PS_NS_PER_S;
+    ps_store_t *s = open_opts(dir, day, 3600ll * PS_NS_PER_S);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t ls = mk_labels(&a, "w", NULL), ls2 = mk_labels(&a, "w2", NULL);
+    int64_t base = (ps_time_now() / 1000000 - 10 * HOUR_MS) / HOUR_MS * HOUR_MS;
+    ps_fsample_t in[40];
+    for (int i = 0; i < 40; i++)
+        in[i] = (ps_fsample_t){base + 15 * MIN_MS * i, i};
+    ps_fappend_t fa, fb;
+    assert_int_equal(write_f(s, &ls, in, 40, &fa), 0);
+    assert_int_equal(write_f(s, &ls2, in + 39, 1, &fb), 0);
+    ps_store_stats_t st;
+    get_stats(s, &st);
+    assert_int_equal(st.float_chunks, 9); /* 4 samples each: the 5th would span 1 h */
+    assert_int_equal(st.float_heads, 2);
+    ps_err_t err;
+    uint32_t n = 99;
+    /* not idle yet */
+    assert_int_equal(ps_store_compact(s, false, ps_time_now(), &n, &err), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(ps_store_compact(s, false, ps_time_now() + 3600ll * PS_NS_PER_S, &n, &err), 0);
+    assert_int_equal(n, 2);
+    get_stats(s, &st);
+    assert_int_equal(st.float_chunks, 11);
+    assert_int_equal(st.float_heads, 0);
+    /* new samples start a new head */
+    ps_fsample_t more = {base + 10 * HOUR_MS, 40};
+    assert_int_equal(write_f(s, &ls, &more, 1, &fa), 0);
+    assert_int_equal(fa.accepted, 1);
+    /* retention: cutoff 5 h + 1 min after base drops chunks 0..4 (newest at i h + 45 min) */
+    uint32_t dropped = 99;
+    assert_int_equal(ps_store_retain(s, (base + 5 * HOUR_MS + MIN_MS) * 1000000 + day, &dropped, &err), 0);
+    assert_int_equal(dropped, 0);
+    get_stats(s, &st);
+    assert_int_equal(st.float_chunks, 6);
+    assert_int_equal(st.float_heads, 1);
+    collect_t c;
+    read_all(s, fa.sid, INT64_MIN, INT64_MAX, &c, 0);
+    assert_int_equal(c.n, 21);
+    assert_int_equal(c.s[0].t, base + 5 * HOUR_MS);
+    free(c.s);
+    /* past w2's only sample and w's chunks, not w's head */
+    assert_int_equal(ps_store_retain(s, (base + 10 * HOUR_MS) * 1000000 + day, &dropped, &err), 0);
+    assert_int_equal(dropped, 1);
+    get_stats(s, &st);
+    assert_int_equal(st.series, 1);
+    assert_int_equal(st.float_chunks, 0);
+    assert_int_equal(st.float_heads, 1);
+    assert_int_equal(ps_store_retain(s, (base + 10 * HOUR_MS + 1) * 1000000 + day, &dropped, &err), 0);
+    assert_int_equal(dropped, 1);
+    get_stats(s, &st);
+    assert_int_equal(st.series, 0);
+    assert_int_equal(st.float_heads, 0);
+    /* the series can be written again (a new id) */
+    ps_fsample_t late = {base + 11 * HOUR_MS, 1};
+    assert_int_equal(write_f(s, &ls, &late, 1, &fb), 0);
+    assert_int_equal(fb.accepted, 1);
+    assert_true(fb.sid > fa.sid);
+    ps_arena_dispose(&a);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+/* A series keeps the kind it was created with. */
+static void test_kind_conflict(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t pl = mk_labels(&a, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", "api");
+    ps_labels_t fl = mk_labels(&a, "up", "api");
+    ps_str_t strs[1] = {{"", 0}};
+    ps_profile_t prof = {0};
+    prof.nstrings = 1;
+    prof.strings = strs;
+    uint32_t ti = 0;
+    uint64_t ids[1];
+    uint32_t nsmp[1];
+    ps_append_t app = {0};
+    app.profile = &prof;
+    app.nseries = 1;
+    app.series_labels = &pl;
+    app.type_index = &ti;
+    app.ts = 1700000000000000000ll;
+    app.series_ids = ids;
+    app.series_samples = nsmp;
+    ps_fsample_t smp = {1700000000000ll, 1};
+    ps_fappend_t fa;
+    memset(&fa, 0, sizeof(fa));
+    fa.labels = &fl;
+    fa.samples = &smp;
+    fa.nsamples = 1;
+    ps_append_t *items[1] = {&app};
+    ps_fappend_t *fitems[1] = {&fa};
+    ps_err_t err;
+    /* both in one transaction */
+    assert_int_equal(ps_store_write(s, items, 1, fitems, 1, NULL, 0, &err), 0);
+    assert_int_equal(app.status, 0);
+    assert_int_equal(fa.status, 0);
+    assert_int_equal(fa.accepted, 1);
+    /* floats to the profile series */
+    ps_fappend_t fb;
+    smp.t++;
+    assert_int_equal(write_f(s, &pl, &smp, 1, &fb), PS_ECONFLICT);
+    assert_string_equal(fb.err.msg,
+                        "series {__name__=\"process_cpu:cpu:nanoseconds:cpu:nanoseconds\", job=\"api\"} holds "
+                        "profiles, not float samples");
+    assert_int_equal(fb.accepted, 0);
+    /* a profile to the float series */
+    app.series_labels = &fl;
+    app.ts += 1000000000;
+    assert_int_equal(ps_store_write_batch(s, items, 1, &err), 0);
+    assert_int_equal(app.status, PS_ECONFLICT);
+    assert_string_equal(app.err.msg, "series {__name__=\"up\", job=\"api\"} holds float samples (remote_write), not profiles");
+    /* the samples view of the profile series: its totals */
+    ps_reader_t *r;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    ps_series_kind_t kind;
+    assert_int_equal(ps_reader_series_kind(r, ids[0], &kind, &err), 0);
+    assert_int_equal(kind, PS_SERIES_PROFILE);
+    collect_t c = {0};
+    assert_int_equal(ps_reader_samples(r, ids[0], INT64_MIN, INT64_MAX, on_samples, &c, &err), 0);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.s[0].t, 1700000000000ll);
+    assert_true(c.s[0].v == 0.0);
+    free(c.s);
+    chunks_t ch = {0};
+    assert_int_equal(ps_reader_xor_chunks(r, ids[0], INT64_MIN, INT64_MAX, on_chunk, &ch, &err), 0);
+    assert_int_equal(ch.n, 0);
+    ps_reader_end(r);
+    ps_arena_dispose(&a);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+/* Overwrites the stored value under key in db with bytes (a damaged chunk or head). */
+static void poke(ps_store_t *s, int db, const void *key, size_t klen, const void *bytes, size_t n)
+{
+    MDB_txn *txn;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, 0, &txn), 0);
+    MDB_val k = {klen, (void *)key}, v = {n, (void *)bytes};
+    assert_int_equal(mdb_put(txn, s->dbi[db], &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+}
+
+static void test_corrupt(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t ls = mk_labels(&a, "c", NULL);
+    ps_fsample_t in[130];
+    for (int i = 0; i < 130; i++)
+        in[i] = (ps_fsample_t){1000ll * (i + 1), i};
+    ps_fappend_t fa;
+    assert_int_equal(write_f(s, &ls, in, 130, &fa), 0);
+    uint64_t sid = fa.sid;
+    /* the closed chunk, with its last byte cut off */
+    MDB_txn *txn;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
+    uint8_t kb[16];
+    ps_key_sid_ts(kb, sid, 120000ll * 1000000);
+    MDB_val k = {16, kb}, v;
+    assert_int_equal(mdb_get(txn, s->dbi[DB_FCHUNKS], &k, &v), 0);
+    ps_buf_t good = PS_BUF_INIT;
+    ps_buf_append(&good, v.mv_data, v.mv_size);
+    mdb_txn_abort(txn);
+    poke(s, DB_FCHUNKS, kb, 16, good.data, good.len - 1);
+    collect_t c;
+    read_all(s, sid, INT64_MIN, INT64_MAX, &c, PS_ECORRUPT);
+    free(c.s);
+    ps_reader_t *r;
+    ps_err_t err;
+    chunks_t ch = {0};
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_xor_chunks(r, sid, INT64_MIN, INT64_MAX, on_chunk, &ch, &err), PS_ECORRUPT);
+    assert_non_null(strstr(err.msg, "series 1: damaged float chunk: xorchunk: "));
+    assert_int_equal(ch.n, 0);
+    assert_int_equal(ps_reader_has_data(r, sid, INT64_MIN, INT64_MAX, &err), PS_ECORRUPT);
+    ps_reader_end(r);
+    /* a wrong encoding byte */
+    good.data[0] = 1;
+    poke(s, DB_FCHUNKS, kb, 16, good.data, good.len);
+    read_all(s, sid, INT64_MIN, INT64_MAX, &c, PS_ECORRUPT);
+    free(c.s);
+    /* a damaged head fails its series alone when written to, and reads fail */
+    uint8_t hk[8];
+    ps_enc_be64(hk, sid);
+    uint8_t bad[4] = {PS_FCHUNK_ENC_XOR, 0, 5, 0};
+    poke(s, DB_FHEAD, hk, 8, bad, sizeof(bad));
+    ps_sym_caches_clear(s);
+    ps_fsample_t one = {500000, 1};
+    ps_labels_t ok = mk_labels(&a, "fine", NULL);
+    ps_fappend_t f1, f2;
+    memset(&f1, 0, sizeof(f1));
+    memset(&f2, 0, sizeof(f2));
+    f1.labels = &ls, f1.samples = &one, f1.nsamples = 1;
+    f2.labels = &ok, f2.samples = &one, f2.nsamples = 1;
+    ps_fappend_t *items[2] = {&f1, &f2};
+    assert_int_equal(ps_store_write(s, NULL, 0, items, 2, NULL, 0, &err), 0);
+    assert_int_equal(f1.status, PS_ECORRUPT);
+    assert_non_null(strstr(f1.err.msg, "series 1: damaged float head: "));
+    assert_int_equal(f2.status, 0);
+    assert_int_equal(f2.accepted, 1);
+    ps_buf_dispose(&good);
+    ps_arena_dispose(&a);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+typedef struct metas {
+    int n;
+    char names[16][64];
+    int types[16];
+    char help[16][128];
+    char unit[16][16];
+} metas_t;
+
+static int on_meta(void *ctx, const ps_metric_meta_t *m)
+{
+    metas_t *c = ctx;
+    assert_true(c->n < 16);
+    snprintf(c->names[c->n], 64, "%.*s", (int)m->family_len, m->family);
+    c->types[c->n] = m->type;
+    snprintf(c->help[c->n], 128, "%.*s", (int)m->help_len, m->help);
+    snprintf(c->unit[c->n], 16, "%.*s", (int)m->unit_len, m->unit);
+    c->n++;
+    return 0;
+}
+
+static void test_metadata(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    char big[PS_META_FAMILY_MAX + 1];
+    memset(big, 'a', sizeof(big));
+    ps_metric_meta_t m[4] = {
+        {"b_total", 7, 1, "B things.", 9, "", 0},
+        {"a_bytes", 7, 2, "", 0, "bytes", 5},
+        {big, sizeof(big), 1, "too long a name: skipped", 24, "", 0},
+        {"b_total", 7, 1, "B things, better.", 17, "", 0},
+    };
+    ps_err_t err;
+    assert_int_equal(ps_store_write(s, NULL, 0, NULL, 0, m, 4, &err), 0);
+    ps_store_stats_t st;
+    get_stats(s, &st);
+    assert_int_equal(st.metadata, 2);
+    ps_reader_t *r;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    metas_t c = {0};
+    assert_int_equal(ps_reader_metadata(r, NULL, 0, on_meta, &c, &err), 0);
+    assert_int_equal(c.n, 2);
+    assert_string_equal(c.names[0], "a_bytes");
+    assert_int_equal(c.types[0], 2);
+    assert_string_equal(c.help[0], "");
+    assert_string_equal(c.unit[0], "bytes");
+    assert_string_equal(c.names[1], "b_total");
+    assert_string_equal(c.help[1], "B things, better.");
+    memset(&c, 0, sizeof(c));
+    assert_int_equal(ps_reader_metadata(r, "b_total", 7, on_meta, &c, &err), 0);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.types[0], 1);
+    memset(&c, 0, sizeof(c));
+    assert_int_equal(ps_reader_metadata(r, "b_tota", 6, on_meta, &c, &err), 0);
+    assert_int_equal(c.n, 0);
+    ps_reader_end(r);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+/* A schema 1 directory (profiles only) is upgraded in place at open: version 2, data intact. */
+static void test_upgrade_v1(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    /* a version 1 directory, by hand: what version 1 wrote at open, one series record in its
+     * format (profile series, no head) and its id counters */
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi info, series;
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 16), 0);
+    assert_int_equal(mdb_env_open(env, dir, MDB_NOTLS, 0644), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "info", MDB_CREATE, &info), 0);
+    static const char *const v1dbs[] = {"sym", "sym_hash", "tree", "nodes", "series", "series_hash", "postings",
+                                        "head", "chunks"};
+    for (int i = 0; i < 9; i++) {
+        MDB_dbi d;
+        unsigned fl = (i == 1 || i == 5 || i == 6) ? MDB_DUPSORT | MDB_DUPFIXED : 0;
+        assert_int_equal(mdb_dbi_open(txn, v1dbs[i], MDB_CREATE | fl, &d), 0);
+    }
+    assert_int_equal(mdb_dbi_open(txn, "series", 0, &series), 0);
+    uint8_t ver[4] = {0, 0, 0, 1};
+    MDB_val k = {6, "schema"}, v = {4, ver};
+    assert_int_equal(mdb_put(txn, info, &k, &v, 0), 0);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t ls = mk_labels(&a, "memory:inuse_space:bytes:space:bytes", "api");
+    ps_buf_t rec = PS_BUF_INIT, enc = PS_BUF_INIT;
+    ps_labels_encode(&ls, &enc);
+    ps_buf_putc(&rec, 1);
+    ps_put_be64(&rec, (uint64_t)INT64_MIN);
+    ps_put_be64(&rec, (uint64_t)INT64_MIN);
+    ps_put_be64(&rec, (uint64_t)INT64_MIN);
+    ps_put_be32(&rec, 0);
+    ps_buf_append(&rec, enc.data, enc.len);
+    uint8_t sk[8];
+    ps_enc_be64(sk, 1);
+    k = (MDB_val){8, sk};
+    v = (MDB_val){rec.len, rec.data};
+    assert_int_equal(mdb_put(txn, series, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+
+    ps_store_t *s = open_store(dir);
+    assert_int_equal(s->upgraded_from, 1);
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
+    k = (MDB_val){6, "schema"};
+    assert_int_equal(mdb_get(txn, s->dbi[DB_INFO], &k, &v), 0);
+    assert_int_equal(v.mv_size, 4);
+    assert_int_equal(ps_get_be32(v.mv_data), 2);
+    mdb_txn_abort(txn);
+    ps_reader_t *r;
+    ps_err_t err;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    ps_series_kind_t kind;
+    assert_int_equal(ps_reader_series_kind(r, 1, &kind, &err), 0);
+    assert_int_equal(kind, PS_SERIES_PROFILE);
+    ps_labels_t back;
+    assert_int_equal(ps_reader_series_labels(r, 1, &a, &back, &err), 0);
+    assert_int_equal(ps_labels_cmp(&back, &ls), 0);
+    ps_reader_end(r);
+    ps_store_close(s);
+    /* opened again: nothing more to upgrade */
+    s = open_store(dir);
+    assert_int_equal(s->upgraded_from, 0);
+    ps_store_close(s);
+    ps_buf_dispose(&rec);
+    ps_buf_dispose(&enc);
+    ps_arena_dispose(&a);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+/* ---- the captured Prometheus 2.42 bodies ---- */
+
+static json_t *load_json(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/prometheus/%s", ps_test_testdata(), name);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (j == NULL)
+        fail_msg("%s: %s", path, je.text);
+    return j;
+}
+
+static const char *const metric_types[] = {"UNKNOWN", "COUNTER", "GAUGE", "HISTOGRAM", "GAUGEHISTOGRAM",
+                                           "SUMMARY", "INFO", "STATESET"};
+
+static void test_prometheus_bodies(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    const char *bodies[4] = {"remote-write-01", "remote-write-02", "remote-write-03", "remote-write-metadata-01"};
+    ps_remote_limits_t lim;
+    ps_remote_limits_default(&lim);
+    size_t total_series = 0;
+    for (int b = 0; b < 4; b++) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/prometheus/%s.bin", ps_test_testdata(), bodies[b]);
+        size_t n;
+        uint8_t *body = ps_test_read_path(path, &n);
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_remote_write_t w;
+        ps_err_t err;
+        if (ps_remote_write_decode(body, n, 1, &lim, &a, &w, &err) != 0)
+            fail_msg("%s: %s", bodies[b], err.msg);
+        ps_fappend_t *fa = calloc(w.nseries + 1, sizeof(*fa));
+        ps_fappend_t **items = calloc(w.nseries + 1, sizeof(*items));
+        ps_fsample_t *smp = calloc(w.nsamples + 1, sizeof(*smp));
+        ps_metric_meta_t *meta = calloc(w.nmetadata + 1, sizeof(*meta));
+        size_t k = 0;
+        for (uint32_t i = 0; i < w.nseries; i++) {
+            fa[i].labels = &w.series[i].labels;
+            fa[i].samples = smp + k;
+            fa[i].nsamples = w.series[i].nsamples;
+            for (uint32_t j = 0; j < w.series[i].nsamples; j++)
+                smp[k++] = (ps_fsample_t){w.series[i].samples[j].t_ms, w.series[i].samples[j].v};
+            items[i] = &fa[i];
+        }
+        for (uint32_t i = 0; i < w.nmetadata; i++)
+            meta[i] = (ps_metric_meta_t){w.metadata[i].family, w.metadata[i].family_len, (int)w.metadata[i].type,
+                                         w.metadata[i].help, w.metadata[i].help_len, w.metadata[i].unit,
+                                         w.metadata[i].unit_len};
+        assert_int_equal(ps_store_write(s, NULL, 0, items, w.nseries, meta, w.nmetadata, &err), 0);
+        for (uint32_t i = 0; i < w.nseries; i++) {
+            assert_int_equal(fa[i].status, 0);
+            assert_int_equal(fa[i].accepted, w.series[i].nsamples);
+        }
+        total_series += w.nseries;
+        free(fa);
+        free(items);
+        free(smp);
+        free(meta);
+        free(body);
+        ps_arena_dispose(&a);
+    }
+    assert_int_equal(total_series, 54);
+
+    /* read back, series by series, against the .json of each body */
+    ps_reader_t *r;
+    ps_err_t err;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    size_t compared = 0;
+    for (int b = 0; b < 3; b++) {
+        char name[64];
+        snprintf(name, sizeof(name), "%s.json", bodies[b]);
+        json_t *j = load_json(name), *ts = json_object_get(j, "timeseries");
+        assert_int_equal(json_array_size(ts), 18);
+        for (size_t i = 0; i < json_array_size(ts); i++) {
+            json_t *e = json_array_get(ts, i), *labels = json_object_get(e, "labels");
+            ps_arena_t a = PS_ARENA_INIT;
+            ps_labels_t ls = {0};
+            const char *key;
+            json_t *val;
+            json_object_foreach(labels, key, val)
+                ps_labels_set(&ls, &a, key, strlen(key), json_string_value(val), strlen(json_string_value(val)));
+            uint64_t sid;
+            assert_int_equal(ps_reader_series_lookup(r, &ls, &sid, &err), 0);
+            json_t *samples = json_object_get(e, "samples");
+            assert_int_equal(json_array_size(samples), 1);
+            json_t *sm = json_array_get(samples, 0);
+            int64_t t = json_integer_value(json_object_get(sm, "timestamp_ms"));
+            collect_t c = {0};
+            assert_int_equal(ps_reader_samples(r, sid, t, t, on_samples, &c, &err), 0);
+            assert_int_equal(c.n, 1);
+            assert_int_equal(c.s[0].t, t);
+            assert_true(c.s[0].v == json_number_value(json_object_get(sm, "value")));
+            free(c.s);
+            /* and the whole series has the 3 scrapes */
+            memset(&c, 0, sizeof(c));
+            assert_int_equal(ps_reader_samples(r, sid, INT64_MIN, INT64_MAX, on_samples, &c, &err), 0);
+            assert_int_equal(c.n, 3);
+            assert_int_equal(c.s[1].t - c.s[0].t, 1000);
+            free(c.s);
+            ps_arena_dispose(&a);
+            compared++;
+        }
+        json_decref(j);
+    }
+    assert_int_equal(compared, 54);
+    /* the metadata request */
+    json_t *j = load_json("remote-write-metadata-01.json"), *md = json_object_get(j, "metadata");
+    assert_int_equal(json_array_size(md), 8);
+    for (size_t i = 0; i < json_array_size(md); i++) {
+        json_t *e = json_array_get(md, i);
+        const char *fam = json_string_value(json_object_get(e, "metric_family_name"));
+        metas_t c = {0};
+        assert_int_equal(ps_reader_metadata(r, fam, strlen(fam), on_meta, &c, &err), 0);
+        assert_int_equal(c.n, 1);
+        assert_string_equal(metric_types[c.types[0]], json_string_value(json_object_get(e, "type")));
+        assert_string_equal(c.help[0], json_string_value(json_object_get(e, "help")));
+        assert_string_equal(c.unit[0], "");
+    }
+    json_decref(j);
+    ps_reader_end(r);
+    ps_store_stats_t st;
+    get_stats(s, &st);
+    assert_int_equal(st.series, 18);
+    assert_int_equal(st.float_heads, 18);
+    assert_int_equal(st.metadata, 8);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+/* A failed transaction stores nothing and leaves the writer's caches consistent: a map too small
+ * for the writes fails with PS_ENOSPACE; what was committed before reads back. */
+static void test_enospace(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = dir;
+    o.map_size = 1ull << 20;
+    o.retention_ns = 0;
+    o.nosync = true;
+    ps_store_t *s = NULL;
+    ps_err_t err;
+    assert_int_equal(ps_store_open(&o, &s, &err), 0);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t ls = mk_labels(&a, "kept", NULL);
+    ps_fsample_t one = {1000, 1};
+    ps_fappend_t fa;
+    assert_int_equal(write_f(s, &ls, &one, 1, &fa), 0);
+    /* 20000 series in one transaction do not fit in 1 MiB */
+    enum { N = 20000 };
+    ps_fappend_t *many = calloc(N, sizeof(*many));
+    ps_fappend_t **items = calloc(N, sizeof(*items));
+    ps_labels_t *lss = calloc(N, sizeof(*lss));
+    ps_fsample_t two[2] = {{2000, 2}, {3000, 3}};
+    for (int i = 0; i < N; i++) {
+        char job[32];
+        snprintf(job, sizeof(job), "job-%d", i);
+        lss[i] = mk_labels(&a, "many", job);
+        many[i].labels = &lss[i];
+        many[i].samples = two;
+        many[i].nsamples = 2;
+        items[i] = &many[i];
+    }
+    items[0]->labels = &ls; /* also the series written before */
+    assert_int_equal(ps_store_write(s, NULL, 0, items, N, NULL, 0, &err), PS_ENOSPACE);
+    assert_int_equal(many[0].status, PS_ENOSPACE);
+    assert_int_equal(many[0].accepted, 0);
+    assert_int_equal(many[N - 1].status, PS_ENOSPACE);
+    ps_store_stats_t st;
+    get_stats(s, &st);
+    assert_int_equal(st.series, 1);
+    collect_t c;
+    read_all(s, fa.sid, INT64_MIN, INT64_MAX, &c, 0);
+    assert_int_equal(c.n, 1);
+    free(c.s);
+    /* the series written before continues where the committed data ends */
+    ps_fsample_t again[2] = {{2000, 2}, {3000, 3}};
+    assert_int_equal(write_f(s, &ls, again, 2, &fa), 0);
+    assert_int_equal(fa.accepted, 2);
+    read_all(s, fa.sid, INT64_MIN, INT64_MAX, &c, 0);
+    assert_int_equal(c.n, 3);
+    free(c.s);
+    free(many);
+    free(items);
+    free(lss);
+    ps_arena_dispose(&a);
+    ps_store_close(s);
+    rmdir_rf(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip_and_cut),
+        cmocka_unit_test(test_order_and_duplicates),
+        cmocka_unit_test(test_out_of_bounds),
+        cmocka_unit_test(test_reopen),
+        cmocka_unit_test(test_window_compaction_retention),
+        cmocka_unit_test(test_kind_conflict),
+        cmocka_unit_test(test_corrupt),
+        cmocka_unit_test(test_metadata),
+        cmocka_unit_test(test_upgrade_v1),
+        cmocka_unit_test(test_prometheus_bodies),
+        cmocka_unit_test(test_enospace),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,280 @@
+/*
+ * api_write.c - POST /api/v1/write: Prometheus remote_write 1.0 and 2.0. Decode on this loop
+ * thread (proto/remote.h), hand the samples to the writer thread (ingest/remote.c), answer once
+ * they are durable: 204, or 400 naming the first rejected series when some samples were refused
+ * (the others are stored), 5xx for our own failures, which the sender retries.
+ *
+ * The version is the Content-Type's proto parameter (io.prometheus.write.v2.Request = 2.0,
+ * prometheus.WriteRequest or none = 1.0), else X-Prometheus-Remote-Write-Version (2.x = 2.0).
+ * Native histograms and exemplars are counted and dropped (profstore_remote_write_dropped_total
+ * and a log line at most once a minute), never failing the floats beside them.
+ */
+#include <stdlib.h>
+#include <strings.h>
+
+#include "core/log.h"
+#include "core/timeutil.h"
+#include "http.h"
+#include "internal.h"
+#include "ingest/ingest.h"
+
+typedef struct pending {
+    ps_async_t async;
+    ps_wreq_t w;
+    ps_arena_t *arena;
+    void *loop;
+    ps_server_t *srv;
+    int version;
+    uint64_t nhistograms, nexemplars;
+} pending_t;
+
+static void on_written(ps_wreq_t *w)
+{
+    pending_t *p = w->ctx;
+    ps_async_complete(&p->async);
+}
+
+static void add_header(h2o_req_t *req, const char *name, uint64_t v)
+{
+    char *b = h2o_mem_alloc_pool(&req->pool, 24);
+    int n = snprintf(b, 24, "%llu", (unsigned long long)v);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 0, NULL, b, (size_t)n);
+}
+
+/* The remote-write answers are plain text, as Prometheus' and Mimir's receivers write them. */
+static void send_text(h2o_req_t *req, int status, const char *msg, size_t len)
+{
+    char *b = h2o_mem_alloc_pool(&req->pool, len + 1);
+    memcpy(b, msg, len);
+    b[len] = '\n';
+    ps_http_send(req, status, "text/plain; charset=utf-8", b, len + 1);
+}
+
+static void send_error(h2o_req_t *req, int code, const char *msg)
+{
+    send_text(req, ps_err_http_status(code), msg, strlen(msg));
+}
+
+static void on_complete(ps_async_t *a, h2o_req_t *req)
+{
+    pending_t *p = (pending_t *)a;
+    ps_server_t *s = p->srv;
+    ps_remote_result_t res;
+    ps_buf_t msg = PS_BUF_INIT;
+    int code = ps_ingest_remote_result(&p->w, &res, &msg);
+    /* counted before the answer, so a client reading /metrics after its 204 sees it */
+    atomic_fetch_add(&s->rw_samples_written, res.written);
+    atomic_fetch_add(&s->rw_samples_duplicate, res.duplicates);
+    atomic_fetch_add(&s->rw_rejected_out_of_order, res.out_of_order);
+    atomic_fetch_add(&s->rw_rejected_duplicate, res.dup_conflicts);
+    atomic_fetch_add(&s->rw_rejected_out_of_bounds, res.out_of_bounds);
+    atomic_fetch_add(&s->rw_rejected_series, res.samples_failed);
+    if (code != 0 && p->w.status != 0) {
+        atomic_fetch_add(&s->rw_failed_requests, 1);
+        ps_log_error("remote write failed", "err=%s", ps_log_q(msg.len ? (char *)msg.data : ""));
+    } else if (code != 0) {
+        ps_log_debug("remote write partly rejected", "err=%s", ps_log_q((char *)msg.data));
+    }
+    if (req != NULL) {
+        if (p->version == 2) {
+            /* 2.0: what was written (identical duplicates count: they are stored); histograms and
+             * exemplars are dropped, so 0 */
+            add_header(req, "X-Prometheus-Remote-Write-Samples-Written", res.written + res.duplicates);
+            add_header(req, "X-Prometheus-Remote-Write-Histograms-Written", 0);
+            add_header(req, "X-Prometheus-Remote-Write-Exemplars-Written", 0);
+        }
+        if (code == 0)
+            ps_http_send(req, 204, "text/plain; charset=utf-8", "", 0);
+        else
+            send_text(req, ps_err_http_status(code), (char *)msg.data, msg.len);
+    }
+    ps_buf_dispose(&msg);
+    ps_loop_arena_put(p->loop, p->arena);
+    free(p);
+}
+
+static bool ieq(const char *a, size_t n, const char *lit)
+{
+    return strlen(lit) == n && strncasecmp(a, lit, n) == 0;
+}
+
+static const char *trim(const char *p, const char *end, size_t *n)
+{
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    *n = (size_t)(end - p);
+    return p;
+}
+
+/* The remote-write version of the request (1 or 2), or PS_EUNSUPPORTED with a message. */
+static int request_version(h2o_req_t *req, ps_err_t *err)
+{
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
+    int version = 0;
+    if (i >= 0) {
+        h2o_iovec_t ct = req->headers.entries[i].value;
+        const char *end = ct.base + ct.len, *semi = memchr(ct.base, ';', ct.len);
+        size_t n;
+        const char *mt = trim(ct.base, semi ? semi : end, &n);
+        if (!ieq(mt, n, "application/x-protobuf"))
+            return ps_err_set(err, PS_EUNSUPPORTED,
+                              "remote write: Content-Type must be application/x-protobuf (with proto=prometheus.WriteRequest "
+                              "or proto=io.prometheus.write.v2.Request), got \"%.*s\"",
+                              (int)(ct.len > 100 ? 100 : ct.len), ct.base);
+        while (semi != NULL) {
+            const char *p = semi + 1, *next = memchr(p, ';', (size_t)(end - p));
+            const char *pe = next ? next : end, *eq = memchr(p, '=', (size_t)(pe - p));
+            size_t kn, vn;
+            if (eq != NULL) {
+                const char *k = trim(p, eq, &kn), *v = trim(eq + 1, pe, &vn);
+                if (ieq(k, kn, "proto")) {
+                    if (vn >= 2 && v[0] == '"' && v[vn - 1] == '"')
+                        v++, vn -= 2;
+                    if (vn == strlen("prometheus.WriteRequest") && memcmp(v, "prometheus.WriteRequest", vn) == 0)
+                        version = 1;
+                    else if (vn == strlen("io.prometheus.write.v2.Request") &&
+                             memcmp(v, "io.prometheus.write.v2.Request", vn) == 0)
+                        version = 2;
+                    else
+                        return ps_err_set(err, PS_EUNSUPPORTED,
+                                          "remote write: unknown proto \"%.*s\" in Content-Type: expected "
+                                          "prometheus.WriteRequest (1.0) or io.prometheus.write.v2.Request (2.0)",
+                                          (int)(vn > 100 ? 100 : vn), v);
+                }
+            }
+            semi = next;
+        }
+    }
+    if (version == 0) {
+        h2o_iovec_t name = h2o_iovec_init(H2O_STRLIT("x-prometheus-remote-write-version"));
+        ssize_t j = h2o_find_header_by_str(&req->headers, name.base, name.len, -1);
+        version = j >= 0 && req->headers.entries[j].value.len >= 2 && memcmp(req->headers.entries[j].value.base, "2.", 2) == 0
+                      ? 2
+                      : 1;
+    }
+    return version;
+}
+
+/* At most one log line a minute per kind of dropped data. */
+static void log_dropped(ps_server_t *s, uint64_t nh, uint64_t ne)
+{
+    static _Atomic int64_t last;
+    int64_t now = ps_time_mono(), prev = atomic_load(&last);
+    if (now - prev < 60 * PS_NS_PER_S && prev != 0)
+        return;
+    if (!atomic_compare_exchange_strong(&last, &prev, now))
+        return;
+    ps_log_warn("remote write: native histograms and exemplars are not stored (dropped, counted in "
+                "profstore_remote_write_dropped_total)",
+                "histograms=%llu exemplars=%llu total_histograms=%llu total_exemplars=%llu", (unsigned long long)nh,
+                (unsigned long long)ne, (unsigned long long)atomic_load(&s->rw_dropped_histograms),
+                (unsigned long long)atomic_load(&s->rw_dropped_exemplars));
+}
+
+int ps_api_remote_write(h2o_req_t *req)
+{
+    ps_server_t *s = ps_http_server(req);
+    ps_err_t err;
+    if (atomic_load(&s->stopping)) {
+        send_error(req, PS_EUNAVAIL, "server is shutting down");
+        return 0;
+    }
+    atomic_fetch_add(&s->rw_requests, 1);
+    ssize_t ce = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_ENCODING, -1);
+    if (ce < 0 || !ieq(req->headers.entries[ce].value.base, req->headers.entries[ce].value.len, "snappy")) {
+        atomic_fetch_add(&s->rw_bad_requests, 1);
+        if (ce < 0)
+            send_error(req, PS_EUNSUPPORTED, "remote write: Content-Encoding: snappy is required (snappy block format)");
+        else {
+            h2o_iovec_t v = req->headers.entries[ce].value;
+            ps_err_set(&err, PS_EUNSUPPORTED, "remote write: Content-Encoding must be snappy, got \"%.*s\"",
+                       (int)(v.len > 100 ? 100 : v.len), v.base);
+            send_error(req, err.code, err.msg);
+        }
+        return 0;
+    }
+    int version = request_version(req, &err);
+    if (version < 0) {
+        atomic_fetch_add(&s->rw_bad_requests, 1);
+        send_error(req, version, err.msg);
+        return 0;
+    }
+    if (req->entity.base == NULL || req->entity.len == 0) {
+        atomic_fetch_add(&s->rw_bad_requests, 1);
+        send_error(req, PS_EINVAL, "remote write: empty body");
+        return 0;
+    }
+    pending_t *p = ps_xcalloc(1, sizeof(*p));
+    p->srv = s;
+    p->arena = ps_loop_arena_get(req);
+    p->loop = ps_loop_of(req->conn->ctx);
+    p->version = version;
+    ps_remote_write_t w;
+    ps_remote_limits_t lim;
+    ps_remote_limits_default(&lim);
+    if (s->opts.max_remote_uncompressed)
+        lim.max_uncompressed = s->opts.max_remote_uncompressed;
+    if (ps_remote_write_decode(req->entity.base, req->entity.len, version, &lim, p->arena, &w, &err) != 0) {
+        atomic_fetch_add(&s->rw_bad_requests, 1);
+        ps_err_prefix(&err, "remote write %s", version == 2 ? "2.0" : "1.0");
+        goto Fail;
+    }
+    atomic_fetch_add(&s->rw_samples_received, w.nsamples);
+    if (w.nhistograms || w.nexemplars) {
+        atomic_fetch_add(&s->rw_dropped_histograms, w.nhistograms);
+        atomic_fetch_add(&s->rw_dropped_exemplars, w.nexemplars);
+        log_dropped(s, w.nhistograms, w.nexemplars);
+    }
+    ps_ingest_remote_prepare(&w, p->arena, &p->w);
+    p->w.on_done = on_written;
+    p->w.ctx = p;
+    ps_async_init(&p->async, req, on_complete);
+    if (ps_writer_submit(s->writer, &p->w) != 0) {
+        ps_async_cancel(&p->async);
+        err = p->w.err;
+        goto Fail;
+    }
+    return 0;
+Fail:
+    send_error(req, err.code, err.msg);
+    ps_loop_arena_put(p->loop, p->arena);
+    free(p);
+    return 0;
+}
+
+void ps_api_write_metrics(ps_server_t *s, ps_buf_t *b)
+{
+#define C(name, help, v)                                                                                               \
+    ps_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,                          \
+                  (unsigned long long)atomic_load(&s->v))
+    C("profstore_remote_write_requests_total", "Remote-write requests received.", rw_requests);
+    C("profstore_remote_write_bad_requests_total", "Remote-write requests refused as malformed (4xx, nothing stored).",
+      rw_bad_requests);
+    C("profstore_remote_write_failed_requests_total", "Remote-write requests that failed in storage (5xx).",
+      rw_failed_requests);
+    C("profstore_remote_write_samples_received_total", "Float samples in decoded remote-write requests.",
+      rw_samples_received);
+    C("profstore_remote_write_samples_written_total", "Float samples stored.", rw_samples_written);
+    C("profstore_remote_write_samples_duplicate_total", "Samples identical to stored ones: accepted, not written again.",
+      rw_samples_duplicate);
+#undef C
+    ps_buf_printf(b,
+                  "# HELP profstore_remote_write_samples_rejected_total Float samples refused (answered with a 400).\n"
+                  "# TYPE profstore_remote_write_samples_rejected_total counter\n"
+                  "profstore_remote_write_samples_rejected_total{reason=\"out_of_order\"} %llu\n"
+                  "profstore_remote_write_samples_rejected_total{reason=\"duplicate_timestamp\"} %llu\n"
+                  "profstore_remote_write_samples_rejected_total{reason=\"out_of_bounds\"} %llu\n"
+                  "profstore_remote_write_samples_rejected_total{reason=\"profile_series\"} %llu\n"
+                  "# HELP profstore_remote_write_dropped_total Native histograms and exemplars received and not stored.\n"
+                  "# TYPE profstore_remote_write_dropped_total counter\n"
+                  "profstore_remote_write_dropped_total{kind=\"histogram\"} %llu\n"
+                  "profstore_remote_write_dropped_total{kind=\"exemplar\"} %llu\n",
+                  (unsigned long long)atomic_load(&s->rw_rejected_out_of_order),
+                  (unsigned long long)atomic_load(&s->rw_rejected_duplicate),
+                  (unsigned long long)atomic_load(&s->rw_rejected_out_of_bounds),
+                  (unsigned long long)atomic_load(&s->rw_rejected_series),
+                  (unsigned long long)atomic_load(&s->rw_dropped_histograms),
+                  (unsigned long long)atomic_load(&s->rw_dropped_exemplars));
+}
