@@ -21,7 +21,7 @@
 
 #include "core/labels.h"
 #include "core/mem.h"
-#include "storage/store.h"
+#include "ingest/ingest.h" /* ps_fappend_t (storage/store.h) */
 
 #define PS_SYNTHETIC_SERIES 4
 
