@@ -350,6 +350,15 @@ int ps_fwrite_flush(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
 /* ---- metadata ---- */
 
 /* value: enc u8 (=1) | type u8 | help_len uvarint | help | unit (to the end) */
+void ps_meta_rec_encode(const ps_metric_meta_t *m, ps_buf_t *out)
+{
+    ps_buf_putc(out, PS_META_REC_V1);
+    ps_buf_putc(out, (uint8_t)m->type);
+    ps_put_uvarint(out, m->help_len);
+    ps_buf_append(out, m->help, m->help_len);
+    ps_buf_append(out, m->unit, m->unit_len);
+}
+
 int ps_meta_write(ps_store_t *s, MDB_txn *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err)
 {
     ps_buf_t b = PS_BUF_INIT;
@@ -358,11 +367,7 @@ int ps_meta_write(ps_store_t *s, MDB_txn *txn, const ps_metric_meta_t *m, size_t
         if (m[i].family_len == 0 || m[i].family_len > PS_META_FAMILY_MAX || m[i].type < 0 || m[i].type > 255)
             continue;
         ps_buf_reset(&b);
-        ps_buf_putc(&b, PS_META_REC_V1);
-        ps_buf_putc(&b, (uint8_t)m[i].type);
-        ps_put_uvarint(&b, m[i].help_len);
-        ps_buf_append(&b, m[i].help, m[i].help_len);
-        ps_buf_append(&b, m[i].unit, m[i].unit_len);
+        ps_meta_rec_encode(&m[i], &b);
         MDB_val k = ps_mval(m[i].family, m[i].family_len), v;
         int rc = mdb_get(txn, s->dbi[DB_META], &k, &v);
         if (rc == 0 && v.mv_size == b.len && memcmp(v.mv_data, b.data, b.len) == 0)

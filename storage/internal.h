@@ -150,6 +150,7 @@ static inline void ps_key_sid_ts(uint8_t k[16], uint64_t sid, int64_t ts)
 void ps_fstate_clear(ps_store_t *s);
 int ps_fwrite(ps_store_t *s, MDB_txn *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err);
 int ps_fwrite_flush(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
+void ps_meta_rec_encode(const ps_metric_meta_t *m, ps_buf_t *out);
 int ps_meta_write(ps_store_t *s, MDB_txn *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err);
 int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
 int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,

@@ -4,7 +4,7 @@
  * values (Gorilla). Byte-exact, so remote_read's STREAMED_XOR_CHUNKS can send stored chunks as
  * they are. The layout is specified at the top of xorchunk.c and in docs/FORMAT.md.
  *
- * Nothing stores these chunks yet (issue 8). A writer should cut a chunk at
+ * storage/floats.c stores float series in these chunks. A writer cuts a chunk at
  * PS_XOR_SAMPLES_PER_CHUNK samples, as Prometheus' head does: that bounds what a query decodes to
  * reach one sample, and the chunks are those Prometheus itself would send. Values keep their exact
  * bits (NaN payloads, the stale marker PS_XOR_STALE_NAN, -0.0).

@@ -161,12 +161,16 @@ static void *run(void *arg)
             if (r->kind == PS_WREQ_APPEND)
                 apps[napps++] = &r->app;
             if (r->kind == PS_WREQ_SAMPLES) {
-                grow(&fl, &capfl, nfl + r->nfloats, sizeof(*fl));
-                memcpy(fl + nfl, r->floats, r->nfloats * sizeof(*fl));
-                nfl += r->nfloats;
-                grow(&meta, &capmeta, nmeta + r->nmeta, sizeof(*meta));
-                memcpy(meta + nmeta, r->meta, r->nmeta * sizeof(*meta));
-                nmeta += r->nmeta;
+                if (r->nfloats > 0) { /* memcpy may not be given NULL, even for 0 bytes */
+                    grow(&fl, &capfl, nfl + r->nfloats, sizeof(*fl));
+                    memcpy(fl + nfl, r->floats, r->nfloats * sizeof(*fl));
+                    nfl += r->nfloats;
+                }
+                if (r->nmeta > 0) {
+                    grow(&meta, &capmeta, nmeta + r->nmeta, sizeof(*meta));
+                    memcpy(meta + nmeta, r->meta, r->nmeta * sizeof(*meta));
+                    nmeta += r->nmeta;
+                }
             }
         }
         uint64_t fwritten = 0, frejected = 0;
@@ -200,7 +204,7 @@ static void *run(void *arg)
             }
         }
         pthread_mutex_lock(&w->mu);
-        w->stats.batches += napps > 0;
+        w->stats.batches += napps > 0 || nfl > 0 || nmeta > 0;
         w->stats.appended += ok;
         w->stats.failed += failed;
         w->stats.duplicates += dups;

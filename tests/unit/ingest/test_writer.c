@@ -335,6 +335,125 @@ static void test_admin_requests(void **state)
     free(c);
 }
 
+/* ---- float samples (PS_WREQ_SAMPLES, src/ingest/remote.c) ---- */
+
+/* A remote-write request for series {__name__="m", n="<n>"}: nsamples samples 1 s apart from t0 (ms). */
+static treq_t *make_samples(int n, int64_t t0, uint32_t nsamples)
+{
+    treq_t *r = calloc(1, sizeof(*r));
+    r->arena = (ps_arena_t)PS_ARENA_INIT;
+    ps_remote_write_t *w = ps_arena_calloc(&r->arena, 1, sizeof(*w));
+    w->version = 1;
+    w->nseries = 1;
+    w->series = ps_arena_calloc(&r->arena, 1, sizeof(*w->series));
+    char v[16];
+    snprintf(v, sizeof(v), "%d", n);
+    ps_labels_set(&w->series[0].labels, &r->arena, "__name__", 8, "m", 1);
+    ps_labels_set(&w->series[0].labels, &r->arena, "n", 1, v, strlen(v));
+    w->series[0].samples = ps_arena_alloc(&r->arena, nsamples * sizeof(ps_remote_sample_t));
+    for (uint32_t i = 0; i < nsamples; i++)
+        w->series[0].samples[i] = (ps_remote_sample_t){t0 + 1000ll * i, (double)i};
+    w->series[0].nsamples = nsamples;
+    w->series[0].meta = -1;
+    w->nsamples = nsamples;
+    ps_ingest_remote_prepare(w, &r->arena, &r->w);
+    r->w.on_done = on_done;
+    r->w.ctx = r;
+    return r;
+}
+
+/* Samples and profiles in one batch; the outcome of a request in Mimir's words. */
+static void test_samples_with_profiles(void **state)
+{
+    env_t *e = *state;
+    ps_writer_t *w = start(e, 50 * 1000000, 0);
+    treq_t *warm = make_req(100, T0);
+    assert_int_equal(ps_writer_submit(w, &warm->w), 0);
+    wait_done(1);
+    treq_t *p = make_req(1, T0 + 1), *a = make_samples(1, T0 * 1000ll, 10), *b = make_samples(2, T0 * 1000ll, 5);
+    assert_int_equal(ps_writer_submit(w, &a->w), 0);
+    assert_int_equal(ps_writer_submit(w, &p->w), 0);
+    assert_int_equal(ps_writer_submit(w, &b->w), 0);
+    wait_done(4);
+    ps_writer_stats_t st;
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.batches, 2); /* the warm-up, then the three together */
+    assert_int_equal(st.samples_written, 15);
+    assert_int_equal(st.samples_rejected, 0);
+    assert_int_equal(p->w.app.status, 0);
+    ps_remote_result_t res;
+    ps_buf_t msg = PS_BUF_INIT;
+    assert_int_equal(ps_ingest_remote_result(&a->w, &res, &msg), 0);
+    assert_int_equal(res.written, 10);
+    assert_int_equal(msg.len, 0);
+    /* again, overlapping: 4 older than the newest (out of order, though equal to what is stored),
+     * the newest again (an identical duplicate), with another value, one new, one older */
+    treq_t *c = make_samples(1, T0 * 1000ll + 5000, 7);
+    c->w.floats[0]->samples = ps_arena_alloc(&c->arena, 8 * sizeof(ps_fsample_t));
+    ps_fsample_t *smp = (ps_fsample_t *)c->w.floats[0]->samples;
+    for (int i = 0; i < 5; i++)
+        smp[i] = (ps_fsample_t){T0 * 1000ll + 5000 + 1000 * i, 5.0 + i};
+    smp[5] = (ps_fsample_t){T0 * 1000ll + 9000, 42};  /* the newest's timestamp, another value */
+    smp[6] = (ps_fsample_t){T0 * 1000ll + 10000, 10}; /* new */
+    smp[7] = (ps_fsample_t){T0 * 1000ll + 3000, 3};   /* out of order */
+    c->w.floats[0]->nsamples = 8;
+    assert_int_equal(ps_writer_submit(w, &c->w), 0);
+    wait_done(5);
+    ps_writer_stop(w);
+    ps_buf_reset(&msg);
+    assert_int_equal(ps_ingest_remote_result(&c->w, &res, &msg), PS_EINVAL);
+    assert_int_equal(res.written, 1);
+    assert_int_equal(res.duplicates, 1);
+    assert_int_equal(res.dup_conflicts, 1);
+    assert_int_equal(res.out_of_order, 5);
+    ps_buf_putc(&msg, 0);
+    /* 1796022009000 ms = 2026-11-30T07:00:09Z */
+    assert_string_equal((char *)msg.data,
+                        "6 of 8 samples rejected (5 out of order sample, 1 duplicate sample for timestamp, 0 out of "
+                        "bounds); the 2 others are stored. First rejected: series {__name__=\"m\", n=\"1\"}: 5 out "
+                        "of order sample(s) (older than the series' newest sample), the first at 1796022005000 "
+                        "(2026-11-30T07:00:05Z); 1 duplicate sample(s) for timestamp (another value is stored there), "
+                        "the first at 1796022009000 (2026-11-30T07:00:09Z)");
+    ps_buf_dispose(&msg);
+    free_req(warm);
+    free_req(p);
+    free_req(a);
+    free_req(b);
+    free_req(c);
+}
+
+/* A samples request weighs 1 + samples / PS_WRITER_SAMPLES_PER_UNIT against max_batch. */
+static void test_samples_batch_weight(void **state)
+{
+    env_t *e = *state;
+    for (int big = 0; big < 2; big++) {
+        ps_writer_opts_t o;
+        ps_writer_opts_default(&o);
+        o.commit_delay_ns = 200 * 1000000ll;
+        o.max_batch = 4;
+        atomic_store(&done_total, 0);
+        ps_writer_t *w = ps_writer_start(e->store, &o);
+        treq_t *warm = make_req(200 + big, T0 + 100 + big);
+        assert_int_equal(ps_writer_submit(w, &warm->w), 0);
+        wait_done(1);
+        uint32_t n = big ? 3 * PS_WRITER_SAMPLES_PER_UNIT : 10; /* weight 4, or 1 */
+        treq_t *r[3];
+        for (int i = 0; i < 3; i++) {
+            r[i] = make_samples(10 * big + i, T0 * 1000ll, n);
+            assert_int_equal(ps_writer_submit(w, &r[i]->w), 0);
+        }
+        wait_done(4);
+        ps_writer_stats_t st;
+        ps_writer_stats(w, &st);
+        ps_writer_stop(w);
+        assert_int_equal(st.batches, big ? 4 : 2);
+        assert_int_equal(st.samples_written, 3 * n);
+        for (int i = 0; i < 3; i++)
+            free_req(r[i]);
+        free_req(warm);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -344,6 +463,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_submit_while_stopping_unavailable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_queue_refuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admin_requests, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_samples_with_profiles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_samples_batch_weight, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(body);

@@ -31,6 +31,7 @@
 #include "core/varint.h"
 #include "storage/chunk.h"
 #include "storage/internal.h"
+#include "storage/xorchunk.h"
 
 static int hexval(char c)
 {
@@ -92,7 +93,7 @@ typedef struct rec {
 } rec_t;
 
 static const char *const dbs[] = {"info", "sym", "sym_hash", "tree", "nodes", "series", "series_hash",
-                                  "postings", "head", "chunks"};
+                                  "postings", "head", "chunks", "fchunks", "fhead", "meta"};
 
 static size_t parse_records(const char *doc, rec_t *recs, size_t max)
 {
@@ -263,6 +264,44 @@ static void test_format_md_records(void **state)
     assert_int_equal(sp.total, 40000000);
     assert_int_equal(sp.n, 3);
     ps_arena_dispose(&a);
+
+    /* a float series (5): its record, a closed chunk (the XOR example), its head, metadata */
+    ps_buf_t flabels = PS_BUF_INIT;
+    ps_labels_t fls = {0};
+    ps_arena_t fa = PS_ARENA_INIT;
+    ps_labels_set(&fls, &fa, "__name__", 8, "gotarget_kernel_iterations_total", 32);
+    ps_labels_set(&fls, &fa, "kernel", 6, "matmul", 6);
+    ps_labels_encode(&fls, &flabels);
+    NEXT("series");
+    ps_put_be64(&k, 5);
+    ps_series_rec_t fr = {PS_SERIES_FLOAT, 0, 0, 0, 0, flabels.data, flabels.len};
+    ps_series_rec_encode(&fr, &v);
+    CHECK();
+    assert_int_equal(ps_series_rec_decode(recs[i - 1].value.data, recs[i - 1].value.len, &back), 0);
+    assert_int_equal(back.kind, PS_SERIES_FLOAT);
+    NEXT("fchunks");
+    ps_key_sid_ts(kb, 5, 1796021926802ll * 1000000);
+    ps_buf_append(&k, kb, 16);
+    ps_buf_putc(&v, PS_FCHUNK_ENC_XOR);
+    ps_xor_app_t app;
+    ps_xor_app_init(&app, &v);
+    assert_int_equal(ps_xor_app_append(&app, 1796021924802ll, 80965.0, NULL), 0);
+    assert_int_equal(ps_xor_app_append(&app, 1796021925802ll, 81394.0, NULL), 0);
+    assert_int_equal(ps_xor_app_append(&app, 1796021926802ll, 81801.0, NULL), 0);
+    CHECK();
+    NEXT("fhead");
+    ps_put_be64(&k, 5);
+    ps_buf_putc(&v, PS_FCHUNK_ENC_XOR);
+    ps_xor_app_init(&app, &v);
+    assert_int_equal(ps_xor_app_append(&app, 1796021927802ll, 82210.0, NULL), 0);
+    CHECK();
+    NEXT("meta");
+    ps_buf_append(&k, "gotarget_kernel_iterations_total", 32);
+    ps_metric_meta_t mm = {"gotarget_kernel_iterations_total", 32, 1, "Iterations of the compute kernels.", 34, "", 0};
+    ps_meta_rec_encode(&mm, &v);
+    CHECK();
+    ps_buf_dispose(&flabels);
+    ps_arena_dispose(&fa);
 
     if (i != n)
         fail_msg("FORMAT.md:%d: a %s example the test does not know: add it to test_format.c", recs[i].line,
