@@ -67,7 +67,8 @@ QUERIES = [
     ("count", "count by (job) (up)", False),
     ("stddev", "stddev by (instance) (rate(gotarget_kernel_iterations_total[5s]))", False),
     ("topk", "topk(2, rate(gotarget_kernel_iterations_total[5s]))", True),
-    ("bottomk", "bottomk(1, gotarget_kernel_iterations_total)", True),
+    ("bottomk", "bottomk(1, gotarget_kernel_iterations_total)", True),  # ties at 0: Prometheus' heap picks
+    ("bottomk_no_ties", "bottomk(2, gotarget_kernel_iterations_total > 0)", True),
     ("quantile", "quantile(0.5, rate(gotarget_kernel_iterations_total[5s]))", False),
     ("count_values", 'count_values("value", gotarget_goroutines)', False),
     # operators
