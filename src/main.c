@@ -222,9 +222,9 @@ static int flag_cmp(const void *a, const void *b)
 /* A flag added to parse_flags goes here too (test_prom_compat.py checks --help against the list). */
 static void status_flags(const flags_t *f, ps_server_t *srv)
 {
-    static ps_server_flag_t fl[32];
+    static ps_server_flag_t fl[64];
     uint32_t n = 0;
-#define FLAG(nm, v) (fl[n].name = (nm), fl[n].value = (v), n++)
+#define FLAG(nm, v) (n < sizeof(fl) / sizeof(fl[0]) ? (fl[n].name = (nm), fl[n].value = (v), n++) : n)
     FLAG("listen", f->listen);
     FLAG("data-dir", f->data_dir);
     FLAG("config", f->config ? f->config : "");
@@ -248,11 +248,11 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
 }
 
 /* what /api/v1/status/config shows after a load: the configuration as YAML, "" without one */
-static void status_config(ps_server_t *srv, const ps_config_t *cfg)
+static void status_config(ps_server_t *srv, const ps_config_t *cfg, int64_t when)
 {
     ps_buf_t y = PS_BUF_INIT;
     ps_config_yaml(cfg, &y);
-    ps_server_config_loaded(srv, true, y.len ? (const char *)y.data : "", y.len);
+    ps_server_config_loaded(srv, true, y.len ? (const char *)y.data : "", y.len, when);
     ps_buf_dispose(&y);
 }
 
@@ -281,12 +281,12 @@ static int reload_config(void *ctx, ps_err_t *err)
     pthread_mutex_lock(&w->mu);
     int rc = ps_config_load(w->config_path, &cfg, err);
     if (rc == 0) {
-        status_config(w->srv, cfg);
+        status_config(w->srv, cfg, ps_time_now());
         apply_config(w, cfg);
         ps_log_info("configuration reloaded", "file=%s", ps_log_q(w->config_path));
     } else {
         ps_log_error("configuration reload failed; keeping the running configuration", "err=%s", ps_log_q(err->msg));
-        ps_server_config_loaded(w->srv, false, NULL, 0);
+        ps_server_config_loaded(w->srv, false, NULL, 0, ps_time_now());
     }
     pthread_mutex_unlock(&w->mu);
     return rc;
@@ -360,12 +360,12 @@ int main(int argc, char **argv)
     srv.opts.retention_ns = f.retention;
     srv.store = store;
     status_flags(&f, &srv);
-    status_config(&srv, cfg); /* before apply_config takes cfg */
     if (ps_server_bind(&srv, &err) != 0) {
         ps_log_error("cannot start HTTP server", "err=%s", ps_log_q(err.msg));
         ps_store_close(store);
         return 1;
     }
+    status_config(&srv, cfg, srv.start_time); /* loaded at start; before apply_config takes cfg */
     srv.writer = ps_writer_start(store, &wo);
     /* a scraped body may be twice a pushed one, and at least 64 MiB (Go heap profiles of big
      * processes) */

@@ -70,7 +70,7 @@ typedef struct ps_server_status {
 
 static pthread_mutex_t status_mu = PTHREAD_MUTEX_INITIALIZER;
 
-void ps_server_config_loaded(ps_server_t *s, bool ok, const char *yaml, size_t len)
+void ps_server_config_loaded(ps_server_t *s, bool ok, const char *yaml, size_t len, int64_t when_ns)
 {
     pthread_mutex_lock(&status_mu);
     if (s->status == NULL)
@@ -83,7 +83,7 @@ void ps_server_config_loaded(ps_server_t *s, bool ok, const char *yaml, size_t l
         memcpy(st->yaml, yaml, len);
         st->yaml[len] = 0;
         st->len = len;
-        st->loaded_at = ps_time_now();
+        st->loaded_at = when_ns;
     }
     pthread_mutex_unlock(&status_mu);
 }

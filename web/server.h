@@ -72,10 +72,11 @@ void ps_server_begin_shutdown(ps_server_t *s);
 void ps_server_stop(ps_server_t *s);
 /** The port actually bound (useful with port 0). */
 int ps_server_port(ps_server_t *s);
-/** Records a configuration load (at start or on reload): ok with the configuration's YAML (see
- *  ps_config_yaml; "" without --config) replaces what /api/v1/status/config shows and sets the
- *  last successful load time; !ok (yaml unused) keeps both and only sets reloadConfigSuccess false.
- *  Thread-safe; the state lives as long as the process, like the loops. */
-void ps_server_config_loaded(ps_server_t *s, bool ok, const char *yaml, size_t len);
+/** Records a configuration load (at start, after ps_server_bind, or on reload): ok with the
+ *  configuration's YAML (see ps_config_yaml; "" without --config) replaces what
+ *  /api/v1/status/config shows and sets the last successful load time to when_ns; !ok (yaml
+ *  unused) keeps both and only makes reloadConfigSuccess false. Thread-safe; the state lives as
+ *  long as the process, like the loops. */
+void ps_server_config_loaded(ps_server_t *s, bool ok, const char *yaml, size_t len, int64_t when_ns);
 
 #endif
