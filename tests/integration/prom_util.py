@@ -330,8 +330,8 @@ def _fmt_key(k) -> str:
 
 def diff_answers(a: dict, b: dict, ordered: bool = False, rel: float = REL_TOL) -> Optional[str]:
     """None when a and b (decoded API answers) agree, else what differs, naming a as "want" (the
-    reference, e.g. Prometheus) and b as "got". ordered: the order of an instant vector counts too
-    (sort(), topk)."""
+    reference, e.g. Prometheus) and b as "got". ordered: the order of an instant vector's values
+    counts too (sort(), topk), series with equal values may trade places."""
     if a.get("status") != b.get("status"):
         return "status: want %s (%s), got %s (%s)" % (a.get("status"), a.get("error"), b.get("status"), b.get("error"))
     if a.get("status") != "success":
@@ -357,8 +357,14 @@ def diff_answers(a: dict, b: dict, ordered: bool = False, rel: float = REL_TOL) 
         extra = sorted(set(kb) - set(ka))
         return "series differ: missing %s; extra %s" % ([_fmt_key(k) for k in missing[:5]],
                                                        [_fmt_key(k) for k in extra[:5]])
-    if ordered and ka != kb:
-        return "order differs: want %s, got %s" % ([_fmt_key(k) for k in ka], [_fmt_key(k) for k in kb])
+    if ordered and rt == "vector" and ka != kb:
+        # the values must come in the same order; series with equal values may trade places
+        va = [parse_value(s["value"][1]) for s in ra]
+        vb = [parse_value(s["value"][1]) for s in rb]
+        if not all(values_agree(x, y, rel) for x, y in zip(va, vb)):
+            return "order differs: want %s, got %s" % (
+                ["%s %s" % (_fmt_key(k), s["value"][1]) for k, s in zip(ka, ra)],
+                ["%s %s" % (_fmt_key(k), s["value"][1]) for k, s in zip(kb, rb)])
     mb = {k: s for k, s in zip(kb, rb)}
     for k, sa in zip(ka, ra):
         sb = mb[k]
