@@ -844,7 +844,8 @@ static void on_synthetic_written(ps_wreq_t *w)
 {
     synth_req_t *r = w->ctx;
     ps_scraper_t *s = r->s;
-    /* a late answer of an older scrape is out of order: that is expected, not worth a word */
+    /* rejected samples (out of order: a late result after a newer one) are only counted by the
+     * store; a failed transaction or series is worth a warning */
     if (w->status != 0)
         ps_log_warn("storing scrape series failed", "err=%s", ps_log_q(w->err.msg));
     for (int i = 0; i < PS_SYNTHETIC_SERIES && w->status == 0; i++)
