@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,83 @@ static void parse_flags(int argc, char **argv, flags_t *f)
     }
 }
 
+/* ---- /api/v1/status/flags: every flag with its effective value, as Prometheus lists its own ---- */
+
+static const char *fmt_dup(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *fmt_dup(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *p = ps_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+static const char *fmt_dur(int64_t ns)
+{
+    char d[64];
+    ps_format_duration(ns, d, sizeof(d));
+    return fmt_dup("%s", d);
+}
+
+/* bytes in the largest binary unit that divides them, as the flags are written: "32MiB" */
+static const char *fmt_size(uint64_t v)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (u < 4 && v != 0 && v % 1024 == 0) {
+        v /= 1024;
+        u++;
+    }
+    return fmt_dup("%llu%s", (unsigned long long)v, units[u]);
+}
+
+static int flag_cmp(const void *a, const void *b)
+{
+    return strcmp(((const ps_server_flag_t *)a)->name, ((const ps_server_flag_t *)b)->name);
+}
+
+/* A flag added to parse_flags goes here too (test_prom_compat.py checks --help against the list). */
+static void status_flags(const flags_t *f, ps_server_t *srv)
+{
+    static ps_server_flag_t fl[64];
+    uint32_t n = 0;
+#define FLAG(nm, v) (n < sizeof(fl) / sizeof(fl[0]) ? (fl[n].name = (nm), fl[n].value = (v), n++) : n)
+    FLAG("listen", f->listen);
+    FLAG("data-dir", f->data_dir);
+    FLAG("config", f->config ? f->config : "");
+    FLAG("log-level", f->log_level);
+    FLAG("retention", fmt_dur(f->retention));
+    FLAG("max-body-size", fmt_size(f->max_body));
+    FLAG("max-inflated-size", fmt_size(f->max_inflated));
+    FLAG("threads", fmt_dup("%llu", (unsigned long long)f->threads));
+    FLAG("query.max-series", fmt_dup("%llu", (unsigned long long)f->max_series));
+    FLAG("storage.max-size", fmt_size(f->max_size));
+    FLAG("storage.compact-max-profiles", fmt_dup("%llu", (unsigned long long)f->compact_max));
+    FLAG("storage.compact-window", fmt_dur(f->compact_window));
+    FLAG("storage.compact-interval", fmt_dur(f->compact_interval));
+    FLAG("storage.retention-interval", fmt_dur(f->retention_interval));
+    FLAG("storage.commit-delay", fmt_dur(f->commit_delay));
+    FLAG("storage.no-sync", f->nosync ? "true" : "false");
+#undef FLAG
+    qsort(fl, n, sizeof(fl[0]), flag_cmp);
+    srv->flags = fl;
+    srv->nflags = n;
+}
+
+/* what /api/v1/status/config shows after a load: the configuration as YAML, "" without one */
+static void status_config(ps_server_t *srv, const ps_config_t *cfg, int64_t when)
+{
+    ps_buf_t y = PS_BUF_INIT;
+    ps_config_yaml(cfg, &y);
+    ps_server_config_loaded(srv, true, y.len ? (const char *)y.data : "", y.len, when);
+    ps_buf_dispose(&y);
+}
+
 /* The configuration side of the process: the file, the scraper it drives, and the one rule for
  * (re)loading it, used by SIGHUP and POST /-/reload alike. */
 typedef struct wiring {
@@ -232,10 +310,12 @@ static int reload_config(void *ctx, ps_err_t *err)
     pthread_mutex_lock(&w->mu);
     int rc = ps_config_load(w->config_path, &cfg, err);
     if (rc == 0) {
+        status_config(w->srv, cfg, ps_time_now());
         apply_config(w, cfg);
         ps_log_info("configuration reloaded", "file=%s", ps_log_q(w->config_path));
     } else {
         ps_log_error("configuration reload failed; keeping the running configuration", "err=%s", ps_log_q(err->msg));
+        ps_server_config_loaded(w->srv, false, NULL, 0, ps_time_now());
     }
     pthread_mutex_unlock(&w->mu);
     return rc;
@@ -318,12 +398,15 @@ int main(int argc, char **argv)
     srv.opts.query_max_samples = f.query_max_samples;
     ps_pprof_limits_default(&srv.opts.limits);
     srv.opts.limits.max_inflated = f.max_inflated;
+    srv.opts.retention_ns = f.retention;
     srv.store = store;
+    status_flags(&f, &srv);
     if (ps_server_bind(&srv, &err) != 0) {
         ps_log_error("cannot start HTTP server", "err=%s", ps_log_q(err.msg));
         ps_store_close(store);
         return 1;
     }
+    status_config(&srv, cfg, srv.start_time); /* loaded at start; before apply_config takes cfg */
     srv.writer = ps_writer_start(store, &wo);
     /* a scraped body may be twice a pushed one, and at least 64 MiB (Go heap profiles of big
      * processes) */

@@ -1,9 +1,12 @@
 /*
- * api_status.c - health, readiness, build info, self-metrics, admin actions, debug reads.
+ * api_status.c - health, readiness, build info, status (config, flags, runtime info), self-metrics,
+ * admin actions, targets, reload.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "core/timeutil.h"
@@ -32,19 +35,168 @@ int ps_api_ready(h2o_req_t *req)
     return 0;
 }
 
+/* Prometheus' shape (web/api/v1 PrometheusVersion) and nothing more. No "features": Grafana's
+ * Prometheus data source takes non-empty features for Mimir and then expects Mimir's ruler
+ * configuration API (pkg/promlib/heuristics.go; the alerting UI reads features.ruler_config_api),
+ * which profstore does not have; without them it treats us as the Prometheus we emulate. */
 int ps_api_buildinfo(h2o_req_t *req)
 {
     ps_buf_t b = PS_BUF_INIT;
     ps_json_t j;
     ps_json_envelope(&j, &b);
     ps_json_obj(&j);
-    static const char *const fields[][2] = {{"version", PS_VERSION}, {"revision", PS_REVISION}, {"branch", "main"},
-                                            {"buildUser", "profstore"}, {"buildDate", __DATE__},
-                                            {"goVersion", "none (C11)"}};
+    static const char *const fields[][2] = {{"version", PS_VERSION},       {"revision", PS_REVISION},
+                                            {"branch", PS_BRANCH},         {"buildUser", PS_BUILD_USER},
+                                            {"buildDate", PS_BUILD_DATE}, {"goVersion", PS_COMPILER}};
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
         ps_json_key(&j, fields[i][0]);
         ps_json_cstr(&j, fields[i][1]);
     }
+    ps_json_end(&j);
+    ps_json_envelope_close(&j);
+    ps_http_send(req, 200, "application/json", b.data, b.len);
+    ps_buf_dispose(&b);
+    return 0;
+}
+
+/* ---- /api/v1/status/{config,flags,runtimeinfo}: what Prometheus 2.42 answers, with our values ---- */
+
+typedef struct ps_server_status {
+    char *yaml; /* the configuration as last loaded ("" without --config) */
+    size_t len;
+    bool ok;             /* the last load (or reload) succeeded */
+    int64_t loaded_at;   /* ns: the last successful load */
+} status_t;
+
+static pthread_mutex_t status_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void ps_server_config_loaded(ps_server_t *s, bool ok, const char *yaml, size_t len, int64_t when_ns)
+{
+    pthread_mutex_lock(&status_mu);
+    if (s->status == NULL)
+        s->status = ps_xcalloc(1, sizeof(status_t));
+    status_t *st = s->status;
+    st->ok = ok;
+    if (ok) {
+        free(st->yaml);
+        st->yaml = ps_xmalloc(len + 1);
+        memcpy(st->yaml, yaml, len);
+        st->yaml[len] = 0;
+        st->len = len;
+        st->loaded_at = when_ns;
+    }
+    pthread_mutex_unlock(&status_mu);
+}
+
+int ps_api_status_config(h2o_req_t *req)
+{
+    ps_server_t *s = ps_http_server(req);
+    ps_buf_t b = PS_BUF_INIT;
+    ps_json_t j;
+    ps_json_envelope(&j, &b);
+    ps_json_obj(&j);
+    ps_json_key(&j, "yaml");
+    pthread_mutex_lock(&status_mu);
+    if (s->status != NULL)
+        ps_json_str(&j, s->status->yaml, s->status->len);
+    else
+        ps_json_cstr(&j, "");
+    pthread_mutex_unlock(&status_mu);
+    ps_json_end(&j);
+    ps_json_envelope_close(&j);
+    ps_http_send(req, 200, "application/json", b.data, b.len);
+    ps_buf_dispose(&b);
+    return 0;
+}
+
+int ps_api_status_flags(h2o_req_t *req)
+{
+    ps_server_t *s = ps_http_server(req);
+    ps_buf_t b = PS_BUF_INIT;
+    ps_json_t j;
+    ps_json_envelope(&j, &b);
+    ps_json_obj(&j);
+    for (uint32_t i = 0; i < s->nflags; i++) {
+        ps_json_key(&j, s->flags[i].name);
+        ps_json_cstr(&j, s->flags[i].value);
+    }
+    ps_json_end(&j);
+    ps_json_envelope_close(&j);
+    ps_http_send(req, 200, "application/json", b.data, b.len);
+    ps_buf_dispose(&b);
+    return 0;
+}
+
+/* Go's time.RFC3339Nano: the fraction without trailing zeros (none when whole) */
+static void rfc3339nano(int64_t ns, char *buf, size_t size)
+{
+    ps_format_time(ns, buf, size);
+    char *dot = strchr(buf, '.');
+    if (dot == NULL)
+        return;
+    char *z = strchr(dot, 'Z');
+    char *e = z;
+    while (e > dot + 1 && e[-1] == '0')
+        e--;
+    if (e == dot + 1)
+        e = dot;
+    memmove(e, z, strlen(z) + 1);
+}
+
+/* threads of this process (Prometheus' goroutineCount is its count of concurrent activities) */
+static long thread_count(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    long n = 0;
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "Threads: %ld", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+int ps_api_status_runtimeinfo(h2o_req_t *req)
+{
+    ps_server_t *s = ps_http_server(req);
+    char t[64], cwd[4096];
+    bool ok = true;
+    int64_t loaded = s->start_time;
+    pthread_mutex_lock(&status_mu);
+    if (s->status != NULL) {
+        ok = s->status->ok;
+        loaded = s->status->loaded_at;
+    }
+    pthread_mutex_unlock(&status_mu);
+    ps_buf_t b = PS_BUF_INIT;
+    ps_json_t j;
+    ps_json_envelope(&j, &b);
+    ps_json_obj(&j);
+    ps_json_key(&j, "startTime");
+    rfc3339nano(s->start_time, t, sizeof(t));
+    ps_json_cstr(&j, t);
+    ps_json_key(&j, "CWD");
+    ps_json_cstr(&j, getcwd(cwd, sizeof(cwd)) ? cwd : "");
+    ps_json_key(&j, "reloadConfigSuccess");
+    ps_json_bool(&j, ok);
+    ps_json_key(&j, "lastConfigTime"); /* whole seconds, as Prometheus (from a gauge of seconds) */
+    ps_format_time(loaded - loaded % PS_NS_PER_S, t, sizeof(t));
+    ps_json_cstr(&j, t);
+    ps_json_key(&j, "corruptionCount"); /* placeholder: LMDB has no WAL to repair */
+    ps_json_int(&j, 0);
+    ps_json_key(&j, "goroutineCount");
+    ps_json_int(&j, thread_count());
+    ps_json_key(&j, "GOMAXPROCS");
+    ps_json_uint(&j, s->opts.threads);
+    ps_json_key(&j, "GOGC"); /* placeholders: no Go runtime */
+    ps_json_cstr(&j, "");
+    ps_json_key(&j, "GODEBUG");
+    ps_json_cstr(&j, "");
+    ps_json_key(&j, "storageRetention");
+    ps_format_duration(s->opts.retention_ns, t, sizeof(t));
+    ps_json_cstr(&j, t);
     ps_json_end(&j);
     ps_json_envelope_close(&j);
     ps_http_send(req, 200, "application/json", b.data, b.len);

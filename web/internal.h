@@ -52,6 +52,9 @@ void ps_http_stats_errors(const struct ps_http_stats *st, uint64_t *c4xx, uint64
 int ps_api_healthy(h2o_req_t *req);
 int ps_api_ready(h2o_req_t *req);
 int ps_api_buildinfo(h2o_req_t *req);
+int ps_api_status_config(h2o_req_t *req);
+int ps_api_status_flags(h2o_req_t *req);
+int ps_api_status_runtimeinfo(h2o_req_t *req);
 int ps_api_metrics(h2o_req_t *req);
 int ps_api_profiles_write(h2o_req_t *req);
 int ps_api_remote_write(h2o_req_t *req);
@@ -79,6 +82,7 @@ int ps_api_profile_diff(h2o_req_t *req);
 int ps_api_debug_profile(h2o_req_t *req);
 
 #define PS_VERSION "0.1.0"
-#include "ps_revision.h" /* generated at every build: PS_REVISION */
+#include "ps_revision.h" /* generated at every build: PS_REVISION, PS_BRANCH, PS_BUILD_USER, PS_BUILD_DATE */
+#define PS_COMPILER "none (C11, " __VERSION__ ")"
 
 #endif

@@ -7,6 +7,8 @@
 #define PS_WEB_SERVER_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/err.h"
@@ -34,8 +36,15 @@ typedef struct ps_server_opts {
     ps_pprof_limits_t limits;
     ps_read_opts_t read;     /* remote read: sample limit, frame size, series per query */
     uint32_t read_concurrency; /* remote reads at once (0 = no limit); more get 503 */
+    int64_t retention_ns;    /* --retention, for /api/v1/status/runtimeinfo */
     size_t max_remote_uncompressed; /* remote_write: largest uncompressed body (0 = proto/remote.h's default) */
 } ps_server_opts_t;
+
+/** One command-line flag as /api/v1/status/flags shows it: its name without "--" and its effective
+ *  value as a string (the default when not given). */
+typedef struct ps_server_flag {
+    const char *name, *value;
+} ps_server_flag_t;
 
 typedef struct ps_server {
     ps_server_opts_t opts;
@@ -53,6 +62,9 @@ typedef struct ps_server {
         rw_samples_duplicate, rw_rejected_out_of_order, rw_rejected_duplicate, rw_rejected_out_of_bounds,
         rw_rejected_series, rw_dropped_histograms, rw_dropped_exemplars;
     struct ps_http_stats *http_stats; /* answers per handler and code, durations (web/http.c) */
+    const ps_server_flag_t *flags; /* every flag of ours, sorted by name (main.c) */
+    uint32_t nflags;
+    struct ps_server_status *status; /* the configuration as loaded, for the status endpoints (api_status.c) */
     void *impl;
 } ps_server_t;
 
@@ -66,5 +78,11 @@ void ps_server_begin_shutdown(ps_server_t *s);
 void ps_server_stop(ps_server_t *s);
 /** The port actually bound (useful with port 0). */
 int ps_server_port(ps_server_t *s);
+/** Records a configuration load (at start, after ps_server_bind, or on reload): ok with the
+ *  configuration's YAML (see ps_config_yaml; "" without --config) replaces what
+ *  /api/v1/status/config shows and sets the last successful load time to when_ns; !ok (yaml
+ *  unused) keeps both and only makes reloadConfigSuccess false. Thread-safe; the state lives as
+ *  long as the process, like the loops. */
+void ps_server_config_loaded(ps_server_t *s, bool ok, const char *yaml, size_t len, int64_t when_ns);
 
 #endif

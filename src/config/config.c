@@ -867,6 +867,11 @@ static const char *action_name(ps_relabel_action_t a)
     return "?";
 }
 
+const char *ps_relabel_action_name(ps_relabel_action_t a)
+{
+    return action_name(a);
+}
+
 static bool word_char(char ch)
 {
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';

@@ -127,6 +127,11 @@ int ps_config_load(const char *path, ps_config_t **out, ps_err_t *err);
 int ps_config_parse(const char *yaml, size_t n, const char *name, ps_config_t **out, ps_err_t *err);
 /** Frees a config and its compiled regexes. NULL is a no-op. */
 void ps_config_free(ps_config_t *c);
+/** Appends the configuration as YAML, as Prometheus' /api/v1/status/config shows its own: every
+ *  field with its effective value (defaults filled in), secrets as "<secret>" (config_yaml.c). */
+void ps_config_yaml(const ps_config_t *c, ps_buf_t *out);
+/** "replace", "keep", ... */
+const char *ps_relabel_action_name(ps_relabel_action_t a);
 
 /* ---- relabeling (relabel.c) ---- */
 

@@ -188,7 +188,11 @@ void ps_format_duration(int64_t ns, char *buf, size_t size)
         snprintf(buf, size, "0s");
         return;
     }
+    /* as Prometheus' model.Duration: years and weeks only when they divide exactly ("15d", not
+     * "2w1d"), everything below a millisecond dropped */
     for (int k = 0; k < 7 && off < size; k++) {
+        if (k < 2 && ns % units[k].ns != 0)
+            continue;
         if (ns >= units[k].ns) {
             off += (size_t)snprintf(buf + off, size - off, "%lld%s", (long long)(ns / units[k].ns), units[k].u);
             ns %= units[k].ns;

@@ -37,6 +37,7 @@
 #include "ingest/ingest.h"
 #include "delta.h"
 #include "schedule.h"
+#include "synthetic.h"
 
 #define MAX_JOBS_METRICS 256
 
@@ -115,6 +116,7 @@ typedef struct completion {
     uint64_t target;
     int64_t started_wall;   /* of the scrape that was written */
     double duration;
+    uint64_t samples;       /* pprof samples of the profile */
     int status;
     char msg[400];
     struct completion *next;
@@ -393,6 +395,8 @@ static void abort_transfer(ps_scraper_t *s, target_t *t)
 }
 
 /* Rebuilds the target set from the current groups, keeping state of targets that stay. */
+static void write_synthetic(ps_scraper_t *s, const target_t *t, const ps_scrape_report_t *rep, int64_t t_ms);
+
 static void rebuild(ps_scraper_t *s)
 {
     target_t **nt = NULL;
@@ -462,6 +466,11 @@ static void rebuild(ps_scraper_t *s)
     }
     ps_hmap_dispose(&seen);
     ps_hmap_dispose(&old);
+    /* targets that went away: stale markers in their scrape series, as Prometheus writes them */
+    int64_t now_ms = ps_time_now() / 1000000;
+    for (uint32_t i = 0; i < s->ntargets; i++)
+        if (!s->targets[i]->alive && s->targets[i]->last_scrape != 0)
+            write_synthetic(s, s->targets[i], NULL, now_ms);
     pthread_mutex_lock(&s->mu);
     for (uint32_t i = 0; i < s->ntargets; i++)
         if (!s->targets[i]->alive) {
@@ -720,7 +729,8 @@ static bool setup_client(CURL *e, const char *url, const ps_http_client_t *c, st
     return true;
 }
 
-static void set_result(ps_scraper_t *s, target_t *t, int64_t started_wall, double duration, const char *err);
+static void set_result(ps_scraper_t *s, target_t *t, int64_t started_wall, double duration, const char *err,
+                       uint64_t samples, uint64_t kept);
 
 /* A job's client configuration names a file that cannot be read: logged once per job until it
  * changes or a scrape of the job starts again. */
@@ -781,7 +791,7 @@ static void start_scrape(ps_scraper_t *s, target_t *t)
     return;
 Fail:
     client_error(p, why);
-    set_result(s, t, t->started_wall, 0.0, why);
+    set_result(s, t, t->started_wall, 0.0, why, 0, 0);
 }
 
 /* ---- finishing a scrape ---- */
@@ -793,6 +803,7 @@ typedef struct scrape_req {
     uint64_t target;
     int64_t started_wall;
     double duration;
+    uint64_t samples;
 } scrape_req_t;
 
 static void on_written(ps_wreq_t *w)
@@ -803,6 +814,7 @@ static void on_written(ps_wreq_t *w)
     c->target = r->target;
     c->started_wall = r->started_wall;
     c->duration = r->duration;
+    c->samples = r->samples;
     c->status = w->status ? w->status : w->app.status;
     if (c->status)
         snprintf(c->msg, sizeof(c->msg), "storing the profile: %.360s", w->status ? w->err.msg : w->app.err.msg);
@@ -816,14 +828,71 @@ static void on_written(ps_wreq_t *w)
     atomic_fetch_sub(&s->pending_writes, 1); /* last: ps_scraper_stop waits for this */
 }
 
+/* ---- synthetic series (synthetic.h): up, scrape_duration_seconds, scrape_samples_* ---- */
+
+#define SCRAPE_COMMIT_DELAY (50 * 1000000) /* nobody waits on a scrape: share fsyncs widely */
+
+typedef struct synth_req {
+    ps_wreq_t w;
+    ps_arena_t arena;
+    ps_scraper_t *s;
+    ps_fappend_t fa[PS_SYNTHETIC_SERIES];
+    ps_fappend_t *items[PS_SYNTHETIC_SERIES];
+} synth_req_t;
+
+static void on_synthetic_written(ps_wreq_t *w)
+{
+    synth_req_t *r = w->ctx;
+    ps_scraper_t *s = r->s;
+    /* rejected samples (out of order: a late result after a newer one) are only counted by the
+     * store; a failed transaction or series is worth a warning */
+    if (w->status != 0)
+        ps_log_warn("storing scrape series failed", "err=%s", ps_log_q(w->err.msg));
+    for (int i = 0; i < PS_SYNTHETIC_SERIES && w->status == 0; i++)
+        if (r->fa[i].status != 0) {
+            ps_log_warn("storing scrape series failed", "err=%s", ps_log_q(r->fa[i].err.msg));
+            break;
+        }
+    ps_arena_dispose(&r->arena);
+    free(r);
+    atomic_fetch_sub(&s->pending_writes, 1); /* last: ps_scraper_stop waits for this */
+}
+
+/* Hands the synthetic samples of one scrape of t (rep), or stale markers at t_ms (rep NULL), to the
+ * writer. Scraper thread. */
+static void write_synthetic(ps_scraper_t *s, const target_t *t, const ps_scrape_report_t *rep, int64_t t_ms)
+{
+    synth_req_t *r = ps_xcalloc(1, sizeof(*r));
+    r->s = s;
+    ps_synthetic_build(&t->labels, t->name, rep, t_ms, &r->arena, r->fa);
+    for (int i = 0; i < PS_SYNTHETIC_SERIES; i++)
+        r->items[i] = &r->fa[i];
+    r->w.kind = PS_WREQ_SAMPLES;
+    r->w.floats = r->items;
+    r->w.nfloats = PS_SYNTHETIC_SERIES;
+    r->w.commit_delay_ns = SCRAPE_COMMIT_DELAY;
+    r->w.on_done = on_synthetic_written;
+    r->w.ctx = r;
+    atomic_fetch_add(&s->pending_writes, 1);
+    if (ps_writer_submit(s->writer, &r->w) != 0) {
+        atomic_fetch_sub(&s->pending_writes, 1);
+        ps_log_debug("scrape series not stored", "url=%s err=%s", ps_log_q(t->url), ps_log_q(r->w.err.msg));
+        ps_arena_dispose(&r->arena);
+        free(r);
+    }
+}
+
 /* The result of the scrape that started at started_wall and took duration s. It may arrive (from the
  * writer) after the target's next scrape started: the times are the written scrape's, not t's, and
  * a result older than the one shown (a late answer from the writer after a newer scrape failed)
  * is counted but does not replace it. */
-static void set_result(ps_scraper_t *s, target_t *t, int64_t started_wall, double duration, const char *err)
+static void set_result(ps_scraper_t *s, target_t *t, int64_t started_wall, double duration, const char *err,
+                       uint64_t samples, uint64_t kept)
 {
+    bool shown = false;
     pthread_mutex_lock(&s->mu);
     if (started_wall >= t->last_scrape) {
+        shown = true;
         t->last_scrape = started_wall;
         t->last_duration = duration;
         t->health = err ? -1 : 1;
@@ -834,6 +903,10 @@ static void set_result(ps_scraper_t *s, target_t *t, int64_t started_wall, doubl
     m->failures += err != NULL;
     m->duration_sum += duration;
     pthread_mutex_unlock(&s->mu);
+    if (shown) { /* the scrape series say what /api/v1/targets says */
+        ps_scrape_report_t rep = {started_wall / 1000000, err == NULL, duration, err ? 0 : samples, err ? 0 : kept};
+        write_synthetic(s, t, &rep, 0);
+    }
     if (err)
         ps_log_debug("scrape failed", "url=%s err=%s", ps_log_q(t->url), ps_log_q(err));
 }
@@ -915,7 +988,7 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     if (!any) { /* first scrape of a cumulative profile: a baseline only */
         ps_arena_dispose(&r->arena);
         free(r);
-        set_result(s, t, t->started_wall, duration, NULL);
+        set_result(s, t, t->started_wall, duration, NULL, p->nsamples, 0);
         return;
     }
     int64_t ts = p->time_nanos > 0 ? p->time_nanos : t->started_wall;
@@ -925,8 +998,9 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
         free(r);
         goto Fail;
     }
+    r->samples = p->nsamples;
     r->w.kind = PS_WREQ_APPEND;
-    r->w.commit_delay_ns = 50 * 1000000; /* nobody waits on a scrape: share fsyncs widely */
+    r->w.commit_delay_ns = SCRAPE_COMMIT_DELAY;
     r->w.on_done = on_written;
     r->w.ctx = r;
     pthread_mutex_lock(&s->mu);
@@ -943,7 +1017,7 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     }
     return; /* health is set when the writer answers */
 Fail:
-    set_result(s, t, t->started_wall, duration, err);
+    set_result(s, t, t->started_wall, duration, err, 0, 0);
 }
 
 static void on_completion(ps_scraper_t *s, completion_t *c)
@@ -952,7 +1026,8 @@ static void on_completion(ps_scraper_t *s, completion_t *c)
     uint64_t idx;
     ps_enc_be64(k, c->target);
     if (ps_hmap_get(&s->by_id, k, 8, &idx) && idx < s->ntargets)
-        set_result(s, s->targets[idx], c->started_wall, c->duration, c->status ? c->msg : NULL);
+        set_result(s, s->targets[idx], c->started_wall, c->duration, c->status ? c->msg : NULL, c->samples,
+                   c->status ? 0 : c->samples);
 }
 
 /* ---- http_sd ---- */

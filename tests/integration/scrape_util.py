@@ -323,17 +323,21 @@ def dropped_targets(srv: Server) -> List[dict]:
     return targets_json(srv)["droppedTargets"]
 
 
-def series_list(srv: Server, selector: str) -> List[Dict[str, str]]:
-    """GET /api/v1/series?match[]=selector (all time)."""
+# the float series every scrape writes next to its profile (test_scrape_synthetic.py)
+SCRAPE_SERIES = {"up", "scrape_duration_seconds", "scrape_samples_scraped", "scrape_samples_post_metric_relabeling"}
+
+
+def series_list(srv: Server, selector: str, scrape_series: bool = False) -> List[Dict[str, str]]:
+    """GET /api/v1/series?match[]=selector (all time); the profile series only unless scrape_series."""
     q = urllib.parse.urlencode([("match[]", selector), ("start", "0"), ("end", str(int(time.time()) + 3600))])
     js = srv.get_json("/api/v1/series?" + q)
     assert js["status"] == "success", js
-    return js["data"]
+    return [s for s in js["data"] if scrape_series or s["__name__"] not in SCRAPE_SERIES]
 
 
 def stored(srv: Server, **match) -> List[dict]:
-    """/api/v1/debug/series entries whose labels include all of match."""
-    return [s for s in srv.series() if all(s["labels"].get(k) == v for k, v in match.items())]
+    """/api/v1/debug/series entries of profile series whose labels include all of match."""
+    return [s for s in srv.series() if s.get("kind") != "float" and all(s["labels"].get(k) == v for k, v in match.items())]
 
 
 def scrape_metric(srv: Server, name: str, job: Optional[str] = None) -> float:

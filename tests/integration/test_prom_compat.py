@@ -42,3 +42,179 @@ def test_query_exemplars_bad_input(server, qs, msg):
     st, _, js = get(server, "/api/v1/query_exemplars?" + qs)
     assert st == 400
     assert js == {"status": "error", "errorType": "bad_data", "error": msg}
+
+
+# ---- /api/v1/status/*: the fields Prometheus 2.42 answers (captured from a real one: the key order
+# of runtimeinfo, the map of flags, the config as YAML text) ----
+
+import os
+import re
+import subprocess
+import time
+from datetime import datetime, timezone
+
+from conftest import PROFSTORE_BIN
+
+
+def data(srv, path):
+    st, hdrs, js = get(srv, path)
+    assert st == 200, js
+    assert hdrs["content-type"] == "application/json"
+    assert js["status"] == "success"
+    return js["data"]
+
+
+def help_flags():
+    out = subprocess.run([PROFSTORE_BIN, "--help"], capture_output=True, text=True, timeout=10).stdout
+    return {m for m in re.findall(r"^  --([a-z][a-z0-9.-]*)", out, re.M)} - {"help", "version"}
+
+
+def test_buildinfo(server):
+    st, _, body = server.get("/api/v1/status/buildinfo")
+    js = json.loads(body)
+    assert st == 200
+    # Prometheus' six keys in its order; no "features" (Grafana would take us for Mimir)
+    assert list(js["data"]) == ["version", "revision", "branch", "buildUser", "buildDate", "goVersion"]
+    d = js["data"]
+    assert d["version"] == "0.1.0"
+    assert re.fullmatch(r"[0-9a-f]{7,40}|unknown", d["revision"]), d  # the commit built (git rev-parse --short)
+    assert re.fullmatch(r"\d{8}-\d\d:\d\d:\d\d", d["buildDate"]), d
+    assert re.fullmatch(r"[^@]+@[^@]+", d["buildUser"]), d
+    assert d["goVersion"].startswith("none (C11, "), d
+
+
+def test_flags_every_flag_with_its_value(make_server):
+    srv = make_server(retention="36h", storage_compact_max_profiles=7, max_body_size="1MiB")
+    d = data(srv, "/api/v1/status/flags")
+    assert set(d) == help_flags()
+    assert list(d) == sorted(d)
+    assert all(isinstance(v, str) for v in d.values())
+    assert d == {
+        "config": "", "data-dir": str(srv.data_dir), "listen": "127.0.0.1:%d" % srv.port, "log-level": "info",
+        "max-body-size": "1MiB", "max-inflated-size": "256MiB", "query.max-series": "10000",
+        "retention": "1d12h", "storage.commit-delay": "10ms", "storage.compact-interval": "10s",
+        "storage.compact-max-profiles": "7", "storage.compact-window": "2h", "storage.max-size": "256GiB",
+        "storage.no-sync": "false", "storage.retention-interval": "1m", "threads": "2",
+        **{k: d[k] for k in set(d) - {
+            "config", "data-dir", "listen", "log-level", "max-body-size", "max-inflated-size", "query.max-series",
+            "retention", "storage.commit-delay", "storage.compact-interval", "storage.compact-max-profiles",
+            "storage.compact-window", "storage.max-size", "storage.no-sync", "storage.retention-interval",
+            "threads"}},  # flags other branches add: only their presence is checked here
+    }
+
+
+def parse_rfc3339(s):
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d{1,9})?Z", s)
+    assert m, s
+    assert not (m.group(2) or "").endswith("0"), s  # Go's RFC3339Nano trims trailing zeros
+    base = datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    return base + float(m.group(2) or 0)
+
+
+def test_runtimeinfo(make_server):
+    before = time.time()
+    srv = make_server(retention="15d", threads=2)
+    d = data(srv, "/api/v1/status/runtimeinfo")
+    assert list(d) == ["startTime", "CWD", "reloadConfigSuccess", "lastConfigTime", "corruptionCount",
+                       "goroutineCount", "GOMAXPROCS", "GOGC", "GODEBUG", "storageRetention"]
+    start = parse_rfc3339(d["startTime"])
+    assert before - 1 <= start <= time.time()
+    assert d["lastConfigTime"] == datetime.fromtimestamp(int(start), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert d["CWD"] == os.getcwd()  # the test runner's: the server inherits it
+    assert d["reloadConfigSuccess"] is True
+    assert d["corruptionCount"] == 0
+    n_threads = int(re.search(r"^Threads:\s+(\d+)", open("/proc/%d/status" % srv.proc.pid).read(), re.M).group(1))
+    assert d["goroutineCount"] == n_threads
+    assert (d["GOMAXPROCS"], d["GOGC"], d["GODEBUG"], d["storageRetention"]) == (2, "", "", "15d")
+    assert data(make_server(retention="0"), "/api/v1/status/runtimeinfo")["storageRetention"] == "0s"
+
+
+def test_config_without_file(server):
+    assert data(server, "/api/v1/status/config") == {"yaml": ""}
+
+
+CONFIG = """global:
+  scrape_interval: 30s
+scrape_configs:
+  - job_name: api
+    authorization: {credentials: s3cret}
+    static_configs: [{targets: ['127.0.0.1:1']}]
+    profiling_config:
+      pprof_config: {memory: {enabled: false}, block: {enabled: false}, mutex: {enabled: false},
+                     process_cpu: {enabled: false}}
+"""
+
+CONFIG_YAML = """global:
+  scrape_interval: 30s
+  scrape_timeout: 10s
+scrape_configs:
+- job_name: %s
+  scrape_interval: 30s
+  scrape_timeout: 10s
+  scheme: http
+  authorization:
+    type: Bearer
+    credentials: "<secret>"
+  follow_redirects: true
+  static_configs:
+  - targets:
+    - 127.0.0.1:1
+  profiling_config:
+    pprof_config:
+      memory:
+        enabled: false
+        path: /debug/pprof/allocs
+        delta: false
+      block:
+        enabled: false
+        path: /debug/pprof/block
+        delta: false
+      goroutine:
+        enabled: true
+        path: /debug/pprof/goroutine
+        delta: false
+      mutex:
+        enabled: false
+        path: /debug/pprof/mutex
+        delta: false
+      process_cpu:
+        enabled: false
+        path: /debug/pprof/profile
+        delta: true
+      threadcreate:
+        enabled: false
+        path: /debug/pprof/threadcreate
+        delta: false
+"""
+
+
+def test_config_and_reloads(make_server, tmp_path):
+    cfg = tmp_path / "p.yml"
+    cfg.write_text(CONFIG)
+    srv = make_server(config=str(cfg))
+    assert data(srv, "/api/v1/status/config") == {"yaml": CONFIG_YAML % "api"}
+    assert data(srv, "/api/v1/status/flags")["config"] == str(cfg)
+    first = data(srv, "/api/v1/status/runtimeinfo")["lastConfigTime"]
+    time.sleep(1.1)  # lastConfigTime has whole seconds
+    # a broken file: refused, the old configuration stays, reloadConfigSuccess turns false
+    cfg.write_text("scrape_configs:\n  - job_name: [\n")
+    st, _, _ = srv.request("POST", "/-/reload")
+    assert st == 400
+    ri = data(srv, "/api/v1/status/runtimeinfo")
+    assert (ri["reloadConfigSuccess"], ri["lastConfigTime"]) == (False, first)
+    assert data(srv, "/api/v1/status/config") == {"yaml": CONFIG_YAML % "api"}
+    # a good one: shown, and the time moves
+    cfg.write_text(CONFIG.replace("job_name: api", "job_name: web"))
+    st, _, body = srv.request("POST", "/-/reload")
+    assert st == 200, body
+    ri = data(srv, "/api/v1/status/runtimeinfo")
+    assert ri["reloadConfigSuccess"] is True
+    assert parse_rfc3339(ri["lastConfigTime"]) > parse_rfc3339(first)
+    assert data(srv, "/api/v1/status/config") == {"yaml": CONFIG_YAML % "web"}
+
+
+@pytest.mark.parametrize("path", ["/api/v1/status/config", "/api/v1/status/flags", "/api/v1/status/runtimeinfo",
+                                  "/api/v1/status/buildinfo"])
+def test_status_get_only(server, path):
+    st, hdrs, body = server.request("POST", path, body=b"")
+    assert st == 405 and hdrs["allow"] == "GET", body

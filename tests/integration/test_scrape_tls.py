@@ -9,6 +9,7 @@ import shutil
 import ssl
 import subprocess
 import threading
+import urllib.parse
 
 import pytest
 
@@ -93,7 +94,10 @@ def test_server_name_sets_sni_and_verification(make_server, tmp_path):
         # the named job's handshakes asked for profstore.test; every request kept Host = the address
         assert NAME in t.sni
         assert t.hosts and set(t.hosts) == {addr}
-        st, _, body = srv.get("/api/v1/label/job/values")
+        # profiles only from the named job; both have their scrape series (up 0 for unnamed)
+        st, _, body = srv.get("/api/v1/label/job/values?match[]=" + urllib.parse.quote('{__name__=~"goroutine:.*"}'))
         assert st == 200 and b'"named"' in body and b'"unnamed"' not in body
+        st, _, body = srv.get("/api/v1/label/job/values?match[]=up")
+        assert st == 200 and b'"named"' in body and b'"unnamed"' in body
     finally:
         t.close()

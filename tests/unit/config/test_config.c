@@ -797,6 +797,110 @@ static void test_load_io_errors(void **state)
     assert_memory_equal(err.msg, want, strlen(want));
 }
 
+/* ps_config_yaml: Prometheus' /api/v1/status/config text: defaults filled in, secrets hidden, and
+ * reading it back gives the same text */
+static void test_yaml(void **state)
+{
+    (void)state;
+    static const char *small =
+        "global: {scrape_interval: 1m, external_labels: {cluster: 'eu 1', a: '15'}}\n"
+        "scrape_configs:\n"
+        "  - job_name: api\n"
+        "    basic_auth: {username: u, password: hunter2}\n"
+        "    static_configs: [{targets: ['127.0.0.1:6060'], labels: {team: core}}]\n"
+        "    relabel_configs: [{source_labels: [__address__], regex: '(.*):.*', target_label: host}]\n"
+        "    profiling_config:\n"
+        "      pprof_config: {memory: {enabled: false}, block: {enabled: false}, mutex: {enabled: false},\n"
+        "                     process_cpu: {enabled: false}, goroutine: {path: /g}}\n";
+    static const char *want =
+        "global:\n"
+        "  scrape_interval: 1m\n"
+        "  scrape_timeout: 10s\n"
+        "  external_labels:\n"
+        "    a: \"15\"\n"
+        "    cluster: \"eu 1\"\n"
+        "scrape_configs:\n"
+        "- job_name: api\n"
+        "  scrape_interval: 1m\n"
+        "  scrape_timeout: 10s\n"
+        "  scheme: http\n"
+        "  basic_auth:\n"
+        "    username: u\n"
+        "    password: \"<secret>\"\n"
+        "  follow_redirects: true\n"
+        "  static_configs:\n"
+        "  - targets:\n"
+        "    - 127.0.0.1:6060\n"
+        "    labels:\n"
+        "      team: core\n"
+        "  relabel_configs:\n"
+        "  - source_labels: [__address__]\n"
+        "    separator: \";\"\n"
+        "    target_label: host\n"
+        "    regex: \"(.*):.*\"\n"
+        "    replacement: \"$1\"\n"
+        "    action: replace\n"
+        "  profiling_config:\n"
+        "    pprof_config:\n"
+        "      memory:\n"
+        "        enabled: false\n"
+        "        path: /debug/pprof/allocs\n"
+        "        delta: false\n"
+        "      block:\n"
+        "        enabled: false\n"
+        "        path: /debug/pprof/block\n"
+        "        delta: false\n"
+        "      goroutine:\n"
+        "        enabled: true\n"
+        "        path: /g\n"
+        "        delta: false\n"
+        "      mutex:\n"
+        "        enabled: false\n"
+        "        path: /debug/pprof/mutex\n"
+        "        delta: false\n"
+        "      process_cpu:\n"
+        "        enabled: false\n"
+        "        path: /debug/pprof/profile\n"
+        "        delta: true\n"
+        "      threadcreate:\n"
+        "        enabled: false\n"
+        "        path: /debug/pprof/threadcreate\n"
+        "        delta: false\n";
+    ps_config_t *c = load_ok(small);
+    ps_buf_t y = PS_BUF_INIT;
+    ps_config_yaml(c, &y);
+    ps_buf_append(&y, "", 1);
+    assert_string_equal((char *)y.data, want);
+    ps_buf_dispose(&y);
+    ps_config_free(c);
+
+    /* every kind of field: the text reads back to the same text, and no secret is in it */
+    const char *texts[] = {small, full_config};
+    for (int k = 0; k < 2; k++) {
+        ps_buf_t y1 = PS_BUF_INIT, y2 = PS_BUF_INIT;
+        c = load_ok(texts[k]);
+        ps_config_yaml(c, &y1);
+        ps_config_free(c);
+        ps_config_t *c2 = NULL;
+        ps_err_t err;
+        int rc = ps_config_parse((char *)y1.data, y1.len, "status.yml", &c2, &err);
+        if (rc != 0)
+            print_error("%s\n%.*s", err.msg, (int)y1.len, (char *)y1.data);
+        assert_int_equal(rc, 0);
+        ps_config_yaml(c2, &y2);
+        ps_config_free(c2);
+        assert_int_equal(y1.len, y2.len);
+        assert_memory_equal(y1.data, y2.data, y1.len);
+        ps_buf_append(&y1, "", 1);
+        assert_null(strstr((char *)y1.data, "hunter2"));
+        assert_null(strstr((char *)y1.data, ": tok"));
+        ps_buf_dispose(&y1);
+        ps_buf_dispose(&y2);
+    }
+    ps_config_yaml(NULL, &y); /* nothing */
+    assert_int_equal(y.len, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -808,7 +912,7 @@ int main(void)
         cmocka_unit_test(test_errors_relabel),     cmocka_unit_test(test_errors_client),
         cmocka_unit_test(test_errors_targets),     cmocka_unit_test(test_errors_file_sd),
         cmocka_unit_test(test_errors_profiling),   cmocka_unit_test(test_load_io_errors),
-        cmocka_unit_test(test_cpu_seconds_not_bound_by_timeout),
+        cmocka_unit_test(test_cpu_seconds_not_bound_by_timeout), cmocka_unit_test(test_yaml),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -361,6 +361,17 @@ static void test_durations_and_times(void **state)
     char buf[64];
     ps_format_duration(5400ll * PS_NS_PER_S, buf, sizeof(buf));
     assert_string_equal(buf, "1h30m");
+    /* Prometheus' model.Duration: weeks and years only when exact */
+    ps_format_duration(15ll * 86400 * PS_NS_PER_S, buf, sizeof(buf));
+    assert_string_equal(buf, "15d");
+    ps_format_duration(14ll * 86400 * PS_NS_PER_S, buf, sizeof(buf));
+    assert_string_equal(buf, "2w");
+    ps_format_duration(36ll * 3600 * PS_NS_PER_S, buf, sizeof(buf));
+    assert_string_equal(buf, "1d12h");
+    ps_format_duration(365ll * 86400 * PS_NS_PER_S + 86400 * PS_NS_PER_S, buf, sizeof(buf));
+    assert_string_equal(buf, "366d");
+    ps_format_duration(0, buf, sizeof(buf));
+    assert_string_equal(buf, "0s");
 
     assert_int_equal(ps_parse_time("1796022364", 10, &ns, &err), 0);
     assert_int_equal(ns, 1796022364ll * PS_NS_PER_S);
