@@ -263,6 +263,11 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("max-inflated-size", fmt_size(f->max_inflated));
     FLAG("threads", fmt_dup("%llu", (unsigned long long)f->threads));
     FLAG("query.max-series", fmt_dup("%llu", (unsigned long long)f->max_series));
+    FLAG("query.max-samples", fmt_dup("%llu", (unsigned long long)f->query_max_samples));
+    FLAG("query.timeout", fmt_dur(f->query_timeout));
+    FLAG("storage.remote.read-sample-limit", fmt_dup("%llu", (unsigned long long)f->read_sample_limit));
+    FLAG("storage.remote.read-concurrent-limit", fmt_dup("%llu", (unsigned long long)f->read_concurrent_limit));
+    FLAG("storage.remote.read-max-bytes-in-frame", fmt_dup("%llu", (unsigned long long)f->read_max_frame));
     FLAG("storage.max-size", fmt_size(f->max_size));
     FLAG("storage.compact-max-profiles", fmt_dup("%llu", (unsigned long long)f->compact_max));
     FLAG("storage.compact-window", fmt_dur(f->compact_window));
