@@ -101,25 +101,10 @@ void ps_pq_format_f(double v, char *buf, size_t size)
         return;
     }
     /* the shortest digits that read back as v, then written without an exponent */
-    char g[40];
-    int prec;
-    for (prec = 1; prec <= 17; prec++) {
-        snprintf(g, sizeof(g), "%.*e", prec - 1, v);
-        if (strtod(g, NULL) == v)
-            break;
-    }
     char digits[24];
-    size_t nd = 0;
-    const char *p = g;
-    bool neg = *p == '-';
-    if (neg)
-        p++;
-    for (; *p && *p != 'e'; p++)
-        if (*p >= '0' && *p <= '9')
-            digits[nd++] = *p;
-    int exp = atoi(p + 1); /* value = 0.d1d2... * 10^(exp+1) */
-    while (nd > 1 && digits[nd - 1] == '0')
-        nd--;
+    int exp;
+    size_t nd = (size_t)ps_fmt_shortest(v, digits, &exp); /* value = d1.d2d3... * 10^exp */
+    bool neg = v < 0;
     ps_buf_t b = PS_BUF_INIT;
     if (neg)
         ps_buf_putc(&b, '-');
