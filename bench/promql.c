@@ -1,400 +1,647 @@
 /*
- * promql.c - bench_promql: PromQL evaluation speed, profstore's evaluator against Prometheus 2.42 on
- * the same data in the same run, and the two answers compared.
+ * promql.c - bench_promql: PromQL and remote_read end to end, profstore against Prometheus 2.42 on
+ * the same data in the same run, over HTTP, and the answers compared.
  *
- *   bench_promql [--series 1000] [--hours 6] [--step 60] [--rounds 3]
- *                [--prometheus /usr/bin/prometheus] [--promtool /usr/bin/promtool] [--no-prometheus]
+ *   bench_promql [--series 10000] [--hours 24] [--step 60] [--rounds 7] [--conns 4]
+ *                [--profstore BIN] [--prometheus BIN | --no-prometheus] [--data-dir DIR] [--reload]
  *
- * Data: --series node_exporter-like counters (node_cpu_seconds_total{instance, cpu, mode, job}),
- * one sample every 15 s for --hours, ending a minute ago, the same values (xorshift, fixed seed)
- * for both. The query is a dashboard's: sum by (instance) (rate(node_cpu_seconds_total[5m])) over
- * the whole span at --step.
+ * Data: bench_remote_write's generator (bench/rwgen.c): --series node_exporter-like series, one
+ * sample every 15 s for --hours, ending about a minute before the load, sent as the same
+ * remote-write 1.0 bodies (2,000 samples each, --conns in flight, a shard's bodies in order) to
+ * POST /api/v1/write of a profstore (--retention 0) and of a Prometheus 2.42
+ * (--web.enable-remote-write-receiver; out-of-order samples are refused there, as by default).
+ * The loaded data directories are kept in --data-dir (default
+ * /tmp/profstore-bench-promql-<series>x<hours>h) with a file `loaded` naming the time span, so a
+ * rerun skips the load; --reload loads again.
  *
- * profstore: the evaluator (src/query/promql.h) over an in-memory sample source, so the figure is
- * the evaluator's own (selection, windows, rate, aggregation, the answer's series), without LMDB;
- * float series are read from the store through the same API once they are stored.
- * Prometheus: the same samples as OpenMetrics text, turned into TSDB blocks by `promtool tsdb
- * create-blocks-from openmetrics`, served by `prometheus` on a free loopback port; the query is an
- * HTTP query_range, so its figure includes JSON encoding and the loopback round trip (a few ms).
- * Both: best of --rounds wall times, and CPU seconds of the evaluating process. The answers are
- * compared point by point (relative difference; both sort series by labels).
+ * Then both servers are restarted on their directories and timed over HTTP, --rounds times each
+ * after one warm-up (median, min and max wall time; server CPU per query from /proc/PID/stat):
+ *   - query_range: sum by (instance) (rate(node_cpu_seconds_total{cpu=~"[0-9]",mode=~"idle|user"}[5m]))
+ *     (1,000 series of 10,000: 50 hosts x 10 cpus x 2 modes) over the whole span at --step;
+ *   - the same as an instant query at the span's end;
+ *   - remote_read (SAMPLES, then STREAMED_XOR_CHUNKS) of those 1,000 series over the last hour.
+ * The answers are compared series by series (JSON: by the metric's labels; remote_read: decoded,
+ * streamed chunks cut to the query's range): the points that differ by more than 1e-9 relative or
+ * that one side lacks are counted and printed.
  *
- * Printed, never asserted (bench/run.sh runs it; QUICK=1 there: 200 series x 2 h).
+ * Printed, never asserted (bench/run.sh runs it; QUICK=1 there: 2,000 series x 2 h).
  */
+#include <curl/curl.h>
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <netinet/in.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "core/timeutil.h"
-#include "parser/promql.h"
-#include "query/promql.h"
+#include "core/labels.h"
+#include "core/mem.h"
+#include "proto/remote.h"
+#include "proto/remote_read.h"
+#include "rwgen.h"
+#include "storage/xorchunk.h"
 #include "util.h"
 
-static const char *modes[] = {"idle", "user", "system", "iowait"};
+#define INTERVAL_MS 15000
 
-typedef struct mem_series {
-    ps_labels_t labels;
-    ps_fsample_t *s;
-    uint32_t n;
-} mem_series_t;
+static const char *const QUERY =
+    "sum by (instance) (rate(node_cpu_seconds_total{cpu=~\"[0-9]\",mode=~\"idle|user\"}[5m]))";
 
-typedef struct mem_src {
-    mem_series_t *v;
-    uint32_t n;
-} mem_src_t;
+typedef struct opts {
+    char profstore[4096], dir[4096];
+    const char *prometheus;
+    uint32_t series, hours, step_s, rounds, conns;
+    int reload;
+} opts_t;
 
-static bool matches(ps_selector_t *sel, const ps_labels_t *ls)
+/* ---- loading ---- */
+
+static int post_body(void *ctx, const uint8_t *body, size_t len, uint32_t shard)
 {
-    for (uint32_t i = 0; i < sel->n; i++) {
-        const char *v = ps_labels_value(ls, sel->m[i].name);
-        if (!ps_matcher_match(&sel->m[i], v ? v : "", v ? strlen(v) : 0))
-            return false;
-    }
-    return true;
-}
-
-static int mem_select(void *ctx, ps_selector_t *sel, int64_t mint, int64_t maxt, ps_arena_t *arena, uint64_t *budget,
-                      ps_pq_series_t **out, uint32_t *nout, ps_err_t *err)
-{
-    mem_src_t *m = ctx;
-    ps_pq_series_t *v = ps_arena_alloc(arena, (m->n + 1) * sizeof(*v));
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < m->n; i++) {
-        mem_series_t *s = &m->v[i];
-        if (!matches(sel, &s->labels))
-            continue;
-        uint32_t lo = 0, hi = s->n;
-        while (lo < s->n && s->s[lo].t < mint)
-            lo++;
-        while (hi > lo && s->s[hi - 1].t > maxt)
-            hi--;
-        if (hi == lo)
-            continue;
-        if (hi - lo > *budget)
-            return ps_err_set(err, PS_ELIMIT, "too many samples");
-        *budget -= hi - lo;
-        v[n++] = (ps_pq_series_t){s->labels, hi - lo, s->s + lo};
-    }
-    *out = v;
-    *nout = n;
+    void **c = ctx;
+    ps_bench_pusher_post(c[0], shard, c[1], body, len);
     return 0;
 }
 
-static ps_labels_t make_labels(ps_arena_t *a, uint32_t i)
+/* Sends all rounds of a fresh generator to srv's /api/v1/write; prints the rate. */
+static int load(const opts_t *o, ps_bench_server_t *srv, const char *name, int64_t t0, uint32_t rounds)
 {
-    char inst[32], cpu[8];
-    snprintf(inst, sizeof(inst), "host-%03u:9100", i / 8);
-    snprintf(cpu, sizeof(cpu), "%u", (i / 4) % 2);
-    const char *names[] = {"__name__", "cpu", "instance", "job", "mode"};
-    const char *vals[] = {"node_cpu_seconds_total", cpu, inst, "node", modes[i % 4]};
-    ps_labels_t ls = {5, ps_arena_alloc(a, 5 * sizeof(ps_label_pair_t)), 0};
-    for (int k = 0; k < 5; k++)
-        ls.pairs[k] = (ps_label_pair_t){ps_arena_strndup(a, names[k], strlen(names[k])),
-                                        ps_arena_strndup(a, vals[k], strlen(vals[k])), (uint32_t)strlen(names[k]),
-                                        (uint32_t)strlen(vals[k])};
-    return ls;
-}
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t l = sizeof(sa);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || getsockname(fd, (struct sockaddr *)&sa, &l))
-        return -1;
-    int p = ntohs(sa.sin_port);
-    close(fd);
-    return p;
-}
-
-static int run_cmd(char *const argv[], const char *log)
-{
+    static const char *const hdrs[] = {"Content-Type: application/x-protobuf", "Content-Encoding: snappy",
+                                       "X-Prometheus-Remote-Write-Version: 0.1.0", "User-Agent: bench_promql", NULL};
+    char url[160];
+    snprintf(url, sizeof(url), "%s/api/v1/write", srv->url);
+    ps_bench_rwgen_t g;
+    ps_bench_rwgen_init(&g, o->series, 2000, t0);
+    ps_bench_pusher_t *p = ps_bench_pusher_new(o->conns, 1);
+    ps_bench_pusher_headers(p, hdrs);
+    void *ctx[2] = {p, url};
+    ps_bench_proc_t p0, p1;
+    ps_bench_proc_read(srv->pid, &p0);
+    double w0 = ps_bench_now();
+    for (uint32_t r = 0; r < rounds; r++)
+        if (ps_bench_rwgen_round(&g, post_body, ctx) != 0)
+            return -1;
+    ps_bench_pusher_drain(p);
+    double wall = ps_bench_now() - w0;
+    ps_bench_proc_read(srv->pid, &p1);
+    const ps_bench_push_stats_t *st = ps_bench_pusher_stats(p);
+    double n = (double)o->series * rounds;
+    printf("  load %-10s %.0f samples in %.1f s: %.0f samples/s, server CPU %.2f us/sample; %llu requests ok, "
+           "%llu failed%s%s\n",
+           name, n, wall, n / wall, (p1.cpu_user + p1.cpu_sys - p0.cpu_user - p0.cpu_sys) / n * 1e6,
+           (unsigned long long)st->ok, (unsigned long long)st->failed, st->failed ? ": " : "",
+           st->failed ? st->first_error : "");
     fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        FILE *f = freopen(log, "a", stdout);
-        (void)f;
-        dup2(1, 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    int st;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    int rc = st->failed ? -1 : 0;
+    ps_bench_pusher_free(p);
+    ps_bench_rwgen_dispose(&g);
+    return rc;
 }
 
-/* Prometheus' matrix JSON -> points in order (labels skipped: both sides sort series by labels). */
-static size_t parse_values(const char *js, double **vals, int64_t **ts, uint32_t *nseries)
+static int start_prometheus(const opts_t *o, ps_bench_server_t *s)
 {
-    size_t n = 0, cap = 1024;
-    *vals = malloc(cap * sizeof(double));
-    *ts = malloc(cap * sizeof(int64_t));
-    *nseries = 0;
+    char cfg[4200], cfgarg[4300], darg[4300], log[4200];
+    snprintf(cfg, sizeof(cfg), "%s/prometheus.yml", o->dir);
+    snprintf(log, sizeof(log), "%s/prometheus.log", o->dir);
+    FILE *f = fopen(cfg, "w");
+    if (f == NULL)
+        return -1;
+    fputs("global:\n  scrape_interval: 15s\nscrape_configs: []\n", f);
+    fclose(f);
+    snprintf(cfgarg, sizeof(cfgarg), "--config.file=%s", cfg);
+    snprintf(darg, sizeof(darg), "--storage.tsdb.path=%s/prometheus", o->dir);
+    const char *args[] = {o->prometheus, cfgarg, darg, "--web.listen-address=127.0.0.1:{port}",
+                          "--web.enable-remote-write-receiver", "--storage.tsdb.retention.time=3650d", NULL};
+    return ps_bench_exec_start(s, args, log, "/-/ready");
+}
+
+static int start_profstore(const opts_t *o, ps_bench_server_t *s)
+{
+    char dir[4200], log[4200];
+    snprintf(dir, sizeof(dir), "%s/profstore", o->dir);
+    snprintf(log, sizeof(log), "%s/profstore.log", o->dir);
+    static const char *const args[] = {"--retention", "0", NULL};
+    return ps_bench_server_start(s, o->profstore, dir, log, args);
+}
+
+/* ---- answers: series (a key, points), compared between the two servers ---- */
+
+typedef struct aseries {
+    char *key;
+    uint32_t n, cap;
+    int64_t *t;
+    double *v;
+} aseries_t;
+
+typedef struct answer {
+    aseries_t *s;
+    uint32_t n, cap;
+    uint64_t points;
+} answer_t;
+
+static aseries_t *answer_add(answer_t *a, const char *key, size_t klen)
+{
+    if (a->n == a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 64;
+        a->s = ps_xrealloc(a->s, a->cap * sizeof(*a->s));
+    }
+    aseries_t *s = &a->s[a->n++];
+    memset(s, 0, sizeof(*s));
+    s->key = ps_xmalloc(klen + 1);
+    memcpy(s->key, key, klen);
+    s->key[klen] = 0;
+    return s;
+}
+
+static void point_add(answer_t *a, aseries_t *s, int64_t t, double v)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 64;
+        s->t = ps_xrealloc(s->t, s->cap * sizeof(int64_t));
+        s->v = ps_xrealloc(s->v, s->cap * sizeof(double));
+    }
+    s->t[s->n] = t;
+    s->v[s->n++] = v;
+    a->points++;
+}
+
+static void answer_free(answer_t *a)
+{
+    for (uint32_t i = 0; i < a->n; i++) {
+        free(a->s[i].key);
+        free(a->s[i].t);
+        free(a->s[i].v);
+    }
+    free(a->s);
+    memset(a, 0, sizeof(*a));
+}
+
+static int cmp_series(const void *x, const void *y)
+{
+    return strcmp(((const aseries_t *)x)->key, ((const aseries_t *)y)->key);
+}
+
+/* One [t,"v"] pair at p; returns the byte after it, or NULL. */
+static const char *json_point(const char *p, answer_t *a, aseries_t *s)
+{
+    if (*p != '[')
+        return NULL;
+    char *e;
+    double t = strtod(p + 1, &e);
+    const char *q = strchr(e, '"');
+    if (q == NULL)
+        return NULL;
+    q++;
+    double v = strncmp(q, "NaN", 3) == 0 ? NAN : strtod(q, &e);
+    point_add(a, s, llround(t * 1000), v);
+    q = strchr(q, ']');
+    return q ? q + 1 : NULL;
+}
+
+/* A query or query_range answer's result: "metric":{...} then "value":[..] or "values":[[..],..]
+ * (the label sets of this query hold no braces). */
+static void parse_json(const char *js, answer_t *a)
+{
     const char *p = js;
-    while ((p = strstr(p, "\"values\":[")) != NULL) {
-        (*nseries)++;
-        p += 10;
-        while (*p == '[') {
-            char *e;
-            double t = strtod(p + 1, &e);
-            const char *q = strchr(e, '"') + 1;
-            double v = strtod(q, &e);
-            if (strncmp(q, "NaN", 3) == 0)
-                v = NAN;
-            if (n == cap) {
-                cap *= 2;
-                *vals = realloc(*vals, cap * sizeof(double));
-                *ts = realloc(*ts, cap * sizeof(int64_t));
+    while (p != NULL && (p = strstr(p, "\"metric\":{")) != NULL) {
+        const char *m = p + 9, *me = strchr(m, '}');
+        if (me == NULL)
+            break;
+        aseries_t *s = answer_add(a, m, (size_t)(me - m + 1));
+        p = me + 1;
+        if (strncmp(p, ",\"value\":", 9) == 0) {
+            p = json_point(p + 9, a, s);
+        } else if (strncmp(p, ",\"values\":[", 11) == 0) {
+            p += 11;
+            while (p != NULL && *p == '[') {
+                p = json_point(p, a, s);
+                if (p != NULL && *p == ',')
+                    p++;
             }
-            (*vals)[n] = v;
-            (*ts)[n++] = llround(t * 1000);
-            p = strchr(q, ']') + 1;
-            if (*p == ',')
-                p++;
         }
     }
-    return n;
+    qsort(a->s, a->n, sizeof(*a->s), cmp_series);
+}
+
+static size_t labels_key(const ps_labels_t *ls, char *out, size_t n)
+{
+    size_t k = 0;
+    for (uint32_t i = 0; i < ls->n && k < n; i++)
+        k += (size_t)snprintf(out + k, n - k, "%.*s=\"%.*s\",", (int)ls->pairs[i].nlen, ls->pairs[i].name,
+                              (int)ls->pairs[i].vlen, ls->pairs[i].value);
+    return k < n ? k : n - 1;
+}
+
+static int parse_samples(const ps_buf_t *body, answer_t *a)
+{
+    ps_arena_t ar = PS_ARENA_INIT;
+    ps_read_result_t *res;
+    uint32_t nres;
+    ps_err_t err;
+    if (ps_read_response_decode(body->data, body->len, 1u << 30, &ar, &res, &nres, &err) != 0) {
+        printf("  (SAMPLES answer does not decode: %s)\n", err.msg);
+        ps_arena_dispose(&ar);
+        return -1;
+    }
+    char key[1024];
+    for (uint32_t q = 0; q < nres; q++)
+        for (uint32_t i = 0; i < res[q].nseries; i++) {
+            ps_read_series_t *rs = &res[q].series[i];
+            aseries_t *s = answer_add(a, key, labels_key(&rs->labels, key, sizeof(key)));
+            for (uint32_t k = 0; k < rs->nsamples; k++)
+                point_add(a, s, rs->samples[k].t_ms, rs->samples[k].v);
+        }
+    ps_arena_dispose(&ar);
+    qsort(a->s, a->n, sizeof(*a->s), cmp_series);
+    return 0;
+}
+
+/* STREAMED_XOR_CHUNKS frames -> the samples of their chunks in [mint, maxt]; *nchunks counted. */
+static int parse_streamed(const ps_buf_t *body, int64_t mint, int64_t maxt, answer_t *a, uint64_t *nchunks)
+{
+    ps_arena_t ar = PS_ARENA_INIT;
+    size_t at = 0;
+    char key[1024];
+    *nchunks = 0;
+    while (at < body->len) {
+        ps_read_frame_t f;
+        size_t used;
+        ps_err_t err;
+        if (ps_read_frame_decode((const uint8_t *)body->data + at, body->len - at, &used, &ar, &f, &err) != 0) {
+            printf("  (STREAMED answer does not decode at byte %zu: %s)\n", at, err.msg);
+            ps_arena_dispose(&ar);
+            return -1;
+        }
+        at += used;
+        for (uint32_t i = 0; i < f.nseries; i++) {
+            size_t kl = labels_key(&f.series[i].labels, key, sizeof(key));
+            aseries_t *s = a->n && strcmp(a->s[a->n - 1].key, key) == 0 ? &a->s[a->n - 1] : answer_add(a, key, kl);
+            for (uint32_t c = 0; c < f.series[i].nchunks; c++) {
+                ps_xor_iter_t it;
+                ps_xor_iter_init(&it, f.series[i].chunks[c].data, f.series[i].chunks[c].len);
+                (*nchunks)++;
+                while (ps_xor_iter_next(&it))
+                    if (it.t >= mint && it.t <= maxt)
+                        point_add(a, s, it.t, it.v);
+            }
+        }
+        ps_arena_reset(&ar);
+    }
+    ps_arena_dispose(&ar);
+    qsort(a->s, a->n, sizeof(*a->s), cmp_series);
+    return 0;
+}
+
+/* Points that differ (> 1e-9 relative, NaN only equal to NaN) or that one side lacks. */
+static uint64_t compare(const answer_t *x, const answer_t *y, double *maxrel)
+{
+    uint64_t differ = 0;
+    uint32_t i = 0, j = 0;
+    *maxrel = 0;
+    while (i < x->n || j < y->n) {
+        int c = i == x->n ? 1 : j == y->n ? -1 : strcmp(x->s[i].key, y->s[j].key);
+        if (c < 0) {
+            differ += x->s[i++].n;
+            continue;
+        }
+        if (c > 0) {
+            differ += y->s[j++].n;
+            continue;
+        }
+        const aseries_t *a = &x->s[i++], *b = &y->s[j++];
+        uint32_t p = 0, q = 0;
+        while (p < a->n || q < b->n) {
+            if (q == b->n || (p < a->n && a->t[p] < b->t[q])) {
+                differ++, p++;
+                continue;
+            }
+            if (p == a->n || b->t[q] < a->t[p]) {
+                differ++, q++;
+                continue;
+            }
+            double u = a->v[p++], v = b->v[q++];
+            if (isnan(u) || isnan(v)) {
+                differ += !(isnan(u) && isnan(v));
+                continue;
+            }
+            double rel = u == v ? 0 : fabs(u - v) / fmax(fabs(u), fabs(v));
+            if (rel > *maxrel)
+                *maxrel = rel;
+            differ += rel > 1e-9;
+        }
+    }
+    return differ;
+}
+
+/* ---- timing ---- */
+
+typedef struct timing {
+    double med, min, max, cpu; /* seconds; cpu: server CPU per query */
+    size_t bytes;
+    int ok;
+} timing_t;
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static size_t to_buf(char *p, size_t size, size_t n, void *ctx)
+{
+    ps_buf_append(ctx, p, size * n);
+    return size * n;
+}
+
+/* GET (body NULL) or a remote-read POST on the keep-alive handle h. */
+static long request(CURL *h, const char *url, const ps_buf_t *body, ps_buf_t *out)
+{
+    struct curl_slist *hdr = curl_slist_append(NULL, "Expect:");
+    if (body != NULL) {
+        hdr = curl_slist_append(hdr, "Content-Encoding: snappy");
+        hdr = curl_slist_append(hdr, "Content-Type: application/x-protobuf");
+        hdr = curl_slist_append(hdr, "X-Prometheus-Remote-Read-Version: 0.1.0");
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, to_buf);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    if (body != NULL) {
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body->data);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len);
+    } else {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    }
+    long code = -1;
+    if (curl_easy_perform(h) == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(hdr);
+    return code;
+}
+
+/* One warm-up, then rounds timed requests; the last answer stays in out. */
+static timing_t time_it(const opts_t *o, CURL *h, pid_t pid, const char *url, const ps_buf_t *body, ps_buf_t *out)
+{
+    timing_t t = {0};
+    double *lat = ps_xcalloc(o->rounds + 1, sizeof(double));
+    ps_bench_proc_t p0 = {0}, p1 = {0};
+    for (uint32_t r = 0; r <= o->rounds; r++) {
+        if (r == 1)
+            ps_bench_proc_read(pid, &p0);
+        ps_buf_reset(out);
+        double w0 = ps_bench_now();
+        long st = request(h, url, body, out);
+        if (r > 0)
+            lat[r - 1] = ps_bench_now() - w0;
+        if (st != 200) {
+            printf("  (%s: status %ld: %.300s)\n", url, st, out->data ? (const char *)out->data : "");
+            free(lat);
+            return t;
+        }
+    }
+    ps_bench_proc_read(pid, &p1);
+    qsort(lat, o->rounds, sizeof(double), cmp_d);
+    t.med = lat[o->rounds / 2];
+    t.min = lat[0];
+    t.max = lat[o->rounds - 1];
+    t.cpu = (p1.cpu_user + p1.cpu_sys - p0.cpu_user - p0.cpu_sys) / o->rounds;
+    t.bytes = out->len;
+    t.ok = 1;
+    free(lat);
+    return t;
+}
+
+static void print_timing(const char *server, const timing_t *t)
+{
+    if (!t->ok)
+        return;
+    printf("    %-10s median %8.2f ms  (min %8.2f, max %8.2f)  server CPU %8.2f ms/query  answer %9zu bytes\n",
+           server, t->med * 1e3, t->min * 1e3, t->max * 1e3, t->cpu * 1e3, t->bytes);
+}
+
+typedef enum { K_JSON, K_SAMPLES, K_STREAMED } kind_t;
+
+typedef struct peer {
+    const char *name;
+    ps_bench_server_t *srv;
+    CURL *h;
+} peer_t;
+
+/* Times one request on each peer, prints both and the comparison of the answers. */
+static void run_case(const opts_t *o, const char *title, kind_t kind, peer_t *peers, uint32_t npeers,
+                     const char *path, const ps_buf_t *body, int64_t mint, int64_t maxt)
+{
+    printf("\n  %s\n", title);
+    answer_t ans[2] = {{0}};
+    timing_t tm[2] = {{0}};
+    for (uint32_t k = 0; k < npeers; k++) {
+        char url[8192];
+        snprintf(url, sizeof(url), "%s%s", peers[k].srv->url, path);
+        ps_buf_t out = PS_BUF_INIT;
+        tm[k] = time_it(o, peers[k].h, peers[k].srv->pid, url, body, &out);
+        print_timing(peers[k].name, &tm[k]);
+        uint64_t nchunks = 0;
+        if (tm[k].ok && kind == K_JSON) {
+            ps_buf_putc(&out, 0);
+            parse_json((const char *)out.data, &ans[k]);
+        } else if (tm[k].ok && kind == K_SAMPLES) {
+            parse_samples(&out, &ans[k]);
+        } else if (tm[k].ok) {
+            parse_streamed(&out, mint, maxt, &ans[k], &nchunks);
+        }
+        if (tm[k].ok)
+            printf("    %-10s answer: %u series, %llu points%s", peers[k].name, ans[k].n,
+                   (unsigned long long)ans[k].points, kind == K_STREAMED ? "" : "\n");
+        if (tm[k].ok && kind == K_STREAMED)
+            printf(" in [start, end] from %llu chunks\n", (unsigned long long)nchunks);
+        ps_buf_dispose(&out);
+    }
+    if (npeers == 2 && tm[0].ok && tm[1].ok) {
+        double maxrel;
+        uint64_t d = compare(&ans[0], &ans[1], &maxrel);
+        printf("    compared: %llu points differ (> 1e-9 relative or missing on one side), largest relative "
+               "difference %.3g\n",
+               (unsigned long long)d, maxrel);
+        printf("    profstore / Prometheus: %.2fx the median wall time, %.2fx the server CPU%s\n",
+               tm[0].med / tm[1].med, tm[1].cpu > 0 ? tm[0].cpu / tm[1].cpu : 0.0,
+               tm[0].med <= tm[1].med ? "" : "   (slower)");
+    }
+    answer_free(&ans[0]);
+    answer_free(&ans[1]);
+}
+
+static void usage(void)
+{
+    fputs("usage: bench_promql [--series N] [--hours N] [--step S] [--rounds N] [--conns N] [--profstore BIN]\n"
+          "                    [--prometheus BIN | --no-prometheus] [--data-dir DIR] [--reload]\n",
+          stderr);
 }
 
 int main(int argc, char **argv)
 {
-    uint64_t nseries = 1000, hours = 6, step_s = 60, rounds = 3;
-    const char *prom = "/usr/bin/prometheus", *promtool = "/usr/bin/promtool";
-    int use_prom = 1;
+    opts_t o = {0};
+    ps_bench_default_profstore(o.profstore, sizeof(o.profstore));
+    o.prometheus = "/usr/bin/prometheus";
+    o.series = 10000;
+    o.hours = 24;
+    o.step_s = 60;
+    o.rounds = 7;
+    o.conns = 4;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-        if (strcmp(a, "--series") == 0)
-            nseries = ps_bench_num_arg("bench_promql", a, v), i++;
-        else if (strcmp(a, "--hours") == 0)
-            hours = ps_bench_num_arg("bench_promql", a, v), i++;
-        else if (strcmp(a, "--step") == 0)
-            step_s = ps_bench_num_arg("bench_promql", a, v), i++;
-        else if (strcmp(a, "--rounds") == 0)
-            rounds = ps_bench_num_arg("bench_promql", a, v), i++;
-        else if (strcmp(a, "--prometheus") == 0)
-            prom = v, i++;
-        else if (strcmp(a, "--promtool") == 0)
-            promtool = v, i++;
-        else if (strcmp(a, "--no-prometheus") == 0)
-            use_prom = 0;
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--series") && v)
+            o.series = (uint32_t)ps_bench_num_arg("bench_promql", a, argv[++i]);
+        else if (!strcmp(a, "--hours") && v)
+            o.hours = (uint32_t)ps_bench_num_arg("bench_promql", a, argv[++i]);
+        else if (!strcmp(a, "--step") && v)
+            o.step_s = (uint32_t)ps_bench_num_arg("bench_promql", a, argv[++i]);
+        else if (!strcmp(a, "--rounds") && v)
+            o.rounds = (uint32_t)ps_bench_num_arg("bench_promql", a, argv[++i]);
+        else if (!strcmp(a, "--conns") && v)
+            o.conns = (uint32_t)ps_bench_num_arg("bench_promql", a, argv[++i]);
+        else if (!strcmp(a, "--profstore") && v)
+            snprintf(o.profstore, sizeof(o.profstore), "%s", argv[++i]);
+        else if (!strcmp(a, "--prometheus") && v)
+            o.prometheus = argv[++i];
+        else if (!strcmp(a, "--no-prometheus"))
+            o.prometheus = NULL;
+        else if (!strcmp(a, "--data-dir") && v)
+            snprintf(o.dir, sizeof(o.dir), "%s", argv[++i]);
+        else if (!strcmp(a, "--reload"))
+            o.reload = 1;
         else {
-            fprintf(stderr, "bench_promql: unknown flag %s\n", a);
+            usage();
             return 2;
         }
     }
-    if (use_prom && (access(prom, X_OK) != 0 || access(promtool, X_OK) != 0)) {
-        printf("bench_promql: %s or %s missing: profstore only\n", prom, promtool);
-        use_prom = 0;
+    if (o.series == 0 || o.hours == 0 || o.step_s == 0 || o.rounds == 0 || o.conns == 0) {
+        usage();
+        return 2;
     }
+    if (o.prometheus != NULL && access(o.prometheus, X_OK) != 0) {
+        printf("bench_promql: %s not executable: profstore only\n", o.prometheus);
+        o.prometheus = NULL;
+    }
+    if (o.dir[0] == 0)
+        snprintf(o.dir, sizeof(o.dir), "/tmp/profstore-bench-promql-%ux%uh", o.series, o.hours);
     ps_bench_malloc_tune();
-    const int64_t interval = 15000;
-    int64_t now = ps_time_now() / 1000000;
-    int64_t end = now - 60000 - now % interval;
-    uint32_t per = (uint32_t)(hours * 3600000 / interval);
-    int64_t start = end - (int64_t)(per - 1) * interval;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
 
-    /* the data */
-    ps_arena_t la = PS_ARENA_INIT;
-    mem_src_t m = {calloc(nseries, sizeof(mem_series_t)), (uint32_t)nseries};
-    for (uint32_t i = 0; i < nseries; i++) {
-        mem_series_t *s = &m.v[i];
-        s->labels = make_labels(&la, i);
-        s->s = malloc(per * sizeof(ps_fsample_t));
-        s->n = per;
-        double v = floor(ps_bench_rnd_unit() * 100000) / 100;
-        for (uint32_t k = 0; k < per; k++) {
-            if (i % 97 == 0 && k == per / 2)
-                v = 0; /* a restart: a counter reset in a few series */
-            v += floor(ps_bench_rnd_unit() * 1500) / 100;
-            s->s[k] = (ps_fsample_t){start + (int64_t)k * interval, v};
+    /* the data: loaded before (the file `loaded` says when, and into which servers) or now */
+    uint32_t rounds = o.hours * 3600 / 15;
+    int64_t t0 = 0;
+    int with_prom = 0;
+    char marker[4200];
+    snprintf(marker, sizeof(marker), "%s/loaded", o.dir);
+    FILE *f = o.reload ? NULL : fopen(marker, "r");
+    long long mt0 = 0;
+    unsigned mr = 0, ms = 0;
+    int mp = 0;
+    if (f != NULL && fscanf(f, "t0=%lld rounds=%u series=%u prometheus=%d", &mt0, &mr, &ms, &mp) == 4 &&
+        mr == rounds && ms == o.series && (mp || o.prometheus == NULL)) {
+        t0 = mt0;
+        with_prom = mp;
+        printf("bench_promql: data loaded before in %s (%u series x %u samples from %lld ms)\n", o.dir, o.series,
+               rounds, mt0);
+    }
+    if (f != NULL)
+        fclose(f);
+    if (t0 == 0) {
+        ps_bench_rmrf(o.dir);
+        ps_bench_mkdirs(o.dir);
+        int64_t now = (int64_t)time(NULL) * 1000;
+        int64_t end = now - 60000 - now % INTERVAL_MS;
+        t0 = end - (int64_t)(rounds - 1) * INTERVAL_MS;
+        printf("bench_promql: loading %u series x %u samples (15 s apart, %u h) = %llu samples through POST "
+               "/api/v1/write, %u in flight, into %s\n",
+               o.series, rounds, o.hours, (unsigned long long)o.series * rounds, o.conns, o.dir);
+        fflush(stdout);
+        ps_bench_server_t ps, pm;
+        if (start_profstore(&o, &ps) != 0)
+            return 1;
+        int rc = load(&o, &ps, "profstore", t0, rounds);
+        char u[128];
+        snprintf(u, sizeof(u), "%s/api/v1/admin/compact", ps.url);
+        double c0 = ps_bench_now();
+        long code = ps_bench_http("POST", u, "", 0, NULL);
+        printf("  profstore POST /api/v1/admin/compact: HTTP %ld in %.1f s\n", code, ps_bench_now() - c0);
+        ps_bench_server_stop(&ps);
+        if (rc != 0)
+            return 1;
+        if (o.prometheus != NULL) {
+            if (start_prometheus(&o, &pm) != 0)
+                return 1;
+            rc = load(&o, &pm, "prometheus", t0, rounds);
+            ps_bench_server_stop(&pm);
+            if (rc != 0)
+                return 1;
+            with_prom = 1;
+        }
+        f = fopen(marker, "w");
+        if (f != NULL) {
+            fprintf(f, "t0=%lld rounds=%u series=%u prometheus=%d\n", (long long)t0, rounds, o.series, with_prom);
+            fclose(f);
         }
     }
-    /* sorted by labels, as Prometheus' blocks give series to the query */
-    for (uint32_t i = 1; i < m.n; i++)
-        for (uint32_t j = i; j > 0 && ps_labels_cmp(&m.v[j].labels, &m.v[j - 1].labels) < 0; j--) {
-            mem_series_t t = m.v[j];
-            m.v[j] = m.v[j - 1];
-            m.v[j - 1] = t;
-        }
-    uint64_t nsamples = nseries * (uint64_t)per;
-    const char *query = "sum by (instance) (rate(node_cpu_seconds_total[5m]))";
-    int64_t qstart = start + 300000, qend = end, qstep = (int64_t)step_s * 1000;
-    uint64_t steps = (uint64_t)((qend - qstart) / qstep) + 1;
-    printf("data: %llu series x %u samples (15 s, %llu h) = %llu samples\n", (unsigned long long)nseries, per,
-           (unsigned long long)hours, (unsigned long long)nsamples);
-    printf("query: %s, %llu steps of %llu s\n", query, (unsigned long long)steps, (unsigned long long)step_s);
+    int64_t tend = t0 + (int64_t)(rounds - 1) * INTERVAL_MS + 50; /* the last host's offset is < 50 ms */
 
-    /* profstore */
-    ps_pq_source_t src = {mem_select, &m};
-    ps_pq_opts_t o;
-    ps_pq_opts_default(&o);
-    o.start = qstart;
-    o.end = qend;
-    o.step = qstep;
-    double best = 1e9, cpu_best = 1e9;
-    ps_arena_t a = PS_ARENA_INIT;
-    ps_pq_result_t res;
-    size_t npoints = 0;
-    for (uint64_t r = 0; r < rounds; r++) {
-        ps_arena_reset(&a);
-        ps_err_t err;
-        ps_pq_node_t *e;
-        double t0 = ps_bench_now(), c0 = ps_bench_self_cpu();
-        if (ps_pq_parse(query, strlen(query), NULL, &a, &e, &err) != 0 || ps_pq_eval(e, &src, &o, &a, &res, &err) != 0) {
-            fprintf(stderr, "bench_promql: %s\n", err.msg);
+    /* the servers, on the loaded directories */
+    ps_bench_server_t ps, pm;
+    if (start_profstore(&o, &ps) != 0)
+        return 1;
+    peer_t peers[2] = {{"profstore", &ps, curl_easy_init()}, {"prometheus", &pm, NULL}};
+    uint32_t npeers = 1;
+    if (with_prom && o.prometheus != NULL) {
+        if (start_prometheus(&o, &pm) != 0) {
+            ps_bench_server_stop(&ps);
             return 1;
         }
-        double dt = ps_bench_now() - t0, dc = ps_bench_self_cpu() - c0;
-        ps_pq_dispose(e);
-        if (dt < best)
-            best = dt;
-        if (dc < cpu_best)
-            cpu_best = dc;
+        peers[1].h = curl_easy_init();
+        npeers = 2;
     }
-    for (uint32_t i = 0; i < res.n; i++)
-        npoints += res.series[i].n;
-    printf("profstore evaluator: %.1f ms (best of %llu), %.1f ms CPU, answer %u series x %zu points, %.1f M "
-           "samples/s (samples selected / wall time)\n",
-           best * 1e3, (unsigned long long)rounds, cpu_best * 1e3, res.n, res.n ? npoints / res.n : 0,
-           (double)nsamples / best / 1e6);
-    if (!use_prom)
-        return 0;
 
-    /* Prometheus: OpenMetrics -> blocks -> a server */
-    char dir[] = "/tmp/bench-promql-XXXXXX";
-    if (mkdtemp(dir) == NULL)
-        return 1;
-    char om[512], data[512], log[512];
-    snprintf(om, sizeof(om), "%s/data.om", dir);
-    snprintf(data, sizeof(data), "%s/tsdb", dir);
-    snprintf(log, sizeof(log), "%s/prometheus.log", dir);
-    FILE *f = fopen(om, "w");
-    fprintf(f, "# TYPE node_cpu_seconds counter\n");
-    for (uint32_t i = 0; i < m.n; i++) {
-        ps_buf_t b = PS_BUF_INIT;
-        const ps_labels_t *ls = &m.v[i].labels; /* OpenMetrics: {a="b",c="d"}, no spaces; __name__ apart */
-        ps_buf_putc(&b, '{');
-        for (uint32_t k = 1; k < ls->n; k++)
-            ps_buf_printf(&b, "%s%s=\"%s\"", k > 1 ? "," : "", ls->pairs[k].name, ls->pairs[k].value);
-        ps_buf_putc(&b, '}');
-        for (uint32_t k = 0; k < m.v[i].n; k++)
-            fprintf(f, "node_cpu_seconds_total%.*s %.17g %lld.%03lld\n", (int)b.len, (const char *)b.data,
-                    m.v[i].s[k].v, (long long)(m.v[i].s[k].t / 1000), (long long)(m.v[i].s[k].t % 1000));
-        ps_buf_dispose(&b);
+    int64_t step = (int64_t)o.step_s * 1000;
+    int64_t qs = (t0 + step - 1) / step * step, qe = tend / step * step;
+    char enc[512], path[2048];
+    ps_bench_urlencode(QUERY, enc, sizeof(enc));
+    printf("\n== %s ==\n", QUERY);
+    snprintf(path, sizeof(path), "/api/v1/query_range?query=%s&start=%lld.%03lld&end=%lld.%03lld&step=%u", enc,
+             (long long)(qs / 1000), (long long)(qs % 1000), (long long)(qe / 1000), (long long)(qe % 1000),
+             o.step_s);
+    char title[256];
+    snprintf(title, sizeof(title), "query_range over %.1f h at %u s step (%lld steps), %u rounds after a warm-up",
+             (double)(qe - qs) / 3.6e6, o.step_s, (long long)((qe - qs) / step + 1), o.rounds);
+    run_case(&o, title, K_JSON, peers, npeers, path, NULL, 0, 0);
+    snprintf(path, sizeof(path), "/api/v1/query?query=%s&time=%lld.%03lld", enc, (long long)(qe / 1000),
+             (long long)(qe % 1000));
+    run_case(&o, "instant query at the end", K_JSON, peers, npeers, path, NULL, 0, 0);
+
+    /* remote_read of the same 1,000 series over the last hour */
+    ps_read_matcher_t m[3] = {{PS_READ_EQ, "__name__", "node_cpu_seconds_total", 8, 22},
+                              {PS_READ_RE, "cpu", "[0-9]", 3, 5},
+                              {PS_READ_RE, "mode", "idle|user", 4, 9}};
+    ps_read_query_t q = {tend - 3600000, tend, 3, m, {0}};
+    q.hints.func = "";
+    int tsamples = PS_READ_SAMPLES, tstreamed = PS_READ_STREAMED_XOR_CHUNKS;
+    ps_read_request_t rs = {1, &q, 1, &tsamples}, rx = {1, &q, 1, &tstreamed};
+    ps_buf_t reqs = PS_BUF_INIT, reqx = PS_BUF_INIT;
+    ps_read_request_encode(&rs, &reqs);
+    ps_read_request_encode(&rx, &reqx);
+    printf("\n== remote_read {__name__=\"node_cpu_seconds_total\",cpu=~\"[0-9]\",mode=~\"idle|user\"}, last hour ==\n");
+    run_case(&o, "SAMPLES", K_SAMPLES, peers, npeers, "/api/v1/read", &reqs, q.start_ms, q.end_ms);
+    run_case(&o, "STREAMED_XOR_CHUNKS", K_STREAMED, peers, npeers, "/api/v1/read", &reqx, q.start_ms, q.end_ms);
+
+    for (uint32_t k = 0; k < npeers; k++) {
+        curl_easy_cleanup(peers[k].h);
+        ps_bench_server_stop(peers[k].srv);
     }
-    fprintf(f, "# EOF\n");
-    fclose(f);
-    double t0 = ps_bench_now();
-    char *cb[] = {(char *)promtool, "tsdb", "create-blocks-from", "openmetrics", om, data, NULL};
-    if (run_cmd(cb, log) != 0) {
-        fprintf(stderr, "bench_promql: promtool create-blocks-from failed, see %s\n", log);
-        return 1;
-    }
-    printf("prometheus: blocks made in %.1f s\n", ps_bench_now() - t0);
-    unlink(om);
-    char cfg[512], listen[64], path[600], url[160];
-    snprintf(cfg, sizeof(cfg), "%s/prometheus.yml", dir);
-    f = fopen(cfg, "w");
-    fprintf(f, "global: {scrape_interval: 15s}\n");
-    fclose(f);
-    int port = free_port();
-    fflush(stdout);
-    snprintf(listen, sizeof(listen), "--web.listen-address=127.0.0.1:%d", port);
-    snprintf(path, sizeof(path), "--storage.tsdb.path=%s", data);
-    char cfgflag[600];
-    snprintf(cfgflag, sizeof(cfgflag), "--config.file=%s", cfg);
-    pid_t pid = fork();
-    if (pid == 0) {
-        FILE *lf = freopen(log, "a", stdout);
-        (void)lf;
-        dup2(1, 2);
-        execl(prom, prom, cfgflag, path, listen, "--storage.tsdb.retention.time=30d", (char *)NULL);
-        _exit(127);
-    }
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/-/ready", port);
-    int ready = 0;
-    for (int i = 0; i < 600 && !ready; i++) {
-        ready = ps_bench_http("GET", url, NULL, 0, NULL) == 200;
-        if (!ready)
-            usleep(100000);
-    }
-    if (!ready) {
-        fprintf(stderr, "bench_promql: prometheus did not get ready, see %s\n", log);
-        kill(pid, SIGTERM);
-        return 1;
-    }
-    char enc[256], qurl[600];
-    ps_bench_urlencode(query, enc, sizeof(enc));
-    snprintf(qurl, sizeof(qurl), "http://127.0.0.1:%d/api/v1/query_range?query=%s&start=%lld.%03lld&end=%lld.%03lld&step=%llu",
-             port, enc, (long long)(qstart / 1000), (long long)(qstart % 1000), (long long)(qend / 1000),
-             (long long)(qend % 1000), (unsigned long long)step_s);
-    double pbest = 1e9, pcpu = 1e9;
-    ps_buf_t body = PS_BUF_INIT;
-    for (uint64_t r = 0; r < rounds + 1; r++) { /* one more: the first warms the block reader */
-        ps_buf_reset(&body);
-        ps_bench_proc_t p0, p1;
-        ps_bench_proc_read(pid, &p0);
-        double q0 = ps_bench_now();
-        long st = ps_bench_http("GET", qurl, NULL, 0, &body);
-        double dt = ps_bench_now() - q0;
-        ps_bench_proc_read(pid, &p1);
-        if (st != 200) {
-            fprintf(stderr, "bench_promql: prometheus answered %ld: %.300s\n", st, body.data ? (char *)body.data : "");
-            kill(pid, SIGTERM);
-            return 1;
-        }
-        double dc = p1.cpu_user + p1.cpu_sys - p0.cpu_user - p0.cpu_sys;
-        if (r > 0 && dt < pbest)
-            pbest = dt;
-        if (r > 0 && dc < pcpu)
-            pcpu = dc;
-    }
-    ps_buf_putc(&body, 0);
-    printf("prometheus 2.42 query_range: %.1f ms (best of %llu, HTTP and JSON included), %.0f ms CPU (/proc, 10 ms "
-           "ticks)\n",
-           pbest * 1e3, (unsigned long long)rounds, pcpu * 1e3);
-    /* the answers */
-    double *pv;
-    int64_t *pt;
-    uint32_t pseries;
-    size_t pn = parse_values((const char *)body.data, &pv, &pt, &pseries);
-    size_t k = 0, differ = 0;
-    double maxrel = 0;
-    for (uint32_t i = 0; i < res.n; i++)
-        for (uint32_t j = 0; j < res.series[i].n; j++, k++) {
-            if (k >= pn || pt[k] != res.series[i].points[j].t) {
-                differ++;
-                continue;
-            }
-            double x = res.series[i].points[j].v, y = pv[k];
-            double rel = x == y ? 0 : fabs(x - y) / fmax(fabs(x), fabs(y));
-            if (rel > maxrel)
-                maxrel = rel;
-            if (rel > 1e-9)
-                differ++;
-        }
-    printf("answers: profstore %u series / %zu points, prometheus %u series / %zu points; %zu points differ "
-           "(> 1e-9 relative or missing), largest relative difference %.3g\n",
-           res.n, npoints, pseries, pn, differ + (pn > k ? pn - k : 0), maxrel);
-    printf("ratio: profstore %.2fx Prometheus' wall time for the same query\n", best / pbest);
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
-    ps_bench_rmrf(dir);
-    ps_buf_dispose(&body);
-    free(pv);
-    free(pt);
-    for (uint32_t i = 0; i < m.n; i++)
-        free(m.v[i].s);
-    free(m.v);
-    ps_arena_dispose(&a);
-    ps_arena_dispose(&la);
+    printf("\n(data kept in %s; --reload loads it again)\n", o.dir);
+    ps_buf_dispose(&reqs);
+    ps_buf_dispose(&reqx);
+    curl_global_cleanup();
     return 0;
 }

@@ -2,12 +2,12 @@
  * remote_write.c - bench_remote_write: POST /api/v1/write throughput of profstore against a
  * Prometheus 2.42 started with --web.enable-remote-write-receiver, on the same bytes.
  *
- * One generator makes realistic remote-write 1.0 requests: --series node_exporter-like series
- * (node_cpu_seconds_total by cpu and mode, node_network_* counters by device, filesystem gauges;
- * 5-7 labels plus replica) scraped every 15 s for --rounds rounds, --per-request samples a
+ * One generator (bench/rwgen.c, shared with bench_promql) makes realistic remote-write 1.0
+ * requests: --series node_exporter-like series (node_cpu_seconds_total by cpu and mode,
+ * node_network_* counters by device, filesystem gauges; 5-7 labels plus replica) scraped every 15 s for --rounds rounds, --per-request samples a
  * request (one sample per series, as a Prometheus shard sends them). The series are split into
  * shards by request position; a shard's requests are sent in order (as Prometheus' queue manager
- * does), --conns requests in flight. Values as next_value() describes (a mostly idle host;
+ * does), --conns requests in flight. Values as rwgen.c's next_value() describes (a mostly idle host;
  * timestamps aligned to the interval as Prometheus >= 2.35 writes them). The same
  * request bytes go to profstore, then to Prometheus. Prints samples/s, server CPU per sample and
  * peak RSS for both, and profstore's bytes per sample on disk after compaction (XOR chunk bytes,
@@ -32,6 +32,7 @@
 #include "core/mem.h"
 #include "proto/remote.h"
 #include "storage/store.h"
+#include "rwgen.h"
 #include "util.h"
 
 typedef struct opts {
@@ -51,132 +52,31 @@ static body_t *bodies;
 static size_t nbodies;
 static uint64_t total_samples, total_bytes;
 
-/* ---- the generator ---- */
+/* ---- the generator (bench/rwgen.c), every body kept: the same bytes go to both servers ---- */
 
-static void set_labels(ps_arena_t *a, ps_remote_series_t *s, uint32_t i)
+static int keep_body(void *ctx, const uint8_t *body, size_t len, uint32_t shard)
 {
-    static const char *const modes[] = {"idle", "iowait", "irq", "nice", "softirq", "steal", "system", "user"};
-    static const char *const net[] = {"node_network_receive_bytes_total", "node_network_receive_packets_total",
-                                      "node_network_transmit_bytes_total", "node_network_transmit_packets_total"};
-    ps_label_pair_t *p = ps_arena_alloc(a, 8 * sizeof(*p));
-    char inst[32], v1[32], v2[32];
-    uint32_t host = i / 200, k = i % 200, n = 0;
-    snprintf(inst, sizeof(inst), "10.0.%u.%u:9100", host / 256, host % 256);
-#define PAIR(nm, val)                                                                                      \
-    do {                                                                                                   \
-        p[n].name = ps_arena_strndup(a, nm, strlen(nm));                                                   \
-        p[n].value = ps_arena_strndup(a, val, strlen(val));                                                \
-        p[n].nlen = (uint32_t)strlen(nm);                                                                  \
-        p[n].vlen = (uint32_t)strlen(val);                                                                 \
-        n++;                                                                                               \
-    } while (0)
-    if (k < 128) { /* 16 cpus x 8 modes */
-        snprintf(v1, sizeof(v1), "%u", k / 8);
-        PAIR("__name__", "node_cpu_seconds_total");
-        PAIR("cpu", v1);
-        PAIR("mode", modes[k % 8]);
-    } else if (k < 176) { /* 12 devices x 4 */
-        snprintf(v1, sizeof(v1), "eth%u", (k - 128) / 4);
-        PAIR("__name__", net[(k - 128) % 4]);
-        PAIR("device", v1);
-    } else { /* filesystems */
-        snprintf(v1, sizeof(v1), "/dev/nvme0n1p%u", k - 176);
-        snprintf(v2, sizeof(v2), "/srv/data%u", k - 176);
-        PAIR("__name__", "node_filesystem_avail_bytes");
-        PAIR("device", v1);
-        PAIR("fstype", "ext4");
-        PAIR("mountpoint", v2);
-    }
-    PAIR("instance", inst);
-    PAIR("job", "node");
-    PAIR("replica", "bench");
-#undef PAIR
-    ps_labels_t ls = {n, p, 0};
-    ps_labels_normalize(&ls, NULL);
-    s->labels = ls;
-}
-
-/* The value of series i at round r, from its previous value. Like node_exporter on a mostly idle
- * host: idle CPU seconds grow by about the interval, user and system by a little, the rarely used
- * modes (iowait, irq, nice, softirq, steal) mostly not at all; byte counters by random amounts,
- * packet counters by small ones; free bytes drift by pages now and then. */
-static double next_value(uint32_t i, uint32_t r, double prev)
-{
-    uint32_t k = i % 200;
-    if (k < 128) { /* CPU seconds, in 10 ms ticks */
-        uint32_t mode = k % 8; /* idle, iowait, irq, nice, softirq, steal, system, user */
-        if (r == 0)
-            return (double)(ps_bench_rnd() % 10000000) / 100;
-        double ticks;
-        if (mode == 0)
-            ticks = 1400 + (double)(ps_bench_rnd() % 100);
-        else if (mode >= 6)
-            ticks = (double)(ps_bench_rnd() % 60);
-        else
-            ticks = ps_bench_rnd() % 5 == 0 ? (double)(ps_bench_rnd() % 3) : 0;
-        return prev + ticks / 100;
-    }
-    if (k < 176) { /* network: bytes, packets */
-        bool bytes = (k - 128) % 2 == 0;
-        if (r == 0)
-            return (double)(ps_bench_rnd() % 1000000000);
-        return prev + (double)(bytes ? ps_bench_rnd() % 200000 : ps_bench_rnd() % 150);
-    }
-    if (r == 0) /* free bytes, multiples of 4096 */
-        return (double)((ps_bench_rnd() % 100000000) * 4096);
-    return ps_bench_rnd() % 4 == 0 ? prev + (double)((int64_t)(ps_bench_rnd() % 64) - 32) * 4096 : prev;
+    (void)ctx;
+    bodies[nbodies].data = ps_xmalloc(len);
+    memcpy(bodies[nbodies].data, body, len);
+    bodies[nbodies].len = len;
+    bodies[nbodies].shard = shard;
+    nbodies++;
+    total_bytes += len;
+    return 0;
 }
 
 static int generate(const opts_t *o, int64_t t0)
 {
-    ps_arena_t a = PS_ARENA_INIT;
-    ps_remote_series_t *all = ps_arena_calloc(&a, o->series, sizeof(*all));
-    double *val = ps_xcalloc(o->series, sizeof(double));
-    for (uint32_t i = 0; i < o->series; i++)
-        set_labels(&a, &all[i], i);
-    uint32_t per_round = (o->series + o->per_request - 1) / o->per_request;
-    nbodies = (size_t)per_round * o->rounds;
-    bodies = ps_xcalloc(nbodies, sizeof(*bodies));
-    ps_remote_sample_t *smp = ps_xcalloc(o->series, sizeof(*smp));
-    size_t b = 0;
-    for (uint32_t r = 0; r < o->rounds; r++) {
-        for (uint32_t i = 0; i < o->series; i++) {
-            val[i] = next_value(i, r, val[i]);
-            /* each target scraped at its own offset in the interval; Prometheus (since 2.35) aligns a
-             * scrape's timestamp to the interval when it is within 2 ms of it, so no jitter */
-            int64_t t = t0 + (int64_t)r * 15000 + (int64_t)(i / 200 % 15000);
-            smp[i] = (ps_remote_sample_t){t, val[i]};
-            all[i].samples = &smp[i];
-            all[i].nsamples = 1;
-            all[i].meta = -1;
-        }
-        for (uint32_t q = 0; q < per_round; q++) {
-            uint32_t from = q * o->per_request, to = from + o->per_request;
-            if (to > o->series)
-                to = o->series;
-            ps_remote_write_t w = {0};
-            w.version = 1;
-            w.series = all + from;
-            w.nseries = to - from;
-            w.nsamples = to - from;
-            ps_buf_t out = PS_BUF_INIT;
-            ps_err_t err;
-            if (ps_remote_write_encode(&w, 1, &out, &err) != 0) {
-                fprintf(stderr, "bench_remote_write: encode: %s\n", err.msg);
-                return -1;
-            }
-            bodies[b].data = out.data;
-            bodies[b].len = out.len;
-            bodies[b].shard = q;
-            b++;
-            total_samples += to - from;
-            total_bytes += out.len;
-        }
-    }
-    free(smp);
-    free(val);
-    ps_arena_dispose(&a);
-    return 0;
+    ps_bench_rwgen_t g;
+    ps_bench_rwgen_init(&g, o->series, o->per_request, t0);
+    bodies = ps_xcalloc((size_t)g.per_round * o->rounds, sizeof(*bodies));
+    int rc = 0;
+    for (uint32_t r = 0; r < o->rounds && rc == 0; r++)
+        rc = ps_bench_rwgen_round(&g, keep_body, NULL);
+    total_samples = (uint64_t)o->series * o->rounds;
+    ps_bench_rwgen_dispose(&g);
+    return rc;
 }
 
 /* ---- one receiver ---- */

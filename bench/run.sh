@@ -76,15 +76,17 @@ else
     status=1
 fi
 
-# ---- bench_promql: PromQL evaluation against Prometheus 2.42 on the same data (bench/promql.c) ----
-# sum by (instance) (rate(x[5m])) over 1,000 node_exporter-like counters; full: 24 h at 15 s;
-# QUICK=1: 200 series x 2 h. Prints both wall times and whether the answers differ.
+# ---- bench_promql: query_range, instant query and remote_read against Prometheus 2.42 over HTTP,
+# on the same data loaded into both through /api/v1/write (bench/promql.c) ----
+# sum by (instance) (rate(...[5m])) over 1,000 of bench_remote_write's series; full: 10,000 series
+# x 24 h at 15 s (the load, some minutes, is kept in /tmp/profstore-bench-promql-*; reruns skip it);
+# QUICK=1: 2,000 series x 2 h. Prints medians, server CPU and the points that differ.
 echo
-if [ "$QUICK" = 1 ]; then promql_args="--series 200 --hours 2"; else promql_args="--series 1000 --hours 24"; fi
+if [ "$QUICK" = 1 ]; then promql_args="--series 2000 --hours 2"; else promql_args="--series 10000 --hours 24"; fi
 echo "### bench_promql ($promql_args)"
 if [ -x "$BUILD/bench/bench_promql" ]; then
     # shellcheck disable=SC2086
-    "$BUILD/bench/bench_promql" $promql_args || status=$?
+    "$BUILD/bench/bench_promql" --profstore "$BUILD/profstore" $promql_args || status=$?
 else
     echo "run.sh: $BUILD/bench/bench_promql not found; build first" >&2
     status=1

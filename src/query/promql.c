@@ -110,10 +110,15 @@ ps_labels_t pq_drop_name(pq_ctx_t *c, const ps_labels_t *ls)
 
 static bool in_names(const char *name, const char **names, uint32_t n)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (strcmp(names[i], name) == 0)
+    for (uint32_t i = 0; i < n; i++) /* the first bytes first: this runs for every label at every step */
+        if (names[i][0] == name[0] && strcmp(names[i], name) == 0)
             return true;
     return false;
+}
+
+static bool is_name_label(const ps_label_pair_t *p)
+{
+    return p->nlen == 8 && memcmp(p->name, "__name__", 8) == 0;
 }
 
 static void key_pair(ps_buf_t *b, const ps_label_pair_t *p)
@@ -138,7 +143,7 @@ static void key_sig(ps_buf_t *b, const ps_labels_t *ls, bool on, const char **na
     for (uint32_t i = 0; i < ls->n; i++) {
         const ps_label_pair_t *p = &ls->pairs[i];
         bool listed = in_names(p->name, names, n);
-        if (on ? listed : !listed && strcmp(p->name, "__name__") != 0)
+        if (on ? listed : !listed && !is_name_label(p))
             key_pair(b, p);
     }
 }
@@ -151,7 +156,7 @@ static ps_labels_t labels_filter(pq_ctx_t *c, const ps_labels_t *ls, bool on, co
     for (uint32_t i = 0; i < ls->n; i++) {
         const ps_label_pair_t *p = &ls->pairs[i];
         bool listed = in_names(p->name, names, n);
-        if (drop_name && strcmp(p->name, "__name__") == 0)
+        if (drop_name && is_name_label(p))
             continue;
         if (on ? listed : !listed)
             out.pairs[out.n++] = *p;
@@ -176,12 +181,13 @@ int pq_check_unique(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *v)
     return 0;
 }
 
-static uint32_t lower_t(const ps_pq_series_t *s, int64_t t) /* first index with s[i].t >= t */
+/* first index in [lo, n) with s[i].t >= t (or, upper: > t) */
+static uint32_t search_t(const ps_pq_series_t *s, uint32_t lo, int64_t t, bool upper)
 {
-    uint32_t lo = 0, hi = s->n;
+    uint32_t hi = s->n;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (s->s[mid].t < t)
+        if (upper ? s->s[mid].t <= t : s->s[mid].t < t)
             lo = mid + 1;
         else
             hi = mid;
@@ -189,27 +195,44 @@ static uint32_t lower_t(const ps_pq_series_t *s, int64_t t) /* first index with 
     return lo;
 }
 
-static uint32_t upper_t(const ps_pq_series_t *s, int64_t t) /* first index with s[i].t > t */
+/* search_t from *hint when the answer cannot lie before it (time went forward since): a few
+ * steps forward (a step's worth of samples, mostly), else a binary search of the rest; *hint
+ * gets the answer. Without a hint, or when time went back, a binary search of everything. */
+static uint32_t search_t_hint(const ps_pq_series_t *s, int64_t t, bool upper, uint32_t *hint)
 {
-    uint32_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (s->s[mid].t <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
+    uint32_t i = 0;
+    if (hint != NULL && *hint <= s->n && (*hint == 0 || (upper ? s->s[*hint - 1].t <= t : s->s[*hint - 1].t < t))) {
+        i = *hint;
+        for (uint32_t k = 0; i < s->n && (upper ? s->s[i].t <= t : s->s[i].t < t); i++)
+            if (++k == 16) {
+                i = search_t(s, i, t, upper);
+                break;
+            }
+    } else {
+        i = search_t(s, 0, t, upper);
     }
-    return lo;
+    if (hint != NULL)
+        *hint = i;
+    return i;
 }
 
 /* matrixIterSlice: mint <= t <= maxt, stale markers left out. */
-uint32_t pq_window(pq_ctx_t *c, const ps_pq_series_t *s, int64_t mint, int64_t maxt, ps_fsample_t **out)
+uint32_t pq_window(pq_ctx_t *c, const ps_pq_series_t *s, int64_t mint, int64_t maxt, uint32_t *hint,
+                   const ps_fsample_t **out)
 {
-    uint32_t lo = lower_t(s, mint), hi = upper_t(s, maxt), n = 0;
-    if (hi <= lo) {
+    uint32_t lo = search_t_hint(s, mint, false, hint), hi = lo;
+    bool stale = false;
+    while (hi < s->n && s->s[hi].t <= maxt) /* the window's samples are read next anyway */
+        stale |= is_stale(s->s[hi++].v);
+    if (hi == lo) {
         *out = NULL;
         return 0;
     }
+    if (!stale) {
+        *out = s->s + lo;
+        return hi - lo;
+    }
+    uint32_t n = 0;
     ps_fsample_t *w = ps_arena_alloc(&c->scratch, (hi - lo) * sizeof(ps_fsample_t));
     for (uint32_t i = lo; i < hi; i++)
         if (!is_stale(s->s[i].v))
@@ -296,6 +319,7 @@ static int load_selector(pq_ctx_t *c, const ps_pq_node_t *vs, int64_t range, pq_
     if (s->n > 1)
         qsort(s->series, s->n, sizeof(ps_pq_series_t), cmp_series);
     s->noname = ps_arena_alloc(c->arena, (s->n + 1) * sizeof(ps_labels_t));
+    s->hint = ps_arena_calloc(c->arena, s->n + 1, sizeof(uint32_t));
     for (uint32_t i = 0; i < s->n; i++)
         s->noname[i] = pq_drop_name_in(c->arena, &s->series[i].labels);
     return 0;
@@ -388,7 +412,7 @@ static int eval_vector(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     out->v = pq_vec_new(c, s->n);
     for (uint32_t i = 0; i < s->n; i++) {
         const ps_pq_series_t *ser = &s->series[i];
-        uint32_t k = upper_t(ser, ref);
+        uint32_t k = search_t_hint(ser, ref, true, s->hint ? &s->hint[i] : NULL);
         if (k == 0)
             continue;
         const ps_fsample_t *x = &ser->s[k - 1];
@@ -1201,8 +1225,8 @@ static int answer_matrix(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
     out->type = PS_PQ_VMATRIX;
     out->series = ps_arena_alloc(c->arena, (s->n + 1) * sizeof(ps_qseries_t));
     for (uint32_t i = 0; i < s->n; i++) {
-        ps_fsample_t *w;
-        uint32_t k = pq_window(c, &s->series[i], mint, maxt, &w);
+        const ps_fsample_t *w;
+        uint32_t k = pq_window(c, &s->series[i], mint, maxt, NULL, &w);
         if (k == 0)
             continue;
         ps_qseries_t *q = &out->series[out->n++];

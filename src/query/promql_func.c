@@ -409,8 +409,8 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         int ret = pq_tick(c);
         if (ret)
             return ret;
-        ps_fsample_t *w;
-        uint32_t k = pq_window(c, &s->series[i], mint, maxt, &w);
+        const ps_fsample_t *w;
+        uint32_t k = pq_window(c, &s->series[i], mint, maxt, s->hint ? &s->hint[i] : NULL, &w);
         double v;
         if (k == 0 || !range_fn(c, fn, w, k, ts_fn, mint, maxt, s->range, sargs, &v))
             continue;

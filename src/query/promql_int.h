@@ -34,6 +34,7 @@ typedef struct pq_val {
 typedef struct pq_sel {
     ps_pq_series_t *series; /* sorted by labels */
     ps_labels_t *noname;    /* each series' labels without __name__ */
+    uint32_t *hint;         /* each series' index where its last window started (steps go forward) */
     uint32_t n;
     int64_t offset;
     bool has_at;
@@ -104,8 +105,11 @@ pq_vec_t pq_vec_new(pq_ctx_t *c, uint32_t cap);
 ps_labels_t pq_drop_name(pq_ctx_t *c, const ps_labels_t *ls);
 ps_labels_t pq_drop_name_in(ps_arena_t *a, const ps_labels_t *ls);
 int pq_check_unique(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *v);
-/** Samples of series s in [mint, maxt] without stale markers, into the scratch arena. */
-uint32_t pq_window(pq_ctx_t *c, const ps_pq_series_t *s, int64_t mint, int64_t maxt, ps_fsample_t **out);
+/** Samples of series s in [mint, maxt] without stale markers: in the series itself when there
+ *  are none, else copied into the scratch arena. hint (or NULL): where the series' previous
+ *  window started, updated; a later window then starts from there instead of a binary search. */
+uint32_t pq_window(pq_ctx_t *c, const ps_pq_series_t *s, int64_t mint, int64_t maxt, uint32_t *hint,
+                   const ps_fsample_t **out);
 double pq_go_max(double a, double b);
 double pq_go_min(double a, double b);
 /** Prometheus' quantile() over vals (sorted in place, NaN first). */

@@ -37,15 +37,6 @@ static int on_samples(void *ctx, const ps_fsample_t *s, size_t n)
     return 0;
 }
 
-static int64_t ms_to_ns(int64_t ms, bool up)
-{
-    if (ms <= INT64_MIN / 1000000)
-        return INT64_MIN;
-    if (ms >= INT64_MAX / 1000000)
-        return INT64_MAX;
-    return ms * 1000000 + (up ? 999999 : 0);
-}
-
 static int store_select(void *ctx, ps_selector_t *sel, int64_t mint, int64_t maxt, ps_arena_t *arena, uint64_t *budget,
                         ps_pq_series_t **out, uint32_t *nout, ps_err_t *err)
 {
@@ -53,7 +44,10 @@ static int store_select(void *ctx, ps_selector_t *sel, int64_t mint, int64_t max
     ps_series_set_t set;
     *out = NULL;
     *nout = 0;
-    int ret = ps_query_select(st->r, sel, ms_to_ns(mint, false), ms_to_ns(maxt, true), st->max_series, arena, &set, err);
+    /* every matching series, unranged: its samples are read next and a series without any in
+     * [mint, maxt] left out there (a ranged selection would find each first sample twice, in
+     * ps_reader_has_data and then here); --query.max-series counts the series kept */
+    int ret = ps_query_select(st->r, sel, INT64_MIN, INT64_MAX, UINT32_MAX, arena, &set, err);
     if (ret)
         return ret;
     ps_pq_series_t *v = ps_arena_alloc(arena, (set.n + 1) * sizeof(ps_pq_series_t));
@@ -66,6 +60,12 @@ static int store_select(void *ctx, ps_selector_t *sel, int64_t mint, int64_t max
             break;
         if (l.n == 0)
             continue;
+        if (n == st->max_series) {
+            ret = ps_err_set(err, PS_ELIMIT,
+                             "the selector matches more than %u series (the limit, --query.max-series); narrow it",
+                             st->max_series);
+            break;
+        }
         /* one sample per millisecond, as a Prometheus series has: of two profiles in the same ms
          * the first total stands (as remote_read answers them) */
         uint32_t k = 1;
@@ -101,25 +101,10 @@ void ps_pq_format_f(double v, char *buf, size_t size)
         return;
     }
     /* the shortest digits that read back as v, then written without an exponent */
-    char g[40];
-    int prec;
-    for (prec = 1; prec <= 17; prec++) {
-        snprintf(g, sizeof(g), "%.*e", prec - 1, v);
-        if (strtod(g, NULL) == v)
-            break;
-    }
     char digits[24];
-    size_t nd = 0;
-    const char *p = g;
-    bool neg = *p == '-';
-    if (neg)
-        p++;
-    for (; *p && *p != 'e'; p++)
-        if (*p >= '0' && *p <= '9')
-            digits[nd++] = *p;
-    int exp = atoi(p + 1); /* value = 0.d1d2... * 10^(exp+1) */
-    while (nd > 1 && digits[nd - 1] == '0')
-        nd--;
+    int exp;
+    size_t nd = (size_t)ps_fmt_shortest(v, digits, &exp); /* value = d1.d2d3... * 10^exp */
+    bool neg = v < 0;
     ps_buf_t b = PS_BUF_INIT;
     if (neg)
         ps_buf_putc(&b, '-');

@@ -309,6 +309,55 @@ static void test_ts_ms(void **state)
     assert_string_equal(b, "1796");
 }
 
+static void test_fmt_float(void **state)
+{
+    /* the outputs of the snprintf("%.*e") search ps_fmt_float made before its exact digits (the
+     * shortest that read back, Go's 'f' between 1e-6 and 1e21; the same for 12 million random and
+     * near-power-of-ten values when it changed) */
+    static const struct {
+        double v;
+        const char *want;
+    } cases[] = {
+        {0.1, "0.1"},
+        {2.0 / 3, "0.6666666666666666"},
+        {1.0 / 3, "0.3333333333333333"},
+        {nextafter(1000, 0), "999.9999999999999"},
+        {1e-6, "0.000001"},
+        {9.999999999999999e-7, "0.000001"},
+        {1e-5, "0.00001"},
+        {2.5e-5, "0.000025"},
+        {1e21, "1e+21"},
+        {9.999999999999999e20, "999999999999999868928"},
+        {123.456, "123.456"},
+        {123456789.123, "123456789.123"},
+        {5e-324, "5e-324"},
+        {1.7976931348623157e308, "1.7976931348623157e+308"},
+        {-0.3, "-0.3"},
+        {0.30000000000000004, "0.30000000000000004"},
+        {1e15 + 0.5, "1000000000000000.5"},
+        {4.35, "4.35"},
+        {1234.5678e10, "12345678000000"},
+    };
+    char b[40];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ps_fmt_float(cases[i].v, b, sizeof(b));
+        assert_string_equal(b, cases[i].want);
+    }
+    ps_fmt_float(2.0 / 3, b, 5); /* cut to the buffer, NUL-terminated */
+    assert_string_equal(b, "0.66");
+    char d[24];
+    int exp;
+    assert_int_equal(ps_fmt_shortest(0.000123, d, &exp), 3);
+    assert_string_equal(d, "123");
+    assert_int_equal(exp, -4);
+    assert_int_equal(ps_fmt_shortest(-2.0 / 3, d, &exp), 16);
+    assert_string_equal(d, "6666666666666666");
+    assert_int_equal(exp, -1);
+    assert_int_equal(ps_fmt_shortest(nextafter(1000, 0), d, &exp), 16);
+    assert_string_equal(d, "9999999999999999");
+    assert_int_equal(exp, 2);
+}
+
 static void test_label_value_escape(void **state)
 {
     char b[16];
@@ -407,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_json_writer),
         cmocka_unit_test(test_label_value_escape),
         cmocka_unit_test(test_ts_ms),
+        cmocka_unit_test(test_fmt_float),
         cmocka_unit_test(test_log_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
