@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "../testutil.h"
+#include "storefix.h"
 
 #include "core/crc32c.h"
 #include "core/timeutil.h"
@@ -46,48 +47,15 @@
 #define NMANY 130
 #define NFLOAT 300
 
-static char dir[64];
+static char *dir;
 static ps_store_t *store;
 
-static void ingest_at(const char *rel, const char *labels, const char *when)
-{
-    size_t len;
-    uint8_t *b = ps_test_read_fixture(rel, &len);
-    ps_ingest_params_t ip = {.labels = labels, .labels_len = strlen(labels), .time = when, .time_len = strlen(when),
-                             .delta = -1};
-    ps_arena_t a = PS_ARENA_INIT;
-    ps_append_t app;
-    ps_err_t err;
-    ps_err_clear(&err);
-    if (ps_ingest_prepare(b, (size_t)len, &ip, NULL, &a, &app, &err) != 0)
-        fail_msg("%s: %s", rel, err.msg);
-    app.series_ids = ps_arena_calloc(&a, app.nseries, sizeof(uint64_t));
-    app.series_samples = ps_arena_calloc(&a, app.nseries, sizeof(uint32_t));
-    ps_append_t *items[1] = {&app};
-    if (ps_store_write_batch(store, items, 1, &err) != 0 || app.status != 0)
-        fail_msg("%s: %s / %s", rel, err.msg, app.err.msg);
-    ps_arena_dispose(&a);
-    free(b);
-}
-
-static void ingest(const char *rel, const char *labels, int64_t ts_s)
-{
-    char when[32];
-    snprintf(when, sizeof(when), "%lld", (long long)ts_s);
-    ingest_at(rel, labels, when);
-}
+static void ingest_at(const char *rel, const char *labels, const char *when) { ps_test_ingest_at(store, rel, labels, when); }
+static void ingest(const char *rel, const char *labels, int64_t ts_s) { ps_test_ingest(store, rel, labels, ts_s); }
 
 static int setup(void **state)
 {
-    strcpy(dir, "/tmp/ps_test_read_XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    ps_store_opts_t o;
-    ps_store_opts_default(&o);
-    o.dir = dir;
-    o.nosync = true;
-    ps_err_t err;
-    if (ps_store_open(&o, &store, &err) != 0)
-        fail_msg("open: %s", err.msg);
+    store = ps_test_store_open("/tmp/ps_test_read_XXXXXX", &dir);
     ingest("go/cpu-01.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 10);
     ingest("go/cpu-02.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 20);
     ingest("go/cpu-03.pb.gz", "{job=\"api\",instance=\"b\"}", T0 + 15);
@@ -103,6 +71,7 @@ static int setup(void **state)
         fs[i] = (ps_fsample_t){MS(T0 + 15 * i), i * 0.5};
     ps_fappend_t fa = {.labels = &ls, .samples = fs, .nsamples = NFLOAT};
     ps_fappend_t *fas[1] = {&fa};
+    ps_err_t err;
     if (ps_store_write(store, NULL, 0, fas, 1, NULL, 0, &err) != 0 || fa.status != 0 || fa.accepted != NFLOAT)
         fail_msg("float write: %s / %s", err.msg, fa.err.msg);
     return 0;
@@ -110,10 +79,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    ps_store_close(store);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    ps_test_store_close(store, dir);
     return 0;
 }
 
