@@ -331,11 +331,6 @@ typedef struct admin {
     ps_wreq_t w;
 } admin_t;
 
-static void on_admin_done(ps_wreq_t *w)
-{
-    ps_async_complete(&((admin_t *)w->ctx)->async);
-}
-
 static void on_admin_complete(ps_async_t *a, h2o_req_t *req)
 {
     admin_t *ad = (admin_t *)a;
@@ -360,14 +355,9 @@ static void on_admin_complete(ps_async_t *a, h2o_req_t *req)
 
 static int admin(h2o_req_t *req, ps_wreq_kind_t kind)
 {
-    ps_server_t *s = ps_http_server(req);
     admin_t *ad = ps_xcalloc(1, sizeof(*ad));
     ad->w.kind = kind;
-    ad->w.on_done = on_admin_done;
-    ad->w.ctx = ad;
-    ps_async_init(&ad->async, req, on_admin_complete);
-    if (ps_writer_submit(s->writer, &ad->w) != 0) {
-        ps_async_cancel(&ad->async);
+    if (ps_async_submit_write(&ad->async, &ad->w, req, on_admin_complete) != 0) {
         ps_http_error(req, PS_EUNAVAIL, ad->w.err.msg);
         free(ad);
     }

@@ -337,6 +337,23 @@ void ps_async_on_messages(h2o_multithread_receiver_t *receiver, h2o_linklist_t *
     }
 }
 
+static void on_write_done(ps_wreq_t *w)
+{
+    ps_async_complete(w->ctx); /* back to the request's loop */
+}
+
+int ps_async_submit_write(ps_async_t *a, ps_wreq_t *w, h2o_req_t *req, ps_async_cb cb)
+{
+    w->on_done = on_write_done;
+    w->ctx = a;
+    ps_async_init(a, req, cb);
+    if (ps_writer_submit(ps_http_server(req)->writer, w) != 0) {
+        ps_async_cancel(a);
+        return -1;
+    }
+    return 0;
+}
+
 ps_arena_t *ps_loop_arena_get(h2o_req_t *req)
 {
     ps_loop_t *l = ps_loop_of(req->conn->ctx);
