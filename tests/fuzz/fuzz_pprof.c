@@ -13,15 +13,8 @@
 
 #include "proto/pprof.h"
 
-#define CHECK(cond, ...)                                                                                   \
-    do {                                                                                                   \
-        if (!(cond)) {                                                                                     \
-            fprintf(stderr, "fuzz_pprof: %s: ", #cond);                                                    \
-            fprintf(stderr, __VA_ARGS__);                                                                  \
-            fputc('\n', stderr);                                                                           \
-            abort();                                                                                       \
-        }                                                                                                  \
-    } while (0)
+#define PS_FUZZ_NAME "fuzz_pprof"
+#include "fuzzutil.h"
 
 static int str_eq(ps_str_t a, ps_str_t b) { return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0; }
 
