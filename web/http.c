@@ -260,6 +260,13 @@ const char *ps_http_error_type(int status)
     }
 }
 
+void ps_http_send_envelope(h2o_req_t *req, int status, ps_json_t *j, ps_buf_t *b)
+{
+    ps_json_envelope_close(j);
+    ps_http_send(req, status, "application/json", b->data, b->len);
+    ps_buf_dispose(b);
+}
+
 void ps_http_error_status(h2o_req_t *req, int status, const char *msg)
 {
     ps_buf_t b = PS_BUF_INIT;
@@ -272,9 +279,7 @@ void ps_http_error_status(h2o_req_t *req, int status, const char *msg)
     ps_json_cstr(&j, ps_http_error_type(status));
     ps_json_key(&j, "error");
     ps_json_cstr(&j, msg);
-    ps_json_envelope_close(&j);
-    ps_http_send(req, status, "application/json", b.data, b.len);
-    ps_buf_dispose(&b);
+    ps_http_send_envelope(req, status, &j, &b);
 }
 
 void ps_http_error(h2o_req_t *req, int code, const char *msg)
