@@ -145,6 +145,13 @@ static void expect_series(const ps_read_series_t *s, const char *job, const char
     assert_int_equal(s->nsamples, n);
 }
 
+/* sample i of s is (t_ms, exactly v) */
+static void expect_sample(const ps_read_series_t *s, uint32_t i, int64_t t_ms, double v)
+{
+    assert_int_equal(s->samples[i].t_ms, t_ms);
+    assert_true(s->samples[i].v == v);
+}
+
 #define ALL_TIME (T0), (T0 + 1000)
 
 /* ---- SAMPLES -------------------------------------------------------------------------------- */
@@ -165,13 +172,10 @@ static void test_samples_exact(void **state)
     assert_string_equal(s[0].labels.pairs[0].name, "__name__");
     assert_string_equal(s[0].labels.pairs[1].name, "instance");
     assert_string_equal(s[0].labels.pairs[2].name, "job");
-    assert_int_equal(s[0].samples[0].t_ms, MS(T0 + 10));
-    assert_true(s[0].samples[0].v == CPU01);
-    assert_int_equal(s[0].samples[1].t_ms, MS(T0 + 20));
-    assert_true(s[0].samples[1].v == CPU02);
+    expect_sample(&s[0], 0, MS(T0 + 10), CPU01);
+    expect_sample(&s[0], 1, MS(T0 + 20), CPU02);
     expect_series(&s[1], "api", "b", 1);
-    assert_int_equal(s[1].samples[0].t_ms, MS(T0 + 15));
-    assert_true(s[1].samples[0].v == CPU03);
+    expect_sample(&s[1], 0, MS(T0 + 15), CPU03);
     ps_arena_dispose(&a);
 }
 
@@ -194,8 +198,7 @@ static void test_matcher_types_and_ranges(void **state)
     /* != */
     assert_int_equal(res[0].nseries, 1);
     expect_series(&res[0].series[0], "batch", NULL, 1);
-    assert_true(res[0].series[0].samples[0].v == CPU04);
-    assert_int_equal(res[0].series[0].samples[0].t_ms, MS(T0 + 30));
+    expect_sample(&res[0].series[0], 0, MS(T0 + 30), CPU04);
     /* =~ */
     assert_int_equal(res[1].nseries, 2);
     expect_series(&res[1].series[0], "api", "a", 2);
@@ -207,8 +210,7 @@ static void test_matcher_types_and_ranges(void **state)
     /* range */
     assert_int_equal(res[3].nseries, 2);
     expect_series(&res[3].series[0], "api", "a", 1);
-    assert_int_equal(res[3].series[0].samples[0].t_ms, MS(T0 + 20));
-    assert_true(res[3].series[0].samples[0].v == CPU02);
+    expect_sample(&res[3].series[0], 0, MS(T0 + 20), CPU02);
     expect_series(&res[3].series[1], "api", "b", 1);
     assert_int_equal(res[4].nseries, 0);
     assert_int_equal(res[5].nseries, 0);
@@ -454,8 +456,7 @@ static void test_float_series(void **state)
     assert_int_equal(res[0].nseries, 1);
     assert_int_equal(res[0].series[0].nsamples, 11);
     for (uint32_t k = 0; k < 11; k++) {
-        assert_int_equal(res[0].series[0].samples[k].t_ms, MS(T0 + 150 + 15 * k));
-        assert_true(res[0].series[0].samples[k].v == (10 + k) * 0.5);
+        expect_sample(&res[0].series[0], k, MS(T0 + 150 + 15 * k), (10 + k) * 0.5);
     }
 
     /* streamed: the stored chunks overlapping the range, byte for byte, whole */
@@ -522,8 +523,7 @@ static void test_same_millisecond(void **state)
     assert_int_equal(run_samples(&a, q, 1, NULL, &res, &nres, &err), 0);
     assert_int_equal(res[0].nseries, 1);
     assert_int_equal(res[0].series[0].nsamples, 1);
-    assert_int_equal(res[0].series[0].samples[0].t_ms, MS(T0 + 40));
-    assert_true(res[0].series[0].samples[0].v == CPU01);
+    expect_sample(&res[0].series[0], 0, MS(T0 + 40), CPU01);
     assert_int_equal(run_streamed(&a, q, 1, NULL, fr, &err), 0);
     assert_int_equal(fr->n, 1);
     assert_int_equal(xor_samples(&fr->f[0].series[0].chunks[0], t, v), 1);
