@@ -38,6 +38,13 @@ __attribute__((noreturn, format(printf, 3, 4))) static inline void ps_fuzz_fail(
         if (!(cond))                                                                                                   \
             ps_fuzz_fail(PS_FUZZ_NAME, #cond, __VA_ARGS__);                                                            \
     } while (0)
+
+/* A decoder's failure is clean: rc is PS_EINVAL or PS_ETOOBIG, and err says it with a message. */
+static inline void ps_fuzz_check_decode_error(int rc, const ps_err_t *err)
+{
+    CHECK(rc == PS_EINVAL || rc == PS_ETOOBIG, "decode returned %d: %s", rc, err->msg);
+    CHECK(err->code == rc && err->msg[0] != '\0', "error without a message");
+}
 #else
 /* CHECK(cond): a finding when cond is false. */
 #define CHECK(c)                                                                                                       \
