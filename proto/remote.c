@@ -74,8 +74,6 @@ typedef Profstore__Remote__V2TimeSeries pb_v2_series_t;
 typedef Profstore__Remote__V2Metadata pb_v2_meta_t;
 typedef Profstore__Remote__V2Exemplar pb_v2_exemplar_t;
 
-#define UNPACK_BYTES_PER_INPUT_BYTE 48
-
 void ps_remote_limits_default(ps_remote_limits_t *l)
 {
     l->max_uncompressed = 32u << 20;
@@ -576,6 +574,37 @@ int ps_wire_unsnappy(const void *body, size_t n, size_t max, const char *what, p
     return 0;
 }
 
+int ps_wire_snappy(const void *raw, size_t len, ps_buf_t *out, ps_err_t *err)
+{
+    size_t max = snappy_max_compressed_length(len);
+    char *dst = (char *)ps_buf_reserve(out, max);
+    size_t clen = max;
+    if (snappy_compress(raw ? (const char *)raw : "", len, dst, &clen) != SNAPPY_OK)
+        return ps_err_set(err, PS_EINTERNAL, "snappy: compression failed");
+    out->len += clen;
+    return 0;
+}
+
+/* ---- protobuf-c unpacking (wire.h) ---------------------------------------------------------- */
+
+#define UNPACK_BYTES_PER_INPUT_BYTE 48
+
+size_t ps_wire_unpack_budget(size_t ulen)
+{
+    return ulen < (SIZE_MAX / 2 - (1u << 20)) / UNPACK_BYTES_PER_INPUT_BYTE ? ulen * UNPACK_BYTES_PER_INPUT_BYTE + (1u << 20)
+                                                                           : SIZE_MAX / 2;
+}
+
+int ps_wire_unpack_error(const mdesc_t *md, const uint8_t *u, size_t ulen, bool over, size_t budget, const char *what,
+                         ps_err_t *err)
+{
+    if (over)
+        return ps_err_set(err, PS_ETOOBIG, "protobuf: %s needs more than %zu bytes to unpack", what, budget);
+    if (ps_wire_scan(md, u, u + ulen, "", 0, u, err) != 0)
+        return ps_err_prefix(err, "protobuf: malformed %s (uncompressed)", what);
+    return ps_err_set(err, PS_EINVAL, "protobuf: malformed %s (protobuf-c cannot unpack it)", what);
+}
+
 /* ---- decode --------------------------------------------------------------------------------- */
 
 int ps_remote_write_decode(const void *body, size_t n, int version, const ps_remote_limits_t *lim,
@@ -597,23 +626,14 @@ int ps_remote_write_decode(const void *body, size_t n, int version, const ps_rem
         return rc;
 
     ps_pb_arena_t pa;
-    size_t budget = ulen < (SIZE_MAX / 2 - (1u << 20)) / UNPACK_BYTES_PER_INPUT_BYTE
-                    ? ulen * UNPACK_BYTES_PER_INPUT_BYTE + (1u << 20)
-                    : SIZE_MAX / 2;
-    ps_pb_arena_init(&pa, arena, budget);
+    ps_pb_arena_init(&pa, arena, ps_wire_unpack_budget(ulen));
     const uint8_t *u = (const uint8_t *)raw;
     ProtobufCMessage *msg = version == 1
                                 ? (ProtobufCMessage *)profstore__remote__write_request__unpack(&pa.base, ulen, u)
                                 : (ProtobufCMessage *)profstore__remote__v2_request__unpack(&pa.base, ulen, u);
-    if (msg == NULL) {
-        const char *what = version == 1 ? "prometheus.WriteRequest" : "io.prometheus.write.v2.Request";
-        if (pa.over)
-            return ps_err_set(err, PS_ETOOBIG, "protobuf: %s needs more than %zu bytes to unpack", what, pa.budget);
-        rc = ps_wire_scan(version == 1 ? &m_write : &m_v2, u, u + ulen, "", 0, u, err);
-        if (rc != 0)
-            return ps_err_prefix(err, "protobuf: malformed %s (uncompressed)", what);
-        return ps_err_set(err, PS_EINVAL, "protobuf: malformed %s (protobuf-c cannot unpack it)", what);
-    }
+    if (msg == NULL)
+        return ps_wire_unpack_error(version == 1 ? &m_write : &m_v2, u, ulen, pa.over, pa.budget,
+                                    version == 1 ? "prometheus.WriteRequest" : "io.prometheus.write.v2.Request", err);
     out->version = version;
     rc = version == 1 ? convert_v1((const pb_write_t *)msg, lim, arena, out, err)
                       : convert_v2((const pb_v2_t *)msg, lim, arena, out, err);
@@ -758,15 +778,7 @@ int ps_remote_write_encode(const ps_remote_write_t *w, int version, ps_buf_t *ou
     if (version != 1 && version != 2)
         return ps_err_set(err, PS_EUNSUPPORTED, "remote-write version %d is not supported (1 or 2)", version);
     size_t len = version == 1 ? pack_v1(w, &a, &raw) : pack_v2(w, &a, &raw);
-    size_t max = snappy_max_compressed_length(len);
-    char *dst = (char *)ps_buf_reserve(out, max);
-    size_t clen = max;
-    if (snappy_compress((const char *)raw, len, dst, &clen) != SNAPPY_OK) {
-        rc = ps_err_set(err, PS_EINTERNAL, "snappy: compression failed");
-        goto Exit;
-    }
-    out->len += clen;
-Exit:
+    rc = ps_wire_snappy(raw, len, out, err);
     ps_arena_dispose(&a);
     return rc;
 }

@@ -42,7 +42,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <snappy-c.h>
 
 #include "core/crc32c.h"
 #include "core/varint.h"
@@ -54,8 +53,6 @@ typedef Profstore__Remote__ReadRequest pb_req_t;
 typedef Profstore__Remote__Query pb_query_t;
 typedef Profstore__Remote__LabelMatcher pb_matcher_t;
 typedef Profstore__Remote__ReadHints pb_hints_t;
-
-#define UNPACK_BYTES_PER_INPUT_BYTE 48
 
 void ps_read_limits_default(ps_read_limits_t *l)
 {
@@ -179,20 +176,11 @@ int ps_read_request_decode(const void *body, size_t n, const ps_read_limits_t *l
     if ((rc = ps_wire_unsnappy(body, n, lim->max_uncompressed, "remote read", arena, &raw, &ulen, err)) != 0)
         return rc;
     ps_pb_arena_t pa;
-    size_t budget = ulen < (SIZE_MAX / 2 - (1u << 20)) / UNPACK_BYTES_PER_INPUT_BYTE
-                    ? ulen * UNPACK_BYTES_PER_INPUT_BYTE + (1u << 20)
-                    : SIZE_MAX / 2;
-    ps_pb_arena_init(&pa, arena, budget);
+    ps_pb_arena_init(&pa, arena, ps_wire_unpack_budget(ulen));
     const uint8_t *u = (const uint8_t *)raw;
     pb_req_t *pb = profstore__remote__read_request__unpack(&pa.base, ulen, u);
-    if (pb == NULL) {
-        if (pa.over)
-            return ps_err_set(err, PS_ETOOBIG, "protobuf: prometheus.ReadRequest needs more than %zu bytes to unpack",
-                              pa.budget);
-        if ((rc = ps_wire_scan(&m_read, u, u + ulen, "", 0, u, err)) != 0)
-            return ps_err_prefix(err, "protobuf: malformed prometheus.ReadRequest (uncompressed)");
-        return ps_err_set(err, PS_EINVAL, "protobuf: malformed prometheus.ReadRequest (protobuf-c cannot unpack it)");
-    }
+    if (pb == NULL)
+        return ps_wire_unpack_error(&m_read, u, ulen, pa.over, pa.budget, "prometheus.ReadRequest", err);
     rc = convert(pb, lim, arena, out, err);
     if (rc != 0)
         memset(out, 0, sizeof(*out));
@@ -349,11 +337,8 @@ void ps_read_request_encode(const ps_read_request_t *req, ps_buf_t *out)
         for (uint32_t k = 0; k < req->naccepted; k++)
             ps_put_uvarint(&raw, (uint64_t)(int64_t)req->accepted[k]);
     }
-    size_t max = snappy_max_compressed_length(raw.len);
-    char *dst = (char *)ps_buf_reserve(out, max);
-    size_t clen = max;
-    if (snappy_compress(raw.data ? (const char *)raw.data : "", raw.len, dst, &clen) == SNAPPY_OK)
-        out->len += clen;
+    ps_err_t err;
+    (void)ps_wire_snappy(raw.data, raw.len, out, &err); /* this encoder returns nothing: a failure appends nothing */
     ps_buf_dispose(&raw);
 }
 
@@ -417,13 +402,7 @@ void ps_read_resp_end_result(ps_read_resp_t *r)
 
 int ps_read_resp_finish(ps_read_resp_t *r, ps_buf_t *out, ps_err_t *err)
 {
-    size_t max = snappy_max_compressed_length(r->raw.len);
-    char *dst = (char *)ps_buf_reserve(out, max);
-    size_t clen = max;
-    if (snappy_compress(r->raw.data ? (const char *)r->raw.data : "", r->raw.len, dst, &clen) != SNAPPY_OK)
-        return ps_err_set(err, PS_EINTERNAL, "snappy: compression failed");
-    out->len += clen;
-    return 0;
+    return ps_wire_snappy(r->raw.data, r->raw.len, out, err);
 }
 
 /* ---- STREAMED_XOR_CHUNKS -------------------------------------------------------------------- */

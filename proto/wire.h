@@ -1,7 +1,8 @@
 /*
  * wire.h - what the remote codecs (remote.c: write, remote_read.c: read) share, private to proto/:
  * the schema tables that say where a protobuf message that protobuf-c refused is wrong, and the
- * snappy block-format unpacking with its length check.
+ * snappy block format both ways (unpacking with its length check), and the unpack budget and
+ * errors around protobuf-c.
  */
 #ifndef PS_PROTO_WIRE_H
 #define PS_PROTO_WIRE_H
@@ -45,5 +46,22 @@ int ps_wire_scan(const mdesc_t *md, const uint8_t *p, const uint8_t *end, const 
  */
 int ps_wire_unsnappy(const void *body, size_t n, size_t max, const char *what, ps_arena_t *arena, char **out,
                      size_t *outlen, ps_err_t *err);
+
+/** Appends raw (len bytes; NULL when 0) to out, snappy block-format compressed: 0, or
+ *  PS_EINTERNAL "snappy: compression failed" (out unchanged). */
+int ps_wire_snappy(const void *raw, size_t len, ps_buf_t *out, ps_err_t *err);
+
+/** The allocation budget for unpacking ulen bytes with protobuf-c (pballoc.h): 48 bytes of
+ *  structs a byte plus 1 MiB, at most SIZE_MAX / 2. */
+size_t ps_wire_unpack_budget(size_t ulen);
+
+/**
+ * The error when protobuf-c refused the message u (ulen bytes) of schema md, named what
+ * ("prometheus.WriteRequest"): over the budget PS_ETOOBIG "protobuf: what needs more than budget
+ * bytes to unpack"; else where ps_wire_scan finds it wrong, "protobuf: malformed what
+ * (uncompressed): path: ..."; else PS_EINVAL "protobuf: malformed what (protobuf-c cannot unpack it)".
+ */
+int ps_wire_unpack_error(const mdesc_t *md, const uint8_t *u, size_t ulen, bool over, size_t budget, const char *what,
+                         ps_err_t *err);
 
 #endif

@@ -37,10 +37,8 @@ int ps_api_format_query(h2o_req_t *req)
     ps_pq_dispose(e);
     ps_json_envelope(&j, &b);
     ps_json_str(&j, (const char *)text.data, text.len);
-    ps_json_envelope_close(&j);
-    ps_http_send(req, 200, "application/json", b.data, b.len);
+    ps_http_send_envelope(req, 200, &j, &b);
     ps_buf_dispose(&text);
-    ps_buf_dispose(&b);
     ps_arena_dispose(&a);
     return 0;
 }

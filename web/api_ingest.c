@@ -18,12 +18,6 @@ typedef struct pending {
     size_t body_len;
 } pending_t;
 
-static void on_written(ps_wreq_t *w)
-{
-    pending_t *p = w->ctx;
-    ps_async_complete(&p->async); /* back to the request's loop */
-}
-
 static void on_complete(ps_async_t *a, h2o_req_t *req)
 {
     pending_t *p = (pending_t *)a;
@@ -105,11 +99,7 @@ int ps_api_profiles_write(h2o_req_t *req)
     if (ps_ingest_prepare(req->entity.base, req->entity.len, &ip, &s->opts.limits, p->arena, &p->w.app, &err) != 0)
         goto Fail;
     p->w.kind = PS_WREQ_APPEND;
-    p->w.on_done = on_written;
-    p->w.ctx = p;
-    ps_async_init(&p->async, req, on_complete);
-    if (ps_writer_submit(s->writer, &p->w) != 0) {
-        ps_async_cancel(&p->async);
+    if (ps_async_submit_write(&p->async, &p->w, req, on_complete) != 0) {
         err = p->w.err;
         goto Fail;
     }

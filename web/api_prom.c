@@ -599,9 +599,7 @@ static int empty_list(h2o_req_t *req, const char *key)
     ps_json_arr(&j);
     ps_json_end(&j);
     ps_json_end(&j);
-    ps_json_envelope_close(&j);
-    ps_http_send(req, 200, "application/json", b.data, b.len);
-    ps_buf_dispose(&b);
+    ps_http_send_envelope(req, 200, &j, &b);
     return 0;
 }
 

@@ -53,9 +53,7 @@ int ps_api_buildinfo(h2o_req_t *req)
         ps_json_cstr(&j, fields[i][1]);
     }
     ps_json_end(&j);
-    ps_json_envelope_close(&j);
-    ps_http_send(req, 200, "application/json", b.data, b.len);
-    ps_buf_dispose(&b);
+    ps_http_send_envelope(req, 200, &j, &b);
     return 0;
 }
 
@@ -103,9 +101,7 @@ int ps_api_status_config(h2o_req_t *req)
         ps_json_cstr(&j, "");
     pthread_mutex_unlock(&status_mu);
     ps_json_end(&j);
-    ps_json_envelope_close(&j);
-    ps_http_send(req, 200, "application/json", b.data, b.len);
-    ps_buf_dispose(&b);
+    ps_http_send_envelope(req, 200, &j, &b);
     return 0;
 }
 
@@ -121,26 +117,8 @@ int ps_api_status_flags(h2o_req_t *req)
         ps_json_cstr(&j, s->flags[i].value);
     }
     ps_json_end(&j);
-    ps_json_envelope_close(&j);
-    ps_http_send(req, 200, "application/json", b.data, b.len);
-    ps_buf_dispose(&b);
+    ps_http_send_envelope(req, 200, &j, &b);
     return 0;
-}
-
-/* Go's time.RFC3339Nano: the fraction without trailing zeros (none when whole) */
-static void rfc3339nano(int64_t ns, char *buf, size_t size)
-{
-    ps_format_time(ns, buf, size);
-    char *dot = strchr(buf, '.');
-    if (dot == NULL)
-        return;
-    char *z = strchr(dot, 'Z');
-    char *e = z;
-    while (e > dot + 1 && e[-1] == '0')
-        e--;
-    if (e == dot + 1)
-        e = dot;
-    memmove(e, z, strlen(z) + 1);
 }
 
 /* threads of this process (Prometheus' goroutineCount is its count of concurrent activities) */
@@ -175,7 +153,7 @@ int ps_api_status_runtimeinfo(h2o_req_t *req)
     ps_json_envelope(&j, &b);
     ps_json_obj(&j);
     ps_json_key(&j, "startTime");
-    rfc3339nano(s->start_time, t, sizeof(t));
+    ps_format_time_go(s->start_time, t, sizeof(t));
     ps_json_cstr(&j, t);
     ps_json_key(&j, "CWD");
     ps_json_cstr(&j, getcwd(cwd, sizeof(cwd)) ? cwd : "");
@@ -198,9 +176,7 @@ int ps_api_status_runtimeinfo(h2o_req_t *req)
     ps_format_duration(s->opts.retention_ns, t, sizeof(t));
     ps_json_cstr(&j, t);
     ps_json_end(&j);
-    ps_json_envelope_close(&j);
-    ps_http_send(req, 200, "application/json", b.data, b.len);
-    ps_buf_dispose(&b);
+    ps_http_send_envelope(req, 200, &j, &b);
     return 0;
 }
 
@@ -331,11 +307,6 @@ typedef struct admin {
     ps_wreq_t w;
 } admin_t;
 
-static void on_admin_done(ps_wreq_t *w)
-{
-    ps_async_complete(&((admin_t *)w->ctx)->async);
-}
-
 static void on_admin_complete(ps_async_t *a, h2o_req_t *req)
 {
     admin_t *ad = (admin_t *)a;
@@ -350,9 +321,7 @@ static void on_admin_complete(ps_async_t *a, h2o_req_t *req)
             ps_json_key(&j, ad->w.kind == PS_WREQ_COMPACT ? "chunks" : "series_dropped");
             ps_json_uint(&j, ad->w.count);
             ps_json_end(&j);
-            ps_json_envelope_close(&j);
-            ps_http_send(req, 200, "application/json", b.data, b.len);
-            ps_buf_dispose(&b);
+            ps_http_send_envelope(req, 200, &j, &b);
         }
     }
     free(ad);
@@ -360,14 +329,9 @@ static void on_admin_complete(ps_async_t *a, h2o_req_t *req)
 
 static int admin(h2o_req_t *req, ps_wreq_kind_t kind)
 {
-    ps_server_t *s = ps_http_server(req);
     admin_t *ad = ps_xcalloc(1, sizeof(*ad));
     ad->w.kind = kind;
-    ad->w.on_done = on_admin_done;
-    ad->w.ctx = ad;
-    ps_async_init(&ad->async, req, on_admin_complete);
-    if (ps_writer_submit(s->writer, &ad->w) != 0) {
-        ps_async_cancel(&ad->async);
+    if (ps_async_submit_write(&ad->async, &ad->w, req, on_admin_complete) != 0) {
         ps_http_error(req, PS_EUNAVAIL, ad->w.err.msg);
         free(ad);
     }
@@ -418,8 +382,6 @@ int ps_api_reload(h2o_req_t *req)
     ps_json_t j;
     ps_json_envelope(&j, &b);
     ps_json_cstr(&j, "configuration reloaded");
-    ps_json_envelope_close(&j);
-    ps_http_send(req, 200, "application/json", b.data, b.len);
-    ps_buf_dispose(&b);
+    ps_http_send_envelope(req, 200, &j, &b);
     return 0;
 }

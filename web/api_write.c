@@ -28,12 +28,6 @@ typedef struct pending {
     uint64_t nhistograms, nexemplars;
 } pending_t;
 
-static void on_written(ps_wreq_t *w)
-{
-    pending_t *p = w->ctx;
-    ps_async_complete(&p->async);
-}
-
 static void add_header(h2o_req_t *req, const char *name, uint64_t v)
 {
     char *b = h2o_mem_alloc_pool(&req->pool, 24);
@@ -228,11 +222,7 @@ int ps_api_remote_write(h2o_req_t *req)
         log_dropped(s, w.nhistograms, w.nexemplars);
     }
     ps_ingest_remote_prepare(&w, p->arena, &p->w);
-    p->w.on_done = on_written;
-    p->w.ctx = p;
-    ps_async_init(&p->async, req, on_complete);
-    if (ps_writer_submit(s->writer, &p->w) != 0) {
-        ps_async_cancel(&p->async);
+    if (ps_async_submit_write(&p->async, &p->w, req, on_complete) != 0) {
         err = p->w.err;
         goto Fail;
     }

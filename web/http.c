@@ -260,6 +260,13 @@ const char *ps_http_error_type(int status)
     }
 }
 
+void ps_http_send_envelope(h2o_req_t *req, int status, ps_json_t *j, ps_buf_t *b)
+{
+    ps_json_envelope_close(j);
+    ps_http_send(req, status, "application/json", b->data, b->len);
+    ps_buf_dispose(b);
+}
+
 void ps_http_error_status(h2o_req_t *req, int status, const char *msg)
 {
     ps_buf_t b = PS_BUF_INIT;
@@ -272,9 +279,7 @@ void ps_http_error_status(h2o_req_t *req, int status, const char *msg)
     ps_json_cstr(&j, ps_http_error_type(status));
     ps_json_key(&j, "error");
     ps_json_cstr(&j, msg);
-    ps_json_envelope_close(&j);
-    ps_http_send(req, status, "application/json", b.data, b.len);
-    ps_buf_dispose(&b);
+    ps_http_send_envelope(req, status, &j, &b);
 }
 
 void ps_http_error(h2o_req_t *req, int code, const char *msg)
@@ -335,6 +340,23 @@ void ps_async_on_messages(h2o_multithread_receiver_t *receiver, h2o_linklist_t *
             ((async_link_t *)a->link)->a = NULL;
         a->on_complete(a, req);
     }
+}
+
+static void on_write_done(ps_wreq_t *w)
+{
+    ps_async_complete(w->ctx); /* back to the request's loop */
+}
+
+int ps_async_submit_write(ps_async_t *a, ps_wreq_t *w, h2o_req_t *req, ps_async_cb cb)
+{
+    w->on_done = on_write_done;
+    w->ctx = a;
+    ps_async_init(a, req, cb);
+    if (ps_writer_submit(ps_http_server(req)->writer, w) != 0) {
+        ps_async_cancel(a);
+        return -1;
+    }
+    return 0;
 }
 
 ps_arena_t *ps_loop_arena_get(h2o_req_t *req)

@@ -51,6 +51,9 @@ const ps_param_t *ps_params_get(const ps_params_t *p, const char *name);
 
 /** Sends body with status and content type (copied). */
 void ps_http_send(h2o_req_t *req, int status, const char *content_type, const void *body, size_t len);
+/** Closes the envelope j writes into b (ps_json_envelope), sends b as application/json with status,
+ *  and disposes b. */
+void ps_http_send_envelope(h2o_req_t *req, int status, ps_json_t *j, ps_buf_t *b);
 /** Starts an answer of unknown length (chunked) whose body gen sends with h2o_send, from its proceed
  *  callback on this request's loop thread. Counted in the request stats now, with the time to its
  *  first byte. */

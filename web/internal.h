@@ -7,6 +7,7 @@
 #include <h2o.h>
 #include <pthread.h>
 
+#include "ingest/ingest.h"
 #include "server.h"
 
 typedef struct ps_loop {
@@ -30,6 +31,13 @@ static inline ps_loop_t *ps_loop_of(h2o_context_t *ctx)
 }
 
 void ps_async_on_messages(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages);
+/**
+ * Hands w to the server's writer thread, tied to req by a (ps_async_init with cb): cb runs on
+ * the request's loop once the writer is done with w. Sets w->on_done and w->ctx (= a; a is the
+ * first member of the caller's struct, so cb casts it back). 0, or -1 when the writer refused w
+ * (w->err says why; a is untied again, cb never runs).
+ */
+int ps_async_submit_write(ps_async_t *a, ps_wreq_t *w, h2o_req_t *req, ps_async_cb cb);
 
 /* routes.c */
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req);

@@ -175,6 +175,20 @@ void ps_format_time(int64_t ns, char *buf, size_t size)
         snprintf(buf, size, "%sZ", base);
 }
 
+void ps_format_time_go(int64_t ns, char *buf, size_t size)
+{
+    ps_format_time(ns, buf, size);
+    char *dot = strchr(buf, '.'), *z = dot ? strchr(dot, 'Z') : NULL;
+    if (z == NULL)
+        return;
+    char *e = z;
+    while (e > dot + 1 && e[-1] == '0')
+        e--;
+    if (e == dot + 1)
+        e = dot;
+    memmove(e, z, strlen(z) + 1);
+}
+
 void ps_format_duration(int64_t ns, char *buf, size_t size)
 {
     static const struct {

@@ -24,6 +24,9 @@ int ps_parse_duration(const char *s, size_t n, int allow_float, int64_t *ns, ps_
 int ps_parse_time(const char *s, size_t n, int64_t *ns, ps_err_t *err);
 /** Formats ns as RFC3339Nano UTC ("2026-11-30T07:06:04.123456789Z") into buf (>= 40 bytes). */
 void ps_format_time(int64_t ns, char *buf, size_t size);
+/** The same as Go's time.RFC3339Nano writes it: the fraction without its trailing zeros, none when
+ *  the second is whole ("2026-11-30T07:06:04.1234Z"). */
+void ps_format_time_go(int64_t ns, char *buf, size_t size);
 /** Formats a duration like Prometheus ("1h30m", "15d"). */
 void ps_format_duration(int64_t ns, char *buf, size_t size);
 

@@ -56,19 +56,8 @@ static void put_time(ps_buf_t *b, int64_t t_ms)
     char ts[48];
     if (t_ms > INT64_MAX / 1000000 || t_ms < INT64_MIN / 1000000)
         snprintf(ts, sizeof(ts), "out of range");
-    else {
-        /* RFC 3339 with the fraction's trailing zeros cut, as Go's RFC3339Nano writes it */
-        ps_format_time(t_ms * 1000000, ts, sizeof(ts));
-        char *dot = strchr(ts, '.'), *z = strchr(ts, 'Z');
-        if (dot && z) {
-            char *e = z;
-            while (e > dot + 1 && e[-1] == '0')
-                e--;
-            if (e == dot + 1)
-                e = dot;
-            memmove(e, z, strlen(z) + 1);
-        }
-    }
+    else
+        ps_format_time_go(t_ms * 1000000, ts, sizeof(ts));
     ps_buf_printf(b, "%" PRId64 " (%s)", t_ms, ts);
 }
 

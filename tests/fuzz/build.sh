@@ -26,41 +26,34 @@ ln -s "$root/parser" "$gen/inc/parser"
 ln -s "$root/storage" "$gen/inc/storage"
 protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/profile.proto"
 
+# every target: libFuzzer with ASan + UBSan, warnings on, the include tree above
+fuzzcc() {
+    "$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
+        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+        -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+        -I"$gen/inc" "$@"
+}
+
 # shellcheck disable=SC2046
-"$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
-    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-    -I"$gen/inc" -I"$gen" $(pkg-config --cflags libprotobuf-c zlib) \
+fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib) \
     "$here/fuzz_pprof.c" "$root/proto/pprof.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/src/core/*.c \
     $(pkg-config --libs libprotobuf-c zlib) -lm -lpthread \
     -o "$out/fuzz_pprof"
 
 # fuzz_chunk: the chunk codec (storage/chunk.c) needs only the core helpers. Built here too, before
 # the last line, which stays the path of fuzz_pprof for run.sh.
-"$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
-    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-    -I"$gen/inc" \
-    "$here/fuzz_chunk.c" "$root/storage/chunk.c" "$root"/src/core/*.c -lm -lpthread \
+fuzzcc "$here/fuzz_chunk.c" "$root/storage/chunk.c" "$root"/src/core/*.c -lm -lpthread \
     -o "$out/fuzz_chunk"
 
 # fuzz_xorchunk: the float chunk codec (storage/xorchunk.c), core helpers only.
-"$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
-    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-    -I"$gen/inc" \
-    "$here/fuzz_xorchunk.c" "$root/storage/xorchunk.c" "$root"/src/core/*.c -lm -lpthread \
+fuzzcc "$here/fuzz_xorchunk.c" "$root/storage/xorchunk.c" "$root"/src/core/*.c -lm -lpthread \
     -o "$out/fuzz_xorchunk"
 
 # fuzz_selector: the selector/PromQL parser (parser/), with the re2c lexer generated here.
 if [ -f "$root/parser/selector.re" ] && [ -f "$here/fuzz_selector.c" ]; then
     re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
     # shellcheck disable=SC2046
-    "$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
-        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-        -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-        -I"$gen/inc" \
-        "$here/fuzz_selector.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
+    fuzzcc "$here/fuzz_selector.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
         $(pkg-config --libs libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_selector"
 fi
@@ -69,11 +62,7 @@ fi
 if [ -f "$root/parser/promql.c" ] && [ -f "$here/fuzz_promql.c" ]; then
     [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
     # shellcheck disable=SC2046
-    "$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
-        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-        -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-        -I"$gen/inc" \
-        "$here/fuzz_promql.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
+    fuzzcc "$here/fuzz_promql.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
         $(pkg-config --libs libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_promql"
 fi
@@ -82,10 +71,7 @@ fi
 if [ -f "$root/proto/remote.proto" ] && [ -f "$here/fuzz_remote.c" ]; then
     protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/remote.proto"
     # shellcheck disable=SC2046
-    "$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
-        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-        -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-        -I"$gen/inc" -I"$gen" $(pkg-config --cflags libprotobuf-c) \
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c) \
         "$here/fuzz_remote.c" "$root/proto/remote.c" "$root/proto/pballoc.c" "$gen/remote.pb-c.c" "$root"/src/core/*.c \
         $(pkg-config --libs libprotobuf-c) -lsnappy -lm -lpthread \
         -o "$out/fuzz_remote"
@@ -96,10 +82,7 @@ fi
 if [ -f "$root/proto/remote_read.c" ] && [ -f "$here/fuzz_remote_read.c" ]; then
     [ -f "$gen/remote.pb-c.c" ] || protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/remote.proto"
     # shellcheck disable=SC2046
-    "$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
-        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-        -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-        -I"$gen/inc" -I"$gen" $(pkg-config --cflags libprotobuf-c) \
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c) \
         "$here/fuzz_remote_read.c" "$root/proto/remote_read.c" "$root/proto/remote.c" "$root/proto/pballoc.c" \
         "$gen/remote.pb-c.c" "$root"/src/core/*.c \
         $(pkg-config --libs libprotobuf-c) -lsnappy -lm -lpthread \

@@ -21,12 +21,6 @@
 
 #include "fuzzutil.h"
 
-#define CHECK(c)                                                                                                       \
-    do {                                                                                                               \
-        if (!(c))                                                                                                      \
-            abort();                                                                                                   \
-    } while (0)
-
 static void check_valid(const ps_chunk_data_t *d)
 {
     CHECK(d->n >= 1 && d->n <= PS_CHUNK_MAX_PROFILES);

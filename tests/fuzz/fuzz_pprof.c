@@ -13,15 +13,8 @@
 
 #include "proto/pprof.h"
 
-#define CHECK(cond, ...)                                                                                   \
-    do {                                                                                                   \
-        if (!(cond)) {                                                                                     \
-            fprintf(stderr, "fuzz_pprof: %s: ", #cond);                                                    \
-            fprintf(stderr, __VA_ARGS__);                                                                  \
-            fputc('\n', stderr);                                                                           \
-            abort();                                                                                       \
-        }                                                                                                  \
-    } while (0)
+#define PS_FUZZ_NAME "fuzz_pprof"
+#include "fuzzutil.h"
 
 static int str_eq(ps_str_t a, ps_str_t b) { return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0; }
 
@@ -99,8 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ps_err_clear(&err);
     int rc = ps_pprof_decode(data, size, &lim, &arena, &p, &err);
     if (rc != 0) {
-        CHECK(rc == PS_EINVAL || rc == PS_ETOOBIG, "decode returned %d: %s", rc, err.msg);
-        CHECK(err.code == rc && err.msg[0] != '\0', "error without a message");
+        ps_fuzz_check_decode_error(rc, &err);
         goto Exit;
     }
     /* every index in range */

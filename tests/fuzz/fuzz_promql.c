@@ -23,11 +23,7 @@
 #include "core/mem.h"
 #include "parser/promql.h"
 
-#define CHECK(c)                                                                                                       \
-    do {                                                                                                               \
-        if (!(c))                                                                                                      \
-            abort();                                                                                                   \
-    } while (0)
+#include "fuzzutil.h"
 
 static const ps_pq_limits_t limits = {4096, 48, 400};
 /* a canonical form may be longer than its input ("a@1" is "a @ 1.000"), and each +Inf that starts
@@ -95,24 +91,6 @@ static ps_pq_vtype_t check_tree(const ps_pq_node_t *e, size_t size, uint32_t dep
     return e->type;
 }
 
-/* A position, when there is one, is in the input, and the message starts with its line:column. */
-static void check_pos(const ps_err_t *err, const uint8_t *data, size_t size)
-{
-    CHECK(err->pos >= -1 && (err->pos < 0 || (size_t)err->pos <= size));
-    if (err->pos < 0)
-        return;
-    unsigned line = 1;
-    size_t bol = 0;
-    for (size_t i = 0; i < (size_t)err->pos; i++)
-        if (data[i] == '\n') {
-            line++;
-            bol = i + 1;
-        }
-    char want[48];
-    int n = snprintf(want, sizeof(want), "%u:%zu: ", line, (size_t)err->pos - bol + 1);
-    CHECK(n > 0 && strncmp(err->msg, want, (size_t)n) == 0);
-}
-
 /* Prometheus' String() is not quite a fixed point: +Inf prints with its sign, so "Inf ^ x" prints
  * "+Inf ^ x", which reads back as +(Inf ^ x) and prints "++Inf ^ x" (Prometheus 2.42 does the same).
  * Compares two forms with every run of '+' before "Inf" taken as one. */
@@ -168,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(e == NULL);
         CHECK(rc == PS_EINVAL || rc == PS_ETOOBIG);
         CHECK(err.code == rc && err.msg[0] != '\0' && memchr(err.msg, '\0', sizeof(err.msg)) != NULL);
-        check_pos(&err, data, size);
+        ps_fuzz_check_pos(&err, data, size);
         ps_arena_dispose(&a);
         return 0;
     }

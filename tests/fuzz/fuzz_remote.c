@@ -14,19 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <snappy-c.h>
-
 #include "proto/remote.h"
 
-#define CHECK(cond, ...)                                                                                   \
-    do {                                                                                                   \
-        if (!(cond)) {                                                                                     \
-            fprintf(stderr, "fuzz_remote: %s: ", #cond);                                                   \
-            fprintf(stderr, __VA_ARGS__);                                                                  \
-            fputc('\n', stderr);                                                                           \
-            abort();                                                                                       \
-        }                                                                                                  \
-    } while (0)
+#define PS_FUZZ_NAME "fuzz_remote"
+#define PS_FUZZ_SNAPPY
+#include "fuzzutil.h"
 
 static void check_valid(const ps_remote_write_t *w)
 {
@@ -70,27 +62,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ps_buf_t enc = PS_BUF_INIT;
     ps_remote_write_t w, v;
     ps_err_t err;
-    char *z = NULL;
+    char *z;
 
     if (size == 0)
         return 0;
     int version = (data[0] & 1) ? 2 : 1;
-    const uint8_t *body = data + 1;
-    size_t n = size - 1;
-    if (data[0] & 2) {
-        size_t max = snappy_max_compressed_length(n);
-        z = malloc(max ? max : 1);
-        CHECK(snappy_compress((const char *)body, n, z, &max) == SNAPPY_OK, "compress");
-        body = (const uint8_t *)z;
-        n = max;
-    }
+    const uint8_t *body;
+    size_t n;
+    ps_fuzz_body(data, size, &body, &n, &z);
     ps_remote_limits_default(&lim);
     lim.max_uncompressed = 8u << 20;
     ps_err_clear(&err);
     int rc = ps_remote_write_decode(body, n, version, &lim, &arena, &w, &err);
     if (rc != 0) {
-        CHECK(rc == PS_EINVAL || rc == PS_ETOOBIG, "decode returned %d: %s", rc, err.msg);
-        CHECK(err.code == rc && err.msg[0] != '\0', "error without a message");
+        ps_fuzz_check_decode_error(rc, &err);
         CHECK(w.nseries == 0 && w.nmetadata == 0, "a failure left output");
         goto Exit;
     }

@@ -15,19 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <snappy-c.h>
-
 #include "proto/remote_read.h"
 
-#define CHECK(cond, ...)                                                                                   \
-    do {                                                                                                   \
-        if (!(cond)) {                                                                                     \
-            fprintf(stderr, "fuzz_remote_read: %s: ", #cond);                                              \
-            fprintf(stderr, __VA_ARGS__);                                                                  \
-            fputc('\n', stderr);                                                                           \
-            abort();                                                                                       \
-        }                                                                                                  \
-    } while (0)
+#define PS_FUZZ_NAME "fuzz_remote_read"
+#define PS_FUZZ_SNAPPY
+#include "fuzzutil.h"
 
 static void check_valid(const ps_read_request_t *r)
 {
@@ -72,26 +64,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ps_read_request_t r, back;
     ps_read_type_t type;
     ps_err_t err;
-    char *z = NULL;
+    char *z;
 
     if (size == 0)
         return 0;
-    const uint8_t *body = data + 1;
-    size_t n = size - 1;
-    if (data[0] & 2) {
-        size_t max = snappy_max_compressed_length(n);
-        z = malloc(max ? max : 1);
-        CHECK(snappy_compress((const char *)body, n, z, &max) == SNAPPY_OK, "compress");
-        body = (const uint8_t *)z;
-        n = max;
-    }
+    const uint8_t *body;
+    size_t n;
+    ps_fuzz_body(data, size, &body, &n, &z);
     ps_read_limits_default(&lim);
     lim.max_uncompressed = 8u << 20;
     ps_err_clear(&err);
     int rc = ps_read_request_decode(body, n, &lim, &arena, &r, &err);
     if (rc != 0) {
-        CHECK(rc == PS_EINVAL || rc == PS_ETOOBIG, "decode returned %d: %s", rc, err.msg);
-        CHECK(err.code == rc && err.msg[0] != '\0', "error without a message");
+        ps_fuzz_check_decode_error(rc, &err);
         CHECK(r.nqueries == 0 && r.naccepted == 0, "a failure left output");
         goto Exit;
     }

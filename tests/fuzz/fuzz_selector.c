@@ -32,11 +32,7 @@
 #include "parser/labels.h"
 #include "parser/selector.h"
 
-#define CHECK(c)                                                                                                       \
-    do {                                                                                                               \
-        if (!(c))                                                                                                      \
-            abort();                                                                                                   \
-    } while (0)
+#include "fuzzutil.h"
 
 static void check_selector(ps_selector_t *sel, const uint8_t *data, size_t size)
 {
@@ -62,24 +58,6 @@ static void check_selector(ps_selector_t *sel, const uint8_t *data, size_t size)
     CHECK(non_empty);
 }
 
-/* A position, when there is one, is in the input, and the message starts with its line:column. */
-static void check_pos(const ps_err_t *err, const uint8_t *data, size_t size)
-{
-    CHECK(err->pos >= -1 && (err->pos < 0 || (size_t)err->pos <= size));
-    if (err->pos < 0)
-        return;
-    unsigned line = 1;
-    size_t bol = 0;
-    for (size_t i = 0; i < (size_t)err->pos; i++)
-        if (data[i] == '\n') {
-            line++;
-            bol = i + 1;
-        }
-    char want[48];
-    int n = snprintf(want, sizeof(want), "%u:%zu: ", line, (size_t)err->pos - bol + 1);
-    CHECK(n > 0 && strncmp(err->msg, want, (size_t)n) == 0);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ps_arena_t a = PS_ARENA_INIT;
@@ -94,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(sel.n == 0 && sel.m == NULL);
         CHECK(rc == PS_EINVAL || rc == PS_ETOOBIG);
         CHECK(err.code == rc && err.msg[0] != '\0' && memchr(err.msg, '\0', sizeof(err.msg)) != NULL);
-        check_pos(&err, data, size);
+        ps_fuzz_check_pos(&err, data, size);
     }
     ps_selector_dispose(&sel);
     ps_selector_dispose(&sel); /* dispose is idempotent */

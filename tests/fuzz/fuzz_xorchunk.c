@@ -18,12 +18,6 @@
 
 #include "fuzzutil.h"
 
-#define CHECK(c)                                                                                                       \
-    do {                                                                                                               \
-        if (!(c))                                                                                                      \
-            abort();                                                                                                   \
-    } while (0)
-
 typedef struct sample {
     int64_t t;
     uint64_t v;

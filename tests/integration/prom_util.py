@@ -5,7 +5,8 @@ and a comparison of two Prometheus HTTP API answers.
     PromConfig(...)                     a generated prometheus.yml: scrape jobs (1 s), remote_write
                                         and/or remote_read to a profstore, external labels
     Prometheus(workdir, config, ...)    one process on a free loopback port with its own data dir:
-                                        start() (waits for /-/ready), stop() (SIGTERM, waits), kill(),
+                                        start() (waits for /-/ready), stop() (SIGTERM, waits), kill()
+                                        (proc_util.ChildProcess: killed at exit if left running),
                                         api(path, **params), query(expr, t), query_range(expr, a, b, step),
                                         self_metric(name) (its own /metrics), wait_sent(ts) (remote_write
                                         has sent every sample up to ts)
@@ -26,7 +27,6 @@ import http.client
 import json
 import math
 import os
-import signal
 import subprocess
 import time
 import urllib.parse
@@ -36,6 +36,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import pytest
 
 from conftest import free_port
+from proc_util import ChildProcess
 
 PROMETHEUS = os.environ.get("PS_PROMETHEUS_BIN", "/usr/bin/prometheus")
 PROMTOOL = os.environ.get("PS_PROMTOOL_BIN", "/usr/bin/promtool")
@@ -120,8 +121,9 @@ class PromError(RuntimeError):
     pass
 
 
-class Prometheus:
+class Prometheus(ChildProcess):
     READY_TIMEOUT = 30.0
+    STOP_TIMEOUT = 20.0
 
     def __init__(self, workdir: Path, config: PromConfig, extra_args: Sequence[str] = (),
                  receiver: bool = False):
@@ -158,7 +160,7 @@ class Prometheus:
         self.proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      cwd=str(self.workdir))
         logf.close()
-        _live.append(self)
+        self.track()
         deadline = time.monotonic() + self.READY_TIMEOUT
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -170,24 +172,6 @@ class Prometheus:
                 pass
             time.sleep(0.1)
         raise PromError("prometheus not ready after %.0fs: %s" % (self.READY_TIMEOUT, self.log()))
-
-    def stop(self, timeout: float = 20.0) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self in _live:
-            _live.remove(self)
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        if self in _live:
-            _live.remove(self)
 
     def log(self) -> str:
         try:
@@ -242,19 +226,6 @@ class Prometheus:
             time.sleep(0.2)
         raise PromError("remote_write did not send up to %.3f within %.0fs (highest sent %s): %s"
                         % (ts, timeout, last, self.log()))
-
-
-_live: List[Prometheus] = []
-
-
-def _stop_all():
-    for p in list(_live):
-        p.kill()
-
-
-import atexit  # noqa: E402
-
-atexit.register(_stop_all)
 
 
 @pytest.fixture

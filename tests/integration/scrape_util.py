@@ -18,7 +18,6 @@ import http.server
 import json
 import os
 import shutil
-import signal
 import socket
 import socketserver
 import subprocess
@@ -32,6 +31,7 @@ from typing import Callable, Dict, List, Optional
 import pytest
 
 from conftest import TESTDATA, Server, free_port
+from proc_util import ChildProcess
 
 GOTARGET_SRC = TESTDATA.parent / "tools" / "gotarget"
 
@@ -98,18 +98,7 @@ def gotarget_binary() -> str:
     return out
 
 
-_live: List["GoTarget"] = []
-
-
-def _cleanup_all():
-    for t in list(_live):
-        t.kill()
-
-
-atexit.register(_cleanup_all)
-
-
-class GoTarget:
+class GoTarget(ChildProcess):
     """One gotarget process on 127.0.0.1:port (a free port unless given)."""
 
     def __init__(self, workdir: Path, seed: int = 1, port: Optional[int] = None, args: Optional[List[str]] = None):
@@ -135,8 +124,7 @@ class GoTarget:
         self.proc = subprocess.Popen([gotarget_binary(), "-addr", self.address, "-workload-seed", str(self.seed)]
                                      + self.args, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         logf.close()
-        if self not in _live:
-            _live.append(self)
+        self.track()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -148,24 +136,6 @@ class GoTarget:
                 pass
             time.sleep(0.05)
         raise AssertionError("gotarget on %s not healthy after %.0fs: %s" % (self.address, timeout, self.log()))
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self in _live:
-            _live.remove(self)
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        if self in _live:
-            _live.remove(self)
 
     def restart(self) -> "GoTarget":
         """Stops the process and starts a new one on the same port (its counters start from zero)."""

@@ -1,6 +1,6 @@
 /*
  * testutil.h - what the unit tests share: where the fixtures are, reading files whole, checking
- * that a doc repeats a source comment, and a random generator. Include after <cmocka.h> (a missing file fails the test).
+ * that a doc repeats a source comment, temporary folders, and a random generator. Include after <cmocka.h> (a missing file fails the test).
  */
 #ifndef PS_TESTUTIL_H
 #define PS_TESTUTIL_H
@@ -87,6 +87,23 @@ static inline void ps_test_doc_repeats_comment(const char *c, const char *md, co
         assert_true(cp[0] == ' ' && cp[1] == '*');
         cp += cp[2] == ' ' ? 3 : 2;
     }
+}
+
+/** A new folder made from tmpl ("/tmp/name-XXXXXX"), malloc'ed; fails the test if it cannot. */
+static inline char *ps_test_tmpdir(const char *tmpl)
+{
+    char *d = strdup(tmpl);
+    assert_non_null(d);
+    assert_non_null(mkdtemp(d));
+    return d;
+}
+
+/** Removes folder d and all below it (rm -rf); fails the test if that fails. */
+static inline void ps_test_rm_rf(const char *d)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
+    assert_int_equal(system(cmd), 0);
 }
 
 /* A deterministic generator for random test data: xorshift64*, a fixed seed, one state per test

@@ -437,6 +437,13 @@ static void test_durations_and_times(void **state)
     assert_int_equal(ns, 0);
     ps_format_time(1796022364647593488ll, buf, sizeof(buf));
     assert_string_equal(buf, "2026-11-30T07:06:04.647593488Z");
+    /* Go's RFC3339Nano: trailing zeros of the fraction cut, no fraction when whole */
+    ps_format_time_go(1796022364647593488ll, buf, sizeof(buf));
+    assert_string_equal(buf, "2026-11-30T07:06:04.647593488Z");
+    ps_format_time_go(1796022364120000000ll, buf, sizeof(buf));
+    assert_string_equal(buf, "2026-11-30T07:06:04.12Z");
+    ps_format_time_go(1796022364000000000ll, buf, sizeof(buf));
+    assert_string_equal(buf, "2026-11-30T07:06:04Z");
     static const char *bad[] = {"", "yesterday", "2026-13-01T00:00:00Z", "2026-11-30T07:06:04", "2026-11-30", "1e400", "12abc"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(ps_parse_time(bad[i], strlen(bad[i]), &ns, &err), PS_EINVAL);

@@ -17,31 +17,12 @@
 #include <cmocka.h>
 
 #include "../testutil.h"
-#include <jansson.h>
-#include <snappy-c.h>
+#include "promutil.h"
 
 #include "core/varint.h"
 #include "proto/remote.h"
 
 /* ---- helpers -------------------------------------------------------------------------------- */
-
-static uint8_t *read_prom(const char *name, size_t *n)
-{
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/prometheus/%s", ps_test_testdata(), name);
-    return ps_test_read_path(path, n);
-}
-
-static json_t *read_json(const char *name)
-{
-    char path[1024];
-    json_error_t je;
-    snprintf(path, sizeof(path), "%s/prometheus/%s", ps_test_testdata(), name);
-    json_t *j = json_load_file(path, 0, &je);
-    if (j == NULL)
-        fail_msg("%s: %s", path, je.text);
-    return j;
-}
 
 /* A tiny protobuf writer for hand-made bodies (varints: core/varint.h). */
 static void put_tag(ps_buf_t *b, unsigned num, unsigned wt) { ps_put_uvarint(b, (uint64_t)num << 3 | wt); }
@@ -72,15 +53,7 @@ static void put_int(ps_buf_t *b, unsigned num, uint64_t v)
 }
 
 /* snappy-compresses raw into out (replacing its contents). */
-static void compress(const ps_buf_t *raw, ps_buf_t *out)
-{
-    size_t max = snappy_max_compressed_length(raw->len);
-    ps_buf_reset(out);
-    char *dst = (char *)ps_buf_reserve(out, max);
-    size_t clen = max;
-    assert_int_equal(snappy_compress(raw->len ? (const char *)raw->data : "", raw->len, dst, &clen), SNAPPY_OK);
-    out->len = clen;
-}
+static void compress(const ps_buf_t *raw, ps_buf_t *out) { ps_test_snappy(raw->data, raw->len, out); }
 
 /* Decodes the uncompressed protobuf raw (compressed here) and expects code rc and message msg. */
 static void expect_raw(const ps_buf_t *raw, int version, int rc, const char *msg)
@@ -220,9 +193,9 @@ static void test_real_bodies(void **state)
         char name[64];
         size_t n;
         snprintf(name, sizeof(name), "%s.bin", bodies[b]);
-        uint8_t *body = read_prom(name, &n);
+        uint8_t *body = ps_test_read_prom(name, &n);
         snprintf(name, sizeof(name), "%s.json", bodies[b]);
-        json_t *j = read_json(name);
+        json_t *j = ps_test_read_prom_json(name);
         ps_arena_t arena = PS_ARENA_INIT;
         ps_remote_write_t w;
         ps_err_t err;
@@ -247,7 +220,7 @@ static void test_real_body_facts(void **state)
 {
     (void)state;
     size_t n;
-    uint8_t *body = read_prom("remote-write-01.bin", &n);
+    uint8_t *body = ps_test_read_prom("remote-write-01.bin", &n);
     assert_int_equal(n, 696);
     ps_arena_t arena = PS_ARENA_INIT;
     ps_remote_write_t w;
@@ -265,7 +238,7 @@ static void test_real_body_facts(void **state)
     ps_arena_dispose(&arena);
     free(body);
 
-    body = read_prom("remote-write-metadata-01.bin", &n);
+    body = ps_test_read_prom("remote-write-metadata-01.bin", &n);
     assert_int_equal(ps_remote_write_decode(body, n, 1, NULL, &arena, &w, &err), 0);
     assert_int_equal(w.nmetadata, 8);
     assert_int_equal(w.metadata[3].type, PS_METRIC_GAUGE);
@@ -299,7 +272,7 @@ static void test_round_trip(void **state)
         char name[64];
         size_t n;
         snprintf(name, sizeof(name), "%s.bin", bodies[b]);
-        uint8_t *body = read_prom(name, &n);
+        uint8_t *body = ps_test_read_prom(name, &n);
         ps_arena_t arena = PS_ARENA_INIT;
         ps_remote_write_t w, w1, w2;
         ps_buf_t e1 = PS_BUF_INIT, e2 = PS_BUF_INIT;
@@ -752,7 +725,7 @@ static void test_limits(void **state)
 {
     (void)state;
     size_t n;
-    uint8_t *body = read_prom("remote-write-01.bin", &n);
+    uint8_t *body = ps_test_read_prom("remote-write-01.bin", &n);
     ps_remote_limits_t lim;
     ps_remote_limits_default(&lim);
     lim.max_series = 17;
@@ -771,7 +744,7 @@ static void test_limits(void **state)
     assert_int_equal(ps_remote_write_decode(body, n, 1, &lim, &arena, &w, &err), 0);
     ps_arena_dispose(&arena);
     free(body);
-    body = read_prom("remote-write-metadata-01.bin", &n);
+    body = ps_test_read_prom("remote-write-metadata-01.bin", &n);
     ps_remote_limits_default(&lim);
     lim.max_metadata = 7;
     expect_body(body, n, 1, &lim, PS_ETOOBIG, "8 metadata entries (the limit is 7)");
@@ -807,7 +780,7 @@ static void test_truncation_and_corruption(void **state)
         char name[64];
         size_t n;
         snprintf(name, sizeof(name), "%s.bin", bodies[b]);
-        uint8_t *body = read_prom(name, &n);
+        uint8_t *body = ps_test_read_prom(name, &n);
         ps_arena_t arena = PS_ARENA_INIT;
         ps_remote_write_t w;
         ps_err_t err;

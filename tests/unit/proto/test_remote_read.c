@@ -16,44 +16,16 @@
 #include <cmocka.h>
 
 #include "../testutil.h"
-#include <jansson.h>
-#include <snappy-c.h>
+#include "promutil.h"
 
 #include "core/crc32c.h"
 #include "core/varint.h"
 #include "proto/remote_read.h"
 
-static uint8_t *read_prom(const char *name, size_t *n)
-{
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/prometheus/%s", ps_test_testdata(), name);
-    return ps_test_read_path(path, n);
-}
-
-static json_t *read_json(const char *name)
-{
-    char path[1024];
-    json_error_t je;
-    snprintf(path, sizeof(path), "%s/prometheus/%s", ps_test_testdata(), name);
-    json_t *j = json_load_file(path, 0, &je);
-    if (j == NULL)
-        fail_msg("%s: %s", path, je.text);
-    return j;
-}
-
 static int64_t jint(json_t *o, const char *k)
 {
     json_t *v = json_object_get(o, k);
     return v ? (int64_t)json_integer_value(v) : 0;
-}
-
-static void snappy_of(const void *raw, size_t n, ps_buf_t *out)
-{
-    size_t max = snappy_max_compressed_length(n);
-    ps_buf_reset(out);
-    char *dst = (char *)ps_buf_reserve(out, max);
-    assert_int_equal(snappy_compress(n ? raw : "", n, dst, &max), SNAPPY_OK);
-    out->len = max;
 }
 
 /* ---- the captured requests ------------------------------------------------------------------ */
@@ -64,8 +36,8 @@ static void check_request(const char *bin, const char *js)
     ps_read_request_t req;
     ps_err_t err;
     size_t n;
-    uint8_t *body = read_prom(bin, &n);
-    json_t *j = read_json(js);
+    uint8_t *body = ps_test_read_prom(bin, &n);
+    json_t *j = ps_test_read_prom_json(js);
     assert_int_equal(ps_read_request_decode(body, n, NULL, &a, &req, &err), 0);
     json_t *qs = json_object_get(j, "queries");
     assert_int_equal(req.nqueries, json_array_size(qs));
@@ -117,7 +89,7 @@ static void test_captured_request_facts(void **state)
     ps_read_request_t req;
     ps_err_t err;
     size_t n;
-    uint8_t *body = read_prom("remote-read-02.bin", &n);
+    uint8_t *body = ps_test_read_prom("remote-read-02.bin", &n);
     assert_int_equal(n, 113);
     assert_int_equal(ps_read_request_decode(body, n, NULL, &a, &req, &err), 0);
     assert_int_equal(req.nqueries, 1);
@@ -155,8 +127,8 @@ static void test_captured_response(void **state)
     ps_arena_t a = PS_ARENA_INIT;
     ps_err_t err;
     size_t n;
-    uint8_t *body = read_prom("remote-read-response-01.bin", &n);
-    json_t *j = read_json("remote-read-response-01.json");
+    uint8_t *body = ps_test_read_prom("remote-read-response-01.bin", &n);
+    json_t *j = ps_test_read_prom_json("remote-read-response-01.json");
     ps_read_result_t *res;
     uint32_t nres;
     assert_int_equal(n, 188);
@@ -201,7 +173,7 @@ static void test_captured_response(void **state)
     ps_buf_t out = PS_BUF_INIT;
     assert_int_equal(ps_read_resp_finish(&r, &out, &err), 0);
     ps_buf_t ours = PS_BUF_INIT;
-    snappy_of(raw, rl, &ours);
+    ps_test_snappy(raw, rl, &ours);
     assert_int_equal(out.len, ours.len);
     assert_memory_equal(out.data, ours.data, out.len);
     assert_int_equal(out.len, n);
@@ -360,7 +332,7 @@ static void expect_bad_raw(const void *raw, size_t n, const ps_read_limits_t *li
     ps_buf_t z = PS_BUF_INIT;
     ps_read_request_t req;
     ps_err_t err;
-    snappy_of(raw, n, &z);
+    ps_test_snappy(raw, n, &z);
     assert_int_equal(ps_read_request_decode(z.data, z.len, lim, &a, &req, &err), rc);
     assert_string_equal(err.msg, msg);
     assert_int_equal(req.nqueries, 0);
@@ -386,7 +358,7 @@ static void test_bad_requests(void **state)
     assert_string_equal(err.msg, "snappy: framed (stream) format; remote read uses the block format");
     /* truncated: every prefix of a real body fails cleanly */
     size_t n;
-    uint8_t *body = read_prom("remote-read-01.bin", &n);
+    uint8_t *body = ps_test_read_prom("remote-read-01.bin", &n);
     for (size_t k = 0; k < n; k++) {
         int rc = ps_read_request_decode(body, k, NULL, &a, &req, &err);
         assert_true(rc == PS_EINVAL);
@@ -434,7 +406,7 @@ static void test_bad_requests(void **state)
                    "snappy: the body announces 6 uncompressed bytes (the limit is 5)");
     /* an empty request is valid: no queries */
     ps_buf_t z = PS_BUF_INIT;
-    snappy_of("", 0, &z);
+    ps_test_snappy("", 0, &z);
     assert_int_equal(ps_read_request_decode(z.data, z.len, NULL, &a, &req, &err), 0);
     assert_int_equal(req.nqueries, 0);
     ps_buf_dispose(&z);

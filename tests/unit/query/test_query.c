@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "../testutil.h"
+#include "storefix.h"
 
 #include "core/timeutil.h"
 #include "ingest/ingest.h"
@@ -44,51 +45,17 @@
 #define CPU03 2890000000LL
 #define CPU04 2890000000LL
 
-static char dir[64];
+static char *dir;
 static ps_store_t *store;
 
 
-static void ingest_at(const char *rel, const char *labels, const char *when)
-{
-    size_t len;
-    uint8_t *b = ps_test_read_fixture(rel, &len);
-    ps_ingest_params_t ip = {.labels = labels, .labels_len = strlen(labels), .time = when, .time_len = strlen(when),
-                             .delta = -1};
-    ps_arena_t a = PS_ARENA_INIT;
-    ps_append_t app;
-    ps_err_t err;
-    ps_err_clear(&err);
-    if (ps_ingest_prepare(b, (size_t)len, &ip, NULL, &a, &app, &err) != 0)
-        fail_msg("%s: %s", rel, err.msg);
-    app.series_ids = ps_arena_calloc(&a, app.nseries, sizeof(uint64_t));
-    app.series_samples = ps_arena_calloc(&a, app.nseries, sizeof(uint32_t));
-    ps_append_t *items[1] = {&app};
-    if (ps_store_write_batch(store, items, 1, &err) != 0 || app.status != 0)
-        fail_msg("%s: %s / %s", rel, err.msg, app.err.msg);
-    ps_arena_dispose(&a);
-    free(b);
-}
-
-static void ingest(const char *rel, const char *labels, int64_t ts_s)
-{
-    char when[32];
-    snprintf(when, sizeof(when), "%lld", (long long)ts_s);
-    ingest_at(rel, labels, when);
-}
+static void ingest_at(const char *rel, const char *labels, const char *when) { ps_test_ingest_at(store, rel, labels, when); }
+static void ingest(const char *rel, const char *labels, int64_t ts_s) { ps_test_ingest(store, rel, labels, ts_s); }
 
 static int setup(void **state)
 {
     (void)state;
-    strcpy(dir, "/tmp/ps_test_query_XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    ps_store_opts_t o;
-    ps_store_opts_default(&o);
-    o.dir = dir;
-    o.nosync = true;
-    ps_err_t err;
-    ps_err_clear(&err);
-    if (ps_store_open(&o, &store, &err) != 0)
-        fail_msg("open: %s", err.msg);
+    store = ps_test_store_open("/tmp/ps_test_query_XXXXXX", &dir);
     ingest("go/cpu-01.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 10);
     ingest("go/cpu-02.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 20);
     ingest("go/cpu-03.pb.gz", "{job=\"api\",instance=\"b\"}", T0 + 15);
@@ -100,10 +67,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    ps_store_close(store);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    ps_test_store_close(store, dir);
     return 0;
 }
 

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "../testutil.h"
+#include "storefix.h"
 
 #include "core/crc32c.h"
 #include "core/timeutil.h"
@@ -46,48 +47,15 @@
 #define NMANY 130
 #define NFLOAT 300
 
-static char dir[64];
+static char *dir;
 static ps_store_t *store;
 
-static void ingest_at(const char *rel, const char *labels, const char *when)
-{
-    size_t len;
-    uint8_t *b = ps_test_read_fixture(rel, &len);
-    ps_ingest_params_t ip = {.labels = labels, .labels_len = strlen(labels), .time = when, .time_len = strlen(when),
-                             .delta = -1};
-    ps_arena_t a = PS_ARENA_INIT;
-    ps_append_t app;
-    ps_err_t err;
-    ps_err_clear(&err);
-    if (ps_ingest_prepare(b, (size_t)len, &ip, NULL, &a, &app, &err) != 0)
-        fail_msg("%s: %s", rel, err.msg);
-    app.series_ids = ps_arena_calloc(&a, app.nseries, sizeof(uint64_t));
-    app.series_samples = ps_arena_calloc(&a, app.nseries, sizeof(uint32_t));
-    ps_append_t *items[1] = {&app};
-    if (ps_store_write_batch(store, items, 1, &err) != 0 || app.status != 0)
-        fail_msg("%s: %s / %s", rel, err.msg, app.err.msg);
-    ps_arena_dispose(&a);
-    free(b);
-}
-
-static void ingest(const char *rel, const char *labels, int64_t ts_s)
-{
-    char when[32];
-    snprintf(when, sizeof(when), "%lld", (long long)ts_s);
-    ingest_at(rel, labels, when);
-}
+static void ingest_at(const char *rel, const char *labels, const char *when) { ps_test_ingest_at(store, rel, labels, when); }
+static void ingest(const char *rel, const char *labels, int64_t ts_s) { ps_test_ingest(store, rel, labels, ts_s); }
 
 static int setup(void **state)
 {
-    strcpy(dir, "/tmp/ps_test_read_XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    ps_store_opts_t o;
-    ps_store_opts_default(&o);
-    o.dir = dir;
-    o.nosync = true;
-    ps_err_t err;
-    if (ps_store_open(&o, &store, &err) != 0)
-        fail_msg("open: %s", err.msg);
+    store = ps_test_store_open("/tmp/ps_test_read_XXXXXX", &dir);
     ingest("go/cpu-01.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 10);
     ingest("go/cpu-02.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 20);
     ingest("go/cpu-03.pb.gz", "{job=\"api\",instance=\"b\"}", T0 + 15);
@@ -103,6 +71,7 @@ static int setup(void **state)
         fs[i] = (ps_fsample_t){MS(T0 + 15 * i), i * 0.5};
     ps_fappend_t fa = {.labels = &ls, .samples = fs, .nsamples = NFLOAT};
     ps_fappend_t *fas[1] = {&fa};
+    ps_err_t err;
     if (ps_store_write(store, NULL, 0, fas, 1, NULL, 0, &err) != 0 || fa.status != 0 || fa.accepted != NFLOAT)
         fail_msg("float write: %s / %s", err.msg, fa.err.msg);
     return 0;
@@ -110,10 +79,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    ps_store_close(store);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    ps_test_store_close(store, dir);
     return 0;
 }
 
@@ -179,6 +145,13 @@ static void expect_series(const ps_read_series_t *s, const char *job, const char
     assert_int_equal(s->nsamples, n);
 }
 
+/* sample i of s is (t_ms, exactly v) */
+static void expect_sample(const ps_read_series_t *s, uint32_t i, int64_t t_ms, double v)
+{
+    assert_int_equal(s->samples[i].t_ms, t_ms);
+    assert_true(s->samples[i].v == v);
+}
+
 #define ALL_TIME (T0), (T0 + 1000)
 
 /* ---- SAMPLES -------------------------------------------------------------------------------- */
@@ -199,13 +172,10 @@ static void test_samples_exact(void **state)
     assert_string_equal(s[0].labels.pairs[0].name, "__name__");
     assert_string_equal(s[0].labels.pairs[1].name, "instance");
     assert_string_equal(s[0].labels.pairs[2].name, "job");
-    assert_int_equal(s[0].samples[0].t_ms, MS(T0 + 10));
-    assert_true(s[0].samples[0].v == CPU01);
-    assert_int_equal(s[0].samples[1].t_ms, MS(T0 + 20));
-    assert_true(s[0].samples[1].v == CPU02);
+    expect_sample(&s[0], 0, MS(T0 + 10), CPU01);
+    expect_sample(&s[0], 1, MS(T0 + 20), CPU02);
     expect_series(&s[1], "api", "b", 1);
-    assert_int_equal(s[1].samples[0].t_ms, MS(T0 + 15));
-    assert_true(s[1].samples[0].v == CPU03);
+    expect_sample(&s[1], 0, MS(T0 + 15), CPU03);
     ps_arena_dispose(&a);
 }
 
@@ -228,8 +198,7 @@ static void test_matcher_types_and_ranges(void **state)
     /* != */
     assert_int_equal(res[0].nseries, 1);
     expect_series(&res[0].series[0], "batch", NULL, 1);
-    assert_true(res[0].series[0].samples[0].v == CPU04);
-    assert_int_equal(res[0].series[0].samples[0].t_ms, MS(T0 + 30));
+    expect_sample(&res[0].series[0], 0, MS(T0 + 30), CPU04);
     /* =~ */
     assert_int_equal(res[1].nseries, 2);
     expect_series(&res[1].series[0], "api", "a", 2);
@@ -241,8 +210,7 @@ static void test_matcher_types_and_ranges(void **state)
     /* range */
     assert_int_equal(res[3].nseries, 2);
     expect_series(&res[3].series[0], "api", "a", 1);
-    assert_int_equal(res[3].series[0].samples[0].t_ms, MS(T0 + 20));
-    assert_true(res[3].series[0].samples[0].v == CPU02);
+    expect_sample(&res[3].series[0], 0, MS(T0 + 20), CPU02);
     expect_series(&res[3].series[1], "api", "b", 1);
     assert_int_equal(res[4].nseries, 0);
     assert_int_equal(res[5].nseries, 0);
@@ -488,8 +456,7 @@ static void test_float_series(void **state)
     assert_int_equal(res[0].nseries, 1);
     assert_int_equal(res[0].series[0].nsamples, 11);
     for (uint32_t k = 0; k < 11; k++) {
-        assert_int_equal(res[0].series[0].samples[k].t_ms, MS(T0 + 150 + 15 * k));
-        assert_true(res[0].series[0].samples[k].v == (10 + k) * 0.5);
+        expect_sample(&res[0].series[0], k, MS(T0 + 150 + 15 * k), (10 + k) * 0.5);
     }
 
     /* streamed: the stored chunks overlapping the range, byte for byte, whole */
@@ -556,8 +523,7 @@ static void test_same_millisecond(void **state)
     assert_int_equal(run_samples(&a, q, 1, NULL, &res, &nres, &err), 0);
     assert_int_equal(res[0].nseries, 1);
     assert_int_equal(res[0].series[0].nsamples, 1);
-    assert_int_equal(res[0].series[0].samples[0].t_ms, MS(T0 + 40));
-    assert_true(res[0].series[0].samples[0].v == CPU01);
+    expect_sample(&res[0].series[0], 0, MS(T0 + 40), CPU01);
     assert_int_equal(run_streamed(&a, q, 1, NULL, fr, &err), 0);
     assert_int_equal(fr->n, 1);
     assert_int_equal(xor_samples(&fr->f[0].series[0].chunks[0], t, v), 1);

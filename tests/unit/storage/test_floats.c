@@ -30,19 +30,7 @@
 #define MIN_MS (60 * 1000ll)
 #define HOUR_MS (3600 * 1000ll)
 
-static char *tmpdir(void)
-{
-    char *d = strdup("/tmp/ps-floats-XXXXXX");
-    assert_non_null(mkdtemp(d));
-    return d;
-}
-
-static void rmdir_rf(const char *d)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
-    assert_int_equal(system(cmd), 0);
-}
+static char *tmpdir(void) { return ps_test_tmpdir("/tmp/ps-floats-XXXXXX"); }
 
 static ps_store_t *open_opts(const char *dir, int64_t retention_ns, int64_t window_ns)
 {
@@ -257,7 +245,7 @@ static void test_roundtrip_and_cut(void **state)
     ps_reader_end(r);
     ps_arena_dispose(&a);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -321,7 +309,7 @@ static void test_order_and_duplicates(void **state)
     assert_int_equal(fa.accepted, 1);
     ps_arena_dispose(&a);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -353,7 +341,7 @@ static void test_out_of_bounds(void **state)
     assert_int_equal(st.series, 1);
     ps_arena_dispose(&a);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -404,7 +392,7 @@ static void test_reopen(void **state)
     assert_int_equal(ch.count[2], 10);
     ps_arena_dispose(&a);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -474,7 +462,7 @@ static void test_window_compaction_retention(void **state)
     assert_true(fb.sid > fa.sid);
     ps_arena_dispose(&a);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -548,7 +536,7 @@ static void test_kind_conflict(void **state)
     ps_reader_end(r);
     ps_arena_dispose(&a);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -652,7 +640,7 @@ static void test_corrupt(void **state)
     ps_buf_dispose(&good);
     ps_arena_dispose(&a);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -714,7 +702,7 @@ static void test_metadata(void **state)
     assert_int_equal(c.n, 0);
     ps_reader_end(r);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -788,7 +776,7 @@ static void test_upgrade_v1(void **state)
     ps_buf_dispose(&rec);
     ps_buf_dispose(&enc);
     ps_arena_dispose(&a);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -922,7 +910,7 @@ static void test_prometheus_bodies(void **state)
     assert_int_equal(st.float_heads, 18);
     assert_int_equal(st.metadata, 8);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -985,7 +973,7 @@ static void test_enospace(void **state)
     free(lss);
     ps_arena_dispose(&a);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 

@@ -29,19 +29,7 @@
 
 
 
-static char *tmpdir(void)
-{
-    char *t = strdup("/tmp/ps-test-store-XXXXXX");
-    assert_non_null(mkdtemp(t));
-    return t;
-}
-
-static void rmdir_rf(const char *d)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
-    assert_int_equal(system(cmd), 0);
-}
+static char *tmpdir(void) { return ps_test_tmpdir("/tmp/ps-test-store-XXXXXX"); }
 
 static ps_store_t *open_store_cache(const char *dir, int64_t retention, uint64_t cache_bytes)
 {
@@ -394,7 +382,7 @@ static void test_roundtrip_all_fixtures(void **state)
     for (size_t i = 0; i < NFIX; i++)
         release(&ps[i]);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -456,7 +444,7 @@ static void test_order_duplicates_conflicts(void **state)
     assert_int_equal(write_one(s, &fixtures[2], "{job=\"a\"}", t0 + 5000000000ll, &p), PS_EOUTOFORDER);
     release(&p);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -528,7 +516,7 @@ static void test_compaction_chunks_and_retention(void **state)
     assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", now, &p), 0);
     release(&p);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -578,7 +566,7 @@ static void test_idle_rule_survives_cache_clear(void **state)
         assert_int_equal(ps_store_compact(s, false, after + w, &n, &err), 0);
         assert_int_equal(n, 2); /* one chunk per series: both idle now */
         ps_store_close(s);
-        rmdir_rf(dir);
+        ps_test_rm_rf(dir);
         free(dir);
     }
 }
@@ -610,7 +598,7 @@ static void test_retention_counts_series_once(void **state)
     assert_int_equal(st.chunks, 0);
     assert_int_equal(st.head_records, 0);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -665,7 +653,7 @@ static void test_index_walk_errors(void **state)
         ps_reader_end(r);
     }
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -743,7 +731,7 @@ static void test_latest_damaged_chunk(void **state)
     assert_string_equal(e3.msg, want);
     ps_reader_end(r);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -795,7 +783,7 @@ static void test_series_read_errors(void **state)
     ps_arena_dispose(&a);
     ps_reader_end(r);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -835,7 +823,7 @@ static void test_stats_from_snapshot(void **state)
     s->next = saved;
     release(&p);
     ps_store_close(s);
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 
@@ -866,7 +854,7 @@ static void test_schema_version_refused(void **state)
     ps_err_t err;
     assert_int_equal(ps_store_open(&o, &s, &err), PS_EVERSION);
     assert_non_null(strstr(err.msg, "schema version 99"));
-    rmdir_rf(dir);
+    ps_test_rm_rf(dir);
     free(dir);
 }
 

@@ -1,0 +1,66 @@
+/*
+ * storefix.h - the temporary store the query tests fill: opened in a new folder (no fsync),
+ * profiles of $PS_TESTDATA/pprof ingested under given labels at a given time, and removed whole
+ * at the end. Include after "../testutil.h".
+ */
+#ifndef PS_TEST_STOREFIX_H
+#define PS_TEST_STOREFIX_H
+
+#include "ingest/ingest.h"
+#include "storage/store.h"
+
+/** A store in a new folder made from tmpl (*dir, malloc'ed); fails the test if it cannot. */
+static inline ps_store_t *ps_test_store_open(const char *tmpl, char **dir)
+{
+    *dir = ps_test_tmpdir(tmpl);
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = *dir;
+    o.nosync = true;
+    ps_store_t *store = NULL;
+    ps_err_t err;
+    ps_err_clear(&err);
+    if (ps_store_open(&o, &store, &err) != 0)
+        fail_msg("open: %s", err.msg);
+    return store;
+}
+
+/** Closes the store and removes its folder (and frees dir). */
+static inline void ps_test_store_close(ps_store_t *store, char *dir)
+{
+    ps_store_close(store);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
+/** Ingests pprof/<rel> under labels ("{job=\"api\"}") at when (as /ingest's time= takes it). */
+static inline void ps_test_ingest_at(ps_store_t *store, const char *rel, const char *labels, const char *when)
+{
+    size_t len;
+    uint8_t *b = ps_test_read_fixture(rel, &len);
+    ps_ingest_params_t ip = {.labels = labels, .labels_len = strlen(labels), .time = when, .time_len = strlen(when),
+                             .delta = -1};
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_append_t app;
+    ps_err_t err;
+    ps_err_clear(&err);
+    if (ps_ingest_prepare(b, (size_t)len, &ip, NULL, &a, &app, &err) != 0)
+        fail_msg("%s: %s", rel, err.msg);
+    app.series_ids = ps_arena_calloc(&a, app.nseries, sizeof(uint64_t));
+    app.series_samples = ps_arena_calloc(&a, app.nseries, sizeof(uint32_t));
+    ps_append_t *items[1] = {&app};
+    if (ps_store_write_batch(store, items, 1, &err) != 0 || app.status != 0)
+        fail_msg("%s: %s / %s", rel, err.msg, app.err.msg);
+    ps_arena_dispose(&a);
+    free(b);
+}
+
+/** ps_test_ingest_at at ts_s seconds since the epoch. */
+static inline void ps_test_ingest(ps_store_t *store, const char *rel, const char *labels, int64_t ts_s)
+{
+    char when[32];
+    snprintf(when, sizeof(when), "%lld", (long long)ts_s);
+    ps_test_ingest_at(store, rel, labels, when);
+}
+
+#endif
