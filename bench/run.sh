@@ -63,6 +63,19 @@ else
     status=1
 fi
 
+# ---- bench_remote_write: POST /api/v1/write against Prometheus 2.42's receiver (bench/remote_write.c) ----
+RW_ARGS=${RW_ARGS:-}
+if [ "$QUICK" = 1 ]; then rw_series=2000; else rw_series=10000; fi
+echo
+echo "### bench_remote_write ($rw_series series x 120 scrapes, same bytes to profstore and Prometheus)"
+if [ -x "$BUILD/bench/bench_remote_write" ]; then
+    # shellcheck disable=SC2086
+    "$BUILD/bench/bench_remote_write" --profstore "$BUILD/profstore" --series "$rw_series" $RW_ARGS || status=$?
+else
+    echo "run.sh: $BUILD/bench/bench_remote_write not found; build first" >&2
+    status=1
+fi
+
 # ---- bench_query: query API latency over a day of CPU profiles (bench/query.c) ----
 # Loads once into /tmp/profstore-bench-query-<series>x<profiles> and reuses it on later runs
 # (bench_query --reload, or rm -rf the directory, to load again). Full: 24 h for QUERY_SERIES

@@ -203,10 +203,30 @@ void ps_bench_print_log_tail(const char *path, int nlines, const char *indent)
 int ps_bench_server_start(ps_bench_server_t *s, const char *binary, const char *data_dir, const char *log_path,
                           const char *const *args)
 {
-    memset(s, 0, sizeof(*s));
-    snprintf(s->log, sizeof(s->log), "%s", log_path);
     if (access(binary, X_OK) != 0) {
         fprintf(stderr, "bench: profstore binary %s is not executable (%s)\n", binary, strerror(errno));
+        return -1;
+    }
+    const char *argv[64];
+    int argc = 0;
+    argv[argc++] = binary;
+    argv[argc++] = "--listen";
+    argv[argc++] = "127.0.0.1:{port}";
+    argv[argc++] = "--data-dir";
+    argv[argc++] = data_dir;
+    for (int i = 0; args != NULL && args[i] != NULL && argc < 62; i++)
+        argv[argc++] = args[i];
+    argv[argc] = NULL;
+    return ps_bench_exec_start(s, argv, log_path, "/-/ready");
+}
+
+int ps_bench_exec_start(ps_bench_server_t *s, const char *const *args, const char *log_path, const char *ready_path)
+{
+    memset(s, 0, sizeof(*s));
+    snprintf(s->log, sizeof(s->log), "%s", log_path);
+    const char *binary = args[0];
+    if (access(binary, X_OK) != 0) {
+        fprintf(stderr, "bench: %s is not executable (%s)\n", binary, strerror(errno));
         return -1;
     }
     s->port = free_port();
@@ -215,17 +235,20 @@ int ps_bench_server_start(ps_bench_server_t *s, const char *binary, const char *
         return -1;
     }
     snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", s->port);
-    char listen[64];
-    snprintf(listen, sizeof(listen), "127.0.0.1:%d", s->port);
+    /* "{port}" in an argument becomes the port */
+    static char subst[64][512];
     const char *argv[64];
     int argc = 0;
-    argv[argc++] = binary;
-    argv[argc++] = "--listen";
-    argv[argc++] = listen;
-    argv[argc++] = "--data-dir";
-    argv[argc++] = data_dir;
-    for (int i = 0; args != NULL && args[i] != NULL && argc < 62; i++)
-        argv[argc++] = args[i];
+    for (int i = 0; args[i] != NULL && argc < 63; i++) {
+        const char *at = strstr(args[i], "{port}");
+        if (at == NULL) {
+            argv[argc++] = args[i];
+            continue;
+        }
+        snprintf(subst[argc], sizeof(subst[argc]), "%.*s%d%s", (int)(at - args[i]), args[i], s->port, at + 6);
+        argv[argc] = subst[argc];
+        argc++;
+    }
     argv[argc] = NULL;
 
     fflush(stdout);
@@ -258,12 +281,12 @@ int ps_bench_server_start(ps_bench_server_t *s, const char *binary, const char *
     }
     s->pid = pid;
     char url[128];
-    snprintf(url, sizeof(url), "%s/-/ready", s->url);
+    snprintf(url, sizeof(url), "%s%s", s->url, ready_path);
     double deadline = ps_bench_now() + 20;
     while (ps_bench_now() < deadline) {
         int st;
         if (waitpid(pid, &st, WNOHANG) == pid) {
-            fprintf(stderr, "bench: profstore exited during start-up (status %d)\n", st);
+            fprintf(stderr, "bench: %s exited during start-up (status %d)\n", binary, st);
             print_log_tail(log_path);
             s->pid = 0;
             return -1;
@@ -272,7 +295,7 @@ int ps_bench_server_start(ps_bench_server_t *s, const char *binary, const char *
             return 0;
         usleep(20 * 1000);
     }
-    fprintf(stderr, "bench: profstore not ready after 20 s\n");
+    fprintf(stderr, "bench: %s not ready after 20 s\n", binary);
     print_log_tail(log_path);
     ps_bench_server_stop(s);
     return -1;
@@ -501,6 +524,16 @@ static size_t to_slot(char *ptr, size_t size, size_t nmemb, void *ud)
     return size * nmemb;
 }
 
+void ps_bench_pusher_headers(ps_bench_pusher_t *p, const char *const *headers)
+{
+    curl_slist_free_all(p->hdr);
+    p->hdr = curl_slist_append(NULL, "Expect:");
+    for (int i = 0; headers[i] != NULL; i++)
+        p->hdr = curl_slist_append(p->hdr, headers[i]);
+    for (uint32_t i = 0; i < p->conns; i++)
+        curl_easy_setopt(p->slots[i].h, CURLOPT_HTTPHEADER, p->hdr);
+}
+
 ps_bench_pusher_t *ps_bench_pusher_new(uint32_t conns, int copy_bodies)
 {
     ps_bench_pusher_t *p = ps_xcalloc(1, sizeof(*p));
@@ -546,7 +579,7 @@ static int collect(ps_bench_pusher_t *p)
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
         long code = 0;
         curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
-        if (msg->data.result == CURLE_OK && code == 200) {
+        if (msg->data.result == CURLE_OK && code >= 200 && code < 300) {
             p->st.ok++;
         } else {
             if (p->st.failed == 0) {

@@ -50,6 +50,10 @@ typedef struct ps_bench_server {
  */
 int ps_bench_server_start(ps_bench_server_t *s, const char *binary, const char *data_dir, const char *log_path,
                           const char *const *args);
+/** Starts any program (args NULL-terminated, args[0] its path; "{port}" in an argument becomes a
+ *  free port, also in s->port and s->url), output to log_path, and waits (up to 20 s) until GET
+ *  ready_path answers 200. Returns 0 or -1. Stop it with ps_bench_server_stop. */
+int ps_bench_exec_start(ps_bench_server_t *s, const char *const *args, const char *log_path, const char *ready_path);
 /** SIGTERM, wait (up to 30 s, then SIGKILL). Returns the wait status (0 = clean exit). */
 int ps_bench_server_stop(ps_bench_server_t *s);
 /** 1 if the server is still running; else 0 with its wait status in *status (if not NULL). */
@@ -89,10 +93,14 @@ typedef struct ps_bench_pusher ps_bench_pusher_t;
 
 /** copy_bodies: copy each body (else it must stay valid until the request completes). */
 ps_bench_pusher_t *ps_bench_pusher_new(uint32_t conns, int copy_bodies);
+/* A request counts as ok with any 2xx status. */
 /** Starts a POST to url; waits first (driving the transfers) while all connections are busy, or
  *  while a request with the same key (>= 0; e.g. the series, so that one series' profiles reach
  *  the server in order, as from one agent) is in flight. key < 0: no ordering. */
 void ps_bench_pusher_post(ps_bench_pusher_t *p, int64_t key, const char *url, const void *body, size_t len);
+/** Replaces the request headers (NULL-terminated "Name: value" strings; default
+ *  "Content-Type: application/octet-stream"). Call while nothing is in flight. */
+void ps_bench_pusher_headers(ps_bench_pusher_t *p, const char *const *headers);
 /** Waits for everything in flight. */
 void ps_bench_pusher_drain(ps_bench_pusher_t *p);
 

@@ -34,6 +34,7 @@ typedef struct ps_fstate {
     int64_t last_t;      /* the series' newest sample, if has_last */
     uint64_t last_v;
     bool has_last, dirty;
+    bool broken;         /* the stored head could not be continued: the series takes no appends */
 } ps_fstate_t;
 
 static inline int64_t t_key(int64_t t_ms) { return t_ms * 1000000; }
@@ -156,7 +157,7 @@ static int fstate_load(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_fstate_t **
         ps_fstate_t *f = fstate_add(s, sid);
         ps_buf_append(&f->chunk, v.mv_data, v.mv_size);
         if (ps_xor_app_resume(&f->app, &f->chunk, 1, &why) != 0) {
-            fstate_empty_head(f); /* keeps the cache entry sane; the caller fails the series */
+            f->broken = true; /* (validated above: not expected) appends to it fail from now on */
             return damaged(err, sid, "head", &why);
         }
         f->head_min_t = min_t;
@@ -267,6 +268,10 @@ static int append_series(ps_store_t *s, MDB_txn *txn, ps_fappend_t *fa, int64_t 
     }
     fa->sid = sid;
     ps_fstate_t *f = fstate_find(s, sid);
+    if (f != NULL && f->broken) {
+        fa->status = ps_err_set(&fa->err, PS_ECORRUPT, "series %llu: damaged float head", (unsigned long long)sid);
+        return 0;
+    }
     if (f == NULL && (ret = fstate_load(s, txn, sid, &f, &fa->err)) != 0) {
         if (ret != PS_ECORRUPT)
             return ps_err_set(err, ret, "%s", fa->err.msg);

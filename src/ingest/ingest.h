@@ -91,7 +91,9 @@ struct ps_wreq {
 typedef struct ps_writer_opts {
     uint32_t max_batch;          /* profiles per transaction (default 512); a PS_WREQ_SAMPLES request
                                   * counts as 1 + its samples / PS_WRITER_SAMPLES_PER_UNIT */
-    uint32_t max_queue;          /* queued requests before submit refuses (default 8192) */
+    uint32_t max_queue;          /* queued requests before submit refuses (default 8192); a
+                                  * PS_WREQ_SAMPLES request is also refused when the queue would
+                                  * then weigh more than this many units (max_batch's units) */
     int64_t commit_delay_ns;     /* at most one commit per this interval, unless a batch is full (10 ms) */
     int64_t compact_interval_ns; /* how often to look for heads due (default 10 s) */
     int64_t retention_interval_ns; /* how often to apply retention (default 1 min) */

@@ -19,6 +19,7 @@ struct ps_writer {
     pthread_cond_t cv;
     ps_wreq_t *head, *tail;
     uint32_t queued;
+    uint64_t queued_units;   /* the weight() of what is queued */
     bool stopping;
     ps_writer_stats_t stats;
 };
@@ -152,6 +153,7 @@ static void *run(void *arg)
             w->tail = NULL;
         last->next = NULL;
         w->queued -= n;
+        w->queued_units -= units;
         pthread_mutex_unlock(&w->mu);
 
         size_t napps = 0, nfl = 0, nmeta = 0;
@@ -262,8 +264,12 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
 {
     r->next = NULL;
     r->status = 0;
+    uint64_t units = weight(r);
     pthread_mutex_lock(&w->mu);
-    if (w->stopping || w->queued >= w->opts.max_queue) {
+    /* samples requests also count by weight: max_queue units of decoded samples at most (8,192
+     * units ~ 8M samples) wait in memory; the sender retries the 503 */
+    if (w->stopping || w->queued >= w->opts.max_queue ||
+        (r->kind == PS_WREQ_SAMPLES && w->queued > 0 && w->queued_units + units > w->opts.max_queue)) {
         bool stopping = w->stopping;
         pthread_mutex_unlock(&w->mu);
         return ps_err_set(&r->err, PS_EUNAVAIL, stopping ? "server is shutting down" : "write queue is full, retry later");
@@ -274,6 +280,7 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
         w->head = r;
     w->tail = r;
     w->queued++;
+    w->queued_units += units;
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return 0;

@@ -413,3 +413,23 @@ remote_write:
         prom.terminate()
         prom.wait(15)
         log.close()
+
+
+def test_disk_full_507_then_reads_go_on(make_server, pb):
+    srv = make_server(storage_max_size="2MiB")
+    st, _, _ = post(srv, v1_body(pb, [({"__name__": "first", "job": "full"}, [(T0, 1)])]))
+    assert st == 204
+    statuses = []
+    for r in range(200):
+        series = [({"__name__": "fill", "job": "full", "i": "%d-%05d" % (r, i), "pad": "x" * 200}, [(T0, float(i))])
+                  for i in range(500)]
+        st, _, data = post(srv, v1_body(pb, series))
+        statuses.append(st)
+        if st != 204:
+            break
+    assert statuses[-1] == 507, statuses
+    assert set(statuses[:-1]) == {204}
+    assert data.decode().endswith(": the store reached its maximum size (--storage.max-size)\n"), data
+    # reads go on, and what was stored before is intact
+    assert floats(srv)[key(__name__="first", job="full")] == [(T0, "1", "3ff0000000000000")]
+    assert srv.metrics()["profstore_remote_write_failed_requests_total"] == 1

@@ -422,6 +422,32 @@ static void test_samples_with_profiles(void **state)
     free_req(c);
 }
 
+/* Samples requests queue by weight: past max_queue units the next one is refused (503). */
+static void test_samples_queue_by_weight(void **state)
+{
+    env_t *e = *state;
+    ps_writer_t *w = start(e, 5 * PS_NS_PER_S, 10);
+    treq_t *warm = make_req(100, T0);
+    assert_int_equal(ps_writer_submit(w, &warm->w), 0);
+    wait_done(1);
+    /* weight 1 + 4096/1024 = 5 each: two fill 10 units, the third is refused */
+    treq_t *r[3];
+    for (int i = 0; i < 3; i++)
+        r[i] = make_samples(i, T0 * 1000ll, 4 * PS_WRITER_SAMPLES_PER_UNIT);
+    assert_int_equal(ps_writer_submit(w, &r[0]->w), 0);
+    assert_int_equal(ps_writer_submit(w, &r[1]->w), 0);
+    assert_int_equal(ps_writer_submit(w, &r[2]->w), PS_EUNAVAIL);
+    assert_string_equal(r[2]->w.err.msg, "write queue is full, retry later");
+    ps_writer_stop(w);
+    assert_int_equal(atomic_load(&r[0]->calls), 1);
+    assert_int_equal(atomic_load(&r[1]->calls), 1);
+    assert_int_equal(atomic_load(&r[2]->calls), 0);
+    assert_int_equal(r[0]->w.floats[0]->accepted, 4 * PS_WRITER_SAMPLES_PER_UNIT);
+    for (int i = 0; i < 3; i++)
+        free_req(r[i]);
+    free_req(warm);
+}
+
 /* A samples request weighs 1 + samples / PS_WRITER_SAMPLES_PER_UNIT against max_batch. */
 static void test_samples_batch_weight(void **state)
 {
@@ -465,6 +491,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_admin_requests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_samples_with_profiles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_samples_batch_weight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_samples_queue_by_weight, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(body);
