@@ -76,6 +76,20 @@ else
     status=1
 fi
 
+# ---- bench_promql: PromQL evaluation against Prometheus 2.42 on the same data (bench/promql.c) ----
+# sum by (instance) (rate(x[5m])) over 1,000 node_exporter-like counters; full: 24 h at 15 s;
+# QUICK=1: 200 series x 2 h. Prints both wall times and whether the answers differ.
+echo
+if [ "$QUICK" = 1 ]; then promql_args="--series 200 --hours 2"; else promql_args="--series 1000 --hours 24"; fi
+echo "### bench_promql ($promql_args)"
+if [ -x "$BUILD/bench/bench_promql" ]; then
+    # shellcheck disable=SC2086
+    "$BUILD/bench/bench_promql" $promql_args || status=$?
+else
+    echo "run.sh: $BUILD/bench/bench_promql not found; build first" >&2
+    status=1
+fi
+
 # ---- bench_query: query API latency over a day of CPU profiles (bench/query.c) ----
 # Loads once into /tmp/profstore-bench-query-<series>x<profiles> and reuses it on later runs
 # (bench_query --reload, or rm -rf the directory, to load again). Full: 24 h for QUERY_SERIES

@@ -88,7 +88,7 @@ typedef struct ps_pq_func {
     const char *name;
     ps_pq_fn_t id;
     uint8_t nargs;              /* declared argument types, as functions.go's ArgTypes */
-    ps_pq_vtype_t args[4];
+    ps_pq_vtype_t args[5];      /* label_replace has five */
     int8_t variadic;            /* functions.go's Variadic: 0 fixed, n up to n optional, -1 any */
     ps_pq_vtype_t ret;
 } ps_pq_func_t;
@@ -146,16 +146,23 @@ void ps_pq_limits_default(ps_pq_limits_t *l);
  * Parses a PromQL expression (the whole input; lim NULL = defaults) into a tree allocated from
  * arena. Errors are PS_EINVAL with Prometheus' texts and positions, e.g.
  *   "1:6: parse error: expected type range vector in call to function \"rate\", got instant vector"
- * and err->pos set to the byte offset. The regexes of the tree's matchers must be freed with
- * ps_pq_dispose.
+ * and err->pos set to the byte offset; a limit exceeded is PS_ETOOBIG ("1:129: expression is too
+ * deeply nested (the limit is 128 levels)"; the input size has no position). The regexes of the
+ * tree's matchers must be freed with ps_pq_dispose.
+ * The tree as Prometheus' parser builds it: -1 is a NUMBER (signs fold into literals), "+a" a
+ * UNARY with unary_neg false, parentheses stay as PAREN nodes, a MATRIX's offset and @ are on its
+ * VECTOR, matching is set only between two vectors (MANY_TO_MANY for and/or/unless), and
+ * "x @ end()[5m]" is allowed (2.42 refuses only a numeric @ before a range).
  */
 int ps_pq_parse(const char *s, size_t n, const ps_pq_limits_t *lim, ps_arena_t *arena, ps_pq_node_t **out,
                 ps_err_t *err);
 void ps_pq_dispose(ps_pq_node_t *e);
 
-/** Writes e in Prometheus' canonical form (what /api/v1/format_query answers: parser's
- *  Expr.Pretty(0) for Prometheus 2.42, i.e. String()), appended to out. */
+/** Writes e in Prometheus' canonical one-line form (printer.go's String()), appended to out. */
 void ps_pq_format(const ps_pq_node_t *e, ps_buf_t *out);
+/** Writes e as prettier.go's Pretty(level), appended to out: String() when that fits in 100 bytes,
+ *  else split over indented lines. Pretty(0) is what Prometheus 2.42's /api/v1/format_query answers. */
+void ps_pq_pretty(const ps_pq_node_t *e, int level, ps_buf_t *out);
 
 /** "sum", "rate", "+", "==", ...: Prometheus' spellings. */
 const char *ps_pq_binop_name(ps_pq_binop_t op);

@@ -34,6 +34,8 @@
  *    in both; \z in both; \Z is "end or before final newline" in PCRE2 and an error in RE2;
  *    \C is refused; [[:word:]] works in both; (?P<name>…) works in both; (?U) works in both.
  *  - Repetition counts above 1000 are an error in RE2 and allowed (to 65535) in PCRE2.
+ * ps_regex_check_re2 refuses, with Go's words, most of what RE2 refuses and PCRE2 takes; PromQL's
+ * matchers run it before compiling (the selector language and relabeling do not).
  * Nested quantifiers and long alternations are bounded by PCRE2's compiled-size limit (an error).
  *
  * JIT: each regex is JIT-compiled when the library supports it (failure is ignored: the
@@ -45,8 +47,10 @@
 
 #include <pcre2.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 _Static_assert(sizeof(PCRE2_SIZE) == sizeof(size_t) && PCRE2_UNSET == PS_REGEX_UNSET, "PCRE2_SIZE is size_t");
 
@@ -143,4 +147,308 @@ int ps_regex_match(const ps_regex_t *re, const char *s, size_t n, ps_regex_match
 const size_t *ps_regex_ovector(const ps_regex_match_t *md)
 {
     return pcre2_get_ovector_pointer((pcre2_match_data *)md);
+}
+
+/* ---- RE2's syntax (what Go's regexp/syntax refuses and PCRE2 would take) ------------------- */
+
+typedef struct re2chk {
+    const char *p;
+    size_t n;
+    ps_err_t *err;
+} re2chk_t;
+
+/* Go's message: "<what>: `<expr>`". */
+static int re2_fail(re2chk_t *c, const char *what, const char *expr, size_t len, const char *tail)
+{
+    return ps_err_set(c->err, PS_EINVAL, "%s: `%.*s%s`", what, (int)(len > 400 ? 400 : len), expr, tail);
+}
+
+/* The pasted form ^(?:re)$ that Prometheus compiles: errors about parentheses quote it. */
+static int re2_fail_pasted(re2chk_t *c, const char *what)
+{
+    return ps_err_set(c->err, PS_EINVAL, "%s: `^(?:%.*s)$`", what, (int)(c->n > 400 ? 400 : c->n), c->p);
+}
+
+static size_t utf8_char_len(const char *p, size_t n)
+{
+    unsigned char b = (unsigned char)p[0];
+    size_t l = b < 0x80 ? 1 : (b & 0xe0) == 0xc0 ? 2 : (b & 0xf0) == 0xe0 ? 3 : (b & 0xf8) == 0xf0 ? 4 : 1;
+    return l <= n ? l : 1;
+}
+
+/* An escape at p[i] == '\\': the letters and digits RE2 knows (inside a class fewer: no \b \B \A
+ * \z, and as the end of a range no \d \s \w \p either). Returns the length to skip, 0 after an
+ * error. \Q...\E is handled by the caller. */
+static size_t re2_escape(re2chk_t *c, const char *p, size_t n, size_t i, int where)
+{
+    if (i + 1 >= n)
+        return 1; /* a trailing backslash: the caller judges the rest */
+    unsigned char d = (unsigned char)p[i + 1];
+    if (d >= 0x80) {
+        re2_fail(c, "invalid escape sequence", p + i, 1 + utf8_char_len(p + i + 1, n - i - 1), "");
+        return 0;
+    }
+    bool alnum = (d >= '0' && d <= '9') || ((d | 0x20) >= 'a' && (d | 0x20) <= 'z');
+    if (!alnum)
+        return 2; /* punctuation stands for itself */
+    static const char *const known[] = {"aftnrvx0pPdDsSwWbBAz", "aftnrvx0pPdDsSwW", "aftnrvx0"};
+    if (strchr(known[where], d) != NULL) {
+        if ((d == 'p' || d == 'P') && i + 2 < n && p[i + 2] == '{') {
+            const char *e = memchr(p + i + 2, '}', n - i - 2);
+            return e != NULL ? (size_t)(e - p) + 1 - i : 2;
+        }
+        if (d == 'x' && i + 2 < n && p[i + 2] == '{') {
+            const char *e = memchr(p + i + 2, '}', n - i - 2);
+            return e != NULL ? (size_t)(e - p) + 1 - i : 2;
+        }
+        return 2;
+    }
+    if (d >= '1' && d <= '7' && i + 2 < n && p[i + 2] >= '0' && p[i + 2] <= '7')
+        return 2; /* an octal escape, not a back-reference */
+    re2_fail(c, "invalid escape sequence", p + i, 2, "");
+    return 0;
+}
+
+/* The character a class item at p[i] stands for, for range checks; -1 when it is not one
+ * character (an escape such as \x41 is taken as unknown). *len is its length. */
+static long re2_class_char(const char *p, size_t n, size_t i, size_t *len)
+{
+    if (p[i] == '\\') {
+        *len = 2;
+        if (i + 1 < n && !(((unsigned char)p[i + 1] | 0x20) >= 'a' && ((unsigned char)p[i + 1] | 0x20) <= 'z') &&
+            !(p[i + 1] >= '0' && p[i + 1] <= '9') && (unsigned char)p[i + 1] < 0x80)
+            return (unsigned char)p[i + 1];
+        return -1;
+    }
+    *len = utf8_char_len(p + i, n - i);
+    if (*len == 1)
+        return (unsigned char)p[i];
+    const unsigned char *u = (const unsigned char *)p + i;
+    if (*len == 2)
+        return (long)(u[0] & 0x1f) << 6 | (u[1] & 0x3f);
+    if (*len == 3)
+        return (long)(u[0] & 0x0f) << 12 | (long)(u[1] & 0x3f) << 6 | (u[2] & 0x3f);
+    return (long)(u[0] & 0x07) << 18 | (long)(u[1] & 0x3f) << 12 | (long)(u[2] & 0x3f) << 6 | (u[3] & 0x3f);
+}
+
+/* A class from pat[i] == '['; returns the index after its ']', or 0 after an error. A class that
+ * does not close in re runs on into the ")$" of ^(?:re)$, as in Prometheus. */
+static size_t re2_class(re2chk_t *c, size_t i0)
+{
+    static const char *const names[] = {"alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph",
+                                        "lower", "print", "punct", "space", "upper", "word",  "xdigit"};
+    size_t n = c->n - i0 + 2, i = 1;
+    char *p = malloc(n + 1);
+    size_t ret = 0;
+    bool first = true;
+
+    memcpy(p, c->p + i0, n - 2);
+    memcpy(p + n - 2, ")$", 3);
+    if (i < n && p[i] == '^')
+        i++;
+    while (i < n && (p[i] != ']' || first)) {
+        first = false;
+        if (p[i] == '[' && i + 2 < n && p[i + 1] == ':') {
+            const char *end = memmem(p + i + 2, n - i - 2, ":]", 2);
+            if (end != NULL) {
+                size_t a = i + 2, b = (size_t)(end - p);
+                if (a < b && p[a] == '^')
+                    a++;
+                bool known = false;
+                for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+                    known |= strlen(names[k]) == b - a && memcmp(names[k], p + a, b - a) == 0;
+                if (!known) {
+                    re2_fail(c, "invalid character class range", p + i, b + 2 - i, "");
+                    goto Exit;
+                }
+                i = b + 2;
+                continue;
+            }
+        }
+        size_t item = i, len;
+        if (p[i] == '\\') {
+            if (re2_escape(c, p, n, i, 1) == 0)
+                goto Exit;
+            if (i + 1 < n && strchr("dDsSwWpP", p[i + 1]) != NULL) { /* a class of its own, no range */
+                i += re2_escape(c, p, n, i, 1);
+                continue;
+            }
+        }
+        long lo = re2_class_char(p, n, i, &len);
+        i += len;
+        if (i + 1 < n && p[i] == '-' && p[i + 1] != ']') {
+            i++;
+            if (p[i] == '\\' && re2_escape(c, p, n, i, 2) == 0)
+                goto Exit;
+            long hi = re2_class_char(p, n, i, &len);
+            i += len;
+            if (lo >= 0 && hi >= 0 && hi < lo) {
+                re2_fail(c, "invalid character class range", p + item, i - item, "");
+                goto Exit;
+            }
+        }
+    }
+    if (i >= n) {
+        re2_fail(c, "missing closing ]", p, n, "");
+        goto Exit;
+    }
+    if (i >= n - 2) { /* closed by nothing of re: cannot happen, ")$" has no "]" */
+        re2_fail(c, "missing closing ]", p, n, "");
+        goto Exit;
+    }
+    ret = i0 + i + 1;
+Exit:
+    free(p);
+    return ret;
+}
+
+/* {n}, {n,}, {n,m} at p[i]: the length, or 0 when it is not a repetition (then "{" is a literal). */
+static size_t re2_repeat(const re2chk_t *c, size_t i, long *lo, long *hi)
+{
+    size_t j = i + 1;
+    long a = 0, b;
+    if (j >= c->n || c->p[j] < '0' || c->p[j] > '9')
+        return 0;
+    while (j < c->n && c->p[j] >= '0' && c->p[j] <= '9')
+        a = a > 100000 ? a : a * 10 + (c->p[j++] - '0');
+    b = a;
+    if (j < c->n && c->p[j] == ',') {
+        j++;
+        b = -1;
+        if (j < c->n && c->p[j] >= '0' && c->p[j] <= '9') {
+            b = 0;
+            while (j < c->n && c->p[j] >= '0' && c->p[j] <= '9')
+                b = b > 100000 ? b : b * 10 + (c->p[j++] - '0');
+        }
+    }
+    if (j >= c->n || c->p[j] != '}')
+        return 0;
+    *lo = a;
+    *hi = b;
+    return j + 1 - i;
+}
+
+int ps_regex_check_re2(const char *pat, size_t n, ps_err_t *err)
+{
+    re2chk_t c = {pat, n, err};
+    size_t i = 0, rep = SIZE_MAX; /* rep: where the repetition operators just before i began */
+    bool operand = false;         /* something a repetition can apply to precedes i */
+    bool unbalanced = false;      /* a ")" closed more than re opened */
+    int depth = 0;
+
+    while (i < n) {
+        char ch = pat[i];
+        if (ch == '*' || ch == '+' || ch == '?' || ch == '{') {
+            size_t len = 1;
+            long lo = 0, hi = 0;
+            if (ch == '{') {
+                len = re2_repeat(&c, i, &lo, &hi);
+                if (len == 0) { /* a literal "{" */
+                    operand = true;
+                    rep = SIZE_MAX;
+                    i++;
+                    continue;
+                }
+            }
+            size_t start = i;
+            i += len;
+            if (i < n && pat[i] == '?')
+                i++; /* lazy */
+            if (rep != SIZE_MAX)
+                return re2_fail(&c, "invalid nested repetition operator", pat + rep, i - rep, "");
+            if (!operand)
+                return re2_fail(&c, "missing argument to repetition operator", pat + start, i - start, "");
+            if (ch == '{' && (lo > 1000 || hi > 1000 || (hi >= 0 && hi < lo)))
+                return re2_fail(&c, "invalid repeat count", pat + start, len, "");
+            rep = start;
+            continue;
+        }
+        rep = SIZE_MAX;
+        switch (ch) {
+        case '\\':
+            if (i + 1 < n && pat[i + 1] == 'Q') {
+                const char *e = memmem(pat + i + 2, n - i - 2, "\\E", 2);
+                if (e == NULL) { /* quotes the rest, and the ")$" of ^(?:re)$ too */
+                    if (depth + 1 > 0)
+                        return re2_fail_pasted(&c, "missing closing )");
+                    /* depth -1: ^(?:re)$ compiles, re alone has a ")" too many */
+                    return ps_err_set(err, PS_EINVAL, "unexpected ): `%.*s`", (int)(n > 400 ? 400 : n), pat);
+                }
+                operand = operand || (size_t)(e - pat) > i + 2; /* \Q\E quotes nothing */
+                i = (size_t)(e - pat) + 2;
+                continue;
+            }
+            if (i + 1 >= n) { /* a trailing backslash escapes the ")" of ^(?:re)$ */
+                if (depth + 1 > 0)
+                    return re2_fail_pasted(&c, "missing closing )");
+                return ps_err_set(err, PS_EINVAL, "unexpected ): `%.*s`", (int)(n > 400 ? 400 : n), pat);
+            }
+            {
+                size_t k = re2_escape(&c, pat, n, i, 0);
+                if (k == 0)
+                    return PS_EINVAL;
+                i += k;
+            }
+            operand = true;
+            continue;
+        case '[':
+            if ((i = re2_class(&c, i)) == 0)
+                return PS_EINVAL;
+            operand = true;
+            continue;
+        case '(':
+            if (i + 1 < n && pat[i + 1] == '?') {
+                size_t j = i + 2;
+                if (j + 1 < n && pat[j] == 'P' && pat[j + 1] == '<') {
+                    i = j + 2;
+                    depth++;
+                    operand = false;
+                    continue;
+                }
+                while (j < n && strchr("imsU-", pat[j]) != NULL && pat[j] != '\0')
+                    j++;
+                if (j < n && (pat[j] == ')' || pat[j] == ':') && !(j > i + 2 && pat[j - 1] == '-')) {
+                    if (pat[j] == ':') {
+                        depth++;
+                        operand = false;
+                    } /* (?i) alone leaves what a repetition applies to as it was */
+                    i = j + 1;
+                    continue;
+                }
+                if (j >= n)
+                    return re2_fail_pasted(&c, "missing closing )");
+                size_t end = j + utf8_char_len(pat + j, n - j);
+                return re2_fail(&c, "invalid or unsupported Perl syntax", pat + i, end - i, "");
+            }
+            depth++;
+            operand = false;
+            i++;
+            continue;
+        case ')':
+            /* Prometheus compiles ^(?:re)$, where one ")" too many still closes "(?:", then
+             * parses re alone: "a)|(b" is an error of re, "a))" one of ^(?:a)))$ */
+            if (--depth < -1)
+                return re2_fail_pasted(&c, "unexpected )");
+            if (depth < 0)
+                unbalanced = true;
+            operand = true;
+            i++;
+            continue;
+        case '|':
+            operand = false;
+            i++;
+            continue;
+        default:
+            operand = true;
+            i += utf8_char_len(pat + i, n - i);
+            continue;
+        }
+    }
+    if (depth > 0)
+        return re2_fail_pasted(&c, "missing closing )");
+    if (depth < 0)
+        return re2_fail_pasted(&c, "unexpected )");
+    if (unbalanced)
+        return ps_err_set(err, PS_EINVAL, "unexpected ): `%.*s`", (int)(n > 400 ? 400 : n), pat);
+    return 0;
 }

@@ -48,6 +48,15 @@ enum {
  * offset in pat where it noticed; the caller words the message.
  */
 int ps_regex_compile(const char *pat, size_t n, unsigned flags, ps_regex_t **out, ps_err_t *err);
+/**
+ * Checks pat[0..n) against what Go's RE2 parser (regexp/syntax) refuses and PCRE2 would take:
+ * stacked repetitions (a*+, a**), repeat counts over 1000, (?=, (?<, (?>, (?x and other Perl
+ * syntax, escapes RE2 lacks (\Z \k  \e \G ...), unknown [:classes:], a repetition without an
+ * operand, and unbalanced parentheses, \Q without \E, a class left open, judged on Prometheus'
+ * ^(?:re)$. 0, or PS_EINVAL with Go's words in err->msg ("invalid nested repetition operator:
+ * `*+`"). What it lets through still has to compile.
+ */
+int ps_regex_check_re2(const char *pat, size_t n, ps_err_t *err);
 /** Frees a regex. NULL is a no-op. */
 void ps_regex_free(ps_regex_t *re);
 /** Number of capturing groups (0 when there are none). */

@@ -1,11 +1,9 @@
 /*
- * selector.h - Prometheus selectors and the small part of PromQL profstore answers.
+ * selector.h - Prometheus series selectors (what match[] and the profile APIs take; PromQL is
+ * promql.h, which uses the same selectors).
  *
  *   selector   := metric_name [ "{" [ matcher { "," matcher } [","] ] "}" ] | "{" matchers "}"
  *   matcher    := label_name ( "=" | "!=" | "=~" | "!~" ) string
- *   expr       := selector | number | "(" expr ")" | ("+"|"-") expr | expr binop expr
- *               | "sum" [ ("by"|"without") "(" labels ")" ] "(" expr ")" [ ("by"|"without") "(" labels ")" ]
- *   binop      := "+" | "-" | "*" | "/" | "%" | "^"   (only between numbers: a scalar result)
  *
  * Lexing is done by a re2c scanner (selector.re, generated at build time); parsing is recursive
  * descent. Strings take the three PromQL quote styles with Go escapes (see labels.h). Metric
@@ -48,39 +46,14 @@ typedef struct ps_selector {
     ps_matcher_t *m;   /* in source order; a metric name becomes an EQ matcher on __name__ first */
 } ps_selector_t;
 
-typedef enum { PS_EXPR_SELECTOR, PS_EXPR_NUMBER, PS_EXPR_BINARY, PS_EXPR_NEG, PS_EXPR_SUM } ps_expr_kind_t;
-
-typedef struct ps_expr ps_expr_t;
-struct ps_expr {
-    ps_expr_kind_t kind;
-    uint32_t pos;          /* byte offset in the input, for messages */
-    ps_selector_t sel;     /* SELECTOR */
-    double num;            /* NUMBER (also Inf, NaN, hex and 1e3 forms as PromQL) */
-    char op;               /* BINARY: one of + - * / % ^ */
-    ps_expr_t *lhs, *rhs;  /* BINARY; NEG and SUM use lhs */
-    bool without;          /* SUM: grouping is "without" */
-    bool grouped;          /* SUM: a by/without clause was given */
-    uint32_t ngroup;
-    const char **group;    /* SUM: label names */
-};
-
-/** Parses a selector (the whole input). Limits: 64 KiB of input, 64 matchers. */
+/** Parses a selector (the whole input, nothing but the selector: Prometheus'
+ *  parser.ParseMetricSelector). Limits: 64 KiB of input, 64 matchers. */
 int ps_selector_parse(const char *s, size_t n, ps_arena_t *arena, ps_selector_t *out, ps_err_t *err);
 
-/** Parses an expression (the whole input). Anything outside the grammar above is a PS_EINVAL
- *  with a message that says it is not supported, e.g. "1:1: rate() is not supported: profstore
- *  answers selectors, sum/sum by and number arithmetic". */
-int ps_expr_parse(const char *s, size_t n, ps_arena_t *arena, ps_expr_t **out, ps_err_t *err);
-
-/** Frees the compiled regexes of every selector in the expression tree. Safe on NULL. */
-void ps_expr_dispose(ps_expr_t *e);
+/** Frees the compiled regexes of the selector's matchers. Safe on NULL. */
 void ps_selector_dispose(ps_selector_t *sel);
 
 /** True if value v matches. A regex that hits the match limit counts as no match. */
 bool ps_matcher_match(ps_matcher_t *m, const char *v, size_t vlen);
-
-/** If e is made of numbers only, evaluates it (PromQL float semantics: x/0 = ±Inf, NaN, %, ^). */
-bool ps_expr_is_scalar(const ps_expr_t *e);
-double ps_expr_eval_scalar(const ps_expr_t *e);
 
 #endif

@@ -5,8 +5,11 @@
  * Tokens follow Prometheus' promql/parser/lex.go. Two modes:
  *  - statements: identifiers and metric names ([a-zA-Z_:][a-zA-Z0-9_:]*, a name with a ':' is a
  *    T_METRIC_IDENT), keywords (case-insensitive, as PromQL's), numbers (1, 1.5, .5, 5., 1e-3,
- *    0x1f, 0755, 1_000, Inf, NaN in any case), durations (5m, 1h30m, 100ms), strings, operators,
- *    ( ) [ ] { , and @;
+ *    0x1f, 0755, Inf, NaN in any case), durations (5m, 1h30m, 100ms), strings, operators,
+ *    ( ) [ ] { , and @. Numbers and durations are scanned by hand as lex.go's scanNumber and
+ *    acceptRemainingDuration do, so that the same texts are tokens (and errors: "0deadbeef" is
+ *    'bad number or duration syntax: "0de"'). Between "[" and "]" the first token must be a
+ *    duration (lexDuration), and a letter or ':' is a T_COLON, as in Prometheus 2.42;
  *  - inside braces (after "{" up to "}"): label names [a-zA-Z_][a-zA-Z0-9_]* (no colons and no
  *    keywords), strings, = != =~ !~ , and }.
  * Both skip spaces (' ', \t, \r, \n) and # comments up to the end of the line.
@@ -36,13 +39,6 @@
     space      = [ \t\r\n]+;
     comment    = "#" [^\r\n]*;
 
-    digits     = [0-9]+ ("_" [0-9]+)*;
-    hexdigits  = [0-9a-fA-F]+ ("_" [0-9a-fA-F]+)*;
-    exponent   = [eE] [+-]? digits;
-    hex        = "0" [xX] "_"? hexdigits;
-    decimal    = digits;
-    float      = (digits "." digits? | "." digits) exponent? | digits exponent;
-    duration   = ([0-9]+ ("ms" | [smhdwy]))+;
 
     name       = [a-zA-Z_:] [a-zA-Z0-9_:]*;
     label      = [a-zA-Z_] [a-zA-Z0-9_]*;
@@ -81,7 +77,8 @@ static void quote_char(char *out, size_t size, const unsigned char *p, const uns
 
 static ps_tok_t tok(ps_lexer_t *l, ps_tok_type_t type, const unsigned char *start)
 {
-    ps_tok_t t = {type, (uint32_t)(start - (const unsigned char *)l->s), (uint32_t)(l->cur - start)};
+    ps_tok_t t = {type, (uint32_t)(start - (const unsigned char *)l->s), (uint32_t)(l->cur - start),
+                  l->brace_open};
     if (type == T_EOF)
         l->done = true;
     l->last = t;
@@ -98,25 +95,154 @@ static ps_tok_t lex_error(ps_lexer_t *l, const unsigned char *at, const char *fm
     va_end(ap);
     l->err_pos = (uint32_t)(at - (const unsigned char *)l->s);
     l->done = true;
-    l->last = (ps_tok_t){T_ERROR, l->err_pos, 0};
+    l->last = (ps_tok_t){T_ERROR, l->err_pos, 0, false};
     return l->last;
 }
 
-/* What follows a number or a duration must not continue it: "0deadbeef", "1.2.3", "5mx". */
-static ps_tok_t number_end(ps_lexer_t *l, ps_tok_type_t type, const unsigned char *start)
+/* ---- numbers and durations, as lex.go scans them ------------------------------------------- */
+
+static bool is_alnum(int c)
 {
-    const unsigned char *p = l->cur;
-    while (p < l->lim && (*p == '_' || *p == '.' || (*p >= '0' && *p <= '9') || ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z')))
-        p++;
-    if (p == l->cur)
-        return tok(l, type, start);
-    int len = (int)(p - start) > 40 ? 40 : (int)(p - start);
-    return lex_error(l, start, "bad number or duration syntax: \"%.*s%s\"", len, (const char *)start,
-                     p - start > 40 ? "..." : "");
+    return c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+static int peek_c(const ps_lexer_t *l) { return l->cur < l->lim ? *l->cur : -1; }
+
+static bool accept(ps_lexer_t *l, const char *set)
+{
+    if (l->cur < l->lim && *l->cur != '\0' && strchr(set, *l->cur) != NULL) {
+        l->cur++;
+        return true;
+    }
+    return false;
+}
+
+static void accept_run(ps_lexer_t *l, const char *set)
+{
+    while (accept(l, set))
+        ;
+}
+
+/* scanNumber: true if a number ends here (what follows is not alphanumeric). */
+static bool scan_number(ps_lexer_t *l)
+{
+    const char *digits = "0123456789";
+    if (accept(l, "0") && accept(l, "xX"))
+        digits = "0123456789abcdefABCDEF";
+    accept_run(l, digits);
+    if (accept(l, "."))
+        accept_run(l, digits);
+    if (accept(l, "eE")) {
+        accept(l, "+-");
+        accept_run(l, "0123456789");
+    }
+    return !is_alnum(peek_c(l));
+}
+
+/* acceptRemainingDuration: units after the digits scan_number took, then maybe more digits and
+ * units; it reads one character past the end (*extra says whether it did, for the backup). */
+static bool accept_remaining_duration(ps_lexer_t *l, bool *extra)
+{
+    *extra = false;
+    if (!accept(l, "smhdwy"))
+        return false;
+    accept(l, "s");
+    while (accept(l, "0123456789")) {
+        accept_run(l, "0123456789");
+        if (!accept(l, "smhdw"))
+            return false;
+        accept(l, "s");
+    }
+    int c = peek_c(l);
+    if (c >= 0) {
+        l->cur++;
+        *extra = true;
+    }
+    return !is_alnum(c);
+}
+
+static ps_tok_t bad_number(ps_lexer_t *l, const unsigned char *start, const char *what)
+{
+    char q[120];
+    ps_sel_quote(q, sizeof(q), (const char *)start, (size_t)(l->cur - start), 100);
+    return lex_error(l, start, "%s: %s", what, q);
+}
+
+/* lexNumberOrDuration, from start. */
+static ps_tok_t lex_number(ps_lexer_t *l, const unsigned char *start)
+{
+    bool extra;
+    l->cur = start;
+    if (scan_number(l))
+        return tok(l, T_NUMBER, start);
+    if (accept_remaining_duration(l, &extra)) {
+        if (extra)
+            l->cur--;
+        return tok(l, T_DURATION, start);
+    }
+    return bad_number(l, start, "bad number or duration syntax");
+}
+
+/* lexDuration: the first token after "[" (spaces skipped). */
+static ps_tok_t lex_duration(ps_lexer_t *l)
+{
+    const unsigned char *start;
+    bool extra;
+
+    while (l->cur < l->lim && (*l->cur == ' ' || *l->cur == '\t' || *l->cur == '\r' || *l->cur == '\n'))
+        l->cur++;
+    start = l->cur;
+    if (scan_number(l))
+        return lex_error(l, start, "missing unit character in duration");
+    if (!accept_remaining_duration(l, &extra))
+        return bad_number(l, start, "bad duration syntax");
+    if (extra)
+        l->cur--;
+    return tok(l, T_DURATION, start);
+}
+
+/* A quote that does not close. lex.go reads the string up to the end of the line, and in PromQL a
+ * bad escape on the way is what it reports ("\\" at the end: "escape sequence not terminated"). */
+static ps_tok_t unterminated(ps_lexer_t *l, const unsigned char *start)
+{
+    char m[96];
+    if (l->promql)
+        for (const unsigned char *p = start + 1; p < l->lim && *p != '\n'; p++) {
+            if (*p != '\\')
+                continue;
+            const char *e = ps_sel_escape_error(m, sizeof(m), (const char *)p, (size_t)(l->lim - p), (char)*start);
+            if (e != NULL)
+                return lex_error(l, start, "%s", e);
+            p++;
+        }
+    return lex_error(l, start, "unterminated quoted string");
 }
 
 static ps_tok_t string_tok(ps_lexer_t *l, const unsigned char *start)
 {
+    if (l->promql && *start != '`') {
+        /* lex.go checks escapes as it reads a string: the first bad one or bad UTF-8 is the error */
+        char m[96];
+        for (const unsigned char *p = start + 1; p < l->cur - 1;) {
+            if (*p == '\\') {
+                size_t rest = (size_t)(l->cur - p); /* with the closing quote: "\x4" has an illegal '"' */
+                const char *e = ps_sel_escape_error(m, sizeof(m), (const char *)p, rest, (char)*start);
+                if (e != NULL)
+                    return lex_error(l, start, "%s", e);
+                p += 2;
+                continue;
+            }
+            size_t cl = *p < 0x80              ? 1
+                        : (*p & 0xe0) == 0xc0 ? 2
+                        : (*p & 0xf0) == 0xe0 ? 3
+                        : (*p & 0xf8) == 0xf0 ? 4
+                                              : 0;
+            if (cl == 0 || p + cl > l->cur - 1 || !ps_utf8_valid((const char *)p, cl))
+                return lex_error(l, start, "invalid UTF-8 rune");
+            p += cl;
+        }
+        return tok(l, T_STRING, start);
+    }
     if (!ps_utf8_valid((const char *)start, (size_t)(l->cur - start)))
         return lex_error(l, start, "invalid UTF-8 rune");
     return tok(l, T_STRING, start);
@@ -142,19 +268,46 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
         start = l->cur;
         if (l->brace_open)
             goto InsideBraces;
+        if (l->want_duration) {
+            l->want_duration = false;
+            return lex_duration(l);
+        }
+        if (l->bracket_open && start < l->lim &&
+            (*start == ':' || *start == '_' || ((*start | 0x20) >= 'a' && (*start | 0x20) <= 'z'))) {
+            /* lex.go: inside brackets a letter is taken for a colon ("a[5m x]" is "a[5m:]") */
+            if (l->got_colon) {
+                quote_char(q, sizeof(q), start, l->lim);
+                return lex_error(l, start, "unexpected colon %s", q);
+            }
+            l->got_colon = true;
+            l->cur++;
+            return tok(l, T_COLON, start);
+        }
     /*!re2c
     space       { continue; }
     comment     { continue; }
 
     "("         { l->paren_depth++; return tok(l, T_LPAREN, start); }
     ")"         {
-                    if (--l->paren_depth < 0)
-                        return lex_error(l, start, "unexpected right parenthesis ')'");
+                    if (--l->paren_depth < 0) /* after the ")", as lex.go (it emits the token first) */
+                        return lex_error(l, l->cur, "unexpected right parenthesis ')'");
                     return tok(l, T_RPAREN, start);
                 }
     "{"         { l->brace_open = true; return tok(l, T_LBRACE, start); }
-    "["         { return tok(l, T_LBRACKET, start); }
-    "]"         { return lex_error(l, start, "unexpected right bracket ']'"); }
+    "["         {
+                    if (l->bracket_open)
+                        return lex_error(l, start, "unexpected left bracket '['");
+                    l->bracket_open = true;
+                    l->got_colon = false;
+                    l->want_duration = true;
+                    return tok(l, T_LBRACKET, start);
+                }
+    "]"         {
+                    if (!l->bracket_open)
+                        return lex_error(l, start, "unexpected right bracket ']'");
+                    l->bracket_open = false;
+                    return tok(l, T_RBRACKET, start);
+                }
     ","         { return tok(l, T_COMMA, start); }
     "@"         { return tok(l, T_AT, start); }
 
@@ -169,8 +322,9 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
     "="         { return tok(l, T_EQL, start); }
     "!="        { return tok(l, T_NEQ, start); }
     "!"         {
-                    if (l->cur >= l->lim)
-                        return lex_error(l, start, "unexpected end of input after '!'");
+                    if (l->cur >= l->lim) /* lex.go prints the end of input as the rune U+FFFD */
+                        return l->promql ? lex_error(l, start, "unexpected character after '!': '\xef\xbf\xbd'")
+                                         : lex_error(l, start, "unexpected end of input after '!'");
                     quote_char(q, sizeof(q), l->cur, l->lim);
                     return lex_error(l, start, "unexpected character after '!': %s", q);
                 }
@@ -179,11 +333,10 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
     ">="        { return tok(l, T_GTE, start); }
     ">"         { return tok(l, T_GTR, start); }
 
-    hex | decimal | float   { return number_end(l, T_NUMBER, start); }
-    duration                { return number_end(l, T_DURATION, start); }
+    [0-9] | "." [0-9]       { return lex_number(l, start); }
 
     dq_string | sq_string | raw_string { return string_tok(l, start); }
-    ["']        { return lex_error(l, start, "unterminated quoted string"); }
+    ["']        { return unterminated(l, start); }
     [`]         { return lex_error(l, start, "unterminated raw string"); }
 
     'inf' | 'nan'   { return tok(l, T_NUMBER, start); }
@@ -221,6 +374,8 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
     $           {
                     if (l->paren_depth > 0)
                         return lex_error(l, start, "unclosed left parenthesis");
+                    if (l->bracket_open)
+                        return lex_error(l, start, "unclosed left bracket");
                     return tok(l, T_EOF, start);
                 }
     *           {
@@ -236,7 +391,7 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
     label       { return tok(l, T_IDENT, start); }
     ","         { return tok(l, T_COMMA, start); }
     dq_string | sq_string | raw_string { return string_tok(l, start); }
-    ["']        { return lex_error(l, start, "unterminated quoted string"); }
+    ["']        { return unterminated(l, start); }
     [`]         { return lex_error(l, start, "unterminated raw string"); }
     "=~"        { return tok(l, T_EQL_REGEX, start); }
     "="         { return tok(l, T_EQL, start); }
@@ -244,7 +399,9 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
     "!="        { return tok(l, T_NEQ, start); }
     "!"         {
                     if (l->cur >= l->lim)
-                        return lex_error(l, start, "unexpected end of input inside braces");
+                        return l->promql
+                                   ? lex_error(l, start, "unexpected character after '!' inside braces: '\xef\xbf\xbd'")
+                                   : lex_error(l, start, "unexpected end of input inside braces");
                     quote_char(q, sizeof(q), l->cur, l->lim);
                     return lex_error(l, start, "unexpected character after '!' inside braces: %s", q);
                 }

@@ -26,10 +26,11 @@ typedef enum {
     T_IDENT,        /* [a-zA-Z_][a-zA-Z0-9_]*, not a keyword */
     T_METRIC_IDENT, /* [a-zA-Z_:][a-zA-Z0-9_:]* with at least one ':' */
     T_STRING,       /* "...", '...' or `...`, still quoted */
-    T_NUMBER,       /* 1, 1.5, .5, 5., 1e3, 0x1f, 0755, 1_000, Inf, NaN */
-    T_DURATION,     /* 5m, 1h30m, 100ms: lexed only to say that ranges are not supported */
+    T_NUMBER,       /* 1, 1.5, .5, 5., 1e3, 0x1f, 0755, Inf, NaN (and "0x", "1e": errors of the parser) */
+    T_DURATION,     /* 5m, 1h30m, 100ms */
     /* punctuation */
     T_LPAREN, T_RPAREN, T_LBRACE, T_RBRACE, T_LBRACKET, T_RBRACKET, T_COMMA,
+    T_COLON,        /* only inside brackets: a[1h:5m] */
     T_EQL,          /* = */
     /* operators (Prometheus' IsOperator set) */
     T_ADD, T_SUB, T_MUL, T_DIV, T_MOD, T_POW,
@@ -48,6 +49,7 @@ typedef struct ps_tok {
     ps_tok_type_t type;
     uint32_t pos; /* byte offset in the input */
     uint32_t len;
+    bool braced;  /* lexed inside braces (a label name there, never a keyword) */
 } ps_tok_t;
 
 typedef struct ps_lexer {
@@ -56,6 +58,10 @@ typedef struct ps_lexer {
     const unsigned char *cur, *lim, *mar;
     int paren_depth;
     bool brace_open;
+    bool bracket_open;  /* between "[" and "]": ":" is a T_COLON */
+    bool got_colon;     /* a ":" was seen inside these brackets */
+    bool want_duration; /* the token after "[" must be a duration (lex.go's lexDuration) */
+    bool promql;        /* Prometheus 2.42's PromQL: an unterminated string reports a bad escape first */
     bool done;          /* an EOF or ERROR token was returned: every later call returns it again */
     ps_tok_t last;
     uint32_t err_pos;   /* T_ERROR: where, and what */
@@ -76,6 +82,11 @@ static inline bool ps_tok_is_comparison(ps_tok_type_t t) { return t >= T_EQLC &&
  *  longer than max bytes it is cut (on a character boundary) and "..." follows the closing quote. */
 void ps_sel_quote(char *out, size_t size, const char *s, size_t n, size_t max);
 
+/** What lex.go's lexEscape says about the escape sequence at s[0] == '\\' of a string quoted with
+ *  quote ("unknown escape sequence U+0071 'q'", "escape sequence not terminated"), written to out,
+ *  or NULL when the escape is good. */
+const char *ps_sel_escape_error(char *out, size_t size, const char *s, size_t n, char quote);
+
 /**
  * Compiles the matcher's regex (m->op RE or NRE, m->value set) and sets m->re, m->md and
  * m->matches_empty. On an invalid regex returns PS_EINVAL with the message
@@ -85,5 +96,57 @@ void ps_sel_quote(char *out, size_t size, const char *s, size_t n, size_t max);
 int ps_matcher_compile(ps_matcher_t *m, ps_err_t *err);
 /** Frees m->re and m->md (safe when they are NULL). */
 void ps_matcher_free(ps_matcher_t *m);
+
+/* ---- the parser machinery shared by selector.c and promql.c --------------------------------- */
+
+typedef struct ps_psr_grouping {
+    bool grouped, without;
+    uint32_t n, cap;
+    const char **names;
+} ps_psr_grouping_t;
+
+typedef struct ps_psr {
+    ps_lexer_t lex;
+    ps_arena_t *arena;
+    ps_err_t *err;
+    const char *s; /* a NUL-terminated copy of the input */
+    size_t n;
+    ps_tok_t tok;  /* the current token */
+    uint32_t last_end; /* where the token before it ended */
+    ps_tok_t ahead;
+    bool has_ahead;
+    bool promql;    /* Prometheus 2.42's PromQL: label names in matchers and groupings are identifiers */
+    uint32_t depth; /* recursion */
+    int rc;         /* the first error */
+    ps_selector_t **sels; /* every selector made, for the clean-up after an error */
+    uint32_t nsels, capsels;
+} ps_psr_t;
+
+/** Copies s[0..n) into the arena (NUL-terminated), starts the lexer and reads the first token. */
+void ps_psr_init(ps_psr_t *p, const char *s, size_t n, ps_arena_t *arena, ps_err_t *err, bool promql);
+void ps_psr_advance(ps_psr_t *p);
+ps_tok_t ps_psr_peek(ps_psr_t *p);
+const char *ps_psr_text(const ps_psr_t *p, ps_tok_t t);
+/** Prometheus' Item.desc(): identifier "x", <op:+>, "}" ... */
+void ps_psr_tok_desc(const ps_psr_t *p, ps_tok_t t, char *out, size_t size);
+/** Record the first error ("L:C: parse error: ..." with PS_EINVAL, or PS_ETOOBIG); return NULL. */
+void *ps_psr_perr(ps_psr_t *p, uint32_t pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void *ps_psr_too_big(ps_psr_t *p, uint32_t pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/** "unexpected <token>[ in <context>][, expected <expected>]", or the lexer's own error. */
+void *ps_psr_unexpected(ps_psr_t *p, ps_tok_t t, const char *context, const char *expected);
+bool ps_psr_unquote(ps_psr_t *p, ps_tok_t t, char **out, size_t *outlen);
+/** A T_NUMBER as PromQL reads one (strconv.ParseInt(s, 0, 64), else ParseFloat). */
+bool ps_psr_number(ps_psr_t *p, ps_tok_t t, double *out);
+bool ps_psr_check_name(ps_psr_t *p, ps_tok_t t, const char *name, size_t n);
+/** Tokens PromQL accepts as a bare metric name. */
+bool ps_psr_is_metric_word(ps_tok_type_t t);
+/** grouping := ("by"|"without"|"on"|"ignoring"|...) "(" labels ")": the current token is the keyword. */
+bool ps_psr_grouping(ps_psr_t *p, ps_psr_grouping_t *g);
+/** Parses a selector into sel (recorded for ps_psr_dispose_all): the current token is the metric
+ *  name (named) or "{". Checks a metric name given twice and the non-empty matcher rule (not in
+ *  promql mode: PromQL checks them after parsing, as Prometheus' checkAST). */
+bool ps_psr_matchers(ps_psr_t *p, ps_selector_t *sel, uint32_t pos, bool named);
+/** Frees the regexes of every selector recorded (after an error). */
+void ps_psr_dispose_all(ps_psr_t *p);
 
 #endif

@@ -33,6 +33,8 @@ static const char usage[] =
     "  --max-inflated-size=SIZE         largest decompressed profile (gzip bomb guard; default 256MiB)\n"
     "  --threads=N                      HTTP event loop threads (default: number of CPUs)\n"
     "  --query.max-series=N             series one selector may select (default 10000)\n"
+    "  --query.timeout=DURATION         longest a PromQL query may run (default 2m)\n"
+    "  --query.max-samples=N            samples a PromQL query may load at once (default 50000000)\n"
     "  --storage.max-size=SIZE          most the LMDB store may grow to (default 256GiB)\n"
     "  --storage.compact-max-profiles=N fold a series' head into a chunk at N profiles (default 120)\n"
     "  --storage.compact-window=DURATION  ... or once the head spans this much time, or the series got\n"
@@ -73,6 +75,8 @@ typedef struct flags {
     const char *listen, *data_dir, *config, *log_level;
     int64_t retention, compact_window, compact_interval, retention_interval, commit_delay;
     uint64_t max_body, max_inflated, max_size, compact_max, threads, max_series;
+    int64_t query_timeout;
+    uint64_t query_max_samples;
     int nosync;
 } flags_t;
 
@@ -118,7 +122,8 @@ static void parse_flags(int argc, char **argv, flags_t *f)
                                       "storage.compact-window", "storage.compact-interval",
                                       "storage.retention-interval", "max-body-size", "max-inflated-size",
                                       "storage.max-size", "storage.compact-max-profiles", "threads",
-                                      "query.max-series", "storage.commit-delay", NULL};
+                                      "query.max-series", "storage.commit-delay", "query.timeout",
+                                      "query.max-samples", NULL};
         int is_known = 0;
         for (int k = 0; known[k]; k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -162,6 +167,10 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             num = &f->threads;
         else if (strcmp(name, "query.max-series") == 0)
             num = &f->max_series;
+        else if (strcmp(name, "query.timeout") == 0)
+            dur = &f->query_timeout;
+        else if (strcmp(name, "query.max-samples") == 0)
+            num = &f->query_max_samples;
         else
             die_usage("unknown flag --%s%s", name, "");
         if (dur && (strcmp(val, "0") == 0 ? (*dur = 0, 0) : ps_parse_duration(val, strlen(val), 0, dur, &err)) != 0)
@@ -172,7 +181,7 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             char *end;
             errno = 0;
             unsigned long long v = strtoull(val, &end, 10);
-            if (errno || *end || end == val || v == 0 || v > (num == &f->max_series ? 10000000 : 65535))
+            if (errno || *end || end == val || v == 0 || v > (num == &f->max_series ? 10000000 : num == &f->query_max_samples ? 1000000000000ull : 65535))
                 die_usage("--%s: \"%s\" is not a positive number in range", name, val);
             *num = v;
         }
@@ -234,6 +243,8 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("max-inflated-size", fmt_size(f->max_inflated));
     FLAG("threads", fmt_dup("%llu", (unsigned long long)f->threads));
     FLAG("query.max-series", fmt_dup("%llu", (unsigned long long)f->max_series));
+    FLAG("query.timeout", fmt_dur(f->query_timeout));
+    FLAG("query.max-samples", fmt_dup("%llu", (unsigned long long)f->query_max_samples));
     FLAG("storage.max-size", fmt_size(f->max_size));
     FLAG("storage.compact-max-profiles", fmt_dup("%llu", (unsigned long long)f->compact_max));
     FLAG("storage.compact-window", fmt_dur(f->compact_window));
@@ -309,6 +320,8 @@ int main(int argc, char **argv)
     f.max_size = so.map_size;
     f.compact_max = so.compact_max_profiles;
     f.max_series = 10000;
+    f.query_timeout = 120 * PS_NS_PER_S;
+    f.query_max_samples = 50000000;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     f.threads = ncpu > 0 ? (uint64_t)ncpu : 1;
     parse_flags(argc, argv, &f);
@@ -355,6 +368,8 @@ int main(int argc, char **argv)
     srv.opts.threads = (uint32_t)f.threads;
     srv.opts.max_body = f.max_body;
     srv.opts.max_series = (uint32_t)f.max_series;
+    srv.opts.query_timeout = f.query_timeout;
+    srv.opts.query_max_samples = f.query_max_samples;
     ps_pprof_limits_default(&srv.opts.limits);
     srv.opts.limits.max_inflated = f.max_inflated;
     srv.opts.retention_ns = f.retention;

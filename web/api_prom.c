@@ -1,6 +1,7 @@
 /*
- * api_prom.c - the Prometheus HTTP API over profile totals (APIS.md §3): query, query_range,
- * series, labels, label values, metadata. GET and POST (form-encoded) alike.
+ * api_prom.c - the Prometheus HTTP API (APIS.md §3): query and query_range (PromQL, src/query/
+ * promql.h, over float series and profile totals), series, labels, label values, metadata. GET
+ * and POST (form-encoded) alike.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,9 @@
 #include "http.h"
 #include "proto/remote.h"
 #include "internal.h"
+#include "parser/promql.h"
 #include "parser/selector.h"
+#include "query/promql.h"
 #include "query/query.h"
 #include "render/render.h"
 
@@ -95,62 +98,40 @@ static void send_json(ps_qctx_t *c)
     ps_http_send(c->req, 200, "application/json", c->out.data, c->out.len);
 }
 
-static int do_query(ps_qctx_t *c, bool instant)
+static int64_t ns_to_ms(int64_t ns)
 {
-    int ret;
-    const ps_param_t *q = ps_params_get(&c->params, "query");
-    if (q == NULL)
-        return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"query\": missing");
-    ps_query_limits_t lim;
-    ps_query_limits_default(&lim);
-    lim.max_series = c->srv->opts.max_series;
-    int64_t start, end = 0, step = 0, now = ps_time_now();
-    if (instant) {
-        if ((ret = ps_param_time(&c->params, "time", now, &start, &c->err)) != 0 ||
-            (ret = ps_param_duration(&c->params, "lookback_delta", lim.lookback_ns, &lim.lookback_ns, &c->err)) != 0)
-            return ret;
-    } else {
-        const char *need[] = {"start", "end", "step"};
-        for (int i = 0; i < 3; i++)
-            if (ps_params_get(&c->params, need[i]) == NULL)
-                return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"%s\": missing", need[i]);
-        if ((ret = ps_param_time(&c->params, "start", 0, &start, &c->err)) != 0 ||
-            (ret = ps_param_time(&c->params, "end", 0, &end, &c->err)) != 0 ||
-            (ret = ps_param_duration(&c->params, "step", 0, &step, &c->err)) != 0)
-            return ret;
-        if (end < start)
-            return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"end\": end timestamp must not be before start time");
-        if (step <= 0)
-            return ps_err_set(&c->err, PS_EINVAL,
-                              "invalid parameter \"step\": zero or negative query resolution step widths are not "
-                              "accepted. Try a positive integer");
-    }
-    ps_expr_t *e = NULL;
-    if ((ret = ps_expr_parse(q->value, q->vlen, &c->arena, &e, &c->err)) != 0)
-        return ret;
-    ps_qresult_t res;
-    ret = ps_query_eval(c->reader, e, start, end, step, instant, &lim, &c->arena, &res, &c->err);
-    if (ret) {
-        ps_expr_dispose(e);
-        return ret;
-    }
-    static const char *types[] = {"matrix", "vector", "scalar"};
+    int64_t q = ns / 1000000;
+    return ns % 1000000 < 0 ? q - 1 : q;
+}
+
+/* The evaluator's answer in Prometheus' shape (APIS.md §3.2). */
+static void json_result(ps_qctx_t *c, const ps_pq_result_t *res)
+{
+    static const char *types[] = {[PS_PQ_VSCALAR] = "scalar", [PS_PQ_VVECTOR] = "vector",
+                                  [PS_PQ_VMATRIX] = "matrix", [PS_PQ_VSTRING] = "string"};
     ps_json_t j;
     ps_json_envelope(&j, &c->out);
     ps_json_obj(&j);
     ps_json_key(&j, "resultType");
-    ps_json_cstr(&j, types[res.type]);
+    ps_json_cstr(&j, types[res->type]);
     ps_json_key(&j, "result");
-    if (res.type == PS_RES_SCALAR) {
-        json_point(&j, res.t, res.scalar);
+    if (res->type == PS_PQ_VSCALAR) {
+        json_point(&j, res->t, res->scalar);
+    } else if (res->type == PS_PQ_VSTRING) {
+        char ts[40];
+        ps_fmt_ts_ms(res->t, ts, sizeof(ts));
+        ps_json_arr(&j);
+        ps_json_raw(&j, ts, strlen(ts));
+        ps_json_cstr(&j, res->str);
+        ps_json_end(&j);
     } else {
         ps_json_arr(&j);
-        for (uint32_t i = 0; i < res.n; i++) {
-            ps_qseries_t *s = &res.series[i];
+        for (uint32_t i = 0; i < res->n; i++) {
+            const ps_qseries_t *s = &res->series[i];
             ps_json_obj(&j);
             ps_json_key(&j, "metric");
             ps_labels_json(&s->labels, &j);
-            if (res.type == PS_RES_VECTOR) {
+            if (res->type == PS_PQ_VVECTOR) {
                 ps_json_key(&j, "value");
                 json_point(&j, s->points[0].t, s->points[0].v);
             } else {
@@ -166,7 +147,70 @@ static int do_query(ps_qctx_t *c, bool instant)
     }
     ps_json_end(&j);
     ps_json_envelope_close(&j);
-    ps_expr_dispose(e);
+}
+
+static int do_query(ps_qctx_t *c, bool instant)
+{
+    int ret;
+    const ps_param_t *q = ps_params_get(&c->params, "query");
+    if (q == NULL)
+        return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"query\": missing");
+    ps_pq_opts_t o;
+    ps_pq_opts_default(&o);
+    if (c->srv->opts.query_timeout > 0)
+        o.timeout = c->srv->opts.query_timeout / 1000000;
+    if (c->srv->opts.query_max_samples > 0)
+        o.max_samples = c->srv->opts.query_max_samples;
+    int64_t start, end = 0, step = 0, now = ps_time_now(), lookback = o.lookback * 1000000, timeout = 0;
+    if ((ret = ps_param_duration(&c->params, "timeout", 0, &timeout, &c->err)) != 0)
+        return ret;
+    if (timeout > 0 && (o.timeout == 0 || timeout / 1000000 < o.timeout))
+        o.timeout = timeout / 1000000 > 0 ? timeout / 1000000 : 1;
+    if (instant) {
+        if ((ret = ps_param_time(&c->params, "time", now, &start, &c->err)) != 0 ||
+            (ret = ps_param_duration(&c->params, "lookback_delta", lookback, &lookback, &c->err)) != 0)
+            return ret;
+        end = start;
+    } else {
+        const char *need[] = {"start", "end", "step"};
+        for (int i = 0; i < 3; i++)
+            if (ps_params_get(&c->params, need[i]) == NULL)
+                return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"%s\": missing", need[i]);
+        if ((ret = ps_param_time(&c->params, "start", 0, &start, &c->err)) != 0 ||
+            (ret = ps_param_time(&c->params, "end", 0, &end, &c->err)) != 0 ||
+            (ret = ps_param_duration(&c->params, "step", 0, &step, &c->err)) != 0)
+            return ret;
+        if (end < start)
+            return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"end\": end timestamp must not be before start time");
+        if (step <= 0)
+            return ps_err_set(&c->err, PS_EINVAL,
+                              "invalid parameter \"step\": zero or negative query resolution step widths are not "
+                              "accepted. Try a positive integer");
+        if ((end - start) / step > 11000)
+            return ps_err_set(&c->err, PS_EINVAL,
+                              "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query "
+                              "resolution (?step=XX)");
+        step = ns_to_ms(step) > 0 ? ns_to_ms(step) : 1;
+    }
+    o.start = ns_to_ms(start);
+    o.end = ns_to_ms(end);
+    o.step = step;
+    if (lookback > 0)
+        o.lookback = ns_to_ms(lookback);
+    ps_pq_node_t *e = NULL;
+    if ((ret = ps_pq_parse(q->value, q->vlen, NULL, &c->arena, &e, &c->err)) != 0)
+        return ps_err_prefix(&c->err, "invalid parameter \"query\"");
+    ps_pq_source_t src;
+    ps_pq_store_src_t sctx;
+    ps_pq_store_source(&src, &sctx, c->reader, c->srv->opts.max_series);
+    ps_pq_result_t res;
+    ret = ps_pq_eval(e, &src, &o, &c->arena, &res, &c->err);
+    ps_pq_dispose(e);
+    if (ret == PS_EUNSUPPORTED) /* a query we do not evaluate is bad data to the client (400) */
+        ret = c->err.code = PS_EINVAL;
+    if (ret)
+        return ret;
+    json_result(c, &res);
     send_json(c);
     return 0;
 }
@@ -530,9 +574,10 @@ int ps_api_query_exemplars(h2o_req_t *req)
     int64_t start, end;
     if (ret == 0)
         ret = range_params(&c, &start, &end);
-    ps_expr_t *e = NULL;
-    if (ret == 0 && (ret = ps_expr_parse(q->value, q->vlen, &c.arena, &e, &c.err)) == 0) {
-        ps_expr_dispose(e);
+    ps_pq_node_t *e = NULL;
+    /* Prometheus answers a parse error here without the "invalid parameter" prefix */
+    if (ret == 0 && (ret = ps_pq_parse(q->value, q->vlen, NULL, &c.arena, &e, &c.err)) == 0) {
+        ps_pq_dispose(e);
         ps_json_t j;
         ps_json_envelope(&j, &c.out);
         ps_json_arr(&j);

@@ -67,6 +67,7 @@ int ps_api_targets(h2o_req_t *req);
 int ps_api_reload(h2o_req_t *req);
 int ps_api_query(h2o_req_t *req);
 int ps_api_query_range(h2o_req_t *req);
+int ps_api_format_query(h2o_req_t *req); /* api_format.c */
 int ps_api_series(h2o_req_t *req);
 int ps_api_labels(h2o_req_t *req);
 int ps_api_label_values(h2o_req_t *req);

@@ -27,6 +27,7 @@ static const route_t routes[] = {
     {"/api/v1/write", M_POST, ps_api_remote_write},
     {"/api/v1/query", M_GET | M_POST, ps_api_query},
     {"/api/v1/query_range", M_GET | M_POST, ps_api_query_range},
+    {"/api/v1/format_query", M_GET | M_POST, ps_api_format_query},
     {"/api/v1/series", M_GET | M_POST, ps_api_series},
     {"/api/v1/labels", M_GET | M_POST, ps_api_labels},
     {"/api/v1/metadata", M_GET, ps_api_metadata},

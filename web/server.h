@@ -30,6 +30,8 @@ typedef struct ps_server_opts {
     uint32_t threads;        /* event loop threads */
     size_t max_body;         /* request body limit (bytes) */
     uint32_t max_series;     /* series one selector may select */
+    int64_t query_timeout;   /* ns a PromQL evaluation may take (0: the evaluator's default, 2 min) */
+    uint64_t query_max_samples; /* samples a PromQL query may load (0: 50,000,000) */
     ps_pprof_limits_t limits;
     int64_t retention_ns;    /* --retention, for /api/v1/status/runtimeinfo */
     size_t max_remote_uncompressed; /* remote_write: largest uncompressed body (0 = proto/remote.h's default) */

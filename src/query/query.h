@@ -1,13 +1,10 @@
 /*
  * query.h - the query engine: series selection by matchers, merging profiles over time and
- * series, diffs, and per-profile totals as Prometheus-style series.
+ * series, diffs. PromQL (float series and per-profile totals) is promql.h.
  *
  * Semantics (docs/API.md says the same for users):
  *  - selection: postings intersections for matchers that need a value, label-value scans for
  *    regexes; a matcher that matches "" also accepts series without the label;
- *  - range queries: at step t the value is the sum of the totals of the profiles with timestamp
- *    in (t - step, t]; steps without profiles are absent;
- *  - instant queries: the total of each series' newest profile in (t - lookback, t];
  *  - merges: node values summed over every profile of every selected series in [start, end]
  *    (or, at a time t, each series' newest profile in (t - lookback, t]), one profile type, or
  *    every sample type of a profile family (ps_query_profile_select);
@@ -27,14 +24,6 @@
 #include "core/profile.h"
 #include "parser/selector.h"
 #include "storage/store.h"
-
-typedef struct ps_query_limits {
-    uint32_t max_series;   /* series one selector may select (default 10,000) */
-    uint32_t max_points;   /* points per series in a range query (11,000 like Prometheus) */
-    int64_t lookback_ns;   /* instant lookback (default 5 m) */
-} ps_query_limits_t;
-
-void ps_query_limits_default(ps_query_limits_t *l);
 
 typedef struct ps_series_set {
     uint32_t n;
@@ -145,7 +134,7 @@ enum { PS_PROFILE_ONE = 0, PS_PROFILE_SUB = 1, PS_PROFILE_PAIR = 2 };
 int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_profile_sel_t *b, int mode,
                            ps_arena_t *arena, ps_profile_t *out, ps_err_t *err);
 
-/* Expression results. */
+/* Series of points: PromQL answers (src/query/promql.h). */
 typedef struct ps_point {
     int64_t t; /* ms */
     double v;
@@ -156,22 +145,5 @@ typedef struct ps_qseries {
     uint32_t n;
     ps_point_t *points;
 } ps_qseries_t;
-
-enum { PS_RES_MATRIX, PS_RES_VECTOR, PS_RES_SCALAR };
-
-typedef struct ps_qresult {
-    int type;
-    uint32_t n;
-    ps_qseries_t *series;
-    double scalar;
-    int64_t t; /* ms, for scalars */
-} ps_qresult_t;
-
-/**
- * Evaluates e. Range (instant == false): points at start, start+step, ... <= end (times in ns).
- * Instant: at start. Result series are sorted by labels.
- */
-int ps_query_eval(ps_reader_t *r, ps_expr_t *e, int64_t start, int64_t end, int64_t step, bool instant,
-                  const ps_query_limits_t *lim, ps_arena_t *arena, ps_qresult_t *out, ps_err_t *err);
 
 #endif

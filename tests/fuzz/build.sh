@@ -5,8 +5,8 @@
 #
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
 # prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
-# fuzz_xorchunk (storage/xorchunk.c), fuzz_selector (parser/) and fuzz_remote (proto/remote.c,
-# snappy) into OUTDIR.
+# fuzz_xorchunk (storage/xorchunk.c), fuzz_selector and fuzz_promql (parser/) and fuzz_remote
+# (proto/remote.c, snappy) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -63,6 +63,19 @@ if [ -f "$root/parser/selector.re" ] && [ -f "$here/fuzz_selector.c" ]; then
         "$here/fuzz_selector.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
         $(pkg-config --libs libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_selector"
+fi
+
+# fuzz_promql: the PromQL parser and printers (parser/promql.c), same sources as fuzz_selector.
+if [ -f "$root/parser/promql.c" ] && [ -f "$here/fuzz_promql.c" ]; then
+    [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
+    # shellcheck disable=SC2046
+    "$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
+        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+        -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+        -I"$gen/inc" \
+        "$here/fuzz_promql.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
+        $(pkg-config --libs libpcre2-8) -lm -lpthread \
+        -o "$out/fuzz_promql"
 fi
 
 # fuzz_remote: the remote-write codec (proto/remote.c) with its generated protobuf-c code and snappy.

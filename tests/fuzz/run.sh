@@ -2,8 +2,8 @@
 # run.sh - builds every libFuzzer target (tests/fuzz/build.sh) and fuzzes each for N seconds
 # (default 20): fuzz_pprof seeded with the real pprof fixtures (as they are and gunzipped),
 # fuzz_chunk and fuzz_xorchunk seeded with chunks their encoders make, fuzz_selector seeded with
-# real selectors, fuzz_remote seeded with the captured Prometheus remote-write bodies (as they are
-# and uncompressed).
+# real selectors, fuzz_promql with real queries, fuzz_remote seeded with the captured Prometheus
+# remote-write bodies (as they are and uncompressed).
 # Exits non-zero if libFuzzer finds a crash, leak or timeout; the reproducer is left in the output
 # directory (crash-*, leak-*, timeout-*).
 #
@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_remote"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 
 if [ -n "${PS_TESTDATA:-}" ] && [ -d "$PS_TESTDATA/pprof" ]; then
@@ -53,6 +53,16 @@ for t in $targets; do
         for s in 'process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta{job="api",instance=~"10\\..*"}' \
                  '{__name__=~"memory:.*",job!="batch"}' 'sum by (job) (x{a=`b`})' '1+2*3^2' \
                  "x{a='\\x41\\u00e9'}" 'sum(rate(x[5m]))' '{a!~"(a+)+$"}'; do
+            printf '%s' "$s" > "$corpus/seed$i"; i=$((i + 1))
+        done ;;
+    fuzz_promql)
+        i=0
+        for s in 'sum by (job) (rate(http_requests_total{code=~"5.."}[5m])) / ignoring(code) group_left sum(x)' \
+                 'histogram_quantile(0.9, sum by (le) (rate(x_bucket[5m] offset -1h @ 100)))' \
+                 'max_over_time(deriv(x[1h:5m])[1d:] @ start()) > bool 0.5e-3' \
+                 'topk(3, count_values without (a) ("v", -x ^ 2 % 0x1f)) or vector(time()) unless on() y' \
+                 "label_replace(up, 'a', \"\\u00e9\", \`b\`, '(.*)') and quantile_over_time(.9, z[1y2w])" \
+                 'absent(nonexistent{job="x"}) + (1 - -Inf) * scalar(a) atan2 NaN'; do
             printf '%s' "$s" > "$corpus/seed$i"; i=$((i + 1))
         done ;;
     fuzz_remote)

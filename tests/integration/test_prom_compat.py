@@ -95,11 +95,12 @@ def test_flags_every_flag_with_its_value(make_server):
         "retention": "1d12h", "storage.commit-delay": "10ms", "storage.compact-interval": "10s",
         "storage.compact-max-profiles": "7", "storage.compact-window": "2h", "storage.max-size": "256GiB",
         "storage.no-sync": "false", "storage.retention-interval": "1m", "threads": "2",
+        "query.timeout": "2m", "query.max-samples": "50000000",
         **{k: d[k] for k in set(d) - {
             "config", "data-dir", "listen", "log-level", "max-body-size", "max-inflated-size", "query.max-series",
             "retention", "storage.commit-delay", "storage.compact-interval", "storage.compact-max-profiles",
             "storage.compact-window", "storage.max-size", "storage.no-sync", "storage.retention-interval",
-            "threads"}},  # flags other branches add: only their presence is checked here
+            "threads", "query.timeout", "query.max-samples"}},  # flags of branches not merged here: present
     }
 
 

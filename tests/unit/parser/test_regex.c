@@ -123,6 +123,59 @@ static void test_compile_errors(void **state)
 }
 
 /* Exponential backtracking stops at the limits: an error, at once. */
+/* What Go's RE2 refuses and PCRE2 takes, in Go's words (the answers of Prometheus 2.42 for
+ * x{a=~"<re>"}, whose message is "error parsing regexp: " and these). */
+static void test_re2_syntax(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *re, *msg;
+    } bad[] = {
+        {"a*+", "invalid nested repetition operator: `*+`"},
+        {"a*?+", "invalid nested repetition operator: `*?+`"},
+        {"x{2}{3}", "invalid nested repetition operator: `{2}{3}`"},
+        {"a{1001}", "invalid repeat count: `{1001}`"},
+        {"a{3,2}", "invalid repeat count: `{3,2}`"},
+        {"(?=a)", "invalid or unsupported Perl syntax: `(?=`"},
+        {"(?<=a)", "invalid or unsupported Perl syntax: `(?<`"},
+        {"(?ix)a", "invalid or unsupported Perl syntax: `(?ix`"},
+        {"(?i-)a", "invalid or unsupported Perl syntax: `(?i-)`"},
+        {"(?P=n)", "invalid or unsupported Perl syntax: `(?P`"},
+        {"\\Z", "invalid escape sequence: `\\Z`"},
+        {"\\1", "invalid escape sequence: `\\1`"},
+        {"[\\b]", "invalid escape sequence: `\\b`"},
+        {"[a-\\d]", "invalid escape sequence: `\\d`"},
+        {"[[:foo:]]", "invalid character class range: `[:foo:]`"},
+        {"[z-a]", "invalid character class range: `z-a`"},
+        {"*a", "missing argument to repetition operator: `*`"},
+        {"(?i)*", "missing argument to repetition operator: `*`"},
+        {"\\Q\\E+", "missing argument to repetition operator: `+`"},
+        {"(a", "missing closing ): `^(?:(a)$`"},
+        {"\\Qa*", "missing closing ): `^(?:\\Qa*)$`"},
+        {"\\", "missing closing ): `^(?:\\)$`"},
+        {"a))", "unexpected ): `^(?:a)))$`"},
+        {"a)|(b", "unexpected ): `a)|(b`"},
+        {"[a", "missing closing ]: `[a)$`"},
+    };
+    static const char *const good[] = {
+        "a{1000}", "a{,3}", "a{2", "(?P<n>a)", "(?i)a", "(?-s:a)", "(?U)a+", "(?)a", "\\12", "\\0", "\\Qa*\\E+",
+        "[]a]", "[^]a]", "[[:^alpha:]]", "\\pL\\p{Greek}", "\\x{41}\\x41", "a+?", "a{2,3}?", "\\.\\$", "a\\b",
+        "[a*+]", "\xc3\xa9+", "a(?i)+",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ps_err_t err;
+        if (ps_regex_check_re2(bad[i].re, strlen(bad[i].re), &err) != PS_EINVAL)
+            fail_msg("%s: accepted", bad[i].re);
+        if (strcmp(err.msg, bad[i].msg) != 0)
+            fail_msg("%s:\n got  %s\n want %s", bad[i].re, err.msg, bad[i].msg);
+    }
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        ps_err_t err;
+        if (ps_regex_check_re2(good[i], strlen(good[i]), &err) != 0)
+            fail_msg("%s: %s", good[i], err.msg);
+    }
+}
+
 static void test_limits(void **state)
 {
     char subject[64];
@@ -146,6 +199,7 @@ int main(void)
         cmocka_unit_test(test_captures),
         cmocka_unit_test(test_invalid_utf8_subject),
         cmocka_unit_test(test_compile_errors),
+        cmocka_unit_test(test_re2_syntax),
         cmocka_unit_test(test_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

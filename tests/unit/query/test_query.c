@@ -3,8 +3,9 @@
  * profiles ($PS_TESTDATA/pprof, totals from its README), then series selection (=, !=, =~, !~,
  * the empty-value rule, time ranges, max_series), profile merges over a range and at a time
  * (exact totals, pprof's merge rules, profile families with every sample type, the errors for
- * unknown types), label names and values by time, and the PromQL subset (sum, sum by, sum
- * without, unary minus, number arithmetic, range steps (t - step, t]) with exact values.
+ * unknown types), label names and values by time, and PromQL over the store's profile totals
+ * (src/query/promql.h with ps_pq_store_source: selectors with lookback, sum, sum by, sum without,
+ * count_over_time and sum_over_time, unary minus, numbers, range steps) with exact values.
  *
  * The store (T = 1,800,000,000 s):
  *   process_cpu (2 types: samples, cpu) {job="api",instance="a"}  cpu-01 @T+10, cpu-02 @T+20
@@ -28,6 +29,8 @@
 #include "core/timeutil.h"
 #include "ingest/ingest.h"
 #include "parser/selector.h"
+#include "parser/promql.h"
+#include "query/promql.h"
 #include "query/query.h"
 
 
@@ -45,12 +48,10 @@ static char dir[64];
 static ps_store_t *store;
 
 
-static void ingest(const char *rel, const char *labels, int64_t ts_s)
+static void ingest_at(const char *rel, const char *labels, const char *when)
 {
-    char when[32];
     size_t len;
     uint8_t *b = ps_test_read_fixture(rel, &len);
-    snprintf(when, sizeof(when), "%lld", (long long)ts_s);
     ps_ingest_params_t ip = {.labels = labels, .labels_len = strlen(labels), .time = when, .time_len = strlen(when),
                              .delta = -1};
     ps_arena_t a = PS_ARENA_INIT;
@@ -66,6 +67,13 @@ static void ingest(const char *rel, const char *labels, int64_t ts_s)
         fail_msg("%s: %s / %s", rel, err.msg, app.err.msg);
     ps_arena_dispose(&a);
     free(b);
+}
+
+static void ingest(const char *rel, const char *labels, int64_t ts_s)
+{
+    char when[32];
+    snprintf(when, sizeof(when), "%lld", (long long)ts_s);
+    ingest_at(rel, labels, when);
 }
 
 static int setup(void **state)
@@ -397,17 +405,23 @@ static void test_merge_family(void **state)
     fx_end(&f);
 }
 
-/* ---- PromQL subset ---- */
+/* ---- PromQL over the store (src/query/promql.h with ps_pq_store_source) ---- */
 
-static int eval(fx_t *f, const char *expr, int64_t start, int64_t end, int64_t step, bool instant, ps_qresult_t *res)
+static int eval(fx_t *f, const char *expr, int64_t start, int64_t end, int64_t step, bool instant, ps_pq_result_t *res)
 {
-    ps_expr_t *e = NULL;
-    if (ps_expr_parse(expr, strlen(expr), &f->a, &e, &f->err) != 0)
+    ps_pq_node_t *e = NULL;
+    if (ps_pq_parse(expr, strlen(expr), NULL, &f->a, &e, &f->err) != 0)
         fail_msg("%s: %s", expr, f->err.msg);
-    ps_query_limits_t lim;
-    ps_query_limits_default(&lim);
-    int ret = ps_query_eval(f->r, e, start, end, step, instant, &lim, &f->a, res, &f->err);
-    ps_expr_dispose(e);
+    ps_pq_opts_t o;
+    ps_pq_opts_default(&o);
+    o.start = start / 1000000;
+    o.end = (instant ? start : end) / 1000000;
+    o.step = instant ? 0 : step / 1000000;
+    ps_pq_source_t src;
+    ps_pq_store_src_t sctx;
+    ps_pq_store_source(&src, &sctx, f->r, 10000);
+    int ret = ps_pq_eval(e, &src, &o, &f->a, res, &f->err);
+    ps_pq_dispose(e);
     return ret;
 }
 
@@ -416,13 +430,13 @@ static void test_eval_instant(void **state)
     (void)state;
     fx_t f;
     fx_begin(&f);
-    ps_qresult_t r;
+    ps_pq_result_t r;
     const int64_t t = S(T0 + 60);
     assert_int_equal(eval(&f, CPU, t, 0, 0, true, &r), 0);
-    assert_int_equal(r.type, PS_RES_VECTOR);
-    assert_int_equal(r.n, 3); /* sorted by labels: a, b, batch (no instance, job sorts after instance) */
+    assert_int_equal(r.type, PS_PQ_VVECTOR);
+    assert_int_equal(r.n, 3); /* sorted by labels: a, b, batch (no instance; job sorts after instance) */
     assert_string_equal(label(&r.series[0].labels, "instance"), "a");
-    assert_true(r.series[0].points[0].v == (double)CPU02);
+    assert_true(r.series[0].points[0].v == (double)CPU02); /* the newest profile in [t - 5m, t] */
     assert_int_equal(r.series[0].points[0].t, (T0 + 60) * 1000);
     assert_string_equal(label(&r.series[1].labels, "instance"), "b");
     assert_true(r.series[1].points[0].v == (double)CPU03);
@@ -445,9 +459,16 @@ static void test_eval_instant(void **state)
         assert_string_equal(label(&r.series[1].labels, "job"), "batch");
         assert_true(r.series[1].points[0].v == (double)CPU04);
     }
-    assert_int_equal(eval(&f, "sum by (instance) (" CPU ")", t, 0, 0, true, &r), 0);
-    assert_int_equal(r.n, 3); /* "" (batch), a, b */
-    assert_int_equal(r.series[0].labels.n, 0);
+    /* profile totals as float series: how many profiles in the last minute, and their sum */
+    assert_int_equal(eval(&f, "count_over_time(" CPU "[1m])", t, 0, 0, true, &r), 0);
+    assert_int_equal(r.n, 3);
+    assert_true(r.series[0].points[0].v == 2);
+    assert_null(label(&r.series[0].labels, "__name__"));
+    assert_int_equal(eval(&f, "sum(sum_over_time(" CPU "{job=\"api\"}[1m]))", t, 0, 0, true, &r), 0);
+    assert_true(r.series[0].points[0].v == (double)(CPU01 + CPU02 + CPU03));
+    /* all types of the family: process_cpu has two, so sum by (__name__) gives two series */
+    assert_int_equal(eval(&f, "sum by (__name__) ({__name__=~\"process_cpu:.*\"})", t, 0, 0, true, &r), 0);
+    assert_int_equal(r.n, 2);
 
     /* unary minus: values negated, the metric name dropped */
     assert_int_equal(eval(&f, "-" CPU "{instance=\"a\"}", t, 0, 0, true, &r), 0);
@@ -455,9 +476,11 @@ static void test_eval_instant(void **state)
     assert_true(r.series[0].points[0].v == -(double)CPU02);
     assert_null(label(&r.series[0].labels, "__name__"));
     assert_string_equal(label(&r.series[0].labels, "instance"), "a");
-    /* lookback: (t - 5m, t] */
+    /* lookback: [t - 5m, t], both ends */
     assert_int_equal(eval(&f, CPU, S(T0 + 20 + 300), 0, 0, true, &r), 0);
-    assert_int_equal(r.n, 1); /* a's T+20 is 300 s before: out; batch's T+30 in */
+    assert_int_equal(r.n, 2); /* a's T+20 is exactly 300 s before: in; b's T+15 out; batch's T+30 in */
+    assert_int_equal(eval(&f, CPU, S(T0 + 20 + 301), 0, 0, true, &r), 0);
+    assert_int_equal(r.n, 1);
     assert_string_equal(label(&r.series[0].labels, "job"), "batch");
 
     /* numbers */
@@ -467,7 +490,7 @@ static void test_eval_instant(void **state)
     } nums[] = {{"1+2*3", 7}, {"2^10", 1024}, {"7 % 4", 3}, {"-(1-3)", 2}, {"(1+1)/4", 0.5}};
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
         assert_int_equal(eval(&f, nums[i].e, t, 0, 0, true, &r), 0);
-        assert_int_equal(r.type, PS_RES_SCALAR);
+        assert_int_equal(r.type, PS_PQ_VSCALAR);
         assert_true(r.scalar == nums[i].v);
         assert_int_equal(r.t, (T0 + 60) * 1000);
     }
@@ -479,37 +502,39 @@ static void test_eval_range(void **state)
     (void)state;
     fx_t f;
     fx_begin(&f);
-    ps_qresult_t r;
-    /* step t holds the profiles in (t - step, t]: T+10 and T+20 of a; T and T+30 have none */
+    ps_pq_result_t r;
+    /* a selector at each step: the newest profile in [t - 5m, t]; none at T, CPU02 still at T+30 */
     assert_int_equal(eval(&f, CPU "{instance=\"a\"}", S(T0), S(T0 + 30), S(10), false, &r), 0);
-    assert_int_equal(r.type, PS_RES_MATRIX);
+    assert_int_equal(r.type, PS_PQ_VMATRIX);
     assert_int_equal(r.n, 1);
-    assert_int_equal(r.series[0].n, 2);
+    assert_int_equal(r.series[0].n, 3);
     assert_int_equal(r.series[0].points[0].t, (T0 + 10) * 1000);
     assert_true(r.series[0].points[0].v == (double)CPU01);
     assert_int_equal(r.series[0].points[1].t, (T0 + 20) * 1000);
     assert_true(r.series[0].points[1].v == (double)CPU02);
-    /* shifted steps: T+5 (none), T+15 gets T+10, T+25 gets T+20 */
-    assert_int_equal(eval(&f, CPU "{instance=\"a\"}", S(T0 + 5), S(T0 + 25), S(10), false, &r), 0);
-    assert_int_equal(r.series[0].n, 2);
-    assert_int_equal(r.series[0].points[0].t, (T0 + 15) * 1000);
+    assert_int_equal(r.series[0].points[2].t, (T0 + 30) * 1000);
+    assert_true(r.series[0].points[2].v == (double)CPU02);
+    /* issue 3's step sums are sum_over_time: [t - 10s, t] holds a boundary profile twice */
+    assert_int_equal(eval(&f, "sum_over_time(" CPU "{instance=\"a\"}[10s])", S(T0), S(T0 + 30), S(10), false, &r), 0);
+    assert_int_equal(r.series[0].n, 3);
     assert_true(r.series[0].points[0].v == (double)CPU01);
-    assert_int_equal(r.series[0].points[1].t, (T0 + 25) * 1000);
+    assert_true(r.series[0].points[1].v == (double)(CPU01 + CPU02));
+    assert_true(r.series[0].points[2].v == (double)CPU02);
+    /* ... and [t - 9.999s, t] only the step's own */
+    assert_int_equal(eval(&f, "sum_over_time(" CPU "{instance=\"a\"}[9999ms])", S(T0), S(T0 + 30), S(10), false, &r),
+                     0);
+    assert_int_equal(r.series[0].n, 2);
     assert_true(r.series[0].points[1].v == (double)CPU02);
-    /* a step holding two profiles of one series sums them: (T, T+20] */
-    assert_int_equal(eval(&f, CPU "{instance=\"a\"}", S(T0 + 20), S(T0 + 20), S(20), false, &r), 0);
-    assert_int_equal(r.series[0].n, 1);
-    assert_true(r.series[0].points[0].v == (double)(CPU01 + CPU02));
     /* sum over series per step */
     assert_int_equal(eval(&f, "sum(" CPU ")", S(T0 + 10), S(T0 + 30), S(10), false, &r), 0);
     assert_int_equal(r.n, 1);
     assert_int_equal(r.series[0].n, 3);
     assert_true(r.series[0].points[0].v == (double)CPU01);
     assert_true(r.series[0].points[1].v == (double)(CPU02 + CPU03));
-    assert_true(r.series[0].points[2].v == (double)CPU04);
+    assert_true(r.series[0].points[2].v == (double)(CPU02 + CPU03 + CPU04));
     assert_int_equal(eval(&f, "sum by (job) (" CPU ")", S(T0 + 10), S(T0 + 30), S(10), false, &r), 0);
-    assert_int_equal(r.n, 2);
-    assert_int_equal(r.series[0].n, 2); /* api at T+10, T+20 */
+    assert_int_equal(r.n, 2); /* sorted by labels */
+    assert_int_equal(r.series[0].n, 3); /* api from T+10 */
     assert_true(r.series[0].points[1].v == (double)(CPU02 + CPU03));
     assert_int_equal(r.series[1].n, 1); /* batch at T+30 */
     assert_int_equal(r.series[1].points[0].t, (T0 + 30) * 1000);
@@ -519,12 +544,31 @@ static void test_eval_range(void **state)
     assert_int_equal(r.series[0].n, 3);
     assert_int_equal(r.series[0].points[2].t, (T0 + 20) * 1000);
     assert_true(r.series[0].points[2].v == 2);
-    /* limits */
-    assert_int_equal(eval(&f, CPU, S(T0), S(T0) + S(11000), S(1), false, &r), PS_EINVAL);
+    /* limits: (end - start) / step at most 11,000 */
+    assert_int_equal(eval(&f, CPU, S(T0), S(T0) + S(11001), S(1), false, &r), PS_EINVAL);
     assert_non_null(strstr(f.err.msg, "exceeded maximum resolution of 11,000 points"));
-    assert_int_equal(eval(&f, CPU, S(T0), S(T0) + S(10999), S(1), false, &r), 0);
-    assert_int_equal(eval(&f, CPU, S(T0), S(T0 + 10), 0, false, &r), PS_EINVAL);
+    assert_int_equal(eval(&f, CPU, S(T0), S(T0) + S(11000), S(1), false, &r), 0);
     assert_int_equal(eval(&f, CPU, S(T0 + 10), S(T0), S(1), false, &r), PS_EINVAL);
+    fx_end(&f);
+}
+
+/* Two profiles in the same millisecond: a Prometheus series has one sample per ms; the first
+ * profile's total stands (as remote_read answers them). Last: it adds a series to the store. */
+static void test_eval_same_millisecond(void **state)
+{
+    (void)state;
+    /* T0 + 100 s plus 400 and 700 us (RFC 3339 keeps the nanoseconds; unix seconds round to ms) */
+    ingest_at("go/cpu-01.pb.gz", "{job=\"dup\"}", "2027-01-15T08:01:40.0004Z");
+    ingest_at("go/cpu-02.pb.gz", "{job=\"dup\"}", "2027-01-15T08:01:40.0007Z");
+    fx_t f;
+    fx_begin(&f);
+    ps_pq_result_t r;
+    assert_int_equal(eval(&f, CPU "{job=\"dup\"}", S(T0 + 101), 0, 0, true, &r), 0);
+    assert_int_equal(r.n, 1);
+    if (r.series[0].points[0].v != (double)CPU01)
+        fail_msg("got %.17g, want %lld (cpu-02: %lld)", r.series[0].points[0].v, (long long)CPU01, (long long)CPU02);
+    assert_int_equal(eval(&f, "count_over_time(" CPU "{job=\"dup\"}[1m])", S(T0 + 101), 0, 0, true, &r), 0);
+    assert_true(r.series[0].points[0].v == 1);
     fx_end(&f);
 }
 
@@ -538,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_merge_family),
         cmocka_unit_test(test_eval_instant),
         cmocka_unit_test(test_eval_range),
+        cmocka_unit_test(test_eval_same_millisecond),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

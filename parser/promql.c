@@ -1,0 +1,1536 @@
+/*
+ * promql.c - the PromQL parser of Prometheus 2.42 (API and tree in promql.h), over the tokens of
+ * the re2c lexer in selector.re and the selector machinery of selector.c (selector_int.h).
+ *
+ * Grammar (EBNF; what generated_parser.y accepts, written for recursive descent with precedence
+ * climbing). Binary operators, lowest precedence first, all left-associative but "^":
+ *   1 "or"   2 "and" "unless"   3 "==" "!=" "<" "<=" ">" ">="   4 "+" "-"   5 "*" "/" "%" "atan2"
+ *   6 "^" (right-associative). A unary sign binds like "*": -a^b is -(a^b), -a*b is (-a)*b.
+ *   The postfix forms ([range], [range:step], offset, @) bind tighter than anything.
+ *
+ *   expr        = unary { binop bin_mod expr }            (precedence climbing, see above)
+ *   bin_mod     = [ "bool" ] [ ( "on" | "ignoring" ) labels [ ( "group_left" | "group_right" ) [ labels ] ] ]
+ *   unary       = ( "+" | "-" ) expr_pow | postfix        (expr_pow: an expr of operators "^" only)
+ *   postfix     = primary { "[" duration "]" | "[" duration ":" [ duration ] "]"
+ *                         | "offset" [ "-" ] duration | "@" ( [ "+" | "-" ] number | ( "start" | "end" ) "(" ")" ) }
+ *   primary     = number | string | "(" expr ")" | selector | call | aggregation
+ *   call        = identifier "(" [ expr { "," expr } ] ")"      (identifier a function of the table)
+ *   aggregation = aggr_op [ grouping ] "(" [ expr { "," expr } ] ")" [ grouping ]     (grouping once)
+ *   grouping    = ( "by" | "without" ) labels
+ *   labels      = "(" [ label { "," label } [ "," ] ] ")"     (a label may be a keyword: by, on, sum ...)
+ *   selector    = metric_name [ "{" [ matcher { "," matcher } [ "," ] ] "}" ] | "{" matchers "}"
+ *   matcher     = label ( "=" | "!=" | "=~" | "!~" ) string
+ *   metric_name = identifier | metric_identifier | aggr_op | "by" | "without" | "offset" | "and" | "or" | "unless"
+ *   aggr_op     = "sum" | "avg" | "count" | "min" | "max" | "group" | "stddev" | "stdvar" | "topk"
+ *               | "bottomk" | "count_values" | "quantile"
+ *   number      = decimal | hex | octal | float | "Inf" | "NaN"  (strconv.ParseInt(s, 0, 64), else ParseFloat)
+ *   duration    = { digits ( "y" | "w" | "d" | "h" | "m" | "s" | "ms" ) }   (model.ParseDuration: units
+ *                 in that order, each at most once; > 0)
+ *
+ * Then the tree is checked as Prometheus' checkAST (parse.go) does: operand types of binary
+ * operators, "bool" only on comparisons, set operators only between vectors and many-to-many,
+ * grouping labels, argument counts and types of calls, aggregation parameter types. The first
+ * error found is reported, in Prometheus' words and position ("1:6: parse error: ...").
+ *
+ * Limits (ps_pq_limits_t) are checked while parsing: input bytes, nodes, and depth (counted both
+ * as recursion of the parser and as depth of the tree, so every recursive walk of a tree that
+ * parsed is bounded). Exceeding one is a PS_ETOOBIG.
+ *
+ * Printing (ps_pq_format) is printer.go's String(); ps_pq_pretty is prettier.go's Pretty(level),
+ * which is what Prometheus 2.42's /api/v1/format_query answers (String() when it fits in 100 bytes).
+ */
+#include "parser/promql.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/labels.h"
+#include "parser/selector_int.h"
+
+#define MAX_LINE 100 /* prettier.go's maxCharactersPerLine */
+#define MAX_DURATION_MS ((uint64_t)INT64_MAX / 1000000u)
+
+/* ---- the function table (functions.go of Prometheus 2.42) ---------------------------------- */
+
+#define V PS_PQ_VVECTOR
+#define M PS_PQ_VMATRIX
+#define S PS_PQ_VSCALAR
+#define STR PS_PQ_VSTRING
+static const ps_pq_func_t funcs[] = {
+    {"abs", PS_FN_ABS, 1, {V}, 0, V},
+    {"absent", PS_FN_ABSENT, 1, {V}, 0, V},
+    {"absent_over_time", PS_FN_ABSENT_OVER_TIME, 1, {M}, 0, V},
+    {"acos", PS_FN_ACOS, 1, {V}, 0, V},
+    {"acosh", PS_FN_ACOSH, 1, {V}, 0, V},
+    {"asin", PS_FN_ASIN, 1, {V}, 0, V},
+    {"asinh", PS_FN_ASINH, 1, {V}, 0, V},
+    {"atan", PS_FN_ATAN, 1, {V}, 0, V},
+    {"atanh", PS_FN_ATANH, 1, {V}, 0, V},
+    {"avg_over_time", PS_FN_AVG_OVER_TIME, 1, {M}, 0, V},
+    {"ceil", PS_FN_CEIL, 1, {V}, 0, V},
+    {"changes", PS_FN_CHANGES, 1, {M}, 0, V},
+    {"clamp", PS_FN_CLAMP, 3, {V, S, S}, 0, V},
+    {"clamp_max", PS_FN_CLAMP_MAX, 2, {V, S}, 0, V},
+    {"clamp_min", PS_FN_CLAMP_MIN, 2, {V, S}, 0, V},
+    {"cos", PS_FN_COS, 1, {V}, 0, V},
+    {"cosh", PS_FN_COSH, 1, {V}, 0, V},
+    {"count_over_time", PS_FN_COUNT_OVER_TIME, 1, {M}, 0, V},
+    {"days_in_month", PS_FN_DAYS_IN_MONTH, 1, {V}, 1, V},
+    {"day_of_month", PS_FN_DAY_OF_MONTH, 1, {V}, 1, V},
+    {"day_of_week", PS_FN_DAY_OF_WEEK, 1, {V}, 1, V},
+    {"day_of_year", PS_FN_DAY_OF_YEAR, 1, {V}, 1, V},
+    {"deg", PS_FN_DEG, 1, {V}, 0, V},
+    {"delta", PS_FN_DELTA, 1, {M}, 0, V},
+    {"deriv", PS_FN_DERIV, 1, {M}, 0, V},
+    {"exp", PS_FN_EXP, 1, {V}, 0, V},
+    {"floor", PS_FN_FLOOR, 1, {V}, 0, V},
+    {"histogram_count", PS_FN_HISTOGRAM_COUNT, 1, {V}, 0, V},
+    {"histogram_sum", PS_FN_HISTOGRAM_SUM, 1, {V}, 0, V},
+    {"histogram_fraction", PS_FN_HISTOGRAM_FRACTION, 3, {S, S, V}, 0, V},
+    {"histogram_quantile", PS_FN_HISTOGRAM_QUANTILE, 2, {S, V}, 0, V},
+    {"holt_winters", PS_FN_HOLT_WINTERS, 3, {M, S, S}, 0, V},
+    {"hour", PS_FN_HOUR, 1, {V}, 1, V},
+    {"idelta", PS_FN_IDELTA, 1, {M}, 0, V},
+    {"increase", PS_FN_INCREASE, 1, {M}, 0, V},
+    {"irate", PS_FN_IRATE, 1, {M}, 0, V},
+    {"label_replace", PS_FN_LABEL_REPLACE, 5, {V, STR, STR, STR, STR}, 0, V},
+    {"label_join", PS_FN_LABEL_JOIN, 4, {V, STR, STR, STR}, -1, V},
+    {"last_over_time", PS_FN_LAST_OVER_TIME, 1, {M}, 0, V},
+    {"ln", PS_FN_LN, 1, {V}, 0, V},
+    {"log10", PS_FN_LOG10, 1, {V}, 0, V},
+    {"log2", PS_FN_LOG2, 1, {V}, 0, V},
+    {"max_over_time", PS_FN_MAX_OVER_TIME, 1, {M}, 0, V},
+    {"min_over_time", PS_FN_MIN_OVER_TIME, 1, {M}, 0, V},
+    {"minute", PS_FN_MINUTE, 1, {V}, 1, V},
+    {"month", PS_FN_MONTH, 1, {V}, 1, V},
+    {"pi", PS_FN_PI, 0, {0}, 0, S},
+    {"predict_linear", PS_FN_PREDICT_LINEAR, 2, {M, S}, 0, V},
+    {"present_over_time", PS_FN_PRESENT_OVER_TIME, 1, {M}, 0, V},
+    {"quantile_over_time", PS_FN_QUANTILE_OVER_TIME, 2, {S, M}, 0, V},
+    {"rad", PS_FN_RAD, 1, {V}, 0, V},
+    {"rate", PS_FN_RATE, 1, {M}, 0, V},
+    {"resets", PS_FN_RESETS, 1, {M}, 0, V},
+    {"round", PS_FN_ROUND, 2, {V, S}, 1, V},
+    {"scalar", PS_FN_SCALAR, 1, {V}, 0, S},
+    {"sgn", PS_FN_SGN, 1, {V}, 0, V},
+    {"sin", PS_FN_SIN, 1, {V}, 0, V},
+    {"sinh", PS_FN_SINH, 1, {V}, 0, V},
+    {"sort", PS_FN_SORT, 1, {V}, 0, V},
+    {"sort_desc", PS_FN_SORT_DESC, 1, {V}, 0, V},
+    {"sqrt", PS_FN_SQRT, 1, {V}, 0, V},
+    {"stddev_over_time", PS_FN_STDDEV_OVER_TIME, 1, {M}, 0, V},
+    {"stdvar_over_time", PS_FN_STDVAR_OVER_TIME, 1, {M}, 0, V},
+    {"sum_over_time", PS_FN_SUM_OVER_TIME, 1, {M}, 0, V},
+    {"tan", PS_FN_TAN, 1, {V}, 0, V},
+    {"tanh", PS_FN_TANH, 1, {V}, 0, V},
+    {"time", PS_FN_TIME, 0, {0}, 0, S},
+    {"timestamp", PS_FN_TIMESTAMP, 1, {V}, 0, V},
+    {"vector", PS_FN_VECTOR, 1, {S}, 0, V},
+    {"year", PS_FN_YEAR, 1, {V}, 1, V},
+};
+#undef V
+#undef M
+#undef S
+#undef STR
+
+const ps_pq_func_t *ps_pq_func_lookup(const char *name, size_t n)
+{
+    for (size_t i = 0; i < sizeof(funcs) / sizeof(funcs[0]); i++)
+        if (strlen(funcs[i].name) == n && memcmp(funcs[i].name, name, n) == 0)
+            return &funcs[i];
+    return NULL;
+}
+
+/* ---- names --------------------------------------------------------------------------------- */
+
+const char *ps_pq_binop_name(ps_pq_binop_t op)
+{
+    static const char *const names[] = {"or", "and", "unless", "==", "!=", "<", "<=", ">",
+                                        ">=", "+",   "-",      "*",  "/",  "%", "atan2", "^"};
+    return (unsigned)op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
+}
+
+const char *ps_pq_aggop_name(ps_pq_aggop_t op)
+{
+    static const char *const names[] = {"sum",  "avg",  "count", "min",     "max",          "group",
+                                        "stddev", "stdvar", "topk", "bottomk", "count_values", "quantile"};
+    return (unsigned)op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
+}
+
+const char *ps_pq_vtype_name(ps_pq_vtype_t t)
+{
+    switch (t) {
+    case PS_PQ_VSCALAR: return "scalar";
+    case PS_PQ_VVECTOR: return "instant vector";
+    case PS_PQ_VMATRIX: return "range vector";
+    case PS_PQ_VSTRING: return "string";
+    default: return "none";
+    }
+}
+
+/* parser.ValueType's own String(), used by one message ("got matrix instead"). */
+static const char *vtype_raw(ps_pq_vtype_t t)
+{
+    switch (t) {
+    case PS_PQ_VSCALAR: return "scalar";
+    case PS_PQ_VVECTOR: return "vector";
+    case PS_PQ_VMATRIX: return "matrix";
+    case PS_PQ_VSTRING: return "string";
+    default: return "none";
+    }
+}
+
+void ps_pq_limits_default(ps_pq_limits_t *l)
+{
+    l->max_input = 64u * 1024u;
+    l->max_depth = 128;
+    l->max_nodes = 10000;
+}
+
+/* ---- parser state -------------------------------------------------------------------------- */
+
+/* A node with what only the parser needs: the depth of its subtree and, for a binary
+ * expression, where its operator is (checkAST's opRange). */
+typedef struct pnode {
+    ps_pq_node_t n; /* first: a ps_pq_node_t * made here is a pnode_t * */
+    uint32_t depth;
+    uint32_t op_pos;
+} pnode_t;
+
+typedef struct pq {
+    ps_psr_t p;
+    ps_pq_limits_t lim;
+    uint32_t nodes;
+    uint32_t in_agg; /* inside the arguments of this many aggregations */
+} pq_t;
+
+static uint32_t depth_of(const ps_pq_node_t *e) { return e ? ((const pnode_t *)(const void *)e)->depth : 0; }
+
+static ps_pq_node_t *new_node(pq_t *q, ps_pq_kind_t kind, uint32_t pos, ps_pq_node_t *a, ps_pq_node_t *b)
+{
+    uint32_t da = depth_of(a), db = depth_of(b), depth = 1 + (da > db ? da : db);
+    if (depth > q->lim.max_depth)
+        return ps_psr_too_big(&q->p, pos, "expression is too deeply nested (the limit is %" PRIu32 " levels)",
+                              q->lim.max_depth);
+    if (++q->nodes > q->lim.max_nodes)
+        return ps_psr_too_big(&q->p, pos, "expression has too many nodes (the limit is %" PRIu32 ")",
+                              q->lim.max_nodes);
+    pnode_t *pn = ps_arena_calloc(q->p.arena, 1, sizeof(*pn));
+    pn->depth = depth;
+    pn->n.kind = kind;
+    pn->n.pos = pos;
+    return &pn->n;
+}
+
+/* Depth of a node whose children were set after it was made (calls, aggregations). */
+static bool set_depth(pq_t *q, ps_pq_node_t *e, ps_pq_node_t **kids, uint32_t n)
+{
+    uint32_t d = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (depth_of(kids[i]) > d)
+            d = depth_of(kids[i]);
+    if (d + 1 > q->lim.max_depth) {
+        ps_psr_too_big(&q->p, e->pos, "expression is too deeply nested (the limit is %" PRIu32 " levels)",
+                       q->lim.max_depth);
+        return false;
+    }
+    ((pnode_t *)(void *)e)->depth = d + 1;
+    return true;
+}
+
+static bool enter(pq_t *q)
+{
+    if (++q->p.depth > q->lim.max_depth) {
+        ps_psr_too_big(&q->p, q->p.tok.pos, "expression is too deeply nested (the limit is %" PRIu32 " levels)",
+                       q->lim.max_depth);
+        return false;
+    }
+    return true;
+}
+
+static const char *tok_text(pq_t *q, ps_tok_t t) { return ps_psr_text(&q->p, t); }
+
+/* A token that cannot be where it is. Prometheus' parser recovers from a syntax error at the
+ * innermost rule with an error case: inside an aggregation's arguments, however deep, that is
+ * the aggregation ("unexpected identifier \"b\" in aggregation"), else the whole input. */
+static void *syntax_error(pq_t *q, ps_tok_t t)
+{
+    return ps_psr_unexpected(&q->p, t, q->in_agg > 0 ? "aggregation" : NULL, NULL);
+}
+
+/* ---- durations (model.ParseDuration) ------------------------------------------------------- */
+
+/* Parses "1h30m" into milliseconds: units y w d h m s ms, in that order, each at most once. */
+static bool parse_duration(pq_t *q, ps_tok_t t, int64_t *out)
+{
+    static const struct {
+        const char *unit;
+        uint64_t ms;
+    } units[] = {{"y", 365ull * 86400000}, {"w", 7ull * 86400000}, {"d", 86400000}, {"h", 3600000},
+                 {"m", 60000},             {"s", 1000},            {"ms", 1}};
+    const char *s = tok_text(q, t);
+    size_t i = 0, n = t.len, u = 0;
+    uint64_t total = 0;
+    char shown[80];
+
+    while (i < n) {
+        uint64_t v = 0;
+        bool over = false;
+        size_t d0 = i;
+        while (i < n && s[i] >= '0' && s[i] <= '9') {
+            if (v > (UINT64_MAX - 9) / 10)
+                over = true;
+            v = v * 10 + (uint64_t)(s[i] - '0');
+            i++;
+        }
+        size_t ul = (i + 1 < n && s[i] == 'm' && s[i + 1] == 's') ? 2 : 1;
+        while (u < sizeof(units) / sizeof(units[0]) &&
+               !(strlen(units[u].unit) == ul && memcmp(units[u].unit, s + i, ul) == 0))
+            u++;
+        if (i == d0 || i >= n || u == sizeof(units) / sizeof(units[0])) {
+            ps_sel_quote(shown, sizeof(shown), s, n, 40);
+            ps_psr_perr(&q->p, t.pos, "not a valid duration string: %s", shown);
+            return false;
+        }
+        /* a time.Duration counts nanoseconds: at most 2^63-1 ns, some 292 years */
+        if (over || v > MAX_DURATION_MS / units[u].ms || total + v * units[u].ms > MAX_DURATION_MS) {
+            ps_psr_perr(&q->p, t.pos, "duration out of range");
+            return false;
+        }
+        total += v * units[u].ms;
+        i += ul;
+        u++;
+    }
+    if (total == 0) {
+        ps_psr_perr(&q->p, t.pos, "duration must be greater than 0");
+        return false;
+    }
+    *out = (int64_t)total;
+    return true;
+}
+
+/* ---- expressions --------------------------------------------------------------------------- */
+
+static ps_pq_node_t *parse_expr(pq_t *q, int min_prec);
+
+static int binop_of(ps_tok_type_t t, ps_pq_binop_t *op)
+{
+    switch (t) {
+    case T_LOR: *op = PS_PQ_OR; return 1;
+    case T_LAND: *op = PS_PQ_AND; return 2;
+    case T_LUNLESS: *op = PS_PQ_UNLESS; return 2;
+    case T_EQLC: *op = PS_PQ_EQLC; return 3;
+    case T_NEQ: *op = PS_PQ_NEQ; return 3;
+    case T_LSS: *op = PS_PQ_LSS; return 3;
+    case T_LTE: *op = PS_PQ_LTE; return 3;
+    case T_GTR: *op = PS_PQ_GTR; return 3;
+    case T_GTE: *op = PS_PQ_GTE; return 3;
+    case T_ADD: *op = PS_PQ_ADD; return 4;
+    case T_SUB: *op = PS_PQ_SUB; return 4;
+    case T_MUL: *op = PS_PQ_MUL; return 5;
+    case T_DIV: *op = PS_PQ_DIV; return 5;
+    case T_MOD: *op = PS_PQ_MOD; return 5;
+    case T_ATAN2: *op = PS_PQ_ATAN2; return 5;
+    case T_POW: *op = PS_PQ_POW; return 6;
+    default: return 0;
+    }
+}
+#define PREC_POW 6
+
+static bool is_aggr(ps_tok_type_t t) { return t >= T_SUM && t <= T_QUANTILE; }
+
+static ps_pq_aggop_t aggop_of(ps_tok_type_t t)
+{
+    switch (t) {
+    case T_AVG: return PS_PQ_AVG;
+    case T_COUNT: return PS_PQ_COUNT;
+    case T_MIN: return PS_PQ_MIN;
+    case T_MAX: return PS_PQ_MAX;
+    case T_GROUP: return PS_PQ_GROUP;
+    case T_STDDEV: return PS_PQ_STDDEV;
+    case T_STDVAR: return PS_PQ_STDVAR;
+    case T_TOPK: return PS_PQ_TOPK;
+    case T_BOTTOMK: return PS_PQ_BOTTOMK;
+    case T_COUNT_VALUES: return PS_PQ_COUNT_VALUES;
+    case T_QUANTILE: return PS_PQ_QUANTILE;
+    default: return PS_PQ_SUM;
+    }
+}
+
+static bool has_param(ps_pq_aggop_t op)
+{
+    return op == PS_PQ_TOPK || op == PS_PQ_BOTTOMK || op == PS_PQ_COUNT_VALUES || op == PS_PQ_QUANTILE;
+}
+
+/* An identifier token: limitk and limit_ratio are Prometheus 3 words, names in 2.42. */
+static bool is_ident(ps_tok_type_t t) { return t == T_IDENT || t == T_LIMITK || t == T_LIMIT_RATIO; }
+
+/* The identifier word, in any case (start and end are keywords, and PromQL's keywords are). */
+static bool tok_is(pq_t *q, ps_tok_t t, const char *word)
+{
+    return is_ident(t.type) && t.len == strlen(word) && strncasecmp(tok_text(q, t), word, t.len) == 0;
+}
+
+/* Whether an expression can start with the token. */
+static bool starts_expr(ps_tok_type_t t)
+{
+    return t == T_NUMBER || t == T_STRING || t == T_LPAREN || t == T_LBRACE || t == T_ADD || t == T_SUB ||
+           ps_psr_is_metric_word(t);
+}
+
+/* The argument list of a call or an aggregation; the current token is "(". */
+static bool parse_args(pq_t *q, ps_pq_node_t ***out, uint32_t *nout)
+{
+    ps_psr_t *p = &q->p;
+    ps_pq_node_t **args = NULL;
+    uint32_t n = 0, cap = 0;
+
+    ps_psr_advance(p); /* "(" */
+    if (p->tok.type != T_RPAREN) {
+        for (;;) {
+            ps_pq_node_t *a = parse_expr(q, 0);
+            if (a == NULL)
+                return false;
+            if (n == cap) {
+                uint32_t ncap = cap ? cap * 2 : 4;
+                ps_pq_node_t **na = ps_arena_alloc(p->arena, ncap * sizeof(*na));
+                if (n)
+                    memcpy(na, args, n * sizeof(*na));
+                args = na;
+                cap = ncap;
+            }
+            args[n++] = a;
+            if (p->tok.type == T_COMMA) {
+                uint32_t comma = p->tok.pos;
+                ps_psr_advance(p);
+                /* generated_parser.y takes "args ," when no expression follows: ")" or anything else */
+                if (p->tok.type != T_ERROR && !starts_expr(p->tok.type)) {
+                    ps_psr_perr(p, comma, "trailing commas not allowed in function call args");
+                    return false;
+                }
+                continue;
+            }
+            if (p->tok.type == T_RPAREN)
+                break;
+            syntax_error(q, p->tok);
+            return false;
+        }
+    }
+    ps_psr_advance(p); /* ")" */
+    *out = args;
+    *nout = n;
+    return true;
+}
+
+static ps_pq_node_t *parse_call(pq_t *q)
+{
+    ps_psr_t *p = &q->p;
+    ps_tok_t name = p->tok;
+    ps_pq_node_t **args;
+    uint32_t nargs;
+
+    ps_psr_advance(p);
+    if (!parse_args(q, &args, &nargs))
+        return NULL;
+    const ps_pq_func_t *f = ps_pq_func_lookup(tok_text(q, name), name.len);
+    if (f == NULL) {
+        char shown[96];
+        ps_sel_quote(shown, sizeof(shown), tok_text(q, name), name.len, 64);
+        return ps_psr_perr(p, name.pos, "unknown function with name %s", shown);
+    }
+    ps_pq_node_t *e = new_node(q, PS_PQ_CALL, name.pos, NULL, NULL);
+    if (e == NULL || !set_depth(q, e, args, nargs))
+        return NULL;
+    e->func = f;
+    e->args = args;
+    e->nargs = nargs;
+    e->type = f->ret;
+    e->end = p->last_end;
+    return e;
+}
+
+static ps_pq_node_t *parse_aggregation(pq_t *q)
+{
+    ps_psr_t *p = &q->p;
+    ps_tok_t op = p->tok;
+    ps_psr_grouping_t g = {0};
+    ps_pq_node_t **args;
+    uint32_t nargs;
+
+    ps_psr_advance(p);
+    if ((p->tok.type == T_BY || p->tok.type == T_WITHOUT) && !ps_psr_grouping(p, &g))
+        return NULL;
+    if (p->tok.type != T_LPAREN)
+        return ps_psr_unexpected(p, p->tok, "aggregation", NULL);
+    q->in_agg++;
+    bool ok = parse_args(q, &args, &nargs);
+    q->in_agg--;
+    if (!ok)
+        return NULL;
+    if (!g.grouped) {
+        /* Prometheus' parser reads the token after ")" to see whether a grouping follows, so a
+         * lexer error there comes before what it finds wrong with the arguments */
+        if (p->tok.type == T_ERROR)
+            return ps_psr_unexpected(p, p->tok, NULL, NULL);
+        if ((p->tok.type == T_BY || p->tok.type == T_WITHOUT) && !ps_psr_grouping(p, &g))
+            return NULL;
+    }
+
+    ps_pq_aggop_t aop = aggop_of(op.type);
+    uint32_t want = has_param(aop) ? 2 : 1;
+    if (nargs == 0)
+        return ps_psr_perr(p, op.pos, "no arguments for aggregate expression provided");
+    if (nargs != want)
+        return ps_psr_perr(p, op.pos,
+                           "wrong number of arguments for aggregate expression provided, expected %u, got %u", want,
+                           nargs);
+    ps_pq_node_t *e = new_node(q, PS_PQ_AGG, op.pos, NULL, NULL);
+    if (e == NULL || !set_depth(q, e, args, nargs))
+        return NULL;
+    e->aggop = aop;
+    e->type = PS_PQ_VVECTOR;
+    e->param = want == 2 ? args[0] : NULL;
+    e->expr = args[want - 1];
+    e->grouped = g.grouped;
+    e->without = g.without;
+    e->ngroup = g.n;
+    e->group = g.names;
+    e->end = p->last_end;
+    return e;
+}
+
+static ps_pq_node_t *parse_selector(pq_t *q)
+{
+    ps_psr_t *p = &q->p;
+    ps_tok_t t = p->tok;
+    bool named = t.type != T_LBRACE;
+    ps_pq_node_t *e = new_node(q, PS_PQ_VECTOR, t.pos, NULL, NULL);
+
+    if (e == NULL || !ps_psr_matchers(p, &e->sel, t.pos, named))
+        return NULL;
+    e->type = PS_PQ_VVECTOR;
+    if (named)
+        e->name = e->sel.m[0].value;
+    e->end = p->last_end;
+    return e;
+}
+
+static ps_pq_node_t *parse_primary(pq_t *q)
+{
+    ps_psr_t *p = &q->p;
+    ps_tok_t t = p->tok;
+    ps_pq_node_t *e;
+
+    switch (t.type) {
+    case T_NUMBER: {
+        double v;
+        if (!ps_psr_number(p, t, &v) || (e = new_node(q, PS_PQ_NUMBER, t.pos, NULL, NULL)) == NULL)
+            return NULL;
+        e->num = v;
+        e->type = PS_PQ_VSCALAR;
+        e->end = t.pos + t.len;
+        ps_psr_advance(p);
+        return e;
+    }
+    case T_STRING: {
+        char *s;
+        size_t n;
+        if (!ps_psr_unquote(p, t, &s, &n) || (e = new_node(q, PS_PQ_STRING, t.pos, NULL, NULL)) == NULL)
+            return NULL;
+        e->str = s;
+        e->slen = n;
+        e->type = PS_PQ_VSTRING;
+        e->end = t.pos + t.len;
+        ps_psr_advance(p);
+        return e;
+    }
+    case T_LPAREN: {
+        ps_psr_advance(p);
+        ps_pq_node_t *in = parse_expr(q, 0);
+        if (in == NULL)
+            return NULL;
+        if (p->tok.type != T_RPAREN)
+            return syntax_error(q, p->tok);
+        if ((e = new_node(q, PS_PQ_PAREN, t.pos, in, NULL)) == NULL)
+            return NULL;
+        e->expr = in;
+        e->type = in->type;
+        e->end = p->tok.pos + 1;
+        ps_psr_advance(p);
+        return e;
+    }
+    case T_LBRACE: return parse_selector(q);
+    default: break;
+    }
+    if (is_ident(t.type) && ps_psr_peek(p).type == T_LPAREN) {
+        if (tok_is(q, t, "start") || tok_is(q, t, "end")) /* START and END tokens in 2.42, not names */
+            return syntax_error(q, ps_psr_peek(p));
+        return parse_call(q);
+    }
+    if (is_aggr(t.type)) {
+        ps_tok_type_t next = ps_psr_peek(p).type;
+        if (next == T_LPAREN || next == T_BY || next == T_WITHOUT)
+            return parse_aggregation(q);
+    }
+    if (ps_psr_is_metric_word(t.type))
+        return parse_selector(q);
+    return syntax_error(q, t);
+}
+
+/* [range] or [range:step]; the current token is "[". */
+static ps_pq_node_t *parse_range(pq_t *q, ps_pq_node_t *e)
+{
+    ps_psr_t *p = &q->p;
+    ps_tok_t lb = p->tok;
+    int64_t range, step = 0;
+
+    ps_psr_advance(p);
+    if (p->tok.type != T_DURATION)
+        return ps_psr_unexpected(p, p->tok, "subquery selector", "duration");
+    if (!parse_duration(q, p->tok, &range))
+        return NULL;
+    ps_psr_advance(p);
+    if (p->tok.type == T_RBRACKET) {
+        const char *msg = NULL;
+        if (e->kind != PS_PQ_VECTOR)
+            msg = "ranges only allowed for vector selectors";
+        else if (e->offset_ms != 0)
+            msg = "no offset modifiers allowed before range";
+        else if (e->at == PS_PQ_AT_TIME) /* 2.42 lets "x @ end()[5m]" through: it checks Timestamp only */
+            msg = "no @ modifiers allowed before range";
+        if (msg != NULL)
+            return ps_psr_perr(p, lb.pos, "%s", msg);
+        ps_pq_node_t *m = new_node(q, PS_PQ_MATRIX, e->pos, e, NULL);
+        if (m == NULL)
+            return NULL;
+        m->expr = e;
+        m->range_ms = range;
+        m->type = PS_PQ_VMATRIX;
+        m->end = p->tok.pos + 1;
+        ps_psr_advance(p);
+        return m;
+    }
+    if (p->tok.type != T_COLON)
+        return ps_psr_unexpected(p, p->tok, "subquery or range", "\":\" or \"]\"");
+    ps_psr_advance(p);
+    if (p->tok.type == T_DURATION) {
+        if (!parse_duration(q, p->tok, &step))
+            return NULL;
+        ps_psr_advance(p);
+        if (p->tok.type != T_RBRACKET)
+            return ps_psr_unexpected(p, p->tok, "subquery selector", "\"]\"");
+    } else if (p->tok.type != T_RBRACKET) {
+        return ps_psr_unexpected(p, p->tok, "subquery selector", "duration or \"]\"");
+    }
+    ps_pq_node_t *s = new_node(q, PS_PQ_SUBQUERY, e->pos, e, NULL);
+    if (s == NULL)
+        return NULL;
+    s->expr = e;
+    s->range_ms = range;
+    s->step_ms = step;
+    s->type = PS_PQ_VMATRIX;
+    s->end = p->tok.pos + 1;
+    ps_psr_advance(p);
+    return s;
+}
+
+/* The node an offset or @ applies to (parse.go's addOffset / getAtModifierVars), or NULL. */
+static ps_pq_node_t *modifier_target(ps_pq_node_t *e)
+{
+    switch (e->kind) {
+    case PS_PQ_VECTOR:
+    case PS_PQ_SUBQUERY: return e;
+    case PS_PQ_MATRIX: return e->expr;
+    default: return NULL;
+    }
+}
+
+static ps_pq_node_t *parse_offset(pq_t *q, ps_pq_node_t *e)
+{
+    ps_psr_t *p = &q->p;
+    bool neg = false;
+    int64_t d;
+
+    ps_psr_advance(p);
+    if (p->tok.type == T_SUB) {
+        neg = true;
+        ps_psr_advance(p);
+    }
+    if (p->tok.type != T_DURATION)
+        return ps_psr_unexpected(p, p->tok, "offset", "duration");
+    if (!parse_duration(q, p->tok, &d))
+        return NULL;
+    ps_pq_node_t *t = modifier_target(e);
+    if (t == NULL)
+        return ps_psr_perr(p, e->pos, "offset modifier must be preceded by an instant vector selector or range vector "
+                                      "selector or a subquery");
+    if (t->offset_ms != 0)
+        return ps_psr_perr(p, e->pos, "offset may not be set multiple times");
+    t->offset_ms = neg ? -d : d;
+    e->end = p->tok.pos + p->tok.len;
+    ps_psr_advance(p);
+    return e;
+}
+
+static ps_pq_node_t *parse_at(pq_t *q, ps_pq_node_t *e)
+{
+    ps_psr_t *p = &q->p;
+    ps_pq_at_t at;
+    double ts = 0;
+
+    ps_psr_advance(p);
+    ps_tok_t t = p->tok;
+    if (tok_is(q, t, "start") || tok_is(q, t, "end")) {
+        at = tok_is(q, t, "start") ? PS_PQ_AT_START : PS_PQ_AT_END;
+        ps_psr_advance(p);
+        if (p->tok.type != T_LPAREN)
+            return ps_psr_unexpected(p, p->tok, "@", "timestamp");
+        ps_psr_advance(p);
+        if (p->tok.type != T_RPAREN)
+            return ps_psr_unexpected(p, p->tok, "@", "timestamp");
+    } else {
+        bool neg = false;
+        if (t.type == T_ADD || t.type == T_SUB) {
+            neg = t.type == T_SUB;
+            ps_psr_advance(p);
+        }
+        if (p->tok.type != T_NUMBER)
+            return ps_psr_unexpected(p, p->tok, "@", "timestamp");
+        if (!ps_psr_number(p, p->tok, &ts))
+            return NULL;
+        if (neg)
+            ts = -ts;
+        if (isinf(ts) || isnan(ts) || ts >= 9223372036854775807.0 || ts <= -9223372036854775808.0) {
+            if (isnan(ts) || isinf(ts))
+                return ps_psr_perr(p, e->pos, "timestamp out of bounds for @ modifier: %s",
+                                   isnan(ts) ? "NaN" : ts > 0 ? "+Inf" : "-Inf");
+            return ps_psr_perr(p, e->pos, "timestamp out of bounds for @ modifier: %f", ts);
+        }
+        at = PS_PQ_AT_TIME;
+    }
+    ps_pq_node_t *tg = modifier_target(e);
+    if (tg == NULL)
+        return ps_psr_perr(p, e->pos, "@ modifier must be preceded by an instant vector selector or range vector "
+                                      "selector or a subquery");
+    if (tg->at != PS_PQ_AT_NONE)
+        return ps_psr_perr(p, e->pos, "@ <timestamp> may not be set multiple times");
+    tg->at = at;
+    if (at == PS_PQ_AT_TIME) {
+        /* timestamp.FromFloatSeconds; Go's int64() of a float out of range is INT64_MIN on amd64 */
+        double ms = round(ts * 1000.0);
+        tg->at_ms = ms >= 9223372036854775807.0 || ms < -9223372036854775808.0 ? INT64_MIN : (int64_t)ms;
+    }
+    e->end = p->tok.pos + p->tok.len;
+    ps_psr_advance(p);
+    return e;
+}
+
+static ps_pq_node_t *parse_postfix(pq_t *q)
+{
+    ps_pq_node_t *e = parse_primary(q);
+    while (e != NULL) {
+        switch (q->p.tok.type) {
+        case T_LBRACKET: e = parse_range(q, e); break;
+        case T_OFFSET: e = parse_offset(q, e); break;
+        case T_AT: e = parse_at(q, e); break;
+        default: return e;
+        }
+    }
+    return NULL;
+}
+
+static ps_pq_node_t *parse_unary(pq_t *q)
+{
+    ps_psr_t *p = &q->p;
+    ps_tok_t t = p->tok;
+    ps_pq_node_t *e;
+
+    if (!enter(q))
+        return NULL;
+    if (t.type == T_ADD || t.type == T_SUB) {
+        ps_psr_advance(p);
+        ps_pq_node_t *in = parse_expr(q, PREC_POW);
+        if (in == NULL) {
+            e = NULL;
+        } else if (in->kind == PS_PQ_NUMBER) { /* -1 is a number literal, as generated_parser.y folds it */
+            if (t.type == T_SUB)
+                in->num = -in->num;
+            in->pos = t.pos;
+            e = in;
+        } else if ((e = new_node(q, PS_PQ_UNARY, t.pos, in, NULL)) != NULL) {
+            e->unary_neg = t.type == T_SUB;
+            e->expr = in;
+            e->type = in->type;
+            e->end = in->end;
+        }
+    } else {
+        e = parse_postfix(q);
+    }
+    q->p.depth--;
+    return e;
+}
+
+/* The modifiers after a binary operator; m is allocated here. */
+static bool parse_bin_modifiers(pq_t *q, ps_pq_node_t *e)
+{
+    ps_psr_t *p = &q->p;
+    ps_pq_matching_t *m = ps_arena_calloc(p->arena, 1, sizeof(*m));
+
+    m->card = PS_PQ_ONE_TO_ONE;
+    e->matching = m;
+    if (p->tok.type == T_BOOL) {
+        e->return_bool = true;
+        ps_psr_advance(p);
+    }
+    if (p->tok.type == T_ON || p->tok.type == T_IGNORING) {
+        ps_psr_grouping_t g = {0};
+        m->on = p->tok.type == T_ON;
+        if (!ps_psr_grouping(p, &g))
+            return false;
+        m->nlabels = g.n;
+        m->labels = g.names;
+        if (p->tok.type == T_GROUP_LEFT || p->tok.type == T_GROUP_RIGHT) {
+            m->card = p->tok.type == T_GROUP_LEFT ? PS_PQ_MANY_TO_ONE : PS_PQ_ONE_TO_MANY;
+            if (ps_psr_peek(p).type == T_LPAREN) {
+                ps_psr_grouping_t inc = {0};
+                if (!ps_psr_grouping(p, &inc))
+                    return false;
+                m->ninclude = inc.n;
+                m->include = inc.names;
+            } else {
+                ps_psr_advance(p);
+                /* the labels are optional, but what follows must then start an expression */
+                if (p->tok.type != T_ERROR && !starts_expr(p->tok.type)) {
+                    ps_psr_unexpected(p, p->tok, "grouping opts", "\"(\"");
+                    return false;
+                }
+            }
+        }
+    }
+    return true;
+}
+
+static ps_pq_node_t *parse_expr(pq_t *q, int min_prec)
+{
+    ps_psr_t *p = &q->p;
+    ps_pq_node_t *lhs;
+    ps_pq_binop_t op;
+    int prec;
+
+    lhs = parse_unary(q); /* the recursion is counted there: every nesting goes through it */
+    while (lhs != NULL && (prec = binop_of(p->tok.type, &op)) != 0 && prec >= min_prec) {
+        ps_tok_t ot = p->tok;
+        ps_pq_node_t *e = new_node(q, PS_PQ_BINARY, ot.pos, NULL, NULL); /* a limit error names the operator */
+        if (e == NULL) {
+            lhs = NULL;
+            break;
+        }
+        e->pos = lhs->pos;
+        ps_psr_advance(p);
+        if (!parse_bin_modifiers(q, e)) {
+            lhs = NULL;
+            break;
+        }
+        ps_pq_node_t *rhs = parse_expr(q, op == PS_PQ_POW ? prec : prec + 1);
+        ps_pq_node_t *kids[2] = {lhs, rhs};
+        if (rhs == NULL || !set_depth(q, e, kids, 2)) {
+            lhs = NULL;
+            break;
+        }
+        ((pnode_t *)(void *)e)->op_pos = ot.pos;
+        e->binop = op;
+        e->lhs = lhs;
+        e->rhs = rhs;
+        e->type = lhs->type == PS_PQ_VSCALAR && rhs->type == PS_PQ_VSCALAR ? PS_PQ_VSCALAR : PS_PQ_VVECTOR;
+        e->end = rhs->end;
+        lhs = e;
+    }
+    return lhs;
+}
+
+/* ---- type checks (parse.go's checkAST) ----------------------------------------------------- */
+
+static bool is_comparison(ps_pq_binop_t op) { return op >= PS_PQ_EQLC && op <= PS_PQ_GTE; }
+static bool is_set_op(ps_pq_binop_t op) { return op == PS_PQ_AND || op == PS_PQ_OR || op == PS_PQ_UNLESS; }
+
+static ps_pq_vtype_t check(pq_t *q, ps_pq_node_t *n);
+
+static bool expect_type(pq_t *q, ps_pq_node_t *n, ps_pq_vtype_t want, const char *context)
+{
+    ps_pq_vtype_t t = check(q, n);
+    if (q->p.rc != 0)
+        return false;
+    if (t != want) {
+        ps_psr_perr(&q->p, n->pos, "expected type %s in %s, got %s", ps_pq_vtype_name(want), context,
+                    ps_pq_vtype_name(t));
+        return false;
+    }
+    return true;
+}
+
+static void check_binary(pq_t *q, ps_pq_node_t *n)
+{
+    ps_psr_t *p = &q->p;
+    uint32_t op_pos = ((pnode_t *)(void *)n)->op_pos;
+    ps_pq_vtype_t lt = check(q, n->lhs), rt;
+    ps_pq_matching_t *m = n->matching;
+
+    if (p->rc != 0)
+        return;
+    rt = check(q, n->rhs);
+    if (p->rc != 0)
+        return;
+    if (n->return_bool && !is_comparison(n->binop)) {
+        ps_psr_perr(p, op_pos, "bool modifier can only be used on comparison operators");
+        return;
+    }
+    if (is_comparison(n->binop) && !n->return_bool && lt == PS_PQ_VSCALAR && rt == PS_PQ_VSCALAR) {
+        ps_psr_perr(p, op_pos, "comparisons between scalars must use BOOL modifier");
+        return;
+    }
+    if (is_set_op(n->binop) && m->card == PS_PQ_ONE_TO_ONE)
+        m->card = PS_PQ_MANY_TO_MANY;
+    if (m->on)
+        for (uint32_t i = 0; i < m->nlabels; i++)
+            for (uint32_t j = 0; j < m->ninclude; j++)
+                if (strcmp(m->labels[i], m->include[j]) == 0) {
+                    char shown[96];
+                    ps_sel_quote(shown, sizeof(shown), m->labels[i], strlen(m->labels[i]), 64);
+                    ps_psr_perr(p, op_pos, "label %s must not occur in ON and GROUP clause at once", shown);
+                    return;
+                }
+    if (lt != PS_PQ_VSCALAR && lt != PS_PQ_VVECTOR) {
+        ps_psr_perr(p, n->lhs->pos, "binary expression must contain only scalar and instant vector types");
+        return;
+    }
+    if (rt != PS_PQ_VSCALAR && rt != PS_PQ_VVECTOR) {
+        ps_psr_perr(p, n->rhs->pos, "binary expression must contain only scalar and instant vector types");
+        return;
+    }
+    if (lt != PS_PQ_VVECTOR || rt != PS_PQ_VVECTOR) {
+        if (m->nlabels > 0) {
+            ps_psr_perr(p, n->pos, "vector matching only allowed between instant vectors");
+            return;
+        }
+        n->matching = NULL;
+    } else if (is_set_op(n->binop)) {
+        if (m->card == PS_PQ_ONE_TO_MANY || m->card == PS_PQ_MANY_TO_ONE) {
+            ps_psr_perr(p, n->pos, "no grouping allowed for \"%s\" operation", ps_pq_binop_name(n->binop));
+            return;
+        }
+    }
+    if ((lt == PS_PQ_VSCALAR || rt == PS_PQ_VSCALAR) && is_set_op(n->binop))
+        ps_psr_perr(p, n->pos, "set operator \"%s\" not allowed in binary scalar expression",
+                    ps_pq_binop_name(n->binop));
+}
+
+static void check_call(pq_t *q, ps_pq_node_t *n)
+{
+    ps_psr_t *p = &q->p;
+    const ps_pq_func_t *f = n->func;
+    uint32_t nargs = f->nargs;
+
+    if (f->variadic == 0) {
+        if (nargs != n->nargs) {
+            ps_psr_perr(p, n->pos, "expected %u argument(s) in call to \"%s\", got %u", nargs, f->name, n->nargs);
+            return;
+        }
+    } else {
+        uint32_t na = nargs - 1;
+        if (na > n->nargs) {
+            ps_psr_perr(p, n->pos, "expected at least %u argument(s) in call to \"%s\", got %u", na, f->name, n->nargs);
+            return;
+        }
+        if (f->variadic > 0 && na + (uint32_t)f->variadic < n->nargs) {
+            ps_psr_perr(p, n->pos, "expected at most %u argument(s) in call to \"%s\", got %u",
+                        na + (uint32_t)f->variadic, f->name, n->nargs);
+            return;
+        }
+    }
+    for (uint32_t i = 0; i < n->nargs; i++) {
+        uint32_t k = i;
+        if (k >= nargs) {
+            if (f->variadic == 0)
+                break;
+            k = nargs - 1;
+        }
+        ps_pq_vtype_t t = check(q, n->args[i]);
+        if (p->rc != 0)
+            return;
+        if (t != f->args[k]) {
+            ps_psr_perr(p, n->args[i]->pos, "expected type %s in call to function \"%s\", got %s",
+                        ps_pq_vtype_name(f->args[k]), f->name, ps_pq_vtype_name(t));
+            return;
+        }
+    }
+}
+
+/* A metric name given twice; without a name, at least one matcher that does not match "". */
+static void check_selector(pq_t *q, const ps_pq_node_t *n)
+{
+    const ps_selector_t *sel = &n->sel;
+    char a[80], b[80];
+
+    if (n->name != NULL) {
+        for (uint32_t i = 1; i < sel->n; i++)
+            if (sel->m[i].nlen == 8 && memcmp(sel->m[i].name, "__name__", 8) == 0) {
+                ps_sel_quote(a, sizeof(a), sel->m[0].value, sel->m[0].vlen, 64);
+                ps_sel_quote(b, sizeof(b), sel->m[i].value, sel->m[i].vlen, 64);
+                ps_psr_perr(&q->p, n->pos, "metric name must not be set twice: %s or %s", a, b);
+                return;
+            }
+        return;
+    }
+    for (uint32_t i = 0; i < sel->n; i++)
+        if (!sel->m[i].matches_empty)
+            return;
+    ps_psr_perr(&q->p, n->pos, "vector selector must contain at least one non-empty matcher");
+}
+
+static ps_pq_vtype_t check(pq_t *q, ps_pq_node_t *n)
+{
+    ps_psr_t *p = &q->p;
+
+    switch (n->kind) {
+    case PS_PQ_AGG:
+        if (!expect_type(q, n->expr, PS_PQ_VVECTOR, "aggregation expression"))
+            break;
+        if (n->aggop == PS_PQ_TOPK || n->aggop == PS_PQ_BOTTOMK || n->aggop == PS_PQ_QUANTILE)
+            expect_type(q, n->param, PS_PQ_VSCALAR, "aggregation parameter");
+        else if (n->aggop == PS_PQ_COUNT_VALUES)
+            expect_type(q, n->param, PS_PQ_VSTRING, "aggregation parameter");
+        break;
+    case PS_PQ_BINARY: check_binary(q, n); break;
+    case PS_PQ_CALL: check_call(q, n); break;
+    case PS_PQ_PAREN: check(q, n->expr); break;
+    case PS_PQ_UNARY: {
+        ps_pq_vtype_t t = check(q, n->expr);
+        if (p->rc == 0 && t != PS_PQ_VSCALAR && t != PS_PQ_VVECTOR)
+            ps_psr_perr(p, n->pos, "unary expression only allowed on expressions of type scalar or instant vector, "
+                                   "got \"%s\"",
+                        ps_pq_vtype_name(t));
+        break;
+    }
+    case PS_PQ_SUBQUERY: {
+        ps_pq_vtype_t t = check(q, n->expr);
+        if (p->rc == 0 && t != PS_PQ_VVECTOR)
+            ps_psr_perr(p, n->pos, "subquery is only allowed on instant vector, got %s instead", vtype_raw(t));
+        break;
+    }
+    case PS_PQ_MATRIX: check(q, n->expr); break;
+    case PS_PQ_VECTOR: check_selector(q, n); break;
+    case PS_PQ_NUMBER:
+    case PS_PQ_STRING: break;
+    }
+    return n->type;
+}
+
+/* ---- API ----------------------------------------------------------------------------------- */
+
+int ps_pq_parse(const char *s, size_t n, const ps_pq_limits_t *lim, ps_arena_t *arena, ps_pq_node_t **out,
+                ps_err_t *err)
+{
+    pq_t q;
+    ps_pq_node_t *e = NULL;
+
+    *out = NULL;
+    memset(&q, 0, sizeof(q));
+    if (lim != NULL)
+        q.lim = *lim;
+    else
+        ps_pq_limits_default(&q.lim);
+    if (n > q.lim.max_input)
+        return ps_err_set(err, PS_ETOOBIG, "query is too long: %zu bytes (the limit is %zu)", n, q.lim.max_input);
+    ps_psr_init(&q.p, s, n, arena, err, true);
+    if (q.p.tok.type == T_EOF) {
+        ps_psr_perr(&q.p, 0, "no expression found in input");
+    } else {
+        e = parse_expr(&q, 0);
+        if (e != NULL && q.p.tok.type != T_EOF)
+            e = ps_psr_unexpected(&q.p, q.p.tok, NULL, NULL);
+        if (e != NULL)
+            check(&q, e);
+    }
+    if (q.p.rc != 0) {
+        ps_psr_dispose_all(&q.p);
+        return q.p.rc;
+    }
+    if (e == NULL) { /* cannot happen: every NULL comes with an error */
+        ps_psr_dispose_all(&q.p);
+        return ps_err_set(err, PS_EINTERNAL, "PromQL parser failed without a message");
+    }
+    *out = e;
+    return 0;
+}
+
+void ps_pq_dispose(ps_pq_node_t *e)
+{
+    if (e == NULL)
+        return;
+    switch (e->kind) {
+    case PS_PQ_VECTOR: ps_selector_dispose(&e->sel); break;
+    case PS_PQ_CALL:
+        for (uint32_t i = 0; i < e->nargs; i++)
+            ps_pq_dispose(e->args[i]);
+        break;
+    case PS_PQ_AGG:
+        ps_pq_dispose(e->param);
+        ps_pq_dispose(e->expr);
+        break;
+    case PS_PQ_BINARY:
+        ps_pq_dispose(e->lhs);
+        ps_pq_dispose(e->rhs);
+        break;
+    case PS_PQ_MATRIX:
+    case PS_PQ_SUBQUERY:
+    case PS_PQ_UNARY:
+    case PS_PQ_PAREN: ps_pq_dispose(e->expr); break;
+    case PS_PQ_NUMBER:
+    case PS_PQ_STRING: break;
+    }
+}
+
+/* ---- printing (printer.go's String(), prettier.go's Pretty()) ------------------------------ */
+
+/* Runes Go's unicode.IsPrint refuses among the assigned ones that matter in practice: C1 controls,
+ * spaces other than ' ', format characters, line and paragraph separators, private use,
+ * non-characters. (Unassigned code points, which Go escapes too, are kept.) */
+static bool go_unprintable(uint32_t r)
+{
+    static const uint32_t ranges[][2] = {
+        {0x80, 0xa0},       {0xad, 0xad},       {0x600, 0x605},     {0x61c, 0x61c},     {0x6dd, 0x6dd},
+        {0x70f, 0x70f},     {0x1680, 0x1680},   {0x180e, 0x180e},   {0x2000, 0x200f},   {0x2028, 0x202f},
+        {0x205f, 0x2064},   {0x2066, 0x206f},   {0x3000, 0x3000},   {0xd800, 0xf8ff},   {0xfeff, 0xfeff},
+        {0xfff9, 0xfffb},   {0xfffe, 0xffff},   {0xe0001, 0xe0001}, {0xe0020, 0xe007f}, {0xf0000, 0x10ffff},
+    };
+    for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+        if (r >= ranges[i][0] && r <= ranges[i][1])
+            return true;
+    return false;
+}
+
+static uint32_t utf8_rune(const unsigned char *s, size_t len)
+{
+    if (len == 2)
+        return (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f);
+    if (len == 3)
+        return (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
+    return (uint32_t)(s[0] & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 | (uint32_t)(s[2] & 0x3f) << 6 | (s[3] & 0x3f);
+}
+
+/* strconv.Quote: Go's escapes; printable UTF-8 is kept as it is, other runes are \uNNNN or
+ * \UNNNNNNNN, bytes that are not UTF-8 \xNN. */
+static void go_quote(ps_buf_t *b, const char *s, size_t n)
+{
+    ps_buf_putc(b, '"');
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t cl = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        if (cl > 1 && i + cl <= n && ps_utf8_valid(s + i, cl)) {
+            uint32_t r = utf8_rune((const unsigned char *)s + i, cl);
+            if (!go_unprintable(r))
+                ps_buf_append(b, s + i, cl);
+            else if (r < 0x10000)
+                ps_buf_printf(b, "\\u%04x", r);
+            else
+                ps_buf_printf(b, "\\U%08x", r);
+            i += cl;
+            continue;
+        }
+        i++;
+        switch (c) {
+        case '\a': PS_BUF_LIT(b, "\\a"); continue;
+        case '\b': PS_BUF_LIT(b, "\\b"); continue;
+        case '\f': PS_BUF_LIT(b, "\\f"); continue;
+        case '\n': PS_BUF_LIT(b, "\\n"); continue;
+        case '\r': PS_BUF_LIT(b, "\\r"); continue;
+        case '\t': PS_BUF_LIT(b, "\\t"); continue;
+        case '\v': PS_BUF_LIT(b, "\\v"); continue;
+        case '\\': PS_BUF_LIT(b, "\\\\"); continue;
+        case '"': PS_BUF_LIT(b, "\\\""); continue;
+        }
+        if (c < 0x20 || c >= 0x7f)
+            ps_buf_printf(b, "\\x%02x", c);
+        else
+            ps_buf_putc(b, c);
+    }
+    ps_buf_putc(b, '"');
+}
+
+/* fmt.Sprint(float64), i.e. strconv.FormatFloat(v, 'g', -1, 64): the shortest digits that read
+ * back, in e-form when the exponent is < -4 or >= max(6, digits): 1e+06, 123456, 1.5e-07, +Inf. */
+static void go_float(ps_buf_t *b, double v)
+{
+    char digs[32], tmp[40];
+    int exp10 = 0, nd = 0;
+
+    if (isnan(v)) {
+        PS_BUF_LIT(b, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        ps_buf_printf(b, "%s", v > 0 ? "+Inf" : "-Inf");
+        return;
+    }
+    if (v == 0) {
+        ps_buf_printf(b, "%s", signbit(v) ? "-0" : "0");
+        return;
+    }
+    /* the shortest %e precision that round-trips */
+    for (int prec = 0; prec < 17; prec++) {
+        snprintf(tmp, sizeof(tmp), "%.*e", prec, v);
+        if (strtod(tmp, NULL) == v)
+            break;
+    }
+    /* tmp is [-]d[.ddd]e[+-]xx: collect the digits and the exponent */
+    const char *c = tmp;
+    if (*c == '-') {
+        ps_buf_putc(b, '-');
+        c++;
+    }
+    for (; *c != 'e'; c++)
+        if (*c != '.')
+            digs[nd++] = *c;
+    exp10 = atoi(c + 1);
+    while (nd > 1 && digs[nd - 1] == '0')
+        nd--;
+    /* strconv's %g with the shortest precision decides with a precision of 6 */
+    int dp = exp10 + 1, eprec = 6;
+    if (exp10 < -4 || exp10 >= eprec) {
+        ps_buf_putc(b, (uint8_t)digs[0]);
+        if (nd > 1) {
+            ps_buf_putc(b, '.');
+            ps_buf_append(b, digs + 1, (size_t)nd - 1);
+        }
+        ps_buf_printf(b, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+        return;
+    }
+    if (dp <= 0) {
+        PS_BUF_LIT(b, "0.");
+        for (int i = dp; i < 0; i++)
+            ps_buf_putc(b, '0');
+        ps_buf_append(b, digs, (size_t)nd);
+        return;
+    }
+    for (int i = 0; i < dp; i++)
+        ps_buf_putc(b, i < nd ? (uint8_t)digs[i] : '0');
+    if (nd > dp) {
+        ps_buf_putc(b, '.');
+        ps_buf_append(b, digs + dp, (size_t)(nd - dp));
+    }
+}
+
+/* model.Duration's String(): 1y, 2w only when exact; 90d, 1h30m, 100ms. */
+static void go_duration(ps_buf_t *b, int64_t ms)
+{
+    static const struct {
+        const char *unit;
+        int64_t ms;
+        bool exact;
+    } units[] = {{"y", 365ll * 86400000, true}, {"w", 7ll * 86400000, true}, {"d", 86400000, false},
+                 {"h", 3600000, false},         {"m", 60000, false},        {"s", 1000, false},
+                 {"ms", 1, false}};
+    if (ms == 0) {
+        PS_BUF_LIT(b, "0s");
+        return;
+    }
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (units[i].exact && ms % units[i].ms != 0)
+            continue;
+        int64_t v = ms / units[i].ms;
+        if (v > 0) {
+            ps_buf_printf(b, "%" PRId64 "%s", v, units[i].unit);
+            ms -= v * units[i].ms;
+        }
+    }
+}
+
+static void put_str(ps_buf_t *b, const char *s) { ps_buf_append(b, s, strlen(s)); }
+
+static void put_list(ps_buf_t *b, const char **names, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (i > 0)
+            PS_BUF_LIT(b, ", ");
+        put_str(b, names[i]);
+    }
+}
+
+/* " @ 100.000" / " @ start()" and " offset 5m" of a vector selector or subquery. */
+static void put_at_offset(ps_buf_t *b, const ps_pq_node_t *v)
+{
+    switch (v->at) {
+    case PS_PQ_AT_TIME: ps_buf_printf(b, " @ %.3f", (double)v->at_ms / 1000.0); break;
+    case PS_PQ_AT_START: PS_BUF_LIT(b, " @ start()"); break;
+    case PS_PQ_AT_END: PS_BUF_LIT(b, " @ end()"); break;
+    case PS_PQ_AT_NONE: break;
+    }
+    if (v->offset_ms > 0) {
+        PS_BUF_LIT(b, " offset ");
+        go_duration(b, v->offset_ms);
+    } else if (v->offset_ms < 0) {
+        PS_BUF_LIT(b, " offset -");
+        go_duration(b, v->offset_ms == INT64_MIN ? INT64_MAX : -v->offset_ms);
+    }
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* The selector without @ and offset: name{sorted matchers}. */
+static void put_selector(ps_buf_t *b, const ps_pq_node_t *v)
+{
+    static const char *const ops[] = {"=", "!=", "=~", "!~"};
+    const ps_selector_t *sel = &v->sel;
+    ps_buf_t one = {0};
+    char **strs = NULL;
+    uint32_t n = 0;
+
+    if (v->name != NULL)
+        put_str(b, v->name);
+    if (sel->n > 0)
+        strs = calloc(sel->n, sizeof(*strs));
+    const char *name = v->name != NULL ? v->name : "";
+    for (uint32_t i = 0; i < sel->n; i++) {
+        const ps_matcher_t *m = &sel->m[i];
+        /* printer.go leaves out __name__="<the name>", also __name__="" when there is no name */
+        if (m->op == PS_MATCH_EQ && strcmp(m->name, "__name__") == 0 && strcmp(m->value, name) == 0)
+            continue;
+        ps_buf_reset(&one);
+        ps_buf_append(&one, m->name, m->nlen);
+        put_str(&one, ops[m->op]);
+        go_quote(&one, m->value, m->vlen);
+        ps_buf_putc(&one, '\0');
+        strs[n] = malloc(one.len);
+        memcpy(strs[n++], one.data, one.len);
+    }
+    if (n > 0) {
+        qsort(strs, n, sizeof(*strs), cmp_str);
+        ps_buf_putc(b, '{');
+        for (uint32_t i = 0; i < n; i++) {
+            if (i > 0)
+                ps_buf_putc(b, ',');
+            put_str(b, strs[i]);
+            free(strs[i]);
+        }
+        ps_buf_putc(b, '}');
+    }
+    free(strs);
+    ps_buf_dispose(&one);
+}
+
+static void put_agg_op(ps_buf_t *b, const ps_pq_node_t *e)
+{
+    put_str(b, ps_pq_aggop_name(e->aggop));
+    if (e->without) {
+        PS_BUF_LIT(b, " without (");
+        put_list(b, e->group, e->ngroup);
+        PS_BUF_LIT(b, ") ");
+    } else if (e->ngroup > 0) {
+        PS_BUF_LIT(b, " by (");
+        put_list(b, e->group, e->ngroup);
+        PS_BUF_LIT(b, ") ");
+    }
+}
+
+/* " bool on (a) group_left (b)" after a binary operator. */
+static void put_bin_modifiers(ps_buf_t *b, const ps_pq_node_t *e)
+{
+    const ps_pq_matching_t *m = e->matching;
+    if (e->return_bool)
+        PS_BUF_LIT(b, " bool");
+    if (m != NULL && (m->nlabels > 0 || m->on)) {
+        put_str(b, m->on ? " on (" : " ignoring (");
+        put_list(b, m->labels, m->nlabels);
+        ps_buf_putc(b, ')');
+        if (m->card == PS_PQ_MANY_TO_ONE || m->card == PS_PQ_ONE_TO_MANY) {
+            put_str(b, m->card == PS_PQ_MANY_TO_ONE ? " group_left (" : " group_right (");
+            put_list(b, m->include, m->ninclude);
+            ps_buf_putc(b, ')');
+        }
+    }
+}
+
+/* "[5m:1m] @ 1.000 offset 5m" of a subquery. */
+static void put_subquery_suffix(ps_buf_t *b, const ps_pq_node_t *e)
+{
+    ps_buf_putc(b, '[');
+    go_duration(b, e->range_ms);
+    ps_buf_putc(b, ':');
+    if (e->step_ms != 0)
+        go_duration(b, e->step_ms);
+    ps_buf_putc(b, ']');
+    put_at_offset(b, e);
+}
+
+void ps_pq_format(const ps_pq_node_t *e, ps_buf_t *b)
+{
+    switch (e->kind) {
+    case PS_PQ_NUMBER: go_float(b, e->num); break;
+    case PS_PQ_STRING: go_quote(b, e->str, e->slen); break;
+    case PS_PQ_VECTOR:
+        put_selector(b, e);
+        put_at_offset(b, e);
+        break;
+    case PS_PQ_MATRIX:
+        put_selector(b, e->expr);
+        ps_buf_putc(b, '[');
+        go_duration(b, e->range_ms);
+        ps_buf_putc(b, ']');
+        put_at_offset(b, e->expr);
+        break;
+    case PS_PQ_SUBQUERY:
+        ps_pq_format(e->expr, b);
+        put_subquery_suffix(b, e);
+        break;
+    case PS_PQ_CALL:
+        put_str(b, e->func->name);
+        ps_buf_putc(b, '(');
+        for (uint32_t i = 0; i < e->nargs; i++) {
+            if (i > 0)
+                PS_BUF_LIT(b, ", ");
+            ps_pq_format(e->args[i], b);
+        }
+        ps_buf_putc(b, ')');
+        break;
+    case PS_PQ_AGG:
+        put_agg_op(b, e);
+        ps_buf_putc(b, '(');
+        if (e->param != NULL) {
+            ps_pq_format(e->param, b);
+            PS_BUF_LIT(b, ", ");
+        }
+        ps_pq_format(e->expr, b);
+        ps_buf_putc(b, ')');
+        break;
+    case PS_PQ_BINARY:
+        ps_pq_format(e->lhs, b);
+        ps_buf_putc(b, ' ');
+        put_str(b, ps_pq_binop_name(e->binop));
+        put_bin_modifiers(b, e);
+        ps_buf_putc(b, ' ');
+        ps_pq_format(e->rhs, b);
+        break;
+    case PS_PQ_UNARY:
+        ps_buf_putc(b, e->unary_neg ? '-' : '+');
+        ps_pq_format(e->expr, b);
+        break;
+    case PS_PQ_PAREN:
+        ps_buf_putc(b, '(');
+        ps_pq_format(e->expr, b);
+        ps_buf_putc(b, ')');
+        break;
+    }
+}
+
+static void indent(ps_buf_t *b, int level)
+{
+    for (int i = 0; i < level; i++)
+        PS_BUF_LIT(b, "  ");
+}
+
+/* needsSplit: String() is longer than 100 bytes. */
+static bool needs_split(const ps_pq_node_t *e)
+{
+    ps_buf_t s = {0};
+    ps_pq_format(e, &s);
+    bool split = s.len > MAX_LINE;
+    ps_buf_dispose(&s);
+    return split;
+}
+
+void ps_pq_pretty(const ps_pq_node_t *e, int level, ps_buf_t *b)
+{
+    switch (e->kind) {
+    case PS_PQ_AGG:
+        indent(b, level);
+        if (!needs_split(e)) {
+            ps_pq_format(e, b);
+            return;
+        }
+        put_agg_op(b, e);
+        PS_BUF_LIT(b, "(\n");
+        if (e->param != NULL) {
+            ps_pq_pretty(e->param, level + 1, b);
+            PS_BUF_LIT(b, ",\n");
+        }
+        ps_pq_pretty(e->expr, level + 1, b);
+        ps_buf_putc(b, '\n');
+        indent(b, level);
+        ps_buf_putc(b, ')');
+        return;
+    case PS_PQ_BINARY:
+        if (!needs_split(e)) {
+            indent(b, level);
+            ps_pq_format(e, b);
+            return;
+        }
+        ps_pq_pretty(e->lhs, level + 1, b);
+        ps_buf_putc(b, '\n');
+        indent(b, level);
+        put_str(b, ps_pq_binop_name(e->binop));
+        put_bin_modifiers(b, e);
+        ps_buf_putc(b, '\n');
+        ps_pq_pretty(e->rhs, level + 1, b);
+        return;
+    case PS_PQ_CALL:
+        indent(b, level);
+        if (!needs_split(e)) {
+            ps_pq_format(e, b);
+            return;
+        }
+        put_str(b, e->func->name);
+        PS_BUF_LIT(b, "(\n");
+        for (uint32_t i = 0; i < e->nargs; i++) {
+            if (i > 0)
+                PS_BUF_LIT(b, ",\n");
+            ps_pq_pretty(e->args[i], level + 1, b);
+        }
+        ps_buf_putc(b, '\n');
+        indent(b, level);
+        ps_buf_putc(b, ')');
+        return;
+    case PS_PQ_PAREN:
+        indent(b, level);
+        if (!needs_split(e)) {
+            ps_pq_format(e, b);
+            return;
+        }
+        PS_BUF_LIT(b, "(\n");
+        ps_pq_pretty(e->expr, level + 1, b);
+        ps_buf_putc(b, '\n');
+        indent(b, level);
+        ps_buf_putc(b, ')');
+        return;
+    case PS_PQ_SUBQUERY:
+        if (!needs_split(e)) { /* 2.42 writes no indent here */
+            ps_pq_format(e, b);
+            return;
+        }
+        ps_pq_pretty(e->expr, level, b);
+        put_subquery_suffix(b, e);
+        return;
+    case PS_PQ_UNARY: {
+        ps_buf_t child = {0};
+        size_t i = 0, j;
+        ps_pq_pretty(e->expr, level, &child);
+        j = child.len;
+        while (i < j && (child.data[i] == ' ' || child.data[i] == '\n' || child.data[i] == '\t'))
+            i++;
+        while (j > i && (child.data[j - 1] == ' ' || child.data[j - 1] == '\n' || child.data[j - 1] == '\t'))
+            j--;
+        indent(b, level);
+        ps_buf_putc(b, e->unary_neg ? '-' : '+');
+        ps_buf_append(b, child.data + i, j - i);
+        ps_buf_dispose(&child);
+        return;
+    }
+    default:
+        indent(b, level);
+        ps_pq_format(e, b);
+        return;
+    }
+}

@@ -1,0 +1,1388 @@
+/*
+ * promql.c - the PromQL engine (see promql.h): a plan of the tree with every selector's series
+ * loaded once, then the tree evaluated at each step into an instant vector whose elements are
+ * gathered into the answer's series. Each part follows the Prometheus 2.42 function named in its
+ * comment (promql/engine.go unless said otherwise), in the same order of float operations.
+ */
+#include "promql_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/fmt.h"
+#include "core/timeutil.h"
+
+#define MAX_SAMPLES_MSG "query processing would load too many samples into memory in query execution"
+
+void ps_pq_opts_default(ps_pq_opts_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->lookback = 5 * 60 * 1000;
+    o->max_samples = 50000000;
+    o->max_points = 11000;
+    o->timeout = 2 * 60 * 1000;
+    o->subquery_step = 60 * 1000;
+}
+
+/* ---- small things ---- */
+
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+    if (b > 0 && a < INT64_MIN + b)
+        return INT64_MIN;
+    if (b < 0 && a > INT64_MAX + b)
+        return INT64_MAX;
+    return a - b;
+}
+
+static bool is_stale(double v)
+{
+    uint64_t b;
+    memcpy(&b, &v, 8);
+    return b == PQ_STALE_BITS;
+}
+
+/* Go's math.Max / math.Min: NaN wins, and +0 > -0. */
+double pq_go_max(double a, double b)
+{
+    if (isinf(a) && a > 0)
+        return a;
+    if (isinf(b) && b > 0)
+        return b;
+    if (isnan(a) || isnan(b))
+        return NAN;
+    if (a == 0 && a == b)
+        return signbit(a) ? b : a;
+    return a > b ? a : b;
+}
+
+double pq_go_min(double a, double b)
+{
+    if (isinf(a) && a < 0)
+        return a;
+    if (isinf(b) && b < 0)
+        return b;
+    if (isnan(a) || isnan(b))
+        return NAN;
+    if (a == 0 && a == b)
+        return signbit(a) ? a : b;
+    return a < b ? a : b;
+}
+
+int pq_tick(pq_ctx_t *c)
+{
+    if (c->deadline == 0 || (++c->ticks & 255) != 0)
+        return 0;
+    if (ps_time_mono() > c->deadline)
+        return ps_err_set(c->err, PS_ELIMIT, "query timed out in query execution (the limit is %lld s: the timeout "
+                          "parameter or --query.timeout)", (long long)(c->o->timeout / 1000));
+    return 0;
+}
+
+pq_vec_t pq_vec_new(pq_ctx_t *c, uint32_t cap)
+{
+    pq_vec_t v = {ps_arena_alloc(&c->scratch, (cap + 1) * sizeof(pq_elem_t)), 0};
+    return v;
+}
+
+ps_labels_t pq_drop_name_in(ps_arena_t *a, const ps_labels_t *ls)
+{
+    uint32_t i = 0;
+    while (i < ls->n && strcmp(ls->pairs[i].name, "__name__") != 0)
+        i++;
+    if (i == ls->n)
+        return ps_labels_borrow(ls);
+    if (i == 0) {
+        ps_labels_t out = {ls->n - 1, ls->pairs + 1, 0};
+        return out;
+    }
+    ps_labels_t out = {ls->n - 1, ps_arena_alloc(a, ls->n * sizeof(ps_label_pair_t)), 0};
+    memcpy(out.pairs, ls->pairs, i * sizeof(ps_label_pair_t));
+    memcpy(out.pairs + i, ls->pairs + i + 1, (ls->n - i - 1) * sizeof(ps_label_pair_t));
+    return out;
+}
+
+ps_labels_t pq_drop_name(pq_ctx_t *c, const ps_labels_t *ls)
+{
+    return pq_drop_name_in(&c->scratch, ls);
+}
+
+static bool in_names(const char *name, const char **names, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return true;
+    return false;
+}
+
+static void key_pair(ps_buf_t *b, const ps_label_pair_t *p)
+{
+    ps_buf_append(b, p->name, p->nlen);
+    ps_buf_putc(b, 0xff);
+    ps_buf_append(b, p->value, p->vlen);
+    ps_buf_putc(b, 0xff);
+}
+
+static void key_all(ps_buf_t *b, const ps_labels_t *ls)
+{
+    ps_buf_reset(b);
+    for (uint32_t i = 0; i < ls->n; i++)
+        key_pair(b, &ls->pairs[i]);
+}
+
+/* labels.HashForLabels (on) / HashWithoutLabels (not on; __name__ always left out), as bytes. */
+static void key_sig(ps_buf_t *b, const ps_labels_t *ls, bool on, const char **names, uint32_t n)
+{
+    ps_buf_reset(b);
+    for (uint32_t i = 0; i < ls->n; i++) {
+        const ps_label_pair_t *p = &ls->pairs[i];
+        bool listed = in_names(p->name, names, n);
+        if (on ? listed : !listed && strcmp(p->name, "__name__") != 0)
+            key_pair(b, p);
+    }
+}
+
+/* A new label set of ls's pairs for which keep() holds, in the scratch arena. */
+static ps_labels_t labels_filter(pq_ctx_t *c, const ps_labels_t *ls, bool on, const char **names, uint32_t n,
+                                 bool drop_name)
+{
+    ps_labels_t out = {0, ps_arena_alloc(&c->scratch, (ls->n + 1) * sizeof(ps_label_pair_t)), 0};
+    for (uint32_t i = 0; i < ls->n; i++) {
+        const ps_label_pair_t *p = &ls->pairs[i];
+        bool listed = in_names(p->name, names, n);
+        if (drop_name && strcmp(p->name, "__name__") == 0)
+            continue;
+        if (on ? listed : !listed)
+            out.pairs[out.n++] = *p;
+    }
+    out.cap = ls->n + 1;
+    return out;
+}
+
+/* rangeEval's check: "vector cannot contain metrics with the same labelset". */
+int pq_check_unique(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *v)
+{
+    if (v->n < 2)
+        return 0;
+    ps_hmap_clear(&p->m2);
+    for (uint32_t i = 0; i < v->n; i++) {
+        uint64_t x;
+        key_all(&c->kb, &v->e[i].ls);
+        if (ps_hmap_get(&p->m2, c->kb.data, c->kb.len, &x))
+            return ps_err_set(c->err, PS_ELIMIT, "vector cannot contain metrics with the same labelset");
+        ps_hmap_put(&p->m2, c->kb.data, c->kb.len, i);
+    }
+    return 0;
+}
+
+static uint32_t lower_t(const ps_pq_series_t *s, int64_t t) /* first index with s[i].t >= t */
+{
+    uint32_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->s[mid].t < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static uint32_t upper_t(const ps_pq_series_t *s, int64_t t) /* first index with s[i].t > t */
+{
+    uint32_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->s[mid].t <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* matrixIterSlice: mint <= t <= maxt, stale markers left out. */
+uint32_t pq_window(pq_ctx_t *c, const ps_pq_series_t *s, int64_t mint, int64_t maxt, ps_fsample_t **out)
+{
+    uint32_t lo = lower_t(s, mint), hi = upper_t(s, maxt), n = 0;
+    if (hi <= lo) {
+        *out = NULL;
+        return 0;
+    }
+    ps_fsample_t *w = ps_arena_alloc(&c->scratch, (hi - lo) * sizeof(ps_fsample_t));
+    for (uint32_t i = lo; i < hi; i++)
+        if (!is_stale(s->s[i].v))
+            w[n++] = s->s[i];
+    *out = w;
+    return n;
+}
+
+/* Go's sort.Sort of vectorByValueHeap: NaN first, then ascending. */
+static int cmp_value_nan_first(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    if (isnan(x))
+        return isnan(y) ? 0 : -1;
+    if (isnan(y))
+        return 1;
+    return (x > y) - (x < y);
+}
+
+/* quantile (promql/quantile.go) */
+double pq_quantile(double q, double *vals, uint32_t n)
+{
+    if (n == 0)
+        return NAN;
+    if (q < 0)
+        return -INFINITY;
+    if (q > 1)
+        return INFINITY;
+    if (isnan(q))
+        return NAN;
+    qsort(vals, n, sizeof(double), cmp_value_nan_first);
+    double fn = (double)n;
+    double rank = q * (fn - 1);
+    double lower = pq_go_max(0, floor(rank));
+    double upper = pq_go_min(fn - 1, lower + 1);
+    double weight = rank - floor(rank);
+    return vals[(uint32_t)lower] * (1 - weight) + vals[(uint32_t)upper] * weight;
+}
+
+/* ---- plan ---- */
+
+static int cmp_series(const void *a, const void *b)
+{
+    return ps_labels_cmp(&((const ps_pq_series_t *)a)->labels, &((const ps_pq_series_t *)b)->labels);
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static const ps_pq_node_t *unparen(const ps_pq_node_t *n)
+{
+    while (n->kind == PS_PQ_PAREN)
+        n = n->expr;
+    return n;
+}
+
+/* offset and @ of a selector or subquery node n into s; [*lo, *hi]: the times it is evaluated at */
+static void time_mods(pq_ctx_t *c, const ps_pq_node_t *n, pq_sel_t *s, int64_t *lo, int64_t *hi)
+{
+    const ps_pq_opts_t *o = c->o;
+    s->offset = n->offset_ms;
+    s->has_at = n->at != PS_PQ_AT_NONE;
+    s->at = n->at == PS_PQ_AT_START ? o->start : n->at == PS_PQ_AT_END ? o->end : n->at_ms;
+    if (s->has_at)
+        *lo = *hi = s->at;
+}
+
+/* Loads a selector's series for evaluations at times in [lo, hi]. */
+static int load_selector(pq_ctx_t *c, const ps_pq_node_t *vs, int64_t range, pq_sel_t *s, int64_t lo, int64_t hi)
+{
+    const ps_pq_opts_t *o = c->o;
+    s->range = range;
+    time_mods(c, vs, s, &lo, &hi);
+    int64_t mint = sat_sub(sat_sub(lo, s->offset), range ? range : o->lookback), maxt = sat_sub(hi, s->offset);
+    int ret = c->src->select(c->src->ctx, (ps_selector_t *)&vs->sel, mint, maxt, c->arena, &c->budget, &s->series,
+                             &s->n, c->err);
+    if (ret)
+        return ret;
+    /* sorted by labels: the order of Prometheus' blocks, and of its head too when series were
+     * created in exposition order (client_golang sorts); order-dependent answers (ties in topk,
+     * rounding in sums) then come out as Prometheus' */
+    if (s->n > 1)
+        qsort(s->series, s->n, sizeof(ps_pq_series_t), cmp_series);
+    s->noname = ps_arena_alloc(c->arena, (s->n + 1) * sizeof(ps_labels_t));
+    for (uint32_t i = 0; i < s->n; i++)
+        s->noname[i] = pq_drop_name_in(c->arena, &s->series[i].labels);
+    return 0;
+}
+
+static const char **sorted_names(pq_ctx_t *c, const char **names, uint32_t n)
+{
+    const char **v = ps_arena_alloc(c->arena, (n + 1) * sizeof(char *));
+    if (n)
+        memcpy(v, names, n * sizeof(char *));
+    if (n > 1)
+        qsort(v, n, sizeof(char *), cmp_cstr);
+    return v;
+}
+
+/* Plans n for evaluations at times in [lo, hi] (a subquery moves the window of what is below it). */
+static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth, int64_t lo, int64_t hi)
+{
+    if (depth > 1000)
+        return ps_err_set(c->err, PS_ELIMIT, "the expression is nested too deeply");
+    pq_node_t *p = ps_arena_calloc(c->arena, 1, sizeof(*p));
+    p->n = n;
+    p->matrix_arg = -1;
+    ps_hmap_init(&p->m1);
+    ps_hmap_init(&p->m2);
+    ps_hmap_init(&p->m3);
+    p->next_all = c->all;
+    c->all = p;
+    *out = p;
+    int ret = 0;
+    switch (n->kind) {
+    case PS_PQ_NUMBER:
+    case PS_PQ_STRING:
+        return 0;
+    case PS_PQ_VECTOR:
+        return load_selector(c, n, 0, &p->sel, lo, hi);
+    case PS_PQ_MATRIX:
+        return load_selector(c, n->expr, n->range_ms, &p->sel, lo, hi);
+    case PS_PQ_SUBQUERY:
+        /* the inner expression runs at the multiples of the step in [lo - offset - range, hi - offset] */
+        time_mods(c, n, &p->sel, &lo, &hi);
+        p->sel.range = n->range_ms;
+        p->sq_step = n->step_ms > 0 ? n->step_ms : c->o->subquery_step;
+        return plan(c, n->expr, &p->a, depth + 1, sat_sub(sat_sub(lo, p->sel.offset), n->range_ms),
+                    sat_sub(hi, p->sel.offset));
+    case PS_PQ_PAREN:
+    case PS_PQ_UNARY:
+        return plan(c, n->expr, &p->a, depth + 1, lo, hi);
+    case PS_PQ_AGG:
+        p->names = sorted_names(c, n->group, n->ngroup);
+        p->nnames = n->ngroup;
+        if ((ret = plan(c, n->expr, &p->a, depth + 1, lo, hi)) == 0 && n->param)
+            ret = plan(c, n->param, &p->b, depth + 1, lo, hi);
+        return ret;
+    case PS_PQ_BINARY:
+        if (n->matching) {
+            p->names = sorted_names(c, n->matching->labels, n->matching->nlabels);
+            p->nnames = n->matching->nlabels;
+        }
+        if ((ret = plan(c, n->lhs, &p->a, depth + 1, lo, hi)) == 0)
+            ret = plan(c, n->rhs, &p->b, depth + 1, lo, hi);
+        return ret;
+    case PS_PQ_CALL:
+        p->nargs = n->nargs;
+        p->args = ps_arena_calloc(c->arena, n->nargs + 1, sizeof(pq_node_t *));
+        if ((ret = pq_call_plan(c, p)) != 0)
+            return ret;
+        for (uint32_t i = 0; i < n->nargs && ret == 0; i++) {
+            if (n->args[i]->type == PS_PQ_VMATRIX) {
+                const ps_pq_node_t *m = unparen(n->args[i]);
+                p->matrix_arg = (int)i;
+                ret = plan(c, m, &p->args[i], depth + 1, lo, hi);
+            } else {
+                ret = plan(c, n->args[i], &p->args[i], depth + 1, lo, hi);
+            }
+        }
+        return ret;
+    }
+    return ps_err_set(c->err, PS_EINTERNAL, "unknown node kind %d", (int)n->kind);
+}
+
+/* ---- selectors ---- */
+
+/* vectorSelectorSingle, for every series */
+static int eval_vector(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
+{
+    const pq_sel_t *s = &p->sel;
+    int64_t ref = sat_sub(s->has_at ? s->at : ts, s->offset), from = sat_sub(ref, c->o->lookback);
+    out->type = PS_PQ_VVECTOR;
+    out->v = pq_vec_new(c, s->n);
+    for (uint32_t i = 0; i < s->n; i++) {
+        const ps_pq_series_t *ser = &s->series[i];
+        uint32_t k = upper_t(ser, ref);
+        if (k == 0)
+            continue;
+        const ps_fsample_t *x = &ser->s[k - 1];
+        if (x->t < from || is_stale(x->v))
+            continue;
+        out->v.e[out->v.n++] = (pq_elem_t){ps_labels_borrow(&ser->labels), x->v, x->t, 0};
+    }
+    return 0;
+}
+
+/* ---- binary operators ---- */
+
+/* Go's math.Pow for integer exponents (repeated squaring on the mantissa, as Go computes it);
+ * the C library's pow for the rest. */
+static double go_pow(double x, double y)
+{
+    if (y == 0 || x == 1)
+        return 1;
+    if (y == 1)
+        return x;
+    if (isnan(x) || isnan(y))
+        return NAN;
+    if (x == 0 || isinf(x) || isinf(y) || y == 0.5 || y == -0.5 || fabs(y) >= 9007199254740992.0)
+        return y == 0.5 ? sqrt(x) : y == -0.5 ? 1 / sqrt(x) : pow(x, y);
+    double yi, yf = modf(fabs(y), &yi);
+    if (yf != 0)
+        return pow(x, y);
+    double a1 = 1;
+    int ae = 0, xe;
+    double x1 = frexp(x, &xe);
+    for (int64_t i = (int64_t)yi; i != 0; i >>= 1) {
+        if (xe < -(1 << 12) || (1 << 12) < xe) {
+            ae += xe;
+            break;
+        }
+        if (i & 1) {
+            a1 *= x1;
+            ae += xe;
+        }
+        x1 *= x1;
+        xe <<= 1;
+        if (x1 < .5) {
+            x1 += x1;
+            xe--;
+        }
+    }
+    if (y < 0) {
+        a1 = 1 / a1;
+        ae = -ae;
+    }
+    return ldexp(a1, ae);
+}
+
+static bool is_comparison(ps_pq_binop_t op)
+{
+    return op >= PS_PQ_EQLC && op <= PS_PQ_GTE;
+}
+
+static bool drops_name(ps_pq_binop_t op) /* shouldDropMetricName */
+{
+    return op == PS_PQ_ADD || op == PS_PQ_SUB || op == PS_PQ_MUL || op == PS_PQ_DIV || op == PS_PQ_POW ||
+           op == PS_PQ_MOD;
+}
+
+/* vectorElemBinop: the value, and whether a comparison keeps the element */
+static double elem_binop(ps_pq_binop_t op, double l, double r, bool *keep)
+{
+    *keep = true;
+    switch (op) {
+    case PS_PQ_ADD: return l + r;
+    case PS_PQ_SUB: return l - r;
+    case PS_PQ_MUL: return l * r;
+    case PS_PQ_DIV: return l / r;
+    case PS_PQ_POW: return go_pow(l, r);
+    case PS_PQ_MOD: return fmod(l, r);
+    case PS_PQ_ATAN2: return atan2(l, r);
+    case PS_PQ_EQLC: *keep = l == r; return l;
+    case PS_PQ_NEQ: *keep = l != r; return l;
+    case PS_PQ_GTR: *keep = l > r; return l;
+    case PS_PQ_LSS: *keep = l < r; return l;
+    case PS_PQ_GTE: *keep = l >= r; return l;
+    case PS_PQ_LTE: *keep = l <= r; return l;
+    default: *keep = false; return 0;
+    }
+}
+
+/* scalarBinop */
+static double scalar_binop(ps_pq_binop_t op, double l, double r)
+{
+    bool keep;
+    double v = elem_binop(op, l, r, &keep);
+    return is_comparison(op) ? (keep ? 1 : 0) : v;
+}
+
+/* VectorscalarBinop */
+static void vector_scalar(pq_ctx_t *c, ps_pq_binop_t op, const pq_vec_t *lhs, double rhs, bool swap, bool rbool,
+                          int64_t ts, pq_vec_t *out)
+{
+    *out = pq_vec_new(c, lhs->n);
+    for (uint32_t i = 0; i < lhs->n; i++) {
+        double lv = lhs->e[i].v, rv = rhs;
+        if (swap) {
+            lv = rhs;
+            rv = lhs->e[i].v;
+        }
+        bool keep;
+        double value = elem_binop(op, lv, rv, &keep);
+        if (is_comparison(op) && swap)
+            value = rv;
+        if (rbool) {
+            value = keep ? 1 : 0;
+            keep = true;
+        }
+        if (!keep)
+            continue;
+        pq_elem_t e = lhs->e[i];
+        e.v = value;
+        e.t = ts;
+        e.src = 0;
+        if (drops_name(op) || rbool)
+            e.ls = pq_drop_name(c, &e.ls);
+        out->e[out->n++] = e;
+    }
+}
+
+/* resultMetric */
+static ps_labels_t result_metric(pq_ctx_t *c, const ps_labels_t *lhs, const ps_labels_t *rhs, ps_pq_binop_t op,
+                                 const ps_pq_matching_t *m, pq_node_t *p)
+{
+    ps_labels_t ls;
+    if (m->card == PS_PQ_ONE_TO_ONE)
+        ls = labels_filter(c, lhs, m->on, p->names, p->nnames, drops_name(op));
+    else
+        ls = labels_filter(c, lhs, false, NULL, 0, drops_name(op));
+    for (uint32_t i = 0; i < m->ninclude; i++) {
+        const char *v = ps_labels_value(rhs, m->include[i]);
+        if (v == NULL)
+            v = "";
+        ps_labels_set(&ls, &c->scratch, m->include[i], strlen(m->include[i]), v, strlen(v));
+    }
+    return ls;
+}
+
+static void fmt_labels(const ps_labels_t *ls, char *buf, size_t size)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    ps_labels_format(ls, &b);
+    snprintf(buf, size, "%.*s", (int)b.len, b.data ? (const char *)b.data : "");
+    ps_buf_dispose(&b);
+}
+
+/* VectorBinop: one-to-one, many-to-one, one-to-many */
+static int vector_binop(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *lhs0, const pq_vec_t *rhs0, int64_t ts,
+                        pq_vec_t *out)
+{
+    const ps_pq_node_t *n = p->n;
+    const ps_pq_matching_t *m = n->matching;
+    *out = pq_vec_new(c, lhs0->n > rhs0->n ? lhs0->n : rhs0->n);
+    if (lhs0->n == 0 || rhs0->n == 0)
+        return 0;
+    const pq_vec_t *lhs = lhs0, *rhs = rhs0;
+    if (m->card == PS_PQ_ONE_TO_MANY) {
+        lhs = rhs0;
+        rhs = lhs0;
+    }
+    ps_hmap_t *right = &p->m1, *matched = &p->m2;
+    ps_hmap_clear(right);
+    ps_hmap_clear(matched);
+    for (uint32_t i = 0; i < rhs->n; i++) {
+        uint64_t dup;
+        key_sig(&c->kb, &rhs->e[i].ls, m->on, p->names, p->nnames);
+        if (ps_hmap_get(right, c->kb.data, c->kb.len, &dup)) {
+            char a[512], b[512], g[512];
+            ps_labels_t ml = labels_filter(c, &rhs->e[i].ls, m->on, p->names, p->nnames, !m->on);
+            fmt_labels(&ml, g, sizeof(g));
+            fmt_labels(&rhs->e[i].ls, a, sizeof(a));
+            fmt_labels(&rhs->e[dup].ls, b, sizeof(b));
+            return ps_err_set(c->err, PS_ELIMIT,
+                              "found duplicate series for the match group %.100s on the %s hand-side of the operation: "
+                              "[%.150s, %.150s];many-to-many matching not allowed: matching labels must be unique on one side",
+                              g, m->card == PS_PQ_ONE_TO_MANY ? "left" : "right", a, b);
+        }
+        ps_hmap_put(right, c->kb.data, c->kb.len, i);
+    }
+    for (uint32_t i = 0; i < lhs->n; i++) {
+        uint64_t ri;
+        key_sig(&c->kb, &lhs->e[i].ls, m->on, p->names, p->nnames);
+        if (!ps_hmap_get(right, c->kb.data, c->kb.len, &ri))
+            continue;
+        const pq_elem_t *ls = &lhs->e[i], *rs = &rhs->e[ri];
+        double vl = ls->v, vr = rs->v;
+        if (m->card == PS_PQ_ONE_TO_MANY) {
+            vl = rs->v;
+            vr = ls->v;
+        }
+        bool keep;
+        double value = elem_binop(n->binop, vl, vr, &keep);
+        if (n->return_bool)
+            value = keep ? 1 : 0;
+        else if (!keep)
+            continue;
+        ps_labels_t metric = result_metric(c, &ls->ls, &rs->ls, n->binop, m, p);
+        if (n->return_bool)
+            metric = pq_drop_name(c, &metric);
+        uint64_t x;
+        if (m->card == PS_PQ_ONE_TO_ONE) {
+            if (ps_hmap_get(matched, c->kb.data, c->kb.len, &x))
+                return ps_err_set(c->err, PS_ELIMIT,
+                                  "multiple matches for labels: many-to-one matching must be explicit "
+                                  "(group_left/group_right)");
+            ps_hmap_put(matched, c->kb.data, c->kb.len, 1);
+        } else {
+            /* the signature and the result's labels together must be new */
+            ps_buf_putc(&c->kb, 0xfe);
+            for (uint32_t k = 0; k < metric.n; k++)
+                key_pair(&c->kb, &metric.pairs[k]);
+            if (ps_hmap_get(matched, c->kb.data, c->kb.len, &x))
+                return ps_err_set(c->err, PS_ELIMIT,
+                                  "multiple matches for labels: grouping labels must ensure unique matches");
+            ps_hmap_put(matched, c->kb.data, c->kb.len, 1);
+        }
+        out->e[out->n++] = (pq_elem_t){metric, value, ts, 0};
+    }
+    return 0;
+}
+
+/* VectorAnd, VectorOr, VectorUnless */
+static void vector_setop(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *lhs, const pq_vec_t *rhs, int64_t ts,
+                         pq_vec_t *out)
+{
+    const ps_pq_node_t *n = p->n;
+    bool on = n->matching ? n->matching->on : false;
+    *out = pq_vec_new(c, lhs->n + rhs->n);
+    ps_hmap_t *sigs = &p->m1;
+    ps_hmap_clear(sigs);
+    switch (n->binop) {
+    case PS_PQ_AND:
+        if (lhs->n == 0 || rhs->n == 0)
+            return;
+        for (uint32_t i = 0; i < rhs->n; i++) {
+            key_sig(&c->kb, &rhs->e[i].ls, on, p->names, p->nnames);
+            ps_hmap_put(sigs, c->kb.data, c->kb.len, 1);
+        }
+        for (uint32_t i = 0; i < lhs->n; i++) {
+            uint64_t x;
+            key_sig(&c->kb, &lhs->e[i].ls, on, p->names, p->nnames);
+            if (ps_hmap_get(sigs, c->kb.data, c->kb.len, &x))
+                out->e[out->n++] = lhs->e[i];
+        }
+        break;
+    case PS_PQ_OR:
+        for (uint32_t i = 0; i < lhs->n; i++) {
+            if (rhs->n) {
+                key_sig(&c->kb, &lhs->e[i].ls, on, p->names, p->nnames);
+                ps_hmap_put(sigs, c->kb.data, c->kb.len, 1);
+            }
+            out->e[out->n++] = lhs->e[i];
+        }
+        for (uint32_t i = 0; i < rhs->n; i++) {
+            uint64_t x;
+            if (lhs->n) {
+                key_sig(&c->kb, &rhs->e[i].ls, on, p->names, p->nnames);
+                if (ps_hmap_get(sigs, c->kb.data, c->kb.len, &x))
+                    continue;
+            }
+            out->e[out->n++] = rhs->e[i];
+        }
+        break;
+    default: /* UNLESS */
+        for (uint32_t i = 0; i < rhs->n && lhs->n; i++) {
+            key_sig(&c->kb, &rhs->e[i].ls, on, p->names, p->nnames);
+            ps_hmap_put(sigs, c->kb.data, c->kb.len, 1);
+        }
+        for (uint32_t i = 0; i < lhs->n; i++) {
+            uint64_t x;
+            if (rhs->n) {
+                key_sig(&c->kb, &lhs->e[i].ls, on, p->names, p->nnames);
+                if (ps_hmap_get(sigs, c->kb.data, c->kb.len, &x))
+                    continue;
+            }
+            out->e[out->n++] = lhs->e[i];
+        }
+        break;
+    }
+    for (uint32_t i = 0; i < out->n; i++) {
+        out->e[i].t = ts;
+        out->e[i].src = 0;
+    }
+}
+
+static int eval_binary(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
+{
+    const ps_pq_node_t *n = p->n;
+    pq_val_t l, r;
+    int ret;
+    if ((ret = pq_eval(c, p->a, ts, &l)) != 0 || (ret = pq_eval(c, p->b, ts, &r)) != 0)
+        return ret;
+    if (l.type == PS_PQ_VSCALAR && r.type == PS_PQ_VSCALAR) {
+        out->type = PS_PQ_VSCALAR;
+        out->s = scalar_binop(n->binop, l.s, r.s);
+        return 0;
+    }
+    out->type = PS_PQ_VVECTOR;
+    if (l.type == PS_PQ_VVECTOR && r.type == PS_PQ_VVECTOR) {
+        if (n->matching == NULL)
+            return ps_err_set(c->err, PS_EINTERNAL, "a binary operation between vectors without matching");
+        if (n->binop == PS_PQ_AND || n->binop == PS_PQ_OR || n->binop == PS_PQ_UNLESS) {
+            vector_setop(c, p, &l.v, &r.v, ts, &out->v);
+            return 0;
+        }
+        if ((ret = vector_binop(c, p, &l.v, &r.v, ts, &out->v)) != 0)
+            return ret;
+    } else if (l.type == PS_PQ_VVECTOR) {
+        vector_scalar(c, n->binop, &l.v, r.s, false, n->return_bool, ts, &out->v);
+    } else {
+        vector_scalar(c, n->binop, &r.v, l.s, true, n->return_bool, ts, &out->v);
+    }
+    return pq_check_unique(c, p, &out->v);
+}
+
+/* ---- aggregation ---- */
+
+typedef struct group {
+    ps_labels_t ls;
+    double value, mean;
+    uint64_t count;
+    pq_elem_t *heap; /* topk, bottomk */
+    double *vals;    /* quantile */
+    uint32_t hn, hcap;
+} group_t;
+
+/* vectorByValueHeap (topk) / vectorByReverseValueHeap (bottomk) Less */
+static bool heap_less(const pq_elem_t *h, uint32_t i, uint32_t j, bool reverse)
+{
+    if (isnan(h[i].v))
+        return true;
+    return reverse ? h[i].v > h[j].v : h[i].v < h[j].v;
+}
+
+static void heap_swap(pq_elem_t *h, uint32_t i, uint32_t j)
+{
+    pq_elem_t t = h[i];
+    h[i] = h[j];
+    h[j] = t;
+}
+
+/* container/heap's up and down */
+static void heap_up(pq_elem_t *h, uint32_t j, bool rev)
+{
+    while (j > 0) {
+        uint32_t i = (j - 1) / 2;
+        if (!heap_less(h, j, i, rev))
+            break;
+        heap_swap(h, i, j);
+        j = i;
+    }
+}
+
+static void heap_down(pq_elem_t *h, uint32_t i, uint32_t n, bool rev)
+{
+    for (;;) {
+        uint32_t j1 = 2 * i + 1;
+        if (j1 >= n)
+            break;
+        uint32_t j = j1;
+        if (j1 + 1 < n && heap_less(h, j1 + 1, j1, rev))
+            j = j1 + 1;
+        if (!heap_less(h, j, i, rev))
+            break;
+        heap_swap(h, i, j);
+        i = j;
+    }
+}
+
+/* sort.Sort(sort.Reverse(heap)): insertion sort, as Go sorts up to 12 elements; merge beyond */
+static void sort_reverse(pq_elem_t *h, uint32_t n, bool rev, pq_elem_t *tmp)
+{
+    if (n <= 12) {
+        for (uint32_t i = 1; i < n; i++)
+            for (uint32_t j = i; j > 0 && heap_less(h, j - 1, j, rev); j--)
+                heap_swap(h, j, j - 1);
+        return;
+    }
+    uint32_t mid = n / 2;
+    sort_reverse(h, mid, rev, tmp);
+    sort_reverse(h + mid, n - mid, rev, tmp);
+    uint32_t i = 0, j = mid, k = 0;
+    while (i < mid && j < n) {
+        /* take the right one first only if it is strictly "greater" (Less(left, right) in heap order) */
+        pq_elem_t pair[2] = {h[i], h[j]};
+        if (heap_less(pair, 0, 1, rev) && !heap_less(pair, 1, 0, rev))
+            tmp[k++] = h[j++];
+        else
+            tmp[k++] = h[i++];
+    }
+    while (i < mid)
+        tmp[k++] = h[i++];
+    while (j < n)
+        tmp[k++] = h[j++];
+    memcpy(h, tmp, n * sizeof(pq_elem_t));
+}
+
+static void group_key(pq_ctx_t *c, const ps_labels_t *ls, bool without, const char **g, uint32_t ng)
+{
+    if (without)
+        key_sig(&c->kb, ls, false, g, ng);
+    else if (ng == 0)
+        ps_buf_reset(&c->kb);
+    else
+        key_sig(&c->kb, ls, true, g, ng);
+}
+
+static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
+{
+    const ps_pq_node_t *n = p->n;
+    ps_pq_aggop_t op = n->aggop;
+    pq_val_t in, par = {0};
+    int ret;
+    if (p->b && p->b->n->type != PS_PQ_VSTRING && (ret = pq_eval(c, p->b, ts, &par)) != 0)
+        return ret;
+    if ((ret = pq_eval(c, p->a, ts, &in)) != 0)
+        return ret;
+    const pq_vec_t *vec = &in.v;
+    out->type = PS_PQ_VVECTOR;
+    out->v = pq_vec_new(c, vec->n);
+    int64_t k = 0;
+    double q = 0;
+    if (op == PS_PQ_TOPK || op == PS_PQ_BOTTOMK) {
+        double f = par.s;
+        if (!(f <= 9223372036854775807.0 && f >= -9223372036854775808.0)) {
+            char b[48];
+            ps_fmt_float(f, b, sizeof(b));
+            return ps_err_set(c->err, PS_ELIMIT, "Scalar value %s overflows int64", b);
+        }
+        k = f >= 9223372036854775807.0 ? INT64_MAX : (int64_t)f;
+        if (k < 1)
+            return 0;
+    }
+    if (op == PS_PQ_QUANTILE)
+        q = par.s;
+    const char **g = p->names;
+    uint32_t ng = p->nnames;
+    const char *value_label = NULL;
+    if (op == PS_PQ_COUNT_VALUES) {
+        value_label = p->b->n->str;
+        if (!ps_label_name_valid(value_label, strlen(value_label)))
+            return ps_err_set(c->err, PS_ELIMIT, "invalid label name \"%s\"", value_label);
+        if (!n->without) {
+            const char **g2 = ps_arena_alloc(&c->scratch, (ng + 1) * sizeof(char *));
+            memcpy(g2, g, ng * sizeof(char *));
+            g2[ng++] = value_label;
+            g = g2;
+        }
+    }
+    ps_hmap_t *idx = &p->m1;
+    ps_hmap_clear(idx);
+    group_t *groups = ps_arena_alloc(&c->scratch, (vec->n + 1) * sizeof(group_t));
+    uint32_t ngroups = 0;
+    int64_t cap = k > (int64_t)vec->n ? (int64_t)vec->n : k;
+    for (uint32_t si = 0; si < vec->n; si++) {
+        const pq_elem_t *s = &vec->e[si];
+        ps_labels_t metric = s->ls;
+        if (op == PS_PQ_COUNT_VALUES) {
+            char b[400];
+            ps_pq_format_f(s->v, b, sizeof(b));
+            metric = ps_labels_borrow(&s->ls);
+            ps_labels_set(&metric, &c->scratch, value_label, strlen(value_label), b, strlen(b));
+        }
+        group_key(c, &metric, n->without, g, ng);
+        uint64_t gi;
+        if (!ps_hmap_get(idx, c->kb.data, c->kb.len, &gi)) {
+            gi = ngroups++;
+            ps_hmap_put(idx, c->kb.data, c->kb.len, gi);
+            group_t *gr = &groups[gi];
+            memset(gr, 0, sizeof(*gr));
+            if (n->without)
+                gr->ls = labels_filter(c, &metric, false, g, ng, true);
+            else if (ng > 0)
+                gr->ls = labels_filter(c, &metric, true, g, ng, false);
+            gr->value = s->v;
+            gr->mean = s->v;
+            gr->count = 1;
+            switch (op) {
+            case PS_PQ_STDVAR:
+            case PS_PQ_STDDEV:
+                gr->value = 0;
+                break;
+            case PS_PQ_TOPK:
+            case PS_PQ_BOTTOMK:
+                gr->hcap = (uint32_t)(cap < 1 ? 1 : cap);
+                gr->heap = ps_arena_alloc(&c->scratch, gr->hcap * sizeof(pq_elem_t));
+                gr->heap[0] = *s;
+                gr->hn = 1;
+                break;
+            case PS_PQ_QUANTILE:
+                gr->hcap = vec->n - si;
+                gr->vals = ps_arena_alloc(&c->scratch, gr->hcap * sizeof(double));
+                gr->vals[0] = s->v;
+                gr->hn = 1;
+                break;
+            case PS_PQ_GROUP:
+                gr->value = 1;
+                break;
+            default:
+                break;
+            }
+            continue;
+        }
+        group_t *gr = &groups[gi];
+        switch (op) {
+        case PS_PQ_SUM:
+            gr->value += s->v;
+            break;
+        case PS_PQ_AVG:
+            gr->count++;
+            if (isinf(gr->mean)) {
+                if (isinf(s->v) && (gr->mean > 0) == (s->v > 0))
+                    break;
+                if (!isinf(s->v) && !isnan(s->v))
+                    break;
+            }
+            gr->mean += s->v / (double)gr->count - gr->mean / (double)gr->count;
+            break;
+        case PS_PQ_GROUP:
+            break;
+        case PS_PQ_MAX:
+            if (gr->value < s->v || isnan(gr->value))
+                gr->value = s->v;
+            break;
+        case PS_PQ_MIN:
+            if (gr->value > s->v || isnan(gr->value))
+                gr->value = s->v;
+            break;
+        case PS_PQ_COUNT:
+        case PS_PQ_COUNT_VALUES:
+            gr->count++;
+            break;
+        case PS_PQ_STDVAR:
+        case PS_PQ_STDDEV: {
+            gr->count++;
+            double delta = s->v - gr->mean;
+            gr->mean += delta / (double)gr->count;
+            gr->value += delta * (s->v - gr->mean);
+            break;
+        }
+        case PS_PQ_TOPK:
+        case PS_PQ_BOTTOMK: {
+            bool rev = op == PS_PQ_BOTTOMK;
+            bool better = rev ? gr->heap[0].v > s->v : gr->heap[0].v < s->v;
+            if ((int64_t)gr->hn < k || better || isnan(gr->heap[0].v)) {
+                if ((int64_t)gr->hn == k) {
+                    if (k == 1) {
+                        gr->heap[0] = *s;
+                        break;
+                    }
+                    /* heap.Pop */
+                    heap_swap(gr->heap, 0, gr->hn - 1);
+                    heap_down(gr->heap, 0, gr->hn - 1, rev);
+                    gr->hn--;
+                }
+                gr->heap[gr->hn++] = *s;
+                heap_up(gr->heap, gr->hn - 1, rev);
+            }
+            break;
+        }
+        case PS_PQ_QUANTILE:
+            gr->vals[gr->hn++] = s->v;
+            break;
+        }
+    }
+    pq_elem_t *tmp = NULL;
+    for (uint32_t gi = 0; gi < ngroups; gi++) {
+        group_t *gr = &groups[gi];
+        switch (op) {
+        case PS_PQ_AVG:
+            gr->value = gr->mean;
+            break;
+        case PS_PQ_COUNT:
+        case PS_PQ_COUNT_VALUES:
+            gr->value = (double)gr->count;
+            break;
+        case PS_PQ_STDVAR:
+            gr->value = gr->value / (double)gr->count;
+            break;
+        case PS_PQ_STDDEV:
+            gr->value = sqrt(gr->value / (double)gr->count);
+            break;
+        case PS_PQ_TOPK:
+        case PS_PQ_BOTTOMK:
+            if (gr->hn > 1) {
+                if (tmp == NULL)
+                    tmp = ps_arena_alloc(&c->scratch, (vec->n + 1) * sizeof(pq_elem_t));
+                sort_reverse(gr->heap, gr->hn, op == PS_PQ_BOTTOMK, tmp);
+            }
+            for (uint32_t i = 0; i < gr->hn; i++) {
+                pq_elem_t e = gr->heap[i];
+                e.t = ts;
+                e.src = 0;
+                out->v.e[out->v.n++] = e;
+            }
+            continue;
+        case PS_PQ_QUANTILE:
+            gr->value = pq_quantile(q, gr->vals, gr->hn);
+            break;
+        default:
+            break;
+        }
+        out->v.e[out->v.n++] = (pq_elem_t){gr->ls, gr->value, ts, 0};
+    }
+    return 0;
+}
+
+static int take_budget(pq_ctx_t *c, uint64_t n);
+static ps_labels_t labels_copy(ps_arena_t *a, const ps_labels_t *ls);
+
+/* ---- subqueries ---- */
+
+/* The inner expression's value at t (a multiple of the step), evaluated once and kept: labels
+ * interned in p->sq_labels (from the answer's arena), values per time in p->sq_ents. */
+static int subquery_at(pq_ctx_t *c, pq_node_t *p, int64_t t, const pq_sq_ent_t **out)
+{
+    uint64_t idx;
+    if (ps_hmap_get(&p->m1, &t, sizeof(t), &idx)) {
+        *out = &p->sq_ents[idx];
+        return 0;
+    }
+    pq_val_t v;
+    int ret = pq_eval(c, p->a, t, &v);
+    if (ret)
+        return ret;
+    if (v.type == PS_PQ_VSCALAR) {
+        pq_elem_t *e = ps_arena_alloc(&c->scratch, sizeof(pq_elem_t));
+        *e = (pq_elem_t){{0, NULL, 0}, v.s, t, 0};
+        v.v.e = e;
+        v.v.n = 1;
+    }
+    if ((ret = take_budget(c, v.v.n)) != 0)
+        return ret;
+    if (p->sq_n == p->sq_cap) {
+        p->sq_cap = p->sq_cap ? p->sq_cap * 2 : 64;
+        p->sq_ents = ps_xrealloc(p->sq_ents, p->sq_cap * sizeof(pq_sq_ent_t));
+    }
+    pq_sq_ent_t *en = &p->sq_ents[p->sq_n];
+    en->n = v.v.n;
+    en->li = ps_xmalloc((v.v.n + 1) * (sizeof(uint32_t) + sizeof(double)));
+    en->v = (double *)(void *)(en->li + v.v.n + (v.v.n & 1)); /* 8-aligned after the indexes */
+    for (uint32_t i = 0; i < v.v.n; i++) {
+        uint64_t li;
+        key_all(&c->kb, &v.v.e[i].ls);
+        if (!ps_hmap_get(&p->m3, c->kb.data, c->kb.len, &li)) {
+            if (p->sq_nlabels == p->sq_caplabels) {
+                p->sq_caplabels = p->sq_caplabels ? p->sq_caplabels * 2 : 64;
+                p->sq_labels = ps_xrealloc(p->sq_labels, p->sq_caplabels * sizeof(ps_labels_t));
+            }
+            li = p->sq_nlabels++;
+            p->sq_labels[li] = labels_copy(c->arena, &v.v.e[i].ls);
+            ps_hmap_put(&p->m3, c->kb.data, c->kb.len, li);
+        }
+        en->li[i] = (uint32_t)li;
+        en->v[i] = v.v.e[i].v;
+    }
+    ps_hmap_put(&p->m1, &t, sizeof(t), p->sq_n);
+    *out = &p->sq_ents[p->sq_n++];
+    return 0;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a > 0) == (b > 0)) ? q + 1 : q;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+int pq_subquery_window(pq_ctx_t *c, pq_node_t *p, int64_t mint, int64_t maxt, pq_sq_window_t *w)
+{
+    memset(w, 0, sizeof(*w));
+    int64_t step = p->sq_step, k0 = ceil_div(mint, step), k1 = floor_div(maxt, step);
+    if (k1 < k0)
+        return 0;
+    uint64_t nt = (uint64_t)(k1 - k0) + 1;
+    uint32_t *slot = NULL;
+    int ret = 0;
+    for (int64_t k = k0; k <= k1 && ret == 0; k++) {
+        const pq_sq_ent_t *en;
+        int64_t t = k * step;
+        if ((ret = pq_tick(c)) != 0 || (ret = subquery_at(c, p, t, &en)) != 0)
+            break;
+        if (slot == NULL || w->nlabels < p->sq_nlabels) { /* labels seen so far: one slot each */
+            uint32_t *ns = ps_arena_alloc(&c->scratch, (p->sq_nlabels + 1) * sizeof(uint32_t));
+            memset(ns, 0xff, (p->sq_nlabels + 1) * sizeof(uint32_t));
+            if (slot)
+                memcpy(ns, slot, w->nlabels * sizeof(uint32_t));
+            slot = ns;
+            w->nlabels = p->sq_nlabels;
+        }
+        for (uint32_t i = 0; i < en->n; i++) {
+            uint32_t li = en->li[i];
+            if (slot[li] == UINT32_MAX) {
+                if (w->n == w->cap) {
+                    uint32_t nc = w->cap ? w->cap * 2 : 16;
+                    pq_sq_series_t *nv = ps_arena_alloc(&c->scratch, nc * sizeof(pq_sq_series_t));
+                    if (w->n)
+                        memcpy(nv, w->s, w->n * sizeof(pq_sq_series_t));
+                    w->s = nv;
+                    w->cap = nc;
+                }
+                slot[li] = w->n;
+                w->s[w->n++] = (pq_sq_series_t){li, 0, ps_arena_alloc(&c->scratch, nt * sizeof(ps_fsample_t))};
+            }
+            pq_sq_series_t *ss = &w->s[slot[li]];
+            ss->s[ss->n++] = (ps_fsample_t){t, en->v[i]};
+        }
+    }
+    return ret;
+}
+
+/* ---- the tree at one step ---- */
+
+int pq_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
+{
+    const ps_pq_node_t *n = p->n;
+    int ret;
+    memset(out, 0, sizeof(*out));
+    if ((ret = pq_tick(c)) != 0)
+        return ret;
+    switch (n->kind) {
+    case PS_PQ_NUMBER:
+        out->type = PS_PQ_VSCALAR;
+        out->s = n->num;
+        return 0;
+    case PS_PQ_STRING:
+        out->type = PS_PQ_VSTRING;
+        out->str = n->str;
+        return 0;
+    case PS_PQ_PAREN:
+        return pq_eval(c, p->a, ts, out);
+    case PS_PQ_UNARY:
+        if ((ret = pq_eval(c, p->a, ts, out)) != 0 || !n->unary_neg)
+            return ret;
+        if (out->type == PS_PQ_VSCALAR) {
+            out->s = -out->s;
+            return 0;
+        }
+        for (uint32_t i = 0; i < out->v.n; i++) {
+            pq_elem_t *e = &out->v.e[i];
+            e->ls = pq_drop_name(c, &e->ls);
+            e->v = -e->v;
+            e->t = ts;
+            e->src = 0;
+        }
+        return pq_check_unique(c, p, &out->v);
+    case PS_PQ_VECTOR:
+        return eval_vector(c, p, ts, out);
+    case PS_PQ_BINARY:
+        return eval_binary(c, p, ts, out);
+    case PS_PQ_AGG:
+        return eval_agg(c, p, ts, out);
+    case PS_PQ_CALL:
+        return pq_call_eval(c, p, ts, out);
+    case PS_PQ_MATRIX:
+    case PS_PQ_SUBQUERY:
+        break;
+    }
+    return ps_err_set(c->err, PS_EINTERNAL, "a range vector cannot be evaluated at one step here");
+}
+
+/* ---- the answer ---- */
+
+typedef struct rseries {
+    ps_labels_t ls;
+    ps_point_t *pts;
+    uint32_t n, cap;
+} rseries_t;
+
+static ps_labels_t labels_copy(ps_arena_t *a, const ps_labels_t *ls)
+{
+    ps_labels_t out = {ls->n, ps_arena_alloc(a, (ls->n + 1) * sizeof(ps_label_pair_t)), 0};
+    for (uint32_t i = 0; i < ls->n; i++) {
+        const ps_label_pair_t *p = &ls->pairs[i];
+        out.pairs[i] = (ps_label_pair_t){ps_arena_strndup(a, p->name, p->nlen), ps_arena_strndup(a, p->value, p->vlen),
+                                         p->nlen, p->vlen};
+    }
+    return out;
+}
+
+static int cmp_qseries(const void *a, const void *b)
+{
+    return ps_labels_cmp(&((const ps_qseries_t *)a)->labels, &((const ps_qseries_t *)b)->labels);
+}
+
+static int take_budget(pq_ctx_t *c, uint64_t n)
+{
+    if (n > c->budget)
+        return ps_err_set(c->err, PS_ELIMIT, MAX_SAMPLES_MSG " (the limit is %llu samples, --query.max-samples)",
+                          (unsigned long long)c->o->max_samples);
+    c->budget -= n;
+    return 0;
+}
+
+/* An instant query of a range selector: its samples at start, as Prometheus answers it. */
+static int answer_matrix(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
+{
+    const pq_sel_t *s = &p->sel;
+    int64_t maxt = sat_sub(s->has_at ? s->at : c->o->start, s->offset), mint = sat_sub(maxt, s->range);
+    out->type = PS_PQ_VMATRIX;
+    out->series = ps_arena_alloc(c->arena, (s->n + 1) * sizeof(ps_qseries_t));
+    for (uint32_t i = 0; i < s->n; i++) {
+        ps_fsample_t *w;
+        uint32_t k = pq_window(c, &s->series[i], mint, maxt, &w);
+        if (k == 0)
+            continue;
+        ps_qseries_t *q = &out->series[out->n++];
+        q->labels = s->series[i].labels;
+        q->n = k;
+        q->points = ps_arena_alloc(c->arena, k * sizeof(ps_point_t));
+        for (uint32_t j = 0; j < k; j++)
+            q->points[j] = (ps_point_t){w[j].t, w[j].v};
+    }
+    return 0;
+}
+
+/* An instant query of a subquery: its points in [t - offset - range, t - offset]. */
+static int answer_subquery(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
+{
+    const pq_sel_t *s = &p->sel;
+    int64_t maxt = sat_sub(s->has_at ? s->at : c->o->start, s->offset), mint = sat_sub(maxt, s->range);
+    pq_sq_window_t w;
+    int ret = pq_subquery_window(c, p, mint, maxt, &w);
+    if (ret)
+        return ret;
+    out->type = PS_PQ_VMATRIX;
+    out->n = w.n;
+    out->series = ps_arena_alloc(c->arena, (w.n + 1) * sizeof(ps_qseries_t));
+    for (uint32_t i = 0; i < w.n; i++) {
+        ps_qseries_t *q = &out->series[i];
+        q->labels = p->sq_labels[w.s[i].li];
+        q->n = w.s[i].n;
+        q->points = ps_arena_alloc(c->arena, (q->n + 1) * sizeof(ps_point_t));
+        for (uint32_t j = 0; j < q->n; j++)
+            q->points[j] = (ps_point_t){w.s[i].s[j].t, w.s[i].s[j].v};
+    }
+    return 0;
+}
+
+static int run(pq_ctx_t *c, pq_node_t *root, ps_pq_result_t *out)
+{
+    const ps_pq_opts_t *o = c->o;
+    const ps_pq_node_t *rn = unparen(root->n);
+    bool instant = o->step == 0;
+    if (rn->kind == PS_PQ_MATRIX || rn->kind == PS_PQ_SUBQUERY) {
+        if (!instant)
+            return ps_err_set(c->err, PS_EINVAL,
+                              "invalid expression type \"range vector\" for range query, must be Scalar or instant Vector");
+        pq_node_t *p = root;
+        while (p->n->kind == PS_PQ_PAREN)
+            p = p->a;
+        return rn->kind == PS_PQ_MATRIX ? answer_matrix(c, p, out) : answer_subquery(c, p, out);
+    }
+    if (root->n->type == PS_PQ_VSTRING && !instant)
+        return ps_err_set(c->err, PS_EINVAL,
+                          "invalid expression type \"string\" for range query, must be Scalar or instant Vector");
+    int ret;
+    if (instant) {
+        pq_val_t v;
+        if ((ret = pq_eval(c, root, o->start, &v)) != 0)
+            return ret;
+        out->t = o->start;
+        if (v.type == PS_PQ_VSCALAR) {
+            out->type = PS_PQ_VSCALAR;
+            out->scalar = v.s;
+            return 0;
+        }
+        if (v.type == PS_PQ_VSTRING) {
+            out->type = PS_PQ_VSTRING;
+            out->str = ps_arena_strndup(c->arena, v.str, strlen(v.str));
+            return 0;
+        }
+        if ((ret = take_budget(c, v.v.n)) != 0)
+            return ret;
+        out->type = PS_PQ_VVECTOR;
+        out->n = v.v.n;
+        out->series = ps_arena_alloc(c->arena, (v.v.n + 1) * sizeof(ps_qseries_t));
+        for (uint32_t i = 0; i < v.v.n; i++) {
+            ps_qseries_t *q = &out->series[i];
+            q->labels = labels_copy(c->arena, &v.v.e[i].ls);
+            q->n = 1;
+            q->points = ps_arena_alloc(c->arena, sizeof(ps_point_t));
+            q->points[0] = (ps_point_t){o->start, v.v.e[i].v};
+        }
+        return 0;
+    }
+    /* a range query: every step, each element into the series of its labels */
+    ps_hmap_t idx;
+    ps_hmap_init(&idx);
+    rseries_t *rs = NULL;
+    uint32_t nrs = 0, caprs = 0;
+    ret = 0;
+    for (int64_t ts = o->start; ts <= o->end && ret == 0; ts += o->step) {
+        ps_arena_reset(&c->scratch);
+        pq_val_t v;
+        if ((ret = pq_eval(c, root, ts, &v)) != 0)
+            break;
+        if (v.type == PS_PQ_VSCALAR) {
+            pq_elem_t *e = ps_arena_alloc(&c->scratch, sizeof(pq_elem_t));
+            *e = (pq_elem_t){{0, NULL, 0}, v.s, ts, 0};
+            v.v.e = e;
+            v.v.n = 1;
+        }
+        if ((ret = take_budget(c, v.v.n)) != 0)
+            break;
+        for (uint32_t i = 0; i < v.v.n; i++) {
+            const pq_elem_t *e = &v.v.e[i];
+            key_all(&c->kb, &e->ls);
+            ps_buf_append(&c->kb, &e->src, sizeof(e->src));
+            uint64_t si;
+            if (!ps_hmap_get(&idx, c->kb.data, c->kb.len, &si)) {
+                if (nrs == caprs) {
+                    caprs = caprs ? caprs * 2 : 64;
+                    rs = ps_xrealloc(rs, caprs * sizeof(rseries_t));
+                }
+                si = nrs++;
+                rs[si] = (rseries_t){labels_copy(c->arena, &e->ls), NULL, 0, 0};
+                ps_hmap_put(&idx, c->kb.data, c->kb.len, si);
+            }
+            rseries_t *r = &rs[si];
+            if (r->n == r->cap) {
+                r->cap = r->cap ? r->cap * 2 : 16;
+                r->pts = ps_xrealloc(r->pts, r->cap * sizeof(ps_point_t));
+            }
+            r->pts[r->n++] = (ps_point_t){ts, e->v};
+        }
+        if (o->end - ts < o->step)
+            break; /* no overflow past end */
+    }
+    if (ret == 0) {
+        out->type = PS_PQ_VMATRIX;
+        out->n = nrs;
+        out->series = ps_arena_alloc(c->arena, (nrs + 1) * sizeof(ps_qseries_t));
+        for (uint32_t i = 0; i < nrs; i++) {
+            ps_qseries_t *q = &out->series[i];
+            q->labels = rs[i].ls;
+            q->n = rs[i].n;
+            q->points = ps_arena_alloc(c->arena, rs[i].n * sizeof(ps_point_t));
+            memcpy(q->points, rs[i].pts, rs[i].n * sizeof(ps_point_t));
+        }
+        if (nrs > 1)
+            qsort(out->series, nrs, sizeof(ps_qseries_t), cmp_qseries);
+    }
+    for (uint32_t i = 0; i < nrs; i++)
+        free(rs[i].pts);
+    free(rs);
+    ps_hmap_dispose(&idx);
+    return ret;
+}
+
+int ps_pq_eval(const ps_pq_node_t *e, const ps_pq_source_t *src, const ps_pq_opts_t *o, ps_arena_t *arena,
+               ps_pq_result_t *out, ps_err_t *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (o->step < 0 || (o->step == 0 && o->start != o->end))
+        return ps_err_set(err, PS_EINVAL,
+                          "zero or negative query resolution step widths are not accepted. Try a positive integer");
+    if (o->end < o->start)
+        return ps_err_set(err, PS_EINVAL, "end timestamp must not be before start time");
+    if (o->step > 0 && (uint64_t)(o->end - o->start) / (uint64_t)o->step > o->max_points)
+        return ps_err_set(err, PS_EINVAL,
+                          "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query "
+                          "resolution (?step=XX)");
+    pq_ctx_t c = {.src = src, .o = o, .arena = arena, .err = err, .budget = o->max_samples};
+    if (o->timeout > 0)
+        c.deadline = ps_time_mono() + o->timeout * 1000000;
+    pq_node_t *root = NULL;
+    int ret = plan(&c, e, &root, 0, o->start, o->end);
+    if (ret == 0)
+        ret = run(&c, root, out);
+    for (pq_node_t *p = c.all; p; p = p->next_all) {
+        ps_hmap_dispose(&p->m1);
+        ps_hmap_dispose(&p->m2);
+        ps_hmap_dispose(&p->m3);
+        for (uint32_t i = 0; i < p->sq_n; i++)
+            free(p->sq_ents[i].li);
+        free(p->sq_ents);
+        free(p->sq_labels);
+        ps_regex_free(p->re);
+        ps_regex_match_free(p->md);
+    }
+    ps_arena_dispose(&c.scratch);
+    ps_buf_dispose(&c.kb);
+    if (ret)
+        memset(out, 0, sizeof(*out));
+    return ret;
+}

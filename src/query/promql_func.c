@@ -1,0 +1,938 @@
+/*
+ * promql_func.c - PromQL functions, as Prometheus 2.42's promql/functions.go and quantile.go
+ * compute them (each function says which Go function it follows).
+ */
+#include "promql_int.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/fmt.h"
+
+/* ---- range vector functions ---- */
+
+/* extrapolatedRate: rate, increase, delta */
+static bool extrapolated_rate(const ps_fsample_t *p, uint32_t n, int64_t range_start, int64_t range_end,
+                              double range_s, bool counter, bool is_rate, double *res)
+{
+    if (n < 2)
+        return false;
+    double result = p[n - 1].v - p[0].v;
+    if (counter) {
+        double last = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            if (p[i].v < last)
+                result += last;
+            last = p[i].v;
+        }
+    }
+    double to_start = (double)(p[0].t - range_start) / 1000;
+    double to_end = (double)(range_end - p[n - 1].t) / 1000;
+    double sampled = (double)(p[n - 1].t - p[0].t) / 1000;
+    double avg = sampled / (double)(n - 1);
+    if (counter && result > 0 && p[0].v >= 0) {
+        double to_zero = sampled * (p[0].v / result);
+        if (to_zero < to_start)
+            to_start = to_zero;
+    }
+    double threshold = avg * 1.1;
+    double interval = sampled;
+    if (to_start < threshold)
+        interval += to_start;
+    else
+        interval += avg / 2;
+    if (to_end < threshold)
+        interval += to_end;
+    else
+        interval += avg / 2;
+    double factor = interval / sampled;
+    if (is_rate)
+        factor /= range_s;
+    *res = result * factor;
+    return true;
+}
+
+/* instantValue: irate, idelta */
+static bool instant_value(const ps_fsample_t *p, uint32_t n, bool is_rate, double *res)
+{
+    if (n < 2)
+        return false;
+    const ps_fsample_t *last = &p[n - 1], *prev = &p[n - 2];
+    double r;
+    if (is_rate && last->v < prev->v)
+        r = last->v;
+    else
+        r = last->v - prev->v;
+    int64_t interval = last->t - prev->t;
+    if (interval == 0)
+        return false;
+    if (is_rate)
+        r /= (double)interval / 1000;
+    *res = r;
+    return true;
+}
+
+/* kahanSumInc: Neumaier's compensated sum, which 2.42's *_over_time functions use */
+static double kahan_inc(double inc, double sum, double *c)
+{
+    double t = sum + inc;
+    if (fabs(sum) >= fabs(inc))
+        *c += (sum - t) + inc;
+    else
+        *c += (inc - t) + sum;
+    return t;
+}
+
+/* linearRegression (2.42 sums with kahanSumInc, as promtool shows) */
+static void linear_regression(const ps_fsample_t *p, uint32_t n, int64_t intercept_time, double *slope,
+                              double *intercept)
+{
+    double cnt = 0, sum_x = 0, cx = 0, sum_y = 0, cy = 0, sum_xy = 0, cxy = 0, sum_x2 = 0, cx2 = 0, init_y = p[0].v;
+    bool const_y = true;
+    for (uint32_t i = 0; i < n; i++) {
+        if (const_y && i > 0 && p[i].v != init_y)
+            const_y = false;
+        cnt += 1.0;
+        double x = (double)(p[i].t - intercept_time) / 1e3;
+        sum_x = kahan_inc(x, sum_x, &cx);
+        sum_y = kahan_inc(p[i].v, sum_y, &cy);
+        sum_xy = kahan_inc(x * p[i].v, sum_xy, &cxy);
+        sum_x2 = kahan_inc(x * x, sum_x2, &cx2);
+    }
+    if (const_y) {
+        if (isinf(init_y)) {
+            *slope = *intercept = NAN;
+            return;
+        }
+        *slope = 0;
+        *intercept = init_y;
+        return;
+    }
+    sum_x += cx;
+    sum_y += cy;
+    sum_xy += cxy;
+    sum_x2 += cx2;
+    double cov_xy = sum_xy - sum_x * sum_y / cnt;
+    double var_x = sum_x2 - sum_x * sum_x / cnt;
+    *slope = cov_xy / var_x;
+    *intercept = sum_y / cnt - *slope * sum_x / cnt;
+}
+
+/* Go's time.Duration.Seconds() of a range in ms */
+static double duration_seconds(int64_t ms)
+{
+    int64_t ns = ms * 1000000;
+    int64_t sec = ns / 1000000000, nsec = ns % 1000000000;
+    return (double)sec + (double)nsec / 1e9;
+}
+
+/* One range function over one series' window. false: no output for it. */
+static bool range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_fsample_t *p, uint32_t n, int64_t ts_fn, int64_t rstart,
+                     int64_t rend, int64_t range_ms, const double *sargs, double *res)
+{
+    switch (fn) {
+    case PS_FN_RATE:
+        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), true, true, res);
+    case PS_FN_INCREASE:
+        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), true, false, res);
+    case PS_FN_DELTA:
+        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), false, false, res);
+    case PS_FN_IRATE:
+        return instant_value(p, n, true, res);
+    case PS_FN_IDELTA:
+        return instant_value(p, n, false, res);
+    case PS_FN_RESETS: {
+        int resets = 0;
+        double prev = p[0].v;
+        for (uint32_t i = 1; i < n; i++) {
+            if (p[i].v < prev)
+                resets++;
+            prev = p[i].v;
+        }
+        *res = resets;
+        return true;
+    }
+    case PS_FN_CHANGES: {
+        int changes = 0;
+        double prev = p[0].v;
+        for (uint32_t i = 1; i < n; i++) {
+            double cur = p[i].v;
+            if (cur != prev && !(isnan(cur) && isnan(prev)))
+                changes++;
+            prev = cur;
+        }
+        *res = changes;
+        return true;
+    }
+    case PS_FN_DERIV: {
+        if (n < 2)
+            return false;
+        double slope, icpt;
+        linear_regression(p, n, p[0].t, &slope, &icpt);
+        *res = slope;
+        return true;
+    }
+    case PS_FN_PREDICT_LINEAR: {
+        if (n < 2)
+            return false;
+        double slope, icpt;
+        linear_regression(p, n, ts_fn, &slope, &icpt);
+        *res = slope * sargs[1] + icpt;
+        return true;
+    }
+    case PS_FN_AVG_OVER_TIME: {
+        double mean = 0, count = 0, c = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            double v = p[i].v;
+            count++;
+            if (isinf(mean)) {
+                if (isinf(v) && (mean > 0) == (v > 0))
+                    continue;
+                if (!isinf(v) && !isnan(v))
+                    continue;
+            }
+            mean = kahan_inc(v / count - mean / count, mean, &c);
+        }
+        *res = isinf(mean) ? mean : mean + c;
+        return true;
+    }
+    case PS_FN_COUNT_OVER_TIME:
+        *res = n;
+        return true;
+    case PS_FN_LAST_OVER_TIME:
+        *res = p[n - 1].v;
+        return true;
+    case PS_FN_PRESENT_OVER_TIME:
+    case PS_FN_ABSENT_OVER_TIME:
+        *res = 1;
+        return true;
+    case PS_FN_HOLT_WINTERS: {
+        /* funcHoltWinters with calcTrendValue (sf, tf checked by the caller) */
+        if (n < 2)
+            return false;
+        double sf = sargs[1], tf = sargs[2], s0 = 0, s1 = p[0].v, b = p[1].v - p[0].v;
+        for (uint32_t i = 1; i < n; i++) {
+            double x = sf * p[i].v;
+            if (i - 1 != 0)
+                b = tf * (s1 - s0) + (1 - tf) * b;
+            double y = (1 - sf) * (s1 + b);
+            s0 = s1;
+            s1 = x + y;
+        }
+        *res = s1;
+        return true;
+    }
+    case PS_FN_MAX_OVER_TIME: {
+        double m = p[0].v;
+        for (uint32_t i = 0; i < n; i++)
+            if (p[i].v > m || isnan(m))
+                m = p[i].v;
+        *res = m;
+        return true;
+    }
+    case PS_FN_MIN_OVER_TIME: {
+        double m = p[0].v;
+        for (uint32_t i = 0; i < n; i++)
+            if (p[i].v < m || isnan(m))
+                m = p[i].v;
+        *res = m;
+        return true;
+    }
+    case PS_FN_SUM_OVER_TIME: {
+        double sum = 0, c = 0;
+        for (uint32_t i = 0; i < n; i++)
+            sum = kahan_inc(p[i].v, sum, &c);
+        *res = isinf(sum) ? sum : sum + c;
+        return true;
+    }
+    case PS_FN_QUANTILE_OVER_TIME: {
+        double *vals = ps_arena_alloc(&c->scratch, n * sizeof(double));
+        for (uint32_t i = 0; i < n; i++)
+            vals[i] = p[i].v;
+        *res = pq_quantile(sargs[0], vals, n);
+        return true;
+    }
+    case PS_FN_STDDEV_OVER_TIME:
+    case PS_FN_STDVAR_OVER_TIME: {
+        double count = 0, mean = 0, cmean = 0, aux = 0, caux = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            count++;
+            double delta = p[i].v - (mean + cmean);
+            mean = kahan_inc(delta / count, mean, &cmean);
+            aux = kahan_inc(delta * (p[i].v - (mean + cmean)), aux, &caux);
+        }
+        *res = fn == PS_FN_STDDEV_OVER_TIME ? sqrt((aux + caux) / count) : (aux + caux) / count;
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+/* createLabelsForAbsentFunction: the equality matchers of a selector argument, but none of a name
+ * that another matcher of the selector also names */
+static ps_labels_t absent_labels(pq_ctx_t *c, const ps_pq_node_t *arg)
+{
+    ps_labels_t m = {0, NULL, 0};
+    const ps_pq_node_t *vs = arg->kind == PS_PQ_VECTOR ? arg : arg->kind == PS_PQ_MATRIX ? arg->expr : NULL;
+    if (vs == NULL)
+        return m;
+    const ps_matcher_t *empty[PS_LABELS_MAX + 1];
+    uint32_t ne = 0;
+    for (uint32_t i = 0; i < vs->sel.n; i++) {
+        const ps_matcher_t *ma = &vs->sel.m[i];
+        if (strcmp(ma->name, "__name__") == 0)
+            continue;
+        if (ma->op == PS_MATCH_EQ && ps_labels_value(&m, ma->name) == NULL)
+            ps_labels_set(&m, &c->scratch, ma->name, ma->nlen, ma->value, ma->vlen); /* "" sets nothing */
+        else if (ne < PS_LABELS_MAX)
+            empty[ne++] = ma;
+    }
+    for (uint32_t i = 0; i < ne; i++)
+        ps_labels_del(&m, &c->scratch, empty[i]->name, empty[i]->nlen);
+    return m;
+}
+
+/* Go's time.Unix(int64(v), 0).UTC() fields, as Go computes them (time.absDate on the "absolute"
+ * uint64 seconds, wrapping as Go's int64 arithmetic does; int64(NaN or out of range) is
+ * math.MinInt64 on amd64), so that even absurd values give Go's answers. */
+static double date_field(ps_pq_fn_t fn, double v)
+{
+    int64_t secs = (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (int64_t)v : INT64_MIN;
+    const uint64_t per_day = 86400, per400 = 146097, per100 = 36524, per4 = 1461;
+    const int64_t abs_zero_year = -292277022399LL;
+    uint64_t abs = (uint64_t)secs + (uint64_t)62135596800LL + (uint64_t)9223371966579724800LL;
+    if (fn == PS_FN_HOUR)
+        return (double)(abs % per_day / 3600);
+    if (fn == PS_FN_MINUTE)
+        return (double)(abs % per_day % 3600 / 60);
+    if (fn == PS_FN_DAY_OF_WEEK)
+        return (double)((abs + 1 * per_day) % (7 * per_day) / per_day); /* absolute zero is a Monday - 1 */
+    uint64_t d = abs / per_day, n = d / per400, y = 400 * n;
+    d -= per400 * n;
+    n = d / per100;
+    n -= n >> 2;
+    y += 100 * n;
+    d -= per100 * n;
+    n = d / per4;
+    y += 4 * n;
+    d -= per4 * n;
+    n = d / 365;
+    n -= n >> 2;
+    y += n;
+    d -= 365 * n;
+    int64_t year = (int64_t)(y + (uint64_t)abs_zero_year);
+    int yday = (int)d;
+    bool leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    if (fn == PS_FN_YEAR)
+        return (double)year;
+    if (fn == PS_FN_DAY_OF_YEAR)
+        return yday + 1;
+    static const int before[] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334, 365};
+    int day = yday, month;
+    if (leap && day == 31 + 29 - 1) {
+        month = 2;
+        day = 29;
+    } else {
+        if (leap && day > 31 + 29 - 1)
+            day--;
+        month = day / 31;
+        int end = before[month + 1], begin;
+        if (day >= end) {
+            month++;
+            begin = end;
+        } else {
+            begin = before[month];
+        }
+        month++;
+        day = day - begin + 1;
+    }
+    if (fn == PS_FN_MONTH)
+        return month;
+    if (fn == PS_FN_DAY_OF_MONTH)
+        return day;
+    /* days_in_month: 32 - Date(y, m, 32).Day() */
+    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return month == 2 && leap ? 29 : mdays[month - 1];
+}
+
+static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
+{
+    ps_pq_fn_t fn = p->n->func->id;
+    double sargs[4] = {0};
+    for (uint32_t j = 0; j < p->nargs && j < 4; j++) {
+        if ((int)j == p->matrix_arg)
+            continue;
+        pq_val_t a;
+        int ret = pq_eval(c, p->args[j], ts, &a);
+        if (ret)
+            return ret;
+        sargs[j] = a.s;
+    }
+    if (fn == PS_FN_HOLT_WINTERS) {
+        if (sargs[1] <= 0 || sargs[1] >= 1)
+            return ps_err_set(c->err, PS_ELIMIT, "invalid smoothing factor. Expected: 0 < sf < 1, got: %f", sargs[1]);
+        if (sargs[2] <= 0 || sargs[2] >= 1)
+            return ps_err_set(c->err, PS_ELIMIT, "invalid trend factor. Expected: 0 < tf < 1, got: %f", sargs[2]);
+    }
+    pq_node_t *m = p->args[p->matrix_arg];
+    const pq_sel_t *s = &m->sel;
+    int64_t eff = s->has_at ? s->at : ts;
+    int64_t maxt = eff - s->offset, mint = maxt - s->range;
+    int64_t ts_fn = s->has_at ? c->o->start : ts;
+    out->type = PS_PQ_VVECTOR;
+    if (m->n->kind == PS_PQ_SUBQUERY) {
+        pq_sq_window_t w;
+        int ret = pq_subquery_window(c, m, mint, maxt, &w);
+        if (ret)
+            return ret;
+        out->v = pq_vec_new(c, w.n);
+        if (fn == PS_FN_ABSENT_OVER_TIME) {
+            if (w.n == 0)
+                out->v.e[out->v.n++] = (pq_elem_t){{0, NULL, 0}, 1, ts, 0}; /* a subquery: no labels */
+            return 0;
+        }
+        for (uint32_t i = 0; i < w.n; i++) {
+            double v;
+            if (!range_fn(c, fn, w.s[i].s, w.s[i].n, ts_fn, mint, maxt, s->range, sargs, &v))
+                continue;
+            const ps_labels_t *ls = &m->sq_labels[w.s[i].li];
+            out->v.e[out->v.n++] = (pq_elem_t){fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(ls) : pq_drop_name(c, ls),
+                                               v, ts, w.s[i].li + 1};
+        }
+        return 0;
+    }
+    out->v = pq_vec_new(c, s->n);
+    for (uint32_t i = 0; i < s->n; i++) {
+        int ret = pq_tick(c);
+        if (ret)
+            return ret;
+        ps_fsample_t *w;
+        uint32_t k = pq_window(c, &s->series[i], mint, maxt, &w);
+        double v;
+        if (k == 0 || !range_fn(c, fn, w, k, ts_fn, mint, maxt, s->range, sargs, &v))
+            continue;
+        if (fn == PS_FN_ABSENT_OVER_TIME) {
+            out->v.n = 0;
+            return 0; /* something is present */
+        }
+        ps_labels_t ls = fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(&s->series[i].labels)
+                                                    : ps_labels_borrow(&s->noname[i]);
+        out->v.e[out->v.n++] = (pq_elem_t){ls, v, ts, i + 1};
+    }
+    if (fn == PS_FN_ABSENT_OVER_TIME)
+        out->v.e[out->v.n++] = (pq_elem_t){absent_labels(c, p->n->args[p->matrix_arg]), 1, ts, 0};
+    return 0;
+}
+
+/* ---- label_replace and label_join ---- */
+
+static bool name_char(unsigned char ch)
+{
+    return isalnum(ch) || ch == '_' || ch >= 0x80;
+}
+
+/* regexp.Regexp.ExpandString of Go: $1, ${1}, $name, ${name}, $$ */
+static void expand(ps_buf_t *dst, const ps_regex_t *re, const char *tpl, const char *src, const size_t *ov,
+                   int pairs)
+{
+    size_t tn = strlen(tpl);
+    size_t i = 0;
+    while (i < tn) {
+        const char *d = memchr(tpl + i, '$', tn - i);
+        if (d == NULL)
+            break;
+        ps_buf_append(dst, tpl + i, (size_t)(d - (tpl + i)));
+        i = (size_t)(d - tpl) + 1;
+        if (i < tn && tpl[i] == '$') {
+            ps_buf_putc(dst, '$');
+            i++;
+            continue;
+        }
+        /* extract */
+        size_t j = i;
+        bool brace = j < tn && tpl[j] == '{';
+        if (brace)
+            j++;
+        size_t ns = j;
+        while (j < tn && name_char((unsigned char)tpl[j]))
+            j++;
+        size_t nl = j - ns;
+        if (nl == 0 || (brace && (j >= tn || tpl[j] != '}'))) {
+            ps_buf_putc(dst, '$');
+            continue;
+        }
+        if (brace)
+            j++;
+        long num = 0;
+        for (size_t k = 0; k < nl; k++) {
+            char ch = tpl[ns + k];
+            if (ch < '0' || ch > '9' || num >= 100000000) {
+                num = -1;
+                break;
+            }
+            num = num * 10 + (ch - '0');
+        }
+        if (tpl[ns] == '0' && nl > 1)
+            num = -1;
+        i = j;
+        if (num < 0) {
+            char name[256];
+            if (nl >= sizeof(name))
+                continue;
+            memcpy(name, tpl + ns, nl);
+            name[nl] = 0;
+            num = ps_regex_group_number(re, name);
+            if (num < 0)
+                continue;
+        }
+        if (num < pairs && ov[2 * num] != PS_REGEX_UNSET)
+            ps_buf_append(dst, src + ov[2 * num], ov[2 * num + 1] - ov[2 * num]);
+    }
+    if (i < tn)
+        ps_buf_append(dst, tpl + i, tn - i);
+}
+
+static const char *str_arg(const pq_node_t *p, uint32_t i)
+{
+    const ps_pq_node_t *n = p->n->args[i];
+    while (n->kind == PS_PQ_PAREN)
+        n = n->expr;
+    return n->kind == PS_PQ_STRING ? n->str : "";
+}
+
+static int label_replace(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *in, pq_vec_t *out)
+{
+    const char *dst = str_arg(p, 1), *repl = str_arg(p, 2), *src = str_arg(p, 3);
+    int pairs = (int)ps_regex_groups(p->re) + 1;
+    ps_buf_t b = PS_BUF_INIT;
+    for (uint32_t i = 0; i < in->n; i++) {
+        pq_elem_t e = in->e[i];
+        const char *sv = ps_labels_value(&e.ls, src);
+        if (sv == NULL)
+            sv = "";
+        int rc = ps_regex_match(p->re, sv, strlen(sv), p->md);
+        if (rc > 0) {
+            ps_buf_reset(&b);
+            expand(&b, p->re, repl, sv, ps_regex_ovector(p->md), pairs);
+            ps_labels_t ls = ps_labels_borrow(&e.ls);
+            ps_labels_del(&ls, &c->scratch, dst, strlen(dst));
+            if (b.len > 0)
+                ps_labels_set(&ls, &c->scratch, dst, strlen(dst), (const char *)b.data, b.len);
+            e.ls = ls;
+        }
+        out->e[out->n++] = e;
+    }
+    ps_buf_dispose(&b);
+    return 0;
+}
+
+static int label_join(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *in, pq_vec_t *out)
+{
+    const char *dst = str_arg(p, 1), *sep = str_arg(p, 2);
+    if (!ps_label_name_valid(dst, strlen(dst)))
+        return ps_err_set(c->err, PS_ELIMIT, "invalid destination label name in label_join(): %s", dst);
+    for (uint32_t k = 3; k < p->nargs; k++) {
+        const char *s = str_arg(p, k);
+        if (!ps_label_name_valid(s, strlen(s)))
+            return ps_err_set(c->err, PS_ELIMIT, "invalid source label name in label_join(): %s", s);
+    }
+    ps_buf_t b = PS_BUF_INIT;
+    for (uint32_t i = 0; i < in->n; i++) {
+        pq_elem_t e = in->e[i];
+        ps_buf_reset(&b);
+        for (uint32_t k = 3; k < p->nargs; k++) {
+            if (k > 3)
+                ps_buf_append(&b, sep, strlen(sep));
+            const char *v = ps_labels_value(&e.ls, str_arg(p, k));
+            if (v)
+                ps_buf_append(&b, v, strlen(v));
+        }
+        ps_labels_t ls = ps_labels_borrow(&e.ls);
+        if (b.len == 0)
+            ps_labels_del(&ls, &c->scratch, dst, strlen(dst));
+        else
+            ps_labels_set(&ls, &c->scratch, dst, strlen(dst), (const char *)b.data, b.len);
+        e.ls = ls;
+        out->e[out->n++] = e;
+    }
+    ps_buf_dispose(&b);
+    return 0;
+}
+
+/* ---- histogram_quantile over classic buckets ---- */
+
+typedef struct bucket {
+    double ub, count;
+} bucket_t;
+
+static int cmp_bucket(const void *a, const void *b)
+{
+    double x = ((const bucket_t *)a)->ub, y = ((const bucket_t *)b)->ub;
+    return (x > y) - (x < y);
+}
+
+/* bucketQuantile with coalesceBuckets and ensureMonotonic */
+static double bucket_quantile(double q, bucket_t *b, uint32_t n)
+{
+    if (isnan(q))
+        return NAN;
+    if (q < 0)
+        return -INFINITY;
+    if (q > 1)
+        return INFINITY;
+    qsort(b, n, sizeof(bucket_t), cmp_bucket);
+    if (!(isinf(b[n - 1].ub) && b[n - 1].ub > 0))
+        return NAN;
+    /* coalesce */
+    bucket_t last = b[0];
+    uint32_t k = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        if (b[i].ub == last.ub) {
+            last.count += b[i].count;
+        } else {
+            b[k++] = last;
+            last = b[i];
+        }
+    }
+    b[k] = last;
+    n = k + 1;
+    /* monotonic */
+    double max = -INFINITY;
+    for (uint32_t i = 0; i < n; i++) {
+        if (b[i].count > max)
+            max = b[i].count;
+        else if (b[i].count < max)
+            b[i].count = max;
+    }
+    if (n < 2)
+        return NAN;
+    double obs = b[n - 1].count;
+    if (obs == 0)
+        return NAN;
+    double rank = q * obs;
+    uint32_t lo = 0, hi = n - 1; /* sort.Search over n - 1 */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (!(b[mid].count >= rank))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint32_t i = lo;
+    if (i == n - 1)
+        return b[n - 2].ub;
+    if (i == 0 && b[0].ub <= 0)
+        return b[0].ub;
+    double start = 0, end = b[i].ub, count = b[i].count;
+    if (i > 0) {
+        start = b[i - 1].ub;
+        count -= b[i - 1].count;
+        rank -= b[i - 1].count;
+    }
+    return start + (end - start) * (rank / count);
+}
+
+/* strconv.ParseFloat's forms: decimal and hex floats, inf/infinity/nan in any case, a sign */
+static bool parse_go_float(const char *s, double *out)
+{
+    if (*s == 0 || isspace((unsigned char)*s))
+        return false;
+    const char *t = s + (*s == '+' || *s == '-');
+    if (strncasecmp(t, "nan", 3) == 0 && t[3] != 0)
+        return false; /* "nan(...)" is C's, not Go's */
+    if (strncasecmp(t, "nan", 3) == 0 && t != s)
+        return false; /* Go takes no sign on NaN */
+    char *end;
+    *out = strtod(s, &end);
+    return end != s && *end == 0;
+}
+
+typedef struct hgroup {
+    ps_labels_t ls;
+    bucket_t *b;
+    uint32_t n, cap;
+} hgroup_t;
+
+static int histogram_quantile(pq_ctx_t *c, pq_node_t *p, double q, const pq_vec_t *in, int64_t ts, pq_vec_t *out)
+{
+    ps_hmap_t *idx = &p->m1;
+    ps_hmap_clear(idx);
+    hgroup_t *g = ps_arena_alloc(&c->scratch, (in->n + 1) * sizeof(hgroup_t));
+    uint32_t ng = 0;
+    for (uint32_t i = 0; i < in->n; i++) {
+        const pq_elem_t *e = &in->e[i];
+        const char *le = ps_labels_value(&e->ls, "le");
+        double ub;
+        if (le == NULL || !parse_go_float(le, &ub))
+            continue;
+        ps_buf_reset(&c->kb);
+        for (uint32_t k = 0; k < e->ls.n; k++)
+            if (strcmp(e->ls.pairs[k].name, "le") != 0) {
+                ps_buf_append(&c->kb, e->ls.pairs[k].name, e->ls.pairs[k].nlen);
+                ps_buf_putc(&c->kb, 0xff);
+                ps_buf_append(&c->kb, e->ls.pairs[k].value, e->ls.pairs[k].vlen);
+                ps_buf_putc(&c->kb, 0xff);
+            }
+        uint64_t gi;
+        if (!ps_hmap_get(idx, c->kb.data, c->kb.len, &gi)) {
+            gi = ng++;
+            ps_hmap_put(idx, c->kb.data, c->kb.len, gi);
+            ps_labels_t ls = pq_drop_name(c, &e->ls);
+            ps_labels_del(&ls, &c->scratch, "le", 2);
+            g[gi] = (hgroup_t){ls, ps_arena_alloc(&c->scratch, (in->n - i) * sizeof(bucket_t)), 0, in->n - i};
+        }
+        g[gi].b[g[gi].n++] = (bucket_t){ub, e->v};
+    }
+    for (uint32_t k = 0; k < ng; k++)
+        if (g[k].n > 0)
+            out->e[out->n++] = (pq_elem_t){g[k].ls, bucket_quantile(q, g[k].b, g[k].n), ts, 0};
+    return 0;
+}
+
+/* ---- sort, sort_desc ---- */
+
+/* sort: vectorByReverseValueHeap reversed (ascending, NaN last); sort_desc: vectorByValueHeap
+ * reversed (descending, NaN last). Insertion sort (what Go does up to 12 elements), stable. */
+static bool sort_before(double a, double b, bool desc) /* a goes before b */
+{
+    /* Reverse(h).Less(i, j) = h.Less(j, i) */
+    if (isnan(b))
+        return true;
+    return desc ? b < a : b > a;
+}
+
+static void sort_vec(pq_vec_t *v, bool desc)
+{
+    if (v->n <= 1)
+        return;
+    for (uint32_t i = 1; i < v->n; i++) {
+        pq_elem_t x = v->e[i];
+        uint32_t j = i;
+        while (j > 0 && sort_before(x.v, v->e[j - 1].v, desc)) {
+            v->e[j] = v->e[j - 1];
+            j--;
+        }
+        v->e[j] = x;
+    }
+}
+
+/* ---- the call ---- */
+
+int pq_call_plan(pq_ctx_t *c, pq_node_t *p)
+{
+    const ps_pq_node_t *n = p->n;
+    switch (n->func->id) {
+    case PS_FN_RATE: case PS_FN_IRATE: case PS_FN_INCREASE: case PS_FN_DELTA: case PS_FN_IDELTA:
+    case PS_FN_RESETS: case PS_FN_CHANGES: case PS_FN_DERIV: case PS_FN_PREDICT_LINEAR:
+    case PS_FN_AVG_OVER_TIME: case PS_FN_MIN_OVER_TIME: case PS_FN_MAX_OVER_TIME: case PS_FN_SUM_OVER_TIME:
+    case PS_FN_COUNT_OVER_TIME: case PS_FN_LAST_OVER_TIME: case PS_FN_QUANTILE_OVER_TIME:
+    case PS_FN_STDDEV_OVER_TIME: case PS_FN_STDVAR_OVER_TIME: case PS_FN_PRESENT_OVER_TIME:
+    case PS_FN_ABS: case PS_FN_CEIL: case PS_FN_FLOOR: case PS_FN_ROUND: case PS_FN_SQRT: case PS_FN_SGN:
+    case PS_FN_CLAMP: case PS_FN_CLAMP_MIN: case PS_FN_CLAMP_MAX:
+    case PS_FN_TIME: case PS_FN_VECTOR: case PS_FN_SCALAR: case PS_FN_TIMESTAMP:
+    case PS_FN_SORT: case PS_FN_SORT_DESC: case PS_FN_LABEL_JOIN: case PS_FN_HISTOGRAM_QUANTILE:
+    case PS_FN_ABSENT: case PS_FN_ABSENT_OVER_TIME: case PS_FN_HOLT_WINTERS:
+    case PS_FN_DAY_OF_MONTH: case PS_FN_DAY_OF_WEEK: case PS_FN_DAY_OF_YEAR: case PS_FN_DAYS_IN_MONTH:
+    case PS_FN_HOUR: case PS_FN_MINUTE: case PS_FN_MONTH: case PS_FN_YEAR:
+    case PS_FN_PI: case PS_FN_DEG: case PS_FN_RAD:
+    case PS_FN_EXP: case PS_FN_LN: case PS_FN_LOG2: case PS_FN_LOG10: case PS_FN_SIN: case PS_FN_COS: case PS_FN_TAN:
+    case PS_FN_ASIN: case PS_FN_ACOS: case PS_FN_ATAN: case PS_FN_SINH: case PS_FN_COSH: case PS_FN_TANH:
+    case PS_FN_ASINH: case PS_FN_ACOSH: case PS_FN_ATANH:
+    case PS_FN_HISTOGRAM_COUNT: case PS_FN_HISTOGRAM_SUM: case PS_FN_HISTOGRAM_FRACTION:
+        return 0;
+    case PS_FN_LABEL_REPLACE: {
+        const char *dst = str_arg(p, 1), *re = str_arg(p, 4);
+        ps_buf_t b = PS_BUF_INIT;
+        PS_BUF_LIT(&b, "(?-s:");
+        ps_buf_append(&b, re, strlen(re));
+        ps_buf_putc(&b, ')');
+        ps_err_t e2;
+        int ret = ps_regex_compile((const char *)b.data, b.len, PS_REGEX_CAPTURE | PS_REGEX_INVALID_UTF, &p->re, &e2);
+        ps_buf_dispose(&b);
+        if (ret)
+            return ps_err_set(c->err, PS_ELIMIT, "invalid regular expression in label_replace(): %s", re);
+        if (!ps_label_name_valid(dst, strlen(dst)))
+            return ps_err_set(c->err, PS_ELIMIT, "invalid destination label name in label_replace(): %s", dst);
+        p->md = ps_regex_match_new(ps_regex_groups(p->re) + 1);
+        return 0;
+    }
+    default: {
+        char what[96];
+        snprintf(what, sizeof(what), "the function %s()", n->func->name);
+        return ps_err_set_at(c->err, PS_EUNSUPPORTED, n->pos,
+                             "%s (at 1:%u) is not supported by profstore's PromQL evaluator; Prometheus reading "
+                             "profstore through remote_read evaluates all of PromQL",
+                             what, n->pos + 1);
+    }
+    }
+}
+
+static double simple(ps_pq_fn_t fn, double v)
+{
+    switch (fn) {
+    case PS_FN_ABS: return fabs(v);
+    case PS_FN_CEIL: return ceil(v);
+    case PS_FN_FLOOR: return floor(v);
+    case PS_FN_SQRT: return sqrt(v);
+    case PS_FN_SGN: return v < 0 ? -1 : v > 0 ? 1 : v;
+    case PS_FN_DEG: return v * 180 / M_PI;
+    case PS_FN_EXP: return exp(v);
+    case PS_FN_LN: return log(v);
+    case PS_FN_LOG2: return log2(v);
+    case PS_FN_LOG10: return log10(v);
+    case PS_FN_SIN: return sin(v);
+    case PS_FN_COS: return cos(v);
+    case PS_FN_TAN: return tan(v);
+    case PS_FN_ASIN: return asin(v);
+    case PS_FN_ACOS: return acos(v);
+    case PS_FN_ATAN: return atan(v);
+    case PS_FN_SINH: return sinh(v);
+    case PS_FN_COSH: return cosh(v);
+    case PS_FN_TANH: return tanh(v);
+    case PS_FN_ASINH: return asinh(v);
+    case PS_FN_ACOSH: return acosh(v);
+    case PS_FN_ATANH: return atanh(v);
+    case PS_FN_RAD: return v * M_PI / 180;
+    default: return v;
+    }
+}
+
+int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
+{
+    ps_pq_fn_t fn = p->n->func->id;
+    if (p->matrix_arg >= 0)
+        return eval_range_call(c, p, ts, out);
+    pq_val_t a[4];
+    memset(a, 0, sizeof(a));
+    for (uint32_t j = 0; j < p->nargs && j < 4; j++) {
+        if (p->args[j]->n->type == PS_PQ_VSTRING)
+            continue;
+        int ret = pq_eval(c, p->args[j], ts, &a[j]);
+        if (ret)
+            return ret;
+    }
+    out->type = PS_PQ_VVECTOR;
+    switch (fn) {
+    case PS_FN_TIME:
+        out->type = PS_PQ_VSCALAR;
+        out->s = (double)ts / 1000;
+        return 0;
+    case PS_FN_SCALAR:
+        out->type = PS_PQ_VSCALAR;
+        out->s = a[0].v.n == 1 ? a[0].v.e[0].v : NAN;
+        return 0;
+    case PS_FN_VECTOR:
+        out->v = pq_vec_new(c, 1);
+        out->v.e[out->v.n++] = (pq_elem_t){{0, NULL, 0}, a[0].s, ts, 0};
+        return 0;
+    case PS_FN_PI:
+        out->type = PS_PQ_VSCALAR;
+        out->s = M_PI;
+        return 0;
+    case PS_FN_ABSENT:
+        out->v = pq_vec_new(c, 1);
+        if (a[0].v.n == 0)
+            out->v.e[out->v.n++] = (pq_elem_t){absent_labels(c, p->n->args[0]), 1, ts, 0};
+        return 0;
+    case PS_FN_HISTOGRAM_COUNT:
+    case PS_FN_HISTOGRAM_SUM:
+    case PS_FN_HISTOGRAM_FRACTION:
+        out->v = pq_vec_new(c, 0); /* of native histograms only: a float sample has none */
+        return 0;
+    case PS_FN_DAY_OF_MONTH: case PS_FN_DAY_OF_WEEK: case PS_FN_DAY_OF_YEAR: case PS_FN_DAYS_IN_MONTH:
+    case PS_FN_HOUR: case PS_FN_MINUTE: case PS_FN_MONTH: case PS_FN_YEAR:
+        if (p->nargs == 0) {
+            out->v = pq_vec_new(c, 1);
+            out->v.e[out->v.n++] = (pq_elem_t){{0, NULL, 0}, date_field(fn, (double)(ts / 1000)), ts, 0};
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
+    const pq_vec_t *in = &a[0].v;
+    if (fn == PS_FN_HISTOGRAM_QUANTILE)
+        in = &a[1].v;
+    out->v = pq_vec_new(c, in->n);
+    int ret = 0;
+    switch (fn) {
+    case PS_FN_ABS: case PS_FN_CEIL: case PS_FN_FLOOR: case PS_FN_SQRT: case PS_FN_SGN:
+    case PS_FN_DEG: case PS_FN_RAD:
+    case PS_FN_EXP: case PS_FN_LN: case PS_FN_LOG2: case PS_FN_LOG10: case PS_FN_SIN: case PS_FN_COS: case PS_FN_TAN:
+    case PS_FN_ASIN: case PS_FN_ACOS: case PS_FN_ATAN: case PS_FN_SINH: case PS_FN_COSH: case PS_FN_TANH:
+    case PS_FN_ASINH: case PS_FN_ACOSH: case PS_FN_ATANH:
+        for (uint32_t i = 0; i < in->n; i++)
+            out->v.e[out->v.n++] = (pq_elem_t){pq_drop_name(c, &in->e[i].ls), simple(fn, in->e[i].v), ts, 0};
+        break;
+    case PS_FN_DAY_OF_MONTH: case PS_FN_DAY_OF_WEEK: case PS_FN_DAY_OF_YEAR: case PS_FN_DAYS_IN_MONTH:
+    case PS_FN_HOUR: case PS_FN_MINUTE: case PS_FN_MONTH: case PS_FN_YEAR:
+        for (uint32_t i = 0; i < in->n; i++)
+            out->v.e[out->v.n++] = (pq_elem_t){pq_drop_name(c, &in->e[i].ls), date_field(fn, in->e[i].v), ts, 0};
+        break;
+    case PS_FN_ROUND: {
+        double to_nearest = p->nargs >= 2 ? a[1].s : 1;
+        double inv = 1.0 / to_nearest;
+        for (uint32_t i = 0; i < in->n; i++)
+            out->v.e[out->v.n++] =
+                (pq_elem_t){pq_drop_name(c, &in->e[i].ls), floor(in->e[i].v * inv + 0.5) / inv, ts, 0};
+        break;
+    }
+    case PS_FN_CLAMP: {
+        double min = a[1].s, max = a[2].s;
+        if (max < min)
+            break;
+        for (uint32_t i = 0; i < in->n; i++)
+            out->v.e[out->v.n++] =
+                (pq_elem_t){pq_drop_name(c, &in->e[i].ls), pq_go_max(min, pq_go_min(max, in->e[i].v)), ts, 0};
+        break;
+    }
+    case PS_FN_CLAMP_MAX:
+        for (uint32_t i = 0; i < in->n; i++)
+            out->v.e[out->v.n++] = (pq_elem_t){pq_drop_name(c, &in->e[i].ls), pq_go_min(a[1].s, in->e[i].v), ts, 0};
+        break;
+    case PS_FN_CLAMP_MIN:
+        for (uint32_t i = 0; i < in->n; i++)
+            out->v.e[out->v.n++] = (pq_elem_t){pq_drop_name(c, &in->e[i].ls), pq_go_max(a[1].s, in->e[i].v), ts, 0};
+        break;
+    case PS_FN_TIMESTAMP: {
+        const ps_pq_node_t *arg = p->n->args[0];
+        while (arg->kind == PS_PQ_PAREN)
+            arg = arg->expr;
+        bool sample_time = arg->kind == PS_PQ_VECTOR;
+        for (uint32_t i = 0; i < in->n; i++)
+            out->v.e[out->v.n++] = (pq_elem_t){pq_drop_name(c, &in->e[i].ls),
+                                               (double)(sample_time ? in->e[i].t : ts) / 1000, ts, 0};
+        break;
+    }
+    case PS_FN_SORT:
+    case PS_FN_SORT_DESC:
+        for (uint32_t i = 0; i < in->n; i++) {
+            out->v.e[out->v.n] = in->e[i];
+            out->v.e[out->v.n].t = ts;
+            out->v.e[out->v.n++].src = 0;
+        }
+        sort_vec(&out->v, fn == PS_FN_SORT_DESC);
+        break;
+    case PS_FN_LABEL_REPLACE:
+        ret = label_replace(c, p, in, &out->v);
+        break;
+    case PS_FN_LABEL_JOIN:
+        ret = label_join(c, p, in, &out->v);
+        break;
+    case PS_FN_HISTOGRAM_QUANTILE:
+        ret = histogram_quantile(c, p, a[0].s, in, ts, &out->v);
+        break;
+    default:
+        return ps_err_set(c->err, PS_EINTERNAL, "function %s has no evaluation", p->n->func->name);
+    }
+    for (uint32_t i = 0; i < out->v.n; i++) {
+        out->v.e[i].t = ts;
+        out->v.e[i].src = 0;
+    }
+    if (ret)
+        return ret;
+    return pq_check_unique(c, p, &out->v);
+}

@@ -1,0 +1,124 @@
+/*
+ * promql_int.h - what promql.c (the engine: plan, steps, selectors, operators, aggregations) and
+ * promql_func.c (the functions) share. Not an API: see promql.h.
+ */
+#ifndef PS_QUERY_PROMQL_INT_H
+#define PS_QUERY_PROMQL_INT_H
+
+#include "core/hash.h"
+#include "parser/regex.h"
+#include "promql.h"
+
+/* An element of an instant vector at one step. */
+typedef struct pq_elem {
+    ps_labels_t ls;
+    double v;
+    int64_t t;    /* the sample's time for a selector's elements, else the evaluation time */
+    uint32_t src; /* 1 + the input series of a range function's result (kept apart at the root), else 0 */
+} pq_elem_t;
+
+typedef struct pq_vec {
+    pq_elem_t *e;
+    uint32_t n;
+} pq_vec_t;
+
+/* The value of a node at one step. */
+typedef struct pq_val {
+    ps_pq_vtype_t type; /* VSCALAR, VVECTOR or VSTRING */
+    double s;
+    pq_vec_t v;
+    const char *str;
+} pq_val_t;
+
+/* A selector's series, loaded once for every step. */
+typedef struct pq_sel {
+    ps_pq_series_t *series; /* sorted by labels */
+    ps_labels_t *noname;    /* each series' labels without __name__ */
+    uint32_t n;
+    int64_t offset;
+    bool has_at;
+    int64_t at;
+    int64_t range;          /* a range selector's [range], else 0 */
+} pq_sel_t;
+
+/* A subquery's inner value at one time: label indexes (into pq_node_t.sq_labels) and values. */
+typedef struct pq_sq_ent {
+    uint32_t n;
+    uint32_t *li; /* one allocation: n indexes, then n values */
+    double *v;
+} pq_sq_ent_t;
+
+/* A subquery's series in one window, in the scratch arena. */
+typedef struct pq_sq_series {
+    uint32_t li;
+    uint32_t n;
+    ps_fsample_t *s;
+} pq_sq_series_t;
+
+typedef struct pq_sq_window {
+    pq_sq_series_t *s;
+    uint32_t n, cap, nlabels;
+} pq_sq_window_t;
+
+/* A node of the tree as the engine runs it. */
+typedef struct pq_node pq_node_t;
+struct pq_node {
+    const ps_pq_node_t *n;
+    pq_node_t *a, *b;       /* UNARY/PAREN/AGG/MATRIX: a; BINARY: a, b; AGG param: b */
+    pq_node_t **args;       /* CALL */
+    uint32_t nargs;
+    int matrix_arg;         /* CALL: the range vector argument, or -1 */
+    pq_sel_t sel;           /* VECTOR, MATRIX */
+    const char **names;     /* BINARY matching labels, AGG grouping: sorted */
+    uint32_t nnames;
+    ps_regex_t *re;         /* label_replace */
+    ps_regex_match_t *md;
+    ps_hmap_t m1, m2, m3;   /* per-step maps of the node's own work; a subquery's caches */
+    int64_t sq_step;        /* SUBQUERY: its step (ms) */
+    pq_sq_ent_t *sq_ents;   /* SUBQUERY: the inner value at each time evaluated (m1: time -> index) */
+    uint32_t sq_n, sq_cap;
+    ps_labels_t *sq_labels; /* SUBQUERY: the inner series' labels (m3: labels -> index) */
+    uint32_t sq_nlabels, sq_caplabels;
+    pq_node_t *next_all;    /* every node, for dispose */
+};
+
+typedef struct pq_ctx {
+    const ps_pq_source_t *src;
+    const ps_pq_opts_t *o;
+    ps_arena_t *arena;      /* the answer's, and the loaded series' */
+    ps_arena_t scratch;     /* one step's values */
+    ps_err_t *err;
+    uint64_t budget;        /* samples that may still be loaded or answered */
+    int64_t deadline;       /* ps_time_mono() ns; 0 = none */
+    uint32_t ticks;
+    ps_buf_t kb;            /* the key being looked up (labels, signatures) */
+    pq_node_t *all;
+} pq_ctx_t;
+
+#define PQ_STALE_BITS 0x7ff0000000000002ull
+
+/* promql.c */
+int pq_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out);
+int pq_tick(pq_ctx_t *c);
+pq_vec_t pq_vec_new(pq_ctx_t *c, uint32_t cap);
+ps_labels_t pq_drop_name(pq_ctx_t *c, const ps_labels_t *ls);
+ps_labels_t pq_drop_name_in(ps_arena_t *a, const ps_labels_t *ls);
+int pq_check_unique(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *v);
+/** Samples of series s in [mint, maxt] without stale markers, into the scratch arena. */
+uint32_t pq_window(pq_ctx_t *c, const ps_pq_series_t *s, int64_t mint, int64_t maxt, ps_fsample_t **out);
+double pq_go_max(double a, double b);
+double pq_go_min(double a, double b);
+/** Prometheus' quantile() over vals (sorted in place, NaN first). */
+double pq_quantile(double q, double *vals, uint32_t n);
+
+/** A subquery node's series over [mint, maxt]: the inner expression at each multiple of its step
+ *  there (each time evaluated once per query). */
+int pq_subquery_window(pq_ctx_t *c, pq_node_t *p, int64_t mint, int64_t maxt, pq_sq_window_t *w);
+
+/* promql_func.c */
+/** Checks that a call can be evaluated (PS_EUNSUPPORTED naming the function if not) and
+ *  prepares it (label_replace's regex). */
+int pq_call_plan(pq_ctx_t *c, pq_node_t *p);
+int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out);
+
+#endif
