@@ -7,8 +7,6 @@ answers must agree (same series, same timestamps, values within 1e-9 relative, N
 too where Prometheus defines it). promtool query instant/range gives the same output against both.
 A second Prometheus with no scrape jobs and remote_read pointed at profstore answers the same.
 
-Needs POST /api/v1/write (branch floats) and the PromQL evaluator (branch pqeval): without the
-first, the module is skipped with a message saying so.
 """
 
 from __future__ import annotations
@@ -142,10 +140,6 @@ def window(module_server_factory, tmp_path_factory):
         ps = Prometheus(wd / "peer", PromConfig(), receiver=True).start()
     else:
         ps = module_server_factory(name="promql-ps", retention="0")
-        st, _, body = ps.request("POST", "/api/v1/write", body=b"",
-                                 headers={"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf"})
-        if st in (404, 405):
-            pytest.skip("profstore has no POST /api/v1/write yet (%d: %s): needs branch floats" % (st, body[:100]))
     a = GoTarget(wd / "a", seed=1).start()
     b = GoTarget(wd / "b", seed=2).start()
     cfg = PromConfig(jobs={"gotarget": [a.address, b.address]}, job_labels={"gotarget": {"env": "test"}},
@@ -250,10 +244,6 @@ def test_promtool_agrees(window, expr, tmp_path):
 
 @pytest.fixture(scope="module")
 def reader(window, tmp_path_factory):
-    st, _, _ = window.ps.request("POST", "/api/v1/read", body=b"",
-                                 headers={"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf"})
-    if st in (404, 405):
-        pytest.skip("profstore has no POST /api/v1/read yet: needs branch rread")
     p = Prometheus(tmp_path_factory.mktemp("reader"), PromConfig(remote_read=window.ps.url("/api/v1/read")))
     p.start()
     yield p
