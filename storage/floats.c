@@ -279,7 +279,7 @@ static int pack_before(ps_store_t *s, MDB_txn *txn, uint64_t sid, int64_t min_t,
         ps_dec_t d;
         ps_dec_init(&d, b + 3, v.mv_size - 3);
         int64_t cmin = ps_dec_varint(&d), cmax = floor_div(ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8)), 1000000);
-        if (d.err || cmin > cmax || (n > 0 && cmax >= run[n - 1].min_t))
+        if (d.err || cmin < -T_MS_MAX || cmin > cmax || (n > 0 && cmax >= run[n - 1].min_t))
             break;
         size_t eb = 1 + uvarint_len((uint64_t)(cmax - cmin)) + uvarint_len(v.mv_size - 1) + v.mv_size - 1;
         if (n > 0) /* the next newer entry's dmin, now known */
