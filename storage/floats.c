@@ -38,6 +38,11 @@ typedef struct ps_fstate {
     uint64_t last_v;
     bool has_last, dirty;
     bool broken;         /* the stored head could not be continued: the series takes no appends */
+    /* the plain chunks at the series' end in fchunks, as pack_before counts them, if run_known */
+    bool run_known;
+    uint32_t run_n;
+    size_t run_bytes;
+    int64_t run_oldest, run_max_t;
 } ps_fstate_t;
 
 static inline int64_t t_key(int64_t t_ms) { return t_ms * 1000000; }
@@ -250,11 +255,30 @@ static size_t uvarint_len(uint64_t v)
  * packed record) into one packed record when the new chunk would not fit beside them in
  * PS_FPACK_MAX_BYTES, or would make them span PS_FPACK_MAX_SPAN_MS (or a tenth of the retention)
  * or more. Damaged chunks are left as they are (reads report them). */
-static int pack_before(ps_store_t *s, MDB_txn *txn, uint64_t sid, int64_t min_t, int64_t max_t, size_t len, ps_err_t *err)
+static bool pack_due(size_t n, size_t bytes, size_t eb, int64_t oldest, int64_t max_t, int64_t max_span)
+{
+    return n >= 2 && (bytes + eb > PS_FPACK_MAX_BYTES || max_t - oldest >= max_span);
+}
+
+/* f (may be NULL): the writer's state of the series, whose run counts spare the walk over the
+ * series' chunks until they are due to be packed. */
+static int pack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
+                       size_t len, ps_err_t *err)
 {
     int64_t max_span = PS_FPACK_MAX_SPAN_MS;
     if (s->opts.retention_ns > 0 && s->opts.retention_ns / 10000000 < max_span)
         max_span = s->opts.retention_ns / 10000000;
+    if (f != NULL && f->run_known) {
+        size_t eb = (f->run_n > 0 ? uvarint_len((uint64_t)(min_t - f->run_max_t)) : 1) +
+                    uvarint_len((uint64_t)(max_t - min_t)) + uvarint_len(len) + len;
+        if (!pack_due(f->run_n, f->run_bytes, eb, f->run_oldest, max_t, max_span)) {
+            if (f->run_n++ == 0)
+                f->run_oldest = min_t;
+            f->run_bytes += eb;
+            f->run_max_t = max_t;
+            return 0;
+        }
+    }
     MDB_cursor *cur;
     int rc = mdb_cursor_open(txn, s->dbi[DB_FCHUNKS], &cur), ret = 0;
     if (rc)
@@ -302,7 +326,7 @@ static int pack_before(ps_store_t *s, MDB_txn *txn, uint64_t sid, int64_t min_t,
     mdb_cursor_close(cur);
     size_t eb = (n > 0 ? uvarint_len((uint64_t)(min_t - run[0].max_t)) : 1) + uvarint_len((uint64_t)(max_t - min_t)) +
                 uvarint_len(len) + len;
-    bool pack = ret == 0 && n >= 2 && (bytes + eb > PS_FPACK_MAX_BYTES || max_t - oldest >= max_span);
+    bool pack = ret == 0 && pack_due(n, bytes, eb, oldest, max_t, max_span);
     for (size_t i = 0; i < n && pack; i++) { /* only whole chunks whose bounds are right */
         int64_t cmin = 0, cmax = 0;
         ps_err_t why;
@@ -327,6 +351,19 @@ static int pack_before(ps_store_t *s, MDB_txn *txn, uint64_t sid, int64_t min_t,
         if (ret == 0 && (rc = mdb_put(txn, s->dbi[DB_FCHUNKS], &pk, &pval, 0)) != 0)
             ret = ps_lmdb_err(err, rc, "packing float chunks");
         ps_buf_dispose(&pv);
+    }
+    if (f != NULL && ret == 0) { /* the new chunk starts the run, or joins it */
+        f->run_known = true;
+        if (pack || n == 0) {
+            f->run_n = 1;
+            f->run_bytes = 1 + 10 + 1 + uvarint_len((uint64_t)(max_t - min_t)) + uvarint_len(len) + len;
+            f->run_oldest = min_t;
+        } else {
+            f->run_n = (uint32_t)n + 1;
+            f->run_bytes = bytes + eb;
+            f->run_oldest = oldest;
+        }
+        f->run_max_t = max_t;
     }
     free(keys);
     free(run);
@@ -417,7 +454,7 @@ static void mark_dirty(ps_store_t *s, ps_fstate_t *f)
 /* Moves the head of f (nonempty) into fchunks; f's head is empty afterwards. */
 static int cut_head(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_err_t *err)
 {
-    int ret = pack_before(s, txn, f->sid, f->head_min_t, f->app.t, f->chunk.len - 1, err);
+    int ret = pack_before(s, txn, f, f->sid, f->head_min_t, f->app.t, f->chunk.len - 1, err);
     if (ret)
         return ret;
     uint8_t kb[16];
@@ -717,7 +754,7 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
             /* hv points into the map: write the chunk from a copy */
             ps_buf_t copy = PS_BUF_INIT;
             ps_buf_append(&copy, hv.mv_data, hv.mv_size);
-            if ((ret = pack_before(s, txn, due[i], min_t, max_t, copy.len - 1, err)) != 0) {
+            if ((ret = pack_before(s, txn, NULL, due[i], min_t, max_t, copy.len - 1, err)) != 0) {
                 ps_buf_dispose(&copy);
                 break;
             }
