@@ -9,6 +9,9 @@
  *   fchunks  (sid, max_t * 1e6 as a ts key) -> a closed chunk. The head is cut into fchunks
  *            before a sample that would make it hold more than PS_XOR_SAMPLES_PER_CHUNK samples
  *            or span compact_window_ns or more; the compactor closes heads idle for a window.
+ *            Before a chunk is closed, the plain chunks at the series' end are packed into one
+ *            record (PS_FCHUNK_ENC_PACKED, with each chunk's bounds) when the new one would not
+ *            fit beside them in a page or make them span a day (pack_before).
  * The series' newest sample (what out-of-order and duplicate checks compare with) is the head's
  * last one, or the last one of its newest closed chunk: nothing else is stored per series.
  *
@@ -35,6 +38,11 @@ typedef struct ps_fstate {
     uint64_t last_v;
     bool has_last, dirty;
     bool broken;         /* the stored head could not be continued: the series takes no appends */
+    /* the plain chunks at the series' end in fchunks, as pack_before counts them, if run_known */
+    bool run_known;
+    uint32_t run_n;
+    size_t run_bytes;
+    int64_t run_oldest, run_max_t;
 } ps_fstate_t;
 
 static inline int64_t t_key(int64_t t_ms) { return t_ms * 1000000; }
@@ -115,14 +123,11 @@ static int damaged(ps_err_t *err, uint64_t sid, const char *what, const ps_err_t
                       why ? why->msg : "no encoding byte");
 }
 
-/* First and last sample of a stored value (encoding byte + chunk), validating all of it. */
-static int chunk_bounds(const void *p, size_t n, int64_t *min_t, int64_t *max_t, ps_fsample_t *last, ps_err_t *why)
+/* First and last sample of a XOR chunk, validating all of it. */
+static int xor_bounds(const uint8_t *b, size_t n, int64_t *min_t, int64_t *max_t, ps_fsample_t *last, ps_err_t *why)
 {
-    const uint8_t *b = p;
-    if (n < 1 || b[0] != PS_FCHUNK_ENC_XOR)
-        return ps_err_set(why, PS_ECORRUPT, "encoding byte %u, not %u", n ? b[0] : 0u, PS_FCHUNK_ENC_XOR);
     ps_xor_iter_t it;
-    ps_xor_iter_init(&it, b + 1, n - 1);
+    ps_xor_iter_init(&it, b, n);
     uint32_t k = 0;
     while (ps_xor_iter_next(&it)) {
         if (k++ == 0)
@@ -139,6 +144,241 @@ static int chunk_bounds(const void *p, size_t n, int64_t *min_t, int64_t *max_t,
     return ret;
 }
 
+/* ---- packed records: several closed chunks of a series in one fchunks value ----
+ *
+ *   PS_FCHUNK_ENC_PACKED | t0 <varint> | entry... (to the end of the value)
+ *   entry: dmin <uvarint> | span <uvarint> | len <uvarint> | len bytes: a XOR chunk
+ *
+ * An entry's chunk holds samples from min_t to max_t = min_t + span; min_t is t0 + dmin for the
+ * first entry (dmin = 0) and the previous entry's max_t + dmin (dmin >= 1) for the others. A
+ * reader finds the chunks of a range from these bounds and decodes only those. */
+
+typedef ps_fpack_entry_t pentry_t;
+
+void ps_fpack_encode(const ps_fpack_entry_t *e, size_t n, ps_buf_t *out)
+{
+    ps_buf_putc(out, PS_FCHUNK_ENC_PACKED);
+    ps_put_varint(out, e[0].min_t);
+    int64_t prev = e[0].min_t;
+    for (size_t i = 0; i < n; i++) {
+        ps_put_uvarint(out, (uint64_t)(e[i].min_t - prev));
+        ps_put_uvarint(out, (uint64_t)(e[i].max_t - e[i].min_t));
+        ps_put_uvarint(out, e[i].len);
+        ps_buf_append(out, e[i].chunk, e[i].len);
+        prev = e[i].max_t;
+    }
+}
+
+typedef struct punpack {
+    ps_dec_t d;
+    int64_t base;
+    uint32_t i;
+} punpack_t;
+
+static void punpack_init(punpack_t *u, const uint8_t *b, size_t n)
+{
+    ps_dec_init(&u->d, b, n);
+    u->base = ps_dec_varint(&u->d);
+    u->i = 0;
+}
+
+/* 1: *e is the next entry (its bounds as the entry says; its chunk not yet read), 0: the end,
+ * PS_ECORRUPT: what and where in why */
+static int punpack_next(punpack_t *u, pentry_t *e, ps_err_t *why)
+{
+    if (u->d.err || u->base > T_MS_MAX || u->base < -T_MS_MAX)
+        return ps_err_set(why, PS_ECORRUPT, "packed chunks: bad t0");
+    if (ps_dec_left(&u->d) == 0)
+        return u->i > 0 ? 0 : ps_err_set(why, PS_ECORRUPT, "packed chunks: none");
+    uint64_t dmin = ps_dec_uvarint(&u->d), span = ps_dec_uvarint(&u->d), len = ps_dec_uvarint(&u->d);
+    if (u->d.err || len > ps_dec_left(&u->d))
+        return ps_err_set(why, PS_ECORRUPT, "packed chunks: entry %u truncated", u->i);
+    if ((u->i == 0) != (dmin == 0) || dmin > (uint64_t)T_MS_MAX || span > (uint64_t)T_MS_MAX ||
+        u->base + (int64_t)dmin > T_MS_MAX - (int64_t)span)
+        return ps_err_set(why, PS_ECORRUPT, "packed chunks: entry %u: bad bounds", u->i);
+    e->min_t = u->base + (int64_t)dmin;
+    e->max_t = e->min_t + (int64_t)span;
+    e->len = len;
+    e->chunk = ps_dec_bytes(&u->d, len);
+    u->base = e->max_t;
+    u->i++;
+    return 1;
+}
+
+/* Validates the chunk of entry e against its bounds. */
+static int pentry_check(const pentry_t *e, uint32_t i, ps_fsample_t *last, ps_err_t *why)
+{
+    int64_t min_t = 0, max_t = 0;
+    if (xor_bounds(e->chunk, e->len, &min_t, &max_t, last, why) != 0)
+        return PS_ECORRUPT;
+    if (min_t != e->min_t || max_t != e->max_t)
+        return ps_err_set(why, PS_ECORRUPT, "packed chunks: entry %u holds %lld..%lld, not %lld..%lld", i - 1,
+                          (long long)min_t, (long long)max_t, (long long)e->min_t, (long long)e->max_t);
+    return 0;
+}
+
+/* First and last sample of a stored value (a XOR chunk or packed chunks), validating all of it. */
+static int chunk_bounds(const void *p, size_t n, int64_t *min_t, int64_t *max_t, ps_fsample_t *last, ps_err_t *why)
+{
+    const uint8_t *b = p;
+    if (n >= 1 && b[0] == PS_FCHUNK_ENC_XOR)
+        return xor_bounds(b + 1, n - 1, min_t, max_t, last, why);
+    if (n < 1 || b[0] != PS_FCHUNK_ENC_PACKED)
+        return ps_err_set(why, PS_ECORRUPT, "encoding byte %u, not %u or %u", n ? b[0] : 0u, PS_FCHUNK_ENC_XOR,
+                          PS_FCHUNK_ENC_PACKED);
+    punpack_t u;
+    pentry_t e;
+    int r;
+    punpack_init(&u, b + 1, n - 1);
+    while ((r = punpack_next(&u, &e, why)) == 1) {
+        if (u.i == 1)
+            *min_t = e.min_t;
+        *max_t = e.max_t;
+        if (pentry_check(&e, u.i, last, why) != 0)
+            return PS_ECORRUPT;
+    }
+    return r;
+}
+
+static size_t uvarint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* Before the closed chunk [min_t, max_t] of len bytes (its encoding byte not counted) goes into
+ * fchunks: packs the plain chunks of series sid at the end of fchunks (those after its newest
+ * packed record) into one packed record when the new chunk would not fit beside them in
+ * PS_FPACK_MAX_BYTES, or would make them span PS_FPACK_MAX_SPAN_MS (or a tenth of the retention)
+ * or more. Damaged chunks are left as they are (reads report them). */
+static bool pack_due(size_t n, size_t bytes, size_t eb, int64_t oldest, int64_t max_t, int64_t max_span)
+{
+    return n >= 2 && (bytes + eb > PS_FPACK_MAX_BYTES || max_t - oldest >= max_span);
+}
+
+/* f (may be NULL): the writer's state of the series, whose run counts spare the walk over the
+ * series' chunks until they are due to be packed. */
+static int pack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
+                       size_t len, ps_err_t *err)
+{
+    int64_t max_span = PS_FPACK_MAX_SPAN_MS;
+    if (s->opts.retention_ns > 0 && s->opts.retention_ns / 10000000 < max_span)
+        max_span = s->opts.retention_ns / 10000000;
+    if (f != NULL && f->run_known) {
+        size_t eb = (f->run_n > 0 ? uvarint_len((uint64_t)(min_t - f->run_max_t)) : 1) +
+                    uvarint_len((uint64_t)(max_t - min_t)) + uvarint_len(len) + len;
+        if (!pack_due(f->run_n, f->run_bytes, eb, f->run_oldest, max_t, max_span)) {
+            if (f->run_n++ == 0)
+                f->run_oldest = min_t;
+            f->run_bytes += eb;
+            f->run_max_t = max_t;
+            return 0;
+        }
+    }
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, s->dbi[DB_FCHUNKS], &cur), ret = 0;
+    if (rc)
+        return ps_lmdb_err(err, rc, "opening float chunk cursor");
+    uint8_t kb[16];
+    ps_key_sid_ts(kb, sid + 1, INT64_MIN);
+    MDB_val k = ps_mval(kb, 16), v;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    rc = rc == 0 ? mdb_cursor_get(cur, &k, &v, MDB_PREV) : rc == MDB_NOTFOUND ? mdb_cursor_get(cur, &k, &v, MDB_LAST) : rc;
+    /* the run, newest first: bytes bounds the packed value (t0 as 10 bytes, the oldest entry's
+     * dmin as 1: it is 0 if no older one joins) */
+    static const size_t cap = PS_FPACK_MAX_BYTES / 16; /* an entry takes more */
+    uint8_t (*keys)[16] = NULL;
+    pentry_t *run = NULL;
+    size_t n = 0, bytes = 1 + 10;
+    int64_t oldest = 0;
+    while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid && n < cap) {
+        /* bounds without decoding: t0 after the sample count, max_t from the key (checked below) */
+        const uint8_t *b = v.mv_data;
+        if (v.mv_size < 4 || b[0] != PS_FCHUNK_ENC_XOR)
+            break;
+        ps_dec_t d;
+        ps_dec_init(&d, b + 3, v.mv_size - 3);
+        int64_t cmin = ps_dec_varint(&d), cmax = floor_div(ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8)), 1000000);
+        if (d.err || cmin < -T_MS_MAX || cmin > cmax || (n > 0 && cmax >= run[n - 1].min_t))
+            break;
+        size_t eb = 1 + uvarint_len((uint64_t)(cmax - cmin)) + uvarint_len(v.mv_size - 1) + v.mv_size - 1;
+        if (n > 0) /* the next newer entry's dmin, now known */
+            eb += uvarint_len((uint64_t)(run[n - 1].min_t - cmax)) - 1;
+        if (bytes + eb > PS_FPACK_MAX_BYTES)
+            break;
+        if (n == 0) {
+            keys = ps_xmalloc(cap * sizeof(*keys));
+            run = ps_xmalloc(cap * sizeof(*run));
+        }
+        memcpy(keys[n], k.mv_data, 16);
+        run[n] = (pentry_t){cmin, cmax, b + 1, v.mv_size - 1};
+        n++;
+        bytes += eb;
+        oldest = cmin;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        ret = ps_lmdb_err(err, rc, "reading float chunks");
+    mdb_cursor_close(cur);
+    size_t eb = (n > 0 ? uvarint_len((uint64_t)(min_t - run[0].max_t)) : 1) + uvarint_len((uint64_t)(max_t - min_t)) +
+                uvarint_len(len) + len;
+    bool pack = ret == 0 && pack_due(n, bytes, eb, oldest, max_t, max_span);
+    for (size_t i = 0; i < n && pack; i++) { /* only whole chunks whose bounds are right */
+        int64_t cmin = 0, cmax = 0;
+        ps_err_t why;
+        pack = xor_bounds(run[i].chunk, run[i].len, &cmin, &cmax, NULL, &why) == 0 && cmin == run[i].min_t &&
+               cmax == run[i].max_t;
+    }
+    if (pack) {
+        /* the value is built before any write moves what run[] points at */
+        ps_buf_t pv = PS_BUF_INIT;
+        for (size_t i = 0; i < n / 2; i++) { /* oldest first */
+            pentry_t t = run[i];
+            run[i] = run[n - 1 - i];
+            run[n - 1 - i] = t;
+        }
+        ps_fpack_encode(run, n, &pv);
+        for (size_t i = 1; i < n && ret == 0; i++) {
+            MDB_val dk = ps_mval(keys[i], 16);
+            if ((rc = mdb_del(txn, s->dbi[DB_FCHUNKS], &dk, NULL)) != 0)
+                ret = ps_lmdb_err(err, rc, "packing float chunks");
+        }
+        MDB_val pk = ps_mval(keys[0], 16), pval = ps_mval(pv.data, pv.len);
+        if (ret == 0 && (rc = mdb_put(txn, s->dbi[DB_FCHUNKS], &pk, &pval, 0)) != 0)
+            ret = ps_lmdb_err(err, rc, "packing float chunks");
+        ps_buf_dispose(&pv);
+    }
+    if (f != NULL && ret == 0) { /* the new chunk starts the run, or joins it */
+        f->run_known = true;
+        if (pack || n == 0) {
+            f->run_n = 1;
+            f->run_bytes = 1 + 10 + 1 + uvarint_len((uint64_t)(max_t - min_t)) + uvarint_len(len) + len;
+            f->run_oldest = min_t;
+        } else {
+            f->run_n = (uint32_t)n + 1;
+            f->run_bytes = bytes + eb;
+            f->run_oldest = oldest;
+        }
+        f->run_max_t = max_t;
+    }
+    free(keys);
+    free(run);
+    return ret;
+}
+
+/* A head is one XOR chunk, never packed. */
+static int head_bounds(const MDB_val *v, int64_t *min_t, int64_t *max_t, ps_err_t *why)
+{
+    const uint8_t *b = v->mv_data;
+    if (v->mv_size < 1 || b[0] != PS_FCHUNK_ENC_XOR)
+        return ps_err_set(why, PS_ECORRUPT, "encoding byte %u, not %u", v->mv_size ? b[0] : 0u, PS_FCHUNK_ENC_XOR);
+    return xor_bounds(b + 1, v->mv_size - 1, min_t, max_t, NULL, why);
+}
+
 /* Loads the state of float series sid from what txn holds: its head, else its newest chunk. */
 static int fstate_load(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_fstate_t **out, ps_err_t *err)
 {
@@ -152,7 +392,7 @@ static int fstate_load(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_fstate_t **
         return ps_lmdb_err(err, rc, "reading float head");
     if (rc == 0) {
         int64_t min_t = 0, max_t = 0;
-        if (chunk_bounds(v.mv_data, v.mv_size, &min_t, &max_t, NULL, &why) != 0)
+        if (head_bounds(&v, &min_t, &max_t, &why) != 0)
             return damaged(err, sid, "head", &why);
         ps_fstate_t *f = fstate_add(s, sid);
         ps_buf_append(&f->chunk, v.mv_data, v.mv_size);
@@ -214,6 +454,9 @@ static void mark_dirty(ps_store_t *s, ps_fstate_t *f)
 /* Moves the head of f (nonempty) into fchunks; f's head is empty afterwards. */
 static int cut_head(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_err_t *err)
 {
+    int ret = pack_before(s, txn, f, f->sid, f->head_min_t, f->app.t, f->chunk.len - 1, err);
+    if (ret)
+        return ret;
     uint8_t kb[16];
     ps_key_sid_ts(kb, f->sid, t_key(f->app.t));
     MDB_val k = ps_mval(kb, 16), v = ps_mval(f->chunk.data, f->chunk.len);
@@ -504,13 +747,17 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
             }
             int64_t min_t, max_t;
             ps_err_t why;
-            if (chunk_bounds(hv.mv_data, hv.mv_size, &min_t, &max_t, NULL, &why) != 0) {
+            if (head_bounds(&hv, &min_t, &max_t, &why) != 0) {
                 ret = damaged(err, due[i], "head", &why);
                 break;
             }
             /* hv points into the map: write the chunk from a copy */
             ps_buf_t copy = PS_BUF_INIT;
             ps_buf_append(&copy, hv.mv_data, hv.mv_size);
+            if ((ret = pack_before(s, txn, NULL, due[i], min_t, max_t, copy.len - 1, err)) != 0) {
+                ps_buf_dispose(&copy);
+                break;
+            }
             ps_key_sid_ts(kb, due[i], t_key(max_t));
             MDB_val ck = ps_mval(kb, 16), cv = ps_mval(copy.data, copy.len);
             rc = mdb_put(txn, s->dbi[DB_FCHUNKS], &ck, &cv, 0);
@@ -565,7 +812,7 @@ int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touche
         ps_err_t why;
         if (k.mv_size == 8) {
             uint64_t sid = ps_get_be64(k.mv_data);
-            if (chunk_bounds(v.mv_data, v.mv_size, &min_t, &max_t, NULL, &why) != 0) {
+            if (head_bounds(&v, &min_t, &max_t, &why) != 0) {
                 ret = damaged(err, sid, "head", &why);
                 break;
             }
@@ -606,33 +853,41 @@ typedef struct fwalk {
     ps_fsample_t buf[128];
 } fwalk_t;
 
-/* Visits one stored value (a closed chunk, or the head), validating all of it: 0 to go on (or
+/* Visits one XOR chunk; check: its first and last sample must be [min_t, max_t]. 0 to go on (or
  * w->past set: stop), else what a callback returned or an error. */
-static int fwalk_one(fwalk_t *w, const MDB_val *v, const char *what)
+static int fwalk_chunk(fwalk_t *w, const uint8_t *b, size_t len, bool check, int64_t min_t, int64_t max_t,
+                       const char *what)
 {
-    const uint8_t *b = v->mv_data;
     ps_err_t why;
     if (w->on_chunk) {
-        int64_t min_t = 0, max_t = 0;
-        if (chunk_bounds(b, v->mv_size, &min_t, &max_t, NULL, &why) != 0)
+        int64_t cmin = 0, cmax = 0;
+        if (xor_bounds(b, len, &cmin, &cmax, NULL, &why) != 0)
             return damaged(w->err, w->sid, what, &why);
-        if (min_t > w->maxt) {
+        if (check && (cmin != min_t || cmax != max_t)) {
+            ps_err_set(&why, PS_ECORRUPT, "packed chunks: a chunk holds %lld..%lld, not %lld..%lld", (long long)cmin,
+                       (long long)cmax, (long long)min_t, (long long)max_t);
+            return damaged(w->err, w->sid, what, &why);
+        }
+        if (cmin > w->maxt) {
             w->past = true;
             return 0;
         }
-        if (max_t < w->mint)
+        if (cmax < w->mint)
             return 0;
-        return w->on_chunk(w->ctx, min_t, max_t, b + 1, v->mv_size - 1);
+        return w->on_chunk(w->ctx, cmin, cmax, b, len);
     }
-    if (v->mv_size < 1 || b[0] != PS_FCHUNK_ENC_XOR)
-        return damaged(w->err, w->sid, what, NULL);
     ps_xor_iter_t it;
-    ps_xor_iter_init(&it, b + 1, v->mv_size - 1);
+    ps_xor_iter_init(&it, b, len);
     size_t n = 0, k = 0;
+    int64_t first = 0, last = 0;
     int ret = 0;
     while (ps_xor_iter_next(&it)) {
-        if (k++ == 0 && it.t > w->maxt)
-            w->past = true; /* the rest is still validated */
+        if (k++ == 0) {
+            first = it.t;
+            if (it.t > w->maxt)
+                w->past = true; /* the rest is still validated */
+        }
+        last = it.t;
         if (w->past || it.t < w->mint || it.t > w->maxt)
             continue;
         w->buf[n].t = it.t;
@@ -649,7 +904,40 @@ static int fwalk_one(fwalk_t *w, const MDB_val *v, const char *what)
         ps_err_set(&why, PS_ECORRUPT, "xorchunk: no samples");
         return damaged(w->err, w->sid, what, &why);
     }
+    if (check && (first != min_t || last != max_t)) {
+        ps_err_set(&why, PS_ECORRUPT, "packed chunks: a chunk holds %lld..%lld, not %lld..%lld", (long long)first,
+                   (long long)last, (long long)min_t, (long long)max_t);
+        return damaged(w->err, w->sid, what, &why);
+    }
     return n > 0 ? w->on_samples(w->ctx, w->buf, n) : 0;
+}
+
+/* Visits one stored value (a closed chunk, packed chunks, or the head), validating what it
+ * reads: of packed chunks, the bounds of all and the chunks of the range. 0 to go on (or w->past
+ * set: stop), else what a callback returned or an error. */
+static int fwalk_one(fwalk_t *w, const MDB_val *v, const char *what)
+{
+    const uint8_t *b = v->mv_data;
+    if (v->mv_size >= 1 && b[0] == PS_FCHUNK_ENC_XOR)
+        return fwalk_chunk(w, b + 1, v->mv_size - 1, false, 0, 0, what);
+    if (v->mv_size < 1 || b[0] != PS_FCHUNK_ENC_PACKED || strcmp(what, "head") == 0)
+        return damaged(w->err, w->sid, what, NULL);
+    punpack_t u;
+    pentry_t e;
+    ps_err_t why;
+    int r, ret = 0;
+    punpack_init(&u, b + 1, v->mv_size - 1);
+    while ((r = punpack_next(&u, &e, &why)) == 1) {
+        if (w->past || e.max_t < w->mint)
+            continue; /* the bounds of the rest are still validated */
+        if (e.min_t > w->maxt) {
+            w->past = true;
+            continue;
+        }
+        if ((ret = fwalk_chunk(w, e.chunk, e.len, true, e.min_t, e.max_t, what)) != 0)
+            return ret;
+    }
+    return r < 0 ? damaged(w->err, w->sid, what, &why) : 0;
 }
 
 /* Closed chunks from the first whose max_t >= mint, then the head (newer than every chunk). */

@@ -25,7 +25,7 @@ enum {
     DB_POSTINGS,    /* name 0x00 value -> dup sids(8 BE) */
     DB_HEAD,        /* sid(8 BE) ts(8 BE, sign flipped) -> head record */
     DB_CHUNKS,      /* sid(8 BE) max_ts(8 BE, sign flipped) -> chunk */
-    DB_FCHUNKS,     /* sid(8 BE) max_t * 1e6 (8 BE, sign flipped) -> 0x02 XOR chunk (closed) */
+    DB_FCHUNKS,     /* sid(8 BE) max_t * 1e6 (8 BE, sign flipped) -> 0x02 XOR chunk (closed), 0x03 packed chunks */
     DB_FHEAD,       /* sid(8 BE) -> 0x02 XOR chunk (the open chunk of a float series) */
     DB_META,        /* metric family name -> metadata record */
     DB_COUNT
@@ -42,6 +42,9 @@ enum { SYM_STRING = 1, SYM_MAPPING = 2, SYM_FUNCTION = 3, SYM_LOCATION = 4, SYM_
 #define PS_SERIES_REC_FLOAT 2 /* a float series: enc, labels */
 #define PS_HEAD_REC_V1 1
 #define PS_FCHUNK_ENC_XOR 2   /* float chunks and heads: this byte, then the XOR chunk (never 1: profile chunks) */
+#define PS_FCHUNK_ENC_PACKED 3 /* closed float chunks: this byte, then several XOR chunks with their bounds */
+#define PS_FPACK_MAX_BYTES 4080 /* a packed value fills at most one 4 KiB LMDB overflow page (16-byte header) */
+#define PS_FPACK_MAX_SPAN_MS (24ll * 3600 * 1000) /* nor spans a day (or a tenth of the retention) */
 #define PS_META_REC_V1 1
 
 /* Next ids, persisted in DB_INFO "next". */
@@ -151,6 +154,15 @@ void ps_fstate_clear(ps_store_t *s);
 int ps_fwrite(ps_store_t *s, MDB_txn *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err);
 int ps_fwrite_flush(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
 void ps_meta_rec_encode(const ps_metric_meta_t *m, ps_buf_t *out);
+/* One chunk of a packed fchunks value (PS_FCHUNK_ENC_PACKED): its first and last sample's t and
+ * its bytes (a XOR chunk without the encoding byte). */
+typedef struct ps_fpack_entry {
+    int64_t min_t, max_t;
+    const uint8_t *chunk;
+    size_t len;
+} ps_fpack_entry_t;
+/* Appends the packed value of chunks e[0..n) (n >= 1, oldest first, each newer than the last) to out. */
+void ps_fpack_encode(const ps_fpack_entry_t *e, size_t n, ps_buf_t *out);
 int ps_meta_write(ps_store_t *s, MDB_txn *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err);
 int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
 int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,

@@ -122,14 +122,44 @@ static void read_all(ps_store_t *s, uint64_t sid, int64_t mint, int64_t maxt, co
 
 typedef struct chunks {
     int n;
-    int64_t min_t[64], max_t[64];
-    uint32_t count[64];
+    int64_t min_t[128], max_t[128];
+    uint32_t count[128];
 } chunks_t;
+
+typedef struct records {
+    int n, packed;
+    size_t bytes[64];
+    uint8_t enc[64], key[64][16];
+} records_t;
+
+/* The fchunks records of series sid, oldest first. */
+static void get_records(ps_store_t *s, uint64_t sid, records_t *rs)
+{
+    memset(rs, 0, sizeof(*rs));
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_cursor_open(txn, s->dbi[DB_FCHUNKS], &cur), 0);
+    MDB_val k, v;
+    int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    for (; rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (ps_get_be64(k.mv_data) != sid)
+            continue;
+        assert_true(rs->n < 64);
+        rs->bytes[rs->n] = v.mv_size;
+        rs->enc[rs->n] = ((const uint8_t *)v.mv_data)[0];
+        memcpy(rs->key[rs->n], k.mv_data, 16);
+        rs->packed += rs->enc[rs->n] == PS_FCHUNK_ENC_PACKED;
+        rs->n++;
+    }
+    mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+}
 
 static int on_chunk(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n)
 {
     chunks_t *c = ctx;
-    assert_true(c->n < 64);
+    assert_true(c->n < 128);
     assert_int_equal(ps_xor_validate(chunk, n, NULL), 0);
     c->min_t[c->n] = min_t;
     c->max_t[c->n] = max_t;
@@ -415,7 +445,10 @@ static void test_window_compaction_retention(void **state)
     assert_int_equal(write_f(s, &ls2, in + 39, 1, &fb), 0);
     ps_store_stats_t st;
     get_stats(s, &st);
-    assert_int_equal(st.float_chunks, 9); /* 4 samples each: the 5th would span 1 h */
+    /* 4 samples each (the 5th would span 1 h): chunks 0..8 closed, 9 the head. A packed record
+     * spans less than a tenth of the retention (2.4 h): chunks 0+1, 2+3, 4+5, 6+7 are packed as
+     * chunks 2, 4, 6, 8 are closed (those would make them span 2 h 45 min); 8 stays alone */
+    assert_int_equal(st.float_chunks, 5);
     assert_int_equal(st.float_heads, 2);
     ps_err_t err;
     uint32_t n = 99;
@@ -425,23 +458,27 @@ static void test_window_compaction_retention(void **state)
     assert_int_equal(ps_store_compact(s, false, ps_time_now() + 3600ll * PS_NS_PER_S, &n, &err), 0);
     assert_int_equal(n, 2);
     get_stats(s, &st);
-    assert_int_equal(st.float_chunks, 11);
+    assert_int_equal(st.float_chunks, 7); /* 9 beside 8 (spanning 1 h 45 min), and w2's */
     assert_int_equal(st.float_heads, 0);
     /* new samples start a new head */
     ps_fsample_t more = {base + 10 * HOUR_MS, 40};
     assert_int_equal(write_f(s, &ls, &more, 1, &fa), 0);
     assert_int_equal(fa.accepted, 1);
-    /* retention: cutoff 5 h + 1 min after base drops chunks 0..4 (newest at i h + 45 min) */
+    /* retention: cutoff 5 h + 1 min after base drops the records of chunks 0..3 (their newest
+     * at 1 h 45, 3 h 45), not 4+5 (5 h 45): a packed record goes when all of it is past */
     uint32_t dropped = 99;
     assert_int_equal(ps_store_retain(s, (base + 5 * HOUR_MS + MIN_MS) * 1000000 + day, &dropped, &err), 0);
     assert_int_equal(dropped, 0);
     get_stats(s, &st);
-    assert_int_equal(st.float_chunks, 6);
+    assert_int_equal(st.float_chunks, 5);
     assert_int_equal(st.float_heads, 1);
     collect_t c;
     read_all(s, fa.sid, INT64_MIN, INT64_MAX, &c, 0);
-    assert_int_equal(c.n, 21);
-    assert_int_equal(c.s[0].t, base + 5 * HOUR_MS);
+    assert_int_equal(c.n, 25);
+    assert_int_equal(c.s[0].t, base + 4 * HOUR_MS);
+    for (size_t i = 0; i < 24; i++)
+        assert_true(c.s[i].t == base + 15 * MIN_MS * (int64_t)(16 + i) && c.s[i].v == (double)(16 + i));
+    assert_int_equal(c.s[24].t, base + 10 * HOUR_MS);
     free(c.s);
     /* past w2's only sample and w's chunks, not w's head */
     assert_int_equal(ps_store_retain(s, (base + 10 * HOUR_MS) * 1000000 + day, &dropped, &err), 0);
@@ -651,6 +688,137 @@ typedef struct metas {
     char help[16][128];
     char unit[16][16];
 } metas_t;
+
+/* Packing: closed chunks of a series are packed into one record when the next would not fit in
+ * PS_FPACK_MAX_BYTES beside them (series p: counters, ~300-byte chunks) or make them span a day
+ * (series k: a constant, 46-byte chunks). Reads see the same chunks and samples; reopening and
+ * compaction continue; a damaged directory is reported. */
+static void test_packed(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t lp = mk_labels(&a, "p", NULL), lk = mk_labels(&a, "k", NULL);
+    enum { N = 6000 };
+    int64_t t0 = 1700000000000ll;
+    ps_fsample_t *p = calloc(N, sizeof(*p)), *k = calloc(N, sizeof(*k));
+    uint64_t x = 88172645463325252ull;
+    double v = 1e6;
+    for (int i = 0; i < N; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        v += (double)(x % 5000);
+        p[i] = (ps_fsample_t){t0 + 15000ll * i, v};
+        k[i] = (ps_fsample_t){t0 + 15000ll * i, 42};
+    }
+    ps_fappend_t fp, fk;
+    for (int b = 0; b < N / 100; b++) {
+        if (b == 30) { /* halfway: reopen (the states are loaded from the store) */
+            ps_store_close(s);
+            s = open_store(dir);
+        }
+        assert_int_equal(write_f(s, &lp, p + 100 * b, 100, &fp), 0);
+        assert_int_equal(fp.accepted, 100);
+        assert_int_equal(write_f(s, &lk, k + 100 * b, 100, &fk), 0);
+        assert_int_equal(fk.accepted, 100);
+    }
+    records_t rp, rk;
+    get_records(s, fp.sid, &rp);
+    get_records(s, fk.sid, &rk);
+    /* k: chunks 0..47 packed when 48 was closed (0..48 would span 24 h 29 min 45 s), 48 alone */
+    assert_int_equal(rk.n, 2);
+    assert_int_equal(rk.enc[0], PS_FCHUNK_ENC_PACKED);
+    assert_int_equal(rk.enc[1], PS_FCHUNK_ENC_XOR);
+    assert_int_equal(ps_ts_unkey(ps_get_be64(rk.key[0] + 8)), (t0 + 15000ll * (48 * 120 - 1)) * 1000000);
+    /* p: 49 chunks of 333-352 bytes, 11 to a record of at most 4080 bytes (3835-3932: a 12th
+     * does not fit), chunks 44..48 not packed yet */
+    static const size_t pbytes[9] = {3932, 3835, 3905, 3860, 341, 341, 352, 334, 335};
+    assert_int_equal(rp.n, 9);
+    assert_int_equal(rp.packed, 4);
+    for (int i = 0; i < rp.n; i++) {
+        assert_int_equal(rp.enc[i], i < 4 ? PS_FCHUNK_ENC_PACKED : PS_FCHUNK_ENC_XOR);
+        assert_int_equal(rp.bytes[i], pbytes[i]);
+    }
+    /* the same chunks and samples as unpacked */
+    ps_reader_t *r;
+    ps_err_t err;
+    const ps_fsample_t *want[2] = {p, k};
+    uint64_t sids[2] = {fp.sid, fk.sid};
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    for (int j = 0; j < 2; j++) {
+        chunks_t ch = {0};
+        assert_int_equal(ps_reader_xor_chunks(r, sids[j], INT64_MIN, INT64_MAX, on_chunk, &ch, &err), 0);
+        assert_int_equal(ch.n, 50);
+        for (int i = 0; i < 50; i++) {
+            assert_int_equal(ch.count[i], 120);
+            assert_int_equal(ch.min_t[i], want[j][120 * i].t);
+            assert_int_equal(ch.max_t[i], want[j][120 * i + 119].t);
+        }
+        /* a range inside one packed record: only its chunks 13..15 */
+        memset(&ch, 0, sizeof(ch));
+        assert_int_equal(ps_reader_xor_chunks(r, sids[j], want[j][1600].t, want[j][1900].t, on_chunk, &ch, &err), 0);
+        assert_int_equal(ch.n, 3);
+        assert_int_equal(ch.min_t[0], want[j][1560].t);
+        int64_t ts = 0;
+        assert_int_equal(ps_reader_latest(r, sids[j], INT64_MIN, want[j][4000].t * 1000000 + 5, &ts, &err), 0);
+        assert_int_equal(ts, want[j][4000].t * 1000000);
+    }
+    ps_reader_end(r);
+    for (int j = 0; j < 2; j++) {
+        collect_t c;
+        read_all(s, sids[j], INT64_MIN, INT64_MAX, &c, 0);
+        assert_int_equal(c.n, N);
+        for (int i = 0; i < N; i++)
+            assert_true(c.s[i].t == want[j][i].t && fbits(c.s[i].v) == fbits(want[j][i].v));
+        free(c.s);
+        read_all(s, sids[j], want[j][1599].t + 1, want[j][1901].t - 1, &c, 0);
+        assert_int_equal(c.n, 301);
+        assert_int_equal(c.s[0].t, want[j][1600].t);
+        assert_int_equal(c.s[300].t, want[j][1900].t);
+        free(c.s);
+    }
+    /* compaction closes the heads (p's chunk 49 beside 48: no packing) */
+    uint32_t n = 0;
+    assert_int_equal(ps_store_compact(s, true, ps_time_now(), &n, &err), 0);
+    assert_int_equal(n, 2);
+    get_records(s, fp.sid, &rp);
+    assert_int_equal(rp.n, 10);
+    /* a directory that does not match its chunk */
+    MDB_txn *txn;
+    MDB_val key = {16, rk.key[0]}, val;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_get(txn, s->dbi[DB_FCHUNKS], &key, &val), 0);
+    uint8_t *bad = malloc(val.mv_size);
+    memcpy(bad, val.mv_data, val.mv_size);
+    size_t blen = val.mv_size;
+    mdb_txn_abort(txn);
+    ps_dec_t d;
+    ps_dec_init(&d, bad + 1, blen - 1);
+    (void)ps_dec_varint(&d); /* t0 */
+    (void)ps_dec_uvarint(&d); /* dmin of entry 0 */
+    size_t at = (size_t)(d.p - bad);
+    bad[at] ^= 1; /* its span */
+    poke(s, DB_FCHUNKS, rk.key[0], 16, bad, blen);
+    collect_t c;
+    read_all(s, fk.sid, INT64_MIN, INT64_MAX, &c, PS_ECORRUPT);
+    free(c.s);
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    chunks_t ch = {0};
+    assert_int_equal(ps_reader_xor_chunks(r, fk.sid, INT64_MIN, INT64_MAX, on_chunk, &ch, &err), PS_ECORRUPT);
+    assert_non_null(strstr(err.msg, "packed chunks"));
+    ps_reader_end(r);
+    /* truncated */
+    poke(s, DB_FCHUNKS, rk.key[0], 16, bad, blen - 1);
+    read_all(s, fk.sid, INT64_MIN, INT64_MAX, &c, PS_ECORRUPT);
+    free(c.s);
+    free(bad);
+    free(p);
+    free(k);
+    ps_arena_dispose(&a);
+    ps_store_close(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
 
 static int on_meta(void *ctx, const ps_metric_meta_t *m)
 {
@@ -985,6 +1153,7 @@ int main(void)
         cmocka_unit_test(test_out_of_bounds),
         cmocka_unit_test(test_reopen),
         cmocka_unit_test(test_window_compaction_retention),
+        cmocka_unit_test(test_packed),
         cmocka_unit_test(test_kind_conflict),
         cmocka_unit_test(test_corrupt),
         cmocka_unit_test(test_metadata),

@@ -300,6 +300,15 @@ static void test_format_md_records(void **state)
     ps_metric_meta_t mm = {"gotarget_kernel_iterations_total", 32, 1, "Iterations of the compute kernels.", 34, "", 0};
     ps_meta_rec_encode(&mm, &v);
     CHECK();
+    /* series 6: the two chunks of series 5 packed into one record */
+    NEXT("fchunks");
+    ps_key_sid_ts(kb, 6, 1796021927802ll * 1000000);
+    ps_buf_append(&k, kb, 16);
+    const ps_buf_t *closed = &recs[i - 3].value, *open = &recs[i - 2].value; /* checked above */
+    ps_fpack_entry_t pe[2] = {{1796021924802ll, 1796021926802ll, closed->data + 1, closed->len - 1},
+                              {1796021927802ll, 1796021927802ll, open->data + 1, open->len - 1}};
+    ps_fpack_encode(pe, 2, &v);
+    CHECK();
     ps_buf_dispose(&flabels);
     ps_arena_dispose(&fa);
 
