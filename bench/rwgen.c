@@ -294,8 +294,8 @@ int ps_bench_rwgen_round(ps_bench_rwgen_t *g, int (*fn)(void *ctx, const uint8_t
                          void *ctx)
 {
     uint32_t r = g->round++;
+    bool cpu = g->values == PS_BENCH_RW_CPU;
     for (uint32_t i = 0; i < g->series; i++) {
-        bool cpu = g->values == PS_BENCH_RW_CPU;
         g->val[i] = cpu ? cpu_value(g, i, r, g->val[i]) : node_value(g, i, r, g->val[i]);
         /* each target scraped at its own offset in the interval; Prometheus (since 2.35) aligns a
          * scrape's timestamp to the interval when it is within 2 ms of it: --values cpu has no
