@@ -5,21 +5,25 @@
  *   bench_promql [--series 10000] [--hours 24] [--step 60] [--rounds 7] [--conns 4]
  *                [--profstore BIN] [--prometheus BIN | --no-prometheus] [--data-dir DIR] [--reload]
  *
- * Data: bench_remote_write's generator (bench/rwgen.c): --series node_exporter-like series, one
- * sample every 15 s for --hours, ending about a minute before the load, sent as the same
+ * Data: bench_remote_write's generator (bench/rwgen.c) with its default mix (--values node):
+ * --series node_exporter-like series, one sample every 15 s for --hours, ending about a minute
+ * before the load, sent as the same
  * remote-write 1.0 bodies (2,000 samples each, --conns in flight, a shard's bodies in order) to
  * POST /api/v1/write of a profstore (--retention 0) and of a Prometheus 2.42
  * (--web.enable-remote-write-receiver; out-of-order samples are refused there, as by default).
  * The loaded data directories are kept in --data-dir (default
- * /tmp/profstore-bench-promql-<series>x<hours>h) with a file `loaded` naming the time span, so a
- * rerun skips the load; --reload loads again.
+ * /tmp/profstore-bench-promql-<series>x<hours>h) with a file `loaded` naming the time span and the
+ * generator's mix, so a rerun skips the load; --reload loads again.
  *
  * Then both servers are restarted on their directories and timed over HTTP, --rounds times each
  * after one warm-up (median, min and max wall time; server CPU per query from /proc/PID/stat):
- *   - query_range: sum by (instance) (rate(node_cpu_seconds_total{cpu=~"[0-9]",mode=~"idle|user"}[5m]))
- *     (1,000 series of 10,000: 50 hosts x 10 cpus x 2 modes) over the whole span at --step;
+ *   - query_range: sum by (instance) (rate(node_cpu_seconds_total{cpu=~"[0-9]",
+ *     mode=~"idle|iowait|softirq|system|user"}[5m])) (1,000 series of 10,000: 50 hosts x 4 cpus x
+ *     5 of the 8 modes; cpu=~"[0-9]" takes all 4 cpus but keeps a second regex matcher, as the
+ *     query had over the first generator's 16 cpus) over the whole span at --step;
  *   - the same as an instant query at the span's end;
- *   - remote_read (SAMPLES, then STREAMED_XOR_CHUNKS) of those 1,000 series over the last hour.
+ *   - remote_read (SAMPLES, then STREAMED_XOR_CHUNKS) of those 1,000 series over the last hour
+ *     (the number of series the selector selected is printed from profstore's answer).
  * The answers are compared series by series (JSON: by the metric's labels; remote_read: decoded,
  * streamed chunks cut to the query's range): the points that differ by more than 1e-9 relative or
  * that one side lacks are counted and printed.
@@ -46,8 +50,11 @@
 
 #define INTERVAL_MS 15000
 
+/* 5 of the 8 modes of rwgen.h's node_cpu_seconds_total: 20 series a host */
+#define MODES "idle|iowait|softirq|system|user"
+
 static const char *const QUERY =
-    "sum by (instance) (rate(node_cpu_seconds_total{cpu=~\"[0-9]\",mode=~\"idle|user\"}[5m]))";
+    "sum by (instance) (rate(node_cpu_seconds_total{cpu=~\"[0-9]\",mode=~\"" MODES "\"}[5m]))";
 
 typedef struct opts {
     char profstore[4096], dir[4096];
@@ -73,7 +80,7 @@ static int load(const opts_t *o, ps_bench_server_t *srv, const char *name, int64
     char url[160];
     snprintf(url, sizeof(url), "%s/api/v1/write", srv->url);
     ps_bench_rwgen_t g;
-    ps_bench_rwgen_init(&g, o->series, 2000, t0);
+    ps_bench_rwgen_init(&g, o->series, 2000, t0, PS_BENCH_RW_NODE);
     ps_bench_pusher_t *p = ps_bench_pusher_new(o->conns, 1);
     ps_bench_pusher_headers(p, hdrs);
     void *ctx[2] = {p, url};
@@ -431,8 +438,9 @@ typedef struct peer {
     CURL *h;
 } peer_t;
 
-/* Times one request on each peer, prints both and the comparison of the answers. */
-static void run_case(const opts_t *o, const char *title, kind_t kind, peer_t *peers, uint32_t npeers,
+/* Times one request on each peer, prints both and the comparison of the answers; returns the
+ * number of series in the first peer's answer. */
+static uint32_t run_case(const opts_t *o, const char *title, kind_t kind, peer_t *peers, uint32_t npeers,
                      const char *path, const ps_buf_t *body, int64_t mint, int64_t maxt)
 {
     printf("\n  %s\n", title);
@@ -470,8 +478,10 @@ static void run_case(const opts_t *o, const char *title, kind_t kind, peer_t *pe
                tm[0].med / tm[1].med, tm[1].cpu > 0 ? tm[0].cpu / tm[1].cpu : 0.0,
                tm[0].med <= tm[1].med ? "" : "   (slower)");
     }
+    uint32_t n = ans[0].n;
     answer_free(&ans[0]);
     answer_free(&ans[1]);
+    return n;
 }
 
 static void usage(void)
@@ -541,8 +551,10 @@ int main(int argc, char **argv)
     long long mt0 = 0;
     unsigned mr = 0, ms = 0;
     int mp = 0;
-    if (f != NULL && fscanf(f, "t0=%lld rounds=%u series=%u prometheus=%d", &mt0, &mr, &ms, &mp) == 4 &&
-        mr == rounds && ms == o.series && (mp || o.prometheus == NULL)) {
+    char mgen[16] = "";
+    if (f != NULL &&
+        fscanf(f, "t0=%lld rounds=%u series=%u prometheus=%d values=%15s", &mt0, &mr, &ms, &mp, mgen) == 5 &&
+        mr == rounds && ms == o.series && (mp || o.prometheus == NULL) && strcmp(mgen, "node") == 0) {
         t0 = mt0;
         with_prom = mp;
         printf("bench_promql: data loaded before in %s (%u series x %u samples from %lld ms)\n", o.dir, o.series,
@@ -583,7 +595,8 @@ int main(int argc, char **argv)
         }
         f = fopen(marker, "w");
         if (f != NULL) {
-            fprintf(f, "t0=%lld rounds=%u series=%u prometheus=%d\n", (long long)t0, rounds, o.series, with_prom);
+            fprintf(f, "t0=%lld rounds=%u series=%u prometheus=%d values=node\n", (long long)t0, rounds, o.series,
+                    with_prom);
             fclose(f);
         }
     }
@@ -623,7 +636,7 @@ int main(int argc, char **argv)
     /* remote_read of the same 1,000 series over the last hour */
     ps_read_matcher_t m[3] = {{PS_READ_EQ, "__name__", "node_cpu_seconds_total", 8, 22},
                               {PS_READ_RE, "cpu", "[0-9]", 3, 5},
-                              {PS_READ_RE, "mode", "idle|user", 4, 9}};
+                              {PS_READ_RE, "mode", MODES, 4, sizeof(MODES) - 1}};
     ps_read_query_t q = {tend - 3600000, tend, 3, m, {0}};
     q.hints.func = "";
     int tsamples = PS_READ_SAMPLES, tstreamed = PS_READ_STREAMED_XOR_CHUNKS;
@@ -631,8 +644,10 @@ int main(int argc, char **argv)
     ps_buf_t reqs = PS_BUF_INIT, reqx = PS_BUF_INIT;
     ps_read_request_encode(&rs, &reqs);
     ps_read_request_encode(&rx, &reqx);
-    printf("\n== remote_read {__name__=\"node_cpu_seconds_total\",cpu=~\"[0-9]\",mode=~\"idle|user\"}, last hour ==\n");
-    run_case(&o, "SAMPLES", K_SAMPLES, peers, npeers, "/api/v1/read", &reqs, q.start_ms, q.end_ms);
+    printf("\n== remote_read {__name__=\"node_cpu_seconds_total\",cpu=~\"[0-9]\",mode=~\"" MODES "\"}, last hour ==\n");
+    uint32_t selected =
+        run_case(&o, "SAMPLES", K_SAMPLES, peers, npeers, "/api/v1/read", &reqs, q.start_ms, q.end_ms);
+    printf("    the selector selected %u series of %u (profstore's answer; 20 of each host's 200)\n", selected, o.series);
     run_case(&o, "STREAMED_XOR_CHUNKS", K_STREAMED, peers, npeers, "/api/v1/read", &reqx, q.start_ms, q.end_ms);
 
     for (uint32_t k = 0; k < npeers; k++) {

@@ -2,17 +2,18 @@
  * remote_write.c - bench_remote_write: POST /api/v1/write throughput of profstore against a
  * Prometheus 2.42 started with --web.enable-remote-write-receiver, on the same bytes.
  *
- * One generator makes realistic remote-write 1.0 requests: --series node_exporter-like series
- * (node_cpu_seconds_total by cpu and mode, node_network_* counters by device, filesystem gauges;
- * 5-7 labels plus replica) scraped every 15 s for --rounds rounds, --per-request samples a
- * request (one sample per series, as a Prometheus shard sends them). The series are split into
- * shards by request position; a shard's requests are sent in order (as Prometheus' queue manager
- * does), --conns requests in flight. --values node (the default): the series mix and values of
- * node_labels() and node_value(), one scrape in 20 a few ms off the interval; --values cpu: the
- * generator this bench had first (64% CPU seconds, exact timestamps), for comparison. The same
- * request bytes go to profstore, then to Prometheus. Prints samples/s, server CPU per sample and
- * peak RSS for both, and profstore's bytes per sample on disk after compaction (XOR chunk bytes,
- * the float databases' pages, the whole data.mdb, and where the pages go), beside Prometheus'
+ * The generator of rwgen.h (shared with bench_promql) makes realistic remote-write 1.0 requests:
+ * --series node_exporter-like series (node_cpu_seconds_total by cpu and mode, node_network_*
+ * counters by device, memory and filesystem gauges, ...; 3-6 labels plus replica) scraped every
+ * 15 s for --rounds rounds, --per-request samples a request (one sample per series, as a
+ * Prometheus shard sends them). The series are split into shards by request position; a shard's
+ * requests are sent in order (as Prometheus' queue manager does), --conns requests in flight.
+ * --values node (the default): a 4-CPU host's node_exporter mix, one scrape in 20 a few ms off
+ * the interval; --values cpu: the generator this bench had first (64% CPU seconds, exact
+ * timestamps), for comparison. The same request bytes go to profstore, then to Prometheus. Prints
+ * samples/s, server CPU per sample and peak RSS for both, and profstore's bytes per sample on
+ * disk after compaction (XOR chunk bytes, the float databases' pages, the whole data.mdb, and
+ * where the pages go), beside Prometheus'
  * TSDB for the same samples as promtool compacts them into blocks (chunks, index).
  *
  *   bench_remote_write [--series 10000] [--rounds 120] [--per-request 2000] [--conns 4]
@@ -38,6 +39,7 @@
 #include "core/labels.h"
 #include "core/mem.h"
 #include "proto/remote.h"
+#include "rwgen.h"
 #include "storage/store.h"
 #include "util.h"
 
@@ -46,7 +48,7 @@ typedef struct opts {
     const char *prometheus;
     uint32_t series, rounds, per_request, conns;
     int keep;
-    bool cpu_heavy; /* --values cpu: the generator before issue 8's density work */
+    ps_bench_rw_values_t values; /* --values node (default) | cpu: rwgen.h */
 } opts_t;
 
 typedef struct body {
@@ -59,235 +61,7 @@ static body_t *bodies;
 static size_t nbodies;
 static uint64_t total_samples, total_bytes;
 
-/* ---- the generator ---- */
-
-#define PAIR(nm, val)                                                                                      \
-    do {                                                                                                   \
-        p[n].name = ps_arena_strndup(a, nm, strlen(nm));                                                   \
-        p[n].value = ps_arena_strndup(a, val, strlen(val));                                                \
-        p[n].nlen = (uint32_t)strlen(nm);                                                                  \
-        p[n].vlen = (uint32_t)strlen(val);                                                                 \
-        n++;                                                                                               \
-    } while (0)
-
-static const char *const cpu_modes[] = {"idle", "iowait", "irq", "nice", "softirq", "steal", "system", "user"};
-static const char *const net_counters[] = {"node_network_receive_bytes_total", "node_network_receive_packets_total",
-                                           "node_network_transmit_bytes_total", "node_network_transmit_packets_total"};
-
-/* --values cpu: 128 of a host's 200 series are CPU seconds (16 cpus x 8 modes), 48 network
- * counters (12 devices), 24 filesystem gauges. */
-static uint32_t cpu_heavy_labels(ps_arena_t *a, ps_label_pair_t *p, uint32_t k)
-{
-    char v1[32], v2[32];
-    uint32_t n = 0;
-    if (k < 128) { /* 16 cpus x 8 modes */
-        snprintf(v1, sizeof(v1), "%u", k / 8);
-        PAIR("__name__", "node_cpu_seconds_total");
-        PAIR("cpu", v1);
-        PAIR("mode", cpu_modes[k % 8]);
-    } else if (k < 176) { /* 12 devices x 4 */
-        snprintf(v1, sizeof(v1), "eth%u", (k - 128) / 4);
-        PAIR("__name__", net_counters[(k - 128) % 4]);
-        PAIR("device", v1);
-    } else { /* filesystems */
-        snprintf(v1, sizeof(v1), "/dev/nvme0n1p%u", k - 176);
-        snprintf(v2, sizeof(v2), "/srv/data%u", k - 176);
-        PAIR("__name__", "node_filesystem_avail_bytes");
-        PAIR("device", v1);
-        PAIR("fstype", "ext4");
-        PAIR("mountpoint", v2);
-    }
-    return n;
-}
-
-/* --values node (the default): a host's 200 series in the proportions of a node_exporter on a
- * 4-CPU machine: 32 CPU seconds (4 cpus x 8 modes), 48 network counters (12 devices, 3 of them
- * busy), 40 constant gauges (mtu, up, speed, filesystem size), 40 slowly changing gauges
- * (memory, free space: pages), 30 integer counters at steady rates (disk, vmstat, netstat),
- * 10 collector durations (random floats: nothing to compress). */
-static const char *const mem_names[] = {
-    "node_memory_Active_anon_bytes", "node_memory_Active_bytes", "node_memory_Active_file_bytes",
-    "node_memory_AnonPages_bytes", "node_memory_Buffers_bytes", "node_memory_Cached_bytes",
-    "node_memory_Committed_AS_bytes", "node_memory_Dirty_bytes", "node_memory_Inactive_anon_bytes",
-    "node_memory_Inactive_bytes", "node_memory_Inactive_file_bytes", "node_memory_KReclaimable_bytes",
-    "node_memory_KernelStack_bytes", "node_memory_Mapped_bytes", "node_memory_MemAvailable_bytes",
-    "node_memory_MemFree_bytes", "node_memory_PageTables_bytes", "node_memory_SReclaimable_bytes",
-    "node_memory_SUnreclaim_bytes", "node_memory_Shmem_bytes", "node_memory_Slab_bytes",
-    "node_memory_SwapCached_bytes", "node_memory_SwapFree_bytes", "node_memory_VmallocUsed_bytes",
-    "node_memory_Writeback_bytes", "node_memory_Percpu_bytes", "node_memory_Unevictable_bytes",
-    "node_memory_Mlocked_bytes", "node_memory_AnonHugePages_bytes", "node_memory_NFS_Unstable_bytes",
-    "node_memory_Bounce_bytes", "node_memory_WritebackTmp_bytes"};
-static const char *const counter_names[] = {
-    "node_disk_reads_completed_total", "node_disk_writes_completed_total", "node_disk_read_bytes_total",
-    "node_disk_written_bytes_total", "node_disk_io_time_weighted_seconds_total", "node_vmstat_pgfault",
-    "node_vmstat_pgmajfault", "node_vmstat_pgpgin", "node_vmstat_pgpgout", "node_vmstat_pswpin",
-    "node_vmstat_pswpout", "node_vmstat_oom_kill", "node_netstat_Tcp_ActiveOpens",
-    "node_netstat_Tcp_PassiveOpens", "node_netstat_Tcp_RetransSegs", "node_netstat_Tcp_InSegs",
-    "node_netstat_Tcp_OutSegs", "node_netstat_Udp_InDatagrams", "node_netstat_Udp_OutDatagrams",
-    "node_netstat_Icmp_InMsgs", "node_netstat_Udp_NoPorts", "node_netstat_TcpExt_ListenDrops",
-    "node_context_switches_total", "node_intr_total", "node_forks_total"};
-static const char *const collectors[] = {"cpu", "diskstats", "filesystem", "loadavg", "meminfo",
-                                         "netdev", "netstat", "stat", "time", "vmstat"};
-
-static uint32_t node_labels(ps_arena_t *a, ps_label_pair_t *p, uint32_t k)
-{
-    char v1[32], v2[32];
-    uint32_t n = 0;
-    if (k < 32) {
-        snprintf(v1, sizeof(v1), "%u", k / 8);
-        PAIR("__name__", "node_cpu_seconds_total");
-        PAIR("cpu", v1);
-        PAIR("mode", cpu_modes[k % 8]);
-    } else if (k < 80) {
-        snprintf(v1, sizeof(v1), "eth%u", (k - 32) / 4);
-        PAIR("__name__", net_counters[(k - 32) % 4]);
-        PAIR("device", v1);
-    } else if (k < 116) { /* mtu, up, speed of 12 devices */
-        static const char *const g[] = {"node_network_mtu_bytes", "node_network_up", "node_network_speed_bytes"};
-        snprintf(v1, sizeof(v1), "eth%u", (k - 80) / 3);
-        PAIR("__name__", g[(k - 80) % 3]);
-        PAIR("device", v1);
-    } else if (k < 120 || (k >= 152 && k < 160)) { /* filesystems: size (constant), avail, free */
-        uint32_t j = k < 120 ? k - 116 : (k - 152) % 4;
-        snprintf(v1, sizeof(v1), "/dev/nvme0n1p%u", j);
-        snprintf(v2, sizeof(v2), "/srv/data%u", j);
-        PAIR("__name__", k < 120 ? "node_filesystem_size_bytes" : k < 156 ? "node_filesystem_avail_bytes"
-                                                                            : "node_filesystem_free_bytes");
-        PAIR("device", v1);
-        PAIR("fstype", "ext4");
-        PAIR("mountpoint", v2);
-    } else if (k < 152) {
-        PAIR("__name__", mem_names[k - 120]);
-    } else if (k < 190) {
-        uint32_t j = k - 160;
-        if (j < 10) { /* 5 disk counters x 2 disks */
-            PAIR("__name__", counter_names[j % 5]);
-            PAIR("device", j < 5 ? "nvme0n1" : "nvme1n1");
-        } else { /* the 20 others */
-            PAIR("__name__", counter_names[j - 5]);
-        }
-    } else {
-        PAIR("__name__", "node_scrape_collector_duration_seconds");
-        PAIR("collector", collectors[k - 190]);
-    }
-    return n;
-}
-
-static void set_labels(ps_arena_t *a, ps_remote_series_t *s, uint32_t i, bool cpu_heavy)
-{
-    ps_label_pair_t *p = ps_arena_alloc(a, 8 * sizeof(*p));
-    char inst[32];
-    uint32_t host = i / 200, k = i % 200;
-    uint32_t n = cpu_heavy ? cpu_heavy_labels(a, p, k) : node_labels(a, p, k);
-    snprintf(inst, sizeof(inst), "10.0.%u.%u:9100", host / 256, host % 256);
-    PAIR("instance", inst);
-    PAIR("job", "node");
-    PAIR("replica", "bench");
-    ps_labels_t ls = {n, p, 0};
-    ps_labels_normalize(&ls, NULL);
-    s->labels = ls;
-}
-#undef PAIR
-
-/* The CPU seconds of a mostly idle host, in 10 ms ticks (USER_HZ): idle grows by about the
- * interval, user and system by a little, the rarely used modes mostly not at all. */
-static double cpu_seconds(uint32_t mode, uint32_t r, double prev)
-{
-    if (r == 0)
-        return (double)(ps_bench_rnd() % 10000000) / 100;
-    double ticks;
-    if (mode == 0)
-        ticks = 1400 + (double)(ps_bench_rnd() % 100);
-    else if (mode >= 6)
-        ticks = (double)(ps_bench_rnd() % 60);
-    else
-        ticks = ps_bench_rnd() % 5 == 0 ? (double)(ps_bench_rnd() % 3) : 0;
-    return prev + ticks / 100;
-}
-
-/* --values cpu: the value of series i at round r, from its previous value. CPU seconds as
- * cpu_seconds(); byte counters by random amounts, packet counters by small ones; free bytes
- * drift by pages now and then. */
-static double cpu_heavy_value(uint32_t i, uint32_t r, double prev)
-{
-    uint32_t k = i % 200;
-    if (k < 128)
-        return cpu_seconds(k % 8, r, prev);
-    if (k < 176) { /* network: bytes, packets */
-        bool bytes = (k - 128) % 2 == 0;
-        if (r == 0)
-            return (double)(ps_bench_rnd() % 1000000000);
-        return prev + (double)(bytes ? ps_bench_rnd() % 200000 : ps_bench_rnd() % 150);
-    }
-    if (r == 0) /* free bytes, multiples of 4096 */
-        return (double)((ps_bench_rnd() % 100000000) * 4096);
-    return ps_bench_rnd() % 4 == 0 ? prev + (double)((int64_t)(ps_bench_rnd() % 64) - 32) * 4096 : prev;
-}
-
-/* a series' own fixed parameter (its rate): the same for every run */
-static uint64_t series_param(uint32_t i)
-{
-    uint64_t x = (uint64_t)i * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ull;
-    return x ^ (x >> 29);
-}
-
-/* an integer counter at a steady rate per scrape, +-12% noise */
-static double steady(double prev, uint64_t rate)
-{
-    if (rate == 0)
-        return prev;
-    uint64_t spread = rate / 4 + 1;
-    return prev + (double)(rate - rate / 8 + ps_bench_rnd() % spread);
-}
-
-/* --values node: as node_labels() lays the series out. */
-static double node_value(uint32_t i, uint32_t r, double prev)
-{
-    uint32_t k = i % 200;
-    uint64_t h = series_param(i);
-    if (k < 32)
-        return cpu_seconds(k % 8, r, prev);
-    if (k < 80) { /* devices eth0-eth2 busy; the others (bridges, idle links) unchanged */
-        bool bytes = (k - 32) % 2 == 0, busy = (k - 32) / 4 < 3;
-        if (r == 0)
-            return (double)(h % 1000000000);
-        uint64_t rate = bytes ? 15 * (1000 + h % 100000) : 15 * (1 + h % 80);
-        return busy ? steady(prev, rate) : prev;
-    }
-    if (k < 120) { /* mtu, up, speed; filesystem size */
-        static const double g[] = {1500, 1, 125000000};
-        return k < 116 ? g[(k - 80) % 3] : (double)((1000000 + h % 1000000) * 4096);
-    }
-    if (k < 160) { /* memory, free space: whole pages, 8 of them change at every scrape */
-        if (r == 0)
-            return (double)((h % 4000000) * 4096);
-        bool every = (k - 120) < 8;
-        if (!every && ps_bench_rnd() % 4 != 0)
-            return prev;
-        double d = (double)((int64_t)(ps_bench_rnd() % 64) - 32) * 4096;
-        return prev + d >= 0 ? prev + d : prev;
-    }
-    if (k < 190) { /* a third of the counters idle, the others at their own rate */
-        if (r == 0)
-            return (double)(h % 100000000);
-        uint64_t kind = h % 3;
-        return steady(prev, kind == 0 ? 0 : kind == 1 ? 1 + (h >> 8) % 20 : 100 + (h >> 8) % 10000);
-    }
-    return 0.0005 + ps_bench_rnd_unit() * 0.02; /* seconds, to the ns as node_exporter measures */
-}
-
-/* ms of jitter of host h's scrape in round r: Prometheus aligns a timestamp to the interval when
- * it is within 2 ms; one scrape in 20 is further off than that (a busy target or host) */
-static int64_t jitter(uint32_t host, uint32_t r)
-{
-    uint64_t x = series_param(host * 7919u + r * 104729u + 1);
-    if (x % 20 != 0)
-        return 0;
-    int64_t ms = 3 + (int64_t)((x >> 8) % 40);
-    return (x >> 16) % 2 ? ms : -ms;
-}
+/* ---- the requests: rwgen.h's generator, every body kept ---- */
 
 /* name{l="v",...} of ls, for OpenMetrics text (label values here need no escaping) */
 static char *om_series(const ps_labels_t *ls)
@@ -313,70 +87,42 @@ static char *om_series(const ps_labels_t *ls)
     return (char *)b.data;
 }
 
+static int keep_body(void *ctx, const uint8_t *body, size_t len, uint32_t shard)
+{
+    (void)ctx;
+    uint8_t *copy = ps_xmalloc(len);
+    memcpy(copy, body, len);
+    bodies[nbodies++] = (body_t){copy, len, shard};
+    total_bytes += len;
+    return 0;
+}
+
 /* om: when not NULL, every sample also goes there as OpenMetrics text (for promtool) */
 static int generate(const opts_t *o, int64_t t0, FILE *om)
 {
-    ps_arena_t a = PS_ARENA_INIT;
-    ps_remote_series_t *all = ps_arena_calloc(&a, o->series, sizeof(*all));
-    double *val = ps_xcalloc(o->series, sizeof(double));
+    ps_bench_rwgen_t g;
+    ps_bench_rwgen_init(&g, o->series, o->per_request, t0, o->values);
     char **names = ps_xcalloc(o->series, sizeof(char *));
-    for (uint32_t i = 0; i < o->series; i++) {
-        set_labels(&a, &all[i], i, o->cpu_heavy);
-        names[i] = om ? om_series(&all[i].labels) : NULL;
-    }
-    uint32_t per_round = (o->series + o->per_request - 1) / o->per_request;
-    nbodies = (size_t)per_round * o->rounds;
-    bodies = ps_xcalloc(nbodies, sizeof(*bodies));
-    ps_remote_sample_t *smp = ps_xcalloc(o->series, sizeof(*smp));
-    size_t b = 0;
-    for (uint32_t r = 0; r < o->rounds; r++) {
-        for (uint32_t i = 0; i < o->series; i++) {
-            val[i] = o->cpu_heavy ? cpu_heavy_value(i, r, val[i]) : node_value(i, r, val[i]);
-            /* each target scraped at its own offset in the interval; Prometheus (since 2.35) aligns a
-             * scrape's timestamp to the interval when it is within 2 ms of it: --values cpu has no
-             * jitter, --values node one scrape in 20 off by 3-42 ms */
-            int64_t t = t0 + (int64_t)r * 15000 + (int64_t)(i / 200 % 15000);
-            if (!o->cpu_heavy && r > 0)
-                t += jitter(i / 200, r);
-            smp[i] = (ps_remote_sample_t){t, val[i]};
-            if (om)
-                fprintf(om, "%s %.17g %lld.%03lld\n", names[i], val[i], (long long)(t / 1000), (long long)(t % 1000));
-            all[i].samples = &smp[i];
-            all[i].nsamples = 1;
-            all[i].meta = -1;
+    for (uint32_t i = 0; i < o->series && om; i++)
+        names[i] = om_series(&g.all[i].labels);
+    bodies = ps_xcalloc((size_t)g.per_round * o->rounds, sizeof(*bodies));
+    int rc = 0;
+    for (uint32_t r = 0; r < o->rounds && rc == 0; r++) {
+        rc = ps_bench_rwgen_round(&g, keep_body, NULL);
+        for (uint32_t i = 0; i < o->series && om; i++) {
+            const ps_remote_sample_t *sm = g.all[i].samples;
+            fprintf(om, "%s %.17g %lld.%03lld\n", names[i], sm->v, (long long)(sm->t_ms / 1000),
+                    (long long)(sm->t_ms % 1000));
         }
-        for (uint32_t q = 0; q < per_round; q++) {
-            uint32_t from = q * o->per_request, to = from + o->per_request;
-            if (to > o->series)
-                to = o->series;
-            ps_remote_write_t w = {0};
-            w.version = 1;
-            w.series = all + from;
-            w.nseries = to - from;
-            w.nsamples = to - from;
-            ps_buf_t out = PS_BUF_INIT;
-            ps_err_t err;
-            if (ps_remote_write_encode(&w, 1, &out, &err) != 0) {
-                fprintf(stderr, "bench_remote_write: encode: %s\n", err.msg);
-                return -1;
-            }
-            bodies[b].data = out.data;
-            bodies[b].len = out.len;
-            bodies[b].shard = q;
-            b++;
-            total_samples += to - from;
-            total_bytes += out.len;
-        }
+        total_samples += o->series;
     }
     if (om)
         fputs("# EOF\n", om);
     for (uint32_t i = 0; i < o->series; i++)
         free(names[i]);
     free(names);
-    free(smp);
-    free(val);
-    ps_arena_dispose(&a);
-    return 0;
+    ps_bench_rwgen_dispose(&g);
+    return rc;
 }
 
 /* ---- one receiver ---- */
@@ -643,8 +389,8 @@ int main(int argc, char **argv)
             snprintf(o.profstore, sizeof(o.profstore), "%s", argv[++i]);
         else if (!strcmp(a, "--keep"))
             o.keep = 1;
-        else if (!strcmp(a, "--values") && v && (!strcmp(v, "node") || !strcmp(v, "cpu")))
-            o.cpu_heavy = !strcmp(argv[++i], "cpu");
+        else if (!strcmp(a, "--values") && v && ps_bench_rw_values_parse(v) >= 0)
+            o.values = (ps_bench_rw_values_t)ps_bench_rw_values_parse(argv[++i]);
         else {
             usage();
             return 2;
@@ -675,7 +421,8 @@ int main(int argc, char **argv)
     printf("bench_remote_write: --values %s: %u series x %u rounds (15 s apart) = %llu samples in %zu requests of <= %u samples "
            "(%.1f MB of snappy bodies, %.1f bytes/sample on the wire), %u in flight; %ld CPUs shared by the "
            "servers and this generator; data in %s\n",
-           o.cpu_heavy ? "cpu" : "node", o.series, o.rounds, (unsigned long long)total_samples, nbodies, o.per_request, (double)total_bytes / 1e6,
+           ps_bench_rw_values_name(o.values), o.series, o.rounds, (unsigned long long)total_samples, nbodies,
+           o.per_request, (double)total_bytes / 1e6,
            (double)total_bytes / (double)total_samples, o.conns, ncpu, base);
     fflush(stdout);
 

@@ -63,7 +63,8 @@ else
     status=1
 fi
 
-# ---- bench_remote_write: POST /api/v1/write against Prometheus 2.42's receiver (bench/remote_write.c) ----
+# ---- bench_remote_write: POST /api/v1/write against Prometheus 2.42's receiver (bench/remote_write.c,
+# generator bench/rwgen.c; RW_ARGS="--values cpu" for the first generator's mix) ----
 RW_ARGS=${RW_ARGS:-}
 if [ "$QUICK" = 1 ]; then rw_series=2000; else rw_series=10000; fi
 echo
@@ -78,7 +79,8 @@ fi
 
 # ---- bench_promql: query_range, instant query and remote_read against Prometheus 2.42 over HTTP,
 # on the same data loaded into both through /api/v1/write (bench/promql.c) ----
-# sum by (instance) (rate(...[5m])) over 1,000 of bench_remote_write's series; full: 10,000 series
+# sum by (instance) (rate(node_cpu_seconds_total{...}[5m])) over 1,000 of the series of
+# bench_remote_write's generator (bench/rwgen.c, its default --values node mix); full: 10,000 series
 # x 24 h at 15 s (the load, some minutes, is kept in /tmp/profstore-bench-promql-*; reruns skip it);
 # QUICK=1: 2,000 series x 2 h. Prints medians, server CPU and the points that differ.
 echo
