@@ -5,6 +5,7 @@ target's address (Go's tls.Config.ServerName); without server_name verification 
 target is down with curl's reason."""
 
 import http.server
+import json
 import shutil
 import ssl
 import subprocess
@@ -97,7 +98,11 @@ def test_server_name_sets_sni_and_verification(make_server, tmp_path):
         # profiles only from the named job; both have their scrape series (up 0 for unnamed)
         st, _, body = srv.get("/api/v1/label/job/values?match[]=" + urllib.parse.quote('{__name__=~"goroutine:.*"}'))
         assert st == 200 and b'"named"' in body and b'"unnamed"' not in body
-        st, _, body = srv.get("/api/v1/label/job/values?match[]=up")
-        assert st == 200 and b'"named"' in body and b'"unnamed"' in body
+        # the scrape series go to the writer after the target's health is set: wait for their commit
+        def up_jobs():
+            st, _, body = srv.get("/api/v1/label/job/values?match[]=up")
+            assert st == 200, body
+            return body if json.loads(body)["data"] == ["named", "unnamed"] else None
+        wait_for(up_jobs, 10, "the up series of both jobs")
     finally:
         t.close()
