@@ -81,7 +81,7 @@ def compactor(srv, stop, rnd_seed):
     while not stop.is_set():
         try:
             srv.request("POST", "/api/v1/admin/compact", timeout=10)
-        except (OSError, http.client.HTTPException):
+        except (OSError, http.client.HTTPException, AttributeError):  # http.client on a socket the kill closed
             if stop.is_set() or not srv.running():
                 return
         time.sleep(rnd.uniform(0.01, 0.05))
