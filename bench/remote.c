@@ -20,64 +20,30 @@
 #include "core/labels.h"
 #include "core/mem.h"
 #include "proto/remote.h"
+#include "rwgen.h"
 #include "util.h"
 
-/* 2,000 node_exporter-like series, one sample each, at t = 1796021924802 + i ms. */
+/* 2,000 node_exporter-like series (rwgen.h's first mix, PS_BENCH_RW_CPU), one sample each, at
+ * t = 1796021924802 + i ms. The labels are copied into a, so g can go. */
 static void generate(ps_arena_t *a, ps_remote_write_t *w, uint32_t nseries)
 {
-    static const char *const modes[] = {"idle", "iowait", "irq", "nice", "softirq", "steal", "system", "user"};
-    static const char *const net[] = {"node_network_receive_bytes_total", "node_network_receive_packets_total",
-                                      "node_network_transmit_bytes_total", "node_network_transmit_packets_total"};
+    ps_bench_rwgen_t g;
+    ps_bench_rwgen_init(&g, nseries, nseries, 0, PS_BENCH_RW_CPU);
     memset(w, 0, sizeof(*w));
     w->version = 1;
     w->series = ps_arena_calloc(a, nseries, sizeof(*w->series));
     w->nseries = nseries;
     for (uint32_t i = 0; i < nseries; i++) {
         ps_remote_series_t *s = &w->series[i];
-        ps_label_pair_t *p = ps_arena_alloc(a, 7 * sizeof(*p));
-        char inst[32], v1[32], v2[32];
-        uint32_t host = i / 200, k = i % 200, n = 0;
-        snprintf(inst, sizeof(inst), "10.0.%u.%u:9100", host / 256, host % 256);
-#define PAIR(nm, val)                                                                                      \
-    do {                                                                                                   \
-        p[n].name = ps_arena_strndup(a, nm, strlen(nm));                                                   \
-        p[n].value = ps_arena_strndup(a, val, strlen(val));                                                \
-        p[n].nlen = (uint32_t)strlen(nm);                                                                  \
-        p[n].vlen = (uint32_t)strlen(val);                                                                 \
-        n++;                                                                                               \
-    } while (0)
-        if (k < 128) { /* 16 cpus x 8 modes */
-            snprintf(v1, sizeof(v1), "%u", k / 8);
-            PAIR("__name__", "node_cpu_seconds_total");
-            PAIR("cpu", v1);
-            PAIR("instance", inst);
-            PAIR("job", "node");
-            PAIR("mode", modes[k % 8]);
-        } else if (k < 176) { /* 12 devices x 4 */
-            snprintf(v1, sizeof(v1), "eth%u", (k - 128) / 4);
-            PAIR("__name__", net[(k - 128) % 4]);
-            PAIR("device", v1);
-            PAIR("instance", inst);
-            PAIR("job", "node");
-        } else { /* filesystems */
-            snprintf(v1, sizeof(v1), "/dev/nvme0n1p%u", k - 176);
-            snprintf(v2, sizeof(v2), "/srv/data%u", k - 176);
-            PAIR("__name__", "node_filesystem_avail_bytes");
-            PAIR("device", v1);
-            PAIR("fstype", "ext4");
-            PAIR("instance", inst);
-            PAIR("job", "node");
-            PAIR("mountpoint", v2);
+        const ps_labels_t *gl = &g.all[i].labels;
+        ps_label_pair_t *p = ps_arena_alloc(a, gl->n * sizeof(*p));
+        for (uint32_t k = 0; k < gl->n; k++) {
+            p[k].name = ps_arena_strndup(a, gl->pairs[k].name, gl->pairs[k].nlen);
+            p[k].value = ps_arena_strndup(a, gl->pairs[k].value, gl->pairs[k].vlen);
+            p[k].nlen = gl->pairs[k].nlen;
+            p[k].vlen = gl->pairs[k].vlen;
         }
-#undef PAIR
-        p[n].name = "replica";
-        p[n].value = "bench";
-        p[n].nlen = 7;
-        p[n].vlen = 5;
-        n++;
-        ps_labels_t ls = {n, p, 0};
-        ps_labels_normalize(&ls, NULL);
-        s->labels = ls;
+        s->labels = (ps_labels_t){gl->n, p, 0};
         s->samples = ps_arena_alloc(a, sizeof(*s->samples));
         s->samples[0].t_ms = 1796021924802LL + i;
         s->samples[0].v = (double)(i * 7919 % 100000) * 1.25;
@@ -85,6 +51,7 @@ static void generate(ps_arena_t *a, ps_remote_write_t *w, uint32_t nseries)
         s->meta = -1;
         w->nsamples++;
     }
+    ps_bench_rwgen_dispose(&g);
 }
 
 static int bench_body(const char *name, const uint8_t *body, size_t n, int version, uint64_t rounds)
