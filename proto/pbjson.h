@@ -1,0 +1,43 @@
+/*
+ * pbjson.h - (private to proto/) the two codecs of a Connect body for any protobuf-c message:
+ * binary protobuf with an allocation budget, and protojson (the canonical JSON mapping, as
+ * connect-go's JSON codec writes and reads it). Used by the Pyroscope codecs (push.c, querier.c)
+ * so that each message is described once, by its .proto file.
+ *
+ * protojson rules (APIS.md §4.3):
+ *  - field names: the lowerCamelCase JSON name (sample_type -> sampleType, profile_typeID ->
+ *    profileTypeID, ID -> ID) is written; both it and the original proto name are read;
+ *  - int64/uint64/fixed64 are written as JSON strings, read from strings or numbers; 32-bit
+ *    integers as numbers; double/float as numbers, with "NaN", "Infinity", "-Infinity" strings;
+ *  - bytes as standard base64 (padded), read from standard or URL-safe base64, padded or not;
+ *  - enums written by their value name, read by name or number;
+ *  - proto3 defaults (0, "", false, empty repeated, absent message) are not written; proto3
+ *    `optional` fields are written when present; `null` reads as the default;
+ *  - unknown fields are ignored (connect-go discards unknown fields); a wrong JSON type for a
+ *    known field is an error naming the field path ("series[0].labels[2].name: ...").
+ */
+#ifndef PS_PROTO_PBJSON_H
+#define PS_PROTO_PBJSON_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stddef.h>
+
+#include "core/err.h"
+#include "core/json.h"
+#include "core/mem.h"
+
+typedef enum { PS_PB_BINARY = 0, PS_PB_JSON = 1 } ps_pb_codec_t;
+
+/**
+ * Decodes data (n bytes, binary or JSON by codec) into a new message of descriptor d, every
+ * allocation from arena and counted against budget bytes (past it: PS_ETOOBIG). Malformed input
+ * is PS_EINVAL with a message that says what and where ("protobuf: ..." or "json: line L
+ * column C: ..." / "json: <field path>: ...").
+ */
+int ps_pb_decode(ps_pb_codec_t codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d,
+                 ps_arena_t *arena, size_t budget, ProtobufCMessage **out, ps_err_t *err);
+
+/** Encodes m with codec, appending to out (JSON: one object, no trailing newline). */
+void ps_pb_encode(ps_pb_codec_t codec, const ProtobufCMessage *m, ps_buf_t *out);
+
+#endif

@@ -1,0 +1,83 @@
+/*
+ * connect.h - the Connect protocol, unary calls over HTTP/1.1 (APIS.md §4.3), for the Pyroscope
+ * services (push.v1.PusherService, querier.v1.QuerierService):
+ *
+ *  - POST /<package>.<Service>/<Method>; the body is the bare message (no gRPC framing);
+ *  - Content-Type application/proto (binary) or application/json[; charset=utf-8] (protojson);
+ *    anything else is 415 with Connect error JSON; the answer uses the request's codec;
+ *  - Content-Encoding: gzip request bodies are inflated with a bound (gzip bombs: 413
+ *    resource_exhausted); identity is the default; any other encoding is unimplemented;
+ *  - Accept-Encoding: gzip → answers over 1 KiB are gzipped with Content-Encoding: gzip;
+ *  - Connect-Timeout-Ms sets a deadline handlers may check; Connect-Protocol-Version: 1 accepted,
+ *    any other value is invalid_argument;
+ *  - errors: non-200 status, Content-Type application/json, {"code":"...","message":"..."} with
+ *    connect-go's code → status table; an unknown method of a known service and an unknown
+ *    service under a Connect-shaped path are "unimplemented" (501), never a 404 page.
+ *
+ * The method table is in connect.c; a method's handler is one of web/api_*.c and only
+ * translates: decode c->body with a proto/ codec, call a room, answer with ps_connect_reply.
+ */
+#ifndef PS_WEB_CONNECT_H
+#define PS_WEB_CONNECT_H
+
+#include <h2o.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/mem.h"
+#include "server.h"
+
+/** Connect's error codes (connect-go's names, in its order). */
+typedef enum {
+    PS_CONNECT_CANCELED = 1,
+    PS_CONNECT_UNKNOWN,
+    PS_CONNECT_INVALID_ARGUMENT,
+    PS_CONNECT_DEADLINE_EXCEEDED,
+    PS_CONNECT_NOT_FOUND,
+    PS_CONNECT_ALREADY_EXISTS,
+    PS_CONNECT_PERMISSION_DENIED,
+    PS_CONNECT_RESOURCE_EXHAUSTED,
+    PS_CONNECT_FAILED_PRECONDITION,
+    PS_CONNECT_ABORTED,
+    PS_CONNECT_OUT_OF_RANGE,
+    PS_CONNECT_UNIMPLEMENTED,
+    PS_CONNECT_INTERNAL,
+    PS_CONNECT_UNAVAILABLE,
+    PS_CONNECT_DATA_LOSS,
+    PS_CONNECT_UNAUTHENTICATED,
+} ps_connect_code_t;
+
+/** Mirrors ps_pb_codec_t (proto/): 0 binary protobuf, 1 protojson. */
+enum { PS_CONNECT_PROTO = 0, PS_CONNECT_JSON = 1 };
+
+typedef struct ps_connect_call {
+    h2o_req_t *req;
+    ps_server_t *srv;
+    int codec;              /* PS_CONNECT_PROTO or PS_CONNECT_JSON */
+    bool gzip_ok;           /* the client accepts a gzipped answer */
+    const uint8_t *body;    /* the request message, inflated (from arena) */
+    size_t body_len;
+    int64_t deadline_ns;    /* CLOCK_MONOTONIC deadline from Connect-Timeout-Ms; 0 = none */
+    ps_arena_t *arena;      /* lives until the call is answered (ps_connect_reply/_error) */
+} ps_connect_call_t;
+
+/** A method's handler: answers c (now, or later from the request's loop thread) with
+ *  ps_connect_reply or ps_connect_error. Returns 0. */
+typedef int (*ps_connect_fn)(ps_connect_call_t *c);
+
+/** The route for every Connect path (routes.c sends /<pkg>.<Service>/<Method> here). */
+int ps_api_connect(h2o_req_t *req);
+
+/** Answers 200 with an encoded message (in c's codec), gzipped when worth it and accepted;
+ *  releases c. */
+void ps_connect_reply(ps_connect_call_t *c, const void *msg, size_t len);
+/** Answers a Connect error; releases c. */
+void ps_connect_error(ps_connect_call_t *c, ps_connect_code_t code, const char *msg);
+/** The Connect code for a profstore error code (PS_EINVAL → invalid_argument, PS_ETOOBIG →
+ *  resource_exhausted, PS_EUNAVAIL → unavailable, PS_ENOSPACE → resource_exhausted, ...). */
+ps_connect_code_t ps_connect_code_of(int ps_code);
+/** Answers an error before a call exists (e.g. from routes.c). */
+void ps_connect_error_req(h2o_req_t *req, ps_connect_code_t code, const char *msg);
+
+#endif
