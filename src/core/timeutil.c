@@ -101,6 +101,17 @@ static int digits(const char *s, size_t n, size_t *i, int count, int *out)
     return 0;
 }
 
+/* days since 1970-01-01 of a civil date (Howard Hinnant's algorithm) */
+static int64_t days_from_civil(int Y, int M, int D)
+{
+    int y = Y - (M <= 2);
+    int era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (unsigned)(M + (M > 2 ? -3 : 9)) + 2) / 5 + (unsigned)D - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return (int64_t)era * 146097 + (int64_t)doe - 719468;
+}
+
 int ps_parse_time(const char *s, size_t n, int64_t *ns, ps_err_t *err)
 {
     if (parse_float_seconds(s, n, ns) == 0)
@@ -142,14 +153,7 @@ int ps_parse_time(const char *s, size_t n, int64_t *ns, ps_err_t *err)
     }
     if (i != n || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
         goto Bad;
-    /* days from civil (Howard Hinnant) */
-    int y = Y - (M <= 2);
-    int era = (y >= 0 ? y : y - 399) / 400;
-    unsigned yoe = (unsigned)(y - era * 400);
-    unsigned doy = (153 * (unsigned)(M + (M > 2 ? -3 : 9)) + 2) / 5 + (unsigned)D - 1;
-    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    int64_t days = (int64_t)era * 146097 + (int64_t)doe - 719468;
-    int64_t secs = days * 86400 + h * 3600 + m * 60 + sec - offset;
+    int64_t secs = days_from_civil(Y, M, D) * 86400 + h * 3600 + m * 60 + sec - offset;
     *ns = secs * PS_NS_PER_S + frac;
     return 0;
 Bad:
@@ -212,4 +216,105 @@ void ps_format_duration(int64_t ns, char *buf, size_t size)
             ns %= units[k].ns;
         }
     }
+}
+
+/* Pyroscope's offset units, by prefix as attime.go tests them (order matters: "mon" before "m") */
+static int64_t attime_unit(const char *u, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (u[0] == 's')
+        return 1;
+    if ((n >= 3 && memcmp(u, "mon", 3) == 0) || u[0] == 'M')
+        return 86400 * 30;
+    if (u[0] == 'm')
+        return 60;
+    if (u[0] == 'h')
+        return 3600;
+    if (u[0] == 'd')
+        return 86400;
+    if (u[0] == 'w')
+        return 86400 * 7;
+    if (u[0] == 'y')
+        return 86400 * 365;
+    return 0;
+}
+
+#define ATTIME_MAX 64
+
+int ps_attime_parse(const char *in, size_t n, int64_t now_ns, int64_t *out, ps_err_t *err)
+{
+    char s[ATTIME_MAX + 1];
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = in[i];
+        if (c == '_' || c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r')
+            continue;
+        if (len == ATTIME_MAX)
+            return ps_err_set(err, PS_EINVAL, "time \"%.*s...\" is too long", 32, in);
+        s[len++] = c;
+    }
+    s[len] = 0;
+    if (len == 0)
+        return ps_err_set(err, PS_EINVAL, "empty time (want unix seconds, ms, us or ns, YYYYMMDD, or now-1h)");
+    size_t nd = 0;
+    while (nd < len && s[nd] >= '0' && s[nd] <= '9')
+        nd++;
+    if (nd == len) {
+        if (len == 8) {
+            int Y = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0');
+            int M = (s[4] - '0') * 10 + (s[5] - '0'), D = (s[6] - '0') * 10 + (s[7] - '0');
+            if (Y > 1900 && M >= 1 && M <= 12 && D >= 1 && D <= 31) {
+                *out = days_from_civil(Y, M, D) * 86400 * PS_NS_PER_S;
+                return 0;
+            }
+        }
+        if (len > 19)
+            return ps_err_set(err, PS_EINVAL, "time \"%s\" has %zu digits (at most 19: unix ns)", s, len);
+        uint64_t v = 0;
+        for (size_t i = 0; i < len; i++)
+            v = v * 10 + (uint64_t)(s[i] - '0');
+        if (v > (uint64_t)INT64_MAX)
+            return ps_err_set(err, PS_EINVAL, "time \"%s\" is out of range", s);
+        int64_t mul = len == 13 ? 1000000 : len == 16 ? 1000 : len == 19 ? 1 : PS_NS_PER_S;
+        if (mul > 1 && (int64_t)v > INT64_MAX / mul)
+            return ps_err_set(err, PS_EINVAL, "time \"%s\" is out of range", s);
+        *out = (int64_t)v * mul;
+        return 0;
+    }
+    /* reference ("now" or nothing) and an offset: now-1h, now-1h30m, -15m, now+1d */
+    size_t i = 0;
+    if (len >= 3 && memcmp(s, "now", 3) == 0)
+        i = 3;
+    if (i == len) {
+        *out = now_ns;
+        return 0;
+    }
+    if (s[i] != '-' && s[i] != '+')
+        return ps_err_set(err, PS_EINVAL, "cannot parse time \"%s\" (want unix seconds, ms, us or ns, YYYYMMDD, "
+                                          "or now-1h)", s);
+    int sign = s[i++] == '-' ? -1 : 1;
+    if (i == len)
+        return ps_err_set(err, PS_EINVAL, "time \"%s\": an offset after '%c' is missing", s, sign < 0 ? '-' : '+');
+    int64_t secs = 0;
+    while (i < len) {
+        size_t d0 = i;
+        int64_t num = 0;
+        while (i < len && s[i] >= '0' && s[i] <= '9' && num < 1000000000)
+            num = num * 10 + (s[i++] - '0');
+        if (i == d0 || (i < len && s[i] >= '0' && s[i] <= '9'))
+            return ps_err_set(err, PS_EINVAL, "time \"%s\": want a number at offset %zu", s, d0);
+        size_t u0 = i;
+        while (i < len && !(s[i] >= '0' && s[i] <= '9'))
+            i++;
+        int64_t mul = attime_unit(s + u0, i - u0);
+        if (mul == 0)
+            return ps_err_set(err, PS_EINVAL, "time \"%s\": unknown unit \"%.*s\" (s, m/min, h, d, w, M/mon, y)", s,
+                              (int)(i - u0), s + u0);
+        secs += num * mul;
+        if (secs > 1000ll * 365 * 86400)
+            return ps_err_set(err, PS_EINVAL, "time \"%s\": the offset is out of range", s);
+    }
+    *out = now_ns + sign * secs * PS_NS_PER_S;
+    return 0;
 }

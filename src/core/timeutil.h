@@ -22,6 +22,15 @@ int64_t ps_time_mono(void);
 int ps_parse_duration(const char *s, size_t n, int allow_float, int64_t *ns, ps_err_t *err);
 /** Parses a unix time in (float) seconds or RFC3339 with optional fraction and zone. */
 int ps_parse_time(const char *s, size_t n, int64_t *ns, ps_err_t *err);
+/**
+ * Parses a time as Pyroscope's attime does (its /ingest from/until and query API from/until):
+ * "_", "," and blanks are dropped; all digits: 8 of them a valid YYYYMMDD (UTC midnight), else by
+ * count 13 ms, 16 us, 19 ns, any other count seconds; otherwise an optional "now" and an offset
+ * of <number><unit>... after '-' or '+' (units by prefix: s, m/min, h, d, w, M/mon = 30 d,
+ * y = 365 d), relative to now_ns. Pyroscope takes anything else as now; here it is PS_EINVAL
+ * with a message that names the part that is wrong.
+ */
+int ps_attime_parse(const char *s, size_t n, int64_t now_ns, int64_t *out_ns, ps_err_t *err);
 /** Formats ns as RFC3339Nano UTC ("2026-11-30T07:06:04.123456789Z") into buf (>= 40 bytes). */
 void ps_format_time(int64_t ns, char *buf, size_t size);
 /** The same as Go's time.RFC3339Nano writes it: the fraction without its trailing zeros, none when

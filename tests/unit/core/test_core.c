@@ -451,6 +451,53 @@ static void test_durations_and_times(void **state)
     }
 }
 
+/* Pyroscope's attime: digit counts, YYYYMMDD, now-offsets; garbage is an error here */
+static void test_attime(void **state)
+{
+    (void)state;
+    const int64_t now = 1796022364ll * PS_NS_PER_S + 123;
+    static const struct {
+        const char *in;
+        int64_t want;
+    } ok[] = {
+        {"1796022364", 1796022364ll * PS_NS_PER_S},
+        {"1796022364647", 1796022364647ll * 1000000},
+        {"1796022364647123", 1796022364647123ll * 1000},
+        {"1796022364647123456", 1796022364647123456ll},
+        {"20261130", 1795996800ll * PS_NS_PER_S}, /* 2026-11-30T00:00:00Z */
+        {"20261340", 20261340ll * PS_NS_PER_S},   /* month 13: not a date, so seconds */
+        {"now", now},
+        {"now-1h", now - 3600 * PS_NS_PER_S},
+        {"now-1h30m", now - 5400 * PS_NS_PER_S},
+        {"-15min", now - 900 * PS_NS_PER_S},
+        {"now+1d", now + 86400 * PS_NS_PER_S},
+        {"now-2mon", now - 2 * 30 * 86400 * PS_NS_PER_S},
+        {"now-1M", now - 30 * 86400 * PS_NS_PER_S},
+        {"now-1w", now - 7 * 86400 * PS_NS_PER_S},
+        {"now-1y", now - 365 * 86400 * PS_NS_PER_S},
+        {" now - 5s ", now - 5 * PS_NS_PER_S},
+        {"1_796_022_364", 1796022364ll * PS_NS_PER_S},
+    };
+    ps_err_t err;
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        int64_t v = 0;
+        int rc = ps_attime_parse(ok[i].in, strlen(ok[i].in), now, &v, &err);
+        if (rc != 0)
+            fail_msg("%s: %s", ok[i].in, err.msg);
+        if (v != ok[i].want)
+            fail_msg("%s: got %lld, want %lld", ok[i].in, (long long)v, (long long)ok[i].want);
+    }
+    static const char *const bad[] = {"", "yesterday", "now-", "now-1x", "now-h", "17960223641234567890",
+                                      "99999999999999999999", "now-99999999999y", "2026-11-30"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int64_t v = 0;
+        if (ps_attime_parse(bad[i], strlen(bad[i]), now, &v, &err) != PS_EINVAL)
+            fail_msg("%s: accepted as %lld", bad[i], (long long)v);
+    }
+    assert_int_equal(ps_attime_parse("now-1x", 6, now, &(int64_t){0}, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "time \"now-1x\": unknown unit \"x\" (s, m/min, h, d, w, M/mon, y)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -460,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_labels_edit),
         cmocka_unit_test(test_durations_and_times),
+        cmocka_unit_test(test_attime),
         cmocka_unit_test(test_json_writer),
         cmocka_unit_test(test_label_value_escape),
         cmocka_unit_test(test_ts_ms),
