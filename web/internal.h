@@ -88,6 +88,11 @@ int ps_api_profile_types(h2o_req_t *req);
 int ps_api_profile_query(h2o_req_t *req);
 int ps_api_profile_diff(h2o_req_t *req);
 int ps_api_debug_profile(h2o_req_t *req);
+/* api_pyroscope_query.c: Pyroscope's HTTP query API */
+int ps_api_pyroscope_render(h2o_req_t *req);
+int ps_api_pyroscope_render_diff(h2o_req_t *req);
+int ps_api_pyroscope_label_values(h2o_req_t *req);
+int ps_api_pyroscope_labels(h2o_req_t *req);
 
 #define PS_VERSION "0.1.0"
 #include "ps_revision.h" /* generated at every build: PS_REVISION, PS_BRANCH, PS_BUILD_USER, PS_BUILD_DATE */

@@ -42,6 +42,10 @@ static const route_t routes[] = {
     {"/api/v1/admin/retention", M_POST, ps_api_admin_retention},
     {"/api/v1/debug/series", M_GET, ps_api_debug_series},
     {"/api/v1/debug/profile", M_GET, ps_api_debug_profile},
+    {"/pyroscope/render", M_GET, ps_api_pyroscope_render},
+    {"/pyroscope/render-diff", M_GET, ps_api_pyroscope_render_diff},
+    {"/pyroscope/label-values", M_GET, ps_api_pyroscope_label_values},
+    {"/pyroscope/labels", M_GET, ps_api_pyroscope_labels},
 };
 
 static unsigned method_bit(h2o_iovec_t m)

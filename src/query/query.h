@@ -146,4 +146,57 @@ typedef struct ps_qseries {
     ps_point_t *points;
 } ps_qseries_t;
 
+/* ---- Pyroscope's HTTP query API (/pyroscope/render, /render-diff, /labels, /label-values) ---- */
+
+/**
+ * Resolves the profile type of a Pyroscope query (`<profile type id>{selector}`), the selector's
+ * __name__="..." matcher, to the id to select, and rewrites that matcher to it:
+ *  - a stored id is taken verbatim (profstore's name:type:unit:ptype:punit[:delta]);
+ *  - Pyroscope's 5-part id when only <id>:delta is stored selects <id>:delta (Pyroscope's ids have
+ *    no delta flag; profstore keeps cumulative and delta series apart);
+ *  - an id never stored is kept (the selection then says "unknown profile type").
+ * Errors (PS_EINVAL, messages naming param): no __name__ (Pyroscope: "must contain a profile-type
+ * selection"), a __name__ matcher that is not "=", more than one, a name that is not 5 or 6
+ * colon-separated parts ending in :delta when 6; a name without colons (the legacy app-name form
+ * `myapp.cpu{}`) says it is not supported and how to select the app by its label.
+ * *type gets the id selected (from arena).
+ */
+int ps_query_pyro_type(ps_reader_t *r, ps_selector_t *sel, const char *param, ps_arena_t *arena, const char **type,
+                       ps_err_t *err);
+
+/** Pyroscope's timeline step for a query range (timeline.CalcPointInterval): the range / 1500
+ *  rounded as Grafana's intervalv2 rounds it, at least 15 s. In seconds (>= 15). */
+int64_t ps_pyro_timeline_step(int64_t from_ms, int64_t until_ms);
+
+/** A timeline: samples[k] = the profiles of step k, the step ending at from + k * step. */
+typedef struct ps_pyro_timeline {
+    int64_t start_s, step_s; /* from_ms / 1000; ps_pyro_timeline_step */
+    uint32_t n;              /* (until_ms / 1000 - from_ms / 1000) / step_s */
+    uint64_t *samples;
+} ps_pyro_timeline_t;
+
+/**
+ * The timeline of the series s over [from_ms, until_ms], as Pyroscope's SelectSeries + timeline.New
+ * build it: a profile at t ms (its ns time / 1e6) belongs to step k = ceil((t - from) / step), so
+ * step k holds (from + (k-1)*step, from + k*step] and step 0 just t = from; steps k >= n are left
+ * out (Pyroscope drops points at or after until). samples[k] = the sum of the profiles' totals
+ * (sum of values), or with avg their mean (truncated), 0 for a step without profiles. Totals
+ * come from the chunk totals column (no stack is read).
+ */
+int ps_query_pyro_timeline(ps_reader_t *r, const ps_series_set_t *s, int64_t from_ms, int64_t until_ms, bool avg,
+                           ps_arena_t *arena, ps_pyro_timeline_t *out, ps_err_t *err);
+
+/** The value of label name shared by every series of s, or NULL (none, or they differ). */
+const char *ps_query_common_label(const ps_series_set_t *s, const char *name);
+
+/**
+ * Label names (name == NULL) or the values of name, of the profile series matching sel (NULL: every
+ * profile series; float series from remote_write are never listed) with data in [start, end]
+ * (INT64_MIN, INT64_MAX: any). The values of __name__ are profile type ids in Pyroscope's 5-part
+ * form (a :delta suffix dropped, duplicates merged), what Pyroscope's /label-values?label=__name__
+ * lists. Ascending, without duplicates.
+ */
+int ps_query_pyro_labels(ps_reader_t *r, const char *name, ps_selector_t *sel, int64_t start, int64_t end,
+                         uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err);
+
 #endif

@@ -74,5 +74,44 @@ void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t 
  *  pprof prints the percentages' absolute values; here they keep the sign of flat and cum. */
 void ps_render_top_diff(const ps_profile_t *p, uint32_t vi, uint32_t limit, int64_t base_total, ps_buf_t *out);
 
+/* ---- Pyroscope's flamebearer (its /pyroscope/render and /render-diff answers) ---- */
+
+/** The metadata of a flamebearer profile (Pyroscope's FlamebearerMetadataV1). */
+typedef struct ps_fb_meta {
+    const char *spy_name; /* "" when unknown */
+    uint32_t sample_rate;
+    const char *units;
+    const char *name;
+} ps_fb_meta_t;
+
+/** A timeline: samples[i] covers the step that ends at start_time + i * duration_delta (seconds). */
+typedef struct ps_fb_timeline {
+    int64_t start_time;     /* unix seconds */
+    int64_t duration_delta; /* seconds */
+    uint32_t n;
+    const uint64_t *samples;
+} ps_fb_timeline_t;
+
+/**
+ * The metadata Pyroscope's ExportToFlamebearer gives a profile type's sample type and unit:
+ * units = the sample unit, except "objects" for the sample types inuse_objects, alloc_objects,
+ * goroutine and samples, and "samples" for cpu; sample_rate = 1000000000 for cpu, else 100;
+ * name = the sample type; spy_name = spy ("" if NULL). The strings are borrowed.
+ */
+void ps_flamebearer_meta(const char *sample_type, const char *sample_unit, const char *spy, ps_fb_meta_t *out);
+
+/**
+ * Pyroscope's FlamebearerProfile JSON, field for field in the order Go's encoding/json writes it
+ * (a newline at the end, as json.Encoder):
+ *   {"version":1,"flamebearer":{"names":[..],"levels":[[..],..],"numTicks":N,"maxSelf":N},
+ *    "metadata":{"format":"single"|"double","spyName":..,"sampleRate":N,"units":..,"name":..},
+ *    "timeline":{"startTime":S,"samples":[..],"durationDelta":D,"watermarks":null}|null,
+ *    "groups":null,"heatmap":null[,"leftTicks":N,"rightTicks":N]}
+ * The flame graph is fg as ps_flamegraph_build made it (names[0] "total", delta-encoded 4-int
+ * nodes, 7 for a diff); numTicks = fg->total (a diff: left + right ticks); format "double" and
+ * leftTicks/rightTicks for a diff (each left out when 0, as Go's omitempty). tl NULL: null.
+ */
+void ps_flamebearer_json(const ps_flamegraph_t *fg, const ps_fb_meta_t *meta, const ps_fb_timeline_t *tl,
+                         ps_buf_t *out);
 
 #endif

@@ -1,0 +1,262 @@
+/*
+ * pyroscope.c - what Pyroscope's HTTP query API needs beyond the profile selections of query.c:
+ * its query's profile type id resolved to a stored one, its timeline (step rule of
+ * pkg/querier/timeline/calculator.go, steps as pkg/querier rangeSeries + timeline.New fill
+ * them), and label names and values of profile series (see query.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "query.h"
+
+/* ---- the profile type of a query ---- */
+
+static int on_any(void *ctx, uint64_t sid)
+{
+    (void)sid;
+    *(int *)ctx = 1;
+    return 1;
+}
+
+/* 1 if some series is named id, 0 if none, or an error. */
+static int type_stored(ps_reader_t *r, const char *id, size_t n, ps_err_t *err)
+{
+    int found = 0;
+    int ret = ps_reader_postings(r, "__name__", 8, id, n, on_any, &found, err);
+    return ret < 0 ? ret : found;
+}
+
+static int not_a_type(const char *param, const char *v, ps_err_t *err)
+{
+    const char *dot = strrchr(v, '.');
+    if (strchr(v, ':') == NULL && dot != NULL && dot != v)
+        return ps_err_set(err, PS_EINVAL,
+                          "invalid parameter \"%s\": \"%.128s\" is the legacy <app>.<type> form, which is not "
+                          "supported: give a profile type id and select the app by its label, e.g. "
+                          "process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name=\"%.*s\"}",
+                          param, v, (int)(dot - v > 64 ? 64 : dot - v), v);
+    return ps_err_set(err, PS_EINVAL,
+                      "invalid parameter \"%s\": \"%.128s\" is not a profile type id: expected "
+                      "<name>:<sample-type>:<sample-unit>:<period-type>:<period-unit>[:delta], e.g. "
+                      "process_cpu:cpu:nanoseconds:cpu:nanoseconds",
+                      param, v);
+}
+
+int ps_query_pyro_type(ps_reader_t *r, ps_selector_t *sel, const char *param, ps_arena_t *arena, const char **type,
+                       ps_err_t *err)
+{
+    ps_matcher_t *m = NULL;
+    for (uint32_t i = 0; i < sel->n; i++) {
+        if (strcmp(sel->m[i].name, "__name__") != 0)
+            continue;
+        if (m != NULL)
+            return ps_err_set(err, PS_EINVAL, "invalid parameter \"%s\": more than one profile-type selection", param);
+        m = &sel->m[i];
+    }
+    if (m == NULL)
+        return ps_err_set(err, PS_EINVAL,
+                          "invalid parameter \"%s\": the query must contain a profile-type selection, e.g. "
+                          "process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name=\"app\"}",
+                          param);
+    if (m->op != PS_MATCH_EQ)
+        return ps_err_set(err, PS_EINVAL,
+                          "invalid parameter \"%s\": the profile type must be selected with \"=\" (its id before the "
+                          "braces), not a negation or a regex",
+                          param);
+    const char *parts[6];
+    if (ps_profile_type_parts(m->value, arena, parts) != 0)
+        return not_a_type(param, m->value, err);
+    int ret = type_stored(r, m->value, m->vlen, err);
+    if (ret < 0)
+        return ret;
+    if (ret == 0 && parts[5] == NULL) {
+        char *d = ps_arena_alloc(arena, m->vlen + 7);
+        memcpy(d, m->value, m->vlen);
+        memcpy(d + m->vlen, ":delta", 7);
+        if ((ret = type_stored(r, d, m->vlen + 6, err)) < 0)
+            return ret;
+        if (ret) {
+            m->value = d;
+            m->vlen += 6;
+        }
+    }
+    *type = m->value;
+    return 0;
+}
+
+/* ---- timeline ---- */
+
+/* Grafana's intervalv2 roundInterval, as Pyroscope's calculator.go has it: the first
+ * {limit, step} with interval <= limit (ms), else 30 d under 6 w, else 1 y. */
+static int64_t round_interval_ms(int64_t ns)
+{
+    static const int64_t table[][2] = {
+        {10, 1},
+        {15, 10},
+        {35, 20},
+        {75, 50},
+        {150, 100},
+        {350, 200},
+        {750, 500},
+        {1500, 1000},
+        {3500, 2000},
+        {7500, 5000},
+        {12500, 10000},
+        {17500, 15000},
+        {25000, 20000},
+        {45000, 30000},
+        {90000, 60000},
+        {210000, 120000},
+        {450000, 300000},
+        {750000, 600000},
+        {1050000, 900000},
+        {1500000, 1200000},
+        {2700000, 1800000},
+        {5400000, 3600000},
+        {9000000, 7200000},
+        {16200000, 10800000},
+        {32400000, 21600000},
+        {86400000, 43200000},
+        {172800000, 86400000},
+        {604800000, 86400000},
+        {1814400000, 604800000},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (ns <= table[i][0] * 1000000)
+            return table[i][1];
+    return ns < 3628800000ll * 1000000 ? 2592000000ll : 31536000000ll;
+}
+
+int64_t ps_pyro_timeline_step(int64_t from_ms, int64_t until_ms)
+{
+    /* (until - from) in ns / 1500 (resolution), in integers without overflow: d ms * 2000 / 3 */
+    int64_t d = until_ms > from_ms ? until_ms - from_ms : 0;
+    if (d > 1000000000000000ll) /* 31,700 years: a year step long before */
+        d = 1000000000000000ll;
+    int64_t ns = d / 3 * 2000 + d % 3 * 2000 / 3;
+    if (ns < 15 * 1000000000ll)
+        return 15;
+    return round_interval_ms(ns) / 1000;
+}
+
+typedef struct tl_ctx {
+    int64_t from_ms, step_ms;
+    uint32_t n;
+    double *sum;
+    uint64_t *count;
+} tl_ctx_t;
+
+static int on_profile(void *ctx, const ps_stored_profile_t *p)
+{
+    tl_ctx_t *c = ctx;
+    int64_t t = p->ts / 1000000, d = t - c->from_ms;
+    if (d < 0)
+        return 0;
+    int64_t k = (d + c->step_ms - 1) / c->step_ms;
+    if (k < (int64_t)c->n) {
+        c->sum[k] += (double)p->total;
+        c->count[k]++;
+    }
+    return 0;
+}
+
+int ps_query_pyro_timeline(ps_reader_t *r, const ps_series_set_t *s, int64_t from_ms, int64_t until_ms, bool avg,
+                           ps_arena_t *arena, ps_pyro_timeline_t *out, ps_err_t *err)
+{
+    memset(out, 0, sizeof(*out));
+    out->start_s = from_ms / 1000;
+    out->step_s = ps_pyro_timeline_step(from_ms, until_ms);
+    if (until_ms > from_ms)
+        out->n = (uint32_t)((until_ms / 1000 - from_ms / 1000) / out->step_s);
+    out->samples = ps_arena_calloc(arena, out->n ? out->n : 1, sizeof(uint64_t));
+    if (out->n == 0)
+        return 0;
+    tl_ctx_t c = {from_ms, out->step_s * 1000, out->n, ps_arena_calloc(arena, out->n, sizeof(double)),
+                  ps_arena_calloc(arena, out->n, sizeof(uint64_t))};
+    for (uint32_t i = 0; i < s->n; i++) {
+        int ret = ps_reader_profiles(r, s->sids[i], from_ms * 1000000, until_ms * 1000000, true, on_profile, &c, err);
+        if (ret)
+            return ret;
+    }
+    for (uint32_t k = 0; k < out->n; k++) {
+        double v = avg && c.count[k] ? c.sum[k] / (double)c.count[k] : c.sum[k];
+        out->samples[k] = v > 0 ? (uint64_t)v : 0;
+    }
+    return 0;
+}
+
+const char *ps_query_common_label(const ps_series_set_t *s, const char *name)
+{
+    const char *v = NULL;
+    for (uint32_t i = 0; i < s->n; i++) {
+        const char *x = ps_labels_value(&s->labels[i], name);
+        if (x == NULL || x[0] == '\0' || (v != NULL && strcmp(v, x) != 0))
+            return NULL;
+        v = x;
+    }
+    return v;
+}
+
+/* ---- label names and values ---- */
+
+#define PROFILE_SERIES "{__name__=~\"[^:]+:[^:]+:[^:]+:[^:]+:[^:]+(:delta)?\"}"
+
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Profile type ids in Pyroscope's form: valid ids only, :delta dropped, sorted, unique. */
+static void pyroscope_ids(ps_strlist_t *l, ps_arena_t *arena)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < l->n; i++) {
+        const char *parts[6];
+        if (ps_profile_type_parts(l->v[i], arena, parts) != 0)
+            continue;
+        size_t n = strlen(l->v[i]);
+        l->v[k++] = parts[5] ? ps_arena_strndup(arena, l->v[i], n - 6) : l->v[i];
+    }
+    if (k > 1)
+        qsort(l->v, k, sizeof(char *), cmp_cstr);
+    uint32_t u = 0;
+    for (uint32_t i = 0; i < k; i++)
+        if (u == 0 || strcmp(l->v[u - 1], l->v[i]) != 0)
+            l->v[u++] = l->v[i];
+    l->n = u;
+}
+
+/* Whether sel has a __name__ matcher. */
+static bool has_name(const ps_selector_t *sel)
+{
+    for (uint32_t i = 0; i < sel->n; i++)
+        if (strcmp(sel->m[i].name, "__name__") == 0)
+            return true;
+    return false;
+}
+
+int ps_query_pyro_labels(ps_reader_t *r, const char *name, ps_selector_t *sel, int64_t start, int64_t end,
+                         uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
+{
+    ps_selector_t all, both;
+    int ret = ps_selector_parse(PROFILE_SERIES, strlen(PROFILE_SERIES), arena, &all, err);
+    if (ret)
+        return ret;
+    if (sel == NULL) {
+        /* every profile series: as many as the store holds, so no series limit */
+        ret = ps_query_labels(r, name, &all, 1, start, end, UINT32_MAX, arena, out, err);
+    } else if (has_name(sel)) {
+        ret = ps_query_labels(r, name, sel, 1, start, end, max_series, arena, out, err);
+    } else {
+        /* sel's matchers and "a profile type id" (all's matcher, owned by all) */
+        both.n = sel->n + 1;
+        both.m = ps_arena_alloc(arena, both.n * sizeof(ps_matcher_t));
+        memcpy(both.m, sel->m, sel->n * sizeof(ps_matcher_t));
+        both.m[sel->n] = all.m[0];
+        ret = ps_query_labels(r, name, &both, 1, start, end, max_series, arena, out, err);
+    }
+    ps_selector_dispose(&all);
+    if (ret == 0 && name != NULL && strcmp(name, "__name__") == 0)
+        pyroscope_ids(out, arena);
+    return ret;
+}
