@@ -155,9 +155,12 @@ static int side_load(ps_qctx_t *c, side_t *s, const char *qn, const char *fn, co
     const ps_param_t *p = ps_params_get(&c->params, qn);
     int ret;
     if (p == NULL || p->vlen == 0)
-        return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"%s\": missing: '%s' is required (a profile type id "
-                                              "and a selector, e.g. process_cpu:cpu:nanoseconds:cpu:nanoseconds{})",
-                          qn, qn);
+        return ps_err_set(&c->err, PS_EINVAL,
+                          "invalid parameter \"%s\": missing (a profile type id and a selector, e.g. "
+                          "process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name=\"app\"})",
+                          qn);
+    if ((ret = ps_query_pyro_legacy(p->value, p->vlen, qn, &c->err)) != 0)
+        return ret;
     if ((ret = ps_selector_parse(p->value, p->vlen, &c->arena, &s->sel, &c->err)) != 0)
         return ps_err_prefix(&c->err, "invalid parameter \"%s\"", qn);
     s->parsed = true;
@@ -284,7 +287,7 @@ static int labels(h2o_req_t *req, bool values)
     if (ret == 0 && values && (label = pstr(&c, "label")) == NULL)
         ret = ps_err_set(&c.err, PS_EINVAL, "invalid parameter \"label\": missing: the label parameter is required");
     const ps_param_t *q = ret == 0 ? ps_params_get(&c.params, "query") : NULL;
-    if (q && q->vlen) {
+    if (q && q->vlen && (ret = ps_query_pyro_legacy(q->value, q->vlen, "query", &c.err)) == 0) {
         if ((ret = ps_selector_parse(q->value, q->vlen, &c.arena, &sel, &c.err)) != 0)
             ret = ps_err_prefix(&c.err, "invalid parameter \"query\"");
         parsed = ret == 0;

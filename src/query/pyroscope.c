@@ -42,6 +42,18 @@ static int not_a_type(const char *param, const char *v, ps_err_t *err)
                       param, v);
 }
 
+int ps_query_pyro_legacy(const char *q, size_t n, const char *param, ps_err_t *err)
+{
+    const char *brace = memchr(q, '{', n);
+    size_t k = brace ? (size_t)(brace - q) : n;
+    if (k == 0 || k > 200 || memchr(q, ':', k) != NULL || memchr(q, '.', k) == NULL)
+        return 0;
+    char name[201];
+    memcpy(name, q, k);
+    name[k] = 0;
+    return not_a_type(param, name, err);
+}
+
 int ps_query_pyro_type(ps_reader_t *r, ps_selector_t *sel, const char *param, ps_arena_t *arena, const char **type,
                        ps_err_t *err)
 {

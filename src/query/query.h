@@ -164,6 +164,10 @@ typedef struct ps_qseries {
 int ps_query_pyro_type(ps_reader_t *r, ps_selector_t *sel, const char *param, ps_arena_t *arena, const char **type,
                        ps_err_t *err);
 
+/** PS_EINVAL with not_a_type's message when the query q (not parsed yet) starts with the legacy
+ *  <app>.<type> form (`myapp.cpu{...}`: a dot before the braces and no colon), else 0. */
+int ps_query_pyro_legacy(const char *q, size_t n, const char *param, ps_err_t *err);
+
 /** Pyroscope's timeline step for a query range (timeline.CalcPointInterval): the range / 1500
  *  rounded as Grafana's intervalv2 rounds it, at least 15 s. In seconds (>= 15). */
 int64_t ps_pyro_timeline_step(int64_t from_ms, int64_t until_ms);
