@@ -94,7 +94,8 @@ def test_render_max_nodes_spelling(srv):
     c = render(srv, CPU + '{job="r"}', **{"max-nodes": "1024", "maxNodes": "5"})
     d = render(srv, CPU + '{job="r"}', maxNodes="0")  # 0: the default, 8192
     assert a == b == c
-    assert len(a["flamebearer"]["names"]) == 7  # 5 kept nodes + "total"'s... plus "other"
+    assert a["flamebearer"]["names"] == ["total", "main.main.func1.1", "main.main.func2", "main.cpuWorker",
+                                         "runtime/pprof.Do", "main.cpuWorker.func1", "other"]
     assert d["flamebearer"] == render(srv, CPU + '{job="r"}')["flamebearer"]
 
 
@@ -158,12 +159,23 @@ def test_render_timeline(srv):
     assert render(srv, CPU + '{job="r"}', aggregation="sum")["timeline"]["samples"] == want
 
 
-def test_render_timeline_steps(srv):
-    # 6h: 14.4 s -> 15 s; 7h: 16.8 s -> 15 s; 12h: 28.8 s -> 30 s; 24h: 57.6 s -> 1 m; 7d: 403.2 s -> 5 m
-    for span, step in [(6 * 3600, 15), (7 * 3600, 15), (12 * 3600, 30), (86400, 60), (7 * 86400, 300)]:
-        tl = render(srv, CPU + '{job="r"}', frm=T0, until=T0 + span)["timeline"]
-        assert (tl["durationDelta"], len(tl["samples"])) == (step, span // step), span
-        assert tl["samples"][:3] == [2980000000, 2930000000 + 2890000000 * 2, 0] if step == 30 else True
+# (span, step, the step of cpu-05 at T0+3599 = ceil(3599 / step)): 6h / 1500 = 14.4 s and 7h: 16.8 s round
+# to 15 s; 12h: 28.8 s -> 30 s; 24h: 57.6 s -> 1 m; 7d: 403.2 s -> 5 m
+STEPS = [(6 * 3600, 15, 240), (7 * 3600, 15, 240), (12 * 3600, 30, 120), (86400, 60, 60), (7 * 86400, 300, 12)]
+
+
+@pytest.mark.parametrize("span,step,last", STEPS)
+def test_render_timeline_steps(srv, span, step, last):
+    tl = render(srv, CPU + '{job="r"}', frm=T0, until=T0 + span)["timeline"]
+    assert (tl["startTime"], tl["durationDelta"]) == (T0, step)
+    want = [0] * (span // step)
+    want[0] = 2980000000
+    if step == 15:
+        want[1], want[2] = 2930000000, 2 * 2890000000
+    else:  # cpu-02, -03 and -04 (T0+15, +16, +30) all in (T0, T0+step]
+        want[1] = 2930000000 + 2 * 2890000000
+    want[last] = 2860000000
+    assert tl["samples"] == want
 
 
 def test_render_from_until_forms(srv):
@@ -173,7 +185,7 @@ def test_render_from_until_forms(srv):
                        (str(T0 * 10**9), str((T0 + 3600) * 10**9))]:
         assert render(srv, CPU + '{job="r"}', frm=frm, until=until) == base
     day = render(srv, CPU + '{job="r"}', frm="20261130", until="20261201")
-    assert day["timeline"]["startTime"] == 1796083200 - 86400 and day["timeline"]["durationDelta"] == 60
+    assert day["timeline"]["startTime"] == T0 - 7 * 3600 and day["timeline"]["durationDelta"] == 60
     assert day["flamebearer"]["numTicks"] == 14550000000
     # now-1h..now (the defaults) has none of the fixtures' data (their day is over)
     empty = get(srv, "/pyroscope/render", {"query": CPU + '{job="r"}'})[0]
