@@ -209,8 +209,8 @@ int ps_api_pyroscope_render(h2o_req_t *req)
 {
     ps_qctx_t c;
     side_t s = {0};
-    int64_t max_nodes;
-    bool avg;
+    int64_t max_nodes = 0;
+    bool avg = false;
     ps_profile_t p;
     ps_flamegraph_t fg;
     ps_pyro_timeline_t tl;
@@ -229,11 +229,21 @@ int ps_api_pyroscope_render(h2o_req_t *req)
         ret = ps_flamegraph_build(&p, 0, 0, max_nodes, &c.arena, &fg, &c.err);
     if (ret == 0)
         ret = ps_query_pyro_timeline(c.reader, &s.set, s.from_ms, s.until_ms, avg, &c.arena, &tl, &c.err);
+    ps_pyro_group_t *groups = NULL;
+    uint32_t ngroups = 0;
+    const char *by = pstr(&c, "groupBy"); /* Pyroscope groups by the first groupBy only */
+    if (ret == 0 && by)
+        ret = ps_query_pyro_groups(c.reader, &s.set, by, s.from_ms, s.until_ms, avg, &c.arena, &groups, &ngroups,
+                                   &c.err);
     if (ret == 0) {
         ps_fb_meta_t m;
         side_meta(&c, &s, &m);
         ps_fb_timeline_t t = {tl.start_s, tl.step_s, tl.n, tl.samples};
-        ps_flamebearer_json(&fg, &m, &t, &c.out);
+        ps_fb_group_t *g = by ? ps_arena_alloc(&c.arena, (ngroups ? ngroups : 1) * sizeof(*g)) : NULL;
+        for (uint32_t i = 0; i < ngroups; i++)
+            g[i] = (ps_fb_group_t){groups[i].key, {groups[i].tl.start_s, groups[i].tl.step_s, groups[i].tl.n,
+                                                   groups[i].tl.samples}};
+        ps_flamebearer_json(&fg, &m, &t, g, ngroups, &c.out);
         ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
     }
     side_dispose(&s);
@@ -244,7 +254,7 @@ int ps_api_pyroscope_render_diff(h2o_req_t *req)
 {
     ps_qctx_t c;
     side_t l = {0}, r = {0};
-    int64_t max_nodes, now = ps_time_now();
+    int64_t max_nodes = 0, now = ps_time_now();
     ps_profile_t p;
     ps_flamegraph_t fg;
     int ret = ps_qctx_begin(&c, req);
@@ -266,7 +276,7 @@ int ps_api_pyroscope_render_diff(h2o_req_t *req)
     if (ret == 0) {
         ps_fb_meta_t m;
         side_meta(&c, &l, &m);
-        ps_flamebearer_json(&fg, &m, NULL, &c.out);
+        ps_flamebearer_json(&fg, &m, NULL, NULL, 0, &c.out);
         ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
     }
     side_dispose(&l);

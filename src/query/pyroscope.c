@@ -197,6 +197,48 @@ int ps_query_pyro_timeline(ps_reader_t *r, const ps_series_set_t *s, int64_t fro
     return 0;
 }
 
+typedef struct gkey {
+    const char *key;
+    uint32_t i; /* the series' index in the set */
+} gkey_t;
+
+static int cmp_gkey(const void *a, const void *b)
+{
+    const gkey_t *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+int ps_query_pyro_groups(ps_reader_t *r, const ps_series_set_t *s, const char *by, int64_t from_ms, int64_t until_ms,
+                         bool avg, ps_arena_t *arena, ps_pyro_group_t **out, uint32_t *n, ps_err_t *err)
+{
+    gkey_t *k = ps_arena_alloc(arena, (s->n ? s->n : 1) * sizeof(gkey_t));
+    for (uint32_t i = 0; i < s->n; i++) {
+        const char *v = ps_labels_value(&s->labels[i], by);
+        k[i] = (gkey_t){v && v[0] ? v : "*", i};
+    }
+    qsort(k, s->n, sizeof(gkey_t), cmp_gkey);
+    *out = ps_arena_alloc(arena, (s->n ? s->n : 1) * sizeof(ps_pyro_group_t));
+    *n = 0;
+    ps_series_set_t g = {0, ps_arena_alloc(arena, (s->n ? s->n : 1) * sizeof(uint64_t)),
+                         ps_arena_alloc(arena, (s->n ? s->n : 1) * sizeof(ps_labels_t))};
+    for (uint32_t i = 0; i < s->n;) {
+        uint32_t j = i;
+        g.n = 0;
+        for (; j < s->n && strcmp(k[j].key, k[i].key) == 0; j++) {
+            g.sids[g.n] = s->sids[k[j].i];
+            g.labels[g.n++] = s->labels[k[j].i];
+        }
+        ps_pyro_group_t *grp = &(*out)[(*n)++];
+        grp->key = k[i].key;
+        int ret = ps_query_pyro_timeline(r, &g, from_ms, until_ms, avg, arena, &grp->tl, err);
+        if (ret)
+            return ret;
+        i = j;
+    }
+    return 0;
+}
+
 const char *ps_query_common_label(const ps_series_set_t *s, const char *name)
 {
     const char *v = NULL;

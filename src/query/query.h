@@ -190,6 +190,17 @@ typedef struct ps_pyro_timeline {
 int ps_query_pyro_timeline(ps_reader_t *r, const ps_series_set_t *s, int64_t from_ms, int64_t until_ms, bool avg,
                            ps_arena_t *arena, ps_pyro_timeline_t *out, ps_err_t *err);
 
+/** One timeline per value of a label (groupBy): key is the value, "*" for series without it. */
+typedef struct ps_pyro_group {
+    const char *key;
+    ps_pyro_timeline_t tl;
+} ps_pyro_group_t;
+
+/** The timelines of s's series grouped by label by (as ps_query_pyro_timeline each), keys
+ *  ascending (bytewise, as Go's encoding/json orders a map). *n = 0 for an empty s. */
+int ps_query_pyro_groups(ps_reader_t *r, const ps_series_set_t *s, const char *by, int64_t from_ms, int64_t until_ms,
+                         bool avg, ps_arena_t *arena, ps_pyro_group_t **out, uint32_t *n, ps_err_t *err);
+
 /** The value of label name shared by every series of s, or NULL (none, or they differ). */
 const char *ps_query_common_label(const ps_series_set_t *s, const char *name);
 

@@ -66,9 +66,9 @@ static void write_meta(ps_json_t *j, const ps_fb_meta_t *m, int diff)
     ps_json_end(j);
 }
 
-static void write_timeline(ps_json_t *j, const ps_fb_timeline_t *tl)
+static void write_timeline(ps_json_t *j, const char *key, const ps_fb_timeline_t *tl)
 {
-    ps_json_key(j, "timeline");
+    ps_json_key(j, key);
     if (tl == NULL) {
         ps_json_null(j);
         return;
@@ -89,7 +89,7 @@ static void write_timeline(ps_json_t *j, const ps_fb_timeline_t *tl)
 }
 
 void ps_flamebearer_json(const ps_flamegraph_t *fg, const ps_fb_meta_t *meta, const ps_fb_timeline_t *tl,
-                         ps_buf_t *out)
+                         const ps_fb_group_t *groups, uint32_t ngroups, ps_buf_t *out)
 {
     ps_json_t j;
     ps_json_init(&j, out);
@@ -98,9 +98,16 @@ void ps_flamebearer_json(const ps_flamegraph_t *fg, const ps_fb_meta_t *meta, co
     ps_json_int(&j, 1);
     write_flamebearer(&j, fg);
     write_meta(&j, meta, fg->diff);
-    write_timeline(&j, tl);
+    write_timeline(&j, "timeline", tl);
     ps_json_key(&j, "groups");
-    ps_json_null(&j);
+    if (groups == NULL) {
+        ps_json_null(&j);
+    } else {
+        ps_json_obj(&j);
+        for (uint32_t i = 0; i < ngroups; i++)
+            write_timeline(&j, groups[i].key, &groups[i].tl);
+        ps_json_end(&j);
+    }
     ps_json_key(&j, "heatmap");
     ps_json_null(&j);
     if (fg->diff && fg->left_ticks != 0) {

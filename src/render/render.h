@@ -92,6 +92,12 @@ typedef struct ps_fb_timeline {
     const uint64_t *samples;
 } ps_fb_timeline_t;
 
+/** A timeline of one group of series (render's groupBy): key is the label value, or "*". */
+typedef struct ps_fb_group {
+    const char *key;
+    ps_fb_timeline_t tl;
+} ps_fb_group_t;
+
 /**
  * The metadata Pyroscope's ExportToFlamebearer gives a profile type's sample type and unit:
  * units = the sample unit, except "objects" for the sample types inuse_objects, alloc_objects,
@@ -106,12 +112,13 @@ void ps_flamebearer_meta(const char *sample_type, const char *sample_unit, const
  *   {"version":1,"flamebearer":{"names":[..],"levels":[[..],..],"numTicks":N,"maxSelf":N},
  *    "metadata":{"format":"single"|"double","spyName":..,"sampleRate":N,"units":..,"name":..},
  *    "timeline":{"startTime":S,"samples":[..],"durationDelta":D,"watermarks":null}|null,
- *    "groups":null,"heatmap":null[,"leftTicks":N,"rightTicks":N]}
+ *    "groups":{"<key>":<timeline>,...}|null,"heatmap":null[,"leftTicks":N,"rightTicks":N]}
  * The flame graph is fg as ps_flamegraph_build made it (names[0] "total", delta-encoded 4-int
  * nodes, 7 for a diff); numTicks = fg->total (a diff: left + right ticks); format "double" and
- * leftTicks/rightTicks for a diff (each left out when 0, as Go's omitempty). tl NULL: null.
+ * leftTicks/rightTicks for a diff (each left out when 0, as Go's omitempty). tl NULL: null;
+ * groups NULL: null, else the ngroups timelines by key (give the keys ascending, as Go orders a map).
  */
 void ps_flamebearer_json(const ps_flamegraph_t *fg, const ps_fb_meta_t *meta, const ps_fb_timeline_t *tl,
-                         ps_buf_t *out);
+                         const ps_fb_group_t *groups, uint32_t ngroups, ps_buf_t *out);
 
 #endif

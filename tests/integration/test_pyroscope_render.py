@@ -178,6 +178,26 @@ def test_render_timeline_steps(srv, span, step, last):
     assert tl["samples"] == want
 
 
+def test_render_group_by(srv):
+    """groupBy: one timeline per value of the (first) label, "*" for series without it."""
+    fb = render(srv, CPU + "{}", frm=T0, until=T0 + 300, groupBy="service_name")
+    assert list(fb["groups"]) == ["*", "render"]
+    star, rend = [0] * 20, [0] * 20
+    star[1] = 2340000000 + 2980000000  # job="mixed" at T0+10: cpu-seed2-01 and cpu-01
+    star[7] = 2980000000               # job="d" side=left at T0+100: (T0+90, T0+105]
+    star[14] = 2930000000              # side=right at T0+200: (T0+195, T0+210]
+    rend[0], rend[1], rend[2] = 2980000000, 2930000000, 2 * 2890000000
+    assert fb["groups"]["*"] == {"startTime": T0, "samples": star, "durationDelta": 15, "watermarks": None}
+    assert fb["groups"]["render"] == {"startTime": T0, "samples": rend, "durationDelta": 15, "watermarks": None}
+    assert fb["timeline"]["samples"] == [a + b for a, b in zip(star, rend)]
+    # the first groupBy only, as Pyroscope
+    st, _, body = srv.request("GET", "/pyroscope/render?" + urllib.parse.urlencode(
+        [("query", CPU + '{job="r"}'), ("from", str(T0)), ("until", str(T0 + 300)), ("groupBy", "job"),
+         ("groupBy", "service_name")]))
+    assert st == 200 and list(json.loads(body)["groups"]) == ["r"]
+    assert render(srv, CPU + '{job="nothing"}', groupBy="job")["groups"] == {}
+
+
 def test_render_from_until_forms(srv):
     """ms, us and ns digit counts, YYYYMMDD; now-relative forms are checked by their range."""
     base = render(srv, CPU + '{job="r"}')

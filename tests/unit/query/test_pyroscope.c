@@ -148,6 +148,44 @@ static void test_common_label(void **state)
     ps_selector_dispose(&sel);
 }
 
+static void test_groups(void **state)
+{
+    fix_t *f = *state;
+    ps_selector_t sel;
+    ps_series_set_t set;
+    select_sel(f, CPU "{}", &sel, &set);
+    ps_pyro_group_t *g;
+    uint32_t n;
+    assert_int_equal(ps_query_pyro_groups(f->r, &set, "job", T0 * 1000, (T0 + 60) * 1000, false, &f->a, &g, &n, &f->err),
+                     0);
+    assert_int_equal(n, 2);
+    assert_string_equal(g[0].key, "r");
+    assert_string_equal(g[1].key, "s");
+    uint64_t r[] = {2980000000ull, 2930000000ull, 2890000000ull, 0}, s2[] = {0, 0, 2890000000ull, 2860000000ull};
+    assert_int_equal(g[0].tl.n, 4);
+    assert_memory_equal(g[0].tl.samples, r, sizeof(r));
+    assert_memory_equal(g[1].tl.samples, s2, sizeof(s2));
+    /* by the spy: cpu-04 and cpu-05 (job "s") have different ones */
+    assert_int_equal(ps_query_pyro_groups(f->r, &set, "pyroscope_spy", T0 * 1000, (T0 + 60) * 1000, false, &f->a, &g,
+                                          &n, &f->err),
+                     0);
+    assert_int_equal(n, 2);
+    assert_string_equal(g[0].key, "gospy");
+    assert_string_equal(g[1].key, "other");
+    /* by a label no series has: one group "*" */
+    assert_int_equal(ps_query_pyro_groups(f->r, &set, "nope", T0 * 1000, (T0 + 60) * 1000, false, &f->a, &g, &n, &f->err),
+                     0);
+    assert_int_equal(n, 1);
+    assert_string_equal(g[0].key, "*");
+    uint64_t all[] = {2980000000ull, 2930000000ull, 2 * 2890000000ull, 2860000000ull};
+    assert_memory_equal(g[0].tl.samples, all, sizeof(all));
+    ps_series_set_t none = {0};
+    assert_int_equal(ps_query_pyro_groups(f->r, &none, "job", T0 * 1000, (T0 + 60) * 1000, false, &f->a, &g, &n, &f->err),
+                     0);
+    assert_int_equal(n, 0);
+    ps_selector_dispose(&sel);
+}
+
 static void resolve(fix_t *f, const char *q, int want_ret, const char *want)
 {
     ps_selector_t sel;
@@ -235,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_step),
         cmocka_unit_test_setup_teardown(test_timeline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_common_label, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_groups, setup, teardown),
         cmocka_unit_test_setup_teardown(test_type, setup, teardown),
         cmocka_unit_test_setup_teardown(test_labels, setup, teardown),
     };

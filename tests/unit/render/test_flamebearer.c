@@ -23,7 +23,7 @@ static void assert_json(const ps_flamegraph_t *fg, const ps_fb_meta_t *m, const 
                         const char *want)
 {
     ps_buf_t b = PS_BUF_INIT;
-    ps_flamebearer_json(fg, m, tl, &b);
+    ps_flamebearer_json(fg, m, tl, NULL, 0, &b);
     ps_buf_putc(&b, 0);
     assert_string_equal((const char *)b.data, want);
     ps_buf_dispose(&b);
@@ -63,6 +63,40 @@ static void test_single(void **state)
                 "\"maxSelf\":0},\"metadata\":{\"format\":\"single\",\"spyName\":\"\",\"sampleRate\":100,\"units\":"
                 "\"bytes\",\"name\":\"inuse_space\"},\"timeline\":{\"startTime\":100,\"samples\":[],\"durationDelta\":"
                 "3600,\"watermarks\":null},\"groups\":null,\"heatmap\":null}\n");
+}
+
+static void test_groups(void **state)
+{
+    (void)state;
+    const char *names[] = {"total"};
+    int64_t l0[] = {0, 3, 3, 0};
+    ps_fg_level_t levels[] = {{4, l0}};
+    ps_flamegraph_t fg = {.nnames = 1, .names = names, .nlevels = 1, .levels = levels, .total = 3, .max_self = 3};
+    ps_fb_meta_t m;
+    ps_flamebearer_meta("wall", "nanoseconds", NULL, &m);
+    uint64_t a[] = {1, 0}, b[] = {0, 2}, all[] = {1, 2};
+    ps_fb_timeline_t tl = {60, 15, 2, all};
+    ps_fb_group_t g[] = {{"*", {60, 15, 2, a}}, {"eu\"1", {60, 15, 2, b}}};
+    const char *head = "{\"version\":1,\"flamebearer\":{\"names\":[\"total\"],\"levels\":[[0,3,3,0]],\"numTicks\":3,"
+                       "\"maxSelf\":3},\"metadata\":{\"format\":\"single\",\"spyName\":\"\",\"sampleRate\":100,"
+                       "\"units\":\"nanoseconds\",\"name\":\"wall\"},\"timeline\":{\"startTime\":60,\"samples\":[1,2],"
+                       "\"durationDelta\":15,\"watermarks\":null},\"groups\":";
+    char want[1024];
+    snprintf(want, sizeof(want),
+             "%s{\"*\":{\"startTime\":60,\"samples\":[1,0],\"durationDelta\":15,\"watermarks\":null},\"eu\\\"1\":"
+             "{\"startTime\":60,\"samples\":[0,2],\"durationDelta\":15,\"watermarks\":null}},\"heatmap\":null}\n",
+             head);
+    ps_buf_t buf = PS_BUF_INIT;
+    ps_flamebearer_json(&fg, &m, &tl, g, 2, &buf);
+    ps_buf_putc(&buf, 0);
+    assert_string_equal((const char *)buf.data, want);
+    /* groupBy of an empty selection: an empty object */
+    ps_buf_reset(&buf);
+    ps_flamebearer_json(&fg, &m, &tl, g, 0, &buf);
+    ps_buf_putc(&buf, 0);
+    snprintf(want, sizeof(want), "%s{},\"heatmap\":null}\n", head);
+    assert_string_equal((const char *)buf.data, want);
+    ps_buf_dispose(&buf);
 }
 
 static void test_diff(void **state)
@@ -138,7 +172,7 @@ static void test_go_cpu(void **state)
     ps_flamegraph_json(&fg, &own);
     ps_fb_meta_t m;
     ps_flamebearer_meta("cpu", "nanoseconds", NULL, &m);
-    ps_flamebearer_json(&fg, &m, NULL, &fb);
+    ps_flamebearer_json(&fg, &m, NULL, NULL, 0, &fb);
     json_error_t je;
     json_t *jo = json_loadb((const char *)own.data, own.len, 0, &je), *jf = json_loadb((const char *)fb.data, fb.len, 0, &je);
     assert_non_null(jo);
@@ -161,6 +195,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_single),
+        cmocka_unit_test(test_groups),
         cmocka_unit_test(test_diff),
         cmocka_unit_test(test_meta_rules),
         cmocka_unit_test(test_go_cpu),
