@@ -384,6 +384,21 @@ def test_render_bad_input(srv, params, status, msg):
     assert render(srv, GOOD)["flamebearer"]["numTicks"] == 14550000000
 
 
+def test_render_series_limit(make_server):
+    """More series than --query.max-series: 422 resource_exhausted, as /api/v1/profiles/query says it."""
+    s = make_server(retention="0", extra_args=["--query.max-series", "1"])
+    for i, rel in enumerate(["go/cpu-01.pb.gz", "go/cpu-02.pb.gz"]):
+        st, _ = s.push(rel, labels='{job="x",instance="%d"}' % i, time=str(T0 + 10))
+        assert st == 200
+    got = get(s, "/pyroscope/render", {"query": CPU + '{job="x"}', "from": str(T0), "until": str(T0 + 60)},
+              expect=422)[0]
+    own = s.get_json("/api/v1/profiles/query?" + urllib.parse.urlencode(
+        {"query": CPU_STORED + '{job="x"}', "start": str(T0), "end": str(T0 + 60)}), expect=422)
+    assert got == {"code": "resource_exhausted", "message": own["error"]}
+    assert got["message"] == "the selector matches more than 1 series (the limit, --query.max-series); narrow it"
+    assert render(s, CPU + '{job="x",instance="0"}', until=T0 + 60)["flamebearer"]["numTicks"] == 2980000000
+
+
 BAD_DIFF = [
     (diff_params(CPU + "{}", CPU + "{}", leftQuery=""), 400,
      'invalid parameter "leftQuery": missing (a profile type id and a selector, e.g. '
