@@ -218,6 +218,14 @@ int ps_query_pyro_groups(ps_reader_t *r, const ps_series_set_t *s, const char *b
         k[i] = (gkey_t){v && v[0] ? v : "*", i};
     }
     qsort(k, s->n, sizeof(gkey_t), cmp_gkey);
+    uint32_t ng = 0;
+    for (uint32_t i = 0; i < s->n; i++)
+        ng += i == 0 || strcmp(k[i - 1].key, k[i].key) != 0;
+    if (ng > PS_PYRO_MAX_GROUPS)
+        return ps_err_set(err, PS_ELIMIT,
+                          "invalid parameter \"groupBy\": \"%.64s\" makes %u groups, more than the %d allowed; narrow "
+                          "the query",
+                          by, ng, PS_PYRO_MAX_GROUPS);
     *out = ps_arena_alloc(arena, (s->n ? s->n : 1) * sizeof(ps_pyro_group_t));
     *n = 0;
     ps_series_set_t g = {0, ps_arena_alloc(arena, (s->n ? s->n : 1) * sizeof(uint64_t)),

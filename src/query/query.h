@@ -196,8 +196,10 @@ typedef struct ps_pyro_group {
     ps_pyro_timeline_t tl;
 } ps_pyro_group_t;
 
+#define PS_PYRO_MAX_GROUPS 512
 /** The timelines of s's series grouped by label by (as ps_query_pyro_timeline each), keys
- *  ascending (bytewise, as Go's encoding/json orders a map). *n = 0 for an empty s. */
+ *  ascending (bytewise, as Go's encoding/json orders a map). *n = 0 for an empty s. More than
+ *  PS_PYRO_MAX_GROUPS groups is PS_ELIMIT (memory: within 366 days a timeline has at most 2,625 steps). */
 int ps_query_pyro_groups(ps_reader_t *r, const ps_series_set_t *s, const char *by, int64_t from_ms, int64_t until_ms,
                          bool avg, ps_arena_t *arena, ps_pyro_group_t **out, uint32_t *n, ps_err_t *err);
 

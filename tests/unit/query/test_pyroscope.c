@@ -186,6 +186,43 @@ static void test_groups(void **state)
     ps_selector_dispose(&sel);
 }
 
+static void test_groups_limit(void **state)
+{
+    (void)state;
+    char *dir;
+    ps_store_t *store = ps_test_store_open("/tmp/ps_test_pyroscope_XXXXXX", &dir);
+    char labels[64];
+    for (int i = 0; i <= PS_PYRO_MAX_GROUPS; i++) {
+        snprintf(labels, sizeof(labels), "{job=\"g\",instance=\"i%03d\"}", i);
+        ps_test_ingest(store, "go/threadcreate-01.pb.gz", labels, T0);
+    }
+    ps_reader_t *r;
+    ps_err_t err;
+    ps_arena_t a = PS_ARENA_INIT;
+    assert_int_equal(ps_reader_begin(store, &r, &err), 0);
+    ps_selector_t sel;
+    ps_series_set_t set;
+    assert_int_equal(ps_selector_parse("{job=\"g\"}", 9, &a, &sel, &err), 0);
+    assert_int_equal(ps_query_select(r, &sel, INT64_MIN, INT64_MAX, 10000, &a, &set, &err), 0);
+    assert_int_equal(set.n, PS_PYRO_MAX_GROUPS + 1);
+    ps_pyro_group_t *g;
+    uint32_t n;
+    assert_int_equal(ps_query_pyro_groups(r, &set, "instance", T0 * 1000, (T0 + 60) * 1000, false, &a, &g, &n, &err),
+                     PS_ELIMIT);
+    assert_string_equal(err.msg, "invalid parameter \"groupBy\": \"instance\" makes 513 groups, more than the 512 "
+                                 "allowed; narrow the query");
+    /* 512 groups are fine */
+    set.n--;
+    assert_int_equal(ps_query_pyro_groups(r, &set, "instance", T0 * 1000, (T0 + 60) * 1000, false, &a, &g, &n, &err), 0);
+    assert_int_equal(n, PS_PYRO_MAX_GROUPS);
+    assert_string_equal(g[511].key, "i511");
+    assert_int_equal(g[511].tl.samples[0], 9); /* threadcreate-01: 9 threads, at T0: step 0 */
+    ps_selector_dispose(&sel);
+    ps_reader_end(r);
+    ps_arena_dispose(&a);
+    ps_test_store_close(store, dir);
+}
+
 static void resolve(fix_t *f, const char *q, int want_ret, const char *want)
 {
     ps_selector_t sel;
@@ -274,6 +311,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_timeline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_common_label, setup, teardown),
         cmocka_unit_test_setup_teardown(test_groups, setup, teardown),
+        cmocka_unit_test(test_groups_limit),
         cmocka_unit_test_setup_teardown(test_type, setup, teardown),
         cmocka_unit_test_setup_teardown(test_labels, setup, teardown),
     };
