@@ -142,9 +142,8 @@ static int64_t round_interval_ms(int64_t ns)
 int64_t ps_pyro_timeline_step(int64_t from_ms, int64_t until_ms)
 {
     /* (until - from) in ns / 1500 (resolution), in integers without overflow: d ms * 2000 / 3 */
-    int64_t d = until_ms > from_ms ? until_ms - from_ms : 0;
-    if (d > 1000000000000000ll) /* 31,700 years: a year step long before */
-        d = 1000000000000000ll;
+    uint64_t span = until_ms > from_ms ? (uint64_t)until_ms - (uint64_t)from_ms : 0; /* no overflow */
+    int64_t d = span > 1000000000000000ull ? 1000000000000000ll : (int64_t)span; /* 31,700 y: a 1 y step long before */
     int64_t ns = d / 3 * 2000 + d % 3 * 2000 / 3;
     if (ns < 15 * 1000000000ll)
         return 15;
@@ -172,21 +171,31 @@ static int on_profile(void *ctx, const ps_stored_profile_t *p)
     return 0;
 }
 
+/* ms to ns, saturating at the ends of int64 */
+static int64_t ms_to_ns(int64_t ms)
+{
+    return ms > INT64_MAX / 1000000 ? INT64_MAX : ms < INT64_MIN / 1000000 ? INT64_MIN : ms * 1000000;
+}
+
 int ps_query_pyro_timeline(ps_reader_t *r, const ps_series_set_t *s, int64_t from_ms, int64_t until_ms, bool avg,
                            ps_arena_t *arena, ps_pyro_timeline_t *out, ps_err_t *err)
 {
     memset(out, 0, sizeof(*out));
     out->start_s = from_ms / 1000;
     out->step_s = ps_pyro_timeline_step(from_ms, until_ms);
-    if (until_ms > from_ms)
-        out->n = (uint32_t)((until_ms / 1000 - from_ms / 1000) / out->step_s);
+    if (until_ms > from_ms) {
+        uint64_t n = ((uint64_t)(until_ms / 1000) - (uint64_t)(from_ms / 1000)) / (uint64_t)out->step_s;
+        if (n > (1u << 20))
+            return ps_err_set(err, PS_ETOOBIG, "a timeline of %llu steps is too long", (unsigned long long)n);
+        out->n = (uint32_t)n;
+    }
     out->samples = ps_arena_calloc(arena, out->n ? out->n : 1, sizeof(uint64_t));
     if (out->n == 0)
         return 0;
     tl_ctx_t c = {from_ms, out->step_s * 1000, out->n, ps_arena_calloc(arena, out->n, sizeof(double)),
                   ps_arena_calloc(arena, out->n, sizeof(uint64_t))};
     for (uint32_t i = 0; i < s->n; i++) {
-        int ret = ps_reader_profiles(r, s->sids[i], from_ms * 1000000, until_ms * 1000000, true, on_profile, &c, err);
+        int ret = ps_reader_profiles(r, s->sids[i], ms_to_ns(from_ms), ms_to_ns(until_ms), true, on_profile, &c, err);
         if (ret)
             return ret;
     }

@@ -50,6 +50,7 @@ static void test_step(void **state)
     }
     assert_int_equal(ps_pyro_timeline_step(T0 * 1000, T0 * 1000 - 5), 15); /* an empty range */
     assert_int_equal(ps_pyro_timeline_step(INT64_MIN / 2, INT64_MAX / 2), 31536000);
+    assert_int_equal(ps_pyro_timeline_step(INT64_MIN, INT64_MAX), 31536000);
 }
 
 typedef struct fix {
@@ -126,6 +127,9 @@ static void test_timeline(void **state)
     /* T0 (before from) is out of the range: step 1 holds T0+15 alone */
     uint64_t want_mid[] = {0, 2930000000ull, 2890000000ull + 2890000000ull, 2860000000ull};
     assert_memory_equal(tl.samples, want_mid, 4 * sizeof(uint64_t));
+    /* a range no caller should give: refused, not allocated */
+    assert_int_equal(ps_query_pyro_timeline(f->r, &set, INT64_MIN, INT64_MAX, false, &f->a, &tl, &f->err), PS_ETOOBIG);
+    assert_string_equal(f->err.msg, "a timeline of 584942417 steps is too long");
     /* an empty range */
     assert_int_equal(ps_query_pyro_timeline(f->r, &set, T0 * 1000, T0 * 1000, false, &f->a, &tl, &f->err), 0);
     assert_int_equal(tl.n, 0);
