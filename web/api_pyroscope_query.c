@@ -111,14 +111,13 @@ static int param_max_nodes(ps_qctx_t *c, int64_t *out)
     const char *names[] = {"maxNodes", "max-nodes"};
     *out = DEFAULT_MAX_NODES;
     for (int i = 0; i < 2; i++) {
-        const char *v = pstr(c, names[i]), *e;
+        const char *v = pstr(c, names[i]);
         if (v == NULL)
             continue;
         char *end;
         errno = 0;
         long long n = strtoll(v, &end, 10);
-        e = end;
-        if (*e || e == v || n < 0 || errno == ERANGE)
+        if (*end || end == v || n < 0 || errno == ERANGE)
             return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"%s\": \"%.32s\" is not a non-negative integer",
                               names[i], v);
         if (n > MAX_MAX_NODES)
