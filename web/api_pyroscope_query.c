@@ -105,10 +105,11 @@ static int param_range(ps_qctx_t *c, const char *fn, const char *un, int64_t now
     return 0;
 }
 
-/* maxNodes (or max-nodes; maxNodes wins): 0 or absent is Pyroscope's default, 8192. */
+/* max-nodes, then maxNodes, as Pyroscope reads them: a value > 0 sets the limit (so a nonzero
+ * maxNodes wins); absent or 0 leaves Pyroscope's default, 8192. */
 static int param_max_nodes(ps_qctx_t *c, int64_t *out)
 {
-    const char *names[] = {"maxNodes", "max-nodes"};
+    const char *names[] = {"max-nodes", "maxNodes"};
     *out = DEFAULT_MAX_NODES;
     for (int i = 0; i < 2; i++) {
         const char *v = pstr(c, names[i]);
@@ -125,7 +126,6 @@ static int param_max_nodes(ps_qctx_t *c, int64_t *out)
                               names[i], n, MAX_MAX_NODES);
         if (n > 0)
             *out = n;
-        return 0;
     }
     return 0;
 }

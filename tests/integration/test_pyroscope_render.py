@@ -88,12 +88,13 @@ def test_render_equals_own_flamegraph(srv, max_nodes):
 
 
 def test_render_max_nodes_spelling(srv):
-    """max-nodes works too; maxNodes wins when both are given (Pyroscope reads both)."""
+    """max-nodes works too; a nonzero maxNodes wins when both are given (Pyroscope reads both, in that order)."""
     a = render(srv, CPU + '{job="r"}', **{"max-nodes": "5"})
     b = render(srv, CPU + '{job="r"}', maxNodes="5")
     c = render(srv, CPU + '{job="r"}', **{"max-nodes": "1024", "maxNodes": "5"})
     d = render(srv, CPU + '{job="r"}', maxNodes="0")  # 0: the default, 8192
-    assert a == b == c
+    e = render(srv, CPU + '{job="r"}', **{"max-nodes": "5", "maxNodes": "0"})  # a 0 sets nothing
+    assert a == b == c == e
     assert a["flamebearer"]["names"] == ["total", "main.main.func1.1", "main.main.func2", "main.cpuWorker",
                                          "runtime/pprof.Do", "main.cpuWorker.func1", "other"]
     assert d["flamebearer"] == render(srv, CPU + '{job="r"}')["flamebearer"]
