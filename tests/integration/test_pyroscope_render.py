@@ -11,9 +11,7 @@ import urllib.parse
 
 import pytest
 
-import pprof_decode as pd
-from conftest import (PPROF_DIR, QUERY_T0, README_TOTALS, fixture_profile, go_pprof, parse_pprof_top,
-                      pprof_quantity)
+from conftest import PPROF_DIR, QUERY_T0, README_TOTALS, fixture_profile, go_pprof, pprof_quantity
 
 T0 = QUERY_T0  # 2026-11-30T07:00:00Z
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"  # Pyroscope's id; stored as CPU + ":delta"
