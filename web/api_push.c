@@ -27,10 +27,12 @@ typedef struct pending {
     size_t body_len;
 } pending_t;
 
-/* the decoding budget: raw bytes are copied once, plus the structs (2x), plus slack */
-static size_t decode_budget(size_t n)
+/* The decoding budget: protobuf-c copies raw profiles once (1x), and a label of ~12 bytes on the
+ * wire takes ~70 as structs (6x): 8x the body, at most --max-inflated-size, plus 1 MiB. */
+static size_t decode_budget(size_t n, const ps_server_t *s)
 {
-    return n * 4 + (1u << 20);
+    size_t cap = s->opts.limits.max_inflated ? s->opts.limits.max_inflated : (64u << 20);
+    return (n < cap / 8 ? n * 8 : cap) + (1u << 20);
 }
 
 static void on_complete(ps_async_t *a, h2o_req_t *req)
@@ -80,7 +82,7 @@ int ps_connect_push(ps_connect_call_t *c)
         return 0;
     }
     ps_pyro_push_t req;
-    if (ps_pyro_push_decode(c->codec, c->body, c->body_len, c->arena, decode_budget(c->body_len), &req, &err) != 0) {
+    if (ps_pyro_push_decode(c->codec, c->body, c->body_len, c->arena, decode_budget(c->body_len, s), &req, &err) != 0) {
         ps_connect_error(c, ps_connect_code_of(err.code), err.msg);
         return 0;
     }
