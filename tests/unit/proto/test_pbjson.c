@@ -145,6 +145,30 @@ static void test_roundtrip(void **state)
     ps_arena_dispose(&a);
 }
 
+/* A double past int64 is written in full digits (as Go's protojson does) and read back. */
+static void test_big_double(void **state)
+{
+    (void)state;
+    Pbtest__All m = PBTEST__ALL__INIT;
+    m.dbl = -18100867622327496704.0;
+    m.i64 = 5;
+    m.color = PBTEST__COLOR__COLOR_RED;
+    char *j = to_json(&m.base);
+    assert_string_equal(j, "{\"i64\":\"5\",\"dbl\":-18100867622327496704,\"color\":\"COLOR_RED\"}");
+    static const char in[] = "{\"i64\":5,\"dbl\":-18100867622327496704,\"color\":1,\"i32\":-3}";
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    ProtobufCMessage *out;
+    assert_int_equal(ps_pb_decode(PS_PB_JSON, in, strlen(in), &pbtest__all__descriptor, &a, BUDGET, &out, &err), 0);
+    Pbtest__All *d = (Pbtest__All *)out;
+    assert_true(d->dbl == -18100867622327496704.0);
+    assert_int_equal(d->i64, 5);
+    assert_int_equal(d->i32, -3);
+    assert_int_equal(d->color, PBTEST__COLOR__COLOR_RED);
+    free(j);
+    ps_arena_dispose(&a);
+}
+
 /* What protojson also reads: proto names, int64 as numbers, 32-bit ints as strings, URL-safe
  * unpadded base64, enum numbers, null as the default, unknown fields. */
 static void test_decode_variants(void **state)
@@ -280,7 +304,7 @@ int main(void)
         cmocka_unit_test(test_encode_json_exact),  cmocka_unit_test(test_empty_message_is_empty_object),
         cmocka_unit_test(test_roundtrip),          cmocka_unit_test(test_decode_variants),
         cmocka_unit_test(test_json_errors),        cmocka_unit_test(test_binary_errors),
-        cmocka_unit_test(test_push_request),
+        cmocka_unit_test(test_push_request),       cmocka_unit_test(test_big_double),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
