@@ -11,9 +11,10 @@
  *
  * JSON decoding: a pre-scan bounds nesting (PBJSON_MAX_DEPTH) and the memory jansson will take
  * (PBJSON_VALUE_COST per value, against the budget), then jansson parses (duplicate keys are an
- * error, as in protojson; a document with an integer past int64, such as the 1.8e19 that Go
+ * error, as in protojson; a document with an integer past int64, such as the -1.8e19 that Go
  * writes as -18100867622327496704, is parsed again with every number as a double, so 64-bit
- * integers given as JSON numbers in it keep 53 bits: protojson writes those as strings), then the tree is converted field by field into a message allocated from
+ * integers given as JSON numbers in it keep 53 bits: protojson writes those as strings), then
+ * the tree is converted field by field into a message allocated from
  * the budgeted arena. JSON writing uses core/json.h, in field number order, as protojson does.
  *
  * Not supported (unused by the Pyroscope schemas): map fields (read and written as repeated entry

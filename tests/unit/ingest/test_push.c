@@ -125,8 +125,9 @@ static void test_label_errors(void **state)
     ps_pyro_label_t b[] = {L("__name__", "process_cpu")};
     expect(b, 1, "series[0]: error service_name label is required");
     ps_pyro_label_t c[] = {L("__name__", "process_cpu"), L("service_name", "app"), L("a.b", "1"), L("a_b", "2")};
-    expect(c, 4, "series[0]: profile with labels '{__name__=\"process_cpu\", a.b=\"1\", a_b=\"2\", service_name=\"app\"}'"
-                 " has duplicate label name: 'a_b'");
+    expect(c, 4,
+           "series[0]: profile with labels '{__name__=\"process_cpu\", a.b=\"1\", a_b=\"2\", service_name=\"app\"}' "
+           "has duplicate label name: 'a_b'");
     ps_pyro_label_t d[] = {L("__name__", "process_cpu"), L("service_name", "app"), L("x-y", "1")};
     expect(d, 3, "series[0]: invalid labels '{__name__=\"process_cpu\", service_name=\"app\", x-y=\"1\"}' with error: "
                  "invalid label name 'x-y'");

@@ -136,7 +136,8 @@ static void test_roundtrip(void **state)
     assert_int_equal(d->choice_case, PBTEST__ALL__CHOICE_CHOICE_INT);
     assert_true(isnan(d->values[0]));
 
-    assert_int_equal(ps_pb_decode(PS_PB_BINARY, bin.data, bin.len, &pbtest__all__descriptor, &a, BUDGET, &out, &err), 0);
+    assert_int_equal(
+        ps_pb_decode(PS_PB_BINARY, bin.data, bin.len, &pbtest__all__descriptor, &a, BUDGET, &out, &err), 0);
     char *j = to_json(out);
     assert_string_equal(j, ALL_JSON);
     free(j);
@@ -217,7 +218,8 @@ static void test_json_errors(void **state)
     JERR("{\"color\":\"BLUE\"}", PS_EINVAL, "json: color: \"BLUE\" is not a value of enum pbtest.Color");
     JERR("{\"rawBytes\":\"a$==\"}", PS_EINVAL, "json: raw_bytes: invalid base64 character at offset 1");
     JERR("{\"inner\":[]}", PS_EINVAL, "json: inner: expected an object (pbtest.Inner), got array");
-    JERR("{\"choiceStr\":\"a\",\"choiceInt\":1}", PS_EINVAL, "json: fields choice_str and choice_int are of the same oneof");
+    JERR("{\"choiceStr\":\"a\",\"choiceInt\":1}", PS_EINVAL,
+         "json: fields choice_str and choice_int are of the same oneof");
     JERR("{\"i32\":1,\"i32\":2}", PS_EINVAL, "json: line 1 column 14: duplicate object key near '\"i32\"'");
     JERR("{\"i32\":", PS_EINVAL, "json: line 1 column 7: unexpected token near end of file");
     JERR("[1]", PS_EINVAL, "json: expected an object (pbtest.All), got array");
