@@ -6,7 +6,8 @@
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
 # prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
 # fuzz_xorchunk (storage/xorchunk.c), fuzz_selector and fuzz_promql (parser/), fuzz_remote
-# (proto/remote.c, snappy) and fuzz_remote_read (proto/remote_read.c) into OUTDIR.
+# (proto/remote.c, snappy), fuzz_remote_read (proto/remote_read.c) and fuzz_connect (proto/pbjson.c,
+# proto/pyroscope.c, jansson) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -87,6 +88,17 @@ if [ -f "$root/proto/remote_read.c" ] && [ -f "$here/fuzz_remote_read.c" ]; then
         "$gen/remote.pb-c.c" "$root"/src/core/*.c \
         $(pkg-config --libs libprotobuf-c) -lsnappy -lm -lpthread \
         -o "$out/fuzz_remote_read"
+fi
+
+# fuzz_connect: Connect request decoding (proto/pbjson.c over the Pyroscope messages, proto/pyroscope.c).
+if [ -f "$root/proto/pbjson.c" ] && [ -f "$here/fuzz_connect.c" ]; then
+    protoc-c --proto_path="$root/proto" --c_out="$gen" "$root"/proto/pyroscope_*.proto
+    # shellcheck disable=SC2046
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c jansson) \
+        "$here/fuzz_connect.c" "$root/proto/pbjson.c" "$root/proto/pyroscope.c" "$root/proto/pballoc.c" \
+        "$gen"/pyroscope_*.pb-c.c "$root"/src/core/*.c \
+        $(pkg-config --libs libprotobuf-c jansson) -lm -lpthread \
+        -o "$out/fuzz_connect"
 fi
 
 echo "$out/fuzz_pprof"
