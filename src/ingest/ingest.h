@@ -199,14 +199,14 @@ typedef struct ps_pyro_meta {
     const char *profile_name; /* process_cpu, wall, memory, ... */
     const char *sample_type, *sample_unit;
     bool scale;               /* cpu/wall: values are samples, stored as ns (1e9 / sample_rate each) */
-    const char *content_type; /* the request's (multipart boundary); NULL = none */
-    size_t content_type_len;
+    const char *boundary;     /* PS_PYRO_MULTIPART: the boundary of the Content-Type */
+    size_t boundary_len;
 } ps_pyro_meta_t;
 
 /**
  * Checks the parameters of an /ingest request as Pyroscope reads them (the rules are at the top of
  * pyroscope.c): the name with its tags, from/until (ps_attime_parse, default now_ns), sampleRate,
- * spyName, units, aggregationType, format. PS_EINVAL (answer 400) with a message that names the
+ * spyName, units, aggregationType, format, and the multipart boundary of the Content-Type. PS_EINVAL (answer 400) with a message that names the
  * parameter; PS_EUNSUPPORTED (415) for the formats profstore does not take (trie, tree, jfr,
  * speedscope). Everything from arena.
  */

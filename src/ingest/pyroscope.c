@@ -301,8 +301,9 @@ int ps_pyro_meta_parse(const ps_pyro_params_t *in, int64_t now_ns, ps_arena_t *a
     memset(m, 0, sizeof(*m));
     if ((ret = parse_format(in, m, err)) != 0)
         return ret;
-    m->content_type = in->content_type;
-    m->content_type_len = in->content_type_len;
+    if (m->format == PS_PYRO_MULTIPART &&
+        (ret = ps_mp_boundary(in->content_type, in->content_type_len, arena, &m->boundary, &m->boundary_len, err)) != 0)
+        return ret;
     if (in->name == NULL || in->name_len == 0)
         return ps_err_set(err, PS_EINVAL, "name: missing (expected app.name{k=v,...})");
     ps_labels_t *ls = &m->labels;
@@ -441,17 +442,13 @@ int ps_pyro_pprof_name(const ps_profile_t *p, const void *stc, size_t stc_len, p
 }
 
 /* The pprof bytes of a multipart upload, and its sample_type_config (NULL when none). */
-static int multipart_profile(const void *body, size_t n, const char *ct, size_t ctl,
-                             ps_arena_t *arena, const uint8_t **pp, size_t *pn, const uint8_t **stc, size_t *stcn,
-                             ps_err_t *err)
+static int multipart_profile(const void *body, size_t n, const ps_pyro_meta_t *m, ps_arena_t *arena,
+                             const uint8_t **pp, size_t *pn, const uint8_t **stc, size_t *stcn, ps_err_t *err)
 {
     int ret;
-    const char *b;
-    size_t bl;
     ps_mp_part_t *parts;
     uint32_t np;
-    if ((ret = ps_mp_boundary(ct, ctl, arena, &b, &bl, err)) != 0 ||
-        (ret = ps_mp_parse(body, n, b, bl, arena, &parts, &np, err)) != 0)
+    if ((ret = ps_mp_parse(body, n, m->boundary, m->boundary_len, arena, &parts, &np, err)) != 0)
         return ret;
     if (ps_mp_find(parts, np, "prev_profile") != NULL)
         return ps_err_set(err, PS_EINVAL, "unsupported client version (the upload has a prev_profile part). Please "
@@ -476,14 +473,14 @@ static bool is_delta(const char *name)
 
 #define NS_1971 (365ll * 86400 * PS_NS_PER_S)
 
-static int prepare_pprof(const void *body, size_t n, const ps_pyro_meta_t *m, const char *ct, size_t ctl,
-                         const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_append_t *app, ps_err_t *err)
+static int prepare_pprof(const void *body, size_t n, const ps_pyro_meta_t *m, const ps_pprof_limits_t *lim,
+                         ps_arena_t *arena, ps_append_t *app, ps_err_t *err)
 {
     int ret;
     const uint8_t *pp = body, *stc = NULL;
     size_t pn = n, stcn = 0;
     if (m->format == PS_PYRO_MULTIPART &&
-        (ret = multipart_profile(body, n, ct, ctl, arena, &pp, &pn, &stc, &stcn, err)) != 0)
+        (ret = multipart_profile(body, n, m, arena, &pp, &pn, &stc, &stcn, err)) != 0)
         return ret;
     if (pn >= 2 && pp[0] == '-' && pp[1] == '-')
         return ps_err_set(err, PS_EINVAL, "the body looks like multipart/form-data, but the Content-Type is not "
@@ -525,7 +522,7 @@ static void *grow(ps_arena_t *a, void *arr, uint32_t n, uint32_t *cap, size_t sz
     return na;
 }
 
-static int frame_index(folded_t *f, const char *s, size_t n, uint32_t *out, ps_err_t *err)
+static int frame_index(folded_t *f, const char *s, size_t n, uint32_t depth, uint32_t *out, ps_err_t *err)
 {
     uint64_t v;
     if (ps_hmap_get(&f->funcs, s, n, &v)) {
@@ -538,7 +535,7 @@ static int frame_index(folded_t *f, const char *s, size_t n, uint32_t *out, ps_e
     if (n > f->lim->max_string_len)
         return ps_err_set(err, PS_ETOOBIG, "a frame name is %zu bytes long, at most %u", n, f->lim->max_string_len);
     if (!ps_utf8_valid(s, n))
-        return ps_err_set(err, PS_EINVAL, "frame name \"%.*s\" is not valid UTF-8", (int)(n > 40 ? 40 : n), s);
+        return ps_err_set(err, PS_EINVAL, "frame %u is not valid UTF-8", depth + 1);
     uint32_t c = f->cap_funcs;
     p->functions = grow(f->arena, p->functions, p->nfunctions, &c, sizeof(ps_function_t));
     if (c != f->cap_funcs) { /* functions and locations have the same count: they grow together */
@@ -607,7 +604,7 @@ static int folded_line(folded_t *f, const char *s, size_t n, size_t line, bool l
         size_t e = semi ? (size_t)(semi - s) : sn;
         if (depth == f->lim->max_stack_depth)
             return ps_err_set(err, PS_ETOOBIG, "line %zu: more than %u frames", line, f->lim->max_stack_depth);
-        if ((ret = frame_index(f, s + i, e - i, &f->stack[depth], err)) != 0)
+        if ((ret = frame_index(f, s + i, e - i, depth, &f->stack[depth], err)) != 0)
             return ps_err_prefix(err, "line %zu", line);
         depth++;
         i = e + 1;
@@ -683,7 +680,7 @@ int ps_pyro_prepare(const void *body, size_t n, const ps_pyro_meta_t *m, const p
     if (n == 0)
         return ps_err_set(err, PS_EINVAL, "empty body");
     if (m->format == PS_PYRO_PPROF || m->format == PS_PYRO_MULTIPART)
-        return prepare_pprof(body, n, m, m->content_type, m->content_type_len, lim, arena, app, err);
+        return prepare_pprof(body, n, m, lim, arena, app, err);
     ps_profile_t *p = ps_arena_calloc(arena, 1, sizeof(*p));
     int ret = ps_pyro_folded(body, n, m->format == PS_PYRO_LINES, m, lim, arena, p, err);
     if (ret != 0)
