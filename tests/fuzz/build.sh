@@ -6,7 +6,8 @@
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
 # prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
 # fuzz_xorchunk (storage/xorchunk.c), fuzz_selector and fuzz_promql (parser/), fuzz_remote
-# (proto/remote.c, snappy) and fuzz_remote_read (proto/remote_read.c) into OUTDIR.
+# (proto/remote.c, snappy), fuzz_remote_read (proto/remote_read.c) and fuzz_pyingest (src/ingest/
+# pyroscope.c, multipart.c: Pyroscope's /ingest) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +25,7 @@ ln -s "$root/src/core" "$gen/inc/core"
 ln -s "$root/proto" "$gen/inc/proto"
 ln -s "$root/parser" "$gen/inc/parser"
 ln -s "$root/storage" "$gen/inc/storage"
+ln -s "$root/src/ingest" "$gen/inc/ingest"
 protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/profile.proto"
 
 # every target: libFuzzer with ASan + UBSan, warnings on, the include tree above
@@ -87,6 +89,19 @@ if [ -f "$root/proto/remote_read.c" ] && [ -f "$here/fuzz_remote_read.c" ]; then
         "$gen/remote.pb-c.c" "$root"/src/core/*.c \
         $(pkg-config --libs libprotobuf-c) -lsnappy -lm -lpthread \
         -o "$out/fuzz_remote_read"
+fi
+
+# fuzz_pyingest: Pyroscope's /ingest parameters and bodies (src/ingest/pyroscope.c, multipart.c), with
+# what they call: ps_ingest_build (ingest.c, which uses the label parser), the pprof decoder, jansson.
+if [ -f "$root/src/ingest/pyroscope.c" ] && [ -f "$here/fuzz_pyingest.c" ]; then
+    [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
+    # shellcheck disable=SC2046
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib jansson) \
+        "$here/fuzz_pyingest.c" "$root/src/ingest/pyroscope.c" "$root/src/ingest/multipart.c" \
+        "$root/src/ingest/ingest.c" "$root/proto/pprof.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" \
+        "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
+        $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
+        -o "$out/fuzz_pyingest"
 fi
 
 echo "$out/fuzz_pprof"

@@ -4,7 +4,8 @@
 # fuzz_chunk and fuzz_xorchunk seeded with chunks their encoders make, fuzz_selector seeded with
 # real selectors, fuzz_promql with real queries, fuzz_remote seeded with the captured Prometheus
 # remote-write bodies (as they are and uncompressed), fuzz_remote_read with the captured read
-# requests (likewise).
+# requests (likewise), fuzz_pyingest with the captured Pyroscope SDK requests (query, Content-Type
+# and body) and a few folded bodies.
 # Exits non-zero if libFuzzer finds a crash, leak or timeout; the reproducer is left in the output
 # directory (crash-*, leak-*, timeout-*).
 #
@@ -15,7 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_pyingest"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 
 if [ -n "${PS_TESTDATA:-}" ] && [ -d "$PS_TESTDATA/pprof" ]; then
@@ -87,6 +88,27 @@ for t in $targets; do
             /usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import snappy_pb as s; sys.stdout.buffer.write(b"\x02" + s.snappy_decompress(open(sys.argv[2], "rb").read()))' \
                 "$(dirname "$seeds")/../tools" "$f" > "$corpus/$name.raw" 2>/dev/null || rm -f "$corpus/$name.raw"
         done ;;
+    fuzz_pyingest)
+        # "<query>\n<Content-Type>\n<body>" of each captured SDK request (fuzz_pyingest.c)
+        pyro=$(dirname "$seeds")/pyroscope
+        for f in "$pyro"/nodejs-*/ingest-*.txt; do
+            [ -f "$f" ] || continue
+            name=$(echo "$f" | sed 's|.*/\(nodejs-[^/]*\)/\(ingest-[0-9]*\).txt|\1_\2|')
+            q=$(head -1 "$f" | sed 's/^POST [^?]*?\([^ ]*\) HTTP.*/\1/')
+            ct=$(grep -i '^content-type: ' "$f" | head -1 | sed 's/^[^:]*: //' | tr -d '\r')
+            { printf '%s\n%s\n' "$q" "$ct"; cat "${f%.txt}.bin"; } > "$corpus/$name"
+        done
+        printf 'name=app.cpu%%7Benv%%3Dprod%%7D&from=1796022000&until=1796022010&sampleRate=100\ntext/plain\nmain;a;b 10\nmain;c 5\n' \
+            > "$corpus/folded"
+        printf 'name=app.wall&format=lines\n\na;b\na;b\nc\n' > "$corpus/lines"
+        printf 'name=app&format=pprof\napplication/octet-stream\n' > "$corpus/cpu"
+        cat "$seeds/go/cpu-01.pb.gz" >> "$corpus/cpu"
+        { printf 'name=app%%7B__session_id__%%3D1%%7D&spyName=gospy\nmultipart/form-data; boundary=b0\n--b0\r\n'
+          printf 'Content-Disposition: form-data; name="profile"; filename="profile.pprof"\r\n\r\n'
+          cat "$seeds/go/mutex-01.pb.gz"
+          printf '\r\n--b0\r\nContent-Disposition: form-data; name="sample_type_config"; filename="sample_type_config.json"\r\n\r\n'
+          printf '{"contentions":{"display-name":"mutex_count"},"delay":{"display-name":"mutex_duration"}}\r\n--b0--\r\n'
+        } > "$corpus/go-mutex" ;;
     esac
     echo "run.sh: fuzzing $t for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
     (cd "$out" && "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
