@@ -337,6 +337,9 @@ int ps_pyro_meta_parse(const ps_pyro_params_t *in, int64_t now_ns, ps_arena_t *a
     }
     const char *spy = in->spy_name && in->spy_name_len ? in->spy_name : "unknown";
     size_t spyl = in->spy_name && in->spy_name_len ? in->spy_name_len : 7;
+    if (spyl > PS_LABEL_VALUE_MAX || !ps_utf8_valid(spy, spyl))
+        return ps_err_set(err, PS_EINVAL, "spyName: %s", spyl > PS_LABEL_VALUE_MAX ? "longer than 360 bytes"
+                                                                                  : "not valid UTF-8");
     if (find_label(ls, "pyroscope_spy") == NULL)
         add_label(ls, arena, "pyroscope_spy", 13, spy, spyl);
     if ((ret = ps_labels_normalize(ls, err)) != 0)
@@ -681,6 +684,9 @@ int ps_pyro_prepare(const void *body, size_t n, const ps_pyro_meta_t *m, const p
         return ps_err_set(err, PS_EINVAL, "empty body");
     if (m->format == PS_PYRO_PPROF || m->format == PS_PYRO_MULTIPART)
         return prepare_pprof(body, n, m, lim, arena, app, err);
+    if (ps_is_gzip(body, n))
+        return ps_err_set(err, PS_EINVAL, "the body is gzip-compressed (a pprof profile?): send it with format=pprof; "
+                                          "without a format the body is read as folded lines");
     ps_profile_t *p = ps_arena_calloc(arena, 1, sizeof(*p));
     int ret = ps_pyro_folded(body, n, m->format == PS_PYRO_LINES, m, lim, arena, p, err);
     if (ret != 0)

@@ -452,6 +452,7 @@ def test_tag_value_too_long(bad_srv):
     ({"sampleRate": "-1"}, 'sampleRate: expected an integer from 0 to 1000000000 (Hz), got "-1"'),
     ({"aggregationType": "max"}, 'aggregationType: expected sum or average, got "max"'),
     ({"format": "png"}, 'format: unknown format "png" (expected pprof, lines, groups or none)'),
+    ({"spyName": "s" * 361}, "spyName: longer than 360 bytes"),
 ])
 def test_bad_parameters(bad_srv, params, msg):
     st, js = ingest(bad_srv, dict({"name": "app"}, **params), b"a;b 1\n")
@@ -482,6 +483,8 @@ def test_unsupported_trie_content_type(bad_srv):
     (b"a;b 1x\n", 'line 1: "1x" is not a sample count (expected "frame;frame;... count")'),
     (b"a;b 99999999999999999\n", "line 1: the value 99999999999999999 is too large"),
     (b"a;\xff 1\n", "line 1: frame 2 is not valid UTF-8"),
+    (gzip.compress(b"a;b 1\n"), "the body is gzip-compressed (a pprof profile?): send it with format=pprof; "
+                                 "without a format the body is read as folded lines"),
 ])
 def test_bad_folded_body(bad_srv, body, msg):
     st, js = ingest(bad_srv, {"name": "app"}, body, {"Content-Type": "text/plain"})
