@@ -255,12 +255,14 @@ int ps_mp_parse(const void *body, size_t n, const char *boundary, size_t blen, p
         }
         if (hn == 0)
             return ps_err_set(err, PS_EINVAL, "multipart part %u: no Content-Disposition header", np + 1);
-        i += hn + 2;
+        /* the empty line's CRLF may be the delimiter's own (a part without a body, RFC 2046 5.1.1) */
+        i += hn;
         const char *d = memmem(b + i, n - i, delim, dl);
         if (d == NULL)
             return ps_err_set(err, PS_EINVAL, "multipart part %u: not ended by the boundary (truncated body)", np + 1);
-        p->data = (const uint8_t *)b + i;
-        p->len = (size_t)(d - (b + i));
+        size_t ds = d == b + i ? i : i + 2;
+        p->data = (const uint8_t *)b + ds;
+        p->len = (size_t)(d - (b + ds));
         np++;
         i = (size_t)(d - b) + dl;
     }

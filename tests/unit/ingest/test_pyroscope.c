@@ -76,9 +76,11 @@ static void test_parts(void **state)
                                "Content-Disposition: form-data; name=sample_type_config\r\n\r\n"
                                "{}\r\n--XyZ\r\n"
                                "Content-Disposition: form-data; name=\"q\\\"uoted\"\r\n\r\n"
+                               "\r\n--XyZ\r\n"
+                               "Content-Disposition: form-data; name=nobody\r\n"
                                "\r\n--XyZ--\r\nepilogue";
     assert_int_equal(parse(body, &p, &np, &a, &err), 0);
-    assert_int_equal(np, 3);
+    assert_int_equal(np, 4);
     assert_int_equal(p[0].name_len, 7);
     assert_memory_equal(p[0].name, "profile", 7);
     assert_int_equal(p[0].filename_len, 13);
@@ -91,7 +93,9 @@ static void test_parts(void **state)
     assert_null(p[1].filename);
     assert_int_equal(p[1].len, 2);
     assert_string_equal(p[2].name, "q\"uoted");
-    assert_int_equal(p[2].len, 0);
+    assert_int_equal(p[2].len, 0); /* an empty body: CRLF CRLF-delimiter */
+    assert_string_equal(p[3].name, "nobody");
+    assert_int_equal(p[3].len, 0); /* no body at all: the empty line is the delimiter's CRLF */
     assert_ptr_equal(ps_mp_find(p, np, "sample_type_config"), &p[1]);
     assert_null(ps_mp_find(p, np, "prev_profile"));
     ps_arena_dispose(&a);
