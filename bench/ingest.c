@@ -9,14 +9,13 @@
  * the same bytes: zlib gunzip alone and gunzip + ps_pprof_decode. Then a timed
  * POST /api/v1/admin/compact, and the same again with --storage.no-sync.
  *
- * --connect: after each phase, the same profiles again through POST /push.v1.PusherService/Push
- * (Connect, binary proto, as Grafana Alloy's pyroscope.write sends them: one series, one raw
- * sample, the pprof bytes as Go produced them) into a fresh server, and the two side by side.
- * A Connect push has no time parameter (the profile's time_nanos is the timestamp), so each
- * raw_profile is the fixture followed by a tiny second gzip member holding only time_nanos
- * (field 9; protobuf takes the last value of a field, gzip readers read every member): the
- * round's timestamp, as the native push gets it from time=. Labels: service_name (= job), job,
- * instance; __name__ process_cpu or memory.
+ * --pyroscope adds, after each phase, the same pushes through Pyroscope's POST /ingest as its SDKs
+ * send them (pyroscope-go, @pyroscope/nodejs 0.4): a multipart/form-data body with the pprof as the
+ * part "profile" (filename profile.pprof), name=<job>{instance=<instance>}, from/until, spyName,
+ * sampleRate; then both side by side (profiles/s, server CPU per profile; target: within 10%). The
+ * pprof bytes are then the fixtures re-encoded without time_nanos (gzip level 6), since /ingest
+ * stores a profile at its own time_nanos and at from only when it has none; the native phases push
+ * those same bytes too, so that the two compare like for like.
  *
  * Nothing is asserted: targets are printed next to the figures.
  */
@@ -32,7 +31,6 @@
 #include "core/err.h"
 #include "core/mem.h"
 #include "proto/pprof.h"
-#include "proto/pyroscope.h"
 #include "util.h"
 
 #define NFIX 6
@@ -57,7 +55,8 @@ typedef struct opts {
     uint32_t conns, series, jobs, heap_every;
     const char *threads;
     long long t0;
-    int do_sync, do_nosync, do_compact, do_connect;
+    int do_sync, do_nosync, do_compact;
+    int pyro; /* --pyroscope: also push through /ingest */
 } opts_t;
 
 typedef struct result {
@@ -78,6 +77,11 @@ typedef struct result {
 static fixture_t fx[NFIX];
 static char (*label_enc)[256];
 
+/* --pyroscope: per fixture the multipart body of an /ingest upload; per series its name= value */
+#define PYRO_BOUNDARY "bench-boundary-5f2c1b7a9e3d4c11"
+static ps_buf_t pyro_body[NFIX], pyro_pprof[NFIX];
+static char (*pyro_name_enc)[256];
+
 static void usage(void)
 {
     fputs("usage: bench_ingest [flags]\n"
@@ -94,8 +98,8 @@ static void usage(void)
           "  --t0 UNIXSECONDS   time of the first round (default: now - rounds*10 s - 60 s)\n"
           "  --phase sync|nosync  run only this phase (default: both)\n"
           "  --no-compact       skip the timed POST /api/v1/admin/compact after each phase\n"
-          "  --connect          also push the same profiles through /push.v1.PusherService/Push (Connect,\n"
-          "                     binary proto) after each phase, and compare\n",
+          "  --pyroscope        also push the same profiles through Pyroscope's POST /ingest (multipart, as\n"
+          "                     pyroscope-go and @pyroscope/nodejs 0.4 upload) and compare with the native push\n",
           stderr);
 }
 
@@ -160,8 +164,8 @@ static void parse(int argc, char **argv, opts_t *o)
             }
         } else if (!strcmp(a, "--no-compact")) {
             o->do_compact = 0;
-        } else if (!strcmp(a, "--connect")) {
-            o->do_connect = 1;
+        } else if (!strcmp(a, "--pyroscope")) {
+            o->pyro = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             exit(0);
@@ -211,6 +215,42 @@ static int load_fixtures(void)
         ps_arena_reset(&a);
     }
     ps_arena_dispose(&a);
+    return 0;
+}
+
+/* --pyroscope: each fixture without time_nanos, re-encoded, gzipped, as the "profile" part of a
+ * multipart body; and each series' name as Pyroscope's app{tags} */
+static int make_pyro_bodies(const opts_t *o, uint32_t per_job)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    for (int f = 0; f < NFIX; f++) {
+        ps_profile_t p;
+        ps_err_t err;
+        ps_buf_t *pp = &pyro_pprof[f];
+        if (ps_pprof_decode(fx[f].data, fx[f].len, NULL, &a, &p, &err) != 0) {
+            fprintf(stderr, "bench_ingest: %s: %s\n", fix_files[f], err.msg);
+            return -1;
+        }
+        p.time_nanos = 0;
+        if (ps_pprof_encode(&p, 6, pp, &err) != 0) {
+            fprintf(stderr, "bench_ingest: %s: %s\n", fix_files[f], err.msg);
+            return -1;
+        }
+        ps_buf_t *b = &pyro_body[f];
+        PS_BUF_LIT(b, "--" PYRO_BOUNDARY "\r\nContent-Disposition: form-data; name=\"profile\"; "
+                      "filename=\"profile.pprof\"\r\nContent-Type: application/octet-stream\r\n\r\n");
+        ps_buf_append(b, pp->data, pp->len);
+        PS_BUF_LIT(b, "\r\n--" PYRO_BOUNDARY "--\r\n");
+        ps_arena_reset(&a);
+    }
+    ps_arena_dispose(&a);
+    pyro_name_enc = ps_xcalloc(o->series, sizeof(*pyro_name_enc));
+    for (uint32_t s = 0; s < o->series; s++) {
+        char nm[200];
+        snprintf(nm, sizeof(nm), "bench-job-%02u{instance=10.0.%u.%u:6060}", s / per_job, s / per_job,
+                 s % per_job + 1);
+        ps_bench_urlencode(nm, pyro_name_enc[s], sizeof(pyro_name_enc[s]));
+    }
     return 0;
 }
 
@@ -285,56 +325,15 @@ static int get_metrics(const char *url, ps_buf_t *b)
 }
 #define METRIC(b, name) ps_bench_metric((const char *)(b).data, (b).len, name)
 
-/* ---- Connect push bodies (--connect) ---- */
-
-/* A gzip member holding only Profile.time_nanos (field 9, varint) = ns. */
-static void time_member(int64_t ns, ps_buf_t *out)
-{
-    uint8_t pb[16];
-    size_t n = 0;
-    uint64_t v = (uint64_t)ns;
-    pb[n++] = 9 << 3;
-    while (v >= 0x80) {
-        pb[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    pb[n++] = (uint8_t)v;
-    ps_gzip(pb, n, 1, out, NULL);
-}
-
-/* The PushRequest of push i into body (replacing it); raw is scratch. */
-static void connect_body(const opts_t *o, uint64_t i, long long t0, ps_buf_t *raw, ps_buf_t *body)
-{
-    uint64_t set = i % o->series, round = i / o->series;
-    int f = fix_of(o, i);
-    uint32_t per_job = (o->series + o->jobs - 1) / o->jobs;
-    char job[32], inst[32];
-    snprintf(job, sizeof(job), "bench-job-%02u", (unsigned)(set / per_job));
-    snprintf(inst, sizeof(inst), "10.0.%u.%u:6060", (unsigned)(set / per_job), (unsigned)(set % per_job + 1));
-    ps_buf_reset(raw);
-    ps_buf_append(raw, fx[f].data, fx[f].len);
-    time_member((t0 + (long long)round * 10) * 1000000000LL, raw);
-    const char *name = f == FIX_HEAP ? "memory" : "process_cpu";
-    ps_pyro_label_t labels[] = {{"__name__", name, 8, strlen(name)},
-                                {"service_name", job, 12, strlen(job)},
-                                {"job", job, 3, strlen(job)},
-                                {"instance", inst, 8, strlen(inst)}};
-    ps_pyro_sample_t smp = {raw->data, raw->len, ""};
-    ps_pyro_series_t ser = {labels, 4, &smp, 1};
-    ps_pyro_push_t req = {&ser, 1};
-    ps_buf_reset(body);
-    ps_pyro_push_encode(PS_PYRO_PROTO, &req, body);
-}
-
-static void run_phase(const opts_t *o, const char *base_dir, int nosync, int connect, long long t0, result_t *r)
+static void run_phase(const opts_t *o, const char *base_dir, int nosync, long long t0, result_t *r, int pyro)
 {
     memset(r, 0, sizeof(*r));
-    r->name = nosync ? (connect ? "--storage.no-sync, Connect push" : "--storage.no-sync")
-                     : (connect ? "fsync (default), Connect push" : "fsync (default)");
+    r->name = nosync ? (pyro ? "--storage.no-sync, Pyroscope POST /ingest" : "--storage.no-sync")
+                     : (pyro ? "fsync (default), Pyroscope POST /ingest" : "fsync (default)");
     char dir[4096], log[4200];
-    const char *sub = nosync ? (connect ? "nosync-connect" : "nosync") : (connect ? "sync-connect" : "sync");
-    snprintf(dir, sizeof(dir), "%s/%s", base_dir, sub);
-    snprintf(log, sizeof(log), "%s/profstore-%s.log", base_dir, sub);
+    const char *tag = nosync ? (pyro ? "nosync-ingest" : "nosync") : (pyro ? "sync-ingest" : "sync");
+    snprintf(dir, sizeof(dir), "%s/%s", base_dir, tag);
+    snprintf(log, sizeof(log), "%s/profstore-%s.log", base_dir, tag);
     ps_bench_rmrf(dir);
     const char *args[8];
     int na = 0;
@@ -351,12 +350,10 @@ static void run_phase(const opts_t *o, const char *base_dir, int nosync, int con
     if (ps_bench_server_start(&srv, o->profstore, dir, log, args) != 0)
         return;
 
-    ps_bench_pusher_t *p = ps_bench_pusher_new(o->conns, connect);
-    static const char *const connect_headers[] = {"Content-Type: application/proto", "Connect-Protocol-Version: 1",
-                                                  NULL};
-    if (connect)
-        ps_bench_pusher_headers(p, connect_headers);
-    ps_buf_t craw = PS_BUF_INIT, cbody = PS_BUF_INIT;
+    ps_bench_pusher_t *p = ps_bench_pusher_new(o->conns, 0);
+    static const char *const pyro_headers[] = {"Content-Type: multipart/form-data; boundary=" PYRO_BOUNDARY, NULL};
+    if (pyro)
+        ps_bench_pusher_headers(p, pyro_headers);
     char url[1024];
     ps_bench_proc_t pr0, pr1;
     ps_bench_sys_t sy0, sy1;
@@ -366,16 +363,20 @@ static void run_phase(const opts_t *o, const char *base_dir, int nosync, int con
     for (uint64_t i = 0; i < o->n; i++) {
         uint64_t set = i % o->series, round = i / o->series;
         const fixture_t *x = &fx[fix_of(o, i)];
-        if (connect) {
-            connect_body(o, i, t0, &craw, &cbody);
-            snprintf(url, sizeof(url), "%s/push.v1.PusherService/Push", srv.url);
-            ps_bench_pusher_post(p, (int64_t)set, url, cbody.data, cbody.len);
+        long long ts = t0 + (long long)round * 10;
+        if (pyro) {
+            const ps_buf_t *b = &pyro_body[x - fx];
+            snprintf(url, sizeof(url), "%s/ingest?name=%s&from=%lld&until=%lld&spyName=gospy&sampleRate=100&"
+                     "units=samples&aggregationType=sum", srv.url, pyro_name_enc[set], ts, ts + 10);
+            ps_bench_pusher_post(p, (int64_t)set, url, b->data, b->len);
+            r->bytes += b->len;
         } else {
-            snprintf(url, sizeof(url), "%s/api/v1/profiles/write?labels=%s&time=%lld", srv.url, label_enc[set],
-                     t0 + (long long)round * 10);
-            ps_bench_pusher_post(p, (int64_t)set, url, x->data, x->len);
+            snprintf(url, sizeof(url), "%s/api/v1/profiles/write?labels=%s&time=%lld", srv.url, label_enc[set], ts);
+            const uint8_t *d = o->pyro ? pyro_pprof[x - fx].data : x->data; /* like for like with /ingest */
+            size_t dn = o->pyro ? pyro_pprof[x - fx].len : x->len;
+            ps_bench_pusher_post(p, (int64_t)set, url, d, dn);
+            r->bytes += dn;
         }
-        r->bytes += connect ? cbody.len : x->len;
         r->samples += x->nsamples;
         if (x == &fx[FIX_HEAP])
             r->nheap++;
@@ -384,8 +385,6 @@ static void run_phase(const opts_t *o, const char *base_dir, int nosync, int con
     }
     ps_bench_pusher_drain(p);
     r->wall = ps_bench_now() - w0;
-    ps_buf_dispose(&craw);
-    ps_buf_dispose(&cbody);
     r->self_cpu = ps_bench_self_cpu() - self0;
     ps_bench_sys_read(&sy1);
     r->sys_busy = sy1.busy - sy0.busy;
@@ -544,20 +543,20 @@ static void print_phase(const opts_t *o, const result_t *r, floor_res_t gz, floo
            r->file_bytes / 1e6, r->used_bytes / 1e6, r->used_bytes / n);
 }
 
-/* Connect push next to the native push of the same profiles. */
-static void print_connect(const opts_t *o, const result_t *nat, const result_t *con)
+/* --pyroscope: the /ingest phase next to the native one */
+static void print_pyro_compare(const opts_t *o, const result_t *nat, const result_t *py)
 {
-    if (!nat->ok || !con->ok || nat->died[0] || con->died[0] || nat->wall <= 0 || con->wall <= 0)
+    if (!nat->ok || !py->ok || nat->died[0] || py->died[0] || nat->wall <= 0 || py->wall <= 0)
         return;
-    double n = (double)o->n, pn = n / nat->wall, pc = n / con->wall;
-    double cn = nat->server_cpu / n * 1e6, cc = con->server_cpu / n * 1e6;
-    printf("\n== Connect push vs native push (%s) ==\n", nat->name);
-    printf("  profiles/s             native %.0f, Connect %.0f (%+.1f%%)   (target: within 10%%: %s)\n", pn, pc,
-           (pc / pn - 1) * 100, mark(pc >= pn * 0.9));
-    printf("  server CPU/profile     native %.1f us, Connect %.1f us (%+.1f%%)   (target: within 10%%: %s)\n", cn, cc,
-           (cc / cn - 1) * 100, mark(cc <= cn * 1.1));
-    printf("  stored                 native %.0f, Connect %.0f profiles; bytes sent %.1f MB vs %.1f MB\n",
-           nat->stored, con->stored, (double)nat->bytes / 1e6, (double)con->bytes / 1e6);
+    double n = (double)o->n, rn = n / nat->wall, rp = n / py->wall;
+    double cn = nat->server_cpu / n * 1e6, cp = py->server_cpu / n * 1e6;
+    printf("\n== Pyroscope /ingest vs native push (%s) ==\n", nat->name);
+    printf("  profiles/s             native %.0f, /ingest %.0f: %.1f%% of native   (target >= 90%%: %s)\n", rn, rp,
+           rp / rn * 100, mark(rp >= 0.9 * rn));
+    printf("  server CPU/profile     native %.1f us, /ingest %.1f us: %+.1f%%   (target <= +10%%: %s)\n", cn, cp,
+           (cp / cn - 1) * 100, mark(cp <= 1.1 * cn));
+    printf("  bytes/profile          native %.0f B, /ingest %.0f B (the same re-encoded pprof; multipart adds the rest)\n",
+           (double)nat->bytes / n, (double)py->bytes / n);
 }
 
 int main(int argc, char **argv)
@@ -577,6 +576,8 @@ int main(int argc, char **argv)
                  s % per_job + 1);
         ps_bench_urlencode(ls, label_enc[s], sizeof(label_enc[s]));
     }
+    if (o.pyro && make_pyro_bodies(&o, per_job) != 0)
+        return 1;
     uint64_t rounds = (o.n + o.series - 1) / o.series;
     long long t0 = o.t0 >= 0 ? o.t0 : (long long)time(NULL) - (long long)rounds * 10 - 60;
 
@@ -622,30 +623,30 @@ int main(int argc, char **argv)
 
     floor_res_t gz = floor_gunzip(&o), dec = floor_decode(&o);
 
-    result_t rs, rn, rsc, rnc;
+    result_t rs, rn, rps, rpn;
     memset(&rs, 0, sizeof(rs));
     memset(&rn, 0, sizeof(rn));
-    memset(&rsc, 0, sizeof(rsc));
-    memset(&rnc, 0, sizeof(rnc));
+    memset(&rps, 0, sizeof(rps));
+    memset(&rpn, 0, sizeof(rpn));
     if (o.do_sync) {
-        run_phase(&o, base, 0, 0, t0, &rs);
+        run_phase(&o, base, 0, t0, &rs, 0);
         print_phase(&o, &rs, gz, dec);
         fflush(stdout);
-        if (o.do_connect) {
-            run_phase(&o, base, 0, 1, t0, &rsc);
-            print_phase(&o, &rsc, gz, dec);
-            print_connect(&o, &rs, &rsc);
+        if (o.pyro) {
+            run_phase(&o, base, 0, t0, &rps, 1);
+            print_phase(&o, &rps, gz, dec);
+            print_pyro_compare(&o, &rs, &rps);
             fflush(stdout);
         }
     }
     if (o.do_nosync) {
-        run_phase(&o, base, 1, 0, t0, &rn);
+        run_phase(&o, base, 1, t0, &rn, 0);
         print_phase(&o, &rn, gz, dec);
-        if (o.do_connect) {
+        if (o.pyro) {
             fflush(stdout);
-            run_phase(&o, base, 1, 1, t0, &rnc);
-            print_phase(&o, &rnc, gz, dec);
-            print_connect(&o, &rn, &rnc);
+            run_phase(&o, base, 1, t0, &rpn, 1);
+            print_phase(&o, &rpn, gz, dec);
+            print_pyro_compare(&o, &rn, &rpn);
         }
     }
     if (rs.ok && rn.ok && !rs.died[0] && !rn.died[0]) {
@@ -657,7 +658,7 @@ int main(int argc, char **argv)
         printf("  profiles per commit    %.1f with fsync, %.1f without\n",
                rs.batches > 0 ? rs.stored / rs.batches : 0, rn.batches > 0 ? rn.stored / rn.batches : 0);
     }
-    if (made && !o.keep && !rs.died[0] && !rn.died[0])
+    if (made && !o.keep && !rs.died[0] && !rn.died[0] && !rps.died[0] && !rpn.died[0])
         ps_bench_rmrf(base);
     else
         printf("\n  data kept in %s\n", base);

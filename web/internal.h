@@ -65,6 +65,7 @@ int ps_api_status_flags(h2o_req_t *req);
 int ps_api_status_runtimeinfo(h2o_req_t *req);
 int ps_api_metrics(h2o_req_t *req);
 int ps_api_profiles_write(h2o_req_t *req);
+int ps_api_pyroscope_ingest(h2o_req_t *req); /* api_pyroscope_ingest.c: POST /ingest */
 int ps_api_remote_write(h2o_req_t *req);
 /** The remote_write counters, in the text exposition format (for /metrics). */
 void ps_api_write_metrics(ps_server_t *s, ps_buf_t *b);

@@ -163,7 +163,7 @@ int ps_ingest_check_body(const void *body, size_t n, const char *content_type, s
     if ((content_type != NULL && ct_len >= sizeof(mp) - 1 && strncasecmp(content_type, mp, sizeof(mp) - 1) == 0) ||
         (n >= 2 && b[0] == '-' && b[1] == '-'))
         return ps_err_set(err, PS_EINVAL, "body is multipart/form-data: this endpoint takes a raw pprof body (gzipped "
-                                          "or not); Pyroscope's /ingest is not served yet");
+                                          "or not); send Pyroscope SDK uploads to /ingest");
     if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b)
         return 0;
     /* text: the first 64 bytes (or all of a shorter body) are printable ASCII, tab, CR, LF or

@@ -158,4 +158,91 @@ typedef struct ps_remote_result {
  */
 int ps_ingest_remote_result(const ps_wreq_t *r, ps_remote_result_t *res, ps_buf_t *msg);
 
+
+/* ---- Pyroscope's POST /ingest (pyroscope.c, multipart.c) ---- */
+
+#define PS_MP_MAX_PARTS 64     /* parts in a multipart body */
+#define PS_MP_MAX_HEADER 8192  /* bytes of headers per part */
+
+/** One part of a multipart/form-data body. Strings come from the parse's arena; data points into
+ *  the body (valid as long as the body). */
+typedef struct ps_mp_part {
+    const char *name, *filename, *content_type; /* filename, content_type: NULL when absent */
+    size_t name_len, filename_len, ct_len;
+    const uint8_t *data;
+    size_t len;
+} ps_mp_part_t;
+
+/** The boundary of a "multipart/form-data; boundary=..." Content-Type (quoted or not, 1..70 RFC 2046
+ *  characters). PS_EINVAL naming what is wrong. */
+int ps_mp_boundary(const char *ct, size_t n, ps_arena_t *arena, const char **boundary, size_t *blen, ps_err_t *err);
+/** Splits a multipart/form-data body into its parts (rules and limits at the top of multipart.c):
+ *  PS_EINVAL for a malformed or truncated body, PS_ETOOBIG past PS_MP_MAX_PARTS parts or
+ *  PS_MP_MAX_HEADER header bytes in a part. */
+int ps_mp_parse(const void *body, size_t n, const char *boundary, size_t blen, ps_arena_t *arena, ps_mp_part_t **parts,
+                uint32_t *nparts, ps_err_t *err);
+/** The first part named name, or NULL. */
+const ps_mp_part_t *ps_mp_find(const ps_mp_part_t *parts, uint32_t n, const char *name);
+
+/** The body formats of /ingest (its format parameter and Content-Type). */
+typedef enum {
+    PS_PYRO_PPROF,     /* format=pprof: the body is the pprof (or a multipart upload holding it) */
+    PS_PYRO_MULTIPART, /* no format, multipart/form-data: a "profile" part (pyroscope-go, nodejs 0.4) */
+    PS_PYRO_FOLDED,    /* no format (Pyroscope's "groups"): "a;b;c 12" lines */
+    PS_PYRO_LINES,     /* format=lines: "a;b;c" lines, each one sample */
+} ps_pyro_format_t;
+
+/** The query parameters of /ingest as received (percent-decoded; NULL = absent). */
+typedef struct ps_pyro_params {
+    const char *name, *from, *until, *sample_rate, *spy_name, *units, *aggregation, *format;
+    size_t name_len, from_len, until_len, sample_rate_len, spy_name_len, units_len, aggregation_len, format_len;
+    const char *content_type; /* the request's Content-Type; NULL = none */
+    size_t content_type_len;
+} ps_pyro_params_t;
+
+/** The metadata of an /ingest request, checked (ps_pyro_meta_parse). */
+typedef struct ps_pyro_meta {
+    ps_pyro_format_t format;
+    ps_labels_t labels;       /* service_name, pyroscope_spy, the tags; normalised, without __name__ */
+    const char *service;      /* service_name */
+    size_t service_len;
+    int64_t from, until;      /* ns */
+    uint32_t sample_rate;     /* Hz (default 100) */
+    /* folded and lines formats: the type the name's suffix gives */
+    const char *profile_name; /* process_cpu, wall, memory, ... */
+    const char *sample_type, *sample_unit;
+    bool scale;               /* cpu/wall: values are samples, stored as ns (1e9 / sample_rate each) */
+    const char *boundary;     /* PS_PYRO_MULTIPART: the boundary of the Content-Type */
+    size_t boundary_len;
+} ps_pyro_meta_t;
+
+/**
+ * Checks the parameters of an /ingest request as Pyroscope reads them (the rules are at the top of
+ * pyroscope.c): the name with its tags, from/until (ps_attime_parse, default now_ns), sampleRate,
+ * spyName, units, aggregationType, format, and the multipart boundary of the Content-Type. PS_EINVAL (answer 400) with a message that names the
+ * parameter; PS_EUNSUPPORTED (415) for the formats profstore does not take (trie, tree, jfr,
+ * speedscope). Everything from arena.
+ */
+int ps_pyro_meta_parse(const ps_pyro_params_t *in, int64_t now_ns, ps_arena_t *arena, ps_pyro_meta_t *m,
+                       ps_err_t *err);
+
+/**
+ * Builds app from an /ingest body with checked metadata m: the pprof (raw, or the "profile" part of
+ * a multipart body, with its sample_type_config), or folded/lines text. PS_EINVAL (answer 422) for
+ * a body that cannot be ingested, PS_ETOOBIG (413) past a limit. Everything from arena.
+ */
+int ps_pyro_prepare(const void *body, size_t n, const ps_pyro_meta_t *m, const ps_pprof_limits_t *lim,
+                    ps_arena_t *arena, ps_append_t *app, ps_err_t *err);
+
+/** The profile of a folded (lines = false: "a;b;c 12") or lines (lines = true: "a;b;c", one each) body
+ *  with m's type: one sample type, one function and location per distinct frame name. */
+int ps_pyro_folded(const void *body, size_t n, bool lines, const ps_pyro_meta_t *m, const ps_pprof_limits_t *lim,
+                   ps_arena_t *arena, ps_profile_t *p, ps_err_t *err);
+
+/** The profile name Pyroscope gives a pprof upload (wall, process_cpu, memory, mutex, block,
+ *  goroutine), from its sample types renamed by the display-names of stc (a sample_type_config JSON
+ *  document, NULL = none). PS_EINVAL when stc is not a JSON object of objects. */
+int ps_pyro_pprof_name(const ps_profile_t *p, const void *stc, size_t stc_len, ps_arena_t *arena, const char **name,
+                       ps_err_t *err);
+
 #endif

@@ -6,8 +6,9 @@
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
 # prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
 # fuzz_xorchunk (storage/xorchunk.c), fuzz_selector and fuzz_promql (parser/), fuzz_remote
-# (proto/remote.c, snappy), fuzz_remote_read (proto/remote_read.c) and fuzz_connect (proto/pbjson.c,
-# proto/pyroscope.c, jansson) into OUTDIR.
+# (proto/remote.c, snappy), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
+# proto/pyroscope.c, jansson) and fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
+# /ingest) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +26,7 @@ ln -s "$root/src/core" "$gen/inc/core"
 ln -s "$root/proto" "$gen/inc/proto"
 ln -s "$root/parser" "$gen/inc/parser"
 ln -s "$root/storage" "$gen/inc/storage"
+ln -s "$root/src/ingest" "$gen/inc/ingest"
 protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/profile.proto"
 
 # every target: libFuzzer with ASan + UBSan, warnings on, the include tree above
@@ -99,6 +101,19 @@ if [ -f "$root/proto/pbjson.c" ] && [ -f "$here/fuzz_connect.c" ]; then
         "$gen"/pyroscope_*.pb-c.c "$root"/src/core/*.c \
         $(pkg-config --libs libprotobuf-c jansson) -lm -lpthread \
         -o "$out/fuzz_connect"
+fi
+
+# fuzz_pyingest: Pyroscope's /ingest parameters and bodies (src/ingest/pyroscope.c, multipart.c), with
+# what they call: ps_ingest_build (ingest.c, which uses the label parser), the pprof decoder, jansson.
+if [ -f "$root/src/ingest/pyroscope.c" ] && [ -f "$here/fuzz_pyingest.c" ]; then
+    [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
+    # shellcheck disable=SC2046
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib jansson) \
+        "$here/fuzz_pyingest.c" "$root/src/ingest/pyroscope.c" "$root/src/ingest/multipart.c" \
+        "$root/src/ingest/ingest.c" "$root/proto/pprof.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" \
+        "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
+        $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
+        -o "$out/fuzz_pyingest"
 fi
 
 echo "$out/fuzz_pprof"

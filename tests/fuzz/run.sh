@@ -5,7 +5,8 @@
 # real selectors, fuzz_promql with real queries, fuzz_remote seeded with the captured Prometheus
 # remote-write bodies (as they are and uncompressed), fuzz_remote_read with the captured read
 # requests (likewise), fuzz_connect with the Connect requests it encodes itself (a PushRequest
-# holding a real pprof, binary and JSON; types.v1 requests).
+# holding a real pprof, binary and JSON; types.v1 requests), fuzz_pyingest with the captured Pyroscope SDK requests (query, Content-Type
+# and body) and a few folded bodies.
 # Exits non-zero if libFuzzer finds a crash, leak or timeout; the reproducer is left in the output
 # directory (crash-*, leak-*, timeout-*).
 #
@@ -16,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_connect"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 
 if [ -n "${PS_TESTDATA:-}" ] && [ -d "$PS_TESTDATA/pprof" ]; then
@@ -92,6 +93,27 @@ for t in $targets; do
         # first byte: bit 0 = JSON, bits 1-3 = the message (fuzz_connect.c)
         PS_FUZZ_CONNECT_SEEDS="$corpus" PS_FUZZ_CONNECT_PPROF="$seeds/go/goroutine-01.pb.gz" \
             "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
+    fuzz_pyingest)
+        # "<query>\n<Content-Type>\n<body>" of each captured SDK request (fuzz_pyingest.c)
+        pyro=$(dirname "$seeds")/pyroscope
+        for f in "$pyro"/nodejs-*/ingest-*.txt; do
+            [ -f "$f" ] || continue
+            name=$(echo "$f" | sed 's|.*/\(nodejs-[^/]*\)/\(ingest-[0-9]*\).txt|\1_\2|')
+            q=$(head -1 "$f" | sed 's/^POST [^?]*?\([^ ]*\) HTTP.*/\1/')
+            ct=$(grep -i '^content-type: ' "$f" | head -1 | sed 's/^[^:]*: //' | tr -d '\r')
+            { printf '%s\n%s\n' "$q" "$ct"; cat "${f%.txt}.bin"; } > "$corpus/$name"
+        done
+        printf 'name=app.cpu%%7Benv%%3Dprod%%7D&from=1796022000&until=1796022010&sampleRate=100\ntext/plain\nmain;a;b 10\nmain;c 5\n' \
+            > "$corpus/folded"
+        printf 'name=app.wall&format=lines\n\na;b\na;b\nc\n' > "$corpus/lines"
+        printf 'name=app&format=pprof\napplication/octet-stream\n' > "$corpus/cpu"
+        cat "$seeds/go/cpu-01.pb.gz" >> "$corpus/cpu"
+        { printf 'name=app%%7B__session_id__%%3D1%%7D&spyName=gospy\nmultipart/form-data; boundary=b0\n--b0\r\n'
+          printf 'Content-Disposition: form-data; name="profile"; filename="profile.pprof"\r\n\r\n'
+          cat "$seeds/go/mutex-01.pb.gz"
+          printf '\r\n--b0\r\nContent-Disposition: form-data; name="sample_type_config"; filename="sample_type_config.json"\r\n\r\n'
+          printf '{"contentions":{"display-name":"mutex_count"},"delay":{"display-name":"mutex_duration"}}\r\n--b0--\r\n'
+        } > "$corpus/go-mutex" ;;
     esac
     echo "run.sh: fuzzing $t for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
     (cd "$out" && "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \

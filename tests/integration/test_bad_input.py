@@ -151,7 +151,7 @@ def test_bad_push(srv, case):
 
 
 MULTIPART_MSG = ("body is multipart/form-data: this endpoint takes a raw pprof body (gzipped or not); "
-                 "Pyroscope's /ingest is not served yet")
+                 "send Pyroscope SDK uploads to /ingest")
 
 
 def _multipart(boundary="----formdata-undici-012345678901"):

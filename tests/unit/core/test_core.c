@@ -488,7 +488,8 @@ static void test_attime(void **state)
             fail_msg("%s: got %lld, want %lld", ok[i].in, (long long)v, (long long)ok[i].want);
     }
     static const char *const bad[] = {"", "yesterday", "now-", "now-1x", "now-h", "17960223641234567890",
-                                      "99999999999999999999", "now-99999999999y", "2026-11-30"};
+                                      "99999999999999999999", "now-99999999999y", "2026-11-30",
+                                      "35920420", "now+101y", "now-999y"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int64_t v = 0;
         if (ps_attime_parse(bad[i], strlen(bad[i]), now, &v, &err) != PS_EINVAL)

@@ -283,7 +283,7 @@ static void test_unknown_sample_types(void **state)
 /* ---- body checks ---- */
 
 static const char MULTIPART_MSG[] = "body is multipart/form-data: this endpoint takes a raw pprof body (gzipped or "
-                                    "not); Pyroscope's /ingest is not served yet";
+                                    "not); send Pyroscope SDK uploads to /ingest";
 
 static void test_check_body(void **state)
 {
