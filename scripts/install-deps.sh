@@ -14,6 +14,11 @@ for p in $PKGS; do
         missing="$missing $p"
     fi
 done
+# Node.js and npm run the real Pyroscope SDKs in the integration tests; a machine that already has
+# them (e.g. from NodeSource, whose nodejs bundles npm and conflicts with Debian's npm) keeps its own.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    missing="$missing nodejs npm"
+fi
 [ -z "$missing" ] && exit 0
 
 SUDO=""
