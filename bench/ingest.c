@@ -27,11 +27,12 @@
  * holding only time_nanos (field 9) = its round's time (protobuf keeps the last value of a field,
  * gzip readers read every member). All three modes send these very bytes, and every mode stores
  * the profile at that time: Connect has only time_nanos, /ingest takes time_nanos over from (from
- * counts only when time_nanos is 0), and the native time= names the same second. time= and
- * from/until are sent anyway because their clients send them. (The other way, fixtures re-encoded
- * without time_nanos so that time= and from set the time, would push bytes Go does not produce and
- * leave Connect no way to carry a time.) The floors run over the fixtures followed by the first
- * round's time member: the same bytes, up to the few bytes of the time.
+ * counts only when time_nanos is 0 or in 1970), and the native time= names the same second.
+ * time= and from/until are sent anyway because their clients send them. (The other way, fixtures
+ * re-encoded without time_nanos so that time= and from set the time, would push bytes Go does not
+ * produce and leave Connect no way to carry a time.) Every mode builds each request into a scratch
+ * buffer that the pusher copies, so the load generator does alike work. The floors run over the
+ * fixtures followed by the first round's time member: the same bytes, up to the time's few bytes.
  *
  * Nothing is asserted: targets are printed next to the figures.
  */
