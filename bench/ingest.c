@@ -1,21 +1,38 @@
 /*
- * ingest.c - bench_ingest: push throughput of POST /api/v1/profiles/write.
+ * ingest.c - bench_ingest: push throughput of POST /api/v1/profiles/write, and of the same
+ * profiles through Pyroscope's push APIs (--connect, --pyroscope) next to it.
  *
  * Starts profstore itself (fsync on, --retention 0), then pushes the real Go profiles
  * (go/cpu-01..05.pb.gz and go/heap-01.pb.gz, bytes as Go produced them) over many series
  * (label sets job x instance) with increasing timestamps (10 s apart per series), keeping
- * --conns requests in flight on keep-alive connections (libcurl multi). Prints throughput,
- * latency, the server's CPU time and peak RSS, its own CPU time, and two in-process floors over
- * the same bytes: zlib gunzip alone and gunzip + ps_pprof_decode. Then a timed
- * POST /api/v1/admin/compact, and the same again with --storage.no-sync.
+ * --conns requests in flight on keep-alive connections (libcurl multi; one series' pushes in
+ * order). Prints throughput, latency, the server's CPU time and peak RSS, its own CPU time, and
+ * two in-process floors over the same bytes: zlib gunzip alone and gunzip + ps_pprof_decode. Then
+ * a timed POST /api/v1/admin/compact, and the same again with --storage.no-sync.
  *
- * --pyroscope adds, after each phase, the same pushes through Pyroscope's POST /ingest as its SDKs
- * send them (pyroscope-go, @pyroscope/nodejs 0.4): a multipart/form-data body with the pprof as the
- * part "profile" (filename profile.pprof), name=<job>{instance=<instance>}, from/until, spyName,
- * sampleRate; then both side by side (profiles/s, server CPU per profile; target: within 10%). The
- * pprof bytes are then the fixtures re-encoded without time_nanos (gzip level 6), since /ingest
- * stores a profile at its own time_nanos and at from only when it has none; the native phases push
- * those same bytes too, so that the two compare like for like.
+ * How to push: one run_phase for every mode, each phase into a fresh server.
+ *   native       POST /api/v1/profiles/write?labels={job=…,instance=…}&time=<s>, the pprof as body.
+ *   --connect    POST /push.v1.PusherService/Push, Connect binary proto as Grafana Alloy's
+ *                pyroscope.write sends it: one series (__name__ process_cpu or memory,
+ *                service_name = job, job, instance) with one raw sample, the pprof as raw_profile.
+ *   --pyroscope  POST /ingest?name=<job>{instance=…}&from=<s>&until=<s+10>&spyName=gospy&
+ *                sampleRate=100&…, multipart/form-data as pyroscope-go and @pyroscope/nodejs 0.4
+ *                upload: the pprof as the part "profile" (filename profile.pprof).
+ * Each flag's phase follows the native phase it is compared with (profiles/s, server CPU per
+ * profile; target: within 10%). Both flags together: native, Connect, /ingest.
+ *
+ * Like for like: every mode pushes the same pprof bytes with the same time. A Connect push has no
+ * time parameter (the profile's time_nanos is its timestamp), so the time must travel in the
+ * pprof: push i's pprof is the fixture exactly as Go wrote it followed by a tiny second gzip member
+ * holding only time_nanos (field 9) = its round's time (protobuf keeps the last value of a field,
+ * gzip readers read every member). All three modes send these very bytes, and every mode stores
+ * the profile at that time: Connect has only time_nanos, /ingest takes time_nanos over from (from
+ * counts only when time_nanos is 0 or in 1970), and the native time= names the same second.
+ * time= and from/until are sent anyway because their clients send them. (The other way, fixtures
+ * re-encoded without time_nanos so that time= and from set the time, would push bytes Go does not
+ * produce and leave Connect no way to carry a time.) Every mode builds each request into a scratch
+ * buffer that the pusher copies, so the load generator does alike work. The floors run over the
+ * fixtures followed by the first round's time member: the same bytes, up to the time's few bytes.
  *
  * Nothing is asserted: targets are printed next to the figures.
  */
@@ -31,6 +48,7 @@
 #include "core/err.h"
 #include "core/mem.h"
 #include "proto/pprof.h"
+#include "proto/pyroscope.h"
 #include "util.h"
 
 #define NFIX 6
@@ -45,7 +63,31 @@ typedef struct fixture {
     size_t len;
     size_t raw_len;     /* after gunzip */
     uint32_t nsamples;  /* pprof samples (rows, as in the file) */
+    ps_buf_t timed;     /* data + the first round's time member: what the floors read */
 } fixture_t;
+
+/* ---- how to push ---- */
+
+typedef enum push_mode { MODE_NATIVE, MODE_CONNECT, MODE_INGEST, NMODES } push_mode_t;
+
+#define INGEST_BOUNDARY "bench-boundary-5f2c1b7a9e3d4c11"
+static const char *const connect_headers[] = {"Content-Type: application/proto", "Connect-Protocol-Version: 1",
+                                              NULL};
+static const char *const ingest_headers[] = {"Content-Type: multipart/form-data; boundary=" INGEST_BOUNDARY, NULL};
+
+typedef struct mode_info {
+    const char *name;            /* in comparisons */
+    const char *title;           /* appended to the phase's name */
+    const char *tag;             /* appended to the phase's data directory */
+    const char *wrapping;        /* what the request adds around the pprof */
+    const char *const *headers;  /* NULL: the pusher's default (application/octet-stream) */
+} mode_info_t;
+
+static const mode_info_t modes[NMODES] = {
+    [MODE_NATIVE] = {"native", "", "", "nothing", NULL},
+    [MODE_CONNECT] = {"Connect", ", Connect push", "-connect", "the PushRequest", connect_headers},
+    [MODE_INGEST] = {"/ingest", ", Pyroscope POST /ingest", "-ingest", "the multipart framing", ingest_headers},
+};
 
 typedef struct opts {
     char profstore[4096];
@@ -56,31 +98,37 @@ typedef struct opts {
     const char *threads;
     long long t0;
     int do_sync, do_nosync, do_compact;
-    int pyro; /* --pyroscope: also push through /ingest */
+    int want[NMODES]; /* native always; --connect, --pyroscope */
 } opts_t;
 
 typedef struct result {
-    const char *name;
+    char name[96];
+    const char *phase;           /* "fsync (default)" or "--storage.no-sync" */
     int ok;
     double sys_busy, sys_iowait; /* machine-wide CPU seconds during the pushes */
     uint32_t nthreads;           /* server threads, tid order: main, writer, HTTP loops */
     double thread_cpu[PS_BENCH_MAX_THREADS];
     double server_user, server_sys;
     double wall, server_cpu, self_cpu, p50, p90, p99, max, compact_wall, compact_cpu;
-    uint64_t pushed_ok, failed, bytes, samples, ncpu, nheap, hwm_kb, hwm_after_compact_kb;
+    uint64_t pushed_ok, failed, bytes, pprof_bytes, samples, ncpu, nheap, hwm_kb, hwm_after_compact_kb;
     double batches, stored, file_bytes, used_bytes, chunks, compact_chunks;
     char first_error[512];
     char died[4400];
     char log[4200];     /* set if the server died during the pushes */
 } result_t;
 
-static fixture_t fx[NFIX];
-static char (*label_enc)[256];
+/* one label set: its parts, and how the native push and /ingest name it (percent-encoded) */
+typedef struct series {
+    char job[32], inst[32];
+    char labels_enc[256]; /* labels={job="…",instance="…"} */
+    char app_enc[256];    /* name=<job>{instance=…} */
+} series_t;
 
-/* --pyroscope: per fixture the multipart body of an /ingest upload; per series its name= value */
-#define PYRO_BOUNDARY "bench-boundary-5f2c1b7a9e3d4c11"
-static ps_buf_t pyro_body[NFIX], pyro_pprof[NFIX];
-static char (*pyro_name_enc)[256];
+static fixture_t fx[NFIX];
+static series_t *series;
+/* round r's time member: tmem.data[tmem_off[r] .. tmem_off[r + 1]) */
+static ps_buf_t tmem;
+static size_t *tmem_off;
 
 static void usage(void)
 {
@@ -98,11 +146,12 @@ static void usage(void)
           "  --t0 UNIXSECONDS   time of the first round (default: now - rounds*10 s - 60 s)\n"
           "  --phase sync|nosync  run only this phase (default: both)\n"
           "  --no-compact       skip the timed POST /api/v1/admin/compact after each phase\n"
+          "  --connect          also push the same profiles through /push.v1.PusherService/Push (Connect,\n"
+          "                     binary proto, as Alloy sends them) after each phase, and compare\n"
           "  --pyroscope        also push the same profiles through Pyroscope's POST /ingest (multipart, as\n"
-          "                     pyroscope-go and @pyroscope/nodejs 0.4 upload) and compare with the native push\n",
+          "                     pyroscope-go and @pyroscope/nodejs 0.4 upload) after each phase, and compare\n",
           stderr);
 }
-
 
 static void parse(int argc, char **argv, opts_t *o)
 {
@@ -114,6 +163,7 @@ static void parse(int argc, char **argv, opts_t *o)
     o->heap_every = 6;
     o->t0 = -1;
     o->do_sync = o->do_nosync = o->do_compact = 1;
+    o->want[MODE_NATIVE] = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -164,8 +214,10 @@ static void parse(int argc, char **argv, opts_t *o)
             }
         } else if (!strcmp(a, "--no-compact")) {
             o->do_compact = 0;
+        } else if (!strcmp(a, "--connect")) {
+            o->want[MODE_CONNECT] = 1;
         } else if (!strcmp(a, "--pyroscope")) {
-            o->pyro = 1;
+            o->want[MODE_INGEST] = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             exit(0);
@@ -218,40 +270,51 @@ static int load_fixtures(void)
     return 0;
 }
 
-/* --pyroscope: each fixture without time_nanos, re-encoded, gzipped, as the "profile" part of a
- * multipart body; and each series' name as Pyroscope's app{tags} */
-static int make_pyro_bodies(const opts_t *o, uint32_t per_job)
+/* The label sets: job bench-job-NN, instance 10.0.NN.K:6060. */
+static void make_series(const opts_t *o)
 {
-    ps_arena_t a = PS_ARENA_INIT;
-    for (int f = 0; f < NFIX; f++) {
-        ps_profile_t p;
-        ps_err_t err;
-        ps_buf_t *pp = &pyro_pprof[f];
-        if (ps_pprof_decode(fx[f].data, fx[f].len, NULL, &a, &p, &err) != 0) {
-            fprintf(stderr, "bench_ingest: %s: %s\n", fix_files[f], err.msg);
-            return -1;
-        }
-        p.time_nanos = 0;
-        if (ps_pprof_encode(&p, 6, pp, &err) != 0) {
-            fprintf(stderr, "bench_ingest: %s: %s\n", fix_files[f], err.msg);
-            return -1;
-        }
-        ps_buf_t *b = &pyro_body[f];
-        PS_BUF_LIT(b, "--" PYRO_BOUNDARY "\r\nContent-Disposition: form-data; name=\"profile\"; "
-                      "filename=\"profile.pprof\"\r\nContent-Type: application/octet-stream\r\n\r\n");
-        ps_buf_append(b, pp->data, pp->len);
-        PS_BUF_LIT(b, "\r\n--" PYRO_BOUNDARY "--\r\n");
-        ps_arena_reset(&a);
-    }
-    ps_arena_dispose(&a);
-    pyro_name_enc = ps_xcalloc(o->series, sizeof(*pyro_name_enc));
+    uint32_t per_job = (o->series + o->jobs - 1) / o->jobs;
+    series = ps_xcalloc(o->series, sizeof(*series));
     for (uint32_t s = 0; s < o->series; s++) {
-        char nm[200];
-        snprintf(nm, sizeof(nm), "bench-job-%02u{instance=10.0.%u.%u:6060}", s / per_job, s / per_job,
-                 s % per_job + 1);
-        ps_bench_urlencode(nm, pyro_name_enc[s], sizeof(pyro_name_enc[s]));
+        series_t *x = &series[s];
+        char v[200];
+        snprintf(x->job, sizeof(x->job), "bench-job-%02u", s / per_job);
+        snprintf(x->inst, sizeof(x->inst), "10.0.%u.%u:6060", s / per_job, s % per_job + 1);
+        snprintf(v, sizeof(v), "{job=\"%s\",instance=\"%s\"}", x->job, x->inst);
+        ps_bench_urlencode(v, x->labels_enc, sizeof(x->labels_enc));
+        snprintf(v, sizeof(v), "%s{instance=%s}", x->job, x->inst);
+        ps_bench_urlencode(v, x->app_enc, sizeof(x->app_enc));
     }
-    return 0;
+}
+
+/* Appends a gzip member holding only Profile.time_nanos (field 9, varint) = ns. */
+static void time_member(int64_t ns, ps_buf_t *out)
+{
+    uint8_t pb[16];
+    size_t n = 0;
+    uint64_t v = (uint64_t)ns;
+    pb[n++] = 9 << 3;
+    while (v >= 0x80) {
+        pb[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    pb[n++] = (uint8_t)v;
+    ps_gzip(pb, n, 1, out, NULL);
+}
+
+/* Each round's time member (t0 + 10 s per round), and the floors' bytes (round 0's member). */
+static void make_time_members(uint64_t rounds, long long t0)
+{
+    tmem_off = ps_xmalloc((rounds + 1) * sizeof(*tmem_off));
+    for (uint64_t r = 0; r < rounds; r++) {
+        tmem_off[r] = tmem.len;
+        time_member((t0 + (long long)r * 10) * 1000000000LL, &tmem);
+    }
+    tmem_off[rounds] = tmem.len;
+    for (int f = 0; f < NFIX; f++) {
+        ps_buf_append(&fx[f].timed, fx[f].data, fx[f].len);
+        ps_buf_append(&fx[f].timed, tmem.data, tmem_off[1]);
+    }
 }
 
 /* ---- in-process floors over the same byte sequence ---- */
@@ -259,6 +322,24 @@ static int make_pyro_bodies(const opts_t *o, uint32_t per_job)
 typedef struct floor_res {
     double wall, cpu;
 } floor_res_t;
+
+/* Inflates every gzip member of in[0..n) into out[0..cap); the bytes out, or 0 on an error. */
+static size_t gunzip_members(z_stream *zs, const uint8_t *in, size_t n, uint8_t *out, size_t cap)
+{
+    zs->next_in = (Bytef *)in;
+    zs->avail_in = (uInt)n;
+    zs->next_out = out;
+    zs->avail_out = (uInt)cap;
+    while (zs->avail_in > 0) {
+        inflateReset(zs);
+        int rc = inflate(zs, Z_FINISH);
+        if (rc != Z_STREAM_END) {
+            fprintf(stderr, "bench_ingest: gunzip floor: inflate returned %d\n", rc);
+            return 0;
+        }
+    }
+    return cap - zs->avail_out;
+}
 
 static floor_res_t floor_gunzip(const opts_t *o)
 {
@@ -274,18 +355,13 @@ static floor_res_t floor_gunzip(const opts_t *o)
     double c0 = ps_bench_self_cpu(), t0 = ps_bench_now();
     uint64_t total = 0;
     for (uint64_t i = 0; i < o->n; i++) {
-        const fixture_t *x = &fx[fix_of(o, i)];
-        inflateReset(&zs);
-        zs.next_in = x->data;
-        zs.avail_in = (uInt)x->len;
-        zs.next_out = out;
-        zs.avail_out = (uInt)cap;
-        int rc = inflate(&zs, Z_FINISH);
-        if (rc != Z_STREAM_END) {
-            fprintf(stderr, "bench_ingest: gunzip floor: inflate returned %d\n", rc);
+        const ps_buf_t *x = &fx[fix_of(o, i)].timed;
+        size_t got = gunzip_members(&zs, x->data, x->len, out, cap);
+        if (got == 0) {
+            total = 0;
             break;
         }
-        total += zs.total_out;
+        total += got;
     }
     floor_res_t r = {ps_bench_now() - t0, ps_bench_self_cpu() - c0};
     inflateEnd(&zs);
@@ -300,7 +376,7 @@ static floor_res_t floor_decode(const opts_t *o)
     ps_arena_t a = PS_ARENA_INIT;
     double c0 = ps_bench_self_cpu(), t0 = ps_bench_now();
     for (uint64_t i = 0; i < o->n; i++) {
-        const fixture_t *x = &fx[fix_of(o, i)];
+        const ps_buf_t *x = &fx[fix_of(o, i)].timed;
         ps_profile_t p;
         ps_err_t err;
         if (ps_pprof_decode(x->data, x->len, NULL, &a, &p, &err) != 0) {
@@ -314,6 +390,61 @@ static floor_res_t floor_decode(const opts_t *o)
     return r;
 }
 
+/* ---- one push: the same pprof bytes, wrapped as the mode sends them ---- */
+
+/* The Connect PushRequest for one raw profile of series s (fixture f) into body (replacing it). */
+static void connect_body(const series_t *s, int f, const ps_buf_t *pprof, ps_buf_t *body)
+{
+    const char *name = f == FIX_HEAP ? "memory" : "process_cpu";
+    ps_pyro_label_t labels[] = {{"__name__", name, 8, strlen(name)},
+                                {"service_name", s->job, 12, strlen(s->job)},
+                                {"job", s->job, 3, strlen(s->job)},
+                                {"instance", s->inst, 8, strlen(s->inst)}};
+    ps_pyro_sample_t smp = {pprof->data, pprof->len, ""};
+    ps_pyro_series_t ser = {labels, 4, &smp, 1};
+    ps_pyro_push_t req = {&ser, 1};
+    ps_buf_reset(body);
+    ps_pyro_push_encode(PS_PYRO_PROTO, &req, body);
+}
+
+/* The /ingest multipart body around one pprof into body (replacing it). */
+static void ingest_body(const ps_buf_t *pprof, ps_buf_t *body)
+{
+    ps_buf_reset(body);
+    PS_BUF_LIT(body, "--" INGEST_BOUNDARY "\r\nContent-Disposition: form-data; name=\"profile\"; "
+                     "filename=\"profile.pprof\"\r\nContent-Type: application/octet-stream\r\n\r\n");
+    ps_buf_append(body, pprof->data, pprof->len);
+    PS_BUF_LIT(body, "\r\n--" INGEST_BOUNDARY "--\r\n");
+}
+
+/* Push i in mode: its pprof (fixture + its round's time member) into pprof, the URL into url, and
+ * the request body (pprof itself, or body) as the result. */
+static const ps_buf_t *push_request(const opts_t *o, push_mode_t mode, uint64_t i, const char *base_url,
+                                    long long t0, ps_buf_t *pprof, ps_buf_t *body, char *url, size_t urln)
+{
+    const series_t *s = &series[i % o->series];
+    uint64_t round = i / o->series;
+    long long ts = t0 + (long long)round * 10;
+    int f = fix_of(o, i);
+    ps_buf_reset(pprof);
+    ps_buf_append(pprof, fx[f].data, fx[f].len);
+    ps_buf_append(pprof, tmem.data + tmem_off[round], tmem_off[round + 1] - tmem_off[round]);
+    switch (mode) {
+    case MODE_CONNECT:
+        snprintf(url, urln, "%s/push.v1.PusherService/Push", base_url);
+        connect_body(s, f, pprof, body);
+        return body;
+    case MODE_INGEST:
+        snprintf(url, urln, "%s/ingest?name=%s&from=%lld&until=%lld&spyName=gospy&sampleRate=100&"
+                 "units=samples&aggregationType=sum", base_url, s->app_enc, ts, ts + 10);
+        ingest_body(pprof, body);
+        return body;
+    default:
+        snprintf(url, urln, "%s/api/v1/profiles/write?labels=%s&time=%lld", base_url, s->labels_enc, ts);
+        return pprof;
+    }
+}
+
 /* ---- one phase: start a server, push, measure, compact, stop ---- */
 
 static int get_metrics(const char *url, ps_buf_t *b)
@@ -325,16 +456,8 @@ static int get_metrics(const char *url, ps_buf_t *b)
 }
 #define METRIC(b, name) ps_bench_metric((const char *)(b).data, (b).len, name)
 
-static void run_phase(const opts_t *o, const char *base_dir, int nosync, long long t0, result_t *r, int pyro)
+static int start_server(const opts_t *o, const char *dir, const char *log, int nosync, ps_bench_server_t *srv)
 {
-    memset(r, 0, sizeof(*r));
-    r->name = nosync ? (pyro ? "--storage.no-sync, Pyroscope POST /ingest" : "--storage.no-sync")
-                     : (pyro ? "fsync (default), Pyroscope POST /ingest" : "fsync (default)");
-    char dir[4096], log[4200];
-    const char *tag = nosync ? (pyro ? "nosync-ingest" : "nosync") : (pyro ? "sync-ingest" : "sync");
-    snprintf(dir, sizeof(dir), "%s/%s", base_dir, tag);
-    snprintf(log, sizeof(log), "%s/profstore-%s.log", base_dir, tag);
-    ps_bench_rmrf(dir);
     const char *args[8];
     int na = 0;
     args[na++] = "--retention";
@@ -346,39 +469,31 @@ static void run_phase(const opts_t *o, const char *base_dir, int nosync, long lo
         args[na++] = o->threads;
     }
     args[na] = NULL;
-    ps_bench_server_t srv;
-    if (ps_bench_server_start(&srv, o->profstore, dir, log, args) != 0)
-        return;
+    ps_bench_rmrf(dir);
+    return ps_bench_server_start(srv, o->profstore, dir, log, args);
+}
 
-    ps_bench_pusher_t *p = ps_bench_pusher_new(o->conns, 0);
-    static const char *const pyro_headers[] = {"Content-Type: multipart/form-data; boundary=" PYRO_BOUNDARY, NULL};
-    if (pyro)
-        ps_bench_pusher_headers(p, pyro_headers);
+/* Pushes all o->n profiles in mode and fills in r's push figures (times, CPU, latencies). */
+static void push_all(const opts_t *o, push_mode_t mode, long long t0, ps_bench_server_t *srv, result_t *r)
+{
+    ps_bench_pusher_t *p = ps_bench_pusher_new(o->conns, 1);
+    if (modes[mode].headers != NULL)
+        ps_bench_pusher_headers(p, modes[mode].headers);
+    ps_buf_t pprof = PS_BUF_INIT, body = PS_BUF_INIT;
     char url[1024];
     ps_bench_proc_t pr0, pr1;
     ps_bench_sys_t sy0, sy1;
-    ps_bench_proc_read(srv.pid, &pr0);
+    ps_bench_proc_read(srv->pid, &pr0);
     ps_bench_sys_read(&sy0);
     double self0 = ps_bench_self_cpu(), w0 = ps_bench_now();
     for (uint64_t i = 0; i < o->n; i++) {
-        uint64_t set = i % o->series, round = i / o->series;
-        const fixture_t *x = &fx[fix_of(o, i)];
-        long long ts = t0 + (long long)round * 10;
-        if (pyro) {
-            const ps_buf_t *b = &pyro_body[x - fx];
-            snprintf(url, sizeof(url), "%s/ingest?name=%s&from=%lld&until=%lld&spyName=gospy&sampleRate=100&"
-                     "units=samples&aggregationType=sum", srv.url, pyro_name_enc[set], ts, ts + 10);
-            ps_bench_pusher_post(p, (int64_t)set, url, b->data, b->len);
-            r->bytes += b->len;
-        } else {
-            snprintf(url, sizeof(url), "%s/api/v1/profiles/write?labels=%s&time=%lld", srv.url, label_enc[set], ts);
-            const uint8_t *d = o->pyro ? pyro_pprof[x - fx].data : x->data; /* like for like with /ingest */
-            size_t dn = o->pyro ? pyro_pprof[x - fx].len : x->len;
-            ps_bench_pusher_post(p, (int64_t)set, url, d, dn);
-            r->bytes += dn;
-        }
-        r->samples += x->nsamples;
-        if (x == &fx[FIX_HEAP])
+        const ps_buf_t *b = push_request(o, mode, i, srv->url, t0, &pprof, &body, url, sizeof(url));
+        ps_bench_pusher_post(p, (int64_t)(i % o->series), url, b->data, b->len);
+        r->bytes += b->len;
+        r->pprof_bytes += pprof.len;
+        int f = fix_of(o, i);
+        r->samples += fx[f].nsamples;
+        if (f == FIX_HEAP)
             r->nheap++;
         else
             r->ncpu++;
@@ -386,10 +501,12 @@ static void run_phase(const opts_t *o, const char *base_dir, int nosync, long lo
     ps_bench_pusher_drain(p);
     r->wall = ps_bench_now() - w0;
     r->self_cpu = ps_bench_self_cpu() - self0;
+    ps_buf_dispose(&pprof);
+    ps_buf_dispose(&body);
     ps_bench_sys_read(&sy1);
     r->sys_busy = sy1.busy - sy0.busy;
     r->sys_iowait = sy1.iowait - sy0.iowait;
-    ps_bench_proc_read(srv.pid, &pr1);
+    ps_bench_proc_read(srv->pid, &pr1);
     r->server_cpu = (pr1.cpu_user + pr1.cpu_sys) - (pr0.cpu_user + pr0.cpu_sys);
     r->server_user = pr1.cpu_user - pr0.cpu_user;
     r->server_sys = pr1.cpu_sys - pr0.cpu_sys;
@@ -402,13 +519,6 @@ static void run_phase(const opts_t *o, const char *base_dir, int nosync, long lo
                 r->thread_cpu[t] -= pr0.thread_cpu[k];
     }
 
-    int died;
-    if (!ps_bench_server_alive(&srv, &died)) {
-        char why[128];
-        ps_bench_describe_status(died, why, sizeof(why));
-        snprintf(r->died, sizeof(r->died), "%s (log: %s)", why, log);
-        snprintf(r->log, sizeof(r->log), "%s", log);
-    }
     const ps_bench_push_stats_t *st = ps_bench_pusher_stats(p);
     r->pushed_ok = st->ok;
     r->failed = st->failed;
@@ -421,47 +531,71 @@ static void run_phase(const opts_t *o, const char *base_dir, int nosync, long lo
     r->max = st->nlat ? lat[st->nlat - 1] : 0;
     free(lat);
     ps_bench_pusher_free(p);
+}
 
-    if (r->died[0]) {
-        r->ok = 1;
-        return;
-    }
+/* After the pushes: what the server says it stored, the timed compaction, the storage size. */
+static void after_pushes(const opts_t *o, ps_bench_server_t *srv, result_t *r)
+{
     ps_buf_t m = PS_BUF_INIT;
-    if (get_metrics(srv.url, &m) == 0) {
+    if (get_metrics(srv->url, &m) == 0) {
         r->batches = METRIC(m, "profstore_writer_batches_total");
         r->stored = METRIC(m, "profstore_ingest_profiles_total");
         r->chunks = METRIC(m, "profstore_storage_chunks");
     }
     if (o->do_compact) {
         char u[128];
-        snprintf(u, sizeof(u), "%s/api/v1/admin/compact", srv.url);
-        ps_bench_proc_read(srv.pid, &pr0);
+        ps_bench_proc_t pr0, pr1;
+        snprintf(u, sizeof(u), "%s/api/v1/admin/compact", srv->url);
+        ps_bench_proc_read(srv->pid, &pr0);
         double c0 = ps_bench_now();
         ps_buf_t body = PS_BUF_INIT;
         long code = ps_bench_http("POST", u, "", 0, &body);
         r->compact_wall = ps_bench_now() - c0;
-        ps_bench_proc_read(srv.pid, &pr1);
+        ps_bench_proc_read(srv->pid, &pr1);
         r->compact_cpu = (pr1.cpu_user + pr1.cpu_sys) - (pr0.cpu_user + pr0.cpu_sys);
         r->hwm_after_compact_kb = pr1.vm_hwm_kb;
         if (code != 200)
             fprintf(stderr, "bench_ingest: compact: HTTP %ld: %.*s\n", code, (int)body.len, (const char *)body.data);
         ps_buf_dispose(&body);
-        if (get_metrics(srv.url, &m) == 0) {
+        if (get_metrics(srv->url, &m) == 0)
             r->compact_chunks = METRIC(m, "profstore_storage_chunks") - r->chunks;
-        }
     }
-    if (get_metrics(srv.url, &m) == 0) {
+    if (get_metrics(srv->url, &m) == 0) {
         r->file_bytes = METRIC(m, "profstore_storage_file_bytes");
         r->used_bytes = METRIC(m, "profstore_storage_used_bytes");
     }
     ps_buf_dispose(&m);
+}
+
+static void run_phase(const opts_t *o, const char *base_dir, int nosync, push_mode_t mode, long long t0,
+                      result_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->phase = nosync ? "--storage.no-sync" : "fsync (default)";
+    snprintf(r->name, sizeof(r->name), "%s%s", r->phase, modes[mode].title);
+    char dir[4160], log[4200];
+    snprintf(dir, sizeof(dir), "%s/%s%s", base_dir, nosync ? "nosync" : "sync", modes[mode].tag);
+    snprintf(log, sizeof(log), "%s/profstore-%s%s.log", base_dir, nosync ? "nosync" : "sync", modes[mode].tag);
+    ps_bench_server_t srv;
+    if (start_server(o, dir, log, nosync, &srv) != 0)
+        return;
+    push_all(o, mode, t0, &srv, r);
+    r->ok = 1;
+    int died;
+    if (!ps_bench_server_alive(&srv, &died)) {
+        char why[128];
+        ps_bench_describe_status(died, why, sizeof(why));
+        snprintf(r->died, sizeof(r->died), "%s (log: %s)", why, log);
+        snprintf(r->log, sizeof(r->log), "%s", log);
+        return;
+    }
+    after_pushes(o, &srv, r);
     int rc = ps_bench_server_stop(&srv);
     if (rc != 0) {
         char why[128];
         ps_bench_describe_status(rc, why, sizeof(why));
         printf("  (profstore shutdown: %s; log: %s)\n", why, log);
     }
-    r->ok = 1;
 }
 
 static const char *mark(int good) { return good ? "met" : "NOT met"; }
@@ -543,20 +677,81 @@ static void print_phase(const opts_t *o, const result_t *r, floor_res_t gz, floo
            r->file_bytes / 1e6, r->used_bytes / 1e6, r->used_bytes / n);
 }
 
-/* --pyroscope: the /ingest phase next to the native one */
-static void print_pyro_compare(const opts_t *o, const result_t *nat, const result_t *py)
+/* A --connect or --pyroscope phase next to the native phase of the same profiles. */
+static void print_compare(const opts_t *o, const result_t *nat, const result_t *alt, push_mode_t mode)
 {
-    if (!nat->ok || !py->ok || nat->died[0] || py->died[0] || nat->wall <= 0 || py->wall <= 0)
+    if (!nat->ok || !alt->ok || nat->died[0] || alt->died[0] || nat->wall <= 0 || alt->wall <= 0)
         return;
-    double n = (double)o->n, rn = n / nat->wall, rp = n / py->wall;
-    double cn = nat->server_cpu / n * 1e6, cp = py->server_cpu / n * 1e6;
-    printf("\n== Pyroscope /ingest vs native push (%s) ==\n", nat->name);
-    printf("  profiles/s             native %.0f, /ingest %.0f: %.1f%% of native   (target >= 90%%: %s)\n", rn, rp,
-           rp / rn * 100, mark(rp >= 0.9 * rn));
-    printf("  server CPU/profile     native %.1f us, /ingest %.1f us: %+.1f%%   (target <= +10%%: %s)\n", cn, cp,
-           (cp / cn - 1) * 100, mark(cp <= 1.1 * cn));
-    printf("  bytes/profile          native %.0f B, /ingest %.0f B (the same re-encoded pprof; multipart adds the rest)\n",
-           (double)nat->bytes / n, (double)py->bytes / n);
+    const char *an = modes[mode].name;
+    double n = (double)o->n, pn = n / nat->wall, pa = n / alt->wall;
+    double cn = nat->server_cpu / n * 1e6, ca = alt->server_cpu / n * 1e6;
+    printf("\n== %s push vs native push (%s) ==\n", an, nat->phase);
+    printf("  profiles/s             native %.0f, %s %.0f: %.1f%% of native   (target >= 90%%: %s)\n", pn, an, pa,
+           pa / pn * 100, mark(pa >= 0.9 * pn));
+    printf("  server CPU/profile     native %.1f us, %s %.1f us: %+.1f%%   (target <= +10%%: %s)\n", cn, an, ca,
+           (ca / cn - 1) * 100, mark(ca <= 1.1 * cn));
+    printf("  stored                 native %.0f, %s %.0f profiles\n", nat->stored, an, alt->stored);
+    printf("  bytes/profile          native %.0f B, %s %.0f B (the same %.0f B of pprof; %s adds the rest)\n",
+           (double)nat->bytes / n, an, (double)alt->bytes / n, (double)alt->pprof_bytes / n, modes[mode].wrapping);
+}
+
+static void print_fsync_share(const opts_t *o, const result_t *rs, const result_t *rn)
+{
+    if (!rs->ok || !rn->ok || rs->died[0] || rn->died[0])
+        return;
+    printf("\n== fsync's share ==\n");
+    printf("  wall time              %.3f s with fsync, %.3f s without: fsync costs %.0f%% of the ingest time\n",
+           rs->wall, rn->wall, (1 - rn->wall / rs->wall) * 100);
+    printf("  profiles/s             %.0f -> %.0f; p50 %.2f -> %.2f ms; p99 %.2f -> %.2f ms\n", o->n / rs->wall,
+           o->n / rn->wall, rs->p50 * 1e3, rn->p50 * 1e3, rs->p99 * 1e3, rn->p99 * 1e3);
+    printf("  profiles per commit    %.1f with fsync, %.1f without\n",
+           rs->batches > 0 ? rs->stored / rs->batches : 0, rn->batches > 0 ? rn->stored / rn->batches : 0);
+}
+
+static void print_header(const opts_t *o, uint64_t rounds, long long t0, const char *base)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("bench_ingest: %llu profiles per phase over %u series (%u jobs), %u connections, %u rounds of 10 s "
+           "from t0=%lld; push modes: native%s%s\n",
+           (unsigned long long)o->n, o->series, o->jobs, o->conns, (unsigned)rounds, t0,
+           o->want[MODE_CONNECT] ? ", Connect" : "", o->want[MODE_INGEST] ? ", /ingest" : "");
+    printf("  server %s, threads %s; %ld CPUs shared by server and load generator; data in %s\n", o->profstore,
+           o->threads ? o->threads : "default", ncpu, base);
+    char la[128] = "?";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f != NULL) {
+        if (fgets(la, sizeof(la), f) != NULL)
+            la[strcspn(la, "\n")] = 0;
+        fclose(f);
+    }
+    printf("  load average before the run: %s\n", la);
+    printf("  fixtures (%s):", ps_bench_testdata());
+    for (int i = 0; i < NFIX; i++)
+        printf(" %s %zu B gz/%zu B raw/%u samples;", strrchr(fix_files[i], '/') + 1, fx[i].len, fx[i].raw_len,
+               fx[i].nsamples);
+    printf(" each pushed with a %zu B time member\n", tmem_off[1]);
+    fflush(stdout);
+}
+
+/* The base directory: --data-dir (created), else a new temporary one (*made = 1). */
+static int make_base_dir(const opts_t *o, char *base, size_t n, int *made)
+{
+    *made = 0;
+    if (o->data_dir != NULL) {
+        snprintf(base, n, "%s", o->data_dir);
+        if (ps_bench_mkdirs(base) != 0) {
+            fprintf(stderr, "bench_ingest: cannot create %s: %s\n", base, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    snprintf(base, n, "/tmp/profstore-bench-XXXXXX");
+    if (mkdtemp(base) == NULL) {
+        perror("mkdtemp");
+        return -1;
+    }
+    *made = 1;
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -567,98 +762,39 @@ int main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (load_fixtures() != 0)
         return 1;
-
-    label_enc = ps_xcalloc(o.series, sizeof(*label_enc));
-    uint32_t per_job = (o.series + o.jobs - 1) / o.jobs;
-    for (uint32_t s = 0; s < o.series; s++) {
-        char ls[200];
-        snprintf(ls, sizeof(ls), "{job=\"bench-job-%02u\",instance=\"10.0.%u.%u:6060\"}", s / per_job, s / per_job,
-                 s % per_job + 1);
-        ps_bench_urlencode(ls, label_enc[s], sizeof(label_enc[s]));
-    }
-    if (o.pyro && make_pyro_bodies(&o, per_job) != 0)
-        return 1;
+    make_series(&o);
     uint64_t rounds = (o.n + o.series - 1) / o.series;
     long long t0 = o.t0 >= 0 ? o.t0 : (long long)time(NULL) - (long long)rounds * 10 - 60;
+    make_time_members(rounds, t0);
 
     char base[4096];
-    int made = 0;
-    if (o.data_dir != NULL) {
-        snprintf(base, sizeof(base), "%s", o.data_dir);
-        if (ps_bench_mkdirs(base) != 0) {
-            fprintf(stderr, "bench_ingest: cannot create %s: %s\n", base, strerror(errno));
-            return 1;
-        }
-    } else {
-        snprintf(base, sizeof(base), "/tmp/profstore-bench-XXXXXX");
-        if (mkdtemp(base) == NULL) {
-            perror("mkdtemp");
-            return 1;
-        }
-        made = 1;
-    }
-
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    printf("bench_ingest: %llu profiles per phase over %u series (%u jobs), %u connections, %u rounds of 10 s "
-           "from t0=%lld\n",
-           (unsigned long long)o.n, o.series, o.jobs, o.conns, (unsigned)rounds, t0);
-    printf("  server %s, threads %s; %ld CPUs shared by server and load generator; data in %s\n", o.profstore,
-           o.threads ? o.threads : "default", ncpu, base);
-    {
-        char la[128] = "?";
-        FILE *f = fopen("/proc/loadavg", "r");
-        if (f != NULL) {
-            if (fgets(la, sizeof(la), f) != NULL)
-                la[strcspn(la, "\n")] = 0;
-            fclose(f);
-        }
-        printf("  load average before the run: %s\n", la);
-    }
-    printf("  fixtures (%s):", ps_bench_testdata());
-    for (int f = 0; f < NFIX; f++)
-        printf(" %s %zu B gz/%zu B raw/%u samples;", strrchr(fix_files[f], '/') + 1, fx[f].len, fx[f].raw_len,
-               fx[f].nsamples);
-    printf("\n");
-    fflush(stdout);
+    int made;
+    if (make_base_dir(&o, base, sizeof(base), &made) != 0)
+        return 1;
+    print_header(&o, rounds, t0, base);
 
     floor_res_t gz = floor_gunzip(&o), dec = floor_decode(&o);
 
-    result_t rs, rn, rps, rpn;
-    memset(&rs, 0, sizeof(rs));
-    memset(&rn, 0, sizeof(rn));
-    memset(&rps, 0, sizeof(rps));
-    memset(&rpn, 0, sizeof(rpn));
-    if (o.do_sync) {
-        run_phase(&o, base, 0, t0, &rs, 0);
-        print_phase(&o, &rs, gz, dec);
-        fflush(stdout);
-        if (o.pyro) {
-            run_phase(&o, base, 0, t0, &rps, 1);
-            print_phase(&o, &rps, gz, dec);
-            print_pyro_compare(&o, &rs, &rps);
+    result_t res[2][NMODES]; /* [nosync][mode] */
+    memset(res, 0, sizeof(res));
+    int died = 0;
+    for (int nosync = 0; nosync < 2; nosync++) {
+        if (!(nosync ? o.do_nosync : o.do_sync))
+            continue;
+        for (int m = 0; m < NMODES; m++) {
+            if (!o.want[m])
+                continue;
+            result_t *r = &res[nosync][m];
+            run_phase(&o, base, nosync, (push_mode_t)m, t0, r);
+            print_phase(&o, r, gz, dec);
+            if (m != MODE_NATIVE)
+                print_compare(&o, &res[nosync][MODE_NATIVE], r, (push_mode_t)m);
+            died |= r->died[0] != 0;
             fflush(stdout);
         }
     }
-    if (o.do_nosync) {
-        run_phase(&o, base, 1, t0, &rn, 0);
-        print_phase(&o, &rn, gz, dec);
-        if (o.pyro) {
-            fflush(stdout);
-            run_phase(&o, base, 1, t0, &rpn, 1);
-            print_phase(&o, &rpn, gz, dec);
-            print_pyro_compare(&o, &rn, &rpn);
-        }
-    }
-    if (rs.ok && rn.ok && !rs.died[0] && !rn.died[0]) {
-        printf("\n== fsync's share ==\n");
-        printf("  wall time              %.3f s with fsync, %.3f s without: fsync costs %.0f%% of the ingest time\n",
-               rs.wall, rn.wall, (1 - rn.wall / rs.wall) * 100);
-        printf("  profiles/s             %.0f -> %.0f; p50 %.2f -> %.2f ms; p99 %.2f -> %.2f ms\n", o.n / rs.wall,
-               o.n / rn.wall, rs.p50 * 1e3, rn.p50 * 1e3, rs.p99 * 1e3, rn.p99 * 1e3);
-        printf("  profiles per commit    %.1f with fsync, %.1f without\n",
-               rs.batches > 0 ? rs.stored / rs.batches : 0, rn.batches > 0 ? rn.stored / rn.batches : 0);
-    }
-    if (made && !o.keep && !rs.died[0] && !rn.died[0] && !rps.died[0] && !rpn.died[0])
+    print_fsync_share(&o, &res[0][MODE_NATIVE], &res[1][MODE_NATIVE]);
+    if (made && !o.keep && !died)
         ps_bench_rmrf(base);
     else
         printf("\n  data kept in %s\n", base);
