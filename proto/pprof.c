@@ -235,6 +235,11 @@ Exit:
     return rc;
 }
 
+int ps_gzip(const void *in, size_t n, int level, ps_buf_t *out, ps_err_t *err)
+{
+    return gzip_append(in, n, level, out, err);
+}
+
 /* ---- step 2: wire scan ---------------------------------------------------------------------- */
 
 typedef struct scan {

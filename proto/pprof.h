@@ -43,6 +43,9 @@ int ps_is_gzip(const void *p, size_t n);
 int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out, size_t *outn,
               ps_err_t *err);
 
+/** Gzips n bytes of in at level (0..9) as one gzip member, appending to out (Connect answers). */
+int ps_gzip(const void *in, size_t n, int level, ps_buf_t *out, ps_err_t *err);
+
 /**
  * Decodes a pprof profile, gzipped (detected by magic) or not, into *out. Everything in *out is
  * allocated from arena. Validates the whole profile: string_table[0] == "", every string index in

@@ -5,14 +5,18 @@
  *  - POST /<package>.<Service>/<Method>; the body is the bare message (no gRPC framing);
  *  - Content-Type application/proto (binary) or application/json[; charset=utf-8] (protojson);
  *    anything else is 415 with Connect error JSON; the answer uses the request's codec;
- *  - Content-Encoding: gzip request bodies are inflated with a bound (gzip bombs: 413
- *    resource_exhausted); identity is the default; any other encoding is unimplemented;
- *  - Accept-Encoding: gzip → answers over 1 KiB are gzipped with Content-Encoding: gzip;
+ *  - Content-Encoding: gzip request bodies are inflated with a bound, --max-inflated-size (gzip
+ *    bombs: resource_exhausted, 429 by connect-go's table); identity is the default; any other
+ *    encoding is unimplemented; a body over --max-body-size is h2o's own 413;
+ *  - Accept-Encoding: gzip → answers over 1 KiB are gzipped with Content-Encoding: gzip; every
+ *    answer offers gzip (Accept-Encoding: gzip), as connect-go's do;
  *  - Connect-Timeout-Ms sets a deadline handlers may check; Connect-Protocol-Version: 1 accepted,
  *    any other value is invalid_argument;
  *  - errors: non-200 status, Content-Type application/json, {"code":"...","message":"..."} with
  *    connect-go's code → status table; an unknown method of a known service and an unknown
- *    service under a Connect-shaped path are "unimplemented" (501), never a 404 page.
+ *    service under a Connect-shaped path are "unimplemented" (501), never a 404 page; a method
+ *    other than POST is 405 with Allow: POST (every method here is POST-only, as connect-go
+ *    answers for methods without idempotency_level NO_SIDE_EFFECTS), with error JSON too.
  *
  * The method table is in connect.c; a method's handler is one of web/api_*.c and only
  * translates: decode c->body with a proto/ codec, call a room, answer with ps_connect_reply.
@@ -63,7 +67,9 @@ typedef struct ps_connect_call {
 } ps_connect_call_t;
 
 /** A method's handler: answers c (now, or later from the request's loop thread) with
- *  ps_connect_reply or ps_connect_error. Returns 0. */
+ *  ps_connect_reply or ps_connect_error, exactly once. Returns 0. When answering later and the
+ *  client went away meanwhile (ps_async_t's req is NULL), set c->req = NULL first: reply and
+ *  error then only release c. */
 typedef int (*ps_connect_fn)(ps_connect_call_t *c);
 
 /** The route for every Connect path (routes.c sends /<pkg>.<Service>/<Method> here). */
@@ -79,5 +85,22 @@ void ps_connect_error(ps_connect_call_t *c, ps_connect_code_t code, const char *
 ps_connect_code_t ps_connect_code_of(int ps_code);
 /** Answers an error before a call exists (e.g. from routes.c). */
 void ps_connect_error_req(h2o_req_t *req, ps_connect_code_t code, const char *msg);
+
+/** "invalid_argument", ...; and its HTTP status (connect-go's connectCodeToHTTP). */
+const char *ps_connect_code_name(ps_connect_code_t code);
+int ps_connect_code_status(ps_connect_code_t code);
+
+/** Whether a path has the shape /<pkg>.<Service>/<Method> (identifiers; a dot in the first part). */
+bool ps_connect_is_path(h2o_iovec_t path);
+/** The method table, for /metrics (routes.c): one handler per method, named by its path. */
+uint32_t ps_connect_nmethods(void);
+const char *ps_connect_method_name(uint32_t i);
+/** The index of the method at path, or -1. */
+int ps_connect_method_index(h2o_iovec_t path);
+
+/* ---- method handlers (web/api_*.c), in connect.c's table ---- */
+
+/** POST /push.v1.PusherService/Push (api_push.c). */
+int ps_connect_push(ps_connect_call_t *c);
 
 #endif

@@ -121,9 +121,15 @@ static const char *reason(int status)
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
     case 415: return "Unsupported Media Type";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 422: return "Unprocessable Entity";
+    case 429: return "Too Many Requests";
+    case 499: return "Client Closed Request";
     case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
     case 507: return "Insufficient Storage";
     default: return "Error";
     }

@@ -1,7 +1,9 @@
 /*
  * routes.c - the route table: method + exact path -> handler; the handler names (route patterns)
- * that /metrics counts requests by.
+ * that /metrics counts requests by. Every path shaped /<pkg>.<Service>/<Method> goes to the
+ * Connect layer (connect.c), which answers unknown methods with Connect's unimplemented.
  */
+#include "connect.h"
 #include "http.h"
 #include "internal.h"
 
@@ -67,15 +69,22 @@ static bool is_label_values(h2o_iovec_t p)
            memchr(p.base + sizeof(lp) - 1, '/', p.len - (sizeof(lp) - 1) - (sizeof(ls) - 1)) == NULL;
 }
 
-/* handlers for request accounting: the routes in table order, then label values, then "other" */
+/* handlers for request accounting: the routes in table order, then label values, then the
+ * Connect methods (connect.c's table), then "other" */
 uint32_t ps_routes_nhandlers(void)
 {
-    return (uint32_t)NROUTES + 2;
+    return (uint32_t)NROUTES + 2 + ps_connect_nmethods();
 }
 
 const char *ps_routes_handler_name(uint32_t i)
 {
-    return i < NROUTES ? routes[i].path : i == NROUTES ? LABEL_VALUES : "other";
+    if (i < NROUTES)
+        return routes[i].path;
+    if (i == NROUTES)
+        return LABEL_VALUES;
+    if (i - NROUTES - 1 < ps_connect_nmethods())
+        return ps_connect_method_name(i - NROUTES - 1);
+    return "other";
 }
 
 uint32_t ps_routes_handler(h2o_iovec_t p)
@@ -83,7 +92,10 @@ uint32_t ps_routes_handler(h2o_iovec_t p)
     for (uint32_t i = 0; i < NROUTES; i++)
         if (h2o_memis(p.base, p.len, routes[i].path, strlen(routes[i].path)))
             return i;
-    return is_label_values(p) ? (uint32_t)NROUTES : (uint32_t)NROUTES + 1;
+    if (is_label_values(p))
+        return (uint32_t)NROUTES;
+    int mi = ps_connect_method_index(p);
+    return mi >= 0 ? (uint32_t)NROUTES + 1 + (uint32_t)mi : (uint32_t)NROUTES + 1 + ps_connect_nmethods();
 }
 
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
@@ -115,6 +127,8 @@ int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
         }
         return ps_api_label_values(req);
     }
+    if (ps_connect_is_path(p))
+        return ps_api_connect(req);
     char msg[300];
     snprintf(msg, sizeof(msg), "no such endpoint: %.*s", (int)(p.len > 200 ? 200 : p.len), p.base);
     ps_http_error_status(req, 404, msg);

@@ -1,0 +1,935 @@
+/*
+ * pbjson.c - the two codecs of a Connect body for any protobuf-c message (see pbjson.h), generic
+ * over ProtobufCMessageDescriptor: field names, types, labels, packed repeated fields, oneofs and
+ * proto3 `optional` (a quantifier: has_x for scalars, the pointer for strings and messages).
+ *
+ * Binary decoding runs in two steps: a scan of the wire format against the descriptor (wire types,
+ * lengths, varints, packed runs, UTF-8 and NUL-free strings, nesting depth) that says where input
+ * is wrong ("protobuf: series[0].labels[1]: field 2 (value) has wire type 0 (varint), expected 2
+ * (length-delimited)"), then protobuf-c's unpack on the budgeted arena allocator (pballoc.h).
+ * Strings must be NUL-free because protobuf-c hands them to C as NUL-terminated strings.
+ *
+ * JSON decoding: a pre-scan bounds nesting (PBJSON_MAX_DEPTH) and the memory jansson will take
+ * (PBJSON_VALUE_COST per value, against the budget), then jansson parses (duplicate keys are an
+ * error, as in protojson), then the tree is converted field by field into a message allocated from
+ * the budgeted arena. JSON writing uses core/json.h, in field number order, as protojson does.
+ *
+ * Not supported (unused by the Pyroscope schemas): map fields (read and written as repeated entry
+ * messages), groups, well-known types with a special JSON form (Timestamp, Duration, Any,
+ * wrappers: read and written as the plain messages they are).
+ */
+#include "pbjson.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "core/fmt.h"
+#include "pballoc.h"
+
+#define PBJSON_MAX_DEPTH 32   /* message nesting, in both codecs; JSON arrays and objects alike */
+#define PBJSON_VALUE_COST 96  /* bytes jansson takes per JSON value, at most (counted against budget) */
+
+/* ---- field helpers ---------------------------------------------------------------------------- */
+
+static void *field_ptr(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f)
+{
+    return (char *)m + f->offset;
+}
+
+static size_t *count_ptr(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f)
+{
+    return (size_t *)((char *)m + f->quantifier_offset);
+}
+
+static size_t elem_size(ProtobufCType t)
+{
+    switch (t) {
+    case PROTOBUF_C_TYPE_INT32: case PROTOBUF_C_TYPE_SINT32: case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_UINT32: case PROTOBUF_C_TYPE_FIXED32: case PROTOBUF_C_TYPE_FLOAT:
+    case PROTOBUF_C_TYPE_ENUM:
+        return 4;
+    case PROTOBUF_C_TYPE_INT64: case PROTOBUF_C_TYPE_SINT64: case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_UINT64: case PROTOBUF_C_TYPE_FIXED64: case PROTOBUF_C_TYPE_DOUBLE:
+        return 8;
+    case PROTOBUF_C_TYPE_BOOL:
+        return sizeof(protobuf_c_boolean);
+    case PROTOBUF_C_TYPE_STRING: case PROTOBUF_C_TYPE_MESSAGE:
+        return sizeof(void *);
+    case PROTOBUF_C_TYPE_BYTES:
+        return sizeof(ProtobufCBinaryData);
+    }
+    return 8;
+}
+
+/* The JSON name of a proto field name, as protoc derives it: '_' dropped, the letter after it
+ * upper-cased (sample_type -> sampleType, profile_typeID -> profileTypeID, ID -> ID). */
+static void json_name(const char *name, char *out, size_t size)
+{
+    size_t o = 0;
+    bool up = false;
+    for (const char *p = name; *p != '\0' && o + 1 < size; p++) {
+        if (*p == '_') {
+            up = true;
+            continue;
+        }
+        out[o++] = up && *p >= 'a' && *p <= 'z' ? (char)(*p - 'a' + 'A') : *p;
+        up = false;
+    }
+    out[o] = '\0';
+}
+
+/* ---- paths in error messages ("series[0].labels[2].name") --------------------------------------- */
+
+typedef struct path {
+    char buf[256];
+    size_t len;
+} path_t;
+
+static size_t path_push(path_t *p, const char *name, long idx)
+{
+    size_t old = p->len;
+    int n;
+    if (idx >= 0)
+        n = snprintf(p->buf + p->len, sizeof(p->buf) - p->len, "%s%s[%ld]", p->len ? "." : "", name, idx);
+    else
+        n = snprintf(p->buf + p->len, sizeof(p->buf) - p->len, "%s%s", p->len ? "." : "", name);
+    if (n > 0)
+        p->len = p->len + (size_t)n < sizeof(p->buf) ? p->len + (size_t)n : sizeof(p->buf) - 1;
+    return old;
+}
+
+static void path_pop(path_t *p, size_t old)
+{
+    p->len = old;
+    p->buf[old] = '\0';
+}
+
+/* ---- binary: the wire scan -------------------------------------------------------------------- */
+
+typedef struct scan {
+    const uint8_t *base;
+    path_t path;
+    ps_err_t *err;
+} scan_t;
+
+static const char *wt_name(unsigned wt)
+{
+    static const char *const n[] = {"varint", "fixed64", "length-delimited", "start group", "end group", "fixed32"};
+    return wt < 6 ? n[wt] : "invalid";
+}
+
+static int scan_err(scan_t *s, const uint8_t *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int scan_err(scan_t *s, const uint8_t *at, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    size_t off = (size_t)(at - s->base);
+    return ps_err_set_at(s->err, PS_EINVAL, off, "protobuf: %s%s%s (at byte %zu)", s->path.buf, s->path.len ? ": " : "",
+                         what, off);
+}
+
+#define FAIL(s, at, msg) scan_err((s), (at), "%s", (msg))
+
+static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    uint64_t r = 0;
+    for (int i = 0; i < 10; i++) {
+        if (*p >= end)
+            return -1;
+        uint8_t b = *(*p)++;
+        if (i == 9 && b > 1)
+            return -2;
+        r |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            *v = r;
+            return 0;
+        }
+    }
+    return -2;
+}
+
+static unsigned wire_type_of(ProtobufCType t)
+{
+    switch (t) {
+    case PROTOBUF_C_TYPE_SFIXED64: case PROTOBUF_C_TYPE_FIXED64: case PROTOBUF_C_TYPE_DOUBLE:
+        return 1;
+    case PROTOBUF_C_TYPE_SFIXED32: case PROTOBUF_C_TYPE_FIXED32: case PROTOBUF_C_TYPE_FLOAT:
+        return 5;
+    case PROTOBUF_C_TYPE_STRING: case PROTOBUF_C_TYPE_BYTES: case PROTOBUF_C_TYPE_MESSAGE:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+/* Length of a valid UTF-8 prefix check: returns the offset of the first bad byte, or n. */
+static size_t utf8_bad(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            if (c == 0)
+                return i;
+            i++;
+            continue;
+        }
+        size_t k;
+        uint32_t cp;
+        if ((c & 0xe0) == 0xc0) { k = 1; cp = c & 0x1f; }
+        else if ((c & 0xf0) == 0xe0) { k = 2; cp = c & 0x0f; }
+        else if ((c & 0xf8) == 0xf0) { k = 3; cp = c & 0x07; }
+        else return i;
+        if (i + k >= n)
+            return i;
+        for (size_t j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xc0) != 0x80)
+                return i;
+            cp = cp << 6 | (s[i + j] & 0x3f);
+        }
+        if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) || cp > 0x10ffff ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return i;
+        i += k + 1;
+    }
+    return n;
+}
+
+static int scan_msg(scan_t *s, const ProtobufCMessageDescriptor *d, const uint8_t *p, const uint8_t *end, int depth);
+
+/* A packed run of scalars of type t in [p, end). */
+static int scan_packed(scan_t *s, ProtobufCType t, const uint8_t *p, const uint8_t *end)
+{
+    unsigned wt = wire_type_of(t);
+    if (wt == 1 || wt == 5) {
+        size_t w = wt == 1 ? 8 : 4;
+        if ((size_t)(end - p) % w != 0)
+            return FAIL(s, p, "packed fixed-width values: length is not a multiple of the value size");
+        return 0;
+    }
+    while (p < end) {
+        uint64_t v;
+        const uint8_t *at = p;
+        if (read_varint(&p, end, &v) != 0)
+            return FAIL(s, at, "packed varints: truncated or overlong varint");
+    }
+    return 0;
+}
+
+static int scan_field(scan_t *s, const ProtobufCFieldDescriptor *f, unsigned wt, const uint8_t *at, const uint8_t *p,
+                      const uint8_t *end, int depth)
+{
+    unsigned want = wire_type_of(f->type);
+    size_t len = (size_t)(end - p);
+    if (wt != want) {
+        if (wt == 2 && f->label == PROTOBUF_C_LABEL_REPEATED && want != 2)
+            return scan_packed(s, f->type, p, end);
+        return scan_err(s, at, "field %u has wire type %u (%s), expected %u (%s)", f->id, wt, wt_name(wt), want,
+                        wt_name(want));
+    }
+    if (f->type == PROTOBUF_C_TYPE_STRING) {
+        size_t bad = utf8_bad(p, len);
+        if (bad < len) {
+            return scan_err(s, p + bad, "%s", p[bad] == 0 ? "string contains a NUL byte" : "string is not valid UTF-8");
+        }
+    } else if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+        return scan_msg(s, f->descriptor, p, end, depth + 1);
+    }
+    return 0;
+}
+
+static int scan_msg(scan_t *s, const ProtobufCMessageDescriptor *d, const uint8_t *p, const uint8_t *end, int depth)
+{
+    if (depth > PBJSON_MAX_DEPTH)
+        return FAIL(s, p, "messages nested deeper than 32");
+    uint32_t counts[64] = {0}; /* occurrences of the first 64 fields (for the index in paths) */
+    while (p < end) {
+        const uint8_t *at = p;
+        uint64_t tag;
+        if (read_varint(&p, end, &tag) != 0)
+            return FAIL(s, at, "truncated or overlong field tag");
+        unsigned wt = (unsigned)(tag & 7);
+        uint64_t num = tag >> 3;
+        if (num == 0 || num > 536870911u)
+            return FAIL(s, at, "field number 0 or out of range");
+        const uint8_t *vstart = p, *vend;
+        uint64_t v;
+        switch (wt) {
+        case 0:
+            if (read_varint(&p, end, &v) != 0)
+                return FAIL(s, at, "truncated or overlong varint");
+            vend = p;
+            break;
+        case 1: case 5: {
+            size_t w = wt == 1 ? 8 : 4;
+            if ((size_t)(end - p) < w)
+                return FAIL(s, at, "truncated fixed-width value");
+            p += w;
+            vend = p;
+            break;
+        }
+        case 2:
+            if (read_varint(&p, end, &v) != 0)
+                return FAIL(s, at, "truncated length");
+            if (v > (uint64_t)(end - p))
+                return FAIL(s, at, "length runs past the end of the message");
+            vstart = p;
+            p += v;
+            vend = p;
+            break;
+        default:
+            return FAIL(s, at, wt == 3 || wt == 4 ? "groups are not supported" : "invalid wire type");
+        }
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, (unsigned)num);
+        if (f == NULL)
+            continue; /* unknown field: skipped, as protobuf-c keeps or drops it */
+        unsigned fi = (unsigned)(f - d->fields);
+        long idx = -1;
+        if (f->label == PROTOBUF_C_LABEL_REPEATED && fi < 64)
+            idx = counts[fi]++;
+        size_t old = path_push(&s->path, f->name, idx);
+        int rc = scan_field(s, f, wt, at, vstart, vend, depth);
+        path_pop(&s->path, old);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int decode_binary(const void *data, size_t n, const ProtobufCMessageDescriptor *d, ps_arena_t *arena,
+                         size_t budget, ProtobufCMessage **out, ps_err_t *err)
+{
+    scan_t s = {.base = data, .err = err};
+    s.path.buf[0] = '\0';
+    if (scan_msg(&s, d, data, (const uint8_t *)data + n, 1) != 0)
+        return err != NULL ? err->code : PS_EINVAL;
+    ps_pb_arena_t pa;
+    ps_pb_arena_init(&pa, arena, budget > SIZE_MAX / 2 ? SIZE_MAX / 2 : budget);
+    ProtobufCMessage *m = protobuf_c_message_unpack(d, &pa.base, n, data);
+    if (m == NULL) {
+        if (pa.over)
+            return ps_err_set(err, PS_ETOOBIG, "protobuf: decoding %s needs more than %zu bytes of memory", d->name,
+                              budget);
+        return ps_err_set(err, PS_EINVAL, "protobuf: cannot decode %s", d->name);
+    }
+    *out = m;
+    return 0;
+}
+
+/* ---- JSON: reading ---------------------------------------------------------------------------- */
+
+typedef struct jdec {
+    ps_pb_arena_t pa;
+    path_t path;
+    ps_err_t *err;
+    size_t budget;
+} jdec_t;
+
+static void *jalloc(jdec_t *j, size_t n)
+{
+    return j->pa.base.alloc(&j->pa, n);
+}
+
+static int jfail(jdec_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int jfail(jdec_t *j, const char *fmt, ...)
+{
+    char what[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return ps_err_set(j->err, PS_EINVAL, "json: %s%s%s", j->path.buf, j->path.len ? ": " : "", what);
+}
+
+static int joom(jdec_t *j)
+{
+    return ps_err_set(j->err, PS_ETOOBIG, "json: decoding needs more than %zu bytes of memory", j->budget);
+}
+
+static const char *jtype(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER: case JSON_REAL: return "number";
+    case JSON_TRUE: case JSON_FALSE: return "boolean";
+    case JSON_NULL: return "null";
+    }
+    return "?";
+}
+
+/* Pre-scan: nesting depth, and a count of values (an upper bound: ',' '[' '{' ':' outside strings). */
+static int json_prescan(const char *s, size_t n, size_t budget, ps_err_t *err)
+{
+    size_t depth = 0, values = 1, line = 1, col = 0;
+    bool in_str = false, esc = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        col++;
+        if (in_str) {
+            if (esc)
+                esc = false;
+            else if (c == '\\')
+                esc = true;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        switch (c) {
+        case '"': in_str = true; break;
+        case '[': case '{':
+            values++;
+            if (++depth > PBJSON_MAX_DEPTH)
+                return ps_err_set_at(err, PS_EINVAL, i, "json: line %zu column %zu: nesting deeper than %d", line,
+                                     col, PBJSON_MAX_DEPTH);
+            break;
+        case ']': case '}': if (depth > 0) depth--; break;
+        case ',': case ':': values++; break;
+        case '\n': line++; col = 0; break;
+        default: break;
+        }
+    }
+    if (values > (budget > n ? budget - n : 0) / PBJSON_VALUE_COST)
+        return ps_err_set(err, PS_ETOOBIG, "json: %zu values need more than the %zu bytes of memory allowed", values,
+                          budget);
+    return 0;
+}
+
+static int json_i64(jdec_t *j, const json_t *v, int64_t lo, int64_t hi, int64_t *out)
+{
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        if (x < lo || x > hi)
+            return jfail(j, "%lld is out of range", (long long)x);
+        *out = x;
+        return 0;
+    }
+    double dv;
+    if (json_is_real(v)) {
+        dv = json_real_value(v);
+    } else if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        size_t n = json_string_length(v);
+        char *e;
+        errno = 0;
+        long long x = strtoll(s, &e, 10);
+        if (n > 0 && e == s + n && errno == 0 && s[0] != ' ' && s[0] != '+') {
+            if (x < lo || x > hi)
+                return jfail(j, "%lld is out of range", x);
+            *out = x;
+            return 0;
+        }
+        dv = strtod(s, &e);
+        if (n == 0 || e != s + n || s[0] == ' ' || !isfinite(dv))
+            return jfail(j, "\"%.40s\" is not an integer", s);
+    } else {
+        return jfail(j, "expected an integer, got %s", jtype(v));
+    }
+    if (dv != floor(dv) || !(dv >= (double)lo && dv <= (double)hi) || (hi == INT64_MAX && dv >= 9223372036854775808.0))
+        return jfail(j, "%.17g is not an integer in range", dv);
+    *out = (int64_t)dv;
+    return 0;
+}
+
+static int json_u64(jdec_t *j, const json_t *v, uint64_t hi, uint64_t *out)
+{
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        size_t n = json_string_length(v);
+        char *e = NULL;
+        errno = 0;
+        if (n > 0 && s[0] >= '0' && s[0] <= '9') {
+            unsigned long long x = strtoull(s, &e, 10);
+            if (e == s + n && errno == 0) {
+                if (x > hi)
+                    return jfail(j, "%llu is out of range", x);
+                *out = x;
+                return 0;
+            }
+        }
+    }
+    int64_t x;
+    if (json_i64(j, v, 0, hi > INT64_MAX ? INT64_MAX : (int64_t)hi, &x) != 0)
+        return j->err != NULL ? j->err->code : PS_EINVAL;
+    *out = (uint64_t)x;
+    return 0;
+}
+
+static int json_f64(jdec_t *j, const json_t *v, double *out)
+{
+    if (json_is_number(v)) {
+        *out = json_number_value(v);
+        return 0;
+    }
+    if (!json_is_string(v))
+        return jfail(j, "expected a number, got %s", jtype(v));
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (strcmp(s, "NaN") == 0) { *out = NAN; return 0; }
+    if (strcmp(s, "Infinity") == 0) { *out = INFINITY; return 0; }
+    if (strcmp(s, "-Infinity") == 0) { *out = -INFINITY; return 0; }
+    char *e;
+    errno = 0;
+    double d = strtod(s, &e);
+    if (n == 0 || e != s + n || s[0] == ' ' || !isfinite(d) || (s[0] != '-' && (s[0] < '0' || s[0] > '9')))
+        return jfail(j, "\"%.40s\" is not a number", s);
+    *out = d;
+    return 0;
+}
+
+static int b64val(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+}
+
+static int json_bytes(jdec_t *j, const json_t *v, ProtobufCBinaryData *out)
+{
+    if (!json_is_string(v))
+        return jfail(j, "expected a base64 string, got %s", jtype(v));
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    while (n > 0 && s[n - 1] == '=')
+        n--;
+    if (n % 4 == 1 || json_string_length(v) - n > 2)
+        return jfail(j, "invalid base64 (length)");
+    uint8_t *o = jalloc(j, n * 3 / 4 + 1);
+    if (o == NULL)
+        return joom(j);
+    size_t k = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int x = b64val((unsigned char)s[i]);
+        if (x < 0)
+            return jfail(j, "invalid base64 character at offset %zu", i);
+        acc = acc << 6 | (uint32_t)x;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            o[k++] = (uint8_t)(acc >> bits);
+        }
+    }
+    out->data = o;
+    out->len = k;
+    return 0;
+}
+
+static int json_enum(jdec_t *j, const ProtobufCEnumDescriptor *ed, const json_t *v, int32_t *out)
+{
+    if (json_is_string(v)) {
+        const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value_by_name(ed, json_string_value(v));
+        if (ev == NULL) {
+            for (unsigned i = 0; i < ed->n_values; i++) /* get_value_by_name looks up the C-ish short name */
+                if (strcmp(ed->values[i].name, json_string_value(v)) == 0) {
+                    ev = &ed->values[i];
+                    break;
+                }
+        }
+        if (ev == NULL)
+            return jfail(j, "\"%.60s\" is not a value of enum %s", json_string_value(v), ed->name);
+        *out = ev->value;
+        return 0;
+    }
+    if (json_is_integer(v)) {
+        int64_t x;
+        if (json_i64(j, v, INT32_MIN, INT32_MAX, &x) != 0)
+            return j->err != NULL ? j->err->code : PS_EINVAL;
+        *out = (int32_t)x;
+        return 0;
+    }
+    return jfail(j, "expected an enum name or number, got %s", jtype(v));
+}
+
+static int json_msg(jdec_t *j, const ProtobufCMessageDescriptor *d, const json_t *obj, int depth,
+                    ProtobufCMessage **out);
+
+/* One value of field f (one element when repeated) into slot. */
+static int json_value(jdec_t *j, const ProtobufCFieldDescriptor *f, const json_t *v, void *slot, int depth)
+{
+    int64_t i;
+    uint64_t u;
+    double dv;
+    int rc = 0;
+    switch (f->type) {
+    case PROTOBUF_C_TYPE_INT32: case PROTOBUF_C_TYPE_SINT32: case PROTOBUF_C_TYPE_SFIXED32:
+        if ((rc = json_i64(j, v, INT32_MIN, INT32_MAX, &i)) == 0)
+            *(int32_t *)slot = (int32_t)i;
+        break;
+    case PROTOBUF_C_TYPE_INT64: case PROTOBUF_C_TYPE_SINT64: case PROTOBUF_C_TYPE_SFIXED64:
+        if ((rc = json_i64(j, v, INT64_MIN, INT64_MAX, &i)) == 0)
+            *(int64_t *)slot = i;
+        break;
+    case PROTOBUF_C_TYPE_UINT32: case PROTOBUF_C_TYPE_FIXED32:
+        if ((rc = json_u64(j, v, UINT32_MAX, &u)) == 0)
+            *(uint32_t *)slot = (uint32_t)u;
+        break;
+    case PROTOBUF_C_TYPE_UINT64: case PROTOBUF_C_TYPE_FIXED64:
+        if ((rc = json_u64(j, v, UINT64_MAX, &u)) == 0)
+            *(uint64_t *)slot = u;
+        break;
+    case PROTOBUF_C_TYPE_FLOAT:
+        if ((rc = json_f64(j, v, &dv)) == 0) {
+            if (isfinite(dv) && fabs(dv) > 3.4028234663852886e38)
+                return jfail(j, "%.17g is out of range for a float", dv);
+            *(float *)slot = (float)dv;
+        }
+        break;
+    case PROTOBUF_C_TYPE_DOUBLE:
+        if ((rc = json_f64(j, v, &dv)) == 0)
+            *(double *)slot = dv;
+        break;
+    case PROTOBUF_C_TYPE_BOOL:
+        if (!json_is_boolean(v))
+            return jfail(j, "expected true or false, got %s", jtype(v));
+        *(protobuf_c_boolean *)slot = json_is_true(v);
+        break;
+    case PROTOBUF_C_TYPE_ENUM: {
+        int32_t e = 0;
+        if ((rc = json_enum(j, f->descriptor, v, &e)) == 0)
+            *(int32_t *)slot = e;
+        break;
+    }
+    case PROTOBUF_C_TYPE_STRING: {
+        if (!json_is_string(v))
+            return jfail(j, "expected a string, got %s", jtype(v));
+        size_t n = json_string_length(v);
+        char *s = jalloc(j, n + 1);
+        if (s == NULL)
+            return joom(j);
+        memcpy(s, json_string_value(v), n + 1);
+        *(char **)slot = s;
+        break;
+    }
+    case PROTOBUF_C_TYPE_BYTES:
+        rc = json_bytes(j, v, slot);
+        break;
+    case PROTOBUF_C_TYPE_MESSAGE:
+        rc = json_msg(j, f->descriptor, v, depth + 1, (ProtobufCMessage **)slot);
+        break;
+    }
+    return rc;
+}
+
+static int json_field(jdec_t *j, ProtobufCMessage *m, const ProtobufCFieldDescriptor *f, const json_t *v, int depth)
+{
+    if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+        if (!json_is_array(v))
+            return jfail(j, "expected an array, got %s", jtype(v));
+        size_t n = json_array_size(v), es = elem_size(f->type);
+        void *arr = NULL;
+        if (n > 0 && (arr = jalloc(j, n * es)) == NULL)
+            return joom(j);
+        if (arr != NULL)
+            memset(arr, 0, n * es);
+        for (size_t k = 0; k < n; k++) {
+            size_t old = j->path.len;
+            snprintf(j->path.buf + j->path.len, sizeof(j->path.buf) - j->path.len, "[%zu]", k);
+            j->path.len += strlen(j->path.buf + j->path.len);
+            const json_t *e = json_array_get(v, k);
+            int rc = json_is_null(e) ? jfail(j, "null is not allowed in a repeated field")
+                                     : json_value(j, f, e, (char *)arr + k * es, depth);
+            path_pop(&j->path, old);
+            if (rc != 0)
+                return rc;
+        }
+        *count_ptr(m, f) = n;
+        *(void **)field_ptr(m, f) = arr;
+        return 0;
+    }
+    int rc = json_value(j, f, v, field_ptr(m, f), depth);
+    if (rc != 0)
+        return rc;
+    if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
+        *(uint32_t *)((char *)m + f->quantifier_offset) = f->id;
+    else if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->type != PROTOBUF_C_TYPE_STRING &&
+             f->type != PROTOBUF_C_TYPE_MESSAGE)
+        *(protobuf_c_boolean *)((char *)m + f->quantifier_offset) = 1;
+    return 0;
+}
+
+static const ProtobufCFieldDescriptor *find_field(const ProtobufCMessageDescriptor *d, const char *key)
+{
+    const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(d, key);
+    if (f != NULL)
+        return f;
+    char jn[128];
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        json_name(d->fields[i].name, jn, sizeof(jn));
+        if (strcmp(jn, key) == 0)
+            return &d->fields[i];
+    }
+    return NULL;
+}
+
+static int json_msg(jdec_t *j, const ProtobufCMessageDescriptor *d, const json_t *obj, int depth,
+                    ProtobufCMessage **out)
+{
+    if (!json_is_object(obj))
+        return jfail(j, "expected an object (%s), got %s", d->name, jtype(obj));
+    if (depth > PBJSON_MAX_DEPTH)
+        return jfail(j, "messages nested deeper than %d", PBJSON_MAX_DEPTH);
+    ProtobufCMessage *m = jalloc(j, d->sizeof_message);
+    if (m == NULL)
+        return joom(j);
+    d->message_init(m);
+    const char *key;
+    json_t *v;
+    const ProtobufCFieldDescriptor *seen_oneof[8] = {0};
+    json_object_foreach((json_t *)obj, key, v) {
+        const ProtobufCFieldDescriptor *f = find_field(d, key);
+        if (f == NULL || json_is_null(v))
+            continue; /* unknown fields are ignored; null is the default */
+        if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+            for (int k = 0; k < 8; k++) {
+                if (seen_oneof[k] == NULL) {
+                    seen_oneof[k] = f;
+                    break;
+                }
+                if (seen_oneof[k]->quantifier_offset == f->quantifier_offset)
+                    return jfail(j, "fields %s and %s are of the same oneof", seen_oneof[k]->name, f->name);
+            }
+        }
+        size_t old = path_push(&j->path, f->name, -1);
+        int rc = json_field(j, m, f, v, depth);
+        path_pop(&j->path, old);
+        if (rc != 0)
+            return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+static int decode_json(const void *data, size_t n, const ProtobufCMessageDescriptor *d, ps_arena_t *arena,
+                       size_t budget, ProtobufCMessage **out, ps_err_t *err)
+{
+    int rc = json_prescan(data, n, budget, err);
+    if (rc != 0)
+        return rc;
+    json_error_t je;
+    json_t *root = json_loadb(data, n, JSON_REJECT_DUPLICATES, &je);
+    if (root == NULL) /* jansson's own words, but for its flag name */
+        return ps_err_set_at(err, PS_EINVAL, (size_t)(je.position > 0 ? je.position : 0), "json: line %d column %d: %s",
+                             je.line, je.column,
+                             strstr(je.text, "JSON_ALLOW_NUL") != NULL ? "strings must not contain \\u0000" : je.text);
+    jdec_t j = {.err = err, .budget = budget};
+    j.path.buf[0] = '\0';
+    ps_pb_arena_init(&j.pa, arena, budget > SIZE_MAX / 2 ? SIZE_MAX / 2 : budget);
+    rc = json_msg(&j, d, root, 1, out);
+    json_decref(root);
+    return rc;
+}
+
+int ps_pb_decode(ps_pb_codec_t codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d,
+                 ps_arena_t *arena, size_t budget, ProtobufCMessage **out, ps_err_t *err)
+{
+    *out = NULL;
+    if (data == NULL)
+        data = "";
+    return codec == PS_PB_JSON ? decode_json(data, n, d, arena, budget, out, err)
+                               : decode_binary(data, n, d, arena, budget, out, err);
+}
+
+/* ---- JSON: writing ---------------------------------------------------------------------------- */
+
+/* A double as protojson writes it: Go's shortest form ('e' below 1e-6 and from 1e21, exponent
+ * without a leading zero), NaN and infinities as the strings "NaN", "Infinity", "-Infinity". */
+static void put_double(ps_json_t *j, double v, bool is_float)
+{
+    if (isnan(v)) {
+        ps_json_cstr(j, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        ps_json_cstr(j, v > 0 ? "Infinity" : "-Infinity");
+        return;
+    }
+    char buf[64];
+    if (is_float) { /* the shortest decimal that reads back as the same float, as a double */
+        for (int p = 1; p <= 9; p++) {
+            snprintf(buf, sizeof(buf), "%.*g", p, v);
+            if ((float)strtod(buf, NULL) == (float)v)
+                break;
+        }
+        v = strtod(buf, NULL);
+    }
+    ps_fmt_float(v, buf, sizeof(buf));
+    size_t n = strlen(buf);
+    if (n >= 4 && buf[n - 4] == 'e' && buf[n - 3] == '-' && buf[n - 2] == '0') { /* 1e-07 -> 1e-7 */
+        buf[n - 2] = buf[n - 1];
+        buf[n - 1] = '\0';
+        n--;
+    }
+    ps_json_raw(j, buf, n);
+}
+
+static void put_base64(ps_json_t *j, const ProtobufCBinaryData *b)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (b->len == 0) {
+        ps_json_str(j, "", 0);
+        return;
+    }
+    size_t n = (b->len + 2) / 3 * 4;
+    char stackbuf[256], *o = n <= sizeof(stackbuf) ? stackbuf : ps_xmalloc(n);
+    size_t k = 0;
+    for (size_t i = 0; i < b->len; i += 3) {
+        uint32_t x = (uint32_t)b->data[i] << 16;
+        if (i + 1 < b->len)
+            x |= (uint32_t)b->data[i + 1] << 8;
+        if (i + 2 < b->len)
+            x |= b->data[i + 2];
+        o[k++] = tab[x >> 18 & 63];
+        o[k++] = tab[x >> 12 & 63];
+        o[k++] = i + 1 < b->len ? tab[x >> 6 & 63] : '=';
+        o[k++] = i + 2 < b->len ? tab[x & 63] : '=';
+    }
+    ps_json_str(j, o, k);
+    if (o != stackbuf)
+        free(o);
+}
+
+static void put_enum(ps_json_t *j, const ProtobufCEnumDescriptor *ed, int32_t v)
+{
+    const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(ed, v);
+    if (ev != NULL)
+        ps_json_cstr(j, ev->name);
+    else
+        ps_json_int(j, v);
+}
+
+static void put_u64_str(ps_json_t *j, uint64_t v)
+{
+    char b[24];
+    int n = snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
+    ps_json_str(j, b, (size_t)n);
+}
+
+static void put_i64_str(ps_json_t *j, int64_t v)
+{
+    char b[24];
+    int n = snprintf(b, sizeof(b), "%lld", (long long)v);
+    ps_json_str(j, b, (size_t)n);
+}
+
+static void put_msg(ps_json_t *j, const ProtobufCMessage *m);
+
+static void put_value(ps_json_t *j, const ProtobufCFieldDescriptor *f, const void *p)
+{
+    switch (f->type) {
+    case PROTOBUF_C_TYPE_INT32: case PROTOBUF_C_TYPE_SINT32: case PROTOBUF_C_TYPE_SFIXED32:
+        ps_json_int(j, *(const int32_t *)p); break;
+    case PROTOBUF_C_TYPE_UINT32: case PROTOBUF_C_TYPE_FIXED32:
+        ps_json_uint(j, *(const uint32_t *)p); break;
+    case PROTOBUF_C_TYPE_INT64: case PROTOBUF_C_TYPE_SINT64: case PROTOBUF_C_TYPE_SFIXED64:
+        put_i64_str(j, *(const int64_t *)p); break;
+    case PROTOBUF_C_TYPE_UINT64: case PROTOBUF_C_TYPE_FIXED64:
+        put_u64_str(j, *(const uint64_t *)p); break;
+    case PROTOBUF_C_TYPE_FLOAT: put_double(j, *(const float *)p, true); break;
+    case PROTOBUF_C_TYPE_DOUBLE: put_double(j, *(const double *)p, false); break;
+    case PROTOBUF_C_TYPE_BOOL: ps_json_bool(j, *(const protobuf_c_boolean *)p != 0); break;
+    case PROTOBUF_C_TYPE_ENUM: put_enum(j, f->descriptor, *(const int32_t *)p); break;
+    case PROTOBUF_C_TYPE_STRING: {
+        const char *s = *(char *const *)p;
+        ps_json_cstr(j, s != NULL ? s : "");
+        break;
+    }
+    case PROTOBUF_C_TYPE_BYTES: put_base64(j, p); break;
+    case PROTOBUF_C_TYPE_MESSAGE: {
+        const ProtobufCMessage *sub = *(ProtobufCMessage *const *)p;
+        if (sub != NULL)
+            put_msg(j, sub);
+        else
+            ps_json_raw(j, "{}", 2);
+        break;
+    }
+    }
+}
+
+/* Whether a proto3 implicit-presence field holds its default (and is not written). */
+static bool is_default(const ProtobufCFieldDescriptor *f, const void *p)
+{
+    switch (elem_size(f->type)) {
+    case 4: return *(const uint32_t *)p == 0 && (f->type != PROTOBUF_C_TYPE_FLOAT || !signbit(*(const float *)p));
+    default: break;
+    }
+    switch (f->type) {
+    case PROTOBUF_C_TYPE_BOOL: return *(const protobuf_c_boolean *)p == 0;
+    case PROTOBUF_C_TYPE_STRING: { const char *s = *(char *const *)p; return s == NULL || s[0] == '\0'; }
+    case PROTOBUF_C_TYPE_MESSAGE: return *(void *const *)p == NULL;
+    case PROTOBUF_C_TYPE_BYTES: return ((const ProtobufCBinaryData *)p)->len == 0;
+    case PROTOBUF_C_TYPE_DOUBLE: return *(const uint64_t *)p == 0; /* -0.0 is written */
+    default: return *(const uint64_t *)p == 0;
+    }
+}
+
+static bool is_present(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f)
+{
+    const void *p = field_ptr(m, f);
+    if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
+        return *(const uint32_t *)((const char *)m + f->quantifier_offset) == f->id;
+    switch (f->label) {
+    case PROTOBUF_C_LABEL_REPEATED: return *count_ptr(m, f) > 0;
+    case PROTOBUF_C_LABEL_REQUIRED: return true;
+    case PROTOBUF_C_LABEL_OPTIONAL:
+        if (f->type == PROTOBUF_C_TYPE_STRING || f->type == PROTOBUF_C_TYPE_MESSAGE)
+            return *(void *const *)p != NULL;
+        return *(const protobuf_c_boolean *)((const char *)m + f->quantifier_offset) != 0;
+    case PROTOBUF_C_LABEL_NONE: return !is_default(f, p);
+    }
+    return false;
+}
+
+static void put_msg(ps_json_t *j, const ProtobufCMessage *m)
+{
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    ps_json_obj(j);
+    char jn[128];
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if (!is_present(m, f))
+            continue;
+        json_name(f->name, jn, sizeof(jn));
+        ps_json_key(j, jn);
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            size_t n = *count_ptr(m, f), es = elem_size(f->type);
+            const char *arr = *(char *const *)field_ptr(m, f);
+            ps_json_arr(j);
+            for (size_t k = 0; k < n; k++)
+                put_value(j, f, arr + k * es);
+            ps_json_end(j);
+        } else {
+            put_value(j, f, field_ptr(m, f));
+        }
+    }
+    ps_json_end(j);
+}
+
+void ps_pb_encode(ps_pb_codec_t codec, const ProtobufCMessage *m, ps_buf_t *out)
+{
+    if (codec == PS_PB_JSON) {
+        ps_json_t j;
+        ps_json_init(&j, out);
+        put_msg(&j, m);
+        return;
+    }
+    size_t n = protobuf_c_message_get_packed_size(m);
+    uint8_t *p = ps_buf_reserve(out, n);
+    protobuf_c_message_pack(m, p);
+    out->len += n;
+}

@@ -1,0 +1,384 @@
+/*
+ * connect.c - the Connect protocol for unary calls (see connect.h): the method table, the checks
+ * every call goes through (HTTP method, Connect-Protocol-Version, Content-Type, Connect-Timeout-Ms,
+ * Content-Encoding with a bounded gunzip), answers (gzipped when accepted and over 1 KiB) and
+ * Connect error JSON with connect-go's code -> HTTP status table.
+ *
+ * Order of the checks, as connect-go's handler does them: the path (an unknown method is
+ * unimplemented, 501), the HTTP method (405 with Allow: POST: every method here is POST-only),
+ * Connect-Protocol-Version, Content-Type (415), Connect-Timeout-Ms, Content-Encoding (an unknown
+ * one is unimplemented), then the body is inflated (past --max-inflated-size: resource_exhausted,
+ * 429 as connect-go's table says) and the method's handler runs.
+ *
+ * /metrics counts each method of the table as its own handler (its path, e.g.
+ * handler="/push.v1.PusherService/Push"); Connect-shaped paths of no method count as "other".
+ */
+#include "connect.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/json.h"
+#include "http.h"
+#include "internal.h"
+#include "proto/pprof.h"
+
+/* ---- the method table ------------------------------------------------------------------------ */
+
+typedef struct method {
+    const char *path;
+    ps_connect_fn fn;
+} method_t;
+
+static const method_t methods[] = {
+    {"/push.v1.PusherService/Push", ps_connect_push},
+};
+
+#define NMETHODS (sizeof(methods) / sizeof(methods[0]))
+
+uint32_t ps_connect_nmethods(void)
+{
+    return (uint32_t)NMETHODS;
+}
+
+const char *ps_connect_method_name(uint32_t i)
+{
+    return i < NMETHODS ? methods[i].path : NULL;
+}
+
+int ps_connect_method_index(h2o_iovec_t path)
+{
+    for (uint32_t i = 0; i < NMETHODS; i++)
+        if (h2o_memis(path.base, path.len, methods[i].path, strlen(methods[i].path)))
+            return (int)i;
+    return -1;
+}
+
+static bool is_ident(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+bool ps_connect_is_path(h2o_iovec_t p)
+{
+    /* "/" pkg "." Service "/" Method: identifiers, at least one dot in the first segment */
+    if (p.len < 6 || p.base[0] != '/')
+        return false;
+    size_t i = 1, dots = 0;
+    while (i < p.len && p.base[i] != '/') {
+        char c = p.base[i];
+        if (c == '.') {
+            if (p.base[i - 1] == '.' || p.base[i - 1] == '/')
+                return false;
+            dots++;
+        } else if (!is_ident(c)) {
+            return false;
+        }
+        i++;
+    }
+    if (dots == 0 || i >= p.len || p.base[i - 1] == '.' || i + 1 >= p.len)
+        return false;
+    for (size_t k = i + 1; k < p.len; k++)
+        if (!is_ident(p.base[k]))
+            return false;
+    return true;
+}
+
+/* ---- codes ------------------------------------------------------------------------------------ */
+
+static const char *const code_names[] = {
+    [PS_CONNECT_CANCELED] = "canceled",
+    [PS_CONNECT_UNKNOWN] = "unknown",
+    [PS_CONNECT_INVALID_ARGUMENT] = "invalid_argument",
+    [PS_CONNECT_DEADLINE_EXCEEDED] = "deadline_exceeded",
+    [PS_CONNECT_NOT_FOUND] = "not_found",
+    [PS_CONNECT_ALREADY_EXISTS] = "already_exists",
+    [PS_CONNECT_PERMISSION_DENIED] = "permission_denied",
+    [PS_CONNECT_RESOURCE_EXHAUSTED] = "resource_exhausted",
+    [PS_CONNECT_FAILED_PRECONDITION] = "failed_precondition",
+    [PS_CONNECT_ABORTED] = "aborted",
+    [PS_CONNECT_OUT_OF_RANGE] = "out_of_range",
+    [PS_CONNECT_UNIMPLEMENTED] = "unimplemented",
+    [PS_CONNECT_INTERNAL] = "internal",
+    [PS_CONNECT_UNAVAILABLE] = "unavailable",
+    [PS_CONNECT_DATA_LOSS] = "data_loss",
+    [PS_CONNECT_UNAUTHENTICATED] = "unauthenticated",
+};
+
+/* connect-go's connectCodeToHTTP */
+static const int code_status[] = {
+    [PS_CONNECT_CANCELED] = 499,          [PS_CONNECT_UNKNOWN] = 500,
+    [PS_CONNECT_INVALID_ARGUMENT] = 400,  [PS_CONNECT_DEADLINE_EXCEEDED] = 504,
+    [PS_CONNECT_NOT_FOUND] = 404,         [PS_CONNECT_ALREADY_EXISTS] = 409,
+    [PS_CONNECT_PERMISSION_DENIED] = 403, [PS_CONNECT_RESOURCE_EXHAUSTED] = 429,
+    [PS_CONNECT_FAILED_PRECONDITION] = 400, [PS_CONNECT_ABORTED] = 409,
+    [PS_CONNECT_OUT_OF_RANGE] = 400,      [PS_CONNECT_UNIMPLEMENTED] = 501,
+    [PS_CONNECT_INTERNAL] = 500,          [PS_CONNECT_UNAVAILABLE] = 503,
+    [PS_CONNECT_DATA_LOSS] = 500,         [PS_CONNECT_UNAUTHENTICATED] = 401,
+};
+
+const char *ps_connect_code_name(ps_connect_code_t code)
+{
+    return code >= PS_CONNECT_CANCELED && code <= PS_CONNECT_UNAUTHENTICATED ? code_names[code] : "unknown";
+}
+
+int ps_connect_code_status(ps_connect_code_t code)
+{
+    return code >= PS_CONNECT_CANCELED && code <= PS_CONNECT_UNAUTHENTICATED ? code_status[code] : 500;
+}
+
+ps_connect_code_t ps_connect_code_of(int ps_code)
+{
+    switch (ps_code) {
+    case PS_EINVAL: return PS_CONNECT_INVALID_ARGUMENT;
+    case PS_ETOOBIG: return PS_CONNECT_RESOURCE_EXHAUSTED;
+    case PS_ENOTFOUND: return PS_CONNECT_NOT_FOUND;
+    case PS_ECONFLICT: return PS_CONNECT_ALREADY_EXISTS;
+    case PS_EOUTOFORDER: return PS_CONNECT_INVALID_ARGUMENT;
+    case PS_ENOSPACE: return PS_CONNECT_RESOURCE_EXHAUSTED;
+    case PS_ECORRUPT: return PS_CONNECT_DATA_LOSS;
+    case PS_ENOMEM: return PS_CONNECT_RESOURCE_EXHAUSTED;
+    case PS_EUNAVAIL: return PS_CONNECT_UNAVAILABLE;
+    case PS_EUNSUPPORTED: return PS_CONNECT_INVALID_ARGUMENT;
+    case PS_ELIMIT: return PS_CONNECT_RESOURCE_EXHAUSTED;
+    default: return PS_CONNECT_INTERNAL; /* ESTORAGE, EVERSION, EINTERNAL */
+    }
+}
+
+/* ---- answers ---------------------------------------------------------------------------------- */
+
+typedef struct call_impl {
+    ps_connect_call_t pub; /* first: handlers get &pub */
+    void *loop;
+} call_impl_t;
+
+static void add_header(h2o_req_t *req, const h2o_token_t *t, const char *v)
+{
+    h2o_add_header(&req->pool, &req->res.headers, t, NULL, v, strlen(v));
+}
+
+/* The error JSON with an explicit HTTP status (415, 405 have no code of their own). */
+static void send_error(h2o_req_t *req, int status, ps_connect_code_t code, const char *msg)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    ps_json_t j;
+    ps_json_init(&j, &b);
+    ps_json_obj(&j);
+    ps_json_key(&j, "code");
+    ps_json_cstr(&j, ps_connect_code_name(code));
+    ps_json_key(&j, "message");
+    ps_json_cstr(&j, msg);
+    ps_json_end(&j);
+    add_header(req, H2O_TOKEN_ACCEPT_ENCODING, "gzip");
+    ps_http_send(req, status, "application/json", b.data, b.len);
+    ps_buf_dispose(&b);
+}
+
+void ps_connect_error_req(h2o_req_t *req, ps_connect_code_t code, const char *msg)
+{
+    send_error(req, ps_connect_code_status(code), code, msg);
+}
+
+static void release(ps_connect_call_t *c)
+{
+    call_impl_t *ci = (call_impl_t *)c;
+    ps_loop_arena_put(ci->loop, c->arena); /* ci lives in the arena: nothing of it is used after this */
+}
+
+void ps_connect_error(ps_connect_call_t *c, ps_connect_code_t code, const char *msg)
+{
+    if (c->req != NULL)
+        ps_connect_error_req(c->req, code, msg);
+    release(c);
+}
+
+void ps_connect_reply(ps_connect_call_t *c, const void *msg, size_t len)
+{
+    h2o_req_t *req = c->req;
+    if (req == NULL) {
+        release(c);
+        return;
+    }
+    ps_buf_t gz = PS_BUF_INIT;
+    if (c->gzip_ok && len > 1024 && ps_gzip(msg, len, 6, &gz, NULL) == 0 && gz.len < len) {
+        add_header(req, H2O_TOKEN_CONTENT_ENCODING, "gzip");
+        msg = gz.data;
+        len = gz.len;
+    }
+    add_header(req, H2O_TOKEN_ACCEPT_ENCODING, "gzip");
+    ps_http_send(req, 200, c->codec == PS_CONNECT_JSON ? "application/json" : "application/proto", msg, len);
+    ps_buf_dispose(&gz);
+    release(c);
+}
+
+/* ---- the checks -------------------------------------------------------------------------------- */
+
+static h2o_iovec_t header(h2o_req_t *req, const h2o_token_t *t)
+{
+    ssize_t i = h2o_find_header(&req->headers, t, -1);
+    return i >= 0 ? req->headers.entries[i].value : h2o_iovec_init(NULL, 0);
+}
+
+static h2o_iovec_t header_by_name(h2o_req_t *req, const char *name)
+{
+    ssize_t i = h2o_find_header_by_str(&req->headers, name, strlen(name), -1);
+    return i >= 0 ? req->headers.entries[i].value : h2o_iovec_init(NULL, 0);
+}
+
+static h2o_iovec_t trim(h2o_iovec_t v)
+{
+    while (v.len > 0 && (v.base[0] == ' ' || v.base[0] == '\t')) {
+        v.base++;
+        v.len--;
+    }
+    while (v.len > 0 && (v.base[v.len - 1] == ' ' || v.base[v.len - 1] == '\t'))
+        v.len--;
+    return v;
+}
+
+/* The codec of a Content-Type: application/proto, application/json[; charset=utf-8]; -1 else. */
+static int codec_of(h2o_iovec_t ct)
+{
+    const char *semi = ct.base != NULL ? memchr(ct.base, ';', ct.len) : NULL;
+    h2o_iovec_t mt = trim(h2o_iovec_init(ct.base, semi != NULL ? (size_t)(semi - ct.base) : ct.len));
+    int codec;
+    if (h2o_lcstris(mt.base, mt.len, H2O_STRLIT("application/proto")))
+        codec = PS_CONNECT_PROTO;
+    else if (h2o_lcstris(mt.base, mt.len, H2O_STRLIT("application/json")))
+        codec = PS_CONNECT_JSON;
+    else
+        return -1;
+    if (semi != NULL) {
+        h2o_iovec_t par = trim(h2o_iovec_init(semi + 1, ct.len - (size_t)(semi + 1 - ct.base)));
+        if (par.len > 0 && !h2o_lcstris(par.base, par.len, H2O_STRLIT("charset=utf-8")) &&
+            !h2o_lcstris(par.base, par.len, H2O_STRLIT("charset=\"utf-8\"")))
+            return -1;
+    }
+    return codec;
+}
+
+static bool accepts_gzip(h2o_iovec_t ae)
+{
+    for (size_t i = 0; i + 4 <= ae.len; i++)
+        if (h2o_lcstris(ae.base + i, 4, H2O_STRLIT("gzip")))
+            return true;
+    return false;
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Quoted, printable, at most 40 bytes of a header value for an error message. */
+static void quote(h2o_iovec_t v, char *out, size_t size)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < v.len && i < 40 && o + 2 < size; i++)
+        out[o++] = v.base[i] >= 0x20 && v.base[i] < 0x7f && v.base[i] != '"' ? v.base[i] : '?';
+    out[o] = '\0';
+}
+
+/* Checks the headers; fills c's codec, gzip_ok and deadline, or answers the error (returns -1). */
+static int check_headers(h2o_req_t *req, ps_connect_call_t *c, bool *gzip_in)
+{
+    char q[48], msg[200];
+    h2o_iovec_t v = header_by_name(req, "connect-protocol-version");
+    if (v.base != NULL && !h2o_memis(v.base, v.len, H2O_STRLIT("1"))) {
+        quote(v, q, sizeof(q));
+        snprintf(msg, sizeof(msg), "connect-protocol-version must be \"1\": got \"%s\"", q);
+        ps_connect_error_req(req, PS_CONNECT_INVALID_ARGUMENT, msg);
+        return -1;
+    }
+    v = header(req, H2O_TOKEN_CONTENT_TYPE);
+    if ((c->codec = codec_of(v)) < 0) {
+        quote(v, q, sizeof(q));
+        snprintf(msg, sizeof(msg), "unsupported content type \"%s\": expected application/proto or application/json",
+                 v.base != NULL ? q : "");
+        add_header(req, H2O_TOKEN_ACCEPT, "application/proto, application/json");
+        send_error(req, 415, PS_CONNECT_INVALID_ARGUMENT, msg);
+        return -1;
+    }
+    v = header_by_name(req, "connect-timeout-ms");
+    if (v.base != NULL) {
+        int64_t ms = 0;
+        bool ok = v.len >= 1 && v.len <= 10;
+        for (size_t i = 0; ok && i < v.len; i++) {
+            ok = v.base[i] >= '0' && v.base[i] <= '9';
+            ms = ms * 10 + (v.base[i] - '0');
+        }
+        if (!ok) {
+            quote(v, q, sizeof(q));
+            snprintf(msg, sizeof(msg), "protocol error: invalid connect-timeout-ms \"%s\" (1 to 10 digits)", q);
+            ps_connect_error_req(req, PS_CONNECT_INVALID_ARGUMENT, msg);
+            return -1;
+        }
+        c->deadline_ns = mono_ns() + ms * 1000000;
+    }
+    v = trim(header(req, H2O_TOKEN_CONTENT_ENCODING));
+    *gzip_in = false;
+    if (v.len > 0 && !h2o_lcstris(v.base, v.len, H2O_STRLIT("identity"))) {
+        if (!h2o_lcstris(v.base, v.len, H2O_STRLIT("gzip"))) {
+            quote(v, q, sizeof(q));
+            snprintf(msg, sizeof(msg), "unknown compression \"%s\": supported encodings are gzip", q);
+            ps_connect_error_req(req, PS_CONNECT_UNIMPLEMENTED, msg);
+            return -1;
+        }
+        *gzip_in = true;
+    }
+    c->gzip_ok = accepts_gzip(header(req, H2O_TOKEN_ACCEPT_ENCODING));
+    return 0;
+}
+
+int ps_api_connect(h2o_req_t *req)
+{
+    char msg[300];
+    int mi = ps_connect_method_index(req->path_normalized);
+    if (mi < 0) {
+        snprintf(msg, sizeof(msg), "%.*s is not implemented",
+                 (int)(req->path_normalized.len > 200 ? 200 : req->path_normalized.len), req->path_normalized.base);
+        ps_connect_error_req(req, PS_CONNECT_UNIMPLEMENTED, msg);
+        return 0;
+    }
+    if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
+        add_header(req, H2O_TOKEN_ALLOW, "POST");
+        snprintf(msg, sizeof(msg), "method %.*s not allowed: %s is a unary Connect method (use POST)",
+                 (int)(req->method.len > 16 ? 16 : req->method.len), req->method.base, methods[mi].path);
+        send_error(req, 405, PS_CONNECT_UNIMPLEMENTED, msg);
+        return 0;
+    }
+    ps_server_t *s = ps_http_server(req);
+    ps_arena_t *arena = ps_loop_arena_get(req);
+    call_impl_t *ci = ps_arena_calloc(arena, 1, sizeof(*ci));
+    ps_connect_call_t *c = &ci->pub;
+    ci->loop = ps_loop_of(req->conn->ctx);
+    c->req = req;
+    c->srv = s;
+    c->arena = arena;
+    bool gzip_in;
+    if (check_headers(req, c, &gzip_in) != 0) {
+        c->req = NULL;
+        release(c);
+        return 0;
+    }
+    c->body = (const uint8_t *)(req->entity.base != NULL ? req->entity.base : "");
+    c->body_len = req->entity.base != NULL ? req->entity.len : 0;
+    if (gzip_in) {
+        ps_err_t err;
+        char emsg[600];
+        size_t max = s->opts.limits.max_inflated ? s->opts.limits.max_inflated : (64u << 20);
+        if (ps_gunzip(c->body, c->body_len, max, arena, &c->body, &c->body_len, &err) != 0) {
+            if (err.code == PS_ETOOBIG)
+                snprintf(emsg, sizeof(emsg), "request body inflates to more than %zu bytes (--max-inflated-size)", max);
+            else
+                snprintf(emsg, sizeof(emsg), "request body (Content-Encoding: gzip): %s", err.msg);
+            ps_connect_error(c, err.code == PS_ETOOBIG ? PS_CONNECT_RESOURCE_EXHAUSTED : PS_CONNECT_INVALID_ARGUMENT,
+                             emsg);
+            return 0;
+        }
+    }
+    return methods[mi].fn(c);
+}
