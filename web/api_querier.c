@@ -92,7 +92,7 @@ static int labels_series(qcall_t *q, const ps_qr_labels_req_t *lr, ps_series_set
     return ret;
 }
 
-static int api_profile_types(ps_connect_call_t *c)
+int ps_connect_querier_profile_types(ps_connect_call_t *c)
 {
     qcall_t q;
     ps_qr_labels_req_t lr;
@@ -110,7 +110,7 @@ static int api_profile_types(ps_connect_call_t *c)
     return finish(&q, ret);
 }
 
-static int api_label_names(ps_connect_call_t *c)
+int ps_connect_querier_label_names(ps_connect_call_t *c)
 {
     qcall_t q;
     ps_qr_labels_req_t lr;
@@ -128,7 +128,7 @@ static int api_label_names(ps_connect_call_t *c)
     return finish(&q, ret);
 }
 
-static int api_label_values(ps_connect_call_t *c)
+int ps_connect_querier_label_values(ps_connect_call_t *c)
 {
     qcall_t q;
     ps_qr_labels_req_t lr;
@@ -148,7 +148,7 @@ static int api_label_values(ps_connect_call_t *c)
     return finish(&q, ret);
 }
 
-static int api_series(ps_connect_call_t *c)
+int ps_connect_querier_series(ps_connect_call_t *c)
 {
     qcall_t q;
     ps_qr_labels_req_t lr;
@@ -226,7 +226,7 @@ static void fg_of(qcall_t *q, const ps_flamegraph_t *fg, ps_qr_flamegraph_t *out
                                 .left_ticks = fg->left_ticks, .right_ticks = fg->right_ticks};
 }
 
-static int api_merge_stacktraces(ps_connect_call_t *c)
+int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c)
 {
     qcall_t q;
     ps_qr_merge_req_t m;
@@ -263,7 +263,7 @@ static int api_merge_stacktraces(ps_connect_call_t *c)
     return finish(&q, ret);
 }
 
-static int api_merge_profile(ps_connect_call_t *c)
+int ps_connect_querier_select_merge_profile(ps_connect_call_t *c)
 {
     qcall_t q;
     ps_qr_merge_req_t m;
@@ -292,7 +292,7 @@ static int api_merge_profile(ps_connect_call_t *c)
     return finish(&q, ret);
 }
 
-static int api_diff(ps_connect_call_t *c)
+int ps_connect_querier_diff(ps_connect_call_t *c)
 {
     qcall_t q;
     ps_qr_merge_req_t l, r;
@@ -359,7 +359,7 @@ static int series_query(qcall_t *q, const ps_qr_series_req_t *sr, ps_selector_t 
     return 0;
 }
 
-static int api_select_series(ps_connect_call_t *c)
+int ps_connect_querier_select_series(ps_connect_call_t *c)
 {
     qcall_t q;
     ps_qr_series_req_t sr;
@@ -386,30 +386,4 @@ static int api_select_series(ps_connect_call_t *c)
     }
     ps_selector_dispose(&sel);
     return finish(&q, ret);
-}
-
-/* ---- the service ---- */
-
-typedef struct method {
-    const char *name;
-    ps_connect_fn fn;
-} method_t;
-
-static const method_t methods[] = {
-    {"ProfileTypes", api_profile_types},
-    {"LabelNames", api_label_names},
-    {"LabelValues", api_label_values},
-    {"Series", api_series},
-    {"SelectMergeStacktraces", api_merge_stacktraces},
-    {"SelectMergeProfile", api_merge_profile},
-    {"SelectSeries", api_select_series},
-    {"Diff", api_diff},
-};
-
-ps_querier_fn ps_api_querier_method(const char *name, size_t n)
-{
-    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
-        if (strlen(methods[i].name) == n && memcmp(methods[i].name, name, n) == 0)
-            return methods[i].fn;
-    return NULL;
 }

@@ -88,11 +88,6 @@ int ps_api_profile_types(h2o_req_t *req);
 int ps_api_profile_query(h2o_req_t *req);
 int ps_api_profile_diff(h2o_req_t *req);
 int ps_api_debug_profile(h2o_req_t *req);
-/** api_querier.c: the handler of querier.v1.QuerierService method name (n bytes), or NULL (a
- *  method profstore does not serve: Connect unimplemented). */
-struct ps_connect_call;
-typedef int (*ps_querier_fn)(struct ps_connect_call *c);
-ps_querier_fn ps_api_querier_method(const char *name, size_t n);
 
 #define PS_VERSION "0.1.0"
 #include "ps_revision.h" /* generated at every build: PS_REVISION, PS_BRANCH, PS_BUILD_USER, PS_BUILD_DATE */
