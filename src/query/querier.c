@@ -48,6 +48,11 @@ int ps_querier_selector(const char *type_id, const char *label_selector, const c
     int ret = ps_selector_parse_labels(s, strlen(s), arena, &sel, err);
     if (ret != 0)
         return ps_err_prefix(err, "%s", field);
+    for (uint32_t i = 0; i < sel.n; i++)
+        if (strcmp(sel.m[i].name, "__profile_type__") == 0) { /* Pyroscope's name of the type label */
+            sel.m[i].name = "__name__";
+            sel.m[i].nlen = 8;
+        }
     if (type_id == NULL) {
         *out = sel;
         return 0;

@@ -8,7 +8,8 @@
  *  - only profile series take part (float series from remote_write are Prometheus' side);
  *  - a query is a profile type id (our id verbatim, as ProfileTypes gives it: the __name__ of
  *    its series) and a label selector in profstore's selector language, where `{}` and matchers
- *    that all match "" are allowed (the type selects);
+ *    that all match "" are allowed (the type selects); a matcher on __profile_type__ (the label
+ *    Pyroscope keeps the type in, which Grafana's label editor sends) is one on __name__;
  *  - SelectSeries: see ps_querier_select_series.
  */
 #ifndef PS_QUERY_QUERIER_H
@@ -37,7 +38,8 @@ int ps_querier_range(int64_t start_ms, int64_t end_ms, int64_t *start_ns, int64_
 
 /**
  * The selector of a query: label_selector (empty: `{}`) parsed with ps_selector_parse_labels,
- * with __name__ = type_id added first when type_id is not NULL. A parse error is PS_EINVAL with
+ * with __name__ = type_id added first when type_id is not NULL, and matchers on __profile_type__
+ * made matchers on __name__. A parse error is PS_EINVAL with
  * its message prefixed by the field ("label_selector: 1:7: parse error: ...", err->pos kept); a
  * type_id that is not a profile type id (name:sample_type:sample_unit:period_type:period_unit
  * [:delta]) is PS_EINVAL naming it. Dispose with ps_selector_dispose.

@@ -134,6 +134,12 @@ static void test_selector(void **state)
     assert_int_equal(sel.n, 3);
     assert_string_equal(sel.m[2].name, "instance");
     ps_selector_dispose(&sel);
+    /* Grafana's label editor: {__profile_type__="<id>", ...} */
+    assert_int_equal(ps_querier_selector(NULL, "{__profile_type__=\"" CPU "\", job=\"api\"}", "matchers[0]", &f.a, &sel,
+                                         &f.err), 0);
+    assert_int_equal(sel.n, 2);
+    assert_string_equal(sel.m[0].name, "__name__");
+    assert_string_equal(sel.m[0].value, CPU);
     assert_int_equal(ps_querier_selector(CPU, "{job=\"api\"", "label_selector", &f.a, &sel, &f.err), PS_EINVAL);
     assert_string_equal(f.err.msg, "label_selector: 1:11: parse error: unexpected end of input inside braces");
     assert_int_equal(f.err.pos, 10);
