@@ -327,3 +327,21 @@ def test_bad_input(srv, pb):
     # and the server still serves
     r = call(srv, "ProfileTypes", pb.querier.ProfileTypesRequest(), pb.querier.ProfileTypesResponse)
     assert len(r.msg.profile_types) == 6
+
+
+def test_max_series(module_server_factory, pb):
+    """More series than --query.max-series: resource_exhausted (429) naming the limit; the server serves on."""
+    s = module_server_factory(name="querier-limit", retention="0", **{"query.max-series": "2"})
+    for rel, labels, dt in PUSHES[:5]:  # cpu series a, b (api) and c (batch)
+        st, _ = s.push(rel, labels=labels, time=str(T0 + dt))
+        assert st == 200, (rel, st, s.last_raw[:300])
+    req = pb.querier.SelectMergeStacktracesRequest(profile_typeID=CPU_TYPE, label_selector="{}", start=START * MS,
+                                                   end=END * MS)
+    m = err(s, "SelectMergeStacktraces", msg=req, status=429, code="resource_exhausted")
+    assert m == "the selector matches more than 2 series (the limit, --query.max-series); narrow it"
+    m = err(s, "LabelNames", msg=pb.types.LabelNamesRequest(matchers=["{}"]), status=429, code="resource_exhausted")
+    assert m == "the matchers select more than 2 series (the limit, --query.max-series); narrow them"
+    req = pb.querier.SelectSeriesRequest(profile_typeID=CPU_TYPE, label_selector='{service_name="api"}',
+                                         start=START * MS, end=END * MS, step=60, group_by=["instance"])
+    r = call(s, "SelectSeries", req, pb.querier.SelectSeriesResponse)
+    assert [len(x.points) for x in r.msg.series] == [2, 2]  # a: T0+7, T0+67; b: T0+22, T0+1801
