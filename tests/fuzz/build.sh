@@ -6,7 +6,8 @@
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
 # prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
 # fuzz_xorchunk (storage/xorchunk.c), fuzz_selector and fuzz_promql (parser/), fuzz_remote
-# (proto/remote.c, snappy) and fuzz_remote_read (proto/remote_read.c) into OUTDIR.
+# (proto/remote.c, snappy), fuzz_remote_read (proto/remote_read.c) and fuzz_querier (proto/querier.c,
+# proto/pbjson.c) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -87,6 +88,18 @@ if [ -f "$root/proto/remote_read.c" ] && [ -f "$here/fuzz_remote_read.c" ]; then
         "$gen/remote.pb-c.c" "$root"/src/core/*.c \
         $(pkg-config --libs libprotobuf-c) -lsnappy -lm -lpthread \
         -o "$out/fuzz_remote_read"
+fi
+
+# fuzz_querier: the querier.v1 request decoders (proto/querier.c) over proto/pbjson.c (jansson).
+if [ -f "$root/proto/querier.c" ] && [ -f "$here/fuzz_querier.c" ]; then
+    protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/pyroscope_types.proto" \
+        "$root/proto/pyroscope_google.proto" "$root/proto/pyroscope_querier.proto"
+    # shellcheck disable=SC2046
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c jansson) \
+        "$here/fuzz_querier.c" "$root/proto/querier.c" "$root/proto/pbjson.c" "$root/proto/pballoc.c" \
+        "$gen/pyroscope_types.pb-c.c" "$gen/pyroscope_google.pb-c.c" "$gen/pyroscope_querier.pb-c.c" \
+        "$root"/src/core/*.c $(pkg-config --libs libprotobuf-c jansson) -lm -lpthread \
+        -o "$out/fuzz_querier"
 fi
 
 echo "$out/fuzz_pprof"

@@ -4,7 +4,7 @@
 # fuzz_chunk and fuzz_xorchunk seeded with chunks their encoders make, fuzz_selector seeded with
 # real selectors, fuzz_promql with real queries, fuzz_remote seeded with the captured Prometheus
 # remote-write bodies (as they are and uncompressed), fuzz_remote_read with the captured read
-# requests (likewise).
+# requests (likewise), fuzz_querier with querier.v1 requests as Grafana sends them (binary and JSON).
 # Exits non-zero if libFuzzer finds a crash, leak or timeout; the reproducer is left in the output
 # directory (crash-*, leak-*, timeout-*).
 #
@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_querier"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 
 if [ -n "${PS_TESTDATA:-}" ] && [ -d "$PS_TESTDATA/pprof" ]; then
@@ -87,6 +87,15 @@ for t in $targets; do
             /usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import snappy_pb as s; sys.stdout.buffer.write(b"\x02" + s.snappy_decompress(open(sys.argv[2], "rb").read()))' \
                 "$(dirname "$seeds")/../tools" "$f" > "$corpus/$name.raw" 2>/dev/null || rm -f "$corpus/$name.raw"
         done ;;
+    fuzz_querier)
+        # first byte: bits 0-2 the message, bit 3 protojson (fuzz_querier.c)
+        printf '\000\010\350\007\020\240\037' > "$corpus/profile-types"
+        printf '\001\012\002{}\020\001\030\002' > "$corpus/label-names"
+        printf '\002\012\010instance\022\002{}' > "$corpus/label-values"
+        printf '\004\012\011a:b:c:d:e\022\002{}\030\001\040\002\050\200\200\001' > "$corpus/merge"
+        printf '\007\012\001x\052\003pod\061\000\000\000\000\000\000\056\100\070\001\110\003' > "$corpus/series"
+        printf '\014{"profileTypeID":"a:b:c:d:e","labelSelector":"{}","start":"1","maxNodes":16384,"format":"PROFILE_FORMAT_PPROF"}' > "$corpus/merge-json"
+        printf '\017{"groupBy":["pod"],"step":15.5,"aggregation":"TIME_SERIES_AGGREGATION_TYPE_AVERAGE","limit":"3"}' > "$corpus/series-json" ;;
     esac
     echo "run.sh: fuzzing $t for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
     (cd "$out" && "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
