@@ -929,6 +929,8 @@ void ps_pb_encode(ps_pb_codec_t codec, const ProtobufCMessage *m, ps_buf_t *out)
         return;
     }
     size_t n = protobuf_c_message_get_packed_size(m);
+    if (n == 0)
+        return; /* an empty message is no bytes (and an empty buffer has no data pointer yet) */
     uint8_t *p = ps_buf_reserve(out, n);
     protobuf_c_message_pack(m, p);
     out->len += n;

@@ -1,10 +1,126 @@
 /*
- * api_push.c - POST /push.v1.PusherService/Push (Connect): not implemented yet.
+ * api_push.c - POST /push.v1.PusherService/Push (Connect, what Grafana Alloy's pyroscope.write
+ * sends): decode the PushRequest (proto/pyroscope.h), build the appends (ingest/push.c), hand
+ * each one to the writer thread, answer the empty PushResponse once every one is durable.
+ *
+ * Validation is all or nothing (nothing is written when any series or sample is bad). Storage is
+ * per profile, as in Pyroscope: when one append fails in the store (out of order, conflict, disk
+ * full) the answer is that failure's Connect code, and the profiles stored meanwhile stay; a
+ * retry of the same request stores the rest, the stored ones being identical duplicates.
  */
+#include <stdatomic.h>
+#include <stdlib.h>
+
 #include "connect.h"
+#include "core/log.h"
+#include "http.h"
+#include "ingest/ingest.h"
+#include "internal.h"
+#include "proto/pyroscope.h"
+
+typedef struct pending {
+    ps_async_t async;      /* first: the completion casts back */
+    ps_connect_call_t *c;
+    ps_wreq_t *w;          /* n of them */
+    size_t n;
+    atomic_size_t left;    /* appends not done yet */
+    size_t body_len;
+} pending_t;
+
+/* The decoding budget: protobuf-c copies raw profiles once (1x), and a label of ~12 bytes on the
+ * wire takes ~70 as structs (6x): 8x the body, at most --max-inflated-size, plus 1 MiB. */
+static size_t decode_budget(size_t n, const ps_server_t *s)
+{
+    size_t cap = s->opts.limits.max_inflated ? s->opts.limits.max_inflated : (64u << 20);
+    return (n < cap / 8 ? n * 8 : cap) + (1u << 20);
+}
+
+static void on_complete(ps_async_t *a, h2o_req_t *req)
+{
+    pending_t *p = (pending_t *)a;
+    ps_connect_call_t *c = p->c;
+    ps_server_t *s = c->srv;
+    const ps_err_t *bad = NULL;
+    int bad_code = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        ps_wreq_t *w = &p->w[i];
+        if (w->status == 0 && w->app.status == 0) {
+            atomic_fetch_add(&s->ingest_profiles, 1);
+            atomic_fetch_add(&s->ingest_samples, w->app.profile->nsamples);
+        } else if (bad == NULL) {
+            bad = w->status != 0 ? &w->err : &w->app.err;
+            bad_code = w->status != 0 ? w->status : w->app.status;
+        }
+    }
+    atomic_fetch_add(&s->ingest_bytes, p->body_len);
+    if (req == NULL)
+        c->req = NULL; /* the client went away: only release */
+    if (bad != NULL) {
+        ps_log_debug("connect push rejected", "err=%s", ps_log_q(bad->msg));
+        ps_connect_error(c, ps_connect_code_of(bad_code), bad->msg);
+        return;
+    }
+    ps_buf_t b = PS_BUF_INIT;
+    ps_pyro_push_response(c->codec, &b);
+    ps_connect_reply(c, b.data, b.len);
+    ps_buf_dispose(&b);
+}
+
+static void on_write_done(ps_wreq_t *w)
+{
+    pending_t *p = w->ctx;
+    if (atomic_fetch_sub(&p->left, 1) == 1)
+        ps_async_complete(&p->async); /* back to the request's loop */
+}
 
 int ps_connect_push(ps_connect_call_t *c)
 {
-    ps_connect_error(c, PS_CONNECT_UNIMPLEMENTED, "push.v1.PusherService/Push is not implemented yet");
+    ps_server_t *s = c->srv;
+    ps_err_t err;
+    if (atomic_load(&s->stopping)) {
+        ps_connect_error(c, PS_CONNECT_UNAVAILABLE, "server is shutting down");
+        return 0;
+    }
+    ps_pyro_push_t req;
+    if (ps_pyro_push_decode(c->codec, c->body, c->body_len, c->arena, decode_budget(c->body_len, s), &req, &err) != 0) {
+        ps_connect_error(c, ps_connect_code_of(err.code), err.msg);
+        return 0;
+    }
+    ps_append_t **apps;
+    size_t napps;
+    if (ps_ingest_push_prepare(&req, &s->opts.limits, c->arena, &apps, &napps, &err) != 0) {
+        ps_connect_error(c, ps_connect_code_of(err.code), err.msg);
+        return 0;
+    }
+    if (napps == 0) { /* nothing to store: answered at once */
+        ps_buf_t b = PS_BUF_INIT;
+        ps_pyro_push_response(c->codec, &b);
+        ps_connect_reply(c, b.data, b.len);
+        ps_buf_dispose(&b);
+        return 0;
+    }
+    pending_t *p = ps_arena_calloc(c->arena, 1, sizeof(*p));
+    p->c = c;
+    p->n = napps;
+    p->body_len = c->body_len;
+    p->w = ps_arena_calloc(c->arena, napps, sizeof(*p->w));
+    atomic_init(&p->left, napps);
+    ps_async_init(&p->async, c->req, on_complete);
+    for (size_t i = 0; i < napps; i++) {
+        ps_wreq_t *w = &p->w[i];
+        w->kind = PS_WREQ_APPEND;
+        w->app = *apps[i];
+        w->on_done = on_write_done;
+        w->ctx = p;
+        if (ps_writer_submit(s->writer, w) != 0) { /* queue full or stopping: this one and the rest fail */
+            for (size_t k = i; k < napps; k++) {
+                p->w[k].status = PS_EUNAVAIL;
+                ps_err_set(&p->w[k].err, PS_EUNAVAIL, "the write queue is full: retry later");
+            }
+            if (atomic_fetch_sub(&p->left, napps - i) == napps - i)
+                ps_async_complete(&p->async);
+            break;
+        }
+    }
     return 0;
 }

@@ -20,6 +20,7 @@
 #include "core/err.h"
 #include "core/mem.h"
 #include "proto/pprof.h"
+#include "proto/pyroscope.h"
 #include "proto/remote.h"
 #include "storage/store.h"
 
@@ -64,6 +65,18 @@ int ps_ingest_check_body(const void *body, size_t n, const char *content_type, s
 /** Writes the success JSON for a durable append:
  *  {"status":"success","data":{"timestamp":..., "samples":N, "duplicate":false, "series":[...]}} */
 void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out);
+
+/* ---- Pyroscope's Connect push (push.c) ---- */
+
+/**
+ * Validates a decoded push.v1.PushRequest (labels by Pyroscope's rules, each raw sample decoded
+ * and checked like a native push; the rules are at the top of push.c) and builds one append per
+ * raw sample into *apps (napps of them, from arena, sorted by timestamp). All or nothing: the
+ * first bad series or sample fails it all, PS_EINVAL with "series[i]: ..." or
+ * "series[i].samples[j]: ..." in front of the message.
+ */
+int ps_ingest_push_prepare(const ps_pyro_push_t *req, const ps_pprof_limits_t *lim, ps_arena_t *arena,
+                           ps_append_t ***apps, size_t *napps, ps_err_t *err);
 
 /* ---- the writer thread (writer.c) ---- */
 

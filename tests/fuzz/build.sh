@@ -6,8 +6,8 @@
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
 # prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
 # fuzz_xorchunk (storage/xorchunk.c), fuzz_selector and fuzz_promql (parser/), fuzz_remote
-# (proto/remote.c, snappy), fuzz_remote_read (proto/remote_read.c) and fuzz_querier (proto/querier.c,
-# proto/pbjson.c) into OUTDIR.
+# (proto/remote.c, snappy), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
+# proto/pyroscope.c, jansson) and fuzz_querier (proto/querier.c, proto/pbjson.c) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -90,10 +90,20 @@ if [ -f "$root/proto/remote_read.c" ] && [ -f "$here/fuzz_remote_read.c" ]; then
         -o "$out/fuzz_remote_read"
 fi
 
+# fuzz_connect: Connect request decoding (proto/pbjson.c over the Pyroscope messages, proto/pyroscope.c).
+if [ -f "$root/proto/pbjson.c" ] && [ -f "$here/fuzz_connect.c" ]; then
+    protoc-c --proto_path="$root/proto" --c_out="$gen" "$root"/proto/pyroscope_*.proto
+    # shellcheck disable=SC2046
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c jansson) \
+        "$here/fuzz_connect.c" "$root/proto/pbjson.c" "$root/proto/pyroscope.c" "$root/proto/pballoc.c" \
+        "$gen"/pyroscope_*.pb-c.c "$root"/src/core/*.c \
+        $(pkg-config --libs libprotobuf-c jansson) -lm -lpthread \
+        -o "$out/fuzz_connect"
+fi
+
 # fuzz_querier: the querier.v1 request decoders (proto/querier.c) over proto/pbjson.c (jansson).
 if [ -f "$root/proto/querier.c" ] && [ -f "$here/fuzz_querier.c" ]; then
-    protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/pyroscope_types.proto" \
-        "$root/proto/pyroscope_google.proto" "$root/proto/pyroscope_querier.proto"
+    [ -f "$gen/pyroscope_querier.pb-c.c" ] || protoc-c --proto_path="$root/proto" --c_out="$gen" "$root"/proto/pyroscope_*.proto
     # shellcheck disable=SC2046
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c jansson) \
         "$here/fuzz_querier.c" "$root/proto/querier.c" "$root/proto/pbjson.c" "$root/proto/pballoc.c" \

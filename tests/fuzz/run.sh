@@ -4,7 +4,9 @@
 # fuzz_chunk and fuzz_xorchunk seeded with chunks their encoders make, fuzz_selector seeded with
 # real selectors, fuzz_promql with real queries, fuzz_remote seeded with the captured Prometheus
 # remote-write bodies (as they are and uncompressed), fuzz_remote_read with the captured read
-# requests (likewise), fuzz_querier with querier.v1 requests as Grafana sends them (binary and JSON).
+# requests (likewise), fuzz_connect with the Connect requests it encodes itself (a PushRequest
+# holding a real pprof, binary and JSON; types.v1 requests), fuzz_querier with querier.v1 requests
+# as Grafana sends them (binary and JSON).
 # Exits non-zero if libFuzzer finds a crash, leak or timeout; the reproducer is left in the output
 # directory (crash-*, leak-*, timeout-*).
 #
@@ -15,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_querier"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_connect fuzz_querier"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 
 if [ -n "${PS_TESTDATA:-}" ] && [ -d "$PS_TESTDATA/pprof" ]; then
@@ -87,6 +89,10 @@ for t in $targets; do
             /usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import snappy_pb as s; sys.stdout.buffer.write(b"\x02" + s.snappy_decompress(open(sys.argv[2], "rb").read()))' \
                 "$(dirname "$seeds")/../tools" "$f" > "$corpus/$name.raw" 2>/dev/null || rm -f "$corpus/$name.raw"
         done ;;
+    fuzz_connect)
+        # first byte: bit 0 = JSON, bits 1-3 = the message (fuzz_connect.c)
+        PS_FUZZ_CONNECT_SEEDS="$corpus" PS_FUZZ_CONNECT_PPROF="$seeds/go/goroutine-01.pb.gz" \
+            "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
     fuzz_querier)
         # first byte: bits 0-2 the message, bit 3 protojson (fuzz_querier.c)
         printf '\000\010\350\007\020\240\037' > "$corpus/profile-types"

@@ -1,0 +1,197 @@
+/*
+ * push.c - a Pyroscope Connect push (push.v1.PushRequest, decoded by proto/pyroscope.c) becomes
+ * store appends: the labels of each series validated as Pyroscope's distributor does
+ * (pkg/validation/validate.go ValidateLabels), then one append per raw sample, built like a
+ * native push (ps_ingest_build): __name__ is the Pyroscope profile name (process_cpu, memory,
+ * wall, ...) and each sample type becomes a series named by its profile type id
+ * name:type:unit:ptype:punit[:delta], delta by the native rule (process_cpu and wall), so a profile
+ * pushed either way lands in the same series.
+ *
+ * Label rules, in Pyroscope's order, with its messages ('{a="b", ...}' is the series' labels,
+ * sorted by name):
+ *  - at least one label ("error at least one label pair is required per profile");
+ *  - at most PS_LABELS_MAX (64) labels ("profile series '...' has 70 label names; limit 64");
+ *  - __name__ a valid metric name ("invalid labels '...' with error: invalid metric name"); here
+ *    also without ':' and at most 64 bytes, as the native push's name (it is part of the type id);
+ *  - service_name present and not empty ("error service_name label is required");
+ *  - names at most PS_LABEL_NAME_MAX bytes, values at most PS_LABEL_VALUE_MAX ("profile with labels
+ *    '...' has label name too long: '...'" / "... label value too long: '...'");
+ *  - dots in names become '_' (Pyroscope's default); a rewritten name equal to another one with
+ *    the same value is dropped, with another value it is a duplicate; a name that is then not
+ *    [a-zA-Z_][a-zA-Z0-9_]* is "invalid labels '...' with error: invalid label name '...'";
+ *  - duplicate names ("profile with labels '...' has duplicate label name: '...'").
+ * Then (profstore's storage rules): labels with an empty value are dropped (Prometheus: an empty
+ * value is no label); names starting with "__" other than __name__ (__session_id__, __delta__, ...)
+ * are dropped, as Pyroscope's /ingest drops them (profstore reserves "__" names).
+ *
+ * All or nothing before anything is written: any bad label or sample fails the whole request.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/timeutil.h"
+#include "ingest.h"
+
+/* '{a="b", c="d"}' of the (sorted) pairs, cut to fit the error message. */
+static void format_pairs(const ps_pyro_label_t *ls, size_t n, char *out, size_t size)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    ps_buf_putc(&b, '{');
+    for (size_t i = 0; i < n && b.len < size; i++) {
+        if (i > 0)
+            PS_BUF_LIT(&b, ", ");
+        ps_buf_append(&b, ls[i].name, ls[i].nlen);
+        ps_buf_putc(&b, '=');
+        ps_buf_json_str(&b, ls[i].value, ls[i].vlen);
+    }
+    ps_buf_putc(&b, '}');
+    size_t len = b.len < size - 1 ? b.len : size - 1;
+    if (b.len >= size && size > 4) {
+        memcpy(out, b.data, size - 4);
+        memcpy(out + size - 4, "...", 4);
+    } else {
+        memcpy(out, b.data, len);
+        out[len] = '\0';
+    }
+    ps_buf_dispose(&b);
+}
+
+static int cmp_label(const void *a, const void *b)
+{
+    const ps_pyro_label_t *x = a, *y = b;
+    size_t n = x->nlen < y->nlen ? x->nlen : y->nlen;
+    int c = memcmp(x->name, y->name, n);
+    return c != 0 ? c : (x->nlen > y->nlen) - (x->nlen < y->nlen);
+}
+
+static const ps_pyro_label_t *find(const ps_pyro_label_t *ls, size_t n, const char *name)
+{
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < n; i++)
+        if (ls[i].nlen == nl && memcmp(ls[i].name, name, nl) == 0)
+            return &ls[i];
+    return NULL;
+}
+
+/* Validates the labels of one series (Pyroscope's rules, above) into base (without __name__) and
+ * the profile name. */
+static int series_labels(const ps_pyro_series_t *s, ps_arena_t *arena, ps_labels_t *base, const char **name,
+                         size_t *name_len, ps_err_t *err)
+{
+    char ls_str[200];
+    size_t n = s->nlabels;
+    if (n == 0)
+        return ps_err_set(err, PS_EINVAL, "error at least one label pair is required per profile");
+    ps_pyro_label_t *ls = ps_arena_alloc(arena, n * sizeof(*ls));
+    memcpy(ls, s->labels, n * sizeof(*ls));
+    qsort(ls, n, sizeof(*ls), cmp_label);
+    format_pairs(ls, n, ls_str, sizeof(ls_str));
+    if (n > PS_LABELS_MAX)
+        return ps_err_set(err, PS_EINVAL, "profile series '%s' has %zu label names; limit %d", ls_str, n, PS_LABELS_MAX);
+    const ps_pyro_label_t *nm = find(ls, n, "__name__");
+    if (nm == NULL || !ps_metric_name_valid(nm->value, nm->vlen))
+        return ps_err_set(err, PS_EINVAL, "invalid labels '%s' with error: invalid metric name", ls_str);
+    if (memchr(nm->value, ':', nm->vlen) != NULL || nm->vlen > 64)
+        return ps_err_set(err, PS_EINVAL, "invalid labels '%s' with error: invalid metric name (a profile name has no "
+                          "':' and at most 64 bytes: it is the first part of the profile type id)", ls_str);
+    const ps_pyro_label_t *svc = find(ls, n, "service_name");
+    if (svc == NULL || svc->vlen == 0)
+        return ps_err_set(err, PS_EINVAL, "error service_name label is required");
+    *name = nm->value;
+    *name_len = nm->vlen;
+
+    /* rewrite dotted names, check names and lengths */
+    for (size_t i = 0; i < n; i++) {
+        if (ls[i].nlen > PS_LABEL_NAME_MAX)
+            return ps_err_set(err, PS_EINVAL, "profile with labels '%s' has label name too long: '%.64s...'", ls_str,
+                              ls[i].name);
+        if (ls[i].vlen > PS_LABEL_VALUE_MAX)
+            return ps_err_set(err, PS_EINVAL, "profile with labels '%s' has label value too long: '%.64s...'", ls_str,
+                              ls[i].value);
+        if (memchr(ls[i].name, '.', ls[i].nlen) != NULL) {
+            char *nn = ps_arena_strndup(arena, ls[i].name, ls[i].nlen);
+            for (char *p = nn; *p; p++)
+                if (*p == '.')
+                    *p = '_';
+            ls[i].name = nn;
+        }
+        if (!ps_label_name_valid(ls[i].name, ls[i].nlen))
+            return ps_err_set(err, PS_EINVAL, "invalid labels '%s' with error: invalid label name '%.*s'", ls_str,
+                              (int)(ls[i].nlen > 64 ? 64 : ls[i].nlen), ls[i].name);
+    }
+    qsort(ls, n, sizeof(*ls), cmp_label); /* again: rewritten names may sort elsewhere */
+    base->n = 0;
+    base->cap = 0;
+    base->pairs = ps_arena_alloc(arena, n * sizeof(*base->pairs));
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && cmp_label(&ls[i - 1], &ls[i]) == 0) {
+            if (ls[i - 1].vlen == ls[i].vlen && memcmp(ls[i - 1].value, ls[i].value, ls[i].vlen) == 0)
+                continue; /* a rewritten a_b equal to an a_b already there: one label */
+            return ps_err_set(err, PS_EINVAL, "profile with labels '%s' has duplicate label name: '%.*s'", ls_str,
+                              (int)ls[i].nlen, ls[i].name);
+        }
+        if (ls[i].vlen == 0 || (ls[i].nlen >= 2 && ls[i].name[0] == '_' && ls[i].name[1] == '_'))
+            continue; /* __name__ becomes the type id; other __ names are dropped; empty is absent */
+        ps_label_pair_t *p = &base->pairs[base->n++];
+        p->name = ls[i].name;
+        p->nlen = (uint32_t)ls[i].nlen;
+        p->value = ls[i].value;
+        p->vlen = (uint32_t)ls[i].vlen;
+    }
+    return ps_labels_normalize(base, err);
+}
+
+/* One raw sample into app. */
+static int sample_append(const ps_pyro_sample_t *smp, const char *name, size_t name_len, const ps_labels_t *base,
+                         const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_append_t *app, ps_err_t *err)
+{
+    int rc;
+    if (smp->len == 0)
+        return ps_err_set(err, PS_EINVAL, "raw_profile is empty: expected a pprof profile (gzipped or not)");
+    if ((rc = ps_ingest_check_body(smp->raw, smp->len, NULL, 0, err)) != 0)
+        return rc;
+    ps_profile_t *p = ps_arena_calloc(arena, 1, sizeof(*p));
+    if ((rc = ps_pprof_decode(smp->raw, smp->len, lim, arena, p, err)) != 0)
+        return rc;
+    if ((rc = ps_ingest_check_name(p, name, name_len, err)) != 0)
+        return rc;
+    int64_t ts = p->time_nanos > 0 ? p->time_nanos : ps_time_now();
+    bool delta = (name_len == 11 && memcmp(name, "process_cpu", 11) == 0) || (name_len == 4 && memcmp(name, "wall", 4) == 0);
+    return ps_ingest_build(p, name, name_len, base, ts, NULL, delta, arena, app, err);
+}
+
+static int cmp_app_ts(const void *a, const void *b)
+{
+    const ps_append_t *x = *(ps_append_t *const *)a, *y = *(ps_append_t *const *)b;
+    return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+int ps_ingest_push_prepare(const ps_pyro_push_t *req, const ps_pprof_limits_t *lim, ps_arena_t *arena,
+                           ps_append_t ***apps, size_t *napps, ps_err_t *err)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < req->nseries; i++)
+        total += req->series[i].nsamples;
+    ps_append_t **out = ps_arena_calloc(arena, total + 1, sizeof(*out));
+    size_t k = 0;
+    for (size_t i = 0; i < req->nseries; i++) {
+        const ps_pyro_series_t *s = &req->series[i];
+        ps_labels_t base;
+        const char *name = NULL;
+        size_t name_len = 0;
+        int rc = series_labels(s, arena, &base, &name, &name_len, err);
+        if (rc != 0)
+            return ps_err_prefix(err, "series[%zu]", i);
+        for (size_t j = 0; j < s->nsamples; j++) {
+            ps_append_t *app = ps_arena_calloc(arena, 1, sizeof(*app));
+            if ((rc = sample_append(&s->samples[j], name, name_len, &base, lim, arena, app, err)) != 0)
+                return ps_err_prefix(err, "series[%zu].samples[%zu]", i, j);
+            out[k++] = app;
+        }
+    }
+    qsort(out, k, sizeof(*out), cmp_app_ts); /* a series' profiles in time order, as the store wants */
+    *apps = out;
+    *napps = k;
+    return 0;
+}
