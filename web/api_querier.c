@@ -338,9 +338,9 @@ static int series_query(qcall_t *q, const ps_qr_series_req_t *sr, ps_selector_t 
     if (sr->type_id == NULL || sr->type_id[0] == '\0')
         return ps_err_set(&q->err, PS_EINVAL, "profile_typeID: missing (a profile type id, as ProfileTypes lists them)");
     /* Pyroscope: time.Duration(step * 1e9).Milliseconds() */
-    if (!(sr->step > 0) || !isfinite(sr->step) || sr->step * 1e3 > 9.2e15)
+    if (!(sr->step > 0) || !isfinite(sr->step) || sr->step * 1e9 >= 9.2e18)
         return ps_err_set(&q->err, PS_EINVAL, "step: %g is not a positive number of seconds", sr->step);
-    int64_t step_ms = (int64_t)(sr->step * 1e3);
+    int64_t step_ms = (int64_t)(sr->step * 1e9) / 1000000;
     if (step_ms <= 0)
         return ps_err_set(&q->err, PS_EINVAL, "step: %g s is less than a millisecond", sr->step);
     if (sr->aggregation != 0 && sr->aggregation != 1)
