@@ -15,6 +15,7 @@
  */
 #include "querier.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "pbjson.h"
@@ -331,6 +332,141 @@ void ps_qr_encode_diff(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *aren
     Querier__V1__DiffResponse res = QUERIER__V1__DIFF_RESPONSE__INIT;
     res.flamegraph = &g;
     encode(codec, &res.base, out);
+}
+
+/* ---- TREE: Pyroscope's tree bytes (pkg/model/tree.go, FunctionNameTree.MarshalTruncate) ----
+ *
+ * Pre-order from a virtual root (name "", self 0), each node's children pushed on a stack in name
+ * order (bytewise) and so written last first; per node:
+ *
+ *   uvarint len(name) | name | uvarint self | uvarint number of children
+ *
+ * Made from the flame graph (already cut to max_nodes, with its "other" nodes): its root "total"
+ * is the virtual root. Two siblings of the same name (a function called "other" beside the cut
+ * ones) are written as one when one of them has no children (Pyroscope's insert merges them). */
+
+typedef struct tnode {
+    const char *name;
+    int64_t self;
+    uint32_t level, first, n; /* children: level + 1, [first, first + n) */
+} tnode_t;
+
+static void put_uvarint(ps_buf_t *b, uint64_t v)
+{
+    uint8_t t[10];
+    size_t n = 0;
+    do {
+        t[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    ps_buf_append(b, t, n);
+}
+
+typedef struct kid {
+    const char *name;
+    uint32_t i;
+} kid_t;
+
+static int cmp_kid(const void *a, const void *b)
+{
+    return strcmp(((const kid_t *)a)->name, ((const kid_t *)b)->name);
+}
+
+/* The nodes of each level with their children ranges, from the delta-encoded levels. */
+static int tree_nodes(const ps_qr_flamegraph_t *fg, ps_arena_t *arena, tnode_t **lv, uint32_t *cnt, ps_err_t *err)
+{
+    for (uint32_t l = 0; l < fg->nlevels; l++) {
+        uint32_t n = fg->level_n[l] / 4;
+        cnt[l] = n;
+        lv[l] = ps_arena_calloc(arena, n + 1, sizeof(tnode_t));
+        const int64_t *v = fg->levels[l];
+        for (uint32_t i = 0; i < n; i++) {
+            if (v[4 * i + 3] < 0 || (uint64_t)v[4 * i + 3] >= fg->nnames)
+                return ps_err_set(err, PS_EINTERNAL, "flame graph level %u node %u: name index out of range", l, i);
+            lv[l][i] = (tnode_t){fg->names[v[4 * i + 3]], v[4 * i + 2], l, 0, 0};
+        }
+    }
+    /* children: a parent's are the next level's nodes whose start is within it, in order */
+    for (uint32_t l = 0; l + 1 < fg->nlevels; l++) {
+        const int64_t *pv = fg->levels[l], *cv = fg->levels[l + 1];
+        int64_t px = 0, cx = 0, pend = 0;
+        uint32_t c = 0;
+        for (uint32_t i = 0; i < cnt[l]; i++) {
+            px = pend + pv[4 * i];
+            pend = px + pv[4 * i + 1];
+            lv[l][i].first = c;
+            while (c < cnt[l + 1]) {
+                int64_t x = cx + cv[4 * c];
+                if (x >= pend)
+                    break;
+                cx = x + cv[4 * c + 1];
+                c++;
+            }
+            lv[l][i].n = c - lv[l][i].first;
+        }
+    }
+    return 0;
+}
+
+int ps_qr_encode_tree(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena, ps_buf_t *out, ps_err_t *err)
+{
+    ps_buf_t tree = PS_BUF_INIT;
+    int ret = 0;
+    if (fg->nlevels > 0 && fg->total > 0) {
+        tnode_t **lv = ps_arena_calloc(arena, fg->nlevels, sizeof(tnode_t *));
+        uint32_t *cnt = ps_arena_calloc(arena, fg->nlevels, sizeof(uint32_t)), total = 0;
+        if ((ret = tree_nodes(fg, arena, lv, cnt, err)) != 0)
+            return ret;
+        for (uint32_t l = 0; l < fg->nlevels; l++)
+            total += cnt[l];
+        /* the stack of (level, index) still to write */
+        uint32_t *stack = ps_xmalloc(((size_t)total + 1) * 2 * sizeof(uint32_t)), sp = 0;
+        kid_t *kids = ps_xmalloc(((size_t)total + 1) * sizeof(kid_t));
+        stack[sp++] = 0;
+        stack[sp++] = 0;
+        while (sp > 0) {
+            uint32_t i = stack[--sp], l = stack[--sp];
+            const tnode_t *t = &lv[l][i];
+            const char *name = l == 0 ? "" : t->name;
+            int64_t self = t->self;
+            uint32_t nk = 0;
+            if (l + 1 < fg->nlevels) {
+                tnode_t *c = lv[l + 1];
+                for (uint32_t k = 0; k < t->n; k++)
+                    kids[nk++] = (kid_t){c[t->first + k].name, t->first + k};
+                qsort(kids, nk, sizeof(kid_t), cmp_kid);
+                /* same-name siblings: a leaf folds into its namesake */
+                uint32_t m = 0;
+                for (uint32_t k = 0; k < nk; k++) {
+                    uint32_t a = m > 0 ? kids[m - 1].i : 0, b = kids[k].i;
+                    if (m > 0 && strcmp(c[a].name, c[b].name) == 0 && (c[a].n == 0 || c[b].n == 0)) {
+                        uint32_t keep = c[b].n ? b : a, drop = keep == b ? a : b;
+                        c[keep].self += c[drop].self;
+                        kids[m - 1].i = keep;
+                        continue;
+                    }
+                    kids[m++] = kids[k];
+                }
+                nk = m;
+            }
+            put_uvarint(&tree, strlen(name));
+            ps_buf_append(&tree, name, strlen(name));
+            put_uvarint(&tree, self < 0 ? 0 : (uint64_t)self);
+            put_uvarint(&tree, nk);
+            for (uint32_t k = 0; k < nk; k++) {
+                stack[sp++] = l + 1;
+                stack[sp++] = kids[k].i;
+            }
+        }
+        free(stack);
+        free(kids);
+    }
+    Querier__V1__SelectMergeStacktracesResponse res = QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
+    res.tree.data = tree.data;
+    res.tree.len = tree.len;
+    encode(codec, &res.base, out);
+    ps_buf_dispose(&tree);
+    return 0;
 }
 
 /* our own pprof bytes as a google.v1.Profile message (no budget: they are ours) */

@@ -112,6 +112,9 @@ typedef struct ps_qr_flamegraph {
 
 /** SelectMergeStacktracesResponse with flamegraph (field 1). */
 void ps_qr_encode_flamegraph(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena, ps_buf_t *out);
+/** SelectMergeStacktracesResponse with tree (field 2): Pyroscope's tree bytes of fg (4 values
+ *  per node), see querier.c. PS_EINTERNAL if fg is not a well-formed flame graph. */
+int ps_qr_encode_tree(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena, ps_buf_t *out, ps_err_t *err);
 /** DiffResponse: a FlameGraphDiff (7 values per node, leftTicks, rightTicks). */
 void ps_qr_encode_diff(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena, ps_buf_t *out);
 /** SelectMergeStacktracesResponse with pprof {profile} (field 5) from an uncompressed pprof. */

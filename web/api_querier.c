@@ -182,10 +182,10 @@ static int merge_check(qcall_t *q, const ps_qr_merge_req_t *m, const char *side)
     if (m->type_id == NULL || m->type_id[0] == '\0')
         return ps_err_set(&q->err, PS_EINVAL, "%sprofile_typeID: missing (a profile type id, as ProfileTypes lists them)",
                           side);
-    if (m->format != PS_QR_FORMAT_FLAMEGRAPH && m->format != PS_QR_FORMAT_PPROF)
+    if (m->format != PS_QR_FORMAT_FLAMEGRAPH && m->format != PS_QR_FORMAT_PPROF && m->format != PS_QR_FORMAT_TREE)
         return ps_err_set(&q->err, PS_EINVAL,
-                          "%sformat: %s (%d) is not supported: ask for PROFILE_FORMAT_FLAMEGRAPH (the default) or "
-                          "PROFILE_FORMAT_PPROF",
+                          "%sformat: %s (%d) is not supported: ask for PROFILE_FORMAT_FLAMEGRAPH (the default), "
+                          "PROFILE_FORMAT_TREE or PROFILE_FORMAT_PPROF",
                           side, format_name(m->format), m->format);
     if (m->has_stack_trace_selector)
         return ps_err_set(&q->err, PS_EINVAL, "%sstack_trace_selector is not supported by profstore", side);
@@ -255,7 +255,10 @@ int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c)
         ret = ps_flamegraph_build(&p, 0, 0, max_nodes, q.a, &fg, &q.err);
         if (ret == 0) {
             fg_of(&q, &fg, &qfg);
-            ps_qr_encode_flamegraph(c->codec, &qfg, q.a, &q.out);
+            if (m.format == PS_QR_FORMAT_TREE)
+                ret = ps_qr_encode_tree(c->codec, &qfg, q.a, &q.out, &q.err);
+            else
+                ps_qr_encode_flamegraph(c->codec, &qfg, q.a, &q.out);
         }
     }
     ps_selector_dispose(&sel);
@@ -303,9 +306,10 @@ int ps_connect_querier_diff(ps_connect_call_t *c)
     int ret = begin(&q, c);
     if (ret == 0)
         ret = ps_qr_decode_diff(c->codec, c->body, c->body_len, q.a, budget_of(c), &l, &r, &q.err);
-    if (ret == 0 && (l.format == PS_QR_FORMAT_PPROF || r.format == PS_QR_FORMAT_PPROF))
+    if (ret == 0 && (l.format == PS_QR_FORMAT_PPROF || r.format == PS_QR_FORMAT_PPROF || l.format == PS_QR_FORMAT_TREE ||
+                     r.format == PS_QR_FORMAT_TREE))
         ret = ps_err_set(&q.err, PS_EINVAL, "%sformat: a Diff answers a flame graph (PROFILE_FORMAT_FLAMEGRAPH)",
-                         l.format == PS_QR_FORMAT_PPROF ? "left." : "right.");
+                         l.format == PS_QR_FORMAT_PPROF || l.format == PS_QR_FORMAT_TREE ? "left." : "right.");
     if (ret == 0)
         ret = ps_querier_max_nodes(l.has_max_nodes || r.has_max_nodes, l.has_max_nodes ? l.max_nodes : r.max_nodes,
                                    &max_nodes, &q.err);

@@ -82,6 +82,55 @@ def flamegraph_dict(fg, diff=False):
     return d
 
 
+def uvarint(b, i):
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7f) << shift
+        shift += 7
+        if not c & 0x80:
+            return v, i
+
+
+def tree_from_bytes(b):
+    """Pyroscope's UnmarshalTree (pkg/model/tree.go): {name: [self, {children}]} under the virtual root."""
+    root = [0, {}]
+    parents, i = [root], 0
+    while parents:
+        parent = parents.pop()
+        n, i = uvarint(b, i)
+        name = b[i:i + n].decode()
+        i += n
+        self_, i = uvarint(b, i)
+        nk, i = uvarint(b, i)
+        node = parent[1].setdefault(name, [0, {}])
+        node[0] = self_
+        parents.extend([node] * nk)
+    assert i == len(b)
+    (vname, vroot), = root[1].items()
+    assert vname == "" and vroot[0] == 0
+    return vroot[1]
+
+
+def tree_from_flamegraph(fg):
+    """The same shape from a flame graph's levels (absolute starts from the delta-encoded offsets)."""
+    prev = [(0, fg["levels"][0][1], [0, {}])]
+    root = prev[0][2]
+    for lv in fg["levels"][1:]:
+        cur, x, p = [], 0, 0
+        for k in range(0, len(lv), 4):
+            x += lv[k]
+            while not (prev[p][0] <= x < prev[p][0] + prev[p][1]):
+                p += 1
+            node = [lv[k + 2], {}]
+            prev[p][2][1][fg["names"][lv[k + 3]]] = node
+            cur.append((x, lv[k + 1], node))
+            x += lv[k + 1]
+        prev = cur
+    return root[1]
+
+
 def cpu_total(files):
     return sum(README_TOTALS[f][1] for f in files)
 
@@ -247,6 +296,28 @@ def test_select_merge_profile_and_pprof_format(srv, pb):
     assert r3.msg == r.msg
 
 
+def test_tree_format(srv, pb):
+    """PROFILE_FORMAT_TREE: Pyroscope's tree bytes, the same tree as the flame graph (max_nodes too)."""
+    sel = '{service_name="api"}'
+    for max_nodes in (16384, 20):
+        req = pb.querier.SelectMergeStacktracesRequest(profile_typeID=CPU_TYPE, label_selector=sel, start=START * MS,
+                                                       end=END * MS, max_nodes=max_nodes, format=2)
+        r = call(srv, "SelectMergeStacktraces", req, pb.querier.SelectMergeStacktracesResponse)
+        assert not r.msg.HasField("flamegraph") and r.msg.tree
+        ref = get_json(srv, "/api/v1/profiles/query", query=CPU_TYPE + sel, start=START, end=END,
+                       format="flamegraph", max_nodes=max_nodes)
+        tree = tree_from_bytes(r.msg.tree)
+        assert tree == tree_from_flamegraph(ref)
+        assert sum(n[0] for n in tree.values()) <= ref["total"]
+        if max_nodes == 20:
+            assert "other" in json.dumps(tree)
+    # nothing selected: no bytes
+    req = pb.querier.SelectMergeStacktracesRequest(profile_typeID=CPU_TYPE, label_selector='{instance="zz"}',
+                                                   start=START * MS, end=END * MS, format=2)
+    r = call(srv, "SelectMergeStacktraces", req, pb.querier.SelectMergeStacktracesResponse)
+    assert r.msg.tree == b""
+
+
 def test_diff(srv, pb):
     left = pb.querier.SelectMergeStacktracesRequest(profile_typeID=CPU_TYPE, label_selector='{instance="a"}',
                                                     start=START * MS, end=END * MS, max_nodes=16384)
@@ -310,10 +381,10 @@ def test_bad_input(srv, pb):
     req = pb.querier.SelectMergeStacktracesRequest(label_selector="{}", start=START * MS, end=END * MS)
     assert err(srv, "SelectMergeStacktraces", msg=req) == \
         "profile_typeID: missing (a profile type id, as ProfileTypes lists them)"
-    req = pb.querier.SelectMergeStacktracesRequest(profile_typeID=CPU_TYPE, start=START * MS, end=END * MS, format=2)
+    req = pb.querier.SelectMergeStacktracesRequest(profile_typeID=CPU_TYPE, start=START * MS, end=END * MS, format=3)
     assert err(srv, "SelectMergeStacktraces", msg=req) == \
-        "format: PROFILE_FORMAT_TREE (2) is not supported: ask for PROFILE_FORMAT_FLAMEGRAPH (the default) or " \
-        "PROFILE_FORMAT_PPROF"
+        "format: PROFILE_FORMAT_DOT (3) is not supported: ask for PROFILE_FORMAT_FLAMEGRAPH (the default), " \
+        "PROFILE_FORMAT_TREE or PROFILE_FORMAT_PPROF"
     assert err(srv, "LabelValues", msg=pb.types.LabelValuesRequest()) == \
         "name: missing (the label whose values to list)"
     # a type never stored

@@ -2,7 +2,8 @@
  * test_querier.c - unit tests for proto/querier.c: requests as Grafana's connect-go client sends
  * them (hand-written bytes: optional fields present or absent, enums, repeated strings), the same
  * as protojson, answers byte for byte (ProfileTypes, the SeriesResponse field 2, a flame graph,
- * SelectSeries points, google.v1.Profile = the pprof bytes), and bad input with its message.
+ * SelectSeries points, Pyroscope's tree bytes, google.v1.Profile = the pprof bytes), and bad input
+ * with its message.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -160,6 +161,18 @@ static void test_flamegraph_and_profile(void **state)
     assert_buf(&out, "{\"flamegraph\":{\"names\":[\"total\",\"main\"],\"levels\":[{\"values\":"
                                           "[\"0\",\"5\",\"0\",\"0\"]},{\"values\":[\"0\",\"5\",\"5\",\"1\"]}],"
                                           "\"total\":\"5\",\"maxSelf\":\"5\"}}");
+    /* TREE: total -> {a 2, b 3}; pre-order, children written last first (Pyroscope's stack) */
+    const char *tnames[] = {"total", "b", "a"};
+    int64_t t0[] = {0, 5, 0, 0}, t1[] = {0, 2, 2, 2, 0, 3, 3, 1};
+    int64_t *tlevels[] = {t0, t1};
+    uint32_t tln[] = {4, 8};
+    ps_qr_flamegraph_t tfg = {.nnames = 3, .names = tnames, .nlevels = 2, .level_n = tln, .levels = tlevels,
+                              .total = 5, .max_self = 3};
+    ps_buf_reset(&out);
+    assert_int_equal(ps_qr_encode_tree(PS_QR_BINARY, &tfg, &a, &out, &err), 0);
+    static const uint8_t want_tree[] = {0x12, 0x0b, 0x00, 0x00, 0x02, 0x01, 'b', 0x03, 0x00, 0x01, 'a', 0x02, 0x00};
+    assert_int_equal(out.len, sizeof(want_tree));
+    assert_memory_equal(out.data, want_tree, sizeof(want_tree));
     /* google.v1.Profile: binary is the pprof itself; JSON its protojson; PPROF format nests it */
     static const uint8_t pprof[] = {0x0a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x32, 0x00, 0x32, 0x03, 'c', 'p', 'u',
                                     0x32, 0x02, 'n', 's'};
