@@ -22,7 +22,9 @@
  *   - a 3 h merge over all series (pprof);
  *   - Grafana's flame graph call, querier.v1.QuerierService/SelectMergeStacktraces over Connect
  *     (binary protobuf, max_nodes 16384) for the whole range of one series (target < 100 ms) and
- *     3 h of all series (target < 1 s), its flamegraph.total checked like the others.
+ *     3 h of all series (target < 1 s), its flamegraph.total checked like the others; and
+ *     SelectSeries over the whole range of all series at a 60 s step grouped by instance (the sum
+ *     of its points checked).
  * Correctness, cheaply: the merged profile's cpu total (ps_pprof_decode, summed) and the JSON
  * totals must equal the sums of the generated totals (ps_bench_gen_ex): OK / MISMATCH.
  *
@@ -798,6 +800,56 @@ static int pb_field(const uint8_t *p, const uint8_t *e, uint32_t field, uint64_t
     return -1;
 }
 
+/* SelectSeriesRequest{profile_typeID, label_selector, start, end (ms), group_by [by], step s} */
+static void series_request(ps_buf_t *b, const char *type, const char *sel, uint32_t pps, const char *by, double step)
+{
+    int64_t last = (int64_t)(pps - 1) * STEP_S, end = (last + 59) / 60 * 60;
+    ps_buf_reset(b);
+    pb_str(b, 1, type);
+    pb_str(b, 2, sel);
+    pb_varint(b, 3 << 3);
+    pb_varint(b, (uint64_t)T0_S * 1000);
+    pb_varint(b, 4 << 3);
+    pb_varint(b, (uint64_t)(T0_S + end) * 1000);
+    pb_str(b, 5, by);
+    pb_varint(b, 6 << 3 | 1);
+    ps_buf_append(b, &step, 8); /* little-endian double, as x86-64 holds it */
+}
+
+/* The sum of every point of a SelectSeriesResponse against want; also counts series and points. */
+static void check_connect_series(const char *what, const meas_t *m, int64_t want)
+{
+    if (m->code != 200)
+        return;
+    const uint8_t *p = m->body.data, *e = p + m->body.len;
+    double sum = 0;
+    uint64_t nseries = 0, npoints = 0;
+    while (p < e) { /* SelectSeriesResponse: 1 series */
+        uint64_t tag, len;
+        if (rd_varint(&p, e, &tag) || tag != (1 << 3 | 2) || rd_varint(&p, e, &len) || len > (uint64_t)(e - p))
+            break;
+        const uint8_t *s = p, *se = p + len;
+        p = se;
+        nseries++;
+        while (s < se) { /* Series: 1 labels, 2 points */
+            uint64_t t2, l2;
+            if (rd_varint(&s, se, &t2) || (t2 & 7) != 2 || rd_varint(&s, se, &l2) || l2 > (uint64_t)(se - s))
+                break;
+            if (t2 >> 3 == 2 && l2 >= 9 && s[0] == (1 << 3 | 1)) { /* Point: 1 value (double) */
+                double v;
+                memcpy(&v, s + 1, 8);
+                sum += v;
+                npoints++;
+            }
+            s += l2;
+        }
+    }
+    char extra[96];
+    snprintf(extra, sizeof(extra), "; %llu series, %llu points", (unsigned long long)nseries,
+             (unsigned long long)npoints);
+    print_check(what, (int64_t)sum, want, extra);
+}
+
 /* The flame graph's total (SelectMergeStacktracesResponse.flamegraph.total) against want. */
 static void check_connect_total(const char *what, const meas_t *m, int64_t want)
 {
@@ -1033,7 +1085,7 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     char url[2048], name[256];
-    meas_t m1 = {0}, m24 = {0}, mfg = {0}, mtop = {0}, mr = {0}, mrc = {0}, mrs = {0}, m3 = {0}, mc24 = {0}, mc3 = {0};
+    meas_t m1 = {0}, m24 = {0}, mfg = {0}, mtop = {0}, mr = {0}, mrc = {0}, mrs = {0}, m3 = {0}, mc24 = {0}, mc3 = {0}, mcs = {0};
 
     /* 1. 1 h of one series, pprof */
     profile_url(url, sizeof(url), srv.url, one_sel, a1, n1, "pprof");
@@ -1197,6 +1249,13 @@ int main(int argc, char **argv)
     measure(srv.pid, url, o.runs, &mc3);
     print_meas(name, &mc3, 1.0, (uint64_t)n3 * o.series);
     check_connect_total("flamegraph.total", &mc3, gen_sum(&o, 0, o.series, a3, n3, 1));
+    /* Grafana's time series: SelectSeries 24 h of all series, 60 s step, group_by instance */
+    snprintf(url, sizeof(url), "%s/querier.v1.QuerierService/SelectSeries", srv.url);
+    series_request(&creq, cpu_type, call_sel, o.pps, "instance", 60);
+    snprintf(name, sizeof(name), "Connect SelectSeries %s all %u series, 60 s, by instance", h24, o.series);
+    measure(srv.pid, url, o.runs, &mcs);
+    print_meas(name, &mcs, 0, 0);
+    check_connect_series("sum of all points", &mcs, all_cpu);
     q_post = NULL;
     ps_buf_dispose(&creq);
     fflush(stdout);
@@ -1232,6 +1291,9 @@ int main(int argc, char **argv)
     if (mc3.code == 200)
         printf("  Connect SelectMergeStacktraces %s all %u series %s   target < 1 s: %s\n", h3, o.series,
                fmt_time(mc3.med, a, sizeof(a)), mark(mc3.med < 1));
+    if (mcs.code == 200)
+        printf("  Connect SelectSeries %s all %u series, 60 s, by instance %s\n", h24, o.series,
+               fmt_time(mcs.med, a, sizeof(a)));
 
     int rc = ps_bench_server_stop(&srv);
     if (rc != 0) {
@@ -1240,7 +1302,7 @@ int main(int argc, char **argv)
         printf("  (profstore shutdown: %s; log: %s)\n", why, log);
     }
     printf("  data kept in %s for the next run (--reload to load again; rm -rf it to free the space)\n", dir);
-    meas_t *all[] = {&m1, &m24, &mfg, &mtop, &mr, &mrc, &mrs, &m3, &mc24, &mc3};
+    meas_t *all[] = {&m1, &m24, &mfg, &mtop, &mr, &mrc, &mrs, &m3, &mc24, &mc3, &mcs};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         ps_buf_dispose(&all[i]->body);
     ps_buf_dispose(&mb);
