@@ -9,6 +9,15 @@
  * the same bytes: zlib gunzip alone and gunzip + ps_pprof_decode. Then a timed
  * POST /api/v1/admin/compact, and the same again with --storage.no-sync.
  *
+ * --connect: after each phase, the same profiles again through POST /push.v1.PusherService/Push
+ * (Connect, binary proto, as Grafana Alloy's pyroscope.write sends them: one series, one raw
+ * sample, the pprof bytes as Go produced them) into a fresh server, and the two side by side.
+ * A Connect push has no time parameter (the profile's time_nanos is the timestamp), so each
+ * raw_profile is the fixture followed by a tiny second gzip member holding only time_nanos
+ * (field 9; protobuf takes the last value of a field, gzip readers read every member): the
+ * round's timestamp, as the native push gets it from time=. Labels: service_name (= job), job,
+ * instance; __name__ process_cpu or memory.
+ *
  * Nothing is asserted: targets are printed next to the figures.
  */
 #include <curl/curl.h>
@@ -23,6 +32,7 @@
 #include "core/err.h"
 #include "core/mem.h"
 #include "proto/pprof.h"
+#include "proto/pyroscope.h"
 #include "util.h"
 
 #define NFIX 6
@@ -47,7 +57,7 @@ typedef struct opts {
     uint32_t conns, series, jobs, heap_every;
     const char *threads;
     long long t0;
-    int do_sync, do_nosync, do_compact;
+    int do_sync, do_nosync, do_compact, do_connect;
 } opts_t;
 
 typedef struct result {
@@ -83,7 +93,9 @@ static void usage(void)
           "  --threads N        profstore --threads (default: its own default, the number of CPUs)\n"
           "  --t0 UNIXSECONDS   time of the first round (default: now - rounds*10 s - 60 s)\n"
           "  --phase sync|nosync  run only this phase (default: both)\n"
-          "  --no-compact       skip the timed POST /api/v1/admin/compact after each phase\n",
+          "  --no-compact       skip the timed POST /api/v1/admin/compact after each phase\n"
+          "  --connect          also push the same profiles through /push.v1.PusherService/Push (Connect,\n"
+          "                     binary proto) after each phase, and compare\n",
           stderr);
 }
 
@@ -148,6 +160,8 @@ static void parse(int argc, char **argv, opts_t *o)
             }
         } else if (!strcmp(a, "--no-compact")) {
             o->do_compact = 0;
+        } else if (!strcmp(a, "--connect")) {
+            o->do_connect = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             exit(0);
@@ -271,13 +285,56 @@ static int get_metrics(const char *url, ps_buf_t *b)
 }
 #define METRIC(b, name) ps_bench_metric((const char *)(b).data, (b).len, name)
 
-static void run_phase(const opts_t *o, const char *base_dir, int nosync, long long t0, result_t *r)
+/* ---- Connect push bodies (--connect) ---- */
+
+/* A gzip member holding only Profile.time_nanos (field 9, varint) = ns. */
+static void time_member(int64_t ns, ps_buf_t *out)
+{
+    uint8_t pb[16];
+    size_t n = 0;
+    uint64_t v = (uint64_t)ns;
+    pb[n++] = 9 << 3;
+    while (v >= 0x80) {
+        pb[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    pb[n++] = (uint8_t)v;
+    ps_gzip(pb, n, 1, out, NULL);
+}
+
+/* The PushRequest of push i into body (replacing it); raw is scratch. */
+static void connect_body(const opts_t *o, uint64_t i, long long t0, ps_buf_t *raw, ps_buf_t *body)
+{
+    uint64_t set = i % o->series, round = i / o->series;
+    int f = fix_of(o, i);
+    uint32_t per_job = (o->series + o->jobs - 1) / o->jobs;
+    char job[32], inst[32];
+    snprintf(job, sizeof(job), "bench-job-%02u", (unsigned)(set / per_job));
+    snprintf(inst, sizeof(inst), "10.0.%u.%u:6060", (unsigned)(set / per_job), (unsigned)(set % per_job + 1));
+    ps_buf_reset(raw);
+    ps_buf_append(raw, fx[f].data, fx[f].len);
+    time_member((t0 + (long long)round * 10) * 1000000000LL, raw);
+    const char *name = f == FIX_HEAP ? "memory" : "process_cpu";
+    ps_pyro_label_t labels[] = {{"__name__", name, 8, strlen(name)},
+                                {"service_name", job, 12, strlen(job)},
+                                {"job", job, 3, strlen(job)},
+                                {"instance", inst, 8, strlen(inst)}};
+    ps_pyro_sample_t smp = {raw->data, raw->len, ""};
+    ps_pyro_series_t ser = {labels, 4, &smp, 1};
+    ps_pyro_push_t req = {&ser, 1};
+    ps_buf_reset(body);
+    ps_pyro_push_encode(PS_PYRO_PROTO, &req, body);
+}
+
+static void run_phase(const opts_t *o, const char *base_dir, int nosync, int connect, long long t0, result_t *r)
 {
     memset(r, 0, sizeof(*r));
-    r->name = nosync ? "--storage.no-sync" : "fsync (default)";
+    r->name = nosync ? (connect ? "--storage.no-sync, Connect push" : "--storage.no-sync")
+                     : (connect ? "fsync (default), Connect push" : "fsync (default)");
     char dir[4096], log[4200];
-    snprintf(dir, sizeof(dir), "%s/%s", base_dir, nosync ? "nosync" : "sync");
-    snprintf(log, sizeof(log), "%s/profstore-%s.log", base_dir, nosync ? "nosync" : "sync");
+    const char *sub = nosync ? (connect ? "nosync-connect" : "nosync") : (connect ? "sync-connect" : "sync");
+    snprintf(dir, sizeof(dir), "%s/%s", base_dir, sub);
+    snprintf(log, sizeof(log), "%s/profstore-%s.log", base_dir, sub);
     ps_bench_rmrf(dir);
     const char *args[8];
     int na = 0;
@@ -294,7 +351,12 @@ static void run_phase(const opts_t *o, const char *base_dir, int nosync, long lo
     if (ps_bench_server_start(&srv, o->profstore, dir, log, args) != 0)
         return;
 
-    ps_bench_pusher_t *p = ps_bench_pusher_new(o->conns, 0);
+    ps_bench_pusher_t *p = ps_bench_pusher_new(o->conns, connect);
+    static const char *const connect_headers[] = {"Content-Type: application/proto", "Connect-Protocol-Version: 1",
+                                                  NULL};
+    if (connect)
+        ps_bench_pusher_headers(p, connect_headers);
+    ps_buf_t craw = PS_BUF_INIT, cbody = PS_BUF_INIT;
     char url[1024];
     ps_bench_proc_t pr0, pr1;
     ps_bench_sys_t sy0, sy1;
@@ -304,10 +366,16 @@ static void run_phase(const opts_t *o, const char *base_dir, int nosync, long lo
     for (uint64_t i = 0; i < o->n; i++) {
         uint64_t set = i % o->series, round = i / o->series;
         const fixture_t *x = &fx[fix_of(o, i)];
-        snprintf(url, sizeof(url), "%s/api/v1/profiles/write?labels=%s&time=%lld", srv.url, label_enc[set],
-                 t0 + (long long)round * 10);
-        ps_bench_pusher_post(p, (int64_t)set, url, x->data, x->len);
-        r->bytes += x->len;
+        if (connect) {
+            connect_body(o, i, t0, &craw, &cbody);
+            snprintf(url, sizeof(url), "%s/push.v1.PusherService/Push", srv.url);
+            ps_bench_pusher_post(p, (int64_t)set, url, cbody.data, cbody.len);
+        } else {
+            snprintf(url, sizeof(url), "%s/api/v1/profiles/write?labels=%s&time=%lld", srv.url, label_enc[set],
+                     t0 + (long long)round * 10);
+            ps_bench_pusher_post(p, (int64_t)set, url, x->data, x->len);
+        }
+        r->bytes += connect ? cbody.len : x->len;
         r->samples += x->nsamples;
         if (x == &fx[FIX_HEAP])
             r->nheap++;
@@ -316,6 +384,8 @@ static void run_phase(const opts_t *o, const char *base_dir, int nosync, long lo
     }
     ps_bench_pusher_drain(p);
     r->wall = ps_bench_now() - w0;
+    ps_buf_dispose(&craw);
+    ps_buf_dispose(&cbody);
     r->self_cpu = ps_bench_self_cpu() - self0;
     ps_bench_sys_read(&sy1);
     r->sys_busy = sy1.busy - sy0.busy;
@@ -474,6 +544,22 @@ static void print_phase(const opts_t *o, const result_t *r, floor_res_t gz, floo
            r->file_bytes / 1e6, r->used_bytes / 1e6, r->used_bytes / n);
 }
 
+/* Connect push next to the native push of the same profiles. */
+static void print_connect(const opts_t *o, const result_t *nat, const result_t *con)
+{
+    if (!nat->ok || !con->ok || nat->died[0] || con->died[0] || nat->wall <= 0 || con->wall <= 0)
+        return;
+    double n = (double)o->n, pn = n / nat->wall, pc = n / con->wall;
+    double cn = nat->server_cpu / n * 1e6, cc = con->server_cpu / n * 1e6;
+    printf("\n== Connect push vs native push (%s) ==\n", nat->name);
+    printf("  profiles/s             native %.0f, Connect %.0f (%+.1f%%)   (target: within 10%%: %s)\n", pn, pc,
+           (pc / pn - 1) * 100, mark(pc >= pn * 0.9));
+    printf("  server CPU/profile     native %.1f us, Connect %.1f us (%+.1f%%)   (target: within 10%%: %s)\n", cn, cc,
+           (cc / cn - 1) * 100, mark(cc <= cn * 1.1));
+    printf("  stored                 native %.0f, Connect %.0f profiles; bytes sent %.1f MB vs %.1f MB\n",
+           nat->stored, con->stored, (double)nat->bytes / 1e6, (double)con->bytes / 1e6);
+}
+
 int main(int argc, char **argv)
 {
     opts_t o = {0};
@@ -536,17 +622,31 @@ int main(int argc, char **argv)
 
     floor_res_t gz = floor_gunzip(&o), dec = floor_decode(&o);
 
-    result_t rs, rn;
+    result_t rs, rn, rsc, rnc;
     memset(&rs, 0, sizeof(rs));
     memset(&rn, 0, sizeof(rn));
+    memset(&rsc, 0, sizeof(rsc));
+    memset(&rnc, 0, sizeof(rnc));
     if (o.do_sync) {
-        run_phase(&o, base, 0, t0, &rs);
+        run_phase(&o, base, 0, 0, t0, &rs);
         print_phase(&o, &rs, gz, dec);
         fflush(stdout);
+        if (o.do_connect) {
+            run_phase(&o, base, 0, 1, t0, &rsc);
+            print_phase(&o, &rsc, gz, dec);
+            print_connect(&o, &rs, &rsc);
+            fflush(stdout);
+        }
     }
     if (o.do_nosync) {
-        run_phase(&o, base, 1, t0, &rn);
+        run_phase(&o, base, 1, 0, t0, &rn);
         print_phase(&o, &rn, gz, dec);
+        if (o.do_connect) {
+            fflush(stdout);
+            run_phase(&o, base, 1, 1, t0, &rnc);
+            print_phase(&o, &rnc, gz, dec);
+            print_connect(&o, &rn, &rnc);
+        }
     }
     if (rs.ok && rn.ok && !rs.died[0] && !rn.died[0]) {
         printf("\n== fsync's share ==\n");

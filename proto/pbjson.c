@@ -11,7 +11,10 @@
  *
  * JSON decoding: a pre-scan bounds nesting (PBJSON_MAX_DEPTH) and the memory jansson will take
  * (PBJSON_VALUE_COST per value, against the budget), then jansson parses (duplicate keys are an
- * error, as in protojson), then the tree is converted field by field into a message allocated from
+ * error, as in protojson; a document with an integer past int64, such as the -1.8e19 that Go
+ * writes as -18100867622327496704, is parsed again with every number as a double, so 64-bit
+ * integers given as JSON numbers in it keep 53 bits: protojson writes those as strings), then
+ * the tree is converted field by field into a message allocated from
  * the budgeted arena. JSON writing uses core/json.h, in field number order, as protojson does.
  *
  * Not supported (unused by the Pyroscope schemas): map fields (read and written as repeated entry
@@ -546,7 +549,7 @@ static int json_enum(jdec_t *j, const ProtobufCEnumDescriptor *ed, const json_t 
         *out = ev->value;
         return 0;
     }
-    if (json_is_integer(v)) {
+    if (json_is_number(v)) {
         int64_t x;
         if (json_i64(j, v, INT32_MIN, INT32_MAX, &x) != 0)
             return j->err != NULL ? j->err->code : PS_EINVAL;
@@ -723,6 +726,9 @@ static int decode_json(const void *data, size_t n, const ProtobufCMessageDescrip
         return rc;
     json_error_t je;
     json_t *root = json_loadb(data, n, JSON_REJECT_DUPLICATES, &je);
+    if (root == NULL && strstr(je.text, "too big") != NULL) /* an integer past int64 (a big double, as Go's
+                                                             * protojson writes 1.8e19): read numbers as reals */
+        root = json_loadb(data, n, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &je);
     if (root == NULL) /* jansson's own words, but for its flag name */
         return ps_err_set_at(err, PS_EINVAL, (size_t)(je.position > 0 ? je.position : 0), "json: line %d column %d: %s",
                              je.line, je.column,

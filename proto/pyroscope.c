@@ -2,6 +2,21 @@
  * pyroscope.c - push.v1.PushRequest to and from ps_pyro_push_t (see pyroscope.h), through the
  * generic codecs of pbjson.c. The decoded protobuf-c message lives in the caller's arena; our
  * structs point into it (strings and raw profiles are not copied again).
+ *
+ * Wire example (93 bytes; test_pbjson.c's test_push_request), one series with two labels and one
+ * sample of 3 raw bytes:
+ *
+ *   0a 5b                          1 series, 91 bytes
+ *     0a 17                          1 labels, 23 bytes
+ *       0a 08 5f 5f 6e ... 5f 5f       1 name "__name__"
+ *       12 0b 70 72 6f ... 75          2 value "process_cpu"
+ *     0a 13 0a 0c "service_name" 12 03 "app"
+ *     12 2b                          2 samples, 43 bytes
+ *       0a 03 00 01 02                 1 raw_profile (a pprof, gzipped or not: 1f 8b ...)
+ *       12 24 "7c9e6679-7425-40de-944b-e07fc1f90ae7"   2 ID
+ *
+ * The same as protojson: {"series":[{"labels":[{"name":"__name__","value":"process_cpu"},
+ * {"name":"service_name","value":"app"}],"samples":[{"rawProfile":"AAEC","ID":"7c9e..."}]}]}
  */
 #include "pyroscope.h"
 

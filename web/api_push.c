@@ -52,7 +52,8 @@ static void on_complete(ps_async_t *a, h2o_req_t *req)
             bad_code = w->status != 0 ? w->status : w->app.status;
         }
     }
-    atomic_fetch_add(&s->ingest_bytes, p->body_len);
+    if (bad == NULL)
+        atomic_fetch_add(&s->ingest_bytes, p->body_len);
     if (req == NULL)
         c->req = NULL; /* the client went away: only release */
     if (bad != NULL) {

@@ -28,11 +28,13 @@ typedef struct qcall {
     uint32_t max_series;
 } qcall_t;
 
-/* decoding budget: protobuf-c's structs for a body may take many times its size */
+/* The decoding budget: a repeated string of 2 bytes on the wire (matchers, group_by) takes a
+ * pointer and an allocation as structs (~12x): 32x the body, at most --max-inflated-size, plus
+ * 1 MiB (Push's rule with a larger factor: querier requests are all strings, no profile bytes). */
 static size_t budget_of(const ps_connect_call_t *c)
 {
-    size_t b = c->body_len * 32 + ((size_t)1 << 20);
-    return b > ((size_t)64 << 20) ? ((size_t)64 << 20) : b;
+    size_t cap = c->srv->opts.limits.max_inflated ? c->srv->opts.limits.max_inflated : ((size_t)64 << 20);
+    return (c->body_len < cap / 32 ? c->body_len * 32 : cap) + ((size_t)1 << 20);
 }
 
 static int begin(qcall_t *q, ps_connect_call_t *c)

@@ -306,7 +306,8 @@ static int check_headers(h2o_req_t *req, ps_connect_call_t *c, bool *gzip_in)
         quote(v, q, sizeof(q));
         snprintf(msg, sizeof(msg), "unsupported content type \"%s\": expected application/proto or application/json",
                  v.base != NULL ? q : "");
-        add_header(req, H2O_TOKEN_ACCEPT, "application/proto, application/json");
+        h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("accept-post"), 0, NULL,
+                              H2O_STRLIT("application/json, application/proto")); /* as connect-go does */
         send_error(req, 415, PS_CONNECT_INVALID_ARGUMENT, msg);
         return -1;
     }

@@ -88,7 +88,8 @@ static int series_labels(const ps_pyro_series_t *s, ps_arena_t *arena, ps_labels
     qsort(ls, n, sizeof(*ls), cmp_label);
     format_pairs(ls, n, ls_str, sizeof(ls_str));
     if (n > PS_LABELS_MAX)
-        return ps_err_set(err, PS_EINVAL, "profile series '%s' has %zu label names; limit %d", ls_str, n, PS_LABELS_MAX);
+        return ps_err_set(err, PS_EINVAL, "profile series '%s' has %zu label names; limit %d", ls_str, n,
+                          PS_LABELS_MAX);
     const ps_pyro_label_t *nm = find(ls, n, "__name__");
     if (nm == NULL || !ps_metric_name_valid(nm->value, nm->vlen))
         return ps_err_set(err, PS_EINVAL, "invalid labels '%s' with error: invalid metric name", ls_str);
@@ -157,7 +158,8 @@ static int sample_append(const ps_pyro_sample_t *smp, const char *name, size_t n
     if ((rc = ps_ingest_check_name(p, name, name_len, err)) != 0)
         return rc;
     int64_t ts = p->time_nanos > 0 ? p->time_nanos : ps_time_now();
-    bool delta = (name_len == 11 && memcmp(name, "process_cpu", 11) == 0) || (name_len == 4 && memcmp(name, "wall", 4) == 0);
+    bool delta = (name_len == 11 && memcmp(name, "process_cpu", 11) == 0) ||
+                 (name_len == 4 && memcmp(name, "wall", 4) == 0); /* the native push's rule */
     return ps_ingest_build(p, name, name_len, base, ts, NULL, delta, arena, app, err);
 }
 

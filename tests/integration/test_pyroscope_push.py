@@ -296,6 +296,8 @@ def test_protocol_errors(server, path, headers, method, status, code, msg):
     assert json.loads(data) == {"code": code, "message": msg}
     if status == 405:
         assert h["allow"] == "POST"
+    if status == 415:
+        assert h["accept-post"] == "application/json, application/proto"
 
 
 def test_connect_errors_counted_per_method(server):

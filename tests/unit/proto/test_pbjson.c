@@ -136,12 +136,37 @@ static void test_roundtrip(void **state)
     assert_int_equal(d->choice_case, PBTEST__ALL__CHOICE_CHOICE_INT);
     assert_true(isnan(d->values[0]));
 
-    assert_int_equal(ps_pb_decode(PS_PB_BINARY, bin.data, bin.len, &pbtest__all__descriptor, &a, BUDGET, &out, &err), 0);
+    assert_int_equal(
+        ps_pb_decode(PS_PB_BINARY, bin.data, bin.len, &pbtest__all__descriptor, &a, BUDGET, &out, &err), 0);
     char *j = to_json(out);
     assert_string_equal(j, ALL_JSON);
     free(j);
     ps_buf_dispose(&bin);
     ps_buf_dispose(&bin2);
+    ps_arena_dispose(&a);
+}
+
+/* A double past int64 is written in full digits (as Go's protojson does) and read back. */
+static void test_big_double(void **state)
+{
+    (void)state;
+    Pbtest__All m = PBTEST__ALL__INIT;
+    m.dbl = -18100867622327496704.0;
+    m.i64 = 5;
+    m.color = PBTEST__COLOR__COLOR_RED;
+    char *j = to_json(&m.base);
+    assert_string_equal(j, "{\"i64\":\"5\",\"dbl\":-18100867622327496704,\"color\":\"COLOR_RED\"}");
+    static const char in[] = "{\"i64\":5,\"dbl\":-18100867622327496704,\"color\":1,\"i32\":-3}";
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    ProtobufCMessage *out;
+    assert_int_equal(ps_pb_decode(PS_PB_JSON, in, strlen(in), &pbtest__all__descriptor, &a, BUDGET, &out, &err), 0);
+    Pbtest__All *d = (Pbtest__All *)out;
+    assert_true(d->dbl == -18100867622327496704.0);
+    assert_int_equal(d->i64, 5);
+    assert_int_equal(d->i32, -3);
+    assert_int_equal(d->color, PBTEST__COLOR__COLOR_RED);
+    free(j);
     ps_arena_dispose(&a);
 }
 
@@ -193,7 +218,8 @@ static void test_json_errors(void **state)
     JERR("{\"color\":\"BLUE\"}", PS_EINVAL, "json: color: \"BLUE\" is not a value of enum pbtest.Color");
     JERR("{\"rawBytes\":\"a$==\"}", PS_EINVAL, "json: raw_bytes: invalid base64 character at offset 1");
     JERR("{\"inner\":[]}", PS_EINVAL, "json: inner: expected an object (pbtest.Inner), got array");
-    JERR("{\"choiceStr\":\"a\",\"choiceInt\":1}", PS_EINVAL, "json: fields choice_str and choice_int are of the same oneof");
+    JERR("{\"choiceStr\":\"a\",\"choiceInt\":1}", PS_EINVAL,
+         "json: fields choice_str and choice_int are of the same oneof");
     JERR("{\"i32\":1,\"i32\":2}", PS_EINVAL, "json: line 1 column 14: duplicate object key near '\"i32\"'");
     JERR("{\"i32\":", PS_EINVAL, "json: line 1 column 7: unexpected token near end of file");
     JERR("[1]", PS_EINVAL, "json: expected an object (pbtest.All), got array");
@@ -280,7 +306,7 @@ int main(void)
         cmocka_unit_test(test_encode_json_exact),  cmocka_unit_test(test_empty_message_is_empty_object),
         cmocka_unit_test(test_roundtrip),          cmocka_unit_test(test_decode_variants),
         cmocka_unit_test(test_json_errors),        cmocka_unit_test(test_binary_errors),
-        cmocka_unit_test(test_push_request),
+        cmocka_unit_test(test_push_request),       cmocka_unit_test(test_big_double),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,162 @@
+/*
+ * test_push.c - unit tests for src/ingest/push.c: a Pyroscope push becomes the same appends as the
+ * native push of the same bytes (type ids, labels, timestamps), appends sorted by time, dotted
+ * names rewritten, __-names and empty values dropped, and each label rule's exact message.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../testutil.h"
+
+#include "ingest/ingest.h"
+
+typedef struct fx {
+    uint8_t *data;
+    size_t len;
+} fx_t;
+
+static fx_t load(const char *rel)
+{
+    fx_t f;
+    f.data = ps_test_read_fixture(rel, &f.len);
+    assert_non_null(f.data);
+    return f;
+}
+
+#define L(n, v) {(n), (v), sizeof(n) - 1, sizeof(v) - 1}
+
+static int prepare1(ps_pyro_label_t *ls, size_t nls, const fx_t *raws, size_t nraws, ps_arena_t *a, ps_append_t ***apps,
+                    size_t *n, ps_err_t *err)
+{
+    ps_pyro_sample_t *smp = ps_arena_calloc(a, nraws + 1, sizeof(*smp));
+    for (size_t i = 0; i < nraws; i++) {
+        smp[i].raw = raws[i].data;
+        smp[i].len = raws[i].len;
+        smp[i].id = "";
+    }
+    ps_pyro_series_t s = {ls, nls, smp, nraws};
+    ps_pyro_push_t req = {&s, 1};
+    ps_err_clear(err);
+    return ps_ingest_push_prepare(&req, NULL, a, apps, n, err);
+}
+
+static void test_same_as_native(void **state)
+{
+    (void)state;
+    fx_t cpu = load("go/cpu-01.pb.gz");
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    ps_pyro_label_t ls[] = {L("service_name", "app"), L("__name__", "process_cpu"), L("k8s.pod.name", "p-1"),
+                            L("__session_id__", "42"), L("empty", "")};
+    ps_append_t **apps;
+    size_t n;
+    assert_int_equal(prepare1(ls, 5, &cpu, 1, &a, &apps, &n, &err), 0);
+    assert_int_equal(n, 1);
+
+    ps_append_t native;
+    ps_ingest_params_t ip = {0};
+    ip.name = "process_cpu";
+    ip.name_len = 11;
+    ip.labels = "{service_name=\"app\",k8s_pod_name=\"p-1\"}";
+    ip.labels_len = strlen(ip.labels);
+    ip.delta = -1;
+    assert_int_equal(ps_ingest_prepare(cpu.data, cpu.len, &ip, NULL, &a, &native, &err), 0);
+    assert_int_equal(apps[0]->nseries, 2);
+    assert_int_equal(apps[0]->nseries, native.nseries);
+    assert_int_equal(apps[0]->ts, 1796022364647593488LL);
+    assert_int_equal(apps[0]->ts, native.ts);
+    for (uint32_t i = 0; i < native.nseries; i++) {
+        assert_int_equal(ps_labels_cmp(&apps[0]->series_labels[i], &native.series_labels[i]), 0);
+        assert_int_equal(apps[0]->type_index[i], native.type_index[i]);
+    }
+    ps_buf_t b = PS_BUF_INIT;
+    ps_labels_format(&apps[0]->series_labels[1], &b);
+    ps_buf_putc(&b, 0);
+    assert_string_equal((char *)b.data, "{__name__=\"process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta\", "
+                                        "k8s_pod_name=\"p-1\", service_name=\"app\"}");
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
+    free(cpu.data);
+}
+
+static void test_sorted_by_time(void **state)
+{
+    (void)state;
+    fx_t raws[3] = {load("go/cpu-03.pb.gz"), load("go/cpu-01.pb.gz"), load("go/cpu-02.pb.gz")};
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    ps_pyro_label_t ls[] = {L("__name__", "process_cpu"), L("service_name", "app")};
+    ps_append_t **apps;
+    size_t n;
+    assert_int_equal(prepare1(ls, 2, raws, 3, &a, &apps, &n, &err), 0);
+    assert_int_equal(n, 3);
+    assert_true(apps[0]->ts < apps[1]->ts && apps[1]->ts < apps[2]->ts);
+    assert_int_equal(apps[0]->ts, 1796022364647593488LL); /* cpu-01 */
+    ps_arena_dispose(&a);
+    for (int i = 0; i < 3; i++)
+        free(raws[i].data);
+}
+
+static void expect(ps_pyro_label_t *ls, size_t nls, const char *msg)
+{
+    fx_t cpu = load("go/cpu-01.pb.gz");
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    ps_append_t **apps;
+    size_t n;
+    assert_int_equal(prepare1(ls, nls, &cpu, 1, &a, &apps, &n, &err), PS_EINVAL);
+    assert_string_equal(err.msg, msg);
+    ps_arena_dispose(&a);
+    free(cpu.data);
+}
+
+static void test_label_errors(void **state)
+{
+    (void)state;
+    expect(NULL, 0, "series[0]: error at least one label pair is required per profile");
+    ps_pyro_label_t a[] = {L("service_name", "app")};
+    expect(a, 1, "series[0]: invalid labels '{service_name=\"app\"}' with error: invalid metric name");
+    ps_pyro_label_t b[] = {L("__name__", "process_cpu")};
+    expect(b, 1, "series[0]: error service_name label is required");
+    ps_pyro_label_t c[] = {L("__name__", "process_cpu"), L("service_name", "app"), L("a.b", "1"), L("a_b", "2")};
+    expect(c, 4,
+           "series[0]: profile with labels '{__name__=\"process_cpu\", a.b=\"1\", a_b=\"2\", service_name=\"app\"}' "
+           "has duplicate label name: 'a_b'");
+    ps_pyro_label_t d[] = {L("__name__", "process_cpu"), L("service_name", "app"), L("x-y", "1")};
+    expect(d, 3, "series[0]: invalid labels '{__name__=\"process_cpu\", service_name=\"app\", x-y=\"1\"}' with error: "
+                 "invalid label name 'x-y'");
+    ps_pyro_label_t e[] = {L("__name__", "memory"), L("service_name", "app")};
+    fx_t cpu = load("go/cpu-01.pb.gz");
+    ps_arena_t ar = PS_ARENA_INIT;
+    ps_err_t err, nerr;
+    ps_append_t **apps;
+    size_t n;
+    assert_int_equal(prepare1(e, 2, &cpu, 1, &ar, &apps, &n, &err), PS_EINVAL);
+    ps_ingest_params_t ip = {0};
+    ip.name = "memory";
+    ip.name_len = 6;
+    ip.delta = -1;
+    ps_append_t native;
+    assert_int_equal(ps_ingest_prepare(cpu.data, cpu.len, &ip, NULL, &ar, &native, &nerr), PS_EINVAL);
+    char want[600];
+    snprintf(want, sizeof(want), "series[0].samples[0]: %s", nerr.msg);
+    assert_string_equal(err.msg, want);
+    ps_arena_dispose(&ar);
+    free(cpu.data);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_as_native),
+        cmocka_unit_test(test_sorted_by_time),
+        cmocka_unit_test(test_label_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
