@@ -60,9 +60,18 @@ static int finish(qcall_t *q, int ret)
     return 0;
 }
 
+/* Lists a request may hold: each entry costs work per series, so they are bounded (a series has
+ * at most 63 labels besides __name__). */
+#define MAX_MATCHERS 256
+#define MAX_NAMES 64
+
 /* the matchers of a labels request as selectors (none: every profile series) */
 static int matchers(qcall_t *q, const ps_qr_labels_req_t *lr, ps_selector_t **sels)
 {
+    if (lr->nmatchers > MAX_MATCHERS)
+        return ps_err_set(&q->err, PS_EINVAL, "matchers: %u selectors, more than %d", lr->nmatchers, MAX_MATCHERS);
+    if (lr->nlabel_names > MAX_NAMES)
+        return ps_err_set(&q->err, PS_EINVAL, "label_names: %u names, more than %d", lr->nlabel_names, MAX_NAMES);
     *sels = ps_arena_calloc(q->a, lr->nmatchers + 1, sizeof(ps_selector_t));
     for (uint32_t i = 0; i < lr->nmatchers; i++) {
         char field[32];
@@ -356,6 +365,8 @@ static int series_query(qcall_t *q, const ps_qr_series_req_t *sr, ps_selector_t 
         return ps_err_set(&q->err, PS_EINVAL, "limit: %lld is negative", (long long)sr->limit);
     if (sr->has_stack_trace_selector)
         return ps_err_set(&q->err, PS_EINVAL, "stack_trace_selector is not supported by profstore");
+    if (sr->ngroup_by > MAX_NAMES)
+        return ps_err_set(&q->err, PS_EINVAL, "group_by: %u names, more than %d", sr->ngroup_by, MAX_NAMES);
     int ret = ps_querier_selector(sr->type_id, sr->label_selector, "label_selector", q->a, sel, &q->err);
     if (ret)
         return ret;

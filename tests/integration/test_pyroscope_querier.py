@@ -385,6 +385,11 @@ def test_bad_input(srv, pb):
     assert err(srv, "SelectMergeStacktraces", msg=req) == \
         "format: PROFILE_FORMAT_DOT (3) is not supported: ask for PROFILE_FORMAT_FLAMEGRAPH (the default), " \
         "PROFILE_FORMAT_TREE or PROFILE_FORMAT_PPROF"
+    req = pb.querier.SelectSeriesRequest(profile_typeID=CPU_TYPE, start=START * MS, end=END * MS, step=15,
+                                         group_by=["l%d" % i for i in range(65)])
+    assert err(srv, "SelectSeries", msg=req) == "group_by: 65 names, more than 64"
+    assert err(srv, "LabelNames", msg=pb.types.LabelNamesRequest(matchers=["{a=\"b\"}"] * 257)) == \
+        "matchers: 257 selectors, more than 256"
     assert err(srv, "LabelValues", msg=pb.types.LabelValuesRequest()) == \
         "name: missing (the label whose values to list)"
     # a type never stored
