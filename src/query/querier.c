@@ -177,25 +177,11 @@ static int keep_series(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
 typedef struct all_ctx {
     ps_reader_t *r;
     int64_t start, end;
+    ps_selector_t *sels;
+    uint32_t nsels;
     set_builder_t *b;
     ps_err_t *err;
 } all_ctx_t;
-
-static int on_any_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
-{
-    all_ctx_t *c = ctx;
-    int rc = keep_series(c->r, sid, c->start, c->end, c->err);
-    if (rc <= 0)
-        return rc;
-    ps_labels_t copy = *ls;
-    copy.pairs = ps_arena_alloc(c->b->arena, (ls->n + 1) * sizeof(ps_label_pair_t));
-    for (uint32_t k = 0; k < ls->n; k++) {
-        copy.pairs[k] = ls->pairs[k];
-        copy.pairs[k].name = ps_arena_strndup(c->b->arena, ls->pairs[k].name, ls->pairs[k].nlen);
-        copy.pairs[k].value = ps_arena_strndup(c->b->arena, ls->pairs[k].value, ls->pairs[k].vlen);
-    }
-    return set_push(c->b, sid, &copy, c->err);
-}
 
 static bool sel_match(ps_selector_t *sel, const ps_labels_t *ls)
 {
@@ -207,24 +193,34 @@ static bool sel_match(ps_selector_t *sel, const ps_labels_t *ls)
     return true;
 }
 
+static int on_any_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
+{
+    all_ctx_t *c = ctx;
+    bool match = c->nsels == 0;
+    for (uint32_t s = 0; s < c->nsels && !match; s++)
+        match = sel_match(&c->sels[s], ls);
+    if (!match)
+        return 0;
+    int rc = keep_series(c->r, sid, c->start, c->end, c->err);
+    if (rc <= 0)
+        return rc;
+    ps_labels_t copy = *ls; /* ls is valid only during the call */
+    copy.pairs = ps_arena_alloc(c->b->arena, (ls->n + 1) * sizeof(ps_label_pair_t));
+    for (uint32_t k = 0; k < ls->n; k++) {
+        copy.pairs[k] = ls->pairs[k];
+        copy.pairs[k].name = ps_arena_strndup(c->b->arena, ls->pairs[k].name, ls->pairs[k].nlen);
+        copy.pairs[k].value = ps_arena_strndup(c->b->arena, ls->pairs[k].value, ls->pairs[k].vlen);
+    }
+    return set_push(c->b, sid, &copy, c->err);
+}
+
 /* Every profile series in the range that matches one of sels (a walk over all series: for
  * selectors whose matchers all match "", which the label index cannot narrow). */
 static int series_walk(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start, int64_t end,
                        set_builder_t *b, ps_err_t *err)
 {
-    ps_series_set_t every;
-    memset(&every, 0, sizeof(every));
-    set_builder_t eb = {&every, 0, UINT32_MAX, b->arena};
-    all_ctx_t c = {r, start, end, &eb, err};
-    int ret = ps_reader_series_foreach(r, on_any_series, &c, err);
-    for (uint32_t i = 0; i < every.n && ret == 0; i++) {
-        bool match = nsels == 0;
-        for (uint32_t s = 0; s < nsels && !match; s++)
-            match = sel_match(&sels[s], &every.labels[i]);
-        if (match)
-            ret = set_push(b, every.sids[i], &every.labels[i], err);
-    }
-    return ret;
+    all_ctx_t c = {r, start, end, sels, nsels, b, err};
+    return ps_reader_series_foreach(r, on_any_series, &c, err);
 }
 
 int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start_ns, int64_t end_ns,
