@@ -19,7 +19,12 @@
  *   - the same for 24 h (8,640 profiles) of one series; also format=flamegraph and format=top;
  *   - GET /api/v1/query_range over 24 h for all series at a 60 s step: sum_over_time(x[59999ms]),
  *     the profiles of each step's (t - 60 s, t] (a bare selector is Prometheus' newest value);
- *   - a 3 h merge over all series (pprof).
+ *   - a 3 h merge over all series (pprof);
+ *   - Grafana's flame graph call, querier.v1.QuerierService/SelectMergeStacktraces over Connect
+ *     (binary protobuf, max_nodes 16384) for the whole range of one series (target < 100 ms) and
+ *     3 h of all series (target < 1 s), its flamegraph.total checked like the others; and
+ *     SelectSeries over the whole range of all series at a 60 s step grouped by instance (the sum
+ *     of its points checked).
  * Correctness, cheaply: the merged profile's cpu total (ps_pprof_decode, summed) and the JSON
  * totals must equal the sums of the generated totals (ps_bench_gen_ex): OK / MISMATCH.
  *
@@ -215,6 +220,8 @@ static int on_load(void *ctx, const ps_bench_gen_info_t *in)
 /* ---- plain HTTP on one keep-alive connection, timed ---- */
 
 static CURL *qh;
+/* the body of the next requests (a binary Connect message), or NULL for GET */
+static const ps_buf_t *q_post;
 
 static size_t to_buf(char *ptr, size_t size, size_t nmemb, void *ud)
 {
@@ -236,11 +243,22 @@ static long qget(const char *url, ps_buf_t *out, double *wall, double *ttfb)
     }
     ps_buf_reset(out);
     curl_easy_setopt(qh, CURLOPT_URL, url);
-    curl_easy_setopt(qh, CURLOPT_HTTPGET, 1L);
+    struct curl_slist *hdrs = NULL;
+    if (q_post) {
+        hdrs = curl_slist_append(hdrs, "Content-Type: application/proto");
+        hdrs = curl_slist_append(hdrs, "Connect-Protocol-Version: 1");
+        curl_easy_setopt(qh, CURLOPT_POSTFIELDS, (const char *)q_post->data);
+        curl_easy_setopt(qh, CURLOPT_POSTFIELDSIZE, (long)q_post->len);
+    } else {
+        curl_easy_setopt(qh, CURLOPT_HTTPGET, 1L);
+    }
+    curl_easy_setopt(qh, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(qh, CURLOPT_WRITEDATA, out);
     double t0 = ps_bench_now();
     CURLcode rc = curl_easy_perform(qh);
     *wall = ps_bench_now() - t0;
+    curl_easy_setopt(qh, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(hdrs);
     long code = -1;
     curl_off_t st = 0;
     if (rc == CURLE_OK) {
@@ -702,6 +720,152 @@ static void range_url(char *out, size_t n, const char *base, const char *q, uint
              (long long)(T0_S + end));
 }
 
+/* ---- Connect: querier.v1.QuerierService/SelectMergeStacktraces, binary, as Grafana sends it ---- */
+
+static void pb_varint(ps_buf_t *b, uint64_t v)
+{
+    uint8_t t[10];
+    size_t n = 0;
+    do {
+        t[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    ps_buf_append(b, t, n);
+}
+
+static void pb_str(ps_buf_t *b, uint32_t field, const char *s)
+{
+    pb_varint(b, (uint64_t)field << 3 | 2);
+    pb_varint(b, strlen(s));
+    ps_buf_append(b, s, strlen(s));
+}
+
+/* SelectMergeStacktracesRequest{profile_typeID, label_selector, start, end (ms), max_nodes 16384} */
+static void merge_request(ps_buf_t *b, const char *type, const char *sel, uint32_t from, uint32_t count)
+{
+    ps_buf_reset(b);
+    pb_str(b, 1, type);
+    pb_str(b, 2, sel);
+    pb_varint(b, 3 << 3);
+    pb_varint(b, (uint64_t)(T0_S + (int64_t)from * STEP_S) * 1000);
+    pb_varint(b, 4 << 3);
+    pb_varint(b, (uint64_t)(T0_S + (int64_t)(from + count - 1) * STEP_S) * 1000);
+    pb_varint(b, 5 << 3);
+    pb_varint(b, 16384);
+}
+
+static int rd_varint(const uint8_t **p, const uint8_t *e, uint64_t *v)
+{
+    *v = 0;
+    for (int s = 0; s < 64 && *p < e; s += 7) {
+        uint8_t c = *(*p)++;
+        *v |= (uint64_t)(c & 0x7f) << s;
+        if (!(c & 0x80))
+            return 0;
+    }
+    return -1;
+}
+
+/* The field's varint (first occurrence) or bytes of a message; -1 if absent or malformed. */
+static int pb_field(const uint8_t *p, const uint8_t *e, uint32_t field, uint64_t *v, const uint8_t **sub,
+                    size_t *subn)
+{
+    while (p < e) {
+        uint64_t tag, x;
+        if (rd_varint(&p, e, &tag))
+            return -1;
+        uint32_t wt = (uint32_t)(tag & 7);
+        if (wt == 0) {
+            if (rd_varint(&p, e, &x))
+                return -1;
+            if ((tag >> 3) == field) {
+                *v = x;
+                return 0;
+            }
+        } else if (wt == 2) {
+            if (rd_varint(&p, e, &x) || x > (uint64_t)(e - p))
+                return -1;
+            if ((tag >> 3) == field) {
+                *sub = p;
+                *subn = (size_t)x;
+                return 0;
+            }
+            p += x;
+        } else if (wt == 1 || wt == 5) {
+            p += wt == 1 ? 8 : 4;
+        } else {
+            return -1;
+        }
+    }
+    return -1;
+}
+
+/* SelectSeriesRequest{profile_typeID, label_selector, start, end (ms), group_by [by], step s} */
+static void series_request(ps_buf_t *b, const char *type, const char *sel, uint32_t pps, const char *by, double step)
+{
+    int64_t last = (int64_t)(pps - 1) * STEP_S, end = (last + 59) / 60 * 60;
+    ps_buf_reset(b);
+    pb_str(b, 1, type);
+    pb_str(b, 2, sel);
+    pb_varint(b, 3 << 3);
+    pb_varint(b, (uint64_t)T0_S * 1000);
+    pb_varint(b, 4 << 3);
+    pb_varint(b, (uint64_t)(T0_S + end) * 1000);
+    pb_str(b, 5, by);
+    pb_varint(b, 6 << 3 | 1);
+    ps_buf_append(b, &step, 8); /* little-endian double, as x86-64 holds it */
+}
+
+/* The sum of every point of a SelectSeriesResponse against want; also counts series and points. */
+static void check_connect_series(const char *what, const meas_t *m, int64_t want)
+{
+    if (m->code != 200)
+        return;
+    const uint8_t *p = m->body.data, *e = p + m->body.len;
+    double sum = 0;
+    uint64_t nseries = 0, npoints = 0;
+    while (p < e) { /* SelectSeriesResponse: 1 series */
+        uint64_t tag, len;
+        if (rd_varint(&p, e, &tag) || tag != (1 << 3 | 2) || rd_varint(&p, e, &len) || len > (uint64_t)(e - p))
+            break;
+        const uint8_t *s = p, *se = p + len;
+        p = se;
+        nseries++;
+        while (s < se) { /* Series: 1 labels, 2 points */
+            uint64_t t2, l2;
+            if (rd_varint(&s, se, &t2) || (t2 & 7) != 2 || rd_varint(&s, se, &l2) || l2 > (uint64_t)(se - s))
+                break;
+            if (t2 >> 3 == 2 && l2 >= 9 && s[0] == (1 << 3 | 1)) { /* Point: 1 value (double) */
+                double v;
+                memcpy(&v, s + 1, 8);
+                sum += v;
+                npoints++;
+            }
+            s += l2;
+        }
+    }
+    char extra[96];
+    snprintf(extra, sizeof(extra), "; %llu series, %llu points", (unsigned long long)nseries,
+             (unsigned long long)npoints);
+    print_check(what, (int64_t)sum, want, extra);
+}
+
+/* The flame graph's total (SelectMergeStacktracesResponse.flamegraph.total) against want. */
+static void check_connect_total(const char *what, const meas_t *m, int64_t want)
+{
+    const uint8_t *fg = NULL;
+    size_t fgn = 0;
+    uint64_t total = 0;
+    if (m->code != 200)
+        return;
+    if (pb_field(m->body.data, m->body.data + m->body.len, 1, NULL, &fg, &fgn) != 0 ||
+        pb_field(fg, fg + fgn, 3, &total, NULL, NULL) != 0) {
+        printf("    check: %-44s MISMATCH: no flamegraph.total in the answer\n", what);
+        return;
+    }
+    print_check(what, (int64_t)total, want, "");
+}
+
 int main(int argc, char **argv)
 {
     opts_t o = {0};
@@ -921,7 +1085,7 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     char url[2048], name[256];
-    meas_t m1 = {0}, m24 = {0}, mfg = {0}, mtop = {0}, mr = {0}, mrc = {0}, mrs = {0}, m3 = {0};
+    meas_t m1 = {0}, m24 = {0}, mfg = {0}, mtop = {0}, mr = {0}, mrc = {0}, mrs = {0}, m3 = {0}, mc24 = {0}, mc3 = {0}, mcs = {0};
 
     /* 1. 1 h of one series, pprof */
     profile_url(url, sizeof(url), srv.url, one_sel, a1, n1, "pprof");
@@ -1067,6 +1231,35 @@ int main(int argc, char **argv)
     check_pprof("cpu total of the merged profile", &m3, gen_sum(&o, 0, o.series, a3, n3, 1));
     fflush(stdout);
 
+    /* 5. Grafana's flame graph call: SelectMergeStacktraces over Connect (binary, max_nodes 16384) */
+    ps_buf_t creq = PS_BUF_INIT;
+    char cone[256], call_sel[64];
+    snprintf(cone, sizeof(cone), "{instance=\"host-000\"}");
+    snprintf(call_sel, sizeof(call_sel), "{}");
+    snprintf(url, sizeof(url), "%s/querier.v1.QuerierService/SelectMergeStacktraces", srv.url);
+    merge_request(&creq, cpu_type, cone, 0, o.pps);
+    q_post = &creq;
+    snprintf(name, sizeof(name), "Connect SelectMergeStacktraces %s one series", h24);
+    measure(srv.pid, url, o.runs, &mc24);
+    print_meas(name, &mc24, 0.100, o.pps);
+    check_connect_total("flamegraph.total", &mc24, want24);
+    fflush(stdout);
+    merge_request(&creq, cpu_type, call_sel, a3, n3);
+    snprintf(name, sizeof(name), "Connect SelectMergeStacktraces %s all %u series", h3, o.series);
+    measure(srv.pid, url, o.runs, &mc3);
+    print_meas(name, &mc3, 1.0, (uint64_t)n3 * o.series);
+    check_connect_total("flamegraph.total", &mc3, gen_sum(&o, 0, o.series, a3, n3, 1));
+    /* Grafana's time series: SelectSeries 24 h of all series, 60 s step, group_by instance */
+    snprintf(url, sizeof(url), "%s/querier.v1.QuerierService/SelectSeries", srv.url);
+    series_request(&creq, cpu_type, call_sel, o.pps, "instance", 60);
+    snprintf(name, sizeof(name), "Connect SelectSeries %s all %u series, 60 s, by instance", h24, o.series);
+    measure(srv.pid, url, o.runs, &mcs);
+    print_meas(name, &mcs, 0, 0);
+    check_connect_series("sum of all points", &mcs, all_cpu);
+    q_post = NULL;
+    ps_buf_dispose(&creq);
+    fflush(stdout);
+
     ps_bench_proc_read(srv.pid, &pr);
     printf("  server                 RSS %.0f MiB (peak %.0f MiB) after the queries\n", (double)pr.vm_rss_kb / 1024,
            (double)pr.vm_hwm_kb / 1024);
@@ -1092,6 +1285,16 @@ int main(int argc, char **argv)
         printf("  %s merge over all series (pprof)      %s   target < 2 s: %s\n", h3, fmt_time(m3.med, a, sizeof(a)),
                mark(m3.med < 2));
 
+    if (mc24.code == 200)
+        printf("  Connect SelectMergeStacktraces %s one series %s   target < 100 ms: %s\n", h24,
+               fmt_time(mc24.med, a, sizeof(a)), mark(mc24.med < 0.1));
+    if (mc3.code == 200)
+        printf("  Connect SelectMergeStacktraces %s all %u series %s   target < 1 s: %s\n", h3, o.series,
+               fmt_time(mc3.med, a, sizeof(a)), mark(mc3.med < 1));
+    if (mcs.code == 200)
+        printf("  Connect SelectSeries %s all %u series, 60 s, by instance %s\n", h24, o.series,
+               fmt_time(mcs.med, a, sizeof(a)));
+
     int rc = ps_bench_server_stop(&srv);
     if (rc != 0) {
         char why[128];
@@ -1099,7 +1302,7 @@ int main(int argc, char **argv)
         printf("  (profstore shutdown: %s; log: %s)\n", why, log);
     }
     printf("  data kept in %s for the next run (--reload to load again; rm -rf it to free the space)\n", dir);
-    meas_t *all[] = {&m1, &m24, &mfg, &mtop, &mr, &mrc, &mrs, &m3};
+    meas_t *all[] = {&m1, &m24, &mfg, &mtop, &mr, &mrc, &mrs, &m3, &mc24, &mc3, &mcs};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         ps_buf_dispose(&all[i]->body);
     ps_buf_dispose(&mb);

@@ -676,7 +676,8 @@ static int check_size(size_t n, ps_err_t *err)
     return 0;
 }
 
-int ps_selector_parse(const char *s, size_t n, ps_arena_t *arena, ps_selector_t *out, ps_err_t *err)
+static int parse_selector(const char *s, size_t n, bool need_non_empty, ps_arena_t *arena, ps_selector_t *out,
+                          ps_err_t *err)
 {
     ps_psr_t p;
     int rc;
@@ -698,7 +699,7 @@ int ps_selector_parse(const char *s, size_t n, ps_arena_t *arena, ps_selector_t 
             non_empty |= !out->m[i].matches_empty;
         if (p.tok.type != T_EOF)
             ps_psr_unexpected(&p, p.tok, NULL, NULL);
-        else if (!non_empty)
+        else if (!non_empty && need_non_empty)
             ps_psr_perr(&p, t.pos, "vector selector must contain at least one non-empty matcher");
     }
     if (p.rc != 0) {
@@ -708,6 +709,16 @@ int ps_selector_parse(const char *s, size_t n, ps_arena_t *arena, ps_selector_t 
         return p.rc;
     }
     return 0;
+}
+
+int ps_selector_parse(const char *s, size_t n, ps_arena_t *arena, ps_selector_t *out, ps_err_t *err)
+{
+    return parse_selector(s, n, true, arena, out, err);
+}
+
+int ps_selector_parse_labels(const char *s, size_t n, ps_arena_t *arena, ps_selector_t *out, ps_err_t *err)
+{
+    return parse_selector(s, n, false, arena, out, err);
 }
 
 void ps_selector_dispose(ps_selector_t *sel)

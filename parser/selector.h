@@ -50,6 +50,10 @@ typedef struct ps_selector {
  *  parser.ParseMetricSelector). Limits: 64 KiB of input, 64 matchers. */
 int ps_selector_parse(const char *s, size_t n, ps_arena_t *arena, ps_selector_t *out, ps_err_t *err);
 
+/** As ps_selector_parse, but `{}` and selectors whose every matcher matches "" are taken: a
+ *  Pyroscope label_selector, to which the caller adds a profile type matcher. */
+int ps_selector_parse_labels(const char *s, size_t n, ps_arena_t *arena, ps_selector_t *out, ps_err_t *err);
+
 /** Frees the compiled regexes of the selector's matchers. Safe on NULL. */
 void ps_selector_dispose(ps_selector_t *sel);
 

@@ -33,6 +33,14 @@ typedef struct method {
 
 static const method_t methods[] = {
     {"/push.v1.PusherService/Push", ps_connect_push},
+    {"/querier.v1.QuerierService/ProfileTypes", ps_connect_querier_profile_types},
+    {"/querier.v1.QuerierService/LabelNames", ps_connect_querier_label_names},
+    {"/querier.v1.QuerierService/LabelValues", ps_connect_querier_label_values},
+    {"/querier.v1.QuerierService/Series", ps_connect_querier_series},
+    {"/querier.v1.QuerierService/SelectMergeStacktraces", ps_connect_querier_select_merge_stacktraces},
+    {"/querier.v1.QuerierService/SelectMergeProfile", ps_connect_querier_select_merge_profile},
+    {"/querier.v1.QuerierService/SelectSeries", ps_connect_querier_select_series},
+    {"/querier.v1.QuerierService/Diff", ps_connect_querier_diff},
 };
 
 #define NMETHODS (sizeof(methods) / sizeof(methods[0]))

@@ -102,5 +102,14 @@ int ps_connect_method_index(h2o_iovec_t path);
 
 /** POST /push.v1.PusherService/Push (api_push.c). */
 int ps_connect_push(ps_connect_call_t *c);
+/* api_querier.c: querier.v1.QuerierService */
+int ps_connect_querier_profile_types(ps_connect_call_t *c);
+int ps_connect_querier_label_names(ps_connect_call_t *c);
+int ps_connect_querier_label_values(ps_connect_call_t *c);
+int ps_connect_querier_series(ps_connect_call_t *c);
+int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c);
+int ps_connect_querier_select_merge_profile(ps_connect_call_t *c);
+int ps_connect_querier_select_series(ps_connect_call_t *c);
+int ps_connect_querier_diff(ps_connect_call_t *c);
 
 #endif

@@ -7,8 +7,8 @@
 # prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
 # fuzz_xorchunk (storage/xorchunk.c), fuzz_selector and fuzz_promql (parser/), fuzz_remote
 # (proto/remote.c, snappy), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
-# proto/pyroscope.c, jansson) and fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
-# /ingest) into OUTDIR.
+# proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
+# /ingest) and fuzz_querier (proto/querier.c, proto/pbjson.c) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -114,6 +114,17 @@ if [ -f "$root/src/ingest/pyroscope.c" ] && [ -f "$here/fuzz_pyingest.c" ]; then
         "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
         $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_pyingest"
+fi
+
+# fuzz_querier: the querier.v1 request decoders (proto/querier.c) over proto/pbjson.c (jansson).
+if [ -f "$root/proto/querier.c" ] && [ -f "$here/fuzz_querier.c" ]; then
+    [ -f "$gen/pyroscope_querier.pb-c.c" ] || protoc-c --proto_path="$root/proto" --c_out="$gen" "$root"/proto/pyroscope_*.proto
+    # shellcheck disable=SC2046
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c jansson) \
+        "$here/fuzz_querier.c" "$root/proto/querier.c" "$root/proto/pbjson.c" "$root/proto/pballoc.c" \
+        "$gen/pyroscope_types.pb-c.c" "$gen/pyroscope_google.pb-c.c" "$gen/pyroscope_querier.pb-c.c" \
+        "$root"/src/core/*.c $(pkg-config --libs libprotobuf-c jansson) -lm -lpthread \
+        -o "$out/fuzz_querier"
 fi
 
 echo "$out/fuzz_pprof"

@@ -5,8 +5,9 @@
 # real selectors, fuzz_promql with real queries, fuzz_remote seeded with the captured Prometheus
 # remote-write bodies (as they are and uncompressed), fuzz_remote_read with the captured read
 # requests (likewise), fuzz_connect with the Connect requests it encodes itself (a PushRequest
-# holding a real pprof, binary and JSON; types.v1 requests), fuzz_pyingest with the captured Pyroscope SDK requests (query, Content-Type
-# and body) and a few folded bodies.
+# holding a real pprof, binary and JSON; types.v1 requests), fuzz_pyingest with the captured
+# Pyroscope SDK requests (query, Content-Type and body) and a few folded bodies, fuzz_querier with
+# querier.v1 requests as Grafana sends them (binary and JSON).
 # Exits non-zero if libFuzzer finds a crash, leak or timeout; the reproducer is left in the output
 # directory (crash-*, leak-*, timeout-*).
 #
@@ -17,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_querier"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 
 if [ -n "${PS_TESTDATA:-}" ] && [ -d "$PS_TESTDATA/pprof" ]; then
@@ -114,6 +115,15 @@ for t in $targets; do
           printf '\r\n--b0\r\nContent-Disposition: form-data; name="sample_type_config"; filename="sample_type_config.json"\r\n\r\n'
           printf '{"contentions":{"display-name":"mutex_count"},"delay":{"display-name":"mutex_duration"}}\r\n--b0--\r\n'
         } > "$corpus/go-mutex" ;;
+    fuzz_querier)
+        # first byte: bits 0-2 the message, bit 3 protojson (fuzz_querier.c)
+        printf '\000\010\350\007\020\240\037' > "$corpus/profile-types"
+        printf '\001\012\002{}\020\001\030\002' > "$corpus/label-names"
+        printf '\002\012\010instance\022\002{}' > "$corpus/label-values"
+        printf '\004\012\011a:b:c:d:e\022\002{}\030\001\040\002\050\200\200\001' > "$corpus/merge"
+        printf '\007\012\001x\052\003pod\061\000\000\000\000\000\000\056\100\070\001\110\003' > "$corpus/series"
+        printf '\014{"profileTypeID":"a:b:c:d:e","labelSelector":"{}","start":"1","maxNodes":16384,"format":"PROFILE_FORMAT_PPROF"}' > "$corpus/merge-json"
+        printf '\017{"groupBy":["pod"],"step":15.5,"aggregation":"TIME_SERIES_AGGREGATION_TYPE_AVERAGE","limit":"3"}' > "$corpus/series-json" ;;
     esac
     echo "run.sh: fuzzing $t for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
     (cd "$out" && "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \

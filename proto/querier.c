@@ -1,0 +1,532 @@
+/*
+ * querier.c - the querier.v1 codec (querier.h): protobuf-c structs of
+ * proto/pyroscope_querier.proto (and types.v1, google.v1) to and from our own types, through
+ * pbjson.h's two codecs. Example (binary), Grafana's health check ProfileTypes(1000, 4000):
+ *
+ *   08 e8 07            1 start 1000
+ *   10 a0 1f            2 end 4000
+ *
+ * and an answer with one type:
+ *
+ *   0a <n>              1 profile_types
+ *     0a <n> "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"   1 ID
+ *     12 0b "process_cpu"                                          2 name
+ *     22 03 "cpu"  2a 0b "nanoseconds"  32 03 "cpu"  3a 0b "nanoseconds"   4-7
+ */
+#include "querier.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pbjson.h"
+#include "pyroscope_google.pb-c.h"
+#include "pyroscope_querier.pb-c.h"
+#include "pyroscope_types.pb-c.h"
+
+static int decode(int codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d, ps_arena_t *arena,
+                  size_t budget, ProtobufCMessage **out, ps_err_t *err)
+{
+    int ret = ps_pb_decode(codec == PS_QR_JSON ? PS_PB_JSON : PS_PB_BINARY, data, n, d, arena, budget, out, err);
+    if (ret != 0)
+        ps_err_prefix(err, "%s", d->name);
+    return ret;
+}
+
+static void encode(int codec, const ProtobufCMessage *m, ps_buf_t *out)
+{
+    ps_pb_encode(codec == PS_QR_JSON ? PS_PB_JSON : PS_PB_BINARY, m, out);
+}
+
+/* protobuf-c's char ** of the arena, read-only from here */
+static const char **strs(char **v, size_t n)
+{
+    (void)n;
+    return (const char **)v;
+}
+
+static void *alloc_ptrs(ps_arena_t *arena, size_t n)
+{
+    return ps_arena_alloc(arena, (n + 1) * sizeof(void *));
+}
+
+/* ---- requests ---- */
+
+int ps_qr_decode_profile_types(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                               ps_qr_labels_req_t *r, ps_err_t *err)
+{
+    ProtobufCMessage *m;
+    memset(r, 0, sizeof(*r));
+    int ret = decode(codec, data, n, &querier__v1__profile_types_request__descriptor, arena, budget, &m, err);
+    if (ret == 0) {
+        const Querier__V1__ProfileTypesRequest *q = (const void *)m;
+        r->start = q->start;
+        r->end = q->end;
+    }
+    return ret;
+}
+
+int ps_qr_decode_label_names(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                             ps_qr_labels_req_t *r, ps_err_t *err)
+{
+    ProtobufCMessage *m;
+    memset(r, 0, sizeof(*r));
+    int ret = decode(codec, data, n, &types__v1__label_names_request__descriptor, arena, budget, &m, err);
+    if (ret == 0) {
+        const Types__V1__LabelNamesRequest *q = (const void *)m;
+        r->nmatchers = (uint32_t)q->n_matchers;
+        r->matchers = strs(q->matchers, q->n_matchers);
+        r->start = q->start;
+        r->end = q->end;
+    }
+    return ret;
+}
+
+int ps_qr_decode_label_values(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                              ps_qr_labels_req_t *r, ps_err_t *err)
+{
+    ProtobufCMessage *m;
+    memset(r, 0, sizeof(*r));
+    int ret = decode(codec, data, n, &types__v1__label_values_request__descriptor, arena, budget, &m, err);
+    if (ret == 0) {
+        const Types__V1__LabelValuesRequest *q = (const void *)m;
+        r->name = q->name;
+        r->nmatchers = (uint32_t)q->n_matchers;
+        r->matchers = strs(q->matchers, q->n_matchers);
+        r->start = q->start;
+        r->end = q->end;
+    }
+    return ret;
+}
+
+int ps_qr_decode_series(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                        ps_qr_labels_req_t *r, ps_err_t *err)
+{
+    ProtobufCMessage *m;
+    memset(r, 0, sizeof(*r));
+    int ret = decode(codec, data, n, &querier__v1__series_request__descriptor, arena, budget, &m, err);
+    if (ret == 0) {
+        const Querier__V1__SeriesRequest *q = (const void *)m;
+        r->nmatchers = (uint32_t)q->n_matchers;
+        r->matchers = strs(q->matchers, q->n_matchers);
+        r->nlabel_names = (uint32_t)q->n_label_names;
+        r->label_names = strs(q->label_names, q->n_label_names);
+        r->start = q->start;
+        r->end = q->end;
+    }
+    return ret;
+}
+
+static void merge_req(const Querier__V1__SelectMergeStacktracesRequest *q, ps_qr_merge_req_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->type_id = "";
+    r->label_selector = "";
+    r->format = PS_QR_FORMAT_FLAMEGRAPH;
+    if (q == NULL)
+        return;
+    r->type_id = q->profile_typeid;
+    r->label_selector = q->label_selector;
+    r->start = q->start;
+    r->end = q->end;
+    r->has_max_nodes = q->_max_nodes_case == QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST___MAX_NODES_MAX_NODES;
+    r->max_nodes = r->has_max_nodes ? q->max_nodes : 0;
+    r->format = q->format == 0 ? PS_QR_FORMAT_FLAMEGRAPH : (int)q->format;
+    r->has_stack_trace_selector = q->_stack_trace_selector_case ==
+                                      QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR &&
+                                  q->stack_trace_selector != NULL &&
+                                  (q->stack_trace_selector->n_call_site > 0 || q->stack_trace_selector->go_pgo != NULL);
+    r->nprofile_ids = (uint32_t)q->n_profile_id_selector;
+}
+
+int ps_qr_decode_merge_stacktraces(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                                   ps_qr_merge_req_t *r, ps_err_t *err)
+{
+    ProtobufCMessage *m;
+    int ret = decode(codec, data, n, &querier__v1__select_merge_stacktraces_request__descriptor, arena, budget, &m, err);
+    merge_req(ret == 0 ? (const void *)m : NULL, r);
+    return ret;
+}
+
+int ps_qr_decode_merge_profile(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                               ps_qr_merge_req_t *r, ps_err_t *err)
+{
+    ProtobufCMessage *m;
+    merge_req(NULL, r);
+    int ret = decode(codec, data, n, &querier__v1__select_merge_profile_request__descriptor, arena, budget, &m, err);
+    if (ret == 0) {
+        const Querier__V1__SelectMergeProfileRequest *q = (const void *)m;
+        r->type_id = q->profile_typeid;
+        r->label_selector = q->label_selector;
+        r->start = q->start;
+        r->end = q->end;
+        r->has_max_nodes = q->_max_nodes_case == QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST___MAX_NODES_MAX_NODES;
+        r->max_nodes = r->has_max_nodes ? q->max_nodes : 0;
+        r->format = PS_QR_FORMAT_PPROF;
+        r->has_stack_trace_selector =
+            q->_stack_trace_selector_case ==
+                QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR &&
+            q->stack_trace_selector != NULL &&
+            (q->stack_trace_selector->n_call_site > 0 || q->stack_trace_selector->go_pgo != NULL);
+        r->nprofile_ids = (uint32_t)q->n_profile_id_selector;
+    }
+    return ret;
+}
+
+int ps_qr_decode_diff(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget, ps_qr_merge_req_t *left,
+                      ps_qr_merge_req_t *right, ps_err_t *err)
+{
+    ProtobufCMessage *m;
+    int ret = decode(codec, data, n, &querier__v1__diff_request__descriptor, arena, budget, &m, err);
+    const Querier__V1__DiffRequest *q = ret == 0 ? (const void *)m : NULL;
+    merge_req(q ? q->left : NULL, left);
+    merge_req(q ? q->right : NULL, right);
+    return ret;
+}
+
+int ps_qr_decode_select_series(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                               ps_qr_series_req_t *r, ps_err_t *err)
+{
+    ProtobufCMessage *m;
+    memset(r, 0, sizeof(*r));
+    r->type_id = r->label_selector = "";
+    int ret = decode(codec, data, n, &querier__v1__select_series_request__descriptor, arena, budget, &m, err);
+    if (ret == 0) {
+        const Querier__V1__SelectSeriesRequest *q = (const void *)m;
+        r->type_id = q->profile_typeid;
+        r->label_selector = q->label_selector;
+        r->start = q->start;
+        r->end = q->end;
+        r->ngroup_by = (uint32_t)q->n_group_by;
+        r->group_by = strs(q->group_by, q->n_group_by);
+        r->step = q->step;
+        if (q->_aggregation_case == QUERIER__V1__SELECT_SERIES_REQUEST___AGGREGATION_AGGREGATION)
+            r->aggregation = (int)q->aggregation;
+        r->average = r->aggregation == TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE;
+        r->has_limit = q->_limit_case == QUERIER__V1__SELECT_SERIES_REQUEST___LIMIT_LIMIT;
+        r->limit = r->has_limit ? q->limit : 0;
+        r->has_stack_trace_selector =
+            q->_stack_trace_selector_case == QUERIER__V1__SELECT_SERIES_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR &&
+            q->stack_trace_selector != NULL &&
+            (q->stack_trace_selector->n_call_site > 0 || q->stack_trace_selector->go_pgo != NULL);
+    }
+    return ret;
+}
+
+/* ---- answers ---- */
+
+/* the parts of a profile type id, split at ':' (5 or 6 parts); 0 or -1 */
+static int type_parts(const char *id, ps_arena_t *arena, char *parts[6])
+{
+    int k = 0;
+    size_t n = strlen(id), start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i == n || id[i] == ':') {
+            if (k == 6)
+                return -1;
+            parts[k++] = ps_arena_strndup(arena, id + start, i - start);
+            start = i + 1;
+        }
+    }
+    return k >= 5 ? 0 : -1;
+}
+
+void ps_qr_encode_profile_types(int codec, const char *const *ids, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
+{
+    Querier__V1__ProfileTypesResponse res = QUERIER__V1__PROFILE_TYPES_RESPONSE__INIT;
+    Types__V1__ProfileType **v = alloc_ptrs(arena, n);
+    Types__V1__ProfileType *pt = ps_arena_alloc(arena, (n + 1) * sizeof(*pt));
+    for (uint32_t i = 0; i < n; i++) {
+        char *parts[6];
+        if (type_parts(ids[i], arena, parts) != 0)
+            continue;
+        Types__V1__ProfileType *t = &pt[res.n_profile_types];
+        *t = (Types__V1__ProfileType)TYPES__V1__PROFILE_TYPE__INIT;
+        t->id = (char *)ids[i];
+        t->name = parts[0];
+        t->sample_type = parts[1];
+        t->sample_unit = parts[2];
+        t->period_type = parts[3];
+        t->period_unit = parts[4];
+        v[res.n_profile_types++] = t;
+    }
+    res.profile_types = v;
+    encode(codec, &res.base, out);
+}
+
+void ps_qr_encode_names(int codec, const char *const *names, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
+{
+    (void)arena;
+    Types__V1__LabelNamesResponse res = TYPES__V1__LABEL_NAMES_RESPONSE__INIT;
+    res.n_names = n;
+    res.names = (char **)names;
+    encode(codec, &res.base, out);
+}
+
+static Types__V1__LabelPair **label_pairs(const ps_labels_t *ls, ps_arena_t *arena)
+{
+    Types__V1__LabelPair **v = alloc_ptrs(arena, ls->n);
+    Types__V1__LabelPair *p = ps_arena_alloc(arena, (ls->n + 1) * sizeof(*p));
+    for (uint32_t k = 0; k < ls->n; k++) {
+        p[k] = (Types__V1__LabelPair)TYPES__V1__LABEL_PAIR__INIT;
+        p[k].name = (char *)ls->pairs[k].name;
+        p[k].value = (char *)ls->pairs[k].value;
+        v[k] = &p[k];
+    }
+    return v;
+}
+
+void ps_qr_encode_series(int codec, const ps_labels_t *sets, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
+{
+    Querier__V1__SeriesResponse res = QUERIER__V1__SERIES_RESPONSE__INIT;
+    Types__V1__Labels **v = alloc_ptrs(arena, n);
+    Types__V1__Labels *l = ps_arena_alloc(arena, (n + 1) * sizeof(*l));
+    for (uint32_t i = 0; i < n; i++) {
+        l[i] = (Types__V1__Labels)TYPES__V1__LABELS__INIT;
+        l[i].n_labels = sets[i].n;
+        l[i].labels = label_pairs(&sets[i], arena);
+        v[i] = &l[i];
+    }
+    res.n_labels_set = n;
+    res.labels_set = v;
+    encode(codec, &res.base, out);
+}
+
+static Querier__V1__Level **levels(const ps_qr_flamegraph_t *fg, ps_arena_t *arena)
+{
+    Querier__V1__Level **v = alloc_ptrs(arena, fg->nlevels);
+    Querier__V1__Level *l = ps_arena_alloc(arena, (fg->nlevels + 1) * sizeof(*l));
+    for (uint32_t i = 0; i < fg->nlevels; i++) {
+        l[i] = (Querier__V1__Level)QUERIER__V1__LEVEL__INIT;
+        l[i].n_values = fg->level_n[i];
+        l[i].values = fg->levels[i];
+        v[i] = &l[i];
+    }
+    return v;
+}
+
+void ps_qr_encode_flamegraph(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena, ps_buf_t *out)
+{
+    Querier__V1__FlameGraph g = QUERIER__V1__FLAME_GRAPH__INIT;
+    g.n_names = fg->nnames;
+    g.names = (char **)fg->names;
+    g.n_levels = fg->nlevels;
+    g.levels = levels(fg, arena);
+    g.total = fg->total;
+    g.max_self = fg->max_self;
+    Querier__V1__SelectMergeStacktracesResponse res = QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
+    res.flamegraph = &g;
+    encode(codec, &res.base, out);
+}
+
+void ps_qr_encode_diff(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena, ps_buf_t *out)
+{
+    Querier__V1__FlameGraphDiff g = QUERIER__V1__FLAME_GRAPH_DIFF__INIT;
+    g.n_names = fg->nnames;
+    g.names = (char **)fg->names;
+    g.n_levels = fg->nlevels;
+    g.levels = levels(fg, arena);
+    g.total = fg->total;
+    g.max_self = fg->max_self;
+    g.leftticks = fg->left_ticks;
+    g.rightticks = fg->right_ticks;
+    Querier__V1__DiffResponse res = QUERIER__V1__DIFF_RESPONSE__INIT;
+    res.flamegraph = &g;
+    encode(codec, &res.base, out);
+}
+
+/* ---- TREE: Pyroscope's tree bytes (pkg/model/tree.go, FunctionNameTree.MarshalTruncate) ----
+ *
+ * Pre-order from a virtual root (name "", self 0), each node's children pushed on a stack in name
+ * order (bytewise) and so written last first; per node:
+ *
+ *   uvarint len(name) | name | uvarint self | uvarint number of children
+ *
+ * Made from the flame graph (already cut to max_nodes, with its "other" nodes): its root "total"
+ * is the virtual root. Two siblings of the same name (a function called "other" beside the cut
+ * ones) are written as one when one of them has no children (Pyroscope's insert merges them). */
+
+typedef struct tnode {
+    const char *name;
+    int64_t self;
+    uint32_t level, first, n; /* children: level + 1, [first, first + n) */
+} tnode_t;
+
+static void put_uvarint(ps_buf_t *b, uint64_t v)
+{
+    uint8_t t[10];
+    size_t n = 0;
+    do {
+        t[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    ps_buf_append(b, t, n);
+}
+
+typedef struct kid {
+    const char *name;
+    uint32_t i;
+} kid_t;
+
+static int cmp_kid(const void *a, const void *b)
+{
+    return strcmp(((const kid_t *)a)->name, ((const kid_t *)b)->name);
+}
+
+/* The nodes of each level with their children ranges, from the delta-encoded levels. */
+static int tree_nodes(const ps_qr_flamegraph_t *fg, ps_arena_t *arena, tnode_t **lv, uint32_t *cnt, ps_err_t *err)
+{
+    for (uint32_t l = 0; l < fg->nlevels; l++) {
+        uint32_t n = fg->level_n[l] / 4;
+        cnt[l] = n;
+        lv[l] = ps_arena_calloc(arena, n + 1, sizeof(tnode_t));
+        const int64_t *v = fg->levels[l];
+        for (uint32_t i = 0; i < n; i++) {
+            if (v[4 * i + 3] < 0 || (uint64_t)v[4 * i + 3] >= fg->nnames)
+                return ps_err_set(err, PS_EINTERNAL, "flame graph level %u node %u: name index out of range", l, i);
+            lv[l][i] = (tnode_t){fg->names[v[4 * i + 3]], v[4 * i + 2], l, 0, 0};
+        }
+    }
+    /* children: a parent's are the next level's nodes whose start is within it, in order */
+    for (uint32_t l = 0; l + 1 < fg->nlevels; l++) {
+        const int64_t *pv = fg->levels[l], *cv = fg->levels[l + 1];
+        int64_t px = 0, cx = 0, pend = 0;
+        uint32_t c = 0;
+        for (uint32_t i = 0; i < cnt[l]; i++) {
+            px = pend + pv[4 * i];
+            pend = px + pv[4 * i + 1];
+            lv[l][i].first = c;
+            while (c < cnt[l + 1]) {
+                int64_t x = cx + cv[4 * c];
+                if (x >= pend)
+                    break;
+                cx = x + cv[4 * c + 1];
+                c++;
+            }
+            lv[l][i].n = c - lv[l][i].first;
+        }
+    }
+    return 0;
+}
+
+int ps_qr_encode_tree(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena, ps_buf_t *out, ps_err_t *err)
+{
+    ps_buf_t tree = PS_BUF_INIT;
+    int ret = 0;
+    if (fg->nlevels > 0 && fg->total > 0) {
+        tnode_t **lv = ps_arena_calloc(arena, fg->nlevels, sizeof(tnode_t *));
+        uint32_t *cnt = ps_arena_calloc(arena, fg->nlevels, sizeof(uint32_t)), total = 0;
+        if ((ret = tree_nodes(fg, arena, lv, cnt, err)) != 0)
+            return ret;
+        for (uint32_t l = 0; l < fg->nlevels; l++)
+            total += cnt[l];
+        /* the stack of (level, index) still to write */
+        uint32_t *stack = ps_xmalloc(((size_t)total + 1) * 2 * sizeof(uint32_t)), sp = 0;
+        kid_t *kids = ps_xmalloc(((size_t)total + 1) * sizeof(kid_t));
+        stack[sp++] = 0;
+        stack[sp++] = 0;
+        while (sp > 0) {
+            uint32_t i = stack[--sp], l = stack[--sp];
+            const tnode_t *t = &lv[l][i];
+            const char *name = l == 0 ? "" : t->name;
+            int64_t self = t->self;
+            uint32_t nk = 0;
+            if (l + 1 < fg->nlevels) {
+                tnode_t *c = lv[l + 1];
+                for (uint32_t k = 0; k < t->n; k++)
+                    kids[nk++] = (kid_t){c[t->first + k].name, t->first + k};
+                qsort(kids, nk, sizeof(kid_t), cmp_kid);
+                /* same-name siblings: a leaf folds into its namesake */
+                uint32_t m = 0;
+                for (uint32_t k = 0; k < nk; k++) {
+                    uint32_t a = m > 0 ? kids[m - 1].i : 0, b = kids[k].i;
+                    if (m > 0 && strcmp(c[a].name, c[b].name) == 0 && (c[a].n == 0 || c[b].n == 0)) {
+                        uint32_t keep = c[b].n ? b : a, drop = keep == b ? a : b;
+                        c[keep].self += c[drop].self;
+                        kids[m - 1].i = keep;
+                        continue;
+                    }
+                    kids[m++] = kids[k];
+                }
+                nk = m;
+            }
+            put_uvarint(&tree, strlen(name));
+            ps_buf_append(&tree, name, strlen(name));
+            put_uvarint(&tree, self < 0 ? 0 : (uint64_t)self);
+            put_uvarint(&tree, nk);
+            for (uint32_t k = 0; k < nk; k++) {
+                stack[sp++] = l + 1;
+                stack[sp++] = kids[k].i;
+            }
+        }
+        free(stack);
+        free(kids);
+    }
+    Querier__V1__SelectMergeStacktracesResponse res = QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
+    res.tree.data = tree.data;
+    res.tree.len = tree.len;
+    encode(codec, &res.base, out);
+    ps_buf_dispose(&tree);
+    return 0;
+}
+
+/* our own pprof bytes as a google.v1.Profile message (no budget: they are ours) */
+static int google_profile(const void *pprof, size_t n, ps_arena_t *arena, Google__V1__Profile **p, ps_err_t *err)
+{
+    ProtobufCMessage *m;
+    int ret = ps_pb_decode(PS_PB_BINARY, pprof, n, &google__v1__profile__descriptor, arena, (size_t)1 << 40, &m, err);
+    *p = ret == 0 ? (Google__V1__Profile *)m : NULL;
+    return ret;
+}
+
+int ps_qr_encode_merge_pprof(int codec, const void *pprof, size_t n, ps_arena_t *arena, ps_buf_t *out, ps_err_t *err)
+{
+    Google__V1__Profile *p;
+    int ret = google_profile(pprof, n, arena, &p, err);
+    if (ret != 0)
+        return ret;
+    Querier__V1__PprofProfile pp = QUERIER__V1__PPROF_PROFILE__INIT;
+    pp.profile = p;
+    Querier__V1__SelectMergeStacktracesResponse res = QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
+    res.pprof = &pp;
+    encode(codec, &res.base, out);
+    return 0;
+}
+
+int ps_qr_encode_profile(int codec, const void *pprof, size_t n, ps_arena_t *arena, ps_buf_t *out, ps_err_t *err)
+{
+    if (codec != PS_QR_JSON) {
+        ps_buf_append(out, pprof, n); /* google.v1.Profile is perftools.profiles.Profile on the wire */
+        return 0;
+    }
+    Google__V1__Profile *p;
+    int ret = google_profile(pprof, n, arena, &p, err);
+    if (ret == 0)
+        encode(codec, &p->base, out);
+    return ret;
+}
+
+void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
+{
+    Querier__V1__SelectSeriesResponse res = QUERIER__V1__SELECT_SERIES_RESPONSE__INIT;
+    Types__V1__Series **v = alloc_ptrs(arena, n);
+    Types__V1__Series *ser = ps_arena_alloc(arena, (n + 1) * sizeof(*ser));
+    for (uint32_t i = 0; i < n; i++) {
+        ser[i] = (Types__V1__Series)TYPES__V1__SERIES__INIT;
+        ser[i].n_labels = s[i].labels.n;
+        ser[i].labels = label_pairs(&s[i].labels, arena);
+        Types__V1__Point **pv = alloc_ptrs(arena, s[i].n);
+        Types__V1__Point *pt = ps_arena_alloc(arena, ((size_t)s[i].n + 1) * sizeof(*pt));
+        for (uint32_t k = 0; k < s[i].n; k++) {
+            pt[k] = (Types__V1__Point)TYPES__V1__POINT__INIT;
+            pt[k].value = s[i].points[k].v;
+            pt[k].timestamp = s[i].points[k].t;
+            pv[k] = &pt[k];
+        }
+        ser[i].n_points = s[i].n;
+        ser[i].points = pv;
+        v[i] = &ser[i];
+    }
+    res.n_series = n;
+    res.series = v;
+    encode(codec, &res.base, out);
+}

@@ -1,0 +1,139 @@
+/*
+ * querier.h - the querier.v1.QuerierService messages (proto/pyroscope_querier.proto, APIS.md
+ * §4.4) as our own C types: each request decoded from a Connect body (binary protobuf or
+ * protojson, ps_pb_codec_t), each answer encoded in the request's codec. Generated protobuf-c
+ * structs stay inside proto/querier.c.
+ *
+ * Decoded strings and arrays come from the caller's arena; decoding counts its allocations against
+ * a budget (PS_ETOOBIG past it) and fails with PS_EINVAL and a message that names the message and
+ * says where ("querier.v1.SelectSeriesRequest: protobuf: ...", "...: json: line 1 column 9: ...").
+ */
+#ifndef PS_PROTO_QUERIER_H
+#define PS_PROTO_QUERIER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/labels.h"
+#include "core/mem.h"
+
+/** The codec of a Connect body: 0 binary protobuf, 1 protojson (ps_pb_codec_t's values). */
+enum { PS_QR_BINARY = 0, PS_QR_JSON = 1 };
+
+/* ---- requests ---- */
+
+/** ProfileTypesRequest, and the range of LabelNames/LabelValues/Series. Times in ms. */
+typedef struct ps_qr_labels_req {
+    const char *name;          /* LabelValues: the label; else NULL */
+    uint32_t nmatchers;
+    const char **matchers;     /* selectors */
+    uint32_t nlabel_names;     /* Series: names to keep */
+    const char **label_names;
+    int64_t start, end;
+} ps_qr_labels_req_t;
+
+enum { PS_QR_FORMAT_FLAMEGRAPH = 1, PS_QR_FORMAT_TREE = 2, PS_QR_FORMAT_DOT = 3, PS_QR_FORMAT_PPROF = 4 };
+
+/** SelectMergeStacktracesRequest, SelectMergeProfileRequest, a side of DiffRequest. */
+typedef struct ps_qr_merge_req {
+    const char *type_id;        /* profile_typeID ("" when absent) */
+    const char *label_selector;
+    int64_t start, end;         /* ms */
+    bool has_max_nodes;
+    int64_t max_nodes;
+    int format;                 /* PS_QR_FORMAT_*; UNSPECIFIED (0) reads as FLAMEGRAPH */
+    bool has_stack_trace_selector;
+    uint32_t nprofile_ids;      /* profile_id_selector entries */
+} ps_qr_merge_req_t;
+
+/** SelectSeriesRequest. */
+typedef struct ps_qr_series_req {
+    const char *type_id;
+    const char *label_selector;
+    int64_t start, end;         /* ms */
+    uint32_t ngroup_by;
+    const char **group_by;
+    double step;                /* seconds */
+    bool average;               /* aggregation AVERAGE (absent or SUM: false) */
+    int aggregation;            /* the enum's number as sent (0 SUM, 1 AVERAGE, other: unknown) */
+    bool has_limit;
+    int64_t limit;
+    bool has_stack_trace_selector;
+} ps_qr_series_req_t;
+
+/** ProfileTypesRequest (start, end) into r (the rest zero). */
+int ps_qr_decode_profile_types(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                               ps_qr_labels_req_t *r, ps_err_t *err);
+/** types.v1.LabelNamesRequest. */
+int ps_qr_decode_label_names(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                             ps_qr_labels_req_t *r, ps_err_t *err);
+/** types.v1.LabelValuesRequest. */
+int ps_qr_decode_label_values(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                              ps_qr_labels_req_t *r, ps_err_t *err);
+/** SeriesRequest. */
+int ps_qr_decode_series(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                        ps_qr_labels_req_t *r, ps_err_t *err);
+/** SelectMergeStacktracesRequest. */
+int ps_qr_decode_merge_stacktraces(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                                   ps_qr_merge_req_t *r, ps_err_t *err);
+/** SelectMergeProfileRequest (format reads as PPROF). */
+int ps_qr_decode_merge_profile(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                               ps_qr_merge_req_t *r, ps_err_t *err);
+/** DiffRequest: its two sides (an absent side reads as an empty request). */
+int ps_qr_decode_diff(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget, ps_qr_merge_req_t *left,
+                      ps_qr_merge_req_t *right, ps_err_t *err);
+/** SelectSeriesRequest. */
+int ps_qr_decode_select_series(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                               ps_qr_series_req_t *r, ps_err_t *err);
+
+/* ---- answers (appended to out in codec) ---- */
+
+/** ProfileTypesResponse: one types.v1.ProfileType per id (ID verbatim, the other fields its
+ *  parts: name, sample_type, sample_unit, period_type, period_unit). ids that are not profile
+ *  type ids are skipped. */
+void ps_qr_encode_profile_types(int codec, const char *const *ids, uint32_t n, ps_arena_t *arena, ps_buf_t *out);
+/** LabelNamesResponse / LabelValuesResponse (the same message shape: names). */
+void ps_qr_encode_names(int codec, const char *const *names, uint32_t n, ps_arena_t *arena, ps_buf_t *out);
+/** SeriesResponse: labels_set (field 2). */
+void ps_qr_encode_series(int codec, const ps_labels_t *sets, uint32_t n, ps_arena_t *arena, ps_buf_t *out);
+
+/** One flame graph (render's ps_flamegraph_t, field for field). */
+typedef struct ps_qr_flamegraph {
+    uint32_t nnames;
+    const char **names;
+    uint32_t nlevels;
+    const uint32_t *level_n;    /* values per level */
+    int64_t *const *levels;     /* level i: level_n[i] int64s */
+    int64_t total, max_self;
+    int64_t left_ticks, right_ticks; /* a diff's */
+} ps_qr_flamegraph_t;
+
+/** SelectMergeStacktracesResponse with flamegraph (field 1). */
+void ps_qr_encode_flamegraph(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena, ps_buf_t *out);
+/** SelectMergeStacktracesResponse with tree (field 2): Pyroscope's tree bytes of fg (4 values
+ *  per node), see querier.c. PS_EINTERNAL if fg is not a well-formed flame graph. */
+int ps_qr_encode_tree(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena, ps_buf_t *out, ps_err_t *err);
+/** DiffResponse: a FlameGraphDiff (7 values per node, leftTicks, rightTicks). */
+void ps_qr_encode_diff(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena, ps_buf_t *out);
+/** SelectMergeStacktracesResponse with pprof {profile} (field 5) from an uncompressed pprof. */
+int ps_qr_encode_merge_pprof(int codec, const void *pprof, size_t n, ps_arena_t *arena, ps_buf_t *out, ps_err_t *err);
+/** google.v1.Profile (SelectMergeProfile's answer) from an uncompressed pprof: binary is the
+ *  pprof's bytes themselves. */
+int ps_qr_encode_profile(int codec, const void *pprof, size_t n, ps_arena_t *arena, ps_buf_t *out, ps_err_t *err);
+
+/** One series of SelectSeriesResponse. */
+typedef struct ps_qr_point {
+    int64_t t; /* ms */
+    double v;
+} ps_qr_point_t;
+typedef struct ps_qr_series {
+    ps_labels_t labels;
+    uint32_t n;
+    const ps_qr_point_t *points;
+} ps_qr_series_t;
+/** SelectSeriesResponse. */
+void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out);
+
+#endif

@@ -1,0 +1,509 @@
+/*
+ * querier.c - Pyroscope's querier semantics over the query engine (see querier.h).
+ */
+#include "querier.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hash.h"
+
+#define NS_PER_MS 1000000
+#define MS_MAX (INT64_MAX / NS_PER_MS - 1)
+
+int ps_querier_range(int64_t start_ms, int64_t end_ms, int64_t *start_ns, int64_t *end_ns, ps_err_t *err)
+{
+    if (start_ms == 0 && end_ms == 0) {
+        *start_ns = INT64_MIN;
+        *end_ns = INT64_MAX;
+        return 0;
+    }
+    if (start_ms > end_ms)
+        return ps_err_set(err, PS_EINVAL, "start (%lld ms) is after end (%lld ms)", (long long)start_ms,
+                          (long long)end_ms);
+    if (start_ms < -MS_MAX || end_ms > MS_MAX)
+        return ps_err_set(err, PS_EINVAL, "%s (%lld ms) is out of range (ms since 1970 within +-%lld)",
+                          start_ms < -MS_MAX ? "start" : "end", (long long)(start_ms < -MS_MAX ? start_ms : end_ms),
+                          (long long)MS_MAX);
+    *start_ns = start_ms * NS_PER_MS;
+    *end_ns = end_ms * NS_PER_MS + (NS_PER_MS - 1);
+    return 0;
+}
+
+int ps_querier_selector(const char *type_id, const char *label_selector, const char *field, ps_arena_t *arena,
+                        ps_selector_t *out, ps_err_t *err)
+{
+    const char *s = label_selector && label_selector[0] ? label_selector : "{}";
+    memset(out, 0, sizeof(*out));
+    if (type_id != NULL) {
+        const char *parts[6];
+        if (ps_profile_type_parts(type_id, arena, parts) != 0)
+            return ps_err_set(err, PS_EINVAL,
+                              "profile_typeID: \"%.200s\" is not a profile type id "
+                              "(name:sample_type:sample_unit:period_type:period_unit[:delta]; ProfileTypes lists them)",
+                              type_id);
+    }
+    ps_selector_t sel;
+    int ret = ps_selector_parse_labels(s, strlen(s), arena, &sel, err);
+    if (ret != 0)
+        return ps_err_prefix(err, "%s", field);
+    for (uint32_t i = 0; i < sel.n; i++)
+        if (strcmp(sel.m[i].name, "__profile_type__") == 0) { /* Pyroscope's name of the type label */
+            sel.m[i].name = "__name__";
+            sel.m[i].nlen = 8;
+        }
+    if (type_id == NULL) {
+        *out = sel;
+        return 0;
+    }
+    out->n = sel.n + 1;
+    out->m = ps_arena_alloc(arena, out->n * sizeof(ps_matcher_t));
+    out->m[0] = (ps_matcher_t){.op = PS_MATCH_EQ, .name = "__name__", .nlen = 8, .value = type_id,
+                               .vlen = strlen(type_id)};
+    if (sel.n)
+        memcpy(out->m + 1, sel.m, sel.n * sizeof(ps_matcher_t));
+    return 0;
+}
+
+/* ---- profile types ---- */
+
+typedef struct types_ctx {
+    ps_reader_t *r;
+    int64_t start, end;
+    ps_arena_t *arena;
+    const char **v;
+    uint32_t n, cap;
+    ps_err_t *err;
+} types_ctx_t;
+
+typedef struct has_ctx {
+    ps_reader_t *r;
+    int64_t start, end;
+    ps_err_t *err;
+} has_ctx_t;
+
+/* 1 (stop) at the first series with data in the range */
+static int on_type_series(void *ctx, uint64_t sid)
+{
+    has_ctx_t *h = ctx;
+    int rc = ps_reader_has_data(h->r, sid, h->start, h->end, h->err);
+    return rc < 0 ? rc : rc > 0 ? 1 : 0;
+}
+
+static int on_type_name(void *ctx, const char *v, size_t n)
+{
+    types_ctx_t *t = ctx;
+    const char *parts[6];
+    char *id = ps_arena_strndup(t->arena, v, n);
+    if (ps_profile_type_parts(id, t->arena, parts) != 0)
+        return 0; /* a float series' name */
+    if (t->start != INT64_MIN || t->end != INT64_MAX) {
+        has_ctx_t h = {t->r, t->start, t->end, t->err};
+        int rc = ps_reader_postings(t->r, "__name__", 8, v, n, on_type_series, &h, t->err);
+        if (rc < 0)
+            return rc;
+        if (rc == 0)
+            return 0;
+    }
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 16;
+        const char **nv = ps_arena_alloc(t->arena, t->cap * sizeof(char *));
+        if (t->n)
+            memcpy(nv, t->v, t->n * sizeof(char *));
+        t->v = nv;
+    }
+    t->v[t->n++] = id;
+    return 0;
+}
+
+int ps_querier_profile_types(ps_reader_t *r, int64_t start_ns, int64_t end_ns, ps_arena_t *arena, ps_strlist_t *out,
+                             ps_err_t *err)
+{
+    types_ctx_t t = {r, start_ns, end_ns, arena, NULL, 0, 0, err};
+    int ret = ps_reader_label_values(r, "__name__", 8, on_type_name, &t, err);
+    out->n = ret == 0 ? t.n : 0;
+    out->v = t.v;
+    return ret;
+}
+
+/* ---- series, label names and values ---- */
+
+typedef struct set_builder {
+    ps_series_set_t *out;
+    uint32_t cap, max;
+    ps_arena_t *arena;
+} set_builder_t;
+
+static int set_push(set_builder_t *b, uint64_t sid, const ps_labels_t *ls, ps_err_t *err)
+{
+    ps_series_set_t *s = b->out;
+    if (s->n == b->max)
+        return ps_err_set(err, PS_ELIMIT,
+                          "the matchers select more than %u series (the limit, --query.max-series); narrow them", b->max);
+    if (s->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 64;
+        uint64_t *ns = ps_arena_alloc(b->arena, b->cap * sizeof(uint64_t));
+        ps_labels_t *nl = ps_arena_alloc(b->arena, b->cap * sizeof(ps_labels_t));
+        if (s->n) {
+            memcpy(ns, s->sids, s->n * sizeof(uint64_t));
+            memcpy(nl, s->labels, s->n * sizeof(ps_labels_t));
+        }
+        s->sids = ns;
+        s->labels = nl;
+    }
+    s->sids[s->n] = sid;
+    s->labels[s->n] = *ls;
+    s->n++;
+    return 0;
+}
+
+/* A profile series with data in the range: 1, 0, or an error. */
+static int keep_series(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err)
+{
+    ps_series_kind_t kind;
+    int rc = ps_reader_series_kind(r, sid, &kind, err);
+    if (rc == PS_ENOTFOUND)
+        return 0;
+    if (rc)
+        return rc;
+    if (kind != PS_SERIES_PROFILE)
+        return 0;
+    if (start == INT64_MIN && end == INT64_MAX)
+        return 1;
+    return ps_reader_has_data(r, sid, start, end, err);
+}
+
+typedef struct all_ctx {
+    ps_reader_t *r;
+    int64_t start, end;
+    ps_selector_t *sels;
+    uint32_t nsels;
+    set_builder_t *b;
+    ps_err_t *err;
+} all_ctx_t;
+
+static bool sel_match(ps_selector_t *sel, const ps_labels_t *ls)
+{
+    for (uint32_t k = 0; k < sel->n; k++) {
+        const ps_label_pair_t *p = ps_labels_get(ls, sel->m[k].name);
+        if (!ps_matcher_match(&sel->m[k], p ? p->value : "", p ? p->vlen : 0))
+            return false;
+    }
+    return true;
+}
+
+static int on_any_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
+{
+    all_ctx_t *c = ctx;
+    bool match = c->nsels == 0;
+    for (uint32_t s = 0; s < c->nsels && !match; s++)
+        match = sel_match(&c->sels[s], ls);
+    if (!match)
+        return 0;
+    int rc = keep_series(c->r, sid, c->start, c->end, c->err);
+    if (rc <= 0)
+        return rc;
+    ps_labels_t copy = *ls; /* ls is valid only during the call */
+    copy.pairs = ps_arena_alloc(c->b->arena, (ls->n + 1) * sizeof(ps_label_pair_t));
+    for (uint32_t k = 0; k < ls->n; k++) {
+        copy.pairs[k] = ls->pairs[k];
+        copy.pairs[k].name = ps_arena_strndup(c->b->arena, ls->pairs[k].name, ls->pairs[k].nlen);
+        copy.pairs[k].value = ps_arena_strndup(c->b->arena, ls->pairs[k].value, ls->pairs[k].vlen);
+    }
+    return set_push(c->b, sid, &copy, c->err);
+}
+
+/* Every profile series in the range that matches one of sels (a walk over all series: for
+ * selectors whose matchers all match "", which the label index cannot narrow). */
+static int series_walk(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start, int64_t end,
+                       set_builder_t *b, ps_err_t *err)
+{
+    all_ctx_t c = {r, start, end, sels, nsels, b, err};
+    return ps_reader_series_foreach(r, on_any_series, &c, err);
+}
+
+int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start_ns, int64_t end_ns,
+                      uint32_t max_series, ps_arena_t *arena, ps_series_set_t *out, ps_err_t *err)
+{
+    memset(out, 0, sizeof(*out));
+    set_builder_t b = {out, 0, max_series, arena};
+    bool walk = nsels == 0;
+    for (uint32_t i = 0; i < nsels; i++) {
+        bool non_empty = false;
+        for (uint32_t k = 0; k < sels[i].n; k++)
+            non_empty |= !sels[i].m[k].matches_empty;
+        walk |= !non_empty;
+    }
+    if (walk)
+        return series_walk(r, sels, nsels, start_ns, end_ns, &b, err);
+    ps_series_set_t u;
+    int ret = ps_query_select_union(r, sels, nsels, INT64_MIN, INT64_MAX, UINT32_MAX, arena, &u, err);
+    for (uint32_t i = 0; i < u.n && ret == 0; i++) {
+        int rc = keep_series(r, u.sids[i], start_ns, end_ns, err);
+        if (rc < 0)
+            ret = rc;
+        else if (rc)
+            ret = set_push(&b, u.sids[i], &u.labels[i], err);
+    }
+    return ret;
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void ps_querier_labels(const ps_series_set_t *s, const char *name, ps_arena_t *arena, ps_strlist_t *out)
+{
+    ps_hmap_t seen;
+    ps_hmap_init(&seen);
+    uint32_t cap = 16;
+    out->n = 0;
+    out->v = ps_arena_alloc(arena, cap * sizeof(char *));
+    for (uint32_t i = 0; i < s->n; i++) {
+        const ps_labels_t *ls = &s->labels[i];
+        for (uint32_t k = 0; k < ls->n; k++) {
+            const ps_label_pair_t *p = &ls->pairs[k];
+            const char *v = name ? p->value : p->name;
+            size_t vn = name ? p->vlen : p->nlen;
+            uint64_t dummy;
+            if (name && strcmp(p->name, name) != 0)
+                continue;
+            if (ps_hmap_get(&seen, v, vn, &dummy))
+                continue;
+            ps_hmap_put(&seen, v, vn, 1);
+            if (out->n == cap) {
+                cap *= 2;
+                const char **nv = ps_arena_alloc(arena, cap * sizeof(char *));
+                memcpy(nv, out->v, out->n * sizeof(char *));
+                out->v = nv;
+            }
+            out->v[out->n++] = ps_arena_strndup(arena, v, vn);
+        }
+    }
+    ps_hmap_dispose(&seen);
+    if (out->n > 1)
+        qsort(out->v, out->n, sizeof(char *), cmp_cstr);
+}
+
+/* ls kept to names (in ls's order, which is sorted) into arena */
+static ps_labels_t project(const ps_labels_t *ls, const char *const *names, uint32_t nnames, ps_arena_t *arena)
+{
+    ps_labels_t o = {0};
+    o.pairs = ps_arena_alloc(arena, (ls->n + 1) * sizeof(ps_label_pair_t));
+    for (uint32_t k = 0; k < ls->n; k++) {
+        bool keep = nnames == 0;
+        for (uint32_t j = 0; j < nnames && !keep; j++)
+            keep = strcmp(ls->pairs[k].name, names[j]) == 0;
+        if (keep)
+            o.pairs[o.n++] = ls->pairs[k];
+    }
+    return o;
+}
+
+static int cmp_labels(const void *a, const void *b)
+{
+    return ps_labels_cmp(a, b);
+}
+
+/* the encoded labels as a hash key */
+static void labels_key(const ps_labels_t *ls, ps_buf_t *b)
+{
+    b->len = 0;
+    ps_labels_encode(ls, b);
+}
+
+void ps_querier_label_sets(const ps_series_set_t *s, const char *const *names, uint32_t nnames, ps_arena_t *arena,
+                           ps_labels_t **out, uint32_t *n)
+{
+    ps_hmap_t seen;
+    ps_hmap_init(&seen);
+    ps_buf_t key = PS_BUF_INIT;
+    ps_labels_t *v = ps_arena_alloc(arena, (s->n + 1) * sizeof(ps_labels_t));
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < s->n; i++) {
+        ps_labels_t p = project(&s->labels[i], names, nnames, arena);
+        uint64_t dummy;
+        labels_key(&p, &key);
+        if (ps_hmap_get(&seen, key.data, key.len, &dummy))
+            continue;
+        ps_hmap_put(&seen, key.data, key.len, 1);
+        v[k++] = p;
+    }
+    ps_buf_dispose(&key);
+    ps_hmap_dispose(&seen);
+    if (k > 1)
+        qsort(v, k, sizeof(ps_labels_t), cmp_labels);
+    *out = v;
+    *n = k;
+}
+
+/* ---- SelectSeries ---- */
+
+typedef struct group {
+    ps_labels_t labels;
+    double *sum;
+    uint32_t *count;
+    double total; /* the sum of its points, for the top-N */
+} group_t;
+
+typedef struct range_ctx {
+    const ps_querier_range_q_t *q;
+    uint64_t nsteps;
+    group_t *g;
+} range_ctx_t;
+
+static int on_samples(void *ctx, const ps_fsample_t *s, size_t n)
+{
+    range_ctx_t *c = ctx;
+    const ps_querier_range_q_t *q = c->q;
+    for (size_t i = 0; i < n; i++) {
+        int64_t t = s[i].t;
+        uint64_t k = t <= q->start ? 0 : (uint64_t)((t - q->start) + q->step - 1) / (uint64_t)q->step;
+        if (k >= c->nsteps)
+            continue; /* after the last step */
+        c->g->sum[k] += s[i].v;
+        c->g->count[k]++;
+    }
+    return 0;
+}
+
+static int cmp_group_labels(const void *a, const void *b)
+{
+    return ps_labels_cmp(&(*(const group_t *const *)a)->labels, &(*(const group_t *const *)b)->labels);
+}
+
+static int cmp_group_total(const void *a, const void *b)
+{
+    const group_t *x = *(const group_t *const *)a, *y = *(const group_t *const *)b;
+    if (x->total != y->total)
+        return x->total > y->total ? -1 : 1;
+    return ps_labels_cmp(&x->labels, &y->labels);
+}
+
+/* The groups' points into res (groups without any left out), ordered and cut as the query says;
+ * returns how many series. */
+static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint32_t ng, uint64_t nsteps,
+                            ps_arena_t *arena, ps_qseries_t *res)
+{
+    uint32_t kept = 0;
+    group_t **order = ps_arena_alloc(arena, (ng + 1) * sizeof(group_t *));
+    for (uint32_t g = 0; g < ng; g++) {
+        group_t *gr = &groups[g];
+        uint64_t np = 0;
+        for (uint64_t k = 0; k < nsteps; k++)
+            np += gr->count[k] > 0;
+        if (np == 0)
+            continue;
+        ps_qseries_t *s = &res[g];
+        s->labels = gr->labels;
+        s->points = ps_arena_alloc(arena, np * sizeof(ps_point_t));
+        for (uint64_t k = 0; k < nsteps; k++) {
+            if (gr->count[k] == 0)
+                continue;
+            double v = q->average ? gr->sum[k] / gr->count[k] : gr->sum[k];
+            s->points[s->n++] = (ps_point_t){q->start + (int64_t)k * q->step, v};
+            gr->total += v;
+        }
+        order[kept++] = gr;
+    }
+    qsort(order, kept, sizeof(group_t *), q->has_limit ? cmp_group_total : cmp_group_labels);
+    uint32_t n = kept;
+    if (q->has_limit && q->limit > 0 && (uint64_t)q->limit < n)
+        n = (uint32_t)q->limit;
+    ps_qseries_t *tmp = ps_arena_alloc(arena, (n + 1) * sizeof(ps_qseries_t));
+    for (uint32_t i = 0; i < n; i++)
+        tmp[i] = res[order[i] - groups];
+    memcpy(res, tmp, n * sizeof(ps_qseries_t));
+    return n;
+}
+
+int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena, ps_qseries_t **out,
+                             uint32_t *nout, ps_err_t *err)
+{
+    *out = NULL;
+    *nout = 0;
+    if (q->step <= 0)
+        return ps_err_set(err, PS_EINVAL, "step must be positive (seconds; got %lld ms)", (long long)q->step);
+    if (q->start > q->end)
+        return ps_err_set(err, PS_EINVAL, "start (%lld ms) is after end (%lld ms)", (long long)q->start,
+                          (long long)q->end);
+    if (q->start < -MS_MAX + q->step || q->end > MS_MAX)
+        return ps_err_set(err, PS_EINVAL, "start or end is out of range (ms since 1970 within +-%lld)",
+                          (long long)MS_MAX);
+    uint64_t nsteps = (uint64_t)(q->end - q->start) / (uint64_t)q->step + 1;
+    if (nsteps > PS_QUERIER_MAX_POINTS)
+        return ps_err_set(err, PS_ELIMIT,
+                          "the range has %llu steps of %lld ms, more than %u points: use a larger step or a shorter range",
+                          (unsigned long long)nsteps, (long long)q->step, PS_QUERIER_MAX_POINTS);
+    int64_t lo_ms = q->start - q->step, lo_ns, hi_ns;
+    int ret = ps_querier_range(lo_ms, q->end, &lo_ns, &hi_ns, err);
+    if (ret)
+        return ret;
+    ps_series_set_t set;
+    if ((ret = ps_querier_series(r, q->sel, 1, lo_ns, hi_ns, q->max_series, arena, &set, err)) != 0)
+        return ret;
+    ps_hmap_t index;
+    ps_hmap_init(&index);
+    ps_buf_t key = PS_BUF_INIT;
+    group_t *groups = ps_arena_calloc(arena, set.n + 1, sizeof(group_t));
+    uint32_t ng = 0;
+    for (uint32_t i = 0; i < set.n && ret == 0; i++) {
+        ps_labels_t p = project(&set.labels[i], q->group_by, q->ngroup_by, arena);
+        if (q->ngroup_by == 0)
+            p.n = 0; /* no group_by: one series */
+        labels_key(&p, &key);
+        uint64_t gi;
+        if (!ps_hmap_get(&index, key.data, key.len, &gi)) {
+            if ((uint64_t)(ng + 1) * nsteps > PS_QUERIER_MAX_POINTS) {
+                ret = ps_err_set(err, PS_ELIMIT,
+                                 "the answer would have more than %u points (%u series x %llu steps so far): group by "
+                                 "fewer labels, narrow the selector or use a larger step",
+                                 PS_QUERIER_MAX_POINTS, ng + 1, (unsigned long long)nsteps);
+                break;
+            }
+            gi = ng++;
+            ps_hmap_put(&index, key.data, key.len, gi);
+            groups[gi].labels = p;
+            groups[gi].sum = ps_xcalloc(nsteps, sizeof(double));
+            groups[gi].count = ps_xcalloc(nsteps, sizeof(uint32_t));
+        }
+        range_ctx_t c = {q, nsteps, &groups[gi]};
+        ret = ps_reader_samples(r, set.sids[i], lo_ms, q->end, on_samples, &c, err);
+    }
+    ps_buf_dispose(&key);
+    ps_hmap_dispose(&index);
+    uint32_t nres = 0;
+    ps_qseries_t *res = ps_arena_calloc(arena, ng + 1, sizeof(ps_qseries_t));
+    if (ret == 0)
+        nres = make_points(q, groups, ng, nsteps, arena, res);
+    for (uint32_t g = 0; g < ng; g++) {
+        free(groups[g].sum);
+        free(groups[g].count);
+    }
+    *out = res;
+    *nout = ret == 0 ? nres : 0;
+    return ret;
+}
+
+int ps_querier_merge(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64_t end_ns, uint32_t max_series,
+                     ps_arena_t *arena, ps_profile_sel_t *out, ps_err_t *err)
+{
+    ps_profile_query_t q = {.sel = sel, .param = "profile_typeID", .ranged = true, .start = start_ns, .end = end_ns,
+                            .max_series = max_series};
+    return ps_query_profile_select(r, &q, arena, out, err);
+}
+
+int ps_querier_max_nodes(bool has, int64_t v, int64_t *out, ps_err_t *err)
+{
+    if (!has || v == 0) {
+        *out = PS_QUERIER_MAX_NODES_DEFAULT;
+        return 0;
+    }
+    if (v < 0 || v > PS_QUERIER_MAX_NODES_MAX)
+        return ps_err_set(err, PS_EINVAL, "max_nodes %lld is out of range (1 to %d; 0 or absent: %d)", (long long)v,
+                          PS_QUERIER_MAX_NODES_MAX, PS_QUERIER_MAX_NODES_DEFAULT);
+    *out = v;
+    return 0;
+}

@@ -1,0 +1,103 @@
+/*
+ * querier.h - what Grafana Pyroscope's querier.v1.QuerierService asks of the store, in
+ * Pyroscope's semantics, over the one query implementation of query.h (README "Pyroscope querier
+ * API" says the same for users):
+ *
+ *  - times are ms since the epoch, both ends inclusive (a profile at 12:00:00.000999 is in a
+ *    range ending at 12:00:00.000); start = end = 0 means "all time" (ProfileTypes, labels);
+ *  - only profile series take part (float series from remote_write are Prometheus' side);
+ *  - a query is a profile type id (our id verbatim, as ProfileTypes gives it: the __name__ of
+ *    its series) and a label selector in profstore's selector language, where `{}` and matchers
+ *    that all match "" are allowed (the type selects); a matcher on __profile_type__ (the label
+ *    Pyroscope keeps the type in, which Grafana's label editor sends) is one on __name__;
+ *  - SelectSeries: see ps_querier_select_series.
+ */
+#ifndef PS_QUERY_QUERIER_H
+#define PS_QUERY_QUERIER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/labels.h"
+#include "core/mem.h"
+#include "parser/selector.h"
+#include "query/query.h"
+#include "storage/store.h"
+
+/** Points a SelectSeries answer may hold before anything is summed (groups x steps). */
+#define PS_QUERIER_MAX_POINTS 4000000u
+/** The largest max_nodes of a flame graph (Pyroscope's -querier.max-flamegraph-nodes-max). */
+#define PS_QUERIER_MAX_NODES_MAX 1048576
+/** max_nodes when absent or 0 (Pyroscope's -querier.max-flamegraph-nodes-default). */
+#define PS_QUERIER_MAX_NODES_DEFAULT 8192
+
+/** [start, end] in ms as the ns range of the store (ps_querier_* and the merges use it);
+ *  start > end is PS_EINVAL ("start (…) is after end (…)"); 0, 0 is everything. */
+int ps_querier_range(int64_t start_ms, int64_t end_ms, int64_t *start_ns, int64_t *end_ns, ps_err_t *err);
+
+/**
+ * The selector of a query: label_selector (empty: `{}`) parsed with ps_selector_parse_labels,
+ * with __name__ = type_id added first when type_id is not NULL, and matchers on __profile_type__
+ * made matchers on __name__. A parse error is PS_EINVAL with
+ * its message prefixed by the field ("label_selector: 1:7: parse error: ...", err->pos kept); a
+ * type_id that is not a profile type id (name:sample_type:sample_unit:period_type:period_unit
+ * [:delta]) is PS_EINVAL naming it. Dispose with ps_selector_dispose.
+ */
+int ps_querier_selector(const char *type_id, const char *label_selector, const char *field, ps_arena_t *arena,
+                        ps_selector_t *out, ps_err_t *err);
+
+/** The profile types with a profile in [start_ns, end_ns], ascending. */
+int ps_querier_profile_types(ps_reader_t *r, int64_t start_ns, int64_t end_ns, ps_arena_t *arena, ps_strlist_t *out,
+                             ps_err_t *err);
+
+/** Profile series matching any of sels (nsels 0, or a selector without matchers: every
+ *  profile series) with a profile in [start_ns, end_ns], in id order; more than max_series is
+ *  PS_ELIMIT. */
+int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start_ns, int64_t end_ns,
+                      uint32_t max_series, ps_arena_t *arena, ps_series_set_t *out, ps_err_t *err);
+
+/** Label names (name == NULL) or the values of label name of a series set, ascending, once. */
+void ps_querier_labels(const ps_series_set_t *s, const char *name, ps_arena_t *arena, ps_strlist_t *out);
+
+/** The label sets of s, each kept to names (nnames 0: all labels), sorted, duplicates once
+ *  (Series with label_names). */
+void ps_querier_label_sets(const ps_series_set_t *s, const char *const *names, uint32_t nnames, ps_arena_t *arena,
+                           ps_labels_t **out, uint32_t *n);
+
+/** A SelectSeries query. */
+typedef struct ps_querier_range_q {
+    ps_selector_t *sel;          /* with its profile type (ps_querier_selector) */
+    int64_t start, end, step;    /* ms; step > 0 */
+    const char *const *group_by; /* label names */
+    uint32_t ngroup_by;
+    bool average;                /* TIME_SERIES_AGGREGATION_TYPE_AVERAGE; else SUM */
+    bool has_limit;
+    int64_t limit;               /* with has_limit: the top limit series by sum (0: all, by sum) */
+    uint32_t max_series;
+} ps_querier_range_q_t;
+
+/**
+ * Pyroscope's SelectSeries (querier.go rangeSeries, model.TopSeries): the steps are t = start,
+ * start + step, ... <= end; a profile at time p (ms) counts in the first step t with p <= t, so step
+ * t holds the profiles in (t - step, t] and the first one those in [start - step, start]; profiles
+ * after the last step are left out. Series are grouped by their group_by labels (the labels of a
+ * point's series are those, the ones it has; no group_by: one series without labels). A step's
+ * point is the sum (SUM) or the mean (AVERAGE) of the profile totals of the group in it; steps
+ * without a profile have no point. Series are sorted by labels; with has_limit, by the sum of their
+ * points, largest first (ties by labels), and kept to the first limit when limit > 0: the others
+ * are left out. More than PS_QUERIER_MAX_POINTS groups x steps is PS_ELIMIT.
+ */
+int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena, ps_qseries_t **out,
+                             uint32_t *n, ps_err_t *err);
+
+/** A merge (SelectMergeStacktraces, SelectMergeProfile, a side of Diff) over [start_ns, end_ns]:
+ *  ps_query_profile_select with the selector (its one type). */
+int ps_querier_merge(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64_t end_ns, uint32_t max_series,
+                     ps_arena_t *arena, ps_profile_sel_t *out, ps_err_t *err);
+
+/** max_nodes of a request (has: it was sent) as the render's max_nodes: absent or 0 ->
+ *  PS_QUERIER_MAX_NODES_DEFAULT; negative or over PS_QUERIER_MAX_NODES_MAX is PS_EINVAL. */
+int ps_querier_max_nodes(bool has, int64_t v, int64_t *out, ps_err_t *err);
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * fuzz_querier.c - libFuzzer target for the querier.v1 request decoders (proto/querier.c over
+ * proto/pbjson.c, both codecs). The first input byte picks the message (bits 0-2: ProfileTypes,
+ * LabelNames, LabelValues, Series, SelectMergeStacktraces, SelectMergeProfile, Diff, SelectSeries)
+ * and the codec (bit 3: protojson); the rest is the Connect body. A failure must be a clean
+ * PS_EINVAL or PS_ETOOBIG with a message naming the message type; a success must hold
+ * NUL-terminated strings and arrays as long as their counts, and a format/aggregation as sent.
+ * Built and run by build.sh / run.sh in this folder (seeds: requests as Grafana sends them).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/labels.h"
+#include "proto/querier.h"
+
+#define PS_FUZZ_NAME "fuzz_querier"
+#include "fuzzutil.h"
+
+#define BUDGET (4u << 20)
+
+static void check_strs(const char *const *v, uint32_t n)
+{
+    CHECK(n == 0 || v != NULL, "array of %u strings is NULL", n);
+    for (uint32_t i = 0; i < n; i++)
+        CHECK(v[i] != NULL && strlen(v[i]) < (1u << 24), "string %u", i);
+}
+
+static void check_labels(const ps_qr_labels_req_t *r)
+{
+    check_strs(r->matchers, r->nmatchers);
+    check_strs(r->label_names, r->nlabel_names);
+    CHECK(r->name == NULL || strlen(r->name) < (1u << 24), "name");
+}
+
+static void check_merge(const ps_qr_merge_req_t *m)
+{
+    CHECK(m->type_id != NULL && m->label_selector != NULL, "merge strings");
+    CHECK(m->format != 0, "format UNSPECIFIED not read as FLAMEGRAPH");
+    CHECK(m->has_max_nodes || m->max_nodes == 0, "max_nodes without presence");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    int which = data[0] & 7, codec = data[0] & 8 ? PS_QR_JSON : PS_QR_BINARY;
+    const uint8_t *body = data + 1;
+    size_t n = size - 1;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    ps_err_clear(&err);
+    ps_qr_labels_req_t lr;
+    ps_qr_merge_req_t m, m2;
+    ps_qr_series_req_t sr;
+    int rc;
+    switch (which) {
+    case 0: rc = ps_qr_decode_profile_types(codec, body, n, &a, BUDGET, &lr, &err); break;
+    case 1: rc = ps_qr_decode_label_names(codec, body, n, &a, BUDGET, &lr, &err); break;
+    case 2: rc = ps_qr_decode_label_values(codec, body, n, &a, BUDGET, &lr, &err); break;
+    case 3: rc = ps_qr_decode_series(codec, body, n, &a, BUDGET, &lr, &err); break;
+    case 4: rc = ps_qr_decode_merge_stacktraces(codec, body, n, &a, BUDGET, &m, &err); break;
+    case 5: rc = ps_qr_decode_merge_profile(codec, body, n, &a, BUDGET, &m, &err); break;
+    case 6: rc = ps_qr_decode_diff(codec, body, n, &a, BUDGET, &m, &m2, &err); break;
+    default: rc = ps_qr_decode_select_series(codec, body, n, &a, BUDGET, &sr, &err); break;
+    }
+    if (rc != 0) {
+        ps_fuzz_check_decode_error(rc, &err);
+        CHECK(strncmp(err.msg, "querier.v1.", 11) == 0 || strncmp(err.msg, "types.v1.", 9) == 0,
+              "message without the type: %s", err.msg);
+    } else if (which <= 3) {
+        check_labels(&lr);
+    } else if (which <= 5) {
+        check_merge(&m);
+    } else if (which == 6) {
+        check_merge(&m);
+        check_merge(&m2);
+    } else {
+        CHECK(sr.type_id != NULL && sr.label_selector != NULL, "series strings");
+        check_strs(sr.group_by, sr.ngroup_by);
+        CHECK(sr.average == (sr.aggregation == 1), "average %d aggregation %d", sr.average, sr.aggregation);
+    }
+    ps_arena_dispose(&a);
+    return 0;
+}

@@ -1,0 +1,206 @@
+/*
+ * test_querier.c - unit tests for proto/querier.c: requests as Grafana's connect-go client sends
+ * them (hand-written bytes: optional fields present or absent, enums, repeated strings), the same
+ * as protojson, answers byte for byte (ProfileTypes, the SeriesResponse field 2, a flame graph,
+ * SelectSeries points, Pyroscope's tree bytes, google.v1.Profile = the pprof bytes), and bad input
+ * with its message.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../testutil.h"
+
+#include "proto/querier.h"
+
+#define BUDGET (1u << 20)
+
+/* out holds exactly the text want (buffers are not NUL-terminated) */
+static void assert_buf(const ps_buf_t *out, const char *want)
+{
+    assert_int_equal(out->len, strlen(want));
+    assert_memory_equal(out->data, want, out->len);
+}
+
+static void test_profile_types(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    ps_qr_labels_req_t r;
+    /* Grafana's health check: start 1000, end 4000 */
+    static const uint8_t req[] = {0x08, 0xe8, 0x07, 0x10, 0xa0, 0x1f};
+    assert_int_equal(ps_qr_decode_profile_types(PS_QR_BINARY, req, sizeof(req), &a, BUDGET, &r, &err), 0);
+    assert_int_equal(r.start, 1000);
+    assert_int_equal(r.end, 4000);
+    assert_int_equal(ps_qr_decode_profile_types(PS_QR_JSON, "{\"start\":\"1000\",\"end\":4000}", 27, &a, BUDGET, &r,
+                                                &err), 0);
+    assert_int_equal(r.end, 4000);
+    const char *ids[] = {"process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta", "not a type"};
+    ps_buf_t out = PS_BUF_INIT;
+    ps_qr_encode_profile_types(PS_QR_BINARY, ids, 2, &a, &out);
+    static const char want[] = "\x0a\x64"
+                               "\x0a\x31process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
+                               "\x12\x0bprocess_cpu\x22\x03" "cpu\x2a\x0bnanoseconds\x32\x03" "cpu\x3a\x0bnanoseconds";
+    assert_int_equal(out.len, sizeof(want) - 1);
+    assert_memory_equal(out.data, want, sizeof(want) - 1);
+    ps_buf_reset(&out);
+    ps_qr_encode_profile_types(PS_QR_JSON, ids, 1, &a, &out);
+    assert_buf(&out,
+                        "{\"profileTypes\":[{\"ID\":\"process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta\","
+                        "\"name\":\"process_cpu\",\"sampleType\":\"cpu\",\"sampleUnit\":\"nanoseconds\","
+                        "\"periodType\":\"cpu\",\"periodUnit\":\"nanoseconds\"}]}");
+    ps_buf_dispose(&out);
+    ps_arena_dispose(&a);
+}
+
+static void test_merge_requests(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    ps_qr_merge_req_t m, l, r;
+    /* profile_typeID "a:b:c:d:e", label_selector "{}", start 1, end 2, max_nodes 16384 */
+    static const uint8_t req[] = {0x0a, 0x09, 'a', ':', 'b', ':', 'c', ':', 'd', ':', 'e', 0x12, 0x02, '{', '}',
+                                  0x18, 0x01, 0x20, 0x02, 0x28, 0x80, 0x80, 0x01};
+    assert_int_equal(ps_qr_decode_merge_stacktraces(PS_QR_BINARY, req, sizeof(req), &a, BUDGET, &m, &err), 0);
+    assert_string_equal(m.type_id, "a:b:c:d:e");
+    assert_string_equal(m.label_selector, "{}");
+    assert_int_equal(m.start, 1);
+    assert_int_equal(m.end, 2);
+    assert_true(m.has_max_nodes);
+    assert_int_equal(m.max_nodes, 16384);
+    assert_int_equal(m.format, PS_QR_FORMAT_FLAMEGRAPH);
+    /* max_nodes absent; format PPROF by name in JSON */
+    static const char js[] = "{\"profileTypeID\":\"x\",\"format\":\"PROFILE_FORMAT_PPROF\",\"maxNodes\":\"0\"}";
+    assert_int_equal(ps_qr_decode_merge_stacktraces(PS_QR_JSON, js, sizeof(js) - 1, &a, BUDGET, &m, &err), 0);
+    assert_int_equal(m.format, PS_QR_FORMAT_PPROF);
+    assert_true(m.has_max_nodes); /* present, 0 */
+    assert_int_equal(ps_qr_decode_merge_stacktraces(PS_QR_BINARY, req, 15, &a, BUDGET, &m, &err), 0);
+    assert_false(m.has_max_nodes);
+    /* Diff: left = the request, no right */
+    uint8_t diff[2 + sizeof(req)] = {0x0a, sizeof(req)};
+    memcpy(diff + 2, req, sizeof(req));
+    assert_int_equal(ps_qr_decode_diff(PS_QR_BINARY, diff, sizeof(diff), &a, BUDGET, &l, &r, &err), 0);
+    assert_string_equal(l.type_id, "a:b:c:d:e");
+    assert_string_equal(r.type_id, "");
+    /* garbage */
+    static const uint8_t bad[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f};
+    assert_int_equal(ps_qr_decode_merge_stacktraces(PS_QR_BINARY, bad, sizeof(bad), &a, BUDGET, &m, &err), PS_EINVAL);
+    assert_true(strncmp(err.msg, "querier.v1.SelectMergeStacktracesRequest: protobuf: ", 52) == 0);
+    assert_int_equal(ps_qr_decode_merge_stacktraces(PS_QR_JSON, "{\"start\":[]}", 12, &a, BUDGET, &m, &err), PS_EINVAL);
+    assert_true(strncmp(err.msg, "querier.v1.SelectMergeStacktracesRequest: json: start: ", 55) == 0);
+    ps_arena_dispose(&a);
+}
+
+static void test_select_series(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    ps_qr_series_req_t r;
+    /* group_by ["pod"], step 15.0, aggregation AVERAGE, limit 3 */
+    static const uint8_t req[] = {0x0a, 0x01, 'x', 0x2a, 0x03, 'p', 'o', 'd', 0x31, 0, 0, 0, 0, 0, 0, 0x2e, 0x40,
+                                  0x38, 0x01, 0x48, 0x03};
+    assert_int_equal(ps_qr_decode_select_series(PS_QR_BINARY, req, sizeof(req), &a, BUDGET, &r, &err), 0);
+    assert_int_equal(r.ngroup_by, 1);
+    assert_string_equal(r.group_by[0], "pod");
+    assert_true(r.step == 15.0);
+    assert_true(r.average);
+    assert_true(r.has_limit);
+    assert_int_equal(r.limit, 3);
+    assert_int_equal(ps_qr_decode_select_series(PS_QR_BINARY, req, 17, &a, BUDGET, &r, &err), 0);
+    assert_false(r.average);
+    assert_false(r.has_limit);
+    ps_label_pair_t pairs[] = {{.name = "pod", .value = "p1", .nlen = 3, .vlen = 2}};
+    ps_labels_t ls = {.n = 1, .pairs = pairs};
+    ps_qr_point_t pts[] = {{1000, 2.5}};
+    ps_qr_series_t s = {ls, 1, pts};
+    ps_buf_t out = PS_BUF_INIT;
+    ps_qr_encode_select_series(PS_QR_BINARY, &s, 1, &a, &out);
+    static const uint8_t want[] = {0x0a, 0x19, 0x0a, 0x09, 0x0a, 0x03, 'p', 'o', 'd', 0x12, 0x02, 'p', '1', 0x12, 0x0c,
+                                   0x09, 0, 0, 0, 0, 0, 0, 0x04, 0x40, 0x10, 0xe8, 0x07};
+    assert_int_equal(out.len, sizeof(want));
+    assert_memory_equal(out.data, want, sizeof(want));
+    /* SeriesResponse: labels_set is field 2 */
+    ps_buf_reset(&out);
+    ps_qr_encode_series(PS_QR_BINARY, &ls, 1, &a, &out);
+    static const uint8_t want_series[] = {0x12, 0x0b, 0x0a, 0x09, 0x0a, 0x03, 'p', 'o', 'd', 0x12, 0x02, 'p', '1'};
+    assert_int_equal(out.len, sizeof(want_series));
+    assert_memory_equal(out.data, want_series, sizeof(want_series));
+    ps_buf_dispose(&out);
+    ps_arena_dispose(&a);
+}
+
+static void test_flamegraph_and_profile(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    const char *names[] = {"total", "main"};
+    int64_t l0[] = {0, 5, 0, 0}, l1[] = {0, 5, 5, 1};
+    int64_t *levels[] = {l0, l1};
+    uint32_t ln[] = {4, 4};
+    ps_qr_flamegraph_t fg = {.nnames = 2, .names = names, .nlevels = 2, .level_n = ln, .levels = levels, .total = 5,
+                             .max_self = 5};
+    ps_buf_t out = PS_BUF_INIT;
+    ps_qr_encode_flamegraph(PS_QR_BINARY, &fg, &a, &out);
+    static const uint8_t want[] = {0x0a, 0x21, 0x0a, 0x05, 't', 'o', 't', 'a', 'l', 0x0a, 0x04, 'm', 'a', 'i', 'n',
+                                   0x12, 0x06, 0x0a, 0x04, 0, 5, 0, 0, 0x12, 0x06, 0x0a, 0x04, 0, 5, 5, 1,
+                                   0x18, 0x05, 0x20, 0x05};
+    assert_int_equal(out.len, sizeof(want));
+    assert_memory_equal(out.data, want, sizeof(want));
+    ps_buf_reset(&out);
+    ps_qr_encode_flamegraph(PS_QR_JSON, &fg, &a, &out);
+    assert_buf(&out, "{\"flamegraph\":{\"names\":[\"total\",\"main\"],\"levels\":[{\"values\":"
+                                          "[\"0\",\"5\",\"0\",\"0\"]},{\"values\":[\"0\",\"5\",\"5\",\"1\"]}],"
+                                          "\"total\":\"5\",\"maxSelf\":\"5\"}}");
+    /* TREE: total -> {a 2, b 3}; pre-order, children written last first (Pyroscope's stack) */
+    const char *tnames[] = {"total", "b", "a"};
+    int64_t t0[] = {0, 5, 0, 0}, t1[] = {0, 2, 2, 2, 0, 3, 3, 1};
+    int64_t *tlevels[] = {t0, t1};
+    uint32_t tln[] = {4, 8};
+    ps_qr_flamegraph_t tfg = {.nnames = 3, .names = tnames, .nlevels = 2, .level_n = tln, .levels = tlevels,
+                              .total = 5, .max_self = 3};
+    ps_buf_reset(&out);
+    assert_int_equal(ps_qr_encode_tree(PS_QR_BINARY, &tfg, &a, &out, &err), 0);
+    static const uint8_t want_tree[] = {0x12, 0x0b, 0x00, 0x00, 0x02, 0x01, 'b', 0x03, 0x00, 0x01, 'a', 0x02, 0x00};
+    assert_int_equal(out.len, sizeof(want_tree));
+    assert_memory_equal(out.data, want_tree, sizeof(want_tree));
+    /* google.v1.Profile: binary is the pprof itself; JSON its protojson; PPROF format nests it */
+    static const uint8_t pprof[] = {0x0a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x32, 0x00, 0x32, 0x03, 'c', 'p', 'u',
+                                    0x32, 0x02, 'n', 's'};
+    ps_buf_reset(&out);
+    assert_int_equal(ps_qr_encode_profile(PS_QR_BINARY, pprof, sizeof(pprof), &a, &out, &err), 0);
+    assert_int_equal(out.len, sizeof(pprof));
+    assert_memory_equal(out.data, pprof, sizeof(pprof));
+    ps_buf_reset(&out);
+    assert_int_equal(ps_qr_encode_profile(PS_QR_JSON, pprof, sizeof(pprof), &a, &out, &err), 0);
+    assert_buf(&out,
+                        "{\"sampleType\":[{\"type\":\"1\",\"unit\":\"2\"}],\"stringTable\":[\"\",\"cpu\",\"ns\"]}");
+    ps_buf_reset(&out);
+    assert_int_equal(ps_qr_encode_merge_pprof(PS_QR_BINARY, pprof, sizeof(pprof), &a, &out, &err), 0);
+    assert_int_equal(out.len, sizeof(pprof) + 4);
+    static const uint8_t head[] = {0x2a, sizeof(pprof) + 2, 0x0a, sizeof(pprof)};
+    assert_memory_equal(out.data, head, 4);
+    assert_memory_equal(out.data + 4, pprof, sizeof(pprof));
+    ps_buf_dispose(&out);
+    ps_arena_dispose(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_profile_types),
+        cmocka_unit_test(test_merge_requests),
+        cmocka_unit_test(test_select_series),
+        cmocka_unit_test(test_flamegraph_and_profile),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

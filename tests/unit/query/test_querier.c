@@ -1,0 +1,330 @@
+/*
+ * test_querier.c - unit tests for src/query/querier.c, Pyroscope's querier semantics: profile
+ * types in a range (Grafana's health check range 1000..4000 ms has none), label_selector parsing
+ * with the profile type added (`{}` taken, errors with the field and position), series, label
+ * names and values of profile series, SelectSeries (steps right-closed, the first one
+ * [start - step, start], SUM and AVERAGE, group_by, the top-N limit, the point limit) and the
+ * merge with exact totals from $PS_TESTDATA/pprof's README.
+ *
+ * The store (T = 1,800,000,000 s), as in test_query.c:
+ *   process_cpu (2 types) {job="api",instance="a"} cpu-01 @T+10, cpu-02 @T+20
+ *                         {job="api",instance="b"} cpu-03 @T+15
+ *                         {job="batch"}            cpu-04 @T+30
+ *   memory (4 types)      {job="api",instance="a"} heap-01 @T+30
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../testutil.h"
+#include "storefix.h"
+
+#include "core/timeutil.h"
+#include "query/querier.h"
+#include "query/query.h"
+
+#define T0 1800000000LL
+#define MS(s) ((int64_t)(s) * 1000)
+#define CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
+#define CPU01 2980000000.0
+#define CPU02 2930000000.0
+#define CPU03 2890000000.0
+#define CPU04 2890000000.0
+
+static char *dir;
+static ps_store_t *store;
+
+static int setup(void **state)
+{
+    (void)state;
+    store = ps_test_store_open("/tmp/ps_test_querier_XXXXXX", &dir);
+    ps_test_ingest(store, "go/cpu-01.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 10);
+    ps_test_ingest(store, "go/cpu-02.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 20);
+    ps_test_ingest(store, "go/cpu-03.pb.gz", "{job=\"api\",instance=\"b\"}", T0 + 15);
+    ps_test_ingest(store, "go/cpu-04.pb.gz", "{job=\"batch\"}", T0 + 30);
+    ps_test_ingest(store, "go/heap-01.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 30);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    ps_test_store_close(store, dir);
+    return 0;
+}
+
+typedef struct fx {
+    ps_reader_t *r;
+    ps_arena_t a;
+    ps_err_t err;
+} fx_t;
+
+static void fx_begin(fx_t *f)
+{
+    memset(f, 0, sizeof(*f));
+    ps_err_clear(&f->err);
+    if (ps_reader_begin(store, &f->r, &f->err) != 0)
+        fail_msg("reader: %s", f->err.msg);
+}
+
+static void fx_end(fx_t *f)
+{
+    ps_reader_end(f->r);
+    ps_arena_dispose(&f->a);
+}
+
+static void range_ns(fx_t *f, int64_t s_ms, int64_t e_ms, int64_t *lo, int64_t *hi)
+{
+    if (ps_querier_range(s_ms, e_ms, lo, hi, &f->err) != 0)
+        fail_msg("range: %s", f->err.msg);
+}
+
+static void test_profile_types(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    int64_t lo, hi;
+    ps_strlist_t l;
+    range_ns(&f, 0, 0, &lo, &hi); /* all time */
+    assert_int_equal(ps_querier_profile_types(f.r, lo, hi, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 6);
+    assert_string_equal(l.v[0], "memory:alloc_objects:count:space:bytes");
+    assert_string_equal(l.v[3], "memory:inuse_space:bytes:space:bytes");
+    assert_string_equal(l.v[4], CPU);
+    assert_string_equal(l.v[5], "process_cpu:samples:count:cpu:nanoseconds:delta");
+    range_ns(&f, MS(T0 + 10), MS(T0 + 20), &lo, &hi);
+    assert_int_equal(ps_querier_profile_types(f.r, lo, hi, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.v[0], CPU);
+    range_ns(&f, 1000, 4000, &lo, &hi); /* Grafana's health check */
+    assert_int_equal(ps_querier_profile_types(f.r, lo, hi, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 0);
+    /* a range ends at the end of its last ms; start > end is refused */
+    range_ns(&f, MS(T0 + 30), MS(T0 + 30), &lo, &hi);
+    assert_int_equal(lo, MS(T0 + 30) * 1000000);
+    assert_int_equal(hi, MS(T0 + 30) * 1000000 + 999999);
+    assert_int_equal(ps_querier_range(5, 4, &lo, &hi, &f.err), PS_EINVAL);
+    assert_string_equal(f.err.msg, "start (5 ms) is after end (4 ms)");
+    assert_int_equal(ps_querier_range(0, INT64_MAX, &lo, &hi, &f.err), PS_EINVAL);
+    assert_string_equal(f.err.msg, "end (9223372036854775807 ms) is out of range (ms since 1970 within +-9223372036853)");
+    fx_end(&f);
+}
+
+static void test_selector(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    ps_selector_t sel;
+    assert_int_equal(ps_querier_selector(CPU, "{}", "label_selector", &f.a, &sel, &f.err), 0);
+    assert_int_equal(sel.n, 1);
+    assert_string_equal(sel.m[0].name, "__name__");
+    assert_string_equal(sel.m[0].value, CPU);
+    assert_int_equal(ps_querier_selector(CPU, "", "label_selector", &f.a, &sel, &f.err), 0);
+    assert_int_equal(sel.n, 1);
+    assert_int_equal(ps_querier_selector(CPU, "{job=~\".*\", instance=\"a\"}", "label_selector", &f.a, &sel, &f.err), 0);
+    assert_int_equal(sel.n, 3);
+    assert_string_equal(sel.m[2].name, "instance");
+    ps_selector_dispose(&sel);
+    /* Grafana's label editor: {__profile_type__="<id>", ...} */
+    assert_int_equal(ps_querier_selector(NULL, "{__profile_type__=\"" CPU "\", job=\"api\"}", "matchers[0]", &f.a, &sel,
+                                         &f.err), 0);
+    assert_int_equal(sel.n, 2);
+    assert_string_equal(sel.m[0].name, "__name__");
+    assert_string_equal(sel.m[0].value, CPU);
+    assert_int_equal(ps_querier_selector(CPU, "{job=\"api\"", "label_selector", &f.a, &sel, &f.err), PS_EINVAL);
+    assert_string_equal(f.err.msg, "label_selector: 1:11: parse error: unexpected end of input inside braces");
+    assert_int_equal(f.err.pos, 10);
+    assert_int_equal(ps_querier_selector("cpu", "{}", "label_selector", &f.a, &sel, &f.err), PS_EINVAL);
+    assert_string_equal(f.err.msg,
+                        "profile_typeID: \"cpu\" is not a profile type id "
+                        "(name:sample_type:sample_unit:period_type:period_unit[:delta]; ProfileTypes lists them)");
+    fx_end(&f);
+}
+
+static void test_series_and_labels(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    int64_t lo, hi;
+    ps_selector_t sel[2];
+    ps_series_set_t set;
+    ps_strlist_t l;
+    range_ns(&f, 0, 0, &lo, &hi);
+    assert_int_equal(ps_querier_selector(NULL, "{}", "matchers[0]", &f.a, &sel[0], &f.err), 0);
+    assert_int_equal(ps_querier_series(f.r, sel, 1, lo, hi, 100, &f.a, &set, &f.err), 0);
+    assert_int_equal(set.n, 10); /* 3 x 2 cpu + 4 heap */
+    ps_querier_labels(&set, NULL, &f.a, &l);
+    assert_int_equal(l.n, 3);
+    assert_string_equal(l.v[0], "__name__");
+    assert_string_equal(l.v[1], "instance");
+    assert_string_equal(l.v[2], "job");
+    assert_int_equal(ps_querier_series(f.r, sel, 1, lo, hi, 9, &f.a, &set, &f.err), PS_ELIMIT);
+    /* matchers that all match "" walk every series */
+    assert_int_equal(ps_querier_selector(NULL, "{instance=\"\"}", "matchers[0]", &f.a, &sel[0], &f.err), 0);
+    assert_int_equal(ps_querier_series(f.r, sel, 1, lo, hi, 100, &f.a, &set, &f.err), 0);
+    assert_int_equal(set.n, 2); /* batch's cpu */
+    /* in a range, a union */
+    range_ns(&f, MS(T0 + 12), MS(T0 + 30), &lo, &hi);
+    assert_int_equal(ps_querier_selector(NULL, "{job=\"batch\"}", "matchers[0]", &f.a, &sel[0], &f.err), 0);
+    assert_int_equal(ps_querier_selector(CPU, "{instance=~\"a|b\"}", "matchers[1]", &f.a, &sel[1], &f.err), 0);
+    assert_int_equal(ps_querier_series(f.r, sel, 2, lo, hi, 100, &f.a, &set, &f.err), 0);
+    assert_int_equal(set.n, 4); /* batch's 2, a's and b's cpu */
+    ps_querier_labels(&set, "instance", &f.a, &l);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.v[0], "a");
+    assert_string_equal(l.v[1], "b");
+    ps_labels_t *sets;
+    uint32_t n;
+    const char *names[] = {"job"};
+    ps_querier_label_sets(&set, names, 1, &f.a, &sets, &n);
+    assert_int_equal(n, 2);
+    assert_string_equal(ps_labels_value(&sets[0], "job"), "api");
+    assert_int_equal(sets[0].n, 1);
+    assert_string_equal(ps_labels_value(&sets[1], "job"), "batch");
+    ps_querier_label_sets(&set, NULL, 0, &f.a, &sets, &n);
+    assert_int_equal(n, 4);
+    assert_string_equal(ps_labels_value(&sets[0], "__name__"), CPU);
+    assert_string_equal(ps_labels_value(&sets[0], "instance"), "a");
+    ps_selector_dispose(&sel[1]);
+    fx_end(&f);
+}
+
+/* SelectSeries of CPU over [start, end] (s), step in s, grouped by g (NULL: none) */
+static int range(fx_t *f, int64_t start, int64_t end, int64_t step, const char *g, bool avg, int64_t limit,
+                 ps_qseries_t **out, uint32_t *n)
+{
+    ps_selector_t sel;
+    if (ps_querier_selector(CPU, "{}", "label_selector", &f->a, &sel, &f->err) != 0)
+        fail_msg("%s", f->err.msg);
+    const char *gb[1] = {g};
+    ps_querier_range_q_t q = {.sel = &sel, .start = MS(start), .end = MS(end), .step = MS(step), .group_by = gb,
+                              .ngroup_by = g ? 1 : 0, .average = avg, .has_limit = limit >= 0, .limit = limit,
+                              .max_series = 100};
+    return ps_querier_select_series(f->r, &q, &f->a, out, n, &f->err);
+}
+
+static void assert_point(const ps_qseries_t *s, uint32_t i, int64_t t_s, double v)
+{
+    assert_true(i < s->n);
+    assert_int_equal(s->points[i].t, MS(t_s));
+    assert_true(s->points[i].v == v);
+}
+
+static void test_select_series(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    ps_qseries_t *s;
+    uint32_t n;
+    /* steps T, T+10, ..., T+40: (t - 10 s, t]; no group_by: one series without labels */
+    assert_int_equal(range(&f, T0, T0 + 40, 10, NULL, false, -1, &s, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(s[0].labels.n, 0);
+    assert_int_equal(s[0].n, 3);
+    assert_point(&s[0], 0, T0 + 10, CPU01);
+    assert_point(&s[0], 1, T0 + 20, CPU03 + CPU02);
+    assert_point(&s[0], 2, T0 + 30, CPU04);
+    /* the first step is [start - step, start]; profiles after the last step are left out */
+    assert_int_equal(range(&f, T0 + 20, T0 + 29, 10, NULL, false, -1, &s, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(s[0].n, 1);
+    assert_point(&s[0], 0, T0 + 20, CPU01 + CPU03 + CPU02);
+    /* group_by job, SUM and AVERAGE */
+    assert_int_equal(range(&f, T0, T0 + 40, 10, "job", false, -1, &s, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(ps_labels_value(&s[0].labels, "job"), "api");
+    assert_int_equal(s[0].labels.n, 1);
+    assert_int_equal(s[0].n, 2);
+    assert_point(&s[0], 0, T0 + 10, CPU01);
+    assert_point(&s[0], 1, T0 + 20, CPU03 + CPU02);
+    assert_string_equal(ps_labels_value(&s[1].labels, "job"), "batch");
+    assert_point(&s[1], 0, T0 + 30, CPU04);
+    assert_int_equal(range(&f, T0, T0 + 40, 10, "job", true, -1, &s, &n), 0);
+    assert_point(&s[0], 1, T0 + 20, (CPU03 + CPU02) / 2);
+    /* group_by instance: batch has none (labels {}), sorted first */
+    assert_int_equal(range(&f, T0, T0 + 40, 10, "instance", false, -1, &s, &n), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(s[0].labels.n, 0);
+    assert_string_equal(ps_labels_value(&s[1].labels, "instance"), "a");
+    assert_string_equal(ps_labels_value(&s[2].labels, "instance"), "b");
+    /* limit: by the sum of the points, ties by labels; 0 keeps all */
+    assert_int_equal(range(&f, T0, T0 + 40, 10, "instance", false, 0, &s, &n), 0);
+    assert_int_equal(n, 3);
+    assert_string_equal(ps_labels_value(&s[0].labels, "instance"), "a"); /* 5.91e9 */
+    assert_int_equal(s[1].labels.n, 0);                                  /* 2.89e9, {} < {instance="b"} */
+    assert_string_equal(ps_labels_value(&s[2].labels, "instance"), "b");
+    assert_int_equal(range(&f, T0, T0 + 40, 10, "instance", false, 1, &s, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(ps_labels_value(&s[0].labels, "instance"), "a");
+    assert_int_equal(s[0].n, 2);
+    /* nothing in range: no series */
+    assert_int_equal(range(&f, T0 + 100, T0 + 200, 10, NULL, false, -1, &s, &n), 0);
+    assert_int_equal(n, 0);
+    /* errors */
+    assert_int_equal(range(&f, T0, T0 + 40, 0, NULL, false, -1, &s, &n), PS_EINVAL);
+    assert_string_equal(f.err.msg, "step must be positive (seconds; got 0 ms)");
+    assert_int_equal(range(&f, T0 + 1, T0, 10, NULL, false, -1, &s, &n), PS_EINVAL);
+    assert_string_equal(f.err.msg, "start (1800000001000 ms) is after end (1800000000000 ms)");
+    assert_int_equal(range(&f, 0, T0, 1, NULL, false, -1, &s, &n), PS_ELIMIT);
+    assert_string_equal(f.err.msg,
+                        "the range has 1800000001 steps of 1000 ms, more than 4000000 points: use a larger step or a "
+                        "shorter range");
+    fx_end(&f);
+}
+
+static void test_merge(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    ps_selector_t sel;
+    ps_profile_sel_t ps;
+    int64_t lo, hi;
+    assert_int_equal(ps_querier_selector(CPU, "{job=\"api\"}", "label_selector", &f.a, &sel, &f.err), 0);
+    range_ns(&f, MS(T0), MS(T0 + 60), &lo, &hi);
+    assert_int_equal(ps_querier_merge(f.r, &sel, lo, hi, 100, &f.a, &ps, &f.err), 0);
+    assert_int_equal(ps.ntypes, 1);
+    assert_string_equal(ps.types[0], CPU);
+    assert_int_equal(ps.nseries, 2);
+    assert_int_equal(ps.totals[0], (int64_t)(CPU01 + CPU02 + CPU03));
+    ps_profile_sel_dispose(&ps);
+    /* a range of one ms holds the profile at that ms */
+    range_ns(&f, MS(T0 + 15), MS(T0 + 15), &lo, &hi);
+    assert_int_equal(ps_querier_merge(f.r, &sel, lo, hi, 100, &f.a, &ps, &f.err), 0);
+    assert_int_equal(ps.totals[0], (int64_t)CPU03);
+    ps_profile_sel_dispose(&ps);
+    int64_t mn;
+    assert_int_equal(ps_querier_max_nodes(false, 0, &mn, &f.err), 0);
+    assert_int_equal(mn, 8192);
+    assert_int_equal(ps_querier_max_nodes(true, 0, &mn, &f.err), 0);
+    assert_int_equal(mn, 8192);
+    assert_int_equal(ps_querier_max_nodes(true, 16384, &mn, &f.err), 0);
+    assert_int_equal(mn, 16384);
+    assert_int_equal(ps_querier_max_nodes(true, 1LL << 62, &mn, &f.err), PS_EINVAL);
+    assert_string_equal(f.err.msg, "max_nodes 4611686018427387904 is out of range (1 to 1048576; 0 or absent: 8192)");
+    assert_int_equal(ps_querier_max_nodes(true, -1, &mn, &f.err), PS_EINVAL);
+    fx_end(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_profile_types),
+        cmocka_unit_test(test_selector),
+        cmocka_unit_test(test_series_and_labels),
+        cmocka_unit_test(test_select_series),
+        cmocka_unit_test(test_merge),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,406 @@
+/*
+ * api_querier.c - querier.v1.QuerierService over Connect (connect.h), the methods Grafana's
+ * Pyroscope data source calls: ProfileTypes, LabelNames, LabelValues, Series,
+ * SelectMergeStacktraces, SelectMergeProfile, SelectSeries, Diff. Each handler only translates:
+ * decode the request (proto/querier.h), call src/query/querier.h (the merges are query.h's, the
+ * flame graph render.h's, so an answer equals /api/v1/profiles/query's), encode the answer.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "connect.h"
+#include "http.h"
+#include "internal.h"
+#include "proto/pprof.h"
+#include "proto/querier.h"
+#include "query/querier.h"
+#include "query/query.h"
+#include "render/render.h"
+
+/* A call being answered: its read snapshot, error and answer. */
+typedef struct qcall {
+    ps_connect_call_t *c;
+    ps_arena_t *a;
+    ps_reader_t *r;
+    ps_err_t err;
+    ps_buf_t out;
+    uint32_t max_series;
+} qcall_t;
+
+/* The decoding budget: a repeated string of 2 bytes on the wire (matchers, group_by) takes a
+ * pointer and an allocation as structs (~12x): 32x the body, at most --max-inflated-size, plus
+ * 1 MiB (Push's rule with a larger factor: querier requests are all strings, no profile bytes). */
+static size_t budget_of(const ps_connect_call_t *c)
+{
+    size_t cap = c->srv->opts.limits.max_inflated ? c->srv->opts.limits.max_inflated : ((size_t)64 << 20);
+    return (c->body_len < cap / 32 ? c->body_len * 32 : cap) + ((size_t)1 << 20);
+}
+
+static int begin(qcall_t *q, ps_connect_call_t *c)
+{
+    memset(q, 0, sizeof(*q));
+    q->c = c;
+    q->a = c->arena;
+    q->max_series = c->srv->opts.max_series;
+    ps_err_clear(&q->err);
+    return ps_reader_begin(c->srv->store, &q->r, &q->err);
+}
+
+static int finish(qcall_t *q, int ret)
+{
+    if (q->r)
+        ps_reader_end(q->r);
+    if (ret == 0)
+        ps_connect_reply(q->c, q->out.data, q->out.len);
+    else
+        ps_connect_error(q->c, ps_connect_code_of(q->err.code ? q->err.code : ret),
+                         q->err.msg[0] ? q->err.msg : ps_strerror(ret));
+    ps_buf_dispose(&q->out);
+    return 0;
+}
+
+/* Lists a request may hold: each entry costs work per series, so they are bounded (a series has
+ * at most 63 labels besides __name__). */
+#define MAX_MATCHERS 256
+#define MAX_NAMES 64
+
+/* the matchers of a labels request as selectors (none: every profile series) */
+static int matchers(qcall_t *q, const ps_qr_labels_req_t *lr, ps_selector_t **sels)
+{
+    if (lr->nmatchers > MAX_MATCHERS)
+        return ps_err_set(&q->err, PS_EINVAL, "matchers: %u selectors, more than %d", lr->nmatchers, MAX_MATCHERS);
+    if (lr->nlabel_names > MAX_NAMES)
+        return ps_err_set(&q->err, PS_EINVAL, "label_names: %u names, more than %d", lr->nlabel_names, MAX_NAMES);
+    *sels = ps_arena_calloc(q->a, lr->nmatchers + 1, sizeof(ps_selector_t));
+    for (uint32_t i = 0; i < lr->nmatchers; i++) {
+        char field[32];
+        snprintf(field, sizeof(field), "matchers[%u]", i);
+        int ret = ps_querier_selector(NULL, lr->matchers[i], field, q->a, &(*sels)[i], &q->err);
+        if (ret)
+            return ret;
+    }
+    return 0;
+}
+
+static void dispose_sels(ps_selector_t *sels, uint32_t n)
+{
+    for (uint32_t i = 0; sels && i < n; i++)
+        ps_selector_dispose(&sels[i]);
+}
+
+/* the profile series of a labels request */
+static int labels_series(qcall_t *q, const ps_qr_labels_req_t *lr, ps_series_set_t *set)
+{
+    ps_selector_t *sels = NULL;
+    int64_t lo, hi;
+    int ret = ps_querier_range(lr->start, lr->end, &lo, &hi, &q->err);
+    if (ret == 0)
+        ret = matchers(q, lr, &sels);
+    if (ret == 0)
+        ret = ps_querier_series(q->r, sels, lr->nmatchers, lo, hi, q->max_series, q->a, set, &q->err);
+    dispose_sels(sels, lr->nmatchers);
+    return ret;
+}
+
+int ps_connect_querier_profile_types(ps_connect_call_t *c)
+{
+    qcall_t q;
+    ps_qr_labels_req_t lr;
+    ps_strlist_t types;
+    int64_t lo, hi;
+    int ret = begin(&q, c);
+    if (ret == 0)
+        ret = ps_qr_decode_profile_types(c->codec, c->body, c->body_len, q.a, budget_of(c), &lr, &q.err);
+    if (ret == 0)
+        ret = ps_querier_range(lr.start, lr.end, &lo, &hi, &q.err);
+    if (ret == 0)
+        ret = ps_querier_profile_types(q.r, lo, hi, q.a, &types, &q.err);
+    if (ret == 0)
+        ps_qr_encode_profile_types(c->codec, types.v, types.n, q.a, &q.out);
+    return finish(&q, ret);
+}
+
+int ps_connect_querier_label_names(ps_connect_call_t *c)
+{
+    qcall_t q;
+    ps_qr_labels_req_t lr;
+    ps_series_set_t set;
+    ps_strlist_t names;
+    int ret = begin(&q, c);
+    if (ret == 0)
+        ret = ps_qr_decode_label_names(c->codec, c->body, c->body_len, q.a, budget_of(c), &lr, &q.err);
+    if (ret == 0)
+        ret = labels_series(&q, &lr, &set);
+    if (ret == 0) {
+        ps_querier_labels(&set, NULL, q.a, &names);
+        ps_qr_encode_names(c->codec, names.v, names.n, q.a, &q.out);
+    }
+    return finish(&q, ret);
+}
+
+int ps_connect_querier_label_values(ps_connect_call_t *c)
+{
+    qcall_t q;
+    ps_qr_labels_req_t lr;
+    ps_series_set_t set;
+    ps_strlist_t values;
+    int ret = begin(&q, c);
+    if (ret == 0)
+        ret = ps_qr_decode_label_values(c->codec, c->body, c->body_len, q.a, budget_of(c), &lr, &q.err);
+    if (ret == 0 && (lr.name == NULL || lr.name[0] == '\0'))
+        ret = ps_err_set(&q.err, PS_EINVAL, "name: missing (the label whose values to list)");
+    if (ret == 0)
+        ret = labels_series(&q, &lr, &set);
+    if (ret == 0) {
+        ps_querier_labels(&set, lr.name, q.a, &values);
+        ps_qr_encode_names(c->codec, values.v, values.n, q.a, &q.out);
+    }
+    return finish(&q, ret);
+}
+
+int ps_connect_querier_series(ps_connect_call_t *c)
+{
+    qcall_t q;
+    ps_qr_labels_req_t lr;
+    ps_series_set_t set;
+    int ret = begin(&q, c);
+    if (ret == 0)
+        ret = ps_qr_decode_series(c->codec, c->body, c->body_len, q.a, budget_of(c), &lr, &q.err);
+    if (ret == 0)
+        ret = labels_series(&q, &lr, &set);
+    if (ret == 0) {
+        ps_labels_t *sets;
+        uint32_t n;
+        ps_querier_label_sets(&set, lr.label_names, lr.nlabel_names, q.a, &sets, &n);
+        ps_qr_encode_series(c->codec, sets, n, q.a, &q.out);
+    }
+    return finish(&q, ret);
+}
+
+/* ---- merges ---- */
+
+static const char *format_name(int f)
+{
+    static const char *names[] = {"PROFILE_FORMAT_UNSPECIFIED", "PROFILE_FORMAT_FLAMEGRAPH", "PROFILE_FORMAT_TREE",
+                                  "PROFILE_FORMAT_DOT", "PROFILE_FORMAT_PPROF"};
+    return f >= 0 && f <= 4 ? names[f] : "an unknown format";
+}
+
+/* What profstore does not do of a merge request: refused, naming it. */
+static int merge_check(qcall_t *q, const ps_qr_merge_req_t *m, const char *side)
+{
+    if (m->type_id == NULL || m->type_id[0] == '\0')
+        return ps_err_set(&q->err, PS_EINVAL, "%sprofile_typeID: missing (a profile type id, as ProfileTypes lists them)",
+                          side);
+    if (m->format != PS_QR_FORMAT_FLAMEGRAPH && m->format != PS_QR_FORMAT_PPROF && m->format != PS_QR_FORMAT_TREE)
+        return ps_err_set(&q->err, PS_EINVAL,
+                          "%sformat: %s (%d) is not supported: ask for PROFILE_FORMAT_FLAMEGRAPH (the default), "
+                          "PROFILE_FORMAT_TREE or PROFILE_FORMAT_PPROF",
+                          side, format_name(m->format), m->format);
+    if (m->has_stack_trace_selector)
+        return ps_err_set(&q->err, PS_EINVAL, "%sstack_trace_selector is not supported by profstore", side);
+    if (m->nprofile_ids > 0)
+        return ps_err_set(&q->err, PS_EINVAL, "%sprofile_id_selector is not supported by profstore (profiles have no ids)",
+                          side);
+    return 0;
+}
+
+/* One side: the selection of m (sel is the caller's, disposed by it). */
+static int merge_side(qcall_t *q, const ps_qr_merge_req_t *m, const char *side, ps_selector_t *sel,
+                      ps_profile_sel_t *ps)
+{
+    char field[40];
+    int64_t lo, hi;
+    snprintf(field, sizeof(field), "%slabel_selector", side);
+    int ret = merge_check(q, m, side);
+    if (ret == 0)
+        ret = ps_querier_selector(m->type_id, m->label_selector, field, q->a, sel, &q->err);
+    if (ret == 0 && (ret = ps_querier_range(m->start, m->end, &lo, &hi, &q->err)) != 0)
+        ps_err_prefix(&q->err, "%.16s", side[0] ? side : "range");
+    if (ret == 0)
+        ret = ps_querier_merge(q->r, sel, lo, hi, q->max_series, q->a, ps, &q->err);
+    return ret;
+}
+
+/* render's flame graph as the codec's */
+static void fg_of(qcall_t *q, const ps_flamegraph_t *fg, ps_qr_flamegraph_t *out)
+{
+    uint32_t *ln = ps_arena_alloc(q->a, (fg->nlevels + 1) * sizeof(uint32_t));
+    int64_t **lv = ps_arena_alloc(q->a, (fg->nlevels + 1) * sizeof(int64_t *));
+    for (uint32_t i = 0; i < fg->nlevels; i++) {
+        ln[i] = fg->levels[i].n;
+        lv[i] = fg->levels[i].values;
+    }
+    *out = (ps_qr_flamegraph_t){.nnames = fg->nnames, .names = fg->names, .nlevels = fg->nlevels, .level_n = ln,
+                                .levels = (int64_t *const *)lv, .total = fg->total, .max_self = fg->max_self,
+                                .left_ticks = fg->left_ticks, .right_ticks = fg->right_ticks};
+}
+
+int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c)
+{
+    qcall_t q;
+    ps_qr_merge_req_t m;
+    ps_selector_t sel = {0};
+    ps_profile_sel_t ps = {0};
+    ps_profile_t p;
+    int64_t max_nodes = 0;
+    int ret = begin(&q, c);
+    if (ret == 0)
+        ret = ps_qr_decode_merge_stacktraces(c->codec, c->body, c->body_len, q.a, budget_of(c), &m, &q.err);
+    if (ret == 0)
+        ret = ps_querier_max_nodes(m.has_max_nodes, m.max_nodes, &max_nodes, &q.err);
+    if (ret == 0)
+        ret = merge_side(&q, &m, "", &sel, &ps);
+    if (ret == 0)
+        ret = ps_query_profile_build(q.r, &ps, NULL, PS_PROFILE_ONE, q.a, &p, &q.err);
+    if (ret == 0 && m.format == PS_QR_FORMAT_PPROF) {
+        ps_buf_t raw = PS_BUF_INIT;
+        ret = ps_pprof_encode(&p, -1, &raw, &q.err);
+        if (ret == 0)
+            ret = ps_qr_encode_merge_pprof(c->codec, raw.data, raw.len, q.a, &q.out, &q.err);
+        ps_buf_dispose(&raw);
+    } else if (ret == 0) {
+        ps_flamegraph_t fg;
+        ps_qr_flamegraph_t qfg;
+        ret = ps_flamegraph_build(&p, 0, 0, max_nodes, q.a, &fg, &q.err);
+        if (ret == 0) {
+            fg_of(&q, &fg, &qfg);
+            if (m.format == PS_QR_FORMAT_TREE)
+                ret = ps_qr_encode_tree(c->codec, &qfg, q.a, &q.out, &q.err);
+            else
+                ps_qr_encode_flamegraph(c->codec, &qfg, q.a, &q.out);
+        }
+    }
+    ps_selector_dispose(&sel);
+    ps_profile_sel_dispose(&ps);
+    return finish(&q, ret);
+}
+
+int ps_connect_querier_select_merge_profile(ps_connect_call_t *c)
+{
+    qcall_t q;
+    ps_qr_merge_req_t m;
+    ps_selector_t sel = {0};
+    ps_profile_sel_t ps = {0};
+    ps_profile_t p;
+    int64_t max_nodes;
+    int ret = begin(&q, c);
+    if (ret == 0)
+        ret = ps_qr_decode_merge_profile(c->codec, c->body, c->body_len, q.a, budget_of(c), &m, &q.err);
+    if (ret == 0)
+        ret = ps_querier_max_nodes(m.has_max_nodes, m.max_nodes, &max_nodes, &q.err);
+    if (ret == 0)
+        ret = merge_side(&q, &m, "", &sel, &ps);
+    if (ret == 0)
+        ret = ps_query_profile_build(q.r, &ps, NULL, PS_PROFILE_ONE, q.a, &p, &q.err);
+    if (ret == 0) {
+        ps_buf_t raw = PS_BUF_INIT;
+        ret = ps_pprof_encode(&p, -1, &raw, &q.err);
+        if (ret == 0)
+            ret = ps_qr_encode_profile(c->codec, raw.data, raw.len, q.a, &q.out, &q.err);
+        ps_buf_dispose(&raw);
+    }
+    ps_selector_dispose(&sel);
+    ps_profile_sel_dispose(&ps);
+    return finish(&q, ret);
+}
+
+int ps_connect_querier_diff(ps_connect_call_t *c)
+{
+    qcall_t q;
+    ps_qr_merge_req_t l, r;
+    ps_selector_t lsel = {0}, rsel = {0};
+    ps_profile_sel_t lps = {0}, rps = {0};
+    ps_profile_t p;
+    int64_t max_nodes = 0;
+    int ret = begin(&q, c);
+    if (ret == 0)
+        ret = ps_qr_decode_diff(c->codec, c->body, c->body_len, q.a, budget_of(c), &l, &r, &q.err);
+    if (ret == 0 && (l.format == PS_QR_FORMAT_PPROF || r.format == PS_QR_FORMAT_PPROF || l.format == PS_QR_FORMAT_TREE ||
+                     r.format == PS_QR_FORMAT_TREE))
+        ret = ps_err_set(&q.err, PS_EINVAL, "%sformat: a Diff answers a flame graph (PROFILE_FORMAT_FLAMEGRAPH)",
+                         l.format == PS_QR_FORMAT_PPROF || l.format == PS_QR_FORMAT_TREE ? "left." : "right.");
+    if (ret == 0)
+        ret = ps_querier_max_nodes(l.has_max_nodes || r.has_max_nodes, l.has_max_nodes ? l.max_nodes : r.max_nodes,
+                                   &max_nodes, &q.err);
+    if (ret == 0)
+        ret = merge_side(&q, &l, "left.", &lsel, &lps);
+    if (ret == 0)
+        ret = merge_side(&q, &r, "right.", &rsel, &rps);
+    if (ret == 0)
+        ret = ps_query_profile_build(q.r, &lps, &rps, PS_PROFILE_PAIR, q.a, &p, &q.err);
+    if (ret == 0) {
+        ps_flamegraph_t fg;
+        ps_qr_flamegraph_t qfg;
+        ret = ps_flamegraph_build(&p, 0, 1, max_nodes, q.a, &fg, &q.err);
+        if (ret == 0) {
+            fg_of(&q, &fg, &qfg);
+            ps_qr_encode_diff(c->codec, &qfg, q.a, &q.out);
+        }
+    }
+    ps_selector_dispose(&lsel);
+    ps_selector_dispose(&rsel);
+    ps_profile_sel_dispose(&lps);
+    ps_profile_sel_dispose(&rps);
+    return finish(&q, ret);
+}
+
+/* ---- SelectSeries ---- */
+
+static int series_query(qcall_t *q, const ps_qr_series_req_t *sr, ps_selector_t *sel, ps_querier_range_q_t *rq)
+{
+    if (sr->type_id == NULL || sr->type_id[0] == '\0')
+        return ps_err_set(&q->err, PS_EINVAL, "profile_typeID: missing (a profile type id, as ProfileTypes lists them)");
+    /* Pyroscope: time.Duration(step * 1e9).Milliseconds() */
+    if (!(sr->step > 0) || !isfinite(sr->step) || sr->step * 1e9 >= 9.2e18)
+        return ps_err_set(&q->err, PS_EINVAL, "step: %g is not a positive number of seconds", sr->step);
+    int64_t step_ms = (int64_t)(sr->step * 1e9) / 1000000;
+    if (step_ms <= 0)
+        return ps_err_set(&q->err, PS_EINVAL, "step: %g s is less than a millisecond", sr->step);
+    if (sr->aggregation != 0 && sr->aggregation != 1)
+        return ps_err_set(&q->err, PS_EINVAL,
+                          "aggregation: %d is not a TimeSeriesAggregationType (0 SUM, 1 AVERAGE)", sr->aggregation);
+    if (sr->has_limit && sr->limit < 0)
+        return ps_err_set(&q->err, PS_EINVAL, "limit: %lld is negative", (long long)sr->limit);
+    if (sr->has_stack_trace_selector)
+        return ps_err_set(&q->err, PS_EINVAL, "stack_trace_selector is not supported by profstore");
+    if (sr->ngroup_by > MAX_NAMES)
+        return ps_err_set(&q->err, PS_EINVAL, "group_by: %u names, more than %d", sr->ngroup_by, MAX_NAMES);
+    int ret = ps_querier_selector(sr->type_id, sr->label_selector, "label_selector", q->a, sel, &q->err);
+    if (ret)
+        return ret;
+    *rq = (ps_querier_range_q_t){.sel = sel, .start = sr->start, .end = sr->end, .step = step_ms,
+                                 .group_by = sr->group_by, .ngroup_by = sr->ngroup_by, .average = sr->average,
+                                 .has_limit = sr->has_limit, .limit = sr->limit, .max_series = q->max_series};
+    return 0;
+}
+
+int ps_connect_querier_select_series(ps_connect_call_t *c)
+{
+    qcall_t q;
+    ps_qr_series_req_t sr;
+    ps_selector_t sel = {0};
+    ps_querier_range_q_t rq;
+    ps_qseries_t *s;
+    uint32_t n;
+    int ret = begin(&q, c);
+    if (ret == 0)
+        ret = ps_qr_decode_select_series(c->codec, c->body, c->body_len, q.a, budget_of(c), &sr, &q.err);
+    if (ret == 0)
+        ret = series_query(&q, &sr, &sel, &rq);
+    if (ret == 0)
+        ret = ps_querier_select_series(q.r, &rq, q.a, &s, &n, &q.err);
+    if (ret == 0) {
+        ps_qr_series_t *qs = ps_arena_calloc(q.a, n + 1, sizeof(ps_qr_series_t));
+        for (uint32_t i = 0; i < n; i++) {
+            ps_qr_point_t *pt = ps_arena_alloc(q.a, ((size_t)s[i].n + 1) * sizeof(ps_qr_point_t));
+            for (uint32_t k = 0; k < s[i].n; k++)
+                pt[k] = (ps_qr_point_t){s[i].points[k].t, s[i].points[k].v};
+            qs[i] = (ps_qr_series_t){s[i].labels, s[i].n, pt};
+        }
+        ps_qr_encode_select_series(c->codec, qs, n, q.a, &q.out);
+    }
+    ps_selector_dispose(&sel);
+    return finish(&q, ret);
+}
