@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/varint.h"
 #include "pbjson.h"
 #include "pyroscope_google.pb-c.h"
 #include "pyroscope_querier.pb-c.h"
@@ -49,6 +50,12 @@ static void *alloc_ptrs(ps_arena_t *arena, size_t n)
     return ps_arena_alloc(arena, (n + 1) * sizeof(void *));
 }
 
+/* a stack_trace_selector that asks for something (set: its oneof case is the field) */
+static bool asks_stack_traces(bool set, const Types__V1__StackTraceSelector *s)
+{
+    return set && s != NULL && (s->n_call_site > 0 || s->go_pgo != NULL);
+}
+
 /* ---- requests ---- */
 
 int ps_qr_decode_profile_types(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
@@ -65,6 +72,15 @@ int ps_qr_decode_profile_types(int codec, const void *data, size_t n, ps_arena_t
     return ret;
 }
 
+/* the fields the labels requests share */
+static void labels_req(ps_qr_labels_req_t *r, char **matchers, size_t nmatchers, int64_t start, int64_t end)
+{
+    r->nmatchers = (uint32_t)nmatchers;
+    r->matchers = strs(matchers, nmatchers);
+    r->start = start;
+    r->end = end;
+}
+
 int ps_qr_decode_label_names(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
                              ps_qr_labels_req_t *r, ps_err_t *err)
 {
@@ -73,10 +89,7 @@ int ps_qr_decode_label_names(int codec, const void *data, size_t n, ps_arena_t *
     int ret = decode(codec, data, n, &types__v1__label_names_request__descriptor, arena, budget, &m, err);
     if (ret == 0) {
         const Types__V1__LabelNamesRequest *q = (const void *)m;
-        r->nmatchers = (uint32_t)q->n_matchers;
-        r->matchers = strs(q->matchers, q->n_matchers);
-        r->start = q->start;
-        r->end = q->end;
+        labels_req(r, q->matchers, q->n_matchers, q->start, q->end);
     }
     return ret;
 }
@@ -89,11 +102,8 @@ int ps_qr_decode_label_values(int codec, const void *data, size_t n, ps_arena_t 
     int ret = decode(codec, data, n, &types__v1__label_values_request__descriptor, arena, budget, &m, err);
     if (ret == 0) {
         const Types__V1__LabelValuesRequest *q = (const void *)m;
+        labels_req(r, q->matchers, q->n_matchers, q->start, q->end);
         r->name = q->name;
-        r->nmatchers = (uint32_t)q->n_matchers;
-        r->matchers = strs(q->matchers, q->n_matchers);
-        r->start = q->start;
-        r->end = q->end;
     }
     return ret;
 }
@@ -106,14 +116,34 @@ int ps_qr_decode_series(int codec, const void *data, size_t n, ps_arena_t *arena
     int ret = decode(codec, data, n, &querier__v1__series_request__descriptor, arena, budget, &m, err);
     if (ret == 0) {
         const Querier__V1__SeriesRequest *q = (const void *)m;
-        r->nmatchers = (uint32_t)q->n_matchers;
-        r->matchers = strs(q->matchers, q->n_matchers);
+        labels_req(r, q->matchers, q->n_matchers, q->start, q->end);
         r->nlabel_names = (uint32_t)q->n_label_names;
         r->label_names = strs(q->label_names, q->n_label_names);
-        r->start = q->start;
-        r->end = q->end;
     }
     return ret;
+}
+
+/* The fields SelectMergeStacktraces and SelectMergeProfile share (r's defaults set before). */
+typedef struct merge_fields {
+    const char *type_id, *label_selector;
+    int64_t start, end;
+    bool has_max_nodes;
+    int64_t max_nodes;
+    bool has_sts;
+    const Types__V1__StackTraceSelector *sts;
+    size_t nprofile_ids;
+} merge_fields_t;
+
+static void merge_set(ps_qr_merge_req_t *r, const merge_fields_t *f)
+{
+    r->type_id = f->type_id;
+    r->label_selector = f->label_selector;
+    r->start = f->start;
+    r->end = f->end;
+    r->has_max_nodes = f->has_max_nodes;
+    r->max_nodes = f->has_max_nodes ? f->max_nodes : 0;
+    r->has_stack_trace_selector = asks_stack_traces(f->has_sts, f->sts);
+    r->nprofile_ids = (uint32_t)f->nprofile_ids;
 }
 
 static void merge_req(const Querier__V1__SelectMergeStacktracesRequest *q, ps_qr_merge_req_t *r)
@@ -124,18 +154,14 @@ static void merge_req(const Querier__V1__SelectMergeStacktracesRequest *q, ps_qr
     r->format = PS_QR_FORMAT_FLAMEGRAPH;
     if (q == NULL)
         return;
-    r->type_id = q->profile_typeid;
-    r->label_selector = q->label_selector;
-    r->start = q->start;
-    r->end = q->end;
-    r->has_max_nodes = q->_max_nodes_case == QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST___MAX_NODES_MAX_NODES;
-    r->max_nodes = r->has_max_nodes ? q->max_nodes : 0;
+    merge_set(r, &(merge_fields_t){
+                     q->profile_typeid, q->label_selector, q->start, q->end,
+                     q->_max_nodes_case == QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST___MAX_NODES_MAX_NODES,
+                     q->max_nodes,
+                     q->_stack_trace_selector_case ==
+                         QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR,
+                     q->stack_trace_selector, q->n_profile_id_selector});
     r->format = q->format == 0 ? PS_QR_FORMAT_FLAMEGRAPH : (int)q->format;
-    r->has_stack_trace_selector = q->_stack_trace_selector_case ==
-                                      QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR &&
-                                  q->stack_trace_selector != NULL &&
-                                  (q->stack_trace_selector->n_call_site > 0 || q->stack_trace_selector->go_pgo != NULL);
-    r->nprofile_ids = (uint32_t)q->n_profile_id_selector;
 }
 
 int ps_qr_decode_merge_stacktraces(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
@@ -155,19 +181,14 @@ int ps_qr_decode_merge_profile(int codec, const void *data, size_t n, ps_arena_t
     int ret = decode(codec, data, n, &querier__v1__select_merge_profile_request__descriptor, arena, budget, &m, err);
     if (ret == 0) {
         const Querier__V1__SelectMergeProfileRequest *q = (const void *)m;
-        r->type_id = q->profile_typeid;
-        r->label_selector = q->label_selector;
-        r->start = q->start;
-        r->end = q->end;
-        r->has_max_nodes = q->_max_nodes_case == QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST___MAX_NODES_MAX_NODES;
-        r->max_nodes = r->has_max_nodes ? q->max_nodes : 0;
+        merge_set(r, &(merge_fields_t){
+                         q->profile_typeid, q->label_selector, q->start, q->end,
+                         q->_max_nodes_case == QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST___MAX_NODES_MAX_NODES,
+                         q->max_nodes,
+                         q->_stack_trace_selector_case ==
+                             QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR,
+                         q->stack_trace_selector, q->n_profile_id_selector});
         r->format = PS_QR_FORMAT_PPROF;
-        r->has_stack_trace_selector =
-            q->_stack_trace_selector_case ==
-                QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR &&
-            q->stack_trace_selector != NULL &&
-            (q->stack_trace_selector->n_call_site > 0 || q->stack_trace_selector->go_pgo != NULL);
-        r->nprofile_ids = (uint32_t)q->n_profile_id_selector;
     }
     return ret;
 }
@@ -204,10 +225,9 @@ int ps_qr_decode_select_series(int codec, const void *data, size_t n, ps_arena_t
         r->average = r->aggregation == TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE;
         r->has_limit = q->_limit_case == QUERIER__V1__SELECT_SERIES_REQUEST___LIMIT_LIMIT;
         r->limit = r->has_limit ? q->limit : 0;
-        r->has_stack_trace_selector =
-            q->_stack_trace_selector_case == QUERIER__V1__SELECT_SERIES_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR &&
-            q->stack_trace_selector != NULL &&
-            (q->stack_trace_selector->n_call_site > 0 || q->stack_trace_selector->go_pgo != NULL);
+        r->has_stack_trace_selector = asks_stack_traces(
+            q->_stack_trace_selector_case == QUERIER__V1__SELECT_SERIES_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR,
+            q->stack_trace_selector);
     }
     return ret;
 }
@@ -304,15 +324,21 @@ static Querier__V1__Level **levels(const ps_qr_flamegraph_t *fg, ps_arena_t *are
     return v;
 }
 
+/* the fields FlameGraph and FlameGraphDiff share, set in g (either struct) */
+#define SET_GRAPH(g, fg, arena)                                                                                        \
+    do {                                                                                                               \
+        (g).n_names = (fg)->nnames;                                                                                    \
+        (g).names = (char **)(fg)->names;                                                                              \
+        (g).n_levels = (fg)->nlevels;                                                                                  \
+        (g).levels = levels((fg), (arena));                                                                            \
+        (g).total = (fg)->total;                                                                                       \
+        (g).max_self = (fg)->max_self;                                                                                 \
+    } while (0)
+
 void ps_qr_encode_flamegraph(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena, ps_buf_t *out)
 {
     Querier__V1__FlameGraph g = QUERIER__V1__FLAME_GRAPH__INIT;
-    g.n_names = fg->nnames;
-    g.names = (char **)fg->names;
-    g.n_levels = fg->nlevels;
-    g.levels = levels(fg, arena);
-    g.total = fg->total;
-    g.max_self = fg->max_self;
+    SET_GRAPH(g, fg, arena);
     Querier__V1__SelectMergeStacktracesResponse res = QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
     res.flamegraph = &g;
     encode(codec, &res.base, out);
@@ -321,12 +347,7 @@ void ps_qr_encode_flamegraph(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t
 void ps_qr_encode_diff(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena, ps_buf_t *out)
 {
     Querier__V1__FlameGraphDiff g = QUERIER__V1__FLAME_GRAPH_DIFF__INIT;
-    g.n_names = fg->nnames;
-    g.names = (char **)fg->names;
-    g.n_levels = fg->nlevels;
-    g.levels = levels(fg, arena);
-    g.total = fg->total;
-    g.max_self = fg->max_self;
+    SET_GRAPH(g, fg, arena);
     g.leftticks = fg->left_ticks;
     g.rightticks = fg->right_ticks;
     Querier__V1__DiffResponse res = QUERIER__V1__DIFF_RESPONSE__INIT;
@@ -350,17 +371,6 @@ typedef struct tnode {
     int64_t self;
     uint32_t level, first, n; /* children: level + 1, [first, first + n) */
 } tnode_t;
-
-static void put_uvarint(ps_buf_t *b, uint64_t v)
-{
-    uint8_t t[10];
-    size_t n = 0;
-    do {
-        t[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    ps_buf_append(b, t, n);
-}
 
 typedef struct kid {
     const char *name;
@@ -449,10 +459,10 @@ int ps_qr_encode_tree(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena
                 }
                 nk = m;
             }
-            put_uvarint(&tree, strlen(name));
+            ps_put_uvarint(&tree, strlen(name));
             ps_buf_append(&tree, name, strlen(name));
-            put_uvarint(&tree, self < 0 ? 0 : (uint64_t)self);
-            put_uvarint(&tree, nk);
+            ps_put_uvarint(&tree, self < 0 ? 0 : (uint64_t)self);
+            ps_put_uvarint(&tree, nk);
             for (uint32_t k = 0; k < nk; k++) {
                 stack[sp++] = l + 1;
                 stack[sp++] = kids[k].i;
