@@ -121,6 +121,23 @@ int ps_connect_querier_profile_types(ps_connect_call_t *c)
     return finish(&q, ret);
 }
 
+typedef int (*labels_decode_fn)(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                                ps_qr_labels_req_t *r, ps_err_t *err);
+
+/* A labels call up to its series: the request decoded (need_name: its name must be given) and its
+ * profile series selected. */
+static int labels_call(qcall_t *q, labels_decode_fn decode, bool need_name, ps_qr_labels_req_t *lr,
+                       ps_series_set_t *set)
+{
+    ps_connect_call_t *c = q->c;
+    int ret = decode(c->codec, c->body, c->body_len, q->a, budget_of(c), lr, &q->err);
+    if (ret == 0 && need_name && (lr->name == NULL || lr->name[0] == '\0'))
+        ret = ps_err_set(&q->err, PS_EINVAL, "name: missing (the label whose values to list)");
+    if (ret == 0)
+        ret = labels_series(q, lr, set);
+    return ret;
+}
+
 int ps_connect_querier_label_names(ps_connect_call_t *c)
 {
     qcall_t q;
@@ -129,9 +146,7 @@ int ps_connect_querier_label_names(ps_connect_call_t *c)
     ps_strlist_t names;
     int ret = begin(&q, c);
     if (ret == 0)
-        ret = ps_qr_decode_label_names(c->codec, c->body, c->body_len, q.a, budget_of(c), &lr, &q.err);
-    if (ret == 0)
-        ret = labels_series(&q, &lr, &set);
+        ret = labels_call(&q, ps_qr_decode_label_names, false, &lr, &set);
     if (ret == 0) {
         ps_querier_labels(&set, NULL, q.a, &names);
         ps_qr_encode_names(c->codec, names.v, names.n, q.a, &q.out);
@@ -147,11 +162,7 @@ int ps_connect_querier_label_values(ps_connect_call_t *c)
     ps_strlist_t values;
     int ret = begin(&q, c);
     if (ret == 0)
-        ret = ps_qr_decode_label_values(c->codec, c->body, c->body_len, q.a, budget_of(c), &lr, &q.err);
-    if (ret == 0 && (lr.name == NULL || lr.name[0] == '\0'))
-        ret = ps_err_set(&q.err, PS_EINVAL, "name: missing (the label whose values to list)");
-    if (ret == 0)
-        ret = labels_series(&q, &lr, &set);
+        ret = labels_call(&q, ps_qr_decode_label_values, true, &lr, &set);
     if (ret == 0) {
         ps_querier_labels(&set, lr.name, q.a, &values);
         ps_qr_encode_names(c->codec, values.v, values.n, q.a, &q.out);
@@ -166,9 +177,7 @@ int ps_connect_querier_series(ps_connect_call_t *c)
     ps_series_set_t set;
     int ret = begin(&q, c);
     if (ret == 0)
-        ret = ps_qr_decode_series(c->codec, c->body, c->body_len, q.a, budget_of(c), &lr, &q.err);
-    if (ret == 0)
-        ret = labels_series(&q, &lr, &set);
+        ret = labels_call(&q, ps_qr_decode_series, false, &lr, &set);
     if (ret == 0) {
         ps_labels_t *sets;
         uint32_t n;
@@ -237,6 +246,39 @@ static void fg_of(qcall_t *q, const ps_flamegraph_t *fg, ps_qr_flamegraph_t *out
                                 .left_ticks = fg->left_ticks, .right_ticks = fg->right_ticks};
 }
 
+typedef int (*merge_decode_fn)(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                               ps_qr_merge_req_t *r, ps_err_t *err);
+
+/* A one-sided merge up to its profile: the request decoded, max_nodes checked, the selection
+ * made (sel, ps: the caller's, disposed by it) and merged into p. */
+static int merge_call(qcall_t *q, merge_decode_fn decode, ps_qr_merge_req_t *m, int64_t *max_nodes,
+                      ps_selector_t *sel, ps_profile_sel_t *ps, ps_profile_t *p)
+{
+    ps_connect_call_t *c = q->c;
+    int ret = decode(c->codec, c->body, c->body_len, q->a, budget_of(c), m, &q->err);
+    if (ret == 0)
+        ret = ps_querier_max_nodes(m->has_max_nodes, m->max_nodes, max_nodes, &q->err);
+    if (ret == 0)
+        ret = merge_side(q, m, "", sel, ps);
+    if (ret == 0)
+        ret = ps_query_profile_build(q->r, ps, NULL, PS_PROFILE_ONE, q->a, p, &q->err);
+    return ret;
+}
+
+typedef int (*pprof_encode_fn)(int codec, const void *pprof, size_t n, ps_arena_t *arena, ps_buf_t *out,
+                               ps_err_t *err);
+
+/* p as pprof bytes, the answer encode makes of them */
+static int pprof_answer(qcall_t *q, const ps_profile_t *p, pprof_encode_fn encode)
+{
+    ps_buf_t raw = PS_BUF_INIT;
+    int ret = ps_pprof_encode(p, -1, &raw, &q->err);
+    if (ret == 0)
+        ret = encode(q->c->codec, raw.data, raw.len, q->a, &q->out, &q->err);
+    ps_buf_dispose(&raw);
+    return ret;
+}
+
 int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c)
 {
     qcall_t q;
@@ -247,19 +289,9 @@ int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c)
     int64_t max_nodes = 0;
     int ret = begin(&q, c);
     if (ret == 0)
-        ret = ps_qr_decode_merge_stacktraces(c->codec, c->body, c->body_len, q.a, budget_of(c), &m, &q.err);
-    if (ret == 0)
-        ret = ps_querier_max_nodes(m.has_max_nodes, m.max_nodes, &max_nodes, &q.err);
-    if (ret == 0)
-        ret = merge_side(&q, &m, "", &sel, &ps);
-    if (ret == 0)
-        ret = ps_query_profile_build(q.r, &ps, NULL, PS_PROFILE_ONE, q.a, &p, &q.err);
+        ret = merge_call(&q, ps_qr_decode_merge_stacktraces, &m, &max_nodes, &sel, &ps, &p);
     if (ret == 0 && m.format == PS_QR_FORMAT_PPROF) {
-        ps_buf_t raw = PS_BUF_INIT;
-        ret = ps_pprof_encode(&p, -1, &raw, &q.err);
-        if (ret == 0)
-            ret = ps_qr_encode_merge_pprof(c->codec, raw.data, raw.len, q.a, &q.out, &q.err);
-        ps_buf_dispose(&raw);
+        ret = pprof_answer(&q, &p, ps_qr_encode_merge_pprof);
     } else if (ret == 0) {
         ps_flamegraph_t fg;
         ps_qr_flamegraph_t qfg;
@@ -287,20 +319,9 @@ int ps_connect_querier_select_merge_profile(ps_connect_call_t *c)
     int64_t max_nodes;
     int ret = begin(&q, c);
     if (ret == 0)
-        ret = ps_qr_decode_merge_profile(c->codec, c->body, c->body_len, q.a, budget_of(c), &m, &q.err);
+        ret = merge_call(&q, ps_qr_decode_merge_profile, &m, &max_nodes, &sel, &ps, &p);
     if (ret == 0)
-        ret = ps_querier_max_nodes(m.has_max_nodes, m.max_nodes, &max_nodes, &q.err);
-    if (ret == 0)
-        ret = merge_side(&q, &m, "", &sel, &ps);
-    if (ret == 0)
-        ret = ps_query_profile_build(q.r, &ps, NULL, PS_PROFILE_ONE, q.a, &p, &q.err);
-    if (ret == 0) {
-        ps_buf_t raw = PS_BUF_INIT;
-        ret = ps_pprof_encode(&p, -1, &raw, &q.err);
-        if (ret == 0)
-            ret = ps_qr_encode_profile(c->codec, raw.data, raw.len, q.a, &q.out, &q.err);
-        ps_buf_dispose(&raw);
-    }
+        ret = pprof_answer(&q, &p, ps_qr_encode_profile);
     ps_selector_dispose(&sel);
     ps_profile_sel_dispose(&ps);
     return finish(&q, ret);
