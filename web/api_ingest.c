@@ -2,49 +2,11 @@
  * api_ingest.c - POST /api/v1/profiles/write: decode on this loop thread, hand the profile to the
  * writer thread, answer once it is durable.
  */
-#include <stdlib.h>
+#include <string.h>
 
-#include "core/log.h"
 #include "http.h"
 #include "internal.h"
 #include "ingest/ingest.h"
-
-typedef struct pending {
-    ps_async_t async;
-    ps_wreq_t w;
-    ps_arena_t *arena; /* from the loop's pool */
-    void *loop;
-    ps_server_t *srv;
-    size_t body_len;
-} pending_t;
-
-static void on_complete(ps_async_t *a, h2o_req_t *req)
-{
-    pending_t *p = (pending_t *)a;
-    ps_append_t *app = &p->w.app;
-    bool ok = p->w.status == 0 && app->status == 0;
-    if (ok) { /* counted before the answer, so a client reading /metrics after its 200 sees it */
-        atomic_fetch_add(&p->srv->ingest_profiles, 1);
-        atomic_fetch_add(&p->srv->ingest_bytes, p->body_len);
-        atomic_fetch_add(&p->srv->ingest_samples, app->profile->nsamples);
-    } else {
-        ps_log_debug("push rejected", "err=%s", ps_log_q(p->w.status ? p->w.err.msg : app->err.msg));
-    }
-    if (req != NULL) {
-        if (p->w.status != 0) {
-            ps_http_error(req, p->w.status, p->w.err.msg);
-        } else if (app->status != 0) {
-            ps_http_error(req, app->status, app->err.msg);
-        } else {
-            ps_buf_t b = PS_BUF_INIT;
-            ps_ingest_result_json(app, &b);
-            ps_http_send(req, 200, "application/json", b.data, b.len);
-            ps_buf_dispose(&b);
-        }
-    }
-    ps_loop_arena_put(p->loop, p->arena);
-    free(p);
-}
 
 int ps_api_profiles_write(h2o_req_t *req)
 {
@@ -53,14 +15,9 @@ int ps_api_profiles_write(h2o_req_t *req)
     ps_params_t params;
     ps_ingest_params_t ip = {0};
     ip.delta = -1;
-    if (atomic_load(&s->stopping)) {
-        ps_http_error(req, PS_EUNAVAIL, "server is shutting down");
+    ps_ingest_job_t *p = ps_ingest_job_new(req, "push rejected", ps_err_http_status);
+    if (p == NULL)
         return 0;
-    }
-    pending_t *p = ps_xcalloc(1, sizeof(*p));
-    p->srv = s;
-    p->arena = ps_loop_arena_get(req);
-    p->loop = ps_loop_of(req->conn->ctx);
     if (ps_http_params(req, false, p->arena, &params, &err) != 0)
         goto Fail;
     const ps_param_t *v;
@@ -98,15 +55,9 @@ int ps_api_profiles_write(h2o_req_t *req)
     p->body_len = req->entity.len;
     if (ps_ingest_prepare(req->entity.base, req->entity.len, &ip, &s->opts.limits, p->arena, &p->w.app, &err) != 0)
         goto Fail;
-    p->w.kind = PS_WREQ_APPEND;
-    if (ps_async_submit_write(&p->async, &p->w, req, on_complete) != 0) {
-        err = p->w.err;
-        goto Fail;
-    }
+    ps_ingest_job_submit(p, req);
     return 0;
 Fail:
-    ps_http_error(req, err.code, err.msg);
-    ps_loop_arena_put(p->loop, p->arena);
-    free(p);
+    ps_ingest_job_fail(p, req, ps_err_http_status(err.code), err.msg);
     return 0;
 }

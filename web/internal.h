@@ -39,6 +39,27 @@ void ps_async_on_messages(h2o_multithread_receiver_t *receiver, h2o_linklist_t *
  */
 int ps_async_submit_write(ps_async_t *a, ps_wreq_t *w, h2o_req_t *req, ps_async_cb cb);
 
+/* ingest_job.c: one prepared profile handed to the writer (api_ingest.c, api_pyroscope_ingest.c) */
+/** The HTTP status a handler answers for an error code. */
+typedef int (*ps_ingest_status_fn)(int code);
+typedef struct ps_ingest_job {
+    ps_async_t async; /* first: the writer's callback casts it back */
+    ps_wreq_t w;      /* the caller prepares w.app */
+    ps_arena_t *arena; /* from the loop's pool */
+    void *loop;
+    ps_server_t *srv;
+    size_t body_len;            /* counted in ingest_bytes once stored */
+    const char *what;           /* the debug log event of a rejected profile */
+    ps_ingest_status_fn status; /* the status of an error (the writer's "unavailable" while stopping: 503) */
+} ps_ingest_job_t;
+/** A job for req, or NULL when the server is shutting down (503 answered). */
+ps_ingest_job_t *ps_ingest_job_new(h2o_req_t *req, const char *what, ps_ingest_status_fn status);
+/** Hands j (w.app prepared) to the writer: answered 200 with the ingest result once durable, else
+ *  the error with j->status; j is freed either way. */
+void ps_ingest_job_submit(ps_ingest_job_t *j, h2o_req_t *req);
+/** Answers status and msg and frees j (a request refused before the hand-off). */
+void ps_ingest_job_fail(ps_ingest_job_t *j, h2o_req_t *req, int status, const char *msg);
+
 /* routes.c */
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req);
 /** The handler a path is counted under in /metrics: 0 .. ps_routes_nhandlers() - 1 (the last
