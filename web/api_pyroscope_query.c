@@ -16,37 +16,25 @@
 
 #include "core/json.h"
 #include "core/timeutil.h"
+#include "connect.h"
 #include "http.h"
 #include "internal.h"
 #include "parser/selector.h"
+#include "query/querier.h"
 #include "query/query.h"
 #include "render/render.h"
 
-#define DEFAULT_MAX_NODES 8192     /* Pyroscope's -querier.max-flamegraph-nodes-default */
-#define MAX_MAX_NODES 1048576      /* and its -querier.max-flamegraph-nodes-max */
 #define MAX_RANGE_NS (366ll * 86400 * PS_NS_PER_S)
 
-/* Pyroscope's error answer: connect's code for the status, and the message. */
+/* Pyroscope's error answer: connect's error JSON and code (ps_connect_code_of), with profstore's
+ * status of the error (ps_err_http_status: so more series than --query.max-series is 422
+ * resource_exhausted, as /api/v1/profiles/query answers it, where connect-go would say 429). */
 static void send_error(h2o_req_t *req, int code, const char *msg)
 {
-    int status = ps_err_http_status(code);
-    const char *cc = status == 400   ? "invalid_argument"
-                     : status == 404 ? "not_found"
-                     : status == 413 || status == 422 || status == 429 || status == 507 ? "resource_exhausted"
-                     : status == 503 ? "unavailable"
-                     : status >= 500 ? "internal"
-                                     : "unknown";
-    ps_buf_t b = {0};
-    ps_json_t j;
-    ps_json_init(&j, &b);
-    ps_json_obj(&j);
-    ps_json_key(&j, "code");
-    ps_json_cstr(&j, cc);
-    ps_json_key(&j, "message");
-    ps_json_cstr(&j, msg);
-    ps_json_end(&j);
+    ps_buf_t b = PS_BUF_INIT;
+    ps_connect_error_json(ps_connect_code_of(code), msg, &b);
     ps_buf_putc(&b, '\n');
-    ps_http_send(req, status, "application/json", b.data, b.len);
+    ps_http_send(req, ps_err_http_status(code), "application/json", b.data, b.len);
     ps_buf_dispose(&b);
 }
 
@@ -110,7 +98,7 @@ static int param_range(ps_qctx_t *c, const char *fn, const char *un, int64_t now
 static int param_max_nodes(ps_qctx_t *c, int64_t *out)
 {
     const char *names[] = {"max-nodes", "maxNodes"};
-    *out = DEFAULT_MAX_NODES;
+    *out = PS_QUERIER_MAX_NODES_DEFAULT;
     for (int i = 0; i < 2; i++) {
         const char *v = pstr(c, names[i]);
         if (v == NULL)
@@ -121,9 +109,9 @@ static int param_max_nodes(ps_qctx_t *c, int64_t *out)
         if (*end || end == v || n < 0 || errno == ERANGE)
             return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"%s\": \"%.32s\" is not a non-negative integer",
                               names[i], v);
-        if (n > MAX_MAX_NODES)
+        if (n > PS_QUERIER_MAX_NODES_MAX)
             return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"%s\": %lld is over the limit of %d nodes",
-                              names[i], n, MAX_MAX_NODES);
+                              names[i], n, PS_QUERIER_MAX_NODES_MAX);
         if (n > 0)
             *out = n;
     }
@@ -204,6 +192,17 @@ static int param_aggregation(ps_qctx_t *c, bool *avg)
                       a);
 }
 
+/* A render's request begun: the query context and the parameters both renders share. */
+static int render_begin(ps_qctx_t *c, h2o_req_t *req, int64_t *max_nodes)
+{
+    int ret = ps_qctx_begin(c, req);
+    if (ret == 0)
+        ret = param_format(c);
+    if (ret == 0)
+        ret = param_max_nodes(c, max_nodes);
+    return ret;
+}
+
 int ps_api_pyroscope_render(h2o_req_t *req)
 {
     ps_qctx_t c;
@@ -213,11 +212,7 @@ int ps_api_pyroscope_render(h2o_req_t *req)
     ps_profile_t p;
     ps_flamegraph_t fg;
     ps_pyro_timeline_t tl;
-    int ret = ps_qctx_begin(&c, req);
-    if (ret == 0)
-        ret = param_format(&c);
-    if (ret == 0)
-        ret = param_max_nodes(&c, &max_nodes);
+    int ret = render_begin(&c, req, &max_nodes);
     if (ret == 0)
         ret = param_aggregation(&c, &avg);
     if (ret == 0)
@@ -256,11 +251,7 @@ int ps_api_pyroscope_render_diff(h2o_req_t *req)
     int64_t max_nodes = 0, now = ps_time_now();
     ps_profile_t p;
     ps_flamegraph_t fg;
-    int ret = ps_qctx_begin(&c, req);
-    if (ret == 0)
-        ret = param_format(&c);
-    if (ret == 0)
-        ret = param_max_nodes(&c, &max_nodes);
+    int ret = render_begin(&c, req, &max_nodes);
     if (ret == 0)
         ret = side_load(&c, &l, "leftQuery", "leftFrom", "leftUntil", now);
     if (ret == 0)

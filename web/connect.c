@@ -167,17 +167,22 @@ static void add_header(h2o_req_t *req, const h2o_token_t *t, const char *v)
 }
 
 /* The error JSON with an explicit HTTP status (415, 405 have no code of their own). */
-static void send_error(h2o_req_t *req, int status, ps_connect_code_t code, const char *msg)
+void ps_connect_error_json(ps_connect_code_t code, const char *msg, ps_buf_t *b)
 {
-    ps_buf_t b = PS_BUF_INIT;
     ps_json_t j;
-    ps_json_init(&j, &b);
+    ps_json_init(&j, b);
     ps_json_obj(&j);
     ps_json_key(&j, "code");
     ps_json_cstr(&j, ps_connect_code_name(code));
     ps_json_key(&j, "message");
     ps_json_cstr(&j, msg);
     ps_json_end(&j);
+}
+
+static void send_error(h2o_req_t *req, int status, ps_connect_code_t code, const char *msg)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    ps_connect_error_json(code, msg, &b);
     add_header(req, H2O_TOKEN_ACCEPT_ENCODING, "gzip");
     ps_http_send(req, status, "application/json", b.data, b.len);
     ps_buf_dispose(&b);

@@ -83,6 +83,8 @@ void ps_connect_error(ps_connect_call_t *c, ps_connect_code_t code, const char *
 /** The Connect code for a profstore error code (PS_EINVAL → invalid_argument, PS_ETOOBIG →
  *  resource_exhausted, PS_EUNAVAIL → unavailable, PS_ENOSPACE → resource_exhausted, ...). */
 ps_connect_code_t ps_connect_code_of(int ps_code);
+/** Appends the error JSON {"code":"<name>","message":msg} to b (also Pyroscope's HTTP API's). */
+void ps_connect_error_json(ps_connect_code_t code, const char *msg, ps_buf_t *b);
 /** Answers an error before a call exists (e.g. from routes.c). */
 void ps_connect_error_req(h2o_req_t *req, ps_connect_code_t code, const char *msg);
 
