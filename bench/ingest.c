@@ -717,14 +717,7 @@ static void print_header(const opts_t *o, uint64_t rounds, long long t0, const c
            o->want[MODE_CONNECT] ? ", Connect" : "", o->want[MODE_INGEST] ? ", /ingest" : "");
     printf("  server %s, threads %s; %ld CPUs shared by server and load generator; data in %s\n", o->profstore,
            o->threads ? o->threads : "default", ncpu, base);
-    char la[128] = "?";
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f != NULL) {
-        if (fgets(la, sizeof(la), f) != NULL)
-            la[strcspn(la, "\n")] = 0;
-        fclose(f);
-    }
-    printf("  load average before the run: %s\n", la);
+    ps_bench_print_loadavg();
     printf("  fixtures (%s):", ps_bench_testdata());
     for (int i = 0; i < NFIX; i++)
         printf(" %s %zu B gz/%zu B raw/%u samples;", strrchr(fix_files[i], '/') + 1, fx[i].len, fx[i].raw_len,

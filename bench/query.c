@@ -45,6 +45,7 @@
 
 #include "core/err.h"
 #include "core/mem.h"
+#include "core/varint.h"
 #include "gen.h"
 #include "proto/pprof.h"
 #include "util.h"
@@ -722,21 +723,10 @@ static void range_url(char *out, size_t n, const char *base, const char *q, uint
 
 /* ---- Connect: querier.v1.QuerierService/SelectMergeStacktraces, binary, as Grafana sends it ---- */
 
-static void pb_varint(ps_buf_t *b, uint64_t v)
-{
-    uint8_t t[10];
-    size_t n = 0;
-    do {
-        t[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    ps_buf_append(b, t, n);
-}
-
 static void pb_str(ps_buf_t *b, uint32_t field, const char *s)
 {
-    pb_varint(b, (uint64_t)field << 3 | 2);
-    pb_varint(b, strlen(s));
+    ps_put_uvarint(b, (uint64_t)field << 3 | 2);
+    ps_put_uvarint(b, strlen(s));
     ps_buf_append(b, s, strlen(s));
 }
 
@@ -746,12 +736,12 @@ static void merge_request(ps_buf_t *b, const char *type, const char *sel, uint32
     ps_buf_reset(b);
     pb_str(b, 1, type);
     pb_str(b, 2, sel);
-    pb_varint(b, 3 << 3);
-    pb_varint(b, (uint64_t)(T0_S + (int64_t)from * STEP_S) * 1000);
-    pb_varint(b, 4 << 3);
-    pb_varint(b, (uint64_t)(T0_S + (int64_t)(from + count - 1) * STEP_S) * 1000);
-    pb_varint(b, 5 << 3);
-    pb_varint(b, 16384);
+    ps_put_uvarint(b, 3 << 3);
+    ps_put_uvarint(b, (uint64_t)(T0_S + (int64_t)from * STEP_S) * 1000);
+    ps_put_uvarint(b, 4 << 3);
+    ps_put_uvarint(b, (uint64_t)(T0_S + (int64_t)(from + count - 1) * STEP_S) * 1000);
+    ps_put_uvarint(b, 5 << 3);
+    ps_put_uvarint(b, 16384);
 }
 
 static int rd_varint(const uint8_t **p, const uint8_t *e, uint64_t *v)
@@ -807,12 +797,12 @@ static void series_request(ps_buf_t *b, const char *type, const char *sel, uint3
     ps_buf_reset(b);
     pb_str(b, 1, type);
     pb_str(b, 2, sel);
-    pb_varint(b, 3 << 3);
-    pb_varint(b, (uint64_t)T0_S * 1000);
-    pb_varint(b, 4 << 3);
-    pb_varint(b, (uint64_t)(T0_S + end) * 1000);
+    ps_put_uvarint(b, 3 << 3);
+    ps_put_uvarint(b, (uint64_t)T0_S * 1000);
+    ps_put_uvarint(b, 4 << 3);
+    ps_put_uvarint(b, (uint64_t)(T0_S + end) * 1000);
     pb_str(b, 5, by);
-    pb_varint(b, 6 << 3 | 1);
+    ps_put_uvarint(b, 6 << 3 | 1);
     ps_buf_append(b, &step, 8); /* little-endian double, as x86-64 holds it */
 }
 
@@ -892,16 +882,7 @@ int main(int argc, char **argv)
     printf("bench_query: %u series x %u profiles (%s of 10 s Go CPU profiles from 2026-11-29T00:00:00Z) = %llu "
            "profiles, seed %llu; %ld CPUs\n",
            o.series, o.pps, hours(o.pps, hb, sizeof(hb)), (unsigned long long)nprof, (unsigned long long)o.seed, ncpu);
-    {
-        char la[128] = "?";
-        FILE *f = fopen("/proc/loadavg", "r");
-        if (f != NULL) {
-            if (fgets(la, sizeof(la), f) != NULL)
-                la[strcspn(la, "\n")] = 0;
-            fclose(f);
-        }
-        printf("  load average before the run: %s\n", la);
-    }
+    ps_bench_print_loadavg();
 
     totals = ps_xcalloc(nprof, sizeof(*totals));
     marker_t mk;

@@ -730,3 +730,15 @@ uint64_t ps_bench_num_arg(const char *prog, const char *flag, const char *v)
     }
     return x;
 }
+
+void ps_bench_print_loadavg(void)
+{
+    char la[128] = "?";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f != NULL) {
+        if (fgets(la, sizeof(la), f) != NULL)
+            la[strcspn(la, "\n")] = 0;
+        fclose(f);
+    }
+    printf("  load average before the run: %s\n", la);
+}

@@ -124,6 +124,8 @@ double ps_bench_quantile(double *v, size_t n, double q);
 uint64_t ps_bench_num_arg(const char *prog, const char *flag, const char *v);
 
 void ps_bench_urlencode(const char *s, char *out, size_t n);
+/** Prints "  load average before the run: <the line of /proc/loadavg, or ?>". */
+void ps_bench_print_loadavg(void);
 
 /* ---- a deterministic generator for synthetic data: xorshift64*, a fixed seed, one state per
  * file that uses it (the same sequence every run) ---- */
