@@ -119,4 +119,11 @@ static inline uint64_t ps_test_rnd(void)
     return x * 0x2545f4914f6cdd1dull;
 }
 
+/** Sets a (pointer, length) field pair to s and strlen(s) (NULL: NULL and 0). */
+static inline void ps_test_setstr(const char **v, size_t *n, const char *s)
+{
+    *v = s;
+    *n = s ? strlen(s) : 0;
+}
+
 #endif

@@ -51,12 +51,9 @@ static int prepare(const char *rel, const ps_ingest_params_t *ip, ps_arena_t *a,
 static ps_ingest_params_t params(const char *name, const char *labels, const char *time, int delta)
 {
     ps_ingest_params_t ip = {0};
-    ip.name = name;
-    ip.name_len = name ? strlen(name) : 0;
-    ip.labels = labels;
-    ip.labels_len = labels ? strlen(labels) : 0;
-    ip.time = time;
-    ip.time_len = time ? strlen(time) : 0;
+    ps_test_setstr(&ip.name, &ip.name_len, name);
+    ps_test_setstr(&ip.labels, &ip.labels_len, labels);
+    ps_test_setstr(&ip.time, &ip.time_len, time);
     ip.delta = delta;
     return ip;
 }

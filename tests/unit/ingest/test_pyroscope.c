@@ -189,12 +189,9 @@ static int meta(const char *name, const char *format, const char *ct, ps_arena_t
                 ps_err_t *err)
 {
     ps_pyro_params_t in = {0};
-    in.name = name;
-    in.name_len = name ? strlen(name) : 0;
-    in.format = format;
-    in.format_len = format ? strlen(format) : 0;
-    in.content_type = ct;
-    in.content_type_len = ct ? strlen(ct) : 0;
+    ps_test_setstr(&in.name, &in.name_len, name);
+    ps_test_setstr(&in.format, &in.format_len, format);
+    ps_test_setstr(&in.content_type, &in.content_type_len, ct);
     return ps_pyro_meta_parse(&in, NOW, a, m, err);
 }
 
@@ -288,21 +285,16 @@ static void test_bad_params(void **state)
             assert_string_equal(err.msg, bad[i].msg);
     }
     ps_pyro_params_t in = {0};
-    in.name = "app";
-    in.name_len = 3;
-    in.from = "1796022000";
-    in.from_len = 10;
-    in.until = "now-1h";
-    in.until_len = 6;
+    ps_test_setstr(&in.name, &in.name_len, "app");
+    ps_test_setstr(&in.from, &in.from_len, "1796022000");
+    ps_test_setstr(&in.until, &in.until_len, "now-1h");
     assert_int_equal(ps_pyro_meta_parse(&in, NOW + 7200 * PS_NS_PER_S, &a, &m, &err), 0);
     assert_int_equal(m.from, NOW);
     assert_int_equal(m.until, NOW + 3600 * PS_NS_PER_S);
-    in.sample_rate = "1000000001";
-    in.sample_rate_len = 10;
+    ps_test_setstr(&in.sample_rate, &in.sample_rate_len, "1000000001");
     assert_int_equal(ps_pyro_meta_parse(&in, NOW + 7200 * PS_NS_PER_S, &a, &m, &err), PS_EINVAL);
     assert_string_equal(err.msg, "sampleRate: expected an integer from 0 to 1000000000 (Hz), got \"1000000001\"");
-    in.sample_rate = "0";
-    in.sample_rate_len = 1;
+    ps_test_setstr(&in.sample_rate, &in.sample_rate_len, "0");
     assert_int_equal(ps_pyro_meta_parse(&in, NOW + 7200 * PS_NS_PER_S, &a, &m, &err), 0);
     assert_false(m.scale);
     assert_string_equal(m.sample_type, "samples");
@@ -319,14 +311,10 @@ static void test_folded(void **state)
     ps_pprof_limits_t lim;
     ps_pprof_limits_default(&lim);
     ps_pyro_params_t in = {0};
-    in.name = "app.cpu";
-    in.name_len = 7;
-    in.sample_rate = "250";
-    in.sample_rate_len = 3;
-    in.until = "1796022010";
-    in.until_len = 10;
-    in.from = "1796022000";
-    in.from_len = 10;
+    ps_test_setstr(&in.name, &in.name_len, "app.cpu");
+    ps_test_setstr(&in.sample_rate, &in.sample_rate_len, "250");
+    ps_test_setstr(&in.until, &in.until_len, "1796022010");
+    ps_test_setstr(&in.from, &in.from_len, "1796022000");
     assert_int_equal(ps_pyro_meta_parse(&in, NOW, &a, &m, &err), 0);
     ps_profile_t p;
     static const char body[] = "main;a b;c 3\r\nmain;a b 2\n\nmain 1";
@@ -482,8 +470,7 @@ static void captured_prepare(const char *sdk, int i, int64_t want_ts, const char
     ps_pyro_params_t in = {0};
     in.name = mp ? "nodeapp{env=test}" : "nodeapp{otel.scope.name=com.grafana.pyroscope/nodejs,env=test}";
     in.name_len = strlen(in.name);
-    in.spy_name = "nodespy";
-    in.spy_name_len = 7;
+    ps_test_setstr(&in.spy_name, &in.spy_name_len, "nodespy");
     in.format = mp ? NULL : "pprof";
     in.format_len = mp ? 0 : 5;
     in.content_type = mp ? ct : "application/octet-stream";

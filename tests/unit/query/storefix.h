@@ -63,4 +63,36 @@ static inline void ps_test_ingest(ps_store_t *store, const char *rel, const char
     ps_test_ingest_at(store, rel, labels, when);
 }
 
+/** The four Go CPU profiles of the query tests' store (their headers draw it): cpu-01 @t0+10 and
+ *  cpu-02 @t0+20 under {job="api",instance="a"}, cpu-03 @t0+15 {job="api",instance="b"}, cpu-04
+ *  @t0+30 {job="batch"}. */
+static inline void ps_test_ingest_cpu4(ps_store_t *store, int64_t t0)
+{
+    ps_test_ingest(store, "go/cpu-01.pb.gz", "{job=\"api\",instance=\"a\"}", t0 + 10);
+    ps_test_ingest(store, "go/cpu-02.pb.gz", "{job=\"api\",instance=\"a\"}", t0 + 20);
+    ps_test_ingest(store, "go/cpu-03.pb.gz", "{job=\"api\",instance=\"b\"}", t0 + 15);
+    ps_test_ingest(store, "go/cpu-04.pb.gz", "{job=\"batch\"}", t0 + 30);
+}
+
+/** A test's read snapshot of a store, its arena and error. */
+typedef struct ps_test_rfx {
+    ps_reader_t *r;
+    ps_arena_t a;
+    ps_err_t err;
+} ps_test_rfx_t;
+
+static inline void ps_test_rfx_begin(ps_test_rfx_t *f, ps_store_t *store)
+{
+    memset(f, 0, sizeof(*f));
+    ps_err_clear(&f->err);
+    if (ps_reader_begin(store, &f->r, &f->err) != 0)
+        fail_msg("reader: %s", f->err.msg);
+}
+
+static inline void ps_test_rfx_end(ps_test_rfx_t *f)
+{
+    ps_reader_end(f->r);
+    ps_arena_dispose(&f->a);
+}
+
 #endif

@@ -45,10 +45,7 @@ static int setup(void **state)
 {
     (void)state;
     store = ps_test_store_open("/tmp/ps_test_querier_XXXXXX", &dir);
-    ps_test_ingest(store, "go/cpu-01.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 10);
-    ps_test_ingest(store, "go/cpu-02.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 20);
-    ps_test_ingest(store, "go/cpu-03.pb.gz", "{job=\"api\",instance=\"b\"}", T0 + 15);
-    ps_test_ingest(store, "go/cpu-04.pb.gz", "{job=\"batch\"}", T0 + 30);
+    ps_test_ingest_cpu4(store, T0);
     ps_test_ingest(store, "go/heap-01.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 30);
     return 0;
 }
@@ -60,25 +57,9 @@ static int teardown(void **state)
     return 0;
 }
 
-typedef struct fx {
-    ps_reader_t *r;
-    ps_arena_t a;
-    ps_err_t err;
-} fx_t;
-
-static void fx_begin(fx_t *f)
-{
-    memset(f, 0, sizeof(*f));
-    ps_err_clear(&f->err);
-    if (ps_reader_begin(store, &f->r, &f->err) != 0)
-        fail_msg("reader: %s", f->err.msg);
-}
-
-static void fx_end(fx_t *f)
-{
-    ps_reader_end(f->r);
-    ps_arena_dispose(&f->a);
-}
+typedef ps_test_rfx_t fx_t;
+static void fx_begin(fx_t *f) { ps_test_rfx_begin(f, store); }
+static void fx_end(fx_t *f) { ps_test_rfx_end(f); }
 
 static void range_ns(fx_t *f, int64_t s_ms, int64_t e_ms, int64_t *lo, int64_t *hi)
 {

@@ -56,10 +56,7 @@ static void ingest(const char *rel, const char *labels, int64_t ts_s) { ps_test_
 static int setup(void **state)
 {
     store = ps_test_store_open("/tmp/ps_test_read_XXXXXX", &dir);
-    ingest("go/cpu-01.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 10);
-    ingest("go/cpu-02.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 20);
-    ingest("go/cpu-03.pb.gz", "{job=\"api\",instance=\"b\"}", T0 + 15);
-    ingest("go/cpu-04.pb.gz", "{job=\"batch\"}", T0 + 30);
+    ps_test_ingest_cpu4(store, T0);
     for (int i = 0; i < NMANY; i++)
         ingest("go/cpu-01.pb.gz", "{job=\"many\"}", T0 + 100 + i);
     ingest_at("go/cpu-01.pb.gz", "{job=\"same_ms\"}", "2027-01-15T08:00:40.0001Z");
