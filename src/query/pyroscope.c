@@ -2,11 +2,13 @@
  * pyroscope.c - what Pyroscope's HTTP query API needs beyond the profile selections of query.c:
  * its query's profile type id resolved to a stored one, its timeline (step rule of
  * pkg/querier/timeline/calculator.go, steps as pkg/querier rangeSeries + timeline.New fill
- * them), and label names and values of profile series (see query.h).
+ * them), and label names and values of profile series (querier.c's series and lists, with
+ * __name__'s values in Pyroscope's 5-part form).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "querier.h"
 #include "query.h"
 
 /* ---- the profile type of a query ---- */
@@ -268,9 +270,7 @@ const char *ps_query_common_label(const ps_series_set_t *s, const char *name)
     return v;
 }
 
-/* ---- label names and values ---- */
-
-#define PROFILE_SERIES "{__name__=~\"[^:]+:[^:]+:[^:]+:[^:]+:[^:]+(:delta)?\"}"
+/* ---- label names and values: the querier's (querier.h) ---- */
 
 static int cmp_cstr(const void *a, const void *b)
 {
@@ -297,37 +297,17 @@ static void pyroscope_ids(ps_strlist_t *l, ps_arena_t *arena)
     l->n = u;
 }
 
-/* Whether sel has a __name__ matcher. */
-static bool has_name(const ps_selector_t *sel)
-{
-    for (uint32_t i = 0; i < sel->n; i++)
-        if (strcmp(sel->m[i].name, "__name__") == 0)
-            return true;
-    return false;
-}
-
 int ps_query_pyro_labels(ps_reader_t *r, const char *name, ps_selector_t *sel, int64_t start, int64_t end,
                          uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
 {
-    ps_selector_t all, both;
-    int ret = ps_selector_parse(PROFILE_SERIES, strlen(PROFILE_SERIES), arena, &all, err);
+    /* Grafana's LabelNames/LabelValues rule: profile series (by their kind) with data in the range;
+     * without sel every profile series, as many as the store holds, so no series limit */
+    ps_series_set_t set;
+    int ret = ps_querier_series(r, sel, sel ? 1 : 0, start, end, sel ? max_series : UINT32_MAX, arena, &set, err);
     if (ret)
         return ret;
-    if (sel == NULL) {
-        /* every profile series: as many as the store holds, so no series limit */
-        ret = ps_query_labels(r, name, &all, 1, start, end, UINT32_MAX, arena, out, err);
-    } else if (has_name(sel)) {
-        ret = ps_query_labels(r, name, sel, 1, start, end, max_series, arena, out, err);
-    } else {
-        /* sel's matchers and "a profile type id" (all's matcher, owned by all) */
-        both.n = sel->n + 1;
-        both.m = ps_arena_alloc(arena, both.n * sizeof(ps_matcher_t));
-        memcpy(both.m, sel->m, sel->n * sizeof(ps_matcher_t));
-        both.m[sel->n] = all.m[0];
-        ret = ps_query_labels(r, name, &both, 1, start, end, max_series, arena, out, err);
-    }
-    ps_selector_dispose(&all);
-    if (ret == 0 && name != NULL && strcmp(name, "__name__") == 0)
+    ps_querier_labels(&set, name, arena, out);
+    if (name != NULL && strcmp(name, "__name__") == 0)
         pyroscope_ids(out, arena);
-    return ret;
+    return 0;
 }

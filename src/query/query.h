@@ -208,8 +208,9 @@ const char *ps_query_common_label(const ps_series_set_t *s, const char *name);
 
 /**
  * Label names (name == NULL) or the values of name, of the profile series matching sel (NULL: every
- * profile series; float series from remote_write are never listed) with data in [start, end]
- * (INT64_MIN, INT64_MAX: any). The values of __name__ are profile type ids in Pyroscope's 5-part
+ * profile series, without a series limit; float series from remote_write are never listed) with
+ * data in [start, end] (INT64_MIN, INT64_MAX: any): ps_querier_series and ps_querier_labels, the
+ * querier's LabelNames/LabelValues (more than max_series is their PS_ELIMIT). The values of __name__ are profile type ids in Pyroscope's 5-part
  * form (a :delta suffix dropped, duplicates merged), what Pyroscope's /label-values?label=__name__
  * lists. Ascending, without duplicates.
  */

@@ -3,7 +3,8 @@
  * (calculator.go's table, boundaries included), the timeline of profiles at known times (which
  * step each falls into, sum and avg, the steps dropped at until), the profile type of a query
  * resolved (verbatim, Pyroscope's 5-part id to the stored :delta one, errors), the legacy
- * <app>.<type> form, the shared pyroscope_spy label, and the label lists of profile series.
+ * <app>.<type> form, the shared pyroscope_spy label, and the label lists of profile series (a
+ * float series named like a profile type id is not one).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,6 +72,14 @@ static int setup(void **state)
     ps_test_ingest(f->store, "go/cpu-04.pb.gz", "{job=\"s\",pyroscope_spy=\"gospy\"}", T0 + 30);
     ps_test_ingest(f->store, "go/cpu-05.pb.gz", "{job=\"s\",pyroscope_spy=\"other\"}", T0 + 45);
     ps_test_ingest(f->store, "go/heap-01.pb.gz", "{job=\"h\"}", T0 + 20);
+    /* a float series (remote_write) whose name has the shape of a profile type id: never listed */
+    ps_label_pair_t lp[3] = {{"__name__", "a:b:c:d:e", 8, 9}, {"instance", "float", 8, 5}, {"job", "r", 3, 1}};
+    ps_labels_t ls = {3, lp, 0};
+    ps_fsample_t fs[1] = {{(T0 + 20) * 1000, 1.5}};
+    ps_fappend_t fa = {.labels = &ls, .samples = fs, .nsamples = 1};
+    ps_fappend_t *fas[1] = {&fa};
+    if (ps_store_write(f->store, NULL, 0, fas, 1, NULL, 0, &f->err) != 0 || fa.status != 0 || fa.accepted != 1)
+        fail_msg("float series: %s", f->err.msg);
     assert_int_equal(ps_reader_begin(f->store, &f->r, &f->err), 0);
     *state = f;
     return 0;
