@@ -74,6 +74,12 @@ static inline void ps_test_ingest_cpu4(ps_store_t *store, int64_t t0)
     ps_test_ingest(store, "go/cpu-04.pb.gz", "{job=\"batch\"}", t0 + 30);
 }
 
+/* the cpu totals of cpu-01 .. cpu-04 in nanoseconds ($PS_TESTDATA/pprof's README) */
+#define CPU01 2980000000LL
+#define CPU02 2930000000LL
+#define CPU03 2890000000LL
+#define CPU04 2890000000LL
+
 /** A test's read snapshot of a store, its arena and error. */
 typedef struct ps_test_rfx {
     ps_reader_t *r;

@@ -39,11 +39,6 @@
 #define S(x) ((int64_t)(x) * PS_NS_PER_S)
 #define CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
 #define CPU_SAMPLES "process_cpu:samples:count:cpu:nanoseconds:delta"
-/* README totals (cpu nanoseconds) */
-#define CPU01 2980000000LL
-#define CPU02 2930000000LL
-#define CPU03 2890000000LL
-#define CPU04 2890000000LL
 
 static char *dir;
 static ps_store_t *store;

@@ -40,10 +40,6 @@
 #define T0 1800000000LL
 #define MS(s) ((int64_t)(s) * 1000)
 #define CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
-#define CPU01 2980000000.0
-#define CPU02 2930000000.0
-#define CPU03 2890000000.0
-#define CPU04 2890000000.0
 #define NMANY 130
 #define NFLOAT 300
 
