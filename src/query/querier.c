@@ -83,12 +83,13 @@ typedef struct has_ctx {
     ps_err_t *err;
 } has_ctx_t;
 
-/* 1 (stop) at the first series with data in the range */
+static int keep_series(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
+
+/* 1 (stop) at the first profile series with data in the range (the rule of ps_querier_series) */
 static int on_type_series(void *ctx, uint64_t sid)
 {
     has_ctx_t *h = ctx;
-    int rc = ps_reader_has_data(h->r, sid, h->start, h->end, h->err);
-    return rc < 0 ? rc : rc > 0 ? 1 : 0;
+    return keep_series(h->r, sid, h->start, h->end, h->err);
 }
 
 static int on_type_name(void *ctx, const char *v, size_t n)
@@ -98,14 +99,10 @@ static int on_type_name(void *ctx, const char *v, size_t n)
     char *id = ps_arena_strndup(t->arena, v, n);
     if (ps_profile_type_parts(id, t->arena, parts) != 0)
         return 0; /* a float series' name */
-    if (t->start != INT64_MIN || t->end != INT64_MAX) {
-        has_ctx_t h = {t->r, t->start, t->end, t->err};
-        int rc = ps_reader_postings(t->r, "__name__", 8, v, n, on_type_series, &h, t->err);
-        if (rc < 0)
-            return rc;
-        if (rc == 0)
-            return 0;
-    }
+    has_ctx_t h = {t->r, t->start, t->end, t->err}; /* a float series may have a name of that shape too */
+    int rc = ps_reader_postings(t->r, "__name__", 8, v, n, on_type_series, &h, t->err);
+    if (rc <= 0)
+        return rc;
     if (t->n == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 16;
         const char **nv = ps_arena_alloc(t->arena, t->cap * sizeof(char *));

@@ -47,7 +47,8 @@ int ps_querier_range(int64_t start_ms, int64_t end_ms, int64_t *start_ns, int64_
 int ps_querier_selector(const char *type_id, const char *label_selector, const char *field, ps_arena_t *arena,
                         ps_selector_t *out, ps_err_t *err);
 
-/** The profile types with a profile in [start_ns, end_ns], ascending. */
+/** The profile types with a profile in [start_ns, end_ns], ascending: the __name__ values of
+ *  the profile series (by kind, as ps_querier_series keeps them) with data in the range. */
 int ps_querier_profile_types(ps_reader_t *r, int64_t start_ns, int64_t end_ns, ps_arena_t *arena, ps_strlist_t *out,
                              ps_err_t *err);
 
