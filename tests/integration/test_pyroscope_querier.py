@@ -82,28 +82,17 @@ def flamegraph_dict(fg, diff=False):
     return d
 
 
-def uvarint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7f) << shift
-        shift += 7
-        if not c & 0x80:
-            return v, i
-
-
 def tree_from_bytes(b):
     """Pyroscope's UnmarshalTree (pkg/model/tree.go): {name: [self, {children}]} under the virtual root."""
     root = [0, {}]
     parents, i = [root], 0
     while parents:
         parent = parents.pop()
-        n, i = uvarint(b, i)
+        n, i = pd.read_varint(b, i)
         name = b[i:i + n].decode()
         i += n
-        self_, i = uvarint(b, i)
-        nk, i = uvarint(b, i)
+        self_, i = pd.read_varint(b, i)
+        nk, i = pd.read_varint(b, i)
         node = parent[1].setdefault(name, [0, {}])
         node[0] = self_
         parents.extend([node] * nk)
