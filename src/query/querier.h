@@ -7,9 +7,11 @@
  *    range ending at 12:00:00.000); start = end = 0 means "all time" (ProfileTypes, labels);
  *  - only profile series take part (float series from remote_write are Prometheus' side);
  *  - a query is a profile type id (our id verbatim, as ProfileTypes gives it: the __name__ of
- *    its series) and a label selector in profstore's selector language, where `{}` and matchers
- *    that all match "" are allowed (the type selects); a matcher on __profile_type__ (the label
- *    Pyroscope keeps the type in, which Grafana's label editor sends) is one on __name__;
+ *    its series; unlike Pyroscope's HTTP API, ps_query_pyro_type, a 5-part id is not resolved to
+ *    a stored <id>:delta) and a label selector in profstore's selector language, where `{}` and
+ *    matchers that all match "" are allowed (the type selects); a matcher on __profile_type__
+ *    (the label Pyroscope keeps the type in, which Grafana's label editor sends) is one on
+ *    __name__;
  *  - SelectSeries: see ps_querier_select_series.
  */
 #ifndef PS_QUERY_QUERIER_H
