@@ -19,7 +19,8 @@
 #include "core/mem.h"
 #include "core/profile.h"
 
-#define PS_SCHEMA_VERSION 2 /* 2: float series (issue 8); a version 1 directory is upgraded at open */
+#define PS_SCHEMA_VERSION 3 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
+                              * fprefix; a version 1 or 2 directory is upgraded at open */
 
 typedef struct ps_store ps_store_t;
 
