@@ -545,6 +545,15 @@ static void mark_dirty(ps_store_t *s, ps_fstate_t *f)
     f->dirty = true;
 }
 
+/* Puts a closed chunk into fchunks, as an append (MDB_APPEND) when its key is past the last one:
+ * then LMDB starts a new page where an insert would split the full last page in two halves, so
+ * chunks closed in key order (the compactor's, those of the newest series) fill their pages. */
+static int fchunk_put(ps_store_t *s, MDB_txn *txn, MDB_val *k, MDB_val *v)
+{
+    int rc = mdb_put(txn, s->dbi[DB_FCHUNKS], k, v, MDB_APPEND);
+    return rc == MDB_KEYEXIST ? mdb_put(txn, s->dbi[DB_FCHUNKS], k, v, 0) : rc;
+}
+
 /* Moves the head of f (nonempty) into fchunks; f's head is empty afterwards. */
 static int cut_head(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_err_t *err)
 {
@@ -554,7 +563,7 @@ static int cut_head(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_err_t *err)
     uint8_t kb[16];
     ps_key_sid_ts(kb, f->sid, t_key(f->app.t));
     MDB_val k = ps_mval(kb, 16), v = ps_mval(f->chunk.data, f->chunk.len);
-    int rc = mdb_put(txn, s->dbi[DB_FCHUNKS], &k, &v, 0);
+    int rc = fchunk_put(s, txn, &k, &v);
     if (rc)
         return ps_lmdb_err(err, rc, "writing float chunk");
     if (f->prefix_len > 0) { /* the flush rewrites the head record (f is dirty) */
@@ -891,7 +900,7 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
             }
             ps_key_sid_ts(kb, due[i], t_key(max_t));
             MDB_val ck = ps_mval(kb, 16), cv = ps_mval(copy.data, copy.len);
-            rc = mdb_put(txn, s->dbi[DB_FCHUNKS], &ck, &cv, 0);
+            rc = fchunk_put(s, txn, &ck, &cv);
             ps_buf_dispose(&copy);
             if (rc) {
                 ret = ps_lmdb_err(err, rc, "writing float chunk");

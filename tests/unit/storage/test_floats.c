@@ -1230,6 +1230,57 @@ static void test_upgrade_v2(void **state)
     free(dir);
 }
 
+/* Chunks closed in key order are appended: 300 series of equal chunks compacted at once fill
+ * their leaf pages with as many nodes as fit (an insert would split the last page in halves). */
+static void test_append_fill(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    enum { NS = 300 };
+    ps_fsample_t in[10];
+    for (int i = 0; i < 10; i++)
+        in[i] = (ps_fsample_t){1000000ll + 15000ll * i, 100.0 + i};
+    ps_labels_t ls[NS];
+    ps_fappend_t fa[NS], *items[NS];
+    for (int j = 0; j < NS; j++) {
+        char job[16];
+        snprintf(job, sizeof(job), "%d", j);
+        ls[j] = mk_labels(&a, "fill", job);
+        memset(&fa[j], 0, sizeof(fa[j]));
+        fa[j].labels = &ls[j], fa[j].samples = in, fa[j].nsamples = 10;
+        items[j] = &fa[j];
+    }
+    ps_err_t err;
+    assert_int_equal(ps_store_write(s, NULL, 0, items, NS, NULL, 0, &err), 0);
+    uint32_t nchunks = 0;
+    assert_int_equal(ps_store_compact(s, true, ps_time_now(), &nchunks, &err), 0);
+    assert_int_equal(nchunks, NS);
+    /* every value: 02 and the same chunk */
+    ps_buf_t chunk = PS_BUF_INIT;
+    ps_buf_putc(&chunk, PS_FCHUNK_ENC_XOR);
+    ps_xor_app_t app;
+    ps_xor_app_init(&app, &chunk);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
+    /* an LMDB leaf node: 8-byte header, 16-byte key, the value, rounded up to even; a 2-byte
+     * pointer; 4096 - 16 bytes of a page for them */
+    size_t node = (8 + 16 + chunk.len + 1) / 2 * 2 + 2, per_page = 4080 / node;
+    MDB_txn *txn;
+    MDB_stat st;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_stat(txn, s->dbi[DB_FCHUNKS], &st), 0);
+    mdb_txn_abort(txn);
+    assert_int_equal(st.ms_entries, NS);
+    assert_int_equal(st.ms_leaf_pages, (NS + per_page - 1) / per_page);
+    ps_buf_dispose(&chunk);
+    ps_arena_dispose(&a);
+    ps_store_close(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 /* ---- the captured Prometheus 2.42 bodies ---- */
 
 static json_t *load_json(const char *name)
@@ -1442,6 +1493,7 @@ int main(void)
         cmocka_unit_test(test_upgrade_v1),
         cmocka_unit_test(test_head_split),
         cmocka_unit_test(test_upgrade_v2),
+        cmocka_unit_test(test_append_fill),
         cmocka_unit_test(test_prometheus_bodies),
         cmocka_unit_test(test_enospace),
     };
