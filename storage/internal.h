@@ -46,8 +46,8 @@ enum { SYM_STRING = 1, SYM_MAPPING = 2, SYM_FUNCTION = 3, SYM_LOCATION = 4, SYM_
 #define PS_FCHUNK_ENC_PACKED 3 /* closed float chunks: this byte, then several XOR chunks with their bounds */
 #define PS_FHEAD_ENC_TAIL 4    /* fhead: this byte, p <uvarint>, the chunk's 2 header bytes, its bytes from p on */
 #define PS_FPREFIX_ENC 5       /* fprefix: this byte, then bytes [2, p) of the open chunk */
-#define PS_FHEAD_SPLIT_MIN 64  /* an open chunk of fewer bytes is stored whole in fhead (0x02) */
-#define PS_FHEAD_TAIL_MAX 256  /* a tail longer than this moves into fprefix at once */
+#define PS_FHEAD_SPLIT_MIN 32  /* an open chunk of fewer bytes is stored whole in fhead (0x02) */
+#define PS_FHEAD_TAIL_MAX 128  /* a tail longer than this moves into fprefix at once */
 #define PS_FHEAD_TURNS 16      /* else a series' prefix is rewritten in one flush of 16 (by sid / 64) */
 #define PS_FPACK_MAX_BYTES 4080 /* a packed value fills at most one 4 KiB LMDB overflow page (16-byte header) */
 #define PS_FPACK_MAX_SPAN_MS (24ll * 3600 * 1000) /* nor spans a day (or a tenth of the retention) */

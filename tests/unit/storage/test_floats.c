@@ -1013,7 +1013,7 @@ static void expect_samples(ps_store_t *s, uint64_t sid, const ps_fsample_t *in, 
 /* values that take many bits: the open chunk passes PS_FHEAD_SPLIT_MIN after a few samples */
 static double rough(int i) { return (double)((uint32_t)(i + 1) * 2654435761u % 1000003u) / 7.0; }
 
-/* An open chunk written one sample per transaction: whole below 64 bytes, then a tail after a
+/* An open chunk written one sample per transaction: whole below 32 bytes, then a tail after a
  * prefix rewritten by the rule of FORMAT.md (checked record by record against a chunk built
  * alongside), across a reopen; read back bit for bit; the cut, the compactor and retention delete
  * the prefix with the head; a prefix of the wrong size or none is a damaged head. */
@@ -1048,10 +1048,11 @@ static void test_head_split(void **state)
         whole += plen == 0 && chunk.len - 1 < PS_FHEAD_SPLIT_MIN;
         expect_head(s, sid, &chunk, &plen, s->fflushes - 1, &prefixes);
     }
-    /* 6 samples are stored whole; the prefix is written at the 7th (64 bytes), then in the turns
-     * of series 1 (sid / 64 = 0): flushes 16, 32, 48, 64, 80, and 0, 16 after the reopen (the
-     * tail never grows by 256 bytes between two turns here: ~8 bytes a sample) */
-    assert_int_equal(whole, 6);
+    /* 2 samples are stored whole (16 bytes for the first, ~8 for the next); the prefix is written
+     * at the 3rd (32 bytes or more), then in the turns of series 1 (sid / 64 = 0): flushes 16,
+     * 32, 48, 64, 80, and 0, 16 after the reopen (the tail never grows by 128 bytes between two
+     * turns here: ~7.6 bytes a sample) */
+    assert_int_equal(whole, 2);
     assert_int_equal(prefixes, 8);
     assert_int_equal(chunk.len - 1, 913);
     expect_samples(s, sid, in, 120);
@@ -1094,7 +1095,7 @@ static void test_head_split(void **state)
     for (int i = 0; i < 60; i++)
         assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
     expect_head(s, sid2, &part, &plen2, s->fflushes - 1, &prefixes2);
-    /* 40 more in a transaction not its turn: the tail would pass 256 bytes, the prefix moves */
+    /* 40 more in a transaction not its turn: the tail would pass 128 bytes, the prefix moves */
     assert_int_equal(write_f(s, &l2, &in[60], 40, &fa), 0);
     assert_int_not_equal(((sid2 >> 6) + s->fflushes - 1) % PS_FHEAD_TURNS, 0);
     expect_head(s, sid2, &chunk2, &plen2, s->fflushes - 1, &prefixes2);
@@ -1170,13 +1171,17 @@ static void test_upgrade_v2(void **state)
     assert_int_equal(write_f(s, &lw, in, 3, &fa), 0);
     uint64_t sw = fa.sid;
     ps_store_close(s);
-    /* by hand, what version 2 wrote: schema 2, no fprefix, w's open chunk of 50 samples whole */
-    ps_buf_t chunk = PS_BUF_INIT;
+    /* by hand, what version 2 wrote: schema 2, no fprefix, open chunks whole: u's of 3 samples,
+     * w's of 50 */
+    ps_buf_t chunk = PS_BUF_INIT, small = PS_BUF_INIT;
     ps_buf_putc(&chunk, PS_FCHUNK_ENC_XOR);
     ps_xor_app_t app;
     ps_xor_app_init(&app, &chunk);
-    for (int i = 0; i < 50; i++)
+    for (int i = 0; i < 50; i++) {
         assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
+        if (i == 2)
+            ps_buf_append(&small, chunk.data, chunk.len);
+    }
     assert_true(chunk.len > PS_FHEAD_SPLIT_MIN);
     MDB_env *env;
     MDB_txn *txn;
@@ -1195,6 +1200,9 @@ static void test_upgrade_v2(void **state)
     ps_enc_be64(kb, sw);
     k = (MDB_val){8, kb};
     v = (MDB_val){chunk.len, chunk.data};
+    assert_int_equal(mdb_put(txn, fhead, &k, &v, 0), 0);
+    ps_enc_be64(kb, su);
+    v = (MDB_val){small.len, small.data};
     assert_int_equal(mdb_put(txn, fhead, &k, &v, 0), 0);
     assert_int_equal(mdb_txn_commit(txn), 0);
     mdb_env_close(env);
@@ -1215,8 +1223,8 @@ static void test_upgrade_v2(void **state)
     assert_true(get_rec(s, DB_FHEAD, sw, &rec));
     assert_int_equal(rec.data[0], PS_FHEAD_ENC_TAIL);
     assert_true(get_rec(s, DB_FPREFIX, sw, &rec));
-    assert_true(get_rec(s, DB_FHEAD, su, &rec));
-    assert_int_equal(rec.data[0], PS_FCHUNK_ENC_XOR);
+    assert_true(get_rec(s, DB_FHEAD, su, &rec)); /* 4 samples: 32 bytes or more */
+    assert_int_equal(rec.data[0], PS_FHEAD_ENC_TAIL);
     ps_store_close(s);
     s = open_store(dir);
     assert_int_equal(s->upgraded_from, 0);
@@ -1224,6 +1232,7 @@ static void test_upgrade_v2(void **state)
     expect_samples(s, su, in, 4);
     ps_buf_dispose(&rec);
     ps_buf_dispose(&chunk);
+    ps_buf_dispose(&small);
     ps_arena_dispose(&a);
     ps_store_close(s);
     ps_test_rm_rf(dir);
