@@ -402,9 +402,9 @@ void ps_fprefix_encode(const uint8_t *c, size_t p, ps_buf_t *out)
 }
 
 /* The open chunk of series sid from fhead value v: out = 02, then the chunk (from fhead alone or
- * with fprefix), *plen = p (0 if fhead holds it whole). PS_ECORRUPT: what in why. */
+ * with fprefix), *plen = p (0 if fhead holds it whole). An error: what in why. */
 static int head_assemble(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
-                         ps_err_t *err, ps_err_t *why)
+                         ps_err_t *why)
 {
     const uint8_t *b = v->mv_data;
     *plen = 0;
@@ -428,7 +428,7 @@ static int head_assemble(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_va
     if (rc == MDB_NOTFOUND)
         return ps_err_set(why, PS_ECORRUPT, "tail after %llu bytes, but no prefix", (unsigned long long)p);
     if (rc)
-        return ps_lmdb_err(err, rc, "reading float head prefix");
+        return ps_lmdb_err(why, rc, "reading float head prefix");
     const uint8_t *pb = pv.mv_data;
     if (pv.mv_size < 1 || pb[0] != PS_FPREFIX_ENC || pv.mv_size - 1 != p - 2)
         return ps_err_set(why, PS_ECORRUPT, "tail after %llu bytes, but a prefix of encoding %u holding %zu, not %llu",
@@ -448,10 +448,14 @@ static int head_value(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_val *
 {
     ps_err_t why;
     ps_err_clear(&why);
-    int ret = head_assemble(s, txn, sid, v, out, plen, err, &why);
+    int ret = head_assemble(s, txn, sid, v, out, plen, &why);
     if (ret == 0 && min_t != NULL)
         ret = xor_bounds(out->data + 1, out->len - 1, min_t, max_t, NULL, &why);
-    return ret == PS_ECORRUPT ? damaged(err, sid, "head", &why) : ret;
+    if (ret == PS_ECORRUPT)
+        return damaged(err, sid, "head", &why);
+    if (ret != 0 && err != NULL)
+        *err = why;
+    return ret;
 }
 
 /* The open chunk of series sid (see head_assemble), validated, with its bounds if min_t is not
@@ -1112,12 +1116,14 @@ static int fwalk_run(fwalk_t *w)
     ps_buf_t head = PS_BUF_INIT;
     size_t plen;
     ret = head_read(w->r->store, w->r->txn, w->sid, &head, &plen, NULL, NULL, w->err);
-    if (ret == 0) {
+    if (ret == PS_ENOTFOUND) {
+        ret = 0; /* no head */
+    } else if (ret == 0) {
         v = ps_mval(head.data, head.len);
         ret = fwalk_one(w, &v, "head");
     }
     ps_buf_dispose(&head);
-    return ret == PS_ENOTFOUND ? 0 : ret;
+    return ret;
 }
 
 int ps_reader_series_kind(ps_reader_t *r, uint64_t sid, ps_series_kind_t *kind, ps_err_t *err)
