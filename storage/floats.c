@@ -7,8 +7,10 @@
  * encoding byte PS_FCHUNK_ENC_XOR in front:
  *   fhead    sid -> the open chunk, rewritten (once per write transaction) as samples arrive:
  *            whole while it is short, else its tail, whose stable start is in
- *   fprefix  sid -> bytes [2, p) of the open chunk, rewritten only in one flush of
- *            PS_FHEAD_TURNS (by sid / 64) or once the tail outgrows PS_FHEAD_TAIL_MAX. LMDB
+ *   fprefix  (txn id, sid) -> bytes [2, p) of the open chunk, written anew (and the old record
+ *            deleted) only in one flush of PS_FHEAD_TURNS (by sid / 64) or once the tail
+ *            outgrows PS_FHEAD_TAIL_MAX; keyed by the writing transaction first, so that new
+ *            prefixes are appended to full pages and old ones die page by page. LMDB
  *            copies every page a transaction writes, and reuses the pages it frees only two
  *            transactions later: rewriting whole open chunks, a transaction that appends to most
  *            series copies nearly all of fhead and the file holds about three copies of it;
@@ -45,6 +47,7 @@ typedef struct ps_fstate {
     uint64_t last_v;
     bool has_last, dirty;
     size_t prefix_len;   /* p: the chunk's bytes [2, p) are in fprefix (0: none, fhead holds it whole) */
+    uint64_t prefix_txn; /* the transaction that wrote them: fprefix key (prefix_txn, sid) */
     bool broken;         /* the stored head could not be continued: the series takes no appends */
     /* the plain chunks at the series' end in fchunks, as pack_before counts them, if run_known */
     bool run_known;
@@ -381,16 +384,17 @@ static int pack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid
 /* ---- the open chunk: fhead, whole (PS_FCHUNK_ENC_XOR) or its tail (PS_FHEAD_ENC_TAIL) after
  * the stable start in fprefix ----
  *
- *   fhead tail: 04 | p <uvarint> | the chunk's 2 header bytes (its sample count) | bytes [p, n)
- *   fprefix:    05 | bytes [2, p) of the chunk
+ *   fhead tail:            04 | p <uvarint> | txn <uvarint> | the chunk's 2 header bytes | bytes [p, n)
+ *   fprefix (txn, sid):    05 | bytes [2, p) of the chunk
  *
  * The XOR appender only ever changes the chunk's header and its last byte, so bytes [2, n - 1) of
  * an open chunk of n bytes stay as they are until it is cut. */
 
-void ps_fhead_encode_tail(const uint8_t *c, size_t n, size_t p, ps_buf_t *out)
+void ps_fhead_encode_tail(const uint8_t *c, size_t n, size_t p, uint64_t txn, ps_buf_t *out)
 {
     ps_buf_putc(out, PS_FHEAD_ENC_TAIL);
     ps_put_uvarint(out, p);
+    ps_put_uvarint(out, txn);
     ps_buf_append(out, c, 2);
     ps_buf_append(out, c + p, n - p);
 }
@@ -401,13 +405,21 @@ void ps_fprefix_encode(const uint8_t *c, size_t p, ps_buf_t *out)
     ps_buf_append(out, c + 2, p - 2);
 }
 
+static void prefix_key(uint8_t k[16], uint64_t txn, uint64_t sid)
+{
+    ps_enc_be64(k, txn);
+    ps_enc_be64(k + 8, sid);
+}
+
 /* The open chunk of series sid from fhead value v: out = 02, then the chunk (from fhead alone or
- * with fprefix), *plen = p (0 if fhead holds it whole). An error: what in why. */
+ * with fprefix), *plen = p (0 if fhead holds it whole), *ptxn its prefix's transaction. An error:
+ * what in why. */
 static int head_assemble(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
-                         ps_err_t *why)
+                         uint64_t *ptxn, ps_err_t *why)
 {
     const uint8_t *b = v->mv_data;
     *plen = 0;
+    *ptxn = 0;
     if (v->mv_size >= 1 && b[0] == PS_FCHUNK_ENC_XOR) {
         ps_buf_append(out, b, v->mv_size);
         return 0;
@@ -417,16 +429,17 @@ static int head_assemble(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_va
                           PS_FCHUNK_ENC_XOR, PS_FHEAD_ENC_TAIL);
     ps_dec_t d;
     ps_dec_init(&d, b + 1, v->mv_size - 1);
-    uint64_t p = ps_dec_uvarint(&d);
+    uint64_t p = ps_dec_uvarint(&d), pt = ps_dec_uvarint(&d);
     if (d.err || p < 2 || ps_dec_left(&d) < 2)
         return ps_err_set(why, PS_ECORRUPT, "tail: bad prefix length or truncated header");
     const uint8_t *hdr = ps_dec_bytes(&d, 2);
-    uint8_t kb[8];
-    ps_enc_be64(kb, sid);
-    MDB_val k = ps_mval(kb, 8), pv;
+    uint8_t kb[16];
+    prefix_key(kb, pt, sid);
+    MDB_val k = ps_mval(kb, 16), pv;
     int rc = mdb_get(txn, s->dbi[DB_FPREFIX], &k, &pv);
     if (rc == MDB_NOTFOUND)
-        return ps_err_set(why, PS_ECORRUPT, "tail after %llu bytes, but no prefix", (unsigned long long)p);
+        return ps_err_set(why, PS_ECORRUPT, "tail after %llu bytes, but no prefix of transaction %llu",
+                          (unsigned long long)p, (unsigned long long)pt);
     if (rc)
         return ps_lmdb_err(why, rc, "reading float head prefix");
     const uint8_t *pb = pv.mv_data;
@@ -439,16 +452,17 @@ static int head_assemble(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_va
     ps_buf_append(out, pb + 1, pv.mv_size - 1);
     ps_buf_append(out, d.p, ps_dec_left(&d));
     *plen = p;
+    *ptxn = pt;
     return 0;
 }
 
 /* head_read() of the fhead value v of series sid */
 static int head_value(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
-                      int64_t *min_t, int64_t *max_t, ps_err_t *err)
+                      uint64_t *ptxn, int64_t *min_t, int64_t *max_t, ps_err_t *err)
 {
     ps_err_t why;
     ps_err_clear(&why);
-    int ret = head_assemble(s, txn, sid, v, out, plen, &why);
+    int ret = head_assemble(s, txn, sid, v, out, plen, ptxn, &why);
     if (ret == 0 && min_t != NULL)
         ret = xor_bounds(out->data + 1, out->len - 1, min_t, max_t, NULL, &why);
     if (ret == PS_ECORRUPT)
@@ -460,8 +474,8 @@ static int head_value(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_val *
 
 /* The open chunk of series sid (see head_assemble), validated, with its bounds if min_t is not
  * NULL. PS_ENOTFOUND if there is none; PS_ECORRUPT: "series N: damaged float head: ..." in err. */
-static int head_read(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_buf_t *out, size_t *plen, int64_t *min_t,
-                     int64_t *max_t, ps_err_t *err)
+static int head_read(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_buf_t *out, size_t *plen, uint64_t *ptxn,
+                     int64_t *min_t, int64_t *max_t, ps_err_t *err)
 {
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
@@ -471,7 +485,17 @@ static int head_read(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_buf_t *out, s
         return PS_ENOTFOUND;
     if (rc)
         return ps_lmdb_err(err, rc, "reading float head");
-    return head_value(s, txn, sid, &v, out, plen, min_t, max_t, err);
+    return head_value(s, txn, sid, &v, out, plen, ptxn, min_t, max_t, err);
+}
+
+/* Deletes the fprefix record (ptxn, sid) (there may be none: a damaged head). */
+static int prefix_del(ps_store_t *s, MDB_txn *txn, uint64_t ptxn, uint64_t sid, ps_err_t *err)
+{
+    uint8_t kb[16];
+    prefix_key(kb, ptxn, sid);
+    MDB_val k = ps_mval(kb, 16);
+    int rc = mdb_del(txn, s->dbi[DB_FPREFIX], &k, NULL);
+    return rc != 0 && rc != MDB_NOTFOUND ? ps_lmdb_err(err, rc, "deleting float head prefix") : 0;
 }
 
 /* Loads the state of float series sid from what txn holds: its head, else its newest chunk. */
@@ -483,8 +507,9 @@ static int fstate_load(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_fstate_t **
     ps_err_clear(&why);
     ps_buf_t head = PS_BUF_INIT;
     size_t plen = 0;
+    uint64_t ptxn = 0;
     int64_t min_t = 0, max_t = 0;
-    int rc = head_read(s, txn, sid, &head, &plen, &min_t, &max_t, err);
+    int rc = head_read(s, txn, sid, &head, &plen, &ptxn, &min_t, &max_t, err);
     if (rc != 0 && rc != PS_ENOTFOUND) {
         ps_buf_dispose(&head);
         return rc;
@@ -494,6 +519,7 @@ static int fstate_load(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_fstate_t **
         ps_buf_dispose(&f->chunk);
         f->chunk = head;
         f->prefix_len = plen;
+        f->prefix_txn = ptxn;
         if (ps_xor_app_resume(&f->app, &f->chunk, 1, &why) != 0) {
             f->broken = true; /* (validated above: not expected) appends to it fail from now on */
             return damaged(err, sid, "head", &why);
@@ -571,9 +597,8 @@ static int cut_head(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_err_t *err)
     if (rc)
         return ps_lmdb_err(err, rc, "writing float chunk");
     if (f->prefix_len > 0) { /* the flush rewrites the head record (f is dirty) */
-        k = ps_mval(kb, 8);
-        if ((rc = mdb_del(txn, s->dbi[DB_FPREFIX], &k, NULL)) != 0 && rc != MDB_NOTFOUND)
-            return ps_lmdb_err(err, rc, "deleting float head prefix");
+        if ((ret = prefix_del(s, txn, f->prefix_txn, f->sid, err)) != 0)
+            return ret;
         f->prefix_len = 0;
     }
     size_t before = f->chunk.cap;
@@ -705,25 +730,50 @@ static int head_put(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_buf_t *tmp, 
     }
     bool turn = ((f->sid >> 6) + s->fflushes) % PS_FHEAD_TURNS == 0;
     if (f->prefix_len == 0 || n - f->prefix_len > PS_FHEAD_TAIL_MAX || (turn && n - 1 > f->prefix_len)) {
+        int ret;
+        if (f->prefix_len > 0 && (ret = prefix_del(s, txn, f->prefix_txn, f->sid, err)) != 0)
+            return ret;
+        uint64_t id = mdb_txn_id(txn);
+        uint8_t pk[16];
+        prefix_key(pk, id, f->sid);
+        MDB_val pkv = ps_mval(pk, 16);
         ps_buf_reset(tmp);
         ps_fprefix_encode(c, n - 1, tmp);
         v = ps_mval(tmp->data, tmp->len);
-        if ((rc = mdb_put(txn, s->dbi[DB_FPREFIX], &k, &v, 0)) != 0)
+        /* an append (new pages filled, see fchunk_put) unless the flush is not in sid order */
+        rc = mdb_put(txn, s->dbi[DB_FPREFIX], &pkv, &v, MDB_APPEND);
+        if (rc == MDB_KEYEXIST)
+            rc = mdb_put(txn, s->dbi[DB_FPREFIX], &pkv, &v, 0);
+        if (rc != 0)
             return ps_lmdb_err(err, rc, "writing float head prefix");
         f->prefix_len = n - 1;
+        f->prefix_txn = id;
     }
     ps_buf_reset(tmp);
-    ps_fhead_encode_tail(c, n, f->prefix_len, tmp);
+    ps_fhead_encode_tail(c, n, f->prefix_len, f->prefix_txn, tmp);
     v = ps_mval(tmp->data, tmp->len);
     if ((rc = mdb_put(txn, s->dbi[DB_FHEAD], &k, &v, 0)) != 0)
         return ps_lmdb_err(err, rc, "writing float head");
     return 0;
 }
 
+static int by_sid(const void *a, const void *b)
+{
+    uint64_t x = (*(ps_fstate_t *const *)a)->sid, y = (*(ps_fstate_t *const *)b)->sid;
+    return x < y ? -1 : x > y;
+}
+
 int ps_fwrite_flush(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
 {
     int ret = 0;
     ps_buf_t tmp = PS_BUF_INIT;
+    /* in sid order: the new prefixes of this transaction are appends, (txn id, sid) increasing */
+    for (size_t i = 1; i < s->nfdirty; i++) {
+        if (s->fdirty[i - 1]->sid > s->fdirty[i]->sid) {
+            qsort(s->fdirty, s->nfdirty, sizeof(*s->fdirty), by_sid);
+            break;
+        }
+    }
     for (size_t i = 0; i < s->nfdirty && ret == 0; i++) {
         ps_fstate_t *f = s->fdirty[i];
         f->dirty = false;
@@ -891,8 +941,9 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
             MDB_val hk;
             int64_t min_t, max_t;
             size_t plen = 0;
+            uint64_t ptxn = 0;
             ps_buf_t copy = PS_BUF_INIT; /* the chunk, assembled (not pointing into the map) */
-            if ((ret = head_read(s, txn, due[i], &copy, &plen, &min_t, &max_t, err)) != 0) {
+            if ((ret = head_read(s, txn, due[i], &copy, &plen, &ptxn, &min_t, &max_t, err)) != 0) {
                 if (ret == PS_ENOTFOUND)
                     ret = ps_err_set(err, PS_EINTERNAL, "series %llu: float head vanished", (unsigned long long)due[i]);
                 ps_buf_dispose(&copy);
@@ -914,8 +965,8 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
             hk = ps_mval(kb, 8);
             if ((rc = mdb_del(txn, s->dbi[DB_FHEAD], &hk, NULL)) != 0)
                 ret = ps_lmdb_err(err, rc, "deleting float head");
-            else if (plen > 0 && (rc = mdb_del(txn, s->dbi[DB_FPREFIX], &hk, NULL)) != 0)
-                ret = ps_lmdb_err(err, rc, "deleting float head prefix");
+            else if (plen > 0)
+                ret = prefix_del(s, txn, ptxn, due[i], err);
         }
         if (ret == 0 && ndue > 0 && (rc = mdb_txn_commit(txn)) != 0)
             ret = ps_lmdb_err(err, rc, "committing compaction");
@@ -949,22 +1000,25 @@ int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touche
     int rc = mdb_cursor_open(txn, s->dbi[DB_FHEAD], &cur), ret = 0;
     if (rc)
         return ps_lmdb_err(err, rc, "opening float head cursor");
-    uint64_t *del = NULL;
-    size_t ndel = 0, capdel = 0;
+    uint64_t *del = NULL, *dtxn = NULL; /* the series, and the transactions of their prefixes */
+    size_t ndel = 0, capdel = 0, ntxn = 0, captxn = 0;
     MDB_val k, v;
     rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
     ps_buf_t head = PS_BUF_INIT;
     while (rc == 0) {
         int64_t min_t, max_t;
         size_t plen;
+        uint64_t ptxn;
         if (k.mv_size == 8) {
             uint64_t sid = ps_get_be64(k.mv_data);
             ps_buf_reset(&head);
-            if ((ret = head_value(s, txn, sid, &v, &head, &plen, &min_t, &max_t, err)) != 0)
+            if ((ret = head_value(s, txn, sid, &v, &head, &plen, &ptxn, &min_t, &max_t, err)) != 0)
                 break;
             if (max_t < floor_div(cutoff_ns, 1000000) || (max_t == floor_div(cutoff_ns, 1000000) &&
-                                                           t_key(max_t) < cutoff_ns))
+                                                           t_key(max_t) < cutoff_ns)) {
                 touch(&del, &ndel, &capdel, sid);
+                touch(&dtxn, &ntxn, &captxn, plen > 0 ? ptxn : 0);
+            }
         }
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
@@ -976,12 +1030,12 @@ int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touche
         uint8_t kb[8];
         ps_enc_be64(kb, del[i]);
         MDB_val dk = ps_mval(kb, 8);
-        if ((rc = mdb_del(txn, s->dbi[DB_FHEAD], &dk, NULL)) != 0 ||
-            ((rc = mdb_del(txn, s->dbi[DB_FPREFIX], &dk, NULL)) != 0 && rc != MDB_NOTFOUND))
+        if ((rc = mdb_del(txn, s->dbi[DB_FHEAD], &dk, NULL)) != 0)
             ret = ps_lmdb_err(err, rc, "applying retention to float heads");
-        else
+        else if (dtxn[i] == 0 || (ret = prefix_del(s, txn, dtxn[i], del[i], err)) == 0)
             touch(touched, ntouched, cap, del[i]);
     }
+    free(dtxn);
     free(del);
     return ret;
 }
@@ -1115,7 +1169,8 @@ static int fwalk_run(fwalk_t *w)
         return ps_lmdb_err(w->err, rc, "reading float chunks");
     ps_buf_t head = PS_BUF_INIT;
     size_t plen;
-    ret = head_read(w->r->store, w->r->txn, w->sid, &head, &plen, NULL, NULL, w->err);
+    uint64_t ptxn;
+    ret = head_read(w->r->store, w->r->txn, w->sid, &head, &plen, &ptxn, NULL, NULL, w->err);
     if (ret == PS_ENOTFOUND) {
         ret = 0; /* no head */
     } else if (ret == 0) {

@@ -28,7 +28,7 @@ enum {
     DB_FCHUNKS,     /* sid(8 BE) max_t * 1e6 (8 BE, sign flipped) -> 0x02 XOR chunk (closed), 0x03 packed chunks */
     DB_FHEAD,       /* sid(8 BE) -> the open chunk of a float series: 0x02 XOR chunk, or 0x04 its tail */
     DB_META,        /* metric family name -> metadata record */
-    DB_FPREFIX,     /* sid(8 BE) -> 0x05 the stable start of the open chunk whose fhead is a tail (schema 3) */
+    DB_FPREFIX,     /* txn id(8 BE) sid(8 BE) -> 0x05 the stable start of an open chunk whose fhead is a tail (schema 3) */
     DB_COUNT
 };
 
@@ -44,7 +44,7 @@ enum { SYM_STRING = 1, SYM_MAPPING = 2, SYM_FUNCTION = 3, SYM_LOCATION = 4, SYM_
 #define PS_HEAD_REC_V1 1
 #define PS_FCHUNK_ENC_XOR 2   /* float chunks and heads: this byte, then the XOR chunk (never 1: profile chunks) */
 #define PS_FCHUNK_ENC_PACKED 3 /* closed float chunks: this byte, then several XOR chunks with their bounds */
-#define PS_FHEAD_ENC_TAIL 4    /* fhead: this byte, p <uvarint>, the chunk's 2 header bytes, its bytes from p on */
+#define PS_FHEAD_ENC_TAIL 4    /* fhead: this byte, p <uvarint>, txn <uvarint>, the chunk's 2 header bytes, its bytes from p on */
 #define PS_FPREFIX_ENC 5       /* fprefix: this byte, then bytes [2, p) of the open chunk */
 #define PS_FHEAD_SPLIT_MIN 32  /* an open chunk of fewer bytes is stored whole in fhead (0x02) */
 #define PS_FHEAD_TAIL_MAX 128  /* a tail longer than this moves into fprefix at once */
@@ -168,9 +168,10 @@ typedef struct ps_fpack_entry {
     const uint8_t *chunk;
     size_t len;
 } ps_fpack_entry_t;
-/* The records of an open chunk c[0..n) split at p (2 <= p <= n): the fhead tail (PS_FHEAD_ENC_TAIL)
- * and the fprefix value (PS_FPREFIX_ENC), appended to out. */
-void ps_fhead_encode_tail(const uint8_t *c, size_t n, size_t p, ps_buf_t *out);
+/* The records of an open chunk c[0..n) split at p (2 <= p <= n): the fhead tail (PS_FHEAD_ENC_TAIL,
+ * naming txn, the transaction that wrote the prefix) and the fprefix value (PS_FPREFIX_ENC),
+ * appended to out. */
+void ps_fhead_encode_tail(const uint8_t *c, size_t n, size_t p, uint64_t txn, ps_buf_t *out);
 void ps_fprefix_encode(const uint8_t *c, size_t p, ps_buf_t *out);
 /* Appends the packed value of chunks e[0..n) (n >= 1, oldest first, each newer than the last) to out. */
 void ps_fpack_encode(const ps_fpack_entry_t *e, size_t n, ps_buf_t *out);

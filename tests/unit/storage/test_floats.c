@@ -966,30 +966,68 @@ static bool get_rec(ps_store_t *s, int db, uint64_t sid, ps_buf_t *out)
     return rc == 0;
 }
 
+/* The fprefix records of series sid (keys: txn id, sid): how many; the last one's transaction and
+ * value into *txn and out. */
+static int get_prefix(ps_store_t *s, uint64_t sid, uint64_t *txn, ps_buf_t *out)
+{
+    MDB_txn *t;
+    MDB_cursor *cur;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t), 0);
+    assert_int_equal(mdb_cursor_open(t, s->dbi[DB_FPREFIX], &cur), 0);
+    MDB_val k, v;
+    int n = 0;
+    ps_buf_reset(out);
+    for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        assert_int_equal(k.mv_size, 16);
+        if (ps_get_be64((const uint8_t *)k.mv_data + 8) != sid)
+            continue;
+        n++;
+        *txn = ps_get_be64(k.mv_data);
+        ps_buf_reset(out);
+        ps_buf_append(out, v.mv_data, v.mv_size);
+    }
+    mdb_cursor_close(cur);
+    mdb_txn_abort(t);
+    return n;
+}
+
+/* the id of the last committed write transaction */
+static uint64_t last_txn(ps_store_t *s)
+{
+    MDB_envinfo ei;
+    assert_int_equal(mdb_env_info(s->env, &ei), 0);
+    return ei.me_last_txnid;
+}
+
 /* What the writer stores of an open chunk c (02 then the chunk) after a flush, by the rule of
- * FORMAT.md: *plen the prefix length it keeps, flush the store's flushes before this one. */
-static void expect_head(ps_store_t *s, uint64_t sid, const ps_buf_t *c, size_t *plen, uint64_t flush, int *prefixes)
+ * FORMAT.md: *plen the prefix length it keeps and *ptxn the transaction that wrote it, flush the
+ * store's flushes before this one. */
+static void expect_head(ps_store_t *s, uint64_t sid, const ps_buf_t *c, size_t *plen, uint64_t *ptxn, uint64_t flush,
+                        int *prefixes)
 {
     const uint8_t *b = c->data + 1;
     size_t n = c->len - 1;
     ps_buf_t want = PS_BUF_INIT, got = PS_BUF_INIT;
+    uint64_t txn = 0;
     if (*plen == 0 && n < PS_FHEAD_SPLIT_MIN) {
         assert_true(get_rec(s, DB_FHEAD, sid, &got));
         assert_int_equal(got.len, c->len);
         assert_memory_equal(got.data, c->data, c->len);
-        assert_false(get_rec(s, DB_FPREFIX, sid, &got));
+        assert_int_equal(get_prefix(s, sid, &txn, &got), 0);
     } else {
         bool turn = ((sid >> 6) + flush) % PS_FHEAD_TURNS == 0;
         if (*plen == 0 || n - *plen > PS_FHEAD_TAIL_MAX || (turn && n - 1 > *plen)) {
             *plen = n - 1;
+            *ptxn = last_txn(s);
             (*prefixes)++;
         }
         ps_fprefix_encode(b, *plen, &want);
-        assert_true(get_rec(s, DB_FPREFIX, sid, &got));
+        assert_int_equal(get_prefix(s, sid, &txn, &got), 1); /* the old one deleted */
+        assert_int_equal(txn, *ptxn);
         assert_int_equal(got.len, want.len);
         assert_memory_equal(got.data, want.data, want.len);
         ps_buf_reset(&want);
-        ps_fhead_encode_tail(b, n, *plen, &want);
+        ps_fhead_encode_tail(b, n, *plen, *ptxn, &want);
         assert_true(get_rec(s, DB_FHEAD, sid, &got));
         assert_int_equal(got.len, want.len);
         assert_memory_equal(got.data, want.data, want.len);
@@ -1033,6 +1071,7 @@ static void test_head_split(void **state)
     ps_xor_app_t app;
     ps_xor_app_init(&app, &chunk);
     size_t plen = 0;
+    uint64_t ptxn = 0, txn = 0;
     int prefixes = 0, whole = 0;
     ps_fappend_t fa;
     uint64_t sid = 0;
@@ -1046,7 +1085,7 @@ static void test_head_split(void **state)
         sid = fa.sid;
         assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
         whole += plen == 0 && chunk.len - 1 < PS_FHEAD_SPLIT_MIN;
-        expect_head(s, sid, &chunk, &plen, s->fflushes - 1, &prefixes);
+        expect_head(s, sid, &chunk, &plen, &ptxn, s->fflushes - 1, &prefixes);
     }
     /* 2 samples are stored whole (16 bytes for the first, ~8 for the next); the prefix is written
      * at the 3rd (32 bytes or more), then in the turns of series 1 (sid / 64 = 0): flushes 16,
@@ -1061,20 +1100,21 @@ static void test_head_split(void **state)
     ps_buf_t rec = PS_BUF_INIT;
     assert_true(get_rec(s, DB_FHEAD, sid, &rec));
     assert_int_equal(rec.data[0], PS_FCHUNK_ENC_XOR);
-    assert_false(get_rec(s, DB_FPREFIX, sid, &rec));
+    assert_int_equal(get_prefix(s, sid, &txn, &rec), 0);
     /* 79 more in one transaction: split at once, read back; the compactor closes it */
     assert_int_equal(write_f(s, &ls, &in[121], 79, &fa), 0);
     assert_int_equal(fa.accepted, 79);
     assert_true(get_rec(s, DB_FHEAD, sid, &rec));
     assert_int_equal(rec.data[0], PS_FHEAD_ENC_TAIL);
-    assert_true(get_rec(s, DB_FPREFIX, sid, &rec));
+    assert_int_equal(get_prefix(s, sid, &txn, &rec), 1);
+    assert_int_equal(txn, last_txn(s));
     expect_samples(s, sid, in, 200);
     ps_err_t err;
     uint32_t nchunks = 0;
     assert_int_equal(ps_store_compact(s, true, ps_time_now(), &nchunks, &err), 0);
     assert_int_equal(nchunks, 1);
     assert_false(get_rec(s, DB_FHEAD, sid, &rec));
-    assert_false(get_rec(s, DB_FPREFIX, sid, &rec));
+    assert_int_equal(get_prefix(s, sid, &txn, &rec), 0);
     expect_samples(s, sid, in, 200);
 
     /* a second series with a split head: damaged prefixes, then retention */
@@ -1088,26 +1128,29 @@ static void test_head_split(void **state)
     assert_int_equal(write_f(s, &l2, in, 60, &fa), 0);
     uint64_t sid2 = fa.sid;
     size_t plen2 = 0;
+    uint64_t ptxn2 = 0;
     int prefixes2 = 0;
     ps_buf_reset(&part); /* the chunk of its first 60 samples */
     ps_buf_putc(&part, PS_FCHUNK_ENC_XOR);
     ps_xor_app_init(&app, &part);
     for (int i = 0; i < 60; i++)
         assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
-    expect_head(s, sid2, &part, &plen2, s->fflushes - 1, &prefixes2);
+    expect_head(s, sid2, &part, &plen2, &ptxn2, s->fflushes - 1, &prefixes2);
     /* 40 more in a transaction not its turn: the tail would pass 128 bytes, the prefix moves */
     assert_int_equal(write_f(s, &l2, &in[60], 40, &fa), 0);
     assert_int_not_equal(((sid2 >> 6) + s->fflushes - 1) % PS_FHEAD_TURNS, 0);
-    expect_head(s, sid2, &chunk2, &plen2, s->fflushes - 1, &prefixes2);
+    expect_head(s, sid2, &chunk2, &plen2, &ptxn2, s->fflushes - 1, &prefixes2);
     assert_int_equal(prefixes2, 2);
     assert_int_equal(plen2, chunk2.len - 2);
     ps_buf_dispose(&part);
     ps_buf_dispose(&chunk2);
     ps_buf_t pre = PS_BUF_INIT;
-    assert_true(get_rec(s, DB_FPREFIX, sid2, &pre));
-    uint8_t kb[8];
-    ps_enc_be64(kb, sid2);
-    poke(s, DB_FPREFIX, kb, 8, pre.data, pre.len - 1);
+    assert_int_equal(get_prefix(s, sid2, &txn, &pre), 1);
+    assert_int_equal(txn, ptxn2);
+    uint8_t kb[16];
+    ps_enc_be64(kb, ptxn2);
+    ps_enc_be64(kb + 8, sid2);
+    poke(s, DB_FPREFIX, kb, 16, pre.data, pre.len - 1);
     ps_sym_caches_clear(s);
     char want[160];
     snprintf(want, sizeof(want),
@@ -1122,27 +1165,28 @@ static void test_head_split(void **state)
     free(c.s);
     assert_int_equal(write_f(s, &l2, &in[100], 1, &fa), PS_ECORRUPT);
     assert_string_equal(fa.err.msg, want);
-    MDB_txn *txn;
-    assert_int_equal(mdb_txn_begin(s->env, NULL, 0, &txn), 0);
-    MDB_val k = {8, kb};
-    assert_int_equal(mdb_del(txn, s->dbi[DB_FPREFIX], &k, NULL), 0);
-    assert_int_equal(mdb_txn_commit(txn), 0);
+    MDB_txn *wt;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, 0, &wt), 0);
+    MDB_val k = {16, kb};
+    assert_int_equal(mdb_del(wt, s->dbi[DB_FPREFIX], &k, NULL), 0);
+    assert_int_equal(mdb_txn_commit(wt), 0);
     ps_sym_caches_clear(s);
-    snprintf(want, sizeof(want), "series %llu: damaged float head: tail after %zu bytes, but no prefix",
-             (unsigned long long)sid2, pre.len + 1);
+    snprintf(want, sizeof(want),
+             "series %llu: damaged float head: tail after %zu bytes, but no prefix of transaction %llu",
+             (unsigned long long)sid2, pre.len + 1, (unsigned long long)ptxn2);
     c = (collect_t){0};
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
     assert_int_equal(ps_reader_samples(r, sid2, INT64_MIN, INT64_MAX, on_samples, &c, &err), PS_ECORRUPT);
     ps_reader_end(r);
     assert_string_equal(err.msg, want);
     free(c.s);
-    poke(s, DB_FPREFIX, kb, 8, pre.data, pre.len);
+    poke(s, DB_FPREFIX, kb, 16, pre.data, pre.len);
     ps_sym_caches_clear(s);
     expect_samples(s, sid2, in, 100);
     uint32_t dropped = 0;
     assert_int_equal(ps_store_retain(s, ps_time_now() + 48 * HOUR_MS * 1000000, &dropped, &err), 0);
     assert_false(get_rec(s, DB_FHEAD, sid2, &rec));
-    assert_false(get_rec(s, DB_FPREFIX, sid2, &rec));
+    assert_int_equal(get_prefix(s, sid2, &txn, &rec), 0);
 
     ps_buf_dispose(&pre);
     ps_buf_dispose(&rec);
@@ -1217,12 +1261,14 @@ static void test_upgrade_v2(void **state)
     expect_samples(s, su, in, 3);
     expect_samples(s, sw, in, 50);
     ps_buf_t rec = PS_BUF_INIT;
-    assert_false(get_rec(s, DB_FPREFIX, sw, &rec));
+    uint64_t ptxn = 0;
+    assert_int_equal(get_prefix(s, sw, &ptxn, &rec), 0);
     assert_int_equal(write_f(s, &lw, &in[50], 1, &fa), 0);
+    assert_int_equal(get_prefix(s, sw, &ptxn, &rec), 1);
+    assert_int_equal(ptxn, last_txn(s));
     assert_int_equal(write_f(s, &lu, &in[3], 1, &fa), 0);
     assert_true(get_rec(s, DB_FHEAD, sw, &rec));
     assert_int_equal(rec.data[0], PS_FHEAD_ENC_TAIL);
-    assert_true(get_rec(s, DB_FPREFIX, sw, &rec));
     assert_true(get_rec(s, DB_FHEAD, su, &rec)); /* 4 samples: 32 bytes or more */
     assert_int_equal(rec.data[0], PS_FHEAD_ENC_TAIL);
     ps_store_close(s);
