@@ -236,7 +236,7 @@ static void lmdb_breakdown(const char *dir, double n, uint64_t chunk_bytes)
     mdb_env_info(env, &ei);
     mdb_env_stat(env, &es);
     double ps = es.ms_psize;
-    uint64_t nchunks = 0, nheads = 0, fc = db_pages(txn, "fchunks", &nchunks), fh = db_pages(txn, "fhead", &nheads);
+    uint64_t nchunks = 0, nheads = 0, fc = db_pages(txn, "fchunks", &nchunks), fh = db_pages(txn, "fhead", &nheads) + db_pages(txn, "fprefix", NULL);
     uint64_t idx = db_pages(txn, "series", NULL) + db_pages(txn, "series_hash", NULL) + db_pages(txn, "postings", NULL);
     uint64_t freepg = 0, freedb = 0;
     MDB_stat fs;
@@ -252,7 +252,7 @@ static void lmdb_breakdown(const char *dir, double n, uint64_t chunk_bytes)
     }
     uint64_t last = ei.me_last_pgno + 1;
     printf("  where the pages go     fchunks %llu pages (%.3f B/sample; %llu records, chunk bytes fill %.0f%%), "
-           "fhead %llu (%.3f), label index %llu (%.3f: series, series_hash, postings), free list %llu + %llu free "
+           "fhead + fprefix %llu (%.3f), label index %llu (%.3f: series, series_hash, postings), free list %llu + %llu free "
            "(%.3f), %llu pages in the file\n",
            (unsigned long long)fc, fc * ps / n, (unsigned long long)nchunks,
            fc ? 100.0 * (double)chunk_bytes / (fc * ps) : 0.0, (unsigned long long)fh, fh * ps / n,

@@ -3,6 +3,7 @@
  */
 #include "rwgen.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,8 +68,17 @@ static uint32_t cpu_labels(ps_arena_t *a, ps_label_pair_t *p, uint32_t k)
 /* --values node (the default): a host's 200 series in the proportions of a node_exporter on a
  * 4-CPU machine: 32 CPU seconds (4 cpus x 8 modes), 48 network counters (12 devices, 3 of them
  * busy), 40 constant gauges (mtu, up, speed, filesystem size), 40 slowly changing gauges
- * (memory, free space: pages), 30 integer counters at steady rates (disk, vmstat, netstat),
- * 10 collector durations (random floats: nothing to compress). */
+ * (memory, free space: pages), 30 counters at steady rates (disk, vmstat, netstat),
+ * 10 collector durations (random floats: nothing to compress).
+ *
+ * Checked against what node_exporter sends (procfs): memory gauges are /proc/meminfo kB * 1024
+ * and filesystem bytes blocks * 4096, here whole 4 KiB pages; network, vmstat and netstat
+ * counters are integers. Two things were less real and were changed (so the bytes differ from
+ * those of earlier runs): CPU seconds are now ticks / 100 computed once from integer ticks (they
+ * were a float sum of each interval's ticks / 100, whose rounding errors node_exporter never
+ * has), and the disk counters are what /proc/diskstats gives: bytes are sectors * 512 (they were
+ * any integer) and
+ * node_disk_io_time_weighted_seconds_total is milliseconds * 0.001 (it was an integer). */
 static const char *const mem_names[] = {
     "node_memory_Active_anon_bytes", "node_memory_Active_bytes", "node_memory_Active_file_bytes",
     "node_memory_AnonPages_bytes", "node_memory_Buffers_bytes", "node_memory_Cached_bytes",
@@ -206,13 +216,56 @@ static double steady(ps_bench_rwgen_t *g, double prev, uint64_t rate)
     return prev + (double)(rate - rate / 8 + rnd(g) % spread);
 }
 
+/* node_exporter's CPU seconds: procfs reads the ticks of /proc/stat and divides them by USER_HZ
+ * (100) once, so a value is the double nearest to ticks / 100. (cpu_seconds() adds each
+ * interval's ticks / 100 to the float before, whose rounding errors pile up in the low mantissa
+ * bits: values node_exporter never sends, and XOR compresses them worse.) */
+static double node_cpu_seconds(ps_bench_rwgen_t *g, uint32_t mode, uint32_t r, double prev)
+{
+    if (r == 0)
+        return (double)(rnd(g) % 10000000) / 100;
+    int64_t ticks = llround(prev * 100); /* exact: prev is ticks / 100 of fewer than 2^46 ticks */
+    if (mode == 0)
+        ticks += 1400 + (int64_t)(rnd(g) % 100);
+    else if (mode >= 6)
+        ticks += (int64_t)(rnd(g) % 60);
+    else
+        ticks += rnd(g) % 5 == 0 ? (int64_t)(rnd(g) % 3) : 0;
+    return (double)ticks / 100;
+}
+
+/* a counter of series i (hash h) at round r: a third of them idle, the others at their own rate */
+static double node_counter(ps_bench_rwgen_t *g, uint32_t r, double prev, uint64_t h)
+{
+    if (r == 0)
+        return (double)(h % 100000000);
+    uint64_t kind = h % 3;
+    return steady(g, prev, kind == 0 ? 0 : kind == 1 ? 1 + (h >> 8) % 20 : 100 + (h >> 8) % 10000);
+}
+
+/* The disk counters (counter_names[0..4], j = 0..9: 5 counters x 2 disks) in the units
+ * node_exporter derives from /proc/diskstats: operations as they are, bytes = sectors * 512,
+ * weighted I/O time = milliseconds * 0.001 (the product it computes: secondsPerTick); the
+ * sectors and milliseconds count as node_counter() counts. */
+static double node_disk(ps_bench_rwgen_t *g, uint32_t j, uint32_t r, double prev, uint64_t h)
+{
+    uint32_t what = j % 5;
+    if (what == 4) {
+        double ms = node_counter(g, r, r == 0 ? 0 : (double)llround(prev * 1000), h);
+        return ms * 0.001;
+    }
+    if (what == 2 || what == 3)
+        return node_counter(g, r, prev / 512, h) * 512;
+    return node_counter(g, r, prev, h);
+}
+
 /* --values node: as node_labels() lays the series out. */
 static double node_value(ps_bench_rwgen_t *g, uint32_t i, uint32_t r, double prev)
 {
     uint32_t k = i % 200;
     uint64_t h = series_param(i);
     if (k < 32)
-        return cpu_seconds(g, k % 8, r, prev);
+        return node_cpu_seconds(g, k % 8, r, prev);
     if (k < 80) { /* devices eth0-eth2 busy; the others (bridges, idle links) unchanged */
         bool bytes = (k - 32) % 2 == 0, busy = (k - 32) / 4 < 3;
         if (r == 0)
@@ -233,12 +286,10 @@ static double node_value(ps_bench_rwgen_t *g, uint32_t i, uint32_t r, double pre
         double d = (double)((int64_t)(rnd(g) % 64) - 32) * 4096;
         return prev + d >= 0 ? prev + d : prev;
     }
-    if (k < 190) { /* a third of the counters idle, the others at their own rate */
-        if (r == 0)
-            return (double)(h % 100000000);
-        uint64_t kind = h % 3;
-        return steady(g, prev, kind == 0 ? 0 : kind == 1 ? 1 + (h >> 8) % 20 : 100 + (h >> 8) % 10000);
-    }
+    if (k < 170) /* 5 disk counters x 2 disks */
+        return node_disk(g, k - 160, r, prev, h);
+    if (k < 190) /* vmstat, netstat, ... */
+        return node_counter(g, r, prev, h);
     return 0.0005 + rnd_unit(g) * 0.02; /* seconds, to the ns as node_exporter measures */
 }
 

@@ -28,6 +28,7 @@ static const struct {
     [DB_FCHUNKS] = {"fchunks", 0},
     [DB_FHEAD] = {"fhead", 0},
     [DB_META] = {"meta", 0},
+    [DB_FPREFIX] = {"fprefix", 0},
 };
 
 
@@ -159,18 +160,20 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
             goto Exit;
         }
         uint32_t ver = ps_get_be32(v.mv_data);
-        if (ver == 1) {
-            /* version 1 holds profile series only, in records version 2 reads as they are: the
-             * upgrade is the new databases (created below) and the version number, in this
-             * transaction. A version 1 profstore refuses the directory afterwards. */
+        if (ver == 1 || ver == 2) {
+            /* version 1 holds profile series only, version 2 float series too (fhead records of
+             * encoding 2 only), all in records version 3 reads as they are: the upgrade is the new
+             * databases (created below) and the version number, in this transaction. An older
+             * profstore refuses the directory afterwards. */
             uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};
             MDB_val nv = ps_mval(b, 4);
             if ((rc = mdb_put(txn, info, &k, &nv, 0)) != 0) {
-                ret = ps_lmdb_err(err, rc, "upgrading schema version 1 to 2");
+                ret = ps_lmdb_err(err, rc, "upgrading the schema version");
+                ps_err_prefix(err, "version %u to %d", ver, PS_SCHEMA_VERSION);
                 goto Exit;
             }
+            s->upgraded_from = (int)ver;
             ver = PS_SCHEMA_VERSION;
-            s->upgraded_from = 1;
         }
         if (ver != PS_SCHEMA_VERSION) {
             ret = ps_err_set(err, PS_EVERSION,

@@ -5,7 +5,16 @@
  *
  * A float series keeps its samples in Prometheus' XOR chunks (xorchunk.h), each stored with the
  * encoding byte PS_FCHUNK_ENC_XOR in front:
- *   fhead    sid -> the open chunk, rewritten (once per write transaction) as samples arrive;
+ *   fhead    sid -> the open chunk, rewritten (once per write transaction) as samples arrive:
+ *            whole while it is short, else its tail, whose stable start is in
+ *   fprefix  (txn id, sid) -> bytes [2, p) of the open chunk, written anew (and the old record
+ *            deleted) only in one flush of PS_FHEAD_TURNS (by sid / 64) or once the tail
+ *            outgrows PS_FHEAD_TAIL_MAX; keyed by the writing transaction first, so that new
+ *            prefixes are appended to full pages and old ones die page by page. LMDB
+ *            copies every page a transaction writes, and reuses the pages it frees only two
+ *            transactions later: rewriting whole open chunks, a transaction that appends to most
+ *            series copies nearly all of fhead and the file holds about three copies of it;
+ *            rewriting tails, it copies the tails and a sixteenth of the prefixes;
  *   fchunks  (sid, max_t * 1e6 as a ts key) -> a closed chunk. The head is cut into fchunks
  *            before a sample that would make it hold more than PS_XOR_SAMPLES_PER_CHUNK samples
  *            or span compact_window_ns or more; the compactor closes heads idle for a window.
@@ -37,6 +46,8 @@ typedef struct ps_fstate {
     int64_t last_t;      /* the series' newest sample, if has_last */
     uint64_t last_v;
     bool has_last, dirty;
+    size_t prefix_len;   /* p: the chunk's bytes [2, p) are in fprefix (0: none, fhead holds it whole) */
+    uint64_t prefix_txn; /* the transaction that wrote them: fprefix key (prefix_txn, sid) */
     bool broken;         /* the stored head could not be continued: the series takes no appends */
     /* the plain chunks at the series' end in fchunks, as pack_before counts them, if run_known */
     bool run_known;
@@ -370,32 +381,145 @@ static int pack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid
     return ret;
 }
 
-/* A head is one XOR chunk, never packed. */
-static int head_bounds(const MDB_val *v, int64_t *min_t, int64_t *max_t, ps_err_t *why)
+/* ---- the open chunk: fhead, whole (PS_FCHUNK_ENC_XOR) or its tail (PS_FHEAD_ENC_TAIL) after
+ * the stable start in fprefix ----
+ *
+ *   fhead tail:            04 | p <uvarint> | txn <uvarint> | the chunk's 2 header bytes | bytes [p, n)
+ *   fprefix (txn, sid):    05 | bytes [2, p) of the chunk
+ *
+ * The XOR appender only ever changes the chunk's header and its last byte, so bytes [2, n - 1) of
+ * an open chunk of n bytes stay as they are until it is cut. */
+
+void ps_fhead_encode_tail(const uint8_t *c, size_t n, size_t p, uint64_t txn, ps_buf_t *out)
+{
+    ps_buf_putc(out, PS_FHEAD_ENC_TAIL);
+    ps_put_uvarint(out, p);
+    ps_put_uvarint(out, txn);
+    ps_buf_append(out, c, 2);
+    ps_buf_append(out, c + p, n - p);
+}
+
+void ps_fprefix_encode(const uint8_t *c, size_t p, ps_buf_t *out)
+{
+    ps_buf_putc(out, PS_FPREFIX_ENC);
+    ps_buf_append(out, c + 2, p - 2);
+}
+
+static void prefix_key(uint8_t k[16], uint64_t txn, uint64_t sid)
+{
+    ps_enc_be64(k, txn);
+    ps_enc_be64(k + 8, sid);
+}
+
+/* The open chunk of series sid from fhead value v: out = 02, then the chunk (from fhead alone or
+ * with fprefix), *plen = p (0 if fhead holds it whole), *ptxn its prefix's transaction. An error:
+ * what in why. */
+static int head_assemble(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
+                         uint64_t *ptxn, ps_err_t *why)
 {
     const uint8_t *b = v->mv_data;
-    if (v->mv_size < 1 || b[0] != PS_FCHUNK_ENC_XOR)
-        return ps_err_set(why, PS_ECORRUPT, "encoding byte %u, not %u", v->mv_size ? b[0] : 0u, PS_FCHUNK_ENC_XOR);
-    return xor_bounds(b + 1, v->mv_size - 1, min_t, max_t, NULL, why);
+    *plen = 0;
+    *ptxn = 0;
+    if (v->mv_size >= 1 && b[0] == PS_FCHUNK_ENC_XOR) {
+        ps_buf_append(out, b, v->mv_size);
+        return 0;
+    }
+    if (v->mv_size < 1 || b[0] != PS_FHEAD_ENC_TAIL)
+        return ps_err_set(why, PS_ECORRUPT, "encoding byte %u, not %u or %u", v->mv_size ? b[0] : 0u,
+                          PS_FCHUNK_ENC_XOR, PS_FHEAD_ENC_TAIL);
+    ps_dec_t d;
+    ps_dec_init(&d, b + 1, v->mv_size - 1);
+    uint64_t p = ps_dec_uvarint(&d), pt = ps_dec_uvarint(&d);
+    if (d.err || p < 2 || ps_dec_left(&d) < 2)
+        return ps_err_set(why, PS_ECORRUPT, "tail: bad prefix length or truncated header");
+    const uint8_t *hdr = ps_dec_bytes(&d, 2);
+    uint8_t kb[16];
+    prefix_key(kb, pt, sid);
+    MDB_val k = ps_mval(kb, 16), pv;
+    int rc = mdb_get(txn, s->dbi[DB_FPREFIX], &k, &pv);
+    if (rc == MDB_NOTFOUND)
+        return ps_err_set(why, PS_ECORRUPT, "tail after %llu bytes, but no prefix of transaction %llu",
+                          (unsigned long long)p, (unsigned long long)pt);
+    if (rc)
+        return ps_lmdb_err(why, rc, "reading float head prefix");
+    const uint8_t *pb = pv.mv_data;
+    if (pv.mv_size < 1 || pb[0] != PS_FPREFIX_ENC || pv.mv_size - 1 != p - 2)
+        return ps_err_set(why, PS_ECORRUPT, "tail after %llu bytes, but a prefix of encoding %u holding %zu, not %llu",
+                          (unsigned long long)p, pv.mv_size ? pb[0] : 0u, pv.mv_size ? pv.mv_size - 1 : 0,
+                          (unsigned long long)(p - 2));
+    ps_buf_putc(out, PS_FCHUNK_ENC_XOR);
+    ps_buf_append(out, hdr, 2);
+    ps_buf_append(out, pb + 1, pv.mv_size - 1);
+    ps_buf_append(out, d.p, ps_dec_left(&d));
+    *plen = p;
+    *ptxn = pt;
+    return 0;
+}
+
+/* head_read() of the fhead value v of series sid */
+static int head_value(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
+                      uint64_t *ptxn, int64_t *min_t, int64_t *max_t, ps_err_t *err)
+{
+    ps_err_t why;
+    ps_err_clear(&why);
+    int ret = head_assemble(s, txn, sid, v, out, plen, ptxn, &why);
+    if (ret == 0 && min_t != NULL)
+        ret = xor_bounds(out->data + 1, out->len - 1, min_t, max_t, NULL, &why);
+    if (ret == PS_ECORRUPT)
+        return damaged(err, sid, "head", &why);
+    if (ret != 0 && err != NULL)
+        *err = why;
+    return ret;
+}
+
+/* The open chunk of series sid (see head_assemble), validated, with its bounds if min_t is not
+ * NULL. PS_ENOTFOUND if there is none; PS_ECORRUPT: "series N: damaged float head: ..." in err. */
+static int head_read(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_buf_t *out, size_t *plen, uint64_t *ptxn,
+                     int64_t *min_t, int64_t *max_t, ps_err_t *err)
+{
+    uint8_t kb[8];
+    ps_enc_be64(kb, sid);
+    MDB_val k = ps_mval(kb, 8), v;
+    int rc = mdb_get(txn, s->dbi[DB_FHEAD], &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return PS_ENOTFOUND;
+    if (rc)
+        return ps_lmdb_err(err, rc, "reading float head");
+    return head_value(s, txn, sid, &v, out, plen, ptxn, min_t, max_t, err);
+}
+
+/* Deletes the fprefix record (ptxn, sid) (there may be none: a damaged head). */
+static int prefix_del(ps_store_t *s, MDB_txn *txn, uint64_t ptxn, uint64_t sid, ps_err_t *err)
+{
+    uint8_t kb[16];
+    prefix_key(kb, ptxn, sid);
+    MDB_val k = ps_mval(kb, 16);
+    int rc = mdb_del(txn, s->dbi[DB_FPREFIX], &k, NULL);
+    return rc != 0 && rc != MDB_NOTFOUND ? ps_lmdb_err(err, rc, "deleting float head prefix") : 0;
 }
 
 /* Loads the state of float series sid from what txn holds: its head, else its newest chunk. */
 static int fstate_load(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_fstate_t **out, ps_err_t *err)
 {
     uint8_t kb[16];
-    ps_enc_be64(kb, sid);
-    MDB_val k = ps_mval(kb, 8), v;
+    MDB_val k, v;
     ps_err_t why;
     ps_err_clear(&why);
-    int rc = mdb_get(txn, s->dbi[DB_FHEAD], &k, &v);
-    if (rc != 0 && rc != MDB_NOTFOUND)
-        return ps_lmdb_err(err, rc, "reading float head");
+    ps_buf_t head = PS_BUF_INIT;
+    size_t plen = 0;
+    uint64_t ptxn = 0;
+    int64_t min_t = 0, max_t = 0;
+    int rc = head_read(s, txn, sid, &head, &plen, &ptxn, &min_t, &max_t, err);
+    if (rc != 0 && rc != PS_ENOTFOUND) {
+        ps_buf_dispose(&head);
+        return rc;
+    }
     if (rc == 0) {
-        int64_t min_t = 0, max_t = 0;
-        if (head_bounds(&v, &min_t, &max_t, &why) != 0)
-            return damaged(err, sid, "head", &why);
         ps_fstate_t *f = fstate_add(s, sid);
-        ps_buf_append(&f->chunk, v.mv_data, v.mv_size);
+        ps_buf_dispose(&f->chunk);
+        f->chunk = head;
+        f->prefix_len = plen;
+        f->prefix_txn = ptxn;
         if (ps_xor_app_resume(&f->app, &f->chunk, 1, &why) != 0) {
             f->broken = true; /* (validated above: not expected) appends to it fail from now on */
             return damaged(err, sid, "head", &why);
@@ -420,8 +544,8 @@ static int fstate_load(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_fstate_t **
     ps_fsample_t last = {0, 0};
     bool has = false;
     if (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
-        int64_t min_t, max_t;
-        if (chunk_bounds(v.mv_data, v.mv_size, &min_t, &max_t, &last, &why) != 0)
+        int64_t cmin, cmax;
+        if (chunk_bounds(v.mv_data, v.mv_size, &cmin, &cmax, &last, &why) != 0)
             ret = damaged(err, sid, "chunk", &why);
         has = true;
     } else if (rc != 0 && rc != MDB_NOTFOUND) {
@@ -451,6 +575,15 @@ static void mark_dirty(ps_store_t *s, ps_fstate_t *f)
     f->dirty = true;
 }
 
+/* Puts a closed chunk into fchunks, as an append (MDB_APPEND) when its key is past the last one:
+ * then LMDB starts a new page where an insert would split the full last page in two halves, so
+ * chunks closed in key order (the compactor's, those of the newest series) fill their pages. */
+static int fchunk_put(ps_store_t *s, MDB_txn *txn, MDB_val *k, MDB_val *v)
+{
+    int rc = mdb_put(txn, s->dbi[DB_FCHUNKS], k, v, MDB_APPEND);
+    return rc == MDB_KEYEXIST ? mdb_put(txn, s->dbi[DB_FCHUNKS], k, v, 0) : rc;
+}
+
 /* Moves the head of f (nonempty) into fchunks; f's head is empty afterwards. */
 static int cut_head(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_err_t *err)
 {
@@ -460,9 +593,14 @@ static int cut_head(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_err_t *err)
     uint8_t kb[16];
     ps_key_sid_ts(kb, f->sid, t_key(f->app.t));
     MDB_val k = ps_mval(kb, 16), v = ps_mval(f->chunk.data, f->chunk.len);
-    int rc = mdb_put(txn, s->dbi[DB_FCHUNKS], &k, &v, 0);
+    int rc = fchunk_put(s, txn, &k, &v);
     if (rc)
         return ps_lmdb_err(err, rc, "writing float chunk");
+    if (f->prefix_len > 0) { /* the flush rewrites the head record (f is dirty) */
+        if ((ret = prefix_del(s, txn, f->prefix_txn, f->sid, err)) != 0)
+            return ret;
+        f->prefix_len = 0;
+    }
     size_t before = f->chunk.cap;
     fstate_empty_head(f);
     s->fstate_bytes += f->chunk.cap - before;
@@ -574,24 +712,85 @@ int ps_fwrite(ps_store_t *s, MDB_txn *txn, ps_fappend_t **items, size_t n, int64
     return 0;
 }
 
+/* Writes the open chunk of f (nonempty): whole while it has fewer than PS_FHEAD_SPLIT_MIN bytes,
+ * else as a tail, after rewriting fprefix when there is none yet, when the tail would outgrow
+ * PS_FHEAD_TAIL_MAX, or in the series' turn. tmp: scratch. */
+static int head_put(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_buf_t *tmp, ps_err_t *err)
+{
+    const uint8_t *c = f->chunk.data + 1;
+    size_t n = f->chunk.len - 1;
+    uint8_t kb[8];
+    ps_enc_be64(kb, f->sid);
+    MDB_val k = ps_mval(kb, 8), v = ps_mval(f->chunk.data, f->chunk.len);
+    int rc;
+    if (f->prefix_len == 0 && n < PS_FHEAD_SPLIT_MIN) {
+        if ((rc = mdb_put(txn, s->dbi[DB_FHEAD], &k, &v, 0)) != 0)
+            return ps_lmdb_err(err, rc, "writing float head");
+        return 0;
+    }
+    bool turn = ((f->sid >> 6) + s->fflushes) % PS_FHEAD_TURNS == 0;
+    if (f->prefix_len == 0 || n - f->prefix_len > PS_FHEAD_TAIL_MAX || (turn && n - 1 > f->prefix_len)) {
+        int ret;
+        if (f->prefix_len > 0 && (ret = prefix_del(s, txn, f->prefix_txn, f->sid, err)) != 0)
+            return ret;
+        uint64_t id = mdb_txn_id(txn);
+        uint8_t pk[16];
+        prefix_key(pk, id, f->sid);
+        MDB_val pkv = ps_mval(pk, 16);
+        ps_buf_reset(tmp);
+        ps_fprefix_encode(c, n - 1, tmp);
+        v = ps_mval(tmp->data, tmp->len);
+        /* an append (new pages filled, see fchunk_put) unless the flush is not in sid order */
+        rc = mdb_put(txn, s->dbi[DB_FPREFIX], &pkv, &v, MDB_APPEND);
+        if (rc == MDB_KEYEXIST)
+            rc = mdb_put(txn, s->dbi[DB_FPREFIX], &pkv, &v, 0);
+        if (rc != 0)
+            return ps_lmdb_err(err, rc, "writing float head prefix");
+        f->prefix_len = n - 1;
+        f->prefix_txn = id;
+    }
+    ps_buf_reset(tmp);
+    ps_fhead_encode_tail(c, n, f->prefix_len, f->prefix_txn, tmp);
+    v = ps_mval(tmp->data, tmp->len);
+    if ((rc = mdb_put(txn, s->dbi[DB_FHEAD], &k, &v, 0)) != 0)
+        return ps_lmdb_err(err, rc, "writing float head");
+    return 0;
+}
+
+static int by_sid(const void *a, const void *b)
+{
+    uint64_t x = (*(ps_fstate_t *const *)a)->sid, y = (*(ps_fstate_t *const *)b)->sid;
+    return x < y ? -1 : x > y;
+}
+
 int ps_fwrite_flush(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
 {
     int ret = 0;
+    ps_buf_t tmp = PS_BUF_INIT;
+    /* in sid order: the new prefixes of this transaction are appends, (txn id, sid) increasing */
+    for (size_t i = 1; i < s->nfdirty; i++) {
+        if (s->fdirty[i - 1]->sid > s->fdirty[i]->sid) {
+            qsort(s->fdirty, s->nfdirty, sizeof(*s->fdirty), by_sid);
+            break;
+        }
+    }
     for (size_t i = 0; i < s->nfdirty && ret == 0; i++) {
         ps_fstate_t *f = s->fdirty[i];
         f->dirty = false;
+        if (f->app.n > 0) {
+            ret = head_put(s, txn, f, &tmp, err);
+            continue;
+        }
         uint8_t kb[8];
         ps_enc_be64(kb, f->sid);
-        MDB_val k = ps_mval(kb, 8), v = ps_mval(f->chunk.data, f->chunk.len);
-        int rc;
-        if (f->app.n > 0)
-            rc = mdb_put(txn, s->dbi[DB_FHEAD], &k, &v, 0);
-        else if ((rc = mdb_del(txn, s->dbi[DB_FHEAD], &k, NULL)) == MDB_NOTFOUND)
-            rc = 0;
-        if (rc)
+        MDB_val k = ps_mval(kb, 8);
+        int rc = mdb_del(txn, s->dbi[DB_FHEAD], &k, NULL); /* (the cut deleted its prefix) */
+        if (rc != 0 && rc != MDB_NOTFOUND)
             ret = ps_lmdb_err(err, rc, "writing float head");
     }
+    ps_buf_dispose(&tmp);
     s->nfdirty = 0;
+    s->fflushes++;
     return ret;
 }
 
@@ -739,28 +938,24 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
         }
         for (size_t i = 0; i < ndue && ret == 0; i++) {
             uint8_t kb[16];
-            ps_enc_be64(kb, due[i]);
-            MDB_val hk = ps_mval(kb, 8), hv;
-            if ((rc = mdb_get(txn, s->dbi[DB_FHEAD], &hk, &hv)) != 0) {
-                ret = ps_lmdb_err(err, rc, "reading float head");
-                break;
-            }
+            MDB_val hk;
             int64_t min_t, max_t;
-            ps_err_t why;
-            if (head_bounds(&hv, &min_t, &max_t, &why) != 0) {
-                ret = damaged(err, due[i], "head", &why);
+            size_t plen = 0;
+            uint64_t ptxn = 0;
+            ps_buf_t copy = PS_BUF_INIT; /* the chunk, assembled (not pointing into the map) */
+            if ((ret = head_read(s, txn, due[i], &copy, &plen, &ptxn, &min_t, &max_t, err)) != 0) {
+                if (ret == PS_ENOTFOUND)
+                    ret = ps_err_set(err, PS_EINTERNAL, "series %llu: float head vanished", (unsigned long long)due[i]);
+                ps_buf_dispose(&copy);
                 break;
             }
-            /* hv points into the map: write the chunk from a copy */
-            ps_buf_t copy = PS_BUF_INIT;
-            ps_buf_append(&copy, hv.mv_data, hv.mv_size);
             if ((ret = pack_before(s, txn, NULL, due[i], min_t, max_t, copy.len - 1, err)) != 0) {
                 ps_buf_dispose(&copy);
                 break;
             }
             ps_key_sid_ts(kb, due[i], t_key(max_t));
             MDB_val ck = ps_mval(kb, 16), cv = ps_mval(copy.data, copy.len);
-            rc = mdb_put(txn, s->dbi[DB_FCHUNKS], &ck, &cv, 0);
+            rc = fchunk_put(s, txn, &ck, &cv);
             ps_buf_dispose(&copy);
             if (rc) {
                 ret = ps_lmdb_err(err, rc, "writing float chunk");
@@ -770,6 +965,8 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
             hk = ps_mval(kb, 8);
             if ((rc = mdb_del(txn, s->dbi[DB_FHEAD], &hk, NULL)) != 0)
                 ret = ps_lmdb_err(err, rc, "deleting float head");
+            else if (plen > 0)
+                ret = prefix_del(s, txn, ptxn, due[i], err);
         }
         if (ret == 0 && ndue > 0 && (rc = mdb_txn_commit(txn)) != 0)
             ret = ps_lmdb_err(err, rc, "committing compaction");
@@ -803,26 +1000,30 @@ int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touche
     int rc = mdb_cursor_open(txn, s->dbi[DB_FHEAD], &cur), ret = 0;
     if (rc)
         return ps_lmdb_err(err, rc, "opening float head cursor");
-    uint64_t *del = NULL;
-    size_t ndel = 0, capdel = 0;
+    uint64_t *del = NULL, *dtxn = NULL; /* the series, and the transactions of their prefixes */
+    size_t ndel = 0, capdel = 0, ntxn = 0, captxn = 0;
     MDB_val k, v;
     rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    ps_buf_t head = PS_BUF_INIT;
     while (rc == 0) {
         int64_t min_t, max_t;
-        ps_err_t why;
+        size_t plen;
+        uint64_t ptxn;
         if (k.mv_size == 8) {
             uint64_t sid = ps_get_be64(k.mv_data);
-            if (head_bounds(&v, &min_t, &max_t, &why) != 0) {
-                ret = damaged(err, sid, "head", &why);
+            ps_buf_reset(&head);
+            if ((ret = head_value(s, txn, sid, &v, &head, &plen, &ptxn, &min_t, &max_t, err)) != 0)
                 break;
-            }
             if (max_t < floor_div(cutoff_ns, 1000000) || (max_t == floor_div(cutoff_ns, 1000000) &&
-                                                           t_key(max_t) < cutoff_ns))
+                                                           t_key(max_t) < cutoff_ns)) {
                 touch(&del, &ndel, &capdel, sid);
+                touch(&dtxn, &ntxn, &captxn, plen > 0 ? ptxn : 0);
+            }
         }
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
     mdb_cursor_close(cur);
+    ps_buf_dispose(&head);
     if (ret == 0 && rc != MDB_NOTFOUND)
         ret = ps_lmdb_err(err, rc, "applying retention to float heads");
     for (size_t i = 0; i < ndel && ret == 0; i++) {
@@ -831,9 +1032,10 @@ int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touche
         MDB_val dk = ps_mval(kb, 8);
         if ((rc = mdb_del(txn, s->dbi[DB_FHEAD], &dk, NULL)) != 0)
             ret = ps_lmdb_err(err, rc, "applying retention to float heads");
-        else
+        else if (dtxn[i] == 0 || (ret = prefix_del(s, txn, dtxn[i], del[i], err)) == 0)
             touch(touched, ntouched, cap, del[i]);
     }
+    free(dtxn);
     free(del);
     return ret;
 }
@@ -965,14 +1167,18 @@ static int fwalk_run(fwalk_t *w)
         return ret;
     if (rc != 0 && rc != MDB_NOTFOUND)
         return ps_lmdb_err(w->err, rc, "reading float chunks");
-    ps_enc_be64(kb, w->sid);
-    k = ps_mval(kb, 8);
-    rc = mdb_get(w->r->txn, w->r->store->dbi[DB_FHEAD], &k, &v);
-    if (rc == MDB_NOTFOUND)
-        return 0;
-    if (rc)
-        return ps_lmdb_err(w->err, rc, "reading float head");
-    return fwalk_one(w, &v, "head");
+    ps_buf_t head = PS_BUF_INIT;
+    size_t plen;
+    uint64_t ptxn;
+    ret = head_read(w->r->store, w->r->txn, w->sid, &head, &plen, &ptxn, NULL, NULL, w->err);
+    if (ret == PS_ENOTFOUND) {
+        ret = 0; /* no head */
+    } else if (ret == 0) {
+        v = ps_mval(head.data, head.len);
+        ret = fwalk_one(w, &v, "head");
+    }
+    ps_buf_dispose(&head);
+    return ret;
 }
 
 int ps_reader_series_kind(ps_reader_t *r, uint64_t sid, ps_series_kind_t *kind, ps_err_t *err)

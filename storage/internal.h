@@ -26,8 +26,9 @@ enum {
     DB_HEAD,        /* sid(8 BE) ts(8 BE, sign flipped) -> head record */
     DB_CHUNKS,      /* sid(8 BE) max_ts(8 BE, sign flipped) -> chunk */
     DB_FCHUNKS,     /* sid(8 BE) max_t * 1e6 (8 BE, sign flipped) -> 0x02 XOR chunk (closed), 0x03 packed chunks */
-    DB_FHEAD,       /* sid(8 BE) -> 0x02 XOR chunk (the open chunk of a float series) */
+    DB_FHEAD,       /* sid(8 BE) -> the open chunk of a float series: 0x02 XOR chunk, or 0x04 its tail */
     DB_META,        /* metric family name -> metadata record */
+    DB_FPREFIX,     /* txn id(8 BE) sid(8 BE) -> 0x05 the stable start of an open chunk whose fhead is a tail (schema 3) */
     DB_COUNT
 };
 
@@ -43,6 +44,11 @@ enum { SYM_STRING = 1, SYM_MAPPING = 2, SYM_FUNCTION = 3, SYM_LOCATION = 4, SYM_
 #define PS_HEAD_REC_V1 1
 #define PS_FCHUNK_ENC_XOR 2   /* float chunks and heads: this byte, then the XOR chunk (never 1: profile chunks) */
 #define PS_FCHUNK_ENC_PACKED 3 /* closed float chunks: this byte, then several XOR chunks with their bounds */
+#define PS_FHEAD_ENC_TAIL 4    /* fhead: this byte, p <uvarint>, txn <uvarint>, the chunk's 2 header bytes, its bytes from p on */
+#define PS_FPREFIX_ENC 5       /* fprefix: this byte, then bytes [2, p) of the open chunk */
+#define PS_FHEAD_SPLIT_MIN 32  /* an open chunk of fewer bytes is stored whole in fhead (0x02) */
+#define PS_FHEAD_TAIL_MAX 128  /* a tail longer than this moves into fprefix at once */
+#define PS_FHEAD_TURNS 16      /* else a series' prefix is rewritten in one flush of 16 (by sid / 64) */
 #define PS_FPACK_MAX_BYTES 4080 /* a packed value fills at most one 4 KiB LMDB overflow page (16-byte header) */
 #define PS_FPACK_MAX_SPAN_MS (24ll * 3600 * 1000) /* nor spans a day (or a tenth of the retention) */
 #define PS_META_REC_V1 1
@@ -94,6 +100,7 @@ struct ps_store {
     uint64_t fstate_bytes;
     struct ps_fstate **fdirty; /* heads changed in the current write transaction */
     size_t nfdirty, capfdirty;
+    uint64_t fflushes;      /* ps_fwrite_flush calls: whose turn it is to rewrite prefixes */
 };
 
 struct ps_reader {
@@ -161,6 +168,11 @@ typedef struct ps_fpack_entry {
     const uint8_t *chunk;
     size_t len;
 } ps_fpack_entry_t;
+/* The records of an open chunk c[0..n) split at p (2 <= p <= n): the fhead tail (PS_FHEAD_ENC_TAIL,
+ * naming txn, the transaction that wrote the prefix) and the fprefix value (PS_FPREFIX_ENC),
+ * appended to out. */
+void ps_fhead_encode_tail(const uint8_t *c, size_t n, size_t p, uint64_t txn, ps_buf_t *out);
+void ps_fprefix_encode(const uint8_t *c, size_t p, ps_buf_t *out);
 /* Appends the packed value of chunks e[0..n) (n >= 1, oldest first, each newer than the last) to out. */
 void ps_fpack_encode(const ps_fpack_entry_t *e, size_t n, ps_buf_t *out);
 int ps_meta_write(ps_store_t *s, MDB_txn *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err);

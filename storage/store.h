@@ -19,7 +19,8 @@
 #include "core/mem.h"
 #include "core/profile.h"
 
-#define PS_SCHEMA_VERSION 2 /* 2: float series (issue 8); a version 1 directory is upgraded at open */
+#define PS_SCHEMA_VERSION 3 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
+                              * fprefix; a version 1 or 2 directory is upgraded at open */
 
 typedef struct ps_store ps_store_t;
 
@@ -237,7 +238,8 @@ int ps_reader_samples(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
  * Calls cb with each stored chunk of float series sid that overlaps [mint, maxt] (ms), oldest
  * first, as Prometheus XOR chunk bytes (storage/xorchunk.h) exactly as stored: whole chunks, which
  * may hold samples outside the range; the open (head) chunk included. min_t/max_t are the chunk's
- * first and last sample times. A profile series has no XOR chunks: cb is never called.
+ * first and last sample times. A profile series has no XOR chunks: cb is never called. The bytes
+ * are valid during the call only (the head's are put together from two records).
  */
 int ps_reader_xor_chunks(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
                          int (*cb)(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n),

@@ -210,7 +210,7 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     assert st == 200
     snap = series_snapshot(srv)
     assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 99, old=2)
+    _rewrite_schema(srv.data_dir, tmp_path, 99, old=3)
     srv.start(wait_ready=False)
     try:
         rc = srv.proc.wait(10)
@@ -219,17 +219,19 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     assert rc != 0
     log = srv.log().split("==== start #2")[1]
     assert "schema version" in log and "99" in log, log
-    # back to version 2: the same data dir opens again with its data
-    _rewrite_schema(srv.data_dir, tmp_path, 2, old=99)
+    # back to version 3: the same data dir opens again with its data
+    _rewrite_schema(srv.data_dir, tmp_path, 3, old=99)
     srv.start()
     assert series_snapshot(srv) == snap
-    # a version 1 directory (profiles only) is upgraded in place to version 2 (docs/FORMAT.md)
+    # version 1 (profiles only) and version 2 directories are upgraded in place to version 3
+    # (docs/FORMAT.md)
+    for old in (1, 2):
+        assert srv.stop() == 0
+        _rewrite_schema(srv.data_dir, tmp_path, old, old=3)
+        srv.start()
+        assert series_snapshot(srv) == snap
     assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 1, old=2)
-    srv.start()
-    assert series_snapshot(srv) == snap
-    assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 2, old=2)  # asserts the record says 2 now
+    _rewrite_schema(srv.data_dir, tmp_path, 3, old=3)  # asserts the record says 3 now
 
 
 # ---- retention --------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
  * test_floats.c - float series in the store (storage/floats.c): write and read back bit for bit,
  * Prometheus' out-of-order and duplicate rules with exact counts, the cut at 120 samples and at the
  * compaction window, durability across reopen, compaction and retention with exact chunk counts,
- * the series kind, damaged chunks, metadata, the upgrade of a schema 1 directory, and the captured
+ * the series kind, damaged chunks, metadata, open chunks split into a tail and a prefix, the
+ * upgrades of schema 1 and 2 directories, and the captured
  * Prometheus 2.42 remote-write bodies replayed (decode, store, read back, compare with their .json).
  */
 #include <setjmp.h>
@@ -924,7 +925,7 @@ static void test_upgrade_v1(void **state)
     k = (MDB_val){6, "schema"};
     assert_int_equal(mdb_get(txn, s->dbi[DB_INFO], &k, &v), 0);
     assert_int_equal(v.mv_size, 4);
-    assert_int_equal(ps_get_be32(v.mv_data), 2);
+    assert_int_equal(ps_get_be32(v.mv_data), 3);
     mdb_txn_abort(txn);
     ps_reader_t *r;
     ps_err_t err;
@@ -944,6 +945,393 @@ static void test_upgrade_v1(void **state)
     ps_buf_dispose(&rec);
     ps_buf_dispose(&enc);
     ps_arena_dispose(&a);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
+/* The value of sid's record in db (fhead, fprefix) into out; false if there is none. */
+static bool get_rec(ps_store_t *s, int db, uint64_t sid, ps_buf_t *out)
+{
+    MDB_txn *txn;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
+    uint8_t kb[8];
+    ps_enc_be64(kb, sid);
+    MDB_val k = {8, kb}, v;
+    int rc = mdb_get(txn, s->dbi[db], &k, &v);
+    assert_true(rc == 0 || rc == MDB_NOTFOUND);
+    ps_buf_reset(out);
+    if (rc == 0)
+        ps_buf_append(out, v.mv_data, v.mv_size);
+    mdb_txn_abort(txn);
+    return rc == 0;
+}
+
+/* The fprefix records of series sid (keys: txn id, sid): how many; the last one's transaction and
+ * value into *txn and out. */
+static int get_prefix(ps_store_t *s, uint64_t sid, uint64_t *txn, ps_buf_t *out)
+{
+    MDB_txn *t;
+    MDB_cursor *cur;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t), 0);
+    assert_int_equal(mdb_cursor_open(t, s->dbi[DB_FPREFIX], &cur), 0);
+    MDB_val k, v;
+    int n = 0;
+    ps_buf_reset(out);
+    for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        assert_int_equal(k.mv_size, 16);
+        if (ps_get_be64((const uint8_t *)k.mv_data + 8) != sid)
+            continue;
+        n++;
+        *txn = ps_get_be64(k.mv_data);
+        ps_buf_reset(out);
+        ps_buf_append(out, v.mv_data, v.mv_size);
+    }
+    mdb_cursor_close(cur);
+    mdb_txn_abort(t);
+    return n;
+}
+
+/* the id of the last committed write transaction */
+static uint64_t last_txn(ps_store_t *s)
+{
+    MDB_envinfo ei;
+    assert_int_equal(mdb_env_info(s->env, &ei), 0);
+    return ei.me_last_txnid;
+}
+
+/* What the writer stores of an open chunk c (02 then the chunk) after a flush, by the rule of
+ * FORMAT.md: *plen the prefix length it keeps and *ptxn the transaction that wrote it, flush the
+ * store's flushes before this one. */
+static void expect_head(ps_store_t *s, uint64_t sid, const ps_buf_t *c, size_t *plen, uint64_t *ptxn, uint64_t flush,
+                        int *prefixes)
+{
+    const uint8_t *b = c->data + 1;
+    size_t n = c->len - 1;
+    ps_buf_t want = PS_BUF_INIT, got = PS_BUF_INIT;
+    uint64_t txn = 0;
+    if (*plen == 0 && n < PS_FHEAD_SPLIT_MIN) {
+        assert_true(get_rec(s, DB_FHEAD, sid, &got));
+        assert_int_equal(got.len, c->len);
+        assert_memory_equal(got.data, c->data, c->len);
+        assert_int_equal(get_prefix(s, sid, &txn, &got), 0);
+    } else {
+        bool turn = ((sid >> 6) + flush) % PS_FHEAD_TURNS == 0;
+        if (*plen == 0 || n - *plen > PS_FHEAD_TAIL_MAX || (turn && n - 1 > *plen)) {
+            *plen = n - 1;
+            *ptxn = last_txn(s);
+            (*prefixes)++;
+        }
+        ps_fprefix_encode(b, *plen, &want);
+        assert_int_equal(get_prefix(s, sid, &txn, &got), 1); /* the old one deleted */
+        assert_int_equal(txn, *ptxn);
+        assert_int_equal(got.len, want.len);
+        assert_memory_equal(got.data, want.data, want.len);
+        ps_buf_reset(&want);
+        ps_fhead_encode_tail(b, n, *plen, *ptxn, &want);
+        assert_true(get_rec(s, DB_FHEAD, sid, &got));
+        assert_int_equal(got.len, want.len);
+        assert_memory_equal(got.data, want.data, want.len);
+    }
+    ps_buf_dispose(&want);
+    ps_buf_dispose(&got);
+}
+
+static void expect_samples(ps_store_t *s, uint64_t sid, const ps_fsample_t *in, int n)
+{
+    collect_t c;
+    read_all(s, sid, INT64_MIN, INT64_MAX, &c, 0);
+    assert_int_equal(c.n, n);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(c.s[i].t, in[i].t);
+        assert_int_equal(fbits(c.s[i].v), fbits(in[i].v));
+    }
+    free(c.s);
+}
+
+/* values that take many bits: the open chunk passes PS_FHEAD_SPLIT_MIN after a few samples */
+static double rough(int i) { return (double)((uint32_t)(i + 1) * 2654435761u % 1000003u) / 7.0; }
+
+/* An open chunk written one sample per transaction: whole below 32 bytes, then a tail after a
+ * prefix rewritten by the rule of FORMAT.md (checked record by record against a chunk built
+ * alongside), across a reopen; read back bit for bit; the cut, the compactor and retention delete
+ * the prefix with the head; a prefix of the wrong size or none is a damaged head. */
+static void test_head_split(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_opts(dir, 24 * HOUR_MS * 1000000, 0);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t ls = mk_labels(&a, "split", NULL);
+    int64_t t0 = ps_time_now() / 1000000 - HOUR_MS;
+    ps_fsample_t in[200];
+    for (int i = 0; i < 200; i++)
+        in[i] = (ps_fsample_t){t0 + 15000ll * i, rough(i)};
+    ps_buf_t chunk = PS_BUF_INIT;
+    ps_buf_putc(&chunk, PS_FCHUNK_ENC_XOR);
+    ps_xor_app_t app;
+    ps_xor_app_init(&app, &chunk);
+    size_t plen = 0;
+    uint64_t ptxn = 0, txn = 0;
+    int prefixes = 0, whole = 0;
+    ps_fappend_t fa;
+    uint64_t sid = 0;
+    for (int i = 0; i < 120; i++) {
+        if (i == 90) { /* reopened: the flush count starts again, the head is read back whole */
+            ps_store_close(s);
+            s = open_opts(dir, 24 * HOUR_MS * 1000000, 0);
+        }
+        assert_int_equal(write_f(s, &ls, &in[i], 1, &fa), 0);
+        assert_int_equal(fa.accepted, 1);
+        sid = fa.sid;
+        assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
+        whole += plen == 0 && chunk.len - 1 < PS_FHEAD_SPLIT_MIN;
+        expect_head(s, sid, &chunk, &plen, &ptxn, s->fflushes - 1, &prefixes);
+    }
+    /* 2 samples are stored whole (16 bytes for the first, ~8 for the next); the prefix is written
+     * at the 3rd (32 bytes or more), then in the turns of series 1 (sid / 64 = 0): flushes 16,
+     * 32, 48, 64, 80, and 0, 16 after the reopen (the tail never grows by 128 bytes between two
+     * turns here: ~7.6 bytes a sample) */
+    assert_int_equal(whole, 2);
+    assert_int_equal(prefixes, 8);
+    assert_int_equal(chunk.len - 1, 913);
+    expect_samples(s, sid, in, 120);
+    /* the 121st sample cuts the chunk: the head is one sample, whole; the prefix is gone */
+    assert_int_equal(write_f(s, &ls, &in[120], 1, &fa), 0);
+    ps_buf_t rec = PS_BUF_INIT;
+    assert_true(get_rec(s, DB_FHEAD, sid, &rec));
+    assert_int_equal(rec.data[0], PS_FCHUNK_ENC_XOR);
+    assert_int_equal(get_prefix(s, sid, &txn, &rec), 0);
+    /* 79 more in one transaction: split at once, read back; the compactor closes it */
+    assert_int_equal(write_f(s, &ls, &in[121], 79, &fa), 0);
+    assert_int_equal(fa.accepted, 79);
+    assert_true(get_rec(s, DB_FHEAD, sid, &rec));
+    assert_int_equal(rec.data[0], PS_FHEAD_ENC_TAIL);
+    assert_int_equal(get_prefix(s, sid, &txn, &rec), 1);
+    assert_int_equal(txn, last_txn(s));
+    expect_samples(s, sid, in, 200);
+    ps_err_t err;
+    uint32_t nchunks = 0;
+    assert_int_equal(ps_store_compact(s, true, ps_time_now(), &nchunks, &err), 0);
+    assert_int_equal(nchunks, 1);
+    assert_false(get_rec(s, DB_FHEAD, sid, &rec));
+    assert_int_equal(get_prefix(s, sid, &txn, &rec), 0);
+    expect_samples(s, sid, in, 200);
+
+    /* a second series with a split head: damaged prefixes, then retention */
+    ps_labels_t l2 = mk_labels(&a, "split", "two");
+    ps_buf_t chunk2 = PS_BUF_INIT;
+    ps_buf_putc(&chunk2, PS_FCHUNK_ENC_XOR);
+    ps_xor_app_init(&app, &chunk2);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
+    ps_buf_t part = PS_BUF_INIT;
+    assert_int_equal(write_f(s, &l2, in, 60, &fa), 0);
+    uint64_t sid2 = fa.sid;
+    size_t plen2 = 0;
+    uint64_t ptxn2 = 0;
+    int prefixes2 = 0;
+    ps_buf_reset(&part); /* the chunk of its first 60 samples */
+    ps_buf_putc(&part, PS_FCHUNK_ENC_XOR);
+    ps_xor_app_init(&app, &part);
+    for (int i = 0; i < 60; i++)
+        assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
+    expect_head(s, sid2, &part, &plen2, &ptxn2, s->fflushes - 1, &prefixes2);
+    /* 40 more in a transaction not its turn: the tail would pass 128 bytes, the prefix moves */
+    assert_int_equal(write_f(s, &l2, &in[60], 40, &fa), 0);
+    assert_int_not_equal(((sid2 >> 6) + s->fflushes - 1) % PS_FHEAD_TURNS, 0);
+    expect_head(s, sid2, &chunk2, &plen2, &ptxn2, s->fflushes - 1, &prefixes2);
+    assert_int_equal(prefixes2, 2);
+    assert_int_equal(plen2, chunk2.len - 2);
+    ps_buf_dispose(&part);
+    ps_buf_dispose(&chunk2);
+    ps_buf_t pre = PS_BUF_INIT;
+    assert_int_equal(get_prefix(s, sid2, &txn, &pre), 1);
+    assert_int_equal(txn, ptxn2);
+    uint8_t kb[16];
+    ps_enc_be64(kb, ptxn2);
+    ps_enc_be64(kb + 8, sid2);
+    poke(s, DB_FPREFIX, kb, 16, pre.data, pre.len - 1);
+    ps_sym_caches_clear(s);
+    char want[160];
+    snprintf(want, sizeof(want),
+             "series %llu: damaged float head: tail after %zu bytes, but a prefix of encoding 5 holding %zu, not %zu",
+             (unsigned long long)sid2, pre.len + 1, pre.len - 2, pre.len - 1);
+    ps_reader_t *r;
+    collect_t c = {0};
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_samples(r, sid2, INT64_MIN, INT64_MAX, on_samples, &c, &err), PS_ECORRUPT);
+    ps_reader_end(r);
+    assert_string_equal(err.msg, want);
+    free(c.s);
+    assert_int_equal(write_f(s, &l2, &in[100], 1, &fa), PS_ECORRUPT);
+    assert_string_equal(fa.err.msg, want);
+    MDB_txn *wt;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, 0, &wt), 0);
+    MDB_val k = {16, kb};
+    assert_int_equal(mdb_del(wt, s->dbi[DB_FPREFIX], &k, NULL), 0);
+    assert_int_equal(mdb_txn_commit(wt), 0);
+    ps_sym_caches_clear(s);
+    snprintf(want, sizeof(want),
+             "series %llu: damaged float head: tail after %zu bytes, but no prefix of transaction %llu",
+             (unsigned long long)sid2, pre.len + 1, (unsigned long long)ptxn2);
+    c = (collect_t){0};
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_samples(r, sid2, INT64_MIN, INT64_MAX, on_samples, &c, &err), PS_ECORRUPT);
+    ps_reader_end(r);
+    assert_string_equal(err.msg, want);
+    free(c.s);
+    poke(s, DB_FPREFIX, kb, 16, pre.data, pre.len);
+    ps_sym_caches_clear(s);
+    expect_samples(s, sid2, in, 100);
+    uint32_t dropped = 0;
+    assert_int_equal(ps_store_retain(s, ps_time_now() + 48 * HOUR_MS * 1000000, &dropped, &err), 0);
+    assert_false(get_rec(s, DB_FHEAD, sid2, &rec));
+    assert_int_equal(get_prefix(s, sid2, &txn, &rec), 0);
+
+    ps_buf_dispose(&pre);
+    ps_buf_dispose(&rec);
+    ps_buf_dispose(&chunk);
+    ps_arena_dispose(&a);
+    ps_store_close(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
+/* A version 2 directory (no fprefix; whole open chunks in fhead, short and long) is upgraded in
+ * place: version 3, the samples read back, appends continue (the long head is split at once). */
+static void test_upgrade_v2(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t lu = mk_labels(&a, "u", NULL), lw = mk_labels(&a, "w", NULL);
+    ps_fsample_t in[140];
+    for (int i = 0; i < 140; i++)
+        in[i] = (ps_fsample_t){1000000ll + 15000ll * i, rough(i)};
+    ps_fappend_t fa;
+    assert_int_equal(write_f(s, &lu, in, 3, &fa), 0);
+    uint64_t su = fa.sid;
+    assert_int_equal(write_f(s, &lw, in, 3, &fa), 0);
+    uint64_t sw = fa.sid;
+    ps_store_close(s);
+    /* by hand, what version 2 wrote: schema 2, no fprefix, open chunks whole: u's of 3 samples,
+     * w's of 50 */
+    ps_buf_t chunk = PS_BUF_INIT, small = PS_BUF_INIT;
+    ps_buf_putc(&chunk, PS_FCHUNK_ENC_XOR);
+    ps_xor_app_t app;
+    ps_xor_app_init(&app, &chunk);
+    for (int i = 0; i < 50; i++) {
+        assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
+        if (i == 2)
+            ps_buf_append(&small, chunk.data, chunk.len);
+    }
+    assert_true(chunk.len > PS_FHEAD_SPLIT_MIN);
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi info, fhead, fprefix;
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 32), 0);
+    assert_int_equal(mdb_env_open(env, dir, MDB_NOTLS, 0644), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "info", 0, &info), 0);
+    assert_int_equal(mdb_dbi_open(txn, "fhead", 0, &fhead), 0);
+    assert_int_equal(mdb_dbi_open(txn, "fprefix", 0, &fprefix), 0);
+    assert_int_equal(mdb_drop(txn, fprefix, 1), 0);
+    uint8_t ver[4] = {0, 0, 0, 2}, kb[8];
+    MDB_val k = {6, "schema"}, v = {4, ver};
+    assert_int_equal(mdb_put(txn, info, &k, &v, 0), 0);
+    ps_enc_be64(kb, sw);
+    k = (MDB_val){8, kb};
+    v = (MDB_val){chunk.len, chunk.data};
+    assert_int_equal(mdb_put(txn, fhead, &k, &v, 0), 0);
+    ps_enc_be64(kb, su);
+    v = (MDB_val){small.len, small.data};
+    assert_int_equal(mdb_put(txn, fhead, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+
+    s = open_store(dir);
+    assert_int_equal(s->upgraded_from, 2);
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
+    k = (MDB_val){6, "schema"};
+    assert_int_equal(mdb_get(txn, s->dbi[DB_INFO], &k, &v), 0);
+    assert_int_equal(ps_get_be32(v.mv_data), 3);
+    mdb_txn_abort(txn);
+    expect_samples(s, su, in, 3);
+    expect_samples(s, sw, in, 50);
+    ps_buf_t rec = PS_BUF_INIT;
+    uint64_t ptxn = 0;
+    assert_int_equal(get_prefix(s, sw, &ptxn, &rec), 0);
+    assert_int_equal(write_f(s, &lw, &in[50], 1, &fa), 0);
+    assert_int_equal(get_prefix(s, sw, &ptxn, &rec), 1);
+    assert_int_equal(ptxn, last_txn(s));
+    assert_int_equal(write_f(s, &lu, &in[3], 1, &fa), 0);
+    assert_true(get_rec(s, DB_FHEAD, sw, &rec));
+    assert_int_equal(rec.data[0], PS_FHEAD_ENC_TAIL);
+    assert_true(get_rec(s, DB_FHEAD, su, &rec)); /* 4 samples: 32 bytes or more */
+    assert_int_equal(rec.data[0], PS_FHEAD_ENC_TAIL);
+    ps_store_close(s);
+    s = open_store(dir);
+    assert_int_equal(s->upgraded_from, 0);
+    expect_samples(s, sw, in, 51);
+    expect_samples(s, su, in, 4);
+    ps_buf_dispose(&rec);
+    ps_buf_dispose(&chunk);
+    ps_buf_dispose(&small);
+    ps_arena_dispose(&a);
+    ps_store_close(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
+/* Chunks closed in key order are appended: 300 series of equal chunks compacted at once fill
+ * their leaf pages with as many nodes as fit (an insert would split the last page in halves). */
+static void test_append_fill(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    enum { NS = 300 };
+    ps_fsample_t in[10];
+    for (int i = 0; i < 10; i++)
+        in[i] = (ps_fsample_t){1000000ll + 15000ll * i, 100.0 + i};
+    ps_labels_t ls[NS];
+    ps_fappend_t fa[NS], *items[NS];
+    for (int j = 0; j < NS; j++) {
+        char job[16];
+        snprintf(job, sizeof(job), "%d", j);
+        ls[j] = mk_labels(&a, "fill", job);
+        memset(&fa[j], 0, sizeof(fa[j]));
+        fa[j].labels = &ls[j], fa[j].samples = in, fa[j].nsamples = 10;
+        items[j] = &fa[j];
+    }
+    ps_err_t err;
+    assert_int_equal(ps_store_write(s, NULL, 0, items, NS, NULL, 0, &err), 0);
+    uint32_t nchunks = 0;
+    assert_int_equal(ps_store_compact(s, true, ps_time_now(), &nchunks, &err), 0);
+    assert_int_equal(nchunks, NS);
+    /* every value: 02 and the same chunk */
+    ps_buf_t chunk = PS_BUF_INIT;
+    ps_buf_putc(&chunk, PS_FCHUNK_ENC_XOR);
+    ps_xor_app_t app;
+    ps_xor_app_init(&app, &chunk);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
+    /* an LMDB leaf node: 8-byte header, 16-byte key, the value, rounded up to even; a 2-byte
+     * pointer; 4096 - 16 bytes of a page for them */
+    size_t node = (8 + 16 + chunk.len + 1) / 2 * 2 + 2, per_page = 4080 / node;
+    MDB_txn *txn;
+    MDB_stat st;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_stat(txn, s->dbi[DB_FCHUNKS], &st), 0);
+    mdb_txn_abort(txn);
+    assert_int_equal(st.ms_entries, NS);
+    assert_int_equal(st.ms_leaf_pages, (NS + per_page - 1) / per_page);
+    ps_buf_dispose(&chunk);
+    ps_arena_dispose(&a);
+    ps_store_close(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -1158,6 +1546,9 @@ int main(void)
         cmocka_unit_test(test_corrupt),
         cmocka_unit_test(test_metadata),
         cmocka_unit_test(test_upgrade_v1),
+        cmocka_unit_test(test_head_split),
+        cmocka_unit_test(test_upgrade_v2),
+        cmocka_unit_test(test_append_fill),
         cmocka_unit_test(test_prometheus_bodies),
         cmocka_unit_test(test_enospace),
     };

@@ -93,7 +93,7 @@ typedef struct rec {
 } rec_t;
 
 static const char *const dbs[] = {"info", "sym", "sym_hash", "tree", "nodes", "series", "series_hash",
-                                  "postings", "head", "chunks", "fchunks", "fhead", "meta"};
+                                  "postings", "head", "chunks", "fchunks", "fhead", "meta", "fprefix"};
 
 static size_t parse_records(const char *doc, rec_t *recs, size_t max)
 {
@@ -308,6 +308,17 @@ static void test_format_md_records(void **state)
     ps_fpack_entry_t pe[2] = {{1796021924802ll, 1796021926802ll, closed->data + 1, closed->len - 1},
                               {1796021927802ll, 1796021927802ll, open->data + 1, open->len - 1}};
     ps_fpack_encode(pe, 2, &v);
+    CHECK();
+    /* series 7: the XOR example's chunk (series 5's closed one) as an open chunk split at 16, the
+     * prefix written by transaction 42 */
+    NEXT("fprefix");
+    ps_put_be64(&k, 42);
+    ps_put_be64(&k, 7);
+    ps_fprefix_encode(closed->data + 1, 16, &v);
+    CHECK();
+    NEXT("fhead");
+    ps_put_be64(&k, 7);
+    ps_fhead_encode_tail(closed->data + 1, closed->len - 1, 16, 42, &v);
     CHECK();
     ps_buf_dispose(&flabels);
     ps_arena_dispose(&fa);
