@@ -97,6 +97,9 @@ export async function render(root, api) {
     loadingSection('Command-line flags', get('/api/v1/status/flags'), flags, { id: 'pg-flags' }),
     loadingSection('Configuration', get('/api/v1/status/config'), config, { id: 'pg-config' }),
   ];
-  root.append(h('div.pg-page.pg-status-page', h('div.pg-head', h('h1', 'Status')), sections));
+  const page = h('div.pg-page.pg-status-page', { 'aria-busy': 'true' }, h('div.pg-head', h('h1', 'Status')),
+    h('div.pg-grid', sections[0], sections[1]), sections.slice(2));
+  root.append(page);
   await Promise.all(sections.map((s) => s.ready));
+  page.setAttribute('aria-busy', 'false');
 }

@@ -29,10 +29,10 @@ function targetRow(t) {
   return h('tr.pg-target', { dataset: { health: t.health || 'unknown', url: t.scrapeUrl } },
     h('td.pg-endpoint', h('a', { href: t.scrapeUrl, rel: 'noreferrer' }, t.scrapeUrl)),
     h('td.pg-profile', t.profileName || ''),
-    h('td', healthBadge(t.health)),
-    h('td', labelChips(t.labels)),
-    h('td.pg-num', { title: never ? '' : localTime(t.lastScrape) }, ago(t.lastScrape)),
-    h('td.pg-num', never ? '–' : duration(t.lastScrapeDuration)),
+    h('td.pg-state', healthBadge(t.health)),
+    h('td.pg-labelcell', labelChips(t.labels)),
+    h('td.pg-num.pg-last', { title: never ? null : localTime(t.lastScrape), 'data-label': 'last scrape' }, ago(t.lastScrape)),
+    h('td.pg-num.pg-dur', { 'data-label': 'took' }, never ? '–' : duration(t.lastScrapeDuration)),
     h('td.pg-error', t.lastError || ''));
 }
 
