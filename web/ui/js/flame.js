@@ -634,7 +634,7 @@ export class FlameGraph {
     _hover(ev) {
         const [px, py] = this._pos(ev);
         const i = this.hit(px, py);
-        this._setHover(i, { px, py });
+        this._setHover(i, { cx: ev.clientX, cy: ev.clientY });
     }
 
     _setHover(i, at) {
@@ -645,12 +645,16 @@ export class FlameGraph {
             if (info) this._tipText(info); else this.tip.hidden = true;
             if (this.opts.onHover) this.opts.onHover(info);
         }
-        if (i >= 0 && at) {
-            const W = this.wrap.clientWidth;
-            const tw = this.tip.offsetWidth || 260;
-            this.tip.style.left = Math.max(0, Math.min(at.px + 14, W - tw - 4)) + 'px';
-            this.tip.style.top = (at.py + 16) + 'px';
-        }
+        if (i >= 0 && at) this._placeTip(at.cx, at.cy);
+    }
+
+    // the tooltip is position: fixed (never clipped by a scrolling parent), kept inside the window
+    _placeTip(cx, cy) {
+        const tw = this.tip.offsetWidth || 260, th = this.tip.offsetHeight || 80;
+        const left = Math.max(0, Math.min(cx + 14, window.innerWidth - tw - 4));
+        const top = cy + 16 + th > window.innerHeight ? Math.max(0, cy - th - 8) : cy + 16;
+        this.tip.style.left = left + 'px';
+        this.tip.style.top = top + 'px';
     }
 
     _tipText(o) {
@@ -701,10 +705,9 @@ export class FlameGraph {
         if (!this.rectOf(f)) return;
         this.focusIdx = f;
         this._overlay();
-        const r = this.rectOf(f);
+        const r = this.rectOf(f), cr = this.canvas.getBoundingClientRect();
         this._tipText(this.info(f));
-        this.tip.style.left = Math.max(0, Math.min(r.x, this.wrap.clientWidth - 270)) + 'px';
-        this.tip.style.top = (r.y + ROW + 2) + 'px';
+        this._placeTip(cr.left + r.x, cr.top + r.y + 2);
     }
 
     // ---- export ----
