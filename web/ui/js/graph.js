@@ -1,0 +1,181 @@
+// graph.js: the profile totals over time, drawn with uPlot (embedded at /ui/vendor/uPlot.esm.js).
+// Without "sum by", each matching series is a line with one point per stored profile: the
+// instant query `sel[range]` at the range's end answers every profile total with its time. With
+// "sum by", each group is a line of `sum by (...) (sum_over_time(sel[step]))` from query_range.
+// Click a point -> that profile (or that group's step); drag a range -> everything in it merged.
+// The selection stays drawn on the graph.
+
+import uPlot from '/ui/vendor/uPlot.esm.js';
+import { h, clear, unitOf, formatValue, fmtTime } from './dom.js';
+
+const COLORS = ['#3b82f6', '#f97316', '#10b981', '#e11d48', '#8b5cf6', '#eab308', '#06b6d4',
+  '#db2777', '#65a30d', '#a16207'];
+const MAX_POINTS = 240;
+
+function cssVar(name, fallback) {
+  const v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  return v || fallback;
+}
+
+// labels -> matcher text without __name__: instance="a:6060", job="api"
+export function matchers(metric) {
+  return Object.keys(metric).filter((k) => k !== '__name__').sort()
+    .map((k) => `${k}=${JSON.stringify(metric[k])}`).join(', ');
+}
+
+// join(result) -> uPlot's aligned data [xs, ys1, ys2, …] (null where a series has no point)
+export function join(result, scale) {
+  const xs = [...new Set(result.flatMap((r) => r.values.map((v) => v[0])))].sort((a, b) => a - b);
+  const at = new Map(xs.map((x, i) => [x, i]));
+  const ys = result.map((r) => {
+    const col = new Array(xs.length).fill(null);
+    for (const [t, v] of r.values) col[at.get(t)] = Number(v) * scale;
+    return col;
+  });
+  return [xs, ...ys];
+}
+
+export function stepFor(start, end) {
+  return Math.max(15, Math.ceil((end - start) / MAX_POINTS));
+}
+
+export class TimeGraph {
+  // onSelect({sfrom, sto, ssel}) : a click (point) or a drag (range)
+  constructor(container, { onSelect } = {}) {
+    this.el = h('div.graph');
+    this.plotEl = h('div.plot');
+    this.msgEl = h('div.graph-msg');
+    this.el.append(this.plotEl, this.msgEl);
+    container.append(this.el);
+    this.onSelect = onSelect || (() => {});
+    this.u = null;
+    this.sel = null;
+    this.resize = () => { if (this.u) this.u.setSize(this.size()); };
+    window.addEventListener('resize', this.resize);
+  }
+
+  size() { return { width: Math.max(300, this.el.clientWidth || 800), height: 240 }; }
+
+  // load(api, {type, sel, by, start, end, typeInfo}) -> number of series
+  async load(api, q) {
+    const sel = `${q.type}{${q.sel || ''}}`;
+    const by = (q.by || '').split(',').filter(Boolean);
+    let result;
+    this.step = null;
+    if (by.length) {
+      const step = stepFor(q.start, q.end);
+      this.step = step;
+      const expr = `sum by (${by.join(', ')}) (sum_over_time(${sel}[${step * 1000 - 1}ms]))`;
+      result = (await api.queryRange(expr, q.start, q.end, step)).result;
+    } else {
+      const secs = Math.max(1, Math.ceil(q.end - q.start));
+      result = (await api.query(`${sel}[${secs}s]`, q.end)).result;
+    }
+    this.result = result;
+    this.unit = unitOf(q.typeInfo ? q.typeInfo.sample_unit : '');
+    this.sampleUnit = q.typeInfo ? q.typeInfo.sample_unit : '';
+    this.range = [q.start, q.end];
+    this.draw();
+    return result.length;
+  }
+
+  draw() {
+    if (this.u) { this.u.destroy(); this.u = null; }
+    clear(this.plotEl);
+    const result = this.result;
+    if (!result.length) return;
+    const data = join(result, this.unit.scale);
+    const fg = cssVar('--fg', '#222'), grid = cssVar('--grid', 'rgba(128,128,128,.2)');
+    const unitName = this.unit.name;
+    const self = this;
+    const series = [{ value: (u, v) => (v == null ? '–' : fmtTime(v)) }].concat(result.map((r, i) => ({
+      label: `{${matchers(r.metric)}}`,
+      stroke: COLORS[i % COLORS.length],
+      width: 1.5,
+      spanGaps: true,
+      points: { show: true, size: 5 },
+      value: (u, v) => (v == null ? '–' : formatValue(v / self.unit.scale, self.sampleUnit)),
+    })));
+    const opts = {
+      ...this.size(),
+      series,
+      scales: { x: { time: true, range: () => this.range } },
+      axes: [
+        { stroke: fg, grid: { stroke: grid }, ticks: { stroke: grid } },
+        {
+          stroke: fg, grid: { stroke: grid }, ticks: { stroke: grid }, size: 70,
+          label: this.unit.label, labelSize: 18,
+          values: (u, vals) => vals.map((v) => (unitName ? `${+v.toPrecision(4)} ${unitName}` : `${+v.toPrecision(4)}`)),
+        },
+      ],
+      cursor: { drag: { x: true, y: false, setScale: false }, focus: { prox: 30 } },
+      focus: { alpha: 0.4 },
+      legend: { live: true },
+      hooks: {
+        setSelect: [(u) => this.selected(u)],
+        draw: [(u) => this.drawSelection(u)],
+      },
+    };
+    this.u = new uPlot(opts, data, this.plotEl);
+    this.u.over.addEventListener('mousedown', (e) => { this.down = [e.clientX, e.clientY]; });
+    this.u.over.addEventListener('mouseup', (e) => this.clicked(e));
+  }
+
+  selected(u) {
+    if (u.select.width < 3) return;
+    const a = u.posToVal(u.select.left, 'x'), b = u.posToVal(u.select.left + u.select.width, 'x');
+    u.setSelect({ left: 0, width: 0, top: 0, height: 0 }, false);
+    this.down = null;
+    this.onSelect({ sfrom: a.toFixed(3), sto: b.toFixed(3), ssel: null });
+  }
+
+  clicked(e) {
+    if (!this.down) return;
+    const [x0, y0] = this.down;
+    this.down = null;
+    if (Math.abs(e.clientX - x0) > 2 || Math.abs(e.clientY - y0) > 2) return;
+    const u = this.u, idx = u.cursor.idx;
+    if (idx == null) return;
+    const top = u.cursor.top;
+    let best = -1, bestD = Infinity;
+    for (let s = 1; s < u.data.length; s++) {
+      const v = u.data[s][idx];
+      if (v == null || !u.series[s].show) continue;
+      const d = Math.abs(u.valToPos(v, 'y') - top);
+      if (d < bestD) { bestD = d; best = s; }
+    }
+    if (best < 0) return;
+    const t = u.data[0][idx];
+    const ssel = matchers(this.result[best - 1].metric);
+    if (this.step) this.onSelect({ sfrom: (t - this.step + 0.001).toFixed(3), sto: t.toFixed(3), ssel });
+    else this.onSelect({ sfrom: t.toFixed(3), sto: t.toFixed(3), ssel });
+  }
+
+  // setSelection({sfrom, sto}) or null: drawn as a band (range) or a line (point)
+  setSelection(s) {
+    this.sel = s && s.sfrom && s.sto ? [Number(s.sfrom), Number(s.sto)] : null;
+    if (this.u) this.u.redraw(false, false);
+  }
+
+  drawSelection(u) {
+    if (!this.sel) return;
+    const ctx = u.ctx, { top, height } = u.bbox;
+    const a = u.valToPos(this.sel[0], 'x', true), b = u.valToPos(this.sel[1], 'x', true);
+    ctx.save();
+    if (b - a < 2) {
+      ctx.strokeStyle = cssVar('--accent', '#e11d48');
+      ctx.lineWidth = 2 * devicePixelRatio;
+      ctx.beginPath(); ctx.moveTo(a, top); ctx.lineTo(a, top + height); ctx.stroke();
+    } else {
+      ctx.fillStyle = cssVar('--selection', 'rgba(59,130,246,.18)');
+      ctx.fillRect(a, top, b - a, height);
+    }
+    ctx.restore();
+  }
+
+  destroy() {
+    window.removeEventListener('resize', this.resize);
+    if (this.u) this.u.destroy();
+    this.el.remove();
+  }
+}
