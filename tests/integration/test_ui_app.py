@@ -97,8 +97,12 @@ def test_page_loads_types_and_autocompletion(ui_server, browser):
     from selenium.webdriver.support.ui import Select
     Select(browser.wait_for("select.type")).select_by_value("goroutine:goroutine:count:goroutine:count")
     browser.wait_js("new URLSearchParams(location.search).get('type') === 'goroutine:goroutine:count:goroutine:count'", 10)
-    n = len({p.labels["version"] for p in ui_server.pushed if p.file == "go/goroutine-01.pb.gz"})
-    browser.wait_js("psApp.view.graph.u && psApp.view.graph.u.series.length === %d" % (n + 1), 10, "the goroutine series")
+    browser.wait_js("psApp.view.graph.u && psApp.view.graph.u.axes[1].label === 'count'", 10, "the goroutine graph")
+    a, b = browser.js("return psApp.view.graph.range;")
+    want = ui_server.query_json("/api/v1/series", **{"match[]": "goroutine:goroutine:count:goroutine:count", "start": a, "end": b})["data"]
+    pushed = {'{instance="a:6060", job="api", version="%s"}' % v for v in ("v1", "v2")}
+    labels = set(browser.js("return psApp.view.graph.u.series.slice(1).map(s => s.label);"))
+    assert pushed <= labels and len(labels) == len(want)
     Select(browser.wait_for("select.type")).select_by_value(CPU_NS)
     browser.wait_js("new URLSearchParams(location.search).get('type') === '%s'" % CPU_NS, 10)
     # label names: those of the type's series, without __name__
@@ -121,8 +125,16 @@ def test_page_loads_types_and_autocompletion(ui_server, browser):
     browser.wait_js("[...document.querySelectorAll('ul.suggest li')].map(li => li.textContent).join(',') === 'version'", 10)
     sel.send_keys(Keys.ARROW_DOWN, Keys.ENTER)
     assert sel.get_attribute("value") == 'job="api", instance="a:6060", version='
-    sel.send_keys(Keys.ESCAPE)
     browser.screenshot("graph-autocomplete")
+    # Enter runs the query: the selector goes into the URL
+    sel.send_keys(Keys.ESCAPE, '"v2"', Keys.ENTER)
+    browser.wait_js("new URLSearchParams(location.search).get('sel') === 'job=\"api\", instance=\"a:6060\", version=\"v2\"'", 10)
+    browser.wait_js("psApp.view.graph.u && psApp.view.graph.u.series.length === 2", 10, "the one series")
+    # "/" focuses the selector from anywhere on the page
+    browser.js("document.activeElement.blur();")
+    from selenium.webdriver.common.action_chains import ActionChains
+    ActionChains(browser.driver).send_keys("/").perform()
+    assert browser.js("return document.activeElement.classList.contains('selector');") is True
     no_errors(browser)
 
 
@@ -298,7 +310,32 @@ def test_pprof_download_is_read_by_go_tool_pprof(ui_server, browser, tmp_path):
     r = go_pprof(["-top", "-unit=ns", str(dl / "profile.pb.gz")], tmp_path)
     inside = [p for p in ui_server.pushes(job="api") if t[2] <= p.ts <= t[4]]
     assert want == cpu_total(inside)
-    assert ("Total samples = %dns" % want) in r.stdout or ("of %dns total" % want) in r.stdout, r.stdout
+    assert ("Total samples = %dns" % want) in r.stdout, r.stdout
+    # the flame graph as SVG and PNG
+    browser.js("document.querySelector('button.dl.svg').click(); document.querySelector('button.dl.png').click();")
+    deadline = time.monotonic() + 10
+    while not ((dl / "flamegraph.svg").exists() and (dl / "flamegraph.png").exists()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring((dl / "flamegraph.svg").read_bytes())
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert (dl / "flamegraph.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    no_errors(browser)
+
+
+def test_loading_indicator_on_slow_requests(ui_server, browser):
+    browser.open(graph_url(ui_server, sel='job="api"'))
+    wait_graph(browser)
+    wait_panel(browser)
+    assert browser.js("return document.getElementById('loading').hidden;") is True
+    # every request now takes 1 s: the indicator shows, then goes once all are answered
+    browser.js("const f = window.fetch; window.fetch = (...a) => new Promise((r) => setTimeout(r, 1000)).then(() => f(...a));")
+    browser.js("document.querySelector('button.run').click();")
+    browser.wait_js("!document.getElementById('loading').hidden", 10, "the loading indicator")
+    assert browser.js("return document.querySelector('.panel').classList.contains('busy');") is True
+    browser.wait_js("document.getElementById('loading').hidden", 10, "the indicator to go")
+    wait_panel(browser)
+    no_errors(browser)
 
 
 def test_empty_state_and_inline_errors(ui_server, browser):

@@ -44,8 +44,7 @@ export class TimeGraph {
   constructor(container, { onSelect } = {}) {
     this.el = h('div.graph');
     this.plotEl = h('div.plot');
-    this.msgEl = h('div.graph-msg');
-    this.el.append(this.plotEl, this.msgEl);
+    this.el.append(this.plotEl);
     container.append(this.el);
     this.onSelect = onSelect || (() => {});
     this.u = null;
@@ -77,6 +76,12 @@ export class TimeGraph {
     this.range = [q.start, q.end];
     this.draw();
     return result.length;
+  }
+
+  clear() {
+    if (this.u) { this.u.destroy(); this.u = null; }
+    clear(this.plotEl);
+    this.result = [];
   }
 
   draw() {

@@ -44,7 +44,10 @@ class GraphView {
     root.append(this.err);
     this.graph = new TimeGraph(root, { onSelect: (sel) => state.set({ ...sel, zoom: null }) });
     root.append(this.selInfo);
-    this.panel = new ProfilePanel(root, { onState: panelPatch });
+    this.panel = new ProfilePanel(root, {
+      onState: panelPatch,
+      empty: () => h('p.hint.noprof', 'No profiles in the selection.'),
+    });
     this.breakdown = new Breakdown(root, {
       onPick: (label) => state.set({ bd: label }),
       onNarrow: (label, value) => {
@@ -69,9 +72,14 @@ class GraphView {
       this.r = state.timeRange(s);
       clear(this.err);
       this.graph.setSelection(null);
+      this.selInfo.hidden = false;
       this.graphP = this.graph.load(api, { type: s.type, sel: s.sel, by: s.by, start: this.r.start, end: this.r.end, typeInfo: info })
-        .then((n) => { if (!n) this.err.append(emptyState(`No profiles of ${s.type} in this range — scrape or push some:`)); })
-        .catch((e) => { this.err.append(errorBox(e, 'query')); });
+        .then((n) => {
+          if (n) return;
+          this.selInfo.hidden = true;
+          this.err.append(emptyState(`No profiles of ${s.type} in this range — scrape or push some:`));
+        })
+        .catch((e) => { this.selInfo.hidden = true; this.graph.clear(); this.err.append(errorBox(e, 'query')); });
     }
     this.graph.setSelection(s.sfrom && s.sto ? s : null);
     this.showSelection(s, info);

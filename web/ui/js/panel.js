@@ -22,7 +22,8 @@ function download(name, blob) {
 
 export class ProfilePanel {
   // opts: {onState(patch, push), diff, modes (false = flame only), title}
-  constructor(container, { onState, diff = false, modes = true, title = null, keys = {} } = {}) {
+  constructor(container, { onState, diff = false, modes = true, title = null, keys = {}, empty = null } = {}) {
+    this.empty = empty || (() => emptyState('No profiles in this range — scrape or push some:'));
     this.onState = onState || (() => {});
     this.diff = diff;
     this.k = { zoom: 'zoom', q: 'q', mode: 'mode', inv: 'inv', fn: 'fn', ...keys };
@@ -77,6 +78,7 @@ export class ProfilePanel {
     const seq = this.seq = (this.seq || 0) + 1;
     clear(this.msg);
     this.el.classList.add('busy');
+    this.el.classList.remove('failed');
     const call = kind === 'diff' ? api.diff : api.profile;
     this.pprofLink.href = api.url(`/api/v1/profiles/${kind}`, params);
     try {
@@ -89,7 +91,7 @@ export class ProfilePanel {
       this.sampleUnit = sampleUnit;
       const empty = this.diff ? !fg.left_ticks && !fg.right_ticks : !fg.total;
       this.el.classList.toggle('empty', empty);
-      if (empty) this.msg.append(emptyState('No profiles in this range — scrape or push some:'));
+      if (empty) this.msg.append(this.empty());
       const total = this.diff ? (fg.right_ticks || 0) - (fg.left_ticks || 0) : fg.total;
       this.totalEl.dataset.total = String(fg.total);
       this.totalEl.dataset.left = String(fg.left_ticks ?? '');
@@ -108,6 +110,7 @@ export class ProfilePanel {
     } catch (e) {
       if (seq !== this.seq) return null;
       this.fg = null;
+      this.el.classList.add('failed');
       this.msg.append(errorBox(e, 'profile'));
       throw e;
     } finally {

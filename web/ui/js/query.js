@@ -148,7 +148,7 @@ export class QueryBar {
     this.typeSel.addEventListener('change', () => this.run());
     const form = h('form.querybar', { on: { submit: (e) => { e.preventDefault(); this.run(); } } },
       title ? h('span.qtitle', title) : null,
-      showType ? this.typeSel : null,
+      showType ? this.typeSel : h('span.type.type-note', 'the same profile type'),
       h('div.selwrap', h('span.brace', '{'), this.selInput, h('span.brace', '}'), this.ac.list),
       this.rangeSel, this.fromInput, this.toInput,
       showBy ? this.byBox : null,
