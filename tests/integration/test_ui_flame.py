@@ -289,7 +289,7 @@ def test_sandwich_equals_pprof_peek(ui_server, browser, flame_data, tmp_path, na
     f.write_bytes(flame_data["pprof"])
     out = go_pprof(["-unit=ns", "-peek", "^" + re.escape(name) + "$", str(f)], tmp_path).stdout
     callers, callees, cum = parse_peek(out, name)
-    assert cum is not None and (callers or callees)
+    assert cum is not None and callees
     api_page(ui_server, browser, flame_data["query"])
     browser.js("window.T.select(arguments[0])", name)
     data = browser.js("return window.T.sandwich.data")
@@ -305,6 +305,9 @@ def test_sandwich_equals_pprof_peek(ui_server, browser, flame_data, tmp_path, na
     assert shown == [True, False, cum, cum]
     if name == "runtime.mallocgc":
         browser.screenshot("flame-sandwich")
+    if not callers:  # runtime.gcBgMarkWorker: a goroutine's first frame, called by no one
+        assert data["callers"]["levels"] == [[0, cum, cum, 0]]
+        return
     # clicking a caller in the sandwich shows that function
     caller = max(callers, key=callers.get)
     r = browser.js("return window.T.sandwich.callersGraph.rectOf(arguments[0])", [caller])
@@ -315,10 +318,10 @@ def test_sandwich_equals_pprof_peek(ui_server, browser, flame_data, tmp_path, na
 
 
 def test_diff_colours_and_totals(ui_server, browser):
-    q = CPU_NS + '{job="api"}'
-    mid = (ui_server.t_first + ui_server.t_last) // 2
-    params = dict(base=q, base_start=str(ui_server.t_first - 1), base_end=str(mid), compare=q,
-                  compare_start=str(mid + 1), compare_end=str(ui_server.t_last + 1))
+    # instance a pushes cpu-01..03, b cpu-04..05: different programs' phases, a real diff
+    r = rng(ui_server)
+    params = dict(base=CPU_NS + '{instance="a:6060"}', base_start=r["start"], base_end=r["end"],
+                  compare=CPU_NS + '{instance="b:6060"}', compare_start=r["start"], compare_end=r["end"])
     fg = ui_server.query_json("/api/v1/profiles/diff", format="flamegraph", **params)
     top = ui_server.query_json("/api/v1/profiles/diff", format="top", **params)
     browser.open(page(ui_server, diff="1", unit="nanoseconds", **params))
@@ -459,6 +462,10 @@ def test_draw_time_8192_nodes(ui_server, browser, tmp_path):
     first = browser.js("return window.T.flame.lastDrawMs")
     draws = browser.js("const f = window.T.flame, out = [];"
                        "for (let k = 0; k < 20; k++) { f.draw(); out.push(f.lastDrawMs); } return out;")
+    # with the rasterisation: a pixel read waits for the canvas to be painted
+    raster = browser.js("const f = window.T.flame, c = f.canvas.getContext('2d'), out = [];"
+                        "for (let k = 0; k < 20; k++) { const t0 = performance.now(); f.draw();"
+                        " c.getImageData(0, 0, 1, 1); out.push(performance.now() - t0); } return out;")
     hover = browser.js("const f = window.T.flame, c = f.canvas, r = c.getBoundingClientRect();"
                        "const t0 = performance.now();"
                        "for (let k = 0; k < 500; k++) c.dispatchEvent(new MouseEvent('mousemove',"
@@ -467,8 +474,9 @@ def test_draw_time_8192_nodes(ui_server, browser, tmp_path):
     zoom = browser.js("const f = window.T.flame; f.zoom(arguments[0]); return f.lastDrawMs;",
                       path_of(nodes, nodes[1]))
     line = ("ui flame draw, %d nodes (8192 named): first %.1f ms, median of 20 redraws %.1f ms (max %.1f), "
-            "zoomed %.1f ms, hover %.3f ms per mousemove" % (len(nodes), first, statistics.median(draws),
-                                                             max(draws), zoom, hover))
+            "with rasterisation %.1f ms (max %.1f), zoomed %.1f ms, hover %.3f ms per mousemove"
+            % (len(nodes), first, statistics.median(draws), max(draws), statistics.median(raster), max(raster),
+               zoom, hover))
     print(line)
     (tmp_path / "draw-time.txt").write_text(line + "\n")
     browser.screenshot("flame-8192")

@@ -525,8 +525,10 @@ export class FlameGraph {
                 } else {
                     fill = this._color(i, t);
                 }
-                if (this.hl && name === this.hl) { fill = t.highlight; tc = '#fff'; }
-                const dimmed = L < zl;
+                let dimmed = L < zl;
+                if (this.hl) {
+                    if (name === this.hl) { fill = t.highlight; tc = '#fff'; dimmed = false; } else dimmed = true;
+                }
                 let label = '';
                 if (w > 3 * charW + 6) {
                     const max = Math.floor((w - 6) / charW);
@@ -566,7 +568,7 @@ export class FlameGraph {
         const charW = this._charW || (this._charW = ctx.measureText('abcdefghij').width / 10 || 7);
         let drawn = 0;
         this._boxes(t, charW, (i, x, y, w, fill, tc, label, dimmed) => {
-            ctx.globalAlpha = dimmed ? 0.55 : 1;
+            ctx.globalAlpha = dimmed ? (this.hl ? 0.35 : 0.55) : 1;
             ctx.fillStyle = fill;
             ctx.fillRect(x, y, w > 2 ? w - 0.5 : w, ROW - 1);
             if (label) {
@@ -613,7 +615,12 @@ export class FlameGraph {
             this.crumbs.append(b);
         });
         const z = this.info(this.zoomIdx);
-        this.summary.textContent = z ? `${formatValue(z.total, this.unit)} (${formatPercent(z.share)})` : '';
+        const u = this.unit;
+        if (!z) this.summary.textContent = '';
+        else if (m.diff) {
+            this.summary.textContent = `baseline ${formatValue(z.baseTotal, u)} (${formatPercent(z.baseShare)}) → ` +
+                `comparison ${formatValue(z.compareTotal, u)} (${formatPercent(z.compareShare)})`;
+        } else this.summary.textContent = `${formatValue(z.total, u)} (${formatPercent(z.share)})`;
         this.summary.dataset.total = z ? String(z.total) : '';
     }
 
@@ -634,7 +641,7 @@ export class FlameGraph {
     _hover(ev) {
         const [px, py] = this._pos(ev);
         const i = this.hit(px, py);
-        this._setHover(i, { px, py });
+        this._setHover(i, { cx: ev.clientX, cy: ev.clientY });
     }
 
     _setHover(i, at) {
@@ -645,12 +652,16 @@ export class FlameGraph {
             if (info) this._tipText(info); else this.tip.hidden = true;
             if (this.opts.onHover) this.opts.onHover(info);
         }
-        if (i >= 0 && at) {
-            const W = this.wrap.clientWidth;
-            const tw = this.tip.offsetWidth || 260;
-            this.tip.style.left = Math.max(0, Math.min(at.px + 14, W - tw - 4)) + 'px';
-            this.tip.style.top = (at.py + 16) + 'px';
-        }
+        if (i >= 0 && at) this._placeTip(at.cx, at.cy);
+    }
+
+    // the tooltip is position: fixed (never clipped by a scrolling parent), kept inside the window
+    _placeTip(cx, cy) {
+        const tw = this.tip.offsetWidth || 260, th = this.tip.offsetHeight || 80;
+        const left = Math.max(0, Math.min(cx + 14, window.innerWidth - tw - 4));
+        const top = cy + 16 + th > window.innerHeight ? Math.max(0, cy - th - 8) : cy + 16;
+        this.tip.style.left = left + 'px';
+        this.tip.style.top = top + 'px';
     }
 
     _tipText(o) {
@@ -701,10 +712,9 @@ export class FlameGraph {
         if (!this.rectOf(f)) return;
         this.focusIdx = f;
         this._overlay();
-        const r = this.rectOf(f);
+        const r = this.rectOf(f), cr = this.canvas.getBoundingClientRect();
         this._tipText(this.info(f));
-        this.tip.style.left = Math.max(0, Math.min(r.x, this.wrap.clientWidth - 270)) + 'px';
-        this.tip.style.top = (r.y + ROW + 2) + 'px';
+        this._placeTip(cr.left + r.x, cr.top + r.y + 2);
     }
 
     // ---- export ----
@@ -723,7 +733,7 @@ export class FlameGraph {
             this._boxes(t, charW, (i, x, y, w, fill, tc, label, dimmed) => {
                 const o = this.info(i);
                 const title = `${o.name}: ${formatValue(o.total, this.unit)} (${formatPercent(o.share)})`;
-                out.push(`<g${dimmed ? ' opacity="0.55"' : ''}><title>${esc(title)}</title>` +
+                out.push(`<g${dimmed ? (this.hl ? ' opacity="0.35"' : ' opacity="0.55"') : ''}><title>${esc(title)}</title>` +
                     `<rect x="${x.toFixed(2)}" y="${y}" width="${(w > 2 ? w - 0.5 : w).toFixed(2)}" ` +
                     `height="${ROW - 1}" fill="${fill}"/>` +
                     (label ? `<text x="${(x + 3).toFixed(2)}" y="${y + ROW / 2}" dominant-baseline="middle" ` +
