@@ -154,9 +154,11 @@ def test_graph_one_line_per_series_with_right_points(ui_server, browser):
         # seconds of CPU on the axis
         assert [round(v * 1e9) for _, v in pts] == [README_TOTALS[p.file][1] for p in pushes]
     assert browser.js("return psApp.view.graph.u.axes[1].label;") == "seconds"
-    # sum by version: two lines, each the sum over instances a and b at each push time
-    browser.open(graph_url(ui_server, sel='job="api"', by="version"))
-    wait_graph(browser)
+    # sum by version (ticked in the query bar): two lines, each the sum over instances a and b at each push time
+    browser.js("document.querySelector('details.sumby').open = true;")
+    browser.wait_for("details.sumby input[value=version]").click()
+    browser.wait_js("new URLSearchParams(location.search).get('by') === 'version'", 10)
+    browser.wait_js("psApp.view.graph.u && psApp.view.graph.u.series.length === 3", 10, "two groups")
     labels = browser.js("return psApp.view.graph.u.series.slice(1).map(s => s.label);")
     assert labels == ['{version="v1"}', '{version="v2"}']
     data = browser.js("return psApp.view.graph.u.data;")
@@ -373,4 +375,14 @@ def test_every_view_renders(ui_server, browser, width):
         # nothing wider than the window
         assert browser.js("return document.documentElement.scrollWidth <= window.innerWidth;")
         browser.screenshot("%s-%d" % (view, width))
+    # dark, as prefers-color-scheme asks
+    browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    try:
+        browser.open(graph_url(ui_server, sel='job="api"'), width=width)
+        wait_graph(browser)
+        wait_panel(browser)
+        assert browser.js("return getComputedStyle(document.body).backgroundColor;") == "rgb(13, 17, 23)"
+        browser.screenshot("graph-dark-%d" % width)
+    finally:
+        browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
     no_errors(browser)
