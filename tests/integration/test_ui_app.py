@@ -202,6 +202,19 @@ def test_drag_range_merges_and_click_point_selects_one(ui_server, browser):
     got = wait_panel(browser)
     assert int(got["total"]) == README_TOTALS[one[0].file][1]
     assert browser.js("return psApp.view.graph.sel;") == [float(t[3]), float(t[3])]
+    # by keyboard: → → ↓ Enter = the 2nd profile time, the 2nd series with a value there
+    from selenium.webdriver.common.keys import Keys
+    data = browser.js("return psApp.view.graph.u.data;")
+    with_value = [k for k in range(1, len(data)) if data[k][1] is not None]
+    browser.js("document.querySelector('.graph').focus();")
+    from selenium.webdriver.common.action_chains import ActionChains
+    ActionChains(browser.driver).send_keys(Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, Keys.ARROW_DOWN, Keys.ENTER).perform()
+    browser.wait_js("new URLSearchParams(location.search).get('sfrom') === '%.3f'" % data[0][1], 10, "the keyboard's point")
+    s = state(browser)
+    assert s["ssel"] == labels[with_value[1] - 1].strip("{}")
+    pushed = [p for p in ui_server.pushes(job="api") if p.ts == data[0][1]
+              and '{instance="%s", job="api", version="%s"}' % (p.labels["instance"], p.labels["version"]) == labels[with_value[1] - 1]]
+    assert int(wait_panel(browser)["total"]) == cpu_total(pushed) and len(pushed) == 1
     no_errors(browser)
 
 

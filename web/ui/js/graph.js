@@ -42,7 +42,11 @@ export function stepFor(start, end) {
 export class TimeGraph {
   // onSelect({sfrom, sto, ssel}) : a click (point) or a drag (range)
   constructor(container, { onSelect } = {}) {
-    this.el = h('div.graph');
+    this.el = h('div.graph', {
+      tabindex: '0', role: 'application',
+      'aria-label': 'profile totals over time: ← → move between profiles, ↑ ↓ between series, Enter selects the profile',
+      on: { keydown: (e) => this.key(e) },
+    });
     this.plotEl = h('div.plot');
     this.el.append(this.plotEl);
     container.append(this.el);
@@ -122,6 +126,8 @@ export class TimeGraph {
       },
     };
     this.u = new uPlot(opts, data, this.plotEl);
+    this.kIdx = null;
+    this.kSer = 0;
     this.u.over.addEventListener('mousedown', (e) => { this.down = [e.clientX, e.clientY]; });
     this.u.over.addEventListener('mouseup', (e) => this.clicked(e));
   }
@@ -150,10 +156,52 @@ export class TimeGraph {
       if (d < bestD) { bestD = d; best = s; }
     }
     if (best < 0) return;
-    const t = u.data[0][idx];
-    const ssel = matchers(this.result[best - 1].metric);
+    this.pick(idx, best);
+  }
+
+  // pick(idx, s): the point idx of series s (1-based, as in u.data) becomes the selection
+  pick(idx, s) {
+    const t = this.u.data[0][idx];
+    const ssel = matchers(this.result[s - 1].metric);
     if (this.step) this.onSelect({ sfrom: (t - this.step + 0.001).toFixed(3), sto: t.toFixed(3), ssel });
     else this.onSelect({ sfrom: t.toFixed(3), sto: t.toFixed(3), ssel });
+  }
+
+  // the series (1-based) with a value at idx, from `from` on in direction d
+  seriesAt(idx, from, d) {
+    const u = this.u, n = u.data.length - 1;
+    for (let k = 0; k < n; k++) {
+      const s = ((from - 1 + d * k + n * n) % n) + 1;
+      if (u.data[s][idx] != null && u.series[s].show) return s;
+    }
+    return -1;
+  }
+
+  key(e) {
+    const u = this.u;
+    if (!u || !u.data[0].length) return;
+    const n = u.data[0].length;
+    let i = this.kIdx, s = this.kSer || 1;
+    if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
+      const d = e.key === 'ArrowRight' ? 1 : -1;
+      i = i == null ? (d > 0 ? 0 : n - 1) : Math.min(n - 1, Math.max(0, i + d));
+      s = this.seriesAt(i, s, 1);
+    } else if (e.key === 'ArrowUp' || e.key === 'ArrowDown') {
+      if (i == null) return;
+      s = this.seriesAt(i, s + (e.key === 'ArrowDown' ? 1 : -1), e.key === 'ArrowDown' ? 1 : -1);
+    } else if (e.key === 'Enter' || e.key === ' ') {
+      if (i != null && this.kSer > 0) { e.preventDefault(); this.pick(i, this.kSer); }
+      return;
+    } else if (e.key === 'Escape') {
+      this.kIdx = null;
+      u.setCursor({ left: -10, top: -10 });
+      return;
+    } else return;
+    e.preventDefault();
+    if (s < 0) return;
+    this.kIdx = i;
+    this.kSer = s;
+    u.setCursor({ left: u.valToPos(u.data[0][i], 'x'), top: u.valToPos(u.data[s][i], 'y') });
   }
 
   // setSelection({sfrom, sto}) or null: drawn as a band (range) or a line (point)
