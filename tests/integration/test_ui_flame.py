@@ -393,7 +393,8 @@ def test_dark_scheme(ui_server, browser, flame_data):
     nodes = flame_data["nodes"]
     miss = max((n for n in nodes[1:] if not n["name"].startswith("runtime.")), key=lambda n: n["w"])
     api_page(ui_server, browser, flame_data["query"])
-    browser.js("window.T.flame.search('^runtime\\.')")
+    assert browser.js("return window.T.flame.search(arguments[0]).matches", r"^runtime\.") == \
+        sum(1 for n in nodes[1:] if n["name"].startswith("runtime."))
     assert box_pixel(browser, path_of(nodes, miss)) == DIM_RGB
     browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia",
                                    {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
