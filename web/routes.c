@@ -25,6 +25,7 @@ static const route_t routes[] = {
     {"/api/v1/status/config", M_GET, ps_api_status_config},
     {"/api/v1/status/flags", M_GET, ps_api_status_flags},
     {"/api/v1/status/runtimeinfo", M_GET, ps_api_status_runtimeinfo},
+    {"/api/v1/status/tsdb", M_GET, ps_api_status_tsdb},
     {"/api/v1/profiles/write", M_POST, ps_api_profiles_write},
     {"/ingest", M_POST, ps_api_pyroscope_ingest},
     {"/api/v1/read", M_POST, ps_api_read},

@@ -26,6 +26,7 @@ Standalone (bench/ui): `start_chromium()` gives a driver, `UiData.start(workdir)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -235,7 +236,7 @@ def chromium_driver():
 @pytest.fixture
 def browser(request, chromium_driver, tmp_path):
     """A Browser on the session's Chromium for this test (see the module docstring). Its base URL
-    is the ui_server's when the test also uses that fixture."""
+    is the ui_server's when the test also uses that fixture (else set browser.base_url)."""
     base = ""
     if "ui_server" in request.fixturenames:
         base = request.getfixturevalue("ui_server").srv.url("")
@@ -292,9 +293,10 @@ class UiData:
         return self.srv.get_json(path + "?" + urllib.parse.urlencode(params, quote_via=urllib.parse.quote))
 
     @staticmethod
-    def start(workdir: Path, scrape: bool = True, end: Optional[int] = None) -> "UiData":
+    def start(workdir: Path, scrape: bool = True, end: Optional[int] = None, extra_jobs: str = "") -> "UiData":
         """A server in workdir with the pushes of the module docstring (the last at `end`, default
-        the current minute less 1), scraping a gotarget when scrape (and go is there)."""
+        the current minute less 1), scraping a gotarget when scrape (and go is there); extra_jobs:
+        more scrape_configs entries (YAML, indented as config_text's jobs)."""
         workdir = Path(workdir)
         g = None
         flags = {}
@@ -303,7 +305,8 @@ class UiData:
             cfg = workdir / "ui.yml"
             cfg.write_text(config_text("5s", "5s", jobs=(
                 "  - job_name: %s\n"
-                "    static_configs: [{targets: ['%s'], labels: {env: 'test'}}]\n" % (GOTARGET_JOB, g.address))))
+                "    static_configs: [{targets: ['%s'], labels: {env: 'test'}}]\n" % (GOTARGET_JOB, g.address))
+                + extra_jobs))
             flags["config"] = str(cfg)
         srv = Server(workdir / "srv", **flags)
         srv.start()
@@ -340,12 +343,21 @@ def push_fixtures(srv: Server, end: int) -> List[PushedProfile]:
     return pushed
 
 
+@contextlib.contextmanager
+def ui_data(workdir: Path, **kw):
+    """UiData.start(workdir, **kw) for a with block; its log goes into a failing test's report."""
+    from conftest import _active_servers
+    d = UiData.start(workdir, **kw)
+    _active_servers.append(d.srv)
+    try:
+        yield d
+    finally:
+        d.stop()
+        if d.srv in _active_servers:
+            _active_servers.remove(d.srv)
+
+
 @pytest.fixture(scope="module")
 def ui_server(tmp_path_factory):
-    from conftest import _active_servers
-    d = UiData.start(tmp_path_factory.mktemp("ui"))
-    _active_servers.append(d.srv)
-    yield d
-    d.stop()
-    if d.srv in _active_servers:
-        _active_servers.remove(d.srv)
+    with ui_data(tmp_path_factory.mktemp("ui")) as d:
+        yield d
