@@ -12,7 +12,6 @@ import json
 import re
 import statistics
 import struct
-import subprocess
 import urllib.parse
 import xml.etree.ElementTree as ET
 
