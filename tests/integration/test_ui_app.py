@@ -243,7 +243,10 @@ def test_compare_diff_totals_match_profiles_diff(ui_server, browser):
     href = browser.js("return psApp.view.diff.pprofLink.href;")
     assert urllib.parse.urlparse(href).path == "/api/v1/profiles/diff"
     browser.screenshot("compare")
+    browser.js("psApp.view.diff.el.scrollIntoView({block: 'start'});")
+    browser.screenshot("compare-diff")
     browser.set_width(800)
+    browser.js("window.scrollTo(0, 0);")
     browser.screenshot("compare-800")
     no_errors(browser)
 
@@ -257,6 +260,7 @@ def test_label_breakdown_sums_to_the_whole_and_narrows(ui_server, browser):
     assert rows == [[i, cpu_total(ui_server.pushes(job="api", instance=i))]
                     for i in sorted(["a:6060", "b:6060"], key=lambda i: -cpu_total(ui_server.pushes(job="api", instance=i)))]
     assert sum(r[1] for r in rows) == total == int(browser.js("return document.querySelector('table.bd-table').dataset.whole;"))
+    browser.js("document.querySelector('.breakdown').scrollIntoView({block: 'end'});")
     browser.screenshot("breakdown")
     # a click narrows the selector; back restores it
     browser.js("document.querySelector('table.bd-table tbody tr[data-value=\"b:6060\"]').click();")
