@@ -110,6 +110,12 @@ def click_node(browser, path):
     click_canvas(browser, "window.T.flame.canvas", r["x"] + min(r["w"] / 2, 20), r["y"] + 9)
 
 
+def keys(browser, *ks):
+    """Key presses to the focused element (element.send_keys would click it first)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    ActionChains(browser.driver).send_keys(*ks).perform()
+
+
 def no_errors(browser):
     assert browser.console_errors() == []
     assert browser.failed_requests() == []
@@ -169,11 +175,19 @@ def test_click_zooms_and_breadcrumb_zooms_out(ui_server, browser, flame_data):
     # Escape zooms out one level (keyboard), the breadcrumb's "total" to the root
     browser.js("window.T.flame.canvas.focus()")
     from selenium.webdriver.common.keys import Keys
-    browser.driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+    keys(browser, Keys.ESCAPE)
     assert browser.js("return window.T.flame.zoomed.path") == path[:1]
     browser.find_all("#flame .flame-crumb")[0].click()
     assert browser.js("return window.T.flame.zoomed.total") == flame_data["fg"]["total"]
     assert browser.js("return window.T.zooms") == [path, path[:1], []]
+    browser.js("window.T.flame.canvas.focus()")
+    # keyboard: ArrowDown moves to the root's first child, Enter zooms into it
+    first_child = next(n for n in nodes if n["level"] == 1)
+    keys(browser, Keys.ARROW_DOWN, Keys.ENTER)
+    assert browser.js("return window.T.flame.zoomed.path") == [first_child["name"]]
+    assert browser.js("return window.T.flame.zoomed.total") == first_child["w"]
+    keys(browser, Keys.ESCAPE)
+    assert browser.js("return window.T.flame.zoomed.path") == []
     # the API: zoom(path) and an unknown path
     assert browser.js("return window.T.flame.zoom(arguments[0])", path) is True
     assert browser.js("return window.T.flame.zoomed.total") == target["w"]
@@ -358,11 +372,40 @@ def test_diff_colours_and_totals(ui_server, browser):
     # the table of changes: signed, coloured
     rows = browser.find_all("#table tbody tr")
     assert len(rows) == len(top["rows"])
-    first = max(top["rows"], key=lambda r: (abs(r["flat"]), -ord(r["function"][0])))
+    first = sorted(top["rows"], key=lambda r: (-abs(r["flat"]), r["function"]))[0]
     tds = browser.find_all("#table tbody tr:first-child td.num")
     assert float(tds[0].get_attribute("data-value")) == first["flat"]
     assert ("grew" if first["flat"] > 0 else "shrank") in tds[0].get_attribute("class")
     browser.screenshot("flame-diff")
+    # the sandwich of a diff keeps both sides: the outermost occurrences' sums
+    name = "runtime.mallocgc"
+    occ = [n for n in nodes if n["name"] == name and name not in path_of(nodes, n)[:-1]]
+    browser.js("window.T.select(arguments[0])", name)
+    callees = browser.js("return window.T.sandwich.data.callees")
+    assert callees["levels"][0][1] == sum(n["lt"] for n in occ) and callees["levels"][0][4] == sum(n["rt"] for n in occ)
+    assert (callees["left_ticks"], callees["right_ticks"]) == (lt, rt)
+    assert browser.js("return window.T.sandwich.calleesGraph.zoomed.compareTotal") == sum(n["rt"] for n in occ)
+    no_errors(browser)
+
+
+def test_dark_scheme(ui_server, browser, flame_data):
+    """prefers-color-scheme: dark switches the CSS variables, and the graph redraws with them."""
+    nodes = flame_data["nodes"]
+    miss = max((n for n in nodes[1:] if not n["name"].startswith("runtime.")), key=lambda n: n["w"])
+    api_page(ui_server, browser, flame_data["query"])
+    browser.js("window.T.flame.search('^runtime\\.')")
+    assert box_pixel(browser, path_of(nodes, miss)) == DIM_RGB
+    browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                                   {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    try:
+        browser.wait_js("getComputedStyle(document.documentElement).getPropertyValue('--flame-dim').trim()"
+                        " === '#3f3f46'")
+        browser.wait_js("(() => { const c = window.T.flame.canvas.getContext('2d'), r = window.T.flame.rectOf("
+                        "arguments[0]); return Array.from(c.getImageData(r.x + 1, r.y + 1, 1, 1).data).slice(0, 3)"
+                        ".join() === '63,63,70'; })()".replace("arguments[0]", json.dumps(path_of(nodes, miss))))
+        browser.screenshot("flame-dark")
+    finally:
+        browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
     no_errors(browser)
 
 

@@ -47,9 +47,6 @@ def show(b: Browser, path: str, css: str, width: int = 1280):
     """Opens path and waits for the page module's root element (css) to have loaded everything."""
     b.open(path, width=width)
     b.wait_js("document.readyState === 'complete'")
-    if not b.js("return !!document.querySelector('script[src=\"/ui/js/main.js\"]')"):  # TEMP: placeholder page
-        b.js("const m = %r; import('/ui/js/' + m + '.js').then(x => x.render(document.body, null))"
-             % path.strip("/"))
     b.wait_js("document.querySelector(%r) && document.querySelector(%r).getAttribute('aria-busy') === 'false' "
               "&& !document.querySelector('[aria-busy=\"true\"]')" % (css, css), timeout=15,
               what="the page %s rendered" % path)

@@ -335,6 +335,7 @@ export class FlameGraph {
         const i = nodeAt(this.m, path);
         if (i < 0) return false;
         this.zoomIdx = i;
+        this.focusIdx = -1;
         this._crumbs();
         this.draw();
         return true;
@@ -626,6 +627,7 @@ export class FlameGraph {
 
     _zoomTo(i) {
         this.zoomIdx = i;
+        this.focusIdx = -1; // the keyboard goes on from the zoomed node
         this._crumbs();
         this.draw();
         if (this.opts.onZoom) this.opts.onZoom(pathOf(this.m, i));
@@ -688,7 +690,6 @@ export class FlameGraph {
         const [px, py] = this._pos(ev);
         const i = this.hit(px, py);
         if (i < 0) return;
-        this.focusIdx = i;
         this._zoomTo(i);
         if (this.opts.onSelect && i > 0) this.opts.onSelect(this.m.names[this.m.name[i]]);
     }
@@ -731,8 +732,10 @@ export class FlameGraph {
         if (m) {
             const charW = this._charW || 7;
             this._boxes(t, charW, (i, x, y, w, fill, tc, label, dimmed) => {
-                const o = this.info(i);
-                const title = `${o.name}: ${formatValue(o.total, this.unit)} (${formatPercent(o.share)})`;
+                const o = this.info(i), u = this.unit;
+                const title = m.diff ? `${o.name}: ${formatValue(o.baseTotal, u)} → ${formatValue(o.compareTotal, u)} ` +
+                    `(${o.change === Infinity ? 'new' : (o.change > 0 ? '+' : '') + formatPercent(o.change)})`
+                    : `${o.name}: ${formatValue(o.total, u)} (${formatPercent(o.share)})`;
                 out.push(`<g${dimmed ? (this.hl ? ' opacity="0.35"' : ' opacity="0.55"') : ''}><title>${esc(title)}</title>` +
                     `<rect x="${x.toFixed(2)}" y="${y}" width="${(w > 2 ? w - 0.5 : w).toFixed(2)}" ` +
                     `height="${ROW - 1}" fill="${fill}"/>` +
