@@ -12,7 +12,6 @@ import json
 import re
 import statistics
 import struct
-import subprocess
 import urllib.parse
 import xml.etree.ElementTree as ET
 
@@ -393,7 +392,8 @@ def test_dark_scheme(ui_server, browser, flame_data):
     nodes = flame_data["nodes"]
     miss = max((n for n in nodes[1:] if not n["name"].startswith("runtime.")), key=lambda n: n["w"])
     api_page(ui_server, browser, flame_data["query"])
-    browser.js("window.T.flame.search('^runtime\\.')")
+    assert browser.js("return window.T.flame.search(arguments[0]).matches", r"^runtime\.") == \
+        sum(1 for n in nodes[1:] if n["name"].startswith("runtime."))
     assert box_pixel(browser, path_of(nodes, miss)) == DIM_RGB
     browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia",
                                    {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})

@@ -300,10 +300,15 @@ export class FlameGraph {
         this.canvas.addEventListener('mouseleave', this._onLeave);
         this.canvas.addEventListener('click', this._onClick);
         this.canvas.addEventListener('keydown', this._onKey);
+        this.canvas.addEventListener('blur', () => {
+            this.focusIdx = -1;
+            this.tip.hidden = true;
+            if (this.m) this._overlay();
+        });
         this._ro = new ResizeObserver(() => this._schedule());
         this._ro.observe(this.wrap);
         this._mq = window.matchMedia('(prefers-color-scheme: dark)');
-        this._onScheme = () => { this.theme = null; this.colorCache = null; this._schedule(); };
+        this._onScheme = () => this.refreshTheme();
         this._mq.addEventListener('change', this._onScheme);
     }
 
@@ -401,6 +406,14 @@ export class FlameGraph {
     highlight(name) {
         this.hl = name || null;
         this.draw();
+    }
+
+    /** Re-reads the CSS variables and redraws (called on prefers-color-scheme changes; call it
+     *  after switching a theme class by hand). */
+    refreshTheme() {
+        this.theme = null;
+        this.colorCache = null;
+        this._schedule();
     }
 
     setInverted(b) {
