@@ -57,13 +57,13 @@ def api_fg(ui, path="/api/v1/profiles/query", **params):
     return ui.query_json(path, **params)
 
 
-def drag(browser, t0, t1):
+def drag(browser, t0, t1, graph="psApp.view.graph"):
     """Drags over the graph from time t0 to t1 (unix s) at mid height."""
     from selenium.webdriver.common.action_chains import ActionChains
-    over = browser.js("const o = psApp.view.graph.u.over; o.scrollIntoView({block: 'center'}); return o;")
+    over = browser.js("const o = %s.u.over; o.scrollIntoView({block: 'center'}); return o;" % graph)
     w, h, x0, x1 = browser.js(
-        "const u = psApp.view.graph.u, r = u.over.getBoundingClientRect();"
-        "return [r.width, r.height, u.valToPos(arguments[0], 'x'), u.valToPos(arguments[1], 'x')];", t0, t1)
+        "const u = %s.u, r = u.over.getBoundingClientRect();"
+        "return [r.width, r.height, u.valToPos(arguments[0], 'x'), u.valToPos(arguments[1], 'x')];" % graph, t0, t1)
     ActionChains(browser.driver).move_to_element_with_offset(over, int(x0 - w / 2), 0).click_and_hold() \
         .move_by_offset(int(x1 - x0), 0).release().perform()
 
@@ -242,6 +242,20 @@ def test_compare_diff_totals_match_profiles_diff(ui_server, browser):
     # the pprof link is the diff's
     href = browser.js("return psApp.view.diff.pprofLink.href;")
     assert urllib.parse.urlparse(href).path == "/api/v1/profiles/diff"
+    # a window dragged on the baseline's graph: the baseline and the diff take it
+    t = sorted({p.ts for p in ui_server.pushes(job="api")})
+    browser.wait_js("psApp.view.bs.graph.u", 10, "the baseline's graph")
+    drag(browser, (t[0] + t[1]) / 2, (t[3] + t[4]) / 2, "psApp.view.bs.graph")
+    browser.wait_js("new URLSearchParams(location.search).get('bsto')", 10, "the baseline window in the URL")
+    s = state(browser)
+    browser.wait_js("psApp.view.diff.fg && +psApp.view.diff.totalEl.dataset.left !== %d" % cpu_total(base_p), 10)
+    left, diff = wait_panel(browser, "psApp.view.left"), wait_panel(browser, "psApp.view.diff")
+    win = [p for p in ui_server.pushes(job="api") if float(s["bsfrom"]) <= p.ts <= float(s["bsto"])]
+    assert sorted({p.ts for p in win}) == t[1:4]
+    assert int(left["total"]) == int(diff["left"]) == cpu_total(win)
+    assert int(diff["right"]) == cpu_total(cmp_p)
+    assert browser.js("return psApp.view.bs.graph.sel;") == [float(s["bsfrom"]), float(s["bsto"])]
+    browser.js("window.scrollTo(0, 0);")
     browser.screenshot("compare")
     browser.js("psApp.view.diff.el.scrollIntoView({block: 'start'});")
     browser.screenshot("compare-diff")
