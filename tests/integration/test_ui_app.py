@@ -188,6 +188,17 @@ def test_drag_range_merges_and_click_point_selects_one(ui_server, browser):
     # the selection is drawn on the graph
     assert browser.js("return psApp.view.graph.sel;") == [float(s["sfrom"]), float(s["sto"])]
     browser.screenshot("graph-range")
+    # "compare with…": Compare, the selection as its baseline; back returns here
+    browser.wait_for("button.tocompare").click()
+    browser.wait_js("location.pathname === '/compare'", 10)
+    c = state(browser)
+    assert (c["bsfrom"], c["bsto"], c["bsel"], c["csel"]) == (s["sfrom"], s["sto"], 'job="api"', 'job="api"')
+    assert int(wait_panel(browser, "psApp.view.left")["total"]) == cpu_total(inside)
+    assert int(wait_panel(browser, "psApp.view.right")["total"]) == cpu_total(ui_server.pushes(job="api"))
+    browser.driver.back()
+    browser.wait_js("location.pathname === '/graph' && psApp.view.graph && psApp.view.graph.u", 10)
+    assert state(browser) == s
+    assert int(wait_panel(browser)["total"]) == cpu_total(inside)
     # a click on a point: that one profile
     labels = browser.js("return psApp.view.graph.u.series.slice(1).map(s => s.label);")
     k = labels.index('{instance="b:6060", job="api", version="v1"}')
@@ -416,4 +427,15 @@ def test_every_view_renders(ui_server, browser, width):
         browser.screenshot("graph-dark-%d" % width)
     finally:
         browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    no_errors(browser)
+
+
+def test_empty_store_says_what_to_do(server, browser):
+    """A store with nothing in it: Graph and Compare say how to push a profile, no request fails."""
+    for view in ("graph", "compare"):
+        browser.open(server.url("/" + view))
+        box = browser.wait_for("#view .empty")
+        assert box.text.startswith("No profiles stored yet — scrape or push some:")
+        assert "/api/v1/profiles/write" in browser.text("#view .empty pre.cmd")
+    browser.screenshot("empty-store")
     no_errors(browser)

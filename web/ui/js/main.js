@@ -98,8 +98,15 @@ class GraphView {
     const what = a === b
       ? `the profile of {${s.ssel || ''}} at ${fmtTime(a)}`
       : `${s.ssel ? `{${s.ssel}} ` : ''}${fmtTime(a)} – ${fmtTime(b)} merged`;
+    const range = { range: s.range, from: s.from, to: s.to };
+    const sides = {};
+    for (const p of ['b', 'c']) Object.assign(sides, { [p + 'sel']: s.sel, [p + 'range']: range.range, [p + 'from']: range.from, [p + 'to']: range.to });
     this.selInfo.append(h('span', 'Selection: ', h('strong', what)), ' ',
-      h('button.clear', { type: 'button', on: { click: () => state.set({ sfrom: null, sto: null, ssel: null, zoom: null }) } }, 'clear selection'));
+      h('button.clear', { type: 'button', on: { click: () => state.set({ sfrom: null, sto: null, ssel: null, zoom: null }) } }, 'clear selection'), ' ',
+      h('button.tocompare', {
+        type: 'button', title: 'open Compare with this selection as the baseline; drag the comparison on its graph',
+        on: { click: () => state.go('compare', { type: s.type, ...sides, bsfrom: s.sfrom, bsto: s.sto, bssel: s.ssel }) },
+      }, 'compare with…'));
     void info;
   }
 
