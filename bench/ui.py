@@ -217,7 +217,9 @@ def main():
             print("  %-4s %9d %7d %8.1f ms %7.1f ms %6.1f ms %11.1f ms %8.1f ms %7.3f ms"
                   % (name, nprof, r["nodes"], r["fetchMs"], r["first"], statistics.median(r["draws"]), max(r["draws"]),
                      statistics.median(r["raster"]), r["hover"] or 0.0, ))
-        print("  (request: fetch + JSON parse of format=flamegraph; hover: one mousemove; target: draw < 200 ms)")
+        print("  (nodes: the %d kept and the \"other\" ones; request: fetch + JSON parse of format=flamegraph;\n"
+              "   first: setData, decoding included; median/max: draw() alone; rasterised: draw() + a pixel read;\n"
+              "   hover: one mousemove; target: draw < 200 ms)" % MAX_NODES)
         print()
         print("time to first flame graph (the app's /graph link, navigation start -> flame graph drawn):")
         if srv.get("/ui/js/main.js")[0] != 200:

@@ -5,8 +5,9 @@ Fixtures (import them into a test module: `from ui_util import browser, ui_serve
 
     ui_server      (module) a UiData: .srv (conftest.Server), .gotarget (scrape_util.GoTarget), .pushed
                    (the pushes: PushedProfile), .t_first / .t_last (unix s of the first and last push),
-                   .instances, .types; the server scrapes gotarget every 5 s as job "gotarget" and
-                   the fixture returns once a scrape of it is stored.
+                   .instances, .types; the server scrapes gotarget every 5 s as job "gotarget"
+                   (labels env="test", instance) and the fixture returns once every profile type of
+                   it is stored (about 10 s: the delta types need two scrapes).
     browser        (function) a Browser on the session's Chromium, its logs drained at the start of
                    the test, screenshots into the test's tmp_path (and $PS_UI_SCREENSHOTS, when set).
 
@@ -39,6 +40,7 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 from conftest import Server, fixture_bytes
+from scrape_util import TYPES as SCRAPED_TYPES
 from scrape_util import GoTarget, active_targets, config_text, wait_for
 
 CHROMIUM = os.environ.get("PS_CHROMIUM", "/usr/bin/chromium")
@@ -314,8 +316,11 @@ class UiData:
         pushed = push_fixtures(srv, end)
         data = UiData(srv, g, pushed, pushed[0].ts, end, INSTANCES)
         if g is not None:
-            wait_for(lambda: any(t["health"] == "up" and t["scrapePool"] == GOTARGET_JOB
-                                 for t in active_targets(srv)), 30, "the first scrape of gotarget")
+            # every profile type of a Go target stored (the delta ones need two scrapes), so what the
+            # tests read of the labels and types does not change under them any more
+            want = {t for ts in SCRAPED_TYPES.values() for t in ts if not t.startswith("threadcreate")}
+            q = "/api/v1/label/__name__/values?" + urllib.parse.urlencode({"match[]": '{job="%s"}' % GOTARGET_JOB})
+            wait_for(lambda: want <= set(srv.get_json(q)["data"]), 40, "every profile type of gotarget stored")
         return data
 
     def stop(self) -> None:
