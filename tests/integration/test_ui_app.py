@@ -68,6 +68,12 @@ def drag(browser, t0, t1, graph="psApp.view.graph"):
         .move_by_offset(int(x1 - x0), 0).release().perform()
 
 
+def unhover(browser):
+    """Moves the mouse onto the page's header (no graph cursor or hover in a screenshot)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    ActionChains(browser.driver).move_to_element(browser.wait_for("header.top .brand")).perform()
+
+
 def click_point(browser, series, idx):
     from selenium.webdriver.common.action_chains import ActionChains
     over = browser.js("const o = psApp.view.graph.u.over; o.scrollIntoView({block: 'center'}); return o;")
@@ -187,6 +193,7 @@ def test_drag_range_merges_and_click_point_selects_one(ui_server, browser):
     assert int(got["total"]) == fg["total"] == cpu_total(inside)
     # the selection is drawn on the graph
     assert browser.js("return psApp.view.graph.sel;") == [float(s["sfrom"]), float(s["sto"])]
+    unhover(browser)
     browser.screenshot("graph-range")
     # "compare with…": Compare, the selection as its baseline; back returns here
     browser.wait_for("button.tocompare").click()
@@ -267,6 +274,7 @@ def test_compare_diff_totals_match_profiles_diff(ui_server, browser):
     assert int(diff["right"]) == cpu_total(cmp_p)
     assert browser.js("return psApp.view.bs.graph.sel;") == [float(s["bsfrom"]), float(s["bsto"])]
     browser.js("window.scrollTo(0, 0);")
+    unhover(browser)
     browser.screenshot("compare")
     browser.js("psApp.view.diff.el.scrollIntoView({block: 'start'});")
     browser.screenshot("compare-diff")
