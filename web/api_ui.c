@@ -1,8 +1,9 @@
 /*
  * api_ui.c - serves the built-in web UI from the files embedded at build time (ui_assets.h):
  * the UI's pages (/, /graph, /compare, /targets, /status: all index.html, the page routes itself),
- * its files under /ui/, and /favicon.ico (the UI's SVG icon). GET and HEAD; Content-Type by extension; a strong ETag per file, with
- * If-None-Match answered 304; gzip when the client accepts it (Vary: Accept-Encoding).
+ * its files under /ui/, and /favicon.ico (the UI's SVG icon). GET and HEAD; Content-Type by
+ * extension; a strong ETag per file, with If-None-Match answered 304; gzip when the client accepts
+ * it (Vary: Accept-Encoding).
  *
  * Caching: every answer says Cache-Control: no-cache (revalidate with the ETag before use). The
  * modules import each other by plain names (./flame.js), so a max-age could give a browser that

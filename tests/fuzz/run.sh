@@ -6,7 +6,7 @@
 # remote-write bodies (as they are and uncompressed), fuzz_remote_read with the captured read
 # requests (likewise), fuzz_connect with the Connect requests it encodes itself (a PushRequest
 # holding a real pprof, binary and JSON; types.v1 requests), fuzz_pyingest with the captured Pyroscope SDK requests (query, Content-Type
-# and body) and a few folded bodies.
+# and body) and a few folded bodies, fuzz_ui_headers with the headers Chromium sends for the UI.
 # Exits non-zero if libFuzzer finds a crash, leak or timeout; the reproducer is left in the output
 # directory (crash-*, leak-*, timeout-*).
 #
@@ -17,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_ui_headers"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 
 if [ -n "${PS_TESTDATA:-}" ] && [ -d "$PS_TESTDATA/pprof" ]; then
@@ -114,6 +114,11 @@ for t in $targets; do
           printf '\r\n--b0\r\nContent-Disposition: form-data; name="sample_type_config"; filename="sample_type_config.json"\r\n\r\n'
           printf '{"contentions":{"display-name":"mutex_count"},"delay":{"display-name":"mutex_duration"}}\r\n--b0--\r\n'
         } > "$corpus/go-mutex" ;;
+    fuzz_ui_headers)
+        # "<Accept-Encoding>\n<If-None-Match>\n<path>" (fuzz_ui_headers.c), as Chromium sends them
+        printf 'gzip, deflate, br, zstd\n"0123456789abcdef0123-gz"\n/ui/index.html' > "$corpus/chromium"
+        printf 'br;q=1.0, gzip;q=0.5, *;q=0\nW/"a", "fedcba98765432100000"\n/ui/js/main.js' > "$corpus/list"
+        printf 'identity\n*\n/ui/nope' > "$corpus/star" ;;
     esac
     echo "run.sh: fuzzing $t for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
     (cd "$out" && "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
