@@ -57,15 +57,21 @@ def api_fg(ui, path="/api/v1/profiles/query", **params):
     return ui.query_json(path, **params)
 
 
-def drag(browser, t0, t1):
+def drag(browser, t0, t1, graph="psApp.view.graph"):
     """Drags over the graph from time t0 to t1 (unix s) at mid height."""
     from selenium.webdriver.common.action_chains import ActionChains
-    over = browser.js("const o = psApp.view.graph.u.over; o.scrollIntoView({block: 'center'}); return o;")
+    over = browser.js("const o = %s.u.over; o.scrollIntoView({block: 'center'}); return o;" % graph)
     w, h, x0, x1 = browser.js(
-        "const u = psApp.view.graph.u, r = u.over.getBoundingClientRect();"
-        "return [r.width, r.height, u.valToPos(arguments[0], 'x'), u.valToPos(arguments[1], 'x')];", t0, t1)
+        "const u = %s.u, r = u.over.getBoundingClientRect();"
+        "return [r.width, r.height, u.valToPos(arguments[0], 'x'), u.valToPos(arguments[1], 'x')];" % graph, t0, t1)
     ActionChains(browser.driver).move_to_element_with_offset(over, int(x0 - w / 2), 0).click_and_hold() \
         .move_by_offset(int(x1 - x0), 0).release().perform()
+
+
+def unhover(browser):
+    """Moves the mouse onto the page's header (no graph cursor or hover in a screenshot)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    ActionChains(browser.driver).move_to_element(browser.wait_for("header.top .brand")).perform()
 
 
 def click_point(browser, series, idx):
@@ -187,7 +193,19 @@ def test_drag_range_merges_and_click_point_selects_one(ui_server, browser):
     assert int(got["total"]) == fg["total"] == cpu_total(inside)
     # the selection is drawn on the graph
     assert browser.js("return psApp.view.graph.sel;") == [float(s["sfrom"]), float(s["sto"])]
+    unhover(browser)
     browser.screenshot("graph-range")
+    # "compare with…": Compare, the selection as its baseline; back returns here
+    browser.wait_for("button.tocompare").click()
+    browser.wait_js("location.pathname === '/compare'", 10)
+    c = state(browser)
+    assert (c["bsfrom"], c["bsto"], c["bsel"], c["csel"]) == (s["sfrom"], s["sto"], 'job="api"', 'job="api"')
+    assert int(wait_panel(browser, "psApp.view.left")["total"]) == cpu_total(inside)
+    assert int(wait_panel(browser, "psApp.view.right")["total"]) == cpu_total(ui_server.pushes(job="api"))
+    browser.driver.back()
+    browser.wait_js("location.pathname === '/graph' && psApp.view.graph && psApp.view.graph.u", 10)
+    assert state(browser) == s
+    assert int(wait_panel(browser)["total"]) == cpu_total(inside)
     # a click on a point: that one profile
     labels = browser.js("return psApp.view.graph.u.series.slice(1).map(s => s.label);")
     k = labels.index('{instance="b:6060", job="api", version="v1"}')
@@ -242,8 +260,26 @@ def test_compare_diff_totals_match_profiles_diff(ui_server, browser):
     # the pprof link is the diff's
     href = browser.js("return psApp.view.diff.pprofLink.href;")
     assert urllib.parse.urlparse(href).path == "/api/v1/profiles/diff"
+    # a window dragged on the baseline's graph: the baseline and the diff take it
+    t = sorted({p.ts for p in ui_server.pushes(job="api")})
+    browser.wait_js("psApp.view.bs.graph.u", 10, "the baseline's graph")
+    drag(browser, (t[0] + t[1]) / 2, (t[3] + t[4]) / 2, "psApp.view.bs.graph")
+    browser.wait_js("new URLSearchParams(location.search).get('bsto')", 10, "the baseline window in the URL")
+    s = state(browser)
+    browser.wait_js("psApp.view.diff.fg && +psApp.view.diff.totalEl.dataset.left !== %d" % cpu_total(base_p), 10)
+    left, diff = wait_panel(browser, "psApp.view.left"), wait_panel(browser, "psApp.view.diff")
+    win = [p for p in ui_server.pushes(job="api") if float(s["bsfrom"]) <= p.ts <= float(s["bsto"])]
+    assert sorted({p.ts for p in win}) == t[1:4]
+    assert int(left["total"]) == int(diff["left"]) == cpu_total(win)
+    assert int(diff["right"]) == cpu_total(cmp_p)
+    assert browser.js("return psApp.view.bs.graph.sel;") == [float(s["bsfrom"]), float(s["bsto"])]
+    browser.js("window.scrollTo(0, 0);")
+    unhover(browser)
     browser.screenshot("compare")
+    browser.js("psApp.view.diff.el.scrollIntoView({block: 'start'});")
+    browser.screenshot("compare-diff")
     browser.set_width(800)
+    browser.js("window.scrollTo(0, 0);")
     browser.screenshot("compare-800")
     no_errors(browser)
 
@@ -257,6 +293,7 @@ def test_label_breakdown_sums_to_the_whole_and_narrows(ui_server, browser):
     assert rows == [[i, cpu_total(ui_server.pushes(job="api", instance=i))]
                     for i in sorted(["a:6060", "b:6060"], key=lambda i: -cpu_total(ui_server.pushes(job="api", instance=i)))]
     assert sum(r[1] for r in rows) == total == int(browser.js("return document.querySelector('table.bd-table').dataset.whole;"))
+    browser.js("document.querySelector('.breakdown').scrollIntoView({block: 'end'});")
     browser.screenshot("breakdown")
     # a click narrows the selector; back restores it
     browser.js("document.querySelector('table.bd-table tbody tr[data-value=\"b:6060\"]').click();")
@@ -398,4 +435,15 @@ def test_every_view_renders(ui_server, browser, width):
         browser.screenshot("graph-dark-%d" % width)
     finally:
         browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    no_errors(browser)
+
+
+def test_empty_store_says_what_to_do(server, browser):
+    """A store with nothing in it: Graph and Compare say how to push a profile, no request fails."""
+    for view in ("graph", "compare"):
+        browser.open(server.url("/" + view))
+        box = browser.wait_for("#view .empty")
+        assert box.text.startswith("No profiles stored yet — scrape or push some:")
+        assert "/api/v1/profiles/write" in browser.text("#view .empty pre.cmd")
+    browser.screenshot("empty-store")
     no_errors(browser)

@@ -69,9 +69,13 @@ export function pct(part, whole) {
   return `${((100 * part) / whole).toFixed(2)}%`;
 }
 
+// a time in the browser's zone (as the graph's axis shows it), with its offset: 2026-12-01 14:03:05 UTC+1
 export function fmtTime(sec) {
   const d = new Date(sec * 1000);
-  return d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z').replace(/Z$/, ' UTC');
+  const p = (n) => String(n).padStart(2, '0');
+  const off = -d.getTimezoneOffset();
+  const zone = off === 0 ? 'UTC' : `UTC${off > 0 ? '+' : '−'}${Math.floor(Math.abs(off) / 60)}${Math.abs(off) % 60 ? ':' + p(Math.abs(off) % 60) : ''}`;
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())} ${zone}`;
 }
 
 // <input type=datetime-local> value (local time) <-> unix seconds

@@ -41,7 +41,8 @@ export function stepFor(start, end) {
 
 export class TimeGraph {
   // onSelect({sfrom, sto, ssel}) : a click (point) or a drag (range)
-  constructor(container, { onSelect } = {}) {
+  constructor(container, { onSelect, height = 240 } = {}) {
+    this.height = height;
     this.el = h('div.graph', {
       tabindex: '0', role: 'application',
       'aria-label': 'profile totals over time: ← → move between profiles, ↑ ↓ between series, Enter selects the profile',
@@ -57,7 +58,7 @@ export class TimeGraph {
     window.addEventListener('resize', this.resize);
   }
 
-  size() { return { width: Math.max(300, this.el.clientWidth || 800), height: 240 }; }
+  size() { return { width: Math.max(300, this.el.clientWidth || 800), height: this.height }; }
 
   // load(api, {type, sel, by, start, end, typeInfo}) -> number of series
   async load(api, q) {

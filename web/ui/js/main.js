@@ -23,10 +23,10 @@ function typeInfo(id) { return (app.types || []).find((t) => t.id === id) || nul
 
 function panelPatch(patch, push) { state.set(patch, { push }); }
 
-// the window of the selection (or the whole range) as profiles/query parameters
-function windowOf(s, r) {
-  if (s.sfrom && s.sto) {
-    const a = Number(s.sfrom), b = Number(s.sto);
+// the window of the selection (or the whole range) as profiles/query parameters; p = key prefix
+function windowOf(s, r, p = '') {
+  if (s[p + 'sfrom'] && s[p + 'sto']) {
+    const a = Number(s[p + 'sfrom']), b = Number(s[p + 'sto']);
     if (a === b) return { start: a.toFixed(3), end: (a + 0.000999).toFixed(6), point: true, at: a };
     return { start: a.toFixed(3), end: b.toFixed(3), point: false };
   }
@@ -98,8 +98,15 @@ class GraphView {
     const what = a === b
       ? `the profile of {${s.ssel || ''}} at ${fmtTime(a)}`
       : `${s.ssel ? `{${s.ssel}} ` : ''}${fmtTime(a)} – ${fmtTime(b)} merged`;
+    const range = { range: s.range, from: s.from, to: s.to };
+    const sides = {};
+    for (const p of ['b', 'c']) Object.assign(sides, { [p + 'sel']: s.sel, [p + 'range']: range.range, [p + 'from']: range.from, [p + 'to']: range.to });
     this.selInfo.append(h('span', 'Selection: ', h('strong', what)), ' ',
-      h('button.clear', { type: 'button', on: { click: () => state.set({ sfrom: null, sto: null, ssel: null, zoom: null }) } }, 'clear selection'));
+      h('button.clear', { type: 'button', on: { click: () => state.set({ sfrom: null, sto: null, ssel: null, zoom: null }) } }, 'clear selection'), ' ',
+      h('button.tocompare', {
+        type: 'button', title: 'open Compare with this selection as the baseline; drag the comparison on its graph',
+        on: { click: () => state.go('compare', { type: s.type, ...sides, bsfrom: s.sfrom, bsto: s.sto, bssel: s.ssel }) },
+      }, 'compare with…'));
     void info;
   }
 
@@ -137,14 +144,29 @@ class CompareView {
     root.append(this.err);
     const sides = h('div.sides');
     root.append(sides);
-    this.left = new ProfilePanel(sides, { onState: panelPatch, modes: false, title: 'Baseline', keys: { zoom: 'bzoom', q: 'q', inv: 'inv', fn: 'fn', mode: 'bmode' } });
-    this.right = new ProfilePanel(sides, { onState: panelPatch, modes: false, title: 'Comparison', keys: { zoom: 'czoom', q: 'q', inv: 'inv', fn: 'fn', mode: 'cmode' } });
+    // each side: its totals graph (drag = that side's window, click = one profile) over its panel
+    const side = (p, title) => {
+      const col = h('div.side');
+      sides.append(col);
+      const graph = new TimeGraph(col, { height: 150, onSelect: (sel) => state.set({ [p + 'sfrom']: sel.sfrom, [p + 'sto']: sel.sto, [p + 'ssel']: sel.ssel, [p + 'zoom']: null, zoom: null }) });
+      const sel = h('div.selinfo');
+      col.append(sel);
+      const panel = new ProfilePanel(col, { onState: panelPatch, modes: false, title, keys: { zoom: p + 'zoom', q: 'q', inv: 'inv', fn: 'fn', mode: p + 'mode' } });
+      return { graph, sel, panel };
+    };
+    this.bs = side('b', 'Baseline');
+    this.cs = side('c', 'Comparison');
+    this.left = this.bs.panel;
+    this.right = this.cs.panel;
     this.diff = new ProfilePanel(root, { onState: panelPatch, diff: true, title: 'Diff (comparison − baseline)' });
   }
 
   run(patch) {
     // the type picker sits in the baseline bar; both bars run together
-    const both = { ...this.base.patch(), ...this.cmp.patch(), ...patch, zoom: null, bzoom: null, czoom: null };
+    const both = {
+      ...this.base.patch(), ...this.cmp.patch(), ...patch, zoom: null, bzoom: null, czoom: null,
+      bsfrom: null, bsto: null, bssel: null, csfrom: null, csto: null, cssel: null,
+    };
     if (!state.set(both)) this.update(state.get(), null, true);
   }
 
@@ -153,17 +175,30 @@ class CompareView {
     this.base.update(s);
     this.cmp.update({ ...s });
     const info = typeInfo(s.type);
-    const keys = ['type', 'bsel', 'brange', 'bfrom', 'bto', 'csel', 'crange', 'cfrom', 'cto'];
-    if (force || state.changed(s, prev, keys)) {
+    const gk = ['type', 'bsel', 'brange', 'bfrom', 'bto', 'csel', 'crange', 'cfrom', 'cto'];
+    const keys = gk.concat(['bsfrom', 'bsto', 'bssel', 'csfrom', 'csto', 'cssel']);
+    const fail = (e) => { if (!this.err.firstChild) this.err.append(errorBox(e, 'compare')); };
+    if (force || state.changed(s, prev, gk) || !this.rb) {
       clear(this.err);
-      const b = state.timeRange(s, 'b'), c = state.timeRange(s, 'c');
-      const bq = state.selector(s.type, s.bsel), cq = state.selector(s.type, s.csel);
+      this.rb = state.timeRange(s, 'b');
+      this.rc = state.timeRange(s, 'c');
+      for (const [p, side, r] of [['b', this.bs, this.rb], ['c', this.cs, this.rc]]) {
+        side.graph.load(api, { type: s.type, sel: s[p + 'sel'], start: r.start, end: r.end, typeInfo: info })
+          .then(() => side.graph.setSelection(this.selOf(state.get(), p))).catch(fail);
+      }
+    }
+    for (const [p, side] of [['b', this.bs], ['c', this.cs]]) {
+      side.graph.setSelection(this.selOf(s, p));
+      this.showSelection(side.sel, s, p);
+    }
+    if (force || state.changed(s, prev, keys)) {
+      const bw = windowOf(s, this.rb, 'b'), cw = windowOf(s, this.rc, 'c');
+      const bq = state.selector(s.type, joinSel(s.bsel, s.bssel)), cq = state.selector(s.type, joinSel(s.csel, s.cssel));
       const unit = { sampleUnit: info.sample_unit };
-      const fail = (e) => { if (!this.err.firstChild) this.err.append(errorBox(e, 'compare')); };
-      this.left.load(api, 'query', { query: bq, start: b.start, end: b.end }, unit).catch(fail);
-      this.right.load(api, 'query', { query: cq, start: c.start, end: c.end }, unit).catch(fail);
+      this.left.load(api, 'query', { query: bq, start: bw.start, end: bw.end }, unit).catch(fail);
+      this.right.load(api, 'query', { query: cq, start: cw.start, end: cw.end }, unit).catch(fail);
       this.diff.load(api, 'diff', {
-        base: bq, base_start: b.start, base_end: b.end, compare: cq, compare_start: c.start, compare_end: c.end,
+        base: bq, base_start: bw.start, base_end: bw.end, compare: cq, compare_start: cw.start, compare_end: cw.end,
       }, unit).catch(fail);
     }
     this.left.apply(s);
@@ -171,7 +206,19 @@ class CompareView {
     this.diff.apply(s);
   }
 
-  destroy() {}
+  selOf(s, p) { return s[p + 'sfrom'] && s[p + 'sto'] ? { sfrom: s[p + 'sfrom'], sto: s[p + 'sto'] } : null; }
+
+  showSelection(el, s, p) {
+    clear(el);
+    if (!this.selOf(s, p)) { el.append(h('span', 'The whole range; drag over the graph to pick a window.')); return; }
+    const a = Number(s[p + 'sfrom']), b = Number(s[p + 'sto']);
+    const what = a === b ? `the profile of {${s[p + 'ssel'] || ''}} at ${fmtTime(a)}` : `${fmtTime(a)} – ${fmtTime(b)}`;
+    el.append(h('span', 'Window: ', h('strong', what)), ' ', h('button.clear', {
+      type: 'button', on: { click: () => state.set({ [p + 'sfrom']: null, [p + 'sto']: null, [p + 'ssel']: null, zoom: null }) },
+    }, 'whole range'));
+  }
+
+  destroy() { this.bs.graph.destroy(); this.cs.graph.destroy(); }
 }
 
 class PageView {
