@@ -3,6 +3,7 @@
 #
 #   BUILD=build bench/run.sh          # full: 20,000 pushes per phase; 10 series x 8,640 profiles (24 h)
 #   QUICK=1 bench/run.sh              # smaller counts (a minute or so)
+#   /usr/bin/python3 bench/ui.py      # the web UI alone (headless Chromium)
 #
 # Environment: BUILD (build directory, default build/ next to bench/), QUICK=1, PS_TESTDATA
 # (shared/testdata; default: the path compiled into the benchmarks), INGEST_ARGS / STORAGE_ARGS
@@ -155,4 +156,10 @@ else
     echo "run.sh: $BUILD/bench/bench_pprof not found; build first" >&2
     status=1
 fi
+
+# ---- bench_ui: the web UI in headless Chromium: time to first flame graph, flame graph draw time of
+# 1 h and 24 h merges with 8,192 nodes (bench/ui.py; prints "skipped" without chromium) ----
+echo
+echo "### bench_ui (24 h of a 12,420-node CPU profile, 1 h and 24 h merges, max_nodes=8192)"
+/usr/bin/python3 "$here/ui.py" --profstore "$BUILD/profstore" || status=$?
 exit $status

@@ -115,6 +115,7 @@ static const char *reason(int status)
     switch (status) {
     case 200: return "OK";
     case 204: return "No Content";
+    case 304: return "Not Modified";
     case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
@@ -239,7 +240,8 @@ void ps_http_send(h2o_req_t *req, int status, const char *content_type, const vo
     account(s->http_stats, req, status); /* before the answer: a client that then reads /metrics sees it */
     req->res.status = status;
     req->res.reason = reason(status);
-    req->res.content_length = len;
+    /* a 304 has no body and must not say Content-Length: 0 (RFC 9110 8.6): h2o leaves it out */
+    req->res.content_length = status == 304 ? SIZE_MAX : len;
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type, strlen(content_type));
     h2o_send_inline(req, body, len);
 }

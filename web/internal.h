@@ -84,6 +84,7 @@ int ps_api_buildinfo(h2o_req_t *req);
 int ps_api_status_config(h2o_req_t *req);
 int ps_api_status_flags(h2o_req_t *req);
 int ps_api_status_runtimeinfo(h2o_req_t *req);
+int ps_api_status_tsdb(h2o_req_t *req); /* api_status_tsdb.c */
 int ps_api_metrics(h2o_req_t *req);
 int ps_api_profiles_write(h2o_req_t *req);
 int ps_api_pyroscope_ingest(h2o_req_t *req); /* api_pyroscope_ingest.c: POST /ingest */
@@ -115,6 +116,11 @@ int ps_api_pyroscope_render(h2o_req_t *req);
 int ps_api_pyroscope_render_diff(h2o_req_t *req);
 int ps_api_pyroscope_label_values(h2o_req_t *req);
 int ps_api_pyroscope_labels(h2o_req_t *req);
+/* api_ui.c: the web UI */
+int ps_api_ui_page(h2o_req_t *req); /* /, /graph, /compare, /targets, /status: index.html */
+int ps_api_ui_file(h2o_req_t *req); /* /ui/<path> */
+int ps_api_ui_favicon(h2o_req_t *req); /* /favicon.ico: /ui/favicon.svg */
+bool ps_ui_is_path(h2o_iovec_t path); /* starts with /ui/ */
 
 #define PS_VERSION "0.1.0"
 #include "ps_revision.h" /* generated at every build: PS_REVISION, PS_BRANCH, PS_BUILD_USER, PS_BUILD_DATE */

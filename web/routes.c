@@ -25,6 +25,7 @@ static const route_t routes[] = {
     {"/api/v1/status/config", M_GET, ps_api_status_config},
     {"/api/v1/status/flags", M_GET, ps_api_status_flags},
     {"/api/v1/status/runtimeinfo", M_GET, ps_api_status_runtimeinfo},
+    {"/api/v1/status/tsdb", M_GET, ps_api_status_tsdb},
     {"/api/v1/profiles/write", M_POST, ps_api_profiles_write},
     {"/ingest", M_POST, ps_api_pyroscope_ingest},
     {"/api/v1/read", M_POST, ps_api_read},
@@ -49,6 +50,13 @@ static const route_t routes[] = {
     {"/pyroscope/render-diff", M_GET, ps_api_pyroscope_render_diff},
     {"/pyroscope/label-values", M_GET, ps_api_pyroscope_label_values},
     {"/pyroscope/labels", M_GET, ps_api_pyroscope_labels},
+    /* the web UI's pages (api_ui.c): index.html, which routes itself; its files: /ui/<path> */
+    {"/", M_GET | M_HEAD, ps_api_ui_page},
+    {"/graph", M_GET | M_HEAD, ps_api_ui_page},
+    {"/compare", M_GET | M_HEAD, ps_api_ui_page},
+    {"/targets", M_GET | M_HEAD, ps_api_ui_page},
+    {"/status", M_GET | M_HEAD, ps_api_ui_page},
+    {"/favicon.ico", M_GET | M_HEAD, ps_api_ui_favicon},
 };
 
 static unsigned method_bit(h2o_iovec_t m)
@@ -64,6 +72,7 @@ static unsigned method_bit(h2o_iovec_t m)
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 #define LABEL_VALUES "/api/v1/label/:name/values"
+#define UI_FILES "/ui/:path"
 
 /* /api/v1/label/<name>/values */
 static bool is_label_values(h2o_iovec_t p)
@@ -74,11 +83,11 @@ static bool is_label_values(h2o_iovec_t p)
            memchr(p.base + sizeof(lp) - 1, '/', p.len - (sizeof(lp) - 1) - (sizeof(ls) - 1)) == NULL;
 }
 
-/* handlers for request accounting: the routes in table order, then label values, then the
- * Connect methods (connect.c's table), then "other" */
+/* handlers for request accounting: the routes in table order, then label values, then the UI's
+ * files, then the Connect methods (connect.c's table), then "other" */
 uint32_t ps_routes_nhandlers(void)
 {
-    return (uint32_t)NROUTES + 2 + ps_connect_nmethods();
+    return (uint32_t)NROUTES + 3 + ps_connect_nmethods();
 }
 
 const char *ps_routes_handler_name(uint32_t i)
@@ -87,8 +96,10 @@ const char *ps_routes_handler_name(uint32_t i)
         return routes[i].path;
     if (i == NROUTES)
         return LABEL_VALUES;
-    if (i - NROUTES - 1 < ps_connect_nmethods())
-        return ps_connect_method_name(i - NROUTES - 1);
+    if (i == NROUTES + 1)
+        return UI_FILES;
+    if (i - NROUTES - 2 < ps_connect_nmethods())
+        return ps_connect_method_name(i - NROUTES - 2);
     return "other";
 }
 
@@ -99,8 +110,10 @@ uint32_t ps_routes_handler(h2o_iovec_t p)
             return i;
     if (is_label_values(p))
         return (uint32_t)NROUTES;
+    if (ps_ui_is_path(p))
+        return (uint32_t)NROUTES + 1;
     int mi = ps_connect_method_index(p);
-    return mi >= 0 ? (uint32_t)NROUTES + 1 + (uint32_t)mi : (uint32_t)NROUTES + 1 + ps_connect_nmethods();
+    return mi >= 0 ? (uint32_t)NROUTES + 2 + (uint32_t)mi : (uint32_t)NROUTES + 2 + ps_connect_nmethods();
 }
 
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
@@ -116,6 +129,8 @@ int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
                 strcat(allow, "GET");
             if (routes[i].methods & M_POST)
                 strcat(allow, allow[0] ? ", POST" : "POST");
+            if (routes[i].methods & M_HEAD)
+                strcat(allow, allow[0] ? ", HEAD" : "HEAD");
             h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, allow, strlen(allow));
             char msg[128];
             snprintf(msg, sizeof(msg), "method %.*s not allowed on %s (use %s)", (int)(req->method.len > 16 ? 16 : req->method.len),
@@ -132,6 +147,8 @@ int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
         }
         return ps_api_label_values(req);
     }
+    if (ps_ui_is_path(p))
+        return ps_api_ui_file(req);
     if (ps_connect_is_path(p))
         return ps_api_connect(req);
     char msg[300];

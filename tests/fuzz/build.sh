@@ -8,7 +8,8 @@
 # fuzz_xorchunk (storage/xorchunk.c), fuzz_selector and fuzz_promql (parser/), fuzz_remote
 # (proto/remote.c, snappy), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
-# /ingest) and fuzz_querier (proto/querier.c, proto/pbjson.c) into OUTDIR.
+# /ingest), fuzz_querier (proto/querier.c, proto/pbjson.c) and fuzz_ui_headers (web/ui_assets.c: the
+# web UI's Accept-Encoding, If-None-Match, paths) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +28,7 @@ ln -s "$root/proto" "$gen/inc/proto"
 ln -s "$root/parser" "$gen/inc/parser"
 ln -s "$root/storage" "$gen/inc/storage"
 ln -s "$root/src/ingest" "$gen/inc/ingest"
+ln -s "$root/web" "$gen/inc/web"
 protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/profile.proto"
 
 # every target: libFuzzer with ASan + UBSan, warnings on, the include tree above
@@ -125,6 +127,12 @@ if [ -f "$root/proto/querier.c" ] && [ -f "$here/fuzz_querier.c" ]; then
         "$gen/pyroscope_types.pb-c.c" "$gen/pyroscope_google.pb-c.c" "$gen/pyroscope_querier.pb-c.c" \
         "$root"/src/core/*.c $(pkg-config --libs libprotobuf-c jansson) -lm -lpthread \
         -o "$out/fuzz_querier"
+fi
+
+# fuzz_ui_headers: the web UI's header parsing and path lookup (web/ui_assets.c), with a table of its own.
+if [ -f "$root/web/ui_assets.c" ] && [ -f "$here/fuzz_ui_headers.c" ]; then
+    fuzzcc "$here/fuzz_ui_headers.c" "$root/web/ui_assets.c" "$root"/src/core/*.c -lm -lpthread \
+        -o "$out/fuzz_ui_headers"
 fi
 
 echo "$out/fuzz_pprof"

@@ -7,7 +7,8 @@
 # requests (likewise), fuzz_connect with the Connect requests it encodes itself (a PushRequest
 # holding a real pprof, binary and JSON; types.v1 requests), fuzz_pyingest with the captured
 # Pyroscope SDK requests (query, Content-Type and body) and a few folded bodies, fuzz_querier with
-# querier.v1 requests as Grafana sends them (binary and JSON).
+# querier.v1 requests as Grafana sends them (binary and JSON), fuzz_ui_headers with the headers
+# Chromium sends for the UI.
 # Exits non-zero if libFuzzer finds a crash, leak or timeout; the reproducer is left in the output
 # directory (crash-*, leak-*, timeout-*).
 #
@@ -18,7 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_querier"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_querier fuzz_ui_headers"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 
 if [ -n "${PS_TESTDATA:-}" ] && [ -d "$PS_TESTDATA/pprof" ]; then
@@ -124,6 +125,11 @@ for t in $targets; do
         printf '\007\012\001x\052\003pod\061\000\000\000\000\000\000\056\100\070\001\110\003' > "$corpus/series"
         printf '\014{"profileTypeID":"a:b:c:d:e","labelSelector":"{}","start":"1","maxNodes":16384,"format":"PROFILE_FORMAT_PPROF"}' > "$corpus/merge-json"
         printf '\017{"groupBy":["pod"],"step":15.5,"aggregation":"TIME_SERIES_AGGREGATION_TYPE_AVERAGE","limit":"3"}' > "$corpus/series-json" ;;
+    fuzz_ui_headers)
+        # "<Accept-Encoding>\n<If-None-Match>\n<path>" (fuzz_ui_headers.c), as Chromium sends them
+        printf 'gzip, deflate, br, zstd\n"0123456789abcdef0123-gz"\n/ui/index.html' > "$corpus/chromium"
+        printf 'br;q=1.0, gzip;q=0.5, *;q=0\nW/"a", "fedcba98765432100000"\n/ui/js/main.js' > "$corpus/list"
+        printf 'identity\n*\n/ui/nope' > "$corpus/star" ;;
     esac
     echo "run.sh: fuzzing $t for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
     (cd "$out" && "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \

@@ -232,7 +232,9 @@ def test_wrong_method_on_write(srv):
 
 
 def test_unknown_path(srv):
-    for method, path in (("GET", "/api/v1/nope"), ("POST", "/api/v1/profiles/writes"), ("GET", "/")):
+    # "/" is the web UI now (test_ui_serve.py); an unknown path beside it, and one under /ui/
+    for method, path in (("GET", "/api/v1/nope"), ("POST", "/api/v1/profiles/writes"), ("GET", "/nope"),
+                         ("GET", "/ui/nope.js")):
         st, hdrs, body = srv.request(method, path, body=b"x" if method == "POST" else None)
         assert st == 404, (path, st, body)
         js = json.loads(body)

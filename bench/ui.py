@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""bench/ui.py - the web UI in headless Chromium (the browser harness of tests/integration/ui_util.py),
+against a real profstore holding 24 h of a synthetic CPU profile whose call tree has 12,420 nodes
+(one profile every 5 min: 288; the last hour is 12 of them). Prints, never asserts:
+
+  - time to first flame graph: the app page (/graph with type, selector and range in its URL, as a
+    shared link opens it), from the start of the navigation to the flame graph drawn on its canvas
+    (performance.now() in the page), for the 1 h and the 24 h merge (max_nodes=8192, the app's);
+  - flame-graph draw time of those merges (8,192 nodes kept, the rest merged into "other"), measured
+    in the page with performance.now() around FlameGraph's draw: the first draw (setData), the median
+    and max of 20 redraws, the same with the canvas rasterised (a pixel read waits for it), and the
+    cost of one mousemove over the graph (hover);
+  - the time of the flame graph request itself (fetch + JSON parse in the page) for each merge.
+Target: a draw under 200 ms.
+
+    bench/ui.py [--profstore BUILD/profstore] [--redraws 20] [--keep]
+
+Needs Debian's chromium, chromium-driver and python3-selenium (scripts/install-deps.sh); without them
+it says so and exits 0 (bench/run.sh goes on).
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+os.environ.setdefault("PROFSTORE_BIN", str(ROOT / "build" / "profstore"))
+
+CPU_NS = "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
+STEP = 300
+POINTS_24H = 288
+MAX_NODES = 8192
+JOB = "bench"
+
+
+def synthetic_profile(ts: int, k: int) -> bytes:
+    """A Go-like CPU profile: 20 x 20 x 30 leaves under main, 12,420 named nodes; values vary with k."""
+    import pprof_decode as pd
+    st = ["", "samples", "count", "cpu", "nanoseconds", "synth.go"]
+    p = pd.Profile(string_table=st)
+    p.sample_type = [pd.ValueType(1, 2), pd.ValueType(3, 4)]
+    p.period_type = pd.ValueType(3, 4)
+    p.period = 10_000_000
+    p.time_nanos = ts * 10**9
+    p.duration_nanos = 10 * 10**9
+    p.mapping = [pd.Mapping(id=1, memory_start=0x400000, memory_limit=0x8000000, filename=0, has_functions=True)]
+
+    def fn(name):
+        st.append(name)
+        fid = len(p.function) + 1
+        p.function.append(pd.Function(id=fid, name=len(st) - 1, filename=5, start_line=1))
+        p.location.append(pd.Location(id=fid, mapping_id=1, address=0x400000 + 16 * fid,
+                                      line=[pd.Line(function_id=fid, line=1)]))
+        return fid
+
+    for a in range(20):
+        fa = fn("github.com/synth/p%d.Run" % a)
+        for b in range(20):
+            fb = fn("github.com/synth/p%d/q%d.Work" % (a, b))
+            for c in range(30):
+                fc = fn("github.com/synth/leaf%d.Leaf_%d_%d_%d" % (c % 7, a, b, c))
+                v = 1 + (a * 7919 + b * 104729 + c * 1299709 + k * 31) % 97
+                p.sample.append(pd.Sample(location_id=[fc, fb, fa], value=[v, v * 10_000_000]))
+    return pd.encode(p, gzip_level=1)
+
+
+VARIANTS = 4  # distinct value sets (encoding one takes a while in Python); time= sets each push's time
+
+
+def push_day(srv, end: int) -> float:
+    """POINTS_24H profiles STEP apart, the last at end; returns the seconds it took."""
+    t0 = time.monotonic()
+    bodies = [synthetic_profile(end, k) for k in range(VARIANTS)]
+    labels = 'job="%s",instance="synth:1"' % JOB
+    for k in range(POINTS_24H):
+        ts = end - (POINTS_24H - 1 - k) * STEP
+        q = urllib.parse.urlencode({"time": str(ts), "labels": labels}, quote_via=urllib.parse.quote)
+        st, _ = srv.push(bodies[k % VARIANTS], query=q)
+        if st != 200:
+            raise SystemExit("push %d: %d %r" % (k, st, srv.last_raw[:300]))
+    return time.monotonic() - t0
+
+
+# a page-independent measurement: FlameGraph (web/ui/js/flame.js) in a bare container
+DRAW_JS = """
+const [query, start, end, maxNodes, redraws, done] = arguments;
+(async () => {
+  const { FlameGraph } = await import('/ui/js/flame.js');
+  document.body.replaceChildren();
+  const box = document.createElement('div');
+  box.style.width = '1240px';
+  document.body.append(box);
+  const q = new URLSearchParams({ query, start, end, format: 'flamegraph', max_nodes: maxNodes });
+  const t0 = performance.now();
+  const res = await fetch('/api/v1/profiles/query?' + q);
+  const fg = await res.json();
+  const fetchMs = performance.now() - t0;
+  const f = new FlameGraph(box, {});
+  f.setData(fg, { unit: 'nanoseconds' });
+  const first = f.lastDrawMs;
+  const draws = [], raster = [];
+  const ctx = f.canvas ? f.canvas.getContext('2d') : null;
+  for (let k = 0; k < redraws; k++) { f.draw(); draws.push(f.lastDrawMs); }
+  for (let k = 0; k < redraws; k++) {
+    const t = performance.now(); f.draw(); if (ctx) ctx.getImageData(0, 0, 1, 1); raster.push(performance.now() - t);
+  }
+  let hover = null;
+  if (f.canvas) {
+    const r = f.canvas.getBoundingClientRect(), n = 300, th = performance.now();
+    for (let k = 0; k < n; k++) {
+      f.canvas.dispatchEvent(new MouseEvent('mousemove', { clientX: r.left + (k * 7) % r.width,
+        clientY: r.top + 9 + 18 * (k % 3), bubbles: true }));
+    }
+    hover = (performance.now() - th) / n;
+  }
+  let nodes = 0;
+  for (const lv of fg.levels) nodes += lv.length / 4;
+  done({ fetchMs, first, draws, raster, hover, nodes, total: fg.total, names: fg.names.length });
+})().catch((e) => done({ error: String(e && e.stack || e) }));
+"""
+
+# time to first flame graph on the app page: from navigation start to the first draw of a flame
+# graph (a canvas inside FlameGraph's .flame container) after the flamegraph answer arrived, taken
+# at the animation frame that follows that draw (FlameGraph draws synchronously in setData). The
+# hook is installed before any script of the page runs.
+FIRST_HOOK = """
+window.__psFirst = null;
+let answered = false, armed = false;
+const origFetch = window.fetch;
+window.fetch = function (input, init) {
+  const url = String(input && input.url || input);
+  const p = origFetch.apply(this, arguments);
+  if (url.includes('/api/v1/profiles/query') && url.includes('format=flamegraph'))
+    p.then((r) => { if (r.ok) answered = true; }, () => {});
+  return p;
+};
+const origFill = CanvasRenderingContext2D.prototype.fillRect;
+CanvasRenderingContext2D.prototype.fillRect = function () {
+  if (answered && !armed && this.canvas && this.canvas.closest && this.canvas.closest('.flame')) {
+    armed = true;
+    requestAnimationFrame(() => { window.__psFirst = performance.now(); });
+  }
+  return origFill.apply(this, arguments);
+};
+"""
+
+
+def app_first_flame(b, query_sel, start, end, timeout=60.0):
+    """Opens the app's /graph for CPU_NS{query_sel} over [start, end] (a fresh navigation); returns
+    the ms from navigation start to the first flame graph drawn."""
+    url = "/graph?" + urllib.parse.urlencode({"type": CPU_NS, "sel": query_sel, "from": str(start), "to": str(end)},
+                                             quote_via=urllib.parse.quote)
+    b.driver.get("about:blank")
+    b.open(url)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = b.js("return window.__psFirst")
+        if r:
+            return r
+        time.sleep(0.02)
+    raise AssertionError("no flame graph on %s after %.0fs; console: %r" % (url, timeout, b.console_errors()))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profstore", default=os.environ["PROFSTORE_BIN"])
+    ap.add_argument("--redraws", type=int, default=20)
+    ap.add_argument("--keep", action="store_true", help="keep the data directory")
+    a = ap.parse_args()
+    os.environ["PROFSTORE_BIN"] = a.profstore
+    import conftest  # noqa: F401  (PROFSTORE_BIN is read at import)
+    conftest.PROFSTORE_BIN = a.profstore
+    import ui_util
+    for p in (ui_util.CHROMIUM, ui_util.CHROMEDRIVER):
+        if not os.path.exists(p):
+            print("bench/ui: %s is not installed (scripts/install-deps.sh installs chromium, chromium-driver): skipped" % p)
+            return 0
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        print("bench/ui: python3-selenium is not installed: skipped")
+        return 0
+
+    work = Path(tempfile.mkdtemp(prefix="bench-ui-"))
+    srv = conftest.Server(work / "srv")
+    srv.start()
+    drv = None
+    try:
+        end = (int(time.time()) // STEP) * STEP
+        secs = push_day(srv, end)
+        print("data: %d synthetic CPU profiles (12,420-node call tree), one every %d s over 24 h, pushed in %.1f s"
+              % (POINTS_24H, STEP, secs))
+        drv = ui_util.start_chromium()
+        b = ui_util.Browser(drv, srv.url(""), work)
+        sel = 'job="%s"' % JOB
+        q = CPU_NS + "{" + sel + "}"
+        windows = [("1h", end - 3600 + 1, end), ("24h", end - 86400 + 1, end)]
+        print()
+        print("flame graph draw (FlameGraph in a 1240 px container, max_nodes=%d, %d redraws):" % (MAX_NODES, a.redraws))
+        print("  %-4s %9s %7s %10s %10s %9s %14s %14s %10s" % ("", "profiles", "nodes", "request", "first", "median",
+                                                              "max", "rasterised", "hover"))
+        b.open("/-/healthy")  # warm up: the first query of a fresh server reads its pages from disk
+        b.js_async(DRAW_JS, q, str(windows[-1][1]), str(windows[-1][2]), str(MAX_NODES), 1)
+        for name, start, stop in windows:
+            b.open("/-/healthy")
+            r = b.js_async(DRAW_JS, q, str(start), str(stop), str(MAX_NODES), a.redraws)
+            if "error" in r:
+                raise SystemExit("bench/ui: the page failed: %s" % r["error"])
+            nprof = (stop - start) // STEP + 1
+            print("  %-4s %9d %7d %8.1f ms %7.1f ms %6.1f ms %11.1f ms %8.1f ms %7.3f ms"
+                  % (name, nprof, r["nodes"], r["fetchMs"], r["first"], statistics.median(r["draws"]), max(r["draws"]),
+                     statistics.median(r["raster"]), r["hover"] or 0.0, ))
+        print("  (nodes: the %d kept and the \"other\" ones; request: fetch + JSON parse of format=flamegraph;\n"
+              "   first: setData, decoding included; median/max: draw() alone; rasterised: draw() + a pixel read;\n"
+              "   hover: one mousemove; target: draw < 200 ms)" % MAX_NODES)
+        print()
+        print("time to first flame graph (the app's /graph link, navigation start -> flame graph drawn):")
+        if srv.get("/ui/js/main.js")[0] != 200:
+            print("  skipped: this build has no app page (web/ui/js/main.js)")
+            return 0
+        drv.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": FIRST_HOOK})
+        for name, start, stop in windows:
+            runs = []
+            for _ in range(3):
+                runs.append(app_first_flame(b, sel, start, stop))
+            print("  %-4s %7.0f ms (median of 3; runs %s)" % (name, statistics.median(runs),
+                                                               ", ".join("%.0f" % x for x in runs)))
+        errs = b.console_errors()
+        if errs:
+            print("console errors: %r" % errs[:5])
+    finally:
+        if drv is not None:
+            drv.quit()
+        srv.kill()
+        if not a.keep:
+            import shutil
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

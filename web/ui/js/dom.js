@@ -1,0 +1,103 @@
+// dom.js: the tiny h() helper the views build their DOM with, and shared formatting (units,
+// times) so the graph, tables and tooltips say the same thing.
+
+// h('div.cls#id', {attrs, on: {click}}, ...children)
+export function h(tag, attrs, ...children) {
+  const [, name, rest] = tag.match(/^([a-z0-9-]+)(.*)$/i) || [null, 'div', ''];
+  const el = document.createElement(name);
+  for (const part of rest.match(/[.#][^.#]+/g) || []) {
+    if (part[0] === '.') el.classList.add(part.slice(1));
+    else el.id = part.slice(1);
+  }
+  if (attrs && (typeof attrs !== 'object' || attrs instanceof Node || Array.isArray(attrs))) {
+    children.unshift(attrs);
+    attrs = null;
+  }
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'on') for (const [ev, fn] of Object.entries(v)) el.addEventListener(ev, fn);
+    else if (k === 'dataset') Object.assign(el.dataset, v);
+    else if (k in el && typeof v !== 'string') el[k] = v;
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+export function clear(el) { while (el.firstChild) el.removeChild(el.firstChild); return el; }
+
+// the unit a profile type's values are shown in: ns -> s of CPU, bytes -> MiB, else counts
+export function unitOf(sampleUnit) {
+  switch (sampleUnit) {
+    case 'nanoseconds': return { name: 's', scale: 1e-9, label: 'seconds' };
+    case 'microseconds': return { name: 's', scale: 1e-6, label: 'seconds' };
+    case 'milliseconds': return { name: 's', scale: 1e-3, label: 'seconds' };
+    case 'seconds': return { name: 's', scale: 1, label: 'seconds' };
+    case 'bytes': return { name: 'MiB', scale: 1 / 1048576, label: 'MiB' };
+    default: return { name: '', scale: 1, label: sampleUnit || 'count' };
+  }
+}
+
+function trim(x) {
+  const a = Math.abs(x);
+  if (a === 0) return '0';
+  if (a >= 100) return x.toFixed(0);
+  if (a >= 10) return x.toFixed(1);
+  if (a >= 1) return x.toFixed(2);
+  return x.toPrecision(3);
+}
+
+// formatValue(raw, sampleUnit): a raw profile value as the user reads it
+export function formatValue(v, sampleUnit) {
+  if (v === null || v === undefined || Number.isNaN(v)) return '–';
+  const u = unitOf(sampleUnit);
+  const x = v * u.scale;
+  if (u.name === 's') return `${trim(x)} s`;
+  if (u.name === 'MiB') return `${trim(x)} MiB`;
+  const a = Math.abs(x);
+  if (a >= 1e9) return `${trim(x / 1e9)}G`;
+  if (a >= 1e6) return `${trim(x / 1e6)}M`;
+  if (a >= 1e4) return `${trim(x / 1e3)}k`;
+  return String(Math.round(x * 100) / 100);
+}
+
+export function pct(part, whole) {
+  if (!whole) return '0.00%';
+  return `${((100 * part) / whole).toFixed(2)}%`;
+}
+
+// a time in the browser's zone (as the graph's axis shows it), with its offset: 2026-12-01 14:03:05 UTC+1
+export function fmtTime(sec) {
+  const d = new Date(sec * 1000);
+  const p = (n) => String(n).padStart(2, '0');
+  const off = -d.getTimezoneOffset();
+  const zone = off === 0 ? 'UTC' : `UTC${off > 0 ? '+' : '−'}${Math.floor(Math.abs(off) / 60)}${Math.abs(off) % 60 ? ':' + p(Math.abs(off) % 60) : ''}`;
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())} ${zone}`;
+}
+
+// <input type=datetime-local> value (local time) <-> unix seconds
+export function toLocalInput(sec) {
+  const d = new Date(sec * 1000);
+  const p = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+export function fromLocalInput(v) {
+  const t = new Date(v).getTime();
+  return Number.isNaN(t) ? null : Math.floor(t / 1000);
+}
+
+// an inline error box with the server's message
+export function errorBox(err, what) {
+  return h('div.error', { role: 'alert' }, h('strong', `${what}: `), err.message || String(err));
+}
+
+export const PUSH_HINT = "curl -g --data-binary @cpu.pb.gz 'http://" + location.host +
+  "/api/v1/profiles/write?labels={job=\"api\",instance=\"a:6060\"}'";
+
+export function emptyState(message) {
+  return h('div.empty', h('p', message), h('pre.cmd', PUSH_HINT),
+    h('p.hint', 'or add a scrape job (see README, "Scraping"), then refresh.'));
+}

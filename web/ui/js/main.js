@@ -1,0 +1,313 @@
+// main.js: the UI's entry point and router. The path picks the view (/graph, the default for /,
+// /compare, /targets, /status); the rest of the view state is in the query string (state.js).
+// Graph view: query bar, totals over time, the profile panel of the selection, label breakdown.
+// Compare view: two query bars, both profiles side by side, their diff and its largest changes.
+
+import * as state from './state.js';
+import { api } from './api.js';
+import { h, clear, errorBox, emptyState, fmtTime, formatValue } from './dom.js';
+import { QueryBar } from './query.js';
+import { TimeGraph } from './graph.js';
+import { ProfilePanel } from './panel.js';
+import { Breakdown } from './breakdown.js';
+
+const app = { types: null, view: null, viewName: null };
+window.psApp = app; // for the browser tests and the console
+
+function defaultType() {
+  const t = app.types.find((x) => x.sample_type === 'cpu') || app.types[0];
+  return t.id;
+}
+
+function typeInfo(id) { return (app.types || []).find((t) => t.id === id) || null; }
+
+function panelPatch(patch, push) { state.set(patch, { push }); }
+
+// the window of the selection (or the whole range) as profiles/query parameters; p = key prefix
+function windowOf(s, r, p = '') {
+  if (s[p + 'sfrom'] && s[p + 'sto']) {
+    const a = Number(s[p + 'sfrom']), b = Number(s[p + 'sto']);
+    if (a === b) return { start: a.toFixed(3), end: (a + 0.000999).toFixed(6), point: true, at: a };
+    return { start: a.toFixed(3), end: b.toFixed(3), point: false };
+  }
+  return { start: String(r.start), end: String(r.end), point: false };
+}
+
+function joinSel(...parts) { return parts.map((p) => (p || '').trim()).filter(Boolean).join(', '); }
+
+class GraphView {
+  constructor(root) {
+    this.root = root;
+    this.bar = new QueryBar(root, { api, types: app.types, onRun: (p) => this.run(p) });
+    this.err = h('div.view-msg');
+    this.selInfo = h('div.selinfo');
+    root.append(this.err);
+    this.graph = new TimeGraph(root, { onSelect: (sel) => state.set({ ...sel, zoom: null }) });
+    root.append(this.selInfo);
+    this.panel = new ProfilePanel(root, {
+      onState: panelPatch,
+      empty: () => h('p.hint.noprof', 'No profiles in the selection.'),
+    });
+    this.breakdown = new Breakdown(root, {
+      onPick: (label) => state.set({ bd: label }),
+      onNarrow: (label, value) => {
+        const s = state.get();
+        const m = value === null ? `${label}=""` : `${label}=${JSON.stringify(value)}`;
+        state.set({ sel: joinSel(s.sel, m), sfrom: null, sto: null, ssel: null, zoom: null });
+      },
+    });
+  }
+
+  run(patch) {
+    if (!state.set({ ...patch, sfrom: null, sto: null, ssel: null, zoom: null, fn: null })) this.update(state.get(), null, true);
+  }
+
+  async update(s, prev, force = false) {
+    if (!s.type || !typeInfo(s.type)) { state.set({ type: defaultType() }, { push: false }); return; }
+    this.bar.update(s);
+    const qk = ['type', 'sel', 'range', 'from', 'to', 'by'];
+    const fk = qk.concat(['sfrom', 'sto', 'ssel']);
+    const info = typeInfo(s.type);
+    if (force || state.changed(s, prev, qk) || !this.r) {
+      this.r = state.timeRange(s);
+      clear(this.err);
+      this.graph.setSelection(null);
+      this.selInfo.hidden = false;
+      this.graphP = this.graph.load(api, { type: s.type, sel: s.sel, by: s.by, start: this.r.start, end: this.r.end, typeInfo: info })
+        .then((n) => {
+          if (n) return;
+          this.selInfo.hidden = true;
+          this.err.append(emptyState(`No profiles of ${s.type} in this range — scrape or push some:`));
+        })
+        .catch((e) => { this.selInfo.hidden = true; this.graph.clear(); this.err.append(errorBox(e, 'query')); });
+    }
+    this.graph.setSelection(s.sfrom && s.sto ? s : null);
+    this.showSelection(s, info);
+    if (force || state.changed(s, prev, fk)) this.loadProfile(s, info);
+    else if (state.changed(s, prev, ['bd'])) this.loadBreakdown(s, info);
+    this.panel.apply(s);
+  }
+
+  showSelection(s, info) {
+    clear(this.selInfo);
+    if (!(s.sfrom && s.sto)) {
+      this.selInfo.append(h('span', 'Showing every profile of the range merged. Click a point for one profile, drag over the graph for a range.'));
+      return;
+    }
+    const a = Number(s.sfrom), b = Number(s.sto);
+    const what = a === b
+      ? `the profile of {${s.ssel || ''}} at ${fmtTime(a)}`
+      : `${s.ssel ? `{${s.ssel}} ` : ''}${fmtTime(a)} – ${fmtTime(b)} merged`;
+    const range = { range: s.range, from: s.from, to: s.to };
+    const sides = {};
+    for (const p of ['b', 'c']) Object.assign(sides, { [p + 'sel']: s.sel, [p + 'range']: range.range, [p + 'from']: range.from, [p + 'to']: range.to });
+    this.selInfo.append(h('span', 'Selection: ', h('strong', what)), ' ',
+      h('button.clear', { type: 'button', on: { click: () => state.set({ sfrom: null, sto: null, ssel: null, zoom: null }) } }, 'clear selection'), ' ',
+      h('button.tocompare', {
+        type: 'button', title: 'open Compare with this selection as the baseline; drag the comparison on its graph',
+        on: { click: () => state.go('compare', { type: s.type, ...sides, bsfrom: s.sfrom, bsto: s.sto, bssel: s.ssel }) },
+      }, 'compare with…'));
+    void info;
+  }
+
+  async loadProfile(s, info) {
+    const w = windowOf(s, this.r);
+    const params = { query: state.selector(s.type, joinSel(s.sel, s.ssel)), start: w.start, end: w.end };
+    this.loadBreakdown(s, info);
+    try {
+      await this.panel.load(api, 'query', params, { sampleUnit: info.sample_unit });
+      if (!app.firstFlameMs) app.firstFlameMs = performance.now();
+    } catch (_) { /* shown in the panel */ }
+  }
+
+  async loadBreakdown(s, info) {
+    const w = windowOf(s, this.r);
+    let names = [];
+    try { names = (await api.labels(state.selector(s.type, s.sel))).filter((n) => n !== '__name__'); } catch (_) { /* the graph shows it */ }
+    await this.breakdown.load(api, {
+      type: s.type, sel: joinSel(s.sel, s.ssel), label: s.bd || '', names,
+      start: Number(w.start), end: w.point ? w.at : Number(w.end), point: w.point, sampleUnit: info.sample_unit,
+    });
+  }
+
+  destroy() { this.graph.destroy(); }
+}
+
+class CompareView {
+  constructor(root) {
+    this.root = root;
+    this.bars = h('div.compare-bars');
+    root.append(this.bars);
+    this.base = new QueryBar(this.bars, { api, types: app.types, prefix: 'b', title: 'Baseline', showBy: false, onRun: (p) => this.run(p) });
+    this.cmp = new QueryBar(this.bars, { api, types: app.types, prefix: 'c', title: 'Comparison', showType: false, showBy: false, onRun: (p) => this.run(p) });
+    this.err = h('div.view-msg');
+    root.append(this.err);
+    const sides = h('div.sides');
+    root.append(sides);
+    // each side: its totals graph (drag = that side's window, click = one profile) over its panel
+    const side = (p, title) => {
+      const col = h('div.side');
+      sides.append(col);
+      const graph = new TimeGraph(col, { height: 150, onSelect: (sel) => state.set({ [p + 'sfrom']: sel.sfrom, [p + 'sto']: sel.sto, [p + 'ssel']: sel.ssel, [p + 'zoom']: null, zoom: null }) });
+      const sel = h('div.selinfo');
+      col.append(sel);
+      const panel = new ProfilePanel(col, { onState: panelPatch, modes: false, title, keys: { zoom: p + 'zoom', q: 'q', inv: 'inv', fn: 'fn', mode: p + 'mode' } });
+      return { graph, sel, panel };
+    };
+    this.bs = side('b', 'Baseline');
+    this.cs = side('c', 'Comparison');
+    this.left = this.bs.panel;
+    this.right = this.cs.panel;
+    this.diff = new ProfilePanel(root, { onState: panelPatch, diff: true, title: 'Diff (comparison − baseline)' });
+  }
+
+  run(patch) {
+    // the type picker sits in the baseline bar; both bars run together
+    const both = {
+      ...this.base.patch(), ...this.cmp.patch(), ...patch, zoom: null, bzoom: null, czoom: null,
+      bsfrom: null, bsto: null, bssel: null, csfrom: null, csto: null, cssel: null,
+    };
+    if (!state.set(both)) this.update(state.get(), null, true);
+  }
+
+  async update(s, prev, force = false) {
+    if (!s.type || !typeInfo(s.type)) { state.set({ type: defaultType() }, { push: false }); return; }
+    this.base.update(s);
+    this.cmp.update({ ...s });
+    const info = typeInfo(s.type);
+    const gk = ['type', 'bsel', 'brange', 'bfrom', 'bto', 'csel', 'crange', 'cfrom', 'cto'];
+    const keys = gk.concat(['bsfrom', 'bsto', 'bssel', 'csfrom', 'csto', 'cssel']);
+    const fail = (e) => { if (!this.err.firstChild) this.err.append(errorBox(e, 'compare')); };
+    if (force || state.changed(s, prev, gk) || !this.rb) {
+      clear(this.err);
+      this.rb = state.timeRange(s, 'b');
+      this.rc = state.timeRange(s, 'c');
+      for (const [p, side, r] of [['b', this.bs, this.rb], ['c', this.cs, this.rc]]) {
+        side.graph.load(api, { type: s.type, sel: s[p + 'sel'], start: r.start, end: r.end, typeInfo: info })
+          .then(() => side.graph.setSelection(this.selOf(state.get(), p))).catch(fail);
+      }
+    }
+    for (const [p, side] of [['b', this.bs], ['c', this.cs]]) {
+      side.graph.setSelection(this.selOf(s, p));
+      this.showSelection(side.sel, s, p);
+    }
+    if (force || state.changed(s, prev, keys)) {
+      const bw = windowOf(s, this.rb, 'b'), cw = windowOf(s, this.rc, 'c');
+      const bq = state.selector(s.type, joinSel(s.bsel, s.bssel)), cq = state.selector(s.type, joinSel(s.csel, s.cssel));
+      const unit = { sampleUnit: info.sample_unit };
+      this.left.load(api, 'query', { query: bq, start: bw.start, end: bw.end }, unit).catch(fail);
+      this.right.load(api, 'query', { query: cq, start: cw.start, end: cw.end }, unit).catch(fail);
+      this.diff.load(api, 'diff', {
+        base: bq, base_start: bw.start, base_end: bw.end, compare: cq, compare_start: cw.start, compare_end: cw.end,
+      }, unit).catch(fail);
+    }
+    this.left.apply(s);
+    this.right.apply(s);
+    this.diff.apply(s);
+  }
+
+  selOf(s, p) { return s[p + 'sfrom'] && s[p + 'sto'] ? { sfrom: s[p + 'sfrom'], sto: s[p + 'sto'] } : null; }
+
+  showSelection(el, s, p) {
+    clear(el);
+    if (!this.selOf(s, p)) { el.append(h('span', 'The whole range; drag over the graph to pick a window.')); return; }
+    const a = Number(s[p + 'sfrom']), b = Number(s[p + 'sto']);
+    const what = a === b ? `the profile of {${s[p + 'ssel'] || ''}} at ${fmtTime(a)}` : `${fmtTime(a)} – ${fmtTime(b)}`;
+    el.append(h('span', 'Window: ', h('strong', what)), ' ', h('button.clear', {
+      type: 'button', on: { click: () => state.set({ [p + 'sfrom']: null, [p + 'sto']: null, [p + 'ssel']: null, zoom: null }) },
+    }, 'whole range'));
+  }
+
+  destroy() { this.bs.graph.destroy(); this.cs.graph.destroy(); }
+}
+
+class PageView {
+  constructor(root, name) {
+    this.root = root;
+    this.name = name;
+  }
+
+  async update(s, prev) {
+    if (prev && prev.view === s.view) return;
+    try {
+      const mod = await import(`./${this.name}.js`);
+      clear(this.root);
+      await mod.render(this.root, api);
+    } catch (e) {
+      clear(this.root).append(errorBox(e, this.name));
+    }
+  }
+
+  destroy() {}
+}
+
+function setNav(view) {
+  for (const a of document.querySelectorAll('nav a[data-view]')) {
+    if (a.dataset.view === view) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+}
+
+// nav links keep the query in step: /graph -> /compare carries type and selector
+function navigate(view) {
+  const s = state.get();
+  if (view === s.view) return;
+  const keep = { type: s.type };
+  if (view === 'compare') Object.assign(keep, { bsel: s.sel, csel: s.sel, brange: s.range, crange: s.range, bfrom: s.from, bto: s.to, cfrom: s.from, cto: s.to });
+  if (view === 'graph' && s.view === 'compare') Object.assign(keep, { sel: s.csel, range: s.crange, from: s.cfrom, to: s.cto });
+  state.go(view, keep);
+}
+
+async function route(s, prev) {
+  const root = document.getElementById('view');
+  setNav(s.view);
+  document.title = `profstore — ${s.view}`;
+  if (!app.view || app.viewName !== s.view) {
+    if (app.view) app.view.destroy();
+    clear(root);
+    app.viewName = s.view;
+    prev = null;
+    if ((s.view === 'graph' || s.view === 'compare') && !app.types.length) {
+      app.view = { update() {}, destroy() {} };
+      root.append(emptyState('No profiles stored yet — scrape or push some:'));
+      return;
+    }
+    app.view = s.view === 'graph' ? new GraphView(root)
+      : s.view === 'compare' ? new CompareView(root)
+        : new PageView(root, s.view);
+  }
+  await app.view.update(s, prev);
+}
+
+function keyboard(e) {
+  const t = e.target;
+  const typing = t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement;
+  if (e.key === '/' && !typing) {
+    const sel = document.querySelector('input.selector');
+    if (sel) { e.preventDefault(); sel.focus(); }
+  }
+}
+
+async function start() {
+  for (const a of document.querySelectorAll('nav a[data-view]')) {
+    a.addEventListener('click', (e) => {
+      if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+      e.preventDefault();
+      navigate(a.dataset.view);
+    });
+  }
+  document.addEventListener('keydown', keyboard);
+  const root = document.getElementById('view');
+  try {
+    app.types = await api.types();
+  } catch (e) {
+    app.types = [];
+    root.append(errorBox(e, 'profile types'));
+  }
+  app.state = state;
+  state.subscribe((s, prev) => route(s, prev));
+  await route(state.get(), null);
+  void formatValue;
+}
+
+start();

@@ -1,0 +1,165 @@
+// panel.js: the profile panel under the graph and in compare: a toolbar (view mode, root at
+// bottom, search with its share, function filter, downloads, total) over uiflame's FlameGraph,
+// TopTable and Sandwich. Its state (zoom, q, mode, inv, fn) lives in the URL: the panel reports
+// changes through onState(patch, push) and shows whatever apply(state) gives it.
+
+import { TopTable } from './table.js';
+import { Sandwich } from './sandwich.js';
+import { FlameGraph, formatValue, formatPercent } from './flame.js';
+import { h, clear, errorBox, emptyState } from './dom.js';
+
+const pct = (a, b) => formatPercent(b ? a / b : 0);
+
+export const MODES = { both: 'Flame + table', flame: 'Flame graph', table: 'Top table', sandwich: 'Sandwich' };
+const MAX_NODES = 8192;
+
+function download(name, blob) {
+  const a = h('a', { href: URL.createObjectURL(blob), download: name, hidden: true });
+  document.body.append(a);
+  a.click();
+  setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+}
+
+export class ProfilePanel {
+  // opts: {onState(patch, push), diff, modes (false = flame only), title}
+  constructor(container, { onState, diff = false, modes = true, title = null, keys = {}, empty = null } = {}) {
+    this.empty = empty || (() => emptyState('No profiles in this range — scrape or push some:'));
+    this.onState = onState || (() => {});
+    this.diff = diff;
+    this.k = { zoom: 'zoom', q: 'q', mode: 'mode', inv: 'inv', fn: 'fn', ...keys };
+    this.modeBtns = {};
+    const modeBar = h('div.modes', { role: 'radiogroup', 'aria-label': 'view mode' },
+      Object.entries(MODES).map(([m, label]) => {
+        const b = h('button.mode', { type: 'button', role: 'radio', dataset: { mode: m }, on: { click: () => this.onState({ [this.k.mode]: m }, true) } }, label);
+        this.modeBtns[m] = b;
+        return b;
+      }));
+    this.invBox = h('input', { type: 'checkbox', on: { change: () => this.onState({ [this.k.inv]: this.invBox.checked ? '1' : null }, true) } });
+    this.searchInput = h('input.search', {
+      type: 'search', placeholder: 'search frames (regex)', 'aria-label': 'search frames', spellcheck: 'false',
+      on: { input: () => { clearTimeout(this.st); this.st = setTimeout(() => this.onState({ [this.k.q]: this.searchInput.value }, false), 200); } },
+    });
+    this.shareEl = h('span.share', { 'aria-live': 'polite' });
+    this.pprofLink = h('a.dl.pprof', { href: '#', download: diff ? 'diff.pb.gz' : 'profile.pb.gz', title: 'gzipped pprof for go tool pprof' }, 'pprof');
+    this.totalEl = h('span.total');
+    const svgBtn = h('button.dl.svg', { type: 'button', on: { click: () => this.flame && download('flamegraph.svg', new Blob([this.flame.toSVG()], { type: 'image/svg+xml' })) } }, 'SVG');
+    const pngBtn = h('button.dl.png', { type: 'button', on: { click: async () => { if (this.flame) download('flamegraph.png', await this.flame.toPNG()); } } }, 'PNG');
+    this.toolbar = h('div.toolbar',
+      title ? h('h3.ptitle', title) : null,
+      modes ? modeBar : null,
+      h('label.inv', this.invBox, ' root at bottom'),
+      this.searchInput, this.shareEl,
+      h('span.downloads', 'download: ', this.pprofLink, ' ', svgBtn, ' ', pngBtn),
+      this.totalEl);
+    this.msg = h('div.panel-msg');
+    this.flameEl = h('div.pflame');
+    this.tableEl = h('div.ptable');
+    this.sandEl = h('div.psandwich');
+    this.body = h('div.panel-body', this.flameEl, this.tableEl, this.sandEl);
+    this.el = h('section.panel', this.toolbar, this.msg, this.body);
+    container.append(this.el);
+    this.modes = modes;
+    // a click zooms (one history entry) and selects its function (in the same entry)
+    this.flame = new FlameGraph(this.flameEl, {
+      controls: false,
+      onZoom: (path) => this.onState({ [this.k.zoom]: path && path.length ? JSON.stringify(path) : null }, true),
+      onSelect: (name) => this.onState({ [this.k.fn]: name }, false),
+      onHover: () => {},
+    });
+    if (modes) {
+      this.table = new TopTable(this.tableEl, { onSelect: (name) => this.onState({ [this.k.fn]: name }, true) });
+      this.sandwich = new Sandwich(this.sandEl, { onSelect: (name) => this.onState({ [this.k.fn]: name }, true) });
+    }
+    this.fg = null;
+  }
+
+  // load(api, kind ('query'|'diff'), params, {sampleUnit}) -> the flame graph JSON
+  async load(api, kind, params, { sampleUnit }) {
+    const seq = this.seq = (this.seq || 0) + 1;
+    clear(this.msg);
+    this.el.classList.add('busy');
+    this.el.classList.remove('failed');
+    const call = kind === 'diff' ? api.diff : api.profile;
+    this.pprofLink.href = api.url(`/api/v1/profiles/${kind}`, params);
+    try {
+      const [fg, top] = await Promise.all([
+        call({ ...params, format: 'flamegraph', max_nodes: MAX_NODES }),
+        this.modes ? call({ ...params, format: 'top', limit: 500 }) : Promise.resolve(null),
+      ]);
+      if (seq !== this.seq) return null;
+      this.fg = fg;
+      this.sampleUnit = sampleUnit;
+      const empty = this.diff ? !fg.left_ticks && !fg.right_ticks : !fg.total;
+      this.el.classList.toggle('empty', empty);
+      if (empty) this.msg.append(this.empty());
+      const total = this.diff ? (fg.right_ticks || 0) - (fg.left_ticks || 0) : fg.total;
+      this.totalEl.dataset.total = String(fg.total);
+      this.totalEl.dataset.left = String(fg.left_ticks ?? '');
+      this.totalEl.dataset.right = String(fg.right_ticks ?? '');
+      this.totalEl.textContent = this.diff
+        ? `base ${formatValue(fg.left_ticks || 0, sampleUnit)} → ${formatValue(fg.right_ticks || 0, sampleUnit)} (${total >= 0 ? '+' : ''}${formatValue(total, sampleUnit)})`
+        : `total ${formatValue(fg.total, sampleUnit)}`;
+      const files = top ? new Map(top.rows.map((r) => [r.function, r.file])) : null;
+      this.files = files;
+      this.flame.setData(fg, { unit: sampleUnit, diff: this.diff, inverted: this.inverted, files });
+      if (this.table) this.table.setData(top, { unit: sampleUnit, diff: this.diff });
+      this.top = top;
+      this.applied = null;
+      if (this.last) this.apply(this.last);
+      return fg;
+    } catch (e) {
+      if (seq !== this.seq) return null;
+      this.fg = null;
+      this.el.classList.add('failed');
+      this.msg.append(errorBox(e, 'profile'));
+      throw e;
+    } finally {
+      if (seq === this.seq) this.el.classList.remove('busy');
+    }
+  }
+
+  // apply(state): zoom, search, mode, inverted, selected function
+  apply(s) {
+    this.last = s;
+    const k = this.k;
+    const mode = this.modes ? (MODES[s[k.mode]] ? s[k.mode] : 'both') : 'flame';
+    this.el.dataset.mode = mode;
+    for (const [m, b] of Object.entries(this.modeBtns)) b.setAttribute('aria-checked', String(m === mode));
+    this.inverted = s[k.inv] === '1';
+    this.invBox.checked = this.inverted;
+    if (document.activeElement !== this.searchInput) this.searchInput.value = s[k.q] || '';
+    if (!this.fg) return;
+    const prev = this.applied || {};
+    if (prev.inv !== this.inverted) this.flame.setInverted(this.inverted);
+    let zoom = [];
+    try { zoom = s[k.zoom] ? JSON.parse(s[k.zoom]) : []; } catch (_) { zoom = []; }
+    if (prev.zoom !== s[k.zoom]) this.flame.zoom(Array.isArray(zoom) ? zoom : []);
+    if (prev.q !== s[k.q]) this.showSearch(s[k.q] || '');
+    const fn = s[k.fn] || null;
+    if (prev.fn !== fn) {
+      this.flame.highlight(fn);
+      if (this.table && fn !== this.table.selected) this.table.select(fn);
+      if (this.sandwich) this.sandwich.setData(this.fg, fn, { unit: this.sampleUnit, diff: this.diff, files: this.files });
+    }
+    this.applied = { inv: this.inverted, zoom: s[k.zoom], q: s[k.q], fn };
+    this.flameEl.dataset.fn = fn || '';
+  }
+
+  showSearch(q) {
+    this.shareEl.textContent = '';
+    this.searchInput.classList.remove('bad');
+    if (!q) { this.flame.search(''); return; }
+    try { new RegExp(q); } catch (e) {
+      this.searchInput.classList.add('bad');
+      this.shareEl.textContent = `bad regex: ${e.message}`;
+      return;
+    }
+    const r = this.flame.search(q);
+    if (r) {
+      this.shareEl.dataset.total = String(r.total);
+      this.shareEl.textContent = `${r.matches} frames match: ${formatValue(r.total, this.sampleUnit)} (${pct(r.total, this.fg.total)})`;
+    }
+  }
+
+  destroy() { this.flame.destroy(); this.el.remove(); }
+}

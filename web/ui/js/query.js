@@ -1,0 +1,256 @@
+// query.js: the query bar. A profile type picker ("name — sample type (unit)"), a label selector
+// input with autocompletion of label names and values (from /api/v1/labels and
+// /api/v1/label/<name>/values, filtered by what is typed and by the matchers already complete),
+// a time range (last 15m … 7d, or absolute from/to), refresh, and "sum by" labels.
+
+import { h, clear, toLocalInput, fromLocalInput } from './dom.js';
+import { RANGES, timeRange } from './state.js';
+
+const MATCHER = /\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)\s*,?/y;
+const MAX_SUGGESTIONS = 50;
+
+export function typeLabel(t) {
+  return `${t.name} — ${t.sample_type} (${t.sample_unit})${t.delta ? ' Δ' : ''}`;
+}
+
+// context(textBeforeCaret) -> {kind:'name'|'value'|null, prefix, name, op, start, complete}
+// `complete` is the matcher text fully typed (used to filter suggestions by the current selector)
+export function context(text) {
+  let pos = 0;
+  const done = [];
+  const body = text.replace(/^\s*\{/, (m) => { pos = m.length; return m; });
+  MATCHER.lastIndex = pos;
+  let m;
+  while ((m = MATCHER.exec(body)) !== null) {
+    done.push(m[0].replace(/,\s*$/, '').trim());
+    pos = MATCHER.lastIndex;
+  }
+  const rest = body.slice(pos);
+  const complete = done.join(', ');
+  let r = rest.match(/^\s*([a-zA-Z_][a-zA-Z0-9_]*)?$/);
+  if (r) return { kind: 'name', prefix: r[1] || '', start: text.length - (r[1] || '').length, complete };
+  r = rest.match(/^\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*("?)([^"]*)$/);
+  if (r) return { kind: 'value', name: r[1], op: r[2], prefix: r[4], start: text.length - r[3].length - r[4].length, complete };
+  return { kind: null, complete };
+}
+
+function quote(v) { return JSON.stringify(v); }
+
+// Autocomplete: a listbox under an input; keyboard: ↓ ↑ Enter/Tab pick, Escape closes
+class Autocomplete {
+  constructor(input, fetchSuggestions) {
+    this.input = input;
+    this.fetch = fetchSuggestions;
+    this.list = h('ul.suggest', { role: 'listbox', hidden: true });
+    this.items = [];
+    this.active = -1;
+    this.seq = 0;
+    input.setAttribute('role', 'combobox');
+    input.setAttribute('aria-autocomplete', 'list');
+    input.setAttribute('autocomplete', 'off');
+    input.addEventListener('input', () => this.refresh());
+    input.addEventListener('focus', () => this.refresh());
+    input.addEventListener('click', () => this.refresh());
+    input.addEventListener('blur', () => setTimeout(() => this.close(), 150));
+    input.addEventListener('keydown', (e) => this.key(e));
+  }
+
+  async refresh() {
+    const seq = ++this.seq;
+    const caret = this.input.selectionStart ?? this.input.value.length;
+    const before = this.input.value.slice(0, caret);
+    let res;
+    try { res = await this.fetch(before); } catch (_) { res = null; }
+    if (seq !== this.seq || document.activeElement !== this.input) return;
+    if (!res || !res.items.length) { this.close(); return; }
+    this.ctx = res;
+    this.items = res.items.slice(0, MAX_SUGGESTIONS);
+    this.active = -1;
+    clear(this.list);
+    this.items.forEach((it, i) => {
+      this.list.append(h('li', {
+        role: 'option', dataset: { value: it },
+        on: { mousedown: (e) => { e.preventDefault(); this.pick(i); } },
+      }, it));
+    });
+    this.list.hidden = false;
+  }
+
+  close() { this.list.hidden = true; this.active = -1; }
+
+  move(d) {
+    if (this.list.hidden || !this.items.length) return;
+    this.active = (this.active + d + this.items.length) % this.items.length;
+    [...this.list.children].forEach((li, i) => li.setAttribute('aria-selected', String(i === this.active)));
+    this.list.children[this.active].scrollIntoView({ block: 'nearest' });
+  }
+
+  key(e) {
+    if (this.list.hidden) return;
+    if (e.key === 'ArrowDown') { e.preventDefault(); this.move(1); }
+    else if (e.key === 'ArrowUp') { e.preventDefault(); this.move(-1); }
+    else if (e.key === 'Escape') { e.preventDefault(); this.close(); }
+    else if ((e.key === 'Enter' || e.key === 'Tab') && this.active >= 0) {
+      e.preventDefault();
+      e.stopPropagation();
+      this.pick(this.active);
+    }
+  }
+
+  pick(i) {
+    const value = this.items[i];
+    const caret = this.input.selectionStart ?? this.input.value.length;
+    const text = this.input.value;
+    const { kind, start, op } = this.ctx;
+    let ins, after = text.slice(caret);
+    if (kind === 'name') ins = `${value}=`;
+    else {
+      ins = quote(value);
+      after = after.replace(/^[^,}]*"/, '');
+      if (!/^\s*,/.test(after) && after.trim() !== '') ins += ', ';
+      void op;
+    }
+    const before = text.slice(0, start);
+    this.input.value = before + ins + after;
+    const c = (before + ins).length;
+    this.input.setSelectionRange(c, c);
+    this.close();
+    this.input.dispatchEvent(new Event('input'));
+    this.input.focus();
+  }
+}
+
+// QueryBar(container, {api, types, prefix, title, showType, showBy, onRun})
+//   onRun(patch): the state keys this bar sets (type, <p>sel, <p>range | <p>from+<p>to, by)
+export class QueryBar {
+  constructor(container, { api, types, prefix = '', title = null, showType = true, showBy = true, onRun }) {
+    this.api = api;
+    this.types = types;
+    this.prefix = prefix;
+    this.onRun = onRun;
+    this.cache = new Map();
+    const p = prefix;
+    this.typeSel = h('select.type', { 'aria-label': 'profile type', name: 'type' },
+      types.map((t) => h('option', { value: t.id }, typeLabel(t))));
+    this.selInput = h('input.selector', {
+      type: 'text', name: p + 'sel', spellcheck: 'false', placeholder: 'label selector, e.g. job="api"',
+      'aria-label': 'label selector',
+    });
+    this.rangeSel = h('select.range', { 'aria-label': 'time range', name: p + 'range' },
+      Object.keys(RANGES).map((r) => h('option', { value: r }, `last ${r}`)),
+      h('option', { value: 'abs' }, 'absolute…'));
+    this.fromInput = h('input.from', { type: 'datetime-local', 'aria-label': 'from', hidden: true });
+    this.toInput = h('input.to', { type: 'datetime-local', 'aria-label': 'to', hidden: true });
+    this.runBtn = h('button.run', { type: 'submit', title: 'run the query (Enter)' }, 'Refresh');
+    this.byBox = h('details.sumby', h('summary', 'sum by'), h('div.sumby-list'));
+    this.ac = new Autocomplete(this.selInput, (before) => this.suggest(before));
+    this.rangeSel.addEventListener('change', () => this.rangeChanged());
+    this.typeSel.addEventListener('change', () => this.run());
+    const form = h('form.querybar', { on: { submit: (e) => { e.preventDefault(); this.run(); } } },
+      title ? h('span.qtitle', title) : null,
+      showType ? this.typeSel : h('span.type.type-note', 'the same profile type'),
+      h('div.selwrap', h('span.brace', '{'), this.selInput, h('span.brace', '}'), this.ac.list),
+      this.rangeSel, this.fromInput, this.toInput,
+      showBy ? this.byBox : null,
+      this.runBtn);
+    this.showType = showType;
+    this.el = form;
+    container.append(form);
+  }
+
+  type() { return this.typeSel.value; }
+
+  match(extra) {
+    const m = [extra].filter(Boolean).join(', ');
+    return `${this.type()}{${m}}`;
+  }
+
+  async cached(key, fn) {
+    if (!this.cache.has(key)) this.cache.set(key, fn().catch((e) => { this.cache.delete(key); throw e; }));
+    return this.cache.get(key);
+  }
+
+  async suggest(before) {
+    const ctx = context(before);
+    if (!ctx.kind) return null;
+    const match = this.match(ctx.complete);
+    let all;
+    if (ctx.kind === 'name') {
+      all = await this.cached(`n|${match}`, () => this.api.labels(match));
+      const used = new Set(ctx.complete.split(',').map((m) => m.trim().split(/[=!~]/)[0]));
+      all = all.filter((n) => n !== '__name__' && !used.has(n));
+    } else {
+      all = await this.cached(`v|${ctx.name}|${match}`, () => this.api.labelValues(ctx.name, match));
+    }
+    const pre = ctx.prefix.toLowerCase();
+    const items = all.filter((x) => x.toLowerCase().startsWith(pre) && x !== ctx.prefix)
+      .concat(all.filter((x) => !x.toLowerCase().startsWith(pre) && x.toLowerCase().includes(pre)));
+    return { ...ctx, items };
+  }
+
+  rangeChanged() {
+    const abs = this.rangeSel.value === 'abs';
+    this.fromInput.hidden = this.toInput.hidden = !abs;
+    if (abs && !this.fromInput.value) {
+      const r = timeRange({ range: this.lastRange || '1h' });
+      this.fromInput.value = toLocalInput(r.start);
+      this.toInput.value = toLocalInput(r.end);
+    }
+    if (!abs) this.run();
+  }
+
+  async loadByLabels(state) {
+    const list = this.byBox.querySelector('.sumby-list');
+    const chosen = new Set((state.by || '').split(',').filter(Boolean));
+    let names = [];
+    try { names = await this.cached(`n|${this.type()}{}`, () => this.api.labels(`${this.type()}{}`)); } catch (_) { /* shown by the graph */ }
+    clear(list);
+    for (const n of names.filter((x) => x !== '__name__')) {
+      const cb = h('input', { type: 'checkbox', value: n, checked: chosen.has(n), on: { change: () => this.run() } });
+      list.append(h('label', cb, ' ', n));
+    }
+    this.byBox.querySelector('summary').textContent = chosen.size ? `sum by (${[...chosen].join(', ')})` : 'sum by';
+  }
+
+  // update(state): show the state's values
+  update(state) {
+    const p = this.prefix;
+    if (state.type && [...this.typeSel.options].some((o) => o.value === state.type)) this.typeSel.value = state.type;
+    if (document.activeElement !== this.selInput) this.selInput.value = state[p + 'sel'] || '';
+    if (state[p + 'from'] && state[p + 'to']) {
+      this.rangeSel.value = 'abs';
+      this.fromInput.value = toLocalInput(Number(state[p + 'from']));
+      this.toInput.value = toLocalInput(Number(state[p + 'to']));
+    } else {
+      this.rangeSel.value = RANGES[state[p + 'range']] ? state[p + 'range'] : '1h';
+      this.lastRange = this.rangeSel.value;
+    }
+    this.fromInput.hidden = this.toInput.hidden = this.rangeSel.value !== 'abs';
+    if (this.byBox.isConnected) this.loadByLabels(state);
+  }
+
+  // the state patch this bar stands for
+  patch() {
+    const p = this.prefix;
+    const out = { [p + 'sel']: this.selInput.value.trim().replace(/^\{|\}$/g, '').trim() };
+    if (this.showType) out.type = this.type();
+    if (this.rangeSel.value === 'abs') {
+      const f = fromLocalInput(this.fromInput.value), t = fromLocalInput(this.toInput.value);
+      out[p + 'range'] = null;
+      out[p + 'from'] = f;
+      out[p + 'to'] = t;
+    } else {
+      out[p + 'range'] = this.rangeSel.value;
+      out[p + 'from'] = out[p + 'to'] = null;
+    }
+    if (this.byBox.isConnected) {
+      out.by = [...this.byBox.querySelectorAll('input:checked')].map((c) => c.value).join(',');
+    }
+    return out;
+  }
+
+  run() {
+    this.ac.close();
+    this.onRun(this.patch());
+  }
+}

@@ -1,0 +1,103 @@
+// state.js: the whole view state lives in the URL (path = view, query string = the rest), so a
+// reload, back/forward and a shared link reproduce the view. Views read state.get() and call
+// state.set(patch, {push}); listeners run on every change, including back/forward (popstate).
+//
+// Keys (all optional):
+//   type              profile type id                     sel    label matchers, without braces
+//   range             15m|1h|6h|24h|7d (relative to now)  from,to absolute range (unix seconds)
+//   by                sum-by labels, comma-separated
+//   sfrom,sto         the selection on the graph (unix s)  ssel  the series of a clicked point
+//   zoom              zoomed flame node (JSON array of frame names)   q   flame search regex
+//   mode              flame|table|both|sandwich            inv    1 = root at the bottom
+//   fn                selected function (table row, sandwich)         bd  breakdown label
+//   bsel,brange,bfrom,bto / csel,crange,cfrom,cto   compare view's baseline and comparison
+
+export const VIEWS = ['graph', 'compare', 'targets', 'status'];
+export const RANGES = { '15m': 900, '1h': 3600, '6h': 21600, '24h': 86400, '7d': 604800 };
+
+const listeners = new Set();
+
+function parse() {
+  let view = location.pathname.replace(/^\/+|\/+$/g, '') || 'graph';
+  if (!VIEWS.includes(view)) view = 'graph';
+  const p = {};
+  for (const [k, v] of new URLSearchParams(location.search)) p[k] = v;
+  return { view, ...p };
+}
+
+let current = parse();
+
+export function get() { return { ...current }; }
+
+function href(s) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(s)) {
+    if (k === 'view' || v === null || v === undefined || v === '') continue;
+    q.set(k, String(v));
+  }
+  const qs = q.toString();
+  return `/${s.view}${qs ? '?' + qs : ''}`;
+}
+
+export function link(s) { return href({ ...s }); }
+
+function notify(prev) {
+  for (const fn of listeners) fn(get(), prev);
+}
+
+// set(patch, {push=true, replace=false}): null/'' deletes a key; replace=true drops all keys first
+export function set(patch, { push = true, replace = false } = {}) {
+  const prev = get();
+  const next = replace ? { view: current.view } : { ...current };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null || v === undefined || v === '') delete next[k];
+    else next[k] = String(v);
+  }
+  const h = href(next);
+  if (h === location.pathname + location.search) { current = next; return false; }
+  if (push) history.pushState(null, '', h);
+  else history.replaceState(null, '', h);
+  current = parse();
+  notify(prev);
+  return true;
+}
+
+export function subscribe(fn) { listeners.add(fn); return () => listeners.delete(fn); }
+
+window.addEventListener('popstate', () => {
+  const prev = get();
+  current = parse();
+  notify(prev);
+});
+
+// the time range of a prefix ('' for the graph, 'b'/'c' for compare) -> {start, end} in unix s
+export function timeRange(s, prefix = '') {
+  const from = s[prefix + 'from'], to = s[prefix + 'to'];
+  if (from && to) return { start: Number(from), end: Number(to), relative: false };
+  const secs = RANGES[s[prefix + 'range']] || RANGES['1h'];
+  const end = Math.floor(Date.now() / 1000);
+  return { start: end - secs, end, relative: true };
+}
+
+// changed(a, b, keys): whether any of keys differs between two states
+export function changed(a, b, keys) {
+  if (!b) return true;
+  return keys.some((k) => (a[k] || '') !== (b[k] || ''));
+}
+
+// selector text for a type and matchers: process_cpu:...{job="api"}
+export function selector(type, sel) {
+  const m = (sel || '').trim().replace(/^\{|\}$/g, '').trim();
+  return `${type || ''}{${m}}`;
+}
+
+// go(view, params): another view with exactly these keys (a new history entry)
+export function go(view, params = {}) {
+  const prev = get();
+  const h = href({ ...params, view });
+  if (h === location.pathname + location.search) return false;
+  history.pushState(null, '', h);
+  current = parse();
+  notify(prev);
+  return true;
+}
