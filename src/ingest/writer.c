@@ -29,19 +29,24 @@ void ps_writer_opts_default(ps_writer_opts_t *o)
     o->max_batch = 512;
     o->max_queue = 8192;
     o->commit_delay_ns = 10 * 1000000;
+    o->eager_samples = PS_WRITER_EAGER_SAMPLES;
     o->compact_interval_ns = 10 * PS_NS_PER_S;
     o->retention_interval_ns = 60 * PS_NS_PER_S;
 }
 
 /* A request's share of max_batch. */
+static uint64_t samples_of(const ps_wreq_t *r)
+{
+    uint64_t n = 0;
+    if (r->kind == PS_WREQ_SAMPLES)
+        for (size_t i = 0; i < r->nfloats; i++)
+            n += r->floats[i]->nsamples;
+    return n;
+}
+
 static uint64_t weight(const ps_wreq_t *r)
 {
-    if (r->kind != PS_WREQ_SAMPLES)
-        return 1;
-    uint64_t n = 0;
-    for (size_t i = 0; i < r->nfloats; i++)
-        n += r->floats[i]->nsamples;
-    return 1 + n / PS_WRITER_SAMPLES_PER_UNIT;
+    return r->kind != PS_WREQ_SAMPLES ? 1 : 1 + samples_of(r) / PS_WRITER_SAMPLES_PER_UNIT;
 }
 
 static void grow(void *arr, size_t *cap, size_t need, size_t size)
@@ -118,10 +123,14 @@ static void *run(void *arg)
          * fsyncs instead of paying one per profile; under load a commit (with its fsync) takes
          * about that long anyway, so little waiting is added */
         int64_t delay = INT64_MAX;
+        uint64_t samples = 0;
         for (ps_wreq_t *r = w->head; r != NULL && delay > 0; r = r->next) {
             int64_t d = r->commit_delay_ns > 0 && w->opts.commit_delay_ns > 0 ? r->commit_delay_ns : w->opts.commit_delay_ns;
             if (r->kind != PS_WREQ_APPEND && r->kind != PS_WREQ_SAMPLES)
                 d = 0; /* admin requests: now */
+            if (r->kind == PS_WREQ_SAMPLES && w->opts.eager_samples > 0 &&
+                (samples += samples_of(r)) >= w->opts.eager_samples)
+                d = 0; /* enough samples to share the fsync already: waiting only adds latency */
             if (d < delay)
                 delay = d;
         }

@@ -131,15 +131,21 @@ static void wait_done(int want)
     assert_int_equal(atomic_load(&done_total), want);
 }
 
-static ps_writer_t *start(env_t *e, int64_t commit_delay_ns, uint32_t max_queue)
+static ps_writer_t *start_eager(env_t *e, int64_t commit_delay_ns, uint32_t max_queue, uint32_t eager_samples)
 {
     ps_writer_opts_t o;
     ps_writer_opts_default(&o);
     o.commit_delay_ns = commit_delay_ns;
+    o.eager_samples = eager_samples;
     if (max_queue)
         o.max_queue = max_queue;
     atomic_store(&done_total, 0);
     return ps_writer_start(e->store, &o);
+}
+
+static ps_writer_t *start(env_t *e, int64_t commit_delay_ns, uint32_t max_queue)
+{
+    return start_eager(e, commit_delay_ns, max_queue, PS_WRITER_EAGER_SAMPLES);
 }
 
 static int count_one(void *ctx, uint64_t sid, const ps_labels_t *ls)
@@ -426,7 +432,7 @@ static void test_samples_with_profiles(void **state)
 static void test_samples_queue_by_weight(void **state)
 {
     env_t *e = *state;
-    ps_writer_t *w = start(e, 5 * PS_NS_PER_S, 10);
+    ps_writer_t *w = start_eager(e, 5 * PS_NS_PER_S, 10, 0); /* 0: the delay holds them queued */
     treq_t *warm = make_req(100, T0);
     assert_int_equal(ps_writer_submit(w, &warm->w), 0);
     wait_done(1);
@@ -481,6 +487,34 @@ static void test_samples_batch_weight(void **state)
     }
 }
 
+/* Samples requests holding eager_samples samples between them are committed without waiting for
+ * the group-commit interval; smaller ones wait (and share a commit), as profiles do. */
+static void test_samples_eager_commit(void **state)
+{
+    env_t *e = *state;
+    for (int eager = 0; eager < 2; eager++) {
+        ps_writer_t *w = start_eager(e, 300 * 1000000ll, 0, eager ? 2000 : 0);
+        treq_t *warm = make_req(300 + eager, T0 + 200 + eager);
+        assert_int_equal(ps_writer_submit(w, &warm->w), 0);
+        wait_done(1);
+        treq_t *r[3];
+        for (int i = 0; i < 3; i++) {
+            r[i] = make_samples(20 + 10 * eager + i, T0 * 1000ll, 2000);
+            assert_int_equal(ps_writer_submit(w, &r[i]->w), 0);
+            usleep(20000); /* the writer is awake: only the group-commit delay keeps them together */
+        }
+        wait_done(4);
+        ps_writer_stats_t st;
+        ps_writer_stats(w, &st);
+        ps_writer_stop(w);
+        assert_int_equal(st.batches, eager ? 4 : 2); /* each its own commit, or all three in one */
+        assert_int_equal(st.samples_written, 3 * 2000);
+        for (int i = 0; i < 3; i++)
+            free_req(r[i]);
+        free_req(warm);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -493,6 +527,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_samples_with_profiles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_samples_batch_weight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_samples_queue_by_weight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_samples_eager_commit, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(body);
