@@ -1,30 +1,10 @@
-// pages.js: what the targets and status pages (targets.js, status.js) share: a tiny h() to build
+// pages.js: what the targets and status pages (targets.js, status.js) share: dom.js's h() to build
 // DOM, their stylesheet (css/pages.css, added to the document once), times and sizes as a person
 // reads them, and a section that shows "loading…", then its content or the server's error inline.
 
-export function h(tag, attrs, ...children) {
-  const [, name, rest] = tag.match(/^([a-z0-9-]+)(.*)$/i) || [null, 'div', ''];
-  const el = document.createElement(name);
-  for (const part of rest.match(/[.#][^.#]+/g) || []) {
-    if (part[0] === '.') el.classList.add(part.slice(1));
-    else el.id = part.slice(1);
-  }
-  if (attrs && (typeof attrs !== 'object' || attrs instanceof Node || Array.isArray(attrs))) {
-    children.unshift(attrs);
-    attrs = null;
-  }
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k === 'on') for (const [ev, fn] of Object.entries(v)) el.addEventListener(ev, fn);
-    else if (k === 'dataset') Object.assign(el.dataset, v);
-    else el.setAttribute(k, v === true ? '' : String(v));
-  }
-  for (const c of children.flat(Infinity)) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
-}
+import { h } from './dom.js';
+
+export { h };
 
 export function ensureCss(href = '/ui/css/pages.css') {
   if (document.querySelector(`link[rel="stylesheet"][href="${href}"]`)) return;
