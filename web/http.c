@@ -8,6 +8,8 @@
 #include <sys/time.h>
 
 #include "internal.h"
+#include "proto/pprof.h"
+#include "ui_assets.h"
 
 static int hexv(char c)
 {
@@ -234,16 +236,45 @@ void ps_http_stats_write(const struct ps_http_stats *st, ps_buf_t *b)
     }
 }
 
+/* Text answers (JSON, Prometheus' text format, folded stacks) of at least this many bytes are
+ * gzipped for a client that accepts it; pprof is gzipped already, Connect and the UI's assets set
+ * their own Content-Encoding. */
+#define GZIP_MIN_BYTES 1024
+#define GZIP_LEVEL 6 /* zlib's default, as Go's gzip writer in Prometheus' answers */
+
+static bool compressible(const char *content_type)
+{
+    return strncmp(content_type, "application/json", 16) == 0 || strncmp(content_type, "text/", 5) == 0;
+}
+
+static bool wants_gzip(h2o_req_t *req, int status, const char *content_type, size_t len)
+{
+    if (len < GZIP_MIN_BYTES || status == 304 || status == 204 || !compressible(content_type) ||
+        h2o_find_header(&req->res.headers, H2O_TOKEN_CONTENT_ENCODING, -1) != -1)
+        return false;
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_ACCEPT_ENCODING, -1);
+    return i != -1 && ps_ui_accepts_gzip(req->headers.entries[i].value.base, req->headers.entries[i].value.len);
+}
+
 void ps_http_send(h2o_req_t *req, int status, const char *content_type, const void *body, size_t len)
 {
     ps_server_t *s = ps_http_server(req);
     account(s->http_stats, req, status); /* before the answer: a client that then reads /metrics sees it */
     req->res.status = status;
     req->res.reason = reason(status);
+    ps_buf_t gz = PS_BUF_INIT;
+    if (compressible(content_type) && len >= GZIP_MIN_BYTES)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_VARY, NULL, H2O_STRLIT("Accept-Encoding"));
+    if (wants_gzip(req, status, content_type, len) && ps_gzip(body, len, GZIP_LEVEL, &gz, NULL) == 0 && gz.len < len) {
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_ENCODING, NULL, H2O_STRLIT("gzip"));
+        body = gz.data;
+        len = gz.len;
+    }
     /* a 304 has no body and must not say Content-Length: 0 (RFC 9110 8.6): h2o leaves it out */
     req->res.content_length = status == 304 ? SIZE_MAX : len;
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type, strlen(content_type));
-    h2o_send_inline(req, body, len);
+    h2o_send_inline(req, body, len); /* copies the body */
+    ps_buf_dispose(&gz);
 }
 
 void ps_http_start(h2o_req_t *req, int status, const char *content_type, h2o_generator_t *gen)
