@@ -1,7 +1,7 @@
 /*
  * connect.c - the Connect protocol for unary calls (see connect.h): the method table, the checks
  * every call goes through (HTTP method, Connect-Protocol-Version, Content-Type, Connect-Timeout-Ms,
- * Content-Encoding with a bounded gunzip), answers (gzipped when accepted and over 1 KiB) and
+ * Content-Encoding with a bounded gunzip), answers (gzipped when accepted, by ps_http_send) and
  * Connect error JSON with connect-go's code -> HTTP status table.
  *
  * Order of the checks, as connect-go's handler does them: the path (an unknown method is
@@ -213,15 +213,9 @@ void ps_connect_reply(ps_connect_call_t *c, const void *msg, size_t len)
         release(c);
         return;
     }
-    ps_buf_t gz = PS_BUF_INIT;
-    if (c->gzip_ok && len > 1024 && ps_gzip(msg, len, 6, &gz, NULL) == 0 && gz.len < len) {
-        add_header(req, H2O_TOKEN_CONTENT_ENCODING, "gzip");
-        msg = gz.data;
-        len = gz.len;
-    }
     add_header(req, H2O_TOKEN_ACCEPT_ENCODING, "gzip");
+    /* gzipped for a client that accepts it by ps_http_send, like every answer */
     ps_http_send(req, 200, c->codec == PS_CONNECT_JSON ? "application/json" : "application/proto", msg, len);
-    ps_buf_dispose(&gz);
     release(c);
 }
 
@@ -271,14 +265,6 @@ static int codec_of(h2o_iovec_t ct)
     return codec;
 }
 
-static bool accepts_gzip(h2o_iovec_t ae)
-{
-    for (size_t i = 0; i + 4 <= ae.len; i++)
-        if (h2o_lcstris(ae.base + i, 4, H2O_STRLIT("gzip")))
-            return true;
-    return false;
-}
-
 static int64_t mono_ns(void)
 {
     struct timespec ts;
@@ -295,7 +281,7 @@ static void quote(h2o_iovec_t v, char *out, size_t size)
     out[o] = '\0';
 }
 
-/* Checks the headers; fills c's codec, gzip_ok and deadline, or answers the error (returns -1). */
+/* Checks the headers; fills c's codec and deadline, or answers the error (returns -1). */
 static int check_headers(h2o_req_t *req, ps_connect_call_t *c, bool *gzip_in)
 {
     char q[48], msg[200];
@@ -343,7 +329,6 @@ static int check_headers(h2o_req_t *req, ps_connect_call_t *c, bool *gzip_in)
         }
         *gzip_in = true;
     }
-    c->gzip_ok = accepts_gzip(header(req, H2O_TOKEN_ACCEPT_ENCODING));
     return 0;
 }
 

@@ -8,7 +8,7 @@
  *  - Content-Encoding: gzip request bodies are inflated with a bound, --max-inflated-size (gzip
  *    bombs: resource_exhausted, 429 by connect-go's table); identity is the default; any other
  *    encoding is unimplemented; a body over --max-body-size is h2o's own 413;
- *  - Accept-Encoding: gzip → answers over 1 KiB are gzipped with Content-Encoding: gzip; every
+ *  - Accept-Encoding: gzip → answers of 1 KiB and more are gzipped (ps_http_send, as every answer); every
  *    answer offers gzip (Accept-Encoding: gzip), as connect-go's do;
  *  - Connect-Timeout-Ms sets a deadline handlers may check; Connect-Protocol-Version: 1 accepted,
  *    any other value is invalid_argument;
@@ -59,7 +59,6 @@ typedef struct ps_connect_call {
     h2o_req_t *req;
     ps_server_t *srv;
     int codec;              /* PS_CONNECT_PROTO or PS_CONNECT_JSON */
-    bool gzip_ok;           /* the client accepts a gzipped answer */
     const uint8_t *body;    /* the request message, inflated (from arena) */
     size_t body_len;
     int64_t deadline_ns;    /* CLOCK_MONOTONIC deadline from Connect-Timeout-Ms; 0 = none */
@@ -75,7 +74,7 @@ typedef int (*ps_connect_fn)(ps_connect_call_t *c);
 /** The route for every Connect path (routes.c sends /<pkg>.<Service>/<Method> here). */
 int ps_api_connect(h2o_req_t *req);
 
-/** Answers 200 with an encoded message (in c's codec), gzipped when worth it and accepted;
+/** Answers 200 with an encoded message (in c's codec; ps_http_send gzips it when accepted);
  *  releases c. */
 void ps_connect_reply(ps_connect_call_t *c, const void *msg, size_t len);
 /** Answers a Connect error; releases c. */

@@ -236,15 +236,16 @@ void ps_http_stats_write(const struct ps_http_stats *st, ps_buf_t *b)
     }
 }
 
-/* Text answers (JSON, Prometheus' text format, folded stacks) of at least this many bytes are
- * gzipped for a client that accepts it; pprof is gzipped already, Connect and the UI's assets set
- * their own Content-Encoding. */
+/* Text answers (JSON, Prometheus' text format, folded stacks) and Connect's binary answers of at
+ * least this many bytes are gzipped for a client that accepts it; pprof is gzipped already and the
+ * UI's assets are gzipped at build time (they set their own Content-Encoding). */
 #define GZIP_MIN_BYTES 1024
 #define GZIP_LEVEL 6 /* zlib's default, as Go's gzip writer in Prometheus' answers */
 
 static bool compressible(const char *content_type)
 {
-    return strncmp(content_type, "application/json", 16) == 0 || strncmp(content_type, "text/", 5) == 0;
+    return strncmp(content_type, "application/json", 16) == 0 || strncmp(content_type, "text/", 5) == 0 ||
+           strcmp(content_type, "application/proto") == 0; /* Connect's binary answers */
 }
 
 static bool wants_gzip(h2o_req_t *req, int status, const char *content_type, size_t len)
