@@ -75,15 +75,6 @@ static void add_label(ps_labels_t *ls, ps_arena_t *a, const char *k, size_t kl, 
     p->vlen = (uint32_t)vl;
 }
 
-static const ps_label_pair_t *find_label(const ps_labels_t *ls, const char *name)
-{
-    size_t l = strlen(name);
-    for (uint32_t i = 0; i < ls->n; i++)
-        if (ls->pairs[i].nlen == l && memcmp(ls->pairs[i].name, name, l) == 0)
-            return &ls->pairs[i];
-    return NULL;
-}
-
 /* One tag s[b..e) ("k=v", untrimmed), the t-th; added to ls unless dropped. */
 static int parse_tag(const char *s, size_t b, size_t e, ps_arena_t *a, ps_labels_t *ls, ps_err_t *err)
 {
@@ -329,10 +320,10 @@ int ps_pyro_meta_parse(const ps_pyro_params_t *in, int64_t now_ns, ps_arena_t *a
     if (m->format == PS_PYRO_FOLDED || m->format == PS_PYRO_LINES)
         if ((ret = suffix_type(app, &app_len, m, err)) != 0)
             return ret;
-    const ps_label_pair_t *sn = find_label(ls, "service_name");
+    const ps_label_pair_t *sn = ps_labels_get(ls, "service_name");
     if (sn == NULL) {
         add_label(ls, arena, "service_name", 12, app, app_len);
-    } else if ((m->format == PS_PYRO_FOLDED || m->format == PS_PYRO_LINES) && find_label(ls, "app_name") == NULL) {
+    } else if ((m->format == PS_PYRO_FOLDED || m->format == PS_PYRO_LINES) && ps_labels_get(ls, "app_name") == NULL) {
         add_label(ls, arena, "app_name", 8, app, app_len); /* as Pyroscope's Put does */
     }
     const char *spy = in->spy_name && in->spy_name_len ? in->spy_name : "unknown";
@@ -340,11 +331,11 @@ int ps_pyro_meta_parse(const ps_pyro_params_t *in, int64_t now_ns, ps_arena_t *a
     if (spyl > PS_LABEL_VALUE_MAX || !ps_utf8_valid(spy, spyl))
         return ps_err_set(err, PS_EINVAL, "spyName: %s", spyl > PS_LABEL_VALUE_MAX ? "longer than 360 bytes"
                                                                                   : "not valid UTF-8");
-    if (find_label(ls, "pyroscope_spy") == NULL)
+    if (ps_labels_get(ls, "pyroscope_spy") == NULL)
         add_label(ls, arena, "pyroscope_spy", 13, spy, spyl);
     if ((ret = ps_labels_normalize(ls, err)) != 0)
         return ps_err_prefix(err, "name");
-    sn = find_label(ls, "service_name");
+    sn = ps_labels_get(ls, "service_name");
     m->service = sn->value;
     m->service_len = sn->vlen;
     return 0;
