@@ -33,15 +33,14 @@ static void load_body(void)
 }
 
 typedef struct env {
-    char dir[64];
+    char *dir;
     ps_store_t *store;
 } env_t;
 
 static int setup(void **state)
 {
     env_t *e = calloc(1, sizeof(*e));
-    strcpy(e->dir, "/tmp/ps-test-writer-XXXXXX");
-    assert_non_null(mkdtemp(e->dir));
+    e->dir = ps_test_tmpdir("/tmp/ps-test-writer-XXXXXX");
     ps_store_opts_t o;
     ps_store_opts_default(&o);
     o.dir = e->dir;
@@ -60,9 +59,8 @@ static int teardown(void **state)
 {
     env_t *e = *state;
     ps_store_close(e->store);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
-    assert_int_equal(system(cmd), 0);
+    ps_test_rm_rf(e->dir);
+    free(e->dir);
     free(e);
     return 0;
 }
