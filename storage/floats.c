@@ -261,6 +261,13 @@ static size_t uvarint_len(uint64_t v)
     return n;
 }
 
+/* The bytes of a packed entry whose chunk [min_t, max_t] has len bytes, dmin after its
+ * predecessor (0: the first). */
+static size_t pentry_bytes(uint64_t dmin, int64_t min_t, int64_t max_t, size_t len)
+{
+    return uvarint_len(dmin) + uvarint_len((uint64_t)(max_t - min_t)) + uvarint_len(len) + len;
+}
+
 /* Before the closed chunk [min_t, max_t] of len bytes (its encoding byte not counted) goes into
  * fchunks: packs the plain chunks of series sid at the end of fchunks (those after its newest
  * packed record) into one packed record when the new chunk would not fit beside them in
@@ -280,8 +287,7 @@ static int pack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid
     if (s->opts.retention_ns > 0 && s->opts.retention_ns / 10000000 < max_span)
         max_span = s->opts.retention_ns / 10000000;
     if (f != NULL && f->run_known) {
-        size_t eb = (f->run_n > 0 ? uvarint_len((uint64_t)(min_t - f->run_max_t)) : 1) +
-                    uvarint_len((uint64_t)(max_t - min_t)) + uvarint_len(len) + len;
+        size_t eb = pentry_bytes(f->run_n > 0 ? (uint64_t)(min_t - f->run_max_t) : 0, min_t, max_t, len);
         if (!pack_due(f->run_n, f->run_bytes, eb, f->run_oldest, max_t, max_span)) {
             if (f->run_n++ == 0)
                 f->run_oldest = min_t;
@@ -316,7 +322,7 @@ static int pack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid
         int64_t cmin = ps_dec_varint(&d), cmax = floor_div(ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8)), 1000000);
         if (d.err || cmin < -T_MS_MAX || cmin > cmax || (n > 0 && cmax >= run[n - 1].min_t))
             break;
-        size_t eb = 1 + uvarint_len((uint64_t)(cmax - cmin)) + uvarint_len(v.mv_size - 1) + v.mv_size - 1;
+        size_t eb = pentry_bytes(0, cmin, cmax, v.mv_size - 1);
         if (n > 0) /* the next newer entry's dmin, now known */
             eb += uvarint_len((uint64_t)(run[n - 1].min_t - cmax)) - 1;
         if (bytes + eb > PS_FPACK_MAX_BYTES)
@@ -335,8 +341,7 @@ static int pack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid
     if (rc != 0 && rc != MDB_NOTFOUND)
         ret = ps_lmdb_err(err, rc, "reading float chunks");
     mdb_cursor_close(cur);
-    size_t eb = (n > 0 ? uvarint_len((uint64_t)(min_t - run[0].max_t)) : 1) + uvarint_len((uint64_t)(max_t - min_t)) +
-                uvarint_len(len) + len;
+    size_t eb = pentry_bytes(n > 0 ? (uint64_t)(min_t - run[0].max_t) : 0, min_t, max_t, len);
     bool pack = ret == 0 && pack_due(n, bytes, eb, oldest, max_t, max_span);
     for (size_t i = 0; i < n && pack; i++) { /* only whole chunks whose bounds are right */
         int64_t cmin = 0, cmax = 0;
@@ -367,7 +372,7 @@ static int pack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid
         f->run_known = true;
         if (pack || n == 0) {
             f->run_n = 1;
-            f->run_bytes = 1 + 10 + 1 + uvarint_len((uint64_t)(max_t - min_t)) + uvarint_len(len) + len;
+            f->run_bytes = 1 + 10 + pentry_bytes(0, min_t, max_t, len);
             f->run_oldest = min_t;
         } else {
             f->run_n = (uint32_t)n + 1;
