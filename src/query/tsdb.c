@@ -22,6 +22,16 @@ static bool below(const ps_tsdb_stat_t *a, const ps_tsdb_stat_t *b)
     return strcmp(a->name, b->name) > 0;
 }
 
+/* as below(a, {name, value}), name of nlen bytes not NUL-terminated */
+static bool below_offer(const ps_tsdb_stat_t *a, const char *name, size_t nlen, uint64_t value)
+{
+    if (a->value != value)
+        return a->value < value;
+    size_t alen = strlen(a->name);
+    int c = memcmp(a->name, name, alen < nlen ? alen : nlen);
+    return c > 0 || (c == 0 && alen > nlen);
+}
+
 static void heap_init(heap_t *h, uint32_t cap, ps_arena_t *arena)
 {
     h->n = 0;
@@ -51,12 +61,7 @@ static void heap_offer(heap_t *h, const char *name, size_t nlen, uint64_t value,
 {
     ps_tsdb_stat_t s = {.name = NULL, .value = value};
     if (h->n == h->cap) {
-        char tmp[1024];
-        size_t k = nlen < sizeof(tmp) - 1 ? nlen : sizeof(tmp) - 1;
-        memcpy(tmp, name, k);
-        tmp[k] = 0;
-        s.name = tmp;
-        if (!below(&h->a[0], &s))
+        if (!below_offer(&h->a[0], name, nlen, value)) /* most offers stop here: nothing copied */
             return;
         s.name = ps_arena_strndup(arena, name, nlen);
         h->a[0] = s;
