@@ -322,10 +322,13 @@ int ps_ingest_prepare(const void *body, size_t n, const ps_ingest_params_t *para
     }
     if (params->time == NULL)
         ts = p->time_nanos > 0 ? p->time_nanos : ps_time_now();
-    bool delta = params->delta >= 0 ? params->delta == 1
-                                    : (name_len == 11 && memcmp(name, "process_cpu", 11) == 0) ||
-                                          (name_len == 4 && memcmp(name, "wall", 4) == 0);
+    bool delta = params->delta >= 0 ? params->delta == 1 : ps_ingest_default_delta(name, name_len);
     return ps_ingest_build(p, name, name_len, &base, ts, NULL, delta, arena, app, err);
+}
+
+bool ps_ingest_default_delta(const char *name, size_t len)
+{
+    return (len == 11 && memcmp(name, "process_cpu", 11) == 0) || (len == 4 && memcmp(name, "wall", 4) == 0);
 }
 
 void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out)

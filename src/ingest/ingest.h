@@ -51,6 +51,10 @@ enum { PS_INGEST_SKIP = 0, PS_INGEST_ASIS = 1, PS_INGEST_DELTA = 2 };
 int ps_ingest_build(const ps_profile_t *p, const char *name, size_t name_len, const ps_labels_t *base, int64_t ts,
                     const uint8_t *modes, bool delta, ps_arena_t *arena, ps_append_t *app, ps_err_t *err);
 
+/** The native push's delta rule for a profile named name (len bytes): process_cpu and wall are
+ *  delta, every other name cumulative. */
+bool ps_ingest_default_delta(const char *name, size_t len);
+
 /** Infers the profile name from the sample types, or explains why it cannot (PS_EINVAL). The
  *  rule is at the top of ingest.c. */
 int ps_ingest_infer_name(const ps_profile_t *p, const char **name, ps_err_t *err);

@@ -158,9 +158,8 @@ static int sample_append(const ps_pyro_sample_t *smp, const char *name, size_t n
     if ((rc = ps_ingest_check_name(p, name, name_len, err)) != 0)
         return rc;
     int64_t ts = p->time_nanos > 0 ? p->time_nanos : ps_time_now();
-    bool delta = (name_len == 11 && memcmp(name, "process_cpu", 11) == 0) ||
-                 (name_len == 4 && memcmp(name, "wall", 4) == 0); /* the native push's rule */
-    return ps_ingest_build(p, name, name_len, base, ts, NULL, delta, arena, app, err);
+    return ps_ingest_build(p, name, name_len, base, ts, NULL, ps_ingest_default_delta(name, name_len), arena, app,
+                           err);
 }
 
 static int cmp_app_ts(const void *a, const void *b)

@@ -460,11 +460,6 @@ static int multipart_profile(const void *body, size_t n, const ps_pyro_meta_t *m
     return 0;
 }
 
-static bool is_delta(const char *name)
-{
-    return strcmp(name, "process_cpu") == 0 || strcmp(name, "wall") == 0;
-}
-
 #define NS_1971 (365ll * 86400 * PS_NS_PER_S)
 
 static int prepare_pprof(const void *body, size_t n, const ps_pyro_meta_t *m, const ps_pprof_limits_t *lim,
@@ -488,7 +483,8 @@ static int prepare_pprof(const void *body, size_t n, const ps_pyro_meta_t *m, co
     if ((ret = ps_pyro_pprof_name(p, stc, stcn, arena, &name, err)) != 0)
         return ret;
     int64_t ts = p->time_nanos >= NS_1971 ? p->time_nanos : m->from;
-    return ps_ingest_build(p, name, strlen(name), &m->labels, ts, NULL, is_delta(name), arena, app, err);
+    size_t nl = strlen(name);
+    return ps_ingest_build(p, name, nl, &m->labels, ts, NULL, ps_ingest_default_delta(name, nl), arena, app, err);
 }
 
 /* ---- folded and lines bodies ---- */
@@ -682,6 +678,7 @@ int ps_pyro_prepare(const void *body, size_t n, const ps_pyro_meta_t *m, const p
     int ret = ps_pyro_folded(body, n, m->format == PS_PYRO_LINES, m, lim, arena, p, err);
     if (ret != 0)
         return ret;
-    return ps_ingest_build(p, m->profile_name, strlen(m->profile_name), &m->labels, m->from, NULL,
-                           is_delta(m->profile_name), arena, app, err);
+    size_t nl = strlen(m->profile_name);
+    bool delta = ps_ingest_default_delta(m->profile_name, nl);
+    return ps_ingest_build(p, m->profile_name, nl, &m->labels, m->from, NULL, delta, arena, app, err);
 }
