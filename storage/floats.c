@@ -580,13 +580,14 @@ static void mark_dirty(ps_store_t *s, ps_fstate_t *f)
     f->dirty = true;
 }
 
-/* Puts a closed chunk into fchunks, as an append (MDB_APPEND) when its key is past the last one:
+/* Puts a record into database db, as an append (MDB_APPEND) when its key is past the last one:
  * then LMDB starts a new page where an insert would split the full last page in two halves, so
- * chunks closed in key order (the compactor's, those of the newest series) fill their pages. */
-static int fchunk_put(ps_store_t *s, MDB_txn *txn, MDB_val *k, MDB_val *v)
+ * records written in key order (chunks closed by the compactor or of the newest series, a
+ * flush's new prefixes) fill their pages. */
+static int put_append(ps_store_t *s, MDB_txn *txn, int db, MDB_val *k, MDB_val *v)
 {
-    int rc = mdb_put(txn, s->dbi[DB_FCHUNKS], k, v, MDB_APPEND);
-    return rc == MDB_KEYEXIST ? mdb_put(txn, s->dbi[DB_FCHUNKS], k, v, 0) : rc;
+    int rc = mdb_put(txn, s->dbi[db], k, v, MDB_APPEND);
+    return rc == MDB_KEYEXIST ? mdb_put(txn, s->dbi[db], k, v, 0) : rc;
 }
 
 /* Moves the head of f (nonempty) into fchunks; f's head is empty afterwards. */
@@ -598,7 +599,7 @@ static int cut_head(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_err_t *err)
     uint8_t kb[16];
     ps_key_sid_ts(kb, f->sid, t_key(f->app.t));
     MDB_val k = ps_mval(kb, 16), v = ps_mval(f->chunk.data, f->chunk.len);
-    int rc = fchunk_put(s, txn, &k, &v);
+    int rc = put_append(s, txn, DB_FCHUNKS, &k, &v);
     if (rc)
         return ps_lmdb_err(err, rc, "writing float chunk");
     if (f->prefix_len > 0) { /* the flush rewrites the head record (f is dirty) */
@@ -745,11 +746,7 @@ static int head_put(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_buf_t *tmp, 
         ps_buf_reset(tmp);
         ps_fprefix_encode(c, n - 1, tmp);
         v = ps_mval(tmp->data, tmp->len);
-        /* an append (new pages filled, see fchunk_put) unless the flush is not in sid order */
-        rc = mdb_put(txn, s->dbi[DB_FPREFIX], &pkv, &v, MDB_APPEND);
-        if (rc == MDB_KEYEXIST)
-            rc = mdb_put(txn, s->dbi[DB_FPREFIX], &pkv, &v, 0);
-        if (rc != 0)
+        if ((rc = put_append(s, txn, DB_FPREFIX, &pkv, &v)) != 0)
             return ps_lmdb_err(err, rc, "writing float head prefix");
         f->prefix_len = n - 1;
         f->prefix_txn = id;
@@ -960,7 +957,7 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
             }
             ps_key_sid_ts(kb, due[i], t_key(max_t));
             MDB_val ck = ps_mval(kb, 16), cv = ps_mval(copy.data, copy.len);
-            rc = fchunk_put(s, txn, &ck, &cv);
+            rc = put_append(s, txn, DB_FCHUNKS, &ck, &cv);
             ps_buf_dispose(&copy);
             if (rc) {
                 ret = ps_lmdb_err(err, rc, "writing float chunk");
