@@ -38,45 +38,13 @@ STEP = 300
 POINTS_24H = 288
 MAX_NODES = 8192
 JOB = "bench"
-
-
-def synthetic_profile(ts: int, k: int) -> bytes:
-    """A Go-like CPU profile: 20 x 20 x 30 leaves under main, 12,420 named nodes; values vary with k."""
-    import pprof_decode as pd
-    st = ["", "samples", "count", "cpu", "nanoseconds", "synth.go"]
-    p = pd.Profile(string_table=st)
-    p.sample_type = [pd.ValueType(1, 2), pd.ValueType(3, 4)]
-    p.period_type = pd.ValueType(3, 4)
-    p.period = 10_000_000
-    p.time_nanos = ts * 10**9
-    p.duration_nanos = 10 * 10**9
-    p.mapping = [pd.Mapping(id=1, memory_start=0x400000, memory_limit=0x8000000, filename=0, has_functions=True)]
-
-    def fn(name):
-        st.append(name)
-        fid = len(p.function) + 1
-        p.function.append(pd.Function(id=fid, name=len(st) - 1, filename=5, start_line=1))
-        p.location.append(pd.Location(id=fid, mapping_id=1, address=0x400000 + 16 * fid,
-                                      line=[pd.Line(function_id=fid, line=1)]))
-        return fid
-
-    for a in range(20):
-        fa = fn("github.com/synth/p%d.Run" % a)
-        for b in range(20):
-            fb = fn("github.com/synth/p%d/q%d.Work" % (a, b))
-            for c in range(30):
-                fc = fn("github.com/synth/leaf%d.Leaf_%d_%d_%d" % (c % 7, a, b, c))
-                v = 1 + (a * 7919 + b * 104729 + c * 1299709 + k * 31) % 97
-                p.sample.append(pd.Sample(location_id=[fc, fb, fa], value=[v, v * 10_000_000]))
-    return pd.encode(p, gzip_level=1)
-
-
 VARIANTS = 4  # distinct value sets (encoding one takes a while in Python); time= sets each push's time
 
 
 def push_day(srv, end: int) -> float:
     """POINTS_24H profiles STEP apart, the last at end; returns the seconds it took."""
     t0 = time.monotonic()
+    from ui_util import synthetic_profile
     bodies = [synthetic_profile(end, k) for k in range(VARIANTS)]
     labels = 'job="%s",instance="synth:1"' % JOB
     for k in range(POINTS_24H):
