@@ -35,6 +35,15 @@ static size_t decode_budget(size_t n, const ps_server_t *s)
     return (n < cap / 8 ? n * 8 : cap) + (1u << 20);
 }
 
+/* the empty PushResponse in the call's codec */
+static void reply_ok(ps_connect_call_t *c)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    ps_pyro_push_response(c->codec, &b);
+    ps_connect_reply(c, b.data, b.len);
+    ps_buf_dispose(&b);
+}
+
 static void on_complete(ps_async_t *a, h2o_req_t *req)
 {
     pending_t *p = (pending_t *)a;
@@ -61,10 +70,7 @@ static void on_complete(ps_async_t *a, h2o_req_t *req)
         ps_connect_error(c, ps_connect_code_of(bad_code), bad->msg);
         return;
     }
-    ps_buf_t b = PS_BUF_INIT;
-    ps_pyro_push_response(c->codec, &b);
-    ps_connect_reply(c, b.data, b.len);
-    ps_buf_dispose(&b);
+    reply_ok(c);
 }
 
 static void on_write_done(ps_wreq_t *w)
@@ -94,10 +100,7 @@ int ps_connect_push(ps_connect_call_t *c)
         return 0;
     }
     if (napps == 0) { /* nothing to store: answered at once */
-        ps_buf_t b = PS_BUF_INIT;
-        ps_pyro_push_response(c->codec, &b);
-        ps_connect_reply(c, b.data, b.len);
-        ps_buf_dispose(&b);
+        reply_ok(c);
         return 0;
     }
     pending_t *p = ps_arena_calloc(c->arena, 1, sizeof(*p));
