@@ -1057,6 +1057,19 @@ typedef struct fwalk {
     ps_fsample_t buf[128];
 } fwalk_t;
 
+/* damaged() "packed chunks: a chunk holds first..last, not min_t..max_t" when a packed entry's
+ * chunk is not within the bounds the entry gives (check), else 0 */
+static int fwalk_bounds(fwalk_t *w, bool check, int64_t first, int64_t last, int64_t min_t, int64_t max_t,
+                        const char *what)
+{
+    if (!check || (first == min_t && last == max_t))
+        return 0;
+    ps_err_t why;
+    ps_err_set(&why, PS_ECORRUPT, "packed chunks: a chunk holds %lld..%lld, not %lld..%lld", (long long)first,
+               (long long)last, (long long)min_t, (long long)max_t);
+    return damaged(w->err, w->sid, what, &why);
+}
+
 /* Visits one XOR chunk; check: its first and last sample must be [min_t, max_t]. 0 to go on (or
  * w->past set: stop), else what a callback returned or an error. */
 static int fwalk_chunk(fwalk_t *w, const uint8_t *b, size_t len, bool check, int64_t min_t, int64_t max_t,
@@ -1067,11 +1080,8 @@ static int fwalk_chunk(fwalk_t *w, const uint8_t *b, size_t len, bool check, int
         int64_t cmin = 0, cmax = 0;
         if (xor_bounds(b, len, &cmin, &cmax, NULL, &why) != 0)
             return damaged(w->err, w->sid, what, &why);
-        if (check && (cmin != min_t || cmax != max_t)) {
-            ps_err_set(&why, PS_ECORRUPT, "packed chunks: a chunk holds %lld..%lld, not %lld..%lld", (long long)cmin,
-                       (long long)cmax, (long long)min_t, (long long)max_t);
-            return damaged(w->err, w->sid, what, &why);
-        }
+        if (fwalk_bounds(w, check, cmin, cmax, min_t, max_t, what) != 0)
+            return PS_ECORRUPT;
         if (cmin > w->maxt) {
             w->past = true;
             return 0;
@@ -1108,11 +1118,8 @@ static int fwalk_chunk(fwalk_t *w, const uint8_t *b, size_t len, bool check, int
         ps_err_set(&why, PS_ECORRUPT, "xorchunk: no samples");
         return damaged(w->err, w->sid, what, &why);
     }
-    if (check && (first != min_t || last != max_t)) {
-        ps_err_set(&why, PS_ECORRUPT, "packed chunks: a chunk holds %lld..%lld, not %lld..%lld", (long long)first,
-                   (long long)last, (long long)min_t, (long long)max_t);
-        return damaged(w->err, w->sid, what, &why);
-    }
+    if (fwalk_bounds(w, check, first, last, min_t, max_t, what) != 0)
+        return PS_ECORRUPT;
     return n > 0 ? w->on_samples(w->ctx, w->buf, n) : 0;
 }
 
