@@ -240,14 +240,10 @@ static int parse_rate(const ps_pyro_params_t *in, ps_pyro_meta_t *m, ps_err_t *e
     uint64_t v = 0;
     for (size_t i = 0; i < in->sample_rate_len; i++) {
         char c = in->sample_rate[i];
-        if (c < '0' || c > '9' || v > 1000000000)
+        if (c < '0' || c > '9' || (v = v * 10 + (uint64_t)(c - '0')) > 1000000000) /* v <= 1e9 before: no overflow */
             return ps_err_set(err, PS_EINVAL, "sampleRate: expected an integer from 0 to 1000000000 (Hz), got \"%.*s\"",
                               (int)(in->sample_rate_len > 32 ? 32 : in->sample_rate_len), in->sample_rate);
-        v = v * 10 + (uint64_t)(c - '0');
     }
-    if (v > 1000000000)
-        return ps_err_set(err, PS_EINVAL, "sampleRate: expected an integer from 0 to 1000000000 (Hz), got \"%.*s\"",
-                          (int)(in->sample_rate_len > 32 ? 32 : in->sample_rate_len), in->sample_rate);
     m->sample_rate = (uint32_t)v;
     return 0;
 }
