@@ -744,16 +744,14 @@ static void merge_request(ps_buf_t *b, const char *type, const char *sel, uint32
     ps_put_uvarint(b, 16384);
 }
 
+/* core/varint.h's reader over [*p, e): 0, or -1 if truncated or too long */
 static int rd_varint(const uint8_t **p, const uint8_t *e, uint64_t *v)
 {
-    *v = 0;
-    for (int s = 0; s < 64 && *p < e; s += 7) {
-        uint8_t c = *(*p)++;
-        *v |= (uint64_t)(c & 0x7f) << s;
-        if (!(c & 0x80))
-            return 0;
-    }
-    return -1;
+    ps_dec_t d;
+    ps_dec_init(&d, *p, (size_t)(e - *p));
+    *v = ps_dec_uvarint(&d);
+    *p = d.p;
+    return d.err ? -1 : 0;
 }
 
 /* The field's varint (first occurrence) or bytes of a message; -1 if absent or malformed. */
