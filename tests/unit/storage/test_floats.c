@@ -875,7 +875,19 @@ static void test_metadata(void **state)
     free(dir);
 }
 
-/* A schema 1 directory (profiles only) is upgraded in place at open: version 2, data intact. */
+/* The schema version s's info record holds is PS_SCHEMA_VERSION (3). */
+static void expect_schema_3(ps_store_t *s)
+{
+    MDB_txn *txn;
+    MDB_val k = {6, "schema"}, v;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_get(txn, s->dbi[DB_INFO], &k, &v), 0);
+    assert_int_equal(v.mv_size, 4);
+    assert_int_equal(ps_get_be32(v.mv_data), 3);
+    mdb_txn_abort(txn);
+}
+
+/* A schema 1 directory (profiles only) is upgraded in place at open: version 3, data intact. */
 static void test_upgrade_v1(void **state)
 {
     (void)state;
@@ -921,12 +933,7 @@ static void test_upgrade_v1(void **state)
 
     ps_store_t *s = open_store(dir);
     assert_int_equal(s->upgraded_from, 1);
-    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
-    k = (MDB_val){6, "schema"};
-    assert_int_equal(mdb_get(txn, s->dbi[DB_INFO], &k, &v), 0);
-    assert_int_equal(v.mv_size, 4);
-    assert_int_equal(ps_get_be32(v.mv_data), 3);
-    mdb_txn_abort(txn);
+    expect_schema_3(s);
     ps_reader_t *r;
     ps_err_t err;
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
@@ -1253,11 +1260,7 @@ static void test_upgrade_v2(void **state)
 
     s = open_store(dir);
     assert_int_equal(s->upgraded_from, 2);
-    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
-    k = (MDB_val){6, "schema"};
-    assert_int_equal(mdb_get(txn, s->dbi[DB_INFO], &k, &v), 0);
-    assert_int_equal(ps_get_be32(v.mv_data), 3);
-    mdb_txn_abort(txn);
+    expect_schema_3(s);
     expect_samples(s, su, in, 3);
     expect_samples(s, sw, in, 50);
     ps_buf_t rec = PS_BUF_INIT;
