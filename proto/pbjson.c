@@ -34,6 +34,7 @@
 #include <jansson.h>
 
 #include "core/fmt.h"
+#include "core/varint.h"
 #include "pballoc.h"
 
 #define PBJSON_MAX_DEPTH 32   /* message nesting, in both codecs; JSON arrays and objects alike */
@@ -143,22 +144,14 @@ static int scan_err(scan_t *s, const uint8_t *at, const char *fmt, ...)
 
 #define FAIL(s, at, msg) scan_err((s), (at), "%s", (msg))
 
+/* core's bounds-checked uvarint (10 bytes at most, no bits past 64): 0, or -1 truncated/overlong */
 static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
-    uint64_t r = 0;
-    for (int i = 0; i < 10; i++) {
-        if (*p >= end)
-            return -1;
-        uint8_t b = *(*p)++;
-        if (i == 9 && b > 1)
-            return -2;
-        r |= (uint64_t)(b & 0x7f) << (7 * i);
-        if (!(b & 0x80)) {
-            *v = r;
-            return 0;
-        }
-    }
-    return -2;
+    ps_dec_t d;
+    ps_dec_init(&d, *p, (size_t)(end - *p));
+    *v = ps_dec_uvarint(&d);
+    *p = d.p;
+    return d.err ? -1 : 0;
 }
 
 static unsigned wire_type_of(ProtobufCType t)
