@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -262,10 +261,12 @@ static void lmdb_breakdown(const char *dir, double n, uint64_t chunk_bytes)
     mdb_env_close(env);
 }
 
+/* st_size of a file (0 if missing) */
 static uint64_t file_size(const char *path)
 {
-    struct stat sb;
-    return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+    uint64_t blocks, size;
+    ps_bench_file_usage(path, &blocks, &size);
+    return size;
 }
 
 /* Prometheus' TSDB for the same samples after a compaction: promtool tsdb create-blocks-from
