@@ -3,10 +3,8 @@
 // sum by (<label>) (sum_over_time(<selector>[<selection length>])) at the selection's end.
 // Series without the label form the "(none)" row. Clicking a value narrows the selector.
 
-import { h, clear, errorBox } from './dom.js';
-import { formatValue, formatPercent } from './flame.js';
-
-const pct = (a, b) => formatPercent(b ? a / b : 0);
+import { h, clear, errorBox, pct } from './dom.js';
+import { formatValue } from './flame.js';
 
 export class Breakdown {
   // onPick(label): the label chosen; onNarrow(label, value): a row clicked

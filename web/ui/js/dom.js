@@ -91,7 +91,7 @@ export function fromLocalInput(v) {
 
 // an inline error box with the server's message
 export function errorBox(err, what) {
-  return h('div.error', { role: 'alert' }, h('strong', `${what}: `), err.message || String(err));
+  return h('div.error', { role: 'alert' }, h('strong', `${what}: `), (err && err.message) || String(err));
 }
 
 export const PUSH_HINT = "curl -g --data-binary @cpu.pb.gz 'http://" + location.host +

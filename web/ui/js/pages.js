@@ -2,9 +2,9 @@
 // DOM, their stylesheet (css/pages.css, added to the document once), times and sizes as a person
 // reads them, and a section that shows "loading…", then its content or the server's error inline.
 
-import { h } from './dom.js';
+import { errorBox, h } from './dom.js';
 
-export { h };
+export { errorBox, h };
 
 export function ensureCss(href = '/ui/css/pages.css') {
   if (document.querySelector(`link[rel="stylesheet"][href="${href}"]`)) return;
@@ -65,10 +65,6 @@ export function localTime(iso) {
   if (!Number.isFinite(t)) return String(iso);
   const d = new Date(t), p = (x) => String(x).padStart(2, '0');
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
-}
-
-export function errorBox(err, what) {
-  return h('div.error', { role: 'alert' }, h('strong', `${what}: `), (err && err.message) || String(err));
 }
 
 // a section that loads: shows "loading…" (after 300 ms), then fill(body, data) or the error

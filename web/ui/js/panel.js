@@ -5,10 +5,8 @@
 
 import { TopTable } from './table.js';
 import { Sandwich } from './sandwich.js';
-import { FlameGraph, formatValue, formatPercent } from './flame.js';
-import { h, clear, errorBox, emptyState } from './dom.js';
-
-const pct = (a, b) => formatPercent(b ? a / b : 0);
+import { FlameGraph, formatValue } from './flame.js';
+import { h, clear, errorBox, emptyState, pct } from './dom.js';
 
 export const MODES = { both: 'Flame + table', flame: 'Flame graph', table: 'Top table', sandwich: 'Sandwich' };
 const MAX_NODES = 8192;
