@@ -11,20 +11,13 @@
 
 #include "core/err.h"
 #include "core/labels.h"
+#include "util.h"
 
-/* xorshift64*, the seed and sequence of ps_bench_rnd() (util.h), but one state per generator */
-static uint64_t rnd(ps_bench_rwgen_t *g)
-{
-    uint64_t x = g->rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    g->rng = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
+/* the seed and sequence of ps_bench_rnd() (util.h), but one state per generator */
+static uint64_t rnd(ps_bench_rwgen_t *g) { return ps_bench_rnd_next(&g->rng); }
 
 /* uniform in [0, 1), as ps_bench_rnd_unit() */
-static double rnd_unit(ps_bench_rwgen_t *g) { return (double)(rnd(g) >> 11) / (double)(1ull << 53); }
+static double rnd_unit(ps_bench_rwgen_t *g) { return ps_bench_rnd_to_unit(rnd(g)); }
 
 #define PAIR(nm, val)                                                                                      \
     do {                                                                                                   \
@@ -324,7 +317,7 @@ void ps_bench_rwgen_init(ps_bench_rwgen_t *g, uint32_t series, uint32_t per_requ
     g->per_request = per_request;
     g->per_round = (series + per_request - 1) / per_request;
     g->t0 = t0;
-    g->rng = 0x9e3779b97f4a7c15ull;
+    g->rng = PS_BENCH_RND_SEED;
     g->arena = (ps_arena_t)PS_ARENA_INIT;
     g->all = ps_arena_calloc(&g->arena, series, sizeof(*g->all));
     g->val = ps_xcalloc(series, sizeof(double));

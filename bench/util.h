@@ -129,17 +129,25 @@ void ps_bench_print_loadavg(void);
 
 /* ---- a deterministic generator for synthetic data: xorshift64*, a fixed seed, one state per
  * file that uses it (the same sequence every run) ---- */
-static inline uint64_t ps_bench_rnd(void)
+#define PS_BENCH_RND_SEED 0x9e3779b97f4a7c15ull
+/** The next number of the xorshift64* sequence whose state is *state (seeded PS_BENCH_RND_SEED). */
+static inline uint64_t ps_bench_rnd_next(uint64_t *state)
 {
-    static uint64_t state = 0x9e3779b97f4a7c15ull;
-    uint64_t x = state;
+    uint64_t x = *state;
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
-    state = x;
+    *state = x;
     return x * 0x2545f4914f6cdd1dull;
 }
+/** Uniform in [0, 1) from a number of the sequence. */
+static inline double ps_bench_rnd_to_unit(uint64_t r) { return (double)(r >> 11) / (double)(1ull << 53); }
+static inline uint64_t ps_bench_rnd(void)
+{
+    static uint64_t state = PS_BENCH_RND_SEED;
+    return ps_bench_rnd_next(&state);
+}
 /** Uniform in [0, 1). */
-static inline double ps_bench_rnd_unit(void) { return (double)(ps_bench_rnd() >> 11) / (double)(1ull << 53); }
+static inline double ps_bench_rnd_unit(void) { return ps_bench_rnd_to_unit(ps_bench_rnd()); }
 
 #endif
