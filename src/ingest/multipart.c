@@ -143,17 +143,15 @@ int ps_mp_boundary(const char *ct, size_t n, ps_arena_t *arena, const char **bou
     return 0;
 }
 
-typedef struct { ps_mp_part_t *part; bool form_data; } disp_ctx_t;
-
 static int on_disp_param(void *ctx, const char *k, size_t kl, const char *v, size_t vl, ps_err_t *err)
 {
-    disp_ctx_t *c = ctx;
+    ps_mp_part_t *part = ctx;
     if (kl == 4 && strncasecmp(k, "name", 4) == 0) {
-        c->part->name = v;
-        c->part->name_len = vl;
+        part->name = v;
+        part->name_len = vl;
     } else if (kl == 8 && strncasecmp(k, "filename", 8) == 0) {
-        c->part->filename = v;
-        c->part->filename_len = vl;
+        part->filename = v;
+        part->filename_len = vl;
     }
     return 0;
 }
@@ -177,10 +175,9 @@ static int part_headers(const char *h, size_t n, uint32_t pi, ps_arena_t *arena,
             static const char fd[] = "form-data";
             if (le - vs < sizeof(fd) - 1 || strncasecmp(h + vs, fd, sizeof(fd) - 1) != 0)
                 return ps_err_set(err, PS_EINVAL, "multipart part %u: Content-Disposition is not form-data", pi + 1);
-            disp_ctx_t c = {part, true};
             char what[64];
             snprintf(what, sizeof(what), "multipart part %u: Content-Disposition", pi + 1);
-            if ((ret = each_param(h, le, vs + sizeof(fd) - 1, arena, &c, on_disp_param, err, what)) != 0)
+            if ((ret = each_param(h, le, vs + sizeof(fd) - 1, arena, part, on_disp_param, err, what)) != 0)
                 return ret;
             disp = true;
         } else if (nl == 12 && strncasecmp(h + i, "Content-Type", 12) == 0) {
@@ -233,28 +230,23 @@ int ps_mp_parse(const void *body, size_t n, const char *boundary, size_t blen, p
             return ps_err_set(err, PS_ETOOBIG, "multipart body: more than %d parts", PS_MP_MAX_PARTS);
         ps_mp_part_t *p = &out[np];
         /* headers: up to an empty line, at most PS_MP_MAX_HEADER bytes */
-        size_t hn;
-        if (n - i >= 2 && b[i] == '\r' && b[i + 1] == '\n') {
-            hn = 0;
-        } else {
-            size_t lim = n - i < PS_MP_MAX_HEADER + 4 ? n - i : PS_MP_MAX_HEADER + 4;
-            const char *e = memmem(b + i, lim, "\r\n\r\n", 4);
-            if (e == NULL) {
-                if (lim == PS_MP_MAX_HEADER + 4)
-                    return ps_err_set(err, PS_ETOOBIG, "multipart part %u: headers longer than %d bytes", np + 1,
-                                      PS_MP_MAX_HEADER);
-                return ps_err_set(err, PS_EINVAL, "multipart part %u: headers not ended by an empty line (truncated)",
-                                  np + 1);
-            }
-            hn = (size_t)(e - (b + i)) + 2;
-            if (hn > PS_MP_MAX_HEADER)
+        if (n - i >= 2 && b[i] == '\r' && b[i + 1] == '\n')
+            return ps_err_set(err, PS_EINVAL, "multipart part %u: no Content-Disposition header", np + 1);
+        size_t lim = n - i < PS_MP_MAX_HEADER + 4 ? n - i : PS_MP_MAX_HEADER + 4;
+        const char *e = memmem(b + i, lim, "\r\n\r\n", 4);
+        if (e == NULL) {
+            if (lim == PS_MP_MAX_HEADER + 4)
                 return ps_err_set(err, PS_ETOOBIG, "multipart part %u: headers longer than %d bytes", np + 1,
                                   PS_MP_MAX_HEADER);
-            if ((ret = part_headers(b + i, hn, np, arena, p, err)) != 0)
-                return ret;
+            return ps_err_set(err, PS_EINVAL, "multipart part %u: headers not ended by an empty line (truncated)",
+                              np + 1);
         }
-        if (hn == 0)
-            return ps_err_set(err, PS_EINVAL, "multipart part %u: no Content-Disposition header", np + 1);
+        size_t hn = (size_t)(e - (b + i)) + 2;
+        if (hn > PS_MP_MAX_HEADER)
+            return ps_err_set(err, PS_ETOOBIG, "multipart part %u: headers longer than %d bytes", np + 1,
+                              PS_MP_MAX_HEADER);
+        if ((ret = part_headers(b + i, hn, np, arena, p, err)) != 0)
+            return ret;
         /* the empty line's CRLF may be the delimiter's own (a part without a body, RFC 2046 5.1.1) */
         i += hn;
         const char *d = memmem(b + i, n - i, delim, dl);
