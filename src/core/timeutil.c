@@ -262,8 +262,11 @@ int ps_attime_parse(const char *in, size_t n, int64_t now_ns, int64_t *out, ps_e
         nd++;
     if (nd == len) {
         if (len == 8) {
-            int Y = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0');
-            int M = (s[4] - '0') * 10 + (s[5] - '0'), D = (s[6] - '0') * 10 + (s[7] - '0');
+            int Y = 0, M = 0, D = 0;
+            size_t di = 0; /* all 8 are digits: these cannot fail */
+            digits(s, len, &di, 4, &Y);
+            digits(s, len, &di, 2, &M);
+            digits(s, len, &di, 2, &D);
             if (Y > 1900 && M >= 1 && M <= 12 && D >= 1 && D <= 31) {
                 int64_t days = days_from_civil(Y, M, D);
                 if (days > INT64_MAX / (86400 * PS_NS_PER_S)) /* after 2262-04-11: not an int64 of ns */
