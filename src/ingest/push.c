@@ -74,6 +74,16 @@ static const ps_pyro_label_t *find(const ps_pyro_label_t *ls, size_t n, const ch
     return NULL;
 }
 
+/* The series' labels as they came, sorted, for an error message (only formatted on failure). */
+static const char *series_str(const ps_pyro_series_t *s, ps_arena_t *arena, char *out, size_t size)
+{
+    ps_pyro_label_t *ls = ps_arena_alloc(arena, s->nlabels * sizeof(*ls));
+    memcpy(ls, s->labels, s->nlabels * sizeof(*ls));
+    qsort(ls, s->nlabels, sizeof(*ls), cmp_label);
+    format_pairs(ls, s->nlabels, out, size);
+    return out;
+}
+
 /* Validates the labels of one series (Pyroscope's rules, above) into base (without __name__) and
  * the profile name. */
 static int series_labels(const ps_pyro_series_t *s, ps_arena_t *arena, ps_labels_t *base, const char **name,
@@ -86,16 +96,16 @@ static int series_labels(const ps_pyro_series_t *s, ps_arena_t *arena, ps_labels
     ps_pyro_label_t *ls = ps_arena_alloc(arena, n * sizeof(*ls));
     memcpy(ls, s->labels, n * sizeof(*ls));
     qsort(ls, n, sizeof(*ls), cmp_label);
-    format_pairs(ls, n, ls_str, sizeof(ls_str));
+#define LS_STR series_str(s, arena, ls_str, sizeof(ls_str)) /* formatted only for an error */
     if (n > PS_LABELS_MAX)
-        return ps_err_set(err, PS_EINVAL, "profile series '%s' has %zu label names; limit %d", ls_str, n,
+        return ps_err_set(err, PS_EINVAL, "profile series '%s' has %zu label names; limit %d", LS_STR, n,
                           PS_LABELS_MAX);
     const ps_pyro_label_t *nm = find(ls, n, "__name__");
     if (nm == NULL || !ps_metric_name_valid(nm->value, nm->vlen))
-        return ps_err_set(err, PS_EINVAL, "invalid labels '%s' with error: invalid metric name", ls_str);
+        return ps_err_set(err, PS_EINVAL, "invalid labels '%s' with error: invalid metric name", LS_STR);
     if (memchr(nm->value, ':', nm->vlen) != NULL || nm->vlen > 64)
         return ps_err_set(err, PS_EINVAL, "invalid labels '%s' with error: invalid metric name (a profile name has no "
-                          "':' and at most 64 bytes: it is the first part of the profile type id)", ls_str);
+                          "':' and at most 64 bytes: it is the first part of the profile type id)", LS_STR);
     const ps_pyro_label_t *svc = find(ls, n, "service_name");
     if (svc == NULL || svc->vlen == 0)
         return ps_err_set(err, PS_EINVAL, "error service_name label is required");
@@ -105,10 +115,10 @@ static int series_labels(const ps_pyro_series_t *s, ps_arena_t *arena, ps_labels
     /* rewrite dotted names, check names and lengths */
     for (size_t i = 0; i < n; i++) {
         if (ls[i].nlen > PS_LABEL_NAME_MAX)
-            return ps_err_set(err, PS_EINVAL, "profile with labels '%s' has label name too long: '%.64s...'", ls_str,
+            return ps_err_set(err, PS_EINVAL, "profile with labels '%s' has label name too long: '%.64s...'", LS_STR,
                               ls[i].name);
         if (ls[i].vlen > PS_LABEL_VALUE_MAX)
-            return ps_err_set(err, PS_EINVAL, "profile with labels '%s' has label value too long: '%.64s...'", ls_str,
+            return ps_err_set(err, PS_EINVAL, "profile with labels '%s' has label value too long: '%.64s...'", LS_STR,
                               ls[i].value);
         if (memchr(ls[i].name, '.', ls[i].nlen) != NULL) {
             char *nn = ps_arena_strndup(arena, ls[i].name, ls[i].nlen);
@@ -118,7 +128,7 @@ static int series_labels(const ps_pyro_series_t *s, ps_arena_t *arena, ps_labels
             ls[i].name = nn;
         }
         if (!ps_label_name_valid(ls[i].name, ls[i].nlen))
-            return ps_err_set(err, PS_EINVAL, "invalid labels '%s' with error: invalid label name '%.*s'", ls_str,
+            return ps_err_set(err, PS_EINVAL, "invalid labels '%s' with error: invalid label name '%.*s'", LS_STR,
                               (int)(ls[i].nlen > 64 ? 64 : ls[i].nlen), ls[i].name);
     }
     qsort(ls, n, sizeof(*ls), cmp_label); /* again: rewritten names may sort elsewhere */
@@ -129,7 +139,7 @@ static int series_labels(const ps_pyro_series_t *s, ps_arena_t *arena, ps_labels
         if (i > 0 && cmp_label(&ls[i - 1], &ls[i]) == 0) {
             if (ls[i - 1].vlen == ls[i].vlen && memcmp(ls[i - 1].value, ls[i].value, ls[i].vlen) == 0)
                 continue; /* a rewritten a_b equal to an a_b already there: one label */
-            return ps_err_set(err, PS_EINVAL, "profile with labels '%s' has duplicate label name: '%.*s'", ls_str,
+            return ps_err_set(err, PS_EINVAL, "profile with labels '%s' has duplicate label name: '%.*s'", LS_STR,
                               (int)ls[i].nlen, ls[i].name);
         }
         if (ls[i].vlen == 0 || (ls[i].nlen >= 2 && ls[i].name[0] == '_' && ls[i].name[1] == '_'))
@@ -140,6 +150,7 @@ static int series_labels(const ps_pyro_series_t *s, ps_arena_t *arena, ps_labels
         p->value = ls[i].value;
         p->vlen = (uint32_t)ls[i].vlen;
     }
+#undef LS_STR
     return ps_labels_normalize(base, err);
 }
 

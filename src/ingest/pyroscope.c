@@ -405,9 +405,11 @@ int ps_pyro_pprof_name(const ps_profile_t *p, const void *stc, size_t stc_len, p
         }
     }
     *name = NULL;
-    for (uint32_t i = 0; i < p->ntypes && *name == NULL; i++)
-        if (eq(ps_profile_str(p, p->sample_types[i].type).ptr, ps_profile_str(p, p->sample_types[i].type).len, "wall"))
+    for (uint32_t i = 0; i < p->ntypes && *name == NULL; i++) {
+        ps_str_t t = ps_profile_str(p, p->sample_types[i].type);
+        if (eq(t.ptr, t.len, "wall"))
             *name = "wall";
+    }
     char key[256], st[256];
     for (uint32_t i = 0; i < p->ntypes && *name == NULL; i++) {
         ps_str_t t = ps_profile_str(p, p->sample_types[i].type);
