@@ -47,6 +47,7 @@
 
 #include "core/err.h"
 #include "core/mem.h"
+#include "core/varint.h"
 #include "proto/pprof.h"
 #include "proto/pyroscope.h"
 #include "util.h"
@@ -290,16 +291,11 @@ static void make_series(const opts_t *o)
 /* Appends a gzip member holding only Profile.time_nanos (field 9, varint) = ns. */
 static void time_member(int64_t ns, ps_buf_t *out)
 {
-    uint8_t pb[16];
-    size_t n = 0;
-    uint64_t v = (uint64_t)ns;
-    pb[n++] = 9 << 3;
-    while (v >= 0x80) {
-        pb[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    pb[n++] = (uint8_t)v;
-    ps_gzip(pb, n, 1, out, NULL);
+    ps_buf_t pb = PS_BUF_INIT;
+    ps_buf_putc(&pb, 9 << 3);
+    ps_put_uvarint(&pb, (uint64_t)ns);
+    ps_gzip(pb.data, pb.len, 1, out, NULL);
+    ps_buf_dispose(&pb);
 }
 
 /* Each round's time member (t0 + 10 s per round), and the floors' bytes (round 0's member). */
