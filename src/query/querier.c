@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "query_int.h"
 
 #define NS_PER_MS 1000000
 #define MS_MAX (INT64_MAX / NS_PER_MS - 1)
@@ -180,22 +181,12 @@ typedef struct all_ctx {
     ps_err_t *err;
 } all_ctx_t;
 
-static bool sel_match(ps_selector_t *sel, const ps_labels_t *ls)
-{
-    for (uint32_t k = 0; k < sel->n; k++) {
-        const ps_label_pair_t *p = ps_labels_get(ls, sel->m[k].name);
-        if (!ps_matcher_match(&sel->m[k], p ? p->value : "", p ? p->vlen : 0))
-            return false;
-    }
-    return true;
-}
-
 static int on_any_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
 {
     all_ctx_t *c = ctx;
     bool match = c->nsels == 0;
     for (uint32_t s = 0; s < c->nsels && !match; s++)
-        match = sel_match(&c->sels[s], ls);
+        match = ps_query_labels_match(&c->sels[s], ls);
     if (!match)
         return 0;
     int rc = keep_series(c->r, sid, c->start, c->end, c->err);

@@ -1,7 +1,7 @@
 /*
  * query.c - the query engine (see query.h).
  */
-#include "query.h"
+#include "query_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -82,7 +82,7 @@ static int on_value(void *ctx, const char *v, size_t vlen)
     return 0;
 }
 
-static bool labels_match(ps_selector_t *sel, const ps_labels_t *ls)
+bool ps_query_labels_match(ps_selector_t *sel, const ps_labels_t *ls)
 {
     for (uint32_t i = 0; i < sel->n; i++) {
         ps_matcher_t *m = &sel->m[i];
@@ -150,7 +150,7 @@ int ps_query_select(ps_reader_t *r, ps_selector_t *sel, int64_t start, int64_t e
             ret = rc;
             goto Exit;
         }
-        if (!labels_match(sel, &ls))
+        if (!ps_query_labels_match(sel, &ls))
             continue;
         if (ranged && (rc = ps_reader_has_data(r, cand.v[k], start, end, err)) <= 0) {
             if (rc == 0)
