@@ -248,10 +248,17 @@ static bool compressible(const char *content_type)
            strcmp(content_type, "application/proto") == 0; /* Connect's binary answers */
 }
 
+/* A handler that set Content-Encoding or Vary chose the representation itself (the UI's assets,
+ * gzipped at build time): it is sent as it is. */
+static bool negotiated(h2o_req_t *req)
+{
+    return h2o_find_header(&req->res.headers, H2O_TOKEN_CONTENT_ENCODING, -1) != -1 ||
+           h2o_find_header(&req->res.headers, H2O_TOKEN_VARY, -1) != -1;
+}
+
 static bool wants_gzip(h2o_req_t *req, int status, const char *content_type, size_t len)
 {
-    if (len < GZIP_MIN_BYTES || status == 304 || status == 204 || !compressible(content_type) ||
-        h2o_find_header(&req->res.headers, H2O_TOKEN_CONTENT_ENCODING, -1) != -1)
+    if (len < GZIP_MIN_BYTES || status == 304 || status == 204 || !compressible(content_type))
         return false;
     ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_ACCEPT_ENCODING, -1);
     return i != -1 && ps_ui_accepts_gzip(req->headers.entries[i].value.base, req->headers.entries[i].value.len);
@@ -264,12 +271,14 @@ void ps_http_send(h2o_req_t *req, int status, const char *content_type, const vo
     req->res.status = status;
     req->res.reason = reason(status);
     ps_buf_t gz = PS_BUF_INIT;
-    if (compressible(content_type) && len >= GZIP_MIN_BYTES)
+    if (!negotiated(req) && compressible(content_type) && len >= GZIP_MIN_BYTES) {
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_VARY, NULL, H2O_STRLIT("Accept-Encoding"));
-    if (wants_gzip(req, status, content_type, len) && ps_gzip(body, len, GZIP_LEVEL, &gz, NULL) == 0 && gz.len < len) {
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_ENCODING, NULL, H2O_STRLIT("gzip"));
-        body = gz.data;
-        len = gz.len;
+        if (wants_gzip(req, status, content_type, len) && ps_gzip(body, len, GZIP_LEVEL, &gz, NULL) == 0 &&
+            gz.len < len) {
+            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_ENCODING, NULL, H2O_STRLIT("gzip"));
+            body = gz.data;
+            len = gz.len;
+        }
     }
     /* a 304 has no body and must not say Content-Length: 0 (RFC 9110 8.6): h2o leaves it out */
     req->res.content_length = status == 304 ? SIZE_MAX : len;
