@@ -135,24 +135,10 @@ typedef struct set_builder {
 
 static int set_push(set_builder_t *b, uint64_t sid, const ps_labels_t *ls, ps_err_t *err)
 {
-    ps_series_set_t *s = b->out;
-    if (s->n == b->max)
+    if (b->out->n == b->max)
         return ps_err_set(err, PS_ELIMIT,
                           "the matchers select more than %u series (the limit, --query.max-series); narrow them", b->max);
-    if (s->n == b->cap) {
-        b->cap = b->cap ? b->cap * 2 : 64;
-        uint64_t *ns = ps_arena_alloc(b->arena, b->cap * sizeof(uint64_t));
-        ps_labels_t *nl = ps_arena_alloc(b->arena, b->cap * sizeof(ps_labels_t));
-        if (s->n) {
-            memcpy(ns, s->sids, s->n * sizeof(uint64_t));
-            memcpy(nl, s->labels, s->n * sizeof(ps_labels_t));
-        }
-        s->sids = ns;
-        s->labels = nl;
-    }
-    s->sids[s->n] = sid;
-    s->labels[s->n] = *ls;
-    s->n++;
+    ps_series_set_push(b->out, &b->cap, b->arena, sid, ls);
     return 0;
 }
 

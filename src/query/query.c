@@ -207,6 +207,24 @@ int ps_query_single_type(const ps_series_set_t *s, const char **type, ps_err_t *
     return 0;
 }
 
+void ps_series_set_push(ps_series_set_t *s, uint32_t *cap, ps_arena_t *arena, uint64_t sid, const ps_labels_t *ls)
+{
+    if (s->n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        uint64_t *ns = ps_arena_alloc(arena, *cap * sizeof(uint64_t));
+        ps_labels_t *nl = ps_arena_alloc(arena, *cap * sizeof(ps_labels_t));
+        if (s->n) {
+            memcpy(ns, s->sids, s->n * sizeof(uint64_t));
+            memcpy(nl, s->labels, s->n * sizeof(ps_labels_t));
+        }
+        s->sids = ns;
+        s->labels = nl;
+    }
+    s->sids[s->n] = sid;
+    s->labels[s->n] = *ls;
+    s->n++;
+}
+
 int ps_query_select_union(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start, int64_t end,
                           uint32_t max_series, ps_arena_t *arena, ps_series_set_t *out, ps_err_t *err)
 {
@@ -231,20 +249,7 @@ int ps_query_select_union(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, i
                                  max_series);
                 break;
             }
-            if (out->n == cap) {
-                cap = cap ? cap * 2 : 64;
-                uint64_t *ns = ps_arena_alloc(arena, cap * sizeof(uint64_t));
-                ps_labels_t *nl = ps_arena_alloc(arena, cap * sizeof(ps_labels_t));
-                if (out->n) {
-                    memcpy(ns, out->sids, out->n * sizeof(uint64_t));
-                    memcpy(nl, out->labels, out->n * sizeof(ps_labels_t));
-                }
-                out->sids = ns;
-                out->labels = nl;
-            }
-            out->sids[out->n] = s.sids[k];
-            out->labels[out->n] = s.labels[k];
-            out->n++;
+            ps_series_set_push(out, &cap, arena, s.sids[k], &s.labels[k]);
         }
     }
     ps_hmap_dispose(&seen);
