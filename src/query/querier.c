@@ -223,48 +223,13 @@ int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64
     return ret;
 }
 
-static int cmp_cstr(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* v into out unless seen already */
-static void list_add(ps_hmap_t *seen, const char *v, size_t vn, uint32_t *cap, ps_arena_t *arena, ps_strlist_t *out)
-{
-    uint64_t dummy;
-    if (ps_hmap_get(seen, v, vn, &dummy))
-        return;
-    ps_hmap_put(seen, v, vn, 1);
-    if (out->n == *cap) {
-        *cap *= 2;
-        const char **nv = ps_arena_alloc(arena, *cap * sizeof(char *));
-        memcpy(nv, out->v, out->n * sizeof(char *));
-        out->v = nv;
-    }
-    out->v[out->n++] = ps_arena_strndup(arena, v, vn);
-}
-
 void ps_querier_labels(const ps_series_set_t *s, const char *name, ps_arena_t *arena, ps_strlist_t *out)
 {
-    ps_hmap_t seen;
-    ps_hmap_init(&seen);
-    uint32_t cap = 16;
-    out->n = 0;
-    out->v = ps_arena_alloc(arena, cap * sizeof(char *));
-    for (uint32_t i = 0; i < s->n; i++) {
-        const ps_labels_t *ls = &s->labels[i];
-        if (name != NULL) { /* one lookup, not a scan of every pair */
-            const ps_label_pair_t *p = ps_labels_get(ls, name);
-            if (p != NULL)
-                list_add(&seen, p->value, p->vlen, &cap, arena, out);
-            continue;
-        }
-        for (uint32_t k = 0; k < ls->n; k++)
-            list_add(&seen, ls->pairs[k].name, ls->pairs[k].nlen, &cap, arena, out);
-    }
-    ps_hmap_dispose(&seen);
-    if (out->n > 1)
-        qsort(out->v, out->n, sizeof(char *), cmp_cstr);
+    ps_strset_t l = {.arena = arena};
+    ps_hmap_init(&l.seen);
+    for (uint32_t i = 0; i < s->n; i++)
+        ps_strset_labels(&l, name, &s->labels[i]);
+    ps_strset_finish(&l, out);
 }
 
 /* ls kept to names (in ls's order, which is sorted) into arena */

@@ -256,17 +256,9 @@ int ps_query_select_union(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, i
     return ret;
 }
 
-/* A sorted, de-duplicated list of strings being built. */
-typedef struct strset {
-    ps_hmap_t seen;
-    const char **v;
-    uint32_t n, cap;
-    ps_arena_t *arena;
-} strset_t;
-
-static int strset_add(void *ctx, const char *s, size_t n)
+int ps_strset_add(void *ctx, const char *s, size_t n)
 {
-    strset_t *l = ctx;
+    ps_strset_t *l = ctx;
     uint64_t dummy;
     if (ps_hmap_get(&l->seen, s, n, &dummy))
         return 0;
@@ -282,23 +274,23 @@ static int strset_add(void *ctx, const char *s, size_t n)
     return 0;
 }
 
-static void strset_labels(strset_t *l, const char *name, const ps_labels_t *ls)
+void ps_strset_labels(ps_strset_t *l, const char *name, const ps_labels_t *ls)
 {
     if (name == NULL) {
         for (uint32_t k = 0; k < ls->n; k++)
-            strset_add(l, ls->pairs[k].name, ls->pairs[k].nlen);
+            ps_strset_add(l, ls->pairs[k].name, ls->pairs[k].nlen);
         return;
     }
     const ps_label_pair_t *v = ps_labels_get(ls, name);
     if (v)
-        strset_add(l, v->value, v->vlen);
+        ps_strset_add(l, v->value, v->vlen);
 }
 
 typedef struct in_range_ctx {
     ps_reader_t *r;
     int64_t start, end;
     const char *name;
-    strset_t *l;
+    ps_strset_t *l;
     ps_err_t *err;
 } in_range_ctx_t;
 
@@ -309,7 +301,7 @@ static int on_series_in_range(void *ctx, uint64_t sid, const ps_labels_t *ls)
     if (has < 0)
         return has; /* with detail in c->err */
     if (has)
-        strset_labels(c->l, c->name, ls);
+        ps_strset_labels(c->l, c->name, ls);
     return 0;
 }
 
@@ -318,10 +310,19 @@ static int cmp_cstr(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+void ps_strset_finish(ps_strset_t *l, ps_strlist_t *out)
+{
+    if (l->n > 1)
+        qsort(l->v, l->n, sizeof(char *), cmp_cstr);
+    out->n = l->n;
+    out->v = l->v;
+    ps_hmap_dispose(&l->seen);
+}
+
 int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start,
                     int64_t end, uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
 {
-    strset_t l = {.arena = arena};
+    ps_strset_t l = {.arena = arena};
     ps_hmap_init(&l.seen);
     memset(out, 0, sizeof(*out));
     int ret = 0;
@@ -329,22 +330,19 @@ int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint3
         ps_series_set_t s;
         if ((ret = ps_query_select_union(r, sels, nsels, start, end, max_series, arena, &s, err)) == 0)
             for (uint32_t i = 0; i < s.n; i++)
-                strset_labels(&l, name, &s.labels[i]);
+                ps_strset_labels(&l, name, &s.labels[i]);
     } else if (start != INT64_MIN || end != INT64_MAX) {
         /* only series with data in the range, as Prometheus does: every series is looked at */
         in_range_ctx_t c = {r, start, end, name, &l, err};
         ret = ps_reader_series_foreach(r, on_series_in_range, &c, err);
     } else {
-        ret = name ? ps_reader_label_values(r, name, strlen(name), strset_add, &l, err)
-                   : ps_reader_label_names(r, strset_add, &l, err);
+        ret = name ? ps_reader_label_values(r, name, strlen(name), ps_strset_add, &l, err)
+                   : ps_reader_label_names(r, ps_strset_add, &l, err);
     }
-    if (ret == 0) {
-        if (l.n > 1)
-            qsort(l.v, l.n, sizeof(char *), cmp_cstr);
-        out->n = l.n;
-        out->v = l.v;
-    }
-    ps_hmap_dispose(&l.seen);
+    if (ret == 0)
+        ps_strset_finish(&l, out);
+    else
+        ps_hmap_dispose(&l.seen);
     return ret;
 }
 

@@ -14,4 +14,20 @@ bool ps_query_labels_match(ps_selector_t *sel, const ps_labels_t *ls);
 /** Appends (sid, *ls) to s, growing its arrays in arena; *cap is the arrays' room (0 at first). */
 void ps_series_set_push(ps_series_set_t *s, uint32_t *cap, ps_arena_t *arena, uint64_t sid, const ps_labels_t *ls);
 
+/** A de-duplicated list of strings being built (copies in arena); zero it but for arena, then
+ *  ps_hmap_init(&seen); ps_strset_finish sorts it into an ps_strlist_t and disposes seen. */
+typedef struct ps_strset {
+    ps_hmap_t seen;
+    const char **v;
+    uint32_t n, cap;
+    ps_arena_t *arena;
+} ps_strset_t;
+
+/** Adds s unless there already (a label name/value callback: always 0). */
+int ps_strset_add(void *ctx, const char *s, size_t n);
+/** Adds ls's label names (name == NULL) or its value of label name, if it has one. */
+void ps_strset_labels(ps_strset_t *l, const char *name, const ps_labels_t *ls);
+/** Sorts l into out (ascending) and disposes l's index. */
+void ps_strset_finish(ps_strset_t *l, ps_strlist_t *out);
+
 #endif
