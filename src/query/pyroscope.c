@@ -9,24 +9,9 @@
 #include <string.h>
 
 #include "querier.h"
-#include "query.h"
+#include "query_int.h"
 
 /* ---- the profile type of a query ---- */
-
-static int on_any(void *ctx, uint64_t sid)
-{
-    (void)sid;
-    *(int *)ctx = 1;
-    return 1;
-}
-
-/* 1 if some series is named id, 0 if none, or an error. */
-static int type_stored(ps_reader_t *r, const char *id, size_t n, ps_err_t *err)
-{
-    int found = 0;
-    int ret = ps_reader_postings(r, "__name__", 8, id, n, on_any, &found, err);
-    return ret < 0 ? ret : found;
-}
 
 static int not_a_type(const char *param, const char *v, ps_err_t *err)
 {
@@ -80,14 +65,14 @@ int ps_query_pyro_type(ps_reader_t *r, ps_selector_t *sel, const char *param, ps
     const char *parts[6];
     if (ps_profile_type_parts(m->value, arena, parts) != 0)
         return not_a_type(param, m->value, err);
-    int ret = type_stored(r, m->value, m->vlen, err);
+    int ret = ps_query_any_posting(r, "__name__", 8, m->value, m->vlen, err);
     if (ret < 0)
         return ret;
     if (ret == 0 && parts[5] == NULL) {
         char *d = ps_arena_alloc(arena, m->vlen + 7);
         memcpy(d, m->value, m->vlen);
         memcpy(d + m->vlen, ":delta", 7);
-        if ((ret = type_stored(r, d, m->vlen + 6, err)) < 0)
+        if ((ret = ps_query_any_posting(r, "__name__", 8, d, m->vlen + 6, err)) < 0)
             return ret;
         if (ret) {
             m->value = d;

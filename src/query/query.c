@@ -511,6 +511,14 @@ static int on_any(void *ctx, uint64_t sid)
     return 1;
 }
 
+int ps_query_any_posting(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
+                         ps_err_t *err)
+{
+    int found = 0;
+    int ret = ps_reader_postings(r, name, nlen, value, vlen, on_any, &found, err);
+    return ret < 0 ? ret : found;
+}
+
 /* The first __name__="..." matcher, or -1. */
 static int name_matcher(const ps_selector_t *sel)
 {
@@ -619,9 +627,9 @@ static int select_one_type(ps_reader_t *r, const ps_profile_query_t *q, ps_arena
     if (set.n == 0 && ni >= 0) {
         /* nothing matched: a profile type never stored is a mistake worth saying */
         const ps_matcher_t *m = &q->sel->m[ni];
-        int found = 0;
-        if ((ret = ps_reader_postings(r, "__name__", 8, m->value, m->vlen, on_any, &found, err)) < 0)
-            return ret;
+        int found = ps_query_any_posting(r, "__name__", 8, m->value, m->vlen, err);
+        if (found < 0)
+            return found;
         if (!found)
             return ps_err_set(err, PS_ENOTFOUND,
                               "invalid parameter \"%s\": unknown profile type \"%s\" (GET /api/v1/profiles/types lists "

@@ -14,6 +14,10 @@ bool ps_query_labels_match(ps_selector_t *sel, const ps_labels_t *ls);
 /** Appends (sid, *ls) to s, growing its arrays in arena; *cap is the arrays' room (0 at first). */
 void ps_series_set_push(ps_series_set_t *s, uint32_t *cap, ps_arena_t *arena, uint64_t sid, const ps_labels_t *ls);
 
+/** 1 if some series has label name=value, 0 if none, or an error. */
+int ps_query_any_posting(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
+                         ps_err_t *err);
+
 /** A de-duplicated list of strings being built (copies in arena); zero it but for arena, then
  *  ps_hmap_init(&seen); ps_strset_finish sorts it into an ps_strlist_t and disposes seen. */
 typedef struct ps_strset {
