@@ -93,6 +93,7 @@ struct ps_wreq {
     ps_fappend_t **floats;       /* PS_WREQ_SAMPLES: float series (in and out), in the same
                                   * transaction as the profiles of the batch */
     size_t nfloats;
+    uint64_t nsamples;           /* PS_WREQ_SAMPLES: the samples of floats (set by ps_writer_submit) */
     const ps_metric_meta_t *meta;/* PS_WREQ_SAMPLES: metric metadata to store */
     size_t nmeta;
     int status;                  /* result for COMPACT/RETAIN */

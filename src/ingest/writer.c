@@ -35,6 +35,7 @@ void ps_writer_opts_default(ps_writer_opts_t *o)
 }
 
 /* A request's share of max_batch. */
+/* counted once, by ps_writer_submit (the writer reads it on every wake) */
 static uint64_t samples_of(const ps_wreq_t *r)
 {
     uint64_t n = 0;
@@ -46,7 +47,7 @@ static uint64_t samples_of(const ps_wreq_t *r)
 
 static uint64_t weight(const ps_wreq_t *r)
 {
-    return r->kind != PS_WREQ_SAMPLES ? 1 : 1 + samples_of(r) / PS_WRITER_SAMPLES_PER_UNIT;
+    return r->kind != PS_WREQ_SAMPLES ? 1 : 1 + r->nsamples / PS_WRITER_SAMPLES_PER_UNIT;
 }
 
 static void grow(void *arr, size_t *cap, size_t need, size_t size)
@@ -129,7 +130,7 @@ static void *run(void *arg)
             if (r->kind != PS_WREQ_APPEND && r->kind != PS_WREQ_SAMPLES)
                 d = 0; /* admin requests: now */
             if (r->kind == PS_WREQ_SAMPLES && w->opts.eager_samples > 0 &&
-                (samples += samples_of(r)) >= w->opts.eager_samples)
+                (samples += r->nsamples) >= w->opts.eager_samples)
                 d = 0; /* enough samples to share the fsync already: waiting only adds latency */
             if (d < delay)
                 delay = d;
@@ -273,6 +274,7 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
 {
     r->next = NULL;
     r->status = 0;
+    r->nsamples = samples_of(r);
     uint64_t units = weight(r);
     pthread_mutex_lock(&w->mu);
     /* samples requests also count by weight: max_queue units of decoded samples at most (8,192
