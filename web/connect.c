@@ -29,21 +29,27 @@
 typedef struct method {
     const char *path;
     ps_connect_fn fn;
+    unsigned cls; /* PS_ROUTE_* (internal.h), as routes.c's table */
 } method_t;
 
 static const method_t methods[] = {
-    {"/push.v1.PusherService/Push", ps_connect_push},
-    {"/querier.v1.QuerierService/ProfileTypes", ps_connect_querier_profile_types},
-    {"/querier.v1.QuerierService/LabelNames", ps_connect_querier_label_names},
-    {"/querier.v1.QuerierService/LabelValues", ps_connect_querier_label_values},
-    {"/querier.v1.QuerierService/Series", ps_connect_querier_series},
-    {"/querier.v1.QuerierService/SelectMergeStacktraces", ps_connect_querier_select_merge_stacktraces},
-    {"/querier.v1.QuerierService/SelectMergeProfile", ps_connect_querier_select_merge_profile},
-    {"/querier.v1.QuerierService/SelectSeries", ps_connect_querier_select_series},
-    {"/querier.v1.QuerierService/Diff", ps_connect_querier_diff},
+    {"/push.v1.PusherService/Push", ps_connect_push, PS_ROUTE_WRITE},
+    {"/querier.v1.QuerierService/ProfileTypes", ps_connect_querier_profile_types, PS_ROUTE_READ | PS_ROUTE_POOL},
+    {"/querier.v1.QuerierService/LabelNames", ps_connect_querier_label_names, PS_ROUTE_READ | PS_ROUTE_POOL},
+    {"/querier.v1.QuerierService/LabelValues", ps_connect_querier_label_values, PS_ROUTE_READ | PS_ROUTE_POOL},
+    {"/querier.v1.QuerierService/Series", ps_connect_querier_series, PS_ROUTE_READ | PS_ROUTE_POOL},
+    {"/querier.v1.QuerierService/SelectMergeStacktraces", ps_connect_querier_select_merge_stacktraces, PS_ROUTE_READ | PS_ROUTE_POOL},
+    {"/querier.v1.QuerierService/SelectMergeProfile", ps_connect_querier_select_merge_profile, PS_ROUTE_READ | PS_ROUTE_POOL},
+    {"/querier.v1.QuerierService/SelectSeries", ps_connect_querier_select_series, PS_ROUTE_READ | PS_ROUTE_POOL},
+    {"/querier.v1.QuerierService/Diff", ps_connect_querier_diff, PS_ROUTE_READ | PS_ROUTE_POOL},
 };
 
 #define NMETHODS (sizeof(methods) / sizeof(methods[0]))
+
+unsigned ps_connect_method_class(uint32_t i)
+{
+    return i < NMETHODS ? methods[i].cls : PS_ROUTE_READ;
+}
 
 uint32_t ps_connect_nmethods(void)
 {

@@ -96,6 +96,8 @@ bool ps_connect_is_path(h2o_iovec_t path);
 /** The method table, for /metrics (routes.c): one handler per method, named by its path. */
 uint32_t ps_connect_nmethods(void);
 const char *ps_connect_method_name(uint32_t i);
+/** Method i's PS_ROUTE_* class (internal.h): the scope it needs, whether it runs on the query pool. */
+unsigned ps_connect_method_class(uint32_t i);
 /** The index of the method at path, or -1. */
 int ps_connect_method_index(h2o_iovec_t path);
 

@@ -61,11 +61,24 @@ void ps_ingest_job_submit(ps_ingest_job_t *j, h2o_req_t *req);
 void ps_ingest_job_fail(ps_ingest_job_t *j, h2o_req_t *req, int status, const char *msg);
 
 /* routes.c */
+/** What a route (routes.c) or a Connect method (connect.c) is: the one scope a caller needs for it
+ *  when authentication is on (OPEN: none, ever), and POOL when its work runs on the query worker
+ *  pool rather than on the event loop. */
+enum {
+    PS_ROUTE_OPEN = 0,
+    PS_ROUTE_READ = 1u << 0,
+    PS_ROUTE_WRITE = 1u << 1,
+    PS_ROUTE_ADMIN = 1u << 2,
+    PS_ROUTE_SCOPES = PS_ROUTE_READ | PS_ROUTE_WRITE | PS_ROUTE_ADMIN,
+    PS_ROUTE_POOL = 1u << 4,
+};
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req);
 /** The handler a path is counted under in /metrics: 0 .. ps_routes_nhandlers() - 1 (the last
  *  one is "other": paths no route serves). */
 uint32_t ps_routes_handler(h2o_iovec_t path);
 uint32_t ps_routes_nhandlers(void);
+/** The PS_ROUTE_* class of handler i (as ps_routes_handler numbers them). */
+unsigned ps_routes_class(uint32_t handler);
 /** The route pattern of handler i ("/api/v1/query_range", "/api/v1/label/:name/values", "other"). */
 const char *ps_routes_handler_name(uint32_t i);
 

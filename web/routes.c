@@ -11,52 +11,58 @@ typedef struct route {
     const char *path;
     unsigned methods; /* bit set of M_* */
     int (*fn)(h2o_req_t *req);
+    unsigned cls;     /* PS_ROUTE_* (internal.h): the scope it needs, whether it runs on the query pool */
 } route_t;
 
 enum { M_GET = 1, M_POST = 2, M_HEAD = 4 };
+#define OPEN PS_ROUTE_OPEN
+#define RD PS_ROUTE_READ
+#define WR PS_ROUTE_WRITE
+#define ADM PS_ROUTE_ADMIN
+#define POOL PS_ROUTE_POOL
 
 static const route_t routes[] = {
-    {"/-/healthy", M_GET | M_HEAD, ps_api_healthy},
-    {"/-/ready", M_GET | M_HEAD, ps_api_ready},
-    {"/metrics", M_GET, ps_api_metrics},
-    {"/-/reload", M_POST, ps_api_reload},
-    {"/api/v1/targets", M_GET, ps_api_targets},
-    {"/api/v1/status/buildinfo", M_GET, ps_api_buildinfo},
-    {"/api/v1/status/config", M_GET, ps_api_status_config},
-    {"/api/v1/status/flags", M_GET, ps_api_status_flags},
-    {"/api/v1/status/runtimeinfo", M_GET, ps_api_status_runtimeinfo},
-    {"/api/v1/status/tsdb", M_GET, ps_api_status_tsdb},
-    {"/api/v1/profiles/write", M_POST, ps_api_profiles_write},
-    {"/ingest", M_POST, ps_api_pyroscope_ingest},
-    {"/api/v1/read", M_POST, ps_api_read},
-    {"/api/v1/write", M_POST, ps_api_remote_write},
-    {"/api/v1/query", M_GET | M_POST, ps_api_query},
-    {"/api/v1/query_range", M_GET | M_POST, ps_api_query_range},
-    {"/api/v1/format_query", M_GET | M_POST, ps_api_format_query},
-    {"/api/v1/series", M_GET | M_POST, ps_api_series},
-    {"/api/v1/labels", M_GET | M_POST, ps_api_labels},
-    {"/api/v1/metadata", M_GET, ps_api_metadata},
-    {"/api/v1/query_exemplars", M_GET | M_POST, ps_api_query_exemplars},
-    {"/api/v1/rules", M_GET, ps_api_rules},
-    {"/api/v1/alerts", M_GET, ps_api_alerts},
-    {"/api/v1/profiles/types", M_GET | M_POST, ps_api_profile_types},
-    {"/api/v1/profiles/query", M_GET | M_POST, ps_api_profile_query},
-    {"/api/v1/profiles/diff", M_GET | M_POST, ps_api_profile_diff},
-    {"/api/v1/admin/compact", M_POST, ps_api_admin_compact},
-    {"/api/v1/admin/retention", M_POST, ps_api_admin_retention},
-    {"/api/v1/debug/series", M_GET, ps_api_debug_series},
-    {"/api/v1/debug/profile", M_GET, ps_api_debug_profile},
-    {"/pyroscope/render", M_GET, ps_api_pyroscope_render},
-    {"/pyroscope/render-diff", M_GET, ps_api_pyroscope_render_diff},
-    {"/pyroscope/label-values", M_GET, ps_api_pyroscope_label_values},
-    {"/pyroscope/labels", M_GET, ps_api_pyroscope_labels},
+    {"/-/healthy", M_GET | M_HEAD, ps_api_healthy, OPEN},
+    {"/-/ready", M_GET | M_HEAD, ps_api_ready, OPEN},
+    {"/metrics", M_GET, ps_api_metrics, RD},
+    {"/-/reload", M_POST, ps_api_reload, ADM},
+    {"/api/v1/targets", M_GET, ps_api_targets, RD},
+    {"/api/v1/status/buildinfo", M_GET, ps_api_buildinfo, RD},
+    {"/api/v1/status/config", M_GET, ps_api_status_config, RD},
+    {"/api/v1/status/flags", M_GET, ps_api_status_flags, RD},
+    {"/api/v1/status/runtimeinfo", M_GET, ps_api_status_runtimeinfo, RD},
+    {"/api/v1/status/tsdb", M_GET, ps_api_status_tsdb, RD | POOL},
+    {"/api/v1/profiles/write", M_POST, ps_api_profiles_write, WR},
+    {"/ingest", M_POST, ps_api_pyroscope_ingest, WR},
+    {"/api/v1/read", M_POST, ps_api_read, RD},
+    {"/api/v1/write", M_POST, ps_api_remote_write, WR},
+    {"/api/v1/query", M_GET | M_POST, ps_api_query, RD | POOL},
+    {"/api/v1/query_range", M_GET | M_POST, ps_api_query_range, RD | POOL},
+    {"/api/v1/format_query", M_GET | M_POST, ps_api_format_query, RD},
+    {"/api/v1/series", M_GET | M_POST, ps_api_series, RD | POOL},
+    {"/api/v1/labels", M_GET | M_POST, ps_api_labels, RD | POOL},
+    {"/api/v1/metadata", M_GET, ps_api_metadata, RD | POOL},
+    {"/api/v1/query_exemplars", M_GET | M_POST, ps_api_query_exemplars, RD},
+    {"/api/v1/rules", M_GET, ps_api_rules, RD},
+    {"/api/v1/alerts", M_GET, ps_api_alerts, RD},
+    {"/api/v1/profiles/types", M_GET | M_POST, ps_api_profile_types, RD | POOL},
+    {"/api/v1/profiles/query", M_GET | M_POST, ps_api_profile_query, RD | POOL},
+    {"/api/v1/profiles/diff", M_GET | M_POST, ps_api_profile_diff, RD | POOL},
+    {"/api/v1/admin/compact", M_POST, ps_api_admin_compact, ADM},
+    {"/api/v1/admin/retention", M_POST, ps_api_admin_retention, ADM},
+    {"/api/v1/debug/series", M_GET, ps_api_debug_series, ADM | POOL},
+    {"/api/v1/debug/profile", M_GET, ps_api_debug_profile, ADM | POOL},
+    {"/pyroscope/render", M_GET, ps_api_pyroscope_render, RD | POOL},
+    {"/pyroscope/render-diff", M_GET, ps_api_pyroscope_render_diff, RD | POOL},
+    {"/pyroscope/label-values", M_GET, ps_api_pyroscope_label_values, RD | POOL},
+    {"/pyroscope/labels", M_GET, ps_api_pyroscope_labels, RD | POOL},
     /* the web UI's pages (api_ui.c): index.html, which routes itself; its files: /ui/<path> */
-    {"/", M_GET | M_HEAD, ps_api_ui_page},
-    {"/graph", M_GET | M_HEAD, ps_api_ui_page},
-    {"/compare", M_GET | M_HEAD, ps_api_ui_page},
-    {"/targets", M_GET | M_HEAD, ps_api_ui_page},
-    {"/status", M_GET | M_HEAD, ps_api_ui_page},
-    {"/favicon.ico", M_GET | M_HEAD, ps_api_ui_favicon},
+    {"/", M_GET | M_HEAD, ps_api_ui_page, RD},
+    {"/graph", M_GET | M_HEAD, ps_api_ui_page, RD},
+    {"/compare", M_GET | M_HEAD, ps_api_ui_page, RD},
+    {"/targets", M_GET | M_HEAD, ps_api_ui_page, RD},
+    {"/status", M_GET | M_HEAD, ps_api_ui_page, RD},
+    {"/favicon.ico", M_GET | M_HEAD, ps_api_ui_favicon, RD},
 };
 
 static unsigned method_bit(h2o_iovec_t m)
@@ -114,6 +120,19 @@ uint32_t ps_routes_handler(h2o_iovec_t p)
         return (uint32_t)NROUTES + 1;
     int mi = ps_connect_method_index(p);
     return mi >= 0 ? (uint32_t)NROUTES + 2 + (uint32_t)mi : (uint32_t)NROUTES + 2 + ps_connect_nmethods();
+}
+
+unsigned ps_routes_class(uint32_t handler)
+{
+    if (handler < NROUTES)
+        return routes[handler].cls;
+    if (handler == NROUTES) /* label values */
+        return PS_ROUTE_READ | PS_ROUTE_POOL;
+    if (handler == NROUTES + 1) /* the UI's files */
+        return PS_ROUTE_READ;
+    if (handler - NROUTES - 2 < ps_connect_nmethods())
+        return ps_connect_method_class(handler - NROUTES - 2);
+    return PS_ROUTE_READ; /* "other": a 404 (or Connect's unimplemented), after authentication */
 }
 
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
