@@ -17,25 +17,27 @@ parser        parser     core
 proto         proto      core
 storage       storage    core
 src/config    config     core parser
+src/auth      auth       core config
 src/discovery discovery  core config
 src/ingest    ingest     core parser proto storage
 src/query     query      core parser proto storage
 src/render    render     core
 src/scrape    scrape     core config discovery ingest proto
-web           web        core parser proto storage config discovery ingest query render scrape
-src/main.c    main       core parser proto storage config discovery ingest query render scrape web
+web           web        core parser proto storage config auth discovery ingest query render scrape
+src/main.c    main       core parser proto storage config auth discovery ingest query render scrape web
 tests/unit/core      -   core
 tests/unit/parser    -   core parser
 tests/unit/proto     -   core proto
 tests/unit/storage   -   core storage proto
 tests/unit/config    -   core config
+tests/unit/auth      -   core config auth
 tests/unit/discovery -   core config discovery
 tests/unit/ingest    -   core parser proto storage ingest
 tests/unit/query     -   core parser proto storage ingest query
 tests/unit/render    -   core proto render
 tests/unit/scrape    -   core config discovery ingest proto scrape
 '
-prefixes='core parser proto storage config discovery ingest query render scrape web'
+prefixes='core parser proto storage config auth discovery ingest query render scrape web'
 
 bad=0
 echo "$rules" | while read -r dir own allowed; do

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "config/webconfig.h"
 #include "scrape/scrape.h"
 #include "core/log.h"
 #include "core/timeutil.h"
@@ -49,6 +50,10 @@ static const char usage[] =
     "  --storage.commit-delay=DURATION  at most one commit (fsync) per this interval unless a batch is full\n"
     "                                   (group commit; default 10ms; 0 = commit at once)\n"
     "  --storage.no-sync                no fsync on commit: faster, NOT durable (benchmarks only)\n"
+    "  --web.config.file=FILE           TLS and authentication (Prometheus' web config format + bearer_tokens;\n"
+    "                                   see README); re-read on SIGHUP and POST /-/reload\n"
+    "  --web.enable-admin-api           serve /api/v1/admin/* and /api/v1/debug/* (default off: 503)\n"
+    "  --web.enable-lifecycle           serve POST /-/reload (default off: 403)\n"
     "  --help                           this text\n"
     "  --version                        print the version\n";
 
@@ -77,13 +82,13 @@ static int parse_size(const char *s, uint64_t *out)
 }
 
 typedef struct flags {
-    const char *listen, *data_dir, *config, *log_level;
+    const char *listen, *data_dir, *config, *log_level, *web_config;
     int64_t retention, compact_window, compact_interval, retention_interval, commit_delay;
     uint64_t max_body, max_inflated, max_size, compact_max, threads, max_series;
     uint64_t read_sample_limit, read_concurrent_limit, read_max_frame;
     int64_t query_timeout;
     uint64_t query_max_samples;
-    int nosync;
+    int nosync, admin_api, lifecycle;
 } flags_t;
 
 static void die_usage(const char *fmt, const char *a, const char *b)
@@ -124,6 +129,12 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             f->nosync = 1;
             continue;
         }
+        if (strcmp(name, "web.enable-admin-api") == 0 || strcmp(name, "web.enable-lifecycle") == 0) {
+            if (val != NULL && strcmp(val, "true") != 0 && strcmp(val, "false") != 0)
+                die_usage("--%s: \"%s\" is not true or false", name, val);
+            *(name[11] == 'a' ? &f->admin_api : &f->lifecycle) = val == NULL || strcmp(val, "true") == 0;
+            continue;
+        }
         static const char *known[] = {"listen", "data-dir", "config", "log-level", "retention",
                                       "storage.compact-window", "storage.compact-interval",
                                       "storage.retention-interval", "max-body-size", "max-inflated-size",
@@ -131,7 +142,7 @@ static void parse_flags(int argc, char **argv, flags_t *f)
                                       "query.max-series", "storage.commit-delay", "query.timeout",
                                       "query.max-samples", "storage.remote.read-sample-limit",
                                       "storage.remote.read-concurrent-limit",
-                                      "storage.remote.read-max-bytes-in-frame", NULL};
+                                      "storage.remote.read-max-bytes-in-frame", "web.config.file", NULL};
         int is_known = 0;
         for (int k = 0; known[k]; k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -153,6 +164,8 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             f->config = val;
         else if (strcmp(name, "log-level") == 0)
             f->log_level = val;
+        else if (strcmp(name, "web.config.file") == 0)
+            f->web_config = val;
         else if (strcmp(name, "retention") == 0)
             dur = &f->retention;
         else if (strcmp(name, "storage.compact-window") == 0)
@@ -275,6 +288,9 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("storage.retention-interval", fmt_dur(f->retention_interval));
     FLAG("storage.commit-delay", fmt_dur(f->commit_delay));
     FLAG("storage.no-sync", f->nosync ? "true" : "false");
+    FLAG("web.config.file", f->web_config ? f->web_config : "");
+    FLAG("web.enable-admin-api", f->admin_api ? "true" : "false");
+    FLAG("web.enable-lifecycle", f->lifecycle ? "true" : "false");
 #undef FLAG
     qsort(fl, n, sizeof(fl[0]), flag_cmp);
     srv->flags = fl;
@@ -295,6 +311,7 @@ static void status_config(ps_server_t *srv, const ps_config_t *cfg, int64_t when
 typedef struct wiring {
     pthread_mutex_t mu;      /* one reload at a time */
     const char *config_path; /* NULL without --config */
+    const char *web_config_path; /* NULL without --web.config.file */
     ps_server_t *srv;
     ps_scraper_opts_t scrape_opts;
 } wiring_t;
@@ -308,12 +325,35 @@ static void apply_config(wiring_t *w, ps_config_t *cfg)
         ps_scraper_reload(w->srv->scraper, cfg);
 }
 
+/* Re-reads --web.config.file: a file that does not load keeps the one in force. */
+static int reload_web_config(wiring_t *w, ps_err_t *err)
+{
+    ps_webconfig_t *wc = NULL;
+    int rc = ps_webconfig_load(w->web_config_path, &wc, err);
+    if (rc == 0 && (rc = ps_server_web_config(w->srv, wc, err)) == 0)
+        ps_log_info("web configuration reloaded", "file=%s", ps_log_q(w->web_config_path));
+    else
+        ps_log_error("web configuration reload failed; keeping the running one", "err=%s", ps_log_q(err->msg));
+    return rc;
+}
+
 static int reload_config(void *ctx, ps_err_t *err)
 {
     wiring_t *w = ctx;
     ps_config_t *cfg = NULL;
     pthread_mutex_lock(&w->mu);
-    int rc = ps_config_load(w->config_path, &cfg, err);
+    int wrc = 0, rc = 0;
+    ps_err_t werr;
+    ps_err_clear(&werr);
+    if (w->web_config_path != NULL)
+        wrc = reload_web_config(w, &werr);
+    if (w->config_path == NULL) {
+        if (wrc != 0)
+            *err = werr;
+        pthread_mutex_unlock(&w->mu);
+        return wrc;
+    }
+    rc = ps_config_load(w->config_path, &cfg, err);
     if (rc == 0) {
         status_config(w->srv, cfg, ps_time_now());
         apply_config(w, cfg);
@@ -323,6 +363,10 @@ static int reload_config(void *ctx, ps_err_t *err)
         ps_server_config_loaded(w->srv, false, NULL, 0, ps_time_now());
     }
     pthread_mutex_unlock(&w->mu);
+    if (rc == 0 && wrc != 0) {
+        *err = werr;
+        return wrc;
+    }
     return rc;
 }
 
@@ -361,6 +405,11 @@ int main(int argc, char **argv)
     ps_err_clear(&err);
     ps_config_t *cfg = NULL;
     if (f.config != NULL && ps_config_load(f.config, &cfg, &err) != 0) {
+        fprintf(stderr, "profstore: %s\n", err.msg);
+        return 2;
+    }
+    ps_webconfig_t *wc = NULL;
+    if (f.web_config != NULL && ps_webconfig_load(f.web_config, &wc, &err) != 0) {
         fprintf(stderr, "profstore: %s\n", err.msg);
         return 2;
     }
@@ -404,6 +453,8 @@ int main(int argc, char **argv)
     ps_pprof_limits_default(&srv.opts.limits);
     srv.opts.limits.max_inflated = f.max_inflated;
     srv.opts.retention_ns = f.retention;
+    srv.opts.enable_admin_api = f.admin_api;
+    srv.opts.enable_lifecycle = f.lifecycle;
     srv.store = store;
     status_flags(&f, &srv);
     if (ps_server_bind(&srv, &err) != 0) {
@@ -411,15 +462,20 @@ int main(int argc, char **argv)
         ps_store_close(store);
         return 1;
     }
+    if (wc != NULL && ps_server_web_config(&srv, wc, &err) != 0) { /* its certificates do not load */
+        fprintf(stderr, "profstore: %s\n", err.msg);
+        ps_store_close(store);
+        return 2;
+    }
     status_config(&srv, cfg, srv.start_time); /* loaded at start; before apply_config takes cfg */
     srv.writer = ps_writer_start(store, &wo);
     /* a scraped body may be twice a pushed one, and at least 64 MiB (Go heap profiles of big
      * processes) */
-    wiring_t wiring = {.config_path = f.config, .srv = &srv};
+    wiring_t wiring = {.config_path = f.config, .web_config_path = f.web_config, .srv = &srv};
     pthread_mutex_init(&wiring.mu, NULL);
     wiring.scrape_opts.max_body = f.max_body * 2 > (64u << 20) ? f.max_body * 2 : (64u << 20);
     wiring.scrape_opts.limits = srv.opts.limits;
-    if (f.config != NULL) {
+    if (f.config != NULL || f.web_config != NULL) {
         srv.reload = reload_config;
         srv.reload_ctx = &wiring;
     }
@@ -440,8 +496,8 @@ int main(int argc, char **argv)
         if (sigwait(&set, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            if (f.config == NULL)
-                ps_log_warn("SIGHUP ignored: no --config to reload", NULL);
+            if (f.config == NULL && f.web_config == NULL)
+                ps_log_warn("SIGHUP ignored: no --config or --web.config.file to reload", NULL);
             else
                 (void)reload_config(&wiring, &err);
             continue;

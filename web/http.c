@@ -301,6 +301,8 @@ const char *ps_http_error_type(int status)
 {
     switch (status) {
     case 400: case 409: case 413: case 415: return "bad_data";
+    case 401: return "unauthorized";
+    case 403: return "forbidden";
     case 404: return "not_found";
     case 405: return "bad_data";
     case 422: return "execution";

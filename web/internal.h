@@ -23,6 +23,7 @@ typedef struct ps_loop {
     /* arenas kept warm for the next request: a fresh arena costs page faults (~0.5 ms a profile) */
     ps_arena_t *free_arenas[64];
     int nfree;
+    struct ps_websec *websec; /* tls.c: the web configuration this loop applies (a reference), or NULL */
 } ps_loop_t;
 
 static inline ps_loop_t *ps_loop_of(h2o_context_t *ctx)
@@ -81,6 +82,22 @@ uint32_t ps_routes_nhandlers(void);
 unsigned ps_routes_class(uint32_t handler);
 /** The route pattern of handler i ("/api/v1/query_range", "/api/v1/label/:name/values", "other"). */
 const char *ps_routes_handler_name(uint32_t i);
+
+/* tls.c: the web configuration (--web.config.file) in force */
+/** The loop's reference to the current web configuration, and its TLS context on the accept ctx
+ *  (loop_main, on the loop's thread). */
+void ps_tls_loop_init(ps_loop_t *l);
+/** Marks the loops started: later configurations are handed to them by message (ps_server_start). */
+void ps_tls_started(ps_server_t *s);
+/** The check every request passes before its route (ps_routes_dispatch): adds the configured
+ *  response headers, then for a route of class cls (PS_ROUTE_*) checks the credentials (401),
+ *  their scope (403) and whether admin routes are enabled (503, /-/reload: 403). 0 to go on, -1
+ *  when it answered the request. */
+int ps_web_authorize(h2o_req_t *req, unsigned cls);
+/** Whether req carries credentials with the admin scope (false without authentication). */
+bool ps_web_is_admin(h2o_req_t *req);
+/** Runs cb (with a fresh ps_async_t whose loop is set; cb frees it) on every loop's thread (server.c). */
+void ps_server_post_loops(ps_server_t *s, ps_async_cb cb);
 
 /* http.c: request accounting */
 struct ps_http_stats *ps_http_stats_new(void);

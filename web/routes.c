@@ -139,6 +139,8 @@ int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
 {
     h2o_iovec_t p = req->path_normalized;
     unsigned m = method_bit(req->method);
+    if (ps_web_authorize(req, ps_routes_class(ps_routes_handler(p))) != 0) /* tls.c: 401, 403, 503 */
+        return 0;
     for (size_t i = 0; i < NROUTES; i++) {
         if (!h2o_memis(p.base, p.len, routes[i].path, strlen(routes[i].path)))
             continue;

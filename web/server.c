@@ -143,6 +143,7 @@ static void *loop_main(void *arg)
     h2o_context_init(&l->ctx, h2o_evloop_create(), &im->config);
     l->accept_ctx.ctx = &l->ctx;
     l->accept_ctx.hosts = im->config.hosts;
+    ps_tls_loop_init(l); /* the TLS context and authentication of --web.config.file */
     l->queue = h2o_multithread_create_queue(l->ctx.loop);
     h2o_multithread_register_receiver(l->queue, &l->receiver, ps_async_on_messages);
     l->listener = h2o_evloop_socket_create(l->ctx.loop, l->fd, H2O_SOCKET_FLAG_DONT_READ);
@@ -180,6 +181,7 @@ int ps_server_start(ps_server_t *s, ps_err_t *err)
     pthread_barrier_wait(&ready); /* every loop has its queue and listener */
     pthread_barrier_destroy(&ready);
     free(sc);
+    ps_tls_started(s);
     return 0;
 }
 
@@ -217,6 +219,14 @@ static void post(ps_loop_t *l, ps_async_cb cb)
     a->loop = l;
     a->on_complete = cb;
     h2o_multithread_send_message(&l->receiver, &a->msg);
+}
+
+void ps_server_post_loops(ps_server_t *s, ps_async_cb cb)
+{
+    impl_t *im = s->impl;
+    for (uint32_t i = 0; im != NULL && i < im->nloops; i++)
+        if (im->loops[i].queue != NULL)
+            post(&im->loops[i], cb);
 }
 
 void ps_server_begin_shutdown(ps_server_t *s)

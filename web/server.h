@@ -20,6 +20,7 @@
  * ingest/ingest.h and scrape/scrape.h, which only the handlers' .c files include). */
 struct ps_writer;
 struct ps_scraper;
+struct ps_webconfig; /* config/webconfig.h */
 
 /** What main.c does for POST /-/reload, the same as for SIGHUP: reads the configuration file
  *  again and applies it, or keeps the running one and returns the error. Called on an HTTP
@@ -38,6 +39,8 @@ typedef struct ps_server_opts {
     uint32_t read_concurrency; /* remote reads at once (0 = no limit); more get 503 */
     int64_t retention_ns;    /* --retention, for /api/v1/status/runtimeinfo */
     size_t max_remote_uncompressed; /* remote_write: largest uncompressed body (0 = proto/remote.h's default) */
+    bool enable_admin_api;   /* --web.enable-admin-api: the admin and debug APIs (else 503) */
+    bool enable_lifecycle;   /* --web.enable-lifecycle: POST /-/reload (else 403) */
 } ps_server_opts_t;
 
 /** One command-line flag as /api/v1/status/flags shows it: its name without "--" and its effective
@@ -65,6 +68,8 @@ typedef struct ps_server {
     const ps_server_flag_t *flags; /* every flag of ours, sorted by name (main.c) */
     uint32_t nflags;
     struct ps_server_status *status; /* the configuration as loaded, for the status endpoints (api_status.c) */
+    struct ps_websec *websec;        /* web/tls.c: the web configuration in force, NULL without one */
+    bool websec_started, websec_tls; /* web/tls.c */
     void *impl;
 } ps_server_t;
 
@@ -76,6 +81,13 @@ int ps_server_start(ps_server_t *s, ps_err_t *err);
 void ps_server_begin_shutdown(ps_server_t *s);
 /** Stops the loops (after the writer has finished and its answers were handed over) and joins them. */
 void ps_server_stop(ps_server_t *s);
+/** Puts a web configuration (--web.config.file; config/webconfig.h) in force, taking wc: TLS on the
+ *  listeners, basic auth and bearer tokens, response headers. Before ps_server_start, or later
+ *  (SIGHUP, /-/reload): the loops switch to it for the connections and requests that follow.
+ *  PS_EINVAL when a certificate or key does not load (file:line:col of its key) or a reload would
+ *  turn TLS on or off; the configuration in force stays. Thread-safe. */
+int ps_server_web_config(ps_server_t *s, struct ps_webconfig *wc, ps_err_t *err);
+
 /** The port actually bound (useful with port 0). */
 int ps_server_port(ps_server_t *s);
 /** Records a configuration load (at start, after ps_server_bind, or on reload): ok with the

@@ -1,0 +1,294 @@
+/*
+ * tls.c - the web configuration in force (--web.config.file): the TLS context of the listeners
+ * (OpenSSL through h2o, HTTP/2 offered by ALPN), the credential checker and the response
+ * headers; and the check every request passes first (ps_web_authorize).
+ *
+ * Swapping. What a web config becomes is one immutable ps_websec_t, counted. The server keeps
+ * the current one (under a mutex); each loop holds its own reference in ps_loop_t.websec and
+ * puts the TLS context on its accept ctx. ps_server_web_config (start, SIGHUP, /-/reload) makes
+ * a new one and posts a message to every loop, which swaps its reference on its own thread: a
+ * request is checked against one configuration from start to end, and connections already
+ * accepted keep the TLS context they started with (OpenSSL counts those itself). A file that does
+ * not load or whose certificates do not keeps the running one. TLS cannot be switched on or
+ * off by a reload (the listeners are the same): that needs a restart.
+ *
+ * Refusals (rule 10: a status, the API's error shape, the reason):
+ *  - no or bad credentials: 401, WWW-Authenticate: Basic (Bearer when only tokens are configured);
+ *  - a credential without the route's scope: 403;
+ *  - admin routes without --web.enable-admin-api: 503 "admin APIs disabled" (Prometheus 2.42);
+ *    /-/reload without --web.enable-lifecycle: 403 "Lifecycle API is not enabled." (Prometheus);
+ * Connect paths answer in Connect's JSON (unauthenticated, permission_denied, unavailable), the
+ * others in Prometheus' envelope (errorType unauthorized, forbidden, unavailable).
+ */
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "auth/auth.h"
+#include "connect.h"
+#include "core/log.h"
+#include "http.h"
+#include "internal.h"
+
+typedef struct ps_websec ps_websec_t;
+struct ps_websec {
+    atomic_int refs;
+    ps_webconfig_t *wc; /* owned: the headers point into it */
+    ps_auth_t *auth;    /* NULL: no authentication */
+    SSL_CTX *ssl;       /* NULL: plain HTTP */
+};
+
+static pthread_mutex_t cur_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void websec_release(ps_websec_t *w)
+{
+    if (w == NULL || atomic_fetch_sub(&w->refs, 1) != 1)
+        return;
+    if (w->ssl != NULL)
+        SSL_CTX_free(w->ssl);
+    ps_auth_free(w->auth);
+    ps_webconfig_free(w->wc);
+    free(w);
+}
+
+/* The server's current configuration with a reference for the caller, or NULL. */
+static ps_websec_t *websec_acquire(ps_server_t *s)
+{
+    pthread_mutex_lock(&cur_mu);
+    ps_websec_t *w = s->websec;
+    if (w != NULL)
+        atomic_fetch_add(&w->refs, 1);
+    pthread_mutex_unlock(&cur_mu);
+    return w;
+}
+
+/* OpenSSL's error queue as text (its last entry), cleared. */
+static const char *ssl_reason(char *buf, size_t size)
+{
+    unsigned long e, last = 0;
+    while ((e = ERR_get_error()) != 0)
+        last = e;
+    if (last == 0)
+        snprintf(buf, size, "unknown error");
+    else
+        ERR_error_string_n(last, buf, size);
+    return buf;
+}
+
+static int at_err(ps_err_t *err, const ps_webconfig_t *wc, ps_webconfig_pos_t at, const char *what, const char *file)
+{
+    char r[256];
+    ssl_reason(r, sizeof(r));
+    return ps_err_set(err, PS_EINVAL, "%s:%u:%u: tls_server_config.%s: cannot load %s: %s", wc->path, at.line, at.col,
+                      what, file, r);
+}
+
+static int verify_any(int ok, X509_STORE_CTX *ctx)
+{
+    return 1; /* RequireAnyClientCert, RequestClientCert: a certificate, not verified */
+}
+
+static SSL_CTX *make_ssl(const ps_webconfig_t *wc, ps_err_t *err)
+{
+    const ps_webconfig_tls_t *t = &wc->tls;
+    ERR_clear_error();
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == NULL) {
+        char r[256];
+        ps_err_set(err, PS_EINTERNAL, "%s: cannot make a TLS context: %s", wc->path, ssl_reason(r, sizeof(r)));
+        return NULL;
+    }
+    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
+                                 (t->prefer_server_ciphers ? SSL_OP_CIPHER_SERVER_PREFERENCE : 0));
+    SSL_CTX_set_min_proto_version(ctx, t->min_version);
+    SSL_CTX_set_max_proto_version(ctx, t->max_version);
+    SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"profstore", 9);
+    if (SSL_CTX_use_certificate_chain_file(ctx, t->cert_file) != 1) {
+        at_err(err, wc, t->cert_at, "cert_file", t->cert_file);
+        goto Fail;
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, t->key_file, SSL_FILETYPE_PEM) != 1) {
+        at_err(err, wc, t->key_at, "key_file", t->key_file);
+        goto Fail;
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        char r[256];
+        ps_err_set(err, PS_EINVAL, "%s:%u:%u: tls_server_config.key_file: the key does not match cert_file: %s",
+                   wc->path, t->key_at.line, t->key_at.col, ssl_reason(r, sizeof(r)));
+        goto Fail;
+    }
+    if (t->ciphers != NULL && SSL_CTX_set_cipher_list(ctx, t->ciphers) != 1) {
+        char r[256];
+        ps_err_set(err, PS_EINVAL, "%s: tls_server_config.cipher_suites: %s", wc->path, ssl_reason(r, sizeof(r)));
+        goto Fail;
+    }
+    if (t->curves != NULL && SSL_CTX_set1_groups_list(ctx, t->curves) != 1) {
+        char r[256];
+        ps_err_set(err, PS_EINVAL, "%s: tls_server_config.curve_preferences: %s", wc->path, ssl_reason(r, sizeof(r)));
+        goto Fail;
+    }
+    if (t->client_ca_file != NULL && t->client_ca_file[0]) {
+        STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(t->client_ca_file);
+        if (names == NULL || SSL_CTX_load_verify_locations(ctx, t->client_ca_file, NULL) != 1) {
+            if (names != NULL)
+                sk_X509_NAME_pop_free(names, X509_NAME_free);
+            at_err(err, wc, t->ca_at, "client_ca_file", t->client_ca_file);
+            goto Fail;
+        }
+        SSL_CTX_set_client_CA_list(ctx, names);
+    }
+    switch (t->client_auth) {
+    case PS_CLIENT_AUTH_NONE: SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL); break;
+    case PS_CLIENT_AUTH_REQUEST: SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, verify_any); break;
+    case PS_CLIENT_AUTH_REQUIRE_ANY:
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_any);
+        break;
+    case PS_CLIENT_AUTH_VERIFY_IF_GIVEN: SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL); break;
+    case PS_CLIENT_AUTH_REQUIRE_AND_VERIFY:
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+        break;
+    }
+    static const h2o_iovec_t http1_only[] = {{H2O_STRLIT("http/1.1")}, {NULL}};
+    h2o_ssl_register_alpn_protocols(ctx, wc->http2 ? h2o_alpn_protocols : http1_only);
+    return ctx;
+Fail:
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
+static void on_swap(ps_async_t *a, h2o_req_t *req)
+{
+    ps_loop_t *l = a->loop;
+    ps_websec_t *old = l->websec;
+    ps_tls_loop_init(l);
+    websec_release(old);
+    free(a);
+}
+
+void ps_tls_loop_init(ps_loop_t *l)
+{
+    l->websec = websec_acquire(l->srv);
+    l->accept_ctx.ssl_ctx = l->websec != NULL ? l->websec->ssl : NULL;
+}
+
+int ps_server_web_config(ps_server_t *s, ps_webconfig_t *wc, ps_err_t *err)
+{
+    ps_websec_t *w = ps_xcalloc(1, sizeof(*w));
+    atomic_init(&w->refs, 1);
+    w->wc = wc;
+    if (wc->tls.enabled && (w->ssl = make_ssl(wc, err)) == NULL) {
+        websec_release(w);
+        return err->code;
+    }
+    pthread_mutex_lock(&cur_mu);
+    ps_websec_t *old = s->websec;
+    bool was_tls = s->websec_started ? s->websec_tls : wc->tls.enabled;
+    if (was_tls != wc->tls.enabled) {
+        pthread_mutex_unlock(&cur_mu);
+        websec_release(w);
+        return ps_err_set(err, PS_EINVAL, "%s: TLS cannot be turned %s by a reload (tls_server_config %s): restart "
+                                          "profstore for that", wc->path, was_tls ? "off" : "on",
+                          was_tls ? "removed" : "added");
+    }
+    w->auth = ps_auth_new(wc);
+    s->websec = w;
+    s->websec_tls = wc->tls.enabled;
+    bool started = s->websec_started;
+    pthread_mutex_unlock(&cur_mu);
+    websec_release(old);
+    if (started)
+        ps_server_post_loops(s, on_swap);
+    return 0;
+}
+
+bool ps_web_tls_on(ps_server_t *s)
+{
+    pthread_mutex_lock(&cur_mu);
+    bool on = s->websec != NULL && s->websec->ssl != NULL;
+    pthread_mutex_unlock(&cur_mu);
+    return on;
+}
+
+void ps_tls_started(ps_server_t *s)
+{
+    pthread_mutex_lock(&cur_mu);
+    s->websec_tls = s->websec != NULL && s->websec->ssl != NULL;
+    s->websec_started = true;
+    pthread_mutex_unlock(&cur_mu);
+}
+
+/* ---- the check of every request ---- */
+
+static void refuse(h2o_req_t *req, bool connect, int status, ps_connect_code_t code, const char *msg)
+{
+    if (connect)
+        ps_connect_error_req(req, code, msg);
+    else
+        ps_http_error_status(req, status, msg);
+}
+
+int ps_web_authorize(h2o_req_t *req, unsigned cls)
+{
+    ps_loop_t *l = ps_loop_of(req->conn->ctx);
+    ps_websec_t *w = l->websec;
+    bool connect = ps_connect_is_path(req->path_normalized);
+    if (w != NULL)
+        for (uint32_t i = 0; i < w->wc->nheaders; i++)
+            h2o_add_header_by_str(&req->pool, &req->res.headers, w->wc->headers[i].name, strlen(w->wc->headers[i].name),
+                                  0, NULL, w->wc->headers[i].value, strlen(w->wc->headers[i].value));
+    unsigned need = cls & PS_ROUTE_SCOPES;
+    if (need == PS_ROUTE_OPEN)
+        return 0;
+    if (w != NULL && w->auth != NULL) {
+        ssize_t hi = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+        unsigned scopes = 0;
+        ps_auth_verdict_t v = ps_auth_check(w->auth, hi >= 0 ? req->headers.entries[hi].value.base : NULL,
+                                            hi >= 0 ? req->headers.entries[hi].value.len : 0, &scopes);
+        if (v != PS_AUTH_OK) {
+            const char *ch = ps_auth_challenge(w->auth);
+            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL, ch, strlen(ch));
+            char msg[200];
+            snprintf(msg, sizeof(msg), "unauthorized: %s", ps_auth_verdict_str(v));
+            refuse(req, connect, 401, PS_CONNECT_UNAUTHENTICATED, msg);
+            return -1;
+        }
+        if ((scopes & need) != need) {
+            char msg[200];
+            snprintf(msg, sizeof(msg), "forbidden: this credential lacks the %s scope that %.*s needs",
+                     need & PS_ROUTE_ADMIN ? "admin" : need & PS_ROUTE_WRITE ? "write" : "read",
+                     (int)(req->path_normalized.len > 100 ? 100 : req->path_normalized.len), req->path_normalized.base);
+            refuse(req, connect, 403, PS_CONNECT_PERMISSION_DENIED, msg);
+            return -1;
+        }
+    }
+    if (need & PS_ROUTE_ADMIN) {
+        ps_server_t *s = l->srv;
+        if (h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT("/-/reload"))) {
+            if (!s->opts.enable_lifecycle) {
+                refuse(req, connect, 403, PS_CONNECT_PERMISSION_DENIED,
+                       "Lifecycle API is not enabled. (start profstore with --web.enable-lifecycle)");
+                return -1;
+            }
+        } else if (!s->opts.enable_admin_api) {
+            refuse(req, connect, 503, PS_CONNECT_UNAVAILABLE,
+                   "admin APIs disabled (start profstore with --web.enable-admin-api)");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+bool ps_web_is_admin(h2o_req_t *req)
+{
+    ps_websec_t *w = ps_loop_of(req->conn->ctx)->websec;
+    if (w == NULL || w->auth == NULL)
+        return false; /* without authentication nobody is known to be the operator */
+    ssize_t hi = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+    unsigned scopes = 0;
+    return hi >= 0 &&
+           ps_auth_check(w->auth, req->headers.entries[hi].value.base, req->headers.entries[hi].value.len, &scopes) ==
+               PS_AUTH_OK &&
+           (scopes & PS_SCOPE_ADMIN);
+}
