@@ -214,6 +214,8 @@ int ps_bench_server_start(ps_bench_server_t *s, const char *binary, const char *
     argv[argc++] = "127.0.0.1:{port}";
     argv[argc++] = "--data-dir";
     argv[argc++] = data_dir;
+    argv[argc++] = "--web.enable-admin-api"; /* the benches compact through /api/v1/admin/compact */
+    argv[argc++] = "--web.enable-lifecycle";
     for (int i = 0; args != NULL && args[i] != NULL && argc < 62; i++)
         argv[argc++] = args[i];
     argv[argc] = NULL;

@@ -126,12 +126,16 @@ class ServerError(RuntimeError):
 
 class Server:
     """One profstore process. Flags: keyword args (retention="1h" -> --retention 1h;
-    storage_compact_max_profiles=5 -> --storage.compact-max-profiles 5) or extra_args."""
+    storage_compact_max_profiles=5 -> --storage.compact-max-profiles 5; web_config_file=p ->
+    --web.config.file p) or extra_args. The admin and lifecycle APIs are on (--web.enable-admin-api,
+    --web.enable-lifecycle) unless admin=False: the tests use /api/v1/admin/*, /api/v1/debug/* and
+    /-/reload."""
 
     READY_TIMEOUT = 15.0
 
     def __init__(self, workdir: Path, data_dir: Optional[Path] = None, extra_args: Optional[List[str]] = None,
-                 **flags):
+                 admin: bool = True, **flags):
+        self.admin = admin
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.data_dir = Path(data_dir) if data_dir else self.workdir / "data"
@@ -150,8 +154,12 @@ class Server:
         a = [PROFSTORE_BIN, "--listen", "127.0.0.1:%d" % self.port, "--data-dir", str(self.data_dir)]
         if "threads" not in self.flags:
             a += ["--threads", "2"]
+        if self.admin:
+            a += ["--web.enable-admin-api", "--web.enable-lifecycle"]
         for k, v in self.flags.items():
             flag = "--" + k.replace("storage_", "storage.").replace("_", "-")
+            if k.startswith("web_"):  # web_config_file -> --web.config.file
+                flag = "--" + k.replace("_", ".")
             if v is True:
                 a.append(flag)
             elif v is not None and v is not False:
