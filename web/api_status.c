@@ -359,7 +359,8 @@ int ps_api_targets(h2o_req_t *req)
         return 0;
     }
     ps_buf_t b = PS_BUF_INIT;
-    ps_scraper_targets_json(s->scraper, st ? st->value : NULL, &b);
+    /* credential-like params and labels are shown as <secret> unless an admin asks (tls.c) */
+    ps_scraper_targets_json(s->scraper, st ? st->value : NULL, !ps_web_is_admin(req), &b);
     ps_http_send(req, 200, "application/json", b.data, b.len);
     ps_buf_dispose(&b);
     ps_arena_dispose(&a);

@@ -1367,7 +1367,86 @@ void ps_scraper_stop(ps_scraper_t *s)
 /* ---- reading state ---- */
 
 
-void ps_scraper_targets_json(ps_scraper_t *s, const char *state, ps_buf_t *out)
+/* Words of a name (split at '_', '-', '.'; a leading "__param_" dropped): one of these marks a
+ * credential; "key" does alone (the whole name) or after api/access/private/auth/signing/session,
+ * so that shard_key or sort_key stay readable. */
+bool ps_scraper_secret_name(const char *name, size_t n)
+{
+    static const char *const words[] = {"token", "password", "passwd", "pwd", "secret", "credential",
+                                        "credentials", "apikey", "authorization"};
+    static const char *const key_after[] = {"api", "access", "private", "auth", "signing", "session"};
+    if (n >= 8 && memcmp(name, "__param_", 8) == 0)
+        name += 8, n -= 8;
+    const char *prev = NULL;
+    size_t prevl = 0;
+    for (size_t i = 0; i < n;) {
+        while (i < n && (name[i] == '_' || name[i] == '-' || name[i] == '.'))
+            i++;
+        size_t b = i;
+        while (i < n && name[i] != '_' && name[i] != '-' && name[i] != '.')
+            i++;
+        size_t wl = i - b;
+        if (wl == 0)
+            break;
+        for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++)
+            if (wl == strlen(words[w]) && strncasecmp(name + b, words[w], wl) == 0)
+                return true;
+        if (wl == 3 && strncasecmp(name + b, "key", 3) == 0) {
+            if (prev == NULL && i >= n)
+                return true; /* the whole name */
+            for (size_t k = 0; prev != NULL && k < sizeof(key_after) / sizeof(key_after[0]); k++)
+                if (prevl == strlen(key_after[k]) && strncasecmp(prev, key_after[k], prevl) == 0)
+                    return true;
+        }
+        prev = name + b;
+        prevl = wl;
+    }
+    return false;
+}
+
+#define SECRET "<secret>"
+
+static void labels_json(const ps_labels_t *ls, bool redact, ps_json_t *j)
+{
+    ps_json_obj(j);
+    for (uint32_t i = 0; i < ls->n; i++) {
+        ps_json_keyn(j, ls->pairs[i].name, ls->pairs[i].nlen);
+        if (redact && ps_scraper_secret_name(ls->pairs[i].name, ls->pairs[i].nlen))
+            ps_json_cstr(j, SECRET);
+        else
+            ps_json_str(j, ls->pairs[i].value, ls->pairs[i].vlen);
+    }
+    ps_json_end(j);
+}
+
+/* url with the values of its credential-like query parameters replaced by <secret> */
+static void url_json(const char *url, bool redact, ps_json_t *j)
+{
+    const char *q = strchr(url, '?');
+    if (!redact || q == NULL) {
+        ps_json_cstr(j, url);
+        return;
+    }
+    ps_buf_t b = PS_BUF_INIT;
+    ps_buf_append(&b, url, (size_t)(q - url) + 1);
+    for (const char *p = q + 1; *p;) {
+        size_t len = strcspn(p, "&");
+        const char *eq = memchr(p, '=', len);
+        if (eq != NULL && ps_scraper_secret_name(p, (size_t)(eq - p))) {
+            ps_buf_append(&b, p, (size_t)(eq - p) + 1);
+            ps_buf_append(&b, SECRET, strlen(SECRET));
+        } else {
+            ps_buf_append(&b, p, len);
+        }
+        p += len;
+        if (*p == '&')
+            ps_buf_append(&b, p++, 1);
+    }
+    ps_json_str(j, (const char *)b.data, b.len);
+    ps_buf_dispose(&b);
+}
+
+void ps_scraper_targets_json(ps_scraper_t *s, const char *state, bool redact, ps_buf_t *out)
 {
     bool active = state == NULL || strcmp(state, "any") == 0 || strcmp(state, "active") == 0 || *state == 0;
     bool dropped = state == NULL || strcmp(state, "any") == 0 || strcmp(state, "dropped") == 0 || *state == 0;
@@ -1387,15 +1466,15 @@ void ps_scraper_targets_json(ps_scraper_t *s, const char *state, ps_buf_t *out)
         ps_format_duration(t->timeout, to, sizeof(to));
         ps_json_obj(&j);
         ps_json_key(&j, "discoveredLabels");
-        ps_labels_json(&t->discovered, &j);
+        labels_json(&t->discovered, redact, &j);
         ps_json_key(&j, "labels");
-        ps_labels_json(&t->labels, &j);
+        labels_json(&t->labels, redact, &j);
         ps_json_key(&j, "scrapePool");
         ps_json_cstr(&j, t->job);
         ps_json_key(&j, "scrapeUrl");
-        ps_json_cstr(&j, t->url);
+        url_json(t->url, redact, &j);
         ps_json_key(&j, "globalUrl");
-        ps_json_cstr(&j, t->url);
+        url_json(t->url, redact, &j);
         ps_json_key(&j, "profileName");
         ps_json_cstr(&j, t->name);
         ps_json_key(&j, "lastError");
@@ -1418,7 +1497,7 @@ void ps_scraper_targets_json(ps_scraper_t *s, const char *state, ps_buf_t *out)
     for (uint32_t i = 0; s && dropped && i < s->ndropped; i++) {
         ps_json_obj(&j);
         ps_json_key(&j, "discoveredLabels");
-        ps_labels_json(&s->dropped[i].discovered, &j);
+        labels_json(&s->dropped[i].discovered, redact, &j);
         ps_json_end(&j);
     }
     if (s != NULL)
