@@ -234,10 +234,12 @@ int ps_web_authorize(h2o_req_t *req, unsigned cls)
     ps_loop_t *l = ps_loop_of(req->conn->ctx);
     ps_websec_t *w = l->websec;
     bool connect = ps_connect_is_path(req->path_normalized);
-    if (w != NULL)
-        for (uint32_t i = 0; i < w->wc->nheaders; i++)
-            h2o_add_header_by_str(&req->pool, &req->res.headers, w->wc->headers[i].name, strlen(w->wc->headers[i].name),
-                                  0, NULL, w->wc->headers[i].value, strlen(w->wc->headers[i].value));
+    for (uint32_t i = 0; w != NULL && i < w->wc->nheaders; i++) {
+        /* copied: an answer sent later may outlive this configuration */
+        h2o_iovec_t n = h2o_strdup(&req->pool, w->wc->headers[i].name, SIZE_MAX),
+                    v = h2o_strdup(&req->pool, w->wc->headers[i].value, SIZE_MAX);
+        h2o_add_header_by_str(&req->pool, &req->res.headers, n.base, n.len, 0, NULL, v.base, v.len);
+    }
     unsigned need = cls & PS_ROUTE_SCOPES;
     if (need == PS_ROUTE_OPEN)
         return 0;
