@@ -9,7 +9,7 @@
 # (proto/remote.c, snappy), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
 # /ingest), fuzz_querier (proto/querier.c, proto/pbjson.c) and fuzz_ui_headers (web/ui_assets.c: the
-# web UI's Accept-Encoding, If-None-Match, paths) into OUTDIR.
+# web UI's Accept-Encoding, If-None-Match, paths) and fuzz_webconfig (src/config/webconfig.c) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -133,6 +133,14 @@ fi
 if [ -f "$root/web/ui_assets.c" ] && [ -f "$here/fuzz_ui_headers.c" ]; then
     fuzzcc "$here/fuzz_ui_headers.c" "$root/web/ui_assets.c" "$root"/src/core/*.c -lm -lpthread \
         -o "$out/fuzz_ui_headers"
+fi
+
+# fuzz_webconfig: the web configuration parser (src/config/webconfig.c, libyaml).
+if [ -f "$root/src/config/webconfig.c" ] && [ -f "$here/fuzz_webconfig.c" ]; then
+    ln -sfn "$root/src/config" "$gen/inc/config"
+    # shellcheck disable=SC2046
+    fuzzcc $(pkg-config --cflags yaml-0.1) "$here/fuzz_webconfig.c" "$root/src/config/webconfig.c" "$root"/src/core/*.c \
+        $(pkg-config --libs yaml-0.1) -lm -lpthread -o "$out/fuzz_webconfig"
 fi
 
 echo "$out/fuzz_pprof"

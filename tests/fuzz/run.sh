@@ -8,7 +8,7 @@
 # holding a real pprof, binary and JSON; types.v1 requests), fuzz_pyingest with the captured
 # Pyroscope SDK requests (query, Content-Type and body) and a few folded bodies, fuzz_querier with
 # querier.v1 requests as Grafana sends them (binary and JSON), fuzz_ui_headers with the headers
-# Chromium sends for the UI.
+# Chromium sends for the UI, fuzz_webconfig with a few web config files.
 # Exits non-zero if libFuzzer finds a crash, leak or timeout; the reproducer is left in the output
 # directory (crash-*, leak-*, timeout-*).
 #
@@ -19,7 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_querier fuzz_ui_headers"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_querier fuzz_ui_headers fuzz_webconfig"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 
 if [ -n "${PS_TESTDATA:-}" ] && [ -d "$PS_TESTDATA/pprof" ]; then
@@ -130,6 +130,11 @@ for t in $targets; do
         printf 'gzip, deflate, br, zstd\n"0123456789abcdef0123-gz"\n/ui/index.html' > "$corpus/chromium"
         printf 'br;q=1.0, gzip;q=0.5, *;q=0\nW/"a", "fedcba98765432100000"\n/ui/js/main.js' > "$corpus/list"
         printf 'identity\n*\n/ui/nope' > "$corpus/star" ;;
+    fuzz_webconfig)
+        # web config files: TLS with client certificates, users, tokens, headers
+        printf 'tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n  min_version: TLS13\n  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]\n  curve_preferences: [X25519]\n' > "$corpus/tls"
+        printf 'basic_auth_users:\n  alice: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\nhttp_server_config:\n  http2: false\n  headers:\n    X-Frame-Options: deny\n' > "$corpus/users"
+        printf 'bearer_tokens:\n  - sha256: a2f0a437be4fd6ceaaa59fac18e495e88345b0aa6fb8ccbddd05a8d88e7a3e56\n    scopes: [read, write]\n    name: x\n' > "$corpus/tokens" ;;
     esac
     echo "run.sh: fuzzing $t for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
     (cd "$out" && "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
