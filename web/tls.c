@@ -187,10 +187,11 @@ int ps_server_web_config(ps_server_t *s, ps_webconfig_t *wc, ps_err_t *err)
     bool was_tls = s->websec_started ? s->websec_tls : wc->tls.enabled;
     if (was_tls != wc->tls.enabled) {
         pthread_mutex_unlock(&cur_mu);
-        websec_release(w);
-        return ps_err_set(err, PS_EINVAL, "%s: TLS cannot be turned %s by a reload (tls_server_config %s): restart "
-                                          "profstore for that", wc->path, was_tls ? "off" : "on",
-                          was_tls ? "removed" : "added");
+        int rc = ps_err_set(err, PS_EINVAL, "%s: TLS cannot be turned %s by a reload (tls_server_config %s): restart "
+                                            "profstore for that", wc->path, was_tls ? "off" : "on",
+                            was_tls ? "removed" : "added");
+        websec_release(w); /* frees wc */
+        return rc;
     }
     w->auth = ps_auth_new(wc);
     s->websec = w;
