@@ -204,13 +204,17 @@ def test_reload_swaps_the_certificate(tls_server, certs):
 
 
 def test_prometheus_remote_write_and_read(tls_server, certs, tmp_path):
-    """A real Prometheus 2.42: remote_write and remote_read to https://… with basic_auth and tls_config."""
+    """A real Prometheus 2.42 through tls_config: remote_write with `authorization` (a bearer token of
+    the write scope), remote_read with basic_auth."""
     prom = prometheus_binary()
-    web = tls_yml(certs, "basic_auth_users:\n  prom: %s\n" % crypt.crypt("remote", _SALT))
+    web = tls_yml(certs, "basic_auth_users:\n  prom: %s\nbearer_tokens:\n  - sha256: %s\n    scopes: [write]\n"
+                  % (crypt.crypt("remote", _SALT), hashlib.sha256(b"rw-token").hexdigest()))
     auth = base64.b64encode(b"prom:remote").decode()
     ca = ("--cacert", str(certs / "ca.crt"))
     s = tls_server(web, ca)
-    promtool_ok(s.workdir / "web.yml")
+    plain = tmp_path / "web-promtool.yml"  # promtool refuses our bearer_tokens: the file without them
+    plain.write_text(web[:web.index("bearer_tokens:")])
+    promtool_ok(plain)
     hdr = ("-H", "Authorization: Basic " + auth)
     now = int(time.time())
     r = curl(*ca, *hdr, "--data-binary", "@%s" % (PPROF_DIR / "go/cpu-01.pb.gz"),
@@ -218,13 +222,14 @@ def test_prometheus_remote_write_and_read(tls_server, certs, tmp_path):
     assert json.loads(r.stdout)["status"] == "success", r.stdout
     port = free_port()
     cfg = tmp_path / "prometheus.yml"
-    client = ("    basic_auth: {username: prom, password: remote}\n"
-              "    tls_config: {ca_file: %s}\n" % (certs / "ca.crt"))
+    tls = "    tls_config: {ca_file: %s}\n" % (certs / "ca.crt")
+    write_client = "    authorization: {credentials: rw-token}\n" + tls
+    read_client = "    basic_auth: {username: prom, password: remote}\n" + tls
     cfg.write_text("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: self\n"
                    "    static_configs: [{targets: ['127.0.0.1:%d']}]\n"
                    "remote_write:\n  - url: %s\n    queue_config: {batch_send_deadline: 500ms, min_backoff: 100ms}\n%s"
                    "remote_read:\n  - url: %s\n    read_recent: true\n%s"
-                   % (port, s.https("/api/v1/write"), client, s.https("/api/v1/read"), client))
+                   % (port, s.https("/api/v1/write"), write_client, s.https("/api/v1/read"), read_client))
     log = open(tmp_path / "prometheus.log", "wb")
     p = subprocess.Popen([prom, "--config.file=%s" % cfg, "--storage.tsdb.path=%s" % (tmp_path / "tsdb"),
                           "--web.listen-address=127.0.0.1:%d" % port], stdout=log, stderr=subprocess.STDOUT,
