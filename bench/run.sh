@@ -157,6 +157,13 @@ else
     status=1
 fi
 
+# ---- authentication: a credential check in process (bench/auth_check.c), then µs per request with
+# no web config, basic auth (cached) and a bearer token (bench/auth.py) ----
+echo
+echo "### bench_auth_check, bench/auth.py"
+if [ -x "$BUILD/bench/bench_auth_check" ]; then "$BUILD/bench/bench_auth_check" || status=$?; fi
+/usr/bin/python3 "$here/auth.py" --profstore "$BUILD/profstore" --requests "$([ "$QUICK" = 1 ] && echo 1000 || echo 5000)" || status=$?
+
 # ---- bench_ui: the web UI in headless Chromium: time to first flame graph, flame graph draw time of
 # 1 h and 24 h merges with 8,192 nodes (bench/ui.py; prints "skipped" without chromium) ----
 echo
