@@ -38,6 +38,14 @@ typedef struct ps_server_opts {
     uint32_t read_concurrency; /* remote reads at once (0 = no limit); more get 503 */
     int64_t retention_ns;    /* --retention, for /api/v1/status/runtimeinfo */
     size_t max_remote_uncompressed; /* remote_write: largest uncompressed body (0 = proto/remote.h's default) */
+    /* connections (web/conn.c); a timeout or rate of 0 is none */
+    uint32_t max_connections;     /* --web.max-connections (0 = no bound) */
+    int64_t read_header_timeout;  /* ns from a request's first byte to its header's end */
+    int64_t body_idle_timeout;    /* ns a request body may go without a byte */
+    uint64_t body_min_rate;       /* bytes/s a request body must average after that grace */
+    int64_t idle_timeout;         /* ns a kept-alive connection may wait for its next request */
+    bool enable_h2c;              /* HTTP/2 over cleartext (prior knowledge, Upgrade: h2c) */
+    uint32_t http2_max_resets;    /* streams a client may reset per connection per 10 s (0 = no cap) */
 } ps_server_opts_t;
 
 /** One command-line flag as /api/v1/status/flags shows it: its name without "--" and its effective
@@ -65,6 +73,7 @@ typedef struct ps_server {
     const ps_server_flag_t *flags; /* every flag of ours, sorted by name (main.c) */
     uint32_t nflags;
     struct ps_server_status *status; /* the configuration as loaded, for the status endpoints (api_status.c) */
+    struct ps_conns *conns;          /* connection counts and limits (web/conn.c) */
     void *impl;
 } ps_server_t;
 
