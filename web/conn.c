@@ -117,6 +117,7 @@ typedef struct lconns {
     h2o_socket_t *paused[MAX_LISTENERS];
     int npaused;
     uint64_t fd_wait_until; /* loop ms: no accept before (after EMFILE) */
+    uint32_t closing;       /* connections shut or answered 408, not closed yet */
     int reserve_fd;
 } lconns_t;
 
@@ -209,6 +210,8 @@ static void on_conn_close(void *data)
     conn_t *c = data;
     lconns_t *lc = c->lc;
     atomic_fetch_sub(&lc->cs->open, 1);
+    if (c->evicting)
+        lc->closing--;
     c->closed = 1;
     c->sock = NULL;
     if (c->in_cb == 0)
@@ -300,7 +303,8 @@ static int evict_idle(lconns_t *lc, int max, uint64_t min_idle_ms, int reason);
 static void on_fd_limit(lconns_t *lc, h2o_socket_t *listener)
 {
     uint64_t now = h2o_now(lc->loop->ctx.loop);
-    if (evict_idle(lc, 16, 0, R_FD) == 0 && lc->reserve_fd >= 0) {
+    /* refused only when nothing is idle and nothing is about to close */
+    if (evict_idle(lc, 16, 0, R_FD) == 0 && lc->closing == 0 && lc->reserve_fd >= 0) {
         int lfd = h2o_socket_get_fd(listener);
         for (int i = 0; i < 16; i++) {
             close(lc->reserve_fd);
@@ -492,6 +496,7 @@ static int visit_req(h2o_req_t *req, void *data)
 static void shut(conn_t *c)
 {
     c->evicting = 1;
+    c->lc->closing++;
     shutdown(h2o_socket_get_fd(c->sock), SHUT_RDWR);
 }
 
@@ -521,6 +526,7 @@ static void answer_408(h2o_req_t *req, conn_t *c, const char *msg)
     }
     req->http1_is_persistent = 0;
     c->evicting = 1; /* answered: no second action */
+    c->lc->closing++;
     if (!h2o_timeval_is_null(&req->timestamps.request_body_begin_at) && ps_connect_is_path(req->path_normalized)) {
         ps_buf_t b = PS_BUF_INIT;
         ps_connect_error_json(PS_CONNECT_DEADLINE_EXCEEDED, msg, &b);
