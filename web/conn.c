@@ -383,6 +383,24 @@ typedef struct visit {
     size_t nacts, acap;
 } visit_t;
 
+static int h2_streams(const h2_conn_t *h2)
+{
+    return h2->num_streams.pull.open + h2->num_streams.pull.half_closed + h2->num_streams.pull.send_body +
+               h2->num_streams.push.open + h2->num_streams.push.half_closed + h2->num_streams.push.send_body !=
+           0;
+}
+
+static void add_idle(visit_t *v, conn_t *c)
+{
+    if (v->nidle == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 64;
+        v->idle = realloc(v->idle, v->cap * sizeof(*v->idle));
+        if (v->idle == NULL)
+            abort();
+    }
+    v->idle[v->nidle++] = c;
+}
+
 static void add_action(visit_t *v, h2o_req_t *req, conn_t *c, int what, int kind, const char *msg)
 {
     if (v->nacts == v->acap) {
@@ -440,15 +458,8 @@ static int visit_req(h2o_req_t *req, void *data)
                 return 0;
             }
         }
-        if (v->collect_idle) {
-            if (v->nidle == v->cap) {
-                v->cap = v->cap ? v->cap * 2 : 64;
-                v->idle = realloc(v->idle, v->cap * sizeof(*v->idle));
-                if (v->idle == NULL)
-                    abort();
-            }
-            v->idle[v->nidle++] = c;
-        }
+        if (v->collect_idle)
+            add_idle(v, c);
         return 0;
     }
     if (h2o_timeval_is_null(&req->timestamps.request_body_begin_at)) {
@@ -571,6 +582,16 @@ static int evict_idle(lconns_t *lc, int max, uint64_t min_idle_ms, int reason)
     progress(lc, v.now);
     H2O_HTTP1_CALLBACKS.foreach_request(&lc->loop->ctx, visit_req, &v);
     free(v.acts); /* the timeouts are the tick's business */
+    /* HTTP/2 connections without a stream are idle too */
+    h2o_linklist_t *anchor = &lc->loop->ctx.http2._conns;
+    for (h2o_linklist_t *n = anchor->next; n != anchor; n = n->next) {
+        h2_conn_t *h2 = H2O_STRUCT_FROM_MEMBER(h2_conn_t, _conns, n);
+        if (h2->sock == NULL || h2->sock->on_close.cb != on_conn_close)
+            continue;
+        conn_t *c = h2->sock->on_close.data;
+        if (!c->evicting && !h2_streams(h2))
+            add_idle(&v, c);
+    }
     qsort(v.idle, v.nidle, sizeof(*v.idle), cmp_idle);
     int n = 0;
     for (size_t i = 0; i < v.nidle && n < max; i++) {
@@ -625,6 +646,8 @@ static void on_tick(h2o_timeout_entry_t *e)
             conn_t *c = h2->sock->on_close.data;
             if (c->h2 == NULL || h2->_read_expect != on_expect_wrapped)
                 hook_h2(c, h2);
+            if (h2_streams(h2))
+                c->busy_at = v.now;
         }
     }
     /* the bound: room again, or clients waiting behind idle connections */

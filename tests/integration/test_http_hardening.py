@@ -326,3 +326,17 @@ def test_h2c_enabled_and_rapid_reset_capped(make_server):
     assert int.from_bytes(goaway[0][4:8], "big") == 0xB  # ENHANCE_YOUR_CALM
     assert goaway[0][8:] == b"too many streams reset by the client (--web.http2-max-resets)"
     assert metric(srv, "profstore_http2_reset_flood_total") == 1
+
+
+def test_idle_http2_connections_evicted_at_the_bound(make_server):
+    srv = make_server(retention="0", threads=1, extra_args=["--web.enable-h2c", "--web.max-connections", "4"])
+    idle = []
+    for _ in range(6):
+        s = connect(srv)
+        s.sendall(PREFACE + h2_frame(4, 0, 0))
+        idle.append(s)
+    st, _, body = srv.get("/-/healthy", timeout=10)
+    assert (st, body) == (200, b"Profstore is Healthy.\n")
+    assert metric(srv, 'profstore_http_connections_evicted_total{reason="max_connections"}') >= 1
+    for s in idle:
+        s.close()
