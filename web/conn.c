@@ -19,15 +19,15 @@
  *   request is being handled, and refuses the ambiguous ones before any handler runs.
  * - h2c (prior knowledge and Upgrade: h2c) hangs on globalconf.http1.upgrade_to_http2.
  * - Rapid reset (CVE-2023-44487): h2o 2.2.5 has no budget for streams a client resets. Each
- *   HTTP/2 connection's frame parser (h2_conn_t._read_expect, public in
- *   h2o/http2_internal.h) is wrapped: every RST_STREAM frame the client sends is counted, and past
+ *   HTTP/2 connection's frame parser (_read_expect of h2o's connection struct, whose head h2_conn_t
+ *   mirrors) is wrapped: every RST_STREAM frame the client sends is counted, and past
  *   --web.http2-max-resets within RESET_WINDOW_MS the wrapper returns ENHANCE_YOUR_CALM, on which
  *   h2o sends GOAWAY and closes. The wrapper is put in place as soon as h2o turns a connection into
  *   HTTP/2 inside a read callback (wrapped too, for that), else at the next tick; frames h2o parses
  *   in the very read that made the connection HTTP/2 (one socket read) are not counted.
  * - Accept: h2o_evloop_socket_accept returns NULL on EMFILE and the listener stays readable, so
- *   the loop spins. Here the listener pauses until the next tick, the oldest idle HTTP/1
- *   connections are closed to free descriptors, and when none is idle the newcomer is accepted on
+ *   the loop spins. Here the listener pauses for FD_PAUSE_MS, the oldest idle connections (HTTP/2:
+ *   without a stream) are closed to free descriptors, and when none is idle the newcomer is accepted on
  *   a reserve descriptor, answered 503 and closed (counted as refused). At --web.max-connections
  *   the listener pauses (newcomers wait in the kernel backlog, as Prometheus' LimitListener) and
  *   resumes when one closes; while clients wait there, connections idle for EVICT_MIN_IDLE_MS or
@@ -562,8 +562,8 @@ static void progress(lconns_t *lc, uint64_t now)
         conn_t *c = H2O_STRUCT_FROM_MEMBER(conn_t, link, n);
         if (c->sock == NULL)
             continue;
-        /* h2o's bytes_read is not kept up in 2.2.5: a growing input is progress (the wrapper
-         * sees reads as they come, this catches those h2o took directly) */
+        /* h2o_socket_t.bytes_read cannot be relied on in 2.2.5: a growing input is progress (the
+         * wrapper sees reads as they come, this catches those h2o took directly) */
         if (c->sock->input->size != c->seen_in) {
             if (c->sock->input->size > c->seen_in) {
                 c->read_at = now;
