@@ -11,8 +11,10 @@
  *   A header not complete within --web.read-header-timeout of its first byte, or a body with no
  *   byte for --web.body-idle-timeout or arriving slower than --web.body-min-rate (after that
  *   timeout's grace), is answered 408 in the API's error shape and the connection closed. A fresh
- *   connection that sends nothing within the header timeout, and a kept-alive one idle for
- *   --web.idle-timeout, are closed silently (nothing was asked).
+ *   connection that sends nothing within the header timeout, a kept-alive one idle for
+ *   --web.idle-timeout, and one whose answer h2o cannot write because the client reads nothing
+ *   (the kernel's unsent queue, SIOCOUTQ, unchanged for --web.idle-timeout) are closed without an
+ *   answer.
  * - Content-Length and Transfer-Encoding never reach req->headers (h2o consumes them: the first
  *   Content-Length wins, a Transfer-Encoding overrides it), so ps_conns_refuse_framing re-reads the
  *   request's header block, which is still at the start of the socket's input buffer while the
@@ -48,6 +50,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -96,7 +100,7 @@ struct h2_conn {
 
 enum { R_FD, R_MAXCONN, NREASONS };
 static const char *const reason_names[NREASONS] = {"fd_limit", "max_connections"};
-enum { T_HEADER, T_BODY_IDLE, T_BODY_RATE, T_FRESH, T_IDLE, NTIMEOUTS };
+enum { T_HEADER, T_BODY_IDLE, T_BODY_RATE, T_FRESH, T_IDLE, T_WRITE, NTIMEOUTS };
 
 struct ps_conns {
     atomic_uint open;
@@ -135,6 +139,8 @@ typedef struct conn {
     size_t body_b0;           /* the input's size then (h2o keeps the body there until the answer) */
     uint64_t reset_window_at;
     uint32_t resets;
+    uint64_t out_at; /* loop ms the unsent queue last changed while h2o was writing */
+    int outq;        /* the kernel's unsent bytes (SIOCOUTQ) then */
     int in_cb;
     unsigned closed : 1, evicting : 1;
 } conn_t;
@@ -440,6 +446,14 @@ static int visit_req(h2o_req_t *req, void *data)
     if (!h2o_socket_is_reading(sock) || h2o_socket_is_writing(sock)) {
         c->body_t0 = 0; /* busy: the handler or the answer */
         c->busy_at = v->now;
+        /* an answer the client does not read: the kernel's queue stands still while h2o waits */
+        int q = -1;
+        if (!h2o_socket_is_writing(sock) || ioctl(h2o_socket_get_fd(sock), SIOCOUTQ, &q) != 0 || q != c->outq) {
+            c->outq = q;
+            c->out_at = v->now;
+        } else if (cs->idle_ms != 0 && q > 0 && v->now - c->out_at >= cs->idle_ms) {
+            add_action(v, req, c, A_CLOSE, T_WRITE, NULL);
+        }
         return 0;
     }
     char d[32], msg[200];
@@ -774,9 +788,10 @@ void ps_conns_metrics(ps_server_t *s, ps_buf_t *b)
     for (int r = 0; r < NREASONS; r++)
         ps_buf_printf(b, "profstore_http_connections_evicted_total{reason=\"%s\"} %llu\n", reason_names[r],
                       (unsigned long long)atomic_load(&cs->evicted[r]));
-    static const char *const tnames[NTIMEOUTS] = {"header", "body_idle", "body_rate", "no_request", "keepalive_idle"};
+    static const char *const tnames[NTIMEOUTS] = {"header",     "body_idle",      "body_rate",
+                                                  "no_request", "keepalive_idle", "write_stall"};
     PS_BUF_LIT(b, "# HELP profstore_http_timeouts_total Connections cut by a timeout, by kind (header, body_idle, "
-                  "body_rate: answered 408; no_request, keepalive_idle: closed without an answer).\n"
+                  "body_rate: answered 408; no_request, keepalive_idle, write_stall: closed without an answer).\n"
                   "# TYPE profstore_http_timeouts_total counter\n");
     for (int t = 0; t < NTIMEOUTS; t++)
         ps_buf_printf(b, "profstore_http_timeouts_total{kind=\"%s\"} %llu\n", tnames[t],

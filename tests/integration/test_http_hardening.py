@@ -340,3 +340,21 @@ def test_idle_http2_connections_evicted_at_the_bound(make_server):
     assert metric(srv, 'profstore_http_connections_evicted_total{reason="max_connections"}') >= 1
     for s in idle:
         s.close()
+
+
+def test_answer_not_read_disconnects(fast):
+    """A client that stops reading its answers (slow read) is disconnected once the kernel's queue
+    has stood still for --web.idle-timeout."""
+    before = metric(fast, 'profstore_http_timeouts_total{kind="write_stall"}')
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    s.connect(("127.0.0.1", fast.port))
+    s.sendall(b"GET /ui/vendor/uPlot.esm.js HTTP/1.1\r\nHost: x\r\n\r\n" * 20)
+    deadline = time.monotonic() + 10
+    while metric(fast, 'profstore_http_timeouts_total{kind="write_stall"}') == before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert metric(fast, 'profstore_http_timeouts_total{kind="write_stall"}') == before + 1
+    got = read_all(s)  # what the kernel had queued, then the end
+    assert got.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert len(got) < 20 * 145000
+    s.close()
