@@ -32,6 +32,12 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     return ps_routes_dispatch(self, req);
 }
 
+/* every listener's (plain or TLS): counted, bounded, EMFILE handled, then h2o_accept (web/conn.c) */
+static void on_accept(h2o_socket_t *listener, const char *err)
+{
+    ps_conns_on_accept(listener, err);
+}
+
 static int split_hostport(const char *listen, char *host, size_t hsize, char *port, size_t psize)
 {
     const char *colon = strrchr(listen, ':');
@@ -135,14 +141,14 @@ static void *loop_main(void *arg)
     ps_loop_t *l = sc->loop;
     impl_t *im = sc->im;
     h2o_context_init(&l->ctx, h2o_evloop_create(), &im->config);
+    ps_conns_loop_init(l); /* before any listener reads */
     l->accept_ctx.ctx = &l->ctx;
     l->accept_ctx.hosts = im->config.hosts;
     l->queue = h2o_multithread_create_queue(l->ctx.loop);
     h2o_multithread_register_receiver(l->queue, &l->receiver, ps_async_on_messages);
     l->listener = h2o_evloop_socket_create(l->ctx.loop, l->fd, H2O_SOCKET_FLAG_DONT_READ);
     l->listener->data = &l->accept_ctx;
-    ps_conns_loop_init(l);
-    h2o_socket_read_start(l->listener, ps_conns_on_accept);
+    h2o_socket_read_start(l->listener, on_accept);
     pthread_barrier_wait(sc->ready);
     while (!l->exit)
         h2o_evloop_run(l->ctx.loop, INT32_MAX);
