@@ -4,6 +4,7 @@
 #   BUILD=build bench/run.sh          # full: 20,000 pushes per phase; 10 series x 8,640 profiles (24 h)
 #   QUICK=1 bench/run.sh              # smaller counts (a minute or so)
 #   /usr/bin/python3 bench/ui.py      # the web UI alone (headless Chromium)
+#   /usr/bin/python3 bench/conns.py   # connections alone (idle RSS, accept rate, bound, EMFILE)
 #
 # Environment: BUILD (build directory, default build/ next to bench/), QUICK=1, PS_TESTDATA
 # (shared/testdata; default: the path compiled into the benchmarks), INGEST_ARGS / STORAGE_ARGS
@@ -169,4 +170,10 @@ if [ -x "$BUILD/bench/bench_auth_check" ]; then "$BUILD/bench/bench_auth_check" 
 echo
 echo "### bench_ui (24 h of a 12,420-node CPU profile, 1 h and 24 h merges, max_nodes=8192)"
 /usr/bin/python3 "$here/ui.py" --profstore "$BUILD/profstore" || status=$?
+
+# ---- bench_conns: idle connections held (RSS, CPU), accept rate, the connection bound and EMFILE
+# (bench/conns.py) ----
+echo
+echo "### bench_conns (512 idle connections, accept rate, 1,000 idle at --web.max-connections=512, nofile 256)"
+/usr/bin/python3 "$here/conns.py" --profstore "$BUILD/profstore" || status=$?
 exit $status

@@ -33,6 +33,19 @@ static const char usage[] =
     "  --max-body-size=SIZE             largest accepted request body, e.g. 32MiB (default 32MiB)\n"
     "  --max-inflated-size=SIZE         largest decompressed profile (gzip bomb guard; default 256MiB)\n"
     "  --threads=N                      HTTP event loop threads (default: number of CPUs)\n"
+    "  --web.max-connections=N          most HTTP connections open at once; more wait to be accepted\n"
+    "                                   (default 512; 0 = no bound)\n"
+    "  --web.read-header-timeout=DURATION  longest a request's header may take from its first byte; also how\n"
+    "                                   long a new connection may stay silent (default 10s; 0 = none)\n"
+    "  --web.body-idle-timeout=DURATION longest a request body may go without a byte (default 10s; 0 = none)\n"
+    "  --web.body-min-rate=SIZE         bytes per second a request body must average after that grace\n"
+    "                                   (default 1KiB; 0 = none)\n"
+    "  --web.idle-timeout=DURATION      how long a kept-alive connection may wait for its next request,\n"
+    "                                   or a client read nothing of its answer (default 2m; 0 = forever)\n"
+    "  --web.enable-h2c                 accept HTTP/2 over cleartext (prior knowledge and Upgrade: h2c); off:\n"
+    "                                   HTTP/2 only through TLS (ALPN)\n"
+    "  --web.http2-max-resets=N         streams an HTTP/2 client may reset per connection in 10 s before it is\n"
+    "                                   sent GOAWAY and closed (default 100; 0 = no cap)\n"
     "  --query.max-series=N             series one selector may select (default 10000)\n"
     "  --storage.remote.read-sample-limit=N  samples one SAMPLES remote-read query may return (default\n"
     "                                   50000000; 0 = no limit; streamed reads have none, as in Prometheus)\n"
@@ -89,6 +102,9 @@ typedef struct flags {
     int64_t query_timeout;
     uint64_t query_max_samples;
     int nosync, admin_api, lifecycle;
+    uint64_t max_conns, body_min_rate, h2_max_resets;
+    int64_t header_timeout, body_idle_timeout, idle_timeout;
+    int h2c;
 } flags_t;
 
 static void die_usage(const char *fmt, const char *a, const char *b)
@@ -135,6 +151,10 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             *(name[11] == 'a' ? &f->admin_api : &f->lifecycle) = val == NULL || strcmp(val, "true") == 0;
             continue;
         }
+        if (strcmp(name, "web.enable-h2c") == 0) {
+            f->h2c = 1;
+            continue;
+        }
         static const char *known[] = {"listen", "data-dir", "config", "log-level", "retention",
                                       "storage.compact-window", "storage.compact-interval",
                                       "storage.retention-interval", "max-body-size", "max-inflated-size",
@@ -142,7 +162,9 @@ static void parse_flags(int argc, char **argv, flags_t *f)
                                       "query.max-series", "storage.commit-delay", "query.timeout",
                                       "query.max-samples", "storage.remote.read-sample-limit",
                                       "storage.remote.read-concurrent-limit",
-                                      "storage.remote.read-max-bytes-in-frame", "web.config.file", NULL};
+                                      "storage.remote.read-max-bytes-in-frame", "web.config.file", "web.max-connections",
+                                      "web.read-header-timeout", "web.body-idle-timeout", "web.body-min-rate",
+                                      "web.idle-timeout", "web.http2-max-resets", NULL};
         int is_known = 0;
         for (int k = 0; known[k]; k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -192,7 +214,24 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             dur = &f->query_timeout;
         else if (strcmp(name, "query.max-samples") == 0)
             num = &f->query_max_samples;
-        else if (strncmp(name, "storage.remote.read-", 20) == 0) {
+        else if (strcmp(name, "web.read-header-timeout") == 0)
+            dur = &f->header_timeout;
+        else if (strcmp(name, "web.body-idle-timeout") == 0)
+            dur = &f->body_idle_timeout;
+        else if (strcmp(name, "web.idle-timeout") == 0)
+            dur = &f->idle_timeout;
+        else if (strcmp(name, "web.body-min-rate") == 0)
+            size = &f->body_min_rate;
+        else if (strcmp(name, "web.max-connections") == 0 || strcmp(name, "web.http2-max-resets") == 0) {
+            uint64_t *dst = name[4] == 'm' ? &f->max_conns : &f->h2_max_resets;
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(val, &end, 10);
+            /* 0: no bound / no cap */
+            if (errno || *end || end == val || val[0] == '-' || v > 1000000)
+                die_usage("--%s: \"%s\" is not a number in range (0 .. 1000000)", name, val);
+            *dst = v;
+        } else if (strncmp(name, "storage.remote.read-", 20) == 0) {
             /* Prometheus' remote-read limits: 0 means no limit, except for the frame size */
             uint64_t *dst = strcmp(name + 20, "sample-limit") == 0       ? &f->read_sample_limit
                             : strcmp(name + 20, "concurrent-limit") == 0 ? &f->read_concurrent_limit
@@ -291,6 +330,13 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("web.config.file", f->web_config ? f->web_config : "");
     FLAG("web.enable-admin-api", f->admin_api ? "true" : "false");
     FLAG("web.enable-lifecycle", f->lifecycle ? "true" : "false");
+    FLAG("web.max-connections", fmt_dup("%llu", (unsigned long long)f->max_conns));
+    FLAG("web.read-header-timeout", fmt_dur(f->header_timeout));
+    FLAG("web.body-idle-timeout", fmt_dur(f->body_idle_timeout));
+    FLAG("web.body-min-rate", fmt_size(f->body_min_rate));
+    FLAG("web.idle-timeout", fmt_dur(f->idle_timeout));
+    FLAG("web.enable-h2c", f->h2c ? "true" : "false");
+    FLAG("web.http2-max-resets", fmt_dup("%llu", (unsigned long long)f->h2_max_resets));
 #undef FLAG
     qsort(fl, n, sizeof(fl[0]), flag_cmp);
     srv->flags = fl;
@@ -392,6 +438,12 @@ int main(int argc, char **argv)
     f.read_max_frame = 1048576;
     f.query_timeout = 120 * PS_NS_PER_S;
     f.query_max_samples = 50000000;
+    f.max_conns = 512;
+    f.header_timeout = 10 * PS_NS_PER_S;
+    f.body_idle_timeout = 10 * PS_NS_PER_S;
+    f.body_min_rate = 1024;
+    f.idle_timeout = 120 * PS_NS_PER_S;
+    f.h2_max_resets = 100;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     f.threads = ncpu > 0 ? (uint64_t)ncpu : 1;
     parse_flags(argc, argv, &f);
@@ -455,6 +507,13 @@ int main(int argc, char **argv)
     srv.opts.retention_ns = f.retention;
     srv.opts.enable_admin_api = f.admin_api;
     srv.opts.enable_lifecycle = f.lifecycle;
+    srv.opts.max_connections = (uint32_t)f.max_conns;
+    srv.opts.read_header_timeout = f.header_timeout;
+    srv.opts.body_idle_timeout = f.body_idle_timeout;
+    srv.opts.body_min_rate = f.body_min_rate;
+    srv.opts.idle_timeout = f.idle_timeout;
+    srv.opts.enable_h2c = f.h2c != 0;
+    srv.opts.http2_max_resets = (uint32_t)f.h2_max_resets;
     srv.store = store;
     status_flags(&f, &srv);
     if (ps_server_bind(&srv, &err) != 0) {

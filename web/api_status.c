@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "core/timeutil.h"
 #include "http.h"
 #include "internal.h"
@@ -260,6 +261,7 @@ int ps_api_metrics(h2o_req_t *req)
 #define GAUGE(name, help, v)                                                                                            \
     ps_buf_printf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name, (unsigned long long)(v))
     ps_http_stats_write(s->http_stats, &b);
+    ps_conns_metrics(s, &b);
     uint64_t e4, e5;
     ps_http_stats_errors(s->http_stats, &e4, &e5);
     ps_buf_printf(&b, "# HELP profstore_http_errors_total HTTP error responses by class.\n"

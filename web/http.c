@@ -121,6 +121,7 @@ static const char *reason(int status)
     case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
     case 415: return "Unsupported Media Type";
@@ -304,6 +305,7 @@ const char *ps_http_error_type(int status)
     case 401: return "unauthorized";
     case 403: return "forbidden";
     case 404: return "not_found";
+    case 408: return "timeout";
     case 405: return "bad_data";
     case 422: return "execution";
     case 503: return "unavailable";

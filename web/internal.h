@@ -19,6 +19,7 @@ typedef struct ps_loop {
     int fd;
     pthread_t thread;
     ps_server_t *srv;
+    struct lconns *conns; /* this loop's connections (web/conn.c) */
     volatile int exit;
     /* arenas kept warm for the next request: a fresh arena costs page faults (~0.5 ms a profile) */
     ps_arena_t *free_arenas[64];

@@ -12,6 +12,7 @@
 
 #include "core/log.h"
 #include "core/timeutil.h"
+#include "conn.h"
 #include "http.h"
 #include "internal.h"
 
@@ -26,17 +27,15 @@ typedef struct impl {
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
+    if (ps_conns_refuse_framing(req))
+        return 0;
     return ps_routes_dispatch(self, req);
 }
 
+/* every listener's (plain or TLS): counted, bounded, EMFILE handled, then h2o_accept (web/conn.c) */
 static void on_accept(h2o_socket_t *listener, const char *err)
 {
-    if (err != NULL)
-        return;
-    h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
-    if (sock == NULL)
-        return;
-    h2o_accept(listener->data, sock);
+    ps_conns_on_accept(listener, err);
 }
 
 static int split_hostport(const char *listen, char *host, size_t hsize, char *port, size_t psize)
@@ -101,6 +100,7 @@ int ps_server_bind(ps_server_t *s, ps_err_t *err)
     h2o_config_init(&im->config);
     im->config.max_request_entity_size = s->opts.max_body;
     im->config.server_name = h2o_iovec_init(H2O_STRLIT("profstore/" PS_VERSION));
+    ps_conns_configure(s, &im->config); /* timeouts, h2c, the connection bound */
     h2o_hostconf_t *host = h2o_config_register_host(&im->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
     h2o_handler_t *h = h2o_create_handler(path, sizeof(*h));
@@ -141,6 +141,7 @@ static void *loop_main(void *arg)
     ps_loop_t *l = sc->loop;
     impl_t *im = sc->im;
     h2o_context_init(&l->ctx, h2o_evloop_create(), &im->config);
+    ps_conns_loop_init(l); /* before any listener reads */
     l->accept_ctx.ctx = &l->ctx;
     l->accept_ctx.hosts = im->config.hosts;
     ps_tls_loop_init(l); /* the TLS context and authentication of --web.config.file */

@@ -41,6 +41,14 @@ typedef struct ps_server_opts {
     size_t max_remote_uncompressed; /* remote_write: largest uncompressed body (0 = proto/remote.h's default) */
     bool enable_admin_api;   /* --web.enable-admin-api: the admin and debug APIs (else 503) */
     bool enable_lifecycle;   /* --web.enable-lifecycle: POST /-/reload (else 403) */
+    /* connections (web/conn.c); a timeout or rate of 0 is none */
+    uint32_t max_connections;     /* --web.max-connections (0 = no bound) */
+    int64_t read_header_timeout;  /* ns from a request's first byte to its header's end */
+    int64_t body_idle_timeout;    /* ns a request body may go without a byte */
+    uint64_t body_min_rate;       /* bytes/s a request body must average after that grace */
+    int64_t idle_timeout;         /* ns a kept-alive connection may wait for its next request */
+    bool enable_h2c;              /* HTTP/2 over cleartext (prior knowledge, Upgrade: h2c) */
+    uint32_t http2_max_resets;    /* streams a client may reset per connection per 10 s (0 = no cap) */
 } ps_server_opts_t;
 
 /** One command-line flag as /api/v1/status/flags shows it: its name without "--" and its effective
@@ -70,6 +78,7 @@ typedef struct ps_server {
     struct ps_server_status *status; /* the configuration as loaded, for the status endpoints (api_status.c) */
     struct ps_websec *websec;        /* web/tls.c: the web configuration in force, NULL without one */
     bool websec_started, websec_tls; /* web/tls.c */
+    struct ps_conns *conns;          /* connection counts and limits (web/conn.c) */
     void *impl;
 } ps_server_t;
 

@@ -98,6 +98,8 @@ def test_flags_every_flag_with_its_value(make_server):
         "query.max-samples": "50000000", "query.timeout": "2m", "storage.remote.read-sample-limit": "50000000",
         "storage.remote.read-concurrent-limit": "10", "storage.remote.read-max-bytes-in-frame": "1048576",
         "web.config.file": "", "web.enable-admin-api": "true", "web.enable-lifecycle": "true",  # the fixture's
+        "web.max-connections": "512", "web.read-header-timeout": "10s", "web.body-idle-timeout": "10s",
+        "web.body-min-rate": "1KiB", "web.idle-timeout": "2m", "web.enable-h2c": "false", "web.http2-max-resets": "100",
     }
 
 

@@ -1,0 +1,360 @@
+"""Connection hardening (web/conn.c): HTTP/1 framing, timeouts with 408, --web.max-connections,
+EMFILE, h2c and the HTTP/2 reset cap. Raw sockets throughout: the point is what a hostile client
+sends. Timeouts are set to 1 s so that every cut happens within a couple of seconds."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import struct
+import time
+from typing import List, Optional, Tuple
+
+import pytest
+
+from conftest import Server
+
+FAST = ["--web.read-header-timeout", "1s", "--web.body-idle-timeout", "1s", "--web.body-min-rate", "100",
+        "--web.idle-timeout", "1s"]
+
+
+@pytest.fixture(scope="module")
+def fast(module_server_factory) -> Server:
+    s = module_server_factory(start=False, name="fast", retention="0", threads=1)
+    s.extra_args = list(FAST)
+    return s.start()
+
+
+def connect(srv: Server) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+
+
+def read_all(s: socket.socket, timeout: float = 10.0) -> bytes:
+    """Everything until the server closes (EOF or reset)."""
+    s.settimeout(timeout)
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except ConnectionResetError:
+        pass
+    return out
+
+
+def split_responses(raw: bytes) -> List[Tuple[int, dict, bytes]]:
+    """HTTP/1.1 responses with a Content-Length, one after another."""
+    out = []
+    while raw:
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        status = int(lines[0].split()[1])
+        hdrs = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
+        n = int(hdrs.get("content-length", "0"))
+        out.append((status, hdrs, rest[:n]))
+        raw = rest[n:]
+    return out
+
+
+def metric(srv: Server, name: str) -> Optional[float]:
+    st, _, body = srv.get("/metrics")
+    assert st == 200
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return None
+
+
+def trickle(srv: Server, head: bytes, body: bytes, chunk: int, interval: float) -> Tuple[bytes, int]:
+    """Sends head, then body chunk by chunk every interval s until the server answers; returns
+    what it answered (up to its close) and how many body bytes were sent."""
+    s = connect(srv)
+    s.sendall(head)
+    sent = 0
+    while sent < len(body):
+        s.sendall(body[sent:sent + chunk])
+        sent += chunk
+        r, _, _ = select.select([s], [], [], interval)
+        if r:
+            break
+    out = read_all(s)
+    s.close()
+    return out, min(sent, len(body))
+
+
+def form_post(path: str, body: bytes, close: bool = False) -> bytes:
+    return (b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n%s"
+            b"Content-Length: %d\r\n\r\n" % (path.encode(), b"Connection: close\r\n" if close else b"", len(body)))
+
+
+# ---- HTTP/1 framing: request smuggling ----
+
+HIDDEN = b"POST /api/v1/admin/compact HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+
+SMUGGLERS = {
+    "cl_and_te": (b"POST /api/v1/query HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"0\r\n\r\n" + HIDDEN,
+                  "the request has both Content-Length and Transfer-Encoding: its body's length is ambiguous; "
+                  "send one of them"),
+    "te_and_cl": (b"POST /api/v1/query HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-length: 0\r\n\r\n"
+                  b"0\r\n\r\n" + HIDDEN,
+                  "the request has both Content-Length and Transfer-Encoding: its body's length is ambiguous; "
+                  "send one of them"),
+    "two_cl": (b"POST /api/v1/query HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: %d\r\n\r\n"
+               % len(HIDDEN) + HIDDEN,
+               "the request has two different Content-Length headers: its body's length is ambiguous; send one"),
+    "two_te": (b"POST /api/v1/query HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked"
+               b"\r\n\r\n0\r\n\r\n" + HIDDEN,
+               "the request has more than one Transfer-Encoding header; send one (Transfer-Encoding: chunked)"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SMUGGLERS))
+def test_smuggled_request_refused(fast, kind):
+    raw, msg = SMUGGLERS[kind]
+    s = connect(fast)
+    s.sendall(raw)
+    resps = split_responses(read_all(s))
+    s.close()
+    assert len(resps) == 1  # one answer, then the connection is closed: the hidden request never ran
+    st, hdrs, body = resps[0]
+    assert st == 400
+    assert hdrs["connection"] == "close"
+    assert json.loads(body) == {"status": "error", "errorType": "bad_data", "error": msg}
+    st, _, body = fast.get("/metrics")
+    assert b'handler="/api/v1/admin/compact"' not in body
+
+
+def test_framing_refused_counted_and_connect_shape(fast):
+    before = metric(fast, "profstore_http_framing_refused_total")
+    s = connect(fast)
+    s.sendall(b"POST /querier.v1.QuerierService/LabelNames HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}")
+    resps = split_responses(read_all(s))
+    assert [r[0] for r in resps] == [400]
+    assert json.loads(resps[0][2]) == {
+        "code": "invalid_argument",
+        "message": "the request has two different Content-Length headers: its body's length is ambiguous; send one"}
+    assert metric(fast, "profstore_http_framing_refused_total") == before + 1
+
+
+def test_identical_content_lengths_and_keepalive_still_work(fast):
+    s = connect(fast)
+    s.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n"
+              b"GET /-/healthy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    resps = split_responses(read_all(s))
+    assert [(r[0], r[2]) for r in resps] == [(200, b"Profstore is Healthy.\n")] * 2
+
+
+# ---- timeouts ----
+
+def test_slowloris_header_cut_with_408(fast):
+    head = b"GET /-/healthy HTTP/1.1\r\nHost: " + b"x" * 200 + b"\r\n\r\n"
+    out, sent = trickle(fast, b"", head, 1, 0.1)
+    assert sent < len(head)
+    (st, hdrs, body), = split_responses(out)
+    assert st == 408 and hdrs["connection"] == "close"
+    assert json.loads(body) == {"status": "error", "errorType": "timeout", "error":
+                                "request header not complete within 1s of its first byte (--web.read-header-timeout)"}
+
+
+def test_stalled_body_408(fast):
+    body = b"query=1%2B1&pad=" + b"a" * 100
+    out, _ = trickle(fast, form_post("/api/v1/query", body), body[:10], 10, 0.1)
+    (st, _, rbody), = split_responses(out)
+    assert st == 408
+    assert json.loads(rbody) == {"status": "error", "errorType": "timeout",
+                                 "error": "no byte of the request body for 1s (--web.body-idle-timeout)"}
+
+
+def test_one_byte_a_tick_body_408(fast):
+    body = b"query=1%2B1&pad=" + b"a" * 100
+    out, sent = trickle(fast, form_post("/api/v1/query", body), body, 1, 0.2)
+    assert sent < len(body)
+    (st, _, rbody), = split_responses(out)
+    assert st == 408
+    err = json.loads(rbody)
+    assert err["errorType"] == "timeout"
+    assert err["error"].startswith("request body too slow: ")
+    assert err["error"].endswith(" under 100 bytes/s (--web.body-min-rate)")
+    assert metric(fast, 'profstore_http_timeouts_total{kind="body_rate"}') >= 1
+
+
+def test_steady_slow_body_succeeds(fast):
+    """~2.5 s of body at 240 bytes/s: longer than a 2 s total timeout would allow, never idle for
+    1 s, faster than the minimum rate."""
+    body = b"query=1%2B1&pad=" + b"a" * 584
+    out, sent = trickle(fast, form_post("/api/v1/query", body, close=True), body, 24, 0.1)
+    assert sent == len(body)
+    (st, _, rbody), = split_responses(out)
+    assert st == 200
+    assert json.loads(rbody)["data"]["result"][1] == "2"
+
+
+def test_silent_and_idle_connections_closed(fast):
+    before = metric(fast, 'profstore_http_timeouts_total{kind="no_request"}')
+    s = connect(fast)
+    assert read_all(s) == b""  # nothing asked, nothing answered: closed after the header timeout
+    s = connect(fast)
+    s.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n")
+    resps = split_responses(read_all(s))  # kept alive, then closed when idle for 1 s
+    assert [(r[0], r[1]["connection"]) for r in resps] == [(200, "keep-alive")]
+    assert metric(fast, 'profstore_http_timeouts_total{kind="no_request"}') == before + 1
+    assert metric(fast, 'profstore_http_timeouts_total{kind="keepalive_idle"}') >= 1
+
+
+# ---- the connection bound and file descriptors ----
+
+def test_max_connections_idle_evicted_for_waiting_clients(make_server):
+    srv = make_server(retention="0", threads=1, extra_args=["--web.max-connections", "8"])
+    idle = [connect(srv) for _ in range(20)]
+    st, _, body = srv.get("/-/healthy", timeout=10)  # waits in the backlog until idle ones make room
+    assert (st, body) == (200, b"Profstore is Healthy.\n")
+    assert metric(srv, "profstore_http_connections_limit") == 8
+    assert metric(srv, 'profstore_http_connections_evicted_total{reason="max_connections"}') >= 1
+    assert metric(srv, "profstore_http_connections") <= 8
+    for s in idle:
+        s.close()
+
+
+class LimitedServer(Server):
+    """A server started under prlimit with few file descriptors."""
+
+    NOFILE = 64
+
+    def args(self):
+        return ["prlimit", "--nofile=%d:%d" % (self.NOFILE, self.NOFILE), "--"] + super().args()
+
+
+def cpu_seconds(pid: int) -> float:
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_fd_exhaustion_no_spin_and_health_answers(tmp_path):
+    srv = LimitedServer(tmp_path / "lim", retention="0")
+    srv.start()
+    try:
+        idle = [connect(srv) for _ in range(120)]  # more than the descriptors left
+        time.sleep(0.3)
+        c0 = cpu_seconds(srv.proc.pid)
+        time.sleep(1.0)
+        used = cpu_seconds(srv.proc.pid) - c0
+        assert used < 0.5  # was 2 s a second (both loops spinning on EMFILE)
+        st, _, body = srv.get("/-/healthy", timeout=10)
+        assert (st, body) == (200, b"Profstore is Healthy.\n")
+        evicted = metric(srv, 'profstore_http_connections_evicted_total{reason="fd_limit"}')
+        refused = metric(srv, 'profstore_http_connections_refused_total{reason="fd_limit"}')
+        assert evicted + refused >= 1
+        for s in idle:
+            s.close()
+    finally:
+        srv.kill()
+
+
+# ---- HTTP/2: h2c off by default, the reset cap ----
+
+def h2_frame(t: int, flags: int, sid: int, payload: bytes = b"") -> bytes:
+    return struct.pack(">I", len(payload))[1:] + bytes([t, flags]) + struct.pack(">I", sid) + payload
+
+
+def h2_get(path: str) -> bytes:
+    """HPACK: :method GET, :scheme http (static), :path and :authority literal, not indexed."""
+    p, a = path.encode(), b"127.0.0.1"
+    return b"\x82\x86\x04" + bytes([len(p)]) + p + b"\x01" + bytes([len(a)]) + a
+
+
+def h2_frames(data: bytes) -> List[Tuple[int, int, bytes]]:
+    out, i = [], 0
+    while i + 9 <= len(data):
+        n = int.from_bytes(data[i:i + 3], "big")
+        out.append((data[i + 3], int.from_bytes(data[i + 5:i + 9], "big") & 0x7FFFFFFF, data[i + 9:i + 9 + n]))
+        i += 9 + n
+    return out
+
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def test_h2c_off_by_default(fast):
+    s = connect(fast)
+    s.sendall(PREFACE + h2_frame(4, 0, 0))
+    assert read_all(s).startswith(b"HTTP/1.1 400 ")
+    s = connect(fast)
+    s.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+              b"HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n")
+    s.settimeout(10)
+    first = s.recv(65536)
+    assert first.startswith(b"HTTP/1.1 200 OK\r\n")  # answered as HTTP/1.1, no 101
+    s.close()
+    st, _, body = fast.get("/api/v1/status/flags")
+    flags = json.loads(body)["data"]
+    assert flags["web.enable-h2c"] == "false"
+    assert flags["web.max-connections"] == "512"
+    assert flags["web.http2-max-resets"] == "100"
+    assert flags["web.body-min-rate"] == "100B"
+
+
+def test_h2c_enabled_and_rapid_reset_capped(make_server):
+    srv = make_server(retention="0", threads=1, extra_args=["--web.enable-h2c", "--web.http2-max-resets", "20"])
+    # a well-behaved HTTP/2 client: one GET answered
+    s = connect(srv)
+    s.sendall(PREFACE + h2_frame(4, 0, 0))
+    s.settimeout(10)
+    s.recv(65536)  # the server's SETTINGS
+    s.sendall(h2_frame(1, 0x5, 1, h2_get("/-/healthy")))
+    got = b""
+    while not any(t == 0 and sid == 1 for t, sid, _ in h2_frames(got)):
+        got += s.recv(65536)
+    assert [p for t, sid, p in h2_frames(got) if t == 0 and sid == 1][0] == b"Profstore is Healthy.\n"
+    s.close()
+    # rapid reset: HEADERS + RST_STREAM, 50 times; past 20 resets GOAWAY(ENHANCE_YOUR_CALM) and close
+    s = connect(srv)
+    s.sendall(PREFACE + h2_frame(4, 0, 0))
+    s.settimeout(10)
+    s.recv(65536)
+    burst = b"".join(h2_frame(1, 0x5, 1 + 2 * i, h2_get("/-/healthy")) + h2_frame(3, 0, 1 + 2 * i, struct.pack(">I", 8))
+                     for i in range(50))
+    s.sendall(burst)
+    frames = h2_frames(read_all(s))
+    goaway = [p for t, _, p in frames if t == 7]
+    assert len(goaway) == 1
+    assert int.from_bytes(goaway[0][4:8], "big") == 0xB  # ENHANCE_YOUR_CALM
+    assert goaway[0][8:] == b"too many streams reset by the client (--web.http2-max-resets)"
+    assert metric(srv, "profstore_http2_reset_flood_total") == 1
+
+
+def test_idle_http2_connections_evicted_at_the_bound(make_server):
+    srv = make_server(retention="0", threads=1, extra_args=["--web.enable-h2c", "--web.max-connections", "4"])
+    idle = []
+    for _ in range(6):
+        s = connect(srv)
+        s.sendall(PREFACE + h2_frame(4, 0, 0))
+        idle.append(s)
+    st, _, body = srv.get("/-/healthy", timeout=10)
+    assert (st, body) == (200, b"Profstore is Healthy.\n")
+    assert metric(srv, 'profstore_http_connections_evicted_total{reason="max_connections"}') >= 1
+    for s in idle:
+        s.close()
+
+
+def test_answer_not_read_disconnects(fast):
+    """A client that stops reading its answers (slow read) is disconnected once the kernel's queue
+    has stood still for --web.idle-timeout."""
+    before = metric(fast, 'profstore_http_timeouts_total{kind="write_stall"}')
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    s.connect(("127.0.0.1", fast.port))
+    s.sendall(b"GET /ui/vendor/uPlot.esm.js HTTP/1.1\r\nHost: x\r\n\r\n" * 20)
+    deadline = time.monotonic() + 10
+    while metric(fast, 'profstore_http_timeouts_total{kind="write_stall"}') == before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert metric(fast, 'profstore_http_timeouts_total{kind="write_stall"}') == before + 1
+    got = read_all(s)  # what the kernel had queued, then the end
+    assert got.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert len(got) < 20 * 145000
+    s.close()

@@ -1,0 +1,807 @@
+/*
+ * conn.c - connection hardening around h2o 2.2.5 (see conn.h).
+ *
+ * What h2o 2.2.5 does by itself, and why this file exists:
+ * - HTTP/1 (lib/http1.c) reads the whole body before the handler runs, under one timer
+ *   (globalconf.http1.req_timeout, 10 s) that covers the keep-alive wait, the header and the
+ *   body together and closes the socket without an answer when it fires. Here that timer is only a
+ *   far backstop (REQ_BACKSTOP_MS); a per-loop tick (every TICK_MAX_MS or less) looks at every
+ *   HTTP/1 connection instead: which phase it is in (waiting for a request, reading its header,
+ *   reading its body, busy) and when bytes last came in on its socket.
+ *   A header not complete within --web.read-header-timeout of its first byte, or a body with no
+ *   byte for --web.body-idle-timeout or arriving slower than --web.body-min-rate (after that
+ *   timeout's grace), is answered 408 in the API's error shape and the connection closed. A fresh
+ *   connection that sends nothing within the header timeout, a kept-alive one idle for
+ *   --web.idle-timeout, and one whose answer h2o cannot write because the client reads nothing
+ *   (the kernel's unsent queue, SIOCOUTQ, unchanged for --web.idle-timeout) are closed without an
+ *   answer.
+ * - Content-Length and Transfer-Encoding never reach req->headers (h2o consumes them: the first
+ *   Content-Length wins, a Transfer-Encoding overrides it), so ps_conns_refuse_framing re-reads the
+ *   request's header block, which is still at the start of the socket's input buffer while the
+ *   request is being handled, and refuses the ambiguous ones before any handler runs.
+ * - h2c (prior knowledge and Upgrade: h2c) hangs on globalconf.http1.upgrade_to_http2.
+ * - Rapid reset (CVE-2023-44487): h2o 2.2.5 has no budget for streams a client resets. Each
+ *   HTTP/2 connection's frame parser (_read_expect of h2o's connection struct, whose head h2_conn_t
+ *   mirrors) is wrapped: every RST_STREAM frame the client sends is counted, and past
+ *   --web.http2-max-resets within RESET_WINDOW_MS the wrapper returns ENHANCE_YOUR_CALM, on which
+ *   h2o sends GOAWAY and closes. The wrapper is put in place as soon as h2o turns a connection into
+ *   HTTP/2 inside a read callback (wrapped too, for that), else at the next tick; frames h2o parses
+ *   in the very read that made the connection HTTP/2 (one socket read) are not counted.
+ * - Accept: h2o_evloop_socket_accept returns NULL on EMFILE and the listener stays readable, so
+ *   the loop spins. Here the listener pauses for FD_PAUSE_MS, the oldest idle connections (HTTP/2:
+ *   without a stream) are closed to free descriptors, and when none is idle the newcomer is accepted on
+ *   a reserve descriptor, answered 503 and closed (counted as refused). At --web.max-connections
+ *   the listener pauses (newcomers wait in the kernel backlog, as Prometheus' LimitListener) and
+ *   resumes when one closes; while clients wait there, connections idle for EVICT_MIN_IDLE_MS or
+ *   more are closed, oldest first, one per waiting client, so idle keep-alives cannot starve them.
+ *
+ * Everything runs on the loop's own thread, but the open count, which is server-wide and atomic.
+ */
+#include "conn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <h2o/http1.h>
+#include <h2o/http2.h>
+#include <h2o/http2_scheduler.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "connect.h"
+#include "core/timeutil.h"
+#include "http.h"
+#include "internal.h"
+
+#define TICK_MAX_MS 100
+#define TICK_MIN_MS 10
+#define REQ_BACKSTOP_MS (3600 * 1000) /* h2o's own total request timer: an hour */
+#define EVICT_MIN_IDLE_MS 250         /* an idle connection younger than this is not closed for room */
+#define EVICT_MAX_PER_ROUND 64
+#define FD_PAUSE_MS 50    /* listener pause after EMFILE */
+#define RESET_WINDOW_MS 10000
+#define MAX_LISTENERS 8   /* per loop */
+
+/* The head of h2o 2.2.5's struct st_h2_conn_t, field for field up to its frame parser
+ * (h2o/http2_internal.h has it, but includes a khash.h that Debian does not ship). */
+typedef struct h2_conn h2_conn_t;
+typedef ssize_t (*expect_fn)(h2_conn_t *conn, const uint8_t *src, size_t len, const char **err_desc);
+struct h2_conn {
+    h2o_conn_t super;
+    h2o_socket_t *sock;
+    h2o_http2_settings_t peer_settings;
+    void *streams; /* khash_t(h2o_http2_stream_t) * */
+    struct {
+        uint32_t max_open, max_processed;
+    } pull_stream_ids;
+    struct {
+        uint32_t max_open;
+    } push_stream_ids;
+    struct {
+        struct {
+            uint32_t open, half_closed, send_body;
+        } priority, pull, push;
+    } num_streams;
+    h2o_http2_scheduler_node_t scheduler;
+    int state; /* h2o_http2_conn_state_t */
+    h2o_linklist_t _conns; /* in h2o_context_t.http2._conns */
+    expect_fn _read_expect;
+};
+#define H2_FRAME_HEADER_SIZE 9
+#define H2_FRAME_TYPE_RST_STREAM 3
+
+enum { R_FD, R_MAXCONN, NREASONS };
+static const char *const reason_names[NREASONS] = {"fd_limit", "max_connections"};
+enum { T_HEADER, T_BODY_IDLE, T_BODY_RATE, T_FRESH, T_IDLE, T_WRITE, NTIMEOUTS };
+
+struct ps_conns {
+    atomic_uint open;
+    uint32_t max;
+    uint64_t header_ms, body_idle_ms, idle_ms, min_rate, tick_ms;
+    uint32_t max_resets;
+    atomic_uint_fast64_t accepted, refused[NREASONS], evicted[NREASONS], timeouts[NTIMEOUTS], framing, resets_refused;
+};
+
+
+/* one loop's share: its connections in accept order, its paused listeners, its reserve fd */
+typedef struct lconns {
+    ps_loop_t *loop;
+    struct ps_conns *cs;
+    h2o_linklist_t conns;
+    h2o_timeout_t tick_timeout;
+    h2o_timeout_entry_t tick;
+    h2o_socket_t *paused[MAX_LISTENERS];
+    int npaused;
+    uint64_t fd_wait_until; /* loop ms: no accept before (after EMFILE) */
+    uint32_t closing;       /* connections shut or answered 408, not closed yet */
+    int reserve_fd;
+} lconns_t;
+
+typedef struct conn {
+    h2o_linklist_t link; /* lconns_t.conns, oldest first */
+    lconns_t *lc;
+    h2o_socket_t *sock;
+    h2o_socket_cb orig_read;  /* h2o's read callback, which on_read_wrapped calls */
+    expect_fn orig_expect;    /* h2o's HTTP/2 frame parser, which on_expect_wrapped calls */
+    h2_conn_t *h2;     /* once h2o made it HTTP/2 */
+    uint64_t accepted_at, read_at, busy_at; /* loop ms: accepted, bytes last came in, last seen in a request */
+    uint64_t reads;           /* read callbacks (or input growths seen by the tick) */
+    size_t seen_in;           /* the socket's input size at the last tick */
+    uint64_t body_t0;         /* loop ms the body phase was first seen (0: not in it) */
+    size_t body_b0;           /* the input's size then (h2o keeps the body there until the answer) */
+    uint64_t reset_window_at;
+    uint32_t resets;
+    uint64_t out_at; /* loop ms the unsent queue last changed while h2o was writing */
+    int outq;        /* the kernel's unsent bytes (SIOCOUTQ) then */
+    int in_cb;
+    unsigned closed : 1, evicting : 1;
+} conn_t;
+
+static void on_read_wrapped(h2o_socket_t *sock, const char *err);
+static ssize_t on_expect_wrapped(h2_conn_t *h2, const uint8_t *src, size_t len, const char **err_desc);
+
+static uint64_t ms_of(int64_t ns)
+{
+    return ns <= 0 ? 0 : (uint64_t)(ns / 1000000) + (ns % 1000000 != 0);
+}
+
+void ps_conns_configure(ps_server_t *s, h2o_globalconf_t *conf)
+{
+    struct ps_conns *cs = ps_xcalloc(1, sizeof(*cs));
+    const ps_server_opts_t *o = &s->opts;
+    cs->max = o->max_connections;
+    cs->header_ms = ms_of(o->read_header_timeout);
+    cs->body_idle_ms = ms_of(o->body_idle_timeout);
+    cs->idle_ms = ms_of(o->idle_timeout);
+    cs->min_rate = o->body_min_rate;
+    cs->max_resets = o->http2_max_resets;
+    /* the tick: at most a quarter of the smallest timeout, so one fires within 25 % of its value */
+    uint64_t t = TICK_MAX_MS;
+    uint64_t tos[] = {cs->header_ms, cs->body_idle_ms, cs->idle_ms};
+    for (size_t i = 0; i < sizeof(tos) / sizeof(tos[0]); i++)
+        if (tos[i] != 0 && tos[i] / 4 < t)
+            t = tos[i] / 4;
+    cs->tick_ms = t < TICK_MIN_MS ? TICK_MIN_MS : t;
+    s->conns = cs;
+
+    conf->http1.upgrade_to_http2 = o->enable_h2c ? 1 : 0;
+    conf->http1.req_timeout = REQ_BACKSTOP_MS;
+    if (cs->idle_ms != 0)
+        conf->http2.idle_timeout = cs->idle_ms;
+}
+
+/* ---- per connection: the record, the read wrapper, the HTTP/2 reset budget ---- */
+
+static void conn_free(conn_t *c)
+{
+    h2o_linklist_unlink(&c->link);
+    free(c);
+}
+
+static void resume_listeners(lconns_t *lc)
+{
+    if (lc->npaused == 0 || atomic_load(&lc->loop->srv->stopping))
+        return;
+    if (lc->cs->max != 0 && atomic_load(&lc->cs->open) >= lc->cs->max)
+        return;
+    if (h2o_now(lc->loop->ctx.loop) < lc->fd_wait_until)
+        return;
+    for (int i = 0; i < lc->npaused; i++)
+        h2o_socket_read_start(lc->paused[i], ps_conns_on_accept);
+    lc->npaused = 0;
+}
+
+static void pause_listener(lconns_t *lc, h2o_socket_t *listener)
+{
+    for (int i = 0; i < lc->npaused; i++)
+        if (lc->paused[i] == listener)
+            return;
+    if (lc->npaused == MAX_LISTENERS)
+        return; /* cannot happen: a loop has a handful of listeners */
+    h2o_socket_read_stop(listener);
+    lc->paused[lc->npaused++] = listener;
+}
+
+/* h2o_socket_t.on_close: h2o disposed the socket (whatever closed it) */
+static void on_conn_close(void *data)
+{
+    conn_t *c = data;
+    lconns_t *lc = c->lc;
+    atomic_fetch_sub(&lc->cs->open, 1);
+    if (c->evicting)
+        lc->closing--;
+    c->closed = 1;
+    c->sock = NULL;
+    if (c->in_cb == 0)
+        conn_free(c);
+    resume_listeners(lc);
+}
+
+/* HTTP/2: a connection that became HTTP/2 gets its frame parser wrapped (once) */
+static void hook_h2(conn_t *c, h2_conn_t *h2)
+{
+    c->h2 = h2;
+    if (c->lc->cs->max_resets == 0)
+        return;
+    if (h2->_read_expect != NULL && h2->_read_expect != on_expect_wrapped) {
+        c->orig_expect = h2->_read_expect;
+        h2->_read_expect = on_expect_wrapped;
+    }
+}
+
+/* after any h2o callback of c's socket: keep the read wrapper in place and notice HTTP/2 */
+static void rewrap(conn_t *c)
+{
+    h2o_socket_t *sock = c->sock;
+    if (sock->_cb.read != NULL && sock->_cb.read != on_read_wrapped) {
+        c->orig_read = sock->_cb.read;
+        sock->_cb.read = on_read_wrapped;
+    }
+    if (c->h2 == NULL) {
+        /* h2o_http2_accept links the new connection last in ctx->http2._conns */
+        h2o_linklist_t *anchor = &c->lc->loop->ctx.http2._conns;
+        if (!h2o_linklist_is_empty(anchor)) {
+            h2_conn_t *h2 = H2O_STRUCT_FROM_MEMBER(h2_conn_t, _conns, anchor->prev);
+            if (h2->sock == sock)
+                hook_h2(c, h2);
+        }
+    }
+}
+
+static void on_read_wrapped(h2o_socket_t *sock, const char *err)
+{
+    conn_t *c = sock->on_close.data;
+    c->read_at = h2o_now(c->lc->loop->ctx.loop);
+    c->reads++;
+    c->in_cb++;
+    c->orig_read(sock, err);
+    c->in_cb--;
+    if (c->closed) {
+        if (c->in_cb == 0)
+            conn_free(c);
+        return;
+    }
+    rewrap(c);
+}
+
+static ssize_t on_expect_wrapped(h2_conn_t *h2, const uint8_t *src, size_t len, const char **err_desc)
+{
+    conn_t *c = h2->sock->on_close.data;
+    ssize_t ret = c->orig_expect(h2, src, len, err_desc);
+    if (h2->_read_expect != on_expect_wrapped) { /* h2o moved on (preface done, CONTINUATION, ...) */
+        c->orig_expect = h2->_read_expect;
+        h2->_read_expect = on_expect_wrapped;
+    }
+    if (ret > 0 && len >= H2_FRAME_HEADER_SIZE && src[3] == H2_FRAME_TYPE_RST_STREAM) {
+        uint64_t now = h2o_now(c->lc->loop->ctx.loop);
+        if (c->resets == 0 || now - c->reset_window_at >= RESET_WINDOW_MS) {
+            c->reset_window_at = now;
+            c->resets = 0;
+        }
+        if (++c->resets > c->lc->cs->max_resets) {
+            atomic_fetch_add(&c->lc->cs->resets_refused, 1);
+            *err_desc = "too many streams reset by the client (--web.http2-max-resets)";
+            return H2O_HTTP2_ERROR_ENHANCE_YOUR_CALM;
+        }
+    }
+    return ret;
+}
+
+/* ---- accept ---- */
+
+static const char busy_503[] =
+    "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+    "Content-Length: 105\r\n\r\n"
+    "{\"status\":\"error\",\"errorType\":\"unavailable\",\"error\":\"the server is out of file descriptors; retry later\"}";
+
+static int evict_idle(lconns_t *lc, int max, uint64_t min_idle_ms, int reason);
+
+/* EMFILE/ENFILE: free descriptors by closing idle connections, else refuse newcomers on the
+ * reserve descriptor with a 503; either way the listener rests until the next tick */
+static void on_fd_limit(lconns_t *lc, h2o_socket_t *listener)
+{
+    uint64_t now = h2o_now(lc->loop->ctx.loop);
+    /* refused only when nothing is idle and nothing is about to close */
+    if (evict_idle(lc, 16, 0, R_FD) == 0 && lc->closing == 0 && lc->reserve_fd >= 0) {
+        int lfd = h2o_socket_get_fd(listener);
+        for (int i = 0; i < 16; i++) {
+            close(lc->reserve_fd);
+            int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd >= 0) {
+                ssize_t w = write(fd, busy_503, sizeof(busy_503) - 1);
+                (void)w;
+                shutdown(fd, SHUT_WR);
+                close(fd);
+                atomic_fetch_add(&lc->cs->refused[R_FD], 1);
+            }
+            lc->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            if (fd < 0 || lc->reserve_fd < 0)
+                break;
+        }
+    }
+    lc->fd_wait_until = now + FD_PAUSE_MS;
+    pause_listener(lc, listener);
+}
+
+void ps_conns_on_accept(h2o_socket_t *listener, const char *err)
+{
+    if (err != NULL)
+        return;
+    h2o_accept_ctx_t *actx = listener->data;
+    ps_loop_t *l = ps_loop_of(actx->ctx);
+    lconns_t *lc = l->conns;
+    struct ps_conns *cs = lc->cs;
+    if (cs->max != 0 && atomic_load(&cs->open) >= cs->max) {
+        pause_listener(lc, listener); /* newcomers wait in the kernel's backlog */
+        return;
+    }
+    h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
+    if (sock == NULL) {
+        if (errno == EMFILE || errno == ENFILE)
+            on_fd_limit(lc, listener);
+        return;
+    }
+    conn_t *c = ps_xcalloc(1, sizeof(*c));
+    c->lc = lc;
+    c->sock = sock;
+    c->accepted_at = c->read_at = c->busy_at = h2o_now(l->ctx.loop);
+    h2o_linklist_insert(&lc->conns, &c->link);
+    sock->on_close.cb = on_conn_close;
+    sock->on_close.data = c;
+    atomic_fetch_add(&cs->open, 1);
+    atomic_fetch_add(&cs->accepted, 1);
+    c->in_cb++;
+    h2o_accept(actx, sock);
+    c->in_cb--;
+    if (c->closed) {
+        conn_free(c);
+        return;
+    }
+    rewrap(c);
+}
+
+/* ---- the tick: timeouts, the bound, eviction ---- */
+
+enum { A_NONE, A_CLOSE, A_408 };
+
+typedef struct visit {
+    lconns_t *lc;
+    uint64_t now;        /* loop ms */
+    struct timeval wall; /* for h2o's request timestamps */
+    int collect_idle;    /* gather the waiting connections into idle[] */
+    conn_t **idle;
+    size_t nidle, cap;
+    /* the actions, done after the walk */
+    struct action {
+        h2o_req_t *req;
+        conn_t *c;
+        int what, kind;
+        char msg[200];
+    } *acts;
+    size_t nacts, acap;
+} visit_t;
+
+static int h2_streams(const h2_conn_t *h2)
+{
+    return h2->num_streams.pull.open + h2->num_streams.pull.half_closed + h2->num_streams.pull.send_body +
+               h2->num_streams.push.open + h2->num_streams.push.half_closed + h2->num_streams.push.send_body !=
+           0;
+}
+
+static void add_idle(visit_t *v, conn_t *c)
+{
+    if (v->nidle == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 64;
+        v->idle = realloc(v->idle, v->cap * sizeof(*v->idle));
+        if (v->idle == NULL)
+            abort();
+    }
+    v->idle[v->nidle++] = c;
+}
+
+static void add_action(visit_t *v, h2o_req_t *req, conn_t *c, int what, int kind, const char *msg)
+{
+    if (v->nacts == v->acap) {
+        v->acap = v->acap ? v->acap * 2 : 16;
+        v->acts = realloc(v->acts, v->acap * sizeof(*v->acts));
+        if (v->acts == NULL)
+            abort();
+    }
+    struct action *a = &v->acts[v->nacts++];
+    a->req = req;
+    a->c = c;
+    a->what = what;
+    a->kind = kind;
+    snprintf(a->msg, sizeof(a->msg), "%s", msg ? msg : "");
+}
+
+static int64_t wall_ms_since(const struct timeval *now, const struct timeval *t)
+{
+    return ((int64_t)now->tv_sec - t->tv_sec) * 1000 + ((int64_t)now->tv_usec - t->tv_usec) / 1000;
+}
+
+static void fmt_ms(uint64_t ms, char *buf, size_t n)
+{
+    ps_format_duration((int64_t)ms * 1000000, buf, n);
+}
+
+static int visit_req(h2o_req_t *req, void *data)
+{
+    visit_t *v = data;
+    h2o_socket_t *sock = req->conn->callbacks->get_socket != NULL ? req->conn->callbacks->get_socket(req->conn) : NULL;
+    if (sock == NULL || sock->on_close.cb != on_conn_close)
+        return 0;
+    conn_t *c = sock->on_close.data;
+    struct ps_conns *cs = v->lc->cs;
+    if (c->evicting)
+        return 0;
+    if (!h2o_socket_is_reading(sock) || h2o_socket_is_writing(sock)) {
+        c->body_t0 = 0; /* busy: the handler or the answer */
+        c->busy_at = v->now;
+        /* an answer the client does not read: the kernel's queue stands still while h2o waits */
+        int q = -1;
+        if (!h2o_socket_is_writing(sock) || ioctl(h2o_socket_get_fd(sock), SIOCOUTQ, &q) != 0 || q != c->outq) {
+            c->outq = q;
+            c->out_at = v->now;
+        } else if (cs->idle_ms != 0 && q > 0 && v->now - c->out_at >= cs->idle_ms) {
+            add_action(v, req, c, A_CLOSE, T_WRITE, NULL);
+        }
+        return 0;
+    }
+    char d[32], msg[200];
+    if (sock->input->size == 0 && h2o_timeval_is_null(&req->timestamps.request_body_begin_at)) {
+        /* waiting for a request */
+        c->body_t0 = 0;
+        if (c->reads == 0) {
+            if (cs->header_ms != 0 && v->now - c->accepted_at >= cs->header_ms) {
+                add_action(v, req, c, A_CLOSE, T_FRESH, NULL);
+                return 0;
+            }
+        } else {
+            uint64_t last = c->read_at > c->busy_at ? c->read_at : c->busy_at;
+            if (cs->idle_ms != 0 && v->now - last >= cs->idle_ms) {
+                add_action(v, req, c, A_CLOSE, T_IDLE, NULL);
+                return 0;
+            }
+        }
+        if (v->collect_idle)
+            add_idle(v, c);
+        return 0;
+    }
+    if (h2o_timeval_is_null(&req->timestamps.request_body_begin_at)) {
+        /* the header is arriving: bounded in total from its first byte */
+        c->body_t0 = 0;
+        c->busy_at = v->now;
+        int64_t el = h2o_timeval_is_null(&req->timestamps.request_begin_at)
+                         ? (int64_t)(v->now - c->accepted_at)
+                         : wall_ms_since(&v->wall, &req->timestamps.request_begin_at);
+        if (cs->header_ms != 0 && el >= (int64_t)cs->header_ms) {
+            fmt_ms(cs->header_ms, d, sizeof(d));
+            snprintf(msg, sizeof(msg),
+                     "request header not complete within %s of its first byte (--web.read-header-timeout)", d);
+            add_action(v, req, c, A_408, T_HEADER, msg);
+        }
+        return 0;
+    }
+    /* the body is arriving: it must keep moving, and on average not slower than the minimum rate */
+    c->busy_at = v->now;
+    if (c->body_t0 == 0) {
+        c->body_t0 = v->now;
+        c->body_b0 = sock->input->size;
+    }
+    if (cs->body_idle_ms != 0 && v->now - c->read_at >= cs->body_idle_ms) {
+        fmt_ms(cs->body_idle_ms, d, sizeof(d));
+        snprintf(msg, sizeof(msg), "no byte of the request body for %s (--web.body-idle-timeout)", d);
+        add_action(v, req, c, A_408, T_BODY_IDLE, msg);
+        return 0;
+    }
+    uint64_t el = v->now - c->body_t0, grace = cs->body_idle_ms;
+    if (cs->min_rate != 0 && el > grace) {
+        uint64_t got = sock->input->size > c->body_b0 ? sock->input->size - c->body_b0 : 0;
+        if (got * 1000 < cs->min_rate * (el - grace)) {
+            snprintf(msg, sizeof(msg),
+                     "request body too slow: %llu bytes in %llu ms, under %llu bytes/s (--web.body-min-rate)",
+                     (unsigned long long)got, (unsigned long long)el, (unsigned long long)cs->min_rate);
+            add_action(v, req, c, A_408, T_BODY_RATE, msg);
+        }
+    }
+    return 0;
+}
+
+/* closes a connection from outside h2o: both directions shut, h2o sees the end on its next read
+ * and closes it itself */
+static void shut(conn_t *c)
+{
+    c->evicting = 1;
+    c->lc->closing++;
+    shutdown(h2o_socket_get_fd(c->sock), SHUT_RDWR);
+}
+
+static void answer_408(h2o_req_t *req, conn_t *c, const char *msg)
+{
+    h2o_socket_read_stop(c->sock);
+    if (req->pathconf == NULL) {
+        /* what h2o does before a handler (its setup_before_processing is not exported) */
+        if (h2o_timeval_is_null(&req->timestamps.request_body_begin_at)) {
+            /* still reading the header: nothing of the request is usable (its method and path
+             * may point into a buffer h2o has since moved) */
+            req->input.method = h2o_iovec_init(H2O_STRLIT("GET"));
+            req->input.path = h2o_iovec_init(H2O_STRLIT("/"));
+            req->input.scheme = c->sock->ssl != NULL ? &H2O_URL_SCHEME_HTTPS : &H2O_URL_SCHEME_HTTP;
+        }
+        h2o_hostconf_t *hostconf = *req->conn->hosts;
+        h2o_get_timestamp(req->conn->ctx, &req->pool, &req->processed_at);
+        req->input.authority = hostconf->authority.hostport;
+        req->scheme = req->input.scheme;
+        req->method = req->input.method;
+        req->authority = req->input.authority;
+        req->path = req->input.path;
+        req->path_normalized =
+            h2o_url_normalize_path(&req->pool, req->input.path.base, req->input.path.len, &req->query_at, &req->norm_indexes);
+        req->input.query_at = req->query_at;
+        h2o_req_bind_conf(req, hostconf, &hostconf->fallback_path);
+    }
+    req->http1_is_persistent = 0;
+    c->evicting = 1; /* answered: no second action */
+    c->lc->closing++;
+    if (!h2o_timeval_is_null(&req->timestamps.request_body_begin_at) && ps_connect_is_path(req->path_normalized)) {
+        ps_buf_t b = PS_BUF_INIT;
+        ps_connect_error_json(PS_CONNECT_DEADLINE_EXCEEDED, msg, &b);
+        ps_http_send(req, 408, "application/json", b.data, b.len);
+        ps_buf_dispose(&b);
+        return;
+    }
+    ps_http_error_status(req, 408, msg);
+}
+
+static int cmp_idle(const void *a, const void *b)
+{
+    const conn_t *x = *(conn_t *const *)a, *y = *(conn_t *const *)b;
+    uint64_t lx = x->read_at > x->busy_at ? x->read_at : x->busy_at;
+    uint64_t ly = y->read_at > y->busy_at ? y->read_at : y->busy_at;
+    return lx < ly ? -1 : lx > ly;
+}
+
+static void progress(lconns_t *lc, uint64_t now)
+{
+    for (h2o_linklist_t *n = lc->conns.next; n != &lc->conns; n = n->next) {
+        conn_t *c = H2O_STRUCT_FROM_MEMBER(conn_t, link, n);
+        if (c->sock == NULL)
+            continue;
+        /* h2o_socket_t.bytes_read cannot be relied on in 2.2.5: a growing input is progress (the
+         * wrapper sees reads as they come, this catches those h2o took directly) */
+        if (c->sock->input->size != c->seen_in) {
+            if (c->sock->input->size > c->seen_in) {
+                c->read_at = now;
+                c->reads++;
+            }
+            c->seen_in = c->sock->input->size;
+        }
+    }
+}
+
+/* closes up to max waiting HTTP/1 connections idle for min_idle_ms or more, oldest first */
+static int evict_idle(lconns_t *lc, int max, uint64_t min_idle_ms, int reason)
+{
+    visit_t v = {.lc = lc, .now = h2o_now(lc->loop->ctx.loop), .collect_idle = 1};
+    gettimeofday(&v.wall, NULL);
+    progress(lc, v.now);
+    H2O_HTTP1_CALLBACKS.foreach_request(&lc->loop->ctx, visit_req, &v);
+    free(v.acts); /* the timeouts are the tick's business */
+    /* HTTP/2 connections without a stream are idle too */
+    h2o_linklist_t *anchor = &lc->loop->ctx.http2._conns;
+    for (h2o_linklist_t *n = anchor->next; n != anchor; n = n->next) {
+        h2_conn_t *h2 = H2O_STRUCT_FROM_MEMBER(h2_conn_t, _conns, n);
+        if (h2->sock == NULL || h2->sock->on_close.cb != on_conn_close)
+            continue;
+        conn_t *c = h2->sock->on_close.data;
+        if (!c->evicting && !h2_streams(h2))
+            add_idle(&v, c);
+    }
+    qsort(v.idle, v.nidle, sizeof(*v.idle), cmp_idle);
+    int n = 0;
+    for (size_t i = 0; i < v.nidle && n < max; i++) {
+        conn_t *c = v.idle[i];
+        uint64_t last = c->read_at > c->busy_at ? c->read_at : c->busy_at;
+        if (v.now - last < min_idle_ms)
+            break;
+        shut(c);
+        atomic_fetch_add(&lc->cs->evicted[reason], 1);
+        n++;
+    }
+    free(v.idle);
+    return n;
+}
+
+/* clients waiting in the backlogs of this loop's paused listeners (Linux: TCP_INFO of a listening
+ * socket gives its accept queue's length in tcpi_unacked) */
+static uint32_t backlog(lconns_t *lc)
+{
+    uint32_t n = 0;
+    for (int i = 0; i < lc->npaused; i++) {
+        struct tcp_info ti;
+        socklen_t tl = sizeof(ti);
+        if (getsockopt(h2o_socket_get_fd(lc->paused[i]), IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0)
+            n += ti.tcpi_unacked;
+    }
+    return n;
+}
+
+static void on_tick(h2o_timeout_entry_t *e)
+{
+    lconns_t *lc = H2O_STRUCT_FROM_MEMBER(lconns_t, tick, e);
+    ps_loop_t *l = lc->loop;
+    visit_t v = {.lc = lc, .now = h2o_now(l->ctx.loop)};
+    gettimeofday(&v.wall, NULL);
+    progress(lc, v.now);
+    H2O_HTTP1_CALLBACKS.foreach_request(&l->ctx, visit_req, &v);
+    for (size_t i = 0; i < v.nacts; i++) {
+        struct action *a = &v.acts[i];
+        atomic_fetch_add(&lc->cs->timeouts[a->kind], 1);
+        if (a->what == A_CLOSE)
+            shut(a->c);
+        else
+            answer_408(a->req, a->c, a->msg);
+    }
+    free(v.acts);
+    /* HTTP/2 connections whose parser is not wrapped yet (an h2c Upgrade turns over in a write
+     * callback) */
+    for (h2o_linklist_t *n = l->ctx.http2._conns.next; n != &l->ctx.http2._conns; n = n->next) {
+        h2_conn_t *h2 = H2O_STRUCT_FROM_MEMBER(h2_conn_t, _conns, n);
+        if (h2->sock != NULL && h2->sock->on_close.cb == on_conn_close) {
+            conn_t *c = h2->sock->on_close.data;
+            if (c->h2 == NULL || h2->_read_expect != on_expect_wrapped)
+                hook_h2(c, h2);
+            if (h2_streams(h2))
+                c->busy_at = v.now;
+        }
+    }
+    /* the bound: room again, or clients waiting behind idle connections */
+    resume_listeners(lc);
+    if (lc->npaused != 0 && !atomic_load(&l->srv->stopping) && v.now >= lc->fd_wait_until) {
+        uint32_t waiting = backlog(lc);
+        if (waiting != 0)
+            evict_idle(lc, waiting < EVICT_MAX_PER_ROUND ? (int)waiting : EVICT_MAX_PER_ROUND, EVICT_MIN_IDLE_MS,
+                       R_MAXCONN);
+    }
+    h2o_timeout_link(l->ctx.loop, &lc->tick_timeout, &lc->tick);
+}
+
+void ps_conns_loop_init(ps_loop_t *l)
+{
+    lconns_t *lc = ps_xcalloc(1, sizeof(*lc));
+    lc->loop = l;
+    lc->cs = l->srv->conns;
+    h2o_linklist_init_anchor(&lc->conns);
+    lc->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    h2o_timeout_init(l->ctx.loop, &lc->tick_timeout, lc->cs->tick_ms);
+    lc->tick.cb = on_tick;
+    h2o_timeout_link(l->ctx.loop, &lc->tick_timeout, &lc->tick);
+    l->conns = lc;
+}
+
+/* ---- HTTP/1 framing ---- */
+
+static int name_is(const char *p, size_t n, const char *lit)
+{
+    size_t ln = strlen(lit);
+    return n == ln && strncasecmp(p, lit, n) == 0;
+}
+
+int ps_conns_refuse_framing(h2o_req_t *req)
+{
+    if (req->version >= 0x200 || req->conn->callbacks->get_socket == NULL)
+        return 0;
+    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
+    if (sock == NULL || sock->input == NULL || sock->input->size == 0)
+        return 0;
+    const char *p = sock->input->bytes, *end = p + (sock->input->size < H2O_MAX_REQLEN ? sock->input->size : H2O_MAX_REQLEN);
+    /* the request line, then a header per line up to the empty one (picohttpparser takes LF and CRLF) */
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (nl == NULL)
+        return 0;
+    p = nl + 1;
+    int ncl = 0, nte = 0, cl_differ = 0;
+    const char *cl = NULL;
+    size_t cllen = 0;
+    while (p < end) {
+        nl = memchr(p, '\n', (size_t)(end - p));
+        if (nl == NULL)
+            break;
+        const char *le = nl;
+        if (le > p && le[-1] == '\r')
+            le--;
+        if (le == p)
+            break; /* the end of the header */
+        const char *colon = memchr(p, ':', (size_t)(le - p));
+        if (colon != NULL && *p != ' ' && *p != '\t') {
+            const char *v = colon + 1, *ve = le;
+            while (v < ve && (*v == ' ' || *v == '\t'))
+                v++;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+            if (name_is(p, (size_t)(colon - p), "content-length")) {
+                if (ncl++ && ((size_t)(ve - v) != cllen || memcmp(v, cl, cllen) != 0))
+                    cl_differ = 1;
+                cl = v;
+                cllen = (size_t)(ve - v);
+            } else if (name_is(p, (size_t)(colon - p), "transfer-encoding")) {
+                nte++;
+            }
+        }
+        p = nl + 1;
+    }
+    const char *why = ncl && nte   ? "the request has both Content-Length and Transfer-Encoding: its body's length is "
+                                     "ambiguous; send one of them"
+                      : cl_differ  ? "the request has two different Content-Length headers: its body's length is "
+                                     "ambiguous; send one"
+                      : nte > 1    ? "the request has more than one Transfer-Encoding header; send one "
+                                     "(Transfer-Encoding: chunked)"
+                                   : NULL;
+    if (why == NULL)
+        return 0;
+    atomic_fetch_add(&ps_loop_of(req->conn->ctx)->srv->conns->framing, 1);
+    req->http1_is_persistent = 0; /* what follows the body is never read as a request */
+    h2o_socket_read_stop(sock);
+    if (ps_connect_is_path(req->path_normalized)) {
+        ps_buf_t b = PS_BUF_INIT;
+        ps_connect_error_json(PS_CONNECT_INVALID_ARGUMENT, why, &b);
+        ps_http_send(req, 400, "application/json", b.data, b.len);
+        ps_buf_dispose(&b);
+    } else {
+        ps_http_error_status(req, 400, why);
+    }
+    return 1;
+}
+
+/* ---- metrics ---- */
+
+void ps_conns_metrics(ps_server_t *s, ps_buf_t *b)
+{
+    struct ps_conns *cs = s->conns;
+    if (cs == NULL)
+        return;
+    ps_buf_printf(b,
+                  "# HELP profstore_http_connections Open HTTP connections.\n# TYPE profstore_http_connections gauge\n"
+                  "profstore_http_connections %u\n"
+                  "# HELP profstore_http_connections_limit The bound on open HTTP connections (--web.max-connections; 0: none).\n"
+                  "# TYPE profstore_http_connections_limit gauge\nprofstore_http_connections_limit %u\n"
+                  "# HELP profstore_http_connections_accepted_total HTTP connections accepted.\n"
+                  "# TYPE profstore_http_connections_accepted_total counter\nprofstore_http_connections_accepted_total %llu\n",
+                  atomic_load(&cs->open), cs->max, (unsigned long long)atomic_load(&cs->accepted));
+    PS_BUF_LIT(b, "# HELP profstore_http_connections_refused_total Connections accepted and closed at once with a 503, "
+                  "by reason (fd_limit: no file descriptor left).\n"
+                  "# TYPE profstore_http_connections_refused_total counter\n");
+    ps_buf_printf(b, "profstore_http_connections_refused_total{reason=\"%s\"} %llu\n", reason_names[R_FD],
+                  (unsigned long long)atomic_load(&cs->refused[R_FD]));
+    PS_BUF_LIT(b, "# HELP profstore_http_connections_evicted_total Idle connections closed to make room, by reason "
+                  "(fd_limit: no file descriptor left; max_connections: clients waiting at --web.max-connections).\n"
+                  "# TYPE profstore_http_connections_evicted_total counter\n");
+    for (int r = 0; r < NREASONS; r++)
+        ps_buf_printf(b, "profstore_http_connections_evicted_total{reason=\"%s\"} %llu\n", reason_names[r],
+                      (unsigned long long)atomic_load(&cs->evicted[r]));
+    static const char *const tnames[NTIMEOUTS] = {"header",     "body_idle",      "body_rate",
+                                                  "no_request", "keepalive_idle", "write_stall"};
+    PS_BUF_LIT(b, "# HELP profstore_http_timeouts_total Connections cut by a timeout, by kind (header, body_idle, "
+                  "body_rate: answered 408; no_request, keepalive_idle, write_stall: closed without an answer).\n"
+                  "# TYPE profstore_http_timeouts_total counter\n");
+    for (int t = 0; t < NTIMEOUTS; t++)
+        ps_buf_printf(b, "profstore_http_timeouts_total{kind=\"%s\"} %llu\n", tnames[t],
+                      (unsigned long long)atomic_load(&cs->timeouts[t]));
+    ps_buf_printf(b,
+                  "# HELP profstore_http_framing_refused_total HTTP/1 requests refused (400, connection closed) for an "
+                  "ambiguous body length (Content-Length with Transfer-Encoding, or two of them).\n"
+                  "# TYPE profstore_http_framing_refused_total counter\nprofstore_http_framing_refused_total %llu\n"
+                  "# HELP profstore_http2_reset_flood_total HTTP/2 connections closed (GOAWAY ENHANCE_YOUR_CALM) for "
+                  "resetting more streams than --web.http2-max-resets.\n"
+                  "# TYPE profstore_http2_reset_flood_total counter\nprofstore_http2_reset_flood_total %llu\n",
+                  (unsigned long long)atomic_load(&cs->framing), (unsigned long long)atomic_load(&cs->resets_refused));
+}
