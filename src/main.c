@@ -566,8 +566,9 @@ int main(int argc, char **argv)
     }
     ps_server_begin_shutdown(&srv);  /* new writes get 503; listeners close */
     ps_scraper_stop(srv.scraper);    /* no new scrapes; those handed to the writer still finish */
-    ps_writer_stop(srv.writer);      /* queued writes finish; their answers are queued to the loops */
+    ps_writer_shutdown(srv.writer);  /* queued writes finish; their answers are queued to the loops */
     ps_server_stop(&srv);            /* each loop sends those answers, drains, and ends */
+    ps_writer_stop(srv.writer);      /* no loop can submit any more: free it */
     ps_store_close(store);
     ps_log_info("stopped", NULL);
     return 0;

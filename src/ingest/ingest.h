@@ -136,7 +136,11 @@ void ps_writer_opts_default(ps_writer_opts_t *o);
 ps_writer_t *ps_writer_start(ps_store_t *store, const ps_writer_opts_t *o);
 /** Queues r. Returns PS_EUNAVAIL (not queued) when stopping or when the queue is full. */
 int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r);
-/** Stops accepting, finishes everything queued (on_done is called for each), joins the thread. */
+/** Stops accepting, finishes everything queued (on_done is called for each), joins the thread.
+ *  w stays valid: a submit from a handler that raced with the shutdown is refused ("server is
+ *  shutting down"), never a use after free. Idempotent. */
+void ps_writer_shutdown(ps_writer_t *w);
+/** ps_writer_shutdown, then frees w: once nothing can submit any more (the loops have ended). */
 void ps_writer_stop(ps_writer_t *w);
 
 typedef struct ps_writer_stats {

@@ -21,6 +21,7 @@ struct ps_writer {
     uint32_t queued;
     uint64_t queued_units;   /* the weight() of what is queued */
     bool stopping;
+    bool joined; /* ps_writer_shutdown has joined the thread */
     ps_writer_stats_t stats;
 };
 
@@ -297,15 +298,25 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
     return 0;
 }
 
-void ps_writer_stop(ps_writer_t *w)
+void ps_writer_shutdown(ps_writer_t *w)
 {
     if (w == NULL)
         return;
     pthread_mutex_lock(&w->mu);
+    bool joined = w->joined;
     w->stopping = true;
+    w->joined = true;
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    pthread_join(w->thread, NULL);
+    if (!joined)
+        pthread_join(w->thread, NULL);
+}
+
+void ps_writer_stop(ps_writer_t *w)
+{
+    if (w == NULL)
+        return;
+    ps_writer_shutdown(w);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w);
