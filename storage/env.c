@@ -220,6 +220,11 @@ Exit:
     return 0;
 }
 
+int64_t ps_store_future_grace(const ps_store_t *s)
+{
+    return s->opts.future_grace_ns;
+}
+
 void ps_store_close(ps_store_t *s)
 {
     if (s == NULL)

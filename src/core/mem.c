@@ -1,6 +1,7 @@
 #include "mem.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -178,6 +179,46 @@ char *ps_arena_strndup(ps_arena_t *a, const char *s, size_t n)
         memcpy(d, s, n);
     d[n] = '\0';
     return d;
+}
+
+void *ps_arena_big_alloc(size_t n)
+{
+    ps_arena_block_t *b = ps_xmalloc(sizeof(*b) + n);
+    b->next = NULL;
+    b->size = n;
+    b->used = 0;
+    return b->data;
+}
+
+static ps_arena_block_t *block_of(void *p)
+{
+    return (ps_arena_block_t *)((unsigned char *)p - offsetof(ps_arena_block_t, data));
+}
+
+void *ps_arena_big_realloc(void *p, size_t n)
+{
+    ps_arena_block_t *b = ps_xrealloc(block_of(p), sizeof(*b) + n);
+    b->size = n;
+    return b->data;
+}
+
+void ps_arena_big_free(void *p)
+{
+    if (p != NULL)
+        free(block_of(p));
+}
+
+void ps_arena_big_adopt(ps_arena_t *a, void *p, size_t used)
+{
+    ps_arena_block_t *b = block_of(p);
+    b->used = b->size; /* nothing more is handed out of it */
+    a->used_total += used;
+    if (a->head == NULL) { /* a reset would keep it: give the arena a small head of its own */
+        ps_arena_alloc(a, 16);
+        a->used_total -= 16;
+    }
+    b->next = a->head->next;
+    a->head->next = b;
 }
 
 void ps_arena_reset(ps_arena_t *a)
