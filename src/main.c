@@ -53,6 +53,9 @@ static const char usage[] =
     "  --storage.write-queue-max-bytes=SIZE  bytes of decoded writes waiting for the writer; past it pushes\n"
     "                                   get 429 (remote write 503) with Retry-After (default 256MiB)\n"
     "  --storage.write-queue-max-items=N  write requests waiting for the writer, the same way (default 8192)\n"
+    "  --storage.disk-reserve=SIZE      space kept in <data-dir>/space.reserve and given up when the disk\n"
+    "                                   is full, for retention and compaction; writes (507 meanwhile)\n"
+    "                                   resume once it can be taken back (default 32MiB; 0 = none)\n"
     "  --storage.future-grace=DURATION  refuse profiles and samples more than this in the future (400;\n"
     "                                   default 10m; 0 = any time)\n"
     "  --storage.no-sync                no fsync on commit: faster, NOT durable (benchmarks only)\n"
@@ -87,7 +90,7 @@ typedef struct flags {
     const char *listen, *data_dir, *config, *log_level;
     int64_t retention, compact_window, compact_interval, retention_interval, commit_delay, future_grace;
     uint64_t max_body, max_inflated, max_inflated_total, max_size, compact_max, threads, max_series;
-    uint64_t queue_bytes, queue_items;
+    uint64_t queue_bytes, queue_items, disk_reserve;
     uint64_t read_sample_limit, read_concurrent_limit, read_max_frame;
     int64_t query_timeout;
     uint64_t query_max_samples;
@@ -141,7 +144,7 @@ static void parse_flags(int argc, char **argv, flags_t *f)
                                       "storage.remote.read-concurrent-limit",
                                       "storage.remote.read-max-bytes-in-frame", "max-inflated-total",
                                       "storage.write-queue-max-bytes", "storage.write-queue-max-items",
-                                      "storage.future-grace", NULL};
+                                      "storage.future-grace", "storage.disk-reserve", NULL};
         int is_known = 0;
         for (int k = 0; known[k]; k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -177,6 +180,8 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             dur = &f->future_grace;
         else if (strcmp(name, "max-inflated-total") == 0)
             size = &f->max_inflated_total;
+        else if (strcmp(name, "storage.disk-reserve") == 0)
+            size = &f->disk_reserve;
         else if (strcmp(name, "storage.write-queue-max-bytes") == 0)
             size = &f->queue_bytes;
         else if (strcmp(name, "storage.write-queue-max-items") == 0)
@@ -283,6 +288,7 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("storage.write-queue-max-bytes", fmt_size(f->queue_bytes));
     FLAG("storage.write-queue-max-items", fmt_dup("%llu", (unsigned long long)f->queue_items));
     FLAG("storage.future-grace", fmt_dur(f->future_grace));
+    FLAG("storage.disk-reserve", fmt_size(f->disk_reserve));
     FLAG("threads", fmt_dup("%llu", (unsigned long long)f->threads));
     FLAG("query.max-series", fmt_dup("%llu", (unsigned long long)f->max_series));
     FLAG("query.max-samples", fmt_dup("%llu", (unsigned long long)f->query_max_samples));
@@ -363,6 +369,7 @@ int main(int argc, char **argv)
     f.future_grace = 10 * 60 * PS_NS_PER_S; /* Mimir's creation grace period */
     f.queue_bytes = wo.max_queue_bytes;
     f.queue_items = wo.max_queue;
+    f.disk_reserve = 32ull << 20;
     f.max_body = 32ull << 20;
     f.max_inflated = 256ull << 20;
     f.max_size = so.map_size;
@@ -406,6 +413,7 @@ int main(int argc, char **argv)
     so.compact_window_ns = f.compact_window;
     so.nosync = f.nosync;
     so.future_grace_ns = f.future_grace;
+    so.disk_reserve = f.disk_reserve;
     wo.max_queue_bytes = f.queue_bytes;
     wo.max_queue = (uint32_t)f.queue_items;
     ps_inflate_budget_set(f.max_inflated_total ? f.max_inflated_total : f.max_inflated);

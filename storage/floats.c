@@ -980,7 +980,7 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
                 ret = prefix_del(s, txn, ptxn, due[i], err);
         }
         if (ret == 0 && ndue > 0 && (rc = mdb_txn_commit(txn)) != 0)
-            ret = ps_lmdb_err(err, rc, "committing compaction");
+            ret = ps_lmdb_commit_err(s, err, rc, "committing compaction");
         else if (ret != 0 || ndue == 0)
             mdb_txn_abort(txn);
         if (ndue > 0 || ret)

@@ -309,6 +309,10 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
     ps_arena_t a = PS_ARENA_INIT;
     int64_t now = ps_time_now();
 
+    if ((ret = ps_store_space_check(s, err)) != 0) { /* full: refused before anything is tried */
+        ps_err_prefix(err, "writing");
+        goto Fail;
+    }
     if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) {
         ret = ps_lmdb_err(err, rc, "starting write transaction");
         goto Fail;
@@ -384,7 +388,7 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
     rc = mdb_txn_commit(txn);
     txn = NULL;
     if (rc) {
-        ret = ps_lmdb_err(err, rc, "committing");
+        ret = ps_lmdb_commit_err(s, err, rc, "committing");
         goto Fail;
     }
     ps_arena_dispose(&a);

@@ -200,9 +200,11 @@ static void *run(void *arg)
             /* a full disk (or map) is a state: reads go on, retention and compaction free space,
              * and the next transaction that commits ends it */
             pthread_mutex_lock(&w->mu);
-            if (rc == PS_ENOSPACE && !w->stats.disk_full)
+            if (rc == PS_ENOSPACE && !w->stats.disk_full) {
                 ps_log_warn("storage is full: writes are refused with 507 until space returns", "err=%s",
                             ps_log_q(err.msg));
+                next_retain = ps_time_mono(); /* retention frees space: now, not at its interval */
+            }
             else if (rc == 0 && w->stats.disk_full)
                 ps_log_info("storage has space again: writes are accepted", NULL);
             if (rc == PS_ENOSPACE || rc == 0)
