@@ -131,11 +131,11 @@ uint64_t ps_inflate_budget_reserved(void)
     return atomic_load(&inflate_reserved);
 }
 
-int ps_inflate_reserve(uint64_t n, ps_err_t *err)
+int ps_inflate_reserve(uint64_t n, uint64_t held, ps_err_t *err)
 {
     uint64_t budget = atomic_load(&inflate_budget);
     uint64_t had = atomic_fetch_add(&inflate_reserved, n);
-    if (budget == 0 || had + n <= budget || had == 0) /* one alone always may: its own limit bounds it */
+    if (budget == 0 || had + n <= budget || had <= held) /* one alone always may: its own limit bounds it */
         return 0;
     atomic_fetch_sub(&inflate_reserved, n);
     atomic_fetch_add(&inflate_refused, 1);
@@ -176,7 +176,7 @@ int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const
     cap = gunzip_first_cap(src, n, max_out);
     /* the output grows in place (ps_arena_big_realloc), reserved in the process-wide budget as it
      * grows, and joins the arena when done: a refused bomb is freed at once */
-    if ((rc = ps_inflate_reserve(cap, err)) != 0)
+    if ((rc = ps_inflate_reserve(cap, 0, err)) != 0)
         goto Exit;
     reserved = cap;
     buf = ps_arena_big_alloc(cap);
@@ -189,7 +189,7 @@ int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const
         if (len == cap) {
             /* grow geometrically, up to max_out + 1 (one byte more than allowed detects overflow) */
             size_t ncap = cap > (max_out + 1) / 2 ? max_out + 1 : cap * 2;
-            if ((rc = ps_inflate_reserve(ncap - cap, err)) != 0)
+            if ((rc = ps_inflate_reserve(ncap - cap, reserved, err)) != 0)
                 goto Exit;
             reserved += ncap - cap;
             buf = ps_arena_big_realloc(buf, ncap);

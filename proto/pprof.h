@@ -50,8 +50,9 @@ int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const
  * own limit (--max-inflated-size). ps_gunzip reserves as its output grows and releases on return.
  */
 void ps_inflate_budget_set(uint64_t bytes);
-/** Reserves n bytes of the budget (PS_EUNAVAIL, with a message, when they do not fit). */
-int ps_inflate_reserve(uint64_t n, ps_err_t *err);
+/** Reserves n more bytes of the budget for a caller holding held already (PS_EUNAVAIL, with a
+ *  message, when they do not fit and others hold some too). */
+int ps_inflate_reserve(uint64_t n, uint64_t held, ps_err_t *err);
 void ps_inflate_release(uint64_t n);
 /** Requests refused by the budget, and the bytes reserved now (for /metrics). */
 uint64_t ps_inflate_budget_refused(void);

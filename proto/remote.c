@@ -565,7 +565,7 @@ int ps_wire_unsnappy(const void *body, size_t n, size_t max, const char *what, p
     if (ulen > max)
         return ps_err_set(err, PS_ETOOBIG, "snappy: the body announces %zu uncompressed bytes (the limit is %zu)", ulen,
                           max);
-    int rc = ps_inflate_reserve(ulen, err); /* the process-wide budget of bytes being decompressed */
+    int rc = ps_inflate_reserve(ulen, 0, err); /* the process-wide budget of bytes being decompressed */
     if (rc != 0)
         return rc;
     char *raw = ps_arena_alloc(arena, ulen ? ulen : 1);

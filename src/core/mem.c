@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 static void oom(size_t n)
 {
@@ -131,8 +132,17 @@ void ps_buf_json_str(ps_buf_t *b, const char *s, size_t n)
 struct ps_arena_block {
     ps_arena_block_t *next;
     size_t size, used;
+    size_t mapped; /* ps_arena_big_*: the bytes mmap'd for it (munmap, not free); else 0 */
     _Alignas(16) unsigned char data[];
 };
+
+static void block_free(ps_arena_block_t *b)
+{
+    if (b->mapped)
+        munmap(b, b->mapped);
+    else
+        free(b);
+}
 
 void *ps_arena_alloc(ps_arena_t *a, size_t n)
 {
@@ -147,6 +157,7 @@ void *ps_arena_alloc(ps_arena_t *a, size_t n)
         ps_arena_block_t *nb = ps_xmalloc(sizeof(*nb) + size);
         nb->size = size;
         nb->used = 0;
+        nb->mapped = 0;
         if (b != NULL && n > b->size / 2 && b->size - b->used > 256) {
             /* big request: put the block behind the head so the head keeps serving small ones */
             nb->next = b->next;
@@ -181,12 +192,26 @@ char *ps_arena_strndup(ps_arena_t *a, const char *s, size_t n)
     return d;
 }
 
+/* Big buffers are mmap'd themselves (not left to malloc, whose dynamic mmap threshold would put
+ * them on the heap, grow them by copying and keep their pages): growing is mremap, freeing munmap. */
+static size_t mapped_size(size_t n)
+{
+    size_t page = 4096, total = sizeof(ps_arena_block_t) + n;
+    if (total < n)
+        oom(n);
+    return (total + page - 1) / page * page;
+}
+
 void *ps_arena_big_alloc(size_t n)
 {
-    ps_arena_block_t *b = ps_xmalloc(sizeof(*b) + n);
+    size_t len = mapped_size(n);
+    ps_arena_block_t *b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b == MAP_FAILED)
+        oom(len);
     b->next = NULL;
     b->size = n;
     b->used = 0;
+    b->mapped = len;
     return b->data;
 }
 
@@ -197,7 +222,14 @@ static ps_arena_block_t *block_of(void *p)
 
 void *ps_arena_big_realloc(void *p, size_t n)
 {
-    ps_arena_block_t *b = ps_xrealloc(block_of(p), sizeof(*b) + n);
+    ps_arena_block_t *b = block_of(p);
+    size_t len = mapped_size(n);
+    if (len != b->mapped) {
+        b = mremap(b, b->mapped, len, MREMAP_MAYMOVE);
+        if (b == MAP_FAILED)
+            oom(len);
+        b->mapped = len;
+    }
     b->size = n;
     return b->data;
 }
@@ -205,7 +237,7 @@ void *ps_arena_big_realloc(void *p, size_t n)
 void ps_arena_big_free(void *p)
 {
     if (p != NULL)
-        free(block_of(p));
+        block_free(block_of(p));
 }
 
 void ps_arena_big_adopt(ps_arena_t *a, void *p, size_t used)
@@ -231,7 +263,7 @@ void ps_arena_reset(ps_arena_t *a)
     b = b->next;
     while (b != NULL) {
         ps_arena_block_t *n = b->next;
-        free(b);
+        block_free(b);
         b = n;
     }
     keep->next = NULL;
@@ -245,7 +277,7 @@ void ps_arena_dispose(ps_arena_t *a)
     ps_arena_block_t *b = a->head;
     while (b != NULL) {
         ps_arena_block_t *n = b->next;
-        free(b);
+        block_free(b);
         b = n;
     }
     a->head = NULL;
