@@ -97,6 +97,8 @@ def test_flags_every_flag_with_its_value(make_server):
         "storage.no-sync": "false", "storage.retention-interval": "1m", "threads": "2",
         "query.max-samples": "50000000", "query.timeout": "2m", "storage.remote.read-sample-limit": "50000000",
         "storage.remote.read-concurrent-limit": "10", "storage.remote.read-max-bytes-in-frame": "1048576",
+        "max-inflated-total": "256MiB", "storage.disk-reserve": "32MiB", "storage.future-grace": "10m",
+        "storage.write-queue-max-bytes": "256MiB", "storage.write-queue-max-items": "8192",
     }
 
 

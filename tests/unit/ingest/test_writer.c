@@ -1,8 +1,8 @@
 /*
  * test_writer.c - the writer thread (src/ingest/writer.c) on a store in a temporary directory:
  * group commit answers every request exactly once with its status, a failing profile fails
- * alone in its batch, stop drains the queue, a submit while stopping and into a full queue is
- * refused with PS_EUNAVAIL.
+ * alone in its batch, stop drains the queue, a submit while stopping is refused with PS_EUNAVAIL
+ * and one into a full queue (items, weight or bytes) with PS_EOVERLOAD.
  */
 #include <pthread.h>
 #include <setjmp.h>
