@@ -140,8 +140,8 @@ int ps_inflate_reserve(uint64_t n, uint64_t held, ps_err_t *err)
     atomic_fetch_sub(&inflate_reserved, n);
     atomic_fetch_add(&inflate_refused, 1);
     return ps_err_set(err, PS_EUNAVAIL,
-                      "too much is being decompressed at once (%llu MiB of --max-inflated-total=%llu MiB): retry later",
-                      (unsigned long long)(had >> 20), (unsigned long long)(budget >> 20));
+                      "too much is being decompressed at once (%llu of %llu bytes, --max-inflated-total): retry later",
+                      (unsigned long long)had, (unsigned long long)budget);
 }
 
 void ps_inflate_release(uint64_t n)

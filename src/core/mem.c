@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 static void oom(size_t n)
 {
@@ -196,7 +197,12 @@ char *ps_arena_strndup(ps_arena_t *a, const char *s, size_t n)
  * them on the heap, grow them by copying and keep their pages): growing is mremap, freeing munmap. */
 static size_t mapped_size(size_t n)
 {
-    size_t page = 4096, total = sizeof(ps_arena_block_t) + n;
+    static size_t page;
+    if (page == 0) {
+        long ps = sysconf(_SC_PAGESIZE);
+        page = ps > 0 ? (size_t)ps : 4096;
+    }
+    size_t total = sizeof(ps_arena_block_t) + n;
     if (total < n)
         oom(n);
     return (total + page - 1) / page * page;
