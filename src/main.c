@@ -88,13 +88,15 @@ static int parse_size(const char *s, uint64_t *out)
 
 typedef struct flags {
     const char *listen, *data_dir, *config, *log_level;
-    int64_t retention, compact_window, compact_interval, retention_interval, commit_delay, future_grace;
-    uint64_t max_body, max_inflated, max_inflated_total, max_size, compact_max, threads, max_series;
-    uint64_t queue_bytes, queue_items, disk_reserve;
+    int64_t retention, compact_window, compact_interval, retention_interval, commit_delay;
+    uint64_t max_body, max_inflated, max_size, compact_max, threads, max_series;
     uint64_t read_sample_limit, read_concurrent_limit, read_max_frame;
     int64_t query_timeout;
     uint64_t query_max_samples;
     int nosync;
+    /* the write side under overload and on a full disk */
+    int64_t future_grace;
+    uint64_t max_inflated_total, queue_bytes, queue_items, disk_reserve;
 } flags_t;
 
 static void die_usage(const char *fmt, const char *a, const char *b)
@@ -136,15 +138,15 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             continue;
         }
         static const char *known[] = {"listen", "data-dir", "config", "log-level", "retention",
+                                      "max-inflated-total", "storage.write-queue-max-bytes",
+                                      "storage.write-queue-max-items", "storage.future-grace", "storage.disk-reserve",
                                       "storage.compact-window", "storage.compact-interval",
                                       "storage.retention-interval", "max-body-size", "max-inflated-size",
                                       "storage.max-size", "storage.compact-max-profiles", "threads",
                                       "query.max-series", "storage.commit-delay", "query.timeout",
                                       "query.max-samples", "storage.remote.read-sample-limit",
                                       "storage.remote.read-concurrent-limit",
-                                      "storage.remote.read-max-bytes-in-frame", "max-inflated-total",
-                                      "storage.write-queue-max-bytes", "storage.write-queue-max-items",
-                                      "storage.future-grace", "storage.disk-reserve", NULL};
+                                      "storage.remote.read-max-bytes-in-frame", NULL};
         int is_known = 0;
         for (int k = 0; known[k]; k++)
             is_known |= strcmp(name, known[k]) == 0;
