@@ -90,13 +90,13 @@ typedef struct flags {
     const char *listen, *data_dir, *config, *log_level;
     int64_t retention, compact_window, compact_interval, retention_interval, commit_delay;
     uint64_t max_body, max_inflated, max_size, compact_max, threads, max_series;
+    /* the write side under overload and on a full disk */
+    int64_t future_grace;
+    uint64_t max_inflated_total, queue_bytes, queue_items, disk_reserve;
     uint64_t read_sample_limit, read_concurrent_limit, read_max_frame;
     int64_t query_timeout;
     uint64_t query_max_samples;
     int nosync;
-    /* the write side under overload and on a full disk */
-    int64_t future_grace;
-    uint64_t max_inflated_total, queue_bytes, queue_items, disk_reserve;
 } flags_t;
 
 static void die_usage(const char *fmt, const char *a, const char *b)
