@@ -47,6 +47,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,14 +113,50 @@ static size_t gunzip_first_cap(const uint8_t *in, size_t n, size_t max_out)
     return cap;
 }
 
+/* The process-wide budget of bytes being decompressed at once (ps_inflate_budget_set). */
+static _Atomic uint64_t inflate_budget, inflate_reserved, inflate_refused;
+
+void ps_inflate_budget_set(uint64_t bytes)
+{
+    atomic_store(&inflate_budget, bytes);
+}
+
+uint64_t ps_inflate_budget_refused(void)
+{
+    return atomic_load(&inflate_refused);
+}
+
+uint64_t ps_inflate_budget_reserved(void)
+{
+    return atomic_load(&inflate_reserved);
+}
+
+int ps_inflate_reserve(uint64_t n, uint64_t held, ps_err_t *err)
+{
+    uint64_t budget = atomic_load(&inflate_budget);
+    uint64_t had = atomic_fetch_add(&inflate_reserved, n);
+    if (budget == 0 || had + n <= budget || had <= held) /* one alone always may: its own limit bounds it */
+        return 0;
+    atomic_fetch_sub(&inflate_reserved, n);
+    atomic_fetch_add(&inflate_refused, 1);
+    return ps_err_set(err, PS_EUNAVAIL,
+                      "too much is being decompressed at once (%llu of %llu bytes, --max-inflated-total): retry later",
+                      (unsigned long long)had, (unsigned long long)budget);
+}
+
+void ps_inflate_release(uint64_t n)
+{
+    atomic_fetch_sub(&inflate_reserved, n);
+}
+
 int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out, size_t *outn,
               ps_err_t *err)
 {
     const uint8_t *src = in;
     z_stream zs;
     bool inited = false;
-    uint8_t *buf;
-    size_t cap, len = 0, in_left = n;
+    uint8_t *buf = NULL;
+    size_t cap = 0, len = 0, in_left = n, reserved = 0;
     int rc = 0;
 
     *out = NULL;
@@ -137,7 +174,12 @@ int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const
     }
     inited = true;
     cap = gunzip_first_cap(src, n, max_out);
-    buf = ps_arena_alloc(arena, cap);
+    /* the output grows in place (ps_arena_big_realloc), reserved in the process-wide budget as it
+     * grows, and joins the arena when done: a refused bomb is freed at once */
+    if ((rc = ps_inflate_reserve(cap, 0, err)) != 0)
+        goto Exit;
+    reserved = cap;
+    buf = ps_arena_big_alloc(cap);
     zs.next_in = (Bytef *)src;
     for (;;) {
         if (zs.avail_in == 0 && in_left > 0) {
@@ -147,9 +189,10 @@ int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const
         if (len == cap) {
             /* grow geometrically, up to max_out + 1 (one byte more than allowed detects overflow) */
             size_t ncap = cap > (max_out + 1) / 2 ? max_out + 1 : cap * 2;
-            uint8_t *nbuf = ps_arena_alloc(arena, ncap);
-            memcpy(nbuf, buf, len);
-            buf = nbuf;
+            if ((rc = ps_inflate_reserve(ncap - cap, reserved, err)) != 0)
+                goto Exit;
+            reserved += ncap - cap;
+            buf = ps_arena_big_realloc(buf, ncap);
             cap = ncap;
         }
         size_t room = cap - len;
@@ -189,9 +232,16 @@ int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const
         rc = ps_err_set(err, PS_EINVAL, "gzip: %s", zs.msg != NULL ? zs.msg : "corrupt stream");
         goto Exit;
     }
+    if (cap - len > 4096 && cap - len > len / 8) /* do not keep much more than the output */
+        buf = ps_arena_big_realloc(buf, len > 0 ? len : 1);
+    ps_arena_big_adopt(arena, buf, len);
     *out = buf;
     *outn = len;
+    buf = NULL;
 Exit:
+    ps_arena_big_free(buf);
+    if (reserved > 0)
+        ps_inflate_release(reserved);
     if (inited)
         inflateEnd(&zs);
     return rc;

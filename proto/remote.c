@@ -61,6 +61,7 @@
 
 #include "core/hash.h"
 #include "pballoc.h"
+#include "pprof.h"
 #include "wire.h"
 #include "remote.pb-c.h"
 
@@ -564,9 +565,14 @@ int ps_wire_unsnappy(const void *body, size_t n, size_t max, const char *what, p
     if (ulen > max)
         return ps_err_set(err, PS_ETOOBIG, "snappy: the body announces %zu uncompressed bytes (the limit is %zu)", ulen,
                           max);
+    int rc = ps_inflate_reserve(ulen, 0, err); /* the process-wide budget of bytes being decompressed */
+    if (rc != 0)
+        return rc;
     char *raw = ps_arena_alloc(arena, ulen ? ulen : 1);
     size_t got = ulen;
-    if (snappy_uncompress(body, n, raw, &got) != SNAPPY_OK || got != ulen)
+    rc = snappy_uncompress(body, n, raw, &got) != SNAPPY_OK || got != ulen;
+    ps_inflate_release(ulen);
+    if (rc)
         return ps_err_set(err, PS_EINVAL, "snappy: corrupt or truncated input (%zu bytes, announcing %zu uncompressed)",
                           n, ulen);
     *out = raw;

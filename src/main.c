@@ -32,6 +32,8 @@ static const char usage[] =
     "  --log-level=LEVEL                debug, info, warn or error (default info)\n"
     "  --max-body-size=SIZE             largest accepted request body, e.g. 32MiB (default 32MiB)\n"
     "  --max-inflated-size=SIZE         largest decompressed profile (gzip bomb guard; default 256MiB)\n"
+    "  --max-inflated-total=SIZE        bytes being decompressed at once by all requests together; past it\n"
+    "                                   a request gets 503 + Retry-After (default: --max-inflated-size)\n"
     "  --threads=N                      HTTP event loop threads (default: number of CPUs)\n"
     "  --web.max-connections=N          most HTTP connections open at once; more wait to be accepted\n"
     "                                   (default 512; 0 = no bound)\n"
@@ -62,6 +64,14 @@ static const char usage[] =
     "  --storage.retention-interval=DURATION  how often to apply retention (default 1m)\n"
     "  --storage.commit-delay=DURATION  at most one commit (fsync) per this interval unless a batch is full\n"
     "                                   (group commit; default 10ms; 0 = commit at once)\n"
+    "  --storage.write-queue-max-bytes=SIZE  bytes of decoded writes waiting for the writer; past it pushes\n"
+    "                                   get 429 (remote write 503) with Retry-After (default 256MiB)\n"
+    "  --storage.write-queue-max-items=N  write requests waiting for the writer, the same way (default 8192)\n"
+    "  --storage.disk-reserve=SIZE      space kept in <data-dir>/space.reserve and given up when the disk\n"
+    "                                   is full, for retention and compaction; writes (507 meanwhile)\n"
+    "                                   resume once it can be taken back (default 32MiB; 0 = none)\n"
+    "  --storage.future-grace=DURATION  refuse profiles and samples more than this in the future (400;\n"
+    "                                   default 10m; 0 = any time)\n"
     "  --storage.no-sync                no fsync on commit: faster, NOT durable (benchmarks only)\n"
     "  --web.config.file=FILE           TLS and authentication (Prometheus' web config format + bearer_tokens;\n"
     "                                   see README); re-read on SIGHUP and POST /-/reload\n"
@@ -98,6 +108,9 @@ typedef struct flags {
     const char *listen, *data_dir, *config, *log_level, *web_config;
     int64_t retention, compact_window, compact_interval, retention_interval, commit_delay;
     uint64_t max_body, max_inflated, max_size, compact_max, threads, max_series;
+    /* the write side under overload and on a full disk */
+    int64_t future_grace;
+    uint64_t max_inflated_total, queue_bytes, queue_items, disk_reserve;
     uint64_t read_sample_limit, read_concurrent_limit, read_max_frame;
     int64_t query_timeout;
     uint64_t query_max_samples;
@@ -156,6 +169,8 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             continue;
         }
         static const char *known[] = {"listen", "data-dir", "config", "log-level", "retention",
+                                      "max-inflated-total", "storage.write-queue-max-bytes",
+                                      "storage.write-queue-max-items", "storage.future-grace", "storage.disk-reserve",
                                       "storage.compact-window", "storage.compact-interval",
                                       "storage.retention-interval", "max-body-size", "max-inflated-size",
                                       "storage.max-size", "storage.compact-max-profiles", "threads",
@@ -198,6 +213,16 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             dur = &f->retention_interval;
         else if (strcmp(name, "storage.commit-delay") == 0)
             dur = &f->commit_delay;
+        else if (strcmp(name, "storage.future-grace") == 0)
+            dur = &f->future_grace;
+        else if (strcmp(name, "max-inflated-total") == 0)
+            size = &f->max_inflated_total;
+        else if (strcmp(name, "storage.disk-reserve") == 0)
+            size = &f->disk_reserve;
+        else if (strcmp(name, "storage.write-queue-max-bytes") == 0)
+            size = &f->queue_bytes;
+        else if (strcmp(name, "storage.write-queue-max-items") == 0)
+            num = &f->queue_items;
         else if (strcmp(name, "max-body-size") == 0)
             size = &f->max_body;
         else if (strcmp(name, "max-inflated-size") == 0)
@@ -253,7 +278,7 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             char *end;
             errno = 0;
             unsigned long long v = strtoull(val, &end, 10);
-            if (errno || *end || end == val || v == 0 || v > (num == &f->max_series ? 10000000 : num == &f->query_max_samples ? 1000000000000ull : 65535))
+            if (errno || *end || end == val || v == 0 || v > (num == &f->max_series ? 10000000 : num == &f->query_max_samples ? 1000000000000ull : num == &f->queue_items ? 1000000 : 65535))
                 die_usage("--%s: \"%s\" is not a positive number in range", name, val);
             *num = v;
         }
@@ -313,6 +338,11 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("retention", fmt_dur(f->retention));
     FLAG("max-body-size", fmt_size(f->max_body));
     FLAG("max-inflated-size", fmt_size(f->max_inflated));
+    FLAG("max-inflated-total", fmt_size(f->max_inflated_total ? f->max_inflated_total : f->max_inflated));
+    FLAG("storage.write-queue-max-bytes", fmt_size(f->queue_bytes));
+    FLAG("storage.write-queue-max-items", fmt_dup("%llu", (unsigned long long)f->queue_items));
+    FLAG("storage.future-grace", fmt_dur(f->future_grace));
+    FLAG("storage.disk-reserve", fmt_size(f->disk_reserve));
     FLAG("threads", fmt_dup("%llu", (unsigned long long)f->threads));
     FLAG("query.max-series", fmt_dup("%llu", (unsigned long long)f->max_series));
     FLAG("query.max-samples", fmt_dup("%llu", (unsigned long long)f->query_max_samples));
@@ -428,6 +458,10 @@ int main(int argc, char **argv)
     f.compact_interval = wo.compact_interval_ns;
     f.retention_interval = wo.retention_interval_ns;
     f.commit_delay = wo.commit_delay_ns;
+    f.future_grace = 10 * 60 * PS_NS_PER_S; /* Mimir's creation grace period */
+    f.queue_bytes = wo.max_queue_bytes;
+    f.queue_items = wo.max_queue;
+    f.disk_reserve = 32ull << 20;
     f.max_body = 32ull << 20;
     f.max_inflated = 256ull << 20;
     f.max_size = so.map_size;
@@ -481,6 +515,11 @@ int main(int argc, char **argv)
     so.compact_max_profiles = (uint32_t)f.compact_max;
     so.compact_window_ns = f.compact_window;
     so.nosync = f.nosync;
+    so.future_grace_ns = f.future_grace;
+    so.disk_reserve = f.disk_reserve;
+    wo.max_queue_bytes = f.queue_bytes;
+    wo.max_queue = (uint32_t)f.queue_items;
+    ps_inflate_budget_set(f.max_inflated_total ? f.max_inflated_total : f.max_inflated);
     wo.compact_interval_ns = f.compact_interval > 0 ? f.compact_interval : PS_NS_PER_S;
     wo.retention_interval_ns = f.retention_interval > 0 ? f.retention_interval : PS_NS_PER_S;
     wo.commit_delay_ns = f.commit_delay;

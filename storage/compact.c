@@ -238,7 +238,7 @@ static int compact_profiles(ps_store_t *s, bool force, int64_t now_ns, uint32_t 
         }
         if ((rc = mdb_txn_commit(txn)) != 0) {
             ps_sym_caches_clear(s);
-            return ps_lmdb_err(err, rc, "committing compaction");
+            return ps_lmdb_commit_err(s, err, rc, "committing compaction");
         }
         if (!more)
             return 0;
@@ -277,7 +277,7 @@ int ps_store_compact_due(ps_store_t *s, uint32_t *nchunks, ps_err_t *err)
     }
     if ((rc = mdb_txn_commit(txn)) != 0) {
         ps_sym_caches_clear(s);
-        return ps_lmdb_err(err, rc, "committing compaction");
+        return ps_lmdb_commit_err(s, err, rc, "committing compaction");
     }
     return 0;
 }
@@ -422,7 +422,7 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
     }
     if ((rc = mdb_txn_commit(txn)) != 0) {
         txn = NULL;
-        ret = ps_lmdb_err(err, rc, "committing retention");
+        ret = ps_lmdb_commit_err(s, err, rc, "committing retention");
         goto Exit;
     }
     txn = NULL;

@@ -5,8 +5,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/timeutil.h"
 #include "internal.h"
@@ -46,6 +49,155 @@ int ps_lmdb_err(ps_err_t *err, int rc, const char *what)
     if (rc == MDB_MAP_FULL)
         return ps_err_set(err, code, "%s: the store reached its maximum size (--storage.max-size)", what);
     return ps_err_set(err, code, "%s: %s", what, mdb_strerror(rc));
+}
+
+/* The mount point of path: the last directory up from it on the same device. */
+static void mount_point(const char *path, char *out, size_t size)
+{
+    char cur[4096];
+    if (realpath(path, cur) == NULL) {
+        snprintf(out, size, "%s", path);
+        return;
+    }
+    struct stat st, up;
+    if (stat(cur, &st) != 0) {
+        snprintf(out, size, "%s", cur);
+        return;
+    }
+    for (;;) {
+        char *slash = strrchr(cur, '/');
+        if (slash == NULL || slash == cur) { /* the parent is / */
+            if (stat("/", &up) == 0 && up.st_dev == st.st_dev)
+                snprintf(cur, sizeof(cur), "/");
+            break;
+        }
+        *slash = '\0';
+        if (stat(cur, &up) != 0 || up.st_dev != st.st_dev) {
+            *slash = '/';
+            break;
+        }
+    }
+    snprintf(out, size, "%s", cur);
+}
+
+/* Below this much free space a commit's EIO is taken for a full disk: LMDB's short write. */
+#define DISK_FULL_SLACK (4u << 20)
+
+int ps_lmdb_commit_err(ps_store_t *s, ps_err_t *err, int rc, const char *what)
+{
+    struct statvfs vfs;
+    if ((rc == EIO || rc == ENOSPC) && statvfs(s->dir, &vfs) == 0) {
+        uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+        if (rc == ENOSPC || avail < DISK_FULL_SLACK + (s->reserve_held ? 0 : s->opts.disk_reserve)) {
+            char mp[4096];
+            mount_point(s->dir, mp, sizeof(mp));
+            ps_store_space_release(s); /* for retention and compaction, which free space */
+            return ps_err_set(err, PS_ENOSPACE, "%s: disk full: %llu bytes free on %s (data directory %s)", what,
+                              (unsigned long long)avail, mp, s->dir);
+        }
+    }
+    return ps_lmdb_err(err, rc, what);
+}
+
+static void reserve_path(const ps_store_t *s, char *out, size_t size)
+{
+    snprintf(out, size, "%s/space.reserve", s->dir);
+}
+
+/* Takes the disk reserve (again): true once the file holds opts.disk_reserve bytes. */
+static bool reserve_take(ps_store_t *s)
+{
+    if (s->opts.disk_reserve == 0 || s->reserve_held)
+        return true;
+    char path[4096];
+    reserve_path(s, path, sizeof(path));
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return false;
+    int rc = posix_fallocate(fd, 0, (off_t)s->opts.disk_reserve);
+    close(fd);
+    if (rc != 0) {
+        unlink(path); /* a partial one would only hold space nobody can use */
+        return false;
+    }
+    s->reserve_held = true;
+    return true;
+}
+
+void ps_store_space_release(ps_store_t *s)
+{
+    if (!s->reserve_held)
+        return;
+    char path[4096];
+    reserve_path(s, path, sizeof(path));
+    unlink(path);
+    s->reserve_held = false;
+}
+
+/* Pages on LMDB's free list (reusable), read in txn. */
+static uint64_t free_pages(MDB_txn *txn)
+{
+    MDB_cursor *cur;
+    uint64_t n = 0;
+    if (mdb_cursor_open(txn, 0, &cur) != 0) /* dbi 0: LMDB's free-page database */
+        return 0;
+    MDB_val k, v;
+    for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+        if (v.mv_size >= sizeof(size_t))
+            n += *(const size_t *)v.mv_data; /* an IDL: its count, then the page numbers */
+    mdb_cursor_close(cur);
+    return n;
+}
+
+/* Bytes of LMDB's free list: pages retention and compaction freed, reused before the file grows. */
+static uint64_t free_bytes(ps_store_t *s)
+{
+    MDB_txn *txn;
+    MDB_stat st;
+    mdb_env_stat(s->env, &st);
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn) != 0)
+        return 0;
+    uint64_t n = free_pages(txn);
+    mdb_txn_abort(txn);
+    return n * st.ms_psize;
+}
+
+int ps_store_space_check(ps_store_t *s, ps_err_t *err)
+{
+    /* without the reserve, writes go on only into pages retention freed inside the file */
+    if (s->opts.disk_reserve > 0 && !s->reserve_held && !reserve_take(s) && free_bytes(s) < s->opts.disk_reserve) {
+        struct statvfs vfs;
+        uint64_t avail = statvfs(s->dir, &vfs) == 0 ? (uint64_t)vfs.f_bavail * vfs.f_frsize : 0;
+        char mp[4096];
+        mount_point(s->dir, mp, sizeof(mp));
+        return ps_err_set(err, PS_ENOSPACE,
+                          "disk full: %llu bytes free on %s (data directory %s); writes resume once %llu bytes are "
+                          "free there or in the store (retention) (--storage.disk-reserve)",
+                          (unsigned long long)avail, mp, s->dir, (unsigned long long)s->opts.disk_reserve);
+    }
+    if (s->map_headroom == 0)
+        return 0;
+    MDB_envinfo info;
+    MDB_stat st;
+    mdb_env_info(s->env, &info);
+    mdb_env_stat(s->env, &st);
+    uint64_t high = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+    if (high < s->opts.map_size)
+        return 0;
+    /* the file's high-water mark reached the limit: what is in use is that minus the free list */
+    uint64_t used = high - free_bytes(s);
+    /* a batch needs room: stop a little before the limit (1/64 of it) */
+    if (used + s->opts.map_size / 64 < s->opts.map_size)
+        return 0;
+    return ps_err_set(err, PS_ENOSPACE,
+                      "%llu of %llu bytes in use: the store reached its maximum size (--storage.max-size)",
+                      (unsigned long long)used, (unsigned long long)s->opts.map_size);
+}
+
+bool ps_store_full(ps_store_t *s)
+{
+    ps_err_t err;
+    return ps_store_space_check(s, &err) != 0;
 }
 
 void ps_store_opts_default(ps_store_opts_t *o)
@@ -124,12 +276,14 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
     ps_hmap_init(&s->append_wall);
     ps_hmap_init(&s->fstate_index);
 
+    /* room past --storage.max-size that only retention and compaction use: 1/8 of it, 1 MiB to 1 GiB */
+    s->map_headroom = o->map_size / 8 < (1u << 20) ? (1u << 20) : o->map_size / 8 > (1ull << 30) ? (1ull << 30) : o->map_size / 8;
     if (mkdir(o->dir, 0755) != 0 && errno != EEXIST) {
         ret = ps_err_set(err, PS_ESTORAGE, "cannot create data directory %s: %s", o->dir, strerror(errno));
         goto Exit;
     }
     if ((rc = mdb_env_create(&s->env)) != 0 || (rc = mdb_env_set_maxdbs(s->env, DB_COUNT + 2)) != 0 ||
-        (rc = mdb_env_set_mapsize(s->env, o->map_size)) != 0 || (rc = mdb_env_set_maxreaders(s->env, 512)) != 0) {
+        (rc = mdb_env_set_mapsize(s->env, o->map_size + s->map_headroom)) != 0 || (rc = mdb_env_set_maxreaders(s->env, 512)) != 0) {
         ret = ps_lmdb_err(err, rc, "creating LMDB environment");
         goto Exit;
     }
@@ -206,9 +360,11 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
     rc = mdb_txn_commit(txn);
     txn = NULL;
     if (rc) {
-        ret = ps_lmdb_err(err, rc, "committing schema");
+        ret = ps_lmdb_commit_err(s, err, rc, "committing schema");
         goto Exit;
     }
+    if (!reserve_take(s)) /* a full disk: writes wait (ps_store_space_check), reads go on */
+        ps_err_clear(err);
 Exit:
     if (txn)
         mdb_txn_abort(txn);
@@ -218,6 +374,11 @@ Exit:
     }
     *out = s;
     return 0;
+}
+
+int64_t ps_store_future_grace(const ps_store_t *s)
+{
+    return s->opts.future_grace_ns;
 }
 
 void ps_store_close(ps_store_t *s)

@@ -625,6 +625,7 @@ static int append_series(ps_store_t *s, MDB_txn *txn, ps_fappend_t *fa, int64_t 
     int64_t oldest = INT64_MIN; /* ms: samples before it are out of bounds (retention) */
     if (s->opts.retention_ns > 0)
         oldest = -floor_div(-(now - s->opts.retention_ns), 1000000);
+    int64_t newest = s->opts.future_grace_ns > 0 ? (now + s->opts.future_grace_ns) / 1000000 : INT64_MAX; /* ms */
     int64_t window_ms = s->opts.compact_window_ns > 0 ? s->opts.compact_window_ns / 1000000 : 0;
     uint32_t per_chunk = s->opts.compact_max_profiles; /* the same count rule as profile heads */
     if (per_chunk == 0 || per_chunk > PS_XOR_SAMPLES_PER_CHUNK)
@@ -633,13 +634,17 @@ static int append_series(ps_store_t *s, MDB_txn *txn, ps_fappend_t *fa, int64_t 
     /* a series nothing can be stored in is not created */
     bool any = false;
     for (uint32_t i = 0; i < fa->nsamples && !any; i++)
-        any = fa->samples[i].t >= oldest && fa->samples[i].t <= T_MS_MAX && fa->samples[i].t >= -T_MS_MAX;
+        any = fa->samples[i].t >= oldest && fa->samples[i].t <= T_MS_MAX && fa->samples[i].t >= -T_MS_MAX &&
+              fa->samples[i].t <= newest;
     uint64_t sid;
     ps_series_state_t *st;
     int ret = ps_series_get_or_create(s, txn, fa->labels, any, PS_SERIES_FLOAT, &sid, &st, err);
     if (ret == PS_ENOTFOUND) {
         for (uint32_t i = 0; i < fa->nsamples; i++)
-            count_reject(&fa->out_of_bounds, &fa->first_out_of_bounds, fa->samples[i].t);
+            if (fa->samples[i].t > newest && fa->samples[i].t <= T_MS_MAX)
+                count_reject(&fa->too_new, &fa->first_too_new, fa->samples[i].t);
+            else
+                count_reject(&fa->out_of_bounds, &fa->first_out_of_bounds, fa->samples[i].t);
         return 0;
     }
     if (ret)
@@ -670,6 +675,10 @@ static int append_series(ps_store_t *s, MDB_txn *txn, ps_fappend_t *fa, int64_t 
         uint64_t bits = fbits(fa->samples[i].v);
         if (t < oldest || t > T_MS_MAX || t < -T_MS_MAX) {
             count_reject(&fa->out_of_bounds, &fa->first_out_of_bounds, t);
+            continue;
+        }
+        if (t > newest) {
+            count_reject(&fa->too_new, &fa->first_too_new, t);
             continue;
         }
         if (f->has_last && t < f->last_t) {
@@ -709,8 +718,8 @@ int ps_fwrite(ps_store_t *s, MDB_txn *txn, ps_fappend_t **items, size_t n, int64
         fa->status = 0;
         ps_err_clear(&fa->err);
         fa->sid = 0;
-        fa->accepted = fa->duplicates = fa->out_of_order = fa->dup_conflicts = fa->out_of_bounds = 0;
-        fa->first_out_of_order = fa->first_dup_conflict = fa->first_out_of_bounds = 0;
+        fa->accepted = fa->duplicates = fa->out_of_order = fa->dup_conflicts = fa->out_of_bounds = fa->too_new = 0;
+        fa->first_out_of_order = fa->first_dup_conflict = fa->first_out_of_bounds = fa->first_too_new = 0;
         int ret = append_series(s, txn, fa, now, err);
         if (ret)
             return ret;
@@ -971,7 +980,7 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
                 ret = prefix_del(s, txn, ptxn, due[i], err);
         }
         if (ret == 0 && ndue > 0 && (rc = mdb_txn_commit(txn)) != 0)
-            ret = ps_lmdb_err(err, rc, "committing compaction");
+            ret = ps_lmdb_commit_err(s, err, rc, "committing compaction");
         else if (ret != 0 || ndue == 0)
             mdb_txn_abort(txn);
         if (ndue > 0 || ret)

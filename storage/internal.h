@@ -101,7 +101,18 @@ struct ps_store {
     struct ps_fstate **fdirty; /* heads changed in the current write transaction */
     size_t nfdirty, capfdirty;
     uint64_t fflushes;      /* ps_fwrite_flush calls: whose turn it is to rewrite prefixes */
+    /* space (env.c): the map is opened map_headroom bytes larger than opts.map_size, which only
+     * writes respect (ps_store_space_check), so retention and compaction can still delete; the
+     * disk reserve file is given up when the file system is full */
+    uint64_t map_headroom;
+    bool reserve_held;      /* <dir>/space.reserve exists with opts.disk_reserve bytes */
 };
+
+/** Before a write transaction: PS_ENOSPACE (with the message the answer gives) when the pages in
+ *  use reach opts.map_size, or the disk reserve was given up and cannot be taken back yet. */
+int ps_store_space_check(ps_store_t *s, ps_err_t *err);
+/** After a commit failed with PS_ENOSPACE for a full disk: gives up the disk reserve. */
+void ps_store_space_release(ps_store_t *s);
 
 struct ps_reader {
     ps_store_t *store;
@@ -110,6 +121,11 @@ struct ps_reader {
 
 /** Translates an LMDB error into a PS_E code with a message. */
 int ps_lmdb_err(ps_err_t *err, int rc, const char *what);
+/** ps_lmdb_err for a failed mdb_txn_commit: LMDB answers a short write (a full file system, e.g.
+ *  tmpfs) with EIO, so EIO and ENOSPC look at the data directory's file system (statvfs) and a
+ *  full one is PS_ENOSPACE "<what>: disk full: N bytes free on <mount point> (data directory D)",
+ *  and the disk reserve is given up (ps_store_space_release). */
+int ps_lmdb_commit_err(ps_store_t *s, ps_err_t *err, int rc, const char *what);
 
 static inline MDB_val ps_mval(const void *p, size_t n)
 {

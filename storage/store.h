@@ -33,7 +33,21 @@ typedef struct ps_store_opts {
                                    * profile for this long (wall clock); 0 = only by count */
     bool nosync;                  /* tests/benchmarks only: no fsync on commit (not durable) */
     uint64_t cache_bytes;         /* writer caches (symbols, stacks, series) are dropped past this (default 512 MiB) */
+    uint64_t disk_reserve;        /* bytes kept in <dir>/space.reserve: given up when the disk is
+                                   * full, so that retention and compaction (LMDB deletes need new
+                                   * pages) can run; writes wait until it can be taken back. 0 = none */
+    int64_t future_grace_ns;      /* profiles and samples more than this after now are refused (a
+                                   * series would then refuse every present one as out of order);
+                                   * 0 = any time (the default here; profstore's --storage.future-grace: 10m) */
 } ps_store_opts_t;
+
+/** Says in err (PS_EINVAL) that ts (ns) is too far in the future for grace_ns:
+ *  "timestamp 2100-01-01T00:00:00Z is 73 years in the future (more than --storage.future-grace=10m)". */
+int ps_store_future_error(int64_t ts, int64_t now, int64_t grace_ns, ps_err_t *err);
+/** Whether writes are refused for want of space now (the state ps_store_write checks first). */
+bool ps_store_full(ps_store_t *s);
+/** The store's future_grace_ns. */
+int64_t ps_store_future_grace(const ps_store_t *s);
 
 void ps_store_opts_default(ps_store_opts_t *o);
 
@@ -92,7 +106,8 @@ typedef struct ps_fappend {
     uint32_t out_of_order;           /* older than the series' newest sample */
     uint32_t dup_conflicts;          /* same t as the newest sample, other value bits */
     uint32_t out_of_bounds;          /* older than now - retention, or t beyond +-9223372036854 ms */
-    int64_t first_out_of_order, first_dup_conflict, first_out_of_bounds; /* ms, valid if counted */
+    uint32_t too_new;                /* more than future_grace_ns after now */
+    int64_t first_out_of_order, first_dup_conflict, first_out_of_bounds, first_too_new; /* ms, valid if counted */
 } ps_fappend_t;
 
 /** Metric family metadata (remote_write): last write wins. */

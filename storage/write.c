@@ -2,6 +2,7 @@
  * write.c - appending profiles: symbols and stacks interned, series created, one head record per
  * series, all in one write transaction per batch (group commit).
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -280,6 +281,21 @@ Exit:
     return ret;
 }
 
+int ps_store_future_error(int64_t ts, int64_t now, int64_t grace_ns, ps_err_t *err)
+{
+    char when[48], ahead[48], grace[48];
+    ps_format_time_go(ts, when, sizeof(when));
+    ps_format_duration(grace_ns, grace, sizeof(grace));
+    int64_t d = ts - now;
+    const int64_t year = 365ll * 24 * 3600 * PS_NS_PER_S;
+    if (d >= 2 * year)
+        snprintf(ahead, sizeof(ahead), "%lld years", (long long)(d / year));
+    else
+        ps_format_duration(d - d % PS_NS_PER_S, ahead, sizeof(ahead));
+    return ps_err_set(err, PS_EINVAL, "timestamp %s is %s in the future (more than --storage.future-grace=%s)", when,
+                      ahead, grace);
+}
+
 int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t *err)
 {
     return ps_store_write(s, items, n, NULL, 0, NULL, 0, err);
@@ -293,6 +309,10 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
     ps_arena_t a = PS_ARENA_INIT;
     int64_t now = ps_time_now();
 
+    if ((ret = ps_store_space_check(s, err)) != 0) { /* full: refused before anything is tried */
+        ps_err_prefix(err, "writing");
+        goto Fail;
+    }
     if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) {
         ret = ps_lmdb_err(err, rc, "starting write transaction");
         goto Fail;
@@ -307,6 +327,10 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
             it->status = ps_err_set(&it->err, PS_EINVAL,
                                     "profile time %lld ns is older than the retention period (now - %lld s)",
                                     (long long)it->ts, (long long)(s->opts.retention_ns / 1000000000));
+            continue;
+        }
+        if (s->opts.future_grace_ns > 0 && it->ts > now + s->opts.future_grace_ns) {
+            it->status = ps_store_future_error(it->ts, now, s->opts.future_grace_ns, &it->err);
             continue;
         }
         int order = check_order(s, txn, it, &it->err);
@@ -364,7 +388,7 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
     rc = mdb_txn_commit(txn);
     txn = NULL;
     if (rc) {
-        ret = ps_lmdb_err(err, rc, "committing");
+        ret = ps_lmdb_commit_err(s, err, rc, "committing");
         goto Fail;
     }
     ps_arena_dispose(&a);

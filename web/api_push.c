@@ -116,10 +116,13 @@ int ps_connect_push(ps_connect_call_t *c)
         w->app = *apps[i];
         w->on_done = on_write_done;
         w->ctx = p;
+        if (i == 0) /* the request's arena and body, held until answered: the queue's bound */
+            w->bytes = c->arena->used_total + c->body_len;
         if (ps_writer_submit(s->writer, w) != 0) { /* queue full or stopping: this one and the rest fail */
             for (size_t k = i; k < napps; k++) {
-                p->w[k].status = PS_EUNAVAIL;
-                ps_err_set(&p->w[k].err, PS_EUNAVAIL, "the write queue is full: retry later");
+                p->w[k].status = w->err.code;
+                if (k != i)
+                    p->w[k].err = w->err;
             }
             if (atomic_fetch_sub(&p->left, napps - i) == napps - i)
                 ps_async_complete(&p->async);

@@ -5,7 +5,8 @@
  *
  * Statuses as Pyroscope answers: 200 stored; 400 bad metadata (the query parameters); 413 a body
  * over --max-body-size or a limit; 415 a format profstore does not take; 422 any other ingest
- * error (a body that cannot be read, a store that refuses the profile); 429 the writer queue is
+ * error (a body that cannot be read, a store that refuses the profile) but 400 for a time past
+ * --storage.future-grace (as Pyroscope's "profile too new"); 429 the writer queue is
  * full; 503 shutting down; 507 the disk is full.
  */
 #include "core/timeutil.h"
@@ -69,6 +70,13 @@ int ps_api_pyroscope_ingest(h2o_req_t *req)
     if (ps_pyro_prepare(req->entity.base, req->entity.base ? req->entity.len : 0, &meta, &s->opts.limits, p->arena,
                         &p->w.app, &err) != 0) {
         status = ingest_status(err.code);
+        goto Fail;
+    }
+    /* a profile too far in the future is bad metadata (from/until, or the pprof's time): 400, as
+     * Pyroscope's "profile too new"; the store would refuse it too (422) */
+    int64_t now = ps_time_now(), grace = ps_store_future_grace(s->store);
+    if (grace > 0 && p->w.app.ts > now + grace) {
+        ps_store_future_error(p->w.app.ts, now, grace, &err);
         goto Fail;
     }
     ps_ingest_job_submit(p, req);

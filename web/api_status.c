@@ -281,6 +281,20 @@ int ps_api_metrics(h2o_req_t *req)
     COUNTER("profstore_compactor_chunks_total", "Chunks written by the compactor.", ws.chunks);
     COUNTER("profstore_retention_series_dropped_total", "Series removed by retention.", ws.series_dropped);
     GAUGE("profstore_writer_queue_length", "Profiles waiting for the writer.", ws.queued);
+    GAUGE("profstore_write_queue_items", "Write requests waiting for the writer (--storage.write-queue-max-items).",
+          ws.queued);
+    GAUGE("profstore_write_queue_bytes", "Bytes held by the write requests waiting for the writer "
+          "(--storage.write-queue-max-bytes).", ws.queued_bytes);
+    GAUGE("profstore_storage_disk_full", "1 while writes fail for want of space (the disk, or --storage.max-size): "
+          "answered 507.", ws.disk_full);
+    ps_buf_printf(&b, "# HELP profstore_writes_refused_total Write requests refused for want of capacity: a full write "
+                      "queue (429, 503 to remote write), the decompression budget (503), a full disk (507).\n"
+                      "# TYPE profstore_writes_refused_total counter\n"
+                      "profstore_writes_refused_total{reason=\"queue_full\"} %llu\n"
+                      "profstore_writes_refused_total{reason=\"inflate_budget\"} %llu\n"
+                      "profstore_writes_refused_total{reason=\"disk_full\"} %llu\n",
+                  (unsigned long long)ws.refused_queue_full, (unsigned long long)ps_inflate_budget_refused(),
+                  (unsigned long long)ws.refused_disk_full);
     if (have_st) {
         GAUGE("profstore_storage_series", "Series stored.", st.series);
         GAUGE("profstore_storage_head_records", "Profiles in head records (not yet compacted).", st.head_records);

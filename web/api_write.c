@@ -44,9 +44,16 @@ static void send_text(h2o_req_t *req, int status, const char *msg, size_t len)
     ps_http_send(req, status, "text/plain; charset=utf-8", b, len + 1);
 }
 
+/* A full write queue is a 503 here, not the 429 of the profile pushes: Prometheus 2.42 retries every
+ * 5xx but a 429 only with retry_on_http_429 (off by default), dropping the samples otherwise. */
+static int write_status(int code)
+{
+    return code == PS_EOVERLOAD ? 503 : ps_err_http_status(code);
+}
+
 static void send_error(h2o_req_t *req, int code, const char *msg)
 {
-    send_text(req, ps_err_http_status(code), msg, strlen(msg));
+    send_text(req, write_status(code), msg, strlen(msg));
 }
 
 static void on_complete(ps_async_t *a, h2o_req_t *req)
@@ -62,6 +69,7 @@ static void on_complete(ps_async_t *a, h2o_req_t *req)
     atomic_fetch_add(&s->rw_rejected_out_of_order, res.out_of_order);
     atomic_fetch_add(&s->rw_rejected_duplicate, res.dup_conflicts);
     atomic_fetch_add(&s->rw_rejected_out_of_bounds, res.out_of_bounds);
+    atomic_fetch_add(&s->rw_rejected_too_new, res.too_new);
     atomic_fetch_add(&s->rw_rejected_series, res.samples_failed);
     if (code != 0 && p->w.status != 0) {
         atomic_fetch_add(&s->rw_failed_requests, 1);
@@ -80,7 +88,7 @@ static void on_complete(ps_async_t *a, h2o_req_t *req)
         if (code == 0)
             ps_http_send(req, 204, "text/plain; charset=utf-8", "", 0);
         else
-            send_text(req, ps_err_http_status(code), (char *)msg.data, msg.len);
+            send_text(req, write_status(code), (char *)msg.data, msg.len);
     }
     ps_buf_dispose(&msg);
     ps_loop_arena_put(p->loop, p->arena);
@@ -222,6 +230,7 @@ int ps_api_remote_write(h2o_req_t *req)
         log_dropped(s, w.nhistograms, w.nexemplars);
     }
     ps_ingest_remote_prepare(&w, p->arena, &p->w);
+    p->w.bytes = p->arena->used_total + req->entity.len; /* held until answered: the queue's bound */
     if (ps_async_submit_write(&p->async, &p->w, req, on_complete) != 0) {
         err = p->w.err;
         goto Fail;
@@ -257,6 +266,7 @@ void ps_api_write_metrics(ps_server_t *s, ps_buf_t *b)
                   "profstore_remote_write_samples_rejected_total{reason=\"duplicate_timestamp\"} %llu\n"
                   "profstore_remote_write_samples_rejected_total{reason=\"out_of_bounds\"} %llu\n"
                   "profstore_remote_write_samples_rejected_total{reason=\"profile_series\"} %llu\n"
+                  "profstore_remote_write_samples_rejected_total{reason=\"too_far_in_future\"} %llu\n"
                   "# HELP profstore_remote_write_dropped_total Native histograms and exemplars received and not stored.\n"
                   "# TYPE profstore_remote_write_dropped_total counter\n"
                   "profstore_remote_write_dropped_total{kind=\"histogram\"} %llu\n"
@@ -265,6 +275,7 @@ void ps_api_write_metrics(ps_server_t *s, ps_buf_t *b)
                   (unsigned long long)atomic_load(&s->rw_rejected_duplicate),
                   (unsigned long long)atomic_load(&s->rw_rejected_out_of_bounds),
                   (unsigned long long)atomic_load(&s->rw_rejected_series),
+                  (unsigned long long)atomic_load(&s->rw_rejected_too_new),
                   (unsigned long long)atomic_load(&s->rw_dropped_histograms),
                   (unsigned long long)atomic_load(&s->rw_dropped_exemplars));
 }

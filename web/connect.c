@@ -156,6 +156,7 @@ ps_connect_code_t ps_connect_code_of(int ps_code)
     case PS_EUNAVAIL: return PS_CONNECT_UNAVAILABLE;
     case PS_EUNSUPPORTED: return PS_CONNECT_INVALID_ARGUMENT;
     case PS_ELIMIT: return PS_CONNECT_RESOURCE_EXHAUSTED;
+    case PS_EOVERLOAD: return PS_CONNECT_RESOURCE_EXHAUSTED; /* HTTP 429: Alloy retries it */
     default: return PS_CONNECT_INTERNAL; /* ESTORAGE, EVERSION, EINTERNAL */
     }
 }
@@ -380,8 +381,10 @@ int ps_api_connect(h2o_req_t *req)
                 snprintf(emsg, sizeof(emsg), "request body inflates to more than %zu bytes (--max-inflated-size)", max);
             else
                 snprintf(emsg, sizeof(emsg), "request body (Content-Encoding: gzip): %s", err.msg);
-            ps_connect_error(c, err.code == PS_ETOOBIG ? PS_CONNECT_RESOURCE_EXHAUSTED : PS_CONNECT_INVALID_ARGUMENT,
-                             emsg);
+            ps_connect_error(c, err.code == PS_ETOOBIG    ? PS_CONNECT_RESOURCE_EXHAUSTED
+                                : err.code == PS_EUNAVAIL ? PS_CONNECT_UNAVAILABLE /* the inflate budget */
+                                                          : PS_CONNECT_INVALID_ARGUMENT,
+                             err.code == PS_EUNAVAIL ? err.msg : emsg);
             return 0;
         }
     }

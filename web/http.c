@@ -271,6 +271,10 @@ void ps_http_send(h2o_req_t *req, int status, const char *content_type, const vo
     account(s->http_stats, req, status); /* before the answer: a client that then reads /metrics sees it */
     req->res.status = status;
     req->res.reason = reason(status);
+    /* overload (429) and unavailable (503) say when to come back, unless the handler did:
+     * Prometheus' remote write, Pyroscope's SDKs and Alloy wait at least that long */
+    if ((status == 429 || status == 503) && h2o_find_header(&req->res.headers, H2O_TOKEN_RETRY_AFTER, -1) == -1)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT(PS_HTTP_RETRY_AFTER));
     ps_buf_t gz = PS_BUF_INIT;
     if (!negotiated(req) && compressible(content_type) && len >= GZIP_MIN_BYTES) {
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_VARY, NULL, H2O_STRLIT("Accept-Encoding"));
@@ -308,7 +312,7 @@ const char *ps_http_error_type(int status)
     case 408: return "timeout";
     case 405: return "bad_data";
     case 422: return "execution";
-    case 503: return "unavailable";
+    case 429: case 503: return "unavailable";
     default: return status >= 500 ? "internal" : "bad_data";
     }
 }

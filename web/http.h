@@ -49,7 +49,9 @@ int ps_param_duration(const ps_params_t *p, const char *name, int64_t dflt, int6
 /** First value of name, or NULL. */
 const ps_param_t *ps_params_get(const ps_params_t *p, const char *name);
 
-/** Sends body with status and content type (copied). */
+/** The Retry-After (seconds) of every 429 and 503 answer that does not set its own. */
+#define PS_HTTP_RETRY_AFTER "1"
+/** Sends body with status and content type (copied). A 429 or 503 gets Retry-After. */
 void ps_http_send(h2o_req_t *req, int status, const char *content_type, const void *body, size_t len);
 /** Closes the envelope j writes into b (ps_json_envelope), sends b as application/json with status,
  *  and disposes b. */

@@ -69,6 +69,7 @@ static void on_complete(ps_async_t *a, h2o_req_t *req)
 void ps_ingest_job_submit(ps_ingest_job_t *j, h2o_req_t *req)
 {
     j->w.kind = PS_WREQ_APPEND;
+    j->w.bytes = j->arena->used_total + req->entity.len; /* held until answered: the queue's bound */
     if (ps_async_submit_write(&j->async, &j->w, req, on_complete) != 0) {
         ps_err_t err = j->w.err;
         ps_ingest_job_fail(j, req, writer_status(j, err.code), err.msg);

@@ -68,6 +68,7 @@ const char *ps_strerror(int code)
     case PS_EUNAVAIL: return "unavailable";
     case PS_EUNSUPPORTED: return "unsupported";
     case PS_ELIMIT: return "limit exceeded";
+    case PS_EOVERLOAD: return "overloaded";
     default: return "internal error";
     }
 }
@@ -85,6 +86,7 @@ int ps_err_http_status(int code)
     case PS_ELIMIT: return 422;
     case PS_ENOSPACE: return 507;
     case PS_EUNAVAIL: return 503;
+    case PS_EOVERLOAD: return 429;
     default: return 500;
     }
 }

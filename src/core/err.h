@@ -26,6 +26,7 @@ enum {
     PS_EINTERNAL = -12,
     PS_EUNSUPPORTED = -13, /* well-formed but not something we accept (415-ish) */
     PS_ELIMIT = -14,     /* a query would exceed a limit (series, points): 422 like Prometheus */
+    PS_EOVERLOAD = -15,  /* too much queued or being decompressed at once: retry later (429) */
 };
 
 typedef struct ps_err {

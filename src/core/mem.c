@@ -1,8 +1,11 @@
 #include "mem.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static void oom(size_t n)
 {
@@ -130,8 +133,17 @@ void ps_buf_json_str(ps_buf_t *b, const char *s, size_t n)
 struct ps_arena_block {
     ps_arena_block_t *next;
     size_t size, used;
+    size_t mapped; /* ps_arena_big_*: the bytes mmap'd for it (munmap, not free); else 0 */
     _Alignas(16) unsigned char data[];
 };
+
+static void block_free(ps_arena_block_t *b)
+{
+    if (b->mapped)
+        munmap(b, b->mapped);
+    else
+        free(b);
+}
 
 void *ps_arena_alloc(ps_arena_t *a, size_t n)
 {
@@ -146,6 +158,7 @@ void *ps_arena_alloc(ps_arena_t *a, size_t n)
         ps_arena_block_t *nb = ps_xmalloc(sizeof(*nb) + size);
         nb->size = size;
         nb->used = 0;
+        nb->mapped = 0;
         if (b != NULL && n > b->size / 2 && b->size - b->used > 256) {
             /* big request: put the block behind the head so the head keeps serving small ones */
             nb->next = b->next;
@@ -180,6 +193,72 @@ char *ps_arena_strndup(ps_arena_t *a, const char *s, size_t n)
     return d;
 }
 
+/* Big buffers are mmap'd themselves (not left to malloc, whose dynamic mmap threshold would put
+ * them on the heap, grow them by copying and keep their pages): growing is mremap, freeing munmap. */
+static size_t mapped_size(size_t n)
+{
+    static size_t page;
+    if (page == 0) {
+        long ps = sysconf(_SC_PAGESIZE);
+        page = ps > 0 ? (size_t)ps : 4096;
+    }
+    size_t total = sizeof(ps_arena_block_t) + n;
+    if (total < n)
+        oom(n);
+    return (total + page - 1) / page * page;
+}
+
+void *ps_arena_big_alloc(size_t n)
+{
+    size_t len = mapped_size(n);
+    ps_arena_block_t *b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b == MAP_FAILED)
+        oom(len);
+    b->next = NULL;
+    b->size = n;
+    b->used = 0;
+    b->mapped = len;
+    return b->data;
+}
+
+static ps_arena_block_t *block_of(void *p)
+{
+    return (ps_arena_block_t *)((unsigned char *)p - offsetof(ps_arena_block_t, data));
+}
+
+void *ps_arena_big_realloc(void *p, size_t n)
+{
+    ps_arena_block_t *b = block_of(p);
+    size_t len = mapped_size(n);
+    if (len != b->mapped) {
+        b = mremap(b, b->mapped, len, MREMAP_MAYMOVE);
+        if (b == MAP_FAILED)
+            oom(len);
+        b->mapped = len;
+    }
+    b->size = n;
+    return b->data;
+}
+
+void ps_arena_big_free(void *p)
+{
+    if (p != NULL)
+        block_free(block_of(p));
+}
+
+void ps_arena_big_adopt(ps_arena_t *a, void *p, size_t used)
+{
+    ps_arena_block_t *b = block_of(p);
+    b->used = b->size; /* nothing more is handed out of it */
+    a->used_total += used;
+    if (a->head == NULL) { /* a reset would keep it: give the arena a small head of its own */
+        ps_arena_alloc(a, 16);
+        a->used_total -= 16;
+    }
+    b->next = a->head->next;
+    a->head->next = b;
+}
+
 void ps_arena_reset(ps_arena_t *a)
 {
     ps_arena_block_t *b = a->head;
@@ -190,7 +269,7 @@ void ps_arena_reset(ps_arena_t *a)
     b = b->next;
     while (b != NULL) {
         ps_arena_block_t *n = b->next;
-        free(b);
+        block_free(b);
         b = n;
     }
     keep->next = NULL;
@@ -204,7 +283,7 @@ void ps_arena_dispose(ps_arena_t *a)
     ps_arena_block_t *b = a->head;
     while (b != NULL) {
         ps_arena_block_t *n = b->next;
-        free(b);
+        block_free(b);
         b = n;
     }
     a->head = NULL;

@@ -56,6 +56,14 @@ void *ps_arena_alloc(ps_arena_t *a, size_t n);     /* 16-byte aligned, uninitial
 void *ps_arena_calloc(ps_arena_t *a, size_t n, size_t size);
 char *ps_arena_strndup(ps_arena_t *a, const char *s, size_t n); /* NUL-terminated copy */
 void ps_arena_reset(ps_arena_t *a);  /* keeps the first block */
+/* A buffer that grows in place and may then become part of an arena (gunzip's output: growing
+ * it by arena allocations would hold every smaller copy too). Big ones are mmap'd by malloc, so
+ * growing them is mremap (no copy) and freeing one gives its memory back at once. */
+void *ps_arena_big_alloc(size_t n);
+void *ps_arena_big_realloc(void *p, size_t n);
+void ps_arena_big_free(void *p);
+/** Hands p (from ps_arena_big_alloc) to a: freed with the arena's other blocks. */
+void ps_arena_big_adopt(ps_arena_t *a, void *p, size_t used);
 void ps_arena_dispose(ps_arena_t *a);
 
 #endif

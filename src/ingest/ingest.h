@@ -94,6 +94,8 @@ struct ps_wreq {
                                   * transaction as the profiles of the batch */
     size_t nfloats;
     uint64_t nsamples;           /* PS_WREQ_SAMPLES: the samples of floats (set by ps_writer_submit) */
+    uint64_t bytes;              /* memory the request holds while queued (its arena: decoded profile,
+                                  * samples), for max_queue_bytes; 0 = not counted */
     const ps_metric_meta_t *meta;/* PS_WREQ_SAMPLES: metric metadata to store */
     size_t nmeta;
     int status;                  /* result for COMPACT/RETAIN */
@@ -112,6 +114,9 @@ typedef struct ps_writer_opts {
     uint32_t max_queue;          /* queued requests before submit refuses (default 8192); a
                                   * PS_WREQ_SAMPLES request is also refused when the queue would
                                   * then weigh more than this many units (max_batch's units) */
+    uint64_t max_queue_bytes;    /* ... or when the queue would then hold more bytes (ps_wreq_t.bytes)
+                                  * than this (default PS_WRITER_QUEUE_BYTES); one request is always
+                                  * taken when nothing is queued. Refused: PS_EOVERLOAD */
     int64_t commit_delay_ns;     /* at most one commit per this interval, unless a batch is full (10 ms) */
     uint32_t eager_samples;      /* ... or the samples requests queued hold this many samples
                                   * (PS_WRITER_EAGER_SAMPLES; 0 = always wait) */
@@ -132,9 +137,14 @@ typedef struct ps_writer ps_writer_t;
  *  ~800k. Profiles still wait (a push of one profile does not share its fsync). */
 #define PS_WRITER_EAGER_SAMPLES 1000
 
+/** The default of ps_writer_opts_t.max_queue_bytes (--storage.write-queue-max-bytes): 256 MiB of
+ *  decoded requests wait for the writer at most. */
+#define PS_WRITER_QUEUE_BYTES (256ull << 20)
+
 void ps_writer_opts_default(ps_writer_opts_t *o);
 ps_writer_t *ps_writer_start(ps_store_t *store, const ps_writer_opts_t *o);
-/** Queues r. Returns PS_EUNAVAIL (not queued) when stopping or when the queue is full. */
+/** Queues r. Returns (not queued) PS_EUNAVAIL when stopping, PS_EOVERLOAD when the queue is full
+ *  (max_queue items or units, max_queue_bytes): answer 429 (503 to remote write) with Retry-After. */
 int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r);
 /** Stops accepting, finishes everything queued (on_done is called for each), joins the thread.
  *  w stays valid: a submit from a handler that raced with the shutdown is refused ("server is
@@ -147,6 +157,10 @@ typedef struct ps_writer_stats {
     uint64_t batches, appended, failed, duplicates, compactions, chunks, retention_runs, series_dropped;
     uint64_t samples_written, samples_rejected; /* float samples of PS_WREQ_SAMPLES requests */
     uint32_t queued;
+    uint64_t queued_bytes;       /* ps_wreq_t.bytes of what is queued */
+    uint64_t refused_queue_full; /* requests refused by ps_writer_submit: the queue was full */
+    uint64_t refused_disk_full;  /* requests failed with PS_ENOSPACE (disk or --storage.max-size full) */
+    bool disk_full;              /* the last write transaction failed with PS_ENOSPACE */
 } ps_writer_stats_t;
 void ps_writer_stats(ps_writer_t *w, ps_writer_stats_t *st);
 
@@ -163,7 +177,8 @@ void ps_ingest_remote_prepare(const ps_remote_write_t *w, ps_arena_t *arena, ps_
 typedef struct ps_remote_result {
     uint64_t written;      /* samples stored */
     uint64_t duplicates;   /* identical to what was stored: accepted, not written again */
-    uint64_t out_of_order, dup_conflicts, out_of_bounds; /* rejected samples */
+    uint64_t out_of_order, dup_conflicts, out_of_bounds, too_new; /* rejected samples (too_new: past
+                                                                     * --storage.future-grace) */
     uint64_t series_failed;  /* series refused whole (a profile series with these labels) */
     uint64_t samples_failed; /* their samples */
 } ps_remote_result_t;

@@ -78,8 +78,9 @@ int ps_ingest_remote_result(const ps_wreq_t *r, ps_remote_result_t *res, ps_buf_
             res->out_of_order += f->out_of_order;
             res->dup_conflicts += f->dup_conflicts;
             res->out_of_bounds += f->out_of_bounds;
+            res->too_new += f->too_new;
         }
-        if (first == NULL && (f->status != 0 || f->out_of_order || f->dup_conflicts || f->out_of_bounds))
+        if (first == NULL && (f->status != 0 || f->out_of_order || f->dup_conflicts || f->out_of_bounds || f->too_new))
             first = f;
     }
     if (r->status != 0) {
@@ -88,10 +89,12 @@ int ps_ingest_remote_result(const ps_wreq_t *r, ps_remote_result_t *res, ps_buf_
     }
     if (first == NULL)
         return 0;
-    uint64_t rejected = res->out_of_order + res->dup_conflicts + res->out_of_bounds + res->samples_failed;
+    uint64_t rejected = res->out_of_order + res->dup_conflicts + res->out_of_bounds + res->too_new + res->samples_failed;
     ps_buf_printf(msg, "%" PRIu64 " of %" PRIu64 " samples rejected (%" PRIu64 " out of order sample, %" PRIu64
                        " duplicate sample for timestamp, %" PRIu64 " out of bounds",
                   rejected, total, res->out_of_order, res->dup_conflicts, res->out_of_bounds);
+    if (res->too_new)
+        ps_buf_printf(msg, ", %" PRIu64 " too far in the future", res->too_new);
     if (res->series_failed)
         ps_buf_printf(msg, ", %" PRIu64 " in %" PRIu64 " refused series", res->samples_failed, res->series_failed);
     ps_buf_printf(msg, "); the %" PRIu64 " others are stored. First rejected: series ",
@@ -117,6 +120,12 @@ int ps_ingest_remote_result(const ps_wreq_t *r, ps_remote_result_t *res, ps_buf_
             ps_buf_printf(msg, "%s%u sample(s) out of bounds (older than the retention period), the first at ", sep,
                           first->out_of_bounds);
             put_time(msg, first->first_out_of_bounds);
+            sep = "; ";
+        }
+        if (first->too_new) {
+            ps_buf_printf(msg, "%s%u sample(s) too far in the future (more than --storage.future-grace after now), "
+                               "the first at ", sep, first->too_new);
+            put_time(msg, first->first_too_new);
         }
     }
     ps_buf_putc(msg, 0);

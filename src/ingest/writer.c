@@ -20,6 +20,7 @@ struct ps_writer {
     ps_wreq_t *head, *tail;
     uint32_t queued;
     uint64_t queued_units;   /* the weight() of what is queued */
+    uint64_t queued_bytes;   /* the bytes of what is queued */
     bool stopping;
     bool joined; /* ps_writer_shutdown has joined the thread */
     ps_writer_stats_t stats;
@@ -29,6 +30,7 @@ void ps_writer_opts_default(ps_writer_opts_t *o)
 {
     o->max_batch = 512;
     o->max_queue = 8192;
+    o->max_queue_bytes = PS_WRITER_QUEUE_BYTES;
     o->commit_delay_ns = 10 * 1000000;
     o->eager_samples = PS_WRITER_EAGER_SAMPLES;
     o->compact_interval_ns = 10 * PS_NS_PER_S;
@@ -153,10 +155,11 @@ static void *run(void *arg)
          * PS_WRITER_SAMPLES_PER_UNIT samples (at least one request, however big) */
         ps_wreq_t *batch = w->head, *last = w->head;
         uint32_t n = 1;
-        uint64_t units = weight(last);
+        uint64_t units = weight(last), bytes = last->bytes;
         while (last->next != NULL && units + weight(last->next) <= w->opts.max_batch) {
             last = last->next;
             units += weight(last);
+            bytes += last->bytes;
             n++;
         }
         w->head = last->next;
@@ -165,6 +168,7 @@ static void *run(void *arg)
         last->next = NULL;
         w->queued -= n;
         w->queued_units -= units;
+        w->queued_bytes -= bytes;
         pthread_mutex_unlock(&w->mu);
 
         size_t napps = 0, nfl = 0, nmeta = 0;
@@ -187,12 +191,26 @@ static void *run(void *arg)
             }
         }
         uint64_t fwritten = 0, frejected = 0;
+        int wrc = 0;
         if (napps > 0 || nfl > 0 || nmeta > 0) {
             ps_err_t err;
             ps_err_clear(&err);
-            int rc = ps_store_write(w->store, apps, napps, fl, nfl, meta, nmeta, &err);
+            int rc = wrc = ps_store_write(w->store, apps, napps, fl, nfl, meta, nmeta, &err);
             if (rc != 0)
                 ps_log_error("write failed", "profiles=%zu series=%zu err=%s", napps, nfl, ps_log_q(err.msg));
+            /* a full disk (or map) is a state: reads go on, retention and compaction free space,
+             * and the next transaction that commits ends it */
+            pthread_mutex_lock(&w->mu);
+            if (rc == PS_ENOSPACE && !w->stats.disk_full) {
+                ps_log_warn("storage is full: writes are refused with 507 until space returns", "err=%s",
+                            ps_log_q(err.msg));
+                next_retain = ps_time_mono(); /* retention frees space: now, not at its interval */
+            }
+            else if (rc == 0 && w->stats.disk_full)
+                ps_log_info("storage has space again: writes are accepted", NULL);
+            if (rc == PS_ENOSPACE || rc == 0)
+                w->stats.disk_full = rc == PS_ENOSPACE;
+            pthread_mutex_unlock(&w->mu);
             for (ps_wreq_t *r = batch; r != NULL; r = r->next) {
                 if (r->kind != PS_WREQ_SAMPLES)
                     continue;
@@ -203,11 +221,15 @@ static void *run(void *arg)
                 for (size_t i = 0; i < r->nfloats; i++) {
                     const ps_fappend_t *f = r->floats[i];
                     fwritten += f->status == 0 ? f->accepted : 0;
-                    frejected += f->status == 0 ? f->out_of_order + f->dup_conflicts + f->out_of_bounds : f->nsamples;
+                    frejected += f->status == 0 ? f->out_of_order + f->dup_conflicts + f->out_of_bounds + f->too_new
+                                             : f->nsamples;
                 }
             }
         }
-        uint64_t ok = 0, failed = 0, dups = 0;
+        uint64_t ok = 0, failed = 0, dups = 0, nospace = 0;
+        if (wrc == PS_ENOSPACE)
+            for (ps_wreq_t *r = batch; r != NULL; r = r->next)
+                nospace += r->kind == PS_WREQ_APPEND || r->kind == PS_WREQ_SAMPLES;
         for (size_t i = 0; i < napps; i++) {
             if (apps[i]->status == 0) {
                 ok++;
@@ -223,6 +245,7 @@ static void *run(void *arg)
         w->stats.duplicates += dups;
         w->stats.samples_written += fwritten;
         w->stats.samples_rejected += frejected;
+        w->stats.refused_disk_full += nospace;
         pthread_mutex_unlock(&w->mu);
         /* admin requests run after the appends of the same batch */
         for (ps_wreq_t *r = batch, *next; r != NULL; r = next) {
@@ -278,13 +301,27 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
     r->nsamples = samples_of(r);
     uint64_t units = weight(r);
     pthread_mutex_lock(&w->mu);
-    /* samples requests also count by weight: max_queue units of decoded samples at most (8,192
-     * units ~ 8M samples) wait in memory; the sender retries the 503 */
-    if (w->stopping || w->queued >= w->opts.max_queue ||
-        (r->kind == PS_WREQ_SAMPLES && w->queued > 0 && w->queued_units + units > w->opts.max_queue)) {
-        bool stopping = w->stopping;
+    if (w->stopping) {
         pthread_mutex_unlock(&w->mu);
-        return ps_err_set(&r->err, PS_EUNAVAIL, stopping ? "server is shutting down" : "write queue is full, retry later");
+        return ps_err_set(&r->err, PS_EUNAVAIL, "server is shutting down");
+    }
+    /* bounded by items, by weight (samples requests: max_queue units of decoded samples, 8,192
+     * units ~ 8M samples) and by the bytes the queued requests hold; one request is always taken
+     * into an empty queue, however big. The sender retries the 429 (503) after Retry-After. */
+    bool admin = r->kind == PS_WREQ_COMPACT || r->kind == PS_WREQ_RETAIN;
+    if (!admin && w->queued > 0 &&
+        (w->queued >= w->opts.max_queue ||
+         (r->kind == PS_WREQ_SAMPLES && w->queued_units + units > w->opts.max_queue) ||
+         (w->opts.max_queue_bytes > 0 && w->queued_bytes + r->bytes > w->opts.max_queue_bytes))) {
+        uint32_t q = w->queued;
+        uint64_t qb = w->queued_bytes;
+        w->stats.refused_queue_full++;
+        pthread_mutex_unlock(&w->mu);
+        return ps_err_set(&r->err, PS_EOVERLOAD,
+                          "write queue is full (%u requests, %llu MiB waiting for the writer; limits "
+                          "--storage.write-queue-max-items=%u, --storage.write-queue-max-bytes=%llu MiB): retry later",
+                          q, (unsigned long long)(qb >> 20), w->opts.max_queue,
+                          (unsigned long long)(w->opts.max_queue_bytes >> 20));
     }
     if (w->tail)
         w->tail->next = r;
@@ -293,6 +330,7 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
     w->tail = r;
     w->queued++;
     w->queued_units += units;
+    w->queued_bytes += r->bytes;
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return 0;
@@ -327,5 +365,6 @@ void ps_writer_stats(ps_writer_t *w, ps_writer_stats_t *st)
     pthread_mutex_lock(&w->mu);
     *st = w->stats;
     st->queued = w->queued;
+    st->queued_bytes = w->queued_bytes;
     pthread_mutex_unlock(&w->mu);
 }

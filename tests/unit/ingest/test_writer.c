@@ -1,8 +1,8 @@
 /*
  * test_writer.c - the writer thread (src/ingest/writer.c) on a store in a temporary directory:
  * group commit answers every request exactly once with its status, a failing profile fails
- * alone in its batch, stop drains the queue, a submit while stopping and into a full queue is
- * refused with PS_EUNAVAIL.
+ * alone in its batch, stop drains the queue, a submit while stopping is refused with PS_EUNAVAIL
+ * and one into a full queue (items, weight or bytes) with PS_EOVERLOAD.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -305,8 +305,12 @@ static void test_full_queue_refuses(void **state)
     ps_writer_stats_t st;
     ps_writer_stats(w, &st);
     assert_int_equal(st.queued, 3);
-    assert_int_equal(ps_writer_submit(w, &r[3]->w), PS_EUNAVAIL);
-    assert_string_equal(r[3]->w.err.msg, "write queue is full, retry later");
+    assert_int_equal(ps_writer_submit(w, &r[3]->w), PS_EOVERLOAD);
+    assert_string_equal(r[3]->w.err.msg, "write queue is full (3 requests, 0 MiB waiting for the writer; limits "
+                                         "--storage.write-queue-max-items=3, --storage.write-queue-max-bytes=256 MiB): "
+                                         "retry later");
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.refused_queue_full, 1);
     ps_writer_stop(w);
     for (int i = 0; i < 3; i++)
         assert_int_equal(atomic_load(&r[i]->calls), 1);
@@ -315,6 +319,47 @@ static void test_full_queue_refuses(void **state)
     for (int i = 0; i < 4; i++)
         free_req(r[i]);
     free_req(warm);
+}
+
+/* The queue is bounded by the bytes its requests hold too; an empty queue takes one of any size. */
+static void test_queue_by_bytes(void **state)
+{
+    env_t *e = *state;
+    ps_writer_opts_t o;
+    ps_writer_opts_default(&o);
+    o.commit_delay_ns = 5 * PS_NS_PER_S;
+    o.max_queue_bytes = 1000;
+    atomic_store(&done_total, 0);
+    ps_writer_t *w = ps_writer_start(e->store, &o);
+    treq_t *warm = make_req(100, T0);
+    assert_int_equal(ps_writer_submit(w, &warm->w), 0);
+    wait_done(1);
+    treq_t *r[4];
+    for (int i = 0; i < 4; i++)
+        r[i] = make_req(i, T0);
+    r[0]->w.bytes = 5000; /* alone in the queue: taken */
+    r[1]->w.bytes = 1;    /* behind it: over the bound */
+    assert_int_equal(ps_writer_submit(w, &r[0]->w), 0);
+    assert_int_equal(ps_writer_submit(w, &r[1]->w), PS_EOVERLOAD);
+    ps_writer_stats_t st;
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.queued, 1);
+    assert_int_equal(st.queued_bytes, 5000);
+    assert_int_equal(st.refused_queue_full, 1);
+    ps_writer_stop(w);
+    w = ps_writer_start(e->store, &o);
+    r[2]->w.bytes = 600;
+    r[3]->w.bytes = 400; /* 600 + 400 = 1000: fits exactly */
+    assert_int_equal(ps_writer_submit(w, &r[2]->w), 0);
+    assert_int_equal(ps_writer_submit(w, &r[3]->w), 0);
+    ps_writer_stop(w);
+    assert_int_equal(atomic_load(&r[0]->calls), 1);
+    assert_int_equal(atomic_load(&r[1]->calls), 0);
+    assert_int_equal(atomic_load(&r[3]->calls), 1);
+    assert_int_equal(count_series(e->store), 4); /* n=100, 0, 2, 3 */
+    free_req(warm);
+    for (int i = 0; i < 4; i++)
+        free_req(r[i]);
 }
 
 static void test_admin_requests(void **state)
@@ -440,8 +485,8 @@ static void test_samples_queue_by_weight(void **state)
         r[i] = make_samples(i, T0 * 1000ll, 4 * PS_WRITER_SAMPLES_PER_UNIT);
     assert_int_equal(ps_writer_submit(w, &r[0]->w), 0);
     assert_int_equal(ps_writer_submit(w, &r[1]->w), 0);
-    assert_int_equal(ps_writer_submit(w, &r[2]->w), PS_EUNAVAIL);
-    assert_string_equal(r[2]->w.err.msg, "write queue is full, retry later");
+    assert_int_equal(ps_writer_submit(w, &r[2]->w), PS_EOVERLOAD);
+    assert_non_null(strstr(r[2]->w.err.msg, "write queue is full (2 requests"));
     ps_writer_stop(w);
     assert_int_equal(atomic_load(&r[0]->calls), 1);
     assert_int_equal(atomic_load(&r[1]->calls), 1);
@@ -521,6 +566,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stop_drains_the_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_submit_while_stopping_unavailable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_queue_refuses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_by_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admin_requests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_samples_with_profiles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_samples_batch_weight, setup, teardown),

@@ -915,6 +915,41 @@ static void test_gzip_bomb(void **state)
     free(zeros);
 }
 
+/* The process-wide budget of bytes being decompressed at once: a second inflate past it is
+ * PS_EUNAVAIL while the first holds its share; one alone always gets its own limit. */
+static void test_inflate_budget(void **state)
+{
+    (void)state;
+    ps_buf_t gz = PS_BUF_INIT, raw = PS_BUF_INIT;
+    for (int i = 0; i < (4 << 20); i++)
+        ps_buf_putc(&raw, (char)(i % 7));
+    assert_int_equal(ps_gzip(raw.data, raw.len, 6, &gz, NULL), 0);
+    ps_err_t err;
+    ps_arena_t a = PS_ARENA_INIT;
+    const uint8_t *out;
+    size_t outn;
+    ps_inflate_budget_set(1u << 20);
+    /* alone: 4 MiB although the budget is 1 MiB */
+    assert_int_equal(ps_gunzip(gz.data, gz.len, 8u << 20, &a, &out, &outn, &err), 0);
+    assert_int_equal(outn, raw.len);
+    assert_memory_equal(out, raw.data, raw.len);
+    assert_int_equal(ps_inflate_budget_reserved(), 0); /* released on return */
+    /* someone else holds 512 KiB: the output's growth past the rest of the budget is refused */
+    assert_int_equal(ps_inflate_reserve(512u << 10, 0, &err), 0);
+    uint64_t refused = ps_inflate_budget_refused();
+    assert_int_equal(ps_gunzip(gz.data, gz.len, 8u << 20, &a, &out, &outn, &err), PS_EUNAVAIL);
+    assert_non_null(strstr(err.msg, "too much is being decompressed at once ("));
+    assert_non_null(strstr(err.msg, " of 1048576 bytes, --max-inflated-total): retry later"));
+    assert_int_equal(ps_inflate_budget_refused(), refused + 1);
+    assert_int_equal(ps_inflate_budget_reserved(), 512u << 10);
+    ps_inflate_release(512u << 10);
+    assert_int_equal(ps_gunzip(gz.data, gz.len, 8u << 20, &a, &out, &outn, &err), 0);
+    ps_inflate_budget_set(0);
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&gz);
+    ps_buf_dispose(&raw);
+}
+
 /* ---- malformed protobuf --------------------------------------------------------------------- */
 
 static void test_not_pprof(void **state)
@@ -1289,6 +1324,7 @@ int main(void)
         cmocka_unit_test(test_gzip_errors),
         cmocka_unit_test(test_gzip_concatenated),
         cmocka_unit_test(test_gzip_bomb),
+        cmocka_unit_test(test_inflate_budget),
         cmocka_unit_test(test_not_pprof),
         cmocka_unit_test(test_protobuf_garbage),
         cmocka_unit_test(test_bad_references),

@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+"""bench/overload.py - the write side at 10x its capacity: no crash, RSS bounded, every 200 durable,
+health and small queries keep answering.
+
+  /usr/bin/python3 bench/overload.py [--duration 60] [--factor 10] [--profstore build/profstore]
+
+1. Starts profstore (its own data dir, default flags but --threads 2) and measures its capacity:
+   8 closed-loop senders push a generated CPU profile (--samples samples, distinct stacks, each
+   push its own series) for --measure seconds: 200s a second.
+2. Offers --factor times that rate, open loop (--senders threads, each on its own schedule; a
+   sender that falls behind sends at once, never in a burst), for --duration seconds, while a
+   prober asks /-/healthy and /api/v1/labels every 100 ms and RSS is sampled every 100 ms.
+3. Stops the server (SIGTERM), starts it again and checks that every push answered 200 is stored.
+Prints the capacity, the offered and achieved rates, the 200/429/503/other counts, RSS (max
+sampled, VmHWM), the health and query latencies (max, p99), and the durability check.
+"""
+
+import argparse
+import http.client
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests" / "integration"))
+import pprof_decode as pd  # noqa: E402
+
+
+def gen_profile(nsamples, seed=1):
+    """A CPU profile of nsamples samples with distinct stacks (depth 12 over up to 4,000 functions)."""
+    rnd = random.Random(seed)
+    strings = ["", "samples", "count", "cpu", "nanoseconds"]
+    nfun = min(4000, max(100, nsamples))
+    p = pd.Profile()
+    p.sample_type = [pd.ValueType(1, 2), pd.ValueType(3, 4)]
+    p.period_type = pd.ValueType(3, 4)
+    p.period = 10000000
+    for i in range(nfun):
+        strings.append("bench/pkg%d.Func%d" % (i % 50, i))
+        p.function.append(pd.Function(id=i + 1, name=len(strings) - 1))
+        p.location.append(pd.Location(id=i + 1, line=[pd.Line(function_id=i + 1, line=10 + i % 90)]))
+    for _ in range(nsamples):
+        n = rnd.randint(1, 20)
+        p.sample.append(pd.Sample(location_id=[rnd.randint(1, nfun) for _ in range(12)], value=[n, n * 10000000]))
+    p.string_table = strings
+    p.duration_nanos = 10 * 10**9
+    return pd.encode(p, gzip_level=6)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Server:
+    def __init__(self, binary, data_dir, log):
+        self.binary, self.data_dir, self.log = binary, data_dir, log
+        self.proc = None
+
+    def start(self):
+        self.port = free_port()
+        self.proc = subprocess.Popen([self.binary, "--listen", "127.0.0.1:%d" % self.port, "--data-dir",
+                                      str(self.data_dir), "--retention", "0", "--threads", "2"],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if self.get("/-/ready")[0] == 200:
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit("profstore did not get ready")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(60)
+
+    def request(self, method, path, body=None, timeout=30.0):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            c.request(method, path, body=body, headers={"Content-Type": "application/octet-stream"})
+            r = c.getresponse()
+            return r.status, r.read()
+        finally:
+            c.close()
+
+    def get(self, path, timeout=30.0):
+        return self.request("GET", path, timeout=timeout)
+
+    def status_kb(self, field):
+        try:
+            for line in open("/proc/%d/status" % self.proc.pid):
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+        except OSError:
+            pass
+        return 0
+
+
+def push_path(i):
+    return "/api/v1/profiles/write?name=process_cpu&labels=" + urllib.parse.quote('{job="bench",req="%d"}' % i)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--profstore", default=str(HERE.parent / "build" / "profstore"))
+    ap.add_argument("--duration", type=float, default=60.0)
+    ap.add_argument("--factor", type=float, default=10.0)
+    ap.add_argument("--measure", type=float, default=5.0)
+    ap.add_argument("--samples", type=int, default=1000)
+    ap.add_argument("--senders", type=int, default=200)
+    args = ap.parse_args()
+
+    body = gen_profile(args.samples)
+    work = Path(tempfile.mkdtemp(prefix="ps-overload-"))
+    log = open(work / "profstore.log", "ab")
+    srv = Server(args.profstore, work / "data", log)
+    srv.start()
+    lock = threading.Lock()
+    acked = []
+    counts = {}
+    next_id = [0]
+
+    def take_id():
+        with lock:
+            next_id[0] += 1
+            return next_id[0]
+
+    def one_push():
+        i = take_id()
+        try:
+            st, _ = srv.request("POST", push_path(i), body)
+        except OSError as e:
+            st = "error:" + type(e).__name__
+        with lock:
+            counts[st] = counts.get(st, 0) + 1
+            if st == 200:
+                acked.append(i)
+        return st
+
+    # 1. capacity, closed loop
+    stop_at = time.monotonic() + args.measure
+
+    def closed():
+        while time.monotonic() < stop_at:
+            one_push()
+
+    ts = [threading.Thread(target=closed) for _ in range(8)]
+    t0 = time.monotonic()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    capacity = counts.get(200, 0) / (time.monotonic() - t0)
+    print("capacity: %.0f pushes/s (%d-sample CPU profile, %d bytes gzipped; 8 closed-loop senders, %.0f s)"
+          % (capacity, args.samples, len(body), args.measure))
+    measure_counts = dict(counts)
+    counts.clear()
+
+    # 2. open loop at factor x capacity
+    rate = capacity * args.factor
+    per = args.senders / rate  # seconds between one sender's pushes
+    stop_at = time.monotonic() + args.duration
+    rss_max = [0]
+    lat = {"health": [], "labels": []}
+    done = threading.Event()
+
+    def sender(k):
+        nxt = time.monotonic() + per * k / args.senders
+        while True:
+            now = time.monotonic()
+            if now >= stop_at:
+                return
+            if nxt > now:
+                time.sleep(nxt - now)
+            one_push()
+            nxt = max(nxt + per, time.monotonic() - per)  # behind: at once, but no burst
+
+    def prober():
+        while not done.is_set():
+            for name, path in (("health", "/-/healthy"), ("labels", "/api/v1/labels")):
+                t = time.monotonic()
+                try:
+                    st, _ = srv.get(path, timeout=30)
+                except OSError:
+                    st = None
+                lat[name].append((time.monotonic() - t, st))
+            time.sleep(0.1)
+
+    anon_max = [0]
+
+    def sampler():
+        while not done.is_set():
+            rss_max[0] = max(rss_max[0], srv.status_kb("VmRSS"))
+            anon_max[0] = max(anon_max[0], srv.status_kb("RssAnon"))  # the rest: LMDB's mapped file
+            time.sleep(0.1)
+
+    aux = [threading.Thread(target=prober), threading.Thread(target=sampler)]
+    for t in aux:
+        t.start()
+    ts = [threading.Thread(target=sender, args=(k,)) for k in range(args.senders)]
+    t0 = time.monotonic()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    elapsed = time.monotonic() - t0
+    done.set()
+    for t in aux:
+        t.join()
+    hwm = srv.status_kb("VmHWM")
+    alive = srv.proc.poll() is None
+    offered = sum(counts.values())
+    print("overload: %.0f s, target %.0f pushes/s (%.0fx), offered %.0f/s (%.1fx capacity)"
+          % (elapsed, rate, args.factor, offered / elapsed, offered / elapsed / capacity if capacity else 0))
+    print("answers: " + ", ".join("%s: %d" % (k, v) for k, v in sorted(counts.items(), key=lambda kv: str(kv[0]))))
+    print("stored (200): %.0f/s" % (counts.get(200, 0) / elapsed))
+    print("server alive after the load: %s" % alive)
+    print("RSS: max sampled %.1f MiB (anonymous at most %.1f MiB; the rest is LMDB's mapped file), VmHWM %.1f MiB"
+          % (rss_max[0] / 1024, anon_max[0] / 1024, hwm / 1024))
+    for name in ("health", "labels"):
+        xs = sorted(x for x, _ in lat[name])
+        bad = sum(1 for _, st in lat[name] if st != 200)
+        if xs:
+            print("%s (%s): %d probes, not 200: %d, latency max %.1f ms, p99 %.1f ms, median %.1f ms"
+                  % (name, "/-/healthy" if name == "health" else "/api/v1/labels", len(xs), bad, xs[-1] * 1000,
+                     xs[int(len(xs) * 0.99) - 1] * 1000 if len(xs) >= 100 else xs[-1] * 1000, xs[len(xs) // 2] * 1000))
+
+    # 3. durability: every 200 is there after a restart
+    rc = srv.stop()
+    srv.start()
+    st, data = srv.get("/api/v1/label/req/values", timeout=120)
+    import json
+    stored = set(int(v) for v in json.loads(data)["data"])
+    want = set(acked)
+    missing = want - stored
+    print("durable: %d acknowledged (incl. %d while measuring), %d stored after SIGTERM (exit %d) and restart, "
+          "%d missing" % (len(want), measure_counts.get(200, 0), len(stored & want), rc, len(missing)))
+    srv.stop()
+    log.close()
+    shutil.rmtree(work, ignore_errors=True)
+    return 0 if alive and not missing else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
