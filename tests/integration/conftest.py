@@ -156,6 +156,10 @@ class Server:
             a += ["--threads", "2"]
         if self.admin:
             a += ["--web.enable-admin-api", "--web.enable-lifecycle"]
+        if "storage_disk_reserve" not in self.flags and not any(x.startswith("--storage.disk-reserve") for x in self.extra_args):
+            # every data dir would hold a preallocated 32 MiB reserve: hundreds of servers, three
+            # kept pytest runs; the tests of the reserve set their own
+            a += ["--storage.disk-reserve", "1MiB"]
         for k, v in self.flags.items():
             flag = "--" + k.replace("storage_", "storage.").replace("_", "-")
             if k.startswith("web_"):  # web_config_file -> --web.config.file
