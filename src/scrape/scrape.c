@@ -870,6 +870,7 @@ static void write_synthetic(ps_scraper_t *s, const target_t *t, const ps_scrape_
     r->w.kind = PS_WREQ_SAMPLES;
     r->w.floats = r->items;
     r->w.nfloats = PS_SYNTHETIC_SERIES;
+    r->w.bytes = r->arena.used_total;
     r->w.commit_delay_ns = SCRAPE_COMMIT_DELAY;
     r->w.on_done = on_synthetic_written;
     r->w.ctx = r;
@@ -1000,6 +1001,7 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     }
     r->samples = p->nsamples;
     r->w.kind = PS_WREQ_APPEND;
+    r->w.bytes = r->arena.used_total; /* held until stored: the queue's bound */
     r->w.commit_delay_ns = SCRAPE_COMMIT_DELAY;
     r->w.on_done = on_written;
     r->w.ctx = r;
