@@ -38,8 +38,11 @@ static const char usage[] =
     "  --storage.remote.read-concurrent-limit=N  remote reads served at once (default 10; 0 = no limit)\n"
     "  --storage.remote.read-max-bytes-in-frame=N  bytes of one streamed remote-read frame before it is cut\n"
     "                                   (default 1048576)\n"
-    "  --query.timeout=DURATION         longest a PromQL query may run (default 2m)\n"
-    "  --query.max-samples=N            samples a PromQL query may load at once (default 50000000)\n"
+    "  --query.timeout=DURATION         longest a query may take, queue included: 503 after it (default 2m)\n"
+    "  --query.max-samples=N            samples a query may load at once: PromQL samples, the stack samples\n"
+    "                                   a profile merge reads (default 50000000)\n"
+    "  --query.max-concurrency=N        queries run at once on the query threads; more wait (default 20)\n"
+    "  --query.max-regex-steps=N        PCRE2 steps one query's regex matchers may take (default 1000000000)\n"
     "  --storage.max-size=SIZE          most the LMDB store may grow to (default 256GiB)\n"
     "  --storage.compact-max-profiles=N fold a series' head into a chunk at N profiles (default 120)\n"
     "  --storage.compact-window=DURATION  ... or once the head spans this much time, or the series got\n"
@@ -82,7 +85,7 @@ typedef struct flags {
     uint64_t max_body, max_inflated, max_size, compact_max, threads, max_series;
     uint64_t read_sample_limit, read_concurrent_limit, read_max_frame;
     int64_t query_timeout;
-    uint64_t query_max_samples;
+    uint64_t query_max_samples, query_max_concurrency, query_max_regex_steps;
     int nosync;
 } flags_t;
 
@@ -129,7 +132,8 @@ static void parse_flags(int argc, char **argv, flags_t *f)
                                       "storage.retention-interval", "max-body-size", "max-inflated-size",
                                       "storage.max-size", "storage.compact-max-profiles", "threads",
                                       "query.max-series", "storage.commit-delay", "query.timeout",
-                                      "query.max-samples", "storage.remote.read-sample-limit",
+                                      "query.max-samples", "query.max-concurrency", "query.max-regex-steps",
+                                      "storage.remote.read-sample-limit",
                                       "storage.remote.read-concurrent-limit",
                                       "storage.remote.read-max-bytes-in-frame", NULL};
         int is_known = 0;
@@ -179,6 +183,10 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             dur = &f->query_timeout;
         else if (strcmp(name, "query.max-samples") == 0)
             num = &f->query_max_samples;
+        else if (strcmp(name, "query.max-concurrency") == 0)
+            num = &f->query_max_concurrency;
+        else if (strcmp(name, "query.max-regex-steps") == 0)
+            num = &f->query_max_regex_steps;
         else if (strncmp(name, "storage.remote.read-", 20) == 0) {
             /* Prometheus' remote-read limits: 0 means no limit, except for the frame size */
             uint64_t *dst = strcmp(name + 20, "sample-limit") == 0       ? &f->read_sample_limit
@@ -201,7 +209,7 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             char *end;
             errno = 0;
             unsigned long long v = strtoull(val, &end, 10);
-            if (errno || *end || end == val || v == 0 || v > (num == &f->max_series ? 10000000 : num == &f->query_max_samples ? 1000000000000ull : 65535))
+            if (errno || *end || end == val || v == 0 || v > (num == &f->max_series ? 10000000 : (num == &f->query_max_samples || num == &f->query_max_regex_steps) ? 1000000000000ull : num == &f->query_max_concurrency ? 1024 : 65535))
                 die_usage("--%s: \"%s\" is not a positive number in range", name, val);
             *num = v;
         }
@@ -264,6 +272,8 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("threads", fmt_dup("%llu", (unsigned long long)f->threads));
     FLAG("query.max-series", fmt_dup("%llu", (unsigned long long)f->max_series));
     FLAG("query.max-samples", fmt_dup("%llu", (unsigned long long)f->query_max_samples));
+    FLAG("query.max-concurrency", fmt_dup("%llu", (unsigned long long)f->query_max_concurrency));
+    FLAG("query.max-regex-steps", fmt_dup("%llu", (unsigned long long)f->query_max_regex_steps));
     FLAG("query.timeout", fmt_dur(f->query_timeout));
     FLAG("storage.remote.read-sample-limit", fmt_dup("%llu", (unsigned long long)f->read_sample_limit));
     FLAG("storage.remote.read-concurrent-limit", fmt_dup("%llu", (unsigned long long)f->read_concurrent_limit));
@@ -348,6 +358,8 @@ int main(int argc, char **argv)
     f.read_max_frame = 1048576;
     f.query_timeout = 120 * PS_NS_PER_S;
     f.query_max_samples = 50000000;
+    f.query_max_concurrency = 20;
+    f.query_max_regex_steps = 1000000000;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     f.threads = ncpu > 0 ? (uint64_t)ncpu : 1;
     parse_flags(argc, argv, &f);
@@ -401,6 +413,8 @@ int main(int argc, char **argv)
     srv.opts.read_concurrency = (uint32_t)f.read_concurrent_limit;
     srv.opts.query_timeout = f.query_timeout;
     srv.opts.query_max_samples = f.query_max_samples;
+    srv.opts.query_max_concurrency = (uint32_t)f.query_max_concurrency;
+    srv.opts.query_max_regex_steps = f.query_max_regex_steps;
     ps_pprof_limits_default(&srv.opts.limits);
     srv.opts.limits.max_inflated = f.max_inflated;
     srv.opts.retention_ns = f.retention;

@@ -156,6 +156,8 @@ ps_connect_code_t ps_connect_code_of(int ps_code)
     case PS_EUNAVAIL: return PS_CONNECT_UNAVAILABLE;
     case PS_EUNSUPPORTED: return PS_CONNECT_INVALID_ARGUMENT;
     case PS_ELIMIT: return PS_CONNECT_RESOURCE_EXHAUSTED;
+    case PS_ETIMEOUT: return PS_CONNECT_DEADLINE_EXCEEDED;
+    case PS_ECANCELED: return PS_CONNECT_CANCELED;
     default: return PS_CONNECT_INTERNAL; /* ESTORAGE, EVERSION, EINTERNAL */
     }
 }

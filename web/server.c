@@ -14,6 +14,7 @@
 #include "core/timeutil.h"
 #include "http.h"
 #include "internal.h"
+#include "qpool.h"
 
 #define DRAIN_MAX_MS 2000
 
@@ -180,6 +181,9 @@ int ps_server_start(ps_server_t *s, ps_err_t *err)
     pthread_barrier_wait(&ready); /* every loop has its queue and listener */
     pthread_barrier_destroy(&ready);
     free(sc);
+    if (s->opts.query_max_concurrency > 0 &&
+        (s->qpool = ps_qpool_start(s, s->opts.query_max_concurrency, err)) == NULL)
+        return err->code;
     return 0;
 }
 
@@ -233,6 +237,7 @@ void ps_server_stop(ps_server_t *s)
     impl_t *im = s->impl;
     if (im == NULL)
         return;
+    ps_qpool_stop(s->qpool); /* queries stop (canceled); their completions reach the loops first */
     for (uint32_t i = 0; i < im->nloops; i++)
         if (im->loops[i].queue != NULL)
             post(&im->loops[i], on_exit_loop);

@@ -20,6 +20,7 @@
  * ingest/ingest.h and scrape/scrape.h, which only the handlers' .c files include). */
 struct ps_writer;
 struct ps_scraper;
+struct ps_qpool;
 
 /** What main.c does for POST /-/reload, the same as for SIGHUP: reads the configuration file
  *  again and applies it, or keeps the running one and returns the error. Called on an HTTP
@@ -31,8 +32,10 @@ typedef struct ps_server_opts {
     uint32_t threads;        /* event loop threads */
     size_t max_body;         /* request body limit (bytes) */
     uint32_t max_series;     /* series one selector may select */
-    int64_t query_timeout;   /* ns a PromQL evaluation may take (0: the evaluator's default, 2 min) */
-    uint64_t query_max_samples; /* samples a PromQL query may load (0: 50,000,000) */
+    int64_t query_timeout;   /* ns a query may take, from its arrival, queue included (0: none) */
+    uint64_t query_max_samples; /* samples a query may load (PromQL: 0 = 50,000,000; merges: 0 = none) */
+    uint64_t query_max_regex_steps; /* PCRE2 steps charged to one query's regex matchers (0: none) */
+    uint32_t query_max_concurrency; /* query pool threads (0: no pool, queries run on the loops) */
     ps_pprof_limits_t limits;
     ps_read_opts_t read;     /* remote read: sample limit, frame size, series per query */
     uint32_t read_concurrency; /* remote reads at once (0 = no limit); more get 503 */
@@ -65,6 +68,7 @@ typedef struct ps_server {
     const ps_server_flag_t *flags; /* every flag of ours, sorted by name (main.c) */
     uint32_t nflags;
     struct ps_server_status *status; /* the configuration as loaded, for the status endpoints (api_status.c) */
+    struct ps_qpool *qpool; /* the query worker pool (web/qpool.c); NULL: queries run on the loops */
     void *impl;
 } ps_server_t;
 
