@@ -45,6 +45,13 @@ typedef struct cancel_link {
     qjob_t *j;
 } cancel_link_t;
 
+/* An HTTP/1 connection whose end we watch while its query runs (loop thread only). */
+typedef struct watch {
+    struct watch *next;
+    h2o_socket_t *sock;
+    qjob_t *j;
+} watch_t;
+
 typedef struct hdr {
     const h2o_token_t *token; /* or NULL: name */
     h2o_iovec_t name, value;
@@ -59,6 +66,7 @@ struct qjob {
     atomic_int cancel;
     int64_t deadline; /* ps_time_mono; 0: none */
     cancel_link_t *link;
+    watch_t *watch;   /* loop thread only */
     ps_arena_t arena; /* the request's copy and the captured answer */
     /* the request, copied */
     h2o_iovec_t method, path, path_normalized, authority, entity;
@@ -92,6 +100,7 @@ struct ps_qpool {
 };
 
 static _Thread_local qjob_t *cur_job;
+static _Thread_local watch_t *watches; /* of this loop thread */
 
 /* ---- the request's copy (loop thread) ---- */
 
@@ -167,13 +176,84 @@ bool ps_qpool_is_clone(h2o_req_t *req)
     return cur_job != NULL && req == &cur_job->req;
 }
 
+/* ---- the client's end (loop thread) ----
+ *
+ * HTTP/2: a stream reset (or the connection's end) disposes the request, and with it the link
+ * that sets the cancel flag. HTTP/1: h2o stops reading a connection while its request is being
+ * processed, so a client that closes is not seen until the answer is written. While the query
+ * runs we read the connection ourselves (h2o_socket_read_start with our callback): its end (EOF or
+ * an error, a half-close included) cancels the query; bytes of a pipelined next request stay in
+ * the socket's input buffer for h2o (up to 64 KiB, then we stop reading). Before the answer is
+ * sent, reading is stopped again and h2o resumes it as always after a response. */
+
+#define WATCH_MAX_INPUT 65536
+
+static void unwatch(qjob_t *j)
+{
+    watch_t *w = j->watch;
+    if (w == NULL)
+        return;
+    for (watch_t **pp = &watches; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == w) {
+            *pp = w->next;
+            break;
+        }
+    j->watch = NULL;
+    free(w);
+}
+
+static void on_client_read(h2o_socket_t *sock, const char *err)
+{
+    watch_t *w = watches;
+    while (w != NULL && w->sock != sock)
+        w = w->next;
+    if (w == NULL) { /* not ours any more: leave the socket alone */
+        h2o_socket_read_stop(sock);
+        return;
+    }
+    if (err != NULL) {
+        atomic_store(&w->j->cancel, 1);
+        h2o_socket_read_stop(sock);
+    } else if (sock->input->size > WATCH_MAX_INPUT) {
+        h2o_socket_read_stop(sock);
+    }
+}
+
+static void watch(qjob_t *j, h2o_req_t *req)
+{
+    if (req->version >= 0x200 || req->conn->callbacks == NULL || req->conn->callbacks->get_socket == NULL)
+        return;
+    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
+    if (sock == NULL || h2o_socket_is_reading(sock))
+        return; /* h2o reads it and sees its end itself */
+    watch_t *w = ps_xcalloc(1, sizeof(*w));
+    w->sock = sock;
+    w->j = j;
+    w->next = watches;
+    watches = w;
+    j->watch = w;
+    h2o_socket_read_start(sock, on_client_read);
+}
+
+static void stop_watching(qjob_t *j)
+{
+    if (j->watch != NULL) {
+        h2o_socket_t *sock = j->watch->sock;
+        unwatch(j);
+        if (h2o_socket_is_reading(sock))
+            h2o_socket_read_stop(sock);
+    }
+}
+
 /* ---- answers (loop thread) ---- */
 
 static void on_cancel_dispose(void *p)
 {
     cancel_link_t *l = p;
-    if (l->j != NULL)
+    if (l->j != NULL) {
         atomic_store(&l->j->cancel, 1);
+        unwatch(l->j); /* the connection goes: its socket is not to be touched again */
+    }
 }
 
 static void job_free(qjob_t *j)
@@ -187,6 +267,7 @@ static void on_done(ps_async_t *a, h2o_req_t *req)
     qjob_t *j = (qjob_t *)a;
     if (req != NULL) {
         j->link->j = NULL;
+        stop_watching(j);
         if (!j->answered) {
             ps_http_error_status(req, 500, "the query ended without an answer");
         } else {
@@ -368,6 +449,7 @@ int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
     ps_async_init(&j->async, req, on_done);
     j->link = h2o_mem_alloc_shared(&req->pool, sizeof(*j->link), on_cancel_dispose);
     j->link->j = j;
+    watch(j, req);
     atomic_fetch_add(&p->total, 1);
     pthread_mutex_lock(&p->mu);
     if (p->tail != NULL)
