@@ -27,6 +27,11 @@ int ps_reader_begin(ps_store_t *s, ps_reader_t **out, ps_err_t *err)
     return 0;
 }
 
+void ps_reader_unclamp(ps_reader_t *r)
+{
+    r->min_ts = r->min_ms = INT64_MIN;
+}
+
 void ps_reader_end(ps_reader_t *r)
 {
     if (r == NULL)

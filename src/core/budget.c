@@ -20,6 +20,7 @@ void ps_budget_init(ps_budget_t *b, int64_t timeout, uint64_t max_samples, uint6
     b->max_samples = max_samples;
     b->max_regex = max_regex_steps;
     b->phase = "query execution";
+    b->source = "--query.timeout";
 }
 
 ps_budget_t *ps_budget_set(ps_budget_t *b)
@@ -41,7 +42,7 @@ static int check(ps_budget_t *b, bool clock, ps_err_t *err)
     if (clock && b->deadline != 0 && ps_time_mono() > b->deadline) {
         char d[32];
         ps_format_duration(b->timeout, d, sizeof(d));
-        return ps_err_set(err, PS_ETIMEOUT, "query timed out in %s (the limit is %s, --query.timeout)", b->phase, d);
+        return ps_err_set(err, PS_ETIMEOUT, "query timed out in %s (the limit is %s, %s)", b->phase, d, b->source);
     }
     return 0;
 }

@@ -96,6 +96,7 @@ def test_flags_every_flag_with_its_value(make_server):
         "storage.compact-max-profiles": "7", "storage.compact-window": "2h", "storage.max-size": "256GiB",
         "storage.no-sync": "false", "storage.retention-interval": "1m", "threads": "2",
         "query.max-samples": "50000000", "query.timeout": "2m", "storage.remote.read-sample-limit": "50000000",
+        "query.max-concurrency": "20", "query.max-regex-steps": "1000000000",
         "storage.remote.read-concurrent-limit": "10", "storage.remote.read-max-bytes-in-frame": "1048576",
     }
 

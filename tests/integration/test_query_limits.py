@@ -166,7 +166,13 @@ def test_connect_timeout_is_deadline_exceeded(slow):
                               headers={"Content-Type": "application/json"}, timeout=30)
     js = json.loads(out)
     assert st == 504 and js["code"] == "deadline_exceeded", (st, js)
-    assert js["message"].startswith("query timed out in query execution"), js
+    assert js["message"] == "query timed out in query execution (the limit is 1s, --query.timeout)", js
+    # an earlier Connect-Timeout-Ms wins
+    st, _, out = slow.request("POST", "/querier.v1.QuerierService/Series", body=body,
+                              headers={"Content-Type": "application/json", "Connect-Timeout-Ms": "300"}, timeout=30)
+    js = json.loads(out)
+    assert st == 504 and js == {"code": "deadline_exceeded", "message": "query timed out in query execution "
+                                "(the limit is 300ms, Connect-Timeout-Ms)"}, (st, js)
 
 
 def test_client_gone_cancels_and_queue(make_server):
