@@ -28,7 +28,10 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -341,6 +344,9 @@ static void *worker_main(void *arg)
     ps_qpool_t *p = wa->p;
     ps_loop_t *wl = &p->wloops[wa->i];
     free(wa);
+    /* below the event loops and the writer: a CPU-bound query yields to a push or /-/healthy at
+     * once (Linux's nice applies per thread) */
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PS_QPOOL_NICE);
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (p->head == NULL && !p->stop)

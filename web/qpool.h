@@ -16,6 +16,10 @@
 /** Queries that may wait for a thread; more are refused with 503 at once. */
 #define PS_QPOOL_MAX_QUEUE 1024
 
+/** The nice value of the query threads (the others keep 0): the scheduler gives a runnable HTTP or
+ *  writer thread the CPU before them. */
+#define PS_QPOOL_NICE 19
+
 typedef struct ps_qpool ps_qpool_t;
 
 /** Starts nthreads query threads for s (s->qpool is the caller's to set). NULL on failure. */
