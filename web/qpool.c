@@ -70,6 +70,7 @@ struct qjob {
     int64_t deadline; /* ps_time_mono; 0: none */
     cancel_link_t *link;
     watch_t *watch;   /* loop thread only */
+    bool client_gone; /* the watch saw the connection's end (loop thread only) */
     ps_arena_t arena; /* the request's copy and the captured answer */
     /* the request, copied */
     h2o_iovec_t method, path, path_normalized, authority, entity;
@@ -187,7 +188,9 @@ bool ps_qpool_is_clone(h2o_req_t *req)
  * runs we read the connection ourselves (h2o_socket_read_start with our callback): its end (EOF or
  * an error, a half-close included) cancels the query; bytes of a pipelined next request stay in
  * the socket's input buffer for h2o (up to 64 KiB, then we stop reading). Before the answer is
- * sent, reading is stopped again and h2o resumes it as always after a response. */
+ * sent, reading is stopped again and h2o resumes it as always after a response; after a
+ * connection's end the answer closes it (not persistent), so requests pipelined behind the
+ * canceled one are never run. */
 
 #define WATCH_MAX_INPUT 65536
 
@@ -216,6 +219,7 @@ static void on_client_read(h2o_socket_t *sock, const char *err)
     }
     if (err != NULL) {
         atomic_store(&w->j->cancel, 1);
+        w->j->client_gone = true;
         h2o_socket_read_stop(sock);
     } else if (sock->input->size > WATCH_MAX_INPUT) {
         h2o_socket_read_stop(sock);
@@ -271,6 +275,8 @@ static void on_done(ps_async_t *a, h2o_req_t *req)
     if (req != NULL) {
         j->link->j = NULL;
         stop_watching(j);
+        if (j->client_gone)
+            req->http1_is_persistent = 0; /* close after this answer: pipelined requests behind it die too */
         if (!j->answered) {
             ps_http_error_status(req, 500, "the query ended without an answer");
         } else {

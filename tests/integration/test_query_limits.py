@@ -87,10 +87,11 @@ def wait_for(what, fn, timeout=20.0):
         time.sleep(0.05)
 
 
-def open_query(srv, path, params):
-    """Sends a GET and returns the socket without reading the answer."""
+def open_query(srv, path, params, pipelined=1):
+    """Sends a GET (pipelined times on one connection) and returns the socket without reading."""
     s = socket.create_connection(("127.0.0.1", srv.port))
-    s.sendall(("GET %s?%s HTTP/1.1\r\nHost: x\r\n\r\n" % (path, urllib.parse.urlencode(params))).encode())
+    s.sendall(("GET %s?%s HTTP/1.1\r\nHost: x\r\n\r\n" % (path, urllib.parse.urlencode(params))).encode()
+              * pipelined)
     return s
 
 
@@ -179,7 +180,7 @@ def test_client_gone_cancels_and_queue(make_server):
     s = make_server(name="cancel", extra_args=["--query.max-regex-steps", "1000000000000",
                                                "--query.max-concurrency", "1"])
     fill(s, 27)
-    first = open_query(s, "/api/v1/series", {"match[]": BOMB})
+    first = open_query(s, "/api/v1/series", {"match[]": BOMB}, pipelined=2)  # h2o takes one at a time
     wait_for("the first query to run", lambda: metric(s, "profstore_query_inflight") == 1)
     second = open_query(s, "/api/v1/series", {"match[]": BOMB})
     wait_for("the second query to queue", lambda: metric(s, "profstore_query_queue_length") == 1)
@@ -196,6 +197,32 @@ def test_client_gone_cancels_and_queue(make_server):
     assert m["profstore_queries_total"] == 2, m
     st, js = get(s, "/api/v1/series", {"match[]": '{job="z"}'})
     assert st == 200 and len(js["data"]) == 1, js
+
+
+def _h2_frame(typ, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([typ, flags]) + struct.pack(">I", stream) + payload
+
+
+def _hpack_literal(name, value):
+    """A literal header field without indexing, new name, no Huffman coding (RFC 7541 6.2.2)."""
+    n, v = name.encode(), value.encode()
+    assert len(n) < 127 and len(v) < 127
+    return b"\x00" + bytes([len(n)]) + n + bytes([len(v)]) + v
+
+
+def test_http2_stream_reset_cancels(make_server):
+    s = make_server(name="h2", extra_args=["--query.max-regex-steps", "1000000000000"])
+    fill(s, 27)
+    path = "/api/v1/series?" + urllib.parse.urlencode({"match[]": BOMB})
+    block = b"".join(_hpack_literal(k, v) for k, v in ((":method", "GET"), (":scheme", "http"),
+                                                       (":authority", "x"), (":path", path)))
+    c = socket.create_connection(("127.0.0.1", s.port))
+    c.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + _h2_frame(4, 0, 0) + _h2_frame(1, 0x5, 1, block))
+    wait_for("the query to run", lambda: metric(s, "profstore_query_inflight") == 1)
+    c.sendall(_h2_frame(3, 0, 1, struct.pack(">I", 8)))  # RST_STREAM(CANCEL); the connection stays
+    wait_for("the query to be canceled", lambda: metric(s, "profstore_queries_canceled_total") == 1)
+    assert metric(s, "profstore_query_inflight") == 0
+    c.close()
 
 
 # ---- samples budget of profile merges, the retention clamp ----------------------------------------
