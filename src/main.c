@@ -42,7 +42,7 @@ static const char usage[] =
     "  --query.max-samples=N            samples a query may load at once: PromQL samples, the stack samples\n"
     "                                   a profile merge reads (default 50000000)\n"
     "  --query.max-concurrency=N        queries run at once on the query threads; more wait (default 20;\n"
-    "                                   0 = no query threads: queries run on the HTTP threads)\n"
+    "                                   at most 256; 0 = no query threads: queries run on the HTTP threads)\n"
     "  --query.max-regex-steps=N        PCRE2 steps one query's regex matchers may take (default 1000000000)\n"
     "  --storage.max-size=SIZE          most the LMDB store may grow to (default 256GiB)\n"
     "  --storage.compact-max-profiles=N fold a series' head into a chunk at N profiles (default 120)\n"
@@ -210,7 +210,7 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             char *end;
             errno = 0;
             unsigned long long v = strtoull(val, &end, 10);
-            if (errno || *end || end == val || (v == 0 && num != &f->query_max_concurrency) || v > (num == &f->max_series ? 10000000 : (num == &f->query_max_samples || num == &f->query_max_regex_steps) ? 1000000000000ull : num == &f->query_max_concurrency ? 1024 : 65535))
+            if (errno || *end || end == val || (v == 0 && num != &f->query_max_concurrency) || v > (num == &f->max_series ? 10000000 : (num == &f->query_max_samples || num == &f->query_max_regex_steps) ? 1000000000000ull : num == &f->query_max_concurrency ? 256 : 65535))
                 die_usage("--%s: \"%s\" is not a positive number in range", name, val);
             *num = v;
         }

@@ -71,6 +71,7 @@ struct qjob {
     cancel_link_t *link;
     watch_t *watch;   /* loop thread only */
     bool client_gone; /* the watch saw the connection's end (loop thread only) */
+    atomic_bool shutdown; /* canceled by ps_qpool_stop: answered 503 */
     ps_arena_t arena; /* the request's copy and the captured answer */
     /* the request, copied */
     h2o_iovec_t method, path, path_normalized, authority, entity;
@@ -100,6 +101,7 @@ struct ps_qpool {
     bool stop;
     pthread_t *threads;
     ps_loop_t *wloops; /* one fake loop per worker: srv and an arena pool */
+    qjob_t **cur;      /* the job each worker runs (under mu), for ps_qpool_stop */
     atomic_uint_fast64_t total, canceled, timed_out, rejected;
 };
 
@@ -269,6 +271,15 @@ static void job_free(qjob_t *j)
     free(j);
 }
 
+/* An error in the shape of the request's API, on a loop or a clone. */
+static void answer_error(h2o_req_t *req, bool connect, int code, const char *msg)
+{
+    if (connect)
+        ps_connect_error_req(req, ps_connect_code_of(code), msg);
+    else
+        ps_http_error(req, code, msg);
+}
+
 static void on_done(ps_async_t *a, h2o_req_t *req)
 {
     qjob_t *j = (qjob_t *)a;
@@ -277,7 +288,9 @@ static void on_done(ps_async_t *a, h2o_req_t *req)
         stop_watching(j);
         if (j->client_gone)
             req->http1_is_persistent = 0; /* close after this answer: pipelined requests behind it die too */
-        if (!j->answered) {
+        if (atomic_load(&j->shutdown)) {
+            answer_error(req, j->connect, PS_EUNAVAIL, "profstore is shutting down: the query was stopped");
+        } else if (!j->answered) {
             ps_http_error_status(req, 500, "the query ended without an answer");
         } else {
             req->res.status = j->status;
@@ -295,15 +308,6 @@ static void on_done(ps_async_t *a, h2o_req_t *req)
         }
     }
     job_free(j);
-}
-
-/* An error in the shape of the request's API, on a loop or a clone. */
-static void answer_error(h2o_req_t *req, bool connect, int code, const char *msg)
-{
-    if (connect)
-        ps_connect_error_req(req, ps_connect_code_of(code), msg);
-    else
-        ps_http_error(req, code, msg);
 }
 
 /* ---- workers ---- */
@@ -330,7 +334,9 @@ static void run_job(ps_qpool_t *p, ps_loop_t *wl, qjob_t *j)
         j->fn(&j->req);
         ps_budget_set(NULL);
     }
-    if (atomic_load(&j->cancel))
+    if (atomic_load(&j->shutdown))
+        ; /* not the client's doing */
+    else if (atomic_load(&j->cancel))
         atomic_fetch_add(&p->canceled, 1);
     else if (j->answered && (j->status == 503 || j->status == 504) && j->deadline != 0 && ps_time_mono() > j->deadline)
         atomic_fetch_add(&p->timed_out, 1);
@@ -348,7 +354,8 @@ static void *worker_main(void *arg)
 {
     worker_arg_t *wa = arg;
     ps_qpool_t *p = wa->p;
-    ps_loop_t *wl = &p->wloops[wa->i];
+    uint32_t wa_i = wa->i;
+    ps_loop_t *wl = &p->wloops[wa_i];
     free(wa);
     /* below the event loops and the writer: a CPU-bound query yields to a push or /-/healthy at
      * once (Linux's nice applies per thread) */
@@ -365,9 +372,15 @@ static void *worker_main(void *arg)
             p->tail = NULL;
         p->queued--;
         p->running++;
+        p->cur[wa_i] = j;
+        if (p->stop) {
+            atomic_store(&j->shutdown, 1);
+            atomic_store(&j->cancel, 1);
+        }
         pthread_mutex_unlock(&p->mu);
         run_job(p, wl, j);
         pthread_mutex_lock(&p->mu);
+        p->cur[wa_i] = NULL;
         p->running--;
     }
     pthread_mutex_unlock(&p->mu);
@@ -387,6 +400,7 @@ ps_qpool_t *ps_qpool_start(ps_server_t *s, uint32_t nthreads, ps_err_t *err)
     pthread_cond_init(&p->cv, NULL);
     p->threads = ps_xcalloc(p->nthreads, sizeof(pthread_t));
     p->wloops = ps_xcalloc(p->nthreads, sizeof(ps_loop_t));
+    p->cur = ps_xcalloc(p->nthreads, sizeof(qjob_t *));
     for (uint32_t i = 0; i < p->nthreads; i++) {
         p->wloops[i].srv = s;
         worker_arg_t *wa = ps_xmalloc(sizeof(*wa));
@@ -407,8 +421,16 @@ void ps_qpool_stop(ps_qpool_t *p)
         return;
     pthread_mutex_lock(&p->mu);
     p->stop = true;
-    for (qjob_t *j = p->head; j != NULL; j = j->next)
-        atomic_store(&j->cancel, 1); /* answered by nobody: the loops close their connections */
+    /* what runs or waits stops at its next check; each is answered 503 by its loop */
+    for (qjob_t *j = p->head; j != NULL; j = j->next) {
+        atomic_store(&j->shutdown, 1);
+        atomic_store(&j->cancel, 1);
+    }
+    for (uint32_t i = 0; i < p->nthreads; i++)
+        if (p->cur[i] != NULL) {
+            atomic_store(&p->cur[i]->shutdown, 1);
+            atomic_store(&p->cur[i]->cancel, 1);
+        }
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     for (uint32_t i = 0; i < p->nthreads; i++)

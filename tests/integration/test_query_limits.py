@@ -199,6 +199,26 @@ def test_client_gone_cancels_and_queue(make_server):
     assert st == 200 and len(js["data"]) == 1, js
 
 
+def test_shutdown_stops_running_queries(make_server):
+    s = make_server(name="shutdown", extra_args=["--query.max-regex-steps", "1000000000000"])
+    fill(s, 27)
+    sock = open_query(s, "/api/v1/series", {"match[]": BOMB})
+    wait_for("the query to run", lambda: metric(s, "profstore_query_inflight") == 1)
+    t0 = time.monotonic()
+    assert s.stop() == 0
+    assert time.monotonic() - t0 < 10
+    sock.settimeout(10)
+    answer = b""
+    while True:
+        part = sock.recv(65536)
+        if not part:
+            break
+        answer += part
+    assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+    assert answer.endswith(b'{"status":"error","errorType":"unavailable",'
+                           b'"error":"profstore is shutting down: the query was stopped"}\n'), answer[-200:]
+
+
 def _h2_frame(typ, flags, stream, payload=b""):
     return struct.pack(">I", len(payload))[1:] + bytes([typ, flags]) + struct.pack(">I", stream) + payload
 
