@@ -310,7 +310,9 @@ typedef struct in_range_ctx {
 static int on_series_in_range(void *ctx, uint64_t sid, const ps_labels_t *ls)
 {
     in_range_ctx_t *c = ctx;
-    int has = ps_reader_has_data(c->r, sid, c->start, c->end, c->err);
+    int has = ps_budget_check(c->err); /* a walk over every series */
+    if (has == 0)
+        has = ps_reader_has_data(c->r, sid, c->start, c->end, c->err);
     if (has < 0)
         return has; /* with detail in c->err */
     if (has)
