@@ -250,8 +250,21 @@ void ps_regex_match_free(ps_regex_match_t *md)
 }
 
 /* Each thread's own context for matches under a lower match limit (a context is written by
- * pcre2_set_match_limit, so it cannot be shared); made on first use, kept for the thread's life. */
+ * pcre2_set_match_limit, so it cannot be shared); made on first use, freed when the thread ends. */
 static _Thread_local pcre2_match_context *limit_ctx;
+static pthread_key_t limit_key;
+static pthread_once_t limit_key_once = PTHREAD_ONCE_INIT;
+
+static void free_limit_ctx(void *ctx)
+{
+    pcre2_match_context_free(ctx);
+}
+
+static void init_limit_key(void)
+{
+    if (pthread_key_create(&limit_key, free_limit_ctx) != 0)
+        abort();
+}
 
 static int match_in(const ps_regex_t *re, const char *s, size_t n, ps_regex_match_t *md, pcre2_match_context *ctx)
 {
@@ -281,6 +294,8 @@ int ps_regex_match_limit(const ps_regex_t *re, const char *s, size_t n, ps_regex
     if (limit_ctx == NULL) {
         if ((limit_ctx = pcre2_match_context_create(NULL)) == NULL)
             abort(); /* out of memory: as ps_xmalloc */
+        pthread_once(&limit_key_once, init_limit_key);
+        pthread_setspecific(limit_key, limit_ctx);
         pcre2_set_depth_limit(limit_ctx, PS_REGEX_DEPTH_LIMIT);
         pcre2_set_heap_limit(limit_ctx, PS_REGEX_HEAP_LIMIT_KIB);
     }

@@ -435,7 +435,13 @@ void ps_qpool_stop(ps_qpool_t *p)
     pthread_mutex_unlock(&p->mu);
     for (uint32_t i = 0; i < p->nthreads; i++)
         pthread_join(p->threads[i], NULL);
-    /* p stays: the loops may still look at its counters until the process exits */
+    free(p->threads);
+    free(p->wloops);
+    free(p->cur);
+    p->threads = NULL;
+    p->wloops = NULL;
+    p->cur = NULL;
+    /* p stays: the loops may still look at its counters and refuse queries until the process exits */
 }
 
 int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
@@ -446,13 +452,18 @@ int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
         return fn(req);
     bool connect = ps_connect_is_path(req->path_normalized);
     pthread_mutex_lock(&p->mu);
-    bool full = p->queued >= PS_QPOOL_MAX_QUEUE || p->stop;
+    bool full = p->queued >= PS_QPOOL_MAX_QUEUE, stopping = p->stop;
     pthread_mutex_unlock(&p->mu);
-    if (full) {
-        atomic_fetch_add(&p->rejected, 1);
+    if (full || stopping) {
         char msg[200];
-        snprintf(msg, sizeof(msg), "too many queries waiting (%u running, %u queued: --query.max-concurrency); retry later",
-                 p->nthreads, PS_QPOOL_MAX_QUEUE);
+        if (stopping) {
+            snprintf(msg, sizeof(msg), "profstore is shutting down");
+        } else {
+            atomic_fetch_add(&p->rejected, 1);
+            snprintf(msg, sizeof(msg),
+                     "too many queries waiting (%u running, %u queued: --query.max-concurrency); retry later",
+                     p->nthreads, PS_QPOOL_MAX_QUEUE);
+        }
         answer_error(req, connect, PS_EUNAVAIL, msg);
         return 0;
     }
