@@ -18,7 +18,8 @@
  * which sends the captured answer if the request is still alive.
  *
  * Queueing: at most --query.max-concurrency queries run; the others wait, oldest first, up to
- * PS_QPOOL_MAX_QUEUE; beyond that a query is refused at once with 503 (Connect: unavailable).
+ * PS_QPOOL_MAX_QUEUE; beyond that a query is refused at once with 503 (in the error shape of its
+ * API: Prometheus' JSON, Connect's unavailable, Pyroscope's HTTP API's Connect JSON).
  * The deadline (--query.timeout) counts from the request's arrival, queue included: a job whose
  * deadline passed in the queue is answered 503 "query timed out in query queue" (Prometheus'
  * words) without running; one whose client went away is dropped without running.
@@ -65,7 +66,7 @@ struct qjob {
     qjob_t *next;
     int (*fn)(h2o_req_t *req);
     ps_server_t *srv;
-    bool connect; /* errors in Connect's shape */
+    int shape; /* the API's error shape: SHAPE_* */
     atomic_int cancel;
     int64_t deadline; /* ps_time_mono; 0: none */
     cancel_link_t *link;
@@ -104,6 +105,10 @@ struct ps_qpool {
     qjob_t **cur;      /* the job each worker runs (under mu), for ps_qpool_stop */
     atomic_uint_fast64_t total, canceled, timed_out, rejected;
 };
+
+/* error shapes: Prometheus' JSON, Connect's (its code's status), Pyroscope's HTTP API (Connect's
+ * JSON with profstore's status, as api_pyroscope_query.c answers) */
+enum { SHAPE_PROM, SHAPE_CONNECT, SHAPE_PYRO };
 
 static _Thread_local qjob_t *cur_job;
 static _Thread_local watch_t *watches; /* of this loop thread */
@@ -271,13 +276,30 @@ static void job_free(qjob_t *j)
     free(j);
 }
 
-/* An error in the shape of the request's API, on a loop or a clone. */
-static void answer_error(h2o_req_t *req, bool connect, int code, const char *msg)
+static int shape_of(h2o_req_t *req)
 {
-    if (connect)
+    h2o_iovec_t p = req->path_normalized;
+    if (ps_connect_is_path(p))
+        return SHAPE_CONNECT;
+    if (p.len >= 11 && memcmp(p.base, "/pyroscope/", 11) == 0)
+        return SHAPE_PYRO;
+    return SHAPE_PROM;
+}
+
+/* An error in the shape of the request's API, on a loop or a clone. */
+static void answer_error(h2o_req_t *req, int shape, int code, const char *msg)
+{
+    if (shape == SHAPE_CONNECT) {
         ps_connect_error_req(req, ps_connect_code_of(code), msg);
-    else
+    } else if (shape == SHAPE_PYRO) {
+        ps_buf_t b = PS_BUF_INIT;
+        ps_connect_error_json(ps_connect_code_of(code), msg, &b);
+        ps_buf_putc(&b, '\n');
+        ps_http_send(req, ps_err_http_status(code), "application/json", b.data, b.len);
+        ps_buf_dispose(&b);
+    } else {
         ps_http_error(req, code, msg);
+    }
 }
 
 static void on_done(ps_async_t *a, h2o_req_t *req)
@@ -289,9 +311,9 @@ static void on_done(ps_async_t *a, h2o_req_t *req)
         if (j->client_gone)
             req->http1_is_persistent = 0; /* close after this answer: pipelined requests behind it die too */
         if (atomic_load(&j->shutdown)) {
-            answer_error(req, j->connect, PS_EUNAVAIL, "profstore is shutting down: the query was stopped");
+            answer_error(req, j->shape, PS_EUNAVAIL, "profstore is shutting down: the query was stopped");
         } else if (!j->answered) {
-            ps_http_error_status(req, 500, "the query ended without an answer");
+            answer_error(req, j->shape, PS_EINTERNAL, "the query ended without an answer");
         } else {
             req->res.status = j->status;
             req->res.reason = j->reason;
@@ -316,15 +338,13 @@ static void run_job(ps_qpool_t *p, ps_loop_t *wl, qjob_t *j)
 {
     cur_job = j;
     clone_init(j, wl);
-    ps_err_t err;
-    ps_err_clear(&err);
     if (atomic_load(&j->cancel)) {
         /* the client went away while the query waited: nothing to do */
     } else if (j->deadline != 0 && ps_time_mono() > j->deadline) {
         char d[32], msg[128];
         ps_format_duration(p->srv->opts.query_timeout, d, sizeof(d));
         snprintf(msg, sizeof(msg), "query timed out in query queue (the limit is %s, --query.timeout)", d);
-        answer_error(&j->req, j->connect, PS_ETIMEOUT, msg);
+        answer_error(&j->req, j->shape, PS_ETIMEOUT, msg);
     } else {
         ps_budget_t b;
         ps_budget_init(&b, 0, p->srv->opts.query_max_samples, p->srv->opts.query_max_regex_steps, &j->cancel);
@@ -450,7 +470,7 @@ int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
     ps_qpool_t *p = s->qpool;
     if (p == NULL || !(cls & PS_ROUTE_POOL) || ps_qpool_is_clone(req))
         return fn(req);
-    bool connect = ps_connect_is_path(req->path_normalized);
+    int shape = shape_of(req);
     pthread_mutex_lock(&p->mu);
     bool full = p->queued >= PS_QPOOL_MAX_QUEUE, stopping = p->stop;
     pthread_mutex_unlock(&p->mu);
@@ -464,14 +484,14 @@ int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
                      "too many queries waiting (%u running, %u queued: --query.max-concurrency); retry later",
                      p->nthreads, PS_QPOOL_MAX_QUEUE);
         }
-        answer_error(req, connect, PS_EUNAVAIL, msg);
+        answer_error(req, shape, PS_EUNAVAIL, msg);
         return 0;
     }
     qjob_t *j = ps_xcalloc(1, sizeof(*j));
     j->arena = (ps_arena_t)PS_ARENA_INIT;
     j->fn = fn;
     j->srv = s;
-    j->connect = connect;
+    j->shape = shape;
     atomic_init(&j->cancel, 0);
     j->method = dup_iov(&j->arena, req->method);
     j->path = dup_iov(&j->arena, req->path);
