@@ -13,7 +13,8 @@
  * limit, or more than the budget has left, is an error of the query (PS_ELIMIT, 422, naming the
  * matcher and the value's length), never "no match": a limit must not make a wrong answer. Every
  * run also checks the query's deadline and cancel flag, so a regex scan stops when its query does.
- * A match error that is no limit (an invalid UTF-8 value) counts as no match, for =~ and !~ alike.
+ * A match error that is no limit (an invalid UTF-8 value) is a value the regex does not match:
+ * =~ is false, !~ true (as RE2 reads such bytes as U+FFFD, which the regex would have to match).
  * ps_matcher_match (bool) is the same without a budget, for the compile-time "matches empty" test.
  */
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * budget (core/budget.h): a value past the match limit is PS_ELIMIT naming the matcher and the
  * value's length, for =~ and !~ alike (never "no match"); runs are charged in stages (1,000, then
  * 32,000, then 1,000,000 steps) to the regex budget, whose end is an error too; the deadline and
- * the cancel flag stop a match; an invalid UTF-8 value is no match. ps_matcher_match (the bool
+ * the cancel flag stop a match; an invalid UTF-8 value is not matched (=~ false, !~ true). ps_matcher_match (the bool
  * form) keeps counting a limit as no match.
  */
 #include <setjmp.h>
@@ -75,6 +75,7 @@ static void test_limit_is_an_error(void **state)
     assert_int_equal(ps_matcher_eval(&f->sel.m[2], f->mid, strlen(f->mid), &f->err), 1);
     /* invalid UTF-8 matches nothing */
     assert_int_equal(ps_matcher_eval(&f->sel.m[3], "a\xff", 2, &f->err), 0);
+    assert_int_equal(ps_matcher_eval(&f->sel.m[2], "a\xff", 2, &f->err), 1);
 }
 
 static void test_budget_stages(void **state)
