@@ -18,6 +18,7 @@ Prints figures, never asserts. Target (issue 11): under load, push p99 within 2x
 
 import argparse
 import http.client
+import multiprocessing
 import os
 import statistics
 import sys
@@ -69,13 +70,13 @@ def fill(srv, end):
 
 
 class Pusher:
-    def __init__(self, port, body):
-        self.port, self.body, self.n = port, body, 0
+    def __init__(self, body):
+        self.port, self.body, self.last = 0, body, 0.0
 
     def push(self):
-        self.n += 1
-        # a distinct time per push: each is a new profile (ms apart, in the last hour)
-        ts = "%.3f" % (time.time() - 3600 + self.n * 0.001)
+        # a later time for every push (of both phases): each is a new profile, in the last hour
+        self.last = max(self.last + 0.001, time.time() - 3600)
+        ts = "%.3f" % self.last
         q = urllib.parse.urlencode({"time": ts, "labels": 'job="pusher"'}, quote_via=urllib.parse.quote)
         st, dt = timed(self.port, "POST", "/api/v1/profiles/write?" + q, body=self.body)
         if st != 200:
@@ -83,15 +84,10 @@ class Pusher:
         return dt
 
 
-def run_phase(port, end, args, pusher):
-    stop = threading.Event()
-    health, merges = [], []
-
-    def healthy():
-        while not stop.is_set():
-            st, dt = timed(port, "GET", "/-/healthy", timeout=30)
-            health.append(dt)
-            time.sleep(0.01)
+def merge_load(port, end, clients, stop, out):
+    """In a process of its own (the measuring process keeps its GIL to itself): clients threads of
+    24 h merges until stop is set; puts the merge latencies on out."""
+    merges = []
 
     def merger():
         q = urllib.parse.urlencode({"query": CPU_NS + '{job="bench"}', "start": end - 86400, "end": end,
@@ -101,13 +97,31 @@ def run_phase(port, end, args, pusher):
             if st == 200:
                 merges.append(dt)
 
+    workers = [threading.Thread(target=merger, daemon=True) for _ in range(clients)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    out.put(merges)
+
+
+def run_phase(port, end, args, pusher):
+    stop = threading.Event()
+    health = []
+
+    def healthy():
+        while not stop.is_set():
+            st, dt = timed(port, "GET", "/-/healthy", timeout=30)
+            health.append(dt)
+            time.sleep(0.01)
+
     hthread = threading.Thread(target=healthy, daemon=True)
     hthread.start()
     idle = [pusher.push() for _ in range(args.pushes)]
     idle_health = list(health)
-    workers = [threading.Thread(target=merger, daemon=True) for _ in range(args.clients)]
-    for w in workers:
-        w.start()
+    mstop, mout = multiprocessing.Event(), multiprocessing.Queue()
+    load = multiprocessing.Process(target=merge_load, args=(port, end, args.clients, mstop, mout))
+    load.start()
     time.sleep(1.0)  # the merges are running
     health.clear()
     t0 = time.monotonic()
@@ -116,8 +130,9 @@ def run_phase(port, end, args, pusher):
         loaded.append(pusher.push())
     load_health = list(health)
     stop.set()
-    for w in workers:
-        w.join(timeout=300)
+    mstop.set()
+    merges = mout.get(timeout=600)
+    load.join(timeout=60)
     hthread.join(timeout=30)
     return idle, loaded, idle_health, load_health, merges
 
@@ -134,7 +149,7 @@ def main():
     conftest.PROFSTORE_BIN = args.profstore
     from conftest import Server, fixture_bytes
 
-    body = fixture_bytes("go/cpu-01.pb.gz")
+    pusher = Pusher(fixture_bytes("go/cpu-01.pb.gz"))
     end = int(time.time())
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
@@ -149,7 +164,8 @@ def main():
                     t0 = time.monotonic()
                     fill(srv, end)
                     print("  filled 24 h in %.1f s" % (time.monotonic() - t0))
-                idle, loaded, ih, lh, merges = run_phase(srv.port, end, args, Pusher(srv.port, body))
+                pusher.port = srv.port
+                idle, loaded, ih, lh, merges = run_phase(srv.port, end, args, pusher)
             finally:
                 srv.stop()
             name = "query pool (--query.max-concurrency=20)" if conc == "20" else "no pool (=0: queries on the loops)"

@@ -16,8 +16,8 @@
 /** Queries that may wait for a thread; more are refused with 503 at once. */
 #define PS_QPOOL_MAX_QUEUE 1024
 
-/** The nice value of the query threads (the others keep 0): the scheduler gives a runnable HTTP or
- *  writer thread the CPU before them. */
+/** The query threads run SCHED_IDLE (else at this nice value; the others keep SCHED_OTHER, nice 0):
+ *  the scheduler gives a runnable HTTP or writer thread the CPU before them. */
 #define PS_QPOOL_NICE 19
 
 typedef struct ps_qpool ps_qpool_t;
