@@ -192,6 +192,7 @@ def test_client_gone_cancels_and_queue(make_server):
     second.close()  # dropped from the queue without running
     first.close()   # stopped while running
     wait_for("both to be canceled", lambda: metric(s, "profstore_queries_canceled_total") == 2)
+    wait_for("the query thread to be free", lambda: metric(s, "profstore_query_inflight") == 0)
     m = s.metrics()
     assert m["profstore_query_inflight"] == 0 and m["profstore_query_queue_length"] == 0, m
     assert m["profstore_queries_total"] == 2, m
@@ -241,7 +242,7 @@ def test_http2_stream_reset_cancels(make_server):
     wait_for("the query to run", lambda: metric(s, "profstore_query_inflight") == 1)
     c.sendall(_h2_frame(3, 0, 1, struct.pack(">I", 8)))  # RST_STREAM(CANCEL); the connection stays
     wait_for("the query to be canceled", lambda: metric(s, "profstore_queries_canceled_total") == 1)
-    assert metric(s, "profstore_query_inflight") == 0
+    wait_for("the query thread to be free", lambda: metric(s, "profstore_query_inflight") == 0)
     c.close()
 
 
