@@ -4,7 +4,6 @@
 #   BUILD=build bench/run.sh          # full: 20,000 pushes per phase; 10 series x 8,640 profiles (24 h)
 #   QUICK=1 bench/run.sh              # smaller counts (a minute or so)
 #   /usr/bin/python3 bench/ui.py      # the web UI alone (headless Chromium)
-#   /usr/bin/python3 bench/query_isolation.py  # push latency while queries run, with and without the pool
 #
 # Environment: BUILD (build directory, default build/ next to bench/), QUICK=1, PS_TESTDATA
 # (shared/testdata; default: the path compiled into the benchmarks), INGEST_ARGS / STORAGE_ARGS
@@ -120,6 +119,12 @@ else
     status=1
 fi
 
+# ---- query isolation: push and /-/healthy latency while 20 clients run 24 h merges, with and
+# without the query pool (bench/query_isolation.py) ----
+echo
+echo "### query_isolation (20 clients of 24 h merges while pushes run; with and without the query pool)"
+/usr/bin/python3 "$here/query_isolation.py" --profstore "$BUILD/profstore" $( [ "$QUICK" = 1 ] && echo --seconds 3 --pushes 50 ) || status=$?
+
 # ---- bench_scrape: cost of scraping 1,000 targets x 5 profile types every 10 s (bench/scrape.c) ----
 # A forked epoll server on 1,000 loopback addresses (127.0.0.1, 127.0.0.2, ...) serves the real Go
 # profiles; profstore scrapes them (file_sd). Prints profstore's CPU per scrape and per 1,000 targets
@@ -157,12 +162,6 @@ else
     echo "run.sh: $BUILD/bench/bench_pprof not found; build first" >&2
     status=1
 fi
-
-# ---- query isolation: push and /-/healthy latency while 20 clients run 24 h merges, with and
-# without the query pool (bench/query_isolation.py) ----
-echo
-echo "### query_isolation (20 clients of 24 h merges while pushes run; with and without the query pool)"
-/usr/bin/python3 "$here/query_isolation.py" --profstore "$BUILD/profstore" $( [ "$QUICK" = 1 ] && echo --seconds 3 --pushes 50 ) || status=$?
 
 # ---- bench_ui: the web UI in headless Chromium: time to first flame graph, flame graph draw time of
 # 1 h and 24 h merges with 8,192 nodes (bench/ui.py; prints "skipped" without chromium) ----

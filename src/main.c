@@ -86,7 +86,8 @@ typedef struct flags {
     uint64_t max_body, max_inflated, max_size, compact_max, threads, max_series;
     uint64_t read_sample_limit, read_concurrent_limit, read_max_frame;
     int64_t query_timeout;
-    uint64_t query_max_samples, query_max_concurrency, query_max_regex_steps;
+    uint64_t query_max_concurrency, query_max_regex_steps; /* the query pool (web/qpool.c) */
+    uint64_t query_max_samples;
     int nosync;
 } flags_t;
 
@@ -182,12 +183,18 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             num = &f->max_series;
         else if (strcmp(name, "query.timeout") == 0)
             dur = &f->query_timeout;
+        else if (strcmp(name, "query.max-concurrency") == 0 || strcmp(name, "query.max-regex-steps") == 0) {
+            /* threads 0 (no pool: queries on the HTTP threads) .. 256 (LMDB readers); steps 1 .. 1e12 */
+            bool conc = name[10] == 'c';
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(val, &end, 10);
+            if (errno || *end || end == val || val[0] == '-' || (conc ? v > 256 : v == 0 || v > 1000000000000ull))
+                die_usage("--%s: \"%s\" is not a number in range", name, val);
+            *(conc ? &f->query_max_concurrency : &f->query_max_regex_steps) = v;
+        }
         else if (strcmp(name, "query.max-samples") == 0)
             num = &f->query_max_samples;
-        else if (strcmp(name, "query.max-concurrency") == 0)
-            num = &f->query_max_concurrency;
-        else if (strcmp(name, "query.max-regex-steps") == 0)
-            num = &f->query_max_regex_steps;
         else if (strncmp(name, "storage.remote.read-", 20) == 0) {
             /* Prometheus' remote-read limits: 0 means no limit, except for the frame size */
             uint64_t *dst = strcmp(name + 20, "sample-limit") == 0       ? &f->read_sample_limit
@@ -210,7 +217,7 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             char *end;
             errno = 0;
             unsigned long long v = strtoull(val, &end, 10);
-            if (errno || *end || end == val || (v == 0 && num != &f->query_max_concurrency) || v > (num == &f->max_series ? 10000000 : (num == &f->query_max_samples || num == &f->query_max_regex_steps) ? 1000000000000ull : num == &f->query_max_concurrency ? 256 : 65535))
+            if (errno || *end || end == val || v == 0 || v > (num == &f->max_series ? 10000000 : num == &f->query_max_samples ? 1000000000000ull : 65535))
                 die_usage("--%s: \"%s\" is not a positive number in range", name, val);
             *num = v;
         }
@@ -358,9 +365,9 @@ int main(int argc, char **argv)
     f.read_concurrent_limit = 10;
     f.read_max_frame = 1048576;
     f.query_timeout = 120 * PS_NS_PER_S;
-    f.query_max_samples = 50000000;
     f.query_max_concurrency = 20;
     f.query_max_regex_steps = 1000000000;
+    f.query_max_samples = 50000000;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     f.threads = ncpu > 0 ? (uint64_t)ncpu : 1;
     parse_flags(argc, argv, &f);

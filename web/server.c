@@ -166,6 +166,10 @@ static void *loop_main(void *arg)
 int ps_server_start(ps_server_t *s, ps_err_t *err)
 {
     impl_t *im = s->impl;
+    /* the query threads first: the loops hand them queries from their first request on */
+    if (s->opts.query_max_concurrency > 0 &&
+        (s->qpool = ps_qpool_start(s, s->opts.query_max_concurrency, err)) == NULL)
+        return err->code;
     pthread_barrier_t ready;
     pthread_barrier_init(&ready, NULL, im->nloops + 1);
     start_ctx_t *sc = ps_xcalloc(im->nloops, sizeof(*sc));
@@ -181,9 +185,6 @@ int ps_server_start(ps_server_t *s, ps_err_t *err)
     pthread_barrier_wait(&ready); /* every loop has its queue and listener */
     pthread_barrier_destroy(&ready);
     free(sc);
-    if (s->opts.query_max_concurrency > 0 &&
-        (s->qpool = ps_qpool_start(s, s->opts.query_max_concurrency, err)) == NULL)
-        return err->code;
     return 0;
 }
 

@@ -20,7 +20,6 @@
  * ingest/ingest.h and scrape/scrape.h, which only the handlers' .c files include). */
 struct ps_writer;
 struct ps_scraper;
-struct ps_qpool;
 
 /** What main.c does for POST /-/reload, the same as for SIGHUP: reads the configuration file
  *  again and applies it, or keeps the running one and returns the error. Called on an HTTP
@@ -64,11 +63,11 @@ typedef struct ps_server {
     atomic_uint_fast64_t rw_requests, rw_bad_requests, rw_failed_requests, rw_samples_received, rw_samples_written,
         rw_samples_duplicate, rw_rejected_out_of_order, rw_rejected_duplicate, rw_rejected_out_of_bounds,
         rw_rejected_series, rw_dropped_histograms, rw_dropped_exemplars;
+    struct ps_qpool *qpool; /* the query worker pool (web/qpool.c); NULL: queries run on the loops */
     struct ps_http_stats *http_stats; /* answers per handler and code, durations (web/http.c) */
     const ps_server_flag_t *flags; /* every flag of ours, sorted by name (main.c) */
     uint32_t nflags;
     struct ps_server_status *status; /* the configuration as loaded, for the status endpoints (api_status.c) */
-    struct ps_qpool *qpool; /* the query worker pool (web/qpool.c); NULL: queries run on the loops */
     void *impl;
 } ps_server_t;
 
