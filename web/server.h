@@ -63,9 +63,9 @@ typedef struct ps_server {
     atomic_uint_fast64_t rw_requests, rw_bad_requests, rw_failed_requests, rw_samples_received, rw_samples_written,
         rw_samples_duplicate, rw_rejected_out_of_order, rw_rejected_duplicate, rw_rejected_out_of_bounds,
         rw_rejected_series, rw_dropped_histograms, rw_dropped_exemplars;
-    struct ps_qpool *qpool; /* the query worker pool (web/qpool.c); NULL: queries run on the loops */
     struct ps_http_stats *http_stats; /* answers per handler and code, durations (web/http.c) */
     const ps_server_flag_t *flags; /* every flag of ours, sorted by name (main.c) */
+    struct ps_qpool *qpool; /* the query worker pool (web/qpool.c); NULL: queries run on the loops */
     uint32_t nflags;
     struct ps_server_status *status; /* the configuration as loaded, for the status endpoints (api_status.c) */
     void *impl;
