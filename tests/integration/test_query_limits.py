@@ -12,12 +12,14 @@ any limit, N = 27 needs some 832,000 PCRE2 steps (within the 1,000,000 of one ma
 import json
 import socket
 import struct
+import subprocess
 import time
 import urllib.parse
 
 import pytest
 import snappy
 
+import conftest
 from conftest import CPU_TYPE, README_TOTALS
 
 BOMB = '{job=~"a.*", job!~"(a|aa)+$"}'
@@ -231,8 +233,14 @@ def _hpack_literal(name, value):
     return b"\x00" + bytes([len(n)]) + n + bytes([len(v)]) + v
 
 
+def _h2c_flags():
+    """--web.enable-h2c where the binary has it (cleartext HTTP/2 is off by default there)."""
+    out = subprocess.run([conftest.PROFSTORE_BIN, "--help"], capture_output=True, text=True)
+    return ["--web.enable-h2c"] if "--web.enable-h2c" in out.stdout + out.stderr else []
+
+
 def test_http2_stream_reset_cancels(make_server):
-    s = make_server(name="h2", extra_args=["--query.max-regex-steps", "1000000000000"])
+    s = make_server(name="h2", extra_args=["--query.max-regex-steps", "1000000000000"] + _h2c_flags())
     fill(s, 27)
     path = "/api/v1/series?" + urllib.parse.urlencode({"match[]": BOMB})
     block = b"".join(_hpack_literal(k, v) for k, v in ((":method", "GET"), (":scheme", "http"),
