@@ -120,6 +120,12 @@ else
     status=1
 fi
 
+# ---- query isolation: push and /-/healthy latency while 20 clients run 24 h merges, with and
+# without the query pool (bench/query_isolation.py) ----
+echo
+echo "### query_isolation (20 clients of 24 h merges while pushes run; with and without the query pool)"
+/usr/bin/python3 "$here/query_isolation.py" --profstore "$BUILD/profstore" $( [ "$QUICK" = 1 ] && echo --seconds 3 --pushes 50 ) || status=$?
+
 # ---- bench_scrape: cost of scraping 1,000 targets x 5 profile types every 10 s (bench/scrape.c) ----
 # A forked epoll server on 1,000 loopback addresses (127.0.0.1, 127.0.0.2, ...) serves the real Go
 # profiles; profstore scrapes them (file_sd). Prints profstore's CPU per scrape and per 1,000 targets

@@ -28,7 +28,7 @@
  *    (*LIMIT_MATCH=n) can only lower our limits). Such regexes are errors in Prometheus.
  *  - RE2 guarantees linear time; PCRE2 backtracks, so a regex like (a+)+$ can take exponential
  *    time. The match context caps that (limits in regex.h); a match that hits a limit is an
- *    error, which the callers count as no match.
+ *    error: the selector matchers report it (parser/matcher.c), relabeling counts it as no match.
  *  - \w \d \s \b are ASCII in both (no PCRE2_UCP); (?i) folds Unicode case in both.
  *  - RE2 treats each byte of invalid UTF-8 in the subject as U+FFFD; PCRE2 refuses such a subject
  *    (a match error, so no match) unless PS_REGEX_INVALID_UTF is given.
@@ -249,19 +249,70 @@ void ps_regex_match_free(ps_regex_match_t *md)
         pcre2_match_data_free((pcre2_match_data *)md);
 }
 
-int ps_regex_match(const ps_regex_t *re, const char *s, size_t n, ps_regex_match_t *md)
+/* Each thread's own context for matches under a lower match limit (a context is written by
+ * pcre2_set_match_limit, so it cannot be shared); made on first use, freed when the thread ends. */
+static _Thread_local pcre2_match_context *limit_ctx;
+static pthread_key_t limit_key;
+static pthread_once_t limit_key_once = PTHREAD_ONCE_INIT;
+
+static void free_limit_ctx(void *ctx)
+{
+    pcre2_match_context_free(ctx);
+}
+
+static void init_limit_key(void)
+{
+    if (pthread_key_create(&limit_key, free_limit_ctx) != 0)
+        abort();
+}
+
+static int match_in(const ps_regex_t *re, const char *s, size_t n, ps_regex_match_t *md, pcre2_match_context *ctx)
 {
     const pcre2_code *code = (const pcre2_code *)re;
     pcre2_match_data *data = (pcre2_match_data *)md;
     PCRE2_SPTR subject = (PCRE2_SPTR)(s != NULL ? s : "");
-    int rc = pcre2_match(code, subject, n, 0, 0, data, match_ctx);
+    int rc = pcre2_match(code, subject, n, 0, 0, data, ctx);
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
-        rc = pcre2_match(code, subject, n, 0, PCRE2_NO_JIT, data, match_ctx);
+        rc = pcre2_match(code, subject, n, 0, PCRE2_NO_JIT, data, ctx);
     if (rc == 0) /* a match whose groups did not all fit: the pairs that did are set */
         return (int)pcre2_get_ovector_count(data);
     if (rc > 0)
         return rc;
     return rc == PCRE2_ERROR_NOMATCH ? 0 : rc;
+}
+
+int ps_regex_match(const ps_regex_t *re, const char *s, size_t n, ps_regex_match_t *md)
+{
+    pthread_once(&match_ctx_once, init_match_ctx);
+    return match_in(re, s, n, md, match_ctx);
+}
+
+int ps_regex_match_limit(const ps_regex_t *re, const char *s, size_t n, ps_regex_match_t *md, uint32_t match_limit)
+{
+    if (match_limit == 0 || match_limit > PS_REGEX_MATCH_LIMIT)
+        match_limit = PS_REGEX_MATCH_LIMIT;
+    if (limit_ctx == NULL) {
+        if ((limit_ctx = pcre2_match_context_create(NULL)) == NULL)
+            abort(); /* out of memory: as ps_xmalloc */
+        pthread_once(&limit_key_once, init_limit_key);
+        pthread_setspecific(limit_key, limit_ctx);
+        pcre2_set_depth_limit(limit_ctx, PS_REGEX_DEPTH_LIMIT);
+        pcre2_set_heap_limit(limit_ctx, PS_REGEX_HEAP_LIMIT_KIB);
+    }
+    pcre2_set_match_limit(limit_ctx, match_limit);
+    return match_in(re, s, n, md, limit_ctx);
+}
+
+const char *ps_regex_limit_hit(int rc)
+{
+    switch (rc) {
+    case PCRE2_ERROR_MATCHLIMIT: return "match limit";
+    case PCRE2_ERROR_DEPTHLIMIT: return "depth limit";
+    case PCRE2_ERROR_HEAPLIMIT: return "heap limit";
+    case PCRE2_ERROR_JIT_STACKLIMIT: return "JIT stack limit";
+    case PCRE2_ERROR_NOMEMORY: return "memory limit";
+    default: return NULL;
+    }
 }
 
 const size_t *ps_regex_ovector(const ps_regex_match_t *md)

@@ -4,10 +4,12 @@
  * regex can stall the server. Used by the selector matchers (matcher.c) and by relabeling
  * (src/config/relabel.c). regex.c says how PCRE2 differs from Go's RE2.
  *
- * Limits of every match: PS_REGEX_MATCH_LIMIT backtracking steps, PS_REGEX_DEPTH_LIMIT nested
- * backtracking, PS_REGEX_HEAP_LIMIT_KIB of heap. A match that hits one is an error (< 0), which
- * the callers count as "no match". A JIT match that runs out of JIT stack is run again by the
- * interpreter (under the same limits).
+ * Limits of every match: PS_REGEX_MATCH_LIMIT backtracking steps (or fewer: ps_regex_match_limit),
+ * PS_REGEX_DEPTH_LIMIT nested backtracking, PS_REGEX_HEAP_LIMIT_KIB of heap. A match that hits one
+ * is an error (< 0, ps_regex_limit_hit names it). The selector matchers (matcher.c) answer it as
+ * an error of the query, never as "no match"; relabeling (src/config/relabel.c) counts it as no
+ * match, as Prometheus' relabeling cannot fail either. A JIT match that runs out of JIT stack is
+ * run again by the interpreter (under the same limits).
  *
  * Thread safety: a compiled ps_regex_t is read-only and shared by any number of threads; a
  * ps_regex_match_t (the captures of one match) is used by one thread at a time.
@@ -76,6 +78,12 @@ void ps_regex_match_free(ps_regex_match_t *md);
  * code when the match failed (a limit, an invalid UTF-8 subject without PS_REGEX_INVALID_UTF).
  */
 int ps_regex_match(const ps_regex_t *re, const char *s, size_t n, ps_regex_match_t *md);
+/** As ps_regex_match under a match limit of match_limit steps (0 or more than
+ *  PS_REGEX_MATCH_LIMIT: PS_REGEX_MATCH_LIMIT); the other limits as always. */
+int ps_regex_match_limit(const ps_regex_t *re, const char *s, size_t n, ps_regex_match_t *md, uint32_t match_limit);
+/** For a negative result of a match: the limit it hit ("match limit", "depth limit", "heap
+ *  limit", ...), or NULL for other errors (an invalid UTF-8 subject). */
+const char *ps_regex_limit_hit(int rc);
 /** The offsets of the last match in md: pair i is [2i, 2i+1] (PS_REGEX_UNSET if the group did
  *  not take part). Valid until the next match with md. */
 const size_t *ps_regex_ovector(const ps_regex_match_t *md);

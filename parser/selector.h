@@ -57,7 +57,12 @@ int ps_selector_parse_labels(const char *s, size_t n, ps_arena_t *arena, ps_sele
 /** Frees the compiled regexes of the selector's matchers. Safe on NULL. */
 void ps_selector_dispose(ps_selector_t *sel);
 
-/** True if value v matches. A regex that hits the match limit counts as no match. */
+/** True if value v matches. A regex that hits a limit counts as no match: only for tests that
+ *  cannot fail (the compiler's "matches empty"); queries use ps_matcher_eval. */
 bool ps_matcher_match(ps_matcher_t *m, const char *v, size_t vlen);
+/** 1 if value v matches, 0 if not, or a negative code with err: a regex that hits a PCRE2 limit
+ *  or the query's regex budget (PS_ELIMIT: "regex matcher job!~\"(a|aa)+$\": PCRE2 match limit
+ *  hit on a value of 312 bytes"), or the query's deadline or cancellation (core/budget.h). */
+int ps_matcher_eval(ps_matcher_t *m, const char *v, size_t vlen, ps_err_t *err);
 
 #endif

@@ -54,8 +54,12 @@ static const char usage[] =
     "  --storage.remote.read-concurrent-limit=N  remote reads served at once (default 10; 0 = no limit)\n"
     "  --storage.remote.read-max-bytes-in-frame=N  bytes of one streamed remote-read frame before it is cut\n"
     "                                   (default 1048576)\n"
-    "  --query.timeout=DURATION         longest a PromQL query may run (default 2m)\n"
-    "  --query.max-samples=N            samples a PromQL query may load at once (default 50000000)\n"
+    "  --query.timeout=DURATION         longest a query may take, queue included: 503 after it (default 2m)\n"
+    "  --query.max-samples=N            samples a query may load at once: PromQL samples, the stack samples\n"
+    "                                   a profile merge reads (default 50000000)\n"
+    "  --query.max-concurrency=N        queries run at once on the query threads; more wait (default 20;\n"
+    "                                   at most 256; 0 = no query threads: queries run on the HTTP threads)\n"
+    "  --query.max-regex-steps=N        PCRE2 steps one query's regex matchers may take (default 1000000000)\n"
     "  --storage.max-size=SIZE          most the LMDB store may grow to (default 256GiB)\n"
     "  --storage.compact-max-profiles=N fold a series' head into a chunk at N profiles (default 120)\n"
     "  --storage.compact-window=DURATION  ... or once the head spans this much time, or the series got\n"
@@ -113,6 +117,7 @@ typedef struct flags {
     uint64_t max_inflated_total, queue_bytes, queue_items, disk_reserve;
     uint64_t read_sample_limit, read_concurrent_limit, read_max_frame;
     int64_t query_timeout;
+    uint64_t query_max_concurrency, query_max_regex_steps; /* the query pool (web/qpool.c) */
     uint64_t query_max_samples;
     int nosync, admin_api, lifecycle;
     uint64_t max_conns, body_min_rate, h2_max_resets;
@@ -175,7 +180,8 @@ static void parse_flags(int argc, char **argv, flags_t *f)
                                       "storage.retention-interval", "max-body-size", "max-inflated-size",
                                       "storage.max-size", "storage.compact-max-profiles", "threads",
                                       "query.max-series", "storage.commit-delay", "query.timeout",
-                                      "query.max-samples", "storage.remote.read-sample-limit",
+                                      "query.max-samples", "query.max-concurrency", "query.max-regex-steps",
+                                      "storage.remote.read-sample-limit",
                                       "storage.remote.read-concurrent-limit",
                                       "storage.remote.read-max-bytes-in-frame", "web.config.file", "web.max-connections",
                                       "web.read-header-timeout", "web.body-idle-timeout", "web.body-min-rate",
@@ -237,6 +243,16 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             num = &f->max_series;
         else if (strcmp(name, "query.timeout") == 0)
             dur = &f->query_timeout;
+        else if (strcmp(name, "query.max-concurrency") == 0 || strcmp(name, "query.max-regex-steps") == 0) {
+            /* threads 0 (no pool: queries on the HTTP threads) .. 256 (LMDB readers); steps 1 .. 1e12 */
+            bool conc = name[10] == 'c';
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(val, &end, 10);
+            if (errno || *end || end == val || val[0] == '-' || (conc ? v > 256 : v == 0 || v > 1000000000000ull))
+                die_usage("--%s: \"%s\" is not a number in range", name, val);
+            *(conc ? &f->query_max_concurrency : &f->query_max_regex_steps) = v;
+        }
         else if (strcmp(name, "query.max-samples") == 0)
             num = &f->query_max_samples;
         else if (strcmp(name, "web.read-header-timeout") == 0)
@@ -346,6 +362,8 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("threads", fmt_dup("%llu", (unsigned long long)f->threads));
     FLAG("query.max-series", fmt_dup("%llu", (unsigned long long)f->max_series));
     FLAG("query.max-samples", fmt_dup("%llu", (unsigned long long)f->query_max_samples));
+    FLAG("query.max-concurrency", fmt_dup("%llu", (unsigned long long)f->query_max_concurrency));
+    FLAG("query.max-regex-steps", fmt_dup("%llu", (unsigned long long)f->query_max_regex_steps));
     FLAG("query.timeout", fmt_dur(f->query_timeout));
     FLAG("storage.remote.read-sample-limit", fmt_dup("%llu", (unsigned long long)f->read_sample_limit));
     FLAG("storage.remote.read-concurrent-limit", fmt_dup("%llu", (unsigned long long)f->read_concurrent_limit));
@@ -471,6 +489,8 @@ int main(int argc, char **argv)
     f.read_concurrent_limit = 10;
     f.read_max_frame = 1048576;
     f.query_timeout = 120 * PS_NS_PER_S;
+    f.query_max_concurrency = 20;
+    f.query_max_regex_steps = 1000000000;
     f.query_max_samples = 50000000;
     f.max_conns = 512;
     f.header_timeout = 10 * PS_NS_PER_S;
@@ -541,6 +561,8 @@ int main(int argc, char **argv)
     srv.opts.read_concurrency = (uint32_t)f.read_concurrent_limit;
     srv.opts.query_timeout = f.query_timeout;
     srv.opts.query_max_samples = f.query_max_samples;
+    srv.opts.query_max_concurrency = (uint32_t)f.query_max_concurrency;
+    srv.opts.query_max_regex_steps = f.query_max_regex_steps;
     ps_pprof_limits_default(&srv.opts.limits);
     srv.opts.limits.max_inflated = f.max_inflated;
     srv.opts.retention_ns = f.retention;

@@ -1163,6 +1163,8 @@ static int fwalk_one(fwalk_t *w, const MDB_val *v, const char *what)
 /* Closed chunks from the first whose max_t >= mint, then the head (newer than every chunk). */
 static int fwalk_run(fwalk_t *w)
 {
+    if (w->mint < w->r->min_ms)
+        w->mint = w->r->min_ms; /* the retention clamp (internal.h) */
     if (w->mint > w->maxt)
         return 0;
     MDB_cursor *cur;

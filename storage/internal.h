@@ -117,6 +117,9 @@ void ps_store_space_release(ps_store_t *s);
 struct ps_reader {
     ps_store_t *store;
     MDB_txn *txn;
+    /* the retention clamp: nothing older than now - --retention at ps_reader_begin is read (ns; and
+     * in ms for float series, rounded up); INT64_MIN without retention */
+    int64_t min_ts, min_ms;
 };
 
 /** Translates an LMDB error into a PS_E code with a message. */

@@ -4,6 +4,8 @@
  */
 #include <stdlib.h>
 
+#include "core/timeutil.h"
+
 #include "chunk.h"
 #include "internal.h"
 
@@ -11,6 +13,11 @@ int ps_reader_begin(ps_store_t *s, ps_reader_t **out, ps_err_t *err)
 {
     ps_reader_t *r = ps_xcalloc(1, sizeof(*r));
     r->store = s;
+    r->min_ts = r->min_ms = INT64_MIN;
+    if (s->opts.retention_ns > 0) {
+        r->min_ts = ps_time_now() - s->opts.retention_ns;
+        r->min_ms = r->min_ts >= 0 ? (r->min_ts + 999999) / 1000000 : -((-r->min_ts) / 1000000); /* ceil(/1e6) */
+    }
     int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &r->txn);
     if (rc) {
         free(r);
@@ -18,6 +25,11 @@ int ps_reader_begin(ps_store_t *s, ps_reader_t **out, ps_err_t *err)
     }
     *out = r;
     return 0;
+}
+
+void ps_reader_unclamp(ps_reader_t *r)
+{
+    r->min_ts = r->min_ms = INT64_MIN;
 }
 
 void ps_reader_end(ps_reader_t *r)
@@ -323,6 +335,8 @@ static int walk_db(walk_t *w, int db)
 static int walk_series(walk_t *w)
 {
     int ret = 0;
+    if (w->start < w->r->min_ts)
+        w->start = w->r->min_ts;
     if (w->start <= w->end && (ret = walk_db(w, DB_CHUNKS)) == 0)
         ret = walk_db(w, DB_HEAD);
     ps_arena_dispose(&w->arena);
@@ -425,6 +439,8 @@ static int is_float(ps_reader_t *r, uint64_t sid, bool *yes, ps_err_t *err)
 
 int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err)
 {
+    if (start < r->min_ts)
+        start = r->min_ts;
     if (start > end)
         return PS_ENOTFOUND;
     bool fl;
@@ -500,6 +516,8 @@ int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, i
 
 int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err)
 {
+    if (start < r->min_ts)
+        start = r->min_ts;
     if (start > end)
         return 0;
     bool fl;

@@ -152,8 +152,12 @@ int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err);
 
 typedef struct ps_reader ps_reader_t;
 
-/** Starts a read snapshot. Everything read through it is valid until ps_reader_end. */
+/** Starts a read snapshot. Everything read through it is valid until ps_reader_end. Its reads of
+ *  profiles and samples are clamped to what retention keeps: nothing older than now - retention
+ *  (at this call) is seen, though retention drops whole chunks only (ps_store_retain). */
 int ps_reader_begin(ps_store_t *s, ps_reader_t **out, ps_err_t *err);
+/** Lifts r's retention clamp: r sees everything still stored (the debug views). */
+void ps_reader_unclamp(ps_reader_t *r);
 void ps_reader_end(ps_reader_t *r);
 
 /*

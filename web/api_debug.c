@@ -114,6 +114,7 @@ int ps_api_debug_series(h2o_req_t *req)
     }
     if (ps_reader_begin(s->store, &r, &err) != 0)
         goto Fail;
+    ps_reader_unclamp(r); /* what is stored, retention or not */
     c.r = r;
     ps_json_envelope(&j, &b);
     ps_json_arr(&j);
@@ -187,6 +188,7 @@ int ps_api_debug_profile(h2o_req_t *req)
         goto Fail;
     if (ps_reader_begin(s->store, &r, &err) != 0)
         goto Fail;
+    ps_reader_unclamp(r); /* what is stored, retention or not */
     ps_labels_t ls;
     int lrc = ps_reader_series_labels(r, sid, &a, &ls, &err);
     if (lrc == PS_ENOTFOUND)

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/budget.h"
 #include "core/json.h"
 #include "http.h"
 #include "internal.h"
@@ -155,6 +156,8 @@ ps_connect_code_t ps_connect_code_of(int ps_code)
     case PS_ENOMEM: return PS_CONNECT_RESOURCE_EXHAUSTED;
     case PS_EUNAVAIL: return PS_CONNECT_UNAVAILABLE;
     case PS_EUNSUPPORTED: return PS_CONNECT_INVALID_ARGUMENT;
+    case PS_ETIMEOUT: return PS_CONNECT_DEADLINE_EXCEEDED;
+    case PS_ECANCELED: return PS_CONNECT_CANCELED;
     case PS_ELIMIT: return PS_CONNECT_RESOURCE_EXHAUSTED;
     case PS_EOVERLOAD: return PS_CONNECT_RESOURCE_EXHAUSTED; /* HTTP 429: Alloy retries it */
     default: return PS_CONNECT_INTERNAL; /* ESTORAGE, EVERSION, EINTERNAL */
@@ -324,6 +327,12 @@ static int check_headers(h2o_req_t *req, ps_connect_call_t *c, bool *gzip_in)
             return -1;
         }
         c->deadline_ns = mono_ns() + ms * 1000000;
+        ps_budget_t *b = ps_budget_get(); /* on the query pool: the query stops at the earlier deadline */
+        if (b != NULL && (b->deadline == 0 || c->deadline_ns < b->deadline)) {
+            b->deadline = c->deadline_ns;
+            b->timeout = ms * 1000000;
+            b->source = "Connect-Timeout-Ms";
+        }
     }
     v = trim(header(req, H2O_TOKEN_CONTENT_ENCODING));
     *gzip_in = false;

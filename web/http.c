@@ -8,6 +8,7 @@
 #include <sys/time.h>
 
 #include "internal.h"
+#include "qpool.h"
 #include "proto/pprof.h"
 #include "ui_assets.h"
 
@@ -288,7 +289,8 @@ void ps_http_send(h2o_req_t *req, int status, const char *content_type, const vo
     /* a 304 has no body and must not say Content-Length: 0 (RFC 9110 8.6): h2o leaves it out */
     req->res.content_length = status == 304 ? SIZE_MAX : len;
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type, strlen(content_type));
-    h2o_send_inline(req, body, len); /* copies the body */
+    if (!ps_qpool_capture(req, body, len)) /* a query thread's clone: its loop sends it */
+        h2o_send_inline(req, body, len); /* copies the body */
     ps_buf_dispose(&gz);
 }
 
@@ -341,7 +343,22 @@ void ps_http_error_status(h2o_req_t *req, int status, const char *msg)
 
 void ps_http_error(h2o_req_t *req, int code, const char *msg)
 {
-    ps_http_error_status(req, ps_err_http_status(code), msg);
+    if (code != PS_ETIMEOUT && code != PS_ECANCELED) {
+        ps_http_error_status(req, ps_err_http_status(code), msg);
+        return;
+    }
+    /* Prometheus' errorTimeout (503) and errorCanceled (499) have their own errorType */
+    ps_buf_t b = PS_BUF_INIT;
+    ps_json_t j;
+    ps_json_init(&j, &b);
+    ps_json_obj(&j);
+    ps_json_key(&j, "status");
+    ps_json_cstr(&j, "error");
+    ps_json_key(&j, "errorType");
+    ps_json_cstr(&j, code == PS_ETIMEOUT ? "timeout" : "canceled");
+    ps_json_key(&j, "error");
+    ps_json_cstr(&j, msg);
+    ps_http_send_envelope(req, ps_err_http_status(code), &j, &b);
 }
 
 ps_server_t *ps_http_server(h2o_req_t *req)

@@ -6,6 +6,7 @@
 #include "connect.h"
 #include "http.h"
 #include "internal.h"
+#include "qpool.h"
 
 typedef struct route {
     const char *path;
@@ -159,19 +160,19 @@ int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
             ps_http_error_status(req, 405, msg);
             return 0;
         }
-        return routes[i].fn(req);
+        return ps_qpool_run(req, routes[i].cls, routes[i].fn); /* POOL routes on the query threads */
     }
     if (is_label_values(p)) {
         if (!(m & (M_GET | M_POST))) {
             ps_http_error_status(req, 405, "method not allowed (use GET)");
             return 0;
         }
-        return ps_api_label_values(req);
+        return ps_qpool_run(req, PS_ROUTE_POOL, ps_api_label_values);
     }
     if (ps_ui_is_path(p))
         return ps_api_ui_file(req);
     if (ps_connect_is_path(p))
-        return ps_api_connect(req);
+        return ps_qpool_run(req, ps_routes_class(ps_routes_handler(p)), ps_api_connect);
     char msg[300];
     snprintf(msg, sizeof(msg), "no such endpoint: %.*s", (int)(p.len > 200 ? 200 : p.len), p.base);
     ps_http_error_status(req, 404, msg);

@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "http.h"
 #include "internal.h"
+#include "qpool.h"
 
 #define DRAIN_MAX_MS 2000
 
@@ -167,6 +168,10 @@ static void *loop_main(void *arg)
 int ps_server_start(ps_server_t *s, ps_err_t *err)
 {
     impl_t *im = s->impl;
+    /* the query threads first: the loops hand them queries from their first request on */
+    if (s->opts.query_max_concurrency > 0 &&
+        (s->qpool = ps_qpool_start(s, s->opts.query_max_concurrency, err)) == NULL)
+        return err->code;
     pthread_barrier_t ready;
     pthread_barrier_init(&ready, NULL, im->nloops + 1);
     start_ctx_t *sc = ps_xcalloc(im->nloops, sizeof(*sc));
@@ -244,6 +249,7 @@ void ps_server_stop(ps_server_t *s)
     impl_t *im = s->impl;
     if (im == NULL)
         return;
+    ps_qpool_stop(s->qpool); /* queries stop (canceled); their completions reach the loops first */
     for (uint32_t i = 0; i < im->nloops; i++)
         if (im->loops[i].queue != NULL)
             post(&im->loops[i], on_exit_loop);

@@ -32,8 +32,10 @@ typedef struct ps_server_opts {
     uint32_t threads;        /* event loop threads */
     size_t max_body;         /* request body limit (bytes) */
     uint32_t max_series;     /* series one selector may select */
-    int64_t query_timeout;   /* ns a PromQL evaluation may take (0: the evaluator's default, 2 min) */
-    uint64_t query_max_samples; /* samples a PromQL query may load (0: 50,000,000) */
+    int64_t query_timeout;   /* ns a query may take, from its arrival, queue included (0: none) */
+    uint64_t query_max_samples; /* samples a query may load (PromQL: 0 = 50,000,000; merges: 0 = none) */
+    uint64_t query_max_regex_steps; /* PCRE2 steps charged to one query's regex matchers (0: none) */
+    uint32_t query_max_concurrency; /* query pool threads (0: no pool, queries run on the loops) */
     ps_pprof_limits_t limits;
     ps_read_opts_t read;     /* remote read: sample limit, frame size, series per query */
     uint32_t read_concurrency; /* remote reads at once (0 = no limit); more get 503 */
@@ -74,6 +76,7 @@ typedef struct ps_server {
         rw_rejected_series, rw_rejected_too_new, rw_dropped_histograms, rw_dropped_exemplars;
     struct ps_http_stats *http_stats; /* answers per handler and code, durations (web/http.c) */
     const ps_server_flag_t *flags; /* every flag of ours, sorted by name (main.c) */
+    struct ps_qpool *qpool; /* the query worker pool (web/qpool.c); NULL: queries run on the loops */
     uint32_t nflags;
     struct ps_server_status *status; /* the configuration as loaded, for the status endpoints (api_status.c) */
     struct ps_websec *websec;        /* web/tls.c: the web configuration in force, NULL without one */

@@ -67,6 +67,8 @@ const char *ps_strerror(int code)
     case PS_EVERSION: return "unsupported data version";
     case PS_EUNAVAIL: return "unavailable";
     case PS_EUNSUPPORTED: return "unsupported";
+    case PS_ETIMEOUT: return "query timed out";
+    case PS_ECANCELED: return "query canceled";
     case PS_ELIMIT: return "limit exceeded";
     case PS_EOVERLOAD: return "overloaded";
     default: return "internal error";
@@ -85,6 +87,8 @@ int ps_err_http_status(int code)
     case PS_EUNSUPPORTED: return 415;
     case PS_ELIMIT: return 422;
     case PS_ENOSPACE: return 507;
+    case PS_ETIMEOUT: return 503;
+    case PS_ECANCELED: return 499;
     case PS_EUNAVAIL: return 503;
     case PS_EOVERLOAD: return 429;
     default: return 500;

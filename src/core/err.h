@@ -25,6 +25,8 @@ enum {
     PS_EUNAVAIL = -11,   /* shutting down, or overloaded */
     PS_EINTERNAL = -12,
     PS_EUNSUPPORTED = -13, /* well-formed but not something we accept (415-ish) */
+    PS_ETIMEOUT = -16,   /* a query ran past its deadline (--query.timeout): 503, errorType timeout */
+    PS_ECANCELED = -17,  /* a query whose client went away (499) */
     PS_ELIMIT = -14,     /* a query would exceed a limit (series, points): 422 like Prometheus */
     PS_EOVERLOAD = -15,  /* too much queued or being decompressed at once: retry later (429) */
 };

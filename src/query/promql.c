@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/budget.h"
 #include "core/fmt.h"
 #include "core/timeutil.h"
 
@@ -72,12 +73,12 @@ double pq_go_min(double a, double b)
 
 int pq_tick(pq_ctx_t *c)
 {
-    if (c->deadline == 0 || (++c->ticks & 255) != 0)
+    if ((++c->ticks & 255) != 0)
         return 0;
-    if (ps_time_mono() > c->deadline)
-        return ps_err_set(c->err, PS_ELIMIT, "query timed out in query execution (the limit is %lld s: the timeout "
+    if (c->deadline != 0 && ps_time_mono() > c->deadline)
+        return ps_err_set(c->err, PS_ETIMEOUT, "query timed out in query execution (the limit is %lld s: the timeout "
                           "parameter or --query.timeout)", (long long)(c->o->timeout / 1000));
-    return 0;
+    return ps_budget_check_now(c->err); /* the query pool's: the client went away, its deadline */
 }
 
 pq_vec_t pq_vec_new(pq_ctx_t *c, uint32_t cap)

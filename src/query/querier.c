@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/budget.h"
 #include "core/hash.h"
 #include "query_int.h"
 
@@ -170,12 +171,15 @@ typedef struct all_ctx {
 static int on_any_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
 {
     all_ctx_t *c = ctx;
-    bool match = c->nsels == 0;
-    for (uint32_t s = 0; s < c->nsels && !match; s++)
-        match = ps_query_labels_match(&c->sels[s], ls);
-    if (!match)
-        return 0;
-    int rc = keep_series(c->r, sid, c->start, c->end, c->err);
+    int rc = ps_budget_check(c->err); /* a walk over every series */
+    if (rc)
+        return rc;
+    int match = c->nsels == 0;
+    for (uint32_t s = 0; s < c->nsels && match == 0; s++)
+        match = ps_query_labels_match(&c->sels[s], ls, c->err);
+    if (match <= 0)
+        return match;
+    rc = keep_series(c->r, sid, c->start, c->end, c->err);
     if (rc <= 0)
         return rc;
     ps_labels_t copy = *ls; /* ls is valid only during the call */

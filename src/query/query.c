@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/budget.h"
 #include "core/hash.h"
 #include "core/timeutil.h"
 
@@ -77,12 +78,13 @@ typedef struct values_ctx {
 static int on_value(void *ctx, const char *v, size_t vlen)
 {
     values_ctx_t *c = ctx;
-    if (ps_matcher_match(c->m, v, vlen))
+    int rc = ps_matcher_eval(c->m, v, vlen, c->err);
+    if (rc > 0)
         return ps_reader_postings(c->r, c->m->name, c->m->nlen, v, vlen, on_posting, c->out, c->err);
-    return 0;
+    return rc;
 }
 
-bool ps_query_labels_match(ps_selector_t *sel, const ps_labels_t *ls)
+int ps_query_labels_match(ps_selector_t *sel, const ps_labels_t *ls, ps_err_t *err)
 {
     for (uint32_t i = 0; i < sel->n; i++) {
         ps_matcher_t *m = &sel->m[i];
@@ -94,10 +96,11 @@ bool ps_query_labels_match(ps_selector_t *sel, const ps_labels_t *ls)
                 vl = ls->pairs[j].vlen;
                 break;
             }
-        if (!ps_matcher_match(m, v, vl))
-            return false;
+        int rc = ps_matcher_eval(m, v, vl, err);
+        if (rc <= 0)
+            return rc;
     }
-    return true;
+    return 1;
 }
 
 int ps_query_select(ps_reader_t *r, ps_selector_t *sel, int64_t start, int64_t end, uint32_t max_series,
@@ -120,7 +123,8 @@ int ps_query_select(ps_reader_t *r, ps_selector_t *sel, int64_t start, int64_t e
             idvec_sort_unique(&list);
         }
         if (ret) {
-            ps_err_prefix(err, "reading the label index");
+            if (ret != PS_ELIMIT && ret != PS_ETIMEOUT && ret != PS_ECANCELED)
+                ps_err_prefix(err, "reading the label index");
             goto Exit;
         }
         if (!have) {
@@ -143,15 +147,24 @@ int ps_query_select(ps_reader_t *r, ps_selector_t *sel, int64_t start, int64_t e
     bool ranged = start != INT64_MIN || end != INT64_MAX;
     for (size_t k = 0; k < cand.n; k++) {
         ps_labels_t ls;
-        int rc = ps_reader_series_labels(r, cand.v[k], arena, &ls, err);
+        int rc = ps_budget_check(err);
+        if (rc) {
+            ret = rc;
+            goto Exit;
+        }
+        rc = ps_reader_series_labels(r, cand.v[k], arena, &ls, err);
         if (rc == PS_ENOTFOUND)
             continue; /* a postings entry without its series: not a series of this snapshot */
         if (rc) {
             ret = rc;
             goto Exit;
         }
-        if (!ps_query_labels_match(sel, &ls))
-            continue;
+        if ((rc = ps_query_labels_match(sel, &ls, err)) <= 0) {
+            if (rc == 0)
+                continue;
+            ret = rc;
+            goto Exit;
+        }
         if (ranged && (rc = ps_reader_has_data(r, cand.v[k], start, end, err)) <= 0) {
             if (rc == 0)
                 continue;
@@ -297,7 +310,9 @@ typedef struct in_range_ctx {
 static int on_series_in_range(void *ctx, uint64_t sid, const ps_labels_t *ls)
 {
     in_range_ctx_t *c = ctx;
-    int has = ps_reader_has_data(c->r, sid, c->start, c->end, c->err);
+    int has = ps_budget_check(c->err); /* a walk over every series */
+    if (has == 0)
+        has = ps_reader_has_data(c->r, sid, c->start, c->end, c->err);
     if (has < 0)
         return has; /* with detail in c->err */
     if (has)
@@ -424,16 +439,35 @@ int64_t ps_nodemap_get(const ps_nodemap_t *m, uint64_t node)
     return 0;
 }
 
+/* A merge adds into acc and counts the (stack node, value) pairs it read: the samples of
+ * --query.max-samples for profile merges (core/budget.h), taken after each series. */
+typedef struct add_ctx {
+    ps_nodemap_t *acc;
+    uint64_t n;
+} add_ctx_t;
+
 static void on_node_add(void *ctx, uint64_t node, int64_t v)
 {
-    ps_nodemap_add(ctx, node, v);
+    add_ctx_t *c = ctx;
+    c->n++;
+    ps_nodemap_add(c->acc, node, v);
+}
+
+static int take_samples(add_ctx_t *c, ps_err_t *err)
+{
+    uint64_t n = c->n;
+    c->n = 0;
+    return ps_budget_samples(n, err);
 }
 
 int ps_query_merge_range(ps_reader_t *r, const ps_series_set_t *s, int64_t start, int64_t end, ps_nodemap_t *acc,
                          ps_sum_info_t *info, ps_err_t *err)
 {
+    add_ctx_t c = {acc, 0};
     for (uint32_t i = 0; i < s->n; i++) {
-        int ret = ps_reader_sum(r, s->sids[i], start, end, on_node_add, acc, info, err);
+        int ret = ps_reader_sum(r, s->sids[i], start, end, on_node_add, &c, info, err);
+        if (ret == 0)
+            ret = take_samples(&c, err);
         if (ret)
             return ret;
     }
@@ -443,6 +477,7 @@ int ps_query_merge_range(ps_reader_t *r, const ps_series_set_t *s, int64_t start
 int ps_query_merge_at(ps_reader_t *r, const ps_series_set_t *s, int64_t at, int64_t lookback, ps_nodemap_t *acc,
                       ps_sum_info_t *info, ps_err_t *err)
 {
+    add_ctx_t c = {acc, 0};
     for (uint32_t i = 0; i < s->n; i++) {
         int64_t ts;
         int ret = ps_reader_latest(r, s->sids[i], at - lookback + 1, at, &ts, err);
@@ -450,7 +485,8 @@ int ps_query_merge_at(ps_reader_t *r, const ps_series_set_t *s, int64_t at, int6
             continue;
         if (ret)
             return ret;
-        if ((ret = ps_reader_sum(r, s->sids[i], ts, ts, on_node_add, acc, info, err)) != 0)
+        if ((ret = ps_reader_sum(r, s->sids[i], ts, ts, on_node_add, &c, info, err)) != 0 ||
+            (ret = take_samples(&c, err)) != 0)
             return ret;
     }
     return 0;

@@ -8,8 +8,9 @@
 #include "core/hash.h"
 #include "query.h"
 
-/** Whether ls satisfies every matcher of sel (a missing label is ""). */
-bool ps_query_labels_match(ps_selector_t *sel, const ps_labels_t *ls);
+/** 1 if ls satisfies every matcher of sel (a missing label is ""), 0 if not, or a negative code
+ *  with err (a regex limit or budget, the query's deadline: ps_matcher_eval). */
+int ps_query_labels_match(ps_selector_t *sel, const ps_labels_t *ls, ps_err_t *err);
 
 /** Appends (sid, *ls) to s, growing its arrays in arena; *cap is the arrays' room (0 at first). */
 void ps_series_set_push(ps_series_set_t *s, uint32_t *cap, ps_arena_t *arena, uint64_t sid, const ps_labels_t *ls);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/budget.h"
 #include "tsdb.h"
 
 typedef struct heap {
@@ -146,7 +147,9 @@ static int on_series(void *c_, uint64_t sid, const ps_labels_t *ls)
 {
     ctx_t *c = c_;
     ps_series_kind_t kind;
-    int ret = ps_reader_series_kind(c->r, sid, &kind, c->err);
+    int ret = ps_budget_check(c->err); /* a walk over every series: the query's deadline, its client */
+    if (ret == 0)
+        ret = ps_reader_series_kind(c->r, sid, &kind, c->err);
     if (ret != 0)
         return ret == PS_ENOTFOUND ? 0 : ret;
     if (kind == PS_SERIES_FLOAT) {

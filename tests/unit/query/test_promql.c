@@ -680,7 +680,7 @@ static void test_limits(void **state)
     o.end = 10999000;
     o.step = 1000;
     o.timeout = 1;
-    assert_int_equal(run(&f, "sum(rate(m[100000d])) + sum(changes(m[100000d]))", &o, &r), PS_ELIMIT);
+    assert_int_equal(run(&f, "sum(rate(m[100000d])) + sum(changes(m[100000d]))", &o, &r), PS_ETIMEOUT);
     assert_non_null(strstr(f.err.msg, "query timed out in query execution"));
     fx_end(&f);
 }

@@ -1,0 +1,290 @@
+"""The query worker pool and what bounds a query (web/qpool.c, core/budget.h): regex limits and the
+regex budget are 422 errors naming the matcher (never a silent "no match"), --query.timeout is a 503
+with errorType timeout, a client that goes away stops its query (profstore_queries_canceled_total),
+--query.max-concurrency queues the rest (profstore_query_inflight / _queue_length), --query.max-samples
+bounds a profile merge (422), and every read is clamped to now - --retention.
+
+The slow and explosive queries run over float series written with one remote_write request: 5,000
+series whose job values are "a" * N + "b" + a number, matched by {job=~"a.*", job!~"(a|aa)+$"}.
+`(a|aa)+$` backtracks through every split of the run of a's, Fibonacci(N) steps: N = 300 is past
+any limit, N = 27 needs some 832,000 PCRE2 steps (within the 1,000,000 of one match), a few ms."""
+
+import json
+import socket
+import struct
+import subprocess
+import time
+import urllib.parse
+
+import pytest
+import snappy
+
+import conftest
+from conftest import CPU_TYPE, README_TOTALS
+
+BOMB = '{job=~"a.*", job!~"(a|aa)+$"}'
+
+
+# ---- a hand-written remote-write 1.0 body (prometheus.WriteRequest) ------------------------------
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _field(num, payload):
+    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+
+
+def write_body(series):
+    """series: [(labels dict, [(t_ms, value)])] -> snappy'd WriteRequest."""
+    req = b""
+    for labels, samples in series:
+        ts = b""
+        for k in sorted(labels):
+            ts += _field(1, _field(1, k.encode()) + _field(2, labels[k].encode()))
+        for t, v in samples:
+            ts += _field(2, b"\x09" + struct.pack("<d", v) + b"\x10" + _varint(t & (2**64 - 1)))
+        req += _field(1, ts)
+    return snappy.compress(req)
+
+
+def remote_write(srv, series):
+    st, _, body = srv.request("POST", "/api/v1/write", body=write_body(series),
+                              headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy",
+                                       "X-Prometheus-Remote-Write-Version": "0.1.0"}, timeout=60)
+    assert st == 204, body[:300]
+
+
+def fill(srv, n_a, count=5000):
+    now_ms = int(time.time() * 1000)
+    remote_write(srv, [({"__name__": "m", "job": "a" * n_a + "b%04d" % i}, [(now_ms - 1000, 1.0)])
+                       for i in range(count)])
+
+
+def get(srv, path, params, timeout=30.0):
+    st, hdrs, body = srv.request("GET", path + "?" + urllib.parse.urlencode(params), timeout=timeout)
+    return st, json.loads(body) if body[:1] == b"{" else body
+
+
+def metric(srv, name):
+    return srv.metrics().get(name)
+
+
+def wait_for(what, fn, timeout=20.0):
+    end = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.05)
+
+
+def open_query(srv, path, params, pipelined=1):
+    """Sends a GET (pipelined times on one connection) and returns the socket without reading."""
+    s = socket.create_connection(("127.0.0.1", srv.port))
+    s.sendall(("GET %s?%s HTTP/1.1\r\nHost: x\r\n\r\n" % (path, urllib.parse.urlencode(params))).encode()
+              * pipelined)
+    return s
+
+
+# ---- regex limits and budget ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def bomb(module_server_factory):
+    s = module_server_factory(name="bomb", extra_args=["--query.max-regex-steps", "100000000"])
+    fill(s, 300)
+    return s
+
+
+def test_regex_limit_is_an_error_naming_the_matcher(bomb):
+    want = 'regex matcher job!~"(a|aa)+$": PCRE2 match limit hit on a value of 305 bytes'
+    for path, params in (("/api/v1/series", {"match[]": BOMB}),
+                         ("/api/v1/query", {"query": "count(%s)" % BOMB}),
+                         ("/api/v1/labels", {"match[]": BOMB})):
+        st, js = get(bomb, path, params)
+        assert st == 422, (path, st, js)
+        assert js == {"status": "error", "errorType": "execution", "error": want}, (path, js)
+    # four at once: each stops at its first value; /-/healthy and the store stay responsive
+    socks = [open_query(bomb, "/api/v1/series", {"match[]": BOMB}) for _ in range(4)]
+    assert bomb.get("/-/healthy")[0] == 200
+    for s in socks:
+        s.settimeout(30)
+        assert s.recv(64).startswith(b"HTTP/1.1 422"), "not a 422"
+        s.close()
+    # the same matchers over values that are fine answer every series
+    st, js = get(bomb, "/api/v1/query", {"query": 'count({job=~"a.*", job!~"a+"})'})
+    assert st == 200 and js["data"]["result"][0]["value"][1] == "5000", js
+
+
+def test_regex_budget_across_series(make_server):
+    # 5,000 values of 10 bytes: each match is decided in the first stage (charged 1,000 steps)
+    s = make_server(name="budget", extra_args=["--query.max-regex-steps", "100000"])
+    now_ms = int(time.time() * 1000)
+    remote_write(s, [({"__name__": "m", "job": "x%09d" % i}, [(now_ms - 1000, 1.0)]) for i in range(5000)])
+    st, js = get(s, "/api/v1/series", {"match[]": '{job=~"x.*"}'})
+    assert st == 422, js
+    assert js["error"] == ('regex matcher job=~"x.*": the query\'s regex budget is spent '
+                           '(--query.max-regex-steps) on a value of 10 bytes'), js
+    st, js = get(s, "/api/v1/series", {"match[]": '{job="x000000001"}'})
+    assert st == 200 and len(js["data"]) == 1, js
+
+
+# ---- timeout, cancellation, queueing --------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def slow(module_server_factory):
+    """Each series costs a few ms of regex: a query over all 5,000 takes many seconds."""
+    s = module_server_factory(name="slow", extra_args=["--query.max-regex-steps", "1000000000000",
+                                                         "--query.timeout", "1s", "--query.max-concurrency", "1"])
+    fill(s, 27)
+    return s
+
+
+def test_timeout_is_503_timeout(slow):
+    before = metric(slow, "profstore_queries_timed_out_total")
+    t0 = time.monotonic()
+    st, js = get(slow, "/api/v1/series", {"match[]": BOMB})
+    took = time.monotonic() - t0
+    assert st == 503, js
+    assert js == {"status": "error", "errorType": "timeout",
+                  "error": "query timed out in query execution (the limit is 1s, --query.timeout)"}, js
+    assert took < 30, took
+    assert metric(slow, "profstore_queries_timed_out_total") == before + 1
+    wait_for("the query thread to be free", lambda: metric(slow, "profstore_query_inflight") == 0)
+
+
+def test_connect_timeout_is_deadline_exceeded(slow):
+    body = json.dumps({"matchers": [BOMB], "start": 0, "end": int(time.time() * 1000) + 60000}).encode()
+    st, _, out = slow.request("POST", "/querier.v1.QuerierService/Series", body=body,
+                              headers={"Content-Type": "application/json"}, timeout=30)
+    js = json.loads(out)
+    assert st == 504 and js["code"] == "deadline_exceeded", (st, js)
+    assert js["message"] == "query timed out in query execution (the limit is 1s, --query.timeout)", js
+    # an earlier Connect-Timeout-Ms wins
+    st, _, out = slow.request("POST", "/querier.v1.QuerierService/Series", body=body,
+                              headers={"Content-Type": "application/json", "Connect-Timeout-Ms": "300"}, timeout=30)
+    js = json.loads(out)
+    assert st == 504 and js == {"code": "deadline_exceeded", "message": "query timed out in query execution "
+                                "(the limit is 300ms, Connect-Timeout-Ms)"}, (st, js)
+
+
+def test_client_gone_cancels_and_queue(make_server):
+    s = make_server(name="cancel", extra_args=["--query.max-regex-steps", "1000000000000",
+                                               "--query.max-concurrency", "1"])
+    fill(s, 27)
+    first = open_query(s, "/api/v1/series", {"match[]": BOMB}, pipelined=2)  # h2o takes one at a time
+    wait_for("the first query to run", lambda: metric(s, "profstore_query_inflight") == 1)
+    second = open_query(s, "/api/v1/series", {"match[]": BOMB})
+    wait_for("the second query to queue", lambda: metric(s, "profstore_query_queue_length") == 1)
+    m = s.metrics()
+    assert m["profstore_query_concurrency_max"] == 1 and m["profstore_query_inflight"] == 1, m
+    # /-/healthy and a push are answered while the query thread is busy
+    assert s.get("/-/healthy")[0] == 200
+    remote_write(s, [({"__name__": "other", "job": "z"}, [(int(time.time() * 1000), 2.0)])])
+    second.close()  # dropped from the queue without running
+    first.close()   # stopped while running
+    wait_for("both to be canceled", lambda: metric(s, "profstore_queries_canceled_total") == 2)
+    wait_for("the query thread to be free", lambda: metric(s, "profstore_query_inflight") == 0)
+    m = s.metrics()
+    assert m["profstore_query_inflight"] == 0 and m["profstore_query_queue_length"] == 0, m
+    assert m["profstore_queries_total"] == 2, m
+    st, js = get(s, "/api/v1/series", {"match[]": '{job="z"}'})
+    assert st == 200 and len(js["data"]) == 1, js
+
+
+def test_shutdown_stops_running_queries(make_server):
+    s = make_server(name="shutdown", extra_args=["--query.max-regex-steps", "1000000000000"])
+    fill(s, 27)
+    sock = open_query(s, "/api/v1/series", {"match[]": BOMB})
+    wait_for("the query to run", lambda: metric(s, "profstore_query_inflight") == 1)
+    t0 = time.monotonic()
+    assert s.stop() == 0
+    assert time.monotonic() - t0 < 10
+    sock.settimeout(10)
+    answer = b""
+    while True:
+        part = sock.recv(65536)
+        if not part:
+            break
+        answer += part
+    assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+    assert answer.endswith(b'{"status":"error","errorType":"unavailable",'
+                           b'"error":"profstore is shutting down: the query was stopped"}\n'), answer[-200:]
+
+
+def _h2_frame(typ, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([typ, flags]) + struct.pack(">I", stream) + payload
+
+
+def _hpack_literal(name, value):
+    """A literal header field without indexing, new name, no Huffman coding (RFC 7541 6.2.2)."""
+    n, v = name.encode(), value.encode()
+    assert len(n) < 127 and len(v) < 127
+    return b"\x00" + bytes([len(n)]) + n + bytes([len(v)]) + v
+
+
+def _h2c_flags():
+    """--web.enable-h2c where the binary has it (cleartext HTTP/2 is off by default there)."""
+    out = subprocess.run([conftest.PROFSTORE_BIN, "--help"], capture_output=True, text=True)
+    return ["--web.enable-h2c"] if "--web.enable-h2c" in out.stdout + out.stderr else []
+
+
+def test_http2_stream_reset_cancels(make_server):
+    s = make_server(name="h2", extra_args=["--query.max-regex-steps", "1000000000000"] + _h2c_flags())
+    fill(s, 27)
+    path = "/api/v1/series?" + urllib.parse.urlencode({"match[]": BOMB})
+    block = b"".join(_hpack_literal(k, v) for k, v in ((":method", "GET"), (":scheme", "http"),
+                                                       (":authority", "x"), (":path", path)))
+    c = socket.create_connection(("127.0.0.1", s.port))
+    c.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + _h2_frame(4, 0, 0) + _h2_frame(1, 0x5, 1, block))
+    wait_for("the query to run", lambda: metric(s, "profstore_query_inflight") == 1)
+    c.sendall(_h2_frame(3, 0, 1, struct.pack(">I", 8)))  # RST_STREAM(CANCEL); the connection stays
+    wait_for("the query to be canceled", lambda: metric(s, "profstore_queries_canceled_total") == 1)
+    wait_for("the query thread to be free", lambda: metric(s, "profstore_query_inflight") == 0)
+    c.close()
+
+
+# ---- samples budget of profile merges, the retention clamp ----------------------------------------
+
+def test_max_samples_on_a_profile_merge(make_server):
+    s = make_server(name="samples", extra_args=["--query.max-samples", "100"])
+    now = int(time.time())
+    st, _ = s.push("go/cpu-01.pb.gz", labels='{job="api"}', time=str(now - 60))
+    assert st == 200, s.last_raw
+    st, js = get(s, "/api/v1/profiles/query", {"query": CPU_TYPE, "start": now - 120, "end": now, "format": "top"})
+    assert st == 422, js
+    assert js == {"status": "error", "errorType": "execution",
+                  "error": "query processing would load too many samples into memory in query execution "
+                           "(the limit is 100 samples, --query.max-samples)"}, js
+
+
+def test_reads_clamped_to_retention(make_server):
+    s = make_server(name="retention", retention="2h")
+    now = int(time.time())
+    for rel, ts in (("go/cpu-01.pb.gz", now - 3000), ("go/cpu-02.pb.gz", now - 60)):
+        st, _ = s.push(rel, labels='{job="api"}', time=str(ts))
+        assert st == 200, s.last_raw
+    assert s.post_json("/api/v1/admin/compact")["status"] == "success"  # one chunk holds both
+    cpu01, cpu02 = README_TOTALS["go/cpu-01.pb.gz"][1], README_TOTALS["go/cpu-02.pb.gz"][1]
+    q = {"query": CPU_TYPE, "start": now - 7200, "end": now, "format": "top"}
+    assert get(s, "/api/v1/profiles/query", q)[1]["total"] == cpu01 + cpu02
+    s.restart(retention="30m")  # the chunk's newest profile is recent: retention keeps the chunk
+    st, js = get(s, "/api/v1/profiles/query", q)
+    assert st == 200 and js["total"] == cpu02, js
+    st, js = get(s, "/api/v1/query", {"query": "count_over_time(%s[2h])" % CPU_TYPE, "time": now})
+    assert st == 200 and js["data"]["result"][0]["value"][1] == "1", js
+    body = json.dumps({"profileTypeID": CPU_TYPE, "labelSelector": "{}", "start": (now - 7200) * 1000,
+                       "end": now * 1000}).encode()
+    st, _, out = s.request("POST", "/querier.v1.QuerierService/SelectMergeStacktraces", body=body,
+                           headers={"Content-Type": "application/json"})
+    assert st == 200 and int(json.loads(out)["flamegraph"]["total"]) == cpu02, out[:300]

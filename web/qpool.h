@@ -1,0 +1,41 @@
+/*
+ * qpool.h - the query worker pool: routes of class PS_ROUTE_POOL run on threads of their own
+ * (--query.max-concurrency of them, the rest queued), under a query budget (core/budget.h), and
+ * stop when their client goes away or --query.timeout passes. qpool.c tells how.
+ */
+#ifndef PS_WEB_QPOOL_H
+#define PS_WEB_QPOOL_H
+
+#include <h2o.h>
+#include <stdbool.h>
+
+#include "core/err.h"
+#include "core/mem.h"
+#include "server.h"
+
+/** Queries that may wait for a thread; more are refused with 503 at once. */
+#define PS_QPOOL_MAX_QUEUE 1024
+
+/** The query threads run SCHED_IDLE (else at this nice value; the others keep SCHED_OTHER, nice 0):
+ *  the scheduler gives a runnable HTTP or writer thread the CPU before them. */
+#define PS_QPOOL_NICE 19
+
+typedef struct ps_qpool ps_qpool_t;
+
+/** Starts nthreads query threads for s (s->qpool is the caller's to set). NULL on failure. */
+ps_qpool_t *ps_qpool_start(ps_server_t *s, uint32_t nthreads, ps_err_t *err);
+/** Cancels what is queued or running and joins the threads; their answers go to the loops, which
+ *  must still run. NULL is a no-op. */
+void ps_qpool_stop(ps_qpool_t *p);
+/** Runs fn(req) on the pool when cls has PS_ROUTE_POOL (and a pool runs), else at once. Returns 0
+ *  (as a handler). Call on the request's loop thread. */
+int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req));
+/** For ps_http_send: when req is the clone a query thread runs, keeps the answer (req->res and
+ *  body) for the loop to send and returns true; false for a real request. */
+bool ps_qpool_capture(h2o_req_t *req, const void *body, size_t len);
+/** Whether req is the clone of a query thread. */
+bool ps_qpool_is_clone(h2o_req_t *req);
+/** The pool's gauges and counters, in the text exposition format (for /metrics). */
+void ps_qpool_metrics(ps_qpool_t *p, ps_buf_t *b);
+
+#endif
