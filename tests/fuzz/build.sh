@@ -41,7 +41,7 @@ fuzzcc() {
 
 # shellcheck disable=SC2046
 fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib) \
-    "$here/fuzz_pprof.c" "$root/proto/pprof.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/src/core/*.c \
+    "$here/fuzz_pprof.c" "$root/proto/pprof.c" "$root/proto/inflate.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/src/core/*.c \
     $(pkg-config --libs libprotobuf-c zlib) -lm -lpthread \
     -o "$out/fuzz_pprof"
 
@@ -77,7 +77,7 @@ if [ -f "$root/proto/remote.proto" ] && [ -f "$here/fuzz_remote.c" ]; then
     protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/remote.proto"
     # shellcheck disable=SC2046
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c) \
-        "$here/fuzz_remote.c" "$root/proto/remote.c" "$root/proto/pballoc.c" "$gen/remote.pb-c.c" "$root"/src/core/*.c \
+        "$here/fuzz_remote.c" "$root/proto/remote.c" "$root/proto/inflate.c" "$root/proto/pballoc.c" "$gen/remote.pb-c.c" "$root"/src/core/*.c \
         $(pkg-config --libs libprotobuf-c) -lsnappy -lm -lpthread \
         -o "$out/fuzz_remote"
 fi
@@ -88,7 +88,7 @@ if [ -f "$root/proto/remote_read.c" ] && [ -f "$here/fuzz_remote_read.c" ]; then
     [ -f "$gen/remote.pb-c.c" ] || protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/remote.proto"
     # shellcheck disable=SC2046
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c) \
-        "$here/fuzz_remote_read.c" "$root/proto/remote_read.c" "$root/proto/remote.c" "$root/proto/pballoc.c" \
+        "$here/fuzz_remote_read.c" "$root/proto/remote_read.c" "$root/proto/remote.c" "$root/proto/inflate.c" "$root/proto/pballoc.c" \
         "$gen/remote.pb-c.c" "$root"/src/core/*.c \
         $(pkg-config --libs libprotobuf-c) -lsnappy -lm -lpthread \
         -o "$out/fuzz_remote_read"
@@ -112,7 +112,7 @@ if [ -f "$root/src/ingest/pyroscope.c" ] && [ -f "$here/fuzz_pyingest.c" ]; then
     # shellcheck disable=SC2046
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib jansson) \
         "$here/fuzz_pyingest.c" "$root/src/ingest/pyroscope.c" "$root/src/ingest/multipart.c" \
-        "$root/src/ingest/ingest.c" "$root/proto/pprof.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" \
+        "$root/src/ingest/ingest.c" "$root/proto/pprof.c" "$root/proto/inflate.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" \
         "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
         $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_pyingest"
