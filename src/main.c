@@ -63,7 +63,7 @@ static const char usage[] =
     "                                   so the HTTP threads stay free (default: the CPUs; at most 256;\n"
     "                                   0 = decode on the HTTP threads)\n"
     "  --ingest.decode-queue-max-bytes=SIZE  bodies waiting for a decode thread; past it writes get 429\n"
-    "                                   (remote write 503) with Retry-After (default 64MiB)\n"
+    "                                   (remote write 503) with Retry-After (default 32MiB)\n"
     "  --query.max-regex-steps=N        PCRE2 steps one query's regex matchers may take (default 1000000000)\n"
     "  --storage.max-size=SIZE          most the LMDB store may grow to (default 256GiB)\n"
     "  --storage.compact-max-profiles=N fold a series' head into a chunk at N profiles (default 120)\n"
@@ -510,7 +510,7 @@ int main(int argc, char **argv)
     f.query_timeout = 120 * PS_NS_PER_S;
     f.query_max_concurrency = 20;
     f.query_max_regex_steps = 1000000000;
-    f.decode_queue_bytes = 64ull << 20; /* web/qpool.h: PS_DPOOL_DEFAULT_BYTES */
+    f.decode_queue_bytes = 32ull << 20; /* web/qpool.h: PS_DPOOL_DEFAULT_BYTES */
     f.query_max_samples = 50000000;
     f.max_conns = 512;
     f.header_timeout = 10 * PS_NS_PER_S;

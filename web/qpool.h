@@ -26,7 +26,7 @@ typedef struct ps_qpool ps_qpool_t;
 /** Starts nthreads query threads for s (s->qpool is the caller's to set). NULL on failure. */
 ps_qpool_t *ps_qpool_start(ps_server_t *s, uint32_t nthreads, ps_err_t *err);
 /** Default bound of the decode pool's queue (bytes of bodies waiting). */
-#define PS_DPOOL_DEFAULT_BYTES (64u << 20)
+#define PS_DPOOL_DEFAULT_BYTES (32u << 20)
 /** Starts the decode pool (qpool.c tells): nthreads threads for PS_ROUTE_DECODE writes, at most
  *  max_bytes of bodies waiting (0: PS_DPOOL_DEFAULT_BYTES); s->dpool is the caller's to set. */
 ps_qpool_t *ps_qpool_start_decode(ps_server_t *s, uint32_t nthreads, size_t max_bytes, ps_err_t *err);

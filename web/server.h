@@ -37,7 +37,7 @@ typedef struct ps_server_opts {
     uint64_t query_max_regex_steps; /* PCRE2 steps charged to one query's regex matchers (0: none) */
     uint32_t query_max_concurrency; /* query pool threads (0: no pool, queries run on the loops) */
     uint32_t decode_threads;  /* decode pool threads (0: no pool, pushes are decoded on the loops) */
-    size_t decode_queue_bytes; /* bodies waiting for a decode thread, at most (0: 64 MiB); past it 429/503 */
+    size_t decode_queue_bytes; /* bodies waiting for a decode thread, at most (0: 32 MiB); past it 429/503 */
     ps_pprof_limits_t limits;
     ps_read_opts_t read;     /* remote read: sample limit, frame size, series per query */
     uint32_t read_concurrency; /* remote reads at once (0 = no limit); more get 503 */
