@@ -25,7 +25,11 @@ typedef struct ps_loop {
     ps_arena_t *free_arenas[64];
     int nfree;
     struct ps_websec *websec; /* tls.c: the web configuration this loop applies (a reference), or NULL */
-    bool worker; /* a pool thread's stand-in (qpool.c): its arenas are pooled only on its own thread */
+    bool worker; /* a pool thread's stand-in (qpool.c): arenas given back on another thread (a loop,
+                  * by a deferred write's callback) wait in ret_arenas until the worker takes them */
+    pthread_mutex_t ret_mu;
+    ps_arena_t *ret_arenas[64];
+    int nret;
 } ps_loop_t;
 
 /** The stand-in loop of the pool thread this is (qpool.c), NULL on any other thread. */

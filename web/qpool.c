@@ -527,6 +527,7 @@ static ps_qpool_t *pool_start(ps_server_t *s, uint32_t nthreads, bool decode, si
     for (uint32_t i = 0; i < p->nthreads; i++) {
         p->wloops[i].srv = s;
         p->wloops[i].worker = true;
+        pthread_mutex_init(&p->wloops[i].ret_mu, NULL);
         worker_arg_t *wa = ps_xmalloc(sizeof(*wa));
         *wa = (worker_arg_t){p, i};
         if (pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
