@@ -452,8 +452,7 @@ static void run_job(ps_qpool_t *p, ps_loop_t *wl, qjob_t *j)
     else if (j->answered && (j->status == 503 || j->status == 504) && j->deadline != 0 && ps_time_mono() > j->deadline)
         atomic_fetch_add(&p->timed_out, 1);
     h2o_mem_clear_pool(&j->req.pool);
-    cur_job = NULL;
-    ps_async_complete(&j->async);
+    cur_job = NULL; /* the worker sends the completion once p->cur no longer names j */
 }
 
 typedef struct worker_arg {
@@ -503,6 +502,9 @@ Run:
         pthread_mutex_lock(&p->mu);
         p->cur[wa_i] = NULL;
         p->running--;
+        pthread_mutex_unlock(&p->mu);
+        ps_async_complete(&j->async); /* the loop may free j at once: ps_qpool_stop must not see it */
+        pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < wl->nfree; i++) {
@@ -652,6 +654,14 @@ int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
         watch(j, req);
     atomic_fetch_add(&p->total, 1);
     pthread_mutex_lock(&p->mu);
+    if (p->stop) { /* stopped since the check above: the threads may be gone, answered 503 by on_done */
+        p->queued--;
+        p->queued_bytes -= bytes;
+        pthread_mutex_unlock(&p->mu);
+        atomic_store(&j->shutdown, 1);
+        ps_async_complete(&j->async);
+        return 0;
+    }
     if (p->tail != NULL)
         p->tail->next = j;
     else
