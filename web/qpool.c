@@ -108,6 +108,7 @@ struct qjob {
     size_t nres_headers;
     h2o_iovec_t body;
     /* the decode pool */
+    bool decode;  /* a job of the decode pool */
     size_t bytes; /* the body: counted in queued_bytes while the job waits */
     ps_async_t *def_a; /* the handler's completion, deferred (ps_qpool_defer; worker sets, before the hand-off) */
     ps_async_cb def_cb;
@@ -400,7 +401,9 @@ static void on_done(ps_async_t *a, h2o_req_t *req)
     }
     if (req != NULL) {
         if (atomic_load(&j->shutdown)) {
-            answer_error(req, j->shape, PS_EUNAVAIL, "profstore is shutting down: the query was stopped");
+            answer_error(req, j->shape, PS_EUNAVAIL,
+                         j->decode ? "profstore is shutting down: the write was not decoded"
+                                   : "profstore is shutting down: the query was stopped");
         } else if (!j->answered) {
             answer_error(req, j->shape, PS_EINTERNAL, "the query ended without an answer");
         } else {
@@ -607,9 +610,12 @@ int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
             snprintf(msg, sizeof(msg),
                      "overloaded: %u writes (%zu bytes) wait to be decoded (--ingest.decode-queue-max-bytes=%zu); "
                      "retry later", qn, qb, p->max_bytes);
-            if (h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT("/api/v1/write")))
-                ps_http_error_status(req, 503, msg); /* as the write queue: Prometheus retries a 5xx, not a 429 */
-            else
+            if (h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT("/api/v1/write"))) {
+                /* as api_write.c answers a full write queue: 503 (Prometheus retries a 5xx, not a 429), text */
+                size_t n = strlen(msg);
+                msg[n] = '\n';
+                ps_http_send(req, 503, "text/plain; charset=utf-8", msg, n + 1);
+            } else
                 answer_error(req, shape, PS_EOVERLOAD, msg);
             return 0;
         } else {
@@ -637,6 +643,7 @@ int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
     j->processed_at = req->processed_at.at;
     copy_headers(&j->arena, &req->headers, &j->req_headers, &j->nreq_headers);
     j->bytes = bytes;
+    j->decode = p->decode;
     if (!p->decode && s->opts.query_timeout > 0) {
         /* from the request's arrival (its first byte), as the client counts it */
         struct timeval now, *t0 = h2o_timeval_is_null(&j->begin_at) ? &j->processed_at : &j->begin_at;
