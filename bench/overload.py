@@ -4,12 +4,15 @@ health and small queries keep answering.
 
   /usr/bin/python3 bench/overload.py [--duration 60] [--factor 10] [--profstore build/profstore]
 
-1. Starts profstore (its own data dir, default flags but --threads 2) and measures its capacity:
+1. Starts profstore (its own data dir, default flags but --threads 2, --web.max-connections 4096
+   for the senders' connections, and any --server-arg) and measures its capacity:
    8 closed-loop senders push a generated CPU profile (--samples samples, distinct stacks, each
    push its own series) for --measure seconds: 200s a second.
-2. Offers --factor times that rate, open loop (--senders threads, each on its own schedule; a
-   sender that falls behind sends at once, never in a burst), for --duration seconds, while a
-   prober asks /-/healthy and /api/v1/labels every 100 ms and RSS is sampled every 100 ms.
+2. Offers --factor times that rate, open loop, for --duration seconds: --procs sender processes
+   (Python threads alone could not offer more than ~1.5x), each an asyncio loop of --conns keep-alive
+   connections sending prebuilt requests on a schedule of their own (a connection that falls behind sends at
+   once, never in a burst), while a prober asks /-/healthy and /api/v1/labels every 100 ms and RSS
+   is sampled every 100 ms. 429 and 503 answers are counted with whether they said Retry-After.
 3. Stops the server (SIGTERM), starts it again and checks that every push answered 200 is stored.
 Prints the capacity, the offered and achieved rates, the 200/429/503/other counts, RSS (max
 sampled, VmHWM), the health and query latencies (max, p99), and the durability check.
@@ -17,6 +20,7 @@ sampled, VmHWM), the health and query latencies (max, p99), and the durability c
 
 import argparse
 import http.client
+import multiprocessing
 import os
 import random
 import shutil
@@ -65,14 +69,15 @@ def free_port():
 
 
 class Server:
-    def __init__(self, binary, data_dir, log):
-        self.binary, self.data_dir, self.log = binary, data_dir, log
+    def __init__(self, binary, data_dir, log, extra=()):
+        self.binary, self.data_dir, self.log, self.extra = binary, data_dir, log, list(extra)
         self.proc = None
 
     def start(self):
         self.port = free_port()
         self.proc = subprocess.Popen([self.binary, "--listen", "127.0.0.1:%d" % self.port, "--data-dir",
-                                      str(self.data_dir), "--retention", "0", "--threads", "2"],
+                                      str(self.data_dir), "--retention", "0", "--threads", "2",
+                                      "--web.max-connections", "4096"] + self.extra,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -113,6 +118,77 @@ def push_path(i):
     return "/api/v1/profiles/write?name=process_cpu&labels=" + urllib.parse.quote('{job="bench",req="%d"}' % i)
 
 
+def raw_request(path, body):
+    return (b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\n"
+            b"Content-Length: %d\r\n\r\n" % (path.encode(), len(body))) + body
+
+
+async def read_response(reader):
+    """(status, has Retry-After, wants close) of one answer on a keep-alive connection."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head[:-4].split(b"\r\n")
+    status = int(lines[0].split()[1])
+    clen, retry, close = 0, False, False
+    for ln in lines[1:]:
+        k, _, v = ln.partition(b":")
+        k = k.strip().lower()
+        if k == b"content-length":
+            clen = int(v)
+        elif k == b"retry-after":
+            retry = True
+        elif k == b"connection" and v.strip().lower() == b"close":
+            close = True
+    if clen:
+        await reader.readexactly(clen)
+    return status, retry, close
+
+
+def sender_proc(k, port, body, per, nconns, start_at, stop_at, out):
+    """One sender process: nconns keep-alive connections on one asyncio loop, each pushing every per
+    seconds (ids (k*1000 + conn + 1)*10^6 + n); puts (counts, retry-after counts, acked ids) on out."""
+    import asyncio
+    counts, retry, acked = {}, {}, []
+
+    async def conn_main(c):
+        rw, n = None, 0
+        nxt = start_at + per * (k * nconns + c) / (nconns * 64)
+        while True:
+            now = time.monotonic()
+            if now >= stop_at:
+                break
+            if nxt > now:
+                await asyncio.sleep(nxt - now)
+            i = (k * 1000 + c + 1) * 10**6 + n  # above the ids of the capacity phase
+            n += 1
+            try:
+                if rw is None:
+                    rw = await asyncio.open_connection("127.0.0.1", port)
+                rw[1].write(raw_request(push_path(i), body))
+                st, ra, close = await asyncio.wait_for(read_response(rw[0]), 120)
+                if close:
+                    rw[1].close()
+                    rw = None
+            except (OSError, EOFError, asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
+                st, ra = "error:" + type(e).__name__, False
+                if rw is not None:
+                    rw[1].close()
+                rw = None
+            counts[st] = counts.get(st, 0) + 1
+            if ra:
+                retry[st] = retry.get(st, 0) + 1
+            if st == 200:
+                acked.append(i)
+            nxt = max(nxt + per, time.monotonic() - per)  # behind: at once, but no burst
+        if rw is not None:
+            rw[1].close()
+
+    async def run():
+        await asyncio.gather(*(conn_main(c) for c in range(nconns)))
+
+    asyncio.run(run())
+    out.put((counts, retry, acked))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--profstore", default=str(HERE.parent / "build" / "profstore"))
@@ -120,13 +196,15 @@ def main():
     ap.add_argument("--factor", type=float, default=10.0)
     ap.add_argument("--measure", type=float, default=5.0)
     ap.add_argument("--samples", type=int, default=1000)
-    ap.add_argument("--senders", type=int, default=200)
+    ap.add_argument("--procs", type=int, default=4, help="sender processes")
+    ap.add_argument("--conns", type=int, default=750, help="keep-alive connections per sender process (asyncio)")
+    ap.add_argument("--server-arg", action="append", default=[], help="one more profstore flag (repeatable)")
     args = ap.parse_args()
 
     body = gen_profile(args.samples)
     work = Path(tempfile.mkdtemp(prefix="ps-overload-"))
     log = open(work / "profstore.log", "ab")
-    srv = Server(args.profstore, work / "data", log)
+    srv = Server(args.profstore, work / "data", log, args.server_arg)
     srv.start()
     lock = threading.Lock()
     acked = []
@@ -169,24 +247,15 @@ def main():
     measure_counts = dict(counts)
     counts.clear()
 
-    # 2. open loop at factor x capacity
+    # 2. open loop at factor x capacity, from --procs processes
     rate = capacity * args.factor
-    per = args.senders / rate  # seconds between one sender's pushes
-    stop_at = time.monotonic() + args.duration
+    nconns = args.procs * args.conns
+    per = nconns / rate  # seconds between one connection's pushes
+    start_at = time.monotonic() + 0.5
+    stop_at = start_at + args.duration
     rss_max = [0]
     lat = {"health": [], "labels": []}
     done = threading.Event()
-
-    def sender(k):
-        nxt = time.monotonic() + per * k / args.senders
-        while True:
-            now = time.monotonic()
-            if now >= stop_at:
-                return
-            if nxt > now:
-                time.sleep(nxt - now)
-            one_push()
-            nxt = max(nxt + per, time.monotonic() - per)  # behind: at once, but no burst
 
     def prober():
         while not done.is_set():
@@ -207,16 +276,26 @@ def main():
             anon_max[0] = max(anon_max[0], srv.status_kb("RssAnon"))  # the rest: LMDB's mapped file
             time.sleep(0.1)
 
-    aux = [threading.Thread(target=prober), threading.Thread(target=sampler)]
+    mp = multiprocessing.get_context("fork")
+    out = mp.Queue()
+    procs = [mp.Process(target=sender_proc, args=(k, srv.port, body, per, args.conns, start_at, stop_at, out))
+             for k in range(args.procs)]
+    for p in procs:
+        p.start()
+    aux = [threading.Thread(target=prober), threading.Thread(target=sampler)]  # after the fork
     for t in aux:
         t.start()
-    ts = [threading.Thread(target=sender, args=(k,)) for k in range(args.senders)]
-    t0 = time.monotonic()
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    elapsed = time.monotonic() - t0
+    retries = {}
+    for _ in procs:
+        c, r, a = out.get()
+        for kk, v in c.items():
+            counts[kk] = counts.get(kk, 0) + v
+        for kk, v in r.items():
+            retries[kk] = retries.get(kk, 0) + v
+        acked.extend(a)
+    for p in procs:
+        p.join()
+    elapsed = time.monotonic() - start_at
     done.set()
     for t in aux:
         t.join()
@@ -225,7 +304,11 @@ def main():
     offered = sum(counts.values())
     print("overload: %.0f s, target %.0f pushes/s (%.0fx), offered %.0f/s (%.1fx capacity)"
           % (elapsed, rate, args.factor, offered / elapsed, offered / elapsed / capacity if capacity else 0))
+    print("senders: %d processes x %d keep-alive connections" % (args.procs, args.conns))
     print("answers: " + ", ".join("%s: %d" % (k, v) for k, v in sorted(counts.items(), key=lambda kv: str(kv[0]))))
+    for st in (429, 503):
+        if counts.get(st):
+            print("refused %d: %d, with Retry-After: %d" % (st, counts[st], retries.get(st, 0)))
     print("stored (200): %.0f/s" % (counts.get(200, 0) / elapsed))
     print("server alive after the load: %s" % alive)
     print("RSS: max sampled %.1f MiB (anonymous at most %.1f MiB; the rest is LMDB's mapped file), VmHWM %.1f MiB"

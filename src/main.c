@@ -59,6 +59,11 @@ static const char usage[] =
     "                                   a profile merge reads (default 50000000)\n"
     "  --query.max-concurrency=N        queries run at once on the query threads; more wait (default 20;\n"
     "                                   at most 256; 0 = no query threads: queries run on the HTTP threads)\n"
+    "  --ingest.decode-threads=N        threads that decode pushes and remote writes (gunzip, snappy, pprof),\n"
+    "                                   so the HTTP threads stay free (default: the CPUs; at most 256;\n"
+    "                                   0 = decode on the HTTP threads)\n"
+    "  --ingest.decode-queue-max-bytes=SIZE  bodies waiting for a decode thread; past it writes get 429\n"
+    "                                   (remote write 503) with Retry-After (default 32MiB)\n"
     "  --query.max-regex-steps=N        PCRE2 steps one query's regex matchers may take (default 1000000000)\n"
     "  --storage.max-size=SIZE          most the LMDB store may grow to (default 256GiB)\n"
     "  --storage.compact-max-profiles=N fold a series' head into a chunk at N profiles (default 120)\n"
@@ -118,6 +123,7 @@ typedef struct flags {
     uint64_t read_sample_limit, read_concurrent_limit, read_max_frame;
     int64_t query_timeout;
     uint64_t query_max_concurrency, query_max_regex_steps; /* the query pool (web/qpool.c) */
+    uint64_t decode_threads, decode_queue_bytes;             /* the decode pool (web/qpool.c) */
     uint64_t query_max_samples;
     int nosync, admin_api, lifecycle;
     uint64_t max_conns, body_min_rate, h2_max_resets;
@@ -181,6 +187,7 @@ static void parse_flags(int argc, char **argv, flags_t *f)
                                       "storage.max-size", "storage.compact-max-profiles", "threads",
                                       "query.max-series", "storage.commit-delay", "query.timeout",
                                       "query.max-samples", "query.max-concurrency", "query.max-regex-steps",
+                                      "ingest.decode-threads", "ingest.decode-queue-max-bytes",
                                       "storage.remote.read-sample-limit",
                                       "storage.remote.read-concurrent-limit",
                                       "storage.remote.read-max-bytes-in-frame", "web.config.file", "web.max-connections",
@@ -255,6 +262,16 @@ static void parse_flags(int argc, char **argv, flags_t *f)
         }
         else if (strcmp(name, "query.max-samples") == 0)
             num = &f->query_max_samples;
+        else if (strcmp(name, "ingest.decode-queue-max-bytes") == 0)
+            size = &f->decode_queue_bytes;
+        else if (strcmp(name, "ingest.decode-threads") == 0) { /* 0 (decode on the HTTP threads) .. 256 */
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(val, &end, 10);
+            if (errno || *end || end == val || val[0] == '-' || v > 256)
+                die_usage("--%s: \"%s\" is not a number in range", name, val);
+            f->decode_threads = v;
+        }
         else if (strcmp(name, "web.read-header-timeout") == 0)
             dur = &f->header_timeout;
         else if (strcmp(name, "web.body-idle-timeout") == 0)
@@ -363,6 +380,8 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("query.max-series", fmt_dup("%llu", (unsigned long long)f->max_series));
     FLAG("query.max-samples", fmt_dup("%llu", (unsigned long long)f->query_max_samples));
     FLAG("query.max-concurrency", fmt_dup("%llu", (unsigned long long)f->query_max_concurrency));
+    FLAG("ingest.decode-threads", fmt_dup("%llu", (unsigned long long)f->decode_threads));
+    FLAG("ingest.decode-queue-max-bytes", fmt_size(f->decode_queue_bytes));
     FLAG("query.max-regex-steps", fmt_dup("%llu", (unsigned long long)f->query_max_regex_steps));
     FLAG("query.timeout", fmt_dur(f->query_timeout));
     FLAG("storage.remote.read-sample-limit", fmt_dup("%llu", (unsigned long long)f->read_sample_limit));
@@ -491,6 +510,7 @@ int main(int argc, char **argv)
     f.query_timeout = 120 * PS_NS_PER_S;
     f.query_max_concurrency = 20;
     f.query_max_regex_steps = 1000000000;
+    f.decode_queue_bytes = 32ull << 20; /* web/qpool.h: PS_DPOOL_DEFAULT_BYTES */
     f.query_max_samples = 50000000;
     f.max_conns = 512;
     f.header_timeout = 10 * PS_NS_PER_S;
@@ -500,6 +520,7 @@ int main(int argc, char **argv)
     f.h2_max_resets = 100;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     f.threads = ncpu > 0 ? (uint64_t)ncpu : 1;
+    f.decode_threads = ncpu < 1 ? 1 : ncpu > 256 ? 256 : (uint64_t)ncpu;
     parse_flags(argc, argv, &f);
 
     int lvl = ps_log_parse_level(f.log_level);
@@ -563,6 +584,8 @@ int main(int argc, char **argv)
     srv.opts.query_max_samples = f.query_max_samples;
     srv.opts.query_max_concurrency = (uint32_t)f.query_max_concurrency;
     srv.opts.query_max_regex_steps = f.query_max_regex_steps;
+    srv.opts.decode_threads = (uint32_t)f.decode_threads;
+    srv.opts.decode_queue_bytes = (size_t)f.decode_queue_bytes;
     ps_pprof_limits_default(&srv.opts.limits);
     srv.opts.limits.max_inflated = f.max_inflated;
     srv.opts.retention_ns = f.retention;

@@ -63,8 +63,7 @@ static void on_complete(ps_async_t *a, h2o_req_t *req)
     }
     if (bad == NULL)
         atomic_fetch_add(&s->ingest_bytes, p->body_len);
-    if (req == NULL)
-        c->req = NULL; /* the client went away: only release */
+    c->req = req; /* NULL: the client went away, only release; decoded on the decode pool: the real request */
     if (bad != NULL) {
         ps_log_debug("connect push rejected", "err=%s", ps_log_q(bad->msg));
         ps_connect_error(c, ps_connect_code_of(bad_code), bad->msg);

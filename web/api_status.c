@@ -277,6 +277,7 @@ int ps_api_metrics(h2o_req_t *req)
     COUNTER("profstore_ingest_samples_total", "pprof samples in stored profiles.", atomic_load(&s->ingest_samples));
     ps_api_write_metrics(s, &b);
     ps_qpool_metrics(s->qpool, &b);
+    ps_qpool_metrics(s->dpool, &b);
     COUNTER("profstore_writer_batches_total", "Write transactions committed.", ws.batches);
     COUNTER("profstore_writer_appends_failed_total", "Profiles the writer refused.", ws.failed);
     COUNTER("profstore_writer_duplicates_total", "Identical re-pushes acknowledged without writing.", ws.duplicates);

@@ -34,7 +34,7 @@ typedef struct method {
 } method_t;
 
 static const method_t methods[] = {
-    {"/push.v1.PusherService/Push", ps_connect_push, PS_ROUTE_WRITE},
+    {"/push.v1.PusherService/Push", ps_connect_push, PS_ROUTE_WRITE | PS_ROUTE_DECODE},
     {"/querier.v1.QuerierService/ProfileTypes", ps_connect_querier_profile_types, PS_ROUTE_READ | PS_ROUTE_POOL},
     {"/querier.v1.QuerierService/LabelNames", ps_connect_querier_label_names, PS_ROUTE_READ | PS_ROUTE_POOL},
     {"/querier.v1.QuerierService/LabelValues", ps_connect_querier_label_values, PS_ROUTE_READ | PS_ROUTE_POOL},

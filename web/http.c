@@ -380,6 +380,8 @@ static void on_link_dispose(void *p)
 void ps_async_init(ps_async_t *a, h2o_req_t *req, ps_async_cb cb)
 {
     memset(&a->msg, 0, sizeof(a->msg));
+    if (ps_qpool_defer(a, req, cb)) /* a pool thread's clone: tied to the real request on its loop */
+        return;
     a->req = req;
     a->on_complete = cb;
     a->loop = ps_loop_of(req->conn->ctx);
@@ -390,6 +392,8 @@ void ps_async_init(ps_async_t *a, h2o_req_t *req, ps_async_cb cb)
 
 void ps_async_cancel(ps_async_t *a)
 {
+    if (ps_qpool_undefer(a))
+        return;
     ((async_link_t *)a->link)->a = NULL;
     a->req = NULL;
 }
@@ -436,6 +440,12 @@ int ps_async_submit_write(ps_async_t *a, ps_wreq_t *w, h2o_req_t *req, ps_async_
 ps_arena_t *ps_loop_arena_get(h2o_req_t *req)
 {
     ps_loop_t *l = ps_loop_of(req->conn->ctx);
+    if (l->worker && l->nfree == 0) { /* those its deferred writes gave back on the loops */
+        pthread_mutex_lock(&l->ret_mu);
+        while (l->nret > 0)
+            l->free_arenas[l->nfree++] = l->ret_arenas[--l->nret];
+        pthread_mutex_unlock(&l->ret_mu);
+    }
     if (l->nfree > 0)
         return l->free_arenas[--l->nfree];
     ps_arena_t *a = ps_xmalloc(sizeof(*a));
@@ -448,6 +458,19 @@ void ps_loop_arena_put(void *loop, ps_arena_t *a)
     ps_loop_t *l = loop;
     if (a == NULL)
         return;
+    if (l->worker && l != ps_worker_loop) { /* a pool thread's, given back on a loop */
+        ps_arena_reset(a);
+        pthread_mutex_lock(&l->ret_mu);
+        bool kept = l->nret < (int)(sizeof(l->ret_arenas) / sizeof(l->ret_arenas[0]));
+        if (kept)
+            l->ret_arenas[l->nret++] = a;
+        pthread_mutex_unlock(&l->ret_mu);
+        if (!kept) {
+            ps_arena_dispose(a);
+            free(a);
+        }
+        return;
+    }
     if (l->nfree < (int)(sizeof(l->free_arenas) / sizeof(l->free_arenas[0]))) {
         ps_arena_reset(a);
         l->free_arenas[l->nfree++] = a;

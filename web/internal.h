@@ -25,7 +25,15 @@ typedef struct ps_loop {
     ps_arena_t *free_arenas[64];
     int nfree;
     struct ps_websec *websec; /* tls.c: the web configuration this loop applies (a reference), or NULL */
+    bool worker; /* a pool thread's stand-in (qpool.c): arenas given back on another thread (a loop,
+                  * by a deferred write's callback) wait in ret_arenas until the worker takes them */
+    pthread_mutex_t ret_mu;
+    ps_arena_t *ret_arenas[64];
+    int nret;
 } ps_loop_t;
+
+/** The stand-in loop of the pool thread this is (qpool.c), NULL on any other thread. */
+extern _Thread_local ps_loop_t *ps_worker_loop;
 
 static inline ps_loop_t *ps_loop_of(h2o_context_t *ctx)
 {
@@ -73,6 +81,7 @@ enum {
     PS_ROUTE_ADMIN = 1u << 2,
     PS_ROUTE_SCOPES = PS_ROUTE_READ | PS_ROUTE_WRITE | PS_ROUTE_ADMIN,
     PS_ROUTE_POOL = 1u << 4,
+    PS_ROUTE_DECODE = 1u << 5, /* a write whose body is decoded on the decode pool (--ingest.decode-threads) */
 };
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req);
 /** The handler a path is counted under in /metrics: 0 .. ps_routes_nhandlers() - 1 (the last

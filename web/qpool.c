@@ -23,6 +23,21 @@
  * The deadline (--query.timeout) counts from the request's arrival, queue included: a job whose
  * deadline passed in the queue is answered 503 "query timed out in query queue" (Prometheus'
  * words) without running; one whose client went away is dropped without running.
+ *
+ * The decode pool (--ingest.decode-threads) is a second pool of the same kind for the writes
+ * (PS_ROUTE_DECODE: profile pushes, /ingest, Connect push, remote write): their gunzip, snappy,
+ * protobuf decoding and ingest build run on its threads (normal priority, no query budget or
+ * deadline), so the loops only parse HTTP and /-/healthy is answered at once under a push flood.
+ * Its queue is bounded by the bytes of the bodies waiting (--ingest.decode-queue-max-bytes, at
+ * least one always admitted); past it a write is refused at once: 429 with Retry-After (remote
+ * write 503, as the write queue's refusals). A handler on a decode thread hands its work to the
+ * writer as on a loop (ps_async_submit_write, ps_async_init): on a clone ps_async_init does not tie
+ * to the clone but defers (ps_qpool_defer): the completion goes to the real request's loop, and
+ * the job — holding the body's copy the decoded profile may point into — lives until both the
+ * handler returned (the job's own completion: it ties itself to the real request again) and the
+ * writer is done (the handler's completion), in either order; then the handler's callback runs
+ * on the loop with the real request (NULL when it went away), as it would without the pool: a 200
+ * still comes only after the group commit.
  */
 #include "qpool.h"
 
@@ -92,6 +107,14 @@ struct qjob {
     hdr_t *res_headers;
     size_t nres_headers;
     h2o_iovec_t body;
+    /* the decode pool */
+    bool decode;  /* a job of the decode pool */
+    size_t bytes; /* the body: counted in queued_bytes while the job waits */
+    ps_async_t *def_a; /* the handler's completion, deferred (ps_qpool_defer; worker sets, before the hand-off) */
+    ps_async_cb def_cb;
+    bool deferred;
+    bool run_done, write_done; /* loop thread only: the job's own completion came, the handler's came */
+    ps_async_t tie; /* the real request again, from the job's completion until the handler's */
 };
 
 struct ps_qpool {
@@ -105,7 +128,11 @@ struct ps_qpool {
     ps_loop_t *wloops; /* one fake loop per worker: srv and an arena pool */
     qjob_t **cur;      /* the job each worker runs (under mu), for ps_qpool_stop */
     atomic_uint_fast64_t total, canceled, timed_out, rejected;
+    bool decode;          /* the decode pool: normal priority, no budget, bounded by bytes */
+    size_t max_bytes, queued_bytes; /* the decode pool's bound, the bodies waiting (under mu) */
 };
+
+_Thread_local ps_loop_t *ps_worker_loop;
 
 /* error shapes: Prometheus' JSON, Connect's (its code's status), Pyroscope's HTTP API (Connect's
  * JSON with profstore's status, as api_pyroscope_query.c answers) */
@@ -303,6 +330,54 @@ static void answer_error(h2o_req_t *req, int shape, int code, const char *msg)
     }
 }
 
+/* Both completions of a deferred job came (loop thread): the handler's callback, with the real
+ * request if it is still alive. */
+static void deliver(qjob_t *j, h2o_req_t *req)
+{
+    j->def_cb(j->def_a, req);
+    job_free(j);
+}
+
+/* The handler's completion of a deferred job (the writer is done), on the real request's loop. */
+static void on_deferred_done(ps_async_t *a, h2o_req_t *unused)
+{
+    (void)unused;
+    qjob_t *j = a->link;
+    j->write_done = true;
+    if (!j->run_done)
+        return; /* the job's own completion delivers */
+    h2o_req_t *req = j->tie.req;
+    if (j->tie.link != NULL)
+        ps_async_cancel(&j->tie);
+    deliver(j, req);
+}
+
+bool ps_qpool_defer(ps_async_t *a, h2o_req_t *req, ps_async_cb cb)
+{
+    qjob_t *j = cur_job;
+    if (j == NULL || req != &j->req || j->deferred)
+        return false;
+    a->req = NULL; /* ps_async_on_messages leaves a->link alone */
+    a->link = j;
+    a->loop = j->async.loop;
+    a->on_complete = on_deferred_done;
+    j->def_a = a;
+    j->def_cb = cb;
+    j->deferred = true;
+    return true;
+}
+
+bool ps_qpool_undefer(ps_async_t *a)
+{
+    qjob_t *j = cur_job;
+    if (j == NULL || !j->deferred || j->def_a != a)
+        return false;
+    j->deferred = false;
+    j->def_a = NULL;
+    a->link = NULL;
+    return true;
+}
+
 static void on_done(ps_async_t *a, h2o_req_t *req)
 {
     qjob_t *j = (qjob_t *)a;
@@ -311,8 +386,24 @@ static void on_done(ps_async_t *a, h2o_req_t *req)
         stop_watching(j);
         if (j->client_gone)
             req->http1_is_persistent = 0; /* close after this answer: pipelined requests behind it die too */
+    }
+    if (j->deferred) { /* handed to the writer: answered by the handler's callback */
+        if (j->write_done) {
+            deliver(j, req);
+            return;
+        }
+        j->run_done = true;
+        if (req != NULL)
+            ps_async_init(&j->tie, req, NULL); /* never completed: only tells whether req lives */
+        else
+            j->tie.req = NULL, j->tie.link = NULL;
+        return;
+    }
+    if (req != NULL) {
         if (atomic_load(&j->shutdown)) {
-            answer_error(req, j->shape, PS_EUNAVAIL, "profstore is shutting down: the query was stopped");
+            answer_error(req, j->shape, PS_EUNAVAIL,
+                         j->decode ? "profstore is shutting down: the write was not decoded"
+                                   : "profstore is shutting down: the query was stopped");
         } else if (!j->answered) {
             answer_error(req, j->shape, PS_EINTERNAL, "the query ended without an answer");
         } else {
@@ -341,6 +432,8 @@ static void run_job(ps_qpool_t *p, ps_loop_t *wl, qjob_t *j)
     clone_init(j, wl);
     if (atomic_load(&j->cancel)) {
         /* the client went away while the query waited: nothing to do */
+    } else if (p->decode) {
+        j->fn(&j->req);
     } else if (j->deadline != 0 && ps_time_mono() > j->deadline) {
         char d[32], msg[128];
         ps_format_duration(p->srv->opts.query_timeout, d, sizeof(d));
@@ -362,8 +455,7 @@ static void run_job(ps_qpool_t *p, ps_loop_t *wl, qjob_t *j)
     else if (j->answered && (j->status == 503 || j->status == 504) && j->deadline != 0 && ps_time_mono() > j->deadline)
         atomic_fetch_add(&p->timed_out, 1);
     h2o_mem_clear_pool(&j->req.pool);
-    cur_job = NULL;
-    ps_async_complete(&j->async);
+    cur_job = NULL; /* the worker sends the completion once p->cur no longer names j */
 }
 
 typedef struct worker_arg {
@@ -378,6 +470,9 @@ static void *worker_main(void *arg)
     uint32_t wa_i = wa->i;
     ps_loop_t *wl = &p->wloops[wa_i];
     free(wa);
+    ps_worker_loop = wl;
+    if (p->decode)
+        goto Run; /* decoding runs at normal priority, as the loops and the writer */
     /* below the event loops and the writer: SCHED_IDLE (the smallest CFS weight, and a CPU running
      * only such threads counts as idle for a thread that wakes: a push or /-/healthy gets a CPU at
      * once), and nice 19 should SCHED_IDLE be refused (Linux's nice applies per thread). Queries
@@ -386,6 +481,7 @@ static void *worker_main(void *arg)
     struct sched_param sp = {0};
     (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
     (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PS_QPOOL_NICE);
+Run:
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (p->head == NULL && !p->stop)
@@ -397,6 +493,7 @@ static void *worker_main(void *arg)
         if (p->head == NULL)
             p->tail = NULL;
         p->queued--;
+        p->queued_bytes -= j->bytes;
         p->running++;
         p->cur[wa_i] = j;
         if (p->stop) {
@@ -408,6 +505,9 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&p->mu);
         p->cur[wa_i] = NULL;
         p->running--;
+        pthread_mutex_unlock(&p->mu);
+        ps_async_complete(&j->async); /* the loop may free j at once: ps_qpool_stop must not see it */
+        pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < wl->nfree; i++) {
@@ -417,10 +517,12 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-ps_qpool_t *ps_qpool_start(ps_server_t *s, uint32_t nthreads, ps_err_t *err)
+static ps_qpool_t *pool_start(ps_server_t *s, uint32_t nthreads, bool decode, size_t max_bytes, ps_err_t *err)
 {
     ps_qpool_t *p = ps_xcalloc(1, sizeof(*p));
     p->srv = s;
+    p->decode = decode;
+    p->max_bytes = max_bytes;
     p->nthreads = nthreads ? nthreads : 1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
@@ -429,16 +531,28 @@ ps_qpool_t *ps_qpool_start(ps_server_t *s, uint32_t nthreads, ps_err_t *err)
     p->cur = ps_xcalloc(p->nthreads, sizeof(qjob_t *));
     for (uint32_t i = 0; i < p->nthreads; i++) {
         p->wloops[i].srv = s;
+        p->wloops[i].worker = true;
+        pthread_mutex_init(&p->wloops[i].ret_mu, NULL);
         worker_arg_t *wa = ps_xmalloc(sizeof(*wa));
         *wa = (worker_arg_t){p, i};
         if (pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
-            ps_err_set(err, PS_EINTERNAL, "cannot start query thread: %s", strerror(errno));
+            ps_err_set(err, PS_EINTERNAL, "cannot start %s thread: %s", decode ? "decode" : "query", strerror(errno));
             p->nthreads = i;
             ps_qpool_stop(p);
             return NULL;
         }
     }
     return p;
+}
+
+ps_qpool_t *ps_qpool_start(ps_server_t *s, uint32_t nthreads, ps_err_t *err)
+{
+    return pool_start(s, nthreads, false, 0, err);
+}
+
+ps_qpool_t *ps_qpool_start_decode(ps_server_t *s, uint32_t nthreads, size_t max_bytes, ps_err_t *err)
+{
+    return pool_start(s, nthreads, true, max_bytes ? max_bytes : PS_DPOOL_DEFAULT_BYTES, err);
 }
 
 void ps_qpool_stop(ps_qpool_t *p)
@@ -462,28 +576,48 @@ void ps_qpool_stop(ps_qpool_t *p)
     for (uint32_t i = 0; i < p->nthreads; i++)
         pthread_join(p->threads[i], NULL);
     free(p->threads);
-    free(p->wloops);
     free(p->cur);
     p->threads = NULL;
-    p->wloops = NULL;
     p->cur = NULL;
+    /* p->wloops stay: a deferred job's callback may still give an arena back to one (it frees it) */
     /* p stays: the loops may still look at its counters and refuse queries until the process exits */
 }
 
 int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
 {
     ps_server_t *s = ps_http_server(req);
-    ps_qpool_t *p = s->qpool;
-    if (p == NULL || !(cls & PS_ROUTE_POOL) || ps_qpool_is_clone(req))
+    ps_qpool_t *p = cls & PS_ROUTE_DECODE ? s->dpool : cls & PS_ROUTE_POOL ? s->qpool : NULL;
+    if (p == NULL || ps_qpool_is_clone(req))
         return fn(req);
     int shape = shape_of(req);
+    size_t bytes = req->entity.base != NULL ? req->entity.len : 0;
     pthread_mutex_lock(&p->mu);
-    bool full = p->queued >= PS_QPOOL_MAX_QUEUE, stopping = p->stop;
+    bool full = p->decode ? p->queued > 0 && p->queued_bytes + bytes > p->max_bytes : p->queued >= PS_QPOOL_MAX_QUEUE;
+    bool stopping = p->stop;
+    size_t qb = p->queued_bytes;
+    uint32_t qn = p->queued;
+    if (!full && !stopping) {
+        p->queued_bytes += bytes; /* reserved now: the next request sees it */
+        p->queued++;
+    }
     pthread_mutex_unlock(&p->mu);
     if (full || stopping) {
         char msg[200];
         if (stopping) {
             snprintf(msg, sizeof(msg), "profstore is shutting down");
+        } else if (p->decode) {
+            atomic_fetch_add(&p->rejected, 1);
+            snprintf(msg, sizeof(msg),
+                     "overloaded: %u writes (%zu bytes) wait to be decoded (--ingest.decode-queue-max-bytes=%zu); "
+                     "retry later", qn, qb, p->max_bytes);
+            if (h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT("/api/v1/write"))) {
+                /* as api_write.c answers a full write queue: 503 (Prometheus retries a 5xx, not a 429), text */
+                size_t n = strlen(msg);
+                msg[n] = '\n';
+                ps_http_send(req, 503, "text/plain; charset=utf-8", msg, n + 1);
+            } else
+                answer_error(req, shape, PS_EOVERLOAD, msg);
+            return 0;
         } else {
             atomic_fetch_add(&p->rejected, 1);
             snprintf(msg, sizeof(msg),
@@ -508,7 +642,9 @@ int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
     j->begin_at = req->timestamps.request_begin_at;
     j->processed_at = req->processed_at.at;
     copy_headers(&j->arena, &req->headers, &j->req_headers, &j->nreq_headers);
-    if (s->opts.query_timeout > 0) {
+    j->bytes = bytes;
+    j->decode = p->decode;
+    if (!p->decode && s->opts.query_timeout > 0) {
         /* from the request's arrival (its first byte), as the client counts it */
         struct timeval now, *t0 = h2o_timeval_is_null(&j->begin_at) ? &j->processed_at : &j->begin_at;
         gettimeofday(&now, NULL);
@@ -520,15 +656,24 @@ int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
     ps_async_init(&j->async, req, on_done);
     j->link = h2o_mem_alloc_shared(&req->pool, sizeof(*j->link), on_cancel_dispose);
     j->link->j = j;
-    watch(j, req);
+    if (!p->decode) /* a write runs to its end: its client's end is seen when it is answered. (And a
+                     * socket read here would look, to conn.c, like a body still arriving: 408.) */
+        watch(j, req);
     atomic_fetch_add(&p->total, 1);
     pthread_mutex_lock(&p->mu);
+    if (p->stop) { /* stopped since the check above: the threads may be gone, answered 503 by on_done */
+        p->queued--;
+        p->queued_bytes -= bytes;
+        pthread_mutex_unlock(&p->mu);
+        atomic_store(&j->shutdown, 1);
+        ps_async_complete(&j->async);
+        return 0;
+    }
     if (p->tail != NULL)
         p->tail->next = j;
     else
         p->head = j;
     p->tail = j;
-    p->queued++;
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return 0;
@@ -540,7 +685,24 @@ void ps_qpool_metrics(ps_qpool_t *p, ps_buf_t *b)
         return;
     pthread_mutex_lock(&p->mu);
     uint32_t queued = p->queued, running = p->running;
+    size_t queued_bytes = p->queued_bytes;
     pthread_mutex_unlock(&p->mu);
+    if (p->decode) {
+        ps_buf_printf(b,
+                      "# HELP profstore_ingest_decode_threads Threads that decode writes (--ingest.decode-threads).\n"
+                      "# TYPE profstore_ingest_decode_threads gauge\nprofstore_ingest_decode_threads %u\n"
+                      "# HELP profstore_ingest_decode_inflight Writes being decoded.\n"
+                      "# TYPE profstore_ingest_decode_inflight gauge\nprofstore_ingest_decode_inflight %u\n"
+                      "# HELP profstore_ingest_decode_queue_length Writes waiting for a decode thread.\n"
+                      "# TYPE profstore_ingest_decode_queue_length gauge\nprofstore_ingest_decode_queue_length %u\n"
+                      "# HELP profstore_ingest_decode_queue_bytes Body bytes of the writes waiting for a decode "
+                      "thread.\n# TYPE profstore_ingest_decode_queue_bytes gauge\nprofstore_ingest_decode_queue_bytes %zu\n"
+                      "# HELP profstore_ingest_decode_rejected_total Writes refused (429/503) because the decode "
+                      "queue was full.\n# TYPE profstore_ingest_decode_rejected_total counter\n"
+                      "profstore_ingest_decode_rejected_total %llu\n",
+                      p->nthreads, running, queued, queued_bytes, (unsigned long long)atomic_load(&p->rejected));
+        return;
+    }
     ps_buf_printf(b,
                   "# HELP profstore_query_concurrency_max Queries that run at once on the query pool "
                   "(--query.max-concurrency).\n# TYPE profstore_query_concurrency_max gauge\n"

@@ -11,6 +11,7 @@
 
 #include "core/err.h"
 #include "core/mem.h"
+#include "http.h"
 #include "server.h"
 
 /** Queries that may wait for a thread; more are refused with 503 at once. */
@@ -24,10 +25,21 @@ typedef struct ps_qpool ps_qpool_t;
 
 /** Starts nthreads query threads for s (s->qpool is the caller's to set). NULL on failure. */
 ps_qpool_t *ps_qpool_start(ps_server_t *s, uint32_t nthreads, ps_err_t *err);
+/** Default bound of the decode pool's queue (bytes of bodies waiting). */
+#define PS_DPOOL_DEFAULT_BYTES (32u << 20)
+/** Starts the decode pool (qpool.c tells): nthreads threads for PS_ROUTE_DECODE writes, at most
+ *  max_bytes of bodies waiting (0: PS_DPOOL_DEFAULT_BYTES); s->dpool is the caller's to set. */
+ps_qpool_t *ps_qpool_start_decode(ps_server_t *s, uint32_t nthreads, size_t max_bytes, ps_err_t *err);
+/** For ps_async_init: when req is the clone a pool thread runs, defers a (its completion goes to
+ *  the real request's loop, and cb gets the real request) and returns true. */
+bool ps_qpool_defer(ps_async_t *a, h2o_req_t *req, ps_async_cb cb);
+/** For ps_async_cancel: undoes ps_qpool_defer of a (returns true), false if a was not deferred. */
+bool ps_qpool_undefer(ps_async_t *a);
 /** Cancels what is queued or running and joins the threads; their answers go to the loops, which
  *  must still run. NULL is a no-op. */
 void ps_qpool_stop(ps_qpool_t *p);
-/** Runs fn(req) on the pool when cls has PS_ROUTE_POOL (and a pool runs), else at once. Returns 0
+/** Runs fn(req) on the query pool when cls has PS_ROUTE_POOL, on the decode pool when it has
+ *  PS_ROUTE_DECODE (when that pool runs), else at once. Returns 0
  *  (as a handler). Call on the request's loop thread. */
 int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req));
 /** For ps_http_send: when req is the clone a query thread runs, keeps the answer (req->res and

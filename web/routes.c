@@ -21,6 +21,7 @@ enum { M_GET = 1, M_POST = 2, M_HEAD = 4 };
 #define WR PS_ROUTE_WRITE
 #define ADM PS_ROUTE_ADMIN
 #define POOL PS_ROUTE_POOL
+#define DEC PS_ROUTE_DECODE
 
 static const route_t routes[] = {
     {"/-/healthy", M_GET | M_HEAD, ps_api_healthy, OPEN},
@@ -33,10 +34,10 @@ static const route_t routes[] = {
     {"/api/v1/status/flags", M_GET, ps_api_status_flags, RD},
     {"/api/v1/status/runtimeinfo", M_GET, ps_api_status_runtimeinfo, RD},
     {"/api/v1/status/tsdb", M_GET, ps_api_status_tsdb, RD | POOL},
-    {"/api/v1/profiles/write", M_POST, ps_api_profiles_write, WR},
-    {"/ingest", M_POST, ps_api_pyroscope_ingest, WR},
+    {"/api/v1/profiles/write", M_POST, ps_api_profiles_write, WR | DEC},
+    {"/ingest", M_POST, ps_api_pyroscope_ingest, WR | DEC},
     {"/api/v1/read", M_POST, ps_api_read, RD},
-    {"/api/v1/write", M_POST, ps_api_remote_write, WR},
+    {"/api/v1/write", M_POST, ps_api_remote_write, WR | DEC},
     {"/api/v1/query", M_GET | M_POST, ps_api_query, RD | POOL},
     {"/api/v1/query_range", M_GET | M_POST, ps_api_query_range, RD | POOL},
     {"/api/v1/format_query", M_GET | M_POST, ps_api_format_query, RD},
@@ -160,7 +161,7 @@ int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
             ps_http_error_status(req, 405, msg);
             return 0;
         }
-        return ps_qpool_run(req, routes[i].cls, routes[i].fn); /* POOL routes on the query threads */
+        return ps_qpool_run(req, routes[i].cls, routes[i].fn); /* POOL routes on the query threads, DEC on the decode threads */
     }
     if (is_label_values(p)) {
         if (!(m & (M_GET | M_POST))) {

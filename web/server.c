@@ -172,6 +172,9 @@ int ps_server_start(ps_server_t *s, ps_err_t *err)
     if (s->opts.query_max_concurrency > 0 &&
         (s->qpool = ps_qpool_start(s, s->opts.query_max_concurrency, err)) == NULL)
         return err->code;
+    if (s->opts.decode_threads > 0 &&
+        (s->dpool = ps_qpool_start_decode(s, s->opts.decode_threads, s->opts.decode_queue_bytes, err)) == NULL)
+        return err->code;
     pthread_barrier_t ready;
     pthread_barrier_init(&ready, NULL, im->nloops + 1);
     start_ctx_t *sc = ps_xcalloc(im->nloops, sizeof(*sc));
@@ -249,6 +252,7 @@ void ps_server_stop(ps_server_t *s)
     impl_t *im = s->impl;
     if (im == NULL)
         return;
+    ps_qpool_stop(s->dpool); /* writes being decoded finish (the writer refuses them now: 503) */
     ps_qpool_stop(s->qpool); /* queries stop (canceled); their completions reach the loops first */
     for (uint32_t i = 0; i < im->nloops; i++)
         if (im->loops[i].queue != NULL)

@@ -36,6 +36,8 @@ typedef struct ps_server_opts {
     uint64_t query_max_samples; /* samples a query may load (PromQL: 0 = 50,000,000; merges: 0 = none) */
     uint64_t query_max_regex_steps; /* PCRE2 steps charged to one query's regex matchers (0: none) */
     uint32_t query_max_concurrency; /* query pool threads (0: no pool, queries run on the loops) */
+    uint32_t decode_threads;  /* decode pool threads (0: no pool, pushes are decoded on the loops) */
+    size_t decode_queue_bytes; /* bodies waiting for a decode thread, at most (0: 32 MiB); past it 429/503 */
     ps_pprof_limits_t limits;
     ps_read_opts_t read;     /* remote read: sample limit, frame size, series per query */
     uint32_t read_concurrency; /* remote reads at once (0 = no limit); more get 503 */
@@ -77,6 +79,7 @@ typedef struct ps_server {
     struct ps_http_stats *http_stats; /* answers per handler and code, durations (web/http.c) */
     const ps_server_flag_t *flags; /* every flag of ours, sorted by name (main.c) */
     struct ps_qpool *qpool; /* the query worker pool (web/qpool.c); NULL: queries run on the loops */
+    struct ps_qpool *dpool; /* the decode pool (web/qpool.c) for PS_ROUTE_DECODE writes; NULL: on the loops */
     uint32_t nflags;
     struct ps_server_status *status; /* the configuration as loaded, for the status endpoints (api_status.c) */
     struct ps_websec *websec;        /* web/tls.c: the web configuration in force, NULL without one */

@@ -1,0 +1,109 @@
+"""Writes are decoded on the decode pool (--ingest.decode-threads), not on the HTTP threads: under a
+flood of concurrent pushes /-/healthy keeps answering; past --ingest.decode-queue-max-bytes a push
+is refused at once (429 with Retry-After, in its API's error shape), and every 200 is durable."""
+
+import socket
+import threading
+import time
+
+from conftest import fixture_bytes
+
+CPU = "go/cpu-01.pb.gz"
+
+
+def raw_post(port, path, body, headers):
+    """A POST whose last byte is held back: returns (socket, the last byte)."""
+    head = ("POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nConnection: close\r\n%s\r\n"
+            % (path, len(body), "".join("%s: %s\r\n" % kv for kv in headers.items()))).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(head + body[:-1])
+    return s, body[-1:]
+
+
+def raw_push(port, body, job):
+    return raw_post(port, "/api/v1/profiles/write?labels=%%7Bjob%%3D%%22%s%%22%%7D" % job, body,
+                    {"Content-Type": "application/octet-stream"})
+
+
+def read_answer(s):
+    data = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        data += b
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    hdrs = {k.lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
+    return int(lines[0].split()[1]), hdrs, body
+
+
+def test_health_answers_under_a_push_flood(make_server):
+    srv = make_server(retention="0", threads="1", extra_args=["--ingest.decode-threads", "2"])
+    body = fixture_bytes(CPU)
+    stop = threading.Event()
+    codes = []
+
+    def sender(i):
+        n = 0
+        while not stop.is_set():
+            st, _ = srv.push(body, labels='{job="f%d",n="%d"}' % (i, n))
+            codes.append(st)
+            n += 1
+
+    ts = [threading.Thread(target=sender, args=(i,)) for i in range(12)]
+    for t in ts:
+        t.start()
+    try:
+        time.sleep(0.3)
+        for _ in range(20):  # each answers while the pushes are being decoded
+            st, _, data = srv.get("/-/healthy", timeout=10)
+            assert st == 200, data
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in ts:
+            t.join()
+    assert set(codes) <= {200, 429}, set(codes)
+    ok = codes.count(200)
+    assert ok > 0
+    assert srv.metrics()["profstore_ingest_profiles_total"] == ok
+
+
+def test_full_decode_queue_429_every_200_durable(make_server):
+    # one decode thread, one body waiting at most: of 24 pushes arriving at once, the first is being
+    # decoded, the second waits, the others are refused until the queue has room again
+    srv = make_server(retention="0", threads="1",
+                      extra_args=["--ingest.decode-threads", "1", "--ingest.decode-queue-max-bytes", "1"])
+    body = fixture_bytes(CPU)
+    held = [raw_push(srv.port, body, "j%d" % i) for i in range(24)]
+    # then a remote write and a Connect push (bodies nobody decodes when they are refused)
+    held.append(raw_post(srv.port, "/api/v1/write", b"x" * 40000,
+                         {"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf"}))
+    held.append(raw_post(srv.port, "/push.v1.PusherService/Push", b"x" * 40000, {"Content-Type": "application/proto"}))
+    for s, last in held:
+        s.sendall(last)
+    answers = [read_answer(s) for s, _ in held]
+    rw, connect, answers = answers[-2], answers[-1], answers[:-2]
+    codes = [a[0] for a in answers]
+    assert set(codes) <= {200, 429}, codes
+    refused = [a for a in answers if a[0] == 429]
+    assert refused, "no push was refused"
+    for st, hdrs, data in refused:
+        assert hdrs["retry-after"] == "1"
+        assert data.startswith(b'{"status":"error","errorType":"unavailable","error":"overloaded: '), data
+        assert b"--ingest.decode-queue-max-bytes=1); retry later" in data, data
+    # refused: remote write 503 in text (Prometheus retries it), Connect resource_exhausted (429)
+    if rw[0] != 400:  # 400: it got decoded (not snappy)
+        assert (rw[0], rw[1]["retry-after"], rw[1]["content-type"]) == (503, "1", "text/plain; charset=utf-8"), rw
+        assert rw[2].startswith(b"overloaded: ") and rw[2].endswith(b"retry later\n"), rw
+    if connect[0] != 400:
+        assert (connect[0], connect[1]["retry-after"]) == (429, "1"), connect
+        assert connect[2].startswith(b'{"code":"resource_exhausted","message":"overloaded: '), connect
+    m = srv.metrics()
+    assert m["profstore_ingest_decode_rejected_total"] == len(refused) + (rw[0] == 503) + (connect[0] == 429)
+    assert m["profstore_ingest_decode_threads"] == 1
+    ok = sorted("j%d" % i for i, a in enumerate(answers) if a[0] == 200)
+    srv.restart(kill=True)  # every 200 is durable
+    assert sorted({s["labels"]["job"] for s in srv.series()}) == ok
