@@ -12,12 +12,28 @@
  * 400 for a bad request or an exceeded limit ("exceeded sample limit (N)", as Prometheus answers;
  * too many series likewise), 413 for a body announcing more than 32 MiB, 503 over
  * --storage.remote.read-concurrent-limit, 500 for our own failures.
+ *
+ * The query budget (core/budget.h). A read runs on its request's loop thread, not on the query pool
+ * (a streamed answer is made across loop turns, a piece per h2o proceed), in slices: the first
+ * answer (SAMPLES whole, or the first piece), then each piece. Each slice runs under the read's own
+ * budget, kept from slice to slice: the deadline of --query.timeout from the request's arrival,
+ * --query.max-regex-steps for all its matchers together (the per-value limits of parser/matcher.c
+ * as elsewhere), and a cancel flag set when the client goes away (the generator's stop, or the
+ * request's dispose). Past the deadline before the status is sent: 503 "query timed out in query
+ * execution (the limit is 2m, --query.timeout)"; a spent regex budget: 400 naming the matcher (a
+ * limit, as Prometheus answers its sample limit); after the first piece the answer is cut off, as
+ * for any error then. Counted in profstore_remote_reads_timed_out_total and
+ * profstore_remote_reads_canceled_total (a client gone before the last piece).
  */
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/time.h>
 
+#include "core/budget.h"
 #include "core/log.h"
+#include "core/timeutil.h"
 #include "http.h"
 #include "internal.h"
 #include "proto/remote_read.h"
@@ -59,8 +75,46 @@ typedef struct read_ctx {
     ps_read_cursor_t *cur;  /* streamed: borrows r and rr */
     ps_buf_t out;           /* the answer, or the piece being sent */
     bool slot;              /* holds a read slot */
+    bool streaming;         /* the status is sent, pieces follow */
+    bool finished;          /* the last piece was made (or the answer cut off) */
     uint64_t bytes;         /* streamed so far */
+    ps_budget_t budget;     /* installed for each slice of work */
+    atomic_int cancel;      /* the client went away */
 } read_ctx_t;
+
+/* Runs the next slice of c's work under its budget: the previous budget (none on a loop) back after. */
+#define WITH_BUDGET(c, stmt)                                                                                            \
+    do {                                                                                                               \
+        ps_budget_t *prev_ = ps_budget_set(&(c)->budget);                                                              \
+        stmt;                                                                                                          \
+        ps_budget_set(prev_);                                                                                          \
+    } while (0)
+
+/* The budget of a read: --query.timeout from the request's first byte (as the query pool counts
+ * it), the regex steps, the cancel flag. */
+static void budget_init(read_ctx_t *c, h2o_req_t *req)
+{
+    const ps_server_opts_t *o = &c->s->opts;
+    atomic_init(&c->cancel, 0);
+    ps_budget_init(&c->budget, 0, 0, o->query_max_regex_steps, &c->cancel);
+    if (o->query_timeout > 0) {
+        struct timeval now, t0 = req->timestamps.request_begin_at;
+        if (h2o_timeval_is_null(&t0))
+            t0 = req->processed_at.at;
+        gettimeofday(&now, NULL);
+        int64_t waited = h2o_timeval_is_null(&t0) ? 0
+                         : ((int64_t)now.tv_sec - t0.tv_sec) * PS_NS_PER_S + ((int64_t)now.tv_usec - t0.tv_usec) * 1000;
+        c->budget.timeout = o->query_timeout;
+        c->budget.deadline = ps_time_mono() + o->query_timeout - (waited > 0 ? waited : 0);
+    }
+}
+
+/* Counts what stopped a read: its deadline (a client gone is counted by client_gone). */
+static void count_error(read_ctx_t *c, int code)
+{
+    if (code == PS_ETIMEOUT)
+        atomic_fetch_add(&c->s->reads_timed_out, 1);
+}
 
 static void log_done(const read_ctx_t *c, ps_read_type_t type, const ps_read_stats_t *st, size_t bytes)
 {
@@ -84,9 +138,20 @@ static void release(read_ctx_t *c)
     c->slot = false;
 }
 
+/* The client went away (generator stop, or the request disposed first): counted once, when the
+ * answer was still streaming. */
+static void client_gone(read_ctx_t *c)
+{
+    atomic_store(&c->cancel, 1);
+    if (c->streaming && !c->finished)
+        atomic_fetch_add(&c->s->reads_canceled, 1);
+    c->finished = true;
+}
+
 static void on_dispose(void *p)
 {
     read_ctx_t *c = p;
+    client_gone(c);
     release(c);
     ps_buf_dispose(&c->out);
     ps_arena_dispose(&c->arena);
@@ -97,8 +162,11 @@ static void on_dispose(void *p)
 static int next_piece(read_ctx_t *c, bool *done, ps_err_t *err)
 {
     ps_buf_reset(&c->out);
-    int rc = ps_read_cursor_next(c->cur, &c->out, PIECE_BYTES, done, err);
+    int rc;
+    WITH_BUDGET(c, rc = ps_read_cursor_next(c->cur, &c->out, PIECE_BYTES, done, err));
     c->bytes += c->out.len;
+    if (rc != 0 || *done)
+        c->finished = true;
     if (rc == 0 && *done)
         log_done(c, PS_READ_STREAMED_XOR_CHUNKS, ps_read_cursor_stats(c->cur), c->bytes);
     return rc;
@@ -112,6 +180,7 @@ static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
     ps_err_clear(&err);
     if (next_piece(c, &done, &err) != 0) {
         /* the status line is gone: all a client can be told is that the answer ends short */
+        count_error(c, err.code);
         ps_log_error("remote read failed mid-answer, cut off", "bytes=%llu err=%s", (unsigned long long)c->bytes,
                      ps_log_q(err.msg[0] ? err.msg : ps_strerror(err.code)));
         release(c);
@@ -129,6 +198,7 @@ static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
 {
     read_ctx_t *c = (read_ctx_t *)gen;
     ps_log_debug("remote read stopped by the client", "bytes=%llu", (unsigned long long)c->bytes);
+    client_gone(c);
     release(c);
 }
 
@@ -153,7 +223,7 @@ static int answer(read_ctx_t *c, h2o_req_t *req, ps_read_type_t *type, bool *don
         (rc = ps_read_negotiate(&c->rr, type, err)) != 0 || (rc = ps_reader_begin(c->s->store, &c->r, err)) != 0)
         return status_of(err->code ? err->code : rc);
     if (*type == PS_READ_SAMPLES) {
-        rc = ps_query_read(c->r, &c->rr, *type, &c->s->opts.read, &c->out, &st, err);
+        WITH_BUDGET(c, rc = ps_query_read(c->r, &c->rr, *type, &c->s->opts.read, &c->out, &st, err));
         if (rc == 0)
             log_done(c, *type, &st, c->out.len);
     } else if ((rc = ps_read_cursor_new(c->r, &c->rr, &c->s->opts.read, &c->cur, err)) == 0) {
@@ -174,6 +244,7 @@ int ps_api_read(h2o_req_t *req)
     memset(c, 0, sizeof(*c));
     c->s = s;
     c->out = (ps_buf_t)PS_BUF_INIT;
+    budget_init(c, req);
     ps_err_clear(&err);
     c->slot = true;
     unsigned inflight = atomic_fetch_add(&s->reads_inflight, 1) + 1;
@@ -186,6 +257,8 @@ int ps_api_read(h2o_req_t *req)
     }
     if (status != 0 || done)
         release(c);
+    if (status != 0)
+        count_error(c, err.code);
     if (status >= 500 && status != 503)
         ps_log_error("remote read failed", "err=%s", ps_log_q(err.msg));
     if (status != 0) {
@@ -198,6 +271,7 @@ int ps_api_read(h2o_req_t *req)
     } else {
         c->super.proceed = on_proceed;
         c->super.stop = on_stop;
+        c->streaming = true;
         ps_http_start(req, 200, STREAMED_TYPE, &c->super);
         h2o_iovec_t v = h2o_iovec_init(c->out.data, c->out.len);
         h2o_send(req, &v, 1, H2O_SEND_STATE_IN_PROGRESS);
