@@ -13,13 +13,16 @@
  * too many series likewise), 413 for a body announcing more than 32 MiB, 503 over
  * --storage.remote.read-concurrent-limit, 500 for our own failures.
  *
- * The query budget (core/budget.h). A read runs on its request's loop thread, not on the query pool
- * (a streamed answer is made across loop turns, a piece per h2o proceed), in slices: the first
- * answer (SAMPLES whole, or the first piece), then each piece. Each slice runs under the read's own
- * budget, kept from slice to slice: the deadline of --query.timeout from the request's arrival,
+ * The query budget (core/budget.h). A SAMPLES read (one answer) runs on the query pool (web/qpool.c)
+ * like any query, under its budget: queued, --query.timeout, --query.max-regex-steps, canceled
+ * when the client goes away (profstore_queries_canceled_total). A streamed read runs on its
+ * request's loop thread (it is made across loop turns, a piece per h2o proceed), in slices: the
+ * first piece, then each next one, each under the read's own budget, kept from slice to slice: the
+ * deadline of --query.timeout from the request's arrival,
  * --query.max-regex-steps for all its matchers together (the per-value limits of parser/matcher.c
  * as elsewhere), and a cancel flag set when the client goes away (the generator's stop, or the
- * request's dispose). Past the deadline before the status is sent: 503 "query timed out in query
+ * request's dispose; a slice itself is not interrupted: the loop sees the client's end between
+ * pieces). Past the deadline before the status is sent: 503 "query timed out in query
  * execution (the limit is 2m, --query.timeout)"; a spent regex budget: 400 naming the matcher (a
  * limit, as Prometheus answers its sample limit); after the first piece the answer is cut off, as
  * for any error then. Counted in profstore_remote_reads_timed_out_total and
@@ -37,6 +40,7 @@
 #include "http.h"
 #include "internal.h"
 #include "proto/remote_read.h"
+#include "qpool.h"
 #include "query/read.h"
 
 #define STREAMED_TYPE "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse"
@@ -78,16 +82,18 @@ typedef struct read_ctx {
     bool streaming;         /* the status is sent, pieces follow */
     bool finished;          /* the last piece was made (or the answer cut off) */
     uint64_t bytes;         /* streamed so far */
-    ps_budget_t budget;     /* installed for each slice of work */
+    bool own_budget;        /* on a loop: budget is installed for each slice; on the pool: the pool's */
+    ps_budget_t budget;
     atomic_int cancel;      /* the client went away */
 } read_ctx_t;
 
 /* Runs the next slice of c's work under its budget: the previous budget (none on a loop) back after. */
 #define WITH_BUDGET(c, stmt)                                                                                            \
     do {                                                                                                               \
-        ps_budget_t *prev_ = ps_budget_set(&(c)->budget);                                                              \
+        ps_budget_t *prev_ = (c)->own_budget ? ps_budget_set(&(c)->budget) : NULL;                                     \
         stmt;                                                                                                          \
-        ps_budget_set(prev_);                                                                                          \
+        if ((c)->own_budget)                                                                                           \
+            ps_budget_set(prev_);                                                                                      \
     } while (0)
 
 /* The budget of a read: --query.timeout from the request's first byte (as the query pool counts
@@ -96,6 +102,7 @@ static void budget_init(read_ctx_t *c, h2o_req_t *req)
 {
     const ps_server_opts_t *o = &c->s->opts;
     atomic_init(&c->cancel, 0);
+    c->own_budget = !ps_qpool_is_clone(req); /* a query thread runs it under the pool's budget */
     ps_budget_init(&c->budget, 0, 0, o->query_max_regex_steps, &c->cancel);
     if (o->query_timeout > 0) {
         struct timeval now, t0 = req->timestamps.request_begin_at;
@@ -232,9 +239,33 @@ static int answer(read_ctx_t *c, h2o_req_t *req, ps_read_type_t *type, bool *don
     return rc != 0 ? status_of(err->code ? err->code : rc) : 0;
 }
 
+/* Whether req is a well-formed read answered as SAMPLES: such a read goes to the query pool, whole
+ * (the rest, streamed answers and bad requests, are answered here). Decodes the request once more
+ * than needed: a few microseconds against the read. */
+static bool wants_samples(h2o_req_t *req)
+{
+    ssize_t ce = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_ENCODING, -1);
+    if (ce >= 0 && !h2o_lcstris(req->headers.entries[ce].value.base, req->headers.entries[ce].value.len,
+                                H2O_STRLIT("snappy")))
+        return false;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_read_request_t rr;
+    ps_read_limits_t lim;
+    ps_read_type_t type;
+    ps_err_t err;
+    ps_err_clear(&err);
+    ps_read_limits_default(&lim);
+    bool yes = ps_read_request_decode(req->entity.base, req->entity.len, &lim, &a, &rr, &err) == 0 &&
+               ps_read_negotiate(&rr, &type, &err) == 0 && type == PS_READ_SAMPLES;
+    ps_arena_dispose(&a);
+    return yes;
+}
+
 int ps_api_read(h2o_req_t *req)
 {
     ps_server_t *s = ps_http_server(req);
+    if (s->qpool != NULL && !ps_qpool_is_clone(req) && wants_samples(req))
+        return ps_qpool_run(req, PS_ROUTE_POOL, ps_api_read); /* the query thread runs this again, in place */
     read_ctx_t *c = h2o_mem_alloc_shared(&req->pool, sizeof(*c), on_dispose);
     ps_read_type_t type = PS_READ_SAMPLES;
     bool done = true;

@@ -235,7 +235,7 @@ def test_connect_timeout_is_deadline_exceeded(slow):
                                 "(the limit is 300ms, Connect-Timeout-Ms)"}, (st, js)
 
 
-def test_client_gone_cancels_and_queue(make_server):
+def test_client_gone_cancels_and_queue(make_server, pb):  # noqa: F811
     s = make_server(name="cancel", extra_args=["--query.max-regex-steps", "1000000000000",
                                                "--query.max-concurrency", "1"])
     fill(s, 27)
@@ -257,6 +257,18 @@ def test_client_gone_cancels_and_queue(make_server):
     assert m["profstore_queries_total"] == 2, m
     st, js = get(s, "/api/v1/series", {"match[]": '{job="z"}'})
     assert st == 200 and len(js["data"]) == 1, js
+    # a SAMPLES remote read runs there too, and stops when its client goes away
+    body = read_body(pb, [BOMB_MATCHERS], SAMPLES)
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    sock.sendall(b"POST /api/v1/read HTTP/1.1\r\nHost: x\r\nContent-Encoding: snappy\r\n"
+                 b"Content-Type: application/x-protobuf\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    wait_for("the read to run", lambda: metric(s, "profstore_query_inflight") == 1)
+    wait_for("the read to hold its slot", lambda: metric(s, "profstore_remote_reads_inflight") == 1)
+    sock.close()
+    wait_for("the read to be canceled", lambda: metric(s, "profstore_queries_canceled_total") == 3)
+    wait_for("the query thread to be free", lambda: metric(s, "profstore_query_inflight") == 0)
+    m = s.metrics()
+    assert m["profstore_remote_reads_inflight"] == 0 and m["profstore_queries_total"] == 4, m
 
 
 def test_shutdown_stops_running_queries(make_server):
