@@ -264,8 +264,12 @@ static bool wants_samples(h2o_req_t *req)
 int ps_api_read(h2o_req_t *req)
 {
     ps_server_t *s = ps_http_server(req);
-    if (s->qpool != NULL && !ps_qpool_is_clone(req) && wants_samples(req))
-        return ps_qpool_run(req, PS_ROUTE_POOL, ps_api_read); /* the query thread runs this again, in place */
+    /* to the pool unless over the read limit already (then the 503 at once, below); the query
+     * thread runs this again, in place, and takes its slot there */
+    if (s->qpool != NULL && !ps_qpool_is_clone(req) &&
+        (s->opts.read_concurrency == 0 || atomic_load(&s->reads_inflight) < s->opts.read_concurrency) &&
+        wants_samples(req))
+        return ps_qpool_run(req, PS_ROUTE_POOL, ps_api_read);
     read_ctx_t *c = h2o_mem_alloc_shared(&req->pool, sizeof(*c), on_dispose);
     ps_read_type_t type = PS_READ_SAMPLES;
     bool done = true;
