@@ -2,10 +2,16 @@
  * materialize.c - from stack nodes back to a self-contained profile: walk each node up the
  * stack tree, then resolve locations, functions, mappings, label sets and strings from their
  * global ids into dense local tables.
+ *
+ * Under a query budget (core/budget.h) the walks stop when it says so (the query's deadline, its
+ * client gone): a check every BUDGET_EVERY samples and locations, one clock read each.
  */
 #include <stdlib.h>
 
+#include "core/budget.h"
 #include "internal.h"
+
+#define BUDGET_EVERY 1024 /* samples (or locations) between two checks of the query's budget */
 
 typedef struct vec {
     void *data;
@@ -105,6 +111,8 @@ int ps_reader_materialize(ps_reader_t *r, const uint64_t *nodes, const int64_t *
     vec_t stack = {.size = sizeof(uint32_t)};
     for (size_t i = 0; i < n; i++) {
         ps_sample_t *s = &out->samples[i];
+        if (i % BUDGET_EVERY == BUDGET_EVERY - 1 && (ret = ps_budget_check_now(err)) != 0)
+            goto Exit;
         stack.n = 0;
         uint64_t node = nodes[i], lsid = 0;
         uint32_t depth = 0;
@@ -157,6 +165,8 @@ int ps_reader_materialize(ps_reader_t *r, const uint64_t *nodes, const int64_t *
     for (size_t i = 0; i < c.loc_gids.n; i++) {
         ps_location_t *l = &out->locations[i];
         ps_dec_t d;
+        if (i % BUDGET_EVERY == BUDGET_EVERY - 1 && (ret = ps_budget_check_now(err)) != 0)
+            goto Exit;
         if ((ret = sym(&c, SYM_LOCATION, ((uint64_t *)c.loc_gids.data)[i], &d)) != 0)
             goto Exit;
         uint64_t mg = ps_dec_uvarint(&d);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/budget.h"
 #include "core/json.h"
 #include "core/timeutil.h"
 #include "http.h"
@@ -209,12 +210,16 @@ static int respond(ps_qctx_t *c, const ps_profile_t *p, int fmt, int64_t max_nod
         ps_http_send(c->req, 200, "application/json", c->out.data, c->out.len);
     } else if (fmt == F_FOLDED) {
         ps_render_folded(p, 0, &c->out);
+        if ((ret = ps_budget_check_now(&c->err)) != 0) /* stopped there: not an empty answer */
+            return ret;
         ps_http_send(c->req, 200, "text/plain; charset=utf-8", c->out.data, c->out.len);
     } else {
         if (diff)
             ps_render_top_diff(p, 0, limit, base_total, &c->out);
         else
             ps_render_top(p, 0, limit, &c->out);
+        if ((ret = ps_budget_check_now(&c->err)) != 0)
+            return ret;
         ps_http_send(c->req, 200, "application/json", c->out.data, c->out.len);
     }
     return 0;

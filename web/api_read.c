@@ -12,15 +12,35 @@
  * 400 for a bad request or an exceeded limit ("exceeded sample limit (N)", as Prometheus answers;
  * too many series likewise), 413 for a body announcing more than 32 MiB, 503 over
  * --storage.remote.read-concurrent-limit, 500 for our own failures.
+ *
+ * The query budget (core/budget.h). A SAMPLES read (one answer) runs on the query pool (web/qpool.c)
+ * like any query, under its budget: queued, --query.timeout, --query.max-regex-steps, canceled
+ * when the client goes away (profstore_queries_canceled_total). A streamed read runs on its
+ * request's loop thread (it is made across loop turns, a piece per h2o proceed), in slices: the
+ * first piece, then each next one, each under the read's own budget, kept from slice to slice: the
+ * deadline of --query.timeout from the request's arrival,
+ * --query.max-regex-steps for all its matchers together (the per-value limits of parser/matcher.c
+ * as elsewhere), and a cancel flag set when the client goes away (the generator's stop, or the
+ * request's dispose; a slice itself is not interrupted: the loop sees the client's end between
+ * pieces). Past the deadline before the status is sent: 503 "query timed out in query
+ * execution (the limit is 2m, --query.timeout)"; a spent regex budget: 400 naming the matcher (a
+ * limit, as Prometheus answers its sample limit); after the first piece the answer is cut off, as
+ * for any error then. Counted in profstore_remote_reads_timed_out_total and
+ * profstore_remote_reads_canceled_total (a client gone before the last piece).
  */
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/time.h>
 
+#include "core/budget.h"
 #include "core/log.h"
+#include "core/timeutil.h"
 #include "http.h"
 #include "internal.h"
 #include "proto/remote_read.h"
+#include "qpool.h"
 #include "query/read.h"
 
 #define STREAMED_TYPE "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse"
@@ -59,8 +79,49 @@ typedef struct read_ctx {
     ps_read_cursor_t *cur;  /* streamed: borrows r and rr */
     ps_buf_t out;           /* the answer, or the piece being sent */
     bool slot;              /* holds a read slot */
+    bool streaming;         /* the status is sent, pieces follow */
+    bool finished;          /* the last piece was made (or the answer cut off) */
     uint64_t bytes;         /* streamed so far */
+    bool own_budget;        /* on a loop: budget is installed for each slice; on the pool: the pool's */
+    ps_budget_t budget;
+    atomic_int cancel;      /* the client went away */
 } read_ctx_t;
+
+/* Runs the next slice of c's work under its budget: the previous budget (none on a loop) back after. */
+#define WITH_BUDGET(c, stmt)                                                                                            \
+    do {                                                                                                               \
+        ps_budget_t *prev_ = (c)->own_budget ? ps_budget_set(&(c)->budget) : NULL;                                     \
+        stmt;                                                                                                          \
+        if ((c)->own_budget)                                                                                           \
+            ps_budget_set(prev_);                                                                                      \
+    } while (0)
+
+/* The budget of a read: --query.timeout from the request's first byte (as the query pool counts
+ * it), the regex steps, the cancel flag. */
+static void budget_init(read_ctx_t *c, h2o_req_t *req)
+{
+    const ps_server_opts_t *o = &c->s->opts;
+    atomic_init(&c->cancel, 0);
+    c->own_budget = !ps_qpool_is_clone(req); /* a query thread runs it under the pool's budget */
+    ps_budget_init(&c->budget, 0, 0, o->query_max_regex_steps, &c->cancel);
+    if (o->query_timeout > 0) {
+        struct timeval now, t0 = req->timestamps.request_begin_at;
+        if (h2o_timeval_is_null(&t0))
+            t0 = req->processed_at.at;
+        gettimeofday(&now, NULL);
+        int64_t waited = h2o_timeval_is_null(&t0) ? 0
+                         : ((int64_t)now.tv_sec - t0.tv_sec) * PS_NS_PER_S + ((int64_t)now.tv_usec - t0.tv_usec) * 1000;
+        c->budget.timeout = o->query_timeout;
+        c->budget.deadline = ps_time_mono() + o->query_timeout - (waited > 0 ? waited : 0);
+    }
+}
+
+/* Counts what stopped a read: its deadline (a client gone is counted by client_gone). */
+static void count_error(read_ctx_t *c, int code)
+{
+    if (code == PS_ETIMEOUT)
+        atomic_fetch_add(&c->s->reads_timed_out, 1);
+}
 
 static void log_done(const read_ctx_t *c, ps_read_type_t type, const ps_read_stats_t *st, size_t bytes)
 {
@@ -84,9 +145,20 @@ static void release(read_ctx_t *c)
     c->slot = false;
 }
 
+/* The client went away (generator stop, or the request disposed first): counted once, when the
+ * answer was still streaming. */
+static void client_gone(read_ctx_t *c)
+{
+    atomic_store(&c->cancel, 1);
+    if (c->streaming && !c->finished)
+        atomic_fetch_add(&c->s->reads_canceled, 1);
+    c->finished = true;
+}
+
 static void on_dispose(void *p)
 {
     read_ctx_t *c = p;
+    client_gone(c);
     release(c);
     ps_buf_dispose(&c->out);
     ps_arena_dispose(&c->arena);
@@ -97,8 +169,11 @@ static void on_dispose(void *p)
 static int next_piece(read_ctx_t *c, bool *done, ps_err_t *err)
 {
     ps_buf_reset(&c->out);
-    int rc = ps_read_cursor_next(c->cur, &c->out, PIECE_BYTES, done, err);
+    int rc;
+    WITH_BUDGET(c, rc = ps_read_cursor_next(c->cur, &c->out, PIECE_BYTES, done, err));
     c->bytes += c->out.len;
+    if (rc != 0 || *done)
+        c->finished = true;
     if (rc == 0 && *done)
         log_done(c, PS_READ_STREAMED_XOR_CHUNKS, ps_read_cursor_stats(c->cur), c->bytes);
     return rc;
@@ -112,6 +187,7 @@ static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
     ps_err_clear(&err);
     if (next_piece(c, &done, &err) != 0) {
         /* the status line is gone: all a client can be told is that the answer ends short */
+        count_error(c, err.code);
         ps_log_error("remote read failed mid-answer, cut off", "bytes=%llu err=%s", (unsigned long long)c->bytes,
                      ps_log_q(err.msg[0] ? err.msg : ps_strerror(err.code)));
         release(c);
@@ -129,6 +205,7 @@ static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
 {
     read_ctx_t *c = (read_ctx_t *)gen;
     ps_log_debug("remote read stopped by the client", "bytes=%llu", (unsigned long long)c->bytes);
+    client_gone(c);
     release(c);
 }
 
@@ -153,7 +230,7 @@ static int answer(read_ctx_t *c, h2o_req_t *req, ps_read_type_t *type, bool *don
         (rc = ps_read_negotiate(&c->rr, type, err)) != 0 || (rc = ps_reader_begin(c->s->store, &c->r, err)) != 0)
         return status_of(err->code ? err->code : rc);
     if (*type == PS_READ_SAMPLES) {
-        rc = ps_query_read(c->r, &c->rr, *type, &c->s->opts.read, &c->out, &st, err);
+        WITH_BUDGET(c, rc = ps_query_read(c->r, &c->rr, *type, &c->s->opts.read, &c->out, &st, err));
         if (rc == 0)
             log_done(c, *type, &st, c->out.len);
     } else if ((rc = ps_read_cursor_new(c->r, &c->rr, &c->s->opts.read, &c->cur, err)) == 0) {
@@ -162,9 +239,37 @@ static int answer(read_ctx_t *c, h2o_req_t *req, ps_read_type_t *type, bool *don
     return rc != 0 ? status_of(err->code ? err->code : rc) : 0;
 }
 
+/* Whether req is a well-formed read answered as SAMPLES: such a read goes to the query pool, whole
+ * (the rest, streamed answers and bad requests, are answered here). Decodes the request once more
+ * than needed: a few microseconds against the read. */
+static bool wants_samples(h2o_req_t *req)
+{
+    ssize_t ce = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_ENCODING, -1);
+    if (ce >= 0 && !h2o_lcstris(req->headers.entries[ce].value.base, req->headers.entries[ce].value.len,
+                                H2O_STRLIT("snappy")))
+        return false;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_read_request_t rr;
+    ps_read_limits_t lim;
+    ps_read_type_t type;
+    ps_err_t err;
+    ps_err_clear(&err);
+    ps_read_limits_default(&lim);
+    bool yes = ps_read_request_decode(req->entity.base, req->entity.len, &lim, &a, &rr, &err) == 0 &&
+               ps_read_negotiate(&rr, &type, &err) == 0 && type == PS_READ_SAMPLES;
+    ps_arena_dispose(&a);
+    return yes;
+}
+
 int ps_api_read(h2o_req_t *req)
 {
     ps_server_t *s = ps_http_server(req);
+    /* to the pool unless over the read limit already (then the 503 at once, below); the query
+     * thread runs this again, in place, and takes its slot there */
+    if (s->qpool != NULL && !ps_qpool_is_clone(req) &&
+        (s->opts.read_concurrency == 0 || atomic_load(&s->reads_inflight) < s->opts.read_concurrency) &&
+        wants_samples(req))
+        return ps_qpool_run(req, PS_ROUTE_POOL, ps_api_read);
     read_ctx_t *c = h2o_mem_alloc_shared(&req->pool, sizeof(*c), on_dispose);
     ps_read_type_t type = PS_READ_SAMPLES;
     bool done = true;
@@ -174,6 +279,7 @@ int ps_api_read(h2o_req_t *req)
     memset(c, 0, sizeof(*c));
     c->s = s;
     c->out = (ps_buf_t)PS_BUF_INIT;
+    budget_init(c, req);
     ps_err_clear(&err);
     c->slot = true;
     unsigned inflight = atomic_fetch_add(&s->reads_inflight, 1) + 1;
@@ -186,6 +292,8 @@ int ps_api_read(h2o_req_t *req)
     }
     if (status != 0 || done)
         release(c);
+    if (status != 0)
+        count_error(c, err.code);
     if (status >= 500 && status != 503)
         ps_log_error("remote read failed", "err=%s", ps_log_q(err.msg));
     if (status != 0) {
@@ -198,6 +306,7 @@ int ps_api_read(h2o_req_t *req)
     } else {
         c->super.proceed = on_proceed;
         c->super.stop = on_stop;
+        c->streaming = true;
         ps_http_start(req, 200, STREAMED_TYPE, &c->super);
         h2o_iovec_t v = h2o_iovec_init(c->out.data, c->out.len);
         h2o_send(req, &v, 1, H2O_SEND_STATE_IN_PROGRESS);

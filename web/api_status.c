@@ -272,6 +272,10 @@ int ps_api_metrics(h2o_req_t *req)
     GAUGE("profstore_remote_reads_inflight", "Remote reads being answered (a streamed one until its last frame is "
           "sent or its client goes away); --storage.remote.read-concurrent-limit bounds it.",
           atomic_load(&s->reads_inflight));
+    COUNTER("profstore_remote_reads_timed_out_total", "Remote reads stopped by --query.timeout (503, or a streamed "
+            "answer cut off).", atomic_load(&s->reads_timed_out));
+    COUNTER("profstore_remote_reads_canceled_total", "Remote reads whose client went away before the last frame.",
+            atomic_load(&s->reads_canceled));
     COUNTER("profstore_ingest_profiles_total", "Profiles pushed and stored.", atomic_load(&s->ingest_profiles));
     COUNTER("profstore_ingest_bytes_total", "Bytes of pushed profiles stored (as received).", atomic_load(&s->ingest_bytes));
     COUNTER("profstore_ingest_samples_total", "pprof samples in stored profiles.", atomic_load(&s->ingest_samples));

@@ -135,8 +135,8 @@ struct ps_qpool {
 _Thread_local ps_loop_t *ps_worker_loop;
 
 /* error shapes: Prometheus' JSON, Connect's (its code's status), Pyroscope's HTTP API (Connect's
- * JSON with profstore's status, as api_pyroscope_query.c answers) */
-enum { SHAPE_PROM, SHAPE_CONNECT, SHAPE_PYRO };
+ * JSON with profstore's status, as api_pyroscope_query.c answers), remote read's plain text */
+enum { SHAPE_PROM, SHAPE_CONNECT, SHAPE_PYRO, SHAPE_TEXT };
 
 static _Thread_local qjob_t *cur_job;
 static _Thread_local watch_t *watches; /* of this loop thread */
@@ -311,6 +311,8 @@ static int shape_of(h2o_req_t *req)
         return SHAPE_CONNECT;
     if (p.len >= 11 && memcmp(p.base, "/pyroscope/", 11) == 0)
         return SHAPE_PYRO;
+    if (h2o_memis(p.base, p.len, H2O_STRLIT("/api/v1/read")))
+        return SHAPE_TEXT;
     return SHAPE_PROM;
 }
 
@@ -324,6 +326,11 @@ static void answer_error(h2o_req_t *req, int shape, int code, const char *msg)
         ps_connect_error_json(ps_connect_code_of(code), msg, &b);
         ps_buf_putc(&b, '\n');
         ps_http_send(req, ps_err_http_status(code), "application/json", b.data, b.len);
+        ps_buf_dispose(&b);
+    } else if (shape == SHAPE_TEXT) {
+        ps_buf_t b = PS_BUF_INIT;
+        ps_buf_printf(&b, "%s\n", msg);
+        ps_http_send(req, ps_err_http_status(code), "text/plain; charset=utf-8", b.data, b.len);
         ps_buf_dispose(&b);
     } else {
         ps_http_error(req, code, msg);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/budget.h"
 #include "parser/matchers.h"
 #include "query.h"
 #include "storage/xorchunk.h"
@@ -133,7 +134,8 @@ static int count_samples(ps_reader_t *r, const ps_series_set_t *set, int64_t sta
     count_ctx_t c = {0, limit};
     int rc = 0;
     for (uint32_t i = 0; i < set->n && rc == 0; i++)
-        rc = ps_reader_samples(r, set->sids[i], start, end, on_count_samples, &c, err);
+        if ((rc = ps_budget_check(err)) == 0)
+            rc = ps_reader_samples(r, set->sids[i], start, end, on_count_samples, &c, err);
     *total = c.total;
     return rc;
 }
@@ -179,6 +181,8 @@ static int read_query(ps_reader_t *r, const ps_read_query_t *q, int64_t qi, cons
     for (uint32_t k = 0; k < set.n; k++) {
         uint32_t i = order[k];
         sc.n = 0;
+        if ((rc = ps_budget_check(err)) != 0)
+            goto Exit;
         if ((rc = ps_reader_samples(r, set.sids[i], start, end, on_samples, &sc, err)) != 0)
             goto Limit;
         if (sc.n == 0)
@@ -364,6 +368,8 @@ int ps_read_cursor_next(ps_read_cursor_t *c, ps_buf_t *out, size_t want, bool *d
         }
         uint32_t i = c->order[c->k];
         if (!c->s_open) {
+            if ((rc = ps_budget_check(err)) != 0) /* per series: the deadline, the client */
+                goto Exit;
             if ((rc = ps_reader_series_kind(c->r, c->set.sids[i], &c->kind, err)) == PS_ENOTFOUND) {
                 rc = 0; /* no kind in this snapshot: skipped, as a series without data */
                 c->k++;

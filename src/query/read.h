@@ -22,6 +22,10 @@
  * ps_read_cursor_t, so their memory is bounded by the frame size, not by the answer. max_series
  * series per query (--query.max-series, PS_ELIMIT from ps_query_select) in both modes. The
  * concurrency limit is the HTTP handler's.
+ *
+ * Under a query budget (core/budget.h, installed by the caller): the selection's matchers charge
+ * it and check it (PS_ELIMIT naming the matcher, PS_ETIMEOUT, PS_ECANCELED), and each series is a
+ * check too, so a read stops at its deadline or when its client goes away.
  */
 #ifndef PS_QUERY_READ_H
 #define PS_QUERY_READ_H

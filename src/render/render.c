@@ -71,10 +71,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/budget.h"
 #include "core/hash.h"
 #include "core/json.h"
 
 #define NONE UINT32_MAX
+
+/* Under a query budget (core/budget.h) the loops over samples and nodes ask it every BUDGET_EVERY
+ * steps (one clock read) and stop when it says so: ps_flamegraph_build with its error, the void
+ * renderers with nothing written (their caller asks the budget again: its answer stays). */
+#define BUDGET_EVERY 1024
+
+static int budget_check(ps_err_t *err)
+{
+    ps_err_t scratch;
+    return ps_budget_check_now(err != NULL ? err : &scratch);
+}
 #define ADDR (UINT32_MAX - 1) /* function cache: the function has no name, use the address */
 
 /* int64 arithmetic that wraps instead of being undefined (values come from clients) */
@@ -431,15 +443,19 @@ static bool lane_advance(lane_t *l, const frames_t *f, const ps_profile_t *p)
     return false;
 }
 
-/* Builds the tree of values[vi] (diff: values[0] and values[1]). */
-static void tree_build(tree_t *t, const frames_t *f, const ps_profile_t *p, uint32_t vi)
+/* Builds the tree of values[vi] (diff: values[0] and values[1]): 0, or the budget's error (the
+ * tree is then incomplete). */
+static int tree_build(tree_t *t, const frames_t *f, const ps_profile_t *p, uint32_t vi, ps_err_t *err)
 {
     lane_t lanes[LANES];
     unsigned nl = 0;
     uint32_t next = 0;
+    int rc;
     for (;;) {
         /* fill idle lanes with samples that have a value; a sample without frames is done at once */
         while (nl < LANES && next < p->nsamples) {
+            if (next % BUDGET_EVERY == BUDGET_EVERY - 1 && (rc = budget_check(err)) != 0)
+                return rc;
             const ps_sample_t *s = &p->samples[next++];
             lane_t *l = &lanes[nl];
             l->v[0] = t->w == 2 ? s->values[0] : s->values[vi];
@@ -482,6 +498,7 @@ static void tree_build(tree_t *t, const frames_t *f, const ps_profile_t *p, uint
         }
     }
     tree_totals(t);
+    return 0;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -777,13 +794,16 @@ int ps_flamegraph_build(const ps_profile_t *p, uint32_t vi, int diff, int64_t ma
 
     tree_t t;
     tree_init(&t, total_name, diff);
-    tree_build(&t, &f, p, vi);
-    int rc = 0;
+    int rc = tree_build(&t, &f, p, vi, err);
+    if (rc != 0)
+        goto Exit;
     if (t.full) {
         rc = ps_err_set(err, PS_ETOOBIG, "flamegraph: more than %u call tree nodes", (unsigned)TREE_MAX_NODES);
         goto Exit;
     }
     tree_finish(&t, f.names.rank);
+    if ((rc = budget_check(err)) != 0) /* between the passes over the tree: each is O(nodes) or so */
+        goto Exit;
     uint8_t *kept = select_kept(&t, f.names.rank, max_nodes);
 
     emit_t e;
@@ -792,6 +812,11 @@ int ps_flamegraph_build(const ps_profile_t *p, uint32_t vi, int diff, int64_t ma
     e.kept = kept;
     e.other_name = other_name;
     emit_tree(&e); /* pass 1: count nodes per level */
+    if ((rc = budget_check(err)) != 0) {
+        free(e.lcount);
+        free(kept);
+        goto Exit;
+    }
 
     size_t width = diff ? 7 : 4;
     out->nlevels = (uint32_t)e.nlevels;
@@ -899,7 +924,12 @@ void ps_render_folded(const ps_profile_t *p, uint32_t vi, ps_buf_t *out)
     frames_build(&f, p);
     tree_t t;
     tree_init(&t, f.empty, 0);
-    tree_build(&t, &f, p, vi); /* past TREE_MAX_NODES, samples needing new nodes are left out */
+    /* past TREE_MAX_NODES, samples needing new nodes are left out; stopped by the budget: nothing */
+    if (tree_build(&t, &f, p, vi, NULL) != 0) {
+        tree_dispose(&t);
+        frames_dispose(&f);
+        return;
+    }
 
     /* every node with a nonzero self: its stack into text; offsets first, pointers once text is final */
     ps_buf_t text = PS_BUF_INIT;
@@ -911,7 +941,10 @@ void ps_render_folded(const ps_profile_t *p, uint32_t vi, ps_buf_t *out)
     size_t *offs = ps_xmalloc((nlines ? nlines : 1) * sizeof(size_t));
     uint32_t *path = NULL;
     size_t pcap = 0, m = 0;
-    for (size_t i = 1; i < t.len; i++) {
+    bool stopped = false;
+    for (size_t i = 1; i < t.len && !stopped; i++) {
+        if (i % BUDGET_EVERY == 0 && budget_check(NULL) != 0)
+            stopped = true;
         if (tself(&t, i)[0] == 0)
             continue;
         size_t depth = 0;
@@ -935,6 +968,8 @@ void ps_render_folded(const ps_profile_t *p, uint32_t vi, ps_buf_t *out)
         lines[m].v = tself(&t, i)[0];
         m++;
     }
+    if (stopped)
+        m = 0;
     for (size_t i = 0; i < m; i++)
         lines[i].s = (const char *)text.data + offs[i];
     qsort(lines, m, sizeof(fline_t), cmp_fline);
@@ -1037,6 +1072,12 @@ void ps_render_top_diff(const ps_profile_t *p, uint32_t vi, uint32_t limit, int6
     uint64_t total = 0; /* sum of |value| */
     for (uint32_t i = 0; i < p->nsamples; i++) {
         const ps_sample_t *s = &p->samples[i];
+        if (i % BUDGET_EVERY == BUDGET_EVERY - 1 && budget_check(NULL) != 0) {
+            free(rows);
+            free(rowid);
+            frames_dispose(&f);
+            return; /* stopped by the budget: nothing (the caller asks the budget) */
+        }
         int64_t v = s->values[vi];
         if (v == 0)
             continue;

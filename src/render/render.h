@@ -9,6 +9,12 @@
  * "mapping_basename+0xoffset". Stacks are read root first (the reverse of pprof's leaf-first
  * order). Frames that end up identical at the same position merge (a tree by function name).
  * Sample labels are ignored here.
+ *
+ * Under a query budget (core/budget.h) the builders check it every 1,024 samples and between
+ * passes, and stop when the query's deadline passed or its client went away:
+ * ps_flamegraph_build returns the budget's error (PS_ETIMEOUT, PS_ECANCELED); ps_render_folded
+ * and ps_render_top(_diff) write nothing, and their caller asks ps_budget_check_now afterwards
+ * (its answer stays) to tell a stop from an empty answer.
  */
 #ifndef PS_RENDER_H
 #define PS_RENDER_H

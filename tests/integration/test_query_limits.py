@@ -9,6 +9,7 @@ series whose job values are "a" * N + "b" + a number, matched by {job=~"a.*", jo
 `(a|aa)+$` backtracks through every split of the run of a's, Fibonacci(N) steps: N = 300 is past
 any limit, N = 27 needs some 832,000 PCRE2 steps (within the 1,000,000 of one match), a few ms."""
 
+import http.client
 import json
 import socket
 import struct
@@ -21,8 +22,10 @@ import snappy
 
 import conftest
 from conftest import CPU_TYPE, README_TOTALS
+from test_remote_read import EQ, NRE, RE, SAMPLES, STREAMED, make_request, pb, post_read  # noqa: F401
 
 BOMB = '{job=~"a.*", job!~"(a|aa)+$"}'
+BOMB_MATCHERS = [(RE, "job", "a.*"), (NRE, "job", "(a|aa)+$")]  # the same, for remote read
 
 
 # ---- a hand-written remote-write 1.0 body (prometheus.WriteRequest) ------------------------------
@@ -126,7 +129,22 @@ def test_regex_limit_is_an_error_naming_the_matcher(bomb):
     assert st == 200 and js["data"]["result"][0]["value"][1] == "5000", js
 
 
-def test_regex_budget_across_series(make_server):
+def read_body(pb, queries, typ):  # noqa: F811
+    """A remote-read request of queries [(matchers)] over the last hour, answered as typ."""
+    now_ms = int(time.time() * 1000)
+    return snappy.compress(make_request(pb, [(now_ms - 3600000, now_ms + 60000, ms) for ms in queries], [typ])
+                           .SerializeToString())
+
+
+def test_remote_read_regex_limit(bomb, pb):  # noqa: F811
+    want = b'regex matcher job!~"(a|aa)+$": PCRE2 match limit hit on a value of 305 bytes\n'
+    for typ in (SAMPLES, STREAMED):
+        st, hdrs, out = post_read(bomb, read_body(pb, [BOMB_MATCHERS], typ))
+        assert (st, out) == (400, want), (typ, st, out[:300])
+        assert hdrs["content-type"] == "text/plain; charset=utf-8"
+
+
+def test_regex_budget_across_series(make_server, pb):  # noqa: F811
     # 5,000 values of 10 bytes: each match is decided in the first stage (charged 1,000 steps)
     s = make_server(name="budget", extra_args=["--query.max-regex-steps", "100000"])
     now_ms = int(time.time() * 1000)
@@ -137,6 +155,13 @@ def test_regex_budget_across_series(make_server):
                            '(--query.max-regex-steps) on a value of 10 bytes'), js
     st, js = get(s, "/api/v1/series", {"match[]": '{job="x000000001"}'})
     assert st == 200 and len(js["data"]) == 1, js
+    # remote read: the same budget, across the values of a read's matchers
+    for typ in (SAMPLES, STREAMED):
+        st, _, out = post_read(s, read_body(pb, [[(RE, "job", "x.*")]], typ))
+        assert (st, out) == (400, b'regex matcher job=~"x.*": the query\'s regex budget is spent '
+                                  b'(--query.max-regex-steps) on a value of 10 bytes\n'), (typ, st, out[:300])
+        st, _, out = post_read(s, read_body(pb, [[(EQ, "job", "x000000001")]], typ))
+        assert st == 200, out[:300]
 
 
 # ---- timeout, cancellation, queueing --------------------------------------------------------------
@@ -163,6 +188,38 @@ def test_timeout_is_503_timeout(slow):
     wait_for("the query thread to be free", lambda: metric(slow, "profstore_query_inflight") == 0)
 
 
+def test_remote_read_timeout(slow, pb):  # noqa: F811
+    before = metric(slow, "profstore_remote_reads_timed_out_total")
+    # before the status: a 503 in remote read's plain text
+    st, _, out = post_read(slow, read_body(pb, [BOMB_MATCHERS], SAMPLES), headers={})
+    assert (st, out) == (503, b"query timed out in query execution (the limit is 1s, --query.timeout)\n"), out[:300]
+    st, _, out = post_read(slow, read_body(pb, [BOMB_MATCHERS], STREAMED))
+    assert (st, out) == (503, b"query timed out in query execution (the limit is 1s, --query.timeout)\n"), out[:300]
+    # after the first frames (query 0, all 5,000 series, some 500 KB): the answer is cut off
+    conn = http.client.HTTPConnection("127.0.0.1", slow.port, timeout=30)
+    conn.request("POST", "/api/v1/read", body=read_body(pb, [[(RE, "job", "a.*")], BOMB_MATCHERS], STREAMED),
+                 headers={"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf",
+                          "X-Prometheus-Remote-Read-Version": "0.1.0"})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    got, cut = 0, False
+    while True:
+        try:
+            data = resp.read(64 << 10)
+        except http.client.IncompleteRead as e:
+            got += len(e.partial)
+            cut = True
+            break
+        if not data:
+            break
+        got += len(data)
+    conn.close()
+    assert cut and got > 64 << 10, got
+    assert metric(slow, "profstore_remote_reads_timed_out_total") == before + 3
+    assert metric(slow, "profstore_remote_reads_inflight") == 0
+    assert "query timed out in query execution" in slow.log_path.read_text()
+
+
 def test_connect_timeout_is_deadline_exceeded(slow):
     body = json.dumps({"matchers": [BOMB], "start": 0, "end": int(time.time() * 1000) + 60000}).encode()
     st, _, out = slow.request("POST", "/querier.v1.QuerierService/Series", body=body,
@@ -178,7 +235,7 @@ def test_connect_timeout_is_deadline_exceeded(slow):
                                 "(the limit is 300ms, Connect-Timeout-Ms)"}, (st, js)
 
 
-def test_client_gone_cancels_and_queue(make_server):
+def test_client_gone_cancels_and_queue(make_server, pb):  # noqa: F811
     s = make_server(name="cancel", extra_args=["--query.max-regex-steps", "1000000000000",
                                                "--query.max-concurrency", "1"])
     fill(s, 27)
@@ -200,6 +257,18 @@ def test_client_gone_cancels_and_queue(make_server):
     assert m["profstore_queries_total"] == 2, m
     st, js = get(s, "/api/v1/series", {"match[]": '{job="z"}'})
     assert st == 200 and len(js["data"]) == 1, js
+    # a SAMPLES remote read runs there too, and stops when its client goes away
+    body = read_body(pb, [BOMB_MATCHERS], SAMPLES)
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    sock.sendall(b"POST /api/v1/read HTTP/1.1\r\nHost: x\r\nContent-Encoding: snappy\r\n"
+                 b"Content-Type: application/x-protobuf\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    wait_for("the read to run", lambda: metric(s, "profstore_query_inflight") == 1)
+    wait_for("the read to hold its slot", lambda: metric(s, "profstore_remote_reads_inflight") == 1)
+    sock.close()
+    wait_for("the read to be canceled", lambda: metric(s, "profstore_queries_canceled_total") == 3)
+    wait_for("the query thread to be free", lambda: metric(s, "profstore_query_inflight") == 0)
+    m = s.metrics()
+    assert m["profstore_remote_reads_inflight"] == 0 and m["profstore_queries_total"] == 4, m
 
 
 def test_shutdown_stops_running_queries(make_server):

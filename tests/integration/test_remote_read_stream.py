@@ -29,7 +29,10 @@ from test_remote_read import (STREAMED, STREAMED_CT, crc32c, make_request, pb, r
                               remote_write, write_request)
 
 NSERIES, NSAMPLES = 200, 12000
-T0_MS = 1796022000 * 1000
+# 50 h of samples ending at least a day before now (a fixed day in the past could be in the future
+# of a machine's clock, and --storage.future-grace refuses such samples); whole days, so chunks are
+# cut the same way on every run
+T0_MS = (int(time.time()) // 86400 - 4) * 86400 * 1000
 STEP_MS = 15000
 LIMIT = 3  # --storage.remote.read-concurrent-limit in these tests
 ANON_BOUND = 8 << 20  # bytes a streamed read may add to RssAnon (see the module doc)
@@ -150,8 +153,17 @@ def test_large_streamed_read_bounded_memory(big, pb):  # noqa: F811
     assert inflight(big) == 0
 
 
+def canceled(srv):
+    st, _, data = srv.get("/metrics")
+    for line in data.decode().splitlines():
+        if line.startswith("profstore_remote_reads_canceled_total "):
+            return int(line.split()[1])
+    raise AssertionError("no profstore_remote_reads_canceled_total in /metrics")
+
+
 def test_disconnect_frees_the_slot(big, pb):  # noqa: F811
     body = stream_request(pb)
+    before = canceled(big)
     # more clients than slots go away mid-answer
     for _ in range(LIMIT + 2):
         conn, resp = open_read(big, body)
@@ -163,6 +175,7 @@ def test_disconnect_frees_the_slot(big, pb):  # noqa: F811
     while inflight(big) != 0 and time.time() < deadline:
         time.sleep(0.05)
     assert inflight(big) == 0
+    assert canceled(big) == before + LIMIT + 2  # each stopped making pieces when its client went
     # then LIMIT reads at once (each holds its slot while the others start) all succeed, whole
     opened = [open_read(big, body) for _ in range(LIMIT)]
     assert [r.status for _, r in opened] == [200] * LIMIT
@@ -182,6 +195,7 @@ def test_disconnect_frees_the_slot(big, pb):  # noqa: F811
         conn.close()
         assert fc.buf == b"" and fc.samples == NSERIES * NSAMPLES
     assert inflight(big) == 0
+    assert canceled(big) == before + LIMIT + 2  # whole answers are not counted
     st, _, _ = big.get("/-/healthy")
     assert st == 200
 

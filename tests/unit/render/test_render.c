@@ -25,6 +25,7 @@
 #include "../testutil.h"
 #include <jansson.h>
 
+#include "core/budget.h"
 #include "proto/pprof.h"
 #include "render/render.h"
 
@@ -1276,6 +1277,50 @@ static void test_synthetic_100k(void **state)
     }
 }
 
+/* A query budget that says stop (its client gone, or its deadline passed) stops the builders:
+ * the flame graph with the budget's error, folded and top with nothing written. */
+static void test_budget_stops(void **state)
+{
+    pb_t *b = pb_new(1);
+    pb_stack(b, "main;a;b", 1, 0);
+    pb_stack(b, "main;a;c", 1, 0);
+    pb_stack(b, "main;d", 1, 0);
+    ps_sample_t *many = calloc(3000, sizeof(ps_sample_t)); /* past the 1,024 samples between checks */
+    assert_non_null(many);
+    for (int i = 0; i < 3000; i++)
+        many[i] = b->samples[i % 3];
+    b->p.samples = many;
+    b->p.nsamples = 3000;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_flamegraph_t fg;
+    ps_err_t err;
+    ps_buf_t out = PS_BUF_INIT;
+    atomic_int cancel = 0;
+    ps_budget_t bg;
+    ps_budget_init(&bg, 0, 0, 0, &cancel);
+    ps_budget_set(&bg);
+    assert_int_equal(ps_flamegraph_build(&b->p, 0, 0, 0, &a, &fg, &err), 0); /* a budget that lets it run */
+    assert_int_equal(fg.total, 3000);
+    cancel = 1;
+    assert_int_equal(ps_flamegraph_build(&b->p, 0, 0, 0, &a, &fg, &err), PS_ECANCELED);
+    assert_string_equal(err.msg, "query canceled: the client went away");
+    ps_render_folded(&b->p, 0, &out);
+    ps_render_top(&b->p, 0, 0, &out);
+    assert_int_equal(out.len, 0);
+    cancel = 0;
+    bg.deadline = 1; /* long past */
+    bg.timeout = 1000000000;
+    assert_int_equal(ps_flamegraph_build(&b->p, 0, 0, 0, &a, &fg, &err), PS_ETIMEOUT);
+    assert_string_equal(err.msg, "query timed out in query execution (the limit is 1s, --query.timeout)");
+    ps_budget_set(NULL);
+    ps_render_top(&b->p, 0, 1, &out); /* no budget: as always */
+    assert_true(out.len > 0);
+    ps_buf_dispose(&out);
+    ps_arena_dispose(&a);
+    free(many);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1293,6 +1338,7 @@ int main(void)
         cmocka_unit_test(test_go_cpu),
         cmocka_unit_test(test_all_fixtures),
         cmocka_unit_test(test_synthetic_100k),
+        cmocka_unit_test(test_budget_stops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
