@@ -9,7 +9,8 @@
 # (proto/remote.c, snappy), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
 # /ingest), fuzz_querier (proto/querier.c, proto/pbjson.c) and fuzz_ui_headers (web/ui_assets.c: the
-# web UI's Accept-Encoding, If-None-Match, paths) into OUTDIR.
+# web UI's Accept-Encoding, If-None-Match, paths) and fuzz_config (src/config/: the YAML configuration)
+# into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -133,6 +134,19 @@ fi
 if [ -f "$root/web/ui_assets.c" ] && [ -f "$here/fuzz_ui_headers.c" ]; then
     fuzzcc "$here/fuzz_ui_headers.c" "$root/web/ui_assets.c" "$root"/src/core/*.c -lm -lpthread \
         -o "$out/fuzz_ui_headers"
+fi
+
+# fuzz_config: the YAML configuration (src/config/: parse, status text, relabeling) with libyaml,
+# OpenSSL (hashmod's MD5) and the parser (label names, regexes).
+if [ -f "$root/src/config/config.c" ] && [ -f "$here/fuzz_config.c" ]; then
+    [ -e "$gen/inc/config" ] || ln -s "$root/src/config" "$gen/inc/config"
+    [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
+    # shellcheck disable=SC2046
+    fuzzcc $(pkg-config --cflags yaml-0.1 libcrypto) \
+        "$here/fuzz_config.c" "$root/src/config/config.c" "$root/src/config/config_yaml.c" \
+        "$root/src/config/relabel.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
+        $(pkg-config --libs yaml-0.1 libcrypto libpcre2-8) -lm -lpthread \
+        -o "$out/fuzz_config"
 fi
 
 echo "$out/fuzz_pprof"
