@@ -41,7 +41,6 @@ import csv
 import http.client
 import json
 import os
-import random
 import re
 import shutil
 import signal
@@ -621,6 +620,9 @@ class Soak:
                     name, "bounded" if bounded else "GROWS", m1, m2))
                 if not bounded and name != "rss_kib":  # file pages follow the data, for information
                     ok = False
+            m1 = max((r["data_kib"] for r in mid if r["data_kib"] is not None), default=0)
+            m2 = max((r["data_kib"] for r in last if r["data_kib"] is not None), default=0)
+            verdict.append("data.mdb (for information) max middle third %d KiB, last third %d KiB" % (m1, m2))
         else:
             verdict.append("too short for a verdict (fewer than 6 samples)")
         lines.append("  verdict: " + "; ".join(verdict))
