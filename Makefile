@@ -5,7 +5,7 @@ JOBS       ?= $(shell nproc)
 LISTEN     ?= 127.0.0.1:7070
 DATA       ?= ./data
 PYTHON     ?= /usr/bin/python3
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 15
 
 .PHONY: all deps build build-asan run test check-includes unit unit-asan integration fuzz bench clean
 

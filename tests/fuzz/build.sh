@@ -9,7 +9,8 @@
 # (proto/remote.c, snappy), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
 # /ingest), fuzz_querier (proto/querier.c, proto/pbjson.c) and fuzz_ui_headers (web/ui_assets.c: the
-# web UI's Accept-Encoding, If-None-Match, paths) and fuzz_webconfig (src/config/webconfig.c) into OUTDIR.
+# web UI's Accept-Encoding, If-None-Match, paths), fuzz_webconfig (src/config/webconfig.c) and fuzz_config
+# (src/config/: the YAML configuration) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -141,6 +142,19 @@ if [ -f "$root/src/config/webconfig.c" ] && [ -f "$here/fuzz_webconfig.c" ]; the
     # shellcheck disable=SC2046
     fuzzcc $(pkg-config --cflags yaml-0.1) "$here/fuzz_webconfig.c" "$root/src/config/webconfig.c" "$root"/src/core/*.c \
         $(pkg-config --libs yaml-0.1) -lm -lpthread -o "$out/fuzz_webconfig"
+fi
+
+# fuzz_config: the YAML configuration (src/config/: parse, status text, relabeling) with libyaml,
+# OpenSSL (hashmod's MD5) and the parser (label names, regexes).
+if [ -f "$root/src/config/config.c" ] && [ -f "$here/fuzz_config.c" ]; then
+    [ -e "$gen/inc/config" ] || ln -s "$root/src/config" "$gen/inc/config"
+    [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
+    # shellcheck disable=SC2046
+    fuzzcc $(pkg-config --cflags yaml-0.1 libcrypto) \
+        "$here/fuzz_config.c" "$root/src/config/config.c" "$root/src/config/config_yaml.c" \
+        "$root/src/config/relabel.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
+        $(pkg-config --libs yaml-0.1 libcrypto libpcre2-8) -lm -lpthread \
+        -o "$out/fuzz_config"
 fi
 
 echo "$out/fuzz_pprof"

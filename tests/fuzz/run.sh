@@ -9,8 +9,12 @@
 # Pyroscope SDK requests (query, Content-Type and body) and a few folded bodies, fuzz_querier with
 # querier.v1 requests as Grafana sends them (binary and JSON), fuzz_ui_headers with the headers
 # Chromium sends for the UI, fuzz_webconfig with a few web config files.
+# Every target also gets the committed corpus tests/fuzz/corpus/<target>/ (campaign.sh keeps it:
+# inputs that add coverage, and regress-* files of fixed findings); fuzz_config has only that.
 # Exits non-zero if libFuzzer finds a crash, leak or timeout; the reproducer is left in the output
 # directory (crash-*, leak-*, timeout-*).
+# PS_FUZZ_SEEDS_ONLY=DIR (campaign.sh): write each target's seeds into DIR/<target>/ with the
+# binaries already in PS_FUZZ_OUT, without building or fuzzing.
 #
 # usage: tests/fuzz/run.sh [SECONDS] [TARGET...]      e.g. tests/fuzz/run.sh 600 fuzz_pprof
 set -eu
@@ -19,7 +23,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_querier fuzz_ui_headers fuzz_webconfig"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_querier fuzz_ui_headers fuzz_webconfig fuzz_config"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 
 if [ -n "${PS_TESTDATA:-}" ] && [ -d "$PS_TESTDATA/pprof" ]; then
@@ -31,7 +35,7 @@ else
 fi
 [ -d "$seeds" ] || { echo "run.sh: no seed directory $seeds" >&2; exit 2; }
 
-"$here/build.sh" "$out" >/dev/null
+[ -n "${PS_FUZZ_SEEDS_ONLY:-}" ] || "$here/build.sh" "$out" >/dev/null
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/fuzz_corpus.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
@@ -136,6 +140,11 @@ for t in $targets; do
         printf 'basic_auth_users:\n  alice: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi\nhttp_server_config:\n  http2: false\n  headers:\n    X-Frame-Options: deny\n' > "$corpus/users"
         printf 'bearer_tokens:\n  - sha256: a2f0a437be4fd6ceaaa59fac18e495e88345b0aa6fb8ccbddd05a8d88e7a3e56\n    scopes: [read, write]\n    name: x\n' > "$corpus/tokens" ;;
     esac
+    if [ -n "${PS_FUZZ_SEEDS_ONLY:-}" ]; then
+        mkdir -p "$PS_FUZZ_SEEDS_ONLY/$t" && cp "$corpus"/* "$PS_FUZZ_SEEDS_ONLY/$t/" 2>/dev/null || true
+        continue
+    fi
+    [ -d "$here/corpus/$t" ] && find "$here/corpus/$t" -maxdepth 1 -type f -exec cp {} "$corpus/" \;
     echo "run.sh: fuzzing $t for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
     (cd "$out" && "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
         -artifact_prefix="$out/" -print_final_stats=1 "$corpus" 2>"$out/$t.log") || {
@@ -145,4 +154,4 @@ for t in $targets; do
     }
     grep -E "stat::number_of_executed_units|Done" "$out/$t.log" | head -2
 done
-rm -rf "$out"
+[ -n "${PS_FUZZ_SEEDS_ONLY:-}" ] || rm -rf "$out"
