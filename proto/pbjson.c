@@ -366,7 +366,9 @@ static const char *jtype(const json_t *v)
 }
 
 /* Pre-scan: nesting depth, and a count of values (an upper bound: ',' '[' '{' ':' outside strings). */
-static int json_prescan(const char *s, size_t n, size_t budget, ps_err_t *err)
+/* Also sets *neg_zero when a number token is a negative zero written as an integer ("-0", as Go's
+ * protojson writes -0.0): jansson would read it as the integer 0 and lose the sign. */
+static int json_prescan(const char *s, size_t n, size_t budget, bool *neg_zero, ps_err_t *err)
 {
     size_t depth = 0, values = 1, line = 1, col = 0;
     bool in_str = false, esc = false;
@@ -393,6 +395,11 @@ static int json_prescan(const char *s, size_t n, size_t budget, ps_err_t *err)
         case ']': case '}': if (depth > 0) depth--; break;
         case ',': case ':': values++; break;
         case '\n': line++; col = 0; break;
+        case '-':
+            if (i + 1 < n && s[i + 1] == '0' &&
+                (i + 2 == n || !(s[i + 2] == '.' || s[i + 2] == 'e' || s[i + 2] == 'E' || (s[i + 2] >= '0' && s[i + 2] <= '9'))))
+                *neg_zero = true;
+            break;
         default: break;
         }
     }
@@ -714,11 +721,13 @@ static int json_msg(jdec_t *j, const ProtobufCMessageDescriptor *d, const json_t
 static int decode_json(const void *data, size_t n, const ProtobufCMessageDescriptor *d, ps_arena_t *arena,
                        size_t budget, ProtobufCMessage **out, ps_err_t *err)
 {
-    int rc = json_prescan(data, n, budget, err);
+    bool neg_zero = false;
+    int rc = json_prescan(data, n, budget, &neg_zero, err);
     if (rc != 0)
         return rc;
     json_error_t je;
-    json_t *root = json_loadb(data, n, JSON_REJECT_DUPLICATES, &je);
+    /* a "-0" (a double's -0.0, as Go writes it) keeps its sign only when numbers are read as reals */
+    json_t *root = json_loadb(data, n, JSON_REJECT_DUPLICATES | (neg_zero ? JSON_DECODE_INT_AS_REAL : 0), &je);
     if (root == NULL && strstr(je.text, "too big") != NULL) /* an integer past int64 (a big double, as Go's
                                                              * protojson writes 1.8e19): read numbers as reals */
         root = json_loadb(data, n, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &je);
