@@ -72,7 +72,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,6 +80,7 @@
 #include <strings.h>
 #include <yaml.h>
 
+#include "config_int.h"
 #include "core/timeutil.h"
 
 #define CONFIG_MAX_BYTES (64u << 20)
@@ -105,21 +105,7 @@ typedef struct ctx {
 
 /* ---- messages and paths ---- */
 
-__attribute__((format(printf, 2, 3))) static size_t push(ctx_t *c, const char *fmt, ...)
-{
-    size_t old = c->plen;
-    if (c->plen + 1 < sizeof(c->path)) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vsnprintf(c->path + c->plen, sizeof(c->path) - c->plen, fmt, ap);
-        va_end(ap);
-        if (k > 0)
-            c->plen += (size_t)k;
-        if (c->plen >= sizeof(c->path))
-            c->plen = sizeof(c->path) - 1;
-    }
-    return old;
-}
+#define push(c, ...) ps_yaml_path_push((c)->path, sizeof((c)->path), &(c)->plen, __VA_ARGS__)
 
 static size_t push_key(ctx_t *c, const char *key)
 {
@@ -127,67 +113,25 @@ static size_t push_key(ctx_t *c, const char *key)
 }
 
 static size_t push_idx(ctx_t *c, size_t i) { return push(c, "[%zu]", i); }
-
-static void pop(ctx_t *c, size_t old)
-{
-    c->plen = old;
-    c->path[old] = '\0';
-}
+static void pop(ctx_t *c, size_t old) { ps_yaml_path_pop(c->path, &c->plen, old); }
 
 __attribute__((format(printf, 3, 4))) static int fail(ctx_t *c, const yaml_node_t *n, const char *fmt, ...)
 {
-    char what[400];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
+    int rc = ps_yaml_vfail(c->err, c->name, c->path, n, fmt, ap);
     va_end(ap);
-    size_t line = n != NULL ? n->start_mark.line + 1 : 1, col = n != NULL ? n->start_mark.column + 1 : 1;
-    if (c->plen == 0)
-        return ps_err_set(c->err, PS_EINVAL, "%s:%zu:%zu: %s", c->name, line, col, what);
-    return ps_err_set(c->err, PS_EINVAL, "%s:%zu:%zu: %s: %s", c->name, line, col, c->path, what);
+    return rc;
 }
 
 /* ---- nodes ---- */
 
 static yaml_node_t *node(ctx_t *c, int i) { return yaml_document_get_node(c->doc, i); }
-static const char *sval(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
-static size_t slen(const yaml_node_t *n) { return n->data.scalar.length; }
-
-static bool is_plain(const yaml_node_t *n)
-{
-    return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE || n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
-}
-
-static bool is_null(const yaml_node_t *n)
-{
-    if (n == NULL)
-        return true;
-    if (n->type != YAML_SCALAR_NODE)
-        return false;
-    if (n->tag != NULL && strcmp((const char *)n->tag, YAML_NULL_TAG) == 0)
-        return true;
-    if (!is_plain(n))
-        return false;
-    const char *s = sval(n);
-    size_t l = slen(n);
-    return l == 0 || (l == 1 && s[0] == '~') ||
-           (l == 4 && (memcmp(s, "null", 4) == 0 || memcmp(s, "Null", 4) == 0 || memcmp(s, "NULL", 4) == 0));
-}
-
-static const char *kind(const yaml_node_t *n)
-{
-    switch (n->type) {
-    case YAML_MAPPING_NODE: return "a mapping";
-    case YAML_SEQUENCE_NODE: return "a list";
-    case YAML_SCALAR_NODE: return is_null(n) ? "null" : "a scalar";
-    default: return "nothing";
-    }
-}
-
-static bool str_eq(const yaml_node_t *n, const char *s)
-{
-    return n->type == YAML_SCALAR_NODE && slen(n) == strlen(s) && memcmp(sval(n), s, slen(n)) == 0;
-}
+#define sval ps_yaml_sval
+#define slen ps_yaml_slen
+#define is_plain ps_yaml_is_plain
+#define is_null ps_yaml_is_null
+#define kind ps_yaml_kind
 
 static int want_map(ctx_t *c, const yaml_node_t *n, const char *what)
 {
@@ -227,35 +171,14 @@ static int get_file(ctx_t *c, const yaml_node_t *n, const char **out)
         return rc;
     if (s[0] == '\0')
         return fail(c, n, "empty file name");
-    if (c->dir != NULL && s[0] != '/') {
-        size_t dl = strlen(c->dir), sl = strlen(s);
-        char *j = ps_arena_alloc(c->a, dl + sl + 2);
-        memcpy(j, c->dir, dl);
-        if (dl == 0 || c->dir[dl - 1] != '/')
-            j[dl++] = '/';
-        memcpy(j + dl, s, sl + 1);
-        s = j;
-    }
-    *out = s;
+    *out = ps_yaml_join_dir(c->a, c->dir, s);
     return 0;
 }
 
 static int get_bool(ctx_t *c, const yaml_node_t *n, bool *out)
 {
-    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y"};
-    static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N"};
-    if (n->type == YAML_SCALAR_NODE && is_plain(n)) {
-        for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-            if (str_eq(n, yes[i])) {
-                *out = true;
-                return 0;
-            }
-            if (str_eq(n, no[i])) {
-                *out = false;
-                return 0;
-            }
-        }
-    }
+    if (ps_yaml_bool(n, out))
+        return 0;
     if (n->type != YAML_SCALAR_NODE)
         return fail(c, n, "expected true or false, got %s", kind(n));
     return fail(c, n, "expected true or false, got \"%.64s\"", sval(n));
@@ -1554,49 +1477,15 @@ static int parse_root(ctx_t *c, const yaml_node_t *root, ps_config_t *cfg)
     return 0;
 }
 
-/* Line and column (1-based) of byte offset off in data. */
-static void offset_pos(const char *data, size_t n, size_t off, size_t *line, size_t *col)
-{
-    *line = 1;
-    *col = 1;
-    for (size_t i = 0; i < off && i < n; i++) {
-        if (data[i] == '\n') {
-            (*line)++;
-            *col = 1;
-        } else {
-            (*col)++;
-        }
-    }
-}
-
-static int yaml_error(const yaml_parser_t *p, const char *data, size_t n, const char *name, ps_err_t *err)
-{
-    size_t line = p->problem_mark.line + 1, col = p->problem_mark.column + 1;
-    if (p->error == YAML_READER_ERROR)
-        offset_pos(data, n, p->problem_offset, &line, &col);
-    const char *problem = p->problem != NULL ? p->problem : "YAML error";
-    if (p->error == YAML_MEMORY_ERROR)
-        problem = "out of memory";
-    if (p->context != NULL)
-        return ps_err_set(err, PS_EINVAL, "%s:%zu:%zu: invalid YAML: %s %s (line %zu, column %zu)", name, line, col,
-                          problem, p->context, p->context_mark.line + 1, p->context_mark.column + 1);
-    return ps_err_set(err, PS_EINVAL, "%s:%zu:%zu: invalid YAML: %s", name, line, col, problem);
-}
-
 static int parse_config(const char *data, size_t n, const char *name, const char *dir, ps_config_t **out,
                         ps_err_t *err)
 {
     *out = NULL;
     yaml_parser_t p;
     yaml_document_t doc;
-    if (!yaml_parser_initialize(&p))
-        return ps_err_set(err, PS_ENOMEM, "%s: out of memory", name);
-    yaml_parser_set_input_string(&p, (const unsigned char *)data, n);
-    if (!yaml_parser_load(&p, &doc)) {
-        int rc = yaml_error(&p, data, n, name, err);
-        yaml_parser_delete(&p);
+    int rc = ps_yaml_load_first(&p, &doc, data, n, name, err);
+    if (rc != 0)
         return rc;
-    }
     ps_config_t *cfg = ps_xcalloc(1, sizeof(ps_config_t));
     ctx_t c;
     memset(&c, 0, sizeof(c));
@@ -1606,20 +1495,10 @@ static int parse_config(const char *data, size_t n, const char *name, const char
     c.a = &cfg->arena;
     c.err = err;
     c.cfg = cfg;
-    int rc = parse_root(&c, yaml_document_get_root_node(&doc), cfg);
+    rc = parse_root(&c, yaml_document_get_root_node(&doc), cfg);
     yaml_document_delete(&doc);
-    if (rc == 0) {
-        /* a second document is refused rather than ignored */
-        if (!yaml_parser_load(&p, &doc)) {
-            rc = yaml_error(&p, data, n, name, err);
-        } else {
-            yaml_node_t *r2 = yaml_document_get_root_node(&doc);
-            if (r2 != NULL)
-                rc = ps_err_set(err, PS_EINVAL, "%s:%zu:%zu: a second YAML document is not supported", name,
-                                doc.start_mark.line + 1, doc.start_mark.column + 1);
-            yaml_document_delete(&doc);
-        }
-    }
+    if (rc == 0) /* a second document is refused rather than ignored */
+        rc = ps_yaml_no_second(&p, data, n, name, err);
     yaml_parser_delete(&p);
     if (rc != 0) {
         for (size_t i = 0; i < c.nres; i++)
@@ -1644,33 +1523,12 @@ int ps_config_parse(const char *yaml, size_t n, const char *name, ps_config_t **
 int ps_config_load(const char *path, ps_config_t **out, ps_err_t *err)
 {
     *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL)
-        return ps_err_set(err, PS_EINVAL, "%s: %s", path, strerror(errno));
     ps_buf_t b = PS_BUF_INIT;
-    int rc = 0;
-    for (;;) {
-        uint8_t *dst = ps_buf_reserve(&b, 65536);
-        size_t got = fread(dst, 1, 65536, fp);
-        b.len += got;
-        if (b.len > CONFIG_MAX_BYTES) {
-            rc = ps_err_set(err, PS_EINVAL, "%s: the file is larger than %u bytes", path, CONFIG_MAX_BYTES);
-            break;
-        }
-        if (got < 65536) {
-            if (ferror(fp))
-                rc = ps_err_set(err, PS_EINVAL, "%s: %s", path, strerror(errno));
-            break;
-        }
-    }
-    fclose(fp);
-    if (rc == 0) {
-        /* relative names stay relative when the config file is in the working directory */
-        const char *slash = strrchr(path, '/');
-        char *dir = slash == NULL ? NULL : ps_xstrndup(path, slash == path ? 1 : (size_t)(slash - path));
+    char *dir;
+    int rc = ps_yaml_read_file(path, CONFIG_MAX_BYTES, &b, &dir, err);
+    if (rc == 0)
         rc = parse_config(b.len > 0 ? (const char *)b.data : "", b.len, path, dir, out, err);
-        free(dir);
-    }
+    free(dir);
     ps_buf_dispose(&b);
     return rc;
 }

@@ -1,0 +1,64 @@
+/*
+ * config_int.h - the YAML pieces shared inside src/config/ by config.c and webconfig.c
+ * (yamlutil.c); not public API.
+ */
+#ifndef PS_CONFIG_INT_H
+#define PS_CONFIG_INT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <yaml.h>
+
+#include "core/err.h"
+#include "core/mem.h"
+
+/* ---- nodes ---- */
+
+static inline const char *ps_yaml_sval(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
+static inline size_t ps_yaml_slen(const yaml_node_t *n) { return n->data.scalar.length; }
+
+/** A plain (unquoted) scalar. */
+bool ps_yaml_is_plain(const yaml_node_t *n);
+/** NULL, a !!null tag, or a plain empty, ~, null, Null, NULL (yaml.v2's nulls). */
+bool ps_yaml_is_null(const yaml_node_t *n);
+/** "a mapping", "a list", "null", "a scalar" or "nothing", for messages. */
+const char *ps_yaml_kind(const yaml_node_t *n);
+/** true if n is a plain scalar yaml.v2 reads as a bool (*out set), false if not. */
+bool ps_yaml_bool(const yaml_node_t *n, bool *out);
+
+/* ---- messages and paths ---- */
+
+/** Appends to path (size cap, *plen used) as snprintf would, clamped; returns the old length
+ *  for ps_yaml_path_pop. */
+__attribute__((format(printf, 4, 5))) size_t ps_yaml_path_push(char *path, size_t cap, size_t *plen,
+                                                               const char *fmt, ...);
+/** Cuts path back to old. */
+void ps_yaml_path_pop(char *path, size_t *plen, size_t old);
+
+/** PS_EINVAL "NAME:LINE:COL: PATH: WHAT" ("NAME:LINE:COL: WHAT" with an empty path) at n's start
+ *  (1:1 without a node); WHAT from fmt, at most 399 bytes. Returns the code. */
+int ps_yaml_vfail(ps_err_t *err, const char *name, const char *path, const yaml_node_t *n, const char *fmt,
+                  va_list ap);
+
+/** PS_EINVAL "NAME:LINE:COL: invalid YAML: ..." for parser p's error over data[0..n). */
+int ps_yaml_error(const yaml_parser_t *p, const char *data, size_t n, const char *name, ps_err_t *err);
+
+/** Loads the first document of p into doc; the error if it cannot. */
+int ps_yaml_load_first(yaml_parser_t *p, yaml_document_t *doc, const char *data, size_t n, const char *name,
+                       ps_err_t *err);
+/** After the first document: 0 if p holds no other one, else the error ("a second YAML document
+ *  is not supported", or invalid YAML). */
+int ps_yaml_no_second(yaml_parser_t *p, const char *data, size_t n, const char *name, ps_err_t *err);
+
+/* ---- files ---- */
+
+/** s joined to dir ("dir/s", copied into a) when s is relative and dir not NULL; s otherwise. */
+const char *ps_yaml_join_dir(ps_arena_t *a, const char *dir, const char *s);
+
+/** Reads the file at path (at most max bytes) into b, and *dir = its directory (malloc'd; NULL
+ *  when path has no '/'). Errors PS_EINVAL "PATH: <strerror>" or "PATH: the file is larger than
+ *  MAX bytes". */
+int ps_yaml_read_file(const char *path, unsigned max, ps_buf_t *b, char **dir, ps_err_t *err);
+
+#endif
