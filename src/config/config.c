@@ -73,7 +73,6 @@
 #include "config.h"
 
 #include <openssl/evp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,42 +90,22 @@
 #define MIN_CPU_TIMEOUT (2 * PS_NS_PER_S)
 
 typedef struct ctx {
-    yaml_document_t *doc;
-    const char *name; /* for messages */
-    const char *dir;  /* relative file names are joined to this; NULL = keep */
-    ps_arena_t *a;
-    ps_err_t *err;
+    ps_yaml_walk_t w; /* document, name, dir, arena, err and the key path */
     ps_config_t *cfg;
     ps_regex_t **res; /* every compiled regex, freed here if loading fails */
     size_t nres, capres;
-    char path[400];
-    size_t plen;
 } ctx_t;
 
 /* ---- messages and paths ---- */
 
-#define push(c, ...) ps_yaml_path_push((c)->path, sizeof((c)->path), &(c)->plen, __VA_ARGS__)
-
-static size_t push_key(ctx_t *c, const char *key)
-{
-    return c->plen == 0 ? push(c, "%s", key) : push(c, ".%s", key);
-}
-
-static size_t push_idx(ctx_t *c, size_t i) { return push(c, "[%zu]", i); }
-static void pop(ctx_t *c, size_t old) { ps_yaml_path_pop(c->path, &c->plen, old); }
-
-__attribute__((format(printf, 3, 4))) static int fail(ctx_t *c, const yaml_node_t *n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = ps_yaml_vfail(c->err, c->name, c->path, n, fmt, ap);
-    va_end(ap);
-    return rc;
-}
+static size_t push_key(ctx_t *c, const char *key) { return ps_yaml_push_key(&c->w, key); }
+static size_t push_idx(ctx_t *c, size_t i) { return ps_yaml_push_idx(&c->w, i); }
+static void pop(ctx_t *c, size_t old) { ps_yaml_pop(&c->w, old); }
+#define fail(c, ...) ps_yaml_fail(&(c)->w, __VA_ARGS__)
 
 /* ---- nodes ---- */
 
-static yaml_node_t *node(ctx_t *c, int i) { return yaml_document_get_node(c->doc, i); }
+static yaml_node_t *node(ctx_t *c, int i) { return ps_yaml_node(&c->w, i); }
 #define sval ps_yaml_sval
 #define slen ps_yaml_slen
 #define is_plain ps_yaml_is_plain
@@ -158,7 +137,7 @@ static int get_str(ctx_t *c, const yaml_node_t *n, const char **out)
         return fail(c, n, "expected a string, got %s", kind(n));
     if (memchr(sval(n), '\0', slen(n)) != NULL)
         return fail(c, n, "the string contains a NUL character");
-    *out = ps_arena_strndup(c->a, sval(n), slen(n));
+    *out = ps_arena_strndup(c->w.a, sval(n), slen(n));
     return 0;
 }
 
@@ -171,7 +150,7 @@ static int get_file(ctx_t *c, const yaml_node_t *n, const char **out)
         return rc;
     if (s[0] == '\0')
         return fail(c, n, "empty file name");
-    *out = ps_yaml_join_dir(c->a, c->dir, s);
+    *out = ps_yaml_join_dir(c->w.a, c->w.dir, s);
     return 0;
 }
 
@@ -332,7 +311,7 @@ static int parse_labels(ctx_t *c, const yaml_node_t *n, ps_labels_t *out, bool l
         return rc;
     size_t cnt = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
     out->n = 0;
-    out->pairs = ps_arena_calloc(c->a, cnt, sizeof(ps_label_pair_t));
+    out->pairs = ps_arena_calloc(c->w.a, cnt, sizeof(ps_label_pair_t));
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         const char *name;
         if ((rc = check_key(c, n, pr, &any, &name)) != 0)
@@ -346,7 +325,7 @@ static int parse_labels(ctx_t *c, const yaml_node_t *n, ps_labels_t *out, bool l
             return rc;
         pop(c, old);
         ps_label_pair_t *p = &out->pairs[out->n++];
-        p->name = ps_arena_strndup(c->a, name, slen(k));
+        p->name = ps_arena_strndup(c->w.a, name, slen(k));
         p->nlen = (uint32_t)slen(k);
         p->value = value;
         p->vlen = (uint32_t)strlen(value);
@@ -434,7 +413,7 @@ static int parse_string_list(ctx_t *c, const yaml_node_t *n, const char *what, c
     if (rc != 0)
         return rc;
     size_t cnt = seq_len(n);
-    *out = ps_arena_calloc(c->a, cnt, sizeof(char *));
+    *out = ps_arena_calloc(c->w.a, cnt, sizeof(char *));
     *nout = 0;
     for (size_t i = 0; i < cnt; i++) {
         yaml_node_t *it = seq_at(c, n, i);
@@ -456,7 +435,7 @@ static int parse_static(ctx_t *c, const yaml_node_t *n, ps_target_group_t *g)
     int rc = want_map(c, n, "a static config");
     if (rc != 0)
         return rc;
-    g->source = ps_arena_strndup(c->a, c->path, c->plen);
+    g->source = ps_arena_strndup(c->w.a, c->w.path, c->w.plen);
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         const char *key;
         if ((rc = check_key(c, n, pr, &f, &key)) != 0)
@@ -695,7 +674,7 @@ static int parse_file_sd(ctx_t *c, const yaml_node_t *n, ps_file_sd_t *sd)
             if ((rc = want_seq(c, v, "file names")) != 0)
                 return rc;
             size_t cnt = seq_len(v);
-            sd->files = ps_arena_calloc(c->a, cnt, sizeof(char *));
+            sd->files = ps_arena_calloc(c->w.a, cnt, sizeof(char *));
             for (size_t i = 0; i < cnt; i++) {
                 yaml_node_t *it = seq_at(c, v, i);
                 size_t o2 = push_idx(c, i);
@@ -1015,8 +994,8 @@ static int parse_keep_types(ctx_t *c, const yaml_node_t *n, ps_pprof_entry_t *e)
     if (rc != 0)
         return rc;
     size_t cnt = seq_len(n);
-    e->keep_type = ps_arena_calloc(c->a, cnt, sizeof(char *));
-    e->keep_unit = ps_arena_calloc(c->a, cnt, sizeof(char *));
+    e->keep_type = ps_arena_calloc(c->w.a, cnt, sizeof(char *));
+    e->keep_unit = ps_arena_calloc(c->w.a, cnt, sizeof(char *));
     for (size_t i = 0; i < cnt; i++) {
         yaml_node_t *it = seq_at(c, n, i);
         size_t old = push_idx(c, i);
@@ -1115,7 +1094,7 @@ static int parse_profiling(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *s
     pentry_t *custom = NULL;
     size_t ncustom = 0;
     int rc = 0;
-    size_t base = c->plen;
+    size_t base = c->w.plen;
     sc->path_prefix = "";
     if (n != NULL) {
         push_key(c, "profiling_config");
@@ -1138,12 +1117,12 @@ static int parse_profiling(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *s
                 size_t l = strlen(p);
                 while (l > 0 && p[l - 1] == '/')
                     l--;
-                sc->path_prefix = ps_arena_strndup(c->a, p, l);
+                sc->path_prefix = ps_arena_strndup(c->w.a, p, l);
             } else {
                 if ((rc = want_map(c, v, "profile settings by name")) != 0)
                     return rc;
                 size_t cnt = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
-                custom = ps_arena_calloc(c->a, cnt, sizeof(pentry_t));
+                custom = ps_arena_calloc(c->w.a, cnt, sizeof(pentry_t));
                 for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
                     const char *name;
                     if ((rc = check_key(c, v, q, &anykey, &name)) != 0)
@@ -1160,7 +1139,7 @@ static int parse_profiling(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *s
                                         "must match [a-zA-Z_:][a-zA-Z0-9_:]*",
                                         name);
                         pe = &custom[ncustom++];
-                        pe->e.name = ps_arena_strndup(c->a, name, slen(k));
+                        pe->e.name = ps_arena_strndup(c->w.a, name, slen(k));
                     }
                     pe->key = k;
                     size_t o2 = push_key(c, name);
@@ -1177,7 +1156,7 @@ static int parse_profiling(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *s
     }
 
     sc->npprof = (uint32_t)(NDEFAULTS + ncustom);
-    sc->pprof = ps_arena_calloc(c->a, sc->npprof, sizeof(ps_pprof_entry_t));
+    sc->pprof = ps_arena_calloc(c->w.a, sc->npprof, sizeof(ps_pprof_entry_t));
     for (size_t i = 0; i < sc->npprof; i++) {
         pentry_t *pe = i < NDEFAULTS ? &defs[i] : &custom[i - NDEFAULTS];
         ps_pprof_entry_t *e = &sc->pprof[i];
@@ -1197,7 +1176,10 @@ static int parse_profiling(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *s
             continue;
         char a[32], b[32];
         if (e->seconds > sc->scrape_interval) {
-            push(c, ".profiling_config.pprof_config.%s.seconds", e->name);
+            push_key(c, "profiling_config");
+            push_key(c, "pprof_config");
+            push_key(c, e->name);
+            push_key(c, "seconds");
             fmt_dur(e->seconds, a, sizeof(a));
             fmt_dur(sc->scrape_interval, b, sizeof(b));
             return fail(c, pe->seconds, "%s is longer than the scrape interval (%s): one profile is taken per interval",
@@ -1226,13 +1208,13 @@ static int parse_params(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *sc)
     if (rc != 0)
         return rc;
     size_t cnt = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
-    sc->params = ps_arena_calloc(c->a, cnt, sizeof(ps_param_values_t));
+    sc->params = ps_arena_calloc(c->w.a, cnt, sizeof(ps_param_values_t));
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         const char *key;
         if ((rc = check_key(c, n, pr, &any, &key)) != 0)
             return rc;
         ps_param_values_t *p = &sc->params[sc->nparams];
-        p->name = ps_arena_strndup(c->a, key, strlen(key));
+        p->name = ps_arena_strndup(c->w.a, key, strlen(key));
         if (p->name[0] == '\0')
             return fail(c, node(c, pr->key), "empty parameter name");
         size_t old = push_key(c, key);
@@ -1265,7 +1247,7 @@ static int parse_list(ctx_t *c, const yaml_node_t *v, const char *what, size_t s
     if ((rc = want_seq(c, v, what)) != 0)
         return rc;
     size_t cnt = seq_len(v);
-    char *arr = ps_arena_calloc(c->a, cnt, size);
+    char *arr = ps_arena_calloc(c->w.a, cnt, size);
     *out = arr;
     for (size_t i = 0; i < cnt; i++) {
         size_t o2 = push_idx(c, i);
@@ -1456,8 +1438,8 @@ static int parse_root(ctx_t *c, const yaml_node_t *root, ps_config_t *cfg)
     if ((rc = want_seq(c, scrapes, "scrape configs")) != 0)
         return rc;
     size_t cnt = seq_len(scrapes);
-    cfg->scrape = ps_arena_calloc(c->a, cnt, sizeof(ps_scrape_config_t));
-    const yaml_node_t **jobs = ps_arena_calloc(c->a, cnt, sizeof(yaml_node_t *));
+    cfg->scrape = ps_arena_calloc(c->w.a, cnt, sizeof(ps_scrape_config_t));
+    const yaml_node_t **jobs = ps_arena_calloc(c->w.a, cnt, sizeof(yaml_node_t *));
     for (size_t i = 0; i < cnt; i++) {
         size_t o2 = push_idx(c, i);
         ps_scrape_config_t *sc = &cfg->scrape[i];
@@ -1489,11 +1471,11 @@ static int parse_config(const char *data, size_t n, const char *name, const char
     ps_config_t *cfg = ps_xcalloc(1, sizeof(ps_config_t));
     ctx_t c;
     memset(&c, 0, sizeof(c));
-    c.doc = &doc;
-    c.name = name;
-    c.dir = dir;
-    c.a = &cfg->arena;
-    c.err = err;
+    c.w.doc = &doc;
+    c.w.name = name;
+    c.w.dir = dir;
+    c.w.a = &cfg->arena;
+    c.w.err = err;
     c.cfg = cfg;
     rc = parse_root(&c, yaml_document_get_root_node(&doc), cfg);
     yaml_document_delete(&doc);

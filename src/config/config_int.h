@@ -5,7 +5,6 @@
 #ifndef PS_CONFIG_INT_H
 #define PS_CONFIG_INT_H
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <yaml.h>
@@ -27,19 +26,33 @@ const char *ps_yaml_kind(const yaml_node_t *n);
 /** true if n is a plain scalar yaml.v2 reads as a bool (*out set), false if not. */
 bool ps_yaml_bool(const yaml_node_t *n, bool *out);
 
-/* ---- messages and paths ---- */
+/* ---- the walk: document, messages and the key path ---- */
 
-/** Appends to path (size cap, *plen used) as snprintf would, clamped; returns the old length
- *  for ps_yaml_path_pop. */
-__attribute__((format(printf, 4, 5))) size_t ps_yaml_path_push(char *path, size_t cap, size_t *plen,
-                                                               const char *fmt, ...);
-/** Cuts path back to old. */
-void ps_yaml_path_pop(char *path, size_t *plen, size_t old);
+/** A walk over one loaded document; zero it, then set doc, name, dir, a, err. */
+typedef struct ps_yaml_walk {
+    yaml_document_t *doc;
+    const char *name; /* for messages */
+    const char *dir;  /* relative file names are joined to this; NULL = keep */
+    ps_arena_t *a;    /* what is kept is copied here */
+    ps_err_t *err;
+    char path[400]; /* the key path of messages, e.g. scrape_configs[1].job_name */
+    size_t plen;
+} ps_yaml_walk_t;
+
+/** Node i of the document (NULL if none). */
+yaml_node_t *ps_yaml_node(ps_yaml_walk_t *w, int i);
+
+/** Appends ".key" ("key" at the start) or "[i]" to the path (clamped); returns the old length
+ *  for ps_yaml_pop. */
+size_t ps_yaml_push_key(ps_yaml_walk_t *w, const char *key);
+size_t ps_yaml_push_idx(ps_yaml_walk_t *w, size_t i);
+/** Cuts the path back to old. */
+void ps_yaml_pop(ps_yaml_walk_t *w, size_t old);
 
 /** PS_EINVAL "NAME:LINE:COL: PATH: WHAT" ("NAME:LINE:COL: WHAT" with an empty path) at n's start
  *  (1:1 without a node); WHAT from fmt, at most 399 bytes. Returns the code. */
-int ps_yaml_vfail(ps_err_t *err, const char *name, const char *path, const yaml_node_t *n, const char *fmt,
-                  va_list ap);
+__attribute__((format(printf, 3, 4))) int ps_yaml_fail(ps_yaml_walk_t *w, const yaml_node_t *n, const char *fmt,
+                                                       ...);
 
 /** PS_EINVAL "NAME:LINE:COL: invalid YAML: ..." for parser p's error over data[0..n). */
 int ps_yaml_error(const yaml_parser_t *p, const char *data, size_t n, const char *name, ps_err_t *err);

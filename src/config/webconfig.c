@@ -25,7 +25,6 @@
  */
 #include "webconfig.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,33 +35,12 @@
 
 #define WEBCONFIG_MAX_BYTES (1u << 20)
 
-typedef struct ctx {
-    yaml_document_t *doc;
-    const char *name, *dir;
-    ps_arena_t *a;
-    ps_err_t *err;
-    char path[200];
-    size_t plen;
-} ctx_t;
-
-static size_t push(ctx_t *c, const char *key)
-{
-    return ps_yaml_path_push(c->path, sizeof(c->path), &c->plen, "%s%s", c->plen ? "." : "", key);
-}
-
-static size_t push_idx(ctx_t *c, size_t i) { return ps_yaml_path_push(c->path, sizeof(c->path), &c->plen, "[%zu]", i); }
-static void pop(ctx_t *c, size_t old) { ps_yaml_path_pop(c->path, &c->plen, old); }
-
-__attribute__((format(printf, 3, 4))) static int fail(ctx_t *c, const yaml_node_t *n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = ps_yaml_vfail(c->err, c->name, c->path, n, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-static yaml_node_t *node(ctx_t *c, int i) { return yaml_document_get_node(c->doc, i); }
+typedef ps_yaml_walk_t ctx_t;
+#define push ps_yaml_push_key
+#define push_idx ps_yaml_push_idx
+#define pop ps_yaml_pop
+#define fail ps_yaml_fail
+#define node ps_yaml_node
 #define sval ps_yaml_sval
 #define slen ps_yaml_slen
 #define is_null ps_yaml_is_null

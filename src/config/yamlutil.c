@@ -3,6 +3,7 @@
  * typing as yaml.v2's, error messages "FILE:LINE:COL: PATH: WHAT", the key path, reading the file.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,37 +61,48 @@ bool ps_yaml_bool(const yaml_node_t *n, bool *out)
     return false;
 }
 
-size_t ps_yaml_path_push(char *path, size_t cap, size_t *plen, const char *fmt, ...)
+yaml_node_t *ps_yaml_node(ps_yaml_walk_t *w, int i) { return yaml_document_get_node(w->doc, i); }
+
+__attribute__((format(printf, 2, 3))) static size_t push(ps_yaml_walk_t *w, const char *fmt, ...)
 {
-    size_t old = *plen;
-    if (*plen + 1 < cap) {
+    size_t old = w->plen;
+    if (w->plen + 1 < sizeof(w->path)) {
         va_list ap;
         va_start(ap, fmt);
-        int k = vsnprintf(path + *plen, cap - *plen, fmt, ap);
+        int k = vsnprintf(w->path + w->plen, sizeof(w->path) - w->plen, fmt, ap);
         va_end(ap);
         if (k > 0)
-            *plen += (size_t)k;
-        if (*plen >= cap)
-            *plen = cap - 1;
+            w->plen += (size_t)k;
+        if (w->plen >= sizeof(w->path))
+            w->plen = sizeof(w->path) - 1;
     }
     return old;
 }
 
-void ps_yaml_path_pop(char *path, size_t *plen, size_t old)
+size_t ps_yaml_push_key(ps_yaml_walk_t *w, const char *key)
 {
-    *plen = old;
-    path[old] = '\0';
+    return w->plen == 0 ? push(w, "%s", key) : push(w, ".%s", key);
 }
 
-int ps_yaml_vfail(ps_err_t *err, const char *name, const char *path, const yaml_node_t *n, const char *fmt,
-                  va_list ap)
+size_t ps_yaml_push_idx(ps_yaml_walk_t *w, size_t i) { return push(w, "[%zu]", i); }
+
+void ps_yaml_pop(ps_yaml_walk_t *w, size_t old)
+{
+    w->plen = old;
+    w->path[old] = '\0';
+}
+
+int ps_yaml_fail(ps_yaml_walk_t *w, const yaml_node_t *n, const char *fmt, ...)
 {
     char what[400];
+    va_list ap;
+    va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
     size_t line = n != NULL ? n->start_mark.line + 1 : 1, col = n != NULL ? n->start_mark.column + 1 : 1;
-    if (path[0] == '\0')
-        return ps_err_set(err, PS_EINVAL, "%s:%zu:%zu: %s", name, line, col, what);
-    return ps_err_set(err, PS_EINVAL, "%s:%zu:%zu: %s: %s", name, line, col, path, what);
+    if (w->plen == 0)
+        return ps_err_set(w->err, PS_EINVAL, "%s:%zu:%zu: %s", w->name, line, col, what);
+    return ps_err_set(w->err, PS_EINVAL, "%s:%zu:%zu: %s: %s", w->name, line, col, w->path, what);
 }
 
 /* Line and column (1-based) of byte offset off in data. */
