@@ -131,15 +131,7 @@ static yaml_node_t *seq_at(ctx_t *c, const yaml_node_t *n, size_t i) { return no
 
 /* ---- scalars ---- */
 
-static int get_str(ctx_t *c, const yaml_node_t *n, const char **out)
-{
-    if (n->type != YAML_SCALAR_NODE)
-        return fail(c, n, "expected a string, got %s", kind(n));
-    if (memchr(sval(n), '\0', slen(n)) != NULL)
-        return fail(c, n, "the string contains a NUL character");
-    *out = ps_arena_strndup(c->w.a, sval(n), slen(n));
-    return 0;
-}
+static int get_str(ctx_t *c, const yaml_node_t *n, const char **out) { return ps_yaml_get_str(&c->w, n, out); }
 
 /* A file name; relative names are joined to the config file's directory (ps_config_load). */
 static int get_file(ctx_t *c, const yaml_node_t *n, const char **out)

@@ -64,6 +64,10 @@ int ps_yaml_load_first(yaml_parser_t *p, yaml_document_t *doc, const char *data,
  *  is not supported", or invalid YAML). */
 int ps_yaml_no_second(yaml_parser_t *p, const char *data, size_t n, const char *name, ps_err_t *err);
 
+/** A string scalar without NUL, copied into w->a; else the error "expected a string, got KIND"
+ *  or "the string contains a NUL character". */
+int ps_yaml_get_str(ps_yaml_walk_t *w, const yaml_node_t *n, const char **out);
+
 /* ---- files ---- */
 
 /** s joined to dir ("dir/s", copied into a) when s is relative and dir not NULL; s otherwise. */

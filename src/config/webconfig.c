@@ -54,14 +54,9 @@ static ps_webconfig_pos_t pos(const yaml_node_t *n)
 /* A string scalar without NUL; copied into the arena. */
 static int get_str(ctx_t *c, const yaml_node_t *n, const char **out)
 {
-    if (n->type != YAML_SCALAR_NODE)
-        return fail(c, n, "expected a string, got %s", kind(n));
-    if (is_null(n)) /* yaml.v2: null leaves a string field empty */
+    if (n->type == YAML_SCALAR_NODE && is_null(n)) /* yaml.v2: null leaves a string field empty */
         return *out = "", 0;
-    if (memchr(sval(n), '\0', slen(n)) != NULL)
-        return fail(c, n, "the string contains a NUL character");
-    *out = ps_arena_strndup(c->a, sval(n), slen(n));
-    return 0;
+    return ps_yaml_get_str(c, n, out);
 }
 
 static int get_file(ctx_t *c, const yaml_node_t *n, const char **out)

@@ -105,6 +105,16 @@ int ps_yaml_fail(ps_yaml_walk_t *w, const yaml_node_t *n, const char *fmt, ...)
     return ps_err_set(w->err, PS_EINVAL, "%s:%zu:%zu: %s: %s", w->name, line, col, w->path, what);
 }
 
+int ps_yaml_get_str(ps_yaml_walk_t *w, const yaml_node_t *n, const char **out)
+{
+    if (n->type != YAML_SCALAR_NODE)
+        return ps_yaml_fail(w, n, "expected a string, got %s", ps_yaml_kind(n));
+    if (memchr(ps_yaml_sval(n), '\0', ps_yaml_slen(n)) != NULL)
+        return ps_yaml_fail(w, n, "the string contains a NUL character");
+    *out = ps_arena_strndup(w->a, ps_yaml_sval(n), ps_yaml_slen(n));
+    return 0;
+}
+
 /* Line and column (1-based) of byte offset off in data. */
 static void offset_pos(const char *data, size_t n, size_t off, size_t *line, size_t *col)
 {
