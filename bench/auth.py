@@ -12,16 +12,12 @@ import base64
 import hashlib
 import http.client
 import os
-import sys
 import tempfile
 import time
 import warnings
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "tests" / "integration"))
-os.environ.setdefault("PROFSTORE_BIN", str(ROOT / "build" / "profstore"))
+import bench_env  # noqa: F401  (tests/integration on sys.path, PROFSTORE_BIN)
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

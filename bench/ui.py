@@ -28,10 +28,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "tests" / "integration"))
-os.environ.setdefault("PROFSTORE_BIN", str(ROOT / "build" / "profstore"))
+import bench_env  # noqa: F401  (tests/integration on sys.path, PROFSTORE_BIN)
 
 CPU_NS = "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
 STEP = 300

@@ -66,14 +66,20 @@ static int re_match(const ps_matcher_t *m, const char *v, size_t vlen, ps_err_t 
     return limit_error(m, "PCRE2 match limit hit", vlen, err);
 }
 
+/* v equals the matcher's value */
+static bool value_eq(const ps_matcher_t *m, const char *v, size_t vlen)
+{
+    return vlen == m->vlen && (vlen == 0 || memcmp(v, m->value, vlen) == 0);
+}
+
 int ps_matcher_eval(ps_matcher_t *m, const char *v, size_t vlen, ps_err_t *err)
 {
     int rc;
     switch (m->op) {
     case PS_MATCH_EQ:
-        return vlen == m->vlen && (vlen == 0 || memcmp(v, m->value, vlen) == 0);
+        return value_eq(m, v, vlen);
     case PS_MATCH_NEQ:
-        return !(vlen == m->vlen && (vlen == 0 || memcmp(v, m->value, vlen) == 0));
+        return !value_eq(m, v, vlen);
     case PS_MATCH_RE:
         return re_match(m, v, vlen, err);
     case PS_MATCH_NRE:
@@ -94,9 +100,9 @@ bool ps_matcher_match(ps_matcher_t *m, const char *v, size_t vlen)
 {
     switch (m->op) {
     case PS_MATCH_EQ:
-        return vlen == m->vlen && (vlen == 0 || memcmp(v, m->value, vlen) == 0);
+        return value_eq(m, v, vlen);
     case PS_MATCH_NEQ:
-        return !(vlen == m->vlen && (vlen == 0 || memcmp(v, m->value, vlen) == 0));
+        return !value_eq(m, v, vlen);
     case PS_MATCH_RE:
         return plain_match(m, v, vlen) == 1;
     case PS_MATCH_NRE:

@@ -764,6 +764,15 @@ int ps_conns_refuse_framing(h2o_req_t *req)
 
 /* ---- metrics ---- */
 
+/* A counter family: HELP, TYPE, then name{label="values[i]"} counts[i] for i < n. */
+static void counter_family(ps_buf_t *b, const char *name, const char *help, const char *label,
+                           const char *const *values, const atomic_uint_fast64_t *counts, int n)
+{
+    ps_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+    for (int i = 0; i < n; i++)
+        ps_buf_printf(b, "%s{%s=\"%s\"} %llu\n", name, label, values[i], (unsigned long long)atomic_load(&counts[i]));
+}
+
 void ps_conns_metrics(ps_server_t *s, ps_buf_t *b)
 {
     struct ps_conns *cs = s->conns;
@@ -777,25 +786,19 @@ void ps_conns_metrics(ps_server_t *s, ps_buf_t *b)
                   "# HELP profstore_http_connections_accepted_total HTTP connections accepted.\n"
                   "# TYPE profstore_http_connections_accepted_total counter\nprofstore_http_connections_accepted_total %llu\n",
                   atomic_load(&cs->open), cs->max, (unsigned long long)atomic_load(&cs->accepted));
-    PS_BUF_LIT(b, "# HELP profstore_http_connections_refused_total Connections accepted and closed at once with a 503, "
-                  "by reason (fd_limit: no file descriptor left).\n"
-                  "# TYPE profstore_http_connections_refused_total counter\n");
-    ps_buf_printf(b, "profstore_http_connections_refused_total{reason=\"%s\"} %llu\n", reason_names[R_FD],
-                  (unsigned long long)atomic_load(&cs->refused[R_FD]));
-    PS_BUF_LIT(b, "# HELP profstore_http_connections_evicted_total Idle connections closed to make room, by reason "
-                  "(fd_limit: no file descriptor left; max_connections: clients waiting at --web.max-connections).\n"
-                  "# TYPE profstore_http_connections_evicted_total counter\n");
-    for (int r = 0; r < NREASONS; r++)
-        ps_buf_printf(b, "profstore_http_connections_evicted_total{reason=\"%s\"} %llu\n", reason_names[r],
-                      (unsigned long long)atomic_load(&cs->evicted[r]));
+    counter_family(b, "profstore_http_connections_refused_total",
+                   "Connections accepted and closed at once with a 503, by reason (fd_limit: no file descriptor left).",
+                   "reason", reason_names + R_FD, cs->refused + R_FD, 1);
+    counter_family(b, "profstore_http_connections_evicted_total",
+                   "Idle connections closed to make room, by reason (fd_limit: no file descriptor left; "
+                   "max_connections: clients waiting at --web.max-connections).",
+                   "reason", reason_names, cs->evicted, NREASONS);
     static const char *const tnames[NTIMEOUTS] = {"header",     "body_idle",      "body_rate",
                                                   "no_request", "keepalive_idle", "write_stall"};
-    PS_BUF_LIT(b, "# HELP profstore_http_timeouts_total Connections cut by a timeout, by kind (header, body_idle, "
-                  "body_rate: answered 408; no_request, keepalive_idle, write_stall: closed without an answer).\n"
-                  "# TYPE profstore_http_timeouts_total counter\n");
-    for (int t = 0; t < NTIMEOUTS; t++)
-        ps_buf_printf(b, "profstore_http_timeouts_total{kind=\"%s\"} %llu\n", tnames[t],
-                      (unsigned long long)atomic_load(&cs->timeouts[t]));
+    counter_family(b, "profstore_http_timeouts_total",
+                   "Connections cut by a timeout, by kind (header, body_idle, body_rate: answered 408; no_request, "
+                   "keepalive_idle, write_stall: closed without an answer).",
+                   "kind", tnames, cs->timeouts, NTIMEOUTS);
     ps_buf_printf(b,
                   "# HELP profstore_http_framing_refused_total HTTP/1 requests refused (400, connection closed) for an "
                   "ambiguous body length (Content-Length with Transfer-Encoding, or two of them).\n"

@@ -326,7 +326,8 @@ void ps_http_send_envelope(h2o_req_t *req, int status, ps_json_t *j, ps_buf_t *b
     ps_buf_dispose(b);
 }
 
-void ps_http_error_status(h2o_req_t *req, int status, const char *msg)
+/* {"status":"error","errorType":type,"error":msg} with status */
+static void send_error(h2o_req_t *req, int status, const char *type, const char *msg)
 {
     ps_buf_t b = PS_BUF_INIT;
     ps_json_t j;
@@ -335,30 +336,24 @@ void ps_http_error_status(h2o_req_t *req, int status, const char *msg)
     ps_json_key(&j, "status");
     ps_json_cstr(&j, "error");
     ps_json_key(&j, "errorType");
-    ps_json_cstr(&j, ps_http_error_type(status));
+    ps_json_cstr(&j, type);
     ps_json_key(&j, "error");
     ps_json_cstr(&j, msg);
     ps_http_send_envelope(req, status, &j, &b);
 }
 
+void ps_http_error_status(h2o_req_t *req, int status, const char *msg)
+{
+    send_error(req, status, ps_http_error_type(status), msg);
+}
+
 void ps_http_error(h2o_req_t *req, int code, const char *msg)
 {
-    if (code != PS_ETIMEOUT && code != PS_ECANCELED) {
-        ps_http_error_status(req, ps_err_http_status(code), msg);
-        return;
-    }
-    /* Prometheus' errorTimeout (503) and errorCanceled (499) have their own errorType */
-    ps_buf_t b = PS_BUF_INIT;
-    ps_json_t j;
-    ps_json_init(&j, &b);
-    ps_json_obj(&j);
-    ps_json_key(&j, "status");
-    ps_json_cstr(&j, "error");
-    ps_json_key(&j, "errorType");
-    ps_json_cstr(&j, code == PS_ETIMEOUT ? "timeout" : "canceled");
-    ps_json_key(&j, "error");
-    ps_json_cstr(&j, msg);
-    ps_http_send_envelope(req, ps_err_http_status(code), &j, &b);
+    int status = ps_err_http_status(code);
+    if (code != PS_ETIMEOUT && code != PS_ECANCELED)
+        send_error(req, status, ps_http_error_type(status), msg);
+    else /* Prometheus' errorTimeout (503) and errorCanceled (499) have their own errorType */
+        send_error(req, status, code == PS_ETIMEOUT ? "timeout" : "canceled", msg);
 }
 
 ps_server_t *ps_http_server(h2o_req_t *req)

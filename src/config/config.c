@@ -72,15 +72,14 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <openssl/evp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <yaml.h>
 
+#include "config_int.h"
 #include "core/timeutil.h"
 
 #define CONFIG_MAX_BYTES (64u << 20)
@@ -91,103 +90,27 @@
 #define MIN_CPU_TIMEOUT (2 * PS_NS_PER_S)
 
 typedef struct ctx {
-    yaml_document_t *doc;
-    const char *name; /* for messages */
-    const char *dir;  /* relative file names are joined to this; NULL = keep */
-    ps_arena_t *a;
-    ps_err_t *err;
+    ps_yaml_walk_t w; /* document, name, dir, arena, err and the key path */
     ps_config_t *cfg;
     ps_regex_t **res; /* every compiled regex, freed here if loading fails */
     size_t nres, capres;
-    char path[400];
-    size_t plen;
 } ctx_t;
 
 /* ---- messages and paths ---- */
 
-__attribute__((format(printf, 2, 3))) static size_t push(ctx_t *c, const char *fmt, ...)
-{
-    size_t old = c->plen;
-    if (c->plen + 1 < sizeof(c->path)) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vsnprintf(c->path + c->plen, sizeof(c->path) - c->plen, fmt, ap);
-        va_end(ap);
-        if (k > 0)
-            c->plen += (size_t)k;
-        if (c->plen >= sizeof(c->path))
-            c->plen = sizeof(c->path) - 1;
-    }
-    return old;
-}
-
-static size_t push_key(ctx_t *c, const char *key)
-{
-    return c->plen == 0 ? push(c, "%s", key) : push(c, ".%s", key);
-}
-
-static size_t push_idx(ctx_t *c, size_t i) { return push(c, "[%zu]", i); }
-
-static void pop(ctx_t *c, size_t old)
-{
-    c->plen = old;
-    c->path[old] = '\0';
-}
-
-__attribute__((format(printf, 3, 4))) static int fail(ctx_t *c, const yaml_node_t *n, const char *fmt, ...)
-{
-    char what[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    size_t line = n != NULL ? n->start_mark.line + 1 : 1, col = n != NULL ? n->start_mark.column + 1 : 1;
-    if (c->plen == 0)
-        return ps_err_set(c->err, PS_EINVAL, "%s:%zu:%zu: %s", c->name, line, col, what);
-    return ps_err_set(c->err, PS_EINVAL, "%s:%zu:%zu: %s: %s", c->name, line, col, c->path, what);
-}
+static size_t push_key(ctx_t *c, const char *key) { return ps_yaml_push_key(&c->w, key); }
+static size_t push_idx(ctx_t *c, size_t i) { return ps_yaml_push_idx(&c->w, i); }
+static void pop(ctx_t *c, size_t old) { ps_yaml_pop(&c->w, old); }
+#define fail(c, ...) ps_yaml_fail(&(c)->w, __VA_ARGS__)
 
 /* ---- nodes ---- */
 
-static yaml_node_t *node(ctx_t *c, int i) { return yaml_document_get_node(c->doc, i); }
-static const char *sval(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
-static size_t slen(const yaml_node_t *n) { return n->data.scalar.length; }
-
-static bool is_plain(const yaml_node_t *n)
-{
-    return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE || n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
-}
-
-static bool is_null(const yaml_node_t *n)
-{
-    if (n == NULL)
-        return true;
-    if (n->type != YAML_SCALAR_NODE)
-        return false;
-    if (n->tag != NULL && strcmp((const char *)n->tag, YAML_NULL_TAG) == 0)
-        return true;
-    if (!is_plain(n))
-        return false;
-    const char *s = sval(n);
-    size_t l = slen(n);
-    return l == 0 || (l == 1 && s[0] == '~') ||
-           (l == 4 && (memcmp(s, "null", 4) == 0 || memcmp(s, "Null", 4) == 0 || memcmp(s, "NULL", 4) == 0));
-}
-
-static const char *kind(const yaml_node_t *n)
-{
-    switch (n->type) {
-    case YAML_MAPPING_NODE: return "a mapping";
-    case YAML_SEQUENCE_NODE: return "a list";
-    case YAML_SCALAR_NODE: return is_null(n) ? "null" : "a scalar";
-    default: return "nothing";
-    }
-}
-
-static bool str_eq(const yaml_node_t *n, const char *s)
-{
-    return n->type == YAML_SCALAR_NODE && slen(n) == strlen(s) && memcmp(sval(n), s, slen(n)) == 0;
-}
+static yaml_node_t *node(ctx_t *c, int i) { return ps_yaml_node(&c->w, i); }
+#define sval ps_yaml_sval
+#define slen ps_yaml_slen
+#define is_plain ps_yaml_is_plain
+#define is_null ps_yaml_is_null
+#define kind ps_yaml_kind
 
 static int want_map(ctx_t *c, const yaml_node_t *n, const char *what)
 {
@@ -208,15 +131,7 @@ static yaml_node_t *seq_at(ctx_t *c, const yaml_node_t *n, size_t i) { return no
 
 /* ---- scalars ---- */
 
-static int get_str(ctx_t *c, const yaml_node_t *n, const char **out)
-{
-    if (n->type != YAML_SCALAR_NODE)
-        return fail(c, n, "expected a string, got %s", kind(n));
-    if (memchr(sval(n), '\0', slen(n)) != NULL)
-        return fail(c, n, "the string contains a NUL character");
-    *out = ps_arena_strndup(c->a, sval(n), slen(n));
-    return 0;
-}
+static int get_str(ctx_t *c, const yaml_node_t *n, const char **out) { return ps_yaml_get_str(&c->w, n, out); }
 
 /* A file name; relative names are joined to the config file's directory (ps_config_load). */
 static int get_file(ctx_t *c, const yaml_node_t *n, const char **out)
@@ -227,35 +142,14 @@ static int get_file(ctx_t *c, const yaml_node_t *n, const char **out)
         return rc;
     if (s[0] == '\0')
         return fail(c, n, "empty file name");
-    if (c->dir != NULL && s[0] != '/') {
-        size_t dl = strlen(c->dir), sl = strlen(s);
-        char *j = ps_arena_alloc(c->a, dl + sl + 2);
-        memcpy(j, c->dir, dl);
-        if (dl == 0 || c->dir[dl - 1] != '/')
-            j[dl++] = '/';
-        memcpy(j + dl, s, sl + 1);
-        s = j;
-    }
-    *out = s;
+    *out = ps_yaml_join_dir(c->w.a, c->w.dir, s);
     return 0;
 }
 
 static int get_bool(ctx_t *c, const yaml_node_t *n, bool *out)
 {
-    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y"};
-    static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N"};
-    if (n->type == YAML_SCALAR_NODE && is_plain(n)) {
-        for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-            if (str_eq(n, yes[i])) {
-                *out = true;
-                return 0;
-            }
-            if (str_eq(n, no[i])) {
-                *out = false;
-                return 0;
-            }
-        }
-    }
+    if (ps_yaml_bool(n, out))
+        return 0;
     if (n->type != YAML_SCALAR_NODE)
         return fail(c, n, "expected true or false, got %s", kind(n));
     return fail(c, n, "expected true or false, got \"%.64s\"", sval(n));
@@ -409,7 +303,7 @@ static int parse_labels(ctx_t *c, const yaml_node_t *n, ps_labels_t *out, bool l
         return rc;
     size_t cnt = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
     out->n = 0;
-    out->pairs = ps_arena_calloc(c->a, cnt, sizeof(ps_label_pair_t));
+    out->pairs = ps_arena_calloc(c->w.a, cnt, sizeof(ps_label_pair_t));
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         const char *name;
         if ((rc = check_key(c, n, pr, &any, &name)) != 0)
@@ -423,7 +317,7 @@ static int parse_labels(ctx_t *c, const yaml_node_t *n, ps_labels_t *out, bool l
             return rc;
         pop(c, old);
         ps_label_pair_t *p = &out->pairs[out->n++];
-        p->name = ps_arena_strndup(c->a, name, slen(k));
+        p->name = ps_arena_strndup(c->w.a, name, slen(k));
         p->nlen = (uint32_t)slen(k);
         p->value = value;
         p->vlen = (uint32_t)strlen(value);
@@ -511,7 +405,7 @@ static int parse_string_list(ctx_t *c, const yaml_node_t *n, const char *what, c
     if (rc != 0)
         return rc;
     size_t cnt = seq_len(n);
-    *out = ps_arena_calloc(c->a, cnt, sizeof(char *));
+    *out = ps_arena_calloc(c->w.a, cnt, sizeof(char *));
     *nout = 0;
     for (size_t i = 0; i < cnt; i++) {
         yaml_node_t *it = seq_at(c, n, i);
@@ -533,7 +427,7 @@ static int parse_static(ctx_t *c, const yaml_node_t *n, ps_target_group_t *g)
     int rc = want_map(c, n, "a static config");
     if (rc != 0)
         return rc;
-    g->source = ps_arena_strndup(c->a, c->path, c->plen);
+    g->source = ps_arena_strndup(c->w.a, c->w.path, c->w.plen);
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         const char *key;
         if ((rc = check_key(c, n, pr, &f, &key)) != 0)
@@ -772,7 +666,7 @@ static int parse_file_sd(ctx_t *c, const yaml_node_t *n, ps_file_sd_t *sd)
             if ((rc = want_seq(c, v, "file names")) != 0)
                 return rc;
             size_t cnt = seq_len(v);
-            sd->files = ps_arena_calloc(c->a, cnt, sizeof(char *));
+            sd->files = ps_arena_calloc(c->w.a, cnt, sizeof(char *));
             for (size_t i = 0; i < cnt; i++) {
                 yaml_node_t *it = seq_at(c, v, i);
                 size_t o2 = push_idx(c, i);
@@ -1092,8 +986,8 @@ static int parse_keep_types(ctx_t *c, const yaml_node_t *n, ps_pprof_entry_t *e)
     if (rc != 0)
         return rc;
     size_t cnt = seq_len(n);
-    e->keep_type = ps_arena_calloc(c->a, cnt, sizeof(char *));
-    e->keep_unit = ps_arena_calloc(c->a, cnt, sizeof(char *));
+    e->keep_type = ps_arena_calloc(c->w.a, cnt, sizeof(char *));
+    e->keep_unit = ps_arena_calloc(c->w.a, cnt, sizeof(char *));
     for (size_t i = 0; i < cnt; i++) {
         yaml_node_t *it = seq_at(c, n, i);
         size_t old = push_idx(c, i);
@@ -1192,7 +1086,7 @@ static int parse_profiling(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *s
     pentry_t *custom = NULL;
     size_t ncustom = 0;
     int rc = 0;
-    size_t base = c->plen;
+    size_t base = c->w.plen;
     sc->path_prefix = "";
     if (n != NULL) {
         push_key(c, "profiling_config");
@@ -1215,12 +1109,12 @@ static int parse_profiling(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *s
                 size_t l = strlen(p);
                 while (l > 0 && p[l - 1] == '/')
                     l--;
-                sc->path_prefix = ps_arena_strndup(c->a, p, l);
+                sc->path_prefix = ps_arena_strndup(c->w.a, p, l);
             } else {
                 if ((rc = want_map(c, v, "profile settings by name")) != 0)
                     return rc;
                 size_t cnt = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
-                custom = ps_arena_calloc(c->a, cnt, sizeof(pentry_t));
+                custom = ps_arena_calloc(c->w.a, cnt, sizeof(pentry_t));
                 for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
                     const char *name;
                     if ((rc = check_key(c, v, q, &anykey, &name)) != 0)
@@ -1237,7 +1131,7 @@ static int parse_profiling(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *s
                                         "must match [a-zA-Z_:][a-zA-Z0-9_:]*",
                                         name);
                         pe = &custom[ncustom++];
-                        pe->e.name = ps_arena_strndup(c->a, name, slen(k));
+                        pe->e.name = ps_arena_strndup(c->w.a, name, slen(k));
                     }
                     pe->key = k;
                     size_t o2 = push_key(c, name);
@@ -1254,7 +1148,7 @@ static int parse_profiling(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *s
     }
 
     sc->npprof = (uint32_t)(NDEFAULTS + ncustom);
-    sc->pprof = ps_arena_calloc(c->a, sc->npprof, sizeof(ps_pprof_entry_t));
+    sc->pprof = ps_arena_calloc(c->w.a, sc->npprof, sizeof(ps_pprof_entry_t));
     for (size_t i = 0; i < sc->npprof; i++) {
         pentry_t *pe = i < NDEFAULTS ? &defs[i] : &custom[i - NDEFAULTS];
         ps_pprof_entry_t *e = &sc->pprof[i];
@@ -1274,7 +1168,10 @@ static int parse_profiling(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *s
             continue;
         char a[32], b[32];
         if (e->seconds > sc->scrape_interval) {
-            push(c, ".profiling_config.pprof_config.%s.seconds", e->name);
+            push_key(c, "profiling_config");
+            push_key(c, "pprof_config");
+            push_key(c, e->name);
+            push_key(c, "seconds");
             fmt_dur(e->seconds, a, sizeof(a));
             fmt_dur(sc->scrape_interval, b, sizeof(b));
             return fail(c, pe->seconds, "%s is longer than the scrape interval (%s): one profile is taken per interval",
@@ -1303,13 +1200,13 @@ static int parse_params(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *sc)
     if (rc != 0)
         return rc;
     size_t cnt = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
-    sc->params = ps_arena_calloc(c->a, cnt, sizeof(ps_param_values_t));
+    sc->params = ps_arena_calloc(c->w.a, cnt, sizeof(ps_param_values_t));
     for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
         const char *key;
         if ((rc = check_key(c, n, pr, &any, &key)) != 0)
             return rc;
         ps_param_values_t *p = &sc->params[sc->nparams];
-        p->name = ps_arena_strndup(c->a, key, strlen(key));
+        p->name = ps_arena_strndup(c->w.a, key, strlen(key));
         if (p->name[0] == '\0')
             return fail(c, node(c, pr->key), "empty parameter name");
         size_t old = push_key(c, key);
@@ -1342,7 +1239,7 @@ static int parse_list(ctx_t *c, const yaml_node_t *v, const char *what, size_t s
     if ((rc = want_seq(c, v, what)) != 0)
         return rc;
     size_t cnt = seq_len(v);
-    char *arr = ps_arena_calloc(c->a, cnt, size);
+    char *arr = ps_arena_calloc(c->w.a, cnt, size);
     *out = arr;
     for (size_t i = 0; i < cnt; i++) {
         size_t o2 = push_idx(c, i);
@@ -1533,8 +1430,8 @@ static int parse_root(ctx_t *c, const yaml_node_t *root, ps_config_t *cfg)
     if ((rc = want_seq(c, scrapes, "scrape configs")) != 0)
         return rc;
     size_t cnt = seq_len(scrapes);
-    cfg->scrape = ps_arena_calloc(c->a, cnt, sizeof(ps_scrape_config_t));
-    const yaml_node_t **jobs = ps_arena_calloc(c->a, cnt, sizeof(yaml_node_t *));
+    cfg->scrape = ps_arena_calloc(c->w.a, cnt, sizeof(ps_scrape_config_t));
+    const yaml_node_t **jobs = ps_arena_calloc(c->w.a, cnt, sizeof(yaml_node_t *));
     for (size_t i = 0; i < cnt; i++) {
         size_t o2 = push_idx(c, i);
         ps_scrape_config_t *sc = &cfg->scrape[i];
@@ -1554,72 +1451,28 @@ static int parse_root(ctx_t *c, const yaml_node_t *root, ps_config_t *cfg)
     return 0;
 }
 
-/* Line and column (1-based) of byte offset off in data. */
-static void offset_pos(const char *data, size_t n, size_t off, size_t *line, size_t *col)
-{
-    *line = 1;
-    *col = 1;
-    for (size_t i = 0; i < off && i < n; i++) {
-        if (data[i] == '\n') {
-            (*line)++;
-            *col = 1;
-        } else {
-            (*col)++;
-        }
-    }
-}
-
-static int yaml_error(const yaml_parser_t *p, const char *data, size_t n, const char *name, ps_err_t *err)
-{
-    size_t line = p->problem_mark.line + 1, col = p->problem_mark.column + 1;
-    if (p->error == YAML_READER_ERROR)
-        offset_pos(data, n, p->problem_offset, &line, &col);
-    const char *problem = p->problem != NULL ? p->problem : "YAML error";
-    if (p->error == YAML_MEMORY_ERROR)
-        problem = "out of memory";
-    if (p->context != NULL)
-        return ps_err_set(err, PS_EINVAL, "%s:%zu:%zu: invalid YAML: %s %s (line %zu, column %zu)", name, line, col,
-                          problem, p->context, p->context_mark.line + 1, p->context_mark.column + 1);
-    return ps_err_set(err, PS_EINVAL, "%s:%zu:%zu: invalid YAML: %s", name, line, col, problem);
-}
-
 static int parse_config(const char *data, size_t n, const char *name, const char *dir, ps_config_t **out,
                         ps_err_t *err)
 {
     *out = NULL;
     yaml_parser_t p;
     yaml_document_t doc;
-    if (!yaml_parser_initialize(&p))
-        return ps_err_set(err, PS_ENOMEM, "%s: out of memory", name);
-    yaml_parser_set_input_string(&p, (const unsigned char *)data, n);
-    if (!yaml_parser_load(&p, &doc)) {
-        int rc = yaml_error(&p, data, n, name, err);
-        yaml_parser_delete(&p);
+    int rc = ps_yaml_load_first(&p, &doc, data, n, name, err);
+    if (rc != 0)
         return rc;
-    }
     ps_config_t *cfg = ps_xcalloc(1, sizeof(ps_config_t));
     ctx_t c;
     memset(&c, 0, sizeof(c));
-    c.doc = &doc;
-    c.name = name;
-    c.dir = dir;
-    c.a = &cfg->arena;
-    c.err = err;
+    c.w.doc = &doc;
+    c.w.name = name;
+    c.w.dir = dir;
+    c.w.a = &cfg->arena;
+    c.w.err = err;
     c.cfg = cfg;
-    int rc = parse_root(&c, yaml_document_get_root_node(&doc), cfg);
+    rc = parse_root(&c, yaml_document_get_root_node(&doc), cfg);
     yaml_document_delete(&doc);
-    if (rc == 0) {
-        /* a second document is refused rather than ignored */
-        if (!yaml_parser_load(&p, &doc)) {
-            rc = yaml_error(&p, data, n, name, err);
-        } else {
-            yaml_node_t *r2 = yaml_document_get_root_node(&doc);
-            if (r2 != NULL)
-                rc = ps_err_set(err, PS_EINVAL, "%s:%zu:%zu: a second YAML document is not supported", name,
-                                doc.start_mark.line + 1, doc.start_mark.column + 1);
-            yaml_document_delete(&doc);
-        }
-    }
+    if (rc == 0) /* a second document is refused rather than ignored */
+        rc = ps_yaml_no_second(&p, data, n, name, err);
     yaml_parser_delete(&p);
     if (rc != 0) {
         for (size_t i = 0; i < c.nres; i++)
@@ -1644,33 +1497,12 @@ int ps_config_parse(const char *yaml, size_t n, const char *name, ps_config_t **
 int ps_config_load(const char *path, ps_config_t **out, ps_err_t *err)
 {
     *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL)
-        return ps_err_set(err, PS_EINVAL, "%s: %s", path, strerror(errno));
     ps_buf_t b = PS_BUF_INIT;
-    int rc = 0;
-    for (;;) {
-        uint8_t *dst = ps_buf_reserve(&b, 65536);
-        size_t got = fread(dst, 1, 65536, fp);
-        b.len += got;
-        if (b.len > CONFIG_MAX_BYTES) {
-            rc = ps_err_set(err, PS_EINVAL, "%s: the file is larger than %u bytes", path, CONFIG_MAX_BYTES);
-            break;
-        }
-        if (got < 65536) {
-            if (ferror(fp))
-                rc = ps_err_set(err, PS_EINVAL, "%s: %s", path, strerror(errno));
-            break;
-        }
-    }
-    fclose(fp);
-    if (rc == 0) {
-        /* relative names stay relative when the config file is in the working directory */
-        const char *slash = strrchr(path, '/');
-        char *dir = slash == NULL ? NULL : ps_xstrndup(path, slash == path ? 1 : (size_t)(slash - path));
+    char *dir;
+    int rc = ps_yaml_read_file(path, CONFIG_MAX_BYTES, &b, &dir, err);
+    if (rc == 0)
         rc = parse_config(b.len > 0 ? (const char *)b.data : "", b.len, path, dir, out, err);
-        free(dir);
-    }
+    free(dir);
     ps_buf_dispose(&b);
     return rc;
 }

@@ -21,102 +21,30 @@
  *    unknown field): a list of {sha256: 64 hex digits, scopes: non-empty list of read, write,
  *    admin, name: optional}; the same digest twice is an error.
  * Errors: PS_EINVAL "FILE:LINE:COL: PATH: WHAT", the position of the offending node (of the key
- * for unknown and duplicate keys), as config.c.
+ * for unknown and duplicate keys), as config.c (the shared pieces in yamlutil.c).
  */
 #include "webconfig.h"
 
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <yaml.h>
 
+#include "config_int.h"
+
 #define WEBCONFIG_MAX_BYTES (1u << 20)
 
-typedef struct ctx {
-    yaml_document_t *doc;
-    const char *name, *dir;
-    ps_arena_t *a;
-    ps_err_t *err;
-    char path[200];
-    size_t plen;
-} ctx_t;
-
-static size_t push(ctx_t *c, const char *key)
-{
-    size_t old = c->plen;
-    int k = snprintf(c->path + c->plen, sizeof(c->path) - c->plen, "%s%s", c->plen ? "." : "", key);
-    if (k > 0)
-        c->plen += (size_t)k;
-    if (c->plen >= sizeof(c->path))
-        c->plen = sizeof(c->path) - 1;
-    return old;
-}
-
-static size_t push_idx(ctx_t *c, size_t i)
-{
-    size_t old = c->plen;
-    int k = snprintf(c->path + c->plen, sizeof(c->path) - c->plen, "[%zu]", i);
-    if (k > 0)
-        c->plen += (size_t)k;
-    if (c->plen >= sizeof(c->path))
-        c->plen = sizeof(c->path) - 1;
-    return old;
-}
-
-static void pop(ctx_t *c, size_t old)
-{
-    c->plen = old;
-    c->path[old] = '\0';
-}
-
-__attribute__((format(printf, 3, 4))) static int fail(ctx_t *c, const yaml_node_t *n, const char *fmt, ...)
-{
-    char what[300];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    size_t line = n ? n->start_mark.line + 1 : 1, col = n ? n->start_mark.column + 1 : 1;
-    if (c->plen == 0)
-        return ps_err_set(c->err, PS_EINVAL, "%s:%zu:%zu: %s", c->name, line, col, what);
-    return ps_err_set(c->err, PS_EINVAL, "%s:%zu:%zu: %s: %s", c->name, line, col, c->path, what);
-}
-
-static yaml_node_t *node(ctx_t *c, int i) { return yaml_document_get_node(c->doc, i); }
-static const char *sval(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
-static size_t slen(const yaml_node_t *n) { return n->data.scalar.length; }
-
-static bool is_plain(const yaml_node_t *n)
-{
-    return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE || n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
-}
-
-static bool is_null(const yaml_node_t *n)
-{
-    if (n == NULL)
-        return true;
-    if (n->type != YAML_SCALAR_NODE)
-        return false;
-    if (!is_plain(n))
-        return false;
-    const char *s = sval(n);
-    size_t l = slen(n);
-    return l == 0 || (l == 1 && s[0] == '~') ||
-           (l == 4 && (memcmp(s, "null", 4) == 0 || memcmp(s, "Null", 4) == 0 || memcmp(s, "NULL", 4) == 0));
-}
-
-static const char *kind(const yaml_node_t *n)
-{
-    switch (n->type) {
-    case YAML_MAPPING_NODE: return "a mapping";
-    case YAML_SEQUENCE_NODE: return "a list";
-    case YAML_SCALAR_NODE: return is_null(n) ? "null" : "a scalar";
-    default: return "nothing";
-    }
-}
+typedef ps_yaml_walk_t ctx_t;
+#define push ps_yaml_push_key
+#define push_idx ps_yaml_push_idx
+#define pop ps_yaml_pop
+#define fail ps_yaml_fail
+#define node ps_yaml_node
+#define sval ps_yaml_sval
+#define slen ps_yaml_slen
+#define is_null ps_yaml_is_null
+#define kind ps_yaml_kind
 
 static ps_webconfig_pos_t pos(const yaml_node_t *n)
 {
@@ -126,14 +54,9 @@ static ps_webconfig_pos_t pos(const yaml_node_t *n)
 /* A string scalar without NUL; copied into the arena. */
 static int get_str(ctx_t *c, const yaml_node_t *n, const char **out)
 {
-    if (n->type != YAML_SCALAR_NODE)
-        return fail(c, n, "expected a string, got %s", kind(n));
-    if (is_null(n)) /* yaml.v2: null leaves a string field empty */
+    if (n->type == YAML_SCALAR_NODE && is_null(n)) /* yaml.v2: null leaves a string field empty */
         return *out = "", 0;
-    if (memchr(sval(n), '\0', slen(n)) != NULL)
-        return fail(c, n, "the string contains a NUL character");
-    *out = ps_arena_strndup(c->a, sval(n), slen(n));
-    return 0;
+    return ps_yaml_get_str(c, n, out);
 }
 
 static int get_file(ctx_t *c, const yaml_node_t *n, const char **out)
@@ -142,30 +65,14 @@ static int get_file(ctx_t *c, const yaml_node_t *n, const char **out)
     int rc = get_str(c, n, &s);
     if (rc != 0)
         return rc;
-    if (s[0] != '\0' && c->dir != NULL && s[0] != '/') {
-        size_t dl = strlen(c->dir), sl = strlen(s);
-        char *j = ps_arena_alloc(c->a, dl + sl + 2);
-        memcpy(j, c->dir, dl);
-        if (dl == 0 || c->dir[dl - 1] != '/')
-            j[dl++] = '/';
-        memcpy(j + dl, s, sl + 1);
-        s = j;
-    }
-    *out = s;
+    *out = s[0] != '\0' ? ps_yaml_join_dir(c->a, c->dir, s) : s;
     return 0;
 }
 
 static int get_bool(ctx_t *c, const yaml_node_t *n, bool *out)
 {
-    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y"};
-    static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N"};
-    if (n->type == YAML_SCALAR_NODE && is_plain(n))
-        for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-            if (slen(n) == strlen(yes[i]) && memcmp(sval(n), yes[i], slen(n)) == 0)
-                return *out = true, 0;
-            if (slen(n) == strlen(no[i]) && memcmp(sval(n), no[i], slen(n)) == 0)
-                return *out = false, 0;
-        }
+    if (ps_yaml_bool(n, out))
+        return 0;
     if (n->type != YAML_SCALAR_NODE)
         return fail(c, n, "expected true or false, got %s", kind(n));
     return fail(c, n, "expected true or false, got \"%.64s\"", sval(n));
@@ -582,16 +489,6 @@ static int root_pair(ctx_t *c, const char *key, const yaml_node_t *k, const yaml
     return parse_tokens(c, v, wc);
 }
 
-static int yaml_error(const yaml_parser_t *p, const char *name, ps_err_t *err)
-{
-    size_t line = p->problem_mark.line + 1, col = p->problem_mark.column + 1;
-    const char *problem = p->error == YAML_MEMORY_ERROR ? "out of memory" : p->problem ? p->problem : "YAML error";
-    if (p->context != NULL)
-        return ps_err_set(err, PS_EINVAL, "%s:%zu:%zu: invalid YAML: %s %s (line %zu, column %zu)", name, line, col,
-                          problem, p->context, p->context_mark.line + 1, p->context_mark.column + 1);
-    return ps_err_set(err, PS_EINVAL, "%s:%zu:%zu: invalid YAML: %s", name, line, col, problem);
-}
-
 int ps_webconfig_parse(const char *yaml, size_t n, const char *name, const char *dir, ps_webconfig_t **out,
                        ps_err_t *err)
 {
@@ -603,14 +500,9 @@ int ps_webconfig_parse(const char *yaml, size_t n, const char *name, const char 
         yaml = "", n = 0;
     yaml_parser_t p;
     yaml_document_t doc;
-    if (!yaml_parser_initialize(&p))
-        return ps_err_set(err, PS_ENOMEM, "%s: out of memory", name);
-    yaml_parser_set_input_string(&p, (const unsigned char *)yaml, n);
-    if (!yaml_parser_load(&p, &doc)) {
-        int rc = yaml_error(&p, name, err);
-        yaml_parser_delete(&p);
+    int rc = ps_yaml_load_first(&p, &doc, yaml, n, name, err);
+    if (rc != 0)
         return rc;
-    }
     ps_webconfig_t *wc = ps_xcalloc(1, sizeof(*wc));
     wc->arena = (ps_arena_t)PS_ARENA_INIT;
     wc->http2 = true;
@@ -619,18 +511,10 @@ int ps_webconfig_parse(const char *yaml, size_t n, const char *name, const char 
     wc->tls.prefer_server_ciphers = true;
     ctx_t c = {.doc = &doc, .name = name, .dir = dir, .a = &wc->arena, .err = err};
     yaml_node_t *root = yaml_document_get_root_node(&doc);
-    int rc = root == NULL ? 0 : each_pair(&c, root, "the web configuration", names, root_pair, wc);
+    rc = root == NULL ? 0 : each_pair(&c, root, "the web configuration", names, root_pair, wc);
     yaml_document_delete(&doc);
-    if (rc == 0) {
-        if (!yaml_parser_load(&p, &doc)) {
-            rc = yaml_error(&p, name, err);
-        } else {
-            if (yaml_document_get_root_node(&doc) != NULL)
-                rc = ps_err_set(err, PS_EINVAL, "%s:%zu:%zu: a second YAML document is not supported", name,
-                                doc.start_mark.line + 1, doc.start_mark.column + 1);
-            yaml_document_delete(&doc);
-        }
-    }
+    if (rc == 0)
+        rc = ps_yaml_no_second(&p, yaml, n, name, err);
     yaml_parser_delete(&p);
     if (rc != 0) {
         ps_webconfig_free(wc);
@@ -644,32 +528,12 @@ int ps_webconfig_parse(const char *yaml, size_t n, const char *name, const char 
 int ps_webconfig_load(const char *path, ps_webconfig_t **out, ps_err_t *err)
 {
     *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL)
-        return ps_err_set(err, PS_EINVAL, "%s: %s", path, strerror(errno));
     ps_buf_t b = PS_BUF_INIT;
-    int rc = 0;
-    for (;;) {
-        uint8_t *dst = ps_buf_reserve(&b, 65536);
-        size_t got = fread(dst, 1, 65536, fp);
-        b.len += got;
-        if (b.len > WEBCONFIG_MAX_BYTES) {
-            rc = ps_err_set(err, PS_EINVAL, "%s: the file is larger than %u bytes", path, WEBCONFIG_MAX_BYTES);
-            break;
-        }
-        if (got < 65536) {
-            if (ferror(fp))
-                rc = ps_err_set(err, PS_EINVAL, "%s: %s", path, strerror(errno));
-            break;
-        }
-    }
-    fclose(fp);
-    if (rc == 0) {
-        const char *slash = strrchr(path, '/');
-        char *dir = slash == NULL ? NULL : ps_xstrndup(path, slash == path ? 1 : (size_t)(slash - path));
+    char *dir;
+    int rc = ps_yaml_read_file(path, WEBCONFIG_MAX_BYTES, &b, &dir, err);
+    if (rc == 0)
         rc = ps_webconfig_parse(b.len ? (const char *)b.data : "", b.len, path, dir, out, err);
-        free(dir);
-    }
+    free(dir);
     ps_buf_dispose(&b);
     return rc;
 }

@@ -120,6 +120,16 @@ def free_port() -> int:
     return port
 
 
+def recv_all(s: socket.socket) -> bytes:
+    """Everything s receives until the peer closes (s's timeout applies to each recv)."""
+    data = b""
+    while True:
+        part = s.recv(65536)
+        if not part:
+            return data
+        data += part
+
+
 class ServerError(RuntimeError):
     pass
 

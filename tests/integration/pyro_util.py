@@ -73,6 +73,18 @@ class ConnectResult:
         return "ConnectResult(%d, %r)" % (self.status, self.error if self.error is not None else self.body[:200])
 
 
+def cpu_push_request(raw: bytes, service: str = "p"):
+    """A push.v1.PushRequest of one series {__name__="process_cpu", service_name=service} with
+    one sample, raw (a pprof profile)."""
+    req = pyro_pb().push.PushRequest()
+    s = req.series.add()
+    for k, v in (("__name__", "process_cpu"), ("service_name", service)):
+        lp = s.labels.add()
+        lp.name, lp.value = k, v
+    s.samples.add().raw_profile = raw
+    return req
+
+
 def encode(msg, codec: str) -> bytes:
     if codec == "json":
         from google.protobuf import json_format

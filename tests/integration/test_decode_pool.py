@@ -6,7 +6,7 @@ import socket
 import threading
 import time
 
-from conftest import fixture_bytes
+from conftest import fixture_bytes, recv_all
 
 CPU = "go/cpu-01.pb.gz"
 
@@ -26,12 +26,7 @@ def raw_push(port, body, job):
 
 
 def read_answer(s):
-    data = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        data += b
+    data = recv_all(s)
     s.close()
     head, _, body = data.partition(b"\r\n\r\n")
     lines = head.decode().split("\r\n")

@@ -11,7 +11,7 @@ import urllib.parse
 
 from conftest import fixture_bytes
 import pprof_decode as pd
-from pyro_util import connect_call, pyro_pb
+from pyro_util import connect_call, cpu_push_request, pyro_pb
 from test_remote_write import floats, key, pb, post, v1_body  # noqa: F401 (pb: the fixture)
 
 T2100 = calendar.timegm((2100, 1, 1, 0, 0, 0))
@@ -57,14 +57,8 @@ def test_pyroscope_ingest_and_connect_push(make_server):
     q = urllib.parse.urlencode({"name": "app.cpu{env=x}", "from": T2100, "until": T2100 + 10})
     st, _, body = srv.request("POST", "/ingest?" + q, body=b"a;b;c 10\n")
     assert (st, json.loads(body)) == (400, {"status": "error", "errorType": "bad_data", "error": future_msg(T2100)})
-    pbm = pyro_pb()
-    req = pbm.push.PushRequest()
-    s = req.series.add()
-    for k, v in (("__name__", "process_cpu"), ("service_name", "p")):
-        lp = s.labels.add()
-        lp.name, lp.value = k, v
-    s.samples.add().raw_profile = raw_at(T2100 * 10**9)
-    r = connect_call(srv.port, "push.v1.PusherService/Push", req, resp_type=pbm.push.PushResponse)
+    req = cpu_push_request(raw_at(T2100 * 10**9))
+    r = connect_call(srv.port, "push.v1.PusherService/Push", req, resp_type=pyro_pb().push.PushResponse)
     assert (r.status, r.error) == (400, {"code": "invalid_argument", "message": future_msg(T2100)})
     # nothing of either was stored; today's /ingest is
     assert srv.series() == []

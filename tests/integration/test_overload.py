@@ -14,7 +14,7 @@ import urllib.parse
 import zlib
 
 from conftest import fixture_bytes
-from pyro_util import connect_call, pyro_pb
+from pyro_util import connect_call, cpu_push_request, pyro_pb
 from test_remote_write import pb, post, v1_body  # noqa: F401 (pb: the fixture)
 
 
@@ -44,14 +44,8 @@ def test_full_queue_429_with_retry_after_every_200_durable(make_server, pb):
     st, hdrs, data = post(srv, v1_body(pb, [({"__name__": "up", "job": "x"}, [(int(time.time()) * 1000, 1)])]))
     assert (st, data.decode(), hdrs["retry-after"]) == (503, want + "\n", "1")
     # Connect push: resource_exhausted (429)
-    pbm = pyro_pb()
-    req = pbm.push.PushRequest()
-    s = req.series.add()
-    for k, v in (("__name__", "process_cpu"), ("service_name", "p")):
-        lp = s.labels.add()
-        lp.name, lp.value = k, v
-    s.samples.add().raw_profile = fixture_bytes("go/cpu-04.pb.gz")
-    r = connect_call(srv.port, "push.v1.PusherService/Push", req, resp_type=pbm.push.PushResponse)
+    req = cpu_push_request(fixture_bytes("go/cpu-04.pb.gz"))
+    r = connect_call(srv.port, "push.v1.PusherService/Push", req, resp_type=pyro_pb().push.PushResponse)
     assert (r.status, r.error, r.headers["retry-after"]) == (429, {"code": "resource_exhausted", "message": want}, "1")
     # Pyroscope's /ingest: 429
     q = urllib.parse.urlencode({"name": "app.cpu", "from": int(time.time()) - 10})

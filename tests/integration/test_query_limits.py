@@ -21,7 +21,7 @@ import pytest
 import snappy
 
 import conftest
-from conftest import CPU_TYPE, README_TOTALS
+from conftest import CPU_TYPE, README_TOTALS, recv_all
 from test_remote_read import EQ, NRE, RE, SAMPLES, STREAMED, make_request, pb, post_read  # noqa: F401
 
 BOMB = '{job=~"a.*", job!~"(a|aa)+$"}'
@@ -280,12 +280,7 @@ def test_shutdown_stops_running_queries(make_server):
     assert s.stop() == 0
     assert time.monotonic() - t0 < 10
     sock.settimeout(10)
-    answer = b""
-    while True:
-        part = sock.recv(65536)
-        if not part:
-            break
-        answer += part
+    answer = recv_all(sock)
     assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
     assert answer.endswith(b'{"status":"error","errorType":"unavailable",'
                            b'"error":"profstore is shutting down: the query was stopped"}\n'), answer[-200:]

@@ -165,6 +165,16 @@ static int count_series(ps_store_t *s)
 
 #define T0 1796022000
 
+/* One request (n=100) through w and committed: the writer's next commit is a commit delay away,
+ * so what is submitted next waits in the queue. Free it with free_req. */
+static treq_t *warm_up(ps_writer_t *w)
+{
+    treq_t *warm = make_req(100, T0);
+    assert_int_equal(ps_writer_submit(w, &warm->w), 0);
+    wait_done(1);
+    return warm;
+}
+
 static void test_every_request_answered_once(void **state)
 {
     env_t *e = *state;
@@ -240,9 +250,7 @@ static void test_stop_drains_the_queue(void **state)
     env_t *e = *state;
     enum { N = 10 };
     ps_writer_t *w = start(e, 5 * PS_NS_PER_S, 0);
-    treq_t *warm = make_req(100, T0);
-    assert_int_equal(ps_writer_submit(w, &warm->w), 0);
-    wait_done(1);
+    treq_t *warm = warm_up(w);
     /* the next commit is 5 s away: these wait in the queue until stop */
     treq_t *r[N];
     for (int i = 0; i < N; i++) {
@@ -294,9 +302,7 @@ static void test_full_queue_refuses(void **state)
 {
     env_t *e = *state;
     ps_writer_t *w = start(e, 5 * PS_NS_PER_S, 3);
-    treq_t *warm = make_req(100, T0);
-    assert_int_equal(ps_writer_submit(w, &warm->w), 0);
-    wait_done(1);
+    treq_t *warm = warm_up(w);
     treq_t *r[4];
     for (int i = 0; i < 4; i++)
         r[i] = make_req(i, T0);
@@ -331,9 +337,7 @@ static void test_queue_by_bytes(void **state)
     o.max_queue_bytes = 1000;
     atomic_store(&done_total, 0);
     ps_writer_t *w = ps_writer_start(e->store, &o);
-    treq_t *warm = make_req(100, T0);
-    assert_int_equal(ps_writer_submit(w, &warm->w), 0);
-    wait_done(1);
+    treq_t *warm = warm_up(w);
     treq_t *r[4];
     for (int i = 0; i < 4; i++)
         r[i] = make_req(i, T0);
@@ -416,9 +420,7 @@ static void test_samples_with_profiles(void **state)
 {
     env_t *e = *state;
     ps_writer_t *w = start(e, 50 * 1000000, 0);
-    treq_t *warm = make_req(100, T0);
-    assert_int_equal(ps_writer_submit(w, &warm->w), 0);
-    wait_done(1);
+    treq_t *warm = warm_up(w);
     treq_t *p = make_req(1, T0 + 1), *a = make_samples(1, T0 * 1000ll, 10), *b = make_samples(2, T0 * 1000ll, 5);
     assert_int_equal(ps_writer_submit(w, &a->w), 0);
     assert_int_equal(ps_writer_submit(w, &p->w), 0);
@@ -476,9 +478,7 @@ static void test_samples_queue_by_weight(void **state)
 {
     env_t *e = *state;
     ps_writer_t *w = start_eager(e, 5 * PS_NS_PER_S, 10, 0); /* 0: the delay holds them queued */
-    treq_t *warm = make_req(100, T0);
-    assert_int_equal(ps_writer_submit(w, &warm->w), 0);
-    wait_done(1);
+    treq_t *warm = warm_up(w);
     /* weight 1 + 4096/1024 = 5 each: two fill 10 units, the third is refused */
     treq_t *r[3];
     for (int i = 0; i < 3; i++)
