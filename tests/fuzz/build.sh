@@ -140,7 +140,7 @@ fi
 if [ -f "$root/src/config/webconfig.c" ] && [ -f "$here/fuzz_webconfig.c" ]; then
     ln -sfn "$root/src/config" "$gen/inc/config"
     # shellcheck disable=SC2046
-    fuzzcc $(pkg-config --cflags yaml-0.1) "$here/fuzz_webconfig.c" "$root/src/config/webconfig.c" "$root"/src/core/*.c \
+    fuzzcc $(pkg-config --cflags yaml-0.1) "$here/fuzz_webconfig.c" "$root/src/config/webconfig.c" "$root/src/config/yamlutil.c" "$root"/src/core/*.c \
         $(pkg-config --libs yaml-0.1) -lm -lpthread -o "$out/fuzz_webconfig"
 fi
 
@@ -151,7 +151,7 @@ if [ -f "$root/src/config/config.c" ] && [ -f "$here/fuzz_config.c" ]; then
     [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
     # shellcheck disable=SC2046
     fuzzcc $(pkg-config --cflags yaml-0.1 libcrypto) \
-        "$here/fuzz_config.c" "$root/src/config/config.c" "$root/src/config/config_yaml.c" \
+        "$here/fuzz_config.c" "$root/src/config/config.c" "$root/src/config/config_yaml.c" "$root/src/config/yamlutil.c" \
         "$root/src/config/relabel.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
         $(pkg-config --libs yaml-0.1 libcrypto libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_config"
