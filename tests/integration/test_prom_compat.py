@@ -93,6 +93,8 @@ def test_flags_every_flag_with_its_value(make_server):
         "config": "", "data-dir": str(srv.data_dir), "listen": "127.0.0.1:%d" % srv.port, "log-level": "info",
         "max-inflated-total": "256MiB", "storage.disk-reserve": "1MiB",  # the fixture's
         "storage.future-grace": "10m",
+        "ingest.decode-threads": str(min(max(os.sysconf("SC_NPROCESSORS_ONLN"), 1), 256)),  # CPUs
+        "ingest.decode-queue-max-bytes": "32MiB",
         "storage.write-queue-max-bytes": "256MiB", "storage.write-queue-max-items": "8192",
         "max-body-size": "1MiB", "max-inflated-size": "256MiB", "query.max-series": "10000",
         "retention": "1d12h", "storage.commit-delay": "10ms", "storage.compact-interval": "10s",
