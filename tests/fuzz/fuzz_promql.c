@@ -15,6 +15,7 @@
  *   tests/fuzz/run.sh 60 fuzz_promql
  */
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,13 +92,47 @@ static ps_pq_vtype_t check_tree(const ps_pq_node_t *e, size_t size, uint32_t dep
     return e->type;
 }
 
-/* Prometheus' String() is not quite a fixed point: +Inf prints with its sign, so "Inf ^ x" prints
- * "+Inf ^ x", which reads back as +(Inf ^ x) and prints "++Inf ^ x" (Prometheus 2.42 does the same).
- * Compares two forms with every run of '+' before "Inf" taken as one. */
+/* The number at b->data[*i] (after "@ "): parsed, *i moved past it. false if there is none. */
+static bool at_number(const ps_buf_t *b, size_t *i, double *v)
+{
+    char tmp[64];
+    size_t n = 0;
+    while (*i + n < b->len && n < sizeof(tmp) - 1 && strchr("+-.0123456789", b->data[*i + n]) != NULL)
+        n++;
+    if (n == 0)
+        return false;
+    memcpy(tmp, b->data + *i, n);
+    tmp[n] = '\0';
+    char *end;
+    *v = strtod(tmp, &end);
+    if (end != tmp + n)
+        return false;
+    *i += n;
+    return true;
+}
+
+/* Prometheus' String() is not quite a fixed point, and Prometheus 2.42 does the same:
+ *   - +Inf prints with its sign, so "Inf ^ x" prints "+Inf ^ x", which reads back as +(Inf ^ x) and
+ *     prints "++Inf ^ x": every run of '+' before "Inf" is taken as one;
+ *   - "@ t" prints milliseconds / 1000 as "%.3f" and reads seconds * 1000 rounded, which past about
+ *     2^52 / 1000 s (a double's 52 bits no longer hold the milliseconds after the division) can move
+ *     a millisecond each way: the numbers after "@ " may differ by that much. */
 static bool same_form(const ps_buf_t *x, const ps_buf_t *y)
 {
     size_t i = 0, j = 0;
     while (i < x->len && j < y->len) {
+        if (i >= 2 && j >= 2 && memcmp(x->data + i - 2, "@ ", 2) == 0 && memcmp(y->data + j - 2, "@ ", 2) == 0) {
+            double a, b;
+            size_t i2 = i, j2 = j;
+            if (at_number(x, &i2, &a) && at_number(y, &j2, &b)) {
+                double m = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+                if (!(fabs(a - b) <= 0.0015 + m * 0x1p-49))
+                    return false;
+                i = i2;
+                j = j2;
+                continue;
+            }
+        }
         if (x->data[i] == '+' && y->data[j] == '+') {
             size_t i2 = i, j2 = j;
             while (i2 < x->len && x->data[i2] == '+')
