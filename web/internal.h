@@ -102,8 +102,16 @@ void ps_tls_started(ps_server_t *s);
 /** The check every request passes before its route (ps_routes_dispatch): adds the configured
  *  response headers, then for a route of class cls (PS_ROUTE_*) checks the credentials (401),
  *  their scope (403) and whether admin routes are enabled (503, /-/reload: 403). 0 to go on, -1
- *  when it answered the request. */
-int ps_web_authorize(h2o_req_t *req, unsigned cls);
+ *  when it answered the request, 1 when a bcrypt computation must tell: it runs on the credential
+ *  thread (PS_AUTHQ_MAX at a time, then 503), and route(req) is called on the loop once the
+ *  credentials pass (never if the client went away). */
+int ps_web_authorize(h2o_req_t *req, unsigned cls, int (*route)(h2o_req_t *req));
+/** Credential checks (queued or running) at most on the credential thread: a bcrypt costs ~0.1 s,
+ *  so one more waits at most ~1.6 s; beyond it, 503 with Retry-After. */
+#define PS_AUTHQ_MAX 16
+/** Stops the credential thread: what it has not checked is answered 503 (the loops must still
+ *  run). Idempotent (ps_server_stop). */
+void ps_web_auth_stop(void);
 /** Whether req carries credentials with the admin scope (false without authentication). */
 bool ps_web_is_admin(h2o_req_t *req);
 /** Runs cb (with a fresh ps_async_t whose loop is set; cb frees it) on every loop's thread (server.c). */

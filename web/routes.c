@@ -137,12 +137,11 @@ unsigned ps_routes_class(uint32_t handler)
     return PS_ROUTE_READ; /* "other": a 404 (or Connect's unimplemented), after authentication */
 }
 
-int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
+/* The route of an authorized request. */
+static int route(h2o_req_t *req)
 {
     h2o_iovec_t p = req->path_normalized;
     unsigned m = method_bit(req->method);
-    if (ps_web_authorize(req, ps_routes_class(ps_routes_handler(p))) != 0) /* tls.c: 401, 403, 503 */
-        return 0;
     for (size_t i = 0; i < NROUTES; i++) {
         if (!h2o_memis(p.base, p.len, routes[i].path, strlen(routes[i].path)))
             continue;
@@ -178,4 +177,12 @@ int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
     snprintf(msg, sizeof(msg), "no such endpoint: %.*s", (int)(p.len > 200 ? 200 : p.len), p.base);
     ps_http_error_status(req, 404, msg);
     return 0;
+}
+
+int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
+{
+    /* tls.c: 401, 403, 503; or route() later, once a bcrypt off the loop has passed the credentials */
+    if (ps_web_authorize(req, ps_routes_class(ps_routes_handler(req->path_normalized)), route) != 0)
+        return 0;
+    return route(req);
 }

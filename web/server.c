@@ -254,6 +254,7 @@ void ps_server_stop(ps_server_t *s)
         return;
     ps_qpool_stop(s->dpool); /* writes being decoded finish (the writer refuses them now: 503) */
     ps_qpool_stop(s->qpool); /* queries stop (canceled); their completions reach the loops first */
+    ps_web_auth_stop();      /* credential checks not made are answered 503 */
     for (uint32_t i = 0; i < im->nloops; i++)
         if (im->loops[i].queue != NULL)
             post(&im->loops[i], on_exit_loop);

@@ -222,6 +222,74 @@ void ps_tls_started(ps_server_t *s)
 
 /* ---- the check of every request ---- */
 
+/* ---- the credential thread ----
+ * A bcrypt check at cost 10 takes ~0.1 s of CPU. On an event loop it would stall every connection
+ * of that loop, and a client sending a new wrong password each time could stall them all; so a
+ * verdict that is not cached (ps_auth_check_quick: PS_AUTH_PENDING) is computed here, on one
+ * thread (bcrypt is one at a time process-wide anyway), while the request waits like a write does
+ * (ps_async_t), and the request's loop goes on. At most PS_AUTHQ_MAX checks wait or run: past
+ * that a request is refused with 503 and Retry-After at once (a flood of guesses cannot make the
+ * queue, or the wait of an honest first login, unbounded). Credentials already checked are
+ * cached by src/auth and never come here. */
+
+typedef struct authjob authjob_t;
+struct authjob {
+    ps_async_t async;  /* the completion, on the request's loop */
+    ps_websec_t *w;    /* a reference: the checker outlives a reload meanwhile */
+    char *hdr;         /* a copy of the Authorization value */
+    size_t len;
+    unsigned cls;
+    int (*route)(h2o_req_t *req);
+    ps_auth_verdict_t v; /* PS_AUTH_PENDING: not checked (shutting down) */
+    unsigned scopes;
+    authjob_t *next;
+};
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    authjob_t *head, **tail;
+    uint32_t n;         /* queued or running */
+    bool started, stop;
+    pthread_t thread;
+} aq = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, &aq.head, 0, false, false, 0};
+
+static void *auth_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&aq.mu);
+    for (;;) {
+        while (aq.head == NULL && !aq.stop)
+            pthread_cond_wait(&aq.cv, &aq.mu);
+        authjob_t *j = aq.head;
+        if (j == NULL)
+            break;
+        if ((aq.head = j->next) == NULL)
+            aq.tail = &aq.head;
+        bool stop = aq.stop;
+        pthread_mutex_unlock(&aq.mu);
+        j->v = stop ? PS_AUTH_PENDING : ps_auth_check(j->w->auth, j->hdr, j->len, &j->scopes);
+        pthread_mutex_lock(&aq.mu);
+        aq.n--;
+        pthread_mutex_unlock(&aq.mu);
+        ps_async_complete(&j->async);
+        pthread_mutex_lock(&aq.mu);
+    }
+    pthread_mutex_unlock(&aq.mu);
+    return NULL;
+}
+
+void ps_web_auth_stop(void)
+{
+    pthread_mutex_lock(&aq.mu);
+    bool join = aq.started && !aq.stop;
+    aq.stop = true;
+    pthread_cond_broadcast(&aq.cv);
+    pthread_mutex_unlock(&aq.mu);
+    if (join)
+        pthread_join(aq.thread, NULL);
+}
+
 static void refuse(h2o_req_t *req, bool connect, int status, ps_connect_code_t code, const char *msg)
 {
     if (connect)
@@ -230,44 +298,29 @@ static void refuse(h2o_req_t *req, bool connect, int status, ps_connect_code_t c
         ps_http_error_status(req, status, msg);
 }
 
-int ps_web_authorize(h2o_req_t *req, unsigned cls)
+/* The rest of the check once the credentials have a verdict (v, scopes; PS_AUTH_OK with every scope
+ * when there is no authentication). 0 to go on, -1 when it answered. */
+static int authorize_verdict(h2o_req_t *req, ps_websec_t *w, unsigned need, ps_auth_verdict_t v, unsigned scopes)
 {
-    ps_loop_t *l = ps_loop_of(req->conn->ctx);
-    ps_websec_t *w = l->websec;
     bool connect = ps_connect_is_path(req->path_normalized);
-    for (uint32_t i = 0; w != NULL && i < w->wc->nheaders; i++) {
-        /* copied: an answer sent later may outlive this configuration */
-        h2o_iovec_t n = h2o_strdup(&req->pool, w->wc->headers[i].name, SIZE_MAX),
-                    v = h2o_strdup(&req->pool, w->wc->headers[i].value, SIZE_MAX);
-        h2o_add_header_by_str(&req->pool, &req->res.headers, n.base, n.len, 0, NULL, v.base, v.len);
+    if (v != PS_AUTH_OK) {
+        const char *ch = ps_auth_challenge(w->auth);
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL, ch, strlen(ch));
+        char msg[200];
+        snprintf(msg, sizeof(msg), "unauthorized: %s", ps_auth_verdict_str(v));
+        refuse(req, connect, 401, PS_CONNECT_UNAUTHENTICATED, msg);
+        return -1;
     }
-    unsigned need = cls & PS_ROUTE_SCOPES;
-    if (need == PS_ROUTE_OPEN)
-        return 0;
-    if (w != NULL && w->auth != NULL) {
-        ssize_t hi = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
-        unsigned scopes = 0;
-        ps_auth_verdict_t v = ps_auth_check(w->auth, hi >= 0 ? req->headers.entries[hi].value.base : NULL,
-                                            hi >= 0 ? req->headers.entries[hi].value.len : 0, &scopes);
-        if (v != PS_AUTH_OK) {
-            const char *ch = ps_auth_challenge(w->auth);
-            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL, ch, strlen(ch));
-            char msg[200];
-            snprintf(msg, sizeof(msg), "unauthorized: %s", ps_auth_verdict_str(v));
-            refuse(req, connect, 401, PS_CONNECT_UNAUTHENTICATED, msg);
-            return -1;
-        }
-        if ((scopes & need) != need) {
-            char msg[200];
-            snprintf(msg, sizeof(msg), "forbidden: this credential lacks the %s scope that %.*s needs",
-                     need & PS_ROUTE_ADMIN ? "admin" : need & PS_ROUTE_WRITE ? "write" : "read",
-                     (int)(req->path_normalized.len > 100 ? 100 : req->path_normalized.len), req->path_normalized.base);
-            refuse(req, connect, 403, PS_CONNECT_PERMISSION_DENIED, msg);
-            return -1;
-        }
+    if ((scopes & need) != need) {
+        char msg[200];
+        snprintf(msg, sizeof(msg), "forbidden: this credential lacks the %s scope that %.*s needs",
+                 need & PS_ROUTE_ADMIN ? "admin" : need & PS_ROUTE_WRITE ? "write" : "read",
+                 (int)(req->path_normalized.len > 100 ? 100 : req->path_normalized.len), req->path_normalized.base);
+        refuse(req, connect, 403, PS_CONNECT_PERMISSION_DENIED, msg);
+        return -1;
     }
     if (need & PS_ROUTE_ADMIN) {
-        ps_server_t *s = l->srv;
+        ps_server_t *s = ps_loop_of(req->conn->ctx)->srv;
         if (h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT("/-/reload"))) {
             if (!s->opts.enable_lifecycle) {
                 refuse(req, connect, 403, PS_CONNECT_PERMISSION_DENIED,
@@ -283,6 +336,91 @@ int ps_web_authorize(h2o_req_t *req, unsigned cls)
     return 0;
 }
 
+static void on_auth_done(ps_async_t *a, h2o_req_t *req)
+{
+    authjob_t *j = (authjob_t *)a;
+    if (req != NULL) {
+        if (j->v == PS_AUTH_PENDING) {
+            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
+            refuse(req, ps_connect_is_path(req->path_normalized), 503, PS_CONNECT_UNAVAILABLE,
+                   "server is shutting down");
+        } else if (authorize_verdict(req, j->w, j->cls & PS_ROUTE_SCOPES, j->v, j->scopes) == 0) {
+            j->route(req);
+        }
+    }
+    websec_release(j->w);
+    OPENSSL_cleanse(j->hdr, j->len);
+    free(j->hdr);
+    free(j);
+}
+
+/* Hands the check of hdr to the credential thread: 1, or -1 when it answered (503: full). */
+static int authorize_later(h2o_req_t *req, ps_websec_t *w, unsigned cls, const char *hdr, size_t len,
+                           int (*route)(h2o_req_t *req))
+{
+    pthread_mutex_lock(&aq.mu);
+    bool full = aq.stop || aq.n >= PS_AUTHQ_MAX;
+    if (!full && !aq.started) {
+        if (pthread_create(&aq.thread, NULL, auth_main, NULL) != 0)
+            full = true;
+        else
+            aq.started = true;
+    }
+    if (full) {
+        bool stop = aq.stop;
+        pthread_mutex_unlock(&aq.mu);
+        char msg[160];
+        if (stop)
+            snprintf(msg, sizeof(msg), "server is shutting down");
+        else
+            snprintf(msg, sizeof(msg), "too many credential checks waiting (%d, each a bcrypt); retry", PS_AUTHQ_MAX);
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
+        refuse(req, ps_connect_is_path(req->path_normalized), 503, PS_CONNECT_UNAVAILABLE, msg);
+        return -1;
+    }
+    authjob_t *j = ps_xcalloc(1, sizeof(*j));
+    atomic_fetch_add(&w->refs, 1);
+    j->w = w;
+    j->hdr = ps_xmalloc(len + 1);
+    memcpy(j->hdr, hdr, len);
+    j->len = len;
+    j->cls = cls;
+    j->route = route;
+    ps_async_init(&j->async, req, on_auth_done);
+    *aq.tail = j;
+    aq.tail = &j->next;
+    aq.n++;
+    pthread_cond_signal(&aq.cv);
+    pthread_mutex_unlock(&aq.mu);
+    return 1;
+}
+
+int ps_web_authorize(h2o_req_t *req, unsigned cls, int (*route)(h2o_req_t *req))
+{
+    ps_loop_t *l = ps_loop_of(req->conn->ctx);
+    ps_websec_t *w = l->websec;
+    for (uint32_t i = 0; w != NULL && i < w->wc->nheaders; i++) {
+        /* copied: an answer sent later may outlive this configuration */
+        h2o_iovec_t n = h2o_strdup(&req->pool, w->wc->headers[i].name, SIZE_MAX),
+                    v = h2o_strdup(&req->pool, w->wc->headers[i].value, SIZE_MAX);
+        h2o_add_header_by_str(&req->pool, &req->res.headers, n.base, n.len, 0, NULL, v.base, v.len);
+    }
+    unsigned need = cls & PS_ROUTE_SCOPES;
+    if (need == PS_ROUTE_OPEN)
+        return 0;
+    ps_auth_verdict_t v = PS_AUTH_OK;
+    unsigned scopes = PS_SCOPE_ALL;
+    if (w != NULL && w->auth != NULL) {
+        ssize_t hi = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+        const char *hdr = hi >= 0 ? req->headers.entries[hi].value.base : NULL;
+        size_t len = hi >= 0 ? req->headers.entries[hi].value.len : 0;
+        v = ps_auth_check_quick(w->auth, hdr, len, &scopes);
+        if (v == PS_AUTH_PENDING)
+            return authorize_later(req, w, cls, hdr, len, route);
+    }
+    return authorize_verdict(req, w, need, v, scopes);
+}
+
 bool ps_web_is_admin(h2o_req_t *req)
 {
     ps_websec_t *w = ps_loop_of(req->conn->ctx)->websec;
@@ -291,7 +429,7 @@ bool ps_web_is_admin(h2o_req_t *req)
     ssize_t hi = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
     unsigned scopes = 0;
     return hi >= 0 &&
-           ps_auth_check(w->auth, req->headers.entries[hi].value.base, req->headers.entries[hi].value.len, &scopes) ==
-               PS_AUTH_OK &&
+           ps_auth_check_quick(w->auth, req->headers.entries[hi].value.base, req->headers.entries[hi].value.len,
+                               &scopes) == PS_AUTH_OK &&
            (scopes & PS_SCOPE_ADMIN);
 }

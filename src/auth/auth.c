@@ -107,6 +107,7 @@ const char *ps_auth_verdict_str(ps_auth_verdict_t v)
     case PS_AUTH_MISSING: return "no credentials: send an Authorization header (basic auth or a bearer token)";
     case PS_AUTH_MALFORMED: return "malformed Authorization header (expected \"Basic <base64 user:password>\" or \"Bearer <token>\")";
     case PS_AUTH_UNSUPPORTED: return "this server takes no credentials of that scheme";
+    case PS_AUTH_PENDING: return "credentials not checked yet";
     default: return "invalid credentials";
     }
 }
@@ -195,7 +196,7 @@ static bool bcrypt_ok(ps_auth_t *a, const char *pass, const char *hash)
     return ok;
 }
 
-static ps_auth_verdict_t check_basic(ps_auth_t *a, const char *b64, size_t n, unsigned *scopes)
+static ps_auth_verdict_t check_basic(ps_auth_t *a, const char *b64, size_t n, bool quick, unsigned *scopes)
 {
     if (a->nusers == 0)
         return PS_AUTH_UNSUPPORTED;
@@ -232,6 +233,10 @@ static ps_auth_verdict_t check_basic(ps_auth_t *a, const char *b64, size_t n, un
     } else if (cache_has(a, a->bad, CACHE_BAD, key)) {
         atomic_fetch_add(&a->hits, 1);
         ok = false;
+    } else if (quick) {
+        OPENSSL_cleanse(dec, (size_t)dl);
+        free(dec);
+        return PS_AUTH_PENDING;
     } else {
         ok = memchr(pass, '\0', pl) == NULL && bcrypt_ok(a, pass, hash) && u != NULL;
         if (ok)
@@ -264,7 +269,7 @@ static ps_auth_verdict_t check_bearer(ps_auth_t *a, const char *tok, size_t n, u
     return PS_AUTH_OK;
 }
 
-ps_auth_verdict_t ps_auth_check(ps_auth_t *a, const char *hdr, size_t len, unsigned *scopes)
+static ps_auth_verdict_t check(ps_auth_t *a, const char *hdr, size_t len, bool quick, unsigned *scopes)
 {
     *scopes = 0;
     if (a == NULL) {
@@ -286,8 +291,18 @@ ps_auth_verdict_t ps_auth_check(ps_auth_t *a, const char *hdr, size_t len, unsig
     if (v >= len)
         return len == 0 ? PS_AUTH_MISSING : PS_AUTH_MALFORMED;
     if (sp == 5 && strncasecmp(hdr, "Basic", 5) == 0)
-        return check_basic(a, hdr + v, len - v, scopes);
+        return check_basic(a, hdr + v, len - v, quick, scopes);
     if (sp == 6 && strncasecmp(hdr, "Bearer", 6) == 0)
         return check_bearer(a, hdr + v, len - v, scopes);
     return PS_AUTH_UNSUPPORTED;
+}
+
+ps_auth_verdict_t ps_auth_check(ps_auth_t *a, const char *hdr, size_t len, unsigned *scopes)
+{
+    return check(a, hdr, len, false, scopes);
+}
+
+ps_auth_verdict_t ps_auth_check_quick(ps_auth_t *a, const char *hdr, size_t len, unsigned *scopes)
+{
+    return check(a, hdr, len, true, scopes);
 }

@@ -22,6 +22,7 @@ typedef enum {
     PS_AUTH_MALFORMED,     /* not "Basic <base64 user:password>" or "Bearer <token>" */
     PS_AUTH_UNSUPPORTED,   /* a scheme this configuration does not take (Bearer without tokens, ...) */
     PS_AUTH_INVALID,       /* wrong user, password or token */
+    PS_AUTH_PENDING,       /* ps_auth_check_quick: only a bcrypt computation can tell (ps_auth_check) */
 } ps_auth_verdict_t;
 
 /** A checker for wc's basic_auth_users and bearer_tokens (copied: wc may be freed after), or
@@ -35,6 +36,10 @@ void ps_auth_free(ps_auth_t *a);
  *  is cached (a SHA-256 of the three is the key), so a client sending the same credentials pays it
  *  once. Thread-safe. */
 ps_auth_verdict_t ps_auth_check(ps_auth_t *a, const char *hdr, size_t len, unsigned *scopes);
+/** ps_auth_check without the bcrypt computation: the verdict when it needs none (no or malformed
+ *  credentials, a token, a cached verdict), else PS_AUTH_PENDING, for ps_auth_check on a thread
+ *  that may spend the milliseconds (web/tls.c keeps them off the event loops). Thread-safe. */
+ps_auth_verdict_t ps_auth_check_quick(ps_auth_t *a, const char *hdr, size_t len, unsigned *scopes);
 /** The scheme a 401 offers in WWW-Authenticate: "Basic" when there are basic_auth_users (as
  *  Prometheus; bearer tokens are still taken), else "Bearer". */
 const char *ps_auth_challenge(const ps_auth_t *a);

@@ -255,3 +255,49 @@ def test_targets_redacted(make_server, tmp_path):
         t = target(h)
         assert t["discoveredLabels"]["__param_token"] == "s3cr3t" and t["labels"]["api_key"] == "k1"
         assert "token=s3cr3t" in t["scrapeUrl"]
+
+
+def test_bcrypt_off_the_loop(make_server, tmp_path):
+    """A credential check that needs bcrypt runs on the credential thread, not the event loop: with one
+    loop (--threads 1) and guesses at a cost-12 hash (~0.3 s each) queued, a bearer request and
+    /-/healthy are answered before the second guess is; past PS_AUTHQ_MAX (16) waiting checks a
+    request is refused at once with 503 and Retry-After; the right password then passes."""
+    import http.client
+    import threading
+
+    slow = crypt.crypt("wonderland", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1 << 12))
+    s = make_server(threads=1, web_config_file=web(tmp_path, "basic_auth_users:\n  alice: %s\n" % slow + TOKENS))
+    done = []  # (what, status, retry-after, body) in the order the answers came
+    lock = threading.Lock()
+
+    def get(what, headers, path="/api/v1/labels"):
+        c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+        c.request("GET", path, headers=headers)
+        r = c.getresponse()
+        body = r.read()
+        with lock:
+            done.append((what, r.status, r.getheader("Retry-After"), body))
+        c.close()
+
+    guesses = [threading.Thread(target=get, args=("guess", basic("alice", "guess-%d" % i))) for i in range(19)]
+    for t in guesses:
+        t.start()
+    time.sleep(0.1)  # all 19 are in; the first bcrypt takes ~0.3 s
+    quick = [threading.Thread(target=get, args=("bearer", bearer("tok-read"))),
+             threading.Thread(target=get, args=("healthy", {}, "/-/healthy"))]
+    for t in quick:
+        t.start()
+    for t in quick + guesses:
+        t.join()
+    busy = [d for d in done if d[0] == "guess" and d[1] == 503]
+    assert len(busy) == 3, [d[:2] for d in done]
+    assert {d[2] for d in busy} == {"1"}
+    assert {js(d[3])["error"] for d in busy} == {"too many credential checks waiting (16, each a bcrypt); retry"}
+    refused = [i for i, d in enumerate(done) if d[0] == "guess" and d[1] == 401]
+    assert len(refused) == 16
+    order = [d[0] for d in done if d[1] != 503]
+    # both answered while 15 or 16 guesses still wait (on the loop they would wait behind them all)
+    assert {"bearer", "healthy"} <= set(order[:3]), order
+    assert [d[1] for d in done if d[0] in ("bearer", "healthy")] == [200, 200]
+    st, _, _ = req(s, "GET", "/api/v1/labels", headers=basic("alice", "wonderland"))
+    assert st == 200

@@ -51,23 +51,31 @@ static void test_basic_and_cache(void **state)
     assert_string_equal(ps_auth_challenge(a), "Basic");
     unsigned sc = 0;
     uint64_t bc, hits;
-    /* alice:wonderland = YWxpY2U6d29uZGVybGFuZA== */
+    /* alice:wonderland = YWxpY2U6d29uZGVybGFuZA==; the quick check cannot tell before a bcrypt */
+    const char *right = "Basic YWxpY2U6d29uZGVybGFuZA==";
+    assert_int_equal(ps_auth_check_quick(a, right, strlen(right), &sc), PS_AUTH_PENDING);
+    assert_int_equal(sc, 0);
+    assert_int_equal(ps_auth_check_quick(a, "Basic !!!!", 10, &sc), PS_AUTH_MALFORMED); /* no bcrypt needed */
+    assert_int_equal(ps_auth_check_quick(a, NULL, 0, &sc), PS_AUTH_MISSING);
+    ps_auth_stats(a, &bc, &hits);
+    assert_int_equal(bc, 0);
     assert_int_equal(check(a, "Basic YWxpY2U6d29uZGVybGFuZA==", &sc), PS_AUTH_OK);
+    assert_int_equal(ps_auth_check_quick(a, right, strlen(right), &sc), PS_AUTH_OK); /* cached now */
     assert_int_equal(sc, PS_SCOPE_ALL);
     ps_auth_stats(a, &bc, &hits);
     assert_int_equal(bc, 1);
-    assert_int_equal(hits, 0);
+    assert_int_equal(hits, 1);
     for (int i = 0; i < 5; i++)
         assert_int_equal(check(a, "basic   YWxpY2U6d29uZGVybGFuZA== ", &sc), PS_AUTH_OK); /* any case, spaces */
     ps_auth_stats(a, &bc, &hits);
     assert_int_equal(bc, 1); /* cached */
-    assert_int_equal(hits, 5);
+    assert_int_equal(hits, 6);
     /* alice:wrong = YWxpY2U6d3Jvbmc= : bcrypt once, then the refusal is cached too */
     assert_int_equal(check(a, "Basic YWxpY2U6d3Jvbmc=", &sc), PS_AUTH_INVALID);
     assert_int_equal(check(a, "Basic YWxpY2U6d3Jvbmc=", &sc), PS_AUTH_INVALID);
     ps_auth_stats(a, &bc, &hits);
     assert_int_equal(bc, 2);
-    assert_int_equal(hits, 6);
+    assert_int_equal(hits, 7);
     /* bob:wonderland: an unknown user costs a bcrypt (of a fixed hash) too */
     assert_int_equal(check(a, "Basic Ym9iOndvbmRlcmxhbmQ=", &sc), PS_AUTH_INVALID);
     ps_auth_stats(a, &bc, &hits);
