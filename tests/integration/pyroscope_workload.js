@@ -2,7 +2,9 @@
 // (found through NODE_PATH), pushing to SERVER_URL/ingest; used by test_pyroscope_nodejs.py.
 //
 // env: SERVER_URL (required), DURATION_MS (default 12000), FLUSH_MS (default 5000), APP_NAME
-// (default nodeapp), COLLECT_CPU (1: wall profiles also carry cpu/nanoseconds, SDK 0.6).
+// (default nodeapp), COLLECT_CPU (1: wall profiles also carry cpu/nanoseconds, SDK 0.6),
+// AUTH_TOKEN (the SDK's authToken: Authorization: Bearer), BASIC_USER + BASIC_PASSWORD (its
+// basicAuthUser/basicAuthPassword, SDK 0.6).
 // Last line: "pyroscope_workload: uploads ok=N failed=M statuses=[...]"; exit 0 only if every upload
 // got a 2xx (the SDK itself swallows HTTP errors), 2 otherwise, 1 on a setup error.
 'use strict';
@@ -44,6 +46,9 @@ Pyroscope.init({
   tags: { env: 'test' },
   flushIntervalMs: flush,
   wall: { collectCpuTime: process.env.COLLECT_CPU === '1' },
+  authToken: process.env.AUTH_TOKEN || undefined,
+  basicAuthUser: process.env.BASIC_USER || undefined,
+  basicAuthPassword: process.env.BASIC_PASSWORD || undefined,
 });
 Pyroscope.start();
 

@@ -94,3 +94,45 @@ def test_nodejs_sdks_push_to_ingest(make_server, tmp_path):
         assert any("psWorkloadHash" in n for n in names), (v, names[:80])
         names = flame_names(srv, 'memory:inuse_space:bytes:inuse_space:bytes{service_name="%s"}' % app)
         assert any("psWorkloadAlloc" in n for n in names), (v, names[:80])
+
+
+def test_nodejs_sdk_with_credentials(make_server, tmp_path):
+    """The SDK (0.6.4) against a profstore with a web config (--web.config.file): its authToken
+    (a bearer token with the write scope) and its basicAuthUser/basicAuthPassword push; a wrong token
+    gets 401 on every upload and stores nothing."""
+    import base64
+    import hashlib
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated (3.11), but Debian's, and libxcrypt's bcrypt
+        import crypt
+    mods = install_sdk("0.6.4")
+    web = tmp_path / "web.yml"
+    web.write_text("basic_auth_users:\n  sdk: %s\nbearer_tokens:\n  - sha256: %s\n    scopes: [write]\n" % (
+        crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1 << 4)),
+        hashlib.sha256(b"push-token").hexdigest()))
+    srv = make_server(retention="0", web_config_file=web)
+    runs = {"nodetoken": {"AUTH_TOKEN": "push-token"}, "nodebasic": {"BASIC_USER": "sdk", "BASIC_PASSWORD": "s3cret"},
+            "nodewrong": {"AUTH_TOKEN": "not-the-token"}}
+    procs = {}
+    for app, creds in runs.items():
+        env = dict(os.environ, NODE_PATH=str(mods), SERVER_URL=srv.url(""), APP_NAME=app, DURATION_MS="5000",
+                   FLUSH_MS="2000", **creds)
+        env.pop("PYROSCOPE_ADHOC_SERVER_ADDRESS", None)
+        procs[app] = subprocess.Popen(["node", str(HERE / "pyroscope_workload.js")], cwd=tmp_path, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    last = {}
+    for app, p in procs.items():
+        out, _ = p.communicate(timeout=90)
+        last[app] = out.strip().splitlines()[-1]
+        assert p.returncode == (2 if app == "nodewrong" else 0), (app, out[-2000:])
+    statuses = json.loads(last["nodewrong"].split("statuses=")[1])
+    assert statuses and set(statuses) == {401}, last["nodewrong"]
+    # what was stored, asked as the user (the token has only the write scope)
+    st, _, body = srv.request("GET", "/api/v1/series?" + urllib.parse.urlencode({"match[]": '{service_name=~"node.*"}'}),
+                              headers={"Authorization": "Basic " + base64.b64encode(b"sdk:s3cret").decode()})
+    assert st == 200, body
+    stored = {}
+    for s in json.loads(body)["data"]:
+        stored.setdefault(s["service_name"], set()).add(s["__name__"])
+    assert stored == {"nodetoken": WALL_TYPES | HEAP_TYPES, "nodebasic": WALL_TYPES | HEAP_TYPES}, stored
