@@ -369,7 +369,9 @@ def test_dockerfile_builds_as_make_does():
     assert {"build-essential", "cmake", "re2c", "protobuf-c-compiler", "libcmocka-dev", "python3"} <= lists["BUILD_PKGS"]
     assert not lists["BUILD_PKGS"] & lists["TEST_PKGS"]
     assert 'PKGS="$BUILD_PKGS $TEST_PKGS"' in script and 'PKGS="$BUILD_PKGS"' in script
-    assert instr(build, "COPY") == [". ."]
+    # the script and what it reads (the UI's lockfile, for fetch-ui-deps.sh) before the rest
+    assert instr(build, "COPY") == ["scripts/ scripts/", "web/ui/package.json web/ui/package-lock.json web/ui/", ". ."]
+    assert [i for i, _ in build].index("RUN") > [i for i, _ in build].index("COPY")
     ignore = (DOCKER / "Dockerfile.dockerignore").read_text().split()
     for p in ("build", "build-*", "data", "web/ui/node_modules"):
         assert p in ignore  # a host's build tree or data must not enter the image
