@@ -1,13 +1,27 @@
 #!/bin/sh
 # Installs the Debian packages profstore needs to build, run and test (only those missing).
 # Uses sudo only when not root. Safe to run repeatedly.
+#
+# `install-deps.sh --build` installs only what building needs (BUILD_PKGS, Node.js and npm for the
+# UI's packages): docker/Dockerfile's build stage, which runs no tests, uses it so the image build
+# does not fetch a browser, Go and Prometheus. `make` runs it without arguments: everything.
 set -eu
 
-PKGS="build-essential cmake pkg-config clang re2c protobuf-c-compiler
+# what `cmake -S . -B build && cmake --build build` needs (the unit tests are built too: cmocka);
+# ca-certificates for npm's HTTPS fetch of the UI's packages
+BUILD_PKGS="build-essential cmake pkg-config re2c protobuf-c-compiler
 libh2o-evloop-dev libssl-dev libprotobuf-c-dev libsnappy-dev zlib1g-dev liblmdb-dev
-libpcre2-dev libyaml-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev lmdb-utils
-python3 python3-pytest python3-protobuf protobuf-compiler python3-snappy golang-go prometheus curl openssl
-chromium chromium-driver python3-selenium"
+libpcre2-dev libyaml-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev python3 ca-certificates"
+# what the tests, fuzzing and the real clients need on top (docker-compose only for its `config`
+# check of docker/compose.yml, which needs no Docker daemon: Docker itself is not installed)
+TEST_PKGS="clang lmdb-utils python3-pytest python3-protobuf protobuf-compiler python3-snappy
+python3-yaml docker-compose golang-go prometheus curl openssl chromium chromium-driver python3-selenium"
+
+case "${1:-}" in
+    "") PKGS="$BUILD_PKGS $TEST_PKGS" ;;
+    --build) PKGS="$BUILD_PKGS" ;;
+    *) echo "usage: $0 [--build]" >&2; exit 2 ;;
+esac
 
 missing=""
 for p in $PKGS; do

@@ -1,0 +1,3 @@
+module profstore-demo
+
+go 1.19
