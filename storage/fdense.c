@@ -58,6 +58,14 @@ enum { KIND_XOR = 0, KIND_DIV = 1, KIND_MUL = 2 };
 
 static inline uint64_t zz(int64_t x) { return ((uint64_t)x << 1) ^ (uint64_t)(x >> 63); }
 static inline int64_t unzz(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1); }
+static size_t uvarint_len(uint64_t v)
+{
+    size_t k = 1;
+    for (; v >= 0x80; v >>= 7)
+        k++;
+    return k;
+}
+
 static inline unsigned bitlen(uint64_t c) { return c ? 64u - (unsigned)__builtin_clzll(c) : 0u; }
 
 static inline double from_bits(uint64_t b)
@@ -247,9 +255,7 @@ static void dec_plan(const int64_t *m, uint32_t n, vplan_t *p, uint64_t *c, uint
     for (uint32_t i = 1; i < n; i++)
         tmp[i - 1] = (uint64_t)(m[i] - m[i - 1]);
     p->shift = ctz_or(tmp, n - 1);
-    size_t v0 = 0;
-    for (uint64_t u = zz(m[0]); u >= 0x80; u >>= 7)
-        v0++;
+    size_t v0 = uvarint_len(zz(m[0])) - 1;
     widths_t wd, wo;
     dec_codes(m, n, false, p->shift, tmp);
     uint64_t cd = best_widths(tmp, n - 1, &wd);
@@ -266,8 +272,8 @@ void ps_fdense_encode(const int64_t *t, const uint64_t *bits, uint32_t n, int64_
 {
     ps_put_uvarint(out, n);
     ps_put_varint(out, t[0] - tbase);
-    uint64_t *best = ps_xmalloc((size_t)n * sizeof(uint64_t) * 3 + 8);
-    uint64_t *c = best + n, *tmp = c + n;
+    uint64_t *best = ps_xmalloc((size_t)n * sizeof(uint64_t) * 4 + 8);
+    uint64_t *c = best + n, *tmp = c + n, *gcodes = tmp + n;
     int64_t *m = ps_xmalloc((size_t)n * sizeof(int64_t) + 8), *bm = ps_xmalloc((size_t)n * sizeof(int64_t) + 8);
 
     /* values: XOR first, then each decimal kind's smallest e */
@@ -303,23 +309,40 @@ void ps_fdense_encode(const int64_t *t, const uint64_t *bits, uint32_t n, int64_
     } else {
         ps_put_varint(out, bm[0]);
     }
+    /* timestamps: deltas of deltas, or offsets from the grid t0 + i * step (a jittered scrape
+     * then costs one code, not two) */
     widths_t tw = {0, 0};
+    bool grid = false;
+    uint64_t tfield = n >= 2 ? (uint64_t)(t[1] - t[0]) : 0;
+    if (n >= 3) {
+        for (uint32_t i = 2; i < n; i++)
+            tmp[i - 2] = zz((t[i] - t[i - 1]) - (t[i - 1] - t[i - 2]));
+        uint64_t cdod = best_widths(tmp, n - 2, &tw);
+        int64_t span = t[n - 1] - t[0], step = (span + (int64_t)(n - 1) / 2) / (int64_t)(n - 1);
+        for (uint32_t i = 1; i < n; i++)
+            gcodes[i - 1] = zz(t[i] - (t[0] + (int64_t)i * step));
+        widths_t gw;
+        uint64_t cgrid = best_widths(gcodes, n - 1, &gw) + 8 * uvarint_len((uint64_t)step);
+        if (cgrid < cdod + 8 * uvarint_len(tfield)) {
+            grid = true;
+            tw = gw;
+            tfield = (uint64_t)step;
+            memcpy(tmp, gcodes, (n - 1) * sizeof(*tmp));
+        }
+    }
     if (n >= 2) {
-        ps_put_uvarint(out, (uint64_t)(t[1] - t[0]));
+        ps_put_uvarint(out, tfield);
         ps_buf_putc(out, (uint8_t)bp.shift);
         ps_buf_putc(out, bp.w.w1);
         ps_buf_putc(out, bp.w.w2);
     }
     if (n >= 3) {
-        for (uint32_t i = 2; i < n; i++)
-            tmp[i - 2] = zz((t[i] - t[i - 1]) - (t[i - 1] - t[i - 2]));
-        best_widths(tmp, n - 2, &tw);
-        ps_buf_putc(out, tw.w1);
+        ps_buf_putc(out, (uint8_t)(tw.w1 | (grid ? 0x80 : 0)));
         ps_buf_putc(out, tw.w2);
     }
     bw_t w = {out, 0, 0};
-    for (uint32_t i = 2; i < n; i++)
-        put_code(&w, tw, tmp[i - 2]);
+    for (uint32_t i = grid ? 1 : 2; i < n; i++)
+        put_code(&w, tw, tmp[i - (grid ? 1 : 2)]);
     for (uint32_t i = 1; i < n; i++)
         put_code(&w, bp.w, best[i - 1]);
     bw_end(&w);
@@ -379,6 +402,7 @@ int ps_fdense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, u
     uint64_t td1 = 0;
     unsigned shift = 0;
     widths_t vw = {0, 0}, tw = {0, 0};
+    bool grid = false;
     if (n >= 2) {
         td1 = ps_dec_uvarint(&d);
         if (d.err || td1 < 1 || td1 > (uint64_t)(PS_FDENSE_T_MAX - t0))
@@ -395,7 +419,8 @@ int ps_fdense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, u
         if (ps_dec_left(&d) < 2)
             return fail(err, "truncated", len);
         const uint8_t *q = ps_dec_bytes(&d, 2);
-        tw = (widths_t){q[0], q[1]};
+        grid = q[0] & 0x80;
+        tw = (widths_t){q[0] & 0x7f, q[1]};
         if (tw.w2 > 64 || tw.w1 > tw.w2)
             return fail(err, "bad timestamp widths", (size_t)(q - b));
     }
@@ -406,13 +431,20 @@ int ps_fdense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, u
     const char *why = NULL;
     t[0] = t0;
     v[0] = v0;
-    if (n >= 2)
+    if (n >= 2 && !grid)
         t[1] = t0 + (int64_t)td1;
     int64_t delta = (int64_t)td1;
-    for (uint64_t i = 2; i < n && !why; i++) {
-        int64_t dd = unzz(get_code(&r, tw));
+    for (uint64_t i = grid ? 1 : 2; i < n && !why; i++) {
+        int64_t dd = unzz(get_code(&r, tw)), at;
         if (r.err)
             break;
+        if (grid) { /* t0 + i * step + offset, each step checked */
+            if (__builtin_mul_overflow((int64_t)i, delta, &at) || __builtin_add_overflow(at, t0, &at) ||
+                __builtin_add_overflow(at, dd, &at) || at <= t[i - 1] || at > PS_FDENSE_T_MAX)
+                why = "timestamps do not increase or out of range";
+            t[i] = at;
+            continue;
+        }
         /* delta and t stay within ±2 * PS_FDENSE_T_MAX: no overflow */
         if (dd < -2 * PS_FDENSE_T_MAX || dd > 2 * PS_FDENSE_T_MAX || delta + dd < 1 ||
             delta + dd > PS_FDENSE_T_MAX - t[i - 1])
