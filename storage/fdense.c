@@ -16,11 +16,14 @@
  *                     nearest 10^-e, e >= 1); bit 2 dod: decimal codes are deltas of deltas (else
  *                     deltas); bits 3-7 e (0..18; 0 unless a decimal kind)
  *   v0      kind 0: <8 bytes> the float64 bits, big endian; else m[0] <varint>, |m| <= 2^53
- *   if n >= 2: td1 <uvarint> t[1] - t[0] (>= 1); vs <u8> the value shift s; vw1 vw2 <u8 u8>
- *   if n >= 3: tw1 tw2 <u8 u8>
+ *   if n >= 2: td1 <uvarint> t[1] - t[0] (>= 1), or the grid's step (below); vs <u8> the value
+ *              shift s; vw1 vw2 <u8 u8>; with dod, c1 <uvarint>: the first value code
+ *   if n >= 3: tw1 tw2 <u8 u8>; bit 7 of tw1 (grid) set: the timestamps are offsets from a grid
  *   then a bit stream (most significant bit of a byte first): the n - 2 timestamp codes
- *   (zigzag(dod), dod = (t[i] - t[i-1]) - (t[i-1] - t[i-2]), i >= 2, widths tw1 tw2), then the
- *   n - 1 value codes (widths vw1 vw2), then zero bits to the byte's end. Nothing follows.
+ *   (widths tw1 tw2: zigzag(dod), dod = (t[i] - t[i-1]) - (t[i-1] - t[i-2]), i >= 2; with
+ *   grid, n - 1 codes zigzag(t[i] - (t[0] + i * step)), i >= 1, step = the span / (n - 1),
+ *   rounded, in td1's place), then the value codes (widths vw1 vw2: n - 1 of them, with dod n - 2
+ *   after c1), then zero bits to the byte's end. Nothing follows.
  *
  *   A code c with widths w1 <= w2 <= 64 is: nothing if w2 == 0 (c = 0); w2 bits if w1 == w2;
  *   else 0 <w1 bits> or 1 <w2 bits> (only when c needs more than w1 bits). The writer takes w2
@@ -33,7 +36,8 @@
  *   decimal kind every value must come back with the same bits (so -0.0, NaN, ±Inf are XOR).
  *
  * Reading validates everything and fails with PS_ECORRUPT ("fdense: <what> at byte B") on:
- * a truncated or overlong varint, n out of range, a mode or width out of range, timestamps that
+ * a truncated or overlong varint, n out of range, a mode or width out of range (or a grid with
+ * tw2 = 0, which the writer writes as dods of 0; a shift of nothing but zero codes), timestamps that
  * do not increase or leave ±9223372036854 ms, an m outside ±2^53, a wide code that fits the narrow
  * width, nonzero end bits or bytes after the stream.
  */
@@ -259,8 +263,8 @@ static void dec_plan(const int64_t *m, uint32_t n, vplan_t *p, uint64_t *c, uint
     widths_t wd, wo;
     dec_codes(m, n, false, p->shift, tmp);
     uint64_t cd = best_widths(tmp, n - 1, &wd);
-    dec_codes(m, n, true, p->shift, c);
-    uint64_t co = best_widths(c, n - 1, &wo);
+    dec_codes(m, n, true, p->shift, c); /* c[0], d[1]'s code, goes into the header */
+    uint64_t co = best_widths(c + 1, n - 2, &wo) + 8 * uvarint_len(c[0]);
     p->dod = co < cd;
     p->w = p->dod ? wo : wd;
     p->cost = (p->dod ? co : cd) + 8 * (v0 + 1);
@@ -335,6 +339,8 @@ void ps_fdense_encode(const int64_t *t, const uint64_t *bits, uint32_t n, int64_
         ps_buf_putc(out, (uint8_t)bp.shift);
         ps_buf_putc(out, bp.w.w1);
         ps_buf_putc(out, bp.w.w2);
+        if (bp.dod)
+            ps_put_uvarint(out, best[0]);
     }
     if (n >= 3) {
         ps_buf_putc(out, (uint8_t)(tw.w1 | (grid ? 0x80 : 0)));
@@ -343,7 +349,7 @@ void ps_fdense_encode(const int64_t *t, const uint64_t *bits, uint32_t n, int64_
     bw_t w = {out, 0, 0};
     for (uint32_t i = grid ? 1 : 2; i < n; i++)
         put_code(&w, tw, tmp[i - (grid ? 1 : 2)]);
-    for (uint32_t i = 1; i < n; i++)
+    for (uint32_t i = bp.dod ? 2 : 1; i < n; i++)
         put_code(&w, bp.w, best[i - 1]);
     bw_end(&w);
     free(best);
@@ -399,7 +405,7 @@ int ps_fdense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, u
             return fail(err, "bad first value", (size_t)(d.p - b));
         v0 = to_bits(dec_value(kind, m, e));
     }
-    uint64_t td1 = 0;
+    uint64_t td1 = 0, c1 = 0; /* c1: with dod, the code of d[1] */
     unsigned shift = 0;
     widths_t vw = {0, 0}, tw = {0, 0};
     bool grid = false;
@@ -414,6 +420,13 @@ int ps_fdense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, u
         vw = (widths_t){q[1], q[2]};
         if (shift > 63 || vw.w2 > 64 || vw.w1 > vw.w2 || (kind == KIND_XOR && shift + vw.w2 > 64))
             return fail(err, "bad value widths", (size_t)(q - b));
+        if (dod) {
+            c1 = ps_dec_uvarint(&d);
+            if (d.err)
+                return fail(err, "bad first delta", (size_t)(d.p - b));
+        }
+        if (shift != 0 && vw.w2 == 0 && c1 == 0) /* the writer shifts nonzero codes only */
+            return fail(err, "bad value widths", (size_t)(q - b));
     }
     if (n >= 3) {
         if (ps_dec_left(&d) < 2)
@@ -421,7 +434,7 @@ int ps_fdense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, u
         const uint8_t *q = ps_dec_bytes(&d, 2);
         grid = q[0] & 0x80;
         tw = (widths_t){q[0] & 0x7f, q[1]};
-        if (tw.w2 > 64 || tw.w1 > tw.w2)
+        if (tw.w2 > 64 || tw.w1 > tw.w2 || (grid && tw.w2 == 0)) /* a grid of no offsets is a dod of 0 */
             return fail(err, "bad timestamp widths", (size_t)(q - b));
     }
     size_t start = (size_t)(d.p - b);
@@ -454,7 +467,7 @@ int ps_fdense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, u
     }
     int64_t dprev = 0;
     for (uint64_t i = 1; i < n && !why && !r.err; i++) {
-        uint64_t c = get_code(&r, vw);
+        uint64_t c = dod && i == 1 ? c1 : get_code(&r, vw);
         if (r.err)
             break;
         if (kind == KIND_XOR) {

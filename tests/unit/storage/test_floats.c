@@ -150,7 +150,7 @@ static void get_records(ps_store_t *s, uint64_t sid, records_t *rs)
         rs->bytes[rs->n] = v.mv_size;
         rs->enc[rs->n] = ((const uint8_t *)v.mv_data)[0];
         memcpy(rs->key[rs->n], k.mv_data, 16);
-        rs->packed += rs->enc[rs->n] == PS_FCHUNK_ENC_PACKED;
+        rs->packed += rs->enc[rs->n] == PS_FCHUNK_ENC_PACKED || rs->enc[rs->n] == PS_FCHUNK_ENC_DPACKED;
         rs->n++;
     }
     mdb_cursor_close(cur);
@@ -611,6 +611,8 @@ static void test_corrupt(void **state)
     ps_buf_t good = PS_BUF_INIT;
     ps_buf_append(&good, v.mv_data, v.mv_size);
     mdb_txn_abort(txn);
+    assert_int_equal(good.data[0], PS_FCHUNK_ENC_DENSE); /* 120 samples, 1 s apart, 0..119: 14 bytes */
+    assert_int_equal(good.len, 14);
     /* every single-bit flip: an error or other samples, never a crash or a read outside */
     ps_buf_t flip = PS_BUF_INIT;
     int failed = 0, changed = 0;
@@ -647,10 +649,28 @@ static void test_corrupt(void **state)
     chunks_t ch = {0};
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
     assert_int_equal(ps_reader_xor_chunks(r, sid, INT64_MIN, INT64_MAX, on_chunk, &ch, &err), PS_ECORRUPT);
-    assert_non_null(strstr(err.msg, "series 1: damaged float chunk: xorchunk: "));
+    assert_non_null(strstr(err.msg, "series 1: damaged float chunk: fdense: "));
     assert_int_equal(ch.n, 0);
     assert_int_equal(ps_reader_has_data(r, sid, INT64_MIN, INT64_MAX, &err), PS_ECORRUPT);
     ps_reader_end(r);
+    /* the same samples as a XOR chunk (schema 3), its last byte cut off */
+    ps_buf_t xc = PS_BUF_INIT;
+    ps_buf_putc(&xc, PS_FCHUNK_ENC_XOR);
+    ps_xor_app_t xa;
+    ps_xor_app_init(&xa, &xc);
+    for (int i = 0; i < 120; i++)
+        assert_int_equal(ps_xor_app_append(&xa, in[i].t, in[i].v, NULL), 0);
+    poke(s, DB_FCHUNKS, kb, 16, xc.data, xc.len);
+    read_all(s, sid, INT64_MIN, 120000, &c, 0);
+    assert_int_equal(c.n, 120);
+    free(c.s);
+    poke(s, DB_FCHUNKS, kb, 16, xc.data, xc.len - 1);
+    memset(&ch, 0, sizeof(ch));
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_xor_chunks(r, sid, INT64_MIN, INT64_MAX, on_chunk, &ch, &err), PS_ECORRUPT);
+    assert_non_null(strstr(err.msg, "series 1: damaged float chunk: xorchunk: "));
+    ps_reader_end(r);
+    ps_buf_dispose(&xc);
     /* a wrong encoding byte */
     good.data[0] = 1;
     poke(s, DB_FCHUNKS, kb, 16, good.data, good.len);
@@ -691,8 +711,8 @@ typedef struct metas {
 } metas_t;
 
 /* Packing: closed chunks of a series are packed into one record when the next would not fit in
- * PS_FPACK_MAX_BYTES beside them (series p: counters, ~300-byte chunks) or make them span a day
- * (series k: a constant, 46-byte chunks). Reads see the same chunks and samples; reopening and
+ * PS_FPACK_MAX_BYTES beside them (series p: counters, ~220-byte dense chunks) or make them span a
+ * day (series k: a constant, 17-byte dense chunks). Reads see the same chunks and samples; reopening and
  * compaction continue; a damaged directory is reported. */
 static void test_packed(void **state)
 {
@@ -728,16 +748,20 @@ static void test_packed(void **state)
     get_records(s, fk.sid, &rk);
     /* k: chunks 0..47 packed when 48 was closed (0..48 would span 24 h 29 min 45 s), 48 alone */
     assert_int_equal(rk.n, 2);
-    assert_int_equal(rk.enc[0], PS_FCHUNK_ENC_PACKED);
-    assert_int_equal(rk.enc[1], PS_FCHUNK_ENC_XOR);
+    assert_int_equal(rk.enc[0], PS_FCHUNK_ENC_DPACKED);
+    assert_int_equal(rk.enc[1], PS_FCHUNK_ENC_DENSE);
     assert_int_equal(ps_ts_unkey(ps_get_be64(rk.key[0] + 8)), (t0 + 15000ll * (48 * 120 - 1)) * 1000000);
-    /* p: 49 chunks of 333-352 bytes, 11 to a record of at most 4080 bytes (3835-3932: a 12th
-     * does not fit), chunks 44..48 not packed yet */
-    static const size_t pbytes[9] = {3932, 3835, 3905, 3860, 341, 341, 352, 334, 335};
-    assert_int_equal(rp.n, 9);
-    assert_int_equal(rp.packed, 4);
+    assert_int_equal(rk.bytes[0], 822); /* 48 dense chunks of 17 bytes with their bounds */
+    assert_int_equal(rk.bytes[1], 17);
+    /* p: 49 dense chunks of 213-226 bytes (as XOR chunks 333-352), 17 to a record of at most
+     * 4080 bytes (3830, 3843: their bounds, a t0 of one byte each, an 18th does not fit), chunks
+     * 34..48 not packed yet */
+    static const size_t pbytes[17] = {3830, 3843, 225, 214, 225, 224, 224, 224, 225,
+                                      223,  226,  224, 226, 225, 224, 223, 227};
+    assert_int_equal(rp.n, 17);
+    assert_int_equal(rp.packed, 2);
     for (int i = 0; i < rp.n; i++) {
-        assert_int_equal(rp.enc[i], i < 4 ? PS_FCHUNK_ENC_PACKED : PS_FCHUNK_ENC_XOR);
+        assert_int_equal(rp.enc[i], i < 2 ? PS_FCHUNK_ENC_DPACKED : PS_FCHUNK_ENC_DENSE);
         assert_int_equal(rp.bytes[i], pbytes[i]);
     }
     /* the same chunks and samples as unpacked */
@@ -783,7 +807,7 @@ static void test_packed(void **state)
     assert_int_equal(ps_store_compact(s, true, ps_time_now(), &n, &err), 0);
     assert_int_equal(n, 2);
     get_records(s, fp.sid, &rp);
-    assert_int_equal(rp.n, 10);
+    assert_int_equal(rp.n, 18);
     /* a directory that does not match its chunk */
     MDB_txn *txn;
     MDB_val key = {16, rk.key[0]}, val;
@@ -875,15 +899,15 @@ static void test_metadata(void **state)
     free(dir);
 }
 
-/* The schema version s's info record holds is PS_SCHEMA_VERSION (3). */
-static void expect_schema_3(ps_store_t *s)
+/* The schema version s's info record holds is PS_SCHEMA_VERSION (4). */
+static void expect_schema_4(ps_store_t *s)
 {
     MDB_txn *txn;
     MDB_val k = {6, "schema"}, v;
     assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
     assert_int_equal(mdb_get(txn, s->dbi[DB_INFO], &k, &v), 0);
     assert_int_equal(v.mv_size, 4);
-    assert_int_equal(ps_get_be32(v.mv_data), 3);
+    assert_int_equal(ps_get_be32(v.mv_data), 4);
     mdb_txn_abort(txn);
 }
 
@@ -933,7 +957,7 @@ static void test_upgrade_v1(void **state)
 
     ps_store_t *s = open_store(dir);
     assert_int_equal(s->upgraded_from, 1);
-    expect_schema_3(s);
+    expect_schema_4(s);
     ps_reader_t *r;
     ps_err_t err;
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
@@ -1260,7 +1284,7 @@ static void test_upgrade_v2(void **state)
 
     s = open_store(dir);
     assert_int_equal(s->upgraded_from, 2);
-    expect_schema_3(s);
+    expect_schema_4(s);
     expect_samples(s, su, in, 3);
     expect_samples(s, sw, in, 50);
     ps_buf_t rec = PS_BUF_INIT;
