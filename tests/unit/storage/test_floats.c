@@ -3,7 +3,8 @@
  * Prometheus' out-of-order and duplicate rules with exact counts, the cut at 120 samples and at the
  * compaction window, durability across reopen, compaction and retention with exact chunk counts,
  * the series kind, damaged chunks, metadata, open chunks split into a tail and a prefix, the
- * upgrades of schema 1 and 2 directories, and the captured
+ * upgrades of schema 1, 2 and 3 directories (closed chunks dense from 4, streaming the same XOR
+ * chunks), and the captured
  * Prometheus 2.42 remote-write bodies replayed (decode, store, read back, compare with their .json).
  */
 #include <setjmp.h>
@@ -1312,6 +1313,183 @@ static void test_upgrade_v2(void **state)
     free(dir);
 }
 
+typedef struct xchunks {
+    int n;
+    ps_buf_t b[64];
+} xchunks_t;
+
+static int on_xchunk(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n)
+{
+    xchunks_t *c = ctx;
+    (void)min_t, (void)max_t;
+    assert_true(c->n < 64);
+    ps_buf_append(&c->b[c->n++], chunk, n);
+    return 0;
+}
+
+/* The XOR chunk (no encoding byte) ps_xor_app makes of in[from, from + n) into out. */
+static void xor_of(const ps_fsample_t *in, int from, int n, ps_buf_t *out)
+{
+    ps_buf_reset(out);
+    ps_xor_app_t app;
+    ps_xor_app_init(&app, out);
+    for (int i = from; i < from + n; i++)
+        assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
+}
+
+/* ps_reader_xor_chunks of sid sends the XOR chunks of in[0, n), 120 samples each (the last, the
+ * head, fewer), byte for byte: what schema 3 stored and sent. */
+static void expect_xor_chunks(ps_store_t *s, uint64_t sid, const ps_fsample_t *in, int n)
+{
+    int nchunks = (n + 119) / 120;
+    xchunks_t *c = calloc(1, sizeof(*c));
+    ps_reader_t *r;
+    ps_err_t err;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_xor_chunks(r, sid, INT64_MIN, INT64_MAX, on_xchunk, c, &err), 0);
+    ps_reader_end(r);
+    assert_int_equal(c->n, nchunks);
+    ps_buf_t want = PS_BUF_INIT;
+    for (int i = 0; i < c->n; i++) {
+        xor_of(in, 120 * i, n - 120 * i < 120 ? n - 120 * i : 120, &want);
+        assert_int_equal(c->b[i].len, want.len);
+        assert_memory_equal(c->b[i].data, want.data, want.len);
+        ps_buf_dispose(&c->b[i]);
+    }
+    ps_buf_dispose(&want);
+    free(c);
+}
+
+/* A version 3 directory (closed chunks as XOR: plain 02 and packed 03) is upgraded in place:
+ * version 4, the samples and the streamed XOR chunks as they were; the next chunks closed are
+ * dense (06), and packing takes plain 02 and 06 chunks alike into a packed dense record (07), the
+ * samples and XOR chunks still the same. A series written by this version alone stores dense
+ * chunks that stream the same XOR bytes. */
+static void test_upgrade_v3(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t la = mk_labels(&a, "a", NULL), lb = mk_labels(&a, "b", NULL), lc = mk_labels(&a, "c", NULL);
+    enum { P = 1200, N = 1561 };
+    ps_fsample_t *in = calloc(N, sizeof(*in));
+    int64_t ticks = 12345678; /* about 750 bytes a XOR chunk, 130 dense */
+    for (int i = 0; i < N; i++) { /* CPU seconds: ticks / 100 */
+        ticks += 1400 + (i * 7919) % 100;
+        in[i] = (ps_fsample_t){1700000000000ll + 15000ll * i, (double)ticks / 100};
+    }
+    ps_fappend_t fa;
+    assert_int_equal(write_f(s, &la, in, 1, &fa), 0);
+    uint64_t sa = fa.sid;
+    assert_int_equal(write_f(s, &lb, in, 1, &fa), 0);
+    uint64_t sb = fa.sid;
+    ps_store_close(s);
+    /* by hand, what version 3 wrote of 10 chunks (about 750 bytes each): a: 0..4 packed (03),
+     * 5..9 plain (02); b: 0..4 and 5..8 packed, 9 plain; no heads */
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi info, fhead, fchunks;
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 32), 0);
+    assert_int_equal(mdb_env_open(env, dir, MDB_NOTLS, 0644), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "info", 0, &info), 0);
+    assert_int_equal(mdb_dbi_open(txn, "fhead", 0, &fhead), 0);
+    assert_int_equal(mdb_dbi_open(txn, "fchunks", 0, &fchunks), 0);
+    assert_int_equal(mdb_drop(txn, fhead, 0), 0);
+    uint8_t ver[4] = {0, 0, 0, 3}, kb[16];
+    MDB_val k = {6, "schema"}, v = {4, ver};
+    assert_int_equal(mdb_put(txn, info, &k, &v, 0), 0);
+    ps_buf_t x[10], val = PS_BUF_INIT;
+    ps_fpack_entry_t pe[10];
+    for (int c = 0; c < 10; c++) {
+        x[c] = (ps_buf_t)PS_BUF_INIT;
+        ps_buf_putc(&x[c], PS_FCHUNK_ENC_XOR);
+        ps_xor_app_t app;
+        ps_xor_app_init(&app, &x[c]);
+        for (int i = 120 * c; i < 120 * c + 120; i++)
+            assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
+        pe[c] = (ps_fpack_entry_t){in[120 * c].t, in[120 * c + 119].t, x[c].data + 1, x[c].len - 1};
+    }
+    /* (sid, first chunk, last chunk) of each record */
+    const int recs[5][3] = {{0, 0, 4}, {0, 5, 5}, {1, 0, 4}, {1, 5, 8}, {1, 9, 9}};
+    for (int r = 0; r < 5; r++) {
+        int from = recs[r][1], to = recs[r][2];
+        for (int c = from; c <= (r == 1 ? 9 : to); c++) {
+            ps_buf_reset(&val);
+            if (from == to || r == 1)
+                ps_buf_append(&val, x[c].data, x[c].len);
+            else
+                ps_fpack_encode(PS_FCHUNK_ENC_PACKED, pe + from, (size_t)(to - from + 1), &val);
+            int last = from == to || r == 1 ? c : to;
+            ps_key_sid_ts(kb, recs[r][0] ? sb : sa, in[120 * last + 119].t * 1000000);
+            k = (MDB_val){16, kb};
+            v = (MDB_val){val.len, val.data};
+            assert_int_equal(mdb_put(txn, fchunks, &k, &v, 0), 0);
+            if (from != to && r != 1)
+                break;
+        }
+    }
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+
+    s = open_store(dir);
+    assert_int_equal(s->upgraded_from, 3);
+    expect_schema_4(s);
+    records_t ra, rb;
+    get_records(s, sa, &ra);
+    get_records(s, sb, &rb);
+    static const uint8_t ea[6] = {3, 2, 2, 2, 2, 2}, eb[3] = {3, 3, 2};
+    assert_int_equal(ra.n, 6);
+    assert_memory_equal(ra.enc, ea, 6);
+    assert_int_equal(rb.n, 3);
+    assert_memory_equal(rb.enc, eb, 3);
+    for (int j = 0; j < 2; j++) {
+        expect_samples(s, j ? sb : sa, in, P);
+        expect_xor_chunks(s, j ? sb : sa, in, P);
+    }
+    /* appends continue after the newest chunk: 3 chunks closed and 1 sample in the head. a: the
+     * third doesn't fit beside its 5 plain XOR chunks and 2 dense ones: those 7 are packed
+     * dense; b: 9 plain, then 3 dense chunks */
+    assert_int_equal(write_f(s, &la, in + P, N - P, &fa), 0);
+    assert_int_equal(fa.accepted, N - P);
+    assert_int_equal(write_f(s, &lb, in + P, N - P, &fa), 0);
+    assert_int_equal(fa.accepted, N - P);
+    assert_int_equal(write_f(s, &lc, in, N, &fa), 0);
+    uint64_t sc = fa.sid;
+    get_records(s, sa, &ra);
+    get_records(s, sb, &rb);
+    static const uint8_t ea2[3] = {3, 7, 6}, eb2[6] = {3, 3, 2, 6, 6, 6};
+    static const size_t ba2[3] = {3951, 923, 131}, bb2[6] = {3951, 3028, 747, 131, 131, 131};
+    assert_int_equal(ra.n, 3);
+    assert_int_equal(rb.n, 6);
+    assert_memory_equal(ra.enc, ea2, 3);
+    assert_memory_equal(rb.enc, eb2, 6);
+    for (int i = 0; i < 3; i++) /* 7 chunks packed dense in 923 bytes: 5 of them were 743-774 */
+        assert_int_equal(ra.bytes[i], ba2[i]);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(rb.bytes[i], bb2[i]);
+    for (int j = 0; j < 3; j++) {
+        uint64_t sid = j == 0 ? sa : j == 1 ? sb : sc;
+        expect_samples(s, sid, in, N);
+        expect_xor_chunks(s, sid, in, N); /* 13 closed chunks and the head's sample */
+    }
+    ps_store_close(s);
+    s = open_store(dir);
+    assert_int_equal(s->upgraded_from, 0);
+    expect_samples(s, sa, in, N);
+    expect_xor_chunks(s, sb, in, N);
+    ps_store_close(s);
+    for (int c = 0; c < 10; c++)
+        ps_buf_dispose(&x[c]);
+    ps_buf_dispose(&val);
+    free(in);
+    ps_arena_dispose(&a);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 /* Chunks closed in key order are appended: 300 series of equal chunks compacted at once fill
  * their leaf pages with as many nodes as fit (an insert would split the last page in halves). */
 static void test_append_fill(void **state)
@@ -1575,6 +1753,7 @@ int main(void)
         cmocka_unit_test(test_upgrade_v1),
         cmocka_unit_test(test_head_split),
         cmocka_unit_test(test_upgrade_v2),
+        cmocka_unit_test(test_upgrade_v3),
         cmocka_unit_test(test_append_fill),
         cmocka_unit_test(test_prometheus_bodies),
         cmocka_unit_test(test_enospace),
