@@ -479,7 +479,7 @@ int ps_fdense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, u
             why = "value out of range";
             break;
         }
-        x *= (int64_t)1 << shift; /* |x| <= 2^55 */
+        x = (int64_t)((uint64_t)x << shift); /* |x| <= 2^55: no wrap */
         int64_t di = dod ? dprev + x : x;
         if (di < -2 * M_MAX || di > 2 * M_MAX || m + di < -M_MAX || m + di > M_MAX) {
             why = "value out of range";
