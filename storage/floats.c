@@ -15,12 +15,16 @@
  *            transactions later: rewriting whole open chunks, a transaction that appends to most
  *            series copies nearly all of fhead and the file holds about three copies of it;
  *            rewriting tails, it copies the tails and a sixteenth of the prefixes;
- *   fchunks  (sid, max_t * 1e6 as a ts key) -> a closed chunk. The head is cut into fchunks
+ *   fchunks  (sid, max_t * 1e6 as a ts key) -> a closed chunk: from schema 4 a dense chunk
+ *            (fdense.h, PS_FCHUNK_ENC_DENSE) when that is shorter and gives back the same samples
+ *            and XOR bytes (closed_value), else the XOR chunk. The head is cut into fchunks
  *            before a sample that would make it hold more than PS_XOR_SAMPLES_PER_CHUNK samples
  *            or span compact_window_ns or more; the compactor closes heads idle for a window.
  *            Before a chunk is closed, the plain chunks at the series' end are packed into one
- *            record (PS_FCHUNK_ENC_PACKED, with each chunk's bounds) when the new one would not
- *            fit beside them in a page or make them span a day (pack_before).
+ *            record (PS_FCHUNK_ENC_DPACKED, dense chunks with each chunk's bounds; schema 3
+ *            wrote PS_FCHUNK_ENC_PACKED of XOR chunks) when the new one would not fit beside
+ *            them in a page or make them span a day (pack_before). Reads decode dense chunks;
+ *            ps_reader_xor_chunks transcodes them to the XOR chunk they were made from.
  * The series' newest sample (what out-of-order and duplicate checks compare with) is the head's
  * last one, or the last one of its newest closed chunk: nothing else is stored per series.
  *
