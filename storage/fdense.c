@@ -32,7 +32,7 @@
  *   bits of any of them; s + vw2 <= 64). Decimal kinds: d[i] = m[i] - m[i-1], s the fewest
  *   trailing zero bits of any d (a chunk of pages moves by multiples of 4096: s = 12), c =
  *   zigzag(d[i] >> s), or with dod c = zigzag((d[i] - d[i-1]) >> s) (d[0] = 0). The writer
- *   takes the shortest of XOR, the smallest e of each decimal kind, deltas or dods; for a
+ *   takes the shortest of XOR and the smallest e of kind 1 (else of kind 2), deltas or dods; for a
  *   decimal kind every value must come back with the same bits (so -0.0, NaN, ±Inf are XOR).
  *
  * Reading validates everything and fails with PS_ECORRUPT ("fdense: <what> at byte B") on:
@@ -100,25 +100,35 @@ typedef struct bw {
     unsigned nacc;
 } bw_t;
 
-static void bw_put(bw_t *w, uint64_t v, unsigned nbits)
+/* nbits <= 32 of v; the caller reserved room (bw_room) */
+static inline void bw_put32(bw_t *w, uint64_t v, unsigned nbits)
 {
-    while (nbits > 0) {
-        unsigned k = nbits > 32 ? 32 : nbits;
-        nbits -= k;
-        uint64_t part = (v >> nbits) & ((1ull << k) - 1);
-        w->acc = (w->acc << k) | part;
-        w->nacc += k;
-        while (w->nacc >= 8) {
-            w->nacc -= 8;
-            ps_buf_putc(w->b, (uint8_t)(w->acc >> w->nacc));
-        }
+    w->acc = (w->acc << nbits) | (v & ((1ull << nbits) - 1)); /* nacc < 8: 40 bits at most */
+    w->nacc += nbits;
+    uint8_t *p = w->b->data + w->b->len;
+    while (w->nacc >= 8) {
+        w->nacc -= 8;
+        *p++ = (uint8_t)(w->acc >> w->nacc);
     }
+    w->b->len = (size_t)(p - w->b->data);
 }
+
+static inline void bw_put(bw_t *w, uint64_t v, unsigned nbits)
+{
+    if (nbits > 32) {
+        bw_put32(w, v >> 32, nbits - 32);
+        nbits = 32;
+    }
+    bw_put32(w, v, nbits);
+}
+
+/* room for nbits more bits */
+static void bw_room(bw_t *w, uint64_t nbits) { ps_buf_reserve(w->b, (size_t)(nbits / 8 + 2)); }
 
 static void bw_end(bw_t *w)
 {
     if (w->nacc > 0)
-        ps_buf_putc(w->b, (uint8_t)(w->acc << (8 - w->nacc)));
+        w->b->data[w->b->len++] = (uint8_t)(w->acc << (8 - w->nacc)); /* within bw_room */
     w->nacc = 0;
 }
 
@@ -135,6 +145,15 @@ static uint64_t br_get(br_t *r, unsigned nbits)
     if (r->err || nbits > r->nbits - r->pos) {
         r->err = 1;
         return 0;
+    }
+    size_t byte = r->pos >> 3;
+    unsigned off = (unsigned)(r->pos & 7);
+    if (nbits + off <= 64 && byte + 8 <= r->nbits / 8) { /* one big-endian load */
+        uint64_t w;
+        memcpy(&w, r->p + byte, 8);
+        w = __builtin_bswap64(w);
+        r->pos += nbits;
+        return (w << off) >> (64 - nbits);
     }
     uint64_t v = 0;
     while (nbits > 0) {
@@ -180,7 +199,7 @@ static uint64_t best_widths(const uint64_t *c, size_t k, widths_t *w)
     return best;
 }
 
-static void put_code(bw_t *b, widths_t w, uint64_t c)
+static inline void put_code(bw_t *b, widths_t w, uint64_t c)
 {
     if (w.w2 == 0)
         return;
@@ -280,7 +299,8 @@ void ps_fdense_encode(const int64_t *t, const uint64_t *bits, uint32_t n, int64_
     uint64_t *c = best + n, *tmp = c + n, *gcodes = tmp + n;
     int64_t *m = ps_xmalloc((size_t)n * sizeof(int64_t) + 8), *bm = ps_xmalloc((size_t)n * sizeof(int64_t) + 8);
 
-    /* values: XOR first, then each decimal kind's smallest e */
+    /* values: XOR first, then the smallest e of kind 1, or of kind 2 if kind 1 has none (a
+     * decimal of kind 1 is rarely also one of kind 2 with a smaller e: not worth a pass) */
     vplan_t bp = {.kind = KIND_XOR};
     if (n >= 2) {
         for (uint32_t i = 1; i < n; i++)
@@ -290,11 +310,13 @@ void ps_fdense_encode(const int64_t *t, const uint64_t *bits, uint32_t n, int64_
             best[i] >>= bp.shift;
         bp.cost = best_widths(best, n - 1, &bp.w) + 8 * 8;
     }
-    for (int kind = KIND_DIV; kind <= KIND_MUL && n >= 2; kind++) {
+    bool found = false;
+    for (int kind = KIND_DIV; kind <= KIND_MUL && n >= 2 && !found; kind++) {
         for (unsigned e = kind == KIND_MUL ? 1 : 0; e <= E_MAX; e++) {
             if (!to_decimal(bits, n, kind, e, m))
                 continue;
             vplan_t p = {.kind = kind, .e = e};
+            found = true;
             dec_plan(m, n, &p, c, tmp);
             if (p.cost < bp.cost) {
                 bp = p;
@@ -347,6 +369,7 @@ void ps_fdense_encode(const int64_t *t, const uint64_t *bits, uint32_t n, int64_
         ps_buf_putc(out, tw.w2);
     }
     bw_t w = {out, 0, 0};
+    bw_room(&w, (uint64_t)n * 2 * 65);
     for (uint32_t i = grid ? 1 : 2; i < n; i++)
         put_code(&w, tw, tmp[i - (grid ? 1 : 2)]);
     for (uint32_t i = bp.dod ? 2 : 1; i < n; i++)
