@@ -249,6 +249,25 @@ static void lmdb_breakdown(const char *dir, double n, uint64_t chunk_bytes)
             mdb_cursor_close(cur);
         }
     }
+    /* the stored values of fchunks (the encoding byte and packed entries' bounds included), by
+     * encoding: 02 XOR, 03 packed XOR, 06 dense, 07 packed dense (docs/FORMAT.md) */
+    uint64_t stored = 0, byenc[8] = {0};
+    MDB_dbi fdbi;
+    MDB_cursor *fcur;
+    if (mdb_dbi_open(txn, "fchunks", 0, &fdbi) == 0 && mdb_cursor_open(txn, fdbi, &fcur) == 0) {
+        MDB_val k, v;
+        while (mdb_cursor_get(fcur, &k, &v, MDB_NEXT) == 0) {
+            stored += v.mv_size;
+            if (v.mv_size > 0 && ((const uint8_t *)v.mv_data)[0] < 8)
+                byenc[((const uint8_t *)v.mv_data)[0]]++;
+        }
+        mdb_cursor_close(fcur);
+    }
+    printf("  stored chunk bytes     %.1f MB = %.3f bytes/sample   (target <= 1.5; fchunks values: %llu dense, %llu packed "
+           "dense, %llu XOR, %llu packed XOR)\n",
+           (double)stored / 1e6, (double)stored / n, (unsigned long long)byenc[6], (unsigned long long)byenc[7],
+           (unsigned long long)byenc[2], (unsigned long long)byenc[3]);
+    chunk_bytes = stored;
     uint64_t last = ei.me_last_pgno + 1;
     printf("  where the pages go     fchunks %llu pages (%.3f B/sample; %llu records, chunk bytes fill %.0f%%), "
            "fhead + fprefix %llu (%.3f), label index %llu (%.3f: series, series_hash, postings), free list %llu + %llu free "
@@ -343,7 +362,8 @@ static void disk_figures(const char *dir)
         printf("  on disk after compaction: %llu samples in %llu XOR chunks (%llu series, %llu open heads)\n",
                (unsigned long long)c.samples, (unsigned long long)c.chunks, (unsigned long long)st.series,
                (unsigned long long)st.float_heads);
-        printf("  XOR chunk bytes        %.1f MB = %.3f bytes/sample   (target <= 1.5; Gorilla 1.37, Prometheus docs 1-2)\n",
+        printf("  XOR chunk bytes        %.1f MB = %.3f bytes/sample   (as remote_read streams them; Gorilla 1.37, "
+               "Prometheus docs 1-2)\n",
                (double)c.chunk_bytes / 1e6, (double)c.chunk_bytes / n);
         printf("  LMDB pages in use      %.1f MB = %.3f bytes/sample (chunks, series, postings, free pages)\n",
                (double)st.used_bytes / 1e6, (double)st.used_bytes / n);

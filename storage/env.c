@@ -314,11 +314,12 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
             goto Exit;
         }
         uint32_t ver = ps_get_be32(v.mv_data);
-        if (ver == 1 || ver == 2) {
+        if (ver >= 1 && ver <= 3) {
             /* version 1 holds profile series only, version 2 float series too (fhead records of
-             * encoding 2 only), all in records version 3 reads as they are: the upgrade is the new
-             * databases (created below) and the version number, in this transaction. An older
-             * profstore refuses the directory afterwards. */
+             * encoding 2 only), version 3 split open chunks (fhead 04, fprefix), all in records
+             * version 4 reads as they are (it adds closed chunk encodings 06 and 07): the upgrade
+             * is the new databases (created below) and the version number, in this transaction.
+             * An older profstore refuses the directory afterwards. */
             uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};
             MDB_val nv = ps_mval(b, 4);
             if ((rc = mdb_put(txn, info, &k, &nv, 0)) != 0) {

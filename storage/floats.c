@@ -15,12 +15,16 @@
  *            transactions later: rewriting whole open chunks, a transaction that appends to most
  *            series copies nearly all of fhead and the file holds about three copies of it;
  *            rewriting tails, it copies the tails and a sixteenth of the prefixes;
- *   fchunks  (sid, max_t * 1e6 as a ts key) -> a closed chunk. The head is cut into fchunks
+ *   fchunks  (sid, max_t * 1e6 as a ts key) -> a closed chunk: from schema 4 a dense chunk
+ *            (fdense.h, PS_FCHUNK_ENC_DENSE) when that is shorter and gives back the same samples
+ *            and XOR bytes (closed_value), else the XOR chunk. The head is cut into fchunks
  *            before a sample that would make it hold more than PS_XOR_SAMPLES_PER_CHUNK samples
  *            or span compact_window_ns or more; the compactor closes heads idle for a window.
  *            Before a chunk is closed, the plain chunks at the series' end are packed into one
- *            record (PS_FCHUNK_ENC_PACKED, with each chunk's bounds) when the new one would not
- *            fit beside them in a page or make them span a day (pack_before).
+ *            record (PS_FCHUNK_ENC_DPACKED, dense chunks with each chunk's bounds; schema 3
+ *            wrote PS_FCHUNK_ENC_PACKED of XOR chunks) when the new one would not fit beside
+ *            them in a page or make them span a day (pack_before). Reads decode dense chunks;
+ *            ps_reader_xor_chunks transcodes them to the XOR chunk they were made from.
  * The series' newest sample (what out-of-order and duplicate checks compare with) is the head's
  * last one, or the last one of its newest closed chunk: nothing else is stored per series.
  *
@@ -32,6 +36,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "fdense.h"
 #include "internal.h"
 #include "xorchunk.h"
 
@@ -166,9 +171,9 @@ static int xor_bounds(const uint8_t *b, size_t n, int64_t *min_t, int64_t *max_t
 
 typedef ps_fpack_entry_t pentry_t;
 
-void ps_fpack_encode(const ps_fpack_entry_t *e, size_t n, ps_buf_t *out)
+void ps_fpack_encode(uint8_t enc, const ps_fpack_entry_t *e, size_t n, ps_buf_t *out)
 {
-    ps_buf_putc(out, PS_FCHUNK_ENC_PACKED);
+    ps_buf_putc(out, enc);
     ps_put_varint(out, e[0].min_t);
     int64_t prev = e[0].min_t;
     for (size_t i = 0; i < n; i++) {
@@ -216,11 +221,32 @@ static int punpack_next(punpack_t *u, pentry_t *e, ps_err_t *why)
     return 1;
 }
 
-/* Validates the chunk of entry e against its bounds. */
-static int pentry_check(const pentry_t *e, uint32_t i, ps_fsample_t *last, ps_err_t *why)
+/* First and last sample of a dense chunk written with tbase, validating all of it. */
+static int dense_bounds(const uint8_t *b, size_t n, int64_t tbase, int64_t *min_t, int64_t *max_t,
+                        ps_fsample_t *last, ps_err_t *why)
+{
+    int64_t *t;
+    uint64_t *v;
+    uint32_t k;
+    if (ps_fdense_decode(b, n, tbase, &t, &v, &k, why) != 0)
+        return PS_ECORRUPT;
+    *min_t = t[0];
+    *max_t = t[k - 1];
+    if (last) {
+        last->t = t[k - 1];
+        last->v = bitsf(v[k - 1]);
+    }
+    free(t);
+    free(v);
+    return 0;
+}
+
+/* Validates the chunk of entry e (dense: of a PS_FCHUNK_ENC_DPACKED value) against its bounds. */
+static int pentry_check(const pentry_t *e, bool dense, uint32_t i, ps_fsample_t *last, ps_err_t *why)
 {
     int64_t min_t = 0, max_t = 0;
-    if (xor_bounds(e->chunk, e->len, &min_t, &max_t, last, why) != 0)
+    if (dense ? dense_bounds(e->chunk, e->len, e->min_t, &min_t, &max_t, last, why) != 0
+              : xor_bounds(e->chunk, e->len, &min_t, &max_t, last, why) != 0)
         return PS_ECORRUPT;
     if (min_t != e->min_t || max_t != e->max_t)
         return ps_err_set(why, PS_ECORRUPT, "packed chunks: entry %u holds %lld..%lld, not %lld..%lld", i - 1,
@@ -228,15 +254,18 @@ static int pentry_check(const pentry_t *e, uint32_t i, ps_fsample_t *last, ps_er
     return 0;
 }
 
-/* First and last sample of a stored value (a XOR chunk or packed chunks), validating all of it. */
+/* First and last sample of a stored value (a XOR or dense chunk, packed chunks), validating all of it. */
 static int chunk_bounds(const void *p, size_t n, int64_t *min_t, int64_t *max_t, ps_fsample_t *last, ps_err_t *why)
 {
     const uint8_t *b = p;
     if (n >= 1 && b[0] == PS_FCHUNK_ENC_XOR)
         return xor_bounds(b + 1, n - 1, min_t, max_t, last, why);
-    if (n < 1 || b[0] != PS_FCHUNK_ENC_PACKED)
-        return ps_err_set(why, PS_ECORRUPT, "encoding byte %u, not %u or %u", n ? b[0] : 0u, PS_FCHUNK_ENC_XOR,
-                          PS_FCHUNK_ENC_PACKED);
+    if (n >= 1 && b[0] == PS_FCHUNK_ENC_DENSE)
+        return dense_bounds(b + 1, n - 1, 0, min_t, max_t, last, why);
+    if (n < 1 || (b[0] != PS_FCHUNK_ENC_PACKED && b[0] != PS_FCHUNK_ENC_DPACKED))
+        return ps_err_set(why, PS_ECORRUPT, "encoding byte %u, not %u, %u, %u or %u", n ? b[0] : 0u,
+                          PS_FCHUNK_ENC_XOR, PS_FCHUNK_ENC_PACKED, PS_FCHUNK_ENC_DENSE, PS_FCHUNK_ENC_DPACKED);
+    bool dense = b[0] == PS_FCHUNK_ENC_DPACKED;
     punpack_t u;
     pentry_t e;
     int r;
@@ -245,7 +274,7 @@ static int chunk_bounds(const void *p, size_t n, int64_t *min_t, int64_t *max_t,
         if (u.i == 1)
             *min_t = e.min_t;
         *max_t = e.max_t;
-        if (pentry_check(&e, u.i, last, why) != 0)
+        if (pentry_check(&e, dense, u.i, last, why) != 0)
             return PS_ECORRUPT;
     }
     return r;
@@ -266,6 +295,137 @@ static size_t uvarint_len(uint64_t v)
 static size_t pentry_bytes(uint64_t dmin, int64_t min_t, int64_t max_t, size_t len)
 {
     return uvarint_len(dmin) + uvarint_len((uint64_t)(max_t - min_t)) + uvarint_len(len) + len;
+}
+
+/* ---- dense chunks (schema 4): closed chunks in fewer bytes, the same samples ---- */
+
+/* The samples of the XOR chunk b[0..n), validated: *k of them in new arrays t, v (free() both). */
+static int xor_samples(const uint8_t *b, size_t n, int64_t **t, uint64_t **v, uint32_t *k, ps_err_t *why)
+{
+    uint32_t cap = ps_xor_count(b, n);
+    *t = ps_xmalloc(((size_t)cap + 1) * sizeof(**t));
+    *v = ps_xmalloc(((size_t)cap + 1) * sizeof(**v));
+    *k = 0;
+    ps_xor_iter_t it;
+    ps_xor_iter_init(&it, b, n);
+    while (*k < cap && ps_xor_iter_next(&it)) {
+        (*t)[*k] = it.t;
+        (*v)[*k] = fbits(it.v);
+        (*k)++;
+    }
+    int ret = ps_xor_iter_err(&it, why);
+    if (ret == 0 && (*k == 0 || *k != cap))
+        ret = ps_err_set(why, PS_ECORRUPT, "xorchunk: %u samples, not %u", *k, cap);
+    if (ret) {
+        free(*t);
+        free(*v);
+    }
+    return ret;
+}
+
+/* Appends the dense chunk (written with tbase) of the k samples t, v to out if it decodes to
+ * the same samples and, if x is not NULL, transcodes to the XOR chunk x[0..xn) byte for byte
+ * (what a streamed remote read sends); else false, out as it was. */
+static bool dense_verified(const int64_t *t, const uint64_t *v, uint32_t k, int64_t tbase, const uint8_t *x,
+                           size_t xn, ps_buf_t *out)
+{
+    size_t at = out->len;
+    ps_fdense_encode(t, v, k, tbase, out);
+    int64_t *t2;
+    uint64_t *v2;
+    uint32_t k2;
+    ps_err_t why;
+    bool ok = ps_fdense_decode(out->data + at, out->len - at, tbase, &t2, &v2, &k2, &why) == 0;
+    if (ok) {
+        ok = k2 == k && memcmp(t2, t, k * sizeof(*t)) == 0 && memcmp(v2, v, k * sizeof(*v)) == 0;
+        free(t2);
+        free(v2);
+    }
+    if (ok && x != NULL) { /* what ps_fdense_to_xor gives: the XOR chunk of the same samples */
+        ps_buf_t b = PS_BUF_INIT;
+        ps_xor_app_t a;
+        ps_xor_app_init(&a, &b);
+        for (uint32_t i = 0; i < k && ok; i++)
+            ok = ps_xor_app_append(&a, t[i], bitsf(v[i]), &why) == 0;
+        ok = ok && b.len == xn && memcmp(b.data, x, xn) == 0;
+        ps_buf_dispose(&b);
+    }
+    if (!ok)
+        out->len = at;
+    return ok;
+}
+
+/* The samples of the fchunks value c[0..n) of encoding 02 or 06, validated (see xor_samples). */
+static int value_samples(const uint8_t *c, size_t n, int64_t **t, uint64_t **v, uint32_t *k, ps_err_t *why)
+{
+    if (n >= 1 && c[0] == PS_FCHUNK_ENC_XOR)
+        return xor_samples(c + 1, n - 1, t, v, k, why);
+    if (n >= 1 && c[0] == PS_FCHUNK_ENC_DENSE)
+        return ps_fdense_decode(c + 1, n - 1, 0, t, v, k, why);
+    return ps_err_set(why, PS_ECORRUPT, "not a plain chunk");
+}
+
+/* Appends to out the dense chunk (tbase min_t, for a packed entry) of the closed chunk c[0..n)
+ * (a fchunks value of encoding 02 or 06) if its samples span [min_t, max_t] and dense_verified;
+ * else false: the chunk stays as it is. */
+static bool closed_dense(const uint8_t *c, size_t n, int64_t min_t, int64_t max_t, ps_buf_t *out)
+{
+    int64_t *t;
+    uint64_t *v;
+    uint32_t k;
+    ps_err_t why;
+    if (value_samples(c, n, &t, &v, &k, &why) != 0)
+        return false;
+    bool ok = t[0] == min_t && t[k - 1] == max_t;
+    if (ok && c[0] == PS_FCHUNK_ENC_DENSE) {
+        /* the same chunk but its t0 (ps_fdense_encode of the same samples writes it so): no new
+         * encoding, checked all the same */
+        ps_dec_t d;
+        ps_dec_init(&d, c + 1, n - 1);
+        uint64_t cnt = ps_dec_uvarint(&d);
+        (void)ps_dec_varint(&d);
+        size_t at = out->len;
+        ps_put_uvarint(out, cnt);
+        ps_put_varint(out, 0); /* t[0] - min_t */
+        ps_buf_append(out, d.p, ps_dec_left(&d));
+        int64_t *t2;
+        uint64_t *v2;
+        uint32_t k2;
+        ok = !d.err && ps_fdense_decode(out->data + at, out->len - at, min_t, &t2, &v2, &k2, &why) == 0;
+        if (ok) {
+            ok = k2 == k && memcmp(t2, t, k * sizeof(*t)) == 0 && memcmp(v2, v, k * sizeof(*v)) == 0;
+            free(t2);
+            free(v2);
+        }
+        if (!ok)
+            out->len = at;
+    } else if (ok) {
+        ok = dense_verified(t, v, k, min_t, c + 1, n - 1, out);
+    }
+    free(t);
+    free(v);
+    return ok;
+}
+
+/* The fchunks value of the closed chunk x[0..n) (02, then a XOR chunk) into out: 06 and its dense
+ * chunk (tbase 0) when that is shorter and dense_verified, else x as it is. */
+static void closed_value(const uint8_t *x, size_t n, ps_buf_t *out)
+{
+    int64_t *t;
+    uint64_t *v;
+    uint32_t k;
+    ps_err_t why;
+    ps_buf_reset(out);
+    if (value_samples(x, n, &t, &v, &k, &why) == 0) {
+        ps_buf_putc(out, PS_FCHUNK_ENC_DENSE);
+        bool ok = dense_verified(t, v, k, 0, x + 1, n - 1, out) && out->len < n;
+        free(t);
+        free(v);
+        if (ok)
+            return;
+        ps_buf_reset(out);
+    }
+    ps_buf_append(out, x, n);
 }
 
 /* Before the closed chunk [min_t, max_t] of len bytes (its encoding byte not counted) goes into
@@ -315,10 +475,14 @@ static int pack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid
     while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid && n < cap) {
         /* bounds without decoding: t0 after the sample count, max_t from the key (checked below) */
         const uint8_t *b = v.mv_data;
-        if (v.mv_size < 4 || b[0] != PS_FCHUNK_ENC_XOR)
+        if (v.mv_size < 4 || (b[0] != PS_FCHUNK_ENC_XOR && b[0] != PS_FCHUNK_ENC_DENSE))
             break;
-        ps_dec_t d;
-        ps_dec_init(&d, b + 3, v.mv_size - 3);
+        ps_dec_t d; /* a dense chunk: t0 after its uvarint count */
+        ps_dec_init(&d, b + 1, v.mv_size - 1);
+        if (b[0] == PS_FCHUNK_ENC_XOR)
+            d.p += 2;
+        else
+            (void)ps_dec_uvarint(&d);
         int64_t cmin = ps_dec_varint(&d), cmax = floor_div(ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8)), 1000000);
         if (d.err || cmin < -T_MS_MAX || cmin > cmax || (n > 0 && cmax >= run[n - 1].min_t))
             break;
@@ -332,7 +496,7 @@ static int pack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid
             run = ps_xmalloc(cap * sizeof(*run));
         }
         memcpy(keys[n], k.mv_data, 16);
-        run[n] = (pentry_t){cmin, cmax, b + 1, v.mv_size - 1};
+        run[n] = (pentry_t){cmin, cmax, b, v.mv_size}; /* with the encoding byte, until packed */
         n++;
         bytes += eb;
         oldest = cmin;
@@ -343,31 +507,43 @@ static int pack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid
     mdb_cursor_close(cur);
     size_t eb = pentry_bytes(n > 0 ? (uint64_t)(min_t - run[0].max_t) : 0, min_t, max_t, len);
     bool pack = ret == 0 && pack_due(n, bytes, eb, oldest, max_t, max_span);
-    for (size_t i = 0; i < n && pack; i++) { /* only whole chunks whose bounds are right */
-        int64_t cmin = 0, cmax = 0;
-        ps_err_t why;
-        pack = xor_bounds(run[i].chunk, run[i].len, &cmin, &cmax, NULL, &why) == 0 && cmin == run[i].min_t &&
-               cmax == run[i].max_t;
+    /* the value is built before any write moves what run[] points at: dense chunks of each
+     * chunk's samples (whole chunks whose bounds are right only), oldest first */
+    ps_buf_t dense = PS_BUF_INIT, pv = PS_BUF_INIT;
+    size_t *off = pack ? ps_xmalloc((n + 1) * sizeof(*off)) : NULL;
+    for (size_t i = 0; i < n / 2 && pack; i++) {
+        pentry_t t = run[i];
+        run[i] = run[n - 1 - i];
+        run[n - 1 - i] = t;
+        uint8_t kt[16];
+        memcpy(kt, keys[i], 16);
+        memcpy(keys[i], keys[n - 1 - i], 16);
+        memcpy(keys[n - 1 - i], kt, 16);
+    }
+    for (size_t i = 0; i < n && pack; i++) {
+        off[i] = dense.len;
+        pack = closed_dense(run[i].chunk, run[i].len, run[i].min_t, run[i].max_t, &dense);
     }
     if (pack) {
-        /* the value is built before any write moves what run[] points at */
-        ps_buf_t pv = PS_BUF_INIT;
-        for (size_t i = 0; i < n / 2; i++) { /* oldest first */
-            pentry_t t = run[i];
-            run[i] = run[n - 1 - i];
-            run[n - 1 - i] = t;
+        off[n] = dense.len;
+        for (size_t i = 0; i < n; i++) {
+            run[i].chunk = dense.data + off[i];
+            run[i].len = off[i + 1] - off[i];
         }
-        ps_fpack_encode(run, n, &pv);
-        for (size_t i = 1; i < n && ret == 0; i++) {
+        ps_fpack_encode(PS_FCHUNK_ENC_DPACKED, run, n, &pv);
+        /* keys[n - 1]: the newest chunk's, which the packed value takes */
+        for (size_t i = 0; i + 1 < n && ret == 0; i++) {
             MDB_val dk = ps_mval(keys[i], 16);
             if ((rc = mdb_del(txn, s->dbi[DB_FCHUNKS], &dk, NULL)) != 0)
                 ret = ps_lmdb_err(err, rc, "packing float chunks");
         }
-        MDB_val pk = ps_mval(keys[0], 16), pval = ps_mval(pv.data, pv.len);
+        MDB_val pk = ps_mval(keys[n - 1], 16), pval = ps_mval(pv.data, pv.len);
         if (ret == 0 && (rc = mdb_put(txn, s->dbi[DB_FCHUNKS], &pk, &pval, 0)) != 0)
             ret = ps_lmdb_err(err, rc, "packing float chunks");
-        ps_buf_dispose(&pv);
     }
+    ps_buf_dispose(&pv);
+    ps_buf_dispose(&dense);
+    free(off);
     if (f != NULL && ret == 0) { /* the new chunk starts the run, or joins it */
         f->run_known = true;
         if (pack || n == 0) {
@@ -593,13 +769,18 @@ static int put_append(ps_store_t *s, MDB_txn *txn, int db, MDB_val *k, MDB_val *
 /* Moves the head of f (nonempty) into fchunks; f's head is empty afterwards. */
 static int cut_head(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_err_t *err)
 {
-    int ret = pack_before(s, txn, f, f->sid, f->head_min_t, f->app.t, f->chunk.len - 1, err);
-    if (ret)
+    ps_buf_t cv = PS_BUF_INIT;
+    closed_value(f->chunk.data, f->chunk.len, &cv);
+    int ret = pack_before(s, txn, f, f->sid, f->head_min_t, f->app.t, cv.len - 1, err);
+    if (ret) {
+        ps_buf_dispose(&cv);
         return ret;
+    }
     uint8_t kb[16];
     ps_key_sid_ts(kb, f->sid, t_key(f->app.t));
-    MDB_val k = ps_mval(kb, 16), v = ps_mval(f->chunk.data, f->chunk.len);
+    MDB_val k = ps_mval(kb, 16), v = ps_mval(cv.data, cv.len);
     int rc = put_append(s, txn, DB_FCHUNKS, &k, &v);
+    ps_buf_dispose(&cv);
     if (rc)
         return ps_lmdb_err(err, rc, "writing float chunk");
     if (f->prefix_len > 0) { /* the flush rewrites the head record (f is dirty) */
@@ -960,14 +1141,17 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
                 ps_buf_dispose(&copy);
                 break;
             }
-            if ((ret = pack_before(s, txn, NULL, due[i], min_t, max_t, copy.len - 1, err)) != 0) {
-                ps_buf_dispose(&copy);
+            ps_buf_t closed = PS_BUF_INIT;
+            closed_value(copy.data, copy.len, &closed);
+            ps_buf_dispose(&copy);
+            if ((ret = pack_before(s, txn, NULL, due[i], min_t, max_t, closed.len - 1, err)) != 0) {
+                ps_buf_dispose(&closed);
                 break;
             }
             ps_key_sid_ts(kb, due[i], t_key(max_t));
-            MDB_val ck = ps_mval(kb, 16), cv = ps_mval(copy.data, copy.len);
+            MDB_val ck = ps_mval(kb, 16), cv = ps_mval(closed.data, closed.len);
             rc = put_append(s, txn, DB_FCHUNKS, &ck, &cv);
-            ps_buf_dispose(&copy);
+            ps_buf_dispose(&closed);
             if (rc) {
                 ret = ps_lmdb_err(err, rc, "writing float chunk");
                 break;
@@ -1063,6 +1247,7 @@ typedef struct fwalk {
     int (*on_chunk)(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n);
     void *ctx;
     bool past;              /* a chunk starting after maxt was met: the walk is over */
+    ps_buf_t xor;           /* on_chunk: a dense chunk transcoded (fwalk_run disposes of it) */
     ps_fsample_t buf[128];
 } fwalk_t;
 
@@ -1132,6 +1317,53 @@ static int fwalk_chunk(fwalk_t *w, const uint8_t *b, size_t len, bool check, int
     return n > 0 ? w->on_samples(w->ctx, w->buf, n) : 0;
 }
 
+/* Visits one dense chunk written with tbase, as fwalk_chunk: its samples, or for on_chunk the XOR
+ * chunk it transcodes to (the bytes of the XOR chunk it was made from). */
+static int fwalk_dense(fwalk_t *w, const uint8_t *b, size_t len, int64_t tbase, bool check, int64_t min_t,
+                       int64_t max_t, const char *what)
+{
+    ps_err_t why;
+    int64_t *t;
+    uint64_t *v;
+    uint32_t k;
+    if (ps_fdense_decode(b, len, tbase, &t, &v, &k, &why) != 0)
+        return damaged(w->err, w->sid, what, &why);
+    int ret = fwalk_bounds(w, check, t[0], t[k - 1], min_t, max_t, what);
+    if (ret == 0 && t[0] > w->maxt) {
+        w->past = true;
+    } else if (ret == 0 && t[k - 1] >= w->mint && w->on_chunk) {
+        ps_buf_reset(&w->xor);
+        ps_xor_app_t a;
+        ps_xor_app_init(&a, &w->xor);
+        for (uint32_t i = 0; i < k && ret == 0; i++)
+            if (ps_xor_app_append(&a, t[i], bitsf(v[i]), &why) != 0)
+                ret = damaged(w->err, w->sid, what, &why);
+        if (ret == 0)
+            ret = w->on_chunk(w->ctx, t[0], t[k - 1], w->xor.data, w->xor.len);
+    } else if (ret == 0 && t[k - 1] >= w->mint) {
+        size_t n = 0;
+        for (uint32_t i = 0; i < k && ret == 0; i++) {
+            if (t[i] < w->mint)
+                continue;
+            if (t[i] > w->maxt) {
+                w->past = true;
+                break;
+            }
+            w->buf[n].t = t[i];
+            w->buf[n].v = bitsf(v[i]);
+            if (++n == sizeof(w->buf) / sizeof(w->buf[0])) {
+                ret = w->on_samples(w->ctx, w->buf, n);
+                n = 0;
+            }
+        }
+        if (ret == 0 && n > 0)
+            ret = w->on_samples(w->ctx, w->buf, n);
+    }
+    free(t);
+    free(v);
+    return ret;
+}
+
 /* Visits one stored value (a closed chunk, packed chunks, or the head), validating what it
  * reads: of packed chunks, the bounds of all and the chunks of the range. 0 to go on (or w->past
  * set: stop), else what a callback returned or an error. */
@@ -1140,8 +1372,12 @@ static int fwalk_one(fwalk_t *w, const MDB_val *v, const char *what)
     const uint8_t *b = v->mv_data;
     if (v->mv_size >= 1 && b[0] == PS_FCHUNK_ENC_XOR)
         return fwalk_chunk(w, b + 1, v->mv_size - 1, false, 0, 0, what);
-    if (v->mv_size < 1 || b[0] != PS_FCHUNK_ENC_PACKED || strcmp(what, "head") == 0)
+    bool head = strcmp(what, "head") == 0;
+    if (v->mv_size >= 1 && b[0] == PS_FCHUNK_ENC_DENSE && !head)
+        return fwalk_dense(w, b + 1, v->mv_size - 1, 0, false, 0, 0, what);
+    if (v->mv_size < 1 || (b[0] != PS_FCHUNK_ENC_PACKED && b[0] != PS_FCHUNK_ENC_DPACKED) || head)
         return damaged(w->err, w->sid, what, NULL);
+    bool dense = b[0] == PS_FCHUNK_ENC_DPACKED;
     punpack_t u;
     pentry_t e;
     ps_err_t why;
@@ -1154,14 +1390,24 @@ static int fwalk_one(fwalk_t *w, const MDB_val *v, const char *what)
             w->past = true;
             continue;
         }
-        if ((ret = fwalk_chunk(w, e.chunk, e.len, true, e.min_t, e.max_t, what)) != 0)
+        if ((ret = dense ? fwalk_dense(w, e.chunk, e.len, e.min_t, true, e.min_t, e.max_t, what)
+                         : fwalk_chunk(w, e.chunk, e.len, true, e.min_t, e.max_t, what)) != 0)
             return ret;
     }
     return r < 0 ? damaged(w->err, w->sid, what, &why) : 0;
 }
 
+static int fwalk_run_(fwalk_t *w);
+
 /* Closed chunks from the first whose max_t >= mint, then the head (newer than every chunk). */
 static int fwalk_run(fwalk_t *w)
+{
+    int ret = fwalk_run_(w);
+    ps_buf_dispose(&w->xor);
+    return ret;
+}
+
+static int fwalk_run_(fwalk_t *w)
 {
     if (w->mint < w->r->min_ms)
         w->mint = w->r->min_ms; /* the retention clamp (internal.h) */

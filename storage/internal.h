@@ -25,7 +25,7 @@ enum {
     DB_POSTINGS,    /* name 0x00 value -> dup sids(8 BE) */
     DB_HEAD,        /* sid(8 BE) ts(8 BE, sign flipped) -> head record */
     DB_CHUNKS,      /* sid(8 BE) max_ts(8 BE, sign flipped) -> chunk */
-    DB_FCHUNKS,     /* sid(8 BE) max_t * 1e6 (8 BE, sign flipped) -> 0x02 XOR chunk (closed), 0x03 packed chunks */
+    DB_FCHUNKS,     /* sid(8 BE) max_t * 1e6 (8 BE, sign flipped) -> 0x02 XOR chunk (closed), 0x03 packed chunks, 0x06 dense, 0x07 packed dense */
     DB_FHEAD,       /* sid(8 BE) -> the open chunk of a float series: 0x02 XOR chunk, or 0x04 its tail */
     DB_META,        /* metric family name -> metadata record */
     DB_FPREFIX,     /* txn id(8 BE) sid(8 BE) -> 0x05 the stable start of an open chunk whose fhead is a tail (schema 3) */
@@ -44,6 +44,8 @@ enum { SYM_STRING = 1, SYM_MAPPING = 2, SYM_FUNCTION = 3, SYM_LOCATION = 4, SYM_
 #define PS_HEAD_REC_V1 1
 #define PS_FCHUNK_ENC_XOR 2   /* float chunks and heads: this byte, then the XOR chunk (never 1: profile chunks) */
 #define PS_FCHUNK_ENC_PACKED 3 /* closed float chunks: this byte, then several XOR chunks with their bounds */
+#define PS_FCHUNK_ENC_DENSE 6  /* closed float chunk (schema 4): this byte, then a dense chunk (fdense.h) */
+#define PS_FCHUNK_ENC_DPACKED 7 /* closed float chunks (schema 4): as PS_FCHUNK_ENC_PACKED, dense chunks */
 #define PS_FHEAD_ENC_TAIL 4    /* fhead: this byte, p <uvarint>, txn <uvarint>, the chunk's 2 header bytes, its bytes from p on */
 #define PS_FPREFIX_ENC 5       /* fprefix: this byte, then bytes [2, p) of the open chunk */
 #define PS_FHEAD_SPLIT_MIN 32  /* an open chunk of fewer bytes is stored whole in fhead (0x02) */
@@ -192,8 +194,10 @@ typedef struct ps_fpack_entry {
  * appended to out. */
 void ps_fhead_encode_tail(const uint8_t *c, size_t n, size_t p, uint64_t txn, ps_buf_t *out);
 void ps_fprefix_encode(const uint8_t *c, size_t p, ps_buf_t *out);
-/* Appends the packed value of chunks e[0..n) (n >= 1, oldest first, each newer than the last) to out. */
-void ps_fpack_encode(const ps_fpack_entry_t *e, size_t n, ps_buf_t *out);
+/* Appends the packed value of chunks e[0..n) (n >= 1, oldest first, each newer than the last) to out:
+ * encoding enc (PS_FCHUNK_ENC_PACKED: XOR chunks; PS_FCHUNK_ENC_DPACKED: dense chunks written
+ * with tbase = their min_t). */
+void ps_fpack_encode(uint8_t enc, const ps_fpack_entry_t *e, size_t n, ps_buf_t *out);
 int ps_meta_write(ps_store_t *s, MDB_txn *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err);
 int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
 int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,

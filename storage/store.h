@@ -19,8 +19,9 @@
 #include "core/mem.h"
 #include "core/profile.h"
 
-#define PS_SCHEMA_VERSION 3 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
-                              * fprefix; a version 1 or 2 directory is upgraded at open */
+#define PS_SCHEMA_VERSION 4 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
+                              * fprefix; 4: closed float chunks dense (06, 07); a version 1-3 directory
+                              * is upgraded at open */
 
 typedef struct ps_store ps_store_t;
 

@@ -210,7 +210,7 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     assert st == 200
     snap = series_snapshot(srv)
     assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 99, old=3)
+    _rewrite_schema(srv.data_dir, tmp_path, 99, old=4)
     srv.start(wait_ready=False)
     try:
         rc = srv.proc.wait(10)
@@ -219,19 +219,19 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     assert rc != 0
     log = srv.log().split("==== start #2")[1]
     assert "schema version" in log and "99" in log, log
-    # back to version 3: the same data dir opens again with its data
-    _rewrite_schema(srv.data_dir, tmp_path, 3, old=99)
+    # back to version 4: the same data dir opens again with its data
+    _rewrite_schema(srv.data_dir, tmp_path, 4, old=99)
     srv.start()
     assert series_snapshot(srv) == snap
-    # version 1 (profiles only) and version 2 directories are upgraded in place to version 3
+    # version 1 (profiles only), 2 and 3 directories are upgraded in place to version 4
     # (docs/FORMAT.md)
-    for old in (1, 2):
+    for old in (1, 2, 3):
         assert srv.stop() == 0
-        _rewrite_schema(srv.data_dir, tmp_path, old, old=3)
+        _rewrite_schema(srv.data_dir, tmp_path, old, old=4)
         srv.start()
         assert series_snapshot(srv) == snap
     assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 3, old=3)  # asserts the record says 3 now
+    _rewrite_schema(srv.data_dir, tmp_path, 4, old=4)  # asserts the record says 4 now
 
 
 # ---- retention --------------------------------------------------------------------------------

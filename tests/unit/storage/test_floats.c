@@ -3,7 +3,8 @@
  * Prometheus' out-of-order and duplicate rules with exact counts, the cut at 120 samples and at the
  * compaction window, durability across reopen, compaction and retention with exact chunk counts,
  * the series kind, damaged chunks, metadata, open chunks split into a tail and a prefix, the
- * upgrades of schema 1 and 2 directories, and the captured
+ * upgrades of schema 1, 2 and 3 directories (closed chunks dense from 4, streaming the same XOR
+ * chunks), and the captured
  * Prometheus 2.42 remote-write bodies replayed (decode, store, read back, compare with their .json).
  */
 #include <setjmp.h>
@@ -150,7 +151,7 @@ static void get_records(ps_store_t *s, uint64_t sid, records_t *rs)
         rs->bytes[rs->n] = v.mv_size;
         rs->enc[rs->n] = ((const uint8_t *)v.mv_data)[0];
         memcpy(rs->key[rs->n], k.mv_data, 16);
-        rs->packed += rs->enc[rs->n] == PS_FCHUNK_ENC_PACKED;
+        rs->packed += rs->enc[rs->n] == PS_FCHUNK_ENC_PACKED || rs->enc[rs->n] == PS_FCHUNK_ENC_DPACKED;
         rs->n++;
     }
     mdb_cursor_close(cur);
@@ -611,6 +612,8 @@ static void test_corrupt(void **state)
     ps_buf_t good = PS_BUF_INIT;
     ps_buf_append(&good, v.mv_data, v.mv_size);
     mdb_txn_abort(txn);
+    assert_int_equal(good.data[0], PS_FCHUNK_ENC_DENSE); /* 120 samples, 1 s apart, 0..119: 14 bytes */
+    assert_int_equal(good.len, 14);
     /* every single-bit flip: an error or other samples, never a crash or a read outside */
     ps_buf_t flip = PS_BUF_INIT;
     int failed = 0, changed = 0;
@@ -647,10 +650,28 @@ static void test_corrupt(void **state)
     chunks_t ch = {0};
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
     assert_int_equal(ps_reader_xor_chunks(r, sid, INT64_MIN, INT64_MAX, on_chunk, &ch, &err), PS_ECORRUPT);
-    assert_non_null(strstr(err.msg, "series 1: damaged float chunk: xorchunk: "));
+    assert_non_null(strstr(err.msg, "series 1: damaged float chunk: fdense: "));
     assert_int_equal(ch.n, 0);
     assert_int_equal(ps_reader_has_data(r, sid, INT64_MIN, INT64_MAX, &err), PS_ECORRUPT);
     ps_reader_end(r);
+    /* the same samples as a XOR chunk (schema 3), its last byte cut off */
+    ps_buf_t xc = PS_BUF_INIT;
+    ps_buf_putc(&xc, PS_FCHUNK_ENC_XOR);
+    ps_xor_app_t xa;
+    ps_xor_app_init(&xa, &xc);
+    for (int i = 0; i < 120; i++)
+        assert_int_equal(ps_xor_app_append(&xa, in[i].t, in[i].v, NULL), 0);
+    poke(s, DB_FCHUNKS, kb, 16, xc.data, xc.len);
+    read_all(s, sid, INT64_MIN, 120000, &c, 0);
+    assert_int_equal(c.n, 120);
+    free(c.s);
+    poke(s, DB_FCHUNKS, kb, 16, xc.data, xc.len - 1);
+    memset(&ch, 0, sizeof(ch));
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_xor_chunks(r, sid, INT64_MIN, INT64_MAX, on_chunk, &ch, &err), PS_ECORRUPT);
+    assert_non_null(strstr(err.msg, "series 1: damaged float chunk: xorchunk: "));
+    ps_reader_end(r);
+    ps_buf_dispose(&xc);
     /* a wrong encoding byte */
     good.data[0] = 1;
     poke(s, DB_FCHUNKS, kb, 16, good.data, good.len);
@@ -691,8 +712,8 @@ typedef struct metas {
 } metas_t;
 
 /* Packing: closed chunks of a series are packed into one record when the next would not fit in
- * PS_FPACK_MAX_BYTES beside them (series p: counters, ~300-byte chunks) or make them span a day
- * (series k: a constant, 46-byte chunks). Reads see the same chunks and samples; reopening and
+ * PS_FPACK_MAX_BYTES beside them (series p: counters, ~220-byte dense chunks) or make them span a
+ * day (series k: a constant, 17-byte dense chunks). Reads see the same chunks and samples; reopening and
  * compaction continue; a damaged directory is reported. */
 static void test_packed(void **state)
 {
@@ -728,16 +749,20 @@ static void test_packed(void **state)
     get_records(s, fk.sid, &rk);
     /* k: chunks 0..47 packed when 48 was closed (0..48 would span 24 h 29 min 45 s), 48 alone */
     assert_int_equal(rk.n, 2);
-    assert_int_equal(rk.enc[0], PS_FCHUNK_ENC_PACKED);
-    assert_int_equal(rk.enc[1], PS_FCHUNK_ENC_XOR);
+    assert_int_equal(rk.enc[0], PS_FCHUNK_ENC_DPACKED);
+    assert_int_equal(rk.enc[1], PS_FCHUNK_ENC_DENSE);
     assert_int_equal(ps_ts_unkey(ps_get_be64(rk.key[0] + 8)), (t0 + 15000ll * (48 * 120 - 1)) * 1000000);
-    /* p: 49 chunks of 333-352 bytes, 11 to a record of at most 4080 bytes (3835-3932: a 12th
-     * does not fit), chunks 44..48 not packed yet */
-    static const size_t pbytes[9] = {3932, 3835, 3905, 3860, 341, 341, 352, 334, 335};
-    assert_int_equal(rp.n, 9);
-    assert_int_equal(rp.packed, 4);
+    assert_int_equal(rk.bytes[0], 822); /* 48 dense chunks of 17 bytes with their bounds */
+    assert_int_equal(rk.bytes[1], 17);
+    /* p: 49 dense chunks of 213-226 bytes (as XOR chunks 333-352), 17 to a record of at most
+     * 4080 bytes (3830, 3843: their bounds, a t0 of one byte each, an 18th does not fit), chunks
+     * 34..48 not packed yet */
+    static const size_t pbytes[17] = {3830, 3843, 225, 214, 225, 224, 224, 224, 225,
+                                      223,  226,  224, 226, 225, 224, 223, 227};
+    assert_int_equal(rp.n, 17);
+    assert_int_equal(rp.packed, 2);
     for (int i = 0; i < rp.n; i++) {
-        assert_int_equal(rp.enc[i], i < 4 ? PS_FCHUNK_ENC_PACKED : PS_FCHUNK_ENC_XOR);
+        assert_int_equal(rp.enc[i], i < 2 ? PS_FCHUNK_ENC_DPACKED : PS_FCHUNK_ENC_DENSE);
         assert_int_equal(rp.bytes[i], pbytes[i]);
     }
     /* the same chunks and samples as unpacked */
@@ -783,7 +808,7 @@ static void test_packed(void **state)
     assert_int_equal(ps_store_compact(s, true, ps_time_now(), &n, &err), 0);
     assert_int_equal(n, 2);
     get_records(s, fp.sid, &rp);
-    assert_int_equal(rp.n, 10);
+    assert_int_equal(rp.n, 18);
     /* a directory that does not match its chunk */
     MDB_txn *txn;
     MDB_val key = {16, rk.key[0]}, val;
@@ -875,15 +900,15 @@ static void test_metadata(void **state)
     free(dir);
 }
 
-/* The schema version s's info record holds is PS_SCHEMA_VERSION (3). */
-static void expect_schema_3(ps_store_t *s)
+/* The schema version s's info record holds is PS_SCHEMA_VERSION (4). */
+static void expect_schema_4(ps_store_t *s)
 {
     MDB_txn *txn;
     MDB_val k = {6, "schema"}, v;
     assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
     assert_int_equal(mdb_get(txn, s->dbi[DB_INFO], &k, &v), 0);
     assert_int_equal(v.mv_size, 4);
-    assert_int_equal(ps_get_be32(v.mv_data), 3);
+    assert_int_equal(ps_get_be32(v.mv_data), 4);
     mdb_txn_abort(txn);
 }
 
@@ -933,7 +958,7 @@ static void test_upgrade_v1(void **state)
 
     ps_store_t *s = open_store(dir);
     assert_int_equal(s->upgraded_from, 1);
-    expect_schema_3(s);
+    expect_schema_4(s);
     ps_reader_t *r;
     ps_err_t err;
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
@@ -1260,7 +1285,7 @@ static void test_upgrade_v2(void **state)
 
     s = open_store(dir);
     assert_int_equal(s->upgraded_from, 2);
-    expect_schema_3(s);
+    expect_schema_4(s);
     expect_samples(s, su, in, 3);
     expect_samples(s, sw, in, 50);
     ps_buf_t rec = PS_BUF_INIT;
@@ -1284,6 +1309,183 @@ static void test_upgrade_v2(void **state)
     ps_buf_dispose(&small);
     ps_arena_dispose(&a);
     ps_store_close(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
+typedef struct xchunks {
+    int n;
+    ps_buf_t b[64];
+} xchunks_t;
+
+static int on_xchunk(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n)
+{
+    xchunks_t *c = ctx;
+    (void)min_t, (void)max_t;
+    assert_true(c->n < 64);
+    ps_buf_append(&c->b[c->n++], chunk, n);
+    return 0;
+}
+
+/* The XOR chunk (no encoding byte) ps_xor_app makes of in[from, from + n) into out. */
+static void xor_of(const ps_fsample_t *in, int from, int n, ps_buf_t *out)
+{
+    ps_buf_reset(out);
+    ps_xor_app_t app;
+    ps_xor_app_init(&app, out);
+    for (int i = from; i < from + n; i++)
+        assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
+}
+
+/* ps_reader_xor_chunks of sid sends the XOR chunks of in[0, n), 120 samples each (the last, the
+ * head, fewer), byte for byte: what schema 3 stored and sent. */
+static void expect_xor_chunks(ps_store_t *s, uint64_t sid, const ps_fsample_t *in, int n)
+{
+    int nchunks = (n + 119) / 120;
+    xchunks_t *c = calloc(1, sizeof(*c));
+    ps_reader_t *r;
+    ps_err_t err;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_xor_chunks(r, sid, INT64_MIN, INT64_MAX, on_xchunk, c, &err), 0);
+    ps_reader_end(r);
+    assert_int_equal(c->n, nchunks);
+    ps_buf_t want = PS_BUF_INIT;
+    for (int i = 0; i < c->n; i++) {
+        xor_of(in, 120 * i, n - 120 * i < 120 ? n - 120 * i : 120, &want);
+        assert_int_equal(c->b[i].len, want.len);
+        assert_memory_equal(c->b[i].data, want.data, want.len);
+        ps_buf_dispose(&c->b[i]);
+    }
+    ps_buf_dispose(&want);
+    free(c);
+}
+
+/* A version 3 directory (closed chunks as XOR: plain 02 and packed 03) is upgraded in place:
+ * version 4, the samples and the streamed XOR chunks as they were; the next chunks closed are
+ * dense (06), and packing takes plain 02 and 06 chunks alike into a packed dense record (07), the
+ * samples and XOR chunks still the same. A series written by this version alone stores dense
+ * chunks that stream the same XOR bytes. */
+static void test_upgrade_v3(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t la = mk_labels(&a, "a", NULL), lb = mk_labels(&a, "b", NULL), lc = mk_labels(&a, "c", NULL);
+    enum { P = 1200, N = 1561 };
+    ps_fsample_t *in = calloc(N, sizeof(*in));
+    int64_t ticks = 12345678; /* about 750 bytes a XOR chunk, 130 dense */
+    for (int i = 0; i < N; i++) { /* CPU seconds: ticks / 100 */
+        ticks += 1400 + (i * 7919) % 100;
+        in[i] = (ps_fsample_t){1700000000000ll + 15000ll * i, (double)ticks / 100};
+    }
+    ps_fappend_t fa;
+    assert_int_equal(write_f(s, &la, in, 1, &fa), 0);
+    uint64_t sa = fa.sid;
+    assert_int_equal(write_f(s, &lb, in, 1, &fa), 0);
+    uint64_t sb = fa.sid;
+    ps_store_close(s);
+    /* by hand, what version 3 wrote of 10 chunks (about 750 bytes each): a: 0..4 packed (03),
+     * 5..9 plain (02); b: 0..4 and 5..8 packed, 9 plain; no heads */
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi info, fhead, fchunks;
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 32), 0);
+    assert_int_equal(mdb_env_open(env, dir, MDB_NOTLS, 0644), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "info", 0, &info), 0);
+    assert_int_equal(mdb_dbi_open(txn, "fhead", 0, &fhead), 0);
+    assert_int_equal(mdb_dbi_open(txn, "fchunks", 0, &fchunks), 0);
+    assert_int_equal(mdb_drop(txn, fhead, 0), 0);
+    uint8_t ver[4] = {0, 0, 0, 3}, kb[16];
+    MDB_val k = {6, "schema"}, v = {4, ver};
+    assert_int_equal(mdb_put(txn, info, &k, &v, 0), 0);
+    ps_buf_t x[10], val = PS_BUF_INIT;
+    ps_fpack_entry_t pe[10];
+    for (int c = 0; c < 10; c++) {
+        x[c] = (ps_buf_t)PS_BUF_INIT;
+        ps_buf_putc(&x[c], PS_FCHUNK_ENC_XOR);
+        ps_xor_app_t app;
+        ps_xor_app_init(&app, &x[c]);
+        for (int i = 120 * c; i < 120 * c + 120; i++)
+            assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
+        pe[c] = (ps_fpack_entry_t){in[120 * c].t, in[120 * c + 119].t, x[c].data + 1, x[c].len - 1};
+    }
+    /* (sid, first chunk, last chunk) of each record */
+    const int recs[5][3] = {{0, 0, 4}, {0, 5, 5}, {1, 0, 4}, {1, 5, 8}, {1, 9, 9}};
+    for (int r = 0; r < 5; r++) {
+        int from = recs[r][1], to = recs[r][2];
+        for (int c = from; c <= (r == 1 ? 9 : to); c++) {
+            ps_buf_reset(&val);
+            if (from == to || r == 1)
+                ps_buf_append(&val, x[c].data, x[c].len);
+            else
+                ps_fpack_encode(PS_FCHUNK_ENC_PACKED, pe + from, (size_t)(to - from + 1), &val);
+            int last = from == to || r == 1 ? c : to;
+            ps_key_sid_ts(kb, recs[r][0] ? sb : sa, in[120 * last + 119].t * 1000000);
+            k = (MDB_val){16, kb};
+            v = (MDB_val){val.len, val.data};
+            assert_int_equal(mdb_put(txn, fchunks, &k, &v, 0), 0);
+            if (from != to && r != 1)
+                break;
+        }
+    }
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+
+    s = open_store(dir);
+    assert_int_equal(s->upgraded_from, 3);
+    expect_schema_4(s);
+    records_t ra, rb;
+    get_records(s, sa, &ra);
+    get_records(s, sb, &rb);
+    static const uint8_t ea[6] = {3, 2, 2, 2, 2, 2}, eb[3] = {3, 3, 2};
+    assert_int_equal(ra.n, 6);
+    assert_memory_equal(ra.enc, ea, 6);
+    assert_int_equal(rb.n, 3);
+    assert_memory_equal(rb.enc, eb, 3);
+    for (int j = 0; j < 2; j++) {
+        expect_samples(s, j ? sb : sa, in, P);
+        expect_xor_chunks(s, j ? sb : sa, in, P);
+    }
+    /* appends continue after the newest chunk: 3 chunks closed and 1 sample in the head. a: the
+     * third doesn't fit beside its 5 plain XOR chunks and 2 dense ones: those 7 are packed
+     * dense; b: 9 plain, then 3 dense chunks */
+    assert_int_equal(write_f(s, &la, in + P, N - P, &fa), 0);
+    assert_int_equal(fa.accepted, N - P);
+    assert_int_equal(write_f(s, &lb, in + P, N - P, &fa), 0);
+    assert_int_equal(fa.accepted, N - P);
+    assert_int_equal(write_f(s, &lc, in, N, &fa), 0);
+    uint64_t sc = fa.sid;
+    get_records(s, sa, &ra);
+    get_records(s, sb, &rb);
+    static const uint8_t ea2[3] = {3, 7, 6}, eb2[6] = {3, 3, 2, 6, 6, 6};
+    static const size_t ba2[3] = {3951, 923, 131}, bb2[6] = {3951, 3028, 747, 131, 131, 131};
+    assert_int_equal(ra.n, 3);
+    assert_int_equal(rb.n, 6);
+    assert_memory_equal(ra.enc, ea2, 3);
+    assert_memory_equal(rb.enc, eb2, 6);
+    for (int i = 0; i < 3; i++) /* 7 chunks packed dense in 923 bytes: 5 of them were 743-774 */
+        assert_int_equal(ra.bytes[i], ba2[i]);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(rb.bytes[i], bb2[i]);
+    for (int j = 0; j < 3; j++) {
+        uint64_t sid = j == 0 ? sa : j == 1 ? sb : sc;
+        expect_samples(s, sid, in, N);
+        expect_xor_chunks(s, sid, in, N); /* 13 closed chunks and the head's sample */
+    }
+    ps_store_close(s);
+    s = open_store(dir);
+    assert_int_equal(s->upgraded_from, 0);
+    expect_samples(s, sa, in, N);
+    expect_xor_chunks(s, sb, in, N);
+    ps_store_close(s);
+    for (int c = 0; c < 10; c++)
+        ps_buf_dispose(&x[c]);
+    ps_buf_dispose(&val);
+    free(in);
+    ps_arena_dispose(&a);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -1551,6 +1753,7 @@ int main(void)
         cmocka_unit_test(test_upgrade_v1),
         cmocka_unit_test(test_head_split),
         cmocka_unit_test(test_upgrade_v2),
+        cmocka_unit_test(test_upgrade_v3),
         cmocka_unit_test(test_append_fill),
         cmocka_unit_test(test_prometheus_bodies),
         cmocka_unit_test(test_enospace),
