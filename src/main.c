@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "config/webconfig.h"
+#include "forward/forward.h"
 #include "scrape/scrape.h"
 #include "core/log.h"
 #include "core/timeutil.h"
@@ -432,6 +433,7 @@ typedef struct wiring {
 /* Applies cfg (taken): starts the scraper on the first configuration, reloads it afterwards. */
 static void apply_config(wiring_t *w, ps_config_t *cfg)
 {
+    ps_forward_apply(w->srv->forward, cfg); /* keeps its own reference */
     if (w->srv->scraper == NULL)
         w->srv->scraper = ps_scraper_start(cfg, w->srv->writer, &w->scrape_opts);
     else
@@ -611,7 +613,10 @@ int main(int argc, char **argv)
         return 2;
     }
     status_config(&srv, cfg, srv.start_time); /* loaded at start; before apply_config takes cfg */
+    srv.forward = ps_forward_new(store);
+    ps_forward_writer_hooks(srv.forward, &wo);
     srv.writer = ps_writer_start(store, &wo);
+    ps_forward_attach(srv.forward, srv.writer);
     /* a scraped body may be twice a pushed one, and at least 64 MiB (Go heap profiles of big
      * processes) */
     wiring_t wiring = {.config_path = f.config, .web_config_path = f.web_config, .srv = &srv};
@@ -650,9 +655,11 @@ int main(int argc, char **argv)
     }
     ps_server_begin_shutdown(&srv);  /* new writes get 503; listeners close */
     ps_scraper_stop(srv.scraper);    /* no new scrapes; those handed to the writer still finish */
+    ps_forward_shutdown(srv.forward); /* senders stop; their cursors go through the writer */
     ps_writer_shutdown(srv.writer);  /* queued writes finish; their answers are queued to the loops */
     ps_server_stop(&srv);            /* each loop sends those answers, drains, and ends */
     ps_writer_stop(srv.writer);      /* no loop can submit any more: free it */
+    ps_forward_free(srv.forward);
     ps_store_close(store);
     ps_log_info("stopped", NULL);
     return 0;

@@ -32,6 +32,7 @@ static const route_t routes[] = {
     {"/api/v1/status/buildinfo", M_GET, ps_api_buildinfo, RD},
     {"/api/v1/status/config", M_GET, ps_api_status_config, RD},
     {"/api/v1/status/flags", M_GET, ps_api_status_flags, RD},
+    {"/api/v1/status/forward", M_GET, ps_api_status_forward, RD},
     {"/api/v1/status/runtimeinfo", M_GET, ps_api_status_runtimeinfo, RD},
     {"/api/v1/status/tsdb", M_GET, ps_api_status_tsdb, RD | POOL},
     {"/api/v1/profiles/write", M_POST, ps_api_profiles_write, WR | DEC},

@@ -20,6 +20,7 @@
  * ingest/ingest.h and scrape/scrape.h, which only the handlers' .c files include). */
 struct ps_writer;
 struct ps_scraper;
+struct ps_forward; /* forward/forward.h */
 struct ps_webconfig; /* config/webconfig.h */
 
 /** What main.c does for POST /-/reload, the same as for SIGHUP: reads the configuration file
@@ -66,6 +67,7 @@ typedef struct ps_server {
     ps_store_t *store;
     struct ps_writer *writer;
     struct ps_scraper *_Atomic scraper; /* NULL until a configuration is loaded */
+    struct ps_forward *forward;  /* the forwarder (its endpoints come with the configuration) */
     ps_server_reload_fn reload;  /* NULL without --config */
     void *reload_ctx;
     int64_t start_time;
