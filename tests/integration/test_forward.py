@@ -1,0 +1,232 @@
+"""Forwarding (README "Forwarding", src/forward): profstore A forwards to profstore B over
+Pyroscope's Connect push and float samples to a real Prometheus 2.42 over remote write.
+
+Exact checks: B's series, profile times, durations, periods and totals equal A's (with
+service_name = job added), and B's merged profile (folded) equals A's byte for byte; after B was
+down 30 s A catches up to the same; after kill -9 of A mid-forwarding nothing is missing on B
+(duplicates are absorbed); a receiver answering 400 gets its batch dropped with a counter and a log
+line naming the endpoint, the status and the answer; Prometheus answers exactly the samples A
+stored (and not the one A refused as out of order).
+"""
+import http.server
+import threading
+import time
+import urllib.parse
+
+import pytest
+
+import conftest
+from conftest import fixture_bytes, series_snapshot
+from prom_util import PromConfig, prometheus  # noqa: F401 (fixture)
+from pyro_util import connect_call, cpu_push_request
+from test_remote_write import pb, post as rw_post, v1_body  # noqa: F401 (fixture)
+
+NOW_S = int(time.time()) - 600
+FIXTURES = ["go/cpu-01.pb.gz", "go/heap-01.pb.gz", "go/cpu-02.pb.gz"]
+
+
+def config(tmp_path, endpoints):
+    """A's config file: endpoints is a list of YAML blocks (one per endpoint)."""
+    p = tmp_path / "a.yml"
+    p.write_text("forward:\n" + "".join(endpoints))
+    return p
+
+
+def endpoint(name, url, protocol="pyroscope_push", extra=""):
+    return ("  - name: %s\n    url: %s\n    protocol: %s\n%s"
+            "    queue_config: {batch_send_deadline: 100ms, min_backoff: 50ms, max_backoff: 500ms,"
+            " max_samples_per_send: 5}\n" % (name, url, protocol, extra))
+
+
+def status(srv):
+    js = srv.get_json("/api/v1/status/forward")
+    assert js["status"] == "success", js
+    return {e["name"]: e for e in js["data"]}
+
+
+def wait_for(fn, timeout, what):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))
+
+
+def wait_sent(a, name, sent, timeout=30):
+    return wait_for(lambda: (lambda e: e if e["pending"] == 0 and e["sent"] >= sent else None)(status(a)[name]),
+                    timeout, "%s sent %d, nothing pending" % (name, sent))
+
+
+def push_all(a, n_rounds, t0=NOW_S, job="api"):
+    """n_rounds x FIXTURES, each round 10 s later; returns how many profiles."""
+    n = 0
+    for r in range(n_rounds):
+        for i, rel in enumerate(FIXTURES):
+            st, js = a.push(fixture_bytes(rel), time=str(t0 + 10 * r), labels='{job="%s",fixture="%d"}' % (job, i))
+            assert st == 200, js
+            n += 1
+    return n
+
+
+def with_service_name(snap):
+    """A's snapshot as B holds it: service_name = job added to every series."""
+    out = {}
+    for k, v in snap.items():
+        d = dict(k)
+        if "job" in d:
+            d.setdefault("service_name", d["job"])
+        out[tuple(sorted(d.items()))] = v
+    return out
+
+
+def folded(srv, sel, start, end):
+    q = urllib.parse.urlencode({"query": sel, "start": start, "end": end, "format": "folded"})
+    st, _, body = srv.get("/api/v1/profiles/query?" + q)
+    assert st == 200, body[:300]
+    return body
+
+
+def check_same(a, b, start, end):
+    sa, sb = with_service_name(series_snapshot(a)), series_snapshot(b)
+    assert sb == sa
+    for sel in ('process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta{job="api"}',
+                'memory:inuse_space:bytes:space:bytes{job="api"}'):
+        fa, fb = folded(a, sel, start, end), folded(b, sel, start, end)
+        assert fb == fa and len(fa) > 100
+
+
+def test_push_forwarded_to_profstore(make_server, tmp_path):
+    b = make_server(name="b", retention="0")
+    cfg = config(tmp_path, [endpoint("b", "http://127.0.0.1:%d" % b.port)])
+    a = make_server(name="a", retention="0", config=str(cfg))
+    n = push_all(a, 2)
+    # Pyroscope's Connect push to A is forwarded as well
+    raw = fixture_bytes("go/cpu-01.pb.gz")
+    r = connect_call(a.port, "push.v1.PusherService/Push", cpu_push_request(raw, service="conn"))
+    assert r.status == 200, r
+    e = wait_sent(a, "b", n + 1)
+    assert (e["sent"], e["failed"], e["retried"], e["dropped"], e["pending"]) == (n + 1, 0, 0, 0, 0)
+    assert e["requests"] >= 2 and e["url"] == "http://127.0.0.1:%d/push.v1.PusherService/Push" % b.port
+    check_same(a, b, NOW_S - 10, NOW_S + 30)
+    m = a.metrics()
+    assert m['profstore_forward_sent_total{endpoint="b",protocol="pyroscope_push"}'] == n + 1
+    assert m['profstore_forward_pending{endpoint="b",protocol="pyroscope_push"}'] == 0
+    assert m['profstore_forward_lag_seconds{endpoint="b",protocol="pyroscope_push"}'] == 0
+    # an identical push again is a duplicate on A: not forwarded a second time
+    st, js = a.push(fixture_bytes(FIXTURES[0]), time=str(NOW_S + 10), labels='{job="api",fixture="0"}')
+    assert st == 200 and js["data"]["duplicate"] is True
+    time.sleep(0.5)
+    assert status(a)["b"]["sent"] == n + 1
+    # the log is trimmed once B has everything: A's status shows the cursor at the log's end
+    assert status(a)["b"]["cursor"] == n + 1
+
+
+def test_outage_catch_up(make_server, tmp_path, monkeypatch):
+    b = make_server(name="b", retention="0")
+    cfg = config(tmp_path, [endpoint("b", "http://127.0.0.1:%d" % b.port)])
+    a = make_server(name="a", retention="0", config=str(cfg))
+    n1 = push_all(a, 1)
+    wait_sent(a, "b", n1)
+    b.kill()
+    t_down = time.monotonic()
+    n2 = push_all(a, 4, t0=NOW_S + 100)
+    while time.monotonic() - t_down < 30:
+        time.sleep(1)
+    e = status(a)["b"]
+    assert e["sent"] == n1 and e["pending"] == n2 and e["dropped"] == 0
+    assert e["retried"] >= 5 and e["failed"] >= 5 and "onnect" in e["lastError"], e
+    assert e["lagSeconds"] >= 29
+    port = b.port
+    monkeypatch.setattr(conftest, "free_port", lambda: port)
+    b.start()
+    e = wait_sent(a, "b", n1 + n2, timeout=30)
+    assert e["sent"] == n1 + n2 and e["dropped"] == 0
+    check_same(a, b, NOW_S - 10, NOW_S + 200)
+
+
+def test_kill_a_mid_forwarding(make_server, tmp_path):
+    b = make_server(name="b", retention="0")
+    cfg = config(tmp_path, [endpoint("b", "http://127.0.0.1:%d" % b.port)])
+    a = make_server(name="a", retention="0", config=str(cfg))
+    n = push_all(a, 20)
+    before = status(a)["b"]["sent"]
+    a.kill()  # SIGKILL, most of the log not yet forwarded
+    assert before < n
+    a.start()
+    wait_sent(a, "b", 0)
+    wait_for(lambda: status(a)["b"]["pending"] == 0, 30, "A caught up after kill -9")
+    check_same(a, b, NOW_S - 10, NOW_S + 400)
+
+
+class Refuser(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with 400 and a two-line body."""
+    calls = 0
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        type(self).calls += 1
+        body = b"bad batch: series_name is wrong\nsecond line\n"
+        self.send_response(400)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_refused_batch_dropped(make_server, tmp_path):
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Refuser)
+    th = threading.Thread(target=httpd.serve_forever, daemon=True)
+    th.start()
+    try:
+        cfg = config(tmp_path, [endpoint("bad", "http://127.0.0.1:%d" % httpd.server_address[1])])
+        a = make_server(name="a", retention="0", config=str(cfg))
+        for i in range(2):
+            st, js = a.push(fixture_bytes("go/cpu-01.pb.gz"), time=str(NOW_S + i), labels='{job="x"}')
+            assert st == 200, js
+        e = wait_for(lambda: (lambda e: e if e["dropped"] == 2 else None)(status(a)["bad"]), 20, "dropped 2")
+        assert (e["sent"], e["failed"], e["retried"], e["pending"]) == (0, 1, 0, 0)
+        assert e["lastError"] == "HTTP 400: bad batch: series_name is wrong"
+        assert Refuser.calls == 1
+        m = a.metrics()
+        assert m['profstore_forward_dropped_total{endpoint="bad",protocol="pyroscope_push"}'] == 2
+        assert m['profstore_forward_failed_total{endpoint="bad",protocol="pyroscope_push"}'] == 1
+        log = a.log()
+        assert ('msg="forwarding: the endpoint refused a batch; dropped" endpoint=bad status=400 units=2 '
+                'answer="bad batch: series_name is wrong"') in log, log[-2000:]
+    finally:
+        httpd.shutdown()
+
+
+def test_remote_write_to_prometheus(make_server, tmp_path, prometheus, pb):  # noqa: F811
+    prom = prometheus(PromConfig(), receiver=True)
+    cfg = config(tmp_path, [endpoint("prom", prom.url("/api/v1/write"), protocol="remote_write")])
+    a = make_server(name="a", config=str(cfg))
+    t0 = int(time.time() * 1000) // 1000 * 1000 - 60000
+    series = [({"__name__": "fwd_test", "job": "j", "i": str(i)}, [(t0 + 1000 * k, float(i * 100 + k)) for k in range(4)])
+              for i in range(3)]
+    st, _, body = rw_post(a, v1_body(pb, series))
+    assert st == 204, body
+    # one sample out of order (refused by A: not forwarded), one new
+    st, _, body = rw_post(a, v1_body(pb, [({"__name__": "fwd_test", "job": "j", "i": "0"}, [(t0 + 500, 7.0)]),
+                                          ({"__name__": "fwd_test", "job": "j", "i": "1"}, [(t0 + 9000, 9.5)])]))
+    assert st == 400, body
+    e = wait_sent(a, "prom", 13)
+    assert (e["sent"], e["dropped"], e["protocol"]) == (13, 0, "remote_write")
+
+    def prom_has():
+        js = prom.query_range('fwd_test{job="j"}', (t0 - 1000) / 1000, (t0 + 10000) / 1000, 0.5)
+        return js if js["status"] == "success" and len(js["data"]["result"]) == 3 else None
+    js = wait_for(prom_has, 20, "Prometheus has the series")
+    js = prom.api("/api/v1/query", query='fwd_test{job="j"}[1m]', time=(t0 + 10000) / 1000)
+    got = {r["metric"]["i"]: [(int(round(float(t) * 1000)), float(v)) for t, v in r["values"]]
+           for r in js["data"]["result"]}
+    want = {str(i): [(t0 + 1000 * k, float(i * 100 + k)) for k in range(4)] for i in range(3)}
+    want["1"].append((t0 + 9000, 9.5))
+    assert got == want
+    for r in js["data"]["result"]:
+        assert r["metric"] == {"__name__": "fwd_test", "job": "j", "i": r["metric"]["i"]}
