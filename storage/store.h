@@ -78,6 +78,11 @@ typedef struct ps_append {
      * the same transaction when the profile is stored (status 0, not a duplicate); 0 bytes: none */
     const uint8_t *fwd;
     size_t fwd_len;
+    /* in, optional (not read by storage): the pprof body this profile was decoded from, as received
+     * (gzipped or not), valid until the append is submitted; forwarding sends it as it is when the
+     * stored time and duration are the body's own, instead of encoding the profile again */
+    const uint8_t *raw;
+    size_t raw_len;
 } ps_append_t;
 
 /**

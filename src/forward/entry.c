@@ -12,7 +12,10 @@
  * Pyroscope requires, set to job when absent (else "unknown_service", the name Pyroscope's
  * clients send when none is configured). The pprof is the profile as stored (after the scraper's
  * deltas), with time_nanos = the stored timestamp and duration_nanos = the stored duration, gzipped
- * at level 1: encoding costs this thread (the decode pool, the scraper), not the writer.
+ * at level 1: encoding costs this thread (the decode pool, the scraper), not the writer. When the
+ * append carries the body it was decoded from (a push) and the stored time and duration are the
+ * body's own, the body goes into the entry as it is (gzipped or not, as received): encoding a
+ * profile costs about as much as decoding it, so this keeps forwarding a push cheap.
  */
 #include <string.h>
 
@@ -49,12 +52,18 @@ void ps_forward_profile_entry(const ps_append_t *app, ps_buf_t *out)
     size_t start = out->len;
     ps_buf_putc(out, KIND_PROFILE);
     put_labels(out, &ls);
-    ps_profile_t p = *app->profile;
-    p.time_nanos = app->ts;
-    p.duration_nanos = app->duration;
-    ps_err_t err;
-    if (ps_pprof_encode(&p, 1, out, &err) != 0)
-        out->len = start; /* a profile that was decoded encodes; if not, it is not forwarded */
+    if (app->raw != NULL && app->raw_len > 0 && app->profile->time_nanos == app->ts &&
+        app->profile->duration_nanos == app->duration) {
+        /* the body as pushed decodes to what is stored: no encoding (it costs as much as decoding) */
+        ps_buf_append(out, app->raw, app->raw_len);
+    } else {
+        ps_profile_t p = *app->profile;
+        p.time_nanos = app->ts;
+        p.duration_nanos = app->duration;
+        ps_err_t err;
+        if (ps_pprof_encode(&p, 1, out, &err) != 0)
+            out->len = start; /* a profile that was decoded encodes; if not, it is not forwarded */
+    }
     ps_arena_dispose(&a);
 }
 

@@ -324,6 +324,7 @@ typedef struct batch {
     int64_t first_wall;
     bool full;                    /* stopped by a bound: send now */
     uint64_t skip_to, skipped_units; /* entries past max_lag at the front */
+    uint64_t seen;                /* entries the last read walked */
     ps_err_t err;
 } batch_t;
 
@@ -341,6 +342,7 @@ static int on_entry(void *ctx, const ps_fwd_entry_t *en)
 {
     batch_t *b = ctx;
     const ps_forward_config_t *c = b->e->cfg;
+    b->seen++;
     int kind;
     ps_forward_series_t *s;
     size_t ns;
@@ -521,52 +523,62 @@ static void *sender(void *arg)
     ps_buf_t body = PS_BUF_INIT;
     batch_t b;
     memset(&b, 0, sizeof(b));
+    bool open = false; /* b is being filled: later reads go on after its last entry */
     while (!atomic_load(&e->stop)) {
         pthread_mutex_lock(&f->mu);
-        uint64_t from = e->acked, gen = f->gen;
+        uint64_t gen = f->gen, acked = e->acked;
         pthread_mutex_unlock(&f->mu);
-        ps_arena_reset(&arena);
-        ps_forward_series_t **keep = b.series;
-        size_t cap = b.capseries;
-        memset(&b, 0, sizeof(b));
-        b.series = keep;
-        b.capseries = cap;
-        b.e = e;
-        b.arena = &arena;
+        if (!open) {
+            ps_arena_reset(&arena);
+            ps_forward_series_t **keep = b.series;
+            size_t cap = b.capseries;
+            memset(&b, 0, sizeof(b));
+            b.series = keep;
+            b.capseries = cap;
+            b.e = e;
+            b.arena = &arena;
+            b.max_lag = c->max_lag;
+            b.last_seq = acked;
+            open = true;
+        }
+        uint64_t from = b.last_seq;
         b.now = ps_time_now();
-        b.max_lag = c->max_lag;
+        b.skip_to = b.skipped_units = 0;
+        b.seen = 0;
         ps_err_clear(&b.err);
-        int rc = ps_store_fwd_read(f->store, from, c->capacity, READ_MAX_BYTES, on_entry, &b, NULL, &b.err);
+        int rc = ps_store_fwd_read(f->store, from, c->capacity - b.n, READ_MAX_BYTES, on_entry, &b, NULL, &b.err);
         if (rc != 0 && rc != 1) {
             set_error(e, "reading the forwarding log: %s", b.err.msg);
             ps_log_error("forwarding: reading the log failed", "endpoint=%s err=%s", ps_log_q(c->name),
                          ps_log_q(b.err.msg));
+            open = false;
             pthread_mutex_lock(&f->mu);
             wait_ns(f, IDLE_WAIT_NS);
             pthread_mutex_unlock(&f->mu);
             continue;
         }
-        if (b.skip_to > from) {
-            pthread_mutex_lock(&f->mu);
-            e->acked = b.skip_to;
-            e->st.dropped += b.skipped_units;
-            request_advance(f, false);
-            pthread_mutex_unlock(&f->mu);
+        if (b.skip_to > 0) { /* at the front of an empty batch: the cursor moves past them */
+            if (b.skip_to > b.last_seq)
+                b.last_seq = b.skip_to;
             if (b.skipped_units > 0) {
                 set_error(e, "%llu units older than max_lag dropped", (unsigned long long)b.skipped_units);
                 ps_log_warn("forwarding: entries older than max_lag dropped", "endpoint=%s units=%llu up_to_seq=%llu",
                             ps_log_q(c->name), (unsigned long long)b.skipped_units, (unsigned long long)b.skip_to);
             }
-            from = b.skip_to;
+            pthread_mutex_lock(&f->mu);
+            e->st.dropped += b.skipped_units;
+            pthread_mutex_unlock(&f->mu);
         }
         if (b.n == 0) {
             pthread_mutex_lock(&f->mu);
-            if (b.last_seq > e->acked) /* only other protocols' entries */
+            if (b.last_seq > e->acked) { /* skipped, or other protocols' entries only */
                 e->acked = b.last_seq;
-            if (f->adv_want)
                 request_advance(f, false);
-            if (f->gen == gen && !atomic_load(&e->stop) && b.skip_to == 0 && b.last_seq == 0)
-                wait_ns(f, IDLE_WAIT_NS); /* else read on at once: more may follow what was passed */
+            } else if (f->adv_want) {
+                request_advance(f, false);
+            }
+            if (b.seen == 0 && f->gen == gen && !atomic_load(&e->stop))
+                wait_ns(f, IDLE_WAIT_NS);
             pthread_mutex_unlock(&f->mu);
             continue;
         }
@@ -578,7 +590,7 @@ static void *sender(void *arg)
             if (f->gen == gen && !atomic_load(&e->stop))
                 wait_ns(f, c->batch_send_deadline - age);
             pthread_mutex_unlock(&f->mu);
-            continue; /* more may have come: read again (the deadline counts from the same first entry) */
+            continue; /* read what came meanwhile (the deadline counts from the batch's first entry) */
         }
         uint64_t units = 0;
         ps_err_t err;
@@ -592,6 +604,7 @@ static void *sender(void *arg)
         }
         if (any && !send_batch(e, &body, units))
             break; /* stopped: the batch is sent again by the next sender */
+        open = false;
         pthread_mutex_lock(&f->mu);
         e->acked = b.last_seq;
         request_advance(f, false);
