@@ -230,3 +230,45 @@ def test_remote_write_to_prometheus(make_server, tmp_path, prometheus, pb):  # n
     assert got == want
     for r in js["data"]["result"]:
         assert r["metric"] == {"__name__": "fwd_test", "job": "j", "i": r["metric"]["i"]}
+
+
+def test_reload_endpoints(make_server, tmp_path):
+    """A new endpoint starts at the log's end, a kept one at its cursor, a removed one's cursor goes."""
+    b = make_server(name="b", retention="0")
+    c = make_server(name="c", retention="0")
+    cfg = config(tmp_path, [endpoint("b", "http://127.0.0.1:%d" % b.port)])
+    a = make_server(name="a", retention="0", config=str(cfg))
+    n1 = push_all(a, 1)
+    wait_sent(a, "b", n1)
+    b.kill()
+    n2 = push_all(a, 1, t0=NOW_S + 10)  # held for b, which is down
+    wait_for(lambda: status(a)["b"]["retried"] >= 1, 10, "b retried")
+    config(tmp_path, [endpoint("c", "http://127.0.0.1:%d" % c.port)])
+    a.post_json("/-/reload")
+    st = status(a)
+    assert list(st) == ["c"] and st["c"]["cursor"] == n1 + n2 and st["c"]["sent"] == 0
+    n3 = push_all(a, 1, t0=NOW_S + 20)
+    wait_sent(a, "c", n3)
+    times = sorted({p[0] for v in series_snapshot(c).values() for p in v})
+    assert times == [(NOW_S + 20) * 10**9]  # only what came after it was added
+    # b again: its cursor was dropped with it, so it starts at the end, not at n1
+    config(tmp_path, [endpoint("c", "http://127.0.0.1:%d" % c.port), endpoint("b", "http://127.0.0.1:%d" % b.port)])
+    a.post_json("/-/reload")
+    st = status(a)
+    assert st["b"]["cursor"] == n1 + n2 + n3 and st["c"]["cursor"] == n1 + n2 + n3 and st["c"]["sent"] == n3
+    y = a.get_json("/api/v1/status/config")["data"]["yaml"]
+    assert "forward:\n- name: c\n" in y and "- name: b\n" in y
+
+
+def test_readme_forward_example_loads(make_server, tmp_path):
+    import re
+    readme = (conftest.REPO / "README.md").read_text()
+    sec = readme[readme.index("## Forwarding"):]
+    sec = sec[:sec.index("\n## ", 1)]
+    yml = re.findall(r"```yaml\n(.*?)```", sec, re.S)[0]
+    cfg = tmp_path / "readme.yml"
+    cfg.write_text(yml.replace("/etc/pw", str(tmp_path / "pw")))
+    a = make_server(name="a", config=str(cfg))
+    assert [e["name"] for e in a.get_json("/api/v1/status/forward")["data"]] == ["pyroscope", "prometheus"]
+    y = a.get_json("/api/v1/status/config")["data"]["yaml"]
+    assert "X-Scope-OrgID: \"<secret>\"" in y and "tenant1" not in y
