@@ -788,6 +788,10 @@ void ps_forward_metrics(ps_forward_t *f, ps_buf_t *out)
     size_t n;
     snap_t *s = snapshot(f, &n);
     pthread_mutex_unlock(&f->mu);
+    if (n == 0) { /* no forward: section: /metrics as without this room */
+        free(s);
+        return;
+    }
     static const struct {
         const char *name, *type, *help;
     } m[] = {
