@@ -16,7 +16,14 @@ import urllib.parse
 import pytest
 
 import conftest
-from conftest import fixture_bytes, series_snapshot
+from conftest import fixture_bytes
+
+
+def series_snapshot(srv):
+    """conftest's series_snapshot of the profile series only (A also holds up / scrape_*)."""
+    return {tuple(sorted(s["labels"].items())): [(p["ts"], p["duration"], p["period"], p["total"])
+                                                 for p in s["profiles"]]
+            for s in srv.series() if "profiles" in s}
 from prom_util import PromConfig, prometheus  # noqa: F401 (fixture)
 from pyro_util import connect_call, cpu_push_request
 from test_remote_write import pb, post as rw_post, v1_body  # noqa: F401 (fixture)
@@ -272,3 +279,39 @@ def test_readme_forward_example_loads(make_server, tmp_path):
     assert [e["name"] for e in a.get_json("/api/v1/status/forward")["data"]] == ["pyroscope", "prometheus"]
     y = a.get_json("/api/v1/status/config")["data"]["yaml"]
     assert "X-Scope-OrgID: \"<secret>\"" in y and "tenant1" not in y
+
+
+def test_scraped_profiles_forwarded(make_server, tmp_path):
+    """Scraped profiles are forwarded as stored (encoded again, time_nanos = the scrape's time)."""
+    import pprof_decode as pd
+    from scrape_util import PyTarget, send_body
+    heap = pd.decode(fixture_bytes("go/heap-01.pb.gz"))
+
+    def serve(path, h):  # the heap profile, taken now
+        heap.time_nanos = time.time_ns()
+        send_body(h, 200, pd.encode(heap, gzip_level=1))
+    t = PyTarget(serve)
+    try:
+        b = make_server(name="b", retention="0")
+        fwd = endpoint("b", "http://127.0.0.1:%d" % b.port)
+        jobs = ("scrape_configs:\n- job_name: app\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                "  static_configs: [{targets: ['%s']}]\n"
+                "  profiling_config:\n    pprof_config: {block: {enabled: false}, mutex: {enabled: false},"
+                " goroutine: {enabled: false}, process_cpu: {enabled: false}}\n" % t.address)
+        cfg = tmp_path / "a.yml"
+        cfg.write_text("forward:\n" + fwd + jobs)
+        a = make_server(name="a", config=str(cfg))
+        wait_for(lambda: any(dict(k)["__name__"] == "memory:inuse_space:bytes:space:bytes" and len(v) >= 3
+                             for k, v in series_snapshot(a).items()), 20, "3 scrapes")
+        cfg.write_text("forward:\n" + fwd)  # no more scrapes
+        a.post_json("/-/reload")
+        time.sleep(0.5)
+        wait_for(lambda: status(a)["b"]["pending"] == 0, 20, "forwarded")
+        sa, sb = with_service_name(series_snapshot(a)), series_snapshot(b)
+        inuse = {k: v for k, v in sa.items() if dict(k)["__name__"].startswith("memory:inuse_")}
+        assert len(inuse) == 2 and all(len(v) >= 3 for v in inuse.values())
+        assert {k: sb.get(k) for k in inuse} == inuse
+        # the per-scrape float series (up, scrape_*) are logged too but are not this endpoint's
+        assert status(a)["b"]["dropped"] == 0
+    finally:
+        t.close()
