@@ -54,6 +54,81 @@ int ps_fwd_log_put(ps_store_t *s, MDB_txn *txn, int64_t wall, const void *data, 
     return 0;
 }
 
+/* --agent: a write stores only its log entries. Nothing is checked against stored data (there is
+ * none): every profile is taken (status 0, no series ids), every float sample counts as stored.
+ * The receiver applies its own order and duplicate rules. */
+int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf, ps_err_t *err)
+{
+    MDB_txn *txn = NULL;
+    int64_t now = ps_time_now();
+    int rc, ret;
+    if ((ret = ps_store_space_check(s, err)) != 0)
+        goto Fail;
+    if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) {
+        ret = ps_lmdb_err(err, rc, "starting write transaction");
+        goto Fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ps_append_t *it = items[i];
+        it->status = 0;
+        it->duplicate = false;
+        ps_err_clear(&it->err);
+        for (uint32_t j = 0; j < it->nseries; j++) {
+            it->series_ids[j] = 0;
+            it->series_samples[j] = 0;
+        }
+        if (it->fwd_len > 0 && (ret = ps_fwd_log_put(s, txn, now, it->fwd, it->fwd_len, err)) != 0)
+            goto Fail;
+    }
+    ps_store_fwd_floats_fn fn = nf > 0 ? atomic_load(&s->fwd_floats) : NULL;
+    size_t total = 0;
+    for (size_t i = 0; i < nf; i++)
+        total += floats[i]->nsamples;
+    ps_buf_reset(&s->fwd_mask);
+    uint8_t *m = ps_buf_reserve(&s->fwd_mask, total + 1);
+    memset(m, 1, total + 1);
+    for (size_t i = 0, off = 0; i < nf; off += floats[i]->nsamples, i++) {
+        ps_fappend_t *fa = floats[i];
+        fa->status = 0;
+        ps_err_clear(&fa->err);
+        fa->sid = 0;
+        fa->accepted = fa->nsamples;
+        fa->duplicates = fa->out_of_order = fa->dup_conflicts = fa->out_of_bounds = fa->too_new = 0;
+        fa->stored = fn != NULL ? m + off : NULL;
+    }
+    if (fn != NULL) {
+        ps_buf_reset(&s->fwd_buf);
+        fn(atomic_load(&s->fwd_ctx), floats, nf, &s->fwd_buf);
+        if (s->fwd_buf.len > 0 && (ret = ps_fwd_log_put(s, txn, now, s->fwd_buf.data, s->fwd_buf.len, err)) != 0)
+            goto Fail;
+    }
+    rc = mdb_txn_commit(txn);
+    txn = NULL;
+    if (rc != 0) {
+        ret = ps_lmdb_commit_err(s, err, rc, "committing");
+        goto Fail;
+    }
+    return 0;
+Fail:
+    if (txn != NULL)
+        mdb_txn_abort(txn);
+    MDB_txn *rt;
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &rt) == 0) {
+        ps_fwd_load_next(s, rt, NULL);
+        mdb_txn_abort(rt);
+    }
+    for (size_t i = 0; i < n; i++) {
+        items[i]->status = ret;
+        ps_err_set(&items[i]->err, ret, "%s", err ? err->msg : ps_strerror(ret));
+    }
+    for (size_t i = 0; i < nf; i++) {
+        floats[i]->status = ret;
+        floats[i]->accepted = 0;
+        ps_err_set(&floats[i]->err, ret, "%s", err ? err->msg : ps_strerror(ret));
+    }
+    return ret;
+}
+
 int ps_store_fwd_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_bytes,
                       int (*cb)(void *ctx, const ps_fwd_entry_t *e), void *ctx, uint64_t *last, ps_err_t *err)
 {

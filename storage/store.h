@@ -39,6 +39,8 @@ typedef struct ps_store_opts {
     int64_t future_grace_ns;      /* profiles and samples more than this after now are refused (a
                                    * series would then refuse every present one as out of order);
                                    * 0 = any time (the default here; profstore's --storage.future-grace: 10m) */
+    bool log_only;                /* --agent: writes store nothing but their forwarding log entries
+                                   * (every profile and sample is taken as stored; fwdlog.c) */
 } ps_store_opts_t;
 
 /** Says in err (PS_EINVAL) that ts (ns) is too far in the future for grace_ns:

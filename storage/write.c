@@ -310,6 +310,8 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
     ps_arena_t a = PS_ARENA_INIT;
     int64_t now = ps_time_now();
 
+    if (s->opts.log_only)
+        return ps_fwd_write_log_only(s, items, n, floats, nf, err);
     if ((ret = ps_store_space_check(s, err)) != 0) { /* full: refused before anything is tried */
         ps_err_prefix(err, "writing");
         goto Fail;

@@ -142,8 +142,21 @@ int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
 {
     h2o_iovec_t p = req->path_normalized;
     unsigned m = method_bit(req->method);
-    if (ps_web_authorize(req, ps_routes_class(ps_routes_handler(p))) != 0) /* tls.c: 401, 403, 503 */
+    uint32_t handler = ps_routes_handler(p);
+    if (ps_web_authorize(req, ps_routes_class(handler)) != 0) /* tls.c: 401, 403, 503 */
         return 0;
+    /* --agent keeps no data: every route that reads the store (the query pool's, remote read) says
+     * where the data is instead of answering empty */
+    ps_server_t *srv = ps_http_server(req);
+    if (srv->opts.agent && ((ps_routes_class(handler) & PS_ROUTE_POOL) ||
+                            h2o_memis(p.base, p.len, H2O_STRLIT("/api/v1/read")))) {
+        static const char msg[] = "agent mode: queries go to the engine this profstore forwards to (forward: in the config)";
+        if (ps_connect_is_path(p))
+            ps_connect_error_req(req, PS_CONNECT_INVALID_ARGUMENT, msg); /* 400 */
+        else
+            ps_http_error_status(req, 400, msg);
+        return 0;
+    }
     for (size_t i = 0; i < NROUTES; i++) {
         if (!h2o_memis(p.base, p.len, routes[i].path, strlen(routes[i].path)))
             continue;

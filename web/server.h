@@ -53,6 +53,7 @@ typedef struct ps_server_opts {
     uint64_t body_min_rate;       /* bytes/s a request body must average after that grace */
     int64_t idle_timeout;         /* ns a kept-alive connection may wait for its next request */
     bool enable_h2c;              /* HTTP/2 over cleartext (prior knowledge, Upgrade: h2c) */
+    bool agent;                   /* --agent: routes that read the store answer 400 (routes.c) */
     uint32_t http2_max_resets;    /* streams a client may reset per connection per 10 s (0 = no cap) */
 } ps_server_opts_t;
 

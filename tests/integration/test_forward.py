@@ -9,6 +9,7 @@ line naming the endpoint, the status and the answer; Prometheus answers exactly 
 stored (and not the one A refused as out of order).
 """
 import http.server
+import json
 import threading
 import time
 import urllib.parse
@@ -315,3 +316,32 @@ def test_scraped_profiles_forwarded(make_server, tmp_path):
         assert status(a)["b"]["dropped"] == 0
     finally:
         t.close()
+
+
+def test_agent_mode(make_server, tmp_path, pb):  # noqa: F811
+    b = make_server(name="b", retention="0")
+    cfg = config(tmp_path, [endpoint("b", "http://127.0.0.1:%d" % b.port),
+                            endpoint("bw", "http://127.0.0.1:%d/api/v1/write" % b.port, protocol="remote_write")])
+    a = make_server(name="a", retention="0", config=str(cfg), extra_args=["--agent"])
+    n = push_all(a, 2)
+    t0 = int(time.time() * 1000) // 1000 * 1000 - 60000
+    st, _, body = rw_post(a, v1_body(pb, [({"__name__": "agent_m", "job": "j"}, [(t0, 1.0), (t0 + 1000, 2.0)])]))
+    assert st == 204, body
+    wait_sent(a, "b", n)
+    wait_sent(a, "bw", 2)
+    # B got everything; A kept nothing but the log (trimmed once sent)
+    sb = series_snapshot(b)
+    # 2 + 4 + 2 sample types (cpu-01, heap-01, cpu-02), each series with its 2 rounds
+    assert len(sb) == 8 and all(len(v) == 2 for v in sb.values()), sb
+    m = a.metrics()
+    assert m["profstore_storage_series"] == 0 and m["profstore_storage_float_heads"] == 0
+    for path in ("/api/v1/query?query=up", "/api/v1/series?match[]=up", "/api/v1/labels",
+                 "/api/v1/profiles/types", "/pyroscope/labels", "/api/v1/status/tsdb"):
+        st, _, body = a.get(path)
+        assert st == 400, (path, body)
+        js = json.loads(body)
+        assert js == {"status": "error", "errorType": "bad_data",
+                      "error": "agent mode: queries go to the engine this profstore forwards to (forward: in the config)"}
+    r = connect_call(a.port, "querier.v1.QuerierService/ProfileTypes", None, body=b"")
+    assert r.status == 400 and r.error["code"] == "invalid_argument" and r.error["message"].startswith("agent mode")
+    assert a.get_json("/api/v1/status/flags")["data"]["agent"] == "true"

@@ -22,11 +22,12 @@
 #include "proto/pprof.h"
 #include "storage/store.h"
 
-static ps_store_t *open_store(const char *dir)
+static ps_store_t *open_store_opts(const char *dir, bool log_only)
 {
     ps_store_opts_t o;
     ps_store_opts_default(&o);
     o.dir = dir;
+    o.log_only = log_only;
     o.map_size = 1ull << 28;
     o.nosync = true;
     ps_store_t *s = NULL;
@@ -35,6 +36,8 @@ static ps_store_t *open_store(const char *dir)
         fail_msg("open: %s", err.msg);
     return s;
 }
+
+static ps_store_t *open_store(const char *dir) { return open_store_opts(dir, false); }
 
 typedef struct prof {
     ps_arena_t arena;
@@ -271,12 +274,52 @@ static void test_cursors_trim_and_reopen(void **state)
     free(dir);
 }
 
+/* --agent: only the log entries are written; every profile and sample is taken */
+static void test_log_only(void **state)
+{
+    char *dir = ps_test_tmpdir("/tmp/ps-fwdlog-XXXXXX");
+    ps_store_t *s = open_store_opts(dir, true);
+    int calls = 0;
+    ps_store_set_forward(s, floats_entry, &calls);
+    int64_t t0 = ps_time_now() - 60 * PS_NS_PER_S;
+    prof_t a, same;
+    prepare(&a, t0, "A");
+    prepare(&same, t0, "A2"); /* the same time again: no check here, the receiver has its rules */
+    ps_append_t *items[] = {&a.app, &same.app};
+    ps_err_t err;
+    assert_int_equal(ps_store_write_batch(s, items, 2, &err), 0);
+    assert_int_equal(a.app.status, 0);
+    assert_int_equal(same.app.status, 0);
+    assert_false(same.app.duplicate);
+    int64_t ms = ps_time_now() / 1000000 - 60000;
+    ps_fsample_t smp[] = {{ms + 10, 1}, {ms, 2}}; /* out of order: taken too */
+    write_floats(s, smp, 2);
+    got_t g = read_all(s, 0, NULL);
+    assert_int_equal(g.n, 3);
+    assert_string_equal(g.data[0], "A");
+    assert_string_equal(g.data[1], "A2");
+    char want[64];
+    snprintf(want, sizeof(want), "%lld=1,%lld=2,", (long long)(ms + 10), (long long)ms);
+    assert_string_equal(g.data[2], want);
+    ps_store_stats_t st;
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.series, 0);
+    assert_int_equal(st.head_records, 0);
+    assert_int_equal(st.float_heads, 0);
+    release(&a), release(&same);
+    ps_store_set_forward(s, NULL, NULL);
+    ps_store_close(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_profiles_logged_with_their_data),
         cmocka_unit_test(test_floats_only_stored_samples),
         cmocka_unit_test(test_cursors_trim_and_reopen),
+        cmocka_unit_test(test_log_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
