@@ -130,7 +130,7 @@ typedef struct ps_forward_config {
     int64_t remote_timeout;            /* ns, a request's limit (30s) */
     int64_t max_lag;                   /* ns: older entries are dropped, counted (2h; 0 = never) */
     uint32_t capacity;                 /* entries read from the log at once (2500) */
-    uint32_t max_shards;               /* accepted; one request in flight per endpoint (in order) */
+    uint32_t max_shards;               /* requests in flight, a window split by series (1; at most 16 used) */
     uint32_t max_samples_per_send;     /* profiles or samples per request (500) */
     int64_t batch_send_deadline;       /* ns a partial batch waits for more (5s) */
     int64_t min_backoff, max_backoff;  /* ns, retries of 5xx / network errors (30ms, 5s) */

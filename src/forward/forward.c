@@ -3,8 +3,9 @@
  *
  * One thread per endpoint, with a libcurl easy handle (kept-alive connection). Its loop:
  *  1. Read entries after its cursor from the log (one read snapshot): at most queue_config.capacity
- *     entries and max_samples_per_send units (profiles for pyroscope_push, float samples for
- *     remote_write; an entry is never split, so one bigger entry goes alone), 16 MiB of entries.
+ *     entries and max_shards x max_samples_per_send units (profiles for pyroscope_push, float
+ *     samples for remote_write; an entry is never split, so one bigger entry goes alone), 16 MiB
+ *     of entries a read.
  *     Entries older than max_lag (by the wall clock of their write) at the front are skipped:
  *     counted in dropped_total, logged once per skip, the cursor moves past them.
  *  2. Nothing to send: wait for the writer's next commit (fwd_logged) or 1 s. A batch that is
@@ -19,8 +20,11 @@
  *     status (4xx: the receiver refuses the data, sending it again cannot help): the batch is
  *     dropped, counted in dropped_total, and logged with the endpoint, the status and the first
  *     line of the answer; the cursor moves past it.
- * One request in flight per endpoint, batches in log order: so in order per series. max_shards
- * is accepted (Prometheus' key) but one shard is used.
+ * Shards: a window (capacity entries, max_shards x max_samples_per_send units) is split into
+ * max_shards requests by a hash of each series' labels (a series always goes to the same shard),
+ * sent at once (a thread per shard, each with its own kept-alive handle) and retried each on its
+ * own; the cursor passes the window once every shard is done, and only then is the next window
+ * read: so in order per series. With max_shards 1 (the default) one request is in flight.
  *
  * Cursors are kept in memory and stored through the writer (PS_WREQ_FWD_ADVANCE) at most every
  * 100 ms, one request at a time; a cursor not yet stored when the process dies only means the
@@ -40,6 +44,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/hash.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/timeutil.h"
@@ -50,6 +55,7 @@
 #define ADVANCE_EVERY_NS (100 * 1000000ll)
 #define IDLE_WAIT_NS PS_NS_PER_S
 #define PUSH_PATH "/push.v1.PusherService/Push"
+#define PS_FWD_MAX_SHARDS 16 /* requests in flight per endpoint at most (max_shards above is cut to it) */
 
 typedef struct ep_stats {
     uint64_t sent, requests, failed, retried, dropped;
@@ -63,7 +69,7 @@ typedef struct ep {
     char *url; /* where the POST goes */
     pthread_t thread;
     atomic_bool stop;
-    CURL *curl;
+    CURL *curl[PS_FWD_MAX_SHARDS]; /* one per shard: its kept-alive connection */
     /* under f->mu */
     uint64_t acked;    /* the last entry sent (or dropped) */
     ep_stats_t st;
@@ -232,11 +238,10 @@ static bool read_secret(const char *path, char *buf, size_t size, char *why, siz
 }
 
 /* POSTs body; the HTTP status, or 0 with why for a request that got no answer. */
-static long post(ep_t *e, const ps_buf_t *body, ps_buf_t *answer, char *why, size_t whylen)
+static long post(ep_t *e, CURL *h, const ps_buf_t *body, ps_buf_t *answer, char *why, size_t whylen)
 {
     const ps_forward_config_t *c = e->cfg;
     const ps_http_client_t *cl = &c->client;
-    CURL *h = e->curl;
     curl_easy_reset(h);
     struct curl_slist *hdr = NULL;
     if (c->protocol == PS_FWD_PYROSCOPE_PUSH) {
@@ -328,6 +333,11 @@ typedef struct batch {
     ps_err_t err;
 } batch_t;
 
+static uint32_t shards_of(const ps_forward_config_t *c)
+{
+    return c->max_shards < 1 ? 1 : c->max_shards > PS_FWD_MAX_SHARDS ? PS_FWD_MAX_SHARDS : c->max_shards;
+}
+
 static uint64_t units_of(const ps_forward_series_t *s, size_t n, int kind)
 {
     if (kind == 1)
@@ -362,7 +372,8 @@ static int on_entry(void *ctx, const ps_fwd_entry_t *en)
         b->last_seq = en->seq;
         return 0;
     }
-    if (b->n > 0 && b->units + u > c->max_samples_per_send) {
+    uint64_t window = (uint64_t)c->max_samples_per_send * shards_of(c);
+    if (b->n > 0 && b->units + u > window) {
         b->full = true;
         return 1;
     }
@@ -377,17 +388,15 @@ static int on_entry(void *ctx, const ps_fwd_entry_t *en)
     b->n++;
     b->units += u;
     b->last_seq = en->seq;
-    if (b->n >= c->capacity || b->units >= c->max_samples_per_send)
+    if (b->n >= c->capacity || b->units >= window)
         b->full = true;
     return b->full ? 1 : 0;
 }
 
-/* The request body of b (relabelled); *units gets what it holds. false: every series was dropped. */
-static bool build_body(ep_t *e, batch_t *b, ps_buf_t *body, uint64_t *units, ps_err_t *err)
+/* write_relabel_configs on every series of b; the ones kept stay at the front. Returns how many. */
+static size_t relabel_batch(ep_t *e, batch_t *b)
 {
     const ps_forward_config_t *c = e->cfg;
-    ps_buf_reset(body);
-    *units = 0;
     size_t kept = 0;
     for (size_t i = 0; i < b->nseries; i++) {
         ps_forward_series_t *s = b->series[i];
@@ -397,19 +406,27 @@ static bool build_body(ep_t *e, batch_t *b, ps_buf_t *body, uint64_t *units, ps_
             continue;
         b->series[kept++] = s;
     }
-    if (kept == 0)
-        return false;
+    return kept;
+}
+
+/* The request body of series[0..kept) (kept > 0); *units gets what it holds. */
+static bool build_body(ep_t *e, ps_forward_series_t **series, size_t kept, ps_arena_t *arena, ps_buf_t *body,
+                       uint64_t *units, ps_err_t *err)
+{
+    const ps_forward_config_t *c = e->cfg;
+    ps_buf_reset(body);
+    *units = 0;
     if (c->protocol == PS_FWD_PYROSCOPE_PUSH) {
-        ps_pyro_push_t req = {ps_arena_calloc(b->arena, kept, sizeof(ps_pyro_series_t)), kept};
+        ps_pyro_push_t req = {ps_arena_calloc(arena, kept, sizeof(ps_pyro_series_t)), kept};
         for (size_t i = 0; i < kept; i++) {
-            ps_forward_series_t *s = b->series[i];
+            ps_forward_series_t *s = series[i];
             ps_pyro_series_t *ps = &req.series[i];
-            ps->labels = ps_arena_calloc(b->arena, s->labels.n, sizeof(ps_pyro_label_t));
+            ps->labels = ps_arena_calloc(arena, s->labels.n, sizeof(ps_pyro_label_t));
             ps->nlabels = s->labels.n;
             for (uint32_t j = 0; j < s->labels.n; j++)
                 ps->labels[j] = (ps_pyro_label_t){s->labels.pairs[j].name, s->labels.pairs[j].value,
                                                   s->labels.pairs[j].nlen, s->labels.pairs[j].vlen};
-            ps->samples = ps_arena_calloc(b->arena, 1, sizeof(ps_pyro_sample_t));
+            ps->samples = ps_arena_calloc(arena, 1, sizeof(ps_pyro_sample_t));
             ps->samples[0] = (ps_pyro_sample_t){s->pprof, s->pprof_len, ""};
             ps->nsamples = 1;
         }
@@ -419,14 +436,14 @@ static bool build_body(ep_t *e, batch_t *b, ps_buf_t *body, uint64_t *units, ps_
     }
     ps_remote_write_t w = {0};
     w.version = 1;
-    w.series = ps_arena_calloc(b->arena, kept, sizeof(ps_remote_series_t));
+    w.series = ps_arena_calloc(arena, kept, sizeof(ps_remote_series_t));
     w.nseries = (uint32_t)kept;
     for (size_t i = 0; i < kept; i++) {
-        ps_forward_series_t *s = b->series[i];
+        ps_forward_series_t *s = series[i];
         ps_remote_series_t *rs = &w.series[i];
         rs->labels = s->labels;
         rs->meta = -1;
-        rs->samples = ps_arena_alloc(b->arena, (size_t)s->nsamples * sizeof(ps_remote_sample_t) + 1);
+        rs->samples = ps_arena_alloc(arena, (size_t)s->nsamples * sizeof(ps_remote_sample_t) + 1);
         rs->nsamples = s->nsamples;
         for (uint32_t j = 0; j < s->nsamples; j++)
             rs->samples[j] = (ps_remote_sample_t){s->samples[j].t, s->samples[j].v};
@@ -460,7 +477,7 @@ static void first_line(const ps_buf_t *a, char *out, size_t size)
 }
 
 /* Sends body until it is answered 2xx or refused for good; false when stopped first. */
-static bool send_batch(ep_t *e, const ps_buf_t *body, uint64_t units)
+static bool send_batch(ep_t *e, CURL *h, const ps_buf_t *body, uint64_t units)
 {
     ps_forward_t *f = e->f;
     const ps_forward_config_t *c = e->cfg;
@@ -472,7 +489,7 @@ static bool send_batch(ep_t *e, const ps_buf_t *body, uint64_t units)
             break;
         ps_buf_reset(&answer);
         why[0] = '\0';
-        long status = post(e, body, &answer, why, sizeof(why));
+        long status = post(e, h, body, &answer, why, sizeof(why));
         if (status >= 200 && status < 300) {
             pthread_mutex_lock(&f->mu);
             e->st.sent += units;
@@ -514,13 +531,105 @@ static bool send_batch(ep_t *e, const ps_buf_t *body, uint64_t units)
     return false;
 }
 
+/* One shard of a window: its series (by label hash), body, result. */
+typedef struct shard {
+    ep_t *e;
+    CURL *curl;
+    ps_forward_series_t **series;
+    size_t n, cap;
+    ps_buf_t body;
+    uint64_t units;
+    bool sent; /* answered 2xx or dropped: not stopped */
+} shard_t;
+
+static void *shard_run(void *arg)
+{
+    shard_t *sh = arg;
+    sh->sent = send_batch(sh->e, sh->curl, &sh->body, sh->units);
+    return NULL;
+}
+
+/* Sends window b: relabelled, split into max_shards requests by series (a series always to the same
+ * shard, so its order holds), sent at once, each retried on its own. true when every shard was
+ * answered (2xx, or dropped for a 4xx), false when stopped first (then the whole window is sent
+ * again: at least once). */
+static bool send_window(ep_t *e, batch_t *b, shard_t *shard)
+{
+    const ps_forward_config_t *c = e->cfg;
+    size_t kept = relabel_batch(e, b);
+    if (kept == 0)
+        return true;
+    uint32_t ns = shards_of(c);
+    if (ns > kept)
+        ns = (uint32_t)kept;
+    for (uint32_t k = 0; k < ns; k++) {
+        shard[k].e = e;
+        shard[k].curl = e->curl[k];
+        shard[k].n = 0;
+        shard[k].sent = false;
+    }
+    for (size_t i = 0; i < kept; i++) {
+        ps_buf_t enc = PS_BUF_INIT;
+        ps_labels_encode(&b->series[i]->labels, &enc);
+        uint32_t k = ns == 1 ? 0 : (uint32_t)(ps_hash64(enc.data, enc.len, 0) % ns);
+        ps_buf_dispose(&enc);
+        shard_t *sh = &shard[k];
+        if (sh->n == sh->cap) {
+            sh->cap = sh->cap ? sh->cap * 2 : 64;
+            sh->series = ps_xrealloc(sh->series, sh->cap * sizeof(*sh->series));
+        }
+        sh->series[sh->n++] = b->series[i];
+    }
+    uint32_t nreq = 0;
+    for (uint32_t k = 0; k < ns; k++) {
+        if (shard[k].n == 0) {
+            shard[k].sent = true;
+            continue;
+        }
+        ps_err_t err;
+        ps_err_clear(&err);
+        if (!build_body(e, shard[k].series, shard[k].n, b->arena, &shard[k].body, &shard[k].units, &err) ||
+            err.code != 0) {
+            set_error(e, "encoding a batch: %s", err.msg);
+            ps_log_error("forwarding: encoding a batch failed; dropped", "endpoint=%s err=%s", ps_log_q(c->name),
+                         ps_log_q(err.msg));
+            shard[k].n = 0;
+            shard[k].sent = true;
+            continue;
+        }
+        nreq++;
+    }
+    if (nreq <= 1) { /* on this thread */
+        for (uint32_t k = 0; k < ns; k++)
+            if (shard[k].n > 0)
+                shard_run(&shard[k]);
+    } else {
+        pthread_t th[PS_FWD_MAX_SHARDS];
+        bool started[PS_FWD_MAX_SHARDS] = {false};
+        for (uint32_t k = 0; k < ns; k++)
+            if (shard[k].n > 0)
+                started[k] = pthread_create(&th[k], NULL, shard_run, &shard[k]) == 0;
+        for (uint32_t k = 0; k < ns; k++) {
+            if (started[k])
+                pthread_join(th[k], NULL);
+            else if (shard[k].n > 0)
+                shard_run(&shard[k]);
+        }
+    }
+    for (uint32_t k = 0; k < ns; k++)
+        if (!shard[k].sent)
+            return false;
+    return true;
+}
+
 static void *sender(void *arg)
 {
     ep_t *e = arg;
     ps_forward_t *f = e->f;
     const ps_forward_config_t *c = e->cfg;
     ps_arena_t arena = PS_ARENA_INIT;
-    ps_buf_t body = PS_BUF_INIT;
+    shard_t shard[PS_FWD_MAX_SHARDS];
+    memset(shard, 0, sizeof(shard));
     batch_t b;
     memset(&b, 0, sizeof(b));
     bool open = false; /* b is being filled: later reads go on after its last entry */
@@ -592,18 +701,8 @@ static void *sender(void *arg)
             pthread_mutex_unlock(&f->mu);
             continue; /* read what came meanwhile (the deadline counts from the batch's first entry) */
         }
-        uint64_t units = 0;
-        ps_err_t err;
-        ps_err_clear(&err);
-        bool any = build_body(e, &b, &body, &units, &err);
-        if (err.code != 0) {
-            set_error(e, "encoding a batch: %s", err.msg);
-            ps_log_error("forwarding: encoding a batch failed; dropped", "endpoint=%s err=%s", ps_log_q(c->name),
-                         ps_log_q(err.msg));
-            any = false;
-        }
-        if (any && !send_batch(e, &body, units))
-            break; /* stopped: the batch is sent again by the next sender */
+        if (!send_window(e, &b, shard))
+            break; /* stopped: the window is sent again by the next sender */
         open = false;
         pthread_mutex_lock(&f->mu);
         e->acked = b.last_seq;
@@ -611,7 +710,10 @@ static void *sender(void *arg)
         pthread_mutex_unlock(&f->mu);
     }
     free(b.series);
-    ps_buf_dispose(&body);
+    for (int k = 0; k < PS_FWD_MAX_SHARDS; k++) {
+        ps_buf_dispose(&shard[k].body);
+        free(shard[k].series);
+    }
     ps_arena_dispose(&arena);
     return NULL;
 }
@@ -632,7 +734,9 @@ static void stop_senders(ps_forward_t *f)
 static void free_eps(ep_t **eps, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        curl_easy_cleanup(eps[i]->curl);
+        for (int k = 0; k < PS_FWD_MAX_SHARDS; k++)
+            if (eps[i]->curl[k] != NULL)
+                curl_easy_cleanup(eps[i]->curl[k]);
         free(eps[i]->url);
         free(eps[i]);
     }
@@ -668,7 +772,8 @@ void ps_forward_apply(ps_forward_t *f, ps_config_t *cfg)
         e->f = f;
         e->cfg = &cfg->forward[i];
         e->url = post_url(e->cfg);
-        e->curl = curl_easy_init();
+        for (uint32_t k = 0; k < e->cfg->max_shards && k < PS_FWD_MAX_SHARDS; k++)
+            e->curl[k] = curl_easy_init();
         uint64_t seq;
         int rc = ps_store_fwd_cursor(f->store, e->cfg->name, &seq, &err);
         e->acked = rc == 0 ? seq : last; /* a new endpoint starts at the log's end */

@@ -40,10 +40,10 @@ def config(tmp_path, endpoints):
     return p
 
 
-def endpoint(name, url, protocol="pyroscope_push", extra=""):
+def endpoint(name, url, protocol="pyroscope_push", extra="", shards=1):
     return ("  - name: %s\n    url: %s\n    protocol: %s\n%s"
             "    queue_config: {batch_send_deadline: 100ms, min_backoff: 50ms, max_backoff: 500ms,"
-            " max_samples_per_send: 5}\n" % (name, url, protocol, extra))
+            " max_samples_per_send: 5, max_shards: %d}\n" % (name, url, protocol, extra, shards))
 
 
 def status(srv):
@@ -106,9 +106,10 @@ def check_same(a, b, start, end):
         assert fb == fa and len(fa) > 100
 
 
-def test_push_forwarded_to_profstore(make_server, tmp_path):
+@pytest.mark.parametrize("shards", [1, 3])
+def test_push_forwarded_to_profstore(make_server, tmp_path, shards):
     b = make_server(name="b", retention="0")
-    cfg = config(tmp_path, [endpoint("b", "http://127.0.0.1:%d" % b.port)])
+    cfg = config(tmp_path, [endpoint("b", "http://127.0.0.1:%d" % b.port, shards=shards)])
     a = make_server(name="a", retention="0", config=str(cfg))
     n = push_all(a, 2)
     # Pyroscope's Connect push to A is forwarded as well
@@ -157,7 +158,7 @@ def test_outage_catch_up(make_server, tmp_path, monkeypatch):
 
 def test_kill_a_mid_forwarding(make_server, tmp_path):
     b = make_server(name="b", retention="0")
-    cfg = config(tmp_path, [endpoint("b", "http://127.0.0.1:%d" % b.port)])
+    cfg = config(tmp_path, [endpoint("b", "http://127.0.0.1:%d" % b.port, shards=4)])
     a = make_server(name="a", retention="0", config=str(cfg))
     n = push_all(a, 20)
     before = status(a)["b"]["sent"]
