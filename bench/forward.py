@@ -3,7 +3,7 @@
 with and without forwarding, and the catch-up after an outage of B.
 
   /usr/bin/python3 bench/forward.py [--profiles 3000] [--senders 4] [--rate 500] [--outage 300]
-                                    [--rw-requests 200] [--profstore build/profstore]
+                                    [--rw-requests 200] [--shards 2] [--profstore build/profstore]
 
 1. Ingest alone: a profstore without forward: gets --profiles pushes of go/cpu-01.pb.gz (200 stacks,
    2 sample types, time_nanos 1 s after the last push of its series; 100 series) from --senders
@@ -39,6 +39,7 @@ def parse_args():
     ap.add_argument("--rate", type=float, default=500.0)
     ap.add_argument("--outage", type=float, default=300.0)
     ap.add_argument("--rw-requests", type=int, default=200)
+    ap.add_argument("--shards", type=int, default=2, help="queue_config.max_shards of A's endpoints")
     ap.add_argument("--profstore", default=None)
     return ap.parse_args()
 
@@ -176,8 +177,8 @@ def wait_sent(a, n, timeout=1800):
 def config(dirpath, b_port, protocol="pyroscope_push", path=""):
     p = Path(dirpath) / ("fwd-%s.yml" % protocol)
     p.write_text("forward:\n  - name: b\n    url: http://127.0.0.1:%d%s\n    protocol: %s\n"
-                 "    queue_config: {batch_send_deadline: 200ms, max_samples_per_send: 500, capacity: 2500}\n"
-                 % (b_port, path, protocol))
+                 "    queue_config: {batch_send_deadline: 200ms, max_samples_per_send: 500, capacity: 2500,"
+                 " max_shards: %d}\n" % (b_port, path, protocol, ARGS.shards))
     return p
 
 
@@ -187,8 +188,9 @@ def main():
     flags = dict(retention="0", threads="2")
     for sec in range(T0, T0 + n // NSERIES + 1):
         body_at(sec)
-    print("# bench/forward: %d profiles of go/cpu-01.pb.gz (%d bytes, time_nanos set per push), %d senders; "
-          "loopback, fsync on" % (n, len(body_at(T0)), ARGS.senders))
+    print("# bench/forward: %d profiles of go/cpu-01.pb.gz (%d bytes, time_nanos set per push), %d senders, "
+          "max_shards %d; loopback, fsync on, %d CPUs" % (n, len(body_at(T0)), ARGS.senders, ARGS.shards,
+                                                         os.cpu_count()))
 
     # 1. ingest alone
     a0 = Server(tmp / "a0", **flags).start()
