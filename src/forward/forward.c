@@ -81,7 +81,8 @@ struct ps_forward {
     pthread_mutex_t mu;
     pthread_cond_t cv;   /* the log grew, a sender stops, an advance is done */
     uint64_t gen;        /* commits seen (fwd_logged) */
-    atomic_int active;   /* endpoints configured: entries are made */
+    atomic_int active;   /* endpoints configured (logged_hook wakes the senders) */
+    atomic_int profiles; /* a pyroscope_push endpoint is configured: profile entries are made */
     ps_config_t *cfg;
     ep_t **eps;
     size_t neps;
@@ -98,7 +99,7 @@ struct ps_forward {
 static void entry_hook(void *ctx, const ps_append_t *app, ps_buf_t *out)
 {
     ps_forward_t *f = ctx;
-    if (atomic_load(&f->active))
+    if (atomic_load(&f->profiles))
         ps_forward_profile_entry(app, out);
 }
 
@@ -794,8 +795,16 @@ void ps_forward_apply(ps_forward_t *f, ps_config_t *cfg)
     f->eps = eps;
     f->neps = n;
     f->cfg = cfg;
+    /* entries only for the protocols configured: a pyroscope_push endpoint skips float entries,
+     * so without a remote_write endpoint none are made (and the reverse) */
+    bool profiles = false, floats = false;
+    for (size_t i = 0; i < n; i++) {
+        profiles |= cfg->forward[i].protocol == PS_FWD_PYROSCOPE_PUSH;
+        floats |= cfg->forward[i].protocol == PS_FWD_REMOTE_WRITE;
+    }
     atomic_store(&f->active, n > 0);
-    ps_store_set_forward(f->store, n > 0 ? floats_hook : NULL, f);
+    atomic_store(&f->profiles, profiles);
+    ps_store_set_forward(f->store, floats ? floats_hook : NULL, f);
     request_advance(f, true); /* the new set of cursors; removed endpoints' go */
     pthread_mutex_unlock(&f->mu);
     free_eps(old, nold);
@@ -819,14 +828,15 @@ void ps_forward_shutdown(ps_forward_t *f)
         request_advance(f, true);
     advance_wait(f);
     pthread_mutex_unlock(&f->mu);
-    atomic_store(&f->active, 0);
-    ps_store_set_forward(f->store, NULL, NULL);
+    /* the hooks stay: the writes still queued (accepted before the shutdown) are logged, and
+     * forwarded after the restart */
 }
 
 void ps_forward_free(ps_forward_t *f)
 {
     if (f == NULL)
         return;
+    ps_store_set_forward(f->store, NULL, NULL);
     free_eps(f->eps, f->neps);
     ps_config_free(f->cfg);
     free(f->adv_names);
