@@ -876,6 +876,16 @@ static void test_forward(void **state)
                                                  "    retry_on_http_429: false\n"));
     assert_null(strstr((const char *)y.data, "tenant1"));
     assert_null(strstr((const char *)y.data, "tok"));
+    /* the text reads back to a configuration that prints the same (fuzz_config's rule) */
+    ps_config_t *c2 = NULL;
+    ps_err_t err2;
+    assert_int_equal(ps_config_parse((const char *)y.data, y.len - 1, "status.yml", &c2, &err2), 0);
+    ps_buf_t y2 = PS_BUF_INIT;
+    ps_config_yaml(c2, &y2);
+    ps_buf_putc(&y2, 0);
+    assert_string_equal((const char *)y2.data, (const char *)y.data);
+    ps_buf_dispose(&y2);
+    ps_config_free(c2);
     ps_buf_dispose(&y);
     ps_config_free(c);
 
