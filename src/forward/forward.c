@@ -94,6 +94,8 @@ struct ps_forward {
     uint64_t *adv_seqs;
 };
 
+static void set_error(ep_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* ---- hooks (writer and store threads) ---- */
 
 static void entry_hook(void *ctx, const ps_append_t *app, ps_buf_t *out)
@@ -352,25 +354,42 @@ static uint64_t units_of(const ps_forward_series_t *s, size_t n, int kind)
 static int on_entry(void *ctx, const ps_fwd_entry_t *en)
 {
     batch_t *b = ctx;
-    const ps_forward_config_t *c = b->e->cfg;
+    ep_t *e = b->e;
+    const ps_forward_config_t *c = e->cfg;
     b->seen++;
+    /* another protocol's entry is not this endpoint's to send: passed over (at the front of an
+     * empty batch the cursor moves past it; later, with the batch) */
+    bool mine = en->len > 0 && (en->data[0] == 1) == (c->protocol == PS_FWD_PYROSCOPE_PUSH);
     int kind;
-    ps_forward_series_t *s;
-    size_t ns;
-    /* the entry is copied: the read snapshot ends with the walk */
-    uint8_t *copy = ps_arena_alloc(b->arena, en->len + 1);
-    memcpy(copy, en->data, en->len);
-    if (ps_forward_entry_decode(copy, en->len, b->arena, &kind, &s, &ns, &b->err) != 0)
-        return PS_ECORRUPT;
-    uint64_t u = units_of(s, ns, kind);
-    bool mine = (kind == 1) == (c->protocol == PS_FWD_PYROSCOPE_PUSH);
-    if (b->n == 0 && (!mine || (b->max_lag > 0 && en->wall_ns < b->now - b->max_lag))) {
-        b->skip_to = en->seq;
-        b->skipped_units += mine ? u : 0; /* another protocol's entry is not this endpoint's to send */
+    ps_forward_series_t *s = NULL;
+    size_t ns = 0;
+    if (mine) {
+        /* the entry is copied: the read snapshot ends with the walk */
+        uint8_t *copy = ps_arena_alloc(b->arena, en->len + 1);
+        memcpy(copy, en->data, en->len);
+        ps_err_t derr;
+        if (ps_forward_entry_decode(copy, en->len, b->arena, &kind, &s, &ns, &derr) != 0) {
+            /* bytes this code did not write (a damaged disk): not sendable, and never silently lost */
+            ps_log_error("forwarding: a damaged log entry is skipped", "endpoint=%s seq=%llu err=%s",
+                         ps_log_q(c->name), (unsigned long long)en->seq, ps_log_q(derr.msg));
+            pthread_mutex_lock(&e->f->mu);
+            e->st.dropped++;
+            pthread_mutex_unlock(&e->f->mu);
+            set_error(e, "damaged log entry %llu: %s", (unsigned long long)en->seq, derr.msg);
+            mine = false;
+        }
+    }
+    if (!mine) {
+        if (b->n == 0)
+            b->skip_to = en->seq;
+        else
+            b->last_seq = en->seq;
         return 0;
     }
-    if (!mine) { /* passed over, as above, once the batch before it is sent */
-        b->last_seq = en->seq;
+    uint64_t u = units_of(s, ns, kind);
+    if (b->n == 0 && b->max_lag > 0 && en->wall_ns < b->now - b->max_lag) {
+        b->skip_to = en->seq;
+        b->skipped_units += u;
         return 0;
     }
     uint64_t window = (uint64_t)c->max_samples_per_send * shards_of(c);
@@ -454,7 +473,6 @@ static bool build_body(ep_t *e, ps_forward_series_t **series, size_t kept, ps_ar
     return ps_remote_write_encode(&w, 1, body, err) == 0;
 }
 
-static void set_error(ep_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_error(ep_t *e, const char *fmt, ...)
 {
     va_list ap;
@@ -638,7 +656,7 @@ static void *sender(void *arg)
         pthread_mutex_lock(&f->mu);
         uint64_t gen = f->gen, acked = e->acked;
         pthread_mutex_unlock(&f->mu);
-        if (!open) {
+        if (!open || b.n == 0) { /* an empty batch holds nothing: start it afresh at the cursor */
             ps_arena_reset(&arena);
             ps_forward_series_t **keep = b.series;
             size_t cap = b.capseries;
