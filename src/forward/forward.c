@@ -16,7 +16,9 @@
  *     1.0 WriteRequest (snappy, X-Prometheus-Remote-Write-Version: 0.1.0) POSTed to url.
  *  4. 2xx: the cursor moves past the batch. 5xx, network errors, and 429 (unless
  *     retry_on_http_429: false): the same request again after a backoff that doubles from
- *     min_backoff to max_backoff, forever (retried_total; nothing is dropped for it). Any other
+ *     min_backoff to max_backoff (retried_total; nothing is dropped for it), until the window's
+ *     oldest entry passes max_lag: then the window is read again (step 1 drops what is too old,
+ *     the rest is sent again). Any other
  *     status (4xx: the receiver refuses the data, sending it again cannot help): the batch is
  *     dropped, counted in dropped_total, and logged with the endpoint, the status and the first
  *     line of the answer; the cursor moves past it.
@@ -496,13 +498,20 @@ static void first_line(const ps_buf_t *a, char *out, size_t size)
 }
 
 /* Sends body until it is answered 2xx or refused for good; false when stopped first. */
-static bool send_batch(ep_t *e, CURL *h, const ps_buf_t *body, uint64_t units)
+/* What became of a request: answered (2xx, or refused for good and dropped), stopped (the sender
+ * stops: sent again later), expired (its oldest entry passed max_lag while it was retried: the
+ * window is read again, which drops what is too old and sends the rest). */
+enum { SEND_DONE, SEND_STOPPED, SEND_EXPIRED };
+
+/* Sends body until it is answered 2xx or refused for good, or expires_wall (0: never) passes. */
+static int send_batch(ep_t *e, CURL *h, const ps_buf_t *body, uint64_t units, int64_t expires_wall)
 {
     ps_forward_t *f = e->f;
     const ps_forward_config_t *c = e->cfg;
     int64_t backoff = c->min_backoff;
     ps_buf_t answer = PS_BUF_INIT;
     char why[256], line[256];
+    int tries = 0;
     for (;;) {
         if (atomic_load(&e->stop))
             break;
@@ -515,7 +524,7 @@ static bool send_batch(ep_t *e, CURL *h, const ps_buf_t *body, uint64_t units)
             e->st.requests++;
             pthread_mutex_unlock(&f->mu);
             ps_buf_dispose(&answer);
-            return true;
+            return SEND_DONE;
         }
         first_line(&answer, line, sizeof(line));
         bool retry = status == 0 || status >= 500 || (status == 429 && c->retry_on_http_429);
@@ -535,10 +544,19 @@ static bool send_batch(ep_t *e, CURL *h, const ps_buf_t *body, uint64_t units)
             ps_log_error("forwarding: the endpoint refused a batch; dropped", "endpoint=%s status=%ld units=%llu answer=%s",
                          ps_log_q(c->name), status, (unsigned long long)units, ps_log_q(line));
             ps_buf_dispose(&answer);
-            return true;
+            return SEND_DONE;
         }
-        ps_log_warn("forwarding: sending failed; retrying", "endpoint=%s status=%ld err=%s backoff_ms=%lld",
-                    ps_log_q(c->name), status, ps_log_q(status == 0 ? why : line), (long long)(backoff / 1000000));
+        /* the first failure of a request is a warning, its further retries are debug lines */
+        if (tries++ == 0)
+            ps_log_warn("forwarding: sending failed; retrying", "endpoint=%s status=%ld err=%s backoff_ms=%lld",
+                        ps_log_q(c->name), status, ps_log_q(status == 0 ? why : line), (long long)(backoff / 1000000));
+        else
+            ps_log_debug("forwarding: sending failed again; retrying", "endpoint=%s status=%ld err=%s backoff_ms=%lld",
+                         ps_log_q(c->name), status, ps_log_q(status == 0 ? why : line), (long long)(backoff / 1000000));
+        if (expires_wall > 0 && ps_time_now() >= expires_wall) {
+            ps_buf_dispose(&answer);
+            return SEND_EXPIRED;
+        }
         pthread_mutex_lock(&f->mu);
         int64_t until = ps_time_mono() + backoff;
         while (!atomic_load(&e->stop) && ps_time_mono() < until)
@@ -547,7 +565,7 @@ static bool send_batch(ep_t *e, CURL *h, const ps_buf_t *body, uint64_t units)
         backoff = backoff * 2 > c->max_backoff ? c->max_backoff : backoff * 2;
     }
     ps_buf_dispose(&answer);
-    return false;
+    return SEND_STOPPED;
 }
 
 /* One shard of a window: its series (by label hash), body, result. */
@@ -558,26 +576,27 @@ typedef struct shard {
     size_t n, cap;
     ps_buf_t body;
     uint64_t units;
-    bool sent; /* answered 2xx or dropped: not stopped */
+    int64_t expires;  /* when the window's oldest entry passes max_lag (0: never) */
+    int result;       /* SEND_* */
 } shard_t;
 
 static void *shard_run(void *arg)
 {
     shard_t *sh = arg;
-    sh->sent = send_batch(sh->e, sh->curl, &sh->body, sh->units);
+    sh->result = send_batch(sh->e, sh->curl, &sh->body, sh->units, sh->expires);
     return NULL;
 }
 
 /* Sends window b: relabelled, split into max_shards requests by series (a series always to the same
- * shard, so its order holds), sent at once, each retried on its own. true when every shard was
- * answered (2xx, or dropped for a 4xx), false when stopped first (then the whole window is sent
- * again: at least once). */
-static bool send_window(ep_t *e, batch_t *b, shard_t *shard)
+ * shard, so its order holds), sent at once, each retried on its own. SEND_DONE when every shard was
+ * answered (2xx, or dropped for a 4xx); SEND_STOPPED or SEND_EXPIRED when one was stopped or
+ * expired (then the whole window is sent again: at least once). */
+static int send_window(ep_t *e, batch_t *b, shard_t *shard)
 {
     const ps_forward_config_t *c = e->cfg;
     size_t kept = relabel_batch(e, b);
     if (kept == 0)
-        return true;
+        return SEND_DONE;
     uint32_t ns = shards_of(c);
     if (ns > kept)
         ns = (uint32_t)kept;
@@ -585,7 +604,8 @@ static bool send_window(ep_t *e, batch_t *b, shard_t *shard)
         shard[k].e = e;
         shard[k].curl = e->curl[k];
         shard[k].n = 0;
-        shard[k].sent = false;
+        shard[k].result = SEND_DONE;
+        shard[k].expires = c->max_lag > 0 ? b->first_wall + c->max_lag : 0;
     }
     for (size_t i = 0; i < kept; i++) {
         ps_buf_t enc = PS_BUF_INIT;
@@ -601,10 +621,8 @@ static bool send_window(ep_t *e, batch_t *b, shard_t *shard)
     }
     uint32_t nreq = 0;
     for (uint32_t k = 0; k < ns; k++) {
-        if (shard[k].n == 0) {
-            shard[k].sent = true;
+        if (shard[k].n == 0)
             continue;
-        }
         ps_err_t err;
         ps_err_clear(&err);
         if (!build_body(e, shard[k].series, shard[k].n, b->arena, &shard[k].body, &shard[k].units, &err) ||
@@ -613,7 +631,6 @@ static bool send_window(ep_t *e, batch_t *b, shard_t *shard)
             ps_log_error("forwarding: encoding a batch failed; dropped", "endpoint=%s err=%s", ps_log_q(c->name),
                          ps_log_q(err.msg));
             shard[k].n = 0;
-            shard[k].sent = true;
             continue;
         }
         nreq++;
@@ -635,10 +652,11 @@ static bool send_window(ep_t *e, batch_t *b, shard_t *shard)
                 shard_run(&shard[k]);
         }
     }
+    int r = SEND_DONE;
     for (uint32_t k = 0; k < ns; k++)
-        if (!shard[k].sent)
-            return false;
-    return true;
+        if (shard[k].result == SEND_STOPPED || (shard[k].result == SEND_EXPIRED && r == SEND_DONE))
+            r = shard[k].result;
+    return r;
 }
 
 static void *sender(void *arg)
@@ -720,9 +738,12 @@ static void *sender(void *arg)
             pthread_mutex_unlock(&f->mu);
             continue; /* read what came meanwhile (the deadline counts from the batch's first entry) */
         }
-        if (!send_window(e, &b, shard))
-            break; /* stopped: the window is sent again by the next sender */
+        int r = send_window(e, &b, shard);
         open = false;
+        if (r == SEND_STOPPED)
+            break; /* the window is sent again by the next sender */
+        if (r == SEND_EXPIRED)
+            continue; /* read again: what passed max_lag is dropped, the rest sent */
         pthread_mutex_lock(&f->mu);
         e->acked = b.last_seq;
         request_advance(f, false);

@@ -346,3 +346,26 @@ def test_agent_mode(make_server, tmp_path, pb):  # noqa: F811
     r = connect_call(a.port, "querier.v1.QuerierService/ProfileTypes", None, body=b"")
     assert r.status == 400 and r.error["code"] == "invalid_argument" and r.error["message"].startswith("agent mode")
     assert a.get_json("/api/v1/status/flags")["data"]["agent"] == "true"
+
+
+def test_max_lag_drops_the_oldest(make_server, tmp_path, monkeypatch):
+    """Entries older than max_lag are dropped (counted, logged) even while their request is being
+    retried; newer ones are still sent."""
+    port = conftest.free_port()  # nothing listens there yet
+    cfg = config(tmp_path, [endpoint("b", "http://127.0.0.1:%d" % port, extra="    max_lag: 3s\n")])
+    a = make_server(name="a", retention="0", config=str(cfg))
+    for i in range(3):
+        st, js = a.push(fixture_bytes("go/cpu-01.pb.gz"), time=str(NOW_S + i), labels='{job="x"}')
+        assert st == 200, js
+    wait_for(lambda: status(a)["b"]["retried"] >= 1, 10, "retrying")
+    time.sleep(3.5)
+    st, js = a.push(fixture_bytes("go/cpu-01.pb.gz"), time=str(NOW_S + 10), labels='{job="x"}')
+    assert st == 200, js
+    monkeypatch.setattr(conftest, "free_port", lambda: port)
+    b = make_server(name="b", retention="0")
+    e = wait_for(lambda: (lambda e: e if e["sent"] == 1 and e["pending"] == 0 else None)(status(a)["b"]), 20,
+                 "the fresh profile sent")
+    assert e["dropped"] == 3
+    times = sorted({p[0] for v in series_snapshot(b).values() for p in v})
+    assert times == [(NOW_S + 10) * 10**9]
+    assert 'msg="forwarding: entries older than max_lag dropped" endpoint=b units=3 up_to_seq=3' in a.log()
