@@ -182,4 +182,14 @@ echo "### bench_ui (24 h of a 12,420-node CPU profile, 1 h and 24 h merges, max_
 echo
 echo "### bench_conns (512 idle connections, accept rate, 1,000 idle at --web.max-connections=512, nofile 256)"
 /usr/bin/python3 "$here/conns.py" --profstore "$BUILD/profstore" || status=$?
+
+# ---- bench_forward: profiles/s and samples/s forwarded A -> B, A's CPU per profile with and
+# without forwarding, catch-up after an outage of B (bench/forward.py; full: 5 min at 500/s) ----
+echo
+echo "### bench_forward"
+if [ "$QUICK" = 1 ]; then
+    /usr/bin/python3 "$here/forward.py" --profstore "$BUILD/profstore" --profiles 1000 --outage 10 --rate 200 --rw-requests 50 || status=$?
+else
+    /usr/bin/python3 "$here/forward.py" --profstore "$BUILD/profstore" || status=$?
+fi
 exit $status

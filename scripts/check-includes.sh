@@ -23,8 +23,9 @@ src/ingest    ingest     core parser proto storage
 src/query     query      core parser proto storage
 src/render    render     core
 src/scrape    scrape     core config discovery ingest proto
-web           web        core parser proto storage config auth discovery ingest query render scrape
-src/main.c    main       core parser proto storage config auth discovery ingest query render scrape web
+src/forward   forward    core parser proto storage config ingest
+web           web        core parser proto storage config auth discovery ingest query render scrape forward
+src/main.c    main       core parser proto storage config auth discovery ingest query render scrape forward web
 tests/unit/core      -   core
 tests/unit/parser    -   core parser
 tests/unit/proto     -   core proto
@@ -36,8 +37,9 @@ tests/unit/ingest    -   core parser proto storage ingest
 tests/unit/query     -   core parser proto storage ingest query
 tests/unit/render    -   core proto render
 tests/unit/scrape    -   core config discovery ingest proto scrape
+tests/unit/forward   -   core parser proto storage config ingest forward
 '
-prefixes='core parser proto storage config auth discovery ingest query render scrape web'
+prefixes='core parser proto storage config auth discovery ingest query render scrape forward web'
 
 bad=0
 echo "$rules" | while read -r dir own allowed; do

@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "config/webconfig.h"
+#include "forward/forward.h"
 #include "scrape/scrape.h"
 #include "core/log.h"
 #include "core/timeutil.h"
@@ -44,6 +45,8 @@ static const char usage[] =
     "                                   (default 1KiB; 0 = none)\n"
     "  --web.idle-timeout=DURATION      how long a kept-alive connection may wait for its next request,\n"
     "                                   or a client read nothing of its answer (default 2m; 0 = forever)\n"
+    "  --agent                          agent mode: scrape and accept pushes, forward everything (forward: in\n"
+    "                                   the config), keep only the forwarding log; queries answer 400\n"
     "  --web.enable-h2c                 accept HTTP/2 over cleartext (prior knowledge and Upgrade: h2c); off:\n"
     "                                   HTTP/2 only through TLS (ALPN)\n"
     "  --web.http2-max-resets=N         streams an HTTP/2 client may reset per connection in 10 s before it is\n"
@@ -129,6 +132,7 @@ typedef struct flags {
     uint64_t max_conns, body_min_rate, h2_max_resets;
     int64_t header_timeout, body_idle_timeout, idle_timeout;
     int h2c;
+    int agent;
 } flags_t;
 
 static void die_usage(const char *fmt, const char *a, const char *b)
@@ -177,6 +181,10 @@ static void parse_flags(int argc, char **argv, flags_t *f)
         }
         if (strcmp(name, "web.enable-h2c") == 0) {
             f->h2c = 1;
+            continue;
+        }
+        if (strcmp(name, "agent") == 0) {
+            f->agent = 1;
             continue;
         }
         static const char *known[] = {"listen", "data-dir", "config", "log-level", "retention",
@@ -403,6 +411,7 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("web.body-min-rate", fmt_size(f->body_min_rate));
     FLAG("web.idle-timeout", fmt_dur(f->idle_timeout));
     FLAG("web.enable-h2c", f->h2c ? "true" : "false");
+    FLAG("agent", f->agent ? "true" : "false");
     FLAG("web.http2-max-resets", fmt_dup("%llu", (unsigned long long)f->h2_max_resets));
 #undef FLAG
     qsort(fl, n, sizeof(fl[0]), flag_cmp);
@@ -432,6 +441,7 @@ typedef struct wiring {
 /* Applies cfg (taken): starts the scraper on the first configuration, reloads it afterwards. */
 static void apply_config(wiring_t *w, ps_config_t *cfg)
 {
+    ps_forward_apply(w->srv->forward, cfg); /* keeps its own reference */
     if (w->srv->scraper == NULL)
         w->srv->scraper = ps_scraper_start(cfg, w->srv->writer, &w->scrape_opts);
     else
@@ -558,6 +568,7 @@ int main(int argc, char **argv)
     so.nosync = f.nosync;
     so.future_grace_ns = f.future_grace;
     so.disk_reserve = f.disk_reserve;
+    so.log_only = f.agent != 0;
     wo.max_queue_bytes = f.queue_bytes;
     wo.max_queue = (uint32_t)f.queue_items;
     ps_inflate_budget_set(f.max_inflated_total ? f.max_inflated_total : f.max_inflated);
@@ -597,6 +608,9 @@ int main(int argc, char **argv)
     srv.opts.body_min_rate = f.body_min_rate;
     srv.opts.idle_timeout = f.idle_timeout;
     srv.opts.enable_h2c = f.h2c != 0;
+    srv.opts.agent = f.agent != 0;
+    if (f.agent && (cfg == NULL || cfg->nforward == 0))
+        ps_log_warn("agent mode without forward: endpoints in the config: what is received is not kept", NULL);
     srv.opts.http2_max_resets = (uint32_t)f.h2_max_resets;
     srv.store = store;
     status_flags(&f, &srv);
@@ -611,7 +625,10 @@ int main(int argc, char **argv)
         return 2;
     }
     status_config(&srv, cfg, srv.start_time); /* loaded at start; before apply_config takes cfg */
+    srv.forward = ps_forward_new(store);
+    ps_forward_writer_hooks(srv.forward, &wo);
     srv.writer = ps_writer_start(store, &wo);
+    ps_forward_attach(srv.forward, srv.writer);
     /* a scraped body may be twice a pushed one, and at least 64 MiB (Go heap profiles of big
      * processes) */
     wiring_t wiring = {.config_path = f.config, .web_config_path = f.web_config, .srv = &srv};
@@ -650,9 +667,11 @@ int main(int argc, char **argv)
     }
     ps_server_begin_shutdown(&srv);  /* new writes get 503; listeners close */
     ps_scraper_stop(srv.scraper);    /* no new scrapes; those handed to the writer still finish */
+    ps_forward_shutdown(srv.forward); /* senders stop; their cursors go through the writer */
     ps_writer_shutdown(srv.writer);  /* queued writes finish; their answers are queued to the loops */
     ps_server_stop(&srv);            /* each loop sends those answers, drains, and ends */
     ps_writer_stop(srv.writer);      /* no loop can submit any more: free it */
+    ps_forward_free(srv.forward);
     ps_store_close(store);
     ps_log_info("stopped", NULL);
     return 0;

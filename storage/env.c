@@ -32,6 +32,8 @@ static const struct {
     [DB_FHEAD] = {"fhead", 0},
     [DB_META] = {"meta", 0},
     [DB_FPREFIX] = {"fprefix", 0},
+    [DB_FWDLOG] = {"fwdlog", 0},
+    [DB_FWDCURSOR] = {"fwdcursor", 0},
 };
 
 
@@ -256,7 +258,8 @@ static int next_read(ps_store_t *s, MDB_txn *txn, ps_next_ids_t *n, ps_err_t *er
 
 int ps_store_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
 {
-    return next_read(s, txn, &s->next, err);
+    int ret = next_read(s, txn, &s->next, err);
+    return ret != 0 ? ret : ps_fwd_load_next(s, txn, err);
 }
 
 int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
@@ -402,6 +405,8 @@ void ps_store_close(ps_store_t *s)
     free(s->fstates);
     free(s->fdirty);
     ps_buf_dispose(&s->sym_key);
+    ps_buf_dispose(&s->fwd_mask);
+    ps_buf_dispose(&s->fwd_buf);
     ps_hmap_dispose(&s->append_wall);
     free(s->dir);
     free(s);

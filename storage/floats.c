@@ -887,6 +887,8 @@ static int append_series(ps_store_t *s, MDB_txn *txn, ps_fappend_t *fa, int64_t 
         f->last_v = bits;
         f->has_last = true;
         fa->accepted++;
+        if (fa->stored != NULL)
+            ((uint8_t *)fa->stored)[i] = 1;
         mark_dirty(s, f);
     }
     return 0;

@@ -7,6 +7,7 @@
 
 #include <lmdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "core/hash.h"
 #include "core/timeutil.h"
@@ -29,6 +30,8 @@ enum {
     DB_FHEAD,       /* sid(8 BE) -> the open chunk of a float series: 0x02 XOR chunk, or 0x04 its tail */
     DB_META,        /* metric family name -> metadata record */
     DB_FPREFIX,     /* txn id(8 BE) sid(8 BE) -> 0x05 the stable start of an open chunk whose fhead is a tail (schema 3) */
+    DB_FWDLOG,      /* seq(8 BE) -> wall ns(8 BE) + the entry's bytes (made by src/forward; fwdlog.c) */
+    DB_FWDCURSOR,   /* endpoint name -> seq(8 BE): the last entry that endpoint acknowledged */
     DB_COUNT
 };
 
@@ -108,6 +111,12 @@ struct ps_store {
      * disk reserve file is given up when the file system is full */
     uint64_t map_headroom;
     bool reserve_held;      /* <dir>/space.reserve exists with opts.disk_reserve bytes */
+    /* the forwarding log (fwdlog.c): the next sequence number (DB_INFO "fwdnext", writer-only),
+     * and the hook that makes the entry of a write's stored float samples (NULL: forwarding off) */
+    uint64_t fwd_next;
+    _Atomic(ps_store_fwd_floats_fn) fwd_floats;
+    void *_Atomic fwd_ctx;
+    ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
 };
 
 /** Before a write transaction: PS_ENOSPACE (with the message the answer gives) when the pages in
@@ -204,6 +213,11 @@ int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touche
                ps_err_t *err);
 int ps_freader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err);
 int ps_freader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
+
+/* fwdlog.c: the forwarding log inside a write transaction */
+int ps_fwd_log_put(ps_store_t *s, MDB_txn *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);
+int ps_fwd_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
+int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf, ps_err_t *err);
 
 /* env.c */
 int ps_store_save_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err);

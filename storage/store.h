@@ -40,6 +40,8 @@ typedef struct ps_store_opts {
     int64_t future_grace_ns;      /* profiles and samples more than this after now are refused (a
                                    * series would then refuse every present one as out of order);
                                    * 0 = any time (the default here; profstore's --storage.future-grace: 10m) */
+    bool log_only;                /* --agent: writes store nothing but their forwarding log entries
+                                   * (every profile and sample is taken as stored; fwdlog.c) */
 } ps_store_opts_t;
 
 /** Says in err (PS_EINVAL) that ts (ns) is too far in the future for grace_ns:
@@ -75,6 +77,15 @@ typedef struct ps_append {
     bool duplicate;                   /* identical profile already stored at ts: nothing written */
     uint64_t *series_ids;             /* nseries, filled on success (caller-provided array) */
     uint32_t *series_samples;         /* nseries: nonzero stacks stored per series (caller array) */
+    /* in: the forwarding log entry of this profile (made above storage, see src/forward), logged in
+     * the same transaction when the profile is stored (status 0, not a duplicate); 0 bytes: none */
+    const uint8_t *fwd;
+    size_t fwd_len;
+    /* in, optional (not read by storage): the pprof body this profile was decoded from, as received
+     * (gzipped or not), valid until the append is submitted; forwarding sends it as it is when the
+     * stored time and duration are the body's own, instead of encoding the profile again */
+    const uint8_t *raw;
+    size_t raw_len;
 } ps_append_t;
 
 /**
@@ -109,6 +120,9 @@ typedef struct ps_fappend {
     uint32_t out_of_bounds;          /* older than now - retention, or t beyond +-9223372036854 ms */
     uint32_t too_new;                /* more than future_grace_ns after now */
     int64_t first_out_of_order, first_dup_conflict, first_out_of_bounds, first_too_new; /* ms, valid if counted */
+    /* out, set by ps_store_write while forwarding is on (else NULL): nsamples bytes, 1 for each
+     * sample stored (not an identical duplicate, not rejected); valid until the next write */
+    const uint8_t *stored;
 } ps_fappend_t;
 
 /** Metric family metadata (remote_write): last write wins. */
@@ -148,6 +162,43 @@ typedef struct ps_store_stats {
 } ps_store_stats_t;
 /** Any thread: counts of what is committed, all from one read snapshot. */
 int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err);
+
+/* ---- the forwarding log (src/forward; docs/FORMAT.md "Forwarding log") ----
+ * Entries are opaque bytes made above storage, each written in the transaction of the data it
+ * forwards, under an increasing sequence number (1, 2, ...), with the wall clock of the write. Each
+ * forwarding endpoint has a cursor: the last sequence number it acknowledged. */
+
+/** Makes the entry of a write's float samples inside its transaction: the samples of items whose
+ *  stored[j] is 1 (status 0 items only), appended to out; nothing appended = no entry. */
+typedef void (*ps_store_fwd_floats_fn)(void *ctx, ps_fappend_t *const *items, size_t n, ps_buf_t *out);
+/** Turns the logging of float samples on (fn != NULL) or off. Any thread; the next write sees it.
+ *  (Profiles are logged when their ps_append_t carries an entry.) */
+void ps_store_set_forward(ps_store_t *s, ps_store_fwd_floats_fn fn, void *ctx);
+
+typedef struct ps_fwd_entry {
+    uint64_t seq;
+    int64_t wall_ns;       /* when it was written */
+    const uint8_t *data;   /* valid during the callback only */
+    size_t len;
+} ps_fwd_entry_t;
+
+/** Any thread: calls cb for the entries with seq > after, oldest first, at most max_n of them and
+ *  no more than max_bytes of data (but always the first), from one read snapshot. *last (optional)
+ *  gets the newest sequence number ever written (0: none), *oldest_wall (optional) the wall clock of
+ *  the first entry after `after` (0: none). cb returning nonzero stops the walk with that value. */
+int ps_store_fwd_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_bytes,
+                      int (*cb)(void *ctx, const ps_fwd_entry_t *e), void *ctx, uint64_t *last,
+                      ps_err_t *err);
+/** Any thread: the cursor of endpoint name, or PS_ENOTFOUND. */
+int ps_store_fwd_cursor(ps_store_t *s, const char *name, uint64_t *seq, ps_err_t *err);
+/**
+ * Writer thread: in one transaction, sets the cursors of the n endpoints (names[i] -> seqs[i]),
+ * deletes every other cursor (an endpoint no longer configured), and deletes the entries every
+ * cursor is past (seq <= the smallest; with n == 0 all of them), at most 100,000 a call (the rest
+ * go with the next). *trimmed (optional) gets how many were deleted.
+ */
+int ps_store_fwd_advance(ps_store_t *s, const char *const *names, const uint64_t *seqs, size_t n, uint64_t *trimmed,
+                         ps_err_t *err);
 
 /* ---- reading (any thread) ---- */
 

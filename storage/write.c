@@ -3,6 +3,7 @@
  * series, all in one write transaction per batch (group commit).
  */
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -309,6 +310,8 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
     ps_arena_t a = PS_ARENA_INIT;
     int64_t now = ps_time_now();
 
+    if (s->opts.log_only)
+        return ps_fwd_write_log_only(s, items, n, floats, nf, err);
     if ((ret = ps_store_space_check(s, err)) != 0) { /* full: refused before anything is tried */
         ps_err_prefix(err, "writing");
         goto Fail;
@@ -375,10 +378,35 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
                                     (long long)it->ts);
         }
     }
+    /* the forwarding log: each profile stored now, in batch order (so in order per series) */
+    for (size_t i = 0; i < n; i++)
+        if (items[i]->status == 0 && !items[i]->duplicate && items[i]->fwd_len > 0 &&
+            (ret = ps_fwd_log_put(s, txn, now, items[i]->fwd, items[i]->fwd_len, err)) != 0)
+            goto Fail;
     /* floats after the profiles: the nested transactions above drop the writer caches, and the
      * float heads changed here stay in the cache until ps_fwrite_flush writes them */
+    ps_store_fwd_floats_fn fwd_floats = nf > 0 ? atomic_load(&s->fwd_floats) : NULL;
+    if (fwd_floats != NULL) { /* which samples are stored: for their entry, below */
+        size_t total = 0;
+        for (size_t i = 0; i < nf; i++)
+            total += floats[i]->nsamples;
+        ps_buf_reset(&s->fwd_mask);
+        uint8_t *m = ps_buf_reserve(&s->fwd_mask, total + 1);
+        memset(m, 0, total + 1);
+        for (size_t i = 0, off = 0; i < nf; off += floats[i]->nsamples, i++)
+            floats[i]->stored = m + off;
+    } else {
+        for (size_t i = 0; i < nf; i++)
+            floats[i]->stored = NULL;
+    }
     if (nf > 0 && (ret = ps_fwrite(s, txn, floats, nf, now, err)) != 0)
         goto Fail;
+    if (fwd_floats != NULL) {
+        ps_buf_reset(&s->fwd_buf);
+        fwd_floats(atomic_load(&s->fwd_ctx), floats, nf, &s->fwd_buf);
+        if (s->fwd_buf.len > 0 && (ret = ps_fwd_log_put(s, txn, now, s->fwd_buf.data, s->fwd_buf.len, err)) != 0)
+            goto Fail;
+    }
     if (nm > 0 && (ret = ps_meta_write(s, txn, meta, nm, err)) != 0)
         goto Fail;
     if ((ret = ps_fwrite_flush(s, txn, err)) != 0)

@@ -14,6 +14,7 @@
 #include "http.h"
 #include "internal.h"
 #include "qpool.h"
+#include "forward/forward.h"
 #include "scrape/scrape.h"
 #include "ingest/ingest.h"
 
@@ -119,6 +120,24 @@ int ps_api_status_flags(h2o_req_t *req)
         ps_json_cstr(&j, s->flags[i].value);
     }
     ps_json_end(&j);
+    ps_http_send_envelope(req, 200, &j, &b);
+    return 0;
+}
+
+/* GET /api/v1/status/forward: every forwarding endpoint's counters, cursor, pending entries, lag
+ * and last error (src/forward), in Prometheus' envelope */
+int ps_api_status_forward(h2o_req_t *req)
+{
+    ps_server_t *s = ps_http_server(req);
+    ps_buf_t b = PS_BUF_INIT, arr = PS_BUF_INIT;
+    ps_json_t j;
+    ps_json_envelope(&j, &b);
+    if (s->forward != NULL)
+        ps_forward_status_json(s->forward, &arr);
+    else
+        PS_BUF_LIT(&arr, "[]");
+    ps_json_raw(&j, (const char *)arr.data, arr.len);
+    ps_buf_dispose(&arr);
     ps_http_send_envelope(req, 200, &j, &b);
     return 0;
 }
@@ -263,6 +282,8 @@ int ps_api_metrics(h2o_req_t *req)
     ps_buf_printf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name, (unsigned long long)(v))
     ps_http_stats_write(s->http_stats, &b);
     ps_conns_metrics(s, &b);
+    if (s->forward != NULL)
+        ps_forward_metrics(s->forward, &b);
     uint64_t e4, e5;
     ps_http_stats_errors(s->http_stats, &e4, &e5);
     ps_buf_printf(&b, "# HELP profstore_http_errors_total HTTP error responses by class.\n"

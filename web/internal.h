@@ -131,6 +131,7 @@ int ps_api_ready(h2o_req_t *req);
 int ps_api_buildinfo(h2o_req_t *req);
 int ps_api_status_config(h2o_req_t *req);
 int ps_api_status_flags(h2o_req_t *req);
+int ps_api_status_forward(h2o_req_t *req);
 int ps_api_status_runtimeinfo(h2o_req_t *req);
 int ps_api_status_tsdb(h2o_req_t *req); /* api_status_tsdb.c */
 int ps_api_metrics(h2o_req_t *req);

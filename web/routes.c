@@ -32,6 +32,7 @@ static const route_t routes[] = {
     {"/api/v1/status/buildinfo", M_GET, ps_api_buildinfo, RD},
     {"/api/v1/status/config", M_GET, ps_api_status_config, RD},
     {"/api/v1/status/flags", M_GET, ps_api_status_flags, RD},
+    {"/api/v1/status/forward", M_GET, ps_api_status_forward, RD},
     {"/api/v1/status/runtimeinfo", M_GET, ps_api_status_runtimeinfo, RD},
     {"/api/v1/status/tsdb", M_GET, ps_api_status_tsdb, RD | POOL},
     {"/api/v1/profiles/write", M_POST, ps_api_profiles_write, WR | DEC},
@@ -142,6 +143,19 @@ static int route(h2o_req_t *req)
 {
     h2o_iovec_t p = req->path_normalized;
     unsigned m = method_bit(req->method);
+    uint32_t handler = ps_routes_handler(p);
+    /* --agent keeps no data: every route that reads the store (the query pool's, remote read) says
+     * where the data is instead of answering empty */
+    ps_server_t *srv = ps_http_server(req);
+    if (srv->opts.agent && ((ps_routes_class(handler) & PS_ROUTE_POOL) ||
+                            h2o_memis(p.base, p.len, H2O_STRLIT("/api/v1/read")))) {
+        static const char msg[] = "agent mode: queries go to the engine this profstore forwards to (forward: in the config)";
+        if (ps_connect_is_path(p))
+            ps_connect_error_req(req, PS_CONNECT_INVALID_ARGUMENT, msg); /* 400 */
+        else
+            ps_http_error_status(req, 400, msg);
+        return 0;
+    }
     for (size_t i = 0; i < NROUTES; i++) {
         if (!h2o_memis(p.base, p.len, routes[i].path, strlen(routes[i].path)))
             continue;

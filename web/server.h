@@ -20,6 +20,7 @@
  * ingest/ingest.h and scrape/scrape.h, which only the handlers' .c files include). */
 struct ps_writer;
 struct ps_scraper;
+struct ps_forward; /* forward/forward.h */
 struct ps_webconfig; /* config/webconfig.h */
 
 /** What main.c does for POST /-/reload, the same as for SIGHUP: reads the configuration file
@@ -52,6 +53,7 @@ typedef struct ps_server_opts {
     uint64_t body_min_rate;       /* bytes/s a request body must average after that grace */
     int64_t idle_timeout;         /* ns a kept-alive connection may wait for its next request */
     bool enable_h2c;              /* HTTP/2 over cleartext (prior knowledge, Upgrade: h2c) */
+    bool agent;                   /* --agent: routes that read the store answer 400 (routes.c) */
     uint32_t http2_max_resets;    /* streams a client may reset per connection per 10 s (0 = no cap) */
 } ps_server_opts_t;
 
@@ -66,6 +68,7 @@ typedef struct ps_server {
     ps_store_t *store;
     struct ps_writer *writer;
     struct ps_scraper *_Atomic scraper; /* NULL until a configuration is loaded */
+    struct ps_forward *forward;  /* the forwarder (its endpoints come with the configuration) */
     ps_server_reload_fn reload;  /* NULL without --config */
     void *reload_ctx;
     int64_t start_time;

@@ -69,10 +69,19 @@
  *    silently ignoring a path the user set would scrape something else), metric_relabel_configs,
  *    any other *_sd_configs (only static, file and http discovery exist here);
  *  - everything else (oauth2, proxy_url, sample_limit, rule_files, ...) is an unknown field.
+ *
+ * forward: (src/forward; Prometheus' remote_write shape): a list of endpoints. url http or https
+ * with a host; protocol pyroscope_push (default) or remote_write; name unique, default the url;
+ * headers: names of HTTP token characters, not one the sender sets itself (Authorization,
+ * Content-Type, Content-Encoding, Content-Length, Connect-Protocol-Version, User-Agent,
+ * X-Prometheus-Remote-Write-Version, Host); queue_config: capacity, max_shards,
+ * max_samples_per_send >= 1, batch_send_deadline and min_backoff > 0, max_backoff >= min_backoff;
+ * min_shards and sample_age_limit... are unknown keys. max_lag >= 0 (0: no bound).
  */
 #include "config.h"
 
 #include <openssl/evp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1342,6 +1351,225 @@ static int parse_scrape(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *sc, 
     return parse_profiling(c, profiling, sc, timeout != NULL ? timeout : interval != NULL ? interval : n);
 }
 
+/* ---- forward ---- */
+
+static int parse_headers(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc)
+{
+    static const char *const reserved[] = {"authorization", "content-type", "content-encoding", "content-length",
+                                           "connect-protocol-version", "user-agent",
+                                           "x-prometheus-remote-write-version", "host", NULL};
+    int rc = want_map(c, n, "headers (name: value)");
+    if (rc != 0)
+        return rc;
+    size_t cnt = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    fc->header_names = ps_arena_calloc(c->w.a, cnt, sizeof(char *));
+    fc->header_values = ps_arena_calloc(c->w.a, cnt, sizeof(char *));
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+        yaml_node_t *k = node(c, pr->key), *v = node(c, pr->value);
+        const char *name, *value;
+        if ((rc = get_str(c, k, &name)) != 0)
+            return rc;
+        size_t old = push_key(c, name);
+        if (name[0] == '\0')
+            return fail(c, k, "empty header name");
+        for (const char *p = name; *p; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                  strchr("!#$%&'*+-.^_`|~", *p) != NULL))
+                return fail(c, k, "invalid header name \"%.64s\"", name);
+        for (int i = 0; reserved[i]; i++)
+            if (strcasecmp(name, reserved[i]) == 0)
+                return fail(c, k, "header \"%.64s\" is set by profstore itself and may not be configured", name);
+        for (uint32_t i = 0; i < fc->nheaders; i++)
+            if (strcasecmp(fc->header_names[i], name) == 0)
+                return fail(c, k, "duplicate header \"%.64s\"", name);
+        if (is_null(v))
+            return fail(c, v, "header \"%.64s\" has no value", name);
+        if ((rc = get_str(c, v, &value)) != 0)
+            return rc;
+        for (const char *p = value; *p; p++)
+            if ((unsigned char)*p < ' ' && *p != '\t')
+                return fail(c, v, "header \"%.64s\": control characters in the value", name);
+        fc->header_names[fc->nheaders] = name;
+        fc->header_values[fc->nheaders++] = value;
+        pop(c, old);
+    }
+    return 0;
+}
+
+static int get_positive(ctx_t *c, const yaml_node_t *v, uint32_t *out)
+{
+    uint64_t x;
+    int rc = get_u64(c, v, &x);
+    if (rc != 0)
+        return rc;
+    if (x == 0 || x > 1000000)
+        return fail(c, v, "must be between 1 and 1000000, got %llu", (unsigned long long)x);
+    *out = (uint32_t)x;
+    return 0;
+}
+
+static int parse_queue(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc)
+{
+    static const char *const names[] = {"capacity", "max_shards", "max_samples_per_send", "batch_send_deadline",
+                                        "min_backoff", "max_backoff", "retry_on_http_429", NULL};
+    static const fields_t f = {"queue_config", names, NULL, false};
+    int rc = want_map(c, n, "queue_config");
+    if (rc != 0)
+        return rc;
+    const yaml_node_t *maxb = NULL;
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+        const char *key;
+        if ((rc = check_key(c, n, pr, &f, &key)) != 0)
+            return rc;
+        yaml_node_t *v = node(c, pr->value);
+        if (is_null(v))
+            continue;
+        size_t old = push_key(c, key);
+        if (strcmp(key, "capacity") == 0)
+            rc = get_positive(c, v, &fc->capacity);
+        else if (strcmp(key, "max_shards") == 0)
+            rc = get_positive(c, v, &fc->max_shards);
+        else if (strcmp(key, "max_samples_per_send") == 0)
+            rc = get_positive(c, v, &fc->max_samples_per_send);
+        else if (strcmp(key, "retry_on_http_429") == 0)
+            rc = get_bool(c, v, &fc->retry_on_http_429);
+        else {
+            int64_t *d = strcmp(key, "batch_send_deadline") == 0 ? &fc->batch_send_deadline
+                         : strcmp(key, "min_backoff") == 0        ? &fc->min_backoff
+                                                                  : &fc->max_backoff;
+            if ((rc = get_duration(c, v, d)) == 0 && *d <= 0)
+                rc = fail(c, v, "%s must be greater than 0", key);
+            if (d == &fc->max_backoff)
+                maxb = v;
+        }
+        if (rc != 0)
+            return rc;
+        pop(c, old);
+    }
+    if (fc->max_backoff < fc->min_backoff) {
+        char a[32], b[32];
+        fmt_dur(fc->max_backoff, a, sizeof(a));
+        fmt_dur(fc->min_backoff, b, sizeof(b));
+        push_key(c, "max_backoff");
+        return fail(c, maxb != NULL ? maxb : n, "max_backoff (%s) is less than min_backoff (%s)", a, b);
+    }
+    return 0;
+}
+
+static int parse_forward(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc, const yaml_node_t **name_node)
+{
+    static const char *const names[] = {"name", "url", "protocol", "remote_timeout", "headers",
+                                        "write_relabel_configs", "queue_config", "max_lag", CLIENT_FIELDS, NULL};
+    static const fields_t f = {"a forward endpoint", names, NULL, false};
+    if (is_null(n))
+        return fail(c, n, "empty forward endpoint");
+    int rc = want_map(c, n, "a forward endpoint");
+    if (rc != 0)
+        return rc;
+    fc->protocol = PS_FWD_PYROSCOPE_PUSH;
+    fc->client.follow_redirects = true;
+    fc->remote_timeout = 30 * PS_NS_PER_S;
+    fc->max_lag = 2 * 3600 * PS_NS_PER_S;
+    fc->capacity = 2500;
+    fc->max_shards = 1;
+    fc->max_samples_per_send = 500;
+    fc->batch_send_deadline = 5 * PS_NS_PER_S;
+    fc->min_backoff = 30 * 1000000;
+    fc->max_backoff = 5 * PS_NS_PER_S;
+    fc->retry_on_http_429 = true;
+    client_keys_t ck = {0};
+    const yaml_node_t *url = NULL;
+    *name_node = NULL;
+    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
+        const char *key;
+        if ((rc = check_key(c, n, pr, &f, &key)) != 0)
+            return rc;
+        yaml_node_t *v = node(c, pr->value);
+        if (is_null(v))
+            continue;
+        size_t old = push_key(c, key);
+        if (strcmp(key, "name") == 0) {
+            if ((rc = get_str(c, v, &fc->name)) == 0 && fc->name[0] == '\0')
+                rc = fail(c, v, "name must not be empty");
+            *name_node = v;
+        } else if (strcmp(key, "url") == 0) {
+            rc = get_str(c, v, &fc->url);
+            url = v;
+        } else if (strcmp(key, "protocol") == 0) {
+            const char *p;
+            if ((rc = get_str(c, v, &p)) != 0)
+                return rc;
+            if (strcmp(p, "pyroscope_push") == 0)
+                fc->protocol = PS_FWD_PYROSCOPE_PUSH;
+            else if (strcmp(p, "remote_write") == 0)
+                fc->protocol = PS_FWD_REMOTE_WRITE;
+            else
+                rc = fail(c, v, "protocol must be pyroscope_push or remote_write, got \"%.32s\"", p);
+        } else if (strcmp(key, "remote_timeout") == 0) {
+            if ((rc = get_duration(c, v, &fc->remote_timeout)) == 0 && fc->remote_timeout <= 0)
+                rc = fail(c, v, "remote_timeout must be greater than 0");
+        } else if (strcmp(key, "max_lag") == 0) {
+            if ((rc = get_duration(c, v, &fc->max_lag)) == 0 && fc->max_lag < 0)
+                rc = fail(c, v, "max_lag must not be negative");
+        } else if (strcmp(key, "headers") == 0) {
+            rc = parse_headers(c, v, fc);
+        } else if (strcmp(key, "write_relabel_configs") == 0) {
+            rc = parse_list(c, v, "relabel configs", sizeof(ps_relabel_t), (void **)&fc->relabel, &fc->nrelabel,
+                            relabel_elem);
+        } else if (strcmp(key, "queue_config") == 0) {
+            rc = parse_queue(c, v, fc);
+        } else {
+            rc = parse_client_field(c, pr, key, &fc->client, &ck);
+        }
+        if (rc != 0)
+            return rc;
+        pop(c, old);
+    }
+    if (url == NULL)
+        return fail(c, n, "a forward endpoint needs a url");
+    size_t skip = strncmp(fc->url, "http://", 7) == 0 ? 7 : strncmp(fc->url, "https://", 8) == 0 ? 8 : 0;
+    size_t old = push_key(c, "url");
+    if (skip == 0)
+        return fail(c, url, "the URL scheme must be http or https: \"%.100s\"", fc->url);
+    if (fc->url[skip] == '\0' || fc->url[skip] == '/' || fc->url[skip] == ':')
+        return fail(c, url, "the URL has no host: \"%.100s\"", fc->url);
+    for (const char *p = fc->url; *p != '\0'; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f)
+            return fail(c, url, "the URL contains spaces or control characters");
+    pop(c, old);
+    if (fc->name == NULL)
+        fc->name = fc->url;
+    return finish_client(c, &fc->client, &ck);
+}
+
+static int parse_forwards(ctx_t *c, const yaml_node_t *v, ps_config_t *cfg)
+{
+    int rc;
+    if ((rc = want_seq(c, v, "forward endpoints")) != 0)
+        return rc;
+    size_t cnt = seq_len(v);
+    cfg->forward = ps_arena_calloc(c->w.a, cnt, sizeof(ps_forward_config_t));
+    const yaml_node_t **at = ps_arena_calloc(c->w.a, cnt, sizeof(yaml_node_t *));
+    for (size_t i = 0; i < cnt; i++) {
+        size_t o2 = push_idx(c, i);
+        ps_forward_config_t *fc = &cfg->forward[i];
+        const yaml_node_t *item = seq_at(c, v, i);
+        if ((rc = parse_forward(c, item, fc, &at[i])) != 0)
+            return rc;
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(cfg->forward[j].name, fc->name) == 0) {
+                push_key(c, at[i] != NULL ? "name" : "url");
+                return fail(c, at[i] != NULL ? at[i] : item,
+                            "duplicate forward endpoint name \"%.64s\" (also forward[%zu]); names must be unique",
+                            fc->name, j);
+            }
+        }
+        pop(c, o2);
+        cfg->nforward++;
+    }
+    return 0;
+}
+
 /* ---- top level ---- */
 
 static int parse_global(ctx_t *c, const yaml_node_t *n, ps_config_t *cfg)
@@ -1393,11 +1621,11 @@ static int parse_global(ctx_t *c, const yaml_node_t *n, ps_config_t *cfg)
 
 static int parse_root(ctx_t *c, const yaml_node_t *root, ps_config_t *cfg)
 {
-    static const char *const names[] = {"global", "scrape_configs", NULL};
+    static const char *const names[] = {"global", "scrape_configs", "forward", NULL};
     static const char *const rejected[] = {"rule_files", "profstore evaluates no rules", "alerting",
                                            "profstore sends no alerts", NULL};
     static const fields_t f = {"the top level", names, rejected, false};
-    const yaml_node_t *global = NULL, *scrapes = NULL;
+    const yaml_node_t *global = NULL, *scrapes = NULL, *forward = NULL;
     int rc;
     if (root != NULL && !is_null(root)) {
         if (root->type != YAML_MAPPING_NODE)
@@ -1411,6 +1639,8 @@ static int parse_root(ctx_t *c, const yaml_node_t *root, ps_config_t *cfg)
                 continue;
             if (strcmp(key, "global") == 0)
                 global = v;
+            else if (strcmp(key, "forward") == 0)
+                forward = v;
             else
                 scrapes = v;
         }
@@ -1423,6 +1653,12 @@ static int parse_root(ctx_t *c, const yaml_node_t *root, ps_config_t *cfg)
     } else {
         cfg->scrape_interval = DEFAULT_SCRAPE_INTERVAL;
         cfg->scrape_timeout = DEFAULT_SCRAPE_TIMEOUT;
+    }
+    if (forward != NULL) {
+        size_t old = push_key(c, "forward");
+        if ((rc = parse_forwards(c, forward, cfg)) != 0)
+            return rc;
+        pop(c, old);
     }
     if (scrapes == NULL)
         return 0;
@@ -1507,13 +1743,26 @@ int ps_config_load(const char *path, ps_config_t **out, ps_err_t *err)
     return rc;
 }
 
+ps_config_t *ps_config_ref(ps_config_t *c)
+{
+    atomic_fetch_add(&c->refs, 1);
+    return c;
+}
+
 void ps_config_free(ps_config_t *c)
 {
     if (c == NULL)
         return;
+    uint32_t r = atomic_load(&c->refs);
+    while (r > 0)
+        if (atomic_compare_exchange_weak(&c->refs, &r, r - 1))
+            return;
     for (uint32_t i = 0; i < c->nscrape; i++)
         for (uint32_t j = 0; j < c->scrape[i].nrelabel; j++)
             ps_regex_free(c->scrape[i].relabel[j].re);
+    for (uint32_t i = 0; i < c->nforward; i++)
+        for (uint32_t j = 0; j < c->forward[i].nrelabel; j++)
+            ps_regex_free(c->forward[i].relabel[j].re);
     ps_arena_dispose(&c->arena);
     free(c);
 }

@@ -6,6 +6,9 @@
  *   scrape_configs:  job_name, scrape_interval, scrape_timeout, scheme (http|https), params,
  *                    basic_auth, authorization / bearer_token(_file), tls_config, static_configs,
  *                    file_sd_configs, http_sd_configs, relabel_configs, profiling_config
+ *   forward:         name, url, protocol (pyroscope_push | remote_write), remote_timeout, headers,
+ *                    basic_auth, authorization, tls_config, write_relabel_configs, max_lag,
+ *                    queue_config (Prometheus' remote_write shape; see src/forward)
  */
 #ifndef PS_CONFIG_H
 #define PS_CONFIG_H
@@ -112,12 +115,37 @@ typedef struct ps_scrape_config {
     ps_pprof_entry_t *pprof;           /* defaults merged per key, in a stable order */
 } ps_scrape_config_t;
 
+/** Where forwarded data goes (src/forward): Pyroscope's Connect push or Prometheus' remote write. */
+typedef enum { PS_FWD_PYROSCOPE_PUSH = 1, PS_FWD_REMOTE_WRITE = 2 } ps_fwd_protocol_t;
+
+typedef struct ps_forward_config {
+    const char *name;                  /* unique; default: the url. Names the endpoint's cursor */
+    const char *url;                   /* http(s)://...; pyroscope_push: the server's base URL */
+    ps_fwd_protocol_t protocol;        /* default pyroscope_push */
+    ps_http_client_t client;
+    uint32_t nheaders;
+    const char **header_names, **header_values;
+    uint32_t nrelabel;
+    ps_relabel_t *relabel;             /* write_relabel_configs, per series before sending */
+    int64_t remote_timeout;            /* ns, a request's limit (30s) */
+    int64_t max_lag;                   /* ns: older entries are dropped, counted (2h; 0 = never) */
+    uint32_t capacity;                 /* entries read from the log at once (2500) */
+    uint32_t max_shards;               /* requests in flight, a window split by series (1; at most 16 used) */
+    uint32_t max_samples_per_send;     /* profiles or samples per request (500) */
+    int64_t batch_send_deadline;       /* ns a partial batch waits for more (5s) */
+    int64_t min_backoff, max_backoff;  /* ns, retries of 5xx / network errors (30ms, 5s) */
+    bool retry_on_http_429;            /* default true: a 429 is retried, not dropped */
+} ps_forward_config_t;
+
 typedef struct ps_config {
     const char *path;
     int64_t scrape_interval, scrape_timeout; /* global defaults (ns) */
     ps_labels_t external_labels;
     uint32_t nscrape;
     ps_scrape_config_t *scrape;
+    uint32_t nforward;
+    ps_forward_config_t *forward;
+    _Atomic uint32_t refs;             /* owners besides the first (ps_config_ref) */
     ps_arena_t arena;                  /* everything above lives here */
 } ps_config_t;
 
@@ -125,8 +153,11 @@ typedef struct ps_config {
 int ps_config_load(const char *path, ps_config_t **out, ps_err_t *err);
 /** The same from memory (name is used in messages). */
 int ps_config_parse(const char *yaml, size_t n, const char *name, ps_config_t **out, ps_err_t *err);
-/** Frees a config and its compiled regexes. NULL is a no-op. */
+/** Frees a config and its compiled regexes, or drops one reference (ps_config_ref). NULL is a no-op. */
 void ps_config_free(ps_config_t *c);
+/** Another owner of c (the scraper and the forwarder both keep the configuration they run):
+ *  each calls ps_config_free once. Returns c. */
+ps_config_t *ps_config_ref(ps_config_t *c);
 /** Appends the configuration as YAML, as Prometheus' /api/v1/status/config shows its own: every
  *  field with its effective value (defaults filled in), secrets as "<secret>" (config_yaml.c). */
 void ps_config_yaml(const ps_config_t *c, ps_buf_t *out);

@@ -257,6 +257,40 @@ static void scrape_config(ps_buf_t *b, const ps_scrape_config_t *sc)
         pprof_entry(b, 6, &sc->pprof[i]);
 }
 
+static void forward_config(ps_buf_t *b, const ps_forward_config_t *f)
+{
+    ps_buf_append(b, "- ", 2);
+    kv(b, 0, "name", f->name);
+    kv(b, 2, "url", f->url);
+    kv(b, 2, "protocol", f->protocol == PS_FWD_REMOTE_WRITE ? "remote_write" : "pyroscope_push");
+    kv_dur(b, 2, "remote_timeout", f->remote_timeout);
+    if (f->nheaders > 0) {
+        ps_buf_append(b, "  headers:\n", 11);
+        for (uint32_t i = 0; i < f->nheaders; i++) {
+            indent(b, 4);
+            scalar(b, f->header_names[i]);
+            ps_buf_append(b, ": ", 2);
+            scalar(b, SECRET); /* header values often carry tokens */
+            ps_buf_append(b, "\n", 1);
+        }
+    }
+    client(b, 2, &f->client);
+    if (f->nrelabel > 0) {
+        ps_buf_append(b, "  write_relabel_configs:\n", 25);
+        for (uint32_t i = 0; i < f->nrelabel; i++)
+            relabel(b, 2, &f->relabel[i]);
+    }
+    kv_dur(b, 2, "max_lag", f->max_lag);
+    ps_buf_append(b, "  queue_config:\n", 16);
+    indent(b, 4);
+    ps_buf_printf(b, "capacity: %u\n    max_shards: %u\n    max_samples_per_send: %u\n", f->capacity, f->max_shards,
+                  f->max_samples_per_send);
+    kv_dur(b, 4, "batch_send_deadline", f->batch_send_deadline);
+    kv_dur(b, 4, "min_backoff", f->min_backoff);
+    kv_dur(b, 4, "max_backoff", f->max_backoff);
+    kv_bool(b, 4, "retry_on_http_429", f->retry_on_http_429);
+}
+
 void ps_config_yaml(const ps_config_t *c, ps_buf_t *out)
 {
     if (c == NULL)
@@ -265,6 +299,11 @@ void ps_config_yaml(const ps_config_t *c, ps_buf_t *out)
     kv_dur(out, 2, "scrape_interval", c->scrape_interval);
     kv_dur(out, 2, "scrape_timeout", c->scrape_timeout);
     labels_map(out, 2, "external_labels", &c->external_labels);
+    if (c->nforward > 0) {
+        ps_buf_append(out, "forward:\n", 9);
+        for (uint32_t i = 0; i < c->nforward; i++)
+            forward_config(out, &c->forward[i]);
+    }
     if (c->nscrape == 0)
         return;
     ps_buf_append(out, "scrape_configs:\n", 16);

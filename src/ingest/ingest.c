@@ -323,7 +323,11 @@ int ps_ingest_prepare(const void *body, size_t n, const ps_ingest_params_t *para
     if (params->time == NULL)
         ts = p->time_nanos > 0 ? p->time_nanos : ps_time_now();
     bool delta = params->delta >= 0 ? params->delta == 1 : ps_ingest_default_delta(name, name_len);
-    return ps_ingest_build(p, name, name_len, &base, ts, NULL, delta, arena, app, err);
+    if ((ret = ps_ingest_build(p, name, name_len, &base, ts, NULL, delta, arena, app, err)) != 0)
+        return ret;
+    app->raw = body;
+    app->raw_len = n;
+    return 0;
 }
 
 bool ps_ingest_default_delta(const char *name, size_t len)

@@ -84,7 +84,7 @@ int ps_ingest_push_prepare(const ps_pyro_push_t *req, const ps_pprof_limits_t *l
 
 /* ---- the writer thread (writer.c) ---- */
 
-typedef enum { PS_WREQ_APPEND, PS_WREQ_COMPACT, PS_WREQ_RETAIN, PS_WREQ_SAMPLES } ps_wreq_kind_t;
+typedef enum { PS_WREQ_APPEND, PS_WREQ_COMPACT, PS_WREQ_RETAIN, PS_WREQ_SAMPLES, PS_WREQ_FWD_ADVANCE } ps_wreq_kind_t;
 
 typedef struct ps_wreq ps_wreq_t;
 struct ps_wreq {
@@ -105,6 +105,12 @@ struct ps_wreq {
     int64_t commit_delay_ns;     /* > 0: this request tolerates that much group-commit delay (scrapes:
                                   * nobody waits on them); 0: the writer's commit_delay */
     void *ctx;
+    /* PS_WREQ_FWD_ADVANCE: ps_store_fwd_advance's cursors (count gets the entries trimmed) */
+    const char *const *fwd_names;
+    const uint64_t *fwd_seqs;
+    size_t nfwd;
+    ps_buf_t fwd;                /* PS_WREQ_APPEND: its forwarding log entry (ps_writer_opts_t.fwd_entry),
+                                  * made by ps_writer_submit, freed by the writer before on_done */
     ps_wreq_t *next;
 };
 
@@ -122,6 +128,13 @@ typedef struct ps_writer_opts {
                                   * (PS_WRITER_EAGER_SAMPLES; 0 = always wait) */
     int64_t compact_interval_ns; /* how often to look for heads due (default 10 s) */
     int64_t retention_interval_ns; /* how often to apply retention (default 1 min) */
+    /* forwarding (src/forward, handed over by main.c; NULL: none): fwd_entry makes the forwarding
+     * log entry of an append on the submitting thread (a decode or scrape thread, so the writer
+     * only copies bytes; nothing appended: not forwarded); fwd_logged is called on the writer
+     * thread after each commit that may have logged entries */
+    void (*fwd_entry)(void *ctx, const ps_append_t *app, ps_buf_t *out);
+    void (*fwd_logged)(void *ctx);
+    void *fwd_ctx;
 } ps_writer_opts_t;
 
 typedef struct ps_writer ps_writer_t;

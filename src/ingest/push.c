@@ -169,8 +169,12 @@ static int sample_append(const ps_pyro_sample_t *smp, const char *name, size_t n
     if ((rc = ps_ingest_check_name(p, name, name_len, err)) != 0)
         return rc;
     int64_t ts = p->time_nanos > 0 ? p->time_nanos : ps_time_now();
-    return ps_ingest_build(p, name, name_len, base, ts, NULL, ps_ingest_default_delta(name, name_len), arena, app,
-                           err);
+    if ((rc = ps_ingest_build(p, name, name_len, base, ts, NULL, ps_ingest_default_delta(name, name_len), arena, app,
+                              err)) != 0)
+        return rc;
+    app->raw = smp->raw;
+    app->raw_len = smp->len;
+    return 0;
 }
 
 static int cmp_app_ts(const void *a, const void *b)

@@ -28,6 +28,7 @@ struct ps_writer {
 
 void ps_writer_opts_default(ps_writer_opts_t *o)
 {
+    memset(o, 0, sizeof(*o));
     o->max_batch = 512;
     o->max_queue = 8192;
     o->max_queue_bytes = PS_WRITER_QUEUE_BYTES;
@@ -226,6 +227,11 @@ static void *run(void *arg)
                 }
             }
         }
+        if (wrc == 0 && (napps > 0 || nfl > 0) && w->opts.fwd_logged != NULL)
+            w->opts.fwd_logged(w->opts.fwd_ctx);
+        for (ps_wreq_t *r = batch; r != NULL; r = r->next)
+            if (r->kind == PS_WREQ_APPEND)
+                ps_buf_dispose(&r->fwd); /* logged (or not): on_done may free r */
         uint64_t ok = 0, failed = 0, dups = 0, nospace = 0;
         if (wrc == PS_ENOSPACE)
             for (ps_wreq_t *r = batch; r != NULL; r = r->next)
@@ -254,6 +260,10 @@ static void *run(void *arg)
                 r->status = ps_store_compact(w->store, true, ps_time_now(), &r->count, &r->err);
             } else if (r->kind == PS_WREQ_RETAIN) {
                 r->status = ps_store_retain(w->store, ps_time_now(), &r->count, &r->err);
+            } else if (r->kind == PS_WREQ_FWD_ADVANCE) {
+                uint64_t trimmed = 0;
+                r->status = ps_store_fwd_advance(w->store, r->fwd_names, r->fwd_seqs, r->nfwd, &trimmed, &r->err);
+                r->count = (uint32_t)trimmed;
             } else if (r->kind == PS_WREQ_APPEND && r->status == 0 && r->app.status == 0) {
                 want_compact = true;
             }
@@ -299,16 +309,24 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
     r->next = NULL;
     r->status = 0;
     r->nsamples = samples_of(r);
+    r->fwd = (ps_buf_t)PS_BUF_INIT;
+    if (r->kind == PS_WREQ_APPEND) {
+        if (w->opts.fwd_entry != NULL) /* here, on the submitting thread: the writer only copies it */
+            w->opts.fwd_entry(w->opts.fwd_ctx, &r->app, &r->fwd);
+        r->app.fwd = r->fwd.data;
+        r->app.fwd_len = r->fwd.len;
+    }
     uint64_t units = weight(r);
     pthread_mutex_lock(&w->mu);
     if (w->stopping) {
         pthread_mutex_unlock(&w->mu);
+        ps_buf_dispose(&r->fwd);
         return ps_err_set(&r->err, PS_EUNAVAIL, "server is shutting down");
     }
     /* bounded by items, by weight (samples requests: max_queue units of decoded samples, 8,192
      * units ~ 8M samples) and by the bytes the queued requests hold; one request is always taken
      * into an empty queue, however big. The sender retries the 429 (503) after Retry-After. */
-    bool admin = r->kind == PS_WREQ_COMPACT || r->kind == PS_WREQ_RETAIN;
+    bool admin = r->kind == PS_WREQ_COMPACT || r->kind == PS_WREQ_RETAIN || r->kind == PS_WREQ_FWD_ADVANCE;
     if (!admin && w->queued > 0 &&
         (w->queued >= w->opts.max_queue ||
          (r->kind == PS_WREQ_SAMPLES && w->queued_units + units > w->opts.max_queue) ||
@@ -317,6 +335,7 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
         uint64_t qb = w->queued_bytes;
         w->stats.refused_queue_full++;
         pthread_mutex_unlock(&w->mu);
+        ps_buf_dispose(&r->fwd);
         return ps_err_set(&r->err, PS_EOVERLOAD,
                           "write queue is full (%u requests, %llu MiB waiting for the writer; limits "
                           "--storage.write-queue-max-items=%u, --storage.write-queue-max-bytes=%llu MiB): retry later",

@@ -106,6 +106,7 @@ def test_flags_every_flag_with_its_value(make_server):
         "web.config.file": "", "web.enable-admin-api": "true", "web.enable-lifecycle": "true",  # the fixture's
         "web.max-connections": "512", "web.read-header-timeout": "10s", "web.body-idle-timeout": "10s",
         "web.body-min-rate": "1KiB", "web.idle-timeout": "2m", "web.enable-h2c": "false", "web.http2-max-resets": "100",
+        "agent": "false",
     }
 
 

@@ -189,3 +189,22 @@ def test_status_shows_errors_inline(pushed, browser):
           done(root.querySelector('#pg-storage .error').textContent + '|' + root.querySelector('#pg-build tr[data-key=version] td').textContent);
         }, (e) => done('import failed: ' + e));""")
     assert html == "Storage: limit: must be 1 to 10000, got 0|0.1.0"
+
+
+def test_status_forwarding(make_server, tmp_path, browser):
+    """The status page's Forwarding section: one row per endpoint with its counters."""
+    b = make_server(name="b", retention="0")
+    cfg = tmp_path / "a.yml"
+    cfg.write_text("forward:\n  - name: central\n    url: http://127.0.0.1:%d\n"
+                   "    queue_config: {batch_send_deadline: 100ms}\n" % b.port)
+    a = make_server(name="a", retention="0", config=str(cfg))
+    for i in range(3):
+        st, js = a.push("go/cpu-01.pb.gz", time=str(int(time.time()) - 600 + i), labels='{job="ui"}')
+        assert st == 200, js
+    wait_for(lambda: a.get_json("/api/v1/status/forward")["data"][0]["sent"] == 3, 20, "3 forwarded")
+    browser.base_url = a.url("")
+    show(browser, "/status", ".pg-status-page")
+    rows = browser.js("return [...document.querySelectorAll('#pg-forward tbody tr')]"
+                      ".map(r => [r.dataset.endpoint, ...[...r.cells].slice(1, 4).map(c => c.innerText.trim())])")
+    assert rows == [["central", "pyroscope_push", "3", "0"]]
+    clean(browser)

@@ -799,6 +799,117 @@ static void test_load_io_errors(void **state)
 
 /* ps_config_yaml: Prometheus' /api/v1/status/config text: defaults filled in, secrets hidden, and
  * reading it back gives the same text */
+
+/* forward: (src/forward) defaults, every key, the YAML shown with secrets hidden, and the errors */
+static void test_forward(void **state)
+{
+    (void)state;
+    ps_config_t *c = load_ok("forward:\n"
+                             "- url: http://b:4040/\n"
+                             "- name: prom\n"
+                             "  url: https://p:9090/api/v1/write\n"
+                             "  protocol: remote_write\n"
+                             "  remote_timeout: 5s\n"
+                             "  max_lag: 30m\n"
+                             "  headers: {X-Scope-OrgID: tenant1}\n"
+                             "  authorization: {credentials: tok}\n"
+                             "  tls_config: {insecure_skip_verify: true}\n"
+                             "  write_relabel_configs: [{action: labeldrop, regex: pod}]\n"
+                             "  queue_config: {capacity: 10, max_shards: 2, max_samples_per_send: 7,\n"
+                             "                 batch_send_deadline: 1s, min_backoff: 10ms, max_backoff: 1m,\n"
+                             "                 retry_on_http_429: false}\n");
+    assert_int_equal(c->nforward, 2);
+    const ps_forward_config_t *a = &c->forward[0], *b = &c->forward[1];
+    assert_string_equal(a->name, "http://b:4040/");
+    assert_int_equal(a->protocol, PS_FWD_PYROSCOPE_PUSH);
+    assert_int_equal(a->remote_timeout, 30 * PS_NS_PER_S);
+    assert_int_equal(a->max_lag, 2 * 3600 * PS_NS_PER_S);
+    assert_int_equal(a->capacity, 2500);
+    assert_int_equal(a->max_shards, 1);
+    assert_int_equal(a->max_samples_per_send, 500);
+    assert_int_equal(a->batch_send_deadline, 5 * PS_NS_PER_S);
+    assert_int_equal(a->min_backoff, 30 * 1000000);
+    assert_int_equal(a->max_backoff, 5 * PS_NS_PER_S);
+    assert_true(a->retry_on_http_429);
+    assert_string_equal(b->name, "prom");
+    assert_int_equal(b->protocol, PS_FWD_REMOTE_WRITE);
+    assert_int_equal(b->remote_timeout, 5 * PS_NS_PER_S);
+    assert_int_equal(b->max_lag, 30 * 60 * PS_NS_PER_S);
+    assert_int_equal(b->nheaders, 1);
+    assert_string_equal(b->header_names[0], "X-Scope-OrgID");
+    assert_string_equal(b->header_values[0], "tenant1");
+    assert_string_equal(b->client.auth_type, "Bearer");
+    assert_string_equal(b->client.auth_credentials, "tok");
+    assert_true(b->client.tls.insecure_skip_verify);
+    assert_int_equal(b->nrelabel, 1);
+    assert_int_equal(b->relabel[0].action, PS_RELABEL_LABELDROP);
+    assert_int_equal(b->capacity, 10);
+    assert_int_equal(b->max_shards, 2);
+    assert_int_equal(b->max_samples_per_send, 7);
+    assert_int_equal(b->batch_send_deadline, PS_NS_PER_S);
+    assert_int_equal(b->min_backoff, 10 * 1000000);
+    assert_int_equal(b->max_backoff, 60 * PS_NS_PER_S);
+    assert_false(b->retry_on_http_429);
+    ps_buf_t y = PS_BUF_INIT;
+    ps_config_yaml(c, &y);
+    ps_buf_putc(&y, 0);
+    const char *want = "forward:\n"
+                       "- name: prom\n"
+                       "  url: https://p:9090/api/v1/write\n"
+                       "  protocol: remote_write\n"
+                       "  remote_timeout: 5s\n"
+                       "  headers:\n"
+                       "    X-Scope-OrgID: \"<secret>\"\n"
+                       "  authorization:\n"
+                       "    type: Bearer\n"
+                       "    credentials: \"<secret>\"\n"
+                       "  tls_config:\n"
+                       "    insecure_skip_verify: true\n"
+                       "  follow_redirects: true\n"
+                       "  write_relabel_configs:\n";
+    const char *got = strstr((const char *)y.data, "- name: prom");
+    assert_non_null(got);
+    assert_memory_equal(got, want + 9, strlen(want) - 9);
+    assert_non_null(strstr((const char *)y.data, "  max_lag: 30m\n  queue_config:\n    capacity: 10\n    max_shards: 2\n"
+                                                 "    max_samples_per_send: 7\n    batch_send_deadline: 1s\n"
+                                                 "    min_backoff: 10ms\n    max_backoff: 1m\n"
+                                                 "    retry_on_http_429: false\n"));
+    assert_null(strstr((const char *)y.data, "tenant1"));
+    assert_null(strstr((const char *)y.data, "tok"));
+    /* the text reads back to a configuration that prints the same (fuzz_config's rule) */
+    ps_config_t *c2 = NULL;
+    ps_err_t err2;
+    assert_int_equal(ps_config_parse((const char *)y.data, y.len - 1, "status.yml", &c2, &err2), 0);
+    ps_buf_t y2 = PS_BUF_INIT;
+    ps_config_yaml(c2, &y2);
+    ps_buf_putc(&y2, 0);
+    assert_string_equal((const char *)y2.data, (const char *)y.data);
+    ps_buf_dispose(&y2);
+    ps_config_free(c2);
+    ps_buf_dispose(&y);
+    ps_config_free(c);
+
+    load_err("forward:\n- url: ftp://x\n", "2:8: forward[0].url: the URL scheme must be http or https: \"ftp://x\"", "");
+    load_err("forward:\n- name: a\n", "2:3: forward[0]: a forward endpoint needs a url", "");
+    load_err("forward:\n- url: http://x\n  protocol: otlp\n",
+             "3:13: forward[0].protocol: protocol must be pyroscope_push or remote_write, got \"otlp\"", "");
+    load_err("forward:\n- url: http://x\n- url: http://x\n",
+             "3:3: forward[1].url: duplicate forward endpoint name \"http://x\" (also forward[0]); names must be unique", "");
+    load_err("forward:\n- {name: a, url: http://x}\n- {name: a, url: http://y}\n",
+             "3:10: forward[1].name: duplicate forward endpoint name \"a\" (also forward[0])", "");
+    load_err("forward:\n- url: http://x\n  queue_config: {min_backoff: 1s, max_backoff: 100ms}\n",
+             "3:48: forward[0].queue_config.max_backoff: max_backoff (100ms) is less than min_backoff (1s)", "");
+    load_err("forward:\n- url: http://x\n  queue_config: {capacity: 0}\n",
+             "3:28: forward[0].queue_config.capacity: must be between 1 and 1000000, got 0", "");
+    load_err("forward:\n- url: http://x\n  queue_config: {batch_send_deadline: 0s}\n",
+             "3:39: forward[0].queue_config.batch_send_deadline: batch_send_deadline must be greater than 0", "");
+    load_err("forward:\n- url: http://x\n  headers: {Content-Type: text/plain}\n",
+             "3:13: forward[0].headers.Content-Type: header \"Content-Type\" is set by profstore itself", "");
+    load_err("forward:\n- url: http://x\n  queue_config: {min_shards: 1}\n", "3:18: forward[0].queue_config: unknown",
+             "min_shards");
+    load_err("forward:\n- url: http://x\n  max_lag: -1s\n", "3:12: forward[0].max_lag:", "");
+}
+
 static void test_yaml(void **state)
 {
     (void)state;
@@ -913,6 +1024,7 @@ int main(void)
         cmocka_unit_test(test_errors_targets),     cmocka_unit_test(test_errors_file_sd),
         cmocka_unit_test(test_errors_profiling),   cmocka_unit_test(test_load_io_errors),
         cmocka_unit_test(test_cpu_seconds_not_bound_by_timeout), cmocka_unit_test(test_yaml),
+        cmocka_unit_test(test_forward),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,8 +1,8 @@
 // status.js: the status page: build information (/api/v1/status/buildinfo), runtime
 // (/api/v1/status/runtimeinfo), storage and series counts (/api/v1/status/tsdb: what the store
 // holds, series per profile type, label cardinality), the command-line flags
-// (/api/v1/status/flags, filterable) and the configuration file (/api/v1/status/config). Each
-// section loads on its own and shows its own error.
+// (/api/v1/status/flags, filterable), the forwarding endpoints (/api/v1/status/forward) and the
+// configuration file (/api/v1/status/config). Each section loads on its own and shows its own error.
 
 import { bytes, count, duration, ensureCss, getData, h, kvTable, loadingSection, localTime } from './pages.js';
 
@@ -82,6 +82,21 @@ function flags(body, f) {
     h('thead', h('tr', h('th', { scope: 'col' }, 'Flag'), h('th', { scope: 'col' }, 'Value'))), tbody));
 }
 
+function forward(body, eps) {
+  if (!eps.length) {
+    body.append(h('p.hint', 'No forward: endpoints in the configuration: nothing is forwarded.'));
+    return;
+  }
+  const cols = ['Endpoint', 'Protocol', 'Sent', 'Pending', 'Lag', 'Retried', 'Dropped', 'Last error'];
+  body.append(h('table.pg-table.pg-forward',
+    h('thead', h('tr', cols.map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', eps.map((e) => h('tr', { dataset: { endpoint: e.name } },
+      h('td.pg-mono', { title: e.url }, e.name), h('td', e.protocol), h('td.pg-num', count(e.sent)),
+      h('td.pg-num', count(e.pending)), h('td.pg-num', duration(e.lagSeconds)), h('td.pg-num', count(e.retried)),
+      h('td.pg-num', count(e.dropped)),
+      h('td.pg-mono', e.lastError ? `${e.lastError} (${localTime(e.lastErrorTime)})` : '–'))))));
+}
+
 function config(body, c) {
   body.append(c.yaml ? h('details.pg-config', h('summary', 'configuration file as loaded'), h('pre.pg-yaml', c.yaml))
     : h('p.hint', 'No configuration file (--config): nothing is scraped; profiles are pushed.'));
@@ -94,6 +109,7 @@ export async function render(root, api) {
     loadingSection('Build information', get('/api/v1/status/buildinfo'), buildInfo, { id: 'pg-build' }),
     loadingSection('Runtime', get('/api/v1/status/runtimeinfo'), runtimeInfo, { id: 'pg-runtime' }),
     loadingSection('Storage', get('/api/v1/status/tsdb'), storage, { id: 'pg-storage' }),
+    loadingSection('Forwarding', get('/api/v1/status/forward'), forward, { id: 'pg-forward' }),
     loadingSection('Command-line flags', get('/api/v1/status/flags'), flags, { id: 'pg-flags' }),
     loadingSection('Configuration', get('/api/v1/status/config'), config, { id: 'pg-config' }),
   ];

@@ -1,0 +1,311 @@
+#!/usr/bin/python3
+"""bench/forward.py - forwarding A -> B on loopback (src/forward): throughput, A's CPU per profile
+with and without forwarding, and the catch-up after an outage of B.
+
+  /usr/bin/python3 bench/forward.py [--profiles 3000] [--senders 4] [--rate 500] [--outage 300]
+                                    [--rw-requests 200] [--shards 2] [--profstore build/profstore]
+
+1. Ingest alone: a profstore without forward: gets --profiles pushes of go/cpu-01.pb.gz (200 stacks,
+   2 sample types, time_nanos 1 s after the last push of its series; 100 series) from --senders
+   keep-alive connections; its CPU (utime + stime of /proc/PID/stat) per profile.
+2. Forwarding: the same into A, which forwards to B (Connect push); the time from the first push
+   until A's /api/v1/status/forward says B acknowledged all: profiles/s forwarded; A's CPU per
+   profile (ingest + forwarding) next to step 1's, and the share forwarding adds.
+3. Samples: --rw-requests remote-write requests (100 series x 20 samples) into A, forwarded to B's
+   /api/v1/write: samples/s forwarded.
+4. Catch-up: B killed; pushes go on at --rate profiles/s for --outage seconds; B restarted on the
+   same port while the pushes go on at --rate: the time until nothing is pending, the backlog and
+   the rate A sent at meanwhile, as a multiple of the live rate.
+Prints every figure; exits 1 when B does not end up with every profile A stored.
+"""
+import argparse
+import http.client
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import bench_env  # noqa: F401  (first: sys.path, PROFSTORE_BIN)
+
+HERE = Path(__file__).resolve().parent
+
+
+def parse_args():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--profiles", type=int, default=3000)
+    ap.add_argument("--senders", type=int, default=4)
+    ap.add_argument("--rate", type=float, default=500.0)
+    ap.add_argument("--outage", type=float, default=300.0)
+    ap.add_argument("--rw-requests", type=int, default=200)
+    ap.add_argument("--shards", type=int, default=2, help="queue_config.max_shards of A's endpoints")
+    ap.add_argument("--profstore", default=None)
+    return ap.parse_args()
+
+
+ARGS = parse_args()
+if ARGS.profstore:
+    os.environ["PROFSTORE_BIN"] = str(Path(ARGS.profstore).resolve())
+
+import conftest  # noqa: E402
+from conftest import Server, fixture_bytes  # noqa: E402
+
+BODY = fixture_bytes("go/cpu-01.pb.gz")
+T0 = int(time.time()) - 7200  # pushes are stamped from here on, 1 s apart per series
+NSERIES = 100
+
+import gzip  # noqa: E402
+import zlib  # noqa: E402
+import pprof_decode as pd  # noqa: E402
+
+_base = pd.decode(BODY)
+_base.time_nanos = 0
+RAW = pd.encode(_base)  # uncompressed, without time_nanos
+_bodies = {}
+_bodies_lock = threading.Lock()
+
+
+def body_at(sec):
+    """The fixture stamped time_nanos = sec (field 9 appended: the last one wins), gzipped, as a
+    client sends it: A then forwards the body as received."""
+    with _bodies_lock:
+        b = _bodies.get(sec)
+    if b is None:
+        v, out = sec * 10**9, bytearray([9 << 3])
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+        b = gzip.compress(RAW + bytes(out), compresslevel=6)
+        with _bodies_lock:
+            _bodies[sec] = b
+    return b
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Pusher:
+    """Pushes profiles k = start, start+1, ...: series k % NSERIES at T0 + k // NSERIES seconds."""
+
+    def __init__(self, port, senders):
+        self.port = port
+        self.senders = senders
+        self.lock = threading.Lock()
+        self.next = 0
+        self.ok = 0
+        self.bad = 0
+
+    def _path(self, k):
+        return "/api/v1/profiles/write?labels=%%7Bjob%%3D%%22bench%%22%%2Cs%%3D%%22%d%%22%%7D" % (k % NSERIES)
+
+    def take(self, limit):
+        with self.lock:
+            if self.next >= limit:
+                return None
+            k = self.next
+            self.next += 1
+            return k
+
+    def worker(self, limit, pace):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        while True:
+            k = pace() if pace else self.take(limit)
+            if k is None:
+                break
+            try:
+                conn.request("POST", self._path(k), body=body_at(T0 + k // NSERIES))
+                r = conn.getresponse()
+                r.read()
+                ok = r.status == 200
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+                ok = False
+            with self.lock:
+                self.ok += ok
+                self.bad += not ok
+        conn.close()
+
+    def run(self, limit, pace=None):
+        ths = [threading.Thread(target=self.worker, args=(limit, pace)) for _ in range(self.senders)]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+
+
+class Paced:
+    """Hands out profile numbers at rate per second until stop_at (monotonic)."""
+
+    def __init__(self, pusher, rate, stop_at):
+        self.p, self.rate, self.stop_at = pusher, rate, stop_at
+        self.start = time.monotonic()
+        self.base = pusher.next
+
+    def __call__(self):
+        with self.p.lock:
+            k = self.p.next
+            self.p.next += 1
+        due = self.start + (k - self.base) / self.rate
+        now = time.monotonic()
+        if due >= self.stop_at:
+            return None
+        if due > now:
+            time.sleep(due - now)
+        return k
+
+
+def fwd_status(a):
+    return a.get_json("/api/v1/status/forward")["data"][0]
+
+
+def wait_sent(a, n, timeout=1800):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        e = fwd_status(a)
+        if e["sent"] >= n and e["pending"] == 0:
+            return e
+        time.sleep(0.05)
+    raise SystemExit("forwarding did not finish: %r" % fwd_status(a))
+
+
+def config(dirpath, b_port, protocol="pyroscope_push", path=""):
+    p = Path(dirpath) / ("fwd-%s.yml" % protocol)
+    p.write_text("forward:\n  - name: b\n    url: http://127.0.0.1:%d%s\n    protocol: %s\n"
+                 "    queue_config: {batch_send_deadline: 200ms, max_samples_per_send: 500, capacity: 2500,"
+                 " max_shards: %d}\n" % (b_port, path, protocol, ARGS.shards))
+    return p
+
+
+def main():
+    tmp = Path(tempfile.mkdtemp(prefix="bench-forward-"))
+    n = ARGS.profiles
+    flags = dict(retention="0", threads="2")
+    for sec in range(T0, T0 + n // NSERIES + 1):
+        body_at(sec)
+    print("# bench/forward: %d profiles of go/cpu-01.pb.gz (%d bytes, time_nanos set per push), %d senders, "
+          "max_shards %d; loopback, fsync on, %d CPUs" % (n, len(body_at(T0)), ARGS.senders, ARGS.shards,
+                                                         os.cpu_count()))
+
+    # 1. ingest alone
+    a0 = Server(tmp / "a0", **flags).start()
+    c0 = cpu_seconds(a0.proc.pid)
+    t = time.monotonic()
+    p = Pusher(a0.port, ARGS.senders)
+    p.run(n)
+    dt0 = time.monotonic() - t
+    cpu0 = cpu_seconds(a0.proc.pid) - c0
+    a0.kill()
+    print("ingest alone: %d pushed in %.2f s (%.0f profiles/s), A's CPU %.1f us/profile (%d refused)"
+          % (p.ok, dt0, p.ok / dt0, cpu0 / max(p.ok, 1) * 1e6, p.bad))
+
+    # 2. forwarding
+    b = Server(tmp / "b", **flags).start()
+    a = Server(tmp / "a", config=str(config(tmp, b.port)), **flags).start()
+    ca, cb = cpu_seconds(a.proc.pid), cpu_seconds(b.proc.pid)
+    t = time.monotonic()
+    p = Pusher(a.port, ARGS.senders)
+    p.run(n)
+    t_pushed = time.monotonic() - t
+    e = wait_sent(a, p.ok)
+    dt = time.monotonic() - t
+    cpu_a = cpu_seconds(a.proc.pid) - ca
+    cpu_b = cpu_seconds(b.proc.pid) - cb
+    per0, per = cpu0 / max(n, 1) * 1e6, cpu_a / max(p.ok, 1) * 1e6
+    print("forwarding: %d pushed in %.2f s, all acknowledged by B after %.2f s: %.0f profiles/s forwarded "
+          "(%d requests)" % (p.ok, t_pushed, dt, p.ok / dt, e["requests"]))
+    print("A's CPU per profile: %.1f us with forwarding, %.1f us ingest alone: forwarding adds %.0f%% "
+          "(target <= 30%%); B's %.1f us" % (per, per0, (per - per0) / per0 * 100, cpu_b / max(p.ok, 1) * 1e6))
+
+    # 3. samples (a second A, forwarding remote write to B)
+    import snappy
+    sys.path.insert(0, str(tmp))
+    (tmp / "rw1.proto").write_text(
+        'syntax = "proto3"; package prometheus;\n'
+        "message WriteRequest { repeated TimeSeries timeseries = 1; }\n"
+        "message Sample { double value = 1; int64 timestamp = 2; }\n"
+        "message TimeSeries { repeated Label labels = 1; repeated Sample samples = 2; }\n"
+        "message Label { string name = 1; string value = 2; }\n")
+    import subprocess
+    subprocess.run(["protoc", "--python_out=%s" % tmp, "-I", str(tmp), "rw1.proto"], check=True)
+    import rw1_pb2
+    ar = Server(tmp / "ar", config=str(config(tmp, b.port, "remote_write", "/api/v1/write")), **flags).start()
+    t0ms = (int(time.time()) - 3600) * 1000
+    bodies = []
+    for r in range(ARGS.rw_requests):
+        req = rw1_pb2.WriteRequest()
+        for s in range(100):
+            ts = req.timeseries.add()
+            ts.labels.add(name="__name__", value="bench_fwd")
+            ts.labels.add(name="s", value=str(s))
+            for k in range(20):
+                ts.samples.add(value=float(r * 20 + k), timestamp=t0ms + (r * 20 + k) * 100)
+        bodies.append(snappy.compress(req.SerializeToString()))
+    ca = cpu_seconds(ar.proc.pid)
+    t = time.monotonic()
+    conn = http.client.HTTPConnection("127.0.0.1", ar.port, timeout=60)
+    for body in bodies:
+        conn.request("POST", "/api/v1/write", body=body, headers={
+            "Content-Type": "application/x-protobuf", "Content-Encoding": "snappy",
+            "X-Prometheus-Remote-Write-Version": "0.1.0"})
+        r = conn.getresponse()
+        r.read()
+        assert r.status == 204, r.status
+    total = ARGS.rw_requests * 2000
+    e = wait_sent(ar, total)
+    dt = time.monotonic() - t
+    print("samples: %d in %d remote-write requests, all acknowledged by B after %.2f s: %.0f samples/s "
+          "forwarded; A's CPU %.2f us/sample" % (total, ARGS.rw_requests, dt, total / dt,
+                                                 (cpu_seconds(ar.proc.pid) - ca) / total * 1e6))
+    ar.kill()
+
+    # 4. catch-up after an outage of B
+    port = b.port
+    b.kill()
+    p = Pusher(a.port, ARGS.senders)
+    p.next = n + 10 * NSERIES  # later than step 2's
+    t_down = time.monotonic()
+    p.run(None, Paced(p, ARGS.rate, t_down + ARGS.outage))
+    backlog = fwd_status(a)["pending"]
+    down = time.monotonic() - t_down
+    live = p.ok / down  # the rate the senders achieved (below --rate when the machine cannot)
+    conftest.free_port = lambda: port
+    b.start()
+    t_up = time.monotonic()
+    sent_up = fwd_status(a)["sent"]
+    p2 = Pusher(a.port, ARGS.senders)
+    p2.next = p.next
+    stop = threading.Event()
+    paced = Paced(p2, ARGS.rate, float("inf"))
+    paced_stop = lambda: None if stop.is_set() else paced()  # noqa: E731
+    th = threading.Thread(target=p2.run, args=(None, paced_stop))
+    th.start()
+    while fwd_status(a)["pending"] > ARGS.rate:  # within a second of the live edge
+        time.sleep(0.05)
+    catch = time.monotonic() - t_up
+    sent_catch = fwd_status(a)["sent"] - sent_up
+    live2 = p2.ok / catch
+    stop.set()
+    th.join()
+    e = wait_sent(a, 0)
+    print("catch-up: B down %.0f s while %d profiles were pushed (%.0f/s live: --rate %.0f asked; %d refused), "
+          "backlog %d entries; B back: A caught up in %.1f s while %.0f/s more were pushed, sending %.0f profiles/s "
+          "= %.1fx the live rate (target >= 5x)"
+          % (down, p.ok, live, ARGS.rate, p.bad, backlog, catch, live2, sent_catch / catch, sent_catch / catch / live))
+    # B holds every profile A stored
+    sa = {(s["labels"]["s"], s["labels"]["__name__"]): len(s["profiles"]) for s in a.series() if "profiles" in s}
+    sb = {(s["labels"]["s"], s["labels"]["__name__"]): len(s["profiles"]) for s in b.series() if "profiles" in s}
+    ok = sa == sb
+    print("B holds the same profiles as A: %s (%d profiles; %d sent in all)" % (ok, sum(sa.values()) // 2, e["sent"]))
+    a.kill()
+    b.kill()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

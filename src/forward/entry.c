@@ -1,0 +1,152 @@
+/*
+ * entry.c - the bytes of a forwarding log entry (docs/FORMAT.md "Forwarding log"). Storage keeps
+ * them opaque; only this file writes and reads them.
+ *
+ *   kind 1, a profile:  0x01, uvarint L, labels (ps_labels_encode, L bytes), gzipped pprof (the rest)
+ *   kind 2, samples:    0x02, uvarint nseries, per series: uvarint L, labels (L bytes),
+ *                       uvarint nsamples, per sample t (8 BE, ms, two's complement), value bits (8 BE)
+ *
+ * A profile entry is what Pyroscope's push needs: __name__ is the profile name (the part of the
+ * stored __name__ before its first ':': the receiver derives the types from the pprof, as it does
+ * for any push), the other labels of the append's first series, and service_name, which
+ * Pyroscope requires, set to job when absent (else "unknown_service", the name Pyroscope's
+ * clients send when none is configured). The pprof is the profile as stored (after the scraper's
+ * deltas), with time_nanos = the stored timestamp and duration_nanos = the stored duration, gzipped
+ * at level 1: encoding costs this thread (the decode pool, the scraper), not the writer. When the
+ * append carries the body it was decoded from (a push) and the stored time and duration are the
+ * body's own, the body goes into the entry as it is (gzipped or not, as received): encoding a
+ * profile costs about as much as decoding it, so this keeps forwarding a push cheap.
+ */
+#include <string.h>
+
+#include "core/varint.h"
+#include "forward.h"
+#include "proto/pprof.h"
+
+enum { KIND_PROFILE = 1, KIND_SAMPLES = 2 };
+
+static void put_labels(ps_buf_t *out, const ps_labels_t *ls)
+{
+    ps_buf_t tmp = PS_BUF_INIT;
+    ps_labels_encode(ls, &tmp);
+    ps_put_uvarint(out, tmp.len);
+    ps_buf_append(out, tmp.data, tmp.len);
+    ps_buf_dispose(&tmp);
+}
+
+void ps_forward_profile_entry(const ps_append_t *app, ps_buf_t *out)
+{
+    if (app->nseries == 0 || app->profile == NULL)
+        return;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t ls = ps_labels_borrow(&app->series_labels[0]);
+    const char *name = ps_labels_value(&ls, "__name__");
+    size_t nlen = name != NULL ? strcspn(name, ":") : 0;
+    if (name != NULL)
+        ps_labels_set(&ls, &a, "__name__", 8, name, nlen);
+    if (ps_labels_value(&ls, "service_name") == NULL) {
+        const char *job = ps_labels_value(&ls, "job");
+        const char *svc = job != NULL ? job : "unknown_service";
+        ps_labels_set(&ls, &a, "service_name", 12, svc, strlen(svc));
+    }
+    size_t start = out->len;
+    ps_buf_putc(out, KIND_PROFILE);
+    put_labels(out, &ls);
+    if (app->raw != NULL && app->raw_len > 0 && app->profile->time_nanos == app->ts &&
+        app->profile->duration_nanos == app->duration) {
+        /* the body as pushed decodes to what is stored: no encoding (it costs as much as decoding) */
+        ps_buf_append(out, app->raw, app->raw_len);
+    } else {
+        ps_profile_t p = *app->profile;
+        p.time_nanos = app->ts;
+        p.duration_nanos = app->duration;
+        ps_err_t err;
+        if (ps_pprof_encode(&p, 1, out, &err) != 0)
+            out->len = start; /* a profile that was decoded encodes; if not, it is not forwarded */
+    }
+    ps_arena_dispose(&a);
+}
+
+void ps_forward_floats_entry(ps_fappend_t *const *items, size_t n, ps_buf_t *out)
+{
+    uint64_t nseries = 0;
+    for (size_t i = 0; i < n; i++)
+        if (items[i]->status == 0 && items[i]->stored != NULL && items[i]->accepted > 0)
+            nseries++;
+    if (nseries == 0)
+        return;
+    ps_buf_putc(out, KIND_SAMPLES);
+    ps_put_uvarint(out, nseries);
+    for (size_t i = 0; i < n; i++) {
+        const ps_fappend_t *f = items[i];
+        if (f->status != 0 || f->stored == NULL || f->accepted == 0)
+            continue;
+        put_labels(out, f->labels);
+        uint64_t k = 0;
+        for (uint32_t j = 0; j < f->nsamples; j++)
+            k += f->stored[j] != 0;
+        ps_put_uvarint(out, k);
+        for (uint32_t j = 0; j < f->nsamples; j++) {
+            if (!f->stored[j])
+                continue;
+            uint64_t bits;
+            memcpy(&bits, &f->samples[j].v, 8);
+            ps_put_be64(out, (uint64_t)f->samples[j].t);
+            ps_put_be64(out, bits);
+        }
+    }
+}
+
+static int get_labels(ps_dec_t *d, ps_arena_t *arena, ps_labels_t *ls, ps_err_t *err)
+{
+    uint64_t l = ps_dec_uvarint(d);
+    const uint8_t *p = d->err || l > ps_dec_left(d) ? NULL : ps_dec_bytes(d, (size_t)l);
+    if (p == NULL || ps_labels_decode(p, (size_t)l, arena, ls) != 0)
+        return ps_err_set(err, PS_ECORRUPT, "forwarding log entry: damaged labels");
+    return 0;
+}
+
+int ps_forward_entry_decode(const uint8_t *data, size_t len, ps_arena_t *arena, int *kind,
+                            ps_forward_series_t **series, size_t *nseries, ps_err_t *err)
+{
+    ps_dec_t d;
+    ps_dec_init(&d, data, len);
+    *kind = ps_dec_u8(&d);
+    *series = NULL;
+    *nseries = 0;
+    if (*kind == KIND_PROFILE) {
+        ps_forward_series_t *s = ps_arena_calloc(arena, 1, sizeof(*s));
+        if (get_labels(&d, arena, &s->labels, err) != 0)
+            return PS_ECORRUPT;
+        s->pprof = d.p;
+        s->pprof_len = ps_dec_left(&d);
+        *series = s;
+        *nseries = 1;
+        return 0;
+    }
+    if (*kind != KIND_SAMPLES)
+        return ps_err_set(err, PS_ECORRUPT, "forwarding log entry: unknown kind %d", *kind);
+    uint64_t ns = ps_dec_uvarint(&d);
+    if (d.err || ns == 0 || ns > ps_dec_left(&d))
+        return ps_err_set(err, PS_ECORRUPT, "forwarding log entry: damaged series count");
+    ps_forward_series_t *s = ps_arena_calloc(arena, (size_t)ns, sizeof(*s));
+    for (uint64_t i = 0; i < ns; i++) {
+        if (get_labels(&d, arena, &s[i].labels, err) != 0)
+            return PS_ECORRUPT;
+        uint64_t k = ps_dec_uvarint(&d);
+        if (d.err || k > ps_dec_left(&d) / 16)
+            return ps_err_set(err, PS_ECORRUPT, "forwarding log entry: damaged sample count");
+        s[i].samples = ps_arena_alloc(arena, (size_t)k * sizeof(ps_fsample_t) + 1);
+        s[i].nsamples = (uint32_t)k;
+        for (uint64_t j = 0; j < k; j++) {
+            s[i].samples[j].t = (int64_t)ps_dec_be64(&d);
+            uint64_t bits = ps_dec_be64(&d);
+            memcpy(&s[i].samples[j].v, &bits, 8);
+        }
+    }
+    if (d.err || ps_dec_left(&d) != 0)
+        return ps_err_set(err, PS_ECORRUPT, "forwarding log entry: damaged samples");
+    *series = s;
+    *nseries = (size_t)ns;
+    return 0;
+}

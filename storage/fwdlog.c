@@ -1,0 +1,270 @@
+/*
+ * fwdlog.c - the forwarding log (store.h; docs/FORMAT.md "Forwarding log"): what src/forward sends
+ * to other servers, written in the same transaction as the data it forwards, so an acknowledged
+ * write is also queued for forwarding and a crash loses neither. Keys are sequence numbers in
+ * big-endian order, so new entries are appended (MDB_APPEND) and trimming deletes from the front.
+ * The next sequence number lives in DB_INFO "fwdnext", not in the last key: the log may be empty
+ * after a trim, and numbers must never be reused (a cursor past them would skip new entries).
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define TRIM_MAX 100000 /* entries deleted by one ps_store_fwd_advance: keeps its transaction short */
+
+void ps_store_set_forward(ps_store_t *s, ps_store_fwd_floats_fn fn, void *ctx)
+{
+    atomic_store(&s->fwd_ctx, ctx);
+    atomic_store(&s->fwd_floats, fn);
+}
+
+int ps_fwd_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
+{
+    MDB_val k = ps_mval("fwdnext", 7), v;
+    int rc = mdb_get(txn, s->dbi[DB_INFO], &k, &v);
+    if (rc == MDB_NOTFOUND) {
+        s->fwd_next = 1;
+        return 0;
+    }
+    if (rc != 0)
+        return ps_lmdb_err(err, rc, "reading the forwarding log's next number");
+    if (v.mv_size != 8)
+        return ps_err_set(err, PS_ECORRUPT, "info \"fwdnext\": %zu bytes, not 8", v.mv_size);
+    s->fwd_next = ps_get_be64(v.mv_data);
+    return 0;
+}
+
+int ps_fwd_log_put(ps_store_t *s, MDB_txn *txn, int64_t wall, const void *data, size_t len, ps_err_t *err)
+{
+    uint8_t kb[8];
+    ps_enc_be64(kb, s->fwd_next);
+    MDB_val k = ps_mval(kb, 8), v = ps_mval(NULL, 8 + len);
+    int rc = mdb_put(txn, s->dbi[DB_FWDLOG], &k, &v, MDB_APPEND | MDB_RESERVE);
+    if (rc != 0)
+        return ps_lmdb_err(err, rc, "writing the forwarding log");
+    ps_enc_be64(v.mv_data, (uint64_t)wall);
+    memcpy((uint8_t *)v.mv_data + 8, data, len);
+    s->fwd_next++;
+    uint8_t nb[8];
+    ps_enc_be64(nb, s->fwd_next);
+    MDB_val nk = ps_mval("fwdnext", 7), nv = ps_mval(nb, 8);
+    if ((rc = mdb_put(txn, s->dbi[DB_INFO], &nk, &nv, 0)) != 0)
+        return ps_lmdb_err(err, rc, "writing the forwarding log's next number");
+    return 0;
+}
+
+/* --agent: a write stores only its log entries. Nothing is checked against stored data (there is
+ * none): every profile is taken (status 0, no series ids), every float sample counts as stored.
+ * The receiver applies its own order and duplicate rules. */
+int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf, ps_err_t *err)
+{
+    MDB_txn *txn = NULL;
+    int64_t now = ps_time_now();
+    int rc, ret;
+    if ((ret = ps_store_space_check(s, err)) != 0)
+        goto Fail;
+    if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) {
+        ret = ps_lmdb_err(err, rc, "starting write transaction");
+        goto Fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ps_append_t *it = items[i];
+        it->status = 0;
+        it->duplicate = false;
+        ps_err_clear(&it->err);
+        for (uint32_t j = 0; j < it->nseries; j++) {
+            it->series_ids[j] = 0;
+            it->series_samples[j] = 0;
+        }
+        if (it->fwd_len > 0 && (ret = ps_fwd_log_put(s, txn, now, it->fwd, it->fwd_len, err)) != 0)
+            goto Fail;
+    }
+    ps_store_fwd_floats_fn fn = nf > 0 ? atomic_load(&s->fwd_floats) : NULL;
+    size_t total = 0;
+    for (size_t i = 0; i < nf; i++)
+        total += floats[i]->nsamples;
+    ps_buf_reset(&s->fwd_mask);
+    uint8_t *m = ps_buf_reserve(&s->fwd_mask, total + 1);
+    memset(m, 1, total + 1);
+    for (size_t i = 0, off = 0; i < nf; off += floats[i]->nsamples, i++) {
+        ps_fappend_t *fa = floats[i];
+        fa->status = 0;
+        ps_err_clear(&fa->err);
+        fa->sid = 0;
+        fa->accepted = fa->nsamples;
+        fa->duplicates = fa->out_of_order = fa->dup_conflicts = fa->out_of_bounds = fa->too_new = 0;
+        fa->stored = fn != NULL ? m + off : NULL;
+    }
+    if (fn != NULL) {
+        ps_buf_reset(&s->fwd_buf);
+        fn(atomic_load(&s->fwd_ctx), floats, nf, &s->fwd_buf);
+        if (s->fwd_buf.len > 0 && (ret = ps_fwd_log_put(s, txn, now, s->fwd_buf.data, s->fwd_buf.len, err)) != 0)
+            goto Fail;
+    }
+    rc = mdb_txn_commit(txn);
+    txn = NULL;
+    if (rc != 0) {
+        ret = ps_lmdb_commit_err(s, err, rc, "committing");
+        goto Fail;
+    }
+    return 0;
+Fail:
+    if (txn != NULL)
+        mdb_txn_abort(txn);
+    MDB_txn *rt;
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &rt) == 0) {
+        ps_fwd_load_next(s, rt, NULL);
+        mdb_txn_abort(rt);
+    }
+    for (size_t i = 0; i < n; i++) {
+        items[i]->status = ret;
+        ps_err_set(&items[i]->err, ret, "%s", err ? err->msg : ps_strerror(ret));
+    }
+    for (size_t i = 0; i < nf; i++) {
+        floats[i]->status = ret;
+        floats[i]->accepted = 0;
+        ps_err_set(&floats[i]->err, ret, "%s", err ? err->msg : ps_strerror(ret));
+    }
+    return ret;
+}
+
+int ps_store_fwd_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_bytes,
+                      int (*cb)(void *ctx, const ps_fwd_entry_t *e), void *ctx, uint64_t *last, ps_err_t *err)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur = NULL;
+    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), ret = 0;
+    if (rc != 0)
+        return ps_lmdb_err(err, rc, "starting read transaction");
+    if (last != NULL) {
+        MDB_val k = ps_mval("fwdnext", 7), v;
+        rc = mdb_get(txn, s->dbi[DB_INFO], &k, &v);
+        *last = rc == 0 && v.mv_size == 8 ? ps_get_be64(v.mv_data) - 1 : 0;
+    }
+    if ((rc = mdb_cursor_open(txn, s->dbi[DB_FWDLOG], &cur)) != 0) {
+        ret = ps_lmdb_err(err, rc, "reading the forwarding log");
+        goto Done;
+    }
+    uint8_t kb[8];
+    ps_enc_be64(kb, after + 1);
+    MDB_val k = ps_mval(kb, 8), v;
+    size_t n = 0, bytes = 0;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0 && n < max_n;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 8 || v.mv_size < 8) {
+            ret = ps_err_set(err, PS_ECORRUPT, "forwarding log: an entry of %zu bytes under a key of %zu", v.mv_size,
+                             k.mv_size);
+            goto Done;
+        }
+        if (n > 0 && bytes + v.mv_size - 8 > max_bytes)
+            break;
+        ps_fwd_entry_t e = {ps_get_be64(k.mv_data), (int64_t)ps_get_be64(v.mv_data), (const uint8_t *)v.mv_data + 8,
+                            v.mv_size - 8};
+        n++;
+        bytes += e.len;
+        if ((ret = cb(ctx, &e)) != 0)
+            goto Done;
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        ret = ps_lmdb_err(err, rc, "reading the forwarding log");
+Done:
+    if (cur != NULL)
+        mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    return ret;
+}
+
+int ps_store_fwd_cursor(ps_store_t *s, const char *name, uint64_t *seq, ps_err_t *err)
+{
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), ret = 0;
+    if (rc != 0)
+        return ps_lmdb_err(err, rc, "starting read transaction");
+    MDB_val k = ps_mval(name, strlen(name)), v;
+    rc = mdb_get(txn, s->dbi[DB_FWDCURSOR], &k, &v);
+    if (rc == MDB_NOTFOUND)
+        ret = PS_ENOTFOUND;
+    else if (rc != 0)
+        ret = ps_lmdb_err(err, rc, "reading a forwarding cursor");
+    else if (v.mv_size != 8)
+        ret = ps_err_set(err, PS_ECORRUPT, "forwarding cursor \"%s\": %zu bytes, not 8", name, v.mv_size);
+    else
+        *seq = ps_get_be64(v.mv_data);
+    mdb_txn_abort(txn);
+    return ret;
+}
+
+static bool listed(const MDB_val *k, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen(names[i]) == k->mv_size && memcmp(names[i], k->mv_data, k->mv_size) == 0)
+            return true;
+    return false;
+}
+
+int ps_store_fwd_advance(ps_store_t *s, const char *const *names, const uint64_t *seqs, size_t n, uint64_t *trimmed,
+                         ps_err_t *err)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur = NULL;
+    uint64_t ndel = 0;
+    int rc = mdb_txn_begin(s->env, NULL, 0, &txn), ret = 0;
+    if (rc != 0)
+        return ps_lmdb_err(err, rc, "starting write transaction");
+    uint64_t upto = s->fwd_next - 1; /* every entry, when no endpoint is left */
+    for (size_t i = 0; i < n; i++) {
+        uint8_t vb[8];
+        ps_enc_be64(vb, seqs[i]);
+        MDB_val k = ps_mval(names[i], strlen(names[i])), v = ps_mval(vb, 8);
+        if ((rc = mdb_put(txn, s->dbi[DB_FWDCURSOR], &k, &v, 0)) != 0) {
+            ret = ps_lmdb_err(err, rc, "writing a forwarding cursor");
+            goto Fail;
+        }
+        if (seqs[i] < upto)
+            upto = seqs[i];
+    }
+    /* cursors of endpoints no longer configured */
+    if ((rc = mdb_cursor_open(txn, s->dbi[DB_FWDCURSOR], &cur)) != 0) {
+        ret = ps_lmdb_err(err, rc, "reading the forwarding cursors");
+        goto Fail;
+    }
+    MDB_val k, v;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+        if (!listed(&k, names, n) && (rc = mdb_cursor_del(cur, 0)) != 0)
+            break;
+    mdb_cursor_close(cur);
+    cur = NULL;
+    if (rc != 0 && rc != MDB_NOTFOUND) {
+        ret = ps_lmdb_err(err, rc, "deleting a forwarding cursor");
+        goto Fail;
+    }
+    if ((rc = mdb_cursor_open(txn, s->dbi[DB_FWDLOG], &cur)) != 0) {
+        ret = ps_lmdb_err(err, rc, "trimming the forwarding log");
+        goto Fail;
+    }
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && ndel < TRIM_MAX;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) { /* after a delete: the next one */
+        if (k.mv_size != 8 || ps_get_be64(k.mv_data) > upto)
+            break;
+        if ((rc = mdb_cursor_del(cur, 0)) != 0)
+            break;
+        ndel++;
+    }
+    mdb_cursor_close(cur);
+    cur = NULL;
+    if (rc != 0 && rc != MDB_NOTFOUND) {
+        ret = ps_lmdb_err(err, rc, "trimming the forwarding log");
+        goto Fail;
+    }
+    if ((rc = mdb_txn_commit(txn)) != 0)
+        return ps_lmdb_commit_err(s, err, rc, "committing the forwarding cursors");
+    if (trimmed != NULL)
+        *trimmed = ndel;
+    return 0;
+Fail:
+    if (cur != NULL)
+        mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    return ret;
+}

@@ -1,0 +1,178 @@
+/*
+ * test_entry.c - forwarding log entries (src/forward/entry.c): a profile's labels (__name__ the
+ * profile name, service_name = job, else unknown_service), the body sent as received when its time
+ * and duration are the stored ones and encoded again (time_nanos = the stored time) otherwise;
+ * float entries hold exactly the stored samples, bit for bit; damaged bytes are PS_ECORRUPT.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../testutil.h"
+
+#include "core/labels.h"
+#include "forward/forward.h"
+#include "proto/pprof.h"
+
+typedef struct prof {
+    ps_arena_t arena;
+    uint8_t *bytes;
+    size_t n;
+    ps_profile_t p;
+    ps_labels_t ls;
+    uint32_t ti;
+    ps_append_t app;
+} prof_t;
+
+static void prepare(prof_t *x, const char *job)
+{
+    memset(x, 0, sizeof(*x));
+    x->bytes = ps_test_read_fixture("go/cpu-01.pb.gz", &x->n);
+    ps_pprof_limits_t lim;
+    ps_pprof_limits_default(&lim);
+    ps_err_t err;
+    if (ps_pprof_decode(x->bytes, x->n, &lim, &x->arena, &x->p, &err) != 0)
+        fail_msg("decode: %s", err.msg);
+    const char *name = "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta";
+    ps_labels_set(&x->ls, &x->arena, "__name__", 8, name, strlen(name));
+    if (job != NULL)
+        ps_labels_set(&x->ls, &x->arena, "job", 3, job, strlen(job));
+    ps_labels_set(&x->ls, &x->arena, "zone", 4, "eu", 2);
+    x->app.profile = &x->p;
+    x->app.nseries = 1;
+    x->app.series_labels = &x->ls;
+    x->app.type_index = &x->ti;
+    x->app.ts = x->p.time_nanos;
+    x->app.duration = x->p.duration_nanos;
+    x->app.raw = x->bytes;
+    x->app.raw_len = x->n;
+}
+
+static char *labels_text(const ps_labels_t *ls)
+{
+    static char out[512];
+    ps_buf_t b = PS_BUF_INIT;
+    ps_labels_format(ls, &b);
+    snprintf(out, sizeof(out), "%.*s", (int)b.len, (const char *)b.data);
+    ps_buf_dispose(&b);
+    return out;
+}
+
+static void test_profile_entry(void **state)
+{
+    prof_t x;
+    prepare(&x, "api");
+    ps_buf_t e = PS_BUF_INIT;
+    ps_forward_profile_entry(&x.app, &e);
+    ps_arena_t a = PS_ARENA_INIT;
+    int kind;
+    ps_forward_series_t *s;
+    size_t n;
+    ps_err_t err;
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, &err), 0);
+    assert_int_equal(kind, 1);
+    assert_int_equal(n, 1);
+    assert_string_equal(labels_text(&s[0].labels), "{__name__=\"process_cpu\", job=\"api\", service_name=\"api\", zone=\"eu\"}");
+    /* its own time and duration: the body as received */
+    assert_int_equal(s[0].pprof_len, x.n);
+    assert_memory_equal(s[0].pprof, x.bytes, x.n);
+
+    /* another time (a time= parameter): encoded again with time_nanos = the stored time */
+    x.app.ts = x.p.time_nanos + 5000;
+    ps_buf_reset(&e);
+    ps_forward_profile_entry(&x.app, &e);
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, &err), 0);
+    assert_true(s[0].pprof_len != x.n || memcmp(s[0].pprof, x.bytes, x.n) != 0);
+    ps_pprof_limits_t lim;
+    ps_pprof_limits_default(&lim);
+    ps_profile_t back;
+    assert_int_equal(ps_pprof_decode(s[0].pprof, s[0].pprof_len, &lim, &a, &back, &err), 0);
+    assert_int_equal(back.time_nanos, x.p.time_nanos + 5000);
+    assert_int_equal(back.duration_nanos, x.p.duration_nanos);
+    assert_int_equal(back.nsamples, x.p.nsamples);
+    assert_int_equal(back.ntypes, x.p.ntypes);
+    for (uint32_t i = 0; i < back.nsamples; i++)
+        for (uint32_t t = 0; t < back.ntypes; t++)
+            assert_int_equal(back.samples[i].values[t], x.p.samples[i].values[t]);
+
+    /* no job: Pyroscope's unknown_service; no series: no entry */
+    prof_t y;
+    prepare(&y, NULL);
+    ps_buf_reset(&e);
+    ps_forward_profile_entry(&y.app, &e);
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, &err), 0);
+    assert_string_equal(labels_text(&s[0].labels), "{__name__=\"process_cpu\", service_name=\"unknown_service\", zone=\"eu\"}");
+    y.app.nseries = 0;
+    ps_buf_reset(&e);
+    ps_forward_profile_entry(&y.app, &e);
+    assert_int_equal(e.len, 0);
+
+    ps_buf_dispose(&e);
+    ps_arena_dispose(&a);
+    ps_arena_dispose(&x.arena);
+    ps_arena_dispose(&y.arena);
+    free(x.bytes);
+    free(y.bytes);
+}
+
+static void test_floats_entry(void **state)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t l1 = {0}, l2 = {0};
+    ps_labels_set(&l1, &a, "__name__", 8, "up", 2);
+    ps_labels_set(&l2, &a, "__name__", 8, "x", 1);
+    uint64_t stale = 0x7ff0000000000002ull;
+    double sv;
+    memcpy(&sv, &stale, 8);
+    ps_fsample_t s1[] = {{-5, 1.5}, {10, sv}, {20, 3}}, s2[] = {{7, 9}};
+    uint8_t m1[] = {0, 1, 1}, m2[] = {0};
+    ps_fappend_t f1 = {.labels = &l1, .samples = s1, .nsamples = 3, .accepted = 2, .stored = m1};
+    ps_fappend_t f2 = {.labels = &l2, .samples = s2, .nsamples = 1, .accepted = 0, .stored = m2};
+    ps_fappend_t *items[] = {&f1, &f2};
+    ps_buf_t e = PS_BUF_INIT;
+    ps_forward_floats_entry(items, 2, &e);
+    int kind;
+    ps_forward_series_t *s;
+    size_t n;
+    ps_err_t err;
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, &err), 0);
+    assert_int_equal(kind, 2);
+    assert_int_equal(n, 1); /* x stored nothing */
+    assert_string_equal(labels_text(&s[0].labels), "{__name__=\"up\"}");
+    assert_int_equal(s[0].nsamples, 2);
+    assert_int_equal(s[0].samples[0].t, 10);
+    uint64_t bits;
+    memcpy(&bits, &s[0].samples[0].v, 8);
+    assert_int_equal(bits, stale);
+    assert_int_equal(s[0].samples[1].t, 20);
+    assert_true(s[0].samples[1].v == 3.0);
+    /* damaged: cut short, an unknown kind, trailing bytes */
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len - 3, &a, &kind, &s, &n, &err), PS_ECORRUPT);
+    ps_buf_putc(&e, 0);
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, &err), PS_ECORRUPT);
+    uint8_t bad[] = {9, 1, 2};
+    assert_int_equal(ps_forward_entry_decode(bad, sizeof(bad), &a, &kind, &s, &n, &err), PS_ECORRUPT);
+    /* nothing stored at all: no entry */
+    m1[1] = m1[2] = 0;
+    f1.accepted = 0;
+    ps_buf_reset(&e);
+    ps_forward_floats_entry(items, 2, &e);
+    assert_int_equal(e.len, 0);
+    ps_buf_dispose(&e);
+    ps_arena_dispose(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_profile_entry),
+        cmocka_unit_test(test_floats_entry),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
