@@ -702,6 +702,22 @@ static int parse_file_sd(ctx_t *c, const yaml_node_t *n, ps_file_sd_t *sd)
     return 0;
 }
 
+/* An http or https URL with a host and no spaces (http_sd's, forward's url): the value of node url. */
+static int check_http_url(ctx_t *c, const yaml_node_t *url, const char *s)
+{
+    size_t skip = strncmp(s, "http://", 7) == 0 ? 7 : strncmp(s, "https://", 8) == 0 ? 8 : 0;
+    size_t old = push_key(c, "url");
+    if (skip == 0)
+        return fail(c, url, "the URL scheme must be http or https: \"%.100s\"", s);
+    if (s[skip] == '\0' || s[skip] == '/' || s[skip] == ':')
+        return fail(c, url, "the URL has no host: \"%.100s\"", s);
+    for (const char *p = s; *p != '\0'; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f)
+            return fail(c, url, "the URL contains spaces or control characters");
+    pop(c, old);
+    return 0;
+}
+
 static int parse_http_sd(ctx_t *c, const yaml_node_t *n, ps_http_sd_t *sd)
 {
     static const char *const names[] = {"url", "refresh_interval", CLIENT_FIELDS, NULL};
@@ -737,16 +753,8 @@ static int parse_http_sd(ctx_t *c, const yaml_node_t *n, ps_http_sd_t *sd)
     }
     if (url == NULL)
         return fail(c, n, "an http_sd config needs a url");
-    size_t skip = strncmp(sd->url, "http://", 7) == 0 ? 7 : strncmp(sd->url, "https://", 8) == 0 ? 8 : 0;
-    size_t old = push_key(c, "url");
-    if (skip == 0)
-        return fail(c, url, "the URL scheme must be http or https: \"%.100s\"", sd->url);
-    if (sd->url[skip] == '\0' || sd->url[skip] == '/' || sd->url[skip] == ':')
-        return fail(c, url, "the URL has no host: \"%.100s\"", sd->url);
-    for (const char *p = sd->url; *p != '\0'; p++)
-        if ((unsigned char)*p <= ' ' || *p == 0x7f)
-            return fail(c, url, "the URL contains spaces or control characters");
-    pop(c, old);
+    if ((rc = check_http_url(c, url, sd->url)) != 0)
+        return rc;
     return finish_client(c, &sd->client, &ck);
 }
 
@@ -1527,16 +1535,8 @@ static int parse_forward(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc
     }
     if (url == NULL)
         return fail(c, n, "a forward endpoint needs a url");
-    size_t skip = strncmp(fc->url, "http://", 7) == 0 ? 7 : strncmp(fc->url, "https://", 8) == 0 ? 8 : 0;
-    size_t old = push_key(c, "url");
-    if (skip == 0)
-        return fail(c, url, "the URL scheme must be http or https: \"%.100s\"", fc->url);
-    if (fc->url[skip] == '\0' || fc->url[skip] == '/' || fc->url[skip] == ':')
-        return fail(c, url, "the URL has no host: \"%.100s\"", fc->url);
-    for (const char *p = fc->url; *p != '\0'; p++)
-        if ((unsigned char)*p <= ' ' || *p == 0x7f)
-            return fail(c, url, "the URL contains spaces or control characters");
-    pop(c, old);
+    if ((rc = check_http_url(c, url, fc->url)) != 0)
+        return rc;
     if (fc->name == NULL)
         fc->name = fc->url;
     return finish_client(c, &fc->client, &ck);
