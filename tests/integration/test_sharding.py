@@ -1,0 +1,239 @@
+"""Sharded scraping (docs/SCALING.md): two real profstore processes with the same configuration but
+for the shard they keep split one static target list without overlap or gap.
+
+The targets are distinct loopback HTTP servers in this process (PyTarget), each its own
+127.0.0.1:<port>, serving the real Go goroutine profile (shared/testdata/pprof/go/goroutine-01.pb.gz)
+with a second gzip member that sets time_nanos to now, so that every scrape is a new profile
+(the fixture's own time is older than the default 15d retention). The relabeling is Prometheus'
+documented recipe, word for word what docs/SCALING.md shows:
+
+    - source_labels: [__address__]
+      modulus: 2
+      target_label: __tmp_hash
+      action: hashmod
+    - source_labels: [__tmp_hash]
+      regex: '<i>'
+      action: keep
+
+The shard of each target is computed here independently of src/config/relabel.c, from Prometheus'
+model/relabel definition: md5 of the joined source label values, its last 8 bytes as a big-endian
+uint64, modulo the modulus (pinned by Prometheus' own relabel_test.go value: "baz" mod 1000 = 976).
+
+Checked on each instance: /api/v1/targets (active = this shard's addresses, all up, no __tmp_hash
+left; dropped = the other shard's), the profile series stored (/api/v1/series), the values of the
+instance label (/api/v1/label/instance/values, which also covers the up/scrape_* float series) and
+profstore_scrape_targets; across both: union = the target list, intersection empty. And per target
+the profiles it served equal (within the one scrape in flight) the profiles its shard's instance
+stored: no target is scraped by both. Then both configs get more targets and a SIGHUP: the same
+split holds for old and new targets, and no old target moved."""
+
+import gzip
+import hashlib
+import signal
+import time
+import urllib.parse
+from typing import Dict, List
+
+import pytest
+
+from conftest import TESTDATA
+from scrape_util import (GOROUTINE_ONLY, TYPES, PyTarget, active_targets, config_text, dropped_targets, series_list,
+                         stored, wait_for, write_atomic)
+
+GOROUTINE = TYPES["goroutine"][0]
+FIXTURE = TESTDATA / "pprof" / "go" / "goroutine-01.pb.gz"
+N_INITIAL = 6  # targets per shard in the first list
+N_ADDED = 3    # targets per shard added by the reload
+
+
+def hashmod(value: str, modulus: int) -> int:
+    """Prometheus' hashmod: md5(value), the last 8 bytes big-endian as uint64, % modulus."""
+    return int.from_bytes(hashlib.md5(value.encode()).digest()[8:], "big") % modulus
+
+
+def varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+class ProfileTarget(PyTarget):
+    """/debug/pprof/goroutine: the fixture as Go wrote it + a gzip member holding field 9 (time_nanos) =
+    now (protobuf keeps the last value of a field; gzip readers read every member)."""
+
+    def __init__(self, fixture: bytes):
+        self.scrapes = 0
+
+        def handler(path, h):
+            if urllib.parse.urlsplit(path).path != "/debug/pprof/goroutine":
+                h.send_response(404)
+                h.send_header("Content-Length", "0")
+                h.end_headers()
+                return
+            self.scrapes += 1
+            body = fixture + gzip.compress(b"\x48" + varint(time.time_ns()))
+            h.send_response(200)
+            h.send_header("Content-Type", "application/octet-stream")
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+            h.wfile.write(body)
+
+        super().__init__(handler)
+
+
+def job(addresses: List[str], shard: int) -> str:
+    """The job of shard `shard` of 2: everything but the keep regex is the same on both instances."""
+    return ("  - job_name: fleet\n"
+            "    static_configs:\n"
+            "      - targets: [%s]\n"
+            "        labels: {env: prod}\n"
+            "    relabel_configs:\n"
+            "      - source_labels: [__address__]\n"
+            "        modulus: 2\n"
+            "        target_label: __tmp_hash\n"
+            "        action: hashmod\n"
+            "      - source_labels: [__tmp_hash]\n"
+            "        regex: '%d'\n"
+            "        action: keep\n" % (", ".join("'%s'" % a for a in addresses), shard)) + GOROUTINE_ONLY
+
+
+def instance_values(srv) -> List[str]:
+    q = urllib.parse.urlencode({"start": "0", "end": str(int(time.time()) + 3600)})
+    js = srv.get_json("/api/v1/label/instance/values?" + q)
+    assert js["status"] == "success", js
+    return js["data"]
+
+
+def view(srv) -> Dict[str, object]:
+    """What one instance says it scrapes and stores, for job fleet."""
+    act = [t for t in active_targets(srv) if t["scrapePool"] == "fleet"]
+    return {
+        "active": sorted(t["labels"]["instance"] for t in act),
+        "up": all(t["health"] == "up" for t in act),
+        "dropped": sorted(d["discoveredLabels"]["__address__"] for d in dropped_targets(srv)
+                          if d["discoveredLabels"].get("job") == "fleet"),
+        "series": sorted(s["instance"] for s in series_list(srv, '{job="fleet"}')),
+        "instances": instance_values(srv),
+    }
+
+
+class Env:
+    pass
+
+
+@pytest.fixture(scope="module")
+def env(module_server_factory, tmp_path_factory):
+    wd = tmp_path_factory.mktemp("sharding")
+    fixture = FIXTURE.read_bytes()
+    # Ports are the kernel's: make targets until each shard has enough, so the split is balanced
+    # and known (6 + 6 first, 3 + 3 added); the spare ones are never listed.
+    e = Env()
+    e.all: List[ProfileTarget] = []
+    by_shard: Dict[int, List[ProfileTarget]] = {0: [], 1: []}
+    while min(len(v) for v in by_shard.values()) < N_INITIAL + N_ADDED:
+        t = ProfileTarget(fixture)
+        e.all.append(t)
+        by_shard[hashmod(t.address, 2)].append(t)
+        assert len(e.all) < 200, "the kernel's ports all hash to one shard?"
+    e.initial = [t.address for s in (0, 1) for t in by_shard[s][:N_INITIAL]]
+    e.added = [t.address for s in (0, 1) for t in by_shard[s][N_INITIAL:N_INITIAL + N_ADDED]]
+    e.by_addr = {t.address: t for t in e.all}
+    e.cfg = [wd / "shard0.yml", wd / "shard1.yml"]
+    for i in (0, 1):
+        e.cfg[i].write_text(config_text("1s", "1s", jobs=job(e.initial, i)))
+    e.srv = [module_server_factory(name="shard%d" % i, config=str(e.cfg[i])) for i in (0, 1)]
+    yield e
+    for t in e.all:
+        t.httpd.shutdown()
+        t.httpd.server_close()
+
+
+def expected(addresses: List[str], shard: int) -> List[str]:
+    return sorted(a for a in addresses if hashmod(a, 2) == shard)
+
+
+def settled(srv, want: List[str], other: List[str]):
+    """The instance's view once every target of its shard is up and stored, else None."""
+    v = view(srv)
+    if v["active"] == want and v["up"] and v["series"] == want and v["instances"] == want and v["dropped"] == other:
+        return v
+    return None
+
+
+def check_split(e, addresses: List[str]):
+    views = []
+    for i in (0, 1):
+        want, other = expected(addresses, i), expected(addresses, 1 - i)
+        try:
+            v = wait_for(lambda: settled(e.srv[i], want, other), 20, "shard %d: %s active, up and stored" % (i, want))
+        except AssertionError as ex:
+            raise AssertionError("%s; its view: %r" % (ex, view(e.srv[i]))) from None
+        views.append(v)
+        labels = [t["labels"] for t in active_targets(e.srv[i]) if t["scrapePool"] == "fleet"]
+        for ls in labels:
+            assert "__tmp_hash" not in ls and ls["env"] == "prod" and ls["job"] == "fleet", ls
+        for s in series_list(e.srv[i], '{job="fleet"}'):
+            assert s == {"__name__": GOROUTINE, "job": "fleet", "env": "prod", "instance": s["instance"]}, s
+        assert e.srv[i].metrics()["profstore_scrape_targets"] == len(want)
+    for key in ("active", "series", "instances"):
+        a, b = set(views[0][key]), set(views[1][key])
+        assert a | b == set(addresses), (key, sorted(a | b))
+        assert not a & b, (key, sorted(a & b))
+    return views
+
+
+def stored_profiles(srv, address: str) -> int:
+    ss = stored(srv, job="fleet", instance=address)
+    assert len(ss) <= 1, ss
+    return len(ss[0]["profiles"]) if ss else 0
+
+
+def check_scraped_once(e, addresses: List[str]):
+    """Every profile a target served is stored by its shard's instance, and it served no others: a
+    target that both instances scraped would have served about twice what one of them stored. (Read
+    stored, served, stored again: one scrape may be between the target's answer and the commit.)"""
+    for a in addresses:
+        srv = e.srv[hashmod(a, 2)]
+        before = stored_profiles(srv, a)
+        served = e.by_addr[a].scrapes
+        after = stored_profiles(srv, a)
+        assert before >= 1 and before <= served <= after + 1, (a, before, served, after)
+
+
+def test_prometheus_hashmod_definition():
+    # Prometheus' model/relabel/relabel_test.go: source "baz", modulus 1000 -> "976"
+    assert hashmod("baz", 1000) == 976
+
+
+def test_two_instances_split_the_list(env):
+    assert len(env.initial) == 2 * N_INITIAL
+    views = check_split(env, env.initial)
+    assert [len(v["active"]) for v in views] == [N_INITIAL, N_INITIAL]
+    check_scraped_once(env, env.initial)
+    # the spare targets, never listed, were never asked
+    for t in env.all:
+        if t.address not in env.initial + env.added:
+            assert t.scrapes == 0, t.address
+
+
+def test_split_holds_after_sighup_adding_targets(env):
+    check_split(env, env.initial)
+    before = [set(view(s)["series"]) for s in env.srv]
+    full = env.initial + env.added
+    for i in (0, 1):
+        write_atomic(env.cfg[i], config_text("1s", "1s", jobs=job(full, i)))
+        env.srv[i].proc.send_signal(signal.SIGHUP)
+    views = check_split(env, full)
+    assert [len(v["active"]) for v in views] == [N_INITIAL + N_ADDED] * 2
+    for i in (0, 1):
+        assert before[i] <= set(views[i]["series"]), "an old target moved off shard %d" % i
+        assert set(views[i]["series"]) - before[i] == set(expected(env.added, i))
+    # the old targets keep being scraped, each by its one instance
+    time.sleep(2.5)
+    check_scraped_once(env, full)
