@@ -2,9 +2,10 @@
 for the shard they keep split one static target list without overlap or gap.
 
 The targets are distinct loopback HTTP servers in this process (PyTarget), each its own
-127.0.0.1:<port>, serving the real Go goroutine profile (shared/testdata/pprof/go/goroutine-01.pb.gz)
-with a second gzip member that sets time_nanos to now, so that every scrape is a new profile
-(the fixture's own time is older than the default 15d retention). The relabeling is Prometheus'
+127.0.0.1:<port>, serving two real Go profiles (shared/testdata/pprof/go/goroutine-01.pb.gz and
+threadcreate-01.pb.gz; both profile types are enabled, so each address is two scrape targets that
+must land on the same instance) with a second gzip member that sets time_nanos to now, so that
+every scrape is a new profile (the fixtures' own times are older than the default 15d retention). The relabeling is Prometheus'
 documented recipe, word for word what docs/SCALING.md shows:
 
     - source_labels: [__address__]
@@ -41,7 +42,10 @@ from scrape_util import (GOROUTINE_ONLY, TYPES, PyTarget, active_targets, config
                          stored, wait_for, write_atomic)
 
 GOROUTINE = TYPES["goroutine"][0]
-FIXTURE = TESTDATA / "pprof" / "go" / "goroutine-01.pb.gz"
+THREADCREATE = TYPES["threadcreate"][0]
+FIXTURES = {"/debug/pprof/goroutine": TESTDATA / "pprof" / "go" / "goroutine-01.pb.gz",
+            "/debug/pprof/threadcreate": TESTDATA / "pprof" / "go" / "threadcreate-01.pb.gz"}
+TYPES_STORED = sorted([GOROUTINE, THREADCREATE])
 N_INITIAL = 6  # targets per shard in the first list
 N_ADDED = 3    # targets per shard added by the reload
 
@@ -64,20 +68,22 @@ def varint(v: int) -> bytes:
 
 
 class ProfileTarget(PyTarget):
-    """/debug/pprof/goroutine: the fixture as Go wrote it + a gzip member holding field 9 (time_nanos) =
-    now (protobuf keeps the last value of a field; gzip readers read every member)."""
+    """FIXTURES' paths: the fixture as Go wrote it + a gzip member holding field 9 (time_nanos) = now
+    (protobuf keeps the last value of a field; gzip readers read every member). Counts the profiles
+    served per path."""
 
-    def __init__(self, fixture: bytes):
-        self.scrapes = 0
+    def __init__(self, fixtures: Dict[str, bytes]):
+        self.scrapes = {p: 0 for p in fixtures}
 
         def handler(path, h):
-            if urllib.parse.urlsplit(path).path != "/debug/pprof/goroutine":
+            p = urllib.parse.urlsplit(path).path
+            if p not in fixtures:
                 h.send_response(404)
                 h.send_header("Content-Length", "0")
                 h.end_headers()
                 return
-            self.scrapes += 1
-            body = fixture + gzip.compress(b"\x48" + varint(time.time_ns()))
+            self.scrapes[p] += 1
+            body = fixtures[p] + gzip.compress(b"\x48" + varint(time.time_ns()))
             h.send_response(200)
             h.send_header("Content-Type", "application/octet-stream")
             h.send_header("Content-Length", str(len(body)))
@@ -100,7 +106,8 @@ def job(addresses: List[str], shard: int) -> str:
             "        action: hashmod\n"
             "      - source_labels: [__tmp_hash]\n"
             "        regex: '%d'\n"
-            "        action: keep\n" % (", ".join("'%s'" % a for a in addresses), shard)) + GOROUTINE_ONLY
+            "        action: keep\n" % (", ".join("'%s'" % a for a in addresses), shard)) + GOROUTINE_ONLY + \
+        "        threadcreate: {enabled: true}\n"
 
 
 def instance_values(srv) -> List[str]:
@@ -111,7 +118,8 @@ def instance_values(srv) -> List[str]:
 
 
 def view(srv) -> Dict[str, object]:
-    """What one instance says it scrapes and stores, for job fleet."""
+    """What one instance says it scrapes and stores, for job fleet: addresses, each once per profile
+    type."""
     act = [t for t in active_targets(srv) if t["scrapePool"] == "fleet"]
     return {
         "active": sorted(t["labels"]["instance"] for t in act),
@@ -130,14 +138,14 @@ class Env:
 @pytest.fixture(scope="module")
 def env(module_server_factory, tmp_path_factory):
     wd = tmp_path_factory.mktemp("sharding")
-    fixture = FIXTURE.read_bytes()
+    fixtures = {p: f.read_bytes() for p, f in FIXTURES.items()}
     # Ports are the kernel's: make targets until each shard has enough, so the split is balanced
     # and known (6 + 6 first, 3 + 3 added); the spare ones are never listed.
     e = Env()
     e.all: List[ProfileTarget] = []
     by_shard: Dict[int, List[ProfileTarget]] = {0: [], 1: []}
     while min(len(v) for v in by_shard.values()) < N_INITIAL + N_ADDED:
-        t = ProfileTarget(fixture)
+        t = ProfileTarget(fixtures)
         e.all.append(t)
         by_shard[hashmod(t.address, 2)].append(t)
         assert len(e.all) < 200, "the kernel's ports all hash to one shard?"
@@ -161,7 +169,9 @@ def expected(addresses: List[str], shard: int) -> List[str]:
 def settled(srv, want: List[str], other: List[str]):
     """The instance's view once every target of its shard is up and stored, else None."""
     v = view(srv)
-    if v["active"] == want and v["up"] and v["series"] == want and v["instances"] == want and v["dropped"] == other:
+    twice = sorted(want * 2)  # goroutine and threadcreate
+    if (v["active"] == twice and v["up"] and v["series"] == twice and v["instances"] == want
+            and v["dropped"] == sorted(other * 2)):
         return v
     return None
 
@@ -178,9 +188,12 @@ def check_split(e, addresses: List[str]):
         labels = [t["labels"] for t in active_targets(e.srv[i]) if t["scrapePool"] == "fleet"]
         for ls in labels:
             assert "__tmp_hash" not in ls and ls["env"] == "prod" and ls["job"] == "fleet", ls
+        by_instance: Dict[str, List[str]] = {}
         for s in series_list(e.srv[i], '{job="fleet"}'):
-            assert s == {"__name__": GOROUTINE, "job": "fleet", "env": "prod", "instance": s["instance"]}, s
-        assert e.srv[i].metrics()["profstore_scrape_targets"] == len(want)
+            assert s == {"__name__": s["__name__"], "job": "fleet", "env": "prod", "instance": s["instance"]}, s
+            by_instance.setdefault(s["instance"], []).append(s["__name__"])
+        assert {a: sorted(t) for a, t in by_instance.items()} == {a: TYPES_STORED for a in want}
+        assert e.srv[i].metrics()["profstore_scrape_targets"] == 2 * len(want)
     for key in ("active", "series", "instances"):
         a, b = set(views[0][key]), set(views[1][key])
         assert a | b == set(addresses), (key, sorted(a | b))
@@ -188,8 +201,8 @@ def check_split(e, addresses: List[str]):
     return views
 
 
-def stored_profiles(srv, address: str) -> int:
-    ss = stored(srv, job="fleet", instance=address)
+def stored_profiles(srv, address: str, name: str) -> int:
+    ss = [s for s in stored(srv, job="fleet", instance=address) if s["labels"]["__name__"] == name]
     assert len(ss) <= 1, ss
     return len(ss[0]["profiles"]) if ss else 0
 
@@ -200,10 +213,11 @@ def check_scraped_once(e, addresses: List[str]):
     stored, served, stored again: one scrape may be between the target's answer and the commit.)"""
     for a in addresses:
         srv = e.srv[hashmod(a, 2)]
-        before = stored_profiles(srv, a)
-        served = e.by_addr[a].scrapes
-        after = stored_profiles(srv, a)
-        assert before >= 1 and before <= served <= after + 1, (a, before, served, after)
+        for path, name in (("/debug/pprof/goroutine", GOROUTINE), ("/debug/pprof/threadcreate", THREADCREATE)):
+            before = stored_profiles(srv, a, name)
+            served = e.by_addr[a].scrapes[path]
+            after = stored_profiles(srv, a, name)
+            assert before >= 1 and before <= served <= after + 1, (a, name, before, served, after)
 
 
 def test_prometheus_hashmod_definition():
@@ -214,12 +228,12 @@ def test_prometheus_hashmod_definition():
 def test_two_instances_split_the_list(env):
     assert len(env.initial) == 2 * N_INITIAL
     views = check_split(env, env.initial)
-    assert [len(v["active"]) for v in views] == [N_INITIAL, N_INITIAL]
+    assert [len(v["instances"]) for v in views] == [N_INITIAL, N_INITIAL]
     check_scraped_once(env, env.initial)
     # the spare targets, never listed, were never asked
     for t in env.all:
         if t.address not in env.initial + env.added:
-            assert t.scrapes == 0, t.address
+            assert sum(t.scrapes.values()) == 0, t.address
 
 
 def test_split_holds_after_sighup_adding_targets(env):
@@ -230,7 +244,7 @@ def test_split_holds_after_sighup_adding_targets(env):
         write_atomic(env.cfg[i], config_text("1s", "1s", jobs=job(full, i)))
         env.srv[i].proc.send_signal(signal.SIGHUP)
     views = check_split(env, full)
-    assert [len(v["active"]) for v in views] == [N_INITIAL + N_ADDED] * 2
+    assert [len(v["instances"]) for v in views] == [N_INITIAL + N_ADDED] * 2
     for i in (0, 1):
         assert before[i] <= set(views[i]["series"]), "an old target moved off shard %d" % i
         assert set(views[i]["series"]) - before[i] == set(expected(env.added, i))
