@@ -26,9 +26,12 @@ instance label (/api/v1/label/instance/values, which also covers the up/scrape_*
 profstore_scrape_targets; across both: union = the target list, intersection empty. And per target
 the profiles it served equal (within the one scrape in flight) the profiles its shard's instance
 stored: no target is scraped by both. Then both configs get more targets and a SIGHUP: the same
-split holds for old and new targets, and no old target moved."""
+split holds for old and new targets, and no old target moved. Last, docs/SCALING.md's YAML block
+as written (file_sd, the external label `shard`) splits a file_sd list and a file added later."""
 
 import gzip
+import json
+import re
 import hashlib
 import signal
 import time
@@ -251,3 +254,66 @@ def test_split_holds_after_sighup_adding_targets(env):
     # the old targets keep being scraped, each by its one instance
     time.sleep(2.5)
     check_scraped_once(env, full)
+
+
+def doc_config() -> str:
+    """The shard-0 configuration of docs/SCALING.md, as written there."""
+    from conftest import REPO
+    doc = (REPO / "docs" / "SCALING.md").read_text()
+    section = doc[doc.index("## Sharded scraping"):]
+    return re.findall(r"```yaml\n(.*?)```", section, re.S)[0]
+
+
+def test_the_documented_config_with_file_sd(make_server, tmp_path):
+    """docs/SCALING.md's configuration as written (file_sd, external label shard), changed only where
+    it must be: the file_sd path, a 1 s interval, the two profile types these targets serve, and for
+    shard 1 its regex and label."""
+    text = doc_config()
+    assert "regex: '0'" in text and 'external_labels: {shard: "0"}' in text and "modulus: 2" in text
+    fixtures = {p: f.read_bytes() for p, f in FIXTURES.items()}
+    made: List[ProfileTarget] = []
+    by_shard: Dict[int, List[str]] = {0: [], 1: []}
+    try:
+        while min(len(v) for v in by_shard.values()) < 3:
+            t = ProfileTarget(fixtures)
+            made.append(t)
+            by_shard[hashmod(t.address, 2)].append(t.address)
+        addresses = [t.address for t in made]
+        sd = tmp_path / "targets"
+        sd.mkdir()
+        write_atomic(sd / "fleet.json", json.dumps([{"targets": addresses}]))
+        text = (text.replace("/etc/profstore/targets/*.json", str(sd / "*.json"))
+                .replace("scrape_interval: 10s", "scrape_interval: 1s") + GOROUTINE_ONLY +
+                "        threadcreate: {enabled: true}\n")
+        srv = []
+        for i in (0, 1):
+            cfg = tmp_path / ("shard%d.yml" % i)
+            cfg.write_text(text.replace("regex: '0'", "regex: '%d'" % i)
+                           .replace('{shard: "0"}', '{shard: "%d"}' % i))
+            srv.append(make_server(name="doc%d" % i, config=str(cfg)))
+        for i in (0, 1):
+            want = sorted(by_shard[i])
+            try:
+                wait_for(lambda: settled(srv[i], want, sorted(by_shard[1 - i])), 20, "shard %d settled" % i)
+            except AssertionError as ex:
+                raise AssertionError("%s; its view: %r" % (ex, view(srv[i]))) from None
+            for s in series_list(srv[i], '{job="fleet"}', scrape_series=True):
+                assert s["shard"] == str(i), s
+        # a new file in the watched directory: its targets go to their shards too
+        more: List[str] = []
+        while len({hashmod(a, 2) for a in more}) < 2:
+            t = ProfileTarget(fixtures)
+            made.append(t)
+            more.append(t.address)
+        write_atomic(sd / "more.json", json.dumps([{"targets": more}]))
+        full = addresses + more
+        for i in (0, 1):
+            want, other = expected(full, i), expected(full, 1 - i)
+            try:
+                wait_for(lambda: settled(srv[i], want, other), 20, "shard %d settled after the new file" % i)
+            except AssertionError as ex:
+                raise AssertionError("%s; its view: %r" % (ex, view(srv[i]))) from None
+    finally:
+        for t in made:
+            t.httpd.shutdown()
+            t.httpd.server_close()
