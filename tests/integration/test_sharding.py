@@ -26,7 +26,8 @@ instance label (/api/v1/label/instance/values, which also covers the up/scrape_*
 profstore_scrape_targets; across both: union = the target list, intersection empty. And per target
 the profiles it served equal (within the scrapes in flight) the profiles its shard's instance
 stored: no target is scraped by both. Then both configs get more targets and a SIGHUP: the same
-split holds for old and new targets, and no old target moved. Last, docs/SCALING.md's YAML block
+split holds for old and new targets, and no old target moved. Two real Prometheus 2.42 processes
+with the same list and relabel_configs keep the same targets as the two profstores. Last, docs/SCALING.md's YAML block
 as written (file_sd, the external label `shard`) splits a file_sd list and a file added later."""
 
 import gzip
@@ -244,6 +245,52 @@ def test_two_instances_split_the_list(env):
     for t in env.all:
         if t.address not in env.initial + env.added:
             assert sum(t.scrapes.values()) == 0, t.address
+
+
+class RawPromConfig:
+    """A prometheus.yml given as text, for prom_util.Prometheus (which asks config.text(address))."""
+
+    def __init__(self, text: str):
+        self.body = text
+
+    def text(self, own_address: str) -> str:
+        return self.body
+
+
+def prom_job(addresses: List[str], shard: int) -> str:
+    """job() for Prometheus: the same static list and relabel_configs, without Parca's profiling_config."""
+    text = job(addresses, shard)
+    return text[:text.index("    profiling_config:")]
+
+
+def test_a_real_prometheus_shards_alike(env, tmp_path):
+    """A real Prometheus 2.42 with the same relabel_configs keeps the same targets as each profstore
+    (it scrapes /metrics, which these targets answer 404: its targets are down, but which ones are
+    active and which dropped is what counts here). Prometheus, profstore and the hashmod of this file
+    agree."""
+    from prom_util import Prometheus, prometheus_binary
+    prometheus_binary()
+    proms = []
+    try:
+        for i in (0, 1):
+            text = "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n" + prom_job(env.initial, i)
+            proms.append(Prometheus(tmp_path / ("prom%d" % i), RawPromConfig(text)).start())
+        for i in (0, 1):
+            def split(p=proms[i]):
+                st, _, body = p.request("GET", "/api/v1/targets?state=any")
+                assert st == 200, (st, body[:300])
+                js = json.loads(body)
+                act = sorted(t["labels"]["instance"] for t in js["data"]["activeTargets"])
+                dropped = sorted(d["discoveredLabels"]["__address__"] for d in js["data"]["droppedTargets"])
+                return (act, dropped) if act or dropped else None
+            act, dropped = wait_for(split, 20, "Prometheus %d's targets" % i)
+            assert act == expected(env.initial, i), (i, act)
+            assert dropped == expected(env.initial, 1 - i), (i, dropped)
+            # profstore's instance i: the same addresses (each once per profile type there)
+            assert sorted(set(view(env.srv[i])["active"]) & set(env.initial)) == act
+    finally:
+        for p in proms:
+            p.stop()
 
 
 def test_split_holds_after_sighup_adding_targets(env):
