@@ -5,8 +5,8 @@ The targets are distinct loopback HTTP servers in this process (PyTarget), each 
 127.0.0.1:<port>, serving two real Go profiles (shared/testdata/pprof/go/goroutine-01.pb.gz and
 threadcreate-01.pb.gz; both profile types are enabled, so each address is two scrape targets that
 must land on the same instance) with a second gzip member that sets time_nanos to now, so that
-every scrape is a new profile (the fixtures' own times are older than the default 15d retention). The relabeling is Prometheus'
-documented recipe, word for word what docs/SCALING.md shows:
+every scrape is a new profile (the fixtures' own times are older than the default 15d retention).
+The relabeling is Prometheus' documented recipe, word for word what docs/SCALING.md shows:
 
     - source_labels: [__address__]
       modulus: 2
@@ -27,13 +27,14 @@ profstore_scrape_targets; across both: union = the target list, intersection emp
 the profiles it served equal (within the scrapes in flight) the profiles its shard's instance
 stored: no target is scraped by both. Then both configs get more targets and a SIGHUP: the same
 split holds for old and new targets, and no old target moved. Two real Prometheus 2.42 processes
-with the same list and relabel_configs keep the same targets as the two profstores. Last, docs/SCALING.md's YAML block
-as written (file_sd, the external label `shard`) splits a file_sd list and a file added later."""
+with the same list and relabel_configs keep the same targets as the two profstores. Last,
+docs/SCALING.md's YAML block as written (file_sd, the external label `shard`) splits a file_sd list
+and a file added later."""
 
 import gzip
+import hashlib
 import json
 import re
-import hashlib
 import signal
 import time
 import urllib.parse
@@ -270,6 +271,7 @@ def test_a_real_prometheus_shards_alike(env, tmp_path):
     agree."""
     from prom_util import Prometheus, prometheus_binary
     prometheus_binary()
+    check_split(env, env.initial)  # profstore's side (also when this test runs alone)
     proms = []
     try:
         for i in (0, 1):
