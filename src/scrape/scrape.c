@@ -987,9 +987,10 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
     job_metrics(s, t->job)->samples += p->nsamples;
     pthread_mutex_unlock(&s->mu);
     if (!any) { /* first scrape of a cumulative profile: a baseline only */
+        uint64_t nsamples = p->nsamples; /* p lives in r->arena */
         ps_arena_dispose(&r->arena);
         free(r);
-        set_result(s, t, t->started_wall, duration, NULL, p->nsamples, 0);
+        set_result(s, t, t->started_wall, duration, NULL, nsamples, 0);
         return;
     }
     int64_t ts = p->time_nanos > 0 ? p->time_nanos : t->started_wall;
