@@ -864,7 +864,7 @@ static void write_synthetic(ps_scraper_t *s, const target_t *t, const ps_scrape_
 {
     synth_req_t *r = ps_xcalloc(1, sizeof(*r));
     r->s = s;
-    ps_synthetic_build(&t->labels, t->name, rep, t_ms, &r->arena, r->fa);
+    ps_synthetic_build(&t->labels, t->name, rep, t_ms, &r->arena, r->fa); /* copies the labels */
     for (int i = 0; i < PS_SYNTHETIC_SERIES; i++)
         r->items[i] = &r->fa[i];
     r->w.kind = PS_WREQ_SAMPLES;
@@ -994,7 +994,9 @@ static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
         return;
     }
     int64_t ts = p->time_nanos > 0 ? p->time_nanos : t->started_wall;
-    if (ps_ingest_build(q, t->name, strlen(t->name), &t->labels, ts, modes, false, &r->arena, &r->w.app, &perr) != 0) {
+    /* the labels copied into the request: t may be freed (a reload drops it) while this is queued */
+    ps_labels_t labels = lset_copy(&t->labels, &r->arena, false);
+    if (ps_ingest_build(q, t->name, strlen(t->name), &labels, ts, modes, false, &r->arena, &r->w.app, &perr) != 0) {
         snprintf(err, sizeof(err), "%.500s", perr.msg);
         ps_arena_dispose(&r->arena);
         free(r);
