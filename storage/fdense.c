@@ -483,8 +483,10 @@ int ps_fdense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, u
         }
         /* delta and t stay within ±2 * PS_FDENSE_T_MAX: no overflow */
         if (dd < -2 * PS_FDENSE_T_MAX || dd > 2 * PS_FDENSE_T_MAX || delta + dd < 1 ||
-            delta + dd > PS_FDENSE_T_MAX - t[i - 1])
+            delta + dd > PS_FDENSE_T_MAX - t[i - 1]) {
             why = "timestamps do not increase or out of range";
+            break;
+        }
         delta += dd;
         t[i] = t[i - 1] + delta;
     }
