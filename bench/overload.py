@@ -5,7 +5,7 @@ health and small queries keep answering.
   /usr/bin/python3 bench/overload.py [--duration 60] [--factor 10] [--profstore build/profstore]
                                      [--sender c | python]
 
-1. Starts profstore (its own data dir, default flags but --threads 2, --web.max-connections 8192
+1. Starts profstore (its own data dir, default flags but --threads 2, --web.max-connections 10000
    for the senders' connections, and any --server-arg) and measures its capacity:
    closed-loop senders push a generated CPU profile (--samples samples, distinct stacks, each
    push its own series) for --measure seconds: 200s a second. --sender c: --measure-conns (64)
@@ -85,7 +85,7 @@ class Server:
         self.port = free_port()
         self.proc = subprocess.Popen([self.binary, "--listen", "127.0.0.1:%d" % self.port, "--data-dir",
                                       str(self.data_dir), "--retention", "0", "--threads", "2",
-                                      "--web.max-connections", "8192"] + self.extra,
+                                      "--web.max-connections", "10000"] + self.extra,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -208,7 +208,7 @@ def main():
                     help="the open-loop load: bench_overload_send (c) or asyncio processes (python)")
     ap.add_argument("--sender-bin", default=str(HERE.parent / "build" / "bench" / "bench_overload_send"))
     ap.add_argument("--measure-conns", type=int, default=64, help="closed-loop connections measuring the capacity (c)")
-    ap.add_argument("--sender-conns", type=int, default=6000,
+    ap.add_argument("--sender-conns", type=int, default=8000,
                     help="keep-alive connections of the C sender at most (a 200 may wait seconds in the queues)")
     ap.add_argument("--sender-threads", type=int, default=1, help="epoll loops of the C sender")
     ap.add_argument("--procs", type=int, default=4, help="sender processes (python; c: --procs x --conns connections)")
@@ -334,6 +334,8 @@ def main():
                 if int(f[4]):
                     retries[key] = int(f[4])
                 csend[key] = (float(f[7]), float(f[9]), float(f[11]))
+            elif f[0] == "skipped_at":  # second:count ...
+                csend["skipped_at"] = " ".join(f[1:]) or "-"
             else:
                 csend[f[0]] = float(f[1])
         acked.extend(int(x) for x in acked_path.read_text().split())
@@ -371,6 +373,8 @@ def main():
               "%.1f s of its CPU; skipped (every connection busy) %d, unanswered after the grace %d"
               % (args.sender_threads, args.sender_conns, csend["connections"], csend["connects"], csend["sender_cpu"],
                  csend["skipped"], csend["unanswered"]))
+        if csend["skipped"]:
+            print("skipped in second (of the run): count: " + csend["skipped_at"])
         for k in (200, 429, 503, "other", "error"):
             if counts.get(k):
                 print("latency of %s answers: median %.1f ms, p99 %.1f ms, max %.1f ms" % ((k,) + csend[k]))

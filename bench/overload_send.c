@@ -9,9 +9,10 @@
  * --threads epoll loops. The schedule is open loop: push k is due at start + k / rate whatever
  * the answers; a due push takes an idle connection (one is opened if fewer than --conns are), and
  * when every connection is busy it is counted as "skipped" rather than sent late, so the offered
- * rate printed is what was really sent. --closed 1 instead: a closed loop, every connection sends
- * its next push as soon as the last is answered (overload.py measures the capacity so: with enough
- * connections the group commit fills, which 8 synchronous Python senders could not do).
+ * rate printed is what was really sent (skipped_at: in which seconds pushes were skipped).
+ * --closed 1 instead: a closed loop, every connection sends its next push as soon as the last is
+ * answered (overload.py measures the capacity so: with enough connections the group commit
+ * fills, which 8 synchronous Python senders could not do).
  *
  *   bench_overload_send --port P --body FILE (--rate R | --closed 1) [--duration 60] [--conns 2000]
  *                       [--threads 1] [--id-base 1000000000] [--acked FILE] [--grace 60]
@@ -56,6 +57,8 @@ typedef struct opts {
 enum { C_200, C_429, C_503, C_OTHER, C_ERROR, C_N };
 static const char *const class_name[C_N] = {"200", "429", "503", "other", "error"};
 
+#define TIMELINE_S 600
+
 typedef struct lat {
     double *v;
     size_t n, cap;
@@ -64,6 +67,7 @@ typedef struct lat {
 typedef struct stats {
     uint64_t count[C_N], retry_after[C_N];
     uint64_t sent, skipped, connects, unanswered;
+    uint32_t skipped_at[TIMELINE_S]; /* skipped pushes by second of the run: when the server stalled */
     lat_t lat[C_N];
     uint64_t *acked;
     size_t nacked, acked_cap;
@@ -243,6 +247,8 @@ static void dispatch(worker_t *w, uint64_t seq) {
     }
     if (!c) {
         w->st.skipped++;
+        double at = ps_bench_now() - g_start;
+        if (at >= 0 && at < TIMELINE_S) w->st.skipped_at[(int)at]++;
         return;
     }
     c->id = w->o->id_base + (uint64_t)w->index * 100000000u + seq;
@@ -503,6 +509,7 @@ int main(int argc, char **argv) {
         tot.skipped += s->skipped;
         tot.connects += s->connects;
         tot.unanswered += s->unanswered;
+        for (int k = 0; k < TIMELINE_S; k++) tot.skipped_at[k] += s->skipped_at[k];
         for (size_t j = 0; j < s->nacked; j++) acked_add(&tot, s->acked[j]);
     }
     if (o.acked_path) {
@@ -523,6 +530,10 @@ int main(int argc, char **argv) {
     printf("rate %.3f\n", o.rate);
     printf("sent %llu\n", (unsigned long long)tot.sent);
     printf("skipped %llu\n", (unsigned long long)tot.skipped);
+    printf("skipped_at");
+    for (int k = 0; k < TIMELINE_S; k++)
+        if (tot.skipped_at[k]) printf(" %d:%u", k, tot.skipped_at[k]);
+    printf("\n");
     printf("unanswered %llu\n", (unsigned long long)tot.unanswered);
     printf("connections %u\n", opened);
     printf("connects %llu\n", (unsigned long long)tot.connects);
