@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -540,12 +541,23 @@ int main(int argc, char **argv) {
     printf("sender_cpu %.3f\n", cpu);
     for (int k = 0; k < C_N; k++) {
         lat_t *l = &tot.lat[k];
-        qsort(l->v, l->n, sizeof *l->v, cmp_double);
+        if (l->n) qsort(l->v, l->n, sizeof *l->v, cmp_double);
         double med = l->n ? l->v[l->n / 2] : 0, p99 = l->n ? l->v[(l->n * 99) / 100] : 0;
         double mx = l->n ? l->v[l->n - 1] : 0;
         printf("status %s %llu retry_after %llu latency_ms median %.1f p99 %.1f max %.1f\n", class_name[k],
                (unsigned long long)tot.count[k], (unsigned long long)tot.retry_after[k], med * 1000, p99 * 1000,
                mx * 1000);
     }
-    return 0;
+    for (uint32_t t = 0; t < o.threads; t++) {
+        for (int k = 0; k < C_N; k++) free(ws[t].st.lat[k].v);
+        free(ws[t].st.acked);
+        free(ws[t].conns);
+        close(ws[t].ep);
+    }
+    for (int k = 0; k < C_N; k++) free(tot.lat[k].v);
+    free(tot.acked);
+    free(ws);
+    free(tids);
+    free(body);
+    return fflush(stdout) == 0 ? 0 : 2;
 }
