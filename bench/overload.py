@@ -11,7 +11,7 @@ health and small queries keep answering.
    push its own series) for --measure seconds: 200s a second. --sender c: --measure-conns (64)
    connections of bench_overload_send, each sending again when answered; --sender python: 8
    synchronous threads (too few to fill the group commit: they measure their latency more than
-   the capacity, 106/s where 64 connections store 3-4x as much).
+   the capacity; on 2 shared cores, two runs minutes apart: 106/s, and 256/s with 64 connections).
 2. Offers --factor times that rate, open loop, for --duration seconds, while a prober asks
    /-/healthy and /api/v1/labels every 100 ms and RSS is sampled every 100 ms. --sender c (the
    default): bench_overload_send (bench/overload_send.c, built next to the other benchmarks), one
