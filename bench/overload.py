@@ -3,20 +3,28 @@
 health and small queries keep answering.
 
   /usr/bin/python3 bench/overload.py [--duration 60] [--factor 10] [--profstore build/profstore]
+                                     [--sender c | python]
 
-1. Starts profstore (its own data dir, default flags but --threads 2, --web.max-connections 4096
+1. Starts profstore (its own data dir, default flags but --threads 2, --web.max-connections 10000
    for the senders' connections, and any --server-arg) and measures its capacity:
-   8 closed-loop senders push a generated CPU profile (--samples samples, distinct stacks, each
-   push its own series) for --measure seconds: 200s a second.
-2. Offers --factor times that rate, open loop, for --duration seconds: --procs sender processes
-   (Python threads alone could not offer more than ~1.5x), each an asyncio loop of --conns keep-alive
-   connections sending prebuilt requests on a schedule of their own (a connection that falls behind sends at
-   once, never in a burst), while a prober asks /-/healthy and /api/v1/labels every 100 ms and RSS
-   is sampled every 100 ms. 429 and 503 answers are counted with whether they said Retry-After.
+   closed-loop senders push a generated CPU profile (--samples samples, distinct stacks, each
+   push its own series) for --measure seconds: 200s a second. --sender c: --measure-conns (64)
+   connections of bench_overload_send, each sending again when answered; --sender python: 8
+   synchronous threads (too few to fill the group commit: they measure their latency more than
+   the capacity; on 2 shared cores, two runs minutes apart: 106/s, and 256/s with 64 connections).
+2. Offers --factor times that rate, open loop, for --duration seconds, while a prober asks
+   /-/healthy and /api/v1/labels every 100 ms and RSS is sampled every 100 ms. --sender c (the
+   default): bench_overload_send (bench/overload_send.c, built next to the other benchmarks), one
+   epoll loop (--sender-threads) over up to --sender-conns keep-alive connections; a push due
+   while every connection is busy is counted as skipped, not sent late. --sender python: --procs
+   sender processes (Python threads alone could not offer more than ~1.5x), each an asyncio loop
+   of --conns keep-alive connections sending prebuilt requests on a schedule of their own (a
+   connection that falls behind sends at once, never in a burst); on 2 cores these could offer
+   only ~7x, the C sender needs a fraction of their CPU. 429 and 503 answers are counted with
+   whether they said Retry-After.
 3. Stops the server (SIGTERM), starts it again and checks that every push answered 200 is stored.
 Prints the capacity, the offered and achieved rates, the 200/429/503/other counts, RSS (max
-sampled, VmHWM), the health and query latencies (max, p99), and the durability check.
-"""
+sampled, VmHWM), the health and query latencies (max, p99), and the durability check."""
 
 import argparse
 import http.client
@@ -77,7 +85,7 @@ class Server:
         self.port = free_port()
         self.proc = subprocess.Popen([self.binary, "--listen", "127.0.0.1:%d" % self.port, "--data-dir",
                                       str(self.data_dir), "--retention", "0", "--threads", "2",
-                                      "--web.max-connections", "4096"] + self.extra,
+                                      "--web.max-connections", "10000"] + self.extra,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -196,8 +204,15 @@ def main():
     ap.add_argument("--factor", type=float, default=10.0)
     ap.add_argument("--measure", type=float, default=5.0)
     ap.add_argument("--samples", type=int, default=1000)
-    ap.add_argument("--procs", type=int, default=4, help="sender processes")
-    ap.add_argument("--conns", type=int, default=750, help="keep-alive connections per sender process (asyncio)")
+    ap.add_argument("--sender", choices=("c", "python"), default="c",
+                    help="the open-loop load: bench_overload_send (c) or asyncio processes (python)")
+    ap.add_argument("--sender-bin", default=str(HERE.parent / "build" / "bench" / "bench_overload_send"))
+    ap.add_argument("--measure-conns", type=int, default=64, help="closed-loop connections measuring the capacity (c)")
+    ap.add_argument("--sender-conns", type=int, default=8000,
+                    help="keep-alive connections of the C sender at most (a 200 may wait seconds in the queues)")
+    ap.add_argument("--sender-threads", type=int, default=1, help="epoll loops of the C sender")
+    ap.add_argument("--procs", type=int, default=4, help="sender processes (python; c: --procs x --conns connections)")
+    ap.add_argument("--conns", type=int, default=750, help="keep-alive connections per sender process")
     ap.add_argument("--server-arg", action="append", default=[], help="one more profstore flag (repeatable)")
     args = ap.parse_args()
 
@@ -229,21 +244,38 @@ def main():
         return st
 
     # 1. capacity, closed loop
-    stop_at = time.monotonic() + args.measure
+    if args.sender == "c":
+        # the C sender's closed loop: --measure-conns pushes always in flight, enough to fill the
+        # group commit (8 synchronous Python senders measured their own latency more than capacity)
+        body_path, acked_path = work / "body.pb.gz", work / "acked-measure.txt"
+        body_path.write_bytes(body)
+        res = subprocess.run([args.sender_bin, "--port", str(srv.port), "--body", str(body_path), "--closed", "1",
+                              "--duration", str(args.measure), "--conns", str(args.measure_conns), "--id-base", "1",
+                              "--acked", str(acked_path)], stdout=subprocess.PIPE, check=True, text=True)
+        for line in res.stdout.splitlines():
+            f = line.split()
+            if f[0] == "status" and int(f[2]):
+                counts[int(f[1]) if f[1].isdigit() else f[1]] = int(f[2])
+        acked.extend(int(x) for x in acked_path.read_text().split())
+        capacity = counts.get(200, 0) / args.measure
+        how = "%d connections of bench_overload_send" % args.measure_conns
+    else:
+        stop_at = time.monotonic() + args.measure
 
-    def closed():
-        while time.monotonic() < stop_at:
-            one_push()
+        def closed():
+            while time.monotonic() < stop_at:
+                one_push()
 
-    ts = [threading.Thread(target=closed) for _ in range(8)]
-    t0 = time.monotonic()
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    capacity = counts.get(200, 0) / (time.monotonic() - t0)
-    print("capacity: %.0f pushes/s (%d-sample CPU profile, %d bytes gzipped; 8 closed-loop senders, %.0f s)"
-          % (capacity, args.samples, len(body), args.measure))
+        ts = [threading.Thread(target=closed) for _ in range(8)]
+        t0 = time.monotonic()
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        capacity = counts.get(200, 0) / (time.monotonic() - t0)
+        how = "8 Python senders"
+    print("capacity: %.0f pushes/s (%d-sample CPU profile, %d bytes gzipped; closed loop, %s, %.0f s)"
+          % (capacity, args.samples, len(body), how, args.measure))
     measure_counts = dict(counts)
     counts.clear()
 
@@ -269,42 +301,85 @@ def main():
             time.sleep(0.1)
 
     anon_max = [0]
+    anon_by_10s = {}  # the max anonymous RSS of each 10 s of the load: bounded, or growing?
 
     def sampler():
         while not done.is_set():
             rss_max[0] = max(rss_max[0], srv.status_kb("VmRSS"))
-            anon_max[0] = max(anon_max[0], srv.status_kb("RssAnon"))  # the rest: LMDB's mapped file
+            anon = srv.status_kb("RssAnon")  # the rest: LMDB's mapped file
+            anon_max[0] = max(anon_max[0], anon)
+            k = int((time.monotonic() - start_at) // 10)
+            anon_by_10s[k] = max(anon_by_10s.get(k, 0), anon)
             time.sleep(0.1)
 
-    mp = multiprocessing.get_context("fork")
-    out = mp.Queue()
-    procs = [mp.Process(target=sender_proc, args=(k, srv.port, body, per, args.conns, start_at, stop_at, out))
-             for k in range(args.procs)]
-    for p in procs:
-        p.start()
-    aux = [threading.Thread(target=prober), threading.Thread(target=sampler)]  # after the fork
-    for t in aux:
-        t.start()
     retries = {}
-    for _ in procs:
-        c, r, a = out.get()
-        for kk, v in c.items():
-            counts[kk] = counts.get(kk, 0) + v
-        for kk, v in r.items():
-            retries[kk] = retries.get(kk, 0) + v
-        acked.extend(a)
-    for p in procs:
-        p.join()
-    elapsed = time.monotonic() - start_at
+    csend = {}
+    if args.sender == "c":
+        body_path, acked_path = work / "body.pb.gz", work / "acked.txt"
+        body_path.write_bytes(body)
+        cmd = [args.sender_bin, "--port", str(srv.port), "--body", str(body_path), "--rate", "%.3f" % rate,
+               "--duration", str(args.duration), "--conns", str(args.sender_conns), "--threads", str(args.sender_threads),
+               "--id-base", str(10**9), "--acked", str(acked_path)]
+        aux = [threading.Thread(target=prober), threading.Thread(target=sampler)]
+        for t in aux:
+            t.start()
+        start_at = time.monotonic()
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, check=True, text=True)
+        for line in res.stdout.splitlines():
+            f = line.split()
+            if f[0] == "status":  # status CLASS N retry_after N latency_ms median X p99 Y max Z
+                key = int(f[1]) if f[1].isdigit() else f[1]
+                if int(f[2]):
+                    counts[key] = int(f[2])
+                if int(f[4]):
+                    retries[key] = int(f[4])
+                csend[key] = (float(f[7]), float(f[9]), float(f[11]))
+            elif f[0] == "skipped_at":  # second:count ...
+                csend["skipped_at"] = " ".join(f[1:]) or "-"
+            else:
+                csend[f[0]] = float(f[1])
+        acked.extend(int(x) for x in acked_path.read_text().split())
+        elapsed = args.duration  # the offered rate is over the schedule's time, not the grace after it
+    else:
+        mp = multiprocessing.get_context("fork")
+        out = mp.Queue()
+        procs = [mp.Process(target=sender_proc, args=(k, srv.port, body, per, args.conns, start_at, stop_at, out))
+                 for k in range(args.procs)]
+        for p in procs:
+            p.start()
+        aux = [threading.Thread(target=prober), threading.Thread(target=sampler)]  # after the fork
+        for t in aux:
+            t.start()
+        for _ in procs:
+            c, r, a = out.get()
+            for kk, v in c.items():
+                counts[kk] = counts.get(kk, 0) + v
+            for kk, v in r.items():
+                retries[kk] = retries.get(kk, 0) + v
+            acked.extend(a)
+        for p in procs:
+            p.join()
+        elapsed = time.monotonic() - start_at
     done.set()
     for t in aux:
         t.join()
     hwm = srv.status_kb("VmHWM")
     alive = srv.proc.poll() is None
-    offered = sum(counts.values())
+    offered = csend["sent"] if args.sender == "c" else sum(counts.values())
     print("overload: %.0f s, target %.0f pushes/s (%.0fx), offered %.0f/s (%.1fx capacity)"
           % (elapsed, rate, args.factor, offered / elapsed, offered / elapsed / capacity if capacity else 0))
-    print("senders: %d processes x %d keep-alive connections" % (args.procs, args.conns))
+    if args.sender == "c":
+        print("sender: bench_overload_send, %d epoll loop(s), up to %d keep-alive connections (%d opened, %d connects), "
+              "%.1f s of its CPU; skipped (every connection busy) %d, unanswered after the grace %d"
+              % (args.sender_threads, args.sender_conns, csend["connections"], csend["connects"], csend["sender_cpu"],
+                 csend["skipped"], csend["unanswered"]))
+        if csend["skipped"]:
+            print("skipped in second (of the run): count: " + csend["skipped_at"])
+        for k in (200, 429, 503, "other", "error"):
+            if counts.get(k):
+                print("latency of %s answers: median %.1f ms, p99 %.1f ms, max %.1f ms" % ((k,) + csend[k]))
+    else:
+        print("senders: %d processes x %d keep-alive connections" % (args.procs, args.conns))
     print("answers: " + ", ".join("%s: %d" % (k, v) for k, v in sorted(counts.items(), key=lambda kv: str(kv[0]))))
     for st in (429, 503):
         if counts.get(st):
@@ -313,6 +388,8 @@ def main():
     print("server alive after the load: %s" % alive)
     print("RSS: max sampled %.1f MiB (anonymous at most %.1f MiB; the rest is LMDB's mapped file), VmHWM %.1f MiB"
           % (rss_max[0] / 1024, anon_max[0] / 1024, hwm / 1024))
+    print("anonymous RSS max per 10 s: " + ", ".join("%.0f" % (anon_by_10s[k] / 1024) for k in sorted(anon_by_10s)
+                                                       if k >= 0) + " MiB")
     for name in ("health", "labels"):
         xs = sorted(x for x, _ in lat[name])
         bad = sum(1 for _, st in lat[name] if st != 200)

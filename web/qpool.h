@@ -20,6 +20,8 @@
 /** The query threads run SCHED_IDLE (else at this nice value; the others keep SCHED_OTHER, nice 0):
  *  the scheduler gives a runnable HTTP or writer thread the CPU before them. */
 #define PS_QPOOL_NICE 19
+/** The nice value of the decode threads (--ingest.decode-threads): below the loops and the writer. */
+#define PS_DECODE_NICE 5
 
 typedef struct ps_qpool ps_qpool_t;
 

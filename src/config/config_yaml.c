@@ -125,12 +125,15 @@ static void client(ps_buf_t *b, int ind, const ps_http_client_t *c)
     if (c->basic_user || c->basic_password || c->basic_password_file) {
         indent(b, ind);
         ps_buf_append(b, "basic_auth:\n", 12);
-        kv_opt(b, ind + 2, "username", c->basic_user);
+        /* always, "" too (as Prometheus, whose username has no omitempty): a block of empty
+         * values alone would print as a null basic_auth, which reads back as none */
+        kv(b, ind + 2, "username", c->basic_user ? c->basic_user : "");
         if (c->basic_password && c->basic_password[0])
             kv(b, ind + 2, "password", SECRET);
         kv_opt(b, ind + 2, "password_file", c->basic_password_file);
     }
-    if (c->auth_credentials || c->auth_credentials_file) {
+    /* with a type alone too (credentials: '' prints none): that reads back as this block again */
+    if (c->auth_credentials || c->auth_credentials_file || c->auth_type) {
         indent(b, ind);
         ps_buf_append(b, "authorization:\n", 15);
         kv(b, ind + 2, "type", c->auth_type ? c->auth_type : "Bearer");

@@ -2,6 +2,7 @@
 flood of concurrent pushes /-/healthy keeps answering; past --ingest.decode-queue-max-bytes a push
 is refused at once (429 with Retry-After, in its API's error shape), and every 200 is durable."""
 
+import os
 import socket
 import threading
 import time
@@ -106,3 +107,32 @@ def test_full_decode_queue_429_every_200_durable(make_server):
     ok = sorted("j%d" % i for i, a in enumerate(answers) if a[0] == 200)
     srv.restart(kill=True)  # every 200 is durable
     assert sorted({s["labels"]["job"] for s in srv.series()}) == ok
+
+
+def thread_priorities(pid):
+    """{tid: (nice, scheduling policy)} of every thread of pid, from /proc/<pid>/task/<tid>/stat."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        fields = open("/proc/%d/task/%s/stat" % (pid, tid)).read().rsplit(")", 1)[1].split()
+        out[int(tid)] = (int(fields[16]), int(fields[38]))  # stat fields 19 (nice) and 41 (policy)
+    return out
+
+
+def test_decode_threads_run_below_the_loops(make_server):
+    # under a push flood every decode thread always has work: at nice 5 (SCHED_OTHER) a loop that
+    # has a 429 or /-/healthy to answer gets the CPU before them; query threads stay SCHED_IDLE
+    # (policy 5) at nice 19; the loops, the writer and the rest at nice 0
+    srv = make_server(threads="2", extra_args=["--ingest.decode-threads", "3", "--query.max-concurrency", "4"])
+    deadline = time.monotonic() + 10
+    while True:  # each pool thread sets its own priority as it starts, maybe after /-/ready
+        prio = thread_priorities(srv.proc.pid)
+        by = {}
+        for nice, policy in prio.values():
+            by[(nice, policy)] = by.get((nice, policy), 0) + 1
+        if (by.get((5, 0)), by.get((19, 5))) == (3, 4) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert by.pop((5, 0)) == 3, prio
+    assert by.pop((19, 5)) == 4, prio
+    assert list(by) == [(0, 0)], prio
+    assert by[(0, 0)] >= 3, prio  # main, the writer, the two loops at least

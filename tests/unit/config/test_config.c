@@ -1012,6 +1012,46 @@ static void test_yaml(void **state)
     assert_int_equal(y.len, 0);
 }
 
+/* The client blocks of empty values (fuzz_config's finding: `basic_auth: {username: ''}` printed an
+ * empty `basic_auth:`, a null that reads back as no basic_auth): the text keeps each block, with
+ * username "" and the authorization's type, and reads back to the same text. */
+static void test_yaml_empty_client_values(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *client, *want;
+    } cases[] = {
+        {"  basic_auth: {username: ''}\n", "  basic_auth:\n    username: \"\"\n"},
+        {"  basic_auth: {password: ''}\n", "  basic_auth:\n    username: \"\"\n"},
+        {"  authorization: {credentials: ''}\n", "  authorization:\n    type: Bearer\n"},
+        {"  authorization: {type: Token}\n", "  authorization:\n    type: Token\n"},
+        {"  bearer_token: ''\n", "  authorization:\n    type: Bearer\n"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[256];
+        snprintf(text, sizeof(text), "scrape_configs:\n- job_name: a\n%s", cases[i].client);
+        ps_config_t *c = load_ok(text);
+        ps_buf_t y1 = PS_BUF_INIT, y2 = PS_BUF_INIT;
+        ps_config_yaml(c, &y1);
+        ps_config_free(c);
+        ps_buf_append(&y1, "", 1);
+        const char *at = strstr((char *)y1.data, "  scheme: http\n");
+        assert_non_null(at);
+        at += strlen("  scheme: http\n");
+        assert_memory_equal(at, cases[i].want, strlen(cases[i].want));
+        assert_true(strncmp(at + strlen(cases[i].want), "  follow_redirects: true\n", 25) == 0);
+        ps_config_t *c2 = NULL;
+        ps_err_t err;
+        assert_int_equal(ps_config_parse((char *)y1.data, y1.len - 1, "status.yml", &c2, &err), 0);
+        ps_config_yaml(c2, &y2);
+        ps_config_free(c2);
+        assert_int_equal(y2.len, y1.len - 1);
+        assert_memory_equal(y1.data, y2.data, y2.len);
+        ps_buf_dispose(&y1);
+        ps_buf_dispose(&y2);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1024,7 +1064,7 @@ int main(void)
         cmocka_unit_test(test_errors_targets),     cmocka_unit_test(test_errors_file_sd),
         cmocka_unit_test(test_errors_profiling),   cmocka_unit_test(test_load_io_errors),
         cmocka_unit_test(test_cpu_seconds_not_bound_by_timeout), cmocka_unit_test(test_yaml),
-        cmocka_unit_test(test_forward),
+        cmocka_unit_test(test_yaml_empty_client_values), cmocka_unit_test(test_forward),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
