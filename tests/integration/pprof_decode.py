@@ -110,6 +110,13 @@ def put_varint(out: bytearray, v: int) -> None:
     out.append(v)
 
 
+def varint(v: int) -> bytes:
+    """v as a protobuf varint (put_varint's bytes)."""
+    out = bytearray()
+    put_varint(out, v)
+    return bytes(out)
+
+
 def put_tag(out: bytearray, num: int, wt: int) -> None:
     put_varint(out, (num << 3) | wt)
 

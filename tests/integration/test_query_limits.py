@@ -22,6 +22,7 @@ import snappy
 
 import conftest
 from conftest import CPU_TYPE, README_TOTALS, recv_all
+from pprof_decode import varint
 from test_remote_read import EQ, NRE, RE, SAMPLES, STREAMED, make_request, pb, post_read  # noqa: F401
 
 BOMB = '{job=~"a.*", job!~"(a|aa)+$"}'
@@ -30,20 +31,8 @@ BOMB_MATCHERS = [(RE, "job", "a.*"), (NRE, "job", "(a|aa)+$")]  # the same, for 
 
 # ---- a hand-written remote-write 1.0 body (prometheus.WriteRequest) ------------------------------
 
-def _varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _field(num, payload):
-    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
 
 
 def write_body(series):
@@ -54,7 +43,7 @@ def write_body(series):
         for k in sorted(labels):
             ts += _field(1, _field(1, k.encode()) + _field(2, labels[k].encode()))
         for t, v in samples:
-            ts += _field(2, b"\x09" + struct.pack("<d", v) + b"\x10" + _varint(t & (2**64 - 1)))
+            ts += _field(2, b"\x09" + struct.pack("<d", v) + b"\x10" + varint(t & (2**64 - 1)))
         req += _field(1, ts)
     return snappy.compress(req)
 

@@ -43,6 +43,7 @@ from typing import Dict, List
 import pytest
 
 from conftest import TESTDATA
+from pprof_decode import varint
 from scrape_util import (GOROUTINE_ONLY, TYPES, PyTarget, active_targets, config_text, dropped_targets, series_list,
                          stored, wait_for, write_atomic)
 
@@ -59,18 +60,6 @@ MIN_STORED = 4  # profiles per target and type before the served = stored check
 def hashmod(value: str, modulus: int) -> int:
     """Prometheus' hashmod: md5(value), the last 8 bytes big-endian as uint64, % modulus."""
     return int.from_bytes(hashlib.md5(value.encode()).digest()[8:], "big") % modulus
-
-
-def varint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 class ProfileTarget(PyTarget):
