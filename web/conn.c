@@ -29,8 +29,10 @@
  *   in the very read that made the connection HTTP/2 (one socket read) are not counted.
  * - Accept: h2o_evloop_socket_accept returns NULL on EMFILE and the listener stays readable, so
  *   the loop spins. Here the listener pauses for FD_PAUSE_MS, the oldest idle connections (HTTP/2:
- *   without a stream) are closed to free descriptors, and when none is idle the newcomer is accepted on
- *   a reserve descriptor, answered 503 and closed (counted as refused). At --web.max-connections
+ *   without a stream) are closed to free descriptors; when this loop has none idle, the other loops
+ *   close theirs at their next ticks (descriptors are the process's, connections each loop's), and
+ *   only when that frees none within FD_STARVE_MS is the newcomer accepted on a reserve
+ *   descriptor, answered 503 and closed (counted as refused). At --web.max-connections
  *   the listener pauses (newcomers wait in the kernel backlog, as Prometheus' LimitListener) and
  *   resumes when one closes; while clients wait there, connections idle for EVICT_MIN_IDLE_MS or
  *   more are closed, oldest first, one per waiting client, so idle keep-alives cannot starve them.
@@ -67,6 +69,8 @@
 #define EVICT_MIN_IDLE_MS 250         /* an idle connection younger than this is not closed for room */
 #define EVICT_MAX_PER_ROUND 64
 #define FD_PAUSE_MS 50    /* listener pause after EMFILE */
+#define FD_STARVE_MS 300  /* EMFILE with nothing idle here: other loops are asked first, this long */
+#define FD_HELP_PER_TICK 4 /* idle connections a loop closes each tick for a starved one */
 #define RESET_WINDOW_MS 10000
 #define MAX_LISTENERS 8   /* per loop */
 
@@ -107,6 +111,7 @@ struct ps_conns {
     uint32_t max;
     uint64_t header_ms, body_idle_ms, idle_ms, min_rate, tick_ms;
     uint32_t max_resets;
+    atomic_uint fd_starved; /* loops at EMFILE with nothing of their own to close */
     atomic_uint_fast64_t accepted, refused[NREASONS], evicted[NREASONS], timeouts[NTIMEOUTS], framing, resets_refused;
 };
 
@@ -123,6 +128,8 @@ typedef struct lconns {
     uint64_t fd_wait_until; /* loop ms: no accept before (after EMFILE) */
     uint32_t closing;       /* connections shut or answered 408, not closed yet */
     int reserve_fd;
+    bool starved;           /* counted in cs->fd_starved */
+    uint64_t starved_since; /* loop ms */
 } lconns_t;
 
 typedef struct conn {
@@ -304,28 +311,52 @@ static const char busy_503[] =
 
 static int evict_idle(lconns_t *lc, int max, uint64_t min_idle_ms, int reason);
 
-/* EMFILE/ENFILE: free descriptors by closing idle connections, else refuse newcomers on the
- * reserve descriptor with a 503; either way the listener rests until the next tick */
+/* nothing idle anywhere: newcomers are accepted on the reserve descriptor, answered 503, closed */
+static void refuse_on_reserve(lconns_t *lc, h2o_socket_t *listener)
+{
+    int lfd = h2o_socket_get_fd(listener);
+    for (int i = 0; i < 16; i++) {
+        close(lc->reserve_fd);
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t w = write(fd, busy_503, sizeof(busy_503) - 1);
+            (void)w;
+            shutdown(fd, SHUT_WR);
+            close(fd);
+            atomic_fetch_add(&lc->cs->refused[R_FD], 1);
+        }
+        lc->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || lc->reserve_fd < 0)
+            break;
+    }
+}
+
+/* EMFILE/ENFILE: free descriptors by closing idle connections. Descriptors are the process's, the
+ * connections each loop's: with nothing idle here, the other loops are asked (cs->fd_starved, read
+ * by their ticks) to close their oldest idle ones, and only when that has not freed one within
+ * FD_STARVE_MS are newcomers refused on the reserve descriptor with a 503. Either way the listener
+ * rests until the next tick. */
+static void set_starved(lconns_t *lc, bool on, uint64_t now)
+{
+    if (lc->starved == on)
+        return;
+    lc->starved = on;
+    lc->starved_since = now;
+    if (on)
+        atomic_fetch_add(&lc->cs->fd_starved, 1);
+    else
+        atomic_fetch_sub(&lc->cs->fd_starved, 1);
+}
+
 static void on_fd_limit(lconns_t *lc, h2o_socket_t *listener)
 {
     uint64_t now = h2o_now(lc->loop->ctx.loop);
-    /* refused only when nothing is idle and nothing is about to close */
-    if (evict_idle(lc, 16, 0, R_FD) == 0 && lc->closing == 0 && lc->reserve_fd >= 0) {
-        int lfd = h2o_socket_get_fd(listener);
-        for (int i = 0; i < 16; i++) {
-            close(lc->reserve_fd);
-            int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd >= 0) {
-                ssize_t w = write(fd, busy_503, sizeof(busy_503) - 1);
-                (void)w;
-                shutdown(fd, SHUT_WR);
-                close(fd);
-                atomic_fetch_add(&lc->cs->refused[R_FD], 1);
-            }
-            lc->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-            if (fd < 0 || lc->reserve_fd < 0)
-                break;
-        }
+    if (evict_idle(lc, 16, 0, R_FD) != 0 || lc->closing != 0) {
+        set_starved(lc, false, now);
+    } else {
+        set_starved(lc, true, now);
+        if (now - lc->starved_since >= FD_STARVE_MS && lc->reserve_fd >= 0)
+            refuse_on_reserve(lc, listener);
     }
     lc->fd_wait_until = now + FD_PAUSE_MS;
     pause_listener(lc, listener);
@@ -349,6 +380,7 @@ void ps_conns_on_accept(h2o_socket_t *listener, const char *err)
             on_fd_limit(lc, listener);
         return;
     }
+    set_starved(lc, false, 0);
     conn_t *c = ps_xcalloc(1, sizeof(*c));
     c->lc = lc;
     c->sock = sock;
@@ -664,6 +696,9 @@ static void on_tick(h2o_timeout_entry_t *e)
                 c->busy_at = v.now;
         }
     }
+    /* another loop out of descriptors with nothing of its own to close */
+    if (atomic_load(&lc->cs->fd_starved) > (lc->starved ? 1u : 0u))
+        evict_idle(lc, FD_HELP_PER_TICK, 0, R_FD);
     /* the bound: room again, or clients waiting behind idle connections */
     resume_listeners(lc);
     if (lc->npaused != 0 && !atomic_load(&l->srv->stopping) && v.now >= lc->fd_wait_until) {

@@ -249,7 +249,9 @@ def test_fd_exhaustion_no_spin_and_health_answers(tmp_path):
         assert (st, body) == (200, b"Profstore is Healthy.\n")
         evicted = metric(srv, 'profstore_http_connections_evicted_total{reason="fd_limit"}')
         refused = metric(srv, 'profstore_http_connections_refused_total{reason="fd_limit"}')
-        assert evicted + refused >= 1
+        # idle connections were closed for room; nobody was refused while some were idle (in
+        # any loop: the loop that runs out asks the others when it has none of its own)
+        assert evicted >= 1 and refused == 0, (evicted, refused)
         for s in idle:
             s.close()
     finally:
