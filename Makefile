@@ -30,10 +30,10 @@ run: build
 	$(BUILD)/profstore --listen $(LISTEN) --data-dir $(DATA)
 
 unit: build
-	cd $(BUILD) && ctest --output-on-failure
+	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
 
 unit-asan: build-asan
-	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure
+	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest -j $(JOBS) --output-on-failure
 
 integration: build
 	PROFSTORE_BIN=$(abspath $(BUILD))/profstore $(PYTHON) -m pytest -q tests/integration

@@ -33,11 +33,17 @@ ln -s "$root/web" "$gen/inc/web"
 protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/profile.proto"
 
 # every target: libFuzzer with ASan + UBSan, warnings on, the include tree above
+# each target compiles in the background, PS_FUZZ_JOBS (default: one per core) at a time; the
+# sources generated above a target's line are written before it starts
+jobs=${PS_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+running=0
 fuzzcc() {
-    "$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
+    ("$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
         -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-        -I"$gen/inc" "$@"
+        -I"$gen/inc" "$@" || touch "$gen/failed") &
+    running=$((running + 1))
+    [ "$running" -lt "$jobs" ] || { wait; running=0; }
 }
 
 # shellcheck disable=SC2046
@@ -161,4 +167,6 @@ if [ -f "$root/src/config/config.c" ] && [ -f "$here/fuzz_config.c" ]; then
         -o "$out/fuzz_config"
 fi
 
+wait
+[ ! -f "$gen/failed" ] || { echo "build.sh: a fuzz target did not compile" >&2; exit 1; }
 echo "$out/fuzz_pprof"

@@ -11,8 +11,9 @@
 # Chromium sends for the UI, fuzz_webconfig with a few web config files.
 # Every target also gets the committed corpus tests/fuzz/corpus/<target>/ (campaign.sh keeps it:
 # inputs that add coverage, and regress-* files of fixed findings); fuzz_config has only that.
-# Exits non-zero if libFuzzer finds a crash, leak or timeout; the reproducer is left in the output
-# directory (crash-*, leak-*, timeout-*).
+# Targets fuzz PS_FUZZ_JOBS at a time (default: one per core). Exits non-zero if libFuzzer finds a
+# crash, leak or timeout; the reproducer is left in the output directory (<target>-crash-*, -leak-*,
+# -timeout-*).
 # PS_FUZZ_SEED=N: libFuzzer's -seed (default 1, the same run each time; 0: a new one each run).
 # PS_FUZZ_SEEDS_ONLY=DIR (campaign.sh): write each target's seeds into DIR/<target>/ with the
 # binaries already in PS_FUZZ_OUT, without building or fuzzing.
@@ -40,6 +41,30 @@ fi
 [ -d "$seeds" ] || { echo "run.sh: no seed directory $seeds" >&2; exit 2; }
 
 [ -n "${PS_FUZZ_SEEDS_ONLY:-}" ] || "$here/build.sh" "$out" >/dev/null
+
+# PS_FUZZ_JOBS targets fuzz at once (default: one per core), each for the whole SECONDS
+jobs=${PS_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+running=0
+fuzz_one() { # target corpus: fuzzes, leaves its exit status in $out/$1.status
+    rc=0
+    (cd "$out" && "$out/$1" -seed="$seed" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+        -artifact_prefix="$out/$1-" -print_final_stats=1 "$2" 2>"$out/$1.log") || rc=$?
+    echo "$rc" > "$out/$1.status"
+}
+check_done() { # reports the targets that finished; exits on the first that failed
+    for st in "$out"/*.status; do
+        [ -f "$st" ] || continue
+        t=$(basename "$st" .status)
+        if [ "$(cat "$st")" != 0 ]; then
+            tail -50 "$out/$t.log" >&2
+            echo "run.sh: $t FAILED; reproducer in $out" >&2
+            exit 1
+        fi
+        echo "run.sh: $t:"
+        grep -E "stat::number_of_executed_units|Done" "$out/$t.log" | head -2
+        rm -f "$st"
+    done
+}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/fuzz_corpus.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
@@ -152,12 +177,10 @@ for t in $targets; do
     fi
     [ -d "$here/corpus/$t" ] && find "$here/corpus/$t" -maxdepth 1 -type f -exec cp {} "$corpus/" \;
     echo "run.sh: fuzzing $t for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
-    (cd "$out" && "$out/$t" -seed="$seed" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-        -artifact_prefix="$out/" -print_final_stats=1 "$corpus" 2>"$out/$t.log") || {
-        tail -50 "$out/$t.log" >&2
-        echo "run.sh: $t FAILED; reproducer in $out" >&2
-        exit 1
-    }
-    grep -E "stat::number_of_executed_units|Done" "$out/$t.log" | head -2
+    fuzz_one "$t" "$corpus" &
+    running=$((running + 1))
+    [ "$running" -lt "$jobs" ] || { wait; running=0; check_done; }
 done
+wait
+check_done
 [ -n "${PS_FUZZ_SEEDS_ONLY:-}" ] || rm -rf "$out"
