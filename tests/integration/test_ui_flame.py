@@ -223,7 +223,9 @@ def test_search_highlights_matching_frames(ui_server, browser, flame_data):
 def test_top_table_sorts_and_filters(ui_server, browser, flame_data):
     rows = flame_data["top"]["rows"]
     api_page(ui_server, browser, flame_data["query"])
-    names = lambda: [td.text for td in browser.find_all("#table tbody td.fn")]  # noqa: E731
+    # the rendered texts in one round trip (a WebDriver call per cell took seconds)
+    names = lambda: browser.js(  # noqa: E731
+        "return Array.from(document.querySelectorAll('#table tbody td.fn'), td => td.innerText)")
     by = lambda key, desc: [r["function"] for r in sorted(  # noqa: E731
         rows, key=lambda r: ((-r[key] if desc else r[key]), r["function"]))]
     assert names() == by("flat", True)
