@@ -15,6 +15,15 @@
  *   --web.idle-timeout, and one whose answer h2o cannot write because the client reads nothing
  *   (the kernel's unsent queue, SIOCOUTQ, unchanged for --web.idle-timeout) are closed without an
  *   answer.
+ * - HTTP/2 (lib/http2/connection.c) has only its idle timeout (globalconf.http2.idle_timeout,
+ *   --web.idle-timeout here), which any byte read resets. The same tick bounds what a client
+ *   dribbles: a header block (HEADERS, then CONTINUATIONs up to END_HEADERS, timed by the frame
+ *   parser's wrapper from the read that brought its first byte) not complete within
+ *   --web.read-header-timeout ends the connection with GOAWAY PROTOCOL_ERROR (h2o parses nothing
+ *   else meanwhile, so no stream can be answered); a stream receiving its body (h2o 2.2.5 keeps it
+ *   whole in the stream until END_STREAM; h2_stream_t mirrors the stream's head to see it) gets
+ *   --web.body-idle-timeout and --web.body-min-rate as an HTTP/1 body, and is answered 408 on that
+ *   stream alone. Both are counted in profstore_http_timeouts_total.
  * - Content-Length and Transfer-Encoding never reach req->headers (h2o consumes them: the first
  *   Content-Length wins, a Transfer-Encoding overrides it), so ps_conns_refuse_framing re-reads the
  *   request's header block, which is still at the start of the socket's input buffer while the
@@ -100,7 +109,46 @@ struct h2_conn {
     expect_fn _read_expect;
 };
 #define H2_FRAME_HEADER_SIZE 9
+#define H2_FRAME_TYPE_HEADERS 1
 #define H2_FRAME_TYPE_RST_STREAM 3
+#define H2_FRAME_TYPE_CONTINUATION 9
+#define H2_FRAME_FLAG_END_HEADERS 0x4
+
+/* The head of h2o 2.2.5's struct st_h2o_http2_stream_t (h2o/http2_internal.h), field for field up
+ * to the request it embeds. Only read, but for the two steps of a 408 (answer_h2_408). The layout
+ * is checked on every use: a stream still receiving its body has not started its answer, so its
+ * request's _ostr_top is the stream's own final ostream. */
+enum { H2S_IDLE, H2S_RECV_HEADERS, H2S_RECV_BODY, H2S_REQ_PENDING, H2S_SEND_HEADERS };
+typedef struct h2_stream {
+    uint32_t stream_id;
+    h2o_ostream_t _ostr_final;
+    int state; /* h2o_http2_stream_state_t */
+    ssize_t output_window, input_window;
+    h2o_http2_priority_t received_priority;
+    h2o_buffer_t *_req_body; /* the body so far (h2o 2.2.5 hands it whole to the handler) */
+    size_t _expected_content_length;
+    H2O_VECTOR(h2o_iovec_t) _data;
+    h2o_ostream_pull_cb _pull_cb;
+    struct {
+        uint32_t open, half_closed, send_body;
+    } *_num_streams_slot;
+    void *cache_digests;
+    union {
+        struct {
+            uint32_t parent_stream_id;
+            unsigned promise_sent : 1;
+        } push;
+        struct {
+            unsigned casper_is_ready : 1;
+        } pull;
+    };
+    struct {
+        h2o_linklist_t link;
+        h2o_http2_scheduler_openref_t scheduler;
+    } _refs;
+    h2o_send_state_t send_state;
+    h2o_req_t req;
+} h2_stream_t;
 
 enum { R_FD, R_MAXCONN, NREASONS };
 static const char *const reason_names[NREASONS] = {"fd_limit", "max_connections"};
@@ -148,6 +196,16 @@ typedef struct conn {
     uint32_t resets;
     uint64_t out_at; /* loop ms the unsent queue last changed while h2o was writing */
     int outq;        /* the kernel's unsent bytes (SIOCOUTQ) then */
+    /* HTTP/2 */
+    uint64_t h2_hdr_at; /* loop ms the first frame of a header block not yet complete came in (0: none) */
+    struct h2body {     /* its streams receiving a body, as the last tick saw them */
+        uint32_t id, gen;
+        size_t size, b0;  /* the body's bytes then; when first seen */
+        uint64_t at, t0;  /* loop ms it last grew; first seen */
+    } *bodies;
+    size_t nbodies, capbodies;
+    uint32_t gen;
+    char kill[200];   /* set: the frame parser fails with this (GOAWAY PROTOCOL_ERROR) */
     int in_cb;
     unsigned closed : 1, evicting : 1;
 } conn_t;
@@ -190,6 +248,7 @@ void ps_conns_configure(ps_server_t *s, h2o_globalconf_t *conf)
 static void conn_free(conn_t *c)
 {
     h2o_linklist_unlink(&c->link);
+    free(c->bodies);
     free(c);
 }
 
@@ -236,8 +295,6 @@ static void on_conn_close(void *data)
 static void hook_h2(conn_t *c, h2_conn_t *h2)
 {
     c->h2 = h2;
-    if (c->lc->cs->max_resets == 0)
-        return;
     if (h2->_read_expect != NULL && h2->_read_expect != on_expect_wrapped) {
         c->orig_expect = h2->_read_expect;
         h2->_read_expect = on_expect_wrapped;
@@ -282,12 +339,27 @@ static void on_read_wrapped(h2o_socket_t *sock, const char *err)
 static ssize_t on_expect_wrapped(h2_conn_t *h2, const uint8_t *src, size_t len, const char **err_desc)
 {
     conn_t *c = h2->sock->on_close.data;
+    if (c->kill[0] != '\0') {
+        *err_desc = c->kill;
+        return H2O_HTTP2_ERROR_PROTOCOL;
+    }
     ssize_t ret = c->orig_expect(h2, src, len, err_desc);
     if (h2->_read_expect != on_expect_wrapped) { /* h2o moved on (preface done, CONTINUATION, ...) */
         c->orig_expect = h2->_read_expect;
         h2->_read_expect = on_expect_wrapped;
     }
-    if (ret > 0 && len >= H2_FRAME_HEADER_SIZE && src[3] == H2_FRAME_TYPE_RST_STREAM) {
+    /* a header block (HEADERS, then CONTINUATIONs up to END_HEADERS) is timed from the read that
+     * brought its first byte; h2o parses a frame only once it is whole (the preface's 4th byte is
+     * a space, never a frame type) */
+    if (len >= 4 && (src[3] == H2_FRAME_TYPE_HEADERS || src[3] == H2_FRAME_TYPE_CONTINUATION)) {
+        if (ret == H2O_HTTP2_ERROR_INCOMPLETE || (ret > 0 && (src[4] & H2_FRAME_FLAG_END_HEADERS) == 0)) {
+            if (c->h2_hdr_at == 0)
+                c->h2_hdr_at = h2o_now(c->lc->loop->ctx.loop);
+        } else if (ret > 0) {
+            c->h2_hdr_at = 0;
+        }
+    }
+    if (c->lc->cs->max_resets != 0 && ret > 0 && len >= H2_FRAME_HEADER_SIZE && src[3] == H2_FRAME_TYPE_RST_STREAM) {
         uint64_t now = h2o_now(c->lc->loop->ctx.loop);
         if (c->resets == 0 || now - c->reset_window_at >= RESET_WINDOW_MS) {
             c->reset_window_at = now;
@@ -402,7 +474,7 @@ void ps_conns_on_accept(h2o_socket_t *listener, const char *err)
 
 /* ---- the tick: timeouts, the bound, eviction ---- */
 
-enum { A_NONE, A_CLOSE, A_408 };
+enum { A_NONE, A_CLOSE, A_408, A_H2_408, A_H2_KILL };
 
 typedef struct visit {
     lconns_t *lc;
@@ -557,9 +629,10 @@ static void shut(conn_t *c)
     shutdown(h2o_socket_get_fd(c->sock), SHUT_RDWR);
 }
 
-static void answer_408(h2o_req_t *req, conn_t *c, const char *msg)
+/* the 408 itself, in the API's error shape (Connect's on Connect paths), for a request no handler
+ * has seen */
+static void send_408(h2o_req_t *req, h2o_socket_t *sock, const char *msg)
 {
-    h2o_socket_read_stop(c->sock);
     if (req->pathconf == NULL) {
         /* what h2o does before a handler (its setup_before_processing is not exported) */
         if (h2o_timeval_is_null(&req->timestamps.request_body_begin_at)) {
@@ -567,7 +640,7 @@ static void answer_408(h2o_req_t *req, conn_t *c, const char *msg)
              * may point into a buffer h2o has since moved) */
             req->input.method = h2o_iovec_init(H2O_STRLIT("GET"));
             req->input.path = h2o_iovec_init(H2O_STRLIT("/"));
-            req->input.scheme = c->sock->ssl != NULL ? &H2O_URL_SCHEME_HTTPS : &H2O_URL_SCHEME_HTTP;
+            req->input.scheme = sock->ssl != NULL ? &H2O_URL_SCHEME_HTTPS : &H2O_URL_SCHEME_HTTP;
         }
         h2o_hostconf_t *hostconf = *req->conn->hosts;
         h2o_get_timestamp(req->conn->ctx, &req->pool, &req->processed_at);
@@ -581,9 +654,6 @@ static void answer_408(h2o_req_t *req, conn_t *c, const char *msg)
         req->input.query_at = req->query_at;
         h2o_req_bind_conf(req, hostconf, &hostconf->fallback_path);
     }
-    req->http1_is_persistent = 0;
-    c->evicting = 1; /* answered: no second action */
-    c->lc->closing++;
     if (!h2o_timeval_is_null(&req->timestamps.request_body_begin_at) && ps_connect_is_path(req->path_normalized)) {
         ps_buf_t b = PS_BUF_INIT;
         ps_connect_error_json(PS_CONNECT_DEADLINE_EXCEEDED, msg, &b);
@@ -592,6 +662,106 @@ static void answer_408(h2o_req_t *req, conn_t *c, const char *msg)
         return;
     }
     ps_http_error_status(req, 408, msg);
+}
+
+/* HTTP/1: the answer, then the connection closes */
+static void answer_408(h2o_req_t *req, conn_t *c, const char *msg)
+{
+    h2o_socket_read_stop(c->sock);
+    req->http1_is_persistent = 0;
+    c->evicting = 1; /* answered: no second action */
+    c->lc->closing++;
+    send_408(req, c->sock, msg);
+}
+
+/* HTTP/2: a stream still receiving its body is answered 408 and ends with the answer; the
+ * connection and its other streams go on. h2o 2.2.5 answers only a stream it has moved to
+ * SEND_HEADERS, as its run_pending_requests does when a body is complete (RECV_BODY ->
+ * REQ_PENDING -> SEND_HEADERS, counted half-closed); this takes those two steps (the
+ * h2o_http2_stream_set_state of http2_internal.h), then answers instead of processing. DATA the
+ * client still sends for the stream is refused by h2o (RST_STREAM STREAM_CLOSED). */
+static void answer_h2_408(h2o_req_t *req, const char *msg)
+{
+    h2_conn_t *h2 = (h2_conn_t *)req->conn;
+    h2_stream_t *st = H2O_STRUCT_FROM_MEMBER(h2_stream_t, req, req);
+    st->state = H2S_REQ_PENDING;
+    ++st->_num_streams_slot->half_closed;
+    st->state = H2S_SEND_HEADERS;
+    if (st->stream_id % 2 == 1 && h2->pull_stream_ids.max_processed < st->stream_id)
+        h2->pull_stream_ids.max_processed = st->stream_id;
+    send_408(req, h2->sock, msg);
+}
+
+/* HTTP/2: the whole connection ends (a header block not complete blocks every stream): the frame
+ * parser's next call fails, on which h2o sends GOAWAY PROTOCOL_ERROR with msg and closes, as it
+ * does for a malformed frame. The call is made now, on a byte added to the socket's input
+ * (which the failing parser never reads). */
+static void kill_h2(conn_t *c, const char *msg)
+{
+    c->evicting = 1;
+    c->lc->closing++;
+    snprintf(c->kill, sizeof(c->kill), "%s", msg);
+    h2o_socket_t *sock = c->sock;
+    if (!h2o_socket_is_reading(sock) || sock->_cb.read != on_read_wrapped || c->h2->_read_expect != on_expect_wrapped) {
+        shutdown(h2o_socket_get_fd(sock), SHUT_RDWR); /* h2o is not reading: the socket's end it sees later */
+        return;
+    }
+    h2o_iovec_t room = h2o_buffer_reserve(&sock->input, 1);
+    room.base[0] = 0;
+    sock->input->size++;
+    on_read_wrapped(sock, NULL); /* may free c */
+}
+
+/* a stream of an HTTP/2 connection of this loop (H2O_HTTP2_CALLBACKS.foreach_request): one
+ * receiving its body must keep it moving, as an HTTP/1 body */
+static int visit_h2_req(h2o_req_t *req, void *data)
+{
+    visit_t *v = data;
+    h2_conn_t *h2 = (h2_conn_t *)req->conn;
+    if (h2->sock == NULL || h2->sock->on_close.cb != on_conn_close)
+        return 0;
+    conn_t *c = h2->sock->on_close.data;
+    struct ps_conns *cs = v->lc->cs;
+    h2_stream_t *st = H2O_STRUCT_FROM_MEMBER(h2_stream_t, req, req);
+    if (c->evicting || st->state != H2S_RECV_BODY || req->_ostr_top != &st->_ostr_final || req->pathconf != NULL)
+        return 0;
+    size_t size = st->_req_body != NULL ? st->_req_body->size : 0;
+    struct h2body *b = NULL;
+    for (size_t i = 0; i < c->nbodies; i++)
+        if (c->bodies[i].id == st->stream_id)
+            b = &c->bodies[i];
+    if (b == NULL) {
+        if (c->nbodies == c->capbodies) {
+            c->capbodies = c->capbodies ? c->capbodies * 2 : 4;
+            c->bodies = realloc(c->bodies, c->capbodies * sizeof(*c->bodies));
+            if (c->bodies == NULL)
+                abort();
+        }
+        b = &c->bodies[c->nbodies++];
+        *b = (struct h2body){.id = st->stream_id, .size = size, .b0 = size, .at = v->now, .t0 = v->now};
+    } else if (size > b->size) {
+        b->size = size;
+        b->at = v->now;
+    }
+    b->gen = c->gen;
+    char d[32], msg[200];
+    if (cs->body_idle_ms != 0 && v->now - b->at >= cs->body_idle_ms) {
+        fmt_ms(cs->body_idle_ms, d, sizeof(d));
+        snprintf(msg, sizeof(msg), "no byte of the request body for %s (--web.body-idle-timeout)", d);
+        add_action(v, req, c, A_H2_408, T_BODY_IDLE, msg);
+        return 0;
+    }
+    uint64_t el = v->now - b->t0, grace = cs->body_idle_ms;
+    if (cs->min_rate != 0 && el > grace) {
+        uint64_t got = size - b->b0;
+        if (got * 1000 < cs->min_rate * (el - grace)) {
+            snprintf(msg, sizeof(msg),
+                     "request body too slow: %llu bytes in %llu ms, under %llu bytes/s (--web.body-min-rate)",
+                     (unsigned long long)got, (unsigned long long)el, (unsigned long long)cs->min_rate);
+            add_action(v, req, c, A_H2_408, T_BODY_RATE, msg);
+        }
+    }
+    return 0;
 }
 
 static int cmp_idle(const void *a, const void *b)
@@ -684,8 +854,11 @@ static void on_tick(h2o_timeout_entry_t *e)
             answer_408(a->req, a->c, a->msg);
     }
     free(v.acts);
-    /* HTTP/2 connections whose parser is not wrapped yet (an h2c Upgrade turns over in a write
-     * callback) */
+    v.acts = NULL;
+    v.acap = 0;
+    /* HTTP/2 connections: their parser wrapped if not yet (an h2c Upgrade turns over in a write
+     * callback), a header block bounded from its first byte, bodies kept moving */
+    v.nacts = 0;
     for (h2o_linklist_t *n = l->ctx.http2._conns.next; n != &l->ctx.http2._conns; n = n->next) {
         h2_conn_t *h2 = H2O_STRUCT_FROM_MEMBER(h2_conn_t, _conns, n);
         if (h2->sock != NULL && h2->sock->on_close.cb == on_conn_close) {
@@ -694,8 +867,44 @@ static void on_tick(h2o_timeout_entry_t *e)
                 hook_h2(c, h2);
             if (h2_streams(h2))
                 c->busy_at = v.now;
+            c->gen++;
+            if (!c->evicting && c->h2_hdr_at != 0 && lc->cs->header_ms != 0 &&
+                v.now - c->h2_hdr_at >= lc->cs->header_ms) {
+                char d[32], msg[200];
+                fmt_ms(lc->cs->header_ms, d, sizeof(d));
+                snprintf(msg, sizeof(msg),
+                         "request header not complete within %s of its first byte (--web.read-header-timeout)", d);
+                add_action(&v, NULL, c, A_H2_KILL, T_HEADER, msg);
+            }
         }
     }
+    if (lc->cs->body_idle_ms != 0 || lc->cs->min_rate != 0)
+        H2O_HTTP2_CALLBACKS.foreach_request(&l->ctx, visit_h2_req, &v);
+    /* the streams gone from their connection's table */
+    for (h2o_linklist_t *n = l->ctx.http2._conns.next; n != &l->ctx.http2._conns; n = n->next) {
+        h2_conn_t *h2 = H2O_STRUCT_FROM_MEMBER(h2_conn_t, _conns, n);
+        if (h2->sock != NULL && h2->sock->on_close.cb == on_conn_close) {
+            conn_t *c = h2->sock->on_close.data;
+            size_t k = 0;
+            for (size_t i = 0; i < c->nbodies; i++)
+                if (c->bodies[i].gen == c->gen)
+                    c->bodies[k++] = c->bodies[i];
+            c->nbodies = k;
+        }
+    }
+    /* the 408s first: an answer is only queued, while a kill may free the connection */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < v.nacts; i++) {
+            struct action *a = &v.acts[i];
+            if ((a->what == A_H2_KILL) != (pass == 1))
+                continue;
+            atomic_fetch_add(&lc->cs->timeouts[a->kind], 1);
+            if (a->what == A_H2_KILL)
+                kill_h2(a->c, a->msg);
+            else
+                answer_h2_408(a->req, a->msg);
+        }
+    free(v.acts);
     /* another loop out of descriptors with nothing of its own to close */
     if (atomic_load(&lc->cs->fd_starved) > (lc->starved ? 1u : 0u))
         evict_idle(lc, FD_HELP_PER_TICK, 0, R_FD);

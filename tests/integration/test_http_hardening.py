@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import socket
 import struct
@@ -360,3 +361,176 @@ def test_answer_not_read_disconnects(fast):
     assert got.startswith(b"HTTP/1.1 200 OK\r\n")
     assert len(got) < 20 * 145000
     s.close()
+
+
+# ---- HTTP/2: the header and body timeouts, per stream ----
+
+@pytest.fixture(scope="module")
+def fast_h2(module_server_factory) -> Server:
+    """The FAST timeouts over h2c; h2o's own HTTP/2 idle timeout (--web.idle-timeout, reset by any
+    read) kept out of the way."""
+    s = module_server_factory(start=False, name="fast_h2", retention="0", threads=1)
+    s.extra_args = FAST[:-1] + ["30s", "--web.enable-h2c"]
+    return s.start()
+
+
+def hpack_literal(name: str, value: str) -> bytes:
+    """Literal header field without indexing, new name, no Huffman."""
+    n, v = name.encode(), value.encode()
+    return b"\x00" + bytes([len(n)]) + n + bytes([len(v)]) + v
+
+
+def h2_post_headers(path: str, n: int) -> bytes:
+    return (b"\x83\x86" + hpack_literal(":path", path) + hpack_literal(":authority", "127.0.0.1")
+            + hpack_literal("content-type", "application/x-www-form-urlencoded")
+            + hpack_literal("content-length", str(n)))
+
+
+def h2_open(srv: Server) -> socket.socket:
+    s = connect(srv)
+    s.sendall(PREFACE + h2_frame(4, 0, 0))
+    s.settimeout(10)
+    return s
+
+
+def h2_until(s: socket.socket, done, got: bytes = b"") -> bytes:
+    """Reads until done(frames) or the server closes."""
+    while not done(h2_frames(got)):
+        try:
+            d = s.recv(65536)
+        except ConnectionResetError:
+            break
+        if not d:
+            break
+        got += d
+    return got
+
+
+def h2_flagged(data: bytes) -> List[Tuple[int, int, int, bytes]]:
+    """(type, flags, stream, payload) of each whole frame in data."""
+    out, i = [], 0
+    while i + 9 <= len(data):
+        n = int.from_bytes(data[i:i + 3], "big")
+        out.append((data[i + 3], data[i + 4], int.from_bytes(data[i + 5:i + 9], "big") & 0x7FFFFFFF,
+                    data[i + 9:i + 9 + n]))
+        i += 9 + n
+    return out
+
+
+def h2_dribble(srv: Server, body: bytes, chunk: int, interval: float,
+               upto: Optional[int] = None, then: bytes = b"") -> Tuple[List[Tuple[int, int, bytes]], int]:
+    """POST /api/v1/query on stream 1 (Content-Length: len(body)), its body in DATA frames of chunk
+    bytes every interval s (only the first upto bytes, then silence) until the server answers;
+    the frames of stream 1 (HEADERS, DATA...) up to END_STREAM and the body bytes sent. Then, on
+    the same connection, frames then, answered on stream 3, whose frames are returned too."""
+    upto = len(body) if upto is None else upto
+    s = h2_open(srv)
+    s.sendall(h2_frame(1, 0x4, 1, h2_post_headers("/api/v1/query", len(body))))
+
+    def answered(data: bytes) -> bool:
+        return any(sid == 1 and fl & 1 and t in (0, 1) for t, fl, sid, _ in h2_flagged(data))
+
+    sent, got = 0, b""
+    while sent < upto:
+        piece = body[sent:min(sent + chunk, upto)]
+        sent += len(piece)
+        s.sendall(h2_frame(0, 0x1 if sent == len(body) else 0, 1, piece))
+        r, _, _ = select.select([s], [], [], interval)
+        if r:
+            got += s.recv(65536)
+            if any(t == 1 and sid == 1 for t, _, sid, _ in h2_flagged(got)):
+                break
+    while not answered(got):
+        d = s.recv(65536)
+        if not d:
+            break
+        got += d
+    if then:
+        s.sendall(then)
+        while not any(sid == 3 and fl & 1 and t in (0, 1) for t, fl, sid, _ in h2_flagged(got)):
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+    s.close()
+    return [(t, sid, p) for t, _, sid, p in h2_flagged(got) if sid in (1, 3)], sent
+
+
+def h2_status(block: bytes) -> int:
+    """h2o 2.2.5 encodes a :status outside the static table as a literal of index 8, plain."""
+    if block[0] & 0x80:
+        return {8: 200, 9: 204, 10: 206, 11: 304, 12: 400, 13: 404, 14: 500}[block[0] & 0x7F]
+    assert block[0] & 0x0F == 8 or block[0] == 0x48, block
+    assert block[1] == 3, block
+    return int(block[2:5])
+
+
+def test_h2_incomplete_header_block_goaway(fast_h2):
+    """HEADERS without END_HEADERS, then CONTINUATIONs that never end it: the connection (every
+    stream waits behind a header block) gets GOAWAY PROTOCOL_ERROR after the header timeout."""
+    before = metric(fast_h2, 'profstore_http_timeouts_total{kind="header"}')
+    s = h2_open(fast_h2)
+    block = h2_get("/-/healthy")
+    s.sendall(h2_frame(1, 0x1, 1, block[:3]))
+    sent = 0
+    got = b""
+    for i in range(40):  # 8 s of CONTINUATIONs, a byte each 0.2 s
+        try:
+            s.sendall(h2_frame(9, 0, 1, block[3:4]))
+        except (BrokenPipeError, ConnectionResetError):
+            break
+        sent += 1
+        r, _, _ = select.select([s], [], [], 0.2)
+        if r:
+            d = s.recv(65536)
+            got += d
+            if not d or any(t == 7 for t, _, _ in h2_frames(got)):
+                break
+    got = h2_until(s, lambda fs: False, got)
+    s.close()
+    assert sent < 40
+    goaway = [p for t, _, p in h2_frames(got) if t == 7]
+    assert goaway == [struct.pack(">II", 1, 1) +  # last stream 1, PROTOCOL_ERROR
+                      b"request header not complete within 1s of its first byte (--web.read-header-timeout)"]
+    assert not any(t in (0, 1) for t, _, _ in h2_frames(got))  # no answer on stream 1
+    assert metric(fast_h2, 'profstore_http_timeouts_total{kind="header"}') == before + 1
+
+
+def test_h2_stalled_body_408(fast_h2):
+    before = metric(fast_h2, 'profstore_http_timeouts_total{kind="body_idle"}')
+    body = b"query=1%2B1&pad=" + b"a" * 100
+    frames, sent = h2_dribble(fast_h2, body, 10, 5.0, upto=10,  # 10 of its 116 bytes, then nothing
+                              then=h2_frame(1, 0x5, 3, h2_get("/-/healthy")))
+    assert sent == 10
+    s3 = [(t, p) for t, sid, p in frames if sid == 3]
+    frames = [f for f in frames if f[1] == 1]
+    assert h2_status(frames[0][2]) == 408
+    # the connection goes on: the next stream is answered
+    assert h2_status(s3[0][1]) == 200 and b"".join(p for t, p in s3 if t == 0) == b"Profstore is Healthy.\n"
+    assert json.loads(b"".join(p for t, _, p in frames if t == 0)) == {
+        "status": "error", "errorType": "timeout",
+        "error": "no byte of the request body for 1s (--web.body-idle-timeout)"}
+    assert metric(fast_h2, 'profstore_http_timeouts_total{kind="body_idle"}') == before + 1
+
+
+def test_h2_dribbled_body_408(fast_h2):
+    before = metric(fast_h2, 'profstore_http_timeouts_total{kind="body_rate"}')
+    body = b"query=1%2B1&pad=" + b"a" * 100
+    frames, sent = h2_dribble(fast_h2, body, 1, 0.2)  # 5 bytes/s, under 100
+    assert sent < len(body)
+    assert [t for t, _, _ in frames][0] == 1 and h2_status(frames[0][2]) == 408
+    err = json.loads(b"".join(p for t, _, p in frames if t == 0))
+    assert sorted(err) == ["error", "errorType", "status"] and (err["status"], err["errorType"]) == ("error", "timeout")
+    m = re.fullmatch(r"request body too slow: (\d+) bytes in (\d+) ms, under 100 bytes/s \(--web\.body-min-rate\)",
+                     err["error"])
+    assert m and int(m.group(1)) * 1000 < 100 * (int(m.group(2)) - 1000)
+    assert metric(fast_h2, 'profstore_http_timeouts_total{kind="body_rate"}') == before + 1
+
+
+def test_h2_steady_slow_body_succeeds(fast_h2):
+    """~2.5 s of body at 240 bytes/s over HTTP/2: never idle for 1 s, above the minimum rate."""
+    body = b"query=1%2B1&pad=" + b"a" * 584
+    frames, sent = h2_dribble(fast_h2, body, 24, 0.1)
+    assert sent == len(body)
+    assert h2_status(frames[0][2]) == 200
+    assert json.loads(b"".join(p for t, _, p in frames if t == 0))["data"]["result"][1] == "2"
