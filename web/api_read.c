@@ -15,14 +15,17 @@
  *
  * The query budget (core/budget.h). A SAMPLES read (one answer) runs on the query pool (web/qpool.c)
  * like any query, under its budget: queued, --query.timeout, --query.max-regex-steps, canceled
- * when the client goes away (profstore_queries_canceled_total). A streamed read runs on its
- * request's loop thread (it is made across loop turns, a piece per h2o proceed), in slices: the
- * first piece, then each next one, each under the read's own budget, kept from slice to slice: the
+ * when the client goes away (profstore_queries_canceled_total). A streamed read is made on the
+ * query pool too, in tasks (ps_qpool_task, SCHED_IDLE like every query): the first (decoding the
+ * request from a copy of its body, the snapshot, the cursor, the first piece), then one per h2o
+ * proceed for each next piece, which its loop sends; the loop only sends. Each task runs under the
+ * read's own budget, kept from slice to slice: the
  * deadline of --query.timeout from the request's arrival,
  * --query.max-regex-steps for all its matchers together (the per-value limits of parser/matcher.c
  * as elsewhere), and a cancel flag set when the client goes away (the generator's stop, or the
  * request's dispose; a slice itself is not interrupted: the loop sees the client's end between
- * pieces). Past the deadline before the status is sent: 503 "query timed out in query
+ * pieces, and a task that outlives its request frees the read when it ends). Without the pool
+ * (--query.max-concurrency=0) the tasks run in place on the loop, as before. Past the deadline before the status is sent: 503 "query timed out in query
  * execution (the limit is 2m, --query.timeout)"; a spent regex budget: 400 naming the matcher (a
  * limit, as Prometheus answers its sample limit); after the first piece the answer is cut off, as
  * for any error then. Counted in profstore_remote_reads_timed_out_total and
@@ -67,12 +70,26 @@ static int status_of(int code)
 /* Bytes asked of the cursor per h2o_send: a piece is at most this plus one frame. */
 #define PIECE_BYTES (64 * 1024)
 
-/* One read, from its request's pool (freed with the request). A streamed answer keeps its read
- * snapshot and its slot of --storage.remote.read-concurrent-limit from the first piece to the last
- * (or until the client goes away); everything runs on the request's loop thread. */
-typedef struct read_ctx {
+/* One read. A streamed answer keeps its read snapshot and its slot of
+ * --storage.remote.read-concurrent-limit from the first piece to the last (or until the client
+ * goes away). Its pieces are made on the query pool (ps_qpool_task), one task at a time, and sent
+ * on the request's loop; so the context is the heap's, not the request pool's: a request that
+ * dies while a task runs leaves it to the task's completion (busy), which frees it. */
+typedef struct read_ctx read_ctx_t;
+typedef struct read_link {
+    read_ctx_t *c;
+} read_link_t;
+struct read_ctx {
     h2o_generator_t super;
     ps_server_t *s;
+    read_link_t *link;      /* in the request's pool; NULL once the request died */
+    bool busy;              /* a task of it is queued or running (loop thread only) */
+    h2o_iovec_t entity;     /* the request's body, copied (the first task decodes it) */
+    /* what the task found, for its completion */
+    int status;
+    ps_read_type_t type;
+    bool done, failed;
+    ps_err_t err;
     ps_arena_t arena;       /* the decoded request */
     ps_read_request_t rr;
     ps_reader_t *r;
@@ -85,7 +102,7 @@ typedef struct read_ctx {
     bool own_budget;        /* on a loop: budget is installed for each slice; on the pool: the pool's */
     ps_budget_t budget;
     atomic_int cancel;      /* the client went away */
-} read_ctx_t;
+};
 
 /* Runs the next slice of c's work under its budget: the previous budget (none on a loop) back after. */
 #define WITH_BUDGET(c, stmt)                                                                                            \
@@ -155,13 +172,26 @@ static void client_gone(read_ctx_t *c)
     c->finished = true;
 }
 
-static void on_dispose(void *p)
+static void ctx_free(read_ctx_t *c)
 {
-    read_ctx_t *c = p;
-    client_gone(c);
     release(c);
     ps_buf_dispose(&c->out);
     ps_arena_dispose(&c->arena);
+    free(c->entity.base);
+    free(c);
+}
+
+/* the request's pool goes: the request is done or its client went away */
+static void on_link_dispose(void *p)
+{
+    read_link_t *l = p;
+    read_ctx_t *c = l->c;
+    if (c == NULL)
+        return;
+    c->link = NULL;
+    client_gone(c);
+    if (!c->busy)
+        ctx_free(c); /* else the task's completion does */
 }
 
 /* The next piece of a streamed answer into c->out: 0, or an error (logged) after which the
@@ -179,43 +209,74 @@ static int next_piece(read_ctx_t *c, bool *done, ps_err_t *err)
     return rc;
 }
 
-static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
+/* Sends the piece next_piece made (loop thread). */
+static void send_piece(read_ctx_t *c, h2o_req_t *req)
 {
-    read_ctx_t *c = (read_ctx_t *)gen;
-    ps_err_t err;
-    bool done = false;
-    ps_err_clear(&err);
-    if (next_piece(c, &done, &err) != 0) {
+    if (c->failed) {
         /* the status line is gone: all a client can be told is that the answer ends short */
-        count_error(c, err.code);
+        count_error(c, c->err.code);
         ps_log_error("remote read failed mid-answer, cut off", "bytes=%llu err=%s", (unsigned long long)c->bytes,
-                     ps_log_q(err.msg[0] ? err.msg : ps_strerror(err.code)));
+                     ps_log_q(c->err.msg[0] ? c->err.msg : ps_strerror(c->err.code)));
         release(c);
         h2o_send(req, NULL, 0, H2O_SEND_STATE_ERROR);
         return;
     }
-    if (done)
+    if (c->done)
         release(c);
     h2o_iovec_t v = h2o_iovec_init(c->out.data, c->out.len);
-    h2o_send(req, &v, c->out.len ? 1 : 0, done ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+    h2o_send(req, &v, c->out.len ? 1 : 0, c->done ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
 }
 
-/* The client went away before the end: free the snapshot and the slot now, not at the pool's end. */
+/* on a query thread: the next piece */
+static void task_next(void *arg)
+{
+    read_ctx_t *c = arg;
+    ps_err_clear(&c->err);
+    c->done = false;
+    c->failed = next_piece(c, &c->done, &c->err) != 0;
+}
+
+/* back on the loop */
+static void on_next_done(void *arg, h2o_req_t *req)
+{
+    read_ctx_t *c = arg;
+    c->busy = false;
+    if (req == NULL || c->link == NULL) {
+        ctx_free(c);
+        return;
+    }
+    if (atomic_load(&c->cancel)) { /* stopped (on_stop) meanwhile: the request's end frees c */
+        release(c);
+        return;
+    }
+    send_piece(c, req);
+}
+
+static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
+{
+    read_ctx_t *c = (read_ctx_t *)gen;
+    c->busy = true;
+    if (ps_qpool_task(c->s->qpool, req, task_next, on_next_done, c))
+        return;
+    c->busy = false; /* no pool (--query.max-concurrency=0) or stopping: here */
+    task_next(c);
+    send_piece(c, req);
+}
+
+/* The client went away before the end: free the snapshot and the slot now (unless a task holds
+ * them: then its completion), not at the pool's end. */
 static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
 {
     read_ctx_t *c = (read_ctx_t *)gen;
     ps_log_debug("remote read stopped by the client", "bytes=%llu", (unsigned long long)c->bytes);
     client_gone(c);
-    release(c);
+    if (!c->busy)
+        release(c);
 }
 
-/* The answer to one read: 0 with the body (SAMPLES: whole; streamed: its first piece, *done if
- * that is all) in c->out and its type in *type, or an HTTP status with the message in err. */
-static int answer(read_ctx_t *c, h2o_req_t *req, ps_read_type_t *type, bool *done, ps_err_t *err)
+/* 400 for a body not snappy, with the message in err; else 0 */
+static int check_encoding(h2o_req_t *req, ps_err_t *err)
 {
-    ps_read_stats_t st;
-    int rc;
-
     ssize_t ce = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_ENCODING, -1);
     if (ce >= 0 && !h2o_lcstris(req->headers.entries[ce].value.base, req->headers.entries[ce].value.len,
                                 H2O_STRLIT("snappy"))) {
@@ -224,9 +285,19 @@ static int answer(read_ctx_t *c, h2o_req_t *req, ps_read_type_t *type, bool *don
                    "(block format)", (int)(v.len > 32 ? 32 : v.len), v.base);
         return 400;
     }
+    return 0;
+}
+
+/* The answer to one read (any thread; nothing of its request but body): 0 with the body
+ * (SAMPLES: whole; streamed: its first piece, *done if that is all) in c->out and its type in
+ * *type, or an HTTP status with the message in err. */
+static int answer(read_ctx_t *c, h2o_iovec_t body, ps_read_type_t *type, bool *done, ps_err_t *err)
+{
+    ps_read_stats_t st;
+    int rc;
     ps_read_limits_t lim;
     ps_read_limits_default(&lim);
-    if ((rc = ps_read_request_decode(req->entity.base, req->entity.len, &lim, &c->arena, &c->rr, err)) != 0 ||
+    if ((rc = ps_read_request_decode(body.base, body.len, &lim, &c->arena, &c->rr, err)) != 0 ||
         (rc = ps_read_negotiate(&c->rr, type, err)) != 0 || (rc = ps_reader_begin(c->s->store, &c->r, err)) != 0)
         return status_of(err->code ? err->code : rc);
     if (*type == PS_READ_SAMPLES) {
@@ -261,47 +332,31 @@ static bool wants_samples(h2o_req_t *req)
     return yes;
 }
 
-int ps_api_read(h2o_req_t *req)
+/* on a query thread: the read's first piece (decoding it, its snapshot, its cursor) */
+static void task_first(void *arg)
 {
-    ps_server_t *s = ps_http_server(req);
-    /* to the pool unless over the read limit already (then the 503 at once, below); the query
-     * thread runs this again, in place, and takes its slot there */
-    if (s->qpool != NULL && !ps_qpool_is_clone(req) &&
-        (s->opts.read_concurrency == 0 || atomic_load(&s->reads_inflight) < s->opts.read_concurrency) &&
-        wants_samples(req))
-        return ps_qpool_run(req, PS_ROUTE_POOL, ps_api_read);
-    read_ctx_t *c = h2o_mem_alloc_shared(&req->pool, sizeof(*c), on_dispose);
-    ps_read_type_t type = PS_READ_SAMPLES;
-    bool done = true;
-    ps_err_t err;
-    int status;
+    read_ctx_t *c = arg;
+    c->done = true;
+    c->status = answer(c, c->entity, &c->type, &c->done, &c->err);
+}
 
-    memset(c, 0, sizeof(*c));
-    c->s = s;
-    c->out = (ps_buf_t)PS_BUF_INIT;
-    budget_init(c, req);
-    ps_err_clear(&err);
-    c->slot = true;
-    unsigned inflight = atomic_fetch_add(&s->reads_inflight, 1) + 1;
-    if (s->opts.read_concurrency != 0 && inflight > s->opts.read_concurrency) {
-        ps_err_set(&err, PS_EUNAVAIL, "too many concurrent remote reads (the limit is %u, "
-                   "--storage.remote.read-concurrent-limit); retry later", s->opts.read_concurrency);
-        status = 503;
-    } else {
-        status = answer(c, req, &type, &done, &err);
-    }
-    if (status != 0 || done)
+/* Answers what answer() found (loop thread). */
+static void respond(read_ctx_t *c, h2o_req_t *req)
+{
+    int status = c->status;
+    ps_err_t *err = &c->err;
+    if (status != 0 || c->done)
         release(c);
     if (status != 0)
-        count_error(c, err.code);
+        count_error(c, err->code);
     if (status >= 500 && status != 503)
-        ps_log_error("remote read failed", "err=%s", ps_log_q(err.msg));
+        ps_log_error("remote read failed", "err=%s", ps_log_q(err->msg));
     if (status != 0) {
-        send_error(req, status, err.msg[0] ? err.msg : ps_strerror(err.code));
-    } else if (type == PS_READ_SAMPLES) {
+        send_error(req, status, err->msg[0] ? err->msg : ps_strerror(err->code));
+    } else if (c->type == PS_READ_SAMPLES) {
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_ENCODING, NULL, H2O_STRLIT("snappy"));
         ps_http_send(req, 200, "application/x-protobuf", c->out.data, c->out.len);
-    } else if (done) { /* the whole answer in one piece: sent with its length */
+    } else if (c->done) { /* the whole answer in one piece: sent with its length */
         ps_http_send(req, 200, STREAMED_TYPE, c->out.data, c->out.len);
     } else {
         c->super.proceed = on_proceed;
@@ -311,5 +366,59 @@ int ps_api_read(h2o_req_t *req)
         h2o_iovec_t v = h2o_iovec_init(c->out.data, c->out.len);
         h2o_send(req, &v, 1, H2O_SEND_STATE_IN_PROGRESS);
     }
+}
+
+static void on_first_done(void *arg, h2o_req_t *req)
+{
+    read_ctx_t *c = arg;
+    c->busy = false;
+    if (req == NULL || c->link == NULL) {
+        ctx_free(c);
+        return;
+    }
+    respond(c, req);
+}
+
+int ps_api_read(h2o_req_t *req)
+{
+    ps_server_t *s = ps_http_server(req);
+    /* to the pool unless over the read limit already (then the 503 at once, below); the query
+     * thread runs this again, in place, and takes its slot there */
+    if (s->qpool != NULL && !ps_qpool_is_clone(req) &&
+        (s->opts.read_concurrency == 0 || atomic_load(&s->reads_inflight) < s->opts.read_concurrency) &&
+        wants_samples(req))
+        return ps_qpool_run(req, PS_ROUTE_POOL, ps_api_read);
+    read_ctx_t *c = ps_xcalloc(1, sizeof(*c));
+    c->s = s;
+    c->out = (ps_buf_t)PS_BUF_INIT;
+    c->link = h2o_mem_alloc_shared(&req->pool, sizeof(*c->link), on_link_dispose);
+    c->link->c = c;
+    budget_init(c, req);
+    ps_err_clear(&c->err);
+    c->type = PS_READ_SAMPLES;
+    c->done = true;
+    c->slot = true;
+    unsigned inflight = atomic_fetch_add(&s->reads_inflight, 1) + 1;
+    if (s->opts.read_concurrency != 0 && inflight > s->opts.read_concurrency) {
+        ps_err_set(&c->err, PS_EUNAVAIL, "too many concurrent remote reads (the limit is %u, "
+                   "--storage.remote.read-concurrent-limit); retry later", s->opts.read_concurrency);
+        c->status = 503;
+    } else if ((c->status = check_encoding(req, &c->err)) == 0) {
+        /* a streamed read (or a bad one): decoded and begun on the query pool too, the body copied
+         * first (the request may die while the task runs); in place on a query thread already
+         * (a clone) or without the pool */
+        if (!ps_qpool_is_clone(req) && s->qpool != NULL) {
+            c->entity.len = req->entity.len;
+            c->entity.base = ps_xmalloc(req->entity.len + 1);
+            if (req->entity.len != 0)
+                memcpy(c->entity.base, req->entity.base, req->entity.len);
+            c->busy = true;
+            if (ps_qpool_task(s->qpool, req, task_first, on_first_done, c))
+                return 0;
+            c->busy = false;
+        }
+        c->status = answer(c, req->entity, &c->type, &c->done, &c->err);
+    }
+    respond(c, req);
     return 0;
 }

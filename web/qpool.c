@@ -115,6 +115,10 @@ struct qjob {
     bool deferred;
     bool run_done, write_done; /* loop thread only: the job's own completion came, the handler's came */
     ps_async_t tie; /* the real request again, from the job's completion until the handler's */
+    /* a task (ps_qpool_task): fn(arg) on a worker, then done(arg, req) on the request's loop */
+    void (*task)(void *arg);
+    void (*task_done)(void *arg, h2o_req_t *req);
+    void *task_arg;
 };
 
 struct ps_qpool {
@@ -388,6 +392,11 @@ bool ps_qpool_undefer(ps_async_t *a)
 static void on_done(ps_async_t *a, h2o_req_t *req)
 {
     qjob_t *j = (qjob_t *)a;
+    if (j->task != NULL) {
+        j->task_done(j->task_arg, req);
+        free(j);
+        return;
+    }
     if (req != NULL) {
         j->link->j = NULL;
         stop_watching(j);
@@ -435,6 +444,10 @@ static void on_done(ps_async_t *a, h2o_req_t *req)
 
 static void run_job(ps_qpool_t *p, ps_loop_t *wl, qjob_t *j)
 {
+    if (j->task != NULL) { /* no clone, no budget: the task's own */
+        j->task(j->task_arg);
+        return;
+    }
     cur_job = j;
     clone_init(j, wl);
     if (atomic_load(&j->cancel)) {
@@ -694,6 +707,34 @@ int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return 0;
+}
+
+bool ps_qpool_task(ps_qpool_t *p, h2o_req_t *req, void (*fn)(void *arg), void (*done)(void *arg, h2o_req_t *req),
+                   void *arg)
+{
+    if (p == NULL || ps_qpool_is_clone(req))
+        return false;
+    qjob_t *j = ps_xcalloc(1, sizeof(*j));
+    j->task = fn;
+    j->task_done = done;
+    j->task_arg = arg;
+    atomic_init(&j->cancel, 0);
+    pthread_mutex_lock(&p->mu);
+    if (p->stop) {
+        pthread_mutex_unlock(&p->mu);
+        free(j);
+        return false;
+    }
+    ps_async_init(&j->async, req, on_done);
+    p->queued++;
+    if (p->tail != NULL)
+        p->tail->next = j;
+    else
+        p->head = j;
+    p->tail = j;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return true;
 }
 
 void ps_qpool_metrics(ps_qpool_t *p, ps_buf_t *b)

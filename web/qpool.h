@@ -44,6 +44,14 @@ void ps_qpool_stop(ps_qpool_t *p);
  *  PS_ROUTE_DECODE (when that pool runs), else at once. Returns 0
  *  (as a handler). Call on the request's loop thread. */
 int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req));
+/** A piece of a request's work off the loop: fn(arg) on a thread of p (at its priority, without a
+ *  clone or a budget: fn installs its own), then done(arg, req) on req's loop, req NULL when the
+ *  request died meanwhile (then done frees what arg holds; fn may still have been running when
+ *  it died, so nothing fn touches may live in req's pool). Tasks queue with the jobs, oldest first.
+ *  False (nothing queued) when p is NULL or stopping, or req is a clone: run it in place. Call on
+ *  req's loop thread. */
+bool ps_qpool_task(ps_qpool_t *p, h2o_req_t *req, void (*fn)(void *arg), void (*done)(void *arg, h2o_req_t *req),
+                   void *arg);
 /** For ps_http_send: when req is the clone a query thread runs, keeps the answer (req->res and
  *  body) for the loop to send and returns true; false for a real request. */
 bool ps_qpool_capture(h2o_req_t *req, const void *body, size_t len);

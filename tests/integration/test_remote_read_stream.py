@@ -239,3 +239,40 @@ def test_error_after_the_first_frames_cuts_the_answer_off(make_server, pb):  # n
     assert resp.status == 400
     assert resp.read().startswith(b"the selector matches more than 5 series")
     conn.close()
+
+
+def thread_cpu(pid):
+    """{tid: (scheduling policy, utime + stime in clock ticks)} of every thread of pid."""
+    out = {}
+    import os
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            fields = open("/proc/%d/task/%s/stat" % (pid, tid)).read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        out[int(tid)] = (int(fields[38]), int(fields[11]) + int(fields[12]))  # stat fields 41, 14 and 15
+    return out
+
+
+def test_streamed_read_made_on_the_query_threads(big, pb):  # noqa: F811
+    """Every piece of a streamed answer, the first included, is made on the query pool (its threads
+    run SCHED_IDLE, policy 5), not on the event loop that sends it: the loops' CPU for four 16 MiB
+    answers is the sending's, the pool's the making's (the larger)."""
+    pid = big.proc.pid
+    before = thread_cpu(pid)
+    for _ in range(4):
+        conn, resp = open_read(big, stream_request(pb))
+        assert resp.status == 200
+        fc = FrameCounter(pb)
+        while True:
+            data = resp.read(1 << 20)
+            if not data:
+                break
+            fc.feed(data)
+        conn.close()
+        assert fc.samples == NSERIES * NSAMPLES
+    after = thread_cpu(pid)
+    pool = sum(t - before.get(tid, (0, 0))[1] for tid, (pol, t) in after.items() if pol == 5)
+    rest = sum(t - before.get(tid, (0, 0))[1] for tid, (pol, t) in after.items() if pol != 5)
+    print("CPU ticks: query threads %d, the others %d" % (pool, rest))
+    assert pool > rest
