@@ -14,6 +14,11 @@ Prints figures, never asserts. Target (issue 11): under load, push p99 within 2x
 < 50 ms throughout.
 
     bench/query_isolation.py [--profstore BUILD/profstore] [--clients 20] [--seconds 10] [--pushes 200]
+                             [--pool-only]
+
+Beside the client's view, the server's own: its /-/healthy histogram (from the request's first byte
+on the loop to the answer) and the polls over 50 ms, which tell a loop slow to answer from a
+client (or a host) slow to ask.
 """
 
 import argparse
@@ -133,12 +138,67 @@ def run_phase(port, end, args, pusher):
     return idle, loaded, idle_health, load_health, merges
 
 
+def epoll_threads(pid):
+    """The threads of pid waiting in epoll_wait now (x86-64 syscalls 232, 281): the HTTP loops of
+    an idle server."""
+    out = set()
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            if open("/proc/%d/task/%s/syscall" % (pid, tid)).read().split()[0] in ("232", "281"):
+                out.add(tid)
+        except (FileNotFoundError, PermissionError, IndexError):
+            pass
+    return out
+
+
+def sched(pid, loops=()):
+    """{class: [run ns, runqueue wait ns, timeslices]} of pid's threads, from /proc/PID/task/TID/schedstat;
+    classes: "loops" (tids in loops), then by priority: "nice0" (the writer, main...), "idle" (query
+    threads, SCHED_IDLE), "nice5" (decode threads)."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            st = open("/proc/%d/task/%s/stat" % (pid, tid)).read().rsplit(")", 1)[1].split()
+            run, wait, n = (int(x) for x in open("/proc/%d/task/%s/schedstat" % (pid, tid)).read().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        cls = "loops" if tid in loops else "idle" if int(st[38]) == 5 else "nice%d" % int(st[16])
+        acc = out.setdefault(cls, [0, 0, 0])
+        acc[0] += run
+        acc[1] += wait
+        acc[2] += n
+    return out
+
+
+def sched_delta(a, b):
+    return "; ".join("%s: ran %.0f ms, waited for a CPU %.0f ms over %d slices (%.2f ms each)"
+                     % (k, (v[0] - a.get(k, [0, 0, 0])[0]) / 1e6, (v[1] - a.get(k, [0, 0, 0])[1]) / 1e6,
+                        v[2] - a.get(k, [0, 0, 0])[2],
+                        (v[1] - a.get(k, [0, 0, 0])[1]) / 1e6 / max(1, v[2] - a.get(k, [0, 0, 0])[2]))
+                     for k, v in sorted(b.items()))
+
+
+def healthy_histogram(srv):
+    """The server's profstore_http_request_duration_seconds for /-/healthy: {le: count} (not cumulative)."""
+    st, _, body = srv.get("/metrics")
+    prev, out = 0, {}
+    for line in body.decode().splitlines():
+        if line.startswith("profstore_http_request_duration_seconds_bucket{") and 'handler="/-/healthy"' in line:
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            n = int(float(line.split()[-1]))
+            if n - prev:
+                out[le] = n - prev
+            prev = n
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--profstore", default=os.environ["PROFSTORE_BIN"])
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--pushes", type=int, default=200)
+    ap.add_argument("--pool-only", action="store_true", help="only the phase with the query pool")
     args = ap.parse_args()
     os.environ["PROFSTORE_BIN"] = args.profstore
     import conftest
@@ -151,7 +211,7 @@ def main():
         data = Path(tmp) / "data"
         print("query_isolation: %d clients of 24 h merges (288 profiles of 12,420 nodes), %.0f s of pushes each phase"
               % (args.clients, args.seconds))
-        for conc in ("20", "0"):
+        for conc in ("20",) if args.pool_only else ("20", "0"):
             srv = Server(Path(tmp) / ("s" + conc), data_dir=data,
                          extra_args=["--query.max-concurrency", conc, "--threads", "2"])
             srv.start()
@@ -161,7 +221,11 @@ def main():
                     fill(srv, end)
                     print("  filled 24 h in %.1f s" % (time.monotonic() - t0))
                 pusher.port = srv.port
+                loops = epoll_threads(srv.proc.pid)
+                s0, c0 = sched(srv.proc.pid, loops), sched(os.getpid())
                 idle, loaded, ih, lh, merges = run_phase(srv.port, end, args, pusher)
+                s1, c1 = sched(srv.proc.pid, loops), sched(os.getpid())
+                hist = healthy_histogram(srv)
             finally:
                 srv.stop()
             name = "query pool (--query.max-concurrency=20)" if conc == "20" else "no pool (=0: queries on the loops)"
@@ -173,6 +237,11 @@ def main():
             print("    /-/healthy idle: max %7.2f ms; under load: p99 %7.2f ms  max %7.2f ms  (%d polls)"
                   % (ms(max(ih) if ih else float("nan")), ms(pct(lh, 99)), ms(max(lh) if lh else float("nan")), len(lh)))
             print("    merges: %d done, median %.0f ms" % (len(merges), ms(statistics.median(merges)) if merges else float("nan")))
+            print("    /-/healthy polls over 50 ms: %d; the server's own timing (both phases), by bucket: %s"
+                  % (sum(1 for x in lh if x > 0.05), hist))
+            print("    server threads (%d loops): %s" % (len(loops), sched_delta(s0, s1)))
+            print("    this (measuring) process: %s" % sched_delta(c0, c1))
+            print("    host load average at the end: %s" % open("/proc/loadavg").read().split()[:3])
 
 
 if __name__ == "__main__":
