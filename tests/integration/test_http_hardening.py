@@ -534,3 +534,17 @@ def test_h2_steady_slow_body_succeeds(fast_h2):
     assert sent == len(body)
     assert h2_status(frames[0][2]) == 200
     assert json.loads(b"".join(p for t, _, p in frames if t == 0))["data"]["result"][1] == "2"
+
+
+def test_h2_partial_headers_frame_goaway(fast_h2):
+    """A HEADERS frame that never arrives whole (its first 10 of 100 bytes, then silence): timed
+    from its first byte too; no stream was opened (last stream 0)."""
+    before = metric(fast_h2, 'profstore_http_timeouts_total{kind="header"}')
+    s = h2_open(fast_h2)
+    s.sendall(struct.pack(">I", 100)[1:] + bytes([1, 0x5]) + struct.pack(">I", 1) + h2_get("/-/healthy")[:10])
+    got = h2_until(s, lambda fs: False)
+    s.close()
+    goaway = [p for t, _, p in h2_frames(got) if t == 7]
+    assert goaway == [struct.pack(">II", 0, 1) +
+                      b"request header not complete within 1s of its first byte (--web.read-header-timeout)"]
+    assert metric(fast_h2, 'profstore_http_timeouts_total{kind="header"}') == before + 1
