@@ -18,7 +18,9 @@
  * - HTTP/2 (lib/http2/connection.c) has only its idle timeout (globalconf.http2.idle_timeout,
  *   --web.idle-timeout here), which any byte read resets. The same tick bounds what a client
  *   dribbles: a header block (HEADERS, then CONTINUATIONs up to END_HEADERS, timed by the frame
- *   parser's wrapper from the read that brought its first byte) not complete within
+ *   parser's wrapper from the read that brought its first byte, or by the tick from when it first
+ *   sees one the wrapper missed: a stream in RECV_HEADERS, a partial frame left in the input) not
+ *   complete within
  *   --web.read-header-timeout ends the connection with GOAWAY PROTOCOL_ERROR (h2o parses nothing
  *   else meanwhile, so no stream can be answered); a stream receiving its body (h2o 2.2.5 keeps it
  *   whole in the stream until END_STREAM; h2_stream_t mirrors the stream's head to see it) gets
@@ -723,7 +725,15 @@ static int visit_h2_req(h2o_req_t *req, void *data)
     conn_t *c = h2->sock->on_close.data;
     struct ps_conns *cs = v->lc->cs;
     h2_stream_t *st = H2O_STRUCT_FROM_MEMBER(h2_stream_t, req, req);
-    if (c->evicting || st->state != H2S_RECV_BODY || req->_ostr_top != &st->_ostr_final || req->pathconf != NULL)
+    if (c->evicting || req->_ostr_top != &st->_ostr_final || req->pathconf != NULL)
+        return 0;
+    if (st->state == H2S_RECV_HEADERS && c->h2_hdr_at == 0) {
+        /* a header block h2o began in a read the wrapper did not see (the one that made the
+         * connection HTTP/2): timed from now */
+        c->h2_hdr_at = v->now;
+        return 0;
+    }
+    if (st->state != H2S_RECV_BODY)
         return 0;
     size_t size = st->_req_body != NULL ? st->_req_body->size : 0;
     struct h2body *b = NULL;
@@ -868,6 +878,12 @@ static void on_tick(h2o_timeout_entry_t *e)
             if (h2_streams(h2))
                 c->busy_at = v.now;
             c->gen++;
+            /* a partial HEADERS or CONTINUATION frame left by a read the wrapper did not see (h2o
+             * reading: it parsed all it could, what is left is a frame not yet whole) */
+            h2o_buffer_t *in = h2->sock->input;
+            if (c->h2_hdr_at == 0 && h2o_socket_is_reading(h2->sock) && in->size >= 4 &&
+                ((uint8_t)in->bytes[3] == H2_FRAME_TYPE_HEADERS || (uint8_t)in->bytes[3] == H2_FRAME_TYPE_CONTINUATION))
+                c->h2_hdr_at = v.now;
             if (!c->evicting && c->h2_hdr_at != 0 && lc->cs->header_ms != 0 &&
                 v.now - c->h2_hdr_at >= lc->cs->header_ms) {
                 char d[32], msg[200];
