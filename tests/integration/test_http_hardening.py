@@ -548,3 +548,41 @@ def test_h2_partial_headers_frame_goaway(fast_h2):
     assert goaway == [struct.pack(">II", 0, 1) +
                       b"request header not complete within 1s of its first byte (--web.read-header-timeout)"]
     assert metric(fast_h2, 'profstore_http_timeouts_total{kind="header"}') == before + 1
+
+
+def test_h2_over_tls_dribbled_body_408(tmp_path):
+    """The same per-stream bound on HTTP/2 negotiated by TLS (ALPN h2), h2c off."""
+    import ssl
+    from test_tls import TlsServer, make_ca, make_cert, tls_yml
+    make_ca(tmp_path, "ca")
+    make_cert(tmp_path, "ca", "srv", "IP:127.0.0.1")
+    (tmp_path / "web.yml").write_text(tls_yml(tmp_path))
+    srv = TlsServer(tmp_path / "s", web_config_file=tmp_path / "web.yml", retention="0", threads=1,
+                    extra_args=FAST[:-1] + ["30s"])
+    srv.curl_args = ("--cacert", str(tmp_path / "ca.crt"))
+    srv.start()
+    try:
+        ctx = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
+        ctx.set_alpn_protocols(["h2"])
+        s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", srv.port), timeout=10), server_hostname="127.0.0.1")
+        assert s.selected_alpn_protocol() == "h2"
+        s.sendall(PREFACE + h2_frame(4, 0, 0))
+        body = b"query=1%2B1&pad=" + b"a" * 100
+        s.sendall(h2_frame(1, 0x4, 1, h2_post_headers("/api/v1/query", len(body))))
+        got = b""
+        for i in range(40):  # 5 bytes/s, under 100, for at most 8 s
+            s.sendall(h2_frame(0, 0, 1, body[i:i + 1]))
+            r, _, _ = select.select([s], [], [], 0.2)
+            if r or s.pending():
+                got += s.recv(65536)
+                if any(sid == 1 and fl & 1 for t, fl, sid, _ in h2_flagged(got) if t in (0, 1)):
+                    break
+        while not any(sid == 1 and fl & 1 for t, fl, sid, _ in h2_flagged(got) if t in (0, 1)):
+            got += s.recv(65536)
+        s.close()
+        frames = [(t, p) for t, _, sid, p in h2_flagged(got) if sid == 1]
+        assert frames[0][0] == 1 and h2_status(frames[0][1]) == 408
+        err = json.loads(b"".join(p for t, p in frames if t == 0))
+        assert err["errorType"] == "timeout" and err["error"].endswith(" under 100 bytes/s (--web.body-min-rate)")
+    finally:
+        srv.kill()
