@@ -175,6 +175,44 @@ Done:
     return ret;
 }
 
+int ps_store_fwd_bound(ps_store_t *s, uint64_t after, uint64_t max_bytes, uint64_t *cut, ps_err_t *err)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur = NULL;
+    *cut = after;
+    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), ret = 0;
+    if (rc != 0)
+        return ps_lmdb_err(err, rc, "starting read transaction");
+    if ((rc = mdb_cursor_open(txn, s->dbi[DB_FWDLOG], &cur)) != 0) {
+        ret = ps_lmdb_err(err, rc, "reading the forwarding log");
+        goto Done;
+    }
+    MDB_val k, v;
+    uint64_t bytes = 0;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_LAST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_PREV)) {
+        if (k.mv_size != 8 || v.mv_size < 8) {
+            ret = ps_err_set(err, PS_ECORRUPT, "forwarding log: an entry of %zu bytes under a key of %zu", v.mv_size,
+                             k.mv_size);
+            goto Done;
+        }
+        uint64_t seq = ps_get_be64(k.mv_data);
+        if (seq <= after)
+            break;
+        bytes += v.mv_size - 8;
+        if (bytes > max_bytes) {
+            *cut = seq;
+            break;
+        }
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        ret = ps_lmdb_err(err, rc, "reading the forwarding log");
+Done:
+    if (cur != NULL)
+        mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    return ret;
+}
+
 int ps_store_fwd_cursor(ps_store_t *s, const char *name, uint64_t *seq, ps_err_t *err)
 {
     MDB_txn *txn;

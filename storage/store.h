@@ -189,6 +189,12 @@ typedef struct ps_fwd_entry {
 int ps_store_fwd_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_bytes,
                       int (*cb)(void *ctx, const ps_fwd_entry_t *e), void *ctx, uint64_t *last,
                       ps_err_t *err);
+/** Any thread: a byte bound on the entries after `after` (an endpoint's backlog). Walks from the
+ *  newest entry back, summing the entries' data bytes; *cut gets the newest sequence number that
+ *  no longer fits in max_bytes (the entries after..*cut are over the bound, oldest first), or
+ *  `after` when all fit. The walk stops at `after` or past max_bytes: it costs the entries that
+ *  fit, not the backlog. */
+int ps_store_fwd_bound(ps_store_t *s, uint64_t after, uint64_t max_bytes, uint64_t *cut, ps_err_t *err);
 /** Any thread: the cursor of endpoint name, or PS_ENOTFOUND. */
 int ps_store_fwd_cursor(ps_store_t *s, const char *name, uint64_t *seq, ps_err_t *err);
 /**

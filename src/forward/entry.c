@@ -16,6 +16,13 @@
  * append carries the body it was decoded from (a push) and the stored time and duration are the
  * body's own, the body goes into the entry as it is (gzipped or not, as received): encoding a
  * profile costs about as much as decoding it, so this keeps forwarding a push cheap.
+ *
+ * Fidelity: when a stored series of the append is a delta (its type id ends ":delta": the
+ * scraper's deltas of cumulative profiles, process_cpu, wall), the labels get __delta__="false",
+ * Pyroscope's "already a delta, compute none" (Alloy sets it on the deltas it makes); a profstore
+ * receiver then names the types as the scraper does (src/ingest/push.c), so the series have the
+ * same type ids there. Only the stored sample types are sent: a type the append skipped
+ * (keep_sample_type, a cumulative type without a baseline) is cut from the profile (re-encoded).
  */
 #include <string.h>
 
@@ -49,10 +56,19 @@ void ps_forward_profile_entry(const ps_append_t *app, ps_buf_t *out)
         const char *svc = job != NULL ? job : "unknown_service";
         ps_labels_set(&ls, &a, "service_name", 12, svc, strlen(svc));
     }
+    bool any_delta = false;
+    for (uint32_t i = 0; i < app->nseries && !any_delta; i++) {
+        const char *id = ps_labels_value(&app->series_labels[i], "__name__");
+        size_t il = id != NULL ? strlen(id) : 0;
+        any_delta = il > 6 && memcmp(id + il - 6, ":delta", 6) == 0;
+    }
+    if (any_delta)
+        ps_labels_set(&ls, &a, "__delta__", 9, "false", 5);
+    bool all_types = app->nseries == app->profile->ntypes;
     size_t start = out->len;
     ps_buf_putc(out, KIND_PROFILE);
     put_labels(out, &ls);
-    if (app->raw != NULL && app->raw_len > 0 && app->profile->time_nanos == app->ts &&
+    if (all_types && app->raw != NULL && app->raw_len > 0 && app->profile->time_nanos == app->ts &&
         app->profile->duration_nanos == app->duration) {
         /* the body as pushed decodes to what is stored: no encoding (it costs as much as decoding) */
         ps_buf_append(out, app->raw, app->raw_len);
@@ -60,6 +76,20 @@ void ps_forward_profile_entry(const ps_append_t *app, ps_buf_t *out)
         ps_profile_t p = *app->profile;
         p.time_nanos = app->ts;
         p.duration_nanos = app->duration;
+        if (!all_types) { /* only the stored types (type_index: the type of each series) */
+            const ps_profile_t *o = app->profile;
+            p.ntypes = app->nseries;
+            p.sample_types = ps_arena_alloc(&a, (app->nseries + 1) * sizeof(*p.sample_types));
+            for (uint32_t k = 0; k < app->nseries; k++)
+                p.sample_types[k] = o->sample_types[app->type_index[k]];
+            p.samples = ps_arena_alloc(&a, (o->nsamples + 1) * sizeof(*p.samples));
+            for (uint32_t i = 0; i < o->nsamples; i++) {
+                p.samples[i] = o->samples[i];
+                p.samples[i].values = ps_arena_alloc(&a, (app->nseries + 1) * sizeof(int64_t));
+                for (uint32_t k = 0; k < app->nseries; k++)
+                    p.samples[i].values[k] = o->samples[i].values[app->type_index[k]];
+            }
+        }
         ps_err_t err;
         if (ps_pprof_encode(&p, 1, out, &err) != 0)
             out->len = start; /* a profile that was decoded encodes; if not, it is not forwarded */

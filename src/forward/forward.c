@@ -7,7 +7,10 @@
  *     samples for remote_write; an entry is never split, so one bigger entry goes alone), 16 MiB
  *     of entries a read.
  *     Entries older than max_lag (by the wall clock of their write) at the front are skipped:
- *     counted in dropped_total, logged once per skip, the cursor moves past them.
+ *     counted in dropped_total, logged once per skip, the cursor moves past them. So are, with
+ *     queue_config.max_bytes, the oldest entries after the cursor while all of them together
+ *     (their data bytes, whichever protocol: what the log keeps on this endpoint's account) are
+ *     more than max_bytes (ps_store_fwd_bound; an entry bigger than the bound alone goes too).
  *  2. Nothing to send: wait for the writer's next commit (fwd_logged) or 1 s. A batch that is
  *     neither full nor as old as batch_send_deadline (its first entry's write) waits for more.
  *  3. Build one request: write_relabel_configs on every series (a dropped series is not sent),
@@ -17,8 +20,8 @@
  *  4. 2xx: the cursor moves past the batch. 5xx, network errors, and 429 (unless
  *     retry_on_http_429: false): the same request again after a backoff that doubles from
  *     min_backoff to max_backoff (retried_total; nothing is dropped for it), until the window's
- *     oldest entry passes max_lag: then the window is read again (step 1 drops what is too old,
- *     the rest is sent again). Any other
+ *     oldest entry passes max_lag, or the backlog passes max_bytes: then the window is read again
+ *     (step 1 drops what is too old or over the bound, the rest is sent again). Any other
  *     status (4xx: the receiver refuses the data, sending it again cannot help): the batch is
  *     dropped, counted in dropped_total, and logged with the endpoint, the status and the first
  *     line of the answer; the cursor moves past it.
@@ -44,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "core/hash.h"
@@ -242,13 +246,58 @@ static bool read_secret(const char *path, char *buf, size_t size, char *why, siz
     return true;
 }
 
+/*
+ * tls_config.server_name, as Go's tls.Config.ServerName (Prometheus' remote_write): the name sent
+ * in SNI and checked against the server's certificate, while the connection goes to the URL's host
+ * and the Host header stays the URL's (as src/scrape does it). libcurl takes SNI and verification
+ * from the URL, so the URL gets server_name as host (*url_out, curl_free), CURLOPT_CONNECT_TO sends
+ * the connection to the real host and port, and Host is set by hand. An http URL is left alone.
+ */
+static bool server_name(CURL *h, const char *url, const char *name, struct curl_slist **hdr,
+                        struct curl_slist **connect_to, char **url_out, char *why, size_t whylen)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL;
+    bool ok = false;
+    if (u == NULL || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+        snprintf(why, whylen, "tls_config.server_name: cannot parse the URL %s", url);
+        goto Exit;
+    }
+    ok = true;
+    if (strcasecmp(scheme, "https") != 0 || strcasecmp(host, name) == 0)
+        goto Exit;
+    if (curl_url_set(u, CURLUPART_HOST, name, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_URL, url_out, 0) != CURLUE_OK) {
+        snprintf(why, whylen, "tls_config.server_name: \"%s\" is not a valid host name", name);
+        ok = false;
+        goto Exit;
+    }
+    char line[1024];
+    snprintf(line, sizeof(line), "%s:%s:%s:%s", name, port, host, port);
+    *connect_to = curl_slist_append(*connect_to, line);
+    bool default_port = strcmp(port, "443") == 0;
+    snprintf(line, sizeof(line), "Host: %s%s%s", host, default_port ? "" : ":", default_port ? "" : port);
+    *hdr = curl_slist_append(*hdr, line);
+    curl_easy_setopt(h, CURLOPT_CONNECT_TO, *connect_to);
+Exit:
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return ok;
+}
+
 /* POSTs body; the HTTP status, or 0 with why for a request that got no answer. */
 static long post(ep_t *e, CURL *h, const ps_buf_t *body, ps_buf_t *answer, char *why, size_t whylen)
 {
     const ps_forward_config_t *c = e->cfg;
     const ps_http_client_t *cl = &c->client;
     curl_easy_reset(h);
-    struct curl_slist *hdr = NULL;
+    struct curl_slist *hdr = NULL, *connect_to = NULL;
+    char *sni_url = NULL;
     if (c->protocol == PS_FWD_PYROSCOPE_PUSH) {
         hdr = curl_slist_append(hdr, "Content-Type: application/proto");
         hdr = curl_slist_append(hdr, "Connect-Protocol-Version: 1");
@@ -296,7 +345,10 @@ static long post(ep_t *e, CURL *h, const ps_buf_t *body, ps_buf_t *answer, char 
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
     }
-    curl_easy_setopt(h, CURLOPT_URL, e->url);
+    if (cl->tls.server_name != NULL && cl->tls.server_name[0] != '\0' &&
+        !server_name(h, e->url, cl->tls.server_name, &hdr, &connect_to, &sni_url, why, whylen))
+        goto Done;
+    curl_easy_setopt(h, CURLOPT_URL, sni_url != NULL ? sni_url : e->url);
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, (const char *)body->data);
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len);
@@ -318,6 +370,8 @@ static long post(ep_t *e, CURL *h, const ps_buf_t *body, ps_buf_t *answer, char 
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 Done:
     curl_slist_free_all(hdr);
+    curl_slist_free_all(connect_to);
+    curl_free(sni_url);
     return status;
 }
 
@@ -334,6 +388,7 @@ typedef struct batch {
     int64_t first_wall;
     bool full;                    /* stopped by a bound: send now */
     uint64_t skip_to, skipped_units; /* entries past max_lag at the front */
+    uint64_t bytes_cut, over_units;  /* entries up to bytes_cut are over max_bytes (their units) */
     uint64_t seen;                /* entries the last read walked */
     ps_err_t err;
 } batch_t;
@@ -389,6 +444,11 @@ static int on_entry(void *ctx, const ps_fwd_entry_t *en)
         return 0;
     }
     uint64_t u = units_of(s, ns, kind);
+    if (b->n == 0 && en->seq <= b->bytes_cut) {
+        b->skip_to = en->seq;
+        b->over_units += u;
+        return 0;
+    }
     if (b->n == 0 && b->max_lag > 0 && en->wall_ns < b->now - b->max_lag) {
         b->skip_to = en->seq;
         b->skipped_units += u;
@@ -557,6 +617,16 @@ static int send_batch(ep_t *e, CURL *h, const ps_buf_t *body, uint64_t units, in
             ps_buf_dispose(&answer);
             return SEND_EXPIRED;
         }
+        if (c->max_bytes > 0) { /* the backlog grew past max_bytes meanwhile: read again, dropping the oldest */
+            pthread_mutex_lock(&f->mu);
+            uint64_t acked = e->acked, cut = 0;
+            pthread_mutex_unlock(&f->mu);
+            ps_err_t berr;
+            if (ps_store_fwd_bound(f->store, acked, c->max_bytes, &cut, &berr) == 0 && cut > acked) {
+                ps_buf_dispose(&answer);
+                return SEND_EXPIRED;
+            }
+        }
         pthread_mutex_lock(&f->mu);
         int64_t until = ps_time_mono() + backoff;
         while (!atomic_load(&e->stop) && ps_time_mono() < until)
@@ -689,9 +759,12 @@ static void *sender(void *arg)
         }
         uint64_t from = b.last_seq;
         b.now = ps_time_now();
-        b.skip_to = b.skipped_units = 0;
+        b.skip_to = b.skipped_units = b.over_units = 0;
+        b.bytes_cut = 0;
         b.seen = 0;
         ps_err_clear(&b.err);
+        if (c->max_bytes > 0 && b.n == 0 && ps_store_fwd_bound(f->store, from, c->max_bytes, &b.bytes_cut, &b.err) != 0)
+            b.bytes_cut = 0; /* not readable now: the read below reports it */
         int rc = ps_store_fwd_read(f->store, from, c->capacity - b.n, READ_MAX_BYTES, on_entry, &b, NULL, &b.err);
         if (rc != 0 && rc != 1) {
             set_error(e, "reading the forwarding log: %s", b.err.msg);
@@ -711,8 +784,19 @@ static void *sender(void *arg)
                 ps_log_warn("forwarding: entries older than max_lag dropped", "endpoint=%s units=%llu up_to_seq=%llu",
                             ps_log_q(c->name), (unsigned long long)b.skipped_units, (unsigned long long)b.skip_to);
             }
+            if (b.over_units > 0) {
+                set_error(e, "%llu units over queue_config.max_bytes dropped", (unsigned long long)b.over_units);
+                ps_log_warn("forwarding: the oldest entries over max_bytes dropped",
+                            "endpoint=%s units=%llu up_to_seq=%llu max_bytes=%llu", ps_log_q(c->name),
+                            (unsigned long long)b.over_units, (unsigned long long)b.skip_to,
+                            (unsigned long long)c->max_bytes);
+            }
             pthread_mutex_lock(&f->mu);
-            e->st.dropped += b.skipped_units;
+            e->st.dropped += b.skipped_units + b.over_units;
+            if (b.skip_to > e->acked) { /* at once: a window read again after a failure must not count them again */
+                e->acked = b.skip_to;
+                request_advance(f, false);
+            }
             pthread_mutex_unlock(&f->mu);
         }
         if (b.n == 0) {
