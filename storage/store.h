@@ -168,9 +168,11 @@ int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err);
  * forwards, under an increasing sequence number (1, 2, ...), with the wall clock of the write. Each
  * forwarding endpoint has a cursor: the last sequence number it acknowledged. */
 
-/** Makes the entry of a write's float samples inside its transaction: the samples of items whose
- *  stored[j] is 1 (status 0 items only), appended to out; nothing appended = no entry. */
-typedef void (*ps_store_fwd_floats_fn)(void *ctx, ps_fappend_t *const *items, size_t n, ps_buf_t *out);
+/** Makes the entry of a write's float samples and metadata inside its transaction: the samples of
+ *  items whose stored[j] is 1 (status 0 items only) and the write's nm metadata, appended to out;
+ *  nothing appended = no entry. */
+typedef void (*ps_store_fwd_floats_fn)(void *ctx, ps_fappend_t *const *items, size_t n, const ps_metric_meta_t *meta,
+                                       size_t nm, ps_buf_t *out);
 /** Turns the logging of float samples on (fn != NULL) or off. Any thread; the next write sees it.
  *  (Profiles are logged when their ps_append_t carries an entry.) */
 void ps_store_set_forward(ps_store_t *s, ps_store_fwd_floats_fn fn, void *ctx);

@@ -4,7 +4,14 @@
  *
  *   kind 1, a profile:  0x01, uvarint L, labels (ps_labels_encode, L bytes), gzipped pprof (the rest)
  *   kind 2, samples:    0x02, uvarint nseries, per series: uvarint L, labels (L bytes),
- *                       uvarint nsamples, per sample t (8 BE, ms, two's complement), value bits (8 BE)
+ *                       uvarint nsamples, per sample t (8 BE, ms, two's complement), value bits (8 BE);
+ *                       then, when the write carried metric metadata: uvarint nmeta, per entry
+ *                       uvarint type, and family, help, unit each as uvarint length + bytes
+ *                       (an entry without it has none; nseries is 0 only when nmeta is not)
+ *
+ *   e.g. one sample of {__name__="fb", i="0"} at t=1000 ms, value 1, with metadata counter "fb" help "h":
+ *     02 01 10 08 5f5f6e616d655f5f 02 6662 01 69 01 30 01 00000000000003e8 3ff0000000000000
+ *     01 01 02 6662 01 68 00
  *
  * A profile entry is what Pyroscope's push needs: __name__ is the profile name (the part of the
  * stored __name__ before its first ':': the receiver derives the types from the pprof, as it does
@@ -97,13 +104,20 @@ void ps_forward_profile_entry(const ps_append_t *app, ps_buf_t *out)
     ps_arena_dispose(&a);
 }
 
-void ps_forward_floats_entry(ps_fappend_t *const *items, size_t n, ps_buf_t *out)
+static void put_str(ps_buf_t *out, const char *p, size_t len)
+{
+    ps_put_uvarint(out, len);
+    ps_buf_append(out, p, len);
+}
+
+void ps_forward_floats_entry(ps_fappend_t *const *items, size_t n, const ps_metric_meta_t *meta, size_t nm,
+                             ps_buf_t *out)
 {
     uint64_t nseries = 0;
     for (size_t i = 0; i < n; i++)
         if (items[i]->status == 0 && items[i]->stored != NULL && items[i]->accepted > 0)
             nseries++;
-    if (nseries == 0)
+    if (nseries == 0 && nm == 0)
         return;
     ps_buf_putc(out, KIND_SAMPLES);
     ps_put_uvarint(out, nseries);
@@ -125,6 +139,26 @@ void ps_forward_floats_entry(ps_fappend_t *const *items, size_t n, ps_buf_t *out
             ps_put_be64(out, bits);
         }
     }
+    if (nm == 0)
+        return;
+    ps_put_uvarint(out, nm);
+    for (size_t i = 0; i < nm; i++) {
+        ps_put_uvarint(out, (uint64_t)(meta[i].type < 0 ? 0 : meta[i].type));
+        put_str(out, meta[i].family, meta[i].family_len);
+        put_str(out, meta[i].help, meta[i].help_len);
+        put_str(out, meta[i].unit, meta[i].unit_len);
+    }
+}
+
+/* A length-prefixed string into p and len (pointing into the bytes of d); false when damaged. */
+static bool get_str(ps_dec_t *d, const char **p, size_t *len)
+{
+    uint64_t l = ps_dec_uvarint(d);
+    if (d->err || l > ps_dec_left(d))
+        return false;
+    *p = (const char *)ps_dec_bytes(d, (size_t)l);
+    *len = (size_t)l;
+    return *p != NULL || l == 0;
 }
 
 static int get_labels(ps_dec_t *d, ps_arena_t *arena, ps_labels_t *ls, ps_err_t *err)
@@ -137,13 +171,18 @@ static int get_labels(ps_dec_t *d, ps_arena_t *arena, ps_labels_t *ls, ps_err_t 
 }
 
 int ps_forward_entry_decode(const uint8_t *data, size_t len, ps_arena_t *arena, int *kind,
-                            ps_forward_series_t **series, size_t *nseries, ps_err_t *err)
+                            ps_forward_series_t **series, size_t *nseries, ps_metric_meta_t **meta, size_t *nmeta,
+                            ps_err_t *err)
 {
     ps_dec_t d;
     ps_dec_init(&d, data, len);
     *kind = ps_dec_u8(&d);
     *series = NULL;
     *nseries = 0;
+    if (meta != NULL) {
+        *meta = NULL;
+        *nmeta = 0;
+    }
     if (*kind == KIND_PROFILE) {
         ps_forward_series_t *s = ps_arena_calloc(arena, 1, sizeof(*s));
         if (get_labels(&d, arena, &s->labels, err) != 0)
@@ -157,9 +196,9 @@ int ps_forward_entry_decode(const uint8_t *data, size_t len, ps_arena_t *arena, 
     if (*kind != KIND_SAMPLES)
         return ps_err_set(err, PS_ECORRUPT, "forwarding log entry: unknown kind %d", *kind);
     uint64_t ns = ps_dec_uvarint(&d);
-    if (d.err || ns == 0 || ns > ps_dec_left(&d))
+    if (d.err || ns > ps_dec_left(&d))
         return ps_err_set(err, PS_ECORRUPT, "forwarding log entry: damaged series count");
-    ps_forward_series_t *s = ps_arena_calloc(arena, (size_t)ns, sizeof(*s));
+    ps_forward_series_t *s = ps_arena_calloc(arena, (size_t)ns + 1, sizeof(*s));
     for (uint64_t i = 0; i < ns; i++) {
         if (get_labels(&d, arena, &s[i].labels, err) != 0)
             return PS_ECORRUPT;
@@ -174,8 +213,28 @@ int ps_forward_entry_decode(const uint8_t *data, size_t len, ps_arena_t *arena, 
             memcpy(&s[i].samples[j].v, &bits, 8);
         }
     }
-    if (d.err || ps_dec_left(&d) != 0)
+    if (d.err)
         return ps_err_set(err, PS_ECORRUPT, "forwarding log entry: damaged samples");
+    uint64_t nm = 0;
+    ps_metric_meta_t *m = NULL;
+    if (ps_dec_left(&d) > 0) { /* metadata */
+        nm = ps_dec_uvarint(&d);
+        if (d.err || nm == 0 || nm > ps_dec_left(&d) / 4)
+            return ps_err_set(err, PS_ECORRUPT, "forwarding log entry: damaged metadata count");
+        m = ps_arena_calloc(arena, (size_t)nm, sizeof(*m));
+        for (uint64_t i = 0; i < nm; i++) {
+            m[i].type = (int)ps_dec_uvarint(&d);
+            if (d.err || !get_str(&d, &m[i].family, &m[i].family_len) || !get_str(&d, &m[i].help, &m[i].help_len) ||
+                !get_str(&d, &m[i].unit, &m[i].unit_len))
+                return ps_err_set(err, PS_ECORRUPT, "forwarding log entry: damaged metadata");
+        }
+    }
+    if (d.err || ps_dec_left(&d) != 0 || (ns == 0 && nm == 0))
+        return ps_err_set(err, PS_ECORRUPT, "forwarding log entry: damaged samples");
+    if (meta != NULL) {
+        *meta = m;
+        *nmeta = (size_t)nm;
+    }
     *series = s;
     *nseries = (size_t)ns;
     return 0;

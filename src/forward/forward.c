@@ -111,9 +111,10 @@ static void entry_hook(void *ctx, const ps_append_t *app, ps_buf_t *out)
         ps_forward_profile_entry(app, out);
 }
 
-static void floats_hook(void *ctx, ps_fappend_t *const *items, size_t n, ps_buf_t *out)
+static void floats_hook(void *ctx, ps_fappend_t *const *items, size_t n, const ps_metric_meta_t *meta, size_t nm,
+                        ps_buf_t *out)
 {
-    ps_forward_floats_entry(items, n, out);
+    ps_forward_floats_entry(items, n, meta, nm, out);
 }
 
 static void logged_hook(void *ctx)
@@ -383,6 +384,8 @@ typedef struct batch {
     int64_t now, max_lag;
     ps_forward_series_t **series; /* the entries' series, in order */
     size_t nseries, capseries;
+    ps_metric_meta_t *meta;       /* the entries' metadata (remote_write), in order */
+    size_t nmeta, capmeta;
     size_t n;                     /* entries taken */
     uint64_t units, last_seq;
     int64_t first_wall;
@@ -419,13 +422,14 @@ static int on_entry(void *ctx, const ps_fwd_entry_t *en)
     bool mine = en->len > 0 && (en->data[0] == 1) == (c->protocol == PS_FWD_PYROSCOPE_PUSH);
     int kind;
     ps_forward_series_t *s = NULL;
-    size_t ns = 0;
+    ps_metric_meta_t *m = NULL;
+    size_t ns = 0, nm = 0;
     if (mine) {
         /* the entry is copied: the read snapshot ends with the walk */
         uint8_t *copy = ps_arena_alloc(b->arena, en->len + 1);
         memcpy(copy, en->data, en->len);
         ps_err_t derr;
-        if (ps_forward_entry_decode(copy, en->len, b->arena, &kind, &s, &ns, &derr) != 0) {
+        if (ps_forward_entry_decode(copy, en->len, b->arena, &kind, &s, &ns, &m, &nm, &derr) != 0) {
             /* bytes this code did not write (a damaged disk): not sendable, and never silently lost */
             ps_log_error("forwarding: a damaged log entry is skipped", "endpoint=%s seq=%llu err=%s",
                          ps_log_q(c->name), (unsigned long long)en->seq, ps_log_q(derr.msg));
@@ -465,6 +469,12 @@ static int on_entry(void *ctx, const ps_fwd_entry_t *en)
     }
     for (size_t i = 0; i < ns; i++)
         b->series[b->nseries++] = &s[i];
+    if (b->nmeta + nm > b->capmeta) {
+        b->capmeta = (b->nmeta + nm) * 2;
+        b->meta = ps_xrealloc(b->meta, b->capmeta * sizeof(*b->meta));
+    }
+    for (size_t i = 0; i < nm; i++)
+        b->meta[b->nmeta++] = m[i];
     if (b->n == 0)
         b->first_wall = en->wall_ns;
     b->n++;
@@ -491,9 +501,10 @@ static size_t relabel_batch(ep_t *e, batch_t *b)
     return kept;
 }
 
-/* The request body of series[0..kept) (kept > 0); *units gets what it holds. */
-static bool build_body(ep_t *e, ps_forward_series_t **series, size_t kept, ps_arena_t *arena, ps_buf_t *body,
-                       uint64_t *units, ps_err_t *err)
+/* The request body of series[0..kept) and (remote_write) meta[0..nmeta) (kept + nmeta > 0); *units
+ * gets what it holds. */
+static bool build_body(ep_t *e, ps_forward_series_t **series, size_t kept, const ps_metric_meta_t *meta,
+                       size_t nmeta, ps_arena_t *arena, ps_buf_t *body, uint64_t *units, ps_err_t *err)
 {
     const ps_forward_config_t *c = e->cfg;
     ps_buf_reset(body);
@@ -532,6 +543,13 @@ static bool build_body(ep_t *e, ps_forward_series_t **series, size_t kept, ps_ar
         *units += s->nsamples;
         w.nsamples += s->nsamples;
     }
+    /* metadata as Prometheus sends it in 1.0: WriteRequest.metadata, not tied to a series */
+    w.metadata = ps_arena_calloc(arena, nmeta + 1, sizeof(ps_remote_metadata_t));
+    w.nmetadata = (uint32_t)nmeta;
+    for (size_t i = 0; i < nmeta; i++)
+        w.metadata[i] = (ps_remote_metadata_t){(ps_metric_type_t)meta[i].type, meta[i].family, meta[i].help,
+                                               meta[i].unit, (uint32_t)meta[i].family_len,
+                                               (uint32_t)meta[i].help_len, (uint32_t)meta[i].unit_len};
     return ps_remote_write_encode(&w, 1, body, err) == 0;
 }
 
@@ -648,6 +666,7 @@ typedef struct shard {
     uint64_t units;
     int64_t expires;  /* when the window's oldest entry passes max_lag (0: never) */
     int result;       /* SEND_* */
+    bool go;          /* a body was built: it is sent */
 } shard_t;
 
 static void *shard_run(void *arg)
@@ -665,15 +684,16 @@ static int send_window(ep_t *e, batch_t *b, shard_t *shard)
 {
     const ps_forward_config_t *c = e->cfg;
     size_t kept = relabel_batch(e, b);
-    if (kept == 0)
+    if (kept == 0 && b->nmeta == 0)
         return SEND_DONE;
     uint32_t ns = shards_of(c);
     if (ns > kept)
-        ns = (uint32_t)kept;
+        ns = kept > 0 ? (uint32_t)kept : 1;
     for (uint32_t k = 0; k < ns; k++) {
         shard[k].e = e;
         shard[k].curl = e->curl[k];
         shard[k].n = 0;
+        shard[k].go = false;
         shard[k].result = SEND_DONE;
         shard[k].expires = c->max_lag > 0 ? b->first_wall + c->max_lag : 0;
     }
@@ -691,11 +711,13 @@ static int send_window(ep_t *e, batch_t *b, shard_t *shard)
     }
     uint32_t nreq = 0;
     for (uint32_t k = 0; k < ns; k++) {
-        if (shard[k].n == 0)
+        size_t nmeta = k == 0 ? b->nmeta : 0; /* the metadata go with the first shard */
+        if (shard[k].n == 0 && nmeta == 0)
             continue;
         ps_err_t err;
         ps_err_clear(&err);
-        if (!build_body(e, shard[k].series, shard[k].n, b->arena, &shard[k].body, &shard[k].units, &err) ||
+        if (!build_body(e, shard[k].series, shard[k].n, b->meta, nmeta, b->arena, &shard[k].body, &shard[k].units,
+                        &err) ||
             err.code != 0) {
             set_error(e, "encoding a batch: %s", err.msg);
             ps_log_error("forwarding: encoding a batch failed; dropped", "endpoint=%s err=%s", ps_log_q(c->name),
@@ -703,22 +725,23 @@ static int send_window(ep_t *e, batch_t *b, shard_t *shard)
             shard[k].n = 0;
             continue;
         }
+        shard[k].go = true;
         nreq++;
     }
     if (nreq <= 1) { /* on this thread */
         for (uint32_t k = 0; k < ns; k++)
-            if (shard[k].n > 0)
+            if (shard[k].go)
                 shard_run(&shard[k]);
     } else {
         pthread_t th[PS_FWD_MAX_SHARDS];
         bool started[PS_FWD_MAX_SHARDS] = {false};
         for (uint32_t k = 0; k < ns; k++)
-            if (shard[k].n > 0)
+            if (shard[k].go)
                 started[k] = pthread_create(&th[k], NULL, shard_run, &shard[k]) == 0;
         for (uint32_t k = 0; k < ns; k++) {
             if (started[k])
                 pthread_join(th[k], NULL);
-            else if (shard[k].n > 0)
+            else if (shard[k].go)
                 shard_run(&shard[k]);
         }
     }
@@ -747,10 +770,13 @@ static void *sender(void *arg)
         if (!open || b.n == 0) { /* an empty batch holds nothing: start it afresh at the cursor */
             ps_arena_reset(&arena);
             ps_forward_series_t **keep = b.series;
-            size_t cap = b.capseries;
+            size_t cap = b.capseries, capmeta = b.capmeta;
+            ps_metric_meta_t *keep_meta = b.meta;
             memset(&b, 0, sizeof(b));
             b.series = keep;
             b.capseries = cap;
+            b.meta = keep_meta;
+            b.capmeta = capmeta;
             b.e = e;
             b.arena = &arena;
             b.max_lag = c->max_lag;
@@ -834,6 +860,7 @@ static void *sender(void *arg)
         pthread_mutex_unlock(&f->mu);
     }
     free(b.series);
+    free(b.meta);
     for (int k = 0; k < PS_FWD_MAX_SHARDS; k++) {
         ps_buf_dispose(&shard[k].body);
         free(shard[k].series);

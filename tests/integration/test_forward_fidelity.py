@@ -171,3 +171,28 @@ def test_max_bytes_drops_the_oldest(make_server, tmp_path, pb):  # noqa: F811
     log = a.log()
     assert 'msg="forwarding: the oldest entries over max_bytes dropped" endpoint=down' in log, log[-2000:]
     assert "max_bytes=%d" % (5 * ENTRY + 10) in log
+
+
+def test_remote_write_metadata_forwarded(make_server, tmp_path, pb):  # noqa: F811
+    """Metric metadata (type, help, unit) go on as remote write 1.0 metadata entries: a profstore B
+    stores them and its /api/v1/metadata answers what A's does. (Prometheus' own /api/v1/metadata
+    lists its scrape targets' metadata only, never remote-written metadata.)"""
+    b = make_server(name="b", retention="0")
+    cfg = tmp_path / "a.yml"
+    cfg.write_text("forward:\n  - name: b\n    url: http://127.0.0.1:%d/api/v1/write\n    protocol: remote_write\n"
+                   "    queue_config: {batch_send_deadline: 10ms}\n" % b.port)
+    a = make_server(name="a", retention="0", config=str(cfg))
+    t0 = 1700000000000
+    st, _, body = rw_post(a, v1_body(pb, [({"__name__": "req_total", "job": "j"}, [(t0, 1.0)])],
+                                     metadata=[(1, "req_total", "Requests served.", ""),
+                                               (2, "temp_celsius", "Temperature.", "celsius")]))
+    assert st == 204, body
+    # metadata on their own, as Prometheus sends them every minute: the newer help wins
+    st, _, body = rw_post(a, v1_body(pb, [], metadata=[(2, "temp_celsius", "Room temperature.", "celsius")]))
+    assert st == 204, body
+    e = wait_sent(a, "b", 1)
+    assert (e["sent"], e["dropped"], e["pending"]) == (1, 0, 0)
+    want = {"req_total": [{"type": "counter", "help": "Requests served.", "unit": ""}],
+            "temp_celsius": [{"type": "gauge", "help": "Room temperature.", "unit": "celsius"}]}
+    assert a.get_json("/api/v1/metadata")["data"] == want
+    assert b.get_json("/api/v1/metadata")["data"] == want

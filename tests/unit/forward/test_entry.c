@@ -80,7 +80,7 @@ static void test_profile_entry(void **state)
     ps_forward_series_t *s;
     size_t n;
     ps_err_t err;
-    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, &err), 0);
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, NULL, NULL, &err), 0);
     assert_int_equal(kind, 1);
     assert_int_equal(n, 1);
     /* a delta series (":delta"): Pyroscope's __delta__="false" */
@@ -94,7 +94,7 @@ static void test_profile_entry(void **state)
     x.app.ts = x.p.time_nanos + 5000;
     ps_buf_reset(&e);
     ps_forward_profile_entry(&x.app, &e);
-    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, &err), 0);
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, NULL, NULL, &err), 0);
     assert_true(s[0].pprof_len != x.n || memcmp(s[0].pprof, x.bytes, x.n) != 0);
     ps_pprof_limits_t lim;
     ps_pprof_limits_default(&lim);
@@ -114,7 +114,7 @@ static void test_profile_entry(void **state)
     x.ti[0] = 1;
     ps_buf_reset(&e);
     ps_forward_profile_entry(&x.app, &e);
-    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, &err), 0);
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, NULL, NULL, &err), 0);
     assert_int_equal(ps_pprof_decode(s[0].pprof, s[0].pprof_len, &lim, &a, &back, &err), 0);
     assert_int_equal(back.ntypes, 1);
     ps_str_t ty = ps_profile_str(&back, back.sample_types[0].type);
@@ -129,7 +129,7 @@ static void test_profile_entry(void **state)
     ps_labels_set(&x.ls[0], &x.arena, "__name__", 8, plain, strlen(plain));
     ps_buf_reset(&e);
     ps_forward_profile_entry(&x.app, &e);
-    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, &err), 0);
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, NULL, NULL, &err), 0);
     assert_string_equal(labels_text(&s[0].labels), "{__name__=\"process_cpu\", job=\"api\", service_name=\"api\", zone=\"eu\"}");
 
     /* no job: Pyroscope's unknown_service; no series: no entry */
@@ -137,7 +137,7 @@ static void test_profile_entry(void **state)
     prepare(&y, NULL);
     ps_buf_reset(&e);
     ps_forward_profile_entry(&y.app, &e);
-    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, &err), 0);
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, NULL, NULL, &err), 0);
     assert_string_equal(labels_text(&s[0].labels),
                         "{__delta__=\"false\", __name__=\"process_cpu\", service_name=\"unknown_service\", zone=\"eu\"}");
     y.app.nseries = 0;
@@ -168,12 +168,12 @@ static void test_floats_entry(void **state)
     ps_fappend_t f2 = {.labels = &l2, .samples = s2, .nsamples = 1, .accepted = 0, .stored = m2};
     ps_fappend_t *items[] = {&f1, &f2};
     ps_buf_t e = PS_BUF_INIT;
-    ps_forward_floats_entry(items, 2, &e);
+    ps_forward_floats_entry(items, 2, NULL, 0, &e);
     int kind;
     ps_forward_series_t *s;
     size_t n;
     ps_err_t err;
-    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, &err), 0);
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, NULL, NULL, &err), 0);
     assert_int_equal(kind, 2);
     assert_int_equal(n, 1); /* x stored nothing */
     assert_string_equal(labels_text(&s[0].labels), "{__name__=\"up\"}");
@@ -185,17 +185,53 @@ static void test_floats_entry(void **state)
     assert_int_equal(s[0].samples[1].t, 20);
     assert_true(s[0].samples[1].v == 3.0);
     /* damaged: cut short, an unknown kind, trailing bytes */
-    assert_int_equal(ps_forward_entry_decode(e.data, e.len - 3, &a, &kind, &s, &n, &err), PS_ECORRUPT);
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len - 3, &a, &kind, &s, &n, NULL, NULL, &err), PS_ECORRUPT);
     ps_buf_putc(&e, 0);
-    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, &err), PS_ECORRUPT);
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, NULL, NULL, &err), PS_ECORRUPT);
     uint8_t bad[] = {9, 1, 2};
-    assert_int_equal(ps_forward_entry_decode(bad, sizeof(bad), &a, &kind, &s, &n, &err), PS_ECORRUPT);
+    assert_int_equal(ps_forward_entry_decode(bad, sizeof(bad), &a, &kind, &s, &n, NULL, NULL, &err), PS_ECORRUPT);
     /* nothing stored at all: no entry */
     m1[1] = m1[2] = 0;
     f1.accepted = 0;
     ps_buf_reset(&e);
-    ps_forward_floats_entry(items, 2, &e);
+    ps_forward_floats_entry(items, 2, NULL, 0, &e);
     assert_int_equal(e.len, 0);
+
+    /* with metadata: the bytes of entry.c's example */
+    ps_labels_t l3 = {0};
+    ps_labels_set(&l3, &a, "__name__", 8, "fb", 2);
+    ps_labels_set(&l3, &a, "i", 1, "0", 1);
+    ps_fsample_t s3[] = {{1000, 1.0}};
+    uint8_t m3[] = {1};
+    ps_fappend_t f3 = {.labels = &l3, .samples = s3, .nsamples = 1, .accepted = 1, .stored = m3};
+    ps_fappend_t *items3[] = {&f3};
+    ps_metric_meta_t md[] = {{"fb", 2, 1, "h", 1, "", 0}};
+    ps_buf_reset(&e);
+    ps_forward_floats_entry(items3, 1, md, 1, &e);
+    static const uint8_t want[] = {0x02, 0x01, 0x10, 0x08, '_', '_', 'n', 'a', 'm', 'e', '_', '_', 0x02, 'f', 'b',
+                                   0x01, 'i', 0x01, '0', 0x01, 0, 0, 0, 0, 0, 0, 0x03, 0xe8,
+                                   0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0x01, 0x01, 0x02, 'f', 'b', 0x01, 'h', 0x00};
+    assert_int_equal(e.len, sizeof(want));
+    assert_memory_equal(e.data, want, sizeof(want));
+    ps_metric_meta_t *gm;
+    size_t ngm;
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, &gm, &ngm, &err), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(ngm, 1);
+    assert_int_equal(gm[0].type, 1);
+    assert_int_equal(gm[0].family_len, 2);
+    assert_memory_equal(gm[0].family, "fb", 2);
+    assert_int_equal(gm[0].help_len, 1);
+    assert_memory_equal(gm[0].help, "h", 1);
+    assert_int_equal(gm[0].unit_len, 0);
+    /* metadata only (Prometheus sends them on their own every minute): an entry of no series */
+    m3[0] = 0;
+    f3.accepted = 0;
+    ps_buf_reset(&e);
+    ps_forward_floats_entry(items3, 1, md, 1, &e);
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, &gm, &ngm, &err), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(ngm, 1);
     ps_buf_dispose(&e);
     ps_arena_dispose(&a);
 }
