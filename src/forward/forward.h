@@ -9,7 +9,7 @@
  * ingest know nothing of this room). One sender thread per endpoint reads the log from its cursor,
  * batches, POSTs, retries with backoff, and moves its cursor on; the cursors go back to the store
  * through the writer (PS_WREQ_FWD_ADVANCE), which also trims what every endpoint has sent. The
- * rules (batches, retries, drops, max_lag) are at the top of forward.c.
+ * rules (batches, retries, drops, max_lag, max_bytes) are at the top of forward.c.
  */
 #ifndef PS_FORWARD_FORWARD_H
 #define PS_FORWARD_FORWARD_H

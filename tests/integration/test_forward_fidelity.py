@@ -12,6 +12,8 @@ stored, and the log's byte bound.
     with insecure_skip_verify (and the client certificate) it goes.
   - queue_config.max_bytes: with a down endpoint, the oldest entries past the bound are dropped
     (an exact count), with the dropped metric and a log line.
+  - Metric metadata of remote write (also a request of metadata alone) reach a profstore B: its
+    /api/v1/metadata answers what A's does.
 """
 import json
 import subprocess
