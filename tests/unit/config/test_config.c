@@ -910,6 +910,16 @@ static void test_forward(void **state)
     load_err("forward:\n- url: http://x\n  queue_config: {min_shards: 1}\n", "3:18: forward[0].queue_config: unknown",
              "min_shards");
     load_err("forward:\n- url: http://x\n  max_lag: -1s\n", "3:12: forward[0].max_lag:", "");
+    load_err("forward:\n- url: http://x\n  queue_config: {max_bytes: 64Mb}\n",
+             "3:29: forward[0].queue_config.max_bytes: byte size \"64Mb\": unknown unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)",
+             "");
+    load_err("forward:\n- url: http://x\n  queue_config: {max_bytes: -1}\n",
+             "3:29: forward[0].queue_config.max_bytes: expected a byte size such as 64MiB, got \"-1\"", "");
+    load_err("forward:\n- url: http://x\n  queue_config: {max_bytes: 99999999999TB}\n",
+             "3:29: forward[0].queue_config.max_bytes: byte size \"99999999999TB\" is too large", "");
+    ps_config_t *cb = load_ok("forward:\n- url: http://x\n  queue_config: {max_bytes: 2GB}\n");
+    assert_int_equal(cb->forward[0].max_bytes, 2ull << 30);
+    ps_config_free(cb);
 }
 
 static void test_yaml(void **state)
