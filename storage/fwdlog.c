@@ -57,7 +57,8 @@ int ps_fwd_log_put(ps_store_t *s, MDB_txn *txn, int64_t wall, const void *data, 
 /* --agent: a write stores only its log entries. Nothing is checked against stored data (there is
  * none): every profile is taken (status 0, no series ids), every float sample counts as stored.
  * The receiver applies its own order and duplicate rules. */
-int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf, ps_err_t *err)
+int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf,
+                          const ps_metric_meta_t *meta, size_t nm, ps_err_t *err)
 {
     MDB_txn *txn = NULL;
     int64_t now = ps_time_now();
@@ -80,7 +81,7 @@ int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappe
         if (it->fwd_len > 0 && (ret = ps_fwd_log_put(s, txn, now, it->fwd, it->fwd_len, err)) != 0)
             goto Fail;
     }
-    ps_store_fwd_floats_fn fn = nf > 0 ? atomic_load(&s->fwd_floats) : NULL;
+    ps_store_fwd_floats_fn fn = nf > 0 || nm > 0 ? atomic_load(&s->fwd_floats) : NULL;
     size_t total = 0;
     for (size_t i = 0; i < nf; i++)
         total += floats[i]->nsamples;
@@ -98,7 +99,7 @@ int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappe
     }
     if (fn != NULL) {
         ps_buf_reset(&s->fwd_buf);
-        fn(atomic_load(&s->fwd_ctx), floats, nf, &s->fwd_buf);
+        fn(atomic_load(&s->fwd_ctx), floats, nf, meta, nm, &s->fwd_buf);
         if (s->fwd_buf.len > 0 && (ret = ps_fwd_log_put(s, txn, now, s->fwd_buf.data, s->fwd_buf.len, err)) != 0)
             goto Fail;
     }
@@ -165,6 +166,44 @@ int ps_store_fwd_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_by
         bytes += e.len;
         if ((ret = cb(ctx, &e)) != 0)
             goto Done;
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        ret = ps_lmdb_err(err, rc, "reading the forwarding log");
+Done:
+    if (cur != NULL)
+        mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    return ret;
+}
+
+int ps_store_fwd_bound(ps_store_t *s, uint64_t after, uint64_t max_bytes, uint64_t *cut, ps_err_t *err)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur = NULL;
+    *cut = after;
+    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), ret = 0;
+    if (rc != 0)
+        return ps_lmdb_err(err, rc, "starting read transaction");
+    if ((rc = mdb_cursor_open(txn, s->dbi[DB_FWDLOG], &cur)) != 0) {
+        ret = ps_lmdb_err(err, rc, "reading the forwarding log");
+        goto Done;
+    }
+    MDB_val k, v;
+    uint64_t bytes = 0;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_LAST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_PREV)) {
+        if (k.mv_size != 8 || v.mv_size < 8) {
+            ret = ps_err_set(err, PS_ECORRUPT, "forwarding log: an entry of %zu bytes under a key of %zu", v.mv_size,
+                             k.mv_size);
+            goto Done;
+        }
+        uint64_t seq = ps_get_be64(k.mv_data);
+        if (seq <= after)
+            break;
+        bytes += v.mv_size - 8;
+        if (bytes > max_bytes) {
+            *cut = seq;
+            break;
+        }
     }
     if (rc != 0 && rc != MDB_NOTFOUND)
         ret = ps_lmdb_err(err, rc, "reading the forwarding log");

@@ -217,7 +217,8 @@ int ps_freader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end
 /* fwdlog.c: the forwarding log inside a write transaction */
 int ps_fwd_log_put(ps_store_t *s, MDB_txn *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);
 int ps_fwd_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
-int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf, ps_err_t *err);
+int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf,
+                          const ps_metric_meta_t *meta, size_t nm, ps_err_t *err);
 
 /* env.c */
 int ps_store_save_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err);

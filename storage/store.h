@@ -168,9 +168,11 @@ int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err);
  * forwards, under an increasing sequence number (1, 2, ...), with the wall clock of the write. Each
  * forwarding endpoint has a cursor: the last sequence number it acknowledged. */
 
-/** Makes the entry of a write's float samples inside its transaction: the samples of items whose
- *  stored[j] is 1 (status 0 items only), appended to out; nothing appended = no entry. */
-typedef void (*ps_store_fwd_floats_fn)(void *ctx, ps_fappend_t *const *items, size_t n, ps_buf_t *out);
+/** Makes the entry of a write's float samples and metadata inside its transaction: the samples of
+ *  items whose stored[j] is 1 (status 0 items only) and the write's nm metadata, appended to out;
+ *  nothing appended = no entry. */
+typedef void (*ps_store_fwd_floats_fn)(void *ctx, ps_fappend_t *const *items, size_t n, const ps_metric_meta_t *meta,
+                                       size_t nm, ps_buf_t *out);
 /** Turns the logging of float samples on (fn != NULL) or off. Any thread; the next write sees it.
  *  (Profiles are logged when their ps_append_t carries an entry.) */
 void ps_store_set_forward(ps_store_t *s, ps_store_fwd_floats_fn fn, void *ctx);
@@ -189,6 +191,12 @@ typedef struct ps_fwd_entry {
 int ps_store_fwd_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_bytes,
                       int (*cb)(void *ctx, const ps_fwd_entry_t *e), void *ctx, uint64_t *last,
                       ps_err_t *err);
+/** Any thread: a byte bound on the entries after `after` (an endpoint's backlog). Walks from the
+ *  newest entry back, summing the entries' data bytes; *cut gets the newest sequence number that
+ *  no longer fits in max_bytes (the entries after..*cut are over the bound, oldest first), or
+ *  `after` when all fit. The walk stops at `after` or past max_bytes: it costs the entries that
+ *  fit, not the backlog. */
+int ps_store_fwd_bound(ps_store_t *s, uint64_t after, uint64_t max_bytes, uint64_t *cut, ps_err_t *err);
 /** Any thread: the cursor of endpoint name, or PS_ENOTFOUND. */
 int ps_store_fwd_cursor(ps_store_t *s, const char *name, uint64_t *seq, ps_err_t *err);
 /**

@@ -311,7 +311,7 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
     int64_t now = ps_time_now();
 
     if (s->opts.log_only)
-        return ps_fwd_write_log_only(s, items, n, floats, nf, err);
+        return ps_fwd_write_log_only(s, items, n, floats, nf, meta, nm, err);
     if ((ret = ps_store_space_check(s, err)) != 0) { /* full: refused before anything is tried */
         ps_err_prefix(err, "writing");
         goto Fail;
@@ -385,7 +385,7 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
             goto Fail;
     /* floats after the profiles: the nested transactions above drop the writer caches, and the
      * float heads changed here stay in the cache until ps_fwrite_flush writes them */
-    ps_store_fwd_floats_fn fwd_floats = nf > 0 ? atomic_load(&s->fwd_floats) : NULL;
+    ps_store_fwd_floats_fn fwd_floats = nf > 0 || nm > 0 ? atomic_load(&s->fwd_floats) : NULL;
     if (fwd_floats != NULL) { /* which samples are stored: for their entry, below */
         size_t total = 0;
         for (size_t i = 0; i < nf; i++)
@@ -403,7 +403,7 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
         goto Fail;
     if (fwd_floats != NULL) {
         ps_buf_reset(&s->fwd_buf);
-        fwd_floats(atomic_load(&s->fwd_ctx), floats, nf, &s->fwd_buf);
+        fwd_floats(atomic_load(&s->fwd_ctx), floats, nf, meta, nm, &s->fwd_buf);
         if (s->fwd_buf.len > 0 && (ret = ps_fwd_log_put(s, txn, now, s->fwd_buf.data, s->fwd_buf.len, err)) != 0)
             goto Fail;
     }

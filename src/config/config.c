@@ -76,6 +76,8 @@
  * Content-Type, Content-Encoding, Content-Length, Connect-Protocol-Version, User-Agent,
  * X-Prometheus-Remote-Write-Version, Host); queue_config: capacity, max_shards,
  * max_samples_per_send >= 1, batch_send_deadline and min_backoff > 0, max_backoff >= min_backoff;
+ * max_bytes: a byte count, an integer with an optional unit B, KB, MB, GB, TB (base 2, as
+ * Prometheus' retention.size) or KiB, MiB, GiB, TiB (0: no bound, the default);
  * min_shards and sample_age_limit... are unknown keys. max_lag >= 0 (0: no bound).
  */
 #include "config.h"
@@ -1404,6 +1406,37 @@ static int parse_headers(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc
     return 0;
 }
 
+/* A byte count: digits and an optional unit (B, KB/KiB, MB/MiB, GB/GiB, TB/TiB, all base 2). */
+static int get_bytes(ctx_t *c, const yaml_node_t *n, uint64_t *out)
+{
+    if (n->type != YAML_SCALAR_NODE)
+        return fail(c, n, "expected a byte size such as 64MiB, got %s", kind(n));
+    const char *s = sval(n);
+    size_t l = slen(n), i = 0;
+    uint64_t v = 0;
+    for (; i < l && s[i] >= '0' && s[i] <= '9'; i++) {
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return fail(c, n, "byte size \"%.64s\" is too large", s);
+        v = v * 10 + d;
+    }
+    static const struct {
+        const char *unit;
+        unsigned shift;
+    } units[] = {{"", 0},  {"B", 0},    {"KB", 10}, {"KiB", 10}, {"MB", 20},
+                 {"MiB", 20}, {"GB", 30}, {"GiB", 30}, {"TB", 40}, {"TiB", 40}};
+    if (i == 0)
+        return fail(c, n, "expected a byte size such as 64MiB, got \"%.64s\"", s);
+    for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++)
+        if (strlen(units[u].unit) == l - i && memcmp(units[u].unit, s + i, l - i) == 0) {
+            if (units[u].shift > 0 && v > (UINT64_MAX >> units[u].shift))
+                return fail(c, n, "byte size \"%.64s\" is too large", s);
+            *out = v << units[u].shift;
+            return 0;
+        }
+    return fail(c, n, "byte size \"%.64s\": unknown unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", s);
+}
+
 static int get_positive(ctx_t *c, const yaml_node_t *v, uint32_t *out)
 {
     uint64_t x;
@@ -1419,7 +1452,7 @@ static int get_positive(ctx_t *c, const yaml_node_t *v, uint32_t *out)
 static int parse_queue(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc)
 {
     static const char *const names[] = {"capacity", "max_shards", "max_samples_per_send", "batch_send_deadline",
-                                        "min_backoff", "max_backoff", "retry_on_http_429", NULL};
+                                        "min_backoff", "max_backoff", "retry_on_http_429", "max_bytes", NULL};
     static const fields_t f = {"queue_config", names, NULL, false};
     int rc = want_map(c, n, "queue_config");
     if (rc != 0)
@@ -1441,6 +1474,8 @@ static int parse_queue(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc)
             rc = get_positive(c, v, &fc->max_samples_per_send);
         else if (strcmp(key, "retry_on_http_429") == 0)
             rc = get_bool(c, v, &fc->retry_on_http_429);
+        else if (strcmp(key, "max_bytes") == 0)
+            rc = get_bytes(c, v, &fc->max_bytes);
         else {
             int64_t *d = strcmp(key, "batch_send_deadline") == 0 ? &fc->batch_send_deadline
                          : strcmp(key, "min_backoff") == 0        ? &fc->min_backoff

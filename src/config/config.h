@@ -135,6 +135,8 @@ typedef struct ps_forward_config {
     int64_t batch_send_deadline;       /* ns a partial batch waits for more (5s) */
     int64_t min_backoff, max_backoff;  /* ns, retries of 5xx / network errors (30ms, 5s) */
     bool retry_on_http_429;            /* default true: a 429 is retried, not dropped */
+    uint64_t max_bytes;                /* queue_config.max_bytes: bytes of log entries after the cursor;
+                                        * past it the oldest are dropped (0 = no bound) */
 } ps_forward_config_t;
 
 typedef struct ps_config {

@@ -292,6 +292,10 @@ static void forward_config(ps_buf_t *b, const ps_forward_config_t *f)
     kv_dur(b, 4, "min_backoff", f->min_backoff);
     kv_dur(b, 4, "max_backoff", f->max_backoff);
     kv_bool(b, 4, "retry_on_http_429", f->retry_on_http_429);
+    if (f->max_bytes > 0) {
+        indent(b, 4);
+        ps_buf_printf(b, "max_bytes: %llu\n", (unsigned long long)f->max_bytes);
+    }
 }
 
 void ps_config_yaml(const ps_config_t *c, ps_buf_t *out)

@@ -7,7 +7,10 @@
  *     samples for remote_write; an entry is never split, so one bigger entry goes alone), 16 MiB
  *     of entries a read.
  *     Entries older than max_lag (by the wall clock of their write) at the front are skipped:
- *     counted in dropped_total, logged once per skip, the cursor moves past them.
+ *     counted in dropped_total, logged once per skip, the cursor moves past them. So are, with
+ *     queue_config.max_bytes, the oldest entries after the cursor while all of them together
+ *     (their data bytes, whichever protocol: what the log keeps on this endpoint's account) are
+ *     more than max_bytes (ps_store_fwd_bound; an entry bigger than the bound alone goes too).
  *  2. Nothing to send: wait for the writer's next commit (fwd_logged) or 1 s. A batch that is
  *     neither full nor as old as batch_send_deadline (its first entry's write) waits for more.
  *  3. Build one request: write_relabel_configs on every series (a dropped series is not sent),
@@ -17,8 +20,8 @@
  *  4. 2xx: the cursor moves past the batch. 5xx, network errors, and 429 (unless
  *     retry_on_http_429: false): the same request again after a backoff that doubles from
  *     min_backoff to max_backoff (retried_total; nothing is dropped for it), until the window's
- *     oldest entry passes max_lag: then the window is read again (step 1 drops what is too old,
- *     the rest is sent again). Any other
+ *     oldest entry passes max_lag, or the backlog passes max_bytes: then the window is read again
+ *     (step 1 drops what is too old or over the bound, the rest is sent again). Any other
  *     status (4xx: the receiver refuses the data, sending it again cannot help): the batch is
  *     dropped, counted in dropped_total, and logged with the endpoint, the status and the first
  *     line of the answer; the cursor moves past it.
@@ -44,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "core/hash.h"
@@ -107,9 +111,10 @@ static void entry_hook(void *ctx, const ps_append_t *app, ps_buf_t *out)
         ps_forward_profile_entry(app, out);
 }
 
-static void floats_hook(void *ctx, ps_fappend_t *const *items, size_t n, ps_buf_t *out)
+static void floats_hook(void *ctx, ps_fappend_t *const *items, size_t n, const ps_metric_meta_t *meta, size_t nm,
+                        ps_buf_t *out)
 {
-    ps_forward_floats_entry(items, n, out);
+    ps_forward_floats_entry(items, n, meta, nm, out);
 }
 
 static void logged_hook(void *ctx)
@@ -242,13 +247,58 @@ static bool read_secret(const char *path, char *buf, size_t size, char *why, siz
     return true;
 }
 
+/*
+ * tls_config.server_name, as Go's tls.Config.ServerName (Prometheus' remote_write): the name sent
+ * in SNI and checked against the server's certificate, while the connection goes to the URL's host
+ * and the Host header stays the URL's (as src/scrape does it). libcurl takes SNI and verification
+ * from the URL, so the URL gets server_name as host (*url_out, curl_free), CURLOPT_CONNECT_TO sends
+ * the connection to the real host and port, and Host is set by hand. An http URL is left alone.
+ */
+static bool server_name(CURL *h, const char *url, const char *name, struct curl_slist **hdr,
+                        struct curl_slist **connect_to, char **url_out, char *why, size_t whylen)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL;
+    bool ok = false;
+    if (u == NULL || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+        snprintf(why, whylen, "tls_config.server_name: cannot parse the URL %s", url);
+        goto Exit;
+    }
+    ok = true;
+    if (strcasecmp(scheme, "https") != 0 || strcasecmp(host, name) == 0)
+        goto Exit;
+    if (curl_url_set(u, CURLUPART_HOST, name, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_URL, url_out, 0) != CURLUE_OK) {
+        snprintf(why, whylen, "tls_config.server_name: \"%s\" is not a valid host name", name);
+        ok = false;
+        goto Exit;
+    }
+    char line[1024];
+    snprintf(line, sizeof(line), "%s:%s:%s:%s", name, port, host, port);
+    *connect_to = curl_slist_append(*connect_to, line);
+    bool default_port = strcmp(port, "443") == 0;
+    snprintf(line, sizeof(line), "Host: %s%s%s", host, default_port ? "" : ":", default_port ? "" : port);
+    *hdr = curl_slist_append(*hdr, line);
+    curl_easy_setopt(h, CURLOPT_CONNECT_TO, *connect_to);
+Exit:
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return ok;
+}
+
 /* POSTs body; the HTTP status, or 0 with why for a request that got no answer. */
 static long post(ep_t *e, CURL *h, const ps_buf_t *body, ps_buf_t *answer, char *why, size_t whylen)
 {
     const ps_forward_config_t *c = e->cfg;
     const ps_http_client_t *cl = &c->client;
     curl_easy_reset(h);
-    struct curl_slist *hdr = NULL;
+    struct curl_slist *hdr = NULL, *connect_to = NULL;
+    char *sni_url = NULL;
     if (c->protocol == PS_FWD_PYROSCOPE_PUSH) {
         hdr = curl_slist_append(hdr, "Content-Type: application/proto");
         hdr = curl_slist_append(hdr, "Connect-Protocol-Version: 1");
@@ -296,7 +346,10 @@ static long post(ep_t *e, CURL *h, const ps_buf_t *body, ps_buf_t *answer, char 
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
     }
-    curl_easy_setopt(h, CURLOPT_URL, e->url);
+    if (cl->tls.server_name != NULL && cl->tls.server_name[0] != '\0' &&
+        !server_name(h, e->url, cl->tls.server_name, &hdr, &connect_to, &sni_url, why, whylen))
+        goto Done;
+    curl_easy_setopt(h, CURLOPT_URL, sni_url != NULL ? sni_url : e->url);
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, (const char *)body->data);
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len);
@@ -318,6 +371,8 @@ static long post(ep_t *e, CURL *h, const ps_buf_t *body, ps_buf_t *answer, char 
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 Done:
     curl_slist_free_all(hdr);
+    curl_slist_free_all(connect_to);
+    curl_free(sni_url);
     return status;
 }
 
@@ -329,11 +384,14 @@ typedef struct batch {
     int64_t now, max_lag;
     ps_forward_series_t **series; /* the entries' series, in order */
     size_t nseries, capseries;
+    ps_metric_meta_t *meta;       /* the entries' metadata (remote_write), in order */
+    size_t nmeta, capmeta;
     size_t n;                     /* entries taken */
     uint64_t units, last_seq;
     int64_t first_wall;
     bool full;                    /* stopped by a bound: send now */
     uint64_t skip_to, skipped_units; /* entries past max_lag at the front */
+    uint64_t bytes_cut, over_units;  /* entries up to bytes_cut are over max_bytes (their units) */
     uint64_t seen;                /* entries the last read walked */
     ps_err_t err;
 } batch_t;
@@ -364,13 +422,14 @@ static int on_entry(void *ctx, const ps_fwd_entry_t *en)
     bool mine = en->len > 0 && (en->data[0] == 1) == (c->protocol == PS_FWD_PYROSCOPE_PUSH);
     int kind;
     ps_forward_series_t *s = NULL;
-    size_t ns = 0;
+    ps_metric_meta_t *m = NULL;
+    size_t ns = 0, nm = 0;
     if (mine) {
         /* the entry is copied: the read snapshot ends with the walk */
         uint8_t *copy = ps_arena_alloc(b->arena, en->len + 1);
         memcpy(copy, en->data, en->len);
         ps_err_t derr;
-        if (ps_forward_entry_decode(copy, en->len, b->arena, &kind, &s, &ns, &derr) != 0) {
+        if (ps_forward_entry_decode(copy, en->len, b->arena, &kind, &s, &ns, &m, &nm, &derr) != 0) {
             /* bytes this code did not write (a damaged disk): not sendable, and never silently lost */
             ps_log_error("forwarding: a damaged log entry is skipped", "endpoint=%s seq=%llu err=%s",
                          ps_log_q(c->name), (unsigned long long)en->seq, ps_log_q(derr.msg));
@@ -389,6 +448,11 @@ static int on_entry(void *ctx, const ps_fwd_entry_t *en)
         return 0;
     }
     uint64_t u = units_of(s, ns, kind);
+    if (b->n == 0 && en->seq <= b->bytes_cut) {
+        b->skip_to = en->seq;
+        b->over_units += u;
+        return 0;
+    }
     if (b->n == 0 && b->max_lag > 0 && en->wall_ns < b->now - b->max_lag) {
         b->skip_to = en->seq;
         b->skipped_units += u;
@@ -405,6 +469,12 @@ static int on_entry(void *ctx, const ps_fwd_entry_t *en)
     }
     for (size_t i = 0; i < ns; i++)
         b->series[b->nseries++] = &s[i];
+    if (b->nmeta + nm > b->capmeta) {
+        b->capmeta = (b->nmeta + nm) * 2;
+        b->meta = ps_xrealloc(b->meta, b->capmeta * sizeof(*b->meta));
+    }
+    for (size_t i = 0; i < nm; i++)
+        b->meta[b->nmeta++] = m[i];
     if (b->n == 0)
         b->first_wall = en->wall_ns;
     b->n++;
@@ -431,9 +501,10 @@ static size_t relabel_batch(ep_t *e, batch_t *b)
     return kept;
 }
 
-/* The request body of series[0..kept) (kept > 0); *units gets what it holds. */
-static bool build_body(ep_t *e, ps_forward_series_t **series, size_t kept, ps_arena_t *arena, ps_buf_t *body,
-                       uint64_t *units, ps_err_t *err)
+/* The request body of series[0..kept) and (remote_write) meta[0..nmeta) (kept + nmeta > 0); *units
+ * gets what it holds. */
+static bool build_body(ep_t *e, ps_forward_series_t **series, size_t kept, const ps_metric_meta_t *meta,
+                       size_t nmeta, ps_arena_t *arena, ps_buf_t *body, uint64_t *units, ps_err_t *err)
 {
     const ps_forward_config_t *c = e->cfg;
     ps_buf_reset(body);
@@ -472,6 +543,13 @@ static bool build_body(ep_t *e, ps_forward_series_t **series, size_t kept, ps_ar
         *units += s->nsamples;
         w.nsamples += s->nsamples;
     }
+    /* metadata as Prometheus sends it in 1.0: WriteRequest.metadata, not tied to a series */
+    w.metadata = ps_arena_calloc(arena, nmeta + 1, sizeof(ps_remote_metadata_t));
+    w.nmetadata = (uint32_t)nmeta;
+    for (size_t i = 0; i < nmeta; i++)
+        w.metadata[i] = (ps_remote_metadata_t){(ps_metric_type_t)meta[i].type, meta[i].family, meta[i].help,
+                                               meta[i].unit, (uint32_t)meta[i].family_len,
+                                               (uint32_t)meta[i].help_len, (uint32_t)meta[i].unit_len};
     return ps_remote_write_encode(&w, 1, body, err) == 0;
 }
 
@@ -557,6 +635,16 @@ static int send_batch(ep_t *e, CURL *h, const ps_buf_t *body, uint64_t units, in
             ps_buf_dispose(&answer);
             return SEND_EXPIRED;
         }
+        if (c->max_bytes > 0) { /* the backlog grew past max_bytes meanwhile: read again, dropping the oldest */
+            pthread_mutex_lock(&f->mu);
+            uint64_t acked = e->acked, cut = 0;
+            pthread_mutex_unlock(&f->mu);
+            ps_err_t berr;
+            if (ps_store_fwd_bound(f->store, acked, c->max_bytes, &cut, &berr) == 0 && cut > acked) {
+                ps_buf_dispose(&answer);
+                return SEND_EXPIRED;
+            }
+        }
         pthread_mutex_lock(&f->mu);
         int64_t until = ps_time_mono() + backoff;
         while (!atomic_load(&e->stop) && ps_time_mono() < until)
@@ -578,6 +666,7 @@ typedef struct shard {
     uint64_t units;
     int64_t expires;  /* when the window's oldest entry passes max_lag (0: never) */
     int result;       /* SEND_* */
+    bool go;          /* a body was built: it is sent */
 } shard_t;
 
 static void *shard_run(void *arg)
@@ -595,15 +684,16 @@ static int send_window(ep_t *e, batch_t *b, shard_t *shard)
 {
     const ps_forward_config_t *c = e->cfg;
     size_t kept = relabel_batch(e, b);
-    if (kept == 0)
+    if (kept == 0 && b->nmeta == 0)
         return SEND_DONE;
     uint32_t ns = shards_of(c);
     if (ns > kept)
-        ns = (uint32_t)kept;
+        ns = kept > 0 ? (uint32_t)kept : 1;
     for (uint32_t k = 0; k < ns; k++) {
         shard[k].e = e;
         shard[k].curl = e->curl[k];
         shard[k].n = 0;
+        shard[k].go = false;
         shard[k].result = SEND_DONE;
         shard[k].expires = c->max_lag > 0 ? b->first_wall + c->max_lag : 0;
     }
@@ -621,11 +711,13 @@ static int send_window(ep_t *e, batch_t *b, shard_t *shard)
     }
     uint32_t nreq = 0;
     for (uint32_t k = 0; k < ns; k++) {
-        if (shard[k].n == 0)
+        size_t nmeta = k == 0 ? b->nmeta : 0; /* the metadata go with the first shard */
+        if (shard[k].n == 0 && nmeta == 0)
             continue;
         ps_err_t err;
         ps_err_clear(&err);
-        if (!build_body(e, shard[k].series, shard[k].n, b->arena, &shard[k].body, &shard[k].units, &err) ||
+        if (!build_body(e, shard[k].series, shard[k].n, b->meta, nmeta, b->arena, &shard[k].body, &shard[k].units,
+                        &err) ||
             err.code != 0) {
             set_error(e, "encoding a batch: %s", err.msg);
             ps_log_error("forwarding: encoding a batch failed; dropped", "endpoint=%s err=%s", ps_log_q(c->name),
@@ -633,22 +725,23 @@ static int send_window(ep_t *e, batch_t *b, shard_t *shard)
             shard[k].n = 0;
             continue;
         }
+        shard[k].go = true;
         nreq++;
     }
     if (nreq <= 1) { /* on this thread */
         for (uint32_t k = 0; k < ns; k++)
-            if (shard[k].n > 0)
+            if (shard[k].go)
                 shard_run(&shard[k]);
     } else {
         pthread_t th[PS_FWD_MAX_SHARDS];
         bool started[PS_FWD_MAX_SHARDS] = {false};
         for (uint32_t k = 0; k < ns; k++)
-            if (shard[k].n > 0)
+            if (shard[k].go)
                 started[k] = pthread_create(&th[k], NULL, shard_run, &shard[k]) == 0;
         for (uint32_t k = 0; k < ns; k++) {
             if (started[k])
                 pthread_join(th[k], NULL);
-            else if (shard[k].n > 0)
+            else if (shard[k].go)
                 shard_run(&shard[k]);
         }
     }
@@ -677,10 +770,13 @@ static void *sender(void *arg)
         if (!open || b.n == 0) { /* an empty batch holds nothing: start it afresh at the cursor */
             ps_arena_reset(&arena);
             ps_forward_series_t **keep = b.series;
-            size_t cap = b.capseries;
+            size_t cap = b.capseries, capmeta = b.capmeta;
+            ps_metric_meta_t *keep_meta = b.meta;
             memset(&b, 0, sizeof(b));
             b.series = keep;
             b.capseries = cap;
+            b.meta = keep_meta;
+            b.capmeta = capmeta;
             b.e = e;
             b.arena = &arena;
             b.max_lag = c->max_lag;
@@ -689,9 +785,12 @@ static void *sender(void *arg)
         }
         uint64_t from = b.last_seq;
         b.now = ps_time_now();
-        b.skip_to = b.skipped_units = 0;
+        b.skip_to = b.skipped_units = b.over_units = 0;
+        b.bytes_cut = 0;
         b.seen = 0;
         ps_err_clear(&b.err);
+        if (c->max_bytes > 0 && b.n == 0 && ps_store_fwd_bound(f->store, from, c->max_bytes, &b.bytes_cut, &b.err) != 0)
+            b.bytes_cut = 0; /* not readable now: the read below reports it */
         int rc = ps_store_fwd_read(f->store, from, c->capacity - b.n, READ_MAX_BYTES, on_entry, &b, NULL, &b.err);
         if (rc != 0 && rc != 1) {
             set_error(e, "reading the forwarding log: %s", b.err.msg);
@@ -711,8 +810,19 @@ static void *sender(void *arg)
                 ps_log_warn("forwarding: entries older than max_lag dropped", "endpoint=%s units=%llu up_to_seq=%llu",
                             ps_log_q(c->name), (unsigned long long)b.skipped_units, (unsigned long long)b.skip_to);
             }
+            if (b.over_units > 0) {
+                set_error(e, "%llu units over queue_config.max_bytes dropped", (unsigned long long)b.over_units);
+                ps_log_warn("forwarding: the oldest entries over max_bytes dropped",
+                            "endpoint=%s units=%llu up_to_seq=%llu max_bytes=%llu", ps_log_q(c->name),
+                            (unsigned long long)b.over_units, (unsigned long long)b.skip_to,
+                            (unsigned long long)c->max_bytes);
+            }
             pthread_mutex_lock(&f->mu);
-            e->st.dropped += b.skipped_units;
+            e->st.dropped += b.skipped_units + b.over_units;
+            if (b.skip_to > e->acked) { /* at once: a window read again after a failure must not count them again */
+                e->acked = b.skip_to;
+                request_advance(f, false);
+            }
             pthread_mutex_unlock(&f->mu);
         }
         if (b.n == 0) {
@@ -750,6 +860,7 @@ static void *sender(void *arg)
         pthread_mutex_unlock(&f->mu);
     }
     free(b.series);
+    free(b.meta);
     for (int k = 0; k < PS_FWD_MAX_SHARDS; k++) {
         ps_buf_dispose(&shard[k].body);
         free(shard[k].series);

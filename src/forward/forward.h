@@ -9,7 +9,7 @@
  * ingest know nothing of this room). One sender thread per endpoint reads the log from its cursor,
  * batches, POSTs, retries with backoff, and moves its cursor on; the cursors go back to the store
  * through the writer (PS_WREQ_FWD_ADVANCE), which also trims what every endpoint has sent. The
- * rules (batches, retries, drops, max_lag) are at the top of forward.c.
+ * rules (batches, retries, drops, max_lag, max_bytes) are at the top of forward.c.
  */
 #ifndef PS_FORWARD_FORWARD_H
 #define PS_FORWARD_FORWARD_H
@@ -53,9 +53,12 @@ void ps_forward_status_json(ps_forward_t *f, ps_buf_t *out);
  *  profile name, service_name = job when absent) and the stored profile as gzipped pprof
  *  (time_nanos = the stored timestamp). Nothing appended for an append without series. */
 void ps_forward_profile_entry(const ps_append_t *app, ps_buf_t *out);
-/** The log entry of a write's stored float samples (ps_fappend_t.stored): kind 2, per series its
- *  labels and samples. Nothing appended when none was stored. */
-void ps_forward_floats_entry(ps_fappend_t *const *items, size_t n, ps_buf_t *out);
+/** The log entry of a write's stored float samples (ps_fappend_t.stored) and its metric metadata
+ *  (remote write's, as received: Prometheus sends them again every minute): kind 2, per series its
+ *  labels and samples, then the metadata. Nothing appended when no sample was stored and there is
+ *  no metadata. */
+void ps_forward_floats_entry(ps_fappend_t *const *items, size_t n, const ps_metric_meta_t *meta, size_t nm,
+                             ps_buf_t *out);
 
 /** One decoded entry's series (a profile entry has one with one pprof). From arena. */
 typedef struct ps_forward_series {
@@ -66,9 +69,11 @@ typedef struct ps_forward_series {
     uint32_t nsamples;
 } ps_forward_series_t;
 
-/** Decodes an entry: *kind 1 or 2, its series (from arena; pprof points into data). PS_ECORRUPT
+/** Decodes an entry: *kind 1 or 2, its series (from arena; pprof points into data) and, when meta
+ *  is not NULL, a kind 2 entry's metadata (strings point into data; not NUL-terminated). PS_ECORRUPT
  *  for bytes this code did not write. */
 int ps_forward_entry_decode(const uint8_t *data, size_t len, ps_arena_t *arena, int *kind,
-                            ps_forward_series_t **series, size_t *nseries, ps_err_t *err);
+                            ps_forward_series_t **series, size_t *nseries, ps_metric_meta_t **meta, size_t *nmeta,
+                            ps_err_t *err);
 
 #endif

@@ -335,6 +335,15 @@ bool ps_ingest_default_delta(const char *name, size_t len)
     return (len == 11 && memcmp(name, "process_cpu", 11) == 0) || (len == 4 && memcmp(name, "wall", 4) == 0);
 }
 
+bool ps_ingest_cumulative_type(ps_str_t type)
+{
+    static const char *names[] = {"alloc_objects", "alloc_space", "contentions", "delay"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (type.len == strlen(names[i]) && memcmp(type.ptr, names[i], type.len) == 0)
+            return true;
+    return false;
+}
+
 void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out)
 {
     char ts[48];

@@ -54,6 +54,10 @@ int ps_ingest_build(const ps_profile_t *p, const char *name, size_t name_len, co
 /** The native push's delta rule for a profile named name (len bytes): process_cpu and wall are
  *  delta, every other name cumulative. */
 bool ps_ingest_default_delta(const char *name, size_t len);
+/** True for the sample types that count since process start (alloc_objects, alloc_space,
+ *  contentions, delay): the scraper stores their deltas (":delta"), a push with __delta__="false"
+ *  names them so too. */
+bool ps_ingest_cumulative_type(ps_str_t type);
 
 /** Infers the profile name from the sample types, or explains why it cannot (PS_EINVAL). The
  *  rule is at the top of ingest.c. */

@@ -24,6 +24,15 @@
  * value is no label); names starting with "__" other than __name__ (__session_id__, __delta__, ...)
  * are dropped, as Pyroscope's /ingest drops them (profstore reserves "__" names).
  *
+ * __delta__="false" (Pyroscope's convention, set by Alloy's pyroscope.scrape and by profstore's
+ * forwarding on profiles that are deltas already; Pyroscope's head computes no delta for them):
+ * the profile is stored as it came, and its sample types are named as the scraper names the deltas
+ * it made: ":delta" for the types that count since process start (ps_ingest_cumulative_type:
+ * alloc_objects, alloc_space, contentions, delay) and for every type of a profile that is a delta
+ * by name (process_cpu, wall); the other types (inuse_*, goroutines) as they are. So a scraped
+ * mutex or memory profile forwarded by another profstore lands in the series it has there. Any
+ * other value, or none, keeps the native rule.
+ *
  * All or nothing before anything is written: any bad label or sample fails the whole request.
  */
 #include <stdio.h>
@@ -87,7 +96,7 @@ static const char *series_str(const ps_pyro_series_t *s, ps_arena_t *arena, char
 /* Validates the labels of one series (Pyroscope's rules, above) into base (without __name__) and
  * the profile name. */
 static int series_labels(const ps_pyro_series_t *s, ps_arena_t *arena, ps_labels_t *base, const char **name,
-                         size_t *name_len, ps_err_t *err)
+                         size_t *name_len, bool *is_delta, ps_err_t *err)
 {
     char ls_str[200];
     size_t n = s->nlabels;
@@ -111,6 +120,8 @@ static int series_labels(const ps_pyro_series_t *s, ps_arena_t *arena, ps_labels
         return ps_err_set(err, PS_EINVAL, "error service_name label is required");
     *name = nm->value;
     *name_len = nm->vlen;
+    const ps_pyro_label_t *dl = find(ls, n, "__delta__");
+    *is_delta = dl != NULL && dl->vlen == 5 && memcmp(dl->value, "false", 5) == 0;
 
     /* rewrite dotted names, check names and lengths */
     for (size_t i = 0; i < n; i++) {
@@ -156,7 +167,8 @@ static int series_labels(const ps_pyro_series_t *s, ps_arena_t *arena, ps_labels
 
 /* One raw sample into app. */
 static int sample_append(const ps_pyro_sample_t *smp, const char *name, size_t name_len, const ps_labels_t *base,
-                         const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_append_t *app, ps_err_t *err)
+                         bool is_delta, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_append_t *app,
+                         ps_err_t *err)
 {
     int rc;
     if (smp->len == 0)
@@ -169,8 +181,15 @@ static int sample_append(const ps_pyro_sample_t *smp, const char *name, size_t n
     if ((rc = ps_ingest_check_name(p, name, name_len, err)) != 0)
         return rc;
     int64_t ts = p->time_nanos > 0 ? p->time_nanos : ps_time_now();
-    if ((rc = ps_ingest_build(p, name, name_len, base, ts, NULL, ps_ingest_default_delta(name, name_len), arena, app,
-                              err)) != 0)
+    bool by_name = ps_ingest_default_delta(name, name_len);
+    uint8_t *modes = NULL;
+    if (is_delta) { /* __delta__="false": named as the scraper names the deltas it made (above) */
+        modes = ps_arena_alloc(arena, p->ntypes + 1);
+        for (uint32_t k = 0; k < p->ntypes; k++)
+            modes[k] = by_name || ps_ingest_cumulative_type(ps_profile_str(p, p->sample_types[k].type))
+                           ? PS_INGEST_DELTA : PS_INGEST_ASIS;
+    }
+    if ((rc = ps_ingest_build(p, name, name_len, base, ts, modes, by_name, arena, app, err)) != 0)
         return rc;
     app->raw = smp->raw;
     app->raw_len = smp->len;
@@ -196,12 +215,13 @@ int ps_ingest_push_prepare(const ps_pyro_push_t *req, const ps_pprof_limits_t *l
         ps_labels_t base;
         const char *name = NULL;
         size_t name_len = 0;
-        int rc = series_labels(s, arena, &base, &name, &name_len, err);
+        bool is_delta = false;
+        int rc = series_labels(s, arena, &base, &name, &name_len, &is_delta, err);
         if (rc != 0)
             return ps_err_prefix(err, "series[%zu]", i);
         for (size_t j = 0; j < s->nsamples; j++) {
             ps_append_t *app = ps_arena_calloc(arena, 1, sizeof(*app));
-            if ((rc = sample_append(&s->samples[j], name, name_len, &base, lim, arena, app, err)) != 0)
+            if ((rc = sample_append(&s->samples[j], name, name_len, &base, is_delta, lim, arena, app, err)) != 0)
                 return ps_err_prefix(err, "series[%zu].samples[%zu]", i, j);
             out[k++] = app;
         }

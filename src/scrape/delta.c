@@ -22,14 +22,7 @@ void ps_delta_dispose(ps_delta_state_t *st)
     memset(st, 0, sizeof(*st));
 }
 
-bool ps_delta_is_cumulative(ps_str_t type)
-{
-    static const char *names[] = {"alloc_objects", "alloc_space", "contentions", "delay"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (type.len == strlen(names[i]) && memcmp(type.ptr, names[i], type.len) == 0)
-            return true;
-    return false;
-}
+bool ps_delta_is_cumulative(ps_str_t type) { return ps_ingest_cumulative_type(type); }
 
 static void put_str(ps_buf_t *b, const ps_profile_t *p, uint32_t i)
 {

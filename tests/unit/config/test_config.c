@@ -817,7 +817,7 @@ static void test_forward(void **state)
                              "  write_relabel_configs: [{action: labeldrop, regex: pod}]\n"
                              "  queue_config: {capacity: 10, max_shards: 2, max_samples_per_send: 7,\n"
                              "                 batch_send_deadline: 1s, min_backoff: 10ms, max_backoff: 1m,\n"
-                             "                 retry_on_http_429: false}\n");
+                             "                 retry_on_http_429: false, max_bytes: 64KiB}\n");
     assert_int_equal(c->nforward, 2);
     const ps_forward_config_t *a = &c->forward[0], *b = &c->forward[1];
     assert_string_equal(a->name, "http://b:4040/");
@@ -850,6 +850,8 @@ static void test_forward(void **state)
     assert_int_equal(b->min_backoff, 10 * 1000000);
     assert_int_equal(b->max_backoff, 60 * PS_NS_PER_S);
     assert_false(b->retry_on_http_429);
+    assert_int_equal(a->max_bytes, 0);
+    assert_int_equal(b->max_bytes, 65536);
     ps_buf_t y = PS_BUF_INIT;
     ps_config_yaml(c, &y);
     ps_buf_putc(&y, 0);
@@ -873,7 +875,7 @@ static void test_forward(void **state)
     assert_non_null(strstr((const char *)y.data, "  max_lag: 30m\n  queue_config:\n    capacity: 10\n    max_shards: 2\n"
                                                  "    max_samples_per_send: 7\n    batch_send_deadline: 1s\n"
                                                  "    min_backoff: 10ms\n    max_backoff: 1m\n"
-                                                 "    retry_on_http_429: false\n"));
+                                                 "    retry_on_http_429: false\n    max_bytes: 65536\n"));
     assert_null(strstr((const char *)y.data, "tenant1"));
     assert_null(strstr((const char *)y.data, "tok"));
     /* the text reads back to a configuration that prints the same (fuzz_config's rule) */
@@ -908,6 +910,16 @@ static void test_forward(void **state)
     load_err("forward:\n- url: http://x\n  queue_config: {min_shards: 1}\n", "3:18: forward[0].queue_config: unknown",
              "min_shards");
     load_err("forward:\n- url: http://x\n  max_lag: -1s\n", "3:12: forward[0].max_lag:", "");
+    load_err("forward:\n- url: http://x\n  queue_config: {max_bytes: 64Mb}\n",
+             "3:29: forward[0].queue_config.max_bytes: byte size \"64Mb\": unknown unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)",
+             "");
+    load_err("forward:\n- url: http://x\n  queue_config: {max_bytes: -1}\n",
+             "3:29: forward[0].queue_config.max_bytes: expected a byte size such as 64MiB, got \"-1\"", "");
+    load_err("forward:\n- url: http://x\n  queue_config: {max_bytes: 99999999999TB}\n",
+             "3:29: forward[0].queue_config.max_bytes: byte size \"99999999999TB\" is too large", "");
+    ps_config_t *cb = load_ok("forward:\n- url: http://x\n  queue_config: {max_bytes: 2GB}\n");
+    assert_int_equal(cb->forward[0].max_bytes, 2ull << 30);
+    ps_config_free(cb);
 }
 
 static void test_yaml(void **state)

@@ -85,6 +85,47 @@ static void test_same_as_native(void **state)
     free(cpu.data);
 }
 
+/* __delta__="false" (Pyroscope's "already a delta"): the counting types get ":delta", as the
+ * scraper names its deltas; the gauges (inuse_*) stay as they are; any other value: the native rule. */
+static void test_delta_false(void **state)
+{
+    (void)state;
+    fx_t heap = load("go/heap-01.pb.gz");
+    const char *value[] = {"false", "true"};
+    const char *want[2][4] = {{"memory:alloc_objects:count:space:bytes:delta", "memory:alloc_space:bytes:space:bytes:delta",
+                               "memory:inuse_objects:count:space:bytes", "memory:inuse_space:bytes:space:bytes"},
+                              {"memory:alloc_objects:count:space:bytes", "memory:alloc_space:bytes:space:bytes",
+                               "memory:inuse_objects:count:space:bytes", "memory:inuse_space:bytes:space:bytes"}};
+    for (int k = 0; k < 2; k++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_err_t err;
+        ps_pyro_label_t ls[] = {L("service_name", "app"), L("__name__", "memory"), {"__delta__", value[k], 9, strlen(value[k])}};
+        ps_append_t **apps;
+        size_t n;
+        assert_int_equal(prepare1(ls, 3, &heap, 1, &a, &apps, &n, &err), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(apps[0]->nseries, 4);
+        for (uint32_t i = 0; i < 4; i++) {
+            assert_string_equal(ps_labels_value(&apps[0]->series_labels[i], "__name__"), want[k][i]);
+            assert_null(ps_labels_value(&apps[0]->series_labels[i], "__delta__"));
+        }
+        ps_arena_dispose(&a);
+    }
+    /* a profile that is a delta by name keeps every type a delta */
+    fx_t cpu = load("go/cpu-01.pb.gz");
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_err_t err;
+    ps_pyro_label_t ls[] = {L("service_name", "app"), L("__name__", "process_cpu"), L("__delta__", "false")};
+    ps_append_t **apps;
+    size_t n;
+    assert_int_equal(prepare1(ls, 3, &cpu, 1, &a, &apps, &n, &err), 0);
+    assert_string_equal(ps_labels_value(&apps[0]->series_labels[0], "__name__"), "process_cpu:samples:count:cpu:nanoseconds:delta");
+    assert_string_equal(ps_labels_value(&apps[0]->series_labels[1], "__name__"), "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta");
+    ps_arena_dispose(&a);
+    free(cpu.data);
+    free(heap.data);
+}
+
 static void test_sorted_by_time(void **state)
 {
     (void)state;
@@ -155,6 +196,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_as_native),
+        cmocka_unit_test(test_delta_false),
         cmocka_unit_test(test_sorted_by_time),
         cmocka_unit_test(test_label_errors),
     };

@@ -108,7 +108,8 @@ static got_t read_all(ps_store_t *s, uint64_t after, uint64_t *last)
 }
 
 /* The float hook: "t=v," for each stored sample. */
-static void floats_entry(void *ctx, ps_fappend_t *const *items, size_t n, ps_buf_t *out)
+static void floats_entry(void *ctx, ps_fappend_t *const *items, size_t n, const ps_metric_meta_t *meta, size_t nm,
+                         ps_buf_t *out)
 {
     (*(int *)ctx)++;
     for (size_t i = 0; i < n; i++)
