@@ -22,8 +22,9 @@ src/discovery discovery  core config
 src/ingest    ingest     core parser proto storage
 src/query     query      core parser proto storage
 src/render    render     core
-src/scrape    scrape     core config discovery ingest proto
-src/forward   forward    core parser proto storage config ingest
+src/httpclient httpclient core config
+src/scrape    scrape     core config discovery httpclient ingest proto
+src/forward   forward    core parser proto storage config httpclient ingest
 web           web        core parser proto storage config auth discovery ingest query render scrape forward
 src/main.c    main       core parser proto storage config auth discovery ingest query render scrape forward web
 tests/unit/core      -   core
@@ -36,10 +37,10 @@ tests/unit/discovery -   core config discovery
 tests/unit/ingest    -   core parser proto storage ingest
 tests/unit/query     -   core parser proto storage ingest query
 tests/unit/render    -   core proto render
-tests/unit/scrape    -   core config discovery ingest proto scrape
-tests/unit/forward   -   core parser proto storage config ingest forward
+tests/unit/scrape    -   core config discovery httpclient ingest proto scrape
+tests/unit/forward   -   core parser proto storage config httpclient ingest forward
 '
-prefixes='core parser proto storage config auth discovery ingest query render scrape forward web'
+prefixes='core parser proto storage config auth discovery httpclient ingest query render scrape forward web'
 
 bad=0
 echo "$rules" | while read -r dir own allowed; do

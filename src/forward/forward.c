@@ -54,6 +54,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/timeutil.h"
+#include "httpclient/httpclient.h"
 #include "proto/pyroscope.h"
 #include "proto/remote.h"
 
@@ -231,66 +232,6 @@ static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_
     return atomic_load(&e->stop) ? 1 : 0;
 }
 
-/* The first line of a file, trimmed (Prometheus' password_file and credentials_file). */
-static bool read_secret(const char *path, char *buf, size_t size, char *why, size_t whylen)
-{
-    FILE *fp = fopen(path, "r");
-    if (fp == NULL) {
-        snprintf(why, whylen, "cannot read %s", path);
-        return false;
-    }
-    size_t n = fread(buf, 1, size - 1, fp);
-    fclose(fp);
-    buf[n] = '\0';
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-        buf[--n] = '\0';
-    return true;
-}
-
-/*
- * tls_config.server_name, as Go's tls.Config.ServerName (Prometheus' remote_write): the name sent
- * in SNI and checked against the server's certificate, while the connection goes to the URL's host
- * and the Host header stays the URL's (as src/scrape does it). libcurl takes SNI and verification
- * from the URL, so the URL gets server_name as host (*url_out, curl_free), CURLOPT_CONNECT_TO sends
- * the connection to the real host and port, and Host is set by hand. An http URL is left alone.
- */
-static bool server_name(CURL *h, const char *url, const char *name, struct curl_slist **hdr,
-                        struct curl_slist **connect_to, char **url_out, char *why, size_t whylen)
-{
-    CURLU *u = curl_url();
-    char *scheme = NULL, *host = NULL, *port = NULL;
-    bool ok = false;
-    if (u == NULL || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
-        snprintf(why, whylen, "tls_config.server_name: cannot parse the URL %s", url);
-        goto Exit;
-    }
-    ok = true;
-    if (strcasecmp(scheme, "https") != 0 || strcasecmp(host, name) == 0)
-        goto Exit;
-    if (curl_url_set(u, CURLUPART_HOST, name, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_URL, url_out, 0) != CURLUE_OK) {
-        snprintf(why, whylen, "tls_config.server_name: \"%s\" is not a valid host name", name);
-        ok = false;
-        goto Exit;
-    }
-    char line[1024];
-    snprintf(line, sizeof(line), "%s:%s:%s:%s", name, port, host, port);
-    *connect_to = curl_slist_append(*connect_to, line);
-    bool default_port = strcmp(port, "443") == 0;
-    snprintf(line, sizeof(line), "Host: %s%s%s", host, default_port ? "" : ":", default_port ? "" : port);
-    *hdr = curl_slist_append(*hdr, line);
-    curl_easy_setopt(h, CURLOPT_CONNECT_TO, *connect_to);
-Exit:
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(port);
-    curl_url_cleanup(u);
-    return ok;
-}
-
 /* POSTs body; the HTTP status, or 0 with why for a request that got no answer. */
 static long post(ep_t *e, CURL *h, const ps_buf_t *body, ps_buf_t *answer, char *why, size_t whylen)
 {
@@ -298,7 +239,6 @@ static long post(ep_t *e, CURL *h, const ps_buf_t *body, ps_buf_t *answer, char 
     const ps_http_client_t *cl = &c->client;
     curl_easy_reset(h);
     struct curl_slist *hdr = NULL, *connect_to = NULL;
-    char *sni_url = NULL;
     if (c->protocol == PS_FWD_PYROSCOPE_PUSH) {
         hdr = curl_slist_append(hdr, "Content-Type: application/proto");
         hdr = curl_slist_append(hdr, "Connect-Protocol-Version: 1");
@@ -314,51 +254,14 @@ static long post(ep_t *e, CURL *h, const ps_buf_t *body, ps_buf_t *answer, char 
         hdr = curl_slist_append(hdr, line);
     }
     long status = 0;
-    char secret[4096];
-    if (cl->basic_user != NULL) {
-        const char *pw = cl->basic_password != NULL ? cl->basic_password : "";
-        if (cl->basic_password_file != NULL) {
-            if (!read_secret(cl->basic_password_file, secret, sizeof(secret), why, whylen))
-                goto Done;
-            pw = secret;
-        }
-        curl_easy_setopt(h, CURLOPT_USERNAME, cl->basic_user);
-        curl_easy_setopt(h, CURLOPT_PASSWORD, pw);
-        curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-    }
-    if (cl->auth_credentials != NULL || cl->auth_credentials_file != NULL) {
-        const char *cred = cl->auth_credentials;
-        if (cl->auth_credentials_file != NULL) {
-            if (!read_secret(cl->auth_credentials_file, secret, sizeof(secret), why, whylen))
-                goto Done;
-            cred = secret;
-        }
-        snprintf(line, sizeof(line), "Authorization: %s %s", cl->auth_type ? cl->auth_type : "Bearer", cred);
-        hdr = curl_slist_append(hdr, line);
-    }
-    if (cl->tls.ca_file)
-        curl_easy_setopt(h, CURLOPT_CAINFO, cl->tls.ca_file);
-    if (cl->tls.cert_file)
-        curl_easy_setopt(h, CURLOPT_SSLCERT, cl->tls.cert_file);
-    if (cl->tls.key_file)
-        curl_easy_setopt(h, CURLOPT_SSLKEY, cl->tls.key_file);
-    if (cl->tls.insecure_skip_verify) {
-        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    if (cl->tls.server_name != NULL && cl->tls.server_name[0] != '\0' &&
-        !server_name(h, e->url, cl->tls.server_name, &hdr, &connect_to, &sni_url, why, whylen))
+    if (!ps_httpclient_setup(h, e->url, cl, &hdr, &connect_to, why, whylen))
         goto Done;
-    curl_easy_setopt(h, CURLOPT_URL, sni_url != NULL ? sni_url : e->url);
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, (const char *)body->data);
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(c->remote_timeout / 1000000));
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, cl->follow_redirects ? 1L : 0L);
     curl_easy_setopt(h, CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "profstore/0.1.0");
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, answer);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
@@ -372,7 +275,6 @@ static long post(ep_t *e, CURL *h, const ps_buf_t *body, ps_buf_t *answer, char 
 Done:
     curl_slist_free_all(hdr);
     curl_slist_free_all(connect_to);
-    curl_free(sni_url);
     return status;
 }
 

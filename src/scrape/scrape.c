@@ -34,6 +34,7 @@
 #include "core/timeutil.h"
 #include "core/varint.h"
 #include "discovery/discovery.h"
+#include "httpclient/httpclient.h"
 #include "ingest/ingest.h"
 #include "delta.h"
 #include "schedule.h"
@@ -592,143 +593,6 @@ static size_t on_target_body(char *p, size_t size, size_t nmemb, void *ctx)
 
 /* A file named in the configuration that cannot be read fails the scrape (or the http_sd refresh)
  * with an error naming it, as in Prometheus; it is read again at each scrape. */
-static bool file_readable(const char *path, const char *what, char *why, size_t whylen)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        snprintf(why, whylen, "unable to read %s %s: %s", what, path, strerror(errno));
-        return false;
-    }
-    fclose(f);
-    return true;
-}
-
-static bool tls_files_ok(const ps_tls_config_t *tls, char *why, size_t whylen)
-{
-    return (tls->ca_file == NULL || file_readable(tls->ca_file, "tls_config ca_file", why, whylen)) &&
-           (tls->cert_file == NULL || file_readable(tls->cert_file, "tls_config cert_file", why, whylen)) &&
-           (tls->key_file == NULL || file_readable(tls->key_file, "tls_config key_file", why, whylen));
-}
-
-/* A secret file's content without trailing newlines. */
-static bool read_secret(const char *path, const char *what, char *buf, size_t size, char *why, size_t whylen)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        snprintf(why, whylen, "unable to read %s %s: %s", what, path, strerror(errno));
-        return false;
-    }
-    size_t n = fread(buf, 1, size - 1, f);
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        snprintf(why, whylen, "unable to read %s %s: read error", what, path);
-        return false;
-    }
-    buf[n] = 0;
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-        buf[--n] = 0;
-    return true;
-}
-
-/*
- * tls_config.server_name, as Go's tls.Config.ServerName: the name sent in SNI and checked against
- * the server's certificate, while the connection goes to the URL's host and the Host header stays
- * the URL's. libcurl takes SNI and verification from the URL, so the URL gets server_name as host,
- * CURLOPT_CONNECT_TO sends the connection to the real host and port, and Host is set by hand.
- * Plain http URLs are left alone (there is no TLS to name).
- */
-static bool server_name(CURL *e, const char *url, const char *name, struct curl_slist **headers,
-                        struct curl_slist **connect_to, char *why, size_t whylen)
-{
-    CURLU *u = curl_url();
-    char *scheme = NULL, *host = NULL, *port = NULL, *rewritten = NULL;
-    bool ok = false;
-    if (u == NULL || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
-        snprintf(why, whylen, "tls_config.server_name: cannot parse the URL %s", url);
-        goto Exit;
-    }
-    ok = true;
-    if (strcasecmp(scheme, "https") != 0 || strcasecmp(host, name) == 0)
-        goto Exit;
-    if (curl_url_set(u, CURLUPART_HOST, name, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_URL, &rewritten, 0) != CURLUE_OK) {
-        snprintf(why, whylen, "tls_config.server_name: \"%s\" is not a valid host name", name);
-        ok = false;
-        goto Exit;
-    }
-    char line[1024];
-    snprintf(line, sizeof(line), "%s:%s:%s:%s", name, port, host, port);
-    *connect_to = curl_slist_append(*connect_to, line);
-    bool default_port = strcmp(port, "443") == 0;
-    snprintf(line, sizeof(line), "Host: %s%s%s", host, default_port ? "" : ":", default_port ? "" : port);
-    *headers = curl_slist_append(*headers, line);
-    curl_easy_setopt(e, CURLOPT_URL, rewritten);
-    curl_easy_setopt(e, CURLOPT_CONNECT_TO, *connect_to);
-Exit:
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(port);
-    curl_free(rewritten);
-    curl_url_cleanup(u);
-    return ok;
-}
-
-/* Applies the client settings to e (for url); false (why set, e half set up) when a file it names
- * cannot be read. connect_to (kept by the caller while e lives) serves tls_config.server_name. */
-static bool setup_client(CURL *e, const char *url, const ps_http_client_t *c, struct curl_slist **headers,
-                         struct curl_slist **connect_to, char *why, size_t whylen)
-{
-    if (!tls_files_ok(&c->tls, why, whylen))
-        return false;
-    if (c->tls.server_name && c->tls.server_name[0] &&
-        !server_name(e, url, c->tls.server_name, headers, connect_to, why, whylen))
-        return false;
-    if (c->basic_user) {
-        curl_easy_setopt(e, CURLOPT_USERNAME, c->basic_user);
-        const char *pw = c->basic_password;
-        char buf[1024];
-        if (c->basic_password_file) {
-            if (!read_secret(c->basic_password_file, "basic auth password file", buf, sizeof(buf), why, whylen))
-                return false;
-            pw = buf;
-        }
-        curl_easy_setopt(e, CURLOPT_PASSWORD, pw ? pw : "");
-        curl_easy_setopt(e, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-    }
-    if (c->auth_credentials || c->auth_credentials_file) {
-        char cred[4096] = "";
-        if (c->auth_credentials_file) {
-            if (!read_secret(c->auth_credentials_file, "authorization credentials file", cred, sizeof(cred), why,
-                             whylen))
-                return false;
-        } else {
-            snprintf(cred, sizeof(cred), "%s", c->auth_credentials);
-        }
-        char h[4200];
-        snprintf(h, sizeof(h), "Authorization: %s %s", c->auth_type ? c->auth_type : "Bearer", cred);
-        *headers = curl_slist_append(*headers, h);
-    }
-    if (c->tls.ca_file)
-        curl_easy_setopt(e, CURLOPT_CAINFO, c->tls.ca_file);
-    if (c->tls.cert_file)
-        curl_easy_setopt(e, CURLOPT_SSLCERT, c->tls.cert_file);
-    if (c->tls.key_file)
-        curl_easy_setopt(e, CURLOPT_SSLKEY, c->tls.key_file);
-    if (c->tls.insecure_skip_verify) {
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, c->follow_redirects ? 1L : 0L);
-    curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, "profstore/0.1.0");
-    return true;
-}
-
 static void set_result(ps_scraper_t *s, target_t *t, int64_t started_wall, double duration, const char *err,
                        uint64_t samples, uint64_t kept);
 
@@ -773,12 +637,12 @@ static void start_scrape(ps_scraper_t *s, target_t *t)
         snprintf(h, sizeof(h), "X-Prometheus-Scrape-Timeout-Seconds: %.3f", (double)t->timeout / 1e9);
         t->headers = curl_slist_append(NULL, h);
         t->headers = curl_slist_append(t->headers, "Accept: application/octet-stream, */*;q=0.1");
-        if (!setup_client(e, t->url, cl, &t->headers, &t->connect_to, why, sizeof(why))) {
+        if (!ps_httpclient_setup(e, t->url, cl, &t->headers, &t->connect_to, why, sizeof(why))) {
             abort_transfer(s, t);
             goto Fail;
         }
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
-    } else if (!tls_files_ok(&cl->tls, why, sizeof(why))) { /* a reused handle: the TLS files still there? */
+    } else if (!ps_httpclient_tls_files_ok(cl, why, sizeof(why))) { /* a reused handle: the TLS files still there? */
         goto Fail;
     }
     p->client_error[0] = 0;
@@ -1057,7 +921,7 @@ static void start_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h)
     curl_slist_free_all(h->connect_to);
     h->connect_to = NULL;
     char why[512];
-    if (!setup_client(e, h->cfg->url, &h->cfg->client, &h->headers, &h->connect_to, why, sizeof(why))) {
+    if (!ps_httpclient_setup(e, h->cfg->url, &h->cfg->client, &h->headers, &h->connect_to, why, sizeof(why))) {
         ps_log_error("http_sd: refresh failed, keeping the last good targets", "job=%s url=%s err=%s",
                      ps_log_q(p->cfg->job_name), ps_log_q(h->cfg->url), ps_log_q(why));
         s->sd_failures++;
