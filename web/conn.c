@@ -539,6 +539,27 @@ static void fmt_ms(uint64_t ms, char *buf, size_t n)
     ps_format_duration((int64_t)ms * 1000000, buf, n);
 }
 
+/* A body arriving (HTTP/1 or an HTTP/2 stream) must keep moving, and after the idle timeout's grace
+ * on average not slower than the minimum rate: the timeout kind that fired (msg says it), or -1.
+ * last_byte: when a byte last came; t0: when the body was first seen, got bytes ago. */
+static int body_verdict(const struct ps_conns *cs, uint64_t now, uint64_t last_byte, uint64_t t0, uint64_t got,
+                        char *msg, size_t msglen)
+{
+    if (cs->body_idle_ms != 0 && now - last_byte >= cs->body_idle_ms) {
+        char d[32];
+        fmt_ms(cs->body_idle_ms, d, sizeof(d));
+        snprintf(msg, msglen, "no byte of the request body for %s (--web.body-idle-timeout)", d);
+        return T_BODY_IDLE;
+    }
+    uint64_t el = now - t0, grace = cs->body_idle_ms;
+    if (cs->min_rate != 0 && el > grace && got * 1000 < cs->min_rate * (el - grace)) {
+        snprintf(msg, msglen, "request body too slow: %llu bytes in %llu ms, under %llu bytes/s (--web.body-min-rate)",
+                 (unsigned long long)got, (unsigned long long)el, (unsigned long long)cs->min_rate);
+        return T_BODY_RATE;
+    }
+    return -1;
+}
+
 static int visit_req(h2o_req_t *req, void *data)
 {
     visit_t *v = data;
@@ -603,22 +624,10 @@ static int visit_req(h2o_req_t *req, void *data)
         c->body_t0 = v->now;
         c->body_b0 = sock->input->size;
     }
-    if (cs->body_idle_ms != 0 && v->now - c->read_at >= cs->body_idle_ms) {
-        fmt_ms(cs->body_idle_ms, d, sizeof(d));
-        snprintf(msg, sizeof(msg), "no byte of the request body for %s (--web.body-idle-timeout)", d);
-        add_action(v, req, c, A_408, T_BODY_IDLE, msg);
-        return 0;
-    }
-    uint64_t el = v->now - c->body_t0, grace = cs->body_idle_ms;
-    if (cs->min_rate != 0 && el > grace) {
-        uint64_t got = sock->input->size > c->body_b0 ? sock->input->size - c->body_b0 : 0;
-        if (got * 1000 < cs->min_rate * (el - grace)) {
-            snprintf(msg, sizeof(msg),
-                     "request body too slow: %llu bytes in %llu ms, under %llu bytes/s (--web.body-min-rate)",
-                     (unsigned long long)got, (unsigned long long)el, (unsigned long long)cs->min_rate);
-            add_action(v, req, c, A_408, T_BODY_RATE, msg);
-        }
-    }
+    uint64_t got = sock->input->size > c->body_b0 ? sock->input->size - c->body_b0 : 0;
+    int kind = body_verdict(cs, v->now, c->read_at, c->body_t0, got, msg, sizeof(msg));
+    if (kind >= 0)
+        add_action(v, req, c, A_408, kind, msg);
     return 0;
 }
 
@@ -754,23 +763,10 @@ static int visit_h2_req(h2o_req_t *req, void *data)
         b->at = v->now;
     }
     b->gen = c->gen;
-    char d[32], msg[200];
-    if (cs->body_idle_ms != 0 && v->now - b->at >= cs->body_idle_ms) {
-        fmt_ms(cs->body_idle_ms, d, sizeof(d));
-        snprintf(msg, sizeof(msg), "no byte of the request body for %s (--web.body-idle-timeout)", d);
-        add_action(v, req, c, A_H2_408, T_BODY_IDLE, msg);
-        return 0;
-    }
-    uint64_t el = v->now - b->t0, grace = cs->body_idle_ms;
-    if (cs->min_rate != 0 && el > grace) {
-        uint64_t got = size - b->b0;
-        if (got * 1000 < cs->min_rate * (el - grace)) {
-            snprintf(msg, sizeof(msg),
-                     "request body too slow: %llu bytes in %llu ms, under %llu bytes/s (--web.body-min-rate)",
-                     (unsigned long long)got, (unsigned long long)el, (unsigned long long)cs->min_rate);
-            add_action(v, req, c, A_H2_408, T_BODY_RATE, msg);
-        }
-    }
+    char msg[200];
+    int kind = body_verdict(cs, v->now, b->at, b->t0, size - b->b0, msg, sizeof(msg));
+    if (kind >= 0)
+        add_action(v, req, c, A_H2_408, kind, msg);
     return 0;
 }
 
