@@ -613,6 +613,17 @@ void ps_qpool_stop(ps_qpool_t *p)
     /* p stays: the loops may still look at its counters and refuse queries until the process exits */
 }
 
+/* j at the queue's end, a thread woken for it (p->mu held) */
+static void append_locked(ps_qpool_t *p, qjob_t *j)
+{
+    if (p->tail != NULL)
+        p->tail->next = j;
+    else
+        p->head = j;
+    p->tail = j;
+    pthread_cond_signal(&p->cv);
+}
+
 int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
 {
     ps_server_t *s = ps_http_server(req);
@@ -699,12 +710,7 @@ int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
         ps_async_complete(&j->async);
         return 0;
     }
-    if (p->tail != NULL)
-        p->tail->next = j;
-    else
-        p->head = j;
-    p->tail = j;
-    pthread_cond_signal(&p->cv);
+    append_locked(p, j);
     pthread_mutex_unlock(&p->mu);
     return 0;
 }
@@ -727,12 +733,7 @@ bool ps_qpool_task(ps_qpool_t *p, h2o_req_t *req, void (*fn)(void *arg), void (*
     }
     ps_async_init(&j->async, req, on_done);
     p->queued++;
-    if (p->tail != NULL)
-        p->tail->next = j;
-    else
-        p->head = j;
-    p->tail = j;
-    pthread_cond_signal(&p->cv);
+    append_locked(p, j);
     pthread_mutex_unlock(&p->mu);
     return true;
 }
