@@ -278,7 +278,7 @@ def main():
             f = line.split()
             if f and f[0] == "status":
                 r["status_" + f[1]] = int(f[2])
-            elif len(f) == 2:
+            elif len(f) == 2 and f[0] != "skipped_at":
                 r[f[0]] = float(f[1])
         return r
 
