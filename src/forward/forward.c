@@ -26,7 +26,11 @@
  * max_shards requests by a hash of each series' labels (a series always goes to the same shard),
  * sent at once (a thread per shard, each with its own kept-alive handle) and retried each on its
  * own; the cursor passes the window once every shard is done, and only then is the next window
- * read: so in order per series. With max_shards 1 (the default) one request is in flight.
+ * sent: so in order per series. With max_shards 1 (the default) one request is in flight. While a
+ * window is in flight the next one is read from the log (its entries decoded) into a second batch
+ * (prefetch): a backlog (the catch-up after an outage) goes out window after window with no log
+ * read between them. It is sent only once the cursor has passed the window in flight; when that
+ * one is stopped or expires, the read-ahead is dropped (read again later).
  *
  * Cursors are kept in memory and stored through the writer (PS_WREQ_FWD_ADVANCE) at most every
  * 100 ms, one request at a time; a cursor not yet stored when the process dies only means the
