@@ -16,6 +16,14 @@
  *
  *   bench_overload_send --port P --body FILE (--rate R | --closed 1) [--duration 60] [--conns 2000]
  *                       [--threads 1] [--id-base 1000000000] [--acked FILE] [--grace 60]
+ *                       [--series N --stamp-t0 SEC]
+ *
+ * --series N (bench/forward.py's load): push id k goes to series {job="bench",s="<k % N>"} with
+ * time_nanos = (SEC + k / N) s: --body is then an uncompressed pprof without time_nanos, and each
+ * push's body is it with field 9 appended, gzipped (level 6; one body per stamped second, made
+ * when first due and kept). One epoll loop (--threads 1), so ids, and times per series, increase.
+ * SIGINT ends the schedule at once (as if --duration had passed): in flight pushes get --grace,
+ * then the results are printed.
  *
  * Every answer is counted by status (200, 429, 503, any other; a connection error or an answer
  * that could not be read as "error"), with whether it had Retry-After and how long it took
@@ -42,6 +50,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "util.h"
 
@@ -52,6 +61,8 @@ typedef struct opts {
     uint32_t conns, threads;
     bool closed;         /* --closed: every connection sends again as soon as it is answered */
     uint64_t id_base;
+    uint32_t series;     /* --series: stamped pushes into N series (0: a series per push) */
+    uint64_t stamp_t0;   /* --stamp-t0: the first stamped second */
 } opts_t;
 
 /* answer classes counted and timed apart */
@@ -84,6 +95,8 @@ typedef struct conn {
     uint64_t id;         /* the push in flight */
     double t0;           /* when it was sent */
     char head[512];      /* its request line and headers */
+    const uint8_t *body; /* its body (g_body, or a stamped one) */
+    size_t body_len;
     size_t head_len, off; /* bytes of head + body written so far */
     char resp[RESP_MAX];
     size_t resp_len;
@@ -108,6 +121,62 @@ typedef struct worker {
 static const uint8_t *g_body;
 static size_t g_body_len;
 static double g_start, g_stop;
+static volatile sig_atomic_t g_interrupted; /* SIGINT: the schedule ends now */
+
+static void on_sigint(int sig) { (void)sig; g_interrupted = 1; }
+
+/* --series: the gzipped bodies by stamped second - stamp_t0 (one loop uses them: no lock) */
+typedef struct stamped {
+    uint8_t *data;
+    size_t len;
+} stamped_t;
+static stamped_t *g_stamped;
+static size_t g_nstamped;
+
+/* The body of second t0 + rel: g_body with time_nanos (field 9, varint) appended, gzipped. */
+static const stamped_t *stamped_body(uint64_t t0, uint64_t rel)
+{
+    if (rel >= g_nstamped) {
+        size_t n = g_nstamped ? g_nstamped : 1024;
+        while (n <= rel) n *= 2;
+        stamped_t *v = realloc(g_stamped, n * sizeof *v);
+        if (!v) {
+            fprintf(stderr, "bench_overload_send: out of memory\n");
+            exit(2);
+        }
+        memset(v + g_nstamped, 0, (n - g_nstamped) * sizeof *v);
+        g_stamped = v;
+        g_nstamped = n;
+    }
+    stamped_t *b = &g_stamped[rel];
+    if (b->data) return b;
+    size_t raw_len = g_body_len + 11;
+    uint8_t *raw = malloc(raw_len);
+    if (!raw) exit(2);
+    memcpy(raw, g_body, g_body_len);
+    size_t n = g_body_len;
+    uint64_t v = (t0 + rel) * 1000000000ull;
+    raw[n++] = 9 << 3;
+    while (v >= 0x80) {
+        raw[n++] = (uint8_t)((v & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    raw[n++] = (uint8_t)v;
+    z_stream z = {0};
+    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) exit(2);
+    size_t cap = deflateBound(&z, n);
+    b->data = malloc(cap);
+    if (!b->data) exit(2);
+    z.next_in = raw;
+    z.avail_in = (uInt)n;
+    z.next_out = b->data;
+    z.avail_out = (uInt)cap;
+    if (deflate(&z, Z_FINISH) != Z_STREAM_END) exit(2);
+    b->len = cap - z.avail_out;
+    deflateEnd(&z);
+    free(raw);
+    return b;
+}
 
 static void lat_add(lat_t *l, double x) {
     if (l->n == l->cap) {
@@ -168,9 +237,10 @@ static void finish(worker_t *w, conn_t *c, int cls, bool retry_after, bool keep)
 static const char hexd[] = "0123456789ABCDEF";
 
 /* the request head of push id: the same path overload.py's push_path() makes */
-static size_t make_head(char *out, size_t cap, uint64_t id) {
+static size_t make_head(char *out, size_t cap, uint64_t id, uint32_t series, size_t body_len) {
     char lab[96], enc[288];
-    int n = snprintf(lab, sizeof lab, "{job=\"bench\",req=\"%llu\"}", (unsigned long long)id);
+    int n = series ? snprintf(lab, sizeof lab, "{job=\"bench\",s=\"%llu\"}", (unsigned long long)(id % series))
+                   : snprintf(lab, sizeof lab, "{job=\"bench\",req=\"%llu\"}", (unsigned long long)id);
     size_t e = 0;
     for (int i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)lab[i];
@@ -185,27 +255,27 @@ static size_t make_head(char *out, size_t cap, uint64_t id) {
     }
     enc[e] = 0;
     n = snprintf(out, cap,
-                 "POST /api/v1/profiles/write?name=process_cpu&labels=%s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 "POST /api/v1/profiles/write?%slabels=%s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                  "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
-                 enc, g_body_len);
+                 series ? "" : "name=process_cpu&", enc, body_len);
     return (size_t)n;
 }
 
 /* Writes what is left of the request; 0 done, 1 would block, -1 error. */
 static int write_some(conn_t *c) {
-    while (c->off < c->head_len + g_body_len) {
+    while (c->off < c->head_len + c->body_len) {
         struct iovec iov[2];
         int n = 0;
         if (c->off < c->head_len) {
             iov[n].iov_base = c->head + c->off;
             iov[n].iov_len = c->head_len - c->off;
             n++;
-            iov[n].iov_base = (void *)g_body;
-            iov[n].iov_len = g_body_len;
+            iov[n].iov_base = (void *)c->body;
+            iov[n].iov_len = c->body_len;
             n++;
         } else {
-            iov[n].iov_base = (void *)(g_body + (c->off - c->head_len));
-            iov[n].iov_len = g_body_len - (c->off - c->head_len);
+            iov[n].iov_base = (void *)(c->body + (c->off - c->head_len));
+            iov[n].iov_len = c->body_len - (c->off - c->head_len);
             n++;
         }
         ssize_t k = writev(c->fd, iov, n);
@@ -253,7 +323,15 @@ static void dispatch(worker_t *w, uint64_t seq) {
         return;
     }
     c->id = w->o->id_base + (uint64_t)w->index * 100000000u + seq;
-    c->head_len = make_head(c->head, sizeof c->head, c->id);
+    if (w->o->series) {
+        const stamped_t *sb = stamped_body(w->o->stamp_t0, c->id / w->o->series);
+        c->body = sb->data;
+        c->body_len = sb->len;
+    } else {
+        c->body = g_body;
+        c->body_len = g_body_len;
+    }
+    c->head_len = make_head(c->head, sizeof c->head, c->id, w->o->series, c->body_len);
     c->t0 = ps_bench_now();
     w->busy++;
     w->st.sent++;
@@ -396,20 +474,24 @@ static void on_event(worker_t *w, conn_t *c, uint32_t evs) {
 static void *worker_main(void *arg) {
     worker_t *w = arg;
     struct epoll_event evs[256];
-    double hard_stop = g_stop + w->o->grace;
+    double stop = g_stop, hard_stop = g_stop + w->o->grace;
     for (;;) {
         double now = ps_bench_now();
-        if (now < g_stop && w->o->closed) {
+        if (g_interrupted && now < stop) { /* SIGINT: the schedule ends now */
+            stop = now;
+            hard_stop = now + w->o->grace;
+        }
+        if (now < stop && w->o->closed) {
             while (w->busy < w->nconns) dispatch(w, w->next_seq++);
-        } else if (now < g_stop) {
+        } else if (now < stop) {
             /* every push due by now: seq k is due at start + k / rate */
             uint64_t due = (uint64_t)((now - g_start) * w->rate) + 1;
             while (w->next_seq < due) dispatch(w, w->next_seq++);
         } else if (w->busy == 0 || now >= hard_stop) {
             break;
         }
-        double next_due = w->o->closed ? g_stop : g_start + (double)w->next_seq / w->rate;
-        double wait = now < g_stop ? next_due - now : hard_stop - now;
+        double next_due = w->o->closed ? stop : g_start + (double)w->next_seq / w->rate;
+        double wait = now < stop ? next_due - now : hard_stop - now;
         int ms = wait <= 0 ? 0 : (int)(wait * 1000.0) + 1;
         if (ms > 100) ms = 100;
         int n = epoll_wait(w->ep, evs, 256, ms);
@@ -427,7 +509,7 @@ static int cmp_double(const void *a, const void *b) {
 static void usage(void) {
     fprintf(stderr, "usage: bench_overload_send --port P --body FILE (--rate R | --closed 1) [--duration 60]\n"
                     "                           [--conns 2000] [--threads 1] [--id-base 1000000000] [--acked FILE]\n"
-                    "                           [--grace 60]\n");
+                    "                           [--grace 60] [--series N --stamp-t0 SEC]\n");
     exit(2);
 }
 
@@ -458,10 +540,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--threads")) o.threads = (uint32_t)num_arg(a, v, 1, 64);
         else if (!strcmp(a, "--id-base")) o.id_base = (uint64_t)num_arg(a, v, 0, 1e15);
         else if (!strcmp(a, "--closed")) o.closed = num_arg(a, v, 0, 1) == 1;
+        else if (!strcmp(a, "--series")) o.series = (uint32_t)num_arg(a, v, 0, 1e9);
+        else if (!strcmp(a, "--stamp-t0")) o.stamp_t0 = (uint64_t)num_arg(a, v, 0, 1e11);
         else usage();
     }
     if (!o.port || !o.body_path || (o.rate <= 0 && !o.closed)) usage();
     if (o.conns < o.threads) o.conns = o.threads;
+    if (o.series) o.threads = 1; /* ids (and times per series) in order: one loop */
     uint8_t *body;
     if (ps_bench_read_file(o.body_path, &body, &g_body_len) != 0) {
         fprintf(stderr, "bench_overload_send: %s: %s\n", o.body_path, strerror(errno));
@@ -469,6 +554,8 @@ int main(int argc, char **argv) {
     }
     g_body = body;
     signal(SIGPIPE, SIG_IGN);
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigaction(SIGINT, &sa, NULL);
 
     worker_t *ws = calloc(o.threads, sizeof *ws);
     pthread_t *tids = calloc(o.threads, sizeof *tids);
@@ -530,6 +617,7 @@ int main(int argc, char **argv) {
     printf("elapsed %.3f\n", elapsed);
     printf("rate %.3f\n", o.rate);
     printf("sent %llu\n", (unsigned long long)tot.sent);
+    printf("next_id %llu\n", (unsigned long long)(o.id_base + ws[0].next_seq));
     printf("skipped %llu\n", (unsigned long long)tot.skipped);
     printf("skipped_at");
     for (int k = 0; k < TIMELINE_S; k++)

@@ -188,8 +188,8 @@ echo "### bench_conns (512 idle connections, accept rate, 1,000 idle at --web.ma
 echo
 echo "### bench_forward"
 if [ "$QUICK" = 1 ]; then
-    /usr/bin/python3 "$here/forward.py" --profstore "$BUILD/profstore" --profiles 1000 --outage 10 --rate 200 --rw-requests 50 || status=$?
+    /usr/bin/python3 "$here/forward.py" --profstore "$BUILD/profstore" --sender-bin "$BUILD/bench/bench_overload_send" --profiles 1000 --outage 10 --rate 200 --rw-requests 50 || status=$?
 else
-    /usr/bin/python3 "$here/forward.py" --profstore "$BUILD/profstore" || status=$?
+    /usr/bin/python3 "$here/forward.py" --profstore "$BUILD/profstore" --sender-bin "$BUILD/bench/bench_overload_send" || status=$?
 fi
 exit $status

@@ -29,7 +29,11 @@
  * max_shards requests by a hash of each series' labels (a series always goes to the same shard),
  * sent at once (a thread per shard, each with its own kept-alive handle) and retried each on its
  * own; the cursor passes the window once every shard is done, and only then is the next window
- * read: so in order per series. With max_shards 1 (the default) one request is in flight.
+ * sent: so in order per series. With max_shards 1 (the default) one request is in flight. While a
+ * window is in flight the next one is read from the log (its entries decoded) into a second batch
+ * (prefetch): a backlog (the catch-up after an outage) goes out window after window with no log
+ * read between them. It is sent only once the cursor has passed the window in flight; when that
+ * one is stopped or expires, the read-ahead is dropped (read again later).
  *
  * Cursors are kept in memory and stored through the writer (PS_WREQ_FWD_ADVANCE) at most every
  * 100 ms, one request at a time; a cursor not yet stored when the process dies only means the
@@ -582,7 +586,34 @@ static void *shard_run(void *arg)
  * shard, so its order holds), sent at once, each retried on its own. SEND_DONE when every shard was
  * answered (2xx, or dropped for a 4xx); SEND_STOPPED or SEND_EXPIRED when one was stopped or
  * expired (then the whole window is sent again: at least once). */
-static int send_window(ep_t *e, batch_t *b, shard_t *shard)
+/* Reads the window after cur into nx (from arena) while cur is in flight: the log read and the
+ * entries' decoding overlap the requests (a catch-up's windows go out back to back). Nothing is
+ * kept (nx->n = 0: the loop reads it again later) on an error or when entries older than max_lag
+ * are at its front: the loop alone counts those. */
+static void prefetch(ep_t *e, const batch_t *cur, batch_t *nx, ps_arena_t *arena)
+{
+    ps_forward_series_t **keep = nx->series;
+    size_t cap = nx->capseries, capmeta = nx->capmeta;
+    ps_metric_meta_t *keep_meta = nx->meta;
+    ps_arena_reset(arena);
+    memset(nx, 0, sizeof(*nx));
+    nx->series = keep;
+    nx->capseries = cap;
+    nx->meta = keep_meta;
+    nx->capmeta = capmeta;
+    nx->e = e;
+    nx->arena = arena;
+    nx->max_lag = e->cfg->max_lag;
+    nx->last_seq = cur->last_seq;
+    nx->now = ps_time_now();
+    ps_err_clear(&nx->err);
+    int rc = ps_store_fwd_read(e->f->store, nx->last_seq, e->cfg->capacity, READ_MAX_BYTES, on_entry, nx, NULL,
+                               &nx->err);
+    if ((rc != 0 && rc != 1) || nx->skipped_units > 0)
+        nx->n = 0;
+}
+
+static int send_window(ep_t *e, batch_t *b, shard_t *shard, batch_t *nx, ps_arena_t *nx_arena)
 {
     const ps_forward_config_t *c = e->cfg;
     size_t kept = relabel_batch(e, b);
@@ -630,16 +661,20 @@ static int send_window(ep_t *e, batch_t *b, shard_t *shard)
         shard[k].go = true;
         nreq++;
     }
-    if (nreq <= 1) { /* on this thread */
+    if (nreq <= 1 && nx == NULL) { /* on this thread */
         for (uint32_t k = 0; k < ns; k++)
             if (shard[k].go)
                 shard_run(&shard[k]);
+    } else if (nreq == 0) {
+        prefetch(e, b, nx, nx_arena);
     } else {
         pthread_t th[PS_FWD_MAX_SHARDS];
         bool started[PS_FWD_MAX_SHARDS] = {false};
         for (uint32_t k = 0; k < ns; k++)
             if (shard[k].go)
                 started[k] = pthread_create(&th[k], NULL, shard_run, &shard[k]) == 0;
+        if (nx != NULL)
+            prefetch(e, b, nx, nx_arena);
         for (uint32_t k = 0; k < ns; k++) {
             if (started[k])
                 pthread_join(th[k], NULL);
@@ -659,18 +694,20 @@ static void *sender(void *arg)
     ep_t *e = arg;
     ps_forward_t *f = e->f;
     const ps_forward_config_t *c = e->cfg;
-    ps_arena_t arena = PS_ARENA_INIT;
+    ps_arena_t arenas[2] = {PS_ARENA_INIT, PS_ARENA_INIT};
+    ps_arena_t *arena = &arenas[0], *nx_arena = &arenas[1];
     shard_t shard[PS_FWD_MAX_SHARDS];
     memset(shard, 0, sizeof(shard));
-    batch_t b;
+    batch_t b, nx; /* the window being filled or sent; the next one, read while b is in flight */
     memset(&b, 0, sizeof(b));
+    memset(&nx, 0, sizeof(nx));
     bool open = false; /* b is being filled: later reads go on after its last entry */
     while (!atomic_load(&e->stop)) {
         pthread_mutex_lock(&f->mu);
         uint64_t gen = f->gen, acked = e->acked;
         pthread_mutex_unlock(&f->mu);
         if (!open || b.n == 0) { /* an empty batch holds nothing: start it afresh at the cursor */
-            ps_arena_reset(&arena);
+            ps_arena_reset(arena);
             ps_forward_series_t **keep = b.series;
             size_t cap = b.capseries, capmeta = b.capmeta;
             ps_metric_meta_t *keep_meta = b.meta;
@@ -680,7 +717,7 @@ static void *sender(void *arg)
             b.meta = keep_meta;
             b.capmeta = capmeta;
             b.e = e;
-            b.arena = &arena;
+            b.arena = arena;
             b.max_lag = c->max_lag;
             b.last_seq = acked;
             open = true;
@@ -691,9 +728,13 @@ static void *sender(void *arg)
         b.bytes_cut = 0;
         b.seen = 0;
         ps_err_clear(&b.err);
-        if (c->max_bytes > 0 && b.n == 0 && ps_store_fwd_bound(f->store, from, c->max_bytes, &b.bytes_cut, &b.err) != 0)
-            b.bytes_cut = 0; /* not readable now: the read below reports it */
-        int rc = ps_store_fwd_read(f->store, from, c->capacity - b.n, READ_MAX_BYTES, on_entry, &b, NULL, &b.err);
+        int rc = 0;
+        if (!b.full) { /* else a prefetched window, full already */
+            if (c->max_bytes > 0 && b.n == 0 &&
+                ps_store_fwd_bound(f->store, from, c->max_bytes, &b.bytes_cut, &b.err) != 0)
+                b.bytes_cut = 0; /* not readable now: the read below reports it */
+            rc = ps_store_fwd_read(f->store, from, c->capacity - b.n, READ_MAX_BYTES, on_entry, &b, NULL, &b.err);
+        }
         if (rc != 0 && rc != 1) {
             set_error(e, "reading the forwarding log: %s", b.err.msg);
             ps_log_error("forwarding: reading the log failed", "endpoint=%s err=%s", ps_log_q(c->name),
@@ -750,7 +791,8 @@ static void *sender(void *arg)
             pthread_mutex_unlock(&f->mu);
             continue; /* read what came meanwhile (the deadline counts from the batch's first entry) */
         }
-        int r = send_window(e, &b, shard);
+        nx.n = 0; /* read by send_window while b is in flight (not when nothing of b is sent) */
+        int r = send_window(e, &b, shard, &nx, nx_arena);
         open = false;
         if (r == SEND_STOPPED)
             break; /* the window is sent again by the next sender */
@@ -760,14 +802,26 @@ static void *sender(void *arg)
         e->acked = b.last_seq;
         request_advance(f, false);
         pthread_mutex_unlock(&f->mu);
+        if (nx.n > 0) { /* the next window, read meanwhile: filled further (if not full) and sent */
+            batch_t t = b;
+            b = nx;
+            nx = t;
+            ps_arena_t *ta = arena;
+            arena = nx_arena;
+            nx_arena = ta;
+            open = true;
+        }
     }
     free(b.series);
     free(b.meta);
+    free(nx.series);
+    free(nx.meta);
     for (int k = 0; k < PS_FWD_MAX_SHARDS; k++) {
         ps_buf_dispose(&shard[k].body);
         free(shard[k].series);
     }
-    ps_arena_dispose(&arena);
+    ps_arena_dispose(&arenas[0]);
+    ps_arena_dispose(&arenas[1]);
     return NULL;
 }
 

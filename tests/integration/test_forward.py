@@ -369,3 +369,25 @@ def test_max_lag_drops_the_oldest(make_server, tmp_path, monkeypatch):
     times = sorted({p[0] for v in series_snapshot(b).values() for p in v})
     assert times == [(NOW_S + 10) * 10**9]
     assert 'msg="forwarding: entries older than max_lag dropped" endpoint=b units=3 up_to_seq=3' in a.log()
+
+
+def test_backlog_sent_in_full_windows(make_server, tmp_path, monkeypatch):
+    """A backlog of N profiles reaches B in exactly ceil(N / max_samples_per_send) requests, in
+    order (the next window is read from the log while one is in flight: src/forward/forward.c)."""
+    port = conftest.free_port()
+    cfg = config(tmp_path, ["  - name: b\n    url: http://127.0.0.1:%d\n    protocol: pyroscope_push\n"
+                            "    queue_config: {batch_send_deadline: 30s, min_backoff: 50ms, max_backoff: 200ms,"
+                            " max_samples_per_send: 5, max_shards: 1}\n" % port])
+    a = make_server(name="a", retention="0", config=str(cfg))
+    n = push_all(a, 8)  # 24 profiles: 5 full windows of 5 and the last one of 4 ...
+    st, js = a.push(fixture_bytes(FIXTURES[0]), time=str(NOW_S + 200), labels='{job="api",fixture="0"}')
+    assert st == 200, js  # ... made full by a 25th
+    n += 1
+    monkeypatch.setattr(conftest, "free_port", lambda: port)
+    b = make_server(name="b", retention="0")
+    e = wait_sent(a, "b", n)
+    assert (e["sent"], e["dropped"], e["pending"], e["requests"] - e["failed"]) == (25, 0, 0, 5)
+    m = b.metrics()
+    pushes = {k: v for k, v in m.items() if k.startswith("profstore_http_requests_total") and "Push" in k}
+    assert pushes == {'profstore_http_requests_total{handler="/push.v1.PusherService/Push",code="200"}': 5}
+    check_same(a, b, NOW_S - 10, NOW_S + 300)
