@@ -802,6 +802,13 @@ static void *sender(void *arg)
         e->acked = b.last_seq;
         request_advance(f, false);
         pthread_mutex_unlock(&f->mu);
+        if (nx.n > 0 && c->max_bytes > 0) { /* over max_bytes now? then a fresh read, which cuts first */
+            uint64_t cut = 0;
+            ps_err_t berr;
+            ps_err_clear(&berr);
+            if (ps_store_fwd_bound(f->store, b.last_seq, c->max_bytes, &cut, &berr) == 0 && cut > b.last_seq)
+                nx.n = 0;
+        }
         if (nx.n > 0) { /* the next window, read meanwhile: filled further (if not full) and sent */
             batch_t t = b;
             b = nx;
