@@ -77,6 +77,18 @@ def stream_request(pb):  # noqa: F811
                                         [STREAMED]).SerializeToString())
 
 
+def read_frames(pb, conn, resp) -> "FrameCounter":
+    """The whole streamed answer fed to a FrameCounter, the connection closed after."""
+    fc = FrameCounter(pb)
+    while True:
+        data = resp.read(1 << 20)
+        if not data:
+            break
+        fc.feed(data)
+    conn.close()
+    return fc
+
+
 def open_read(srv, body):
     conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
     conn.request("POST", "/api/v1/read", body=body, headers={
@@ -186,13 +198,7 @@ def test_disconnect_frees_the_slot(big, pb):  # noqa: F811
                                                 b"--storage.remote.read-concurrent-limit); retry later\n")
     conn.close()
     for conn, resp in opened:
-        fc = FrameCounter(pb)
-        while True:
-            data = resp.read(1 << 20)
-            if not data:
-                break
-            fc.feed(data)
-        conn.close()
+        fc = read_frames(pb, conn, resp)
         assert fc.buf == b"" and fc.samples == NSERIES * NSAMPLES
     assert inflight(big) == 0
     assert canceled(big) == before + LIMIT + 2  # whole answers are not counted
@@ -263,13 +269,7 @@ def test_streamed_read_made_on_the_query_threads(big, pb):  # noqa: F811
     for _ in range(4):
         conn, resp = open_read(big, stream_request(pb))
         assert resp.status == 200
-        fc = FrameCounter(pb)
-        while True:
-            data = resp.read(1 << 20)
-            if not data:
-                break
-            fc.feed(data)
-        conn.close()
+        fc = read_frames(pb, conn, resp)
         assert fc.samples == NSERIES * NSAMPLES
     after = thread_cpu(pid)
     pool = sum(t - before.get(tid, (0, 0))[1] for tid, (pol, t) in after.items() if pol == 5)
