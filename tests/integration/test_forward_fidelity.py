@@ -15,8 +15,10 @@ stored, and the log's byte bound.
   - Metric metadata of remote write (also a request of metadata alone) reach a profstore B: its
     /api/v1/metadata answers what A's does.
 """
+import http.server
 import json
 import subprocess
+import threading
 
 import pytest
 
@@ -173,6 +175,67 @@ def test_max_bytes_drops_the_oldest(make_server, tmp_path, pb):  # noqa: F811
     log = a.log()
     assert 'msg="forwarding: the oldest entries over max_bytes dropped" endpoint=down' in log, log[-2000:]
     assert "max_bytes=%d" % (5 * ENTRY + 10) in log
+
+
+class HeldReceiver(http.server.BaseHTTPRequestHandler):
+    """A remote-write receiver: 503 while mode is "down"; while "hold", a request waits for
+    release before its 204; else 204 at once."""
+    mode = "down"
+    release = threading.Event()
+    held = threading.Event()
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        cls = type(self)
+        if cls.mode == "down":
+            self.send_response(503)
+        else:
+            if cls.mode == "hold":
+                cls.held.set()
+                cls.release.wait(20)
+                cls.mode = "up"
+            self.send_response(204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_max_bytes_applies_to_a_window_read_ahead(make_server, tmp_path, pb):  # noqa: F811
+    """The backlog passes max_bytes while a window is in flight and the next one is already read
+    ahead: once the first is answered, the oldest entries over the bound are dropped, the window
+    read ahead with them (it is read again), as when no window was read ahead."""
+    HeldReceiver.mode = "down"
+    HeldReceiver.release.clear()
+    HeldReceiver.held.clear()
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HeldReceiver)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        cfg = tmp_path / "a.yml"
+        cfg.write_text("forward:\n  - name: r\n    url: http://127.0.0.1:%d/api/v1/write\n    protocol: remote_write\n"
+                       "    queue_config: {batch_send_deadline: 10ms, min_backoff: 20ms, max_backoff: 50ms,"
+                       " max_samples_per_send: 2, max_shards: 1, max_bytes: %d}\n"
+                       % (httpd.server_address[1], 12 * ENTRY + 10))
+        a = make_server(name="a", retention="0", config=str(cfg))
+        t0 = 1700000000000
+        push = lambda k: rw_post(a, v1_body(pb, [({"__name__": "fb", "i": "0"}, [(t0 + 1000 * k, float(k))])]))  # noqa: E731
+        for k in range(10):  # 10 entries fit under the bound of 12
+            assert push(k)[0] == 204
+        HeldReceiver.mode = "hold"
+        # restarted, A reads the window [0, 1] from the log at once and the next one, [2, 3], ahead
+        a.restart()
+        assert HeldReceiver.held.wait(10), "no request came"
+        for k in range(10, 20):  # now 18 after the window in flight: the 6 oldest of them are over
+            assert push(k)[0] == 204
+        HeldReceiver.release.set()
+        e = wait_for(lambda: (lambda e: e if e["pending"] == 0 else None)(status(a)["r"]), 20,
+                     "nothing pending: %r" % (status(a)["r"],))
+        assert (e["sent"], e["dropped"]) == (14, 6)
+        assert 'msg="forwarding: the oldest entries over max_bytes dropped" endpoint=r units=6' in a.log()
+    finally:
+        HeldReceiver.release.set()
+        httpd.shutdown()
 
 
 def test_remote_write_metadata_forwarded(make_server, tmp_path, pb):  # noqa: F811
