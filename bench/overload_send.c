@@ -234,27 +234,15 @@ static void finish(worker_t *w, conn_t *c, int cls, bool retry_after, bool keep)
     }
 }
 
-static const char hexd[] = "0123456789ABCDEF";
-
 /* the request head of push id: the same path overload.py's push_path() makes */
 static size_t make_head(char *out, size_t cap, uint64_t id, uint32_t series, size_t body_len) {
     char lab[96], enc[288];
-    int n = series ? snprintf(lab, sizeof lab, "{job=\"bench\",s=\"%llu\"}", (unsigned long long)(id % series))
-                   : snprintf(lab, sizeof lab, "{job=\"bench\",req=\"%llu\"}", (unsigned long long)id);
-    size_t e = 0;
-    for (int i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)lab[i];
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-            ch == '-' || ch == '.' || ch == '~' || ch == '/') {
-            enc[e++] = (char)ch;
-        } else {
-            enc[e++] = '%';
-            enc[e++] = hexd[ch >> 4];
-            enc[e++] = hexd[ch & 15];
-        }
-    }
-    enc[e] = 0;
-    n = snprintf(out, cap,
+    if (series)
+        snprintf(lab, sizeof lab, "{job=\"bench\",s=\"%llu\"}", (unsigned long long)(id % series));
+    else
+        snprintf(lab, sizeof lab, "{job=\"bench\",req=\"%llu\"}", (unsigned long long)id);
+    ps_bench_urlencode(lab, enc, sizeof enc);
+    int n = snprintf(out, cap,
                  "POST /api/v1/profiles/write?%slabels=%s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                  "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
                  series ? "" : "name=process_cpu&", enc, body_len);
