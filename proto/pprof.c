@@ -103,7 +103,10 @@ static size_t gunzip_first_cap(const uint8_t *in, size_t n, size_t max_out)
     if (n >= 18) {
         const uint8_t *t = in + n - 4;
         uint32_t isize = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
-        if (isize > 0 && (uint64_t)isize <= (uint64_t)n * 16 + 65536)
+        /* ISIZE is the last member's size: one smaller than the input (less its 18-byte frame and
+         * 5 bytes per 64 KiB stored block) means more members came before it, e.g. a profile with
+         * a small member appended to stamp its time: then the 4x guess, not the last member */
+        if (isize > 0 && (uint64_t)isize <= (uint64_t)n * 16 + 65536 && (uint64_t)isize + 18 + n / 8192 >= n)
             cap = (size_t)isize + 1; /* +1: the end of the stream is seen without a regrow */
     }
     if (cap < 256)

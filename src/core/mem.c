@@ -194,7 +194,12 @@ char *ps_arena_strndup(ps_arena_t *a, const char *s, size_t n)
 }
 
 /* Big buffers are mmap'd themselves (not left to malloc, whose dynamic mmap threshold would put
- * them on the heap, grow them by copying and keep their pages): growing is mremap, freeing munmap. */
+ * them on the heap, grow them by copying and keep their pages): growing is mremap, freeing munmap.
+ * Below BIG_MAP_MIN they come from malloc: every mmap, mremap and munmap in a process with several
+ * threads costs a TLB shootdown on every other CPU (an IPI each; under perf, 7% of the server's
+ * CPU went to mremap when a profile's gunzip buffer was mapped and grown page by page). */
+#define BIG_MAP_MIN ((size_t)1 << 20)
+
 static size_t mapped_size(size_t n)
 {
     static size_t page;
@@ -208,16 +213,28 @@ static size_t mapped_size(size_t n)
     return (total + page - 1) / page * page;
 }
 
-void *ps_arena_big_alloc(size_t n)
+static ps_arena_block_t *big_map(size_t n)
 {
     size_t len = mapped_size(n);
     ps_arena_block_t *b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (b == MAP_FAILED)
         oom(len);
+    b->mapped = len;
+    return b;
+}
+
+void *ps_arena_big_alloc(size_t n)
+{
+    ps_arena_block_t *b;
+    if (n >= BIG_MAP_MIN) {
+        b = big_map(n);
+    } else {
+        b = ps_xmalloc(sizeof(*b) + n);
+        b->mapped = 0;
+    }
     b->next = NULL;
     b->size = n;
     b->used = 0;
-    b->mapped = len;
     return b->data;
 }
 
@@ -229,12 +246,25 @@ static ps_arena_block_t *block_of(void *p)
 void *ps_arena_big_realloc(void *p, size_t n)
 {
     ps_arena_block_t *b = block_of(p);
-    size_t len = mapped_size(n);
-    if (len != b->mapped) {
-        b = mremap(b, b->mapped, len, MREMAP_MAYMOVE);
-        if (b == MAP_FAILED)
-            oom(len);
-        b->mapped = len;
+    if (b->mapped) {
+        size_t len = mapped_size(n);
+        if (len != b->mapped) {
+            b = mremap(b, b->mapped, len, MREMAP_MAYMOVE);
+            if (b == MAP_FAILED)
+                oom(len);
+            b->mapped = len;
+        }
+    } else if (n >= BIG_MAP_MIN) { /* outgrows malloc: copied once into its own mapping */
+        ps_arena_block_t *nb = big_map(n);
+        memcpy(nb->data, b->data, b->size < n ? b->size : n);
+        nb->next = b->next;
+        nb->used = b->used;
+        free(b);
+        b = nb;
+    } else {
+        if (sizeof(*b) + n < n)
+            oom(n);
+        b = ps_xrealloc(b, sizeof(*b) + n);
     }
     b->size = n;
     return b->data;

@@ -57,8 +57,9 @@ void *ps_arena_calloc(ps_arena_t *a, size_t n, size_t size);
 char *ps_arena_strndup(ps_arena_t *a, const char *s, size_t n); /* NUL-terminated copy */
 void ps_arena_reset(ps_arena_t *a);  /* keeps the first block */
 /* A buffer that grows in place and may then become part of an arena (gunzip's output: growing
- * it by arena allocations would hold every smaller copy too). Big ones are mmap'd by malloc, so
- * growing them is mremap (no copy) and freeing one gives its memory back at once. */
+ * it by arena allocations would hold every smaller copy too). From 1 MiB they are mmap'd, so
+ * growing them is mremap (no copy) and freeing one gives its memory back at once; smaller ones
+ * are malloc'd (mapping calls cost every CPU a TLB shootdown). */
 void *ps_arena_big_alloc(size_t n);
 void *ps_arena_big_realloc(void *p, size_t n);
 void ps_arena_big_free(void *p);

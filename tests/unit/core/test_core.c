@@ -499,11 +499,48 @@ static void test_attime(void **state)
     assert_string_equal(err.msg, "time \"now-1x\": unknown unit \"x\" (s, m/min, h, d, w, M/mon, y)");
 }
 
+/* Big buffers: malloc'd below 1 MiB, mmap'd from it; growing across the line keeps the bytes,
+ * and an adopted buffer goes with its arena (ASan/LSan see a leak or a bad free otherwise). */
+static void test_arena_big(void **state)
+{
+    (void)state;
+    unsigned char *p = ps_arena_big_alloc(100);
+    for (int i = 0; i < 100; i++)
+        p[i] = (unsigned char)i;
+    p = ps_arena_big_realloc(p, 200 * 1024); /* still malloc'd */
+    memset(p + 100, 0xab, 200 * 1024 - 100);
+    p = ps_arena_big_realloc(p, 3u << 20); /* crosses into a mapping: copied */
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(p[i], i);
+    assert_int_equal(p[200 * 1024 - 1], 0xab);
+    p[(3u << 20) - 1] = 7;
+    p = ps_arena_big_realloc(p, 5u << 20); /* mremap */
+    assert_int_equal(p[(3u << 20) - 1], 7);
+    assert_int_equal(p[99], 99);
+    p = ps_arena_big_realloc(p, 64); /* a mapping shrinks in place */
+    assert_int_equal(p[63], 63);
+    ps_arena_big_free(p);
+
+    ps_arena_t a = PS_ARENA_INIT;
+    unsigned char *q = ps_arena_big_alloc(5000);
+    memset(q, 1, 5000);
+    ps_arena_big_adopt(&a, q, 5000);
+    unsigned char *r = ps_arena_big_alloc(2u << 20);
+    ps_arena_big_adopt(&a, r, 2u << 20);
+    assert_int_equal(a.used_total, 5000 + (2u << 20));
+    assert_int_equal(q[4999], 1);
+    ps_arena_reset(&a);
+    assert_int_equal(a.used_total, 0);
+    ps_arena_big_free(ps_arena_big_alloc(0));
+    ps_arena_dispose(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_varint_roundtrip),
         cmocka_unit_test(test_hmap),
+        cmocka_unit_test(test_arena_big),
         cmocka_unit_test(test_err),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_labels_edit),
