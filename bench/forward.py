@@ -103,6 +103,34 @@ def cpu_seconds(pid):
     return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_busy():
+    """Seconds of CPU (all CPUs) the machine spent busy (not idle or iowait), from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid):
+    """CPU seconds by thread kind ("writer", "decode", "http", "fwd-b", ...: the name less its -N)."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                name = f.read().strip()
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        kind = name.rsplit("-", 1)[0] if name.rsplit("-", 1)[-1].isdigit() else name
+        out[kind] = out.get(kind, 0) + (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def thread_cpu_delta(t0, t1):
+    return ", ".join("%s %.1f" % (k, t1[k] - t0.get(k, 0)) for k in sorted(t1, key=lambda k: -(t1[k] - t0.get(k, 0)))
+                     if t1[k] - t0.get(k, 0) >= 0.05)
+
+
 class Pusher:
     """Pushes profiles k = start, start+1, ...: series k % NSERIES at T0 + k // NSERIES seconds."""
 
@@ -296,6 +324,8 @@ def main():
     st_up = fwd_status(a)
     snd = subprocess.Popen(sender_cmd(int(r1["next_id"]), 1e6), stdout=subprocess.PIPE, text=True)
     cpu0 = [cpu_seconds(a.proc.pid), cpu_seconds(b.proc.pid), cpu_seconds(snd.pid)]
+    th0 = [thread_cpu(a.proc.pid), thread_cpu(b.proc.pid)]
+    busy0 = machine_busy()
     perfs = []
     if ARGS.perf:
         Path(ARGS.perf).mkdir(parents=True, exist_ok=True)
@@ -307,6 +337,8 @@ def main():
         time.sleep(0.05)
     catch = time.monotonic() - t_up
     cpu1 = [cpu_seconds(a.proc.pid), cpu_seconds(b.proc.pid), cpu_seconds(snd.pid)]
+    th1 = [thread_cpu(a.proc.pid), thread_cpu(b.proc.pid)]
+    busy1 = machine_busy()
     st_catch = fwd_status(a)
     for pr in perfs:
         pr.send_signal(signal.SIGINT)
@@ -329,6 +361,11 @@ def main():
           % (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1], cpu1[2] - cpu0[2],
              (sum(cpu1) - sum(cpu0)) / catch / os.cpu_count() * 100, os.cpu_count(),
              (cpu1[1] - cpu0[1]) / max(sent_catch, 1) * 1e6))
+    print("catch-up CPU seconds by thread: A %s; B %s" % (thread_cpu_delta(th0[0], th1[0]),
+                                                          thread_cpu_delta(th0[1], th1[1])))
+    print("catch-up machine: %.0f%% of %d CPUs busy, other processes %.1f CPU s"
+          % ((busy1 - busy0) / catch / os.cpu_count() * 100, os.cpu_count(),
+             (busy1 - busy0) - (sum(cpu1) - sum(cpu0))))
     # B holds every profile A stored
     sa = {(s["labels"]["s"], s["labels"]["__name__"]): len(s["profiles"]) for s in a.series() if "profiles" in s}
     sb = {(s["labels"]["s"], s["labels"]["__name__"]): len(s["profiles"]) for s in b.series() if "profiles" in s}

@@ -109,6 +109,8 @@ typedef struct result {
     double sys_busy, sys_iowait; /* machine-wide CPU seconds during the pushes */
     uint32_t nthreads;           /* server threads, tid order: main, writer, HTTP loops */
     double thread_cpu[PS_BENCH_MAX_THREADS];
+    char thread_name[PS_BENCH_MAX_THREADS][16];
+    int writer;                  /* the writer's index (by name), -1: none */
     double server_user, server_sys;
     double wall, server_cpu, self_cpu, p50, p90, p99, max, compact_wall, compact_cpu;
     uint64_t pushed_ok, failed, bytes, pprof_bytes, samples, ncpu, nheap, hwm_kb, hwm_after_compact_kb;
@@ -508,8 +510,12 @@ static void push_all(const opts_t *o, push_mode_t mode, long long t0, ps_bench_s
     r->server_sys = pr1.cpu_sys - pr0.cpu_sys;
     r->hwm_kb = pr1.vm_hwm_kb;
     r->nthreads = pr1.nthreads;
+    r->writer = -1;
     for (uint32_t t = 0; t < pr1.nthreads; t++) {
         r->thread_cpu[t] = pr1.thread_cpu[t];
+        memcpy(r->thread_name[t], pr1.thread_name[t], sizeof(r->thread_name[t]));
+        if (strcmp(r->thread_name[t], "writer") == 0)
+            r->writer = (int)t;
         for (uint32_t k = 0; k < pr0.nthreads; k++)
             if (pr0.tid[k] == pr1.tid[t])
                 r->thread_cpu[t] -= pr0.thread_cpu[k];
@@ -628,17 +634,24 @@ static void print_phase(const opts_t *o, const result_t *r, floor_res_t gz, floo
     printf("  server CPU             %.3f s = %.1f us/profile (%.0f%% of one CPU)\n", r->server_cpu,
            r->server_cpu / n * 1e6, r->server_cpu / r->wall * 100);
     printf("  server CPU by thread   (user %.3f s, system %.3f s)", r->server_user, r->server_sys);
-    for (uint32_t t = 0; t < r->nthreads; t++)
-        printf("%s %s %.3f s", t ? "," : "", t == 0 ? "main" : t == 1 ? "writer" : "http-loop", r->thread_cpu[t]);
-    printf("\n");
-    if (r->nthreads > 1)
+    uint32_t idle = 0;
+    for (uint32_t t = 0, k = 0; t < r->nthreads; t++) {
+        if (r->thread_cpu[t] < 0.0005) {
+            idle++;
+            continue;
+        }
+        printf("%s %s %.3f s", k++ ? "," : "", r->thread_name[t], r->thread_cpu[t]);
+    }
+    printf("; %u more threads idle\n", idle);
+    double wcpu = r->writer >= 0 ? r->thread_cpu[r->writer] : 0;
+    if (r->writer >= 0)
         printf("  writer thread          %.1f us/profile: alone it could not commit more than %.0f profiles/s\n",
-               r->thread_cpu[1] / n * 1e6, r->thread_cpu[1] > 0 ? n / r->thread_cpu[1] : 0);
+               wcpu / n * 1e6, wcpu > 0 ? n / wcpu : 0);
     {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         double cap = (double)ncpu / (r->server_cpu / n);
-        if (r->nthreads > 1 && r->thread_cpu[1] > 0 && n / r->thread_cpu[1] < cap)
-            cap = n / r->thread_cpu[1];
+        if (wcpu > 0 && n / wcpu < cap)
+            cap = n / wcpu;
         printf("  CPU-bound estimate     %.0f profiles/s if the server had all %ld CPUs to itself (CPU per profile "
                "as measured, writer thread as the serial limit; not a measurement)\n",
                cap, ncpu);

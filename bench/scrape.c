@@ -636,13 +636,14 @@ int main(int argc, char **argv)
     rss_split(srv.pid, &anon, &filekb);
     printf("                    at the end: %.1f MiB anonymous, %.1f MiB file-backed (the mmap'd data file)\n",
            anon / 1024.0, filekb / 1024.0);
-    printf("  threads           CPU s in the window, tid order (main, writer, scraper, HTTP loops):");
-    for (uint32_t i = 0; i < s1.proc.nthreads; i++) {
+    printf("  threads           CPU s in the window (threads that used none left out):");
+    for (uint32_t i = 0, k = 0; i < s1.proc.nthreads; i++) {
         double before = 0;
         for (uint32_t j = 0; j < s0.proc.nthreads; j++)
             if (s0.proc.tid[j] == s1.proc.tid[i])
                 before = s0.proc.thread_cpu[j];
-        printf(" %.2f", s1.proc.thread_cpu[i] - before);
+        if (s1.proc.thread_cpu[i] - before >= 0.005)
+            printf("%s %s %.2f", k++ ? "," : "", s1.proc.thread_name[i], s1.proc.thread_cpu[i] - before);
     }
     printf("\n");
     printf("  fleet server      %.2f s CPU in the window; %llu requests, %llu connections, %.1f MB, %llu not found\n",

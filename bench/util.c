@@ -409,6 +409,13 @@ int ps_bench_proc_read(pid_t pid, ps_bench_proc_t *out)
             snprintf(tp, sizeof(tp), "/proc/%d/task/%d/stat", (int)pid, out->tid[i]);
             read_stat_cpu(tp, &u, &s);
             out->thread_cpu[i] = u + s;
+            snprintf(tp, sizeof(tp), "/proc/%d/task/%d/comm", (int)pid, out->tid[i]);
+            FILE *f = fopen(tp, "r");
+            if (f != NULL) {
+                if (fgets(out->thread_name[i], sizeof(out->thread_name[i]), f) != NULL)
+                    out->thread_name[i][strcspn(out->thread_name[i], "\n")] = '\0';
+                fclose(f);
+            }
         }
     }
     snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);

@@ -71,6 +71,7 @@ typedef struct ps_bench_proc {
     uint32_t nthreads;        /* from /proc/PID/task, ascending tid (creation order) */
     int tid[PS_BENCH_MAX_THREADS];
     double thread_cpu[PS_BENCH_MAX_THREADS]; /* user + system seconds */
+    char thread_name[PS_BENCH_MAX_THREADS][16]; /* /proc/PID/task/TID/comm: "writer", "http-0", ... */
 } ps_bench_proc_t;
 int ps_bench_proc_read(pid_t pid, ps_bench_proc_t *out);
 

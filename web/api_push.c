@@ -17,6 +17,7 @@
 #include "ingest/ingest.h"
 #include "internal.h"
 #include "proto/pyroscope.h"
+#include "qpool.h"
 
 typedef struct pending {
     ps_async_t async;      /* first: the completion casts back */
@@ -94,7 +95,9 @@ int ps_connect_push(ps_connect_call_t *c)
     }
     ps_append_t **apps;
     size_t napps;
-    if (ps_ingest_push_prepare(&req, &s->opts.limits, c->arena, &apps, &napps, &err) != 0) {
+    ps_par_t par; /* a request's profiles decode on every idle decode thread */
+    bool lent = ps_qpool_par(s->dpool, &par);
+    if (ps_ingest_push_prepare(&req, &s->opts.limits, lent ? &par : NULL, c->arena, &apps, &napps, &err) != 0) {
         ps_connect_error(c, ps_connect_code_of(err.code), err.msg);
         return 0;
     }

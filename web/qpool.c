@@ -40,6 +40,7 @@
  * still comes only after the group commit.
  */
 #include "qpool.h"
+#include "core/thread.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -134,7 +135,15 @@ struct ps_qpool {
     atomic_uint_fast64_t total, canceled, timed_out, rejected;
     bool decode;          /* the decode pool: normal priority, no budget, bounded by bytes */
     size_t max_bytes, queued_bytes; /* the decode pool's bound, the bodies waiting (under mu) */
+    struct qhelp *help;   /* ps_qpool_par's helpers waiting (under mu): taken before the jobs */
 };
+
+/* A helper lent to a job's ps_par_for: no request, no answer. */
+typedef struct qhelp {
+    struct qhelp *next;
+    void (*fn)(void *arg);
+    void *arg;
+} qhelp_t;
 
 _Thread_local ps_loop_t *ps_worker_loop;
 
@@ -491,6 +500,7 @@ static void *worker_main(void *arg)
     ps_loop_t *wl = &p->wloops[wa_i];
     free(wa);
     ps_worker_loop = wl;
+    ps_thread_name("%s-%u", p->decode ? "decode" : "query", (unsigned)wa_i);
     if (p->decode) {
         /* a little below the loops and the writer: under a push flood on a busy host every decode
          * thread always has work, and at equal weight the loops (which need little CPU: parse,
@@ -514,8 +524,17 @@ static void *worker_main(void *arg)
 Run:
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (p->head == NULL && !p->stop)
+        while (p->head == NULL && p->help == NULL && !p->stop)
             pthread_cond_wait(&p->cv, &p->mu);
+        if (p->help != NULL) { /* a running job's own work, before the next job: it is answered sooner */
+            qhelp_t *h = p->help;
+            p->help = h->next;
+            pthread_mutex_unlock(&p->mu);
+            h->fn(h->arg);
+            free(h);
+            pthread_mutex_lock(&p->mu);
+            continue;
+        }
         if (p->head == NULL)
             break;
         qjob_t *j = p->head;
@@ -583,6 +602,30 @@ ps_qpool_t *ps_qpool_start(ps_server_t *s, uint32_t nthreads, ps_err_t *err)
 ps_qpool_t *ps_qpool_start_decode(ps_server_t *s, uint32_t nthreads, size_t max_bytes, ps_err_t *err)
 {
     return pool_start(s, nthreads, true, max_bytes ? max_bytes : PS_DPOOL_DEFAULT_BYTES, err);
+}
+
+static bool help_spawn(void *pool, void (*fn)(void *arg), void *arg)
+{
+    ps_qpool_t *p = pool;
+    pthread_mutex_lock(&p->mu);
+    if (p->stop) { /* the threads may be gone: the caller does the work */
+        pthread_mutex_unlock(&p->mu);
+        return false;
+    }
+    qhelp_t *h = ps_xmalloc(sizeof(*h));
+    *h = (qhelp_t){p->help, fn, arg};
+    p->help = h;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return true;
+}
+
+bool ps_qpool_par(ps_qpool_t *p, ps_par_t *par)
+{
+    if (p == NULL || p->nthreads < 2 || ps_worker_loop < p->wloops || ps_worker_loop >= p->wloops + p->nthreads)
+        return false;
+    *par = (ps_par_t){help_spawn, p, p->nthreads < PS_QPOOL_PAR_MAX ? p->nthreads : PS_QPOOL_PAR_MAX};
+    return true;
 }
 
 void ps_qpool_stop(ps_qpool_t *p)

@@ -11,6 +11,7 @@
 
 #include "core/err.h"
 #include "core/mem.h"
+#include "core/thread.h"
 #include "http.h"
 #include "server.h"
 
@@ -37,6 +38,13 @@ ps_qpool_t *ps_qpool_start_decode(ps_server_t *s, uint32_t nthreads, size_t max_
 bool ps_qpool_defer(ps_async_t *a, h2o_req_t *req, ps_async_cb cb);
 /** For ps_async_cancel: undoes ps_qpool_defer of a (returns true), false if a was not deferred. */
 bool ps_qpool_undefer(ps_async_t *a);
+/** Threads of a pool one job may use at once (ps_qpool_par), itself included. */
+#define PS_QPOOL_PAR_MAX 8
+/** For a job running on a thread of p: fills par so that ps_par_for lends it p's idle threads
+ *  (helpers queue before the jobs waiting; a helper that starts after the work is done returns at
+ *  once). False (par untouched: run alone) when p is NULL, has one thread, or this is not a pool
+ *  thread. */
+bool ps_qpool_par(ps_qpool_t *p, ps_par_t *par);
 /** Cancels what is queued or running and joins the threads; their answers go to the loops, which
  *  must still run. NULL is a no-op. */
 void ps_qpool_stop(ps_qpool_t *p);

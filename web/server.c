@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/thread.h"
 #include "core/timeutil.h"
 #include "conn.h"
 #include "http.h"
@@ -141,6 +142,7 @@ static void *loop_main(void *arg)
     start_ctx_t *sc = arg;
     ps_loop_t *l = sc->loop;
     impl_t *im = sc->im;
+    ps_thread_name("http-%u", (unsigned)(l - im->loops));
     h2o_context_init(&l->ctx, h2o_evloop_create(), &im->config);
     ps_conns_loop_init(l); /* before any listener reads */
     l->accept_ctx.ctx = &l->ctx;

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 
 #include "auth/auth.h"
+#include "core/thread.h"
 #include "connect.h"
 #include "core/log.h"
 #include "http.h"
@@ -257,6 +258,7 @@ static struct {
 static void *auth_main(void *arg)
 {
     (void)arg;
+    ps_thread_name("auth");
     pthread_mutex_lock(&aq.mu);
     for (;;) {
         while (aq.head == NULL && !aq.stop)

@@ -319,3 +319,22 @@ void ps_arena_dispose(ps_arena_t *a)
     a->head = NULL;
     a->used_total = 0;
 }
+
+void ps_arena_absorb(ps_arena_t *dst, ps_arena_t *src)
+{
+    ps_arena_block_t *first = src->head;
+    if (first == NULL)
+        return;
+    ps_arena_block_t *last = first;
+    while (last->next != NULL)
+        last = last->next;
+    if (dst->head == NULL) {
+        dst->head = first;
+    } else { /* behind dst's head, which goes on serving dst */
+        last->next = dst->head->next;
+        dst->head->next = first;
+    }
+    dst->used_total += src->used_total;
+    src->head = NULL;
+    src->used_total = 0;
+}

@@ -66,5 +66,8 @@ void ps_arena_big_free(void *p);
 /** Hands p (from ps_arena_big_alloc) to a: freed with the arena's other blocks. */
 void ps_arena_big_adopt(ps_arena_t *a, void *p, size_t used);
 void ps_arena_dispose(ps_arena_t *a);
+/** Moves every block of src into dst (what src handed out now lives as long as dst); src is left
+ *  empty. For work done in a thread's own arena on behalf of dst's owner. */
+void ps_arena_absorb(ps_arena_t *dst, ps_arena_t *src);
 
 #endif

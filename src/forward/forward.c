@@ -43,6 +43,7 @@
  * longer configured.
  */
 #include "forward.h"
+#include "core/thread.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -578,6 +579,7 @@ typedef struct shard {
 static void *shard_run(void *arg)
 {
     shard_t *sh = arg;
+    ps_thread_name("fwd-shard");
     sh->result = send_batch(sh->e, sh->curl, &sh->body, sh->units, sh->expires);
     return NULL;
 }
@@ -694,6 +696,7 @@ static void *sender(void *arg)
     ep_t *e = arg;
     ps_forward_t *f = e->f;
     const ps_forward_config_t *c = e->cfg;
+    ps_thread_name("fwd-%s", c->name);
     ps_arena_t arenas[2] = {PS_ARENA_INIT, PS_ARENA_INIT};
     ps_arena_t *arena = &arenas[0], *nx_arena = &arenas[1];
     shard_t shard[PS_FWD_MAX_SHARDS];

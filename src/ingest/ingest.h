@@ -19,6 +19,7 @@
 
 #include "core/err.h"
 #include "core/mem.h"
+#include "core/thread.h"
 #include "proto/pprof.h"
 #include "proto/pyroscope.h"
 #include "proto/remote.h"
@@ -81,10 +82,11 @@ void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out);
  * and checked like a native push; the rules are at the top of push.c) and builds one append per
  * raw sample into *apps (napps of them, from arena, sorted by timestamp). All or nothing: the
  * first bad series or sample fails it all, PS_EINVAL with "series[i]: ..." or
- * "series[i].samples[j]: ..." in front of the message.
+ * "series[i].samples[j]: ..." in front of the message. The samples are decoded on the caller's
+ * thread and on the helpers par lends (NULL: the caller alone); the answer is the same either way.
  */
-int ps_ingest_push_prepare(const ps_pyro_push_t *req, const ps_pprof_limits_t *lim, ps_arena_t *arena,
-                           ps_append_t ***apps, size_t *napps, ps_err_t *err);
+int ps_ingest_push_prepare(const ps_pyro_push_t *req, const ps_pprof_limits_t *lim, const ps_par_t *par,
+                           ps_arena_t *arena, ps_append_t ***apps, size_t *napps, ps_err_t *err);
 
 /* ---- the writer thread (writer.c) ---- */
 

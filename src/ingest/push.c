@@ -39,6 +39,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include "core/timeutil.h"
 #include "ingest.h"
 
@@ -202,32 +205,110 @@ static int cmp_app_ts(const void *a, const void *b)
     return (x->ts > y->ts) - (x->ts < y->ts);
 }
 
-int ps_ingest_push_prepare(const ps_pyro_push_t *req, const ps_pprof_limits_t *lim, ps_arena_t *arena,
-                           ps_append_t ***apps, size_t *napps, ps_err_t *err)
+/* The decoding of one request's samples, shared by the threads of ps_par_for. */
+typedef struct series_info {
+    ps_labels_t base;
+    const char *name;
+    size_t name_len;
+    bool is_delta;
+} series_info_t;
+
+typedef struct slot_fail {
+    size_t at; /* the lowest index this thread saw fail (SIZE_MAX: none) */
+    ps_err_t err;
+} slot_fail_t;
+
+typedef struct push_work {
+    const ps_pyro_push_t *req;
+    const ps_pprof_limits_t *lim;
+    ps_arena_t *arena;   /* the caller's, for slot 0 */
+    ps_arena_t *arenas;  /* the helpers' (slots 1 ..), absorbed into arena at the end */
+    series_info_t *si;
+    uint32_t *series_of; /* flat sample index -> series */
+    size_t *first;       /* series -> its first flat index */
+    ps_append_t **out;   /* flat index -> its append */
+    slot_fail_t *fails;  /* per slot */
+    atomic_size_t fail;  /* the lowest index known to fail: later ones need not be decoded */
+} push_work_t;
+
+static void decode_one(void *ctx, unsigned slot, size_t i)
 {
-    size_t total = 0;
-    for (size_t i = 0; i < req->nseries; i++)
-        total += req->series[i].nsamples;
-    ps_append_t **out = ps_arena_calloc(arena, total + 1, sizeof(*out));
-    size_t k = 0;
-    for (size_t i = 0; i < req->nseries; i++) {
-        const ps_pyro_series_t *s = &req->series[i];
-        ps_labels_t base;
-        const char *name = NULL;
-        size_t name_len = 0;
-        bool is_delta = false;
-        int rc = series_labels(s, arena, &base, &name, &name_len, &is_delta, err);
-        if (rc != 0)
-            return ps_err_prefix(err, "series[%zu]", i);
-        for (size_t j = 0; j < s->nsamples; j++) {
-            ps_append_t *app = ps_arena_calloc(arena, 1, sizeof(*app));
-            if ((rc = sample_append(&s->samples[j], name, name_len, &base, is_delta, lim, arena, app, err)) != 0)
-                return ps_err_prefix(err, "series[%zu].samples[%zu]", i, j);
-            out[k++] = app;
+    push_work_t *w = ctx;
+    if (i > atomic_load_explicit(&w->fail, memory_order_relaxed))
+        return; /* an earlier sample failed: this one's answer is not needed */
+    ps_arena_t *arena = slot == 0 ? w->arena : &w->arenas[slot];
+    uint32_t si = w->series_of[i];
+    const series_info_t *in = &w->si[si];
+    ps_append_t *app = ps_arena_calloc(arena, 1, sizeof(*app));
+    ps_err_t err;
+    ps_err_clear(&err);
+    if (sample_append(&w->req->series[si].samples[i - w->first[si]], in->name, in->name_len, &in->base, in->is_delta,
+                      w->lim, arena, app, &err) != 0) {
+        slot_fail_t *f = &w->fails[slot];
+        if (i < f->at) {
+            f->at = i;
+            f->err = err;
         }
+        size_t cur = atomic_load(&w->fail);
+        while (i < cur && !atomic_compare_exchange_weak(&w->fail, &cur, i))
+            ;
+        return;
     }
-    qsort(out, k, sizeof(*out), cmp_app_ts); /* a series' profiles in time order, as the store wants */
-    *apps = out;
-    *napps = k;
+    w->out[i] = app;
+}
+
+int ps_ingest_push_prepare(const ps_pyro_push_t *req, const ps_pprof_limits_t *lim, const ps_par_t *par,
+                           ps_arena_t *arena, ps_append_t ***apps, size_t *napps, ps_err_t *err)
+{
+    /* the labels of every series first (cheap); samples are decoded only up to the first bad
+     * series, so the error is the one a walk in order would meet first */
+    ps_err_t ignored;
+    if (err == NULL)
+        err = &ignored;
+    series_info_t *si = ps_arena_calloc(arena, req->nseries + 1, sizeof(*si));
+    size_t *first = ps_arena_alloc(arena, (req->nseries + 1) * sizeof(*first));
+    size_t nseries = req->nseries, total = 0;
+    ps_err_t label_err;
+    for (size_t i = 0; i < req->nseries; i++) {
+        first[i] = total;
+        if (series_labels(&req->series[i], arena, &si[i].base, &si[i].name, &si[i].name_len, &si[i].is_delta,
+                          &label_err) != 0) {
+            nseries = i;
+            break;
+        }
+        total += req->series[i].nsamples;
+    }
+    push_work_t w = {.req = req, .lim = lim, .arena = arena, .si = si, .first = first};
+    unsigned width = par != NULL && par->width > 1 ? par->width : 1;
+    w.series_of = ps_arena_alloc(arena, (total + 1) * sizeof(uint32_t));
+    for (size_t i = 0; i < nseries; i++)
+        for (size_t j = 0; j < req->series[i].nsamples; j++)
+            w.series_of[first[i] + j] = (uint32_t)i;
+    w.out = ps_arena_calloc(arena, total + 1, sizeof(*w.out));
+    w.fails = ps_arena_alloc(arena, width * sizeof(*w.fails));
+    for (unsigned k = 0; k < width; k++)
+        w.fails[k].at = SIZE_MAX;
+    w.arenas = ps_arena_calloc(arena, width, sizeof(*w.arenas));
+    atomic_init(&w.fail, SIZE_MAX);
+    ps_par_for(par, total, decode_one, &w);
+    for (unsigned k = 1; k < width; k++)
+        ps_arena_absorb(arena, &w.arenas[k]);
+
+    const slot_fail_t *f = NULL;
+    for (unsigned k = 0; k < width; k++)
+        if (w.fails[k].at != SIZE_MAX && (f == NULL || w.fails[k].at < f->at))
+            f = &w.fails[k];
+    if (f != NULL) {
+        size_t i = w.series_of[f->at];
+        *err = f->err;
+        return ps_err_prefix(err, "series[%zu].samples[%zu]", i, f->at - first[i]);
+    }
+    if (nseries < req->nseries) {
+        *err = label_err;
+        return ps_err_prefix(err, "series[%zu]", nseries);
+    }
+    qsort(w.out, total, sizeof(*w.out), cmp_app_ts); /* a series' profiles in time order, as the store wants */
+    *apps = w.out;
+    *napps = total;
     return 0;
 }

@@ -2,6 +2,7 @@
  * writer.c - the writer thread (see ingest.h).
  */
 #include "ingest.h"
+#include "core/thread.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -96,6 +97,7 @@ static void housekeeping(ps_writer_t *w, int64_t *next_compact, int64_t *next_re
 static void *run(void *arg)
 {
     ps_writer_t *w = arg;
+    ps_thread_name("writer");
     ps_append_t **apps = ps_xmalloc(w->opts.max_batch * sizeof(*apps));
     ps_fappend_t **fl = NULL;     /* the float series of the batch's PS_WREQ_SAMPLES requests */
     ps_metric_meta_t *meta = NULL;

@@ -11,6 +11,7 @@
  * The schedule (heap and ticks) is schedule.c, the deltas of cumulative profiles delta.c.
  */
 #include "scrape.h"
+#include "core/thread.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -1052,6 +1053,7 @@ static void reap(ps_scraper_t *s)
 static void *run(void *arg)
 {
     ps_scraper_t *s = arg;
+    ps_thread_name("scrape");
     char evbuf[4096] __attribute__((aligned(8)));
     while (!atomic_load(&s->stop)) {
         int64_t mono = ps_time_mono();

@@ -136,3 +136,25 @@ def test_decode_threads_run_below_the_loops(make_server):
     assert by.pop((19, 5)) == 4, prio
     assert list(by) == [(0, 0)], prio
     assert by[(0, 0)] >= 3, prio  # main, the writer, the two loops at least
+
+
+def test_threads_are_named(make_server):
+    # what top -H, ps -L and perf show: each thread says what it is, and the pools' priorities
+    # go with their names
+    srv = make_server(threads="2", extra_args=["--ingest.decode-threads", "3", "--query.max-concurrency", "4"])
+    want = ["decode-0", "decode-1", "decode-2", "http-0", "http-1", "profstore", "query-0", "query-1", "query-2",
+            "query-3", "writer"]
+
+    def expected(name):
+        return (5, 0) if name.startswith("decode-") else (19, 5) if name.startswith("query-") else (0, 0)
+
+    deadline = time.monotonic() + 10
+    while True:  # pool threads name themselves, then set their priority, as they start
+        got = []
+        for tid, p in thread_priorities(srv.proc.pid).items():
+            got.append((open("/proc/%d/task/%d/comm" % (srv.proc.pid, tid)).read().strip(), p))
+        got.sort()
+        if got == [(n, expected(n)) for n in want] or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert got == [(n, expected(n)) for n in want]

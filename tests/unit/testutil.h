@@ -126,4 +126,53 @@ static inline void ps_test_setstr(const char **v, size_t *n, const char *s)
     *n = s ? strlen(s) : 0;
 }
 
+/* ---- a pool for ps_par_for (core/thread.h): each helper a thread of its own, started after a
+ * random delay of up to 3 ms (so some start after the caller is done); ps_test_spawn_wait waits
+ * for all of them to end. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <unistd.h>
+
+static atomic_int ps_test_spawned_live;
+
+typedef struct ps_test_spawned {
+    void (*fn)(void *arg);
+    void *arg;
+    unsigned delay_us;
+} ps_test_spawned_t;
+
+static inline void *ps_test_spawned_main(void *a)
+{
+    ps_test_spawned_t t = *(ps_test_spawned_t *)a;
+    free(a);
+    usleep(t.delay_us);
+    t.fn(t.arg);
+    atomic_fetch_sub(&ps_test_spawned_live, 1);
+    return NULL;
+}
+
+static inline bool ps_test_spawn(void *pool, void (*fn)(void *arg), void *arg)
+{
+    (void)pool;
+    ps_test_spawned_t *t = malloc(sizeof(*t));
+    assert_non_null(t);
+    *t = (ps_test_spawned_t){fn, arg, (unsigned)(rand() % 3000)};
+    pthread_t th;
+    atomic_fetch_add(&ps_test_spawned_live, 1);
+    if (pthread_create(&th, NULL, ps_test_spawned_main, t) != 0) {
+        atomic_fetch_sub(&ps_test_spawned_live, 1);
+        free(t);
+        return false;
+    }
+    pthread_detach(th);
+    return true;
+}
+
+static inline void ps_test_spawn_wait(void)
+{
+    while (atomic_load(&ps_test_spawned_live) > 0)
+        usleep(1000);
+}
+
 #endif

@@ -13,11 +13,15 @@
 
 #include <cmocka.h>
 
+#include "../testutil.h"
+
 #include "core/fmt.h"
 #include "core/hash.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/labels.h"
+#include "core/mem.h"
+#include "core/thread.h"
 #include "core/timeutil.h"
 #include "core/varint.h"
 
@@ -535,12 +539,48 @@ static void test_arena_big(void **state)
     ps_arena_dispose(&a);
 }
 
+/* ps_par_for: every index exactly once, slots below the width, also when helpers start late
+ * (after the call returned: the state they hold must still be valid, as ASan checks). */
+typedef struct par_ctx {
+    atomic_int *calls;
+    atomic_uint max_slot;
+} par_ctx_t;
+
+static void par_fn(void *ctx, unsigned slot, size_t i)
+{
+    par_ctx_t *c = ctx;
+    atomic_fetch_add(&c->calls[i], 1);
+    unsigned m = atomic_load(&c->max_slot);
+    while (slot > m && !atomic_compare_exchange_weak(&c->max_slot, &m, slot))
+        ;
+}
+
+static void test_par_for(void **state)
+{
+    (void)state;
+    const size_t ns[] = {0, 1, 2, 5, 1000};
+    ps_par_t par = {ps_test_spawn, NULL, 4};
+    for (int round = 0; round < 20; round++) {
+        for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
+            size_t n = ns[k];
+            par_ctx_t c = {calloc(n + 1, sizeof(atomic_int)), 0};
+            ps_par_for(round % 5 == 4 ? NULL : &par, n, par_fn, &c);
+            for (size_t i = 0; i < n; i++)
+                assert_int_equal(atomic_load(&c.calls[i]), 1);
+            assert_true(atomic_load(&c.max_slot) < 4);
+            free(c.calls);
+        }
+    }
+    ps_test_spawn_wait();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_varint_roundtrip),
         cmocka_unit_test(test_hmap),
         cmocka_unit_test(test_arena_big),
+        cmocka_unit_test(test_par_for),
         cmocka_unit_test(test_err),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_labels_edit),

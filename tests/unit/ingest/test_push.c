@@ -43,7 +43,7 @@ static int prepare1(ps_pyro_label_t *ls, size_t nls, const fx_t *raws, size_t nr
     ps_pyro_series_t s = {ls, nls, smp, nraws};
     ps_pyro_push_t req = {&s, 1};
     ps_err_clear(err);
-    return ps_ingest_push_prepare(&req, NULL, a, apps, n, err);
+    return ps_ingest_push_prepare(&req, NULL, NULL, a, apps, n, err);
 }
 
 static void test_same_as_native(void **state)
@@ -192,6 +192,83 @@ static void test_label_errors(void **state)
     free(cpu.data);
 }
 
+/* A request decoded by helpers (ps_par_for) gives what the caller alone gives: the same appends
+ * in the same order, and for a bad request the same first error (by series, then sample). */
+static int prepare_many(ps_pyro_series_t *ss, size_t nss, const ps_par_t *par, ps_arena_t *a, ps_append_t ***apps,
+                        size_t *n, ps_err_t *err)
+{
+    ps_pyro_push_t req = {ss, nss};
+    ps_err_clear(err);
+    return ps_ingest_push_prepare(&req, NULL, par, a, apps, n, err);
+}
+
+static void test_parallel_same_answer(void **state)
+{
+    (void)state;
+    const char *names[5] = {"go/cpu-01.pb.gz", "go/cpu-02.pb.gz", "go/cpu-03.pb.gz", "go/cpu-04.pb.gz",
+                            "go/cpu-05.pb.gz"};
+    fx_t raws[5];
+    for (int i = 0; i < 5; i++)
+        raws[i] = load(names[i]);
+    static const uint8_t junk[] = "not a profile at all";
+    ps_pyro_label_t l0[] = {L("__name__", "process_cpu"), L("service_name", "a")};
+    ps_pyro_label_t l1[] = {L("__name__", "process_cpu"), L("service_name", "b")};
+    ps_pyro_label_t l2[] = {L("__name__", "process_cpu"), L("service_name", "c")};
+    ps_pyro_label_t bad[] = {L("service_name", "d")};
+    enum { NS = 12 };
+    ps_pyro_sample_t smp[3][NS];
+    for (int s = 0; s < 3; s++)
+        for (int j = 0; j < NS; j++)
+            smp[s][j] = (ps_pyro_sample_t){.raw = raws[(s + j) % 5].data, .len = raws[(s + j) % 5].len, .id = ""};
+    ps_pyro_series_t ss[3] = {{l0, 2, smp[0], NS}, {l1, 2, smp[1], NS}, {l2, 2, smp[2], NS}};
+    ps_par_t par = {ps_test_spawn, NULL, 4};
+    for (int round = 0; round < 6; round++) {
+        /* round 0-1: good; 2-3: series 1 sample 7 and series 2 sample 2 are junk; 4-5: also series 1's
+         * labels are bad (the label error comes first); 5: series 2's labels only */
+        if (round == 2) {
+            smp[1][7] = (ps_pyro_sample_t){.raw = junk, .len = sizeof(junk) - 1, .id = ""};
+            smp[2][2] = smp[1][7];
+        }
+        if (round == 4)
+            ss[1].labels = bad, ss[1].nlabels = 1;
+        if (round == 5) {
+            ss[1].labels = l1, ss[1].nlabels = 2;
+            smp[1][7] = smp[1][6];
+            smp[2][2] = smp[2][1];
+            ss[2].labels = bad, ss[2].nlabels = 1;
+        }
+        ps_arena_t a = PS_ARENA_INIT, b = PS_ARENA_INIT;
+        ps_err_t ea, eb;
+        ps_append_t **pa = NULL, **pb = NULL;
+        size_t na = 0, nb = 0;
+        int ra = prepare_many(ss, 3, NULL, &a, &pa, &na, &ea);
+        int rb = prepare_many(ss, 3, &par, &b, &pb, &nb, &eb);
+        assert_int_equal(ra, rb);
+        assert_string_equal(ea.msg, eb.msg);
+        if (round < 2) {
+            assert_int_equal(ra, 0);
+            assert_int_equal(na, 3 * NS);
+            assert_int_equal(nb, na);
+            for (size_t i = 0; i < na; i++) {
+                assert_int_equal(pa[i]->ts, pb[i]->ts);
+                assert_int_equal(pa[i]->nseries, pb[i]->nseries);
+                assert_int_equal(pa[i]->profile->nsamples, pb[i]->profile->nsamples);
+                assert_int_equal(ps_labels_cmp(&pa[i]->series_labels[0], &pb[i]->series_labels[0]), 0);
+                assert_ptr_equal(pa[i]->raw, pb[i]->raw);
+            }
+        } else {
+            assert_int_equal(ra, PS_EINVAL);
+            const char *want = round < 4 ? "series[1].samples[7]: " : round == 4 ? "series[1]: " : "series[2]: ";
+            assert_memory_equal(ea.msg, want, strlen(want));
+        }
+        ps_arena_dispose(&a);
+        ps_arena_dispose(&b);
+    }
+    ps_test_spawn_wait();
+    for (int i = 0; i < 5; i++)
+        free(raws[i].data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -199,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_delta_false),
         cmocka_unit_test(test_sorted_by_time),
         cmocka_unit_test(test_label_errors),
+        cmocka_unit_test(test_parallel_same_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
