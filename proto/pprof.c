@@ -326,7 +326,8 @@ static inline int read_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t 
 }
 
 /* Reads one field: its tag and value (a LEN value's payload goes to f->pl, f->pn). */
-static inline int next_field(scan_t *s, where_t w, const uint8_t **pp, const uint8_t *end, field_t *f)
+static __attribute__((noinline)) int next_field_slow(scan_t *s, where_t w, const uint8_t **pp, const uint8_t *end,
+                                                     field_t *f)
 {
     uint64_t tag, v;
     f->at = *pp;
@@ -362,6 +363,29 @@ static inline int next_field(scan_t *s, where_t w, const uint8_t **pp, const uin
     }
 }
 
+/* The same, inline for the usual one-byte tag with a one-byte varint or length. */
+static inline __attribute__((always_inline)) int next_field(scan_t *s, where_t w, const uint8_t **pp,
+                                                            const uint8_t *end, field_t *f)
+{
+    const uint8_t *p = *pp;
+    if (p[0] >= 8 && p[0] < 0x80 && end - p >= 2 && p[1] < 0x80) {
+        f->at = p;
+        f->num = p[0] >> 3;
+        f->wt = p[0] & 7;
+        if (f->wt == WT_VARINT) {
+            *pp = p + 2;
+            return 0;
+        }
+        if (f->wt == WT_LEN && p[1] <= end - p - 2) {
+            f->pl = p + 2;
+            f->pn = p[1];
+            *pp = p + 2 + p[1];
+            return 0;
+        }
+    }
+    return next_field_slow(s, w, pp, end, f);
+}
+
 static inline int want_wt(scan_t *s, where_t w, const field_t *f, uint32_t wt)
 {
     if (f->wt == wt)
@@ -389,12 +413,11 @@ static inline int count_varints(scan_t *s, where_t w, const field_t *f, uint64_t
 
 /* A message whose fields 1..nvarint are all singular varints (ValueType, Label, Mapping, Line,
  * Function); other field numbers are unknown and skipped. */
-static int scan_flat(scan_t *s, where_t w, const uint8_t *p, size_t n, uint32_t nvarint)
+static __attribute__((noinline)) int scan_flat_deep(scan_t *s, where_t w, const uint8_t *p, size_t n,
+                                                    uint32_t nvarint)
 {
     const uint8_t *end = p + n;
     field_t f;
-    if (!s->deep)
-        return 0;
     while (p < end) {
         if (next_field(s, w, &p, end, &f) != 0)
             return PS_EINVAL;
@@ -402,6 +425,11 @@ static int scan_flat(scan_t *s, where_t w, const uint8_t *p, size_t n, uint32_t 
             return PS_EINVAL;
     }
     return 0;
+}
+
+static inline int scan_flat(scan_t *s, where_t w, const uint8_t *p, size_t n, uint32_t nvarint)
+{
+    return s->deep ? scan_flat_deep(s, w, p, n, nvarint) : 0;
 }
 
 static int scan_sample(scan_t *s, const uint8_t *p, size_t n)
@@ -676,7 +704,7 @@ static int idmap_build(idmap_t *m, ps_arena_t *arena, const uint64_t *ids, size_
     return 0;
 }
 
-static inline uint32_t idmap_get(const idmap_t *m, uint64_t id)
+static inline __attribute__((always_inline)) uint32_t idmap_get(const idmap_t *m, uint64_t id)
 {
     if (m->direct != NULL)
         return id < m->ndirect ? m->direct[id] : 0;
@@ -913,7 +941,7 @@ typedef struct wfield {
 } wfield_t;
 
 /* One field as protobuf-c's scan reads it (p < end). */
-static inline int wire_field(const uint8_t **pp, const uint8_t *end, wfield_t *f)
+static __attribute__((noinline)) int wire_field_slow(const uint8_t **pp, const uint8_t *end, wfield_t *f)
 {
     const uint8_t *p = *pp;
     size_t rem = (size_t)(end - p), used;
@@ -981,9 +1009,55 @@ static inline int wire_field(const uint8_t **pp, const uint8_t *end, wfield_t *f
     return 0;
 }
 
-/* protobuf-c's parse_uint64 of a varint of n (1..10) bytes. */
-static inline uint64_t wire_u64(const uint8_t *v, size_t n)
+/* The same, inline for the usual one-byte tag with a varint, or a length of one or two bytes. */
+static inline __attribute__((always_inline)) int wire_field(const uint8_t **pp, const uint8_t *end, wfield_t *f)
 {
+    const uint8_t *p = *pp;
+    size_t rem = (size_t)(end - p);
+    uint8_t t = p[0];
+    if (t >= 8 && t < 0x80 && rem >= 2) {
+        if ((t & 7) == WT_VARINT) {
+            size_t max = rem - 1 < 10 ? rem - 1 : 10, i;
+            for (i = 0; i < max; i++)
+                if (p[1 + i] < 0x80)
+                    break;
+            if (i == max)
+                return -1;
+            f->num = t >> 3;
+            f->wt = WT_VARINT;
+            f->v = p + 1;
+            f->vn = i + 1;
+            *pp = p + 2 + i;
+            return 0;
+        }
+        if ((t & 7) == WT_LEN) {
+            size_t len, hdr;
+            if (p[1] < 0x80)
+                len = p[1], hdr = 1;
+            else if (rem >= 3 && p[2] < 0x80)
+                len = (size_t)(p[1] & 0x7f) | (size_t)p[2] << 7, hdr = 2;
+            else
+                return wire_field_slow(pp, end, f);
+            if (len > rem - 1 - hdr)
+                return -1;
+            f->num = t >> 3;
+            f->wt = WT_LEN;
+            f->v = p + 1;
+            f->pl = p + 1 + hdr;
+            f->pn = len;
+            f->vn = hdr + len;
+            *pp = p + 1 + hdr + len;
+            return 0;
+        }
+    }
+    return wire_field_slow(pp, end, f);
+}
+
+/* protobuf-c's parse_uint64 of a varint of n (1..10) bytes. */
+static inline __attribute__((always_inline)) uint64_t wire_u64(const uint8_t *v, size_t n)
+{
+    if (n == 1)
+        return v[0];
     uint64_t r = v[0] & 0x7f;
     for (size_t i = 1; i < n; i++)
         r |= (uint64_t)(v[i] & 0x7f) << (7 * i);
@@ -1036,6 +1110,12 @@ static inline int wire_varints(const wfield_t *f, uint64_t *dst, size_t *n, size
         return -1;
     const uint8_t *p = f->pl, *end = f->pl + f->pn;
     while (p < end) {
+        if (*p < 0x80) {
+            if (*n >= cap)
+                return -2;
+            dst[(*n)++] = *p++;
+            continue;
+        }
         size_t rem = (size_t)(end - p), max = rem < 10 ? rem : 10, i;
         for (i = 0; i < max; i++)
             if ((p[i] & 0x80) == 0)
