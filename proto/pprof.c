@@ -3,24 +3,30 @@
  * ps_profile_t. Schema: proto/profile.proto (APIS.md §1). The only user of the generated
  * perftools__profiles__* structs and, with ps_gunzip, of zlib for pprof.
  *
- * Decoding untrusted bytes runs in four steps; each can reject the input with a message that names
- * the field and index:
+ * Decoding untrusted bytes runs in three steps; each can reject the input with a message that
+ * names the field and index:
  *
  *   1. gunzip, if the bytes start with 1f 8b, into the arena (at most max_inflated bytes);
  *   2. scan: one walk over the protobuf wire format that checks the framing, counts every
- *      repeated field and checks the counts, string lengths, UTF-8 and string_table[0] == ""
- *      against ps_pprof_limits_t -- all before anything proportional to those counts is
- *      allocated. For speed it does not look inside the flat messages (ValueType, Label, Line,
- *      Mapping, Function): protobuf-c checks those, and if unpacking fails, a second, deep scan
- *      runs to say where;
- *   3. protobuf-c unpack, allocating from the caller's arena through a bump allocator whose free
- *      is a no-op. Its budget (UNPACK_BYTES_PER_INPUT_BYTE per input byte, plus 1 MiB) is a
- *      backstop against the amplification the limits do not count: an unknown field, or a singular
- *      field repeated on the wire, costs protobuf-c 30-100 bytes for 2 bytes of input (real
- *      profiles need about 10 bytes per input byte, contrived valid ones up to 30);
- *   4. convert: wire ids to dense 1-based indexes (a direct table when the ids are small, else a
- *      sorted array), every id and string index checked. Strings and sample values stay where
- *      protobuf-c put them (in the arena); nothing is malloc'ed per element.
+ *      repeated field (and the totals: stack entries, values, labels, lines, string bytes) and
+ *      checks the counts, string lengths, UTF-8 and string_table[0] == "" against
+ *      ps_pprof_limits_t -- all before anything proportional to those counts is allocated. For
+ *      speed it does not look inside the flat messages (ValueType, Label, Line, Mapping,
+ *      Function): step 3 checks those, and if it refuses the bytes, a second, deep scan runs to
+ *      say where;
+ *   3. decode (wire_decode): a direct second pass over the wire bytes into ps_profile_t, every
+ *      array allocated once from the arena at the size step 2 counted, strings copied once into
+ *      one NUL-terminated block. It accepts exactly what protobuf-c 1.4 unpack accepts (unknown
+ *      fields of any wire type it knows skipped, last value wins for singular fields, repeated
+ *      varints packed or not, protobuf-c's quirks included: see "step 3" below) and then makes
+ *      every check the conversion made -- wire ids to dense 1-based indexes (a direct table when
+ *      the ids are small, else a sorted array), ids nonzero and unique, every reference and
+ *      string index in range -- reporting the first failure in the conversion's order.
+ *
+ * The path it replaced, protobuf-c unpack into the arena (bump allocator, budget of
+ * UNPACK_BYTES_PER_INPUT_BYTE per input byte plus 1 MiB) and then convert(), stays compiled as
+ * ps_pprof_decode_reference: tests/unit/proto/test_pprof.c and tests/fuzz/fuzz_pprof.c run both
+ * on every input and require the same code, message and profile (bench/pprof.c times both).
  *
  * Encoding builds the protobuf-c structs in a scratch arena, with ids = indexes (1..n), packs
  * them, and optionally gzips the result.
@@ -636,11 +642,11 @@ static int scan_profile(scan_t *s, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* ---- step 3: protobuf-c unpack from the arena ----------------------------------------------- */
+/* ---- the reference decoder (ps_pprof_decode_reference): protobuf-c unpack from the arena ---- */
 
 /* The allocator is pballoc.h's (shared with remote.c). */
 
-/* ---- step 4: conversion --------------------------------------------------------------------- */
+/* ---- the reference decoder: conversion (the id maps are step 3's too) ------------------------- */
 
 typedef struct idpair {
     uint64_t id;

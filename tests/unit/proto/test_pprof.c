@@ -1326,8 +1326,9 @@ static void test_limits_exact(void **state)
     }
 }
 
-/* Fields the limits cannot count (unknown ones, singular ones repeated) cost protobuf-c memory:
- * decoding stays within its budget of bytes per input byte and fails cleanly past it. */
+/* Fields the limits cannot count (unknown ones, singular ones repeated) cost protobuf-c memory
+ * (the reference decoder stays within its budget of bytes per input byte and fails cleanly past
+ * it); the direct decoder allocates nothing for them. */
 static void test_memory_bounded(void **state)
 {
     (void)state;
@@ -1343,6 +1344,11 @@ static void test_memory_bounded(void **state)
     ps_arena_dispose(&a);
     ps_err_t err;
     int rc = ps_pprof_decode(b.data, b.len, NULL, &a, &p, &err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(p.time_nanos, 299999);
+    assert_true(a.used_total <= 48 * b.len + (2u << 20));
+    ps_arena_dispose(&a);
+    rc = ps_pprof_decode_reference(b.data, b.len, NULL, &a, &p, &err);
     assert_true(rc == 0 || rc == PS_ETOOBIG);
     if (rc == 0)
         assert_int_equal(p.time_nanos, 299999);
