@@ -1154,9 +1154,7 @@ enum {
 #define LABEL0 ((uint64_t)1 << 40)
 
 typedef struct wdec {
-    const ps_pprof_limits_t *lim;
     ps_arena_t *arena;
-    ps_profile_t *out;
     uint32_t nstr;
     bool bad;             /* a check failed: the first in convert()'s order is below */
     uint64_t bad_key[3];
@@ -1226,10 +1224,8 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
     int64_t pt_type = 0, pt_unit = 0, dst = 0, drop = 0, keep = 0, doc = 0;
     size_t ncomments = 0;
 
-    (void)lim;
     memset(d, 0, sizeof(*d));
     d->arena = arena;
-    d->out = out;
     if (s->nstrings > UINT32_MAX || s->nsamples > UINT32_MAX || s->nlocations > UINT32_MAX ||
         s->nfunctions > UINT32_MAX || s->nmappings > UINT32_MAX || s->ncomments > UINT32_MAX ||
         s->nlocs > SIZE_MAX / 16 || s->nvalues > SIZE_MAX / 16 || s->nlabels > SIZE_MAX / 64 ||
