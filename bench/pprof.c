@@ -1,13 +1,17 @@
 /*
- * pprof.c - bench_pprof: in-process cost of ps_pprof_decode (gunzip + protobuf + validation into
- * an arena) and ps_pprof_encode (gzip level 1, as the query API answers) on the real Go and Node
- * fixtures, per call, wall and CPU time (CPU time is the steadier figure on a busy machine).
+ * pprof.c - bench_pprof: in-process cost of ps_pprof_decode (gunzip + wire scan + the direct
+ * decoder into an arena), of ps_pprof_decode_reference (the same with protobuf-c unpack +
+ * conversion, the decoder before) on the same bytes, and of ps_pprof_encode (gzip level 1, as the
+ * query API answers) on the real Go and Node fixtures, CPU time per call (the steadier figure on
+ * a busy machine). "gz" columns decode the fixture as it is (gzipped); "raw" ones its gunzipped
+ * bytes, i.e. everything after gunzip; "x" is reference raw / direct raw.
  * (Moved out of the proto unit test, which ran it in every unit and ASan run.)
  *
- *   bench_pprof [--rounds N]   (default 2000 decodes and 200 encodes per file)
+ *   bench_pprof [--rounds N]   (default 2000 decodes of each kind and 200 encodes per file)
  *
- * Nothing is asserted but that every fixture decodes.
+ * Nothing is asserted but that every fixture decodes with both decoders.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +41,8 @@ int main(int argc, char **argv)
     if (rounds == 0)
         rounds = 1;
     uint64_t erounds = rounds / 10 ? rounds / 10 : 1;
-    printf("%-24s %9s %8s %12s %12s %12s %12s\n", "fixture", "bytes", "samples", "decode wall", "decode CPU",
-           "encode wall", "encode CPU");
+    printf("%-22s %7s %7s %11s %11s %11s %11s %6s %11s\n", "fixture", "bytes", "samples", "direct gz", "ref gz",
+           "direct raw", "ref raw", "x", "encode");
     int status = 0;
     for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
         char path[4096];
@@ -50,35 +54,51 @@ int main(int argc, char **argv)
             status = 1;
             continue;
         }
-        ps_arena_t a = PS_ARENA_INIT;
+        ps_arena_t a = PS_ARENA_INIT, ra = PS_ARENA_INIT;
         ps_profile_t p;
         ps_err_t err;
+        const uint8_t *raw = data;
+        size_t rawn = n;
         ps_err_clear(&err);
-        if (ps_pprof_decode(data, n, NULL, &a, &p, &err) != 0) {
+        if (ps_is_gzip(data, n) && ps_gunzip(data, n, SIZE_MAX, &ra, &raw, &rawn, &err) != 0) {
             fprintf(stderr, "bench_pprof: %s: %s\n", files[f], err.msg);
             status = 1;
-            ps_arena_dispose(&a);
-            free(data);
-            continue;
+            goto Next;
         }
-        double w0 = ps_bench_now(), c0 = ps_bench_self_cpu();
-        for (uint64_t i = 0; i < rounds; i++) {
-            ps_arena_reset(&a);
-            ps_pprof_decode(data, n, NULL, &a, &p, &err);
+        if (ps_pprof_decode(data, n, NULL, &a, &p, &err) != 0 ||
+            ps_pprof_decode_reference(data, n, NULL, &a, &p, &err) != 0) {
+            fprintf(stderr, "bench_pprof: %s: %s\n", files[f], err.msg);
+            status = 1;
+            goto Next;
         }
-        double dw = (ps_bench_now() - w0) / (double)rounds, dc = (ps_bench_self_cpu() - c0) / (double)rounds;
+        /* us of CPU per decode: [0] direct gz, [1] reference gz, [2] direct raw, [3] reference raw */
+        double us[4];
+        for (int k = 0; k < 4; k++) {
+            const uint8_t *in = k < 2 ? data : raw;
+            size_t inn = k < 2 ? n : rawn;
+            double c0 = ps_bench_self_cpu();
+            for (uint64_t i = 0; i < rounds; i++) {
+                ps_arena_reset(&a);
+                if (k & 1)
+                    ps_pprof_decode_reference(in, inn, NULL, &a, &p, &err);
+                else
+                    ps_pprof_decode(in, inn, NULL, &a, &p, &err);
+            }
+            us[k] = (ps_bench_self_cpu() - c0) / (double)rounds * 1e6;
+        }
         ps_buf_t out = PS_BUF_INIT;
-        w0 = ps_bench_now();
-        c0 = ps_bench_self_cpu();
+        double c0 = ps_bench_self_cpu();
         for (uint64_t i = 0; i < erounds; i++) {
             ps_buf_reset(&out);
             ps_pprof_encode(&p, 1, &out, &err);
         }
-        double ew = (ps_bench_now() - w0) / (double)erounds, ec = (ps_bench_self_cpu() - c0) / (double)erounds;
-        printf("%-24s %9zu %8u %9.1f us %9.1f us %9.1f us %9.1f us\n", files[f], n, p.nsamples, dw * 1e6, dc * 1e6,
-               ew * 1e6, ec * 1e6);
+        double ec = (ps_bench_self_cpu() - c0) / (double)erounds * 1e6;
+        printf("%-22s %7zu %7u %8.1f us %8.1f us %8.1f us %8.1f us %5.1fx %8.1f us\n", files[f], n, p.nsamples, us[0],
+               us[1], us[2], us[3], us[2] > 0 ? us[3] / us[2] : 0.0, ec);
         ps_buf_dispose(&out);
+    Next:
         ps_arena_dispose(&a);
+        ps_arena_dispose(&ra);
         free(data);
     }
     return status;

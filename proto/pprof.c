@@ -3,24 +3,30 @@
  * ps_profile_t. Schema: proto/profile.proto (APIS.md §1). The only user of the generated
  * perftools__profiles__* structs and, with ps_gunzip, of zlib for pprof.
  *
- * Decoding untrusted bytes runs in four steps; each can reject the input with a message that names
- * the field and index:
+ * Decoding untrusted bytes runs in three steps; each can reject the input with a message that
+ * names the field and index:
  *
  *   1. gunzip, if the bytes start with 1f 8b, into the arena (at most max_inflated bytes);
  *   2. scan: one walk over the protobuf wire format that checks the framing, counts every
- *      repeated field and checks the counts, string lengths, UTF-8 and string_table[0] == ""
- *      against ps_pprof_limits_t -- all before anything proportional to those counts is
- *      allocated. For speed it does not look inside the flat messages (ValueType, Label, Line,
- *      Mapping, Function): protobuf-c checks those, and if unpacking fails, a second, deep scan
- *      runs to say where;
- *   3. protobuf-c unpack, allocating from the caller's arena through a bump allocator whose free
- *      is a no-op. Its budget (UNPACK_BYTES_PER_INPUT_BYTE per input byte, plus 1 MiB) is a
- *      backstop against the amplification the limits do not count: an unknown field, or a singular
- *      field repeated on the wire, costs protobuf-c 30-100 bytes for 2 bytes of input (real
- *      profiles need about 10 bytes per input byte, contrived valid ones up to 30);
- *   4. convert: wire ids to dense 1-based indexes (a direct table when the ids are small, else a
- *      sorted array), every id and string index checked. Strings and sample values stay where
- *      protobuf-c put them (in the arena); nothing is malloc'ed per element.
+ *      repeated field (and the totals: stack entries, values, labels, lines, string bytes) and
+ *      checks the counts, string lengths, UTF-8 and string_table[0] == "" against
+ *      ps_pprof_limits_t -- all before anything proportional to those counts is allocated. For
+ *      speed it does not look inside the flat messages (ValueType, Label, Line, Mapping,
+ *      Function): step 3 checks those, and if it refuses the bytes, a second, deep scan runs to
+ *      say where;
+ *   3. decode (wire_decode): a direct second pass over the wire bytes into ps_profile_t, every
+ *      array allocated once from the arena at the size step 2 counted, strings copied once into
+ *      one NUL-terminated block. It accepts exactly what protobuf-c 1.4 unpack accepts (unknown
+ *      fields of any wire type it knows skipped, last value wins for singular fields, repeated
+ *      varints packed or not, protobuf-c's quirks included: see "step 3" below) and then makes
+ *      every check the conversion made -- wire ids to dense 1-based indexes (a direct table when
+ *      the ids are small, else a sorted array), ids nonzero and unique, every reference and
+ *      string index in range -- reporting the first failure in the conversion's order.
+ *
+ * The path it replaced, protobuf-c unpack into the arena (bump allocator, budget of
+ * UNPACK_BYTES_PER_INPUT_BYTE per input byte plus 1 MiB) and then convert(), stays compiled as
+ * ps_pprof_decode_reference: tests/unit/proto/test_pprof.c and tests/fuzz/fuzz_pprof.c run both
+ * on every input and require the same code, message and profile (bench/pprof.c times both).
  *
  * Encoding builds the protobuf-c structs in a scratch arena, with ids = indexes (1..n), packs
  * them, and optionally gzips the result.
@@ -264,6 +270,7 @@ typedef struct scan {
     const ps_pprof_limits_t *lim;
     ps_err_t *err;
     uint64_t ntypes, nsamples, nmappings, nlocations, nfunctions, nstrings, ncomments;
+    uint64_t nlocs, nvalues, nlabels, nlines, strbytes; /* totals over all samples, locations, strings */
     uint64_t bad_values_sample, bad_values_n; /* first sample with more values than max_sample_types */
     bool bad_values;
     bool deep; /* also check the wire types inside flat messages (label, line, function, ...) */
@@ -325,7 +332,8 @@ static inline int read_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t 
 }
 
 /* Reads one field: its tag and value (a LEN value's payload goes to f->pl, f->pn). */
-static inline int next_field(scan_t *s, where_t w, const uint8_t **pp, const uint8_t *end, field_t *f)
+static __attribute__((noinline)) int next_field_slow(scan_t *s, where_t w, const uint8_t **pp, const uint8_t *end,
+                                                     field_t *f)
 {
     uint64_t tag, v;
     f->at = *pp;
@@ -361,6 +369,29 @@ static inline int next_field(scan_t *s, where_t w, const uint8_t **pp, const uin
     }
 }
 
+/* The same, inline for the usual one-byte tag with a one-byte varint or length. */
+static inline __attribute__((always_inline)) int next_field(scan_t *s, where_t w, const uint8_t **pp,
+                                                            const uint8_t *end, field_t *f)
+{
+    const uint8_t *p = *pp;
+    if (p[0] >= 8 && p[0] < 0x80 && end - p >= 2 && p[1] < 0x80) {
+        f->at = p;
+        f->num = p[0] >> 3;
+        f->wt = p[0] & 7;
+        if (f->wt == WT_VARINT) {
+            *pp = p + 2;
+            return 0;
+        }
+        if (f->wt == WT_LEN && p[1] <= end - p - 2) {
+            f->pl = p + 2;
+            f->pn = p[1];
+            *pp = p + 2 + p[1];
+            return 0;
+        }
+    }
+    return next_field_slow(s, w, pp, end, f);
+}
+
 static inline int want_wt(scan_t *s, where_t w, const field_t *f, uint32_t wt)
 {
     if (f->wt == wt)
@@ -388,12 +419,11 @@ static inline int count_varints(scan_t *s, where_t w, const field_t *f, uint64_t
 
 /* A message whose fields 1..nvarint are all singular varints (ValueType, Label, Mapping, Line,
  * Function); other field numbers are unknown and skipped. */
-static int scan_flat(scan_t *s, where_t w, const uint8_t *p, size_t n, uint32_t nvarint)
+static __attribute__((noinline)) int scan_flat_deep(scan_t *s, where_t w, const uint8_t *p, size_t n,
+                                                    uint32_t nvarint)
 {
     const uint8_t *end = p + n;
     field_t f;
-    if (!s->deep)
-        return 0;
     while (p < end) {
         if (next_field(s, w, &p, end, &f) != 0)
             return PS_EINVAL;
@@ -401,6 +431,11 @@ static int scan_flat(scan_t *s, where_t w, const uint8_t *p, size_t n, uint32_t 
             return PS_EINVAL;
     }
     return 0;
+}
+
+static inline int scan_flat(scan_t *s, where_t w, const uint8_t *p, size_t n, uint32_t nvarint)
+{
+    return s->deep ? scan_flat_deep(s, w, p, n, nvarint) : 0;
 }
 
 static int scan_sample(scan_t *s, const uint8_t *p, size_t n)
@@ -435,6 +470,9 @@ static int scan_sample(scan_t *s, const uint8_t *p, size_t n)
             break;
         }
     }
+    s->nlocs += nlocs;
+    s->nvalues += nvalues;
+    s->nlabels += nlabels;
     if (nvalues > lim->max_sample_types && !s->bad_values) {
         s->bad_values = true;
         s->bad_values_sample = w.idx;
@@ -470,6 +508,7 @@ static int scan_location(scan_t *s, const uint8_t *p, size_t n)
             break;
         }
     }
+    s->nlines += nlines;
     return 0;
 }
 
@@ -569,6 +608,7 @@ static int scan_profile(scan_t *s, const uint8_t *p, size_t n)
             if ((rc = scan_string(s, &f)) != 0)
                 return rc;
             s->nstrings++;
+            s->strbytes += f.pn;
             break;
         case 11:
             if (want_wt(s, top, &f, WT_LEN) != 0 || scan_flat(s, (where_t){"period_type", NOIDX}, f.pl, f.pn, 2) != 0)
@@ -602,11 +642,11 @@ static int scan_profile(scan_t *s, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* ---- step 3: protobuf-c unpack from the arena ----------------------------------------------- */
+/* ---- the reference decoder (ps_pprof_decode_reference): protobuf-c unpack from the arena ---- */
 
 /* The allocator is pballoc.h's (shared with remote.c). */
 
-/* ---- step 4: conversion --------------------------------------------------------------------- */
+/* ---- the reference decoder: conversion (the id maps are step 3's too) ------------------------- */
 
 typedef struct idpair {
     uint64_t id;
@@ -629,19 +669,14 @@ static int cmp_idpair(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* The id of element i of a pb_profile_t's mapping, function or location array. */
-typedef uint64_t (*get_id_fn)(const pb_profile_t *pb, size_t i);
-static uint64_t mapping_id(const pb_profile_t *pb, size_t i) { return pb->mapping[i]->id; }
-static uint64_t function_id(const pb_profile_t *pb, size_t i) { return pb->function[i]->id; }
-static uint64_t location_id(const pb_profile_t *pb, size_t i) { return pb->location[i]->id; }
-
-static int idmap_build(idmap_t *m, ps_arena_t *arena, const pb_profile_t *pb, size_t n, get_id_fn get_id,
-                       const char *what, ps_err_t *err)
+/* Builds the map of the n wire ids in ids[] (the ids of the mapping, function or location array,
+ * in order); fails on an id 0 or one used twice. */
+static int idmap_build(idmap_t *m, ps_arena_t *arena, const uint64_t *ids, size_t n, const char *what, ps_err_t *err)
 {
     uint64_t max = 0;
     memset(m, 0, sizeof(*m));
     for (size_t i = 0; i < n; i++) {
-        uint64_t id = get_id(pb, i);
+        uint64_t id = ids[i];
         if (id == 0)
             return ps_err_set(err, PS_EINVAL, "%s[%zu]: id 0 is not allowed (ids must be nonzero)", what, i);
         if (id > max)
@@ -653,7 +688,7 @@ static int idmap_build(idmap_t *m, ps_arena_t *arena, const pb_profile_t *pb, si
         m->ndirect = max + 1;
         m->direct = ps_arena_calloc(arena, (size_t)m->ndirect, sizeof(uint32_t));
         for (size_t i = 0; i < n; i++) {
-            uint64_t id = get_id(pb, i);
+            uint64_t id = ids[i];
             if (m->direct[id] != 0)
                 return ps_err_set(err, PS_EINVAL, "%s[%zu]: id %llu is already used by %s[%u]", what, i,
                                   (unsigned long long)id, what, m->direct[id] - 1);
@@ -664,7 +699,7 @@ static int idmap_build(idmap_t *m, ps_arena_t *arena, const pb_profile_t *pb, si
     m->pairs = ps_arena_alloc(arena, n * sizeof(idpair_t));
     m->npairs = (uint32_t)n;
     for (size_t i = 0; i < n; i++) {
-        m->pairs[i].id = get_id(pb, i);
+        m->pairs[i].id = ids[i];
         m->pairs[i].idx = (uint32_t)i + 1;
     }
     qsort(m->pairs, n, sizeof(idpair_t), cmp_idpair);
@@ -675,7 +710,7 @@ static int idmap_build(idmap_t *m, ps_arena_t *arena, const pb_profile_t *pb, si
     return 0;
 }
 
-static inline uint32_t idmap_get(const idmap_t *m, uint64_t id)
+static inline __attribute__((always_inline)) uint32_t idmap_get(const idmap_t *m, uint64_t id)
 {
     if (m->direct != NULL)
         return id < m->ndirect ? m->direct[id] : 0;
@@ -708,6 +743,7 @@ static int convert(const pb_profile_t *pb, const ps_pprof_limits_t *lim, ps_aren
                    ps_err_t *err)
 {
     idmap_t mids, fids, lids;
+    uint64_t *ids;
     int rc = 0;
 
     /* the scan checked these counts; protobuf-c counted the same bytes */
@@ -751,7 +787,10 @@ static int convert(const pb_profile_t *pb, const ps_pprof_limits_t *lim, ps_aren
         STR_IDX(out->comments[i], pb->comment[i], "comment[%u]", i);
 
     /* mappings */
-    if ((rc = idmap_build(&mids, arena, pb, pb->n_mapping, mapping_id, "mapping", err)) != 0)
+    ids = ps_arena_alloc(arena, pb->n_mapping * sizeof(uint64_t));
+    for (size_t i = 0; i < pb->n_mapping; i++)
+        ids[i] = pb->mapping[i]->id;
+    if ((rc = idmap_build(&mids, arena, ids, pb->n_mapping, "mapping", err)) != 0)
         goto Exit;
     out->nmappings = (uint32_t)pb->n_mapping;
     out->mappings = ps_arena_alloc(arena, out->nmappings * sizeof(ps_mapping_t));
@@ -769,7 +808,10 @@ static int convert(const pb_profile_t *pb, const ps_pprof_limits_t *lim, ps_aren
     }
 
     /* functions */
-    if ((rc = idmap_build(&fids, arena, pb, pb->n_function, function_id, "function", err)) != 0)
+    ids = ps_arena_alloc(arena, pb->n_function * sizeof(uint64_t));
+    for (size_t i = 0; i < pb->n_function; i++)
+        ids[i] = pb->function[i]->id;
+    if ((rc = idmap_build(&fids, arena, ids, pb->n_function, "function", err)) != 0)
         goto Exit;
     out->nfunctions = (uint32_t)pb->n_function;
     out->functions = ps_arena_alloc(arena, out->nfunctions * sizeof(ps_function_t));
@@ -783,7 +825,10 @@ static int convert(const pb_profile_t *pb, const ps_pprof_limits_t *lim, ps_aren
     }
 
     /* locations, with all their lines in one array */
-    if ((rc = idmap_build(&lids, arena, pb, pb->n_location, location_id, "location", err)) != 0)
+    ids = ps_arena_alloc(arena, pb->n_location * sizeof(uint64_t));
+    for (size_t i = 0; i < pb->n_location; i++)
+        ids[i] = pb->location[i]->id;
+    if ((rc = idmap_build(&lids, arena, ids, pb->n_location, "location", err)) != 0)
         goto Exit;
     size_t nlines = 0;
     for (size_t i = 0; i < pb->n_location; i++)
@@ -863,15 +908,660 @@ Exit:
     return rc;
 }
 
-int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *out,
-                    ps_err_t *err)
+/* ---- step 3: the direct decoder ------------------------------------------------------------- */
+
+/*
+ * A second walk over the wire bytes that fills ps_profile_t, with exactly the semantics of
+ * protobuf-c 1.4 unpack followed by convert() (ps_pprof_decode_reference keeps that path; the
+ * unit tests and fuzz_pprof compare the two on every input):
+ *
+ *   - framing as protobuf-c reads it: a tag of at most 5 bytes whose first byte has a nonzero
+ *     field number part (protobuf-c accepts "80 00", field 0, as an unknown field), varints of at
+ *     most 10 bytes (bits past 64 dropped), LEN prefixes of at most 5 bytes and INT_MAX; unknown
+ *     fields of wire types 0, 1, 2, 5 skipped, others rejected;
+ *   - a known scalar field needs wire type 0, a message or string 2, except bools: protobuf-c's
+ *     parse_boolean takes any wire type and is true if any byte of the value (a LEN one's prefix
+ *     included) has a nonzero low 7 bits;
+ *   - repeated varints packed (2) or not (0), mixed; a singular field given twice: the last wins,
+ *     also for period_type (protobuf-c "merges" ValueTypes, but its merge keeps nothing of the
+ *     earlier one for proto3 scalars);
+ *   - any of that wrong -> WIRE_BAD, and ps_pprof_decode runs the deep scan to say where (as when
+ *     protobuf-c refuses a message);
+ *   - then every check of convert(), reported as convert() would report the first one it meets:
+ *     each failed check records (category, element, field) and the smallest one is the answer.
+ *
+ * Three walks over the top-level fields, each decoding its own sub-messages once: strings, sample
+ * types, mappings, functions and scalars; then locations (whose mapping and function ids resolve
+ * through the maps built after walk one); then samples (location ids resolved). Every array comes
+ * from the arena once, sized by the counts of step 2; strings are copied into one block, each
+ * NUL-terminated.
+ */
+#define WIRE_BAD 1
+
+typedef struct wfield {
+    uint32_t num, wt;
+    const uint8_t *v; /* the value's bytes (a LEN value: from its prefix) */
+    size_t vn;
+    const uint8_t *pl; /* WT_LEN payload */
+    size_t pn;
+} wfield_t;
+
+/* One field as protobuf-c's scan reads it (p < end). */
+static __attribute__((noinline)) int wire_field_slow(const uint8_t **pp, const uint8_t *end, wfield_t *f)
+{
+    const uint8_t *p = *pp;
+    size_t rem = (size_t)(end - p), used;
+    uint32_t tag;
+
+    if ((p[0] & 0xf8) == 0)
+        return -1;
+    f->wt = p[0] & 7;
+    tag = (p[0] & 0x7f) >> 3;
+    if ((p[0] & 0x80) == 0) {
+        used = 1;
+    } else {
+        size_t max = rem > 5 ? 5 : rem, i;
+        unsigned shift = 4;
+        for (i = 1; i < max; i++) {
+            tag |= (uint32_t)(p[i] & 0x7f) << shift;
+            shift += 7;
+            if ((p[i] & 0x80) == 0)
+                break;
+        }
+        if (i == max)
+            return -1;
+        used = i + 1;
+    }
+    f->num = tag;
+    p += used;
+    rem -= used;
+    f->v = p;
+    switch (f->wt) {
+    case WT_VARINT: {
+        size_t max = rem < 10 ? rem : 10, i;
+        for (i = 0; i < max; i++)
+            if ((p[i] & 0x80) == 0)
+                break;
+        if (i == max)
+            return -1;
+        f->vn = i + 1;
+        break;
+    }
+    case WT_I64:
+    case WT_I32:
+        f->vn = f->wt == WT_I64 ? 8 : 4;
+        if (rem < f->vn)
+            return -1;
+        break;
+    case WT_LEN: {
+        size_t max = rem < 5 ? rem : 5, i;
+        uint64_t len = 0;
+        for (i = 0; i < max; i++) {
+            len |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+            if ((p[i] & 0x80) == 0)
+                break;
+        }
+        if (i == max || len > INT_MAX || i + 1 + len > rem)
+            return -1;
+        f->pl = p + i + 1;
+        f->pn = (size_t)len;
+        f->vn = i + 1 + (size_t)len;
+        break;
+    }
+    default:
+        return -1;
+    }
+    *pp = p + f->vn;
+    return 0;
+}
+
+/* The same, inline for the usual one-byte tag with a varint, or a length of one or two bytes. */
+static inline __attribute__((always_inline)) int wire_field(const uint8_t **pp, const uint8_t *end, wfield_t *f)
+{
+    const uint8_t *p = *pp;
+    size_t rem = (size_t)(end - p);
+    uint8_t t = p[0];
+    if (t >= 8 && t < 0x80 && rem >= 2) {
+        if ((t & 7) == WT_VARINT) {
+            size_t max = rem - 1 < 10 ? rem - 1 : 10, i;
+            for (i = 0; i < max; i++)
+                if (p[1 + i] < 0x80)
+                    break;
+            if (i == max)
+                return -1;
+            f->num = t >> 3;
+            f->wt = WT_VARINT;
+            f->v = p + 1;
+            f->vn = i + 1;
+            *pp = p + 2 + i;
+            return 0;
+        }
+        if ((t & 7) == WT_LEN) {
+            size_t len, hdr;
+            if (p[1] < 0x80)
+                len = p[1], hdr = 1;
+            else if (rem >= 3 && p[2] < 0x80)
+                len = (size_t)(p[1] & 0x7f) | (size_t)p[2] << 7, hdr = 2;
+            else
+                return wire_field_slow(pp, end, f);
+            if (len > rem - 1 - hdr)
+                return -1;
+            f->num = t >> 3;
+            f->wt = WT_LEN;
+            f->v = p + 1;
+            f->pl = p + 1 + hdr;
+            f->pn = len;
+            f->vn = hdr + len;
+            *pp = p + 1 + hdr + len;
+            return 0;
+        }
+    }
+    return wire_field_slow(pp, end, f);
+}
+
+/* protobuf-c's parse_uint64 of a varint of n (1..10) bytes. */
+static inline __attribute__((always_inline)) uint64_t wire_u64(const uint8_t *v, size_t n)
+{
+    if (n == 1)
+        return v[0];
+    uint64_t r = v[0] & 0x7f;
+    for (size_t i = 1; i < n; i++)
+        r |= (uint64_t)(v[i] & 0x7f) << (7 * i);
+    return r;
+}
+
+/* protobuf-c's parse_boolean. */
+static inline bool wire_bool(const uint8_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] & 0x7f)
+            return true;
+    return false;
+}
+
+/* A flat message: fields 1..nf are singular varints (those in boolmask bools), decoded into
+ * vals[1..nf] (zero when absent); other field numbers are skipped. */
+static inline __attribute__((always_inline)) int wire_flat(const uint8_t *p, size_t n, uint32_t nf, uint32_t boolmask,
+                                                           uint64_t *vals)
+{
+    const uint8_t *end = p + n;
+    wfield_t f;
+    for (uint32_t i = 0; i <= nf; i++)
+        vals[i] = 0;
+    while (p < end) {
+        if (wire_field(&p, end, &f) != 0)
+            return -1;
+        if (f.num - 1 >= nf)
+            continue;
+        if (boolmask & (1u << f.num))
+            vals[f.num] = wire_bool(f.v, f.vn);
+        else if (f.wt != WT_VARINT)
+            return -1;
+        else
+            vals[f.num] = wire_u64(f.v, f.vn);
+    }
+    return 0;
+}
+
+/* A repeated varint field's elements (one, or packed) appended at dst[*n], at most cap in all. */
+static inline int wire_varints(const wfield_t *f, uint64_t *dst, size_t *n, size_t cap)
+{
+    if (f->wt == WT_VARINT) {
+        if (*n >= cap)
+            return -2;
+        dst[(*n)++] = wire_u64(f->v, f->vn);
+        return 0;
+    }
+    if (f->wt != WT_LEN)
+        return -1;
+    const uint8_t *p = f->pl, *end = f->pl + f->pn;
+    while (p < end) {
+        if (*p < 0x80) {
+            if (*n >= cap)
+                return -2;
+            dst[(*n)++] = *p++;
+            continue;
+        }
+        size_t rem = (size_t)(end - p), max = rem < 10 ? rem : 10, i;
+        for (i = 0; i < max; i++)
+            if ((p[i] & 0x80) == 0)
+                break;
+        if (i == max)
+            return -1;
+        if (*n >= cap)
+            return -2;
+        dst[(*n)++] = wire_u64(p, i + 1);
+        p += i + 1;
+    }
+    return 0;
+}
+
+/* Categories of convert()'s checks, in the order it makes them. */
+enum {
+    CK_TYPES = 1,   /* sample_type[i].type, .unit */
+    CK_PERIOD,      /* period_type.type, .unit */
+    CK_SCALARS,     /* default_sample_type, drop_frames, keep_frames, doc_url */
+    CK_COMMENTS,    /* comment[i] */
+    CK_MAP_IDS,     /* mapping ids nonzero and unique */
+    CK_MAP_STR,     /* mapping[i].filename, .build_id */
+    CK_FUN_IDS,
+    CK_FUN_STR,     /* function[i].name, .system_name, .filename */
+    CK_LOC_IDS,
+    CK_LOC_REF,     /* location[i]: mapping_id (0), line[k].function_id (1 + k) */
+    CK_NVALUES,     /* sample[i] has n values, all samples first */
+    CK_SAMPLE_REF,  /* sample[i]: location_id[k] (k), label[k] key, str, num_unit (LABEL0 + 3k + f) */
+};
+#define LABEL0 ((uint64_t)1 << 40)
+
+typedef struct wdec {
+    ps_arena_t *arena;
+    uint32_t nstr;
+    bool bad;             /* a check failed: the first in convert()'s order is below */
+    uint64_t bad_key[3];
+    char bad_msg[sizeof(((ps_err_t *)0)->msg)];
+} wdec_t;
+
+static void check_failed(wdec_t *d, uint64_t cat, uint64_t i, uint64_t sub, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void check_failed(wdec_t *d, uint64_t cat, uint64_t i, uint64_t sub, const char *fmt, ...)
+{
+    const uint64_t k[3] = {cat, i, sub};
+    if (d->bad && (k[0] > d->bad_key[0] || (k[0] == d->bad_key[0] && (k[1] > d->bad_key[1] ||
+                                                                       (k[1] == d->bad_key[1] && k[2] >= d->bad_key[2])))))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->bad_msg, sizeof(d->bad_msg), fmt, ap);
+    va_end(ap);
+    memcpy(d->bad_key, k, sizeof(k));
+    d->bad = true;
+}
+
+static void str_idx_failed(wdec_t *d, uint64_t cat, uint64_t i, uint64_t sub, int64_t v, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static void str_idx_failed(wdec_t *d, uint64_t cat, uint64_t i, uint64_t sub, int64_t v, const char *fmt, ...)
+{
+    char w[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w, sizeof(w), fmt, ap);
+    va_end(ap);
+    check_failed(d, cat, i, sub, "%s: string index %lld out of range (string_table has %u entries)", w, (long long)v,
+                 d->nstr);
+}
+
+/* dst = the string index v (an int64 from the wire), or a failed check (as STR_IDX). */
+#define WSTR(dst, v, cat, i, sub, ...)                                          \
+    do {                                                                        \
+        uint64_t v_ = (v);                                                      \
+        if (v_ < d->nstr) {                                                     \
+            (dst) = (uint32_t)v_;                                               \
+        } else {                                                                \
+            (dst) = 0;                                                          \
+            str_idx_failed(d, (cat), (i), (sub), (int64_t)v_, __VA_ARGS__);     \
+        }                                                                       \
+    } while (0)
+
+/* An idmap that failed to build (convert() would have stopped there) resolves nothing. */
+static void wire_idmap(wdec_t *d, idmap_t *m, bool *ok, const uint64_t *ids, size_t n, const char *what, uint64_t cat)
+{
+    ps_err_t e;
+    ps_err_clear(&e);
+    *ok = idmap_build(m, d->arena, ids, n, what, &e) == 0;
+    if (!*ok)
+        check_failed(d, cat, 0, 0, "%s", e.msg);
+}
+
+static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps_pprof_limits_t *lim,
+                       ps_arena_t *arena, ps_profile_t *out, ps_err_t *err)
+{
+    const uint8_t *end = buf + len, *p;
+    wdec_t dd, *d = &dd;
+    wfield_t f;
+    uint64_t v[16];
+    idmap_t mids, fids, lids;
+    bool mids_ok, fids_ok, lids_ok;
+    int64_t pt_type = 0, pt_unit = 0, dst = 0, drop = 0, keep = 0, doc = 0;
+    size_t ncomments = 0;
+
+    memset(d, 0, sizeof(*d));
+    d->arena = arena;
+    if (s->nstrings > UINT32_MAX || s->nsamples > UINT32_MAX || s->nlocations > UINT32_MAX ||
+        s->nfunctions > UINT32_MAX || s->nmappings > UINT32_MAX || s->ncomments > UINT32_MAX ||
+        s->nlocs > SIZE_MAX / 16 || s->nvalues > SIZE_MAX / 16 || s->nlabels > SIZE_MAX / 64 ||
+        s->nlines > SIZE_MAX / 32 || s->strbytes > SIZE_MAX / 2)
+        return ps_err_set(err, PS_EINTERNAL, "pprof: the wire scan counted too much");
+    d->nstr = (uint32_t)s->nstrings;
+
+    out->nstrings = 0;
+    out->strings = ps_arena_alloc(arena, s->nstrings * sizeof(ps_str_t));
+    char *text = ps_arena_alloc(arena, (size_t)s->strbytes + (size_t)s->nstrings);
+    size_t ntext = 0;
+    out->ntypes = 0;
+    out->sample_types = ps_arena_alloc(arena, s->ntypes * sizeof(ps_value_type_t));
+    uint64_t *comments = ps_arena_alloc(arena, s->ncomments * sizeof(uint64_t));
+    out->nmappings = 0;
+    out->mappings = ps_arena_alloc(arena, s->nmappings * sizeof(ps_mapping_t));
+    uint64_t *map_ids = ps_arena_alloc(arena, s->nmappings * sizeof(uint64_t));
+    out->nfunctions = 0;
+    out->functions = ps_arena_alloc(arena, s->nfunctions * sizeof(ps_function_t));
+    uint64_t *fun_ids = ps_arena_alloc(arena, s->nfunctions * sizeof(uint64_t));
+
+    /* walk 1: strings, sample types, mappings, functions, scalars */
+    for (p = buf; p < end;) {
+        if (wire_field(&p, end, &f) != 0)
+            return WIRE_BAD;
+        switch (f.num) {
+        case 1: /* sample_type */
+            if (f.wt != WT_LEN || wire_flat(f.pl, f.pn, 2, 0, v) != 0)
+                return WIRE_BAD;
+            if (out->ntypes >= s->ntypes)
+                goto Disagree;
+            {
+                uint32_t i = out->ntypes++;
+                ps_value_type_t *t = &out->sample_types[i];
+                WSTR(t->type, v[1], CK_TYPES, i, 0, "sample_type[%u].type", i);
+                WSTR(t->unit, v[2], CK_TYPES, i, 1, "sample_type[%u].unit", i);
+            }
+            break;
+        case 2:
+        case 4:
+            if (f.wt != WT_LEN)
+                return WIRE_BAD;
+            break;
+        case 3: /* mapping */
+            if (f.wt != WT_LEN || wire_flat(f.pl, f.pn, 10, 0x780 /* 7..10 */, v) != 0)
+                return WIRE_BAD;
+            if (out->nmappings >= s->nmappings)
+                goto Disagree;
+            {
+                uint32_t i = out->nmappings++;
+                ps_mapping_t *m = &out->mappings[i];
+                map_ids[i] = v[1];
+                m->memory_start = v[2];
+                m->memory_limit = v[3];
+                m->file_offset = v[4];
+                WSTR(m->filename, v[5], CK_MAP_STR, i, 0, "mapping[%u].filename", i);
+                WSTR(m->build_id, v[6], CK_MAP_STR, i, 1, "mapping[%u].build_id", i);
+                m->flags = (v[7] ? PS_MAP_HAS_FUNCTIONS : 0) | (v[8] ? PS_MAP_HAS_FILENAMES : 0) |
+                           (v[9] ? PS_MAP_HAS_LINE_NUMBERS : 0) | (v[10] ? PS_MAP_HAS_INLINE_FRAMES : 0);
+            }
+            break;
+        case 5: /* function */
+            if (f.wt != WT_LEN || wire_flat(f.pl, f.pn, 5, 0, v) != 0)
+                return WIRE_BAD;
+            if (out->nfunctions >= s->nfunctions)
+                goto Disagree;
+            {
+                uint32_t i = out->nfunctions++;
+                ps_function_t *fn = &out->functions[i];
+                fun_ids[i] = v[1];
+                WSTR(fn->name, v[2], CK_FUN_STR, i, 0, "function[%u].name", i);
+                WSTR(fn->system_name, v[3], CK_FUN_STR, i, 1, "function[%u].system_name", i);
+                WSTR(fn->filename, v[4], CK_FUN_STR, i, 2, "function[%u].filename", i);
+                fn->start_line = (int64_t)v[5];
+            }
+            break;
+        case 6: /* string_table: UTF-8 and NUL-free by the scan */
+            if (f.wt != WT_LEN)
+                return WIRE_BAD;
+            if (out->nstrings >= s->nstrings || f.pn > s->strbytes - (ntext - out->nstrings))
+                goto Disagree;
+            memcpy(text + ntext, f.pl, f.pn);
+            text[ntext + f.pn] = '\0';
+            out->strings[out->nstrings].ptr = text + ntext;
+            out->strings[out->nstrings].len = (uint32_t)f.pn;
+            out->nstrings++;
+            ntext += f.pn + 1;
+            break;
+        case 11: /* period_type: the last one wins */
+            if (f.wt != WT_LEN || wire_flat(f.pl, f.pn, 2, 0, v) != 0)
+                return WIRE_BAD;
+            pt_type = (int64_t)v[1];
+            pt_unit = (int64_t)v[2];
+            break;
+        case 13: { /* comment */
+            int r = wire_varints(&f, comments, &ncomments, (size_t)s->ncomments);
+            if (r == -2)
+                goto Disagree;
+            if (r != 0)
+                return WIRE_BAD;
+            break;
+        }
+        case 7:
+        case 8:
+        case 9:
+        case 10:
+        case 12:
+        case 14:
+        case 15: {
+            if (f.wt != WT_VARINT)
+                return WIRE_BAD;
+            int64_t x = (int64_t)wire_u64(f.v, f.vn);
+            switch (f.num) {
+            case 7: drop = x; break;
+            case 8: keep = x; break;
+            case 9: out->time_nanos = x; break;
+            case 10: out->duration_nanos = x; break;
+            case 12: out->period = x; break;
+            case 14: dst = x; break;
+            default: doc = x; break;
+            }
+            break;
+        }
+        }
+    }
+    if (out->nstrings != s->nstrings || out->ntypes != s->ntypes || out->nmappings != s->nmappings ||
+        out->nfunctions != s->nfunctions || ncomments != s->ncomments)
+        goto Disagree;
+    WSTR(out->period_type.type, (uint64_t)pt_type, CK_PERIOD, 0, 0, "period_type.type");
+    WSTR(out->period_type.unit, (uint64_t)pt_unit, CK_PERIOD, 0, 1, "period_type.unit");
+    WSTR(out->default_sample_type, (uint64_t)dst, CK_SCALARS, 0, 0, "default_sample_type");
+    WSTR(out->drop_frames, (uint64_t)drop, CK_SCALARS, 0, 1, "drop_frames");
+    WSTR(out->keep_frames, (uint64_t)keep, CK_SCALARS, 0, 2, "keep_frames");
+    WSTR(out->doc_url, (uint64_t)doc, CK_SCALARS, 0, 3, "doc_url");
+    out->ncomments = (uint32_t)ncomments;
+    out->comments = ps_arena_alloc(arena, ncomments * sizeof(uint32_t));
+    for (uint32_t i = 0; i < out->ncomments; i++)
+        WSTR(out->comments[i], comments[i], CK_COMMENTS, i, 0, "comment[%u]", i);
+    wire_idmap(d, &mids, &mids_ok, map_ids, out->nmappings, "mapping", CK_MAP_IDS);
+    wire_idmap(d, &fids, &fids_ok, fun_ids, out->nfunctions, "function", CK_FUN_IDS);
+
+    /* walk 2: locations, with all their lines in one array */
+    out->nlocations = 0;
+    out->locations = ps_arena_alloc(arena, s->nlocations * sizeof(ps_location_t));
+    uint64_t *loc_ids = ps_arena_alloc(arena, s->nlocations * sizeof(uint64_t));
+    ps_line_t *lines = ps_arena_alloc(arena, s->nlines * sizeof(ps_line_t));
+    size_t nlines = 0;
+    for (p = buf; p < end;) {
+        if (wire_field(&p, end, &f) != 0)
+            return WIRE_BAD;
+        if (f.num != 4)
+            continue;
+        if (f.wt != WT_LEN)
+            return WIRE_BAD;
+        if (out->nlocations >= s->nlocations)
+            goto Disagree;
+        uint32_t i = out->nlocations++;
+        ps_location_t *l = &out->locations[i];
+        uint64_t id = 0, mapping_id = 0, address = 0;
+        bool folded = false;
+        l->lines = lines + nlines;
+        l->nlines = 0;
+        const uint8_t *q = f.pl, *qend = f.pl + f.pn;
+        while (q < qend) {
+            wfield_t g;
+            if (wire_field(&q, qend, &g) != 0)
+                return WIRE_BAD;
+            switch (g.num) {
+            case 1:
+            case 2:
+            case 3:
+                if (g.wt != WT_VARINT)
+                    return WIRE_BAD;
+                *(g.num == 1 ? &id : g.num == 2 ? &mapping_id : &address) = wire_u64(g.v, g.vn);
+                break;
+            case 4: {
+                if (g.wt != WT_LEN || wire_flat(g.pl, g.pn, 3, 0, v) != 0)
+                    return WIRE_BAD;
+                if (nlines >= s->nlines)
+                    goto Disagree;
+                uint32_t k = l->nlines++;
+                ps_line_t *ln = &lines[nlines++];
+                ln->function = 0;
+                if (v[1] != 0 && fids_ok && (ln->function = idmap_get(&fids, v[1])) == 0)
+                    check_failed(d, CK_LOC_REF, i, 1 + (uint64_t)k,
+                                 "location[%u].line[%u]: function_id %llu is not defined", i, k,
+                                 (unsigned long long)v[1]);
+                ln->line = (int64_t)v[2];
+                ln->column = (int64_t)v[3];
+                break;
+            }
+            case 5:
+                folded = wire_bool(g.v, g.vn);
+                break;
+            }
+        }
+        loc_ids[i] = id;
+        l->mapping = 0;
+        if (mapping_id != 0 && mids_ok && (l->mapping = idmap_get(&mids, mapping_id)) == 0)
+            check_failed(d, CK_LOC_REF, i, 0, "location[%u]: mapping_id %llu is not defined", i,
+                         (unsigned long long)mapping_id);
+        l->address = address;
+        l->is_folded = folded ? 1 : 0;
+    }
+    if (out->nlocations != s->nlocations || nlines != s->nlines)
+        goto Disagree;
+    wire_idmap(d, &lids, &lids_ok, loc_ids, out->nlocations, "location", CK_LOC_IDS);
+
+    /* walk 3: samples; stacks, values and labels each in one array */
+    out->nsamples = 0;
+    out->samples = ps_arena_alloc(arena, s->nsamples * sizeof(ps_sample_t));
+    uint32_t *locs = ps_arena_alloc(arena, s->nlocs * sizeof(uint32_t));
+    uint64_t *raw_locs = ps_arena_alloc(arena, (s->nlocs < lim->max_stack_depth ? s->nlocs : lim->max_stack_depth) *
+                                                   sizeof(uint64_t));
+    int64_t *values = ps_arena_alloc(arena, s->nvalues * sizeof(int64_t));
+    ps_label_t *labels = ps_arena_alloc(arena, s->nlabels * sizeof(ps_label_t));
+    size_t nlocs = 0, nvalues = 0, nlabels = 0;
+    for (p = buf; p < end;) {
+        if (wire_field(&p, end, &f) != 0)
+            return WIRE_BAD;
+        if (f.num != 2)
+            continue;
+        if (f.wt != WT_LEN)
+            return WIRE_BAD;
+        if (out->nsamples >= s->nsamples)
+            goto Disagree;
+        uint32_t i = out->nsamples++;
+        ps_sample_t *sm = &out->samples[i];
+        size_t nraw = 0, nval = 0;
+        sm->locs = locs + nlocs;
+        sm->values = values + nvalues;
+        sm->labels = labels + nlabels;
+        sm->nlabels = 0;
+        const uint8_t *q = f.pl, *qend = f.pl + f.pn;
+        while (q < qend) {
+            wfield_t g;
+            int r;
+            if (wire_field(&q, qend, &g) != 0)
+                return WIRE_BAD;
+            switch (g.num) {
+            case 1:
+                r = wire_varints(&g, raw_locs, &nraw, s->nlocs - nlocs < lim->max_stack_depth
+                                                          ? (size_t)(s->nlocs - nlocs)
+                                                          : lim->max_stack_depth);
+                if (r == -2)
+                    goto Disagree;
+                if (r != 0)
+                    return WIRE_BAD;
+                break;
+            case 2:
+                r = wire_varints(&g, (uint64_t *)sm->values, &nval, (size_t)(s->nvalues - nvalues));
+                if (r == -2)
+                    goto Disagree;
+                if (r != 0)
+                    return WIRE_BAD;
+                break;
+            case 3: {
+                if (g.wt != WT_LEN || wire_flat(g.pl, g.pn, 4, 0, v) != 0)
+                    return WIRE_BAD;
+                if (nlabels + sm->nlabels >= s->nlabels)
+                    goto Disagree;
+                uint32_t k = sm->nlabels++;
+                ps_label_t *lb = &sm->labels[k];
+                WSTR(lb->key, v[1], CK_SAMPLE_REF, i, LABEL0 + 3 * (uint64_t)k, "sample[%u].label[%u].key", i, k);
+                WSTR(lb->str, v[2], CK_SAMPLE_REF, i, LABEL0 + 3 * (uint64_t)k + 1, "sample[%u].label[%u].str", i,
+                     k);
+                WSTR(lb->num_unit, v[4], CK_SAMPLE_REF, i, LABEL0 + 3 * (uint64_t)k + 2,
+                     "sample[%u].label[%u].num_unit", i, k);
+                lb->num = (int64_t)v[3];
+                break;
+            }
+            }
+        }
+        sm->nlocs = (uint32_t)nraw;
+        for (uint32_t k = 0; k < sm->nlocs; k++) {
+            sm->locs[k] = lids_ok ? idmap_get(&lids, raw_locs[k]) : 0;
+            if (sm->locs[k] == 0 && lids_ok)
+                check_failed(d, CK_SAMPLE_REF, i, k, "sample[%u]: location_id %llu is not defined", i,
+                             (unsigned long long)raw_locs[k]);
+        }
+        if (nval != out->ntypes)
+            check_failed(d, CK_NVALUES, i, 0, "sample[%u] has %zu values but there are %u sample types", i, nval,
+                         out->ntypes);
+        nlocs += nraw;
+        nvalues += nval;
+        nlabels += sm->nlabels;
+    }
+    if (out->nsamples != s->nsamples || nlocs != s->nlocs || nvalues != s->nvalues || nlabels != s->nlabels)
+        goto Disagree;
+    if (d->bad)
+        return ps_err_set(err, PS_EINVAL, "%s", d->bad_msg);
+    return 0;
+Disagree:
+    return ps_err_set(err, PS_EINTERNAL, "pprof: the direct decoder and the wire scan disagree");
+}
+
+/* The deep scan, after a decoder refused the wire bytes: the message says where. */
+static int wire_error(const uint8_t *buf, size_t len, const ps_pprof_limits_t *lim, ps_err_t *err)
+{
+    scan_t s;
+    int rc;
+    memset(&s, 0, sizeof(s));
+    s.base = buf;
+    s.lim = lim;
+    s.err = err;
+    s.deep = true;
+    if ((rc = scan_profile(&s, buf, len)) == 0)
+        rc = ps_err_set(err, PS_EINVAL, "not a valid pprof protobuf");
+    return rc;
+}
+
+/* Steps 3 and 4 the old way: protobuf-c unpack, then convert(). */
+static int reference_decode(const uint8_t *buf, size_t len, const ps_pprof_limits_t *lim, ps_arena_t *arena,
+                            ps_profile_t *out, ps_err_t *err)
+{
+    size_t budget = len > (SIZE_MAX / 2 - (1u << 20)) / UNPACK_BYTES_PER_INPUT_BYTE
+                        ? SIZE_MAX / 2
+                        : len * UNPACK_BYTES_PER_INPUT_BYTE + (1u << 20);
+    ps_pb_arena_t pa;
+    ps_pb_arena_init(&pa, arena, budget);
+    pb_profile_t *pb = perftools__profiles__profile__unpack(&pa.base, len, buf);
+    if (pb == NULL) {
+        if (pa.over)
+            return ps_err_set(err, PS_ETOOBIG, "decoding the profile needs more than %zu bytes of memory", budget);
+        return wire_error(buf, len, lim, err);
+    }
+    return convert(pb, lim, arena, out, err);
+}
+
+static int decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *out,
+                  ps_err_t *err, bool reference)
 {
     ps_pprof_limits_t deflim;
     const uint8_t *buf = data;
-    size_t len = n, budget;
-    pb_profile_t *pb;
+    size_t len = n;
     scan_t s;
-    ps_pb_arena_t pa;
     int rc = 0;
 
     memset(out, 0, sizeof(*out));
@@ -893,32 +1583,27 @@ int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps
     s.err = err;
     if ((rc = scan_profile(&s, buf, len)) != 0)
         goto Exit;
-
-    budget = len > (SIZE_MAX / 2 - (1u << 20)) / UNPACK_BYTES_PER_INPUT_BYTE
-                 ? SIZE_MAX / 2
-                 : len * UNPACK_BYTES_PER_INPUT_BYTE + (1u << 20);
-    ps_pb_arena_init(&pa, arena, budget);
-    pb = perftools__profiles__profile__unpack(&pa.base, len, buf);
-    if (pb == NULL) {
-        if (pa.over) {
-            rc = ps_err_set(err, PS_ETOOBIG, "decoding the profile needs more than %zu bytes of memory", budget);
-            goto Exit;
-        }
-        /* find out where, with the checks the fast scan skipped */
-        memset(&s, 0, sizeof(s));
-        s.base = buf;
-        s.lim = lim;
-        s.err = err;
-        s.deep = true;
-        if ((rc = scan_profile(&s, buf, len)) == 0)
-            rc = ps_err_set(err, PS_EINVAL, "not a valid pprof protobuf");
-        goto Exit;
+    if (reference) {
+        rc = reference_decode(buf, len, lim, arena, out, err);
+    } else if ((rc = wire_decode(&s, buf, len, lim, arena, out, err)) == WIRE_BAD) {
+        rc = wire_error(buf, len, lim, err);
     }
-    rc = convert(pb, lim, arena, out, err);
 Exit:
     if (rc != 0)
         memset(out, 0, sizeof(*out));
     return rc;
+}
+
+int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *out,
+                    ps_err_t *err)
+{
+    return decode(data, n, lim, arena, out, err, false);
+}
+
+int ps_pprof_decode_reference(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena,
+                              ps_profile_t *out, ps_err_t *err)
+{
+    return decode(data, n, lim, arena, out, err, true);
 }
 
 /* ---- encoding ------------------------------------------------------------------------------- */

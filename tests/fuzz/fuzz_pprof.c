@@ -2,9 +2,12 @@
  * fuzz_pprof.c - libFuzzer target for the pprof codec (proto/pprof.c).
  *
  * Decodes the input with the default limits (max_inflated lowered to 8 MiB to keep runs fast).
- * A failure must be a clean PS_EINVAL/PS_ETOOBIG with a message. A success is re-encoded (raw or
- * gzipped, chosen by the input) and decoded again, which must succeed and give back the same
- * profile field by field. Built and run by build.sh / run.sh in this folder.
+ * A failure must be a clean PS_EINVAL/PS_ETOOBIG with a message. Differential: the reference
+ * decoder (ps_pprof_decode_reference: protobuf-c unpack + conversion) decodes the same bytes and
+ * must give the same code, the same message and the same profile field by field -- unless
+ * protobuf-c ran out of its allocation budget, which the direct decoder does not have. A success
+ * is re-encoded (raw or gzipped, chosen by the input) and decoded again, which must succeed and
+ * give back the same profile. Built and run by build.sh / run.sh in this folder.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -22,7 +25,9 @@ static void check_equal(const ps_profile_t *a, const ps_profile_t *b)
 {
     CHECK(a->nstrings == b->nstrings, "nstrings %u vs %u", a->nstrings, b->nstrings);
     for (uint32_t i = 0; i < a->nstrings; i++)
-        CHECK(str_eq(a->strings[i], b->strings[i]), "string %u", i);
+        CHECK(str_eq(a->strings[i], b->strings[i]) && a->strings[i].ptr[a->strings[i].len] == '\0' &&
+                  b->strings[i].ptr[b->strings[i].len] == '\0',
+              "string %u", i);
     CHECK(a->ntypes == b->ntypes, "ntypes");
     for (uint32_t i = 0; i < a->ntypes; i++)
         CHECK(a->sample_types[i].type == b->sample_types[i].type && a->sample_types[i].unit == b->sample_types[i].unit,
@@ -84,13 +89,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ps_pprof_limits_t lim;
     ps_arena_t arena = PS_ARENA_INIT;
     ps_buf_t enc = PS_BUF_INIT;
-    ps_profile_t p, q;
-    ps_err_t err;
+    ps_profile_t p, q, r;
+    ps_err_t err, rerr;
 
     ps_pprof_limits_default(&lim);
     lim.max_inflated = 8u << 20;
     ps_err_clear(&err);
+    ps_err_clear(&rerr);
     int rc = ps_pprof_decode(data, size, &lim, &arena, &p, &err);
+    int rr = ps_pprof_decode_reference(data, size, &lim, &arena, &r, &rerr);
+    if (!(rr == PS_ETOOBIG && strstr(rerr.msg, "decoding the profile needs more than") != NULL)) {
+        CHECK(rc == rr && strcmp(err.msg, rerr.msg) == 0, "direct decoder %d \"%s\", reference %d \"%s\"", rc,
+              err.msg, rr, rerr.msg);
+        if (rc == 0)
+            check_equal(&p, &r);
+    }
     if (rc != 0) {
         ps_fuzz_check_decode_error(rc, &err);
         goto Exit;

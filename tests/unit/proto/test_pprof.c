@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,7 +41,10 @@ static int str_eq(const ps_profile_t *p, uint32_t idx, const char *s)
             fail_msg("string %u is \"%.*s\", expected \"%s\"", (unsigned)(idx), (int)v_.len, v_.ptr, (s)); \
     } while (0)
 
-/* Decoding must fail with code and a message containing substr. */
+static void assert_decoders_agree(const void *data, size_t n, const ps_pprof_limits_t *lim);
+
+/* Decoding must fail with code and a message containing substr (and the reference decoder
+ * must fail the same way). */
 static void expect_error(const void *data, size_t n, const ps_pprof_limits_t *lim, int code, const char *substr)
 {
     ps_arena_t a = PS_ARENA_INIT;
@@ -53,6 +57,7 @@ static void expect_error(const void *data, size_t n, const ps_pprof_limits_t *li
     assert_int_equal(err.code, code);
     assert_int_equal(p.nsamples, 0); /* *out is cleared on failure */
     ps_arena_dispose(&a);
+    assert_decoders_agree(data, n, lim);
 }
 
 /* Field-by-field comparison of two decoded profiles (strings by content). */
@@ -128,6 +133,42 @@ static void assert_profiles_equal(const ps_profile_t *a, const ps_profile_t *b)
     assert_int_equal(a->ncomments, b->ncomments);
     for (uint32_t i = 0; i < a->ncomments; i++)
         assert_int_equal(a->comments[i], b->comments[i]);
+}
+
+/* Both decoders (the direct one and ps_pprof_decode_reference, protobuf-c + conversion) on the
+ * same bytes: same code, same message, identical profiles. The one allowed difference: protobuf-c
+ * ran out of its allocation budget (the direct decoder has none to run out of). Returns the code. */
+static int decoders_agree(const void *data, size_t n, const ps_pprof_limits_t *lim)
+{
+    ps_arena_t a = PS_ARENA_INIT, b = PS_ARENA_INIT;
+    ps_profile_t p, q;
+    ps_err_t e1, e2;
+    ps_err_clear(&e1);
+    ps_err_clear(&e2);
+    int rc = ps_pprof_decode(data, n, lim, &a, &p, &e1);
+    int rr = ps_pprof_decode_reference(data, n, lim, &b, &q, &e2);
+    if (rr == PS_ETOOBIG && strstr(e2.msg, "decoding the profile needs more than") != NULL) {
+        ps_arena_dispose(&a);
+        ps_arena_dispose(&b);
+        return rc;
+    }
+    if (rc != rr || strcmp(e1.msg, e2.msg) != 0)
+        fail_msg("direct decoder: %d \"%s\"; reference: %d \"%s\"", rc, e1.msg, rr, e2.msg);
+    if (rc == 0) {
+        assert_profiles_equal(&p, &q);
+        assert_profiles_equal(&q, &p); /* and the reference's strings NUL-terminated too */
+    } else {
+        assert_int_equal(p.nsamples, 0);
+        assert_int_equal(p.nstrings, 0);
+    }
+    ps_arena_dispose(&a);
+    ps_arena_dispose(&b);
+    return rc;
+}
+
+static void assert_decoders_agree(const void *data, size_t n, const ps_pprof_limits_t *lim)
+{
+    (void)decoders_agree(data, n, lim);
 }
 
 /* A tiny protobuf writer, for bytes ps_pprof_encode would never produce. */
@@ -276,6 +317,7 @@ static void decode_or_fail(const void *data, size_t n, const ps_pprof_limits_t *
     int rc = ps_pprof_decode(data, n, lim, a, p, &err);
     if (rc != 0)
         fail_msg("decode failed: %d %s", rc, err.msg);
+    assert_decoders_agree(data, n, lim);
 }
 
 /* Encodes the hand-made profile after mutate() and expects decoding to fail. */
@@ -977,6 +1019,7 @@ static void test_not_pprof(void **state)
         if (rc != PS_EINVAL)
             fail_msg("random input %d: rc %d (%s)", round, rc, rc ? err.msg : "");
         ps_arena_dispose(&a);
+        assert_decoders_agree(buf, n, NULL);
     }
 }
 
@@ -994,6 +1037,7 @@ static void test_protobuf_garbage(void **state)
         if (rc != PS_EINVAL)
             fail_msg("cut at %zu: rc %d", cut, rc);
         ps_arena_dispose(&a);
+        assert_decoders_agree(raw, cut, NULL);
     }
     expect_error(raw, n - 1, NULL, PS_EINVAL, "not a valid pprof protobuf: profile: field 6 runs past the end");
     free(raw);
@@ -1282,8 +1326,9 @@ static void test_limits_exact(void **state)
     }
 }
 
-/* Fields the limits cannot count (unknown ones, singular ones repeated) cost protobuf-c memory:
- * decoding stays within its budget of bytes per input byte and fails cleanly past it. */
+/* Fields the limits cannot count (unknown ones, singular ones repeated) cost protobuf-c memory
+ * (the reference decoder stays within its budget of bytes per input byte and fails cleanly past
+ * it); the direct decoder allocates nothing for them. */
 static void test_memory_bounded(void **state)
 {
     (void)state;
@@ -1299,12 +1344,287 @@ static void test_memory_bounded(void **state)
     ps_arena_dispose(&a);
     ps_err_t err;
     int rc = ps_pprof_decode(b.data, b.len, NULL, &a, &p, &err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(p.time_nanos, 299999);
+    assert_true(a.used_total <= 48 * b.len + (2u << 20));
+    ps_arena_dispose(&a);
+    rc = ps_pprof_decode_reference(b.data, b.len, NULL, &a, &p, &err);
     assert_true(rc == 0 || rc == PS_ETOOBIG);
     if (rc == 0)
         assert_int_equal(p.time_nanos, 299999);
     assert_true(a.used_total <= 48 * b.len + (2u << 20));
     ps_arena_dispose(&a);
     ps_buf_dispose(&b);
+}
+
+/* ---- the direct decoder against the reference (protobuf-c + conversion) ---------------------- */
+
+/* Every file under shared/testdata (pprof or not, gzipped or not): both decoders agree. */
+static int agree_tree(const char *dir, int *decoded)
+{
+    int files = 0;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        fail_msg("cannot open %s", dir);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[2048];
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        DIR *sub = opendir(path);
+        if (sub != NULL) {
+            closedir(sub);
+            files += agree_tree(path, decoded);
+            continue;
+        }
+        size_t n;
+        uint8_t *data = ps_test_read_path(path, &n);
+        size_t len = strlen(e->d_name);
+        bool pprof = (len > 3 && strcmp(e->d_name + len - 3, ".pb") == 0) ||
+                     (len > 6 && strcmp(e->d_name + len - 6, ".pb.gz") == 0);
+        int rc = decoders_agree(data, n, NULL);
+        if (pprof && rc != 0)
+            fail_msg("%s: rc %d", path, rc);
+        *decoded += rc == 0;
+        /* and truncated, and with one byte flipped: still the same answers */
+        for (size_t cut = 1; cut < n && cut < 4096; cut += 1 + cut / 4)
+            assert_decoders_agree(data, cut, NULL);
+        for (size_t k = 0; k < n; k += 1 + n / 64) {
+            data[k] ^= 0x5a;
+            assert_decoders_agree(data, n, NULL);
+            data[k] ^= 0x5a;
+        }
+        free(data);
+        files++;
+    }
+    closedir(d);
+    return files;
+}
+
+static void test_decoders_agree_testdata(void **state)
+{
+    (void)state;
+    int decoded = 0;
+    int files = agree_tree(ps_test_testdata(), &decoded);
+    assert_true(files >= 80);
+    assert_true(decoded >= (int)NFIXTURES);
+}
+
+/* A profile of one sample type (strings "", "s", "c") to append fields to. */
+static void base_profile(ps_buf_t *b)
+{
+    ps_buf_t m = PS_BUF_INIT;
+    pw_varint(&m, 1, 1), pw_varint(&m, 2, 2), pw_msg(b, 1, &m);
+    pw_bytes(b, 6, "", 0), pw_bytes(b, 6, "s", 1), pw_bytes(b, 6, "c", 1);
+}
+
+/* Decodes b with both decoders (which must agree); the direct decoder's result in *p. */
+static int both(const ps_buf_t *b, ps_arena_t *a, ps_profile_t *p, ps_err_t *err)
+{
+    int rc = decoders_agree(b->data, b->len, NULL);
+    ps_err_clear(err);
+    assert_int_equal(ps_pprof_decode(b->data, b->len, NULL, a, p, err), rc);
+    return rc;
+}
+
+#define RAW(b, ...)                                      \
+    do {                                                 \
+        static const uint8_t r_[] = {__VA_ARGS__};       \
+        ps_buf_append((b), r_, sizeof(r_));              \
+    } while (0)
+
+/* What protobuf-c 1.4 accepts and refuses, and how it reads what it accepts: the direct decoder
+ * does the same (each case checked against the reference and against the known answer). */
+static void test_wire_quirks(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_err_t err;
+    ps_buf_t b = PS_BUF_INIT;
+
+    /* field number 0 in a flat message: "80 00" (two bytes) is an unknown field, "00" is refused */
+    base_profile(&b);
+    RAW(&b, 0x1a, 0x09, 0x80, 0x00, 0x05, 0x08, 0x07, 0x10, 0x01, 0x28); /* mapping {?, id 7, ?, filename 1} */
+    RAW(&b, 0x01);
+    assert_int_equal(both(&b, &a, &p, &err), 0);
+    assert_int_equal(p.nmappings, 1);
+    assert_int_equal(p.mappings[0].memory_start, 1);
+    assert_int_equal(p.mappings[0].filename, 1);
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x0a, 0x04, 0x00, 0x05, 0x08, 0x01); /* sample_type {field 0, type 1} */
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "not a valid pprof protobuf: sample_type[1]: field 0 is not a valid field number "
+                                 "(at byte 16)");
+
+    /* tags: 5 bytes fine, 6 refused (the wire scan takes 10) */
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0xc8, 0x80, 0x80, 0x80, 0x00, 0x05); /* time_nanos 5, tag in 5 bytes */
+    assert_int_equal(both(&b, &a, &p, &err), 0);
+    assert_int_equal(p.time_nanos, 5);
+    RAW(&b, 0xc8, 0x80, 0x80, 0x80, 0x80, 0x00, 0x06);
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "not a valid pprof protobuf");
+
+    /* a length prefix in 6 bytes: refused */
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x32, 0x81, 0x80, 0x80, 0x80, 0x80, 0x00, 'x');
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "not a valid pprof protobuf");
+
+    /* varints in flat messages: 10 bytes with bits past 64 (dropped), 11 bytes (refused) */
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x2a, 0x0d, 0x08, 0x01, 0x28, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7f);
+    assert_int_equal(both(&b, &a, &p, &err), 0);
+    assert_int_equal(p.functions[0].start_line, INT64_MIN);
+    RAW(&b, 0x2a, 0x0e, 0x08, 0x02, 0x28, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01);
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    /* (the deep scan, stricter than protobuf-c, stops at the first function's varint) */
+    assert_string_equal(err.msg, "not a valid pprof protobuf: function[0]: field 5 has a truncated or overlong "
+                                 "varint (at byte 18)");
+
+    /* bools take any wire type: true if any byte of the value, a LEN prefix included, is nonzero */
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x1a, 0x17, 0x08, 0x01,                  /* mapping {id 1, */
+        0x3a, 0x01, 0x00,                            /*  has_functions: LEN "00" -> true (prefix 01) */
+        0x45, 0x00, 0x00, 0x00, 0x00,                /*  has_filenames: fixed32 0 -> false */
+        0x48, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02, /* has_line_numbers: 2^64 -> true */
+        0x52, 0x00);                                 /*  has_inline_frames: LEN "" -> false } */
+    assert_int_equal(both(&b, &a, &p, &err), 0);
+    assert_int_equal(p.mappings[0].flags, PS_MAP_HAS_FUNCTIONS | PS_MAP_HAS_LINE_NUMBERS);
+
+    /* a singular message twice: the last one wins whole (protobuf-c's merge keeps nothing of the
+     * first for proto3 scalars) -- but both must be well-formed */
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x5a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x5a, 0x02, 0x08, 0x02);
+    assert_int_equal(both(&b, &a, &p, &err), 0);
+    assert_int_equal(p.period_type.type, 2);
+    assert_int_equal(p.period_type.unit, 0);
+    RAW(&b, 0x5a, 0x00);
+    assert_int_equal(both(&b, &a, &p, &err), 0);
+    assert_int_equal(p.period_type.type, 0);
+    RAW(&b, 0x5a, 0x01, 0x08, 0x5a, 0x02, 0x08, 0x01);
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "not a valid pprof protobuf: period_type: field 1 has a truncated or overlong "
+                                 "varint (at byte 28)");
+    /* singular scalars repeated: the last wins, inside messages too */
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x60, 0x05, 0x60, 0x07);                         /* period 5, period 7 */
+    RAW(&b, 0x22, 0x04, 0x08, 0x09, 0x08, 0x03);             /* location {id 9, id 3} */
+    RAW(&b, 0x12, 0x04, 0x08, 0x03, 0x10, 0x01);             /* sample {location_id 3, value 1} */
+    assert_int_equal(both(&b, &a, &p, &err), 0);
+    assert_int_equal(p.period, 7);
+    assert_int_equal(p.samples[0].locs[0], 1);
+
+    /* repeated varints packed and not, mixed; a packed element of 11 bytes is refused */
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x22, 0x02, 0x08, 0x01, 0x22, 0x02, 0x08, 0x02);
+    RAW(&b, 0x12, 0x0b, 0x0a, 0x01, 0x01, 0x08, 0x02, 0x0a, 0x02, 0x01, 0x02, 0x10, 0x2a);
+    RAW(&b, 0x68, 0x01, 0x6a, 0x02, 0x02, 0x00);             /* comment 1, comments [2, 0] */
+    assert_int_equal(both(&b, &a, &p, &err), 0);
+    assert_int_equal(p.samples[0].nlocs, 4);
+    assert_int_equal(p.samples[0].locs[0], 1);
+    assert_int_equal(p.samples[0].locs[1], 2);
+    assert_int_equal(p.samples[0].locs[2], 1);
+    assert_int_equal(p.samples[0].locs[3], 2);
+    assert_int_equal(p.samples[0].values[0], 42);
+    assert_int_equal(p.ncomments, 3);
+    assert_int_equal(p.comments[1], 2);
+    RAW(&b, 0x12, 0x0f, 0x10, 0x01, 0x0a, 0x0b, 0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00);
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "not a valid pprof protobuf");
+
+    /* negative int64 values (10-byte varints), packed */
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x12, 0x0c, 0x12, 0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01);
+    assert_int_equal(both(&b, &a, &p, &err), 0);
+    assert_int_equal(p.samples[0].values[0], -1);
+
+    /* a wrong wire type in a flat message is refused; in a location, the scan says so */
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x2a, 0x04, 0x08, 0x01, 0x12, 0x00); /* function {id 1, name: LEN} */
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "not a valid pprof protobuf: function[0]: field 2 has wire type 2, expected 0 "
+                                 "(at byte 18)");
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x22, 0x04, 0x08, 0x01, 0x2a, 0x00); /* location {id 1, is_folded: LEN} */
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "not a valid pprof protobuf: location[0]: field 5 has wire type 2, expected 0 "
+                                 "(at byte 18)");
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
+}
+
+/* Several checks fail: the answer is the first conversion would meet, whatever the wire order. */
+static void test_first_error(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_err_t err;
+    ps_buf_t b = PS_BUF_INIT;
+
+    /* a mapping's bad string before a sample type's on the wire: the sample type's is first */
+    base_profile(&b);
+    RAW(&b, 0x1a, 0x04, 0x08, 0x01, 0x28, 0x63);             /* mapping {id 1, filename 99} */
+    RAW(&b, 0x0a, 0x02, 0x10, 0x62);                         /* sample_type {unit 98} */
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "sample_type[1].unit: string index 98 out of range (string_table has 3 entries)");
+    /* ... after a bad period type and a bad comment, which come earlier in conversion's order */
+    RAW(&b, 0x5a, 0x02, 0x08, 0x50);                         /* period_type {type 80} */
+    RAW(&b, 0x68, 0x46);                                     /* comment 70 */
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "sample_type[1].unit: string index 98 out of range (string_table has 3 entries)");
+
+    /* a label's bad string before an undefined location, and a sample with the wrong number of
+     * values after both: the count comes first, then the location */
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x12, 0x08, 0x1a, 0x02, 0x08, 0x09, 0x08, 0x05, 0x10, 0x01); /* sample {label {key 9}, loc 5, v 1} */
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "sample[0]: location_id 5 is not defined");
+    RAW(&b, 0x12, 0x00);                                     /* sample {} */
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "sample[1] has 0 values but there are 1 sample types");
+
+    /* a location: a line's undefined function before its undefined mapping on the wire */
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x22, 0x08, 0x08, 0x01, 0x22, 0x02, 0x08, 0x04, 0x10, 0x06); /* loc {id 1, line {fn 4}, mapping 6} */
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "location[0]: mapping_id 6 is not defined");
+    /* ... and a duplicate location id after it: the duplicate first */
+    RAW(&b, 0x22, 0x02, 0x08, 0x01);
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "location[1]: id 1 is already used by location[0]");
+    /* ... and a function with id 0 before everything: that first */
+    RAW(&b, 0x2a, 0x02, 0x10, 0x01);
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "function[0]: id 0 is not allowed (ids must be nonzero)");
+
+    /* duplicates among large ids (the sorted lookup): the smallest duplicated id is reported */
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x2a, 0x06, 0x08, 0x80, 0x80, 0x80, 0x80, 0x10); /* function {id 2^32} */
+    RAW(&b, 0x2a, 0x02, 0x08, 0x07);                         /* function {id 7} */
+    RAW(&b, 0x2a, 0x06, 0x08, 0x80, 0x80, 0x80, 0x80, 0x10); /* function {id 2^32} */
+    RAW(&b, 0x2a, 0x02, 0x08, 0x07);                         /* function {id 7} */
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "function[3]: id 7 is already used by function[1]");
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
 }
 
 int main(void)
@@ -1331,6 +1651,9 @@ int main(void)
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_limits_exact),
         cmocka_unit_test(test_memory_bounded),
+        cmocka_unit_test(test_decoders_agree_testdata),
+        cmocka_unit_test(test_wire_quirks),
+        cmocka_unit_test(test_first_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
