@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -15,15 +16,35 @@ typedef struct xlate {
     ps_buf_t key;
 } xlate_t;
 
-typedef struct pair {
-    uint64_t node;
-    int64_t value;
-} pair_t;
-
-static int cmp_pair(const void *a, const void *b)
+/* The samples of a profile in node order: an LSD radix sort of their indexes, 8 bits a pass, as
+ * many passes as the largest node needs (three up to 16M nodes). Sorted once for all the
+ * profile's sample types; qsort per type was a fifth of the writer's time under pushes. */
+static uint32_t *sort_by_node(const uint64_t *nodes, uint32_t n, uint32_t *order, uint32_t *tmp)
 {
-    const pair_t *x = a, *y = b;
-    return (x->node > y->node) - (x->node < y->node);
+    uint64_t bits = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        order[i] = i;
+        bits |= nodes[i];
+    }
+    uint32_t *src = order, *dst = tmp;
+    for (unsigned shift = 0; shift < 64 && (bits >> shift) != 0; shift += 8) {
+        uint32_t pos[256];
+        memset(pos, 0, sizeof(pos));
+        for (uint32_t i = 0; i < n; i++)
+            pos[(nodes[src[i]] >> shift) & 255]++;
+        uint32_t sum = 0;
+        for (unsigned d = 0; d < 256; d++) {
+            uint32_t c = pos[d];
+            pos[d] = sum;
+            sum += c;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            dst[pos[(nodes[src[i]] >> shift) & 255]++] = src[i];
+        uint32_t *x = src;
+        src = dst;
+        dst = x;
+    }
+    return src;
 }
 
 static int intern_symbols(ps_store_t *s, MDB_txn *txn, const ps_profile_t *p, xlate_t *x, ps_arena_t *a,
@@ -197,7 +218,6 @@ static int append_one(ps_store_t *s, MDB_txn *txn, ps_append_t *it, bool check, 
     const ps_profile_t *p = it->profile;
     xlate_t x = {0};
     int ret = 0;
-    pair_t *pairs = NULL;
     ps_buf_t rec = PS_BUF_INIT;
     uint64_t *nodes = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
 
@@ -206,28 +226,27 @@ static int append_one(ps_store_t *s, MDB_txn *txn, ps_append_t *it, bool check, 
     for (uint32_t i = 0; i < p->nsamples; i++)
         if ((ret = sample_node(s, txn, p, &p->samples[i], &x, &nodes[i], err)) != 0)
             goto Exit;
-    pairs = ps_xmalloc((p->nsamples + 1) * sizeof(pair_t));
+    uint32_t *order = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint32_t));
+    uint32_t *tmp = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint32_t));
+    order = sort_by_node(nodes, p->nsamples, order, tmp);
     uint64_t *pn = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
     int64_t *pv = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(int64_t));
     for (uint32_t si = 0; si < it->nseries; si++) {
         uint32_t t = it->type_index[si];
-        size_t np = 0;
-        for (uint32_t i = 0; i < p->nsamples; i++) {
-            int64_t v = p->samples[i].values[t];
-            if (v != 0)
-                pairs[np++] = (pair_t){nodes[i], v};
-        }
-        qsort(pairs, np, sizeof(pair_t), cmp_pair);
         /* identical stacks (pprof allows repeats) are summed, as pprof does when it loads a profile */
         uint32_t m = 0;
-        for (size_t i = 0; i < np; i++) {
-            if (m > 0 && pn[m - 1] == pairs[i].node) {
-                pv[m - 1] = (int64_t)((uint64_t)pv[m - 1] + (uint64_t)pairs[i].value);
+        for (uint32_t k = 0; k < p->nsamples; k++) {
+            uint32_t i = order[k];
+            int64_t v = p->samples[i].values[t];
+            if (v == 0)
+                continue;
+            if (m > 0 && pn[m - 1] == nodes[i]) {
+                pv[m - 1] = (int64_t)((uint64_t)pv[m - 1] + (uint64_t)v);
                 if (pv[m - 1] == 0)
                     m--;
             } else {
-                pn[m] = pairs[i].node;
-                pv[m] = pairs[i].value;
+                pn[m] = nodes[i];
+                pv[m] = v;
                 m++;
             }
         }
@@ -275,7 +294,6 @@ static int append_one(ps_store_t *s, MDB_txn *txn, ps_append_t *it, bool check, 
         it->series_samples[si] = m;
     }
 Exit:
-    free(pairs);
     ps_buf_dispose(&rec);
     ps_buf_dispose(&x.enc);
     ps_buf_dispose(&x.key);
