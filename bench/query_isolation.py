@@ -106,8 +106,10 @@ def merge_load(port, end, clients, stop, out):
     out.put(merges)
 
 
-def run_phase(port, end, args, pusher):
+def run_phase(port, end, args, pusher, snap=lambda: None):
+    """snap() is called before the idle pushes, after them and after the loaded ones."""
     stop = threading.Event()
+    snaps = [snap()]
     health = []
 
     def healthy():
@@ -119,6 +121,7 @@ def run_phase(port, end, args, pusher):
     hthread = threading.Thread(target=healthy, daemon=True)
     hthread.start()
     idle = [pusher.push() for _ in range(args.pushes)]
+    snaps.append(snap())
     idle_health = list(health)
     mstop, mout = multiprocessing.Event(), multiprocessing.Queue()
     load = multiprocessing.Process(target=merge_load, args=(port, end, args.clients, mstop, mout))
@@ -129,13 +132,32 @@ def run_phase(port, end, args, pusher):
     loaded = []
     while time.monotonic() - t0 < args.seconds or len(loaded) < 20:
         loaded.append(pusher.push())
+    snaps.append(snap())
     load_health = list(health)
     stop.set()
     mstop.set()
     merges = mout.get(timeout=600)
     load.join(timeout=60)
     hthread.join(timeout=30)
-    return idle, loaded, idle_health, load_health, merges
+    return idle, loaded, idle_health, load_health, merges, snaps
+
+
+def txn_histogram(srv):
+    """profstore_writer_transaction_duration_seconds: {le: count} (not cumulative)."""
+    st, _, body = srv.get("/metrics")
+    prev, out = 0, {}
+    for line in body.decode().splitlines():
+        if line.startswith("profstore_writer_transaction_duration_seconds_bucket{"):
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            n = int(float(line.split()[-1]))
+            if n - prev:
+                out[le] = n - prev
+            prev = n
+    return out
+
+
+def hist_delta(a, b):
+    return {le: n - a.get(le, 0) for le, n in b.items() if n - a.get(le, 0)}
 
 
 def epoll_threads(pid):
@@ -178,12 +200,12 @@ def sched_delta(a, b):
                      for k, v in sorted(b.items()))
 
 
-def healthy_histogram(srv):
-    """The server's profstore_http_request_duration_seconds for /-/healthy: {le: count} (not cumulative)."""
+def healthy_histogram(srv, handler="/-/healthy"):
+    """The server's profstore_http_request_duration_seconds for handler: {le: count} (not cumulative)."""
     st, _, body = srv.get("/metrics")
     prev, out = 0, {}
     for line in body.decode().splitlines():
-        if line.startswith("profstore_http_request_duration_seconds_bucket{") and 'handler="/-/healthy"' in line:
+        if line.startswith("profstore_http_request_duration_seconds_bucket{") and 'handler="%s"' % handler in line:
             le = line.split('le="', 1)[1].split('"', 1)[0]
             n = int(float(line.split()[-1]))
             if n - prev:
@@ -223,7 +245,9 @@ def main():
                 pusher.port = srv.port
                 loops = epoll_threads(srv.proc.pid)
                 s0, c0 = sched(srv.proc.pid, loops), sched(os.getpid())
-                idle, loaded, ih, lh, merges = run_phase(srv.port, end, args, pusher)
+                idle, loaded, ih, lh, merges, snaps = run_phase(
+                    srv.port, end, args, pusher,
+                    lambda: (healthy_histogram(srv, "/api/v1/profiles/write"), txn_histogram(srv)))
                 s1, c1 = sched(srv.proc.pid, loops), sched(os.getpid())
                 hist = healthy_histogram(srv)
             finally:
@@ -239,6 +263,10 @@ def main():
             print("    merges: %d done, median %.0f ms" % (len(merges), ms(statistics.median(merges)) if merges else float("nan")))
             print("    /-/healthy polls over 50 ms: %d; the server's own timing (both phases), by bucket: %s"
                   % (sum(1 for x in lh if x > 0.05), hist))
+            print("    pushes, the server's own timing by bucket: idle %s; under load %s"
+                  % (hist_delta(snaps[0][0], snaps[1][0]), hist_delta(snaps[1][0], snaps[2][0])))
+            print("    write transactions (build, commit, fsync) by bucket: idle %s; under load %s"
+                  % (hist_delta(snaps[0][1], snaps[1][1]), hist_delta(snaps[1][1], snaps[2][1])))
             print("    server threads (%d loops): %s" % (len(loops), sched_delta(s0, s1)))
             print("    this (measuring) process: %s" % sched_delta(c0, c1))
             print("    host load average at the end: %s" % open("/proc/loadavg").read().split()[:3])

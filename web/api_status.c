@@ -304,6 +304,19 @@ int ps_api_metrics(h2o_req_t *req)
     ps_qpool_metrics(s->qpool, &b);
     ps_qpool_metrics(s->dpool, &b);
     COUNTER("profstore_writer_batches_total", "Write transactions committed.", ws.batches);
+    ps_buf_printf(&b, "# HELP profstore_writer_transaction_duration_seconds Write transactions by duration: "
+                      "building, commit and fsync.\n# TYPE profstore_writer_transaction_duration_seconds histogram\n");
+    {
+        uint64_t cum = 0;
+        for (unsigned k = 0; k <= PS_WRITER_TXN_BUCKETS; k++) {
+            cum += ws.txn_buckets[k];
+            ps_buf_printf(&b, "profstore_writer_transaction_duration_seconds_bucket{le=\"%s\"} %llu\n",
+                          k < PS_WRITER_TXN_BUCKETS ? ps_writer_txn_le[k] : "+Inf", (unsigned long long)cum);
+        }
+        ps_buf_printf(&b, "profstore_writer_transaction_duration_seconds_sum %llu.%09llu\n",
+                      (unsigned long long)(ws.txn_sum_ns / 1000000000u), (unsigned long long)(ws.txn_sum_ns % 1000000000u));
+        ps_buf_printf(&b, "profstore_writer_transaction_duration_seconds_count %llu\n", (unsigned long long)cum);
+    }
     COUNTER("profstore_writer_appends_failed_total", "Profiles the writer refused.", ws.failed);
     COUNTER("profstore_writer_duplicates_total", "Identical re-pushes acknowledged without writing.", ws.duplicates);
     COUNTER("profstore_compactor_chunks_total", "Chunks written by the compactor.", ws.chunks);

@@ -172,6 +172,7 @@ void ps_writer_shutdown(ps_writer_t *w);
 /** ps_writer_shutdown, then frees w: once nothing can submit any more (the loops have ended). */
 void ps_writer_stop(ps_writer_t *w);
 
+#define PS_WRITER_TXN_BUCKETS 12
 typedef struct ps_writer_stats {
     uint64_t batches, appended, failed, duplicates, compactions, chunks, retention_runs, series_dropped;
     uint64_t samples_written, samples_rejected; /* float samples of PS_WREQ_SAMPLES requests */
@@ -180,7 +181,13 @@ typedef struct ps_writer_stats {
     uint64_t refused_queue_full; /* requests refused by ps_writer_submit: the queue was full */
     uint64_t refused_disk_full;  /* requests failed with PS_ENOSPACE (disk or --storage.max-size full) */
     bool disk_full;              /* the last write transaction failed with PS_ENOSPACE */
+    /* write transactions by duration (building, commit and fsync): counts per bucket of
+     * ps_writer_txn_le (not cumulative; the last one is +Inf), and their sum */
+    uint64_t txn_buckets[PS_WRITER_TXN_BUCKETS + 1];
+    uint64_t txn_sum_ns;
 } ps_writer_stats_t;
+/** The upper bounds (seconds) of the transaction-duration buckets, as Prometheus' le labels. */
+extern const char *const ps_writer_txn_le[PS_WRITER_TXN_BUCKETS];
 void ps_writer_stats(ps_writer_t *w, ps_writer_stats_t *st);
 
 /* ---- remote_write (remote.c) ---- */

@@ -27,6 +27,10 @@ struct ps_writer {
     ps_writer_stats_t stats;
 };
 
+const char *const ps_writer_txn_le[PS_WRITER_TXN_BUCKETS] = {"0.001", "0.0025", "0.005", "0.01", "0.025", "0.05",
+                                                             "0.1",   "0.25",   "0.5",   "1",    "2.5",   "10"};
+static const double txn_le_ns[PS_WRITER_TXN_BUCKETS] = {1e6, 2.5e6, 5e6, 1e7, 2.5e7, 5e7, 1e8, 2.5e8, 5e8, 1e9, 2.5e9, 1e10};
+
 void ps_writer_opts_default(ps_writer_opts_t *o)
 {
     memset(o, 0, sizeof(*o));
@@ -194,11 +198,14 @@ static void *run(void *arg)
             }
         }
         uint64_t fwritten = 0, frejected = 0;
+        int64_t txn_ns = -1;
         int wrc = 0;
         if (napps > 0 || nfl > 0 || nmeta > 0) {
             ps_err_t err;
             ps_err_clear(&err);
+            int64_t t0 = ps_time_mono();
             int rc = wrc = ps_store_write(w->store, apps, napps, fl, nfl, meta, nmeta, &err);
+            txn_ns = ps_time_mono() - t0;
             if (rc != 0)
                 ps_log_error("write failed", "profiles=%zu series=%zu err=%s", napps, nfl, ps_log_q(err.msg));
             /* a full disk (or map) is a state: reads go on, retention and compaction free space,
@@ -248,6 +255,13 @@ static void *run(void *arg)
         }
         pthread_mutex_lock(&w->mu);
         w->stats.batches += napps > 0 || nfl > 0 || nmeta > 0;
+        if (txn_ns >= 0) {
+            unsigned k = 0;
+            while (k < PS_WRITER_TXN_BUCKETS && (double)txn_ns > txn_le_ns[k])
+                k++;
+            w->stats.txn_buckets[k]++;
+            w->stats.txn_sum_ns += (uint64_t)txn_ns;
+        }
         w->stats.appended += ok;
         w->stats.failed += failed;
         w->stats.duplicates += dups;

@@ -251,3 +251,23 @@ def test_job_names_escaped_in_label_values(make_server, tmp_path):
     st, _, body = srv.get("/api/v1/targets")
     import json
     assert [t["scrapePool"] for t in json.loads(body)["data"]["activeTargets"]] == [job]
+
+
+def test_writer_transaction_histogram(server):
+    """profstore_writer_transaction_duration_seconds: one observation per write transaction
+    (profstore_writer_batches_total of them), cumulative buckets, Prometheus' le values."""
+    now = int(time.time())
+    for k in range(5):  # each waits for its answer: a transaction each
+        st, js = server.push("go/cpu-01.pb.gz", time=str(now - 60 + k), labels='{job="h"}')
+        assert st == 200, js
+    types, samples = parse_exposition(scrape(server))
+    assert types["profstore_writer_transaction_duration_seconds"] == "histogram"
+    b = [(l["le"], v) for n, l, v in samples if n == "profstore_writer_transaction_duration_seconds_bucket"]
+    assert [le for le, _ in b] == ["0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1",
+                                   "2.5", "10", "+Inf"]
+    assert all(b[i][1] <= b[i + 1][1] for i in range(len(b) - 1)), b
+    batches = one(samples, "profstore_writer_batches_total")
+    assert batches == 5
+    assert b[-1][1] == batches
+    assert one(samples, "profstore_writer_transaction_duration_seconds_count") == batches
+    assert 0 < one(samples, "profstore_writer_transaction_duration_seconds_sum") < 10 * batches
