@@ -62,6 +62,10 @@ static const char usage[] =
     "                                   a profile merge reads (default 50000000)\n"
     "  --query.max-concurrency=N        queries run at once on the query threads; more wait (default 20;\n"
     "                                   at most 256; 0 = no query threads: queries run on the HTTP threads)\n"
+    "  --query.cpus=N                   query threads that compute at the same time; the other running\n"
+    "                                   queries wait their turn (5 ms slices), so that queries leave CPUs to\n"
+    "                                   ingest and health checks (default: the CPUs less one, at least 1;\n"
+    "                                   0 = no limit)\n"
     "  --ingest.decode-threads=N        threads that decode pushes and remote writes (gunzip, snappy, pprof),\n"
     "                                   so the HTTP threads stay free; at nice 5 (default: the CPUs; at most\n"
     "                                   256; 0 = decode on the HTTP threads)\n"
@@ -127,6 +131,7 @@ typedef struct flags {
     int64_t query_timeout;
     uint64_t query_max_concurrency, query_max_regex_steps; /* the query pool (web/qpool.c) */
     uint64_t decode_threads, decode_queue_bytes;             /* the decode pool (web/qpool.c) */
+    uint64_t query_cpus;                                      /* query threads computing at once */
     uint64_t query_max_samples;
     int nosync, admin_api, lifecycle;
     uint64_t max_conns, body_min_rate, h2_max_resets;
@@ -195,7 +200,7 @@ static void parse_flags(int argc, char **argv, flags_t *f)
                                       "storage.max-size", "storage.compact-max-profiles", "threads",
                                       "query.max-series", "storage.commit-delay", "query.timeout",
                                       "query.max-samples", "query.max-concurrency", "query.max-regex-steps",
-                                      "ingest.decode-threads", "ingest.decode-queue-max-bytes",
+                                      "ingest.decode-threads", "ingest.decode-queue-max-bytes", "query.cpus",
                                       "storage.remote.read-sample-limit",
                                       "storage.remote.read-concurrent-limit",
                                       "storage.remote.read-max-bytes-in-frame", "web.config.file", "web.max-connections",
@@ -272,13 +277,13 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             num = &f->query_max_samples;
         else if (strcmp(name, "ingest.decode-queue-max-bytes") == 0)
             size = &f->decode_queue_bytes;
-        else if (strcmp(name, "ingest.decode-threads") == 0) { /* 0 (decode on the HTTP threads) .. 256 */
+        else if (strcmp(name, "ingest.decode-threads") == 0 || strcmp(name, "query.cpus") == 0) { /* 0 .. 256 */
             char *end;
             errno = 0;
             unsigned long long v = strtoull(val, &end, 10);
             if (errno || *end || end == val || val[0] == '-' || v > 256)
                 die_usage("--%s: \"%s\" is not a number in range", name, val);
-            f->decode_threads = v;
+            *(name[0] == 'i' ? &f->decode_threads : &f->query_cpus) = v;
         }
         else if (strcmp(name, "web.read-header-timeout") == 0)
             dur = &f->header_timeout;
@@ -389,6 +394,7 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("query.max-samples", fmt_dup("%llu", (unsigned long long)f->query_max_samples));
     FLAG("query.max-concurrency", fmt_dup("%llu", (unsigned long long)f->query_max_concurrency));
     FLAG("ingest.decode-threads", fmt_dup("%llu", (unsigned long long)f->decode_threads));
+    FLAG("query.cpus", fmt_dup("%llu", (unsigned long long)f->query_cpus));
     FLAG("ingest.decode-queue-max-bytes", fmt_size(f->decode_queue_bytes));
     FLAG("query.max-regex-steps", fmt_dup("%llu", (unsigned long long)f->query_max_regex_steps));
     FLAG("query.timeout", fmt_dur(f->query_timeout));
@@ -531,6 +537,7 @@ int main(int argc, char **argv)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     f.threads = ncpu > 0 ? (uint64_t)ncpu : 1;
     f.decode_threads = ncpu < 1 ? 1 : ncpu > 256 ? 256 : (uint64_t)ncpu;
+    f.query_cpus = ncpu <= 2 ? 1 : ncpu > 257 ? 256 : (uint64_t)ncpu - 1;
     parse_flags(argc, argv, &f);
 
     int lvl = ps_log_parse_level(f.log_level);
@@ -596,6 +603,7 @@ int main(int argc, char **argv)
     srv.opts.query_max_concurrency = (uint32_t)f.query_max_concurrency;
     srv.opts.query_max_regex_steps = f.query_max_regex_steps;
     srv.opts.decode_threads = (uint32_t)f.decode_threads;
+    srv.opts.query_cpus = (uint32_t)f.query_cpus;
     srv.opts.decode_queue_bytes = (size_t)f.decode_queue_bytes;
     ps_pprof_limits_default(&srv.opts.limits);
     srv.opts.limits.max_inflated = f.max_inflated;

@@ -136,6 +136,7 @@ struct ps_qpool {
     bool decode;          /* the decode pool: normal priority, no budget, bounded by bytes */
     size_t max_bytes, queued_bytes; /* the decode pool's bound, the bodies waiting (under mu) */
     struct qhelp *help;   /* ps_qpool_par's helpers waiting (under mu): taken before the jobs */
+    ps_cpu_slots_t *slots; /* the query pool: --query.cpus of its threads compute at once */
 };
 
 /* A helper lent to a job's ps_par_for: no request, no answer. */
@@ -550,7 +551,9 @@ Run:
             atomic_store(&j->cancel, 1);
         }
         pthread_mutex_unlock(&p->mu);
+        ps_cpu_slot_take(p->slots); /* the query pool: wait for a turn to compute */
         run_job(p, wl, j);
+        ps_cpu_slot_give();
         pthread_mutex_lock(&p->mu);
         p->cur[wa_i] = NULL;
         p->running--;
@@ -573,6 +576,8 @@ static ps_qpool_t *pool_start(ps_server_t *s, uint32_t nthreads, bool decode, si
     p->decode = decode;
     p->max_bytes = max_bytes;
     p->nthreads = nthreads ? nthreads : 1;
+    if (!decode && s->opts.query_cpus > 0 && s->opts.query_cpus < p->nthreads)
+        p->slots = ps_cpu_slots_new(s->opts.query_cpus);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     p->threads = ps_xcalloc(p->nthreads, sizeof(pthread_t));
@@ -805,6 +810,15 @@ void ps_qpool_metrics(ps_qpool_t *p, ps_buf_t *b)
                       p->nthreads, running, queued, queued_bytes, (unsigned long long)atomic_load(&p->rejected));
         return;
     }
+    unsigned computing, waiting;
+    ps_cpu_slots_stats(p->slots, &computing, &waiting);
+    ps_buf_printf(b,
+                  "# HELP profstore_query_computing Queries computing now (at most --query.cpus; the others "
+                  "of profstore_query_inflight wait their turn).\n# TYPE profstore_query_computing gauge\n"
+                  "profstore_query_computing %u\n"
+                  "# HELP profstore_query_waiting_for_cpu Running queries waiting for their turn to compute.\n"
+                  "# TYPE profstore_query_waiting_for_cpu gauge\nprofstore_query_waiting_for_cpu %u\n",
+                  p->slots != NULL ? computing : running, waiting);
     ps_buf_printf(b,
                   "# HELP profstore_query_concurrency_max Queries that run at once on the query pool "
                   "(--query.max-concurrency).\n# TYPE profstore_query_concurrency_max gauge\n"

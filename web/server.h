@@ -37,6 +37,7 @@ typedef struct ps_server_opts {
     uint64_t query_max_samples; /* samples a query may load (PromQL: 0 = 50,000,000; merges: 0 = none) */
     uint64_t query_max_regex_steps; /* PCRE2 steps charged to one query's regex matchers (0: none) */
     uint32_t query_max_concurrency; /* query pool threads (0: no pool, queries run on the loops) */
+    uint32_t query_cpus;            /* of them, computing at once (core/thread.h CPU slots; 0: no limit) */
     uint32_t decode_threads;  /* decode pool threads (0: no pool, pushes are decoded on the loops) */
     size_t decode_queue_bytes; /* bodies waiting for a decode thread, at most (0: 32 MiB); past it 429/503 */
     ps_pprof_limits_t limits;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "core/thread.h"
 #include "core/timeutil.h"
 
 static _Thread_local ps_budget_t *cur;
@@ -37,6 +38,7 @@ ps_budget_t *ps_budget_get(void)
 
 static int check(ps_budget_t *b, bool clock, ps_err_t *err)
 {
+    ps_cpu_slot_turn(); /* a query's safe point is also where it lets the next one compute */
     if (b->cancel != NULL && atomic_load_explicit(b->cancel, memory_order_relaxed))
         return ps_err_set(err, PS_ECANCELED, "query canceled: the client went away");
     if (clock && b->deadline != 0 && ps_time_mono() > b->deadline) {

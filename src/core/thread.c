@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "mem.h"
+#include "timeutil.h"
 
 typedef struct state {
     pthread_mutex_t mu;
@@ -106,4 +107,108 @@ void ps_thread_name(const char *fmt, ...)
     vsnprintf(name, sizeof(name), fmt, ap);
     va_end(ap);
     (void)prctl(PR_SET_NAME, name, 0, 0, 0);
+}
+
+/* ---- CPU slots ---- */
+
+typedef struct slot_waiter {
+    struct slot_waiter *next;
+    pthread_cond_t cv;
+    bool granted;
+} slot_waiter_t;
+
+struct ps_cpu_slots {
+    pthread_mutex_t mu;
+    unsigned n, free, running;
+    slot_waiter_t *head, *tail; /* waiting, oldest first */
+    atomic_uint waiting;
+};
+
+static _Thread_local ps_cpu_slots_t *held;
+static _Thread_local int64_t held_since;
+
+ps_cpu_slots_t *ps_cpu_slots_new(unsigned n)
+{
+    ps_cpu_slots_t *s = ps_xcalloc(1, sizeof(*s));
+    pthread_mutex_init(&s->mu, NULL);
+    s->n = s->free = n;
+    atomic_init(&s->waiting, 0);
+    return s;
+}
+
+void ps_cpu_slots_free(ps_cpu_slots_t *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+void ps_cpu_slot_take(ps_cpu_slots_t *s)
+{
+    if (s == NULL || s->n == 0 || held != NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    if (s->free > 0 && s->head == NULL) {
+        s->free--;
+    } else {
+        slot_waiter_t w = {NULL, PTHREAD_COND_INITIALIZER, false};
+        if (s->tail != NULL)
+            s->tail->next = &w;
+        else
+            s->head = &w;
+        s->tail = &w;
+        atomic_fetch_add(&s->waiting, 1);
+        while (!w.granted)
+            pthread_cond_wait(&w.cv, &s->mu);
+        pthread_cond_destroy(&w.cv);
+    }
+    s->running++;
+    pthread_mutex_unlock(&s->mu);
+    held = s;
+    held_since = ps_time_mono();
+}
+
+void ps_cpu_slot_give(void)
+{
+    ps_cpu_slots_t *s = held;
+    if (s == NULL)
+        return;
+    held = NULL;
+    pthread_mutex_lock(&s->mu);
+    s->running--;
+    slot_waiter_t *w = s->head;
+    if (w != NULL) { /* handed over: the slot never looks free to a newcomer meanwhile */
+        s->head = w->next;
+        if (s->head == NULL)
+            s->tail = NULL;
+        atomic_fetch_sub(&s->waiting, 1);
+        w->granted = true;
+        pthread_cond_signal(&w->cv);
+    } else {
+        s->free++;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void ps_cpu_slot_turn(void)
+{
+    ps_cpu_slots_t *s = held;
+    if (s == NULL || atomic_load_explicit(&s->waiting, memory_order_relaxed) == 0)
+        return;
+    if (ps_time_mono() - held_since < PS_CPU_SLICE_NS)
+        return;
+    ps_cpu_slot_give();
+    ps_cpu_slot_take(s);
+}
+
+void ps_cpu_slots_stats(ps_cpu_slots_t *s, unsigned *running, unsigned *waiting)
+{
+    *running = *waiting = 0;
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    *running = s->running;
+    *waiting = atomic_load(&s->waiting);
+    pthread_mutex_unlock(&s->mu);
 }

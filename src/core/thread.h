@@ -27,6 +27,28 @@ typedef struct ps_par {
  *  Returns when every call has returned. par NULL or width <= 1: all on the caller, slot 0. */
 void ps_par_for(const ps_par_t *par, size_t n, void (*fn)(void *ctx, unsigned slot, size_t i), void *ctx);
 
+/* ---- CPU slots: at most n threads compute at once, taking turns ----
+ * A thread takes a slot before its work and gives it back after; while it holds one it calls
+ * ps_cpu_slot_turn at safe points (the query budget's checks do), which hands the slot to the
+ * oldest waiter once the holder has had it for PS_CPU_SLICE_NS. Waiters sleep (no CPU), in
+ * arrival order. The query pool uses it so that queries leave a CPU to the loops, the decoders
+ * and the writer: a woken loop thread then finds a CPU free instead of waiting behind a query
+ * thread (which the kernel, measured here, did not always preempt at once). */
+#define PS_CPU_SLICE_NS 5000000 /* 5 ms */
+typedef struct ps_cpu_slots ps_cpu_slots_t;
+/** n slots (0: none is ever waited for: take and turn do nothing). */
+ps_cpu_slots_t *ps_cpu_slots_new(unsigned n);
+void ps_cpu_slots_free(ps_cpu_slots_t *s);
+/** Takes a slot for the calling thread (waiting for one), which then holds it. NULL: no-op. */
+void ps_cpu_slot_take(ps_cpu_slots_t *s);
+/** Gives the calling thread's slot back (to the oldest waiter, if any). */
+void ps_cpu_slot_give(void);
+/** At a safe point: if the calling thread holds a slot, has had it for a slice and others wait,
+ *  it goes to the back of the line (gives it, then waits its turn). Cheap when nobody waits. */
+void ps_cpu_slot_turn(void);
+/** Threads holding a slot, and waiting for one (for /metrics). */
+void ps_cpu_slots_stats(ps_cpu_slots_t *s, unsigned *running, unsigned *waiting);
+
 /** Names the calling thread (printf-style; Linux keeps 15 bytes): "writer", "http-0", ... */
 void ps_thread_name(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -10,6 +10,7 @@ series whose job values are "a" * N + "b" + a number, matched by {job=~"a.*", jo
 any limit, N = 27 needs some 832,000 PCRE2 steps (within the 1,000,000 of one match), a few ms."""
 
 import http.client
+import os
 import json
 import socket
 import struct
@@ -341,3 +342,39 @@ def test_reads_clamped_to_retention(make_server):
     st, _, out = s.request("POST", "/querier.v1.QuerierService/SelectMergeStacktraces", body=body,
                            headers={"Content-Type": "application/json"})
     assert st == 200 and int(json.loads(out)["flamegraph"]["total"]) == cpu02, out[:300]
+
+
+def query_threads_running(pid):
+    """How many of pid's query-N threads are on a CPU or runnable (state R) now."""
+    n = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            name = open("/proc/%d/task/%s/comm" % (pid, tid)).read().strip()
+            state = open("/proc/%d/task/%s/stat" % (pid, tid)).read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        n += name.startswith("query-") and state == "R"
+    return n
+
+
+def test_queries_take_turns_on_query_cpus(make_server):
+    # --query.cpus=1: of 3 running queries one computes at a time; the other two sleep until their
+    # turn (no CPU), so a CPU stays free for the loops, the decoders and the writer
+    s = make_server(name="turns", extra_args=["--query.max-regex-steps", "1000000000000",
+                                              "--query.max-concurrency", "3", "--query.cpus", "1"])
+    fill(s, 27)
+    socks = [open_query(s, "/api/v1/series", {"match[]": BOMB}) for _ in range(3)]
+    wait_for("three to run", lambda: metric(s, "profstore_query_inflight") == 3)
+    wait_for("two to wait for their turn", lambda: metric(s, "profstore_query_waiting_for_cpu") == 2)
+    assert metric(s, "profstore_query_computing") == 1
+    for _ in range(40):
+        # a hand-over makes the next thread runnable a moment before the last one sleeps: look again
+        assert min(query_threads_running(s.proc.pid) for _ in range(3)) <= 1
+        time.sleep(0.02)
+    assert s.get("/-/healthy")[0] == 200
+    for x in socks:
+        x.close()
+    wait_for("all three to be canceled", lambda: metric(s, "profstore_queries_canceled_total") == 3)
+    wait_for("the query threads to be free", lambda: metric(s, "profstore_query_inflight") == 0)
+    m = s.metrics()
+    assert (m["profstore_query_computing"], m["profstore_query_waiting_for_cpu"]) == (0, 0), m

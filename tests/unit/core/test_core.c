@@ -574,6 +574,63 @@ static void test_par_for(void **state)
     ps_test_spawn_wait();
 }
 
+/* CPU slots: with one slot, four threads that each hold it for 40 ms of work (calling
+ * ps_cpu_slot_turn as they go) never compute at once, and take turns: the slot changes hands
+ * many more times than the 3 a run without turns would need. */
+typedef struct slot_ctx {
+    ps_cpu_slots_t *slots;
+    atomic_int inside, max_inside, owner, changes;
+} slot_ctx_t;
+
+static void *slot_worker(void *arg)
+{
+    slot_ctx_t *c = ((void **)arg)[0];
+    int me = (int)(intptr_t)((void **)arg)[1];
+    ps_cpu_slot_take(c->slots);
+    int64_t worked = 0, last = ps_time_mono();
+    while (worked < 40000000) {
+        int in = atomic_fetch_add(&c->inside, 1) + 1;
+        int m = atomic_load(&c->max_inside);
+        while (in > m && !atomic_compare_exchange_weak(&c->max_inside, &m, in))
+            ;
+        if (atomic_exchange(&c->owner, me) != me)
+            atomic_fetch_add(&c->changes, 1);
+        atomic_fetch_sub(&c->inside, 1);
+        int64_t now = ps_time_mono();
+        worked += now - last;
+        ps_cpu_slot_turn(); /* may sleep: that time is not work */
+        last = ps_time_mono();
+    }
+    ps_cpu_slot_give();
+    return NULL;
+}
+
+static void test_cpu_slots(void **state)
+{
+    (void)state;
+    slot_ctx_t c = {ps_cpu_slots_new(1), 0, 0, -1, 0};
+    pthread_t th[4];
+    void *args[4][2];
+    for (int i = 0; i < 4; i++) {
+        args[i][0] = &c;
+        args[i][1] = (void *)(intptr_t)i;
+        assert_int_equal(pthread_create(&th[i], NULL, slot_worker, args[i]), 0);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(atomic_load(&c.max_inside), 1);
+    assert_true(atomic_load(&c.changes) > 8); /* 160 ms of work in 5 ms turns: about 32 */
+    unsigned running, waiting;
+    ps_cpu_slots_stats(c.slots, &running, &waiting);
+    assert_int_equal(running, 0);
+    assert_int_equal(waiting, 0);
+    ps_cpu_slots_free(c.slots);
+    /* no slots: take and turn do nothing */
+    ps_cpu_slot_take(NULL);
+    ps_cpu_slot_turn();
+    ps_cpu_slot_give();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -581,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_hmap),
         cmocka_unit_test(test_arena_big),
         cmocka_unit_test(test_par_for),
+        cmocka_unit_test(test_cpu_slots),
         cmocka_unit_test(test_err),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_labels_edit),
