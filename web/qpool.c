@@ -40,7 +40,6 @@
  * still comes only after the group commit.
  */
 #include "qpool.h"
-#include "core/thread.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -56,6 +55,7 @@
 #include "connect.h"
 #include "core/budget.h"
 #include "core/log.h"
+#include "core/thread.h"
 #include "core/timeutil.h"
 #include "http.h"
 #include "internal.h"

@@ -27,9 +27,9 @@
 #include <stdlib.h>
 
 #include "auth/auth.h"
-#include "core/thread.h"
 #include "connect.h"
 #include "core/log.h"
+#include "core/thread.h"
 #include "http.h"
 #include "internal.h"
 

@@ -43,7 +43,6 @@
  * longer configured.
  */
 #include "forward.h"
-#include "core/thread.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -58,6 +57,7 @@
 #include "core/hash.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/thread.h"
 #include "core/timeutil.h"
 #include "httpclient/httpclient.h"
 #include "proto/pyroscope.h"

@@ -2,7 +2,6 @@
  * writer.c - the writer thread (see ingest.h).
  */
 #include "ingest.h"
-#include "core/thread.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -10,6 +9,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/thread.h"
 #include "core/timeutil.h"
 
 struct ps_writer {

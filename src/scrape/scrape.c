@@ -11,7 +11,6 @@
  * The schedule (heap and ticks) is schedule.c, the deltas of cumulative profiles delta.c.
  */
 #include "scrape.h"
-#include "core/thread.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -32,6 +31,7 @@
 #include "core/hash.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/thread.h"
 #include "core/timeutil.h"
 #include "core/varint.h"
 #include "discovery/discovery.h"
