@@ -142,20 +142,6 @@ def run_phase(port, end, args, pusher, snap=lambda: None):
     return idle, loaded, idle_health, load_health, merges, snaps
 
 
-def txn_histogram(srv):
-    """profstore_writer_transaction_duration_seconds: {le: count} (not cumulative)."""
-    st, _, body = srv.get("/metrics")
-    prev, out = 0, {}
-    for line in body.decode().splitlines():
-        if line.startswith("profstore_writer_transaction_duration_seconds_bucket{"):
-            le = line.split('le="', 1)[1].split('"', 1)[0]
-            n = int(float(line.split()[-1]))
-            if n - prev:
-                out[le] = n - prev
-            prev = n
-    return out
-
-
 def hist_delta(a, b):
     return {le: n - a.get(le, 0) for le, n in b.items() if n - a.get(le, 0)}
 
@@ -200,18 +186,28 @@ def sched_delta(a, b):
                      for k, v in sorted(b.items()))
 
 
-def healthy_histogram(srv, handler="/-/healthy"):
-    """The server's profstore_http_request_duration_seconds for handler: {le: count} (not cumulative)."""
+def histogram(srv, family, match=""):
+    """The server's histogram family (its buckets whose labels contain match): {le: count}, not
+    cumulative."""
     st, _, body = srv.get("/metrics")
     prev, out = 0, {}
     for line in body.decode().splitlines():
-        if line.startswith("profstore_http_request_duration_seconds_bucket{") and 'handler="%s"' % handler in line:
+        if line.startswith(family + "_bucket{") and match in line:
             le = line.split('le="', 1)[1].split('"', 1)[0]
             n = int(float(line.split()[-1]))
             if n - prev:
                 out[le] = n - prev
             prev = n
     return out
+
+
+def healthy_histogram(srv, handler="/-/healthy"):
+    """profstore_http_request_duration_seconds for handler."""
+    return histogram(srv, "profstore_http_request_duration_seconds", 'handler="%s"' % handler)
+
+
+def txn_histogram(srv):
+    return histogram(srv, "profstore_writer_transaction_duration_seconds")
 
 
 def main():

@@ -1212,6 +1212,19 @@ static void wire_idmap(wdec_t *d, idmap_t *m, bool *ok, const uint64_t *ids, siz
         check_failed(d, cat, 0, 0, "%s", e.msg);
 }
 
+/* The next top-level field numbered num from *pp, which must be a message: 1 (in f), 0 at the
+ * end, -1 for bad framing or another wire type. */
+static int next_top_msg(const uint8_t **pp, const uint8_t *end, uint32_t num, wfield_t *f)
+{
+    while (*pp < end) {
+        if (wire_field(pp, end, f) != 0)
+            return -1;
+        if (f->num == num)
+            return f->wt == WT_LEN ? 1 : -1;
+    }
+    return 0;
+}
+
 static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps_pprof_limits_t *lim,
                        ps_arena_t *arena, ps_profile_t *out, ps_err_t *err)
 {
@@ -1219,6 +1232,7 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
     wdec_t dd, *d = &dd;
     wfield_t f;
     uint64_t v[16];
+    int rc;
     idmap_t mids, fids, lids;
     bool mids_ok, fids_ok, lids_ok;
     int64_t pt_type = 0, pt_unit = 0, dst = 0, drop = 0, keep = 0, doc = 0;
@@ -1373,13 +1387,7 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
     uint64_t *loc_ids = ps_arena_alloc(arena, s->nlocations * sizeof(uint64_t));
     ps_line_t *lines = ps_arena_alloc(arena, s->nlines * sizeof(ps_line_t));
     size_t nlines = 0;
-    for (p = buf; p < end;) {
-        if (wire_field(&p, end, &f) != 0)
-            return WIRE_BAD;
-        if (f.num != 4)
-            continue;
-        if (f.wt != WT_LEN)
-            return WIRE_BAD;
+    for (p = buf; (rc = next_top_msg(&p, end, 4, &f)) == 1;) {
         if (out->nlocations >= s->nlocations)
             goto Disagree;
         uint32_t i = out->nlocations++;
@@ -1430,6 +1438,8 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
         l->address = address;
         l->is_folded = folded ? 1 : 0;
     }
+    if (rc != 0)
+        return WIRE_BAD;
     if (out->nlocations != s->nlocations || nlines != s->nlines)
         goto Disagree;
     wire_idmap(d, &lids, &lids_ok, loc_ids, out->nlocations, "location", CK_LOC_IDS);
@@ -1443,13 +1453,7 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
     int64_t *values = ps_arena_alloc(arena, s->nvalues * sizeof(int64_t));
     ps_label_t *labels = ps_arena_alloc(arena, s->nlabels * sizeof(ps_label_t));
     size_t nlocs = 0, nvalues = 0, nlabels = 0;
-    for (p = buf; p < end;) {
-        if (wire_field(&p, end, &f) != 0)
-            return WIRE_BAD;
-        if (f.num != 2)
-            continue;
-        if (f.wt != WT_LEN)
-            return WIRE_BAD;
+    for (p = buf; (rc = next_top_msg(&p, end, 2, &f)) == 1;) {
         if (out->nsamples >= s->nsamples)
             goto Disagree;
         uint32_t i = out->nsamples++;
@@ -1513,6 +1517,8 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
         nvalues += nval;
         nlabels += sm->nlabels;
     }
+    if (rc != 0)
+        return WIRE_BAD;
     if (out->nsamples != s->nsamples || nlocs != s->nlocs || nvalues != s->nvalues || nlabels != s->nlabels)
         goto Disagree;
     if (d->bad)
