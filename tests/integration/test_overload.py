@@ -64,14 +64,14 @@ def test_full_queue_429_with_retry_after_every_200_durable(make_server, pb):
 
 
 def test_queue_bound_in_bytes(make_server):
-    srv = make_server(retention="0", storage_commit_delay="3s", storage_write_queue_max_bytes="64KiB")
+    srv = make_server(retention="0", storage_commit_delay="3s", storage_write_queue_max_bytes="32KiB")
     assert srv.push("go/cpu-01.pb.gz", labels='{job="a"}')[0] == 200
     held = {}
     t = threading.Thread(target=lambda: held.update(r=srv.push("go/heap-01.pb.gz", labels='{job="b"}')))
     t.start()
     wait_queued(srv, 1)
     qb = int(srv.metrics()["profstore_write_queue_bytes"])
-    assert qb > 64 << 10  # one request alone is always taken, whatever its size
+    assert qb > 32 << 10  # one request alone is always taken, whatever its size
     st, js = srv.push("go/cpu-03.pb.gz", labels='{job="c"}')
     assert (st, js["error"]) == (429, "write queue is full (1 requests, %d MiB waiting for the writer; limits "
                                       "--storage.write-queue-max-items=8192, --storage.write-queue-max-bytes=0 MiB): "

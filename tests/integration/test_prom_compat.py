@@ -102,6 +102,7 @@ def test_flags_every_flag_with_its_value(make_server):
         "storage.no-sync": "false", "storage.retention-interval": "1m", "threads": "2",
         "query.max-samples": "50000000", "query.timeout": "2m", "storage.remote.read-sample-limit": "50000000",
         "query.max-concurrency": "20", "query.max-regex-steps": "1000000000",
+        "query.cpus": str(min(max(os.sysconf("SC_NPROCESSORS_ONLN") - 1, 1), 256)),  # CPUs less one
         "storage.remote.read-concurrent-limit": "10", "storage.remote.read-max-bytes-in-frame": "1048576",
         "web.config.file": "", "web.enable-admin-api": "true", "web.enable-lifecycle": "true",  # the fixture's
         "web.max-connections": "512", "web.read-header-timeout": "10s", "web.body-idle-timeout": "10s",
