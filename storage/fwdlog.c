@@ -130,22 +130,52 @@ Fail:
     return ret;
 }
 
+/* A read transaction with a cursor over the log (the transaction alone is left in *txn when the
+ * cursor cannot be opened: log_close ends either). */
+static int log_open(ps_store_t *s, MDB_txn **txn, MDB_cursor **cur, ps_err_t *err)
+{
+    *cur = NULL;
+    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, txn);
+    if (rc != 0) {
+        *txn = NULL;
+        return ps_lmdb_err(err, rc, "starting read transaction");
+    }
+    if ((rc = mdb_cursor_open(*txn, s->dbi[DB_FWDLOG], cur)) != 0) {
+        *cur = NULL;
+        return ps_lmdb_err(err, rc, "reading the forwarding log");
+    }
+    return 0;
+}
+
+static void log_close(MDB_txn *txn, MDB_cursor *cur)
+{
+    if (cur != NULL)
+        mdb_cursor_close(cur);
+    if (txn != NULL)
+        mdb_txn_abort(txn);
+}
+
+/* An entry's key is its 8-byte sequence number, its value an 8-byte time and the payload. */
+static int log_entry_check(const MDB_val *k, const MDB_val *v, ps_err_t *err)
+{
+    if (k->mv_size != 8 || v->mv_size < 8)
+        return ps_err_set(err, PS_ECORRUPT, "forwarding log: an entry of %zu bytes under a key of %zu", v->mv_size,
+                          k->mv_size);
+    return 0;
+}
+
 int ps_store_fwd_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_bytes,
                       int (*cb)(void *ctx, const ps_fwd_entry_t *e), void *ctx, uint64_t *last, ps_err_t *err)
 {
     MDB_txn *txn;
-    MDB_cursor *cur = NULL;
-    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), ret = 0;
-    if (rc != 0)
-        return ps_lmdb_err(err, rc, "starting read transaction");
+    MDB_cursor *cur;
+    int rc, ret = log_open(s, &txn, &cur, err);
+    if (ret != 0)
+        goto Done;
     if (last != NULL) {
         MDB_val k = ps_mval("fwdnext", 7), v;
         rc = mdb_get(txn, s->dbi[DB_INFO], &k, &v);
         *last = rc == 0 && v.mv_size == 8 ? ps_get_be64(v.mv_data) - 1 : 0;
-    }
-    if ((rc = mdb_cursor_open(txn, s->dbi[DB_FWDLOG], &cur)) != 0) {
-        ret = ps_lmdb_err(err, rc, "reading the forwarding log");
-        goto Done;
     }
     uint8_t kb[8];
     ps_enc_be64(kb, after + 1);
@@ -153,11 +183,8 @@ int ps_store_fwd_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_by
     size_t n = 0, bytes = 0;
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0 && n < max_n;
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != 8 || v.mv_size < 8) {
-            ret = ps_err_set(err, PS_ECORRUPT, "forwarding log: an entry of %zu bytes under a key of %zu", v.mv_size,
-                             k.mv_size);
+        if ((ret = log_entry_check(&k, &v, err)) != 0)
             goto Done;
-        }
         if (n > 0 && bytes + v.mv_size - 8 > max_bytes)
             break;
         ps_fwd_entry_t e = {ps_get_be64(k.mv_data), (int64_t)ps_get_be64(v.mv_data), (const uint8_t *)v.mv_data + 8,
@@ -170,32 +197,23 @@ int ps_store_fwd_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_by
     if (rc != 0 && rc != MDB_NOTFOUND)
         ret = ps_lmdb_err(err, rc, "reading the forwarding log");
 Done:
-    if (cur != NULL)
-        mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
+    log_close(txn, cur);
     return ret;
 }
 
 int ps_store_fwd_bound(ps_store_t *s, uint64_t after, uint64_t max_bytes, uint64_t *cut, ps_err_t *err)
 {
     MDB_txn *txn;
-    MDB_cursor *cur = NULL;
+    MDB_cursor *cur;
     *cut = after;
-    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), ret = 0;
-    if (rc != 0)
-        return ps_lmdb_err(err, rc, "starting read transaction");
-    if ((rc = mdb_cursor_open(txn, s->dbi[DB_FWDLOG], &cur)) != 0) {
-        ret = ps_lmdb_err(err, rc, "reading the forwarding log");
+    int rc, ret = log_open(s, &txn, &cur, err);
+    if (ret != 0)
         goto Done;
-    }
     MDB_val k, v;
     uint64_t bytes = 0;
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_LAST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_PREV)) {
-        if (k.mv_size != 8 || v.mv_size < 8) {
-            ret = ps_err_set(err, PS_ECORRUPT, "forwarding log: an entry of %zu bytes under a key of %zu", v.mv_size,
-                             k.mv_size);
+        if ((ret = log_entry_check(&k, &v, err)) != 0)
             goto Done;
-        }
         uint64_t seq = ps_get_be64(k.mv_data);
         if (seq <= after)
             break;
@@ -208,9 +226,7 @@ int ps_store_fwd_bound(ps_store_t *s, uint64_t after, uint64_t max_bytes, uint64
     if (rc != 0 && rc != MDB_NOTFOUND)
         ret = ps_lmdb_err(err, rc, "reading the forwarding log");
 Done:
-    if (cur != NULL)
-        mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
+    log_close(txn, cur);
     return ret;
 }
 
