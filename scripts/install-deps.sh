@@ -14,7 +14,7 @@ libh2o-evloop-dev libssl-dev libprotobuf-c-dev libsnappy-dev zlib1g-dev liblmdb-
 libpcre2-dev libyaml-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev python3 ca-certificates"
 # what the tests, fuzzing and the real clients need on top (docker-compose only for its `config`
 # check of docker/compose.yml, which needs no Docker daemon: Docker itself is not installed)
-TEST_PKGS="clang lmdb-utils python3-pytest python3-protobuf protobuf-compiler python3-snappy
+TEST_PKGS="clang libclang-rt-14-dev lmdb-utils python3-pytest python3-protobuf protobuf-compiler python3-snappy
 python3-yaml docker-compose golang-go prometheus curl openssl chromium chromium-driver python3-selenium"
 
 case "${1:-}" in
