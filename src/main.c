@@ -85,7 +85,8 @@ static const char usage[] =
     "  --storage.write-queue-max-items=N  write requests waiting for the writer, the same way (default 8192)\n"
     "  --storage.disk-reserve=SIZE      space kept in <data-dir>/space.reserve and given up when the disk\n"
     "                                   is full, for retention and compaction; writes (507 meanwhile)\n"
-    "                                   resume once it can be taken back (default 32MiB; 0 = none)\n"
+    "                                   resume once it can be taken back (default 32MiB, at most 1/16\n"
+    "                                   of the disk; 0 = none)\n"
     "  --storage.future-grace=DURATION  refuse profiles and samples more than this in the future (400;\n"
     "                                   default 10m; 0 = any time)\n"
     "  --storage.no-sync                no fsync on commit: faster, NOT durable (benchmarks only)\n"
@@ -588,6 +589,12 @@ int main(int argc, char **argv)
         ps_log_error("cannot open storage", "dir=%s err=%s", ps_log_q(f.data_dir), ps_log_q(err.msg));
         return 1;
     }
+    if (ps_store_disk_reserve(store) < f.disk_reserve)
+        ps_log_info("disk reserve sized to the disk", "reserve=%llu configured=%llu (1/16 of the file system at most)",
+                    (unsigned long long)ps_store_disk_reserve(store), (unsigned long long)f.disk_reserve);
+    if (ps_store_space_check(store, &err) != 0) /* reads go on; writes are 507 until space returns */
+        ps_log_warn("writes are refused from the start", "err=%s", ps_log_q(err.msg));
+    ps_err_clear(&err);
     ps_server_t srv = {0};
     srv.opts.listen = f.listen;
     srv.opts.threads = (uint32_t)f.threads;
