@@ -36,7 +36,7 @@ unit-asan: build-asan
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest -j $(JOBS) --output-on-failure
 
 integration: build
-	PROFSTORE_BIN=$(abspath $(BUILD))/profstore $(PYTHON) -m pytest -q tests/integration
+	PS_REQUIRE_TOOLS=1 PROFSTORE_BIN=$(abspath $(BUILD))/profstore $(PYTHON) -m pytest -q tests/integration
 
 fuzz: deps
 	tests/fuzz/run.sh $(FUZZ_SECONDS)

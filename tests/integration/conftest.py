@@ -357,10 +357,24 @@ def series_snapshot(srv: Server):
 _active_servers: List[Server] = []
 
 
+# Skips that are not a missing tool: under PS_REQUIRE_TOOLS=1 (`make test`, CI) every other skip
+# is a failure, since `make test` installs every tool the tests use (scripts/install-deps.sh).
+ALLOWED_SKIPS = (
+    "RSS of an ASan build",            # a measure that means nothing under ASan
+    "profile totals: profstore only",  # PS_PROMQL_PEER=1 (a Prometheus in profstore's place)
+)
+REQUIRE_TOOLS = os.environ.get("PS_REQUIRE_TOOLS") == "1"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
+    if REQUIRE_TOOLS and rep.skipped and isinstance(rep.longrepr, tuple):
+        reason = str(rep.longrepr[2])
+        if not any(a in reason for a in ALLOWED_SKIPS) and "xfail" not in rep.keywords:
+            rep.outcome = "failed"
+            rep.longrepr = "skipped under PS_REQUIRE_TOOLS=1 (make test installs every tool): " + reason
     if rep.failed and _active_servers:
         for i, s in enumerate(_active_servers):
             text = s.log()
