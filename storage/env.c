@@ -213,12 +213,6 @@ int ps_store_space_check(ps_store_t *s, ps_err_t *err)
                       (unsigned long long)used, (unsigned long long)s->opts.map_size);
 }
 
-bool ps_store_full(ps_store_t *s)
-{
-    ps_err_t err;
-    return ps_store_space_check(s, &err) != 0;
-}
-
 void ps_store_opts_default(ps_store_opts_t *o)
 {
     memset(o, 0, sizeof(*o));
