@@ -188,7 +188,8 @@ bool ps_secret_name(const char *name, size_t n);
 void ps_redact_url(const char *s, size_t n, ps_buf_t *out);
 /** Appends the value of name as shown: "<secret>" when the name looks like a credential, else the
  *  value with its URLs redacted (ps_redact_url); an __address__ is read as a URL's authority
- *  ("user:pw@host:port" -> "user:xxxxx@host:port"). */
+ *  ("user:pw@host:port" -> "user:xxxxx@host:port"), a __profile_path__ as its path and query
+ *  ("/p?token=t" -> "/p?token=<secret>"). */
 void ps_redact_value(const char *name, size_t nl, const char *value, size_t vl, ps_buf_t *out);
 /** ps_redact_url of a NUL-terminated url, as a NUL-terminated copy in a. */
 char *ps_redact_url_arena(ps_arena_t *a, const char *url);

@@ -133,24 +133,32 @@ void ps_redact_url(const char *s, size_t n, ps_buf_t *out)
     ps_buf_append(out, s + i, n - i);
 }
 
+/* s read as the part of a URL after prefix (an authority, a path): redacted as in a URL */
+static void redact_as(const char *prefix, const char *s, size_t n, ps_buf_t *out)
+{
+    size_t pl = strlen(prefix);
+    ps_buf_t u = PS_BUF_INIT;
+    ps_buf_append(&u, prefix, pl);
+    ps_buf_append(&u, s, n);
+    size_t at = out->len;
+    ps_redact_url((const char *)u.data, u.len, out);
+    memmove(out->data + at, out->data + at + pl, out->len - at - pl);
+    out->len -= pl;
+    ps_buf_dispose(&u);
+}
+
 void ps_redact_value(const char *name, size_t nl, const char *value, size_t vl, ps_buf_t *out)
 {
-    if (ps_secret_name(name, nl)) {
+    if (ps_secret_name(name, nl))
         ps_buf_append(out, PS_SECRET, strlen(PS_SECRET));
-    } else if (nl == 11 && memcmp(name, "__address__", 11) == 0 && memmem(value, vl, "://", 3) == NULL) {
-        /* a URL's authority: "user:pw@host:port" (service discovery may hand one in; such a
-         * target is dropped, but shown) */
-        ps_buf_t u = PS_BUF_INIT;
-        ps_buf_append(&u, "x://", 4);
-        ps_buf_append(&u, value, vl);
-        size_t at = out->len;
-        ps_redact_url((const char *)u.data, u.len, out);
-        memmove(out->data + at, out->data + at + 4, out->len - at - 4);
-        out->len -= 4;
-        ps_buf_dispose(&u);
-    } else {
+    else if (memmem(value, vl, "://", 3) != NULL)
         ps_redact_url(value, vl, out);
-    }
+    else if (nl == 11 && memcmp(name, "__address__", 11) == 0)
+        redact_as("x://", value, vl, out); /* "user:pw@host:port": SD may hand one in (dropped, but shown) */
+    else if (nl == 16 && memcmp(name, "__profile_path__", 16) == 0)
+        redact_as("x://h", value, vl, out); /* "/p?token=t" */
+    else
+        ps_buf_append(out, value, vl);
 }
 
 char *ps_redact_url_arena(ps_arena_t *a, const char *url)

@@ -294,21 +294,29 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
             if (scheme == NULL || *scheme == 0)
                 scheme = c->scheme;
             const char *why = NULL;
+            const char *ppath = ps_labels_value(&ls, "__profile_path__");
+            if (ppath == NULL || *ppath == 0)
+                ppath = e->path;
             if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)
                 why = "the scheme is not http or https";
-            else
-                why = ps_config_target_problem(address, strlen(address));
+            else if ((why = ps_config_target_problem(address, strlen(address))) != NULL)
+                ;
+            else if (ppath[0] != '/') /* "@host/x" would make the address user info */
+                why = "the profile path does not start with /";
             if (why != NULL) {
-                ps_buf_t sa = PS_BUF_INIT, aa = PS_BUF_INIT;
+                ps_buf_t sa = PS_BUF_INIT, aa = PS_BUF_INIT, pa = PS_BUF_INIT;
                 ps_redact_value("__scheme__", 10, scheme, strlen(scheme), &sa);
                 ps_redact_value("__address__", 11, address, strlen(address), &aa);
+                ps_redact_value("__profile_path__", 16, ppath, strlen(ppath), &pa);
                 ps_buf_putc(&sa, 0);
                 ps_buf_putc(&aa, 0);
-                ps_log_warn("target dropped after relabeling", "job=%s reason=%s scheme=%s address=%s",
+                ps_buf_putc(&pa, 0);
+                ps_log_warn("target dropped after relabeling", "job=%s reason=%s scheme=%s address=%s path=%s",
                             ps_log_q(c->job_name), ps_log_q(why), ps_log_q((const char *)sa.data),
-                            ps_log_q((const char *)aa.data));
+                            ps_log_q((const char *)aa.data), ps_log_q((const char *)pa.data));
                 ps_buf_dispose(&sa);
                 ps_buf_dispose(&aa);
+                ps_buf_dispose(&pa);
                 s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
                 dropped_t *d = &s->dropped[s->ndropped++];
                 d->arena = a;
@@ -326,8 +334,7 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
                 ps_labels_set(&ls, &a, "instance", 8, hostport, strlen(hostport));
             /* URL: scheme://address/prefix/path?params[&seconds=N] */
             ps_buf_t url = PS_BUF_INIT;
-            const char *ppath = ps_labels_value(&ls, "__profile_path__");
-            ps_buf_printf(&url, "%s://%s%s", scheme, hostport, ppath ? ppath : e->path);
+            ps_buf_printf(&url, "%s://%s%s", scheme, hostport, ppath);
             char sep = strchr((const char *)url.data, '?') ? '&' : '?';
             for (uint32_t k = 0; k < ls.n; k++) {
                 if (ls.pairs[k].nlen > 8 && memcmp(ls.pairs[k].name, "__param_", 8) == 0) {

@@ -79,7 +79,8 @@ def targets(srv):
 
 def test_sd_and_relabeling_cannot_choose_the_protocol(make_server, tmp_path):
     """file_sd groups and a relabel rule set __scheme__ / __address__ to everything libcurl would
-    act on: none is scraped, each is dropped with the reason logged, and the file whose name a
+    act on, and a relabel rule a __profile_path__ that would turn the address into user info
+    ("@host/x"): none is scraped, each is dropped with the reason logged, and the file whose name a
     file:// target named never shows up in lastError; the gopher:// port gets no byte."""
     secret = tmp_path / "secret.txt"
     secret.write_text("TOPSECRET-CONTENT-0123456789\n")
@@ -108,7 +109,12 @@ def test_sd_and_relabeling_cannot_choose_the_protocol(make_server, tmp_path):
         "  - job_name: relabeled\n"
         "    static_configs: [{targets: ['127.0.0.1:%d']}]\n" % gopher.port +
         "    relabel_configs:\n"
-        "      - {target_label: __scheme__, replacement: gopher}\n" + GOROUTINE_ONLY)))
+        "      - {target_label: __scheme__, replacement: gopher}\n" + GOROUTINE_ONLY +
+        "  - job_name: path\n"  # a path that would make the address user info: the host is another
+        "    static_configs: [{targets: ['%s']}]\n" % good.address +
+        "    relabel_configs:\n"
+        "      - {target_label: __profile_path__, replacement: '@127.0.0.1:%d/x?token=tk9secret'}\n" % gopher.port +
+        GOROUTINE_ONLY)))
     srv = make_server(config=str(cfg))
     try:
         wait_for(lambda: any(t["lastScrape"] != "0001-01-01T00:00:00Z" for t in targets(srv)["activeTargets"]), 10,
@@ -121,7 +127,8 @@ def test_sd_and_relabeling_cannot_choose_the_protocol(make_server, tmp_path):
                           t["discoveredLabels"]["__address__"]) for t in d["droppedTargets"])
         # (user info of an address is shown with its password as xxxxx, as in a URL)
         want = sorted([("sd", labels.get("__scheme__", "http"), addr.replace("user:pw@", "user:xxxxx@"))
-                       for labels, addr in hostile] + [("relabeled", "http", "127.0.0.1:%d" % gopher.port)])
+                       for labels, addr in hostile] + [("relabeled", "http", "127.0.0.1:%d" % gopher.port),
+                                                  ("path", "http", good.address)])
         assert dropped == want
         body = json.dumps(d)
         assert "TOPSECRET" not in body
@@ -132,11 +139,13 @@ def test_sd_and_relabeling_cannot_choose_the_protocol(make_server, tmp_path):
             assert ('msg="target dropped after relabeling" job=sd reason="the scheme is not http or https" '
                     'scheme=%s address=' % scheme) in log, scheme
         assert ('msg="target dropped after relabeling" job=relabeled reason="the scheme is not http or https" '
-                'scheme=gopher address=127.0.0.1:%d\n' % gopher.port) in log
+                'scheme=gopher address=127.0.0.1:%d path=/debug/pprof/goroutine\n' % gopher.port) in log
+        assert ('msg="target dropped after relabeling" job=path reason="the profile path does not start with /" '
+                'scheme=http address=%s path="@127.0.0.1:%d/x?token=<secret>"\n' % (good.address, gopher.port)) in log
         bad = 'job=sd reason="not a valid host:port (no paths, queries, user info or spaces)" scheme=http address='
         for addr in ("127.0.0.1:%d/x", '"127.0.0.1:%d?a=b"', "127.0.0.1:%d#f", "user:xxxxx@127.0.0.1:%d"):
-            assert bad + addr % gopher.port + "\n" in log, addr  # the password not logged
-        assert "user:pw@" not in log
+            assert bad + addr % gopher.port + " path=/debug/pprof/goroutine\n" in log, addr  # no password logged
+        assert "user:pw@" not in log and "tk9secret" not in log
     finally:
         good.close()
         gopher.close()

@@ -72,6 +72,9 @@ static void test_values(void **state)
     check_value("__address__", "127.0.0.1:9", "127.0.0.1:9");
     check_value("__address__", "user@h", "user@h");
     check_value("__scheme__", "javascript:alert(1)//", "javascript:alert(1)//");
+    check_value("__profile_path__", "/debug/pprof/heap?token=t&gc=1", "/debug/pprof/heap?token=<secret>&gc=1");
+    check_value("__profile_path__", "@evil/x", "@evil/x");
+    check_value("team", "a:b@c", "a:b@c"); /* not a URL, not an address: as is */
 }
 
 static void test_config_shown(void **state)
