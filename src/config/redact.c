@@ -52,9 +52,11 @@ bool ps_secret_name(const char *name, size_t n)
     return false;
 }
 
+/* Where a URL inside other text ends: white space, control characters, quotes. ('<' and '>' stay
+ * inside: a URL shown once already holds "<secret>", and redacting it again must not change it.) */
 static bool ends_url(char c)
 {
-    return (unsigned char)c <= ' ' || c == '"' || c == '\'' || c == '<' || c == '>' || c == 0x7f;
+    return (unsigned char)c <= ' ' || c == '"' || c == '\'' || c == 0x7f;
 }
 
 /* One URL starting at s (its scheme's "://" at s + colon): appended redacted; returns its length. */

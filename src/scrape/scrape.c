@@ -237,6 +237,14 @@ static void target_free(target_t *t)
     free(t);
 }
 
+/* A target that is not scraped: its labels before relabeling kept for droppedTargets (a takes
+ * the arena they live in). */
+static void add_dropped(ps_scraper_t *s, ps_arena_t a, ps_labels_t discovered)
+{
+    s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
+    s->dropped[s->ndropped++] = (dropped_t){a, discovered};
+}
+
 /* Adds the targets of one group of one pool (Prometheus' label setup, then relabeling). */
 static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g, const char *meta_name,
                         const char *meta_value, target_t ***out, uint32_t *nout, uint32_t *capout)
@@ -281,10 +289,7 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
             if (!keep || address == NULL || *address == 0) {
                 if (keep)
                     ps_log_warn("target dropped: no address after relabeling", "job=%s", ps_log_q(c->job_name));
-                s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
-                dropped_t *d = &s->dropped[s->ndropped++];
-                d->arena = a;
-                d->discovered = discovered;
+                add_dropped(s, a, discovered);
                 continue;
             }
             /* the scheme and address the URL is built from: http or https only (libcurl would
@@ -317,10 +322,7 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
                 ps_buf_dispose(&sa);
                 ps_buf_dispose(&aa);
                 ps_buf_dispose(&pa);
-                s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
-                dropped_t *d = &s->dropped[s->ndropped++];
-                d->arena = a;
-                d->discovered = discovered;
+                add_dropped(s, a, discovered);
                 continue;
             }
             /* address defaulting: no port means the scheme's */
@@ -373,9 +375,7 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
                 ps_log_warn("target dropped: invalid labels after relabeling", "job=%s err=%s", ps_log_q(c->job_name),
                             ps_log_q(err.msg));
                 ps_buf_dispose(&url);
-                dropped_t d = {t->arena, t->discovered};
-                s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
-                s->dropped[s->ndropped++] = d;
+                add_dropped(s, t->arena, t->discovered);
                 free(t);
                 continue;
             }
@@ -457,7 +457,7 @@ static void rebuild(ps_scraper_t *s)
         }
         for (uint32_t h = 0; h < p->nhttp; h++)
             for (uint32_t g = 0; g < p->https[h].ngroups; g++)
-                build_group(s, pi, &p->https[h].groups[g], "__meta_url", p->https[h].cfg->url, &nt, &n, &cap);
+                build_group(s, pi, &p->https[h].groups[g], "__meta_url", p->https[h].cfg->url_shown, &nt, &n, &cap);
     }
     /* carry over transfers, health and delta baselines; drop duplicates */
     int64_t mono = ps_time_mono();

@@ -267,13 +267,14 @@ def test_one_redaction_rule(make_server, tmp_path):
     sd_url = "http://sduser:sd-s3cret@%s/sd?access_token=q-s3cret&x=1" % sd.address
     cfg = tmp_path / "p.yml"
     cfg.write_text(
-        "global:\n  scrape_interval: 1h\n  external_labels: {region: eu, auth_token: e-s3cret}\n"
+        "global:\n  scrape_interval: 1s\n  external_labels: {region: eu, auth_token: e-s3cret}\n"
         "forward:\n  - url: http://fwuser:fw-s3cret@127.0.0.1:%d\n"
         "    queue_config: {batch_send_deadline: 100ms, min_backoff: 50ms, max_backoff: 200ms}\n"
         "scrape_configs:\n  - job_name: app\n"
         "    params: {token: [p-s3cret], seconds: ['5']}\n"
         "    static_configs: [{targets: ['127.0.0.1:9'], labels: {api_key: l-s3cret, shard_key: s1}}]\n"
-        "    http_sd_configs: [{url: '%s', refresh_interval: 1s}]\n" % (fw_port, sd_url) + GOROUTINE_ONLY)
+        "    http_sd_configs: [{url: '%s', refresh_interval: 1s}]\n" % (fw_port, sd_url) +
+        "    relabel_configs: [{source_labels: [__meta_url], target_label: sd_url}]\n" + GOROUTINE_ONLY)
     srv = make_server(config=str(cfg), extra_args=["--log-level=debug"])
     try:
         st, _ = srv.push("go/cpu-01.pb.gz", labels='{job="api"}')
@@ -296,6 +297,9 @@ def test_one_redaction_rule(make_server, tmp_path):
         d = targets(srv)
         by_job = {t["discoveredLabels"].get("__meta_url", "static"): t for t in d["activeTargets"]}
         assert sorted(by_job) == [shown_sd, "static"]
+        # a label made from __meta_url is stored without the password (the scrape's up series)
+        wait_for(lambda: srv.get_json("/api/v1/label/sd_url/values")["data"], 10, "the up series of the SD target")
+        assert srv.get_json("/api/v1/label/sd_url/values")["data"] == [shown_sd]
         st_t = by_job["static"]
         assert (st_t["labels"]["api_key"], st_t["labels"]["shard_key"]) == ("<secret>", "s1")
         assert st_t["discoveredLabels"]["__param_token"] == "<secret>"

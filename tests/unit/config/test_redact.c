@@ -60,6 +60,8 @@ static void test_urls(void **state)
     check_url("two: http://a:1@h and https://b:2@g/?pwd=3 end", "two: http://a:xxxxx@h and https://b:xxxxx@g/?pwd=<secret> end");
     check_url("http://", "http://");
     check_url("x://u:p@", "x://u:xxxxx@");
+    /* shown twice, the same (a label made from __meta_url is shown again) */
+    check_url("http://u:xxxxx@h/?access_token=<secret>&x=1", "http://u:xxxxx@h/?access_token=<secret>&x=1");
 }
 
 static void test_values(void **state)
