@@ -353,8 +353,7 @@ static bool host_char(char ch)
            ch == '.' || ch == '_';
 }
 
-/* NULL if s is host, host:port, [v6] or [v6]:port; otherwise what is wrong. */
-static const char *bad_target(const char *s, size_t n)
+const char *ps_config_target_problem(const char *s, size_t n)
 {
     if (n == 0)
         return "empty target";
@@ -451,7 +450,7 @@ static int parse_static(ctx_t *c, const yaml_node_t *n, ps_target_group_t *g)
             if ((rc = parse_string_list(c, v, "targets (host:port)", &g->targets, &g->ntargets)) != 0)
                 return rc;
             for (uint32_t i = 0; i < g->ntargets; i++) {
-                const char *why = bad_target(g->targets[i], strlen(g->targets[i]));
+                const char *why = ps_config_target_problem(g->targets[i], strlen(g->targets[i]));
                 if (why != NULL) {
                     push_idx(c, i);
                     return fail(c, seq_at(c, v, i), "invalid target \"%.80s\": %s", g->targets[i], why);
@@ -757,6 +756,7 @@ static int parse_http_sd(ctx_t *c, const yaml_node_t *n, ps_http_sd_t *sd)
         return fail(c, n, "an http_sd config needs a url");
     if ((rc = check_http_url(c, url, sd->url)) != 0)
         return rc;
+    sd->url_shown = ps_redact_url_arena(c->w.a, sd->url);
     return finish_client(c, &sd->client, &ck);
 }
 
@@ -1572,8 +1572,9 @@ static int parse_forward(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc
         return fail(c, n, "a forward endpoint needs a url");
     if ((rc = check_http_url(c, url, fc->url)) != 0)
         return rc;
-    if (fc->name == NULL)
-        fc->name = fc->url;
+    fc->url_shown = ps_redact_url_arena(c->w.a, fc->url);
+    if (fc->name == NULL) /* shown in status, logs and metrics: never with the URL's password */
+        fc->name = fc->url_shown;
     return finish_client(c, &fc->client, &ck);
 }
 

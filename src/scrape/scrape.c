@@ -77,6 +77,7 @@ typedef struct target {
     ps_labels_t labels;     /* final labels, external labels added */
     ps_labels_t discovered; /* before relabeling */
     char *url;
+    char *url_shown;        /* url as logs show it (config.h ps_redact_url) */
     char *name;             /* profile name */
     char *job;              /* its pool's job_name when built (HTTP threads read it, not the pools) */
     int64_t interval, timeout;
@@ -236,6 +237,14 @@ static void target_free(target_t *t)
     free(t);
 }
 
+/* A target that is not scraped: its labels before relabeling kept for droppedTargets (a takes
+ * the arena they live in). */
+static void add_dropped(ps_scraper_t *s, ps_arena_t a, ps_labels_t discovered)
+{
+    s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
+    s->dropped[s->ndropped++] = (dropped_t){a, discovered};
+}
+
 /* Adds the targets of one group of one pool (Prometheus' label setup, then relabeling). */
 static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g, const char *meta_name,
                         const char *meta_value, target_t ***out, uint32_t *nout, uint32_t *capout)
@@ -280,16 +289,43 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
             if (!keep || address == NULL || *address == 0) {
                 if (keep)
                     ps_log_warn("target dropped: no address after relabeling", "job=%s", ps_log_q(c->job_name));
-                s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
-                dropped_t *d = &s->dropped[s->ndropped++];
-                d->arena = a;
-                d->discovered = discovered;
+                add_dropped(s, a, discovered);
                 continue;
             }
-            /* address defaulting: no port means the scheme's */
+            /* the scheme and address the URL is built from: http or https only (libcurl would
+             * read file://, talk gopher:// to any local port; the UI would link javascript:), and
+             * an address that cannot carry a path, query, fragment or user info of its own */
             const char *scheme = ps_labels_value(&ls, "__scheme__");
             if (scheme == NULL || *scheme == 0)
                 scheme = c->scheme;
+            const char *why = NULL;
+            const char *ppath = ps_labels_value(&ls, "__profile_path__");
+            if (ppath == NULL || *ppath == 0)
+                ppath = e->path;
+            if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)
+                why = "the scheme is not http or https";
+            else if ((why = ps_config_target_problem(address, strlen(address))) != NULL)
+                ;
+            else if (ppath[0] != '/') /* "@host/x" would make the address user info */
+                why = "the profile path does not start with /";
+            if (why != NULL) {
+                ps_buf_t sa = PS_BUF_INIT, aa = PS_BUF_INIT, pa = PS_BUF_INIT;
+                ps_redact_value("__scheme__", 10, scheme, strlen(scheme), &sa);
+                ps_redact_value("__address__", 11, address, strlen(address), &aa);
+                ps_redact_value("__profile_path__", 16, ppath, strlen(ppath), &pa);
+                ps_buf_putc(&sa, 0);
+                ps_buf_putc(&aa, 0);
+                ps_buf_putc(&pa, 0);
+                ps_log_warn("target dropped after relabeling", "job=%s reason=%s scheme=%s address=%s path=%s",
+                            ps_log_q(c->job_name), ps_log_q(why), ps_log_q((const char *)sa.data),
+                            ps_log_q((const char *)aa.data), ps_log_q((const char *)pa.data));
+                ps_buf_dispose(&sa);
+                ps_buf_dispose(&aa);
+                ps_buf_dispose(&pa);
+                add_dropped(s, a, discovered);
+                continue;
+            }
+            /* address defaulting: no port means the scheme's */
             char hostport[512];
             const char *colon = strrchr(address, ':'), *bracket = strrchr(address, ']');
             if (colon == NULL || (bracket != NULL && colon < bracket))
@@ -300,8 +336,7 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
                 ps_labels_set(&ls, &a, "instance", 8, hostport, strlen(hostport));
             /* URL: scheme://address/prefix/path?params[&seconds=N] */
             ps_buf_t url = PS_BUF_INIT;
-            const char *ppath = ps_labels_value(&ls, "__profile_path__");
-            ps_buf_printf(&url, "%s://%s%s", scheme, hostport, ppath ? ppath : e->path);
+            ps_buf_printf(&url, "%s://%s%s", scheme, hostport, ppath);
             char sep = strchr((const char *)url.data, '?') ? '&' : '?';
             for (uint32_t k = 0; k < ls.n; k++) {
                 if (ls.pairs[k].nlen > 8 && memcmp(ls.pairs[k].name, "__param_", 8) == 0) {
@@ -340,13 +375,12 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
                 ps_log_warn("target dropped: invalid labels after relabeling", "job=%s err=%s", ps_log_q(c->job_name),
                             ps_log_q(err.msg));
                 ps_buf_dispose(&url);
-                dropped_t d = {t->arena, t->discovered};
-                s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
-                s->dropped[s->ndropped++] = d;
+                add_dropped(s, t->arena, t->discovered);
                 free(t);
                 continue;
             }
             t->url = ps_arena_strndup(&t->arena, (const char *)url.data, url.len - 1);
+            t->url_shown = ps_redact_url_arena(&t->arena, t->url);
             t->name = ps_arena_strndup(&t->arena, pname, strlen(pname));
             t->job = ps_arena_strndup(&t->arena, c->job_name, strlen(c->job_name));
             ps_buf_dispose(&url);
@@ -423,7 +457,7 @@ static void rebuild(ps_scraper_t *s)
         }
         for (uint32_t h = 0; h < p->nhttp; h++)
             for (uint32_t g = 0; g < p->https[h].ngroups; g++)
-                build_group(s, pi, &p->https[h].groups[g], "__meta_url", p->https[h].cfg->url, &nt, &n, &cap);
+                build_group(s, pi, &p->https[h].groups[g], "__meta_url", p->https[h].cfg->url_shown, &nt, &n, &cap);
     }
     /* carry over transfers, health and delta baselines; drop duplicates */
     int64_t mono = ps_time_mono();
@@ -742,7 +776,7 @@ static void write_synthetic(ps_scraper_t *s, const target_t *t, const ps_scrape_
     atomic_fetch_add(&s->pending_writes, 1);
     if (ps_writer_submit(s->writer, &r->w) != 0) {
         atomic_fetch_sub(&s->pending_writes, 1);
-        ps_log_debug("scrape series not stored", "url=%s err=%s", ps_log_q(t->url), ps_log_q(r->w.err.msg));
+        ps_log_debug("scrape series not stored", "url=%s err=%s", ps_log_q(t->url_shown), ps_log_q(r->w.err.msg));
         ps_arena_dispose(&r->arena);
         free(r);
     }
@@ -774,7 +808,7 @@ static void set_result(ps_scraper_t *s, target_t *t, int64_t started_wall, doubl
         write_synthetic(s, t, &rep, 0);
     }
     if (err)
-        ps_log_debug("scrape failed", "url=%s err=%s", ps_log_q(t->url), ps_log_q(err));
+        ps_log_debug("scrape failed", "url=%s err=%s", ps_log_q(t->url_shown), ps_log_q(err));
 }
 
 static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
@@ -924,7 +958,7 @@ static void start_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h)
     char why[512];
     if (!ps_httpclient_setup(e, h->cfg->url, &h->cfg->client, &h->headers, &h->connect_to, why, sizeof(why))) {
         ps_log_error("http_sd: refresh failed, keeping the last good targets", "job=%s url=%s err=%s",
-                     ps_log_q(p->cfg->job_name), ps_log_q(h->cfg->url), ps_log_q(why));
+                     ps_log_q(p->cfg->job_name), ps_log_q(h->cfg->url_shown), ps_log_q(why));
         s->sd_failures++;
         curl_easy_cleanup(e);
         h->easy = NULL;
@@ -945,7 +979,7 @@ static void finish_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h, CURLcode re
     h->next_refresh = ps_time_mono() + h->cfg->refresh_interval;
     if (res != CURLE_OK || status != 200) {
         ps_log_error("http_sd: refresh failed, keeping the last good targets", "job=%s url=%s err=%s",
-                     ps_log_q(p->cfg->job_name), ps_log_q(h->cfg->url),
+                     ps_log_q(p->cfg->job_name), ps_log_q(h->cfg->url_shown),
                      ps_log_q(res != CURLE_OK ? curl_easy_strerror(res)
                               : status == 0   ? "no answer"
                                               : "HTTP status not 200"));
@@ -956,7 +990,7 @@ static void finish_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h, CURLcode re
     ps_target_group_t *groups;
     uint32_t ng;
     ps_err_t err;
-    if (ps_sd_parse(h->body.len ? (const char *)h->body.data : "", h->body.len, false, h->cfg->url, &na, &groups, &ng,
+    if (ps_sd_parse(h->body.len ? (const char *)h->body.data : "", h->body.len, false, h->cfg->url_shown, &na, &groups, &ng,
                     &err) != 0) {
         ps_log_error("http_sd: invalid answer, keeping the last good targets", "job=%s err=%s",
                      ps_log_q(p->cfg->job_name), ps_log_q(err.msg));
@@ -1238,82 +1272,35 @@ void ps_scraper_stop(ps_scraper_t *s)
 /* ---- reading state ---- */
 
 
-/* Words of a name (split at '_', '-', '.'; a leading "__param_" dropped): one of these marks a
- * credential; "key" does alone (the whole name) or after api/access/private/auth/signing/session,
- * so that shard_key or sort_key stay readable. */
-bool ps_scraper_secret_name(const char *name, size_t n)
-{
-    static const char *const words[] = {"token", "password", "passwd", "pwd", "secret", "credential",
-                                        "credentials", "apikey", "authorization"};
-    static const char *const key_after[] = {"api", "access", "private", "auth", "signing", "session"};
-    if (n >= 8 && memcmp(name, "__param_", 8) == 0)
-        name += 8, n -= 8;
-    const char *prev = NULL;
-    size_t prevl = 0;
-    for (size_t i = 0; i < n;) {
-        while (i < n && (name[i] == '_' || name[i] == '-' || name[i] == '.'))
-            i++;
-        size_t b = i;
-        while (i < n && name[i] != '_' && name[i] != '-' && name[i] != '.')
-            i++;
-        size_t wl = i - b;
-        if (wl == 0)
-            break;
-        for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++)
-            if (wl == strlen(words[w]) && strncasecmp(name + b, words[w], wl) == 0)
-                return true;
-        if (wl == 3 && strncasecmp(name + b, "key", 3) == 0) {
-            if (prev == NULL && i >= n)
-                return true; /* the whole name */
-            for (size_t k = 0; prev != NULL && k < sizeof(key_after) / sizeof(key_after[0]); k++)
-                if (prevl == strlen(key_after[k]) && strncasecmp(prev, key_after[k], prevl) == 0)
-                    return true;
-        }
-        prev = name + b;
-        prevl = wl;
-    }
-    return false;
-}
-
-#define SECRET "<secret>"
-
+/* Labels as shown: with redact, values per the configuration's rule (ps_redact_value). */
 static void labels_json(const ps_labels_t *ls, bool redact, ps_json_t *j)
 {
+    ps_buf_t v = PS_BUF_INIT;
     ps_json_obj(j);
     for (uint32_t i = 0; i < ls->n; i++) {
         ps_json_keyn(j, ls->pairs[i].name, ls->pairs[i].nlen);
-        if (redact && ps_scraper_secret_name(ls->pairs[i].name, ls->pairs[i].nlen))
-            ps_json_cstr(j, SECRET);
-        else
+        if (redact) {
+            ps_buf_reset(&v);
+            ps_redact_value(ls->pairs[i].name, ls->pairs[i].nlen, ls->pairs[i].value, ls->pairs[i].vlen, &v);
+            ps_json_str(j, v.len ? (const char *)v.data : "", v.len);
+        } else {
             ps_json_str(j, ls->pairs[i].value, ls->pairs[i].vlen);
+        }
     }
     ps_json_end(j);
+    ps_buf_dispose(&v);
 }
 
-/* url with the values of its credential-like query parameters replaced by <secret> */
+/* A URL as shown: with redact, its password and credential-like query values hidden (ps_redact_url). */
 static void url_json(const char *url, bool redact, ps_json_t *j)
 {
-    const char *q = strchr(url, '?');
-    if (!redact || q == NULL) {
+    if (!redact) {
         ps_json_cstr(j, url);
         return;
     }
     ps_buf_t b = PS_BUF_INIT;
-    ps_buf_append(&b, url, (size_t)(q - url) + 1);
-    for (const char *p = q + 1; *p;) {
-        size_t len = strcspn(p, "&");
-        const char *eq = memchr(p, '=', len);
-        if (eq != NULL && ps_scraper_secret_name(p, (size_t)(eq - p))) {
-            ps_buf_append(&b, p, (size_t)(eq - p) + 1);
-            ps_buf_append(&b, SECRET, strlen(SECRET));
-        } else {
-            ps_buf_append(&b, p, len);
-        }
-        p += len;
-        if (*p == '&')
-            ps_buf_append(&b, p++, 1);
-    }
-    ps_json_str(j, (const char *)b.data, b.len);
+    ps_redact_url(url, strlen(url), &b);
+    ps_json_str(j, b.len ? (const char *)b.data : "", b.len);
     ps_buf_dispose(&b);
 }
 

@@ -32,13 +32,11 @@ void ps_scraper_reload(ps_scraper_t *s, ps_config_t *cfg);
 /** Stops scraping, waits for the thread. NULL is a no-op. */
 void ps_scraper_stop(ps_scraper_t *s);
 
-/** GET /api/v1/targets body (Prometheus shape); state: "active", "dropped" or "any"/NULL. Thread-safe. */
+/** GET /api/v1/targets body (Prometheus shape); state: "active", "dropped" or "any"/NULL. With
+ *  redact (callers without admin), label values and URLs as the configuration's one rule shows
+ *  them (config.h ps_redact_value: "<secret>" for credential-like names, "xxxxx" for URL
+ *  passwords). Thread-safe. */
 void ps_scraper_targets_json(ps_scraper_t *s, const char *state, bool redact, ps_buf_t *out);
-/** Whether a label or URL parameter name looks like it holds a credential: one of its words
- *  (split at _ - .; "__param_" dropped; any case) is token, password, passwd, pwd, secret,
- *  credential(s), apikey or authorization, or it is "key" alone or api_key, access_key, ... (not
- *  shard_key). With redact, /api/v1/targets shows such values as "<secret>" (not for admins). */
-bool ps_scraper_secret_name(const char *name, size_t n);
 /** Self-metrics in Prometheus text format. Thread-safe; s may be NULL. */
 void ps_scraper_metrics(ps_scraper_t *s, ps_buf_t *out);
 

@@ -10,11 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "../testutil.h"
 
+#include "core/file.h"
 #include "core/fmt.h"
 #include "core/hash.h"
 #include "core/json.h"
@@ -631,6 +634,47 @@ static void test_cpu_slots(void **state)
     ps_cpu_slot_give();
 }
 
+/* ps_file_read / ps_file_readable: regular files only, bounded; a FIFO is refused at once (a
+ * blocking open(2) would wait for a writer for ever: the test would hang) */
+static void test_file_read(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ps_file_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char reg[64], fifo[64], missing[64];
+    snprintf(reg, sizeof(reg), "%s/reg", dir);
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    snprintf(missing, sizeof(missing), "%s/missing", dir);
+    FILE *f = fopen(reg, "w");
+    assert_non_null(f);
+    fputs("hello\n", f);
+    fclose(f);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    char why[128];
+    ps_buf_t b = PS_BUF_INIT;
+    assert_int_equal(ps_file_read(reg, 100, &b, why, sizeof(why)), 0);
+    assert_int_equal(b.len, 6);
+    assert_memory_equal(b.data, "hello\n", 6);
+    ps_buf_reset(&b);
+    assert_int_equal(ps_file_read(reg, 5, &b, why, sizeof(why)), -1);
+    assert_string_equal(why, "larger than 5 bytes");
+    ps_buf_reset(&b);
+    assert_int_equal(ps_file_read(fifo, 100, &b, why, sizeof(why)), -1);
+    assert_string_equal(why, "not a regular file");
+    assert_int_equal(ps_file_read(dir, 100, &b, why, sizeof(why)), -1);
+    assert_string_equal(why, "not a regular file");
+    assert_int_equal(ps_file_read(missing, 100, &b, why, sizeof(why)), -1);
+    assert_string_equal(why, "No such file or directory");
+    assert_true(ps_file_readable(reg, why, sizeof(why)));
+    assert_false(ps_file_readable(fifo, why, sizeof(why)));
+    assert_string_equal(why, "not a regular file");
+    assert_false(ps_file_readable("/dev/null", why, sizeof(why)));
+    ps_buf_dispose(&b);
+    unlink(reg);
+    unlink(fifo);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -649,6 +693,7 @@ int main(void)
         cmocka_unit_test(test_ts_ms),
         cmocka_unit_test(test_fmt_float),
         cmocka_unit_test(test_log_values),
+        cmocka_unit_test(test_file_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
