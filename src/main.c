@@ -72,6 +72,9 @@ static const char usage[] =
     "  --ingest.decode-queue-max-bytes=SIZE  bodies waiting for a decode thread; past it writes get 429\n"
     "                                   (remote write 503) with Retry-After (default 32MiB)\n"
     "  --query.max-regex-steps=N        PCRE2 steps one query's regex matchers may take (default 1000000000)\n"
+    "  --scrape.max-targets=N           targets (target x profile) built over all jobs, and as many dropped\n"
+    "                                   ones kept; past it the rest are left out, logged (default 50000;\n"
+    "                                   0 = no limit; at most 1000000)\n"
     "  --storage.max-size=SIZE          most the LMDB store may grow to (default 256GiB)\n"
     "  --storage.compact-max-profiles=N fold a series' head into a chunk at N profiles (default 120)\n"
     "  --storage.compact-window=DURATION  ... or once the head spans this much time, or the series got\n"
@@ -135,7 +138,7 @@ typedef struct flags {
     uint64_t query_cpus;                                      /* query threads computing at once */
     uint64_t query_max_samples;
     int nosync, admin_api, lifecycle;
-    uint64_t max_conns, body_min_rate, h2_max_resets;
+    uint64_t max_conns, body_min_rate, h2_max_resets, scrape_max_targets;
     int64_t header_timeout, body_idle_timeout, idle_timeout;
     int h2c;
     int agent;
@@ -206,7 +209,7 @@ static void parse_flags(int argc, char **argv, flags_t *f)
                                       "storage.remote.read-concurrent-limit",
                                       "storage.remote.read-max-bytes-in-frame", "web.config.file", "web.max-connections",
                                       "web.read-header-timeout", "web.body-idle-timeout", "web.body-min-rate",
-                                      "web.idle-timeout", "web.http2-max-resets", NULL};
+                                      "web.idle-timeout", "web.http2-max-resets", "scrape.max-targets", NULL};
         int is_known = 0;
         for (int k = 0; known[k]; k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -294,8 +297,9 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             dur = &f->idle_timeout;
         else if (strcmp(name, "web.body-min-rate") == 0)
             size = &f->body_min_rate;
-        else if (strcmp(name, "web.max-connections") == 0 || strcmp(name, "web.http2-max-resets") == 0) {
-            uint64_t *dst = name[4] == 'm' ? &f->max_conns : &f->h2_max_resets;
+        else if (strcmp(name, "web.max-connections") == 0 || strcmp(name, "web.http2-max-resets") == 0 ||
+                 strcmp(name, "scrape.max-targets") == 0) {
+            uint64_t *dst = name[0] == 's' ? &f->scrape_max_targets : name[4] == 'm' ? &f->max_conns : &f->h2_max_resets;
             char *end;
             errno = 0;
             unsigned long long v = strtoull(val, &end, 10);
@@ -412,6 +416,7 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("web.config.file", f->web_config ? f->web_config : "");
     FLAG("web.enable-admin-api", f->admin_api ? "true" : "false");
     FLAG("web.enable-lifecycle", f->lifecycle ? "true" : "false");
+    FLAG("scrape.max-targets", fmt_dup("%llu", (unsigned long long)f->scrape_max_targets));
     FLAG("web.max-connections", fmt_dup("%llu", (unsigned long long)f->max_conns));
     FLAG("web.read-header-timeout", fmt_dur(f->header_timeout));
     FLAG("web.body-idle-timeout", fmt_dur(f->body_idle_timeout));
@@ -530,6 +535,7 @@ int main(int argc, char **argv)
     f.decode_queue_bytes = 32ull << 20; /* web/qpool.h: PS_DPOOL_DEFAULT_BYTES */
     f.query_max_samples = 50000000;
     f.max_conns = 512;
+    f.scrape_max_targets = 50000;
     f.header_timeout = 10 * PS_NS_PER_S;
     f.body_idle_timeout = 10 * PS_NS_PER_S;
     f.body_min_rate = 1024;
@@ -648,6 +654,7 @@ int main(int argc, char **argv)
      * processes) */
     wiring_t wiring = {.config_path = f.config, .web_config_path = f.web_config, .srv = &srv};
     pthread_mutex_init(&wiring.mu, NULL);
+    wiring.scrape_opts.max_targets = (uint32_t)f.scrape_max_targets;
     wiring.scrape_opts.max_body = f.max_body * 2 > (64u << 20) ? f.max_body * 2 : (64u << 20);
     wiring.scrape_opts.limits = srv.opts.limits;
     if (f.config != NULL || f.web_config != NULL) {

@@ -1241,7 +1241,7 @@ static int parse_params(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *sc)
 static const char *const scrape_fields[] = {
     "job_name", "scrape_interval", "scrape_timeout", "scheme", "params", "static_configs", "file_sd_configs",
     "http_sd_configs", "relabel_configs", "profiling_config", CLIENT_FIELDS, "honor_labels", "honor_timestamps",
-    "normalized_addresses", NULL};
+    "normalized_addresses", "target_limit", "keep_dropped_targets", NULL};
 static const char *const scrape_rejected[] = {
     "metrics_path", "profile paths come from profiling_config (path_prefix and pprof_config.<name>.path)",
     "metric_relabel_configs", "profiles have no metric samples to relabel; use relabel_configs",
@@ -1330,6 +1330,12 @@ static int parse_scrape(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *sc, 
                             relabel_elem);
         } else if (strcmp(key, "profiling_config") == 0) {
             profiling = v; /* parsed below, once the timeout is known */
+        } else if (strcmp(key, "target_limit") == 0 || strcmp(key, "keep_dropped_targets") == 0) {
+            uint64_t lim;
+            if ((rc = get_u64(c, v, &lim)) == 0 && lim > UINT32_MAX)
+                rc = fail(c, v, "%s out of range (at most %u)", key, UINT32_MAX);
+            if (rc == 0)
+                *(key[0] == 't' ? &sc->target_limit : &sc->keep_dropped_targets) = (uint32_t)lim;
         } else if (strcmp(key, "honor_labels") == 0 || strcmp(key, "honor_timestamps") == 0 ||
                    strcmp(key, "normalized_addresses") == 0) {
             bool ignored;

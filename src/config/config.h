@@ -114,6 +114,10 @@ typedef struct ps_scrape_config {
     const char *path_prefix;           /* profiling_config.path_prefix, "" if none */
     uint32_t npprof;
     ps_pprof_entry_t *pprof;           /* defaults merged per key, in a stable order */
+    uint32_t target_limit;             /* more targets (target x profile) after relabeling: none of the
+                                        * job's is scraped, each fails saying so (Prometheus'; 0 = none) */
+    uint32_t keep_dropped_targets;     /* targets dropped by relabeling kept for /api/v1/targets
+                                        * (Prometheus 2.47's; 0 = all) */
 } ps_scrape_config_t;
 
 /** Where forwarded data goes (src/forward): Pyroscope's Connect push or Prometheus' remote write. */

@@ -242,6 +242,10 @@ static void scrape_config(ps_buf_t *b, const ps_scrape_config_t *sc)
     kv_dur(b, 2, "scrape_interval", sc->scrape_interval);
     kv_dur(b, 2, "scrape_timeout", sc->scrape_timeout);
     kv(b, 2, "scheme", sc->scheme ? sc->scheme : "http");
+    if (sc->target_limit > 0)
+        ps_buf_printf(b, "  target_limit: %u\n", sc->target_limit);
+    if (sc->keep_dropped_targets > 0)
+        ps_buf_printf(b, "  keep_dropped_targets: %u\n", sc->keep_dropped_targets);
     if (sc->nparams > 0) {
         ps_buf_append(b, "  params:\n", 10);
         for (uint32_t i = 0; i < sc->nparams; i++)

@@ -65,6 +65,9 @@ typedef struct pool {
     uint32_t nhttp;
     uint32_t unmatched;       /* file_sd patterns matching no file (under the mutex: /metrics reads it) */
     char client_error[512];   /* the last unreadable-file error logged for the job, "" none */
+    char limit_error[128];    /* "target_limit exceeded (...)" while the job has too many, "" none */
+    uint64_t limit_exceeded;  /* rebuilds that found it over its target_limit */
+    uint32_t ndropped;        /* dropped targets kept for it (keep_dropped_targets) */
 } pool_t;
 
 /* ---- targets ---- */
@@ -101,6 +104,7 @@ typedef struct target {
     bool parked;            /* due while its CPU profile runs: back in the heap when it ends */
     bool running;           /* its transfer is in the multi handle */
     bool stale;             /* the configuration changed: make a new easy handle at the next scrape */
+    bool over_limit;        /* its job is over target_limit: each scrape fails saying so, no request */
     size_t max_body;        /* largest body accepted (ps_scraper_opts_t.max_body) */
 } target_t;
 
@@ -147,6 +151,8 @@ struct ps_scraper {
     job_metrics_t metrics[MAX_JOBS_METRICS];
     uint32_t nmetrics;
     uint64_t sd_failures;
+    uint64_t over_max;     /* targets not built in the last rebuild for opts.max_targets */
+    uint64_t dropped_not_kept; /* dropped targets not kept (keep_dropped_targets, max_targets) */
     ps_hmap_t by_id;       /* target id -> index in targets (rebuilt with the set) */
     ps_sched_t sched;      /* indexes of targets waiting for their tick, by next_due */
     atomic_int pending_writes; /* handed to the writer, not answered yet */
@@ -239,8 +245,17 @@ static void target_free(target_t *t)
 
 /* A target that is not scraped: its labels before relabeling kept for droppedTargets (a takes
  * the arena they live in). */
-static void add_dropped(ps_scraper_t *s, ps_arena_t a, ps_labels_t discovered)
+/* Keeps a target dropped by relabeling for /api/v1/targets (takes a), unless its job already keeps
+ * keep_dropped_targets of them or all jobs opts.max_targets. */
+static void add_dropped(ps_scraper_t *s, pool_t *p, ps_arena_t a, ps_labels_t discovered)
 {
+    if ((p->cfg->keep_dropped_targets > 0 && p->ndropped >= p->cfg->keep_dropped_targets) ||
+        (s->opts.max_targets > 0 && s->ndropped >= s->opts.max_targets)) {
+        ps_arena_dispose(&a);
+        s->dropped_not_kept++;
+        return;
+    }
+    p->ndropped++;
     s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
     s->dropped[s->ndropped++] = (dropped_t){a, discovered};
 }
@@ -289,7 +304,12 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
             if (!keep || address == NULL || *address == 0) {
                 if (keep)
                     ps_log_warn("target dropped: no address after relabeling", "job=%s", ps_log_q(c->job_name));
-                add_dropped(s, a, discovered);
+                add_dropped(s, p, a, discovered);
+                continue;
+            }
+            if (s->opts.max_targets > 0 && *nout >= s->opts.max_targets) { /* memory: a hostile SD list */
+                ps_arena_dispose(&a);
+                s->over_max++;
                 continue;
             }
             /* the scheme and address the URL is built from: http or https only (libcurl would
@@ -322,7 +342,7 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
                 ps_buf_dispose(&sa);
                 ps_buf_dispose(&aa);
                 ps_buf_dispose(&pa);
-                add_dropped(s, a, discovered);
+                add_dropped(s, p, a, discovered);
                 continue;
             }
             /* address defaulting: no port means the scheme's */
@@ -375,7 +395,7 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
                 ps_log_warn("target dropped: invalid labels after relabeling", "job=%s err=%s", ps_log_q(c->job_name),
                             ps_log_q(err.msg));
                 ps_buf_dispose(&url);
-                add_dropped(s, t->arena, t->discovered);
+                add_dropped(s, p, t->arena, t->discovered);
                 free(t);
                 continue;
             }
@@ -433,6 +453,34 @@ static void abort_transfer(ps_scraper_t *s, target_t *t)
 /* Rebuilds the target set from the current groups, keeping state of targets that stay. */
 static void write_synthetic(ps_scraper_t *s, const target_t *t, const ps_scrape_report_t *rep, int64_t t_ms);
 
+/* Prometheus' target_limit: a job with more targets after relabeling scrapes none of them; each
+ * scrape fails with "target_limit exceeded (number of targets: N, limit: L)" (up 0) until it has
+ * no more than the limit again. */
+static void apply_target_limits(ps_scraper_t *s, target_t **t, uint32_t n)
+{
+    uint32_t *count = ps_xcalloc(s->npools + 1, sizeof(uint32_t));
+    for (uint32_t i = 0; i < n; i++)
+        count[t[i]->pool]++;
+    pthread_mutex_lock(&s->mu);
+    for (uint32_t pi = 0; pi < s->npools; pi++) {
+        pool_t *p = &s->pools[pi];
+        bool over = p->cfg->target_limit > 0 && count[pi] > p->cfg->target_limit;
+        if (over) {
+            snprintf(p->limit_error, sizeof(p->limit_error), "target_limit exceeded (number of targets: %u, limit: %u)",
+                     count[pi], p->cfg->target_limit);
+            p->limit_exceeded++;
+            ps_log_warn("job over its target_limit: none of its targets is scraped", "job=%s err=%s",
+                        ps_log_q(p->cfg->job_name), ps_log_q(p->limit_error));
+        } else {
+            p->limit_error[0] = 0;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        t[i]->over_limit = s->pools[t[i]->pool].limit_error[0] != 0;
+    pthread_mutex_unlock(&s->mu);
+    free(count);
+}
+
 static void rebuild(ps_scraper_t *s)
 {
     target_t **nt = NULL;
@@ -443,6 +491,9 @@ static void rebuild(ps_scraper_t *s)
     free(s->dropped);
     s->dropped = NULL;
     s->ndropped = 0;
+    s->over_max = 0;
+    for (uint32_t pi = 0; pi < s->npools; pi++)
+        s->pools[pi].ndropped = 0;
     pthread_mutex_unlock(&s->mu);
     for (uint32_t pi = 0; pi < s->npools; pi++) {
         pool_t *p = &s->pools[pi];
@@ -502,6 +553,10 @@ static void rebuild(ps_scraper_t *s)
     }
     ps_hmap_dispose(&seen);
     ps_hmap_dispose(&old);
+    if (s->over_max > 0)
+        ps_log_warn("targets not scraped: more than --scrape.max-targets", "max=%u not_built=%llu",
+                    s->opts.max_targets, (unsigned long long)s->over_max);
+    apply_target_limits(s, nt, m);
     /* targets that went away: stale markers in their scrape series, as Prometheus writes them */
     int64_t now_ms = ps_time_now() / 1000000;
     for (uint32_t i = 0; i < s->ntargets; i++)
@@ -649,6 +704,11 @@ static void start_scrape(ps_scraper_t *s, target_t *t)
     char why[512];
     t->started_mono = ps_time_mono(); /* now, not the loop turn's time: the duration is the request's */
     t->started_wall = ps_time_now();
+    if (t->over_limit) {
+        snprintf(why, sizeof(why), "%s", p->limit_error);
+        set_result(s, t, t->started_wall, 0.0, why, 0, 0);
+        return;
+    }
     if (t->easy != NULL && (t->stale || cl->basic_password_file || cl->auth_credentials_file)) {
         /* new settings, or credentials files to read again: a fresh handle */
         abort_transfer(s, t);
@@ -1399,6 +1459,23 @@ void ps_scraper_metrics(ps_scraper_t *s, ps_buf_t *out)
                        "# HELP profstore_sd_failures_total Service discovery refreshes that failed.\n"
                        "# TYPE profstore_sd_failures_total counter\nprofstore_sd_failures_total %llu\n",
                   s->ntargets, (unsigned long long)s->sd_failures);
+    ps_buf_printf(out, "# HELP profstore_scrape_targets_over_max Targets not built for --scrape.max-targets (last rebuild).\n"
+                       "# TYPE profstore_scrape_targets_over_max gauge\nprofstore_scrape_targets_over_max %llu\n"
+                       "# HELP profstore_scrape_dropped_targets_not_kept_total Targets dropped by relabeling and not kept "
+                       "for /api/v1/targets (keep_dropped_targets, --scrape.max-targets).\n"
+                       "# TYPE profstore_scrape_dropped_targets_not_kept_total counter\n"
+                       "profstore_scrape_dropped_targets_not_kept_total %llu\n",
+                  (unsigned long long)s->over_max, (unsigned long long)s->dropped_not_kept);
+    ps_buf_printf(out, "# HELP profstore_scrape_pool_exceeded_target_limit_total Rebuilds of a job's targets that found "
+                       "more than its target_limit, by job.\n"
+                       "# TYPE profstore_scrape_pool_exceeded_target_limit_total counter\n");
+    for (uint32_t i = 0; i < s->npools; i++)
+        if (s->pools[i].cfg->target_limit > 0) {
+            char job[400];
+            ps_fmt_label_value(s->pools[i].cfg->job_name, job, sizeof(job));
+            ps_buf_printf(out, "profstore_scrape_pool_exceeded_target_limit_total{job=\"%s\"} %llu\n", job,
+                          (unsigned long long)s->pools[i].limit_exceeded);
+        }
     ps_buf_printf(out, "# HELP profstore_sd_file_patterns_unmatched file_sd patterns that match no file, by job.\n"
                        "# TYPE profstore_sd_file_patterns_unmatched gauge\n");
     for (uint32_t i = 0; i < s->npools; i++)

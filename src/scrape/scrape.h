@@ -23,6 +23,8 @@ typedef struct ps_scraper ps_scraper_t;
 typedef struct ps_scraper_opts {
     size_t max_body;            /* largest profile body accepted from a target (default 64 MiB) */
     ps_pprof_limits_t limits;
+    uint32_t max_targets;       /* targets (target x profile) kept over every job, and as many dropped
+                                 * ones; past it no more are built (--scrape.max-targets; 0 = none) */
 } ps_scraper_opts_t;
 
 /** Starts the scraper thread with cfg (taken). */
