@@ -427,7 +427,7 @@ int ps_attime_parse(const char *in, size_t n, int64_t now_ns, int64_t *out, ps_e
         return 0;
     }
     if (s[i] != '-' && s[i] != '+') {
-        if (i == 0 && parse_rfc3339(s, len, out) == 0)
+        if (i == 0 && (parse_rfc3339(s, len, out) == 0 || parse_unix(s, len, out) == 0)) /* also "1.5" */
             return 0;
         return ps_err_set(err, PS_EINVAL, "cannot parse time \"%s\" (want unix seconds, ms, us or ns, YYYYMMDD, "
                                           "RFC3339, or now-1h)", s);

@@ -39,7 +39,7 @@ int ps_parse_time(const char *s, size_t n, int64_t now_ns, int64_t *ns, ps_err_t
  * "_", "," and blanks are dropped; all digits: 8 of them a valid YYYYMMDD (UTC midnight), else by
  * count 13 ms, 16 us, 19 ns, any other count seconds; otherwise an optional "now" and an offset
  * of <number><unit>... after '-' or '+' (units by prefix: s, m/min, h, d, w, M/mon = 30 d,
- * y = 365 d), relative to now_ns; and RFC3339 (as ps_parse_time). Pyroscope takes anything else
+ * y = 365 d), relative to now_ns; and RFC3339 or float seconds ("1700000000.5", as ps_parse_time). Pyroscope takes anything else
  * as now; here it is PS_EINVAL with a message that names the part that is wrong and where.
  */
 int ps_attime_parse(const char *s, size_t n, int64_t now_ns, int64_t *out_ns, ps_err_t *err);
