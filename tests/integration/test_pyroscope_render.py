@@ -395,7 +395,7 @@ def test_render_series_limit(make_server):
     got = get(s, "/pyroscope/render", {"query": CPU + '{job="x"}', "from": str(T0), "until": str(T0 + 60)},
               expect=422)[0]
     own = s.get_json("/api/v1/profiles/query?" + urllib.parse.urlencode(
-        {"query": CPU_STORED + '{job="x"}', "start": str(T0), "end": str(T0 + 60)}), expect=422)
+        {"query": CPU_STORED + '{job="x"}', "start": str(T0), "end": str(T0 + 60), "format": "flamegraph"}), expect=422)
     assert got == {"code": "resource_exhausted", "message": own["error"]}
     assert got["message"] == "the selector matches more than 1 series (the limit, --query.max-series); narrow it"
     assert render(s, CPU + '{job="x",instance="0"}', until=T0 + 60)["flamebearer"]["numTicks"] == 2980000000
