@@ -113,7 +113,8 @@ static int64_t days_from_civil(int Y, int M, int D)
     return (int64_t)era * 146097 + (int64_t)doe - 719468;
 }
 
-/* RFC3339: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM), the whole of s; -1 if it is not one. */
+/* RFC3339: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM), the whole of s; -1 if it is not one, -2
+ * if it is one outside the range of an int64 of ns. */
 static int parse_rfc3339(const char *s, size_t n, int64_t *ns)
 {
     size_t i = 0;
@@ -153,6 +154,8 @@ static int parse_rfc3339(const char *s, size_t n, int64_t *ns)
     if (i != n || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
         return -1;
     int64_t secs = days_from_civil(Y, M, D) * 86400 + h * 3600 + m * 60 + sec - offset;
+    if (secs <= INT64_MIN / PS_NS_PER_S || secs >= INT64_MAX / PS_NS_PER_S - 1) /* not an int64 of ns (1678..2262) */
+        return -2;
     *ns = secs * PS_NS_PER_S + frac;
     return 0;
 }
@@ -281,13 +284,13 @@ int ps_parse_time(const char *s, size_t n, int64_t now, int64_t *ns, ps_err_t *e
     if (n >= 3 && memcmp(s, "now", 3) == 0)
         return parse_relative(s, n, now, ns, err);
     int rc = parse_unix(s, n, ns);
+    if (rc == -1)
+        rc = parse_rfc3339(s, n, ns);
     if (rc == 0)
         return 0;
     if (rc == -2)
         return ps_err_set(err, PS_EINVAL, "cannot parse \"%.*s\" to a valid timestamp: out of range (before 1678 or "
                                           "after 2262)", shown, s);
-    if (parse_rfc3339(s, n, ns) == 0)
-        return 0;
     return ps_err_set(err, PS_EINVAL, "cannot parse \"%.*s\" to a valid timestamp", shown, s);
 }
 

@@ -511,6 +511,10 @@ static void test_parse_time_forms(void **state)
         {"now-300y", "cannot parse \"now-300y\" to a valid timestamp: the duration at character 5 is out of range", 4},
         {"yesterday", "cannot parse \"yesterday\" to a valid timestamp", -1},
         {"9300000000", "cannot parse \"9300000000\" to a valid timestamp: out of range (before 1678 or after 2262)", -1},
+        {"9999-12-31T23:59:59Z", "cannot parse \"9999-12-31T23:59:59Z\" to a valid timestamp: out of range (before 1678 "
+                                 "or after 2262)", -1},
+        {"0000-01-01T00:00:00Z", "cannot parse \"0000-01-01T00:00:00Z\" to a valid timestamp: out of range (before 1678 "
+                                 "or after 2262)", -1},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int64_t v = 0;
