@@ -15,6 +15,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -466,9 +467,23 @@ def require_tool(name: str) -> str:
     return path
 
 
+def _go_cache() -> Dict[str, str]:
+    """The user's Go build cache: with HOME moved, `go tool pprof` would otherwise build pprof from
+    the Go sources again in every test (a minute or more on a busy machine)."""
+    if "go_cache" not in _cache:
+        env: Dict[str, str] = {}
+        go = shutil.which("go")
+        if "GOCACHE" not in os.environ and go:
+            r = subprocess.run([go, "env", "GOCACHE"], capture_output=True, text=True, timeout=60)
+            if r.returncode == 0 and r.stdout.strip():
+                env["GOCACHE"] = r.stdout.strip()
+        _cache["go_cache"] = env
+    return _cache["go_cache"]  # type: ignore[return-value]
+
+
 def tool_env(tmp_path: Path) -> Dict[str, str]:
     """Environment for go tool pprof / promtool: no copies in ~/pprof, UTC times."""
-    return dict(os.environ, PPROF_TMPDIR=str(tmp_path / "pprof"), TZ="UTC", HOME=str(tmp_path))
+    return dict(os.environ, PPROF_TMPDIR=str(tmp_path / "pprof"), TZ="UTC", HOME=str(tmp_path), **_go_cache())
 
 
 def go_pprof(args: List[str], tmp_path: Path, timeout: float = 120.0) -> subprocess.CompletedProcess:

@@ -429,18 +429,18 @@ static void test_durations_and_times(void **state)
     ps_format_duration(0, buf, sizeof(buf));
     assert_string_equal(buf, "0s");
 
-    assert_int_equal(ps_parse_time("1796022364", 10, &ns, &err), 0);
+    assert_int_equal(ps_parse_time("1796022364", 10, 0, &ns, &err), 0);
     assert_int_equal(ns, 1796022364ll * PS_NS_PER_S);
-    assert_int_equal(ps_parse_time("1796022364.647", 14, &ns, &err), 0);
+    assert_int_equal(ps_parse_time("1796022364.647", 14, 0, &ns, &err), 0);
     assert_int_equal(ns, 1796022364647000000ll);
     const char *r = "2026-11-30T07:06:04.647593488Z";
-    assert_int_equal(ps_parse_time(r, strlen(r), &ns, &err), 0);
+    assert_int_equal(ps_parse_time(r, strlen(r), 0, &ns, &err), 0);
     assert_int_equal(ns, 1796022364647593488ll);
     r = "2026-11-30T09:06:04+02:00";
-    assert_int_equal(ps_parse_time(r, strlen(r), &ns, &err), 0);
+    assert_int_equal(ps_parse_time(r, strlen(r), 0, &ns, &err), 0);
     assert_int_equal(ns, 1796022364ll * PS_NS_PER_S);
     r = "1970-01-01T00:00:00Z";
-    assert_int_equal(ps_parse_time(r, strlen(r), &ns, &err), 0);
+    assert_int_equal(ps_parse_time(r, strlen(r), 0, &ns, &err), 0);
     assert_int_equal(ns, 0);
     ps_format_time(1796022364647593488ll, buf, sizeof(buf));
     assert_string_equal(buf, "2026-11-30T07:06:04.647593488Z");
@@ -451,10 +451,80 @@ static void test_durations_and_times(void **state)
     assert_string_equal(buf, "2026-11-30T07:06:04.12Z");
     ps_format_time_go(1796022364000000000ll, buf, sizeof(buf));
     assert_string_equal(buf, "2026-11-30T07:06:04Z");
-    static const char *bad[] = {"", "yesterday", "2026-13-01T00:00:00Z", "2026-11-30T07:06:04", "2026-11-30", "1e400", "12abc"};
+    static const char *bad[] = {"", "yesterday", "2026-13-01T00:00:00Z", "2026-11-30T07:06:04", "2026-11-30", "1e400",
+                                "12abc", "9300000000", "9.3e9", "10000000000000000000", "-", "now5m", "now-", "now-5",
+                                "now-5x", "now-m", "now-5m1h", "now-1e3s", "nowish", "now-9999999999999y"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_int_equal(ps_parse_time(bad[i], strlen(bad[i]), &ns, &err), PS_EINVAL);
+        if (ps_parse_time(bad[i], strlen(bad[i]), 0, &ns, &err) != PS_EINVAL)
+            fail_msg("%s: accepted as %lld", bad[i], (long long)ns);
         assert_non_null(strstr(err.msg, "cannot parse"));
+    }
+}
+
+/* ps_parse_time: unix s, ms, us, ns told apart by size, now-relative, positions in errors */
+static void test_parse_time_forms(void **state)
+{
+    (void)state;
+    const int64_t now = 1796022364647593488ll, T = 1796022364ll * PS_NS_PER_S;
+    static const struct {
+        const char *in;
+        int64_t want;
+    } ok[] = {
+        {"1796022364", 1796022364ll * PS_NS_PER_S},
+        {"1796022364.5", 1796022364500000000ll},
+        {"1796022364.0004", 1796022364000000000ll}, /* seconds are rounded to the ms, as Prometheus */
+        {"-1.5", -1500000000ll},
+        {"0", 0},
+        {"9200000000", 9200000000ll * PS_NS_PER_S}, /* the last seconds that fit */
+        {"1796022364647", 1796022364647ll * 1000000},
+        {"1796022364647.5", 1796022364647500000ll},
+        {"10000000000", 10000000000ll * 1000000}, /* from 1e10: ms */
+        {"1796022364647593", 1796022364647593000ll},
+        {"1796022364647593488", 1796022364647593488ll},
+        {"1.796022364647e12", 1796022364647ll * 1000000},
+        {"2026-11-30T07:06:04Z", 1796022364ll * PS_NS_PER_S},
+        {"now", now},
+        {"now-5m", now - 300 * PS_NS_PER_S},
+        {"now-1h30m", now - 5400 * PS_NS_PER_S},
+        {"now+1d", now + 86400 * PS_NS_PER_S},
+        {"now-1w2d3h4m5s6ms", now - ((9ll * 86400 + 3 * 3600 + 4 * 60 + 5) * PS_NS_PER_S + 6000000)},
+    };
+    ps_err_t err;
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        int64_t v = 0;
+        if (ps_parse_time(ok[i].in, strlen(ok[i].in), now, &v, &err) != 0)
+            fail_msg("%s: %s", ok[i].in, err.msg);
+        if (v != ok[i].want)
+            fail_msg("%s: got %lld, want %lld", ok[i].in, (long long)v, (long long)ok[i].want);
+    }
+    (void)T;
+    static const struct {
+        const char *in, *msg;
+        int pos;
+    } bad[] = {
+        {"now-5x", "cannot parse \"now-5x\" to a valid timestamp: unknown unit \"x\" at character 6 (ms, s, m, h, d, w, y)", 5},
+        {"now-", "cannot parse \"now-\" to a valid timestamp: a duration after '-' is missing at character 5, as in now-5m", 4},
+        {"now5m", "cannot parse \"now5m\" to a valid timestamp: want '-' or '+' after \"now\" at character 4, as in now-5m", 3},
+        {"now-h", "cannot parse \"now-h\" to a valid timestamp: want a number at character 5", 4},
+        {"now-1h5", "cannot parse \"now-1h5\" to a valid timestamp: want a unit (ms, s, m, h, d, w, y) at character 8", 7},
+        {"now-5m1h", "cannot parse \"now-5m1h\" to a valid timestamp: unit \"h\" at character 8 is out of order (y, w, d, h, "
+                     "m, s, ms: each once, the larger first)", 7},
+        {"now+250y", "cannot parse \"now+250y\" to a valid timestamp: the offset from now is out of range (before 1678 or "
+                     "after 2262)", 4},
+        {"now-300y", "cannot parse \"now-300y\" to a valid timestamp: the duration at character 5 is out of range", 4},
+        {"yesterday", "cannot parse \"yesterday\" to a valid timestamp", -1},
+        {"9300000000", "cannot parse \"9300000000\" to a valid timestamp: out of range (before 1678 or after 2262)", -1},
+        {"9999-12-31T23:59:59Z", "cannot parse \"9999-12-31T23:59:59Z\" to a valid timestamp: out of range (before 1678 "
+                                 "or after 2262)", -1},
+        {"0000-01-01T00:00:00Z", "cannot parse \"0000-01-01T00:00:00Z\" to a valid timestamp: out of range (before 1678 "
+                                 "or after 2262)", -1},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int64_t v = 0;
+        if (ps_parse_time(bad[i].in, strlen(bad[i].in), now, &v, &err) != PS_EINVAL)
+            fail_msg("%s: accepted as %lld", bad[i].in, (long long)v);
+        assert_string_equal(err.msg, bad[i].msg);
+        assert_int_equal(err.pos, bad[i].pos);
     }
 }
 
@@ -484,6 +554,7 @@ static void test_attime(void **state)
         {"now-1y", now - 365 * 86400 * PS_NS_PER_S},
         {" now - 5s ", now - 5 * PS_NS_PER_S},
         {"1_796_022_364", 1796022364ll * PS_NS_PER_S},
+        {"2026-11-30T09:06:04+02:00", 1796022364ll * PS_NS_PER_S},
     };
     ps_err_t err;
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
@@ -503,7 +574,10 @@ static void test_attime(void **state)
             fail_msg("%s: accepted as %lld", bad[i], (long long)v);
     }
     assert_int_equal(ps_attime_parse("now-1x", 6, now, &(int64_t){0}, &err), PS_EINVAL);
-    assert_string_equal(err.msg, "time \"now-1x\": unknown unit \"x\" (s, m/min, h, d, w, M/mon, y)");
+    assert_string_equal(err.msg, "time \"now-1x\": unknown unit \"x\" at character 6 (s, m/min, h, d, w, M/mon, y)");
+    int64_t v = 0;
+    assert_int_equal(ps_attime_parse("2026-11-30T07:06:04.5Z", 22, now, &v, &err), 0); /* RFC3339 too */
+    assert_int_equal(v, 1796022364500000000ll);
 }
 
 /* Big buffers: malloc'd below 1 MiB, mmap'd from it; growing across the line keeps the bytes,
@@ -688,6 +762,7 @@ int main(void)
         cmocka_unit_test(test_labels_edit),
         cmocka_unit_test(test_durations_and_times),
         cmocka_unit_test(test_attime),
+        cmocka_unit_test(test_parse_time_forms),
         cmocka_unit_test(test_json_writer),
         cmocka_unit_test(test_label_value_escape),
         cmocka_unit_test(test_ts_ms),
