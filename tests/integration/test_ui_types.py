@@ -220,7 +220,12 @@ def test_service_list_one_click(store, browser):
     assert browser.js("return document.querySelector('details.services summary').textContent;") == \
         "Services by service_name · 2"
     browser.js("window.scrollTo(0, 0);")
+    assert browser.js("return document.documentElement.scrollWidth <= window.innerWidth;") is True
     browser.screenshot("services-1280")
+    browser.set_width(800)
+    browser.wait_js("document.documentElement.scrollWidth <= window.innerWidth", 5, "nothing wider than 800 px")
+    browser.screenshot("services-800")
+    browser.set_width(1280)
     # one click on a service: its selector, and a type it has (frontend has only cumulative CPU)
     browser.js("document.querySelector('li.svc[data-service=\"frontend\"] .svc-name').click();")
     browser.wait_js("new URLSearchParams(location.search).get('sel') === 'service_name=\"frontend\"'", 10)
