@@ -318,3 +318,15 @@ def test_selector_error_points_at_the_typed_column(store, browser, typ):
     sel.send_keys(Keys.END, Keys.BACKSPACE * 5, Keys.ENTER)
     browser.wait_js("!document.querySelector('input.selector').hasAttribute('aria-invalid')", 10)
     assert [e for e in browser.console_errors() if "status of 400" not in e] == []
+
+
+def test_compare_selector_error_names_its_side(store, browser):
+    bad = 'service_name="checkout" inst'
+    browser.open(store.url("compare", type=INUSE, bsel='service_name="checkout"', csel=bad))
+    err = browser.wait_for(".view-msg .error")
+    assert err.text == ('compare: selector, column 25: parse error: unexpected identifier "inst" in label matching, '
+                        'expected "," or "}"\n{%s}\n%s^' % (bad, " " * 25))
+    # the comparison bar's input is marked, the baseline's is not
+    assert browser.js("return [...document.querySelectorAll('input.selector')].map(i => i.getAttribute('aria-invalid'));") \
+        == [None, "true"]
+    assert [e for e in browser.console_errors() if "status of 400" not in e] == []
