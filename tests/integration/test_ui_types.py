@@ -136,7 +136,7 @@ def test_api_merges_types_of_one_measure(store):
     assert st == 200, body
     # two measures: a precise 400
     mixed = '{__name__=~"%s|%s"}' % (INUSE, ALLOC)
-    st, _, body = store.get("/api/v1/profiles/query", query=mixed, start=store.start, end=store.end)
+    st, _, body = store.get("/api/v1/profiles/query", query=mixed, start=store.start, end=store.end, format="top")
     assert st == 400
     assert json.loads(body)["error"] == (
         "the selector matches series of 2 profile types (%s, %s); merging different types is meaningless (%s and %s "
@@ -144,7 +144,7 @@ def test_api_merges_types_of_one_measure(store):
         "the selector" % (ALLOC, INUSE, ALLOC, INUSE))
     # delta and cumulative CPU are not one measure either
     st, _, body = store.get("/api/v1/profiles/query", query='{__name__=~"%s|%s"}' % (CPU_DELTA, CPU_CUMUL),
-                            start=store.start, end=store.end)
+                            start=store.start, end=store.end, format="top")
     assert st == 400
     assert json.loads(body)["error"].startswith(
         "the selector matches series of 2 profile types (%s, %s); merging different types is meaningless (%s and %s "
