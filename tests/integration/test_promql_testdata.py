@@ -1,0 +1,377 @@
+"""Prometheus 2.42's own PromQL test files (tests/promql/testdata/*.test, see its README) against
+profstore: the test language of Prometheus' promql/test.go, run over HTTP.
+
+- `load <step>`: the series are remote-written (snappy WriteRequest, `stale` as Prometheus'
+  StaleNaN bits, `_` left out) with their real times from t = 0 (the unix epoch); the server runs
+  with `--retention 0` (no clamp of old data) and takes them as any other sample;
+- `clear`: a new server with an empty data directory;
+- `eval[_fail|_ordered] instant at <d> <expr>`: `/api/v1/query` at d; the answer compared as
+  test.go's compareResult does (labels as a set, values within test.go's relative 1e-6, NaN equal
+  to NaN, positions for eval_ordered); eval_fail must be an error answer (400 or 422, never 5xx).
+  Each instant eval that succeeds is then run as test.go's range-mode check does: `/api/v1/query_range`
+  from d - 1m to d + 1m at step 1m, which must succeed, and (but for eval_ordered) its points at d
+  must be the same answer.
+
+What test.go does and this runner does not: the @-modifier variants (atModifierTestCases: the
+query with `@ d` on every selector, at other evaluation times) need Prometheus' syntax tree
+printer; our parser's round trip is fuzzed on its own (tests/fuzz/fuzz_promql.c).
+
+Every eval of every file must pass; an eval that cannot for a good reason is listed in EXCEPTIONS
+with the reason, by file and line.
+"""
+import math
+import re
+import struct
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+import snappy
+
+TESTDATA = Path(__file__).resolve().parent.parent / "promql" / "testdata"
+FILES = sorted(p.name for p in TESTDATA.glob("*.test"))
+
+# (file, line of the eval) -> why profstore answers otherwise; keep it short
+EXCEPTIONS: Dict[Tuple[str, int], str] = {}
+
+STALE_NAN = struct.unpack("<d", struct.pack("<Q", 0x7FF0000000000002))[0]
+EPSILON = 0.000001
+MIN_NORMAL = struct.unpack("<d", struct.pack("<Q", 0x0010000000000000))[0]
+
+_DUR = re.compile(r"(\d+)(ms|y|w|d|h|m|s)")
+_DUR_MS = {"ms": 1, "s": 1000, "m": 60000, "h": 3600000, "d": 86400000, "w": 7 * 86400000, "y": 365 * 86400000}
+
+
+def duration_ms(s: str) -> int:
+    """Prometheus' model.ParseDuration ("1h30m", "0m", "10s") in ms."""
+    pos, total = 0, 0
+    for m in _DUR.finditer(s):
+        assert m.start() == pos, "bad duration %r" % s
+        total += int(m.group(1)) * _DUR_MS[m.group(2)]
+        pos = m.end()
+    assert pos == len(s) and s, "bad duration %r" % s
+    return total
+
+
+# ---- the series description syntax (parser.ParseSeriesDesc) ----
+
+_NUM = r"[+-]?(?:[iI]nf|NaN|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
+_ITEM = re.compile(r"^(?:(_)|(stale|%s))(?:(?<!_)([+-](?:[iI]nf|NaN|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)))?(?:x(\d+))?$" % _NUM)
+
+
+def parse_number(s: str) -> float:
+    if re.fullmatch(r"[+-]?0[xX][0-9a-fA-F]+", s):
+        return float(int(s, 16))
+    return float(s)
+
+
+def parse_values(items: List[str]) -> List[Optional[float]]:
+    """Series values (no hexadecimal numbers: 0x10 is 0 eleven times): `_` (none), `_xN` (N times none), `v`, `vxN` (N+1 times v), `v+dxN` / `v-dxN`
+    (N+1 values from v, d added each time, as the Go parser adds). None = omitted."""
+    out: List[Optional[float]] = []
+    for it in items:
+        m = _ITEM.match(it)
+        assert m, "bad series value %r" % it
+        blank, val, delta, times = m.groups()
+        if blank:
+            assert delta is None
+            out += [None] * (int(times) if times is not None else 1)
+            continue
+        v = STALE_NAN if val == "stale" else parse_number(val)
+        if times is None:
+            assert delta is None
+            out.append(v)
+            continue
+        d = parse_number(delta) if delta is not None else 0.0
+        for _ in range(int(times) + 1):
+            out.append(v)
+            v += d
+    return out
+
+
+def _unquote(s: str, i: int) -> Tuple[str, int]:
+    q = s[i]
+    j, out = i + 1, []
+    esc = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "a": "\a", "b": "\b",
+           "f": "\f", "v": "\v"}
+    while s[j] != q:
+        if s[j] == "\\" and q != "`":
+            c = s[j + 1]
+            if c in esc:
+                out.append(esc[c])
+                j += 2
+            elif c in "uU":
+                n = 4 if c == "u" else 8
+                out.append(chr(int(s[j + 2:j + 2 + n], 16)))
+                j += 2 + n
+            elif c == "x":
+                out.append(chr(int(s[j + 2:j + 4], 16)))
+                j += 4
+            else:
+                raise AssertionError("bad escape in %r" % s)
+        else:
+            out.append(s[j])
+            j += 1
+    return "".join(out), j + 1
+
+
+def parse_series_desc(line: str) -> Tuple[Dict[str, str], List[Optional[float]]]:
+    labels: Dict[str, str] = {}
+    m = re.match(r"[a-zA-Z_:][a-zA-Z0-9_:]*", line)
+    i = 0
+    if m and not line.startswith("{"):
+        labels["__name__"] = m.group(0)
+        i = m.end()
+    while i < len(line) and line[i] in " \t":
+        i += 1
+    if i < len(line) and line[i] == "{":
+        i += 1
+        while True:
+            while line[i] in " \t,":
+                i += 1
+            if line[i] == "}":
+                i += 1
+                break
+            n = re.match(r"[a-zA-Z_][a-zA-Z0-9_]*", line[i:])
+            assert n, "bad label in %r" % line
+            i += n.end()
+            while line[i] in " \t":
+                i += 1
+            assert line[i] == "=", "bad label in %r" % line
+            i += 1
+            while line[i] in " \t":
+                i += 1
+            v, i = _unquote(line, i)
+            labels[n.group(0)] = v
+    return labels, parse_values(line[i:].split())
+
+
+# ---- the test file (promql/test.go's parse) ----
+
+_EVAL = re.compile(r"^eval(?:_(fail|ordered))?\s+instant\s+(?:at\s+(.+?))?\s+(.+)$")
+
+
+class Eval:
+    def __init__(self, line: int, mod: Optional[str], at_ms: int, expr: str):
+        self.line, self.fail, self.ordered = line, mod == "fail", mod == "ordered"
+        self.at_ms, self.expr = at_ms, expr
+        self.scalar: Optional[float] = None
+        self.expected: Dict[frozenset, Tuple[int, float]] = {}
+
+
+def parse_file(text: str):
+    lines = []
+    for l in text.split("\n"):
+        l = l.strip()
+        lines.append("" if l.startswith("#") else l)
+    cmds = []
+    i = 0
+    while i < len(lines):
+        l = lines[i]
+        if not l:
+            i += 1
+            continue
+        word = re.split(r"[\t ]+", l, maxsplit=1)[0].lower()
+        if word == "clear":
+            cmds.append(("clear",))
+        elif word == "load":
+            step = duration_ms(re.match(r"^load\s+(.+?)$", l).group(1))
+            series = {}  # a series given twice: the last definition (test.go keys them by hash)
+            while i + 1 < len(lines) and lines[i + 1]:
+                i += 1
+                labels, vals = parse_series_desc(lines[i])
+                series[frozenset(labels.items())] = (labels, vals)
+            cmds.append(("load", step, list(series.values())))
+        elif word.startswith("eval"):
+            m = _EVAL.match(l)
+            assert m, "line %d: bad eval %r" % (i + 1, l)
+            ev = Eval(i + 1, m.group(1), duration_ms(m.group(2)), m.group(3))
+            j = 1
+            while i + 1 < len(lines) and lines[i + 1]:
+                i += 1
+                try:
+                    ev.scalar = parse_number(lines[i])
+                    break
+                except ValueError:
+                    pass
+                labels, vals = parse_series_desc(lines[i])
+                assert len(vals) == 1, "line %d: one value per expected series" % (i + 1)
+                ev.expected[frozenset(labels.items())] = (j, vals[0])
+                j += 1
+            cmds.append(("eval", ev))
+        else:
+            raise AssertionError("line %d: unknown command %r" % (i + 1, l))
+        i += 1
+    return cmds
+
+
+# ---- talking to profstore ----
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _field(num: int, payload: bytes) -> bytes:
+    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+
+
+def load(srv, step: int, series) -> None:
+    req = b""
+    for labels, vals in series:
+        ts = b""
+        for k in sorted(labels):
+            ts += _field(1, _field(1, k.encode()) + _field(2, labels[k].encode()))
+        for k, v in enumerate(vals):
+            if v is not None:
+                ts += _field(2, b"\x09" + struct.pack("<d", v) + b"\x10" + _varint(k * step))
+        req += _field(1, ts)
+    st, _, body = srv.request("POST", "/api/v1/write", body=snappy.compress(req),
+                              headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy",
+                                       "X-Prometheus-Remote-Write-Version": "0.1.0"}, timeout=60)
+    assert st == 204, body[:300]
+
+
+def _secs(ms: int) -> str:
+    return "%s%d.%03d" % ("-" if ms < 0 else "", abs(ms) // 1000, abs(ms) % 1000)
+
+
+def query(srv, path: str, params) -> Tuple[int, dict]:
+    import json
+    st, _, body = srv.request("POST", path, body=urllib.parse.urlencode(params).encode(),
+                              headers={"Content-Type": "application/x-www-form-urlencoded"}, timeout=60)
+    return st, json.loads(body)
+
+
+def almost_equal(a: float, b: float) -> bool:
+    if math.isnan(a) and math.isnan(b):
+        return True
+    if a == b:
+        return True
+    diff = abs(a - b)
+    if a == 0 or b == 0 or diff < MIN_NORMAL:
+        return diff < EPSILON * MIN_NORMAL
+    return diff / (abs(a) + abs(b)) < EPSILON
+
+
+def compare(ev: Eval, kind: str, got) -> Optional[str]:
+    """test.go's compareResult: None when the answer is the expected one, else why not.
+    got: ("vector", [(labels frozenset, value)]) or ("scalar", value)."""
+    if kind == "matrix":
+        return "received range result on instant evaluation"
+    if kind == "scalar":
+        if ev.scalar is None:
+            return "got scalar %r, expected a vector" % got
+        return None if almost_equal(ev.scalar, got) else "expected scalar %r but got %r" % (ev.scalar, got)
+    if kind != "vector":
+        return "unexpected result type %s" % kind
+    seen = set()
+    for pos, (lbls, v) in enumerate(got):
+        if lbls not in ev.expected:
+            return "unexpected metric %s in result" % dict(lbls)
+        exp_pos, exp_v = ev.expected[lbls]
+        if ev.ordered and exp_pos != pos + 1:
+            return "expected metric %s at position %d but was at %d" % (dict(lbls), exp_pos, pos + 1)
+        if not almost_equal(exp_v, v):
+            return "expected %r for %s but got %r" % (exp_v, dict(lbls), v)
+        seen.add(lbls)
+    for lbls in ev.expected:
+        if lbls not in seen:
+            return "expected metric %s not found" % dict(lbls)
+    if ev.scalar is not None and not ev.expected:
+        return "expected scalar %r, got a vector" % ev.scalar
+    return None
+
+
+def run_eval(srv, ev: Eval) -> Optional[str]:
+    st, ans = query(srv, "/api/v1/query", {"query": ev.expr, "time": _secs(ev.at_ms)})
+    if ev.fail:
+        if ans.get("status") == "error" and st in (400, 422):
+            return None
+        return "expected an error (400/422), got %d %s" % (st, str(ans)[:300])
+    if st != 200 or ans.get("status") != "success":
+        return "error evaluating: %d %s" % (st, str(ans)[:300])
+    data = ans["data"]
+    kind = data["resultType"]
+    if kind == "vector":
+        got = [(frozenset(s["metric"].items()), float(s["value"][1])) for s in data["result"]]
+        why = compare(ev, kind, got)
+    elif kind == "scalar":
+        why = compare(ev, kind, float(data["result"][1]))
+    else:
+        why = compare(ev, kind, None)
+    if why:
+        return why
+    st, ans = query(srv, "/api/v1/query_range", {"query": ev.expr, "start": _secs(ev.at_ms - 60000),
+                                                  "end": _secs(ev.at_ms + 60000), "step": "60"})
+    if st != 200 or ans.get("status") != "success":
+        return "range mode: error evaluating: %d %s" % (st, str(ans)[:300])
+    if ev.ordered:
+        return None
+    assert ans["data"]["resultType"] == "matrix"
+    vec = []
+    for s in ans["data"]["result"]:
+        for t, v in s["values"]:
+            if round(float(t) * 1000) == ev.at_ms:
+                vec.append((frozenset(s["metric"].items()), float(v)))
+                break
+    if kind == "scalar":
+        if not vec:
+            return "range mode: no point at the evaluation time"
+        why = compare(ev, "scalar", vec[0][1])
+    else:
+        why = compare(ev, "vector", vec)
+    return "range mode: " + why if why else None
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_promql_testdata(make_server, name):
+    cmds = parse_file((TESTDATA / name).read_text())
+    failures, evals = [], 0
+    srv, loads, starts = None, [], 0
+
+    def start():
+        nonlocal starts
+        s = make_server(name="%s-%d" % (name, starts), retention="0")
+        starts += 1
+        for step, series in loads:
+            load(s, step, series)
+        return s
+
+    for c in cmds:
+        if c[0] == "clear" or srv is None:
+            if srv is not None:
+                srv.kill()
+            loads = []
+            srv = start()
+            if c[0] == "clear":
+                continue
+        if c[0] == "load":
+            loads.append((c[1], c[2]))
+            load(srv, c[1], c[2])
+        elif c[0] == "eval":
+            ev = c[1]
+            evals += 1
+            try:
+                why = run_eval(srv, ev)
+            except OSError as e:
+                why = "no answer: %s" % e
+            if not srv.running():
+                why = "profstore died: %s" % srv.log()[-2000:]
+                srv = start()  # the same data again, to go on with the file
+            key = (name, ev.line)
+            if key in EXCEPTIONS:
+                assert why is not None, "line %d passes now: remove it from EXCEPTIONS" % ev.line
+            elif why is not None:
+                failures.append("line %d: %s\n    %s" % (ev.line, ev.expr, why))
+    assert evals > 0
+    assert not failures, "%d of %d evals failed:\n%s" % (len(failures), evals, "\n".join(failures))
