@@ -466,7 +466,7 @@ static double go_pow(double x, double y)
             ae += xe;
         }
         x1 *= x1;
-        xe <<= 1;
+        xe *= 2; /* Go's xe <<= 1; a negative xe shifted is undefined in C */
         if (x1 < .5) {
             x1 += x1;
             xe--;

@@ -12,9 +12,10 @@ profstore: the test language of Prometheus' promql/test.go, run over HTTP.
   from d - 1m to d + 1m at step 1m, which must succeed, and (but for eval_ordered) its points at d
   must be the same answer.
 
-What test.go does and this runner does not: the @-modifier variants (atModifierTestCases: the
-query with `@ d` on every selector, at other evaluation times) need Prometheus' syntax tree
-printer; our parser's round trip is fuzzed on its own (tests/fuzz/fuzz_promql.c).
+- and as test.go's atModifierTestCases: the query with `@ d` on every selector and subquery
+  outside subqueries (rewritten by build/tests/pq_at, tests/promql/pq_at.c, in Prometheus' String()
+  form), evaluated the same two ways at -10d, 0, d/5, d and 10d (d = 0: -1s, 0, 1s), unless it
+  calls a function whose answer depends on the evaluation time.
 
 Every eval of every file must pass; an eval that cannot for a good reason is listed in EXCEPTIONS
 with the reason, by file and line.
@@ -22,7 +23,7 @@ with the reason, by file and line.
 import math
 import re
 import struct
-import time
+import subprocess
 import urllib.parse
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -30,8 +31,11 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 import snappy
 
+from conftest import PROFSTORE_BIN
+
 TESTDATA = Path(__file__).resolve().parent.parent / "promql" / "testdata"
 FILES = sorted(p.name for p in TESTDATA.glob("*.test"))
+PQ_AT = Path(PROFSTORE_BIN).resolve().parent / "tests" / "pq_at"
 
 # (file, line of the eval) -> why profstore answers otherwise; keep it short
 EXCEPTIONS: Dict[Tuple[str, int], str] = {}
@@ -292,8 +296,9 @@ def compare(ev: Eval, kind: str, got) -> Optional[str]:
     return None
 
 
-def run_eval(srv, ev: Eval) -> Optional[str]:
-    st, ans = query(srv, "/api/v1/query", {"query": ev.expr, "time": _secs(ev.at_ms)})
+def run_eval(srv, ev: Eval, expr: str, at_ms: int) -> Optional[str]:
+    """One of test.go's queries of an eval: expr at at_ms, instant and in range mode."""
+    st, ans = query(srv, "/api/v1/query", {"query": expr, "time": _secs(at_ms)})
     if ev.fail:
         if ans.get("status") == "error" and st in (400, 422):
             return None
@@ -311,8 +316,8 @@ def run_eval(srv, ev: Eval) -> Optional[str]:
         why = compare(ev, kind, None)
     if why:
         return why
-    st, ans = query(srv, "/api/v1/query_range", {"query": ev.expr, "start": _secs(ev.at_ms - 60000),
-                                                  "end": _secs(ev.at_ms + 60000), "step": "60"})
+    st, ans = query(srv, "/api/v1/query_range", {"query": expr, "start": _secs(at_ms - 60000),
+                                                  "end": _secs(at_ms + 60000), "step": "60"})
     if st != 200 or ans.get("status") != "success":
         return "range mode: error evaluating: %d %s" % (st, str(ans)[:300])
     if ev.ordered:
@@ -321,7 +326,7 @@ def run_eval(srv, ev: Eval) -> Optional[str]:
     vec = []
     for s in ans["data"]["result"]:
         for t, v in s["values"]:
-            if round(float(t) * 1000) == ev.at_ms:
+            if round(float(t) * 1000) == at_ms:
                 vec.append((frozenset(s["metric"].items()), float(v)))
                 break
     if kind == "scalar":
@@ -333,10 +338,28 @@ def run_eval(srv, ev: Eval) -> Optional[str]:
     return "range mode: " + why if why else None
 
 
+def at_variants(evals: List[Eval]) -> Dict[int, List[Tuple[str, int]]]:
+    """test.go's atModifierTestCases for each eval (by line): the query with @ <its time> on its
+    selectors (tests/promql/pq_at.c) at -10t, 0, t/5, t, 10t (t = 0: -1s, 0, 1s); none when it
+    calls a function whose answer depends on the evaluation time."""
+    assert PQ_AT.is_file(), "%s is not built (cmake --build build)" % PQ_AT
+    text = "".join("%d\t%s\n" % (ev.at_ms, ev.expr) for ev in evals)
+    out = subprocess.run([str(PQ_AT)], input=text.encode(), stdout=subprocess.PIPE, check=True,
+                         timeout=60).stdout.decode().split("\n")
+    res = {}
+    for ev, new in zip(evals, out):
+        assert not new.startswith("!"), "line %d does not parse: %s" % (ev.line, new)
+        ts = ev.at_ms
+        times = [-1000, 0, 1000] if ts == 0 else [-10 * ts, 0, ts // 5, ts, 10 * ts]
+        res[ev.line] = [(new, t) for t in times] if new else []
+    return res
+
+
 @pytest.mark.parametrize("name", FILES)
 def test_promql_testdata(make_server, name):
     cmds = parse_file((TESTDATA / name).read_text())
-    failures, evals = [], 0
+    variants = at_variants([c[1] for c in cmds if c[0] == "eval"])
+    failures, evals, queries = [], 0, 0
     srv, loads, starts = None, [], 0
 
     def start():
@@ -361,17 +384,22 @@ def test_promql_testdata(make_server, name):
         elif c[0] == "eval":
             ev = c[1]
             evals += 1
-            try:
-                why = run_eval(srv, ev)
-            except OSError as e:
-                why = "no answer: %s" % e
-            if not srv.running():
-                why = "profstore died: %s" % srv.log()[-2000:]
-                srv = start()  # the same data again, to go on with the file
+            whys = []
+            for expr, t in [(ev.expr, ev.at_ms)] + variants[ev.line]:
+                queries += 1
+                try:
+                    why = run_eval(srv, ev, expr, t)
+                except OSError as e:
+                    why = "no answer: %s" % e
+                if not srv.running():
+                    why = "profstore died: %s" % srv.log()[-2000:]
+                    srv = start()  # the same data again, to go on with the file
+                if why:
+                    whys.append("%s at %s: %s" % (expr, _secs(t), why))
             key = (name, ev.line)
             if key in EXCEPTIONS:
-                assert why is not None, "line %d passes now: remove it from EXCEPTIONS" % ev.line
-            elif why is not None:
-                failures.append("line %d: %s\n    %s" % (ev.line, ev.expr, why))
-    assert evals > 0
+                assert whys, "line %d passes now: remove it from EXCEPTIONS" % ev.line
+            elif whys:
+                failures.append("line %d: %s\n    %s" % (ev.line, ev.expr, "\n    ".join(whys)))
+    assert evals > 0 and queries > evals
     assert not failures, "%d of %d evals failed:\n%s" % (len(failures), evals, "\n".join(failures))
