@@ -403,3 +403,124 @@ def test_promql_testdata(make_server, name):
                 failures.append("line %d: %s\n    %s" % (ev.line, ev.expr, "\n    ".join(whys)))
     assert evals > 0 and queries > evals
     assert not failures, "%d of %d evals failed:\n%s" % (len(failures), evals, "\n".join(failures))
+
+
+# ---- the defects these files found (issue 20 item 7), each pinned on its own ----
+
+def _series(*descs):
+    return [parse_series_desc(d) for d in descs]
+
+
+def _instant(srv, q, t):
+    return query(srv, "/api/v1/query", {"query": q, "time": _secs(t)})
+
+
+def _range(srv, q, start, end, step):
+    return query(srv, "/api/v1/query_range", {"query": q, "start": _secs(start), "end": _secs(end),
+                                              "step": _secs(step)})
+
+
+def _points(ans):
+    return {tuple(sorted(s["metric"].items())): [(round(float(t) * 1000), v) for t, v in s["values"]]
+            for s in ans["data"]["result"]}
+
+
+def test_count_values_with_a_parenthesised_label(make_server):
+    """count_values(("v"), x) crashed the server (SIGSEGV): the label parameter in parentheses."""
+    srv = make_server(retention="0")
+    load(srv, 60000, _series('x{i="1"} 1 2', 'x{i="2"} 2 2', 'x{i="3"} 1.5 2'))
+    for q in ['count_values(("v"), x)', 'count_values((("v")), x)', 'count_values by (i) (("v"), x)']:
+        st, ans = _instant(srv, q, 0)
+        assert st == 200, ans
+        got = {tuple(sorted(s["metric"].items())): s["value"][1] for s in ans["data"]["result"]}
+        if "by (i)" in q:
+            assert got == {(("i", "1"), ("v", "1")): "1", (("i", "2"), ("v", "2")): "1",
+                           (("i", "3"), ("v", "1.5")): "1"}
+        else:
+            assert got == {(("v", "1"),): "1", (("v", "2"),): "1", (("v", "1.5"),): "1"}
+        st, ans = _range(srv, q, 0, 60000, 60000)
+        assert st == 200, ans
+    st, ans = _range(srv, 'count_values(("v"), x)', 0, 60000, 60000)
+    assert _points(ans) == {(("v", "1"),): [(0, "1")], (("v", "1.5"),): [(0, "1")], (("v", "2"),): [(0, "1"), (60000, "3")]}
+    st, ans = _instant(srv, 'count_values(("0v"), x)', 0)
+    assert (st, ans["errorType"], ans["error"]) == (422, "execution", 'invalid label name "0v"')
+    assert srv.running()
+
+
+RANGE_FUNCS = ["rate(%s[5m])", "irate(%s[5m])", "increase(%s[5m])", "delta(%s[5m])", "idelta(%s[5m])",
+               "changes(%s[5m])", "resets(%s[5m])", "deriv(%s[5m])", "predict_linear(%s[5m], 60)",
+               "avg_over_time(%s[5m])", "min_over_time(%s[5m])", "max_over_time(%s[5m])",
+               "sum_over_time(%s[5m])", "count_over_time(%s[5m])", "quantile_over_time(0.5, %s[5m])",
+               "stddev_over_time(%s[5m])", "stdvar_over_time(%s[5m])", "present_over_time(%s[5m])",
+               "holt_winters(%s[5m], 0.5, 0.5)", "rate(%s[5m:1m])", "changes(%s[5m:1m])", "-%s"]
+
+
+def test_range_functions_over_several_names_fail_on_the_same_labelset(make_server):
+    """A range function drops the name: two series that only the name told apart give the same
+    labels, which Prometheus refuses ("vector cannot contain metrics with the same labelset", 422)
+    over the whole range of a range query, even when the two have points at different steps."""
+    srv = make_server(retention="0")
+    # a from 0 to 4m, b from 10m to 14m: apart in time; d always; c always, other labels
+    load(srv, 60000, _series('a{x="1"} 0+1x4', 'b{x="1"} _x10 0+2x4', 'c{x="2"} 0+1x14', 'd{x="1"} 0+3x14'))
+    for f in RANGE_FUNCS:
+        q = f % '{__name__=~"a|b"}'
+        st, ans = _instant(srv, f % '{__name__=~"a|c|d"}', 4 * 60000 if "[" in f else 0)
+        assert (st, ans.get("error")) == (422, "vector cannot contain metrics with the same labelset"), (q, ans)
+        st, ans = _range(srv, q, 0, 14 * 60000, 60000)
+        assert (st, ans.get("error")) == (422, "vector cannot contain metrics with the same labelset"), (q, ans)
+        # at one time only one of them has points: an answer
+        st, ans = _instant(srv, q, 3 * 60000)
+        assert st == 200 and [s["metric"] for s in ans["data"]["result"]] == [{"x": "1"}], (q, ans)
+        st, ans = _range(srv, q, 0, 4 * 60000, 60000)
+        assert st == 200 and [s["metric"] for s in ans["data"]["result"]] == [{"x": "1"}], (q, ans)
+    # last_over_time keeps the name: both, apart
+    st, ans = _range(srv, 'last_over_time({__name__=~"a|b"}[5m])', 0, 14 * 60000, 60000)
+    assert st == 200 and sorted(s["metric"]["__name__"] for s in ans["data"]["result"]) == ["a", "b"]
+
+
+def test_range_function_over_an_at_argument_in_a_range_query(make_server):
+    """predict_linear(x[100m] @ 3000, 3600) in a range query predicted from the query's start at
+    every step. Prometheus 2.42 evaluates a call that is not step invariant at each step ts, with
+    the window of its @ argument moved by ts - start (and the samples of a selector ending at @):
+    the values here are Prometheus 2.42's own answers to these range queries."""
+    srv = make_server(retention="0")
+    load(srv, 300000, _series("x 0+10x20"))
+    cases = {
+        "predict_linear(x[100m] @ 3000, 3600)": ["220", "230", "240"],
+        "quantile_over_time(time() * 0, x[10m] @ 3000)": ["80", "90", "100"],
+        "quantile_over_time(time() * 0 + 1, x[10m:5m] @ 3000)": ["100", "100", "100"],
+        "quantile_over_time(time() * 0 + 1, x[10m:5m] @ 3000 offset 5m)": ["90", "90", "90"],
+        "rate(x[10m] @ 3000) + time() * 0": ["0.03333333333333333"] * 3,
+        "max_over_time(x[10m] @ 3000)": ["100", "100", "100"],
+    }
+    for q, want in cases.items():
+        st, ans = _range(srv, q, 3000000, 3600000, 300000)
+        assert st == 200, (q, ans)
+        assert _points(ans) == {(): list(zip([3000000, 3300000, 3600000], want))}, q
+    st, ans = _instant(srv, "predict_linear(x[100m] @ 3000, 3600)", 3300000)
+    assert ans["data"]["result"][0]["value"][1] == "230"
+
+
+def test_label_replace_and_selectors_take_prometheus_regex_dialect(make_server):
+    """label_replace compiles its regex as Prometheus' RE2 does: lookaround, back-references,
+    possessive and atomic groups, \\Z are refused (422, Prometheus' message); selectors take the
+    POSIX brackets RE2 reads as plain classes ([[.a.]] is '[', '.' or 'a', then ']')."""
+    srv = make_server(retention="0")
+    load(srv, 60000, _series('y{l="a]"} 1', 'y{l="[]"} 2', 'y{l="b"} 3', 'y{l="="} 4', 'y{l="h"} 5'))
+    for re_ in ["(?=a).*", "(a)\\\\1", "(?<=a).*", "(?!a)", "a++", "(?>a)", "\\\\Z", "(?P=n)"]:
+        st, ans = _instant(srv, 'label_replace(y, "d", "$1", "l", "%s")' % re_, 0)
+        assert (st, ans["errorType"]) == (422, "execution"), (re_, ans)
+        assert ans["error"] == "invalid regular expression in label_replace(): %s" % re_.replace("\\\\", "\\")
+    st, ans = _instant(srv, 'label_replace(y, "d", "<$1>", "l", "([[.a.]])")', 0)
+    assert st == 200
+    assert sorted((s["metric"]["l"], s["metric"].get("d")) for s in ans["data"]["result"]) == \
+        [("=", None), ("[]", "<[]>"), ("a]", "<a]>"), ("b", None), ("h", None)]
+    for sel, want in [('y{l=~"[[.a.]]"}', ["[]", "a]"]), ('y{l=~"[[=a=]]"}', ["[]", "a]"]),
+                      ('y{l=~"[[.a.]"}', []), ('y{l=~"[:alpha:]"}', ["h"]), ('y{l=~"[=a=]"}', ["="]),
+                      ('y{l!~"[[.a.]]"}', ["=", "b", "h"])]:
+        st, ans = _instant(srv, sel, 0)
+        assert st == 200, (sel, ans)
+        assert sorted(s["metric"]["l"] for s in ans["data"]["result"]) == want, sel
+    st, ans = _instant(srv, 'y{l=~"[[:foo:]]"}', 0)
+    assert (st, ans["errorType"]) == (400, "bad_data")
+    assert ans["error"].endswith("error parsing regexp: invalid character class range: `[:foo:]`")
