@@ -7,7 +7,8 @@ profstore: the test language of Prometheus' promql/test.go, run over HTTP.
 - `clear`: a new server with an empty data directory;
 - `eval[_fail|_ordered] instant at <d> <expr>`: `/api/v1/query` at d; the answer compared as
   test.go's compareResult does (labels as a set, values within test.go's relative 1e-6, NaN equal
-  to NaN, positions for eval_ordered); eval_fail must be an error answer (400 or 422, never 5xx).
+  to NaN, positions for eval_ordered); eval_fail must be Prometheus' execution error (422: the
+  query parses, test.go checks that first).
   Each instant eval that succeeds is then run as test.go's range-mode check does: `/api/v1/query_range`
   from d - 1m to d + 1m at step 1m, which must succeed, and (but for eval_ordered) its points at d
   must be the same answer.
@@ -299,10 +300,10 @@ def compare(ev: Eval, kind: str, got) -> Optional[str]:
 def run_eval(srv, ev: Eval, expr: str, at_ms: int) -> Optional[str]:
     """One of test.go's queries of an eval: expr at at_ms, instant and in range mode."""
     st, ans = query(srv, "/api/v1/query", {"query": expr, "time": _secs(at_ms)})
-    if ev.fail:
-        if ans.get("status") == "error" and st in (400, 422):
+    if ev.fail:  # the query parses (test.go parses it first): an execution error, Prometheus' 422
+        if ans.get("status") == "error" and st == 422 and ans.get("errorType") == "execution":
             return None
-        return "expected an error (400/422), got %d %s" % (st, str(ans)[:300])
+        return "expected an execution error (422), got %d %s" % (st, str(ans)[:300])
     if st != 200 or ans.get("status") != "success":
         return "error evaluating: %d %s" % (st, str(ans)[:300])
     data = ans["data"]
