@@ -460,8 +460,13 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         ps_labels_t ls = fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(&s->series[i].labels)
                                                     : ps_labels_borrow(&s->noname[i]);
         out->v.e[out->v.n++] = (pq_elem_t){ls, v, ts, i + 1};
-        if ((ret = pq_check_unique_range(c, p, &ls, i)) != 0)
-            return ret;
+        if (p->uniq_seen == NULL)
+            p->uniq_seen = ps_arena_calloc(c->arena, s->n + 1, 1);
+        if (!p->uniq_seen[i]) { /* a series' labels are checked once per query */
+            p->uniq_seen[i] = 1;
+            if ((ret = pq_check_unique_range(c, p, &ls, i)) != 0)
+                return ret;
+        }
     }
     if (fn == PS_FN_ABSENT_OVER_TIME)
         out->v.e[out->v.n++] = (pq_elem_t){absent_labels(c, p->n->args[p->matrix_arg]), 1, ts, 0};

@@ -81,6 +81,7 @@ struct pq_node {
     ps_labels_t *sq_labels; /* SUBQUERY: the inner series' labels (m3: labels -> index) */
     uint32_t sq_nlabels, sq_caplabels;
     int8_t invariant;       /* CALL: 1 step invariant (engine.go's preprocessExprHelper), -1 not, 0 not known yet */
+    uint8_t *uniq_seen;     /* range CALL over a selector: its input series already in m3 (one byte each) */
     pq_node_t *next_all;    /* every node, for dispose */
 };
 
