@@ -376,6 +376,7 @@ static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth, 
         time_mods(c, n, &p->sel, &lo, &hi);
         p->sel.range = n->range_ms;
         p->sq_step = n->step_ms > 0 ? n->step_ms : c->o->subquery_step;
+        p->sq_start = INT64_MIN;
         return plan(c, n->expr, &p->a, depth + 1, sat_sub(sat_sub(lo, p->sel.offset), n->range_ms),
                     sat_sub(hi, p->sel.offset));
     case PS_PQ_PAREN:
@@ -1053,9 +1054,12 @@ static int subquery_at(pq_ctx_t *c, pq_node_t *p, int64_t t, const pq_sq_ent_t *
         return 0;
     }
     pq_val_t v;
+    pq_node_t *outer = c->sq_cur;
     c->sq_depth++;
+    c->sq_cur = p;
     int ret = pq_eval(c, p->a, t, &v);
     c->sq_depth--;
+    c->sq_cur = outer;
     if (ret)
         return ret;
     if (v.type == PS_PQ_VSCALAR) {
@@ -1098,6 +1102,13 @@ static int64_t ceil_div(int64_t a, int64_t b)
 {
     int64_t q = a / b;
     return (a % b != 0 && (a > 0) == (b > 0)) ? q + 1 : q;
+}
+
+int64_t pq_subquery_start(pq_ctx_t *c, pq_node_t *p)
+{
+    const pq_sel_t *s = &p->sel;
+    int64_t from = sat_sub(sat_sub(s->has_at ? s->at : c->o->start, s->offset), s->range);
+    return ceil_div(from, p->sq_step) * p->sq_step; /* engine.go: newEv.startTimestamp */
 }
 
 static int64_t floor_div(int64_t a, int64_t b)

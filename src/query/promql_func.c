@@ -408,13 +408,23 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     int64_t maxt = eff - s->offset, mint = maxt - s->range;
     /* A call that is not step invariant (predict_linear, or an argument without @) over an
      * argument with @: Prometheus evaluates it at every step ts with the argument's offset made
-     * (start - @) + offset (setOffsetForAtModifier at the query's start), so its window moves
+     * (start - @) + offset (setOffsetForAtModifier at the evaluation's start), so its window moves
      * with ts: [@ - offset - range, @ - offset] + (ts - start). A selector's samples stop at
      * @ - offset (they are all it loaded); a subquery's go on (it was evaluated over the whole
-     * query). Inside a subquery, where Prometheus' start is the subquery's own, no shift. */
+     * query). The start is the query's, or inside a subquery the subquery's own (the first time
+     * its inner expression runs at); inside a subquery within a subquery, no shift (not followed). */
     if (p->invariant == 0)
         p->invariant = step_invariant(p->n) ? 1 : -1;
-    int64_t shift = s->has_at && p->invariant < 0 && c->sq_depth == 0 ? ts - c->o->start : 0;
+    int64_t shift = 0;
+    if (s->has_at && p->invariant < 0 && c->sq_depth <= 1) {
+        int64_t start = c->o->start;
+        if (c->sq_depth == 1) {
+            if (c->sq_cur->sq_start == INT64_MIN)
+                c->sq_cur->sq_start = pq_subquery_start(c, c->sq_cur);
+            start = c->sq_cur->sq_start;
+        }
+        shift = ts - start;
+    }
     int64_t rstart = mint + shift, rend = maxt + shift;
     out->type = PS_PQ_VVECTOR;
     if (m->n->kind == PS_PQ_SUBQUERY) {
@@ -449,7 +459,8 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         if (ret)
             return ret;
         const ps_fsample_t *w;
-        uint32_t k = pq_window(c, &s->series[i], rstart, maxt, s->hint ? &s->hint[i] : NULL, &w);
+        uint32_t k = pq_window(c, &s->series[i], rstart > mint ? rstart : mint, maxt, s->hint ? &s->hint[i] : NULL,
+                               &w);
         double v;
         if (k == 0 || !range_fn(c, fn, w, k, ts, rstart, rend, s->range, sargs, &v))
             continue;

@@ -483,7 +483,8 @@ def test_range_function_over_an_at_argument_in_a_range_query(make_server):
     """predict_linear(x[100m] @ 3000, 3600) in a range query predicted from the query's start at
     every step. Prometheus 2.42 evaluates a call that is not step invariant at each step ts, with
     the window of its @ argument moved by ts - start (and the samples of a selector ending at @):
-    the values here are Prometheus 2.42's own answers to these range queries."""
+    the values here are Prometheus 2.42's own answers to these range queries (a Prometheus 2.42
+    with --web.enable-remote-write-receiver, the same samples)."""
     srv = make_server(retention="0")
     load(srv, 300000, _series("x 0+10x20"))
     cases = {
@@ -500,6 +501,22 @@ def test_range_function_over_an_at_argument_in_a_range_query(make_server):
         assert _points(ans) == {(): list(zip([3000000, 3300000, 3600000], want))}, q
     st, ans = _instant(srv, "predict_linear(x[100m] @ 3000, 3600)", 3300000)
     assert ans["data"]["result"][0]["value"][1] == "230"
+    # inside a subquery the start is the subquery's own (the first time its inner expression runs
+    # at): the window of the @ argument moves from there, and runs out of samples
+    load(srv, 60000, _series("w 0+10x60"))
+    cases = {
+        "max_over_time(predict_linear(w[5m] @ 1800, 60)[10m:1m])": {(): [(1200000, "150"), (1320000, "150"),
+                                                                         (1440000, "150")]},
+        "max_over_time(predict_linear(w[5m] @ 1800, 60)[10m:1m] @ 2000)": {(): [(t, "290") for t in T4]},
+        "min_over_time(predict_linear(w[5m] @ 1800, 60)[10m:1m] @ 2000 offset 1m)": {(): [(t, "240") for t in T4]},
+    }
+    for q, want in cases.items():
+        st, ans = _range(srv, q, 1200000, 1560000, 120000)
+        assert st == 200, (q, ans)
+        assert _points(ans) == want, q
+
+
+T4 = [1200000, 1320000, 1440000, 1560000]
 
 
 def test_label_replace_and_selectors_take_prometheus_regex_dialect(make_server):
