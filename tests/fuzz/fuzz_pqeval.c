@@ -111,7 +111,8 @@ static void check_answer(int rc, const ps_err_t *err, const ps_pq_result_t *r, c
 {
     if (rc != 0) {
         CHECK(rc == PS_EINVAL || rc == PS_ELIMIT || rc == PS_ETIMEOUT || rc == PS_EUNSUPPORTED, "rc %d", rc);
-        CHECK(err->msg[0] != '\0' && memchr(err->msg, '\0', sizeof(err->msg)) != NULL, "error %d without a message", rc);
+        CHECK(err->msg[0] != '\0' && memchr(err->msg, '\0', sizeof(err->msg)) != NULL, "error %d without a message",
+              rc);
         return;
     }
     if (o->step > 0) {

@@ -11,16 +11,17 @@ profstore: the test language of Prometheus' promql/test.go, run over HTTP.
   query parses, test.go checks that first).
   Each instant eval that succeeds is then run as test.go's range-mode check does: `/api/v1/query_range`
   from d - 1m to d + 1m at step 1m, which must succeed, and (but for eval_ordered) its points at d
-  must be the same answer.
-
+  must be the same answer;
 - and as test.go's atModifierTestCases: the query with `@ d` on every selector and subquery
   outside subqueries (rewritten by build/tests/pq_at, tests/promql/pq_at.c, in Prometheus' String()
   form), evaluated the same two ways at -10d, 0, d/5, d and 10d (d = 0: -1s, 0, 1s), unless it
   calls a function whose answer depends on the evaluation time.
 
 Every eval of every file must pass; an eval that cannot for a good reason is listed in EXCEPTIONS
-with the reason, by file and line.
+with the reason, by file and line (none is). After them, the defects these files found, each
+pinned on its own.
 """
+import json
 import math
 import re
 import struct
@@ -38,7 +39,8 @@ TESTDATA = Path(__file__).resolve().parent.parent / "promql" / "testdata"
 FILES = sorted(p.name for p in TESTDATA.glob("*.test"))
 PQ_AT = Path(PROFSTORE_BIN).resolve().parent / "tests" / "pq_at"
 
-# (file, line of the eval) -> why profstore answers otherwise; keep it short
+# (file, line of the eval) -> why profstore answers otherwise; keep it short. Empty: every eval of
+# every file passes (a listed one that passes fails the test, so the list cannot go stale).
 EXCEPTIONS: Dict[Tuple[str, int], str] = {}
 
 STALE_NAN = struct.unpack("<d", struct.pack("<Q", 0x7FF0000000000002))[0]
@@ -63,7 +65,8 @@ def duration_ms(s: str) -> int:
 # ---- the series description syntax (parser.ParseSeriesDesc) ----
 
 _NUM = r"[+-]?(?:[iI]nf|NaN|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
-_ITEM = re.compile(r"^(?:(_)|(stale|%s))(?:(?<!_)([+-](?:[iI]nf|NaN|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)))?(?:x(\d+))?$" % _NUM)
+_DELTA = r"[+-](?:[iI]nf|NaN|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
+_ITEM = re.compile(r"^(?:(_)|(stale|%s))(?:(?<!_)(%s))?(?:x(\d+))?$" % (_NUM, _DELTA))
 
 
 def parse_number(s: str) -> float:
@@ -73,7 +76,8 @@ def parse_number(s: str) -> float:
 
 
 def parse_values(items: List[str]) -> List[Optional[float]]:
-    """Series values (no hexadecimal numbers: 0x10 is 0 eleven times): `_` (none), `_xN` (N times none), `v`, `vxN` (N+1 times v), `v+dxN` / `v-dxN`
+    """Series values (no hexadecimal numbers: 0x10 is 0 eleven times): `_` (none), `_xN` (N times
+    none), `v`, `vxN` (N+1 times v), `v+dxN` / `v-dxN`
     (N+1 values from v, d added each time, as the Go parser adds). None = omitted."""
     out: List[Optional[float]] = []
     for it in items:
@@ -251,7 +255,6 @@ def _secs(ms: int) -> str:
 
 
 def query(srv, path: str, params) -> Tuple[int, dict]:
-    import json
     st, _, body = srv.request("POST", path, body=urllib.parse.urlencode(params).encode(),
                               headers={"Content-Type": "application/x-www-form-urlencoded"}, timeout=60)
     return st, json.loads(body)
@@ -442,7 +445,8 @@ def test_count_values_with_a_parenthesised_label(make_server):
         st, ans = _range(srv, q, 0, 60000, 60000)
         assert st == 200, ans
     st, ans = _range(srv, 'count_values(("v"), x)', 0, 60000, 60000)
-    assert _points(ans) == {(("v", "1"),): [(0, "1")], (("v", "1.5"),): [(0, "1")], (("v", "2"),): [(0, "1"), (60000, "3")]}
+    assert _points(ans) == {(("v", "1"),): [(0, "1")], (("v", "1.5"),): [(0, "1")],
+                            (("v", "2"),): [(0, "1"), (60000, "3")]}
     st, ans = _instant(srv, 'count_values(("0v"), x)', 0)
     assert (st, ans["errorType"], ans["error"]) == (422, "execution", 'invalid label name "0v"')
     assert srv.running()
