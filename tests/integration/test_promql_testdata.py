@@ -34,6 +34,7 @@ import pytest
 import snappy
 
 from conftest import PROFSTORE_BIN
+from pprof_decode import put_len, varint
 
 TESTDATA = Path(__file__).resolve().parent.parent / "promql" / "testdata"
 FILES = sorted(p.name for p in TESTDATA.glob("*.test"))
@@ -218,20 +219,10 @@ def parse_file(text: str):
 
 # ---- talking to profstore ----
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _field(num: int, payload: bytes) -> bytes:
-    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+    out = bytearray()
+    put_len(out, num, payload)
+    return bytes(out)
 
 
 def load(srv, step: int, series) -> None:
@@ -242,7 +233,7 @@ def load(srv, step: int, series) -> None:
             ts += _field(1, _field(1, k.encode()) + _field(2, labels[k].encode()))
         for k, v in enumerate(vals):
             if v is not None:
-                ts += _field(2, b"\x09" + struct.pack("<d", v) + b"\x10" + _varint(k * step))
+                ts += _field(2, b"\x09" + struct.pack("<d", v) + b"\x10" + varint(k * step))
         req += _field(1, ts)
     st, _, body = srv.request("POST", "/api/v1/write", body=snappy.compress(req),
                               headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy",
