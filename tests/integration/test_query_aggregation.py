@@ -14,6 +14,7 @@ import pytest
 
 import pprof_decode as pd
 from conftest import CPU_TYPE, QUERY_T0, go_pprof
+from ui_util import browser, chromium_driver  # noqa: F401 (fixtures)
 
 T0 = QUERY_T0
 INUSE = "memory:inuse_space:bytes:space:bytes"
@@ -309,3 +310,55 @@ def test_nothing_stored_changes(srv):
     assert flame_nodes(fg) == {("main",): 332, ("main", "f"): 301, ("main", "g"): 31}
     _, fg = get_json(srv, query=INUSE + '{job="agg"}', format="flamegraph", aggregation="sum", **RANGE)
     assert flame_nodes(fg) == SUM
+
+
+# ---- the UI: the compare view's one measure, the flame headline ---------------------------------
+
+def wait_panel(browser, panel):
+    browser.wait_js("%s && %s.fg && !%s.el.classList.contains('busy')" % (panel, panel, panel), 15, panel)
+    return browser.js("return Object.assign({text: %s.totalEl.textContent}, %s.totalEl.dataset);" % (panel, panel))
+
+
+def test_ui_compare_of_5_and_3_4_minutes_shows_no_change(srv, browser):
+    browser.base_url = srv.url("")
+    params = dict(type=CPU_TYPE, bsel='job="steady"', bfrom=T0 + 5, bto=T0 + 305, csel='job="steady"', cfrom=T0 + 305,
+                  cto=T0 + 509)
+    browser.open("/compare?" + urllib.parse.urlencode(params, quote_via=urllib.parse.quote))
+    d = wait_panel(browser, "psApp.view.diff")
+    assert (d["normalize"], d["left"], d["right"]) == ("rate", str(30 * 10**9), str(30 * 10**9))
+    assert d["text"] == "rate: base 150 ms/s → 150 ms/s (no change)"
+    assert browser.js("return psApp.view.normBtns.rate.getAttribute('aria-checked')") == "true"
+    assert browser.text(".normnote") == "shown: rates, both sides per second of their profiled time (300 s and 200 s)"
+    # colours and table: the same measure, so nothing changed anywhere
+    changes = browser.js("const f = psApp.view.diff.flame; return [...Array(f.m.n).keys()].map((i) => f.info(i).change);")
+    assert changes and set(changes) == {0}
+    assert browser.js("return psApp.view.diff.top.rows;") == []  # nothing changed: no row
+    browser.screenshot("compare-rate")
+    # the switch: absolute values, 45 s against 30 s, everywhere
+    browser.js("psApp.view.normBtns.none.click();")
+    browser.wait_js("new URLSearchParams(location.search).get('norm') === 'none'", 10)
+    browser.wait_js("psApp.view.diff.totalEl.dataset.normalize === 'none' && !psApp.view.diff.el.classList.contains('busy')", 15)
+    d = wait_panel(browser, "psApp.view.diff")
+    assert (d["left"], d["right"]) == (str(45 * 10**9), str(30 * 10**9))
+    assert d["text"] == "absolute: base 45.0 s → 30.0 s (−15.0 s -33.3%)"
+    changes = browser.js("const f = psApp.view.diff.flame; return [...Array(f.m.n).keys()].map((i) => f.info(i).change);")
+    assert all(abs(c + 1 / 3) < 1e-12 for c in changes), changes
+    assert browser.js("return psApp.view.normBtns.none.getAttribute('aria-checked')") == "true"
+    assert browser.text(".normnote") == "shown: absolute values"
+    rows = browser.js("return psApp.view.diff.top.rows.map((r) => [r.function, r.flat]);")
+    assert sorted(rows) == [["f", -10 * 10**9], ["g", -5 * 10**9], ["main", 0]]
+    browser.screenshot("compare-absolute")
+    assert browser.console_errors() == [] and browser.failed_requests() == []
+
+
+def test_ui_flame_headline_says_avg(srv, browser):
+    browser.base_url = srv.url("")
+    params = dict(type=INUSE, sel='pod="a"', **{"from": T0, "to": T0 + 60})
+    browser.open("/graph?" + urllib.parse.urlencode(params, quote_via=urllib.parse.quote))
+    p = wait_panel(browser, "psApp.view.panel")
+    assert (p["aggregation"], p["total"], p["text"]) == ("avg", "220", "avg 220 B")
+    # the graph's points: each profile's total (110, 220, 332); their mean is the flame's total
+    browser.wait_js("psApp.view.graph.u", 15, "the graph")
+    pts = browser.js("return psApp.view.graph.result.map((r) => r.values.map((v) => +v[1]));")
+    assert pts == [[110, 220, 332]]
+    assert browser.console_errors() == [] and browser.failed_requests() == []
