@@ -262,7 +262,8 @@ typedef struct ps_pyro_timeline {
  * build it: a profile at t ms (its ns time / 1e6) belongs to step k = ceil((t - from) / step), so
  * step k holds (from + (k-1)*step, from + k*step] and step 0 just t = from; steps k >= n are left
  * out (Pyroscope drops points at or after until). samples[k] = the sum of the profiles' totals
- * (sum of values), or with avg their mean (truncated), 0 for a step without profiles. Totals
+ * (sum of values), or with avg each series' mean of its profiles in the step, summed over the
+ * series (truncated; the merge's rule, ps_query_type_agg), 0 for a step without profiles. Totals
  * come from the chunk totals column (no stack is read).
  */
 int ps_query_pyro_timeline(ps_reader_t *r, const ps_series_set_t *s, int64_t from_ms, int64_t until_ms, bool avg,
