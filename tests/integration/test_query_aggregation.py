@@ -225,8 +225,12 @@ def test_pyroscope_render_and_querier_average(srv):
     _, fb = get_json(srv, "/pyroscope/render", query=q, **{"from": str(T0), "until": str(T0 + 60)})
     assert fb["flamebearer"]["numTicks"] == 284
     assert fb["metadata"]["aggregation"] == "avg"
+    # the timeline by the same rule: 15 s steps; (T0, T0+15]: a 110 + b 53; (T0+15, T0+30]: a's
+    # mean of 220 and 332, 276, + b 74
+    assert fb["timeline"]["samples"] == [0, 163, 350, 0]
     _, fb = get_json(srv, "/pyroscope/render", query=q, aggregation="sum", **{"from": str(T0), "until": str(T0 + 60)})
     assert fb["flamebearer"]["numTicks"] == 789 and fb["metadata"]["aggregation"] == "sum"
+    assert fb["timeline"]["samples"] == [0, 163, 626, 0]
     # the querier (Grafana): SelectMergeStacktraces over Connect's JSON codec
     body = json.dumps({"profile_typeID": INUSE, "label_selector": '{job="agg"}', "start": T0 * 1000,
                        "end": (T0 + 60) * 1000}).encode()
