@@ -365,4 +365,11 @@ def test_ui_flame_headline_says_avg(srv, browser):
     browser.wait_js("psApp.view.graph.u", 15, "the graph")
     pts = browser.js("return psApp.view.graph.result.map((r) => r.values.map((v) => +v[1]));")
     assert pts == [[110, 220, 332]]
+    # "sum by": each 15 s step is each series' mean there (avg_over_time), as the flame graph's
+    params = dict(type=INUSE, sel='job="agg"', by="pod", **{"from": T0, "to": T0 + 60})
+    browser.open("/graph?" + urllib.parse.urlencode(params, quote_via=urllib.parse.quote))
+    browser.wait_js("psApp.view.graph.u && psApp.view.graph.step", 15, "the graph by pod")
+    pts = browser.js("return Object.fromEntries(psApp.view.graph.result.map((r) => [r.metric.pod, "
+                     "r.values.map((v) => +v[1])]));")
+    assert pts == {"a": [110, 276], "b": [53, 74]}
     assert browser.console_errors() == [] and browser.failed_requests() == []
