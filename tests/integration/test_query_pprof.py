@@ -336,9 +336,12 @@ def test_diff_pprof_is_compare_minus_base(srv):
     want_total = README_TOTALS["go/cpu-02.pb.gz"][1] - README_TOTALS["go/cpu-01.pb.gz"][1]
     for params in ({"base_time": T0 + 60, "compare_time": T0 + 60},
                    {"base_start": T0, "base_end": T0 + 60, "compare_start": T0, "compare_end": T0 + 60},
-                   {"base_time": T0 + 10, "compare_start": T0 + 10, "compare_end": T0 + 10}):
+                   # an instant side (its window: lookback) against a range: normalize=none for
+                   # absolute values, which windows of different lengths do not compare by default
+                   {"base_time": T0 + 10, "compare_start": T0 + 10, "compare_end": T0 + 10, "normalize": "none"}):
         hdrs, body = fetch(srv, query_path("/api/v1/profiles/diff", base=DIFF_BASE, compare=DIFF_CMP, **params))
         assert hdrs.get("content-type") == "application/octet-stream"
+        assert hdrs.get("x-profstore-normalize") == "none"
         p = pd.decode(body)
         assert_valid_pprof(p, ("cpu", "nanoseconds"))
         assert pd.totals(p) == [want_total], params
