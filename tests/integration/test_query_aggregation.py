@@ -281,13 +281,13 @@ def test_normalize_leaves_averages_alone(srv):
 
 
 @pytest.mark.parametrize("endpoint,params,msg", [
-    ("/api/v1/profiles/query", dict(query=INUSE, aggregation="median"),
+    ("/api/v1/profiles/query", dict(query=INUSE, aggregation="median", format="top"),
      'invalid parameter "aggregation": "median" is neither "sum" nor "avg" (the aggregation over time; absent: the '
      'profile type\'s own)'),
-    ("/api/v1/profiles/diff", dict(base=INUSE, compare=INUSE, aggregation="Avg"),
+    ("/api/v1/profiles/diff", dict(base=INUSE, compare=INUSE, aggregation="Avg", format="top"),
      'invalid parameter "aggregation": "Avg" is neither "sum" nor "avg" (the aggregation over time; absent: the '
      'profile type\'s own)'),
-    ("/api/v1/profiles/diff", dict(base=INUSE, compare=INUSE, normalize="per_second"),
+    ("/api/v1/profiles/diff", dict(base=INUSE, compare=INUSE, normalize="per_second", format="top"),
      'invalid parameter "normalize": "per_second" is neither "rate" nor "none" (rate: value per second of profiled '
      'time; absent: rate when the windows\' lengths differ)'),
 ])
