@@ -173,6 +173,7 @@ if [ -f "$root/src/config/config.c" ] && [ -f "$here/fuzz_config.c" ]; then
     # shellcheck disable=SC2046
     fuzzcc $(pkg-config --cflags yaml-0.1 libcrypto) \
         "$here/fuzz_config.c" "$root/src/config/config.c" "$root/src/config/config_yaml.c" "$root/src/config/yamlutil.c" \
+        "$root/src/config/redact.c" \
         "$root/src/config/relabel.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
         $(pkg-config --libs yaml-0.1 libcrypto libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_config"
