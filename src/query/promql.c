@@ -1412,6 +1412,13 @@ static int answer_subquery(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
     int ret = pq_subquery_window(c, p, mint, maxt, &w);
     if (ret)
         return ret;
+    uint64_t npts = 0; /* the copy into the answer, charged before it is made */
+    for (uint32_t i = 0; i < w.n; i++)
+        npts += w.s[i].n;
+    c->mem += npts * sizeof(ps_point_t);
+    if ((ret = pq_mem_check(c)) != 0)
+        return ret;
+    c->mem -= npts * sizeof(ps_point_t);
     out->type = PS_PQ_VMATRIX;
     out->n = w.n;
     out->series = ps_arena_alloc(c->arena, (w.n + 1) * sizeof(ps_qseries_t));
