@@ -1106,7 +1106,8 @@ static int subquery_eval_at(pq_ctx_t *c, pq_node_t *p, int64_t t)
 {
     pq_val_t v;
     pq_node_t *outer = c->sq_cur;
-    ps_arena_t outer_scratch = c->scratch;
+    ps_arena_t outer_scratch = c->scratch; /* still held: counted in mem_scratch meanwhile */
+    c->mem_scratch += outer_scratch.used_total;
     c->scratch = p->sq_scratch;
     c->sq_depth++;
     c->sq_cur = p;
@@ -1152,13 +1153,12 @@ static int subquery_eval_at(pq_ctx_t *c, pq_node_t *p, int64_t t)
             col->unsorted = true;
         col->s[col->n++] = (ps_fsample_t){t, v.v.e[i].v};
     }
-    c->mem_scratch += c->scratch.used_total;
     if (ret == 0)
         ret = pq_mem_check(c); /* with this evaluation's scratch */
-    c->mem_scratch -= c->scratch.used_total;
     ps_arena_reset(&c->scratch);
     p->sq_scratch = c->scratch;
     c->scratch = outer_scratch;
+    c->mem_scratch -= outer_scratch.used_total;
     return ret;
 }
 

@@ -111,7 +111,7 @@ typedef struct pq_ctx {
     uint32_t sq_depth;      /* > 0 while a subquery's inner expression is evaluated */
     pq_node_t *sq_cur;      /* then the innermost such subquery */
     uint64_t mem;           /* bytes of malloc'd memory held (subquery columns, a range query's series) */
-    uint64_t mem_scratch;   /* bytes the subqueries' scratch arenas handed out in their current evaluations */
+    uint64_t mem_scratch;   /* bytes held by the scratch arenas of the evaluations waiting for a subquery's inner one */
     size_t arena_base;      /* arena->used_total when the evaluation began */
 } pq_ctx_t;
 
