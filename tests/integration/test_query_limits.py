@@ -407,14 +407,14 @@ def test_subquery_steps_without_points_cost_nothing(make_server):
     address space reached in under 15 s). Now a subquery keeps its points only, an inner
     expression that can give nothing (a selector without series) is not evaluated at all, and
     one that happens to give nothing costs time, not memory."""
-    s, t = _subquery_server(make_server, "subq-empty", "--query.max-memory", "256MiB")
+    s, t = _subquery_server(make_server, "subq-empty", "--query.max-memory", "64MiB")
     t0 = time.monotonic()
     st, js = get(s, "/api/v1/query", {"query": "max_over_time(missing[1d:1ms])", "time": t}, timeout=60)
     took = time.monotonic() - t0
     assert (st, js) == (200, {"status": "success", "data": {"resultType": "vector", "result": []}}), (st, js)
     assert took < 2.0, took  # measured 0.01 s: nothing is evaluated
-    # x > 1e9 is evaluated at each of the 7,200,000 ms of 2 h and never gives a point
-    st, js = get(s, "/api/v1/query", {"query": "max_over_time((x > 1e9)[2h:1ms])", "time": t}, timeout=60)
+    # x > 1e9 is evaluated at each of the 1,800,000 ms of 30 m and never gives a point
+    st, js = get(s, "/api/v1/query", {"query": "max_over_time((x > 1e9)[30m:1ms])", "time": t}, timeout=60)
     assert (st, js) == (200, {"status": "success", "data": {"resultType": "vector", "result": []}}), (st, js)
     # an inner expression with points: one a second over [t - 1h, t], both ends
     st, js = get(s, "/api/v1/query", {"query": "count_over_time(x[1h:1s])", "time": t})
@@ -426,20 +426,20 @@ def test_subquery_steps_without_points_cost_nothing(make_server):
 
 def test_subquery_points_bounded_by_memory_and_samples(make_server):
     """x[1d:1ms] has a point at each of 86,400,000 ms: 1.4 GB of points. --query.max-memory stops
-    it with a 422 naming the flag before the columns outgrow it (measured VmHWM 142 MiB: 128 MiB of
-    points, the next doubling refused), and --query.max-samples counts each point as Prometheus
+    it with a 422 naming the flag before the columns outgrow it (measured VmHWM 46 MiB under a 64 MiB
+    limit: 32 MiB of points, the next doubling refused; 142 MiB under 256 MiB), and --query.max-samples counts each point as Prometheus
     counts them."""
-    s, t = _subquery_server(make_server, "subq-mem", "--query.max-memory", "256MiB")
+    s, t = _subquery_server(make_server, "subq-mem", "--query.max-memory", "64MiB")
     st, js = get(s, "/api/v1/query", {"query": "max_over_time(x[1d:1ms])", "time": t}, timeout=60)
     assert (st, js) == (422, {"status": "error", "errorType": "execution", "error":
                               "query processing would use too much memory in query execution (the limit is "
-                              "256 MiB, --query.max-memory)"}), (st, js)
+                              "64 MiB, --query.max-memory)"}), (st, js)
     if not sanitized_binary():
-        assert _vmhwm_mib(s) < 256 + 64, _vmhwm_mib(s)  # the limit, and 64 MiB for the rest
+        assert _vmhwm_mib(s) < 64 + 64, _vmhwm_mib(s)  # the limit, and 64 MiB for the rest
     # in a range query too, and the server answers the next query
     st, js = get(s, "/api/v1/query_range", {"query": "max_over_time(x[1d:1ms])", "start": t - 600, "end": t,
                                             "step": 60}, timeout=60)
-    assert st == 422 and js["error"].endswith("(the limit is 256 MiB, --query.max-memory)"), (st, js)
+    assert st == 422 and js["error"].endswith("(the limit is 64 MiB, --query.max-memory)"), (st, js)
     st, js = get(s, "/api/v1/query", {"query": "max_over_time(x[1d:10s])", "time": t})
     assert st == 200 and js["data"]["result"] == [{"metric": {"job": "j"}, "value": [t, "5759"]}], js
 
