@@ -1140,6 +1140,11 @@ static int subquery_eval_at(pq_ctx_t *c, pq_node_t *p, int64_t t)
         }
         pq_sq_col_t *col = &p->sq_cols[li];
         if (col->n == col->cap) { /* charged before it is taken */
+            if (col->cap > UINT32_MAX / 2) { /* 2^31 points of one series: only without a memory limit */
+                ret = ps_err_set(c->err, PS_ELIMIT, MAX_SAMPLES_MSG " (a subquery's series has more than %u points)",
+                                 col->cap);
+                break;
+            }
             uint32_t nc = col->cap ? col->cap * 2 : 8;
             c->mem += (uint64_t)(nc - col->cap) * sizeof(ps_fsample_t);
             if ((ret = pq_mem_check(c)) != 0) {
