@@ -60,6 +60,9 @@ static const char usage[] =
     "  --query.timeout=DURATION         longest a query may take, queue included: 503 after it (default 2m)\n"
     "  --query.max-samples=N            samples a query may load at once: PromQL samples, the stack samples\n"
     "                                   a profile merge reads (default 50000000)\n"
+    "  --query.max-memory=SIZE          memory one PromQL query may hold (loaded samples, subquery points,\n"
+    "                                   its answer): past it 422 (default: a quarter of the RAM, or of the\n"
+    "                                   cgroup's memory.max if lower, in MiB; 0 = no limit)\n"
     "  --query.max-concurrency=N        queries run at once on the query threads; more wait (default 20;\n"
     "                                   at most 256; 0 = no query threads: queries run on the HTTP threads)\n"
     "  --query.cpus=N                   query threads that compute at the same time; the other running\n"
@@ -100,6 +103,23 @@ static const char usage[] =
     "  --help                           this text\n"
     "  --version                        print the version\n";
 
+/* --query.max-memory's default: a quarter of the RAM, or of the cgroup's (v2) memory.max when
+ * that is lower, rounded down to MiB (at least 64 MiB) */
+static uint64_t default_query_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 4ull << 30;
+    FILE *fp = fopen("/sys/fs/cgroup/memory.max", "r");
+    if (fp) {
+        unsigned long long v;
+        if (fscanf(fp, "%llu", &v) == 1 && v > 0 && v < ram)
+            ram = v;
+        fclose(fp);
+    }
+    uint64_t q = (ram / 4) & ~((1ull << 20) - 1);
+    return q < (64ull << 20) ? 64ull << 20 : q;
+}
+
 static int parse_size(const char *s, uint64_t *out)
 {
     char *end;
@@ -136,7 +156,7 @@ typedef struct flags {
     uint64_t query_max_concurrency, query_max_regex_steps; /* the query pool (web/qpool.c) */
     uint64_t decode_threads, decode_queue_bytes;             /* the decode pool (web/qpool.c) */
     uint64_t query_cpus;                                      /* query threads computing at once */
-    uint64_t query_max_samples;
+    uint64_t query_max_samples, query_max_memory;
     int nosync, admin_api, lifecycle;
     uint64_t max_conns, body_min_rate, h2_max_resets, scrape_max_targets;
     int64_t header_timeout, body_idle_timeout, idle_timeout;
@@ -203,7 +223,7 @@ static void parse_flags(int argc, char **argv, flags_t *f)
                                       "storage.retention-interval", "max-body-size", "max-inflated-size",
                                       "storage.max-size", "storage.compact-max-profiles", "threads",
                                       "query.max-series", "storage.commit-delay", "query.timeout",
-                                      "query.max-samples", "query.max-concurrency", "query.max-regex-steps",
+                                      "query.max-samples", "query.max-concurrency", "query.max-regex-steps", "query.max-memory",
                                       "ingest.decode-threads", "ingest.decode-queue-max-bytes", "query.cpus",
                                       "storage.remote.read-sample-limit",
                                       "storage.remote.read-concurrent-limit",
@@ -279,6 +299,8 @@ static void parse_flags(int argc, char **argv, flags_t *f)
         }
         else if (strcmp(name, "query.max-samples") == 0)
             num = &f->query_max_samples;
+        else if (strcmp(name, "query.max-memory") == 0)
+            size = &f->query_max_memory;
         else if (strcmp(name, "ingest.decode-queue-max-bytes") == 0)
             size = &f->decode_queue_bytes;
         else if (strcmp(name, "ingest.decode-threads") == 0 || strcmp(name, "query.cpus") == 0) { /* 0 .. 256 */
@@ -397,6 +419,7 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("threads", fmt_dup("%llu", (unsigned long long)f->threads));
     FLAG("query.max-series", fmt_dup("%llu", (unsigned long long)f->max_series));
     FLAG("query.max-samples", fmt_dup("%llu", (unsigned long long)f->query_max_samples));
+    FLAG("query.max-memory", fmt_size(f->query_max_memory));
     FLAG("query.max-concurrency", fmt_dup("%llu", (unsigned long long)f->query_max_concurrency));
     FLAG("ingest.decode-threads", fmt_dup("%llu", (unsigned long long)f->decode_threads));
     FLAG("query.cpus", fmt_dup("%llu", (unsigned long long)f->query_cpus));
@@ -534,6 +557,7 @@ int main(int argc, char **argv)
     f.query_max_regex_steps = 1000000000;
     f.decode_queue_bytes = 32ull << 20; /* web/qpool.h: PS_DPOOL_DEFAULT_BYTES */
     f.query_max_samples = 50000000;
+    f.query_max_memory = default_query_memory();
     f.max_conns = 512;
     f.scrape_max_targets = 50000;
     f.header_timeout = 10 * PS_NS_PER_S;
@@ -613,6 +637,7 @@ int main(int argc, char **argv)
     srv.opts.read_concurrency = (uint32_t)f.read_concurrent_limit;
     srv.opts.query_timeout = f.query_timeout;
     srv.opts.query_max_samples = f.query_max_samples;
+    srv.opts.query_max_memory = f.query_max_memory;
     srv.opts.query_max_concurrency = (uint32_t)f.query_max_concurrency;
     srv.opts.query_max_regex_steps = f.query_max_regex_steps;
     srv.opts.decode_threads = (uint32_t)f.decode_threads;

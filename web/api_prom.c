@@ -160,6 +160,7 @@ static int do_query(ps_qctx_t *c, bool instant)
         o.timeout = c->srv->opts.query_timeout / 1000000;
     if (c->srv->opts.query_max_samples > 0)
         o.max_samples = c->srv->opts.query_max_samples;
+    o.max_memory = c->srv->opts.query_max_memory;
     int64_t start, end = 0, step = 0, now = ps_time_now(), lookback = o.lookback * 1000000, timeout = 0;
     if ((ret = ps_param_duration(&c->params, "timeout", 0, &timeout, &c->err)) != 0)
         return ret;

@@ -79,7 +79,22 @@ int pq_tick(pq_ctx_t *c)
     if (c->deadline != 0 && ps_time_mono() > c->deadline)
         return ps_err_set(c->err, PS_ETIMEOUT, "query timed out in query execution (the limit is %lld s: the timeout "
                           "parameter or --query.timeout)", (long long)(c->o->timeout / 1000));
-    return ps_budget_check_now(c->err); /* the query pool's: the client went away, its deadline */
+    int ret = pq_mem_check(c);
+    return ret ? ret : ps_budget_check_now(c->err); /* the query pool's: the client went away, its deadline */
+}
+
+int pq_mem_check(pq_ctx_t *c)
+{
+    uint64_t max = c->o->max_memory;
+    if (max == 0)
+        return 0;
+    uint64_t used = c->mem + c->mem_scratch + c->scratch.used_total;
+    if (c->arena->used_total > c->arena_base)
+        used += c->arena->used_total - c->arena_base;
+    if (used <= max)
+        return 0;
+    return ps_err_set(c->err, PS_ELIMIT, "query processing would use too much memory in query execution (the limit "
+                      "is %llu MiB, --query.max-memory)", (unsigned long long)(max >> 20));
 }
 
 pq_vec_t pq_vec_new(pq_ctx_t *c, uint32_t cap)
@@ -324,7 +339,7 @@ static int load_selector(pq_ctx_t *c, const ps_pq_node_t *vs, int64_t range, pq_
     int64_t mint = sat_sub(sat_sub(lo, s->offset), range ? range : o->lookback), maxt = sat_sub(hi, s->offset);
     int ret = c->src->select(c->src->ctx, (ps_selector_t *)&vs->sel, mint, maxt, c->arena, &c->budget, &s->series,
                              &s->n, c->err);
-    if (ret)
+    if (ret || (ret = pq_mem_check(c)) != 0)
         return ret;
     /* sorted by labels: the order of Prometheus' blocks, and of its head too when series were
      * created in exposition order (client_golang sorts); order-dependent answers (ties in topk,
@@ -1044,58 +1059,174 @@ static ps_labels_t labels_copy(ps_arena_t *a, const ps_labels_t *ls);
 
 /* ---- subqueries ---- */
 
-/* The inner expression's value at t (a multiple of the step), evaluated once and kept: labels
- * interned in p->sq_labels (from the answer's arena), values per time in p->sq_ents. */
-static int subquery_at(pq_ctx_t *c, pq_node_t *p, int64_t t, const pq_sq_ent_t **out)
+/* Whether node p can have no value at any time: a selector without series, and what only
+ * passes on the elements of such an operand (an aggregation of nothing, a call mapping its
+ * vector's elements, a binary operation that needs an element on an empty side). Conservative:
+ * false whenever not sure (absent, vector, time, scalars, or): no answer may change by it. */
+static bool always_empty(const pq_node_t *p)
 {
-    uint64_t idx;
-    if (ps_hmap_get(&p->m1, &t, sizeof(t), &idx)) {
-        *out = &p->sq_ents[idx];
-        return 0;
+    const ps_pq_node_t *n = p->n;
+    if (n->type != PS_PQ_VVECTOR && n->type != PS_PQ_VMATRIX)
+        return false;
+    switch (n->kind) {
+    case PS_PQ_VECTOR:
+    case PS_PQ_MATRIX:
+        return p->sel.n == 0;
+    case PS_PQ_SUBQUERY:
+    case PS_PQ_PAREN:
+    case PS_PQ_UNARY:
+    case PS_PQ_AGG:
+        return always_empty(p->a);
+    case PS_PQ_BINARY: {
+        bool ea = always_empty(p->a), eb = always_empty(p->b);
+        if (n->binop == PS_PQ_OR)
+            return ea && eb;
+        if (n->binop == PS_PQ_UNLESS)
+            return ea;
+        return ea || eb; /* and, arithmetic, comparison: an element needs one on each vector side */
     }
+    case PS_PQ_CALL: {
+        ps_pq_fn_t fn = n->func->id;
+        if (fn == PS_FN_ABSENT || fn == PS_FN_ABSENT_OVER_TIME || fn == PS_FN_VECTOR)
+            return false;
+        for (uint32_t i = 0; i < p->nargs; i++) /* every other function maps its vector's elements */
+            if ((n->args[i]->type == PS_PQ_VVECTOR || n->args[i]->type == PS_PQ_VMATRIX) && always_empty(p->args[i]))
+                return true;
+        return false;
+    }
+    default:
+        return false;
+    }
+}
+
+/* Evaluates subquery p's inner expression at t (a multiple of its step) in the node's own
+ * scratch arena, reset afterwards, and appends each element to the column of its labels
+ * (interned in p->sq_labels from the answer's arena). */
+static int subquery_eval_at(pq_ctx_t *c, pq_node_t *p, int64_t t)
+{
     pq_val_t v;
     pq_node_t *outer = c->sq_cur;
+    ps_arena_t outer_scratch = c->scratch; /* still held: counted in mem_scratch meanwhile */
+    c->mem_scratch += outer_scratch.used_total;
+    c->scratch = p->sq_scratch;
     c->sq_depth++;
     c->sq_cur = p;
     int ret = pq_eval(c, p->a, t, &v);
     c->sq_depth--;
     c->sq_cur = outer;
-    if (ret)
-        return ret;
-    if (v.type == PS_PQ_VSCALAR) {
+    if (ret == 0 && v.type == PS_PQ_VSCALAR) {
         pq_elem_t *e = ps_arena_alloc(&c->scratch, sizeof(pq_elem_t));
         *e = (pq_elem_t){{0, NULL, 0}, v.s, t, 0};
         v.v.e = e;
         v.v.n = 1;
     }
-    if ((ret = take_budget(c, v.v.n)) != 0)
-        return ret;
-    if (p->sq_n == p->sq_cap) {
-        p->sq_cap = p->sq_cap ? p->sq_cap * 2 : 64;
-        p->sq_ents = ps_xrealloc(p->sq_ents, p->sq_cap * sizeof(pq_sq_ent_t));
-    }
-    pq_sq_ent_t *en = &p->sq_ents[p->sq_n];
-    en->n = v.v.n;
-    en->li = ps_xmalloc((v.v.n + 1) * (sizeof(uint32_t) + sizeof(double)));
-    en->v = (double *)(void *)(en->li + v.v.n + (v.v.n & 1)); /* 8-aligned after the indexes */
-    for (uint32_t i = 0; i < v.v.n; i++) {
+    if (ret == 0)
+        ret = take_budget(c, v.v.n);
+    for (uint32_t i = 0; i < v.v.n && ret == 0; i++) {
         uint64_t li;
         key_all(&c->kb, &v.v.e[i].ls);
         if (!ps_hmap_get(&p->m3, c->kb.data, c->kb.len, &li)) {
             if (p->sq_nlabels == p->sq_caplabels) {
-                p->sq_caplabels = p->sq_caplabels ? p->sq_caplabels * 2 : 64;
-                p->sq_labels = ps_xrealloc(p->sq_labels, p->sq_caplabels * sizeof(ps_labels_t));
+                uint32_t nc = p->sq_caplabels ? p->sq_caplabels * 2 : 16;
+                p->sq_labels = ps_xrealloc(p->sq_labels, nc * sizeof(ps_labels_t));
+                p->sq_cols = ps_xrealloc(p->sq_cols, nc * sizeof(pq_sq_col_t));
+                c->mem += (uint64_t)(nc - p->sq_caplabels) * (sizeof(ps_labels_t) + sizeof(pq_sq_col_t));
+                p->sq_caplabels = nc;
             }
             li = p->sq_nlabels++;
             p->sq_labels[li] = labels_copy(c->arena, &v.v.e[i].ls);
+            p->sq_cols[li] = (pq_sq_col_t){NULL, 0, 0, false};
             ps_hmap_put(&p->m3, c->kb.data, c->kb.len, li);
         }
-        en->li[i] = (uint32_t)li;
-        en->v[i] = v.v.e[i].v;
+        pq_sq_col_t *col = &p->sq_cols[li];
+        if (col->n == col->cap) { /* charged before it is taken */
+            if (col->cap > UINT32_MAX / 2) { /* 2^31 points of one series: only without a memory limit */
+                ret = ps_err_set(c->err, PS_ELIMIT, MAX_SAMPLES_MSG " (a subquery's series has more than %u points)",
+                                 col->cap);
+                break;
+            }
+            uint32_t nc = col->cap ? col->cap * 2 : 8;
+            c->mem += (uint64_t)(nc - col->cap) * sizeof(ps_fsample_t);
+            if ((ret = pq_mem_check(c)) != 0) {
+                c->mem -= (uint64_t)(nc - col->cap) * sizeof(ps_fsample_t);
+                break;
+            }
+            col->s = ps_xrealloc(col->s, nc * sizeof(ps_fsample_t));
+            col->cap = nc;
+        }
+        if (col->n > 0 && col->s[col->n - 1].t > t)
+            col->unsorted = true;
+        col->s[col->n++] = (ps_fsample_t){t, v.v.e[i].v};
     }
-    ps_hmap_put(&p->m1, &t, sizeof(t), p->sq_n);
-    *out = &p->sq_ents[p->sq_n++];
-    return 0;
+    if (ret == 0)
+        ret = pq_mem_check(c); /* with this evaluation's scratch */
+    ps_arena_reset(&c->scratch);
+    p->sq_scratch = c->scratch;
+    c->scratch = outer_scratch;
+    c->mem_scratch -= outer_scratch.used_total;
+    return ret;
+}
+
+/* the first of p's spans with hi >= k, or sq_nspans */
+static uint32_t first_span(const pq_node_t *p, int64_t k)
+{
+    uint32_t lo = 0, hi = p->sq_nspans;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (p->sq_spans[mid].hi < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Records that p's inner expression was evaluated at the multiples k * step, lo <= k <= hi. */
+static void subquery_add_span(pq_ctx_t *c, pq_node_t *p, int64_t lo, int64_t hi)
+{
+    uint32_t i = first_span(p, lo == INT64_MIN ? lo : lo - 1);
+    uint32_t j = i; /* spans i .. j-1 touch [lo, hi]: merged into one */
+    while (j < p->sq_nspans && (hi == INT64_MAX || p->sq_spans[j].lo <= hi + 1)) {
+        if (p->sq_spans[j].lo < lo)
+            lo = p->sq_spans[j].lo;
+        if (p->sq_spans[j].hi > hi)
+            hi = p->sq_spans[j].hi;
+        j++;
+    }
+    if (i == j) {
+        if (p->sq_nspans == p->sq_capspans) {
+            uint32_t nc = p->sq_capspans ? p->sq_capspans * 2 : 8;
+            p->sq_spans = ps_xrealloc(p->sq_spans, nc * sizeof(pq_sq_span_t));
+            c->mem += (uint64_t)(nc - p->sq_capspans) * sizeof(pq_sq_span_t);
+            p->sq_capspans = nc;
+        }
+        memmove(p->sq_spans + i + 1, p->sq_spans + i, (p->sq_nspans - i) * sizeof(pq_sq_span_t));
+        p->sq_nspans++;
+        j = i + 1;
+    }
+    p->sq_spans[i] = (pq_sq_span_t){lo, hi};
+    memmove(p->sq_spans + i + 1, p->sq_spans + j, (p->sq_nspans - j) * sizeof(pq_sq_span_t));
+    p->sq_nspans -= j - i - 1;
+}
+
+static int cmp_fsample_t(const void *a, const void *b)
+{
+    int64_t x = ((const ps_fsample_t *)a)->t, y = ((const ps_fsample_t *)b)->t;
+    return (x > y) - (x < y);
+}
+
+/* first index of col with t >= x (upper: t > x) */
+static uint32_t col_search(const pq_sq_col_t *col, int64_t x, bool upper)
+{
+    uint32_t lo = 0, hi = col->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (upper ? col->s[mid].t <= x : col->s[mid].t < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 static int64_t ceil_div(int64_t a, int64_t b)
@@ -1123,41 +1254,49 @@ int pq_subquery_window(pq_ctx_t *c, pq_node_t *p, int64_t mint, int64_t maxt, pq
     int64_t step = p->sq_step, k0 = ceil_div(mint, step), k1 = floor_div(maxt, step);
     if (k1 < k0)
         return 0;
-    uint64_t nt = (uint64_t)(k1 - k0) + 1;
-    uint32_t *slot = NULL;
-    int ret = 0;
-    for (int64_t k = k0; k <= k1 && ret == 0; k++) {
-        const pq_sq_ent_t *en;
-        int64_t t = k * step;
-        if ((ret = pq_tick(c)) != 0 || (ret = subquery_at(c, p, t, &en)) != 0)
-            break;
-        if (slot == NULL || w->nlabels < p->sq_nlabels) { /* labels seen so far: one slot each */
-            uint32_t *ns = ps_arena_alloc(&c->scratch, (p->sq_nlabels + 1) * sizeof(uint32_t));
-            memset(ns, 0xff, (p->sq_nlabels + 1) * sizeof(uint32_t));
-            if (slot)
-                memcpy(ns, slot, w->nlabels * sizeof(uint32_t));
-            slot = ns;
-            w->nlabels = p->sq_nlabels;
+    if (p->sq_empty == 0)
+        p->sq_empty = always_empty(p->a) ? 1 : -1;
+    /* the times in [k0, k1] not evaluated yet, in order: the gaps between the spans */
+    int64_t k = k0;
+    while (k <= k1) {
+        uint32_t i = first_span(p, k);
+        if (i < p->sq_nspans && p->sq_spans[i].lo <= k) { /* k was evaluated */
+            if (p->sq_spans[i].hi >= k1)
+                break;
+            k = p->sq_spans[i].hi + 1;
+            continue;
         }
-        for (uint32_t i = 0; i < en->n; i++) {
-            uint32_t li = en->li[i];
-            if (slot[li] == UINT32_MAX) {
-                if (w->n == w->cap) {
-                    uint32_t nc = w->cap ? w->cap * 2 : 16;
-                    pq_sq_series_t *nv = ps_arena_alloc(&c->scratch, nc * sizeof(pq_sq_series_t));
-                    if (w->n)
-                        memcpy(nv, w->s, w->n * sizeof(pq_sq_series_t));
-                    w->s = nv;
-                    w->cap = nc;
-                }
-                slot[li] = w->n;
-                w->s[w->n++] = (pq_sq_series_t){li, 0, ps_arena_alloc(&c->scratch, nt * sizeof(ps_fsample_t))};
+        int64_t gap_end = i < p->sq_nspans && p->sq_spans[i].lo - 1 < k1 ? p->sq_spans[i].lo - 1 : k1;
+        for (int64_t x = k; x <= gap_end && p->sq_empty < 0; x++) {
+            int ret = pq_tick(c);
+            if (ret == 0)
+                ret = subquery_eval_at(c, p, x * step);
+            if (ret) {
+                if (x > k)
+                    subquery_add_span(c, p, k, x - 1);
+                return ret;
             }
-            pq_sq_series_t *ss = &w->s[slot[li]];
-            ss->s[ss->n++] = (ps_fsample_t){t, en->v[i]};
         }
+        subquery_add_span(c, p, k, gap_end);
+        if (gap_end >= k1)
+            break;
+        k = gap_end + 1;
     }
-    return ret;
+    if (p->sq_nlabels == 0)
+        return 0;
+    int64_t lo = k0 * step, hi = k1 * step;
+    w->s = ps_arena_alloc(&c->scratch, p->sq_nlabels * sizeof(pq_sq_series_t));
+    for (uint32_t li = 0; li < p->sq_nlabels; li++) {
+        pq_sq_col_t *col = &p->sq_cols[li];
+        if (col->unsorted) { /* each time is in it once: sorting by time is enough */
+            qsort(col->s, col->n, sizeof(ps_fsample_t), cmp_fsample_t);
+            col->unsorted = false;
+        }
+        uint32_t a = col_search(col, lo, false), b = col_search(col, hi, true);
+        if (b > a)
+            w->s[w->n++] = (pq_sq_series_t){li, b - a, col->s + a};
+    }
+    return 0;
 }
 
 /* ---- the tree at one step ---- */
@@ -1278,6 +1417,13 @@ static int answer_subquery(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
     int ret = pq_subquery_window(c, p, mint, maxt, &w);
     if (ret)
         return ret;
+    uint64_t npts = 0; /* the copy into the answer, charged before it is made */
+    for (uint32_t i = 0; i < w.n; i++)
+        npts += w.s[i].n;
+    c->mem += npts * sizeof(ps_point_t);
+    if ((ret = pq_mem_check(c)) != 0)
+        return ret;
+    c->mem -= npts * sizeof(ps_point_t);
     out->type = PS_PQ_VMATRIX;
     out->n = w.n;
     out->series = ps_arena_alloc(c->arena, (w.n + 1) * sizeof(ps_qseries_t));
@@ -1365,17 +1511,23 @@ static int run(pq_ctx_t *c, pq_node_t *root, ps_pq_result_t *out)
             uint64_t si;
             if (!ps_hmap_get(&idx, c->kb.data, c->kb.len, &si)) {
                 if (nrs == caprs) {
-                    caprs = caprs ? caprs * 2 : 64;
-                    rs = ps_xrealloc(rs, caprs * sizeof(rseries_t));
+                    uint32_t nc = caprs ? caprs * 2 : 64;
+                    rs = ps_xrealloc(rs, nc * sizeof(rseries_t));
+                    c->mem += (uint64_t)(nc - caprs) * sizeof(rseries_t);
+                    caprs = nc;
                 }
                 si = nrs++;
                 rs[si] = (rseries_t){labels_copy(c->arena, &e->ls), NULL, 0, 0};
                 ps_hmap_put(&idx, c->kb.data, c->kb.len, si);
             }
             rseries_t *r = &rs[si];
-            if (r->n == r->cap) {
-                r->cap = r->cap ? r->cap * 2 : 16;
-                r->pts = ps_xrealloc(r->pts, r->cap * sizeof(ps_point_t));
+            if (r->n == r->cap) { /* charged before it is taken */
+                uint32_t nc = r->cap ? r->cap * 2 : 16;
+                c->mem += (uint64_t)(nc - r->cap) * sizeof(ps_point_t);
+                if ((ret = pq_mem_check(c)) != 0)
+                    break;
+                r->pts = ps_xrealloc(r->pts, nc * sizeof(ps_point_t));
+                r->cap = nc;
             }
             r->pts[r->n++] = (ps_point_t){ts, e->v};
         }
@@ -1416,7 +1568,8 @@ int ps_pq_eval(const ps_pq_node_t *e, const ps_pq_source_t *src, const ps_pq_opt
         return ps_err_set(err, PS_EINVAL,
                           "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query "
                           "resolution (?step=XX)");
-    pq_ctx_t c = {.src = src, .o = o, .arena = arena, .err = err, .budget = o->max_samples};
+    pq_ctx_t c = {.src = src, .o = o, .arena = arena, .err = err, .budget = o->max_samples,
+                  .arena_base = arena->used_total};
     if (o->timeout > 0)
         c.deadline = ps_time_mono() + o->timeout * 1000000;
     pq_node_t *root = NULL;
@@ -1427,10 +1580,12 @@ int ps_pq_eval(const ps_pq_node_t *e, const ps_pq_source_t *src, const ps_pq_opt
         ps_hmap_dispose(&p->m1);
         ps_hmap_dispose(&p->m2);
         ps_hmap_dispose(&p->m3);
-        for (uint32_t i = 0; i < p->sq_n; i++)
-            free(p->sq_ents[i].li);
-        free(p->sq_ents);
+        for (uint32_t i = 0; i < p->sq_nlabels; i++)
+            free(p->sq_cols[i].s);
+        free(p->sq_cols);
+        free(p->sq_spans);
         free(p->sq_labels);
+        ps_arena_dispose(&p->sq_scratch);
         ps_regex_free(p->re);
         ps_regex_match_free(p->md);
     }

@@ -29,7 +29,13 @@
  *
  * Errors: PS_EINVAL for what Prometheus calls bad_data (the query cannot be run at all),
  * PS_ELIMIT for execution errors and exceeded limits (Prometheus' 422: "many-to-many matching not
- * allowed", too many samples, the timeout).
+ * allowed", too many samples, the timeout; and ours: more memory than max_memory).
+ *
+ * Costs: every sample loaded, every point a subquery's inner expression gives and every point of
+ * the answer counts against max_samples (a subquery's points are held for the whole query, as
+ * Prometheus holds them while it evaluates the call over them); a time at which the inner
+ * expression gives nothing costs no memory, and when it can give nothing at any time (a selector
+ * without series, and what is built on it alone) it is not evaluated at all.
  */
 #ifndef PS_QUERY_PROMQL_H
 #define PS_QUERY_PROMQL_H
@@ -83,6 +89,8 @@ typedef struct ps_pq_opts {
     uint32_t max_points;  /* (end - start) / step of a range query at most this (11,000, as Prometheus) */
     int64_t timeout;      /* ms of evaluation (2 min); 0 = none */
     int64_t subquery_step; /* ms: a subquery's step when it gives none (Prometheus' evaluation_interval, 1 m) */
+    uint64_t max_memory;  /* bytes the evaluation may hold: loaded series, subquery points, scratch, the
+                             answer (--query.max-memory); 0 = no limit */
 } ps_pq_opts_t;
 
 void ps_pq_opts_default(ps_pq_opts_t *o);

@@ -42,23 +42,30 @@ typedef struct pq_sel {
     int64_t range;          /* a range selector's [range], else 0 */
 } pq_sel_t;
 
-/* A subquery's inner value at one time: label indexes (into pq_node_t.sq_labels) and values. */
-typedef struct pq_sq_ent {
-    uint32_t n;
-    uint32_t *li; /* one allocation: n indexes, then n values */
-    double *v;
-} pq_sq_ent_t;
+/* A subquery's points of one inner series (label index li into pq_node_t.sq_labels): every
+ * time evaluated so far at which the series had a value, in malloc'd memory charged to the query. */
+typedef struct pq_sq_col {
+    ps_fsample_t *s;
+    uint32_t n, cap;
+    bool unsorted;          /* a time before the last was added (a window behind the others) */
+} pq_sq_col_t;
 
-/* A subquery's series in one window, in the scratch arena. */
+/* Times a subquery evaluated its inner expression at: the multiples k * step with lo <= k <= hi. */
+typedef struct pq_sq_span {
+    int64_t lo, hi;
+} pq_sq_span_t;
+
+/* A subquery's series in one window: slices of its columns (valid until the subquery is
+ * evaluated again), the array in the scratch arena. */
 typedef struct pq_sq_series {
     uint32_t li;
     uint32_t n;
-    ps_fsample_t *s;
+    const ps_fsample_t *s;
 } pq_sq_series_t;
 
 typedef struct pq_sq_window {
     pq_sq_series_t *s;
-    uint32_t n, cap, nlabels;
+    uint32_t n;
 } pq_sq_window_t;
 
 /* A node of the tree as the engine runs it. */
@@ -74,12 +81,15 @@ struct pq_node {
     uint32_t nnames;
     ps_regex_t *re;         /* label_replace */
     ps_regex_match_t *md;
-    ps_hmap_t m1, m2, m3;   /* per-step maps of the node's own work; a subquery's caches */
+    ps_hmap_t m1, m2, m3;   /* per-step maps of the node's own work; a subquery's labels */
     int64_t sq_step;        /* SUBQUERY: its step (ms) */
-    pq_sq_ent_t *sq_ents;   /* SUBQUERY: the inner value at each time evaluated (m1: time -> index) */
-    uint32_t sq_n, sq_cap;
+    pq_sq_span_t *sq_spans; /* SUBQUERY: the times evaluated, sorted, disjoint and not adjacent */
+    uint32_t sq_nspans, sq_capspans;
+    pq_sq_col_t *sq_cols;   /* SUBQUERY: the points of each inner series (one per label index) */
     ps_labels_t *sq_labels; /* SUBQUERY: the inner series' labels (m3: labels -> index) */
     uint32_t sq_nlabels, sq_caplabels;
+    ps_arena_t sq_scratch;  /* SUBQUERY: the scratch arena of one evaluation of the inner expression */
+    int8_t sq_empty;        /* SUBQUERY: 1 the inner expression has no value at any time, -1 may have, 0 not known */
     int8_t invariant;       /* CALL: 1 step invariant (engine.go's preprocessExprHelper), -1 not, 0 not known yet */
     uint8_t *uniq_seen;     /* range CALL over a selector: its input series already in m3 (one byte each) */
     int64_t sq_start;       /* SUBQUERY directly under the query: the first time Prometheus evaluates its
@@ -100,6 +110,9 @@ typedef struct pq_ctx {
     pq_node_t *all;
     uint32_t sq_depth;      /* > 0 while a subquery's inner expression is evaluated */
     pq_node_t *sq_cur;      /* then the innermost such subquery */
+    uint64_t mem;           /* bytes of malloc'd memory held (subquery columns, a range query's series) */
+    uint64_t mem_scratch;   /* bytes held by the scratch arenas of the evaluations waiting for a subquery's inner one */
+    size_t arena_base;      /* arena->used_total when the evaluation began */
 } pq_ctx_t;
 
 #define PQ_STALE_BITS 0x7ff0000000000002ull
@@ -107,6 +120,9 @@ typedef struct pq_ctx {
 /* promql.c */
 int pq_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out);
 int pq_tick(pq_ctx_t *c);
+/** PS_ELIMIT naming --query.max-memory once what the query holds (its arenas, subquery columns,
+ *  answer) is over the limit, else 0. Called at every 256th tick and after each big allocation. */
+int pq_mem_check(pq_ctx_t *c);
 pq_vec_t pq_vec_new(pq_ctx_t *c, uint32_t cap);
 ps_labels_t pq_drop_name(pq_ctx_t *c, const ps_labels_t *ls);
 ps_labels_t pq_drop_name_in(ps_arena_t *a, const ps_labels_t *ls);
@@ -130,7 +146,8 @@ double pq_go_min(double a, double b);
 double pq_quantile(double q, double *vals, uint32_t n);
 
 /** A subquery node's series over [mint, maxt]: the inner expression at each multiple of its step
- *  there (each time evaluated once per query). */
+ *  there (each time evaluated once per query; not at all when it can have no value). The slices
+ *  in w stay valid until the next call for p. */
 int pq_subquery_window(pq_ctx_t *c, pq_node_t *p, int64_t mint, int64_t maxt, pq_sq_window_t *w);
 
 /* promql_func.c */

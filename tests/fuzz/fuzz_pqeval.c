@@ -6,7 +6,7 @@
  * over a small in-memory sample source (series named a, b, c and h_bucket with the same label sets
  * under several names, stale markers, NaN, +-Inf, huge values, a counter reset) twice: as an
  * instant query at 5m and as a range query from 0 to 15m at 30 s steps, with the query limits on
- * (20,000 samples, a 2 s timeout, 11,000 points). It may not crash, leak or take long; an error
+ * (20,000 samples, a 2 s timeout, 11,000 points, 64 MiB of memory). It may not crash, leak or take long; an error
  * must be one of the evaluator's codes with a message; an answer must have the shape the API
  * writes (a range query a matrix whose points lie on the steps, in order).
  *
@@ -154,6 +154,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size)
         ps_pq_opts_default(&o);
         o.max_samples = 20000;
         o.timeout = 2000;
+        o.max_memory = 64u << 20;
         if (pass == 0) {
             o.start = o.end = 300000;
             o.step = 0;

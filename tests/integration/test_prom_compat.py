@@ -83,6 +83,25 @@ def test_buildinfo(server):
     assert d["goVersion"].startswith("none (C11, "), d
 
 
+def default_query_memory():
+    """--query.max-memory's default as the flags list writes it: a quarter of the RAM, or of the
+    cgroup's memory.max if lower, rounded down to MiB, at least 64 MiB ("6025MiB", "4GiB")."""
+    ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    try:
+        v = open("/sys/fs/cgroup/memory.max").read().split()[0]
+        if v.isdigit() and 0 < int(v) < ram:
+            ram = int(v)
+    except OSError:
+        pass
+    q = max(ram // 4 >> 20 << 20, 64 << 20)
+    units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    u = 0
+    while u < 4 and q % 1024 == 0:
+        q //= 1024
+        u += 1
+    return "%d%s" % (q, units[u])
+
+
 def test_flags_every_flag_with_its_value(make_server):
     srv = make_server(retention="36h", storage_compact_max_profiles=7, max_body_size="1MiB")
     d = data(srv, "/api/v1/status/flags")
@@ -100,7 +119,7 @@ def test_flags_every_flag_with_its_value(make_server):
         "retention": "1d12h", "storage.commit-delay": "10ms", "storage.compact-interval": "10s",
         "storage.compact-max-profiles": "7", "storage.compact-window": "2h", "storage.max-size": "256GiB",
         "storage.no-sync": "false", "storage.retention-interval": "1m", "threads": "2",
-        "query.max-samples": "50000000", "query.timeout": "2m", "storage.remote.read-sample-limit": "50000000",
+        "query.max-samples": "50000000", "query.max-memory": default_query_memory(), "query.timeout": "2m", "storage.remote.read-sample-limit": "50000000",
         "query.max-concurrency": "20", "query.max-regex-steps": "1000000000",
         "query.cpus": str(min(max(os.sysconf("SC_NPROCESSORS_ONLN") - 1, 1), 256)),  # CPUs less one
         "storage.remote.read-concurrent-limit": "10", "storage.remote.read-max-bytes-in-frame": "1048576",

@@ -635,6 +635,83 @@ static void test_subqueries(void **state)
     fx_end(&f);
 }
 
+/* What a subquery costs: memory for its points only, nothing for a time without one, no
+ * evaluation at all of an inner expression that cannot give one; its points count against
+ * max_samples and max_memory (issue 21, item 3). */
+static void test_subquery_costs(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    load(&f, "m{a=\"1\"}", 15000, "0+1x40"); /* 0 .. 40 every 15 s: 0 .. 600 s */
+    ps_pq_result_t r;
+    ps_pq_opts_t o;
+    /* 86,400,000 inner times of a selector without series: not evaluated (a 50 ms deadline holds) */
+    const char *empty[] = {"max_over_time(nope[1d:1ms])", "count_over_time(sum(nope)[1d:1ms])",
+                           "count_over_time((nope + 1)[1d:1ms])", "count_over_time((m and nope)[1d:1ms])",
+                           "count_over_time(count_values(\"v\", -nope)[1d:1ms])",
+                           "max_over_time(rate(nope[5m])[1d:1ms])", "count_over_time(abs(nope)[1d:1ms])",
+                           "max_over_time(max_over_time(nope[1d:1ms])[1d:1ms])"};
+    for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++) {
+        ps_pq_opts_default(&o);
+        o.start = o.end = 600000;
+        o.timeout = 50;
+        assert_int_equal(run(&f, empty[i], &o, &r), 0);
+        assert_int_equal(r.type, PS_PQ_VVECTOR);
+        assert_int_equal(r.n, 0);
+    }
+    /* what can give a point is evaluated: 61 times in [540 s, 600 s] */
+    const char *some[] = {"count_over_time((nope or vector(1))[1m:1s])", "count_over_time(absent(nope)[1m:1s])",
+                          "count_over_time((vector(1) unless nope)[1m:1s])", "count_over_time(vector(1)[1m:1s])",
+                          "count_over_time(absent_over_time(nope[1m])[1m:1s])"};
+    for (size_t i = 0; i < sizeof(some) / sizeof(some[0]); i++) {
+        assert_int_equal(instant(&f, some[i], 600000, &r), 0);
+        assert_int_equal(r.n, 1);
+        assert_true(r.series[0].points[0].v == 61);
+    }
+    /* an inner expression that happens to give nothing is evaluated at every time: the deadline */
+    ps_pq_opts_default(&o);
+    o.start = o.end = 600000;
+    o.timeout = 50;
+    assert_int_equal(run(&f, "max_over_time((m > 1e9)[1d:1ms])", &o, &r), PS_ETIMEOUT);
+    /* windows apart (a 30 s subquery every 60 s): the times between them are never evaluated, and
+     * each window has its 31 points */
+    assert_int_equal(range(&f, "count_over_time(m[30s:1s])", 300000, 600000, 60000, &r), 0);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.series[0].n, 6);
+    for (uint32_t i = 0; i < 6; i++)
+        assert_true(r.series[0].points[i].v == 31);
+    /* overlapping windows at uneven steps give what one window each gives */
+    assert_int_equal(range(&f, "sum_over_time(m[95s:5s])", 300000, 600000, 35000, &r), 0);
+    for (uint32_t i = 0; i < r.series[0].n; i++) {
+        ps_pq_result_t one;
+        int64_t t = r.series[0].points[i].t;
+        assert_int_equal(instant(&f, "sum_over_time(m[95s:5s])", t, &one), 0);
+        assert_true(one.series[0].points[0].v == r.series[0].points[i].v);
+    }
+    /* points at each of 86,400,000 ms: max_memory stops them, and so does max_samples */
+    ps_pq_opts_default(&o);
+    o.start = o.end = 86400000;
+    o.lookback = 100000000;
+    o.max_memory = 16u << 20;
+    assert_int_equal(run(&f, "max_over_time(m[1d:1ms])", &o, &r), PS_ELIMIT);
+    assert_string_equal(f.err.msg, "query processing would use too much memory in query execution (the limit is "
+                                   "16 MiB, --query.max-memory)");
+    assert_int_equal(run(&f, "m[1d:1ms]", &o, &r), PS_ELIMIT);
+    assert_non_null(strstr(f.err.msg, "--query.max-memory"));
+    o.max_memory = 0;
+    o.max_samples = 100000;
+    assert_int_equal(run(&f, "max_over_time(m[1d:1ms])", &o, &r), PS_ELIMIT);
+    assert_string_equal(f.err.msg, "query processing would load too many samples into memory in query execution "
+                                   "(the limit is 100000 samples, --query.max-samples)");
+    /* within both: the answer (a point at every ms of [t - 50 s, t]) */
+    o.max_memory = 16u << 20;
+    o.max_samples = 1000000;
+    assert_int_equal(run(&f, "count_over_time(m[50s:1ms])", &o, &r), 0);
+    assert_true(r.series[0].points[0].v == 50001);
+    fx_end(&f);
+}
+
 static void test_limits(void **state)
 {
     (void)state;
@@ -774,6 +851,7 @@ int main(void)
         cmocka_unit_test(test_range),
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_subqueries),
+        cmocka_unit_test(test_subquery_costs),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_format_f),
