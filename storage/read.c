@@ -315,8 +315,9 @@ static int walk_db(walk_t *w, int db)
                 ret = chunk_damaged(w->err, w->sid, &k);
             else if (h.min_ts > w->end)
                 break;
-            else
-                ret = w->on_chunk(w, v.mv_data, v.mv_size);
+            else if ((ret = w->on_chunk(w, v.mv_data, v.mv_size)) == PS_ECORRUPT)
+                ps_err_prefix(w->err, "series %llu: damaged chunk (chunk up to %lld)", (unsigned long long)w->sid,
+                              (long long)ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8)));
         } else {
             int64_t ts = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
             if (ts > w->end)

@@ -1,0 +1,252 @@
+"""A damaged store is refused or reported, never a crash (storage/check.c): a data.mdb cut short
+(a partial copy or restore) or emptied beside the store's other files is refused at start with its
+sizes; --storage.check reads every record and names the damaged ones; a read that meets a damaged
+chunk answers 500 naming it, and the server goes on.
+
+The chunk bytes are found through liblmdb itself (ctypes, read-only): a value's address in LMDB's
+map less the map's address is its offset in data.mdb."""
+
+import ctypes
+import json
+import os
+import random
+import re
+import shutil
+import struct
+import subprocess
+import time
+import urllib.parse
+
+import pytest
+
+from conftest import PROFSTORE_BIN, Server
+
+T0 = int(time.time()) - 3600
+NPROF = 12  # profiles per series, compacted into chunks of 5 (and a head of 2)
+
+
+def run_bin(*args, timeout=60):
+    return subprocess.run([PROFSTORE_BIN, *args], capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def lmdb_meta(path):
+    """(page size, last page, txnid) of the newer meta page of an LMDB file."""
+    with open(path, "rb") as f:
+        b = f.read(2 * 65536)
+    psize = struct.unpack_from("<I", b, 40)[0]
+    metas = [struct.unpack_from("<QQ", b, off + 136) for off in (0, psize)]
+    last, txn = max(metas, key=lambda m: m[1])
+    return psize, last, txn
+
+
+class MDBVal(ctypes.Structure):
+    _fields_ = [("mv_size", ctypes.c_size_t), ("mv_data", ctypes.c_void_p)]
+
+
+def map_base(path):
+    """Where this process mapped path (LMDB maps data.mdb whole, from offset 0)."""
+    real = os.path.realpath(path)
+    for line in open("/proc/self/maps"):
+        f = line.split()
+        if len(f) >= 6 and f[5] == real and int(f[2], 16) == 0:
+            return int(f[0].split("-")[0], 16)
+    raise AssertionError("data.mdb not mapped")
+
+
+def record_spans(data_dir, db):
+    """[(key bytes, offset in data.mdb, length)] of every record of named database db."""
+    lib = ctypes.CDLL("liblmdb.so.0")
+    env, txn, cur, dbi = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_uint()
+    assert lib.mdb_env_create(ctypes.byref(env)) == 0
+    assert lib.mdb_env_set_maxdbs(env, 64) == 0
+    assert lib.mdb_env_open(env, str(data_dir).encode(), 0x20000 | 0x200000, 0o644) == 0  # RDONLY | NOTLS
+    base = map_base(data_dir / "data.mdb")
+    assert lib.mdb_txn_begin(env, None, 0x20000, ctypes.byref(txn)) == 0
+    assert lib.mdb_dbi_open(txn, db.encode(), 0, ctypes.byref(dbi)) == 0
+    assert lib.mdb_cursor_open(txn, dbi, ctypes.byref(cur)) == 0
+    out, k, v = [], MDBVal(), MDBVal()
+    op = 0  # MDB_FIRST
+    while lib.mdb_cursor_get(cur, ctypes.byref(k), ctypes.byref(v), op) == 0:
+        out.append((ctypes.string_at(k.mv_data, k.mv_size), v.mv_data - base, v.mv_size))
+        op = 8  # MDB_NEXT
+    lib.mdb_cursor_close(cur)
+    lib.mdb_txn_abort(txn)
+    lib.mdb_env_close(env)
+    return out
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A stopped store: 3 profile series of NPROF profiles each (chunks and head records), the
+    cpu-01 fixture's 2 sample types each, and 20 float series."""
+    wd = tmp_path_factory.mktemp("damaged_src")
+    srv = Server(wd, threads=1, extra_args=["--storage.compact-max-profiles", "5"]).start()
+    for job in ("a", "b", "c"):
+        for i in range(NPROF):
+            st, js = srv.push("go/cpu-01.pb.gz", labels='{job="%s"}' % job, time=str(T0 + 10 * i))
+            assert st == 200, js
+    from test_query_limits import remote_write
+    remote_write(srv, [({"__name__": "f", "i": str(i)}, [((T0 + k) * 1000, float(k)) for k in range(100)])
+                       for i in range(20)])
+    assert srv.stop() == 0
+    return srv.data_dir
+
+
+def copy_store(store, tmp_path):
+    d = tmp_path / "data"
+    shutil.copytree(store, d)
+    return d
+
+
+def start_refused(tmp_path, d):
+    srv = Server(tmp_path / "srv", data_dir=d, threads=1)
+    srv.start(wait_ready=False)
+    rc = srv.proc.wait(30)
+    srv._close_log()
+    return rc, srv.log()
+
+
+# ---- refused at open ----
+
+def test_truncated_data_file_refused_with_sizes(store, tmp_path):
+    d = copy_store(store, tmp_path)
+    f = d / "data.mdb"
+    psize, last, _ = lmdb_meta(f)
+    size = os.path.getsize(f)
+    assert size == (last + 1) * psize
+    cut = (size // 2) // psize * psize + 100  # half, and not on a page boundary
+    os.truncate(f, cut)
+    rc, log = start_refused(tmp_path, d)
+    assert rc == 1, log
+    msg = ("data directory %s: data.mdb is %d bytes, but its last page (%d, of %d bytes) ends at %d: the file was cut "
+           "short (a partial copy or restore?); restore the whole file, or check it with --storage.check"
+           % (d, cut, last, psize, size))
+    assert 'msg="cannot open storage"' in log and msg in log.replace('\\"', '"'), log
+    assert os.path.getsize(f) == cut  # nothing written
+    r = run_bin("--data-dir", str(d), "--storage.check")
+    assert (r.returncode, r.stdout) == (1, "profstore: %s\n" % msg)
+
+
+def test_shorter_than_the_meta_pages_refused(store, tmp_path):
+    d = copy_store(store, tmp_path)
+    os.truncate(d / "data.mdb", 5000)
+    rc, log = start_refused(tmp_path, d)
+    assert rc == 1
+    assert ("data directory %s: data.mdb is 5000 bytes, shorter than LMDB's two meta pages (8192 bytes): the file was "
+            "cut short (a partial copy or restore?); restore the whole file" % d) in log
+
+
+@pytest.mark.parametrize("beside", ["lock.mdb", "space.reserve"])
+def test_empty_data_file_beside_the_store_refused(store, tmp_path, beside):
+    d = copy_store(store, tmp_path)
+    os.truncate(d / "data.mdb", 0)
+    for other in ("lock.mdb", "space.reserve"):
+        if other != beside:
+            os.unlink(d / other)
+    rc, log = start_refused(tmp_path, d)
+    assert rc == 1
+    assert ("data directory %s: data.mdb is empty (0 bytes) beside %s: the store's data file was lost or cut to "
+            "nothing; restore it, or remove the directory's files to start an empty store" % (d, beside)) in log
+    assert os.path.getsize(d / "data.mdb") == 0
+
+
+def test_empty_data_file_alone_starts_a_store(tmp_path):
+    d = tmp_path / "data"
+    d.mkdir()
+    (d / "data.mdb").write_bytes(b"")
+    srv = Server(tmp_path / "srv", data_dir=d, threads=1).start()
+    st, js = srv.push("go/cpu-01.pb.gz", labels='{job="x"}')
+    assert st == 200, js
+    assert srv.stop() == 0
+
+
+# ---- --storage.check and reads of damaged chunks ----
+
+def test_check_of_a_sound_store(store, tmp_path):
+    d = copy_store(store, tmp_path)
+    before = (d / "data.mdb").read_bytes()
+    r = run_bin("--data-dir", str(d), "--storage.check")
+    # 6 profile series (3 jobs x 2 types): 12 profiles each, 2 chunks of 5 + 2 head records
+    assert (r.returncode, r.stdout, r.stderr) == (
+        0, "%s: 26 series (20 float), 12 chunks, 12 head records, 72 profiles, 2000 float samples checked: "
+           "no damage found\n" % d, "")
+    assert (d / "data.mdb").read_bytes() == before  # read-only
+
+
+def test_damaged_chunk_reported_and_500(store, tmp_path):
+    d = copy_store(store, tmp_path)
+    chunks = record_spans(d, "chunks")
+    assert len(chunks) == 12
+    key, off, n = chunks[0]
+    sid = int.from_bytes(key[:8], "big")
+    max_ts = int.from_bytes(key[8:], "big") ^ (1 << 63)
+    with open(d / "data.mdb", "r+b") as f:  # the chunk's header: n = 0
+        f.seek(off + 1)
+        f.write(b"\x00\x00")
+    r = run_bin("--data-dir", str(d), "--storage.check")
+    lines = r.stdout.splitlines()
+    assert r.returncode == 1, r
+    assert re.fullmatch(r"damaged: series %d: damaged chunk \(up to %d, %d bytes\): .+" % (sid, max_ts, n), lines[0])
+    assert lines[1:] == ["%s: 26 series (20 float), 12 chunks, 12 head records, 67 profiles, 2000 float samples "
+                         "checked: DAMAGED" % d,
+                         "1 damaged record; reads that meet one answer 500 naming it"]
+    srv = Server(tmp_path / "srv", data_dir=d, threads=1).start()
+    names = srv.get_json("/api/v1/label/__name__/values")["data"]
+    answers = {}
+    for metric in names:
+        if metric == "f":
+            continue
+        for job in "abc":
+            st, _, body = srv.get("/api/v1/profiles/query?" + urllib.parse.urlencode(
+                {"query": '%s{job="%s"}' % (metric, job), "start": T0 - 10, "end": T0 + 10 * NPROF}), timeout=30)
+            answers[(metric, job)] = (st, body)
+    assert len(answers) == 6, names
+    bad = [k for k, (st, _) in answers.items() if st != 200]
+    assert len(bad) == 1, {k: v[0] for k, v in answers.items()}
+    st, body = answers[bad[0]]
+    assert st == 500
+    assert json.loads(body) == {"status": "error", "errorType": "internal",
+                                "error": "series %d: damaged chunk header (chunk up to %d)" % (sid, max_ts)}
+    assert srv.running()
+    assert srv.stop() == 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_damage_in_chunks_never_crashes(store, tmp_path, seed):
+    """Bytes overwritten at random inside the stored chunks (profile and float): every read answers
+    200 or a 500 naming the damage, the server never dies, and --storage.check says DAMAGED or
+    (damage the decoders cannot tell, e.g. inside a value) no damage found."""
+    d = copy_store(store, tmp_path)
+    rnd = random.Random(seed)
+    profile_spans = record_spans(d, "chunks") + record_spans(d, "head")
+    float_spans = record_spans(d, "fchunks") + record_spans(d, "fhead")
+    with open(d / "data.mdb", "r+b") as f:
+        for key, off, n in rnd.sample(profile_spans, 3) + rnd.sample(float_spans, 2):
+            for _ in range(rnd.choice([1, 3, 16])):
+                f.seek(off + rnd.randrange(n))
+                f.write(bytes([rnd.randrange(256)]))
+    r = run_bin("--data-dir", str(d), "--storage.check")
+    assert r.returncode in (0, 1), r
+    last = r.stdout.splitlines()[-1 if r.returncode == 0 else -2]
+    assert last.endswith("no damage found" if r.returncode == 0 else "DAMAGED"), r.stdout
+    srv = Server(tmp_path / "srv", data_dir=d, threads=1).start()
+    statuses = []
+    names = [n for n in srv.get_json("/api/v1/label/__name__/values")["data"] if n != "f"]
+    assert len(names) == 2, names
+    queries = [("/api/v1/profiles/query", {"query": '%s{job="%s"}' % (n, j), "start": T0 - 10, "end": T0 + 10 * NPROF})
+               for j in "abc" for n in names]
+    queries += [("/api/v1/query_range", {"query": q, "start": T0, "end": T0 + 120, "step": 15})
+                for q in ("sum(f)", "sum(rate(f[1m]))", 'sum(%s{job=~".+"})' % names[0])]
+    queries += [("/api/v1/series", {"match[]": '{__name__=~".+"}', "start": T0 - 10, "end": T0 + 200})]
+    for path, params in queries:
+        st, _, body = srv.get(path + "?" + urllib.parse.urlencode(params), timeout=30)
+        assert st in (200, 500), (path, params, st, body[:300])
+        if st == 500:
+            err = json.loads(body)
+            assert err["errorType"] == "internal" and re.match(r"series \d+: damaged ", err["error"]), err
+        statuses.append(st)
+    assert srv.running()
+    assert srv.stop() == 0
+    if 500 in statuses:
+        assert r.returncode == 1, r.stdout
