@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 
+#include "core/sat.h"
 #include "core/timeutil.h"
 
 #include "chunk.h"
@@ -266,10 +267,10 @@ static void info_add(ps_sum_info_t *info, int64_t ts, int64_t duration, int64_t 
     if (info->profiles == 0 || ts > info->max_ts)
         info->max_ts = ts;
     info->profiles++;
-    info->duration += duration;
+    info->duration = ps_sat_add(info->duration, duration);
     if (period > info->period)
         info->period = period;
-    info->total += total;
+    info->total = ps_sat_add(info->total, total);
 }
 
 /*

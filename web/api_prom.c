@@ -30,9 +30,12 @@ int ps_param_time(const ps_params_t *p, const char *name, int64_t dflt, int64_t 
         *out = dflt;
         return 0;
     }
-    if (ps_parse_time(v->value, v->vlen, out, err) != 0)
+    if (ps_parse_time(v->value, v->vlen, out, err) != 0) {
+        if (err != NULL && strstr(err->msg, "\" is out of range: ") != NULL) /* a time, but not one int64 ns hold */
+            return ps_err_prefix(err, "invalid parameter \"%s\"", name);
         return ps_err_set(err, PS_EINVAL, "invalid parameter \"%s\": cannot parse \"%.64s\" to a valid timestamp",
                           name, v->value);
+    }
     return 0;
 }
 

@@ -33,8 +33,10 @@ static int parse_float_seconds(const char *s, size_t n, int64_t *ns)
             return -1;
     char *end;
     double v = strtod(buf, &end);
-    if (*end != 0 || !isfinite(v) || fabs(v) > 9.2e9)
+    if (*end != 0 || !isfinite(v))
         return -1;
+    if (fabs(v) > 9223372036.0) /* past 2262-04-11 (or before 1677-09-21): not an int64 of ns */
+        return -2;
     /* round to milliseconds like Prometheus, then to ns */
     *ns = (int64_t)llround(v * 1000.0) * 1000000ll;
     return 0;
@@ -114,8 +116,11 @@ static int64_t days_from_civil(int Y, int M, int D)
 
 int ps_parse_time(const char *s, size_t n, int64_t *ns, ps_err_t *err)
 {
-    if (parse_float_seconds(s, n, ns) == 0)
+    int fr = parse_float_seconds(s, n, ns);
+    if (fr == 0)
         return 0;
+    if (fr == -2)
+        goto Range;
     /* RFC3339: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM) */
     size_t i = 0;
     int Y, M, D, h, m, sec;
@@ -154,8 +159,14 @@ int ps_parse_time(const char *s, size_t n, int64_t *ns, ps_err_t *err)
     if (i != n || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
         goto Bad;
     int64_t secs = days_from_civil(Y, M, D) * 86400 + h * 3600 + m * 60 + sec - offset;
-    *ns = secs * PS_NS_PER_S + frac;
+    int64_t up = secs < 0 && frac > 0; /* INT64_MIN is -9223372037 s + 854775808 ns */
+    if (__builtin_mul_overflow(secs + up, PS_NS_PER_S, ns) || __builtin_add_overflow(*ns, frac - up * PS_NS_PER_S, ns))
+        goto Range;
     return 0;
+Range:
+    return ps_err_set(err, PS_EINVAL, "time \"%.*s\" is out of range: times are int64 nanoseconds since 1970, "
+                      "from 1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z",
+                      (int)(n > 64 ? 64 : n), s);
 Bad:
     return ps_err_set(err, PS_EINVAL, "cannot parse \"%.*s\" to a valid timestamp (unix seconds or RFC3339)",
                       (int)(n > 64 ? 64 : n), s);

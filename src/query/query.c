@@ -9,6 +9,7 @@
 
 #include "core/budget.h"
 #include "core/hash.h"
+#include "core/sat.h"
 #include "core/timeutil.h"
 
 /* ---- sorted id vectors ---- */
@@ -423,7 +424,7 @@ void ps_nodemap_add(ps_nodemap_t *m, uint64_t node, int64_t v)
         m->vals[j] = 0;
         m->count++;
     }
-    m->vals[j] = (int64_t)((uint64_t)m->vals[j] + (uint64_t)v);
+    m->vals[j] = ps_sat_add(m->vals[j], v);
 }
 
 int64_t ps_nodemap_get(const ps_nodemap_t *m, uint64_t node)
@@ -872,7 +873,7 @@ int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_p
                     if (mode == PS_PROFILE_ONE)
                         v[t] = va;
                     else if (mode == PS_PROFILE_SUB)
-                        v[t] = (int64_t)((uint64_t)vb - (uint64_t)va);
+                        v[t] = ps_sat_sub(vb, va);
                     else {
                         v[0] = va;
                         v[1] = vb;

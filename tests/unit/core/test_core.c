@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/labels.h"
 #include "core/mem.h"
+#include "core/sat.h"
 #include "core/thread.h"
 #include "core/timeutil.h"
 #include "core/varint.h"
@@ -505,6 +506,59 @@ static void test_attime(void **state)
 
 /* Big buffers: malloc'd below 1 MiB, mmap'd from it; growing across the line keeps the bytes,
  * and an adopted buffer goes with its arena (ASan/LSan see a leak or a bad free otherwise). */
+/* times int64 nanoseconds cannot hold are refused, not wrapped (to about now, once stored) */
+static void test_time_range(void **state)
+{
+    (void)state;
+    int64_t ns;
+    ps_err_t err = {0};
+    const char *r = "2262-04-11T23:47:16.854775807Z"; /* INT64_MAX */
+    assert_int_equal(ps_parse_time(r, strlen(r), &ns, &err), 0);
+    assert_true(ns == INT64_MAX);
+    r = "1677-09-21T00:12:43.145224192Z"; /* INT64_MIN */
+    assert_int_equal(ps_parse_time(r, strlen(r), &ns, &err), 0);
+    assert_true(ns == INT64_MIN);
+    assert_int_equal(ps_parse_time("9223372036", 10, &ns, &err), 0);
+    assert_true(ns == 9223372036000000000ll);
+    assert_int_equal(ps_parse_time("-9223372036", 11, &ns, &err), 0);
+    assert_true(ns == -9223372036000000000ll);
+    static const char *out[] = {"2262-04-11T23:47:16.854775808Z", "2300-01-01T00:00:00Z", "9999-12-31T23:59:59Z",
+                                "1677-09-21T00:12:43.145224191Z", "1600-01-01T00:00:00+01:00", "0000-01-01T00:00:00Z",
+                                "9223372037", "-9223372037", "1e12", "-1e300"};
+    for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
+        char want[256];
+        snprintf(want, sizeof(want),
+                 "time \"%s\" is out of range: times are int64 nanoseconds since 1970, from "
+                 "1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z",
+                 out[i]);
+        ns = 42;
+        assert_int_equal(ps_parse_time(out[i], strlen(out[i]), &ns, &err), PS_EINVAL);
+        assert_string_equal(err.msg, want);
+    }
+}
+
+static void test_saturating(void **state)
+{
+    (void)state;
+    assert_true(ps_sat_add(INT64_MAX - 1, 1) == INT64_MAX);
+    assert_true(ps_sat_add(INT64_MAX, 1) == INT64_MAX);
+    assert_true(ps_sat_add(INT64_MAX, INT64_MAX) == INT64_MAX);
+    assert_true(ps_sat_add(INT64_MIN, -1) == INT64_MIN);
+    assert_true(ps_sat_add(INT64_MIN, INT64_MAX) == -1);
+    assert_true(ps_sat_add(-5, 3) == -2);
+    assert_true(ps_sat_sub(INT64_MIN, 1) == INT64_MIN);
+    assert_true(ps_sat_sub(0, INT64_MIN) == INT64_MAX);
+    assert_true(ps_sat_sub(INT64_MAX, -1) == INT64_MAX);
+    assert_true(ps_sat_sub(-1, INT64_MAX) == INT64_MIN);
+    assert_true(ps_sat_sub(7, 9) == -2);
+    assert_true(ps_sat_mul(INT64_MAX / 2 + 1, 2) == INT64_MAX);
+    assert_true(ps_sat_mul(INT64_MIN, -1) == INT64_MAX);
+    assert_true(ps_sat_mul(INT64_MIN / 2 - 1, 2) == INT64_MIN);
+    assert_true(ps_sat_mul(-4, 5) == -20);
+    assert_true(ps_sat_addu(UINT64_MAX - 1, 2) == UINT64_MAX);
+    assert_true(ps_sat_addu(1, 2) == 3);
+}
+
 static void test_arena_big(void **state)
 {
     (void)state;
@@ -639,6 +693,8 @@ int main(void)
         cmocka_unit_test(test_arena_big),
         cmocka_unit_test(test_par_for),
         cmocka_unit_test(test_cpu_slots),
+        cmocka_unit_test(test_time_range),
+        cmocka_unit_test(test_saturating),
         cmocka_unit_test(test_err),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_labels_edit),
