@@ -82,14 +82,16 @@ def store(tmp_path_factory):
     cpu-01 fixture's 2 sample types each, and 20 float series."""
     wd = tmp_path_factory.mktemp("damaged_src")
     srv = Server(wd, threads=1, extra_args=["--storage.compact-max-profiles", "5"]).start()
-    for job in ("a", "b", "c"):
-        for i in range(NPROF):
-            st, js = srv.push("go/cpu-01.pb.gz", labels='{job="%s"}' % job, time=str(T0 + 10 * i))
-            assert st == 200, js
-    from test_query_limits import remote_write
-    remote_write(srv, [({"__name__": "f", "i": str(i)}, [((T0 + k) * 1000, float(k)) for k in range(100)])
-                       for i in range(20)])
-    assert srv.stop() == 0
+    try:
+        for job in ("a", "b", "c"):
+            for i in range(NPROF):
+                st, js = srv.push("go/cpu-01.pb.gz", labels='{job="%s"}' % job, time=str(T0 + 10 * i))
+                assert st == 200, js
+        from test_query_limits import remote_write
+        remote_write(srv, [({"__name__": "f", "i": str(i)}, [((T0 + k) * 1000, float(k)) for k in range(100)])
+                           for i in range(20)])
+    finally:
+        assert srv.stop() == 0
     return srv.data_dir
 
 
@@ -99,8 +101,8 @@ def copy_store(store, tmp_path):
     return d
 
 
-def start_refused(tmp_path, d):
-    srv = Server(tmp_path / "srv", data_dir=d, threads=1)
+def start_refused(make_server, d):
+    srv = make_server(start=False, data_dir=d, threads=1)
     srv.start(wait_ready=False)
     rc = srv.proc.wait(30)
     srv._close_log()
@@ -109,7 +111,7 @@ def start_refused(tmp_path, d):
 
 # ---- refused at open ----
 
-def test_truncated_data_file_refused_with_sizes(store, tmp_path):
+def test_truncated_data_file_refused_with_sizes(store, tmp_path, make_server):
     d = copy_store(store, tmp_path)
     f = d / "data.mdb"
     psize, last, _ = lmdb_meta(f)
@@ -117,7 +119,7 @@ def test_truncated_data_file_refused_with_sizes(store, tmp_path):
     assert size == (last + 1) * psize
     cut = (size // 2) // psize * psize + 100  # half, and not on a page boundary
     os.truncate(f, cut)
-    rc, log = start_refused(tmp_path, d)
+    rc, log = start_refused(make_server, d)
     assert rc == 1, log
     msg = ("data directory %s: data.mdb is %d bytes, but its last page (%d, of %d bytes) ends at %d: the file was cut "
            "short (a partial copy or restore?); restore the whole file, or check it with --storage.check"
@@ -128,34 +130,120 @@ def test_truncated_data_file_refused_with_sizes(store, tmp_path):
     assert (r.returncode, r.stdout) == (1, "profstore: %s\n" % msg)
 
 
-def test_shorter_than_the_meta_pages_refused(store, tmp_path):
+def test_shorter_than_the_meta_pages_refused(store, tmp_path, make_server):
     d = copy_store(store, tmp_path)
     os.truncate(d / "data.mdb", 5000)
-    rc, log = start_refused(tmp_path, d)
+    rc, log = start_refused(make_server, d)
     assert rc == 1
     assert ("data directory %s: data.mdb is 5000 bytes, shorter than LMDB's two meta pages (8192 bytes): the file was "
             "cut short (a partial copy or restore?); restore the whole file" % d) in log
 
 
+def lmdb_scratch(data_dir, ops):
+    """Runs write transactions on a database "scratch" of the store (liblmdb through ctypes), one
+    per op: ("put", key, value) or ("del", key). profstore never opens that database."""
+    lib = ctypes.CDLL("liblmdb.so.0")
+    env = ctypes.c_void_p()
+    assert lib.mdb_env_create(ctypes.byref(env)) == 0
+    assert lib.mdb_env_set_maxdbs(env, 64) == 0
+    assert lib.mdb_env_set_mapsize(env, ctypes.c_size_t(1 << 30)) == 0
+    assert lib.mdb_env_open(env, str(data_dir).encode(), 0, 0o644) == 0
+    for op in ops:
+        txn, dbi = ctypes.c_void_p(), ctypes.c_uint()
+        assert lib.mdb_txn_begin(env, None, 0, ctypes.byref(txn)) == 0
+        assert lib.mdb_dbi_open(txn, b"scratch", 0x40000, ctypes.byref(dbi)) == 0  # MDB_CREATE
+        kb = ctypes.create_string_buffer(op[1], len(op[1]))
+        k = MDBVal(len(op[1]), ctypes.cast(kb, ctypes.c_void_p))
+        if op[0] == "put":
+            vb = ctypes.create_string_buffer(op[2], len(op[2]))
+            v = MDBVal(len(op[2]), ctypes.cast(vb, ctypes.c_void_p))
+            assert lib.mdb_put(txn, dbi, ctypes.byref(k), ctypes.byref(v), 0) == 0
+        else:
+            assert lib.mdb_del(txn, dbi, ctypes.byref(k), None) == 0
+        assert lib.mdb_txn_commit(txn) == 0
+    lib.mdb_env_close(env)
+
+
+def free_pages(data_dir):
+    """The page numbers on LMDB's free list (FREE_DBI: txnid -> count, then page numbers)."""
+    lib = ctypes.CDLL("liblmdb.so.0")
+    env, txn, cur = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+    assert lib.mdb_env_create(ctypes.byref(env)) == 0
+    assert lib.mdb_env_open(env, str(data_dir).encode(), 0x20000, 0o644) == 0
+    assert lib.mdb_txn_begin(env, None, 0x20000, ctypes.byref(txn)) == 0
+    assert lib.mdb_cursor_open(txn, 0, ctypes.byref(cur)) == 0
+    out, k, v, op = set(), MDBVal(), MDBVal(), 0
+    while lib.mdb_cursor_get(cur, ctypes.byref(k), ctypes.byref(v), op) == 0:
+        ids = struct.unpack("<%dQ" % (v.mv_size // 8), ctypes.string_at(v.mv_data, v.mv_size))
+        out.update(ids[1:1 + ids[0]])
+        op = 8
+    lib.mdb_cursor_close(cur)
+    lib.mdb_txn_abort(txn)
+    lib.mdb_env_close(env)
+    return out
+
+
+def test_short_file_whose_missing_pages_are_free_opens(tmp_path, make_server):
+    """LMDB does not write pages freed in the transaction that took them: a file may end before its
+    last page in use when its tail is free. Such a file opens (and a page more cut is refused)."""
+    d = tmp_path / "data"
+    srv = make_server(name="a", data_dir=d, threads=1)
+    st, js = srv.push("go/cpu-01.pb.gz", labels='{job="tail"}', time=str(T0))
+    assert st == 200, js
+    sid = js["data"]["series"][1]["id"]
+    want = srv.profile_bytes(sid, T0 * 10**9)
+    assert srv.stop() == 0
+    # a big value (overflow pages at the end of the file), deleted, then small writes
+    lmdb_scratch(d, [("put", b"small", b"x"), ("put", b"big", b"y" * 200000), ("del", b"big")] +
+                 [("put", b"small", b"z%d" % i) for i in range(3)])
+    f = d / "data.mdb"
+    psize, last, _ = lmdb_meta(f)
+    assert os.path.getsize(f) == (last + 1) * psize
+    free = free_pages(d)
+    first = last
+    while first - 1 in free:
+        first -= 1
+    assert last in free and last - first >= 3, (last, sorted(free))
+    os.truncate(f, first * psize)  # every missing page is free
+    srv = make_server(name="b", data_dir=d, threads=1)
+    assert srv.profile_bytes(sid, T0 * 10**9) == want
+    st, js = srv.push("go/cpu-01.pb.gz", labels='{job="tail"}', time=str(T0 + 10))
+    assert st == 200, js
+    assert srv.stop() == 0
+    r = run_bin("--data-dir", str(d), "--storage.check")
+    assert (r.returncode, r.stdout.endswith("no damage found\n")) == (0, True), r
+    # the same, one used page more cut
+    d2 = tmp_path / "data2"
+    shutil.copytree(d, d2)
+    psize, last, _ = lmdb_meta(d2 / "data.mdb")
+    free = free_pages(d2)
+    used = max(p for p in range(2, last + 1) if p not in free)
+    os.truncate(d2 / "data.mdb", used * psize)
+    rc, log = start_refused(make_server, d2)
+    assert rc == 1
+    assert "data directory %s: data.mdb is %d bytes, but its last page (%d, of %d bytes)" % (
+        d2, used * psize, last, psize) in log.replace('\\"', '"')
+
+
 @pytest.mark.parametrize("beside", ["lock.mdb", "space.reserve"])
-def test_empty_data_file_beside_the_store_refused(store, tmp_path, beside):
+def test_empty_data_file_beside_the_store_refused(store, tmp_path, make_server, beside):
     d = copy_store(store, tmp_path)
     os.truncate(d / "data.mdb", 0)
     for other in ("lock.mdb", "space.reserve"):
         if other != beside:
             os.unlink(d / other)
-    rc, log = start_refused(tmp_path, d)
+    rc, log = start_refused(make_server, d)
     assert rc == 1
     assert ("data directory %s: data.mdb is empty (0 bytes) beside %s: the store's data file was lost or cut to "
             "nothing; restore it, or remove the directory's files to start an empty store" % (d, beside)) in log
     assert os.path.getsize(d / "data.mdb") == 0
 
 
-def test_empty_data_file_alone_starts_a_store(tmp_path):
+def test_empty_data_file_alone_starts_a_store(tmp_path, make_server):
     d = tmp_path / "data"
     d.mkdir()
     (d / "data.mdb").write_bytes(b"")
-    srv = Server(tmp_path / "srv", data_dir=d, threads=1).start()
+    srv = make_server(data_dir=d, threads=1)
     st, js = srv.push("go/cpu-01.pb.gz", labels='{job="x"}')
     assert st == 200, js
     assert srv.stop() == 0
@@ -174,7 +262,7 @@ def test_check_of_a_sound_store(store, tmp_path):
     assert (d / "data.mdb").read_bytes() == before  # read-only
 
 
-def test_damaged_chunk_reported_and_500(store, tmp_path):
+def test_damaged_chunk_reported_and_500(store, tmp_path, make_server):
     d = copy_store(store, tmp_path)
     chunks = record_spans(d, "chunks")
     assert len(chunks) == 12
@@ -191,7 +279,7 @@ def test_damaged_chunk_reported_and_500(store, tmp_path):
     assert lines[1:] == ["%s: 26 series (20 float), 12 chunks, 12 head records, 67 profiles, 2000 float samples "
                          "checked: DAMAGED" % d,
                          "1 damaged record; reads that meet one answer 500 naming it"]
-    srv = Server(tmp_path / "srv", data_dir=d, threads=1).start()
+    srv = make_server(data_dir=d, threads=1)
     names = srv.get_json("/api/v1/label/__name__/values")["data"]
     answers = {}
     for metric in names:
@@ -213,7 +301,7 @@ def test_damaged_chunk_reported_and_500(store, tmp_path):
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_random_damage_in_chunks_never_crashes(store, tmp_path, seed):
+def test_random_damage_in_chunks_never_crashes(store, tmp_path, make_server, seed):
     """Bytes overwritten at random inside the stored chunks (profile and float): every read answers
     200 or a 500 naming the damage, the server never dies, and --storage.check says DAMAGED or
     (damage the decoders cannot tell, e.g. inside a value) no damage found."""
@@ -230,7 +318,7 @@ def test_random_damage_in_chunks_never_crashes(store, tmp_path, seed):
     assert r.returncode in (0, 1), r
     last = r.stdout.splitlines()[-1 if r.returncode == 0 else -2]
     assert last.endswith("no damage found" if r.returncode == 0 else "DAMAGED"), r.stdout
-    srv = Server(tmp_path / "srv", data_dir=d, threads=1).start()
+    srv = make_server(data_dir=d, threads=1)
     statuses = []
     names = [n for n in srv.get_json("/api/v1/label/__name__/values")["data"] if n != "f"]
     assert len(names) == 2, names
