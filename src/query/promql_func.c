@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "core/fmt.h"
+#include "core/sat.h"
 
 /* ---- range vector functions ---- */
 
@@ -380,7 +381,7 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     pq_node_t *m = p->args[p->matrix_arg];
     const pq_sel_t *s = &m->sel;
     int64_t eff = s->has_at ? s->at : ts;
-    int64_t maxt = eff - s->offset, mint = maxt - s->range;
+    int64_t maxt = ps_sat_sub(eff, s->offset), mint = ps_sat_sub(maxt, s->range); /* @ out of range: INT64_MIN */
     int64_t ts_fn = s->has_at ? c->o->start : ts;
     out->type = PS_PQ_VVECTOR;
     if (m->n->kind == PS_PQ_SUBQUERY) {

@@ -481,7 +481,7 @@ int ps_query_merge_at(ps_reader_t *r, const ps_series_set_t *s, int64_t at, int6
     add_ctx_t c = {acc, 0};
     for (uint32_t i = 0; i < s->n; i++) {
         int64_t ts;
-        int ret = ps_reader_latest(r, s->sids[i], at - lookback + 1, at, &ts, err);
+        int ret = ps_reader_latest(r, s->sids[i], ps_sat_add(ps_sat_sub(at, lookback), 1), at, &ts, err);
         if (ret == PS_ENOTFOUND)
             continue;
         if (ret)
@@ -642,7 +642,7 @@ static void window(const ps_profile_query_t *q, int64_t *lo, int64_t *hi)
         *lo = q->start;
         *hi = q->end;
     } else {
-        *lo = q->at - q->lookback + 1;
+        *lo = ps_sat_add(ps_sat_sub(q->at, q->lookback), 1);
         *hi = q->at;
     }
 }

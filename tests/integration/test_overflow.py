@@ -99,3 +99,26 @@ def test_query_time_out_of_range_refused(srv, path, param):
     js = json.loads(body)
     assert js["errorType"] == "bad_data"
     assert js["error"].endswith('time "2262-04-11T23:47:16.854775808Z" is %s' % RANGE), js
+
+
+def test_extreme_query_times_answer(srv):
+    """Times at the ends of what the APIs take, and PromQL's @ past int64 ms (Prometheus takes it as
+    INT64_MIN): answered, not undefined behaviour on the way (make integration-asan aborts the
+    server on that)."""
+    lo, hi = "-9223372036", "9223372036"
+    cases = [
+        ("/api/v1/query", {"query": "rate(f[5m] @ 9.3e15)", "time": T0}),
+        ("/api/v1/query", {"query": "sum_over_time(%s[5m] @ -9.3e15)" % CPU, "time": T0}),
+        ("/api/v1/query_range", {"query": "up", "start": lo, "end": hi, "step": "1e9"}),
+        ("/api/v1/query_range", {"query": "sum(%s)" % CPU, "start": lo, "end": hi, "step": "1e9"}),
+    ]
+    for path, q in cases:
+        st, _, body = srv.get(path + "?" + urllib.parse.urlencode(q), timeout=30)
+        assert st == 200, (path, q, body[:300])
+        assert json.loads(body)["data"]["result"] == [], (q, body[:300])
+    for q in ({"time": lo, "lookback": "200y"}, {"time": hi, "lookback": "200y"}, {"start": lo, "end": hi}):
+        q["query"] = CPU + '{job="nothing"}'
+        st, _, body = srv.get("/api/v1/profiles/query?" + urllib.parse.urlencode(q), timeout=30)
+        assert st == 200, (q, body[:300])
+        assert pd.decode(body).sample == []
+    assert srv.running()
