@@ -194,14 +194,17 @@ typedef struct check {
 } check_t;
 
 static void damage(check_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define MAX_LISTED 100 /* damaged records listed; the rest only counted */
+
 static void damage(check_t *c, const char *fmt, ...)
 {
+    if (++c->st->damaged > MAX_LISTED)
+        return;
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    c->st->damaged++;
     c->on_damage(c->ctx, msg);
 }
 
@@ -224,21 +227,33 @@ static int on_samples(void *ctx, const ps_fsample_t *s, size_t n)
 }
 
 /* Walks one database, calling fn for each record; an LMDB error ends the walk of that database
- * (reported). */
+ * (reported) and the next walks get a fresh snapshot (LMDB fails a transaction after an error). */
 static int walk(check_t *c, int db, const char *name, void (*fn)(check_t *c, const MDB_val *k, const MDB_val *v))
 {
     MDB_cursor *cur;
     MDB_val k, v;
+    if (c->r == NULL)
+        return 0;
     int rc = mdb_cursor_open(c->r->txn, c->s->dbi[db], &cur);
     if (rc == 0) {
+        uint64_t n = 0;
         for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
             ps_arena_reset(&c->arena);
+            phase(c, "record %" PRIu64 " of database %s", ++n, name);
             fn(c, &k, &v);
         }
         mdb_cursor_close(cur);
     }
-    if (rc != 0 && rc != MDB_NOTFOUND)
-        damage(c, "database %s: LMDB cannot read on: %s", name, mdb_strerror(rc));
+    if (rc != 0 && rc != MDB_NOTFOUND) {
+        damage(c, "database %s: LMDB's pages are damaged, the rest of it unread: %s", name, mdb_strerror(rc));
+        ps_err_t err = {0};
+        ps_reader_end(c->r);
+        c->r = NULL;
+        if (ps_reader_begin(c->s, &c->r, &err) == 0)
+            ps_reader_unclamp(c->r);
+        else
+            damage(c, "cannot read on: %s", err.msg);
+    }
     return 0;
 }
 
@@ -314,7 +329,7 @@ int ps_store_check(ps_store_t *s, void (*on_damage)(void *ctx, const char *msg),
     walk(&c, DB_SERIES, "series", check_series);
     walk(&c, DB_CHUNKS, "chunks", check_chunk);
     walk(&c, DB_HEAD, "head", check_head);
-    ps_reader_end(c.r);
+    ps_reader_end(c.r); /* NULL: a no-op */
     ps_arena_dispose(&c.arena);
     return 0;
 }
@@ -365,8 +380,8 @@ int ps_store_check_dir(const ps_store_opts_t *o, FILE *out)
                 o->dir, st.series, st.float_series, st.chunks, st.heads, st.profiles, st.samples,
                 st.damaged ? "DAMAGED" : "no damage found");
         if (st.damaged)
-            fprintf(out, "%" PRIu64 " damaged record%s; reads that meet one answer 500 naming it\n", st.damaged,
-                    st.damaged == 1 ? "" : "s");
+            fprintf(out, "%" PRIu64 " damaged record%s%s; reads that meet one answer 500 naming it\n", st.damaged,
+                    st.damaged == 1 ? "" : "s", st.damaged > MAX_LISTED ? " (the first 100 listed)" : "");
         fflush(out);
         shared[DONE_AT] = 1;
         ps_store_close(s);

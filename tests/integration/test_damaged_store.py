@@ -55,7 +55,8 @@ def map_base(path):
 
 
 def record_spans(data_dir, db):
-    """[(key bytes, offset in data.mdb, length)] of every record of named database db."""
+    """[(key bytes, value's offset in data.mdb, value's length, key's offset)] of every record of
+    named database db."""
     lib = ctypes.CDLL("liblmdb.so.0")
     env, txn, cur, dbi = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_uint()
     assert lib.mdb_env_create(ctypes.byref(env)) == 0
@@ -68,7 +69,7 @@ def record_spans(data_dir, db):
     out, k, v = [], MDBVal(), MDBVal()
     op = 0  # MDB_FIRST
     while lib.mdb_cursor_get(cur, ctypes.byref(k), ctypes.byref(v), op) == 0:
-        out.append((ctypes.string_at(k.mv_data, k.mv_size), v.mv_data - base, v.mv_size))
+        out.append((ctypes.string_at(k.mv_data, k.mv_size), v.mv_data - base, v.mv_size, k.mv_data - base))
         op = 8  # MDB_NEXT
     lib.mdb_cursor_close(cur)
     lib.mdb_txn_abort(txn)
@@ -266,7 +267,7 @@ def test_damaged_chunk_reported_and_500(store, tmp_path, make_server):
     d = copy_store(store, tmp_path)
     chunks = record_spans(d, "chunks")
     assert len(chunks) == 12
-    key, off, n = chunks[0]
+    key, off, n, _ = chunks[0]
     sid = int.from_bytes(key[:8], "big")
     max_ts = int.from_bytes(key[8:], "big") ^ (1 << 63)
     with open(d / "data.mdb", "r+b") as f:  # the chunk's header: n = 0
@@ -310,7 +311,7 @@ def test_random_damage_in_chunks_never_crashes(store, tmp_path, make_server, see
     profile_spans = record_spans(d, "chunks") + record_spans(d, "head")
     float_spans = record_spans(d, "fchunks") + record_spans(d, "fhead")
     with open(d / "data.mdb", "r+b") as f:
-        for key, off, n in rnd.sample(profile_spans, 3) + rnd.sample(float_spans, 2):
+        for key, off, n, _ in rnd.sample(profile_spans, 3) + rnd.sample(float_spans, 2):
             for _ in range(rnd.choice([1, 3, 16])):
                 f.seek(off + rnd.randrange(n))
                 f.write(bytes([rnd.randrange(256)]))
@@ -338,3 +339,36 @@ def test_random_damage_in_chunks_never_crashes(store, tmp_path, make_server, see
     assert srv.stop() == 0
     if 500 in statuses:
         assert r.returncode == 1, r.stdout
+
+
+# what is written at the start of the LMDB leaf page holding the chunks' keys: its header (16
+# bytes), or past the page number and flags a count of keys far too large and garbage offsets
+LEAF_DAMAGE = {"ff": (0, b"\xff" * 16), "zero": (0, b"\x00" * 16),
+               "keys": (12, struct.pack("<HH", 0xFF00, 0x0100) + b"\xf0\xff" * 64)}
+
+
+@pytest.mark.parametrize("how", sorted(LEAF_DAMAGE))
+def test_check_reports_damaged_lmdb_pages(store, tmp_path, how):
+    """LMDB's own page damaged: what LMDB does with it (an error, or a crash in the check's child
+    process) is reported as damage, exit 1."""
+    d = copy_store(store, tmp_path)
+    psize, _, _ = lmdb_meta(d / "data.mdb")
+    key_off = record_spans(d, "chunks")[0][3]
+    at, data = LEAF_DAMAGE[how]
+    with open(d / "data.mdb", "r+b") as f:
+        f.seek(key_off // psize * psize + at)
+        f.write(data)
+    r = run_bin("--data-dir", str(d), "--storage.check")
+    lines = r.stdout.splitlines()
+    assert r.returncode == 1, r
+    if how == "keys":  # LMDB reads garbage keys, then crashes in the check's child
+        assert len(lines) == 102, r.stdout[-2000:]
+        assert all(re.fullmatch(r"damaged: chunks: a key of \d+ bytes \(16 expected\)", l) for l in lines[:100])
+        assert re.fullmatch(r"damaged: LMDB's own pages: the check ended on (signal 11 \(Segmentation fault\)|exit "
+                            r"status 1) at record \d+ of database chunks", lines[100]), lines[100]
+        assert lines[101] == "%s: DAMAGED" % d
+    else:  # LMDB said so: the other databases are checked all the same
+        assert len(lines) == 3, r.stdout
+        assert re.fullmatch(r"damaged: database chunks: LMDB's pages are damaged, the rest of it unread: .+", lines[0])
+        assert re.fullmatch(r"%s: 26 series \(20 float\), \d+ chunks, 12 head records, \d+ profiles, 2000 float samples "
+                            r"checked: DAMAGED" % re.escape(str(d)), lines[1]), lines[1]
