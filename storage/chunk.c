@@ -115,7 +115,7 @@
  * indexes, ascending ids and timestamps, no zero values, no overflow after scaling) and fails
  * with PS_ECORRUPT and a message naming the field. ps_chunk_sum_range() validates the header and
  * the node bytes it reads, but neither the meta section nor the ops past the end of the range:
- * run ps_chunk_decode() on chunks from outside. Sums wrap modulo 2^64.
+ * run ps_chunk_decode() on chunks from outside. Sums are exact, then clamped to int64 (never wrapped).
  */
 #include "storage/chunk.h"
 
