@@ -1,4 +1,7 @@
-# profstore: `make run` and `make test` are all a fresh Debian 12 machine needs.
+# profstore: `make run` and `make test` are all a fresh Debian 12 machine needs. `make run` (and
+# `make build`) install only what building and running need (install-deps.sh --build); `make test`
+# everything (the browser, Go, Prometheus and Docker tools of the tests too).
+# `make run CONFIG=profstore.yml` serves with that configuration (--config).
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc)
@@ -6,18 +9,22 @@ LISTEN     ?= 127.0.0.1:7070
 DATA       ?= ./data
 PYTHON     ?= /usr/bin/python3
 FUZZ_SECONDS ?= 15
+CONFIG     ?=
 
-.PHONY: all deps build build-asan run test check-includes unit unit-asan integration integration-asan fuzz bench clean
+.PHONY: all deps deps-build build build-asan run test check-includes unit unit-asan integration integration-asan fuzz bench clean
 
 all: build
 
 deps:
 	@scripts/install-deps.sh
 
+deps-build:
+	@scripts/install-deps.sh --build
+
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-build: deps $(BUILD)/CMakeCache.txt
+build: deps-build $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 $(BUILD_ASAN)/CMakeCache.txt:
@@ -27,16 +34,16 @@ build-asan: deps $(BUILD_ASAN)/CMakeCache.txt
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 
 run: build
-	$(BUILD)/profstore --listen $(LISTEN) --data-dir $(DATA)
+	$(BUILD)/profstore --listen $(LISTEN) --data-dir $(DATA)$(if $(CONFIG), --config=$(CONFIG))
 
-unit: build
+unit: deps build
 	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
 
 unit-asan: build-asan
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest -j $(JOBS) --output-on-failure
 
-integration: build
-	PROFSTORE_BIN=$(abspath $(BUILD))/profstore $(PYTHON) -m pytest -q tests/integration
+integration: deps build
+	PS_REQUIRE_TOOLS=1 PROFSTORE_BIN=$(abspath $(BUILD))/profstore $(PYTHON) -m pytest -q tests/integration
 
 # The ASan+UBSan server under a representative part of the integration tests (push, queries,
 # querier, PromQL, remote write, bad input, overflows, a damaged store): undefined behaviour on a
@@ -45,7 +52,7 @@ integration: build
 INTEGRATION_ASAN ?= test_push.py test_bad_input.py test_remote_write.py test_query_promql.py \
 	test_pyroscope_push.py test_pyroscope_querier.py test_query_errors.py test_overflow.py test_damaged_store.py
 integration-asan: build-asan
-	UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 PROFSTORE_BIN=$(abspath $(BUILD_ASAN))/profstore \
+	PS_REQUIRE_TOOLS=1 UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 PROFSTORE_BIN=$(abspath $(BUILD_ASAN))/profstore \
 		$(PYTHON) -m pytest -q $(addprefix tests/integration/,$(INTEGRATION_ASAN))
 
 fuzz: deps
@@ -54,7 +61,7 @@ fuzz: deps
 check-includes:
 	@scripts/check-includes.sh
 
-test: check-includes unit unit-asan fuzz integration integration-asan
+test: deps check-includes unit unit-asan fuzz integration integration-asan
 
 bench: build
 	bench/run.sh

@@ -36,6 +36,10 @@
  *    in both; \z in both; \Z is "end or before final newline" in PCRE2 and an error in RE2;
  *    \C is refused; [[:word:]] works in both; (?P<name>…) works in both; (?U) works in both.
  *  - Repetition counts above 1000 are an error in RE2 and allowed (to 65535) in PCRE2.
+ *  - RE2 reads [[.a.]] [[=a=]] (a class of '[' '.' 'a', then ']') and a class opening with ':' '.'
+ *    '=' ([:alpha:] outside a class) as plain classes; PCRE2 refuses them as POSIX collating
+ *    elements or a named class out of place, so such a pattern is compiled again with those
+ *    characters escaped (posix_brackets()).
  *  - RE2 repeats assertions (^* \b+) and applies a repetition after (?i) to what precedes the flags;
  *    PCRE2 refuses both, so such a pattern is compiled again rewritten (repeatable()).
  * ps_regex_check_re2 refuses, with Go's words, most of what RE2 refuses and PCRE2 takes; PromQL's
@@ -171,6 +175,74 @@ static char *repeatable(const char *p, size_t n, size_t *outn)
     return o;
 }
 
+/* RE2 reads [[.a.]] and [[=a=]] as a class of '[', '.' (or '='), 'a' followed by ']', and a class
+ * that opens with ':', '.' or '=' ([:alpha:] at the top, [.a.]) as a class of those characters;
+ * PCRE2 takes them for POSIX collating elements or a named class outside a class and refuses them.
+ * The same pattern for PCRE2: the '[' inside a class escaped (\[.a.]), the first character of a
+ * class escaped ([\:alpha:]). NULL when there is nothing to change. */
+static char *posix_brackets(const char *p, size_t n, size_t *outn)
+{
+    char *o = malloc(2 * n + 8);
+    if (o == NULL)
+        abort(); /* out of memory: as ps_xmalloc */
+    size_t k = 0, i = 0;
+    bool changed = false;
+
+    while (i < n) {
+        if (p[i] == '\\' && i + 1 < n && p[i + 1] == 'Q') {
+            const char *e = memmem(p + i + 2, n - i - 2, "\\E", 2);
+            size_t j = e != NULL ? (size_t)(e - p) + 2 : n;
+            memcpy(o + k, p + i, j - i);
+            k += j - i;
+            i = j;
+        } else if (p[i] == '\\') {
+            size_t j = i + 2 < n ? i + 2 : n;
+            memcpy(o + k, p + i, j - i);
+            k += j - i;
+            i = j;
+        } else if (p[i] == '[') {
+            o[k++] = p[i++];
+            if (i < n && (p[i] == ':' || p[i] == '.' || p[i] == '=')) {
+                o[k++] = '\\';
+                changed = true;
+            }
+            if (i < n && p[i] == '^')
+                o[k++] = p[i++];
+            if (i < n && p[i] == ']')
+                o[k++] = p[i++];
+            while (i < n && p[i] != ']') {
+                if (p[i] == '\\' && i + 1 < n) {
+                    o[k++] = p[i++];
+                    o[k++] = p[i++];
+                } else if (p[i] == '[' && i + 1 < n && p[i + 1] == ':') {
+                    const char *e = memmem(p + i + 2, n - i - 2, ":]", 2); /* [:name:] */
+                    size_t j = e != NULL ? (size_t)(e - p) + 2 : i + 2;
+                    memcpy(o + k, p + i, j - i);
+                    k += j - i;
+                    i = j;
+                } else {
+                    if (p[i] == '[' && i + 1 < n && (p[i + 1] == '.' || p[i + 1] == '=')) {
+                        o[k++] = '\\';
+                        changed = true;
+                    }
+                    o[k++] = p[i++];
+                }
+            }
+            if (i < n)
+                o[k++] = p[i++];
+        } else {
+            o[k++] = p[i++];
+        }
+    }
+    if (!changed) {
+        free(o);
+        return NULL;
+    }
+    o[k] = '\0';
+    *outn = k;
+    return o;
+}
+
 int ps_regex_compile(const char *pat, size_t n, unsigned flags, ps_regex_t **out, ps_err_t *err)
 {
     int code;
@@ -184,11 +256,17 @@ int ps_regex_compile(const char *pat, size_t n, unsigned flags, ps_regex_t **out
         options |= PCRE2_MATCH_INVALID_UTF;
     pthread_once(&match_ctx_once, init_match_ctx);
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)(pat != NULL ? pat : ""), n, options, &code, &off, NULL);
-    if (re == NULL && code == PCRE2_ERROR_QUANTIFIER_INVALID && pat != NULL) {
-        /* on a failure after rewriting, the first error, about the user's text, stands */
-        int code2 = code;
-        size_t n2 = n;
-        char *p2 = NULL, *p3;
+    /* on a failure after rewriting, the first error, about the user's text, stands */
+    int code2 = code;
+    size_t n2 = n;
+    char *p2 = NULL, *p3;
+    if (re == NULL && pat != NULL &&
+        (code == PCRE2_ERROR_POSIX_NO_SUPPORT_COLLATING || code == PCRE2_ERROR_POSIX_CLASS_NOT_IN_CLASS) &&
+        (p2 = posix_brackets(pat, n, &n2)) != NULL) {
+        PCRE2_SIZE off2;
+        re = pcre2_compile((PCRE2_SPTR)p2, n2, options, &code2, &off2, NULL);
+    }
+    if (re == NULL && code2 == PCRE2_ERROR_QUANTIFIER_INVALID && pat != NULL) {
         for (int pass = 0; pass < 3 && re == NULL && code2 == PCRE2_ERROR_QUANTIFIER_INVALID; pass++) {
             PCRE2_SIZE off2;
             if ((p3 = repeatable(p2 != NULL ? p2 : pat, n2, &n2)) == NULL)
@@ -197,8 +275,8 @@ int ps_regex_compile(const char *pat, size_t n, unsigned flags, ps_regex_t **out
             p2 = p3;
             re = pcre2_compile((PCRE2_SPTR)p2, n2, options, &code2, &off2, NULL);
         }
-        free(p2);
     }
+    free(p2);
     if (re == NULL) {
         PCRE2_UCHAR msg[256];
         if (pcre2_get_error_message(code, msg, sizeof(msg)) < 0)

@@ -329,6 +329,7 @@ typedef struct jdec {
     path_t path;
     ps_err_t *err;
     size_t budget;
+    ps_pb_i64_str_fn str_i64; /* or NULL */
 } jdec_t;
 
 static void *jalloc(jdec_t *j, size_t n)
@@ -575,6 +576,18 @@ static int json_value(jdec_t *j, const ProtobufCFieldDescriptor *f, const json_t
             *(int32_t *)slot = (int32_t)i;
         break;
     case PROTOBUF_C_TYPE_INT64: case PROTOBUF_C_TYPE_SINT64: case PROTOBUF_C_TYPE_SFIXED64:
+        if (j->str_i64 != NULL && json_is_string(v) &&
+            strspn(json_string_value(v), "0123456789+-.eE") != json_string_length(v)) {
+            ps_err_t e;
+            ps_err_clear(&e);
+            rc = j->str_i64(f->name, json_string_value(v), json_string_length(v), &i, &e);
+            if (rc == 0) {
+                *(int64_t *)slot = i;
+                break;
+            }
+            if (rc < 0)
+                return jfail(j, "%s", e.msg);
+        }
         if ((rc = json_i64(j, v, INT64_MIN, INT64_MAX, &i)) == 0)
             *(int64_t *)slot = i;
         break;
@@ -719,7 +732,7 @@ static int json_msg(jdec_t *j, const ProtobufCMessageDescriptor *d, const json_t
 }
 
 static int decode_json(const void *data, size_t n, const ProtobufCMessageDescriptor *d, ps_arena_t *arena,
-                       size_t budget, ProtobufCMessage **out, ps_err_t *err)
+                       size_t budget, ps_pb_i64_str_fn str_i64, ProtobufCMessage **out, ps_err_t *err)
 {
     bool neg_zero = false;
     int rc = json_prescan(data, n, budget, &neg_zero, err);
@@ -735,7 +748,7 @@ static int decode_json(const void *data, size_t n, const ProtobufCMessageDescrip
         return ps_err_set_at(err, PS_EINVAL, (size_t)(je.position > 0 ? je.position : 0), "json: line %d column %d: %s",
                              je.line, je.column,
                              strstr(je.text, "JSON_ALLOW_NUL") != NULL ? "strings must not contain \\u0000" : je.text);
-    jdec_t j = {.err = err, .budget = budget};
+    jdec_t j = {.err = err, .budget = budget, .str_i64 = str_i64};
     j.path.buf[0] = '\0';
     ps_pb_arena_init(&j.pa, arena, budget > SIZE_MAX / 2 ? SIZE_MAX / 2 : budget);
     rc = json_msg(&j, d, root, 1, out);
@@ -749,7 +762,17 @@ int ps_pb_decode(ps_pb_codec_t codec, const void *data, size_t n, const Protobuf
     *out = NULL;
     if (data == NULL)
         data = "";
-    return codec == PS_PB_JSON ? decode_json(data, n, d, arena, budget, out, err)
+    return codec == PS_PB_JSON ? decode_json(data, n, d, arena, budget, NULL, out, err)
+                               : decode_binary(data, n, d, arena, budget, out, err);
+}
+
+int ps_pb_decode_ex(ps_pb_codec_t codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d,
+                    ps_arena_t *arena, size_t budget, ps_pb_i64_str_fn str_i64, ProtobufCMessage **out, ps_err_t *err)
+{
+    *out = NULL;
+    if (data == NULL)
+        data = "";
+    return codec == PS_PB_JSON ? decode_json(data, n, d, arena, budget, str_i64, out, err)
                                : decode_binary(data, n, d, arena, budget, out, err);
 }
 

@@ -21,6 +21,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/err.h"
 #include "core/json.h"
@@ -36,6 +37,14 @@ typedef enum { PS_PB_BINARY = 0, PS_PB_JSON = 1 } ps_pb_codec_t;
  */
 int ps_pb_decode(ps_pb_codec_t codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d,
                  ps_arena_t *arena, size_t budget, ProtobufCMessage **out, ps_err_t *err);
+
+/** A reader of the JSON strings of int64 fields that are not numbers (characters other than
+ *  digits, sign, '.', e): 0 with *out, a negative PS_E code with err's message (it becomes
+ *  "json: <field path>: <message>"), or 1 when field (its proto name) is not one it reads. */
+typedef int (*ps_pb_i64_str_fn)(const char *field, const char *s, size_t n, int64_t *out, ps_err_t *err);
+/** ps_pb_decode, with the JSON codec handing such strings to str_i64 first. */
+int ps_pb_decode_ex(ps_pb_codec_t codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d,
+                    ps_arena_t *arena, size_t budget, ps_pb_i64_str_fn str_i64, ProtobufCMessage **out, ps_err_t *err);
 
 /** Encodes m with codec, appending to out (JSON: one object, no trailing newline). */
 void ps_pb_encode(ps_pb_codec_t codec, const ProtobufCMessage *m, ps_buf_t *out);

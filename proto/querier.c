@@ -18,16 +18,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/timeutil.h"
 #include "core/varint.h"
 #include "pbjson.h"
 #include "pyroscope_google.pb-c.h"
 #include "pyroscope_querier.pb-c.h"
 #include "pyroscope_types.pb-c.h"
 
+/* The start and end (ms) of every querier request, where JSON gives a string that is not a number:
+ * ps_parse_time's forms ("now-1h", RFC3339), as ms. */
+static int time_ms(const char *field, const char *s, size_t n, int64_t *out, ps_err_t *err)
+{
+    int64_t ns;
+    if (strcmp(field, "start") != 0 && strcmp(field, "end") != 0)
+        return 1;
+    int ret = ps_parse_time(s, n, ps_time_now(), &ns, err);
+    if (ret == 0)
+        *out = ns / 1000000 - (ns % 1000000 < 0); /* floor */
+    return ret;
+}
+
 static int decode(int codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d, ps_arena_t *arena,
                   size_t budget, ProtobufCMessage **out, ps_err_t *err)
 {
-    int ret = ps_pb_decode(codec == PS_QR_JSON ? PS_PB_JSON : PS_PB_BINARY, data, n, d, arena, budget, out, err);
+    int ret = ps_pb_decode_ex(codec == PS_QR_JSON ? PS_PB_JSON : PS_PB_BINARY, data, n, d, arena, budget, time_ms, out,
+                              err);
     if (ret != 0)
         ps_err_prefix(err, "%s", d->name);
     return ret;

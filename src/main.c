@@ -72,6 +72,9 @@ static const char usage[] =
     "  --ingest.decode-queue-max-bytes=SIZE  bodies waiting for a decode thread; past it writes get 429\n"
     "                                   (remote write 503) with Retry-After (default 32MiB)\n"
     "  --query.max-regex-steps=N        PCRE2 steps one query's regex matchers may take (default 1000000000)\n"
+    "  --scrape.max-targets=N           targets (target x profile) built over all jobs, and as many dropped\n"
+    "                                   ones kept; past it the rest are left out, logged (default 50000;\n"
+    "                                   0 = no limit; at most 1000000)\n"
     "  --storage.max-size=SIZE          most the LMDB store may grow to (default 256GiB)\n"
     "  --storage.compact-max-profiles=N fold a series' head into a chunk at N profiles (default 120)\n"
     "  --storage.compact-window=DURATION  ... or once the head spans this much time, or the series got\n"
@@ -85,7 +88,8 @@ static const char usage[] =
     "  --storage.write-queue-max-items=N  write requests waiting for the writer, the same way (default 8192)\n"
     "  --storage.disk-reserve=SIZE      space kept in <data-dir>/space.reserve and given up when the disk\n"
     "                                   is full, for retention and compaction; writes (507 meanwhile)\n"
-    "                                   resume once it can be taken back (default 32MiB; 0 = none)\n"
+    "                                   resume once it can be taken back (default 32MiB, at most 1/16\n"
+    "                                   of the disk; 0 = none)\n"
     "  --storage.future-grace=DURATION  refuse profiles and samples more than this in the future (400;\n"
     "                                   default 10m; 0 = any time)\n"
     "  --storage.no-sync                no fsync on commit: faster, NOT durable (benchmarks only)\n"
@@ -136,7 +140,7 @@ typedef struct flags {
     uint64_t query_cpus;                                      /* query threads computing at once */
     uint64_t query_max_samples;
     int nosync, admin_api, lifecycle;
-    uint64_t max_conns, body_min_rate, h2_max_resets;
+    uint64_t max_conns, body_min_rate, h2_max_resets, scrape_max_targets;
     int64_t header_timeout, body_idle_timeout, idle_timeout;
     int h2c;
     int agent;
@@ -212,7 +216,7 @@ static void parse_flags(int argc, char **argv, flags_t *f)
                                       "storage.remote.read-concurrent-limit",
                                       "storage.remote.read-max-bytes-in-frame", "web.config.file", "web.max-connections",
                                       "web.read-header-timeout", "web.body-idle-timeout", "web.body-min-rate",
-                                      "web.idle-timeout", "web.http2-max-resets", NULL};
+                                      "web.idle-timeout", "web.http2-max-resets", "scrape.max-targets", NULL};
         int is_known = 0;
         for (int k = 0; known[k]; k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -300,8 +304,9 @@ static void parse_flags(int argc, char **argv, flags_t *f)
             dur = &f->idle_timeout;
         else if (strcmp(name, "web.body-min-rate") == 0)
             size = &f->body_min_rate;
-        else if (strcmp(name, "web.max-connections") == 0 || strcmp(name, "web.http2-max-resets") == 0) {
-            uint64_t *dst = name[4] == 'm' ? &f->max_conns : &f->h2_max_resets;
+        else if (strcmp(name, "web.max-connections") == 0 || strcmp(name, "web.http2-max-resets") == 0 ||
+                 strcmp(name, "scrape.max-targets") == 0) {
+            uint64_t *dst = name[0] == 's' ? &f->scrape_max_targets : name[4] == 'm' ? &f->max_conns : &f->h2_max_resets;
             char *end;
             errno = 0;
             unsigned long long v = strtoull(val, &end, 10);
@@ -418,6 +423,7 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("web.config.file", f->web_config ? f->web_config : "");
     FLAG("web.enable-admin-api", f->admin_api ? "true" : "false");
     FLAG("web.enable-lifecycle", f->lifecycle ? "true" : "false");
+    FLAG("scrape.max-targets", fmt_dup("%llu", (unsigned long long)f->scrape_max_targets));
     FLAG("web.max-connections", fmt_dup("%llu", (unsigned long long)f->max_conns));
     FLAG("web.read-header-timeout", fmt_dur(f->header_timeout));
     FLAG("web.body-idle-timeout", fmt_dur(f->body_idle_timeout));
@@ -536,6 +542,7 @@ int main(int argc, char **argv)
     f.decode_queue_bytes = 32ull << 20; /* web/qpool.h: PS_DPOOL_DEFAULT_BYTES */
     f.query_max_samples = 50000000;
     f.max_conns = 512;
+    f.scrape_max_targets = 50000;
     f.header_timeout = 10 * PS_NS_PER_S;
     f.body_idle_timeout = 10 * PS_NS_PER_S;
     f.body_min_rate = 1024;
@@ -597,6 +604,12 @@ int main(int argc, char **argv)
         ps_log_error("cannot open storage", "dir=%s err=%s", ps_log_q(f.data_dir), ps_log_q(err.msg));
         return 1;
     }
+    if (ps_store_disk_reserve(store) < f.disk_reserve)
+        ps_log_info("disk reserve sized to the disk", "reserve=%llu configured=%llu (1/16 of the file system at most)",
+                    (unsigned long long)ps_store_disk_reserve(store), (unsigned long long)f.disk_reserve);
+    if (ps_store_space_check(store, &err) != 0) /* reads go on; writes are 507 until space returns */
+        ps_log_warn("writes are refused from the start", "err=%s", ps_log_q(err.msg));
+    ps_err_clear(&err);
     ps_server_t srv = {0};
     srv.opts.listen = f.listen;
     srv.opts.threads = (uint32_t)f.threads;
@@ -650,6 +663,7 @@ int main(int argc, char **argv)
      * processes) */
     wiring_t wiring = {.config_path = f.config, .web_config_path = f.web_config, .srv = &srv};
     pthread_mutex_init(&wiring.mu, NULL);
+    wiring.scrape_opts.max_targets = (uint32_t)f.scrape_max_targets;
     wiring.scrape_opts.max_body = f.max_body * 2 > (64u << 20) ? f.max_body * 2 : (64u << 20);
     wiring.scrape_opts.limits = srv.opts.limits;
     if (f.config != NULL || f.web_config != NULL) {

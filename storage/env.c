@@ -106,6 +106,23 @@ static void reserve_path(const ps_store_t *s, char *out, size_t size)
     snprintf(out, size, "%s/space.reserve", s->dir);
 }
 
+/* The reserve is at most 1/16 of the file system: a reserve larger than the disk could never be
+ * taken, and every write would be refused for good (32 MiB on a 20 MiB volume). */
+static void reserve_size_to_disk(ps_store_t *s)
+{
+    struct statvfs vfs;
+    if (s->opts.disk_reserve == 0 || statvfs(s->dir, &vfs) != 0)
+        return;
+    uint64_t most = (uint64_t)vfs.f_blocks * vfs.f_frsize / 16 / 4096 * 4096;
+    if (s->opts.disk_reserve > most)
+        s->opts.disk_reserve = most > 0 ? most : 4096;
+}
+
+uint64_t ps_store_disk_reserve(const ps_store_t *s)
+{
+    return s->opts.disk_reserve;
+}
+
 /* Takes the disk reserve (again): true once the file holds opts.disk_reserve bytes. */
 static bool reserve_take(ps_store_t *s)
 {
@@ -194,12 +211,6 @@ int ps_store_space_check(ps_store_t *s, ps_err_t *err)
     return ps_err_set(err, PS_ENOSPACE,
                       "%llu of %llu bytes in use: the store reached its maximum size (--storage.max-size)",
                       (unsigned long long)used, (unsigned long long)s->opts.map_size);
-}
-
-bool ps_store_full(ps_store_t *s)
-{
-    ps_err_t err;
-    return ps_store_space_check(s, &err) != 0;
 }
 
 void ps_store_opts_default(ps_store_opts_t *o)
@@ -314,6 +325,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
         ret = ps_err_set(err, PS_ESTORAGE, "cannot create data directory %s: %s", o->dir, strerror(errno));
         goto Exit;
     }
+    reserve_size_to_disk(s);
     if ((rc = mdb_env_create(&s->env)) != 0 || (rc = mdb_env_set_maxdbs(s->env, DB_COUNT + 2)) != 0 ||
         (rc = mdb_env_set_mapsize(s->env, o->map_size + s->map_headroom)) != 0 || (rc = mdb_env_set_maxreaders(s->env, 512)) != 0) {
         ret = ps_lmdb_err(err, rc, "creating LMDB environment");

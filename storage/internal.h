@@ -119,9 +119,6 @@ struct ps_store {
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
 };
 
-/** Before a write transaction: PS_ENOSPACE (with the message the answer gives) when the pages in
- *  use reach opts.map_size, or the disk reserve was given up and cannot be taken back yet. */
-int ps_store_space_check(ps_store_t *s, ps_err_t *err);
 /** After a commit failed with PS_ENOSPACE for a full disk: gives up the disk reserve. */
 void ps_store_space_release(ps_store_t *s);
 

@@ -50,8 +50,12 @@ typedef struct ps_store_opts {
 /** Says in err (PS_EINVAL) that ts (ns) is too far in the future for grace_ns:
  *  "timestamp 2100-01-01T00:00:00Z is 73 years in the future (more than --storage.future-grace=10m)". */
 int ps_store_future_error(int64_t ts, int64_t now, int64_t grace_ns, ps_err_t *err);
-/** Whether writes are refused for want of space now (the state ps_store_write checks first). */
-bool ps_store_full(ps_store_t *s);
+/** Before a write transaction (and at start, to say so): PS_ENOSPACE (with the message the answer
+ *  gives) when the pages in use reach opts.map_size, or the disk reserve was given up or could not
+ *  be taken and cannot be taken back yet; else 0. */
+int ps_store_space_check(ps_store_t *s, ps_err_t *err);
+/** The disk reserve in force: opts.disk_reserve, at most 1/16 of the data directory's file system. */
+uint64_t ps_store_disk_reserve(const ps_store_t *s);
 /** The store's future_grace_ns. */
 int64_t ps_store_future_grace(const ps_store_t *s);
 

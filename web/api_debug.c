@@ -184,7 +184,7 @@ int ps_api_debug_profile(h2o_req_t *req)
     /* an all-digit time of 19 digits is taken as ns, as stored */
     if (t->vlen >= 16 && strspn(t->value, "0123456789-") == t->vlen)
         ts = strtoll(t->value, NULL, 10);
-    else if (ps_parse_time(t->value, t->vlen, &ts, &err) != 0)
+    else if (ps_parse_time(t->value, t->vlen, ps_time_now(), &ts, &err) != 0)
         goto Fail;
     if (ps_reader_begin(s->store, &r, &err) != 0)
         goto Fail;

@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/budget.h"
 #include "core/json.h"
@@ -94,21 +95,28 @@ static int side_params(ps_qctx_t *c, side_t *s, const char *qname, const char *p
         return ps_err_set(&c->err, PS_EINVAL, "give either %stime or %sstart and %send, not both", prefix, prefix, prefix);
     if ((st != NULL) != (en != NULL))
         return ps_err_set(&c->err, PS_EINVAL, "%sstart and %send go together", prefix, prefix);
+    int64_t now = ps_time_now();
     if (st) {
         q->ranged = true;
         snprintf(full, sizeof(full), "%sstart", prefix);
-        if ((ret = ps_param_time(&c->params, full, 0, &q->start, &c->err)) != 0)
+        if ((ret = ps_param_time(&c->params, full, now, 0, &q->start, &c->err)) != 0)
             return ret;
         snprintf(full, sizeof(full), "%send", prefix);
-        if ((ret = ps_param_time(&c->params, full, 0, &q->end, &c->err)) != 0)
+        if ((ret = ps_param_time(&c->params, full, now, 0, &q->end, &c->err)) != 0)
             return ret;
         if (q->end < q->start)
             return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"%s\": end timestamp must not be before start time",
                               full);
         return 0;
     }
+    if (t == NULL || t->vlen == 0) { /* no time at all: every profile of the last lookback, [now - lookback, now] */
+        q->ranged = true;
+        q->start = lookback > 0 ? now - lookback : now; /* now >= 0: no overflow */
+        q->end = now;
+        return 0;
+    }
     snprintf(full, sizeof(full), "%stime", prefix);
-    return ps_param_time(&c->params, full, ps_time_now(), &q->at, &c->err);
+    return ps_param_time(&c->params, full, now, now, &q->at, &c->err);
 }
 
 static int side_load(ps_qctx_t *c, side_t *s, const char *qname, const char *prefix, int64_t lookback, bool all_types)
@@ -225,6 +233,36 @@ static int respond(ps_qctx_t *c, const ps_profile_t *p, int fmt, int64_t max_nod
     return 0;
 }
 
+/*
+ * Answers c's error (if ret != 0) and releases c. A request for pprof (format absent or pprof)
+ * gets it as net/http/pprof answers one: text/plain, the message and a newline, and
+ * X-Go-Pprof: 1, the two things `go tool pprof` wants before it prints the body after the status
+ * ("server response: 400 Bad Request - <message>"; without them it prints only the status). A
+ * client whose Accept names application/json (the UI) gets Prometheus' error JSON, as every other
+ * format does.
+ */
+static int finish(ps_qctx_t *c, int ret)
+{
+    const ps_param_t *f = ret != 0 ? ps_params_get(&c->params, "format") : NULL;
+    if (ret == 0 || (f != NULL && f->vlen > 0 && strcmp(f->value, "pprof") != 0))
+        return ps_qctx_finish(c, ret);
+    ssize_t ai = h2o_find_header(&c->req->headers, H2O_TOKEN_ACCEPT, -1);
+    if (ai >= 0) {
+        h2o_iovec_t acc = c->req->headers.entries[ai].value;
+        if (h2o_strstr(acc.base, acc.len, H2O_STRLIT("application/json")) != SIZE_MAX)
+            return ps_qctx_finish(c, ret);
+    }
+    int code = c->err.code ? c->err.code : ret;
+    const char *msg = c->err.msg[0] ? c->err.msg : ps_strerror(code);
+    ps_buf_t b = PS_BUF_INIT;
+    ps_buf_append(&b, msg, strlen(msg));
+    ps_buf_putc(&b, '\n');
+    h2o_add_header_by_str(&c->req->pool, &c->req->res.headers, H2O_STRLIT("x-go-pprof"), 0, NULL, H2O_STRLIT("1"));
+    ps_http_send(c->req, ps_err_http_status(code), "text/plain; charset=utf-8", b.data, b.len);
+    ps_buf_dispose(&b);
+    return ps_qctx_finish(c, 0);
+}
+
 int ps_api_profile_query(h2o_req_t *req)
 {
     ps_qctx_t c;
@@ -248,7 +286,7 @@ int ps_api_profile_query(h2o_req_t *req)
     if (ret == 0)
         ret = respond(&c, &p, fmt, max_nodes, limit, false, -1);
     side_dispose(&s);
-    return ps_qctx_finish(&c, ret);
+    return finish(&c, ret);
 }
 
 int ps_api_profile_diff(h2o_req_t *req)
@@ -278,5 +316,5 @@ int ps_api_profile_diff(h2o_req_t *req)
         ret = respond(&c, &p, fmt, max_nodes, limit, true, base.ps.totals[0]);
     side_dispose(&base);
     side_dispose(&cmp);
-    return ps_qctx_finish(&c, ret);
+    return finish(&c, ret);
 }

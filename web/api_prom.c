@@ -23,19 +23,15 @@
 
 
 /* time parameter (ns); absent → dflt. */
-int ps_param_time(const ps_params_t *p, const char *name, int64_t dflt, int64_t *out, ps_err_t *err)
+int ps_param_time(const ps_params_t *p, const char *name, int64_t now, int64_t dflt, int64_t *out, ps_err_t *err)
 {
     const ps_param_t *v = ps_params_get(p, name);
     if (v == NULL || v->vlen == 0) {
         *out = dflt;
         return 0;
     }
-    if (ps_parse_time(v->value, v->vlen, out, err) != 0) {
-        if (err != NULL && strstr(err->msg, "\" is out of range: ") != NULL) /* a time, but not one int64 ns hold */
-            return ps_err_prefix(err, "invalid parameter \"%s\"", name);
-        return ps_err_set(err, PS_EINVAL, "invalid parameter \"%s\": cannot parse \"%.64s\" to a valid timestamp",
-                          name, v->value);
-    }
+    if (ps_parse_time(v->value, v->vlen, now, out, err) != 0)
+        return ps_err_prefix(err, "invalid parameter \"%s\"", name);
     return 0;
 }
 
@@ -170,7 +166,7 @@ static int do_query(ps_qctx_t *c, bool instant)
     if (timeout > 0 && (o.timeout == 0 || timeout / 1000000 < o.timeout))
         o.timeout = timeout / 1000000 > 0 ? timeout / 1000000 : 1;
     if (instant) {
-        if ((ret = ps_param_time(&c->params, "time", now, &start, &c->err)) != 0 ||
+        if ((ret = ps_param_time(&c->params, "time", now, now, &start, &c->err)) != 0 ||
             (ret = ps_param_duration(&c->params, "lookback_delta", lookback, &lookback, &c->err)) != 0)
             return ret;
         end = start;
@@ -179,8 +175,8 @@ static int do_query(ps_qctx_t *c, bool instant)
         for (int i = 0; i < 3; i++)
             if (ps_params_get(&c->params, need[i]) == NULL)
                 return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"%s\": missing", need[i]);
-        if ((ret = ps_param_time(&c->params, "start", 0, &start, &c->err)) != 0 ||
-            (ret = ps_param_time(&c->params, "end", 0, &end, &c->err)) != 0 ||
+        if ((ret = ps_param_time(&c->params, "start", now, 0, &start, &c->err)) != 0 ||
+            (ret = ps_param_time(&c->params, "end", now, 0, &end, &c->err)) != 0 ||
             (ret = ps_param_duration(&c->params, "step", 0, &step, &c->err)) != 0)
             return ret;
         if (end < start)
@@ -261,8 +257,9 @@ static void match_dispose(ps_selector_t *sels, uint32_t n)
 static int range_params(ps_qctx_t *c, int64_t *start, int64_t *end)
 {
     int ret;
-    if ((ret = ps_param_time(&c->params, "start", ALL_START, start, &c->err)) != 0 ||
-        (ret = ps_param_time(&c->params, "end", ALL_END, end, &c->err)) != 0)
+    int64_t now = ps_time_now();
+    if ((ret = ps_param_time(&c->params, "start", now, ALL_START, start, &c->err)) != 0 ||
+        (ret = ps_param_time(&c->params, "end", now, ALL_END, end, &c->err)) != 0)
         return ret;
     if (*end < *start)
         return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"end\": end timestamp must not be before start time");

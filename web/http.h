@@ -41,8 +41,9 @@ int ps_qctx_begin(ps_qctx_t *c, h2o_req_t *req);
 /** Sends the error if ret != 0, then releases everything. Returns 0 (for handlers). */
 int ps_qctx_finish(ps_qctx_t *c, int ret);
 
-/** A time parameter (unix seconds or RFC3339) in ns; dflt when absent. */
-int ps_param_time(const ps_params_t *p, const char *name, int64_t dflt, int64_t *out, ps_err_t *err);
+/** A time parameter in ns (ps_parse_time's forms: RFC3339, unix s or ms, now-5m relative to now);
+ *  dflt when absent or empty. Errors: invalid parameter "<name>": cannot parse "..." ... */
+int ps_param_time(const ps_params_t *p, const char *name, int64_t now, int64_t dflt, int64_t *out, ps_err_t *err);
 /** A duration parameter (Prometheus duration or float seconds) in ns; dflt when absent. */
 int ps_param_duration(const ps_params_t *p, const char *name, int64_t dflt, int64_t *out, ps_err_t *err);
 

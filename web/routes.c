@@ -193,8 +193,58 @@ static int route(h2o_req_t *req)
     return 0;
 }
 
+static h2o_iovec_t header_value(h2o_req_t *req, const char *name)
+{
+    ssize_t i = h2o_find_header_by_str(&req->headers, name, strlen(name), -1);
+    return i < 0 ? h2o_iovec_init(NULL, 0) : req->headers.entries[i].value;
+}
+
+/*
+ * Cross-origin protection for writes and admin requests, as Go's net/http CrossOriginProtection
+ * (what Grafana's and Prometheus' Go servers get): a browser that sends Sec-Fetch-Site tells
+ * whether the request comes from another site (anything but "same-origin" or "none" is refused);
+ * an older one's Origin must name this server's host (:authority / Host); a request with
+ * neither comes from a program (Prometheus, SDKs, curl) and passes. Without it any web page the
+ * operator opens could POST to /ingest, the admin endpoints or /-/reload, with or without
+ * authentication (a browser sends cached basic-auth credentials along). Safe methods (GET, HEAD)
+ * and read routes are never refused. A refusal is 403 naming the header.
+ */
+static const char *cross_origin(h2o_req_t *req)
+{
+    h2o_iovec_t site = header_value(req, "sec-fetch-site");
+    if (site.base != NULL)
+        return h2o_memis(site.base, site.len, H2O_STRLIT("same-origin")) || h2o_memis(site.base, site.len, H2O_STRLIT("none"))
+                   ? NULL
+                   : "cross-origin request refused: Sec-Fetch-Site is not same-origin (a page of another site "
+                     "sent it; writes and admin requests come from programs or profstore's own pages)";
+    h2o_iovec_t origin = header_value(req, "origin");
+    if (origin.base == NULL)
+        return NULL;
+    const char *sep = memmem(origin.base, origin.len, "://", 3);
+    if (sep != NULL) {
+        const char *host = sep + 3;
+        size_t n = origin.len - (size_t)(host - origin.base);
+        if (n == req->authority.len && n > 0 && h2o_lcstris(host, n, req->authority.base, req->authority.len))
+            return NULL;
+    }
+    return "cross-origin request refused: Origin does not match Host (a page of another site sent it; writes "
+           "and admin requests come from programs or profstore's own pages)";
+}
+
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
 {
+    unsigned m = method_bit(req->method);
+    if ((m & M_POST) || m == 0) { /* not GET or HEAD */
+        uint32_t handler = ps_routes_handler(req->path_normalized);
+        const char *why = (ps_routes_class(handler) & (PS_ROUTE_WRITE | PS_ROUTE_ADMIN)) ? cross_origin(req) : NULL;
+        if (why != NULL) {
+            if (ps_connect_is_path(req->path_normalized))
+                ps_connect_error_req(req, PS_CONNECT_PERMISSION_DENIED, why);
+            else
+                ps_http_error_status(req, 403, why);
+            return 0;
+        }
+    }
     /* tls.c: 401, 403, 503; or route() later, once a bcrypt off the loop has passed the credentials */
     if (ps_web_authorize(req, ps_routes_class(ps_routes_handler(req->path_normalized)), route) != 0)
         return 0;

@@ -7,7 +7,10 @@
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -25,6 +28,7 @@ typedef struct impl {
     ps_loop_t *loops;
     uint32_t nloops;
     int port;
+    int addr_lock; /* the abstract socket held while this process listens on the address, or -1 */
 } impl_t;
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
@@ -58,7 +62,75 @@ static int split_hostport(const char *listen, char *host, size_t hsize, char *po
     return 0;
 }
 
-static int open_listener(const char *addr, int *port_out, ps_err_t *err)
+/* A socket for the address, with SO_REUSEADDR (a restart binds past TIME_WAIT) and, if reuseport,
+ * SO_REUSEPORT; -1 with errno. */
+static int bound_socket(const struct addrinfo *ai, bool reuseport)
+{
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1;
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+    if (reuseport)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+#define IN_USE_MSG "cannot listen on %s: the address is already in use by another process (another profstore?)"
+
+/*
+ * Makes sure no other process listens on ai's address before this one joins it with SO_REUSEPORT
+ * (which would let the kernel split connections between the two, silently).
+ *  1. A lock per numeric address and port: an abstract Unix socket "profstore-listen <addr>
+ *     <port>" (bound atomically, released when the process ends, per network namespace like
+ *     the port) held while the server runs: two profstores starting at once cannot both pass 2.
+ *  2. A probe: a bind of the address without SO_REUSEPORT fails with EADDRINUSE while anyone
+ *     (another program, an older profstore, a wildcard listener covering it) listens there.
+ * Port 0 (the kernel picks a free port) needs neither.
+ */
+static int claim_address(const char *addr, const struct addrinfo *ai, int *lock_out, ps_err_t *err)
+{
+    char host[NI_MAXHOST], serv[NI_MAXSERV];
+    if (getnameinfo(ai->ai_addr, ai->ai_addrlen, host, sizeof(host), serv, sizeof(serv),
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0 ||
+        strcmp(serv, "0") == 0)
+        return 0;
+    int lk = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (lk >= 0) {
+        struct sockaddr_un un = {.sun_family = AF_UNIX};
+        int n = snprintf(un.sun_path + 1, sizeof(un.sun_path) - 1, "profstore-listen %s %s", host, serv);
+        socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+                                    (size_t)(n < (int)sizeof(un.sun_path) - 1 ? n : (int)sizeof(un.sun_path) - 2));
+        if (bind(lk, (struct sockaddr *)&un, len) != 0) {
+            int e = errno;
+            close(lk);
+            if (e == EADDRINUSE)
+                return ps_err_set(err, PS_EINVAL, IN_USE_MSG, addr);
+            lk = -1; /* no lock to take (no AF_UNIX?): the probe alone */
+        }
+    }
+    int fd = bound_socket(ai, false);
+    if (fd < 0) {
+        int e = errno;
+        if (lk >= 0)
+            close(lk);
+        if (e == EADDRINUSE)
+            return ps_err_set(err, PS_EINVAL, IN_USE_MSG, addr);
+        return ps_err_set(err, PS_EINVAL, "cannot listen on %s: %s", addr, strerror(e));
+    }
+    close(fd);
+    *lock_out = lk;
+    return 0;
+}
+
+/* A listening socket on addr; the first (first = true) claims the address (claim_address), the
+ * others join the port it got with SO_REUSEPORT: profstore's own HTTP threads share it. */
+static int open_listener(const char *addr, bool first, int *lock_out, int *port_out, ps_err_t *err)
 {
     char host[256], port[32];
     if (split_hostport(addr, host, sizeof(host), port, sizeof(port)) != 0)
@@ -70,20 +142,20 @@ static int open_listener(const char *addr, int *port_out, ps_err_t *err)
     int gai = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
     if (gai != 0)
         return ps_err_set(err, PS_EINVAL, "--listen %s: %s", addr, gai_strerror(gai));
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1;
-    if (fd < 0) {
+    int rc = first ? claim_address(addr, res, lock_out, err) : 0;
+    if (rc != 0) {
         freeaddrinfo(res);
-        return ps_err_set(err, PS_EINTERNAL, "socket: %s", strerror(errno));
+        return rc;
     }
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+    int fd = bound_socket(res, true), on = 1;
+    if (fd < 0 || listen(fd, SOMAXCONN) != 0) {
         int e = errno;
-        close(fd);
+        if (fd >= 0)
+            close(fd);
         freeaddrinfo(res);
         return ps_err_set(err, PS_EINVAL, "cannot listen on %s: %s", addr, strerror(e));
     }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
     freeaddrinfo(res);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
@@ -110,12 +182,14 @@ int ps_server_bind(ps_server_t *s, ps_err_t *err)
 
     im->nloops = s->opts.threads ? s->opts.threads : 1;
     im->loops = ps_xcalloc(im->nloops, sizeof(ps_loop_t));
-    /* the first socket picks the port (maybe 0 = any); the others join it with SO_REUSEPORT */
+    im->addr_lock = -1;
+    /* the first socket claims the address and picks the port (maybe 0 = any); the others join it
+     * with SO_REUSEPORT */
     char addr[300];
     snprintf(addr, sizeof(addr), "%s", s->opts.listen);
     for (uint32_t i = 0; i < im->nloops; i++) {
         int port = 0;
-        int fd = open_listener(addr, &port, err);
+        int fd = open_listener(addr, i == 0, &im->addr_lock, &port, err);
         if (fd < 0)
             return fd;
         im->loops[i].fd = fd;

@@ -205,14 +205,6 @@ int ps_server_web_config(ps_server_t *s, ps_webconfig_t *wc, ps_err_t *err)
     return 0;
 }
 
-bool ps_web_tls_on(ps_server_t *s)
-{
-    pthread_mutex_lock(&cur_mu);
-    bool on = s->websec != NULL && s->websec->ssl != NULL;
-    pthread_mutex_unlock(&cur_mu);
-    return on;
-}
-
 void ps_tls_started(ps_server_t *s)
 {
     pthread_mutex_lock(&cur_mu);

@@ -5,7 +5,9 @@
  * the first ':', as Go's r.BasicAuth); a password with a NUL byte never matches (crypt_r takes C
  * strings). The check runs bcrypt (crypt_r with the stored hash as setting) and compares the
  * result with the hash in constant time; an unknown user is checked against a fixed hash
- * anyway, so timing does not tell which users exist (exporter-toolkit does the same). One bcrypt
+ * anyway, at the largest cost of the configured users' hashes (bcrypt's time doubles with each
+ * step of cost: a fixed cost 10 beside users at cost 12 answered unknown users 4x faster), so
+ * timing does not tell which users exist. One bcrypt
  * runs at a time in the process (a mutex, as exporter-toolkit's bcryptMtx): a flood of wrong
  * passwords costs one core, not all of them.
  *
@@ -35,8 +37,10 @@
 #define CACHE_BAD 64
 #define MAX_CRED 4096 /* longest Authorization value looked at */
 
-/* bcrypt of "fakepassword": what an unknown user's password is checked against */
+/* bcrypt of "fakepassword": what an unknown user's password is checked against, its cost
+ * (characters 4 and 5) replaced by the users' largest (crypt_r takes only the cost and salt of it) */
 static const char fake_hash[] = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi";
+#define COST_AT 4
 
 typedef struct slot {
     uint8_t key[32];
@@ -48,6 +52,7 @@ typedef struct user {
 } user_t;
 
 struct ps_auth {
+    char fake[sizeof(fake_hash)]; /* fake_hash at the users' largest cost */
     user_t *users;
     uint32_t nusers, ntokens;
     ps_webconfig_token_t *tokens;
@@ -69,6 +74,12 @@ ps_auth_t *ps_auth_new(const ps_webconfig_t *wc)
     for (uint32_t i = 0; i < wc->nusers; i++) {
         a->users[i].name = ps_xstrndup(wc->users[i].name, strlen(wc->users[i].name));
         a->users[i].hash = ps_xstrndup(wc->users[i].hash, strlen(wc->users[i].hash));
+    }
+    memcpy(a->fake, fake_hash, sizeof(fake_hash));
+    for (uint32_t i = 0; i < a->nusers; i++) {
+        const char *h = a->users[i].hash; /* shape checked by webconfig: $2?$NN$... */
+        if (strlen(h) > COST_AT + 2 && memcmp(h + COST_AT, a->fake + COST_AT, 2) > 0)
+            memcpy(a->fake + COST_AT, h + COST_AT, 2);
     }
     a->ntokens = wc->ntokens;
     a->tokens = ps_xcalloc(wc->ntokens + 1, sizeof(*a->tokens));
@@ -110,6 +121,11 @@ const char *ps_auth_verdict_str(ps_auth_verdict_t v)
     case PS_AUTH_PENDING: return "credentials not checked yet";
     default: return "invalid credentials";
     }
+}
+
+int ps_auth_unknown_user_cost(const ps_auth_t *a)
+{
+    return a == NULL ? 0 : (a->fake[COST_AT] - '0') * 10 + (a->fake[COST_AT + 1] - '0');
 }
 
 void ps_auth_stats(ps_auth_t *a, uint64_t *bcrypts, uint64_t *hits)
@@ -214,7 +230,7 @@ static ps_auth_verdict_t check_basic(ps_auth_t *a, const char *b64, size_t n, bo
     for (uint32_t i = 0; i < a->nusers; i++)
         if (strlen(a->users[i].name) == ul && memcmp(a->users[i].name, user, ul) == 0)
             u = &a->users[i];
-    const char *hash = u != NULL ? u->hash : fake_hash;
+    const char *hash = u != NULL ? u->hash : a->fake;
     uint8_t key[32];
     size_t hl = strlen(hash), kl = ul + 1 + hl + 1 + pl;
     uint8_t *kb = ps_xmalloc(kl);

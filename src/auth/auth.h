@@ -46,6 +46,10 @@ const char *ps_auth_challenge(const ps_auth_t *a);
 /** A short reason for a verdict, for the error body ("no credentials", ...). */
 const char *ps_auth_verdict_str(ps_auth_verdict_t v);
 
+/** The bcrypt cost an unknown user's check pays: the largest cost of the users' hashes (at least
+ *  10), so that its time is a user's; 0 for NULL. */
+int ps_auth_unknown_user_cost(const ps_auth_t *a);
+
 /** Counters: bcrypt computations and cache hits since ps_auth_new (for tests and benches). */
 void ps_auth_stats(ps_auth_t *a, uint64_t *bcrypts, uint64_t *cache_hits);
 

@@ -353,8 +353,7 @@ static bool host_char(char ch)
            ch == '.' || ch == '_';
 }
 
-/* NULL if s is host, host:port, [v6] or [v6]:port; otherwise what is wrong. */
-static const char *bad_target(const char *s, size_t n)
+const char *ps_config_target_problem(const char *s, size_t n)
 {
     if (n == 0)
         return "empty target";
@@ -451,7 +450,7 @@ static int parse_static(ctx_t *c, const yaml_node_t *n, ps_target_group_t *g)
             if ((rc = parse_string_list(c, v, "targets (host:port)", &g->targets, &g->ntargets)) != 0)
                 return rc;
             for (uint32_t i = 0; i < g->ntargets; i++) {
-                const char *why = bad_target(g->targets[i], strlen(g->targets[i]));
+                const char *why = ps_config_target_problem(g->targets[i], strlen(g->targets[i]));
                 if (why != NULL) {
                     push_idx(c, i);
                     return fail(c, seq_at(c, v, i), "invalid target \"%.80s\": %s", g->targets[i], why);
@@ -757,6 +756,7 @@ static int parse_http_sd(ctx_t *c, const yaml_node_t *n, ps_http_sd_t *sd)
         return fail(c, n, "an http_sd config needs a url");
     if ((rc = check_http_url(c, url, sd->url)) != 0)
         return rc;
+    sd->url_shown = ps_redact_url_arena(c->w.a, sd->url);
     return finish_client(c, &sd->client, &ck);
 }
 
@@ -1241,7 +1241,7 @@ static int parse_params(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *sc)
 static const char *const scrape_fields[] = {
     "job_name", "scrape_interval", "scrape_timeout", "scheme", "params", "static_configs", "file_sd_configs",
     "http_sd_configs", "relabel_configs", "profiling_config", CLIENT_FIELDS, "honor_labels", "honor_timestamps",
-    "normalized_addresses", NULL};
+    "normalized_addresses", "target_limit", "keep_dropped_targets", NULL};
 static const char *const scrape_rejected[] = {
     "metrics_path", "profile paths come from profiling_config (path_prefix and pprof_config.<name>.path)",
     "metric_relabel_configs", "profiles have no metric samples to relabel; use relabel_configs",
@@ -1330,6 +1330,12 @@ static int parse_scrape(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *sc, 
                             relabel_elem);
         } else if (strcmp(key, "profiling_config") == 0) {
             profiling = v; /* parsed below, once the timeout is known */
+        } else if (strcmp(key, "target_limit") == 0 || strcmp(key, "keep_dropped_targets") == 0) {
+            uint64_t lim;
+            if ((rc = get_u64(c, v, &lim)) == 0 && lim > UINT32_MAX)
+                rc = fail(c, v, "%s out of range (at most %u)", key, UINT32_MAX);
+            if (rc == 0)
+                *(key[0] == 't' ? &sc->target_limit : &sc->keep_dropped_targets) = (uint32_t)lim;
         } else if (strcmp(key, "honor_labels") == 0 || strcmp(key, "honor_timestamps") == 0 ||
                    strcmp(key, "normalized_addresses") == 0) {
             bool ignored;
@@ -1572,8 +1578,9 @@ static int parse_forward(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc
         return fail(c, n, "a forward endpoint needs a url");
     if ((rc = check_http_url(c, url, fc->url)) != 0)
         return rc;
-    if (fc->name == NULL)
-        fc->name = fc->url;
+    fc->url_shown = ps_redact_url_arena(c->w.a, fc->url);
+    if (fc->name == NULL) /* shown in status, logs and metrics: never with the URL's password */
+        fc->name = fc->url_shown;
     return finish_client(c, &fc->client, &ck);
 }
 

@@ -75,6 +75,7 @@ typedef struct ps_file_sd {
 
 typedef struct ps_http_sd {
     const char *url;
+    const char *url_shown;             /* url as status and logs show it (ps_redact_url) */
     int64_t refresh_interval;          /* ns, default 60s */
     ps_http_client_t client;
 } ps_http_sd_t;
@@ -113,14 +114,19 @@ typedef struct ps_scrape_config {
     const char *path_prefix;           /* profiling_config.path_prefix, "" if none */
     uint32_t npprof;
     ps_pprof_entry_t *pprof;           /* defaults merged per key, in a stable order */
+    uint32_t target_limit;             /* more targets (target x profile) after relabeling: none of the
+                                        * job's is scraped, each fails saying so (Prometheus'; 0 = none) */
+    uint32_t keep_dropped_targets;     /* targets dropped by relabeling kept for /api/v1/targets
+                                        * (Prometheus 2.47's; 0 = all) */
 } ps_scrape_config_t;
 
 /** Where forwarded data goes (src/forward): Pyroscope's Connect push or Prometheus' remote write. */
 typedef enum { PS_FWD_PYROSCOPE_PUSH = 1, PS_FWD_REMOTE_WRITE = 2 } ps_fwd_protocol_t;
 
 typedef struct ps_forward_config {
-    const char *name;                  /* unique; default: the url. Names the endpoint's cursor */
+    const char *name;                  /* unique; default: url_shown. Names the endpoint's cursor */
     const char *url;                   /* http(s)://...; pyroscope_push: the server's base URL */
+    const char *url_shown;             /* url as status and logs show it (ps_redact_url) */
     ps_fwd_protocol_t protocol;        /* default pyroscope_push */
     ps_http_client_t client;
     uint32_t nheaders;
@@ -165,6 +171,32 @@ ps_config_t *ps_config_ref(ps_config_t *c);
 void ps_config_yaml(const ps_config_t *c, ps_buf_t *out);
 /** "replace", "keep", ... */
 const char *ps_relabel_action_name(ps_relabel_action_t a);
+
+/** NULL if addr is a scrape target address (host, host:port, [v6] or [v6]:port: no scheme, path,
+ *  query, fragment, user info, spaces), else what is wrong. The rule for static_configs and for
+ *  __address__ after relabeling: anything else would change the URL the scraper builds. */
+const char *ps_config_target_problem(const char *addr, size_t n);
+
+/* ---- what outputs show of secrets (redact.c): one rule for status, targets and logs ---- */
+
+#define PS_SECRET "<secret>"     /* a secret value, as Prometheus shows config_util.Secret */
+#define PS_URL_PASSWORD "xxxxx" /* a URL's password, as Go's url.URL.Redacted() */
+
+/** Whether a label or parameter name looks like it holds a credential: one of its words (split at
+ *  _ - .; "__param_" dropped; any case) is token, password, passwd, pwd, secret, credential(s),
+ *  apikey or authorization, or it is "key" alone or api_key, access_key, private_key, auth_key,
+ *  signing_key, session_key (not shard_key). */
+bool ps_secret_name(const char *name, size_t n);
+/** Appends s with every URL in it redacted: a user info password as "xxxxx" (the user kept), the
+ *  values of credential-named query parameters as "<secret>". Other text is copied. */
+void ps_redact_url(const char *s, size_t n, ps_buf_t *out);
+/** Appends the value of name as shown: "<secret>" when the name looks like a credential, else the
+ *  value with its URLs redacted (ps_redact_url); an __address__ is read as a URL's authority
+ *  ("user:pw@host:port" -> "user:xxxxx@host:port"), a __profile_path__ as its path and query
+ *  ("/p?token=t" -> "/p?token=<secret>"). */
+void ps_redact_value(const char *name, size_t nl, const char *value, size_t vl, ps_buf_t *out);
+/** ps_redact_url of a NUL-terminated url, as a NUL-terminated copy in a. */
+char *ps_redact_url_arena(ps_arena_t *a, const char *url);
 
 /* ---- relabeling (relabel.c) ---- */
 

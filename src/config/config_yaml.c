@@ -3,7 +3,9 @@
  *
  * As Prometheus shows its own (config.Config marshalled by yaml.v2): every field with its
  * effective value, defaults filled in, durations in Prometheus' notation ("10s", "1m30s"),
- * secrets (basic_auth password, authorization credentials) as "<secret>", file names as given.
+ * secrets (basic_auth password, authorization credentials, forward header values, and by the
+ * one rule of redact.c: params and labels named like credentials) as "<secret>", URL passwords
+ * as "xxxxx" (url.URL.Redacted), file names as given.
  * Keys in the order the README documents them. Strings are plain scalars when that cannot be
  * misread (letters, digits and "_./:-" not looking like a number, bool or null: "15s",
  * "127.0.0.1:6060"), double-quoted with escapes otherwise, so the text reads back to the same
@@ -15,7 +17,7 @@
 #include "config.h"
 #include "core/timeutil.h"
 
-#define SECRET "<secret>"
+#define SECRET PS_SECRET
 
 static bool plain_ok(const char *s)
 {
@@ -50,6 +52,16 @@ static void scalar(ps_buf_t *b, const char *s)
         ps_buf_append(b, s, strlen(s));
     else
         ps_buf_json_str(b, s, strlen(s));
+}
+
+/* The value of name as every output shows it (redact.c), as a scalar. */
+static void shown(ps_buf_t *b, const char *name, const char *value)
+{
+    ps_buf_t v = PS_BUF_INIT;
+    ps_redact_value(name, strlen(name), value, strlen(value), &v);
+    ps_buf_putc(&v, 0);
+    scalar(b, (const char *)v.data);
+    ps_buf_dispose(&v);
 }
 
 static void indent(ps_buf_t *b, int n)
@@ -105,6 +117,20 @@ static void list(ps_buf_t *b, int ind, const char *key, const char *const *v, ui
     list_at(b, ind, ind, key, v, n);
 }
 
+/* A params entry: its values as "<secret>" when the name looks like a credential (as targets'
+ * __param_ labels and scrape URLs show them) */
+static void param_list(ps_buf_t *b, int ind, const char *key, const char *const *v, uint32_t n)
+{
+    indent(b, ind);
+    ps_buf_printf(b, "%s:\n", key);
+    for (uint32_t i = 0; i < n; i++) {
+        indent(b, ind);
+        ps_buf_append(b, "- ", 2);
+        shown(b, key, v[i]);
+        ps_buf_append(b, "\n", 1);
+    }
+}
+
 static void labels_map(ps_buf_t *b, int ind, const char *key, const ps_labels_t *ls)
 {
     if (ls->n == 0)
@@ -115,7 +141,7 @@ static void labels_map(ps_buf_t *b, int ind, const char *key, const ps_labels_t 
         indent(b, ind + 2);
         scalar(b, ls->pairs[i].name);
         ps_buf_append(b, ": ", 2);
-        scalar(b, ls->pairs[i].value);
+        shown(b, ls->pairs[i].name, ls->pairs[i].value);
         ps_buf_append(b, "\n", 1);
     }
 }
@@ -216,10 +242,14 @@ static void scrape_config(ps_buf_t *b, const ps_scrape_config_t *sc)
     kv_dur(b, 2, "scrape_interval", sc->scrape_interval);
     kv_dur(b, 2, "scrape_timeout", sc->scrape_timeout);
     kv(b, 2, "scheme", sc->scheme ? sc->scheme : "http");
+    if (sc->target_limit > 0)
+        ps_buf_printf(b, "  target_limit: %u\n", sc->target_limit);
+    if (sc->keep_dropped_targets > 0)
+        ps_buf_printf(b, "  keep_dropped_targets: %u\n", sc->keep_dropped_targets);
     if (sc->nparams > 0) {
         ps_buf_append(b, "  params:\n", 10);
         for (uint32_t i = 0; i < sc->nparams; i++)
-            list(b, 4, sc->params[i].name, sc->params[i].values, sc->params[i].n);
+            param_list(b, 4, sc->params[i].name, sc->params[i].values, sc->params[i].n);
     }
     client(b, 2, &sc->client);
     if (sc->nstatic > 0) {
@@ -243,7 +273,7 @@ static void scrape_config(ps_buf_t *b, const ps_scrape_config_t *sc)
         ps_buf_append(b, "  http_sd_configs:\n", 19);
         for (uint32_t i = 0; i < sc->nhttp_sd; i++) {
             ps_buf_append(b, "  - ", 4);
-            kv(b, 0, "url", sc->http_sd[i].url);
+            kv(b, 0, "url", sc->http_sd[i].url_shown);
             kv_dur(b, 4, "refresh_interval", sc->http_sd[i].refresh_interval);
             client(b, 4, &sc->http_sd[i].client);
         }
@@ -264,7 +294,7 @@ static void forward_config(ps_buf_t *b, const ps_forward_config_t *f)
 {
     ps_buf_append(b, "- ", 2);
     kv(b, 0, "name", f->name);
-    kv(b, 2, "url", f->url);
+    kv(b, 2, "url", f->url_shown);
     kv(b, 2, "protocol", f->protocol == PS_FWD_REMOTE_WRITE ? "remote_write" : "pyroscope_push");
     kv_dur(b, 2, "remote_timeout", f->remote_timeout);
     if (f->nheaders > 0) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config_int.h"
+#include "core/file.h"
 
 bool ps_yaml_is_plain(const yaml_node_t *n)
 {
@@ -187,25 +188,15 @@ const char *ps_yaml_join_dir(ps_arena_t *a, const char *dir, const char *s)
 int ps_yaml_read_file(const char *path, unsigned max, ps_buf_t *b, char **dir, ps_err_t *err)
 {
     *dir = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL)
-        return ps_err_set(err, PS_EINVAL, "%s: %s", path, strerror(errno));
+    /* a regular file only: a FIFO would block the thread applying the reload (core/file.h) */
+    char why[128];
     int rc = 0;
-    for (;;) {
-        uint8_t *dst = ps_buf_reserve(b, 65536);
-        size_t got = fread(dst, 1, 65536, fp);
-        b->len += got;
-        if (b->len > max) {
+    if (ps_file_read(path, max, b, why, sizeof(why)) != 0) {
+        if (strncmp(why, "larger than", 11) == 0)
             rc = ps_err_set(err, PS_EINVAL, "%s: the file is larger than %u bytes", path, max);
-            break;
-        }
-        if (got < 65536) {
-            if (ferror(fp))
-                rc = ps_err_set(err, PS_EINVAL, "%s: %s", path, strerror(errno));
-            break;
-        }
+        else
+            rc = ps_err_set(err, PS_EINVAL, "%s: %s", path, why);
     }
-    fclose(fp);
     if (rc == 0) {
         /* relative names stay relative when the file is in the working directory */
         const char *slash = strrchr(path, '/');

@@ -1,6 +1,7 @@
 #include "timeutil.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +34,8 @@ static int parse_float_seconds(const char *s, size_t n, int64_t *ns)
             return -1;
     char *end;
     double v = strtod(buf, &end);
-    if (*end != 0 || !isfinite(v))
+    if (*end != 0 || !isfinite(v) || fabs(v) > 9.2e9)
         return -1;
-    if (fabs(v) > 9223372036.0) /* past 2262-04-11 (or before 1677-09-21): not an int64 of ns */
-        return -2;
     /* round to milliseconds like Prometheus, then to ns */
     *ns = (int64_t)llround(v * 1000.0) * 1000000ll;
     return 0;
@@ -114,21 +113,17 @@ static int64_t days_from_civil(int Y, int M, int D)
     return (int64_t)era * 146097 + (int64_t)doe - 719468;
 }
 
-int ps_parse_time(const char *s, size_t n, int64_t *ns, ps_err_t *err)
+/* RFC3339: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM), the whole of s; -1 if it is not one, -2
+ * if it is one outside the range of an int64 of ns. */
+static int parse_rfc3339(const char *s, size_t n, int64_t *ns)
 {
-    int fr = parse_float_seconds(s, n, ns);
-    if (fr == 0)
-        return 0;
-    if (fr == -2)
-        goto Range;
-    /* RFC3339: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM) */
     size_t i = 0;
     int Y, M, D, h, m, sec;
     if (digits(s, n, &i, 4, &Y) || i >= n || s[i++] != '-' || digits(s, n, &i, 2, &M) || i >= n || s[i++] != '-' ||
         digits(s, n, &i, 2, &D) || i >= n || (s[i] != 'T' && s[i] != 't' && s[i] != ' ') || (++i, 0) ||
         digits(s, n, &i, 2, &h) || i >= n || s[i++] != ':' || digits(s, n, &i, 2, &m) || i >= n || s[i++] != ':' ||
         digits(s, n, &i, 2, &sec))
-        goto Bad;
+        return -1;
     int64_t frac = 0;
     if (i < n && s[i] == '.') {
         i++;
@@ -141,7 +136,7 @@ int ps_parse_time(const char *s, size_t n, int64_t *ns, ps_err_t *err)
             i++;
         }
         if (nd == 0)
-            goto Bad;
+            return -1;
         while (nd++ < 9)
             frac *= 10;
     }
@@ -151,25 +146,152 @@ int ps_parse_time(const char *s, size_t n, int64_t *ns, ps_err_t *err)
     } else if (i < n && (s[i] == '+' || s[i] == '-')) {
         int sign = s[i++] == '-' ? -1 : 1, oh, om;
         if (digits(s, n, &i, 2, &oh) || i >= n || s[i++] != ':' || digits(s, n, &i, 2, &om))
-            goto Bad;
+            return -1;
         offset = sign * (oh * 3600 + om * 60);
     } else {
-        goto Bad;
+        return -1;
     }
     if (i != n || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
-        goto Bad;
+        return -1;
     int64_t secs = days_from_civil(Y, M, D) * 86400 + h * 3600 + m * 60 + sec - offset;
-    int64_t up = secs < 0 && frac > 0; /* INT64_MIN is -9223372037 s + 854775808 ns */
-    if (__builtin_mul_overflow(secs + up, PS_NS_PER_S, ns) || __builtin_add_overflow(*ns, frac - up * PS_NS_PER_S, ns))
-        goto Range;
+    if (secs <= INT64_MIN / PS_NS_PER_S || secs >= INT64_MAX / PS_NS_PER_S - 1) /* not an int64 of ns (1678..2262) */
+        return -2;
+    *ns = secs * PS_NS_PER_S + frac;
     return 0;
-Range:
-    return ps_err_set(err, PS_EINVAL, "time \"%.*s\" is out of range: times are int64 nanoseconds since 1970, "
-                      "from 1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z",
-                      (int)(n > 64 ? 64 : n), s);
-Bad:
-    return ps_err_set(err, PS_EINVAL, "cannot parse \"%.*s\" to a valid timestamp (unix seconds or RFC3339)",
-                      (int)(n > 64 ? 64 : n), s);
+}
+
+/* A unix time: a number whose size says its unit (see ps_parse_time); -1 if s is not a number,
+ * -2 if it is one past the range of an int64 of ns. Seconds are read as Prometheus reads them
+ * (a float, rounded to the ms); ms, us and ns with a fraction exactly, to the ns. */
+static int parse_unix(const char *s, size_t n, int64_t *ns)
+{
+    static const uint64_t lim[] = {10000000000ull, 10000000000000ull, 10000000000000000ull, 10000000000000000000ull};
+    static const int64_t mul[] = {PS_NS_PER_S, 1000000, 1000, 1};
+    size_t i = 0;
+    bool neg = false;
+    if (i < n && (s[i] == '-' || s[i] == '+'))
+        neg = s[i++] == '-';
+    size_t d0 = i;
+    uint64_t v = 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9' && i - d0 < 19)
+        v = v * 10 + (uint64_t)(s[i++] - '0');
+    size_t f0 = i + 1, f1 = f0;
+    if (i < n && s[i] == '.')
+        for (f1 = f0; f1 < n && s[f1] >= '0' && s[f1] <= '9';)
+            f1++;
+    bool plain = i > d0 && (i == n || (s[i] == '.' && f1 == n && f1 > f0));
+    if (plain && v >= lim[0]) { /* ms, us or ns, digit by digit */
+        for (int k = 1; k < 4; k++) {
+            if (v >= lim[k])
+                continue;
+            if (v > (uint64_t)(INT64_MAX - PS_NS_PER_S) / (uint64_t)mul[k])
+                return -2;
+            int64_t frac = 0, m = mul[k];
+            for (size_t f = f0; i < n && f < f1 && m > 1; f++) {
+                m /= 10;
+                frac += (s[f] - '0') * m;
+            }
+            *ns = (neg ? -1 : 1) * ((int64_t)v * mul[k] + frac);
+            return 0;
+        }
+        return -2;
+    }
+    if (parse_float_seconds(s, n, ns) == 0) /* seconds (below 9.2e9) */
+        return 0;
+    char buf[64];
+    if (n == 0 || n >= sizeof(buf) || strspn(s, "0123456789.-+eE") < n)
+        return -1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    char *end;
+    double f = strtod(buf, &end);
+    if (*end != 0 || end == buf)
+        return -1;
+    double a = fabs(f);
+    if (!isfinite(f) || a < 1e10 || a >= 9.2e18)
+        return -2;
+    /* "1.7e12": ms as a float, rounded to the us (53 bits hold every us until 2255) */
+    *ns = a < 1e13 ? (int64_t)llround(f * 1e3) * 1000 : a < 1e16 ? (int64_t)llround(f) * 1000 : (int64_t)llround(f);
+    return 0;
+}
+
+static const struct {
+    const char *unit;
+    int64_t ns;
+} prom_units[] = {{"y", 365 * 86400 * PS_NS_PER_S}, {"w", 7 * 86400 * PS_NS_PER_S}, {"d", 86400 * PS_NS_PER_S},
+                  {"h", 3600 * PS_NS_PER_S},        {"m", 60 * PS_NS_PER_S},         {"s", PS_NS_PER_S},
+                  {"ms", 1000000}};
+
+#define TIME_SHOWN 64 /* bytes of a bad time quoted in a message */
+
+/* now, now-<duration>, now+<duration> ("now-1h30m"): s starts with "now". */
+static int parse_relative(const char *s, size_t n, int64_t now, int64_t *ns, ps_err_t *err)
+{
+    const int shown = (int)(n > TIME_SHOWN ? TIME_SHOWN : n);
+#define BAD(at, ...) ps_err_set_at(err, PS_EINVAL, (at), "cannot parse \"%.*s\" to a valid timestamp: " __VA_ARGS__)
+    size_t i = 3;
+    if (i == n) {
+        *ns = now;
+        return 0;
+    }
+    if (s[i] != '-' && s[i] != '+')
+        return BAD(i, "want '-' or '+' after \"now\" at character %zu, as in now-5m", shown, s, i + 1);
+    int sign = s[i++] == '-' ? -1 : 1;
+    if (i == n)
+        return BAD(i, "a duration after '%c' is missing at character %zu, as in now-5m", shown, s, s[i - 1], i + 1);
+    int64_t total = 0;
+    int last = -1;
+    while (i < n) {
+        size_t d0 = i;
+        uint64_t v = 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9' && v <= (uint64_t)1 << 40)
+            v = v * 10 + (uint64_t)(s[i++] - '0');
+        if (i == d0)
+            return BAD(i, "want a number at character %zu", shown, s, i + 1);
+        if (i < n && s[i] >= '0' && s[i] <= '9')
+            return BAD(d0, "the number at character %zu is out of range", shown, s, d0 + 1);
+        size_t u0 = i;
+        while (i < n && ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')))
+            i++;
+        if (i == u0)
+            return BAD(i, "want a unit (ms, s, m, h, d, w, y) at character %zu", shown, s, i + 1);
+        int u = -1;
+        for (int k = 0; k < 7; k++)
+            if (strlen(prom_units[k].unit) == i - u0 && memcmp(s + u0, prom_units[k].unit, i - u0) == 0)
+                u = k;
+        if (u < 0)
+            return BAD(u0, "unknown unit \"%.*s\" at character %zu (ms, s, m, h, d, w, y)", shown, s,
+                       (int)(i - u0 > 16 ? 16 : i - u0), s + u0, u0 + 1);
+        if (u <= last)
+            return BAD(u0, "unit \"%s\" at character %zu is out of order (y, w, d, h, m, s, ms: each once, the "
+                           "larger first)", shown, s, prom_units[u].unit, u0 + 1);
+        last = u;
+        if (v > (uint64_t)INT64_MAX / (uint64_t)prom_units[u].ns || total > INT64_MAX - (int64_t)v * prom_units[u].ns)
+            return BAD(d0, "the duration at character %zu is out of range", shown, s, d0 + 1);
+        total += (int64_t)v * prom_units[u].ns;
+    }
+    /* the result must be an int64 of ns: within 1677-09-21 .. 2262-04-11 */
+    if ((sign < 0 && now < INT64_MIN + total) || (sign > 0 && now > INT64_MAX - total))
+        return BAD(4, "the offset from now is out of range (before 1678 or after 2262)", shown, s);
+    *ns = now + sign * total;
+    return 0;
+#undef BAD
+}
+
+int ps_parse_time(const char *s, size_t n, int64_t now, int64_t *ns, ps_err_t *err)
+{
+    const int shown = (int)(n > TIME_SHOWN ? TIME_SHOWN : n);
+    if (n >= 3 && memcmp(s, "now", 3) == 0)
+        return parse_relative(s, n, now, ns, err);
+    int rc = parse_unix(s, n, ns);
+    if (rc == -1)
+        rc = parse_rfc3339(s, n, ns);
+    if (rc == 0)
+        return 0;
+    if (rc == -2)
+        return ps_err_set(err, PS_EINVAL, "cannot parse \"%.*s\" to a valid timestamp: out of range (before 1678 or "
+                                          "after 2262)", shown, s);
+    return ps_err_set(err, PS_EINVAL, "cannot parse \"%.*s\" to a valid timestamp", shown, s);
 }
 
 void ps_format_time(int64_t ns, char *buf, size_t size)
@@ -307,9 +429,12 @@ int ps_attime_parse(const char *in, size_t n, int64_t now_ns, int64_t *out, ps_e
         *out = now_ns;
         return 0;
     }
-    if (s[i] != '-' && s[i] != '+')
+    if (s[i] != '-' && s[i] != '+') {
+        if (i == 0 && (parse_rfc3339(s, len, out) == 0 || parse_unix(s, len, out) == 0)) /* also "1.5" */
+            return 0;
         return ps_err_set(err, PS_EINVAL, "cannot parse time \"%s\" (want unix seconds, ms, us or ns, YYYYMMDD, "
-                                          "or now-1h)", s);
+                                          "RFC3339, or now-1h)", s);
+    }
     int sign = s[i++] == '-' ? -1 : 1;
     if (i == len)
         return ps_err_set(err, PS_EINVAL, "time \"%s\": an offset after '%c' is missing", s, sign < 0 ? '-' : '+');
@@ -320,14 +445,14 @@ int ps_attime_parse(const char *in, size_t n, int64_t now_ns, int64_t *out, ps_e
         while (i < len && s[i] >= '0' && s[i] <= '9' && num < 1000000000)
             num = num * 10 + (s[i++] - '0');
         if (i == d0 || (i < len && s[i] >= '0' && s[i] <= '9'))
-            return ps_err_set(err, PS_EINVAL, "time \"%s\": want a number at offset %zu", s, d0);
+            return ps_err_set_at(err, PS_EINVAL, d0, "time \"%s\": want a number at character %zu", s, d0 + 1);
         size_t u0 = i;
         while (i < len && !(s[i] >= '0' && s[i] <= '9'))
             i++;
         int64_t mul = attime_unit(s + u0, i - u0);
         if (mul == 0)
-            return ps_err_set(err, PS_EINVAL, "time \"%s\": unknown unit \"%.*s\" (s, m/min, h, d, w, M/mon, y)", s,
-                              (int)(i - u0), s + u0);
+            return ps_err_set_at(err, PS_EINVAL, u0, "time \"%s\": unknown unit \"%.*s\" at character %zu (s, m/min, "
+                                 "h, d, w, M/mon, y)", s, (int)(i - u0), s + u0, u0 + 1);
         secs += num * mul;
         if (secs > 100ll * 365 * 86400) /* with now, still within an int64 of ns */
             return ps_err_set(err, PS_EINVAL, "time \"%s\": the offset is out of range", s);

@@ -16,6 +16,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
+#include "core/file.h"
 #include "core/log.h"
 #include "discovery.h"
 
@@ -64,26 +65,20 @@ void ps_filesd_free(ps_filesd_t *f)
     free(f);
 }
 
+/* A regular file's bytes, NUL-terminated: a FIFO the pattern matches would block the scraper's
+ * thread in open(2) or read(2), so it is refused like an unreadable file (core/file.h). */
 static uint8_t *read_all(const char *path, size_t *n, size_t max, char *why, size_t whylen)
 {
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL) {
-        snprintf(why, whylen, "%s", strerror(errno));
+    ps_buf_t b = PS_BUF_INIT;
+    char e[128];
+    if (ps_file_read(path, max, &b, e, sizeof(e)) != 0) {
+        if (strncmp(e, "larger than", 11) == 0)
+            snprintf(why, whylen, "file is larger than %zu bytes", max);
+        else
+            snprintf(why, whylen, "%s", e);
+        ps_buf_dispose(&b);
         return NULL;
     }
-    ps_buf_t b = PS_BUF_INIT;
-    char tmp[65536];
-    size_t r;
-    while ((r = fread(tmp, 1, sizeof(tmp), fp)) > 0) {
-        ps_buf_append(&b, tmp, r);
-        if (b.len > max) {
-            snprintf(why, whylen, "file is larger than %zu bytes", max);
-            fclose(fp);
-            ps_buf_dispose(&b);
-            return NULL;
-        }
-    }
-    fclose(fp);
     *n = b.len;
     ps_buf_putc(&b, 0);
     return b.data;

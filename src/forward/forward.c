@@ -79,6 +79,7 @@ typedef struct ep {
     ps_forward_t *f;
     const ps_forward_config_t *cfg;
     char *url; /* where the POST goes */
+    char *url_shown; /* url as status and logs show it: its password "xxxxx" (config.h ps_redact_url) */
     pthread_t thread;
     atomic_bool stop;
     CURL *curl[PS_FWD_MAX_SHARDS]; /* one per shard: its kept-alive connection */
@@ -855,6 +856,7 @@ static void free_eps(ep_t **eps, size_t n)
             if (eps[i]->curl[k] != NULL)
                 curl_easy_cleanup(eps[i]->curl[k]);
         free(eps[i]->url);
+        free(eps[i]->url_shown);
         free(eps[i]);
     }
     free(eps);
@@ -889,6 +891,10 @@ void ps_forward_apply(ps_forward_t *f, ps_config_t *cfg)
         e->f = f;
         e->cfg = &cfg->forward[i];
         e->url = post_url(e->cfg);
+        ps_buf_t shown = PS_BUF_INIT;
+        ps_redact_url(e->url, strlen(e->url), &shown);
+        e->url_shown = ps_xstrndup(shown.len ? (const char *)shown.data : "", shown.len);
+        ps_buf_dispose(&shown);
         for (uint32_t k = 0; k < e->cfg->max_shards && k < PS_FWD_MAX_SHARDS; k++)
             e->curl[k] = curl_easy_init();
         uint64_t seq;
@@ -929,7 +935,7 @@ void ps_forward_apply(ps_forward_t *f, ps_config_t *cfg)
         pthread_create(&eps[i]->thread, NULL, sender, eps[i]);
         ps_log_info("forwarding", "endpoint=%s protocol=%s url=%s cursor=%llu", ps_log_q(eps[i]->cfg->name),
                     eps[i]->cfg->protocol == PS_FWD_REMOTE_WRITE ? "remote_write" : "pyroscope_push",
-                    ps_log_q(eps[i]->url), (unsigned long long)eps[i]->acked);
+                    ps_log_q(eps[i]->url_shown), (unsigned long long)eps[i]->acked);
     }
 }
 
@@ -988,7 +994,7 @@ static snap_t *snapshot(ps_forward_t *f, size_t *n)
     for (size_t i = 0; i < f->neps; i++) {
         ep_t *e = f->eps[i];
         s[i].name = e->cfg->name;
-        s[i].url = e->url;
+        s[i].url = e->url_shown;
         s[i].protocol = e->cfg->protocol == PS_FWD_REMOTE_WRITE ? "remote_write" : "pyroscope_push";
         s[i].acked = e->acked;
         s[i].pending = last > e->acked ? last - e->acked : 0;

@@ -12,15 +12,15 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/file.h"
+
 static bool file_readable(const char *path, const char *what, char *why, size_t whylen)
 {
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        snprintf(why, whylen, "unable to read %s %s: %s", what, path, strerror(errno));
-        return false;
-    }
-    fclose(f);
-    return true;
+    char e[256];
+    if (ps_file_readable(path, e, sizeof(e)))
+        return true;
+    snprintf(why, whylen, "unable to read %s %s: %s", what, path, e);
+    return false;
 }
 
 bool ps_httpclient_tls_files_ok(const ps_http_client_t *c, char *why, size_t whylen)
@@ -31,21 +31,21 @@ bool ps_httpclient_tls_files_ok(const ps_http_client_t *c, char *why, size_t why
            (tls->key_file == NULL || file_readable(tls->key_file, "tls_config key_file", why, whylen));
 }
 
-/* A secret file's content, trimmed of white space at both ends. */
+/* A secret file's content, trimmed of white space at both ends (a regular file only: a FIFO or a
+ * terminal would block the scraper's thread, core/file.h). */
 static bool read_secret(const char *path, const char *what, char *buf, size_t size, char *why, size_t whylen)
 {
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        snprintf(why, whylen, "unable to read %s %s: %s", what, path, strerror(errno));
+    ps_buf_t b = PS_BUF_INIT;
+    char e[256];
+    if (ps_file_read(path, size - 1, &b, e, sizeof(e)) != 0) {
+        snprintf(why, whylen, "unable to read %s %s: %s", what, path, e);
+        ps_buf_dispose(&b);
         return false;
     }
-    size_t n = fread(buf, 1, size - 1, f);
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        snprintf(why, whylen, "unable to read %s %s: read error", what, path);
-        return false;
-    }
+    size_t n = b.len;
+    if (n > 0)
+        memcpy(buf, b.data, n);
+    ps_buf_dispose(&b);
     buf[n] = 0;
     while (n > 0 && isspace((unsigned char)buf[n - 1]))
         buf[--n] = 0;
@@ -107,6 +107,13 @@ bool ps_httpclient_setup(CURL *e, const char *url, const ps_http_client_t *c, st
 {
     if (!ps_httpclient_tls_files_ok(c, why, whylen))
         return false;
+    /* http and https only, also after a redirect: libcurl speaks every protocol it was built with
+     * (file, gopher, dict, ldap, smtp, ...), and a URL comes from service discovery and relabeling */
+    if (curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK) {
+        snprintf(why, whylen, "libcurl cannot be limited to http and https");
+        return false;
+    }
     curl_easy_setopt(e, CURLOPT_URL, url);
     if (c->tls.server_name && c->tls.server_name[0] &&
         !server_name(e, url, c->tls.server_name, headers, connect_to, why, whylen))

@@ -14,8 +14,10 @@
 #include "config/config.h"
 
 /**
- * Sets e up to request url with c's settings: CURLOPT_URL, basic auth (password_file read now),
- * an Authorization header (credentials_file read now), the TLS files (checked readable),
+ * Sets e up to request url with c's settings: http and https only (also for redirects: libcurl
+ * refuses file://, gopher://, ... with CURLE_UNSUPPORTED_PROTOCOL), CURLOPT_URL, basic auth (password_file read now),
+ * an Authorization header (credentials_file read now), the TLS files (checked readable;
+ * secret and TLS files must be regular files, never a FIFO that would block),
  * insecure_skip_verify, tls_config.server_name, redirects (at most 10), no signals, profstore's
  * User-Agent. Headers it needs are appended to *headers and the server_name route to *connect_to:
  * the caller passes both to libcurl's lifetime rules (keeps them while e transfers, then

@@ -306,7 +306,7 @@ int ps_ingest_prepare(const void *body, size_t n, const ps_ingest_params_t *para
                               "at most 64 bytes", (int)(name_len > 64 ? 64 : name_len), name);
     }
     int64_t ts = 0;
-    if (params->time != NULL && (ret = ps_parse_time(params->time, params->time_len, &ts, err)) != 0)
+    if (params->time != NULL && (ret = ps_parse_time(params->time, params->time_len, ps_time_now(), &ts, err)) != 0)
         return ps_err_prefix(err, "time");
 
     if ((ret = ps_ingest_check_body(body, n, params->content_type, params->content_type_len, err)) != 0)

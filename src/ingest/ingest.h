@@ -30,7 +30,7 @@ typedef struct ps_ingest_params {
     size_t name_len;
     const char *labels; /* {job="api",...}; NULL = none */
     size_t labels_len;
-    const char *time;   /* RFC3339 or unix seconds; NULL = the profile's time_nanos, else now */
+    const char *time;   /* ps_parse_time (RFC3339, unix s or ms, now-5m); NULL = the profile's time_nanos, else now */
     size_t time_len;
     int delta;          /* -1 = by profile name (process_cpu, wall), 0 = no, 1 = yes */
     const char *content_type; /* the request's Content-Type; NULL = none */

@@ -12,6 +12,7 @@
 
 #include "core/budget.h"
 #include "core/fmt.h"
+#include "core/hash.h"
 #include "core/timeutil.h"
 
 #define MAX_SAMPLES_MSG "query processing would load too many samples into memory in query execution"
@@ -180,6 +181,17 @@ int pq_check_unique(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *v)
         ps_hmap_put(&p->m2, c->kb.data, c->kb.len, i);
     }
     return 0;
+}
+
+int pq_check_unique_range(pq_ctx_t *c, pq_node_t *p, const ps_labels_t *ls, uint64_t id)
+{
+    uint64_t x;
+    key_all(&c->kb, ls);
+    if (!ps_hmap_get(&p->m3, c->kb.data, c->kb.len, &x)) {
+        ps_hmap_put(&p->m3, c->kb.data, c->kb.len, id);
+        return 0;
+    }
+    return x == id ? 0 : ps_err_set(c->err, PS_ELIMIT, "vector cannot contain metrics with the same labelset");
 }
 
 /* first index in [lo, n) with s[i].t >= t (or, upper: > t) */
@@ -364,6 +376,7 @@ static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth, 
         time_mods(c, n, &p->sel, &lo, &hi);
         p->sel.range = n->range_ms;
         p->sq_step = n->step_ms > 0 ? n->step_ms : c->o->subquery_step;
+        p->sq_start = INT64_MIN;
         return plan(c, n->expr, &p->a, depth + 1, sat_sub(sat_sub(lo, p->sel.offset), n->range_ms),
                     sat_sub(hi, p->sel.offset));
     case PS_PQ_PAREN:
@@ -454,7 +467,7 @@ static double go_pow(double x, double y)
             ae += xe;
         }
         x1 *= x1;
-        xe <<= 1;
+        xe *= 2; /* Go's xe <<= 1; a negative xe shifted is undefined in C */
         if (x1 < .5) {
             x1 += x1;
             xe--;
@@ -858,7 +871,7 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     uint32_t ng = p->nnames;
     const char *value_label = NULL;
     if (op == PS_PQ_COUNT_VALUES) {
-        value_label = p->b->n->str;
+        value_label = unparen(p->b->n)->str; /* count_values(("v"), x): a parenthesised string */
         if (!ps_label_name_valid(value_label, strlen(value_label)))
             return ps_err_set(c->err, PS_ELIMIT, "invalid label name \"%s\"", value_label);
         if (!n->without) {
@@ -1041,7 +1054,12 @@ static int subquery_at(pq_ctx_t *c, pq_node_t *p, int64_t t, const pq_sq_ent_t *
         return 0;
     }
     pq_val_t v;
+    pq_node_t *outer = c->sq_cur;
+    c->sq_depth++;
+    c->sq_cur = p;
     int ret = pq_eval(c, p->a, t, &v);
+    c->sq_depth--;
+    c->sq_cur = outer;
     if (ret)
         return ret;
     if (v.type == PS_PQ_VSCALAR) {
@@ -1084,6 +1102,13 @@ static int64_t ceil_div(int64_t a, int64_t b)
 {
     int64_t q = a / b;
     return (a % b != 0 && (a > 0) == (b > 0)) ? q + 1 : q;
+}
+
+int64_t pq_subquery_start(pq_ctx_t *c, pq_node_t *p)
+{
+    const pq_sel_t *s = &p->sel;
+    int64_t from = sat_sub(sat_sub(s->has_at ? s->at : c->o->start, s->offset), s->range);
+    return ceil_div(from, p->sq_step) * p->sq_step; /* engine.go: newEv.startTimestamp */
 }
 
 static int64_t floor_div(int64_t a, int64_t b)
@@ -1164,12 +1189,16 @@ int pq_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         }
         for (uint32_t i = 0; i < out->v.n; i++) {
             pq_elem_t *e = &out->v.e[i];
+            key_all(&c->kb, &e->ls);
+            uint64_t id = ps_hash64(c->kb.data, c->kb.len, 0); /* the input series */
             e->ls = pq_drop_name(c, &e->ls);
             e->v = -e->v;
             e->t = ts;
             e->src = 0;
+            if ((ret = pq_check_unique_range(c, p, &e->ls, id)) != 0)
+                return ret;
         }
-        return pq_check_unique(c, p, &out->v);
+        return 0;
     case PS_PQ_VECTOR:
         return eval_vector(c, p, ts, out);
     case PS_PQ_BINARY:

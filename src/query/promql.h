@@ -8,7 +8,11 @@
  *  - range selector [r] at T: every sample with T - r <= t <= T (both ends, as 2.42), stale
  *    markers left out;
  *  - a range query evaluates at start, start + step, ... <= end; its series are sorted by labels
- *    and series without any point are left out. An instant query keeps Prometheus' order.
+ *    and series without any point are left out. An instant query keeps Prometheus' order;
+ *  - a call that is not step invariant over a range argument with @ runs at each step ts with the
+ *    argument's window moved by ts - start (2.42's setOffsetForAtModifier);
+ *  - a range function's or a unary minus' results with the same labels from two input series
+ *    fail the query wherever they fall in the range (2.42 checks the result matrix).
  *
  * Evaluated: number, string, instant and range selectors (offset, @), unary -, every binary
  * operator (scalar/vector, on/ignoring, group_left/group_right, bool, and/or/unless), the

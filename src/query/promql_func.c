@@ -359,6 +359,31 @@ static double date_field(ps_pq_fn_t fn, double v)
     return month == 2 && leap ? 29 : mdays[month - 1];
 }
 
+/* engine.go's preprocessExprHelper: whether e gives the same at every step (every selector and
+ * subquery in it has @, no function whose answer depends on the evaluation time) */
+static bool step_invariant(const ps_pq_node_t *e)
+{
+    switch (e->kind) {
+    case PS_PQ_NUMBER: case PS_PQ_STRING: return true;
+    case PS_PQ_VECTOR: case PS_PQ_SUBQUERY: return e->at != PS_PQ_AT_NONE;
+    case PS_PQ_MATRIX: case PS_PQ_PAREN: case PS_PQ_UNARY: case PS_PQ_AGG: return step_invariant(e->expr);
+    case PS_PQ_BINARY: return step_invariant(e->lhs) && step_invariant(e->rhs);
+    case PS_PQ_CALL:
+        switch (e->func->id) {
+        case PS_FN_DAYS_IN_MONTH: case PS_FN_DAY_OF_MONTH: case PS_FN_DAY_OF_WEEK: case PS_FN_DAY_OF_YEAR:
+        case PS_FN_HOUR: case PS_FN_MINUTE: case PS_FN_MONTH: case PS_FN_YEAR: case PS_FN_PREDICT_LINEAR:
+        case PS_FN_TIME: case PS_FN_TIMESTAMP:
+            return false; /* AtModifierUnsafeFunctions */
+        default: break;
+        }
+        for (uint32_t i = 0; i < e->nargs; i++)
+            if (!step_invariant(e->args[i]))
+                return false;
+        return true;
+    default: return false;
+    }
+}
+
 static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
 {
     ps_pq_fn_t fn = p->n->func->id;
@@ -382,10 +407,31 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     const pq_sel_t *s = &m->sel;
     int64_t eff = s->has_at ? s->at : ts;
     int64_t maxt = ps_sat_sub(eff, s->offset), mint = ps_sat_sub(maxt, s->range); /* @ out of range: INT64_MIN */
-    int64_t ts_fn = s->has_at ? c->o->start : ts;
+    /* A call that is not step invariant (predict_linear, or an argument without @) over an
+     * argument with @: Prometheus evaluates it at every step ts with the argument's offset made
+     * (start - @) + offset (setOffsetForAtModifier at the evaluation's start), so its window moves
+     * with ts: [@ - offset - range, @ - offset] + (ts - start). A selector's samples stop at
+     * @ - offset (they are all it loaded); a subquery's go on (it was evaluated over the whole
+     * query). The start is the query's, or inside a subquery the subquery's own (the first time
+     * its inner expression runs at); inside a subquery within a subquery, no shift (not followed). */
+    if (p->invariant == 0)
+        p->invariant = step_invariant(p->n) ? 1 : -1;
+    int64_t shift = 0;
+    if (s->has_at && p->invariant < 0 && c->sq_depth <= 1) {
+        int64_t start = c->o->start;
+        if (c->sq_depth == 1) {
+            if (c->sq_cur->sq_start == INT64_MIN)
+                c->sq_cur->sq_start = pq_subquery_start(c, c->sq_cur);
+            start = c->sq_cur->sq_start;
+        }
+        shift = ts - start;
+    }
+    int64_t rstart = ps_sat_add(mint, shift), rend = ps_sat_add(maxt, shift);
     out->type = PS_PQ_VVECTOR;
     if (m->n->kind == PS_PQ_SUBQUERY) {
         pq_sq_window_t w;
+        mint = rstart;
+        maxt = rend;
         int ret = pq_subquery_window(c, m, mint, maxt, &w);
         if (ret)
             return ret;
@@ -397,11 +443,14 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         }
         for (uint32_t i = 0; i < w.n; i++) {
             double v;
-            if (!range_fn(c, fn, w.s[i].s, w.s[i].n, ts_fn, mint, maxt, s->range, sargs, &v))
+            if (!range_fn(c, fn, w.s[i].s, w.s[i].n, ts, rstart, rend, s->range, sargs, &v))
                 continue;
             const ps_labels_t *ls = &m->sq_labels[w.s[i].li];
-            out->v.e[out->v.n++] = (pq_elem_t){fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(ls) : pq_drop_name(c, ls),
-                                               v, ts, w.s[i].li + 1};
+            pq_elem_t *e = &out->v.e[out->v.n++];
+            *e = (pq_elem_t){fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(ls) : pq_drop_name(c, ls), v, ts,
+                             w.s[i].li + 1};
+            if ((ret = pq_check_unique_range(c, p, &e->ls, w.s[i].li)) != 0)
+                return ret;
         }
         return 0;
     }
@@ -411,9 +460,10 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         if (ret)
             return ret;
         const ps_fsample_t *w;
-        uint32_t k = pq_window(c, &s->series[i], mint, maxt, s->hint ? &s->hint[i] : NULL, &w);
+        uint32_t k = pq_window(c, &s->series[i], rstart > mint ? rstart : mint, maxt, s->hint ? &s->hint[i] : NULL,
+                               &w);
         double v;
-        if (k == 0 || !range_fn(c, fn, w, k, ts_fn, mint, maxt, s->range, sargs, &v))
+        if (k == 0 || !range_fn(c, fn, w, k, ts, rstart, rend, s->range, sargs, &v))
             continue;
         if (fn == PS_FN_ABSENT_OVER_TIME) {
             out->v.n = 0;
@@ -422,6 +472,13 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         ps_labels_t ls = fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(&s->series[i].labels)
                                                     : ps_labels_borrow(&s->noname[i]);
         out->v.e[out->v.n++] = (pq_elem_t){ls, v, ts, i + 1};
+        if (p->uniq_seen == NULL)
+            p->uniq_seen = ps_arena_calloc(c->arena, s->n + 1, 1);
+        if (!p->uniq_seen[i]) { /* a series' labels are checked once per query */
+            p->uniq_seen[i] = 1;
+            if ((ret = pq_check_unique_range(c, p, &ls, i)) != 0)
+                return ret;
+        }
     }
     if (fn == PS_FN_ABSENT_OVER_TIME)
         out->v.e[out->v.n++] = (pq_elem_t){absent_labels(c, p->n->args[p->matrix_arg]), 1, ts, 0};
@@ -751,7 +808,11 @@ int pq_call_plan(pq_ctx_t *c, pq_node_t *p)
         ps_buf_append(&b, re, strlen(re));
         ps_buf_putc(&b, ')');
         ps_err_t e2;
-        int ret = ps_regex_compile((const char *)b.data, b.len, PS_REGEX_CAPTURE | PS_REGEX_INVALID_UTF, &p->re, &e2);
+        /* what Go's RE2 refuses and PCRE2 would take (lookaround, back-references, \Z, a++) is
+         * refused as Prometheus refuses it */
+        int ret = ps_regex_check_re2(re, strlen(re), &e2);
+        if (ret == 0)
+            ret = ps_regex_compile((const char *)b.data, b.len, PS_REGEX_CAPTURE | PS_REGEX_INVALID_UTF, &p->re, &e2);
         ps_buf_dispose(&b);
         if (ret)
             return ps_err_set(c->err, PS_ELIMIT, "invalid regular expression in label_replace(): %s", re);
@@ -936,4 +997,38 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     if (ret)
         return ret;
     return pq_check_unique(c, p, &out->v);
+}
+
+/* ---- Go's FormatFloat(v, 'f', -1, 64) ---- */
+
+void ps_pq_format_f(double v, char *buf, size_t size)
+{
+    if (isnan(v) || isinf(v) || v == 0) {
+        ps_fmt_float(v, buf, size);
+        return;
+    }
+    /* the shortest digits that read back as v, then written without an exponent */
+    char digits[24];
+    int exp;
+    size_t nd = (size_t)ps_fmt_shortest(v, digits, &exp); /* value = d1.d2d3... * 10^exp */
+    bool neg = v < 0;
+    ps_buf_t b = PS_BUF_INIT;
+    if (neg)
+        ps_buf_putc(&b, '-');
+    int point = exp + 1; /* digits before the decimal point */
+    if (point <= 0) {
+        PS_BUF_LIT(&b, "0.");
+        for (int i = 0; i < -point; i++)
+            ps_buf_putc(&b, '0');
+        ps_buf_append(&b, digits, nd);
+    } else {
+        for (int i = 0; i < point; i++)
+            ps_buf_putc(&b, i < (int)nd ? (uint8_t)digits[i] : '0');
+        if ((int)nd > point) {
+            ps_buf_putc(&b, '.');
+            ps_buf_append(&b, digits + point, nd - (size_t)point);
+        }
+    }
+    snprintf(buf, size, "%.*s", (int)b.len, (const char *)b.data);
+    ps_buf_dispose(&b);
 }

@@ -80,6 +80,10 @@ struct pq_node {
     uint32_t sq_n, sq_cap;
     ps_labels_t *sq_labels; /* SUBQUERY: the inner series' labels (m3: labels -> index) */
     uint32_t sq_nlabels, sq_caplabels;
+    int8_t invariant;       /* CALL: 1 step invariant (engine.go's preprocessExprHelper), -1 not, 0 not known yet */
+    uint8_t *uniq_seen;     /* range CALL over a selector: its input series already in m3 (one byte each) */
+    int64_t sq_start;       /* SUBQUERY directly under the query: the first time Prometheus evaluates its
+                               inner expression at (pq_subquery_start), or INT64_MIN while not known */
     pq_node_t *next_all;    /* every node, for dispose */
 };
 
@@ -94,6 +98,8 @@ typedef struct pq_ctx {
     uint32_t ticks;
     ps_buf_t kb;            /* the key being looked up (labels, signatures) */
     pq_node_t *all;
+    uint32_t sq_depth;      /* > 0 while a subquery's inner expression is evaluated */
+    pq_node_t *sq_cur;      /* then the innermost such subquery */
 } pq_ctx_t;
 
 #define PQ_STALE_BITS 0x7ff0000000000002ull
@@ -105,6 +111,14 @@ pq_vec_t pq_vec_new(pq_ctx_t *c, uint32_t cap);
 ps_labels_t pq_drop_name(pq_ctx_t *c, const ps_labels_t *ls);
 ps_labels_t pq_drop_name_in(ps_arena_t *a, const ps_labels_t *ls);
 int pq_check_unique(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *v);
+/** The start of the evaluation of subquery p's inner expression when p is not inside another
+ *  subquery: Prometheus evaluates it once over the query, from the query's start less its offset
+ *  (@ made an offset from the start) and range, up to a multiple of its step. */
+int64_t pq_subquery_start(pq_ctx_t *c, pq_node_t *p);
+/** Matrix.ContainsSameLabelset over the whole evaluation of node p (its m3: labels -> id):
+ *  Prometheus checks the result matrix of a range function or of a unary minus, so the results
+ *  of two input series (id: which one) with the same labels fail even at different steps. */
+int pq_check_unique_range(pq_ctx_t *c, pq_node_t *p, const ps_labels_t *ls, uint64_t id);
 /** Samples of series s in [mint, maxt] without stale markers: in the series itself when there
  *  are none, else copied into the scratch arena. hint (or NULL): where the series' previous
  *  window started, updated; a later window then starts from there instead of a binary search. */

@@ -91,37 +91,3 @@ void ps_pq_store_source(ps_pq_source_t *src, ps_pq_store_src_t *ctx, ps_reader_t
     src->select = store_select;
     src->ctx = ctx;
 }
-
-/* ---- Go's FormatFloat(v, 'f', -1, 64) ---- */
-
-void ps_pq_format_f(double v, char *buf, size_t size)
-{
-    if (isnan(v) || isinf(v) || v == 0) {
-        ps_fmt_float(v, buf, size);
-        return;
-    }
-    /* the shortest digits that read back as v, then written without an exponent */
-    char digits[24];
-    int exp;
-    size_t nd = (size_t)ps_fmt_shortest(v, digits, &exp); /* value = d1.d2d3... * 10^exp */
-    bool neg = v < 0;
-    ps_buf_t b = PS_BUF_INIT;
-    if (neg)
-        ps_buf_putc(&b, '-');
-    int point = exp + 1; /* digits before the decimal point */
-    if (point <= 0) {
-        PS_BUF_LIT(&b, "0.");
-        for (int i = 0; i < -point; i++)
-            ps_buf_putc(&b, '0');
-        ps_buf_append(&b, digits, nd);
-    } else {
-        for (int i = 0; i < point; i++)
-            ps_buf_putc(&b, i < (int)nd ? (uint8_t)digits[i] : '0');
-        if ((int)nd > point) {
-            ps_buf_putc(&b, '.');
-            ps_buf_append(&b, digits + point, nd - (size_t)point);
-        }
-    }
-    snprintf(buf, size, "%.*s", (int)b.len, (const char *)b.data);
-    ps_buf_dispose(&b);
-}

@@ -188,10 +188,40 @@ Exit:
     return ret;
 }
 
+bool ps_profile_type_same_measure(const char *a, const char *b)
+{
+    /* name:sample_type:sample_unit:period_type:period_unit[:delta]: parts 0-2 and the delta flag */
+    size_t i = 0;
+    for (int colons = 0; colons < 3; i++) {
+        if (a[i] != b[i])
+            return false;
+        if (a[i] == '\0')
+            return false; /* fewer than 3 colons: not a type id */
+        colons += a[i] == ':';
+    }
+    const char *da = strrchr(a + i, ':'), *db = strrchr(b + i, ':');
+    bool dela = da && strcmp(da, ":delta") == 0 && strchr(a + i, ':') != da;
+    bool delb = db && strcmp(db, ":delta") == 0 && strchr(b + i, ':') != db;
+    return dela == delb;
+}
+
+/* Whether a type id has no period type of its own: an empty one, or the sample type standing in
+ * (a pprof without one: ingest.c). */
+static bool stand_in_period(const char *t)
+{
+    const char *c1 = strchr(t, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *c3 = c2 ? strchr(c2 + 1, ':') : NULL;
+    if (c3 == NULL)
+        return true;
+    if (c3[1] == ':') /* an empty period type */
+        return true;
+    size_t n = (size_t)(c3 - (c1 + 1)); /* "sample_type:sample_unit" */
+    return strncmp(c1 + 1, c3 + 1, n) == 0 && (c3[1 + n] == '\0' || c3[1 + n] == ':');
+}
+
 int ps_query_single_type(const ps_series_set_t *s, const char **type, ps_err_t *err)
 {
     *type = NULL;
-    const char *types[8];
+    const char *types[8], *other = NULL;
     uint32_t nt = 0;
     bool more = false;
     for (uint32_t i = 0; i < s->n; i++) {
@@ -200,24 +230,36 @@ int ps_query_single_type(const ps_series_set_t *s, const char **type, ps_err_t *
         bool seen = false;
         for (uint32_t k = 0; k < nt; k++)
             seen |= strcmp(types[k], t) == 0;
-        if (!seen) {
-            if (nt < 8)
-                types[nt++] = t;
-            else
-                more = true;
-        }
+        if (seen)
+            continue;
+        if (nt > 0 && other == NULL && !ps_profile_type_same_measure(types[0], t))
+            other = t;
+        if (nt < 8)
+            types[nt++] = t;
+        else
+            more = true;
     }
-    if (nt > 1) {
+    if (other != NULL) {
         char list[1024] = "";
         size_t off = 0;
         for (uint32_t k = 0; k < nt && off < sizeof(list); k++)
             off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", k ? ", " : "", types[k]);
         return ps_err_set(err, PS_EINVAL,
                           "the selector matches series of %s%u profile types (%s%s); merging different types is "
-                          "meaningless: add __name__ or a profile type to the selector",
-                          more ? "more than " : "", nt, list, more ? ", ..." : "");
+                          "meaningless (%s and %s are not the same measure: name, sample type, unit and delta must "
+                          "agree): add __name__ or a profile type to the selector",
+                          more ? "more than " : "", nt, list, more ? ", ..." : "", types[0], other);
     }
-    *type = nt ? types[0] : NULL;
+    /* one measure (types that differ only in their period type): merged as the one standing for it */
+    const char *pick = NULL;
+    for (uint32_t k = 0; k < nt; k++) {
+        const char *t = types[k];
+        bool better = pick == NULL || (stand_in_period(pick) && !stand_in_period(t)) ||
+                      (stand_in_period(pick) == stand_in_period(t) && strcmp(t, pick) < 0);
+        if (better)
+            pick = t;
+    }
+    *type = pick;
     return 0;
 }
 
@@ -832,7 +874,8 @@ int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_p
         else if (a->nseries > 0 && b->nseries > 0) {
             bool same = a->ntypes == b->ntypes;
             for (uint32_t k = 0; same && k < a->ntypes; k++)
-                same = strcmp(a->types[k], b->types[k]) == 0;
+                same = strcmp(a->types[k], b->types[k]) == 0 ||
+                       (a->ntypes == 1 && ps_profile_type_same_measure(a->types[k], b->types[k]));
             if (!same)
                 return ps_err_set(err, PS_EINVAL, "base and compare select different profile types (%s%s and %s%s)",
                                   a->types[0], a->ntypes > 1 ? ", ..." : "", b->types[0], b->ntypes > 1 ? ", ..." : "");

@@ -36,8 +36,16 @@ typedef struct ps_series_set {
 int ps_query_select(ps_reader_t *r, ps_selector_t *sel, int64_t start, int64_t end, uint32_t max_series,
                     ps_arena_t *arena, ps_series_set_t *out, ps_err_t *err);
 
-/** All selected series must share one profile type (__name__); *type gets it. Otherwise a
- *  PS_EINVAL listing the types found. An empty set gives *type = NULL and 0. */
+/** Whether two profile type ids are the same measure: the same name, sample type, sample unit
+ *  and delta flag; only the period type and unit may differ (one profile scraped with period
+ *  space:bytes, one pushed without: ingest lets the sample type stand in). */
+bool ps_profile_type_same_measure(const char *a, const char *b);
+
+/** All selected series must be of one measure (ps_profile_type_same_measure: one profile type,
+ *  or several that differ only in their period type, merged as one); *type gets the type standing
+ *  for them: the first, ascending, with a period type of its own (not the sample type standing
+ *  in), else the first. Otherwise a PS_EINVAL listing the types found and two that differ. An
+ *  empty set gives *type = NULL and 0. */
 int ps_query_single_type(const ps_series_set_t *s, const char **type, ps_err_t *err);
 
 /** Series of every selector (union by id, in selector order), with data in [start, end];
@@ -105,8 +113,9 @@ typedef struct ps_profile_sel {
 } ps_profile_sel_t;
 
 /**
- * Selects series and merges their profiles. The selected series must share one profile type
- * (else PS_EINVAL listing the types). A __name__="T" matcher with a profile type T never stored
+ * Selects series and merges their profiles. The selected series must share one profile type, or
+ * be of one measure (ps_query_single_type: `{__name__=~"id1|id2"}` over ids that differ only in
+ * their period type merges them as one), else PS_EINVAL listing the types. A __name__="T" matcher with a profile type T never stored
  * is PS_ENOTFOUND; a name that is not a profile type id is PS_EINVAL. Nothing selected is an empty
  * selection of the type the selector names (or unknown:unknown:unknown:unknown:unknown).
  *
@@ -127,7 +136,8 @@ enum { PS_PROFILE_ONE = 0, PS_PROFILE_SUB = 1, PS_PROFILE_PAIR = 2 };
 /**
  * Materialises a selection as a profile. ONE: values of a, one per type; SUB: b - a per type
  * (negative allowed; a diff); PAIR: two values [a, b] (one type only: a flame graph diff).
- * For SUB and PAIR both sides must have the same types, unless one side selected nothing: then
+ * For SUB and PAIR both sides must have the same types (one type each: of one measure), unless
+ * one side selected nothing: then
  * the other's types are used. time/duration/period come from b's info if b merged any profile,
  * else from a's.
  */

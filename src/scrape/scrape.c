@@ -65,6 +65,9 @@ typedef struct pool {
     uint32_t nhttp;
     uint32_t unmatched;       /* file_sd patterns matching no file (under the mutex: /metrics reads it) */
     char client_error[512];   /* the last unreadable-file error logged for the job, "" none */
+    char limit_error[128];    /* "target_limit exceeded (...)" while the job has too many, "" none */
+    uint64_t limit_exceeded;  /* rebuilds that found it over its target_limit */
+    uint32_t ndropped;        /* dropped targets kept for it (keep_dropped_targets) */
 } pool_t;
 
 /* ---- targets ---- */
@@ -77,6 +80,7 @@ typedef struct target {
     ps_labels_t labels;     /* final labels, external labels added */
     ps_labels_t discovered; /* before relabeling */
     char *url;
+    char *url_shown;        /* url as logs show it (config.h ps_redact_url) */
     char *name;             /* profile name */
     char *job;              /* its pool's job_name when built (HTTP threads read it, not the pools) */
     int64_t interval, timeout;
@@ -100,6 +104,7 @@ typedef struct target {
     bool parked;            /* due while its CPU profile runs: back in the heap when it ends */
     bool running;           /* its transfer is in the multi handle */
     bool stale;             /* the configuration changed: make a new easy handle at the next scrape */
+    bool over_limit;        /* its job is over target_limit: each scrape fails saying so, no request */
     size_t max_body;        /* largest body accepted (ps_scraper_opts_t.max_body) */
 } target_t;
 
@@ -146,6 +151,8 @@ struct ps_scraper {
     job_metrics_t metrics[MAX_JOBS_METRICS];
     uint32_t nmetrics;
     uint64_t sd_failures;
+    uint64_t over_max;     /* targets not built in the last rebuild for opts.max_targets */
+    uint64_t dropped_not_kept; /* dropped targets not kept (keep_dropped_targets, max_targets) */
     ps_hmap_t by_id;       /* target id -> index in targets (rebuilt with the set) */
     ps_sched_t sched;      /* indexes of targets waiting for their tick, by next_due */
     atomic_int pending_writes; /* handed to the writer, not answered yet */
@@ -236,6 +243,23 @@ static void target_free(target_t *t)
     free(t);
 }
 
+/* A target that is not scraped: its labels before relabeling kept for droppedTargets (a takes
+ * the arena they live in). */
+/* Keeps a target dropped by relabeling for /api/v1/targets (takes a), unless its job already keeps
+ * keep_dropped_targets of them or all jobs opts.max_targets. */
+static void add_dropped(ps_scraper_t *s, pool_t *p, ps_arena_t a, ps_labels_t discovered)
+{
+    if ((p->cfg->keep_dropped_targets > 0 && p->ndropped >= p->cfg->keep_dropped_targets) ||
+        (s->opts.max_targets > 0 && s->ndropped >= s->opts.max_targets)) {
+        ps_arena_dispose(&a);
+        s->dropped_not_kept++;
+        return;
+    }
+    p->ndropped++;
+    s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
+    s->dropped[s->ndropped++] = (dropped_t){a, discovered};
+}
+
 /* Adds the targets of one group of one pool (Prometheus' label setup, then relabeling). */
 static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g, const char *meta_name,
                         const char *meta_value, target_t ***out, uint32_t *nout, uint32_t *capout)
@@ -280,16 +304,48 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
             if (!keep || address == NULL || *address == 0) {
                 if (keep)
                     ps_log_warn("target dropped: no address after relabeling", "job=%s", ps_log_q(c->job_name));
-                s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
-                dropped_t *d = &s->dropped[s->ndropped++];
-                d->arena = a;
-                d->discovered = discovered;
+                add_dropped(s, p, a, discovered);
                 continue;
             }
-            /* address defaulting: no port means the scheme's */
+            if (s->opts.max_targets > 0 && *nout >= s->opts.max_targets) { /* memory: a hostile SD list */
+                ps_arena_dispose(&a);
+                s->over_max++;
+                continue;
+            }
+            /* the scheme and address the URL is built from: http or https only (libcurl would
+             * read file://, talk gopher:// to any local port; the UI would link javascript:), and
+             * an address that cannot carry a path, query, fragment or user info of its own */
             const char *scheme = ps_labels_value(&ls, "__scheme__");
             if (scheme == NULL || *scheme == 0)
                 scheme = c->scheme;
+            const char *why = NULL;
+            const char *ppath = ps_labels_value(&ls, "__profile_path__");
+            if (ppath == NULL || *ppath == 0)
+                ppath = e->path;
+            if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)
+                why = "the scheme is not http or https";
+            else if ((why = ps_config_target_problem(address, strlen(address))) != NULL)
+                ;
+            else if (ppath[0] != '/') /* "@host/x" would make the address user info */
+                why = "the profile path does not start with /";
+            if (why != NULL) {
+                ps_buf_t sa = PS_BUF_INIT, aa = PS_BUF_INIT, pa = PS_BUF_INIT;
+                ps_redact_value("__scheme__", 10, scheme, strlen(scheme), &sa);
+                ps_redact_value("__address__", 11, address, strlen(address), &aa);
+                ps_redact_value("__profile_path__", 16, ppath, strlen(ppath), &pa);
+                ps_buf_putc(&sa, 0);
+                ps_buf_putc(&aa, 0);
+                ps_buf_putc(&pa, 0);
+                ps_log_warn("target dropped after relabeling", "job=%s reason=%s scheme=%s address=%s path=%s",
+                            ps_log_q(c->job_name), ps_log_q(why), ps_log_q((const char *)sa.data),
+                            ps_log_q((const char *)aa.data), ps_log_q((const char *)pa.data));
+                ps_buf_dispose(&sa);
+                ps_buf_dispose(&aa);
+                ps_buf_dispose(&pa);
+                add_dropped(s, p, a, discovered);
+                continue;
+            }
+            /* address defaulting: no port means the scheme's */
             char hostport[512];
             const char *colon = strrchr(address, ':'), *bracket = strrchr(address, ']');
             if (colon == NULL || (bracket != NULL && colon < bracket))
@@ -300,8 +356,7 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
                 ps_labels_set(&ls, &a, "instance", 8, hostport, strlen(hostport));
             /* URL: scheme://address/prefix/path?params[&seconds=N] */
             ps_buf_t url = PS_BUF_INIT;
-            const char *ppath = ps_labels_value(&ls, "__profile_path__");
-            ps_buf_printf(&url, "%s://%s%s", scheme, hostport, ppath ? ppath : e->path);
+            ps_buf_printf(&url, "%s://%s%s", scheme, hostport, ppath);
             char sep = strchr((const char *)url.data, '?') ? '&' : '?';
             for (uint32_t k = 0; k < ls.n; k++) {
                 if (ls.pairs[k].nlen > 8 && memcmp(ls.pairs[k].name, "__param_", 8) == 0) {
@@ -340,13 +395,12 @@ static void build_group(ps_scraper_t *s, uint32_t pi, const ps_target_group_t *g
                 ps_log_warn("target dropped: invalid labels after relabeling", "job=%s err=%s", ps_log_q(c->job_name),
                             ps_log_q(err.msg));
                 ps_buf_dispose(&url);
-                dropped_t d = {t->arena, t->discovered};
-                s->dropped = ps_xrealloc(s->dropped, (s->ndropped + 1) * sizeof(dropped_t));
-                s->dropped[s->ndropped++] = d;
+                add_dropped(s, p, t->arena, t->discovered);
                 free(t);
                 continue;
             }
             t->url = ps_arena_strndup(&t->arena, (const char *)url.data, url.len - 1);
+            t->url_shown = ps_redact_url_arena(&t->arena, t->url);
             t->name = ps_arena_strndup(&t->arena, pname, strlen(pname));
             t->job = ps_arena_strndup(&t->arena, c->job_name, strlen(c->job_name));
             ps_buf_dispose(&url);
@@ -399,6 +453,34 @@ static void abort_transfer(ps_scraper_t *s, target_t *t)
 /* Rebuilds the target set from the current groups, keeping state of targets that stay. */
 static void write_synthetic(ps_scraper_t *s, const target_t *t, const ps_scrape_report_t *rep, int64_t t_ms);
 
+/* Prometheus' target_limit: a job with more targets after relabeling scrapes none of them; each
+ * scrape fails with "target_limit exceeded (number of targets: N, limit: L)" (up 0) until it has
+ * no more than the limit again. */
+static void apply_target_limits(ps_scraper_t *s, target_t **t, uint32_t n)
+{
+    uint32_t *count = ps_xcalloc(s->npools + 1, sizeof(uint32_t));
+    for (uint32_t i = 0; i < n; i++)
+        count[t[i]->pool]++;
+    pthread_mutex_lock(&s->mu);
+    for (uint32_t pi = 0; pi < s->npools; pi++) {
+        pool_t *p = &s->pools[pi];
+        bool over = p->cfg->target_limit > 0 && count[pi] > p->cfg->target_limit;
+        if (over) {
+            snprintf(p->limit_error, sizeof(p->limit_error), "target_limit exceeded (number of targets: %u, limit: %u)",
+                     count[pi], p->cfg->target_limit);
+            p->limit_exceeded++;
+            ps_log_warn("job over its target_limit: none of its targets is scraped", "job=%s err=%s",
+                        ps_log_q(p->cfg->job_name), ps_log_q(p->limit_error));
+        } else {
+            p->limit_error[0] = 0;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        t[i]->over_limit = s->pools[t[i]->pool].limit_error[0] != 0;
+    pthread_mutex_unlock(&s->mu);
+    free(count);
+}
+
 static void rebuild(ps_scraper_t *s)
 {
     target_t **nt = NULL;
@@ -409,6 +491,9 @@ static void rebuild(ps_scraper_t *s)
     free(s->dropped);
     s->dropped = NULL;
     s->ndropped = 0;
+    s->over_max = 0;
+    for (uint32_t pi = 0; pi < s->npools; pi++)
+        s->pools[pi].ndropped = 0;
     pthread_mutex_unlock(&s->mu);
     for (uint32_t pi = 0; pi < s->npools; pi++) {
         pool_t *p = &s->pools[pi];
@@ -423,7 +508,7 @@ static void rebuild(ps_scraper_t *s)
         }
         for (uint32_t h = 0; h < p->nhttp; h++)
             for (uint32_t g = 0; g < p->https[h].ngroups; g++)
-                build_group(s, pi, &p->https[h].groups[g], "__meta_url", p->https[h].cfg->url, &nt, &n, &cap);
+                build_group(s, pi, &p->https[h].groups[g], "__meta_url", p->https[h].cfg->url_shown, &nt, &n, &cap);
     }
     /* carry over transfers, health and delta baselines; drop duplicates */
     int64_t mono = ps_time_mono();
@@ -468,6 +553,10 @@ static void rebuild(ps_scraper_t *s)
     }
     ps_hmap_dispose(&seen);
     ps_hmap_dispose(&old);
+    if (s->over_max > 0)
+        ps_log_warn("targets not scraped: more than --scrape.max-targets", "max=%u not_built=%llu",
+                    s->opts.max_targets, (unsigned long long)s->over_max);
+    apply_target_limits(s, nt, m);
     /* targets that went away: stale markers in their scrape series, as Prometheus writes them */
     int64_t now_ms = ps_time_now() / 1000000;
     for (uint32_t i = 0; i < s->ntargets; i++)
@@ -615,6 +704,11 @@ static void start_scrape(ps_scraper_t *s, target_t *t)
     char why[512];
     t->started_mono = ps_time_mono(); /* now, not the loop turn's time: the duration is the request's */
     t->started_wall = ps_time_now();
+    if (t->over_limit) {
+        snprintf(why, sizeof(why), "%s", p->limit_error);
+        set_result(s, t, t->started_wall, 0.0, why, 0, 0);
+        return;
+    }
     if (t->easy != NULL && (t->stale || cl->basic_password_file || cl->auth_credentials_file)) {
         /* new settings, or credentials files to read again: a fresh handle */
         abort_transfer(s, t);
@@ -742,7 +836,7 @@ static void write_synthetic(ps_scraper_t *s, const target_t *t, const ps_scrape_
     atomic_fetch_add(&s->pending_writes, 1);
     if (ps_writer_submit(s->writer, &r->w) != 0) {
         atomic_fetch_sub(&s->pending_writes, 1);
-        ps_log_debug("scrape series not stored", "url=%s err=%s", ps_log_q(t->url), ps_log_q(r->w.err.msg));
+        ps_log_debug("scrape series not stored", "url=%s err=%s", ps_log_q(t->url_shown), ps_log_q(r->w.err.msg));
         ps_arena_dispose(&r->arena);
         free(r);
     }
@@ -774,7 +868,7 @@ static void set_result(ps_scraper_t *s, target_t *t, int64_t started_wall, doubl
         write_synthetic(s, t, &rep, 0);
     }
     if (err)
-        ps_log_debug("scrape failed", "url=%s err=%s", ps_log_q(t->url), ps_log_q(err));
+        ps_log_debug("scrape failed", "url=%s err=%s", ps_log_q(t->url_shown), ps_log_q(err));
 }
 
 static void finish_scrape(ps_scraper_t *s, target_t *t, CURLcode res)
@@ -924,7 +1018,7 @@ static void start_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h)
     char why[512];
     if (!ps_httpclient_setup(e, h->cfg->url, &h->cfg->client, &h->headers, &h->connect_to, why, sizeof(why))) {
         ps_log_error("http_sd: refresh failed, keeping the last good targets", "job=%s url=%s err=%s",
-                     ps_log_q(p->cfg->job_name), ps_log_q(h->cfg->url), ps_log_q(why));
+                     ps_log_q(p->cfg->job_name), ps_log_q(h->cfg->url_shown), ps_log_q(why));
         s->sd_failures++;
         curl_easy_cleanup(e);
         h->easy = NULL;
@@ -945,7 +1039,7 @@ static void finish_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h, CURLcode re
     h->next_refresh = ps_time_mono() + h->cfg->refresh_interval;
     if (res != CURLE_OK || status != 200) {
         ps_log_error("http_sd: refresh failed, keeping the last good targets", "job=%s url=%s err=%s",
-                     ps_log_q(p->cfg->job_name), ps_log_q(h->cfg->url),
+                     ps_log_q(p->cfg->job_name), ps_log_q(h->cfg->url_shown),
                      ps_log_q(res != CURLE_OK ? curl_easy_strerror(res)
                               : status == 0   ? "no answer"
                                               : "HTTP status not 200"));
@@ -956,7 +1050,7 @@ static void finish_http_sd(ps_scraper_t *s, pool_t *p, sd_http_t *h, CURLcode re
     ps_target_group_t *groups;
     uint32_t ng;
     ps_err_t err;
-    if (ps_sd_parse(h->body.len ? (const char *)h->body.data : "", h->body.len, false, h->cfg->url, &na, &groups, &ng,
+    if (ps_sd_parse(h->body.len ? (const char *)h->body.data : "", h->body.len, false, h->cfg->url_shown, &na, &groups, &ng,
                     &err) != 0) {
         ps_log_error("http_sd: invalid answer, keeping the last good targets", "job=%s err=%s",
                      ps_log_q(p->cfg->job_name), ps_log_q(err.msg));
@@ -1238,82 +1332,35 @@ void ps_scraper_stop(ps_scraper_t *s)
 /* ---- reading state ---- */
 
 
-/* Words of a name (split at '_', '-', '.'; a leading "__param_" dropped): one of these marks a
- * credential; "key" does alone (the whole name) or after api/access/private/auth/signing/session,
- * so that shard_key or sort_key stay readable. */
-bool ps_scraper_secret_name(const char *name, size_t n)
-{
-    static const char *const words[] = {"token", "password", "passwd", "pwd", "secret", "credential",
-                                        "credentials", "apikey", "authorization"};
-    static const char *const key_after[] = {"api", "access", "private", "auth", "signing", "session"};
-    if (n >= 8 && memcmp(name, "__param_", 8) == 0)
-        name += 8, n -= 8;
-    const char *prev = NULL;
-    size_t prevl = 0;
-    for (size_t i = 0; i < n;) {
-        while (i < n && (name[i] == '_' || name[i] == '-' || name[i] == '.'))
-            i++;
-        size_t b = i;
-        while (i < n && name[i] != '_' && name[i] != '-' && name[i] != '.')
-            i++;
-        size_t wl = i - b;
-        if (wl == 0)
-            break;
-        for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++)
-            if (wl == strlen(words[w]) && strncasecmp(name + b, words[w], wl) == 0)
-                return true;
-        if (wl == 3 && strncasecmp(name + b, "key", 3) == 0) {
-            if (prev == NULL && i >= n)
-                return true; /* the whole name */
-            for (size_t k = 0; prev != NULL && k < sizeof(key_after) / sizeof(key_after[0]); k++)
-                if (prevl == strlen(key_after[k]) && strncasecmp(prev, key_after[k], prevl) == 0)
-                    return true;
-        }
-        prev = name + b;
-        prevl = wl;
-    }
-    return false;
-}
-
-#define SECRET "<secret>"
-
+/* Labels as shown: with redact, values per the configuration's rule (ps_redact_value). */
 static void labels_json(const ps_labels_t *ls, bool redact, ps_json_t *j)
 {
+    ps_buf_t v = PS_BUF_INIT;
     ps_json_obj(j);
     for (uint32_t i = 0; i < ls->n; i++) {
         ps_json_keyn(j, ls->pairs[i].name, ls->pairs[i].nlen);
-        if (redact && ps_scraper_secret_name(ls->pairs[i].name, ls->pairs[i].nlen))
-            ps_json_cstr(j, SECRET);
-        else
+        if (redact) {
+            ps_buf_reset(&v);
+            ps_redact_value(ls->pairs[i].name, ls->pairs[i].nlen, ls->pairs[i].value, ls->pairs[i].vlen, &v);
+            ps_json_str(j, v.len ? (const char *)v.data : "", v.len);
+        } else {
             ps_json_str(j, ls->pairs[i].value, ls->pairs[i].vlen);
+        }
     }
     ps_json_end(j);
+    ps_buf_dispose(&v);
 }
 
-/* url with the values of its credential-like query parameters replaced by <secret> */
+/* A URL as shown: with redact, its password and credential-like query values hidden (ps_redact_url). */
 static void url_json(const char *url, bool redact, ps_json_t *j)
 {
-    const char *q = strchr(url, '?');
-    if (!redact || q == NULL) {
+    if (!redact) {
         ps_json_cstr(j, url);
         return;
     }
     ps_buf_t b = PS_BUF_INIT;
-    ps_buf_append(&b, url, (size_t)(q - url) + 1);
-    for (const char *p = q + 1; *p;) {
-        size_t len = strcspn(p, "&");
-        const char *eq = memchr(p, '=', len);
-        if (eq != NULL && ps_scraper_secret_name(p, (size_t)(eq - p))) {
-            ps_buf_append(&b, p, (size_t)(eq - p) + 1);
-            ps_buf_append(&b, SECRET, strlen(SECRET));
-        } else {
-            ps_buf_append(&b, p, len);
-        }
-        p += len;
-        if (*p == '&')
-            ps_buf_append(&b, p++, 1);
-    }
-    ps_json_str(j, (const char *)b.data, b.len);
+    ps_redact_url(url, strlen(url), &b);
+    ps_json_str(j, b.len ? (const char *)b.data : "", b.len);
     ps_buf_dispose(&b);
 }
 
@@ -1412,6 +1459,23 @@ void ps_scraper_metrics(ps_scraper_t *s, ps_buf_t *out)
                        "# HELP profstore_sd_failures_total Service discovery refreshes that failed.\n"
                        "# TYPE profstore_sd_failures_total counter\nprofstore_sd_failures_total %llu\n",
                   s->ntargets, (unsigned long long)s->sd_failures);
+    ps_buf_printf(out, "# HELP profstore_scrape_targets_over_max Targets not built for --scrape.max-targets (last rebuild).\n"
+                       "# TYPE profstore_scrape_targets_over_max gauge\nprofstore_scrape_targets_over_max %llu\n"
+                       "# HELP profstore_scrape_dropped_targets_not_kept_total Targets dropped by relabeling and not kept "
+                       "for /api/v1/targets (keep_dropped_targets, --scrape.max-targets).\n"
+                       "# TYPE profstore_scrape_dropped_targets_not_kept_total counter\n"
+                       "profstore_scrape_dropped_targets_not_kept_total %llu\n",
+                  (unsigned long long)s->over_max, (unsigned long long)s->dropped_not_kept);
+    ps_buf_printf(out, "# HELP profstore_scrape_pool_exceeded_target_limit_total Rebuilds of a job's targets that found "
+                       "more than its target_limit, by job.\n"
+                       "# TYPE profstore_scrape_pool_exceeded_target_limit_total counter\n");
+    for (uint32_t i = 0; i < s->npools; i++)
+        if (s->pools[i].cfg->target_limit > 0) {
+            char job[400];
+            ps_fmt_label_value(s->pools[i].cfg->job_name, job, sizeof(job));
+            ps_buf_printf(out, "profstore_scrape_pool_exceeded_target_limit_total{job=\"%s\"} %llu\n", job,
+                          (unsigned long long)s->pools[i].limit_exceeded);
+        }
     ps_buf_printf(out, "# HELP profstore_sd_file_patterns_unmatched file_sd patterns that match no file, by job.\n"
                        "# TYPE profstore_sd_file_patterns_unmatched gauge\n");
     for (uint32_t i = 0; i < s->npools; i++)

@@ -23,6 +23,8 @@ typedef struct ps_scraper ps_scraper_t;
 typedef struct ps_scraper_opts {
     size_t max_body;            /* largest profile body accepted from a target (default 64 MiB) */
     ps_pprof_limits_t limits;
+    uint32_t max_targets;       /* targets (target x profile) kept over every job, and as many dropped
+                                 * ones; past it no more are built (--scrape.max-targets; 0 = none) */
 } ps_scraper_opts_t;
 
 /** Starts the scraper thread with cfg (taken). */
@@ -32,13 +34,11 @@ void ps_scraper_reload(ps_scraper_t *s, ps_config_t *cfg);
 /** Stops scraping, waits for the thread. NULL is a no-op. */
 void ps_scraper_stop(ps_scraper_t *s);
 
-/** GET /api/v1/targets body (Prometheus shape); state: "active", "dropped" or "any"/NULL. Thread-safe. */
+/** GET /api/v1/targets body (Prometheus shape); state: "active", "dropped" or "any"/NULL. With
+ *  redact (callers without admin), label values and URLs as the configuration's one rule shows
+ *  them (config.h ps_redact_value: "<secret>" for credential-like names, "xxxxx" for URL
+ *  passwords). Thread-safe. */
 void ps_scraper_targets_json(ps_scraper_t *s, const char *state, bool redact, ps_buf_t *out);
-/** Whether a label or URL parameter name looks like it holds a credential: one of its words
- *  (split at _ - .; "__param_" dropped; any case) is token, password, passwd, pwd, secret,
- *  credential(s), apikey or authorization, or it is "key" alone or api_key, access_key, ... (not
- *  shard_key). With redact, /api/v1/targets shows such values as "<secret>" (not for admins). */
-bool ps_scraper_secret_name(const char *name, size_t n);
 /** Self-metrics in Prometheus text format. Thread-safe; s may be NULL. */
 void ps_scraper_metrics(ps_scraper_t *s, ps_buf_t *out);
 

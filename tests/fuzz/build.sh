@@ -5,7 +5,7 @@
 #
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
 # prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
-# fuzz_xorchunk (storage/xorchunk.c), fuzz_fdense (storage/fdense.c), fuzz_selector and fuzz_promql (parser/), fuzz_remote
+# fuzz_xorchunk (storage/xorchunk.c), fuzz_fdense (storage/fdense.c), fuzz_selector and fuzz_promql (parser/), fuzz_pqeval (parser/ + src/query/promql*.c), fuzz_remote
 # (proto/remote.c, snappy), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
 # /ingest), fuzz_querier (proto/querier.c, proto/pbjson.c) and fuzz_ui_headers (web/ui_assets.c: the
@@ -81,6 +81,17 @@ if [ -f "$root/parser/promql.c" ] && [ -f "$here/fuzz_promql.c" ]; then
     fuzzcc "$here/fuzz_promql.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
         $(pkg-config --libs libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_promql"
+fi
+
+# fuzz_pqeval: the PromQL parser and evaluator together (parser/ and src/query/promql*.c over an
+# in-memory sample source); the headers of src/query and storage/ for their types only.
+if [ -f "$root/src/query/promql.c" ] && [ -f "$here/fuzz_pqeval.c" ]; then
+    [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
+    [ -e "$gen/inc/query" ] || ln -s "$root/src/query" "$gen/inc/query"
+    # shellcheck disable=SC2046
+    fuzzcc "$here/fuzz_pqeval.c" "$root/src/query/promql.c" "$root/src/query/promql_func.c" "$root"/parser/*.c \
+        "$gen/selector.re.c" "$root"/src/core/*.c $(pkg-config --libs libpcre2-8) -lm -lpthread \
+        -o "$out/fuzz_pqeval"
 fi
 
 # fuzz_remote: the remote-write codec (proto/remote.c) with its generated protobuf-c code and snappy.

@@ -2,7 +2,7 @@
 # run.sh - builds every libFuzzer target (tests/fuzz/build.sh) and fuzzes each for N seconds
 # (default 20): fuzz_pprof seeded with the real pprof fixtures (as they are and gunzipped),
 # fuzz_chunk, fuzz_xorchunk and fuzz_fdense seeded with chunks their encoders make, fuzz_selector seeded with
-# real selectors, fuzz_promql with real queries, fuzz_remote seeded with the captured Prometheus
+# real selectors, fuzz_promql and fuzz_pqeval (parse and evaluate) with real queries, fuzz_remote seeded with the captured Prometheus
 # remote-write bodies (as they are and uncompressed), fuzz_remote_read with the captured read
 # requests (likewise), fuzz_connect with the Connect requests it encodes itself (a PushRequest
 # holding a real pprof, binary and JSON; types.v1 requests), fuzz_pyingest with the captured
@@ -25,7 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_fdense fuzz_selector fuzz_promql fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_querier fuzz_ui_headers fuzz_webconfig fuzz_config"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_fdense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_querier fuzz_ui_headers fuzz_webconfig fuzz_config"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 # a fixed seed: make test replays the same mutations each time, so it fails on a code change, not on
 # luck (campaign.sh and PS_FUZZ_SEED=0, a seed of libFuzzer's choosing, are where new findings come from)
@@ -95,7 +95,7 @@ for t in $targets; do
                  "x{a='\\x41\\u00e9'}" 'sum(rate(x[5m]))' '{a!~"(a+)+$"}'; do
             printf '%s' "$s" > "$corpus/seed$i"; i=$((i + 1))
         done ;;
-    fuzz_promql)
+    fuzz_promql|fuzz_pqeval)
         i=0
         for s in 'sum by (job) (rate(http_requests_total{code=~"5.."}[5m])) / ignoring(code) group_left sum(x)' \
                  'histogram_quantile(0.9, sum by (le) (rate(x_bucket[5m] offset -1h @ 100)))' \

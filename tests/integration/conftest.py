@@ -15,6 +15,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -357,10 +358,24 @@ def series_snapshot(srv: Server):
 _active_servers: List[Server] = []
 
 
+# Skips that are not a missing tool: under PS_REQUIRE_TOOLS=1 (`make test`, CI) every other skip
+# is a failure, since `make test` installs every tool the tests use (scripts/install-deps.sh).
+ALLOWED_SKIPS = (
+    "RSS of an ASan build",            # a measure that means nothing under ASan
+    "profile totals: profstore only",  # PS_PROMQL_PEER=1 (a Prometheus in profstore's place)
+)
+REQUIRE_TOOLS = os.environ.get("PS_REQUIRE_TOOLS") == "1"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
+    if REQUIRE_TOOLS and rep.skipped and isinstance(rep.longrepr, tuple):
+        reason = str(rep.longrepr[2])
+        if not any(a in reason for a in ALLOWED_SKIPS) and "xfail" not in rep.keywords:
+            rep.outcome = "failed"
+            rep.longrepr = "skipped under PS_REQUIRE_TOOLS=1 (make test installs every tool): " + reason
     if rep.failed and _active_servers:
         for i, s in enumerate(_active_servers):
             text = s.log()
@@ -452,9 +467,23 @@ def require_tool(name: str) -> str:
     return path
 
 
+def _go_cache() -> Dict[str, str]:
+    """The user's Go build cache: with HOME moved, `go tool pprof` would otherwise build pprof from
+    the Go sources again in every test (a minute or more on a busy machine)."""
+    if "go_cache" not in _cache:
+        env: Dict[str, str] = {}
+        go = shutil.which("go")
+        if "GOCACHE" not in os.environ and go:
+            r = subprocess.run([go, "env", "GOCACHE"], capture_output=True, text=True, timeout=60)
+            if r.returncode == 0 and r.stdout.strip():
+                env["GOCACHE"] = r.stdout.strip()
+        _cache["go_cache"] = env
+    return _cache["go_cache"]  # type: ignore[return-value]
+
+
 def tool_env(tmp_path: Path) -> Dict[str, str]:
     """Environment for go tool pprof / promtool: no copies in ~/pprof, UTC times."""
-    return dict(os.environ, PPROF_TMPDIR=str(tmp_path / "pprof"), TZ="UTC", HOME=str(tmp_path))
+    return dict(os.environ, PPROF_TMPDIR=str(tmp_path / "pprof"), TZ="UTC", HOME=str(tmp_path), **_go_cache())
 
 
 def go_pprof(args: List[str], tmp_path: Path, timeout: float = 120.0) -> subprocess.CompletedProcess:

@@ -107,6 +107,32 @@ def test_full_tmpfs_is_507_reads_go_on_restart_and_space_returns(make_server, tm
     assert jobs(srv) == set(acked)
 
 
+def test_reserve_sized_to_a_small_disk(make_server, tmpfs):
+    # the default 32 MiB reserve cannot be taken on a 20 MiB disk: every write was 507 for good
+    srv = make_server(data_dir=tmpfs / "data", storage_disk_reserve="32MiB")
+    assert (tmpfs / "data" / "space.reserve").stat().st_size == (20 << 20) // 16
+    st, js = push(srv, "a0")
+    assert st == 200, js
+    assert 'msg="disk reserve sized to the disk" reserve=1310720 configured=33554432' in srv.log(), srv.log()
+
+
+def test_full_disk_at_start_says_so(make_server, tmpfs):
+    srv = make_server(data_dir=tmpfs / "data", storage_disk_reserve="1MiB")
+    srv.stop()
+    os.unlink(tmpfs / "data" / "space.reserve")
+    fill_disk(tmpfs / "filler")
+    srv.start()
+    line = [x for x in srv.log().splitlines() if "writes are refused from the start" in x]
+    assert len(line) == 1, srv.log()
+    assert "disk full: " in line[0] and "writes resume once 1048576 bytes are free" in line[0], line
+    st, js = push(srv, "a0")
+    assert st == 507, js
+    assert srv.get("/-/ready")[0] == 200  # reads go on
+    os.unlink(tmpfs / "filler")
+    st, js = push(srv, "a1")
+    assert st == 200, js
+
+
 def test_full_tmpfs_retention_frees_and_writes_resume(make_server, tmpfs, pb):
     srv = make_server(retention="1m", data_dir=tmpfs / "data", storage_disk_reserve="256KiB",
                       storage_retention_interval="1s")

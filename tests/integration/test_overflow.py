@@ -14,8 +14,7 @@ import pprof_decode as pd
 MAX = 2**63 - 1
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
 T0 = int(time.time()) - 600
-RANGE = "out of range: times are int64 nanoseconds since 1970, from 1677-09-21T00:12:43.145224192Z to " \
-        "2262-04-11T23:47:16.854775807Z"
+RANGE = "out of range (before 1678 or after 2262)"
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +79,13 @@ def test_merge_over_chunks_and_head_saturates(srv):
     assert [s.value for s in d.sample] == [[MAX]]
 
 
-@pytest.mark.parametrize("when", ["2300-01-01T00:00:00Z", "1600-01-01T00:00:00Z", "9223372037", "1e12"])
+@pytest.mark.parametrize("when", ["2300-01-01T00:00:00Z", "1600-01-01T00:00:00Z", "9223372037", "1e19"])
 def test_push_time_out_of_range_refused(srv, when):
     before = {s["id"] for s in srv.series()}
     st, js = srv.push(pd.encode(big_profile([7])), time=when, labels='{job="when"}')
     assert st == 400
-    assert js == {"status": "error", "errorType": "bad_data", "error": 'time: time "%s" is %s' % (when, RANGE)}
+    assert js == {"status": "error", "errorType": "bad_data",
+                  "error": 'time: cannot parse "%s" to a valid timestamp: %s' % (when, RANGE)}
     assert {s["id"] for s in srv.series()} == before  # nothing stored (was: at about now)
 
 
@@ -98,14 +98,15 @@ def test_query_time_out_of_range_refused(srv, path, param):
     assert st == 400, body
     js = json.loads(body)
     assert js["errorType"] == "bad_data"
-    assert js["error"].endswith('time "2262-04-11T23:47:16.854775808Z" is %s' % RANGE), js
+    assert js["error"] == 'invalid parameter "%s": cannot parse "2262-04-11T23:47:16.854775808Z" to a valid ' \
+                          'timestamp: %s' % (param, RANGE), js
 
 
 def test_extreme_query_times_answer(srv):
     """Times at the ends of what the APIs take, and PromQL's @ past int64 ms (Prometheus takes it as
     INT64_MIN): answered, not undefined behaviour on the way (make integration-asan aborts the
     server on that)."""
-    lo, hi = "-9223372036", "9223372036"
+    lo, hi = "-9199999999", "9199999999"  # seconds, the widest the APIs take
     cases = [
         ("/api/v1/query", {"query": "rate(f[5m] @ 9.3e15)", "time": T0}),
         ("/api/v1/query", {"query": "sum_over_time(%s[5m] @ -9.3e15)" % CPU, "time": T0}),

@@ -105,6 +105,7 @@ def test_flags_every_flag_with_its_value(make_server):
         "query.cpus": str(min(max(os.sysconf("SC_NPROCESSORS_ONLN") - 1, 1), 256)),  # CPUs less one
         "storage.remote.read-concurrent-limit": "10", "storage.remote.read-max-bytes-in-frame": "1048576",
         "web.config.file": "", "web.enable-admin-api": "true", "web.enable-lifecycle": "true",  # the fixture's
+        "scrape.max-targets": "50000",
         "web.max-connections": "512", "web.read-header-timeout": "10s", "web.body-idle-timeout": "10s",
         "web.body-min-rate": "1KiB", "web.idle-timeout": "2m", "web.enable-h2c": "false", "web.http2-max-resets": "100",
         "agent": "false",

@@ -342,9 +342,12 @@ BAD_RENDER = [
     ({"query": "x:y:z:w:v{}"}, 404, 'invalid parameter "query": unknown profile type "x:y:z:w:v" (GET '
                                     '/api/v1/profiles/types lists the stored ones)'),
     ({"query": GOOD, "from": "garbage"}, 400, 'invalid parameter "from": cannot parse time "garbage" (want unix '
-                                              'seconds, ms, us or ns, YYYYMMDD, or now-1h)'),
-    ({"query": GOOD, "until": "now-1x"}, 400, 'invalid parameter "until": time "now-1x": unknown unit "x" (s, m/min, h, '
-                                              'd, w, M/mon, y)'),
+                                              'seconds, ms, us or ns, YYYYMMDD, RFC3339, or now-1h)'),
+    ({"query": GOOD, "until": "now-1x"}, 400, 'invalid parameter "until": time "now-1x": unknown unit "x" at character 6 '
+                                              '(s, m/min, h, d, w, M/mon, y)'),
+    ({"query": GOOD, "until": "now-5x"}, 400, 'invalid parameter "until": time "now-5x": unknown unit "x" at character 6 '
+                                              '(s, m/min, h, d, w, M/mon, y)'),
+    ({"query": GOOD, "from": "now-h"}, 400, 'invalid parameter "from": time "now-h": want a number at character 5'),
     ({"query": GOOD, "from": "0", "until": "0"}, 400, 'invalid parameter "from": 1970-01-01T00:00:00Z is not after the '
                                                       'Unix epoch'),
     ({"query": GOOD, "from": "0", "until": str(T0)}, 400, 'invalid parameter "from": 1970-01-01T00:00:00Z is not after '
@@ -392,7 +395,7 @@ def test_render_series_limit(make_server):
     got = get(s, "/pyroscope/render", {"query": CPU + '{job="x"}', "from": str(T0), "until": str(T0 + 60)},
               expect=422)[0]
     own = s.get_json("/api/v1/profiles/query?" + urllib.parse.urlencode(
-        {"query": CPU_STORED + '{job="x"}', "start": str(T0), "end": str(T0 + 60)}), expect=422)
+        {"query": CPU_STORED + '{job="x"}', "start": str(T0), "end": str(T0 + 60), "format": "flamegraph"}), expect=422)
     assert got == {"code": "resource_exhausted", "message": own["error"]}
     assert got["message"] == "the selector matches more than 1 series (the limit, --query.max-series); narrow it"
     assert render(s, CPU + '{job="x",instance="0"}', until=T0 + 60)["flamebearer"]["numTicks"] == 2980000000

@@ -46,9 +46,30 @@ def _alive_after(request):
         assert_alive(request.getfixturevalue("srv"))
 
 
+def wants_pprof(path, params):
+    """A profile query for pprof (format absent or pprof): its errors come as go tool pprof prints them."""
+    fmt = dict(params.items() if isinstance(params, dict) else params).get("format", "")
+    return path in ("/api/v1/profiles/query", "/api/v1/profiles/diff") and fmt in ("", "pprof")
+
+
 def error_of(s, method, path, params, status=400, error_type="bad_data"):
     st, hdrs, body = form_request(s, method, path, params)
     assert st == status, (method, path, params, st, body[:500])
+    if wants_pprof(path, params):
+        # net/http/pprof's error shape: text/plain, X-Go-Pprof: 1, the message and a newline;
+        # with Accept: application/json the same error in Prometheus' JSON
+        assert hdrs.get("content-type") == "text/plain; charset=utf-8", hdrs
+        assert hdrs.get("x-go-pprof") == "1", hdrs
+        text = body.decode()
+        assert text.endswith("\n") and "\n" not in text[:-1], text
+        st2, hdrs2, body2 = s.request(method, path + "?" + urllib.parse.urlencode(
+            list(params.items()) if isinstance(params, dict) else list(params), quote_via=urllib.parse.quote),
+            headers={"Accept": "application/json"}) if method == "GET" else (None, None, None)
+        if method == "GET":
+            assert st2 == status and hdrs2.get("content-type", "").startswith("application/json"), hdrs2
+            js = json.loads(body2)
+            assert js == {"status": "error", "errorType": error_type, "error": text[:-1]}, js
+        return text[:-1]
     assert hdrs.get("content-type", "").startswith("application/json"), hdrs
     js = json.loads(body)
     assert js["status"] == "error" and js["errorType"] == error_type, js

@@ -3,12 +3,18 @@ the minimal file scrapes one real Go program (gotarget) with Parca's default pro
 (exactly the five default profile types, CPU with ?seconds=10, every target up), and the full
 reference file is accepted as it stands."""
 
+import json
+import os
 import re
+import signal
+import subprocess
 import time
+import urllib.request
+from pathlib import Path
 
 import pytest
 
-from conftest import REPO, require_tool
+from conftest import PROFSTORE_BIN, REPO, free_port, require_tool
 from scrape_util import GoTarget, active_targets, wait_for
 
 README = (REPO / "README.md").read_text()
@@ -57,3 +63,62 @@ def test_reference_config_is_accepted(make_server, tmp_path):
     st, _, _ = srv.get("/-/ready")
     assert st == 200
     srv.stop()
+
+
+# ---- make run CONFIG=... -----------------------------------------------------------------------
+
+def make_dry(*args):
+    r = subprocess.run(["make", "-n", *args], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout.splitlines()
+
+
+def test_make_run_installs_only_build_needs_and_passes_config():
+    # `make run` installs with --build (no browser, Go, Prometheus or Docker tools); `make test` all
+    lines = make_dry("run", "CONFIG=x.yml")
+    assert lines[0] == "scripts/install-deps.sh --build", lines
+    assert "scripts/install-deps.sh" not in lines
+    assert lines[-1] == "build/profstore --listen 127.0.0.1:7070 --data-dir ./data --config=x.yml", lines
+    assert make_dry("run")[-1] == "build/profstore --listen 127.0.0.1:7070 --data-dir ./data"
+    assert make_dry("test")[0] == "scripts/install-deps.sh"
+    script = (REPO / "scripts" / "install-deps.sh").read_text()
+    build_pkgs = set(re.search(r'^BUILD_PKGS="([^"]*)"', script, re.M).group(1).split())
+    assert not build_pkgs & {"chromium", "chromium-driver", "prometheus", "golang-go", "docker-compose",
+                             "python3-selenium", "clang"}
+
+
+def test_make_run_config_scrapes_the_readme_example(tmp_path):
+    """`make run CONFIG=profstore.yml` for real (README's first command after its minimal file): the
+    server it starts scrapes the Go program the file names."""
+    require_tool("go")
+    build = Path(PROFSTORE_BIN).parent
+    cache = (build / "CMakeCache.txt").read_text()
+    # make run rebuilds its BUILD: it must be this tree's
+    assert "CMAKE_HOME_DIRECTORY:INTERNAL=%s\n" % REPO in cache, "PROFSTORE_BIN must be built from %s" % REPO
+    t = GoTarget(tmp_path / "t").start()
+    cfg = tmp_path / "profstore.yml"
+    cfg.write_text(yaml_blocks()[0].replace("127.0.0.1:6060", t.address))
+    port = free_port()
+    log = open(tmp_path / "make.log", "w")
+    proc = subprocess.Popen(["make", "-s", "run", "CONFIG=%s" % cfg, "BUILD=%s" % build,
+                             "LISTEN=127.0.0.1:%d" % port, "DATA=%s" % (tmp_path / "data")],
+                            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = "http://127.0.0.1:%d" % port
+
+    def get_json(path):
+        try:
+            with urllib.request.urlopen(base + path, timeout=5) as r:
+                return json.loads(r.read())
+        except OSError:
+            return None
+
+    try:
+        targets = wait_for(lambda: (lambda j: j and len(j["data"]["activeTargets"]) == 5 and j["data"]["activeTargets"])(
+            get_json("/api/v1/targets")), 120, "5 targets")
+        assert sorted(x["labels"]["job"] for x in targets) == ["myapp"] * 5
+        assert get_json("/api/v1/status/flags")["data"]["config"] == str(cfg)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+        log.close()
+        t.stop()

@@ -111,14 +111,15 @@ def test_page_loads_types_and_autocompletion(ui_server, browser):
     assert pushed <= labels and len(labels) == len(want)
     Select(browser.wait_for("select.type")).select_by_value(CPU_NS)
     browser.wait_js("new URLSearchParams(location.search).get('type') === '%s'" % CPU_NS, 10)
-    # label names: those of the type's series, without __name__
+    # label names: those of every profile type's series, without __name__
     sel = browser.wait_for("input.selector")
     sel.click()
     browser.wait_for("ul.suggest li")
     names = browser.js("return [...document.querySelectorAll('ul.suggest li')].map(li => li.textContent);")
-    want = [n for n in ui_server.srv.get_json("/api/v1/labels?match[]=" + urllib.parse.quote(CPU_NS + "{}"))["data"]
+    every = '{__name__=~"%s"}' % "|".join(t["id"] for t in types)
+    want = [n for n in ui_server.srv.get_json("/api/v1/labels?match[]=" + urllib.parse.quote(every))["data"]
             if n != "__name__"]
-    assert sorted(names) == sorted(want) and "instance" in names and "job" in names
+    assert sorted(names) == sorted(want) == ["env", "instance", "job", "version"]
     # a value list filtered by the matchers already typed: job="api" has instances a and b only
     sel.send_keys('job="api", instance="')
     browser.wait_js("[...document.querySelectorAll('ul.suggest li')].map(li => li.textContent).join(',') === 'a:6060,b:6060'",
@@ -391,20 +392,27 @@ def test_loading_indicator_on_slow_requests(ui_server, browser):
 
 
 def test_empty_state_and_inline_errors(ui_server, browser):
+    # a store with profiles: what matched nothing, not how to push (test_ui_types.py has more)
     browser.open(graph_url(ui_server, sel='job="nothing-here"'))
-    box = browser.wait_for(".view-msg .empty")
-    assert box.text.startswith("No profiles of %s in this range — scrape or push some:" % CPU_NS)
-    assert "/api/v1/profiles/write" in browser.text(".view-msg .empty pre.cmd")
+    box = browser.wait_for(".view-msg .empty.nodata")
+    browser.wait_js("document.querySelector('.view-msg .empty.nodata .hint')", 10)
+    assert box.text == ('No profiles of process_cpu — cpu (nanoseconds) Δ match {job="nothing-here"} in this range.\n'
+                        "Nothing in this range matches the selector in any profile type: widen the range or change "
+                        "the selector.")
+    assert browser.find_all(".view-msg .empty pre.cmd") == []
     browser.screenshot("empty")
     no_errors(browser)
-    # a bad selector: the server's own message, inline
+    # a bad selector: the server's own message, inline, at the column of the text typed
     bad = 'job=~"("'
     browser.open(graph_url(ui_server, sel=bad))
     err = browser.wait_for(".view-msg .error")
     st, _, body = browser.http_get("/api/v1/query?" + urllib.parse.urlencode(
         {"query": "%s{%s}[1s]" % (CPU_NS, bad)}, quote_via=urllib.parse.quote))
     assert st == 400
-    assert err.text == "query: " + json.loads(body)["error"]
+    pos = "1:%d: " % (len(CPU_NS) + 2)  # the matcher's first character in the query sent
+    msg = json.loads(body)["error"]
+    assert msg.startswith('invalid parameter "query": ' + pos)
+    assert err.text == "query: selector, column 1: %s\n{%s}\n ^" % (msg.split(pos, 1)[1], bad)
     browser.screenshot("error")
     # Chromium logs each 400 as a console error; nothing else may be there
     assert [e for e in browser.console_errors() if "/api/v1/" not in e or "status of 400" not in e] == []

@@ -193,6 +193,31 @@ static void test_re2_accepts(void **state)
     ps_regex_free(re);
 }
 
+/* POSIX brackets RE2 reads as plain classes and PCRE2 refuses: [[.a.]] is a class of '[' '.' 'a'
+ * then ']'; [:alpha:] outside a class is a class of ':' 'a' 'l' 'p' 'h' */
+static void test_re2_posix_brackets(void **state)
+{
+    (void)state;
+    assert_int_equal(M("[[.a.]]", "a]"), 1);
+    assert_int_equal(M("[[.a.]]", "[]"), 1);
+    assert_int_equal(M("[[.a.]]", ".]"), 1);
+    assert_int_equal(M("[[.a.]]", "a"), 0);
+    assert_int_equal(M("[[=a=]]", "=]"), 1);
+    assert_int_equal(M("[[=a=]]", "b]"), 0);
+    assert_int_equal(M("[[.a.]", "."), 1);
+    assert_int_equal(M("[:alpha:]", "h"), 1);
+    assert_int_equal(M("[:alpha:]", "b"), 0);
+    assert_int_equal(M("[.a.]+", ".a."), 1);
+    assert_int_equal(M("[=a=]", "="), 1);
+    assert_int_equal(M("x[^[.a.]]", "xb]"), 1);
+    assert_int_equal(M("x[^[.a.]]", "xa]"), 0);
+    assert_int_equal(M("[[:alpha:][.a.]]", "q]"), 1); /* [:alpha:] a named class inside: one class, then ']' */
+    assert_int_equal(M("[[:alpha:][.a.]]", "q"), 0);
+    assert_int_equal(M("\\[[.a.]]", "[a]"), 1); /* an escaped [ opens no class */
+    assert_int_equal(M("(a)[[.b.]]*", "a]"), 0);
+    assert_int_equal(M("\\Q[.a.]\\E", "[.a.]"), 1); /* quoted: nothing to escape */
+}
+
 static void test_limits(void **state)
 {
     char subject[64];
@@ -218,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_compile_errors),
         cmocka_unit_test(test_re2_syntax),
         cmocka_unit_test(test_re2_accepts),
+        cmocka_unit_test(test_re2_posix_brackets),
         cmocka_unit_test(test_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

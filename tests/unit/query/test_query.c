@@ -285,6 +285,52 @@ static void test_merge_errors(void **state)
     fx_end(&f);
 }
 
+/* one measure: name, sample type, unit and delta flag agree; the period may differ */
+static void test_same_measure(void **state)
+{
+    (void)state;
+    assert_true(ps_profile_type_same_measure("memory:inuse_space:bytes:space:bytes",
+                                             "memory:inuse_space:bytes:inuse_space:bytes"));
+    assert_true(ps_profile_type_same_measure(CPU, "process_cpu:cpu:nanoseconds:wall:nanoseconds:delta"));
+    assert_false(ps_profile_type_same_measure(CPU, "process_cpu:cpu:nanoseconds:cpu:nanoseconds"));
+    assert_false(ps_profile_type_same_measure(CPU, CPU_SAMPLES));
+    assert_false(ps_profile_type_same_measure("memory:inuse_space:bytes:space:bytes",
+                                              "memory:inuse_space:count:space:bytes"));
+    assert_false(ps_profile_type_same_measure("block:delay:nanoseconds:contentions:count:delta",
+                                              "mutex:delay:nanoseconds:contentions:count:delta"));
+    assert_false(ps_profile_type_same_measure("a:b", "a:b"));
+    /* a period type named delta is not the delta flag */
+    assert_false(ps_profile_type_same_measure("x:y:z:delta:delta", "x:y:z:u:v:delta"));
+    assert_true(ps_profile_type_same_measure("x:y:z:delta:delta", "x:y:z:u:v"));
+
+    static const char *heap[] = {"memory:inuse_space:bytes:inuse_space:bytes", "memory:inuse_space:bytes:space:bytes",
+                                 "memory:inuse_space:bytes:inuse_space:bytes"};
+    ps_label_pair_t pairs[4];
+    ps_labels_t ls[4];
+    for (int i = 0; i < 4; i++) {
+        const char *v = i < 3 ? heap[i] : "memory:alloc_space:bytes:space:bytes";
+        pairs[i] = (ps_label_pair_t){.name = "__name__", .value = v, .nlen = 8, .vlen = (uint32_t)strlen(v)};
+        ls[i] = (ps_labels_t){.n = 1, .pairs = &pairs[i]};
+    }
+    uint64_t sids[4] = {1, 2, 3, 4};
+    ps_series_set_t set = {3, sids, ls};
+    ps_err_t err = {0};
+    const char *type;
+    /* merged: the type with a period type of its own stands for them */
+    assert_int_equal(ps_query_single_type(&set, &type, &err), 0);
+    assert_string_equal(type, "memory:inuse_space:bytes:space:bytes");
+    set.n = 1;
+    assert_int_equal(ps_query_single_type(&set, &type, &err), 0);
+    assert_string_equal(type, "memory:inuse_space:bytes:inuse_space:bytes");
+    set.n = 4;
+    assert_int_equal(ps_query_single_type(&set, &type, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "the selector matches series of 3 profile types (memory:inuse_space:bytes:inuse_space:"
+                                 "bytes, memory:inuse_space:bytes:space:bytes, memory:alloc_space:bytes:space:bytes); "
+                                 "merging different types is meaningless (memory:inuse_space:bytes:inuse_space:bytes "
+                                 "and memory:alloc_space:bytes:space:bytes are not the same measure: name, sample "
+                                 "type, unit and delta must agree): add __name__ or a profile type to the selector");
+}
+
 static void test_merge_family(void **state)
 {
     (void)state;
@@ -519,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_select_union_and_labels),
         cmocka_unit_test(test_merge_range_and_at),
         cmocka_unit_test(test_merge_errors),
+        cmocka_unit_test(test_same_measure),
         cmocka_unit_test(test_merge_family),
         cmocka_unit_test(test_eval_instant),
         cmocka_unit_test(test_eval_range),

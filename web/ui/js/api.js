@@ -3,10 +3,11 @@
 // page's loading indicator appears while any request has been running for more than 300 ms.
 
 export class ApiError extends Error {
-  constructor(message, status, path) {
+  constructor(message, status, path, params = {}) {
     super(message);
     this.status = status;
     this.path = path;
+    this.params = params; // what was asked: a selector error's position refers to one of these
   }
 }
 
@@ -66,7 +67,7 @@ export async function get(path, params = {}, { signal, as = 'json' } = {}) {
       if (e.name === 'AbortError') throw e;
       throw new ApiError(`cannot reach the server: ${e.message}`, 0, path);
     }
-    if (!res.ok) throw new ApiError(await errorMessage(res), res.status, path);
+    if (!res.ok) throw new ApiError(await errorMessage(res), res.status, path, params);
     if (as === 'blob') return await res.blob();
     const j = await res.json();
     // Prometheus-shaped answers are unwrapped; profile answers come bare
@@ -83,6 +84,9 @@ export const api = {
   labels: (match, o) => get('/api/v1/labels', { 'match[]': match ? [match] : [] }, o),
   labelValues: (name, match, o) =>
     get(`/api/v1/label/${encodeURIComponent(name)}/values`, { 'match[]': match ? [match] : [] }, o),
+  labelsIn: (match, start, end, o) => get('/api/v1/labels', { 'match[]': [match], start, end }, o),
+  labelValuesIn: (name, match, start, end, o) =>
+    get(`/api/v1/label/${encodeURIComponent(name)}/values`, { 'match[]': [match], start, end }, o),
   query: (query, time, o) => get('/api/v1/query', { query, time }, o),
   queryRange: (query, start, end, step, o) => get('/api/v1/query_range', { query, start, end, step }, o),
   profile: (params, o) => get('/api/v1/profiles/query', params, o),

@@ -5,6 +5,7 @@
 
 import { h, clear, errorBox, pct } from './dom.js';
 import { formatValue } from './flame.js';
+import { selector } from './state.js';
 
 export class Breakdown {
   // onPick(label): the label chosen; onNarrow(label, value): a row clicked
@@ -28,7 +29,7 @@ export class Breakdown {
       return;
     }
     const ms = q.point ? 1 : Math.max(1, Math.round((q.end - q.start) * 1000));
-    const expr = `sum by (${q.label}) (sum_over_time(${q.type}{${q.sel || ''}}[${ms}ms]))`;
+    const expr = `sum by (${q.label}) (sum_over_time(${selector(q.type, q.sel)}[${ms}ms]))`;
     let res;
     try {
       res = await api.query(expr, q.end.toFixed(3));

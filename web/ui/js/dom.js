@@ -1,7 +1,31 @@
 // dom.js: the tiny h() helper the views build their DOM with, and shared formatting (units,
 // times) so the graph, tables and tooltips say the same thing.
 
-// h('div.cls#id', {attrs, on: {click}}, ...children)
+// The schemes a link or resource the UI makes may have: http(s), and blob: (object URLs of
+// downloads the page made itself). A URL from outside (a scrape URL, a label) with any other
+// scheme (javascript:, data:, vbscript:, file:) is never put into an attribute.
+const SAFE_SCHEMES = new Set(['http:', 'https:', 'blob:']);
+const URL_ATTRS = new Set(['href', 'src', 'action', 'formaction', 'xlink:href']);
+
+// whether u (relative ones against the page) is an http(s) or blob: URL
+export function safeUrl(u) {
+  try {
+    return SAFE_SCHEMES.has(new URL(String(u), location.href).protocol);
+  } catch (e) {
+    return false;
+  }
+}
+
+// an external link: <a href> when url is http(s), else the same text, not clickable
+export function extLink(url, text = url) {
+  const s = String(url ?? '');
+  if (!/^https?:/i.test(s) || !safeUrl(s)) return h('span.nolink', { title: 'not an http(s) URL' }, String(text ?? ''));
+  return h('a', { href: s, rel: 'noreferrer' }, String(text ?? ''));
+}
+
+// h('div.cls#id', {attrs, on: {click}}, ...children). Attribute values are set as values (never
+// parsed as markup); URL attributes only with a safe scheme (safeUrl), style strings through the
+// CSSOM (allowed by the UI's Content-Security-Policy, unlike a style attribute).
 export function h(tag, attrs, ...children) {
   const [, name, rest] = tag.match(/^([a-z0-9-]+)(.*)$/i) || [null, 'div', ''];
   const el = document.createElement(name);
@@ -17,6 +41,8 @@ export function h(tag, attrs, ...children) {
     if (v === null || v === undefined || v === false) continue;
     if (k === 'on') for (const [ev, fn] of Object.entries(v)) el.addEventListener(ev, fn);
     else if (k === 'dataset') Object.assign(el.dataset, v);
+    else if (URL_ATTRS.has(k.toLowerCase()) && !safeUrl(v)) continue;
+    else if (k === 'style' && typeof v === 'string') el.style.cssText = v;
     else if (k in el && typeof v !== 'string') el[k] = v;
     else el.setAttribute(k, v === true ? '' : v);
   }

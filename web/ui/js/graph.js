@@ -7,6 +7,7 @@
 
 import uPlot from '/ui/vendor/uPlot.esm.js';
 import { h, clear, unitOf, formatValue, fmtTime } from './dom.js';
+import { selector } from './state.js';
 
 const COLORS = ['#3b82f6', '#f97316', '#10b981', '#e11d48', '#8b5cf6', '#eab308', '#06b6d4',
   '#db2777', '#65a30d', '#a16207'];
@@ -62,7 +63,7 @@ export class TimeGraph {
 
   // load(api, {type, sel, by, start, end, typeInfo}) -> number of series
   async load(api, q) {
-    const sel = `${q.type}{${q.sel || ''}}`;
+    const sel = selector(q.type, q.sel);
     const by = (q.by || '').split(',').filter(Boolean);
     let result;
     this.step = null;

@@ -1,6 +1,7 @@
 // main.js: the UI's entry point and router. The path picks the view (/graph, the default for /,
 // /compare, /targets, /status); the rest of the view state is in the query string (state.js).
-// Graph view: query bar, totals over time, the profile panel of the selection, label breakdown.
+// Graph view: query bar, service list, totals over time, the profile panel of the selection,
+// label breakdown.
 // Compare view: two query bars, both profiles side by side, their diff and its largest changes.
 
 import * as state from './state.js';
@@ -10,16 +11,49 @@ import { QueryBar } from './query.js';
 import { TimeGraph } from './graph.js';
 import { ProfilePanel } from './panel.js';
 import { Breakdown } from './breakdown.js';
+import { ServiceList } from './services.js';
+import { groupTypes, selectorOf } from './types.js';
 
-const app = { types: null, view: null, viewName: null };
+// types: the picker's entries (types.js groupTypes), storedTypes: the ids the server listed
+const app = { types: null, storedTypes: null, view: null, viewName: null };
 window.psApp = app; // for the browser tests and the console
 
 function defaultType() {
-  const t = app.types.find((x) => x.sample_type === 'cpu') || app.types[0];
+  const t = app.types.find((x) => x.sample_type === 'cpu' && x.delta) || app.types.find((x) => x.sample_type === 'cpu') || app.types[0];
   return t.id;
 }
 
-function typeInfo(id) { return (app.types || []).find((t) => t.id === id) || null; }
+// the entry of a type id (any id it merges)
+function typeInfo(id) { return (app.types || []).find((t) => t.id === id || t.ids.includes(id)) || null; }
+
+// the state's type as a picker entry's id: false (and the URL corrected) when it was not one
+function checkType(s) {
+  const info = s.type && typeInfo(s.type);
+  if (info && info.id === s.type) return true;
+  state.set({ type: info ? info.id : defaultType() }, { push: false });
+  return false;
+}
+
+// what the selector has in the range when the chosen type has nothing: the other entries with
+// data for it, as buttons that switch the type (a non-empty store: no "push some" hint)
+async function nothingHere(el, s, p, r, onType) {
+  const sel = (s[p + 'sel'] || '').trim();
+  const info = typeInfo(s.type);
+  const box = h('div.empty.nodata', h('p', `No profiles of ${info ? info.label : s.type}${sel ? ` match {${sel}}` : ''} in this range.`));
+  el.append(box);
+  let names = [];
+  try {
+    names = await api.labelValuesIn('__name__', selectorOf(app.types.flatMap((t) => t.ids), sel).text, r.start, r.end);
+  } catch (_) { /* the query's own error is shown */ }
+  const others = app.types.filter((t) => t !== info && t.ids.some((id) => names.includes(id)));
+  if (others.length) {
+    box.append(h('p', `${sel ? 'This selector' : 'The range'} has profiles of:`),
+      h('p.other-types', others.map((t) => h('button.other-type', { type: 'button', dataset: { type: t.id }, on: { click: () => onType(t.id) } }, t.label))));
+  } else {
+    box.append(h('p.hint', sel ? 'Nothing in this range matches the selector in any profile type: widen the range or change the selector.'
+      : 'Nothing stored in this range: widen the range.'));
+  }
+}
 
 function panelPatch(patch, push) { state.set(patch, { push }); }
 
@@ -39,6 +73,10 @@ class GraphView {
   constructor(root) {
     this.root = root;
     this.bar = new QueryBar(root, { api, types: app.types, onRun: (p) => this.run(p) });
+    this.services = new ServiceList(root, {
+      api, groups: app.types,
+      onPick: ({ type, sel }) => this.run({ type, sel }),
+    });
     this.err = h('div.view-msg');
     this.selInfo = h('div.selinfo');
     root.append(this.err);
@@ -47,6 +85,7 @@ class GraphView {
     this.panel = new ProfilePanel(root, {
       onState: panelPatch,
       empty: () => h('p.hint.noprof', 'No profiles in the selection.'),
+      explain: (e) => this.bar.explain(e, 'profile'),
     });
     this.breakdown = new Breakdown(root, {
       onPick: (label) => state.set({ bd: label }),
@@ -63,8 +102,13 @@ class GraphView {
   }
 
   async update(s, prev, force = false) {
-    if (!s.type || !typeInfo(s.type)) { state.set({ type: defaultType() }, { push: false }); return; }
+    if (!checkType(s)) return;
     this.bar.update(s);
+    if (force || state.changed(s, prev, ['range', 'from', 'to']) || !this.servicesLoaded) {
+      this.servicesLoaded = true;
+      this.servicesP = this.services.load(state.timeRange(s));
+    }
+    this.services.mark(s);
     const qk = ['type', 'sel', 'range', 'from', 'to', 'by'];
     const fk = qk.concat(['sfrom', 'sto', 'ssel']);
     const info = typeInfo(s.type);
@@ -75,11 +119,11 @@ class GraphView {
       this.selInfo.hidden = false;
       this.graphP = this.graph.load(api, { type: s.type, sel: s.sel, by: s.by, start: this.r.start, end: this.r.end, typeInfo: info })
         .then((n) => {
-          if (n) return;
+          if (n) return null;
           this.selInfo.hidden = true;
-          this.err.append(emptyState(`No profiles of ${s.type} in this range — scrape or push some:`));
+          return nothingHere(this.err, s, '', this.r, (type) => this.run({ type }));
         })
-        .catch((e) => { this.selInfo.hidden = true; this.graph.clear(); this.err.append(errorBox(e, 'query')); });
+        .catch((e) => { this.selInfo.hidden = true; this.graph.clear(); this.err.append(this.bar.explain(e, 'query') || errorBox(e, 'query')); });
     }
     this.graph.setSelection(s.sfrom && s.sto ? s : null);
     this.showSelection(s, info);
@@ -151,15 +195,24 @@ class CompareView {
       const graph = new TimeGraph(col, { height: 150, onSelect: (sel) => state.set({ [p + 'sfrom']: sel.sfrom, [p + 'sto']: sel.sto, [p + 'ssel']: sel.ssel, [p + 'zoom']: null, zoom: null }) });
       const sel = h('div.selinfo');
       col.append(sel);
-      const panel = new ProfilePanel(col, { onState: panelPatch, modes: false, title, keys: { zoom: p + 'zoom', q: 'q', inv: 'inv', fn: 'fn', mode: p + 'mode' } });
+      const panel = new ProfilePanel(col, {
+        onState: panelPatch, modes: false, title, keys: { zoom: p + 'zoom', q: 'q', inv: 'inv', fn: 'fn', mode: p + 'mode' },
+        empty: () => h('p.hint.noprof', 'No profiles in this window.'), explain: (e) => this.explain(e, 'profile'),
+      });
       return { graph, sel, panel };
     };
     this.bs = side('b', 'Baseline');
     this.cs = side('c', 'Comparison');
     this.left = this.bs.panel;
     this.right = this.cs.panel;
-    this.diff = new ProfilePanel(root, { onState: panelPatch, diff: true, title: 'Diff (comparison − baseline)' });
+    this.diff = new ProfilePanel(root, {
+      onState: panelPatch, diff: true, title: 'Diff (comparison − baseline)',
+      empty: () => h('p.hint.noprof', 'Neither side has profiles.'), explain: (e) => this.explain(e, 'diff'),
+    });
   }
+
+  // a selector error of either bar, at the column of its text
+  explain(e, what) { return this.base.explain(e, what) || this.cmp.explain(e, what); }
 
   run(patch) {
     // the type picker sits in the baseline bar; both bars run together
@@ -171,13 +224,13 @@ class CompareView {
   }
 
   async update(s, prev, force = false) {
-    if (!s.type || !typeInfo(s.type)) { state.set({ type: defaultType() }, { push: false }); return; }
+    if (!checkType(s)) return;
     this.base.update(s);
     this.cmp.update({ ...s });
     const info = typeInfo(s.type);
     const gk = ['type', 'bsel', 'brange', 'bfrom', 'bto', 'csel', 'crange', 'cfrom', 'cto'];
     const keys = gk.concat(['bsfrom', 'bsto', 'bssel', 'csfrom', 'csto', 'cssel']);
-    const fail = (e) => { if (!this.err.firstChild) this.err.append(errorBox(e, 'compare')); };
+    const fail = (e) => { if (!this.err.firstChild) this.err.append(this.explain(e, 'compare') || errorBox(e, 'compare')); };
     if (force || state.changed(s, prev, gk) || !this.rb) {
       clear(this.err);
       this.rb = state.timeRange(s, 'b');
@@ -299,11 +352,13 @@ async function start() {
   document.addEventListener('keydown', keyboard);
   const root = document.getElementById('view');
   try {
-    app.types = await api.types();
+    app.storedTypes = await api.types();
   } catch (e) {
-    app.types = [];
+    app.storedTypes = [];
     root.append(errorBox(e, 'profile types'));
   }
+  app.types = groupTypes(app.storedTypes);
+  state.setTypeIds((id) => { const t = typeInfo(id); return t ? t.ids : [id || '']; });
   app.state = state;
   state.subscribe((s, prev) => route(s, prev));
   await route(state.get(), null);

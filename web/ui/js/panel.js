@@ -19,9 +19,11 @@ function download(name, blob) {
 }
 
 export class ProfilePanel {
-  // opts: {onState(patch, push), diff, modes (false = flame only), title}
-  constructor(container, { onState, diff = false, modes = true, title = null, keys = {}, empty = null } = {}) {
+  // opts: {onState(patch, push), diff, modes (false = flame only), title, empty() (the message
+  // of an empty answer), explain(err) (an error's box, or null for the plain one)}
+  constructor(container, { onState, diff = false, modes = true, title = null, keys = {}, empty = null, explain = null } = {}) {
     this.empty = empty || (() => emptyState('No profiles in this range — scrape or push some:'));
+    this.explain = explain || (() => null);
     this.onState = onState || (() => {});
     this.diff = diff;
     this.k = { zoom: 'zoom', q: 'q', mode: 'mode', inv: 'inv', fn: 'fn', ...keys };
@@ -109,7 +111,7 @@ export class ProfilePanel {
       if (seq !== this.seq) return null;
       this.fg = null;
       this.el.classList.add('failed');
-      this.msg.append(errorBox(e, 'profile'));
+      this.msg.append(this.explain(e) || errorBox(e, 'profile'));
       throw e;
     } finally {
       if (seq === this.seq) this.el.classList.remove('busy');

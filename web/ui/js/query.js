@@ -1,17 +1,30 @@
-// query.js: the query bar. A profile type picker ("name — sample type (unit)"), a label selector
-// input with autocompletion of label names and values (from /api/v1/labels and
-// /api/v1/label/<name>/values, filtered by what is typed and by the matchers already complete),
-// a time range (last 15m … 7d, or absolute from/to), refresh, and "sum by" labels.
+// query.js: the query bar. A profile type picker ("name — sample type (unit)", one entry per
+// measure, under the profile name: types.js), a label selector input with autocompletion of label
+// names and values across every profile type (from /api/v1/labels and /api/v1/label/<name>/values,
+// filtered by what is typed and by the matchers already complete), a time range (last 15m … 7d,
+// or absolute from/to), refresh, and "sum by" labels. A selector error from the server names the
+// column of the text typed here (explain), not of the query the UI built around it.
 
 import { h, clear, toLocalInput, fromLocalInput } from './dom.js';
-import { RANGES, timeRange } from './state.js';
+import { RANGES, timeRange, selector, typeIds } from './state.js';
+import { selectorOf } from './types.js';
 
 const MATCHER = /\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)\s*,?/y;
 const MAX_SUGGESTIONS = 50;
 
 export function typeLabel(t) {
-  return `${t.name} — ${t.sample_type} (${t.sample_unit})${t.delta ? ' Δ' : ''}`;
+  return t.label || `${t.name} — ${t.sample_type} (${t.sample_unit})${t.delta ? ' Δ' : ''}`;
 }
+
+// the picker's options: one per entry, under its profile name
+function typeOptions(types) {
+  const names = [...new Set(types.map((t) => t.name))];
+  return names.map((n) => h('optgroup', { label: n },
+    types.filter((t) => t.name === n).map((t) => h('option', { value: t.id, title: t.title || t.id }, typeLabel(t)))));
+}
+
+// a server message with a position in a query: 'invalid parameter "query": 1:59: parse error: …'
+const POSITIONED = /^invalid parameter "([^"]+)": (\d+):(\d+): ([\s\S]*)$/;
 
 // context(textBeforeCaret) -> {kind:'name'|'value'|null, prefix, name, op, start, complete}
 // `complete` is the matcher text fully typed (used to filter suggestions by the current selector)
@@ -35,6 +48,22 @@ export function context(text) {
 }
 
 function quote(v) { return JSON.stringify(v); }
+
+function unquote(v) {
+  if (v[0] === '`') return v.slice(1, -1);
+  if (v[0] === "'") v = `"${v.slice(1, -1).replace(/\\'/g, "'").replace(/"/g, '\\"')}"`;
+  try { return JSON.parse(v); } catch (_) { return v.slice(1, -1); }
+}
+
+// matchersOf(selector text without braces) -> [{name, op, value}] of its complete matchers
+export function matchersOf(text) {
+  const out = [];
+  const body = text.replace(/^\s*\{/, '');
+  MATCHER.lastIndex = 0;
+  let m;
+  while ((m = MATCHER.exec(body)) !== null) out.push({ name: m[1], op: m[2], value: unquote(m[3]) });
+  return out;
+}
 
 // Autocomplete: a listbox under an input; keyboard: ↓ ↑ Enter/Tab pick, Escape closes
 class Autocomplete {
@@ -130,8 +159,8 @@ export class QueryBar {
     this.onRun = onRun;
     this.cache = new Map();
     const p = prefix;
-    this.typeSel = h('select.type', { 'aria-label': 'profile type', name: 'type' },
-      types.map((t) => h('option', { value: t.id }, typeLabel(t))));
+    this.typeSel = h('select.type', { 'aria-label': 'profile type', name: 'type' }, typeOptions(types));
+    this.allIds = types.flatMap((t) => t.ids || [t.id]);
     this.selInput = h('input.selector', {
       type: 'text', name: p + 'sel', spellcheck: 'false', placeholder: 'label selector, e.g. job="api"',
       'aria-label': 'label selector',
@@ -160,9 +189,9 @@ export class QueryBar {
 
   type() { return this.typeSel.value; }
 
+  // the matchers typed so far over every profile type (suggestions come from all of them)
   match(extra) {
-    const m = [extra].filter(Boolean).join(', ');
-    return `${this.type()}{${m}}`;
+    return selectorOf(this.allIds.length ? this.allIds : [this.type()], extra || '').text;
   }
 
   async cached(key, fn) {
@@ -203,7 +232,8 @@ export class QueryBar {
     const list = this.byBox.querySelector('.sumby-list');
     const chosen = new Set((state.by || '').split(',').filter(Boolean));
     let names = [];
-    try { names = await this.cached(`n|${this.type()}{}`, () => this.api.labels(`${this.type()}{}`)); } catch (_) { /* shown by the graph */ }
+    const all = selector(this.type(), '');
+    try { names = await this.cached(`n|${all}`, () => this.api.labels(all)); } catch (_) { /* shown by the graph */ }
     clear(list);
     for (const n of names.filter((x) => x !== '__name__')) {
       const cb = h('input', { type: 'checkbox', value: n, checked: chosen.has(n), on: { change: () => this.run() } });
@@ -251,6 +281,33 @@ export class QueryBar {
 
   run() {
     this.ac.close();
+    this.selInput.removeAttribute('aria-invalid');
     this.onRun(this.patch());
+  }
+
+  // explain(err, what): the error as an inline box; a parse error inside what was typed here says
+  // the column in the typed text (with a caret under it) and marks the input; null when err is
+  // not about this bar's selector
+  explain(err, what) {
+    const m = POSITIONED.exec((err && err.message) || '');
+    const sel = this.patch()[this.prefix + 'sel'] || '';
+    if (!m || !err.params) return null;
+    const asked = [].concat(err.params[m[1]] ?? []);
+    const mine = selectorOf(typeIds(this.type()), sel);
+    const col = Number(m[3]) - 1; // 0-based in the query sent
+    for (const q of asked) {
+      const at = String(q).indexOf(mine.text);
+      if (at < 0 || Number(m[2]) !== 1) continue;
+      const c = col - at - mine.at; // 0-based in sel
+      if (c < 0 || c > sel.length) return null; // outside what was typed (the type)
+      const raw = this.selInput.value.includes(sel) ? this.selInput.value : sel;
+      const k = raw.indexOf(sel) + c; // 0-based in the text as typed
+      this.selInput.setAttribute('aria-invalid', 'true');
+      this.selInput.setSelectionRange(k, k);
+      return h('div.error.selerror', { role: 'alert' }, h('strong', `${what}: `),
+        `selector, column ${k + 1}: ${m[4]}`,
+        h('pre.caret', `{${raw}}\n${' '.repeat(k + 1)}^`));
+    }
+    return null;
   }
 }

@@ -12,6 +12,8 @@
 //   fn                selected function (table row, sandwich)         bd  breakdown label
 //   bsel,brange,bfrom,bto / csel,crange,cfrom,cto   compare view's baseline and comparison
 
+import { selectorOf } from './types.js';
+
 export const VIEWS = ['graph', 'compare', 'targets', 'status'];
 export const RANGES = { '15m': 900, '1h': 3600, '6h': 21600, '24h': 86400, '7d': 604800 };
 
@@ -85,11 +87,13 @@ export function changed(a, b, keys) {
   return keys.some((k) => (a[k] || '') !== (b[k] || ''));
 }
 
-// selector text for a type and matchers: process_cpu:...{job="api"}
-export function selector(type, sel) {
-  const m = (sel || '').trim().replace(/^\{|\}$/g, '').trim();
-  return `${type || ''}{${m}}`;
-}
+// the type ids a type stands for (main.js sets it: a picker entry may merge several, types.js)
+let idsOf = (type) => [type || ''];
+export function setTypeIds(fn) { idsOf = fn; }
+export function typeIds(type) { return idsOf(type); }
+
+// selector text for a type and matchers: process_cpu:...{job="api"}, or {__name__=~"a|b", job="api"}
+export function selector(type, sel) { return selectorOf(idsOf(type), sel).text; }
 
 // go(view, params): another view with exactly these keys (a new history entry)
 export function go(view, params = {}) {

@@ -4,6 +4,7 @@
 // and a text that matches endpoint, profile or labels; each job folds. Refreshes every 10 s while
 // shown (and on the Refresh button).
 
+import { extLink } from './dom.js';
 import { ago, count, duration, ensureCss, errorBox, getData, h, localTime, NEVER } from './pages.js';
 
 const REFRESH_MS = 10000;
@@ -27,7 +28,7 @@ function matches(t, text) {
 function targetRow(t) {
   const never = !t.lastScrape || t.lastScrape === NEVER;
   return h('tr.pg-target', { dataset: { health: t.health || 'unknown', url: t.scrapeUrl } },
-    h('td.pg-endpoint', h('a', { href: t.scrapeUrl, rel: 'noreferrer' }, t.scrapeUrl)),
+    h('td.pg-endpoint', extLink(t.scrapeUrl)),
     h('td.pg-profile', t.profileName || ''),
     h('td.pg-state', healthBadge(t.health)),
     h('td.pg-labelcell', labelChips(t.labels)),
