@@ -20,6 +20,11 @@
  *   - GET /api/v1/query_range over 24 h for all series at a 60 s step: sum_over_time(x[59999ms]),
  *     the profiles of each step's (t - 60 s, t] (a bare selector is Prometheus' newest value);
  *   - a 3 h merge over all series (pprof);
+ *   - the 24 h one-series and 3 h all-series merges again over an inuse copy of the same profiles
+ *     (the samples/count and cpu/nanoseconds values pushed as memory:inuse_objects/inuse_space, job
+ *     bench-query-inuse; loaded once into the data directory when it lacks them), which a merge
+ *     averages over time per series: the cost of the average next to the sum's on the same values
+ *     (run with --profstore of an older build for "before");
  *   - Grafana's flame graph call, querier.v1.QuerierService/SelectMergeStacktraces over Connect
  *     (binary protobuf, max_nodes 16384) for the whole range of one series (target < 100 ms) and
  *     3 h of all series (target < 1 s), its flamegraph.total checked like the others; and
@@ -218,6 +223,62 @@ static int on_load(void *ctx, const ps_bench_gen_info_t *in)
     return 0;
 }
 
+/* ---- the inuse copy: each generated profile with its sample and period types renamed ---- */
+
+static int rename_str(ps_profile_t *p, uint32_t idx, const char *from, const char *to)
+{
+    ps_str_t s = ps_profile_str(p, idx);
+    if (idx >= p->nstrings || s.len != strlen(from) || memcmp(s.ptr, from, s.len) != 0)
+        return 0;
+    p->strings[idx] = (ps_str_t){to, (uint32_t)strlen(to)};
+    return 1;
+}
+
+static int on_load_inuse(void *ctx, const ps_bench_gen_info_t *in)
+{
+    load_t *l = ctx;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_err_t err;
+    ps_buf_t out = PS_BUF_INIT;
+    if (ps_pprof_decode(in->pprof_gz, in->len, NULL, &a, &p, &err) != 0) {
+        fprintf(stderr, "bench_query: inuse copy: %s\n", err.msg);
+        ps_arena_dispose(&a);
+        return -1;
+    }
+    /* samples/count -> inuse_objects/count, cpu/nanoseconds (and the period type) -> inuse_space/bytes */
+    for (uint32_t k = 0; k < p.ntypes; k++) {
+        rename_str(&p, p.sample_types[k].type, "samples", "inuse_objects");
+        rename_str(&p, p.sample_types[k].type, "cpu", "inuse_space");
+        rename_str(&p, p.sample_types[k].unit, "nanoseconds", "bytes");
+    }
+    rename_str(&p, p.period_type.type, "cpu", "inuse_space");
+    rename_str(&p, p.period_type.unit, "nanoseconds", "bytes");
+    if (ps_pprof_encode(&p, 1, &out, &err) != 0) {
+        fprintf(stderr, "bench_query: inuse copy: %s\n", err.msg);
+        ps_arena_dispose(&a);
+        return -1;
+    }
+    char url[512];
+    snprintf(url, sizeof(url), "%s/api/v1/profiles/write?name=memory&labels=%s&time=%lld", l->url,
+             l->label_enc[in->series], (long long)(in->ts_ns / 1000000000LL));
+    ps_bench_pusher_post(l->pusher, (int64_t)in->series, url, out.data, out.len);
+    l->n++;
+    ps_buf_dispose(&out);
+    ps_arena_dispose(&a);
+    return 0;
+}
+
+/* The sum over series s0..s1-1 of each series' mean cpu total over profiles i0..i0+n-1 (what an
+ * average merge's total is, up to the rounding of each node's mean). */
+static double gen_mean_sum(const opts_t *o, uint32_t s0, uint32_t s1, uint32_t i0, uint32_t n)
+{
+    double sum = 0;
+    for (uint32_t s = s0; s < s1; s++)
+        sum += (double)gen_sum(o, s, s + 1, i0, n, 1) / (double)n;
+    return sum;
+}
+
 /* ---- plain HTTP on one keep-alive connection, timed ---- */
 
 static CURL *qh;
@@ -406,6 +467,25 @@ static void print_check(const char *what, int64_t got, int64_t want, const char 
 {
     printf("    check: %-44s %s: %lld (server) vs %lld (generated)%s%s\n", what, got == want ? "OK" : "MISMATCH",
            (long long)got, (long long)want, got == want ? "" : " <<<", extra ? extra : "");
+}
+
+/* An average merge's inuse_space total against the generated per-series means (each node's mean
+ * is rounded, so within 0.01 %); an old build that sums says so. */
+static void check_inuse(const char *what, const meas_t *m, double mean, int64_t sum)
+{
+    if (m->code != 200)
+        return;
+    int64_t got;
+    uint32_t ns;
+    char why[600];
+    if (pprof_total(m->body.data, m->body.len, "inuse_space", &got, &ns, why, sizeof(why)) != 0) {
+        printf("    check: %-44s MISMATCH: cannot read the merged profile: %s\n", what, why);
+        return;
+    }
+    double rel = mean > 0 ? fabs((double)got - mean) / mean : 0;
+    printf("    check: %-44s %s: %lld (server) vs %.0f (generated per-series means; sum %lld)%s\n", what,
+           rel < 1e-4 ? "OK (average)" : got == sum ? "SUMMED (a build before the average)" : "MISMATCH", (long long)got,
+           mean, (long long)sum, rel < 1e-4 || got == sum ? "" : " <<<");
 }
 
 static void check_pprof(const char *what, const meas_t *m, int64_t want)
@@ -1010,6 +1090,41 @@ int main(int argc, char **argv)
         }
     }
 
+    /* the inuse copy, loaded once into the data directory (the series of job bench-query-inuse) */
+    char (*inuse_enc)[160] = ps_xcalloc(o.series, sizeof(*inuse_enc));
+    for (uint32_t s = 0; s < o.series; s++) {
+        char ls[100];
+        snprintf(ls, sizeof(ls), "{job=\"" JOB "-inuse\",instance=\"host-%03u\"}", s);
+        ps_bench_urlencode(ls, inuse_enc[s], sizeof(inuse_enc[s]));
+    }
+    long ninuse = count_series(srv.url, "{job=\"" JOB "-inuse\"}");
+    if (ninuse != (long)(2 * o.series)) {
+        printf("  inuse copy             LOADING (%llu profiles as memory:inuse_objects/inuse_space, job " JOB
+               "-inuse)\n",
+               (unsigned long long)nprof);
+        fflush(stdout);
+        load_t l = {.o = &o, .url = srv.url, .label_enc = inuse_enc, .want = nprof};
+        l.pusher = ps_bench_pusher_new(o.conns, 1);
+        double t0 = ps_bench_now();
+        int rc = ps_bench_gen_ex(o.series, o.pps, o.seed, on_load_inuse, &l);
+        ps_bench_pusher_drain(l.pusher);
+        const ps_bench_push_stats_t *st = ps_bench_pusher_stats(l.pusher);
+        printf("  inuse copy             %llu profiles in %.1f s; %llu ok, %llu failed%s%s\n", (unsigned long long)l.n,
+               ps_bench_now() - t0, (unsigned long long)st->ok, (unsigned long long)st->failed,
+               st->failed ? ": " : "", st->failed ? st->first_error : "");
+        ps_bench_pusher_free(l.pusher);
+        char u[256];
+        snprintf(u, sizeof(u), "%s/api/v1/admin/compact", srv.url);
+        ps_buf_t body = PS_BUF_INIT;
+        ps_bench_http("POST", u, "", 0, &body);
+        ps_buf_dispose(&body);
+        if (rc != 0) {
+            ps_bench_server_stop(&srv);
+            return 1;
+        }
+    }
+    free(inuse_enc);
+
     ps_buf_t mb = PS_BUF_INIT;
     if (get_metrics(srv.url, &mb) == 0)
         printf("  store                  %.0f series, %.0f chunks, %.0f head records, %.0f stack-tree nodes; data.mdb "
@@ -1210,6 +1325,25 @@ int main(int argc, char **argv)
     check_pprof("cpu total of the merged profile", &m3, gen_sum(&o, 0, o.series, a3, n3, 1));
     fflush(stdout);
 
+    /* 4b. the same merges over the inuse copy: averaged over time per series */
+    meas_t mi24 = {0}, mi3 = {0};
+    char inuse_one[256], inuse_all[256];
+    snprintf(inuse_one, sizeof(inuse_one), "memory:inuse_space:bytes:inuse_space:bytes{job=\"" JOB
+                                           "-inuse\",instance=\"host-000\"}");
+    snprintf(inuse_all, sizeof(inuse_all), "memory:inuse_space:bytes:inuse_space:bytes{job=\"" JOB "-inuse\"}");
+    profile_url(url, sizeof(url), srv.url, inuse_one, 0, o.pps, "pprof");
+    snprintf(name, sizeof(name), "merge %s one series, pprof, inuse (avg)", h24);
+    measure(srv.pid, url, o.runs, &mi24);
+    print_meas(name, &mi24, 0.300, o.pps);
+    check_inuse("inuse_space total of the merged profile", &mi24, gen_mean_sum(&o, 0, 1, 0, o.pps), want24);
+    profile_url(url, sizeof(url), srv.url, inuse_all, a3, n3, "pprof");
+    snprintf(name, sizeof(name), "merge %s all %u series, pprof, inuse (avg)", h3, o.series);
+    measure(srv.pid, url, o.runs, &mi3);
+    print_meas(name, &mi3, 2.0, (uint64_t)n3 * o.series);
+    check_inuse("inuse_space total of the merged profile", &mi3, gen_mean_sum(&o, 0, o.series, a3, n3),
+                gen_sum(&o, 0, o.series, a3, n3, 1));
+    fflush(stdout);
+
     /* 5. Grafana's flame graph call: SelectMergeStacktraces over Connect (binary, max_nodes 16384) */
     ps_buf_t creq = PS_BUF_INIT;
     char cone[256], call_sel[64];
@@ -1263,6 +1397,12 @@ int main(int argc, char **argv)
     if (m3.code == 200)
         printf("  %s merge over all series (pprof)      %s   target < 2 s: %s\n", h3, fmt_time(m3.med, a, sizeof(a)),
                mark(m3.med < 2));
+    if (m24.code == 200 && mi24.code == 200)
+        printf("  %s one-series merge, cpu (sum) vs inuse (avg)   %s vs %s\n", h24, fmt_time(m24.med, a, sizeof(a)),
+               fmt_time(mi24.med, hb, sizeof(hb)));
+    if (m3.code == 200 && mi3.code == 200)
+        printf("  %s all-series merge, cpu (sum) vs inuse (avg)   %s vs %s\n", h3, fmt_time(m3.med, a, sizeof(a)),
+               fmt_time(mi3.med, hb, sizeof(hb)));
 
     if (mc24.code == 200)
         printf("  Connect SelectMergeStacktraces %s one series %s   target < 100 ms: %s\n", h24,

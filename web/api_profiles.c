@@ -40,6 +40,8 @@ static int on_type(void *ctx, const char *v, size_t n)
     }
     ps_json_key(t->j, "delta");
     ps_json_bool(t->j, parts[5] != NULL);
+    ps_json_key(t->j, "aggregation");
+    ps_json_cstr(t->j, ps_agg_name(ps_query_type_agg(id)));
     ps_json_end(t->j);
     return 0;
 }
@@ -119,13 +121,37 @@ static int side_params(ps_qctx_t *c, side_t *s, const char *qname, const char *p
     return ps_param_time(&c->params, full, now, now, &q->at, &c->err);
 }
 
-static int side_load(ps_qctx_t *c, side_t *s, const char *qname, const char *prefix, int64_t lookback, bool all_types)
+static int side_load(ps_qctx_t *c, side_t *s, const char *qname, const char *prefix, int64_t lookback, bool all_types,
+                     ps_agg_t agg)
 {
     ps_profile_query_t q;
     int ret = side_params(c, s, qname, prefix, lookback, all_types, &q);
+    q.agg = agg;
     if (ret == 0)
         ret = ps_query_profile_select(c->reader, &q, &c->arena, &s->ps, &c->err);
     return ret;
+}
+
+/* aggregation=sum|avg (absent: each type's own) and, for a diff, normalize=rate|none. */
+static int param_agg(ps_qctx_t *c, ps_agg_t *agg, ps_norm_t *norm)
+{
+    const ps_param_t *a = ps_params_get(&c->params, "aggregation");
+    int ret = ps_agg_parse(a ? a->value : NULL, "aggregation", agg, &c->err);
+    if (ret == 0 && norm) {
+        const ps_param_t *n = ps_params_get(&c->params, "normalize");
+        ret = ps_norm_parse(n ? n->value : NULL, "normalize", norm, &c->err);
+    }
+    return ret;
+}
+
+/* The aggregation a selection's answer reports: its types' one, or "mixed" (pprof's comments then
+ * say which type is which). */
+static const char *sel_agg_name(const ps_profile_sel_t *s)
+{
+    for (uint32_t k = 1; k < s->ntypes; k++)
+        if (s->aggs[k] != s->aggs[0])
+            return "mixed";
+    return ps_agg_name(s->ntypes ? s->aggs[0] : PS_AGG_SUM);
 }
 
 static void side_dispose(side_t *s)
@@ -195,10 +221,22 @@ static int parse_format(ps_qctx_t *c, int *fmt, int64_t *max_nodes, uint32_t *li
 
 static const char *format_names[] = {"pprof", "flamegraph", "folded", "top"};
 
-static int respond(ps_qctx_t *c, const ps_profile_t *p, int fmt, int64_t max_nodes, uint32_t limit, bool diff,
-                   int64_t base_total)
+static int respond(ps_qctx_t *c, ps_profile_t *p, int fmt, int64_t max_nodes, uint32_t limit, bool diff,
+                   int64_t base_total, const ps_render_note_t *note)
 {
     int ret = 0;
+    h2o_add_header_by_str(&c->req->pool, &c->req->res.headers, H2O_STRLIT("x-profstore-aggregation"), 0, NULL,
+                          note->aggregation, strlen(note->aggregation));
+    if (note->normalize) {
+        h2o_add_header_by_str(&c->req->pool, &c->req->res.headers, H2O_STRLIT("x-profstore-normalize"), 0, NULL,
+                              note->normalize, strlen(note->normalize));
+        ps_query_profile_comment(p, &c->arena,
+                                 "profstore: normalize=%s: base profiled %.3f s, compare profiled %.3f s%s",
+                                 note->normalize, note->base_seconds, note->compare_seconds,
+                                 strcmp(note->normalize, "rate") == 0
+                                     ? " (the base's summed values scaled to the compare side's profiled time)"
+                                     : "");
+    }
     if (fmt != F_PPROF && p->ntypes > (diff && fmt == F_FLAMEGRAPH ? 2u : 1u))
         return ps_err_set(&c->err, PS_EINVAL,
                           "format=%s shows one sample type and this profile has %u: ask for format=pprof, or for one "
@@ -214,7 +252,7 @@ static int respond(ps_qctx_t *c, const ps_profile_t *p, int fmt, int64_t max_nod
         ps_flamegraph_t fg;
         if ((ret = ps_flamegraph_build(p, 0, diff ? 1 : 0, max_nodes, &c->arena, &fg, &c->err)) != 0)
             return ret;
-        ps_flamegraph_json(&fg, &c->out);
+        ps_flamegraph_json_note(&fg, note, &c->out);
         ps_http_send(c->req, 200, "application/json", c->out.data, c->out.len);
     } else if (fmt == F_FOLDED) {
         ps_render_folded(p, 0, &c->out);
@@ -222,10 +260,7 @@ static int respond(ps_qctx_t *c, const ps_profile_t *p, int fmt, int64_t max_nod
             return ret;
         ps_http_send(c->req, 200, "text/plain; charset=utf-8", c->out.data, c->out.len);
     } else {
-        if (diff)
-            ps_render_top_diff(p, 0, limit, base_total, &c->out);
-        else
-            ps_render_top(p, 0, limit, &c->out);
+        ps_render_top_note(p, 0, limit, diff ? base_total : 0, note, &c->out);
         if ((ret = ps_budget_check_now(&c->err)) != 0)
             return ret;
         ps_http_send(c->req, 200, "application/json", c->out.data, c->out.len);
@@ -271,6 +306,7 @@ int ps_api_profile_query(h2o_req_t *req)
     int64_t max_nodes, lookback;
     uint32_t limit;
     bool all;
+    ps_agg_t agg;
     ps_profile_t p;
     int ret = ps_qctx_begin(&c, req);
     if (ret == 0)
@@ -278,13 +314,17 @@ int ps_api_profile_query(h2o_req_t *req)
     if (ret == 0)
         ret = param_sample_types(&c, &all);
     if (ret == 0)
+        ret = param_agg(&c, &agg, NULL);
+    if (ret == 0)
         ret = ps_param_duration(&c.params, "lookback", 5 * 60 * PS_NS_PER_S, &lookback, &c.err);
     if (ret == 0)
-        ret = side_load(&c, &s, "query", "", lookback, all);
+        ret = side_load(&c, &s, "query", "", lookback, all, agg);
     if (ret == 0)
         ret = ps_query_profile_build(c.reader, &s.ps, NULL, PS_PROFILE_ONE, &c.arena, &p, &c.err);
-    if (ret == 0)
-        ret = respond(&c, &p, fmt, max_nodes, limit, false, -1);
+    if (ret == 0) {
+        ps_render_note_t note = {.aggregation = sel_agg_name(&s.ps)};
+        ret = respond(&c, &p, fmt, max_nodes, limit, false, -1, &note);
+    }
     side_dispose(&s);
     return finish(&c, ret);
 }
@@ -297,6 +337,9 @@ int ps_api_profile_diff(h2o_req_t *req)
     int64_t max_nodes, lookback;
     uint32_t limit;
     bool all;
+    ps_agg_t agg;
+    ps_norm_t norm;
+    ps_diff_norm_t dn;
     ps_profile_t p;
     int ret = ps_qctx_begin(&c, req);
     if (ret == 0)
@@ -304,16 +347,23 @@ int ps_api_profile_diff(h2o_req_t *req)
     if (ret == 0)
         ret = param_sample_types(&c, &all);
     if (ret == 0)
+        ret = param_agg(&c, &agg, &norm);
+    if (ret == 0)
         ret = ps_param_duration(&c.params, "lookback", 5 * 60 * PS_NS_PER_S, &lookback, &c.err);
     if (ret == 0)
-        ret = side_load(&c, &base, "base", "base_", lookback, all);
+        ret = side_load(&c, &base, "base", "base_", lookback, all, agg);
     if (ret == 0)
-        ret = side_load(&c, &cmp, "compare", "compare_", lookback, all);
-    if (ret == 0)
+        ret = side_load(&c, &cmp, "compare", "compare_", lookback, all, agg);
+    if (ret == 0) {
+        ps_query_diff_normalize(&base.ps, &cmp.ps, norm, &dn);
         ret = ps_query_profile_build(c.reader, &base.ps, &cmp.ps, fmt == F_FLAMEGRAPH ? PS_PROFILE_PAIR : PS_PROFILE_SUB,
                                      &c.arena, &p, &c.err);
-    if (ret == 0)
-        ret = respond(&c, &p, fmt, max_nodes, limit, true, base.ps.totals[0]);
+    }
+    if (ret == 0) {
+        ps_render_note_t note = {sel_agg_name(cmp.ps.nseries || !base.ps.nseries ? &cmp.ps : &base.ps),
+                                 ps_norm_name(dn.used), dn.base_s, dn.compare_s};
+        ret = respond(&c, &p, fmt, max_nodes, limit, true, base.ps.totals[0], &note);
+    }
     side_dispose(&base);
     side_dispose(&cmp);
     return finish(&c, ret);

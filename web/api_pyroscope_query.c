@@ -137,7 +137,8 @@ typedef struct side {
     ps_series_set_t set;
 } side_t;
 
-static int side_load(ps_qctx_t *c, side_t *s, const char *qn, const char *fn, const char *un, int64_t now)
+static int side_load(ps_qctx_t *c, side_t *s, const char *qn, const char *fn, const char *un, int64_t now,
+                     ps_agg_t agg)
 {
     const ps_param_t *p = ps_params_get(&c->params, qn);
     int ret;
@@ -156,7 +157,7 @@ static int side_load(ps_qctx_t *c, side_t *s, const char *qn, const char *fn, co
     if ((ret = param_range(c, fn, un, now, &s->from_ms, &s->until_ms)) != 0)
         return ret;
     ps_profile_query_t q = {.sel = &s->sel, .param = qn, .ranged = true, .start = s->from_ms * 1000000,
-                            .end = s->until_ms * 1000000, .max_series = c->srv->opts.max_series};
+                            .end = s->until_ms * 1000000, .max_series = c->srv->opts.max_series, .agg = agg};
     if ((ret = ps_query_profile_select(c->reader, &q, &c->arena, &s->ps, &c->err)) != 0)
         return ret;
     return ps_query_select(c->reader, &s->sel, q.start, q.end, q.max_series, &c->arena, &s->set, &c->err);
@@ -178,18 +179,18 @@ static void side_meta(ps_qctx_t *c, const side_t *s, ps_fb_meta_t *m)
     ps_flamebearer_meta(parts[1], parts[2], ps_query_common_label(&s->set, "pyroscope_spy"), m);
 }
 
-static int param_aggregation(ps_qctx_t *c, bool *avg)
+/* aggregation=sum|avg: the merge's and the timeline's (absent: the profile type's own,
+ * ps_query_type_agg); normalize (render-diff) = rate|none, absent: none (Pyroscope's absolute
+ * values). */
+static int param_aggregation(ps_qctx_t *c, ps_agg_t *agg, ps_norm_t *norm)
 {
-    const char *a = pstr(c, "aggregation");
-    *avg = false;
-    if (a == NULL || strcmp(a, "sum") == 0)
-        return 0;
-    if (strcmp(a, "avg") == 0) {
-        *avg = true;
-        return 0;
+    int ret = ps_agg_parse(pstr(c, "aggregation"), "aggregation", agg, &c->err);
+    if (ret == 0 && norm) {
+        ret = ps_norm_parse(pstr(c, "normalize"), "normalize", norm, &c->err);
+        if (*norm == PS_NORM_AUTO)
+            *norm = PS_NORM_NONE;
     }
-    return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"aggregation\": \"%.32s\" is neither \"sum\" nor \"avg\"",
-                      a);
+    return ret;
 }
 
 /* A render's request begun: the query context and the parameters both renders share. */
@@ -209,14 +210,17 @@ int ps_api_pyroscope_render(h2o_req_t *req)
     side_t s = {0};
     int64_t max_nodes = 0;
     bool avg = false;
+    ps_agg_t agg = PS_AGG_AUTO;
     ps_profile_t p;
     ps_flamegraph_t fg;
     ps_pyro_timeline_t tl;
     int ret = render_begin(&c, req, &max_nodes);
     if (ret == 0)
-        ret = param_aggregation(&c, &avg);
+        ret = param_aggregation(&c, &agg, NULL);
     if (ret == 0)
-        ret = side_load(&c, &s, "query", "from", "until", ps_time_now());
+        ret = side_load(&c, &s, "query", "from", "until", ps_time_now(), agg);
+    if (ret == 0)
+        avg = s.ps.aggs[0] == PS_AGG_AVG; /* the timeline aggregates as the merge did */
     if (ret == 0)
         ret = ps_query_profile_build(c.reader, &s.ps, NULL, PS_PROFILE_ONE, &c.arena, &p, &c.err);
     if (ret == 0)
@@ -232,6 +236,7 @@ int ps_api_pyroscope_render(h2o_req_t *req)
     if (ret == 0) {
         ps_fb_meta_t m;
         side_meta(&c, &s, &m);
+        m.aggregation = ps_agg_name(s.ps.aggs[0]);
         ps_fb_timeline_t t = {tl.start_s, tl.step_s, tl.n, tl.samples};
         ps_fb_group_t *g = by ? ps_arena_alloc(&c.arena, (ngroups ? ngroups : 1) * sizeof(*g)) : NULL;
         for (uint32_t i = 0; i < ngroups; i++)
@@ -249,23 +254,32 @@ int ps_api_pyroscope_render_diff(h2o_req_t *req)
     ps_qctx_t c;
     side_t l = {0}, r = {0};
     int64_t max_nodes = 0, now = ps_time_now();
+    ps_agg_t agg = PS_AGG_AUTO;
+    ps_norm_t norm = PS_NORM_NONE;
+    ps_diff_norm_t dn = {PS_NORM_NONE, 0, 0};
     ps_profile_t p;
     ps_flamegraph_t fg;
     int ret = render_begin(&c, req, &max_nodes);
     if (ret == 0)
-        ret = side_load(&c, &l, "leftQuery", "leftFrom", "leftUntil", now);
+        ret = param_aggregation(&c, &agg, &norm);
     if (ret == 0)
-        ret = side_load(&c, &r, "rightQuery", "rightFrom", "rightUntil", now);
+        ret = side_load(&c, &l, "leftQuery", "leftFrom", "leftUntil", now, agg);
+    if (ret == 0)
+        ret = side_load(&c, &r, "rightQuery", "rightFrom", "rightUntil", now, agg);
     if (ret == 0 && strcmp(l.type, r.type) != 0)
         ret = ps_err_set(&c.err, PS_EINVAL, "profile types must match: leftQuery selects %s, rightQuery %s", l.type,
                          r.type);
-    if (ret == 0)
+    if (ret == 0) {
+        ps_query_diff_normalize(&l.ps, &r.ps, norm, &dn);
         ret = ps_query_profile_build(c.reader, &l.ps, &r.ps, PS_PROFILE_PAIR, &c.arena, &p, &c.err);
+    }
     if (ret == 0)
         ret = ps_flamegraph_build(&p, 0, 1, max_nodes, &c.arena, &fg, &c.err);
     if (ret == 0) {
         ps_fb_meta_t m;
         side_meta(&c, &l, &m);
+        m.aggregation = ps_agg_name(r.ps.aggs[0]);
+        m.normalize = ps_norm_name(dn.used);
         ps_flamebearer_json(&fg, &m, NULL, NULL, 0, &c.out);
         ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
     }

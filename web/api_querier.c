@@ -232,6 +232,15 @@ static int merge_side(qcall_t *q, const ps_qr_merge_req_t *m, const char *side, 
     return ret;
 }
 
+/* The aggregation over time of a merge (ps_query_type_agg: the querier has no field for it), in a
+ * header; a pprof answer also has it in its comments. */
+static void agg_header(qcall_t *q, const ps_profile_sel_t *ps)
+{
+    const char *a = ps_agg_name(ps->ntypes ? ps->aggs[0] : PS_AGG_SUM);
+    h2o_add_header_by_str(&q->c->req->pool, &q->c->req->res.headers, H2O_STRLIT("x-profstore-aggregation"), 0, NULL, a,
+                          strlen(a));
+}
+
 /* render's flame graph as the codec's */
 static void fg_of(qcall_t *q, const ps_flamegraph_t *fg, ps_qr_flamegraph_t *out)
 {
@@ -262,6 +271,8 @@ static int merge_call(qcall_t *q, merge_decode_fn decode, ps_qr_merge_req_t *m, 
         ret = merge_side(q, m, "", sel, ps);
     if (ret == 0)
         ret = ps_query_profile_build(q->r, ps, NULL, PS_PROFILE_ONE, q->a, p, &q->err);
+    if (ret == 0)
+        agg_header(q, ps);
     return ret;
 }
 
@@ -351,6 +362,8 @@ int ps_connect_querier_diff(ps_connect_call_t *c)
         ret = merge_side(&q, &r, "right.", &rsel, &rps);
     if (ret == 0)
         ret = ps_query_profile_build(q.r, &lps, &rps, PS_PROFILE_PAIR, q.a, &p, &q.err);
+    if (ret == 0)
+        agg_header(&q, &rps);
     if (ret == 0) {
         ps_flamegraph_t fg;
         ps_qr_flamegraph_t qfg;

@@ -8,6 +8,7 @@
 #ifndef PS_CORE_SAT_H
 #define PS_CORE_SAT_H
 
+#include <math.h>
 #include <stdint.h>
 
 /** a + b, clamped to [INT64_MIN, INT64_MAX]. */
@@ -35,6 +36,18 @@ static inline int64_t ps_sat_mul(int64_t a, int64_t b)
     if (__builtin_mul_overflow(a, b, &r))
         return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
     return r;
+}
+
+/** x rounded half away from zero, clamped (NaN: 0). */
+static inline int64_t ps_sat_round(double x)
+{
+    if (x != x)
+        return 0;
+    if (x >= 9223372036854775807.0) /* 2^63: the first double past INT64_MAX */
+        return INT64_MAX;
+    if (x <= -9223372036854775808.0)
+        return INT64_MIN;
+    return llround(x);
 }
 
 /** a + b for unsigned counts, clamped to UINT64_MAX. */

@@ -181,13 +181,21 @@ int ps_query_pyro_timeline(ps_reader_t *r, const ps_series_set_t *s, int64_t fro
         return 0;
     tl_ctx_t c = {from_ms, out->step_s * 1000, out->n, ps_arena_calloc(arena, out->n, sizeof(double)),
                   ps_arena_calloc(arena, out->n, sizeof(uint64_t))};
+    double *means = avg ? ps_arena_calloc(arena, out->n, sizeof(double)) : NULL;
     for (uint32_t i = 0; i < s->n; i++) {
         int ret = ps_reader_profiles(r, s->sids[i], ms_to_ns(from_ms), ms_to_ns(until_ms), true, on_profile, &c, err);
         if (ret)
             return ret;
+        if (avg) /* each series' mean of the step, the series summed: the merge's rule (ps_query_type_agg) */
+            for (uint32_t k = 0; k < out->n; k++)
+                if (c.count[k]) {
+                    means[k] += c.sum[k] / (double)c.count[k];
+                    c.sum[k] = 0;
+                    c.count[k] = 0;
+                }
     }
     for (uint32_t k = 0; k < out->n; k++) {
-        double v = avg && c.count[k] ? c.sum[k] / (double)c.count[k] : c.sum[k];
+        double v = avg ? means[k] : c.sum[k];
         out->samples[k] = v > 0 ? (uint64_t)v : 0;
     }
     return 0;

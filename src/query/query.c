@@ -4,6 +4,7 @@
 #include "query_int.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -503,18 +504,162 @@ static int take_samples(add_ctx_t *c, ps_err_t *err)
     return ps_budget_samples(n, err);
 }
 
-int ps_query_merge_range(ps_reader_t *r, const ps_series_set_t *s, int64_t start, int64_t end, ps_nodemap_t *acc,
-                         ps_sum_info_t *info, ps_err_t *err)
+/* ---- aggregation over time ---- */
+
+/* part k (0-based) of a type id name:sample_type:...; *n its length; NULL if there is none */
+static const char *id_part(const char *id, int k, size_t *n)
 {
-    add_ctx_t c = {acc, 0};
-    for (uint32_t i = 0; i < s->n; i++) {
-        int ret = ps_reader_sum(r, s->sids[i], start, end, on_node_add, &c, info, err);
+    for (; k > 0 && id; k--) {
+        id = strchr(id, ':');
+        if (id)
+            id++;
+    }
+    if (id == NULL)
+        return NULL;
+    const char *e = strchr(id, ':');
+    *n = e ? (size_t)(e - id) : strlen(id);
+    return id;
+}
+
+static bool part_is(const char *p, size_t n, const char *w)
+{
+    return p && n == strlen(w) && memcmp(p, w, n) == 0;
+}
+
+static bool gauge_name(const char *p, size_t n)
+{
+    return part_is(p, n, "goroutine") || part_is(p, n, "goroutines") || part_is(p, n, "threadcreate");
+}
+
+ps_agg_t ps_query_type_agg(const char *type_id)
+{
+    size_t nn = 0, sn = 0, dn = 0;
+    if (type_id == NULL)
+        return PS_AGG_SUM;
+    const char *name = id_part(type_id, 0, &nn), *st = id_part(type_id, 1, &sn), *d = id_part(type_id, 5, &dn);
+    if (part_is(d, dn, "delta"))
+        return PS_AGG_SUM;
+    if (st && sn >= 5 && memcmp(st, "inuse", 5) == 0)
+        return PS_AGG_AVG;
+    if (gauge_name(st, sn) || gauge_name(name, nn))
+        return PS_AGG_AVG;
+    return PS_AGG_SUM;
+}
+
+const char *ps_agg_name(ps_agg_t a)
+{
+    return a == PS_AGG_AVG ? "avg" : a == PS_AGG_SUM ? "sum" : "auto";
+}
+
+int ps_agg_parse(const char *v, const char *param, ps_agg_t *out, ps_err_t *err)
+{
+    *out = PS_AGG_AUTO;
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    if (strcmp(v, "sum") == 0)
+        *out = PS_AGG_SUM;
+    else if (strcmp(v, "avg") == 0)
+        *out = PS_AGG_AVG;
+    else
+        return ps_err_set(err, PS_EINVAL,
+                          "invalid parameter \"%s\": \"%.32s\" is neither \"sum\" nor \"avg\" (the aggregation over time; "
+                          "absent: the profile type's own)",
+                          param, v);
+    return 0;
+}
+
+const char *ps_norm_name(ps_norm_t n)
+{
+    return n == PS_NORM_RATE ? "rate" : n == PS_NORM_NONE ? "none" : "auto";
+}
+
+int ps_norm_parse(const char *v, const char *param, ps_norm_t *out, ps_err_t *err)
+{
+    *out = PS_NORM_AUTO;
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    if (strcmp(v, "rate") == 0)
+        *out = PS_NORM_RATE;
+    else if (strcmp(v, "none") == 0)
+        *out = PS_NORM_NONE;
+    else
+        return ps_err_set(err, PS_EINVAL,
+                          "invalid parameter \"%s\": \"%.32s\" is neither \"rate\" nor \"none\" (rate: value per second "
+                          "of profiled time; absent: rate when the windows' lengths differ)",
+                          param, v);
+    return 0;
+}
+
+/* v / n rounded half away from zero (n > 0) */
+static inline int64_t div_round(int64_t v, int64_t n)
+{
+    int64_t q = v / n, rem = v % n;
+    if (rem < 0 ? -rem >= n - (-rem) : rem >= n - rem)
+        q += v < 0 ? -1 : 1;
+    return q;
+}
+
+/* acc += round(m / n) node by node */
+static void fold_mean(ps_nodemap_t *acc, const ps_nodemap_t *m, uint64_t n)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->keys[i] != 0)
+            ps_nodemap_add(acc, m->keys[i], div_round(m->vals[i], (int64_t)n));
+}
+
+static void nodemap_clear(ps_nodemap_t *m)
+{
+    if (m->count == 0)
+        return;
+    memset(m->keys, 0, m->cap * sizeof(uint64_t));
+    m->count = 0;
+}
+
+int ps_query_merge_range(ps_reader_t *r, const ps_series_set_t *s, int64_t start, int64_t end, ps_agg_t agg,
+                         ps_nodemap_t *acc, ps_sum_info_t *info, ps_err_t *err)
+{
+    ps_sum_info_t own = {0};
+    if (info == NULL)
+        info = &own;
+    if (agg != PS_AGG_AVG) {
+        add_ctx_t c = {acc, 0};
+        for (uint32_t i = 0; i < s->n; i++) {
+            int ret = ps_reader_sum(r, s->sids[i], start, end, on_node_add, &c, info, err);
+            if (ret == 0)
+                ret = take_samples(&c, err);
+            if (ret)
+                return ret;
+        }
+        return 0;
+    }
+    /* each series summed on its own (into acc itself when it is the only one), then its mean added */
+    bool direct = s->n == 1 && acc->count == 0;
+    ps_nodemap_t one;
+    if (!direct)
+        ps_nodemap_init(&one);
+    add_ctx_t c = {direct ? acc : &one, 0};
+    int ret = 0;
+    for (uint32_t i = 0; i < s->n && ret == 0; i++) {
+        uint64_t before = info->profiles;
+        ret = ps_reader_sum(r, s->sids[i], start, end, on_node_add, &c, info, err);
         if (ret == 0)
             ret = take_samples(&c, err);
-        if (ret)
-            return ret;
+        uint64_t n = info->profiles - before;
+        if (ret || n == 0)
+            continue;
+        if (direct) {
+            if (n > 1)
+                for (size_t k = 0; k < acc->cap; k++)
+                    if (acc->keys[k] != 0)
+                        acc->vals[k] = div_round(acc->vals[k], (int64_t)n);
+        } else {
+            fold_mean(acc, &one, n);
+            nodemap_clear(&one);
+        }
     }
-    return 0;
+    if (!direct)
+        ps_nodemap_dispose(&one);
+    return ret;
 }
 
 int ps_query_merge_at(ps_reader_t *r, const ps_series_set_t *s, int64_t at, int64_t lookback, ps_nodemap_t *acc,
@@ -638,11 +783,11 @@ static int on_family_type(void *ctx, const char *v, size_t n)
     return 0;
 }
 
-static int merge_set(ps_reader_t *r, const ps_profile_query_t *q, const ps_series_set_t *set, ps_nodemap_t *acc,
-                     ps_sum_info_t *info, ps_err_t *err)
+static int merge_set(ps_reader_t *r, const ps_profile_query_t *q, const ps_series_set_t *set, ps_agg_t agg,
+                     ps_nodemap_t *acc, ps_sum_info_t *info, ps_err_t *err)
 {
     if (q->ranged)
-        return ps_query_merge_range(r, set, q->start, q->end, acc, info, err);
+        return ps_query_merge_range(r, set, q->start, q->end, agg, acc, info, err);
     return ps_query_merge_at(r, set, q->at, q->lookback, acc, info, err);
 }
 
@@ -651,6 +796,7 @@ static void sel_alloc(ps_profile_sel_t *out, uint32_t ntypes, ps_arena_t *arena)
     out->ntypes = ntypes;
     out->types = ps_arena_calloc(arena, ntypes, sizeof(char *));
     out->totals = ps_arena_calloc(arena, ntypes, sizeof(int64_t));
+    out->aggs = ps_arena_calloc(arena, ntypes, sizeof(ps_agg_t));
     out->accs = ps_xcalloc(ntypes, sizeof(ps_nodemap_t));
     for (uint32_t k = 0; k < ntypes; k++)
         ps_nodemap_init(&out->accs[k]);
@@ -663,8 +809,8 @@ static void sel_totals(ps_profile_sel_t *out)
         uint64_t t = 0;
         for (size_t i = 0; i < m->cap; i++)
             if (m->keys[i] != 0)
-                t += m->vals[i] < 0 ? 0 - (uint64_t)m->vals[i] : (uint64_t)m->vals[i];
-        out->totals[k] = (int64_t)t;
+                t = ps_sat_addu(t, m->vals[i] < 0 ? 0 - (uint64_t)m->vals[i] : (uint64_t)m->vals[i]);
+        out->totals[k] = t > INT64_MAX ? INT64_MAX : (int64_t)t;
     }
 }
 
@@ -718,8 +864,9 @@ static int select_one_type(ps_reader_t *r, const ps_profile_query_t *q, ps_arena
     }
     sel_alloc(out, 1, arena);
     out->types[0] = type ? type : UNKNOWN_TYPE;
+    out->aggs[0] = q->agg != PS_AGG_AUTO ? q->agg : ps_query_type_agg(out->types[0]);
     out->nseries = set.n;
-    return merge_set(r, q, &set, &out->accs[0], &out->info, err);
+    return merge_set(r, q, &set, out->aggs[0], &out->accs[0], &out->info, err);
 }
 
 static int select_family(ps_reader_t *r, const ps_profile_query_t *q, int ni, const char *parts[6],
@@ -797,7 +944,8 @@ static int select_family(ps_reader_t *r, const ps_profile_query_t *q, int ni, co
     uint64_t best = 0;
     for (uint32_t k = 0; k < n; k++) {
         ps_sum_info_t info = {0};
-        if ((ret = merge_set(r, q, use[k], &out->accs[k], &info, err)) != 0)
+        out->aggs[k] = q->agg != PS_AGG_AUTO ? q->agg : ps_query_type_agg(out->types[k]);
+        if ((ret = merge_set(r, q, use[k], out->aggs[k], &out->accs[k], &info, err)) != 0)
             return ret;
         out->nseries += use[k]->n;
         if (k == 0 || info.profiles > best) {
@@ -848,18 +996,80 @@ int ps_query_profile_select(ps_reader_t *r, const ps_profile_query_t *q, ps_aren
         if (parts[0] == NULL) {
             sel_alloc(out, 1, arena);
             out->types[0] = UNKNOWN_TYPE;
+            out->aggs[0] = q->agg != PS_AGG_AUTO ? q->agg : PS_AGG_SUM;
+            out->window = q->ranged ? q->end - q->start : q->lookback;
             return 0;
         }
     } else if (!q->all_types) {
         ret = select_one_type(r, q, arena, out, err);
         if (ret == 0)
             sel_totals(out);
+        out->window = q->ranged ? q->end - q->start : q->lookback;
         return ret;
     }
     ret = select_family(r, q, ni, parts, arena, out, err);
     if (ret == 0)
         sel_totals(out);
+    out->window = q->ranged ? q->end - q->start : q->lookback;
     return ret;
+}
+
+static double profiled_s(const ps_profile_sel_t *s)
+{
+    return (double)(s->info.duration > 0 ? s->info.duration : s->window) / 1e9;
+}
+
+void ps_query_diff_normalize(ps_profile_sel_t *base, const ps_profile_sel_t *cmp, ps_norm_t ask, ps_diff_norm_t *out)
+{
+    out->base_s = profiled_s(base);
+    out->compare_s = profiled_s(cmp);
+    out->used = ask == PS_NORM_AUTO ? (base->window != cmp->window ? PS_NORM_RATE : PS_NORM_NONE) : ask;
+    if (out->used != PS_NORM_RATE)
+        return;
+    bool sums = false;
+    for (uint32_t k = 0; k < base->ntypes; k++)
+        sums |= base->aggs[k] == PS_AGG_SUM;
+    for (uint32_t k = 0; k < cmp->ntypes; k++)
+        sums |= cmp->aggs[k] == PS_AGG_SUM;
+    if (!sums || out->base_s <= 0 || out->compare_s <= 0) {
+        out->used = PS_NORM_NONE;
+        return;
+    }
+    double f = out->compare_s / out->base_s;
+    if (f == 1.0)
+        return;
+    for (uint32_t k = 0; k < base->ntypes; k++) {
+        ps_nodemap_t *m = &base->accs[k];
+        if (base->aggs[k] != PS_AGG_SUM)
+            continue;
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->keys[i] != 0)
+                m->vals[i] = ps_sat_round((double)m->vals[i] * f);
+    }
+    sel_totals(base);
+}
+
+void ps_query_profile_comment(ps_profile_t *p, ps_arena_t *arena, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    size_t len = (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
+    ps_str_t *strs = ps_arena_alloc(arena, ((size_t)p->nstrings + 1) * sizeof(ps_str_t));
+    if (p->nstrings)
+        memcpy(strs, p->strings, p->nstrings * sizeof(ps_str_t));
+    strs[p->nstrings] = (ps_str_t){ps_arena_strndup(arena, buf, len), len};
+    uint32_t *cs = ps_arena_alloc(arena, ((size_t)p->ncomments + 1) * sizeof(uint32_t));
+    if (p->ncomments)
+        memcpy(cs, p->comments, p->ncomments * sizeof(uint32_t));
+    cs[p->ncomments++] = p->nstrings;
+    p->strings = strs;
+    p->nstrings++;
+    p->comments = cs;
 }
 
 int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_profile_sel_t *b, int mode,
@@ -932,6 +1142,19 @@ int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_p
     const ps_sum_info_t *info = b && b->info.profiles ? &b->info : &a->info;
     const char *pair[2] = {ts->types[0], ts->types[0]};
     int ret = materialize(r, mode == PS_PROFILE_PAIR ? pair : ts->types, nv, nodes, vals, n, info, arena, out, err);
+    for (uint32_t k = 0; ret == 0 && ts->aggs && k < nt; k++) {
+        const char *parts[6];
+        if (ps_profile_type_parts(ts->types[k], arena, parts) != 0)
+            continue;
+        if (ts->aggs[k] == PS_AGG_AVG)
+            ps_query_profile_comment(out, arena,
+                                     "profstore: %s: aggregation=avg: each series' profiles averaged over time, node by "
+                                     "node, and the series' means summed",
+                                     parts[1]);
+        else
+            ps_query_profile_comment(out, arena, "profstore: %s: aggregation=sum: every profile of every series summed",
+                                     parts[1]);
+    }
     ps_nodemap_dispose(&seen);
     free(nodes);
     free(vals);

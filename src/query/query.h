@@ -5,9 +5,10 @@
  * Semantics (README.md's Query section says the same for users):
  *  - selection: postings intersections for matchers that need a value, label-value scans for
  *    regexes; a matcher that matches "" also accepts series without the label;
- *  - merges: node values summed over every profile of every selected series in [start, end]
- *    (or, at a time t, each series' newest profile in (t - lookback, t]), one profile type, or
- *    every sample type of a profile family (ps_query_profile_select);
+ *  - merges: over every profile of every selected series in [start, end] (or, at a time t, each
+ *    series' newest profile in (t - lookback, t]), one profile type, or every sample type of a
+ *    profile family (ps_query_profile_select); a range merge sums or averages over time by the
+ *    type's aggregation (ps_query_type_agg), series are always summed;
  *  - label names and values: of the series with data in [start, end] when a range is given.
  *
  * HTTP handlers (web/) only parse parameters, call these and render the answer.
@@ -78,9 +79,54 @@ void ps_nodemap_dispose(ps_nodemap_t *m);
 void ps_nodemap_add(ps_nodemap_t *m, uint64_t node, int64_t v);
 int64_t ps_nodemap_get(const ps_nodemap_t *m, uint64_t node);
 
-/** Adds every profile of the series in [start, end] into acc. */
-int ps_query_merge_range(ps_reader_t *r, const ps_series_set_t *s, int64_t start, int64_t end, ps_nodemap_t *acc,
-                         ps_sum_info_t *info, ps_err_t *err);
+/* ---- aggregation over time, and a diff's normalisation ---- */
+
+/** How a range merge combines the profiles of one series (see ps_query_type_agg). */
+typedef enum ps_agg { PS_AGG_AUTO = 0, PS_AGG_SUM = 1, PS_AGG_AVG = 2 } ps_agg_t;
+
+/**
+ * The aggregation over time of a profile type, the one rule every merge uses (the profiles API,
+ * the querier's merges and Diff, /pyroscope/render(-diff), the UI, pprof downloads):
+ *  - PS_AGG_AVG for types whose values are a state at one instant: a sample type that starts
+ *    with "inuse" (Go's and Node's inuse_space/inuse_objects), or a sample type or profile name
+ *    goroutine, goroutines or threadcreate (Go's goroutine and threadcreate profiles): a range
+ *    merge is, per series, the mean of its profiles node by node (rounded half away from zero),
+ *    and the series' means are summed. 90 snapshots of 6 MiB in use are 6 MiB, not 540 MiB.
+ *  - PS_AGG_SUM for everything else: counts of events (cpu, samples, wall, alloc_*, contentions,
+ *    delay, block, mutex, lock_*), every :delta type (a delta counts what happened in its
+ *    interval), and a type not named above. An unknown pushed type sums because that is what
+ *    Pyroscope does with a type it has no rule for, because what agents push are windows of
+ *    samples (events in the push interval), and because summing is what profstore answered before
+ *    (aggregation=avg says otherwise per query).
+ * Pyroscope (v0 storage, pkg/convert/pprof's sample type table and pull-mode config) averages
+ * exactly inuse_objects, inuse_space and goroutine(s); it divides by the profiles of all series
+ * together, where profstore averages each series and sums the series, so that N pods show N
+ * times one pod's memory.
+ */
+ps_agg_t ps_query_type_agg(const char *type_id);
+
+/** "sum", "avg" ("auto" for PS_AGG_AUTO). */
+const char *ps_agg_name(ps_agg_t a);
+
+/** The aggregation parameter v (NULL or "": PS_AGG_AUTO): "sum" or "avg", else PS_EINVAL naming
+ *  param: invalid parameter "aggregation": "median" is neither "sum" nor "avg". */
+int ps_agg_parse(const char *v, const char *param, ps_agg_t *out, ps_err_t *err);
+
+/** A diff's normalisation (see ps_query_diff_normalize). */
+typedef enum ps_norm { PS_NORM_AUTO = 0, PS_NORM_NONE = 1, PS_NORM_RATE = 2 } ps_norm_t;
+
+/** "none", "rate" ("auto" for PS_NORM_AUTO). */
+const char *ps_norm_name(ps_norm_t n);
+
+/** The normalize parameter v (NULL or "": PS_NORM_AUTO): "rate" or "none", else PS_EINVAL naming
+ *  param. */
+int ps_norm_parse(const char *v, const char *param, ps_norm_t *out, ps_err_t *err);
+
+/** Adds every profile of the series in [start, end] into acc: summed (PS_AGG_SUM), or each
+ *  series' profiles averaged node by node and the means summed (PS_AGG_AVG; one division per node
+ *  of each series at the end of its merge). */
+int ps_query_merge_range(ps_reader_t *r, const ps_series_set_t *s, int64_t start, int64_t end, ps_agg_t agg,
+                         ps_nodemap_t *acc, ps_sum_info_t *info, ps_err_t *err);
 /** Adds each series' newest profile in (at - lookback, at] into acc. */
 int ps_query_merge_at(ps_reader_t *r, const ps_series_set_t *s, int64_t at, int64_t lookback, ps_nodemap_t *acc,
                       ps_sum_info_t *info, ps_err_t *err);
@@ -100,13 +146,16 @@ typedef struct ps_profile_query {
     int64_t at, lookback; /* otherwise: each series' newest profile in (at - lookback, at] */
     bool all_types;       /* every sample type of the profile family (see ps_query_profile_select) */
     uint32_t max_series;
+    ps_agg_t agg;         /* PS_AGG_AUTO (0): each type's own (ps_query_type_agg) */
 } ps_profile_query_t;
 
 /** Merged node values of a selection, one accumulator per sample type. */
 typedef struct ps_profile_sel {
     uint32_t ntypes;      /* >= 1 after success */
     const char **types;   /* profile type ids, one per sample type, ascending (from the arena) */
-    ps_nodemap_t *accs;   /* accs[k]: node -> summed value of types[k] */
+    ps_nodemap_t *accs;   /* accs[k]: node -> merged value of types[k] */
+    ps_agg_t *aggs;       /* aggs[k]: how types[k] was merged over time (PS_AGG_SUM or PS_AGG_AVG) */
+    int64_t window;       /* ns: end - start of a range, the lookback of an instant query */
     int64_t *totals;      /* totals[k]: sum of |value| over accs[k] */
     ps_sum_info_t info;   /* time, duration, period of the merged profiles (pprof's merge rules) */
     uint32_t nseries;     /* series merged, over all types */
@@ -139,10 +188,39 @@ enum { PS_PROFILE_ONE = 0, PS_PROFILE_SUB = 1, PS_PROFILE_PAIR = 2 };
  * For SUB and PAIR both sides must have the same types (one type each: of one measure), unless
  * one side selected nothing: then
  * the other's types are used. time/duration/period come from b's info if b merged any profile,
- * else from a's.
+ * else from a's. Each sample type gets a pprof comment with its aggregation over time
+ * ("profstore: inuse_space: aggregation=avg: ...", `go tool pprof -comments` prints them).
  */
 int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_profile_sel_t *b, int mode,
                            ps_arena_t *arena, ps_profile_t *out, ps_err_t *err);
+
+/** What a diff compared: normalize used (PS_NORM_NONE or PS_NORM_RATE) and the profiled seconds of
+ *  each side. */
+typedef struct ps_diff_norm {
+    ps_norm_t used;
+    double base_s, compare_s;
+} ps_diff_norm_t;
+
+/**
+ * Makes the two sides of a diff one measure. A side's profiled time is the sum of the durations of
+ * the profiles it merged (pprof's duration_nanos; every series counts: two pods profiled for 5
+ * minutes are 10 minutes), or its window's length when none of them has a duration.
+ *  - PS_NORM_RATE: the base's values of each PS_AGG_SUM type are scaled by compare_s / base_s
+ *    (rounded): both sides are then the compare side's profiled time of their rate (value per
+ *    second of profiled time), so 5 and 3.4 minutes of the same workload show no change, and a
+ *    value divided by compare_s is that rate per second. PS_AGG_AVG types are left as they are:
+ *    a mean of snapshots does not depend on the window's length. If no type of the selection sums,
+ *    or a side has no profiled time, nothing is scaled and used is PS_NORM_NONE.
+ *  - PS_NORM_NONE: absolute values, as merged.
+ *  - PS_NORM_AUTO: PS_NORM_RATE when the windows' lengths differ, else PS_NORM_NONE.
+ * base's totals are computed again. Call it before ps_query_profile_build.
+ */
+void ps_query_diff_normalize(ps_profile_sel_t *base, const ps_profile_sel_t *cmp, ps_norm_t ask, ps_diff_norm_t *out);
+
+/** Appends a comment (pprof's Profile.comment, which `go tool pprof -comments` prints) to p, in
+ *  arena. */
+void ps_query_profile_comment(ps_profile_t *p, ps_arena_t *arena, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Series of points: PromQL answers (src/query/promql.h). */
 typedef struct ps_point {
@@ -194,7 +272,8 @@ typedef struct ps_pyro_timeline {
  * build it: a profile at t ms (its ns time / 1e6) belongs to step k = ceil((t - from) / step), so
  * step k holds (from + (k-1)*step, from + k*step] and step 0 just t = from; steps k >= n are left
  * out (Pyroscope drops points at or after until). samples[k] = the sum of the profiles' totals
- * (sum of values), or with avg their mean (truncated), 0 for a step without profiles. Totals
+ * (sum of values), or with avg each series' mean of its profiles in the step, summed over the
+ * series (truncated; the merge's rule, ps_query_type_agg), 0 for a step without profiles. Totals
  * come from the chunk totals column (no stack is read).
  */
 int ps_query_pyro_timeline(ps_reader_t *r, const ps_series_set_t *s, int64_t from_ms, int64_t until_ms, bool avg,

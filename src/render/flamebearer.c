@@ -15,6 +15,8 @@ void ps_flamebearer_meta(const char *sample_type, const char *sample_unit, const
     out->sample_rate = 100;
     out->units = sample_unit;
     out->name = sample_type;
+    out->aggregation = NULL;
+    out->normalize = NULL;
     for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++)
         if (strcmp(sample_type, objects[i]) == 0)
             out->units = "objects";
@@ -63,6 +65,14 @@ static void write_meta(ps_json_t *j, const ps_fb_meta_t *m, int diff)
     ps_json_cstr(j, m->units ? m->units : "");
     ps_json_key(j, "name");
     ps_json_cstr(j, m->name ? m->name : "");
+    if (m->aggregation) {
+        ps_json_key(j, "aggregation");
+        ps_json_cstr(j, m->aggregation);
+    }
+    if (m->normalize) {
+        ps_json_key(j, "normalize");
+        ps_json_cstr(j, m->normalize);
+    }
     ps_json_end(j);
 }
 

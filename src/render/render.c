@@ -866,7 +866,30 @@ Exit:
 
 /* ---- JSON ------------------------------------------------------------------------------------ */
 
+static void note_json(ps_json_t *j, const ps_render_note_t *note)
+{
+    if (note == NULL)
+        return;
+    if (note->aggregation) {
+        ps_json_key(j, "aggregation");
+        ps_json_cstr(j, note->aggregation);
+    }
+    if (note->normalize) {
+        ps_json_key(j, "normalize");
+        ps_json_cstr(j, note->normalize);
+        ps_json_key(j, "base_profiled_seconds");
+        ps_json_double(j, note->base_seconds);
+        ps_json_key(j, "compare_profiled_seconds");
+        ps_json_double(j, note->compare_seconds);
+    }
+}
+
 void ps_flamegraph_json(const ps_flamegraph_t *fg, ps_buf_t *out)
+{
+    ps_flamegraph_json_note(fg, NULL, out);
+}
+
+void ps_flamegraph_json_note(const ps_flamegraph_t *fg, const ps_render_note_t *note, ps_buf_t *out)
 {
     ps_json_t j;
     ps_json_init(&j, out);
@@ -896,6 +919,7 @@ void ps_flamegraph_json(const ps_flamegraph_t *fg, ps_buf_t *out)
         ps_json_key(&j, "right_ticks");
         ps_json_int(&j, fg->right_ticks);
     }
+    note_json(&j, note);
     ps_json_end(&j);
 }
 
@@ -1034,6 +1058,12 @@ void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t 
 
 void ps_render_top_diff(const ps_profile_t *p, uint32_t vi, uint32_t limit, int64_t base_total, ps_buf_t *out)
 {
+    ps_render_top_note(p, vi, limit, base_total, NULL, out);
+}
+
+void ps_render_top_note(const ps_profile_t *p, uint32_t vi, uint32_t limit, int64_t base_total,
+                        const ps_render_note_t *note, ps_buf_t *out)
+{
     ps_json_t j;
     ps_json_init(&j, out);
     if (p == NULL || vi >= p->ntypes) {
@@ -1043,6 +1073,7 @@ void ps_render_top_diff(const ps_profile_t *p, uint32_t vi, uint32_t limit, int6
         ps_json_key(&j, "rows");
         ps_json_arr(&j);
         ps_json_end(&j);
+        note_json(&j, note);
         ps_json_end(&j);
         return;
     }
@@ -1135,6 +1166,7 @@ void ps_render_top_diff(const ps_profile_t *p, uint32_t vi, uint32_t limit, int6
         ps_json_end(&j);
     }
     ps_json_end(&j);
+    note_json(&j, note);
     ps_json_end(&j);
     free(rows);
     free(rowid);

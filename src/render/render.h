@@ -59,9 +59,20 @@ typedef struct ps_flamegraph {
 int ps_flamegraph_build(const ps_profile_t *p, uint32_t vi, int diff, int64_t max_nodes, ps_arena_t *arena,
                         ps_flamegraph_t *out, ps_err_t *err);
 
+/** What an answer says of how its values were computed (README "Aggregation over time"). */
+typedef struct ps_render_note {
+    const char *aggregation;          /* "sum" or "avg"; NULL: left out */
+    const char *normalize;            /* a diff's "rate" or "none"; NULL: left out (and the seconds) */
+    double base_seconds, compare_seconds; /* a diff's profiled seconds of each side */
+} ps_render_note_t;
+
 /** JSON: {"names":[...],"levels":[[...],...],"total":N,"max_self":N} (diff adds "left_ticks",
  *  "right_ticks"), numbers as JSON numbers. */
 void ps_flamegraph_json(const ps_flamegraph_t *fg, ps_buf_t *out);
+
+/** ps_flamegraph_json plus note's fields at the end: "aggregation", and for a diff "normalize",
+ *  "base_profiled_seconds", "compare_profiled_seconds" (note NULL: none). */
+void ps_flamegraph_json_note(const ps_flamegraph_t *fg, const ps_render_note_t *note, ps_buf_t *out);
 
 /** Folded stacks: one line per distinct function stack, "root;...;leaf value\n", sorted by stack,
  *  zero values omitted. */
@@ -80,6 +91,10 @@ void ps_render_top(const ps_profile_t *p, uint32_t vi, uint32_t limit, ps_buf_t 
  *  pprof prints the percentages' absolute values; here they keep the sign of flat and cum. */
 void ps_render_top_diff(const ps_profile_t *p, uint32_t vi, uint32_t limit, int64_t base_total, ps_buf_t *out);
 
+/** ps_render_top_diff with note's fields after "rows" (as ps_flamegraph_json_note; NULL: none). */
+void ps_render_top_note(const ps_profile_t *p, uint32_t vi, uint32_t limit, int64_t base_total,
+                        const ps_render_note_t *note, ps_buf_t *out);
+
 /* ---- Pyroscope's flamebearer (its /pyroscope/render and /render-diff answers) ---- */
 
 /** The metadata of a flamebearer profile (Pyroscope's FlamebearerMetadataV1). */
@@ -88,6 +103,8 @@ typedef struct ps_fb_meta {
     uint32_t sample_rate;
     const char *units;
     const char *name;
+    const char *aggregation; /* profstore's: "sum" or "avg", written after name; NULL: left out */
+    const char *normalize;   /* a diff's "rate" or "none", after aggregation; NULL: left out */
 } ps_fb_meta_t;
 
 /** A timeline: samples[i] covers the step that ends at start_time + i * duration_delta (seconds). */
@@ -116,7 +133,8 @@ void ps_flamebearer_meta(const char *sample_type, const char *sample_unit, const
  * Pyroscope's FlamebearerProfile JSON, field for field in the order Go's encoding/json writes it
  * (a newline at the end, as json.Encoder):
  *   {"version":1,"flamebearer":{"names":[..],"levels":[[..],..],"numTicks":N,"maxSelf":N},
- *    "metadata":{"format":"single"|"double","spyName":..,"sampleRate":N,"units":..,"name":..},
+ *    "metadata":{"format":"single"|"double","spyName":..,"sampleRate":N,"units":..,"name":..
+ *                [,"aggregation":..][,"normalize":..]},
  *    "timeline":{"startTime":S,"samples":[..],"durationDelta":D,"watermarks":null}|null,
  *    "groups":{"<key>":<timeline>,...}|null,"heatmap":null[,"leftTicks":N,"rightTicks":N]}
  * The flame graph is fg as ps_flamegraph_build made it (names[0] "total", delta-encoded 4-int

@@ -515,13 +515,16 @@ def pprof_quantity(text: str) -> float:
 
 def parse_pprof_top(text: str):
     """go tool pprof -top output -> (header lines, rows); a row is (flat, flat%, sum%, cum, cum%, name)
-    with the quantities as printed (strings) and the name without pprof's ' (inline)' marker."""
+    with the quantities as printed (strings) and the name without pprof's ' (inline)' marker. The
+    header leaves out the profile's comments that profstore adds ("profstore: ...", README
+    "Aggregation over time"; pprof prints comments in the header), so a merge's header compares
+    with pprof's own merge of the files."""
     header, rows, in_rows = [], [], False
     for line in text.splitlines():
         if not in_rows:
             if line.split() == ["flat", "flat%", "sum%", "cum", "cum%"]:
                 in_rows = True
-            else:
+            elif not line.startswith("profstore: "):
                 header.append(line)
             continue
         if not line.strip():

@@ -119,10 +119,13 @@ def test_render_accepts_profstore_id_verbatim(srv):
 
 
 def test_render_metadata(srv):
+    # Pyroscope's fields, then profstore's aggregation over time (README "Aggregation over time")
     assert render(srv, CPU + '{job="r"}')["metadata"] == {
-        "format": "single", "spyName": "gospy", "sampleRate": 1000000000, "units": "samples", "name": "cpu"}
+        "format": "single", "spyName": "gospy", "sampleRate": 1000000000, "units": "samples", "name": "cpu",
+        "aggregation": "sum"}
     assert render(srv, SAMPLES + '{job="r"}')["metadata"] == {
-        "format": "single", "spyName": "gospy", "sampleRate": 100, "units": "objects", "name": "samples"}
+        "format": "single", "spyName": "gospy", "sampleRate": 100, "units": "objects", "name": "samples",
+        "aggregation": "sum"}
     # two series with different spies: no one spy name
     assert render(srv, CPU + '{job="mixed"}')["metadata"]["spyName"] == ""
     want = {"memory:alloc_objects:count:space:bytes": ("objects", "alloc_objects"),
@@ -131,7 +134,8 @@ def test_render_metadata(srv):
             "memory:inuse_space:bytes:space:bytes": ("bytes", "inuse_space")}
     for t, (units, name) in want.items():
         md = render(srv, t + '{job="heap"}')["metadata"]
-        assert md == {"format": "single", "spyName": "", "sampleRate": 100, "units": units, "name": name}, t
+        assert md == {"format": "single", "spyName": "", "sampleRate": 100, "units": units, "name": name,
+                      "aggregation": "avg" if name.startswith("inuse") else "sum"}, t
 
 
 def test_render_heap_totals(srv):
@@ -252,7 +256,7 @@ def test_render_diff_equals_own_diff(srv, max_nodes):
     assert fb["flamebearer"]["maxSelf"] == own["max_self"]
     assert (fb["leftTicks"], fb["rightTicks"]) == (2980000000, 2930000000)
     assert fb["metadata"] == {"format": "double", "spyName": "", "sampleRate": 1000000000, "units": "samples",
-                              "name": "cpu"}
+                              "name": "cpu", "aggregation": "sum", "normalize": "none"}
     assert fb["timeline"] is None and fb["groups"] is None and fb["heatmap"] is None
 
 
@@ -370,7 +374,8 @@ BAD_RENDER = [
      'invalid parameter "maxNodes": "99999999999999999999" is not a non-negative integer'),
     ({"query": GOOD, "maxNodes": "-1"}, 400, 'invalid parameter "maxNodes": "-1" is not a non-negative integer'),
     ({"query": GOOD, "maxNodes": "ten"}, 400, 'invalid parameter "maxNodes": "ten" is not a non-negative integer'),
-    ({"query": GOOD, "aggregation": "max"}, 400, 'invalid parameter "aggregation": "max" is neither "sum" nor "avg"'),
+    ({"query": GOOD, "aggregation": "max"}, 400, 'invalid parameter "aggregation": "max" is neither "sum" nor "avg" '
+     '(the aggregation over time; absent: the profile type\'s own)'),
     ({"query": GOOD, "format": "dot"}, 400, 'invalid parameter "format": "dot" is not supported (json)'),
 ]
 

@@ -268,7 +268,7 @@ def test_documented_empty_results(srv):
         p = pd.decode(body)
         assert p.sample == [] and p.type_names() == [("cpu", "nanoseconds")], params
         st, _, body = form_request(srv, "GET", "/api/v1/profiles/query", dict(params, format="top"))
-        assert st == 200 and json.loads(body) == {"total": 0, "rows": []}, body[:300]
+        assert st == 200 and json.loads(body) == {"total": 0, "rows": [], "aggregation": "sum"}, body[:300]
         st, _, body = form_request(srv, "GET", "/api/v1/profiles/query", dict(params, format="folded"))
         assert st == 200 and body == b"", body[:300]
         st, _, body = form_request(srv, "GET", "/api/v1/profiles/query", dict(params, format="flamegraph"))

@@ -249,7 +249,8 @@ def check_sibling_order(t):
 
 def test_flamegraph_matches_call_tree(srv):
     fg = get_json(srv, query=SEL, start=T0, end=T0 + 60, format="flamegraph")
-    assert set(fg) == {"names", "levels", "total", "max_self"}, set(fg)
+    assert set(fg) == {"names", "levels", "total", "max_self", "aggregation"}, set(fg)
+    assert fg["aggregation"] == "sum"  # a cpu type: every profile summed
     want_total = sum(README_TOTALS[r][1] for r in ALL_CPU)
     tree = decode_flamegraph(fg)
     assert fg["total"] == want_total and tree[1] == (want_total,)
@@ -360,7 +361,7 @@ def reference_top(rels, ti=1):
 
 def test_top(srv, tmp_path):
     js = get_json(srv, query=SEL, start=T0, end=T0 + 60, format="top")
-    assert set(js) == {"total", "rows"}
+    assert set(js) == {"total", "rows", "aggregation"} and js["aggregation"] == "sum"
     total, want = reference_top(ALL_CPU)
     assert js["total"] == total == sum(README_TOTALS[r][1] for r in ALL_CPU)
     rows = js["rows"]
@@ -392,7 +393,9 @@ def test_diff_flamegraph(srv):
     base, cmp_ = README_TOTALS["go/cpu-01.pb.gz"][1], README_TOTALS["go/cpu-02.pb.gz"][1]
     fg = get_json(srv, "/api/v1/profiles/diff", base=DIFF_BASE, compare=DIFF_CMP, base_time=T0 + 60,
                   compare_time=T0 + 60, format="flamegraph")
-    assert set(fg) == {"names", "levels", "total", "max_self", "left_ticks", "right_ticks"}, set(fg)
+    assert set(fg) == {"names", "levels", "total", "max_self", "left_ticks", "right_ticks", "aggregation", "normalize",
+                       "base_profiled_seconds", "compare_profiled_seconds"}, set(fg)
+    assert (fg["aggregation"], fg["normalize"]) == ("sum", "none")  # windows of one length: absolute
     assert fg["left_ticks"] == base and fg["right_ticks"] == cmp_
     assert fg["total"] == base + cmp_
     tree = decode_flamegraph(fg, diff=True)

@@ -62,6 +62,18 @@ def canon_sum(rels, type_index, sign=None):
     return {k: v for k, v in acc.items() if v != 0}
 
 
+def half_away(v2):
+    """v2 / 2 rounded half away from zero (the mean of two profiles, node by node)."""
+    q = abs(v2) // 2 + abs(v2) % 2
+    return q if v2 >= 0 else -q
+
+
+def canon_avg(rels, type_index):
+    """The per-node mean of the canonical samples of fixture files pushed to one series."""
+    assert len(rels) == 2
+    return {k: half_away(v) for k, v in canon_sum(rels, type_index).items() if half_away(v) != 0}
+
+
 def comparable_header(header):
     """pprof's header lines that must agree between the server's merge and pprof's own: all but
     Time (the server reports the earliest stored timestamp; the pushes used time=)."""
@@ -200,7 +212,14 @@ def test_instant_outside_any_profile_is_empty(srv):
 
 @pytest.mark.parametrize("type_id,index_name,ti", [(ALLOC_SPACE, "alloc_space", 1), (INUSE_SPACE, "inuse_space", 3)])
 def test_heap_merge_matches_pprof_merge(srv, go, tmp_path, type_id, index_name, ti):
-    path = query_path(query=type_id + '{job="heap"}', start=T0, end=T0 + 60)
+    """Summed (aggregation=sum for inuse_space, which averages over time by default), the merge
+    is pprof's own merge of the files; averaged, each node is the mean of the two."""
+    if index_name == "inuse_space":
+        _, body = fetch(srv, query_path(query=type_id + '{job="heap"}', start=T0, end=T0 + 60))
+        p = pd.decode(body)
+        assert pd.canonical(p, 0) == canon_avg(HEAP_FILES, ti)
+        assert p.comment and p.s(p.comment[0]).startswith("profstore: inuse_space: aggregation=avg")
+    path = query_path(query=type_id + '{job="heap"}', start=T0, end=T0 + 60, aggregation="sum")
     _, body = fetch(srv, path)
     p = pd.decode(body)
     assert_valid_pprof(p, (index_name, "bytes"), ("space", "bytes"))
@@ -237,7 +256,15 @@ HEAP_SAMPLE_TYPES = [("alloc_objects", "count"), ("alloc_space", "bytes"), ("inu
     {"query": '{job="heap"}', "sample_types": "all"},                    # the family of what is selected
 ])
 def test_heap_family_has_every_sample_type(srv, params):
+    # by default each type by its own rule: alloc_* summed, inuse_* averaged over time
     _, body = fetch(srv, query_path(start=T0, end=T0 + 60, **params))
+    p = pd.decode(body)
+    assert p.type_names() == HEAP_SAMPLE_TYPES
+    for i in range(4):
+        want = canon_sum(HEAP_FILES, i) if i < 2 else canon_avg(HEAP_FILES, i)
+        assert pd.canonical(p, i) == want, HEAP_SAMPLE_TYPES[i]
+    assert [p.s(c).split(":")[1].strip() for c in p.comment] == [t for t, _ in HEAP_SAMPLE_TYPES]
+    _, body = fetch(srv, query_path(start=T0, end=T0 + 60, aggregation="sum", **params))
     p = pd.decode(body)
     assert p.type_names() == HEAP_SAMPLE_TYPES
     assert p.period_type_names() == ("space", "bytes") and p.period == 524288
@@ -257,7 +284,7 @@ def test_heap_family_has_every_sample_type(srv, params):
 def test_heap_family_through_go_pprof_sample_index(srv, go, tmp_path, index_name):
     """go tool pprof -sample_index=... on the family answer = on pprof's own merge of the originals."""
     for params in ({"query": 'memory{job="heap"}'}, {"query": ALLOC_SPACE + '{job="heap"}', "sample_types": "all"}):
-        path = query_path(start=T0, end=T0 + 60, **params)
+        path = query_path(start=T0, end=T0 + 60, aggregation="sum", **params)  # pprof's merge sums
         args = ["-top", "-nodecount=15", "-symbolize=none", "-sample_index=" + index_name]
         got = go_pprof(args + [srv.url(path)], tmp_path)
         ref = go_pprof(args + [str(PPROF_DIR / r) for r in HEAP_FILES], tmp_path)
@@ -310,9 +337,12 @@ def test_diff_pprof_is_compare_minus_base(srv):
     want_total = README_TOTALS["go/cpu-02.pb.gz"][1] - README_TOTALS["go/cpu-01.pb.gz"][1]
     for params in ({"base_time": T0 + 60, "compare_time": T0 + 60},
                    {"base_start": T0, "base_end": T0 + 60, "compare_start": T0, "compare_end": T0 + 60},
-                   {"base_time": T0 + 10, "compare_start": T0 + 10, "compare_end": T0 + 10}):
+                   # an instant side (its window: lookback) against a range: normalize=none for
+                   # absolute values, which windows of different lengths do not compare by default
+                   {"base_time": T0 + 10, "compare_start": T0 + 10, "compare_end": T0 + 10, "normalize": "none"}):
         hdrs, body = fetch(srv, query_path("/api/v1/profiles/diff", base=DIFF_BASE, compare=DIFF_CMP, **params))
         assert hdrs.get("content-type") == "application/octet-stream"
+        assert hdrs.get("x-profstore-normalize") == "none"
         p = pd.decode(body)
         assert_valid_pprof(p, ("cpu", "nanoseconds"))
         assert pd.totals(p) == [want_total], params

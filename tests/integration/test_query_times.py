@@ -87,13 +87,14 @@ def test_no_time_merges_the_last_lookback(d):
     assert total(get(d, q, {"query": d.API, "time": "now"})) == C2
     assert total(get(d, q, {"query": d.API, "time": "now-5m"})) == C1
     assert total(get(d, q, {"query": d.API, "time": "now", "lookback": "1h"})) == C2
-    # a diff side without a time is the same window: compare (the last 5m) minus base (at now-5m)
-    diff = {"base": d.API, "compare": d.API, "base_time": "now-5m"}
+    # a diff side without a time is the same window: compare (the last 5m) minus base (at now-5m),
+    # in absolute values (the sides' lengths differ: rates by default)
+    diff = {"base": d.API, "compare": d.API, "base_time": "now-5m", "normalize": "none"}
     assert total(get(d, "/api/v1/profiles/diff", diff)) == C3 + C2 - C1
     t = now()
     assert get(d, "/api/v1/profiles/diff", dict(diff, format="top")) == get(d, "/api/v1/profiles/diff", {
         "base": d.API, "compare": d.API, "base_time": t - 300, "compare_start": t - 300, "compare_end": t + 1,
-        "format": "top"})
+        "format": "top", "normalize": "none"})
 
 
 # ---- every form means the same time -------------------------------------------------------------------
@@ -134,7 +135,8 @@ def test_profiles_range_and_diff_time_forms(d):
                         "base_time", 300, "now-5m")
     assert total(b) == C2 - C1
     b = same_everywhere(d, "/api/v1/profiles/diff", {"base": d.API, "compare": d.API, "base_time": now() - 300,
-                                                     "compare_end": now() + 60}, "compare_start", 1800, "now-30m")
+                                                     "compare_end": now() + 60, "normalize": "none"},
+                        "compare_start", 1800, "now-30m")
     assert total(b) == C2 + C1 + C3 + C2 - C1
 
 

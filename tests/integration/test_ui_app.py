@@ -240,13 +240,17 @@ def test_drag_range_merges_and_click_point_selects_one(ui_server, browser):
 def test_compare_diff_totals_match_profiles_diff(ui_server, browser):
     a, b = rng(ui_server)
     mid = (ui_server.t_first + ui_server.t_last) // 2 + 1
-    params = dict(type=CPU_NS, bsel='job="api"', bfrom=a, bto=mid, csel='job="api",instance="a:6060"', cfrom=mid, cto=b)
+    # absolute values (norm=none): windows of different lengths compare rates by default
+    # (test_query_aggregation.py checks those)
+    params = dict(type=CPU_NS, bsel='job="api"', bfrom=a, bto=mid, csel='job="api",instance="a:6060"', cfrom=mid, cto=b,
+                  norm="none")
     browser.open("/compare?" + urllib.parse.urlencode(params, quote_via=urllib.parse.quote))
     browser.wait_js("psApp.view && psApp.view.diff", 15)
     left, right, diff = (wait_panel(browser, "psApp.view." + p) for p in ("left", "right", "diff"))
     base_q, cmp_q = CPU_NS + '{job="api"}', CPU_NS + '{job="api",instance="a:6060"}'
     want = api_fg(ui_server, "/api/v1/profiles/diff", base=base_q, base_start=a, base_end=mid,
-                  compare=cmp_q, compare_start=mid, compare_end=b)
+                  compare=cmp_q, compare_start=mid, compare_end=b, normalize="none")
+    assert diff["normalize"] == want["normalize"] == "none"
     base_p = [p for p in ui_server.pushes(job="api") if p.ts <= mid]
     cmp_p = [p for p in ui_server.pushes(instance="a:6060") if p.ts >= mid]
     assert int(diff["left"]) == want["left_ticks"] == cpu_total(base_p)
@@ -255,7 +259,7 @@ def test_compare_diff_totals_match_profiles_diff(ui_server, browser):
     assert int(right["total"]) == cpu_total(cmp_p)
     # the table of largest changes is profiles/diff's format=top, in its order
     top = ui_server.query_json("/api/v1/profiles/diff", base=base_q, base_start=a, base_end=mid, compare=cmp_q,
-                               compare_start=mid, compare_end=b, format="top", limit=500)
+                               compare_start=mid, compare_end=b, format="top", limit=500, normalize="none")
     names = browser.js("return psApp.view.diff.table.names.slice(0, 10);")
     assert names == [r["function"] for r in top["rows"][:10]]
     # the pprof link is the diff's

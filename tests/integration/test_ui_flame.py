@@ -345,9 +345,8 @@ def test_diff_colours_and_totals(ui_server, browser):
     nodes = py_nodes(fg, diff=True)
     lt, rt = fg["left_ticks"], fg["right_ticks"]
 
-    def change(n):
-        lp, rp = n["lt"] / lt, n["rt"] / rt
-        return float("inf") if lp == 0 else (rp - lp) / lp
+    def change(n):  # of the node's value, in the diff answer's measure (its headline's and table's)
+        return (0.0 if n["rt"] == 0 else float("inf")) if n["lt"] == 0 else (n["rt"] - n["lt"]) / n["lt"]
 
     def expected(n):
         ch = change(n)

@@ -603,6 +603,11 @@ static void test_saturating(void **state)
     assert_true(ps_sat_mul(-4, 5) == -20);
     assert_true(ps_sat_addu(UINT64_MAX - 1, 2) == UINT64_MAX);
     assert_true(ps_sat_addu(1, 2) == 3);
+    assert_true(ps_sat_round(1e19) == INT64_MAX);
+    assert_true(ps_sat_round(9223372036854775807.0) == INT64_MAX);
+    assert_true(ps_sat_round(-1e19) == INT64_MIN);
+    assert_true(ps_sat_round(NAN) == 0);
+    assert_true(ps_sat_round(2.5) == 3 && ps_sat_round(-2.5) == -3 && ps_sat_round(0.49) == 0);
 }
 
 static void test_arena_big(void **state)

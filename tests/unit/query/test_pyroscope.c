@@ -123,10 +123,25 @@ static void test_timeline(void **state)
     assert_int_equal(ps_query_pyro_timeline(f->r, &set, T0 * 1000, (T0 + 45) * 1000, false, &f->a, &tl, &f->err), 0);
     assert_int_equal(tl.n, 3); /* T0+45 is in the step ending at until: left out */
     assert_memory_equal(tl.samples, want, 3 * sizeof(uint64_t));
-    /* avg: the mean of a step's profiles */
+    /* avg: each series' mean of its profiles in the step, the series summed (step 2 holds one
+     * profile of job r and one of job s: two series, so both count whole) */
     assert_int_equal(ps_query_pyro_timeline(f->r, &set, T0 * 1000, (T0 + 60) * 1000, true, &f->a, &tl, &f->err), 0);
-    uint64_t avg[] = {2980000000ull, 2930000000ull, 2890000000ull, 2860000000ull};
+    uint64_t avg[] = {2980000000ull, 2930000000ull, 2890000000ull + 2890000000ull, 2860000000ull};
     assert_memory_equal(tl.samples, avg, 4 * sizeof(uint64_t));
+    /* two profiles of one series in one step: their mean. Job r alone over 19 h from T0 - 60 s:
+     * 60 s steps, cpu-01 (T0) in step 1, cpu-02 (T0 + 15) and cpu-03 (T0 + 16) in step 2 */
+    ps_series_set_t r1 = {0};
+    for (uint32_t i = 0; i < set.n; i++)
+        if (strcmp(ps_labels_value(&set.labels[i], "job"), "r") == 0)
+            r1 = (ps_series_set_t){1, &set.sids[i], &set.labels[i]};
+    assert_int_equal(r1.n, 1);
+    int64_t from = (T0 - 60) * 1000, until = from + 19 * 3600 * 1000LL;
+    assert_int_equal(ps_query_pyro_timeline(f->r, &r1, from, until, true, &f->a, &tl, &f->err), 0);
+    assert_int_equal(tl.step_s, 60);
+    uint64_t avg_r[] = {0, 2980000000ull, (2930000000ull + 2890000000ull) / 2, 0};
+    assert_memory_equal(tl.samples, avg_r, 4 * sizeof(uint64_t));
+    assert_int_equal(ps_query_pyro_timeline(f->r, &r1, from, until, false, &f->a, &tl, &f->err), 0);
+    assert_int_equal(tl.samples[2], 2930000000ull + 2890000000ull);
     /* from in the middle of a second: steps counted from it, in ms */
     assert_int_equal(ps_query_pyro_timeline(f->r, &set, T0 * 1000 + 500, (T0 + 60) * 1000 + 500, false, &f->a, &tl,
                                             &f->err),

@@ -12,7 +12,10 @@
  *                                       {job="api",instance="b"}  cpu-03 @T+15
  *                                       {job="batch"}             cpu-04 @T+30
  *   memory (4 types)                    {job="api",instance="a"}  heap-01 @T+30
+ *                                       {job="avg",instance="x"}  heap-01 @T+5000, 5010, 5020
+ *                                       {job="avg",instance="y"}  heap-01 @T+5010
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,6 +56,9 @@ static int setup(void **state)
     store = ps_test_store_open("/tmp/ps_test_query_XXXXXX", &dir);
     ps_test_ingest_cpu4(store, T0);
     ingest("go/heap-01.pb.gz", "{job=\"api\",instance=\"a\"}", T0 + 30);
+    for (int k = 0; k < 3; k++)
+        ingest("go/heap-01.pb.gz", "{job=\"avg\",instance=\"x\"}", T0 + 5000 + 10 * k);
+    ingest("go/heap-01.pb.gz", "{job=\"avg\",instance=\"y\"}", T0 + 5010);
     return 0;
 }
 
@@ -558,6 +564,151 @@ static void test_eval_same_millisecond(void **state)
     fx_end(&f);
 }
 
+/* ---- aggregation over time ---- */
+
+static void test_type_agg(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *id;
+        ps_agg_t want;
+    } cases[] = {
+        {"memory:inuse_space:bytes:space:bytes", PS_AGG_AVG},
+        {"memory:inuse_objects:count:space:bytes", PS_AGG_AVG},
+        {"memory:inuse_space:bytes:inuse_space:bytes", PS_AGG_AVG},
+        {"goroutine:goroutine:count:goroutine:count", PS_AGG_AVG},
+        {"goroutines:goroutine:count:goroutine:count", PS_AGG_AVG},
+        {"threadcreate:threadcreate:count:threadcreate:count", PS_AGG_AVG},
+        {"goroutine:count:count:goroutine:count", PS_AGG_AVG}, /* by its profile name */
+        {"memory:inuse_space:bytes:space:bytes:delta", PS_AGG_SUM}, /* a delta counts its interval */
+        {"memory:alloc_space:bytes:space:bytes", PS_AGG_SUM},
+        {"memory:alloc_space:bytes:space:bytes:delta", PS_AGG_SUM},
+        {CPU, PS_AGG_SUM},
+        {CPU_SAMPLES, PS_AGG_SUM},
+        {"wall:wall:nanoseconds:wall:nanoseconds:delta", PS_AGG_SUM},
+        {"mutex:contentions:count:contentions:count:delta", PS_AGG_SUM},
+        {"block:delay:nanoseconds:contentions:count", PS_AGG_SUM},
+        {"custom:widgets:count:widgets:count", PS_AGG_SUM}, /* unknown: sums */
+        {"memory:in:bytes:space:bytes", PS_AGG_SUM},
+        {"nocolons", PS_AGG_SUM},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (ps_query_type_agg(cases[i].id) != cases[i].want)
+            fail_msg("%s: %s", cases[i].id, ps_agg_name(ps_query_type_agg(cases[i].id)));
+    ps_agg_t a;
+    ps_norm_t n;
+    ps_err_t err = {0};
+    assert_int_equal(ps_agg_parse(NULL, "aggregation", &a, &err), 0);
+    assert_int_equal(a, PS_AGG_AUTO);
+    assert_int_equal(ps_agg_parse("avg", "aggregation", &a, &err), 0);
+    assert_int_equal(a, PS_AGG_AVG);
+    assert_int_equal(ps_agg_parse("median", "aggregation", &a, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "invalid parameter \"aggregation\": \"median\" is neither \"sum\" nor \"avg\" (the "
+                                 "aggregation over time; absent: the profile type's own)");
+    assert_int_equal(ps_norm_parse("", "normalize", &n, &err), 0);
+    assert_int_equal(n, PS_NORM_AUTO);
+    assert_int_equal(ps_norm_parse("rate", "normalize", &n, &err), 0);
+    assert_int_equal(n, PS_NORM_RATE);
+    assert_int_equal(ps_norm_parse("Rate", "normalize", &n, &err), PS_EINVAL);
+}
+
+#define INUSE "memory:inuse_space:bytes:space:bytes"
+#define HEAP01_INUSE 1048832LL
+
+static int query_agg(fx_t *f, const char *s, int64_t lo, int64_t hi, ps_agg_t agg, ps_profile_sel_t *ps,
+                     ps_profile_t *p)
+{
+    ps_selector_t sel = parse_sel(f, s);
+    ps_profile_query_t q = {.sel = &sel, .param = "query", .ranged = true, .start = lo, .end = hi, .max_series = 100,
+                            .agg = agg};
+    int ret = ps_query_profile_select(f->r, &q, &f->a, ps, &f->err);
+    if (ret == 0)
+        ret = ps_query_profile_build(f->r, ps, NULL, PS_PROFILE_ONE, &f->a, p, &f->err);
+    ps_selector_dispose(&sel);
+    return ret;
+}
+
+static void test_merge_avg(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    ps_profile_sel_t ps;
+    ps_profile_t p;
+    const int64_t lo = S(T0 + 4000), hi = S(T0 + 6000);
+    /* one series, three equal snapshots: the mean is one of them */
+    assert_int_equal(query_agg(&f, INUSE "{instance=\"x\"}", lo, hi, PS_AGG_AUTO, &ps, &p), 0);
+    assert_int_equal(ps.aggs[0], PS_AGG_AVG);
+    assert_int_equal(ps.info.profiles, 3);
+    assert_int_equal(ps.totals[0], HEAP01_INUSE);
+    assert_int_equal(profile_total(&p, 0), HEAP01_INUSE);
+    assert_int_equal(p.ncomments, 1);
+    ps_str_t c = ps_profile_str(&p, p.comments[0]);
+    assert_true(c.len > 40 && memcmp(c.ptr, "profstore: inuse_space: aggregation=avg: ", 41) == 0);
+    ps_profile_sel_dispose(&ps);
+    /* two series: their means summed */
+    assert_int_equal(query_agg(&f, INUSE "{job=\"avg\"}", lo, hi, PS_AGG_AUTO, &ps, &p), 0);
+    assert_int_equal(ps.nseries, 2);
+    assert_int_equal(ps.totals[0], 2 * HEAP01_INUSE);
+    ps_profile_sel_dispose(&ps);
+    /* asked to sum: four profiles */
+    assert_int_equal(query_agg(&f, INUSE "{job=\"avg\"}", lo, hi, PS_AGG_SUM, &ps, &p), 0);
+    assert_int_equal(ps.aggs[0], PS_AGG_SUM);
+    assert_int_equal(ps.totals[0], 4 * HEAP01_INUSE);
+    ps_profile_sel_dispose(&ps);
+    /* a family: inuse types average, alloc types sum, each its own */
+    ps_selector_t sel = parse_sel(&f, "memory{instance=\"x\"}");
+    ps_profile_query_t q = {.sel = &sel, .param = "query", .ranged = true, .start = lo, .end = hi, .max_series = 100};
+    assert_int_equal(ps_query_profile_select(f.r, &q, &f.a, &ps, &f.err), 0);
+    assert_int_equal(ps.ntypes, 4);
+    for (uint32_t k = 0; k < 4; k++)
+        assert_int_equal(ps.aggs[k], strstr(ps.types[k], ":inuse_") ? PS_AGG_AVG : PS_AGG_SUM);
+    assert_int_equal(ps_query_profile_build(f.r, &ps, NULL, PS_PROFILE_ONE, &f.a, &p, &f.err), 0);
+    assert_int_equal(p.ncomments, 4);
+    ps_profile_sel_dispose(&ps);
+    ps_selector_dispose(&sel);
+    /* the cpu type averages when asked: cpu-01 and cpu-02 of instance a, node by node */
+    assert_int_equal(query_agg(&f, CPU "{instance=\"a\"}", S(T0), S(T0 + 60), PS_AGG_AVG, &ps, &p), 0);
+    int64_t t = ps.totals[0];
+    assert_true(llabs(t - (CPU01 + CPU02) / 2) <= 10000000LL * 100); /* each node's mean rounds */
+    ps_profile_sel_dispose(&ps);
+    fx_end(&f);
+}
+
+static void test_diff_normalize(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    ps_profile_sel_t base, cmp;
+    ps_profile_t p;
+    ps_diff_norm_t dn;
+    /* base: a's two cpu profiles over [T, T+60]; compare: b's one over [T, T+30] */
+    assert_int_equal(query_agg(&f, CPU "{instance=\"a\"}", S(T0), S(T0 + 60), PS_AGG_AUTO, &base, &p), 0);
+    assert_int_equal(query_agg(&f, CPU "{instance=\"b\"}", S(T0), S(T0 + 30), PS_AGG_AUTO, &cmp, &p), 0);
+    int64_t bd = base.info.duration, cd = cmp.info.duration, before = base.totals[0];
+    assert_true(bd > 0 && cd > 0);
+    ps_query_diff_normalize(&base, &cmp, PS_NORM_NONE, &dn);
+    assert_int_equal(dn.used, PS_NORM_NONE);
+    assert_int_equal(base.totals[0], before);
+    ps_query_diff_normalize(&base, &cmp, PS_NORM_AUTO, &dn); /* windows of 60 and 30 s: rates */
+    assert_int_equal(dn.used, PS_NORM_RATE);
+    assert_true(dn.base_s == (double)bd / 1e9 && dn.compare_s == (double)cd / 1e9);
+    double want = (double)before * (double)cd / (double)bd;
+    assert_true(fabs((double)base.totals[0] - want) <= 1000); /* each node rounds */
+    ps_profile_sel_dispose(&base);
+    ps_profile_sel_dispose(&cmp);
+    /* averages are never scaled: the answer says none */
+    assert_int_equal(query_agg(&f, INUSE "{instance=\"x\"}", S(T0 + 4000), S(T0 + 6000), PS_AGG_AUTO, &base, &p), 0);
+    assert_int_equal(query_agg(&f, INUSE "{instance=\"x\"}", S(T0 + 5005), S(T0 + 5015), PS_AGG_AUTO, &cmp, &p), 0);
+    ps_query_diff_normalize(&base, &cmp, PS_NORM_RATE, &dn);
+    assert_int_equal(dn.used, PS_NORM_NONE);
+    assert_int_equal(base.totals[0], HEAP01_INUSE);
+    ps_profile_sel_dispose(&base);
+    ps_profile_sel_dispose(&cmp);
+    fx_end(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -567,6 +718,9 @@ int main(void)
         cmocka_unit_test(test_merge_errors),
         cmocka_unit_test(test_same_measure),
         cmocka_unit_test(test_merge_family),
+        cmocka_unit_test(test_type_agg),
+        cmocka_unit_test(test_merge_avg),
+        cmocka_unit_test(test_diff_normalize),
         cmocka_unit_test(test_eval_instant),
         cmocka_unit_test(test_eval_range),
         cmocka_unit_test(test_eval_same_millisecond),

@@ -1,6 +1,7 @@
 // breakdown.js: the label breakdown. Pick a label (instance, version, …) and see each value's
 // share of the selection as a table with bars, from one PromQL instant query:
-// sum by (<label>) (sum_over_time(<selector>[<selection length>])) at the selection's end.
+// sum by (<label>) (sum_over_time(<selector>[<selection length>])) at the selection's end
+// (avg_over_time for a type a merge averages over time: the flame graph's measure).
 // Series without the label form the "(none)" row. Clicking a value narrows the selector.
 
 import { h, clear, errorBox, pct } from './dom.js';
@@ -29,7 +30,8 @@ export class Breakdown {
       return;
     }
     const ms = q.point ? 1 : Math.max(1, Math.round((q.end - q.start) * 1000));
-    const expr = `sum by (${q.label}) (sum_over_time(${selector(q.type, q.sel)}[${ms}ms]))`;
+    const fn = q.aggregation === 'avg' ? 'avg_over_time' : 'sum_over_time';
+    const expr = `sum by (${q.label}) (${fn}(${selector(q.type, q.sel)}[${ms}ms]))`;
     let res;
     try {
       res = await api.query(expr, q.end.toFixed(3));

@@ -6,9 +6,10 @@
 // of the same level. decode() turns that into flat typed arrays over all nodes in level order (x,
 // width, self, name, parent, first/last child), with x and width in value units. A diff node is drawn
 // with width l_total + r_total at x = l_x + r_x (both sides nest, so their sums nest too), as Pyroscope
-// draws it, and coloured by the relative change of its share: (r/right_ticks - l/left_ticks) /
-// (l/left_ticks), red grew, green shrank, full colour at +-100% (new frames are full red, gone ones
-// full green), grey when unchanged.
+// draws it, and coloured by the relative change of its value: (r - l) / l, in the measure the diff
+// answer holds (absolute values, or both sides scaled to one profiled time with normalize=rate),
+// the same measure as the panel's headline and the table of changes; red grew, green shrank, full
+// colour at +-100% (new frames are full red, gone ones full green), grey when unchanged.
 //
 // The view. A zoom is a node index: the x range [x, x + width) of that node fills the canvas and every
 // node overlapping it is drawn (clipped): the zoomed node's ancestors span the width (dimmed), its
@@ -161,12 +162,11 @@ export function nodeAt(m, path) {
     return i;
 }
 
-// relative change of a diff node's share (Infinity: new, -1: gone)
+// relative change of a diff node's value (Infinity: new, -1: gone)
 function diffChange(m, i) {
-    const lp = m.leftTicks ? m.lt[i] / m.leftTicks : 0;
-    const rp = m.rightTicks ? m.rt[i] / m.rightTicks : 0;
-    if (lp === 0) return rp === 0 ? 0 : Infinity;
-    return (rp - lp) / lp;
+    const l = m.lt[i], r = m.rt[i];
+    if (l === 0) return r === 0 ? 0 : Infinity;
+    return (r - l) / l;
 }
 
 // ---- colours -----------------------------------------------------------------------------------

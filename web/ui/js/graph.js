@@ -1,7 +1,10 @@
 // graph.js: the profile totals over time, drawn with uPlot (embedded at /ui/vendor/uPlot.esm.js).
 // Without "sum by", each matching series is a line with one point per stored profile: the
 // instant query `sel[range]` at the range's end answers every profile total with its time. With
-// "sum by", each group is a line of `sum by (...) (sum_over_time(sel[step]))` from query_range.
+// "sum by", each group is a line of `sum by (...) (sum_over_time(sel[step]))` from query_range, or
+// avg_over_time for a type that a merge averages over time (/api/v1/profiles/types' aggregation:
+// inuse, goroutine, threadcreate), so a step's point is what the flame graph of that step shows:
+// per series the mean of its profiles, the series summed.
 // Click a point -> that profile (or that group's step); drag a range -> everything in it merged.
 // The selection stays drawn on the graph.
 
@@ -70,7 +73,8 @@ export class TimeGraph {
     if (by.length) {
       const step = stepFor(q.start, q.end);
       this.step = step;
-      const expr = `sum by (${by.join(', ')}) (sum_over_time(${sel}[${step * 1000 - 1}ms]))`;
+      const fn = q.typeInfo && q.typeInfo.aggregation === 'avg' ? 'avg_over_time' : 'sum_over_time';
+      const expr = `sum by (${by.join(', ')}) (${fn}(${sel}[${step * 1000 - 1}ms]))`;
       result = (await api.queryRange(expr, q.start, q.end, step)).result;
     } else {
       const secs = Math.max(1, Math.ceil(q.end - q.start));

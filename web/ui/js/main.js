@@ -171,6 +171,7 @@ class GraphView {
     await this.breakdown.load(api, {
       type: s.type, sel: joinSel(s.sel, s.ssel), label: s.bd || '', names,
       start: Number(w.start), end: w.point ? w.at : Number(w.end), point: w.point, sampleUnit: info.sample_unit,
+      aggregation: info.aggregation,
     });
   }
 
@@ -205,6 +206,19 @@ class CompareView {
     this.cs = side('c', 'Comparison');
     this.left = this.bs.panel;
     this.right = this.cs.panel;
+    // the diff's measure (normalize): rates per second of profiled time, or absolute values;
+    // absent, the server's default (rates when the windows differ in length); the buttons show the
+    // one the answer used
+    this.normBtns = {};
+    const NORMS = { rate: 'rates (per second of profiled time)', none: 'absolute values' };
+    this.normNote = h('span.normnote');
+    this.normBar = h('div.normbar', h('span', 'Diff compares '),
+      h('span.modes', { role: 'radiogroup', 'aria-label': 'diff measure' }, Object.entries(NORMS).map(([m, label]) => {
+        const b = h('button.mode', { type: 'button', role: 'radio', dataset: { norm: m }, 'aria-checked': 'false', on: { click: () => state.set({ norm: m }) } }, label);
+        this.normBtns[m] = b;
+        return b;
+      })), ' ', this.normNote);
+    root.append(this.normBar);
     this.diff = new ProfilePanel(root, {
       onState: panelPatch, diff: true, title: 'Diff (comparison − baseline)',
       empty: () => h('p.hint.noprof', 'Neither side has profiles.'), explain: (e) => this.explain(e, 'diff'),
@@ -213,6 +227,16 @@ class CompareView {
 
   // a selector error of either bar, at the column of its text
   explain(e, what) { return this.base.explain(e, what) || this.cmp.explain(e, what); }
+
+  showNorm(fg, s) {
+    const used = fg && fg.normalize;
+    for (const [m, b] of Object.entries(this.normBtns)) b.setAttribute('aria-checked', String(m === used));
+    this.normNote.dataset.used = used || '';
+    this.normNote.textContent = !used ? ''
+      : used === 'rate' ? `shown: rates, both sides per second of their profiled time (${fg.base_profiled_seconds} s and ${fg.compare_profiled_seconds} s)`
+        : fg.aggregation === 'avg' ? 'shown: averages over time (a state at one instant: window lengths do not matter)'
+          : s.norm ? 'shown: absolute values' : 'shown: absolute values (the windows have one length)';
+  }
 
   run(patch) {
     // the type picker sits in the baseline bar; both bars run together
@@ -230,6 +254,7 @@ class CompareView {
     const info = typeInfo(s.type);
     const gk = ['type', 'bsel', 'brange', 'bfrom', 'bto', 'csel', 'crange', 'cfrom', 'cto'];
     const keys = gk.concat(['bsfrom', 'bsto', 'bssel', 'csfrom', 'csto', 'cssel']);
+    const dkeys = keys.concat(['norm']);
     const fail = (e) => { if (!this.err.firstChild) this.err.append(this.explain(e, 'compare') || errorBox(e, 'compare')); };
     if (force || state.changed(s, prev, gk) || !this.rb) {
       clear(this.err);
@@ -244,15 +269,18 @@ class CompareView {
       side.graph.setSelection(this.selOf(s, p));
       this.showSelection(side.sel, s, p);
     }
-    if (force || state.changed(s, prev, keys)) {
+    if (force || state.changed(s, prev, dkeys)) {
       const bw = windowOf(s, this.rb, 'b'), cw = windowOf(s, this.rc, 'c');
       const bq = state.selector(s.type, joinSel(s.bsel, s.bssel)), cq = state.selector(s.type, joinSel(s.csel, s.cssel));
       const unit = { sampleUnit: info.sample_unit };
-      this.left.load(api, 'query', { query: bq, start: bw.start, end: bw.end }, unit).catch(fail);
-      this.right.load(api, 'query', { query: cq, start: cw.start, end: cw.end }, unit).catch(fail);
+      if (force || state.changed(s, prev, keys)) {
+        this.left.load(api, 'query', { query: bq, start: bw.start, end: bw.end }, unit).catch(fail);
+        this.right.load(api, 'query', { query: cq, start: cw.start, end: cw.end }, unit).catch(fail);
+      }
+      const norm = s.norm === 'rate' || s.norm === 'none' ? { normalize: s.norm } : {};
       this.diff.load(api, 'diff', {
-        base: bq, base_start: bw.start, base_end: bw.end, compare: cq, compare_start: cw.start, compare_end: cw.end,
-      }, unit).catch(fail);
+        base: bq, base_start: bw.start, base_end: bw.end, compare: cq, compare_start: cw.start, compare_end: cw.end, ...norm,
+      }, unit).then((fg) => { if (fg) this.showNorm(fg, s); }).catch(fail);
     }
     this.left.apply(s);
     this.right.apply(s);

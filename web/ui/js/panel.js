@@ -18,6 +18,33 @@ function download(name, blob) {
   setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
 }
 
+const AVG_TITLE = 'time-average: per series the mean of its profiles over the window, node by node, the series summed '
+  + '(the type is a state at one instant: memory in use, goroutines); aggregation=sum in the API adds them up instead';
+
+// The total above a flame graph, in the measure its values are: a merge's total, "avg" when the type
+// averages over time; a diff's base → compare and change, as rates per second of profiled time when
+// the answer is normalised (normalize=rate: both sides are the compare side's profiled time of their
+// rate, so a value / compare_profiled_seconds is per second), else absolute.
+export function headline(fg, diff, unit) {
+  if (!diff) {
+    const avg = fg.aggregation === 'avg';
+    return { text: `${avg ? 'avg' : 'total'} ${formatValue(fg.total, unit)}`, title: avg ? AVG_TITLE : 'every profile summed' };
+  }
+  const l = fg.left_ticks || 0, r = fg.right_ticks || 0;
+  const rate = fg.normalize === 'rate' && fg.compare_profiled_seconds > 0;
+  const per = rate ? fg.compare_profiled_seconds : 1;
+  const fmt = (v) => `${formatValue(v / per, unit)}${rate ? '/s' : ''}`;
+  const d = r - l;
+  const pctText = l ? ` ${d >= 0 ? '+' : ''}${(100 * d / l).toFixed(1)}%` : '';
+  const change = d === 0 ? 'no change' : `${d > 0 ? '+' : '−'}${fmt(Math.abs(d))}${pctText}`;
+  const what = rate ? 'rate' : fg.aggregation === 'avg' ? 'avg' : 'absolute';
+  const title = rate
+    ? `rates: value per second of profiled time (base ${fg.base_profiled_seconds} s, comparison ${fg.compare_profiled_seconds} s of profiles); colours, table and this line use them`
+    : fg.aggregation === 'avg' ? `${AVG_TITLE}; colours, table and this line use these values`
+      : 'absolute values of each window; colours, table and this line use them';
+  return { text: `${what}: base ${fmt(l)} → ${fmt(r)} (${change})`, title };
+}
+
 export class ProfilePanel {
   // opts: {onState(patch, push), diff, modes (false = flame only), title, empty() (the message
   // of an empty answer), explain(err) (an error's box, or null for the plain one)}
@@ -92,13 +119,14 @@ export class ProfilePanel {
       const empty = this.diff ? !fg.left_ticks && !fg.right_ticks : !fg.total;
       this.el.classList.toggle('empty', empty);
       if (empty) this.msg.append(this.empty());
-      const total = this.diff ? (fg.right_ticks || 0) - (fg.left_ticks || 0) : fg.total;
       this.totalEl.dataset.total = String(fg.total);
       this.totalEl.dataset.left = String(fg.left_ticks ?? '');
       this.totalEl.dataset.right = String(fg.right_ticks ?? '');
-      this.totalEl.textContent = this.diff
-        ? `base ${formatValue(fg.left_ticks || 0, sampleUnit)} → ${formatValue(fg.right_ticks || 0, sampleUnit)} (${total >= 0 ? '+' : ''}${formatValue(total, sampleUnit)})`
-        : `total ${formatValue(fg.total, sampleUnit)}`;
+      this.totalEl.dataset.aggregation = fg.aggregation || '';
+      this.totalEl.dataset.normalize = fg.normalize || '';
+      const head = headline(fg, this.diff, sampleUnit);
+      this.totalEl.textContent = head.text;
+      this.totalEl.title = head.title;
       const files = top ? new Map(top.rows.map((r) => [r.function, r.file])) : null;
       this.files = files;
       this.flame.setData(fg, { unit: sampleUnit, diff: this.diff, inverted: this.inverted, files });

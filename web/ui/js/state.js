@@ -11,6 +11,7 @@
 //   mode              flame|table|both|sandwich            inv    1 = root at the bottom
 //   fn                selected function (table row, sandwich)         bd  breakdown label
 //   bsel,brange,bfrom,bto / csel,crange,cfrom,cto   compare view's baseline and comparison
+//   norm              rate|none: the compare view's diff measure (absent: the server's default)
 
 import { selectorOf } from './types.js';
 

@@ -14,12 +14,13 @@ function standIn(t) {
 
 function measureKey(t) { return JSON.stringify([t.name, t.sample_type, t.sample_unit, !!t.delta]); }
 
-// groupTypes(types from the API) -> [{id, ids, name, sample_type, sample_unit, delta, periods, label, title}]
+// groupTypes(types from the API) -> [{id, ids, name, sample_type, sample_unit, delta, aggregation, periods, label, title}]
 export function groupTypes(types) {
   const by = new Map();
   for (const t of [...types].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) {
     const k = measureKey(t);
-    if (!by.has(k)) by.set(k, { ids: [], members: [], name: t.name, sample_type: t.sample_type, sample_unit: t.sample_unit, delta: !!t.delta });
+    // one measure has one aggregation over time (sum, or avg for a state at one instant)
+    if (!by.has(k)) by.set(k, { ids: [], members: [], name: t.name, sample_type: t.sample_type, sample_unit: t.sample_unit, delta: !!t.delta, aggregation: t.aggregation });
     const g = by.get(k);
     g.ids.push(t.id);
     g.members.push(t);
