@@ -997,20 +997,20 @@ int ps_query_profile_select(ps_reader_t *r, const ps_profile_query_t *q, ps_aren
             sel_alloc(out, 1, arena);
             out->types[0] = UNKNOWN_TYPE;
             out->aggs[0] = q->agg != PS_AGG_AUTO ? q->agg : PS_AGG_SUM;
-            out->window = q->ranged ? q->end - q->start : q->lookback;
+            out->window = q->ranged ? ps_sat_sub(q->end, q->start) : q->lookback;
             return 0;
         }
     } else if (!q->all_types) {
         ret = select_one_type(r, q, arena, out, err);
         if (ret == 0)
             sel_totals(out);
-        out->window = q->ranged ? q->end - q->start : q->lookback;
+        out->window = q->ranged ? ps_sat_sub(q->end, q->start) : q->lookback;
         return ret;
     }
     ret = select_family(r, q, ni, parts, arena, out, err);
     if (ret == 0)
         sel_totals(out);
-    out->window = q->ranged ? q->end - q->start : q->lookback;
+    out->window = q->ranged ? ps_sat_sub(q->end, q->start) : q->lookback;
     return ret;
 }
 
