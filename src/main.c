@@ -96,6 +96,8 @@ static const char usage[] =
     "  --storage.future-grace=DURATION  refuse profiles and samples more than this in the future (400;\n"
     "                                   default 10m; 0 = any time)\n"
     "  --storage.no-sync                no fsync on commit: faster, NOT durable (benchmarks only)\n"
+    "  --storage.check                  read every record of --data-dir (read-only), print what is damaged,\n"
+    "                                   and exit: 0 no damage, 1 damage, 2 could not check\n"
     "  --web.config.file=FILE           TLS and authentication (Prometheus' web config format + bearer_tokens;\n"
     "                                   see README); re-read on SIGHUP and POST /-/reload\n"
     "  --web.enable-admin-api           serve /api/v1/admin/* and /api/v1/debug/* (default off: 503)\n"
@@ -162,6 +164,7 @@ typedef struct flags {
     int64_t header_timeout, body_idle_timeout, idle_timeout;
     int h2c;
     int agent;
+    int check; /* --storage.check */
 } flags_t;
 
 static void die_usage(const char *fmt, const char *a, const char *b)
@@ -200,6 +203,10 @@ static void parse_flags(int argc, char **argv, flags_t *f)
         }
         if (strcmp(name, "storage.no-sync") == 0) {
             f->nosync = 1;
+            continue;
+        }
+        if (strcmp(name, "storage.check") == 0) {
+            f->check = 1;
             continue;
         }
         if (strcmp(name, "web.enable-admin-api") == 0 || strcmp(name, "web.enable-lifecycle") == 0) {
@@ -614,6 +621,8 @@ int main(int argc, char **argv)
     wo.retention_interval_ns = f.retention_interval > 0 ? f.retention_interval : PS_NS_PER_S;
     wo.commit_delay_ns = f.commit_delay;
 
+    if (f.check)
+        return ps_store_check_dir(&so, stdout);
     ps_store_t *store = NULL;
     if (ps_store_open(&so, &store, &err) != 0) {
         ps_log_error("cannot open storage", "dir=%s err=%s", ps_log_q(f.data_dir), ps_log_q(err.msg));

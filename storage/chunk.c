@@ -115,13 +115,14 @@
  * indexes, ascending ids and timestamps, no zero values, no overflow after scaling) and fails
  * with PS_ECORRUPT and a message naming the field. ps_chunk_sum_range() validates the header and
  * the node bytes it reads, but neither the meta section nor the ops past the end of the range:
- * run ps_chunk_decode() on chunks from outside. Sums wrap modulo 2^64.
+ * run ps_chunk_decode() on chunks from outside. Sums are exact, then clamped to int64 (never wrapped).
  */
 #include "storage/chunk.h"
 
 #include <limits.h>
 #include <string.h>
 
+#include "core/sat.h"
 #include "core/varint.h"
 
 #define HDR_SIZE 23 /* encoding 1 + n 2 + min_ts 8 + max_ts 8 + meta_len 4 */
@@ -538,7 +539,7 @@ enum { W_SPARSE, W_DENSE, W_SUM };
 static inline __attribute__((always_inline)) int walk_column(const uint8_t *p, const uint8_t *end, uint32_t n,
                                                              int64_t g, uint32_t j, int mode, uint32_t *idx,
                                                              int64_t *val, uint32_t *count, uint32_t cap,
-                                                             uint32_t from, uint32_t to, uint64_t *sum, ps_err_t *err)
+                                                             uint32_t from, uint32_t to, int64_t *sum, ps_err_t *err)
 {
     ps_dec_t d;
     ps_dec_init(&d, p, (size_t)(end - p));
@@ -548,7 +549,8 @@ static inline __attribute__((always_inline)) int walk_column(const uint8_t *p, c
     if (first >= n)
         return COLUMN_CORRUPT("first index %llu >= n=%u", (unsigned long long)first, n);
     uint32_t pos = (uint32_t)first, c = mode == W_SPARSE ? *count : 0, seen = 0;
-    uint64_t prev = 0, last = 0, acc = 0;
+    uint64_t prev = 0, last = 0;
+    __int128 acc = 0; /* W_SUM: exact (at most 65535 values of 64 bits), clamped to int64 at the end */
     int zero = 0; /* the last op was a zero run */
     while (d.p < d.end) {
         if (mode == W_SUM && pos >= to)
@@ -602,7 +604,7 @@ static inline __attribute__((always_inline)) int walk_column(const uint8_t *p, c
             } else {
                 uint32_t a = pos > from ? pos : from, b = e < to ? e : to;
                 if (a < b)
-                    acc += (uint64_t)x * (b - a);
+                    acc += (__int128)x * (b - a);
                 pos = e;
             }
             continue;
@@ -620,7 +622,7 @@ static inline __attribute__((always_inline)) int walk_column(const uint8_t *p, c
             } else if (mode == W_DENSE) {
                 val[pos] = x;
             } else if (pos >= from && pos < to) {
-                acc += (uint64_t)x;
+                acc += x;
             }
         }
     }
@@ -633,7 +635,7 @@ static inline __attribute__((always_inline)) int walk_column(const uint8_t *p, c
     if (mode == W_SPARSE)
         *count = c;
     if (mode == W_SUM)
-        *sum += acc;
+        *sum = ps_sat_add(*sum, acc > INT64_MAX ? INT64_MAX : acc < INT64_MIN ? INT64_MIN : (int64_t)acc);
     return 0;
 }
 
@@ -797,12 +799,12 @@ int ps_chunk_sum_range(const void *p, size_t len, uint32_t from, uint32_t to,
         const uint8_t *end = get_column_end(&d, j, 2, err);
         if (end == NULL)
             return PS_ECORRUPT;
-        uint64_t sum = 0;
+        int64_t sum = 0;
         if (from < to &&
             (r = walk_column(d.p, end, h.n, nh.scale, j, W_SUM, NULL, NULL, NULL, 0, from, to, &sum, err)) != 0)
             return r;
         if (sum != 0)
-            on_node(ctx, id, (int64_t)sum);
+            on_node(ctx, id, sum);
         d.p = end;
     }
     if (d.p != d.end)

@@ -273,6 +273,35 @@ int ps_store_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
     return ret != 0 ? ret : ps_fwd_load_next(s, txn, err);
 }
 
+/* read_only: the databases of this schema version, opened in a read transaction (whose commit
+ * keeps the handles); nothing created or upgraded */
+static int open_read_only(ps_store_t *s, ps_err_t *err)
+{
+    MDB_txn *txn;
+    int ret = 0, rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+    if (rc)
+        return ps_lmdb_err(err, rc, "starting read transaction");
+    for (int i = 0; i < DB_COUNT && ret == 0; i++)
+        if ((rc = mdb_dbi_open(txn, schema[i].name, schema[i].flags, &s->dbi[i])) != 0) {
+            ret = rc == MDB_NOTFOUND ? ps_err_set(err, PS_EVERSION,
+                                                  "data directory %s has no database %s: not a store of schema version %d",
+                                                  s->dir, schema[i].name, PS_SCHEMA_VERSION)
+                                     : ps_lmdb_err(err, rc, "opening database");
+        }
+    MDB_val k = ps_mval("schema", 6), v;
+    if (ret == 0 && ((rc = mdb_get(txn, s->dbi[DB_INFO], &k, &v)) != 0 || v.mv_size != 4 ||
+                     ps_get_be32(v.mv_data) != PS_SCHEMA_VERSION))
+        ret = ps_err_set(err, PS_EVERSION, "data directory %s: not a store of schema version %d (open it once with "
+                         "profstore to upgrade it)", s->dir, PS_SCHEMA_VERSION);
+    if (ret == 0)
+        ret = ps_store_load_next(s, txn, err);
+    if (ret == 0 && (rc = mdb_txn_commit(txn)) != 0)
+        return ps_lmdb_err(err, rc, "reading the schema");
+    if (ret)
+        mdb_txn_abort(txn);
+    return ret;
+}
+
 int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
 {
     int rc, ret = 0;
@@ -292,7 +321,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
 
     /* room past --storage.max-size that only retention and compaction use: 1/8 of it, 1 MiB to 1 GiB */
     s->map_headroom = o->map_size / 8 < (1u << 20) ? (1u << 20) : o->map_size / 8 > (1ull << 30) ? (1ull << 30) : o->map_size / 8;
-    if (mkdir(o->dir, 0755) != 0 && errno != EEXIST) {
+    if (!o->read_only && mkdir(o->dir, 0755) != 0 && errno != EEXIST) {
         ret = ps_err_set(err, PS_ESTORAGE, "cannot create data directory %s: %s", o->dir, strerror(errno));
         goto Exit;
     }
@@ -302,8 +331,11 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
         ret = ps_lmdb_err(err, rc, "creating LMDB environment");
         goto Exit;
     }
+    /* a file LMDB would map and then fault on (SIGBUS past its end) is refused before */
+    if ((ret = ps_store_check_file(o->dir, err)) != 0)
+        goto Exit;
     /* MDB_NOTLS: read transactions are per request, not per thread. */
-    unsigned flags = MDB_NOTLS | (o->nosync ? MDB_NOSYNC : 0);
+    unsigned flags = MDB_NOTLS | (o->nosync ? MDB_NOSYNC : 0) | (o->read_only ? MDB_RDONLY : 0);
     if ((rc = mdb_env_open(s->env, o->dir, flags, 0644)) != 0) {
         ret = ps_lmdb_err(err, rc, "opening LMDB environment");
         ps_err_prefix(err, "data directory %s", o->dir);
@@ -311,6 +343,10 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
     }
     int stale = 0;
     mdb_reader_check(s->env, &stale);
+    if (o->read_only) {
+        ret = open_read_only(s, err);
+        goto Exit;
+    }
     if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) {
         ret = ps_lmdb_err(err, rc, "starting transaction");
         goto Exit;

@@ -1497,8 +1497,8 @@ int ps_reader_samples(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
         return ret;
     }
     /* ms -> ns bounds, saturating: profile ts in [mint*1e6, maxt*1e6 + 999999] has floor(ts/1e6) in range */
-    int64_t lo = mint <= INT64_MIN / 1000000 ? INT64_MIN : mint * 1000000;
-    int64_t hi = maxt >= INT64_MAX / 1000000 ? INT64_MAX : maxt * 1000000 + 999999;
+    int64_t lo = mint <= -T_MS_MAX ? INT64_MIN : mint >= T_MS_MAX ? INT64_MAX : mint * 1000000;
+    int64_t hi = maxt >= T_MS_MAX ? INT64_MAX : maxt <= -T_MS_MAX ? INT64_MIN : maxt * 1000000 + 999999;
     totals_ctx_t c = {cb, ctx};
     return ps_reader_profiles(r, sid, lo, hi, true, on_profile, &c, err);
 }

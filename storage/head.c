@@ -11,18 +11,19 @@
  *   01 | 80 f8 82 ad 16 | 80 da c4 09 | 3c | 02 | 05 28 | 04 14
  *   (tests/unit/storage/test_format.c checks it against ps_head_encode)
  */
+#include "core/sat.h"
 #include "internal.h"
 
 void ps_head_encode(int64_t duration, int64_t period, const uint64_t *nodes, const int64_t *values, uint32_t n,
                     ps_buf_t *out)
 {
-    uint64_t total = 0;
+    int64_t total = 0;
     for (uint32_t i = 0; i < n; i++)
-        total += (uint64_t)values[i];
+        total = ps_sat_add(total, values[i]);
     ps_buf_putc(out, PS_HEAD_REC_V1);
     ps_put_varint(out, duration);
     ps_put_varint(out, period);
-    ps_put_varint(out, (int64_t)total);
+    ps_put_varint(out, total);
     ps_put_uvarint(out, n);
     uint64_t prev = 0;
     for (uint32_t i = 0; i < n; i++) {

@@ -144,6 +144,9 @@ static inline MDB_val ps_mval(const void *p, size_t n)
     return v;
 }
 
+/* check.c: PS_ECORRUPT with the sizes if dir's data.mdb cannot be a whole store (before LMDB maps it) */
+int ps_store_check_file(const char *dir, ps_err_t *err);
+
 /* symbols.c */
 void ps_sym_caches_clear(ps_store_t *s);
 int ps_sym_intern(ps_store_t *s, MDB_txn *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err);

@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 
+#include "core/sat.h"
 #include "core/timeutil.h"
 
 #include "chunk.h"
@@ -266,10 +267,10 @@ static void info_add(ps_sum_info_t *info, int64_t ts, int64_t duration, int64_t 
     if (info->profiles == 0 || ts > info->max_ts)
         info->max_ts = ts;
     info->profiles++;
-    info->duration += duration;
+    info->duration = ps_sat_add(info->duration, duration);
     if (period > info->period)
         info->period = period;
-    info->total += total;
+    info->total = ps_sat_add(info->total, total);
 }
 
 /*
@@ -315,8 +316,9 @@ static int walk_db(walk_t *w, int db)
                 ret = chunk_damaged(w->err, w->sid, &k);
             else if (h.min_ts > w->end)
                 break;
-            else
-                ret = w->on_chunk(w, v.mv_data, v.mv_size);
+            else if ((ret = w->on_chunk(w, v.mv_data, v.mv_size)) == PS_ECORRUPT)
+                ps_err_prefix(w->err, "series %llu: damaged chunk (chunk up to %lld)", (unsigned long long)w->sid,
+                              (long long)ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8)));
         } else {
             int64_t ts = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
             if (ts > w->end)

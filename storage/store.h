@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/err.h"
 #include "core/labels.h"
@@ -42,6 +43,8 @@ typedef struct ps_store_opts {
                                    * 0 = any time (the default here; profstore's --storage.future-grace: 10m) */
     bool log_only;                /* --agent: writes store nothing but their forwarding log entries
                                    * (every profile and sample is taken as stored; fwdlog.c) */
+    bool read_only;               /* ps_store_check_dir: nothing written, not even a schema upgrade;
+                                   * a store of another schema version or without its databases is refused */
 } ps_store_opts_t;
 
 /** Says in err (PS_EINVAL) that ts (ns) is too far in the future for grace_ns:
@@ -58,8 +61,32 @@ int64_t ps_store_future_grace(const ps_store_t *s);
 
 void ps_store_opts_default(ps_store_opts_t *o);
 
-/** Opens (creating if needed) the store. Refuses another schema version with PS_EVERSION. */
+/** Opens (creating if needed) the store. Refuses another schema version with PS_EVERSION, and a
+ *  data.mdb that cannot be a whole store with PS_ECORRUPT and its sizes: shorter than its last
+ *  page in use (a partial copy or restore), or empty beside the store's other files. */
 int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err);
+
+/** What ps_store_check looked at. */
+typedef struct ps_check_stats {
+    uint64_t series, float_series, chunks, heads, profiles, samples;
+    uint64_t damaged; /* records that do not decode (each reported) */
+} ps_check_stats_t;
+
+/**
+ * Decodes every record as the reads would: each series record, each chunk and head record of the
+ * profile series in full, each float series' samples. on_damage gets one message per damaged
+ * record (series id, key, what is wrong) and the walk goes on. phase_buf (optional, 256 bytes) is
+ * kept saying what is being read. Returns 0 (damage is in st), or an error that stopped the check.
+ * Damage in LMDB's own pages may crash the process: see ps_store_check_dir.
+ */
+int ps_store_check(ps_store_t *s, void (*on_damage)(void *ctx, const char *msg), void *ctx, ps_check_stats_t *st,
+                   char *phase_buf, ps_err_t *err);
+
+/** --storage.check: opens the store read-only and runs ps_store_check in a child process, writing
+ *  "damaged: ..." lines and a summary to out. A crash of the child (damage in LMDB's own pages)
+ *  is reported as damage, with what it was reading. Returns 0 (no damage), 1 (damage, or the store
+ *  refused as damaged), 2 (could not check). */
+int ps_store_check_dir(const ps_store_opts_t *o, FILE *out);
 /** Closes the environment. No reader or writer may be active. ps_store_close(NULL) is a no-op. */
 void ps_store_close(ps_store_t *s);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sat.h"
 #include "internal.h"
 
 /* Per-item scratch: translation tables local index -> global id. */
@@ -241,7 +242,7 @@ static int append_one(ps_store_t *s, MDB_txn *txn, ps_append_t *it, bool check, 
             if (v == 0)
                 continue;
             if (m > 0 && pn[m - 1] == nodes[i]) {
-                pv[m - 1] = (int64_t)((uint64_t)pv[m - 1] + (uint64_t)v);
+                pv[m - 1] = ps_sat_add(pv[m - 1], v);
                 if (pv[m - 1] == 0)
                     m--;
             } else {

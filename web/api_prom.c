@@ -186,7 +186,7 @@ static int do_query(ps_qctx_t *c, bool instant)
             return ps_err_set(&c->err, PS_EINVAL,
                               "invalid parameter \"step\": zero or negative query resolution step widths are not "
                               "accepted. Try a positive integer");
-        if ((end - start) / step > 11000)
+        if (((uint64_t)end - (uint64_t)start) / (uint64_t)step > 11000) /* end >= start: fits a uint64 */
             return ps_err_set(&c->err, PS_EINVAL,
                               "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query "
                               "resolution (?step=XX)");

@@ -7,7 +7,9 @@
  *   body together and closes the socket without an answer when it fires. Here that timer is only a
  *   far backstop (REQ_BACKSTOP_MS); a per-loop tick (every TICK_MAX_MS or less) looks at every
  *   HTTP/1 connection instead: which phase it is in (waiting for a request, reading its header,
- *   reading its body, busy) and when bytes last came in on its socket.
+ *   reading its body, busy) and when bytes last came in on its socket. Busy is a request handed
+ *   to its handler (whatever its socket does meanwhile: qpool.c reads it to see the client's end,
+ *   and its bytes stay in the input buffer until the answer) or an answer being written.
  *   A header not complete within --web.read-header-timeout of its first byte, or a body with no
  *   byte for --web.body-idle-timeout or arriving slower than --web.body-min-rate (after that
  *   timeout's grace), is answered 408 in the API's error shape and the connection closed. A fresh
@@ -570,7 +572,11 @@ static int visit_req(h2o_req_t *req, void *data)
     struct ps_conns *cs = v->lc->cs;
     if (c->evicting)
         return 0;
-    if (!h2o_socket_is_reading(sock) || h2o_socket_is_writing(sock)) {
+    /* A request h2o handed to its handler (h2o_process_request bound its pathconf; h2o_init_request
+     * clears it for the next one) is complete: its bytes stay in the socket's input until the
+     * answer, and the socket may be read meanwhile (qpool.c watches for the client's end), yet it
+     * is neither a header arriving nor a body stalled, however long it is handled. */
+    if (req->pathconf != NULL || !h2o_socket_is_reading(sock) || h2o_socket_is_writing(sock)) {
         c->body_t0 = 0; /* busy: the handler or the answer */
         c->busy_at = v->now;
         /* an answer the client does not read: the kernel's queue stands still while h2o waits */

@@ -745,8 +745,7 @@ int ps_qpool_run(h2o_req_t *req, unsigned cls, int (*fn)(h2o_req_t *req))
     ps_async_init(&j->async, req, on_done);
     j->link = h2o_mem_alloc_shared(&req->pool, sizeof(*j->link), on_cancel_dispose);
     j->link->j = j;
-    if (!p->decode) /* a write runs to its end: its client's end is seen when it is answered. (And a
-                     * socket read here would look, to conn.c, like a body still arriving: 408.) */
+    if (!p->decode) /* a write runs to its end: its client's end is seen when it is answered */
         watch(j, req);
     atomic_fetch_add(&p->total, 1);
     pthread_mutex_lock(&p->mu);

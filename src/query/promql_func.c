@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "core/fmt.h"
+#include "core/sat.h"
 
 /* ---- range vector functions ---- */
 
@@ -405,7 +406,7 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     pq_node_t *m = p->args[p->matrix_arg];
     const pq_sel_t *s = &m->sel;
     int64_t eff = s->has_at ? s->at : ts;
-    int64_t maxt = eff - s->offset, mint = maxt - s->range;
+    int64_t maxt = ps_sat_sub(eff, s->offset), mint = ps_sat_sub(maxt, s->range); /* @ out of range: INT64_MIN */
     /* A call that is not step invariant (predict_linear, or an argument without @) over an
      * argument with @: Prometheus evaluates it at every step ts with the argument's offset made
      * (start - @) + offset (setOffsetForAtModifier at the evaluation's start), so its window moves
@@ -425,7 +426,7 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         }
         shift = ts - start;
     }
-    int64_t rstart = mint + shift, rend = maxt + shift;
+    int64_t rstart = ps_sat_add(mint, shift), rend = ps_sat_add(maxt, shift);
     out->type = PS_PQ_VVECTOR;
     if (m->n->kind == PS_PQ_SUBQUERY) {
         pq_sq_window_t w;

@@ -10,6 +10,7 @@
 
 #include "core/budget.h"
 #include "core/hash.h"
+#include "core/sat.h"
 #include "core/timeutil.h"
 
 /* ---- sorted id vectors ---- */
@@ -466,7 +467,7 @@ void ps_nodemap_add(ps_nodemap_t *m, uint64_t node, int64_t v)
         m->vals[j] = 0;
         m->count++;
     }
-    m->vals[j] = (int64_t)((uint64_t)m->vals[j] + (uint64_t)v);
+    m->vals[j] = ps_sat_add(m->vals[j], v);
 }
 
 int64_t ps_nodemap_get(const ps_nodemap_t *m, uint64_t node)
@@ -667,7 +668,7 @@ int ps_query_merge_at(ps_reader_t *r, const ps_series_set_t *s, int64_t at, int6
     add_ctx_t c = {acc, 0};
     for (uint32_t i = 0; i < s->n; i++) {
         int64_t ts;
-        int ret = ps_reader_latest(r, s->sids[i], at - lookback + 1, at, &ts, err);
+        int ret = ps_reader_latest(r, s->sids[i], ps_sat_add(ps_sat_sub(at, lookback), 1), at, &ts, err);
         if (ret == PS_ENOTFOUND)
             continue;
         if (ret)
@@ -808,8 +809,8 @@ static void sel_totals(ps_profile_sel_t *out)
         uint64_t t = 0;
         for (size_t i = 0; i < m->cap; i++)
             if (m->keys[i] != 0)
-                t += m->vals[i] < 0 ? 0 - (uint64_t)m->vals[i] : (uint64_t)m->vals[i];
-        out->totals[k] = (int64_t)t;
+                t = ps_sat_addu(t, m->vals[i] < 0 ? 0 - (uint64_t)m->vals[i] : (uint64_t)m->vals[i]);
+        out->totals[k] = t > INT64_MAX ? INT64_MAX : (int64_t)t;
     }
 }
 
@@ -829,7 +830,7 @@ static void window(const ps_profile_query_t *q, int64_t *lo, int64_t *hi)
         *lo = q->start;
         *hi = q->end;
     } else {
-        *lo = q->at - q->lookback + 1;
+        *lo = ps_sat_add(ps_sat_sub(q->at, q->lookback), 1);
         *hi = q->at;
     }
 }
@@ -996,20 +997,20 @@ int ps_query_profile_select(ps_reader_t *r, const ps_profile_query_t *q, ps_aren
             sel_alloc(out, 1, arena);
             out->types[0] = UNKNOWN_TYPE;
             out->aggs[0] = q->agg != PS_AGG_AUTO ? q->agg : PS_AGG_SUM;
-            out->window = q->ranged ? q->end - q->start : q->lookback;
+            out->window = q->ranged ? ps_sat_sub(q->end, q->start) : q->lookback;
             return 0;
         }
     } else if (!q->all_types) {
         ret = select_one_type(r, q, arena, out, err);
         if (ret == 0)
             sel_totals(out);
-        out->window = q->ranged ? q->end - q->start : q->lookback;
+        out->window = q->ranged ? ps_sat_sub(q->end, q->start) : q->lookback;
         return ret;
     }
     ret = select_family(r, q, ni, parts, arena, out, err);
     if (ret == 0)
         sel_totals(out);
-    out->window = q->ranged ? q->end - q->start : q->lookback;
+    out->window = q->ranged ? ps_sat_sub(q->end, q->start) : q->lookback;
     return ret;
 }
 
@@ -1043,7 +1044,7 @@ void ps_query_diff_normalize(ps_profile_sel_t *base, const ps_profile_sel_t *cmp
             continue;
         for (size_t i = 0; i < m->cap; i++)
             if (m->keys[i] != 0)
-                m->vals[i] = (int64_t)llround((double)m->vals[i] * f);
+                m->vals[i] = ps_sat_round((double)m->vals[i] * f);
     }
     sel_totals(base);
 }
@@ -1125,7 +1126,7 @@ int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_p
                     if (mode == PS_PROFILE_ONE)
                         v[t] = va;
                     else if (mode == PS_PROFILE_SUB)
-                        v[t] = (int64_t)((uint64_t)vb - (uint64_t)va);
+                        v[t] = ps_sat_sub(vb, va);
                     else {
                         v[0] = va;
                         v[1] = vb;

@@ -74,6 +74,7 @@
 #include "core/budget.h"
 #include "core/hash.h"
 #include "core/json.h"
+#include "core/sat.h"
 
 #define NONE UINT32_MAX
 
@@ -90,8 +91,8 @@ static int budget_check(ps_err_t *err)
 #define ADDR (UINT32_MAX - 1) /* function cache: the function has no name, use the address */
 
 /* int64 arithmetic that wraps instead of being undefined (values come from clients) */
-static inline int64_t add64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
-static inline int64_t sub64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static inline int64_t add64(int64_t a, int64_t b) { return ps_sat_add(a, b); }
+static inline int64_t sub64(int64_t a, int64_t b) { return ps_sat_sub(a, b); }
 static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 #define GROW(ptr, cap, need)                                                                               \
@@ -1112,7 +1113,7 @@ void ps_render_top_note(const ps_profile_t *p, uint32_t vi, uint32_t limit, int6
         int64_t v = s->values[vi];
         if (v == 0)
             continue;
-        total += abs64(v);
+        total = ps_sat_addu(total, abs64(v));
         uint32_t leaf = NONE, stamp = i + 1;
         for (uint32_t j = s->nlocs; j-- > 0;) {
             uint32_t loc = s->locs[j];

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sat.h"
 #include "ingest/ingest.h"
 
 void ps_delta_dispose(ps_delta_state_t *st)
@@ -113,8 +114,8 @@ ps_profile_t *ps_delta_apply(ps_delta_state_t *st, const ps_profile_t *p, uint8_
         }
         row_of[i] = (uint32_t)r;
         for (uint32_t k = 0; k < nt; k++) {
-            cur.values[r * nt + k] += p->samples[i].values[k];
-            cur.totals[k] += p->samples[i].values[k];
+            cur.values[r * nt + k] = ps_sat_add(cur.values[r * nt + k], p->samples[i].values[k]);
+            cur.totals[k] = ps_sat_add(cur.totals[k], p->samples[i].values[k]);
         }
     }
     /* a delta type is kept as it is (reset: the process restarted) when its total went down */
@@ -147,7 +148,7 @@ ps_profile_t *ps_delta_apply(ps_delta_state_t *st, const ps_profile_t *p, uint8_
         for (uint32_t k = 0; k < nt; k++) {
             if (modes[k] != PS_INGEST_DELTA || reset[k])
                 continue;
-            v[k] = done[r] ? 0 : cur.values[r * nt + k] - (pr != UINT64_MAX ? st->values[pr * nt + k] : 0);
+            v[k] = done[r] ? 0 : ps_sat_sub(cur.values[r * nt + k], pr != UINT64_MAX ? st->values[pr * nt + k] : 0);
         }
         done[r] = 1;
         q->samples[i].values = v;

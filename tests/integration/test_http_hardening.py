@@ -11,6 +11,7 @@ import select
 import socket
 import struct
 import time
+import urllib.parse
 from typing import List, Optional, Tuple
 
 import pytest
@@ -586,3 +587,129 @@ def test_h2_over_tls_dribbled_body_408(tmp_path):
         assert err["errorType"] == "timeout" and err["error"].endswith(" under 100 bytes/s (--web.body-min-rate)")
     finally:
         srv.kill()
+
+
+# ---- a request handed over: no header or body timeout while it is handled ----
+#
+# Once a request is complete and its handler runs (on the query pool, or waiting for the writer),
+# its bytes are still in the socket's input buffer: they are neither a header still arriving nor a
+# body that stalled. The header and body timeouts here are 1 s; the queries run until their own
+# --query.timeout of 4 s ends them ({job!~"(a|aa)+$"} over 5,000 series: a few ms of regex each,
+# many seconds in all), so they take 4 s however busy the machine: the answer is that timeout's
+# 503, not a 408 after 1 s.
+
+LONG_QUERY = "match%5B%5D=" + urllib.parse.quote('{job=~"a.*", job!~"(a|aa)+$"}')
+QUERY_TIMEOUT = {"status": "error", "errorType": "timeout",
+                 "error": "query timed out in query execution (the limit is 4s, --query.timeout)"}
+
+
+@pytest.fixture(scope="module")
+def long_srv(module_server_factory) -> Server:
+    from test_query_limits import fill
+    s = module_server_factory(start=False, name="long", threads=1)
+    s.extra_args = FAST + ["--web.enable-h2c", "--query.timeout", "4s", "--query.max-regex-steps", "1000000000000"]
+    s.start()
+    fill(s, 27)
+    return s
+
+
+def timeouts(srv: Server) -> Tuple[Optional[float], ...]:
+    return tuple(metric(srv, 'profstore_http_timeouts_total{kind="%s"}' % k) for k in ("header", "body_idle", "body_rate"))
+
+
+def test_long_query_http1_get_not_cut(long_srv):
+    before = timeouts(long_srv)
+    s = connect(long_srv)
+    t0 = time.monotonic()
+    s.sendall(b"GET /api/v1/series?%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % LONG_QUERY.encode())
+    (st, _, body), = split_responses(read_all(s, timeout=120))
+    took = time.monotonic() - t0
+    s.close()
+    assert (st, json.loads(body)) == (503, QUERY_TIMEOUT)  # was 408 after 1 s (header not complete)
+    assert took >= 3.9
+    assert timeouts(long_srv) == before
+
+
+def test_long_query_http1_post_not_cut(long_srv):
+    """A POST whose whole body came: not a body stalled while its query runs."""
+    before = timeouts(long_srv)
+    s = connect(long_srv)
+    body = LONG_QUERY.encode()
+    t0 = time.monotonic()
+    s.sendall(form_post("/api/v1/series", body, close=True) + body)
+    (st, _, rbody), = split_responses(read_all(s, timeout=120))
+    took = time.monotonic() - t0
+    s.close()
+    assert (st, json.loads(rbody)) == (503, QUERY_TIMEOUT)  # was 408 after 1 s (body idle)
+    assert took >= 3.9
+    assert timeouts(long_srv) == before
+
+
+def test_long_query_h2_not_cut(long_srv):
+    """The same over HTTP/2 (h2c), with --web.idle-timeout 1 s: a stream being handled is no idle
+    connection."""
+    before = timeouts(long_srv)
+    s = h2_open(long_srv)
+    t0 = time.monotonic()
+    s.sendall(h2_frame(1, 0x5, 1, h2_get("/api/v1/series?" + LONG_QUERY)))
+    s.settimeout(120)
+    got = b""
+    while not any(sid == 1 and fl & 1 and t in (0, 1) for t, fl, sid, _ in h2_flagged(got)):
+        d = s.recv(65536)
+        if not d:
+            break
+        got += d
+    took = time.monotonic() - t0
+    s.close()
+    frames = [(t, p) for t, sid, p in h2_frames(got) if sid == 1]
+    assert frames and frames[0][0] == 1 and h2_status(frames[0][1]) == 503, h2_frames(got)[:4]
+    assert json.loads(b"".join(p for t, p in frames if t == 0)) == QUERY_TIMEOUT
+    assert took >= 3.9
+    assert timeouts(long_srv) == before
+
+
+class WriteLock:
+    """LMDB's write lock on a data directory, held by this process (liblmdb through ctypes): the
+    server's writer waits for it as for a slow fsync."""
+
+    def __init__(self, data_dir):
+        import ctypes
+        self.c = ctypes
+        self.lib = ctypes.CDLL("liblmdb.so.0")
+        self.env, self.txn = ctypes.c_void_p(), ctypes.c_void_p()
+        assert self.lib.mdb_env_create(ctypes.byref(self.env)) == 0
+        assert self.lib.mdb_env_set_maxdbs(self.env, 64) == 0
+        assert self.lib.mdb_env_set_maxreaders(self.env, 512) == 0
+        assert self.lib.mdb_env_open(self.env, str(data_dir).encode(), 0, 0o644) == 0
+
+    def __enter__(self):
+        assert self.lib.mdb_txn_begin(self.env, None, 0, self.c.byref(self.txn)) == 0
+        return self
+
+    def __exit__(self, *exc):
+        self.lib.mdb_txn_abort(self.txn)
+        self.lib.mdb_env_close(self.env)
+
+
+def test_push_held_by_the_writer_not_cut(long_srv):
+    """A push waits for its commit; the writer waits 4 s for LMDB's write lock. Its answer is 200
+    (it is committed), not a 408 for a body that stalled."""
+    import threading
+    before = timeouts(long_srv)
+    out = {}
+
+    def push():
+        t0 = time.monotonic()
+        out["st"] = long_srv.push("go/cpu-01.pb.gz", labels='{job="held"}', timeout=60)
+        out["took"] = time.monotonic() - t0
+
+    with WriteLock(long_srv.data_dir):
+        th = threading.Thread(target=push)
+        th.start()
+        time.sleep(4.0)
+        assert th.is_alive()  # still waiting for the writer
+    th.join(60)
+    assert out["st"][0] == 200, out
+    assert out["took"] >= 3.9
+    assert timeouts(long_srv) == before
+    assert [s["labels"].get("job") for s in long_srv.series()].count("held") == 2  # cpu, samples

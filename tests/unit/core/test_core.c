@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "core/labels.h"
 #include "core/mem.h"
+#include "core/sat.h"
 #include "core/thread.h"
 #include "core/timeutil.h"
 #include "core/varint.h"
@@ -582,6 +583,33 @@ static void test_attime(void **state)
 
 /* Big buffers: malloc'd below 1 MiB, mmap'd from it; growing across the line keeps the bytes,
  * and an adopted buffer goes with its arena (ASan/LSan see a leak or a bad free otherwise). */
+static void test_saturating(void **state)
+{
+    (void)state;
+    assert_true(ps_sat_add(INT64_MAX - 1, 1) == INT64_MAX);
+    assert_true(ps_sat_add(INT64_MAX, 1) == INT64_MAX);
+    assert_true(ps_sat_add(INT64_MAX, INT64_MAX) == INT64_MAX);
+    assert_true(ps_sat_add(INT64_MIN, -1) == INT64_MIN);
+    assert_true(ps_sat_add(INT64_MIN, INT64_MAX) == -1);
+    assert_true(ps_sat_add(-5, 3) == -2);
+    assert_true(ps_sat_sub(INT64_MIN, 1) == INT64_MIN);
+    assert_true(ps_sat_sub(0, INT64_MIN) == INT64_MAX);
+    assert_true(ps_sat_sub(INT64_MAX, -1) == INT64_MAX);
+    assert_true(ps_sat_sub(-1, INT64_MAX) == INT64_MIN);
+    assert_true(ps_sat_sub(7, 9) == -2);
+    assert_true(ps_sat_mul(INT64_MAX / 2 + 1, 2) == INT64_MAX);
+    assert_true(ps_sat_mul(INT64_MIN, -1) == INT64_MAX);
+    assert_true(ps_sat_mul(INT64_MIN / 2 - 1, 2) == INT64_MIN);
+    assert_true(ps_sat_mul(-4, 5) == -20);
+    assert_true(ps_sat_addu(UINT64_MAX - 1, 2) == UINT64_MAX);
+    assert_true(ps_sat_addu(1, 2) == 3);
+    assert_true(ps_sat_round(1e19) == INT64_MAX);
+    assert_true(ps_sat_round(9223372036854775807.0) == INT64_MAX);
+    assert_true(ps_sat_round(-1e19) == INT64_MIN);
+    assert_true(ps_sat_round(NAN) == 0);
+    assert_true(ps_sat_round(2.5) == 3 && ps_sat_round(-2.5) == -3 && ps_sat_round(0.49) == 0);
+}
+
 static void test_arena_big(void **state)
 {
     (void)state;
@@ -757,6 +785,7 @@ int main(void)
         cmocka_unit_test(test_arena_big),
         cmocka_unit_test(test_par_for),
         cmocka_unit_test(test_cpu_slots),
+        cmocka_unit_test(test_saturating),
         cmocka_unit_test(test_err),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_labels_edit),

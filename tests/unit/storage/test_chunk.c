@@ -222,13 +222,13 @@ static void naive_sums(const ps_chunk_data_t *d, uint32_t from, uint32_t to, sum
 {
     s->n = 0;
     for (uint32_t j = 0; j < d->nnodes; j++) {
-        uint64_t sum = 0;
+        __int128 sum = 0; /* exact, then clamped to int64 (saturated, never wrapped) */
         for (uint32_t k = d->off[j]; k < d->off[j + 1]; k++)
             if (d->idx[k] >= from && d->idx[k] < to)
-                sum += (uint64_t)d->val[k];
+                sum += d->val[k];
         if (sum != 0) {
             s->ids[s->n] = d->node_ids[j];
-            s->sums[s->n++] = (int64_t)sum;
+            s->sums[s->n++] = sum > INT64_MAX ? INT64_MAX : sum < INT64_MIN ? INT64_MIN : (int64_t)sum;
         }
     }
 }
