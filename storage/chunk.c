@@ -533,7 +533,7 @@ enum { W_SPARSE, W_DENSE, W_SUM };
  * Walks the column [p, end) (first index and ops) of node j, or of the totals if j == TOTALS.
  *   W_SPARSE: appends the values to idx/val[*count .. cap) and validates the whole column;
  *   W_DENSE:  stores them at val[profile index] (the caller zeroed val);
- *   W_SUM:    adds the values at profile indexes [from, to) to *sum (wrapping), stops at `to`.
+ *   W_SUM:    adds the values at profile indexes [from, to) to *sum (exact, then clamped to int64), stops at `to`.
  * Always inlined with a constant mode, so each caller gets its own loop.
  */
 static inline __attribute__((always_inline)) int walk_column(const uint8_t *p, const uint8_t *end, uint32_t n,

@@ -62,6 +62,22 @@ typedef struct sums {
     int any;
 } sums_t;
 
+/* Node j's values at profile indexes [from, to), summed exactly (ps_chunk_sum_range's rule: exact,
+ * then clamped to int64, never wrapped). */
+static __int128 exact_sum(const ps_chunk_data_t *d, uint32_t j, uint32_t from, uint32_t to)
+{
+    __int128 want = 0;
+    for (uint32_t k = d->off[j]; k < d->off[j + 1]; k++)
+        if (d->idx[k] >= from && d->idx[k] < to)
+            want += d->val[k];
+    return want;
+}
+
+static int64_t clamp(__int128 v)
+{
+    return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v;
+}
+
 /** Checks each reported sum against the next node with a nonzero naive sum. */
 static void on_node(void *ctx, uint64_t id, int64_t sum)
 {
@@ -75,12 +91,9 @@ static void on_node(void *ctx, uint64_t id, int64_t sum)
     const ps_chunk_data_t *d = s->d;
     for (;; s->j++) {
         CHECK(s->j < d->nnodes);
-        uint64_t want = 0;
-        for (uint32_t k = d->off[s->j]; k < d->off[s->j + 1]; k++)
-            if (d->idx[k] >= s->from && d->idx[k] < s->to)
-                want += (uint64_t)d->val[k];
+        __int128 want = exact_sum(d, s->j, s->from, s->to);
         if (want != 0) {
-            CHECK(d->node_ids[s->j] == id && (int64_t)want == sum);
+            CHECK(d->node_ids[s->j] == id && clamp(want) == sum);
             s->j++;
             return;
         }
@@ -114,13 +127,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(b1.len == b2.len && memcmp(b1.data, b2.data, b1.len) == 0);
         sums_t s = {&d, from, to < d.n ? to : d.n, 0, 0, 0};
         CHECK(ps_chunk_sum_range(data, size, from, to, on_node, &s, &err) == 0);
-        for (; s.j < d.nnodes; s.j++) { /* no nonzero sum left unreported */
-            uint64_t want = 0;
-            for (uint32_t k = d.off[s.j]; k < d.off[s.j + 1]; k++)
-                if (d.idx[k] >= s.from && d.idx[k] < s.to)
-                    want += (uint64_t)d.val[k];
-            CHECK(want == 0);
-        }
+        for (; s.j < d.nnodes; s.j++) /* no nonzero sum left unreported */
+            CHECK(exact_sum(&d, s.j, s.from, s.to) == 0);
     } else {
         CHECK(r == PS_ECORRUPT && err.code == PS_ECORRUPT && strncmp(err.msg, "chunk: ", 7) == 0);
         CHECK(d.n == 0 && d.ts == NULL && d.nnodes == 0);
