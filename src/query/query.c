@@ -551,21 +551,27 @@ const char *ps_agg_name(ps_agg_t a)
     return a == PS_AGG_AVG ? "avg" : a == PS_AGG_SUM ? "sum" : "auto";
 }
 
-int ps_agg_parse(const char *v, const char *param, ps_agg_t *out, ps_err_t *err)
+/* v as one of two words: *which 0 or 1, -1 when v is absent or empty; else PS_EINVAL naming param,
+ * both words and what the parameter means (hint). */
+static int parse_one_of(const char *v, const char *param, const char *w0, const char *w1, const char *hint, int *which,
+                        ps_err_t *err)
 {
-    *out = PS_AGG_AUTO;
+    *which = -1;
     if (v == NULL || v[0] == '\0')
         return 0;
-    if (strcmp(v, "sum") == 0)
-        *out = PS_AGG_SUM;
-    else if (strcmp(v, "avg") == 0)
-        *out = PS_AGG_AVG;
-    else
-        return ps_err_set(err, PS_EINVAL,
-                          "invalid parameter \"%s\": \"%.32s\" is neither \"sum\" nor \"avg\" (the aggregation over time; "
-                          "absent: the profile type's own)",
-                          param, v);
-    return 0;
+    if (strcmp(v, w0) == 0 || strcmp(v, w1) == 0) {
+        *which = strcmp(v, w1) == 0;
+        return 0;
+    }
+    return ps_err_set(err, PS_EINVAL, "invalid parameter \"%s\": \"%.32s\" is neither \"%s\" nor \"%s\" (%s)", param, v,
+                      w0, w1, hint);
+}
+
+int ps_agg_parse(const char *v, const char *param, ps_agg_t *out, ps_err_t *err)
+{
+    int w, rc = parse_one_of(v, param, "sum", "avg", "the aggregation over time; absent: the profile type's own", &w, err);
+    *out = w < 0 ? PS_AGG_AUTO : w == 0 ? PS_AGG_SUM : PS_AGG_AVG;
+    return rc;
 }
 
 const char *ps_norm_name(ps_norm_t n)
@@ -575,19 +581,10 @@ const char *ps_norm_name(ps_norm_t n)
 
 int ps_norm_parse(const char *v, const char *param, ps_norm_t *out, ps_err_t *err)
 {
-    *out = PS_NORM_AUTO;
-    if (v == NULL || v[0] == '\0')
-        return 0;
-    if (strcmp(v, "rate") == 0)
-        *out = PS_NORM_RATE;
-    else if (strcmp(v, "none") == 0)
-        *out = PS_NORM_NONE;
-    else
-        return ps_err_set(err, PS_EINVAL,
-                          "invalid parameter \"%s\": \"%.32s\" is neither \"rate\" nor \"none\" (rate: value per second "
-                          "of profiled time; absent: rate when the windows' lengths differ)",
-                          param, v);
-    return 0;
+    int w, rc = parse_one_of(v, param, "rate", "none",
+                             "rate: value per second of profiled time; absent: rate when the windows' lengths differ", &w, err);
+    *out = w < 0 ? PS_NORM_AUTO : w == 0 ? PS_NORM_RATE : PS_NORM_NONE;
+    return rc;
 }
 
 /* v / n rounded half away from zero (n > 0) */
