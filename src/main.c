@@ -443,6 +443,7 @@ static void status_flags(const flags_t *f, ps_server_t *srv)
     FLAG("storage.retention-interval", fmt_dur(f->retention_interval));
     FLAG("storage.commit-delay", fmt_dur(f->commit_delay));
     FLAG("storage.no-sync", f->nosync ? "true" : "false");
+    FLAG("storage.check", f->check ? "true" : "false");
     FLAG("web.config.file", f->web_config ? f->web_config : "");
     FLAG("web.enable-admin-api", f->admin_api ? "true" : "false");
     FLAG("web.enable-lifecycle", f->lifecycle ? "true" : "false");

@@ -68,7 +68,10 @@ def test_reference_config_is_accepted(make_server, tmp_path):
 # ---- make run CONFIG=... -----------------------------------------------------------------------
 
 def make_dry(*args):
-    r = subprocess.run(["make", "-n", *args], cwd=REPO, capture_output=True, text=True, timeout=60)
+    # as a user's shell runs it: not as a sub-make of `make test` (its MAKEFLAGS and "Entering directory")
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")}
+    r = subprocess.run(["make", "-n", "--no-print-directory", *args], cwd=REPO, capture_output=True, text=True,
+                       timeout=60, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout.splitlines()
 
