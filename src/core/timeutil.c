@@ -41,16 +41,20 @@ static int parse_float_seconds(const char *s, size_t n, int64_t *ns)
     return 0;
 }
 
+/* Prometheus' duration units, smallest first ("ms" before "m", so "m" never takes the "m" of "ms");
+ * a duration names them from big to small, each once: durations and now-<duration> alike. */
+static const struct {
+    const char *unit;
+    int64_t ns;
+} units[] = {{"ms", 1000000ll},         {"s", PS_NS_PER_S},         {"m", 60 * PS_NS_PER_S},
+             {"h", 3600 * PS_NS_PER_S}, {"d", 86400 * PS_NS_PER_S}, {"w", 7 * 86400 * PS_NS_PER_S},
+             {"y", 365 * 86400 * PS_NS_PER_S}};
+#define NUNITS 7
+
 int ps_parse_duration(const char *s, size_t n, int allow_float, int64_t *ns, ps_err_t *err)
 {
     if (allow_float && parse_float_seconds(s, n, ns) == 0)
         return 0;
-    static const struct {
-        const char *unit;
-        int64_t ns;
-    } units[] = {{"ms", 1000000ll},          {"s", PS_NS_PER_S},          {"m", 60 * PS_NS_PER_S},
-                 {"h", 3600 * PS_NS_PER_S},  {"d", 86400 * PS_NS_PER_S},  {"w", 7 * 86400 * PS_NS_PER_S},
-                 {"y", 365 * 86400 * PS_NS_PER_S}};
     size_t i = 0;
     int64_t total = 0;
     int last_unit = -1;
@@ -66,9 +70,8 @@ int ps_parse_duration(const char *s, size_t n, int allow_float, int64_t *ns, ps_
                 return ps_err_set(err, PS_EINVAL, "duration out of range: \"%.*s\"", (int)n, s);
         }
         int u = -1;
-        for (int k = 0; k < 7; k++) {
+        for (int k = 0; k < NUNITS; k++) {
             size_t ul = strlen(units[k].unit);
-            /* "ms" comes first in the table, so "m" never takes the "m" of "ms" */
             if (i + ul <= n && memcmp(s + i, units[k].unit, ul) == 0) {
                 u = k;
                 i += ul;
@@ -215,13 +218,6 @@ static int parse_unix(const char *s, size_t n, int64_t *ns)
     return 0;
 }
 
-static const struct {
-    const char *unit;
-    int64_t ns;
-} prom_units[] = {{"y", 365 * 86400 * PS_NS_PER_S}, {"w", 7 * 86400 * PS_NS_PER_S}, {"d", 86400 * PS_NS_PER_S},
-                  {"h", 3600 * PS_NS_PER_S},        {"m", 60 * PS_NS_PER_S},         {"s", PS_NS_PER_S},
-                  {"ms", 1000000}};
-
 #define TIME_SHOWN 64 /* bytes of a bad time quoted in a message */
 
 /* now, now-<duration>, now+<duration> ("now-1h30m"): s starts with "now". */
@@ -240,7 +236,7 @@ static int parse_relative(const char *s, size_t n, int64_t now, int64_t *ns, ps_
     if (i == n)
         return BAD(i, "a duration after '%c' is missing at character %zu, as in now-5m", shown, s, s[i - 1], i + 1);
     int64_t total = 0;
-    int last = -1;
+    int last = NUNITS; /* units[] index of the last unit: each next one is smaller */
     while (i < n) {
         size_t d0 = i;
         uint64_t v = 0;
@@ -256,19 +252,19 @@ static int parse_relative(const char *s, size_t n, int64_t now, int64_t *ns, ps_
         if (i == u0)
             return BAD(i, "want a unit (ms, s, m, h, d, w, y) at character %zu", shown, s, i + 1);
         int u = -1;
-        for (int k = 0; k < 7; k++)
-            if (strlen(prom_units[k].unit) == i - u0 && memcmp(s + u0, prom_units[k].unit, i - u0) == 0)
+        for (int k = 0; k < NUNITS; k++)
+            if (strlen(units[k].unit) == i - u0 && memcmp(s + u0, units[k].unit, i - u0) == 0)
                 u = k;
         if (u < 0)
             return BAD(u0, "unknown unit \"%.*s\" at character %zu (ms, s, m, h, d, w, y)", shown, s,
                        (int)(i - u0 > 16 ? 16 : i - u0), s + u0, u0 + 1);
-        if (u <= last)
+        if (u >= last)
             return BAD(u0, "unit \"%s\" at character %zu is out of order (y, w, d, h, m, s, ms: each once, the "
-                           "larger first)", shown, s, prom_units[u].unit, u0 + 1);
+                           "larger first)", shown, s, units[u].unit, u0 + 1);
         last = u;
-        if (v > (uint64_t)INT64_MAX / (uint64_t)prom_units[u].ns || total > INT64_MAX - (int64_t)v * prom_units[u].ns)
+        if (v > (uint64_t)INT64_MAX / (uint64_t)units[u].ns || total > INT64_MAX - (int64_t)v * units[u].ns)
             return BAD(d0, "the duration at character %zu is out of range", shown, s, d0 + 1);
-        total += (int64_t)v * prom_units[u].ns;
+        total += (int64_t)v * units[u].ns;
     }
     /* the result must be an int64 of ns: within 1677-09-21 .. 2262-04-11 */
     if ((sign < 0 && now < INT64_MIN + total) || (sign > 0 && now > INT64_MAX - total))
