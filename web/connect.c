@@ -237,12 +237,6 @@ static h2o_iovec_t header(h2o_req_t *req, const h2o_token_t *t)
     return i >= 0 ? req->headers.entries[i].value : h2o_iovec_init(NULL, 0);
 }
 
-static h2o_iovec_t header_by_name(h2o_req_t *req, const char *name)
-{
-    ssize_t i = h2o_find_header_by_str(&req->headers, name, strlen(name), -1);
-    return i >= 0 ? req->headers.entries[i].value : h2o_iovec_init(NULL, 0);
-}
-
 static h2o_iovec_t trim(h2o_iovec_t v)
 {
     while (v.len > 0 && (v.base[0] == ' ' || v.base[0] == '\t')) {
@@ -295,7 +289,7 @@ static void quote(h2o_iovec_t v, char *out, size_t size)
 static int check_headers(h2o_req_t *req, ps_connect_call_t *c, bool *gzip_in)
 {
     char q[48], msg[200];
-    h2o_iovec_t v = header_by_name(req, "connect-protocol-version");
+    h2o_iovec_t v = ps_http_header(req, "connect-protocol-version");
     if (v.base != NULL && !h2o_memis(v.base, v.len, H2O_STRLIT("1"))) {
         quote(v, q, sizeof(q));
         snprintf(msg, sizeof(msg), "connect-protocol-version must be \"1\": got \"%s\"", q);
@@ -312,7 +306,7 @@ static int check_headers(h2o_req_t *req, ps_connect_call_t *c, bool *gzip_in)
         send_error(req, 415, PS_CONNECT_INVALID_ARGUMENT, msg);
         return -1;
     }
-    v = header_by_name(req, "connect-timeout-ms");
+    v = ps_http_header(req, "connect-timeout-ms");
     if (v.base != NULL) {
         int64_t ms = 0;
         bool ok = v.len >= 1 && v.len <= 10;

@@ -494,3 +494,9 @@ int ps_qctx_finish(ps_qctx_t *c, int ret)
     ps_arena_dispose(&c->arena);
     return 0;
 }
+
+h2o_iovec_t ps_http_header(h2o_req_t *req, const char *name)
+{
+    ssize_t i = h2o_find_header_by_str(&req->headers, name, strlen(name), -1);
+    return i >= 0 ? req->headers.entries[i].value : h2o_iovec_init(NULL, 0);
+}

@@ -64,6 +64,8 @@ void ps_http_start(h2o_req_t *req, int status, const char *content_type, h2o_gen
 /** Prometheus-style error JSON: {"status":"error","errorType":...,"error":msg}; status from code. */
 void ps_http_error(h2o_req_t *req, int code, const char *msg);
 /** Same with an explicit HTTP status. */
+/** The value of request header name (lower case), the first of that name; {NULL, 0} when absent. */
+h2o_iovec_t ps_http_header(h2o_req_t *req, const char *name);
 void ps_http_error_status(h2o_req_t *req, int status, const char *msg);
 /** errorType for an HTTP status (bad_data, execution, internal, unavailable, not_found, ...). */
 const char *ps_http_error_type(int status);

@@ -193,12 +193,6 @@ static int route(h2o_req_t *req)
     return 0;
 }
 
-static h2o_iovec_t header_value(h2o_req_t *req, const char *name)
-{
-    ssize_t i = h2o_find_header_by_str(&req->headers, name, strlen(name), -1);
-    return i < 0 ? h2o_iovec_init(NULL, 0) : req->headers.entries[i].value;
-}
-
 /*
  * Cross-origin protection for writes and admin requests, as Go's net/http CrossOriginProtection
  * (what Grafana's and Prometheus' Go servers get): a browser that sends Sec-Fetch-Site tells
@@ -211,13 +205,13 @@ static h2o_iovec_t header_value(h2o_req_t *req, const char *name)
  */
 static const char *cross_origin(h2o_req_t *req)
 {
-    h2o_iovec_t site = header_value(req, "sec-fetch-site");
+    h2o_iovec_t site = ps_http_header(req, "sec-fetch-site");
     if (site.base != NULL)
         return h2o_memis(site.base, site.len, H2O_STRLIT("same-origin")) || h2o_memis(site.base, site.len, H2O_STRLIT("none"))
                    ? NULL
                    : "cross-origin request refused: Sec-Fetch-Site is not same-origin (a page of another site "
                      "sent it; writes and admin requests come from programs or profstore's own pages)";
-    h2o_iovec_t origin = header_value(req, "origin");
+    h2o_iovec_t origin = ps_http_header(req, "origin");
     if (origin.base == NULL)
         return NULL;
     const char *sep = memmem(origin.base, origin.len, "://", 3);

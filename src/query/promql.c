@@ -13,6 +13,7 @@
 #include "core/budget.h"
 #include "core/fmt.h"
 #include "core/hash.h"
+#include "core/sat.h"
 #include "core/timeutil.h"
 
 #define MAX_SAMPLES_MSG "query processing would load too many samples into memory in query execution"
@@ -28,15 +29,6 @@ void ps_pq_opts_default(ps_pq_opts_t *o)
 }
 
 /* ---- small things ---- */
-
-static int64_t sat_sub(int64_t a, int64_t b)
-{
-    if (b > 0 && a < INT64_MIN + b)
-        return INT64_MIN;
-    if (b < 0 && a > INT64_MAX + b)
-        return INT64_MAX;
-    return a - b;
-}
 
 static bool is_stale(double v)
 {
@@ -336,7 +328,7 @@ static int load_selector(pq_ctx_t *c, const ps_pq_node_t *vs, int64_t range, pq_
     const ps_pq_opts_t *o = c->o;
     s->range = range;
     time_mods(c, vs, s, &lo, &hi);
-    int64_t mint = sat_sub(sat_sub(lo, s->offset), range ? range : o->lookback), maxt = sat_sub(hi, s->offset);
+    int64_t mint = ps_sat_sub(ps_sat_sub(lo, s->offset), range ? range : o->lookback), maxt = ps_sat_sub(hi, s->offset);
     int ret = c->src->select(c->src->ctx, (ps_selector_t *)&vs->sel, mint, maxt, c->arena, &c->budget, &s->series,
                              &s->n, c->err);
     if (ret || (ret = pq_mem_check(c)) != 0)
@@ -392,8 +384,8 @@ static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth, 
         p->sel.range = n->range_ms;
         p->sq_step = n->step_ms > 0 ? n->step_ms : c->o->subquery_step;
         p->sq_start = INT64_MIN;
-        return plan(c, n->expr, &p->a, depth + 1, sat_sub(sat_sub(lo, p->sel.offset), n->range_ms),
-                    sat_sub(hi, p->sel.offset));
+        return plan(c, n->expr, &p->a, depth + 1, ps_sat_sub(ps_sat_sub(lo, p->sel.offset), n->range_ms),
+                    ps_sat_sub(hi, p->sel.offset));
     case PS_PQ_PAREN:
     case PS_PQ_UNARY:
         return plan(c, n->expr, &p->a, depth + 1, lo, hi);
@@ -436,7 +428,7 @@ static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth, 
 static int eval_vector(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
 {
     const pq_sel_t *s = &p->sel;
-    int64_t ref = sat_sub(s->has_at ? s->at : ts, s->offset), from = sat_sub(ref, c->o->lookback);
+    int64_t ref = ps_sat_sub(s->has_at ? s->at : ts, s->offset), from = ps_sat_sub(ref, c->o->lookback);
     out->type = PS_PQ_VVECTOR;
     out->v = pq_vec_new(c, s->n);
     for (uint32_t i = 0; i < s->n; i++) {
@@ -1238,7 +1230,7 @@ static int64_t ceil_div(int64_t a, int64_t b)
 int64_t pq_subquery_start(pq_ctx_t *c, pq_node_t *p)
 {
     const pq_sel_t *s = &p->sel;
-    int64_t from = sat_sub(sat_sub(s->has_at ? s->at : c->o->start, s->offset), s->range);
+    int64_t from = ps_sat_sub(ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset), s->range);
     return ceil_div(from, p->sq_step) * p->sq_step; /* engine.go: newEv.startTimestamp */
 }
 
@@ -1390,7 +1382,7 @@ static int take_budget(pq_ctx_t *c, uint64_t n)
 static int answer_matrix(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
 {
     const pq_sel_t *s = &p->sel;
-    int64_t maxt = sat_sub(s->has_at ? s->at : c->o->start, s->offset), mint = sat_sub(maxt, s->range);
+    int64_t maxt = ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset), mint = ps_sat_sub(maxt, s->range);
     out->type = PS_PQ_VMATRIX;
     out->series = ps_arena_alloc(c->arena, (s->n + 1) * sizeof(ps_qseries_t));
     for (uint32_t i = 0; i < s->n; i++) {
@@ -1412,7 +1404,7 @@ static int answer_matrix(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
 static int answer_subquery(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
 {
     const pq_sel_t *s = &p->sel;
-    int64_t maxt = sat_sub(s->has_at ? s->at : c->o->start, s->offset), mint = sat_sub(maxt, s->range);
+    int64_t maxt = ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset), mint = ps_sat_sub(maxt, s->range);
     pq_sq_window_t w;
     int ret = pq_subquery_window(c, p, mint, maxt, &w);
     if (ret)
