@@ -40,6 +40,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,17 +472,26 @@ static void print_check(const char *what, int64_t got, int64_t want, const char 
 
 /* An average merge's inuse_space total against the generated per-series means (each node's mean
  * is rounded, so within 0.01 %); an old build that sums says so. */
-static void check_inuse(const char *what, const meas_t *m, double mean, int64_t sum)
+/* The total of sample type st in an answer's merged profile (and its samples); false, said, when
+ * the answer failed or cannot be read. */
+static bool merged_total(const char *what, const meas_t *m, const char *st, int64_t *got, uint32_t *ns)
 {
     if (m->code != 200)
-        return;
+        return false;
+    char why[600];
+    if (pprof_total(m->body.data, m->body.len, st, got, ns, why, sizeof(why)) != 0) {
+        printf("    check: %-44s MISMATCH: cannot read the merged profile: %s\n", what, why);
+        return false;
+    }
+    return true;
+}
+
+static void check_inuse(const char *what, const meas_t *m, double mean, int64_t sum)
+{
     int64_t got;
     uint32_t ns;
-    char why[600];
-    if (pprof_total(m->body.data, m->body.len, "inuse_space", &got, &ns, why, sizeof(why)) != 0) {
-        printf("    check: %-44s MISMATCH: cannot read the merged profile: %s\n", what, why);
+    if (!merged_total(what, m, "inuse_space", &got, &ns))
         return;
-    }
     double rel = mean > 0 ? fabs((double)got - mean) / mean : 0;
     printf("    check: %-44s %s: %lld (server) vs %.0f (generated per-series means; sum %lld)%s\n", what,
            rel < 1e-4 ? "OK (average)" : got == sum ? "SUMMED (a build before the average)" : "MISMATCH", (long long)got,
@@ -490,15 +500,10 @@ static void check_inuse(const char *what, const meas_t *m, double mean, int64_t 
 
 static void check_pprof(const char *what, const meas_t *m, int64_t want)
 {
-    if (m->code != 200)
-        return;
     int64_t got;
     uint32_t ns;
-    char why[600];
-    if (pprof_total(m->body.data, m->body.len, "cpu", &got, &ns, why, sizeof(why)) != 0) {
-        printf("    check: %-44s MISMATCH: cannot read the merged profile: %s\n", what, why);
+    if (!merged_total(what, m, "cpu", &got, &ns))
         return;
-    }
     char extra[64];
     snprintf(extra, sizeof(extra), "; %u samples in the merged profile", ns);
     print_check(what, got, want, extra);
