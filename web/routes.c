@@ -227,20 +227,17 @@ static const char *cross_origin(h2o_req_t *req)
 
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
 {
-    unsigned m = method_bit(req->method);
-    if ((m & M_POST) || m == 0) { /* not GET or HEAD */
-        uint32_t handler = ps_routes_handler(req->path_normalized);
-        const char *why = (ps_routes_class(handler) & (PS_ROUTE_WRITE | PS_ROUTE_ADMIN)) ? cross_origin(req) : NULL;
-        if (why != NULL) {
-            if (ps_connect_is_path(req->path_normalized))
-                ps_connect_error_req(req, PS_CONNECT_PERMISSION_DENIED, why);
-            else
-                ps_http_error_status(req, 403, why);
-            return 0;
-        }
+    unsigned m = method_bit(req->method), cls = ps_routes_class(ps_routes_handler(req->path_normalized));
+    const char *why = !(m & (M_GET | M_HEAD)) && (cls & (PS_ROUTE_WRITE | PS_ROUTE_ADMIN)) ? cross_origin(req) : NULL;
+    if (why != NULL) {
+        if (ps_connect_is_path(req->path_normalized))
+            ps_connect_error_req(req, PS_CONNECT_PERMISSION_DENIED, why);
+        else
+            ps_http_error_status(req, 403, why);
+        return 0;
     }
     /* tls.c: 401, 403, 503; or route() later, once a bcrypt off the loop has passed the credentials */
-    if (ps_web_authorize(req, ps_routes_class(ps_routes_handler(req->path_normalized)), route) != 0)
+    if (ps_web_authorize(req, cls, route) != 0)
         return 0;
     return route(req);
 }
