@@ -210,8 +210,8 @@ static int parse_unix(const char *s, size_t n, int64_t *ns)
     double f = strtod(buf, &end);
     if (*end != 0 || end == buf)
         return -1;
-    double a = fabs(f);
-    if (!isfinite(f) || a < 1e10 || a >= 9.2e18)
+    double a = fabs(f), scaled = a < 1e13 ? a * 1e6 : a < 1e16 ? a * 1e3 : a; /* in ns */
+    if (!isfinite(f) || a < 1e10 || scaled >= 9.2e18) /* 9.99e15 us is past 2262 too */
         return -2;
     /* "1.7e12": ms as a float, rounded to the us (53 bits hold every us until 2255) */
     *ns = a < 1e13 ? (int64_t)llround(f * 1e3) * 1000 : a < 1e16 ? (int64_t)llround(f) * 1000 : (int64_t)llround(f);

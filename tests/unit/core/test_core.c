@@ -515,6 +515,9 @@ static void test_parse_time_forms(void **state)
         {"now-300y", "cannot parse \"now-300y\" to a valid timestamp: the duration at character 5 is out of range", 4},
         {"yesterday", "cannot parse \"yesterday\" to a valid timestamp", -1},
         {"9300000000", "cannot parse \"9300000000\" to a valid timestamp: out of range (before 1678 or after 2262)", -1},
+        /* floats in ms and us past 2262 (fuzz_pyingest: 9.988e15 us * 1000 was a signed overflow) */
+        {"0998837E7", "cannot parse \"0998837E7\" to a valid timestamp: out of range (before 1678 or after 2262)", -1},
+        {"9.3e12", "cannot parse \"9.3e12\" to a valid timestamp: out of range (before 1678 or after 2262)", -1},
         {"9999-12-31T23:59:59Z", "cannot parse \"9999-12-31T23:59:59Z\" to a valid timestamp: out of range (before 1678 "
                                  "or after 2262)", -1},
         {"0000-01-01T00:00:00Z", "cannot parse \"0000-01-01T00:00:00Z\" to a valid timestamp: out of range (before 1678 "
