@@ -355,6 +355,47 @@ def diff_answers(a: dict, b: dict, ordered: bool = False, rel: float = REL_TOL) 
     return None
 
 
+def _points_by_time(ans: dict):
+    """{timestamp: [(series key, value)]} of a vector or matrix answer."""
+    out: Dict[float, list] = {}
+    d = ans["data"]
+    for s in d["result"]:
+        k = _key(s["metric"])
+        for t, v in ([s["value"]] if d["resultType"] == "vector" else s["values"]):
+            out.setdefault(t, []).append((k, parse_value(v)))
+    return out
+
+
+def diff_kselect(want: dict, got: dict, inner: dict, rel: float = REL_TOL) -> Optional[str]:
+    """None when got is as right an answer of topk/bottomk as want, where series whose values tie at
+    the k-th place may be picked either way (Prometheus picks by the order its storage hands series
+    over, which differs between its head, remote_read and profstore). inner is want's server's answer
+    for the selected expression over the same times. At every timestamp the values picked must be
+    the same multiset (and, for a vector, come in the same order), and every point got picked must
+    be that series' value in inner."""
+    d = diff_answers(want, got, ordered=True, rel=rel)
+    if d is None:
+        return None
+    if want.get("status") != "success" or got.get("status") != "success" or \
+            want["data"]["resultType"] != got["data"]["resultType"]:
+        return d
+    pw, pg, pi = _points_by_time(want), _points_by_time(got), _points_by_time(inner)
+    if sorted(pw) != sorted(pg):
+        return "timestamps differ: only in want %s; only in got %s" % (
+            sorted(set(pw) - set(pg))[:5], sorted(set(pg) - set(pw))[:5])
+    for t in sorted(pw):
+        vw, vg = [v for _, v in pw[t]], [v for _, v in pg[t]]
+        if want["data"]["resultType"] == "matrix":
+            vw, vg = sorted(vw), sorted(vg)
+        if len(vw) != len(vg) or not all(values_agree(a, b, rel) for a, b in zip(vw, vg)):
+            return "@%s: values picked differ: want %s, got %s (%s)" % (t, vw, vg, d)
+        truth = dict(pi.get(t, []))
+        for k, v in pg[t]:
+            if k not in truth or not values_agree(truth[k], v, rel):
+                return "@%s: %s is %s in the input, got %s (%s)" % (t, _fmt_key(k), truth.get(k), v, d)
+    return None
+
+
 # ---- promtool --------------------------------------------------------------------------------
 
 def promtool(*args: str, timeout: float = 60.0, env=None) -> subprocess.CompletedProcess:
