@@ -1,6 +1,6 @@
 /*
  * pyroscope.c - Pyroscope's POST /ingest: its parameters, and its bodies into a store append. See
- * ingest.h (ps_pyro_*) and README "Pyroscope ingest". The facts come from grafana/pyroscope
+ * ingest.h (ps_pyro_*) and docs/api.md "Pyroscope ingest". The facts come from grafana/pyroscope
  * (pkg/ingester/pyroscope/ingest_handler.go, ingest_adapter.go, pkg/og/convert/pprof/profile.go,
  * api/model/labelset) and are listed in APIS.md §4.1.
  *

@@ -59,7 +59,7 @@ typedef struct ps_flamegraph {
 int ps_flamegraph_build(const ps_profile_t *p, uint32_t vi, int diff, int64_t max_nodes, ps_arena_t *arena,
                         ps_flamegraph_t *out, ps_err_t *err);
 
-/** What an answer says of how its values were computed (README "Aggregation over time"). */
+/** What an answer says of how its values were computed (docs/api.md "Aggregation over time"). */
 typedef struct ps_render_note {
     const char *aggregation;          /* "sum" or "avg"; NULL: left out */
     const char *normalize;            /* a diff's "rate" or "none"; NULL: left out (and the seconds) */
