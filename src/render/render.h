@@ -33,7 +33,7 @@ typedef struct ps_fg_level {
 } ps_fg_level_t;
 
 /**
- * The compact flame graph of APIS.md §4.4:
+ * The compact flame graph of Pyroscope (docs/protocols.md, "Pyroscope querier and flame graphs"):
  *  - names[0] = "total"; names de-duplicated, nodes refer to them by index;
  *  - levels[0] holds the root only; each node is [x_offset, total, self, name_index]
  *    (diff: [l_offset, l_total, l_self, r_offset, r_total, r_self, name_index]);
