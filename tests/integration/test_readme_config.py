@@ -4,6 +4,7 @@ taken from the file itself so that the two cannot drift, each run against a real
 - the minimal scrape file scrapes one real Go program (gotarget) with Parca's default
   profiling_config (exactly the five default profile types, CPU with ?seconds=10, every target up),
   also through `make run CONFIG=...`; the full reference file is accepted as it stands;
+- the `go tool pprof` command reads the merge of the last hour's profiles of job="myapp";
 - the Go SDK snippet (pyroscope-go, built with Go against the module proxy) and the Node.js snippet
   (@pyroscope/nodejs 0.6.4 from npm) push profiles that are stored under service_name="myapp";
 - the Alloy snippet: Alloy is not installed by make test, so its shape is checked (a pyroscope.scrape
@@ -169,6 +170,24 @@ def test_front_page_starts_with_make_run_and_make_test():
     first = blocks(README, "sh")[0]
     assert README.index("```sh\n" + first) < README.index("\n## ")
     assert [ln.split("#")[0].strip() for ln in first.splitlines()] == ["make run", "make test"]
+
+
+def test_go_tool_pprof_snippet_reads_the_last_hour(make_server, tmp_path):
+    from conftest import go_pprof, parse_pprof_top
+    cmd = blocks(section(README, "## The UI"), "sh")[0].strip()
+    m = re.fullmatch(r"go tool pprof -top '(http://127\.0\.0\.1:7070/[^']+)'", cmd)
+    assert m, cmd
+    srv = make_server(retention="0")
+    for i, f in enumerate(("go/cpu-01.pb.gz", "go/cpu-02.pb.gz")):  # two profiles of job="myapp" in the last hour
+        st, js = srv.push(f, labels='{job="myapp",instance="a"}', time=str(int(time.time()) - 600 + i))
+        assert st == 200, js
+    st, js = srv.push("go/cpu-03.pb.gz", labels='{job="other"}', time=str(int(time.time()) - 600))
+    assert st == 200, js
+    r = go_pprof(["-top", m.group(1).replace(SNIPPET_SERVER, srv.url("").rstrip("/"))], tmp_path)
+    header, rows = parse_pprof_top(r.stdout)
+    total = (README_TOTALS["go/cpu-01.pb.gz"][1] + README_TOTALS["go/cpu-02.pb.gz"][1]) / 1e9
+    assert any(ln.startswith("Showing nodes accounting for") and ln.endswith("of %.2fs total" % total)
+               for ln in header), header
 
 
 # ---- pushing: the Go and Node.js SDKs, Grafana Alloy ---------------------------------------------
