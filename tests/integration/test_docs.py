@@ -161,7 +161,7 @@ def help_flags():
     out = r.stdout + r.stderr
     flags = set(re.findall(r"^\s+(--[a-z0-9.-]+)", out, re.M))
     assert "--listen" in flags and "--data-dir" in flags, out
-    return flags - {"--help", "--version"}
+    return {f for f in flags if not f.startswith("--help") and f != "--version"}
 
 
 def test_flag_table_is_the_binarys():
