@@ -2,7 +2,7 @@
  * labels.h - parsing label sets written as Prometheus selectors with '=' only:
  *   {job="api", instance='a:6060', path=`raw\string`}
  * (the braces are optional; an empty string or {} is the empty set). The three quote styles
- * and Go escapes are those of PromQL string literals (APIS.md §3.4).
+ * and Go escapes are those of PromQL string literals (docs/protocols.md, Selectors).
  */
 #ifndef PS_PARSER_LABELS_H
 #define PS_PARSER_LABELS_H

@@ -4,7 +4,7 @@
  * connect-go's JSON codec writes and reads it). Used by the Pyroscope codecs (push.c, querier.c)
  * so that each message is described once, by its .proto file.
  *
- * protojson rules (APIS.md §4.3):
+ * protojson rules (docs/protocols.md, "Connect"):
  *  - field names: the lowerCamelCase JSON name (sample_type -> sampleType, profile_typeID ->
  *    profileTypeID, ID -> ID) is written; both it and the original proto name are read;
  *  - int64/uint64/fixed64 are written as JSON strings, read from strings or numbers; 32-bit

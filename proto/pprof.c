@@ -1,6 +1,6 @@
 /*
  * pprof.c - the pprof codec: perftools.profiles.Profile bytes (raw or gzipped) to and from
- * ps_profile_t. Schema: proto/profile.proto (APIS.md §1). The only user of the generated
+ * ps_profile_t. Schema: proto/profile.proto (docs/protocols.md). The only user of the generated
  * perftools__profiles__* structs and, with ps_gunzip, of zlib for pprof.
  *
  * Decoding untrusted bytes runs in three steps; each can reject the input with a message that

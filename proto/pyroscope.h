@@ -1,6 +1,6 @@
 /*
- * pyroscope.h - the codec of Pyroscope's push.v1 messages (proto/pyroscope_push.proto, APIS.md
- * §4.2), binary protobuf or protojson (a Connect body, proto/pbjson.h), to and from our own C
+ * pyroscope.h - the codec of Pyroscope's push.v1 messages (proto/pyroscope_push.proto,
+ * docs/protocols.md), binary protobuf or protojson (a Connect body, proto/pbjson.h), to and from our own C
  * structs: a PushRequest is series of labels and raw samples (each a pprof, gzipped or not).
  * The generated protobuf-c structs stay in proto/.
  */

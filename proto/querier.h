@@ -1,6 +1,6 @@
 /*
- * querier.h - the querier.v1.QuerierService messages (proto/pyroscope_querier.proto, APIS.md
- * §4.4) as our own C types: each request decoded from a Connect body (binary protobuf or
+ * querier.h - the querier.v1.QuerierService messages (proto/pyroscope_querier.proto,
+ * docs/protocols.md) as our own C types: each request decoded from a Connect body (binary protobuf or
  * protojson, ps_pb_codec_t), each answer encoded in the request's codec. Generated protobuf-c
  * structs stay inside proto/querier.c.
  *

@@ -1,7 +1,7 @@
 /*
  * remote.c - the remote-write codec: snappy block format around prometheus.WriteRequest (1.0) or
  * io.prometheus.write.v2.Request (2.0), to and from ps_remote_write_t. Schema: proto/remote.proto
- * (APIS.md §2.1, the 2.0 spec's messages). The only user of the generated profstore__remote__*
+ * (docs/protocols.md, the 2.0 spec's messages). The only user of the generated profstore__remote__*
  * structs and, for remote write, of snappy.
  *
  * Body: snappy block format = uvarint(uncompressed length), then literal/copy elements (never the

@@ -1,5 +1,5 @@
 /*
- * remote.h - decoding and validating Prometheus remote-write requests (APIS.md §2): the snappy
+ * remote.h - decoding and validating Prometheus remote-write requests (docs/protocols.md): the snappy
  * block format around prometheus.WriteRequest (1.0) or io.prometheus.write.v2.Request (2.0), into
  * our own structs. The only user of the generated remote.proto structs; generated structs never
  * leave proto/. Nothing here stores anything: the caller (ingest) does.

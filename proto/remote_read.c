@@ -1,6 +1,6 @@
 /*
  * remote_read.c - the remote-read codec (remote_read.h). Schema: the read messages of
- * proto/remote.proto (prometheus.ReadRequest and its answers, APIS.md §2.1). Requests are decoded
+ * proto/remote.proto (prometheus.ReadRequest and its answers, docs/protocols.md). Requests are decoded
  * by protobuf-c on an arena with a budget (pballoc.h), after the snappy length check (wire.h); a
  * request protobuf-c refuses is scanned against the tables below to say where it is wrong. The
  * answers are written by hand, without a struct per sample.

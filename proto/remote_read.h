@@ -1,5 +1,5 @@
 /*
- * remote_read.h - the remote-read codec (APIS.md §2.1, §2.3): decoding and validating a
+ * remote_read.h - the remote-read codec (docs/protocols.md): decoding and validating a
  * prometheus.ReadRequest (snappy block format) into our own structs, and writing the two answers
  * Prometheus' read handler gives: a SAMPLES ReadResponse (snappy block format) and
  * STREAMED_XOR_CHUNKS frames of ChunkedReadResponse. Both answers are written by hand, field by

@@ -1,5 +1,5 @@
 /*
- * api_prom.c - the Prometheus HTTP API (APIS.md §3): query and query_range (PromQL, src/query/
+ * api_prom.c - the Prometheus HTTP API (docs/protocols.md): query and query_range (PromQL, src/query/
  * promql.h, over float series and profile totals), series, labels, label values, metadata. GET
  * and POST (form-encoded) alike.
  */
@@ -103,7 +103,7 @@ static int64_t ns_to_ms(int64_t ns)
     return ns % 1000000 < 0 ? q - 1 : q;
 }
 
-/* The evaluator's answer in Prometheus' shape (APIS.md §3.2). */
+/* The evaluator's answer in Prometheus' shape (docs/protocols.md, "Prometheus HTTP API"). */
 static void json_result(ps_qctx_t *c, const ps_pq_result_t *res)
 {
     static const char *types[] = {[PS_PQ_VSCALAR] = "scalar", [PS_PQ_VVECTOR] = "vector",

@@ -7,7 +7,7 @@
  *
  * The merge is /api/v1/profiles/query's (ps_query_profile_select + ps_query_profile_build +
  * ps_flamegraph_build); src/query/pyroscope.c resolves the profile type and builds the timeline;
- * src/render/flamebearer.c writes the JSON. Parameters: README "Pyroscope HTTP query API".
+ * src/render/flamebearer.c writes the JSON. Parameters: docs/api.md "Pyroscope HTTP query API".
  */
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * api_read.c - POST /api/v1/read: Prometheus remote read (APIS.md §2.3). Decodes the snappy
+ * api_read.c - POST /api/v1/read: Prometheus remote read (docs/protocols.md). Decodes the snappy
  * ReadRequest (proto/remote_read.h), negotiates the response type as Prometheus does, has
  * src/query/read.h answer it, and sends
  *   SAMPLES:             Content-Type: application/x-protobuf, Content-Encoding: snappy;

@@ -1,5 +1,5 @@
 /*
- * connect.h - the Connect protocol, unary calls over HTTP/1.1 (APIS.md §4.3), for the Pyroscope
+ * connect.h - the Connect protocol, unary calls over HTTP/1.1 (docs/protocols.md), for the Pyroscope
  * services (push.v1.PusherService, querier.v1.QuerierService):
  *
  *  - POST /<package>.<Service>/<Method>; the body is the bare message (no gRPC framing);

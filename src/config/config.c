@@ -1,5 +1,5 @@
 /*
- * config.c - the YAML configuration file (see config.h; APIS.md §5.3 and §6).
+ * config.c - the YAML configuration file (see config.h; docs/protocols.md).
  *
  * Parsing. libyaml's document API loads the whole file into nodes that keep their start marks;
  * the walk below follows a fixed schema (it never recurses generically, so an alias that points at

@@ -1,6 +1,6 @@
 /*
  * config.h - the YAML configuration file (--config), a Prometheus user's scrape configuration
- * plus Parca's profiling_config (APIS.md §5.3, §6). Errors name file:line:column and the key.
+ * plus Parca's profiling_config (docs/protocols.md). Errors name file:line:column and the key.
  *
  *   global:          scrape_interval (10s), scrape_timeout (10s, <= interval), external_labels
  *   scrape_configs:  job_name, scrape_interval, scrape_timeout, scheme (http|https), params,

@@ -6,7 +6,7 @@
  * secrets (basic_auth password, authorization credentials, forward header values, and by the
  * one rule of redact.c: params and labels named like credentials) as "<secret>", URL passwords
  * as "xxxxx" (url.URL.Redacted), file names as given.
- * Keys in the order the README documents them. Strings are plain scalars when that cannot be
+ * Keys in the order docs/configuration.md documents them. Strings are plain scalars when that cannot be
  * misread (letters, digits and "_./:-" not looking like a number, bool or null: "15s",
  * "127.0.0.1:6060"), double-quoted with escapes otherwise, so the text reads back to the same
  * configuration.

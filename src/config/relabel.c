@@ -1,6 +1,6 @@
 /*
  * relabel.c - Prometheus relabeling (model/relabel/relabel.go) over a ps_labels_t kept sorted by
- * name, edited with ps_labels_set / ps_labels_del, new strings from an arena (APIS.md §6).
+ * name, edited with ps_labels_set / ps_labels_del, new strings from an arena (docs/protocols.md).
  *
  * Per rule, the input value is the values of source_labels (a missing label is "") joined by the
  * separator. Then, by action:

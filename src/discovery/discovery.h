@@ -1,6 +1,6 @@
 /*
  * discovery.h - where scrape targets come from: target group lists in Prometheus' file_sd and
- * http_sd formats (APIS.md §6), and the set of file_sd files of one scrape configuration, re-read
+ * http_sd formats (docs/protocols.md), and the set of file_sd files of one scrape configuration, re-read
  * when they change. static_configs are part of the configuration itself (config/config.h);
  * http_sd bodies are fetched by the scraper's HTTP client and parsed here.
  */

@@ -1,6 +1,6 @@
 /*
  * sd.c - target group lists from file_sd files (JSON or YAML) and http_sd bodies (JSON), the
- * format of Prometheus' discovery/file and discovery/http (APIS.md §6):
+ * format of Prometheus' discovery/file and discovery/http (docs/protocols.md):
  *
  *     [{"targets": ["10.0.0.1:9100", "10.0.0.2:9100"], "labels": {"env": "prod"}}, ...]
  *

@@ -1,5 +1,5 @@
 /*
- * forward.c - the senders (see forward.h; README "Forwarding").
+ * forward.c - the senders (see forward.h; docs/configuration.md "Forwarding").
  *
  * One thread per endpoint, with a libcurl easy handle (kept-alive connection). Its loop:
  *  1. Read entries after its cursor from the log (one read snapshot): at most queue_config.capacity

@@ -1,6 +1,6 @@
 /*
  * querier.h - what Grafana Pyroscope's querier.v1.QuerierService asks of the store, in
- * Pyroscope's semantics, over the one query implementation of query.h (README "Pyroscope querier
+ * Pyroscope's semantics, over the one query implementation of query.h (docs/api.md "Pyroscope querier
  * API" says the same for users):
  *
  *  - times are ms since the epoch, both ends inclusive (a profile at 12:00:00.000999 is in a

@@ -2,7 +2,7 @@
  * query.h - the query engine: series selection by matchers, merging profiles over time and
  * series, diffs. PromQL (float series and per-profile totals) is promql.h.
  *
- * Semantics (README.md's Query section says the same for users):
+ * Semantics (docs/api.md's Query section says the same for users):
  *  - selection: postings intersections for matchers that need a value, label-value scans for
  *    regexes; a matcher that matches "" also accepts series without the label;
  *  - merges: over every profile of every selected series in [start, end] (or, at a time t, each

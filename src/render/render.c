@@ -1,5 +1,5 @@
 /*
- * render.c - flame graphs (Pyroscope FlameGraph / FlameGraphDiff, APIS.md §4.4), folded stacks and
+ * render.c - flame graphs (Pyroscope FlameGraph / FlameGraphDiff, docs/protocols.md), folded stacks and
  * top tables from a ps_profile_t. The output shapes are documented in render.h.
  *
  * How it works

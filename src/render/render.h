@@ -33,7 +33,7 @@ typedef struct ps_fg_level {
 } ps_fg_level_t;
 
 /**
- * The compact flame graph of APIS.md §4.4:
+ * The compact flame graph of Pyroscope (docs/protocols.md, "Pyroscope querier and flame graphs"):
  *  - names[0] = "total"; names de-duplicated, nodes refer to them by index;
  *  - levels[0] holds the root only; each node is [x_offset, total, self, name_index]
  *    (diff: [l_offset, l_total, l_self, r_offset, r_total, r_self, name_index]);
@@ -59,7 +59,7 @@ typedef struct ps_flamegraph {
 int ps_flamegraph_build(const ps_profile_t *p, uint32_t vi, int diff, int64_t max_nodes, ps_arena_t *arena,
                         ps_flamegraph_t *out, ps_err_t *err);
 
-/** What an answer says of how its values were computed (README "Aggregation over time"). */
+/** What an answer says of how its values were computed (docs/api.md "Aggregation over time"). */
 typedef struct ps_render_note {
     const char *aggregation;          /* "sum" or "avg"; NULL: left out */
     const char *normalize;            /* a diff's "rate" or "none"; NULL: left out (and the seconds) */

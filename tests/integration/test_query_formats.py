@@ -1,4 +1,4 @@
-"""The non-pprof formats of /api/v1/profiles/query and /diff (render.h, APIS.md §4.4): flame graph
+"""The non-pprof formats of /api/v1/profiles/query and /diff (render.h, docs/protocols.md): flame graph
 JSON (decoded back to absolute positions and checked node by node against a call tree built here
 from the fixture files), max_nodes truncation with "other", folded stacks, top tables (against a
 table computed here and against `go tool pprof -top`), the 7-value diff flame graph, and frame

@@ -1,4 +1,4 @@
-"""The Prometheus query API (APIS.md §3) through a real client, promtool 2.42 (Debian package
+"""The Prometheus query API (docs/protocols.md) through a real client, promtool 2.42 (Debian package
 prometheus), and as raw HTTP JSON: range and instant queries over profile totals with Prometheus'
 semantics (a selector at t = each series' newest profile in [t-5m, t]; sum_over_time(x[r]) at t =
 the sum of the totals with ts in [t-r, t]), sum / sum by / sum without, number arithmetic, labels,

@@ -1,4 +1,4 @@
-"""POST /api/v1/read: Prometheus remote read (APIS.md §2.3) over pushed profiles, whose totals are
+"""POST /api/v1/read: Prometheus remote read (docs/protocols.md) over pushed profiles, whose totals are
 served as float series at the profile times.
 
 A client written here with python3-protobuf (the _pb2 module is generated at test time from our

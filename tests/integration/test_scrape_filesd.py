@@ -1,4 +1,4 @@
-"""file_sd_configs edge cases (APIS.md §6: files are watched, only well-formed files are applied),
+"""file_sd_configs edge cases (docs/protocols.md: files are watched, only well-formed files are applied),
 against a real Go target (gotarget); refresh_interval is 1m, so every change here must be seen
 through the file watch:
 

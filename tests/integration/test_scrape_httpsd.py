@@ -1,4 +1,4 @@
-"""http_sd_configs (APIS.md §6): the server GETs the URL every refresh_interval with the header
+"""http_sd_configs (docs/protocols.md): the server GETs the URL every refresh_interval with the header
 X-Prometheus-Refresh-Interval-Seconds, takes the JSON list of target groups as the job's targets
 (meta label __meta_url), keeps the last good list when an answer fails, and drops the targets an
 answer no longer lists. Checked for a job that has only http_sd_configs and for one that also has

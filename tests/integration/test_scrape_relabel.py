@@ -1,4 +1,4 @@
-"""Relabeling of scrape targets (APIS.md §5.3, §6), against one real Go target (gotarget) that stands
+"""Relabeling of scrape targets (docs/protocols.md), against one real Go target (gotarget) that stands
 for many targets through group labels:
 
   - hashmod sharding: two servers with `hashmod` (modulus 2) over __address__;shard_key and `keep`

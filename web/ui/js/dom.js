@@ -125,5 +125,5 @@ export const PUSH_HINT = "curl -g --data-binary @cpu.pb.gz 'http://" + location.
 
 export function emptyState(message) {
   return h('div.empty', h('p', message), h('pre.cmd', PUSH_HINT),
-    h('p.hint', 'or add a scrape job (see README, "Scraping"), then refresh.'));
+    h('p.hint', 'or add a scrape job (see README, "Scrape a Go program"), then refresh.'));
 }

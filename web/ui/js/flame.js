@@ -1,5 +1,5 @@
 // flame.js - the flame graph of the UI: decodes the JSON of format=flamegraph (Pyroscope's compact
-// FlameGraph shape, README "Formats"; diffs with 7 values per node) and draws it on a canvas.
+// FlameGraph shape, docs/api.md "Formats"; diffs with 7 values per node) and draws it on a canvas.
 //
 // The model. fg.levels[L] is a flat list of [x_offset, total, self, name] (diff: [l_offset, l_total,
 // l_self, r_offset, r_total, r_self, name]); an offset is relative to the end of the previous node
