@@ -35,4 +35,24 @@ static inline int ps_hex_digit(int c)
  *  out may be partly written on error. */
 int ps_hex_decode(const char *s, size_t n, uint8_t *out, size_t *bad);
 
+/** The length of the base64 text of n bytes (padded), and the room a decode of n characters needs
+ *  (the padding's bytes are written, then not counted). */
+#define PS_BASE64_LEN(n) (((n) + 2) / 3 * 4)
+#define PS_BASE64_DECODED_MAX(n) (((n) + 3) / 4 * 3)
+
+/** Writes the standard padded base64 of in[0..n) to out (room for PS_BASE64_LEN(n) + 1) with a
+ *  NUL after it. Returns PS_BASE64_LEN(n). */
+size_t ps_base64_encode(const uint8_t *in, size_t n, char *out);
+
+typedef enum ps_base64_form {
+    PS_B64_STRICT,  /* standard alphabet, '=' padding required */
+    PS_B64_LENIENT, /* either alphabet, padding optional */
+} ps_base64_form_t;
+
+/** Decodes the n characters of s into out (room for PS_BASE64_DECODED_MAX(n)). Returns the byte
+ *  count (0 for ""), or -1 with *bad (if not NULL) the offset of the first character outside the
+ *  form's alphabet ('=' before the padding too), or n when the length or the padding is wrong
+ *  (checked first). */
+long ps_base64_decode(const char *s, size_t n, ps_base64_form_t form, uint8_t *out, size_t *bad);
+
 #endif
