@@ -18,6 +18,7 @@
 
 #include "core/err.h"
 #include "core/mem.h"
+#include "proto/gzip.h"
 #include "proto/pprof.h"
 #include "util.h"
 

@@ -16,6 +16,7 @@
 #include "scrape/scrape.h"
 #include "core/log.h"
 #include "core/timeutil.h"
+#include "proto/gzip.h"
 #include "storage/store.h"
 #include "web/server.h"
 #include "ingest/ingest.h"

@@ -10,7 +10,7 @@
 #include "core/encode.h"
 #include "internal.h"
 #include "qpool.h"
-#include "proto/pprof.h"
+#include "proto/gzip.h"
 #include "ui_assets.h"
 
 static int url_decode(const char *s, size_t n, ps_arena_t *a, const char **out, size_t *outlen)

@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "core/varint.h"
+#include "proto/gzip.h"
 #include "proto/pprof.h"
 
 
