@@ -20,6 +20,7 @@
 #include "core/mem.h"
 #include "proto/gzip.h"
 #include "proto/pprof.h"
+#include "pprof_reference.h"
 #include "util.h"
 
 static const char *const files[] = {

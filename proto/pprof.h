@@ -44,15 +44,6 @@ int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps
                     ps_err_t *err);
 
 /**
- * For tests and benchmarks only: ps_pprof_decode the old way (protobuf-c unpack into the arena,
- * then conversion), kept as the reference the direct decoder is compared with. Same contract,
- * same results and messages, except that it may also fail with PS_ETOOBIG "decoding the profile
- * needs more than N bytes of memory" (protobuf-c's allocation budget).
- */
-int ps_pprof_decode_reference(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena,
-                              ps_profile_t *out, ps_err_t *err);
-
-/**
  * Encodes p as a pprof Profile message into out (appending). Mappings, functions and locations
  * get ids 1..n in array order. gzip_level < 0 writes the raw protobuf; 0..9 gzips it.
  */

@@ -48,7 +48,7 @@ fuzzcc() {
 
 # shellcheck disable=SC2046
 fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib) \
-    "$here/fuzz_pprof.c" "$root/proto/pprof.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/src/core/*.c \
+    -I"$root/tests/support" "$here/fuzz_pprof.c" "$root/tests/support/pprof_reference.c" "$root/proto/pprof.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/src/core/*.c \
     $(pkg-config --libs libprotobuf-c zlib) -lm -lpthread \
     -o "$out/fuzz_pprof"
 

@@ -23,6 +23,7 @@
 #include "core/varint.h"
 #include "proto/gzip.h"
 #include "proto/pprof.h"
+#include "pprof_reference.h"
 
 
 /* ---- helpers -------------------------------------------------------------------------------- */
