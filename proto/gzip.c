@@ -40,8 +40,8 @@ int ps_inflate_reserve(uint64_t n, uint64_t held, ps_err_t *err)
     atomic_fetch_sub(&inflate_reserved, n);
     atomic_fetch_add(&inflate_refused, 1);
     return ps_err_set(err, PS_EUNAVAIL,
-                      "too much is being decompressed at once (%llu of %llu bytes, --max-inflated-total): retry later",
-                      (unsigned long long)had, (unsigned long long)budget);
+                      "too much is being decompressed at once (%llu of %llu bytes, %s): retry later",
+                      (unsigned long long)had, (unsigned long long)budget, ps_setting_name(PS_SETTING_INFLATE_BUDGET));
 }
 
 void ps_inflate_release(uint64_t n)
