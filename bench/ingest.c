@@ -48,6 +48,7 @@
 #include "core/err.h"
 #include "core/mem.h"
 #include "core/varint.h"
+#include "proto/gzip.h"
 #include "proto/pprof.h"
 #include "proto/pyroscope.h"
 #include "util.h"

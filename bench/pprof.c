@@ -18,7 +18,9 @@
 
 #include "core/err.h"
 #include "core/mem.h"
+#include "proto/gzip.h"
 #include "proto/pprof.h"
+#include "pprof_reference.h"
 #include "util.h"
 
 static const char *const files[] = {

@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "core/encode.h"
+
 /* A label-set error at byte offset pos of the whole input: "1:<pos+1>: <what>". */
 __attribute__((format(printf, 3, 4))) static int err_at(ps_err_t *err, size_t pos, const char *fmt, ...)
 {
@@ -19,17 +21,6 @@ __attribute__((format(printf, 3, 4))) static int err_at(ps_err_t *err, size_t po
 
 /* A string-literal error: the offset in the literal, and the message without a position. */
 #define str_err(err, pos, ...) ps_err_set_at((err), PS_EINVAL, (pos), __VA_ARGS__)
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 
 int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, char **out, size_t *outlen,
@@ -115,7 +106,7 @@ int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, cha
             }
             uint32_t v = 0;
             for (int k = 0; k < len; k++) {
-                int h = hexval(s[i++]);
+                int h = ps_hex_digit((unsigned char)s[i++]);
                 if (h < 0) {
                     ret = str_err(err, at, "invalid hex digit in escape sequence");
                     goto Exit;

@@ -35,17 +35,25 @@ static int limit_error(const ps_matcher_t *m, const char *what, size_t vlen, ps_
                       m->op == PS_MATCH_RE ? "=~" : "!~", shown, what, vlen);
 }
 
+/* "the query's regex budget is spent (<the setting>)" */
+static const char *regex_spent(char *buf, size_t size)
+{
+    snprintf(buf, size, "the query's regex budget is spent (%s)", ps_setting_name(PS_SETTING_QUERY_MAX_REGEX_STEPS));
+    return buf;
+}
+
 /* 1 on a match, 0 on no match, a negative code on an error (limits, budget, deadline). */
 static int re_match(const ps_matcher_t *m, const char *v, size_t vlen, ps_err_t *err)
 {
     int ret;
+    char spent[128];
     if ((ret = ps_budget_check_now(err)) != 0)
         return ret;
     for (size_t i = 0; i < NSTAGES; i++) {
         uint64_t left = ps_budget_regex_left();
         uint32_t lim = left < STAGES[i] ? (uint32_t)left : STAGES[i];
         if (lim == 0)
-            return limit_error(m, "the query's regex budget is spent (--query.max-regex-steps)", vlen, err);
+            return limit_error(m, regex_spent(spent, sizeof(spent)), vlen, err);
         int rc = ps_regex_match_limit(m->re, v, vlen, m->md, lim);
         ps_budget_regex(lim);
         if (rc > 0)
@@ -61,7 +69,7 @@ static int re_match(const ps_matcher_t *m, const char *v, size_t vlen, ps_err_t 
                                                   : "PCRE2 memory limit hit",
                                vlen, err);
         if (lim < STAGES[i])
-            return limit_error(m, "the query's regex budget is spent (--query.max-regex-steps)", vlen, err);
+            return limit_error(m, regex_spent(spent, sizeof(spent)), vlen, err);
     }
     return limit_error(m, "PCRE2 match limit hit", vlen, err);
 }

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/encode.h"
 #include "core/labels.h"
 #include "parser/labels.h"
 #include "parser/selector_int.h"
@@ -295,8 +296,8 @@ const char *ps_sel_escape_error(char *out, size_t size, const char *s, size_t n,
     }
     for (; digits > 0; digits--, i++) {
         int c = i < n ? (unsigned char)s[i] : -1;
-        unsigned v = c >= '0' && c <= '9' ? (unsigned)(c - '0')
-                     : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (unsigned)((c | 0x20) - 'a' + 10) : 99;
+        int h = ps_hex_digit(c);
+        unsigned v = h < 0 ? 99 : (unsigned)h;
         if (v >= base) {
             if (c < 0)
                 return "escape sequence not terminated";

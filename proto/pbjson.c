@@ -33,6 +33,7 @@
 
 #include <jansson.h>
 
+#include "core/encode.h"
 #include "core/fmt.h"
 #include "core/varint.h"
 #include "pballoc.h"
@@ -492,45 +493,22 @@ static int json_f64(jdec_t *j, const json_t *v, double *out)
     return 0;
 }
 
-static int b64val(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+' || c == '-') return 62;
-    if (c == '/' || c == '_') return 63;
-    return -1;
-}
-
 static int json_bytes(jdec_t *j, const json_t *v, ProtobufCBinaryData *out)
 {
     if (!json_is_string(v))
         return jfail(j, "expected a base64 string, got %s", jtype(v));
     const char *s = json_string_value(v);
-    size_t n = json_string_length(v);
-    while (n > 0 && s[n - 1] == '=')
-        n--;
-    if (n % 4 == 1 || json_string_length(v) - n > 2)
-        return jfail(j, "invalid base64 (length)");
-    uint8_t *o = jalloc(j, n * 3 / 4 + 1);
+    size_t n = json_string_length(v), bad;
+    uint8_t *o = jalloc(j, PS_BASE64_DECODED_MAX(n) + 1);
     if (o == NULL)
         return joom(j);
-    size_t k = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int x = b64val((unsigned char)s[i]);
-        if (x < 0)
-            return jfail(j, "invalid base64 character at offset %zu", i);
-        acc = acc << 6 | (uint32_t)x;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            o[k++] = (uint8_t)(acc >> bits);
-        }
-    }
+    long k = ps_base64_decode(s, n, PS_B64_LENIENT, o, &bad);
+    if (k < 0 && bad == n)
+        return jfail(j, "invalid base64 (length)");
+    if (k < 0)
+        return jfail(j, "invalid base64 character at offset %zu", bad);
     out->data = o;
-    out->len = k;
+    out->len = (size_t)k;
     return 0;
 }
 
@@ -811,25 +789,9 @@ static void put_double(ps_json_t *j, double v, bool is_float)
 
 static void put_base64(ps_json_t *j, const ProtobufCBinaryData *b)
 {
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    if (b->len == 0) {
-        ps_json_str(j, "", 0);
-        return;
-    }
-    size_t n = (b->len + 2) / 3 * 4;
+    size_t n = PS_BASE64_LEN(b->len) + 1;
     char stackbuf[256], *o = n <= sizeof(stackbuf) ? stackbuf : ps_xmalloc(n);
-    size_t k = 0;
-    for (size_t i = 0; i < b->len; i += 3) {
-        uint32_t x = (uint32_t)b->data[i] << 16;
-        if (i + 1 < b->len)
-            x |= (uint32_t)b->data[i + 1] << 8;
-        if (i + 2 < b->len)
-            x |= b->data[i + 2];
-        o[k++] = tab[x >> 18 & 63];
-        o[k++] = tab[x >> 12 & 63];
-        o[k++] = i + 1 < b->len ? tab[x >> 6 & 63] : '=';
-        o[k++] = i + 2 < b->len ? tab[x & 63] : '=';
-    }
+    size_t k = ps_base64_encode(b->data, b->len, o);
     ps_json_str(j, o, k);
     if (o != stackbuf)
         free(o);

@@ -1,7 +1,7 @@
 /*
  * pprof.c - the pprof codec: perftools.profiles.Profile bytes (raw or gzipped) to and from
  * ps_profile_t. Schema: proto/profile.proto (docs/protocols.md). The only user of the generated
- * perftools__profiles__* structs and, with ps_gunzip, of zlib for pprof.
+ * perftools__profiles__* structs; gzip is gzip.c's.
  *
  * Decoding untrusted bytes runs in three steps; each can reject the input with a message that
  * names the field and index:
@@ -23,10 +23,10 @@
  *      the ids are small, else a sorted array), ids nonzero and unique, every reference and
  *      string index in range -- reporting the first failure in the conversion's order.
  *
- * The path it replaced, protobuf-c unpack into the arena (bump allocator, budget of
- * UNPACK_BYTES_PER_INPUT_BYTE per input byte plus 1 MiB) and then convert(), stays compiled as
- * ps_pprof_decode_reference: tests/unit/proto/test_pprof.c and tests/fuzz/fuzz_pprof.c run both
- * on every input and require the same code, message and profile (bench/pprof.c times both).
+ * The path it replaced, protobuf-c unpack into the arena and then convert(), lives on in the
+ * tests as the reference (tests/support/pprof_reference.c, over steps 1 and 2 here: pprof_int.h):
+ * tests/unit/proto/test_pprof.c and tests/fuzz/fuzz_pprof.c run both on every input and require
+ * the same code, message and profile (bench/pprof.c times both).
  *
  * Encoding builds the protobuf-c structs in a scratch arena, with ids = indexes (1..n), packs
  * them, and optionally gzips the result.
@@ -53,16 +53,14 @@
 
 #include <limits.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <zlib.h>
-
 #include "core/labels.h"
-#include "pballoc.h"
+#include "gzip.h"
+#include "pprof_int.h"
 #include "profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile pb_profile_t;
@@ -73,8 +71,6 @@ typedef Perftools__Profiles__Mapping pb_mapping_t;
 typedef Perftools__Profiles__Location pb_location_t;
 typedef Perftools__Profiles__Line pb_line_t;
 typedef Perftools__Profiles__Function pb_function_t;
-
-#define UNPACK_BYTES_PER_INPUT_BYTE 48
 
 void ps_pprof_limits_default(ps_pprof_limits_t *l)
 {
@@ -89,178 +85,6 @@ void ps_pprof_limits_default(ps_pprof_limits_t *l)
     l->max_lines = 256;
     l->max_labels = 64;
     l->max_string_len = 64u << 10;
-}
-
-int ps_is_gzip(const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    return n >= 2 && b[0] == 0x1f && b[1] == 0x8b;
-}
-
-/* ---- gzip ---------------------------------------------------------------------------------- */
-
-/* First output buffer size: the last member's ISIZE trailer (the uncompressed size mod 2^32) when
- * it is plausible for a profile (pprof compresses 2-5:1), else 4x the input; never more than
- * max_out + 1. An implausible ISIZE (a bomb, or a lie) gets no preallocation: the buffer grows
- * geometrically as output actually arrives. */
-static size_t gunzip_first_cap(const uint8_t *in, size_t n, size_t max_out)
-{
-    size_t cap = n < SIZE_MAX / 4 ? n * 4 : SIZE_MAX;
-    if (n >= 18) {
-        const uint8_t *t = in + n - 4;
-        uint32_t isize = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
-        /* ISIZE is the last member's size: one smaller than the input (less its 18-byte frame and
-         * 5 bytes per 64 KiB stored block) means more members came before it, e.g. a profile with
-         * a small member appended to stamp its time: then the 4x guess, not the last member */
-        if (isize > 0 && (uint64_t)isize <= (uint64_t)n * 16 + 65536 && (uint64_t)isize + 18 + n / 8192 >= n)
-            cap = (size_t)isize + 1; /* +1: the end of the stream is seen without a regrow */
-    }
-    if (cap < 256)
-        cap = 256;
-    if (cap > max_out + 1)
-        cap = max_out + 1;
-    return cap;
-}
-
-int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out, size_t *outn,
-              ps_err_t *err)
-{
-    const uint8_t *src = in;
-    z_stream zs;
-    bool inited = false;
-    uint8_t *buf = NULL;
-    size_t cap = 0, len = 0, in_left = n, reserved = 0;
-    int rc = 0;
-
-    *out = NULL;
-    *outn = 0;
-    if (max_out > SIZE_MAX / 2)
-        max_out = SIZE_MAX / 2;
-    if (!ps_is_gzip(in, n)) {
-        rc = ps_err_set(err, PS_EINVAL, "gzip: %s", n == 0 ? "empty input" : "not a gzip stream (bad magic)");
-        goto Exit;
-    }
-    memset(&zs, 0, sizeof(zs));
-    if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
-        rc = ps_err_set(err, PS_ENOMEM, "gzip: cannot initialise zlib");
-        goto Exit;
-    }
-    inited = true;
-    cap = gunzip_first_cap(src, n, max_out);
-    /* the output grows in place (ps_arena_big_realloc), reserved in the process-wide budget as it
-     * grows, and joins the arena when done: a refused bomb is freed at once */
-    if ((rc = ps_inflate_reserve(cap, 0, err)) != 0)
-        goto Exit;
-    reserved = cap;
-    buf = ps_arena_big_alloc(cap);
-    zs.next_in = (Bytef *)src;
-    for (;;) {
-        if (zs.avail_in == 0 && in_left > 0) {
-            zs.avail_in = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
-            in_left -= zs.avail_in;
-        }
-        if (len == cap) {
-            /* grow geometrically, up to max_out + 1 (one byte more than allowed detects overflow) */
-            size_t ncap = cap > (max_out + 1) / 2 ? max_out + 1 : cap * 2;
-            if ((rc = ps_inflate_reserve(ncap - cap, reserved, err)) != 0)
-                goto Exit;
-            reserved += ncap - cap;
-            buf = ps_arena_big_realloc(buf, ncap);
-            cap = ncap;
-        }
-        size_t room = cap - len;
-        zs.next_out = buf + len;
-        zs.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
-        uInt before = zs.avail_out;
-        /* Z_FINISH once all input is there: zlib then keeps no 32 KiB window copy of the output */
-        int zrc = inflate(&zs, in_left > 0 ? Z_NO_FLUSH : Z_FINISH);
-        len += before - zs.avail_out;
-        if (len > max_out) {
-            rc = ps_err_set(err, PS_ETOOBIG, "decompressed body exceeds %zu bytes", max_out);
-            goto Exit;
-        }
-        if (zrc == Z_STREAM_END) {
-            size_t rest = zs.avail_in + in_left; /* contiguous from zs.next_in */
-            if (rest == 0)
-                break;
-            if (!ps_is_gzip(zs.next_in, rest)) {
-                rc = ps_err_set(err, PS_EINVAL, "gzip: %zu bytes of trailing garbage after the last member", rest);
-                goto Exit;
-            }
-            inflateReset(&zs); /* another member follows (concatenated gzip) */
-            continue;
-        }
-        if (zrc == Z_OK)
-            continue;
-        if (zrc == Z_BUF_ERROR && (zs.avail_out == 0 || (zs.avail_in == 0 && in_left > 0)))
-            continue; /* needs more room, or the next piece of a > 4 GiB input */
-        if (zrc == Z_BUF_ERROR) {
-            rc = ps_err_set(err, PS_EINVAL, "gzip: unexpected end of data (truncated stream after %zu bytes out)", len);
-            goto Exit;
-        }
-        if (zrc == Z_MEM_ERROR) {
-            rc = ps_err_set(err, PS_ENOMEM, "gzip: out of memory");
-            goto Exit;
-        }
-        rc = ps_err_set(err, PS_EINVAL, "gzip: %s", zs.msg != NULL ? zs.msg : "corrupt stream");
-        goto Exit;
-    }
-    if (cap - len > 4096 && cap - len > len / 8) /* do not keep much more than the output */
-        buf = ps_arena_big_realloc(buf, len > 0 ? len : 1);
-    ps_arena_big_adopt(arena, buf, len);
-    *out = buf;
-    *outn = len;
-    buf = NULL;
-Exit:
-    ps_arena_big_free(buf);
-    if (reserved > 0)
-        ps_inflate_release(reserved);
-    if (inited)
-        inflateEnd(&zs);
-    return rc;
-}
-
-static int gzip_append(const uint8_t *src, size_t n, int level, ps_buf_t *out, ps_err_t *err)
-{
-    z_stream zs;
-    int rc = 0;
-    bool inited = false;
-
-    memset(&zs, 0, sizeof(zs));
-    if (deflateInit2(&zs, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-        rc = ps_err_set(err, PS_ENOMEM, "gzip: cannot initialise zlib");
-        goto Exit;
-    }
-    inited = true;
-    zs.next_in = (Bytef *)src;
-    size_t in_left = n;
-    int zrc;
-    do {
-        if (zs.avail_in == 0 && in_left > 0) {
-            zs.avail_in = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
-            in_left -= zs.avail_in;
-        }
-        size_t want = deflateBound(&zs, zs.avail_in) + 64;
-        if (want > UINT_MAX)
-            want = UINT_MAX;
-        zs.next_out = ps_buf_reserve(out, want);
-        zs.avail_out = (uInt)want;
-        zrc = deflate(&zs, in_left > 0 ? Z_NO_FLUSH : Z_FINISH);
-        out->len += want - zs.avail_out;
-        if (zrc == Z_STREAM_ERROR) {
-            rc = ps_err_set(err, PS_EINTERNAL, "gzip: deflate failed");
-            goto Exit;
-        }
-    } while (zrc != Z_STREAM_END);
-Exit:
-    if (inited)
-        deflateEnd(&zs);
-    return rc;
-}
-
-int ps_gzip(const void *in, size_t n, int level, ps_buf_t *out, ps_err_t *err)
-{
-    return gzip_append(in, n, level, out, err);
 }
 
 /* ---- step 2: wire scan ---------------------------------------------------------------------- */
@@ -642,11 +466,7 @@ static int scan_profile(scan_t *s, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* ---- the reference decoder (ps_pprof_decode_reference): protobuf-c unpack from the arena ---- */
-
-/* The allocator is pballoc.h's (shared with remote.c). */
-
-/* ---- the reference decoder: conversion (the id maps are step 3's too) ------------------------- */
+/* ---- wire ids to dense indexes (step 3's; the tests' reference decoder has a copy) ----------- */
 
 typedef struct idpair {
     uint64_t id;
@@ -723,189 +543,6 @@ static inline __attribute__((always_inline)) uint32_t idmap_get(const idmap_t *m
             hi = mid;
     }
     return lo < m->npairs && m->pairs[lo].id == id ? m->pairs[lo].idx : 0;
-}
-
-/* String index checks: v is an int64 from the wire; a negative one fails as a huge unsigned one. */
-#define STR_IDX(dst, v, ...)                                                                                  \
-    do {                                                                                                      \
-        uint64_t v_ = (uint64_t)(v);                                                                          \
-        if (v_ >= nstr) {                                                                                     \
-            char w_[128];                                                                                     \
-            snprintf(w_, sizeof(w_), __VA_ARGS__);                                                            \
-            rc = ps_err_set(err, PS_EINVAL, "%s: string index %lld out of range (string_table has %u entries)", \
-                            w_, (long long)(v), nstr);                                                        \
-            goto Exit;                                                                                        \
-        }                                                                                                     \
-        (dst) = (uint32_t)v_;                                                                                 \
-    } while (0)
-
-static int convert(const pb_profile_t *pb, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *out,
-                   ps_err_t *err)
-{
-    idmap_t mids, fids, lids;
-    uint64_t *ids;
-    int rc = 0;
-
-    /* the scan checked these counts; protobuf-c counted the same bytes */
-    if (pb->n_string_table > lim->max_strings || pb->n_sample > lim->max_samples ||
-        pb->n_location > lim->max_locations || pb->n_function > lim->max_functions ||
-        pb->n_mapping > lim->max_mappings || pb->n_sample_type > lim->max_sample_types ||
-        pb->n_comment > lim->max_strings || pb->n_sample_type == 0 || pb->n_string_table == 0) {
-        rc = ps_err_set(err, PS_EINTERNAL, "pprof: protobuf-c and the wire scan disagree");
-        goto Exit;
-    }
-    const uint32_t nstr = (uint32_t)pb->n_string_table;
-
-    /* strings: used in place (NUL-terminated copies in the arena, NUL-free by the scan) */
-    out->nstrings = nstr;
-    out->strings = ps_arena_alloc(arena, nstr * sizeof(ps_str_t));
-    for (uint32_t i = 0; i < nstr; i++) {
-        out->strings[i].ptr = pb->string_table[i];
-        out->strings[i].len = (uint32_t)strlen(pb->string_table[i]);
-    }
-
-    out->ntypes = (uint32_t)pb->n_sample_type;
-    out->sample_types = ps_arena_alloc(arena, out->ntypes * sizeof(ps_value_type_t));
-    for (uint32_t i = 0; i < out->ntypes; i++) {
-        STR_IDX(out->sample_types[i].type, pb->sample_type[i]->type, "sample_type[%u].type", i);
-        STR_IDX(out->sample_types[i].unit, pb->sample_type[i]->unit, "sample_type[%u].unit", i);
-    }
-    if (pb->period_type != NULL) {
-        STR_IDX(out->period_type.type, pb->period_type->type, "period_type.type");
-        STR_IDX(out->period_type.unit, pb->period_type->unit, "period_type.unit");
-    }
-    out->period = pb->period;
-    out->time_nanos = pb->time_nanos;
-    out->duration_nanos = pb->duration_nanos;
-    STR_IDX(out->default_sample_type, pb->default_sample_type, "default_sample_type");
-    STR_IDX(out->drop_frames, pb->drop_frames, "drop_frames");
-    STR_IDX(out->keep_frames, pb->keep_frames, "keep_frames");
-    STR_IDX(out->doc_url, pb->doc_url, "doc_url");
-    out->ncomments = (uint32_t)pb->n_comment;
-    out->comments = ps_arena_alloc(arena, out->ncomments * sizeof(uint32_t));
-    for (uint32_t i = 0; i < out->ncomments; i++)
-        STR_IDX(out->comments[i], pb->comment[i], "comment[%u]", i);
-
-    /* mappings */
-    ids = ps_arena_alloc(arena, pb->n_mapping * sizeof(uint64_t));
-    for (size_t i = 0; i < pb->n_mapping; i++)
-        ids[i] = pb->mapping[i]->id;
-    if ((rc = idmap_build(&mids, arena, ids, pb->n_mapping, "mapping", err)) != 0)
-        goto Exit;
-    out->nmappings = (uint32_t)pb->n_mapping;
-    out->mappings = ps_arena_alloc(arena, out->nmappings * sizeof(ps_mapping_t));
-    for (uint32_t i = 0; i < out->nmappings; i++) {
-        const pb_mapping_t *m = pb->mapping[i];
-        ps_mapping_t *d = &out->mappings[i];
-        d->memory_start = m->memory_start;
-        d->memory_limit = m->memory_limit;
-        d->file_offset = m->file_offset;
-        STR_IDX(d->filename, m->filename, "mapping[%u].filename", i);
-        STR_IDX(d->build_id, m->build_id, "mapping[%u].build_id", i);
-        d->flags = (m->has_functions ? PS_MAP_HAS_FUNCTIONS : 0) | (m->has_filenames ? PS_MAP_HAS_FILENAMES : 0) |
-                   (m->has_line_numbers ? PS_MAP_HAS_LINE_NUMBERS : 0) |
-                   (m->has_inline_frames ? PS_MAP_HAS_INLINE_FRAMES : 0);
-    }
-
-    /* functions */
-    ids = ps_arena_alloc(arena, pb->n_function * sizeof(uint64_t));
-    for (size_t i = 0; i < pb->n_function; i++)
-        ids[i] = pb->function[i]->id;
-    if ((rc = idmap_build(&fids, arena, ids, pb->n_function, "function", err)) != 0)
-        goto Exit;
-    out->nfunctions = (uint32_t)pb->n_function;
-    out->functions = ps_arena_alloc(arena, out->nfunctions * sizeof(ps_function_t));
-    for (uint32_t i = 0; i < out->nfunctions; i++) {
-        const pb_function_t *f = pb->function[i];
-        ps_function_t *d = &out->functions[i];
-        STR_IDX(d->name, f->name, "function[%u].name", i);
-        STR_IDX(d->system_name, f->system_name, "function[%u].system_name", i);
-        STR_IDX(d->filename, f->filename, "function[%u].filename", i);
-        d->start_line = f->start_line;
-    }
-
-    /* locations, with all their lines in one array */
-    ids = ps_arena_alloc(arena, pb->n_location * sizeof(uint64_t));
-    for (size_t i = 0; i < pb->n_location; i++)
-        ids[i] = pb->location[i]->id;
-    if ((rc = idmap_build(&lids, arena, ids, pb->n_location, "location", err)) != 0)
-        goto Exit;
-    size_t nlines = 0;
-    for (size_t i = 0; i < pb->n_location; i++)
-        nlines += pb->location[i]->n_line;
-    ps_line_t *lines = ps_arena_alloc(arena, nlines * sizeof(ps_line_t));
-    out->nlocations = (uint32_t)pb->n_location;
-    out->locations = ps_arena_alloc(arena, out->nlocations * sizeof(ps_location_t));
-    for (uint32_t i = 0; i < out->nlocations; i++) {
-        const pb_location_t *l = pb->location[i];
-        ps_location_t *d = &out->locations[i];
-        d->mapping = 0;
-        if (l->mapping_id != 0 && (d->mapping = idmap_get(&mids, l->mapping_id)) == 0) {
-            rc = ps_err_set(err, PS_EINVAL, "location[%u]: mapping_id %llu is not defined", i,
-                            (unsigned long long)l->mapping_id);
-            goto Exit;
-        }
-        d->address = l->address;
-        d->is_folded = l->is_folded ? 1 : 0;
-        d->nlines = (uint32_t)l->n_line;
-        d->lines = lines;
-        for (uint32_t k = 0; k < d->nlines; k++) {
-            const pb_line_t *ln = l->line[k];
-            lines[k].function = 0;
-            if (ln->function_id != 0 && (lines[k].function = idmap_get(&fids, ln->function_id)) == 0) {
-                rc = ps_err_set(err, PS_EINVAL, "location[%u].line[%u]: function_id %llu is not defined", i, k,
-                                (unsigned long long)ln->function_id);
-                goto Exit;
-            }
-            lines[k].line = ln->line;
-            lines[k].column = ln->column;
-        }
-        lines += d->nlines;
-    }
-
-    /* samples: values used in place; stacks and labels each in one array */
-    size_t nlocs = 0, nlabels = 0;
-    for (size_t i = 0; i < pb->n_sample; i++) {
-        const pb_sample_t *s = pb->sample[i];
-        if (s->n_value != out->ntypes) {
-            rc = ps_err_set(err, PS_EINVAL, "sample[%zu] has %zu values but there are %u sample types", i, s->n_value,
-                            out->ntypes);
-            goto Exit;
-        }
-        nlocs += s->n_location_id;
-        nlabels += s->n_label;
-    }
-    uint32_t *locs = ps_arena_alloc(arena, nlocs * sizeof(uint32_t));
-    ps_label_t *labels = ps_arena_alloc(arena, nlabels * sizeof(ps_label_t));
-    out->nsamples = (uint32_t)pb->n_sample;
-    out->samples = ps_arena_alloc(arena, out->nsamples * sizeof(ps_sample_t));
-    for (uint32_t i = 0; i < out->nsamples; i++) {
-        const pb_sample_t *s = pb->sample[i];
-        ps_sample_t *d = &out->samples[i];
-        d->nlocs = (uint32_t)s->n_location_id;
-        d->locs = locs;
-        for (uint32_t k = 0; k < d->nlocs; k++) {
-            if ((locs[k] = idmap_get(&lids, s->location_id[k])) == 0) {
-                rc = ps_err_set(err, PS_EINVAL, "sample[%u]: location_id %llu is not defined", i,
-                                (unsigned long long)s->location_id[k]);
-                goto Exit;
-            }
-        }
-        locs += d->nlocs;
-        d->values = s->value;
-        d->nlabels = (uint32_t)s->n_label;
-        d->labels = labels;
-        for (uint32_t k = 0; k < d->nlabels; k++) {
-            const pb_label_t *l = s->label[k];
-            STR_IDX(labels[k].key, l->key, "sample[%u].label[%u].key", i, k);
-            STR_IDX(labels[k].str, l->str, "sample[%u].label[%u].str", i, k);
-            STR_IDX(labels[k].num_unit, l->num_unit, "sample[%u].label[%u].num_unit", i, k);
-            labels[k].num = l->num;
-        }
-        labels += d->nlabels;
-    }
-Exit:
-    return rc;
 }
 
 /* ---- step 3: the direct decoder ------------------------------------------------------------- */
@@ -1543,73 +1180,57 @@ static int wire_error(const uint8_t *buf, size_t len, const ps_pprof_limits_t *l
     return rc;
 }
 
-/* Steps 3 and 4 the old way: protobuf-c unpack, then convert(). */
-static int reference_decode(const uint8_t *buf, size_t len, const ps_pprof_limits_t *lim, ps_arena_t *arena,
-                            ps_profile_t *out, ps_err_t *err)
+/* Steps 1 and 2: gunzip (or the size check), then the scan into *s. */
+static int front(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, const uint8_t **buf,
+                 size_t *len, scan_t *s, ps_err_t *err)
 {
-    size_t budget = len > (SIZE_MAX / 2 - (1u << 20)) / UNPACK_BYTES_PER_INPUT_BYTE
-                        ? SIZE_MAX / 2
-                        : len * UNPACK_BYTES_PER_INPUT_BYTE + (1u << 20);
-    ps_pb_arena_t pa;
-    ps_pb_arena_init(&pa, arena, budget);
-    pb_profile_t *pb = perftools__profiles__profile__unpack(&pa.base, len, buf);
-    if (pb == NULL) {
-        if (pa.over)
-            return ps_err_set(err, PS_ETOOBIG, "decoding the profile needs more than %zu bytes of memory", budget);
-        return wire_error(buf, len, lim, err);
+    int rc;
+    *buf = data;
+    *len = n;
+    if (ps_is_gzip(data, n)) {
+        if ((rc = ps_gunzip(data, n, lim->max_inflated, arena, buf, len, err)) != 0)
+            return rc;
+    } else if (n > lim->max_inflated) {
+        return ps_err_set(err, PS_ETOOBIG, "profile is %zu bytes, more than %zu (max_inflated)", n, lim->max_inflated);
     }
-    return convert(pb, lim, arena, out, err);
+    memset(s, 0, sizeof(*s));
+    s->base = *buf;
+    s->lim = lim;
+    s->err = err;
+    return scan_profile(s, *buf, *len);
 }
 
-static int decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *out,
-                  ps_err_t *err, bool reference)
+int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *out,
+                    ps_err_t *err)
 {
     ps_pprof_limits_t deflim;
-    const uint8_t *buf = data;
-    size_t len = n;
+    const uint8_t *buf;
+    size_t len;
     scan_t s;
-    int rc = 0;
 
     memset(out, 0, sizeof(*out));
     if (lim == NULL) {
         ps_pprof_limits_default(&deflim);
         lim = &deflim;
     }
-    if (ps_is_gzip(data, n)) {
-        if ((rc = ps_gunzip(data, n, lim->max_inflated, arena, &buf, &len, err)) != 0)
-            goto Exit;
-    } else if (n > lim->max_inflated) {
-        rc = ps_err_set(err, PS_ETOOBIG, "profile is %zu bytes, more than %zu (max_inflated)", n, lim->max_inflated);
-        goto Exit;
-    }
-
-    memset(&s, 0, sizeof(s));
-    s.base = buf;
-    s.lim = lim;
-    s.err = err;
-    if ((rc = scan_profile(&s, buf, len)) != 0)
-        goto Exit;
-    if (reference) {
-        rc = reference_decode(buf, len, lim, arena, out, err);
-    } else if ((rc = wire_decode(&s, buf, len, lim, arena, out, err)) == WIRE_BAD) {
+    int rc = front(data, n, lim, arena, &buf, &len, &s, err);
+    if (rc == 0 && (rc = wire_decode(&s, buf, len, lim, arena, out, err)) == WIRE_BAD)
         rc = wire_error(buf, len, lim, err);
-    }
-Exit:
     if (rc != 0)
         memset(out, 0, sizeof(*out));
     return rc;
 }
 
-int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *out,
-                    ps_err_t *err)
+int ps_pprof_scan(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, const uint8_t **buf,
+                  size_t *len, ps_err_t *err)
 {
-    return decode(data, n, lim, arena, out, err, false);
+    scan_t s;
+    return front(data, n, lim, arena, buf, len, &s, err);
 }
 
-int ps_pprof_decode_reference(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena,
-                              ps_profile_t *out, ps_err_t *err)
+int ps_pprof_scan_deep(const uint8_t *buf, size_t len, const ps_pprof_limits_t *lim, ps_err_t *err)
 {
-    return decode(data, n, lim, arena, out, err, true);
+    return wire_error(buf, len, lim, err);
 }
 
 /* ---- encoding ------------------------------------------------------------------------------- */
@@ -1761,7 +1382,7 @@ int ps_pprof_encode(const ps_profile_t *p, int gzip_level, ps_buf_t *out, ps_err
     } else {
         uint8_t *tmp = ps_arena_alloc(&a, size);
         size_t packed = perftools__profiles__profile__pack(&pb, tmp);
-        rc = gzip_append(tmp, packed, gzip_level, out, err);
+        rc = ps_gzip(tmp, packed, gzip_level, out, err);
     }
 Exit:
     ps_arena_dispose(&a);

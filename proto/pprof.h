@@ -32,35 +32,6 @@ typedef struct ps_pprof_limits {
 /** Fills l with the defaults above. */
 void ps_pprof_limits_default(ps_pprof_limits_t *l);
 
-/** True if the bytes start with the gzip magic 1f 8b. */
-int ps_is_gzip(const void *p, size_t n);
-
-/**
- * Gunzips in (one or more concatenated gzip members) into a buffer from arena, failing with
- * PS_ETOOBIG once more than max_out bytes would be produced and PS_EINVAL on a corrupt or
- * truncated stream. *out is valid as long as the arena.
- */
-int ps_gunzip(const void *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out, size_t *outn,
-              ps_err_t *err);
-
-/**
- * The process-wide budget of bytes being decompressed at once (gunzip outputs, snappy bodies),
- * whatever the concurrency: 0 (the default) = none. A request that would pass it while others
- * hold some is refused with PS_EUNAVAIL (answer 503 + Retry-After); one alone always gets its
- * own limit (--max-inflated-size). ps_gunzip reserves as its output grows and releases on return.
- */
-void ps_inflate_budget_set(uint64_t bytes);
-/** Reserves n more bytes of the budget for a caller holding held already (PS_EUNAVAIL, with a
- *  message, when they do not fit and others hold some too). */
-int ps_inflate_reserve(uint64_t n, uint64_t held, ps_err_t *err);
-void ps_inflate_release(uint64_t n);
-/** Requests refused by the budget, and the bytes reserved now (for /metrics). */
-uint64_t ps_inflate_budget_refused(void);
-uint64_t ps_inflate_budget_reserved(void);
-
-/** Gzips n bytes of in at level (0..9) as one gzip member, appending to out (Connect answers). */
-int ps_gzip(const void *in, size_t n, int level, ps_buf_t *out, ps_err_t *err);
-
 /**
  * Decodes a pprof profile, gzipped (detected by magic) or not, into *out. Everything in *out is
  * allocated from arena. Validates the whole profile: string_table[0] == "", every string index in
@@ -71,15 +42,6 @@ int ps_gzip(const void *in, size_t n, int level, ps_buf_t *out, ps_err_t *err);
  */
 int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *out,
                     ps_err_t *err);
-
-/**
- * For tests and benchmarks only: ps_pprof_decode the old way (protobuf-c unpack into the arena,
- * then conversion), kept as the reference the direct decoder is compared with. Same contract,
- * same results and messages, except that it may also fail with PS_ETOOBIG "decoding the profile
- * needs more than N bytes of memory" (protobuf-c's allocation budget).
- */
-int ps_pprof_decode_reference(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena,
-                              ps_profile_t *out, ps_err_t *err);
 
 /**
  * Encodes p as a pprof Profile message into out (appending). Mappings, functions and locations

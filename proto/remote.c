@@ -61,7 +61,7 @@
 
 #include "core/hash.h"
 #include "pballoc.h"
-#include "pprof.h"
+#include "gzip.h"
 #include "wire.h"
 #include "remote.pb-c.h"
 

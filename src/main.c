@@ -16,6 +16,7 @@
 #include "scrape/scrape.h"
 #include "core/log.h"
 #include "core/timeutil.h"
+#include "proto/gzip.h"
 #include "storage/store.h"
 #include "web/server.h"
 #include "ingest/ingest.h"
@@ -596,6 +597,24 @@ int main(int argc, char **argv)
         fprintf(stderr, "profstore: %s\n", err.msg);
         return 2;
     }
+
+    /* the flags that set the limits the lower floors' messages name (core/err.h) */
+    static const char *const setting_flags[PS_SETTING_COUNT] = {
+        [PS_SETTING_QUERY_TIMEOUT] = "--query.timeout",
+        [PS_SETTING_QUERY_MAX_SAMPLES] = "--query.max-samples",
+        [PS_SETTING_QUERY_MAX_SERIES] = "--query.max-series",
+        [PS_SETTING_QUERY_MAX_MEMORY] = "--query.max-memory",
+        [PS_SETTING_QUERY_MAX_REGEX_STEPS] = "--query.max-regex-steps",
+        [PS_SETTING_INFLATE_BUDGET] = "--max-inflated-total",
+        [PS_SETTING_FUTURE_GRACE] = "--storage.future-grace",
+        [PS_SETTING_STORE_MAX_SIZE] = "--storage.max-size",
+        [PS_SETTING_DISK_RESERVE] = "--storage.disk-reserve",
+        [PS_SETTING_WRITE_QUEUE_MAX_ITEMS] = "--storage.write-queue-max-items",
+        [PS_SETTING_WRITE_QUEUE_MAX_BYTES] = "--storage.write-queue-max-bytes",
+        [PS_SETTING_SCRAPE_MAX_TARGETS] = "--scrape.max-targets",
+        [PS_SETTING_STORE_CHECK] = "--storage.check",
+    };
+    ps_setting_names_set(setting_flags);
 
     /* every thread inherits this mask; the main thread takes signals with sigwait */
     sigset_t set;

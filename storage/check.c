@@ -174,8 +174,8 @@ int ps_store_check_file(const char *dir, ps_err_t *err)
         ret = ps_err_set(err, PS_ECORRUPT,
                          "data directory %s: data.mdb is %" PRIu64 " bytes, but its last page (%" PRIu64 ", of %" PRIu32
                          " bytes) ends at %" PRIu64 ": the file was cut short (a partial copy or restore?); restore the "
-                         "whole file, or check it with --storage.check",
-                         dir, size, last, psize, need);
+                         "whole file, or check it with %s",
+                         dir, size, last, psize, need, ps_setting_name(PS_SETTING_STORE_CHECK));
 Exit:
     close(fd);
     return ret;

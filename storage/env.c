@@ -49,7 +49,8 @@ int ps_lmdb_err(ps_err_t *err, int rc, const char *what)
     else if (rc == ENOMEM)
         code = PS_ENOMEM;
     if (rc == MDB_MAP_FULL)
-        return ps_err_set(err, code, "%s: the store reached its maximum size (--storage.max-size)", what);
+        return ps_err_set(err, code, "%s: the store reached its maximum size (%s)", what,
+                          ps_setting_name(PS_SETTING_STORE_MAX_SIZE));
     return ps_err_set(err, code, "%s: %s", what, mdb_strerror(rc));
 }
 
@@ -191,8 +192,9 @@ int ps_store_space_check(ps_store_t *s, ps_err_t *err)
         mount_point(s->dir, mp, sizeof(mp));
         return ps_err_set(err, PS_ENOSPACE,
                           "disk full: %llu bytes free on %s (data directory %s); writes resume once %llu bytes are "
-                          "free there or in the store (retention) (--storage.disk-reserve)",
-                          (unsigned long long)avail, mp, s->dir, (unsigned long long)s->opts.disk_reserve);
+                          "free there or in the store (retention) (%s)",
+                          (unsigned long long)avail, mp, s->dir, (unsigned long long)s->opts.disk_reserve,
+                          ps_setting_name(PS_SETTING_DISK_RESERVE));
     }
     if (s->map_headroom == 0)
         return 0;
@@ -209,8 +211,9 @@ int ps_store_space_check(ps_store_t *s, ps_err_t *err)
     if (used + s->opts.map_size / 64 < s->opts.map_size)
         return 0;
     return ps_err_set(err, PS_ENOSPACE,
-                      "%llu of %llu bytes in use: the store reached its maximum size (--storage.max-size)",
-                      (unsigned long long)used, (unsigned long long)s->opts.map_size);
+                      "%llu of %llu bytes in use: the store reached its maximum size (%s)",
+                      (unsigned long long)used, (unsigned long long)s->opts.map_size,
+                      ps_setting_name(PS_SETTING_STORE_MAX_SIZE));
 }
 
 void ps_store_opts_default(ps_store_opts_t *o)

@@ -312,8 +312,8 @@ int ps_store_future_error(int64_t ts, int64_t now, int64_t grace_ns, ps_err_t *e
         snprintf(ahead, sizeof(ahead), "%lld years", (long long)(d / year));
     else
         ps_format_duration(d - d % PS_NS_PER_S, ahead, sizeof(ahead));
-    return ps_err_set(err, PS_EINVAL, "timestamp %s is %s in the future (more than --storage.future-grace=%s)", when,
-                      ahead, grace);
+    return ps_err_set(err, PS_EINVAL, "timestamp %s is %s in the future (more than %s=%s)", when, ahead,
+                      ps_setting_name(PS_SETTING_FUTURE_GRACE), grace);
 }
 
 int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t *err)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/encode.h"
 #include "core/fmt.h"
 #include "core/hash.h"
 #include "core/timeutil.h"
@@ -377,7 +378,7 @@ static int unescape_name(const char *s, size_t n, ps_arena_t *a, const char **ou
         uint32_t cp = 0;
         while (j < n && s[j] != '_' && j - i <= 8) {
             char h = s[j];
-            int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+            int v = ps_hex_digit((unsigned char)h);
             if (v < 0) {
                 ps_buf_dispose(&b);
                 return -1;

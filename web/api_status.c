@@ -11,6 +11,7 @@
 
 #include "conn.h"
 #include "core/timeutil.h"
+#include "proto/gzip.h"
 #include "http.h"
 #include "internal.h"
 #include "qpool.h"

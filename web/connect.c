@@ -23,7 +23,7 @@
 #include "core/json.h"
 #include "http.h"
 #include "internal.h"
-#include "proto/pprof.h"
+#include "proto/gzip.h"
 
 /* ---- the method table ------------------------------------------------------------------------ */
 

@@ -7,21 +7,11 @@
 #include <stdlib.h>
 #include <sys/time.h>
 
+#include "core/encode.h"
 #include "internal.h"
 #include "qpool.h"
-#include "proto/pprof.h"
+#include "proto/gzip.h"
 #include "ui_assets.h"
-
-static int hexv(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 static int url_decode(const char *s, size_t n, ps_arena_t *a, const char **out, size_t *outlen)
 {
@@ -33,7 +23,7 @@ static int url_decode(const char *s, size_t n, ps_arena_t *a, const char **out, 
         } else if (s[i] == '%') {
             if (i + 2 >= n)
                 return -1;
-            int h = hexv(s[i + 1]), l = hexv(s[i + 2]);
+            int h = ps_hex_digit((unsigned char)s[i + 1]), l = ps_hex_digit((unsigned char)s[i + 2]);
             if (h < 0 || l < 0)
                 return -1;
             d[j++] = (char)(h * 16 + l);

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/encode.h"
 #include "core/mem.h"
 
 #define CACHE_OK 256
@@ -134,50 +135,6 @@ void ps_auth_stats(ps_auth_t *a, uint64_t *bcrypts, uint64_t *hits)
     *hits = a ? atomic_load(&a->hits) : 0;
 }
 
-/* ---- base64 (standard alphabet, padding optional as Go's StdEncoding requires it: required) ---- */
-
-static int b64v(unsigned char ch)
-{
-    if (ch >= 'A' && ch <= 'Z')
-        return ch - 'A';
-    if (ch >= 'a' && ch <= 'z')
-        return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9')
-        return ch - '0' + 52;
-    if (ch == '+')
-        return 62;
-    if (ch == '/')
-        return 63;
-    return -1;
-}
-
-/* Decodes s (n bytes, a multiple of 4 with '=' padding) into out (room for n / 4 * 3). -1 if bad. */
-static long b64_decode(const char *s, size_t n, uint8_t *out)
-{
-    if (n == 0 || n % 4 != 0)
-        return -1;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 4) {
-        int v[4], pad = 0;
-        for (int k = 0; k < 4; k++) {
-            unsigned char ch = (unsigned char)s[i + k];
-            if (ch == '=' && i + 4 == n && k >= 2) {
-                v[k] = 0;
-                pad++;
-            } else if (pad > 0 || (v[k] = b64v(ch)) < 0) {
-                return -1;
-            }
-        }
-        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-        out[o++] = (uint8_t)(w >> 16);
-        if (pad < 2)
-            out[o++] = (uint8_t)(w >> 8);
-        if (pad < 1)
-            out[o++] = (uint8_t)w;
-    }
-    return (long)o;
-}
-
 /* ---- the cache ---- */
 
 static bool cache_has(ps_auth_t *a, slot_t *tab, size_t n, const uint8_t key[32])
@@ -216,8 +173,8 @@ static ps_auth_verdict_t check_basic(ps_auth_t *a, const char *b64, size_t n, bo
 {
     if (a->nusers == 0)
         return PS_AUTH_UNSUPPORTED;
-    uint8_t *dec = ps_xmalloc(n / 4 * 3 + 1);
-    long dl = b64_decode(b64, n, dec);
+    uint8_t *dec = ps_xmalloc(PS_BASE64_DECODED_MAX(n) + 1);
+    long dl = ps_base64_decode(b64, n, PS_B64_STRICT, dec, NULL);
     const uint8_t *colon = dl > 0 ? memchr(dec, ':', (size_t)dl) : NULL;
     if (colon == NULL) {
         free(dec);

@@ -32,6 +32,7 @@
 #include <yaml.h>
 
 #include "config_int.h"
+#include "core/encode.h"
 
 #define WEBCONFIG_MAX_BYTES (1u << 20)
 
@@ -372,17 +373,6 @@ static int user_pair(ctx_t *c, const char *key, const yaml_node_t *k, const yaml
 
 /* ---- bearer_tokens ---- */
 
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 typedef struct token_state {
     ps_webconfig_token_t *t;
     bool has_digest, has_scopes;
@@ -401,12 +391,9 @@ static int token_pair(ctx_t *c, const char *key, const yaml_node_t *k, const yam
         if (strlen(s) != 64)
             return fail(c, v, "expected the 64 hex digits of the token's SHA-256 (printf %%s TOKEN | sha256sum), got %zu "
                               "characters", strlen(s));
-        for (int i = 0; i < 32; i++) {
-            int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
-            if (hi < 0 || lo < 0)
-                return fail(c, v, "not a hex digit at offset %d", hi < 0 ? 2 * i : 2 * i + 1);
-            st->t->sha256[i] = (uint8_t)(hi * 16 + lo);
-        }
+        size_t bad;
+        if (ps_hex_decode(s, 64, st->t->sha256, &bad) != 0)
+            return fail(c, v, "not a hex digit at offset %zu", bad);
         st->has_digest = true;
         return 0;
     }

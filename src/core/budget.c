@@ -21,7 +21,7 @@ void ps_budget_init(ps_budget_t *b, int64_t timeout, uint64_t max_samples, uint6
     b->max_samples = max_samples;
     b->max_regex = max_regex_steps;
     b->phase = "query execution";
-    b->source = "--query.timeout";
+    b->source = ps_setting_name(PS_SETTING_QUERY_TIMEOUT);
 }
 
 ps_budget_t *ps_budget_set(ps_budget_t *b)
@@ -72,8 +72,8 @@ int ps_budget_samples(uint64_t n, ps_err_t *err)
     if (b->max_samples != 0 && b->samples > b->max_samples)
         return ps_err_set(err, PS_ELIMIT,
                           "query processing would load too many samples into memory in %s (the limit is %llu "
-                          "samples, --query.max-samples)",
-                          b->phase, (unsigned long long)b->max_samples);
+                          "samples, %s)",
+                          b->phase, (unsigned long long)b->max_samples, ps_setting_name(PS_SETTING_QUERY_MAX_SAMPLES));
     return ps_budget_check(err);
 }
 

@@ -39,7 +39,7 @@ typedef struct ps_budget {
     uint64_t max_samples, samples; /* the limit (0: none) and what was taken so far */
     uint64_t max_regex, regex;     /* regex steps: the limit (0: none) and what was charged so far */
     const char *phase;         /* where the query is, for "timed out in <phase>" */
-    const char *source;        /* what set the deadline, for messages ("--query.timeout") */
+    const char *source;        /* what set the deadline, for messages (ps_setting_name) */
     uint32_t ticks;
 } ps_budget_t;
 

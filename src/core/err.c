@@ -94,3 +94,31 @@ int ps_err_http_status(int code)
     default: return 500;
     }
 }
+
+static const char *setting_names[PS_SETTING_COUNT] = {
+    [PS_SETTING_QUERY_TIMEOUT] = "the query timeout",
+    [PS_SETTING_QUERY_MAX_SAMPLES] = "the query sample limit",
+    [PS_SETTING_QUERY_MAX_SERIES] = "the query series limit",
+    [PS_SETTING_QUERY_MAX_MEMORY] = "the query memory limit",
+    [PS_SETTING_QUERY_MAX_REGEX_STEPS] = "the query regex step limit",
+    [PS_SETTING_INFLATE_BUDGET] = "the decompression budget",
+    [PS_SETTING_FUTURE_GRACE] = "the future grace",
+    [PS_SETTING_STORE_MAX_SIZE] = "the store size limit",
+    [PS_SETTING_DISK_RESERVE] = "the disk reserve",
+    [PS_SETTING_WRITE_QUEUE_MAX_ITEMS] = "the write queue item limit",
+    [PS_SETTING_WRITE_QUEUE_MAX_BYTES] = "the write queue byte limit",
+    [PS_SETTING_SCRAPE_MAX_TARGETS] = "the target limit",
+    [PS_SETTING_STORE_CHECK] = "a store check",
+};
+
+void ps_setting_names_set(const char *const names[PS_SETTING_COUNT])
+{
+    for (int i = 0; i < PS_SETTING_COUNT; i++)
+        if (names[i] != NULL)
+            setting_names[i] = names[i];
+}
+
+const char *ps_setting_name(ps_setting_t s)
+{
+    return (unsigned)s < PS_SETTING_COUNT ? setting_names[s] : "";
+}

@@ -49,6 +49,33 @@ int ps_err_prefix(ps_err_t *err, const char *fmt, ...) __attribute__((format(pri
 const char *ps_strerror(int code);
 /** HTTP status for a code: EINVAL 400, ETOOBIG 413, ENOTFOUND 404, ECONFLICT 409, ... */
 int ps_err_http_status(int code);
+/*
+ * The settings whose limits messages name. A lower floor says which limit was hit and its value;
+ * how the user sets it (a flag of main.c's) is the top floor's word: main.c hands the names over
+ * at start (ps_setting_names_set), before that (unit tests, fuzzers) each has a neutral name.
+ */
+typedef enum ps_setting {
+    PS_SETTING_QUERY_TIMEOUT,          /* "the query timeout" */
+    PS_SETTING_QUERY_MAX_SAMPLES,      /* "the query sample limit" */
+    PS_SETTING_QUERY_MAX_SERIES,       /* "the query series limit" */
+    PS_SETTING_QUERY_MAX_MEMORY,       /* "the query memory limit" */
+    PS_SETTING_QUERY_MAX_REGEX_STEPS,  /* "the query regex step limit" */
+    PS_SETTING_INFLATE_BUDGET,         /* "the decompression budget" */
+    PS_SETTING_FUTURE_GRACE,           /* "the future grace" */
+    PS_SETTING_STORE_MAX_SIZE,         /* "the store size limit" */
+    PS_SETTING_DISK_RESERVE,           /* "the disk reserve" */
+    PS_SETTING_WRITE_QUEUE_MAX_ITEMS,  /* "the write queue item limit" */
+    PS_SETTING_WRITE_QUEUE_MAX_BYTES,  /* "the write queue byte limit" */
+    PS_SETTING_SCRAPE_MAX_TARGETS,     /* "the target limit" */
+    PS_SETTING_STORE_CHECK,            /* "a store check" (the one-off check of a data directory) */
+    PS_SETTING_COUNT
+} ps_setting_t;
+/** Names the settings as the user sets them (NULL entries keep their names). Once, at start,
+ *  before other threads run. */
+void ps_setting_names_set(const char *const names[PS_SETTING_COUNT]);
+/** The name of setting s for a message: main.c's flag once it gave one, else the neutral name. */
+const char *ps_setting_name(ps_setting_t s);
+
 /** Clears err. */
 static inline void ps_err_clear(ps_err_t *err)
 {

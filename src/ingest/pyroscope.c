@@ -40,6 +40,7 @@
 
 #include "core/hash.h"
 #include "core/timeutil.h"
+#include "proto/gzip.h"
 #include "ingest.h"
 
 /* ---- the name parameter ---- */

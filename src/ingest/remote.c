@@ -123,8 +123,8 @@ int ps_ingest_remote_result(const ps_wreq_t *r, ps_remote_result_t *res, ps_buf_
             sep = "; ";
         }
         if (first->too_new) {
-            ps_buf_printf(msg, "%s%u sample(s) too far in the future (more than --storage.future-grace after now), "
-                               "the first at ", sep, first->too_new);
+            ps_buf_printf(msg, "%s%u sample(s) too far in the future (more than %s after now), the first at ", sep,
+                          first->too_new, ps_setting_name(PS_SETTING_FUTURE_GRACE));
             put_time(msg, first->first_too_new);
         }
     }

@@ -353,9 +353,10 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
         pthread_mutex_unlock(&w->mu);
         ps_buf_dispose(&r->fwd);
         return ps_err_set(&r->err, PS_EOVERLOAD,
-                          "write queue is full (%u requests, %llu MiB waiting for the writer; limits "
-                          "--storage.write-queue-max-items=%u, --storage.write-queue-max-bytes=%llu MiB): retry later",
-                          q, (unsigned long long)(qb >> 20), w->opts.max_queue,
+                          "write queue is full (%u requests, %llu MiB waiting for the writer; limits %s=%u, "
+                          "%s=%llu MiB): retry later",
+                          q, (unsigned long long)(qb >> 20), ps_setting_name(PS_SETTING_WRITE_QUEUE_MAX_ITEMS),
+                          w->opts.max_queue, ps_setting_name(PS_SETTING_WRITE_QUEUE_MAX_BYTES),
                           (unsigned long long)(w->opts.max_queue_bytes >> 20));
     }
     if (w->tail)

@@ -70,7 +70,8 @@ int pq_tick(pq_ctx_t *c)
         return 0;
     if (c->deadline != 0 && ps_time_mono() > c->deadline)
         return ps_err_set(c->err, PS_ETIMEOUT, "query timed out in query execution (the limit is %lld s: the timeout "
-                          "parameter or --query.timeout)", (long long)(c->o->timeout / 1000));
+                          "parameter or %s)", (long long)(c->o->timeout / 1000),
+                          ps_setting_name(PS_SETTING_QUERY_TIMEOUT));
     int ret = pq_mem_check(c);
     return ret ? ret : ps_budget_check_now(c->err); /* the query pool's: the client went away, its deadline */
 }
@@ -86,7 +87,7 @@ int pq_mem_check(pq_ctx_t *c)
     if (used <= max)
         return 0;
     return ps_err_set(c->err, PS_ELIMIT, "query processing would use too much memory in query execution (the limit "
-                      "is %llu MiB, --query.max-memory)", (unsigned long long)(max >> 20));
+                      "is %llu MiB, %s)", (unsigned long long)(max >> 20), ps_setting_name(PS_SETTING_QUERY_MAX_MEMORY));
 }
 
 pq_vec_t pq_vec_new(pq_ctx_t *c, uint32_t cap)
@@ -1372,8 +1373,8 @@ static int cmp_qseries(const void *a, const void *b)
 static int take_budget(pq_ctx_t *c, uint64_t n)
 {
     if (n > c->budget)
-        return ps_err_set(c->err, PS_ELIMIT, MAX_SAMPLES_MSG " (the limit is %llu samples, --query.max-samples)",
-                          (unsigned long long)c->o->max_samples);
+        return ps_err_set(c->err, PS_ELIMIT, MAX_SAMPLES_MSG " (the limit is %llu samples, %s)",
+                          (unsigned long long)c->o->max_samples, ps_setting_name(PS_SETTING_QUERY_MAX_SAMPLES));
     c->budget -= n;
     return 0;
 }

@@ -24,8 +24,8 @@ static int on_samples(void *ctx, const ps_fsample_t *s, size_t n)
     if (n > *l->budget)
         return ps_err_set(l->err, PS_ELIMIT,
                           "query processing would load too many samples into memory in query execution (the limit is "
-                          "%llu samples, --query.max-samples)",
-                          (unsigned long long)l->limit);
+                          "%llu samples, %s)",
+                          (unsigned long long)l->limit, ps_setting_name(PS_SETTING_QUERY_MAX_SAMPLES));
     *l->budget -= n;
     if (l->n + n > l->cap) {
         while (l->n + n > l->cap)
@@ -61,9 +61,8 @@ static int store_select(void *ctx, ps_selector_t *sel, int64_t mint, int64_t max
         if (l.n == 0)
             continue;
         if (n == st->max_series) {
-            ret = ps_err_set(err, PS_ELIMIT,
-                             "the selector matches more than %u series (the limit, --query.max-series); narrow it",
-                             st->max_series);
+            ret = ps_err_set(err, PS_ELIMIT, "the selector matches more than %u series (the limit, %s); narrow it",
+                             st->max_series, ps_setting_name(PS_SETTING_QUERY_MAX_SERIES));
             break;
         }
         /* one sample per millisecond, as a Prometheus series has: of two profiles in the same ms

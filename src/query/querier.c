@@ -137,8 +137,8 @@ typedef struct set_builder {
 static int set_push(set_builder_t *b, uint64_t sid, const ps_labels_t *ls, ps_err_t *err)
 {
     if (b->out->n == b->max)
-        return ps_err_set(err, PS_ELIMIT,
-                          "the matchers select more than %u series (the limit, --query.max-series); narrow them", b->max);
+        return ps_err_set(err, PS_ELIMIT, "the matchers select more than %u series (the limit, %s); narrow them",
+                          b->max, ps_setting_name(PS_SETTING_QUERY_MAX_SERIES));
     ps_series_set_push(b->out, &b->cap, b->arena, sid, ls);
     return 0;
 }

@@ -174,9 +174,8 @@ int ps_query_select(ps_reader_t *r, ps_selector_t *sel, int64_t start, int64_t e
             goto Exit;
         }
         if (out->n == max_series) {
-            ret = ps_err_set(err, PS_ELIMIT,
-                             "the selector matches more than %u series (the limit, --query.max-series); narrow it",
-                             max_series);
+            ret = ps_err_set(err, PS_ELIMIT, "the selector matches more than %u series (the limit, %s); narrow it",
+                             max_series, ps_setting_name(PS_SETTING_QUERY_MAX_SERIES));
             goto Exit;
         }
         out->sids[out->n] = cand.v[k];
@@ -914,9 +913,8 @@ static int select_family(ps_reader_t *r, const ps_profile_query_t *q, int ni, co
         nonempty += sets[k].n > 0;
         total += sets[k].n;
         if (total > q->max_series)
-            return ps_err_set(err, PS_ELIMIT,
-                              "the selector matches more than %u series (the limit, --query.max-series); narrow it",
-                              q->max_series);
+            return ps_err_set(err, PS_ELIMIT, "the selector matches more than %u series (the limit, %s); narrow it",
+                              q->max_series, ps_setting_name(PS_SETTING_QUERY_MAX_SERIES));
     }
     uint32_t n = nonempty ? nonempty : f.n;
     sel_alloc(out, n, arena);

@@ -553,9 +553,11 @@ static void rebuild(ps_scraper_t *s)
     }
     ps_hmap_dispose(&seen);
     ps_hmap_dispose(&old);
-    if (s->over_max > 0)
-        ps_log_warn("targets not scraped: more than --scrape.max-targets", "max=%u not_built=%llu",
-                    s->opts.max_targets, (unsigned long long)s->over_max);
+    if (s->over_max > 0) {
+        char what[128];
+        snprintf(what, sizeof(what), "targets not scraped: more than %s", ps_setting_name(PS_SETTING_SCRAPE_MAX_TARGETS));
+        ps_log_warn(what, "max=%u not_built=%llu", s->opts.max_targets, (unsigned long long)s->over_max);
+    }
     apply_target_limits(s, nt, m);
     /* targets that went away: stale markers in their scrape series, as Prometheus writes them */
     int64_t now_ms = ps_time_now() / 1000000;

@@ -6,7 +6,7 @@
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
 # prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
 # fuzz_xorchunk (storage/xorchunk.c), fuzz_fdense (storage/fdense.c), fuzz_selector and fuzz_promql (parser/), fuzz_pqeval (parser/ + src/query/promql*.c), fuzz_remote
-# (proto/remote.c, snappy), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
+# (proto/remote.c, snappy; gzip.c for the inflate budget), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
 # /ingest), fuzz_querier (proto/querier.c, proto/pbjson.c) and fuzz_ui_headers (web/ui_assets.c: the
 # web UI's Accept-Encoding, If-None-Match, paths), fuzz_webconfig (src/config/webconfig.c) and fuzz_config
@@ -41,14 +41,14 @@ fuzzcc() {
     ("$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
         -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-        -I"$gen/inc" "$@" || touch "$gen/failed") &
+        -I"$gen/inc" "$@" -lcrypto || touch "$gen/failed") & # libcrypto: src/core/encode.c
     running=$((running + 1))
     [ "$running" -lt "$jobs" ] || { wait; running=0; }
 }
 
 # shellcheck disable=SC2046
 fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib) \
-    "$here/fuzz_pprof.c" "$root/proto/pprof.c" "$root/proto/inflate.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/src/core/*.c \
+    -I"$root/tests/support" "$here/fuzz_pprof.c" "$root/tests/support/pprof_reference.c" "$root/proto/pprof.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/src/core/*.c \
     $(pkg-config --libs libprotobuf-c zlib) -lm -lpthread \
     -o "$out/fuzz_pprof"
 
@@ -99,8 +99,8 @@ if [ -f "$root/proto/remote.proto" ] && [ -f "$here/fuzz_remote.c" ]; then
     protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/remote.proto"
     # shellcheck disable=SC2046
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c) \
-        "$here/fuzz_remote.c" "$root/proto/remote.c" "$root/proto/inflate.c" "$root/proto/pballoc.c" "$gen/remote.pb-c.c" "$root"/src/core/*.c \
-        $(pkg-config --libs libprotobuf-c) -lsnappy -lm -lpthread \
+        "$here/fuzz_remote.c" "$root/proto/remote.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/remote.pb-c.c" "$root"/src/core/*.c \
+        $(pkg-config --libs libprotobuf-c) -lsnappy -lz -lm -lpthread \
         -o "$out/fuzz_remote"
 fi
 
@@ -110,9 +110,9 @@ if [ -f "$root/proto/remote_read.c" ] && [ -f "$here/fuzz_remote_read.c" ]; then
     [ -f "$gen/remote.pb-c.c" ] || protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/remote.proto"
     # shellcheck disable=SC2046
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c) \
-        "$here/fuzz_remote_read.c" "$root/proto/remote_read.c" "$root/proto/remote.c" "$root/proto/inflate.c" "$root/proto/pballoc.c" \
+        "$here/fuzz_remote_read.c" "$root/proto/remote_read.c" "$root/proto/remote.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" \
         "$gen/remote.pb-c.c" "$root"/src/core/*.c \
-        $(pkg-config --libs libprotobuf-c) -lsnappy -lm -lpthread \
+        $(pkg-config --libs libprotobuf-c) -lsnappy -lz -lm -lpthread \
         -o "$out/fuzz_remote_read"
 fi
 
@@ -134,7 +134,7 @@ if [ -f "$root/src/ingest/pyroscope.c" ] && [ -f "$here/fuzz_pyingest.c" ]; then
     # shellcheck disable=SC2046
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib jansson) \
         "$here/fuzz_pyingest.c" "$root/src/ingest/pyroscope.c" "$root/src/ingest/multipart.c" \
-        "$root/src/ingest/ingest.c" "$root/proto/pprof.c" "$root/proto/inflate.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" \
+        "$root/src/ingest/ingest.c" "$root/proto/pprof.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" \
         "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
         $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_pyingest"

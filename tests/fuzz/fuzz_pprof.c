@@ -3,7 +3,7 @@
  *
  * Decodes the input with the default limits (max_inflated lowered to 8 MiB to keep runs fast).
  * A failure must be a clean PS_EINVAL/PS_ETOOBIG with a message. Differential: the reference
- * decoder (ps_pprof_decode_reference: protobuf-c unpack + conversion) decodes the same bytes and
+ * decoder (ps_pprof_decode_reference, tests/support/: protobuf-c unpack + conversion) decodes the same bytes and
  * must give the same code, the same message and the same profile field by field -- unless
  * protobuf-c ran out of its allocation budget, which the direct decoder does not have. A success
  * is re-encoded (raw or gzipped, chosen by the input) and decoded again, which must succeed and
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "proto/pprof.h"
+#include "pprof_reference.h"
 
 #define PS_FUZZ_NAME "fuzz_pprof"
 #include "fuzzutil.h"

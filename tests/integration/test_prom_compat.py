@@ -54,6 +54,7 @@ import time
 from datetime import datetime, timezone
 
 from conftest import PROFSTORE_BIN
+from prom_util import PromConfig, prometheus  # noqa: F401 (fixture)
 
 
 def data(srv, path):
@@ -182,7 +183,7 @@ scrape_configs:
   scheme: http
   authorization:
     type: Bearer
-    credentials: "<secret>"
+    credentials: <secret>
   follow_redirects: true
   static_configs:
   - targets:
@@ -239,6 +240,52 @@ def test_config_and_reloads(make_server, tmp_path):
     assert ri["reloadConfigSuccess"] is True
     assert parse_rfc3339(ri["lastConfigTime"]) > parse_rfc3339(first)
     assert data(srv, "/api/v1/status/config") == {"yaml": CONFIG_YAML % "web"}
+
+
+# label values of every shape yaml.v2 writes apart: plain, "double-quoted" (would read back as a
+# number, bool, null, date or base-60 float), 'single-quoted' (plain YAML cannot hold it), a
+# literal block, folded past 80 columns, UTF-8
+SHAPES = {"plain": "eu", "space": "eu 1", "num": "5", "neg": "-1", "flt": "1e3", "dotf": ".5", "hex": "0x1F",
+          "under": "1_000", "big": "99999999999999999999", "ip": "10.0.0.1", "ver": "1.2.3", "t": "true",
+          "yy": "y", "nul": "null", "tilde": "~", "empty": "", "date": "2023-01-01", "date2": "2023-02-30",
+          "b60": "1:30", "hostport": "127.0.0.1:6060", "colon": "a: b", "endcolon": "ab:", "dash": "- x",
+          "dash2": "-x", "hash": "a #b", "hash2": "a#b", "amp": "&x", "star": "*x", "bang": "!x", "pct": "%x",
+          "at": "@x", "bq": "`x", "brace": "{x}", "comma": "a,b", "qm": "?x", "gt": ">x", "pipe": "|x",
+          "sq": "'x'", "dq": '"x"', "q": "it's", "lead": " x", "trail": "x ", "tab": "a\tb", "nl": "a\nb",
+          "bs": "a\\b", "dollar": "$1", "paren": "(.*)", "semi": ";", "angle": "<x>", "uni": "\u00e9 \u00fc",
+          "url": "http://h:1/x?a=1&b=[1]", "long": "word " * 20 + "end"}
+
+
+def yaml_block(text, header):
+    """The lines under header (a line of text) that are indented deeper than it."""
+    lines = text.split("\n")
+    i = lines.index(header)
+    ind = len(header) - len(header.lstrip())
+    out = []
+    for line in lines[i + 1:]:
+        if len(line) - len(line.lstrip()) <= ind:
+            break
+        out.append(line)
+    return out
+
+
+def test_config_yaml_as_prometheus(make_server, prometheus, tmp_path):
+    """/api/v1/status/config writes strings as Prometheus 2.42 writes its own (yaml.v2): the same
+    external labels and target labels come out byte for byte the same from both."""
+    prom = prometheus(PromConfig(jobs={"api": ["127.0.0.1:1"]}, external_labels=SHAPES, job_labels={"api": SHAPES}))
+    st, _, body = prom.request("GET", "/api/v1/status/config")
+    assert st == 200, body
+    want = json.loads(body)["data"]["yaml"]
+    q = json.dumps
+    cfg = tmp_path / "p.yml"
+    cfg.write_text("global:\n  external_labels:\n" + "".join("    %s: %s\n" % (k, q(v)) for k, v in SHAPES.items())
+                   + "scrape_configs:\n- job_name: api\n  static_configs:\n  - targets: ['127.0.0.1:1']\n"
+                   + "    labels: {%s}\n" % ", ".join("%s: %s" % (k, q(v)) for k, v in SHAPES.items()))
+    got = data(make_server(config=str(cfg)), "/api/v1/status/config")["yaml"]
+    theirs = yaml_block(want, "  external_labels:")
+    assert len(theirs) == len(SHAPES) + 3, want  # "nl" takes three lines, "long" two
+    assert yaml_block(got, "  external_labels:") == theirs
+    assert yaml_block(got, "    labels:") == yaml_block(want, "    labels:")
 
 
 @pytest.mark.parametrize("path", ["/api/v1/status/config", "/api/v1/status/flags", "/api/v1/status/runtimeinfo",

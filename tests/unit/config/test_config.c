@@ -861,10 +861,10 @@ static void test_forward(void **state)
                        "  protocol: remote_write\n"
                        "  remote_timeout: 5s\n"
                        "  headers:\n"
-                       "    X-Scope-OrgID: \"<secret>\"\n"
+                       "    X-Scope-OrgID: <secret>\n"
                        "  authorization:\n"
                        "    type: Bearer\n"
-                       "    credentials: \"<secret>\"\n"
+                       "    credentials: <secret>\n"
                        "  tls_config:\n"
                        "    insecure_skip_verify: true\n"
                        "  follow_redirects: true\n"
@@ -941,7 +941,7 @@ static void test_yaml(void **state)
         "  scrape_timeout: 10s\n"
         "  external_labels:\n"
         "    a: \"15\"\n"
-        "    cluster: \"eu 1\"\n"
+        "    cluster: eu 1\n"
         "scrape_configs:\n"
         "- job_name: api\n"
         "  scrape_interval: 1m\n"
@@ -949,7 +949,7 @@ static void test_yaml(void **state)
         "  scheme: http\n"
         "  basic_auth:\n"
         "    username: u\n"
-        "    password: \"<secret>\"\n"
+        "    password: <secret>\n"
         "  follow_redirects: true\n"
         "  static_configs:\n"
         "  - targets:\n"
@@ -958,10 +958,10 @@ static void test_yaml(void **state)
         "      team: core\n"
         "  relabel_configs:\n"
         "  - source_labels: [__address__]\n"
-        "    separator: \";\"\n"
+        "    separator: ;\n"
+        "    regex: (.*):.*\n"
         "    target_label: host\n"
-        "    regex: \"(.*):.*\"\n"
-        "    replacement: \"$1\"\n"
+        "    replacement: $1\n"
         "    action: replace\n"
         "  profiling_config:\n"
         "    pprof_config:\n"
@@ -1024,6 +1024,154 @@ static void test_yaml(void **state)
     assert_int_equal(y.len, 0);
 }
 
+/* Strings as Prometheus 2.42 writes them in /api/v1/status/config (yaml.v2): these external
+ * labels given to Prometheus 2.42, its answer copied here (less its evaluation_interval): plain,
+ * double-quoted when plain reads back as another type (numbers, bools, null, dates, base 60),
+ * single-quoted where plain YAML cannot hold the text, a literal block for a newline, folded past
+ * 80 columns, UTF-8 as is. */
+static void test_yaml_as_prometheus(void **state)
+{
+    (void)state;
+    static const char *in = "global:\n"
+        "  external_labels:\n"
+        "    region: eu\n"
+        "    num: \"5\"\n"
+        "    sp: \"eu 1\"\n"
+        "    t: \"true\"\n"
+        "    e1: \"~\"\n"
+        "    colon: \"a: b\"\n"
+        "    colon2: \"a:b\"\n"
+        "    endcolon: \"ab:\"\n"
+        "    dash: \"- x\"\n"
+        "    dash2: \"-x\"\n"
+        "    hash: \"a #b\"\n"
+        "    hash2: \"a#b\"\n"
+        "    ts: \"2023-01-01\"\n"
+        "    ts2: \"2023-1-1 10:00:00\"\n"
+        "    b60: \"1:30\"\n"
+        "    uni: \"\xc3\xa9 \xc3\xbc\"\n"
+        "    long: \"word word word word word word word word word word word word word word word word word word word word end\"\n"
+        "    lead: \" x\"\n"
+        "    trail: \"x \"\n"
+        "    q: \"it's\"\n"
+        "    ctl: \"a\\tb\"\n"
+        "    secret: \"<secret>\"\n"
+        "    dollar: \"$1\"\n"
+        "    paren: \"(.*)\"\n"
+        "    semi: \";\"\n"
+        "    star: \"*x\"\n"
+        "    amp: \"&x\"\n"
+        "    bang: \"!x\"\n"
+        "    pct: \"%x\"\n"
+        "    at: \"@x\"\n"
+        "    bq: \"`x\"\n"
+        "    brace: \"{x}\"\n"
+        "    brack: \"[x]\"\n"
+        "    comma: \"a,b\"\n"
+        "    qm: \"?x\"\n"
+        "    gt: \">x\"\n"
+        "    pipe: \"|x\"\n"
+        "    sq: \"'x'\"\n"
+        "    dq: '\"x\"'\n"
+        "    hex: \"0x1F\"\n"
+        "    oct: \"0o17\"\n"
+        "    flt: \"1e3\"\n"
+        "    dotf: \".5\"\n"
+        "    under: \"1_000\"\n"
+        "    big: \"99999999999999999999\"\n"
+        "    neg: \"-1\"\n"
+        "    yes: \"yes\"\n"
+        "    yy: \"y\"\n"
+        "    nl: \"a\\nb\"\n"
+        "    bs: \"a\\\\b\"\n"
+        "    nul: \"null\"\n"
+        "    inf: \".inf\"\n"
+        "    ver: \"1.2.3\"\n"
+        "    ip: \"10.0.0.1\"\n"
+        "    v: \"v1.0\"\n"
+        "    date3: \"2023-02-30\"\n";
+    static const char *want = "global:\n"
+        "  scrape_interval: 10s\n"
+        "  scrape_timeout: 10s\n"
+        "  external_labels:\n"
+        "    amp: '&x'\n"
+        "    at: '@x'\n"
+        "    b60: \"1:30\"\n"
+        "    bang: '!x'\n"
+        "    big: \"99999999999999999999\"\n"
+        "    bq: '`x'\n"
+        "    brace: '{x}'\n"
+        "    brack: '[x]'\n"
+        "    bs: a\\b\n"
+        "    colon: 'a: b'\n"
+        "    colon2: a:b\n"
+        "    comma: a,b\n"
+        "    ctl: \"a\\tb\"\n"
+        "    dash: '- x'\n"
+        "    dash2: -x\n"
+        "    date3: 2023-02-30\n"
+        "    dollar: $1\n"
+        "    dotf: \".5\"\n"
+        "    dq: '\"x\"'\n"
+        "    e1: \"~\"\n"
+        "    endcolon: 'ab:'\n"
+        "    flt: \"1e3\"\n"
+        "    gt: '>x'\n"
+        "    hash: 'a #b'\n"
+        "    hash2: a#b\n"
+        "    hex: \"0x1F\"\n"
+        "    inf: \".inf\"\n"
+        "    ip: 10.0.0.1\n"
+        "    lead: ' x'\n"
+        "    long: word word word word word word word word word word word word word word word\n"
+        "      word word word word word end\n"
+        "    neg: \"-1\"\n"
+        "    nl: |-\n"
+        "      a\n"
+        "      b\n"
+        "    nul: \"null\"\n"
+        "    num: \"5\"\n"
+        "    oct: \"0o17\"\n"
+        "    paren: (.*)\n"
+        "    pct: '%x'\n"
+        "    pipe: '|x'\n"
+        "    q: it's\n"
+        "    qm: ?x\n"
+        "    region: eu\n"
+        "    secret: <secret>\n"
+        "    semi: ;\n"
+        "    sp: eu 1\n"
+        "    sq: '''x'''\n"
+        "    star: '*x'\n"
+        "    t: \"true\"\n"
+        "    trail: 'x '\n"
+        "    ts: \"2023-01-01\"\n"
+        "    ts2: \"2023-1-1 10:00:00\"\n"
+        "    under: \"1_000\"\n"
+        "    uni: \xc3\xa9 \xc3\xbc\n"
+        "    v: v1.0\n"
+        "    ver: 1.2.3\n"
+        "    \"yes\": \"yes\"\n"
+        "    yy: \"y\"\n";
+    ps_config_t *c = load_ok(in);
+    ps_buf_t y = PS_BUF_INIT;
+    ps_config_yaml(c, &y);
+    ps_buf_append(&y, "", 1);
+    assert_string_equal((char *)y.data, want);
+    /* and it reads back to the same labels */
+    ps_config_t *c2 = NULL;
+    ps_err_t err;
+    assert_int_equal(ps_config_parse((char *)y.data, y.len - 1, "status.yml", &c2, &err), 0);
+    assert_int_equal(c2->external_labels.n, c->external_labels.n);
+    for (uint32_t i = 0; i < c->external_labels.n; i++) {
+        assert_string_equal(c2->external_labels.pairs[i].name, c->external_labels.pairs[i].name);
+        assert_string_equal(c2->external_labels.pairs[i].value, c->external_labels.pairs[i].value);
+    }
+    ps_config_free(c2);
+    ps_buf_dispose(&y);
+    ps_config_free(c);
+}
+
 /* The client blocks of empty values (fuzz_config's finding: `basic_auth: {username: ''}` printed an
  * empty `basic_auth:`, a null that reads back as no basic_auth): the text keeps each block, with
  * username "" and the authorization's type, and reads back to the same text. */
@@ -1077,6 +1225,7 @@ int main(void)
         cmocka_unit_test(test_errors_profiling),   cmocka_unit_test(test_load_io_errors),
         cmocka_unit_test(test_cpu_seconds_not_bound_by_timeout), cmocka_unit_test(test_yaml),
         cmocka_unit_test(test_yaml_empty_client_values), cmocka_unit_test(test_forward),
+        cmocka_unit_test(test_yaml_as_prometheus),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

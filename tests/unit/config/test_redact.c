@@ -98,11 +98,11 @@ static void test_config_shown(void **state)
     ps_config_yaml(c, &y);
     ps_buf_putc(&y, 0);
     const char *t = (const char *)y.data;
-    assert_non_null(strstr(t, "  external_labels:\n    password: \"<secret>\"\n    region: eu\n"));
-    assert_non_null(strstr(t, "- name: \"http://fu:xxxxx@f:1\"\n  url: \"http://fu:xxxxx@f:1\"\n"));
-    assert_non_null(strstr(t, "    token:\n    - \"<secret>\"\n"));
-    assert_non_null(strstr(t, "      api_key: \"<secret>\"\n      shard_key: s1\n"));
-    assert_non_null(strstr(t, "  - url: \"https://su:xxxxx@sd/x?token=<secret>\"\n"));
+    assert_non_null(strstr(t, "  external_labels:\n    password: <secret>\n    region: eu\n"));
+    assert_non_null(strstr(t, "- name: http://fu:xxxxx@f:1\n  url: http://fu:xxxxx@f:1\n"));
+    assert_non_null(strstr(t, "    token:\n    - <secret>\n"));
+    assert_non_null(strstr(t, "      api_key: <secret>\n      shard_key: s1\n"));
+    assert_non_null(strstr(t, "  - url: https://su:xxxxx@sd/x?token=<secret>\n"));
     assert_null(strstr(t, "fp"));
     assert_null(strstr(t, "sp@"));
     assert_null(strstr(t, "e1"));

@@ -313,7 +313,7 @@ static void test_full_queue_refuses(void **state)
     assert_int_equal(st.queued, 3);
     assert_int_equal(ps_writer_submit(w, &r[3]->w), PS_EOVERLOAD);
     assert_string_equal(r[3]->w.err.msg, "write queue is full (3 requests, 0 MiB waiting for the writer; limits "
-                                         "--storage.write-queue-max-items=3, --storage.write-queue-max-bytes=256 MiB): "
+                                         "the write queue item limit=3, the write queue byte limit=256 MiB): "
                                          "retry later");
     ps_writer_stats(w, &st);
     assert_int_equal(st.refused_queue_full, 1);

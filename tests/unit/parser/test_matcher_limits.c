@@ -96,12 +96,12 @@ static void test_budget_stages(void **state)
     assert_int_equal(b.regex, 3500);
     assert_int_equal(ps_matcher_eval(&f->sel.m[1], f->fine, 3, &f->err), PS_ELIMIT);
     assert_string_equal(f->err.msg, "regex matcher job=~\"a.*\": the query's regex budget is spent "
-                                    "(--query.max-regex-steps) on a value of 3 bytes");
+                                    "(the query regex step limit) on a value of 3 bytes");
     /* a value that needs more than the budget has left */
     ps_budget_init(&b, 0, 0, 100000, NULL);
     assert_int_equal(ps_matcher_eval(&f->sel.m[2], f->mid, strlen(f->mid), &f->err), PS_ELIMIT);
     assert_string_equal(f->err.msg, "regex matcher job!~\"(a|aa)+$\": the query's regex budget is spent "
-                                    "(--query.max-regex-steps) on a value of 28 bytes");
+                                    "(the query regex step limit) on a value of 28 bytes");
     assert_int_equal(b.regex, 100000); /* 1,000 + 32,000 + the 67,000 left */
     /* the stages of a bomb: 1,000 + 32,000 + 1,000,000 */
     ps_budget_init(&b, 0, 0, 10000000, NULL);
@@ -123,7 +123,7 @@ static void test_deadline_and_cancel(void **state)
     atomic_store(&cancel, 0);
     b.deadline = 1;
     assert_int_equal(ps_matcher_eval(&f->sel.m[2], f->fine, 3, &f->err), PS_ETIMEOUT);
-    assert_string_equal(f->err.msg, "query timed out in query execution (the limit is 1s, --query.timeout)");
+    assert_string_equal(f->err.msg, "query timed out in query execution (the limit is 1s, the query timeout)");
     ps_budget_set(NULL);
 }
 

@@ -21,7 +21,9 @@
 #include <zlib.h>
 
 #include "core/varint.h"
+#include "proto/gzip.h"
 #include "proto/pprof.h"
+#include "pprof_reference.h"
 
 
 /* ---- helpers -------------------------------------------------------------------------------- */
@@ -981,7 +983,7 @@ static void test_inflate_budget(void **state)
     uint64_t refused = ps_inflate_budget_refused();
     assert_int_equal(ps_gunzip(gz.data, gz.len, 8u << 20, &a, &out, &outn, &err), PS_EUNAVAIL);
     assert_non_null(strstr(err.msg, "too much is being decompressed at once ("));
-    assert_non_null(strstr(err.msg, " of 1048576 bytes, --max-inflated-total): retry later"));
+    assert_non_null(strstr(err.msg, " of 1048576 bytes, the decompression budget): retry later"));
     assert_int_equal(ps_inflate_budget_refused(), refused + 1);
     assert_int_equal(ps_inflate_budget_reserved(), 512u << 10);
     ps_inflate_release(512u << 10);

@@ -696,14 +696,14 @@ static void test_subquery_costs(void **state)
     o.max_memory = 16u << 20;
     assert_int_equal(run(&f, "max_over_time(m[1d:1ms])", &o, &r), PS_ELIMIT);
     assert_string_equal(f.err.msg, "query processing would use too much memory in query execution (the limit is "
-                                   "16 MiB, --query.max-memory)");
+                                   "16 MiB, the query memory limit)");
     assert_int_equal(run(&f, "m[1d:1ms]", &o, &r), PS_ELIMIT);
-    assert_non_null(strstr(f.err.msg, "--query.max-memory"));
+    assert_non_null(strstr(f.err.msg, "the query memory limit"));
     o.max_memory = 0;
     o.max_samples = 100000;
     assert_int_equal(run(&f, "max_over_time(m[1d:1ms])", &o, &r), PS_ELIMIT);
     assert_string_equal(f.err.msg, "query processing would load too many samples into memory in query execution "
-                                   "(the limit is 100000 samples, --query.max-samples)");
+                                   "(the limit is 100000 samples, the query sample limit)");
     /* within both: the answer (a point at every ms of [t - 50 s, t]) */
     o.max_memory = 16u << 20;
     o.max_samples = 1000000;

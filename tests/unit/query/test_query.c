@@ -135,7 +135,7 @@ static void test_select_matchers(void **state)
     /* max_series: 3 series fit 3, not 2 */
     assert_int_equal(count_sel(&f, CPU, A, Z, 3), 3);
     assert_int_equal(count_sel(&f, CPU, A, Z, 2), PS_ELIMIT);
-    assert_string_equal(f.err.msg, "the selector matches more than 2 series (the limit, --query.max-series); narrow it");
+    assert_string_equal(f.err.msg, "the selector matches more than 2 series (the limit, the query series limit); narrow it");
     fx_end(&f);
 }
 

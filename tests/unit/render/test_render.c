@@ -1311,7 +1311,7 @@ static void test_budget_stops(void **state)
     bg.deadline = 1; /* long past */
     bg.timeout = 1000000000;
     assert_int_equal(ps_flamegraph_build(&b->p, 0, 0, 0, &a, &fg, &err), PS_ETIMEOUT);
-    assert_string_equal(err.msg, "query timed out in query execution (the limit is 1s, --query.timeout)");
+    assert_string_equal(err.msg, "query timed out in query execution (the limit is 1s, the query timeout)");
     ps_budget_set(NULL);
     ps_render_top(&b->p, 0, 1, &out); /* no budget: as always */
     assert_true(out.len > 0);
