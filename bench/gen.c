@@ -57,7 +57,7 @@ static int load_bases(void)
         uint8_t *data;
         size_t n;
         if (ps_bench_read_file(path, &data, &n) != 0) {
-            fprintf(stderr, "gen: cannot read %s (set PS_TESTDATA to the shared/testdata directory)\n", path);
+            fprintf(stderr, "gen: cannot read %s (set PS_TESTDATA to the tests/testdata directory)\n", path);
             goto Exit;
         }
         ps_err_t err;

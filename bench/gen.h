@@ -2,7 +2,7 @@
  * gen.h - deterministic generator of realistic Go CPU profiles for the benchmarks.
  *
  * The stacks, symbols and pprof labels are real: the six Go CPU fixtures
- * shared/testdata/pprof/go/cpu-01..05.pb.gz and cpu-seed2-01.pb.gz (found through env
+ * tests/testdata/pprof/go/cpu-01..05.pb.gz and cpu-seed2-01.pb.gz (found through env
  * PS_TESTDATA, else the path compiled in), decoded with ps_pprof_decode. Each generated
  * profile starts from one of them (picked at random) and varies its values:
  *

@@ -7,7 +7,7 @@
 #   /usr/bin/python3 bench/conns.py   # connections alone (idle RSS, accept rate, bound, EMFILE)
 #
 # Environment: BUILD (build directory, default build/ next to bench/), QUICK=1, PS_TESTDATA
-# (shared/testdata; default: the path compiled into the benchmarks), INGEST_ARGS / STORAGE_ARGS
+# (tests/testdata; default: the path compiled into the benchmarks), INGEST_ARGS / STORAGE_ARGS
 # (extra flags for bench_ingest / bench_storage, e.g. INGEST_ARGS="--conns 32").
 set -eu
 

@@ -4,7 +4,7 @@
  * A forked child of the benchmark is the fleet: one epoll HTTP/1.1 server listening on N loopback
  * addresses (127.0.0.1 .. 127.0.0.250, 127.0.1.1 .. - all of 127/8 is loopback on Linux) on one
  * port, so that every target is its own host:port to the scraper (its own connections, its own
- * instance label). It serves the real Go profiles from shared/testdata/pprof/go/:
+ * instance label). It serves the real Go profiles from tests/testdata/pprof/go/:
  *
  *     /debug/pprof/allocs     allocs-01.pb.gz        (cumulative: see below)
  *     /debug/pprof/block      block-01.pb.gz         (cumulative)
@@ -448,7 +448,7 @@ static void usage(void)
           "  --targets N        targets (loopback addresses), each scraped for 5 profile types (default 1000)\n"
           "  --interval S       scrape_interval in seconds (default 10)\n"
           "  --duration S       measured window after the first round (default 60; env QUICK=1: 20)\n"
-          "env: PS_TESTDATA (shared/testdata), QUICK=1\n",
+          "env: PS_TESTDATA (tests/testdata), QUICK=1\n",
           stderr);
 }
 

@@ -2,10 +2,10 @@
 """bench/soak.py - a soak run: one profstore under mixed load for a long time, sampled every 10 s.
 
 Load, all at once, against one server (its data dir kept across restarts):
-  - pushes of the pprof fixtures (shared/testdata/pprof: Go CPU, heap, goroutine, Node CPU) to 8
+  - pushes of the pprof fixtures (tests/testdata/pprof: Go CPU, heap, goroutine, Node CPU) to 8
     series groups, --push-rate a second, each at its own increasing second (time=);
   - remote_write 1.0 (protobuf encoded here, snappy) of --rw-series counters once a second;
-  - scrapes of --targets gotarget processes (shared/tools/gotarget, built with go), every
+  - scrapes of --targets gotarget processes (tests/gotarget, built with go), every
     --scrape-interval, all of Parca's default profiles; each reload adds or removes the last one;
   - queries, one every 0.5 s in turn: query_range over the remote-written counters and over
     profile totals, a 5 min merge (/api/v1/profiles/query, flame graph), /pyroscope/render of
@@ -60,8 +60,8 @@ except ImportError:
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-TESTDATA = Path(os.environ.get("PS_TESTDATA") or (ROOT.parent / "shared" / "testdata"))
-GOTARGET_SRC = TESTDATA.parent / "tools" / "gotarget"
+TESTDATA = Path(os.environ.get("PS_TESTDATA") or (ROOT / "tests" / "testdata"))
+GOTARGET_SRC = ROOT / "tests" / "gotarget"
 
 CPU_NS = "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
 # the push groups: instance p<k> pushes FIXTURES[k]

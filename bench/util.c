@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #ifndef PS_TESTDATA
-#define PS_TESTDATA "../shared/testdata"
+#define PS_TESTDATA "tests/testdata"
 #endif
 
 void ps_bench_malloc_tune(void)

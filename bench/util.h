@@ -23,7 +23,7 @@ double ps_bench_self_cpu(void); /* getrusage(RUSAGE_SELF): user + system seconds
 /* ---- files and paths ---- */
 /** Reads a whole file; returns 0 or -1 (errno set). *out is malloc'd. */
 int ps_bench_read_file(const char *path, uint8_t **out, size_t *len);
-/** Directory of the testdata (env PS_TESTDATA, else the compile-time default): ".../shared/testdata". */
+/** Directory of the testdata (env PS_TESTDATA, else the compile-time default): "<repo>/tests/testdata". */
 const char *ps_bench_testdata(void);
 /** Default profstore binary: <dir of this executable>/../profstore. */
 void ps_bench_default_profstore(char *out, size_t n);

@@ -12,7 +12,7 @@
 #   --out DIR       binaries, logs, the working corpus (default ${TMPDIR:-/tmp}/profstore-campaign)
 #   --no-build      reuse the binaries in DIR
 #
-# Seeds: run.sh's (the fixtures of ../shared/testdata and the targets' own seed writers, via
+# Seeds: run.sh's (the fixtures of tests/testdata and the targets' own seed writers, via
 # PS_FUZZ_SEEDS_ONLY) plus the committed corpus; a dictionary tests/fuzz/dict/<target>.dict when
 # there is one. At the end of each target the working corpus is merged (-merge=1) over the seeds:
 # what adds coverage beyond them becomes the committed corpus, capped at 200 files and 1 MiB per

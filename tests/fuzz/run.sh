@@ -31,13 +31,8 @@ out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 # luck (campaign.sh and PS_FUZZ_SEED=0, a seed of libFuzzer's choosing, are where new findings come from)
 seed=${PS_FUZZ_SEED:-1}
 
-if [ -n "${PS_TESTDATA:-}" ] && [ -d "$PS_TESTDATA/pprof" ]; then
-    seeds=$PS_TESTDATA/pprof
-elif [ -d "$root/../shared/testdata/pprof" ]; then
-    seeds=$root/../shared/testdata/pprof
-else
-    seeds=/work/shared/testdata/pprof
-fi
+# the fixtures (tests/testdata, or $PS_TESTDATA): pprof/, and prometheus/ and pyroscope/ beside it
+seeds=${PS_TESTDATA:-$root/tests/testdata}/pprof
 [ -d "$seeds" ] || { echo "run.sh: no seed directory $seeds" >&2; exit 2; }
 
 [ -n "${PS_FUZZ_SEEDS_ONLY:-}" ] || "$here/build.sh" "$out" >/dev/null
@@ -112,8 +107,8 @@ for t in $targets; do
             [ -f "$f" ] || continue
             name=$(basename "$f" .bin)
             { printf '\000'; cat "$f"; } > "$corpus/$name"
-            /usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import snappy_pb as s; sys.stdout.buffer.write(b"\x02" + s.snappy_decompress(open(sys.argv[2], "rb").read()))' \
-                "$(dirname "$seeds")/../tools" "$f" > "$corpus/$name.raw" 2>/dev/null || rm -f "$corpus/$name.raw"
+            /usr/bin/python3 -c 'import sys, snappy; sys.stdout.buffer.write(b"\x02" + snappy.uncompress(open(sys.argv[1], "rb").read()))' \
+                "$f" > "$corpus/$name.raw" || exit 2
         done
         printf '\003\042\000\042\010__name__\042\002up\052\011\012\002\001\002\022\003\020\350\007' > "$corpus/v2-up" ;;
     fuzz_remote_read)
@@ -123,8 +118,8 @@ for t in $targets; do
             [ -f "$f" ] || continue
             name=$(basename "$f" .bin)
             { printf '\000'; cat "$f"; } > "$corpus/$name"
-            /usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import snappy_pb as s; sys.stdout.buffer.write(b"\x02" + s.snappy_decompress(open(sys.argv[2], "rb").read()))' \
-                "$(dirname "$seeds")/../tools" "$f" > "$corpus/$name.raw" 2>/dev/null || rm -f "$corpus/$name.raw"
+            /usr/bin/python3 -c 'import sys, snappy; sys.stdout.buffer.write(b"\x02" + snappy.uncompress(open(sys.argv[1], "rb").read()))' \
+                "$f" > "$corpus/$name.raw" || exit 2
         done ;;
     fuzz_connect)
         # first byte: bit 0 = JSON, bits 1-3 = the message (fuzz_connect.c)

@@ -7,7 +7,7 @@ body). Every server's log is kept in its work dir and attached to the report of 
 
 Environment:
   PROFSTORE_BIN  the server binary (default /work/main/build/profstore, else <repo>/build/profstore)
-  PS_TESTDATA    the fixtures dir (default <repo>/../shared/testdata)
+  PS_TESTDATA    the fixtures dir (default <repo>/tests/testdata)
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ def _default_bin() -> str:
 
 
 PROFSTORE_BIN = os.environ.get("PROFSTORE_BIN") or _default_bin()
-TESTDATA = Path(os.environ.get("PS_TESTDATA") or (HERE.parents[2] / "shared" / "testdata"))
+TESTDATA = Path(os.environ.get("PS_TESTDATA") or (REPO / "tests" / "testdata"))
 PPROF_DIR = TESTDATA / "pprof"
 
-# every fixture profile with the facts the tests rely on (see testdata/pprof/README.md)
+# every fixture profile with the facts the tests rely on (see tests/testdata/README.md)
 GO_FILES = [
     "go/cpu-01.pb.gz", "go/cpu-01.pb", "go/cpu-02.pb.gz", "go/cpu-03.pb.gz", "go/cpu-04.pb.gz",
     "go/cpu-05.pb.gz", "go/cpu-seed2-01.pb.gz", "go/heap-01.pb.gz", "go/heap-gc-01.pb.gz",

@@ -1,4 +1,4 @@
-"""Helpers for the scraper tests (test_scrape_*.py): the real Go scrape target (shared/tools/gotarget,
+"""Helpers for the scraper tests (test_scrape_*.py): the real Go scrape target (tests/gotarget,
 built once per pytest process), small Python HTTP targets that misbehave on purpose, config files,
 and polling helpers.
 
@@ -30,10 +30,10 @@ from typing import Callable, Dict, List, Optional
 
 import pytest
 
-from conftest import TESTDATA, Server, free_port
+from conftest import REPO, Server, free_port
 from proc_util import ChildProcess
 
-GOTARGET_SRC = TESTDATA.parent / "tools" / "gotarget"
+GOTARGET_SRC = REPO / "tests" / "gotarget"
 
 # Light workload: the tests share 2 cores with the server (and with other test runs). One CPU worker
 # at 10 % duty still gives CPU profiles every kernel of the seed's plan; one mutex worker still
@@ -42,12 +42,12 @@ LIGHT = ["-duty", "10", "-cpu-workers", "1", "-alloc-workers", "0", "-mutex-work
 WITH_ALLOCS = ["-duty", "10", "-cpu-workers", "1", "-alloc-workers", "1", "-mutex-workers", "1",
                "-idle-waiters", "2"]
 
-# the kernels each -workload-seed runs (main.go makePlan; printed as "plan:" at start)
+# the kernels each -workload-seed runs (tests/gotarget/main.go makePlan; logged as "plan:" at start)
 KERNELS = ["kernelFib", "kernelSHA256", "kernelSort", "kernelMatmul", "kernelFormat", "kernelCompress"]
 SEED_PLAN = {
-    1: {"kernelCompress", "kernelFormat", "kernelMatmul", "kernelSort"},
-    2: {"kernelCompress", "kernelFib", "kernelMatmul"},
-    3: {"kernelFormat", "kernelSHA256", "kernelSort"},
+    1: {"kernelFib", "kernelFormat", "kernelMatmul", "kernelSort"},
+    2: {"kernelFormat", "kernelMatmul", "kernelSHA256"},
+    3: {"kernelCompress", "kernelMatmul", "kernelSHA256", "kernelSort"},
 }
 
 # what a default Go target gives (memory, block, goroutine, mutex, process_cpu) and threadcreate
@@ -76,14 +76,12 @@ _bin_cache: Dict[str, str] = {}
 
 
 def gotarget_binary() -> str:
-    """Path of a gotarget binary built from shared/tools/gotarget (once per process)."""
+    """Path of a gotarget binary built from tests/gotarget (once per process)."""
     if "bin" in _bin_cache:
         return _bin_cache["bin"]
     go = shutil.which("go")
     if go is None:
-        pytest.skip("go is not installed (needed to build shared/tools/gotarget)")
-    if not (GOTARGET_SRC / "main.go").exists():
-        pytest.skip("gotarget sources not found at %s" % GOTARGET_SRC)
+        pytest.skip("go is not installed (needed to build tests/gotarget)")
     d = tempfile.mkdtemp(prefix="gotarget-")
     atexit.register(shutil.rmtree, d, True)
     out = os.path.join(d, "gotarget")

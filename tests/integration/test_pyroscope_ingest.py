@@ -20,7 +20,7 @@ PYRO = TESTDATA / "pyroscope"
 WALL_TYPES = ["wall:samples:count:wall:nanoseconds:delta", "wall:wall:nanoseconds:wall:nanoseconds:delta"]
 HEAP_TYPES = ["memory:inuse_objects:count:inuse_space:bytes", "memory:inuse_space:bytes:inuse_space:bytes"]
 
-# testdata/pyroscope/README.md: value totals per sample type of each captured body
+# tests/testdata/README.md: value totals per sample type of each captured body
 TOTALS = {
     "nodejs-0.6.4": {1: (475, 4965650000), 2: (140439, 5632281), 3: (477, 4935519000), 4: (115800, 9234786),
                      5: (186, 1963230000)},

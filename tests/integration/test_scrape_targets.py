@@ -1,4 +1,4 @@
-"""Scraping real Go targets (shared/tools/gotarget): three processes with different workload seeds,
+"""Scraping real Go targets (tests/gotarget): three processes with different workload seeds,
 one from static_configs, one from a file_sd JSON file and one from a file_sd YAML file, both files
 written while the server runs. After a few intervals every instance has a series for every enabled
 profile type (exact __name__ list), with the group's labels, job, instance and the external labels;
@@ -131,6 +131,16 @@ def test_cpu_totals_positive(env):
             # a 1 s profile: Go's duration_nanos is ~1e9
             assert 0.9e9 <= p["duration"] <= 2.5e9, (t.address, p)
             assert p["period"] == 10_000_000, p
+
+
+def test_plans_logged(env):
+    """Each target logs its seed's plan at start: the kernel sets of scrape_util.SEED_PLAN."""
+    for t in (env.a, env.b, env.c):
+        m = re.search(r"seed=(\d+) plan: (.*)", t.log())
+        assert m and int(m.group(1)) == t.seed, t.log()
+        kernels = {"kernel" + {"sha256": "SHA256"}.get(k, k.capitalize())
+                   for k in re.findall(r"(\w+)\(w=\d,via=\d\)", m.group(2))}
+        assert kernels == SEED_PLAN[t.seed], (t.seed, m.group(2))
 
 
 @pytest.mark.parametrize("which", ["a", "b", "c"])

@@ -2,7 +2,7 @@
 for the shard they keep split one static target list without overlap or gap.
 
 The targets are distinct loopback HTTP servers in this process (PyTarget), each its own
-127.0.0.1:<port>, serving two real Go profiles (shared/testdata/pprof/go/goroutine-01.pb.gz and
+127.0.0.1:<port>, serving two real Go profiles (tests/testdata/pprof/go/goroutine-01.pb.gz and
 threadcreate-01.pb.gz; both profile types are enabled, so each address is two scrape targets that
 must land on the same instance) with a second gzip member that sets time_nanos to now, so that
 every scrape is a new profile (the fixtures' own times are older than the default 15d retention).

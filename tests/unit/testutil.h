@@ -11,10 +11,10 @@
 #include <string.h>
 
 #ifndef PS_TESTDATA
-#define PS_TESTDATA "../shared/testdata"
+#define PS_TESTDATA "tests/testdata"
 #endif
 
-/** shared/testdata: $PS_TESTDATA, else the path compiled in. */
+/** tests/testdata: $PS_TESTDATA, else the path compiled in (<repo>/tests/testdata). */
 static inline const char *ps_test_testdata(void)
 {
     const char *d = getenv("PS_TESTDATA");
@@ -40,7 +40,7 @@ static inline uint8_t *ps_test_read_path(const char *path, size_t *n)
     return b;
 }
 
-/** shared/testdata/pprof/<rel>, read whole (see ps_test_read_path). */
+/** tests/testdata/pprof/<rel>, read whole (see ps_test_read_path). */
 static inline uint8_t *ps_test_read_fixture(const char *rel, size_t *n)
 {
     char path[1024];

@@ -1,6 +1,6 @@
 /*
  * test_ingest.c - preparing a push (src/ingest/ingest.c): the name inferred for every fixture in
- * shared/testdata/pprof, the rule for names that contradict the sample types, the body checks
+ * tests/testdata/pprof, the rule for names that contradict the sample types, the body checks
  * (multipart, text), time parameter forms, labels, the series built per sample type with exact
  * __name__ values, delta modes, the result JSON.
  */

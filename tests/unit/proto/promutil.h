@@ -11,7 +11,7 @@
 
 #include "core/mem.h"
 
-/** shared/testdata/prometheus/<name>, read whole (see ps_test_read_path). */
+/** tests/testdata/prometheus/<name>, read whole (see ps_test_read_path). */
 static inline uint8_t *ps_test_read_prom(const char *name, size_t *n)
 {
     char path[1024];
@@ -19,7 +19,7 @@ static inline uint8_t *ps_test_read_prom(const char *name, size_t *n)
     return ps_test_read_path(path, n);
 }
 
-/** shared/testdata/prometheus/<name> as JSON; fails the test if it is not. */
+/** tests/testdata/prometheus/<name> as JSON; fails the test if it is not. */
 static inline json_t *ps_test_read_prom_json(const char *name)
 {
     char path[1024];

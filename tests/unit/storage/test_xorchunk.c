@@ -289,7 +289,9 @@ static void test_doc_example(void **state)
     check_doc_example(c, "storage/xorchunk.c");
     check_doc_example(md, "docs/FORMAT.md");
     /* and the samples are those of the fixture it names */
-    char *js = ps_test_read_source("../shared/testdata/prometheus/remote-read-response-01.json");
+    char fx[1024];
+    snprintf(fx, sizeof(fx), "%s/prometheus/remote-read-response-01.json", ps_test_testdata());
+    char *js = (char *)ps_test_read_path(fx, NULL);
     const char *p = strstr(js, "gotarget_kernel_iterations_total");
     assert_non_null(p);
     for (int i = 0; i < 3; i++) {
