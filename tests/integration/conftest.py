@@ -6,7 +6,7 @@ push(file_or_bytes, **params) -> (status, json), get_json(path), get(path) -> (s
 body). Every server's log is kept in its work dir and attached to the report of a failing test.
 
 Environment:
-  PROFSTORE_BIN  the server binary (default /work/main/build/profstore, else <repo>/build/profstore)
+  PROFSTORE_BIN  the server binary (default <repo>/build/profstore)
   PS_TESTDATA    the fixtures dir (default <repo>/tests/testdata)
 """
 
@@ -35,14 +35,7 @@ import pprof_decode as pd  # noqa: E402
 REPO = HERE.parents[1]
 
 
-def _default_bin() -> str:
-    cand = Path("/work/main/build/profstore")
-    if cand.exists():
-        return str(cand)
-    return str(REPO / "build" / "profstore")
-
-
-PROFSTORE_BIN = os.environ.get("PROFSTORE_BIN") or _default_bin()
+PROFSTORE_BIN = os.environ.get("PROFSTORE_BIN") or str(REPO / "build" / "profstore")
 TESTDATA = Path(os.environ.get("PS_TESTDATA") or (REPO / "tests" / "testdata"))
 PPROF_DIR = TESTDATA / "pprof"
 
