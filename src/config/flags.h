@@ -74,7 +74,7 @@ void ps_flags_help(const ps_flagset_t *fs, ps_buf_t *out);
 void ps_flags_markdown(const ps_flagset_t *fs, ps_buf_t *out);
 
 /** Fills out (cap entries) with every visible non-action flag and its value in dst, sorted by name;
- *  the strings are allocated and live as long as the process. Returns how many. */
+ *  each value is malloc'd (free it, or keep it for the life of the process). Returns how many. */
 uint32_t ps_flags_values(const ps_flagset_t *fs, const void *dst, ps_flag_value_t *out, uint32_t cap);
 
 /** Bytes in the largest binary unit that divides them: "32MiB", "1536B". */

@@ -179,8 +179,10 @@ static void test_values(void **state)
         assert_true(i < n);
         assert_string_equal(v[i].value, want[w].value);
     }
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
         assert_string_not_equal(v[i].name, "help");
+        free((char *)v[i].value);
+    }
 }
 
 int main(void)
