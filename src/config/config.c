@@ -3,7 +3,9 @@
  *
  * Parsing. libyaml's document API loads the whole file into nodes that keep their start marks;
  * the walk below follows a fixed schema (it never recurses generically, so an alias that points at
- * its own ancestor is just a node of the wrong type somewhere). Everything we keep is copied into
+ * its own ancestor is just a node of the wrong type somewhere). Each mapping is a table of rows
+ * (key, type, offset into its struct, checks, required; config_int.h) walked by ps_yaml_map_walk;
+ * the checks across keys follow the walk. Everything we keep is copied into
  * the config's arena; the YAML document is freed before returning.
  *
  * Errors. Every problem is PS_EINVAL with one message:

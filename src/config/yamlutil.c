@@ -464,6 +464,8 @@ int ps_yaml_map_walk(ps_yaml_walk_t *w, const yaml_node_t *n, const ps_yaml_map_
     if (seen == NULL)
         seen = &local;
     memset(seen, 0, sizeof(*seen));
+    if (m->n > PS_YAML_MAX_FIELDS) /* a table of ours too long for seen: caught by the unit tests */
+        return ps_yaml_fail(w, n, "internal error: %s has more than %d fields", m->what, PS_YAML_MAX_FIELDS);
     if (m->nulls && ps_yaml_is_null(n))
         return 0;
     if (n->type != YAML_MAPPING_NODE)
