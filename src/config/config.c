@@ -3,7 +3,9 @@
  *
  * Parsing. libyaml's document API loads the whole file into nodes that keep their start marks;
  * the walk below follows a fixed schema (it never recurses generically, so an alias that points at
- * its own ancestor is just a node of the wrong type somewhere). Everything we keep is copied into
+ * its own ancestor is just a node of the wrong type somewhere). Each mapping is a table of rows
+ * (key, type, offset into its struct, checks, required; config_int.h) walked by ps_yaml_map_walk;
+ * the checks across keys follow the walk. Everything we keep is copied into
  * the config's arena; the YAML document is freed before returning.
  *
  * Errors. Every problem is PS_EINVAL with one message:
@@ -140,160 +142,37 @@ static int want_seq(ctx_t *c, const yaml_node_t *n, const char *what)
 static size_t seq_len(const yaml_node_t *n) { return (size_t)(n->data.sequence.items.top - n->data.sequence.items.start); }
 static yaml_node_t *seq_at(ctx_t *c, const yaml_node_t *n, size_t i) { return node(c, n->data.sequence.items.start[i]); }
 
-/* ---- scalars ---- */
+/* ---- scalars (yamlutil.c) ---- */
 
 static int get_str(ctx_t *c, const yaml_node_t *n, const char **out) { return ps_yaml_get_str(&c->w, n, out); }
-
 /* A file name; relative names are joined to the config file's directory (ps_config_load). */
-static int get_file(ctx_t *c, const yaml_node_t *n, const char **out)
-{
-    const char *s;
-    int rc = get_str(c, n, &s);
-    if (rc != 0)
-        return rc;
-    if (s[0] == '\0')
-        return fail(c, n, "empty file name");
-    *out = ps_yaml_join_dir(c->w.a, c->w.dir, s);
-    return 0;
-}
-
-static int get_bool(ctx_t *c, const yaml_node_t *n, bool *out)
-{
-    if (ps_yaml_bool(n, out))
-        return 0;
-    if (n->type != YAML_SCALAR_NODE)
-        return fail(c, n, "expected true or false, got %s", kind(n));
-    return fail(c, n, "expected true or false, got \"%.64s\"", sval(n));
-}
-
-static int get_duration(ctx_t *c, const yaml_node_t *n, int64_t *out)
-{
-    if (n->type != YAML_SCALAR_NODE)
-        return fail(c, n, "expected a duration such as 10s or 1m30s, got %s", kind(n));
-    if (slen(n) == 1 && sval(n)[0] == '0') {
-        *out = 0;
-        return 0;
-    }
-    ps_err_t e;
-    ps_err_clear(&e);
-    if (ps_parse_duration(sval(n), slen(n), 0, out, &e) != 0)
-        return fail(c, n, "%s", e.msg);
-    return 0;
-}
-
-static int get_u64(ctx_t *c, const yaml_node_t *n, uint64_t *out)
-{
-    if (n->type != YAML_SCALAR_NODE)
-        return fail(c, n, "expected a non-negative integer, got %s", kind(n));
-    const char *s = sval(n);
-    size_t l = slen(n);
-    uint64_t v = 0;
-    if (l == 0)
-        return fail(c, n, "expected a non-negative integer, got \"\"");
-    for (size_t i = 0; i < l; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return fail(c, n, "expected a non-negative integer, got \"%.64s\"", s);
-        unsigned d = (unsigned)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return fail(c, n, "integer out of range: \"%.64s\"", s);
-        v = v * 10 + d;
-    }
-    *out = v;
-    return 0;
-}
+static int get_file(ctx_t *c, const yaml_node_t *n, const char **out) { return ps_yaml_get_file(&c->w, n, false, out); }
+static int get_duration(ctx_t *c, const yaml_node_t *n, int64_t *out) { return ps_yaml_get_duration(&c->w, n, out); }
+static int get_u64(ctx_t *c, const yaml_node_t *n, uint64_t *out) { return ps_yaml_get_u64(&c->w, n, out); }
 
 static void fmt_dur(int64_t ns, char *buf, size_t size) { ps_format_duration(ns, buf, size); }
 
-/* ---- mappings: key checks ---- */
+/* ---- mappings: one table of rows each (config_int.h), walked by ps_yaml_map_walk ---- */
 
-typedef struct fields {
-    const char *what;            /* "a scrape config" */
-    const char *const *names;    /* accepted keys, NULL-terminated; NULL = any key */
-    const char *const *rejected; /* key, reason, key, reason, ..., NULL */
-    bool sd_hint;                /* "*_sd_configs" keys get the service discovery message */
-} fields_t;
+/* a row whose FN gets the whole destination struct */
+#define WHOLE(k, f) {.key = (k), .type = PS_YF_FN, .fn = (f)}
+#define MAP(what_, expect_, rows, ...)                                                                                 \
+    {.what = (what_), .expect = (expect_), .fields = (rows), .n = sizeof(rows) / sizeof((rows)[0]), .suggest = true,   \
+     __VA_ARGS__}
 
-static size_t edit_distance(const char *a, const char *b)
+static int walk(ctx_t *c, const yaml_node_t *n, const ps_yaml_map_t *m, void *dst, ps_yaml_seen_t *seen)
 {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return 64;
-    size_t row[64];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            diag = up;
-            row[j] = best;
-        }
-    }
-    return row[lb];
+    return ps_yaml_map_walk(&c->w, n, m, dst, c, seen);
 }
 
-static int unknown_key(ctx_t *c, const yaml_node_t *k, const fields_t *f)
-{
-    const char *key = sval(k);
-    for (const char *const *r = f->rejected; r != NULL && r[0] != NULL; r += 2)
-        if (strcmp(key, r[0]) == 0)
-            return fail(c, k, "%s is not supported: %s", key, r[1]);
-    size_t kl = strlen(key);
-    if (f->sd_hint && kl > 11 && strcmp(key + kl - 11, "_sd_configs") == 0)
-        return fail(c, k, "%s is not supported: targets come from static_configs, file_sd_configs and http_sd_configs",
-                    key);
-    const char *best = NULL;
-    size_t bd = 3;
-    for (const char *const *p = f->names; *p != NULL; p++) {
-        size_t d = edit_distance(key, *p);
-        if (d < bd && d * 3 <= strlen(*p)) {
-            bd = d;
-            best = *p;
-        }
-    }
-    if (best != NULL)
-        return fail(c, k, "unknown field \"%.64s\" in %s (did you mean \"%s\"?)", key, f->what, best);
-    char list[300];
-    size_t n = 0;
-    list[0] = '\0';
-    for (const char *const *p = f->names; *p != NULL && n < sizeof(list); p++) {
-        int w = snprintf(list + n, sizeof(list) - n, "%s%s", n > 0 ? ", " : "", *p);
-        if (w > 0)
-            n += (size_t)w;
-    }
-    return fail(c, k, "unknown field \"%.64s\" in %s (valid fields: %s)", key, f->what, list);
-}
-
-/* Checks the key of a pair: a string, not seen before in this mapping, and (f->names) known. */
-static int check_key(ctx_t *c, const yaml_node_t *map, const yaml_node_pair_t *pr, const fields_t *f,
+static int check_key(ctx_t *c, const yaml_node_t *map, const yaml_node_pair_t *pr, const ps_yaml_map_t *m,
                      const char **key)
 {
-    yaml_node_t *k = node(c, pr->key);
-    if (k->type != YAML_SCALAR_NODE || is_null(k))
-        return fail(c, k, "keys of %s must be strings, got %s", f->what, kind(k));
-    if (memchr(sval(k), '\0', slen(k)) != NULL)
-        return fail(c, k, "a key contains a NUL character");
-    for (const yaml_node_pair_t *q = map->data.mapping.pairs.start; q < pr; q++) {
-        yaml_node_t *qk = node(c, q->key);
-        if (qk->type == YAML_SCALAR_NODE && slen(qk) == slen(k) && memcmp(sval(qk), sval(k), slen(k)) == 0)
-            return fail(c, k, "duplicate key \"%.64s\" (first at line %zu, column %zu)", sval(k),
-                        qk->start_mark.line + 1, qk->start_mark.column + 1);
-    }
-    if (f->names != NULL) {
-        const char *const *p = f->names;
-        while (*p != NULL && strcmp(*p, sval(k)) != 0)
-            p++;
-        if (*p == NULL)
-            return unknown_key(c, k, f);
-    }
-    *key = sval(k);
-    return 0;
+    return ps_yaml_check_key(&c->w, map, pr, m, key);
 }
+
+#define seen_val(m, s, key) ps_yaml_seen_at((m), (s), (key), false)
+#define seen_key(m, s, key) ps_yaml_seen_at((m), (s), (key), true)
 
 /* ---- labels ---- */
 
@@ -308,7 +187,7 @@ static int cmp_pair(const void *x, const void *y)
 /* A mapping of label names to values. limits: also apply the storage limits (external labels). */
 static int parse_labels(ctx_t *c, const yaml_node_t *n, ps_labels_t *out, bool limits)
 {
-    static const fields_t any = {"labels", NULL, NULL, false};
+    static const ps_yaml_map_t any = {.what = "labels"};
     int rc = want_map(c, n, "labels");
     if (rc != 0)
         return rc;
@@ -430,45 +309,42 @@ static int parse_string_list(ctx_t *c, const yaml_node_t *n, const char *what, c
     return 0;
 }
 
-static int parse_static(ctx_t *c, const yaml_node_t *n, ps_target_group_t *g)
+static int static_targets(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
 {
-    static const char *const names[] = {"targets", "labels", NULL};
-    static const fields_t f = {"a static config", names, NULL, false};
-    int rc = want_map(c, n, "a static config");
-    if (rc != 0)
+    ctx_t *c = ctx;
+    ps_target_group_t *g = dst;
+    int rc;
+    (void)w;
+    if ((rc = parse_string_list(c, v, "targets (host:port)", &g->targets, &g->ntargets)) != 0)
         return rc;
-    g->source = ps_arena_strndup(c->w.a, c->w.path, c->w.plen);
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const char *key;
-        if ((rc = check_key(c, n, pr, &f, &key)) != 0)
-            return rc;
-        yaml_node_t *v = node(c, pr->value);
-        if (is_null(v))
-            continue;
-        size_t old = push_key(c, key);
-        if (strcmp(key, "targets") == 0) {
-            if ((rc = parse_string_list(c, v, "targets (host:port)", &g->targets, &g->ntargets)) != 0)
-                return rc;
-            for (uint32_t i = 0; i < g->ntargets; i++) {
-                const char *why = ps_config_target_problem(g->targets[i], strlen(g->targets[i]));
-                if (why != NULL) {
-                    push_idx(c, i);
-                    return fail(c, seq_at(c, v, i), "invalid target \"%.80s\": %s", g->targets[i], why);
-                }
-            }
-        } else {
-            if ((rc = parse_labels(c, v, &g->labels, false)) != 0)
-                return rc;
+    for (uint32_t i = 0; i < g->ntargets; i++) {
+        const char *why = ps_config_target_problem(g->targets[i], strlen(g->targets[i]));
+        if (why != NULL) {
+            push_idx(c, i);
+            return fail(c, seq_at(c, v, i), "invalid target \"%.80s\": %s", g->targets[i], why);
         }
-        pop(c, old);
     }
     return 0;
 }
 
-/* ---- http client options ---- */
+static int group_labels(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    (void)w;
+    return parse_labels(ctx, v, dst, false);
+}
 
-#define CLIENT_FIELDS                                                                                                  \
-    "basic_auth", "authorization", "bearer_token", "bearer_token_file", "tls_config", "follow_redirects", "enable_http2"
+static int parse_static(ctx_t *c, const yaml_node_t *n, ps_target_group_t *g)
+{
+    static const ps_yaml_field_t rows[] = {
+        WHOLE("targets", static_targets),
+        {.key = "labels", .type = PS_YF_FN, .offset = offsetof(ps_target_group_t, labels), .fn = group_labels},
+    };
+    static const ps_yaml_map_t m = MAP("a static config", NULL, rows);
+    g->source = ps_arena_strndup(c->w.a, c->w.path, c->w.plen);
+    return walk(c, n, &m, g, NULL);
+}
+
+/* ---- http client options ---- */
 
 typedef struct client_keys {
     const yaml_node_t *basic, *authz, *bearer, *bearer_file; /* key nodes, NULL if absent */
@@ -479,35 +355,22 @@ static const yaml_node_t *later(const yaml_node_t *a, const yaml_node_t *b)
     return a->start_mark.index > b->start_mark.index ? a : b;
 }
 
-static int parse_basic_auth(ctx_t *c, const yaml_node_t *n, ps_http_client_t *cl)
+static int parse_basic_auth(ps_yaml_walk_t *w, const yaml_node_t *n, void *dst, void *ctx)
 {
-    static const char *const names[] = {"username", "password", "password_file", NULL};
-    static const fields_t f = {"basic_auth", names, NULL, false};
-    int rc = want_map(c, n, "basic_auth");
+    static const ps_yaml_field_t rows[] = {
+        {.key = "username", .type = PS_YF_STR, .offset = offsetof(ps_http_client_t, basic_user)},
+        {.key = "password", .type = PS_YF_STR, .offset = offsetof(ps_http_client_t, basic_password)},
+        {.key = "password_file", .type = PS_YF_FILE, .offset = offsetof(ps_http_client_t, basic_password_file)},
+    };
+    static const ps_yaml_map_t m = MAP("basic_auth", NULL, rows);
+    ctx_t *c = ctx;
+    ps_http_client_t *cl = dst;
+    ps_yaml_seen_t seen;
+    int rc = walk(c, n, &m, cl, &seen);
+    (void)w;
     if (rc != 0)
         return rc;
-    const yaml_node_t *pw = NULL, *pwf = NULL;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const char *key;
-        if ((rc = check_key(c, n, pr, &f, &key)) != 0)
-            return rc;
-        yaml_node_t *v = node(c, pr->value);
-        if (is_null(v))
-            continue;
-        size_t old = push_key(c, key);
-        if (strcmp(key, "username") == 0) {
-            rc = get_str(c, v, &cl->basic_user);
-        } else if (strcmp(key, "password") == 0) {
-            rc = get_str(c, v, &cl->basic_password);
-            pw = node(c, pr->key);
-        } else {
-            rc = get_file(c, v, &cl->basic_password_file);
-            pwf = node(c, pr->key);
-        }
-        if (rc != 0)
-            return rc;
-        pop(c, old);
-    }
+    const yaml_node_t *pw = seen_key(&m, &seen, "password"), *pwf = seen_key(&m, &seen, "password_file");
     if (pw != NULL && pwf != NULL)
         return fail(c, later(pw, pwf), "at most one of password and password_file may be set");
     if (cl->basic_user == NULL)
@@ -515,38 +378,33 @@ static int parse_basic_auth(ctx_t *c, const yaml_node_t *n, ps_http_client_t *cl
     return 0;
 }
 
-static int parse_authorization(ctx_t *c, const yaml_node_t *n, ps_http_client_t *cl)
+static int auth_type(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
 {
-    static const char *const names[] = {"type", "credentials", "credentials_file", NULL};
-    static const fields_t f = {"authorization", names, NULL, false};
-    int rc = want_map(c, n, "authorization");
+    const char **t = dst;
+    int rc = ps_yaml_get_str(w, v, t);
     if (rc != 0)
         return rc;
-    const yaml_node_t *cr = NULL, *crf = NULL;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const char *key;
-        if ((rc = check_key(c, n, pr, &f, &key)) != 0)
-            return rc;
-        yaml_node_t *v = node(c, pr->value);
-        if (is_null(v))
-            continue;
-        size_t old = push_key(c, key);
-        if (strcmp(key, "type") == 0) {
-            if ((rc = get_str(c, v, &cl->auth_type)) != 0)
-                return rc;
-            if (strcasecmp(cl->auth_type, "basic") == 0)
-                return fail(c, v, "authorization type cannot be \"basic\": use basic_auth");
-        } else if (strcmp(key, "credentials") == 0) {
-            if ((rc = get_str(c, v, &cl->auth_credentials)) != 0)
-                return rc;
-            cr = node(c, pr->key);
-        } else {
-            if ((rc = get_file(c, v, &cl->auth_credentials_file)) != 0)
-                return rc;
-            crf = node(c, pr->key);
-        }
-        pop(c, old);
-    }
+    if (strcasecmp(*t, "basic") == 0)
+        return fail((ctx_t *)ctx, v, "authorization type cannot be \"basic\": use basic_auth");
+    return 0;
+}
+
+static int parse_authorization(ps_yaml_walk_t *w, const yaml_node_t *n, void *dst, void *ctx)
+{
+    static const ps_yaml_field_t rows[] = {
+        {.key = "type", .type = PS_YF_FN, .offset = offsetof(ps_http_client_t, auth_type), .fn = auth_type},
+        {.key = "credentials", .type = PS_YF_STR, .offset = offsetof(ps_http_client_t, auth_credentials)},
+        {.key = "credentials_file", .type = PS_YF_FILE, .offset = offsetof(ps_http_client_t, auth_credentials_file)},
+    };
+    static const ps_yaml_map_t m = MAP("authorization", NULL, rows);
+    ctx_t *c = ctx;
+    ps_http_client_t *cl = dst;
+    ps_yaml_seen_t seen;
+    int rc = walk(c, n, &m, cl, &seen);
+    (void)w;
+    if (rc != 0)
+        return rc;
+    const yaml_node_t *cr = seen_key(&m, &seen, "credentials"), *crf = seen_key(&m, &seen, "credentials_file");
     if (cr != NULL && crf != NULL)
         return fail(c, later(cr, crf), "at most one of credentials and credentials_file may be set");
     if (cl->auth_type == NULL || cl->auth_type[0] == '\0')
@@ -554,76 +412,45 @@ static int parse_authorization(ctx_t *c, const yaml_node_t *n, ps_http_client_t 
     return 0;
 }
 
-static int parse_tls(ctx_t *c, const yaml_node_t *n, ps_tls_config_t *t)
+static int parse_tls(ps_yaml_walk_t *w, const yaml_node_t *n, void *dst, void *ctx)
 {
-    static const char *const names[] = {"ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify", NULL};
-    static const fields_t f = {"tls_config", names, NULL, false};
-    int rc = want_map(c, n, "tls_config");
+    static const ps_yaml_field_t rows[] = {
+        {.key = "ca_file", .type = PS_YF_FILE, .offset = offsetof(ps_tls_config_t, ca_file)},
+        {.key = "cert_file", .type = PS_YF_FILE, .offset = offsetof(ps_tls_config_t, cert_file)},
+        {.key = "key_file", .type = PS_YF_FILE, .offset = offsetof(ps_tls_config_t, key_file)},
+        {.key = "server_name", .type = PS_YF_STR, .offset = offsetof(ps_tls_config_t, server_name)},
+        {.key = "insecure_skip_verify", .type = PS_YF_BOOL, .offset = offsetof(ps_tls_config_t, insecure_skip_verify)},
+    };
+    static const ps_yaml_map_t m = MAP("tls_config", NULL, rows);
+    ctx_t *c = ctx;
+    ps_tls_config_t *t = dst;
+    int rc = walk(c, n, &m, t, NULL);
+    (void)w;
     if (rc != 0)
         return rc;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const char *key;
-        if ((rc = check_key(c, n, pr, &f, &key)) != 0)
-            return rc;
-        yaml_node_t *v = node(c, pr->value);
-        if (is_null(v))
-            continue;
-        size_t old = push_key(c, key);
-        if (strcmp(key, "ca_file") == 0)
-            rc = get_file(c, v, &t->ca_file);
-        else if (strcmp(key, "cert_file") == 0)
-            rc = get_file(c, v, &t->cert_file);
-        else if (strcmp(key, "key_file") == 0)
-            rc = get_file(c, v, &t->key_file);
-        else if (strcmp(key, "server_name") == 0)
-            rc = get_str(c, v, &t->server_name);
-        else
-            rc = get_bool(c, v, &t->insecure_skip_verify);
-        if (rc != 0)
-            return rc;
-        pop(c, old);
-    }
     if ((t->cert_file != NULL) != (t->key_file != NULL))
         return fail(c, n, t->cert_file != NULL ? "cert_file is set without key_file"
                                                : "key_file is set without cert_file");
     return 0;
 }
 
-/* 1 if key is not an http client option, 0 if parsed, < 0 on error. */
-static int parse_client_field(ctx_t *c, const yaml_node_pair_t *pr, const char *key, ps_http_client_t *cl,
-                              client_keys_t *ck)
-{
-    yaml_node_t *k = node(c, pr->key), *v = node(c, pr->value);
-    if (strcmp(key, "basic_auth") == 0) {
-        ck->basic = k;
-        return parse_basic_auth(c, v, cl);
-    }
-    if (strcmp(key, "authorization") == 0) {
-        ck->authz = k;
-        return parse_authorization(c, v, cl);
-    }
-    if (strcmp(key, "bearer_token") == 0) {
-        ck->bearer = k;
-        return get_str(c, v, &cl->auth_credentials);
-    }
-    if (strcmp(key, "bearer_token_file") == 0) {
-        ck->bearer_file = k;
-        return get_file(c, v, &cl->auth_credentials_file);
-    }
-    if (strcmp(key, "tls_config") == 0)
-        return parse_tls(c, v, &cl->tls);
-    if (strcmp(key, "follow_redirects") == 0)
-        return get_bool(c, v, &cl->follow_redirects);
-    if (strcmp(key, "enable_http2") == 0) {
-        bool ignored;
-        return get_bool(c, v, &ignored);
-    }
-    return 1;
-}
+/* The http client options of a mapping whose struct T holds them in its member client. */
+#define CLIENT_ROWS(T)                                                                                                 \
+    {.key = "basic_auth", .type = PS_YF_FN, .offset = offsetof(T, client), .fn = parse_basic_auth},                    \
+    {.key = "authorization", .type = PS_YF_FN, .offset = offsetof(T, client), .fn = parse_authorization},              \
+    {.key = "bearer_token", .type = PS_YF_STR, .offset = offsetof(T, client.auth_credentials)},                        \
+    {.key = "bearer_token_file", .type = PS_YF_FILE, .offset = offsetof(T, client.auth_credentials_file)},             \
+    {.key = "tls_config", .type = PS_YF_FN, .offset = offsetof(T, client.tls), .fn = parse_tls},                       \
+    {.key = "follow_redirects", .type = PS_YF_BOOL, .offset = offsetof(T, client.follow_redirects)},                   \
+    {.key = "enable_http2", .type = PS_YF_BOOL, .flags = PS_YF_IGNORED}
 
-/* The checks of Prometheus' HTTPClientConfig.Validate, at the later of two conflicting keys. */
-static int finish_client(ctx_t *c, ps_http_client_t *cl, const client_keys_t *ck)
+/* The checks of Prometheus' HTTPClientConfig.Validate, at the later of two conflicting keys (the
+ * keys of m's CLIENT_ROWS in seen). */
+static int finish_client(ctx_t *c, ps_http_client_t *cl, const ps_yaml_map_t *m, const ps_yaml_seen_t *seen)
 {
+    client_keys_t k = {seen_key(m, seen, "basic_auth"), seen_key(m, seen, "authorization"),
+                       seen_key(m, seen, "bearer_token"), seen_key(m, seen, "bearer_token_file")};
+    const client_keys_t *ck = &k;
     if (ck->bearer != NULL && ck->bearer_file != NULL)
         return fail(c, later(ck->bearer, ck->bearer_file), "at most one of bearer_token and bearer_token_file may be set");
     const yaml_node_t *bearer = ck->bearer != NULL ? ck->bearer : ck->bearer_file;
@@ -656,48 +483,44 @@ static const char *bad_sd_pattern(const char *s)
     return "the file name must end in .json, .yml or .yaml";
 }
 
+static int sd_files(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    ctx_t *c = ctx;
+    ps_file_sd_t *sd = dst;
+    int rc;
+    (void)w;
+    if ((rc = want_seq(c, v, "file names")) != 0)
+        return rc;
+    size_t cnt = seq_len(v);
+    sd->files = ps_arena_calloc(c->w.a, cnt, sizeof(char *));
+    for (size_t i = 0; i < cnt; i++) {
+        yaml_node_t *it = seq_at(c, v, i);
+        size_t o2 = push_idx(c, i);
+        if (is_null(it))
+            return fail(c, it, "expected a file name, got null");
+        if ((rc = get_file(c, it, &sd->files[i])) != 0)
+            return rc;
+        const char *why = bad_sd_pattern(sd->files[i]);
+        if (why != NULL)
+            return fail(c, it, "path \"%.100s\" is not valid for file discovery: %s", sval(it), why);
+        sd->nfiles++;
+        pop(c, o2);
+    }
+    return 0;
+}
+
 static int parse_file_sd(ctx_t *c, const yaml_node_t *n, ps_file_sd_t *sd)
 {
-    static const char *const names[] = {"files", "refresh_interval", NULL};
-    static const fields_t f = {"a file_sd config", names, NULL, false};
-    int rc = want_map(c, n, "a file_sd config");
+    static const ps_yaml_field_t rows[] = {
+        WHOLE("files", sd_files),
+        {.key = "refresh_interval", .type = PS_YF_DURATION, .offset = offsetof(ps_file_sd_t, refresh_interval),
+         .flags = PS_YF_POSITIVE},
+    };
+    static const ps_yaml_map_t m = MAP("a file_sd config", NULL, rows);
+    sd->refresh_interval = DEFAULT_FILE_SD_REFRESH;
+    int rc = walk(c, n, &m, sd, NULL);
     if (rc != 0)
         return rc;
-    sd->refresh_interval = DEFAULT_FILE_SD_REFRESH;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const char *key;
-        if ((rc = check_key(c, n, pr, &f, &key)) != 0)
-            return rc;
-        yaml_node_t *v = node(c, pr->value);
-        if (is_null(v))
-            continue;
-        size_t old = push_key(c, key);
-        if (strcmp(key, "files") == 0) {
-            if ((rc = want_seq(c, v, "file names")) != 0)
-                return rc;
-            size_t cnt = seq_len(v);
-            sd->files = ps_arena_calloc(c->w.a, cnt, sizeof(char *));
-            for (size_t i = 0; i < cnt; i++) {
-                yaml_node_t *it = seq_at(c, v, i);
-                size_t o2 = push_idx(c, i);
-                if (is_null(it))
-                    return fail(c, it, "expected a file name, got null");
-                if ((rc = get_file(c, it, &sd->files[i])) != 0)
-                    return rc;
-                const char *why = bad_sd_pattern(sd->files[i]);
-                if (why != NULL)
-                    return fail(c, it, "path \"%.100s\" is not valid for file discovery: %s", sval(it), why);
-                sd->nfiles++;
-                pop(c, o2);
-            }
-        } else {
-            if ((rc = get_duration(c, v, &sd->refresh_interval)) != 0)
-                return rc;
-            if (sd->refresh_interval <= 0)
-                return fail(c, v, "refresh_interval must be greater than 0");
-        }
-        pop(c, old);
-    }
     if (sd->nfiles == 0)
         return fail(c, n, "a file_sd config needs at least one file in `files`");
     return 0;
@@ -721,43 +544,24 @@ static int check_http_url(ctx_t *c, const yaml_node_t *url, const char *s)
 
 static int parse_http_sd(ctx_t *c, const yaml_node_t *n, ps_http_sd_t *sd)
 {
-    static const char *const names[] = {"url", "refresh_interval", CLIENT_FIELDS, NULL};
-    static const fields_t f = {"an http_sd config", names, NULL, false};
-    int rc = want_map(c, n, "an http_sd config");
-    if (rc != 0)
-        return rc;
+    static const ps_yaml_field_t rows[] = {
+        {.key = "url", .type = PS_YF_STR, .offset = offsetof(ps_http_sd_t, url),
+         .required = "an http_sd config needs a url"},
+        {.key = "refresh_interval", .type = PS_YF_DURATION, .offset = offsetof(ps_http_sd_t, refresh_interval),
+         .flags = PS_YF_POSITIVE},
+        CLIENT_ROWS(ps_http_sd_t),
+    };
+    static const ps_yaml_map_t m = MAP("an http_sd config", NULL, rows);
     sd->refresh_interval = DEFAULT_HTTP_SD_REFRESH;
     sd->client.follow_redirects = true;
-    client_keys_t ck = {0};
-    const yaml_node_t *url = NULL;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const char *key;
-        if ((rc = check_key(c, n, pr, &f, &key)) != 0)
-            return rc;
-        yaml_node_t *v = node(c, pr->value);
-        if (is_null(v))
-            continue;
-        size_t old = push_key(c, key);
-        if (strcmp(key, "url") == 0) {
-            if ((rc = get_str(c, v, &sd->url)) != 0)
-                return rc;
-            url = v;
-        } else if (strcmp(key, "refresh_interval") == 0) {
-            if ((rc = get_duration(c, v, &sd->refresh_interval)) != 0)
-                return rc;
-            if (sd->refresh_interval <= 0)
-                return fail(c, v, "refresh_interval must be greater than 0");
-        } else if ((rc = parse_client_field(c, pr, key, &sd->client, &ck)) != 0) {
-            return rc;
-        }
-        pop(c, old);
-    }
-    if (url == NULL)
-        return fail(c, n, "an http_sd config needs a url");
-    if ((rc = check_http_url(c, url, sd->url)) != 0)
+    ps_yaml_seen_t seen;
+    int rc = walk(c, n, &m, sd, &seen);
+    if (rc != 0)
+        return rc;
+    if ((rc = check_http_url(c, seen_val(&m, &seen, "url"), sd->url)) != 0)
         return rc;
     sd->url_shown = ps_redact_url_arena(c->w.a, sd->url);
-    return finish_client(c, &sd->client, &ck);
+    return finish_client(c, &sd->client, &m, &seen);
 }
 
 /* ---- relabeling ---- */
@@ -859,71 +663,65 @@ static int compile_regex(ctx_t *c, const yaml_node_t *at, ps_relabel_t *r)
     return 0;
 }
 
-static int parse_relabel(ctx_t *c, const yaml_node_t *n, ps_relabel_t *r)
+static int relabel_sources(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
 {
-    static const char *const names[] = {"source_labels", "separator", "target_label", "regex",
-                                        "modulus",       "replacement", "action",     NULL};
-    static const fields_t f = {"a relabel config", names, NULL, false};
-    int rc = want_map(c, n, "a relabel config");
+    ctx_t *c = ctx;
+    ps_relabel_t *r = dst;
+    int rc;
+    (void)w;
+    if ((rc = parse_string_list(c, v, "label names", &r->source_labels, &r->nsource)) != 0)
+        return rc;
+    for (uint32_t i = 0; i < r->nsource; i++) {
+        if (!ps_label_name_valid(r->source_labels[i], strlen(r->source_labels[i]))) {
+            push_idx(c, i);
+            return fail(c, seq_at(c, v, i), "\"%.64s\" is not a valid label name", r->source_labels[i]);
+        }
+    }
+    return 0;
+}
+
+static int relabel_action(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    const char *s;
+    int rc = ps_yaml_get_str(w, v, &s);
     if (rc != 0)
         return rc;
+    size_t i = 0, na = sizeof(relabel_actions) / sizeof(relabel_actions[0]);
+    while (i < na && strcasecmp(s, relabel_actions[i].name) != 0)
+        i++;
+    if (i == na)
+        return fail((ctx_t *)ctx, v,
+                    "unknown relabel action \"%.64s\" (valid: replace, keep, drop, keepequal, dropequal, "
+                    "hashmod, labelmap, labeldrop, labelkeep, lowercase, uppercase)",
+                    s);
+    *(ps_relabel_action_t *)dst = relabel_actions[i].action;
+    return 0;
+}
+
+static int parse_relabel(ctx_t *c, const yaml_node_t *n, ps_relabel_t *r)
+{
+    static const ps_yaml_field_t rows[] = {
+        WHOLE("source_labels", relabel_sources),
+        {.key = "separator", .type = PS_YF_STR, .offset = offsetof(ps_relabel_t, separator)},
+        {.key = "target_label", .type = PS_YF_STR, .offset = offsetof(ps_relabel_t, target_label)},
+        {.key = "regex", .type = PS_YF_STR, .offset = offsetof(ps_relabel_t, regex)},
+        {.key = "modulus", .type = PS_YF_U64, .offset = offsetof(ps_relabel_t, modulus)},
+        {.key = "replacement", .type = PS_YF_STR, .offset = offsetof(ps_relabel_t, replacement)},
+        {.key = "action", .type = PS_YF_FN, .offset = offsetof(ps_relabel_t, action), .fn = relabel_action},
+    };
+    static const ps_yaml_map_t m = MAP("a relabel config", NULL, rows);
     r->action = PS_RELABEL_REPLACE;
     r->separator = ";";
     r->regex = "(.*)";
     r->replacement = "$1";
-    const yaml_node_t *action = NULL, *target = NULL, *regex = NULL, *modulus = NULL, *replacement = NULL,
-                      *sources = NULL;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const char *key;
-        if ((rc = check_key(c, n, pr, &f, &key)) != 0)
-            return rc;
-        yaml_node_t *v = node(c, pr->value);
-        if (is_null(v))
-            continue;
-        size_t old = push_key(c, key);
-        if (strcmp(key, "source_labels") == 0) {
-            if ((rc = parse_string_list(c, v, "label names", &r->source_labels, &r->nsource)) != 0)
-                return rc;
-            for (uint32_t i = 0; i < r->nsource; i++) {
-                if (!ps_label_name_valid(r->source_labels[i], strlen(r->source_labels[i]))) {
-                    push_idx(c, i);
-                    return fail(c, seq_at(c, v, i), "\"%.64s\" is not a valid label name", r->source_labels[i]);
-                }
-            }
-            sources = v;
-        } else if (strcmp(key, "separator") == 0) {
-            rc = get_str(c, v, &r->separator);
-        } else if (strcmp(key, "target_label") == 0) {
-            rc = get_str(c, v, &r->target_label);
-            target = v;
-        } else if (strcmp(key, "regex") == 0) {
-            rc = get_str(c, v, &r->regex);
-            regex = v;
-        } else if (strcmp(key, "modulus") == 0) {
-            rc = get_u64(c, v, &r->modulus);
-            modulus = v;
-        } else if (strcmp(key, "replacement") == 0) {
-            rc = get_str(c, v, &r->replacement);
-            replacement = v;
-        } else {
-            const char *s;
-            if ((rc = get_str(c, v, &s)) != 0)
-                return rc;
-            size_t i = 0, na = sizeof(relabel_actions) / sizeof(relabel_actions[0]);
-            while (i < na && strcasecmp(s, relabel_actions[i].name) != 0)
-                i++;
-            if (i == na)
-                return fail(c, v,
-                            "unknown relabel action \"%.64s\" (valid: replace, keep, drop, keepequal, dropequal, "
-                            "hashmod, labelmap, labeldrop, labelkeep, lowercase, uppercase)",
-                            s);
-            r->action = relabel_actions[i].action;
-            action = v;
-        }
-        if (rc != 0)
-            return rc;
-        pop(c, old);
-    }
+    ps_yaml_seen_t seen;
+    int rc = walk(c, n, &m, r, &seen);
+    if (rc != 0)
+        return rc;
+    const yaml_node_t *action = seen_val(&m, &seen, "action"), *target = seen_val(&m, &seen, "target_label"),
+                      *regex = seen_val(&m, &seen, "regex"), *modulus = seen_val(&m, &seen, "modulus"),
+                      *replacement = seen_val(&m, &seen, "replacement"), *sources = seen_val(&m, &seen, "source_labels");
+
     if (target != NULL && r->target_label[0] == '\0')
         r->target_label = NULL;
 
@@ -997,10 +795,20 @@ typedef struct pentry {
     const yaml_node_t *key, *seconds;
 } pentry_t;
 
-static int parse_keep_types(ctx_t *c, const yaml_node_t *n, ps_pprof_entry_t *e)
+typedef struct sample_type {
+    const char *type, *unit;
+} sample_type_t;
+
+static int parse_keep_types(ps_yaml_walk_t *w, const yaml_node_t *n, void *dst, void *ctx)
 {
-    static const char *const names[] = {"type", "unit", NULL};
-    static const fields_t f = {"a keep_sample_type entry", names, NULL, false};
+    static const ps_yaml_field_t rows[] = {
+        {.key = "type", .type = PS_YF_STR, .offset = offsetof(sample_type_t, type)},
+        {.key = "unit", .type = PS_YF_STR, .offset = offsetof(sample_type_t, unit)},
+    };
+    static const ps_yaml_map_t m = MAP("a keep_sample_type entry", "a sample type ({type, unit})", rows);
+    ctx_t *c = ctx;
+    ps_pprof_entry_t *e = dst;
+    (void)w;
     int rc = want_seq(c, n, "{type, unit} entries");
     if (rc != 0)
         return rc;
@@ -1010,85 +818,141 @@ static int parse_keep_types(ctx_t *c, const yaml_node_t *n, ps_pprof_entry_t *e)
     for (size_t i = 0; i < cnt; i++) {
         yaml_node_t *it = seq_at(c, n, i);
         size_t old = push_idx(c, i);
-        if ((rc = want_map(c, it, "a sample type ({type, unit})")) != 0)
+        sample_type_t st = {NULL, NULL};
+        if ((rc = walk(c, it, &m, &st, NULL)) != 0)
             return rc;
-        const char *type = NULL, *unit = NULL;
-        for (yaml_node_pair_t *pr = it->data.mapping.pairs.start; pr < it->data.mapping.pairs.top; pr++) {
-            const char *key;
-            if ((rc = check_key(c, it, pr, &f, &key)) != 0)
-                return rc;
-            yaml_node_t *v = node(c, pr->value);
-            if (is_null(v))
-                continue;
-            size_t o2 = push_key(c, key);
-            if ((rc = get_str(c, v, strcmp(key, "type") == 0 ? &type : &unit)) != 0)
-                return rc;
-            pop(c, o2);
-        }
-        if (type == NULL || type[0] == '\0')
+        if (st.type == NULL || st.type[0] == '\0')
             return fail(c, it, "a sample type needs a type (e.g. alloc_space)");
-        if (unit == NULL || unit[0] == '\0')
+        if (st.unit == NULL || st.unit[0] == '\0')
             return fail(c, it, "a sample type needs a unit (e.g. bytes)");
-        e->keep_type[i] = type;
-        e->keep_unit[i] = unit;
+        e->keep_type[i] = st.type;
+        e->keep_unit[i] = st.unit;
         e->nkeep++;
         pop(c, old);
     }
     return 0;
 }
 
+static int pprof_path(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    const char **path = dst;
+    int rc = ps_yaml_get_str(w, v, path);
+    if (rc != 0)
+        return rc;
+    if ((*path)[0] != '/')
+        return fail((ctx_t *)ctx, v, "the path must start with '/': \"%.100s\"", *path);
+    return 0;
+}
+
+/* Parca: an integer number of seconds; we also take a duration */
+static int pprof_seconds(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    ctx_t *c = ctx;
+    int64_t *seconds = dst;
+    int rc;
+    (void)w;
+    if (v->type == YAML_SCALAR_NODE && slen(v) > 0 && sval(v)[slen(v) - 1] >= '0' && sval(v)[slen(v) - 1] <= '9') {
+        uint64_t s;
+        if ((rc = get_u64(c, v, &s)) != 0)
+            return rc;
+        if (s > 365ull * 86400)
+            return fail(c, v, "seconds out of range");
+        *seconds = (int64_t)s * PS_NS_PER_S;
+        return 0;
+    }
+    if ((rc = get_duration(c, v, seconds)) != 0)
+        return rc;
+    if (*seconds % PS_NS_PER_S != 0)
+        return fail(c, v, "seconds must be a whole number of seconds");
+    return 0;
+}
+
 static int parse_pprof_entry(ctx_t *c, const yaml_node_t *n, pentry_t *pe)
 {
-    static const char *const names[] = {"enabled", "path", "delta", "seconds", "keep_sample_type", NULL};
-    static const fields_t f = {"a pprof_config entry", names, NULL, false};
+    static const ps_yaml_field_t rows[] = {
+        {.key = "enabled", .type = PS_YF_BOOL, .offset = offsetof(pentry_t, e.enabled)},
+        {.key = "path", .type = PS_YF_FN, .offset = offsetof(pentry_t, e.path), .fn = pprof_path},
+        {.key = "delta", .type = PS_YF_BOOL, .offset = offsetof(pentry_t, e.delta)},
+        {.key = "seconds", .type = PS_YF_FN, .offset = offsetof(pentry_t, e.seconds), .fn = pprof_seconds},
+        {.key = "keep_sample_type", .type = PS_YF_FN, .offset = offsetof(pentry_t, e), .fn = parse_keep_types},
+    };
+    static const ps_yaml_map_t m = MAP("a pprof_config entry", NULL, rows);
     pe->present = true;
     if (is_null(n))
         return 0;
-    int rc = want_map(c, n, "a pprof_config entry");
+    ps_yaml_seen_t seen;
+    int rc = walk(c, n, &m, pe, &seen);
     if (rc != 0)
         return rc;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const char *key;
-        if ((rc = check_key(c, n, pr, &f, &key)) != 0)
+    pe->has_enabled = seen_val(&m, &seen, "enabled") != NULL;
+    pe->has_delta = seen_val(&m, &seen, "delta") != NULL;
+    if (seen_val(&m, &seen, "seconds") != NULL)
+        pe->seconds = seen_val(&m, &seen, "seconds");
+    return 0;
+}
+
+/* profiling_config as read: the default entries as given, then the custom ones */
+typedef struct profiling {
+    ps_scrape_config_t *sc;
+    pentry_t defs[NDEFAULTS];
+    pentry_t *custom;
+    size_t ncustom;
+} profiling_t;
+
+static int path_prefix(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    ctx_t *c = ctx;
+    profiling_t *pf = dst;
+    const char *p;
+    int rc = ps_yaml_get_str(w, v, &p);
+    if (rc != 0)
+        return rc;
+    if (p[0] != '\0' && p[0] != '/')
+        return fail(c, v, "path_prefix must start with '/': \"%.100s\"", p);
+    size_t l = strlen(p);
+    while (l > 0 && p[l - 1] == '/')
+        l--;
+    pf->sc->path_prefix = ps_arena_strndup(c->w.a, p, l);
+    return 0;
+}
+
+/* pprof_config: profile name -> settings; the names of the defaults merge with them */
+static int pprof_config(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    static const ps_yaml_map_t anykey = {.what = "pprof_config"};
+    ctx_t *c = ctx;
+    profiling_t *pf = dst;
+    int rc;
+    (void)w;
+    if ((rc = want_map(c, v, "profile settings by name")) != 0)
+        return rc;
+    size_t cnt = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
+    pf->custom = ps_arena_calloc(c->w.a, cnt, sizeof(pentry_t));
+    for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
+        const char *name;
+        if ((rc = check_key(c, v, q, &anykey, &name)) != 0)
             return rc;
-        yaml_node_t *v = node(c, pr->value);
-        if (is_null(v))
-            continue;
-        size_t old = push_key(c, key);
-        if (strcmp(key, "enabled") == 0) {
-            rc = get_bool(c, v, &pe->e.enabled);
-            pe->has_enabled = true;
-        } else if (strcmp(key, "path") == 0) {
-            if ((rc = get_str(c, v, &pe->e.path)) != 0)
-                return rc;
-            if (pe->e.path[0] != '/')
-                return fail(c, v, "the path must start with '/': \"%.100s\"", pe->e.path);
-        } else if (strcmp(key, "delta") == 0) {
-            rc = get_bool(c, v, &pe->e.delta);
-            pe->has_delta = true;
-        } else if (strcmp(key, "seconds") == 0) {
-            /* Parca: an integer number of seconds; we also take a duration */
-            uint64_t s;
-            if (v->type == YAML_SCALAR_NODE && slen(v) > 0 && sval(v)[slen(v) - 1] >= '0' &&
-                sval(v)[slen(v) - 1] <= '9') {
-                if ((rc = get_u64(c, v, &s)) != 0)
-                    return rc;
-                if (s > 365ull * 86400)
-                    return fail(c, v, "seconds out of range");
-                pe->e.seconds = (int64_t)s * PS_NS_PER_S;
-            } else {
-                if ((rc = get_duration(c, v, &pe->e.seconds)) != 0)
-                    return rc;
-                if (pe->e.seconds % PS_NS_PER_S != 0)
-                    return fail(c, v, "seconds must be a whole number of seconds");
-            }
-            pe->seconds = v;
-        } else {
-            rc = parse_keep_types(c, v, &pe->e);
+        yaml_node_t *k = node(c, q->key);
+        pentry_t *pe = NULL;
+        for (size_t i = 0; i < NDEFAULTS; i++)
+            if (strcmp(name, pprof_defaults[i].name) == 0)
+                pe = &pf->defs[i];
+        if (pe == NULL) {
+            if (!ps_metric_name_valid(name, slen(k)))
+                return fail(c, k,
+                            "\"%.64s\" is not a valid profile name: it becomes the __name__ label, so it "
+                            "must match [a-zA-Z_:][a-zA-Z0-9_:]*",
+                            name);
+            pe = &pf->custom[pf->ncustom++];
+            pe->e.name = ps_arena_strndup(c->w.a, name, slen(k));
         }
-        if (rc != 0)
+        pe->key = k;
+        size_t o2 = push_key(c, name);
+        if ((rc = parse_pprof_entry(c, node(c, q->value), pe)) != 0)
             return rc;
-        pop(c, old);
+        if (pe >= pf->custom && pe < pf->custom + pf->ncustom && pe->e.path == NULL)
+            return fail(c, k, "the custom profile \"%.64s\" needs a path", name);
+        pop(c, o2);
     }
     return 0;
 }
@@ -1097,75 +961,23 @@ static int parse_pprof_entry(ctx_t *c, const yaml_node_t *n, pentry_t *pe)
  * and the nodes are for the checks that involve the scrape timeout. */
 static int parse_profiling(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *sc, const yaml_node_t *timeout_at)
 {
-    static const char *const names[] = {"path_prefix", "pprof_config", NULL};
-    static const fields_t f = {"profiling_config", names, NULL, false};
-    static const fields_t anykey = {"pprof_config", NULL, NULL, false};
-    pentry_t defs[NDEFAULTS];
-    memset(defs, 0, sizeof(defs));
-    pentry_t *custom = NULL;
-    size_t ncustom = 0;
+    static const ps_yaml_field_t rows[] = {WHOLE("path_prefix", path_prefix), WHOLE("pprof_config", pprof_config)};
+    static const ps_yaml_map_t m = MAP("profiling_config", NULL, rows);
+    profiling_t pf;
+    memset(&pf, 0, sizeof(pf));
+    pf.sc = sc;
+    pentry_t *defs = pf.defs;
     int rc = 0;
     size_t base = c->w.plen;
     sc->path_prefix = "";
     if (n != NULL) {
         push_key(c, "profiling_config");
-        if ((rc = want_map(c, n, "profiling_config")) != 0)
+        if ((rc = walk(c, n, &m, &pf, NULL)) != 0)
             return rc;
-        for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-            const char *key;
-            if ((rc = check_key(c, n, pr, &f, &key)) != 0)
-                return rc;
-            yaml_node_t *v = node(c, pr->value);
-            if (is_null(v))
-                continue;
-            size_t old = push_key(c, key);
-            if (strcmp(key, "path_prefix") == 0) {
-                const char *p;
-                if ((rc = get_str(c, v, &p)) != 0)
-                    return rc;
-                if (p[0] != '\0' && p[0] != '/')
-                    return fail(c, v, "path_prefix must start with '/': \"%.100s\"", p);
-                size_t l = strlen(p);
-                while (l > 0 && p[l - 1] == '/')
-                    l--;
-                sc->path_prefix = ps_arena_strndup(c->w.a, p, l);
-            } else {
-                if ((rc = want_map(c, v, "profile settings by name")) != 0)
-                    return rc;
-                size_t cnt = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
-                custom = ps_arena_calloc(c->w.a, cnt, sizeof(pentry_t));
-                for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
-                    const char *name;
-                    if ((rc = check_key(c, v, q, &anykey, &name)) != 0)
-                        return rc;
-                    yaml_node_t *k = node(c, q->key);
-                    pentry_t *pe = NULL;
-                    for (size_t i = 0; i < NDEFAULTS; i++)
-                        if (strcmp(name, pprof_defaults[i].name) == 0)
-                            pe = &defs[i];
-                    if (pe == NULL) {
-                        if (!ps_metric_name_valid(name, slen(k)))
-                            return fail(c, k,
-                                        "\"%.64s\" is not a valid profile name: it becomes the __name__ label, so it "
-                                        "must match [a-zA-Z_:][a-zA-Z0-9_:]*",
-                                        name);
-                        pe = &custom[ncustom++];
-                        pe->e.name = ps_arena_strndup(c->w.a, name, slen(k));
-                    }
-                    pe->key = k;
-                    size_t o2 = push_key(c, name);
-                    if ((rc = parse_pprof_entry(c, node(c, q->value), pe)) != 0)
-                        return rc;
-                    if (pe >= custom && pe < custom + ncustom && pe->e.path == NULL)
-                        return fail(c, k, "the custom profile \"%.64s\" needs a path", name);
-                    pop(c, o2);
-                }
-            }
-            pop(c, old);
-        }
         pop(c, base);
     }
-
+    pentry_t *custom = pf.custom;
+    size_t ncustom = pf.ncustom;
     sc->npprof = (uint32_t)(NDEFAULTS + ncustom);
     sc->pprof = ps_arena_calloc(c->w.a, sc->npprof, sizeof(ps_pprof_entry_t));
     for (size_t i = 0; i < sc->npprof; i++) {
@@ -1214,7 +1026,7 @@ static int parse_profiling(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *s
 
 static int parse_params(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *sc)
 {
-    static const fields_t any = {"params", NULL, NULL, false};
+    static const ps_yaml_map_t any = {.what = "params"};
     int rc = want_map(c, n, "params (name: [values])");
     if (rc != 0)
         return rc;
@@ -1237,15 +1049,6 @@ static int parse_params(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *sc)
     }
     return 0;
 }
-
-static const char *const scrape_fields[] = {
-    "job_name", "scrape_interval", "scrape_timeout", "scheme", "params", "static_configs", "file_sd_configs",
-    "http_sd_configs", "relabel_configs", "profiling_config", CLIENT_FIELDS, "honor_labels", "honor_timestamps",
-    "normalized_addresses", "target_limit", "keep_dropped_targets", NULL};
-static const char *const scrape_rejected[] = {
-    "metrics_path", "profile paths come from profiling_config (path_prefix and pprof_config.<name>.path)",
-    "metric_relabel_configs", "profiles have no metric samples to relabel; use relabel_configs",
-    NULL};
 
 /* A YAML sequence of elements of one kind, each parsed by fn into an arena array; the path in
  * messages gets [i] for the element being parsed. */
@@ -1275,83 +1078,95 @@ static int file_sd_elem(ctx_t *c, const yaml_node_t *n, void *out) { return pars
 static int http_sd_elem(ctx_t *c, const yaml_node_t *n, void *out) { return parse_http_sd(c, n, out); }
 static int relabel_elem(ctx_t *c, const yaml_node_t *n, void *out) { return parse_relabel(c, n, out); }
 
-static int parse_scrape(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *sc, const yaml_node_t **job_node)
+static int scrape_scheme(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
 {
-    static const fields_t f = {"a scrape config", scrape_fields, scrape_rejected, true};
-    if (is_null(n))
-        return fail(c, n, "empty scrape config");
-    int rc = want_map(c, n, "a scrape config");
+    const char **scheme = dst;
+    int rc = ps_yaml_get_str(w, v, scheme);
     if (rc != 0)
         return rc;
+    if (strcmp(*scheme, "http") != 0 && strcmp(*scheme, "https") != 0)
+        return fail((ctx_t *)ctx, v, "scheme must be http or https, got \"%.32s\"", *scheme);
+    return 0;
+}
+
+static int scrape_params(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    (void)w;
+    return parse_params(ctx, v, dst);
+}
+
+static int scrape_static(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    ps_scrape_config_t *sc = dst;
+    (void)w;
+    return parse_list(ctx, v, "static configs ({targets, labels})", sizeof(ps_target_group_t),
+                      (void **)&sc->static_configs, &sc->nstatic, static_elem);
+}
+
+static int scrape_file_sd(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    ps_scrape_config_t *sc = dst;
+    (void)w;
+    return parse_list(ctx, v, "file_sd configs", sizeof(ps_file_sd_t), (void **)&sc->file_sd, &sc->nfile_sd,
+                      file_sd_elem);
+}
+
+static int scrape_http_sd(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    ps_scrape_config_t *sc = dst;
+    (void)w;
+    return parse_list(ctx, v, "http_sd configs", sizeof(ps_http_sd_t), (void **)&sc->http_sd, &sc->nhttp_sd,
+                      http_sd_elem);
+}
+
+static int scrape_relabel(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    ps_scrape_config_t *sc = dst;
+    (void)w;
+    return parse_list(ctx, v, "relabel configs", sizeof(ps_relabel_t), (void **)&sc->relabel, &sc->nrelabel,
+                      relabel_elem);
+}
+static int parse_scrape(ctx_t *c, const yaml_node_t *n, ps_scrape_config_t *sc, const yaml_node_t **job_node)
+{
+#define SC(k, t, field, ...) {.key = (k), .type = (t), .offset = offsetof(ps_scrape_config_t, field), __VA_ARGS__}
+    static const ps_yaml_field_t rows[] = {
+        SC("job_name", PS_YF_STR, job_name, .flags = PS_YF_NONEMPTY, .required = "job_name is required"),
+        SC("scrape_interval", PS_YF_DURATION, scrape_interval),
+        SC("scrape_timeout", PS_YF_DURATION, scrape_timeout),
+        SC("scheme", PS_YF_FN, scheme, .fn = scrape_scheme),
+        WHOLE("params", scrape_params),
+        WHOLE("static_configs", scrape_static),
+        WHOLE("file_sd_configs", scrape_file_sd),
+        WHOLE("http_sd_configs", scrape_http_sd),
+        WHOLE("relabel_configs", scrape_relabel),
+        {.key = "profiling_config", .type = PS_YF_NODE}, /* parsed below, once the timeout is known */
+        CLIENT_ROWS(ps_scrape_config_t),
+        {.key = "honor_labels", .type = PS_YF_BOOL, .flags = PS_YF_IGNORED},
+        {.key = "honor_timestamps", .type = PS_YF_BOOL, .flags = PS_YF_IGNORED},
+        {.key = "normalized_addresses", .type = PS_YF_BOOL, .flags = PS_YF_IGNORED},
+        SC("target_limit", PS_YF_U32, target_limit, .max = UINT32_MAX),
+        SC("keep_dropped_targets", PS_YF_U32, keep_dropped_targets, .max = UINT32_MAX),
+    };
+#undef SC
+    static const char *const rejected[] = {
+        "metrics_path", "profile paths come from profiling_config (path_prefix and pprof_config.<name>.path)",
+        "metric_relabel_configs", "profiles have no metric samples to relabel; use relabel_configs", NULL};
+    static const ps_yaml_map_t m = MAP("a scrape config", NULL, rows, .rejected = rejected, .sd_hint = true);
+    if (is_null(n))
+        return fail(c, n, "empty scrape config");
     const ps_config_t *cfg = c->cfg;
     sc->scheme = "http";
     sc->client.follow_redirects = true;
-    client_keys_t ck = {0};
-    const yaml_node_t *interval = NULL, *timeout = NULL, *profiling = NULL;
+    ps_yaml_seen_t seen;
     *job_node = NULL;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const char *key;
-        if ((rc = check_key(c, n, pr, &f, &key)) != 0)
-            return rc;
-        yaml_node_t *v = node(c, pr->value);
-        if (is_null(v))
-            continue;
-        size_t old = push_key(c, key);
-        if (strcmp(key, "job_name") == 0) {
-            if ((rc = get_str(c, v, &sc->job_name)) != 0)
-                return rc;
-            if (sc->job_name[0] == '\0')
-                return fail(c, v, "job_name must not be empty");
-            *job_node = v;
-        } else if (strcmp(key, "scrape_interval") == 0) {
-            rc = get_duration(c, v, &sc->scrape_interval);
-            interval = v;
-        } else if (strcmp(key, "scrape_timeout") == 0) {
-            rc = get_duration(c, v, &sc->scrape_timeout);
-            timeout = v;
-        } else if (strcmp(key, "scheme") == 0) {
-            if ((rc = get_str(c, v, &sc->scheme)) != 0)
-                return rc;
-            if (strcmp(sc->scheme, "http") != 0 && strcmp(sc->scheme, "https") != 0)
-                return fail(c, v, "scheme must be http or https, got \"%.32s\"", sc->scheme);
-        } else if (strcmp(key, "params") == 0) {
-            rc = parse_params(c, v, sc);
-        } else if (strcmp(key, "static_configs") == 0) {
-            rc = parse_list(c, v, "static configs ({targets, labels})", sizeof(ps_target_group_t),
-                            (void **)&sc->static_configs, &sc->nstatic, static_elem);
-        } else if (strcmp(key, "file_sd_configs") == 0) {
-            rc = parse_list(c, v, "file_sd configs", sizeof(ps_file_sd_t), (void **)&sc->file_sd, &sc->nfile_sd,
-                            file_sd_elem);
-        } else if (strcmp(key, "http_sd_configs") == 0) {
-            rc = parse_list(c, v, "http_sd configs", sizeof(ps_http_sd_t), (void **)&sc->http_sd, &sc->nhttp_sd,
-                            http_sd_elem);
-        } else if (strcmp(key, "relabel_configs") == 0) {
-            rc = parse_list(c, v, "relabel configs", sizeof(ps_relabel_t), (void **)&sc->relabel, &sc->nrelabel,
-                            relabel_elem);
-        } else if (strcmp(key, "profiling_config") == 0) {
-            profiling = v; /* parsed below, once the timeout is known */
-        } else if (strcmp(key, "target_limit") == 0 || strcmp(key, "keep_dropped_targets") == 0) {
-            uint64_t lim;
-            if ((rc = get_u64(c, v, &lim)) == 0 && lim > UINT32_MAX)
-                rc = fail(c, v, "%s out of range (at most %u)", key, UINT32_MAX);
-            if (rc == 0)
-                *(key[0] == 't' ? &sc->target_limit : &sc->keep_dropped_targets) = (uint32_t)lim;
-        } else if (strcmp(key, "honor_labels") == 0 || strcmp(key, "honor_timestamps") == 0 ||
-                   strcmp(key, "normalized_addresses") == 0) {
-            bool ignored;
-            rc = get_bool(c, v, &ignored);
-        } else {
-            rc = parse_client_field(c, pr, key, &sc->client, &ck);
-        }
-        if (rc != 0)
-            return rc;
-        pop(c, old);
-    }
-    if (sc->job_name == NULL)
-        return fail(c, n, "job_name is required");
-    if ((rc = finish_client(c, &sc->client, &ck)) != 0)
+    int rc = walk(c, n, &m, sc, &seen);
+    *job_node = seen_val(&m, &seen, "job_name");
+    if (rc != 0)
         return rc;
-
+    if ((rc = finish_client(c, &sc->client, &m, &seen)) != 0)
+        return rc;
+    const yaml_node_t *interval = seen_val(&m, &seen, "scrape_interval"), *timeout = seen_val(&m, &seen, "scrape_timeout"),
+                      *profiling = seen_val(&m, &seen, "profiling_config");
     /* Prometheus' ScrapeConfig.Validate: interval/timeout from global, timeout <= interval */
     if (sc->scrape_interval == 0)
         sc->scrape_interval = cfg->scrape_interval;
@@ -1412,109 +1227,86 @@ static int parse_headers(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc
     return 0;
 }
 
-/* A byte count: digits and an optional unit (B, KB/KiB, MB/MiB, GB/GiB, TB/TiB, all base 2). */
-static int get_bytes(ctx_t *c, const yaml_node_t *n, uint64_t *out)
+static int parse_queue(ps_yaml_walk_t *w, const yaml_node_t *n, void *dst, void *ctx)
 {
-    if (n->type != YAML_SCALAR_NODE)
-        return fail(c, n, "expected a byte size such as 64MiB, got %s", kind(n));
-    const char *s = sval(n);
-    size_t l = slen(n), i = 0;
-    uint64_t v = 0;
-    for (; i < l && s[i] >= '0' && s[i] <= '9'; i++) {
-        unsigned d = (unsigned)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return fail(c, n, "byte size \"%.64s\" is too large", s);
-        v = v * 10 + d;
-    }
-    static const struct {
-        const char *unit;
-        unsigned shift;
-    } units[] = {{"", 0},  {"B", 0},    {"KB", 10}, {"KiB", 10}, {"MB", 20},
-                 {"MiB", 20}, {"GB", 30}, {"GiB", 30}, {"TB", 40}, {"TiB", 40}};
-    if (i == 0)
-        return fail(c, n, "expected a byte size such as 64MiB, got \"%.64s\"", s);
-    for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++)
-        if (strlen(units[u].unit) == l - i && memcmp(units[u].unit, s + i, l - i) == 0) {
-            if (units[u].shift > 0 && v > (UINT64_MAX >> units[u].shift))
-                return fail(c, n, "byte size \"%.64s\" is too large", s);
-            *out = v << units[u].shift;
-            return 0;
-        }
-    return fail(c, n, "byte size \"%.64s\": unknown unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", s);
-}
-
-static int get_positive(ctx_t *c, const yaml_node_t *v, uint32_t *out)
-{
-    uint64_t x;
-    int rc = get_u64(c, v, &x);
+#define Q(k, t, field, ...) {.key = (k), .type = (t), .offset = offsetof(ps_forward_config_t, field), __VA_ARGS__}
+    static const ps_yaml_field_t rows[] = {
+        Q("capacity", PS_YF_COUNT, capacity, .max = 1000000),
+        Q("max_shards", PS_YF_COUNT, max_shards, .max = 1000000),
+        Q("max_samples_per_send", PS_YF_COUNT, max_samples_per_send, .max = 1000000),
+        Q("batch_send_deadline", PS_YF_DURATION, batch_send_deadline, .flags = PS_YF_POSITIVE),
+        Q("min_backoff", PS_YF_DURATION, min_backoff, .flags = PS_YF_POSITIVE),
+        Q("max_backoff", PS_YF_DURATION, max_backoff, .flags = PS_YF_POSITIVE),
+        Q("retry_on_http_429", PS_YF_BOOL, retry_on_http_429),
+        Q("max_bytes", PS_YF_BYTES, max_bytes),
+    };
+#undef Q
+    static const ps_yaml_map_t m = MAP("queue_config", NULL, rows);
+    ctx_t *c = ctx;
+    ps_forward_config_t *fc = dst;
+    ps_yaml_seen_t seen;
+    int rc = walk(c, n, &m, fc, &seen);
+    (void)w;
     if (rc != 0)
         return rc;
-    if (x == 0 || x > 1000000)
-        return fail(c, v, "must be between 1 and 1000000, got %llu", (unsigned long long)x);
-    *out = (uint32_t)x;
-    return 0;
-}
-
-static int parse_queue(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc)
-{
-    static const char *const names[] = {"capacity", "max_shards", "max_samples_per_send", "batch_send_deadline",
-                                        "min_backoff", "max_backoff", "retry_on_http_429", "max_bytes", NULL};
-    static const fields_t f = {"queue_config", names, NULL, false};
-    int rc = want_map(c, n, "queue_config");
-    if (rc != 0)
-        return rc;
-    const yaml_node_t *maxb = NULL;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const char *key;
-        if ((rc = check_key(c, n, pr, &f, &key)) != 0)
-            return rc;
-        yaml_node_t *v = node(c, pr->value);
-        if (is_null(v))
-            continue;
-        size_t old = push_key(c, key);
-        if (strcmp(key, "capacity") == 0)
-            rc = get_positive(c, v, &fc->capacity);
-        else if (strcmp(key, "max_shards") == 0)
-            rc = get_positive(c, v, &fc->max_shards);
-        else if (strcmp(key, "max_samples_per_send") == 0)
-            rc = get_positive(c, v, &fc->max_samples_per_send);
-        else if (strcmp(key, "retry_on_http_429") == 0)
-            rc = get_bool(c, v, &fc->retry_on_http_429);
-        else if (strcmp(key, "max_bytes") == 0)
-            rc = get_bytes(c, v, &fc->max_bytes);
-        else {
-            int64_t *d = strcmp(key, "batch_send_deadline") == 0 ? &fc->batch_send_deadline
-                         : strcmp(key, "min_backoff") == 0        ? &fc->min_backoff
-                                                                  : &fc->max_backoff;
-            if ((rc = get_duration(c, v, d)) == 0 && *d <= 0)
-                rc = fail(c, v, "%s must be greater than 0", key);
-            if (d == &fc->max_backoff)
-                maxb = v;
-        }
-        if (rc != 0)
-            return rc;
-        pop(c, old);
-    }
     if (fc->max_backoff < fc->min_backoff) {
         char a[32], b[32];
         fmt_dur(fc->max_backoff, a, sizeof(a));
         fmt_dur(fc->min_backoff, b, sizeof(b));
         push_key(c, "max_backoff");
+        const yaml_node_t *maxb = seen_val(&m, &seen, "max_backoff");
         return fail(c, maxb != NULL ? maxb : n, "max_backoff (%s) is less than min_backoff (%s)", a, b);
     }
     return 0;
 }
 
-static int parse_forward(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc, const yaml_node_t **name_node)
+static int forward_protocol(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
 {
-    static const char *const names[] = {"name", "url", "protocol", "remote_timeout", "headers",
-                                        "write_relabel_configs", "queue_config", "max_lag", CLIENT_FIELDS, NULL};
-    static const fields_t f = {"a forward endpoint", names, NULL, false};
-    if (is_null(n))
-        return fail(c, n, "empty forward endpoint");
-    int rc = want_map(c, n, "a forward endpoint");
+    const char *p;
+    int rc = ps_yaml_get_str(w, v, &p);
     if (rc != 0)
         return rc;
+    if (strcmp(p, "pyroscope_push") == 0)
+        *(ps_fwd_protocol_t *)dst = PS_FWD_PYROSCOPE_PUSH;
+    else if (strcmp(p, "remote_write") == 0)
+        *(ps_fwd_protocol_t *)dst = PS_FWD_REMOTE_WRITE;
+    else
+        return fail((ctx_t *)ctx, v, "protocol must be pyroscope_push or remote_write, got \"%.32s\"", p);
+    return 0;
+}
+
+static int forward_headers(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    (void)w;
+    return parse_headers(ctx, v, dst);
+}
+
+static int forward_relabel(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    ps_forward_config_t *fc = dst;
+    (void)w;
+    return parse_list(ctx, v, "relabel configs", sizeof(ps_relabel_t), (void **)&fc->relabel, &fc->nrelabel,
+                      relabel_elem);
+}
+
+static int parse_forward(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc, const yaml_node_t **name_node)
+{
+#define F(k, t, field, ...) {.key = (k), .type = (t), .offset = offsetof(ps_forward_config_t, field), __VA_ARGS__}
+    static const ps_yaml_field_t rows[] = {
+        F("name", PS_YF_STR, name, .flags = PS_YF_NONEMPTY),
+        F("url", PS_YF_STR, url, .required = "a forward endpoint needs a url"),
+        F("protocol", PS_YF_FN, protocol, .fn = forward_protocol),
+        F("remote_timeout", PS_YF_DURATION, remote_timeout, .flags = PS_YF_POSITIVE),
+        WHOLE("headers", forward_headers),
+        WHOLE("write_relabel_configs", forward_relabel),
+        WHOLE("queue_config", parse_queue),
+        F("max_lag", PS_YF_DURATION, max_lag, .flags = PS_YF_NONNEG),
+        CLIENT_ROWS(ps_forward_config_t),
+    };
+#undef F
+    static const ps_yaml_map_t m = MAP("a forward endpoint", NULL, rows);
+    if (is_null(n))
+        return fail(c, n, "empty forward endpoint");
     fc->protocol = PS_FWD_PYROSCOPE_PUSH;
     fc->client.follow_redirects = true;
     fc->remote_timeout = 30 * PS_NS_PER_S;
@@ -1526,62 +1318,17 @@ static int parse_forward(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc
     fc->min_backoff = 30 * 1000000;
     fc->max_backoff = 5 * PS_NS_PER_S;
     fc->retry_on_http_429 = true;
-    client_keys_t ck = {0};
-    const yaml_node_t *url = NULL;
-    *name_node = NULL;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const char *key;
-        if ((rc = check_key(c, n, pr, &f, &key)) != 0)
-            return rc;
-        yaml_node_t *v = node(c, pr->value);
-        if (is_null(v))
-            continue;
-        size_t old = push_key(c, key);
-        if (strcmp(key, "name") == 0) {
-            if ((rc = get_str(c, v, &fc->name)) == 0 && fc->name[0] == '\0')
-                rc = fail(c, v, "name must not be empty");
-            *name_node = v;
-        } else if (strcmp(key, "url") == 0) {
-            rc = get_str(c, v, &fc->url);
-            url = v;
-        } else if (strcmp(key, "protocol") == 0) {
-            const char *p;
-            if ((rc = get_str(c, v, &p)) != 0)
-                return rc;
-            if (strcmp(p, "pyroscope_push") == 0)
-                fc->protocol = PS_FWD_PYROSCOPE_PUSH;
-            else if (strcmp(p, "remote_write") == 0)
-                fc->protocol = PS_FWD_REMOTE_WRITE;
-            else
-                rc = fail(c, v, "protocol must be pyroscope_push or remote_write, got \"%.32s\"", p);
-        } else if (strcmp(key, "remote_timeout") == 0) {
-            if ((rc = get_duration(c, v, &fc->remote_timeout)) == 0 && fc->remote_timeout <= 0)
-                rc = fail(c, v, "remote_timeout must be greater than 0");
-        } else if (strcmp(key, "max_lag") == 0) {
-            if ((rc = get_duration(c, v, &fc->max_lag)) == 0 && fc->max_lag < 0)
-                rc = fail(c, v, "max_lag must not be negative");
-        } else if (strcmp(key, "headers") == 0) {
-            rc = parse_headers(c, v, fc);
-        } else if (strcmp(key, "write_relabel_configs") == 0) {
-            rc = parse_list(c, v, "relabel configs", sizeof(ps_relabel_t), (void **)&fc->relabel, &fc->nrelabel,
-                            relabel_elem);
-        } else if (strcmp(key, "queue_config") == 0) {
-            rc = parse_queue(c, v, fc);
-        } else {
-            rc = parse_client_field(c, pr, key, &fc->client, &ck);
-        }
-        if (rc != 0)
-            return rc;
-        pop(c, old);
-    }
-    if (url == NULL)
-        return fail(c, n, "a forward endpoint needs a url");
-    if ((rc = check_http_url(c, url, fc->url)) != 0)
+    ps_yaml_seen_t seen;
+    int rc = walk(c, n, &m, fc, &seen);
+    *name_node = seen_val(&m, &seen, "name");
+    if (rc != 0)
+        return rc;
+    if ((rc = check_http_url(c, seen_val(&m, &seen, "url"), fc->url)) != 0)
         return rc;
     fc->url_shown = ps_redact_url_arena(c->w.a, fc->url);
     if (fc->name == NULL) /* shown in status, logs and metrics: never with the URL's password */
         fc->name = fc->url_shown;
-    return finish_client(c, &fc->client, &ck);
+    return finish_client(c, &fc->client, &m, &seen);
 }
 
 static int parse_forwards(ctx_t *c, const yaml_node_t *v, ps_config_t *cfg)
@@ -1614,38 +1361,28 @@ static int parse_forwards(ctx_t *c, const yaml_node_t *v, ps_config_t *cfg)
 
 /* ---- top level ---- */
 
+static int external_labels(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    (void)w;
+    return parse_labels(ctx, v, dst, true);
+}
+
 static int parse_global(ctx_t *c, const yaml_node_t *n, ps_config_t *cfg)
 {
-    static const char *const names[] = {"scrape_interval", "scrape_timeout", "external_labels",
-                                        "evaluation_interval", NULL};
-    static const fields_t f = {"global", names, NULL, false};
-    int rc = want_map(c, n, "the global section");
+    static const ps_yaml_field_t rows[] = {
+        {.key = "scrape_interval", .type = PS_YF_DURATION, .offset = offsetof(ps_config_t, scrape_interval)},
+        {.key = "scrape_timeout", .type = PS_YF_DURATION, .offset = offsetof(ps_config_t, scrape_timeout)},
+        {.key = "external_labels", .type = PS_YF_FN, .offset = offsetof(ps_config_t, external_labels),
+         .fn = external_labels},
+        {.key = "evaluation_interval", .type = PS_YF_DURATION, .flags = PS_YF_IGNORED},
+    };
+    static const ps_yaml_map_t m = MAP("global", "the global section", rows);
+    ps_yaml_seen_t seen;
+    int rc = walk(c, n, &m, cfg, &seen);
     if (rc != 0)
         return rc;
-    const yaml_node_t *timeout = NULL;
-    for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        const char *key;
-        if ((rc = check_key(c, n, pr, &f, &key)) != 0)
-            return rc;
-        yaml_node_t *v = node(c, pr->value);
-        if (is_null(v))
-            continue;
-        size_t old = push_key(c, key);
-        if (strcmp(key, "scrape_interval") == 0) {
-            rc = get_duration(c, v, &cfg->scrape_interval);
-        } else if (strcmp(key, "scrape_timeout") == 0) {
-            rc = get_duration(c, v, &cfg->scrape_timeout);
-            timeout = v;
-        } else if (strcmp(key, "evaluation_interval") == 0) {
-            int64_t ignored;
-            rc = get_duration(c, v, &ignored);
-        } else {
-            rc = parse_labels(c, v, &cfg->external_labels, true);
-        }
-        if (rc != 0)
-            return rc;
-        pop(c, old);
-    }
+    const yaml_node_t *timeout = seen_val(&m, &seen, "scrape_timeout");
+
     if (cfg->scrape_interval == 0)
         cfg->scrape_interval = DEFAULT_SCRAPE_INTERVAL;
     if (cfg->scrape_timeout > cfg->scrape_interval) {
@@ -1663,30 +1400,27 @@ static int parse_global(ctx_t *c, const yaml_node_t *n, ps_config_t *cfg)
 
 static int parse_root(ctx_t *c, const yaml_node_t *root, ps_config_t *cfg)
 {
-    static const char *const names[] = {"global", "scrape_configs", "forward", NULL};
+    static const ps_yaml_field_t rows[] = {
+        {.key = "global", .type = PS_YF_NODE},
+        {.key = "scrape_configs", .type = PS_YF_NODE},
+        {.key = "forward", .type = PS_YF_NODE},
+    };
     static const char *const rejected[] = {"rule_files", "profstore evaluates no rules", "alerting",
                                            "profstore sends no alerts", NULL};
-    static const fields_t f = {"the top level", names, rejected, false};
+    static const ps_yaml_map_t m = MAP("the top level", NULL, rows, .rejected = rejected);
     const yaml_node_t *global = NULL, *scrapes = NULL, *forward = NULL;
     int rc;
     if (root != NULL && !is_null(root)) {
         if (root->type != YAML_MAPPING_NODE)
             return fail(c, root, "the top level must be a mapping (global:, scrape_configs:), got %s", kind(root));
-        for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top; pr++) {
-            const char *key;
-            if ((rc = check_key(c, root, pr, &f, &key)) != 0)
-                return rc;
-            yaml_node_t *v = node(c, pr->value);
-            if (is_null(v))
-                continue;
-            if (strcmp(key, "global") == 0)
-                global = v;
-            else if (strcmp(key, "forward") == 0)
-                forward = v;
-            else
-                scrapes = v;
-        }
+        ps_yaml_seen_t seen;
+        if ((rc = walk(c, root, &m, cfg, &seen)) != 0)
+            return rc;
+        global = seen_val(&m, &seen, "global");
+        scrapes = seen_val(&m, &seen, "scrape_configs");
+        forward = seen_val(&m, &seen, "forward");
     }
+
     if (global != NULL) {
         size_t old = push_key(c, "global");
         if ((rc = parse_global(c, global, cfg)) != 0)

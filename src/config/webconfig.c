@@ -60,73 +60,11 @@ static int get_str(ctx_t *c, const yaml_node_t *n, const char **out)
     return ps_yaml_get_str(c, n, out);
 }
 
-static int get_file(ctx_t *c, const yaml_node_t *n, const char **out)
-{
-    const char *s;
-    int rc = get_str(c, n, &s);
-    if (rc != 0)
-        return rc;
-    *out = s[0] != '\0' ? ps_yaml_join_dir(c->a, c->dir, s) : s;
-    return 0;
-}
-
-static int get_bool(ctx_t *c, const yaml_node_t *n, bool *out)
-{
-    if (ps_yaml_bool(n, out))
-        return 0;
-    if (n->type != YAML_SCALAR_NODE)
-        return fail(c, n, "expected true or false, got %s", kind(n));
-    return fail(c, n, "expected true or false, got \"%.64s\"", sval(n));
-}
-
-/* Walks the pairs of mapping n: each key a string, not seen before; names (NULL-terminated, or
- * NULL for any key) the accepted ones. fn is called for each pair. */
-typedef int (*pair_fn)(ctx_t *c, const char *key, const yaml_node_t *k, const yaml_node_t *v, void *arg);
-static int each_pair(ctx_t *c, const yaml_node_t *n, const char *what, const char *const *names, pair_fn fn,
-                     void *arg)
-{
-    if (is_null(n))
-        return 0;
-    if (n->type != YAML_MAPPING_NODE)
-        return fail(c, n, "expected %s (a mapping), got %s", what, kind(n));
-    for (const yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top; pr++) {
-        yaml_node_t *k = node(c, pr->key), *v = node(c, pr->value);
-        if (k == NULL || v == NULL)
-            return fail(c, n, "broken mapping");
-        if (k->type != YAML_SCALAR_NODE || is_null(k))
-            return fail(c, k, "keys of %s must be strings, got %s", what, kind(k));
-        if (memchr(sval(k), '\0', slen(k)) != NULL)
-            return fail(c, k, "a key contains a NUL character");
-        for (const yaml_node_pair_t *q = n->data.mapping.pairs.start; q < pr; q++) {
-            yaml_node_t *qk = node(c, q->key);
-            if (qk->type == YAML_SCALAR_NODE && slen(qk) == slen(k) && memcmp(sval(qk), sval(k), slen(k)) == 0)
-                return fail(c, k, "duplicate key \"%.64s\" (first at line %zu, column %zu)", sval(k),
-                            qk->start_mark.line + 1, qk->start_mark.column + 1);
-        }
-        if (names != NULL) {
-            const char *const *p = names;
-            while (*p != NULL && strcmp(*p, sval(k)) != 0)
-                p++;
-            if (*p == NULL) {
-                char list[300];
-                size_t len = 0;
-                list[0] = '\0';
-                for (p = names; *p != NULL && len < sizeof(list); p++) {
-                    int w = snprintf(list + len, sizeof(list) - len, "%s%s", len ? ", " : "", *p);
-                    if (w > 0)
-                        len += (size_t)w;
-                }
-                return fail(c, k, "unknown field \"%.64s\" in %s (valid fields: %s)", sval(k), what, list);
-            }
-        }
-        size_t old = push(c, sval(k));
-        int rc = fn(c, sval(k), k, v, arg);
-        if (rc != 0)
-            return rc;
-        pop(c, old);
-    }
-    return 0;
-}
+/* The web configuration's mappings as tables (config_int.h): as yaml.v2 decodes it, a null
+ * mapping is empty and a null value is the field's zero ("" for strings) */
+#define MAP(what_, rows) {.what = (what_), .fields = (rows), .n = sizeof(rows) / sizeof((rows)[0]), .nulls = true}
+#define ANY(what_, fn) {.what = (what_), .any = (fn), .nulls = true}
+#define WHOLE(k, f) {.key = (k), .type = PS_YF_FN, .fn = (f)}
 
 /* ---- tls_server_config ---- */
 
@@ -168,8 +106,7 @@ static const struct {
                     {"RequireAndVerifyClientCert", PS_CLIENT_AUTH_REQUIRE_AND_VERIFY}};
 
 typedef struct tls_state {
-    ps_webconfig_tls_t *t;
-    const yaml_node_t *map, *ca_node, *auth_node, *min_node;
+    const yaml_node_t *auth_node;
     bool client_auth_set;
 } tls_state_t;
 
@@ -224,59 +161,87 @@ static int get_name_list(ctx_t *c, const yaml_node_t *v, const char *what, const
     return 0;
 }
 
-static int tls_pair(ctx_t *c, const char *key, const yaml_node_t *k, const yaml_node_t *v, void *arg)
+static int client_auth_type(ctx_t *c, const yaml_node_t *v, void *dst, void *ctx)
 {
-    tls_state_t *st = arg;
-    ps_webconfig_tls_t *t = st->t;
-    if (strcmp(key, "cert_file") == 0)
-        return t->cert_at = pos(v), get_file(c, v, &t->cert_file);
-    if (strcmp(key, "key_file") == 0)
-        return t->key_at = pos(v), get_file(c, v, &t->key_file);
-    if (strcmp(key, "client_ca_file") == 0)
-        return st->ca_node = v, t->ca_at = pos(v), get_file(c, v, &t->client_ca_file);
-    if (strcmp(key, "client_auth_type") == 0) {
-        const char *s;
-        int rc = get_str(c, v, &s);
-        if (rc != 0)
-            return rc;
-        st->auth_node = v;
-        for (size_t i = 0; i < sizeof(client_auths) / sizeof(client_auths[0]); i++)
-            if (strcmp(s, client_auths[i].name) == 0) {
-                t->client_auth = client_auths[i].v;
-                st->client_auth_set = s[0] != '\0';
-                return 0;
-            }
-        return fail(c, v, "invalid ClientAuth: %.64s (use NoClientCert, RequestClientCert, RequireAnyClientCert, "
-                          "VerifyClientCertIfGiven or RequireAndVerifyClientCert)", s);
-    }
-    if (strcmp(key, "min_version") == 0)
-        return st->min_node = v, get_version(c, v, &t->min_version);
-    if (strcmp(key, "max_version") == 0)
-        return get_version(c, v, &t->max_version);
-    if (strcmp(key, "prefer_server_cipher_suites") == 0)
-        return get_bool(c, v, &t->prefer_server_ciphers);
-    if (strcmp(key, "cipher_suites") == 0 || strcmp(key, "curve_preferences") == 0) {
-        bool cs = key[1] == 'i';
-        const char *go[2 * (sizeof(ciphers) / sizeof(ciphers[0]))];
-        size_t n = cs ? sizeof(ciphers) / sizeof(ciphers[0]) : sizeof(curves) / sizeof(curves[0]);
-        for (size_t i = 0; i < n; i++) {
-            go[2 * i] = cs ? ciphers[i].go : curves[i].go;
-            go[2 * i + 1] = cs ? ciphers[i].ossl : curves[i].ossl;
-        }
-        return get_name_list(c, v, cs ? "cipher" : "curve", go, go + 1, n, cs ? &t->ciphers : &t->curves);
-    }
-    return fail(c, k, "unhandled field");
-}
-
-static int parse_tls(ctx_t *c, const yaml_node_t *n, ps_webconfig_tls_t *t)
-{
-    static const char *const names[] = {"cert_file", "key_file", "client_auth_type", "client_ca_file",
-                                        "cipher_suites", "curve_preferences", "min_version", "max_version",
-                                        "prefer_server_cipher_suites", NULL};
-    tls_state_t st = {.t = t, .map = n};
-    int rc = each_pair(c, n, "tls_server_config", names, tls_pair, &st);
+    tls_state_t *st = ctx;
+    const char *s;
+    int rc = get_str(c, v, &s);
     if (rc != 0)
         return rc;
+    for (size_t i = 0; i < sizeof(client_auths) / sizeof(client_auths[0]); i++)
+        if (strcmp(s, client_auths[i].name) == 0) {
+            *(ps_client_auth_t *)dst = client_auths[i].v;
+            st->client_auth_set = s[0] != '\0';
+            return 0;
+        }
+    return fail(c, v, "invalid ClientAuth: %.64s (use NoClientCert, RequestClientCert, RequireAnyClientCert, "
+                      "VerifyClientCertIfGiven or RequireAndVerifyClientCert)", s);
+}
+
+static int tls_version(ctx_t *c, const yaml_node_t *v, void *dst, void *ctx)
+{
+    (void)ctx;
+    return get_version(c, v, dst);
+}
+
+static int cipher_suites(ctx_t *c, const yaml_node_t *v, void *dst, void *ctx)
+{
+    const char *go[2 * (sizeof(ciphers) / sizeof(ciphers[0]))];
+    size_t n = sizeof(ciphers) / sizeof(ciphers[0]);
+    (void)ctx;
+    for (size_t i = 0; i < n; i++) {
+        go[2 * i] = ciphers[i].go;
+        go[2 * i + 1] = ciphers[i].ossl;
+    }
+    return get_name_list(c, v, "cipher", go, go + 1, n, dst);
+}
+
+static int curve_preferences(ctx_t *c, const yaml_node_t *v, void *dst, void *ctx)
+{
+    const char *go[2 * (sizeof(curves) / sizeof(curves[0]))];
+    size_t n = sizeof(curves) / sizeof(curves[0]);
+    (void)ctx;
+    for (size_t i = 0; i < n; i++) {
+        go[2 * i] = curves[i].go;
+        go[2 * i + 1] = curves[i].ossl;
+    }
+    return get_name_list(c, v, "curve", go, go + 1, n, dst);
+}
+
+static int parse_tls(ctx_t *c, const yaml_node_t *n, void *dst, void *ctx)
+{
+#define T(k, ty, field, ...) {.key = (k), .type = (ty), .offset = offsetof(ps_webconfig_tls_t, field), __VA_ARGS__}
+    static const ps_yaml_field_t rows[] = {
+        T("cert_file", PS_YF_FILE, cert_file, .flags = PS_YF_EMPTY_OK),
+        T("key_file", PS_YF_FILE, key_file, .flags = PS_YF_EMPTY_OK),
+        T("client_auth_type", PS_YF_FN, client_auth, .fn = client_auth_type),
+        T("client_ca_file", PS_YF_FILE, client_ca_file, .flags = PS_YF_EMPTY_OK),
+        T("cipher_suites", PS_YF_FN, ciphers, .fn = cipher_suites),
+        T("curve_preferences", PS_YF_FN, curves, .fn = curve_preferences),
+        T("min_version", PS_YF_FN, min_version, .fn = tls_version),
+        T("max_version", PS_YF_FN, max_version, .fn = tls_version),
+        T("prefer_server_cipher_suites", PS_YF_BOOL, prefer_server_ciphers),
+    };
+#undef T
+    static const ps_yaml_map_t m = MAP("tls_server_config", rows);
+    ps_webconfig_tls_t *t = dst;
+    tls_state_t st = {0};
+    ps_yaml_seen_t seen;
+    (void)ctx;
+    int rc = ps_yaml_map_walk(c, n, &m, t, &st, &seen);
+    if (rc != 0)
+        return rc;
+    const yaml_node_t *cert = ps_yaml_seen_at(&m, &seen, "cert_file", false),
+                      *key = ps_yaml_seen_at(&m, &seen, "key_file", false),
+                      *ca = ps_yaml_seen_at(&m, &seen, "client_ca_file", false),
+                      *min = ps_yaml_seen_at(&m, &seen, "min_version", false);
+    if (cert != NULL)
+        t->cert_at = pos(cert);
+    if (key != NULL)
+        t->key_at = pos(key);
+    if (ca != NULL)
+        t->ca_at = pos(ca);
+    st.auth_node = ps_yaml_seen_at(&m, &seen, "client_auth_type", false);
     bool has_cert = t->cert_file != NULL && t->cert_file[0], has_key = t->key_file != NULL && t->key_file[0];
     bool has_ca = t->client_ca_file != NULL && t->client_ca_file[0];
     t->enabled = has_cert || has_key || has_ca || st.client_auth_set;
@@ -287,12 +252,12 @@ static int parse_tls(ctx_t *c, const yaml_node_t *n, ps_webconfig_tls_t *t)
     if (!has_key)
         return fail(c, n, "missing key_file");
     if (has_ca && t->client_auth == PS_CLIENT_AUTH_NONE)
-        return fail(c, st.ca_node, "client CA's have been configured without a Client Auth Policy (client_auth_type)");
+        return fail(c, ca, "client CA's have been configured without a Client Auth Policy (client_auth_type)");
     if (!has_ca && (t->client_auth == PS_CLIENT_AUTH_VERIFY_IF_GIVEN || t->client_auth == PS_CLIENT_AUTH_REQUIRE_AND_VERIFY))
         return fail(c, st.auth_node, "client_auth_type %s needs a client_ca_file to verify client certificates against",
                     t->client_auth == PS_CLIENT_AUTH_VERIFY_IF_GIVEN ? "VerifyClientCertIfGiven" : "RequireAndVerifyClientCert");
     if (t->min_version > t->max_version)
-        return fail(c, st.min_node ? st.min_node : n, "min_version is above max_version");
+        return fail(c, min ? min : n, "min_version is above max_version");
     return 0;
 }
 
@@ -326,16 +291,27 @@ static int header_pair(ctx_t *c, const char *key, const yaml_node_t *k, const ya
     return 0;
 }
 
-static int http_pair(ctx_t *c, const char *key, const yaml_node_t *k, const yaml_node_t *v, void *arg)
+static int http_headers(ctx_t *c, const yaml_node_t *v, void *dst, void *ctx)
 {
-    ps_webconfig_t *wc = arg;
-    if (strcmp(key, "http2") == 0)
-        return get_bool(c, v, &wc->http2);
+    static const ps_yaml_map_t m = ANY("headers", header_pair);
+    ps_webconfig_t *wc = dst;
+    (void)ctx;
     if (v->type == YAML_MAPPING_NODE) {
         size_t n = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
         wc->headers = ps_arena_alloc(c->a, (n + 1) * sizeof(*wc->headers));
     }
-    return each_pair(c, v, "headers", NULL, header_pair, wc);
+    return ps_yaml_map_walk(c, v, &m, NULL, wc, NULL);
+}
+
+static int parse_http(ctx_t *c, const yaml_node_t *v, void *dst, void *ctx)
+{
+    static const ps_yaml_field_t rows[] = {
+        {.key = "http2", .type = PS_YF_BOOL, .offset = offsetof(ps_webconfig_t, http2)},
+        WHOLE("headers", http_headers),
+    };
+    static const ps_yaml_map_t m = MAP("http_server_config", rows);
+    (void)ctx;
+    return ps_yaml_map_walk(c, v, &m, dst, NULL, NULL);
 }
 
 /* ---- basic_auth_users ---- */
@@ -373,31 +349,27 @@ static int user_pair(ctx_t *c, const char *key, const yaml_node_t *k, const yaml
 
 /* ---- bearer_tokens ---- */
 
-typedef struct token_state {
-    ps_webconfig_token_t *t;
-    bool has_digest, has_scopes;
-} token_state_t;
-
-static int token_pair(ctx_t *c, const char *key, const yaml_node_t *k, const yaml_node_t *v, void *arg)
+static int token_sha256(ctx_t *c, const yaml_node_t *v, void *dst, void *ctx)
 {
-    token_state_t *st = arg;
-    if (strcmp(key, "name") == 0)
-        return get_str(c, v, &st->t->name);
-    if (strcmp(key, "sha256") == 0) {
-        const char *s;
-        int rc = get_str(c, v, &s);
-        if (rc != 0)
-            return rc;
-        if (strlen(s) != 64)
-            return fail(c, v, "expected the 64 hex digits of the token's SHA-256 (printf %%s TOKEN | sha256sum), got %zu "
-                              "characters", strlen(s));
-        size_t bad;
-        if (ps_hex_decode(s, 64, st->t->sha256, &bad) != 0)
-            return fail(c, v, "not a hex digit at offset %zu", bad);
-        st->has_digest = true;
-        return 0;
-    }
-    /* scopes */
+    ps_webconfig_token_t *t = dst;
+    const char *s;
+    (void)ctx;
+    int rc = get_str(c, v, &s);
+    if (rc != 0)
+        return rc;
+    if (strlen(s) != 64)
+        return fail(c, v, "expected the 64 hex digits of the token's SHA-256 (printf %%s TOKEN | sha256sum), got %zu "
+                          "characters", strlen(s));
+    size_t bad;
+    if (ps_hex_decode(s, 64, t->sha256, &bad) != 0)
+        return fail(c, v, "not a hex digit at offset %zu", bad);
+    return 0;
+}
+
+static int token_scopes(ctx_t *c, const yaml_node_t *v, void *dst, void *ctx)
+{
+    ps_webconfig_token_t *t = dst;
+    (void)ctx;
     if (v->type != YAML_SEQUENCE_NODE)
         return fail(c, v, "expected a list of scopes (read, write, admin), got %s", kind(v));
     size_t i = 0;
@@ -412,20 +384,28 @@ static int token_pair(ctx_t *c, const char *key, const yaml_node_t *k, const yam
                        : strcmp(s, "admin") == 0 ? PS_SCOPE_ADMIN : 0;
         if (bit == 0)
             return fail(c, e, "unknown scope \"%.64s\" (use read, write or admin)", s);
-        if (st->t->scopes & bit)
+        if (t->scopes & bit)
             return fail(c, e, "scope \"%s\" given twice", s);
-        st->t->scopes |= bit;
+        t->scopes |= bit;
         pop(c, old);
     }
-    if (st->t->scopes == 0)
+    if (t->scopes == 0)
         return fail(c, v, "a token needs at least one scope (read, write, admin)");
-    st->has_scopes = true;
     return 0;
 }
 
-static int parse_tokens(ctx_t *c, const yaml_node_t *v, ps_webconfig_t *wc)
+static int parse_tokens(ctx_t *c, const yaml_node_t *v, void *dst, void *ctx)
 {
-    static const char *const names[] = {"sha256", "scopes", "name", NULL};
+    static const ps_yaml_field_t rows[] = {
+        {.key = "sha256", .type = PS_YF_FN, .fn = token_sha256,
+         .required = "missing sha256 (the hex SHA-256 digest of the token)"},
+        {.key = "scopes", .type = PS_YF_FN, .fn = token_scopes,
+         .required = "missing scopes (a list of read, write, admin)"},
+        {.key = "name", .type = PS_YF_STR, .offset = offsetof(ps_webconfig_token_t, name)},
+    };
+    static const ps_yaml_map_t m = {.what = "a bearer token", .fields = rows, .n = 3, .nulls = true};
+    ps_webconfig_t *wc = dst;
+    (void)ctx;
     if (is_null(v))
         return 0;
     if (v->type != YAML_SEQUENCE_NODE)
@@ -440,14 +420,9 @@ static int parse_tokens(ctx_t *c, const yaml_node_t *v, ps_webconfig_t *wc)
         ps_webconfig_token_t *t = &wc->tokens[wc->ntokens];
         memset(t, 0, sizeof(*t));
         t->name = "";
-        token_state_t st = {.t = t};
-        int rc = each_pair(c, e, "a bearer token", names, token_pair, &st);
+        int rc = ps_yaml_map_walk(c, e, &m, t, NULL, NULL);
         if (rc != 0)
             return rc;
-        if (!st.has_digest)
-            return fail(c, e, "missing sha256 (the hex SHA-256 digest of the token)");
-        if (!st.has_scopes)
-            return fail(c, e, "missing scopes (a list of read, write, admin)");
         for (uint32_t j = 0; j < wc->ntokens; j++)
             if (memcmp(wc->tokens[j].sha256, t->sha256, 32) == 0)
                 return fail(c, e, "the same token digest as bearer_tokens[%u]", j);
@@ -459,28 +434,27 @@ static int parse_tokens(ctx_t *c, const yaml_node_t *v, ps_webconfig_t *wc)
 
 /* ---- the root ---- */
 
-static int root_pair(ctx_t *c, const char *key, const yaml_node_t *k, const yaml_node_t *v, void *arg)
+static int parse_users(ctx_t *c, const yaml_node_t *v, void *dst, void *ctx)
 {
-    static const char *const http_names[] = {"http2", "headers", NULL};
-    ps_webconfig_t *wc = arg;
-    if (strcmp(key, "tls_server_config") == 0)
-        return parse_tls(c, v, &wc->tls);
-    if (strcmp(key, "http_server_config") == 0)
-        return each_pair(c, v, "http_server_config", http_names, http_pair, wc);
-    if (strcmp(key, "basic_auth_users") == 0) {
-        if (v->type == YAML_MAPPING_NODE)
-            wc->users = ps_arena_alloc(c->a, ((size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start) + 1) *
-                                                 sizeof(*wc->users));
-        return each_pair(c, v, "basic_auth_users", NULL, user_pair, wc);
-    }
-    return parse_tokens(c, v, wc);
+    static const ps_yaml_map_t m = ANY("basic_auth_users", user_pair);
+    ps_webconfig_t *wc = dst;
+    (void)ctx;
+    if (v->type == YAML_MAPPING_NODE)
+        wc->users = ps_arena_alloc(c->a, ((size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start) + 1) *
+                                             sizeof(*wc->users));
+    return ps_yaml_map_walk(c, v, &m, NULL, wc, NULL);
 }
 
 int ps_webconfig_parse(const char *yaml, size_t n, const char *name, const char *dir, ps_webconfig_t **out,
                        ps_err_t *err)
 {
-    static const char *const names[] = {"tls_server_config", "http_server_config", "basic_auth_users",
-                                        "bearer_tokens", NULL};
+    static const ps_yaml_field_t rows[] = {
+        {.key = "tls_server_config", .type = PS_YF_FN, .offset = offsetof(ps_webconfig_t, tls), .fn = parse_tls},
+        WHOLE("http_server_config", parse_http),
+        WHOLE("basic_auth_users", parse_users),
+        WHOLE("bearer_tokens", parse_tokens),
+    };
+    static const ps_yaml_map_t m = MAP("the web configuration", rows);
     *out = NULL;
     name = name ? name : "<web config>";
     if (yaml == NULL)
@@ -498,7 +472,7 @@ int ps_webconfig_parse(const char *yaml, size_t n, const char *name, const char 
     wc->tls.prefer_server_ciphers = true;
     ctx_t c = {.doc = &doc, .name = name, .dir = dir, .a = &wc->arena, .err = err};
     yaml_node_t *root = yaml_document_get_root_node(&doc);
-    rc = root == NULL ? 0 : each_pair(&c, root, "the web configuration", names, root_pair, wc);
+    rc = root == NULL ? 0 : ps_yaml_map_walk(&c, root, &m, wc, NULL, NULL);
     yaml_document_delete(&doc);
     if (rc == 0)
         rc = ps_yaml_no_second(&p, yaml, n, name, err);

@@ -57,6 +57,7 @@
 #include "core/hash.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/thread.h"
 #include "core/timeutil.h"
 #include "httpclient/httpclient.h"
@@ -1007,17 +1008,23 @@ static snap_t *snapshot(ps_forward_t *f, size_t *n)
     return s;
 }
 
-static void label_value(ps_buf_t *b, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '\\' || *s == '"')
-            ps_buf_putc(b, '\\'), ps_buf_putc(b, (uint8_t)*s);
-        else if (*s == '\n')
-            PS_BUF_LIT(b, "\\n");
-        else
-            ps_buf_putc(b, (uint8_t)*s);
-    }
-}
+static const char *const by_endpoint[] = {"endpoint", "protocol", NULL};
+static const ps_metric_t fwd_metrics[] = {
+    {"profstore_forward_sent_total", PS_COUNTER,
+     "Profiles (pyroscope_push) or samples (remote_write) forwarded and acknowledged.", by_endpoint},
+    {"profstore_forward_requests_total", PS_COUNTER, "Forwarding requests answered or failed.", by_endpoint},
+    {"profstore_forward_failed_total", PS_COUNTER,
+     "Forwarding requests that failed (non-2xx answers and network errors).", by_endpoint},
+    {"profstore_forward_retried_total", PS_COUNTER, "Forwarding requests sent again after a failure.", by_endpoint},
+    {"profstore_forward_dropped_total", PS_COUNTER,
+     "Profiles or samples not forwarded: refused by the endpoint (4xx) or older than max_lag.", by_endpoint},
+    {"profstore_forward_pending", PS_GAUGE, "Forwarding log entries the endpoint has not acknowledged yet.",
+     by_endpoint},
+    {"profstore_forward_lag_seconds", PS_GAUGE,
+     "Age of the oldest entry the endpoint has not acknowledged (0 when none).", by_endpoint},
+    {"profstore_forward_last_error_timestamp_seconds", PS_GAUGE,
+     "When the endpoint's last error happened (0: never).", by_endpoint},
+};
 
 void ps_forward_metrics(ps_forward_t *f, ps_buf_t *out)
 {
@@ -1029,32 +1036,17 @@ void ps_forward_metrics(ps_forward_t *f, ps_buf_t *out)
         free(s);
         return;
     }
-    static const struct {
-        const char *name, *type, *help;
-    } m[] = {
-        {"profstore_forward_sent_total", "counter", "Profiles (pyroscope_push) or samples (remote_write) forwarded and acknowledged."},
-        {"profstore_forward_requests_total", "counter", "Forwarding requests answered or failed."},
-        {"profstore_forward_failed_total", "counter", "Forwarding requests that failed (non-2xx answers and network errors)."},
-        {"profstore_forward_retried_total", "counter", "Forwarding requests sent again after a failure."},
-        {"profstore_forward_dropped_total", "counter", "Profiles or samples not forwarded: refused by the endpoint (4xx) or older than max_lag."},
-        {"profstore_forward_pending", "gauge", "Forwarding log entries the endpoint has not acknowledged yet."},
-        {"profstore_forward_lag_seconds", "gauge", "Age of the oldest entry the endpoint has not acknowledged (0 when none)."},
-        {"profstore_forward_last_error_timestamp_seconds", "gauge", "When the endpoint's last error happened (0: never)."},
-    };
-    for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {
-        ps_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name, m[k].type);
+    for (size_t k = 0; k < sizeof(fwd_metrics) / sizeof(fwd_metrics[0]); k++) {
+        const ps_metric_t *m = &fwd_metrics[k];
+        ps_metric_head(out, m);
         for (size_t i = 0; i < n; i++) {
-            ps_buf_printf(out, "%s{endpoint=\"", m[k].name);
-            label_value(out, s[i].name);
-            ps_buf_printf(out, "\",protocol=\"%s\"} ", s[i].protocol);
+            const char *labels[] = {s[i].name, s[i].protocol};
             uint64_t v[] = {s[i].st.sent, s[i].st.requests, s[i].st.failed, s[i].st.retried, s[i].st.dropped,
                             s[i].pending};
             if (k < 6)
-                ps_buf_printf(out, "%llu\n", (unsigned long long)v[k]);
-            else if (k == 6)
-                ps_buf_printf(out, "%.3f\n", s[i].lag);
+                ps_metric_u64(out, m, NULL, labels, v[k]);
             else
-                ps_buf_printf(out, "%.3f\n", (double)s[i].st.last_error_ns / 1e9);
+                ps_metric_f(out, m, NULL, labels, k == 6 ? s[i].lag : (double)s[i].st.last_error_ns / 1e9, 3);
         }
     }
     free(s);

@@ -31,6 +31,7 @@
 #include "core/hash.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/thread.h"
 #include "core/timeutil.h"
 #include "core/varint.h"
@@ -1427,65 +1428,57 @@ void ps_scraper_targets_json(ps_scraper_t *s, const char *state, bool redact, ps
     ps_json_envelope_close(&j);
 }
 
+static const char *const by_job[] = {"job", NULL};
+static const ps_metric_t m_scrapes = {"profstore_scrapes_total", PS_COUNTER, "Scrapes finished, by job.", by_job},
+    m_failures = {"profstore_scrape_failures_total", PS_COUNTER, "Scrapes that failed, by job.", by_job},
+    m_duration = {"profstore_scrape_duration_seconds", PS_SUMMARY, "Time spent on scrapes, by job.", by_job},
+    m_samples = {"profstore_scrape_samples_total", PS_COUNTER, "pprof samples in scraped profiles, by job.",
+                 by_job},
+    m_targets = {"profstore_scrape_targets", PS_GAUGE, "Active targets (target x profile)."},
+    m_sd_failures = {"profstore_sd_failures_total", PS_COUNTER, "Service discovery refreshes that failed."},
+    m_over_max = {"profstore_scrape_targets_over_max", PS_GAUGE,
+                  "Targets not built for --scrape.max-targets (last rebuild)."},
+    m_not_kept = {"profstore_scrape_dropped_targets_not_kept_total", PS_COUNTER,
+                  "Targets dropped by relabeling and not kept for /api/v1/targets (keep_dropped_targets, "
+                  "--scrape.max-targets)."},
+    m_limit = {"profstore_scrape_pool_exceeded_target_limit_total", PS_COUNTER,
+               "Rebuilds of a job's targets that found more than its target_limit, by job.", by_job},
+    m_unmatched = {"profstore_sd_file_patterns_unmatched", PS_GAUGE,
+                   "file_sd patterns that match no file, by job.", by_job};
+
+/* the label values of a sample by job */
+#define JOB(name) ((const char *const[]){(name)})
+
 void ps_scraper_metrics(ps_scraper_t *s, ps_buf_t *out)
 {
     if (s == NULL)
         return;
     pthread_mutex_lock(&s->mu);
-    char (*jobs)[400] = ps_xcalloc(s->nmetrics + 1, sizeof(*jobs)); /* job names escaped for the text format */
+    ps_metric_head(out, &m_scrapes);
     for (uint32_t i = 0; i < s->nmetrics; i++)
-        ps_fmt_label_value(s->metrics[i].job, jobs[i], sizeof(jobs[i]));
-    ps_buf_printf(out, "# HELP profstore_scrapes_total Scrapes finished, by job.\n# TYPE profstore_scrapes_total counter\n");
+        ps_metric_u64(out, &m_scrapes, NULL, JOB(s->metrics[i].job), s->metrics[i].scrapes);
+    ps_metric_head(out, &m_failures);
     for (uint32_t i = 0; i < s->nmetrics; i++)
-        ps_buf_printf(out, "profstore_scrapes_total{job=\"%s\"} %llu\n", jobs[i],
-                      (unsigned long long)s->metrics[i].scrapes);
-    ps_buf_printf(out, "# HELP profstore_scrape_failures_total Scrapes that failed, by job.\n"
-                       "# TYPE profstore_scrape_failures_total counter\n");
+        ps_metric_u64(out, &m_failures, NULL, JOB(s->metrics[i].job), s->metrics[i].failures);
+    ps_metric_head(out, &m_duration);
+    for (uint32_t i = 0; i < s->nmetrics; i++) {
+        ps_metric_f(out, &m_duration, "_sum", JOB(s->metrics[i].job), s->metrics[i].duration_sum, 6);
+        ps_metric_u64(out, &m_duration, "_count", JOB(s->metrics[i].job), s->metrics[i].scrapes);
+    }
+    ps_metric_head(out, &m_samples);
     for (uint32_t i = 0; i < s->nmetrics; i++)
-        ps_buf_printf(out, "profstore_scrape_failures_total{job=\"%s\"} %llu\n", jobs[i],
-                      (unsigned long long)s->metrics[i].failures);
-    ps_buf_printf(out, "# HELP profstore_scrape_duration_seconds Time spent on scrapes, by job.\n"
-                       "# TYPE profstore_scrape_duration_seconds summary\n");
-    for (uint32_t i = 0; i < s->nmetrics; i++)
-        ps_buf_printf(out, "profstore_scrape_duration_seconds_sum{job=\"%s\"} %.6f\n"
-                           "profstore_scrape_duration_seconds_count{job=\"%s\"} %llu\n",
-                      jobs[i], s->metrics[i].duration_sum, jobs[i],
-                      (unsigned long long)s->metrics[i].scrapes);
-    ps_buf_printf(out, "# HELP profstore_scrape_samples_total pprof samples in scraped profiles, by job.\n"
-                       "# TYPE profstore_scrape_samples_total counter\n");
-    for (uint32_t i = 0; i < s->nmetrics; i++)
-        ps_buf_printf(out, "profstore_scrape_samples_total{job=\"%s\"} %llu\n", jobs[i],
-                      (unsigned long long)s->metrics[i].samples);
-    ps_buf_printf(out, "# HELP profstore_scrape_targets Active targets (target x profile).\n"
-                       "# TYPE profstore_scrape_targets gauge\nprofstore_scrape_targets %u\n"
-                       "# HELP profstore_sd_failures_total Service discovery refreshes that failed.\n"
-                       "# TYPE profstore_sd_failures_total counter\nprofstore_sd_failures_total %llu\n",
-                  s->ntargets, (unsigned long long)s->sd_failures);
-    ps_buf_printf(out, "# HELP profstore_scrape_targets_over_max Targets not built for --scrape.max-targets (last rebuild).\n"
-                       "# TYPE profstore_scrape_targets_over_max gauge\nprofstore_scrape_targets_over_max %llu\n"
-                       "# HELP profstore_scrape_dropped_targets_not_kept_total Targets dropped by relabeling and not kept "
-                       "for /api/v1/targets (keep_dropped_targets, --scrape.max-targets).\n"
-                       "# TYPE profstore_scrape_dropped_targets_not_kept_total counter\n"
-                       "profstore_scrape_dropped_targets_not_kept_total %llu\n",
-                  (unsigned long long)s->over_max, (unsigned long long)s->dropped_not_kept);
-    ps_buf_printf(out, "# HELP profstore_scrape_pool_exceeded_target_limit_total Rebuilds of a job's targets that found "
-                       "more than its target_limit, by job.\n"
-                       "# TYPE profstore_scrape_pool_exceeded_target_limit_total counter\n");
+        ps_metric_u64(out, &m_samples, NULL, JOB(s->metrics[i].job), s->metrics[i].samples);
+    ps_metric_write_u64(out, &m_targets, s->ntargets);
+    ps_metric_write_u64(out, &m_sd_failures, s->sd_failures);
+    ps_metric_write_u64(out, &m_over_max, s->over_max);
+    ps_metric_write_u64(out, &m_not_kept, s->dropped_not_kept);
+    ps_metric_head(out, &m_limit);
     for (uint32_t i = 0; i < s->npools; i++)
-        if (s->pools[i].cfg->target_limit > 0) {
-            char job[400];
-            ps_fmt_label_value(s->pools[i].cfg->job_name, job, sizeof(job));
-            ps_buf_printf(out, "profstore_scrape_pool_exceeded_target_limit_total{job=\"%s\"} %llu\n", job,
-                          (unsigned long long)s->pools[i].limit_exceeded);
-        }
-    ps_buf_printf(out, "# HELP profstore_sd_file_patterns_unmatched file_sd patterns that match no file, by job.\n"
-                       "# TYPE profstore_sd_file_patterns_unmatched gauge\n");
+        if (s->pools[i].cfg->target_limit > 0)
+            ps_metric_u64(out, &m_limit, NULL, JOB(s->pools[i].cfg->job_name), s->pools[i].limit_exceeded);
+    ps_metric_head(out, &m_unmatched);
     for (uint32_t i = 0; i < s->npools; i++)
-        if (s->pools[i].cfg->nfile_sd > 0) {
-            char job[400];
-            ps_fmt_label_value(s->pools[i].cfg->job_name, job, sizeof(job));
-            ps_buf_printf(out, "profstore_sd_file_patterns_unmatched{job=\"%s\"} %u\n", job, s->pools[i].unmatched);
-        }
+        if (s->pools[i].cfg->nfile_sd > 0)
+            ps_metric_u64(out, &m_unmatched, NULL, JOB(s->pools[i].cfg->job_name), s->pools[i].unmatched);
     pthread_mutex_unlock(&s->mu);
-    free(jobs);
 }

@@ -3,6 +3,7 @@ retention, compaction, configuration file errors."""
 
 import collections
 import http.client
+import pathlib
 import re
 import shutil
 import signal
@@ -31,6 +32,31 @@ def test_help_lists_flags():
     for flag in ("--listen", "--data-dir", "--config", "--retention", "--log-level", "--max-body-size",
                  "--max-inflated-size", "--storage.compact-max-profiles", "--storage.retention-interval"):
         assert flag in r.stdout, "%s missing from --help:\n%s" % (flag, r.stdout)
+
+
+def test_flags_md_is_what_the_binary_prints():
+    """docs/flags.md is generated from the flag table: regenerate it with
+    `profstore --help-markdown > docs/flags.md` (tests/unit/config/test_flags.c checks the same)."""
+    r = run_bin("--help-markdown")
+    assert r.returncode == 0, r
+    doc = pathlib.Path(__file__).resolve().parents[2] / "docs" / "flags.md"
+    assert r.stdout == doc.read_text(), "docs/flags.md differs from `profstore --help-markdown`"
+    assert "--help-markdown" not in run_bin("--help").stdout  # a tool for the docs, not a user flag
+    for flag in re.findall(r"^  (--[a-z][a-z0-9.-]*)", run_bin("--help").stdout, re.M):
+        assert "| `%s" % flag in r.stdout, flag
+
+
+@pytest.mark.parametrize("args,want", [
+    (["--agent=maybe"], 'profstore: --agent: "maybe" is not true or false\n'),
+    (["--threads", "0"], 'profstore: --threads: "0" is not a positive number in range\n'),
+    (["--web.max-connections=1000001"],
+     'profstore: --web.max-connections: "1000001" is not a number in range (0 .. 1000000)\n'),
+    (["--listen"], "profstore: flag --listen needs a value\n"),
+])
+def test_flag_errors_exact(args, want):
+    r = run_bin(*args)
+    assert r.returncode == 2, r
+    assert r.stderr == want + "Run profstore --help for the flags.\n"
 
 
 def test_version():

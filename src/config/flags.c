@@ -1,0 +1,496 @@
+/*
+ * flags.c - the flag table engine (parse, --help, docs/flags.md, status values) and profstore's
+ * own table. A flag added here shows in all four at once; tests/unit/config/test_flags.c checks
+ * docs/flags.md against ps_flags_markdown and each default against its help text.
+ */
+#include "config/flags.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/timeutil.h"
+
+#define HELP_COL 35 /* the column --help's texts start at */
+
+static const ps_flag_t *find(const ps_flagset_t *fs, const char *name, size_t n)
+{
+    for (size_t i = 0; i < fs->n; i++)
+        if (strncmp(fs->flags[i].name, name, n) == 0 && fs->flags[i].name[n] == '\0')
+            return &fs->flags[i];
+    return NULL;
+}
+
+int ps_flags_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        return -1;
+    static const struct {
+        const char *sfx;
+        double mul;
+    } sfx[] = {{"", 1},          {"B", 1},           {"KB", 1e3},        {"MB", 1e6},
+               {"GB", 1e9},      {"TB", 1e12},       {"KiB", 1024.0},    {"MiB", 1048576.0},
+               {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"k", 1e3}, {"K", 1024.0}};
+    for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++)
+        if (strcmp(end, sfx[i].sfx) == 0) {
+            double r = v * sfx[i].mul;
+            if (r > 9e18)
+                return -1;
+            *out = (uint64_t)r;
+            return 0;
+        }
+    return -1;
+}
+
+void ps_flags_format_size(uint64_t v, char *buf, size_t size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (u < 4 && v != 0 && v % 1024 == 0) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, size, "%llu%s", (unsigned long long)v, units[u]);
+}
+
+int ps_flag_set(const ps_flag_t *fl, const char *val, void *dst, ps_err_t *err)
+{
+    void *p = (char *)dst + fl->offset;
+    switch (fl->type) {
+    case PS_FLAG_BOOL:
+        if (val != NULL && strcmp(val, "true") != 0 && strcmp(val, "false") != 0)
+            return ps_err_set(err, PS_EINVAL, "--%s: \"%s\" is not true or false", fl->name, val);
+        *(bool *)p = val == NULL || strcmp(val, "true") == 0;
+        return 0;
+    case PS_FLAG_STRING:
+        *(const char **)p = val;
+        return 0;
+    case PS_FLAG_ENUM: {
+        char list[256] = "";
+        size_t len = 0;
+        for (const char *const *c = fl->choices; *c; c++) {
+            if (strcmp(val, *c) == 0) {
+                *(const char **)p = val;
+                return 0;
+            }
+            len += (size_t)snprintf(list + len, len < sizeof(list) ? sizeof(list) - len : 0, "%s%s",
+                                    c == fl->choices ? "" : ", ", *c);
+        }
+        return ps_err_set(err, PS_EINVAL, "--%s: \"%s\" is not one of %s", fl->name, val, list);
+    }
+    case PS_FLAG_UINT: {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(val, &end, 10);
+        if (errno || *end || end == val || val[0] == '-' || v < fl->min || v > fl->max)
+            return ps_err_set(err, PS_EINVAL, "--%s: \"%s\" is not a %s", fl->name, val,
+                              fl->bad ? fl->bad : "number in range");
+        *(uint64_t *)p = v;
+        return 0;
+    }
+    case PS_FLAG_SIZE:
+        if (ps_flags_parse_size(val, (uint64_t *)p) != 0)
+            return ps_err_set(err, PS_EINVAL, "--%s: \"%s\" is not a %s", fl->name, val,
+                              fl->bad ? fl->bad : "size (e.g. 1048576, 32MiB, 1GB)");
+        return 0;
+    case PS_FLAG_DURATION: {
+        if (strcmp(val, "0") == 0) {
+            *(int64_t *)p = 0;
+            return 0;
+        }
+        ps_err_t e;
+        ps_err_clear(&e);
+        if (ps_parse_duration(val, strlen(val), 0, (int64_t *)p, &e) != 0)
+            return ps_err_set(err, PS_EINVAL, "--%s: %s", fl->name, e.msg);
+        return 0;
+    }
+    case PS_FLAG_ACTION:
+        return fl->action;
+    }
+    return ps_err_set(err, PS_EINTERNAL, "--%s: no such flag type", fl->name);
+}
+
+void ps_flags_defaults(const ps_flagset_t *fs, void *dst)
+{
+    for (size_t i = 0; i < fs->n; i++) {
+        const ps_flag_t *fl = &fs->flags[i];
+        if (fl->def != NULL && fl->type != PS_FLAG_ACTION) {
+            ps_err_t err;
+            ps_err_clear(&err);
+            if (ps_flag_set(fl, fl->def, dst, &err) != 0) { /* a wrong row: caught by test_flags */
+                fprintf(stderr, "%s: default of %s\n", fs->prog, err.msg);
+                abort();
+            }
+        }
+    }
+}
+
+int ps_flags_parse(const ps_flagset_t *fs, int argc, char **argv, void *dst, ps_err_t *err)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strncmp(arg, "--", 2) != 0)
+            return ps_err_set(err, PS_EINVAL, "unexpected argument \"%s\"", arg);
+        const char *name = arg + 2, *val = NULL;
+        size_t nl = strlen(name);
+        const char *eq = strchr(name, '=');
+        if (eq) {
+            nl = (size_t)(eq - name);
+            val = eq + 1;
+            if (nl >= 64)
+                return ps_err_set(err, PS_EINVAL, "unknown flag \"%s\"", arg);
+        }
+        const ps_flag_t *fl = find(fs, name, nl);
+        if (fl == NULL)
+            return ps_err_set(err, PS_EINVAL, "unknown flag --%.*s", (int)nl, name);
+        if (fl->type == PS_FLAG_ACTION)
+            return fl->action;
+        if (val == NULL && fl->type != PS_FLAG_BOOL) {
+            if (i + 1 >= argc)
+                return ps_err_set(err, PS_EINVAL, "flag --%s needs a value", fl->name);
+            val = argv[++i];
+        }
+        int rc = ps_flag_set(fl, val, dst, err);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* "--name=META" as --help and docs/flags.md write it */
+static void put_usage(const ps_flag_t *fl, ps_buf_t *out)
+{
+    ps_buf_printf(out, "--%s", fl->name);
+    if (fl->metavar)
+        ps_buf_printf(out, "=%s", fl->metavar);
+}
+
+void ps_flags_help(const ps_flagset_t *fs, ps_buf_t *out)
+{
+    ps_buf_printf(out, "%s", fs->head);
+    for (size_t i = 0; i < fs->n; i++) {
+        const ps_flag_t *fl = &fs->flags[i];
+        if (fl->help == NULL)
+            continue;
+        size_t start = out->len;
+        ps_buf_printf(out, "  ");
+        put_usage(fl, out);
+        size_t w = out->len - start;
+        ps_buf_printf(out, "%*s", w < HELP_COL ? (int)(HELP_COL - w) : 2, "");
+        for (const char *h = fl->help; *h; h++) {
+            ps_buf_putc(out, (uint8_t)*h);
+            if (*h == '\n')
+                ps_buf_printf(out, "%*s", HELP_COL, "");
+        }
+        ps_buf_putc(out, '\n');
+    }
+}
+
+/* text in a Markdown table cell: line breaks become spaces, Markdown's punctuation is escaped */
+static void put_md(ps_buf_t *out, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\n')
+            ps_buf_putc(out, ' ');
+        else {
+            if (strchr("\\`*_|<>[]", *s))
+                ps_buf_putc(out, '\\');
+            ps_buf_putc(out, (uint8_t)*s);
+        }
+    }
+}
+
+void ps_flags_markdown(const ps_flagset_t *fs, ps_buf_t *out)
+{
+    ps_buf_printf(out,
+                  "# Command-line flags\n"
+                  "\n"
+                  "<!-- Generated from the flag table (src/config/flags.c) by `%s --help-markdown > "
+                  "docs/flags.md`;\n"
+                  "     do not edit: tests/unit/config/test_flags.c fails when this file differs. -->\n"
+                  "\n"
+                  "Every flag is written `--flag=value` or `--flag value`. A flag without a value (`--agent`)\n"
+                  "is a switch: `--agent`, `--agent=true` and `--agent=false` are all accepted.\n"
+                  "Sizes take B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024);\n"
+                  "durations take ms, s, m, h, d, w, y (`1h30m`). `GET /api/v1/status/flags` answers every\n"
+                  "flag with the value in force.\n"
+                  "\n"
+                  "| Flag | Default | Meaning |\n"
+                  "|------|---------|---------|\n",
+                  fs->prog);
+    for (size_t i = 0; i < fs->n; i++) {
+        const ps_flag_t *fl = &fs->flags[i];
+        if (fl->help == NULL)
+            continue;
+        ps_buf_printf(out, "| `");
+        put_usage(fl, out);
+        ps_buf_printf(out, "` | ");
+        if (fl->def != NULL)
+            ps_buf_printf(out, "`%s`", fl->def);
+        else if (fl->def_note != NULL)
+            put_md(out, fl->def_note);
+        ps_buf_printf(out, " | ");
+        put_md(out, fl->help);
+        ps_buf_printf(out, " |\n");
+    }
+}
+
+static int value_cmp(const void *a, const void *b)
+{
+    return strcmp(((const ps_flag_value_t *)a)->name, ((const ps_flag_value_t *)b)->name);
+}
+
+uint32_t ps_flags_values(const ps_flagset_t *fs, const void *dst, ps_flag_value_t *out, uint32_t cap)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < fs->n && n < cap; i++) {
+        const ps_flag_t *fl = &fs->flags[i];
+        if (fl->help == NULL || fl->type == PS_FLAG_ACTION)
+            continue;
+        const void *p = (const char *)dst + fl->offset;
+        char v[64];
+        const char *s = v;
+        switch (fl->type) {
+        case PS_FLAG_BOOL:
+            s = *(const bool *)p ? "true" : "false";
+            break;
+        case PS_FLAG_STRING:
+        case PS_FLAG_ENUM:
+            s = *(const char *const *)p ? *(const char *const *)p : "";
+            break;
+        case PS_FLAG_UINT:
+            snprintf(v, sizeof(v), "%llu", (unsigned long long)*(const uint64_t *)p);
+            break;
+        case PS_FLAG_SIZE:
+            ps_flags_format_size(*(const uint64_t *)p, v, sizeof(v));
+            break;
+        case PS_FLAG_DURATION:
+            ps_format_duration(*(const int64_t *)p, v, sizeof(v));
+            break;
+        case PS_FLAG_ACTION:
+            break;
+        }
+        out[n].name = fl->name;
+        out[n].value = ps_xstrndup(s, strlen(s));
+        n++;
+    }
+    qsort(out, n, sizeof(out[0]), value_cmp);
+    return n;
+}
+
+/* ---- profstore's flags, in --help order ---- */
+
+#define OFF(field) offsetof(ps_flags_t, field)
+#define POSITIVE "positive number in range"
+#define MILLION "number in range (0 .. 1000000)"
+
+static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+
+/* clang-format off */
+static const ps_flag_t profstore_flags[] = {
+    {.name = "listen", .type = PS_FLAG_STRING, .offset = OFF(listen), .metavar = "HOST:PORT", .def = "127.0.0.1:7070",
+     .help = "address to serve HTTP on (default 127.0.0.1:7070)"},
+    {.name = "data-dir", .type = PS_FLAG_STRING, .offset = OFF(data_dir), .metavar = "DIR", .def = "./data",
+     .help = "LMDB data directory (default ./data)"},
+    {.name = "config", .type = PS_FLAG_STRING, .offset = OFF(config), .metavar = "FILE",
+     .help = "YAML configuration file (scrape configs; see README)"},
+    {.name = "retention", .type = PS_FLAG_DURATION, .offset = OFF(retention), .metavar = "DURATION", .def = "15d",
+     .help = "how long to keep profiles, e.g. 15d, 36h (default 15d; 0 = forever)"},
+    {.name = "log-level", .type = PS_FLAG_ENUM, .offset = OFF(log_level), .metavar = "LEVEL", .def = "info",
+     .choices = log_levels, .help = "debug, info, warn or error (default info)"},
+    {.name = "max-body-size", .type = PS_FLAG_SIZE, .offset = OFF(max_body), .metavar = "SIZE", .def = "32MiB",
+     .help = "largest accepted request body, e.g. 32MiB (default 32MiB)"},
+    {.name = "max-inflated-size", .type = PS_FLAG_SIZE, .offset = OFF(max_inflated), .metavar = "SIZE",
+     .def = "256MiB", .help = "largest decompressed profile (gzip bomb guard; default 256MiB)"},
+    {.name = "max-inflated-total", .type = PS_FLAG_SIZE, .offset = OFF(max_inflated_total), .metavar = "SIZE",
+     .def_note = "--max-inflated-size",
+     .help = "bytes being decompressed at once by all requests together; past it\n"
+             "a request gets 503 + Retry-After (default: --max-inflated-size)"},
+    {.name = "threads", .type = PS_FLAG_UINT, .offset = OFF(threads), .metavar = "N", .min = 1, .max = 65535,
+     .bad = POSITIVE, .def_note = "the CPUs", .help = "HTTP event loop threads (default: number of CPUs)"},
+    {.name = "web.max-connections", .type = PS_FLAG_UINT, .offset = OFF(max_conns), .metavar = "N", .def = "512",
+     .max = 1000000, .bad = MILLION,
+     .help = "most HTTP connections open at once; more wait to be accepted\n"
+             "(default 512; 0 = no bound)"},
+    {.name = "web.read-header-timeout", .type = PS_FLAG_DURATION, .offset = OFF(header_timeout),
+     .metavar = "DURATION", .def = "10s",
+     .help = "longest a request's header may take from its first byte; also how\n"
+             "long a new connection may stay silent (default 10s; 0 = none)"},
+    {.name = "web.body-idle-timeout", .type = PS_FLAG_DURATION, .offset = OFF(body_idle_timeout),
+     .metavar = "DURATION", .def = "10s",
+     .help = "longest a request body may go without a byte (default 10s; 0 = none)"},
+    {.name = "web.body-min-rate", .type = PS_FLAG_SIZE, .offset = OFF(body_min_rate), .metavar = "SIZE",
+     .def = "1KiB",
+     .help = "bytes per second a request body must average after that grace\n"
+             "(default 1KiB; 0 = none)"},
+    {.name = "web.idle-timeout", .type = PS_FLAG_DURATION, .offset = OFF(idle_timeout), .metavar = "DURATION",
+     .def = "2m",
+     .help = "how long a kept-alive connection may wait for its next request,\n"
+             "or a client read nothing of its answer (default 2m; 0 = forever)"},
+    {.name = "agent", .type = PS_FLAG_BOOL, .offset = OFF(agent), .def = "false",
+     .help = "agent mode: scrape and accept pushes, forward everything (forward: in\n"
+             "the config), keep only the forwarding log; queries answer 400"},
+    {.name = "web.enable-h2c", .type = PS_FLAG_BOOL, .offset = OFF(h2c), .def = "false",
+     .help = "accept HTTP/2 over cleartext (prior knowledge and Upgrade: h2c); off:\n"
+             "HTTP/2 only through TLS (ALPN)"},
+    {.name = "web.http2-max-resets", .type = PS_FLAG_UINT, .offset = OFF(h2_max_resets), .metavar = "N",
+     .def = "100", .max = 1000000, .bad = MILLION,
+     .help = "streams an HTTP/2 client may reset per connection in 10 s before it is\n"
+             "sent GOAWAY and closed (default 100; 0 = no cap)"},
+    {.name = "query.max-series", .type = PS_FLAG_UINT, .offset = OFF(max_series), .metavar = "N", .def = "10000",
+     .min = 1, .max = 10000000, .bad = POSITIVE, .help = "series one selector may select (default 10000)"},
+    /* Prometheus' remote-read limits: 0 means no limit, except for the frame size */
+    {.name = "storage.remote.read-sample-limit", .type = PS_FLAG_UINT, .offset = OFF(read_sample_limit),
+     .metavar = "N", .def = "50000000", .max = 1000000000000ull,
+     .help = "samples one SAMPLES remote-read query may return (default\n"
+             "50000000; 0 = no limit; streamed reads have none, as in Prometheus)"},
+    {.name = "storage.remote.read-concurrent-limit", .type = PS_FLAG_UINT, .offset = OFF(read_concurrent_limit),
+     .metavar = "N", .def = "10", .max = 1000000000,
+     .help = "remote reads served at once (default 10; 0 = no limit)"},
+    {.name = "storage.remote.read-max-bytes-in-frame", .type = PS_FLAG_UINT, .offset = OFF(read_max_frame),
+     .metavar = "N", .def = "1048576", .min = 1, .max = 1000000000,
+     .help = "bytes of one streamed remote-read frame before it is cut\n"
+             "(default 1048576)"},
+    {.name = "query.timeout", .type = PS_FLAG_DURATION, .offset = OFF(query_timeout), .metavar = "DURATION",
+     .def = "2m", .help = "longest a query may take, queue included: 503 after it (default 2m)"},
+    {.name = "query.max-samples", .type = PS_FLAG_UINT, .offset = OFF(query_max_samples), .metavar = "N",
+     .def = "50000000", .min = 1, .max = 1000000000000ull, .bad = POSITIVE,
+     .help = "samples a query may load at once: PromQL samples, the stack samples\n"
+             "a profile merge reads (default 50000000)"},
+    {.name = "query.max-memory", .type = PS_FLAG_SIZE, .offset = OFF(query_max_memory), .metavar = "SIZE",
+     .def_note = "a quarter of the RAM (or of the cgroup's memory.max)",
+     .help = "memory one PromQL query may hold (loaded samples, subquery points,\n"
+             "its answer): past it 422 (default: a quarter of the RAM, or of the\n"
+             "cgroup's memory.max if lower, in MiB; 0 = no limit)"},
+    /* threads 0 (no pool: queries on the HTTP threads) .. 256 (LMDB readers) */
+    {.name = "query.max-concurrency", .type = PS_FLAG_UINT, .offset = OFF(query_max_concurrency), .metavar = "N",
+     .def = "20", .max = 256,
+     .help = "queries run at once on the query threads; more wait (default 20;\n"
+             "at most 256; 0 = no query threads: queries run on the HTTP threads)"},
+    {.name = "query.cpus", .type = PS_FLAG_UINT, .offset = OFF(query_cpus), .metavar = "N", .max = 256,
+     .def_note = "the CPUs less one, at least 1",
+     .help = "query threads that compute at the same time; the other running\n"
+             "queries wait their turn (5 ms slices), so that queries leave CPUs to\n"
+             "ingest and health checks (default: the CPUs less one, at least 1;\n"
+             "0 = no limit)"},
+    {.name = "ingest.decode-threads", .type = PS_FLAG_UINT, .offset = OFF(decode_threads), .metavar = "N",
+     .max = 256, .def_note = "the CPUs (at most 256)",
+     .help = "threads that decode pushes and remote writes (gunzip, snappy, pprof),\n"
+             "so the HTTP threads stay free; at nice 5 (default: the CPUs; at most\n"
+             "256; 0 = decode on the HTTP threads)"},
+    {.name = "ingest.decode-queue-max-bytes", .type = PS_FLAG_SIZE, .offset = OFF(decode_queue_bytes),
+     .metavar = "SIZE", .def = "32MiB", /* web/qpool.h: PS_DPOOL_DEFAULT_BYTES */
+     .help = "bodies waiting for a decode thread; past it writes get 429\n"
+             "(remote write 503) with Retry-After (default 32MiB)"},
+    {.name = "query.max-regex-steps", .type = PS_FLAG_UINT, .offset = OFF(query_max_regex_steps), .metavar = "N",
+     .def = "1000000000", .min = 1, .max = 1000000000000ull,
+     .help = "PCRE2 steps one query's regex matchers may take (default 1000000000)"},
+    {.name = "scrape.max-targets", .type = PS_FLAG_UINT, .offset = OFF(scrape_max_targets), .metavar = "N",
+     .def = "50000", .max = 1000000, .bad = MILLION,
+     .help = "targets (target x profile) built over all jobs, and as many dropped\n"
+             "ones kept; past it the rest are left out, logged (default 50000;\n"
+             "0 = no limit; at most 1000000)"},
+    {.name = "storage.max-size", .type = PS_FLAG_SIZE, .offset = OFF(max_size), .metavar = "SIZE", .def = "256GiB",
+     .help = "most the LMDB store may grow to (default 256GiB)"},
+    {.name = "storage.compact-max-profiles", .type = PS_FLAG_UINT, .offset = OFF(compact_max), .metavar = "N",
+     .def = "120", .min = 1, .max = 65535, .bad = POSITIVE,
+     .help = "fold a series' head into a chunk at N profiles (default 120)"},
+    {.name = "storage.compact-window", .type = PS_FLAG_DURATION, .offset = OFF(compact_window),
+     .metavar = "DURATION", .def = "2h",
+     .help = "... or once the head spans this much time, or the series got\n"
+             "no profile for this long (default 2h; 0 = only by count)"},
+    {.name = "storage.compact-interval", .type = PS_FLAG_DURATION, .offset = OFF(compact_interval),
+     .metavar = "DURATION", .def = "10s", .help = "how often to look for heads due by age (default 10s)"},
+    {.name = "storage.retention-interval", .type = PS_FLAG_DURATION, .offset = OFF(retention_interval),
+     .metavar = "DURATION", .def = "1m", .help = "how often to apply retention (default 1m)"},
+    {.name = "storage.commit-delay", .type = PS_FLAG_DURATION, .offset = OFF(commit_delay), .metavar = "DURATION",
+     .def = "10ms",
+     .help = "at most one commit (fsync) per this interval unless a batch is full\n"
+             "(group commit; default 10ms; 0 = commit at once)"},
+    {.name = "storage.write-queue-max-bytes", .type = PS_FLAG_SIZE, .offset = OFF(queue_bytes), .metavar = "SIZE",
+     .def = "256MiB",
+     .help = "bytes of decoded writes waiting for the writer; past it pushes\n"
+             "get 429 (remote write 503) with Retry-After (default 256MiB)"},
+    {.name = "storage.write-queue-max-items", .type = PS_FLAG_UINT, .offset = OFF(queue_items), .metavar = "N",
+     .def = "8192", .min = 1, .max = 1000000, .bad = POSITIVE,
+     .help = "write requests waiting for the writer, the same way (default 8192)"},
+    {.name = "storage.disk-reserve", .type = PS_FLAG_SIZE, .offset = OFF(disk_reserve), .metavar = "SIZE",
+     .def = "32MiB",
+     .help = "space kept in <data-dir>/space.reserve and given up when the disk\n"
+             "is full, for retention and compaction; writes (507 meanwhile)\n"
+             "resume once it can be taken back (default 32MiB, at most 1/16\n"
+             "of the disk; 0 = none)"},
+    {.name = "storage.future-grace", .type = PS_FLAG_DURATION, .offset = OFF(future_grace), .metavar = "DURATION",
+     .def = "10m", /* Mimir's creation grace period */
+     .help = "refuse profiles and samples more than this in the future (400;\n"
+             "default 10m; 0 = any time)"},
+    {.name = "storage.no-sync", .type = PS_FLAG_BOOL, .offset = OFF(nosync), .def = "false",
+     .help = "no fsync on commit: faster, NOT durable (benchmarks only)"},
+    {.name = "storage.check", .type = PS_FLAG_BOOL, .offset = OFF(check), .def = "false",
+     .help = "read every record of --data-dir (read-only), print what is damaged,\n"
+             "and exit: 0 no damage, 1 damage, 2 could not check"},
+    {.name = "web.config.file", .type = PS_FLAG_STRING, .offset = OFF(web_config), .metavar = "FILE",
+     .help = "TLS and authentication (Prometheus' web config format + bearer_tokens;\n"
+             "see README); re-read on SIGHUP and POST /-/reload"},
+    {.name = "web.enable-admin-api", .type = PS_FLAG_BOOL, .offset = OFF(admin_api), .def = "false",
+     .help = "serve /api/v1/admin/* and /api/v1/debug/* (default off: 503)"},
+    {.name = "web.enable-lifecycle", .type = PS_FLAG_BOOL, .offset = OFF(lifecycle), .def = "false",
+     .help = "serve POST /-/reload (default off: 403)"},
+    {.name = "help", .type = PS_FLAG_ACTION, .action = PS_FLAGS_HELP, .help = "this text"},
+    {.name = "version", .type = PS_FLAG_ACTION, .action = PS_FLAGS_VERSION, .help = "print the version"},
+    {.name = "h", .type = PS_FLAG_ACTION, .action = PS_FLAGS_HELP},                   /* hidden */
+    {.name = "help-markdown", .type = PS_FLAG_ACTION, .action = PS_FLAGS_MARKDOWN}, /* docs/flags.md */
+};
+/* clang-format on */
+
+const ps_flagset_t ps_profstore_flagset = {
+    .prog = "profstore",
+    .head = "usage: profstore [flags]\n"
+            "\n"
+            "A continuous-profiling store: ingests pprof profiles, keeps them in LMDB, answers label queries.\n"
+            "\n"
+            "Flags (--flag=value or --flag value):\n",
+    .flags = profstore_flags,
+    .n = sizeof(profstore_flags) / sizeof(profstore_flags[0]),
+};
+
+/* --query.max-memory's default: a quarter of the RAM, or of the cgroup's (v2) memory.max when
+ * that is lower, rounded down to MiB (at least 64 MiB) */
+static uint64_t default_query_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 4ull << 30;
+    FILE *fp = fopen("/sys/fs/cgroup/memory.max", "r");
+    if (fp) {
+        unsigned long long v;
+        if (fscanf(fp, "%llu", &v) == 1 && v > 0 && v < ram)
+            ram = v;
+        fclose(fp);
+    }
+    uint64_t q = (ram / 4) & ~((1ull << 20) - 1);
+    return q < (64ull << 20) ? 64ull << 20 : q;
+}
+
+void ps_profstore_flags_init(ps_flags_t *f)
+{
+    memset(f, 0, sizeof(*f));
+    ps_flags_defaults(&ps_profstore_flagset, f);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    f->threads = ncpu > 0 ? (uint64_t)ncpu : 1;
+    f->decode_threads = ncpu < 1 ? 1 : ncpu > 256 ? 256 : (uint64_t)ncpu;
+    f->query_cpus = ncpu <= 2 ? 1 : ncpu > 257 ? 256 : (uint64_t)ncpu - 1;
+    f->query_max_memory = default_query_memory();
+}
+
+int ps_profstore_flags_parse(ps_flags_t *f, int argc, char **argv, ps_err_t *err)
+{
+    int rc = ps_flags_parse(&ps_profstore_flagset, argc, argv, f, err);
+    if (rc == 0 && f->max_inflated_total == 0)
+        f->max_inflated_total = f->max_inflated;
+    return rc;
+}
