@@ -163,19 +163,16 @@ struct ps_http_stats *ps_http_stats_new(uint32_t n, uint32_t (*handler_of)(h2o_i
     return st;
 }
 
-/* Counts the answer to req: its handler (route pattern), status and the time since the request
- * began (its first byte arrived, as h2o recorded it). */
-static void account(struct ps_http_stats *st, h2o_req_t *req, int status)
+/* Counts an answer of handler path, begun at t0 (a null time: now). */
+static void count(struct ps_http_stats *st, h2o_iovec_t path, const struct timeval *t0, int status)
 {
     if (st == NULL)
         return;
-    handler_stats_t *h = &st->h[st->handler_of(req->path_normalized)];
-    struct timeval *t0 = h2o_timeval_is_null(&req->timestamps.request_begin_at) ? &req->processed_at.at
-                                                                                       : &req->timestamps.request_begin_at;
+    handler_stats_t *h = &st->h[st->handler_of(path)];
     struct timeval now;
     gettimeofday(&now, NULL);
     int64_t d = ((int64_t)now.tv_sec - t0->tv_sec) * 1000000000 + ((int64_t)now.tv_usec - t0->tv_usec) * 1000;
-    if (d < 0 || h2o_timeval_is_null(t0))
+    if (d < 0 || (t0->tv_sec == 0 && t0->tv_usec == 0))
         d = 0;
     uint32_t b = 0;
     while (b < NBUCKETS && d > bucket_ns[b])
@@ -183,6 +180,24 @@ static void account(struct ps_http_stats *st, h2o_req_t *req, int status)
     atomic_fetch_add_explicit(&h->buckets[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&h->sum_ns, (uint_fast64_t)d, memory_order_relaxed);
     atomic_fetch_add_explicit(&h->codes[status >= 100 && status <= 599 ? status - 100 : 499], 1, memory_order_relaxed);
+}
+
+static const struct timeval *begin_of(h2o_req_t *req)
+{
+    return h2o_timeval_is_null(&req->timestamps.request_begin_at) ? &req->processed_at.at
+                                                                   : &req->timestamps.request_begin_at;
+}
+
+/* Counts the answer to req: its handler (route pattern), status and the time since the request
+ * began (its first byte arrived, as h2o recorded it). */
+static void account(struct ps_http_stats *st, h2o_req_t *req, int status)
+{
+    count(st, req->path_normalized, begin_of(req), status);
+}
+
+void ps_http_account_task(const ps_task_t *t, int status)
+{
+    count(t->srv->http_stats, h2o_iovec_init(t->path, t->path_len), &t->begin, status);
 }
 
 void ps_http_stats_errors(const struct ps_http_stats *st, uint64_t *c4xx, uint64_t *c5xx)
@@ -304,6 +319,10 @@ void ps_http_send_answer(h2o_req_t *req, const ps_answer_t *a)
     h2o_send_inline(req, a->body.data != NULL ? (const char *)a->body.data : "", a->body.len); /* copies the body */
 }
 
+/* A body of this size and more is copied into a block of its own (ps_arena_big_adopt): the arena
+ * goes back to its loop's pool, which keeps only its head block. */
+#define BODY_BLOCK_MIN (64u << 10)
+
 ps_task_t *ps_http_task(h2o_req_t *req, ps_fail_fn fail)
 {
     ps_arena_t *arena = ps_loop_arena_get(req);
@@ -314,6 +333,7 @@ ps_task_t *ps_http_task(h2o_req_t *req, ps_fail_fn fail)
     t->path = ps_arena_strndup(arena, req->path_normalized.base, req->path_normalized.len);
     t->path_len = req->path_normalized.len;
     t->method = ps_arena_strndup(arena, req->method.base, req->method.len);
+    t->begin = *begin_of(req);
     t->query_ret = ps_http_params(req, false, arena, &t->query, &t->query_err);
     t->params_ret = ps_http_params(req, true, arena, &t->params, &t->params_err);
     t->nheaders = req->headers.size;
@@ -329,10 +349,16 @@ ps_task_t *ps_http_task(h2o_req_t *req, ps_fail_fn fail)
         if (!gzip_ok && e->name == &H2O_TOKEN_ACCEPT_ENCODING->buf)
             gzip_ok = ps_ui_accepts_gzip(e->value.base, e->value.len);
     }
-    if (req->entity.base != NULL) {
+    if (req->entity.base != NULL && req->entity.len < BODY_BLOCK_MIN) {
         t->body = ps_arena_strndup(arena, req->entity.base, req->entity.len);
-        t->body_len = req->entity.len;
+    } else if (req->entity.base != NULL) { /* a block of its own, never kept by the loop's pool */
+        char *body = ps_arena_big_alloc(req->entity.len + 1);
+        memcpy(body, req->entity.base, req->entity.len);
+        body[req->entity.len] = '\0';
+        ps_arena_big_adopt(arena, body, req->entity.len + 1);
+        t->body = body;
     }
+    t->body_len = t->body != NULL ? req->entity.len : 0;
     ps_answer_init(&t->ans, arena, gzip_ok);
     return t;
 }

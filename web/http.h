@@ -23,6 +23,9 @@ int ps_http_params(h2o_req_t *req, bool with_body, ps_arena_t *arena, ps_params_
 ps_task_t *ps_http_task(h2o_req_t *req, ps_fail_fn fail);
 /** Frees t (its arena back to the pool of loop, the loop it was parsed on). Loop thread. */
 void ps_http_task_free(ps_task_t *t, void *loop);
+/** Counts t's answer with status in the request stats, as ps_http_send_answer does, for a task
+ *  whose request died before its answer could be sent. */
+void ps_http_account_task(const ps_task_t *t, int status);
 /** Sends an answer (task.h) as it is: counted in the request stats, its headers, its body. */
 void ps_http_send_answer(h2o_req_t *req, const ps_answer_t *a);
 

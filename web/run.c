@@ -154,6 +154,8 @@ static void deliver(rjob_t *j, h2o_req_t *req)
         if (j->client_gone)
             req->http1_is_persistent = 0; /* close after this answer: pipelined requests behind it die too */
     }
+    /* the run's own answer, counted even when its client went away (a 499 of a canceled query) */
+    bool ran = t->finish == NULL && !atomic_load(&j->q.shutdown) && t->ans.status != 0;
     if (t->finish != NULL) { /* handed to the writer: its answer is finish's */
         t->finish(t);
     } else if (atomic_load(&j->q.shutdown)) {
@@ -166,6 +168,8 @@ static void deliver(rjob_t *j, h2o_req_t *req)
     }
     if (req != NULL)
         ps_http_send_answer(req, &t->ans);
+    else if (ran)
+        ps_http_account_task(t, t->ans.status);
     job_free(j);
 }
 

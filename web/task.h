@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/time.h>
 
 #include "core/err.h"
 #include "core/mem.h"
@@ -107,6 +108,7 @@ struct ps_task {
     const char *path; /* normalized, without the query string, NUL-terminated */
     size_t path_len;
     const char *method;
+    struct timeval begin; /* the request's arrival (its first byte) */
     ps_params_t query;  /* the query string's parameters */
     ps_params_t params; /* those and a form-encoded body's */
     int query_ret, params_ret; /* != 0: parsing them failed with query_err, params_err */
