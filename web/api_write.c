@@ -116,10 +116,7 @@ static int request_version(ps_task_t *t, ps_err_t *err)
     const char *ct_base = ps_task_header(t, "content-type", &ct_len);
     int version = 0;
     if (ct_base != NULL) {
-        struct {
-            const char *base;
-            size_t len;
-        } ct = {ct_base, ct_len};
+        h2o_iovec_t ct = h2o_iovec_init(ct_base, ct_len);
         const char *end = ct.base + ct.len, *semi = memchr(ct.base, ';', ct.len);
         size_t n;
         const char *mt = trim(ct.base, semi ? semi : end, &n);

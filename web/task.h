@@ -57,7 +57,7 @@ typedef struct ps_header {
     size_t nlen, vlen;
 } ps_header_t;
 
-#define PS_ANSWER_MAX_HEADERS 8
+#define PS_ANSWER_MAX_HEADERS 12 /* a route sets at most 7 (a profile query's error) */
 
 /** An answer, as a task's run leaves it for the loop to send. */
 typedef struct ps_answer {
