@@ -13,7 +13,7 @@
 #include "core/json.h"
 #include "core/timeutil.h"
 #include "render/render.h"
-#include "http.h"
+#include "task.h"
 #include "query/query.h"
 #include "internal.h"
 
@@ -90,16 +90,16 @@ static int on_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
     return ret;
 }
 
-int ps_api_debug_series(h2o_req_t *req)
+int ps_api_debug_series(ps_task_t *task)
 {
-    ps_server_t *s = ps_http_server(req);
+    ps_server_t *s = task->srv;
     ps_arena_t a = PS_ARENA_INIT;
     ps_params_t params;
     ps_err_t err;
     ps_reader_t *r = NULL;
     ps_buf_t b = PS_BUF_INIT;
     ps_err_clear(&err);
-    if (ps_http_params(req, false, &a, &params, &err) != 0)
+    if (ps_task_params(task, false, &params, &err) != 0)
         goto Fail;
     ps_json_t j;
     list_ctx_t c = {.j = &j, .err = &err};
@@ -126,10 +126,10 @@ int ps_api_debug_series(h2o_req_t *req)
     }
     ps_json_end(&j);
     ps_json_envelope_close(&j);
-    ps_http_send(req, 200, "application/json", b.data, b.len);
+    ps_task_send(task, 200, "application/json", b.data, b.len);
     goto Exit;
 Fail:
-    ps_http_error(req, err.code ? err.code : PS_EINTERNAL, err.msg);
+    ps_task_error(task, err.code ? err.code : PS_EINTERNAL, err.msg);
 Exit:
     ps_reader_end(r);
     ps_buf_dispose(&b);
@@ -158,16 +158,16 @@ static int on_one(void *ctx, const ps_stored_profile_t *p)
     return 1;
 }
 
-int ps_api_debug_profile(h2o_req_t *req)
+int ps_api_debug_profile(ps_task_t *task)
 {
-    ps_server_t *s = ps_http_server(req);
+    ps_server_t *s = task->srv;
     ps_arena_t a = PS_ARENA_INIT;
     ps_params_t params;
     ps_err_t err;
     ps_reader_t *r = NULL;
     ps_buf_t b = PS_BUF_INIT;
     ps_err_clear(&err);
-    if (ps_http_params(req, false, &a, &params, &err) != 0)
+    if (ps_task_params(task, false, &params, &err) != 0)
         goto Fail;
     const ps_param_t *id = ps_params_get(&params, "id"), *t = ps_params_get(&params, "time");
     if (id == NULL || t == NULL) {
@@ -218,10 +218,10 @@ int ps_api_debug_profile(h2o_req_t *req)
     prof.period = c.p.period;
     if (ps_pprof_encode(&prof, 1, &b, &err) != 0)
         goto Fail;
-    ps_http_send(req, 200, "application/octet-stream", b.data, b.len);
+    ps_task_send(task, 200, "application/octet-stream", b.data, b.len);
     goto Exit;
 Fail:
-    ps_http_error(req, err.code ? err.code : PS_EINTERNAL, err.msg);
+    ps_task_error(task, err.code ? err.code : PS_EINTERNAL, err.msg);
 Exit:
     ps_reader_end(r);
     ps_buf_dispose(&b);

@@ -9,7 +9,7 @@
 #include "core/budget.h"
 #include "core/json.h"
 #include "core/timeutil.h"
-#include "http.h"
+#include "task.h"
 #include "internal.h"
 #include "parser/selector.h"
 #include "proto/pprof.h"
@@ -46,10 +46,10 @@ static int on_type(void *ctx, const char *v, size_t n)
     return 0;
 }
 
-int ps_api_profile_types(h2o_req_t *req)
+int ps_api_profile_types(ps_task_t *task)
 {
     ps_qctx_t c;
-    int ret = ps_qctx_begin(&c, req);
+    int ret = ps_qctx_begin(&c, task);
     if (ret == 0) {
         ps_json_t j;
         types_ctx_t t = {&j, &c.arena};
@@ -59,7 +59,7 @@ int ps_api_profile_types(h2o_req_t *req)
         ps_json_end(&j);
         ps_json_envelope_close(&j);
         if (ret == 0)
-            ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
+            ps_task_send(task, 200, "application/json", c.out.data, c.out.len);
     }
     return ps_qctx_finish(&c, ret);
 }
@@ -225,11 +225,9 @@ static int respond(ps_qctx_t *c, ps_profile_t *p, int fmt, int64_t max_nodes, ui
                    int64_t base_total, const ps_render_note_t *note)
 {
     int ret = 0;
-    h2o_add_header_by_str(&c->req->pool, &c->req->res.headers, H2O_STRLIT("x-profstore-aggregation"), 0, NULL,
-                          note->aggregation, strlen(note->aggregation));
+    ps_task_add_header(c->t, "x-profstore-aggregation", note->aggregation, strlen(note->aggregation));
     if (note->normalize) {
-        h2o_add_header_by_str(&c->req->pool, &c->req->res.headers, H2O_STRLIT("x-profstore-normalize"), 0, NULL,
-                              note->normalize, strlen(note->normalize));
+        ps_task_add_header(c->t, "x-profstore-normalize", note->normalize, strlen(note->normalize));
         ps_query_profile_comment(p, &c->arena,
                                  "profstore: normalize=%s: base profiled %.3f s, compare profiled %.3f s%s",
                                  note->normalize, note->base_seconds, note->compare_seconds,
@@ -245,25 +243,25 @@ static int respond(ps_qctx_t *c, ps_profile_t *p, int fmt, int64_t max_nodes, ui
     if (fmt == F_PPROF) {
         if ((ret = ps_pprof_encode(p, 1, &c->out, &c->err)) != 0)
             return ret;
-        h2o_add_header(&c->req->pool, &c->req->res.headers, H2O_TOKEN_CONTENT_DISPOSITION, NULL,
-                       H2O_STRLIT("attachment; filename=\"profile.pb.gz\""));
-        ps_http_send(c->req, 200, "application/octet-stream", c->out.data, c->out.len);
+        static const char cd[] = "attachment; filename=\"profile.pb.gz\"";
+        ps_task_add_header(c->t, "content-disposition", cd, sizeof(cd) - 1);
+        ps_task_send(c->t, 200, "application/octet-stream", c->out.data, c->out.len);
     } else if (fmt == F_FLAMEGRAPH) {
         ps_flamegraph_t fg;
         if ((ret = ps_flamegraph_build(p, 0, diff ? 1 : 0, max_nodes, &c->arena, &fg, &c->err)) != 0)
             return ret;
         ps_flamegraph_json_note(&fg, note, &c->out);
-        ps_http_send(c->req, 200, "application/json", c->out.data, c->out.len);
+        ps_task_send(c->t, 200, "application/json", c->out.data, c->out.len);
     } else if (fmt == F_FOLDED) {
         ps_render_folded(p, 0, &c->out);
         if ((ret = ps_budget_check_now(&c->err)) != 0) /* stopped there: not an empty answer */
             return ret;
-        ps_http_send(c->req, 200, "text/plain; charset=utf-8", c->out.data, c->out.len);
+        ps_task_send(c->t, 200, "text/plain; charset=utf-8", c->out.data, c->out.len);
     } else {
         ps_render_top_note(p, 0, limit, diff ? base_total : 0, note, &c->out);
         if ((ret = ps_budget_check_now(&c->err)) != 0)
             return ret;
-        ps_http_send(c->req, 200, "application/json", c->out.data, c->out.len);
+        ps_task_send(c->t, 200, "application/json", c->out.data, c->out.len);
     }
     return 0;
 }
@@ -281,24 +279,22 @@ static int finish(ps_qctx_t *c, int ret)
     const ps_param_t *f = ret != 0 ? ps_params_get(&c->params, "format") : NULL;
     if (ret == 0 || (f != NULL && f->vlen > 0 && strcmp(f->value, "pprof") != 0))
         return ps_qctx_finish(c, ret);
-    ssize_t ai = h2o_find_header(&c->req->headers, H2O_TOKEN_ACCEPT, -1);
-    if (ai >= 0) {
-        h2o_iovec_t acc = c->req->headers.entries[ai].value;
-        if (h2o_strstr(acc.base, acc.len, H2O_STRLIT("application/json")) != SIZE_MAX)
-            return ps_qctx_finish(c, ret);
-    }
+    size_t acc_len;
+    const char *acc = ps_task_header(c->t, "accept", &acc_len);
+    if (acc != NULL && memmem(acc, acc_len, "application/json", 16) != NULL)
+        return ps_qctx_finish(c, ret);
     int code = c->err.code ? c->err.code : ret;
     const char *msg = c->err.msg[0] ? c->err.msg : ps_strerror(code);
     ps_buf_t b = PS_BUF_INIT;
     ps_buf_append(&b, msg, strlen(msg));
     ps_buf_putc(&b, '\n');
-    h2o_add_header_by_str(&c->req->pool, &c->req->res.headers, H2O_STRLIT("x-go-pprof"), 0, NULL, H2O_STRLIT("1"));
-    ps_http_send(c->req, ps_err_http_status(code), "text/plain; charset=utf-8", b.data, b.len);
+    ps_task_add_header(c->t, "x-go-pprof", "1", 1);
+    ps_task_send(c->t, ps_err_http_status(code), "text/plain; charset=utf-8", b.data, b.len);
     ps_buf_dispose(&b);
     return ps_qctx_finish(c, 0);
 }
 
-int ps_api_profile_query(h2o_req_t *req)
+int ps_api_profile_query(ps_task_t *task)
 {
     ps_qctx_t c;
     side_t s = {0};
@@ -308,7 +304,7 @@ int ps_api_profile_query(h2o_req_t *req)
     bool all;
     ps_agg_t agg;
     ps_profile_t p;
-    int ret = ps_qctx_begin(&c, req);
+    int ret = ps_qctx_begin(&c, task);
     if (ret == 0)
         ret = parse_format(&c, &fmt, &max_nodes, &limit);
     if (ret == 0)
@@ -329,7 +325,7 @@ int ps_api_profile_query(h2o_req_t *req)
     return finish(&c, ret);
 }
 
-int ps_api_profile_diff(h2o_req_t *req)
+int ps_api_profile_diff(ps_task_t *task)
 {
     ps_qctx_t c;
     side_t base = {0}, cmp = {0};
@@ -341,7 +337,7 @@ int ps_api_profile_diff(h2o_req_t *req)
     ps_norm_t norm;
     ps_diff_norm_t dn;
     ps_profile_t p;
-    int ret = ps_qctx_begin(&c, req);
+    int ret = ps_qctx_begin(&c, task);
     if (ret == 0)
         ret = parse_format(&c, &fmt, &max_nodes, &limit);
     if (ret == 0)

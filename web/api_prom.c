@@ -23,32 +23,6 @@
 #define ALL_END INT64_MAX
 
 
-/* time parameter (ns); absent → dflt. */
-int ps_param_time(const ps_params_t *p, const char *name, int64_t now, int64_t dflt, int64_t *out, ps_err_t *err)
-{
-    const ps_param_t *v = ps_params_get(p, name);
-    if (v == NULL || v->vlen == 0) {
-        *out = dflt;
-        return 0;
-    }
-    if (ps_parse_time(v->value, v->vlen, now, out, err) != 0)
-        return ps_err_prefix(err, "invalid parameter \"%s\"", name);
-    return 0;
-}
-
-int ps_param_duration(const ps_params_t *p, const char *name, int64_t dflt, int64_t *out, ps_err_t *err)
-{
-    const ps_param_t *v = ps_params_get(p, name);
-    if (v == NULL || v->vlen == 0) {
-        *out = dflt;
-        return 0;
-    }
-    if (ps_parse_duration(v->value, v->vlen, 1, out, err) != 0)
-        return ps_err_set(err, PS_EINVAL, "invalid parameter \"%s\": cannot parse \"%.64s\" to a valid duration",
-                          name, v->value);
-    return 0;
-}
-
 static int param_limit(const ps_params_t *p, uint64_t *out, ps_err_t *err)
 {
     const ps_param_t *v = ps_params_get(p, "limit");
@@ -95,7 +69,7 @@ static void json_truncated(ps_json_t *j, bool truncated)
 
 static void send_json(ps_qctx_t *c)
 {
-    ps_http_send(c->req, 200, "application/json", c->out.data, c->out.len);
+    ps_task_send(c->t, 200, "application/json", c->out.data, c->out.len);
 }
 
 static int64_t ns_to_ms(int64_t ns)
@@ -216,19 +190,19 @@ static int do_query(ps_qctx_t *c, bool instant)
     return 0;
 }
 
-int ps_api_query(h2o_req_t *req)
+int ps_api_query(ps_task_t *t)
 {
     ps_qctx_t c;
-    int ret = ps_qctx_begin(&c, req);
+    int ret = ps_qctx_begin(&c, t);
     if (ret == 0)
         ret = do_query(&c, true);
     return ps_qctx_finish(&c, ret);
 }
 
-int ps_api_query_range(h2o_req_t *req)
+int ps_api_query_range(ps_task_t *t)
 {
     ps_qctx_t c;
-    int ret = ps_qctx_begin(&c, req);
+    int ret = ps_qctx_begin(&c, t);
     if (ret == 0)
         ret = do_query(&c, false);
     return ps_qctx_finish(&c, ret);
@@ -274,7 +248,7 @@ static int cmp_labels_qsort(const void *a, const void *b)
     return ps_labels_cmp(a, b);
 }
 
-int ps_api_series(h2o_req_t *req)
+int ps_api_series(ps_task_t *t)
 {
     ps_qctx_t c;
     int64_t start, end;
@@ -282,7 +256,7 @@ int ps_api_series(h2o_req_t *req)
     ps_selector_t *sels = NULL;
     uint32_t nsels = 0;
     ps_series_set_t s;
-    int ret = ps_qctx_begin(&c, req);
+    int ret = ps_qctx_begin(&c, t);
     if (ret == 0)
         ret = range_params(&c, &start, &end);
     if (ret == 0)
@@ -346,10 +320,10 @@ static int labels_answer(ps_qctx_t *c, const char *name)
     return ret;
 }
 
-int ps_api_labels(h2o_req_t *req)
+int ps_api_labels(ps_task_t *t)
 {
     ps_qctx_t c;
-    int ret = ps_qctx_begin(&c, req);
+    int ret = ps_qctx_begin(&c, t);
     if (ret == 0)
         ret = labels_answer(&c, NULL);
     return ps_qctx_finish(&c, ret);
@@ -399,14 +373,13 @@ static int unescape_name(const char *s, size_t n, ps_arena_t *a, const char **ou
     return 0;
 }
 
-int ps_api_label_values(h2o_req_t *req)
+int ps_api_label_values(ps_task_t *t)
 {
     ps_qctx_t c;
-    int ret = ps_qctx_begin(&c, req);
+    int ret = ps_qctx_begin(&c, t);
     /* /api/v1/label/<name>/values */
-    h2o_iovec_t p = req->path_normalized;
-    const char *nb = p.base + strlen("/api/v1/label/");
-    size_t nl = p.len - strlen("/api/v1/label/") - strlen("/values");
+    const char *nb = t->path + strlen("/api/v1/label/");
+    size_t nl = t->path_len - strlen("/api/v1/label/") - strlen("/values");
     const char *name = NULL;
     size_t namelen = 0;
     if (ret == 0 && (unescape_name(nb, nl, &c.arena, &name, &namelen) != 0 || !ps_label_name_valid(name, namelen)))
@@ -524,10 +497,10 @@ static int on_meta(void *ctx, const char *v, size_t n)
     return 0;
 }
 
-int ps_api_metadata(h2o_req_t *req)
+int ps_api_metadata(ps_task_t *t)
 {
     ps_qctx_t c;
-    int ret = ps_qctx_begin(&c, req);
+    int ret = ps_qctx_begin(&c, t);
     ps_json_t j;
     meta_ctx_t m = {0};
     m.j = &j;
@@ -566,10 +539,10 @@ int ps_api_metadata(h2o_req_t *req)
 
 /* GET|POST /api/v1/query_exemplars: the query and range are checked as Prometheus does, and the
  * answer is Prometheus' for a store without exemplars: an empty list. */
-int ps_api_query_exemplars(h2o_req_t *req)
+int ps_api_query_exemplars(ps_task_t *t)
 {
     ps_qctx_t c;
-    int ret = ps_qctx_begin(&c, req);
+    int ret = ps_qctx_begin(&c, t);
     const ps_param_t *q = ret == 0 ? ps_params_get(&c.params, "query") : NULL;
     if (ret == 0 && (q == NULL || q->vlen == 0))
         ret = ps_err_set(&c.err, PS_EINVAL, "invalid parameter \"query\": the query is empty");

@@ -13,14 +13,12 @@
 
 #include "connect.h"
 #include "core/log.h"
-#include "http.h"
 #include "ingest/ingest.h"
 #include "internal.h"
 #include "proto/pyroscope.h"
 #include "qpool.h"
 
 typedef struct pending {
-    ps_async_t async;      /* first: the completion casts back */
     ps_connect_call_t *c;
     ps_wreq_t *w;          /* n of them */
     size_t n;
@@ -45,9 +43,10 @@ static void reply_ok(ps_connect_call_t *c)
     ps_buf_dispose(&b);
 }
 
-static void on_complete(ps_async_t *a, h2o_req_t *req)
+/* on the loop, the writer done with every append */
+static void on_finish(ps_task_t *t)
 {
-    pending_t *p = (pending_t *)a;
+    pending_t *p = t->finish_arg;
     ps_connect_call_t *c = p->c;
     ps_server_t *s = c->srv;
     const ps_err_t *bad = NULL;
@@ -64,7 +63,6 @@ static void on_complete(ps_async_t *a, h2o_req_t *req)
     }
     if (bad == NULL)
         atomic_fetch_add(&s->ingest_bytes, p->body_len);
-    c->req = req; /* NULL: the client went away, only release; decoded on the decode pool: the real request */
     if (bad != NULL) {
         ps_log_debug("connect push rejected", "err=%s", ps_log_q(bad->msg));
         ps_connect_error(c, ps_connect_code_of(bad_code), bad->msg);
@@ -77,7 +75,7 @@ static void on_write_done(ps_wreq_t *w)
 {
     pending_t *p = w->ctx;
     if (atomic_fetch_sub(&p->left, 1) == 1)
-        ps_async_complete(&p->async); /* back to the request's loop */
+        ps_task_release(p->c->t); /* the last release: back to the request's loop */
 }
 
 int ps_connect_push(ps_connect_call_t *c)
@@ -111,7 +109,9 @@ int ps_connect_push(ps_connect_call_t *c)
     p->body_len = c->body_len;
     p->w = ps_arena_calloc(c->arena, napps, sizeof(*p->w));
     atomic_init(&p->left, napps);
-    ps_async_init(&p->async, c->req, on_complete);
+    c->t->finish = on_finish;
+    c->t->finish_arg = p;
+    ps_task_hold(c->t); /* until the writer is done with every append */
     for (size_t i = 0; i < napps; i++) {
         ps_wreq_t *w = &p->w[i];
         w->kind = PS_WREQ_APPEND;
@@ -119,7 +119,7 @@ int ps_connect_push(ps_connect_call_t *c)
         w->on_done = on_write_done;
         w->ctx = p;
         if (i == 0) /* the request's arena and body, held until answered: the queue's bound */
-            w->bytes = c->arena->used_total + c->body_len;
+            w->bytes = c->arena->used_total; /* the body's copy included */
         if (ps_writer_submit(s->writer, w) != 0) { /* queue full or stopping: this one and the rest fail */
             for (size_t k = i; k < napps; k++) {
                 p->w[k].status = w->err.code;
@@ -127,7 +127,7 @@ int ps_connect_push(ps_connect_call_t *c)
                     p->w[k].err = w->err;
             }
             if (atomic_fetch_sub(&p->left, napps - i) == napps - i)
-                ps_async_complete(&p->async);
+                ps_task_release(c->t);
             break;
         }
     }

@@ -1,6 +1,7 @@
 /*
  * api_pyroscope_ingest.c - POST /ingest, Pyroscope's legacy ingest (its SDKs: pyroscope-go,
- * @pyroscope/nodejs, ...): parameters and body checked on this loop thread (src/ingest/pyroscope.c),
+ * @pyroscope/nodejs, ...): parameters and body checked by a task (on the decode pool, or in place on
+ * the loop; src/ingest/pyroscope.c),
  * the profile handed to the writer thread, answered once durable.
  *
  * Statuses as Pyroscope answers: 200 stored; 400 bad metadata (the query parameters); 413 a body
@@ -10,7 +11,7 @@
  * full; 503 shutting down; 507 the disk is full.
  */
 #include "core/timeutil.h"
-#include "http.h"
+#include "task.h"
 #include "internal.h"
 #include "ingest/ingest.h"
 
@@ -36,18 +37,18 @@ static void param(const ps_params_t *ps, const char *name, const char **v, size_
     *n = x ? x->vlen : 0;
 }
 
-int ps_api_pyroscope_ingest(h2o_req_t *req)
+int ps_api_pyroscope_ingest(ps_task_t *t)
 {
-    ps_server_t *s = ps_http_server(req);
+    ps_server_t *s = t->srv;
     ps_err_t err;
     ps_params_t params;
     ps_pyro_params_t in = {0};
     ps_pyro_meta_t meta;
     int status = 400;
-    ps_ingest_job_t *p = ps_ingest_job_new(req, "pyroscope ingest rejected", ingest_status);
+    ps_ingest_job_t *p = ps_ingest_job_new(t, "pyroscope ingest rejected", ingest_status);
     if (p == NULL)
         return 0;
-    if (ps_http_params(req, false, p->arena, &params, &err) != 0)
+    if (ps_task_params(t, false, &params, &err) != 0)
         goto Fail;
     param(&params, "name", &in.name, &in.name_len);
     param(&params, "from", &in.from, &in.from_len);
@@ -57,17 +58,13 @@ int ps_api_pyroscope_ingest(h2o_req_t *req)
     param(&params, "units", &in.units, &in.units_len);
     param(&params, "aggregationType", &in.aggregation, &in.aggregation_len);
     param(&params, "format", &in.format, &in.format_len);
-    ssize_t ct = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
-    if (ct >= 0) {
-        in.content_type = req->headers.entries[ct].value.base;
-        in.content_type_len = req->headers.entries[ct].value.len;
-    }
+    in.content_type = ps_task_header(t, "content-type", &in.content_type_len);
     if (ps_pyro_meta_parse(&in, ps_time_now(), p->arena, &meta, &err) != 0) {
         status = ps_err_http_status(err.code);
         goto Fail;
     }
-    p->body_len = req->entity.len;
-    if (ps_pyro_prepare(req->entity.base, req->entity.base ? req->entity.len : 0, &meta, &s->opts.limits, p->arena,
+    p->body_len = t->body_len;
+    if (ps_pyro_prepare(t->body, t->body_len, &meta, &s->opts.limits, p->arena,
                         &p->w.app, &err) != 0) {
         status = ingest_status(err.code);
         goto Fail;
@@ -79,9 +76,9 @@ int ps_api_pyroscope_ingest(h2o_req_t *req)
         ps_store_future_error(p->w.app.ts, now, grace, &err);
         goto Fail;
     }
-    ps_ingest_job_submit(p, req);
+    ps_ingest_job_submit(p);
     return 0;
 Fail:
-    ps_ingest_job_fail(p, req, status, err.msg);
+    ps_ingest_job_fail(p, status, err.msg);
     return 0;
 }

@@ -29,12 +29,12 @@
 /* Pyroscope's error answer: connect's error JSON and code (ps_connect_code_of), with profstore's
  * status of the error (ps_err_http_status: so more series than --query.max-series is 422
  * resource_exhausted, as /api/v1/profiles/query answers it, where connect-go would say 429). */
-static void send_error(h2o_req_t *req, int code, const char *msg)
+void ps_api_pyroscope_fail(ps_answer_t *a, int code, const char *msg)
 {
     ps_buf_t b = PS_BUF_INIT;
     ps_connect_error_json(ps_connect_code_of(code), msg, &b);
     ps_buf_putc(&b, '\n');
-    ps_http_send(req, ps_err_http_status(code), "application/json", b.data, b.len);
+    ps_answer_set(a, ps_err_http_status(code), "application/json", b.data, b.len);
     ps_buf_dispose(&b);
 }
 
@@ -42,7 +42,7 @@ static void send_error(h2o_req_t *req, int code, const char *msg)
 static int finish(ps_qctx_t *c, int ret)
 {
     if (ret != 0)
-        send_error(c->req, c->err.code ? c->err.code : ret, c->err.msg[0] ? c->err.msg : ps_strerror(ret));
+        ps_api_pyroscope_fail(&c->t->ans, c->err.code ? c->err.code : ret, c->err.msg[0] ? c->err.msg : ps_strerror(ret));
     return ps_qctx_finish(c, 0);
 }
 
@@ -194,9 +194,9 @@ static int param_aggregation(ps_qctx_t *c, ps_agg_t *agg, ps_norm_t *norm)
 }
 
 /* A render's request begun: the query context and the parameters both renders share. */
-static int render_begin(ps_qctx_t *c, h2o_req_t *req, int64_t *max_nodes)
+static int render_begin(ps_qctx_t *c, ps_task_t *t, int64_t *max_nodes)
 {
-    int ret = ps_qctx_begin(c, req);
+    int ret = ps_qctx_begin(c, t);
     if (ret == 0)
         ret = param_format(c);
     if (ret == 0)
@@ -204,7 +204,7 @@ static int render_begin(ps_qctx_t *c, h2o_req_t *req, int64_t *max_nodes)
     return ret;
 }
 
-int ps_api_pyroscope_render(h2o_req_t *req)
+int ps_api_pyroscope_render(ps_task_t *task)
 {
     ps_qctx_t c;
     side_t s = {0};
@@ -214,7 +214,7 @@ int ps_api_pyroscope_render(h2o_req_t *req)
     ps_profile_t p;
     ps_flamegraph_t fg;
     ps_pyro_timeline_t tl;
-    int ret = render_begin(&c, req, &max_nodes);
+    int ret = render_begin(&c, task, &max_nodes);
     if (ret == 0)
         ret = param_aggregation(&c, &agg, NULL);
     if (ret == 0)
@@ -243,13 +243,13 @@ int ps_api_pyroscope_render(h2o_req_t *req)
             g[i] = (ps_fb_group_t){groups[i].key, {groups[i].tl.start_s, groups[i].tl.step_s, groups[i].tl.n,
                                                    groups[i].tl.samples}};
         ps_flamebearer_json(&fg, &m, &t, g, ngroups, &c.out);
-        ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
+        ps_task_send(c.t, 200, "application/json", c.out.data, c.out.len);
     }
     side_dispose(&s);
     return finish(&c, ret);
 }
 
-int ps_api_pyroscope_render_diff(h2o_req_t *req)
+int ps_api_pyroscope_render_diff(ps_task_t *task)
 {
     ps_qctx_t c;
     side_t l = {0}, r = {0};
@@ -259,7 +259,7 @@ int ps_api_pyroscope_render_diff(h2o_req_t *req)
     ps_diff_norm_t dn = {PS_NORM_NONE, 0, 0};
     ps_profile_t p;
     ps_flamegraph_t fg;
-    int ret = render_begin(&c, req, &max_nodes);
+    int ret = render_begin(&c, task, &max_nodes);
     if (ret == 0)
         ret = param_aggregation(&c, &agg, &norm);
     if (ret == 0)
@@ -281,7 +281,7 @@ int ps_api_pyroscope_render_diff(h2o_req_t *req)
         m.aggregation = ps_agg_name(r.ps.aggs[0]);
         m.normalize = ps_norm_name(dn.used);
         ps_flamebearer_json(&fg, &m, NULL, NULL, 0, &c.out);
-        ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
+        ps_task_send(c.t, 200, "application/json", c.out.data, c.out.len);
     }
     side_dispose(&l);
     side_dispose(&r);
@@ -289,7 +289,7 @@ int ps_api_pyroscope_render_diff(h2o_req_t *req)
 }
 
 /* label names (label == NULL) or values, restricted by the optional query, from and until. */
-static int labels(h2o_req_t *req, bool values)
+static int labels(ps_task_t *t, bool values)
 {
     ps_qctx_t c;
     ps_selector_t sel;
@@ -297,7 +297,7 @@ static int labels(h2o_req_t *req, bool values)
     ps_strlist_t l;
     const char *label = NULL, *type;
     int64_t start = INT64_MIN, end = INT64_MAX;
-    int ret = ps_qctx_begin(&c, req);
+    int ret = ps_qctx_begin(&c, t);
     if (ret == 0 && values && (label = pstr(&c, "label")) == NULL)
         ret = ps_err_set(&c.err, PS_EINVAL, "invalid parameter \"label\": missing: the label parameter is required");
     const ps_param_t *q = ret == 0 ? ps_params_get(&c.params, "query") : NULL;
@@ -329,19 +329,19 @@ static int labels(h2o_req_t *req, bool values)
             ps_json_cstr(&j, l.v[i]);
         ps_json_end(&j);
         ps_buf_putc(&c.out, '\n');
-        ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
+        ps_task_send(c.t, 200, "application/json", c.out.data, c.out.len);
     }
     if (parsed)
         ps_selector_dispose(&sel);
     return finish(&c, ret);
 }
 
-int ps_api_pyroscope_label_values(h2o_req_t *req)
+int ps_api_pyroscope_label_values(ps_task_t *t)
 {
-    return labels(req, true);
+    return labels(t, true);
 }
 
-int ps_api_pyroscope_labels(h2o_req_t *req)
+int ps_api_pyroscope_labels(ps_task_t *t)
 {
-    return labels(req, false);
+    return labels(t, false);
 }

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "connect.h"
-#include "http.h"
 #include "internal.h"
 #include "proto/pprof.h"
 #include "proto/querier.h"
@@ -237,8 +236,7 @@ static int merge_side(qcall_t *q, const ps_qr_merge_req_t *m, const char *side, 
 static void agg_header(qcall_t *q, const ps_profile_sel_t *ps)
 {
     const char *a = ps_agg_name(ps->ntypes ? ps->aggs[0] : PS_AGG_SUM);
-    h2o_add_header_by_str(&q->c->req->pool, &q->c->req->res.headers, H2O_STRLIT("x-profstore-aggregation"), 0, NULL, a,
-                          strlen(a));
+    ps_task_add_header(q->c->t, "x-profstore-aggregation", a, strlen(a));
 }
 
 /* render's flame graph as the codec's */

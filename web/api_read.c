@@ -14,9 +14,10 @@
  * --storage.remote.read-concurrent-limit, 500 for our own failures.
  *
  * The query budget (core/budget.h). A SAMPLES read (one answer) runs on the query pool (web/qpool.c)
- * like any query, under its budget: queued, --query.timeout, --query.max-regex-steps, canceled
- * when the client goes away (profstore_queries_canceled_total). A streamed read is made on the
- * query pool too, in tasks (ps_qpool_task, SCHED_IDLE like every query): the first (decoding the
+ * like any query, as a task (task.h, run.c: read_samples), under its budget: queued, --query.timeout,
+ * --query.max-regex-steps, canceled when the client goes away (profstore_queries_canceled_total).
+ * A streamed read is made on the query pool too, in pieces (ps_run_piece, SCHED_IDLE like every
+ * query): the first (decoding the
  * request from a copy of its body, the snapshot, the cursor, the first piece), then one per h2o
  * proceed for each next piece, which its loop sends; the loop only sends. Each task runs under the
  * read's own budget, kept from slice to slice: the
@@ -43,7 +44,7 @@
 #include "http.h"
 #include "internal.h"
 #include "proto/remote_read.h"
-#include "qpool.h"
+#include "run.h"
 #include "query/read.h"
 
 #define STREAMED_TYPE "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse"
@@ -72,7 +73,7 @@ static int status_of(int code)
 
 /* One read. A streamed answer keeps its read snapshot and its slot of
  * --storage.remote.read-concurrent-limit from the first piece to the last (or until the client
- * goes away). Its pieces are made on the query pool (ps_qpool_task), one task at a time, and sent
+ * goes away). Its pieces are made on the query pool (ps_run_piece), one at a time, and sent
  * on the request's loop; so the context is the heap's, not the request pool's: a request that
  * dies while a task runs leaves it to the task's completion (busy), which frees it. */
 typedef struct read_ctx read_ctx_t;
@@ -99,7 +100,7 @@ struct read_ctx {
     bool streaming;         /* the status is sent, pieces follow */
     bool finished;          /* the last piece was made (or the answer cut off) */
     uint64_t bytes;         /* streamed so far */
-    bool own_budget;        /* on a loop: budget is installed for each slice; on the pool: the pool's */
+    bool own_budget;        /* pieces: budget is installed for each slice; a SAMPLES task: the pool's */
     ps_budget_t budget;
     atomic_int cancel;      /* the client went away */
 };
@@ -119,7 +120,7 @@ static void budget_init(read_ctx_t *c, h2o_req_t *req)
 {
     const ps_server_opts_t *o = &c->s->opts;
     atomic_init(&c->cancel, 0);
-    c->own_budget = !ps_qpool_is_clone(req); /* a query thread runs it under the pool's budget */
+    c->own_budget = true;
     ps_budget_init(&c->budget, 0, 0, o->query_max_regex_steps, &c->cancel);
     if (o->query_timeout > 0) {
         struct timeval now, t0 = req->timestamps.request_begin_at;
@@ -256,7 +257,7 @@ static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
 {
     read_ctx_t *c = (read_ctx_t *)gen;
     c->busy = true;
-    if (ps_qpool_task(c->s->qpool, req, task_next, on_next_done, c))
+    if (ps_run_piece(c->s->qpool, req, task_next, on_next_done, c))
         return;
     c->busy = false; /* no pool (--query.max-concurrency=0) or stopping: here */
     task_next(c);
@@ -274,13 +275,11 @@ static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
         release(c);
 }
 
-/* 400 for a body not snappy, with the message in err; else 0 */
-static int check_encoding(h2o_req_t *req, ps_err_t *err)
+/* 400 for a body not snappy (v: its Content-Encoding, base NULL when none), with the message in
+ * err; else 0 */
+static int check_encoding(h2o_iovec_t v, ps_err_t *err)
 {
-    ssize_t ce = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_ENCODING, -1);
-    if (ce >= 0 && !h2o_lcstris(req->headers.entries[ce].value.base, req->headers.entries[ce].value.len,
-                                H2O_STRLIT("snappy"))) {
-        h2o_iovec_t v = req->headers.entries[ce].value;
+    if (v.base != NULL && !h2o_lcstris(v.base, v.len, H2O_STRLIT("snappy"))) {
         ps_err_set(err, PS_EINVAL, "Content-Encoding \"%.*s\" is not supported: a remote-read body is snappy "
                    "(block format)", (int)(v.len > 32 ? 32 : v.len), v.base);
         return 400;
@@ -379,15 +378,64 @@ static void on_first_done(void *arg, h2o_req_t *req)
     respond(c, req);
 }
 
+/* A slot of --storage.remote.read-concurrent-limit for c: 0, or 503 with the message in c->err. */
+static int take_slot(read_ctx_t *c)
+{
+    ps_server_t *s = c->s;
+    c->slot = true;
+    unsigned inflight = atomic_fetch_add(&s->reads_inflight, 1) + 1;
+    if (s->opts.read_concurrency != 0 && inflight > s->opts.read_concurrency) {
+        ps_err_set(&c->err, PS_EUNAVAIL, "too many concurrent remote reads (the limit is %u, "
+                   "--storage.remote.read-concurrent-limit); retry later", s->opts.read_concurrency);
+        return 503;
+    }
+    return 0;
+}
+
+/* The run of a SAMPLES read's task, on the query pool under its budget: the whole answer. */
+static int read_samples(ps_task_t *t)
+{
+    read_ctx_t c;
+    memset(&c, 0, sizeof(c));
+    c.s = t->srv;
+    atomic_init(&c.cancel, 0);
+    c.own_budget = false; /* the pool's */
+    ps_err_clear(&c.err);
+    c.type = PS_READ_SAMPLES;
+    c.done = true;
+    size_t cel;
+    const char *ce = ps_task_header(t, "content-encoding", &cel);
+    if ((c.status = take_slot(&c)) == 0 && (c.status = check_encoding(h2o_iovec_init(ce, cel), &c.err)) == 0)
+        c.status = answer(&c, h2o_iovec_init(t->body, t->body_len), &c.type, &c.done, &c.err);
+    release(&c);
+    if (c.status != 0) {
+        count_error(&c, c.err.code);
+        if (c.status >= 500 && c.status != 503)
+            ps_log_error("remote read failed", "err=%s", ps_log_q(c.err.msg));
+        const char *msg = c.err.msg[0] ? c.err.msg : ps_strerror(c.err.code);
+        ps_buf_t b = PS_BUF_INIT;
+        ps_buf_printf(&b, "%s\n", msg);
+        ps_task_send(t, c.status, "text/plain; charset=utf-8", b.data, b.len);
+        ps_buf_dispose(&b);
+    } else {
+        ps_task_add_header(t, "content-encoding", "snappy", 6);
+        ps_task_send(t, 200, c.type == PS_READ_SAMPLES ? "application/x-protobuf" : STREAMED_TYPE, c.out.data,
+                     c.out.len);
+    }
+    ps_buf_dispose(&c.out);
+    ps_arena_dispose(&c.arena);
+    return 0;
+}
+
 int ps_api_read(h2o_req_t *req)
 {
     ps_server_t *s = ps_http_server(req);
-    /* to the pool unless over the read limit already (then the 503 at once, below); the query
-     * thread runs this again, in place, and takes its slot there */
-    if (s->qpool != NULL && !ps_qpool_is_clone(req) &&
+    /* to the pool unless over the read limit already (then the 503 at once, below); the task
+     * takes its slot on the query thread */
+    if (s->qpool != NULL &&
         (s->opts.read_concurrency == 0 || atomic_load(&s->reads_inflight) < s->opts.read_concurrency) &&
         wants_samples(req))
-        return ps_qpool_run(req, PS_ROUTE_POOL, ps_api_read);
+        return ps_run_task(req, PS_ROUTE_POOL, read_samples, ps_answer_text_error);
     read_ctx_t *c = ps_xcalloc(1, sizeof(*c));
     c->s = s;
     c->out = (ps_buf_t)PS_BUF_INIT;
@@ -397,23 +445,16 @@ int ps_api_read(h2o_req_t *req)
     ps_err_clear(&c->err);
     c->type = PS_READ_SAMPLES;
     c->done = true;
-    c->slot = true;
-    unsigned inflight = atomic_fetch_add(&s->reads_inflight, 1) + 1;
-    if (s->opts.read_concurrency != 0 && inflight > s->opts.read_concurrency) {
-        ps_err_set(&c->err, PS_EUNAVAIL, "too many concurrent remote reads (the limit is %u, "
-                   "--storage.remote.read-concurrent-limit); retry later", s->opts.read_concurrency);
-        c->status = 503;
-    } else if ((c->status = check_encoding(req, &c->err)) == 0) {
+    if ((c->status = take_slot(c)) == 0 && (c->status = check_encoding(ps_http_header(req, "content-encoding"), &c->err)) == 0) {
         /* a streamed read (or a bad one): decoded and begun on the query pool too, the body copied
-         * first (the request may die while the task runs); in place on a query thread already
-         * (a clone) or without the pool */
-        if (!ps_qpool_is_clone(req) && s->qpool != NULL) {
+         * first (the request may die while the piece runs); in place without the pool */
+        if (s->qpool != NULL) {
             c->entity.len = req->entity.len;
             c->entity.base = ps_xmalloc(req->entity.len + 1);
             if (req->entity.len != 0)
                 memcpy(c->entity.base, req->entity.base, req->entity.len);
             c->busy = true;
-            if (ps_qpool_task(s->qpool, req, task_first, on_first_done, c))
+            if (ps_run_piece(s->qpool, req, task_first, on_first_done, c))
                 return 0;
             c->busy = false;
         }

@@ -83,13 +83,13 @@ static int param_limit(ps_qctx_t *c, uint32_t *limit)
     return 0;
 }
 
-int ps_api_status_tsdb(h2o_req_t *req)
+int ps_api_status_tsdb(ps_task_t *task)
 {
     ps_qctx_t c;
     uint32_t limit;
     ps_tsdb_stats_t t;
     ps_store_stats_t st;
-    int ret = ps_qctx_begin(&c, req);
+    int ret = ps_qctx_begin(&c, task);
     if (ret == 0)
         ret = param_limit(&c, &limit);
     if (ret == 0)
@@ -101,7 +101,7 @@ int ps_api_status_tsdb(h2o_req_t *req)
         ps_json_envelope(&j, &c.out);
         write_stats(&j, &t, &st);
         ps_json_envelope_close(&j);
-        ps_http_send(req, 200, "application/json", c.out.data, c.out.len);
+        ps_task_send(task, 200, "application/json", c.out.data, c.out.len);
     }
     return ps_qctx_finish(&c, ret);
 }

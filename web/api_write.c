@@ -1,6 +1,6 @@
 /*
- * api_write.c - POST /api/v1/write: Prometheus remote_write 1.0 and 2.0. Decode on this loop
- * thread (proto/remote.h), hand the samples to the writer thread (ingest/remote.c), answer once
+ * api_write.c - POST /api/v1/write: Prometheus remote_write 1.0 and 2.0. Decode (a task: on the
+ * decode pool, or in place on the loop; proto/remote.h), hand the samples to the writer thread (ingest/remote.c), answer once
  * they are durable: 204, or 400 naming the first rejected series when some samples were refused
  * (the others are stored), 5xx for our own failures, which the sender retries.
  *
@@ -14,34 +14,31 @@
 
 #include "core/log.h"
 #include "core/timeutil.h"
-#include "http.h"
+#include "task.h"
 #include "internal.h"
 #include "ingest/ingest.h"
 
 typedef struct pending {
-    ps_async_t async;
     ps_wreq_t w;
-    ps_arena_t *arena;
-    void *loop;
     ps_server_t *srv;
     int version;
-    uint64_t nhistograms, nexemplars;
 } pending_t;
 
-static void add_header(h2o_req_t *req, const char *name, uint64_t v)
+static void add_header(ps_task_t *t, const char *name, uint64_t v)
 {
-    char *b = h2o_mem_alloc_pool(&req->pool, 24);
-    int n = snprintf(b, 24, "%llu", (unsigned long long)v);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, name, strlen(name), 0, NULL, b, (size_t)n);
+    char b[24];
+    int n = snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
+    ps_task_add_header(t, name, b, (size_t)n);
 }
 
 /* The remote-write answers are plain text, as Prometheus' and Mimir's receivers write them. */
-static void send_text(h2o_req_t *req, int status, const char *msg, size_t len)
+static void send_text(ps_answer_t *a, int status, const char *msg, size_t len)
 {
-    char *b = h2o_mem_alloc_pool(&req->pool, len + 1);
-    memcpy(b, msg, len);
-    b[len] = '\n';
-    ps_http_send(req, status, "text/plain; charset=utf-8", b, len + 1);
+    ps_buf_t b = PS_BUF_INIT;
+    ps_buf_append(&b, msg, len);
+    ps_buf_putc(&b, '\n');
+    ps_answer_set(a, status, "text/plain; charset=utf-8", b.data, b.len);
+    ps_buf_dispose(&b);
 }
 
 /* A full write queue is a 503 here, not the 429 of the profile pushes: Prometheus 2.42 retries every
@@ -51,14 +48,20 @@ static int write_status(int code)
     return code == PS_EOVERLOAD ? 503 : ps_err_http_status(code);
 }
 
-static void send_error(h2o_req_t *req, int code, const char *msg)
+void ps_api_remote_write_fail(ps_answer_t *a, int code, const char *msg)
 {
-    send_text(req, write_status(code), msg, strlen(msg));
+    send_text(a, write_status(code), msg, strlen(msg));
 }
 
-static void on_complete(ps_async_t *a, h2o_req_t *req)
+static void send_error(ps_task_t *t, int code, const char *msg)
 {
-    pending_t *p = (pending_t *)a;
+    ps_api_remote_write_fail(&t->ans, code, msg);
+}
+
+/* on the loop, the writer done */
+static void on_finish(ps_task_t *t)
+{
+    pending_t *p = t->finish_arg;
     ps_server_t *s = p->srv;
     ps_remote_result_t res;
     ps_buf_t msg = PS_BUF_INIT;
@@ -77,22 +80,18 @@ static void on_complete(ps_async_t *a, h2o_req_t *req)
     } else if (code != 0) {
         ps_log_debug("remote write partly rejected", "err=%s", ps_log_q((char *)msg.data));
     }
-    if (req != NULL) {
-        if (p->version == 2) {
-            /* 2.0: what was written (identical duplicates count: they are stored); histograms and
-             * exemplars are dropped, so 0 */
-            add_header(req, "X-Prometheus-Remote-Write-Samples-Written", res.written + res.duplicates);
-            add_header(req, "X-Prometheus-Remote-Write-Histograms-Written", 0);
-            add_header(req, "X-Prometheus-Remote-Write-Exemplars-Written", 0);
-        }
-        if (code == 0)
-            ps_http_send(req, 204, "text/plain; charset=utf-8", "", 0);
-        else
-            send_text(req, write_status(code), (char *)msg.data, msg.len);
+    if (p->version == 2) {
+        /* 2.0: what was written (identical duplicates count: they are stored); histograms and
+         * exemplars are dropped, so 0 */
+        add_header(t, "X-Prometheus-Remote-Write-Samples-Written", res.written + res.duplicates);
+        add_header(t, "X-Prometheus-Remote-Write-Histograms-Written", 0);
+        add_header(t, "X-Prometheus-Remote-Write-Exemplars-Written", 0);
     }
+    if (code == 0)
+        ps_task_send(t, 204, "text/plain; charset=utf-8", "", 0);
+    else
+        send_text(&t->ans, write_status(code), (char *)msg.data, msg.len);
     ps_buf_dispose(&msg);
-    ps_loop_arena_put(p->loop, p->arena);
-    free(p);
 }
 
 static bool ieq(const char *a, size_t n, const char *lit)
@@ -111,12 +110,13 @@ static const char *trim(const char *p, const char *end, size_t *n)
 }
 
 /* The remote-write version of the request (1 or 2), or PS_EUNSUPPORTED with a message. */
-static int request_version(h2o_req_t *req, ps_err_t *err)
+static int request_version(ps_task_t *t, ps_err_t *err)
 {
-    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
+    size_t ct_len;
+    const char *ct_base = ps_task_header(t, "content-type", &ct_len);
     int version = 0;
-    if (i >= 0) {
-        h2o_iovec_t ct = req->headers.entries[i].value;
+    if (ct_base != NULL) {
+        h2o_iovec_t ct = h2o_iovec_init(ct_base, ct_len);
         const char *end = ct.base + ct.len, *semi = memchr(ct.base, ';', ct.len);
         size_t n;
         const char *mt = trim(ct.base, semi ? semi : end, &n);
@@ -150,11 +150,9 @@ static int request_version(h2o_req_t *req, ps_err_t *err)
         }
     }
     if (version == 0) {
-        h2o_iovec_t name = h2o_iovec_init(H2O_STRLIT("x-prometheus-remote-write-version"));
-        ssize_t j = h2o_find_header_by_str(&req->headers, name.base, name.len, -1);
-        version = j >= 0 && req->headers.entries[j].value.len >= 2 && memcmp(req->headers.entries[j].value.base, "2.", 2) == 0
-                      ? 2
-                      : 1;
+        size_t vn;
+        const char *v = ps_task_header(t, "x-prometheus-remote-write-version", &vn);
+        version = v != NULL && vn >= 2 && memcmp(v, "2.", 2) == 0 ? 2 : 1;
     }
     return version;
 }
@@ -175,50 +173,48 @@ static void log_dropped(ps_server_t *s, uint64_t nh, uint64_t ne)
                 (unsigned long long)atomic_load(&s->rw_dropped_exemplars));
 }
 
-int ps_api_remote_write(h2o_req_t *req)
+int ps_api_remote_write(ps_task_t *t)
 {
-    ps_server_t *s = ps_http_server(req);
+    ps_server_t *s = t->srv;
     ps_err_t err;
     if (atomic_load(&s->stopping)) {
-        send_error(req, PS_EUNAVAIL, "server is shutting down");
+        send_error(t, PS_EUNAVAIL, "server is shutting down");
         return 0;
     }
     atomic_fetch_add(&s->rw_requests, 1);
-    ssize_t ce = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_ENCODING, -1);
-    if (ce < 0 || !ieq(req->headers.entries[ce].value.base, req->headers.entries[ce].value.len, "snappy")) {
+    size_t ce_len;
+    const char *ce = ps_task_header(t, "content-encoding", &ce_len);
+    if (ce == NULL || !ieq(ce, ce_len, "snappy")) {
         atomic_fetch_add(&s->rw_bad_requests, 1);
-        if (ce < 0)
-            send_error(req, PS_EUNSUPPORTED, "remote write: Content-Encoding: snappy is required (snappy block format)");
+        if (ce == NULL)
+            send_error(t, PS_EUNSUPPORTED, "remote write: Content-Encoding: snappy is required (snappy block format)");
         else {
-            h2o_iovec_t v = req->headers.entries[ce].value;
             ps_err_set(&err, PS_EUNSUPPORTED, "remote write: Content-Encoding must be snappy, got \"%.*s\"",
-                       (int)(v.len > 100 ? 100 : v.len), v.base);
-            send_error(req, err.code, err.msg);
+                       (int)(ce_len > 100 ? 100 : ce_len), ce);
+            send_error(t, err.code, err.msg);
         }
         return 0;
     }
-    int version = request_version(req, &err);
+    int version = request_version(t, &err);
     if (version < 0) {
         atomic_fetch_add(&s->rw_bad_requests, 1);
-        send_error(req, version, err.msg);
+        send_error(t, version, err.msg);
         return 0;
     }
-    if (req->entity.base == NULL || req->entity.len == 0) {
+    if (t->body == NULL || t->body_len == 0) {
         atomic_fetch_add(&s->rw_bad_requests, 1);
-        send_error(req, PS_EINVAL, "remote write: empty body");
+        send_error(t, PS_EINVAL, "remote write: empty body");
         return 0;
     }
-    pending_t *p = ps_xcalloc(1, sizeof(*p));
+    pending_t *p = ps_arena_calloc(t->arena, 1, sizeof(*p));
     p->srv = s;
-    p->arena = ps_loop_arena_get(req);
-    p->loop = ps_loop_of(req->conn->ctx);
     p->version = version;
     ps_remote_write_t w;
     ps_remote_limits_t lim;
     ps_remote_limits_default(&lim);
     if (s->opts.max_remote_uncompressed)
         lim.max_uncompressed = s->opts.max_remote_uncompressed;
-    if (ps_remote_write_decode(req->entity.base, req->entity.len, version, &lim, p->arena, &w, &err) != 0) {
+    if (ps_remote_write_decode(t->body, t->body_len, version, &lim, t->arena, &w, &err) != 0) {
         atomic_fetch_add(&s->rw_bad_requests, 1);
         ps_err_prefix(&err, "remote write %s", version == 2 ? "2.0" : "1.0");
         goto Fail;
@@ -229,17 +225,15 @@ int ps_api_remote_write(h2o_req_t *req)
         atomic_fetch_add(&s->rw_dropped_exemplars, w.nexemplars);
         log_dropped(s, w.nhistograms, w.nexemplars);
     }
-    ps_ingest_remote_prepare(&w, p->arena, &p->w);
-    p->w.bytes = p->arena->used_total + req->entity.len; /* held until answered: the queue's bound */
-    if (ps_async_submit_write(&p->async, &p->w, req, on_complete) != 0) {
+    ps_ingest_remote_prepare(&w, t->arena, &p->w);
+    p->w.bytes = t->arena->used_total; /* the body's copy included: held until answered, the queue's bound */
+    if (ps_task_write(t, &p->w, on_finish, p) != 0) {
         err = p->w.err;
         goto Fail;
     }
     return 0;
 Fail:
-    send_error(req, err.code, err.msg);
-    ps_loop_arena_put(p->loop, p->arena);
-    free(p);
+    send_error(t, err.code, err.msg);
     return 0;
 }
 

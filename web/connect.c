@@ -1,5 +1,5 @@
 /*
- * connect.c - the Connect protocol for unary calls (see connect.h): the method table, the checks
+ * connect.c - the Connect protocol for unary calls (see connect.h): the checks
  * every call goes through (HTTP method, Connect-Protocol-Version, Content-Type, Connect-Timeout-Ms,
  * Content-Encoding with a bounded gunzip), answers (gzipped when accepted, by ps_http_send) and
  * Connect error JSON with connect-go's code -> HTTP status table.
@@ -10,8 +10,10 @@
  * one is unimplemented), then the body is inflated (past --max-inflated-size: resource_exhausted,
  * 429 as connect-go's table says) and the method's handler runs.
  *
- * /metrics counts each method of the table as its own handler (its path, e.g.
- * handler="/push.v1.PusherService/Push"); Connect-shaped paths of no method count as "other".
+ * The method table is routes.c's, with the other routes: it runs a call as a task (task.h),
+ * ps_connect_call on a pool thread. /metrics counts each method of the table as its own handler
+ * (its path, e.g. handler="/push.v1.PusherService/Push"); Connect-shaped paths of no method count
+ * as "other".
  */
 #include "connect.h"
 
@@ -22,53 +24,8 @@
 #include "core/budget.h"
 #include "core/json.h"
 #include "http.h"
-#include "internal.h"
 #include "proto/gzip.h"
-
-/* ---- the method table ------------------------------------------------------------------------ */
-
-typedef struct method {
-    const char *path;
-    ps_connect_fn fn;
-    unsigned cls; /* PS_ROUTE_* (internal.h), as routes.c's table */
-} method_t;
-
-static const method_t methods[] = {
-    {"/push.v1.PusherService/Push", ps_connect_push, PS_ROUTE_WRITE | PS_ROUTE_DECODE},
-    {"/querier.v1.QuerierService/ProfileTypes", ps_connect_querier_profile_types, PS_ROUTE_READ | PS_ROUTE_POOL},
-    {"/querier.v1.QuerierService/LabelNames", ps_connect_querier_label_names, PS_ROUTE_READ | PS_ROUTE_POOL},
-    {"/querier.v1.QuerierService/LabelValues", ps_connect_querier_label_values, PS_ROUTE_READ | PS_ROUTE_POOL},
-    {"/querier.v1.QuerierService/Series", ps_connect_querier_series, PS_ROUTE_READ | PS_ROUTE_POOL},
-    {"/querier.v1.QuerierService/SelectMergeStacktraces", ps_connect_querier_select_merge_stacktraces, PS_ROUTE_READ | PS_ROUTE_POOL},
-    {"/querier.v1.QuerierService/SelectMergeProfile", ps_connect_querier_select_merge_profile, PS_ROUTE_READ | PS_ROUTE_POOL},
-    {"/querier.v1.QuerierService/SelectSeries", ps_connect_querier_select_series, PS_ROUTE_READ | PS_ROUTE_POOL},
-    {"/querier.v1.QuerierService/Diff", ps_connect_querier_diff, PS_ROUTE_READ | PS_ROUTE_POOL},
-};
-
-#define NMETHODS (sizeof(methods) / sizeof(methods[0]))
-
-unsigned ps_connect_method_class(uint32_t i)
-{
-    return i < NMETHODS ? methods[i].cls : PS_ROUTE_READ;
-}
-
-uint32_t ps_connect_nmethods(void)
-{
-    return (uint32_t)NMETHODS;
-}
-
-const char *ps_connect_method_name(uint32_t i)
-{
-    return i < NMETHODS ? methods[i].path : NULL;
-}
-
-int ps_connect_method_index(h2o_iovec_t path)
-{
-    for (uint32_t i = 0; i < NMETHODS; i++)
-        if (h2o_memis(path.base, path.len, methods[i].path, strlen(methods[i].path)))
-            return (int)i;
-    return -1;
-}
+#include "ui_assets.h"
 
 static bool is_ident(char c)
 {
@@ -166,16 +123,6 @@ ps_connect_code_t ps_connect_code_of(int ps_code)
 
 /* ---- answers ---------------------------------------------------------------------------------- */
 
-typedef struct call_impl {
-    ps_connect_call_t pub; /* first: handlers get &pub */
-    void *loop;
-} call_impl_t;
-
-static void add_header(h2o_req_t *req, const h2o_token_t *t, const char *v)
-{
-    h2o_add_header(&req->pool, &req->res.headers, t, NULL, v, strlen(v));
-}
-
 /* The error JSON with an explicit HTTP status (415, 405 have no code of their own). */
 void ps_connect_error_json(ps_connect_code_t code, const char *msg, ps_buf_t *b)
 {
@@ -189,52 +136,53 @@ void ps_connect_error_json(ps_connect_code_t code, const char *msg, ps_buf_t *b)
     ps_json_end(&j);
 }
 
-static void send_error(h2o_req_t *req, int status, ps_connect_code_t code, const char *msg)
+/* the error JSON with status, offering gzip as every answer does */
+static void answer_error(ps_answer_t *a, int status, ps_connect_code_t code, const char *msg)
 {
     ps_buf_t b = PS_BUF_INIT;
     ps_connect_error_json(code, msg, &b);
-    add_header(req, H2O_TOKEN_ACCEPT_ENCODING, "gzip");
-    ps_http_send(req, status, "application/json", b.data, b.len);
+    ps_answer_header(a, "accept-encoding", "gzip", 4);
+    ps_answer_set(a, status, "application/json", b.data, b.len);
     ps_buf_dispose(&b);
+}
+
+void ps_connect_fail(ps_answer_t *a, int code, const char *msg)
+{
+    ps_connect_code_t cc = ps_connect_code_of(code);
+    answer_error(a, ps_connect_code_status(cc), cc, msg);
 }
 
 void ps_connect_error_req(h2o_req_t *req, ps_connect_code_t code, const char *msg)
 {
-    send_error(req, ps_connect_code_status(code), code, msg);
-}
-
-static void release(ps_connect_call_t *c)
-{
-    call_impl_t *ci = (call_impl_t *)c;
-    ps_loop_arena_put(ci->loop, c->arena); /* ci lives in the arena: nothing of it is used after this */
+    ps_arena_t arena = PS_ARENA_INIT;
+    ps_answer_t a;
+    h2o_iovec_t ae = ps_http_header(req, "accept-encoding");
+    ps_answer_init(&a, &arena, ae.base != NULL && ps_ui_accepts_gzip(ae.base, ae.len));
+    answer_error(&a, ps_connect_code_status(code), code, msg);
+    ps_http_send_answer(req, &a);
+    ps_answer_dispose(&a);
+    ps_arena_dispose(&arena);
 }
 
 void ps_connect_error(ps_connect_call_t *c, ps_connect_code_t code, const char *msg)
 {
-    if (c->req != NULL)
-        ps_connect_error_req(c->req, code, msg);
-    release(c);
+    answer_error(&c->t->ans, ps_connect_code_status(code), code, msg);
 }
 
 void ps_connect_reply(ps_connect_call_t *c, const void *msg, size_t len)
 {
-    h2o_req_t *req = c->req;
-    if (req == NULL) {
-        release(c);
-        return;
-    }
-    add_header(req, H2O_TOKEN_ACCEPT_ENCODING, "gzip");
-    /* gzipped for a client that accepts it by ps_http_send, like every answer */
-    ps_http_send(req, 200, c->codec == PS_CONNECT_JSON ? "application/json" : "application/proto", msg, len);
-    release(c);
+    ps_answer_header(&c->t->ans, "accept-encoding", "gzip", 4);
+    /* gzipped for a client that accepts it, like every answer */
+    ps_answer_set(&c->t->ans, 200, c->codec == PS_CONNECT_JSON ? "application/json" : "application/proto", msg, len);
 }
 
 /* ---- the checks -------------------------------------------------------------------------------- */
 
-static h2o_iovec_t header(h2o_req_t *req, const h2o_token_t *t)
+static h2o_iovec_t header(ps_task_t *t, const char *name)
 {
-    ssize_t i = h2o_find_header(&req->headers, t, -1);
-    return i >= 0 ? req->headers.entries[i].value : h2o_iovec_init(NULL, 0);
+    size_t n;
+    const char *v = ps_task_header(t, name, &n);
+    return h2o_iovec_init(v, n);
 }
 
 static h2o_iovec_t trim(h2o_iovec_t v)
@@ -286,27 +234,26 @@ static void quote(h2o_iovec_t v, char *out, size_t size)
 }
 
 /* Checks the headers; fills c's codec and deadline, or answers the error (returns -1). */
-static int check_headers(h2o_req_t *req, ps_connect_call_t *c, bool *gzip_in)
+static int check_headers(ps_task_t *t, ps_connect_call_t *c, bool *gzip_in)
 {
     char q[48], msg[200];
-    h2o_iovec_t v = ps_http_header(req, "connect-protocol-version");
+    h2o_iovec_t v = header(t, "connect-protocol-version");
     if (v.base != NULL && !h2o_memis(v.base, v.len, H2O_STRLIT("1"))) {
         quote(v, q, sizeof(q));
         snprintf(msg, sizeof(msg), "connect-protocol-version must be \"1\": got \"%s\"", q);
-        ps_connect_error_req(req, PS_CONNECT_INVALID_ARGUMENT, msg);
+        ps_connect_error(c, PS_CONNECT_INVALID_ARGUMENT, msg);
         return -1;
     }
-    v = header(req, H2O_TOKEN_CONTENT_TYPE);
+    v = header(t, "content-type");
     if ((c->codec = codec_of(v)) < 0) {
         quote(v, q, sizeof(q));
         snprintf(msg, sizeof(msg), "unsupported content type \"%s\": expected application/proto or application/json",
                  v.base != NULL ? q : "");
-        h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("accept-post"), 0, NULL,
-                              H2O_STRLIT("application/json, application/proto")); /* as connect-go does */
-        send_error(req, 415, PS_CONNECT_INVALID_ARGUMENT, msg);
+        ps_answer_header(&t->ans, "accept-post", H2O_STRLIT("application/json, application/proto")); /* as connect-go does */
+        answer_error(&t->ans, 415, PS_CONNECT_INVALID_ARGUMENT, msg);
         return -1;
     }
-    v = ps_http_header(req, "connect-timeout-ms");
+    v = header(t, "connect-timeout-ms");
     if (v.base != NULL) {
         int64_t ms = 0;
         bool ok = v.len >= 1 && v.len <= 10;
@@ -317,7 +264,7 @@ static int check_headers(h2o_req_t *req, ps_connect_call_t *c, bool *gzip_in)
         if (!ok) {
             quote(v, q, sizeof(q));
             snprintf(msg, sizeof(msg), "protocol error: invalid connect-timeout-ms \"%s\" (1 to 10 digits)", q);
-            ps_connect_error_req(req, PS_CONNECT_INVALID_ARGUMENT, msg);
+            ps_connect_error(c, PS_CONNECT_INVALID_ARGUMENT, msg);
             return -1;
         }
         c->deadline_ns = mono_ns() + ms * 1000000;
@@ -328,13 +275,13 @@ static int check_headers(h2o_req_t *req, ps_connect_call_t *c, bool *gzip_in)
             b->source = "Connect-Timeout-Ms";
         }
     }
-    v = trim(header(req, H2O_TOKEN_CONTENT_ENCODING));
+    v = trim(header(t, "content-encoding"));
     *gzip_in = false;
     if (v.len > 0 && !h2o_lcstris(v.base, v.len, H2O_STRLIT("identity"))) {
         if (!h2o_lcstris(v.base, v.len, H2O_STRLIT("gzip"))) {
             quote(v, q, sizeof(q));
             snprintf(msg, sizeof(msg), "unknown compression \"%s\": supported encodings are gzip", q);
-            ps_connect_error_req(req, PS_CONNECT_UNIMPLEMENTED, msg);
+            ps_connect_error(c, PS_CONNECT_UNIMPLEMENTED, msg);
             return -1;
         }
         *gzip_in = true;
@@ -342,43 +289,30 @@ static int check_headers(h2o_req_t *req, ps_connect_call_t *c, bool *gzip_in)
     return 0;
 }
 
-int ps_api_connect(h2o_req_t *req)
+int ps_connect_call(ps_task_t *t, const char *method_path, ps_connect_fn fn)
 {
     char msg[300];
-    int mi = ps_connect_method_index(req->path_normalized);
-    if (mi < 0) {
-        snprintf(msg, sizeof(msg), "%.*s is not implemented",
-                 (int)(req->path_normalized.len > 200 ? 200 : req->path_normalized.len), req->path_normalized.base);
-        ps_connect_error_req(req, PS_CONNECT_UNIMPLEMENTED, msg);
-        return 0;
-    }
-    if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
-        add_header(req, H2O_TOKEN_ALLOW, "POST");
-        snprintf(msg, sizeof(msg), "method %.*s not allowed: %s is a unary Connect method (use POST)",
-                 (int)(req->method.len > 16 ? 16 : req->method.len), req->method.base, methods[mi].path);
-        send_error(req, 405, PS_CONNECT_UNIMPLEMENTED, msg);
-        return 0;
-    }
-    ps_server_t *s = ps_http_server(req);
-    ps_arena_t *arena = ps_loop_arena_get(req);
-    call_impl_t *ci = ps_arena_calloc(arena, 1, sizeof(*ci));
-    ps_connect_call_t *c = &ci->pub;
-    ci->loop = ps_loop_of(req->conn->ctx);
-    c->req = req;
-    c->srv = s;
+    ps_arena_t *arena = t->arena;
+    ps_connect_call_t *c = ps_arena_calloc(arena, 1, sizeof(*c));
+    c->t = t;
+    c->srv = t->srv;
     c->arena = arena;
-    bool gzip_in;
-    if (check_headers(req, c, &gzip_in) != 0) {
-        c->req = NULL;
-        release(c);
+    if (strcmp(t->method, "POST") != 0) {
+        ps_answer_header(&t->ans, "allow", "POST", 4);
+        snprintf(msg, sizeof(msg), "method %.*s not allowed: %s is a unary Connect method (use POST)",
+                 (int)(strlen(t->method) > 16 ? 16 : strlen(t->method)), t->method, method_path);
+        answer_error(&t->ans, 405, PS_CONNECT_UNIMPLEMENTED, msg);
         return 0;
     }
-    c->body = (const uint8_t *)(req->entity.base != NULL ? req->entity.base : "");
-    c->body_len = req->entity.base != NULL ? req->entity.len : 0;
+    bool gzip_in;
+    if (check_headers(t, c, &gzip_in) != 0)
+        return 0;
+    c->body = (const uint8_t *)(t->body != NULL ? t->body : "");
+    c->body_len = t->body != NULL ? t->body_len : 0;
     if (gzip_in) {
         ps_err_t err;
         char emsg[600];
-        size_t max = s->opts.limits.max_inflated ? s->opts.limits.max_inflated : (64u << 20);
+        size_t max = t->srv->opts.limits.max_inflated ? t->srv->opts.limits.max_inflated : (64u << 20);
         if (ps_gunzip(c->body, c->body_len, max, arena, &c->body, &c->body_len, &err) != 0) {
             if (err.code == PS_ETOOBIG)
                 snprintf(emsg, sizeof(emsg), "request body inflates to more than %zu bytes (--max-inflated-size)", max);
@@ -391,5 +325,5 @@ int ps_api_connect(h2o_req_t *req)
             return 0;
         }
     }
-    return methods[mi].fn(c);
+    return fn(c);
 }

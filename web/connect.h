@@ -8,7 +8,7 @@
  *  - Content-Encoding: gzip request bodies are inflated with a bound, --max-inflated-size (gzip
  *    bombs: resource_exhausted, 429 by connect-go's table); identity is the default; any other
  *    encoding is unimplemented; a body over --max-body-size is h2o's own 413;
- *  - Accept-Encoding: gzip → answers of 1 KiB and more are gzipped (ps_http_send, as every answer); every
+ *  - Accept-Encoding: gzip → answers of 1 KiB and more are gzipped (ps_answer_set, as every answer); every
  *    answer offers gzip (Accept-Encoding: gzip), as connect-go's do;
  *  - Connect-Timeout-Ms sets a deadline handlers may check; Connect-Protocol-Version: 1 accepted,
  *    any other value is invalid_argument;
@@ -18,8 +18,9 @@
  *    other than POST is 405 with Allow: POST (every method here is POST-only, as connect-go
  *    answers for methods without idempotency_level NO_SIDE_EFFECTS), with error JSON too.
  *
- * The method table is in connect.c; a method's handler is one of web/api_*.c and only
- * translates: decode c->body with a proto/ codec, call a room, answer with ps_connect_reply.
+ * The method table is routes.c's (a call runs as a task, task.h, on the pool of its class); a
+ * method's handler is one of web/api_*.c and only translates: decode c->body with a proto/ codec,
+ * call a room, answer with ps_connect_reply.
  */
 #ifndef PS_WEB_CONNECT_H
 #define PS_WEB_CONNECT_H
@@ -31,6 +32,7 @@
 #include "core/err.h"
 #include "core/mem.h"
 #include "server.h"
+#include "task.h"
 
 /** Connect's error codes (connect-go's names, in its order). */
 typedef enum {
@@ -56,28 +58,28 @@ typedef enum {
 enum { PS_CONNECT_PROTO = 0, PS_CONNECT_JSON = 1 };
 
 typedef struct ps_connect_call {
-    h2o_req_t *req;
+    ps_task_t *t; /* the call's task: its answer, its arena */
     ps_server_t *srv;
     int codec;              /* PS_CONNECT_PROTO or PS_CONNECT_JSON */
     const uint8_t *body;    /* the request message, inflated (from arena) */
     size_t body_len;
     int64_t deadline_ns;    /* CLOCK_MONOTONIC deadline from Connect-Timeout-Ms; 0 = none */
-    ps_arena_t *arena;      /* lives until the call is answered (ps_connect_reply/_error) */
+    ps_arena_t *arena;      /* the task's: lives until the answer is sent */
 } ps_connect_call_t;
 
-/** A method's handler: answers c (now, or later from the request's loop thread) with
- *  ps_connect_reply or ps_connect_error, exactly once. Returns 0. When answering later and the
- *  client went away meanwhile (ps_async_t's req is NULL), set c->req = NULL first: reply and
- *  error then only release c. */
+/** A method's handler: answers c with ps_connect_reply or ps_connect_error (into its task's
+ *  answer), now, or from the task's finish after a hand-off (ps_task_hold). Returns 0. */
 typedef int (*ps_connect_fn)(ps_connect_call_t *c);
 
-/** The route for every Connect path (routes.c sends /<pkg>.<Service>/<Method> here). */
-int ps_api_connect(h2o_req_t *req);
+/** A task's run for a Connect method (routes.c's table: method_path, fn): the HTTP method (405),
+ *  the headers, the body inflated, then fn. */
+int ps_connect_call(ps_task_t *t, const char *method_path, ps_connect_fn fn);
+/** Connect's error shape (ps_fail_fn, task.h): the code of a profstore error, its status. */
+void ps_connect_fail(ps_answer_t *a, int code, const char *msg);
 
-/** Answers 200 with an encoded message (in c's codec; ps_http_send gzips it when accepted);
- *  releases c. */
+/** Answers 200 with an encoded message (in c's codec; gzipped when accepted). */
 void ps_connect_reply(ps_connect_call_t *c, const void *msg, size_t len);
-/** Answers a Connect error; releases c. */
+/** Answers a Connect error. */
 void ps_connect_error(ps_connect_call_t *c, ps_connect_code_t code, const char *msg);
 /** The Connect code for a profstore error code (PS_EINVAL → invalid_argument, PS_ETOOBIG →
  *  resource_exhausted, PS_EUNAVAIL → unavailable, PS_ENOSPACE → resource_exhausted, ...). */
@@ -93,15 +95,7 @@ int ps_connect_code_status(ps_connect_code_t code);
 
 /** Whether a path has the shape /<pkg>.<Service>/<Method> (identifiers; a dot in the first part). */
 bool ps_connect_is_path(h2o_iovec_t path);
-/** The method table, for /metrics (routes.c): one handler per method, named by its path. */
-uint32_t ps_connect_nmethods(void);
-const char *ps_connect_method_name(uint32_t i);
-/** Method i's PS_ROUTE_* class (internal.h): the scope it needs, whether it runs on the query pool. */
-unsigned ps_connect_method_class(uint32_t i);
-/** The index of the method at path, or -1. */
-int ps_connect_method_index(h2o_iovec_t path);
-
-/* ---- method handlers (web/api_*.c), in connect.c's table ---- */
+/* ---- method handlers (web/api_*.c), in routes.c's table ---- */
 
 /** POST /push.v1.PusherService/Push (api_push.c). */
 int ps_connect_push(ps_connect_call_t *c);

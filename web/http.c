@@ -9,7 +9,6 @@
 
 #include "core/encode.h"
 #include "internal.h"
-#include "qpool.h"
 #include "proto/gzip.h"
 #include "ui_assets.h"
 
@@ -94,15 +93,6 @@ int ps_http_params(h2o_req_t *req, bool with_body, ps_arena_t *arena, ps_params_
     return 0;
 }
 
-const ps_param_t *ps_params_get(const ps_params_t *p, const char *name)
-{
-    size_t n = strlen(name);
-    for (size_t i = 0; i < p->n; i++)
-        if (p->items[i].nlen == n && memcmp(p->items[i].name, name, n) == 0)
-            return &p->items[i];
-    return NULL;
-}
-
 static const char *reason(int status)
 {
     switch (status) {
@@ -148,29 +138,31 @@ typedef struct handler_stats {
 struct ps_http_stats {
     uint32_t n;
     handler_stats_t *h;
+    uint32_t (*handler_of)(h2o_iovec_t path);
+    const char *(*name)(uint32_t i);
 };
 
-struct ps_http_stats *ps_http_stats_new(void)
+struct ps_http_stats *ps_http_stats_new(uint32_t n, uint32_t (*handler_of)(h2o_iovec_t path),
+                                        const char *(*name)(uint32_t i))
 {
     struct ps_http_stats *st = ps_xcalloc(1, sizeof(*st));
-    st->n = ps_routes_nhandlers();
+    st->n = n;
     st->h = ps_xcalloc(st->n, sizeof(*st->h));
+    st->handler_of = handler_of;
+    st->name = name;
     return st;
 }
 
-/* Counts the answer to req: its handler (route pattern), status and the time since the request
- * began (its first byte arrived, as h2o recorded it). */
-static void account(struct ps_http_stats *st, h2o_req_t *req, int status)
+/* Counts an answer of handler path, begun at t0 (a null time: now). */
+static void count(struct ps_http_stats *st, h2o_iovec_t path, const struct timeval *t0, int status)
 {
     if (st == NULL)
         return;
-    handler_stats_t *h = &st->h[ps_routes_handler(req->path_normalized)];
-    struct timeval *t0 = h2o_timeval_is_null(&req->timestamps.request_begin_at) ? &req->processed_at.at
-                                                                                       : &req->timestamps.request_begin_at;
+    handler_stats_t *h = &st->h[st->handler_of(path)];
     struct timeval now;
     gettimeofday(&now, NULL);
     int64_t d = ((int64_t)now.tv_sec - t0->tv_sec) * 1000000000 + ((int64_t)now.tv_usec - t0->tv_usec) * 1000;
-    if (d < 0 || h2o_timeval_is_null(t0))
+    if (d < 0 || (t0->tv_sec == 0 && t0->tv_usec == 0))
         d = 0;
     uint32_t b = 0;
     while (b < NBUCKETS && d > bucket_ns[b])
@@ -178,6 +170,24 @@ static void account(struct ps_http_stats *st, h2o_req_t *req, int status)
     atomic_fetch_add_explicit(&h->buckets[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&h->sum_ns, (uint_fast64_t)d, memory_order_relaxed);
     atomic_fetch_add_explicit(&h->codes[status >= 100 && status <= 599 ? status - 100 : 499], 1, memory_order_relaxed);
+}
+
+static const struct timeval *begin_of(h2o_req_t *req)
+{
+    return h2o_timeval_is_null(&req->timestamps.request_begin_at) ? &req->processed_at.at
+                                                                   : &req->timestamps.request_begin_at;
+}
+
+/* Counts the answer to req: its handler (route pattern), status and the time since the request
+ * began (its first byte arrived, as h2o recorded it). */
+static void account(struct ps_http_stats *st, h2o_req_t *req, int status)
+{
+    count(st, req->path_normalized, begin_of(req), status);
+}
+
+void ps_http_account_task(const ps_task_t *t, int status)
+{
+    count(t->srv->http_stats, h2o_iovec_init(t->path, t->path_len), &t->begin, status);
 }
 
 void ps_http_stats_errors(const struct ps_http_stats *st, uint64_t *c4xx, uint64_t *c5xx)
@@ -202,7 +212,7 @@ void ps_http_stats_write(const struct ps_http_stats *st, ps_buf_t *b)
             uint64_t v = atomic_load_explicit(&st->h[i].codes[c], memory_order_relaxed);
             if (v > 0)
                 ps_buf_printf(b, "profstore_http_requests_total{handler=\"%s\",code=\"%d\"} %llu\n",
-                              ps_routes_handler_name(i), c + 100, (unsigned long long)v);
+                              st->name(i), c + 100, (unsigned long long)v);
         }
     PS_BUF_LIT(b, "# HELP profstore_http_request_duration_seconds Time from a request's arrival to its answer, by "
                   "handler.\n# TYPE profstore_http_request_duration_seconds histogram\n");
@@ -213,7 +223,7 @@ void ps_http_stats_write(const struct ps_http_stats *st, ps_buf_t *b)
             cum += v[k] = atomic_load_explicit(&h->buckets[k], memory_order_relaxed);
         if (cum == 0)
             continue;
-        const char *name = ps_routes_handler_name(i);
+        const char *name = st->name(i);
         cum = 0;
         for (int k = 0; k <= NBUCKETS; k++) {
             cum += v[k];
@@ -231,14 +241,9 @@ void ps_http_stats_write(const struct ps_http_stats *st, ps_buf_t *b)
 /* Text answers (JSON, Prometheus' text format, folded stacks) and Connect's binary answers of at
  * least this many bytes are gzipped for a client that accepts it; pprof is gzipped already and the
  * UI's assets are gzipped at build time (they set their own Content-Encoding). */
-#define GZIP_MIN_BYTES 1024
-#define GZIP_LEVEL 6 /* zlib's default, as Go's gzip writer in Prometheus' answers */
-
-static bool compressible(const char *content_type)
-{
-    return strncmp(content_type, "application/json", 16) == 0 || strncmp(content_type, "text/", 5) == 0 ||
-           strcmp(content_type, "application/proto") == 0; /* Connect's binary answers */
-}
+#define GZIP_MIN_BYTES PS_GZIP_MIN_BYTES
+#define GZIP_LEVEL PS_GZIP_LEVEL
+#define compressible ps_answer_compressible
 
 /* A handler that set Content-Encoding or Vary chose the representation itself (the UI's assets,
  * gzipped at build time): it is sent as it is. */
@@ -279,9 +284,79 @@ void ps_http_send(h2o_req_t *req, int status, const char *content_type, const vo
     /* a 304 has no body and must not say Content-Length: 0 (RFC 9110 8.6): h2o leaves it out */
     req->res.content_length = status == 304 ? SIZE_MAX : len;
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type, strlen(content_type));
-    if (!ps_qpool_capture(req, body, len)) /* a query thread's clone: its loop sends it */
-        h2o_send_inline(req, body, len); /* copies the body */
+    h2o_send_inline(req, body, len); /* copies the body */
     ps_buf_dispose(&gz);
+}
+
+void ps_http_send_answer(h2o_req_t *req, const ps_answer_t *a)
+{
+    ps_server_t *s = ps_http_server(req);
+    account(s->http_stats, req, a->status); /* before the answer: a client that then reads /metrics sees it */
+    req->res.status = a->status;
+    req->res.reason = reason(a->status);
+    for (uint32_t i = 0; i < a->nheaders; i++) {
+        const ps_header_t *h = &a->headers[i];
+        if (strcmp(h->name, "retry-after") == 0 && h2o_find_header(&req->res.headers, H2O_TOKEN_RETRY_AFTER, -1) != -1)
+            continue; /* the handler said when (tls.c) */
+        h2o_add_header_by_str(&req->pool, &req->res.headers, h2o_strdup(&req->pool, h->name, h->nlen).base, h->nlen, 1,
+                              NULL, h2o_strdup(&req->pool, h->value, h->vlen).base, h->vlen);
+    }
+    /* a 304 has no body and must not say Content-Length: 0 (RFC 9110 8.6): h2o leaves it out */
+    req->res.content_length = a->status == 304 ? SIZE_MAX : a->body.len;
+    const char *ct = a->content_type != NULL ? a->content_type : "text/plain; charset=utf-8";
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, h2o_strdup(&req->pool, ct, SIZE_MAX).base,
+                   strlen(ct));
+    h2o_send_inline(req, a->body.data != NULL ? (const char *)a->body.data : "", a->body.len); /* copies the body */
+}
+
+/* A body of this size and more is copied into a block of its own (ps_arena_big_adopt): the arena
+ * goes back to its loop's pool, which keeps only its head block. */
+#define BODY_BLOCK_MIN (64u << 10)
+
+ps_task_t *ps_http_task(h2o_req_t *req, ps_fail_fn fail)
+{
+    ps_arena_t *arena = ps_loop_arena_get(req);
+    ps_task_t *t = ps_arena_calloc(arena, 1, sizeof(*t));
+    t->srv = ps_http_server(req);
+    t->arena = arena;
+    t->fail = fail;
+    t->path = ps_arena_strndup(arena, req->path_normalized.base, req->path_normalized.len);
+    t->path_len = req->path_normalized.len;
+    t->method = ps_arena_strndup(arena, req->method.base, req->method.len);
+    t->begin = *begin_of(req);
+    t->query_ret = ps_http_params(req, false, arena, &t->query, &t->query_err);
+    t->params_ret = ps_http_params(req, true, arena, &t->params, &t->params_err);
+    t->nheaders = req->headers.size;
+    t->headers = ps_arena_calloc(arena, req->headers.size + 1, sizeof(*t->headers));
+    bool gzip_ok = false;
+    for (size_t i = 0; i < req->headers.size; i++) {
+        const h2o_header_t *e = &req->headers.entries[i];
+        ps_header_t *h = &t->headers[i];
+        h->name = ps_arena_strndup(arena, e->name->base, e->name->len);
+        h->nlen = e->name->len;
+        h->value = ps_arena_strndup(arena, e->value.base, e->value.len);
+        h->vlen = e->value.len;
+        if (!gzip_ok && e->name == &H2O_TOKEN_ACCEPT_ENCODING->buf)
+            gzip_ok = ps_ui_accepts_gzip(e->value.base, e->value.len);
+    }
+    if (req->entity.base != NULL && req->entity.len < BODY_BLOCK_MIN) {
+        t->body = ps_arena_strndup(arena, req->entity.base, req->entity.len);
+    } else if (req->entity.base != NULL) { /* a block of its own, never kept by the loop's pool */
+        char *body = ps_arena_big_alloc(req->entity.len + 1);
+        memcpy(body, req->entity.base, req->entity.len);
+        body[req->entity.len] = '\0';
+        ps_arena_big_adopt(arena, body, req->entity.len + 1);
+        t->body = body;
+    }
+    t->body_len = t->body != NULL ? req->entity.len : 0;
+    ps_answer_init(&t->ans, arena, gzip_ok);
+    return t;
+}
+
+void ps_http_task_free(ps_task_t *t, void *loop)
+{
+    ps_answer_dispose(&t->ans);
+    ps_loop_arena_put(loop, t->arena); /* t lives in it */
 }
 
 void ps_http_start(h2o_req_t *req, int status, const char *content_type, h2o_generator_t *gen)
@@ -294,21 +369,6 @@ void ps_http_start(h2o_req_t *req, int status, const char *content_type, h2o_gen
     h2o_start_response(req, gen);
 }
 
-const char *ps_http_error_type(int status)
-{
-    switch (status) {
-    case 400: case 409: case 413: case 415: return "bad_data";
-    case 401: return "unauthorized";
-    case 403: return "forbidden";
-    case 404: return "not_found";
-    case 408: return "timeout";
-    case 405: return "bad_data";
-    case 422: return "execution";
-    case 429: case 503: return "unavailable";
-    default: return status >= 500 ? "internal" : "bad_data";
-    }
-}
-
 void ps_http_send_envelope(h2o_req_t *req, int status, ps_json_t *j, ps_buf_t *b)
 {
     ps_json_envelope_close(j);
@@ -316,34 +376,27 @@ void ps_http_send_envelope(h2o_req_t *req, int status, ps_json_t *j, ps_buf_t *b
     ps_buf_dispose(b);
 }
 
-/* {"status":"error","errorType":type,"error":msg} with status */
-static void send_error(h2o_req_t *req, int status, const char *type, const char *msg)
+/* an answer made by task.c's shapes, sent now */
+static void send_made(h2o_req_t *req, void (*make)(ps_answer_t *a, int x, const char *msg), int x, const char *msg)
 {
-    ps_buf_t b = PS_BUF_INIT;
-    ps_json_t j;
-    ps_json_init(&j, &b);
-    ps_json_obj(&j);
-    ps_json_key(&j, "status");
-    ps_json_cstr(&j, "error");
-    ps_json_key(&j, "errorType");
-    ps_json_cstr(&j, type);
-    ps_json_key(&j, "error");
-    ps_json_cstr(&j, msg);
-    ps_http_send_envelope(req, status, &j, &b);
+    ps_arena_t arena = PS_ARENA_INIT;
+    ps_answer_t a;
+    h2o_iovec_t ae = ps_http_header(req, "accept-encoding");
+    ps_answer_init(&a, &arena, ae.base != NULL && ps_ui_accepts_gzip(ae.base, ae.len));
+    make(&a, x, msg);
+    ps_http_send_answer(req, &a);
+    ps_answer_dispose(&a);
+    ps_arena_dispose(&arena);
 }
 
 void ps_http_error_status(h2o_req_t *req, int status, const char *msg)
 {
-    send_error(req, status, ps_http_error_type(status), msg);
+    send_made(req, ps_answer_prom_error_status, status, msg);
 }
 
 void ps_http_error(h2o_req_t *req, int code, const char *msg)
 {
-    int status = ps_err_http_status(code);
-    if (code != PS_ETIMEOUT && code != PS_ECANCELED)
-        send_error(req, status, ps_http_error_type(status), msg);
-    else /* Prometheus' errorTimeout (503) and errorCanceled (499) have their own errorType */
-        send_error(req, status, code == PS_ETIMEOUT ? "timeout" : "canceled", msg);
+    send_made(req, ps_answer_prom_error, code, msg);
 }
 
 ps_server_t *ps_http_server(h2o_req_t *req)
@@ -365,8 +418,6 @@ static void on_link_dispose(void *p)
 void ps_async_init(ps_async_t *a, h2o_req_t *req, ps_async_cb cb)
 {
     memset(&a->msg, 0, sizeof(a->msg));
-    if (ps_qpool_defer(a, req, cb)) /* a pool thread's clone: tied to the real request on its loop */
-        return;
     a->req = req;
     a->on_complete = cb;
     a->loop = ps_loop_of(req->conn->ctx);
@@ -377,8 +428,6 @@ void ps_async_init(ps_async_t *a, h2o_req_t *req, ps_async_cb cb)
 
 void ps_async_cancel(ps_async_t *a)
 {
-    if (ps_qpool_undefer(a))
-        return;
     ((async_link_t *)a->link)->a = NULL;
     a->req = NULL;
 }
@@ -425,12 +474,6 @@ int ps_async_submit_write(ps_async_t *a, ps_wreq_t *w, h2o_req_t *req, ps_async_
 ps_arena_t *ps_loop_arena_get(h2o_req_t *req)
 {
     ps_loop_t *l = ps_loop_of(req->conn->ctx);
-    if (l->worker && l->nfree == 0) { /* those its deferred writes gave back on the loops */
-        pthread_mutex_lock(&l->ret_mu);
-        while (l->nret > 0)
-            l->free_arenas[l->nfree++] = l->ret_arenas[--l->nret];
-        pthread_mutex_unlock(&l->ret_mu);
-    }
     if (l->nfree > 0)
         return l->free_arenas[--l->nfree];
     ps_arena_t *a = ps_xmalloc(sizeof(*a));
@@ -443,19 +486,6 @@ void ps_loop_arena_put(void *loop, ps_arena_t *a)
     ps_loop_t *l = loop;
     if (a == NULL)
         return;
-    if (l->worker && l != ps_worker_loop) { /* a pool thread's, given back on a loop */
-        ps_arena_reset(a);
-        pthread_mutex_lock(&l->ret_mu);
-        bool kept = l->nret < (int)(sizeof(l->ret_arenas) / sizeof(l->ret_arenas[0]));
-        if (kept)
-            l->ret_arenas[l->nret++] = a;
-        pthread_mutex_unlock(&l->ret_mu);
-        if (!kept) {
-            ps_arena_dispose(a);
-            free(a);
-        }
-        return;
-    }
     if (l->nfree < (int)(sizeof(l->free_arenas) / sizeof(l->free_arenas[0]))) {
         ps_arena_reset(a);
         l->free_arenas[l->nfree++] = a;
@@ -463,26 +493,6 @@ void ps_loop_arena_put(void *loop, ps_arena_t *a)
     }
     ps_arena_dispose(a);
     free(a);
-}
-
-int ps_qctx_begin(ps_qctx_t *c, h2o_req_t *req)
-{
-    memset(c, 0, sizeof(*c));
-    c->req = req;
-    c->srv = ps_http_server(req);
-    if (ps_http_params(req, true, &c->arena, &c->params, &c->err) != 0)
-        return c->err.code;
-    return ps_reader_begin(c->srv->store, &c->reader, &c->err);
-}
-
-int ps_qctx_finish(ps_qctx_t *c, int ret)
-{
-    if (ret != 0)
-        ps_http_error(c->req, c->err.code ? c->err.code : ret, c->err.msg[0] ? c->err.msg : ps_strerror(ret));
-    ps_reader_end(c->reader);
-    ps_buf_dispose(&c->out);
-    ps_arena_dispose(&c->arena);
-    return 0;
 }
 
 h2o_iovec_t ps_http_header(h2o_req_t *req, const char *name)

@@ -1,6 +1,7 @@
 /*
- * http.h - request helpers shared by the API handlers: parameters from the query string and
- * form bodies, JSON and error responses in Prometheus' envelope, async completions.
+ * http.h - the loop's side of a request: parameters from the query string and form bodies, a
+ * route's parse into a task and the sending of its answer (task.h), JSON and error responses in
+ * Prometheus' envelope for the handlers that run on the loop, async completions.
  */
 #ifndef PS_WEB_HTTP_H
 #define PS_WEB_HTTP_H
@@ -11,47 +12,23 @@
 #include "core/json.h"
 #include "core/mem.h"
 #include "server.h"
-
-typedef struct ps_param {
-    const char *name, *value;
-    size_t nlen, vlen;
-} ps_param_t;
-
-typedef struct ps_params {
-    size_t n;
-    ps_param_t *items;
-} ps_params_t;
+#include "task.h"
 
 /** Parses the query string, and a form-encoded body for POST, into params (strings from arena,
  *  percent-decoded and NUL-terminated). PS_EINVAL on a bad %-escape. */
 int ps_http_params(h2o_req_t *req, bool with_body, ps_arena_t *arena, ps_params_t *out, ps_err_t *err);
-/** The context of a read request: its parameters, an arena, a read snapshot, an error, a body. */
-typedef struct ps_qctx {
-    h2o_req_t *req;
-    ps_server_t *srv;
-    ps_arena_t arena;
-    ps_params_t params;
-    ps_reader_t *reader;
-    ps_err_t err;
-    ps_buf_t out;
-} ps_qctx_t;
 
-/** Parses the parameters (query string and form body) and opens a read snapshot. */
-int ps_qctx_begin(ps_qctx_t *c, h2o_req_t *req);
-/** Sends the error if ret != 0, then releases everything. Returns 0 (for handlers). */
-int ps_qctx_finish(ps_qctx_t *c, int ret);
+/** A route's parse on the loop (task.h): a task of req's path, parameters, headers and body, its
+ *  arena from the loop's pool; fail is the error shape of the route's API (NULL: Prometheus'). */
+ps_task_t *ps_http_task(h2o_req_t *req, ps_fail_fn fail);
+/** Frees t (its arena back to the pool of loop, the loop it was parsed on). Loop thread. */
+void ps_http_task_free(ps_task_t *t, void *loop);
+/** Counts t's answer with status in the request stats, as ps_http_send_answer does, for a task
+ *  whose request died before its answer could be sent. */
+void ps_http_account_task(const ps_task_t *t, int status);
+/** Sends an answer (task.h) as it is: counted in the request stats, its headers, its body. */
+void ps_http_send_answer(h2o_req_t *req, const ps_answer_t *a);
 
-/** A time parameter in ns (ps_parse_time's forms: RFC3339, unix s or ms, now-5m relative to now);
- *  dflt when absent or empty. Errors: invalid parameter "<name>": cannot parse "..." ... */
-int ps_param_time(const ps_params_t *p, const char *name, int64_t now, int64_t dflt, int64_t *out, ps_err_t *err);
-/** A duration parameter (Prometheus duration or float seconds) in ns; dflt when absent. */
-int ps_param_duration(const ps_params_t *p, const char *name, int64_t dflt, int64_t *out, ps_err_t *err);
-
-/** First value of name, or NULL. */
-const ps_param_t *ps_params_get(const ps_params_t *p, const char *name);
-
-/** The Retry-After (seconds) of every 429 and 503 answer that does not set its own. */
-#define PS_HTTP_RETRY_AFTER "1"
 /** Sends body with status and content type (copied). A 429 or 503 gets Retry-After. */
 void ps_http_send(h2o_req_t *req, int status, const char *content_type, const void *body, size_t len);
 /** Closes the envelope j writes into b (ps_json_envelope), sends b as application/json with status,
@@ -67,8 +44,6 @@ void ps_http_error(h2o_req_t *req, int code, const char *msg);
 /** The value of request header name (lower case), the first of that name; {NULL, 0} when absent. */
 h2o_iovec_t ps_http_header(h2o_req_t *req, const char *name);
 void ps_http_error_status(h2o_req_t *req, int status, const char *msg);
-/** errorType for an HTTP status (bad_data, execution, internal, unavailable, not_found, ...). */
-const char *ps_http_error_type(int status);
 
 /** The server of a request. */
 ps_server_t *ps_http_server(h2o_req_t *req);

@@ -1,35 +1,55 @@
 /*
- * ingest_job.c - the hand-off of one prepared profile to the writer thread, shared by the
- * single-profile ingest handlers (api_ingest.c, api_pyroscope_ingest.c): counted and answered
- * on the request's loop once durable, or answered with the handler's status for the error.
+ * ingest_job.c - the hand-off of a task's write to the writer thread (ps_task_write), and of one
+ * prepared profile, shared by the single-profile ingest handlers (api_ingest.c,
+ * api_pyroscope_ingest.c): counted and answered once durable, or answered with the handler's
+ * status for the error.
  */
 #include <stdlib.h>
 
 #include "core/log.h"
-#include "http.h"
 #include "internal.h"
+#include "task.h"
 
-ps_ingest_job_t *ps_ingest_job_new(h2o_req_t *req, const char *what, ps_ingest_status_fn status)
+static void on_task_write_done(ps_wreq_t *w)
 {
-    ps_server_t *s = ps_http_server(req);
+    ps_task_release(w->ctx); /* the last release: back to the request's loop */
+}
+
+int ps_task_write(ps_task_t *t, ps_wreq_t *w, void (*finish)(ps_task_t *t), void *arg)
+{
+    w->on_done = on_task_write_done;
+    w->ctx = t;
+    t->finish = finish;
+    t->finish_arg = arg;
+    ps_task_hold(t);
+    if (ps_writer_submit(t->srv->writer, w) != 0) {
+        t->finish = NULL;
+        t->finish_arg = NULL;
+        ps_task_release(t); /* not the last: the run holds t */
+        return -1;
+    }
+    return 0;
+}
+
+ps_ingest_job_t *ps_ingest_job_new(ps_task_t *t, const char *what, ps_ingest_status_fn status)
+{
+    ps_server_t *s = t->srv;
     if (atomic_load(&s->stopping)) {
-        ps_http_error(req, PS_EUNAVAIL, "server is shutting down");
+        ps_task_error(t, PS_EUNAVAIL, "server is shutting down");
         return NULL;
     }
-    ps_ingest_job_t *j = ps_xcalloc(1, sizeof(*j));
+    ps_ingest_job_t *j = ps_arena_calloc(t->arena, 1, sizeof(*j));
+    j->t = t;
     j->srv = s;
-    j->arena = ps_loop_arena_get(req);
-    j->loop = ps_loop_of(req->conn->ctx);
+    j->arena = t->arena;
     j->what = what;
     j->status = status;
     return j;
 }
 
-void ps_ingest_job_fail(ps_ingest_job_t *j, h2o_req_t *req, int status, const char *msg)
+void ps_ingest_job_fail(ps_ingest_job_t *j, int status, const char *msg)
 {
-    ps_http_error_status(req, status, msg);
-    ps_loop_arena_put(j->loop, j->arena);
-    free(j);
+    ps_task_error_status(j->t, status, msg);
 }
 
 /* the status of a writer error: "unavailable" while the server stops is 503 for every handler */
@@ -38,9 +58,10 @@ static int writer_status(const ps_ingest_job_t *j, int code)
     return code == PS_EUNAVAIL && atomic_load(&j->srv->stopping) ? 503 : j->status(code);
 }
 
-static void on_complete(ps_async_t *a, h2o_req_t *req)
+/* on the loop, the writer done */
+static void on_finish(ps_task_t *t)
 {
-    ps_ingest_job_t *j = (ps_ingest_job_t *)a;
+    ps_ingest_job_t *j = t->finish_arg;
     ps_append_t *app = &j->w.app;
     bool ok = j->w.status == 0 && app->status == 0;
     if (ok) { /* counted before the answer, so a client reading /metrics after its 200 sees it */
@@ -50,28 +71,24 @@ static void on_complete(ps_async_t *a, h2o_req_t *req)
     } else {
         ps_log_debug(j->what, "err=%s", ps_log_q(j->w.status ? j->w.err.msg : app->err.msg));
     }
-    if (req != NULL) {
-        if (j->w.status != 0) {
-            ps_http_error_status(req, writer_status(j, j->w.status), j->w.err.msg);
-        } else if (app->status != 0) {
-            ps_http_error_status(req, j->status(app->status), app->err.msg);
-        } else {
-            ps_buf_t b = PS_BUF_INIT;
-            ps_ingest_result_json(app, &b);
-            ps_http_send(req, 200, "application/json", b.data, b.len);
-            ps_buf_dispose(&b);
-        }
+    if (j->w.status != 0) {
+        ps_task_error_status(t, writer_status(j, j->w.status), j->w.err.msg);
+    } else if (app->status != 0) {
+        ps_task_error_status(t, j->status(app->status), app->err.msg);
+    } else {
+        ps_buf_t b = PS_BUF_INIT;
+        ps_ingest_result_json(app, &b);
+        ps_task_send(t, 200, "application/json", b.data, b.len);
+        ps_buf_dispose(&b);
     }
-    ps_loop_arena_put(j->loop, j->arena);
-    free(j);
 }
 
-void ps_ingest_job_submit(ps_ingest_job_t *j, h2o_req_t *req)
+void ps_ingest_job_submit(ps_ingest_job_t *j)
 {
     j->w.kind = PS_WREQ_APPEND;
-    j->w.bytes = j->arena->used_total + req->entity.len; /* held until answered: the queue's bound */
-    if (ps_async_submit_write(&j->async, &j->w, req, on_complete) != 0) {
+    j->w.bytes = j->arena->used_total; /* the body's copy included: held until answered, the queue's bound */
+    if (ps_task_write(j->t, &j->w, on_finish, j) != 0) {
         ps_err_t err = j->w.err;
-        ps_ingest_job_fail(j, req, writer_status(j, err.code), err.msg);
+        ps_ingest_job_fail(j, writer_status(j, err.code), err.msg);
     }
 }

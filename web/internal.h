@@ -7,8 +7,10 @@
 #include <h2o.h>
 #include <pthread.h>
 
+#include "http.h"
 #include "ingest/ingest.h"
 #include "server.h"
+#include "task.h"
 
 typedef struct ps_loop {
     h2o_context_t ctx; /* first: h2o hands us &ctx */
@@ -25,15 +27,7 @@ typedef struct ps_loop {
     ps_arena_t *free_arenas[64];
     int nfree;
     struct ps_websec *websec; /* tls.c: the web configuration this loop applies (a reference), or NULL */
-    bool worker; /* a pool thread's stand-in (qpool.c): arenas given back on another thread (a loop,
-                  * by a deferred write's callback) wait in ret_arenas until the worker takes them */
-    pthread_mutex_t ret_mu;
-    ps_arena_t *ret_arenas[64];
-    int nret;
 } ps_loop_t;
-
-/** The stand-in loop of the pool thread this is (qpool.c), NULL on any other thread. */
-extern _Thread_local ps_loop_t *ps_worker_loop;
 
 static inline ps_loop_t *ps_loop_of(h2o_context_t *ctx)
 {
@@ -49,26 +43,30 @@ void ps_async_on_messages(h2o_multithread_receiver_t *receiver, h2o_linklist_t *
  */
 int ps_async_submit_write(ps_async_t *a, ps_wreq_t *w, h2o_req_t *req, ps_async_cb cb);
 
-/* ingest_job.c: one prepared profile handed to the writer (api_ingest.c, api_pyroscope_ingest.c) */
+/* ingest_job.c */
+/** Hands w to the writer for t (a task's run, any thread): t is held until the writer is done with
+ *  w, then finish(t) runs on the request's loop (t->finish_arg = arg) and makes the answer. 0, or
+ *  -1 when the writer refused w (w->err says why; t is not held). */
+int ps_task_write(ps_task_t *t, ps_wreq_t *w, void (*finish)(ps_task_t *t), void *arg);
+/* one prepared profile handed to the writer (api_ingest.c, api_pyroscope_ingest.c) */
 /** The HTTP status a handler answers for an error code. */
 typedef int (*ps_ingest_status_fn)(int code);
 typedef struct ps_ingest_job {
-    ps_async_t async; /* first: the writer's callback casts it back */
-    ps_wreq_t w;      /* the caller prepares w.app */
-    ps_arena_t *arena; /* from the loop's pool */
-    void *loop;
+    ps_wreq_t w;       /* the caller prepares w.app */
+    ps_task_t *t;
+    ps_arena_t *arena; /* the task's */
     ps_server_t *srv;
     size_t body_len;            /* counted in ingest_bytes once stored */
     const char *what;           /* the debug log event of a rejected profile */
     ps_ingest_status_fn status; /* the status of an error (the writer's "unavailable" while stopping: 503) */
 } ps_ingest_job_t;
-/** A job for req, or NULL when the server is shutting down (503 answered). */
-ps_ingest_job_t *ps_ingest_job_new(h2o_req_t *req, const char *what, ps_ingest_status_fn status);
+/** A job for t, or NULL when the server is shutting down (503 answered). */
+ps_ingest_job_t *ps_ingest_job_new(ps_task_t *t, const char *what, ps_ingest_status_fn status);
 /** Hands j (w.app prepared) to the writer: answered 200 with the ingest result once durable, else
- *  the error with j->status; j is freed either way. */
-void ps_ingest_job_submit(ps_ingest_job_t *j, h2o_req_t *req);
-/** Answers status and msg and frees j (a request refused before the hand-off). */
-void ps_ingest_job_fail(ps_ingest_job_t *j, h2o_req_t *req, int status, const char *msg);
+ *  the error with j->status. */
+void ps_ingest_job_submit(ps_ingest_job_t *j);
+/** Answers status and msg (a request refused before the hand-off). */
+void ps_ingest_job_fail(ps_ingest_job_t *j, int status, const char *msg);
 
 /* routes.c */
 /** What a route (routes.c) or a Connect method (connect.c) is: the one scope a caller needs for it
@@ -97,8 +95,9 @@ const char *ps_routes_handler_name(uint32_t i);
 /** The loop's reference to the current web configuration, and its TLS context on the accept ctx
  *  (loop_main, on the loop's thread). */
 void ps_tls_loop_init(ps_loop_t *l);
-/** Marks the loops started: later configurations are handed to them by message (ps_server_start). */
-void ps_tls_started(ps_server_t *s);
+/** Marks the loops started: later configurations are handed to them by message, post(s, cb)
+ *  (ps_server_start gives ps_server_post_loops). */
+void ps_tls_started(ps_server_t *s, void (*post)(ps_server_t *s, ps_async_cb cb));
 /** The check every request passes before its route (ps_routes_dispatch): adds the configured
  *  response headers, then for a route of class cls (PS_ROUTE_*) checks the credentials (401),
  *  their scope (403) and whether admin routes are enabled (503, /-/reload: 403). 0 to go on, -1
@@ -118,14 +117,17 @@ bool ps_web_is_admin(h2o_req_t *req);
 void ps_server_post_loops(ps_server_t *s, ps_async_cb cb);
 
 /* http.c: request accounting */
-struct ps_http_stats *ps_http_stats_new(void);
+/** Stats of n handlers: handler_of(path) numbers a request's, name(i) names handler i. */
+struct ps_http_stats *ps_http_stats_new(uint32_t n, uint32_t (*handler_of)(h2o_iovec_t path),
+                                        const char *(*name)(uint32_t i));
 /** Writes profstore_http_requests_total{handler,code} and
  *  profstore_http_request_duration_seconds{handler} in the text exposition format. */
 void ps_http_stats_write(const struct ps_http_stats *st, ps_buf_t *out);
 /** The answers with a 4xx and with a 5xx status, over every handler. */
 void ps_http_stats_errors(const struct ps_http_stats *st, uint64_t *c4xx, uint64_t *c5xx);
 
-/* api_*.c handlers: return 0 (a response was or will be sent) */
+/* api_*.c handlers: return 0 (a response was or will be sent). Those taking a task run off the
+ * loop, or in place (run.c); their route's cls and error shape are in routes.c's table. */
 int ps_api_healthy(h2o_req_t *req);
 int ps_api_ready(h2o_req_t *req);
 int ps_api_buildinfo(h2o_req_t *req);
@@ -133,38 +135,42 @@ int ps_api_status_config(h2o_req_t *req);
 int ps_api_status_flags(h2o_req_t *req);
 int ps_api_status_forward(h2o_req_t *req);
 int ps_api_status_runtimeinfo(h2o_req_t *req);
-int ps_api_status_tsdb(h2o_req_t *req); /* api_status_tsdb.c */
+int ps_api_status_tsdb(ps_task_t *t); /* api_status_tsdb.c */
 int ps_api_metrics(h2o_req_t *req);
-int ps_api_profiles_write(h2o_req_t *req);
-int ps_api_pyroscope_ingest(h2o_req_t *req); /* api_pyroscope_ingest.c: POST /ingest */
-int ps_api_remote_write(h2o_req_t *req);
+int ps_api_profiles_write(ps_task_t *t);
+int ps_api_pyroscope_ingest(ps_task_t *t); /* api_pyroscope_ingest.c: POST /ingest */
+int ps_api_remote_write(ps_task_t *t);
+/** Remote write's error shape: plain text, 503 for a full queue (api_write.c). */
+void ps_api_remote_write_fail(ps_answer_t *a, int code, const char *msg);
 /** The remote_write counters, in the text exposition format (for /metrics). */
 void ps_api_write_metrics(ps_server_t *s, ps_buf_t *b);
 int ps_api_admin_compact(h2o_req_t *req);
 int ps_api_admin_retention(h2o_req_t *req);
-int ps_api_debug_series(h2o_req_t *req);
+int ps_api_debug_series(ps_task_t *t);
 int ps_api_targets(h2o_req_t *req);
 int ps_api_reload(h2o_req_t *req);
 int ps_api_read(h2o_req_t *req);
-int ps_api_query(h2o_req_t *req);
-int ps_api_query_range(h2o_req_t *req);
+int ps_api_query(ps_task_t *t);
+int ps_api_query_range(ps_task_t *t);
 int ps_api_format_query(h2o_req_t *req); /* api_format.c */
-int ps_api_series(h2o_req_t *req);
-int ps_api_labels(h2o_req_t *req);
-int ps_api_label_values(h2o_req_t *req);
-int ps_api_metadata(h2o_req_t *req);
-int ps_api_query_exemplars(h2o_req_t *req);
+int ps_api_series(ps_task_t *t);
+int ps_api_labels(ps_task_t *t);
+int ps_api_label_values(ps_task_t *t);
+int ps_api_metadata(ps_task_t *t);
+int ps_api_query_exemplars(ps_task_t *t);
 int ps_api_rules(h2o_req_t *req);
 int ps_api_alerts(h2o_req_t *req);
-int ps_api_profile_types(h2o_req_t *req);
-int ps_api_profile_query(h2o_req_t *req);
-int ps_api_profile_diff(h2o_req_t *req);
-int ps_api_debug_profile(h2o_req_t *req);
-/* api_pyroscope_query.c: Pyroscope's HTTP query API */
-int ps_api_pyroscope_render(h2o_req_t *req);
-int ps_api_pyroscope_render_diff(h2o_req_t *req);
-int ps_api_pyroscope_label_values(h2o_req_t *req);
-int ps_api_pyroscope_labels(h2o_req_t *req);
+int ps_api_profile_types(ps_task_t *t);
+int ps_api_profile_query(ps_task_t *t);
+int ps_api_profile_diff(ps_task_t *t);
+int ps_api_debug_profile(ps_task_t *t);
+/* api_pyroscope_query.c: Pyroscope's HTTP query API; its error shape: Connect's JSON with
+ * profstore's status */
+void ps_api_pyroscope_fail(ps_answer_t *a, int code, const char *msg);
+int ps_api_pyroscope_render(ps_task_t *t);
+int ps_api_pyroscope_render_diff(ps_task_t *t);
+int ps_api_pyroscope_label_values(ps_task_t *t);
+int ps_api_pyroscope_labels(ps_task_t *t);
 /* api_ui.c: the web UI */
 int ps_api_ui_page(h2o_req_t *req); /* /, /graph, /compare, /targets, /status: index.html */
 int ps_api_ui_file(h2o_req_t *req); /* /ui/<path> */

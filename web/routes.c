@@ -6,13 +6,17 @@
 #include "connect.h"
 #include "http.h"
 #include "internal.h"
-#include "qpool.h"
+#include "run.h"
 
+/* A route: a handler on the loop (fn), or a task (run: parsed on the loop, run where its class
+ * says, answered on the loop; run.c) with the error shape of its API (fail; NULL: Prometheus'). */
 typedef struct route {
     const char *path;
     unsigned methods; /* bit set of M_* */
     int (*fn)(h2o_req_t *req);
-    unsigned cls;     /* PS_ROUTE_* (internal.h): the scope it needs, whether it runs on the query pool */
+    ps_task_run_fn run;
+    unsigned cls;     /* PS_ROUTE_* (internal.h): the scope it needs, whether it runs on a pool */
+    ps_fail_fn fail;
 } route_t;
 
 enum { M_GET = 1, M_POST = 2, M_HEAD = 4 };
@@ -24,49 +28,87 @@ enum { M_GET = 1, M_POST = 2, M_HEAD = 4 };
 #define DEC PS_ROUTE_DECODE
 
 static const route_t routes[] = {
-    {"/-/healthy", M_GET | M_HEAD, ps_api_healthy, OPEN},
-    {"/-/ready", M_GET | M_HEAD, ps_api_ready, OPEN},
-    {"/metrics", M_GET, ps_api_metrics, RD},
-    {"/-/reload", M_POST, ps_api_reload, ADM},
-    {"/api/v1/targets", M_GET, ps_api_targets, RD},
-    {"/api/v1/status/buildinfo", M_GET, ps_api_buildinfo, RD},
-    {"/api/v1/status/config", M_GET, ps_api_status_config, RD},
-    {"/api/v1/status/flags", M_GET, ps_api_status_flags, RD},
-    {"/api/v1/status/forward", M_GET, ps_api_status_forward, RD},
-    {"/api/v1/status/runtimeinfo", M_GET, ps_api_status_runtimeinfo, RD},
-    {"/api/v1/status/tsdb", M_GET, ps_api_status_tsdb, RD | POOL},
-    {"/api/v1/profiles/write", M_POST, ps_api_profiles_write, WR | DEC},
-    {"/ingest", M_POST, ps_api_pyroscope_ingest, WR | DEC},
-    {"/api/v1/read", M_POST, ps_api_read, RD},
-    {"/api/v1/write", M_POST, ps_api_remote_write, WR | DEC},
-    {"/api/v1/query", M_GET | M_POST, ps_api_query, RD | POOL},
-    {"/api/v1/query_range", M_GET | M_POST, ps_api_query_range, RD | POOL},
-    {"/api/v1/format_query", M_GET | M_POST, ps_api_format_query, RD},
-    {"/api/v1/series", M_GET | M_POST, ps_api_series, RD | POOL},
-    {"/api/v1/labels", M_GET | M_POST, ps_api_labels, RD | POOL},
-    {"/api/v1/metadata", M_GET, ps_api_metadata, RD | POOL},
-    {"/api/v1/query_exemplars", M_GET | M_POST, ps_api_query_exemplars, RD},
-    {"/api/v1/rules", M_GET, ps_api_rules, RD},
-    {"/api/v1/alerts", M_GET, ps_api_alerts, RD},
-    {"/api/v1/profiles/types", M_GET | M_POST, ps_api_profile_types, RD | POOL},
-    {"/api/v1/profiles/query", M_GET | M_POST, ps_api_profile_query, RD | POOL},
-    {"/api/v1/profiles/diff", M_GET | M_POST, ps_api_profile_diff, RD | POOL},
-    {"/api/v1/admin/compact", M_POST, ps_api_admin_compact, ADM},
-    {"/api/v1/admin/retention", M_POST, ps_api_admin_retention, ADM},
-    {"/api/v1/debug/series", M_GET, ps_api_debug_series, ADM | POOL},
-    {"/api/v1/debug/profile", M_GET, ps_api_debug_profile, ADM | POOL},
-    {"/pyroscope/render", M_GET, ps_api_pyroscope_render, RD | POOL},
-    {"/pyroscope/render-diff", M_GET, ps_api_pyroscope_render_diff, RD | POOL},
-    {"/pyroscope/label-values", M_GET, ps_api_pyroscope_label_values, RD | POOL},
-    {"/pyroscope/labels", M_GET, ps_api_pyroscope_labels, RD | POOL},
+    {"/-/healthy", M_GET | M_HEAD, ps_api_healthy, NULL, OPEN, NULL},
+    {"/-/ready", M_GET | M_HEAD, ps_api_ready, NULL, OPEN, NULL},
+    {"/metrics", M_GET, ps_api_metrics, NULL, RD, NULL},
+    {"/-/reload", M_POST, ps_api_reload, NULL, ADM, NULL},
+    {"/api/v1/targets", M_GET, ps_api_targets, NULL, RD, NULL},
+    {"/api/v1/status/buildinfo", M_GET, ps_api_buildinfo, NULL, RD, NULL},
+    {"/api/v1/status/config", M_GET, ps_api_status_config, NULL, RD, NULL},
+    {"/api/v1/status/flags", M_GET, ps_api_status_flags, NULL, RD, NULL},
+    {"/api/v1/status/forward", M_GET, ps_api_status_forward, NULL, RD, NULL},
+    {"/api/v1/status/runtimeinfo", M_GET, ps_api_status_runtimeinfo, NULL, RD, NULL},
+    {"/api/v1/status/tsdb", M_GET, NULL, ps_api_status_tsdb, RD | POOL, NULL},
+    {"/api/v1/profiles/write", M_POST, NULL, ps_api_profiles_write, WR | DEC, NULL},
+    {"/ingest", M_POST, NULL, ps_api_pyroscope_ingest, WR | DEC, NULL},
+    {"/api/v1/read", M_POST, ps_api_read, NULL, RD, NULL},
+    {"/api/v1/write", M_POST, NULL, ps_api_remote_write, WR | DEC, ps_api_remote_write_fail},
+    {"/api/v1/query", M_GET | M_POST, NULL, ps_api_query, RD | POOL, NULL},
+    {"/api/v1/query_range", M_GET | M_POST, NULL, ps_api_query_range, RD | POOL, NULL},
+    {"/api/v1/format_query", M_GET | M_POST, ps_api_format_query, NULL, RD, NULL},
+    {"/api/v1/series", M_GET | M_POST, NULL, ps_api_series, RD | POOL, NULL},
+    {"/api/v1/labels", M_GET | M_POST, NULL, ps_api_labels, RD | POOL, NULL},
+    {"/api/v1/metadata", M_GET, NULL, ps_api_metadata, RD | POOL, NULL},
+    {"/api/v1/query_exemplars", M_GET | M_POST, NULL, ps_api_query_exemplars, RD, NULL},
+    {"/api/v1/rules", M_GET, ps_api_rules, NULL, RD, NULL},
+    {"/api/v1/alerts", M_GET, ps_api_alerts, NULL, RD, NULL},
+    {"/api/v1/profiles/types", M_GET | M_POST, NULL, ps_api_profile_types, RD | POOL, NULL},
+    {"/api/v1/profiles/query", M_GET | M_POST, NULL, ps_api_profile_query, RD | POOL, NULL},
+    {"/api/v1/profiles/diff", M_GET | M_POST, NULL, ps_api_profile_diff, RD | POOL, NULL},
+    {"/api/v1/admin/compact", M_POST, ps_api_admin_compact, NULL, ADM, NULL},
+    {"/api/v1/admin/retention", M_POST, ps_api_admin_retention, NULL, ADM, NULL},
+    {"/api/v1/debug/series", M_GET, NULL, ps_api_debug_series, ADM | POOL, NULL},
+    {"/api/v1/debug/profile", M_GET, NULL, ps_api_debug_profile, ADM | POOL, NULL},
+    {"/pyroscope/render", M_GET, NULL, ps_api_pyroscope_render, RD | POOL, ps_api_pyroscope_fail},
+    {"/pyroscope/render-diff", M_GET, NULL, ps_api_pyroscope_render_diff, RD | POOL, ps_api_pyroscope_fail},
+    {"/pyroscope/label-values", M_GET, NULL, ps_api_pyroscope_label_values, RD | POOL, ps_api_pyroscope_fail},
+    {"/pyroscope/labels", M_GET, NULL, ps_api_pyroscope_labels, RD | POOL, ps_api_pyroscope_fail},
     /* the web UI's pages (api_ui.c): index.html, which routes itself; its files: /ui/<path> */
-    {"/", M_GET | M_HEAD, ps_api_ui_page, RD},
-    {"/graph", M_GET | M_HEAD, ps_api_ui_page, RD},
-    {"/compare", M_GET | M_HEAD, ps_api_ui_page, RD},
-    {"/targets", M_GET | M_HEAD, ps_api_ui_page, RD},
-    {"/status", M_GET | M_HEAD, ps_api_ui_page, RD},
-    {"/favicon.ico", M_GET | M_HEAD, ps_api_ui_favicon, RD},
+    {"/", M_GET | M_HEAD, ps_api_ui_page, NULL, RD, NULL},
+    {"/graph", M_GET | M_HEAD, ps_api_ui_page, NULL, RD, NULL},
+    {"/compare", M_GET | M_HEAD, ps_api_ui_page, NULL, RD, NULL},
+    {"/targets", M_GET | M_HEAD, ps_api_ui_page, NULL, RD, NULL},
+    {"/status", M_GET | M_HEAD, ps_api_ui_page, NULL, RD, NULL},
+    {"/favicon.ico", M_GET | M_HEAD, ps_api_ui_favicon, NULL, RD, NULL},
 };
+
+/* The Connect methods (connect.h): each runs as a task, ps_connect_call then its handler; the
+ * error shape is Connect's. */
+typedef struct method {
+    const char *path;
+    ps_connect_fn fn;
+    unsigned cls;
+} method_t;
+
+static const method_t methods[] = {
+    {"/push.v1.PusherService/Push", ps_connect_push, WR | DEC},
+    {"/querier.v1.QuerierService/ProfileTypes", ps_connect_querier_profile_types, RD | POOL},
+    {"/querier.v1.QuerierService/LabelNames", ps_connect_querier_label_names, RD | POOL},
+    {"/querier.v1.QuerierService/LabelValues", ps_connect_querier_label_values, RD | POOL},
+    {"/querier.v1.QuerierService/Series", ps_connect_querier_series, RD | POOL},
+    {"/querier.v1.QuerierService/SelectMergeStacktraces", ps_connect_querier_select_merge_stacktraces, RD | POOL},
+    {"/querier.v1.QuerierService/SelectMergeProfile", ps_connect_querier_select_merge_profile, RD | POOL},
+    {"/querier.v1.QuerierService/SelectSeries", ps_connect_querier_select_series, RD | POOL},
+    {"/querier.v1.QuerierService/Diff", ps_connect_querier_diff, RD | POOL},
+};
+
+#define NMETHODS (sizeof(methods) / sizeof(methods[0]))
+
+/* The index of the Connect method at path, or -1. */
+static int method_index(const char *p, size_t n)
+{
+    for (uint32_t i = 0; i < NMETHODS; i++)
+        if (h2o_memis(p, n, methods[i].path, strlen(methods[i].path)))
+            return (int)i;
+    return -1;
+}
+
+/* a Connect method's task */
+static int connect_run(ps_task_t *t)
+{
+    int mi = method_index(t->path, t->path_len);
+    return ps_connect_call(t, methods[mi].path, methods[mi].fn);
+}
 
 static unsigned method_bit(h2o_iovec_t m)
 {
@@ -96,7 +138,7 @@ static bool is_label_values(h2o_iovec_t p)
  * files, then the Connect methods (connect.c's table), then "other" */
 uint32_t ps_routes_nhandlers(void)
 {
-    return (uint32_t)NROUTES + 3 + ps_connect_nmethods();
+    return (uint32_t)NROUTES + 3 + (uint32_t)NMETHODS;
 }
 
 const char *ps_routes_handler_name(uint32_t i)
@@ -107,8 +149,8 @@ const char *ps_routes_handler_name(uint32_t i)
         return LABEL_VALUES;
     if (i == NROUTES + 1)
         return UI_FILES;
-    if (i - NROUTES - 2 < ps_connect_nmethods())
-        return ps_connect_method_name(i - NROUTES - 2);
+    if (i - NROUTES - 2 < (uint32_t)NMETHODS)
+        return methods[i - NROUTES - 2].path;
     return "other";
 }
 
@@ -121,8 +163,8 @@ uint32_t ps_routes_handler(h2o_iovec_t p)
         return (uint32_t)NROUTES;
     if (ps_ui_is_path(p))
         return (uint32_t)NROUTES + 1;
-    int mi = ps_connect_method_index(p);
-    return mi >= 0 ? (uint32_t)NROUTES + 2 + (uint32_t)mi : (uint32_t)NROUTES + 2 + ps_connect_nmethods();
+    int mi = method_index(p.base, p.len);
+    return mi >= 0 ? (uint32_t)NROUTES + 2 + (uint32_t)mi : (uint32_t)NROUTES + 2 + (uint32_t)NMETHODS;
 }
 
 unsigned ps_routes_class(uint32_t handler)
@@ -133,8 +175,8 @@ unsigned ps_routes_class(uint32_t handler)
         return PS_ROUTE_READ | PS_ROUTE_POOL;
     if (handler == NROUTES + 1) /* the UI's files */
         return PS_ROUTE_READ;
-    if (handler - NROUTES - 2 < ps_connect_nmethods())
-        return ps_connect_method_class(handler - NROUTES - 2);
+    if (handler - NROUTES - 2 < (uint32_t)NMETHODS)
+        return methods[handler - NROUTES - 2].cls;
     return PS_ROUTE_READ; /* "other": a 404 (or Connect's unimplemented), after authentication */
 }
 
@@ -174,19 +216,29 @@ static int route(h2o_req_t *req)
             ps_http_error_status(req, 405, msg);
             return 0;
         }
-        return ps_qpool_run(req, routes[i].cls, routes[i].fn); /* POOL routes on the query threads, DEC on the decode threads */
+        if (routes[i].run != NULL) /* POOL routes on the query threads, DEC on the decode threads */
+            return ps_run_task(req, routes[i].cls, routes[i].run, routes[i].fail);
+        return routes[i].fn(req);
     }
     if (is_label_values(p)) {
         if (!(m & (M_GET | M_POST))) {
             ps_http_error_status(req, 405, "method not allowed (use GET)");
             return 0;
         }
-        return ps_qpool_run(req, PS_ROUTE_POOL, ps_api_label_values);
+        return ps_run_task(req, PS_ROUTE_READ | PS_ROUTE_POOL, ps_api_label_values, NULL);
     }
     if (ps_ui_is_path(p))
         return ps_api_ui_file(req);
-    if (ps_connect_is_path(p))
-        return ps_qpool_run(req, ps_routes_class(ps_routes_handler(p)), ps_api_connect);
+    if (ps_connect_is_path(p)) {
+        int mi = method_index(p.base, p.len);
+        if (mi < 0) {
+            char msg[300];
+            snprintf(msg, sizeof(msg), "%.*s is not implemented", (int)(p.len > 200 ? 200 : p.len), p.base);
+            ps_connect_error_req(req, PS_CONNECT_UNIMPLEMENTED, msg);
+            return 0;
+        }
+        return ps_run_task(req, methods[mi].cls, connect_run, ps_connect_fail);
+    }
     char msg[300];
     snprintf(msg, sizeof(msg), "no such endpoint: %.*s", (int)(p.len > 200 ? 200 : p.len), p.base);
     ps_http_error_status(req, 404, msg);

@@ -170,7 +170,7 @@ int ps_server_bind(ps_server_t *s, ps_err_t *err)
     impl_t *im = ps_xcalloc(1, sizeof(*im));
     s->impl = im;
     s->start_time = ps_time_now();
-    s->http_stats = ps_http_stats_new();
+    s->http_stats = ps_http_stats_new(ps_routes_nhandlers(), ps_routes_handler, ps_routes_handler_name);
     h2o_config_init(&im->config);
     im->config.max_request_entity_size = s->opts.max_body;
     im->config.server_name = h2o_iovec_init(H2O_STRLIT("profstore/" PS_VERSION));
@@ -266,7 +266,7 @@ int ps_server_start(ps_server_t *s, ps_err_t *err)
     pthread_barrier_wait(&ready); /* every loop has its queue and listener */
     pthread_barrier_destroy(&ready);
     free(sc);
-    ps_tls_started(s);
+    ps_tls_started(s, ps_server_post_loops);
     return 0;
 }
 

@@ -42,6 +42,7 @@ struct ps_websec {
 };
 
 static pthread_mutex_t cur_mu = PTHREAD_MUTEX_INITIALIZER;
+static void (*post_loops)(ps_server_t *s, ps_async_cb cb); /* ps_tls_started's (under cur_mu) */
 
 static void websec_release(ps_websec_t *w)
 {
@@ -198,16 +199,18 @@ int ps_server_web_config(ps_server_t *s, ps_webconfig_t *wc, ps_err_t *err)
     s->websec = w;
     s->websec_tls = wc->tls.enabled;
     bool started = s->websec_started;
+    void (*post)(ps_server_t *, ps_async_cb) = post_loops;
     pthread_mutex_unlock(&cur_mu);
     websec_release(old);
     if (started)
-        ps_server_post_loops(s, on_swap);
+        post(s, on_swap);
     return 0;
 }
 
-void ps_tls_started(ps_server_t *s)
+void ps_tls_started(ps_server_t *s, void (*post)(ps_server_t *s, ps_async_cb cb))
 {
     pthread_mutex_lock(&cur_mu);
+    post_loops = post;
     s->websec_tls = s->websec != NULL && s->websec->ssl != NULL;
     s->websec_started = true;
     pthread_mutex_unlock(&cur_mu);
