@@ -233,9 +233,12 @@ void ps_flags_markdown(const ps_flagset_t *fs, ps_buf_t *out)
         if (fl->def != NULL)
             ps_buf_printf(out, "`%s`", fl->def);
         else if (fl->def_note != NULL)
-            put_md(out, fl->def_note);
+            ps_buf_printf(out, "%s", fl->def_note);
         ps_buf_printf(out, " | ");
-        put_md(out, fl->help);
+        if (fl->doc != NULL)
+            ps_buf_printf(out, "%s", fl->doc);
+        else
+            put_md(out, fl->help);
         ps_buf_printf(out, " |\n");
     }
 }
@@ -294,152 +297,260 @@ static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL}
 /* clang-format off */
 static const ps_flag_t profstore_flags[] = {
     {.name = "listen", .type = PS_FLAG_STRING, .offset = OFF(listen), .metavar = "HOST:PORT", .def = "127.0.0.1:7070",
+     .doc = "address to serve HTTP on; an address another process listens on (another profstore "
+            "with another data directory, any program) is refused at start (exit 1, `cannot listen "
+            "on 127.0.0.1:7070: the address is already in use by another process (another "
+            "profstore?)`): the HTTP threads share the port with `SO_REUSEPORT` only among "
+            "themselves",
      .help = "address to serve HTTP on (default 127.0.0.1:7070)"},
     {.name = "data-dir", .type = PS_FLAG_STRING, .offset = OFF(data_dir), .metavar = "DIR", .def = "./data",
+     .doc = "LMDB data directory (created if missing)",
      .help = "LMDB data directory (default ./data)"},
     {.name = "config", .type = PS_FLAG_STRING, .offset = OFF(config), .metavar = "FILE",
-     .help = "YAML configuration file (scrape configs; see README)"},
+     .def_note = "none",
+     .doc = "YAML configuration file ([Scraping](configuration.md#scraping), "
+            "[Forwarding](configuration.md#forwarding))",
+     .help = "YAML configuration file (scrape configs; see docs/configuration.md)"},
     {.name = "retention", .type = PS_FLAG_DURATION, .offset = OFF(retention), .metavar = "DURATION", .def = "15d",
+     .doc = "drop profiles older than this (Prometheus duration: `15d`, `36h`; `0` keeps "
+            "everything); every query reads from now − retention on",
      .help = "how long to keep profiles, e.g. 15d, 36h (default 15d; 0 = forever)"},
     {.name = "log-level", .type = PS_FLAG_ENUM, .offset = OFF(log_level), .metavar = "LEVEL", .def = "info",
-     .choices = log_levels, .help = "debug, info, warn or error (default info)"},
+     .choices = log_levels,
+     .doc = "`debug`, `info`, `warn` or `error` (logfmt on stderr)",
+     .help = "debug, info, warn or error (default info)"},
     {.name = "max-body-size", .type = PS_FLAG_SIZE, .offset = OFF(max_body), .metavar = "SIZE", .def = "32MiB",
+     .doc = "largest accepted request body; larger gets 413",
      .help = "largest accepted request body, e.g. 32MiB (default 32MiB)"},
     {.name = "max-inflated-size", .type = PS_FLAG_SIZE, .offset = OFF(max_inflated), .metavar = "SIZE",
-     .def = "256MiB", .help = "largest decompressed profile (gzip bomb guard; default 256MiB)"},
+     .def = "256MiB",
+     .doc = "largest decompressed profile (gzip bomb guard)",
+     .help = "largest decompressed profile (gzip bomb guard; default 256MiB)"},
     {.name = "max-inflated-total", .type = PS_FLAG_SIZE, .offset = OFF(max_inflated_total), .metavar = "SIZE",
-     .def_note = "--max-inflated-size",
+     .def_note = "`--max-inflated-size`",
+     .doc = "bytes being decompressed at once by all requests together (gunzip, snappy); past it a "
+            "request gets 503 + `Retry-After`",
      .help = "bytes being decompressed at once by all requests together; past it\n"
              "a request gets 503 + Retry-After (default: --max-inflated-size)"},
     {.name = "threads", .type = PS_FLAG_UINT, .offset = OFF(threads), .metavar = "N", .min = 1, .max = 65535,
-     .bad = POSITIVE, .def_note = "the CPUs", .help = "HTTP event loop threads (default: number of CPUs)"},
+     .bad = POSITIVE, .def_note = "CPUs",
+     .doc = "HTTP event-loop threads, 1 to 65535 (requests are parsed on them; pushes are decoded "
+            "on the decode pool, `--ingest.decode-threads`, queries run on the query pool, "
+            "`--query.max-concurrency`)",
+     .help = "HTTP event loop threads (default: number of CPUs)"},
     {.name = "web.max-connections", .type = PS_FLAG_UINT, .offset = OFF(max_conns), .metavar = "N", .def = "512",
      .max = 1000000, .bad = MILLION,
+     .doc = "HTTP connections open at once (Prometheus' flag); more wait to be accepted (`0` = no "
+            "bound; at most 1000000); see [Connections](operations.md#connections)",
      .help = "most HTTP connections open at once; more wait to be accepted\n"
              "(default 512; 0 = no bound)"},
     {.name = "web.read-header-timeout", .type = PS_FLAG_DURATION, .offset = OFF(header_timeout),
      .metavar = "DURATION", .def = "10s",
+     .doc = "a request's header must be complete this long after its first byte (else 408); a new "
+            "connection silent this long is closed (`0` = none)",
      .help = "longest a request's header may take from its first byte; also how\n"
              "long a new connection may stay silent (default 10s; 0 = none)"},
     {.name = "web.body-idle-timeout", .type = PS_FLAG_DURATION, .offset = OFF(body_idle_timeout),
      .metavar = "DURATION", .def = "10s",
+     .doc = "a request body may go this long without a byte (else 408; `0` = none)",
      .help = "longest a request body may go without a byte (default 10s; 0 = none)"},
     {.name = "web.body-min-rate", .type = PS_FLAG_SIZE, .offset = OFF(body_min_rate), .metavar = "SIZE",
      .def = "1KiB",
+     .doc = "bytes/s a body must average once it has run longer than `--web.body-idle-timeout` "
+            "(else 408; `0` = none)",
      .help = "bytes per second a request body must average after that grace\n"
              "(default 1KiB; 0 = none)"},
     {.name = "web.idle-timeout", .type = PS_FLAG_DURATION, .offset = OFF(idle_timeout), .metavar = "DURATION",
      .def = "2m",
+     .doc = "a kept-alive connection waiting this long for its next request is closed (also "
+            "HTTP/2's idle timeout), and so is one whose client has read nothing of its answer for "
+            "this long (`0` = forever)",
      .help = "how long a kept-alive connection may wait for its next request,\n"
              "or a client read nothing of its answer (default 2m; 0 = forever)"},
     {.name = "agent", .type = PS_FLAG_BOOL, .offset = OFF(agent), .def = "false",
+     .doc = "agent mode (Prometheus' word): scrape and accept pushes, forward everything "
+            "([Forwarding](configuration.md#forwarding)), keep only the forwarding log; every "
+            "route that reads the store (queries, series and label lists, remote read, Pyroscope's "
+            "query APIs and querier, the debug and tsdb views) answers 400 `agent mode: queries go "
+            "to the engine this profstore forwards to (forward: in the config)`",
      .help = "agent mode: scrape and accept pushes, forward everything (forward: in\n"
              "the config), keep only the forwarding log; queries answer 400"},
     {.name = "web.enable-h2c", .type = PS_FLAG_BOOL, .offset = OFF(h2c), .def = "false",
+     .doc = "accept HTTP/2 over cleartext (prior knowledge, `Upgrade: h2c`); off, HTTP/2 is only "
+            "negotiated by TLS (ALPN)",
      .help = "accept HTTP/2 over cleartext (prior knowledge and Upgrade: h2c); off:\n"
              "HTTP/2 only through TLS (ALPN)"},
     {.name = "web.http2-max-resets", .type = PS_FLAG_UINT, .offset = OFF(h2_max_resets), .metavar = "N",
      .def = "100", .max = 1000000, .bad = MILLION,
+     .doc = "streams an HTTP/2 client may reset on one connection in 10 s; past it GOAWAY "
+            "`ENHANCE_YOUR_CALM` and close (`0` = no cap; at most 1000000)",
      .help = "streams an HTTP/2 client may reset per connection in 10 s before it is\n"
              "sent GOAWAY and closed (default 100; 0 = no cap)"},
     {.name = "query.max-series", .type = PS_FLAG_UINT, .offset = OFF(max_series), .metavar = "N", .def = "10000",
-     .min = 1, .max = 10000000, .bad = POSITIVE, .help = "series one selector may select (default 10000)"},
+     .min = 1, .max = 10000000, .bad = POSITIVE,
+     .doc = "series one selector may select (more is a 422; 1 to 10000000)",
+     .help = "series one selector may select (default 10000)"},
     /* Prometheus' remote-read limits: 0 means no limit, except for the frame size */
     {.name = "storage.remote.read-sample-limit", .type = PS_FLAG_UINT, .offset = OFF(read_sample_limit),
      .metavar = "N", .def = "50000000", .max = 1000000000000ull,
+     .doc = "samples one SAMPLES remote-read query may return (`0` = no limit; streamed reads have "
+            "none, as in Prometheus)",
      .help = "samples one SAMPLES remote-read query may return (default\n"
              "50000000; 0 = no limit; streamed reads have none, as in Prometheus)"},
     {.name = "storage.remote.read-concurrent-limit", .type = PS_FLAG_UINT, .offset = OFF(read_concurrent_limit),
      .metavar = "N", .def = "10", .max = 1000000000,
+     .doc = "remote reads served at once (`0` = no limit)",
      .help = "remote reads served at once (default 10; 0 = no limit)"},
     {.name = "storage.remote.read-max-bytes-in-frame", .type = PS_FLAG_UINT, .offset = OFF(read_max_frame),
      .metavar = "N", .def = "1048576", .min = 1, .max = 1000000000,
+     .doc = "bytes of chunks in one streamed remote-read frame before it is cut (at least 1)",
      .help = "bytes of one streamed remote-read frame before it is cut\n"
              "(default 1048576)"},
     {.name = "query.timeout", .type = PS_FLAG_DURATION, .offset = OFF(query_timeout), .metavar = "DURATION",
-     .def = "2m", .help = "longest a query may take, queue included: 503 after it (default 2m)"},
+     .def = "2m",
+     .doc = "longest a query may take from its arrival, queue included: then it stops and answers "
+            "503 `errorType: timeout` (Connect: `deadline_exceeded`); PromQL's smaller `timeout` "
+            "parameter and Connect-Timeout-Ms win",
+     .help = "longest a query may take, queue included: 503 after it (default 2m)"},
     {.name = "query.max-samples", .type = PS_FLAG_UINT, .offset = OFF(query_max_samples), .metavar = "N",
      .def = "50000000", .min = 1, .max = 1000000000000ull, .bad = POSITIVE,
+     .doc = "samples a query may load at once (Prometheus' flag; more is a 422): PromQL's loaded "
+            "samples, subquery points and answered points; a profile merge's stack samples (each "
+            "profile's (stack, value) pairs it reads)",
      .help = "samples a query may load at once: PromQL samples, the stack samples\n"
              "a profile merge reads (default 50000000)"},
     {.name = "query.max-memory", .type = PS_FLAG_SIZE, .offset = OFF(query_max_memory), .metavar = "SIZE",
-     .def_note = "a quarter of the RAM (or of the cgroup's memory.max)",
+     .def_note = "a quarter of the RAM (or of the cgroup's `memory.max` if lower), in whole MiB, "
+                 "at least 64MiB",
+     .doc = "memory one PromQL query may hold: its loaded series, its subqueries' points, its "
+            "scratch and its answer; past it the query stops with a 422 naming the flag (`0`: no "
+            "limit). With `--query.max-concurrency` queries at once, up to that many times this",
      .help = "memory one PromQL query may hold (loaded samples, subquery points,\n"
              "its answer): past it 422 (default: a quarter of the RAM, or of the\n"
              "cgroup's memory.max if lower, in MiB; 0 = no limit)"},
     /* threads 0 (no pool: queries on the HTTP threads) .. 256 (LMDB readers) */
     {.name = "query.max-concurrency", .type = PS_FLAG_UINT, .offset = OFF(query_max_concurrency), .metavar = "N",
      .def = "20", .max = 256,
+     .doc = "query threads (at most 256; scheduled `SCHED_IDLE`, below the HTTP and writer threads "
+            "— and below other processes: on a host kept busy by others, queries get little CPU): "
+            "queries run there, not on the HTTP threads, this many at once; more wait in a queue "
+            "(up to 1,024, then 503); `0` runs queries on the HTTP threads (no pool)",
      .help = "queries run at once on the query threads; more wait (default 20;\n"
              "at most 256; 0 = no query threads: queries run on the HTTP threads)"},
     {.name = "query.cpus", .type = PS_FLAG_UINT, .offset = OFF(query_cpus), .metavar = "N", .max = 256,
-     .def_note = "the CPUs less one, at least 1",
+     .def_note = "CPUs − 1 (at least 1)",
+     .doc = "of the running queries, how many compute at the same time; the others sleep until "
+            "their turn (5 ms turns, oldest first), so queries leave a CPU to the HTTP threads, "
+            "the decoders and the writer (`0`: no limit; at most 256). Gauges "
+            "`profstore_query_computing`, `profstore_query_waiting_for_cpu`",
      .help = "query threads that compute at the same time; the other running\n"
              "queries wait their turn (5 ms slices), so that queries leave CPUs to\n"
              "ingest and health checks (default: the CPUs less one, at least 1;\n"
              "0 = no limit)"},
     {.name = "ingest.decode-threads", .type = PS_FLAG_UINT, .offset = OFF(decode_threads), .metavar = "N",
-     .max = 256, .def_note = "the CPUs (at most 256)",
+     .max = 256, .def_note = "CPUs (at most 256)",
+     .doc = "threads that decode writes (pushes, `/ingest`, Connect push, remote write: gunzip, "
+            "snappy, protobuf, the ingest build), so the HTTP threads stay free; at nice 5, below "
+            "the HTTP threads and the writer; at most 256; `0` decodes on the HTTP threads",
      .help = "threads that decode pushes and remote writes (gunzip, snappy, pprof),\n"
              "so the HTTP threads stay free; at nice 5 (default: the CPUs; at most\n"
              "256; 0 = decode on the HTTP threads)"},
     {.name = "ingest.decode-queue-max-bytes", .type = PS_FLAG_SIZE, .offset = OFF(decode_queue_bytes),
      .metavar = "SIZE", .def = "32MiB", /* web/qpool.h: PS_DPOOL_DEFAULT_BYTES */
+     .doc = "bodies waiting for a decode thread (one is always taken); past it a write gets 429 "
+            "(remote write 503) with `Retry-After`",
      .help = "bodies waiting for a decode thread; past it writes get 429\n"
              "(remote write 503) with Retry-After (default 32MiB)"},
     {.name = "query.max-regex-steps", .type = PS_FLAG_UINT, .offset = OFF(query_max_regex_steps), .metavar = "N",
      .def = "1000000000", .min = 1, .max = 1000000000000ull,
+     .doc = "PCRE2 steps one query's regex matchers may take in all (more is a 422 naming the "
+            "matcher; see [Query](api.md#query))",
      .help = "PCRE2 steps one query's regex matchers may take (default 1000000000)"},
     {.name = "scrape.max-targets", .type = PS_FLAG_UINT, .offset = OFF(scrape_max_targets), .metavar = "N",
      .def = "50000", .max = 1000000, .bad = MILLION,
+     .doc = "targets (target × profile) built over all jobs, and as many dropped ones kept for "
+            "`/api/v1/targets`; past it the rest are left out and logged (`0` = no limit; at most "
+            "1000000)",
      .help = "targets (target x profile) built over all jobs, and as many dropped\n"
              "ones kept; past it the rest are left out, logged (default 50000;\n"
              "0 = no limit; at most 1000000)"},
     {.name = "storage.max-size", .type = PS_FLAG_SIZE, .offset = OFF(max_size), .metavar = "SIZE", .def = "256GiB",
+     .doc = "LMDB map size: the most the store may grow to",
      .help = "most the LMDB store may grow to (default 256GiB)"},
     {.name = "storage.compact-max-profiles", .type = PS_FLAG_UINT, .offset = OFF(compact_max), .metavar = "N",
      .def = "120", .min = 1, .max = 65535, .bad = POSITIVE,
+     .doc = "fold a series' head records into a chunk once it holds this many (1 to 65535)",
      .help = "fold a series' head into a chunk at N profiles (default 120)"},
     {.name = "storage.compact-window", .type = PS_FLAG_DURATION, .offset = OFF(compact_window),
      .metavar = "DURATION", .def = "2h",
+     .doc = "… or once its head spans this much time, or the series got nothing for this long "
+            "(`0` = only by count)",
      .help = "... or once the head spans this much time, or the series got\n"
              "no profile for this long (default 2h; 0 = only by count)"},
     {.name = "storage.compact-interval", .type = PS_FLAG_DURATION, .offset = OFF(compact_interval),
-     .metavar = "DURATION", .def = "10s", .help = "how often to look for heads due by age (default 10s)"},
+     .metavar = "DURATION", .def = "10s",
+     .doc = "how often to look for heads due by age",
+     .help = "how often to look for heads due by age (default 10s)"},
     {.name = "storage.retention-interval", .type = PS_FLAG_DURATION, .offset = OFF(retention_interval),
-     .metavar = "DURATION", .def = "1m", .help = "how often to apply retention (default 1m)"},
+     .metavar = "DURATION", .def = "1m",
+     .doc = "how often to apply retention",
+     .help = "how often to apply retention (default 1m)"},
     {.name = "storage.commit-delay", .type = PS_FLAG_DURATION, .offset = OFF(commit_delay), .metavar = "DURATION",
      .def = "10ms",
+     .doc = "group commit: at most one commit (fsync) per this interval unless a batch is full "
+            "(512) or the remote-write requests queued hold 1,000 samples (their fsync is shared "
+            "well enough; waiting would only slow a sender with few requests in flight); `0` "
+            "commits at once. Scraped profiles, which nobody waits on, accept 50 ms",
      .help = "at most one commit (fsync) per this interval unless a batch is full\n"
              "(group commit; default 10ms; 0 = commit at once)"},
     {.name = "storage.write-queue-max-bytes", .type = PS_FLAG_SIZE, .offset = OFF(queue_bytes), .metavar = "SIZE",
      .def = "256MiB",
+     .doc = "bytes of decoded writes waiting for the writer; past it pushes get 429 (remote write "
+            "503) + `Retry-After`",
      .help = "bytes of decoded writes waiting for the writer; past it pushes\n"
              "get 429 (remote write 503) with Retry-After (default 256MiB)"},
     {.name = "storage.write-queue-max-items", .type = PS_FLAG_UINT, .offset = OFF(queue_items), .metavar = "N",
      .def = "8192", .min = 1, .max = 1000000, .bad = POSITIVE,
+     .doc = "write requests waiting for the writer, the same way (1 to 1000000)",
      .help = "write requests waiting for the writer, the same way (default 8192)"},
     {.name = "storage.disk-reserve", .type = PS_FLAG_SIZE, .offset = OFF(disk_reserve), .metavar = "SIZE",
      .def = "32MiB",
+     .doc = "space held in `<data-dir>/space.reserve`, given up when the disk is full so retention "
+            "and compaction can run (writes get 507 meanwhile and resume once it can be taken "
+            "back); at most 1/16 of the disk (a larger one is sized down, and logged); `0` = none. "
+            "A disk already full at start is logged (`writes are refused from the start`): reads "
+            "go on, writes get 507 until space returns",
      .help = "space kept in <data-dir>/space.reserve and given up when the disk\n"
              "is full, for retention and compaction; writes (507 meanwhile)\n"
              "resume once it can be taken back (default 32MiB, at most 1/16\n"
              "of the disk; 0 = none)"},
     {.name = "storage.future-grace", .type = PS_FLAG_DURATION, .offset = OFF(future_grace), .metavar = "DURATION",
      .def = "10m", /* Mimir's creation grace period */
+     .doc = "refuse profiles and samples more than this in the future (400); `0` takes any time",
      .help = "refuse profiles and samples more than this in the future (400;\n"
              "default 10m; 0 = any time)"},
     {.name = "storage.no-sync", .type = PS_FLAG_BOOL, .offset = OFF(nosync), .def = "false",
+     .doc = "no fsync on commit: fast and **not durable**; for benchmarks only",
      .help = "no fsync on commit: faster, NOT durable (benchmarks only)"},
     {.name = "storage.check", .type = PS_FLAG_BOOL, .offset = OFF(check), .def = "false",
+     .doc = "read every record of `--data-dir` (read-only), print what is damaged and exit: 0 "
+            "none, 1 damage, 2 could not check ([a damaged store](operations.md#a-damaged-store))",
      .help = "read every record of --data-dir (read-only), print what is damaged,\n"
              "and exit: 0 no damage, 1 damage, 2 could not check"},
     {.name = "web.config.file", .type = PS_FLAG_STRING, .offset = OFF(web_config), .metavar = "FILE",
+     .def_note = "none",
+     .doc = "TLS and authentication, Prometheus' web config format plus bearer tokens ([TLS and "
+            "authentication](configuration.md#tls-and-authentication---webconfigfile)); re-read on "
+            "`SIGHUP` and `POST /-/reload`",
      .help = "TLS and authentication (Prometheus' web config format + bearer_tokens;\n"
-             "see README); re-read on SIGHUP and POST /-/reload"},
+             "see docs/configuration.md); re-read on SIGHUP and POST /-/reload"},
     {.name = "web.enable-admin-api", .type = PS_FLAG_BOOL, .offset = OFF(admin_api), .def = "false",
+     .doc = "serve `/api/v1/admin/*` and `/api/v1/debug/*`; off, they answer 503 `admin APIs "
+            "disabled` (Prometheus 2.42's answer)",
      .help = "serve /api/v1/admin/* and /api/v1/debug/* (default off: 503)"},
     {.name = "web.enable-lifecycle", .type = PS_FLAG_BOOL, .offset = OFF(lifecycle), .def = "false",
+     .doc = "serve `POST /-/reload`; off, it answers 403 `Lifecycle API is not enabled.` "
+            "(Prometheus'); `SIGHUP` always reloads",
      .help = "serve POST /-/reload (default off: 403)"},
     {.name = "help", .type = PS_FLAG_ACTION, .action = PS_FLAGS_HELP, .help = "this text"},
     {.name = "version", .type = PS_FLAG_ACTION, .action = PS_FLAGS_VERSION, .help = "print the version"},

@@ -1,7 +1,8 @@
 /*
  * flags.h - command-line flags as one table. Each row names a flag, its type, where its value
- * goes (an offset into the caller's struct), its bounds, its default and its help; the same rows
- * drive the parsing, --help, /api/v1/status/flags and the generated docs/flags.md.
+ * goes (an offset into the caller's struct), its bounds, its default, its short help and its longer
+ * doc; the same rows drive the parsing, --help, /api/v1/status/flags and the generated docs/flags.md
+ * (the one flag reference: docs/configuration.md links to it).
  *
  *   --name=value or --name value; a bool takes --name, --name=true or --name=false.
  *   Errors name the flag and the value: `--threads: "0" is not a positive number in range`.
@@ -35,13 +36,17 @@ typedef struct ps_flag {
     size_t offset;       /* of the value in the destination struct */
     const char *metavar; /* what --help writes after "=": "N", "SIZE", "DURATION"; NULL for bools */
     const char *def;     /* the default as written on the command line; NULL: none or computed */
-    const char *def_note; /* the default in words when it is computed (docs/flags.md), else NULL */
+    const char *def_note; /* docs/flags.md's default (Markdown) when def is NULL: computed ("CPUs"),
+                             following another flag, or "none"; else NULL */
     uint64_t min, max;   /* PS_FLAG_UINT bounds */
     const char *bad;     /* the error's noun after "is not a": default "number in range" (UINT),
                             "size (e.g. 1048576, 32MiB, 1GB)" (SIZE) */
     const char *const *choices; /* PS_FLAG_ENUM: NULL-terminated */
     int action;          /* PS_FLAG_ACTION: what ps_flags_parse returns (> 0) */
     const char *help;    /* --help text; '\n' continues on the next line; NULL: a hidden flag */
+    const char *doc;     /* docs/flags.md's meaning: Markdown, one table cell (no '|' or '\n'), with
+                            what --help has no room for (errors, answers, bounds, links relative to
+                            docs/); NULL: the help text, escaped */
 } ps_flag_t;
 
 typedef struct ps_flagset {
@@ -70,7 +75,8 @@ int ps_flag_set(const ps_flag_t *fl, const char *val, void *dst, ps_err_t *err);
 /** Appends the --help text: head, then each visible flag, its help aligned at column 35. */
 void ps_flags_help(const ps_flagset_t *fs, ps_buf_t *out);
 
-/** Appends docs/flags.md: a Markdown table of the visible flags (name, default, help). */
+/** Appends docs/flags.md: a Markdown table of the visible flags (name, default or def_note, doc or
+ *  else help). */
 void ps_flags_markdown(const ps_flagset_t *fs, ps_buf_t *out);
 
 /** Fills out (cap entries) with every visible non-action flag and its value in dst, sorted by name;

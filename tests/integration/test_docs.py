@@ -6,7 +6,7 @@
 - every relative link of the README, CONTRIBUTING.md, bench/RESULTS.md and docs/*.md names a file
   that exists and, with #anchor, a heading (or <a id>) of it;
 - every route of web/routes.c is in docs/api.md; every flag of `profstore --help` is in
-  docs/configuration.md's flag table (or docs/flags.md) and the other way round;
+  docs/flags.md's table (or docs/configuration.md's, while it had one) and the other way round;
 - the backup recipe of docs/operations.md (mdb_copy of a running store) gives a store that a second
   profstore opens with the same profiles, byte for byte."""
 

@@ -46,6 +46,28 @@ static void test_docs_flags_md_is_generated(void **state)
     ps_buf_dispose(&md);
 }
 
+/* a doc and a def_note are written into docs/flags.md as they are: each must stay one table cell */
+static void test_docs_are_one_cell(void **state)
+{
+    (void)state;
+    const ps_flagset_t *fs = &ps_profstore_flagset;
+    int docs = 0;
+    for (size_t i = 0; i < fs->n; i++) {
+        const ps_flag_t *fl = &fs->flags[i];
+        const char *texts[] = {fl->doc, fl->def_note};
+        for (int t = 0; t < 2; t++)
+            if (texts[t] != NULL && (strpbrk(texts[t], "|\n") != NULL || texts[t][0] == '\0'))
+                fail_msg("--%s: %s is not one Markdown table cell: %s", fl->name, t ? "def_note" : "doc", texts[t]);
+        if (fl->doc != NULL) {
+            assert_non_null(fl->help); /* a hidden flag is not in docs/flags.md */
+            docs++;
+        }
+        if (fl->def_note != NULL)
+            assert_null(fl->def);
+    }
+    assert_int_equal(docs, 45);
+}
+
 /* a default in the table is the one its help text names ("default 32MiB", over a line break too) */
 static void test_defaults_match_help(void **state)
 {
@@ -189,6 +211,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_docs_flags_md_is_generated),
+        cmocka_unit_test(test_docs_are_one_cell),
         cmocka_unit_test(test_defaults_match_help),
         cmocka_unit_test(test_rows_well_formed),
         cmocka_unit_test(test_parse_errors),
