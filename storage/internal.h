@@ -186,7 +186,7 @@ static inline void ps_key_sid_ts(uint8_t k[16], uint64_t sid, int64_t ts)
 
 
 
-/* floats.c */
+/* floats*.c (the files share floats.h) */
 void ps_fstate_clear(ps_store_t *s);
 int ps_fwrite(ps_store_t *s, MDB_txn *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err);
 int ps_fwrite_flush(ps_store_t *s, MDB_txn *txn, ps_err_t *err);

@@ -1,0 +1,162 @@
+/*
+ * floats_compact.c - float series, compaction and retention: closing the heads of idle series
+ * into fchunks, deleting heads past the retention.
+ */
+#include <stdlib.h>
+
+#include "floats.h"
+
+/* ---- compaction and retention ---- */
+
+#define FCOMPACT_PER_TXN 1024
+
+/* Closes the heads due: all when force, else those of series idle (no append in this process)
+ * for compact_window_ns of wall time, measured as for profile heads. */
+int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err)
+{
+    int64_t w = s->opts.compact_window_ns;
+    if (!force && w <= 0)
+        return 0;
+    uint8_t from[8] = {0};
+    for (;;) {
+        MDB_txn *txn;
+        int rc = mdb_txn_begin(s->env, NULL, 0, &txn), ret = 0;
+        if (rc)
+            return ps_lmdb_err(err, rc, "starting compaction transaction");
+        MDB_cursor *cur;
+        if ((rc = mdb_cursor_open(txn, s->dbi[DB_FHEAD], &cur)) != 0) {
+            mdb_txn_abort(txn);
+            return ps_lmdb_err(err, rc, "opening float head cursor");
+        }
+        uint64_t due[FCOMPACT_PER_TXN];
+        size_t ndue = 0;
+        bool more = false;
+        MDB_val k = ps_mval(from, 8), v;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        while (rc == 0) {
+            if (k.mv_size == 8) {
+                uint64_t sid = ps_get_be64(k.mv_data), wall;
+                int64_t last = ps_hmap_get(&s->append_wall, k.mv_data, 8, &wall) ? (int64_t)wall : s->opened_wall;
+                if (force || now_ns - last >= w) {
+                    if (ndue == FCOMPACT_PER_TXN) {
+                        more = true;
+                        ps_enc_be64(from, sid);
+                        break;
+                    }
+                    due[ndue++] = sid;
+                }
+            }
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+        }
+        mdb_cursor_close(cur);
+        if (rc != 0 && rc != MDB_NOTFOUND && !more) {
+            mdb_txn_abort(txn);
+            return ps_lmdb_err(err, rc, "reading float heads");
+        }
+        for (size_t i = 0; i < ndue && ret == 0; i++) {
+            uint8_t kb[16];
+            MDB_val hk;
+            int64_t min_t, max_t;
+            size_t plen = 0;
+            uint64_t ptxn = 0;
+            ps_buf_t copy = PS_BUF_INIT; /* the chunk, assembled (not pointing into the map) */
+            if ((ret = ps_fhead_read(s, txn, due[i], &copy, &plen, &ptxn, &min_t, &max_t, err)) != 0) {
+                if (ret == PS_ENOTFOUND)
+                    ret = ps_err_set(err, PS_EINTERNAL, "series %llu: float head vanished", (unsigned long long)due[i]);
+                ps_buf_dispose(&copy);
+                break;
+            }
+            ps_buf_t closed = PS_BUF_INIT;
+            ps_fclosed_value(copy.data, copy.len, &closed);
+            ps_buf_dispose(&copy);
+            if ((ret = ps_fpack_before(s, txn, NULL, due[i], min_t, max_t, closed.len - 1, err)) != 0) {
+                ps_buf_dispose(&closed);
+                break;
+            }
+            ps_key_sid_ts(kb, due[i], t_key(max_t));
+            MDB_val ck = ps_mval(kb, 16), cv = ps_mval(closed.data, closed.len);
+            rc = ps_fput_append(s, txn, DB_FCHUNKS, &ck, &cv);
+            ps_buf_dispose(&closed);
+            if (rc) {
+                ret = ps_lmdb_err(err, rc, "writing float chunk");
+                break;
+            }
+            ps_enc_be64(kb, due[i]);
+            hk = ps_mval(kb, 8);
+            if ((rc = mdb_del(txn, s->dbi[DB_FHEAD], &hk, NULL)) != 0)
+                ret = ps_lmdb_err(err, rc, "deleting float head");
+            else if (plen > 0)
+                ret = ps_fprefix_del(s, txn, ptxn, due[i], err);
+        }
+        if (ret == 0 && ndue > 0 && (rc = mdb_txn_commit(txn)) != 0)
+            ret = ps_lmdb_commit_err(s, err, rc, "committing compaction");
+        else if (ret != 0 || ndue == 0)
+            mdb_txn_abort(txn);
+        if (ndue > 0 || ret)
+            ps_fstate_clear(s); /* the cached heads are gone (or not: reload either way) */
+        if (ret)
+            return ret;
+        *nchunks += (uint32_t)ndue;
+        if (!more)
+            return 0;
+    }
+}
+
+static void touch(uint64_t **touched, size_t *n, size_t *cap, uint64_t sid)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        *touched = ps_xrealloc(*touched, *cap * sizeof(uint64_t));
+    }
+    (*touched)[(*n)++] = sid;
+}
+
+/* Deletes the float heads whose newest sample is older than cutoff (ns) and adds their series
+ * to touched. (Closed float chunks are dropped with the profile chunks, by key.) */
+int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
+               ps_err_t *err)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, s->dbi[DB_FHEAD], &cur), ret = 0;
+    if (rc)
+        return ps_lmdb_err(err, rc, "opening float head cursor");
+    uint64_t *del = NULL, *dtxn = NULL; /* the series, and the transactions of their prefixes */
+    size_t ndel = 0, capdel = 0, ntxn = 0, captxn = 0;
+    MDB_val k, v;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    ps_buf_t head = PS_BUF_INIT;
+    while (rc == 0) {
+        int64_t min_t, max_t;
+        size_t plen;
+        uint64_t ptxn;
+        if (k.mv_size == 8) {
+            uint64_t sid = ps_get_be64(k.mv_data);
+            ps_buf_reset(&head);
+            if ((ret = ps_fhead_value(s, txn, sid, &v, &head, &plen, &ptxn, &min_t, &max_t, err)) != 0)
+                break;
+            if (max_t < floor_div(cutoff_ns, 1000000) || (max_t == floor_div(cutoff_ns, 1000000) &&
+                                                           t_key(max_t) < cutoff_ns)) {
+                touch(&del, &ndel, &capdel, sid);
+                touch(&dtxn, &ntxn, &captxn, plen > 0 ? ptxn : 0);
+            }
+        }
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    ps_buf_dispose(&head);
+    if (ret == 0 && rc != MDB_NOTFOUND)
+        ret = ps_lmdb_err(err, rc, "applying retention to float heads");
+    for (size_t i = 0; i < ndel && ret == 0; i++) {
+        uint8_t kb[8];
+        ps_enc_be64(kb, del[i]);
+        MDB_val dk = ps_mval(kb, 8);
+        if ((rc = mdb_del(txn, s->dbi[DB_FHEAD], &dk, NULL)) != 0)
+            ret = ps_lmdb_err(err, rc, "applying retention to float heads");
+        else if (dtxn[i] == 0 || (ret = ps_fprefix_del(s, txn, dtxn[i], del[i], err)) == 0)
+            touch(touched, ntouched, cap, del[i]);
+    }
+    free(dtxn);
+    free(del);
+    return ret;
+}
+
