@@ -362,7 +362,7 @@ void ps_fprefix_key(uint8_t k[16], uint64_t txn, uint64_t sid)
 /* The open chunk of series sid from fhead value v: out = 02, then the chunk (from fhead alone or
  * with fprefix), *plen = p (0 if fhead holds it whole), *ptxn its prefix's transaction. An error:
  * what in why. */
-static int head_assemble(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
+static int head_assemble(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
                          uint64_t *ptxn, ps_err_t *why)
 {
     const uint8_t *b = v->mv_data;
@@ -383,13 +383,13 @@ static int head_assemble(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_va
     const uint8_t *hdr = ps_dec_bytes(&d, 2);
     uint8_t kb[16];
     ps_fprefix_key(kb, pt, sid);
-    MDB_val k = ps_mval(kb, 16), pv;
-    int rc = mdb_get(txn, s->dbi[DB_FPREFIX], &k, &pv);
-    if (rc == MDB_NOTFOUND)
+    MDB_val pv;
+    if (!ps_txn_get(txn, DB_FPREFIX, kb, 16, &pv, "reading float head prefix")) {
+        if (txn->ret)
+            return ps_txn_error(txn, why);
         return ps_err_set(why, PS_ECORRUPT, "tail after %llu bytes, but no prefix of transaction %llu",
                           (unsigned long long)p, (unsigned long long)pt);
-    if (rc)
-        return ps_lmdb_err(why, rc, "reading float head prefix");
+    }
     const uint8_t *pb = pv.mv_data;
     if (pv.mv_size < 1 || pb[0] != PS_FPREFIX_ENC || pv.mv_size - 1 != p - 2)
         return ps_err_set(why, PS_ECORRUPT, "tail after %llu bytes, but a prefix of encoding %u holding %zu, not %llu",
@@ -405,7 +405,7 @@ static int head_assemble(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_va
 }
 
 /* ps_fhead_read() of the fhead value v of series sid */
-int ps_fhead_value(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
+int ps_fhead_value(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
                       uint64_t *ptxn, int64_t *min_t, int64_t *max_t, ps_err_t *err)
 {
     ps_err_t why;
@@ -422,28 +422,24 @@ int ps_fhead_value(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_val *v, 
 
 /* The open chunk of series sid (see head_assemble), validated, with its bounds if min_t is not
  * NULL. PS_ENOTFOUND if there is none; PS_ECORRUPT: "series N: damaged float head: ..." in err. */
-int ps_fhead_read(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_buf_t *out, size_t *plen, uint64_t *ptxn,
+int ps_fhead_read(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_buf_t *out, size_t *plen, uint64_t *ptxn,
                      int64_t *min_t, int64_t *max_t, ps_err_t *err)
 {
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
-    MDB_val k = ps_mval(kb, 8), v;
-    int rc = mdb_get(txn, s->dbi[DB_FHEAD], &k, &v);
-    if (rc == MDB_NOTFOUND)
-        return PS_ENOTFOUND;
-    if (rc)
-        return ps_lmdb_err(err, rc, "reading float head");
+    MDB_val v;
+    if (!ps_txn_get(txn, DB_FHEAD, kb, 8, &v, "reading float head"))
+        return txn->ret ? ps_txn_error(txn, err) : PS_ENOTFOUND;
     return ps_fhead_value(s, txn, sid, &v, out, plen, ptxn, min_t, max_t, err);
 }
 
 /* Deletes the fprefix record (ptxn, sid) (there may be none: a damaged head). */
-int ps_fprefix_del(ps_store_t *s, MDB_txn *txn, uint64_t ptxn, uint64_t sid, ps_err_t *err)
+int ps_fprefix_del(ps_store_t *s, ps_txn_t *txn, uint64_t ptxn, uint64_t sid, ps_err_t *err)
 {
     uint8_t kb[16];
     ps_fprefix_key(kb, ptxn, sid);
-    MDB_val k = ps_mval(kb, 16);
-    int rc = mdb_del(txn, s->dbi[DB_FPREFIX], &k, NULL);
-    return rc != 0 && rc != MDB_NOTFOUND ? ps_lmdb_err(err, rc, "deleting float head prefix") : 0;
+    ps_txn_del(txn, DB_FPREFIX, kb, 16, NULL, 0, "deleting float head prefix");
+    return ps_txn_error(txn, err);
 }
 
 /* Loads the state of float series sid from what txn holds: its head, else its newest chunk. */

@@ -93,22 +93,17 @@ void ps_fclosed_value(const uint8_t *x, size_t n, ps_buf_t *out);
 /* the fprefix key (txn, sid) */
 void ps_fprefix_key(uint8_t k[16], uint64_t txn, uint64_t sid);
 /* ps_fhead_read() of the fhead value v of series sid */
-int ps_fhead_value(ps_store_t *s, MDB_txn *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
+int ps_fhead_value(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
                       uint64_t *ptxn, int64_t *min_t, int64_t *max_t, ps_err_t *err);
 /* The open chunk of series sid (see head_assemble), validated, with its bounds if min_t is not
  * NULL. PS_ENOTFOUND if there is none; PS_ECORRUPT: "series N: damaged float head: ..." in err. */
-int ps_fhead_read(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_buf_t *out, size_t *plen, uint64_t *ptxn,
+int ps_fhead_read(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_buf_t *out, size_t *plen, uint64_t *ptxn,
                      int64_t *min_t, int64_t *max_t, ps_err_t *err);
 /* Deletes the fprefix record (ptxn, sid) (there may be none: a damaged head). */
-int ps_fprefix_del(ps_store_t *s, MDB_txn *txn, uint64_t ptxn, uint64_t sid, ps_err_t *err);
+int ps_fprefix_del(ps_store_t *s, ps_txn_t *txn, uint64_t ptxn, uint64_t sid, ps_err_t *err);
 /* f (may be NULL): the writer's state of the series, whose run counts spare the walk over the
  * series' chunks until they are due to be packed. */
-int ps_fpack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
+int ps_fpack_before(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
                        size_t len, ps_err_t *err);
-/* Puts a record into database db, as an append (MDB_APPEND) when its key is past the last one:
- * then LMDB starts a new page where an insert would split the full last page in two halves, so
- * records written in key order (chunks closed by the compactor or of the newest series, a
- * flush's new prefixes) fill their pages. */
-int ps_fput_append(ps_store_t *s, MDB_txn *txn, int db, MDB_val *k, MDB_val *v);
 
 #endif

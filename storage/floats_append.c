@@ -65,7 +65,7 @@ static bool pack_due(size_t n, size_t bytes, size_t eb, int64_t oldest, int64_t 
 
 /* f (may be NULL): the writer's state of the series, whose run counts spare the walk over the
  * series' chunks until they are due to be packed. */
-int ps_fpack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
+int ps_fpack_before(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
                        size_t len, ps_err_t *err)
 {
     int64_t max_span = PS_FPACK_MAX_SPAN_MS;
@@ -81,15 +81,13 @@ int ps_fpack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid, i
             return 0;
         }
     }
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(txn, s->dbi[DB_FCHUNKS], &cur), ret = 0;
-    if (rc)
-        return ps_lmdb_err(err, rc, "opening float chunk cursor");
+    ps_cur_t cur;
+    int ret = 0;
+    if (!ps_cur_open(&cur, txn, DB_FCHUNKS, "reading float chunks"))
+        return ps_txn_error(txn, err);
     uint8_t kb[16];
     ps_key_sid_ts(kb, sid + 1, INT64_MIN);
-    MDB_val k = ps_mval(kb, 16), v;
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    rc = rc == 0 ? mdb_cursor_get(cur, &k, &v, MDB_PREV) : rc == MDB_NOTFOUND ? mdb_cursor_get(cur, &k, &v, MDB_LAST) : rc;
+    bool on = ps_cur_seek_before(&cur, kb, 16);
     /* the run, newest first: bytes bounds the packed value (t0 as 10 bytes, the oldest entry's
      * dmin as 1: it is 0 if no older one joins) */
     static const size_t cap = PS_FPACK_MAX_BYTES / 16; /* an entry takes more */
@@ -97,7 +95,8 @@ int ps_fpack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid, i
     ps_fpack_entry_t *run = NULL;
     size_t n = 0, bytes = 1 + 10;
     int64_t oldest = 0;
-    while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid && n < cap) {
+    while (on && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid && n < cap) {
+        MDB_val k = cur.k, v = cur.v;
         /* bounds without decoding: t0 after the sample count, max_t from the key (checked below) */
         const uint8_t *b = v.mv_data;
         if (v.mv_size < 4 || (b[0] != PS_FCHUNK_ENC_XOR && b[0] != PS_FCHUNK_ENC_DENSE))
@@ -125,11 +124,10 @@ int ps_fpack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid, i
         n++;
         bytes += eb;
         oldest = cmin;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
+        on = ps_cur_prev(&cur);
     }
-    if (rc != 0 && rc != MDB_NOTFOUND)
-        ret = ps_lmdb_err(err, rc, "reading float chunks");
-    mdb_cursor_close(cur);
+    ps_cur_close(&cur);
+    ret = ps_txn_error(txn, err);
     size_t eb = ps_fpentry_bytes(n > 0 ? (uint64_t)(min_t - run[0].max_t) : 0, min_t, max_t, len);
     bool pack = ret == 0 && pack_due(n, bytes, eb, oldest, max_t, max_span);
     /* the value is built before any write moves what run[] points at: dense chunks of each
@@ -157,14 +155,11 @@ int ps_fpack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid, i
         }
         ps_fpack_encode(PS_FCHUNK_ENC_DPACKED, run, n, &pv);
         /* keys[n - 1]: the newest chunk's, which the packed value takes */
-        for (size_t i = 0; i + 1 < n && ret == 0; i++) {
-            MDB_val dk = ps_mval(keys[i], 16);
-            if ((rc = mdb_del(txn, s->dbi[DB_FCHUNKS], &dk, NULL)) != 0)
-                ret = ps_lmdb_err(err, rc, "packing float chunks");
-        }
-        MDB_val pk = ps_mval(keys[n - 1], 16), pval = ps_mval(pv.data, pv.len);
-        if (ret == 0 && (rc = mdb_put(txn, s->dbi[DB_FCHUNKS], &pk, &pval, 0)) != 0)
-            ret = ps_lmdb_err(err, rc, "packing float chunks");
+        for (size_t i = 0; i + 1 < n && ret == 0; i++)
+            if (!ps_txn_del(txn, DB_FCHUNKS, keys[i], 16, NULL, 0, "packing float chunks"))
+                ret = ps_txn_missing(txn, err, "packing float chunks");
+        if (ret == 0 && !ps_txn_put(txn, DB_FCHUNKS, keys[n - 1], 16, pv.data, pv.len, 0, "packing float chunks"))
+            ret = ps_txn_error(txn, err);
     }
     ps_buf_dispose(&pv);
     ps_buf_dispose(&dense);
@@ -188,10 +183,9 @@ int ps_fpack_before(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, uint64_t sid, i
 }
 
 
-static int fstate_load(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_fstate_t **out, ps_err_t *err)
+static int fstate_load(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_fstate_t **out, ps_err_t *err)
 {
     uint8_t kb[16];
-    MDB_val k, v;
     ps_err_t why;
     ps_err_clear(&why);
     ps_buf_t head = PS_BUF_INIT;
@@ -222,25 +216,22 @@ static int fstate_load(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_fstate_t **
         return 0;
     }
     /* no head: the newest closed chunk, the last key of this series in fchunks */
-    MDB_cursor *cur;
-    if ((rc = mdb_cursor_open(txn, s->dbi[DB_FCHUNKS], &cur)) != 0)
-        return ps_lmdb_err(err, rc, "opening float chunk cursor");
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, txn, DB_FCHUNKS, "reading float chunks"))
+        return ps_txn_error(txn, err);
     ps_key_sid_ts(kb, sid + 1, INT64_MIN);
-    k = ps_mval(kb, 16);
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    rc = rc == 0 ? mdb_cursor_get(cur, &k, &v, MDB_PREV) : rc == MDB_NOTFOUND ? mdb_cursor_get(cur, &k, &v, MDB_LAST) : rc;
     int ret = 0;
     ps_fsample_t last = {0, 0};
     bool has = false;
-    if (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+    if (ps_cur_seek_before(&cur, kb, 16) && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid) {
         int64_t cmin, cmax;
-        if (ps_fchunk_bounds(v.mv_data, v.mv_size, &cmin, &cmax, &last, &why) != 0)
+        if (ps_fchunk_bounds(cur.v.mv_data, cur.v.mv_size, &cmin, &cmax, &last, &why) != 0)
             ret = ps_fdamaged(err, sid, "chunk", &why);
         has = true;
-    } else if (rc != 0 && rc != MDB_NOTFOUND) {
-        ret = ps_lmdb_err(err, rc, "reading float chunks");
+    } else {
+        ret = ps_txn_error(txn, err);
     }
-    mdb_cursor_close(cur);
+    ps_cur_close(&cur);
     if (ret)
         return ret;
     ps_fstate_t *f = fstate_add(s, sid);
@@ -264,18 +255,8 @@ static void mark_dirty(ps_store_t *s, ps_fstate_t *f)
     f->dirty = true;
 }
 
-/* Puts a record into database db, as an append (MDB_APPEND) when its key is past the last one:
- * then LMDB starts a new page where an insert would split the full last page in two halves, so
- * records written in key order (chunks closed by the compactor or of the newest series, a
- * flush's new prefixes) fill their pages. */
-int ps_fput_append(ps_store_t *s, MDB_txn *txn, int db, MDB_val *k, MDB_val *v)
-{
-    int rc = mdb_put(txn, s->dbi[db], k, v, MDB_APPEND);
-    return rc == MDB_KEYEXIST ? mdb_put(txn, s->dbi[db], k, v, 0) : rc;
-}
-
 /* Moves the head of f (nonempty) into fchunks; f's head is empty afterwards. */
-static int cut_head(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_err_t *err)
+static int cut_head(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, ps_err_t *err)
 {
     ps_buf_t cv = PS_BUF_INIT;
     ps_fclosed_value(f->chunk.data, f->chunk.len, &cv);
@@ -286,11 +267,11 @@ static int cut_head(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_err_t *err)
     }
     uint8_t kb[16];
     ps_key_sid_ts(kb, f->sid, t_key(f->app.t));
-    MDB_val k = ps_mval(kb, 16), v = ps_mval(cv.data, cv.len);
-    int rc = ps_fput_append(s, txn, DB_FCHUNKS, &k, &v);
+    /* chunks closed of the newest series come in key order: appended, they fill their pages */
+    bool ok = ps_txn_put_append(txn, DB_FCHUNKS, kb, 16, cv.data, cv.len, "writing float chunk");
     ps_buf_dispose(&cv);
-    if (rc)
-        return ps_lmdb_err(err, rc, "writing float chunk");
+    if (!ok)
+        return ps_txn_error(txn, err);
     if (f->prefix_len > 0) { /* the flush rewrites the head record (f is dirty) */
         if ((ret = ps_fprefix_del(s, txn, f->prefix_txn, f->sid, err)) != 0)
             return ret;
@@ -309,7 +290,7 @@ static void count_reject(uint32_t *n, int64_t *first, int64_t t)
         *first = t;
 }
 
-static int append_series(ps_store_t *s, MDB_txn *txn, ps_fappend_t *fa, int64_t now, ps_err_t *err)
+static int append_series(ps_store_t *s, ps_txn_t *txn, ps_fappend_t *fa, int64_t now, ps_err_t *err)
 {
     int64_t oldest = INT64_MIN; /* ms: samples before it are out of bounds (retention) */
     if (s->opts.retention_ns > 0)
@@ -402,7 +383,7 @@ static int append_series(ps_store_t *s, MDB_txn *txn, ps_fappend_t *fa, int64_t 
     return 0;
 }
 
-int ps_fwrite(ps_store_t *s, MDB_txn *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err)
+int ps_fwrite(ps_store_t *s, ps_txn_t *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err)
 {
     for (size_t i = 0; i < n; i++) {
         ps_fappend_t *fa = items[i];
@@ -421,42 +402,36 @@ int ps_fwrite(ps_store_t *s, MDB_txn *txn, ps_fappend_t **items, size_t n, int64
 /* Writes the open chunk of f (nonempty): whole while it has fewer than PS_FHEAD_SPLIT_MIN bytes,
  * else as a tail, after rewriting fprefix when there is none yet, when the tail would outgrow
  * PS_FHEAD_TAIL_MAX, or in the series' turn. tmp: scratch. */
-static int head_put(ps_store_t *s, MDB_txn *txn, ps_fstate_t *f, ps_buf_t *tmp, ps_err_t *err)
+static int head_put(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, ps_buf_t *tmp, ps_err_t *err)
 {
     const uint8_t *c = f->chunk.data + 1;
     size_t n = f->chunk.len - 1;
     uint8_t kb[8];
     ps_enc_be64(kb, f->sid);
-    MDB_val k = ps_mval(kb, 8), v = ps_mval(f->chunk.data, f->chunk.len);
-    int rc;
     if (f->prefix_len == 0 && n < PS_FHEAD_SPLIT_MIN) {
-        if ((rc = mdb_put(txn, s->dbi[DB_FHEAD], &k, &v, 0)) != 0)
-            return ps_lmdb_err(err, rc, "writing float head");
-        return 0;
+        ps_txn_put(txn, DB_FHEAD, kb, 8, f->chunk.data, f->chunk.len, 0, "writing float head");
+        return ps_txn_error(txn, err);
     }
     bool turn = ((f->sid >> 6) + s->fflushes) % PS_FHEAD_TURNS == 0;
     if (f->prefix_len == 0 || n - f->prefix_len > PS_FHEAD_TAIL_MAX || (turn && n - 1 > f->prefix_len)) {
         int ret;
         if (f->prefix_len > 0 && (ret = ps_fprefix_del(s, txn, f->prefix_txn, f->sid, err)) != 0)
             return ret;
-        uint64_t id = mdb_txn_id(txn);
+        uint64_t id = ps_txn_id(txn);
         uint8_t pk[16];
         ps_fprefix_key(pk, id, f->sid);
-        MDB_val pkv = ps_mval(pk, 16);
         ps_buf_reset(tmp);
         ps_fprefix_encode(c, n - 1, tmp);
-        v = ps_mval(tmp->data, tmp->len);
-        if ((rc = ps_fput_append(s, txn, DB_FPREFIX, &pkv, &v)) != 0)
-            return ps_lmdb_err(err, rc, "writing float head prefix");
+        /* a flush's new prefixes come in key order: appended, they fill their pages */
+        if (!ps_txn_put_append(txn, DB_FPREFIX, pk, 16, tmp->data, tmp->len, "writing float head prefix"))
+            return ps_txn_error(txn, err);
         f->prefix_len = n - 1;
         f->prefix_txn = id;
     }
     ps_buf_reset(tmp);
     ps_fhead_encode_tail(c, n, f->prefix_len, f->prefix_txn, tmp);
-    v = ps_mval(tmp->data, tmp->len);
-    if ((rc = mdb_put(txn, s->dbi[DB_FHEAD], &k, &v, 0)) != 0)
-        return ps_lmdb_err(err, rc, "writing float head");
-    return 0;
+    ps_txn_put(txn, DB_FHEAD, kb, 8, tmp->data, tmp->len, 0, "writing float head");
+    return ps_txn_error(txn, err);
 }
 
 static int by_sid(const void *a, const void *b)
@@ -465,7 +440,7 @@ static int by_sid(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int ps_fwrite_flush(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
+int ps_fwrite_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
 {
     int ret = 0;
     ps_buf_t tmp = PS_BUF_INIT;
@@ -485,10 +460,8 @@ int ps_fwrite_flush(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
         }
         uint8_t kb[8];
         ps_enc_be64(kb, f->sid);
-        MDB_val k = ps_mval(kb, 8);
-        int rc = mdb_del(txn, s->dbi[DB_FHEAD], &k, NULL); /* (the cut deleted its prefix) */
-        if (rc != 0 && rc != MDB_NOTFOUND)
-            ret = ps_lmdb_err(err, rc, "writing float head");
+        ps_txn_del(txn, DB_FHEAD, kb, 8, NULL, 0, "writing float head"); /* (the cut deleted its prefix) */
+        ret = ps_txn_error(txn, err);
     }
     ps_buf_dispose(&tmp);
     s->nfdirty = 0;
@@ -508,7 +481,7 @@ void ps_meta_rec_encode(const ps_metric_meta_t *m, ps_buf_t *out)
     ps_buf_append(out, m->unit, m->unit_len);
 }
 
-int ps_meta_write(ps_store_t *s, MDB_txn *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err)
+int ps_meta_write(ps_store_t *s, ps_txn_t *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err)
 {
     ps_buf_t b = PS_BUF_INIT;
     int ret = 0;
@@ -517,17 +490,12 @@ int ps_meta_write(ps_store_t *s, MDB_txn *txn, const ps_metric_meta_t *m, size_t
             continue;
         ps_buf_reset(&b);
         ps_meta_rec_encode(&m[i], &b);
-        MDB_val k = ps_mval(m[i].family, m[i].family_len), v;
-        int rc = mdb_get(txn, s->dbi[DB_META], &k, &v);
-        if (rc == 0 && v.mv_size == b.len && memcmp(v.mv_data, b.data, b.len) == 0)
+        MDB_val v;
+        if (ps_txn_get(txn, DB_META, m[i].family, m[i].family_len, &v, "reading metadata") && v.mv_size == b.len &&
+            memcmp(v.mv_data, b.data, b.len) == 0)
             continue; /* Prometheus resends all metadata every minute: no page written for it */
-        if (rc != 0 && rc != MDB_NOTFOUND) {
-            ret = ps_lmdb_err(err, rc, "reading metadata");
-            break;
-        }
-        v = ps_mval(b.data, b.len);
-        if ((rc = mdb_put(txn, s->dbi[DB_META], &k, &v, 0)) != 0)
-            ret = ps_lmdb_err(err, rc, "writing metadata");
+        ps_txn_put(txn, DB_META, m[i].family, m[i].family_len, b.data, b.len, 0, "writing metadata");
+        ret = ps_txn_error(txn, err);
     }
     ps_buf_dispose(&b);
     return ret;

@@ -19,21 +19,20 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
         return 0;
     uint8_t from[8] = {0};
     for (;;) {
-        MDB_txn *txn;
-        int rc = mdb_txn_begin(s->env, NULL, 0, &txn), ret = 0;
-        if (rc)
-            return ps_lmdb_err(err, rc, "starting compaction transaction");
-        MDB_cursor *cur;
-        if ((rc = mdb_cursor_open(txn, s->dbi[DB_FHEAD], &cur)) != 0) {
-            mdb_txn_abort(txn);
-            return ps_lmdb_err(err, rc, "opening float head cursor");
+        ps_txn_t t, *txn = &t;
+        int ret = ps_txn_begin(txn, s, PS_TXN_WRITE, err, "starting compaction transaction");
+        if (ret)
+            return ret;
+        ps_cur_t cur;
+        if (!ps_cur_open(&cur, txn, DB_FHEAD, "reading float heads")) {
+            ps_txn_abort(txn);
+            return ps_txn_error(txn, err);
         }
         uint64_t due[FCOMPACT_PER_TXN];
         size_t ndue = 0;
         bool more = false;
-        MDB_val k = ps_mval(from, 8), v;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-        while (rc == 0) {
+        for (bool on = ps_cur_seek(&cur, from, 8); on; on = ps_cur_next(&cur)) {
+            MDB_val k = cur.k;
             if (k.mv_size == 8) {
                 uint64_t sid = ps_get_be64(k.mv_data), wall;
                 int64_t last = ps_hmap_get(&s->append_wall, k.mv_data, 8, &wall) ? (int64_t)wall : s->opened_wall;
@@ -46,16 +45,14 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
                     due[ndue++] = sid;
                 }
             }
-            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
         }
-        mdb_cursor_close(cur);
-        if (rc != 0 && rc != MDB_NOTFOUND && !more) {
-            mdb_txn_abort(txn);
-            return ps_lmdb_err(err, rc, "reading float heads");
+        ps_cur_close(&cur);
+        if (txn->ret) {
+            ps_txn_abort(txn);
+            return ps_txn_error(txn, err);
         }
         for (size_t i = 0; i < ndue && ret == 0; i++) {
             uint8_t kb[16];
-            MDB_val hk;
             int64_t min_t, max_t;
             size_t plen = 0;
             uint64_t ptxn = 0;
@@ -74,24 +71,23 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
                 break;
             }
             ps_key_sid_ts(kb, due[i], t_key(max_t));
-            MDB_val ck = ps_mval(kb, 16), cv = ps_mval(closed.data, closed.len);
-            rc = ps_fput_append(s, txn, DB_FCHUNKS, &ck, &cv);
+            /* the compactor closes chunks in key order: appended, they fill their pages */
+            bool ok = ps_txn_put_append(txn, DB_FCHUNKS, kb, 16, closed.data, closed.len, "writing float chunk");
             ps_buf_dispose(&closed);
-            if (rc) {
-                ret = ps_lmdb_err(err, rc, "writing float chunk");
+            if (!ok) {
+                ret = ps_txn_error(txn, err);
                 break;
             }
             ps_enc_be64(kb, due[i]);
-            hk = ps_mval(kb, 8);
-            if ((rc = mdb_del(txn, s->dbi[DB_FHEAD], &hk, NULL)) != 0)
-                ret = ps_lmdb_err(err, rc, "deleting float head");
+            if (!ps_txn_del(txn, DB_FHEAD, kb, 8, NULL, 0, "deleting float head"))
+                ret = ps_txn_missing(txn, err, "deleting float head");
             else if (plen > 0)
                 ret = ps_fprefix_del(s, txn, ptxn, due[i], err);
         }
-        if (ret == 0 && ndue > 0 && (rc = mdb_txn_commit(txn)) != 0)
-            ret = ps_lmdb_commit_err(s, err, rc, "committing compaction");
-        else if (ret != 0 || ndue == 0)
-            mdb_txn_abort(txn);
+        if (ret == 0 && ndue > 0)
+            ret = ps_txn_commit(txn, err, "committing compaction");
+        else
+            ps_txn_abort(txn);
         if (ndue > 0 || ret)
             ps_fstate_clear(s); /* the cached heads are gone (or not: reload either way) */
         if (ret)
@@ -113,19 +109,18 @@ static void touch(uint64_t **touched, size_t *n, size_t *cap, uint64_t sid)
 
 /* Deletes the float heads whose newest sample is older than cutoff (ns) and adds their series
  * to touched. (Closed float chunks are dropped with the profile chunks, by key.) */
-int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
+int ps_fretain(ps_store_t *s, ps_txn_t *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
                ps_err_t *err)
 {
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(txn, s->dbi[DB_FHEAD], &cur), ret = 0;
-    if (rc)
-        return ps_lmdb_err(err, rc, "opening float head cursor");
+    ps_cur_t cur;
+    int ret = 0;
+    if (!ps_cur_open(&cur, txn, DB_FHEAD, "applying retention to float heads"))
+        return ps_txn_error(txn, err);
     uint64_t *del = NULL, *dtxn = NULL; /* the series, and the transactions of their prefixes */
     size_t ndel = 0, capdel = 0, ntxn = 0, captxn = 0;
-    MDB_val k, v;
-    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
     ps_buf_t head = PS_BUF_INIT;
-    while (rc == 0) {
+    for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur)) {
+        MDB_val k = cur.k, v = cur.v;
         int64_t min_t, max_t;
         size_t plen;
         uint64_t ptxn;
@@ -140,18 +135,16 @@ int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touche
                 touch(&dtxn, &ntxn, &captxn, plen > 0 ? ptxn : 0);
             }
         }
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
-    mdb_cursor_close(cur);
+    ps_cur_close(&cur);
     ps_buf_dispose(&head);
-    if (ret == 0 && rc != MDB_NOTFOUND)
-        ret = ps_lmdb_err(err, rc, "applying retention to float heads");
+    if (ret == 0)
+        ret = ps_txn_error(txn, err);
     for (size_t i = 0; i < ndel && ret == 0; i++) {
         uint8_t kb[8];
         ps_enc_be64(kb, del[i]);
-        MDB_val dk = ps_mval(kb, 8);
-        if ((rc = mdb_del(txn, s->dbi[DB_FHEAD], &dk, NULL)) != 0)
-            ret = ps_lmdb_err(err, rc, "applying retention to float heads");
+        if (!ps_txn_del(txn, DB_FHEAD, kb, 8, NULL, 0, "applying retention to float heads"))
+            ret = ps_txn_missing(txn, err, "applying retention to float heads");
         else if (dtxn[i] == 0 || (ret = ps_fprefix_del(s, txn, dtxn[i], del[i], err)) == 0)
             touch(touched, ntouched, cap, del[i]);
     }

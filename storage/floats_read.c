@@ -29,27 +29,23 @@ static int meta_decode(const MDB_val *k, const MDB_val *v, ps_metric_meta_t *m)
 int ps_reader_metadata(ps_reader_t *r, const char *metric, size_t mlen,
                        int (*cb)(void *ctx, const ps_metric_meta_t *m), void *ctx, ps_err_t *err)
 {
-    MDB_val k, v;
     ps_metric_meta_t m;
     if (metric != NULL) {
         if (mlen == 0 || mlen > PS_META_FAMILY_MAX)
             return 0;
-        k = ps_mval(metric, mlen);
-        int rc = mdb_get(r->txn, r->store->dbi[DB_META], &k, &v);
-        if (rc == MDB_NOTFOUND)
-            return 0;
-        if (rc)
-            return ps_lmdb_err(err, rc, "reading metadata");
+        MDB_val k = ps_mval(metric, mlen), v;
+        if (!ps_txn_get(&r->txn, DB_META, metric, mlen, &v, "reading metadata"))
+            return ps_txn_error(&r->txn, err);
         if (meta_decode(&k, &v, &m) != 0)
             return ps_err_set(err, PS_ECORRUPT, "metadata of %.*s: damaged record", (int)mlen, metric);
         return cb(ctx, &m);
     }
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(r->txn, r->store->dbi[DB_META], &cur), ret = 0;
-    if (rc)
-        return ps_lmdb_err(err, rc, "opening metadata cursor");
-    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-    while (rc == 0) {
+    ps_cur_t cur;
+    int ret = 0;
+    if (!ps_cur_open(&cur, &r->txn, DB_META, "reading metadata"))
+        return ps_txn_error(&r->txn, err);
+    for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur)) {
+        MDB_val k = cur.k, v = cur.v;
         if (meta_decode(&k, &v, &m) != 0) {
             ret = ps_err_set(err, PS_ECORRUPT, "metadata of %.*s: damaged record", (int)k.mv_size,
                              (const char *)k.mv_data);
@@ -57,11 +53,10 @@ int ps_reader_metadata(ps_reader_t *r, const char *metric, size_t mlen,
         }
         if ((ret = cb(ctx, &m)) != 0)
             break;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
-    mdb_cursor_close(cur);
-    if (ret == 0 && rc != 0 && rc != MDB_NOTFOUND)
-        ret = ps_lmdb_err(err, rc, "reading metadata");
+    ps_cur_close(&cur);
+    if (ret == 0)
+        ret = ps_txn_error(&r->txn, err);
     return ret;
 }
 
@@ -244,34 +239,31 @@ static int fwalk_run_(fwalk_t *w)
         w->mint = w->r->min_ms; /* the retention clamp (internal.h) */
     if (w->mint > w->maxt)
         return 0;
-    MDB_cursor *cur;
+    ps_txn_t *txn = &w->r->txn;
+    ps_cur_t cur;
     uint8_t kb[16];
-    MDB_val k, v;
-    int ret = 0, rc = mdb_cursor_open(w->r->txn, w->r->store->dbi[DB_FCHUNKS], &cur);
-    if (rc)
-        return ps_lmdb_err(w->err, rc, "opening float chunk cursor");
+    int ret = 0;
+    if (!ps_cur_open(&cur, txn, DB_FCHUNKS, "reading float chunks"))
+        return ps_txn_error(txn, w->err);
     int64_t from = w->mint <= -T_MS_MAX ? INT64_MIN : w->mint > T_MS_MAX ? INT64_MAX : t_key(w->mint);
     ps_key_sid_ts(kb, w->sid, from);
-    k = ps_mval(kb, 16);
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == w->sid) {
-        if ((ret = fwalk_one(w, &v, "chunk")) != 0 || w->past)
+    for (bool on = ps_cur_seek(&cur, kb, 16); on && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == w->sid;
+         on = ps_cur_next(&cur))
+        if ((ret = fwalk_one(w, &cur.v, "chunk")) != 0 || w->past)
             break;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-    }
-    mdb_cursor_close(cur);
+    ps_cur_close(&cur);
     if (ret != 0 || w->past)
         return ret;
-    if (rc != 0 && rc != MDB_NOTFOUND)
-        return ps_lmdb_err(w->err, rc, "reading float chunks");
+    if ((ret = ps_txn_error(txn, w->err)) != 0)
+        return ret;
     ps_buf_t head = PS_BUF_INIT;
     size_t plen;
     uint64_t ptxn;
-    ret = ps_fhead_read(w->r->store, w->r->txn, w->sid, &head, &plen, &ptxn, NULL, NULL, w->err);
+    ret = ps_fhead_read(w->r->store, txn, w->sid, &head, &plen, &ptxn, NULL, NULL, w->err);
     if (ret == PS_ENOTFOUND) {
         ret = 0; /* no head */
     } else if (ret == 0) {
-        v = ps_mval(head.data, head.len);
+        MDB_val v = ps_mval(head.data, head.len);
         ret = fwalk_one(w, &v, "head");
     }
     ps_buf_dispose(&head);
@@ -282,12 +274,9 @@ int ps_reader_series_kind(ps_reader_t *r, uint64_t sid, ps_series_kind_t *kind, 
 {
     uint8_t k[8];
     ps_enc_be64(k, sid);
-    MDB_val key = ps_mval(k, 8), val;
-    int rc = mdb_get(r->txn, r->store->dbi[DB_SERIES], &key, &val);
-    if (rc == MDB_NOTFOUND)
-        return PS_ENOTFOUND;
-    if (rc != 0)
-        return ps_lmdb_err(err, rc, "series");
+    MDB_val val;
+    if (!ps_txn_get(&r->txn, DB_SERIES, k, 8, &val, "series"))
+        return r->txn.ret ? ps_txn_error(&r->txn, err) : PS_ENOTFOUND;
     ps_series_rec_t rec;
     if (ps_series_rec_decode(val.mv_data, val.mv_size, &rec) != 0)
         return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
@@ -375,28 +364,24 @@ int ps_freader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, 
     w->r = r, w->sid = sid, w->err = err, w->on_samples = on_last, w->ctx = &c;
     /* narrow the walk to the chunk holding maxt's neighbourhood: from the newest chunk whose
      * max_t < maxt (its max_t is a sample <= maxt) onwards */
-    MDB_cursor *cur;
+    ps_cur_t cur;
     uint8_t kb[16];
-    MDB_val k, v;
-    int ret = 0, rc = mdb_cursor_open(r->txn, r->store->dbi[DB_FCHUNKS], &cur);
-    if (rc) {
+    int ret = 0;
+    if (!ps_cur_open(&cur, &r->txn, DB_FCHUNKS, "reading float chunks")) {
         free(w);
-        return ps_lmdb_err(err, rc, "opening float chunk cursor");
+        return ps_txn_error(&r->txn, err);
     }
     int64_t at = maxt > T_MS_MAX ? INT64_MAX : maxt < -T_MS_MAX ? INT64_MIN : t_key(maxt);
     ps_key_sid_ts(kb, sid, at);
-    k = ps_mval(kb, 16);
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    rc = rc == 0 ? mdb_cursor_get(cur, &k, &v, MDB_PREV) : rc == MDB_NOTFOUND ? mdb_cursor_get(cur, &k, &v, MDB_LAST) : rc;
     int64_t from = mint;
-    if (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
-        int64_t prev_max = floor_div(ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8)), 1000000);
+    if (ps_cur_seek_before(&cur, kb, 16) && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid) {
+        int64_t prev_max = floor_div(ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8)), 1000000);
         if (prev_max > from)
             from = prev_max;
-    } else if (rc != 0 && rc != MDB_NOTFOUND) {
-        ret = ps_lmdb_err(err, rc, "reading float chunks");
+    } else {
+        ret = ps_txn_error(&r->txn, err);
     }
-    mdb_cursor_close(cur);
+    ps_cur_close(&cur);
     if (ret == 0) {
         w->mint = from;
         w->maxt = maxt;

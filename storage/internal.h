@@ -13,6 +13,7 @@
 #include "core/timeutil.h"
 #include "core/varint.h"
 #include "store.h"
+#include "txn.h"
 
 /* Named databases. The order is the index into ps_store_t.dbi; names are on disk forever. */
 enum {
@@ -124,19 +125,14 @@ void ps_store_space_release(ps_store_t *s);
 
 struct ps_reader {
     ps_store_t *store;
-    MDB_txn *txn;
+    ps_txn_t txn;
     /* the retention clamp: nothing older than now - --retention at ps_reader_begin is read (ns; and
      * in ms for float series, rounded up); INT64_MIN without retention */
     int64_t min_ts, min_ms;
 };
 
-/** Translates an LMDB error into a PS_E code with a message. */
-int ps_lmdb_err(ps_err_t *err, int rc, const char *what);
-/** ps_lmdb_err for a failed mdb_txn_commit: LMDB answers a short write (a full file system, e.g.
- *  tmpfs) with EIO, so EIO and ENOSPC look at the data directory's file system (statvfs) and a
- *  full one is PS_ENOSPACE "<what>: disk full: N bytes free on <mount point> (data directory D)",
- *  and the disk reserve is given up (ps_store_space_release). */
-int ps_lmdb_commit_err(ps_store_t *s, ps_err_t *err, int rc, const char *what);
+/** The mount point of path (the last directory up from it on the same device) into out. */
+void ps_store_mount_point(const char *path, char *out, size_t size);
 
 static inline MDB_val ps_mval(const void *p, size_t n)
 {
@@ -144,14 +140,19 @@ static inline MDB_val ps_mval(const void *p, size_t n)
     return v;
 }
 
+/* env.c: opens dir's LMDB environment read-only and nothing else (no named database; check.c's
+ * look at the free list): 0 or LMDB's error */
+int ps_store_env_open_ro(const char *dir, MDB_env **env);
+
 /* check.c: PS_ECORRUPT with the sizes if dir's data.mdb cannot be a whole store (before LMDB maps it) */
 int ps_store_check_file(const char *dir, ps_err_t *err);
 
 /* symbols.c */
 void ps_sym_caches_clear(ps_store_t *s);
-int ps_sym_intern(ps_store_t *s, MDB_txn *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err);
-int ps_sym_get(MDB_txn *txn, ps_store_t *s, int kind, uint64_t id, MDB_val *out);
-int ps_tree_child(ps_store_t *s, MDB_txn *txn, uint64_t parent, uint64_t item, uint64_t *node, ps_err_t *err);
+int ps_sym_intern(ps_store_t *s, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err);
+/* The content of symbol (kind, id) into *out: true, false if there is none (or txn failed). */
+bool ps_sym_get(ps_txn_t *txn, int kind, uint64_t id, MDB_val *out);
+int ps_tree_child(ps_store_t *s, ps_txn_t *txn, uint64_t parent, uint64_t item, uint64_t *node, ps_err_t *err);
 
 /* series.c */
 typedef struct ps_series_rec {
@@ -165,11 +166,11 @@ void ps_series_rec_encode(const ps_series_rec_t *r, ps_buf_t *out);
 int ps_series_rec_decode(const void *p, size_t n, ps_series_rec_t *r);
 /* create: make the series, of that kind, if missing; an existing series keeps its own kind
  * ((*st)->kind says which) */
-int ps_series_get_or_create(ps_store_t *s, MDB_txn *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
+int ps_series_get_or_create(ps_store_t *s, ps_txn_t *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
                             uint64_t *sid, ps_series_state_t **st, ps_err_t *err);
 ps_series_state_t *ps_series_state(ps_store_t *s, uint64_t sid);
-int ps_series_put_state(ps_store_t *s, MDB_txn *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err);
-int ps_series_delete(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_err_t *err);
+int ps_series_put_state(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err);
+int ps_series_delete(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_err_t *err);
 
 /* head.c: head record = enc(1) duration(varint) period(varint) total(varint) n(uvarint)
  * then n x (node delta uvarint, value zigzag varint) */
@@ -188,8 +189,8 @@ static inline void ps_key_sid_ts(uint8_t k[16], uint64_t sid, int64_t ts)
 
 /* floats*.c (the files share floats.h) */
 void ps_fstate_clear(ps_store_t *s);
-int ps_fwrite(ps_store_t *s, MDB_txn *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err);
-int ps_fwrite_flush(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
+int ps_fwrite(ps_store_t *s, ps_txn_t *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err);
+int ps_fwrite_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
 void ps_meta_rec_encode(const ps_metric_meta_t *m, ps_buf_t *out);
 /* One chunk of a packed fchunks value (PS_FCHUNK_ENC_PACKED): its first and last sample's t and
  * its bytes (a XOR chunk without the encoding byte). */
@@ -207,20 +208,20 @@ void ps_fprefix_encode(const uint8_t *c, size_t p, ps_buf_t *out);
  * encoding enc (PS_FCHUNK_ENC_PACKED: XOR chunks; PS_FCHUNK_ENC_DPACKED: dense chunks written
  * with tbase = their min_t). */
 void ps_fpack_encode(uint8_t enc, const ps_fpack_entry_t *e, size_t n, ps_buf_t *out);
-int ps_meta_write(ps_store_t *s, MDB_txn *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err);
+int ps_meta_write(ps_store_t *s, ps_txn_t *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err);
 int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
-int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
+int ps_fretain(ps_store_t *s, ps_txn_t *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
                ps_err_t *err);
 int ps_freader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err);
 int ps_freader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
 
 /* fwdlog.c: the forwarding log inside a write transaction */
-int ps_fwd_log_put(ps_store_t *s, MDB_txn *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);
-int ps_fwd_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
+int ps_fwd_log_put(ps_store_t *s, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);
+int ps_fwd_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
 int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf,
                           const ps_metric_meta_t *meta, size_t nm, ps_err_t *err);
 
 /* env.c */
-int ps_store_save_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
-int ps_store_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
+int ps_store_save_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
+int ps_store_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
 #endif
