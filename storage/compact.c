@@ -278,15 +278,15 @@ int ps_store_compact_due(ps_store_t *s, uint32_t *nchunks, ps_err_t *err)
     if (nchunks == NULL)
         nchunks = &dummy;
     *nchunks = 0;
-    if (s->ndue == 0)
+    if (s->wc->ndue == 0)
         return 0;
     ps_txn_t txn;
     int ret = ps_txn_begin(&txn, s, PS_TXN_WRITE, err, "starting compaction transaction");
     if (ret)
         return ret;
-    for (size_t i = 0; i < s->ndue && ret == 0; i++)
-        ret = compact_series(s, &txn, s->due[i], nchunks, err);
-    s->ndue = 0;
+    for (size_t i = 0; i < s->wc->ndue && ret == 0; i++)
+        ret = compact_series(s, &txn, s->wc->due[i], nchunks, err);
+    s->wc->ndue = 0;
     if (ret) {
         ps_txn_abort(&txn);
         ps_sym_caches_clear(s);

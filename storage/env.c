@@ -269,13 +269,8 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
     s->dir = ps_xstrndup(o->dir, strlen(o->dir));
     s->opts.dir = s->dir;
     s->opened_wall = ps_time_now();
-    ps_hmap_init(&s->sym_cache);
-    ps_hmap_init(&s->tree_cache);
-    ps_hmap_init(&s->stack_cache);
-    ps_hmap_init(&s->series_cache);
-    ps_hmap_init(&s->state_index);
+    s->wc = ps_wcache_new();
     ps_hmap_init(&s->append_wall);
-    ps_hmap_init(&s->fstate_index);
 
     /* room past --storage.max-size that only retention and compaction use: 1/8 of it, 1 MiB to 1 GiB */
     s->map_headroom = o->map_size / 8 < (1u << 20) ? (1u << 20) : o->map_size / 8 > (1ull << 30) ? (1ull << 30) : o->map_size / 8;
@@ -385,20 +380,7 @@ void ps_store_close(ps_store_t *s)
         return;
     if (s->env)
         mdb_env_close(s->env);
-    ps_hmap_dispose(&s->sym_cache);
-    ps_hmap_dispose(&s->tree_cache);
-    ps_hmap_dispose(&s->stack_cache);
-    ps_hmap_dispose(&s->series_cache);
-    ps_hmap_dispose(&s->state_index);
-    for (size_t i = 0; i < s->nstates; i++)
-        free(s->states[i]);
-    free(s->states);
-    free(s->due);
-    ps_fstate_clear(s);
-    ps_hmap_dispose(&s->fstate_index);
-    free(s->fstates);
-    free(s->fdirty);
-    ps_buf_dispose(&s->sym_key);
+    ps_wcache_free(s->wc);
     ps_buf_dispose(&s->fwd_mask);
     ps_buf_dispose(&s->fwd_buf);
     ps_hmap_dispose(&s->append_wall);

@@ -9,16 +9,16 @@
 
 #include "floats.h"
 
-void ps_fstate_clear(ps_store_t *s)
+void ps_fstate_clear(ps_wcache_t *wc)
 {
-    for (size_t i = 0; i < s->nfstates; i++) {
-        ps_buf_dispose(&s->fstates[i]->chunk);
-        free(s->fstates[i]);
+    for (size_t i = 0; i < wc->nfstates; i++) {
+        ps_buf_dispose(&wc->fstates[i]->chunk);
+        free(wc->fstates[i]);
     }
-    s->nfstates = 0;
-    s->nfdirty = 0;
-    s->fstate_bytes = 0;
-    ps_hmap_clear(&s->fstate_index);
+    wc->nfstates = 0;
+    wc->nfdirty = 0;
+    wc->fstate_bytes = 0;
+    ps_hmap_clear(&wc->fstate_index);
 }
 
 static ps_fstate_t *fstate_find(ps_store_t *s, uint64_t sid)
@@ -26,22 +26,22 @@ static ps_fstate_t *fstate_find(ps_store_t *s, uint64_t sid)
     uint8_t kb[8];
     uint64_t i;
     ps_enc_be64(kb, sid);
-    return ps_hmap_get(&s->fstate_index, kb, 8, &i) ? s->fstates[i] : NULL;
+    return ps_hmap_get(&s->wc->fstate_index, kb, 8, &i) ? s->wc->fstates[i] : NULL;
 }
 
 static ps_fstate_t *fstate_add(ps_store_t *s, uint64_t sid)
 {
-    if (s->nfstates == s->capfstates) {
-        s->capfstates = s->capfstates ? s->capfstates * 2 : 1024;
-        s->fstates = ps_xrealloc(s->fstates, s->capfstates * sizeof(*s->fstates));
+    if (s->wc->nfstates == s->wc->capfstates) {
+        s->wc->capfstates = s->wc->capfstates ? s->wc->capfstates * 2 : 1024;
+        s->wc->fstates = ps_xrealloc(s->wc->fstates, s->wc->capfstates * sizeof(*s->wc->fstates));
     }
     ps_fstate_t *f = ps_xcalloc(1, sizeof(*f));
     f->sid = sid;
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
-    ps_hmap_put(&s->fstate_index, kb, 8, s->nfstates);
-    s->fstates[s->nfstates++] = f;
-    s->fstate_bytes += sizeof(*f) + 64 + 8 * 3;
+    ps_hmap_put(&s->wc->fstate_index, kb, 8, s->wc->nfstates);
+    s->wc->fstates[s->wc->nfstates++] = f;
+    s->wc->fstate_bytes += sizeof(*f) + 64 + 8 * 3;
     return f;
 }
 
@@ -211,7 +211,7 @@ static int fstate_load(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_fstate_t *
         f->last_t = f->app.t;
         f->last_v = f->app.v;
         f->has_last = true;
-        s->fstate_bytes += f->chunk.cap;
+        s->wc->fstate_bytes += f->chunk.cap;
         *out = f;
         return 0;
     }
@@ -247,11 +247,11 @@ static void mark_dirty(ps_store_t *s, ps_fstate_t *f)
 {
     if (f->dirty)
         return;
-    if (s->nfdirty == s->capfdirty) {
-        s->capfdirty = s->capfdirty ? s->capfdirty * 2 : 1024;
-        s->fdirty = ps_xrealloc(s->fdirty, s->capfdirty * sizeof(*s->fdirty));
+    if (s->wc->nfdirty == s->wc->capfdirty) {
+        s->wc->capfdirty = s->wc->capfdirty ? s->wc->capfdirty * 2 : 1024;
+        s->wc->fdirty = ps_xrealloc(s->wc->fdirty, s->wc->capfdirty * sizeof(*s->wc->fdirty));
     }
-    s->fdirty[s->nfdirty++] = f;
+    s->wc->fdirty[s->wc->nfdirty++] = f;
     f->dirty = true;
 }
 
@@ -279,7 +279,7 @@ static int cut_head(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, ps_err_t *err)
     }
     size_t before = f->chunk.cap;
     fstate_empty_head(f);
-    s->fstate_bytes += f->chunk.cap - before;
+    s->wc->fstate_bytes += f->chunk.cap - before;
     mark_dirty(s, f); /* the flush deletes the head record if nothing follows */
     return 0;
 }
@@ -369,7 +369,7 @@ static int append_series(ps_store_t *s, ps_txn_t *txn, ps_fappend_t *fa, int64_t
         ps_err_t aerr;
         if ((ret = ps_xor_app_append(&f->app, t, bitsf(bits), &aerr)) != 0)
             return ps_err_set(err, PS_EINTERNAL, "series %llu: %s", (unsigned long long)sid, aerr.msg);
-        s->fstate_bytes += f->chunk.cap - before;
+        s->wc->fstate_bytes += f->chunk.cap - before;
         if (f->app.n == 1)
             f->head_min_t = t;
         f->last_t = t;
@@ -445,14 +445,14 @@ int ps_fwrite_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
     int ret = 0;
     ps_buf_t tmp = PS_BUF_INIT;
     /* in sid order: the new prefixes of this transaction are appends, (txn id, sid) increasing */
-    for (size_t i = 1; i < s->nfdirty; i++) {
-        if (s->fdirty[i - 1]->sid > s->fdirty[i]->sid) {
-            qsort(s->fdirty, s->nfdirty, sizeof(*s->fdirty), by_sid);
+    for (size_t i = 1; i < s->wc->nfdirty; i++) {
+        if (s->wc->fdirty[i - 1]->sid > s->wc->fdirty[i]->sid) {
+            qsort(s->wc->fdirty, s->wc->nfdirty, sizeof(*s->wc->fdirty), by_sid);
             break;
         }
     }
-    for (size_t i = 0; i < s->nfdirty && ret == 0; i++) {
-        ps_fstate_t *f = s->fdirty[i];
+    for (size_t i = 0; i < s->wc->nfdirty && ret == 0; i++) {
+        ps_fstate_t *f = s->wc->fdirty[i];
         f->dirty = false;
         if (f->app.n > 0) {
             ret = head_put(s, txn, f, &tmp, err);
@@ -464,7 +464,7 @@ int ps_fwrite_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
         ret = ps_txn_error(txn, err);
     }
     ps_buf_dispose(&tmp);
-    s->nfdirty = 0;
+    s->wc->nfdirty = 0;
     s->fflushes++;
     return ret;
 }

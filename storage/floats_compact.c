@@ -89,7 +89,7 @@ int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps
         else
             ps_txn_abort(txn);
         if (ndue > 0 || ret)
-            ps_fstate_clear(s); /* the cached heads are gone (or not: reload either way) */
+            ps_fstate_clear(s->wc); /* the cached heads are gone (or not: reload either way) */
         if (ret)
             return ret;
         *nchunks += (uint32_t)ndue;

@@ -75,13 +75,11 @@ typedef struct ps_series_state {
     int64_t last_chunk_max; /* INT64_MIN if none */
 } ps_series_state_t;
 
-struct ps_store {
-    MDB_env *env;
-    MDB_dbi dbi[DB_COUNT];
-    ps_store_opts_t opts;
-    char *dir;
-    /* writer-only state */
-    ps_next_ids_t next;
+/* The writer's caches: what recent write transactions looked up or changed, so that an append
+ * asks LMDB again for none of it. Only the writer (the thread that calls ps_store_write and the
+ * compactor) touches them; all but the due list are dropped together (ps_sym_caches_clear)
+ * whenever a transaction fails or changed records under them. */
+typedef struct ps_wcache {
     ps_hmap_t sym_cache;    /* kind + content -> id */
     ps_hmap_t tree_cache;   /* parent(8) item(8) -> node */
     ps_hmap_t stack_cache;  /* item ids of a whole stack -> node */
@@ -90,22 +88,36 @@ struct ps_store {
     ps_series_state_t **states; /* every state allocated, for freeing */
     size_t nstates, capstates;
     ps_buf_t sym_key;       /* ps_sym_intern's cache key */
-    /* sid(8) -> wall clock (ns) of the last committed append in this process. Not a cache:
-     * ps_sym_caches_clear keeps it (the idle rule of the compactor needs it); retention drops
-     * the entries of the series it deletes. */
-    ps_hmap_t append_wall;
-    int64_t opened_wall;    /* when this process opened the store (the idle rule's start) */
-    int upgraded_from;      /* the schema version ps_store_open upgraded, or 0 */
     uint64_t *due;          /* series whose head reached compact_max_profiles */
     size_t ndue, capdue;
-    /* float series (floats.c): the open chunk and appender of each series written lately, a
-     * cache of what the write transaction holds (dropped with the others) */
+    /* float series (floats_append.c): the open chunk and appender of each series written lately,
+     * a cache of what the write transaction holds */
     ps_hmap_t fstate_index; /* sid(8) -> index in fstates */
     struct ps_fstate **fstates;
     size_t nfstates, capfstates;
     uint64_t fstate_bytes;
     struct ps_fstate **fdirty; /* heads changed in the current write transaction */
     size_t nfdirty, capfdirty;
+} ps_wcache_t;
+
+/** A new, empty ps_wcache_t; ps_wcache_free(NULL) is a no-op. */
+ps_wcache_t *ps_wcache_new(void);
+void ps_wcache_free(ps_wcache_t *wc);
+
+struct ps_store {
+    MDB_env *env;
+    MDB_dbi dbi[DB_COUNT];
+    ps_store_opts_t opts;
+    char *dir;
+    /* writer-only state */
+    ps_wcache_t *wc;        /* the writer's caches */
+    ps_next_ids_t next;     /* the ids the next write gives (saved with each write) */
+    /* sid(8) -> wall clock (ns) of the last committed append in this process. Not a cache:
+     * ps_sym_caches_clear keeps it (the idle rule of the compactor needs it); retention drops
+     * the entries of the series it deletes. */
+    ps_hmap_t append_wall;
+    int64_t opened_wall;    /* when this process opened the store (the idle rule's start) */
+    int upgraded_from;      /* the schema version ps_store_open upgraded, or 0 */
     uint64_t fflushes;      /* ps_fwrite_flush calls: whose turn it is to rewrite prefixes */
     /* space (env.c): the map is opened map_headroom bytes larger than opts.map_size, which only
      * writes respect (ps_store_space_check), so retention and compaction can still delete; the
@@ -188,7 +200,7 @@ static inline void ps_key_sid_ts(uint8_t k[16], uint64_t sid, int64_t ts)
 
 
 /* floats*.c (the files share floats.h) */
-void ps_fstate_clear(ps_store_t *s);
+void ps_fstate_clear(ps_wcache_t *wc);
 int ps_fwrite(ps_store_t *s, ps_txn_t *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err);
 int ps_fwrite_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
 void ps_meta_rec_encode(const ps_metric_meta_t *m, ps_buf_t *out);

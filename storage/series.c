@@ -52,15 +52,15 @@ int ps_series_rec_decode(const void *p, size_t n, ps_series_rec_t *r)
 static ps_series_state_t *state_add(ps_store_t *s, uint64_t sid)
 {
     /* states are allocated one by one so pointers stay valid while more are added */
-    if (s->nstates == s->capstates) {
-        s->capstates = s->capstates ? s->capstates * 2 : 1024;
-        s->states = ps_xrealloc(s->states, s->capstates * sizeof(*s->states));
+    if (s->wc->nstates == s->wc->capstates) {
+        s->wc->capstates = s->wc->capstates ? s->wc->capstates * 2 : 1024;
+        s->wc->states = ps_xrealloc(s->wc->states, s->wc->capstates * sizeof(*s->wc->states));
     }
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
     ps_series_state_t *st = ps_xcalloc(1, sizeof(*st));
-    s->states[s->nstates++] = st;
-    ps_hmap_put(&s->state_index, kb, 8, (uint64_t)(uintptr_t)st);
+    s->wc->states[s->wc->nstates++] = st;
+    ps_hmap_put(&s->wc->state_index, kb, 8, (uint64_t)(uintptr_t)st);
     return st;
 }
 
@@ -69,7 +69,7 @@ ps_series_state_t *ps_series_state(ps_store_t *s, uint64_t sid)
     uint8_t kb[8];
     uint64_t i;
     ps_enc_be64(kb, sid);
-    if (ps_hmap_get(&s->state_index, kb, 8, &i))
+    if (ps_hmap_get(&s->wc->state_index, kb, 8, &i))
         return (ps_series_state_t *)(uintptr_t)i;
     return NULL;
 }
@@ -131,7 +131,7 @@ int ps_series_get_or_create(ps_store_t *s, ps_txn_t *txn, const ps_labels_t *ls,
     int ret = 0;
     ps_labels_encode(ls, &enc);
     uint64_t v;
-    if (ps_hmap_get(&s->series_cache, enc.data, enc.len, &v)) {
+    if (ps_hmap_get(&s->wc->series_cache, enc.data, enc.len, &v)) {
         *sid = v;
         *st = ps_series_state(s, v);
         if (*st == NULL)
@@ -153,7 +153,7 @@ int ps_series_get_or_create(ps_store_t *s, ps_txn_t *txn, const ps_labels_t *ls,
             ps_series_rec_decode(sv.mv_data, sv.mv_size, &r) == 0 && r.labels_len == enc.len &&
             memcmp(r.labels, enc.data, enc.len) == 0) {
             ps_cur_close(&cur);
-            ps_hmap_put(&s->series_cache, enc.data, enc.len, cand);
+            ps_hmap_put(&s->wc->series_cache, enc.data, enc.len, cand);
             *sid = cand;
             *st = ps_series_state(s, cand);
             if (*st == NULL)
@@ -188,7 +188,7 @@ int ps_series_get_or_create(ps_store_t *s, ps_txn_t *txn, const ps_labels_t *ls,
         ret = ps_txn_error(txn, err);
         goto Exit;
     }
-    ps_hmap_put(&s->series_cache, enc.data, enc.len, nid);
+    ps_hmap_put(&s->wc->series_cache, enc.data, enc.len, nid);
     ps_series_state_t *ns = state_add(s, nid);
     ns->kind = (uint8_t)kind;
     ns->last_ts = INT64_MIN;

@@ -158,7 +158,7 @@ static int sample_node(ps_store_t *s, ps_txn_t *txn, const ps_profile_t *p, cons
         k[j + 1] = x->loc[smp->locs[j]];
     size_t klen = (smp->nlocs + 1) * 8;
     uint64_t v;
-    if (ps_hmap_get(&s->stack_cache, k, klen, &v)) {
+    if (ps_hmap_get(&s->wc->stack_cache, k, klen, &v)) {
         *node = v;
         return 0;
     }
@@ -168,7 +168,7 @@ static int sample_node(ps_store_t *s, ps_txn_t *txn, const ps_profile_t *p, cons
     for (uint32_t j = smp->nlocs; j > 0; j--)
         if ((ret = ps_tree_child(s, txn, n, k[j], &n, err)) != 0)
             return ret;
-    ps_hmap_put(&s->stack_cache, k, klen, n);
+    ps_hmap_put(&s->wc->stack_cache, k, klen, n);
     *node = n;
     return 0;
 }
@@ -280,11 +280,11 @@ static int append_one(ps_store_t *s, ps_txn_t *txn, ps_append_t *it, bool check,
             st->head_count++;
             st->last_ts = it->ts;
             if (st->head_count == s->opts.compact_max_profiles && !check) {
-                if (s->ndue == s->capdue) {
-                    s->capdue = s->capdue ? s->capdue * 2 : 64;
-                    s->due = ps_xrealloc(s->due, s->capdue * sizeof(uint64_t));
+                if (s->wc->ndue == s->wc->capdue) {
+                    s->wc->capdue = s->wc->capdue ? s->wc->capdue * 2 : 64;
+                    s->wc->due = ps_xrealloc(s->wc->due, s->wc->capdue * sizeof(uint64_t));
                 }
-                s->due[s->ndue++] = sid;
+                s->wc->due[s->wc->ndue++] = sid;
             }
             if ((ret = ps_series_put_state(s, txn, sid, st, err)) != 0)
                 goto Exit;
@@ -447,9 +447,9 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
         ps_hmap_put(&s->append_wall, kb, 8, (uint64_t)now);
     }
     /* the caches only save LMDB lookups: past their budget they start again from empty */
-    if (s->opts.cache_bytes && ps_hmap_bytes(&s->sym_cache) + ps_hmap_bytes(&s->tree_cache) +
-                                       ps_hmap_bytes(&s->stack_cache) + ps_hmap_bytes(&s->series_cache) +
-                                       s->fstate_bytes >
+    if (s->opts.cache_bytes && ps_hmap_bytes(&s->wc->sym_cache) + ps_hmap_bytes(&s->wc->tree_cache) +
+                                       ps_hmap_bytes(&s->wc->stack_cache) + ps_hmap_bytes(&s->wc->series_cache) +
+                                       s->wc->fstate_bytes >
                                    s->opts.cache_bytes)
         ps_sym_caches_clear(s);
     return 0;
