@@ -26,7 +26,8 @@ int ps_lmdb_err(ps_err_t *err, int rc, const char *what)
 /* Below this much free space a commit's EIO is taken for a full disk: LMDB's short write. */
 #define DISK_FULL_SLACK (4u << 20)
 
-int ps_lmdb_commit_err(ps_store_t *s, ps_err_t *err, int rc, const char *what)
+/* ps_lmdb_err for a failed commit (ps_txn_commit) */
+static int commit_err(ps_store_t *s, ps_err_t *err, int rc, const char *what)
 {
     struct statvfs vfs;
     if ((rc == EIO || rc == ENOSPC) && statvfs(s->dir, &vfs) == 0) {
@@ -81,7 +82,7 @@ int ps_txn_commit(ps_txn_t *t, ps_err_t *err, const char *what)
     }
     int rc = mdb_txn_commit(t->txn);
     t->txn = NULL;
-    return rc ? ps_lmdb_commit_err(t->s, err, rc, what) : 0;
+    return rc ? commit_err(t->s, err, rc, what) : 0;
 }
 
 void ps_txn_abort(ps_txn_t *t)

@@ -49,11 +49,6 @@ enum { PS_TXN_READ = 1, PS_TXN_WRITE = 2 };
 /** Translates an LMDB error (or errno) into a PS_E code with the message "<what>: <LMDB's words>"
  *  (MDB_MAP_FULL: the store reached --storage.max-size). The one translation of storage/. */
 int ps_lmdb_err(ps_err_t *err, int rc, const char *what);
-/** ps_lmdb_err for a failed commit: LMDB answers a short write (a full file system, e.g. tmpfs)
- *  with EIO, so EIO and ENOSPC look at the data directory's file system (statvfs) and a full one
- *  is PS_ENOSPACE "<what>: disk full: N bytes free on <mount point> (data directory D)", and the
- *  disk reserve is given up (ps_store_space_release). */
-int ps_lmdb_commit_err(ps_store_t *s, ps_err_t *err, int rc, const char *what);
 
 /** Begins a read (PS_TXN_READ) or write (PS_TXN_WRITE) transaction of s. A failure: its code,
  *  "<what>: <LMDB's words>" in err, t not begun (aborting it is a no-op). */
@@ -61,7 +56,10 @@ int ps_txn_begin(ps_txn_t *t, ps_store_t *s, int mode, ps_err_t *err, const char
 /** Begins a write transaction nested in parent (its changes are parent's only if committed). */
 int ps_txn_begin_nested(ps_txn_t *t, ps_txn_t *parent, ps_err_t *err, const char *what);
 /** Commits t, or aborts it if a call failed; either way t is ended. Returns 0, else the first
- *  failure (copied into err) or the commit's own (ps_lmdb_commit_err with what). */
+ *  failure (copied into err) or the commit's own: "<what>: <LMDB's words>", and as LMDB answers a
+ *  short write (a full file system, e.g. tmpfs) with EIO, an EIO or ENOSPC on a full file system
+ *  is PS_ENOSPACE "<what>: disk full: N bytes free on <mount point> (data directory D)" and gives
+ *  up the disk reserve (ps_store_space_release). */
 int ps_txn_commit(ps_txn_t *t, ps_err_t *err, const char *what);
 /** Ends t without writing anything (a no-op on a transaction not begun or ended). */
 void ps_txn_abort(ps_txn_t *t);
