@@ -16,6 +16,9 @@
  *     ps_txn_del(&t, DB_HEAD, kb, 16, NULL, 0, "deleting head records");
  *     return ps_txn_commit(&t, err, "committing");
  *
+ * db arguments are indexes of the schema table (DB_INFO ... in internal.h), which this header does
+ * not include: internal.h includes it.
+ *
  * Lifetime: the bytes an MDB_val points at (from get, or a cursor's k and v) are LMDB's map and
  * valid only until the next write in that transaction and never past its end: copy them first.
  */
