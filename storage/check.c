@@ -78,14 +78,15 @@ static int tail_is_free(const char *dir, uint64_t first, uint64_t last)
     if (pid == 0) {
         size_t n = (size_t)(last - first + 1);
         uint8_t *seen = calloc(n, 1);
-        MDB_env *env;
-        MDB_txn *txn;
-        MDB_cursor *cur;
-        MDB_val k, v;
-        if (seen == NULL || mdb_env_create(&env) != 0 || mdb_env_open(env, dir, MDB_RDONLY | MDB_NOTLS, 0644) != 0 ||
-            mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) != 0 || mdb_cursor_open(txn, 0 /* FREE_DBI */, &cur) != 0)
+        ps_store_t cs = {0}; /* just the environment: no named database is opened */
+        cs.dir = (char *)dir;
+        ps_txn_t txn;
+        ps_cur_t cur;
+        if (seen == NULL || ps_store_env_open_ro(dir, &cs.env) != 0 ||
+            ps_txn_begin(&txn, &cs, PS_TXN_READ, NULL, "") != 0 || !ps_cur_open(&cur, &txn, -1 /* free list */, ""))
             _exit(3);
-        for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur)) {
+            MDB_val v = cur.v;
             /* an IDL: count, then that many page numbers (size_t each) */
             if (v.mv_size < sizeof(size_t))
                 _exit(1);
@@ -230,23 +231,23 @@ static int on_samples(void *ctx, const ps_fsample_t *s, size_t n)
  * (reported) and the next walks get a fresh snapshot (LMDB fails a transaction after an error). */
 static int walk(check_t *c, int db, const char *name, void (*fn)(check_t *c, const MDB_val *k, const MDB_val *v))
 {
-    MDB_cursor *cur;
-    MDB_val k, v;
     if (c->r == NULL)
         return 0;
-    int rc = mdb_cursor_open(c->r->txn, c->s->dbi[db], &cur);
-    if (rc == 0) {
+    char what[128];
+    snprintf(what, sizeof(what), "database %s: LMDB's pages are damaged, the rest of it unread", name);
+    ps_cur_t cur;
+    if (ps_cur_open(&cur, &c->r->txn, db, what)) {
         uint64_t n = 0;
-        for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur)) {
             ps_arena_reset(&c->arena);
             phase(c, "record %" PRIu64 " of database %s", ++n, name);
-            fn(c, &k, &v);
+            fn(c, &cur.k, &cur.v);
         }
-        mdb_cursor_close(cur);
+        ps_cur_close(&cur);
     }
-    if (rc != 0 && rc != MDB_NOTFOUND) {
-        damage(c, "database %s: LMDB's pages are damaged, the rest of it unread: %s", name, mdb_strerror(rc));
-        ps_err_t err = {0};
+    ps_err_t err = {0};
+    if (ps_txn_error(&c->r->txn, &err) != 0) {
+        damage(c, "%s", err.msg);
         ps_reader_end(c->r);
         c->r = NULL;
         if (ps_reader_begin(c->s, &c->r, &err) == 0)

@@ -59,7 +59,7 @@ static triple_t *sort_triples(triple_t *t, triple_t *tmp, size_t m)
 }
 
 /* Writes one chunk from n decoded head profiles. */
-static int write_chunk(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_stored_profile_t *ps, int64_t *ts, uint32_t n,
+static int write_chunk(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_stored_profile_t *ps, int64_t *ts, uint32_t n,
                        ps_arena_t *a, ps_err_t *err)
 {
     ps_chunk_data_t d = {0};
@@ -103,17 +103,15 @@ static int write_chunk(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_stored_prof
     if (ret == 0) {
         uint8_t kb[16];
         ps_key_sid_ts(kb, sid, ts[n - 1]);
-        MDB_val k = ps_mval(kb, 16), v = ps_mval(out.data, out.len);
-        int rc = mdb_put(txn, s->dbi[DB_CHUNKS], &k, &v, 0);
-        if (rc)
-            ret = ps_lmdb_err(err, rc, "writing chunk");
+        if (!ps_txn_put(txn, DB_CHUNKS, kb, 16, out.data, out.len, 0, "writing chunk"))
+            ret = ps_txn_error(txn, err);
     }
     ps_buf_dispose(&out);
     return ret;
 }
 
 /* Compacts the whole head of one series into chunks of at most compact_max_profiles. */
-static int compact_series(ps_store_t *s, MDB_txn *txn, uint64_t sid, uint32_t *nchunks, ps_err_t *err)
+static int compact_series(ps_store_t *s, ps_txn_t *txn, uint64_t sid, uint32_t *nchunks, ps_err_t *err)
 {
     uint32_t max = s->opts.compact_max_profiles;
     if (max == 0 || max > PS_CHUNK_MAX_PROFILES)
@@ -122,31 +120,29 @@ static int compact_series(ps_store_t *s, MDB_txn *txn, uint64_t sid, uint32_t *n
     ps_stored_profile_t *ps = ps_xmalloc(max * sizeof(*ps));
     int64_t *ts = ps_xmalloc(max * sizeof(int64_t));
     int64_t last_max = INT64_MIN;
-    int ret = 0, rc;
-    MDB_cursor *cur = NULL;
+    int ret = 0;
+    ps_cur_t cur;
     uint8_t kb[16];
-    ps_key_sid_ts(kb, sid, INT64_MIN);
-    if ((rc = mdb_cursor_open(txn, s->dbi[DB_HEAD], &cur)) != 0) {
-        ret = ps_lmdb_err(err, rc, "opening head cursor");
+    if (!ps_cur_open(&cur, txn, DB_HEAD, "reading head")) {
+        ret = ps_txn_error(txn, err);
         goto Exit;
     }
     for (;;) {
         uint32_t n = 0;
-        MDB_val k = ps_mval(kb, 16), v;
         ps_key_sid_ts(kb, sid, INT64_MIN);
-        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-        while (rc == 0 && n < max && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
-            ts[n] = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
-            if (ps_head_decode(v.mv_data, v.mv_size, &a, &ps[n]) != 0) {
+        bool on = ps_cur_seek(&cur, kb, 16);
+        while (on && n < max && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid) {
+            ts[n] = ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8));
+            if (ps_head_decode(cur.v.mv_data, cur.v.mv_size, &a, &ps[n]) != 0) {
                 ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged head record at %lld",
                                  (unsigned long long)sid, (long long)ts[n]);
                 goto Exit;
             }
             n++;
-            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+            on = ps_cur_next(&cur);
         }
-        if (rc != 0 && rc != MDB_NOTFOUND) {
-            ret = ps_lmdb_err(err, rc, "reading head");
+        if (txn->ret) {
+            ret = ps_txn_error(txn, err);
             goto Exit;
         }
         if (n == 0)
@@ -159,9 +155,8 @@ static int compact_series(ps_store_t *s, MDB_txn *txn, uint64_t sid, uint32_t *n
         for (uint32_t i = 0; i < n; i++) {
             uint8_t dk[16];
             ps_key_sid_ts(dk, sid, ts[i]);
-            MDB_val dkv = ps_mval(dk, 16);
-            if ((rc = mdb_del(txn, s->dbi[DB_HEAD], &dkv, NULL)) != 0) {
-                ret = ps_lmdb_err(err, rc, "deleting head records");
+            if (!ps_txn_del(txn, DB_HEAD, dk, 16, NULL, 0, "deleting head records")) {
+                ret = ps_txn_missing(txn, err, "deleting head records");
                 goto Exit;
             }
         }
@@ -174,9 +169,10 @@ static int compact_series(ps_store_t *s, MDB_txn *txn, uint64_t sid, uint32_t *n
         ps_series_state_t st = {.kind = PS_SERIES_PROFILE};
         uint8_t ib[8];
         ps_enc_be64(ib, sid);
-        MDB_val k = ps_mval(ib, 8), v;
+        MDB_val v;
         ps_series_rec_t r;
-        if ((rc = mdb_get(txn, s->dbi[DB_SERIES], &k, &v)) != 0 || ps_series_rec_decode(v.mv_data, v.mv_size, &r)) {
+        if (!ps_txn_get(txn, DB_SERIES, ib, 8, &v, "reading series record") ||
+            ps_series_rec_decode(v.mv_data, v.mv_size, &r)) {
             ret = ps_err_set(err, PS_ECORRUPT, "series %llu: record missing or damaged", (unsigned long long)sid);
             goto Exit;
         }
@@ -191,8 +187,7 @@ static int compact_series(ps_store_t *s, MDB_txn *txn, uint64_t sid, uint32_t *n
             *cached = st;
     }
 Exit:
-    if (cur)
-        mdb_cursor_close(cur);
+    ps_cur_close(&cur);
     free(ps);
     free(ts);
     ps_arena_dispose(&a);
@@ -222,21 +217,20 @@ static bool window_due(ps_store_t *s, uint64_t sid, const ps_series_rec_t *r, in
 static int compact_profiles(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err)
 {
     for (;;) {
-        MDB_txn *txn;
-        int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
-        if (rc)
-            return ps_lmdb_err(err, rc, "starting compaction transaction");
+        ps_txn_t t, *txn = &t;
+        int ret = ps_txn_begin(txn, s, PS_TXN_WRITE, err, "starting compaction transaction");
+        if (ret)
+            return ret;
         uint64_t due[COMPACT_SERIES_PER_TXN];
         size_t ndue = 0;
         bool more = false;
-        MDB_cursor *cur;
-        if ((rc = mdb_cursor_open(txn, s->dbi[DB_SERIES], &cur)) != 0) {
-            mdb_txn_abort(txn);
-            return ps_lmdb_err(err, rc, "opening series cursor");
+        ps_cur_t cur;
+        if (!ps_cur_open(&cur, txn, DB_SERIES, "reading series")) {
+            ps_txn_abort(txn);
+            return ps_txn_error(txn, err);
         }
-        MDB_val k, v;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-        while (rc == 0) {
+        for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur)) {
+            MDB_val k = cur.k, v = cur.v;
             ps_series_rec_t r;
             if (k.mv_size == 8 && ps_series_rec_decode(v.mv_data, v.mv_size, &r) == 0 && r.head_count > 0 &&
                 (force || r.head_count >= s->opts.compact_max_profiles || window_due(s, ps_get_be64(k.mv_data), &r, now_ns))) {
@@ -246,24 +240,22 @@ static int compact_profiles(ps_store_t *s, bool force, int64_t now_ns, uint32_t 
                 }
                 due[ndue++] = ps_get_be64(k.mv_data);
             }
-            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
         }
-        mdb_cursor_close(cur);
-        int ret = 0;
+        ps_cur_close(&cur);
         for (size_t i = 0; i < ndue && ret == 0; i++)
             ret = compact_series(s, txn, due[i], nchunks, err);
         if (ret) {
-            mdb_txn_abort(txn);
+            ps_txn_abort(txn);
             ps_sym_caches_clear(s);
             return ret;
         }
         if (ndue == 0) {
-            mdb_txn_abort(txn);
+            ps_txn_abort(txn);
             return 0;
         }
-        if ((rc = mdb_txn_commit(txn)) != 0) {
+        if ((ret = ps_txn_commit(txn, err, "committing compaction")) != 0) {
             ps_sym_caches_clear(s);
-            return ps_lmdb_commit_err(s, err, rc, "committing compaction");
+            return ret;
         }
         if (!more)
             return 0;
@@ -286,48 +278,43 @@ int ps_store_compact_due(ps_store_t *s, uint32_t *nchunks, ps_err_t *err)
     if (nchunks == NULL)
         nchunks = &dummy;
     *nchunks = 0;
-    if (s->ndue == 0)
+    if (s->wc->ndue == 0)
         return 0;
-    MDB_txn *txn;
-    int rc = mdb_txn_begin(s->env, NULL, 0, &txn), ret = 0;
-    if (rc)
-        return ps_lmdb_err(err, rc, "starting compaction transaction");
-    for (size_t i = 0; i < s->ndue && ret == 0; i++)
-        ret = compact_series(s, txn, s->due[i], nchunks, err);
-    s->ndue = 0;
+    ps_txn_t txn;
+    int ret = ps_txn_begin(&txn, s, PS_TXN_WRITE, err, "starting compaction transaction");
+    if (ret)
+        return ret;
+    for (size_t i = 0; i < s->wc->ndue && ret == 0; i++)
+        ret = compact_series(s, &txn, s->wc->due[i], nchunks, err);
+    s->wc->ndue = 0;
     if (ret) {
-        mdb_txn_abort(txn);
+        ps_txn_abort(&txn);
         ps_sym_caches_clear(s);
         return ret;
     }
-    if ((rc = mdb_txn_commit(txn)) != 0) {
+    if ((ret = ps_txn_commit(&txn, err, "committing compaction")) != 0)
         ps_sym_caches_clear(s);
-        return ps_lmdb_commit_err(s, err, rc, "committing compaction");
-    }
-    return 0;
+    return ret;
 }
 
 /* True if the series still has a chunk or a head record. */
-static int series_has_data(ps_store_t *s, MDB_txn *txn, uint64_t sid)
+static int series_has_data(ps_store_t *s, ps_txn_t *txn, uint64_t sid)
 {
     uint8_t hk[8];
     ps_enc_be64(hk, sid);
-    MDB_val fk = ps_mval(hk, 8), fv;
-    if (mdb_get(txn, s->dbi[DB_FHEAD], &fk, &fv) != MDB_NOTFOUND)
-        return 1;
+    MDB_val fv;
+    if (ps_txn_get(txn, DB_FHEAD, hk, 8, &fv, "reading float head") || txn->ret)
+        return 1; /* (after a failure: kept, and the commit reports it) */
     static const int dbs[] = {DB_HEAD, DB_CHUNKS, DB_FCHUNKS};
     for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
-        int db = dbs[i];
-        MDB_cursor *cur;
-        if (mdb_cursor_open(txn, s->dbi[db], &cur) != 0)
+        ps_cur_t cur;
+        if (!ps_cur_open(&cur, txn, dbs[i], "reading series data"))
             return 1;
         uint8_t kb[16];
         ps_key_sid_ts(kb, sid, INT64_MIN);
-        MDB_val k = ps_mval(kb, 16), v;
-        int rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-        int has = rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid;
-        mdb_cursor_close(cur);
-        if (has)
+        int has = ps_cur_seek(&cur, kb, 16) && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid;
+        ps_cur_close(&cur);
+        if (has || txn->ret)
             return 1;
     }
     return 0;
@@ -365,10 +352,10 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
     if (s->opts.retention_ns <= 0)
         return 0;
     int64_t cutoff = now_ns - s->opts.retention_ns;
-    MDB_txn *txn;
-    int rc = mdb_txn_begin(s->env, NULL, 0, &txn), ret = 0;
-    if (rc)
-        return ps_lmdb_err(err, rc, "starting retention transaction");
+    ps_txn_t t = {0}, *txn = &t;
+    int ret = ps_txn_begin(txn, s, PS_TXN_WRITE, err, "starting retention transaction");
+    if (ret)
+        return ret;
     uint64_t *touched = NULL;
     size_t ntouched = 0, cap = 0;
     /* keys (sid, ts) in ns: profile heads and chunks by their time, float chunks by max_t * 1e6 */
@@ -378,16 +365,16 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
         /* collect the keys first, then delete: no cursor juggling across deletes */
         uint8_t *keys = NULL;
         size_t nkeys = 0, kcap = 0;
-        MDB_cursor *cur;
-        if ((rc = mdb_cursor_open(txn, s->dbi[db], &cur)) != 0) {
-            ret = ps_lmdb_err(err, rc, "opening cursor");
+        ps_cur_t cur;
+        if (!ps_cur_open(&cur, txn, db, "applying retention")) {
+            ret = ps_txn_error(txn, err);
             goto Exit;
         }
-        MDB_val k, v;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-        while (rc == 0) {
+        bool on = ps_cur_first(&cur);
+        while (on) {
+            MDB_val k = cur.k;
             if (k.mv_size != 16) {
-                rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+                on = ps_cur_next(&cur);
                 continue;
             }
             uint64_t sid = ps_get_be64(k.mv_data);
@@ -405,30 +392,23 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
                     }
                     touched[ntouched++] = sid;
                 }
-                rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+                on = ps_cur_next(&cur);
                 continue;
             }
             /* skip the rest of this series: its later keys are newer */
             uint8_t kb[16];
             ps_key_sid_ts(kb, sid + 1, INT64_MIN);
-            k = ps_mval(kb, 16);
-            rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+            on = ps_cur_seek(&cur, kb, 16);
         }
-        mdb_cursor_close(cur);
-        if (rc != MDB_NOTFOUND) {
-            free(keys);
-            ret = ps_lmdb_err(err, rc, "applying retention");
-            goto Exit;
-        }
-        for (size_t i = 0; i < nkeys; i++) {
-            MDB_val dk = ps_mval(keys + 16 * i, 16);
-            if ((rc = mdb_del(txn, s->dbi[db], &dk, NULL)) != 0) {
-                free(keys);
-                ret = ps_lmdb_err(err, rc, "applying retention");
-                goto Exit;
-            }
-        }
+        ps_cur_close(&cur);
+        if (txn->ret)
+            ret = ps_txn_error(txn, err);
+        for (size_t i = 0; i < nkeys && ret == 0; i++)
+            if (!ps_txn_del(txn, db, keys + 16 * i, 16, NULL, 0, "applying retention"))
+                ret = ps_txn_missing(txn, err, "applying retention");
         free(keys);
+        if (ret)
+            goto Exit;
     }
     if ((ret = ps_fretain(s, txn, cutoff, &touched, &ntouched, &cap, err)) != 0)
         goto Exit;
@@ -445,18 +425,13 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
             touched[ndrop++] = touched[i];
         }
     }
-    if ((rc = mdb_txn_commit(txn)) != 0) {
-        txn = NULL;
-        ret = ps_lmdb_commit_err(s, err, rc, "committing retention");
+    if ((ret = ps_txn_commit(txn, err, "committing retention")) != 0)
         goto Exit;
-    }
-    txn = NULL;
     *ndropped = (uint32_t)ndrop;
     if (ndrop > 0)
         forget_append_walls(s, touched, ndrop);
 Exit:
-    if (txn)
-        mdb_txn_abort(txn);
+    ps_txn_abort(txn);
     free(touched);
     if (ntouched > 0 || ret)
         ps_sym_caches_clear(s); /* series states changed under the caches */

@@ -37,25 +37,8 @@ static const struct {
 };
 
 
-int ps_lmdb_err(ps_err_t *err, int rc, const char *what)
-{
-    int code = PS_ESTORAGE;
-    if (rc == MDB_MAP_FULL || rc == ENOSPC)
-        code = PS_ENOSPACE;
-    else if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INVALID)
-        code = PS_ECORRUPT;
-    else if (rc == MDB_VERSION_MISMATCH)
-        code = PS_EVERSION;
-    else if (rc == ENOMEM)
-        code = PS_ENOMEM;
-    if (rc == MDB_MAP_FULL)
-        return ps_err_set(err, code, "%s: the store reached its maximum size (%s)", what,
-                          ps_setting_name(PS_SETTING_STORE_MAX_SIZE));
-    return ps_err_set(err, code, "%s: %s", what, mdb_strerror(rc));
-}
-
 /* The mount point of path: the last directory up from it on the same device. */
-static void mount_point(const char *path, char *out, size_t size)
+void ps_store_mount_point(const char *path, char *out, size_t size)
 {
     char cur[4096];
     if (realpath(path, cur) == NULL) {
@@ -81,25 +64,6 @@ static void mount_point(const char *path, char *out, size_t size)
         }
     }
     snprintf(out, size, "%s", cur);
-}
-
-/* Below this much free space a commit's EIO is taken for a full disk: LMDB's short write. */
-#define DISK_FULL_SLACK (4u << 20)
-
-int ps_lmdb_commit_err(ps_store_t *s, ps_err_t *err, int rc, const char *what)
-{
-    struct statvfs vfs;
-    if ((rc == EIO || rc == ENOSPC) && statvfs(s->dir, &vfs) == 0) {
-        uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
-        if (rc == ENOSPC || avail < DISK_FULL_SLACK + (s->reserve_held ? 0 : s->opts.disk_reserve)) {
-            char mp[4096];
-            mount_point(s->dir, mp, sizeof(mp));
-            ps_store_space_release(s); /* for retention and compaction, which free space */
-            return ps_err_set(err, PS_ENOSPACE, "%s: disk full: %llu bytes free on %s (data directory %s)", what,
-                              (unsigned long long)avail, mp, s->dir);
-        }
-    }
-    return ps_lmdb_err(err, rc, what);
 }
 
 static void reserve_path(const ps_store_t *s, char *out, size_t size)
@@ -154,31 +118,16 @@ void ps_store_space_release(ps_store_t *s)
     s->reserve_held = false;
 }
 
-/* Pages on LMDB's free list (reusable), read in txn. */
-static uint64_t free_pages(MDB_txn *txn)
-{
-    MDB_cursor *cur;
-    uint64_t n = 0;
-    if (mdb_cursor_open(txn, 0, &cur) != 0) /* dbi 0: LMDB's free-page database */
-        return 0;
-    MDB_val k, v;
-    for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
-        if (v.mv_size >= sizeof(size_t))
-            n += *(const size_t *)v.mv_data; /* an IDL: its count, then the page numbers */
-    mdb_cursor_close(cur);
-    return n;
-}
-
 /* Bytes of LMDB's free list: pages retention and compaction freed, reused before the file grows. */
 static uint64_t free_bytes(ps_store_t *s)
 {
-    MDB_txn *txn;
+    ps_txn_t t;
     MDB_stat st;
     mdb_env_stat(s->env, &st);
-    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn) != 0)
+    if (ps_txn_begin(&t, s, PS_TXN_READ, NULL, "starting read transaction") != 0)
         return 0;
-    uint64_t n = free_pages(txn);
-    mdb_txn_abort(txn);
+    uint64_t n = ps_txn_free_pages(&t);
+    ps_txn_abort(&t);
     return n * st.ms_psize;
 }
 
@@ -189,7 +138,7 @@ int ps_store_space_check(ps_store_t *s, ps_err_t *err)
         struct statvfs vfs;
         uint64_t avail = statvfs(s->dir, &vfs) == 0 ? (uint64_t)vfs.f_bavail * vfs.f_frsize : 0;
         char mp[4096];
-        mount_point(s->dir, mp, sizeof(mp));
+        ps_store_mount_point(s->dir, mp, sizeof(mp));
         return ps_err_set(err, PS_ENOSPACE,
                           "disk full: %llu bytes free on %s (data directory %s); writes resume once %llu bytes are "
                           "free there or in the store (retention) (%s)",
@@ -235,30 +184,28 @@ static void next_encode(const ps_next_ids_t *n, ps_buf_t *b)
     ps_put_be64(b, n->series);
 }
 
-int ps_store_save_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
+int ps_store_save_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
 {
     ps_buf_t b = PS_BUF_INIT;
     next_encode(&s->next, &b);
-    MDB_val k = ps_mval("next", 4), v = ps_mval(b.data, b.len);
-    int rc = mdb_put(txn, s->dbi[DB_INFO], &k, &v, 0);
+    bool ok = ps_txn_put(txn, DB_INFO, "next", 4, b.data, b.len, 0, "saving id counters");
     ps_buf_dispose(&b);
-    return rc ? ps_lmdb_err(err, rc, "saving id counters") : 0;
+    return ok ? 0 : ps_txn_error(txn, err);
 }
 
 /* The counters as committed in txn's snapshot (all 1 in a new store). */
-static int next_read(ps_store_t *s, MDB_txn *txn, ps_next_ids_t *n, ps_err_t *err)
+static int next_read(ps_store_t *s, ps_txn_t *txn, ps_next_ids_t *n, ps_err_t *err)
 {
-    MDB_val k = ps_mval("next", 4), v;
-    int rc = mdb_get(txn, s->dbi[DB_INFO], &k, &v);
-    if (rc == MDB_NOTFOUND) {
+    MDB_val v;
+    if (!ps_txn_get(txn, DB_INFO, "next", 4, &v, "reading id counters")) {
+        if (txn->ret)
+            return ps_txn_error(txn, err);
         for (int i = 0; i < SYM_KINDS; i++)
             n->sym[i] = 1;
         n->node = 1;
         n->series = 1;
         return 0;
     }
-    if (rc)
-        return ps_lmdb_err(err, rc, "reading id counters");
     if (v.mv_size != 8 * (SYM_KINDS - 1 + 2))
         return ps_err_set(err, PS_ECORRUPT, "id counters record has %zu bytes", v.mv_size);
     const uint8_t *p = v.mv_data;
@@ -270,7 +217,7 @@ static int next_read(ps_store_t *s, MDB_txn *txn, ps_next_ids_t *n, ps_err_t *er
     return 0;
 }
 
-int ps_store_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
+int ps_store_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
 {
     int ret = next_read(s, txn, &s->next, err);
     return ret != 0 ? ret : ps_fwd_load_next(s, txn, err);
@@ -280,47 +227,52 @@ int ps_store_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
  * keeps the handles); nothing created or upgraded */
 static int open_read_only(ps_store_t *s, ps_err_t *err)
 {
-    MDB_txn *txn;
-    int ret = 0, rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
-    if (rc)
-        return ps_lmdb_err(err, rc, "starting read transaction");
+    ps_txn_t t;
+    int rc, ret = ps_txn_begin(&t, s, PS_TXN_READ, err, "starting read transaction");
+    if (ret)
+        return ret;
     for (int i = 0; i < DB_COUNT && ret == 0; i++)
-        if ((rc = mdb_dbi_open(txn, schema[i].name, schema[i].flags, &s->dbi[i])) != 0) {
+        if ((rc = mdb_dbi_open(t.txn, schema[i].name, schema[i].flags, &s->dbi[i])) != 0) {
             ret = rc == MDB_NOTFOUND ? ps_err_set(err, PS_EVERSION,
                                                   "data directory %s has no database %s: not a store of schema version %d",
                                                   s->dir, schema[i].name, PS_SCHEMA_VERSION)
                                      : ps_lmdb_err(err, rc, "opening database");
         }
-    MDB_val k = ps_mval("schema", 6), v;
-    if (ret == 0 && ((rc = mdb_get(txn, s->dbi[DB_INFO], &k, &v)) != 0 || v.mv_size != 4 ||
+    MDB_val v;
+    if (ret == 0 && (!ps_txn_get(&t, DB_INFO, "schema", 6, &v, "reading the schema") || v.mv_size != 4 ||
                      ps_get_be32(v.mv_data) != PS_SCHEMA_VERSION))
         ret = ps_err_set(err, PS_EVERSION, "data directory %s: not a store of schema version %d (open it once with "
                          "profstore to upgrade it)", s->dir, PS_SCHEMA_VERSION);
     if (ret == 0)
-        ret = ps_store_load_next(s, txn, err);
-    if (ret == 0 && (rc = mdb_txn_commit(txn)) != 0)
+        ret = ps_store_load_next(s, &t, err);
+    if (ret == 0 && (rc = mdb_txn_commit(t.txn)) != 0) /* a read transaction's commit keeps the handles */
         return ps_lmdb_err(err, rc, "reading the schema");
     if (ret)
-        mdb_txn_abort(txn);
+        ps_txn_abort(&t);
     return ret;
+}
+
+int ps_store_env_open_ro(const char *dir, MDB_env **env)
+{
+    int rc = mdb_env_create(env);
+    if (rc == 0 && (rc = mdb_env_open(*env, dir, MDB_RDONLY | MDB_NOTLS, 0644)) != 0) {
+        mdb_env_close(*env);
+        *env = NULL;
+    }
+    return rc;
 }
 
 int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
 {
     int rc, ret = 0;
-    MDB_txn *txn = NULL;
+    ps_txn_t t = {0};
     ps_store_t *s = ps_xcalloc(1, sizeof(*s));
     s->opts = *o;
     s->dir = ps_xstrndup(o->dir, strlen(o->dir));
     s->opts.dir = s->dir;
     s->opened_wall = ps_time_now();
-    ps_hmap_init(&s->sym_cache);
-    ps_hmap_init(&s->tree_cache);
-    ps_hmap_init(&s->stack_cache);
-    ps_hmap_init(&s->series_cache);
-    ps_hmap_init(&s->state_index);
+    s->wc = ps_wcache_new();
     ps_hmap_init(&s->append_wall);
-    ps_hmap_init(&s->fstate_index);
 
     /* room past --storage.max-size that only retention and compaction use: 1/8 of it, 1 MiB to 1 GiB */
     s->map_headroom = o->map_size / 8 < (1u << 20) ? (1u << 20) : o->map_size / 8 > (1ull << 30) ? (1ull << 30) : o->map_size / 8;
@@ -350,19 +302,15 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
         ret = open_read_only(s, err);
         goto Exit;
     }
-    if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) {
-        ret = ps_lmdb_err(err, rc, "starting transaction");
+    if ((ret = ps_txn_begin(&t, s, PS_TXN_WRITE, err, "starting transaction")) != 0)
         goto Exit;
-    }
     /* schema version: refuse anything we would misread */
-    MDB_dbi info;
-    if ((rc = mdb_dbi_open(txn, schema[DB_INFO].name, MDB_CREATE | schema[DB_INFO].flags, &info)) != 0) {
+    if ((rc = mdb_dbi_open(t.txn, schema[DB_INFO].name, MDB_CREATE | schema[DB_INFO].flags, &s->dbi[DB_INFO])) != 0) {
         ret = ps_lmdb_err(err, rc, "opening database info");
         goto Exit;
     }
-    MDB_val k = ps_mval("schema", 6), v;
-    rc = mdb_get(txn, info, &k, &v);
-    if (rc == 0) {
+    MDB_val v;
+    if (ps_txn_get(&t, DB_INFO, "schema", 6, &v, "reading schema version")) {
         if (v.mv_size != 4) {
             ret = ps_err_set(err, PS_ECORRUPT, "data directory %s: schema record is damaged", o->dir);
             goto Exit;
@@ -375,9 +323,8 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
              * is the new databases (created below) and the version number, in this transaction.
              * An older profstore refuses the directory afterwards. */
             uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};
-            MDB_val nv = ps_mval(b, 4);
-            if ((rc = mdb_put(txn, info, &k, &nv, 0)) != 0) {
-                ret = ps_lmdb_err(err, rc, "upgrading the schema version");
+            if (!ps_txn_put(&t, DB_INFO, "schema", 6, b, 4, 0, "upgrading the schema version")) {
+                ret = ps_txn_error(&t, err);
                 ps_err_prefix(err, "version %u to %d", ver, PS_SCHEMA_VERSION);
                 goto Exit;
             }
@@ -391,38 +338,31 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
                              ver > PS_SCHEMA_VERSION ? "use a newer profstore" : "no migration exists yet");
             goto Exit;
         }
-    } else if (rc == MDB_NOTFOUND) {
+    } else if (t.ret == 0) {
         uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};
-        v = ps_mval(b, 4);
-        if ((rc = mdb_put(txn, info, &k, &v, 0)) != 0) {
-            ret = ps_lmdb_err(err, rc, "writing schema version");
+        if (!ps_txn_put(&t, DB_INFO, "schema", 6, b, 4, 0, "writing schema version")) {
+            ret = ps_txn_error(&t, err);
             goto Exit;
         }
     } else {
-        ret = ps_lmdb_err(err, rc, "reading schema version");
+        ret = ps_txn_error(&t, err);
         goto Exit;
     }
-    s->dbi[DB_INFO] = info;
     for (int i = 1; i < DB_COUNT; i++) {
-        if ((rc = mdb_dbi_open(txn, schema[i].name, MDB_CREATE | schema[i].flags, &s->dbi[i])) != 0) {
+        if ((rc = mdb_dbi_open(t.txn, schema[i].name, MDB_CREATE | schema[i].flags, &s->dbi[i])) != 0) {
             ret = ps_lmdb_err(err, rc, "opening database");
             ps_err_prefix(err, "%s", schema[i].name);
             goto Exit;
         }
     }
-    if ((ret = ps_store_load_next(s, txn, err)) != 0)
+    if ((ret = ps_store_load_next(s, &t, err)) != 0)
         goto Exit;
-    rc = mdb_txn_commit(txn);
-    txn = NULL;
-    if (rc) {
-        ret = ps_lmdb_commit_err(s, err, rc, "committing schema");
+    if ((ret = ps_txn_commit(&t, err, "committing schema")) != 0)
         goto Exit;
-    }
     if (!reserve_take(s)) /* a full disk: writes wait (ps_store_space_check), reads go on */
         ps_err_clear(err);
 Exit:
-    if (txn)
-        mdb_txn_abort(txn);
+    ps_txn_abort(&t);
     if (ret) {
         ps_store_close(s);
         return ret;
@@ -442,20 +382,7 @@ void ps_store_close(ps_store_t *s)
         return;
     if (s->env)
         mdb_env_close(s->env);
-    ps_hmap_dispose(&s->sym_cache);
-    ps_hmap_dispose(&s->tree_cache);
-    ps_hmap_dispose(&s->stack_cache);
-    ps_hmap_dispose(&s->series_cache);
-    ps_hmap_dispose(&s->state_index);
-    for (size_t i = 0; i < s->nstates; i++)
-        free(s->states[i]);
-    free(s->states);
-    free(s->due);
-    ps_fstate_clear(s);
-    ps_hmap_dispose(&s->fstate_index);
-    free(s->fstates);
-    free(s->fdirty);
-    ps_buf_dispose(&s->sym_key);
+    ps_wcache_free(s->wc);
     ps_buf_dispose(&s->fwd_mask);
     ps_buf_dispose(&s->fwd_buf);
     ps_hmap_dispose(&s->append_wall);
@@ -466,16 +393,16 @@ void ps_store_close(ps_store_t *s)
 int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err)
 {
     memset(st, 0, sizeof(*st));
-    MDB_txn *txn;
-    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
-    if (rc)
-        return ps_lmdb_err(err, rc, "starting read transaction");
+    ps_txn_t txn;
+    int ret = ps_txn_begin(&txn, s, PS_TXN_READ, err, "starting read transaction");
+    if (ret)
+        return ret;
     MDB_stat ms;
     uint64_t pages = 0;
     MDB_stat es;
     mdb_env_stat(s->env, &es);
     for (int i = 0; i < DB_COUNT; i++) {
-        if (mdb_stat(txn, s->dbi[i], &ms) == 0) {
+        if (ps_txn_stat(&txn, i, &ms)) {
             pages += ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages;
             switch (i) {
             case DB_SERIES: st->series = ms.ms_entries; break;
@@ -491,8 +418,8 @@ int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err)
     /* the symbol counts from the committed counters of this snapshot: s->next belongs to the
      * writer thread (and runs ahead of what is committed while it writes) */
     ps_next_ids_t next;
-    int ret = next_read(s, txn, &next, err);
-    mdb_txn_abort(txn);
+    ret = next_read(s, &txn, &next, err);
+    ps_txn_abort(&txn);
     if (ret)
         return ret;
     st->strings = next.sym[SYM_STRING] - 1;

@@ -19,39 +19,35 @@ void ps_store_set_forward(ps_store_t *s, ps_store_fwd_floats_fn fn, void *ctx)
     atomic_store(&s->fwd_floats, fn);
 }
 
-int ps_fwd_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err)
+int ps_fwd_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
 {
-    MDB_val k = ps_mval("fwdnext", 7), v;
-    int rc = mdb_get(txn, s->dbi[DB_INFO], &k, &v);
-    if (rc == MDB_NOTFOUND) {
+    MDB_val v;
+    if (!ps_txn_get(txn, DB_INFO, "fwdnext", 7, &v, "reading the forwarding log's next number")) {
+        if (txn->ret)
+            return ps_txn_error(txn, err);
         s->fwd_next = 1;
         return 0;
     }
-    if (rc != 0)
-        return ps_lmdb_err(err, rc, "reading the forwarding log's next number");
     if (v.mv_size != 8)
         return ps_err_set(err, PS_ECORRUPT, "info \"fwdnext\": %zu bytes, not 8", v.mv_size);
     s->fwd_next = ps_get_be64(v.mv_data);
     return 0;
 }
 
-int ps_fwd_log_put(ps_store_t *s, MDB_txn *txn, int64_t wall, const void *data, size_t len, ps_err_t *err)
+int ps_fwd_log_put(ps_store_t *s, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err)
 {
     uint8_t kb[8];
     ps_enc_be64(kb, s->fwd_next);
-    MDB_val k = ps_mval(kb, 8), v = ps_mval(NULL, 8 + len);
-    int rc = mdb_put(txn, s->dbi[DB_FWDLOG], &k, &v, MDB_APPEND | MDB_RESERVE);
-    if (rc != 0)
-        return ps_lmdb_err(err, rc, "writing the forwarding log");
-    ps_enc_be64(v.mv_data, (uint64_t)wall);
-    memcpy((uint8_t *)v.mv_data + 8, data, len);
+    uint8_t *v = ps_txn_reserve(txn, DB_FWDLOG, kb, 8, 8 + len, MDB_APPEND, "writing the forwarding log");
+    if (v == NULL)
+        return ps_txn_error(txn, err);
+    ps_enc_be64(v, (uint64_t)wall);
+    memcpy(v + 8, data, len);
     s->fwd_next++;
     uint8_t nb[8];
     ps_enc_be64(nb, s->fwd_next);
-    MDB_val nk = ps_mval("fwdnext", 7), nv = ps_mval(nb, 8);
-    if ((rc = mdb_put(txn, s->dbi[DB_INFO], &nk, &nv, 0)) != 0)
-        return ps_lmdb_err(err, rc, "writing the forwarding log's next number");
-    return 0;
+    ps_txn_put(txn, DB_INFO, "fwdnext", 7, nb, 8, 0, "writing the forwarding log's next number");
+    return ps_txn_error(txn, err);
 }
 
 /* --agent: a write stores only its log entries. Nothing is checked against stored data (there is
@@ -60,15 +56,13 @@ int ps_fwd_log_put(ps_store_t *s, MDB_txn *txn, int64_t wall, const void *data, 
 int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf,
                           const ps_metric_meta_t *meta, size_t nm, ps_err_t *err)
 {
-    MDB_txn *txn = NULL;
+    ps_txn_t t = {0}, *txn = &t;
     int64_t now = ps_time_now();
-    int rc, ret;
+    int ret;
     if ((ret = ps_store_space_check(s, err)) != 0)
         goto Fail;
-    if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) {
-        ret = ps_lmdb_err(err, rc, "starting write transaction");
+    if ((ret = ps_txn_begin(txn, s, PS_TXN_WRITE, err, "starting write transaction")) != 0)
         goto Fail;
-    }
     for (size_t i = 0; i < n; i++) {
         ps_append_t *it = items[i];
         it->status = 0;
@@ -103,20 +97,15 @@ int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappe
         if (s->fwd_buf.len > 0 && (ret = ps_fwd_log_put(s, txn, now, s->fwd_buf.data, s->fwd_buf.len, err)) != 0)
             goto Fail;
     }
-    rc = mdb_txn_commit(txn);
-    txn = NULL;
-    if (rc != 0) {
-        ret = ps_lmdb_commit_err(s, err, rc, "committing");
+    if ((ret = ps_txn_commit(txn, err, "committing")) != 0)
         goto Fail;
-    }
     return 0;
 Fail:
-    if (txn != NULL)
-        mdb_txn_abort(txn);
-    MDB_txn *rt;
-    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &rt) == 0) {
-        ps_fwd_load_next(s, rt, NULL);
-        mdb_txn_abort(rt);
+    ps_txn_abort(txn);
+    ps_txn_t rt;
+    if (ps_txn_begin(&rt, s, PS_TXN_READ, NULL, "starting read transaction") == 0) {
+        ps_fwd_load_next(s, &rt, NULL);
+        ps_txn_abort(&rt);
     }
     for (size_t i = 0; i < n; i++) {
         items[i]->status = ret;
@@ -130,29 +119,20 @@ Fail:
     return ret;
 }
 
-/* A read transaction with a cursor over the log (the transaction alone is left in *txn when the
- * cursor cannot be opened: log_close ends either). */
-static int log_open(ps_store_t *s, MDB_txn **txn, MDB_cursor **cur, ps_err_t *err)
+/* A read transaction with a cursor over the log (log_close ends what was begun). */
+static int log_open(ps_store_t *s, ps_txn_t *txn, ps_cur_t *cur, ps_err_t *err)
 {
-    *cur = NULL;
-    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, txn);
-    if (rc != 0) {
-        *txn = NULL;
-        return ps_lmdb_err(err, rc, "starting read transaction");
-    }
-    if ((rc = mdb_cursor_open(*txn, s->dbi[DB_FWDLOG], cur)) != 0) {
-        *cur = NULL;
-        return ps_lmdb_err(err, rc, "reading the forwarding log");
-    }
-    return 0;
+    cur->c = NULL;
+    int ret = ps_txn_begin(txn, s, PS_TXN_READ, err, "starting read transaction");
+    if (ret != 0)
+        return ret;
+    return ps_cur_open(cur, txn, DB_FWDLOG, "reading the forwarding log") ? 0 : ps_txn_error(txn, err);
 }
 
-static void log_close(MDB_txn *txn, MDB_cursor *cur)
+static void log_close(ps_txn_t *txn, ps_cur_t *cur)
 {
-    if (cur != NULL)
-        mdb_cursor_close(cur);
-    if (txn != NULL)
-        mdb_txn_abort(txn);
+    ps_cur_close(cur);
+    ps_txn_abort(txn);
 }
 
 /* An entry's key is its 8-byte sequence number, its value an 8-byte time and the payload. */
@@ -167,22 +147,22 @@ static int log_entry_check(const MDB_val *k, const MDB_val *v, ps_err_t *err)
 int ps_store_fwd_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_bytes,
                       int (*cb)(void *ctx, const ps_fwd_entry_t *e), void *ctx, uint64_t *last, ps_err_t *err)
 {
-    MDB_txn *txn;
-    MDB_cursor *cur;
-    int rc, ret = log_open(s, &txn, &cur, err);
+    ps_txn_t txn = {0};
+    ps_cur_t cur;
+    int ret = log_open(s, &txn, &cur, err);
     if (ret != 0)
         goto Done;
     if (last != NULL) {
-        MDB_val k = ps_mval("fwdnext", 7), v;
-        rc = mdb_get(txn, s->dbi[DB_INFO], &k, &v);
-        *last = rc == 0 && v.mv_size == 8 ? ps_get_be64(v.mv_data) - 1 : 0;
+        MDB_val v;
+        bool found = ps_txn_get(&txn, DB_INFO, "fwdnext", 7, &v, "reading the forwarding log's next number");
+        *last = found && v.mv_size == 8 ? ps_get_be64(v.mv_data) - 1 : 0;
+        ps_txn_error(&txn, NULL); /* a failed read: 0, as for no number */
     }
     uint8_t kb[8];
     ps_enc_be64(kb, after + 1);
-    MDB_val k = ps_mval(kb, 8), v;
     size_t n = 0, bytes = 0;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0 && n < max_n;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    for (bool on = ps_cur_seek(&cur, kb, 8); on && n < max_n; on = ps_cur_next(&cur)) {
+        MDB_val k = cur.k, v = cur.v;
         if ((ret = log_entry_check(&k, &v, err)) != 0)
             goto Done;
         if (n > 0 && bytes + v.mv_size - 8 > max_bytes)
@@ -194,24 +174,23 @@ int ps_store_fwd_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_by
         if ((ret = cb(ctx, &e)) != 0)
             goto Done;
     }
-    if (rc != 0 && rc != MDB_NOTFOUND)
-        ret = ps_lmdb_err(err, rc, "reading the forwarding log");
+    ret = ps_txn_error(&txn, err);
 Done:
-    log_close(txn, cur);
+    log_close(&txn, &cur);
     return ret;
 }
 
 int ps_store_fwd_bound(ps_store_t *s, uint64_t after, uint64_t max_bytes, uint64_t *cut, ps_err_t *err)
 {
-    MDB_txn *txn;
-    MDB_cursor *cur;
+    ps_txn_t txn = {0};
+    ps_cur_t cur;
     *cut = after;
-    int rc, ret = log_open(s, &txn, &cur, err);
+    int ret = log_open(s, &txn, &cur, err);
     if (ret != 0)
         goto Done;
-    MDB_val k, v;
     uint64_t bytes = 0;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_LAST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_PREV)) {
+    for (bool on = ps_cur_last(&cur); on; on = ps_cur_prev(&cur)) {
+        MDB_val k = cur.k, v = cur.v;
         if ((ret = log_entry_check(&k, &v, err)) != 0)
             goto Done;
         uint64_t seq = ps_get_be64(k.mv_data);
@@ -223,30 +202,26 @@ int ps_store_fwd_bound(ps_store_t *s, uint64_t after, uint64_t max_bytes, uint64
             break;
         }
     }
-    if (rc != 0 && rc != MDB_NOTFOUND)
-        ret = ps_lmdb_err(err, rc, "reading the forwarding log");
+    ret = ps_txn_error(&txn, err);
 Done:
-    log_close(txn, cur);
+    log_close(&txn, &cur);
     return ret;
 }
 
 int ps_store_fwd_cursor(ps_store_t *s, const char *name, uint64_t *seq, ps_err_t *err)
 {
-    MDB_txn *txn;
-    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), ret = 0;
-    if (rc != 0)
-        return ps_lmdb_err(err, rc, "starting read transaction");
-    MDB_val k = ps_mval(name, strlen(name)), v;
-    rc = mdb_get(txn, s->dbi[DB_FWDCURSOR], &k, &v);
-    if (rc == MDB_NOTFOUND)
-        ret = PS_ENOTFOUND;
-    else if (rc != 0)
-        ret = ps_lmdb_err(err, rc, "reading a forwarding cursor");
+    ps_txn_t txn;
+    int ret = ps_txn_begin(&txn, s, PS_TXN_READ, err, "starting read transaction");
+    if (ret != 0)
+        return ret;
+    MDB_val v;
+    if (!ps_txn_get(&txn, DB_FWDCURSOR, name, strlen(name), &v, "reading a forwarding cursor"))
+        ret = txn.ret ? ps_txn_error(&txn, err) : PS_ENOTFOUND;
     else if (v.mv_size != 8)
         ret = ps_err_set(err, PS_ECORRUPT, "forwarding cursor \"%s\": %zu bytes, not 8", name, v.mv_size);
     else
         *seq = ps_get_be64(v.mv_data);
-    mdb_txn_abort(txn);
+    ps_txn_abort(&txn);
     return ret;
 }
 
@@ -261,65 +236,41 @@ static bool listed(const MDB_val *k, const char *const *names, size_t n)
 int ps_store_fwd_advance(ps_store_t *s, const char *const *names, const uint64_t *seqs, size_t n, uint64_t *trimmed,
                          ps_err_t *err)
 {
-    MDB_txn *txn;
-    MDB_cursor *cur = NULL;
+    ps_txn_t txn;
+    ps_cur_t cur;
     uint64_t ndel = 0;
-    int rc = mdb_txn_begin(s->env, NULL, 0, &txn), ret = 0;
-    if (rc != 0)
-        return ps_lmdb_err(err, rc, "starting write transaction");
+    int ret = ps_txn_begin(&txn, s, PS_TXN_WRITE, err, "starting write transaction");
+    if (ret != 0)
+        return ret;
     uint64_t upto = s->fwd_next - 1; /* every entry, when no endpoint is left */
     for (size_t i = 0; i < n; i++) {
         uint8_t vb[8];
         ps_enc_be64(vb, seqs[i]);
-        MDB_val k = ps_mval(names[i], strlen(names[i])), v = ps_mval(vb, 8);
-        if ((rc = mdb_put(txn, s->dbi[DB_FWDCURSOR], &k, &v, 0)) != 0) {
-            ret = ps_lmdb_err(err, rc, "writing a forwarding cursor");
-            goto Fail;
-        }
+        ps_txn_put(&txn, DB_FWDCURSOR, names[i], strlen(names[i]), vb, 8, 0, "writing a forwarding cursor");
         if (seqs[i] < upto)
             upto = seqs[i];
     }
     /* cursors of endpoints no longer configured */
-    if ((rc = mdb_cursor_open(txn, s->dbi[DB_FWDCURSOR], &cur)) != 0) {
-        ret = ps_lmdb_err(err, rc, "reading the forwarding cursors");
-        goto Fail;
+    if (ps_cur_open(&cur, &txn, DB_FWDCURSOR, "deleting a forwarding cursor")) {
+        for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur))
+            if (!listed(&cur.k, names, n) && !ps_cur_del(&cur))
+                break;
+        ps_cur_close(&cur);
     }
-    MDB_val k, v;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
-        if (!listed(&k, names, n) && (rc = mdb_cursor_del(cur, 0)) != 0)
-            break;
-    mdb_cursor_close(cur);
-    cur = NULL;
-    if (rc != 0 && rc != MDB_NOTFOUND) {
-        ret = ps_lmdb_err(err, rc, "deleting a forwarding cursor");
-        goto Fail;
+    /* the entries every endpoint has, from the front */
+    if (ps_cur_open(&cur, &txn, DB_FWDLOG, "trimming the forwarding log")) {
+        for (bool on = ps_cur_first(&cur); on && ndel < TRIM_MAX; on = ps_cur_next(&cur)) { /* after a delete: the next one */
+            if (cur.k.mv_size != 8 || ps_get_be64(cur.k.mv_data) > upto)
+                break;
+            if (!ps_cur_del(&cur))
+                break;
+            ndel++;
+        }
+        ps_cur_close(&cur);
     }
-    if ((rc = mdb_cursor_open(txn, s->dbi[DB_FWDLOG], &cur)) != 0) {
-        ret = ps_lmdb_err(err, rc, "trimming the forwarding log");
-        goto Fail;
-    }
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && ndel < TRIM_MAX;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) { /* after a delete: the next one */
-        if (k.mv_size != 8 || ps_get_be64(k.mv_data) > upto)
-            break;
-        if ((rc = mdb_cursor_del(cur, 0)) != 0)
-            break;
-        ndel++;
-    }
-    mdb_cursor_close(cur);
-    cur = NULL;
-    if (rc != 0 && rc != MDB_NOTFOUND) {
-        ret = ps_lmdb_err(err, rc, "trimming the forwarding log");
-        goto Fail;
-    }
-    if ((rc = mdb_txn_commit(txn)) != 0)
-        return ps_lmdb_commit_err(s, err, rc, "committing the forwarding cursors");
+    if ((ret = ps_txn_commit(&txn, err, "committing the forwarding cursors")) != 0)
+        return ret;
     if (trimmed != NULL)
         *trimmed = ndel;
     return 0;
-Fail:
-    if (cur != NULL)
-        mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
-    return ret;
 }

@@ -13,6 +13,7 @@
 #include "core/timeutil.h"
 #include "core/varint.h"
 #include "store.h"
+#include "txn.h"
 
 /* Named databases. The order is the index into ps_store_t.dbi; names are on disk forever. */
 enum {
@@ -74,13 +75,11 @@ typedef struct ps_series_state {
     int64_t last_chunk_max; /* INT64_MIN if none */
 } ps_series_state_t;
 
-struct ps_store {
-    MDB_env *env;
-    MDB_dbi dbi[DB_COUNT];
-    ps_store_opts_t opts;
-    char *dir;
-    /* writer-only state */
-    ps_next_ids_t next;
+/* The writer's caches: what recent write transactions looked up or changed, so that an append
+ * asks LMDB again for none of it. Only the writer (the thread that calls ps_store_write and the
+ * compactor) touches them; all but the due list are dropped together (ps_sym_caches_clear)
+ * whenever a transaction fails or changed records under them. */
+typedef struct ps_wcache {
     ps_hmap_t sym_cache;    /* kind + content -> id */
     ps_hmap_t tree_cache;   /* parent(8) item(8) -> node */
     ps_hmap_t stack_cache;  /* item ids of a whole stack -> node */
@@ -89,22 +88,36 @@ struct ps_store {
     ps_series_state_t **states; /* every state allocated, for freeing */
     size_t nstates, capstates;
     ps_buf_t sym_key;       /* ps_sym_intern's cache key */
-    /* sid(8) -> wall clock (ns) of the last committed append in this process. Not a cache:
-     * ps_sym_caches_clear keeps it (the idle rule of the compactor needs it); retention drops
-     * the entries of the series it deletes. */
-    ps_hmap_t append_wall;
-    int64_t opened_wall;    /* when this process opened the store (the idle rule's start) */
-    int upgraded_from;      /* the schema version ps_store_open upgraded, or 0 */
     uint64_t *due;          /* series whose head reached compact_max_profiles */
     size_t ndue, capdue;
-    /* float series (floats.c): the open chunk and appender of each series written lately, a
-     * cache of what the write transaction holds (dropped with the others) */
+    /* float series (floats_append.c): the open chunk and appender of each series written lately,
+     * a cache of what the write transaction holds */
     ps_hmap_t fstate_index; /* sid(8) -> index in fstates */
     struct ps_fstate **fstates;
     size_t nfstates, capfstates;
     uint64_t fstate_bytes;
     struct ps_fstate **fdirty; /* heads changed in the current write transaction */
     size_t nfdirty, capfdirty;
+} ps_wcache_t;
+
+/** A new, empty ps_wcache_t; ps_wcache_free(NULL) is a no-op. */
+ps_wcache_t *ps_wcache_new(void);
+void ps_wcache_free(ps_wcache_t *wc);
+
+struct ps_store {
+    MDB_env *env;
+    MDB_dbi dbi[DB_COUNT];
+    ps_store_opts_t opts;
+    char *dir;
+    /* writer-only state */
+    ps_wcache_t *wc;        /* the writer's caches */
+    ps_next_ids_t next;     /* the ids the next write gives (saved with each write) */
+    /* sid(8) -> wall clock (ns) of the last committed append in this process. Not a cache:
+     * ps_sym_caches_clear keeps it (the idle rule of the compactor needs it); retention drops
+     * the entries of the series it deletes. */
+    ps_hmap_t append_wall;
+    int64_t opened_wall;    /* when this process opened the store (the idle rule's start) */
+    int upgraded_from;      /* the schema version ps_store_open upgraded, or 0 */
     uint64_t fflushes;      /* ps_fwrite_flush calls: whose turn it is to rewrite prefixes */
     /* space (env.c): the map is opened map_headroom bytes larger than opts.map_size, which only
      * writes respect (ps_store_space_check), so retention and compaction can still delete; the
@@ -124,19 +137,14 @@ void ps_store_space_release(ps_store_t *s);
 
 struct ps_reader {
     ps_store_t *store;
-    MDB_txn *txn;
+    ps_txn_t txn;
     /* the retention clamp: nothing older than now - --retention at ps_reader_begin is read (ns; and
      * in ms for float series, rounded up); INT64_MIN without retention */
     int64_t min_ts, min_ms;
 };
 
-/** Translates an LMDB error into a PS_E code with a message. */
-int ps_lmdb_err(ps_err_t *err, int rc, const char *what);
-/** ps_lmdb_err for a failed mdb_txn_commit: LMDB answers a short write (a full file system, e.g.
- *  tmpfs) with EIO, so EIO and ENOSPC look at the data directory's file system (statvfs) and a
- *  full one is PS_ENOSPACE "<what>: disk full: N bytes free on <mount point> (data directory D)",
- *  and the disk reserve is given up (ps_store_space_release). */
-int ps_lmdb_commit_err(ps_store_t *s, ps_err_t *err, int rc, const char *what);
+/** The mount point of path (the last directory up from it on the same device) into out. */
+void ps_store_mount_point(const char *path, char *out, size_t size);
 
 static inline MDB_val ps_mval(const void *p, size_t n)
 {
@@ -144,14 +152,19 @@ static inline MDB_val ps_mval(const void *p, size_t n)
     return v;
 }
 
+/* env.c: opens dir's LMDB environment read-only and nothing else (no named database; check.c's
+ * look at the free list): 0 or LMDB's error */
+int ps_store_env_open_ro(const char *dir, MDB_env **env);
+
 /* check.c: PS_ECORRUPT with the sizes if dir's data.mdb cannot be a whole store (before LMDB maps it) */
 int ps_store_check_file(const char *dir, ps_err_t *err);
 
 /* symbols.c */
 void ps_sym_caches_clear(ps_store_t *s);
-int ps_sym_intern(ps_store_t *s, MDB_txn *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err);
-int ps_sym_get(MDB_txn *txn, ps_store_t *s, int kind, uint64_t id, MDB_val *out);
-int ps_tree_child(ps_store_t *s, MDB_txn *txn, uint64_t parent, uint64_t item, uint64_t *node, ps_err_t *err);
+int ps_sym_intern(ps_store_t *s, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err);
+/* The content of symbol (kind, id) into *out: true, false if there is none (or txn failed). */
+bool ps_sym_get(ps_txn_t *txn, int kind, uint64_t id, MDB_val *out);
+int ps_tree_child(ps_store_t *s, ps_txn_t *txn, uint64_t parent, uint64_t item, uint64_t *node, ps_err_t *err);
 
 /* series.c */
 typedef struct ps_series_rec {
@@ -165,11 +178,11 @@ void ps_series_rec_encode(const ps_series_rec_t *r, ps_buf_t *out);
 int ps_series_rec_decode(const void *p, size_t n, ps_series_rec_t *r);
 /* create: make the series, of that kind, if missing; an existing series keeps its own kind
  * ((*st)->kind says which) */
-int ps_series_get_or_create(ps_store_t *s, MDB_txn *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
+int ps_series_get_or_create(ps_store_t *s, ps_txn_t *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
                             uint64_t *sid, ps_series_state_t **st, ps_err_t *err);
 ps_series_state_t *ps_series_state(ps_store_t *s, uint64_t sid);
-int ps_series_put_state(ps_store_t *s, MDB_txn *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err);
-int ps_series_delete(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_err_t *err);
+int ps_series_put_state(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err);
+int ps_series_delete(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_err_t *err);
 
 /* head.c: head record = enc(1) duration(varint) period(varint) total(varint) n(uvarint)
  * then n x (node delta uvarint, value zigzag varint) */
@@ -186,10 +199,10 @@ static inline void ps_key_sid_ts(uint8_t k[16], uint64_t sid, int64_t ts)
 
 
 
-/* floats.c */
-void ps_fstate_clear(ps_store_t *s);
-int ps_fwrite(ps_store_t *s, MDB_txn *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err);
-int ps_fwrite_flush(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
+/* floats*.c (the files share floats.h) */
+void ps_fstate_clear(ps_wcache_t *wc);
+int ps_fwrite(ps_store_t *s, ps_txn_t *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err);
+int ps_fwrite_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
 void ps_meta_rec_encode(const ps_metric_meta_t *m, ps_buf_t *out);
 /* One chunk of a packed fchunks value (PS_FCHUNK_ENC_PACKED): its first and last sample's t and
  * its bytes (a XOR chunk without the encoding byte). */
@@ -207,20 +220,20 @@ void ps_fprefix_encode(const uint8_t *c, size_t p, ps_buf_t *out);
  * encoding enc (PS_FCHUNK_ENC_PACKED: XOR chunks; PS_FCHUNK_ENC_DPACKED: dense chunks written
  * with tbase = their min_t). */
 void ps_fpack_encode(uint8_t enc, const ps_fpack_entry_t *e, size_t n, ps_buf_t *out);
-int ps_meta_write(ps_store_t *s, MDB_txn *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err);
+int ps_meta_write(ps_store_t *s, ps_txn_t *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err);
 int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
-int ps_fretain(ps_store_t *s, MDB_txn *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
+int ps_fretain(ps_store_t *s, ps_txn_t *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
                ps_err_t *err);
 int ps_freader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err);
 int ps_freader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
 
 /* fwdlog.c: the forwarding log inside a write transaction */
-int ps_fwd_log_put(ps_store_t *s, MDB_txn *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);
-int ps_fwd_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
+int ps_fwd_log_put(ps_store_t *s, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);
+int ps_fwd_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
 int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf,
                           const ps_metric_meta_t *meta, size_t nm, ps_err_t *err);
 
 /* env.c */
-int ps_store_save_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
-int ps_store_load_next(ps_store_t *s, MDB_txn *txn, ps_err_t *err);
+int ps_store_save_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
+int ps_store_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
 #endif

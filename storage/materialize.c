@@ -69,10 +69,11 @@ static int node_up(mctx_t *c, uint64_t node, uint64_t *parent, uint64_t *item)
         *parent = v;
         return 0;
     }
-    MDB_val mk = ps_mval(k, 8), mv;
-    int rc = mdb_get(c->r->txn, c->r->store->dbi[DB_NODES], &mk, &mv);
-    if (rc || mv.mv_size != 16)
+    MDB_val mv;
+    if (!ps_txn_get(&c->r->txn, DB_NODES, k, 8, &mv, "reading stack node") || mv.mv_size != 16) {
+        ps_txn_error(&c->r->txn, NULL); /* a failed read is told as the node missing */
         return ps_err_set(c->err, PS_ECORRUPT, "stack node %llu is missing or damaged", (unsigned long long)node);
+    }
     *parent = ps_get_be64(mv.mv_data);
     *item = ps_get_be64((const uint8_t *)mv.mv_data + 8);
     ps_hmap_put(&c->nodes, k, 8, *parent);
@@ -83,9 +84,10 @@ static int node_up(mctx_t *c, uint64_t node, uint64_t *parent, uint64_t *item)
 static int sym(mctx_t *c, int kind, uint64_t id, ps_dec_t *d)
 {
     MDB_val v;
-    int rc = ps_sym_get(c->r->txn, c->r->store, kind, id, &v);
-    if (rc)
+    if (!ps_sym_get(&c->r->txn, kind, id, &v)) {
+        ps_txn_error(&c->r->txn, NULL); /* a failed read is told as the symbol missing */
         return ps_err_set(c->err, PS_ECORRUPT, "symbol %d/%llu is missing", kind, (unsigned long long)id);
+    }
     ps_dec_init(d, v.mv_data, v.mv_size);
     return 0;
 }
@@ -232,7 +234,8 @@ int ps_reader_materialize(ps_reader_t *r, const uint64_t *nodes, const int64_t *
     out->strings[0] = (ps_str_t){"", 0};
     for (size_t i = 1; i < nstored; i++) {
         MDB_val v;
-        if (ps_sym_get(r->txn, r->store, SYM_STRING, ((uint64_t *)c.str_gids.data)[i], &v) != 0) {
+        if (!ps_sym_get(&r->txn, SYM_STRING, ((uint64_t *)c.str_gids.data)[i], &v)) {
+            ps_txn_error(&r->txn, NULL);
             ret = ps_err_set(err, PS_ECORRUPT, "string symbol is missing");
             goto Exit;
         }

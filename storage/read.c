@@ -19,10 +19,10 @@ int ps_reader_begin(ps_store_t *s, ps_reader_t **out, ps_err_t *err)
         r->min_ts = ps_time_now() - s->opts.retention_ns;
         r->min_ms = r->min_ts >= 0 ? (r->min_ts + 999999) / 1000000 : -((-r->min_ts) / 1000000); /* ceil(/1e6) */
     }
-    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &r->txn);
-    if (rc) {
+    int ret = ps_txn_begin(&r->txn, s, PS_TXN_READ, err, "starting read transaction");
+    if (ret) {
         free(r);
-        return ps_lmdb_err(err, rc, "starting read transaction");
+        return ret;
     }
     *out = r;
     return 0;
@@ -37,21 +37,20 @@ void ps_reader_end(ps_reader_t *r)
 {
     if (r == NULL)
         return;
-    mdb_txn_abort(r->txn);
+    ps_txn_abort(&r->txn);
     free(r);
 }
 
 int ps_reader_series_foreach(ps_reader_t *r, int (*cb)(void *ctx, uint64_t sid, const ps_labels_t *ls), void *ctx,
                              ps_err_t *err)
 {
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(r->txn, r->store->dbi[DB_SERIES], &cur), ret = 0;
-    if (rc)
-        return ps_lmdb_err(err, rc, "opening series cursor");
+    ps_cur_t cur;
+    int ret = 0;
+    if (!ps_cur_open(&cur, &r->txn, DB_SERIES, "reading series"))
+        return ps_txn_error(&r->txn, err);
     ps_arena_t a = PS_ARENA_INIT;
-    MDB_val k, v;
-    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-    while (rc == 0) {
+    for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur)) {
+        MDB_val k = cur.k, v = cur.v;
         ps_series_rec_t rec;
         ps_labels_t ls;
         ps_arena_reset(&a);
@@ -63,12 +62,11 @@ int ps_reader_series_foreach(ps_reader_t *r, int (*cb)(void *ctx, uint64_t sid, 
         }
         if ((ret = cb(ctx, ps_get_be64(k.mv_data), &ls)) != 0)
             break;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
-    mdb_cursor_close(cur);
+    ps_cur_close(&cur);
     ps_arena_dispose(&a);
-    if (ret == 0 && rc != 0 && rc != MDB_NOTFOUND)
-        ret = ps_lmdb_err(err, rc, "reading series");
+    if (ret == 0)
+        ret = ps_txn_error(&r->txn, err);
     return ret;
 }
 
@@ -76,12 +74,9 @@ int ps_reader_series_labels(ps_reader_t *r, uint64_t sid, ps_arena_t *arena, ps_
 {
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
-    MDB_val k = ps_mval(kb, 8), v;
-    int rc = mdb_get(r->txn, r->store->dbi[DB_SERIES], &k, &v);
-    if (rc == MDB_NOTFOUND)
-        return PS_ENOTFOUND;
-    if (rc)
-        return ps_lmdb_err(err, rc, "reading series record");
+    MDB_val v;
+    if (!ps_txn_get(&r->txn, DB_SERIES, kb, 8, &v, "reading series record"))
+        return r->txn.ret ? ps_txn_error(&r->txn, err) : PS_ENOTFOUND;
     ps_series_rec_t rec;
     if (ps_series_rec_decode(v.mv_data, v.mv_size, &rec) != 0 || ps_labels_decode(rec.labels, rec.labels_len, arena, out) != 0)
         return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
@@ -94,37 +89,30 @@ int ps_reader_series_lookup(ps_reader_t *r, const ps_labels_t *ls, uint64_t *sid
     ps_labels_encode(ls, &enc);
     uint8_t hk[8];
     ps_enc_be64(hk, ps_hash64(enc.data, enc.len, 0x5e41e5));
-    MDB_cursor *cur;
-    int ret = PS_ENOTFOUND, rc = mdb_cursor_open(r->txn, r->store->dbi[DB_SERIES_HASH], &cur);
-    if (rc) {
+    ps_cur_t cur;
+    int ret = PS_ENOTFOUND;
+    if (!ps_cur_open(&cur, &r->txn, DB_SERIES_HASH, "reading series index")) {
         ps_buf_dispose(&enc);
-        return ps_lmdb_err(err, rc, "opening series index");
+        return ps_txn_error(&r->txn, err);
     }
-    MDB_val k = ps_mval(hk, 8), d;
-    rc = mdb_cursor_get(cur, &k, &d, MDB_SET_KEY);
-    while (rc == 0) {
-        uint64_t cand = ps_get_be64(d.mv_data);
+    for (bool on = ps_cur_find(&cur, hk, 8); on; on = ps_cur_next_dup(&cur)) {
+        uint64_t cand = ps_get_be64(cur.v.mv_data);
         uint8_t ck[8];
         ps_enc_be64(ck, cand);
-        MDB_val sk = ps_mval(ck, 8), sv;
+        MDB_val sv;
         ps_series_rec_t rec;
-        int grc = mdb_get(r->txn, r->store->dbi[DB_SERIES], &sk, &sv);
-        if (grc != 0 && grc != MDB_NOTFOUND) {
-            rc = grc;
-            break;
-        }
-        if (grc == 0 && ps_series_rec_decode(sv.mv_data, sv.mv_size, &rec) == 0 && rec.labels_len == enc.len &&
+        if (ps_txn_get(&r->txn, DB_SERIES, ck, 8, &sv, "reading series index") &&
+            ps_series_rec_decode(sv.mv_data, sv.mv_size, &rec) == 0 && rec.labels_len == enc.len &&
             memcmp(rec.labels, enc.data, enc.len) == 0) {
             *sid = cand;
             ret = 0;
             break;
         }
-        rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT_DUP);
     }
-    mdb_cursor_close(cur);
+    ps_cur_close(&cur);
     ps_buf_dispose(&enc);
-    if (ret != 0 && rc != 0 && rc != MDB_NOTFOUND)
-        return ps_lmdb_err(err, rc, "reading series index");
+    if (ret != 0 && r->txn.ret)
+        return ps_txn_error(&r->txn, err);
     return ret;
 }
 
@@ -135,27 +123,24 @@ int ps_reader_postings(ps_reader_t *r, const char *name, size_t nlen, const char
     ps_buf_append(&key, name, nlen);
     ps_buf_putc(&key, 0);
     ps_buf_append(&key, value, vlen);
-    MDB_cursor *cur;
-    int ret = 0, rc = mdb_cursor_open(r->txn, r->store->dbi[DB_POSTINGS], &cur);
-    if (rc) {
+    ps_cur_t cur;
+    int ret = 0;
+    if (!ps_cur_open(&cur, &r->txn, DB_POSTINGS, "reading postings")) {
         ps_buf_dispose(&key);
-        return ps_lmdb_err(err, rc, "opening postings cursor");
+        return ps_txn_error(&r->txn, err);
     }
-    MDB_val k = ps_mval(key.data, key.len), d;
-    rc = mdb_cursor_get(cur, &k, &d, MDB_SET_KEY);
-    while (rc == 0 && ret == 0) {
+    for (bool on = ps_cur_find(&cur, key.data, key.len); on && ret == 0; on = ret == 0 && ps_cur_next_dup(&cur)) {
+        MDB_val d = cur.v;
         if (d.mv_size != 8) {
             ret = ps_err_set(err, PS_ECORRUPT, "postings of %.*s: entry of %zu bytes", (int)nlen, name, d.mv_size);
             break;
         }
         ret = cb(ctx, ps_get_be64(d.mv_data));
-        if (ret == 0)
-            rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT_DUP);
     }
-    mdb_cursor_close(cur);
+    ps_cur_close(&cur);
     ps_buf_dispose(&key);
-    if (ret == 0 && rc != 0 && rc != MDB_NOTFOUND)
-        ret = ps_lmdb_err(err, rc, "reading postings");
+    if (ret == 0)
+        ret = ps_txn_error(&r->txn, err);
     return ret;
 }
 
@@ -165,36 +150,34 @@ int ps_reader_label_values(ps_reader_t *r, const char *name, size_t nlen,
     ps_buf_t key = PS_BUF_INIT;
     ps_buf_append(&key, name, nlen);
     ps_buf_putc(&key, 0);
-    MDB_cursor *cur;
-    int ret = 0, rc = mdb_cursor_open(r->txn, r->store->dbi[DB_POSTINGS], &cur);
-    if (rc) {
+    ps_cur_t cur;
+    int ret = 0;
+    if (!ps_cur_open(&cur, &r->txn, DB_POSTINGS, "reading label values")) {
         ps_buf_dispose(&key);
-        return ps_lmdb_err(err, rc, "opening postings cursor");
+        return ps_txn_error(&r->txn, err);
     }
-    MDB_val k = ps_mval(key.data, key.len), d;
-    rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
-    while (rc == 0 && ret == 0 && k.mv_size >= nlen + 1 && memcmp(k.mv_data, key.data, nlen + 1) == 0) {
-        ret = cb(ctx, (const char *)k.mv_data + nlen + 1, k.mv_size - nlen - 1);
-        if (ret == 0)
-            rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT_NODUP);
-    }
-    mdb_cursor_close(cur);
+    for (bool on = ps_cur_seek(&cur, key.data, key.len);
+         on && cur.k.mv_size >= nlen + 1 && memcmp(cur.k.mv_data, key.data, nlen + 1) == 0;
+         on = ps_cur_next_nodup(&cur))
+        if ((ret = cb(ctx, (const char *)cur.k.mv_data + nlen + 1, cur.k.mv_size - nlen - 1)) != 0)
+            break;
+    ps_cur_close(&cur);
     ps_buf_dispose(&key);
-    if (ret == 0 && rc != 0 && rc != MDB_NOTFOUND)
-        ret = ps_lmdb_err(err, rc, "reading label values");
+    if (ret == 0)
+        ret = ps_txn_error(&r->txn, err);
     return ret;
 }
 
 int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err)
 {
-    MDB_cursor *cur;
-    int ret = 0, rc = mdb_cursor_open(r->txn, r->store->dbi[DB_POSTINGS], &cur);
-    if (rc)
-        return ps_lmdb_err(err, rc, "opening postings cursor");
-    MDB_val k, d;
+    ps_cur_t cur;
+    int ret = 0;
+    if (!ps_cur_open(&cur, &r->txn, DB_POSTINGS, "reading label names"))
+        return ps_txn_error(&r->txn, err);
     ps_buf_t next = PS_BUF_INIT;
-    rc = mdb_cursor_get(cur, &k, &d, MDB_FIRST);
-    while (rc == 0 && ret == 0) {
+    bool on = ps_cur_first(&cur);
+    while (on) {
+        MDB_val k = cur.k;
         const char *z = memchr(k.mv_data, 0, k.mv_size);
         size_t nl = z ? (size_t)(z - (const char *)k.mv_data) : k.mv_size;
         if ((ret = cb(ctx, k.mv_data, nl)) != 0)
@@ -203,13 +186,12 @@ int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, si
         ps_buf_reset(&next);
         ps_buf_append(&next, k.mv_data, nl);
         ps_buf_putc(&next, 1);
-        k = ps_mval(next.data, next.len);
-        rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+        on = ps_cur_seek(&cur, next.data, next.len);
     }
-    mdb_cursor_close(cur);
+    ps_cur_close(&cur);
     ps_buf_dispose(&next);
-    if (ret == 0 && rc != 0 && rc != MDB_NOTFOUND)
-        ret = ps_lmdb_err(err, rc, "reading label names");
+    if (ret == 0)
+        ret = ps_txn_error(&r->txn, err);
     return ret;
 }
 
@@ -299,16 +281,16 @@ typedef struct walk {
 
 static int walk_db(walk_t *w, int db)
 {
-    MDB_cursor *cur;
+    ps_txn_t *txn = &w->r->txn;
+    ps_cur_t cur;
     uint8_t kb[16];
-    MDB_val k, v;
-    int ret = 0, rc = mdb_cursor_open(w->r->txn, w->r->store->dbi[db], &cur);
-    if (rc)
-        return ps_lmdb_err(w->err, rc, "opening cursor");
+    int ret = 0;
+    if (!ps_cur_open(&cur, txn, db, "reading series data"))
+        return ps_txn_error(txn, w->err);
     ps_key_sid_ts(kb, w->sid, w->start);
-    k = ps_mval(kb, 16);
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    while (rc == 0 && ret == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == w->sid) {
+    bool on = ps_cur_seek(&cur, kb, 16);
+    while (on && ret == 0 && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == w->sid) {
+        MDB_val k = cur.k, v = cur.v;
         ps_arena_reset(&w->arena);
         if (db == DB_CHUNKS) {
             ps_chunk_header_t h;
@@ -326,11 +308,11 @@ static int walk_db(walk_t *w, int db)
             ret = w->on_head(w, ts, v.mv_data, v.mv_size);
         }
         if (ret == 0)
-            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+            on = ps_cur_next(&cur);
     }
-    mdb_cursor_close(cur);
-    if (ret == 0 && rc != 0 && rc != MDB_NOTFOUND)
-        ret = ps_lmdb_err(w->err, rc, "reading series data");
+    ps_cur_close(&cur);
+    if (ret == 0)
+        ret = ps_txn_error(txn, w->err);
     return ret;
 }
 
@@ -450,44 +432,39 @@ int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, i
     if (fr || fl)
         return fr ? fr : ps_freader_latest(r, sid, start, end, ts, err);
     /* the head holds the newest profiles: look there first, backwards from end */
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(r->txn, r->store->dbi[DB_HEAD], &cur);
-    if (rc)
-        return ps_lmdb_err(err, rc, "opening head cursor");
+    ps_txn_t *txn = &r->txn;
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, txn, DB_HEAD, "reading head"))
+        return ps_txn_error(txn, err);
     uint8_t kb[16];
-    MDB_val k, v;
     if (end == INT64_MAX)
         ps_key_sid_ts(kb, sid + 1, INT64_MIN);
     else
         ps_key_sid_ts(kb, sid, end + 1);
-    k = ps_mval(kb, 16);
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    if (rc == 0)
-        rc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
-    else if (rc == MDB_NOTFOUND)
-        rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
     int ret = PS_ENOTFOUND;
-    if (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
-        int64_t t = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8));
+    if (ps_cur_seek_before(&cur, kb, 16) && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid) {
+        int64_t t = ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8));
         if (t >= start && t <= end) {
             *ts = t;
             ret = 0;
         }
-    } else if (rc != 0 && rc != MDB_NOTFOUND) {
-        ret = ps_lmdb_err(err, rc, "reading head");
+    } else if (txn->ret) {
+        ret = ps_txn_error(txn, err);
     }
-    mdb_cursor_close(cur);
+    ps_cur_close(&cur);
     if (ret != PS_ENOTFOUND)
         return ret;
     /* else the newest chunk profile <= end: chunks with max_ts >= start, scanning forward; a
      * damaged chunk is an error, as in ps_reader_profiles */
     ps_arena_t a = PS_ARENA_INIT;
-    if ((rc = mdb_cursor_open(r->txn, r->store->dbi[DB_CHUNKS], &cur)) != 0)
-        return ps_lmdb_err(err, rc, "opening chunk cursor");
+    if (!ps_cur_open(&cur, txn, DB_CHUNKS, "reading chunks")) {
+        ps_arena_dispose(&a);
+        return ps_txn_error(txn, err);
+    }
     ps_key_sid_ts(kb, sid, start);
-    k = ps_mval(kb, 16);
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    while (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+    for (bool on = ps_cur_seek(&cur, kb, 16); on && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid;
+         on = ps_cur_next(&cur)) {
+        MDB_val k = cur.k, v = cur.v;
         ps_chunk_header_t h;
         if (ps_chunk_header(v.mv_data, v.mv_size, &h) != 0) {
             ret = chunk_damaged(err, sid, &k);
@@ -507,12 +484,11 @@ int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, i
                 *ts = d.ts[i];
                 ret = 0;
             }
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
-    mdb_cursor_close(cur);
+    ps_cur_close(&cur);
     ps_arena_dispose(&a);
-    if ((ret == 0 || ret == PS_ENOTFOUND) && rc != 0 && rc != MDB_NOTFOUND)
-        ret = ps_lmdb_err(err, rc, "reading chunks");
+    if ((ret == 0 || ret == PS_ENOTFOUND) && txn->ret)
+        ret = ps_txn_error(txn, err);
     return ret;
 }
 
@@ -528,36 +504,31 @@ int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
         return fr ? fr : ps_freader_has_data(r, sid, start, end, err);
     /* a chunk whose max_ts >= start and min_ts <= end may still have no profile inside a gap,
      * but that is close enough for label listings; heads are exact */
-    MDB_cursor *cur;
+    ps_txn_t *txn = &r->txn;
+    ps_cur_t cur;
     uint8_t kb[16];
-    MDB_val k, v;
-    int rc = mdb_cursor_open(r->txn, r->store->dbi[DB_CHUNKS], &cur), has = 0;
-    if (rc)
-        return ps_lmdb_err(err, rc, "opening chunk cursor");
+    int has = 0;
+    if (!ps_cur_open(&cur, txn, DB_CHUNKS, "reading chunks"))
+        return ps_txn_error(txn, err);
     ps_key_sid_ts(kb, sid, start);
-    k = ps_mval(kb, 16);
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    if (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid) {
+    if (ps_cur_seek(&cur, kb, 16) && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid) {
         ps_chunk_header_t h;
-        if (ps_chunk_header(v.mv_data, v.mv_size, &h) != 0)
-            has = chunk_damaged(err, sid, &k);
+        if (ps_chunk_header(cur.v.mv_data, cur.v.mv_size, &h) != 0)
+            has = chunk_damaged(err, sid, &cur.k);
         else
             has = h.min_ts <= end;
-    } else if (rc != 0 && rc != MDB_NOTFOUND) {
-        has = ps_lmdb_err(err, rc, "reading chunks");
+    } else {
+        has = ps_txn_error(txn, err);
     }
-    mdb_cursor_close(cur);
+    ps_cur_close(&cur);
     if (has != 0)
         return has;
-    if ((rc = mdb_cursor_open(r->txn, r->store->dbi[DB_HEAD], &cur)) != 0)
-        return ps_lmdb_err(err, rc, "opening head cursor");
-    ps_key_sid_ts(kb, sid, start);
-    k = ps_mval(kb, 16);
-    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-    if (rc == 0 && k.mv_size == 16 && ps_get_be64(k.mv_data) == sid)
-        has = ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8)) <= end;
-    else if (rc != 0 && rc != MDB_NOTFOUND)
-        has = ps_lmdb_err(err, rc, "reading head");
-    mdb_cursor_close(cur);
+    if (!ps_cur_open(&cur, txn, DB_HEAD, "reading head"))
+        return ps_txn_error(txn, err);
+    if (ps_cur_seek(&cur, kb, 16) && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid)
+        has = ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8)) <= end;
+    else
+        has = ps_txn_error(txn, err);
+    ps_cur_close(&cur);
     return has;
 }

@@ -52,15 +52,15 @@ int ps_series_rec_decode(const void *p, size_t n, ps_series_rec_t *r)
 static ps_series_state_t *state_add(ps_store_t *s, uint64_t sid)
 {
     /* states are allocated one by one so pointers stay valid while more are added */
-    if (s->nstates == s->capstates) {
-        s->capstates = s->capstates ? s->capstates * 2 : 1024;
-        s->states = ps_xrealloc(s->states, s->capstates * sizeof(*s->states));
+    if (s->wc->nstates == s->wc->capstates) {
+        s->wc->capstates = s->wc->capstates ? s->wc->capstates * 2 : 1024;
+        s->wc->states = ps_xrealloc(s->wc->states, s->wc->capstates * sizeof(*s->wc->states));
     }
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
     ps_series_state_t *st = ps_xcalloc(1, sizeof(*st));
-    s->states[s->nstates++] = st;
-    ps_hmap_put(&s->state_index, kb, 8, (uint64_t)(uintptr_t)st);
+    s->wc->states[s->wc->nstates++] = st;
+    ps_hmap_put(&s->wc->state_index, kb, 8, (uint64_t)(uintptr_t)st);
     return st;
 }
 
@@ -69,20 +69,19 @@ ps_series_state_t *ps_series_state(ps_store_t *s, uint64_t sid)
     uint8_t kb[8];
     uint64_t i;
     ps_enc_be64(kb, sid);
-    if (ps_hmap_get(&s->state_index, kb, 8, &i))
+    if (ps_hmap_get(&s->wc->state_index, kb, 8, &i))
         return (ps_series_state_t *)(uintptr_t)i;
     return NULL;
 }
 
 /* Loads the state of an existing series from its record into the cache. */
-static int load_state(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_series_state_t **out, ps_err_t *err)
+static int load_state(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_series_state_t **out, ps_err_t *err)
 {
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
-    MDB_val k = ps_mval(kb, 8), v;
-    int rc = mdb_get(txn, s->dbi[DB_SERIES], &k, &v);
-    if (rc)
-        return ps_lmdb_err(err, rc, "reading series record");
+    MDB_val v;
+    if (!ps_txn_get(txn, DB_SERIES, kb, 8, &v, "reading series record"))
+        return ps_txn_missing(txn, err, "reading series record");
     ps_series_rec_t r;
     if (ps_series_rec_decode(v.mv_data, v.mv_size, &r) != 0)
         return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
@@ -96,14 +95,13 @@ static int load_state(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_series_state
     return 0;
 }
 
-int ps_series_put_state(ps_store_t *s, MDB_txn *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err)
+int ps_series_put_state(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err)
 {
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
-    MDB_val k = ps_mval(kb, 8), v;
-    int rc = mdb_get(txn, s->dbi[DB_SERIES], &k, &v);
-    if (rc)
-        return ps_lmdb_err(err, rc, "reading series record");
+    MDB_val v;
+    if (!ps_txn_get(txn, DB_SERIES, kb, 8, &v, "reading series record"))
+        return ps_txn_missing(txn, err, "reading series record");
     ps_series_rec_t old;
     if (ps_series_rec_decode(v.mv_data, v.mv_size, &old) != 0 || old.kind != PS_SERIES_PROFILE)
         return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
@@ -112,10 +110,9 @@ int ps_series_put_state(ps_store_t *s, MDB_txn *txn, uint64_t sid, const ps_seri
     ps_series_rec_t r = {PS_SERIES_PROFILE, st->last_ts, st->head_min_ts, st->last_chunk_max, st->head_count,
                          old.labels, old.labels_len};
     ps_series_rec_encode(&r, &b);
-    v = ps_mval(b.data, b.len);
-    rc = mdb_put(txn, s->dbi[DB_SERIES], &k, &v, 0);
+    bool ok = ps_txn_put(txn, DB_SERIES, kb, 8, b.data, b.len, 0, "writing series record");
     ps_buf_dispose(&b);
-    return rc ? ps_lmdb_err(err, rc, "writing series record") : 0;
+    return ok ? 0 : ps_txn_error(txn, err);
 }
 
 static int posting_key(ps_buf_t *b, const ps_label_pair_t *p)
@@ -127,14 +124,14 @@ static int posting_key(ps_buf_t *b, const ps_label_pair_t *p)
     return 0;
 }
 
-int ps_series_get_or_create(ps_store_t *s, MDB_txn *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
+int ps_series_get_or_create(ps_store_t *s, ps_txn_t *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
                             uint64_t *sid, ps_series_state_t **st, ps_err_t *err)
 {
     ps_buf_t enc = PS_BUF_INIT, pk = PS_BUF_INIT;
-    int ret = 0, rc;
+    int ret = 0;
     ps_labels_encode(ls, &enc);
     uint64_t v;
-    if (ps_hmap_get(&s->series_cache, enc.data, enc.len, &v)) {
+    if (ps_hmap_get(&s->wc->series_cache, enc.data, enc.len, &v)) {
         *sid = v;
         *st = ps_series_state(s, v);
         if (*st == NULL)
@@ -144,34 +141,29 @@ int ps_series_get_or_create(ps_store_t *s, MDB_txn *txn, const ps_labels_t *ls, 
     uint64_t h = ps_hash64(enc.data, enc.len, 0x5e41e5);
     uint8_t hk[8];
     ps_enc_be64(hk, h);
-    MDB_val k = ps_mval(hk, 8), d;
-    MDB_cursor *cur;
-    if ((rc = mdb_cursor_open(txn, s->dbi[DB_SERIES_HASH], &cur)) != 0) {
-        ret = ps_lmdb_err(err, rc, "opening series index");
-        goto Exit;
-    }
-    rc = mdb_cursor_get(cur, &k, &d, MDB_SET_KEY);
-    while (rc == 0) {
-        uint64_t cand = ps_get_be64(d.mv_data);
+    ps_cur_t cur;
+    ps_cur_open(&cur, txn, DB_SERIES_HASH, "reading series index");
+    for (bool on = ps_cur_find(&cur, hk, 8); on; on = ps_cur_next_dup(&cur)) {
+        uint64_t cand = ps_get_be64(cur.v.mv_data);
         uint8_t ck[8];
         ps_enc_be64(ck, cand);
-        MDB_val sk = ps_mval(ck, 8), sv;
+        MDB_val sv;
         ps_series_rec_t r;
-        if (mdb_get(txn, s->dbi[DB_SERIES], &sk, &sv) == 0 && ps_series_rec_decode(sv.mv_data, sv.mv_size, &r) == 0 &&
-            r.labels_len == enc.len && memcmp(r.labels, enc.data, enc.len) == 0) {
-            mdb_cursor_close(cur);
-            ps_hmap_put(&s->series_cache, enc.data, enc.len, cand);
+        if (ps_txn_get(txn, DB_SERIES, ck, 8, &sv, "reading series record") &&
+            ps_series_rec_decode(sv.mv_data, sv.mv_size, &r) == 0 && r.labels_len == enc.len &&
+            memcmp(r.labels, enc.data, enc.len) == 0) {
+            ps_cur_close(&cur);
+            ps_hmap_put(&s->wc->series_cache, enc.data, enc.len, cand);
             *sid = cand;
             *st = ps_series_state(s, cand);
             if (*st == NULL)
                 ret = load_state(s, txn, cand, st, err);
             goto Exit;
         }
-        rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT_DUP);
     }
-    mdb_cursor_close(cur);
-    if (rc != MDB_NOTFOUND) {
-        ret = ps_lmdb_err(err, rc, "reading series index");
+    ps_cur_close(&cur);
+    if (txn->ret) {
+        ret = ps_txn_error(txn, err);
         goto Exit;
     }
     if (!create) {
@@ -185,28 +177,18 @@ int ps_series_get_or_create(ps_store_t *s, MDB_txn *txn, const ps_labels_t *ls, 
     ps_buf_t rec = PS_BUF_INIT;
     ps_series_rec_t r = {(uint8_t)kind, INT64_MIN, INT64_MIN, INT64_MIN, 0, enc.data, enc.len};
     ps_series_rec_encode(&r, &rec);
-    MDB_val sk = ps_mval(ib, 8), sv = ps_mval(rec.data, rec.len);
-    rc = mdb_put(txn, s->dbi[DB_SERIES], &sk, &sv, MDB_APPEND);
+    ps_txn_put(txn, DB_SERIES, ib, 8, rec.data, rec.len, MDB_APPEND, "writing series record");
     ps_buf_dispose(&rec);
-    if (rc) {
-        ret = ps_lmdb_err(err, rc, "writing series record");
-        goto Exit;
-    }
-    k = ps_mval(hk, 8);
-    d = ps_mval(ib, 8);
-    if ((rc = mdb_put(txn, s->dbi[DB_SERIES_HASH], &k, &d, 0)) != 0) {
-        ret = ps_lmdb_err(err, rc, "writing series index");
-        goto Exit;
-    }
+    ps_txn_put(txn, DB_SERIES_HASH, hk, 8, ib, 8, 0, "writing series index");
     for (uint32_t i = 0; i < ls->n; i++) {
         posting_key(&pk, &ls->pairs[i]);
-        MDB_val pkv = ps_mval(pk.data, pk.len), pv = ps_mval(ib, 8);
-        if ((rc = mdb_put(txn, s->dbi[DB_POSTINGS], &pkv, &pv, 0)) != 0) {
-            ret = ps_lmdb_err(err, rc, "writing postings");
-            goto Exit;
-        }
+        ps_txn_put(txn, DB_POSTINGS, pk.data, pk.len, ib, 8, 0, "writing postings");
     }
-    ps_hmap_put(&s->series_cache, enc.data, enc.len, nid);
+    if (txn->ret) {
+        ret = ps_txn_error(txn, err);
+        goto Exit;
+    }
+    ps_hmap_put(&s->wc->series_cache, enc.data, enc.len, nid);
     ps_series_state_t *ns = state_add(s, nid);
     ns->kind = (uint8_t)kind;
     ns->last_ts = INT64_MIN;
@@ -220,16 +202,13 @@ Exit:
     return ret;
 }
 
-int ps_series_delete(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_err_t *err)
+int ps_series_delete(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_err_t *err)
 {
     uint8_t ib[8];
     ps_enc_be64(ib, sid);
-    MDB_val k = ps_mval(ib, 8), v;
-    int rc = mdb_get(txn, s->dbi[DB_SERIES], &k, &v);
-    if (rc == MDB_NOTFOUND)
-        return 0;
-    if (rc)
-        return ps_lmdb_err(err, rc, "reading series record");
+    MDB_val v;
+    if (!ps_txn_get(txn, DB_SERIES, ib, 8, &v, "reading series record"))
+        return ps_txn_error(txn, err);
     ps_series_rec_t r;
     if (ps_series_rec_decode(v.mv_data, v.mv_size, &r) != 0)
         return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
@@ -244,26 +223,13 @@ int ps_series_delete(ps_store_t *s, MDB_txn *txn, uint64_t sid, ps_err_t *err)
     }
     for (uint32_t i = 0; i < ls.n; i++) {
         posting_key(&pk, &ls.pairs[i]);
-        MDB_val pkv = ps_mval(pk.data, pk.len), pv = ps_mval(ib, 8);
-        rc = mdb_del(txn, s->dbi[DB_POSTINGS], &pkv, &pv);
-        if (rc && rc != MDB_NOTFOUND) {
-            ret = ps_lmdb_err(err, rc, "deleting postings");
-            goto Exit;
-        }
+        ps_txn_del(txn, DB_POSTINGS, pk.data, pk.len, ib, 8, "deleting postings");
     }
     uint8_t hk[8];
     ps_enc_be64(hk, ps_hash64(enc.data, enc.len, 0x5e41e5));
-    MDB_val hkv = ps_mval(hk, 8), hv = ps_mval(ib, 8);
-    rc = mdb_del(txn, s->dbi[DB_SERIES_HASH], &hkv, &hv);
-    if (rc && rc != MDB_NOTFOUND) {
-        ret = ps_lmdb_err(err, rc, "deleting series index");
-        goto Exit;
-    }
-    k = ps_mval(ib, 8);
-    if ((rc = mdb_del(txn, s->dbi[DB_SERIES], &k, NULL)) != 0) {
-        ret = ps_lmdb_err(err, rc, "deleting series");
-        goto Exit;
-    }
+    ps_txn_del(txn, DB_SERIES_HASH, hk, 8, ib, 8, "deleting series index");
+    if (!ps_txn_del(txn, DB_SERIES, ib, 8, NULL, 0, "deleting series"))
+        ret = ps_txn_missing(txn, err, "deleting series");
 Exit:
     ps_arena_dispose(&a);
     ps_buf_dispose(&enc);

@@ -12,39 +12,71 @@
 
 void ps_sym_caches_clear(ps_store_t *s)
 {
-    ps_hmap_clear(&s->sym_cache);
-    ps_hmap_clear(&s->tree_cache);
-    ps_hmap_clear(&s->stack_cache);
-    ps_hmap_clear(&s->series_cache);
-    ps_hmap_clear(&s->state_index);
-    for (size_t i = 0; i < s->nstates; i++)
-        free(s->states[i]);
-    s->nstates = 0;
-    ps_fstate_clear(s);
+    ps_hmap_clear(&s->wc->sym_cache);
+    ps_hmap_clear(&s->wc->tree_cache);
+    ps_hmap_clear(&s->wc->stack_cache);
+    ps_hmap_clear(&s->wc->series_cache);
+    ps_hmap_clear(&s->wc->state_index);
+    for (size_t i = 0; i < s->wc->nstates; i++)
+        free(s->wc->states[i]);
+    s->wc->nstates = 0;
+    ps_fstate_clear(s->wc);
 }
 
-int ps_sym_get(MDB_txn *txn, ps_store_t *s, int kind, uint64_t id, MDB_val *out)
+ps_wcache_t *ps_wcache_new(void)
+{
+    ps_wcache_t *wc = ps_xcalloc(1, sizeof(*wc));
+    ps_hmap_init(&wc->sym_cache);
+    ps_hmap_init(&wc->tree_cache);
+    ps_hmap_init(&wc->stack_cache);
+    ps_hmap_init(&wc->series_cache);
+    ps_hmap_init(&wc->state_index);
+    ps_hmap_init(&wc->fstate_index);
+    return wc;
+}
+
+void ps_wcache_free(ps_wcache_t *wc)
+{
+    if (wc == NULL)
+        return;
+    ps_hmap_dispose(&wc->sym_cache);
+    ps_hmap_dispose(&wc->tree_cache);
+    ps_hmap_dispose(&wc->stack_cache);
+    ps_hmap_dispose(&wc->series_cache);
+    ps_hmap_dispose(&wc->state_index);
+    for (size_t i = 0; i < wc->nstates; i++)
+        free(wc->states[i]);
+    free(wc->states);
+    free(wc->due);
+    ps_fstate_clear(wc);
+    ps_hmap_dispose(&wc->fstate_index);
+    free(wc->fstates);
+    free(wc->fdirty);
+    ps_buf_dispose(&wc->sym_key);
+    free(wc);
+}
+
+bool ps_sym_get(ps_txn_t *txn, int kind, uint64_t id, MDB_val *out)
 {
     uint8_t kb[9];
     kb[0] = (uint8_t)kind;
     ps_enc_be64(kb + 1, id);
-    MDB_val k = ps_mval(kb, 9);
-    return mdb_get(txn, s->dbi[DB_SYM], &k, out);
+    return ps_txn_get(txn, DB_SYM, kb, 9, out, "reading symbol");
 }
 
-int ps_sym_intern(ps_store_t *s, MDB_txn *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err)
+int ps_sym_intern(ps_store_t *s, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err)
 {
     if (kind == SYM_STRING && n == 0) {
         *id = 0;
         return 0;
     }
     /* cache key: kind byte + content */
-    ps_buf_t *ck = &s->sym_key;
+    ps_buf_t *ck = &s->wc->sym_key;
     ps_buf_reset(ck);
     ps_buf_putc(ck, (uint8_t)kind);
     ps_buf_append(ck, content, n);
     uint64_t v;
-    if (ps_hmap_get(&s->sym_cache, ck->data, ck->len, &v)) {
+    if (ps_hmap_get(&s->wc->sym_cache, ck->data, ck->len, &v)) {
         *id = v;
         return 0;
     }
@@ -52,75 +84,62 @@ int ps_sym_intern(ps_store_t *s, MDB_txn *txn, int kind, const void *content, si
     uint8_t hk[9];
     hk[0] = (uint8_t)kind;
     ps_enc_be64(hk + 1, h);
-    MDB_val k = ps_mval(hk, 9), d;
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(txn, s->dbi[DB_SYM_HASH], &cur);
-    if (rc)
-        return ps_lmdb_err(err, rc, "opening symbol index");
-    rc = mdb_cursor_get(cur, &k, &d, MDB_SET_KEY);
-    while (rc == 0) {
-        uint64_t cand = ps_get_be64(d.mv_data);
+    ps_cur_t cur;
+    ps_cur_open(&cur, txn, DB_SYM_HASH, "reading symbol index");
+    for (bool on = ps_cur_find(&cur, hk, 9); on; on = ps_cur_next_dup(&cur)) {
+        uint64_t cand = ps_get_be64(cur.v.mv_data);
         MDB_val c;
-        if (ps_sym_get(txn, s, kind, cand, &c) == 0 && c.mv_size == n && memcmp(c.mv_data, content, n) == 0) {
-            mdb_cursor_close(cur);
-            ps_hmap_put(&s->sym_cache, ck->data, ck->len, cand);
+        if (ps_sym_get(txn, kind, cand, &c) && c.mv_size == n && memcmp(c.mv_data, content, n) == 0) {
+            ps_cur_close(&cur);
+            ps_hmap_put(&s->wc->sym_cache, ck->data, ck->len, cand);
             *id = cand;
             return 0;
         }
-        rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT_DUP);
     }
-    mdb_cursor_close(cur);
-    if (rc != MDB_NOTFOUND)
-        return ps_lmdb_err(err, rc, "reading symbol index");
+    ps_cur_close(&cur);
+    if (txn->ret)
+        return ps_txn_error(txn, err);
     /* new symbol */
     uint64_t nid = s->next.sym[kind]++;
     uint8_t ib[9], idv[8];
     ib[0] = (uint8_t)kind;
     ps_enc_be64(ib + 1, nid);
     ps_enc_be64(idv, nid);
-    MDB_val sk = ps_mval(ib, 9), sv = ps_mval(content, n);
-    if ((rc = mdb_put(txn, s->dbi[DB_SYM], &sk, &sv, 0)) != 0)
-        return ps_lmdb_err(err, rc, "writing symbol");
-    k = ps_mval(hk, 9);
-    d = ps_mval(idv, 8);
-    if ((rc = mdb_put(txn, s->dbi[DB_SYM_HASH], &k, &d, 0)) != 0)
-        return ps_lmdb_err(err, rc, "writing symbol index");
-    ps_hmap_put(&s->sym_cache, ck->data, ck->len, nid);
+    if (!ps_txn_put(txn, DB_SYM, ib, 9, content, n, 0, "writing symbol") ||
+        !ps_txn_put(txn, DB_SYM_HASH, hk, 9, idv, 8, 0, "writing symbol index"))
+        return ps_txn_error(txn, err);
+    ps_hmap_put(&s->wc->sym_cache, ck->data, ck->len, nid);
     *id = nid;
     return 0;
 }
 
-int ps_tree_child(ps_store_t *s, MDB_txn *txn, uint64_t parent, uint64_t item, uint64_t *node, ps_err_t *err)
+int ps_tree_child(ps_store_t *s, ps_txn_t *txn, uint64_t parent, uint64_t item, uint64_t *node, ps_err_t *err)
 {
     uint8_t kb[16];
     ps_enc_be64(kb, parent);
     ps_enc_be64(kb + 8, item);
     uint64_t v;
-    if (ps_hmap_get(&s->tree_cache, kb, 16, &v)) {
+    if (ps_hmap_get(&s->wc->tree_cache, kb, 16, &v)) {
         *node = v;
         return 0;
     }
-    MDB_val k = ps_mval(kb, 16), d;
-    int rc = mdb_get(txn, s->dbi[DB_TREE], &k, &d);
-    if (rc == 0) {
+    MDB_val d;
+    if (ps_txn_get(txn, DB_TREE, kb, 16, &d, "reading stack tree")) {
         if (d.mv_size != 8)
             return ps_err_set(err, PS_ECORRUPT, "stack tree entry has %zu bytes", d.mv_size);
         *node = ps_get_be64(d.mv_data);
-        ps_hmap_put(&s->tree_cache, kb, 16, *node);
+        ps_hmap_put(&s->wc->tree_cache, kb, 16, *node);
         return 0;
     }
-    if (rc != MDB_NOTFOUND)
-        return ps_lmdb_err(err, rc, "reading stack tree");
+    if (txn->ret)
+        return ps_txn_error(txn, err);
     uint64_t nid = s->next.node++;
     uint8_t nb[8];
     ps_enc_be64(nb, nid);
-    d = ps_mval(nb, 8);
-    if ((rc = mdb_put(txn, s->dbi[DB_TREE], &k, &d, 0)) != 0)
-        return ps_lmdb_err(err, rc, "writing stack tree");
-    MDB_val nk = ps_mval(nb, 8), nv = ps_mval(kb, 16);
-    if ((rc = mdb_put(txn, s->dbi[DB_NODES], &nk, &nv, MDB_APPEND)) != 0)
-        return ps_lmdb_err(err, rc, "writing stack node");
-    ps_hmap_put(&s->tree_cache, kb, 16, nid);
+    if (!ps_txn_put(txn, DB_TREE, kb, 16, nb, 8, 0, "writing stack tree") ||
+        !ps_txn_put(txn, DB_NODES, nb, 8, kb, 16, MDB_APPEND, "writing stack node"))
+        return ps_txn_error(txn, err);
+    ps_hmap_put(&s->wc->tree_cache, kb, 16, nid);
     *node = nid;
     return 0;
 }

@@ -48,7 +48,7 @@ static uint32_t *sort_by_node(const uint64_t *nodes, uint32_t n, uint32_t *order
     return src;
 }
 
-static int intern_symbols(ps_store_t *s, MDB_txn *txn, const ps_profile_t *p, xlate_t *x, ps_arena_t *a,
+static int intern_symbols(ps_store_t *s, ps_txn_t *txn, const ps_profile_t *p, xlate_t *x, ps_arena_t *a,
                           ps_err_t *err)
 {
     int ret;
@@ -125,7 +125,7 @@ static int cmp_label(const void *a, const void *b, void *ctx)
 }
 
 /* The stack node of sample smp: [label set item] then locations root first. */
-static int sample_node(ps_store_t *s, MDB_txn *txn, const ps_profile_t *p, const ps_sample_t *smp, xlate_t *x,
+static int sample_node(ps_store_t *s, ps_txn_t *txn, const ps_profile_t *p, const ps_sample_t *smp, xlate_t *x,
                        uint64_t *node, ps_err_t *err)
 {
     int ret;
@@ -158,7 +158,7 @@ static int sample_node(ps_store_t *s, MDB_txn *txn, const ps_profile_t *p, const
         k[j + 1] = x->loc[smp->locs[j]];
     size_t klen = (smp->nlocs + 1) * 8;
     uint64_t v;
-    if (ps_hmap_get(&s->stack_cache, k, klen, &v)) {
+    if (ps_hmap_get(&s->wc->stack_cache, k, klen, &v)) {
         *node = v;
         return 0;
     }
@@ -168,7 +168,7 @@ static int sample_node(ps_store_t *s, MDB_txn *txn, const ps_profile_t *p, const
     for (uint32_t j = smp->nlocs; j > 0; j--)
         if ((ret = ps_tree_child(s, txn, n, k[j], &n, err)) != 0)
             return ret;
-    ps_hmap_put(&s->stack_cache, k, klen, n);
+    ps_hmap_put(&s->wc->stack_cache, k, klen, n);
     *node = n;
     return 0;
 }
@@ -176,7 +176,7 @@ static int sample_node(ps_store_t *s, MDB_txn *txn, const ps_profile_t *p, const
 
 /* Checks order against what each series holds. Returns 1 if some series already has ts (a
  * possible duplicate), 0 if all is new, <0 on error. */
-static int check_order(ps_store_t *s, MDB_txn *txn, ps_append_t *it, ps_err_t *err)
+static int check_order(ps_store_t *s, ps_txn_t *txn, ps_append_t *it, ps_err_t *err)
 {
     int dup = 0;
     for (uint32_t i = 0; i < it->nseries; i++) {
@@ -213,7 +213,7 @@ static int check_order(ps_store_t *s, MDB_txn *txn, ps_append_t *it, ps_err_t *e
 }
 
 /* Writes (or, in check mode, compares) the head records of one item. */
-static int append_one(ps_store_t *s, MDB_txn *txn, ps_append_t *it, bool check, bool *all_same, ps_arena_t *a,
+static int append_one(ps_store_t *s, ps_txn_t *txn, ps_append_t *it, bool check, bool *all_same, ps_arena_t *a,
                       ps_err_t *err)
 {
     const ps_profile_t *p = it->profile;
@@ -259,22 +259,20 @@ static int append_one(ps_store_t *s, MDB_txn *txn, ps_append_t *it, bool check, 
             goto Exit;
         uint8_t kb[16];
         ps_key_sid_ts(kb, sid, it->ts);
-        MDB_val k = ps_mval(kb, 16), v;
+        MDB_val v;
         if (check && st->last_ts == it->ts) {
-            int rc = mdb_get(txn, s->dbi[DB_HEAD], &k, &v);
-            if (rc == MDB_NOTFOUND || (rc == 0 && (v.mv_size != rec.len || memcmp(v.mv_data, rec.data, rec.len) != 0))) {
-                *all_same = false;
-            } else if (rc) {
-                ret = ps_lmdb_err(err, rc, "reading head record");
+            bool found = ps_txn_get(txn, DB_HEAD, kb, 16, &v, "reading head record");
+            if (txn->ret) {
+                ret = ps_txn_error(txn, err);
                 goto Exit;
             }
+            if (!found || v.mv_size != rec.len || memcmp(v.mv_data, rec.data, rec.len) != 0)
+                *all_same = false;
         } else {
             if (check)
                 *all_same = false;
-            v = ps_mval(rec.data, rec.len);
-            int rc = mdb_put(txn, s->dbi[DB_HEAD], &k, &v, 0);
-            if (rc) {
-                ret = ps_lmdb_err(err, rc, "writing head record");
+            if (!ps_txn_put(txn, DB_HEAD, kb, 16, rec.data, rec.len, 0, "writing head record")) {
+                ret = ps_txn_error(txn, err);
                 goto Exit;
             }
             if (st->head_count == 0)
@@ -282,11 +280,11 @@ static int append_one(ps_store_t *s, MDB_txn *txn, ps_append_t *it, bool check, 
             st->head_count++;
             st->last_ts = it->ts;
             if (st->head_count == s->opts.compact_max_profiles && !check) {
-                if (s->ndue == s->capdue) {
-                    s->capdue = s->capdue ? s->capdue * 2 : 64;
-                    s->due = ps_xrealloc(s->due, s->capdue * sizeof(uint64_t));
+                if (s->wc->ndue == s->wc->capdue) {
+                    s->wc->capdue = s->wc->capdue ? s->wc->capdue * 2 : 64;
+                    s->wc->due = ps_xrealloc(s->wc->due, s->wc->capdue * sizeof(uint64_t));
                 }
-                s->due[s->ndue++] = sid;
+                s->wc->due[s->wc->ndue++] = sid;
             }
             if ((ret = ps_series_put_state(s, txn, sid, st, err)) != 0)
                 goto Exit;
@@ -324,8 +322,8 @@ int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t 
 int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf,
                    const ps_metric_meta_t *meta, size_t nm, ps_err_t *err)
 {
-    MDB_txn *txn = NULL;
-    int rc, ret = 0;
+    ps_txn_t t = {0}, *txn = &t;
+    int ret = 0;
     ps_arena_t a = PS_ARENA_INIT;
     int64_t now = ps_time_now();
 
@@ -335,10 +333,8 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
         ps_err_prefix(err, "writing");
         goto Fail;
     }
-    if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) {
-        ret = ps_lmdb_err(err, rc, "starting write transaction");
+    if ((ret = ps_txn_begin(txn, s, PS_TXN_WRITE, err, "starting write transaction")) != 0)
         goto Fail;
-    }
     for (size_t i = 0; i < n; i++) {
         ps_append_t *it = items[i];
         it->status = 0;
@@ -372,15 +368,13 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
         }
         /* same timestamp as the newest profile of some series: an identical retry is accepted
          * (nothing written), anything else is a conflict. Checked in a nested transaction. */
-        MDB_txn *child;
+        ps_txn_t child;
         ps_next_ids_t saved = s->next;
-        if ((rc = mdb_txn_begin(s->env, txn, 0, &child)) != 0) {
-            ret = ps_lmdb_err(err, rc, "starting nested transaction");
+        if ((ret = ps_txn_begin_nested(&child, txn, err, "starting nested transaction")) != 0)
             goto Fail;
-        }
         bool same = true;
-        ret = append_one(s, child, it, true, &same, &a, err);
-        mdb_txn_abort(child);
+        ret = append_one(s, &child, it, true, &same, &a, err);
+        ps_txn_abort(&child);
         if (memcmp(&saved, &s->next, sizeof(saved)) != 0 || ret != 0) {
             s->next = saved;
             ps_sym_caches_clear(s);
@@ -432,12 +426,8 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
         goto Fail;
     if ((ret = ps_store_save_next(s, txn, err)) != 0)
         goto Fail;
-    rc = mdb_txn_commit(txn);
-    txn = NULL;
-    if (rc) {
-        ret = ps_lmdb_commit_err(s, err, rc, "committing");
+    if ((ret = ps_txn_commit(txn, err, "committing")) != 0)
         goto Fail;
-    }
     ps_arena_dispose(&a);
     /* what the compactor's idle rule measures from: the series that got a profile now */
     for (size_t i = 0; i < n; i++) {
@@ -457,22 +447,21 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
         ps_hmap_put(&s->append_wall, kb, 8, (uint64_t)now);
     }
     /* the caches only save LMDB lookups: past their budget they start again from empty */
-    if (s->opts.cache_bytes && ps_hmap_bytes(&s->sym_cache) + ps_hmap_bytes(&s->tree_cache) +
-                                       ps_hmap_bytes(&s->stack_cache) + ps_hmap_bytes(&s->series_cache) +
-                                       s->fstate_bytes >
+    if (s->opts.cache_bytes && ps_hmap_bytes(&s->wc->sym_cache) + ps_hmap_bytes(&s->wc->tree_cache) +
+                                       ps_hmap_bytes(&s->wc->stack_cache) + ps_hmap_bytes(&s->wc->series_cache) +
+                                       s->wc->fstate_bytes >
                                    s->opts.cache_bytes)
         ps_sym_caches_clear(s);
     return 0;
 Fail:
-    if (txn)
-        mdb_txn_abort(txn);
+    ps_txn_abort(txn);
     ps_arena_dispose(&a);
     /* nothing of this batch is stored: forget cached ids, reload counters */
     ps_sym_caches_clear(s);
-    MDB_txn *rt;
-    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &rt) == 0) {
-        ps_store_load_next(s, rt, NULL);
-        mdb_txn_abort(rt);
+    ps_txn_t rt;
+    if (ps_txn_begin(&rt, s, PS_TXN_READ, NULL, "starting read transaction") == 0) {
+        ps_store_load_next(s, &rt, NULL);
+        ps_txn_abort(&rt);
     }
     for (size_t i = 0; i < n; i++) {
         if (items[i]->status == 0 || items[i]->status == PS_ESTORAGE) {

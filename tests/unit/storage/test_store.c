@@ -613,7 +613,7 @@ static int break_sid(void *ctx, uint64_t sid)
 {
     breaker_t *b = ctx;
     if (b->calls++ == 0)
-        mdb_txn_reset(b->r->txn);
+        mdb_txn_reset(b->r->txn.txn);
     return 0;
 }
 

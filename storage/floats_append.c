@@ -1,0 +1,503 @@
+/*
+ * floats_append.c - float series, the append path: the writer's cache of open chunks
+ * (ps_fstate_t), appending samples, cutting a full head into fchunks, packing the plain chunks
+ * at a series' end before a chunk is closed, writing heads once per transaction (the flush),
+ * and metric metadata. The records are described in floats.c and docs/FORMAT.md.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "floats.h"
+
+void ps_fstate_clear(ps_wcache_t *wc)
+{
+    for (size_t i = 0; i < wc->nfstates; i++) {
+        ps_buf_dispose(&wc->fstates[i]->chunk);
+        free(wc->fstates[i]);
+    }
+    wc->nfstates = 0;
+    wc->nfdirty = 0;
+    wc->fstate_bytes = 0;
+    ps_hmap_clear(&wc->fstate_index);
+}
+
+static ps_fstate_t *fstate_find(ps_store_t *s, uint64_t sid)
+{
+    uint8_t kb[8];
+    uint64_t i;
+    ps_enc_be64(kb, sid);
+    return ps_hmap_get(&s->wc->fstate_index, kb, 8, &i) ? s->wc->fstates[i] : NULL;
+}
+
+static ps_fstate_t *fstate_add(ps_store_t *s, uint64_t sid)
+{
+    if (s->wc->nfstates == s->wc->capfstates) {
+        s->wc->capfstates = s->wc->capfstates ? s->wc->capfstates * 2 : 1024;
+        s->wc->fstates = ps_xrealloc(s->wc->fstates, s->wc->capfstates * sizeof(*s->wc->fstates));
+    }
+    ps_fstate_t *f = ps_xcalloc(1, sizeof(*f));
+    f->sid = sid;
+    uint8_t kb[8];
+    ps_enc_be64(kb, sid);
+    ps_hmap_put(&s->wc->fstate_index, kb, 8, s->wc->nfstates);
+    s->wc->fstates[s->wc->nfstates++] = f;
+    s->wc->fstate_bytes += sizeof(*f) + 64 + 8 * 3;
+    return f;
+}
+
+static void fstate_empty_head(ps_fstate_t *f)
+{
+    ps_buf_reset(&f->chunk);
+    ps_buf_putc(&f->chunk, PS_FCHUNK_ENC_XOR);
+    ps_xor_app_init(&f->app, &f->chunk);
+}
+
+
+/* Before the closed chunk [min_t, max_t] of len bytes (its encoding byte not counted) goes into
+ * fchunks: packs the plain chunks of series sid at the end of fchunks (those after its newest
+ * packed record) into one packed record when the new chunk would not fit beside them in
+ * PS_FPACK_MAX_BYTES, or would make them span PS_FPACK_MAX_SPAN_MS (or a tenth of the retention)
+ * or more. Damaged chunks are left as they are (reads report them). */
+static bool pack_due(size_t n, size_t bytes, size_t eb, int64_t oldest, int64_t max_t, int64_t max_span)
+{
+    return n >= 2 && (bytes + eb > PS_FPACK_MAX_BYTES || max_t - oldest >= max_span);
+}
+
+/* f (may be NULL): the writer's state of the series, whose run counts spare the walk over the
+ * series' chunks until they are due to be packed. */
+int ps_fpack_before(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
+                       size_t len, ps_err_t *err)
+{
+    int64_t max_span = PS_FPACK_MAX_SPAN_MS;
+    if (s->opts.retention_ns > 0 && s->opts.retention_ns / 10000000 < max_span)
+        max_span = s->opts.retention_ns / 10000000;
+    if (f != NULL && f->run_known) {
+        size_t eb = ps_fpentry_bytes(f->run_n > 0 ? (uint64_t)(min_t - f->run_max_t) : 0, min_t, max_t, len);
+        if (!pack_due(f->run_n, f->run_bytes, eb, f->run_oldest, max_t, max_span)) {
+            if (f->run_n++ == 0)
+                f->run_oldest = min_t;
+            f->run_bytes += eb;
+            f->run_max_t = max_t;
+            return 0;
+        }
+    }
+    ps_cur_t cur;
+    int ret = 0;
+    if (!ps_cur_open(&cur, txn, DB_FCHUNKS, "reading float chunks"))
+        return ps_txn_error(txn, err);
+    uint8_t kb[16];
+    ps_key_sid_ts(kb, sid + 1, INT64_MIN);
+    bool on = ps_cur_seek_before(&cur, kb, 16);
+    /* the run, newest first: bytes bounds the packed value (t0 as 10 bytes, the oldest entry's
+     * dmin as 1: it is 0 if no older one joins) */
+    static const size_t cap = PS_FPACK_MAX_BYTES / 16; /* an entry takes more */
+    uint8_t (*keys)[16] = NULL;
+    ps_fpack_entry_t *run = NULL;
+    size_t n = 0, bytes = 1 + 10;
+    int64_t oldest = 0;
+    while (on && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid && n < cap) {
+        MDB_val k = cur.k, v = cur.v;
+        /* bounds without decoding: t0 after the sample count, max_t from the key (checked below) */
+        const uint8_t *b = v.mv_data;
+        if (v.mv_size < 4 || (b[0] != PS_FCHUNK_ENC_XOR && b[0] != PS_FCHUNK_ENC_DENSE))
+            break;
+        ps_dec_t d; /* a dense chunk: t0 after its uvarint count */
+        ps_dec_init(&d, b + 1, v.mv_size - 1);
+        if (b[0] == PS_FCHUNK_ENC_XOR)
+            d.p += 2;
+        else
+            (void)ps_dec_uvarint(&d);
+        int64_t cmin = ps_dec_varint(&d), cmax = floor_div(ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8)), 1000000);
+        if (d.err || cmin < -T_MS_MAX || cmin > cmax || (n > 0 && cmax >= run[n - 1].min_t))
+            break;
+        size_t eb = ps_fpentry_bytes(0, cmin, cmax, v.mv_size - 1);
+        if (n > 0) /* the next newer entry's dmin, now known */
+            eb += ps_fuvarint_len((uint64_t)(run[n - 1].min_t - cmax)) - 1;
+        if (bytes + eb > PS_FPACK_MAX_BYTES)
+            break;
+        if (n == 0) {
+            keys = ps_xmalloc(cap * sizeof(*keys));
+            run = ps_xmalloc(cap * sizeof(*run));
+        }
+        memcpy(keys[n], k.mv_data, 16);
+        run[n] = (ps_fpack_entry_t){cmin, cmax, b, v.mv_size}; /* with the encoding byte, until packed */
+        n++;
+        bytes += eb;
+        oldest = cmin;
+        on = ps_cur_prev(&cur);
+    }
+    ps_cur_close(&cur);
+    ret = ps_txn_error(txn, err);
+    size_t eb = ps_fpentry_bytes(n > 0 ? (uint64_t)(min_t - run[0].max_t) : 0, min_t, max_t, len);
+    bool pack = ret == 0 && pack_due(n, bytes, eb, oldest, max_t, max_span);
+    /* the value is built before any write moves what run[] points at: dense chunks of each
+     * chunk's samples (whole chunks whose bounds are right only), oldest first */
+    ps_buf_t dense = PS_BUF_INIT, pv = PS_BUF_INIT;
+    size_t *off = pack ? ps_xmalloc((n + 1) * sizeof(*off)) : NULL;
+    for (size_t i = 0; i < n / 2 && pack; i++) {
+        ps_fpack_entry_t t = run[i];
+        run[i] = run[n - 1 - i];
+        run[n - 1 - i] = t;
+        uint8_t kt[16];
+        memcpy(kt, keys[i], 16);
+        memcpy(keys[i], keys[n - 1 - i], 16);
+        memcpy(keys[n - 1 - i], kt, 16);
+    }
+    for (size_t i = 0; i < n && pack; i++) {
+        off[i] = dense.len;
+        pack = ps_fclosed_dense(run[i].chunk, run[i].len, run[i].min_t, run[i].max_t, &dense);
+    }
+    if (pack) {
+        off[n] = dense.len;
+        for (size_t i = 0; i < n; i++) {
+            run[i].chunk = dense.data + off[i];
+            run[i].len = off[i + 1] - off[i];
+        }
+        ps_fpack_encode(PS_FCHUNK_ENC_DPACKED, run, n, &pv);
+        /* keys[n - 1]: the newest chunk's, which the packed value takes */
+        for (size_t i = 0; i + 1 < n && ret == 0; i++)
+            if (!ps_txn_del(txn, DB_FCHUNKS, keys[i], 16, NULL, 0, "packing float chunks"))
+                ret = ps_txn_missing(txn, err, "packing float chunks");
+        if (ret == 0 && !ps_txn_put(txn, DB_FCHUNKS, keys[n - 1], 16, pv.data, pv.len, 0, "packing float chunks"))
+            ret = ps_txn_error(txn, err);
+    }
+    ps_buf_dispose(&pv);
+    ps_buf_dispose(&dense);
+    free(off);
+    if (f != NULL && ret == 0) { /* the new chunk starts the run, or joins it */
+        f->run_known = true;
+        if (pack || n == 0) {
+            f->run_n = 1;
+            f->run_bytes = 1 + 10 + ps_fpentry_bytes(0, min_t, max_t, len);
+            f->run_oldest = min_t;
+        } else {
+            f->run_n = (uint32_t)n + 1;
+            f->run_bytes = bytes + eb;
+            f->run_oldest = oldest;
+        }
+        f->run_max_t = max_t;
+    }
+    free(keys);
+    free(run);
+    return ret;
+}
+
+
+static int fstate_load(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_fstate_t **out, ps_err_t *err)
+{
+    uint8_t kb[16];
+    ps_err_t why;
+    ps_err_clear(&why);
+    ps_buf_t head = PS_BUF_INIT;
+    size_t plen = 0;
+    uint64_t ptxn = 0;
+    int64_t min_t = 0, max_t = 0;
+    int rc = ps_fhead_read(s, txn, sid, &head, &plen, &ptxn, &min_t, &max_t, err);
+    if (rc != 0 && rc != PS_ENOTFOUND) {
+        ps_buf_dispose(&head);
+        return rc;
+    }
+    if (rc == 0) {
+        ps_fstate_t *f = fstate_add(s, sid);
+        ps_buf_dispose(&f->chunk);
+        f->chunk = head;
+        f->prefix_len = plen;
+        f->prefix_txn = ptxn;
+        if (ps_xor_app_resume(&f->app, &f->chunk, 1, &why) != 0) {
+            f->broken = true; /* (validated above: not expected) appends to it fail from now on */
+            return ps_fdamaged(err, sid, "head", &why);
+        }
+        f->head_min_t = min_t;
+        f->last_t = f->app.t;
+        f->last_v = f->app.v;
+        f->has_last = true;
+        s->wc->fstate_bytes += f->chunk.cap;
+        *out = f;
+        return 0;
+    }
+    /* no head: the newest closed chunk, the last key of this series in fchunks */
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, txn, DB_FCHUNKS, "reading float chunks"))
+        return ps_txn_error(txn, err);
+    ps_key_sid_ts(kb, sid + 1, INT64_MIN);
+    int ret = 0;
+    ps_fsample_t last = {0, 0};
+    bool has = false;
+    if (ps_cur_seek_before(&cur, kb, 16) && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid) {
+        int64_t cmin, cmax;
+        if (ps_fchunk_bounds(cur.v.mv_data, cur.v.mv_size, &cmin, &cmax, &last, &why) != 0)
+            ret = ps_fdamaged(err, sid, "chunk", &why);
+        has = true;
+    } else {
+        ret = ps_txn_error(txn, err);
+    }
+    ps_cur_close(&cur);
+    if (ret)
+        return ret;
+    ps_fstate_t *f = fstate_add(s, sid);
+    fstate_empty_head(f);
+    f->has_last = has;
+    f->last_t = last.t;
+    f->last_v = fbits(last.v);
+    *out = f;
+    return 0;
+}
+
+static void mark_dirty(ps_store_t *s, ps_fstate_t *f)
+{
+    if (f->dirty)
+        return;
+    if (s->wc->nfdirty == s->wc->capfdirty) {
+        s->wc->capfdirty = s->wc->capfdirty ? s->wc->capfdirty * 2 : 1024;
+        s->wc->fdirty = ps_xrealloc(s->wc->fdirty, s->wc->capfdirty * sizeof(*s->wc->fdirty));
+    }
+    s->wc->fdirty[s->wc->nfdirty++] = f;
+    f->dirty = true;
+}
+
+/* Moves the head of f (nonempty) into fchunks; f's head is empty afterwards. */
+static int cut_head(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, ps_err_t *err)
+{
+    ps_buf_t cv = PS_BUF_INIT;
+    ps_fclosed_value(f->chunk.data, f->chunk.len, &cv);
+    int ret = ps_fpack_before(s, txn, f, f->sid, f->head_min_t, f->app.t, cv.len - 1, err);
+    if (ret) {
+        ps_buf_dispose(&cv);
+        return ret;
+    }
+    uint8_t kb[16];
+    ps_key_sid_ts(kb, f->sid, t_key(f->app.t));
+    /* chunks closed of the newest series come in key order: appended, they fill their pages */
+    bool ok = ps_txn_put_append(txn, DB_FCHUNKS, kb, 16, cv.data, cv.len, "writing float chunk");
+    ps_buf_dispose(&cv);
+    if (!ok)
+        return ps_txn_error(txn, err);
+    if (f->prefix_len > 0) { /* the flush rewrites the head record (f is dirty) */
+        if ((ret = ps_fprefix_del(s, txn, f->prefix_txn, f->sid, err)) != 0)
+            return ret;
+        f->prefix_len = 0;
+    }
+    size_t before = f->chunk.cap;
+    fstate_empty_head(f);
+    s->wc->fstate_bytes += f->chunk.cap - before;
+    mark_dirty(s, f); /* the flush deletes the head record if nothing follows */
+    return 0;
+}
+
+static void count_reject(uint32_t *n, int64_t *first, int64_t t)
+{
+    if ((*n)++ == 0)
+        *first = t;
+}
+
+static int append_series(ps_store_t *s, ps_txn_t *txn, ps_fappend_t *fa, int64_t now, ps_err_t *err)
+{
+    int64_t oldest = INT64_MIN; /* ms: samples before it are out of bounds (retention) */
+    if (s->opts.retention_ns > 0)
+        oldest = -floor_div(-(now - s->opts.retention_ns), 1000000);
+    int64_t newest = s->opts.future_grace_ns > 0 ? (now + s->opts.future_grace_ns) / 1000000 : INT64_MAX; /* ms */
+    int64_t window_ms = s->opts.compact_window_ns > 0 ? s->opts.compact_window_ns / 1000000 : 0;
+    uint32_t per_chunk = s->opts.compact_max_profiles; /* the same count rule as profile heads */
+    if (per_chunk == 0 || per_chunk > PS_XOR_SAMPLES_PER_CHUNK)
+        per_chunk = PS_XOR_SAMPLES_PER_CHUNK;
+
+    /* a series nothing can be stored in is not created */
+    bool any = false;
+    for (uint32_t i = 0; i < fa->nsamples && !any; i++)
+        any = fa->samples[i].t >= oldest && fa->samples[i].t <= T_MS_MAX && fa->samples[i].t >= -T_MS_MAX &&
+              fa->samples[i].t <= newest;
+    uint64_t sid;
+    ps_series_state_t *st;
+    int ret = ps_series_get_or_create(s, txn, fa->labels, any, PS_SERIES_FLOAT, &sid, &st, err);
+    if (ret == PS_ENOTFOUND) {
+        for (uint32_t i = 0; i < fa->nsamples; i++)
+            if (fa->samples[i].t > newest && fa->samples[i].t <= T_MS_MAX)
+                count_reject(&fa->too_new, &fa->first_too_new, fa->samples[i].t);
+            else
+                count_reject(&fa->out_of_bounds, &fa->first_out_of_bounds, fa->samples[i].t);
+        return 0;
+    }
+    if (ret)
+        return ret;
+    if (st->kind != PS_SERIES_FLOAT) {
+        ps_buf_t b = PS_BUF_INIT;
+        ps_labels_format(fa->labels, &b);
+        ps_buf_putc(&b, 0);
+        fa->status = ps_err_set(&fa->err, PS_ECONFLICT, "series %s holds profiles, not float samples",
+                                (char *)b.data);
+        ps_buf_dispose(&b);
+        return 0;
+    }
+    fa->sid = sid;
+    ps_fstate_t *f = fstate_find(s, sid);
+    if (f != NULL && f->broken) {
+        fa->status = ps_err_set(&fa->err, PS_ECORRUPT, "series %llu: damaged float head", (unsigned long long)sid);
+        return 0;
+    }
+    if (f == NULL && (ret = fstate_load(s, txn, sid, &f, &fa->err)) != 0) {
+        if (ret != PS_ECORRUPT)
+            return ps_err_set(err, ret, "%s", fa->err.msg);
+        fa->status = ret; /* this series alone */
+        return 0;
+    }
+    for (uint32_t i = 0; i < fa->nsamples; i++) {
+        int64_t t = fa->samples[i].t;
+        uint64_t bits = fbits(fa->samples[i].v);
+        if (t < oldest || t > T_MS_MAX || t < -T_MS_MAX) {
+            count_reject(&fa->out_of_bounds, &fa->first_out_of_bounds, t);
+            continue;
+        }
+        if (t > newest) {
+            count_reject(&fa->too_new, &fa->first_too_new, t);
+            continue;
+        }
+        if (f->has_last && t < f->last_t) {
+            count_reject(&fa->out_of_order, &fa->first_out_of_order, t);
+            continue;
+        }
+        if (f->has_last && t == f->last_t) {
+            if (bits == f->last_v)
+                fa->duplicates++;
+            else
+                count_reject(&fa->dup_conflicts, &fa->first_dup_conflict, t);
+            continue;
+        }
+        if (f->app.n > 0 && (f->app.n >= per_chunk || (window_ms > 0 && t - f->head_min_t >= window_ms)))
+            if ((ret = cut_head(s, txn, f, err)) != 0)
+                return ret;
+        size_t before = f->chunk.cap;
+        ps_err_t aerr;
+        if ((ret = ps_xor_app_append(&f->app, t, bitsf(bits), &aerr)) != 0)
+            return ps_err_set(err, PS_EINTERNAL, "series %llu: %s", (unsigned long long)sid, aerr.msg);
+        s->wc->fstate_bytes += f->chunk.cap - before;
+        if (f->app.n == 1)
+            f->head_min_t = t;
+        f->last_t = t;
+        f->last_v = bits;
+        f->has_last = true;
+        fa->accepted++;
+        if (fa->stored != NULL)
+            ((uint8_t *)fa->stored)[i] = 1;
+        mark_dirty(s, f);
+    }
+    return 0;
+}
+
+int ps_fwrite(ps_store_t *s, ps_txn_t *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        ps_fappend_t *fa = items[i];
+        fa->status = 0;
+        ps_err_clear(&fa->err);
+        fa->sid = 0;
+        fa->accepted = fa->duplicates = fa->out_of_order = fa->dup_conflicts = fa->out_of_bounds = fa->too_new = 0;
+        fa->first_out_of_order = fa->first_dup_conflict = fa->first_out_of_bounds = fa->first_too_new = 0;
+        int ret = append_series(s, txn, fa, now, err);
+        if (ret)
+            return ret;
+    }
+    return 0;
+}
+
+/* Writes the open chunk of f (nonempty): whole while it has fewer than PS_FHEAD_SPLIT_MIN bytes,
+ * else as a tail, after rewriting fprefix when there is none yet, when the tail would outgrow
+ * PS_FHEAD_TAIL_MAX, or in the series' turn. tmp: scratch. */
+static int head_put(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, ps_buf_t *tmp, ps_err_t *err)
+{
+    const uint8_t *c = f->chunk.data + 1;
+    size_t n = f->chunk.len - 1;
+    uint8_t kb[8];
+    ps_enc_be64(kb, f->sid);
+    if (f->prefix_len == 0 && n < PS_FHEAD_SPLIT_MIN) {
+        ps_txn_put(txn, DB_FHEAD, kb, 8, f->chunk.data, f->chunk.len, 0, "writing float head");
+        return ps_txn_error(txn, err);
+    }
+    bool turn = ((f->sid >> 6) + s->fflushes) % PS_FHEAD_TURNS == 0;
+    if (f->prefix_len == 0 || n - f->prefix_len > PS_FHEAD_TAIL_MAX || (turn && n - 1 > f->prefix_len)) {
+        int ret;
+        if (f->prefix_len > 0 && (ret = ps_fprefix_del(s, txn, f->prefix_txn, f->sid, err)) != 0)
+            return ret;
+        uint64_t id = ps_txn_id(txn);
+        uint8_t pk[16];
+        ps_fprefix_key(pk, id, f->sid);
+        ps_buf_reset(tmp);
+        ps_fprefix_encode(c, n - 1, tmp);
+        /* a flush's new prefixes come in key order: appended, they fill their pages */
+        if (!ps_txn_put_append(txn, DB_FPREFIX, pk, 16, tmp->data, tmp->len, "writing float head prefix"))
+            return ps_txn_error(txn, err);
+        f->prefix_len = n - 1;
+        f->prefix_txn = id;
+    }
+    ps_buf_reset(tmp);
+    ps_fhead_encode_tail(c, n, f->prefix_len, f->prefix_txn, tmp);
+    ps_txn_put(txn, DB_FHEAD, kb, 8, tmp->data, tmp->len, 0, "writing float head");
+    return ps_txn_error(txn, err);
+}
+
+static int by_sid(const void *a, const void *b)
+{
+    uint64_t x = (*(ps_fstate_t *const *)a)->sid, y = (*(ps_fstate_t *const *)b)->sid;
+    return x < y ? -1 : x > y;
+}
+
+int ps_fwrite_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
+{
+    int ret = 0;
+    ps_buf_t tmp = PS_BUF_INIT;
+    /* in sid order: the new prefixes of this transaction are appends, (txn id, sid) increasing */
+    for (size_t i = 1; i < s->wc->nfdirty; i++) {
+        if (s->wc->fdirty[i - 1]->sid > s->wc->fdirty[i]->sid) {
+            qsort(s->wc->fdirty, s->wc->nfdirty, sizeof(*s->wc->fdirty), by_sid);
+            break;
+        }
+    }
+    for (size_t i = 0; i < s->wc->nfdirty && ret == 0; i++) {
+        ps_fstate_t *f = s->wc->fdirty[i];
+        f->dirty = false;
+        if (f->app.n > 0) {
+            ret = head_put(s, txn, f, &tmp, err);
+            continue;
+        }
+        uint8_t kb[8];
+        ps_enc_be64(kb, f->sid);
+        ps_txn_del(txn, DB_FHEAD, kb, 8, NULL, 0, "writing float head"); /* (the cut deleted its prefix) */
+        ret = ps_txn_error(txn, err);
+    }
+    ps_buf_dispose(&tmp);
+    s->wc->nfdirty = 0;
+    s->fflushes++;
+    return ret;
+}
+
+/* ---- metadata ---- */
+
+/* value: enc u8 (=1) | type u8 | help_len uvarint | help | unit (to the end) */
+void ps_meta_rec_encode(const ps_metric_meta_t *m, ps_buf_t *out)
+{
+    ps_buf_putc(out, PS_META_REC_V1);
+    ps_buf_putc(out, (uint8_t)m->type);
+    ps_put_uvarint(out, m->help_len);
+    ps_buf_append(out, m->help, m->help_len);
+    ps_buf_append(out, m->unit, m->unit_len);
+}
+
+int ps_meta_write(ps_store_t *s, ps_txn_t *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    int ret = 0;
+    for (size_t i = 0; i < n && ret == 0; i++) {
+        if (m[i].family_len == 0 || m[i].family_len > PS_META_FAMILY_MAX || m[i].type < 0 || m[i].type > 255)
+            continue;
+        ps_buf_reset(&b);
+        ps_meta_rec_encode(&m[i], &b);
+        MDB_val v;
+        if (ps_txn_get(txn, DB_META, m[i].family, m[i].family_len, &v, "reading metadata") && v.mv_size == b.len &&
+            memcmp(v.mv_data, b.data, b.len) == 0)
+            continue; /* Prometheus resends all metadata every minute: no page written for it */
+        ps_txn_put(txn, DB_META, m[i].family, m[i].family_len, b.data, b.len, 0, "writing metadata");
+        ret = ps_txn_error(txn, err);
+    }
+    ps_buf_dispose(&b);
+    return ret;
+}
+

@@ -1,0 +1,125 @@
+/*
+ * txn.h - the one wrapper of LMDB's transactions and cursors (after knot-dns's knot_lmdb.h):
+ * every mdb_* call of storage/ but the environment's opening (env.c) goes through it.
+ *
+ * A ps_txn_t remembers its first failure: the PS_E code (LMDB's error translated once, here) and
+ * its message ("<what>: <LMDB's words>"). From then on every call on it does nothing and answers
+ * false, so a sequence of calls is checked once, at its end: ps_txn_commit() aborts and reports
+ * the first failure, and ps_txn_error() copies it into a caller's ps_err_t (a read transaction
+ * then forgets it: one failed read does not fail the next). A record that is not
+ * there is no failure: get, del and the cursor moves answer false and leave the error alone.
+ *
+ *     ps_txn_t t;
+ *     if ((ret = ps_txn_begin(&t, s, PS_TXN_WRITE, err, "starting write transaction")) != 0)
+ *         return ret;
+ *     ps_txn_put(&t, DB_INFO, "next", 4, b.data, b.len, 0, "saving id counters");
+ *     ps_txn_del(&t, DB_HEAD, kb, 16, NULL, 0, "deleting head records");
+ *     return ps_txn_commit(&t, err, "committing");
+ *
+ * db arguments are indexes of the schema table (DB_INFO ... in internal.h), which this header does
+ * not include: internal.h includes it.
+ *
+ * Lifetime: the bytes an MDB_val points at (from get, or a cursor's k and v) are LMDB's map and
+ * valid only until the next write in that transaction and never past its end: copy them first.
+ */
+#ifndef PS_STORAGE_TXN_H
+#define PS_STORAGE_TXN_H
+
+#include <lmdb.h>
+#include <stdbool.h>
+
+#include "core/err.h"
+#include "store.h"
+
+typedef struct ps_txn {
+    MDB_txn *txn;  /* NULL: not begun, or ended */
+    ps_store_t *s;
+    int ret;       /* 0, or the first failure's PS_E code: later calls do nothing and answer false */
+    bool read;     /* a read transaction: ps_txn_error reports a failure once, then reads go on */
+    ps_err_t err;  /* the first failure */
+} ps_txn_t;
+
+/* A cursor over one database of a transaction; k and v are the record it is on (lifetime as above). */
+typedef struct ps_cur {
+    ps_txn_t *t;
+    MDB_cursor *c;
+    const char *what; /* the message of a failed move: "<what>: <LMDB's words>" */
+    MDB_val k, v;
+} ps_cur_t;
+
+enum { PS_TXN_READ = 1, PS_TXN_WRITE = 2 };
+
+/** Translates an LMDB error (or errno) into a PS_E code with the message "<what>: <LMDB's words>"
+ *  (MDB_MAP_FULL: the store reached --storage.max-size). The one translation of storage/. */
+int ps_lmdb_err(ps_err_t *err, int rc, const char *what);
+
+/** Begins a read (PS_TXN_READ) or write (PS_TXN_WRITE) transaction of s. A failure: its code,
+ *  "<what>: <LMDB's words>" in err, t not begun (aborting it is a no-op). */
+int ps_txn_begin(ps_txn_t *t, ps_store_t *s, int mode, ps_err_t *err, const char *what);
+/** Begins a write transaction nested in parent (its changes are parent's only if committed). */
+int ps_txn_begin_nested(ps_txn_t *t, ps_txn_t *parent, ps_err_t *err, const char *what);
+/** Commits t, or aborts it if a call failed; either way t is ended. Returns 0, else the first
+ *  failure (copied into err) or the commit's own: "<what>: <LMDB's words>", and as LMDB answers a
+ *  short write (a full file system, e.g. tmpfs) with EIO, an EIO or ENOSPC on a full file system
+ *  is PS_ENOSPACE "<what>: disk full: N bytes free on <mount point> (data directory D)" and gives
+ *  up the disk reserve (ps_store_space_release). */
+int ps_txn_commit(ps_txn_t *t, ps_err_t *err, const char *what);
+/** Ends t without writing anything (a no-op on a transaction not begun or ended). */
+void ps_txn_abort(ps_txn_t *t);
+/** Copies t's first failure into err (if not NULL) and returns its code (0 if none). A read
+ *  transaction forgets it then: nothing a later read relies on has changed (a write transaction
+ *  keeps it to the end, as LMDB does not let a failed one go on). */
+int ps_txn_error(ps_txn_t *t, ps_err_t *err);
+/** After a get or del answered false for a record that must be there: t's failure if it failed,
+ *  else PS_ESTORAGE "<what>: MDB_NOTFOUND: ..." in err. */
+int ps_txn_missing(ps_txn_t *t, ps_err_t *err, const char *what);
+/** Records rc (an LMDB error, or 0: nothing) as t's failure if it is the first; returns t->ret. */
+int ps_txn_fail(ps_txn_t *t, int rc, const char *what);
+/** LMDB's id of the transaction (a write transaction's is the store's next version). */
+uint64_t ps_txn_id(const ps_txn_t *t);
+
+/** The value of key k in database db into *v: true, or false if there is none (or t failed). */
+bool ps_txn_get(ps_txn_t *t, int db, const void *k, size_t kn, MDB_val *v, const char *what);
+/** Puts k -> v into db with LMDB's flags (0, MDB_APPEND, MDB_NOOVERWRITE...): false if it failed. */
+bool ps_txn_put(ps_txn_t *t, int db, const void *k, size_t kn, const void *v, size_t vn, unsigned flags,
+                const char *what);
+/** ps_txn_put as an append (MDB_APPEND) when k is past db's last key, else a plain put: then LMDB
+ *  starts a new page where an insert would split the full last page in two halves, so records
+ *  written in key order fill their pages. */
+bool ps_txn_put_append(ps_txn_t *t, int db, const void *k, size_t kn, const void *v, size_t vn, const char *what);
+/** Makes room for a value of vn bytes at k (MDB_RESERVE, with flags) and returns where to write it
+ *  (before the next call on t), or NULL if it failed. */
+void *ps_txn_reserve(ps_txn_t *t, int db, const void *k, size_t kn, size_t vn, unsigned flags, const char *what);
+/** Deletes k from db (of a DUPSORT database only the duplicate dup[0..dn) if dup is not NULL):
+ *  true if it was there, false if not (or t failed). */
+bool ps_txn_del(ps_txn_t *t, int db, const void *k, size_t kn, const void *dup, size_t dn, const char *what);
+/** Statistics of database db (db < 0: LMDB's free-page database): false if it failed. */
+bool ps_txn_stat(ps_txn_t *t, int db, MDB_stat *st);
+/** Pages on LMDB's free list in t's snapshot (retention and compaction freed them; they are reused
+ *  before the file grows); 0 if they cannot be read. */
+uint64_t ps_txn_free_pages(ps_txn_t *t);
+
+/** Opens a cursor over db (db < 0: LMDB's free-page database); what names a failed move. False if
+ *  it failed (then closing c is a no-op). */
+bool ps_cur_open(ps_cur_t *c, ps_txn_t *t, int db, const char *what);
+/** Closes c (a no-op if it is not open). */
+void ps_cur_close(ps_cur_t *c);
+/* The moves: true when c is on a record (c->k, c->v), false at the end or if t failed. */
+bool ps_cur_first(ps_cur_t *c);
+bool ps_cur_last(ps_cur_t *c);
+bool ps_cur_next(ps_cur_t *c);
+bool ps_cur_prev(ps_cur_t *c);
+/** The next value of the same key (DUPSORT). */
+bool ps_cur_next_dup(ps_cur_t *c);
+/** The first value of the next key (DUPSORT). */
+bool ps_cur_next_nodup(ps_cur_t *c);
+/** The first record whose key is >= k (MDB_SET_RANGE). */
+bool ps_cur_seek(ps_cur_t *c, const void *k, size_t kn);
+/** The first value of key k exactly (MDB_SET_KEY). */
+bool ps_cur_find(ps_cur_t *c, const void *k, size_t kn);
+/** The last record whose key is < k. */
+bool ps_cur_seek_before(ps_cur_t *c, const void *k, size_t kn);
+/** Deletes the record c is on; the next ps_cur_next moves to the one after it. */
+bool ps_cur_del(ps_cur_t *c);
+
+#endif
