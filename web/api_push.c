@@ -48,21 +48,19 @@ static void on_finish(ps_task_t *t)
 {
     pending_t *p = t->finish_arg;
     ps_connect_call_t *c = p->c;
-    ps_server_t *s = c->srv;
     const ps_err_t *bad = NULL;
     int bad_code = 0;
     for (size_t i = 0; i < p->n; i++) {
         ps_wreq_t *w = &p->w[i];
         if (w->status == 0 && w->app.status == 0) {
-            atomic_fetch_add(&s->ingest_profiles, 1);
-            atomic_fetch_add(&s->ingest_samples, w->app.profile->nsamples);
+            ps_ingest_count(1, w->app.profile->nsamples, 0);
         } else if (bad == NULL) {
             bad = w->status != 0 ? &w->err : &w->app.err;
             bad_code = w->status != 0 ? w->status : w->app.status;
         }
     }
     if (bad == NULL)
-        atomic_fetch_add(&s->ingest_bytes, p->body_len);
+        ps_ingest_count(0, 0, p->body_len);
     if (bad != NULL) {
         ps_log_debug("connect push rejected", "err=%s", ps_log_q(bad->msg));
         ps_connect_error(c, ps_connect_code_of(bad_code), bad->msg);

@@ -40,6 +40,7 @@
 
 #include "core/budget.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/timeutil.h"
 #include "http.h"
 #include "internal.h"
@@ -48,6 +49,26 @@
 #include "query/read.h"
 
 #define STREAMED_TYPE "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse"
+
+/* remote reads being answered (a slot of --storage.remote.read-concurrent-limit each), and what
+ * stopped them: relaxed atomics, on the loops and the query threads */
+static ps_gauge_t reads_inflight;
+static ps_counter_t reads_timed_out, reads_canceled;
+
+static const ps_metric_t m_inflight = {"profstore_remote_reads_inflight", PS_GAUGE,
+                                       "Remote reads being answered (a streamed one until its last frame is sent or "
+                                       "its client goes away); --storage.remote.read-concurrent-limit bounds it."},
+                         m_timed_out = {"profstore_remote_reads_timed_out_total", PS_COUNTER,
+                                        "Remote reads stopped by --query.timeout (503, or a streamed answer cut off)."},
+                         m_canceled = {"profstore_remote_reads_canceled_total", PS_COUNTER,
+                                       "Remote reads whose client went away before the last frame."};
+
+void ps_api_read_metrics(ps_buf_t *b)
+{
+    ps_metric_write_u64(b, &m_inflight, (uint64_t)ps_gauge_get(&reads_inflight));
+    ps_metric_write_u64(b, &m_timed_out, ps_counter_get(&reads_timed_out));
+    ps_metric_write_u64(b, &m_canceled, ps_counter_get(&reads_canceled));
+}
 
 static void send_error(h2o_req_t *req, int status, const char *msg)
 {
@@ -138,7 +159,7 @@ static void budget_init(read_ctx_t *c, h2o_req_t *req)
 static void count_error(read_ctx_t *c, int code)
 {
     if (code == PS_ETIMEOUT)
-        atomic_fetch_add(&c->s->reads_timed_out, 1);
+        ps_counter_add(&reads_timed_out, 1);
 }
 
 static void log_done(const read_ctx_t *c, ps_read_type_t type, const ps_read_stats_t *st, size_t bytes)
@@ -159,7 +180,7 @@ static void release(read_ctx_t *c)
         ps_reader_end(c->r);
     c->r = NULL;
     if (c->slot)
-        atomic_fetch_sub(&c->s->reads_inflight, 1);
+        ps_gauge_add(&reads_inflight, -1);
     c->slot = false;
 }
 
@@ -169,7 +190,7 @@ static void client_gone(read_ctx_t *c)
 {
     atomic_store(&c->cancel, 1);
     if (c->streaming && !c->finished)
-        atomic_fetch_add(&c->s->reads_canceled, 1);
+        ps_counter_add(&reads_canceled, 1);
     c->finished = true;
 }
 
@@ -383,7 +404,7 @@ static int take_slot(read_ctx_t *c)
 {
     ps_server_t *s = c->s;
     c->slot = true;
-    unsigned inflight = atomic_fetch_add(&s->reads_inflight, 1) + 1;
+    int64_t inflight = ps_gauge_add(&reads_inflight, 1);
     if (s->opts.read_concurrency != 0 && inflight > s->opts.read_concurrency) {
         ps_err_set(&c->err, PS_EUNAVAIL, "too many concurrent remote reads (the limit is %u, "
                    "--storage.remote.read-concurrent-limit); retry later", s->opts.read_concurrency);
@@ -433,7 +454,7 @@ int ps_api_read(h2o_req_t *req)
     /* to the pool unless over the read limit already (then the 503 at once, below); the task
      * takes its slot on the query thread */
     if (s->qpool != NULL &&
-        (s->opts.read_concurrency == 0 || atomic_load(&s->reads_inflight) < s->opts.read_concurrency) &&
+        (s->opts.read_concurrency == 0 || ps_gauge_get(&reads_inflight) < s->opts.read_concurrency) &&
         wants_samples(req))
         return ps_run_task(req, PS_ROUTE_POOL, read_samples, ps_answer_text_error);
     read_ctx_t *c = ps_xcalloc(1, sizeof(*c));

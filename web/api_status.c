@@ -3,6 +3,7 @@
  * admin actions, targets, reload.
  */
 #include <dirent.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "core/metrics.h"
 #include "core/timeutil.h"
 #include "proto/gzip.h"
 #include "http.h"
@@ -202,9 +204,101 @@ int ps_api_status_runtimeinfo(h2o_req_t *req)
     return 0;
 }
 
-/* The process collector of Prometheus' client_golang, from /proc: CPU time, memory, file
- * descriptors (not counting the one that lists them), start time. Nothing is written for what
- * cannot be read. */
+/* ---- /metrics: each room writes its own families (web/http.c, conn.c, api_read.c, ingest_job.c,
+ * api_write.c, qpool.c, forward/, scrape/); the writer's, the store's and the process's are here ---- */
+
+static const char *const by_reason[] = {"reason", NULL};
+static const ps_metric_t m_batches = {"profstore_writer_batches_total", PS_COUNTER, "Write transactions committed."},
+                         m_txn = {"profstore_writer_transaction_duration_seconds", PS_HISTOGRAM,
+                                  "Write transactions by duration: building, commit and fsync."},
+                         m_appends_failed = {"profstore_writer_appends_failed_total", PS_COUNTER,
+                                             "Profiles the writer refused."},
+                         m_duplicates = {"profstore_writer_duplicates_total", PS_COUNTER,
+                                         "Identical re-pushes acknowledged without writing."},
+                         m_compactor_chunks = {"profstore_compactor_chunks_total", PS_COUNTER,
+                                               "Chunks written by the compactor."},
+                         m_retention_dropped = {"profstore_retention_series_dropped_total", PS_COUNTER,
+                                                "Series removed by retention."},
+                         m_writer_queue = {"profstore_writer_queue_length", PS_GAUGE, "Profiles waiting for the writer."},
+                         m_queue_items = {"profstore_write_queue_items", PS_GAUGE,
+                                          "Write requests waiting for the writer (--storage.write-queue-max-items)."},
+                         m_queue_bytes = {"profstore_write_queue_bytes", PS_GAUGE,
+                                          "Bytes held by the write requests waiting for the writer "
+                                          "(--storage.write-queue-max-bytes)."},
+                         m_disk_full = {"profstore_storage_disk_full", PS_GAUGE,
+                                        "1 while writes fail for want of space (the disk, or --storage.max-size): "
+                                        "answered 507."},
+                         m_refused = {"profstore_writes_refused_total", PS_COUNTER,
+                                      "Write requests refused for want of capacity: a full write queue (429, 503 to "
+                                      "remote write), the decompression budget (503), a full disk (507).",
+                                      by_reason};
+
+static const ps_metric_t m_series = {"profstore_storage_series", PS_GAUGE, "Series stored."},
+                         m_head_records = {"profstore_storage_head_records", PS_GAUGE,
+                                           "Profiles in head records (not yet compacted)."},
+                         m_chunks = {"profstore_storage_chunks", PS_GAUGE, "Chunks stored."},
+                         m_nodes = {"profstore_storage_stack_nodes", PS_GAUGE, "Nodes of the shared stack tree."},
+                         m_float_heads = {"profstore_storage_float_heads", PS_GAUGE, "Float series with an open chunk."},
+                         m_float_chunks = {"profstore_storage_float_chunks", PS_GAUGE,
+                                           "Closed float (XOR) chunks stored."},
+                         m_metadata = {"profstore_storage_metric_metadata", PS_GAUGE,
+                                       "Metric families with stored metadata."},
+                         m_file_bytes = {"profstore_storage_file_bytes", PS_GAUGE, "Size on disk of the LMDB data file."},
+                         m_used_bytes = {"profstore_storage_used_bytes", PS_GAUGE, "Bytes of LMDB pages in use."};
+
+static const ps_metric_t m_start_time = {"profstore_start_time_seconds", PS_GAUGE, "Start time of the process."};
+
+/* the process collector of Prometheus' client_golang: its names and help */
+static const ps_metric_t m_cpu = {"process_cpu_seconds_total", PS_COUNTER,
+                                  "Total user and system CPU time spent in seconds."},
+                         m_rss = {"process_resident_memory_bytes", PS_GAUGE, "Resident memory size in bytes."},
+                         m_vsize = {"process_virtual_memory_bytes", PS_GAUGE, "Virtual memory size in bytes."},
+                         m_proc_start = {"process_start_time_seconds", PS_GAUGE,
+                                         "Start time of the process since unix epoch in seconds."},
+                         m_open_fds = {"process_open_fds", PS_GAUGE, "Number of open file descriptors."},
+                         m_max_fds = {"process_max_fds", PS_GAUGE, "Maximum number of open file descriptors."};
+
+/* The writer's figures; its transaction histogram has its own bounds (ps_writer_txn_le). */
+static void writer_metrics(ps_buf_t *b, const ps_writer_stats_t *ws)
+{
+    ps_metric_write_u64(b, &m_batches, ws->batches);
+    /* only written here, never observed: the bounds in ns are the writer's own */
+    static const ps_histogram_buckets_t txn_buckets = {PS_WRITER_TXN_BUCKETS, NULL, ps_writer_txn_le};
+    ps_histogram_t h;
+    for (unsigned k = 0; k <= PS_WRITER_TXN_BUCKETS; k++)
+        atomic_init(&h.counts[k], ws->txn_buckets[k]);
+    atomic_init(&h.sum_ns, ws->txn_sum_ns);
+    ps_metric_head(b, &m_txn);
+    ps_metric_histogram(b, &m_txn, NULL, &h, &txn_buckets);
+    ps_metric_write_u64(b, &m_appends_failed, ws->failed);
+    ps_metric_write_u64(b, &m_duplicates, ws->duplicates);
+    ps_metric_write_u64(b, &m_compactor_chunks, ws->chunks);
+    ps_metric_write_u64(b, &m_retention_dropped, ws->series_dropped);
+    ps_metric_write_u64(b, &m_writer_queue, ws->queued);
+    ps_metric_write_u64(b, &m_queue_items, ws->queued);
+    ps_metric_write_u64(b, &m_queue_bytes, ws->queued_bytes);
+    ps_metric_write_u64(b, &m_disk_full, ws->disk_full);
+    ps_metric_head(b, &m_refused);
+    ps_metric_u64(b, &m_refused, NULL, (const char *const[]){"queue_full"}, ws->refused_queue_full);
+    ps_metric_u64(b, &m_refused, NULL, (const char *const[]){"inflate_budget"}, ps_inflate_budget_refused());
+    ps_metric_u64(b, &m_refused, NULL, (const char *const[]){"disk_full"}, ws->refused_disk_full);
+}
+
+static void store_metrics(ps_buf_t *b, const ps_store_stats_t *st)
+{
+    ps_metric_write_u64(b, &m_series, st->series);
+    ps_metric_write_u64(b, &m_head_records, st->head_records);
+    ps_metric_write_u64(b, &m_chunks, st->chunks);
+    ps_metric_write_u64(b, &m_nodes, st->nodes);
+    ps_metric_write_u64(b, &m_float_heads, st->float_heads);
+    ps_metric_write_u64(b, &m_float_chunks, st->float_chunks);
+    ps_metric_write_u64(b, &m_metadata, st->metadata);
+    ps_metric_write_u64(b, &m_file_bytes, st->file_bytes);
+    ps_metric_write_u64(b, &m_used_bytes, st->used_bytes);
+}
+
+/* The process collector, from /proc: CPU time, memory, file descriptors (not counting the one
+ * that lists them), start time. Nothing is written for what cannot be read. */
 static void process_metrics(ps_buf_t *b)
 {
     double ticks = (double)sysconf(_SC_CLK_TCK);
@@ -222,14 +316,9 @@ static void process_metrics(ps_buf_t *b)
      * utime(14) stime cutime cstime priority nice threads itrealvalue starttime(22) vsize rss */
     if (rp && sscanf(rp + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %llu %lld",
                      &utime, &stime, &start, &vsize, &rss) == 5) {
-        ps_buf_printf(b, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
-                         "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n",
-                      (double)(utime + stime) / ticks);
-        ps_buf_printf(b, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
-                         "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %lld\n",
-                      rss * page);
-        ps_buf_printf(b, "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
-                         "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %llu\n", vsize);
+        ps_metric_write_f(b, &m_cpu, (double)(utime + stime) / ticks, 2);
+        ps_metric_write_u64(b, &m_rss, rss > 0 ? (uint64_t)rss * (uint64_t)page : 0);
+        ps_metric_write_u64(b, &m_vsize, vsize);
         unsigned long long btime = 0;
         char line[256];
         bool have_btime = false;
@@ -239,29 +328,27 @@ static void process_metrics(ps_buf_t *b)
             fclose(f);
         }
         if (have_btime)
-            ps_buf_printf(b, "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
-                             "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.2f\n",
-                          (double)btime + (double)start / ticks);
+            ps_metric_write_f(b, &m_proc_start, (double)btime + (double)start / ticks, 2);
     }
     DIR *d = opendir("/proc/self/fd");
     if (d != NULL) {
-        long fds = 0;
+        uint64_t fds = 0;
         struct dirent *e;
         int self = dirfd(d);
         while ((e = readdir(d)) != NULL)
             if (e->d_name[0] != '.' && atoi(e->d_name) != self)
                 fds++;
         closedir(d);
-        ps_buf_printf(b, "# HELP process_open_fds Number of open file descriptors.\n"
-                         "# TYPE process_open_fds gauge\nprocess_open_fds %ld\n", fds);
+        ps_metric_write_u64(b, &m_open_fds, fds);
     }
     if ((f = fopen("/proc/self/limits", "r")) != NULL) {
         char line[256], soft[32];
         while (fgets(line, sizeof(line), f))
             if (strncmp(line, "Max open files", 14) == 0 && sscanf(line + 14, "%31s", soft) == 1) {
-                ps_buf_printf(b, "# HELP process_max_fds Maximum number of open file descriptors.\n"
-                                 "# TYPE process_max_fds gauge\nprocess_max_fds %s\n",
-                              strcmp(soft, "unlimited") == 0 ? "+Inf" : soft);
+                if (strcmp(soft, "unlimited") == 0)
+                    ps_metric_write_f(b, &m_max_fds, INFINITY, 0);
+                else
+                    ps_metric_write_u64(b, &m_max_fds, strtoull(soft, NULL, 10));
                 break;
             }
         fclose(f);
@@ -277,81 +364,21 @@ int ps_api_metrics(h2o_req_t *req)
     ps_err_t err;
     ps_writer_stats(s->writer, &ws);
     int have_st = ps_store_stats(s->store, &st, &err) == 0;
-#define COUNTER(name, help, v)                                                                                          \
-    ps_buf_printf(&b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, (unsigned long long)(v))
-#define GAUGE(name, help, v)                                                                                            \
-    ps_buf_printf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name, (unsigned long long)(v))
     ps_http_stats_write(s->http_stats, &b);
     ps_conns_metrics(s, &b);
     if (s->forward != NULL)
         ps_forward_metrics(s->forward, &b);
-    uint64_t e4, e5;
-    ps_http_stats_errors(s->http_stats, &e4, &e5);
-    ps_buf_printf(&b, "# HELP profstore_http_errors_total HTTP error responses by class.\n"
-                      "# TYPE profstore_http_errors_total counter\n"
-                      "profstore_http_errors_total{class=\"4xx\"} %llu\nprofstore_http_errors_total{class=\"5xx\"} %llu\n",
-                  (unsigned long long)e4, (unsigned long long)e5);
-    GAUGE("profstore_remote_reads_inflight", "Remote reads being answered (a streamed one until its last frame is "
-          "sent or its client goes away); --storage.remote.read-concurrent-limit bounds it.",
-          atomic_load(&s->reads_inflight));
-    COUNTER("profstore_remote_reads_timed_out_total", "Remote reads stopped by --query.timeout (503, or a streamed "
-            "answer cut off).", atomic_load(&s->reads_timed_out));
-    COUNTER("profstore_remote_reads_canceled_total", "Remote reads whose client went away before the last frame.",
-            atomic_load(&s->reads_canceled));
-    COUNTER("profstore_ingest_profiles_total", "Profiles pushed and stored.", atomic_load(&s->ingest_profiles));
-    COUNTER("profstore_ingest_bytes_total", "Bytes of pushed profiles stored (as received).", atomic_load(&s->ingest_bytes));
-    COUNTER("profstore_ingest_samples_total", "pprof samples in stored profiles.", atomic_load(&s->ingest_samples));
-    ps_api_write_metrics(s, &b);
+    ps_http_errors_write(s->http_stats, &b);
+    ps_api_read_metrics(&b);
+    ps_ingest_metrics(&b);
+    ps_api_write_metrics(&b);
     ps_qpool_metrics(s->qpool, &b);
     ps_qpool_metrics(s->dpool, &b);
-    COUNTER("profstore_writer_batches_total", "Write transactions committed.", ws.batches);
-    ps_buf_printf(&b, "# HELP profstore_writer_transaction_duration_seconds Write transactions by duration: "
-                      "building, commit and fsync.\n# TYPE profstore_writer_transaction_duration_seconds histogram\n");
-    {
-        uint64_t cum = 0;
-        for (unsigned k = 0; k <= PS_WRITER_TXN_BUCKETS; k++) {
-            cum += ws.txn_buckets[k];
-            ps_buf_printf(&b, "profstore_writer_transaction_duration_seconds_bucket{le=\"%s\"} %llu\n",
-                          k < PS_WRITER_TXN_BUCKETS ? ps_writer_txn_le[k] : "+Inf", (unsigned long long)cum);
-        }
-        ps_buf_printf(&b, "profstore_writer_transaction_duration_seconds_sum %llu.%09llu\n",
-                      (unsigned long long)(ws.txn_sum_ns / 1000000000u), (unsigned long long)(ws.txn_sum_ns % 1000000000u));
-        ps_buf_printf(&b, "profstore_writer_transaction_duration_seconds_count %llu\n", (unsigned long long)cum);
-    }
-    COUNTER("profstore_writer_appends_failed_total", "Profiles the writer refused.", ws.failed);
-    COUNTER("profstore_writer_duplicates_total", "Identical re-pushes acknowledged without writing.", ws.duplicates);
-    COUNTER("profstore_compactor_chunks_total", "Chunks written by the compactor.", ws.chunks);
-    COUNTER("profstore_retention_series_dropped_total", "Series removed by retention.", ws.series_dropped);
-    GAUGE("profstore_writer_queue_length", "Profiles waiting for the writer.", ws.queued);
-    GAUGE("profstore_write_queue_items", "Write requests waiting for the writer (--storage.write-queue-max-items).",
-          ws.queued);
-    GAUGE("profstore_write_queue_bytes", "Bytes held by the write requests waiting for the writer "
-          "(--storage.write-queue-max-bytes).", ws.queued_bytes);
-    GAUGE("profstore_storage_disk_full", "1 while writes fail for want of space (the disk, or --storage.max-size): "
-          "answered 507.", ws.disk_full);
-    ps_buf_printf(&b, "# HELP profstore_writes_refused_total Write requests refused for want of capacity: a full write "
-                      "queue (429, 503 to remote write), the decompression budget (503), a full disk (507).\n"
-                      "# TYPE profstore_writes_refused_total counter\n"
-                      "profstore_writes_refused_total{reason=\"queue_full\"} %llu\n"
-                      "profstore_writes_refused_total{reason=\"inflate_budget\"} %llu\n"
-                      "profstore_writes_refused_total{reason=\"disk_full\"} %llu\n",
-                  (unsigned long long)ws.refused_queue_full, (unsigned long long)ps_inflate_budget_refused(),
-                  (unsigned long long)ws.refused_disk_full);
-    if (have_st) {
-        GAUGE("profstore_storage_series", "Series stored.", st.series);
-        GAUGE("profstore_storage_head_records", "Profiles in head records (not yet compacted).", st.head_records);
-        GAUGE("profstore_storage_chunks", "Chunks stored.", st.chunks);
-        GAUGE("profstore_storage_stack_nodes", "Nodes of the shared stack tree.", st.nodes);
-        GAUGE("profstore_storage_float_heads", "Float series with an open chunk.", st.float_heads);
-        GAUGE("profstore_storage_float_chunks", "Closed float (XOR) chunks stored.", st.float_chunks);
-        GAUGE("profstore_storage_metric_metadata", "Metric families with stored metadata.", st.metadata);
-        GAUGE("profstore_storage_file_bytes", "Size on disk of the LMDB data file.", st.file_bytes);
-        GAUGE("profstore_storage_used_bytes", "Bytes of LMDB pages in use.", st.used_bytes);
-    }
+    writer_metrics(&b, &ws);
+    if (have_st)
+        store_metrics(&b, &st);
     ps_scraper_metrics(s->scraper, &b);
-    ps_buf_printf(&b, "# HELP profstore_start_time_seconds Start time of the process.\n"
-                      "# TYPE profstore_start_time_seconds gauge\nprofstore_start_time_seconds %lld\n",
-                  (long long)(s->start_time / PS_NS_PER_S));
+    ps_metric_write_u64(&b, &m_start_time, (uint64_t)(s->start_time / PS_NS_PER_S));
     process_metrics(&b);
     ps_http_send(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
     ps_buf_dispose(&b);

@@ -13,14 +13,58 @@
 #include <strings.h>
 
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/timeutil.h"
 #include "task.h"
 #include "internal.h"
 #include "ingest/ingest.h"
 
+/* ---- metrics: relaxed atomics, bumped on the loops and the decode threads ---- */
+
+static ps_counter_t rw_requests, rw_bad_requests, rw_failed_requests, rw_samples_received, rw_samples_written,
+    rw_samples_duplicate, rw_rejected_out_of_order, rw_rejected_duplicate, rw_rejected_out_of_bounds, rw_rejected_series,
+    rw_rejected_too_new, rw_dropped_histograms, rw_dropped_exemplars;
+
+static const char *const by_reason[] = {"reason", NULL}, *const by_kind[] = {"kind", NULL};
+static const ps_metric_t m_requests = {"profstore_remote_write_requests_total", PS_COUNTER,
+                                       "Remote-write requests received."},
+                         m_bad = {"profstore_remote_write_bad_requests_total", PS_COUNTER,
+                                  "Remote-write requests refused as malformed (4xx, nothing stored)."},
+                         m_failed = {"profstore_remote_write_failed_requests_total", PS_COUNTER,
+                                     "Remote-write requests that failed in storage (5xx)."},
+                         m_received = {"profstore_remote_write_samples_received_total", PS_COUNTER,
+                                       "Float samples in decoded remote-write requests."},
+                         m_written = {"profstore_remote_write_samples_written_total", PS_COUNTER,
+                                      "Float samples stored."},
+                         m_duplicate = {"profstore_remote_write_samples_duplicate_total", PS_COUNTER,
+                                        "Samples identical to stored ones: accepted, not written again."},
+                         m_rejected = {"profstore_remote_write_samples_rejected_total", PS_COUNTER,
+                                       "Float samples refused (answered with a 400).", by_reason},
+                         m_dropped = {"profstore_remote_write_dropped_total", PS_COUNTER,
+                                      "Native histograms and exemplars received and not stored.", by_kind};
+
+void ps_api_write_metrics(ps_buf_t *b)
+{
+    ps_metric_write_u64(b, &m_requests, ps_counter_get(&rw_requests));
+    ps_metric_write_u64(b, &m_bad, ps_counter_get(&rw_bad_requests));
+    ps_metric_write_u64(b, &m_failed, ps_counter_get(&rw_failed_requests));
+    ps_metric_write_u64(b, &m_received, ps_counter_get(&rw_samples_received));
+    ps_metric_write_u64(b, &m_written, ps_counter_get(&rw_samples_written));
+    ps_metric_write_u64(b, &m_duplicate, ps_counter_get(&rw_samples_duplicate));
+    static const char *const reasons[] = {"out_of_order", "duplicate_timestamp", "out_of_bounds", "profile_series",
+                                          "too_far_in_future"};
+    const ps_counter_t *rejected[] = {&rw_rejected_out_of_order, &rw_rejected_duplicate, &rw_rejected_out_of_bounds,
+                                      &rw_rejected_series, &rw_rejected_too_new};
+    ps_metric_head(b, &m_rejected);
+    for (int i = 0; i < 5; i++)
+        ps_metric_u64(b, &m_rejected, NULL, &reasons[i], ps_counter_get(rejected[i]));
+    ps_metric_head(b, &m_dropped);
+    ps_metric_u64(b, &m_dropped, NULL, (const char *const[]){"histogram"}, ps_counter_get(&rw_dropped_histograms));
+    ps_metric_u64(b, &m_dropped, NULL, (const char *const[]){"exemplar"}, ps_counter_get(&rw_dropped_exemplars));
+}
+
 typedef struct pending {
     ps_wreq_t w;
-    ps_server_t *srv;
     int version;
 } pending_t;
 
@@ -62,20 +106,19 @@ static void send_error(ps_task_t *t, int code, const char *msg)
 static void on_finish(ps_task_t *t)
 {
     pending_t *p = t->finish_arg;
-    ps_server_t *s = p->srv;
     ps_remote_result_t res;
     ps_buf_t msg = PS_BUF_INIT;
     int code = ps_ingest_remote_result(&p->w, &res, &msg);
     /* counted before the answer, so a client reading /metrics after its 204 sees it */
-    atomic_fetch_add(&s->rw_samples_written, res.written);
-    atomic_fetch_add(&s->rw_samples_duplicate, res.duplicates);
-    atomic_fetch_add(&s->rw_rejected_out_of_order, res.out_of_order);
-    atomic_fetch_add(&s->rw_rejected_duplicate, res.dup_conflicts);
-    atomic_fetch_add(&s->rw_rejected_out_of_bounds, res.out_of_bounds);
-    atomic_fetch_add(&s->rw_rejected_too_new, res.too_new);
-    atomic_fetch_add(&s->rw_rejected_series, res.samples_failed);
+    ps_counter_add(&rw_samples_written, res.written);
+    ps_counter_add(&rw_samples_duplicate, res.duplicates);
+    ps_counter_add(&rw_rejected_out_of_order, res.out_of_order);
+    ps_counter_add(&rw_rejected_duplicate, res.dup_conflicts);
+    ps_counter_add(&rw_rejected_out_of_bounds, res.out_of_bounds);
+    ps_counter_add(&rw_rejected_too_new, res.too_new);
+    ps_counter_add(&rw_rejected_series, res.samples_failed);
     if (code != 0 && p->w.status != 0) {
-        atomic_fetch_add(&s->rw_failed_requests, 1);
+        ps_counter_add(&rw_failed_requests, 1);
         ps_log_error("remote write failed", "err=%s", ps_log_q(msg.len ? (char *)msg.data : ""));
     } else if (code != 0) {
         ps_log_debug("remote write partly rejected", "err=%s", ps_log_q((char *)msg.data));
@@ -158,7 +201,7 @@ static int request_version(ps_task_t *t, ps_err_t *err)
 }
 
 /* At most one log line a minute per kind of dropped data. */
-static void log_dropped(ps_server_t *s, uint64_t nh, uint64_t ne)
+static void log_dropped(uint64_t nh, uint64_t ne)
 {
     static _Atomic int64_t last;
     int64_t now = ps_time_mono(), prev = atomic_load(&last);
@@ -169,8 +212,8 @@ static void log_dropped(ps_server_t *s, uint64_t nh, uint64_t ne)
     ps_log_warn("remote write: native histograms and exemplars are not stored (dropped, counted in "
                 "profstore_remote_write_dropped_total)",
                 "histograms=%llu exemplars=%llu total_histograms=%llu total_exemplars=%llu", (unsigned long long)nh,
-                (unsigned long long)ne, (unsigned long long)atomic_load(&s->rw_dropped_histograms),
-                (unsigned long long)atomic_load(&s->rw_dropped_exemplars));
+                (unsigned long long)ne, (unsigned long long)ps_counter_get(&rw_dropped_histograms),
+                (unsigned long long)ps_counter_get(&rw_dropped_exemplars));
 }
 
 int ps_api_remote_write(ps_task_t *t)
@@ -181,11 +224,11 @@ int ps_api_remote_write(ps_task_t *t)
         send_error(t, PS_EUNAVAIL, "server is shutting down");
         return 0;
     }
-    atomic_fetch_add(&s->rw_requests, 1);
+    ps_counter_add(&rw_requests, 1);
     size_t ce_len;
     const char *ce = ps_task_header(t, "content-encoding", &ce_len);
     if (ce == NULL || !ieq(ce, ce_len, "snappy")) {
-        atomic_fetch_add(&s->rw_bad_requests, 1);
+        ps_counter_add(&rw_bad_requests, 1);
         if (ce == NULL)
             send_error(t, PS_EUNSUPPORTED, "remote write: Content-Encoding: snappy is required (snappy block format)");
         else {
@@ -197,17 +240,16 @@ int ps_api_remote_write(ps_task_t *t)
     }
     int version = request_version(t, &err);
     if (version < 0) {
-        atomic_fetch_add(&s->rw_bad_requests, 1);
+        ps_counter_add(&rw_bad_requests, 1);
         send_error(t, version, err.msg);
         return 0;
     }
     if (t->body == NULL || t->body_len == 0) {
-        atomic_fetch_add(&s->rw_bad_requests, 1);
+        ps_counter_add(&rw_bad_requests, 1);
         send_error(t, PS_EINVAL, "remote write: empty body");
         return 0;
     }
     pending_t *p = ps_arena_calloc(t->arena, 1, sizeof(*p));
-    p->srv = s;
     p->version = version;
     ps_remote_write_t w;
     ps_remote_limits_t lim;
@@ -215,15 +257,15 @@ int ps_api_remote_write(ps_task_t *t)
     if (s->opts.max_remote_uncompressed)
         lim.max_uncompressed = s->opts.max_remote_uncompressed;
     if (ps_remote_write_decode(t->body, t->body_len, version, &lim, t->arena, &w, &err) != 0) {
-        atomic_fetch_add(&s->rw_bad_requests, 1);
+        ps_counter_add(&rw_bad_requests, 1);
         ps_err_prefix(&err, "remote write %s", version == 2 ? "2.0" : "1.0");
         goto Fail;
     }
-    atomic_fetch_add(&s->rw_samples_received, w.nsamples);
+    ps_counter_add(&rw_samples_received, w.nsamples);
     if (w.nhistograms || w.nexemplars) {
-        atomic_fetch_add(&s->rw_dropped_histograms, w.nhistograms);
-        atomic_fetch_add(&s->rw_dropped_exemplars, w.nexemplars);
-        log_dropped(s, w.nhistograms, w.nexemplars);
+        ps_counter_add(&rw_dropped_histograms, w.nhistograms);
+        ps_counter_add(&rw_dropped_exemplars, w.nexemplars);
+        log_dropped(w.nhistograms, w.nexemplars);
     }
     ps_ingest_remote_prepare(&w, t->arena, &p->w);
     p->w.bytes = t->arena->used_total; /* the body's copy included: held until answered, the queue's bound */
@@ -235,41 +277,4 @@ int ps_api_remote_write(ps_task_t *t)
 Fail:
     send_error(t, err.code, err.msg);
     return 0;
-}
-
-void ps_api_write_metrics(ps_server_t *s, ps_buf_t *b)
-{
-#define C(name, help, v)                                                                                               \
-    ps_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,                          \
-                  (unsigned long long)atomic_load(&s->v))
-    C("profstore_remote_write_requests_total", "Remote-write requests received.", rw_requests);
-    C("profstore_remote_write_bad_requests_total", "Remote-write requests refused as malformed (4xx, nothing stored).",
-      rw_bad_requests);
-    C("profstore_remote_write_failed_requests_total", "Remote-write requests that failed in storage (5xx).",
-      rw_failed_requests);
-    C("profstore_remote_write_samples_received_total", "Float samples in decoded remote-write requests.",
-      rw_samples_received);
-    C("profstore_remote_write_samples_written_total", "Float samples stored.", rw_samples_written);
-    C("profstore_remote_write_samples_duplicate_total", "Samples identical to stored ones: accepted, not written again.",
-      rw_samples_duplicate);
-#undef C
-    ps_buf_printf(b,
-                  "# HELP profstore_remote_write_samples_rejected_total Float samples refused (answered with a 400).\n"
-                  "# TYPE profstore_remote_write_samples_rejected_total counter\n"
-                  "profstore_remote_write_samples_rejected_total{reason=\"out_of_order\"} %llu\n"
-                  "profstore_remote_write_samples_rejected_total{reason=\"duplicate_timestamp\"} %llu\n"
-                  "profstore_remote_write_samples_rejected_total{reason=\"out_of_bounds\"} %llu\n"
-                  "profstore_remote_write_samples_rejected_total{reason=\"profile_series\"} %llu\n"
-                  "profstore_remote_write_samples_rejected_total{reason=\"too_far_in_future\"} %llu\n"
-                  "# HELP profstore_remote_write_dropped_total Native histograms and exemplars received and not stored.\n"
-                  "# TYPE profstore_remote_write_dropped_total counter\n"
-                  "profstore_remote_write_dropped_total{kind=\"histogram\"} %llu\n"
-                  "profstore_remote_write_dropped_total{kind=\"exemplar\"} %llu\n",
-                  (unsigned long long)atomic_load(&s->rw_rejected_out_of_order),
-                  (unsigned long long)atomic_load(&s->rw_rejected_duplicate),
-                  (unsigned long long)atomic_load(&s->rw_rejected_out_of_bounds),
-                  (unsigned long long)atomic_load(&s->rw_rejected_series),
-                  (unsigned long long)atomic_load(&s->rw_rejected_too_new),
-                  (unsigned long long)atomic_load(&s->rw_dropped_histograms),
-                  (unsigned long long)atomic_load(&s->rw_dropped_exemplars));
 }

@@ -72,6 +72,7 @@
 #include <unistd.h>
 
 #include "connect.h"
+#include "core/metrics.h"
 #include "core/timeutil.h"
 #include "http.h"
 #include "internal.h"
@@ -159,12 +160,12 @@ static const char *const reason_names[NREASONS] = {"fd_limit", "max_connections"
 enum { T_HEADER, T_BODY_IDLE, T_BODY_RATE, T_FRESH, T_IDLE, T_WRITE, NTIMEOUTS };
 
 struct ps_conns {
-    atomic_uint open;
+    ps_gauge_t open;
     uint32_t max;
     uint64_t header_ms, body_idle_ms, idle_ms, min_rate, tick_ms;
     uint32_t max_resets;
     atomic_uint fd_starved; /* loops at EMFILE with nothing of their own to close */
-    atomic_uint_fast64_t accepted, refused[NREASONS], evicted[NREASONS], timeouts[NTIMEOUTS], framing, resets_refused;
+    ps_counter_t accepted, refused[NREASONS], evicted[NREASONS], timeouts[NTIMEOUTS], framing, resets_refused;
 };
 
 
@@ -260,7 +261,7 @@ static void resume_listeners(lconns_t *lc)
 {
     if (lc->npaused == 0 || atomic_load(&lc->loop->srv->stopping))
         return;
-    if (lc->cs->max != 0 && atomic_load(&lc->cs->open) >= lc->cs->max)
+    if (lc->cs->max != 0 && ps_gauge_get(&lc->cs->open) >= lc->cs->max)
         return;
     if (h2o_now(lc->loop->ctx.loop) < lc->fd_wait_until)
         return;
@@ -285,7 +286,7 @@ static void on_conn_close(void *data)
 {
     conn_t *c = data;
     lconns_t *lc = c->lc;
-    atomic_fetch_sub(&lc->cs->open, 1);
+    ps_gauge_add(&lc->cs->open, -1);
     if (c->evicting)
         lc->closing--;
     c->closed = 1;
@@ -370,7 +371,7 @@ static ssize_t on_expect_wrapped(h2_conn_t *h2, const uint8_t *src, size_t len, 
             c->resets = 0;
         }
         if (++c->resets > c->lc->cs->max_resets) {
-            atomic_fetch_add(&c->lc->cs->resets_refused, 1);
+            ps_counter_add(&c->lc->cs->resets_refused, 1);
             *err_desc = "too many streams reset by the client (--web.http2-max-resets)";
             return H2O_HTTP2_ERROR_ENHANCE_YOUR_CALM;
         }
@@ -399,7 +400,7 @@ static void refuse_on_reserve(lconns_t *lc, h2o_socket_t *listener)
             (void)w;
             shutdown(fd, SHUT_WR);
             close(fd);
-            atomic_fetch_add(&lc->cs->refused[R_FD], 1);
+            ps_counter_add(&lc->cs->refused[R_FD], 1);
         }
         lc->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (fd < 0 || lc->reserve_fd < 0)
@@ -446,7 +447,7 @@ void ps_conns_on_accept(h2o_socket_t *listener, const char *err)
     ps_loop_t *l = ps_loop_of(actx->ctx);
     lconns_t *lc = l->conns;
     struct ps_conns *cs = lc->cs;
-    if (cs->max != 0 && atomic_load(&cs->open) >= cs->max) {
+    if (cs->max != 0 && ps_gauge_get(&cs->open) >= cs->max) {
         pause_listener(lc, listener); /* newcomers wait in the kernel's backlog */
         return;
     }
@@ -464,8 +465,8 @@ void ps_conns_on_accept(h2o_socket_t *listener, const char *err)
     h2o_linklist_insert(&lc->conns, &c->link);
     sock->on_close.cb = on_conn_close;
     sock->on_close.data = c;
-    atomic_fetch_add(&cs->open, 1);
-    atomic_fetch_add(&cs->accepted, 1);
+    ps_gauge_add(&cs->open, 1);
+    ps_counter_add(&cs->accepted, 1);
     c->in_cb++;
     h2o_accept(actx, sock);
     c->in_cb--;
@@ -828,7 +829,7 @@ static int evict_idle(lconns_t *lc, int max, uint64_t min_idle_ms, int reason)
         if (v.now - last < min_idle_ms)
             break;
         shut(c);
-        atomic_fetch_add(&lc->cs->evicted[reason], 1);
+        ps_counter_add(&lc->cs->evicted[reason], 1);
         n++;
     }
     free(v.idle);
@@ -859,7 +860,7 @@ static void on_tick(h2o_timeout_entry_t *e)
     H2O_HTTP1_CALLBACKS.foreach_request(&l->ctx, visit_req, &v);
     for (size_t i = 0; i < v.nacts; i++) {
         struct action *a = &v.acts[i];
-        atomic_fetch_add(&lc->cs->timeouts[a->kind], 1);
+        ps_counter_add(&lc->cs->timeouts[a->kind], 1);
         if (a->what == A_CLOSE)
             shut(a->c);
         else
@@ -916,7 +917,7 @@ static void on_tick(h2o_timeout_entry_t *e)
             struct action *a = &v.acts[i];
             if ((a->what == A_H2_KILL) != (pass == 1))
                 continue;
-            atomic_fetch_add(&lc->cs->timeouts[a->kind], 1);
+            ps_counter_add(&lc->cs->timeouts[a->kind], 1);
             if (a->what == A_H2_KILL)
                 kill_h2(a->c, a->msg);
             else
@@ -1010,7 +1011,7 @@ int ps_conns_refuse_framing(h2o_req_t *req)
                                    : NULL;
     if (why == NULL)
         return 0;
-    atomic_fetch_add(&ps_loop_of(req->conn->ctx)->srv->conns->framing, 1);
+    ps_counter_add(&ps_loop_of(req->conn->ctx)->srv->conns->framing, 1);
     req->http1_is_persistent = 0; /* what follows the body is never read as a request */
     h2o_socket_read_stop(sock);
     if (ps_connect_is_path(req->path_normalized)) {
@@ -1026,13 +1027,38 @@ int ps_conns_refuse_framing(h2o_req_t *req)
 
 /* ---- metrics ---- */
 
-/* A counter family: HELP, TYPE, then name{label="values[i]"} counts[i] for i < n. */
-static void counter_family(ps_buf_t *b, const char *name, const char *help, const char *label,
-                           const char *const *values, const atomic_uint_fast64_t *counts, int n)
+static const char *const by_reason[] = {"reason", NULL}, *const by_kind[] = {"kind", NULL};
+static const ps_metric_t m_open = {"profstore_http_connections", PS_GAUGE, "Open HTTP connections."},
+                         m_limit = {"profstore_http_connections_limit", PS_GAUGE,
+                                    "The bound on open HTTP connections (--web.max-connections; 0: none)."},
+                         m_accepted = {"profstore_http_connections_accepted_total", PS_COUNTER,
+                                       "HTTP connections accepted."},
+                         m_refused = {"profstore_http_connections_refused_total", PS_COUNTER,
+                                      "Connections accepted and closed at once with a 503, by reason (fd_limit: no "
+                                      "file descriptor left).",
+                                      by_reason},
+                         m_evicted = {"profstore_http_connections_evicted_total", PS_COUNTER,
+                                      "Idle connections closed to make room, by reason (fd_limit: no file descriptor "
+                                      "left; max_connections: clients waiting at --web.max-connections).",
+                                      by_reason},
+                         m_timeouts = {"profstore_http_timeouts_total", PS_COUNTER,
+                                       "Connections cut by a timeout, by kind (header, body_idle, body_rate: answered "
+                                       "408; no_request, keepalive_idle, write_stall: closed without an answer).",
+                                       by_kind},
+                         m_framing = {"profstore_http_framing_refused_total", PS_COUNTER,
+                                      "HTTP/1 requests refused (400, connection closed) for an ambiguous body length "
+                                      "(Content-Length with Transfer-Encoding, or two of them)."},
+                         m_reset_flood = {"profstore_http2_reset_flood_total", PS_COUNTER,
+                                          "HTTP/2 connections closed (GOAWAY ENHANCE_YOUR_CALM) for resetting more "
+                                          "streams than --web.http2-max-resets."};
+
+/* m's head, then one sample per label value: values[i] counts[i] for i < n */
+static void counter_family(ps_buf_t *b, const ps_metric_t *m, const char *const *values, const ps_counter_t *counts,
+                           int n)
 {
-    ps_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+    ps_metric_head(b, m);
     for (int i = 0; i < n; i++)
-        ps_buf_printf(b, "%s{%s=\"%s\"} %llu\n", name, label, values[i], (unsigned long long)atomic_load(&counts[i]));
+        ps_metric_u64(b, m, NULL, &values[i], ps_counter_get(&counts[i]));
 }
 
 void ps_conns_metrics(ps_server_t *s, ps_buf_t *b)
@@ -1040,33 +1066,14 @@ void ps_conns_metrics(ps_server_t *s, ps_buf_t *b)
     struct ps_conns *cs = s->conns;
     if (cs == NULL)
         return;
-    ps_buf_printf(b,
-                  "# HELP profstore_http_connections Open HTTP connections.\n# TYPE profstore_http_connections gauge\n"
-                  "profstore_http_connections %u\n"
-                  "# HELP profstore_http_connections_limit The bound on open HTTP connections (--web.max-connections; 0: none).\n"
-                  "# TYPE profstore_http_connections_limit gauge\nprofstore_http_connections_limit %u\n"
-                  "# HELP profstore_http_connections_accepted_total HTTP connections accepted.\n"
-                  "# TYPE profstore_http_connections_accepted_total counter\nprofstore_http_connections_accepted_total %llu\n",
-                  atomic_load(&cs->open), cs->max, (unsigned long long)atomic_load(&cs->accepted));
-    counter_family(b, "profstore_http_connections_refused_total",
-                   "Connections accepted and closed at once with a 503, by reason (fd_limit: no file descriptor left).",
-                   "reason", reason_names + R_FD, cs->refused + R_FD, 1);
-    counter_family(b, "profstore_http_connections_evicted_total",
-                   "Idle connections closed to make room, by reason (fd_limit: no file descriptor left; "
-                   "max_connections: clients waiting at --web.max-connections).",
-                   "reason", reason_names, cs->evicted, NREASONS);
+    ps_metric_write_u64(b, &m_open, (uint64_t)ps_gauge_get(&cs->open));
+    ps_metric_write_u64(b, &m_limit, cs->max);
+    ps_metric_write_u64(b, &m_accepted, ps_counter_get(&cs->accepted));
+    counter_family(b, &m_refused, reason_names + R_FD, cs->refused + R_FD, 1);
+    counter_family(b, &m_evicted, reason_names, cs->evicted, NREASONS);
     static const char *const tnames[NTIMEOUTS] = {"header",     "body_idle",      "body_rate",
                                                   "no_request", "keepalive_idle", "write_stall"};
-    counter_family(b, "profstore_http_timeouts_total",
-                   "Connections cut by a timeout, by kind (header, body_idle, body_rate: answered 408; no_request, "
-                   "keepalive_idle, write_stall: closed without an answer).",
-                   "kind", tnames, cs->timeouts, NTIMEOUTS);
-    ps_buf_printf(b,
-                  "# HELP profstore_http_framing_refused_total HTTP/1 requests refused (400, connection closed) for an "
-                  "ambiguous body length (Content-Length with Transfer-Encoding, or two of them).\n"
-                  "# TYPE profstore_http_framing_refused_total counter\nprofstore_http_framing_refused_total %llu\n"
-                  "# HELP profstore_http2_reset_flood_total HTTP/2 connections closed (GOAWAY ENHANCE_YOUR_CALM) for "
-                  "resetting more streams than --web.http2-max-resets.\n"
-                  "# TYPE profstore_http2_reset_flood_total counter\nprofstore_http2_reset_flood_total %llu\n",
-                  (unsigned long long)atomic_load(&cs->framing), (unsigned long long)atomic_load(&cs->resets_refused));
+    counter_family(b, &m_timeouts, tnames, cs->timeouts, NTIMEOUTS);
+    ps_metric_write_u64(b, &m_framing, ps_counter_get(&cs->framing));
+    ps_metric_write_u64(b, &m_reset_flood, ps_counter_get(&cs->resets_refused));
 }

@@ -8,6 +8,7 @@
 #include <sys/time.h>
 
 #include "core/encode.h"
+#include "core/metrics.h"
 #include "internal.h"
 #include "proto/gzip.h"
 #include "ui_assets.h"
@@ -123,16 +124,11 @@ static const char *reason(int status)
 /* ---- request accounting: per handler, answers by status code and a duration histogram. One
  * relaxed atomic add per counter, no lock; /metrics sums them. ---- */
 
-#define NBUCKETS 11
-static const int64_t bucket_ns[NBUCKETS] = {5000000,   10000000,   25000000,   50000000,   100000000,  250000000,
-                                            500000000, 1000000000, 2500000000, 5000000000, 10000000000};
-static const char *const bucket_le[NBUCKETS] = {"0.005", "0.01", "0.025", "0.05", "0.1", "0.25",
-                                                 "0.5",   "1",    "2.5",   "5",    "10"};
+#define BUCKETS (&ps_histogram_default_buckets) /* 5 ms .. 10 s */
 
 typedef struct handler_stats {
-    atomic_uint_fast64_t codes[500];           /* answers by status - 100 (100..599) */
-    atomic_uint_fast64_t buckets[NBUCKETS + 1]; /* durations, per bucket (not cumulative); last: > 10 s */
-    atomic_uint_fast64_t sum_ns;
+    ps_counter_t codes[500]; /* answers by status - 100 (100..599) */
+    ps_histogram_t duration;
 } handler_stats_t;
 
 struct ps_http_stats {
@@ -141,6 +137,16 @@ struct ps_http_stats {
     uint32_t (*handler_of)(h2o_iovec_t path);
     const char *(*name)(uint32_t i);
 };
+
+static const char *const by_handler_code[] = {"handler", "code", NULL}, *const by_handler[] = {"handler", NULL},
+                         *const by_class[] = {"class", NULL};
+static const ps_metric_t m_requests = {"profstore_http_requests_total", PS_COUNTER,
+                                       "HTTP requests answered, by handler (route pattern) and status code.",
+                                       by_handler_code},
+                         m_duration = {"profstore_http_request_duration_seconds", PS_HISTOGRAM,
+                                       "Time from a request's arrival to its answer, by handler.", by_handler},
+                         m_errors = {"profstore_http_errors_total", PS_COUNTER, "HTTP error responses by class.",
+                                     by_class};
 
 struct ps_http_stats *ps_http_stats_new(uint32_t n, uint32_t (*handler_of)(h2o_iovec_t path),
                                         const char *(*name)(uint32_t i))
@@ -162,14 +168,10 @@ static void count(struct ps_http_stats *st, h2o_iovec_t path, const struct timev
     struct timeval now;
     gettimeofday(&now, NULL);
     int64_t d = ((int64_t)now.tv_sec - t0->tv_sec) * 1000000000 + ((int64_t)now.tv_usec - t0->tv_usec) * 1000;
-    if (d < 0 || (t0->tv_sec == 0 && t0->tv_usec == 0))
+    if (t0->tv_sec == 0 && t0->tv_usec == 0)
         d = 0;
-    uint32_t b = 0;
-    while (b < NBUCKETS && d > bucket_ns[b])
-        b++;
-    atomic_fetch_add_explicit(&h->buckets[b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&h->sum_ns, (uint_fast64_t)d, memory_order_relaxed);
-    atomic_fetch_add_explicit(&h->codes[status >= 100 && status <= 599 ? status - 100 : 499], 1, memory_order_relaxed);
+    ps_histogram_observe(&h->duration, BUCKETS, d);
+    ps_counter_add(&h->codes[status >= 100 && status <= 599 ? status - 100 : 499], 1);
 }
 
 static const struct timeval *begin_of(h2o_req_t *req)
@@ -190,52 +192,38 @@ void ps_http_account_task(const ps_task_t *t, int status)
     count(t->srv->http_stats, h2o_iovec_init(t->path, t->path_len), &t->begin, status);
 }
 
-void ps_http_stats_errors(const struct ps_http_stats *st, uint64_t *c4xx, uint64_t *c5xx)
-{
-    *c4xx = *c5xx = 0;
-    for (uint32_t i = 0; i < st->n; i++)
-        for (int c = 400 - 100; c < 500; c++) { /* codes[] is by status - 100 */
-            uint64_t v = atomic_load_explicit(&st->h[i].codes[c], memory_order_relaxed);
-            if (c < 500 - 100)
-                *c4xx += v;
-            else
-                *c5xx += v;
-        }
-}
-
 void ps_http_stats_write(const struct ps_http_stats *st, ps_buf_t *b)
 {
-    PS_BUF_LIT(b, "# HELP profstore_http_requests_total HTTP requests answered, by handler (route pattern) and "
-                  "status code.\n# TYPE profstore_http_requests_total counter\n");
+    ps_metric_head(b, &m_requests);
     for (uint32_t i = 0; i < st->n; i++)
         for (int c = 0; c < 500; c++) {
-            uint64_t v = atomic_load_explicit(&st->h[i].codes[c], memory_order_relaxed);
-            if (v > 0)
-                ps_buf_printf(b, "profstore_http_requests_total{handler=\"%s\",code=\"%d\"} %llu\n",
-                              st->name(i), c + 100, (unsigned long long)v);
+            uint64_t v = ps_counter_get(&st->h[i].codes[c]);
+            if (v == 0)
+                continue;
+            char code[8];
+            snprintf(code, sizeof(code), "%d", c + 100);
+            ps_metric_u64(b, &m_requests, NULL, (const char *const[]){st->name(i), code}, v);
         }
-    PS_BUF_LIT(b, "# HELP profstore_http_request_duration_seconds Time from a request's arrival to its answer, by "
-                  "handler.\n# TYPE profstore_http_request_duration_seconds histogram\n");
-    for (uint32_t i = 0; i < st->n; i++) {
-        const handler_stats_t *h = &st->h[i];
-        uint64_t cum = 0, v[NBUCKETS + 1];
-        for (int k = 0; k <= NBUCKETS; k++)
-            cum += v[k] = atomic_load_explicit(&h->buckets[k], memory_order_relaxed);
-        if (cum == 0)
-            continue;
-        const char *name = st->name(i);
-        cum = 0;
-        for (int k = 0; k <= NBUCKETS; k++) {
-            cum += v[k];
-            ps_buf_printf(b, "profstore_http_request_duration_seconds_bucket{handler=\"%s\",le=\"%s\"} %llu\n", name,
-                          k < NBUCKETS ? bucket_le[k] : "+Inf", (unsigned long long)cum);
+    ps_metric_head(b, &m_duration);
+    for (uint32_t i = 0; i < st->n; i++)
+        if (ps_histogram_count(&st->h[i].duration, BUCKETS) > 0)
+            ps_metric_histogram(b, &m_duration, (const char *const[]){st->name(i)}, &st->h[i].duration, BUCKETS);
+}
+
+void ps_http_errors_write(const struct ps_http_stats *st, ps_buf_t *b)
+{
+    uint64_t c4xx = 0, c5xx = 0;
+    for (uint32_t i = 0; i < st->n; i++)
+        for (int c = 400 - 100; c < 500; c++) { /* codes[] is by status - 100 */
+            uint64_t v = ps_counter_get(&st->h[i].codes[c]);
+            if (c < 500 - 100)
+                c4xx += v;
+            else
+                c5xx += v;
         }
-        uint64_t sum = atomic_load_explicit(&h->sum_ns, memory_order_relaxed);
-        ps_buf_printf(b, "profstore_http_request_duration_seconds_sum{handler=\"%s\"} %llu.%09llu\n", name,
-                      (unsigned long long)(sum / 1000000000), (unsigned long long)(sum % 1000000000));
-        ps_buf_printf(b, "profstore_http_request_duration_seconds_count{handler=\"%s\"} %llu\n", name,
-                      (unsigned long long)cum);
-    }
+    ps_metric_head(b, &m_errors);
+    ps_metric_u64(b, &m_errors, NULL, (const char *const[]){"4xx"}, c4xx);
+    ps_metric_u64(b, &m_errors, NULL, (const char *const[]){"5xx"}, c5xx);
 }
 
 /* Text answers (JSON, Prometheus' text format, folded stacks) and Connect's binary answers of at

@@ -7,8 +7,31 @@
 #include <stdlib.h>
 
 #include "core/log.h"
+#include "core/metrics.h"
 #include "internal.h"
 #include "task.h"
+
+/* pushed profiles stored, of every push API: relaxed atomics, bumped on the loops */
+static ps_counter_t ingest_profiles, ingest_bytes, ingest_samples;
+
+static const ps_metric_t m_profiles = {"profstore_ingest_profiles_total", PS_COUNTER, "Profiles pushed and stored."},
+                         m_bytes = {"profstore_ingest_bytes_total", PS_COUNTER,
+                                    "Bytes of pushed profiles stored (as received)."},
+                         m_samples = {"profstore_ingest_samples_total", PS_COUNTER, "pprof samples in stored profiles."};
+
+void ps_ingest_count(uint64_t profiles, uint64_t samples, uint64_t bytes)
+{
+    ps_counter_add(&ingest_profiles, profiles);
+    ps_counter_add(&ingest_samples, samples);
+    ps_counter_add(&ingest_bytes, bytes);
+}
+
+void ps_ingest_metrics(ps_buf_t *out)
+{
+    ps_metric_write_u64(out, &m_profiles, ps_counter_get(&ingest_profiles));
+    ps_metric_write_u64(out, &m_bytes, ps_counter_get(&ingest_bytes));
+    ps_metric_write_u64(out, &m_samples, ps_counter_get(&ingest_samples));
+}
 
 static void on_task_write_done(ps_wreq_t *w)
 {
@@ -65,9 +88,7 @@ static void on_finish(ps_task_t *t)
     ps_append_t *app = &j->w.app;
     bool ok = j->w.status == 0 && app->status == 0;
     if (ok) { /* counted before the answer, so a client reading /metrics after its 200 sees it */
-        atomic_fetch_add(&j->srv->ingest_profiles, 1);
-        atomic_fetch_add(&j->srv->ingest_bytes, j->body_len);
-        atomic_fetch_add(&j->srv->ingest_samples, app->profile->nsamples);
+        ps_ingest_count(1, app->profile->nsamples, j->body_len);
     } else {
         ps_log_debug(j->what, "err=%s", ps_log_q(j->w.status ? j->w.err.msg : app->err.msg));
     }

@@ -56,7 +56,7 @@ typedef struct ps_ingest_job {
     ps_task_t *t;
     ps_arena_t *arena; /* the task's */
     ps_server_t *srv;
-    size_t body_len;            /* counted in ingest_bytes once stored */
+    size_t body_len;            /* counted in profstore_ingest_bytes_total once stored */
     const char *what;           /* the debug log event of a rejected profile */
     ps_ingest_status_fn status; /* the status of an error (the writer's "unavailable" while stopping: 503) */
 } ps_ingest_job_t;
@@ -67,6 +67,10 @@ ps_ingest_job_t *ps_ingest_job_new(ps_task_t *t, const char *what, ps_ingest_sta
 void ps_ingest_job_submit(ps_ingest_job_t *j);
 /** Answers status and msg (a request refused before the hand-off). */
 void ps_ingest_job_fail(ps_ingest_job_t *j, int status, const char *msg);
+/** Counts pushed profiles stored: profiles, their pprof samples, the bytes received (any thread). */
+void ps_ingest_count(uint64_t profiles, uint64_t samples, uint64_t bytes);
+/** profstore_ingest_{profiles,bytes,samples}_total, in the text exposition format. */
+void ps_ingest_metrics(ps_buf_t *out);
 
 /* routes.c */
 /** What a route (routes.c) or a Connect method (connect.c) is: the one scope a caller needs for it
@@ -123,8 +127,9 @@ struct ps_http_stats *ps_http_stats_new(uint32_t n, uint32_t (*handler_of)(h2o_i
 /** Writes profstore_http_requests_total{handler,code} and
  *  profstore_http_request_duration_seconds{handler} in the text exposition format. */
 void ps_http_stats_write(const struct ps_http_stats *st, ps_buf_t *out);
-/** The answers with a 4xx and with a 5xx status, over every handler. */
-void ps_http_stats_errors(const struct ps_http_stats *st, uint64_t *c4xx, uint64_t *c5xx);
+/** Writes profstore_http_errors_total{class}: the answers with a 4xx and with a 5xx status, over
+ *  every handler. */
+void ps_http_errors_write(const struct ps_http_stats *st, ps_buf_t *out);
 
 /* api_*.c handlers: return 0 (a response was or will be sent). Those taking a task run off the
  * loop, or in place (run.c); their route's cls and error shape are in routes.c's table. */
@@ -143,7 +148,9 @@ int ps_api_remote_write(ps_task_t *t);
 /** Remote write's error shape: plain text, 503 for a full queue (api_write.c). */
 void ps_api_remote_write_fail(ps_answer_t *a, int code, const char *msg);
 /** The remote_write counters, in the text exposition format (for /metrics). */
-void ps_api_write_metrics(ps_server_t *s, ps_buf_t *b);
+void ps_api_write_metrics(ps_buf_t *b);
+/** profstore_remote_reads_{inflight,timed_out_total,canceled_total} likewise (api_read.c). */
+void ps_api_read_metrics(ps_buf_t *b);
 int ps_api_admin_compact(h2o_req_t *req);
 int ps_api_admin_retention(h2o_req_t *req);
 int ps_api_debug_series(ps_task_t *t);

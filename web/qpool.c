@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "core/budget.h"
+#include "core/metrics.h"
 #include "core/thread.h"
 #include "core/timeutil.h"
 
@@ -49,7 +50,7 @@ struct ps_qpool {
     bool stop;
     pthread_t *threads;
     ps_qjob_t **cur; /* the job each worker runs (under mu), for ps_qpool_stop */
-    atomic_uint_fast64_t total, canceled, timed_out, rejected;
+    ps_counter_t total, canceled, timed_out, rejected;
     bool decode;                    /* the decode pool: normal priority, no budget, bounded by bytes */
     size_t max_bytes, queued_bytes; /* the decode pool's bound, the bodies waiting (under mu) */
     struct qhelp *help;             /* ps_qpool_par's helpers waiting (under mu): taken before the jobs */
@@ -100,9 +101,9 @@ static void run_job(ps_qpool_t *p, ps_qjob_t *j)
     if (atomic_load(&j->shutdown))
         ; /* not the client's doing */
     else if (atomic_load(&j->cancel))
-        atomic_fetch_add(&p->canceled, 1);
+        ps_counter_add(&p->canceled, 1);
     else if ((status == 503 || status == 504) && j->deadline != 0 && ps_time_mono() > j->deadline)
-        atomic_fetch_add(&p->timed_out, 1);
+        ps_counter_add(&p->timed_out, 1);
 }
 
 typedef struct worker_arg {
@@ -285,7 +286,7 @@ int ps_qpool_submit(ps_qpool_t *p, ps_qjob_t *j, bool piece, char *msg, size_t s
         size_t qb = p->queued_bytes;
         uint32_t qn = p->queued;
         pthread_mutex_unlock(&p->mu);
-        atomic_fetch_add(&p->rejected, 1);
+        ps_counter_add(&p->rejected, 1);
         if (p->decode) {
             snprintf(msg, size,
                      "overloaded: %u writes (%zu bytes) wait to be decoded (--ingest.decode-queue-max-bytes=%zu); "
@@ -307,9 +308,35 @@ int ps_qpool_submit(ps_qpool_t *p, ps_qjob_t *j, bool piece, char *msg, size_t s
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
     if (!piece)
-        atomic_fetch_add(&p->total, 1);
+        ps_counter_add(&p->total, 1);
     return 0;
 }
+
+static const ps_metric_t m_decode_threads = {"profstore_ingest_decode_threads", PS_GAUGE,
+                                             "Threads that decode writes (--ingest.decode-threads)."},
+                         m_decode_inflight = {"profstore_ingest_decode_inflight", PS_GAUGE, "Writes being decoded."},
+                         m_decode_queue = {"profstore_ingest_decode_queue_length", PS_GAUGE,
+                                           "Writes waiting for a decode thread."},
+                         m_decode_queue_bytes = {"profstore_ingest_decode_queue_bytes", PS_GAUGE,
+                                                 "Body bytes of the writes waiting for a decode thread."},
+                         m_decode_rejected = {"profstore_ingest_decode_rejected_total", PS_COUNTER,
+                                              "Writes refused (429/503) because the decode queue was full."},
+                         m_computing = {"profstore_query_computing", PS_GAUGE,
+                                        "Queries computing now (at most --query.cpus; the others of "
+                                        "profstore_query_inflight wait their turn)."},
+                         m_waiting = {"profstore_query_waiting_for_cpu", PS_GAUGE,
+                                      "Running queries waiting for their turn to compute."},
+                         m_concurrency = {"profstore_query_concurrency_max", PS_GAUGE,
+                                          "Queries that run at once on the query pool (--query.max-concurrency)."},
+                         m_inflight = {"profstore_query_inflight", PS_GAUGE, "Queries running on the query pool."},
+                         m_queue = {"profstore_query_queue_length", PS_GAUGE, "Queries waiting for a query thread."},
+                         m_queries = {"profstore_queries_total", PS_COUNTER, "Queries handed to the query pool."},
+                         m_canceled = {"profstore_queries_canceled_total", PS_COUNTER,
+                                       "Queries stopped or dropped because their client went away."},
+                         m_timed_out = {"profstore_queries_timed_out_total", PS_COUNTER,
+                                        "Queries answered 503 after --query.timeout."},
+                         m_rejected = {"profstore_queries_rejected_total", PS_COUNTER,
+                                       "Queries refused because the queue was full."};
 
 void ps_qpool_metrics(ps_qpool_t *p, ps_buf_t *b)
 {
@@ -320,48 +347,22 @@ void ps_qpool_metrics(ps_qpool_t *p, ps_buf_t *b)
     size_t queued_bytes = p->queued_bytes;
     pthread_mutex_unlock(&p->mu);
     if (p->decode) {
-        ps_buf_printf(b,
-                      "# HELP profstore_ingest_decode_threads Threads that decode writes (--ingest.decode-threads).\n"
-                      "# TYPE profstore_ingest_decode_threads gauge\nprofstore_ingest_decode_threads %u\n"
-                      "# HELP profstore_ingest_decode_inflight Writes being decoded.\n"
-                      "# TYPE profstore_ingest_decode_inflight gauge\nprofstore_ingest_decode_inflight %u\n"
-                      "# HELP profstore_ingest_decode_queue_length Writes waiting for a decode thread.\n"
-                      "# TYPE profstore_ingest_decode_queue_length gauge\nprofstore_ingest_decode_queue_length %u\n"
-                      "# HELP profstore_ingest_decode_queue_bytes Body bytes of the writes waiting for a decode "
-                      "thread.\n# TYPE profstore_ingest_decode_queue_bytes gauge\nprofstore_ingest_decode_queue_bytes %zu\n"
-                      "# HELP profstore_ingest_decode_rejected_total Writes refused (429/503) because the decode "
-                      "queue was full.\n# TYPE profstore_ingest_decode_rejected_total counter\n"
-                      "profstore_ingest_decode_rejected_total %llu\n",
-                      p->nthreads, running, queued, queued_bytes, (unsigned long long)atomic_load(&p->rejected));
+        ps_metric_write_u64(b, &m_decode_threads, p->nthreads);
+        ps_metric_write_u64(b, &m_decode_inflight, running);
+        ps_metric_write_u64(b, &m_decode_queue, queued);
+        ps_metric_write_u64(b, &m_decode_queue_bytes, queued_bytes);
+        ps_metric_write_u64(b, &m_decode_rejected, ps_counter_get(&p->rejected));
         return;
     }
     unsigned computing, waiting;
     ps_cpu_slots_stats(p->slots, &computing, &waiting);
-    ps_buf_printf(b,
-                  "# HELP profstore_query_computing Queries computing now (at most --query.cpus; the others "
-                  "of profstore_query_inflight wait their turn).\n# TYPE profstore_query_computing gauge\n"
-                  "profstore_query_computing %u\n"
-                  "# HELP profstore_query_waiting_for_cpu Running queries waiting for their turn to compute.\n"
-                  "# TYPE profstore_query_waiting_for_cpu gauge\nprofstore_query_waiting_for_cpu %u\n",
-                  p->slots != NULL ? computing : running, waiting);
-    ps_buf_printf(b,
-                  "# HELP profstore_query_concurrency_max Queries that run at once on the query pool "
-                  "(--query.max-concurrency).\n# TYPE profstore_query_concurrency_max gauge\n"
-                  "profstore_query_concurrency_max %u\n"
-                  "# HELP profstore_query_inflight Queries running on the query pool.\n"
-                  "# TYPE profstore_query_inflight gauge\nprofstore_query_inflight %u\n"
-                  "# HELP profstore_query_queue_length Queries waiting for a query thread.\n"
-                  "# TYPE profstore_query_queue_length gauge\nprofstore_query_queue_length %u\n",
-                  p->nthreads, running, queued);
-    ps_buf_printf(b,
-                  "# HELP profstore_queries_total Queries handed to the query pool.\n"
-                  "# TYPE profstore_queries_total counter\nprofstore_queries_total %llu\n"
-                  "# HELP profstore_queries_canceled_total Queries stopped or dropped because their client went "
-                  "away.\n# TYPE profstore_queries_canceled_total counter\nprofstore_queries_canceled_total %llu\n"
-                  "# HELP profstore_queries_timed_out_total Queries answered 503 after --query.timeout.\n"
-                  "# TYPE profstore_queries_timed_out_total counter\nprofstore_queries_timed_out_total %llu\n"
-                  "# HELP profstore_queries_rejected_total Queries refused because the queue was full.\n"
-                  "# TYPE profstore_queries_rejected_total counter\nprofstore_queries_rejected_total %llu\n",
-                  (unsigned long long)atomic_load(&p->total), (unsigned long long)atomic_load(&p->canceled),
-                  (unsigned long long)atomic_load(&p->timed_out), (unsigned long long)atomic_load(&p->rejected));
+    ps_metric_write_u64(b, &m_computing, p->slots != NULL ? computing : running);
+    ps_metric_write_u64(b, &m_waiting, waiting);
+    ps_metric_write_u64(b, &m_concurrency, p->nthreads);
+    ps_metric_write_u64(b, &m_inflight, running);
+    ps_metric_write_u64(b, &m_queue, queued);
+    ps_metric_write_u64(b, &m_queries, ps_counter_get(&p->total));
+    ps_metric_write_u64(b, &m_canceled, ps_counter_get(&p->canceled));
+    ps_metric_write_u64(b, &m_timed_out, ps_counter_get(&p->timed_out));
+    ps_metric_write_u64(b, &m_rejected, ps_counter_get(&p->rejected));
 }

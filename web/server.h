@@ -75,13 +75,6 @@ typedef struct ps_server {
     void *reload_ctx;
     int64_t start_time;
     atomic_int stopping;
-    atomic_uint_fast64_t ingest_profiles, ingest_bytes, ingest_samples;
-    atomic_uint reads_inflight;  /* remote reads being answered (web/api_read.c) */
-    atomic_uint_fast64_t reads_timed_out, reads_canceled; /* remote reads stopped by --query.timeout, by their client */
-    /* remote_write (web/api_write.c) */
-    atomic_uint_fast64_t rw_requests, rw_bad_requests, rw_failed_requests, rw_samples_received, rw_samples_written,
-        rw_samples_duplicate, rw_rejected_out_of_order, rw_rejected_duplicate, rw_rejected_out_of_bounds,
-        rw_rejected_series, rw_rejected_too_new, rw_dropped_histograms, rw_dropped_exemplars;
     struct ps_http_stats *http_stats; /* answers per handler and code, durations (web/http.c) */
     const ps_server_flag_t *flags; /* every flag of ours, sorted by name (main.c) */
     struct ps_qpool *qpool; /* the query worker pool (web/qpool.c); NULL: queries run on the loops */

@@ -3,6 +3,7 @@
  */
 #include "core/metrics.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,13 +65,24 @@ void ps_metric_u64(ps_buf_t *out, const ps_metric_t *m, const char *suffix, cons
 void ps_metric_f(ps_buf_t *out, const ps_metric_t *m, const char *suffix, const char *const *values, double v, int prec)
 {
     series(out, m, suffix, values, NULL);
-    ps_buf_printf(out, "%.*f\n", prec, v);
+    if (isnan(v))
+        PS_BUF_LIT(out, "NaN\n");
+    else if (isinf(v))
+        ps_buf_printf(out, "%cInf\n", v > 0 ? '+' : '-');
+    else
+        ps_buf_printf(out, "%.*f\n", prec, v);
 }
 
 void ps_metric_write_u64(ps_buf_t *out, const ps_metric_t *m, uint64_t v)
 {
     ps_metric_head(out, m);
     ps_metric_u64(out, m, NULL, NULL, v);
+}
+
+void ps_metric_write_f(ps_buf_t *out, const ps_metric_t *m, double v, int prec)
+{
+    ps_metric_head(out, m);
+    ps_metric_f(out, m, NULL, NULL, v, prec);
 }
 
 static const int64_t def_le_ns[] = {5000000,   10000000,   25000000,   50000000,   100000000,  250000000,

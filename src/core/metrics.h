@@ -35,12 +35,15 @@ void ps_metric_head(ps_buf_t *out, const ps_metric_t *m);
 /** One sample: name+suffix (suffix may be NULL: "_sum", "_count"), then {label="value",...} with
  *  values[i] for m->labels[i] (values may be NULL when m has no labels), then the value. */
 void ps_metric_u64(ps_buf_t *out, const ps_metric_t *m, const char *suffix, const char *const *values, uint64_t v);
-/** The same with a float value printed with prec decimals ("%.3f"). */
+/** The same with a float value printed with prec decimals ("%.3f"); an infinity or NaN is written
+ *  as the format spells it: "+Inf", "-Inf", "NaN". */
 void ps_metric_f(ps_buf_t *out, const ps_metric_t *m, const char *suffix, const char *const *values, double v,
                  int prec);
 
 /** Head and the one sample of a family without labels. */
 void ps_metric_write_u64(ps_buf_t *out, const ps_metric_t *m, uint64_t v);
+/** The same with a float value (as ps_metric_f). */
+void ps_metric_write_f(ps_buf_t *out, const ps_metric_t *m, double v, int prec);
 
 /* ---- values a room keeps: relaxed atomics, no lock ---- */
 
@@ -59,7 +62,11 @@ typedef struct ps_gauge {
 } ps_gauge_t;
 
 static inline void ps_gauge_set(ps_gauge_t *g, int64_t v) { atomic_store_explicit(&g->v, v, memory_order_relaxed); }
-static inline void ps_gauge_add(ps_gauge_t *g, int64_t d) { atomic_fetch_add_explicit(&g->v, d, memory_order_relaxed); }
+/** Adds d (may be negative) and returns the value after it. */
+static inline int64_t ps_gauge_add(ps_gauge_t *g, int64_t d)
+{
+    return atomic_fetch_add_explicit(&g->v, d, memory_order_relaxed) + d;
+}
 static inline int64_t ps_gauge_get(const ps_gauge_t *g)
 {
     return atomic_load_explicit(&((ps_gauge_t *)g)->v, memory_order_relaxed);

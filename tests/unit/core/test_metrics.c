@@ -1,7 +1,9 @@
 /*
  * test_metrics.c - the text exposition writer (src/core/metrics.c): heads, labels escaped, float
- * precision, histograms (cumulative buckets, exact sum) as Prometheus' text format 0.0.4 has them.
+ * precision, infinities and NaN, histograms (cumulative buckets, exact sum) as Prometheus' text
+ * format 0.0.4 has them; the gauge and counter values.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -71,11 +73,35 @@ static void test_histogram(void **state)
     ps_buf_dispose(&b);
 }
 
+static void test_float_specials_and_gauge(void **state)
+{
+    (void)state;
+    static const ps_metric_t m = {"f", PS_GAUGE, "A float."};
+    ps_buf_t b = PS_BUF_INIT;
+    ps_metric_write_f(&b, &m, 1.005, 2);
+    expect(&b, "# HELP f A float.\n# TYPE f gauge\nf 1.00\n");
+    ps_metric_f(&b, &m, NULL, NULL, INFINITY, 2);
+    expect(&b, "f +Inf\n");
+    ps_metric_f(&b, &m, NULL, NULL, -INFINITY, 2);
+    expect(&b, "f -Inf\n");
+    ps_metric_f(&b, &m, NULL, NULL, NAN, 2);
+    expect(&b, "f NaN\n");
+    ps_buf_dispose(&b);
+    ps_gauge_t g = {0};
+    assert_int_equal(ps_gauge_add(&g, 3), 3);
+    assert_int_equal(ps_gauge_add(&g, -1), 2);
+    assert_int_equal(ps_gauge_get(&g), 2);
+    ps_counter_t c = {0};
+    ps_counter_add(&c, 5);
+    assert_int_equal(ps_counter_get(&c), 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_head_and_samples),
         cmocka_unit_test(test_histogram),
+        cmocka_unit_test(test_float_specials_and_gauge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
