@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "connguard.h"
 #include "core/timeutil.h"
 #include "proto/gzip.h"
 #include "http.h"
@@ -417,7 +417,7 @@ int ps_api_targets(h2o_req_t *req)
         return 0;
     }
     ps_buf_t b = PS_BUF_INIT;
-    /* credential-like params and labels are shown as <secret> unless an admin asks (tls.c) */
+    /* credential-like params and labels are shown as <secret> unless an admin asks (access.c) */
     ps_scraper_targets_json(s->scraper, st ? st->value : NULL, !ps_web_is_admin(req), &b);
     ps_http_send(req, 200, "application/json", b.data, b.len);
     ps_buf_dispose(&b);
