@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "core/budget.h"
-#include "parser/matchers.h"
+#include "parser/selector_specs.h"
 #include "query.h"
 #include "storage/xorchunk.h"
 

@@ -32,7 +32,7 @@
 #include "core/timeutil.h"
 #include "ingest/ingest.h"
 #include "proto/remote_read.h"
-#include "parser/matchers.h"
+#include "parser/selector_specs.h"
 #include "query/query.h"
 #include "query/read.h"
 #include "storage/xorchunk.h"
