@@ -85,11 +85,11 @@ fi
 
 # fuzz_pqeval: the PromQL parser and evaluator together (parser/ and src/query/promql*.c over an
 # in-memory sample source); the headers of src/query and storage/ for their types only.
-if [ -f "$root/src/query/promql.c" ] && [ -f "$here/fuzz_pqeval.c" ]; then
+if [ -f "$root/src/query/promql_eval.c" ] && [ -f "$here/fuzz_pqeval.c" ]; then
     [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
     [ -e "$gen/inc/query" ] || ln -s "$root/src/query" "$gen/inc/query"
     # shellcheck disable=SC2046
-    fuzzcc "$here/fuzz_pqeval.c" "$root/src/query/promql.c" "$root/src/query/promql_func.c" "$root"/parser/*.c \
+    fuzzcc "$here/fuzz_pqeval.c" "$root/src/query/promql_eval.c" "$root/src/query/promql_func.c" "$root"/parser/*.c \
         "$gen/selector.re.c" "$root"/core/*.c $(pkg-config --libs libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_pqeval"
 fi
