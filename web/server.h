@@ -13,7 +13,7 @@
 
 #include "core/err.h"
 #include "proto/pprof.h"
-#include "query/read.h"
+#include "query/remote_read.h"
 #include "storage/store.h"
 
 /* The rooms the handlers call; main.c creates them and hands them over (their APIs are in
