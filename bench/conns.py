@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/conns.py - connections (web/conn.c) against a real profstore. Prints, never asserts:
+"""bench/conns.py - connections (web/connguard.c) against a real profstore. Prints, never asserts:
 
   - RSS of the server idle, then holding 512 idle connections (KiB per connection), and the CPU
     it spends over 2 s holding them (the per-loop tick walks them every 100 ms);

@@ -1,7 +1,7 @@
 /*
  * promql.h - the PromQL syntax tree and its parser (the grammar is promql.c's head comment; the
  * lexer is selector.re). Node kinds, operators and value types are those of Prometheus'
- * promql/parser/ast.go, so that the evaluator (src/query/promql.c) can follow Prometheus' engine
+ * promql/parser/ast.go, so that the evaluator (src/query/promql_eval.c) can follow Prometheus' engine
  * step by step and messages can read like Prometheus'.
  *
  * The parser accepts the whole PromQL language of Prometheus 2.42 (subqueries, @, every function

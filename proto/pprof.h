@@ -2,7 +2,7 @@
  * pprof.h - decoding and encoding pprof profiles (perftools.profiles.Profile, docs/protocols.md).
  *
  * The only users of protobuf-c and zlib for pprof. Decoded profiles are ps_profile_t (see
- * src/core/profile.h) allocated from a caller's arena; generated protobuf-c structs never
+ * core/profile.h) allocated from a caller's arena; generated protobuf-c structs never
  * leave proto/.
  */
 #ifndef PS_PROTO_PPROF_H

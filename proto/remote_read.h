@@ -9,7 +9,7 @@
  * Frame (storage/remote/chunked.go):  uvarint(len(data)) | CRC-32C(data), big-endian, 4 bytes |
  * data = ChunkedReadResponse{chunked_series: [one series], query_index}.
  *
- * Nothing here selects or reads series: src/query/read.c does.
+ * Nothing here selects or reads series: src/query/remote_read.c does.
  */
 #ifndef PS_PROTO_REMOTE_READ_H
 #define PS_PROTO_REMOTE_READ_H

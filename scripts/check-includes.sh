@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 # folder -> prefix used in #include "prefix/..." -> prefixes it may include
 rules='
-src/core      core
+core          core
 parser        parser     core
 proto         proto      core
 storage       storage    core

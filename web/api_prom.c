@@ -1,6 +1,6 @@
 /*
  * api_prom.c - the Prometheus HTTP API (docs/protocols.md): query and query_range (PromQL, src/query/
- * promql.h, over float series and profile totals), series, labels, label values, metadata. GET
+ * promql_eval.h, over float series and profile totals), series, labels, label values, metadata. GET
  * and POST (form-encoded) alike.
  */
 #include <stdio.h>
@@ -15,7 +15,7 @@
 #include "internal.h"
 #include "parser/promql.h"
 #include "parser/selector.h"
-#include "query/promql.h"
+#include "query/promql_eval.h"
 #include "query/query.h"
 #include "render/render.h"
 

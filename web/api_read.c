@@ -1,7 +1,7 @@
 /*
  * api_read.c - POST /api/v1/read: Prometheus remote read (docs/protocols.md). Decodes the snappy
  * ReadRequest (proto/remote_read.h), negotiates the response type as Prometheus does, has
- * src/query/read.h answer it, and sends
+ * src/query/remote_read.h answer it, and sends
  *   SAMPLES:             Content-Type: application/x-protobuf, Content-Encoding: snappy;
  *   STREAMED_XOR_CHUNKS: Content-Type: application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse,
  *                        in pieces of about 64 KiB made as the client takes them (an h2o generator: the
@@ -46,7 +46,7 @@
 #include "internal.h"
 #include "proto/remote_read.h"
 #include "run.h"
-#include "query/read.h"
+#include "query/remote_read.h"
 
 #define STREAMED_TYPE "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "connguard.h"
 #include "core/metrics.h"
 #include "core/timeutil.h"
 #include "proto/gzip.h"
@@ -204,7 +204,7 @@ int ps_api_status_runtimeinfo(h2o_req_t *req)
     return 0;
 }
 
-/* ---- /metrics: each room writes its own families (web/http.c, conn.c, api_read.c, ingest_job.c,
+/* ---- /metrics: each room writes its own families (web/http.c, connguard.c, api_read.c, ingest_job.c,
  * api_write.c, qpool.c, forward/, scrape/); the writer's, the store's and the process's are here ---- */
 
 static const char *const by_reason[] = {"reason", NULL};
@@ -444,7 +444,7 @@ int ps_api_targets(h2o_req_t *req)
         return 0;
     }
     ps_buf_t b = PS_BUF_INIT;
-    /* credential-like params and labels are shown as <secret> unless an admin asks (tls.c) */
+    /* credential-like params and labels are shown as <secret> unless an admin asks (access.c) */
     ps_scraper_targets_json(s->scraper, st ? st->value : NULL, !ps_web_is_admin(req), &b);
     ps_http_send(req, 200, "application/json", b.data, b.len);
     ps_buf_dispose(&b);

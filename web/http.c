@@ -285,7 +285,7 @@ void ps_http_send_answer(h2o_req_t *req, const ps_answer_t *a)
     for (uint32_t i = 0; i < a->nheaders; i++) {
         const ps_header_t *h = &a->headers[i];
         if (strcmp(h->name, "retry-after") == 0 && h2o_find_header(&req->res.headers, H2O_TOKEN_RETRY_AFTER, -1) != -1)
-            continue; /* the handler said when (tls.c) */
+            continue; /* the handler said when (access.c) */
         h2o_add_header_by_str(&req->pool, &req->res.headers, h2o_strdup(&req->pool, h->name, h->nlen).base, h->nlen, 1,
                               NULL, h2o_strdup(&req->pool, h->value, h->vlen).base, h->vlen);
     }

@@ -21,12 +21,12 @@ typedef struct ps_loop {
     int fd;
     pthread_t thread;
     ps_server_t *srv;
-    struct lconns *conns; /* this loop's connections (web/conn.c) */
+    struct lconns *conns; /* this loop's connections (web/connguard.c) */
     volatile int exit;
     /* arenas kept warm for the next request: a fresh arena costs page faults (~0.5 ms a profile) */
     ps_arena_t *free_arenas[64];
     int nfree;
-    struct ps_websec *websec; /* tls.c: the web configuration this loop applies (a reference), or NULL */
+    struct ps_websec *websec; /* access.c: the web configuration this loop applies (a reference), or NULL */
 } ps_loop_t;
 
 static inline ps_loop_t *ps_loop_of(h2o_context_t *ctx)
@@ -95,7 +95,7 @@ unsigned ps_routes_class(uint32_t handler);
 /** The route pattern of handler i ("/api/v1/query_range", "/api/v1/label/:name/values", "other"). */
 const char *ps_routes_handler_name(uint32_t i);
 
-/* tls.c: the web configuration (--web.config.file) in force */
+/* access.c: the web configuration (--web.config.file) in force */
 /** The loop's reference to the current web configuration, and its TLS context on the accept ctx
  *  (loop_main, on the loop's thread). */
 void ps_tls_loop_init(ps_loop_t *l);

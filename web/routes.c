@@ -288,7 +288,7 @@ int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
             ps_http_error_status(req, 403, why);
         return 0;
     }
-    /* tls.c: 401, 403, 503; or route() later, once a bcrypt off the loop has passed the credentials */
+    /* access.c: 401, 403, 503; or route() later, once a bcrypt off the loop has passed the credentials */
     if (ps_web_authorize(req, cls, route) != 0)
         return 0;
     return route(req);

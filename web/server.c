@@ -16,7 +16,7 @@
 #include "core/log.h"
 #include "core/thread.h"
 #include "core/timeutil.h"
-#include "conn.h"
+#include "connguard.h"
 #include "http.h"
 #include "internal.h"
 #include "qpool.h"
@@ -38,7 +38,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     return ps_routes_dispatch(self, req);
 }
 
-/* every listener's (plain or TLS): counted, bounded, EMFILE handled, then h2o_accept (web/conn.c) */
+/* every listener's (plain or TLS): counted, bounded, EMFILE handled, then h2o_accept (web/connguard.c) */
 static void on_accept(h2o_socket_t *listener, const char *err)
 {
     ps_conns_on_accept(listener, err);

@@ -13,7 +13,7 @@
 
 #include "core/err.h"
 #include "proto/pprof.h"
-#include "query/read.h"
+#include "query/remote_read.h"
 #include "storage/store.h"
 
 /* The rooms the handlers call; main.c creates them and hands them over (their APIs are in
@@ -48,7 +48,7 @@ typedef struct ps_server_opts {
     size_t max_remote_uncompressed; /* remote_write: largest uncompressed body (0 = proto/remote.h's default) */
     bool enable_admin_api;   /* --web.enable-admin-api: the admin and debug APIs (else 503) */
     bool enable_lifecycle;   /* --web.enable-lifecycle: POST /-/reload (else 403) */
-    /* connections (web/conn.c); a timeout or rate of 0 is none */
+    /* connections (web/connguard.c); a timeout or rate of 0 is none */
     uint32_t max_connections;     /* --web.max-connections (0 = no bound) */
     int64_t read_header_timeout;  /* ns from a request's first byte to its header's end */
     int64_t body_idle_timeout;    /* ns a request body may go without a byte */
@@ -81,9 +81,9 @@ typedef struct ps_server {
     struct ps_qpool *dpool; /* the decode pool (web/qpool.c) for PS_ROUTE_DECODE writes; NULL: on the loops */
     uint32_t nflags;
     struct ps_server_status *status; /* the configuration as loaded, for the status endpoints (api_status.c) */
-    struct ps_websec *websec;        /* web/tls.c: the web configuration in force, NULL without one */
-    bool websec_started, websec_tls; /* web/tls.c */
-    struct ps_conns *conns;          /* connection counts and limits (web/conn.c) */
+    struct ps_websec *websec;        /* web/access.c: the web configuration in force, NULL without one */
+    bool websec_started, websec_tls; /* web/access.c */
+    struct ps_conns *conns;          /* connection counts and limits (web/connguard.c) */
     void *impl;
 } ps_server_t;
 

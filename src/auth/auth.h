@@ -38,7 +38,7 @@ void ps_auth_free(ps_auth_t *a);
 ps_auth_verdict_t ps_auth_check(ps_auth_t *a, const char *hdr, size_t len, unsigned *scopes);
 /** ps_auth_check without the bcrypt computation: the verdict when it needs none (no or malformed
  *  credentials, a token, a cached verdict), else PS_AUTH_PENDING, for ps_auth_check on a thread
- *  that may spend the milliseconds (web/tls.c keeps them off the event loops). Thread-safe. */
+ *  that may spend the milliseconds (web/access.c keeps them off the event loops). Thread-safe. */
 ps_auth_verdict_t ps_auth_check_quick(ps_auth_t *a, const char *hdr, size_t len, unsigned *scopes);
 /** The scheme a 401 offers in WWW-Authenticate: "Basic" when there are basic_auth_users (as
  *  Prometheus; bearer tokens are still taken), else "Bearer". */

@@ -1,13 +1,13 @@
 /*
- * promql_int.h - what promql.c (the engine: plan, steps, selectors, operators, aggregations) and
- * promql_func.c (the functions) share. Not an API: see promql.h.
+ * promql_int.h - what promql_eval.c (the engine: plan, steps, selectors, operators, aggregations) and
+ * promql_func.c (the functions) share. Not an API: see promql_eval.h.
  */
 #ifndef PS_QUERY_PROMQL_INT_H
 #define PS_QUERY_PROMQL_INT_H
 
 #include "core/hash.h"
 #include "parser/regex.h"
-#include "promql.h"
+#include "promql_eval.h"
 
 /* An element of an instant vector at one step. */
 typedef struct pq_elem {
@@ -117,7 +117,7 @@ typedef struct pq_ctx {
 
 #define PQ_STALE_BITS 0x7ff0000000000002ull
 
-/* promql.c */
+/* promql_eval.c */
 int pq_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out);
 int pq_tick(pq_ctx_t *c);
 /** PS_ELIMIT naming --query.max-memory once what the query holds (its arenas, subquery columns,

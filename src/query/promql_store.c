@@ -1,8 +1,8 @@
 /*
- * promql_store.c - the store as a PromQL sample source (promql.h): ps_query_select's series and
+ * promql_store.c - the store as a PromQL sample source (promql_eval.h): ps_query_select's series and
  * their ps_reader_samples (float samples, or a profile series' totals at its profile times).
  */
-#include "promql.h"
+#include "promql_eval.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
  * query.h - the query engine: series selection by matchers, merging profiles over time and
- * series, diffs. PromQL (float series and per-profile totals) is promql.h.
+ * series, diffs. PromQL (float series and per-profile totals) is promql_eval.h.
  *
  * Semantics (docs/api.md's Query section says the same for users):
  *  - selection: postings intersections for matchers that need a value, label-value scans for
@@ -222,7 +222,7 @@ void ps_query_diff_normalize(ps_profile_sel_t *base, const ps_profile_sel_t *cmp
 void ps_query_profile_comment(ps_profile_t *p, ps_arena_t *arena, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Series of points: PromQL answers (src/query/promql.h). */
+/* Series of points: PromQL answers (src/query/promql_eval.h). */
 typedef struct ps_point {
     int64_t t; /* ms */
     double v;

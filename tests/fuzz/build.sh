@@ -1,6 +1,6 @@
 #!/bin/sh
 # build.sh - builds the libFuzzer target fuzz_pprof (clang, ASan + UBSan) straight from the sources:
-# src/core/*.c, proto/pprof.c and the protobuf-c code generated from proto/profile.proto into a
+# core/*.c, proto/pprof.c and the protobuf-c code generated from proto/profile.proto into a
 # temporary directory. No CMake involved.
 #
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
@@ -24,7 +24,7 @@ trap 'rm -rf "$gen"' EXIT INT TERM
 mkdir -p "$out"
 # the include tree the CMake build gives each library: <prefix>/ -> the source folder
 mkdir -p "$gen/inc"
-ln -s "$root/src/core" "$gen/inc/core"
+ln -s "$root/core" "$gen/inc/core"
 ln -s "$root/proto" "$gen/inc/proto"
 ln -s "$root/parser" "$gen/inc/parser"
 ln -s "$root/storage" "$gen/inc/storage"
@@ -41,35 +41,35 @@ fuzzcc() {
     ("$CC" -std=gnu11 -g -O1 -fno-omit-frame-pointer \
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
         -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-        -I"$gen/inc" "$@" -lcrypto || touch "$gen/failed") & # libcrypto: src/core/encode.c
+        -I"$gen/inc" "$@" -lcrypto || touch "$gen/failed") & # libcrypto: core/encode.c
     running=$((running + 1))
     [ "$running" -lt "$jobs" ] || { wait; running=0; }
 }
 
 # shellcheck disable=SC2046
 fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib) \
-    -I"$root/tests/support" "$here/fuzz_pprof.c" "$root/tests/support/pprof_reference.c" "$root/proto/pprof.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/src/core/*.c \
+    -I"$root/tests/support" "$here/fuzz_pprof.c" "$root/tests/support/pprof_reference.c" "$root/proto/pprof.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/core/*.c \
     $(pkg-config --libs libprotobuf-c zlib) -lm -lpthread \
     -o "$out/fuzz_pprof"
 
 # fuzz_chunk: the chunk codec (storage/chunk.c) needs only the core helpers. Built here too, before
 # the last line, which stays the path of fuzz_pprof for run.sh.
-fuzzcc "$here/fuzz_chunk.c" "$root/storage/chunk.c" "$root"/src/core/*.c -lm -lpthread \
+fuzzcc "$here/fuzz_chunk.c" "$root/storage/chunk.c" "$root"/core/*.c -lm -lpthread \
     -o "$out/fuzz_chunk"
 
 # fuzz_xorchunk: the float chunk codec (storage/xorchunk.c), core helpers only.
-fuzzcc "$here/fuzz_xorchunk.c" "$root/storage/xorchunk.c" "$root"/src/core/*.c -lm -lpthread \
+fuzzcc "$here/fuzz_xorchunk.c" "$root/storage/xorchunk.c" "$root"/core/*.c -lm -lpthread \
     -o "$out/fuzz_xorchunk"
 
 # fuzz_fdense: the dense float chunk codec (storage/fdense.c, with xorchunk.c), core helpers only.
-fuzzcc "$here/fuzz_fdense.c" "$root/storage/fdense.c" "$root/storage/xorchunk.c" "$root"/src/core/*.c -lm -lpthread \
+fuzzcc "$here/fuzz_fdense.c" "$root/storage/fdense.c" "$root/storage/xorchunk.c" "$root"/core/*.c -lm -lpthread \
     -o "$out/fuzz_fdense"
 
 # fuzz_selector: the selector/PromQL parser (parser/), with the re2c lexer generated here.
 if [ -f "$root/parser/selector.re" ] && [ -f "$here/fuzz_selector.c" ]; then
     re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
     # shellcheck disable=SC2046
-    fuzzcc "$here/fuzz_selector.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
+    fuzzcc "$here/fuzz_selector.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
         $(pkg-config --libs libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_selector"
 fi
@@ -78,19 +78,19 @@ fi
 if [ -f "$root/parser/promql.c" ] && [ -f "$here/fuzz_promql.c" ]; then
     [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
     # shellcheck disable=SC2046
-    fuzzcc "$here/fuzz_promql.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
+    fuzzcc "$here/fuzz_promql.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
         $(pkg-config --libs libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_promql"
 fi
 
 # fuzz_pqeval: the PromQL parser and evaluator together (parser/ and src/query/promql*.c over an
 # in-memory sample source); the headers of src/query and storage/ for their types only.
-if [ -f "$root/src/query/promql.c" ] && [ -f "$here/fuzz_pqeval.c" ]; then
+if [ -f "$root/src/query/promql_eval.c" ] && [ -f "$here/fuzz_pqeval.c" ]; then
     [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
     [ -e "$gen/inc/query" ] || ln -s "$root/src/query" "$gen/inc/query"
     # shellcheck disable=SC2046
-    fuzzcc "$here/fuzz_pqeval.c" "$root/src/query/promql.c" "$root/src/query/promql_func.c" "$root"/parser/*.c \
-        "$gen/selector.re.c" "$root"/src/core/*.c $(pkg-config --libs libpcre2-8) -lm -lpthread \
+    fuzzcc "$here/fuzz_pqeval.c" "$root/src/query/promql_eval.c" "$root/src/query/promql_func.c" "$root"/parser/*.c \
+        "$gen/selector.re.c" "$root"/core/*.c $(pkg-config --libs libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_pqeval"
 fi
 
@@ -99,7 +99,7 @@ if [ -f "$root/proto/remote.proto" ] && [ -f "$here/fuzz_remote.c" ]; then
     protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/remote.proto"
     # shellcheck disable=SC2046
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c) \
-        "$here/fuzz_remote.c" "$root/proto/remote.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/remote.pb-c.c" "$root"/src/core/*.c \
+        "$here/fuzz_remote.c" "$root/proto/remote.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/remote.pb-c.c" "$root"/core/*.c \
         $(pkg-config --libs libprotobuf-c) -lsnappy -lz -lm -lpthread \
         -o "$out/fuzz_remote"
 fi
@@ -111,7 +111,7 @@ if [ -f "$root/proto/remote_read.c" ] && [ -f "$here/fuzz_remote_read.c" ]; then
     # shellcheck disable=SC2046
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c) \
         "$here/fuzz_remote_read.c" "$root/proto/remote_read.c" "$root/proto/remote.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" \
-        "$gen/remote.pb-c.c" "$root"/src/core/*.c \
+        "$gen/remote.pb-c.c" "$root"/core/*.c \
         $(pkg-config --libs libprotobuf-c) -lsnappy -lz -lm -lpthread \
         -o "$out/fuzz_remote_read"
 fi
@@ -122,7 +122,7 @@ if [ -f "$root/proto/pbjson.c" ] && [ -f "$here/fuzz_connect.c" ]; then
     # shellcheck disable=SC2046
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c jansson) \
         "$here/fuzz_connect.c" "$root/proto/pbjson.c" "$root/proto/pyroscope.c" "$root/proto/pballoc.c" \
-        "$gen"/pyroscope_*.pb-c.c "$root"/src/core/*.c \
+        "$gen"/pyroscope_*.pb-c.c "$root"/core/*.c \
         $(pkg-config --libs libprotobuf-c jansson) -lm -lpthread \
         -o "$out/fuzz_connect"
 fi
@@ -135,7 +135,7 @@ if [ -f "$root/src/ingest/pyroscope.c" ] && [ -f "$here/fuzz_pyingest.c" ]; then
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib jansson) \
         "$here/fuzz_pyingest.c" "$root/src/ingest/pyroscope.c" "$root/src/ingest/multipart.c" \
         "$root/src/ingest/ingest.c" "$root/proto/pprof.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" \
-        "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
+        "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
         $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_pyingest"
 fi
@@ -147,13 +147,13 @@ if [ -f "$root/proto/querier.c" ] && [ -f "$here/fuzz_querier.c" ]; then
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c jansson) \
         "$here/fuzz_querier.c" "$root/proto/querier.c" "$root/proto/pbjson.c" "$root/proto/pballoc.c" \
         "$gen/pyroscope_types.pb-c.c" "$gen/pyroscope_google.pb-c.c" "$gen/pyroscope_querier.pb-c.c" \
-        "$root"/src/core/*.c $(pkg-config --libs libprotobuf-c jansson) -lm -lpthread \
+        "$root"/core/*.c $(pkg-config --libs libprotobuf-c jansson) -lm -lpthread \
         -o "$out/fuzz_querier"
 fi
 
 # fuzz_ui_headers: the web UI's header parsing and path lookup (web/ui_assets.c), with a table of its own.
 if [ -f "$root/web/ui_assets.c" ] && [ -f "$here/fuzz_ui_headers.c" ]; then
-    fuzzcc "$here/fuzz_ui_headers.c" "$root/web/ui_assets.c" "$root"/src/core/*.c -lm -lpthread \
+    fuzzcc "$here/fuzz_ui_headers.c" "$root/web/ui_assets.c" "$root"/core/*.c -lm -lpthread \
         -o "$out/fuzz_ui_headers"
 fi
 
@@ -161,7 +161,7 @@ fi
 if [ -f "$root/src/config/webconfig.c" ] && [ -f "$here/fuzz_webconfig.c" ]; then
     ln -sfn "$root/src/config" "$gen/inc/config"
     # shellcheck disable=SC2046
-    fuzzcc $(pkg-config --cflags yaml-0.1) "$here/fuzz_webconfig.c" "$root/src/config/webconfig.c" "$root/src/config/yamlutil.c" "$root"/src/core/*.c \
+    fuzzcc $(pkg-config --cflags yaml-0.1) "$here/fuzz_webconfig.c" "$root/src/config/webconfig.c" "$root/src/config/yamlutil.c" "$root"/core/*.c \
         $(pkg-config --libs yaml-0.1) -lm -lpthread -o "$out/fuzz_webconfig"
 fi
 
@@ -174,7 +174,7 @@ if [ -f "$root/src/config/config.c" ] && [ -f "$here/fuzz_config.c" ]; then
     fuzzcc $(pkg-config --cflags yaml-0.1 libcrypto) \
         "$here/fuzz_config.c" "$root/src/config/config.c" "$root/src/config/config_yaml.c" "$root/src/config/yamlutil.c" \
         "$root/src/config/redact.c" \
-        "$root/src/config/relabel.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/src/core/*.c \
+        "$root/src/config/relabel.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
         $(pkg-config --libs yaml-0.1 libcrypto libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_config"
 fi

@@ -8,7 +8,7 @@
  *
  * Build (clang):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
- *     -I src -I . tests/fuzz/fuzz_chunk.c storage/chunk.c src/core/mem.c src/core/err.c -o fuzz_chunk
+ *     -I . tests/fuzz/fuzz_chunk.c storage/chunk.c core/mem.c core/err.c -o fuzz_chunk
  *   ./fuzz_chunk -max_len=4096 corpus/
  */
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /*
  * fuzz_pqeval.c - libFuzzer target for the PromQL parser and evaluator together (parser/promql.c,
- * src/query/promql.c, promql_func.c): what /api/v1/query and /api/v1/query_range run.
+ * src/query/promql_eval.c, promql_func.c): what /api/v1/query and /api/v1/query_range run.
  *
  * Arbitrary bytes are parsed (the small limits of fuzz_promql); a query that parses is evaluated
  * over a small in-memory sample source (series named a, b, c and h_bucket with the same label sets
@@ -24,7 +24,7 @@
 
 #include "core/mem.h"
 #include "parser/promql.h"
-#include "query/promql.h"
+#include "query/promql_eval.h"
 
 #define PS_FUZZ_NAME "fuzz_pqeval"
 #include "fuzzutil.h"

@@ -10,7 +10,7 @@
  * tree that prints the same (but for the signs of +Inf, see same_form); Pretty(0) (what
  * /api/v1/format_query answers) must parse again too, to the same String().
  *
- * Built by tests/fuzz/build.sh (like fuzz_selector: the .c files of parser/ and src/core/, the lexer,
+ * Built by tests/fuzz/build.sh (like fuzz_selector: the .c files of parser/ and core/, the lexer,
  * -lpcre2-8) and run by tests/fuzz/run.sh with a few real queries as seeds:
  *   tests/fuzz/run.sh 60 fuzz_promql
  */

@@ -12,9 +12,9 @@
  *   gen=$(mktemp -d) && re2c -W --no-generation-date -o "$gen/selector.re.c" parser/selector.re && \
  *   clang -std=gnu11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
  *     -fno-sanitize-recover=undefined -D_GNU_SOURCE -I src -I . \
- *     tests/fuzz/fuzz_selector.c $(find parser src/core -maxdepth 1 -name '*.c') "$gen/selector.re.c" \
+ *     tests/fuzz/fuzz_selector.c $(find parser core -maxdepth 1 -name '*.c') "$gen/selector.re.c" \
  *     -lpcre2-8 -lm -lpthread -o fuzz_selector && rm -rf "$gen"
- * (that is parser's and src/core's .c files; parser/selector.c, matcher.c, regex.c, labels.c and core's
+ * (that is parser's and core's .c files; parser/selector.c, matcher.c, regex.c, labels.c and core's
  * mem.c, err.c, labels.c are the ones needed)
  *   mkdir -p corpus && printf 'x{job="api",instance=~"10\\\\..*"}' > corpus/1 && \
  *     printf '{__name__=~"memory:.*",job!="batch"}' > corpus/2

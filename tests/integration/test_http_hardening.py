@@ -1,4 +1,4 @@
-"""Connection hardening (web/conn.c): HTTP/1 framing, timeouts with 408, --web.max-connections,
+"""Connection hardening (web/connguard.c): HTTP/1 framing, timeouts with 408, --web.max-connections,
 EMFILE, h2c and the HTTP/2 reset cap. Raw sockets throughout: the point is what a hostile client
 sends. Timeouts are set to 1 s so that every cut happens within a couple of seconds."""
 

@@ -1,5 +1,5 @@
 /*
- * test_budget.c - unit tests for src/core/budget.c: no budget never refuses; the cancel flag is
+ * test_budget.c - unit tests for core/budget.c: no budget never refuses; the cancel flag is
  * seen at every check; the deadline at every PS_BUDGET_CLOCK_EVERY-th check (or at once with
  * ps_budget_check_now), with Prometheus' words and the phase; samples and regex steps are taken
  * up to their limits exactly; budgets are per thread.

@@ -1,5 +1,5 @@
 /*
- * test_crc32c.c - unit tests for src/core/crc32c.c: the check value, the iSCSI vectors of RFC 3720
+ * test_crc32c.c - unit tests for core/crc32c.c: the check value, the iSCSI vectors of RFC 3720
  * (B.4), incremental use, and agreement with a bit-at-a-time reference at every length and
  * alignment up to 100 bytes.
  */

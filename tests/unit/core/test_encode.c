@@ -1,5 +1,5 @@
 /*
- * test_encode.c - unit tests for src/core/encode.c: hex digits of either case, decoding with the
+ * test_encode.c - unit tests for core/encode.c: hex digits of either case, decoding with the
  * offset of the first bad digit and odd lengths; base64 both ways (RFC 4648 section 10's vectors),
  * what each form accepts and refuses, EVP_DecodeBlock's quirks kept out ('=' inside, white space,
  * the padding's bytes), long inputs in pieces, and agreement with a bit-at-a-time reference.

@@ -1,5 +1,5 @@
 /*
- * test_metrics.c - the text exposition writer (src/core/metrics.c): heads, labels escaped, float
+ * test_metrics.c - the text exposition writer (core/metrics.c): heads, labels escaped, float
  * precision, infinities and NaN, histograms (cumulative buckets, exact sum) as Prometheus' text
  * format 0.0.4 has them; the gauge and counter values.
  */

@@ -11,7 +11,7 @@ every value in Go's shortest exact form. Those lines replace the case's expected
 (`eval_ordered` cases keep the order written in the file; promtool sorts by labels, so only the
 set is checked). `eval_fail` cases are run too and Prometheus' error is printed for comparison.
 With --check nothing is written: any difference is reported and the exit status is 1.
-The answers are facts about Prometheus; test_promql.c checks profstore against them.
+The answers are facts about Prometheus; test_promql_eval.c checks profstore against them.
 """
 import os
 import re

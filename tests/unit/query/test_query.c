@@ -4,7 +4,7 @@
  * the empty-value rule, time ranges, max_series), profile merges over a range and at a time
  * (exact totals, pprof's merge rules, profile families with every sample type, the errors for
  * unknown types), label names and values by time, and PromQL over the store's profile totals
- * (src/query/promql.h with ps_pq_store_source: selectors with lookback, sum, sum by, sum without,
+ * (src/query/promql_eval.h with ps_pq_store_source: selectors with lookback, sum, sum by, sum without,
  * count_over_time and sum_over_time, unary minus, numbers, range steps) with exact values.
  *
  * The store (T = 1,800,000,000 s):
@@ -34,7 +34,7 @@
 #include "ingest/ingest.h"
 #include "parser/selector.h"
 #include "parser/promql.h"
-#include "query/promql.h"
+#include "query/promql_eval.h"
 #include "query/query.h"
 
 
@@ -397,7 +397,7 @@ static void test_merge_family(void **state)
     fx_end(&f);
 }
 
-/* ---- PromQL over the store (src/query/promql.h with ps_pq_store_source) ---- */
+/* ---- PromQL over the store (src/query/promql_eval.h with ps_pq_store_source) ---- */
 
 static int eval(fx_t *f, const char *expr, int64_t start, int64_t end, int64_t step, bool instant, ps_pq_result_t *res)
 {

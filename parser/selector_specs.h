@@ -1,11 +1,11 @@
 /*
- * matchers.h - selectors built from matchers that arrive already split, as (type, name, value)
+ * selector_specs.h - selectors built from matchers that arrive already split, as (type, name, value)
  * triples (remote read's prometheus.LabelMatcher), rather than parsed from PromQL text. The
  * result is the same ps_selector_t the parser makes: =~ and !~ compiled by the same rules
  * (PCRE2, fully anchored as ^(?s:re)$, under match limits; see selector.h), matches_empty set.
  */
-#ifndef PS_PARSER_MATCHERS_H
-#define PS_PARSER_MATCHERS_H
+#ifndef PS_PARSER_SELECTOR_SPECS_H
+#define PS_PARSER_SELECTOR_SPECS_H
 
 #include <stddef.h>
 #include <stdint.h>

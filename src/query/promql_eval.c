@@ -1,5 +1,5 @@
 /*
- * promql.c - the PromQL engine (see promql.h): a plan of the tree with every selector's series
+ * promql_eval.c - the PromQL engine (see promql_eval.h): a plan of the tree with every selector's series
  * loaded once, then the tree evaluated at each step into an instant vector whose elements are
  * gathered into the answer's series. Each part follows the Prometheus 2.42 function named in its
  * comment (promql/engine.go unless said otherwise), in the same order of float operations.

@@ -1,5 +1,5 @@
 /*
- * read.h - answering Prometheus remote read (POST /api/v1/read): per query of a decoded
+ * remote_read.h - answering Prometheus remote read (POST /api/v1/read): per query of a decoded
  * ReadRequest, the series matching its matchers (all four types, built with
  * ps_selector_from_specs and selected by ps_query_select) with data in [start_ms, end_ms],
  * sorted by labels, and
@@ -27,8 +27,8 @@
  * it and check it (PS_ELIMIT naming the matcher, PS_ETIMEOUT, PS_ECANCELED), and each series is a
  * check too, so a read stops at its deadline or when its client goes away.
  */
-#ifndef PS_QUERY_READ_H
-#define PS_QUERY_READ_H
+#ifndef PS_QUERY_REMOTE_READ_H
+#define PS_QUERY_REMOTE_READ_H
 
 #include <stdbool.h>
 #include <stddef.h>

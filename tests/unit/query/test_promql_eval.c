@@ -1,5 +1,5 @@
 /*
- * test_promql.c - unit tests for the PromQL evaluator (src/query/promql.h) over an in-memory
+ * test_promql_eval.c - unit tests for the PromQL evaluator (src/query/promql_eval.h) over an in-memory
  * sample source:
  *  - promql_cases.test (the format of Prometheus' promql/testdata files; its expected answers are
  *    Prometheus 2.42's, from promql_oracle.py): every case as an instant query, compared to the
@@ -29,7 +29,7 @@
 
 #include "core/timeutil.h"
 #include "parser/promql.h"
-#include "query/promql.h"
+#include "query/promql_eval.h"
 
 #ifndef PS_SOURCE_DIR
 #define PS_SOURCE_DIR "."

@@ -1,5 +1,5 @@
 /*
- * test_read.c - unit tests for src/query/read.c: remote read over a temporary store of real Go CPU
+ * test_remote_read.c - unit tests for src/query/remote_read.c: remote read over a temporary store of real Go CPU
  * profiles ($PS_TESTDATA/pprof, totals from its README). SAMPLES answers decoded and checked value
  * by value, all four matcher types, time ranges, several queries, STREAMED_XOR_CHUNKS frames with
  * their XOR chunks decoded sample by sample (120 samples a chunk, frames cut by size), the sample
@@ -32,9 +32,9 @@
 #include "core/timeutil.h"
 #include "ingest/ingest.h"
 #include "proto/remote_read.h"
-#include "parser/matchers.h"
+#include "parser/selector_specs.h"
 #include "query/query.h"
-#include "query/read.h"
+#include "query/remote_read.h"
 #include "storage/xorchunk.h"
 
 #define T0 1800000000LL

@@ -1,5 +1,5 @@
 /*
- * tls.c - the web configuration in force (--web.config.file): the TLS context of the listeners
+ * access.c - the web configuration in force (--web.config.file): the TLS context of the listeners
  * (OpenSSL through h2o, HTTP/2 offered by ALPN), the credential checker and the response
  * headers; and the check every request passes first (ps_web_authorize).
  *

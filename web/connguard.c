@@ -1,5 +1,5 @@
 /*
- * conn.c - connection hardening around h2o 2.2.5 (see conn.h).
+ * connguard.c - connection hardening around h2o 2.2.5 (see connguard.h).
  *
  * What h2o 2.2.5 does by itself, and why this file exists:
  * - HTTP/1 (lib/http1.c) reads the whole body before the handler runs, under one timer
@@ -52,7 +52,7 @@
  *
  * Everything runs on the loop's own thread, but the open count, which is server-wide and atomic.
  */
-#include "conn.h"
+#include "connguard.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /*
- * matchers.c - selectors from (type, name, value) triples (matchers.h), compiled by matcher.c.
+ * selector_specs.c - selectors from (type, name, value) triples (selector_specs.h), compiled by matcher.c.
  */
-#include "parser/matchers.h"
+#include "parser/selector_specs.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /*
- * read.c - remote read (read.h): selection per query, then the samples or chunks of each series
+ * remote_read.c - remote read (remote_read.h): selection per query, then the samples or chunks of each series
  * in label order, encoded by proto/remote_read.h. With a sample limit, the samples of a SAMPLES
  * query are counted first, so a read over the limit fails before anything is encoded. Memory of a
  * SAMPLES answer: one series' samples at a time plus the answer, which the limit bounds (about 18
@@ -14,14 +14,14 @@
  * query's series set (at most max_series labels), one XOR chunk being built, the open series'
  * pending frame, and what the caller has not sent of out.
  */
-#include "read.h"
+#include "remote_read.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/budget.h"
-#include "parser/matchers.h"
+#include "parser/selector_specs.h"
 #include "query.h"
 #include "storage/xorchunk.h"
 

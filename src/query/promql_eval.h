@@ -1,5 +1,5 @@
 /*
- * promql.h - the PromQL evaluator: Prometheus 2.42's engine over a syntax tree of parser/promql.h.
+ * promql_eval.h - the PromQL evaluator: Prometheus 2.42's engine over a syntax tree of parser/promql.h.
  *
  * Semantics are Prometheus' (promql/engine.go, functions.go, quantile.go), step by step and with
  * the same float operations in the same order, so that the numbers are Prometheus' to the bit:
@@ -37,8 +37,8 @@
  * expression gives nothing costs no memory, and when it can give nothing at any time (a selector
  * without series, and what is built on it alone) it is not evaluated at all.
  */
-#ifndef PS_QUERY_PROMQL_H
-#define PS_QUERY_PROMQL_H
+#ifndef PS_QUERY_PROMQL_EVAL_H
+#define PS_QUERY_PROMQL_EVAL_H
 
 #include <stdbool.h>
 #include <stdint.h>

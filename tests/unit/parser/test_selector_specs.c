@@ -1,5 +1,5 @@
 /*
- * test_matchers.c - selectors built from (type, name, value) triples (parser/matchers.c): the four
+ * test_selector_specs.c - selectors built from (type, name, value) triples (parser/selector_specs.c): the four
  * types match as the parsed ones do (anchoring, '.' matching "\n", empty-value semantics), the
  * strings are copied, and a bad regex or type is an error naming the matcher.
  */
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "parser/matchers.h"
+#include "parser/selector_specs.h"
 
 #define SPEC(op, n, v) {op, n, sizeof(n) - 1, v, sizeof(v) - 1}
 

@@ -1,12 +1,12 @@
 /*
- * conn.h - connection hardening around h2o (web/conn.c): a bound on open connections, the
+ * connguard.h - connection hardening around h2o (web/connguard.c): a bound on open connections, the
  * descriptor reserve at EMFILE, header/body/idle timeouts with a 408 answer (HTTP/1 and per
  * HTTP/2 stream; an HTTP/2 header block never finished: GOAWAY), HTTP/1 framing
  * (Content-Length vs Transfer-Encoding) checked before any handler, h2c off unless asked for,
  * and a cap on HTTP/2 streams a client resets. server.c calls these; nothing else needs to.
  */
-#ifndef PS_WEB_CONN_H
-#define PS_WEB_CONN_H
+#ifndef PS_WEB_CONNGUARD_H
+#define PS_WEB_CONNGUARD_H
 
 #include <h2o.h>
 
