@@ -1,7 +1,7 @@
 /*
  * floatcodec.c - bench_floatcodec: bytes per sample of the closed float chunk codecs on the
  * series of bench_remote_write's generator (bench/rwgen.c), without a server: Prometheus' XOR
- * chunk (storage/xorchunk.h, what schema 3 stores) and the dense chunk (storage/fdense.h, schema
+ * chunk (storage/xorchunk.h, what schema 3 stores) and the dense chunk (storage/float_dense.h, schema
  * 4's closed chunks), plus either deflated (zlib level 6) for comparison.
  *
  *   bench_floatcodec [--series N (1000)] [--rounds R (120)] [--samples S (120)] [--values node|cpu]
@@ -19,7 +19,7 @@
 
 #include "core/mem.h"
 #include "rwgen.h"
-#include "storage/fdense.h"
+#include "storage/float_dense.h"
 #include "storage/xorchunk.h"
 #include "util.h"
 
@@ -106,13 +106,13 @@ int main(int argc, char **argv)
             }
             ps_buf_reset(&d);
             double t0 = ps_bench_now();
-            ps_fdense_encode(ct, cv, n, 0, &d);
+            ps_float_dense_encode(ct, cv, n, 0, &d);
             double t1 = ps_bench_now();
             int64_t *dt;
             uint64_t *dv;
             uint32_t dn;
             ps_err_t err;
-            if (ps_fdense_decode(d.data, d.len, 0, &dt, &dv, &dn, &err) != 0 || dn != n ||
+            if (ps_float_dense_decode(d.data, d.len, 0, &dt, &dv, &dn, &err) != 0 || dn != n ||
                 memcmp(dt, ct, n * 8) != 0 || memcmp(dv, cv, n * 8) != 0) {
                 fprintf(stderr, "series %u chunk at %u: dense round trip failed\n", i, from);
                 bad = 1;
@@ -122,7 +122,7 @@ int main(int argc, char **argv)
                 free(dt), free(dv);
             ps_buf_reset(&back);
             double t3 = ps_bench_now();
-            if (ps_fdense_to_xor(d.data, d.len, 0, &back, &err) != 0 || back.len != x.len ||
+            if (ps_float_dense_to_xor(d.data, d.len, 0, &back, &err) != 0 || back.len != x.len ||
                 memcmp(back.data, x.data, x.len) != 0) {
                 fprintf(stderr, "series %u chunk at %u: transcoding differs\n", i, from);
                 bad = 1;

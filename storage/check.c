@@ -220,7 +220,7 @@ static void phase(check_t *c, const char *fmt, ...)
     va_end(ap);
 }
 
-static int on_samples(void *ctx, const ps_fsample_t *s, size_t n)
+static int on_samples(void *ctx, const ps_float_sample_t *s, size_t n)
 {
     (void)s;
     ((check_t *)ctx)->st->samples += n;

@@ -269,7 +269,7 @@ int ps_store_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunk
         nchunks = &dummy;
     *nchunks = 0;
     int ret = compact_profiles(s, force, now_ns, nchunks, err);
-    return ret ? ret : ps_fcompact(s, force, now_ns, nchunks, err);
+    return ret ? ret : ps_float_compact(s, force, now_ns, nchunks, err);
 }
 
 int ps_store_compact_due(ps_store_t *s, uint32_t *nchunks, ps_err_t *err)
@@ -410,7 +410,7 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
         if (ret)
             goto Exit;
     }
-    if ((ret = ps_fretain(s, txn, cutoff, &touched, &ntouched, &cap, err)) != 0)
+    if ((ret = ps_float_retain(s, txn, cutoff, &touched, &ntouched, &cap, err)) != 0)
         goto Exit;
     /* a series with both expired head records and chunks was touched in both passes */
     if (ntouched > 1) /* touched is NULL when nothing expired: qsort may not be given NULL */

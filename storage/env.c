@@ -220,7 +220,7 @@ static int next_read(ps_store_t *s, ps_txn_t *txn, ps_next_ids_t *n, ps_err_t *e
 int ps_store_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
 {
     int ret = next_read(s, txn, &s->next, err);
-    return ret != 0 ? ret : ps_fwd_load_next(s, txn, err);
+    return ret != 0 ? ret : ps_forward_log_load_next(s, txn, err);
 }
 
 /* read_only: the databases of this schema version, opened in a read transaction (whose commit

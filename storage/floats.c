@@ -7,32 +7,32 @@
  *
  *
  * A float series keeps its samples in Prometheus' XOR chunks (xorchunk.h), each stored with the
- * encoding byte PS_FCHUNK_ENC_XOR in front:
+ * encoding byte PS_FLOAT_CHUNK_ENC_XOR in front:
  *   fhead    sid -> the open chunk, rewritten (once per write transaction) as samples arrive:
  *            whole while it is short, else its tail, whose stable start is in
  *   fprefix  (txn id, sid) -> bytes [2, p) of the open chunk, written anew (and the old record
- *            deleted) only in one flush of PS_FHEAD_TURNS (by sid / 64) or once the tail
- *            outgrows PS_FHEAD_TAIL_MAX; keyed by the writing transaction first, so that new
+ *            deleted) only in one flush of PS_FLOAT_HEAD_TURNS (by sid / 64) or once the tail
+ *            outgrows PS_FLOAT_HEAD_TAIL_MAX; keyed by the writing transaction first, so that new
  *            prefixes are appended to full pages and old ones die page by page. LMDB
  *            copies every page a transaction writes, and reuses the pages it frees only two
  *            transactions later: rewriting whole open chunks, a transaction that appends to most
  *            series copies nearly all of fhead and the file holds about three copies of it;
  *            rewriting tails, it copies the tails and a sixteenth of the prefixes;
  *   fchunks  (sid, max_t * 1e6 as a ts key) -> a closed chunk: from schema 4 a dense chunk
- *            (fdense.h, PS_FCHUNK_ENC_DENSE) when that is shorter and gives back the same samples
- *            and XOR bytes (ps_fclosed_value), else the XOR chunk. The head is cut into fchunks
+ *            (float_dense.h, PS_FLOAT_CHUNK_ENC_DENSE) when that is shorter and gives back the same samples
+ *            and XOR bytes (ps_float_closed_value), else the XOR chunk. The head is cut into fchunks
  *            before a sample that would make it hold more than PS_XOR_SAMPLES_PER_CHUNK samples
  *            or span compact_window_ns or more; the compactor closes heads idle for a window.
  *            Before a chunk is closed, the plain chunks at the series' end are packed into one
- *            record (PS_FCHUNK_ENC_DPACKED, dense chunks with each chunk's bounds; schema 3
- *            wrote PS_FCHUNK_ENC_PACKED of XOR chunks) when the new one would not fit beside
- *            them in a page or make them span a day (ps_fpack_before). Reads decode dense chunks;
+ *            record (PS_FLOAT_CHUNK_ENC_DPACKED, dense chunks with each chunk's bounds; schema 3
+ *            wrote PS_FLOAT_CHUNK_ENC_PACKED of XOR chunks) when the new one would not fit beside
+ *            them in a page or make them span a day (ps_float_pack_before). Reads decode dense chunks;
  *            ps_reader_xor_chunks transcodes them to the XOR chunk they were made from.
  * The series' newest sample (what out-of-order and duplicate checks compare with) is the head's
  * last one, or the last one of its newest closed chunk: nothing else is stored per series.
  *
  * The writer caches, per series written lately, the head's bytes and the appender positioned at
- * their end (ps_fstate_t), so an append does not decode the chunk again. The cache only mirrors
+ * their end (ps_float_state_t), so an append does not decode the chunk again. The cache only mirrors
  * the write transaction: it is dropped with the other caches (ps_sym_caches_clear), whenever a
  * transaction fails and after compaction or retention changed heads.
  */
@@ -40,14 +40,15 @@
 
 #include "floats.h"
 
-int ps_fdamaged(ps_err_t *err, uint64_t sid, const char *what, const ps_err_t *why)
+int ps_float_damaged(ps_err_t *err, uint64_t sid, const char *what, const ps_err_t *why)
 {
     return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged float %s: %s", (unsigned long long)sid, what,
                       why ? why->msg : "no encoding byte");
 }
 
 /* First and last sample of a XOR chunk, validating all of it. */
-int ps_fxor_bounds(const uint8_t *b, size_t n, int64_t *min_t, int64_t *max_t, ps_fsample_t *last, ps_err_t *why)
+int ps_float_xor_bounds(const uint8_t *b, size_t n, int64_t *min_t, int64_t *max_t, ps_float_sample_t *last,
+                        ps_err_t *why)
 {
     ps_xor_iter_t it;
     ps_xor_iter_init(&it, b, n);
@@ -69,7 +70,7 @@ int ps_fxor_bounds(const uint8_t *b, size_t n, int64_t *min_t, int64_t *max_t, p
 
 /* ---- packed records: several closed chunks of a series in one fchunks value ----
  *
- *   PS_FCHUNK_ENC_PACKED | t0 <varint> | entry... (to the end of the value)
+ *   PS_FLOAT_CHUNK_ENC_PACKED | t0 <varint> | entry... (to the end of the value)
  *   entry: dmin <uvarint> | span <uvarint> | len <uvarint> | len bytes: a XOR chunk
  *
  * An entry's chunk holds samples from min_t to max_t = min_t + span; min_t is t0 + dmin for the
@@ -77,7 +78,7 @@ int ps_fxor_bounds(const uint8_t *b, size_t n, int64_t *min_t, int64_t *max_t, p
  * reader finds the chunks of a range from these bounds and decodes only those. */
 
 
-void ps_fpack_encode(uint8_t enc, const ps_fpack_entry_t *e, size_t n, ps_buf_t *out)
+void ps_float_pack_encode(uint8_t enc, const ps_float_pack_entry_t *e, size_t n, ps_buf_t *out)
 {
     ps_buf_putc(out, enc);
     ps_put_varint(out, e[0].min_t);
@@ -92,7 +93,7 @@ void ps_fpack_encode(uint8_t enc, const ps_fpack_entry_t *e, size_t n, ps_buf_t 
 }
 
 
-void ps_funpack_init(ps_funpack_t *u, const uint8_t *b, size_t n)
+void ps_float_unpack_init(ps_float_unpack_t *u, const uint8_t *b, size_t n)
 {
     ps_dec_init(&u->d, b, n);
     u->base = ps_dec_varint(&u->d);
@@ -101,7 +102,7 @@ void ps_funpack_init(ps_funpack_t *u, const uint8_t *b, size_t n)
 
 /* 1: *e is the next entry (its bounds as the entry says; its chunk not yet read), 0: the end,
  * PS_ECORRUPT: what and where in why */
-int ps_funpack_next(ps_funpack_t *u, ps_fpack_entry_t *e, ps_err_t *why)
+int ps_float_unpack_next(ps_float_unpack_t *u, ps_float_pack_entry_t *e, ps_err_t *why)
 {
     if (u->d.err || u->base > T_MS_MAX || u->base < -T_MS_MAX)
         return ps_err_set(why, PS_ECORRUPT, "packed chunks: bad t0");
@@ -124,30 +125,30 @@ int ps_funpack_next(ps_funpack_t *u, ps_fpack_entry_t *e, ps_err_t *why)
 
 /* First and last sample of a dense chunk written with tbase, validating all of it. */
 static int dense_bounds(const uint8_t *b, size_t n, int64_t tbase, int64_t *min_t, int64_t *max_t,
-                        ps_fsample_t *last, ps_err_t *why)
+                        ps_float_sample_t *last, ps_err_t *why)
 {
     int64_t *t;
     uint64_t *v;
     uint32_t k;
-    if (ps_fdense_decode(b, n, tbase, &t, &v, &k, why) != 0)
+    if (ps_float_dense_decode(b, n, tbase, &t, &v, &k, why) != 0)
         return PS_ECORRUPT;
     *min_t = t[0];
     *max_t = t[k - 1];
     if (last) {
         last->t = t[k - 1];
-        last->v = bitsf(v[k - 1]);
+        last->v = bits_float(v[k - 1]);
     }
     free(t);
     free(v);
     return 0;
 }
 
-/* Validates the chunk of entry e (dense: of a PS_FCHUNK_ENC_DPACKED value) against its bounds. */
-static int pentry_check(const ps_fpack_entry_t *e, bool dense, uint32_t i, ps_fsample_t *last, ps_err_t *why)
+/* Validates the chunk of entry e (dense: of a PS_FLOAT_CHUNK_ENC_DPACKED value) against its bounds. */
+static int pentry_check(const ps_float_pack_entry_t *e, bool dense, uint32_t i, ps_float_sample_t *last, ps_err_t *why)
 {
     int64_t min_t = 0, max_t = 0;
     if (dense ? dense_bounds(e->chunk, e->len, e->min_t, &min_t, &max_t, last, why) != 0
-              : ps_fxor_bounds(e->chunk, e->len, &min_t, &max_t, last, why) != 0)
+              : ps_float_xor_bounds(e->chunk, e->len, &min_t, &max_t, last, why) != 0)
         return PS_ECORRUPT;
     if (min_t != e->min_t || max_t != e->max_t)
         return ps_err_set(why, PS_ECORRUPT, "packed chunks: entry %u holds %lld..%lld, not %lld..%lld", i - 1,
@@ -156,22 +157,24 @@ static int pentry_check(const ps_fpack_entry_t *e, bool dense, uint32_t i, ps_fs
 }
 
 /* First and last sample of a stored value (a XOR or dense chunk, packed chunks), validating all of it. */
-int ps_fchunk_bounds(const void *p, size_t n, int64_t *min_t, int64_t *max_t, ps_fsample_t *last, ps_err_t *why)
+int ps_float_chunk_bounds(const void *p, size_t n, int64_t *min_t, int64_t *max_t, ps_float_sample_t *last,
+                          ps_err_t *why)
 {
     const uint8_t *b = p;
-    if (n >= 1 && b[0] == PS_FCHUNK_ENC_XOR)
-        return ps_fxor_bounds(b + 1, n - 1, min_t, max_t, last, why);
-    if (n >= 1 && b[0] == PS_FCHUNK_ENC_DENSE)
+    if (n >= 1 && b[0] == PS_FLOAT_CHUNK_ENC_XOR)
+        return ps_float_xor_bounds(b + 1, n - 1, min_t, max_t, last, why);
+    if (n >= 1 && b[0] == PS_FLOAT_CHUNK_ENC_DENSE)
         return dense_bounds(b + 1, n - 1, 0, min_t, max_t, last, why);
-    if (n < 1 || (b[0] != PS_FCHUNK_ENC_PACKED && b[0] != PS_FCHUNK_ENC_DPACKED))
+    if (n < 1 || (b[0] != PS_FLOAT_CHUNK_ENC_PACKED && b[0] != PS_FLOAT_CHUNK_ENC_DPACKED))
         return ps_err_set(why, PS_ECORRUPT, "encoding byte %u, not %u, %u, %u or %u", n ? b[0] : 0u,
-                          PS_FCHUNK_ENC_XOR, PS_FCHUNK_ENC_PACKED, PS_FCHUNK_ENC_DENSE, PS_FCHUNK_ENC_DPACKED);
-    bool dense = b[0] == PS_FCHUNK_ENC_DPACKED;
-    ps_funpack_t u;
-    ps_fpack_entry_t e;
+                          PS_FLOAT_CHUNK_ENC_XOR, PS_FLOAT_CHUNK_ENC_PACKED, PS_FLOAT_CHUNK_ENC_DENSE,
+                          PS_FLOAT_CHUNK_ENC_DPACKED);
+    bool dense = b[0] == PS_FLOAT_CHUNK_ENC_DPACKED;
+    ps_float_unpack_t u;
+    ps_float_pack_entry_t e;
     int r;
-    ps_funpack_init(&u, b + 1, n - 1);
-    while ((r = ps_funpack_next(&u, &e, why)) == 1) {
+    ps_float_unpack_init(&u, b + 1, n - 1);
+    while ((r = ps_float_unpack_next(&u, &e, why)) == 1) {
         if (u.i == 1)
             *min_t = e.min_t;
         *max_t = e.max_t;
@@ -181,7 +184,7 @@ int ps_fchunk_bounds(const void *p, size_t n, int64_t *min_t, int64_t *max_t, ps
     return r;
 }
 
-size_t ps_fuvarint_len(uint64_t v)
+size_t ps_uvarint_len(uint64_t v)
 {
     size_t n = 1;
     while (v >= 0x80) {
@@ -193,9 +196,9 @@ size_t ps_fuvarint_len(uint64_t v)
 
 /* The bytes of a packed entry whose chunk [min_t, max_t] has len bytes, dmin after its
  * predecessor (0: the first). */
-size_t ps_fpentry_bytes(uint64_t dmin, int64_t min_t, int64_t max_t, size_t len)
+size_t ps_float_pack_entry_bytes(uint64_t dmin, int64_t min_t, int64_t max_t, size_t len)
 {
-    return ps_fuvarint_len(dmin) + ps_fuvarint_len((uint64_t)(max_t - min_t)) + ps_fuvarint_len(len) + len;
+    return ps_uvarint_len(dmin) + ps_uvarint_len((uint64_t)(max_t - min_t)) + ps_uvarint_len(len) + len;
 }
 
 /* ---- dense chunks (schema 4): closed chunks in fewer bytes, the same samples ---- */
@@ -211,7 +214,7 @@ static int xor_samples(const uint8_t *b, size_t n, int64_t **t, uint64_t **v, ui
     ps_xor_iter_init(&it, b, n);
     while (*k < cap && ps_xor_iter_next(&it)) {
         (*t)[*k] = it.t;
-        (*v)[*k] = fbits(it.v);
+        (*v)[*k] = float_bits(it.v);
         (*k)++;
     }
     int ret = ps_xor_iter_err(&it, why);
@@ -231,23 +234,23 @@ static bool dense_verified(const int64_t *t, const uint64_t *v, uint32_t k, int6
                            size_t xn, ps_buf_t *out)
 {
     size_t at = out->len;
-    ps_fdense_encode(t, v, k, tbase, out);
+    ps_float_dense_encode(t, v, k, tbase, out);
     int64_t *t2;
     uint64_t *v2;
     uint32_t k2;
     ps_err_t why;
-    bool ok = ps_fdense_decode(out->data + at, out->len - at, tbase, &t2, &v2, &k2, &why) == 0;
+    bool ok = ps_float_dense_decode(out->data + at, out->len - at, tbase, &t2, &v2, &k2, &why) == 0;
     if (ok) {
         ok = k2 == k && memcmp(t2, t, k * sizeof(*t)) == 0 && memcmp(v2, v, k * sizeof(*v)) == 0;
         free(t2);
         free(v2);
     }
-    if (ok && x != NULL) { /* what ps_fdense_to_xor gives: the XOR chunk of the same samples */
+    if (ok && x != NULL) { /* what ps_float_dense_to_xor gives: the XOR chunk of the same samples */
         ps_buf_t b = PS_BUF_INIT;
         ps_xor_app_t a;
         ps_xor_app_init(&a, &b);
         for (uint32_t i = 0; i < k && ok; i++)
-            ok = ps_xor_app_append(&a, t[i], bitsf(v[i]), &why) == 0;
+            ok = ps_xor_app_append(&a, t[i], bits_float(v[i]), &why) == 0;
         ok = ok && b.len == xn && memcmp(b.data, x, xn) == 0;
         ps_buf_dispose(&b);
     }
@@ -259,17 +262,17 @@ static bool dense_verified(const int64_t *t, const uint64_t *v, uint32_t k, int6
 /* The samples of the fchunks value c[0..n) of encoding 02 or 06, validated (see xor_samples). */
 static int value_samples(const uint8_t *c, size_t n, int64_t **t, uint64_t **v, uint32_t *k, ps_err_t *why)
 {
-    if (n >= 1 && c[0] == PS_FCHUNK_ENC_XOR)
+    if (n >= 1 && c[0] == PS_FLOAT_CHUNK_ENC_XOR)
         return xor_samples(c + 1, n - 1, t, v, k, why);
-    if (n >= 1 && c[0] == PS_FCHUNK_ENC_DENSE)
-        return ps_fdense_decode(c + 1, n - 1, 0, t, v, k, why);
+    if (n >= 1 && c[0] == PS_FLOAT_CHUNK_ENC_DENSE)
+        return ps_float_dense_decode(c + 1, n - 1, 0, t, v, k, why);
     return ps_err_set(why, PS_ECORRUPT, "not a plain chunk");
 }
 
 /* Appends to out the dense chunk (tbase min_t, for a packed entry) of the closed chunk c[0..n)
  * (a fchunks value of encoding 02 or 06) if its samples span [min_t, max_t] and dense_verified;
  * else false: the chunk stays as it is. */
-bool ps_fclosed_dense(const uint8_t *c, size_t n, int64_t min_t, int64_t max_t, ps_buf_t *out)
+bool ps_float_closed_dense(const uint8_t *c, size_t n, int64_t min_t, int64_t max_t, ps_buf_t *out)
 {
     int64_t *t;
     uint64_t *v;
@@ -278,8 +281,8 @@ bool ps_fclosed_dense(const uint8_t *c, size_t n, int64_t min_t, int64_t max_t, 
     if (value_samples(c, n, &t, &v, &k, &why) != 0)
         return false;
     bool ok = t[0] == min_t && t[k - 1] == max_t;
-    if (ok && c[0] == PS_FCHUNK_ENC_DENSE) {
-        /* the same chunk but its t0 (ps_fdense_encode of the same samples writes it so): no new
+    if (ok && c[0] == PS_FLOAT_CHUNK_ENC_DENSE) {
+        /* the same chunk but its t0 (ps_float_dense_encode of the same samples writes it so): no new
          * encoding, checked all the same */
         ps_dec_t d;
         ps_dec_init(&d, c + 1, n - 1);
@@ -292,7 +295,7 @@ bool ps_fclosed_dense(const uint8_t *c, size_t n, int64_t min_t, int64_t max_t, 
         int64_t *t2;
         uint64_t *v2;
         uint32_t k2;
-        ok = !d.err && ps_fdense_decode(out->data + at, out->len - at, min_t, &t2, &v2, &k2, &why) == 0;
+        ok = !d.err && ps_float_dense_decode(out->data + at, out->len - at, min_t, &t2, &v2, &k2, &why) == 0;
         if (ok) {
             ok = k2 == k && memcmp(t2, t, k * sizeof(*t)) == 0 && memcmp(v2, v, k * sizeof(*v)) == 0;
             free(t2);
@@ -310,7 +313,7 @@ bool ps_fclosed_dense(const uint8_t *c, size_t n, int64_t min_t, int64_t max_t, 
 
 /* The fchunks value of the closed chunk x[0..n) (02, then a XOR chunk) into out: 06 and its dense
  * chunk (tbase 0) when that is shorter and dense_verified, else x as it is. */
-void ps_fclosed_value(const uint8_t *x, size_t n, ps_buf_t *out)
+void ps_float_closed_value(const uint8_t *x, size_t n, ps_buf_t *out)
 {
     int64_t *t;
     uint64_t *v;
@@ -318,7 +321,7 @@ void ps_fclosed_value(const uint8_t *x, size_t n, ps_buf_t *out)
     ps_err_t why;
     ps_buf_reset(out);
     if (value_samples(x, n, &t, &v, &k, &why) == 0) {
-        ps_buf_putc(out, PS_FCHUNK_ENC_DENSE);
+        ps_buf_putc(out, PS_FLOAT_CHUNK_ENC_DENSE);
         bool ok = dense_verified(t, v, k, 0, x + 1, n - 1, out) && out->len < n;
         free(t);
         free(v);
@@ -329,7 +332,7 @@ void ps_fclosed_value(const uint8_t *x, size_t n, ps_buf_t *out)
     ps_buf_append(out, x, n);
 }
 
-/* ---- the open chunk: fhead, whole (PS_FCHUNK_ENC_XOR) or its tail (PS_FHEAD_ENC_TAIL) after
+/* ---- the open chunk: fhead, whole (PS_FLOAT_CHUNK_ENC_XOR) or its tail (PS_FLOAT_HEAD_ENC_TAIL) after
  * the stable start in fprefix ----
  *
  *   fhead tail:            04 | p <uvarint> | txn <uvarint> | the chunk's 2 header bytes | bytes [p, n)
@@ -338,22 +341,22 @@ void ps_fclosed_value(const uint8_t *x, size_t n, ps_buf_t *out)
  * The XOR appender only ever changes the chunk's header and its last byte, so bytes [2, n - 1) of
  * an open chunk of n bytes stay as they are until it is cut. */
 
-void ps_fhead_encode_tail(const uint8_t *c, size_t n, size_t p, uint64_t txn, ps_buf_t *out)
+void ps_float_head_encode_tail(const uint8_t *c, size_t n, size_t p, uint64_t txn, ps_buf_t *out)
 {
-    ps_buf_putc(out, PS_FHEAD_ENC_TAIL);
+    ps_buf_putc(out, PS_FLOAT_HEAD_ENC_TAIL);
     ps_put_uvarint(out, p);
     ps_put_uvarint(out, txn);
     ps_buf_append(out, c, 2);
     ps_buf_append(out, c + p, n - p);
 }
 
-void ps_fprefix_encode(const uint8_t *c, size_t p, ps_buf_t *out)
+void ps_float_prefix_encode(const uint8_t *c, size_t p, ps_buf_t *out)
 {
-    ps_buf_putc(out, PS_FPREFIX_ENC);
+    ps_buf_putc(out, PS_FLOAT_PREFIX_ENC);
     ps_buf_append(out, c + 2, p - 2);
 }
 
-void ps_fprefix_key(uint8_t k[16], uint64_t txn, uint64_t sid)
+void ps_float_prefix_key(uint8_t k[16], uint64_t txn, uint64_t sid)
 {
     ps_enc_be64(k, txn);
     ps_enc_be64(k + 8, sid);
@@ -368,13 +371,13 @@ static int head_assemble(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_v
     const uint8_t *b = v->mv_data;
     *plen = 0;
     *ptxn = 0;
-    if (v->mv_size >= 1 && b[0] == PS_FCHUNK_ENC_XOR) {
+    if (v->mv_size >= 1 && b[0] == PS_FLOAT_CHUNK_ENC_XOR) {
         ps_buf_append(out, b, v->mv_size);
         return 0;
     }
-    if (v->mv_size < 1 || b[0] != PS_FHEAD_ENC_TAIL)
+    if (v->mv_size < 1 || b[0] != PS_FLOAT_HEAD_ENC_TAIL)
         return ps_err_set(why, PS_ECORRUPT, "encoding byte %u, not %u or %u", v->mv_size ? b[0] : 0u,
-                          PS_FCHUNK_ENC_XOR, PS_FHEAD_ENC_TAIL);
+                          PS_FLOAT_CHUNK_ENC_XOR, PS_FLOAT_HEAD_ENC_TAIL);
     ps_dec_t d;
     ps_dec_init(&d, b + 1, v->mv_size - 1);
     uint64_t p = ps_dec_uvarint(&d), pt = ps_dec_uvarint(&d);
@@ -382,7 +385,7 @@ static int head_assemble(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_v
         return ps_err_set(why, PS_ECORRUPT, "tail: bad prefix length or truncated header");
     const uint8_t *hdr = ps_dec_bytes(&d, 2);
     uint8_t kb[16];
-    ps_fprefix_key(kb, pt, sid);
+    ps_float_prefix_key(kb, pt, sid);
     MDB_val pv;
     if (!ps_txn_get(txn, DB_FPREFIX, kb, 16, &pv, "reading float head prefix")) {
         if (txn->ret)
@@ -391,11 +394,11 @@ static int head_assemble(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_v
                           (unsigned long long)p, (unsigned long long)pt);
     }
     const uint8_t *pb = pv.mv_data;
-    if (pv.mv_size < 1 || pb[0] != PS_FPREFIX_ENC || pv.mv_size - 1 != p - 2)
+    if (pv.mv_size < 1 || pb[0] != PS_FLOAT_PREFIX_ENC || pv.mv_size - 1 != p - 2)
         return ps_err_set(why, PS_ECORRUPT, "tail after %llu bytes, but a prefix of encoding %u holding %zu, not %llu",
                           (unsigned long long)p, pv.mv_size ? pb[0] : 0u, pv.mv_size ? pv.mv_size - 1 : 0,
                           (unsigned long long)(p - 2));
-    ps_buf_putc(out, PS_FCHUNK_ENC_XOR);
+    ps_buf_putc(out, PS_FLOAT_CHUNK_ENC_XOR);
     ps_buf_append(out, hdr, 2);
     ps_buf_append(out, pb + 1, pv.mv_size - 1);
     ps_buf_append(out, d.p, ps_dec_left(&d));
@@ -404,17 +407,17 @@ static int head_assemble(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_v
     return 0;
 }
 
-/* ps_fhead_read() of the fhead value v of series sid */
-int ps_fhead_value(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
-                      uint64_t *ptxn, int64_t *min_t, int64_t *max_t, ps_err_t *err)
+/* ps_float_head_read() of the fhead value v of series sid */
+int ps_float_head_value(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
+                        uint64_t *ptxn, int64_t *min_t, int64_t *max_t, ps_err_t *err)
 {
     ps_err_t why;
     ps_err_clear(&why);
     int ret = head_assemble(s, txn, sid, v, out, plen, ptxn, &why);
     if (ret == 0 && min_t != NULL)
-        ret = ps_fxor_bounds(out->data + 1, out->len - 1, min_t, max_t, NULL, &why);
+        ret = ps_float_xor_bounds(out->data + 1, out->len - 1, min_t, max_t, NULL, &why);
     if (ret == PS_ECORRUPT)
-        return ps_fdamaged(err, sid, "head", &why);
+        return ps_float_damaged(err, sid, "head", &why);
     if (ret != 0 && err != NULL)
         *err = why;
     return ret;
@@ -422,22 +425,22 @@ int ps_fhead_value(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_val *v,
 
 /* The open chunk of series sid (see head_assemble), validated, with its bounds if min_t is not
  * NULL. PS_ENOTFOUND if there is none; PS_ECORRUPT: "series N: damaged float head: ..." in err. */
-int ps_fhead_read(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_buf_t *out, size_t *plen, uint64_t *ptxn,
-                     int64_t *min_t, int64_t *max_t, ps_err_t *err)
+int ps_float_head_read(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_buf_t *out, size_t *plen, uint64_t *ptxn,
+                       int64_t *min_t, int64_t *max_t, ps_err_t *err)
 {
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
     MDB_val v;
     if (!ps_txn_get(txn, DB_FHEAD, kb, 8, &v, "reading float head"))
         return txn->ret ? ps_txn_error(txn, err) : PS_ENOTFOUND;
-    return ps_fhead_value(s, txn, sid, &v, out, plen, ptxn, min_t, max_t, err);
+    return ps_float_head_value(s, txn, sid, &v, out, plen, ptxn, min_t, max_t, err);
 }
 
 /* Deletes the fprefix record (ptxn, sid) (there may be none: a damaged head). */
-int ps_fprefix_del(ps_store_t *s, ps_txn_t *txn, uint64_t ptxn, uint64_t sid, ps_err_t *err)
+int ps_float_prefix_del(ps_store_t *s, ps_txn_t *txn, uint64_t ptxn, uint64_t sid, ps_err_t *err)
 {
     uint8_t kb[16];
-    ps_fprefix_key(kb, ptxn, sid);
+    ps_float_prefix_key(kb, ptxn, sid);
     ps_txn_del(txn, DB_FPREFIX, kb, 16, NULL, 0, "deleting float head prefix");
     return ps_txn_error(txn, err);
 }

@@ -7,16 +7,16 @@
 
 #include <string.h>
 
-#include "fdense.h"
+#include "float_dense.h"
 #include "internal.h"
 #include "xorchunk.h"
 
 /* t (ms) representable as a ns ts key: |t| * 1e6 fits int64 */
 #define T_MS_MAX (INT64_MAX / 1000000)
 
-typedef struct ps_fstate {
+typedef struct ps_float_state {
     uint64_t sid;
-    ps_buf_t chunk;      /* PS_FCHUNK_ENC_XOR, then the open chunk (app.start == 1) */
+    ps_buf_t chunk;      /* PS_FLOAT_CHUNK_ENC_XOR, then the open chunk (app.start == 1) */
     ps_xor_app_t app;
     int64_t head_min_t;  /* first sample of the head, if app.n > 0 */
     int64_t last_t;      /* the series' newest sample, if has_last */
@@ -30,7 +30,7 @@ typedef struct ps_fstate {
     uint32_t run_n;
     size_t run_bytes;
     int64_t run_oldest, run_max_t;
-} ps_fstate_t;
+} ps_float_state_t;
 
 static inline int64_t t_key(int64_t t_ms) { return t_ms * 1000000; }
 
@@ -47,63 +47,65 @@ static inline void ns_to_ms(int64_t start, int64_t end, int64_t *mint, int64_t *
     *maxt = floor_div(end, 1000000);
 }
 
-static inline uint64_t fbits(double v)
+static inline uint64_t float_bits(double v)
 {
     uint64_t b;
     memcpy(&b, &v, 8);
     return b;
 }
 
-static inline double bitsf(uint64_t b)
+static inline double bits_float(uint64_t b)
 {
     double v;
     memcpy(&v, &b, 8);
     return v;
 }
 
-/* A reader of a packed record (ps_funpack_init, then ps_funpack_next until 0). */
-typedef struct ps_funpack {
+/* A reader of a packed record (ps_float_unpack_init, then ps_float_unpack_next until 0). */
+typedef struct ps_float_unpack {
     ps_dec_t d;
     int64_t base;
     uint32_t i;
-} ps_funpack_t;
+} ps_float_unpack_t;
 
 /* PS_ECORRUPT "series N: damaged float <what>: <why>" in err */
-int ps_fdamaged(ps_err_t *err, uint64_t sid, const char *what, const ps_err_t *why);
+int ps_float_damaged(ps_err_t *err, uint64_t sid, const char *what, const ps_err_t *why);
 /* First and last sample of a XOR chunk, validating all of it. */
-int ps_fxor_bounds(const uint8_t *b, size_t n, int64_t *min_t, int64_t *max_t, ps_fsample_t *last, ps_err_t *why);
-void ps_funpack_init(ps_funpack_t *u, const uint8_t *b, size_t n);
+int ps_float_xor_bounds(const uint8_t *b, size_t n, int64_t *min_t, int64_t *max_t, ps_float_sample_t *last,
+                        ps_err_t *why);
+void ps_float_unpack_init(ps_float_unpack_t *u, const uint8_t *b, size_t n);
 /* 1: *e is the next entry (its bounds as the entry says; its chunk not yet read), 0: the end,
  * PS_ECORRUPT: what and where in why */
-int ps_funpack_next(ps_funpack_t *u, ps_fpack_entry_t *e, ps_err_t *why);
+int ps_float_unpack_next(ps_float_unpack_t *u, ps_float_pack_entry_t *e, ps_err_t *why);
 /* First and last sample of a stored value (a XOR or dense chunk, packed chunks), validating all of it. */
-int ps_fchunk_bounds(const void *p, size_t n, int64_t *min_t, int64_t *max_t, ps_fsample_t *last, ps_err_t *why);
+int ps_float_chunk_bounds(const void *p, size_t n, int64_t *min_t, int64_t *max_t, ps_float_sample_t *last,
+                          ps_err_t *why);
 /* bytes of v as a uvarint */
-size_t ps_fuvarint_len(uint64_t v);
+size_t ps_uvarint_len(uint64_t v);
 /* The bytes of a packed entry whose chunk [min_t, max_t] has len bytes, dmin after its
  * predecessor (0: the first). */
-size_t ps_fpentry_bytes(uint64_t dmin, int64_t min_t, int64_t max_t, size_t len);
+size_t ps_float_pack_entry_bytes(uint64_t dmin, int64_t min_t, int64_t max_t, size_t len);
 /* Appends to out the dense chunk (tbase min_t, for a packed entry) of the closed chunk c[0..n)
  * (a fchunks value of encoding 02 or 06) if its samples span [min_t, max_t] and dense_verified;
  * else false: the chunk stays as it is. */
-bool ps_fclosed_dense(const uint8_t *c, size_t n, int64_t min_t, int64_t max_t, ps_buf_t *out);
+bool ps_float_closed_dense(const uint8_t *c, size_t n, int64_t min_t, int64_t max_t, ps_buf_t *out);
 /* The fchunks value of the closed chunk x[0..n) (02, then a XOR chunk) into out: 06 and its dense
  * chunk (tbase 0) when that is shorter and dense_verified, else x as it is. */
-void ps_fclosed_value(const uint8_t *x, size_t n, ps_buf_t *out);
+void ps_float_closed_value(const uint8_t *x, size_t n, ps_buf_t *out);
 /* the fprefix key (txn, sid) */
-void ps_fprefix_key(uint8_t k[16], uint64_t txn, uint64_t sid);
-/* ps_fhead_read() of the fhead value v of series sid */
-int ps_fhead_value(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
-                      uint64_t *ptxn, int64_t *min_t, int64_t *max_t, ps_err_t *err);
+void ps_float_prefix_key(uint8_t k[16], uint64_t txn, uint64_t sid);
+/* ps_float_head_read() of the fhead value v of series sid */
+int ps_float_head_value(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
+                        uint64_t *ptxn, int64_t *min_t, int64_t *max_t, ps_err_t *err);
 /* The open chunk of series sid (see head_assemble), validated, with its bounds if min_t is not
  * NULL. PS_ENOTFOUND if there is none; PS_ECORRUPT: "series N: damaged float head: ..." in err. */
-int ps_fhead_read(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_buf_t *out, size_t *plen, uint64_t *ptxn,
-                     int64_t *min_t, int64_t *max_t, ps_err_t *err);
+int ps_float_head_read(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_buf_t *out, size_t *plen, uint64_t *ptxn,
+                       int64_t *min_t, int64_t *max_t, ps_err_t *err);
 /* Deletes the fprefix record (ptxn, sid) (there may be none: a damaged head). */
-int ps_fprefix_del(ps_store_t *s, ps_txn_t *txn, uint64_t ptxn, uint64_t sid, ps_err_t *err);
+int ps_float_prefix_del(ps_store_t *s, ps_txn_t *txn, uint64_t ptxn, uint64_t sid, ps_err_t *err);
 /* f (may be NULL): the writer's state of the series, whose run counts spare the walk over the
  * series' chunks until they are due to be packed. */
-int ps_fpack_before(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
-                       size_t len, ps_err_t *err);
+int ps_float_pack_before(ps_store_t *s, ps_txn_t *txn, ps_float_state_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
+                         size_t len, ps_err_t *err);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * floats_append.c - float series, the append path: the writer's cache of open chunks
- * (ps_fstate_t), appending samples, cutting a full head into fchunks, packing the plain chunks
+ * (ps_float_state_t), appending samples, cutting a full head into fchunks, packing the plain chunks
  * at a series' end before a chunk is closed, writing heads once per transaction (the flush),
  * and metric metadata. The records are described in floats.c and docs/FORMAT.md.
  */
@@ -9,46 +9,46 @@
 
 #include "floats.h"
 
-void ps_fstate_clear(ps_wcache_t *wc)
+void ps_float_state_clear(ps_wcache_t *wc)
 {
-    for (size_t i = 0; i < wc->nfstates; i++) {
-        ps_buf_dispose(&wc->fstates[i]->chunk);
-        free(wc->fstates[i]);
+    for (size_t i = 0; i < wc->nfloat_states; i++) {
+        ps_buf_dispose(&wc->float_states[i]->chunk);
+        free(wc->float_states[i]);
     }
-    wc->nfstates = 0;
-    wc->nfdirty = 0;
-    wc->fstate_bytes = 0;
-    ps_hmap_clear(&wc->fstate_index);
+    wc->nfloat_states = 0;
+    wc->nfloat_dirty = 0;
+    wc->float_state_bytes = 0;
+    ps_hmap_clear(&wc->float_state_index);
 }
 
-static ps_fstate_t *fstate_find(ps_store_t *s, uint64_t sid)
+static ps_float_state_t *float_state_find(ps_store_t *s, uint64_t sid)
 {
     uint8_t kb[8];
     uint64_t i;
     ps_enc_be64(kb, sid);
-    return ps_hmap_get(&s->wc->fstate_index, kb, 8, &i) ? s->wc->fstates[i] : NULL;
+    return ps_hmap_get(&s->wc->float_state_index, kb, 8, &i) ? s->wc->float_states[i] : NULL;
 }
 
-static ps_fstate_t *fstate_add(ps_store_t *s, uint64_t sid)
+static ps_float_state_t *float_state_add(ps_store_t *s, uint64_t sid)
 {
-    if (s->wc->nfstates == s->wc->capfstates) {
-        s->wc->capfstates = s->wc->capfstates ? s->wc->capfstates * 2 : 1024;
-        s->wc->fstates = ps_xrealloc(s->wc->fstates, s->wc->capfstates * sizeof(*s->wc->fstates));
+    if (s->wc->nfloat_states == s->wc->capfloat_states) {
+        s->wc->capfloat_states = s->wc->capfloat_states ? s->wc->capfloat_states * 2 : 1024;
+        s->wc->float_states = ps_xrealloc(s->wc->float_states, s->wc->capfloat_states * sizeof(*s->wc->float_states));
     }
-    ps_fstate_t *f = ps_xcalloc(1, sizeof(*f));
+    ps_float_state_t *f = ps_xcalloc(1, sizeof(*f));
     f->sid = sid;
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
-    ps_hmap_put(&s->wc->fstate_index, kb, 8, s->wc->nfstates);
-    s->wc->fstates[s->wc->nfstates++] = f;
-    s->wc->fstate_bytes += sizeof(*f) + 64 + 8 * 3;
+    ps_hmap_put(&s->wc->float_state_index, kb, 8, s->wc->nfloat_states);
+    s->wc->float_states[s->wc->nfloat_states++] = f;
+    s->wc->float_state_bytes += sizeof(*f) + 64 + 8 * 3;
     return f;
 }
 
-static void fstate_empty_head(ps_fstate_t *f)
+static void float_state_empty_head(ps_float_state_t *f)
 {
     ps_buf_reset(&f->chunk);
-    ps_buf_putc(&f->chunk, PS_FCHUNK_ENC_XOR);
+    ps_buf_putc(&f->chunk, PS_FLOAT_CHUNK_ENC_XOR);
     ps_xor_app_init(&f->app, &f->chunk);
 }
 
@@ -56,23 +56,23 @@ static void fstate_empty_head(ps_fstate_t *f)
 /* Before the closed chunk [min_t, max_t] of len bytes (its encoding byte not counted) goes into
  * fchunks: packs the plain chunks of series sid at the end of fchunks (those after its newest
  * packed record) into one packed record when the new chunk would not fit beside them in
- * PS_FPACK_MAX_BYTES, or would make them span PS_FPACK_MAX_SPAN_MS (or a tenth of the retention)
+ * PS_FLOAT_PACK_MAX_BYTES, or would make them span PS_FLOAT_PACK_MAX_SPAN_MS (or a tenth of the retention)
  * or more. Damaged chunks are left as they are (reads report them). */
 static bool pack_due(size_t n, size_t bytes, size_t eb, int64_t oldest, int64_t max_t, int64_t max_span)
 {
-    return n >= 2 && (bytes + eb > PS_FPACK_MAX_BYTES || max_t - oldest >= max_span);
+    return n >= 2 && (bytes + eb > PS_FLOAT_PACK_MAX_BYTES || max_t - oldest >= max_span);
 }
 
 /* f (may be NULL): the writer's state of the series, whose run counts spare the walk over the
  * series' chunks until they are due to be packed. */
-int ps_fpack_before(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
-                       size_t len, ps_err_t *err)
+int ps_float_pack_before(ps_store_t *s, ps_txn_t *txn, ps_float_state_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
+                         size_t len, ps_err_t *err)
 {
-    int64_t max_span = PS_FPACK_MAX_SPAN_MS;
+    int64_t max_span = PS_FLOAT_PACK_MAX_SPAN_MS;
     if (s->opts.retention_ns > 0 && s->opts.retention_ns / 10000000 < max_span)
         max_span = s->opts.retention_ns / 10000000;
     if (f != NULL && f->run_known) {
-        size_t eb = ps_fpentry_bytes(f->run_n > 0 ? (uint64_t)(min_t - f->run_max_t) : 0, min_t, max_t, len);
+        size_t eb = ps_float_pack_entry_bytes(f->run_n > 0 ? (uint64_t)(min_t - f->run_max_t) : 0, min_t, max_t, len);
         if (!pack_due(f->run_n, f->run_bytes, eb, f->run_oldest, max_t, max_span)) {
             if (f->run_n++ == 0)
                 f->run_oldest = min_t;
@@ -90,37 +90,37 @@ int ps_fpack_before(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, uint64_t sid, 
     bool on = ps_cur_seek_before(&cur, kb, 16);
     /* the run, newest first: bytes bounds the packed value (t0 as 10 bytes, the oldest entry's
      * dmin as 1: it is 0 if no older one joins) */
-    static const size_t cap = PS_FPACK_MAX_BYTES / 16; /* an entry takes more */
+    static const size_t cap = PS_FLOAT_PACK_MAX_BYTES / 16; /* an entry takes more */
     uint8_t (*keys)[16] = NULL;
-    ps_fpack_entry_t *run = NULL;
+    ps_float_pack_entry_t *run = NULL;
     size_t n = 0, bytes = 1 + 10;
     int64_t oldest = 0;
     while (on && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid && n < cap) {
         MDB_val k = cur.k, v = cur.v;
         /* bounds without decoding: t0 after the sample count, max_t from the key (checked below) */
         const uint8_t *b = v.mv_data;
-        if (v.mv_size < 4 || (b[0] != PS_FCHUNK_ENC_XOR && b[0] != PS_FCHUNK_ENC_DENSE))
+        if (v.mv_size < 4 || (b[0] != PS_FLOAT_CHUNK_ENC_XOR && b[0] != PS_FLOAT_CHUNK_ENC_DENSE))
             break;
         ps_dec_t d; /* a dense chunk: t0 after its uvarint count */
         ps_dec_init(&d, b + 1, v.mv_size - 1);
-        if (b[0] == PS_FCHUNK_ENC_XOR)
+        if (b[0] == PS_FLOAT_CHUNK_ENC_XOR)
             d.p += 2;
         else
             (void)ps_dec_uvarint(&d);
         int64_t cmin = ps_dec_varint(&d), cmax = floor_div(ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8)), 1000000);
         if (d.err || cmin < -T_MS_MAX || cmin > cmax || (n > 0 && cmax >= run[n - 1].min_t))
             break;
-        size_t eb = ps_fpentry_bytes(0, cmin, cmax, v.mv_size - 1);
+        size_t eb = ps_float_pack_entry_bytes(0, cmin, cmax, v.mv_size - 1);
         if (n > 0) /* the next newer entry's dmin, now known */
-            eb += ps_fuvarint_len((uint64_t)(run[n - 1].min_t - cmax)) - 1;
-        if (bytes + eb > PS_FPACK_MAX_BYTES)
+            eb += ps_uvarint_len((uint64_t)(run[n - 1].min_t - cmax)) - 1;
+        if (bytes + eb > PS_FLOAT_PACK_MAX_BYTES)
             break;
         if (n == 0) {
             keys = ps_xmalloc(cap * sizeof(*keys));
             run = ps_xmalloc(cap * sizeof(*run));
         }
         memcpy(keys[n], k.mv_data, 16);
-        run[n] = (ps_fpack_entry_t){cmin, cmax, b, v.mv_size}; /* with the encoding byte, until packed */
+        run[n] = (ps_float_pack_entry_t){cmin, cmax, b, v.mv_size}; /* with the encoding byte, until packed */
         n++;
         bytes += eb;
         oldest = cmin;
@@ -128,14 +128,14 @@ int ps_fpack_before(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, uint64_t sid, 
     }
     ps_cur_close(&cur);
     ret = ps_txn_error(txn, err);
-    size_t eb = ps_fpentry_bytes(n > 0 ? (uint64_t)(min_t - run[0].max_t) : 0, min_t, max_t, len);
+    size_t eb = ps_float_pack_entry_bytes(n > 0 ? (uint64_t)(min_t - run[0].max_t) : 0, min_t, max_t, len);
     bool pack = ret == 0 && pack_due(n, bytes, eb, oldest, max_t, max_span);
     /* the value is built before any write moves what run[] points at: dense chunks of each
      * chunk's samples (whole chunks whose bounds are right only), oldest first */
     ps_buf_t dense = PS_BUF_INIT, pv = PS_BUF_INIT;
     size_t *off = pack ? ps_xmalloc((n + 1) * sizeof(*off)) : NULL;
     for (size_t i = 0; i < n / 2 && pack; i++) {
-        ps_fpack_entry_t t = run[i];
+        ps_float_pack_entry_t t = run[i];
         run[i] = run[n - 1 - i];
         run[n - 1 - i] = t;
         uint8_t kt[16];
@@ -145,7 +145,7 @@ int ps_fpack_before(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, uint64_t sid, 
     }
     for (size_t i = 0; i < n && pack; i++) {
         off[i] = dense.len;
-        pack = ps_fclosed_dense(run[i].chunk, run[i].len, run[i].min_t, run[i].max_t, &dense);
+        pack = ps_float_closed_dense(run[i].chunk, run[i].len, run[i].min_t, run[i].max_t, &dense);
     }
     if (pack) {
         off[n] = dense.len;
@@ -153,7 +153,7 @@ int ps_fpack_before(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, uint64_t sid, 
             run[i].chunk = dense.data + off[i];
             run[i].len = off[i + 1] - off[i];
         }
-        ps_fpack_encode(PS_FCHUNK_ENC_DPACKED, run, n, &pv);
+        ps_float_pack_encode(PS_FLOAT_CHUNK_ENC_DPACKED, run, n, &pv);
         /* keys[n - 1]: the newest chunk's, which the packed value takes */
         for (size_t i = 0; i + 1 < n && ret == 0; i++)
             if (!ps_txn_del(txn, DB_FCHUNKS, keys[i], 16, NULL, 0, "packing float chunks"))
@@ -168,7 +168,7 @@ int ps_fpack_before(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, uint64_t sid, 
         f->run_known = true;
         if (pack || n == 0) {
             f->run_n = 1;
-            f->run_bytes = 1 + 10 + ps_fpentry_bytes(0, min_t, max_t, len);
+            f->run_bytes = 1 + 10 + ps_float_pack_entry_bytes(0, min_t, max_t, len);
             f->run_oldest = min_t;
         } else {
             f->run_n = (uint32_t)n + 1;
@@ -183,7 +183,7 @@ int ps_fpack_before(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, uint64_t sid, 
 }
 
 
-static int fstate_load(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_fstate_t **out, ps_err_t *err)
+static int float_state_load(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_float_state_t **out, ps_err_t *err)
 {
     uint8_t kb[16];
     ps_err_t why;
@@ -192,26 +192,26 @@ static int fstate_load(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_fstate_t *
     size_t plen = 0;
     uint64_t ptxn = 0;
     int64_t min_t = 0, max_t = 0;
-    int rc = ps_fhead_read(s, txn, sid, &head, &plen, &ptxn, &min_t, &max_t, err);
+    int rc = ps_float_head_read(s, txn, sid, &head, &plen, &ptxn, &min_t, &max_t, err);
     if (rc != 0 && rc != PS_ENOTFOUND) {
         ps_buf_dispose(&head);
         return rc;
     }
     if (rc == 0) {
-        ps_fstate_t *f = fstate_add(s, sid);
+        ps_float_state_t *f = float_state_add(s, sid);
         ps_buf_dispose(&f->chunk);
         f->chunk = head;
         f->prefix_len = plen;
         f->prefix_txn = ptxn;
         if (ps_xor_app_resume(&f->app, &f->chunk, 1, &why) != 0) {
             f->broken = true; /* (validated above: not expected) appends to it fail from now on */
-            return ps_fdamaged(err, sid, "head", &why);
+            return ps_float_damaged(err, sid, "head", &why);
         }
         f->head_min_t = min_t;
         f->last_t = f->app.t;
         f->last_v = f->app.v;
         f->has_last = true;
-        s->wc->fstate_bytes += f->chunk.cap;
+        s->wc->float_state_bytes += f->chunk.cap;
         *out = f;
         return 0;
     }
@@ -221,12 +221,12 @@ static int fstate_load(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_fstate_t *
         return ps_txn_error(txn, err);
     ps_key_sid_ts(kb, sid + 1, INT64_MIN);
     int ret = 0;
-    ps_fsample_t last = {0, 0};
+    ps_float_sample_t last = {0, 0};
     bool has = false;
     if (ps_cur_seek_before(&cur, kb, 16) && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid) {
         int64_t cmin, cmax;
-        if (ps_fchunk_bounds(cur.v.mv_data, cur.v.mv_size, &cmin, &cmax, &last, &why) != 0)
-            ret = ps_fdamaged(err, sid, "chunk", &why);
+        if (ps_float_chunk_bounds(cur.v.mv_data, cur.v.mv_size, &cmin, &cmax, &last, &why) != 0)
+            ret = ps_float_damaged(err, sid, "chunk", &why);
         has = true;
     } else {
         ret = ps_txn_error(txn, err);
@@ -234,33 +234,33 @@ static int fstate_load(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_fstate_t *
     ps_cur_close(&cur);
     if (ret)
         return ret;
-    ps_fstate_t *f = fstate_add(s, sid);
-    fstate_empty_head(f);
+    ps_float_state_t *f = float_state_add(s, sid);
+    float_state_empty_head(f);
     f->has_last = has;
     f->last_t = last.t;
-    f->last_v = fbits(last.v);
+    f->last_v = float_bits(last.v);
     *out = f;
     return 0;
 }
 
-static void mark_dirty(ps_store_t *s, ps_fstate_t *f)
+static void mark_dirty(ps_store_t *s, ps_float_state_t *f)
 {
     if (f->dirty)
         return;
-    if (s->wc->nfdirty == s->wc->capfdirty) {
-        s->wc->capfdirty = s->wc->capfdirty ? s->wc->capfdirty * 2 : 1024;
-        s->wc->fdirty = ps_xrealloc(s->wc->fdirty, s->wc->capfdirty * sizeof(*s->wc->fdirty));
+    if (s->wc->nfloat_dirty == s->wc->capfloat_dirty) {
+        s->wc->capfloat_dirty = s->wc->capfloat_dirty ? s->wc->capfloat_dirty * 2 : 1024;
+        s->wc->float_dirty = ps_xrealloc(s->wc->float_dirty, s->wc->capfloat_dirty * sizeof(*s->wc->float_dirty));
     }
-    s->wc->fdirty[s->wc->nfdirty++] = f;
+    s->wc->float_dirty[s->wc->nfloat_dirty++] = f;
     f->dirty = true;
 }
 
 /* Moves the head of f (nonempty) into fchunks; f's head is empty afterwards. */
-static int cut_head(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, ps_err_t *err)
+static int cut_head(ps_store_t *s, ps_txn_t *txn, ps_float_state_t *f, ps_err_t *err)
 {
     ps_buf_t cv = PS_BUF_INIT;
-    ps_fclosed_value(f->chunk.data, f->chunk.len, &cv);
-    int ret = ps_fpack_before(s, txn, f, f->sid, f->head_min_t, f->app.t, cv.len - 1, err);
+    ps_float_closed_value(f->chunk.data, f->chunk.len, &cv);
+    int ret = ps_float_pack_before(s, txn, f, f->sid, f->head_min_t, f->app.t, cv.len - 1, err);
     if (ret) {
         ps_buf_dispose(&cv);
         return ret;
@@ -273,13 +273,13 @@ static int cut_head(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, ps_err_t *err)
     if (!ok)
         return ps_txn_error(txn, err);
     if (f->prefix_len > 0) { /* the flush rewrites the head record (f is dirty) */
-        if ((ret = ps_fprefix_del(s, txn, f->prefix_txn, f->sid, err)) != 0)
+        if ((ret = ps_float_prefix_del(s, txn, f->prefix_txn, f->sid, err)) != 0)
             return ret;
         f->prefix_len = 0;
     }
     size_t before = f->chunk.cap;
-    fstate_empty_head(f);
-    s->wc->fstate_bytes += f->chunk.cap - before;
+    float_state_empty_head(f);
+    s->wc->float_state_bytes += f->chunk.cap - before;
     mark_dirty(s, f); /* the flush deletes the head record if nothing follows */
     return 0;
 }
@@ -290,7 +290,7 @@ static void count_reject(uint32_t *n, int64_t *first, int64_t t)
         *first = t;
 }
 
-static int append_series(ps_store_t *s, ps_txn_t *txn, ps_fappend_t *fa, int64_t now, ps_err_t *err)
+static int append_series(ps_store_t *s, ps_txn_t *txn, ps_float_append_t *fa, int64_t now, ps_err_t *err)
 {
     int64_t oldest = INT64_MIN; /* ms: samples before it are out of bounds (retention) */
     if (s->opts.retention_ns > 0)
@@ -329,12 +329,12 @@ static int append_series(ps_store_t *s, ps_txn_t *txn, ps_fappend_t *fa, int64_t
         return 0;
     }
     fa->sid = sid;
-    ps_fstate_t *f = fstate_find(s, sid);
+    ps_float_state_t *f = float_state_find(s, sid);
     if (f != NULL && f->broken) {
         fa->status = ps_err_set(&fa->err, PS_ECORRUPT, "series %llu: damaged float head", (unsigned long long)sid);
         return 0;
     }
-    if (f == NULL && (ret = fstate_load(s, txn, sid, &f, &fa->err)) != 0) {
+    if (f == NULL && (ret = float_state_load(s, txn, sid, &f, &fa->err)) != 0) {
         if (ret != PS_ECORRUPT)
             return ps_err_set(err, ret, "%s", fa->err.msg);
         fa->status = ret; /* this series alone */
@@ -342,7 +342,7 @@ static int append_series(ps_store_t *s, ps_txn_t *txn, ps_fappend_t *fa, int64_t
     }
     for (uint32_t i = 0; i < fa->nsamples; i++) {
         int64_t t = fa->samples[i].t;
-        uint64_t bits = fbits(fa->samples[i].v);
+        uint64_t bits = float_bits(fa->samples[i].v);
         if (t < oldest || t > T_MS_MAX || t < -T_MS_MAX) {
             count_reject(&fa->out_of_bounds, &fa->first_out_of_bounds, t);
             continue;
@@ -367,9 +367,9 @@ static int append_series(ps_store_t *s, ps_txn_t *txn, ps_fappend_t *fa, int64_t
                 return ret;
         size_t before = f->chunk.cap;
         ps_err_t aerr;
-        if ((ret = ps_xor_app_append(&f->app, t, bitsf(bits), &aerr)) != 0)
+        if ((ret = ps_xor_app_append(&f->app, t, bits_float(bits), &aerr)) != 0)
             return ps_err_set(err, PS_EINTERNAL, "series %llu: %s", (unsigned long long)sid, aerr.msg);
-        s->wc->fstate_bytes += f->chunk.cap - before;
+        s->wc->float_state_bytes += f->chunk.cap - before;
         if (f->app.n == 1)
             f->head_min_t = t;
         f->last_t = t;
@@ -383,10 +383,10 @@ static int append_series(ps_store_t *s, ps_txn_t *txn, ps_fappend_t *fa, int64_t
     return 0;
 }
 
-int ps_fwrite(ps_store_t *s, ps_txn_t *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err)
+int ps_float_write(ps_store_t *s, ps_txn_t *txn, ps_float_append_t **items, size_t n, int64_t now, ps_err_t *err)
 {
     for (size_t i = 0; i < n; i++) {
-        ps_fappend_t *fa = items[i];
+        ps_float_append_t *fa = items[i];
         fa->status = 0;
         ps_err_clear(&fa->err);
         fa->sid = 0;
@@ -399,29 +399,29 @@ int ps_fwrite(ps_store_t *s, ps_txn_t *txn, ps_fappend_t **items, size_t n, int6
     return 0;
 }
 
-/* Writes the open chunk of f (nonempty): whole while it has fewer than PS_FHEAD_SPLIT_MIN bytes,
+/* Writes the open chunk of f (nonempty): whole while it has fewer than PS_FLOAT_HEAD_SPLIT_MIN bytes,
  * else as a tail, after rewriting fprefix when there is none yet, when the tail would outgrow
- * PS_FHEAD_TAIL_MAX, or in the series' turn. tmp: scratch. */
-static int head_put(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, ps_buf_t *tmp, ps_err_t *err)
+ * PS_FLOAT_HEAD_TAIL_MAX, or in the series' turn. tmp: scratch. */
+static int head_put(ps_store_t *s, ps_txn_t *txn, ps_float_state_t *f, ps_buf_t *tmp, ps_err_t *err)
 {
     const uint8_t *c = f->chunk.data + 1;
     size_t n = f->chunk.len - 1;
     uint8_t kb[8];
     ps_enc_be64(kb, f->sid);
-    if (f->prefix_len == 0 && n < PS_FHEAD_SPLIT_MIN) {
+    if (f->prefix_len == 0 && n < PS_FLOAT_HEAD_SPLIT_MIN) {
         ps_txn_put(txn, DB_FHEAD, kb, 8, f->chunk.data, f->chunk.len, 0, "writing float head");
         return ps_txn_error(txn, err);
     }
-    bool turn = ((f->sid >> 6) + s->fflushes) % PS_FHEAD_TURNS == 0;
-    if (f->prefix_len == 0 || n - f->prefix_len > PS_FHEAD_TAIL_MAX || (turn && n - 1 > f->prefix_len)) {
+    bool turn = ((f->sid >> 6) + s->float_flushes) % PS_FLOAT_HEAD_TURNS == 0;
+    if (f->prefix_len == 0 || n - f->prefix_len > PS_FLOAT_HEAD_TAIL_MAX || (turn && n - 1 > f->prefix_len)) {
         int ret;
-        if (f->prefix_len > 0 && (ret = ps_fprefix_del(s, txn, f->prefix_txn, f->sid, err)) != 0)
+        if (f->prefix_len > 0 && (ret = ps_float_prefix_del(s, txn, f->prefix_txn, f->sid, err)) != 0)
             return ret;
         uint64_t id = ps_txn_id(txn);
         uint8_t pk[16];
-        ps_fprefix_key(pk, id, f->sid);
+        ps_float_prefix_key(pk, id, f->sid);
         ps_buf_reset(tmp);
-        ps_fprefix_encode(c, n - 1, tmp);
+        ps_float_prefix_encode(c, n - 1, tmp);
         /* a flush's new prefixes come in key order: appended, they fill their pages */
         if (!ps_txn_put_append(txn, DB_FPREFIX, pk, 16, tmp->data, tmp->len, "writing float head prefix"))
             return ps_txn_error(txn, err);
@@ -429,30 +429,30 @@ static int head_put(ps_store_t *s, ps_txn_t *txn, ps_fstate_t *f, ps_buf_t *tmp,
         f->prefix_txn = id;
     }
     ps_buf_reset(tmp);
-    ps_fhead_encode_tail(c, n, f->prefix_len, f->prefix_txn, tmp);
+    ps_float_head_encode_tail(c, n, f->prefix_len, f->prefix_txn, tmp);
     ps_txn_put(txn, DB_FHEAD, kb, 8, tmp->data, tmp->len, 0, "writing float head");
     return ps_txn_error(txn, err);
 }
 
 static int by_sid(const void *a, const void *b)
 {
-    uint64_t x = (*(ps_fstate_t *const *)a)->sid, y = (*(ps_fstate_t *const *)b)->sid;
+    uint64_t x = (*(ps_float_state_t *const *)a)->sid, y = (*(ps_float_state_t *const *)b)->sid;
     return x < y ? -1 : x > y;
 }
 
-int ps_fwrite_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
+int ps_float_write_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
 {
     int ret = 0;
     ps_buf_t tmp = PS_BUF_INIT;
     /* in sid order: the new prefixes of this transaction are appends, (txn id, sid) increasing */
-    for (size_t i = 1; i < s->wc->nfdirty; i++) {
-        if (s->wc->fdirty[i - 1]->sid > s->wc->fdirty[i]->sid) {
-            qsort(s->wc->fdirty, s->wc->nfdirty, sizeof(*s->wc->fdirty), by_sid);
+    for (size_t i = 1; i < s->wc->nfloat_dirty; i++) {
+        if (s->wc->float_dirty[i - 1]->sid > s->wc->float_dirty[i]->sid) {
+            qsort(s->wc->float_dirty, s->wc->nfloat_dirty, sizeof(*s->wc->float_dirty), by_sid);
             break;
         }
     }
-    for (size_t i = 0; i < s->wc->nfdirty && ret == 0; i++) {
-        ps_fstate_t *f = s->wc->fdirty[i];
+    for (size_t i = 0; i < s->wc->nfloat_dirty && ret == 0; i++) {
+        ps_float_state_t *f = s->wc->float_dirty[i];
         f->dirty = false;
         if (f->app.n > 0) {
             ret = head_put(s, txn, f, &tmp, err);
@@ -464,8 +464,8 @@ int ps_fwrite_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
         ret = ps_txn_error(txn, err);
     }
     ps_buf_dispose(&tmp);
-    s->wc->nfdirty = 0;
-    s->fflushes++;
+    s->wc->nfloat_dirty = 0;
+    s->float_flushes++;
     return ret;
 }
 

@@ -63,44 +63,44 @@ int ps_reader_metadata(ps_reader_t *r, const char *metric, size_t mlen,
 
 /* ---- reading ---- */
 
-typedef struct fwalk {
+typedef struct float_walk {
     ps_reader_t *r;
     uint64_t sid;
     int64_t mint, maxt;
     ps_err_t *err;
     /* one of: */
-    int (*on_samples)(void *ctx, const ps_fsample_t *s, size_t n);
+    int (*on_samples)(void *ctx, const ps_float_sample_t *s, size_t n);
     int (*on_chunk)(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n);
     void *ctx;
     bool past;              /* a chunk starting after maxt was met: the walk is over */
-    ps_buf_t xor;           /* on_chunk: a dense chunk transcoded (fwalk_run disposes of it) */
-    ps_fsample_t buf[128];
-} fwalk_t;
+    ps_buf_t xor;           /* on_chunk: a dense chunk transcoded (float_walk_run disposes of it) */
+    ps_float_sample_t buf[128];
+} float_walk_t;
 
-/* ps_fdamaged() "packed chunks: a chunk holds first..last, not min_t..max_t" when a packed entry's
+/* ps_float_damaged() "packed chunks: a chunk holds first..last, not min_t..max_t" when a packed entry's
  * chunk is not within the bounds the entry gives (check), else 0 */
-static int fwalk_bounds(fwalk_t *w, bool check, int64_t first, int64_t last, int64_t min_t, int64_t max_t,
-                        const char *what)
+static int float_walk_bounds(float_walk_t *w, bool check, int64_t first, int64_t last, int64_t min_t, int64_t max_t,
+                             const char *what)
 {
     if (!check || (first == min_t && last == max_t))
         return 0;
     ps_err_t why;
     ps_err_set(&why, PS_ECORRUPT, "packed chunks: a chunk holds %lld..%lld, not %lld..%lld", (long long)first,
                (long long)last, (long long)min_t, (long long)max_t);
-    return ps_fdamaged(w->err, w->sid, what, &why);
+    return ps_float_damaged(w->err, w->sid, what, &why);
 }
 
 /* Visits one XOR chunk; check: its first and last sample must be [min_t, max_t]. 0 to go on (or
  * w->past set: stop), else what a callback returned or an error. */
-static int fwalk_chunk(fwalk_t *w, const uint8_t *b, size_t len, bool check, int64_t min_t, int64_t max_t,
-                       const char *what)
+static int float_walk_chunk(float_walk_t *w, const uint8_t *b, size_t len, bool check, int64_t min_t, int64_t max_t,
+                            const char *what)
 {
     ps_err_t why;
     if (w->on_chunk) {
         int64_t cmin = 0, cmax = 0;
-        if (ps_fxor_bounds(b, len, &cmin, &cmax, NULL, &why) != 0)
-            return ps_fdamaged(w->err, w->sid, what, &why);
-        if (fwalk_bounds(w, check, cmin, cmax, min_t, max_t, what) != 0)
+        if (ps_float_xor_bounds(b, len, &cmin, &cmax, NULL, &why) != 0)
+            return ps_float_damaged(w->err, w->sid, what, &why);
+        if (float_walk_bounds(w, check, cmin, cmax, min_t, max_t, what) != 0)
             return PS_ECORRUPT;
         if (cmin > w->maxt) {
             w->past = true;
@@ -133,28 +133,28 @@ static int fwalk_chunk(fwalk_t *w, const uint8_t *b, size_t len, bool check, int
         }
     }
     if (ps_xor_iter_err(&it, &why) != 0)
-        return ps_fdamaged(w->err, w->sid, what, &why);
+        return ps_float_damaged(w->err, w->sid, what, &why);
     if (k == 0) {
         ps_err_set(&why, PS_ECORRUPT, "xorchunk: no samples");
-        return ps_fdamaged(w->err, w->sid, what, &why);
+        return ps_float_damaged(w->err, w->sid, what, &why);
     }
-    if (fwalk_bounds(w, check, first, last, min_t, max_t, what) != 0)
+    if (float_walk_bounds(w, check, first, last, min_t, max_t, what) != 0)
         return PS_ECORRUPT;
     return n > 0 ? w->on_samples(w->ctx, w->buf, n) : 0;
 }
 
-/* Visits one dense chunk written with tbase, as fwalk_chunk: its samples, or for on_chunk the XOR
+/* Visits one dense chunk written with tbase, as float_walk_chunk: its samples, or for on_chunk the XOR
  * chunk it transcodes to (the bytes of the XOR chunk it was made from). */
-static int fwalk_dense(fwalk_t *w, const uint8_t *b, size_t len, int64_t tbase, bool check, int64_t min_t,
-                       int64_t max_t, const char *what)
+static int float_walk_dense(float_walk_t *w, const uint8_t *b, size_t len, int64_t tbase, bool check, int64_t min_t,
+                            int64_t max_t, const char *what)
 {
     ps_err_t why;
     int64_t *t;
     uint64_t *v;
     uint32_t k;
-    if (ps_fdense_decode(b, len, tbase, &t, &v, &k, &why) != 0)
-        return ps_fdamaged(w->err, w->sid, what, &why);
-    int ret = fwalk_bounds(w, check, t[0], t[k - 1], min_t, max_t, what);
+    if (ps_float_dense_decode(b, len, tbase, &t, &v, &k, &why) != 0)
+        return ps_float_damaged(w->err, w->sid, what, &why);
+    int ret = float_walk_bounds(w, check, t[0], t[k - 1], min_t, max_t, what);
     if (ret == 0 && t[0] > w->maxt) {
         w->past = true;
     } else if (ret == 0 && t[k - 1] >= w->mint && w->on_chunk) {
@@ -162,8 +162,8 @@ static int fwalk_dense(fwalk_t *w, const uint8_t *b, size_t len, int64_t tbase, 
         ps_xor_app_t a;
         ps_xor_app_init(&a, &w->xor);
         for (uint32_t i = 0; i < k && ret == 0; i++)
-            if (ps_xor_app_append(&a, t[i], bitsf(v[i]), &why) != 0)
-                ret = ps_fdamaged(w->err, w->sid, what, &why);
+            if (ps_xor_app_append(&a, t[i], bits_float(v[i]), &why) != 0)
+                ret = ps_float_damaged(w->err, w->sid, what, &why);
         if (ret == 0)
             ret = w->on_chunk(w->ctx, t[0], t[k - 1], w->xor.data, w->xor.len);
     } else if (ret == 0 && t[k - 1] >= w->mint) {
@@ -176,7 +176,7 @@ static int fwalk_dense(fwalk_t *w, const uint8_t *b, size_t len, int64_t tbase, 
                 break;
             }
             w->buf[n].t = t[i];
-            w->buf[n].v = bitsf(v[i]);
+            w->buf[n].v = bits_float(v[i]);
             if (++n == sizeof(w->buf) / sizeof(w->buf[0])) {
                 ret = w->on_samples(w->ctx, w->buf, n);
                 n = 0;
@@ -193,47 +193,47 @@ static int fwalk_dense(fwalk_t *w, const uint8_t *b, size_t len, int64_t tbase, 
 /* Visits one stored value (a closed chunk, packed chunks, or the head), validating what it
  * reads: of packed chunks, the bounds of all and the chunks of the range. 0 to go on (or w->past
  * set: stop), else what a callback returned or an error. */
-static int fwalk_one(fwalk_t *w, const MDB_val *v, const char *what)
+static int float_walk_one(float_walk_t *w, const MDB_val *v, const char *what)
 {
     const uint8_t *b = v->mv_data;
-    if (v->mv_size >= 1 && b[0] == PS_FCHUNK_ENC_XOR)
-        return fwalk_chunk(w, b + 1, v->mv_size - 1, false, 0, 0, what);
+    if (v->mv_size >= 1 && b[0] == PS_FLOAT_CHUNK_ENC_XOR)
+        return float_walk_chunk(w, b + 1, v->mv_size - 1, false, 0, 0, what);
     bool head = strcmp(what, "head") == 0;
-    if (v->mv_size >= 1 && b[0] == PS_FCHUNK_ENC_DENSE && !head)
-        return fwalk_dense(w, b + 1, v->mv_size - 1, 0, false, 0, 0, what);
-    if (v->mv_size < 1 || (b[0] != PS_FCHUNK_ENC_PACKED && b[0] != PS_FCHUNK_ENC_DPACKED) || head)
-        return ps_fdamaged(w->err, w->sid, what, NULL);
-    bool dense = b[0] == PS_FCHUNK_ENC_DPACKED;
-    ps_funpack_t u;
-    ps_fpack_entry_t e;
+    if (v->mv_size >= 1 && b[0] == PS_FLOAT_CHUNK_ENC_DENSE && !head)
+        return float_walk_dense(w, b + 1, v->mv_size - 1, 0, false, 0, 0, what);
+    if (v->mv_size < 1 || (b[0] != PS_FLOAT_CHUNK_ENC_PACKED && b[0] != PS_FLOAT_CHUNK_ENC_DPACKED) || head)
+        return ps_float_damaged(w->err, w->sid, what, NULL);
+    bool dense = b[0] == PS_FLOAT_CHUNK_ENC_DPACKED;
+    ps_float_unpack_t u;
+    ps_float_pack_entry_t e;
     ps_err_t why;
     int r, ret = 0;
-    ps_funpack_init(&u, b + 1, v->mv_size - 1);
-    while ((r = ps_funpack_next(&u, &e, &why)) == 1) {
+    ps_float_unpack_init(&u, b + 1, v->mv_size - 1);
+    while ((r = ps_float_unpack_next(&u, &e, &why)) == 1) {
         if (w->past || e.max_t < w->mint)
             continue; /* the bounds of the rest are still validated */
         if (e.min_t > w->maxt) {
             w->past = true;
             continue;
         }
-        if ((ret = dense ? fwalk_dense(w, e.chunk, e.len, e.min_t, true, e.min_t, e.max_t, what)
-                         : fwalk_chunk(w, e.chunk, e.len, true, e.min_t, e.max_t, what)) != 0)
+        if ((ret = dense ? float_walk_dense(w, e.chunk, e.len, e.min_t, true, e.min_t, e.max_t, what)
+                         : float_walk_chunk(w, e.chunk, e.len, true, e.min_t, e.max_t, what)) != 0)
             return ret;
     }
-    return r < 0 ? ps_fdamaged(w->err, w->sid, what, &why) : 0;
+    return r < 0 ? ps_float_damaged(w->err, w->sid, what, &why) : 0;
 }
 
-static int fwalk_run_(fwalk_t *w);
+static int float_walk_run_(float_walk_t *w);
 
 /* Closed chunks from the first whose max_t >= mint, then the head (newer than every chunk). */
-static int fwalk_run(fwalk_t *w)
+static int float_walk_run(float_walk_t *w)
 {
-    int ret = fwalk_run_(w);
+    int ret = float_walk_run_(w);
     ps_buf_dispose(&w->xor);
     return ret;
 }
 
-static int fwalk_run_(fwalk_t *w)
+static int float_walk_run_(float_walk_t *w)
 {
     if (w->mint < w->r->min_ms)
         w->mint = w->r->min_ms; /* the retention clamp (internal.h) */
@@ -249,7 +249,7 @@ static int fwalk_run_(fwalk_t *w)
     ps_key_sid_ts(kb, w->sid, from);
     for (bool on = ps_cur_seek(&cur, kb, 16); on && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == w->sid;
          on = ps_cur_next(&cur))
-        if ((ret = fwalk_one(w, &cur.v, "chunk")) != 0 || w->past)
+        if ((ret = float_walk_one(w, &cur.v, "chunk")) != 0 || w->past)
             break;
     ps_cur_close(&cur);
     if (ret != 0 || w->past)
@@ -259,12 +259,12 @@ static int fwalk_run_(fwalk_t *w)
     ps_buf_t head = PS_BUF_INIT;
     size_t plen;
     uint64_t ptxn;
-    ret = ps_fhead_read(w->r->store, txn, w->sid, &head, &plen, &ptxn, NULL, NULL, w->err);
+    ret = ps_float_head_read(w->r->store, txn, w->sid, &head, &plen, &ptxn, NULL, NULL, w->err);
     if (ret == PS_ENOTFOUND) {
         ret = 0; /* no head */
     } else if (ret == 0) {
         MDB_val v = ps_mval(head.data, head.len);
-        ret = fwalk_one(w, &v, "head");
+        ret = float_walk_one(w, &v, "head");
     }
     ps_buf_dispose(&head);
     return ret;
@@ -285,19 +285,19 @@ int ps_reader_series_kind(ps_reader_t *r, uint64_t sid, ps_series_kind_t *kind, 
 }
 
 typedef struct totals_ctx {
-    int (*cb)(void *ctx, const ps_fsample_t *s, size_t n);
+    int (*cb)(void *ctx, const ps_float_sample_t *s, size_t n);
     void *ctx;
 } totals_ctx_t;
 
 static int on_profile(void *ctx, const ps_stored_profile_t *p)
 {
     totals_ctx_t *c = ctx;
-    ps_fsample_t s = {floor_div(p->ts, 1000000), (double)p->total};
+    ps_float_sample_t s = {floor_div(p->ts, 1000000), (double)p->total};
     return c->cb(c->ctx, &s, 1);
 }
 
 int ps_reader_samples(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
-                      int (*cb)(void *ctx, const ps_fsample_t *s, size_t n), void *ctx, ps_err_t *err)
+                      int (*cb)(void *ctx, const ps_float_sample_t *s, size_t n), void *ctx, ps_err_t *err)
 {
     if (mint > maxt)
         return 0;
@@ -308,9 +308,9 @@ int ps_reader_samples(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
     if (ret)
         return ret;
     if (kind == PS_SERIES_FLOAT) {
-        fwalk_t *w = ps_xcalloc(1, sizeof(*w));
+        float_walk_t *w = ps_xcalloc(1, sizeof(*w));
         w->r = r, w->sid = sid, w->mint = mint, w->maxt = maxt, w->err = err, w->on_samples = cb, w->ctx = ctx;
-        ret = fwalk_run(w);
+        ret = float_walk_run(w);
         free(w);
         return ret;
     }
@@ -325,8 +325,8 @@ int ps_reader_xor_chunks(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t max
                          int (*cb)(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n),
                          void *ctx, ps_err_t *err)
 {
-    fwalk_t w = {.r = r, .sid = sid, .mint = mint, .maxt = maxt, .err = err, .on_chunk = cb, .ctx = ctx};
-    return fwalk_run(&w); /* a profile series has neither fchunks nor an fhead */
+    float_walk_t w = {.r = r, .sid = sid, .mint = mint, .maxt = maxt, .err = err, .on_chunk = cb, .ctx = ctx};
+    return float_walk_run(&w); /* a profile series has neither fchunks nor an fhead */
 }
 
 typedef struct last_ctx {
@@ -334,7 +334,7 @@ typedef struct last_ctx {
     bool found;
 } last_ctx_t;
 
-static int on_last(void *ctx, const ps_fsample_t *s, size_t n)
+static int on_last(void *ctx, const ps_float_sample_t *s, size_t n)
 {
     last_ctx_t *c = ctx;
     c->t = s[n - 1].t;
@@ -344,7 +344,7 @@ static int on_last(void *ctx, const ps_fsample_t *s, size_t n)
 
 #define STOP_FOUND 1
 
-static int on_any(void *ctx, const ps_fsample_t *s, size_t n)
+static int on_any(void *ctx, const ps_float_sample_t *s, size_t n)
 {
     (void)s, (void)n;
     *(bool *)ctx = true;
@@ -353,13 +353,13 @@ static int on_any(void *ctx, const ps_fsample_t *s, size_t n)
 
 /* The newest sample in [start, end] (ns): the head if it has one there, else the newest chunk
  * that does (the chunks after the first one with max_t >= maxt all start past maxt). */
-int ps_freader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err)
+int ps_float_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err)
 {
     int64_t mint, maxt;
     ns_to_ms(start, end, &mint, &maxt);
     if (mint > maxt)
         return PS_ENOTFOUND;
-    fwalk_t *w = ps_xcalloc(1, sizeof(*w));
+    float_walk_t *w = ps_xcalloc(1, sizeof(*w));
     last_ctx_t c = {0, false};
     w->r = r, w->sid = sid, w->err = err, w->on_samples = on_last, w->ctx = &c;
     /* narrow the walk to the chunk holding maxt's neighbourhood: from the newest chunk whose
@@ -385,7 +385,7 @@ int ps_freader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, 
     if (ret == 0) {
         w->mint = from;
         w->maxt = maxt;
-        ret = fwalk_run(w);
+        ret = float_walk_run(w);
     }
     free(w);
     if (ret)
@@ -396,16 +396,16 @@ int ps_freader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, 
     return 0;
 }
 
-int ps_freader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err)
+int ps_float_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err)
 {
     int64_t mint, maxt;
     ns_to_ms(start, end, &mint, &maxt);
     if (mint > maxt)
         return 0;
     bool any = false;
-    fwalk_t *w = ps_xcalloc(1, sizeof(*w));
+    float_walk_t *w = ps_xcalloc(1, sizeof(*w));
     w->r = r, w->sid = sid, w->mint = mint, w->maxt = maxt, w->err = err, w->on_samples = on_any, w->ctx = &any;
-    int ret = fwalk_run(w);
+    int ret = float_walk_run(w);
     free(w);
     if (ret != 0 && !(ret == STOP_FOUND && any))
         return ret;

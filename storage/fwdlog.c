@@ -11,15 +11,15 @@
 
 #include "internal.h"
 
-#define TRIM_MAX 100000 /* entries deleted by one ps_store_fwd_advance: keeps its transaction short */
+#define TRIM_MAX 100000 /* entries deleted by one ps_store_forward_advance: keeps its transaction short */
 
-void ps_store_set_forward(ps_store_t *s, ps_store_fwd_floats_fn fn, void *ctx)
+void ps_store_set_forward(ps_store_t *s, ps_store_forward_floats_fn fn, void *ctx)
 {
     atomic_store(&s->fwd_ctx, ctx);
     atomic_store(&s->fwd_floats, fn);
 }
 
-int ps_fwd_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
+int ps_forward_log_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
 {
     MDB_val v;
     if (!ps_txn_get(txn, DB_INFO, "fwdnext", 7, &v, "reading the forwarding log's next number")) {
@@ -34,7 +34,7 @@ int ps_fwd_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
     return 0;
 }
 
-int ps_fwd_log_put(ps_store_t *s, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err)
+int ps_forward_log_put(ps_store_t *s, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err)
 {
     uint8_t kb[8];
     ps_enc_be64(kb, s->fwd_next);
@@ -53,8 +53,8 @@ int ps_fwd_log_put(ps_store_t *s, ps_txn_t *txn, int64_t wall, const void *data,
 /* --agent: a write stores only its log entries. Nothing is checked against stored data (there is
  * none): every profile is taken (status 0, no series ids), every float sample counts as stored.
  * The receiver applies its own order and duplicate rules. */
-int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf,
-                          const ps_metric_meta_t *meta, size_t nm, ps_err_t *err)
+int ps_forward_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_float_append_t **floats, size_t nf,
+                              const ps_metric_meta_t *meta, size_t nm, ps_err_t *err)
 {
     ps_txn_t t = {0}, *txn = &t;
     int64_t now = ps_time_now();
@@ -72,10 +72,10 @@ int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappe
             it->series_ids[j] = 0;
             it->series_samples[j] = 0;
         }
-        if (it->fwd_len > 0 && (ret = ps_fwd_log_put(s, txn, now, it->fwd, it->fwd_len, err)) != 0)
+        if (it->fwd_len > 0 && (ret = ps_forward_log_put(s, txn, now, it->fwd, it->fwd_len, err)) != 0)
             goto Fail;
     }
-    ps_store_fwd_floats_fn fn = nf > 0 || nm > 0 ? atomic_load(&s->fwd_floats) : NULL;
+    ps_store_forward_floats_fn fn = nf > 0 || nm > 0 ? atomic_load(&s->fwd_floats) : NULL;
     size_t total = 0;
     for (size_t i = 0; i < nf; i++)
         total += floats[i]->nsamples;
@@ -83,7 +83,7 @@ int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappe
     uint8_t *m = ps_buf_reserve(&s->fwd_mask, total + 1);
     memset(m, 1, total + 1);
     for (size_t i = 0, off = 0; i < nf; off += floats[i]->nsamples, i++) {
-        ps_fappend_t *fa = floats[i];
+        ps_float_append_t *fa = floats[i];
         fa->status = 0;
         ps_err_clear(&fa->err);
         fa->sid = 0;
@@ -94,7 +94,7 @@ int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappe
     if (fn != NULL) {
         ps_buf_reset(&s->fwd_buf);
         fn(atomic_load(&s->fwd_ctx), floats, nf, meta, nm, &s->fwd_buf);
-        if (s->fwd_buf.len > 0 && (ret = ps_fwd_log_put(s, txn, now, s->fwd_buf.data, s->fwd_buf.len, err)) != 0)
+        if (s->fwd_buf.len > 0 && (ret = ps_forward_log_put(s, txn, now, s->fwd_buf.data, s->fwd_buf.len, err)) != 0)
             goto Fail;
     }
     if ((ret = ps_txn_commit(txn, err, "committing")) != 0)
@@ -104,7 +104,7 @@ Fail:
     ps_txn_abort(txn);
     ps_txn_t rt;
     if (ps_txn_begin(&rt, s, PS_TXN_READ, NULL, "starting read transaction") == 0) {
-        ps_fwd_load_next(s, &rt, NULL);
+        ps_forward_log_load_next(s, &rt, NULL);
         ps_txn_abort(&rt);
     }
     for (size_t i = 0; i < n; i++) {
@@ -144,8 +144,9 @@ static int log_entry_check(const MDB_val *k, const MDB_val *v, ps_err_t *err)
     return 0;
 }
 
-int ps_store_fwd_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_bytes,
-                      int (*cb)(void *ctx, const ps_fwd_entry_t *e), void *ctx, uint64_t *last, ps_err_t *err)
+int ps_store_forward_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_bytes,
+                          int (*cb)(void *ctx, const ps_forward_log_entry_t *e), void *ctx, uint64_t *last,
+                          ps_err_t *err)
 {
     ps_txn_t txn = {0};
     ps_cur_t cur;
@@ -167,8 +168,8 @@ int ps_store_fwd_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_by
             goto Done;
         if (n > 0 && bytes + v.mv_size - 8 > max_bytes)
             break;
-        ps_fwd_entry_t e = {ps_get_be64(k.mv_data), (int64_t)ps_get_be64(v.mv_data), (const uint8_t *)v.mv_data + 8,
-                            v.mv_size - 8};
+        ps_forward_log_entry_t e = {ps_get_be64(k.mv_data), (int64_t)ps_get_be64(v.mv_data),
+                                    (const uint8_t *)v.mv_data + 8, v.mv_size - 8};
         n++;
         bytes += e.len;
         if ((ret = cb(ctx, &e)) != 0)
@@ -180,7 +181,7 @@ Done:
     return ret;
 }
 
-int ps_store_fwd_bound(ps_store_t *s, uint64_t after, uint64_t max_bytes, uint64_t *cut, ps_err_t *err)
+int ps_store_forward_bound(ps_store_t *s, uint64_t after, uint64_t max_bytes, uint64_t *cut, ps_err_t *err)
 {
     ps_txn_t txn = {0};
     ps_cur_t cur;
@@ -208,7 +209,7 @@ Done:
     return ret;
 }
 
-int ps_store_fwd_cursor(ps_store_t *s, const char *name, uint64_t *seq, ps_err_t *err)
+int ps_store_forward_cursor(ps_store_t *s, const char *name, uint64_t *seq, ps_err_t *err)
 {
     ps_txn_t txn;
     int ret = ps_txn_begin(&txn, s, PS_TXN_READ, err, "starting read transaction");
@@ -233,8 +234,8 @@ static bool listed(const MDB_val *k, const char *const *names, size_t n)
     return false;
 }
 
-int ps_store_fwd_advance(ps_store_t *s, const char *const *names, const uint64_t *seqs, size_t n, uint64_t *trimmed,
-                         ps_err_t *err)
+int ps_store_forward_advance(ps_store_t *s, const char *const *names, const uint64_t *seqs, size_t n, uint64_t *trimmed,
+                             ps_err_t *err)
 {
     ps_txn_t txn;
     ps_cur_t cur;

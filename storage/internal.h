@@ -46,17 +46,17 @@ enum { SYM_STRING = 1, SYM_MAPPING = 2, SYM_FUNCTION = 3, SYM_LOCATION = 4, SYM_
 #define PS_SERIES_REC_V1 1    /* a profile series (schema 1 and 2) */
 #define PS_SERIES_REC_FLOAT 2 /* a float series: enc, labels */
 #define PS_HEAD_REC_V1 1
-#define PS_FCHUNK_ENC_XOR 2   /* float chunks and heads: this byte, then the XOR chunk (never 1: profile chunks) */
-#define PS_FCHUNK_ENC_PACKED 3 /* closed float chunks: this byte, then several XOR chunks with their bounds */
-#define PS_FCHUNK_ENC_DENSE 6  /* closed float chunk (schema 4): this byte, then a dense chunk (fdense.h) */
-#define PS_FCHUNK_ENC_DPACKED 7 /* closed float chunks (schema 4): as PS_FCHUNK_ENC_PACKED, dense chunks */
-#define PS_FHEAD_ENC_TAIL 4    /* fhead: this byte, p <uvarint>, txn <uvarint>, the chunk's 2 header bytes, its bytes from p on */
-#define PS_FPREFIX_ENC 5       /* fprefix: this byte, then bytes [2, p) of the open chunk */
-#define PS_FHEAD_SPLIT_MIN 32  /* an open chunk of fewer bytes is stored whole in fhead (0x02) */
-#define PS_FHEAD_TAIL_MAX 128  /* a tail longer than this moves into fprefix at once */
-#define PS_FHEAD_TURNS 16      /* else a series' prefix is rewritten in one flush of 16 (by sid / 64) */
-#define PS_FPACK_MAX_BYTES 4080 /* a packed value fills at most one 4 KiB LMDB overflow page (16-byte header) */
-#define PS_FPACK_MAX_SPAN_MS (24ll * 3600 * 1000) /* nor spans a day (or a tenth of the retention) */
+#define PS_FLOAT_CHUNK_ENC_XOR 2   /* float chunks and heads: this byte, then the XOR chunk (never 1: profile chunks) */
+#define PS_FLOAT_CHUNK_ENC_PACKED 3 /* closed float chunks: this byte, then several XOR chunks with their bounds */
+#define PS_FLOAT_CHUNK_ENC_DENSE 6  /* closed float chunk (schema 4): this byte, then a dense chunk (float_dense.h) */
+#define PS_FLOAT_CHUNK_ENC_DPACKED 7 /* closed float chunks (schema 4): as PS_FLOAT_CHUNK_ENC_PACKED, dense chunks */
+#define PS_FLOAT_HEAD_ENC_TAIL 4    /* fhead: this byte, p <uvarint>, txn <uvarint>, the chunk's 2 header bytes, its bytes from p on */
+#define PS_FLOAT_PREFIX_ENC 5       /* fprefix: this byte, then bytes [2, p) of the open chunk */
+#define PS_FLOAT_HEAD_SPLIT_MIN 32  /* an open chunk of fewer bytes is stored whole in fhead (0x02) */
+#define PS_FLOAT_HEAD_TAIL_MAX 128  /* a tail longer than this moves into fprefix at once */
+#define PS_FLOAT_HEAD_TURNS 16      /* else a series' prefix is rewritten in one flush of 16 (by sid / 64) */
+#define PS_FLOAT_PACK_MAX_BYTES 4080 /* a packed value fills at most one 4 KiB LMDB overflow page (16-byte header) */
+#define PS_FLOAT_PACK_MAX_SPAN_MS (24ll * 3600 * 1000) /* nor spans a day (or a tenth of the retention) */
 #define PS_META_REC_V1 1
 
 /* Next ids, persisted in DB_INFO "next". */
@@ -92,12 +92,12 @@ typedef struct ps_wcache {
     size_t ndue, capdue;
     /* float series (floats_append.c): the open chunk and appender of each series written lately,
      * a cache of what the write transaction holds */
-    ps_hmap_t fstate_index; /* sid(8) -> index in fstates */
-    struct ps_fstate **fstates;
-    size_t nfstates, capfstates;
-    uint64_t fstate_bytes;
-    struct ps_fstate **fdirty; /* heads changed in the current write transaction */
-    size_t nfdirty, capfdirty;
+    ps_hmap_t float_state_index; /* sid(8) -> index in float_states */
+    struct ps_float_state **float_states;
+    size_t nfloat_states, capfloat_states;
+    uint64_t float_state_bytes;
+    struct ps_float_state **float_dirty; /* heads changed in the current write transaction */
+    size_t nfloat_dirty, capfloat_dirty;
 } ps_wcache_t;
 
 /** A new, empty ps_wcache_t; ps_wcache_free(NULL) is a no-op. */
@@ -118,7 +118,7 @@ struct ps_store {
     ps_hmap_t append_wall;
     int64_t opened_wall;    /* when this process opened the store (the idle rule's start) */
     int upgraded_from;      /* the schema version ps_store_open upgraded, or 0 */
-    uint64_t fflushes;      /* ps_fwrite_flush calls: whose turn it is to rewrite prefixes */
+    uint64_t float_flushes; /* ps_float_write_flush calls: whose turn it is to rewrite prefixes */
     /* space (env.c): the map is opened map_headroom bytes larger than opts.map_size, which only
      * writes respect (ps_store_space_check), so retention and compaction can still delete; the
      * disk reserve file is given up when the file system is full */
@@ -127,7 +127,7 @@ struct ps_store {
     /* the forwarding log (fwdlog.c): the next sequence number (DB_INFO "fwdnext", writer-only),
      * and the hook that makes the entry of a write's stored float samples (NULL: forwarding off) */
     uint64_t fwd_next;
-    _Atomic(ps_store_fwd_floats_fn) fwd_floats;
+    _Atomic(ps_store_forward_floats_fn) fwd_floats;
     void *_Atomic fwd_ctx;
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
 };
@@ -200,38 +200,38 @@ static inline void ps_key_sid_ts(uint8_t k[16], uint64_t sid, int64_t ts)
 
 
 /* floats*.c (the files share floats.h) */
-void ps_fstate_clear(ps_wcache_t *wc);
-int ps_fwrite(ps_store_t *s, ps_txn_t *txn, ps_fappend_t **items, size_t n, int64_t now, ps_err_t *err);
-int ps_fwrite_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
+void ps_float_state_clear(ps_wcache_t *wc);
+int ps_float_write(ps_store_t *s, ps_txn_t *txn, ps_float_append_t **items, size_t n, int64_t now, ps_err_t *err);
+int ps_float_write_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
 void ps_meta_rec_encode(const ps_metric_meta_t *m, ps_buf_t *out);
-/* One chunk of a packed fchunks value (PS_FCHUNK_ENC_PACKED): its first and last sample's t and
+/* One chunk of a packed fchunks value (PS_FLOAT_CHUNK_ENC_PACKED): its first and last sample's t and
  * its bytes (a XOR chunk without the encoding byte). */
-typedef struct ps_fpack_entry {
+typedef struct ps_float_pack_entry {
     int64_t min_t, max_t;
     const uint8_t *chunk;
     size_t len;
-} ps_fpack_entry_t;
-/* The records of an open chunk c[0..n) split at p (2 <= p <= n): the fhead tail (PS_FHEAD_ENC_TAIL,
- * naming txn, the transaction that wrote the prefix) and the fprefix value (PS_FPREFIX_ENC),
+} ps_float_pack_entry_t;
+/* The records of an open chunk c[0..n) split at p (2 <= p <= n): the fhead tail (PS_FLOAT_HEAD_ENC_TAIL,
+ * naming txn, the transaction that wrote the prefix) and the fprefix value (PS_FLOAT_PREFIX_ENC),
  * appended to out. */
-void ps_fhead_encode_tail(const uint8_t *c, size_t n, size_t p, uint64_t txn, ps_buf_t *out);
-void ps_fprefix_encode(const uint8_t *c, size_t p, ps_buf_t *out);
+void ps_float_head_encode_tail(const uint8_t *c, size_t n, size_t p, uint64_t txn, ps_buf_t *out);
+void ps_float_prefix_encode(const uint8_t *c, size_t p, ps_buf_t *out);
 /* Appends the packed value of chunks e[0..n) (n >= 1, oldest first, each newer than the last) to out:
- * encoding enc (PS_FCHUNK_ENC_PACKED: XOR chunks; PS_FCHUNK_ENC_DPACKED: dense chunks written
+ * encoding enc (PS_FLOAT_CHUNK_ENC_PACKED: XOR chunks; PS_FLOAT_CHUNK_ENC_DPACKED: dense chunks written
  * with tbase = their min_t). */
-void ps_fpack_encode(uint8_t enc, const ps_fpack_entry_t *e, size_t n, ps_buf_t *out);
+void ps_float_pack_encode(uint8_t enc, const ps_float_pack_entry_t *e, size_t n, ps_buf_t *out);
 int ps_meta_write(ps_store_t *s, ps_txn_t *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err);
-int ps_fcompact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
-int ps_fretain(ps_store_t *s, ps_txn_t *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
-               ps_err_t *err);
-int ps_freader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err);
-int ps_freader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
+int ps_float_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
+int ps_float_retain(ps_store_t *s, ps_txn_t *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
+                    ps_err_t *err);
+int ps_float_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err);
+int ps_float_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
 
 /* fwdlog.c: the forwarding log inside a write transaction */
-int ps_fwd_log_put(ps_store_t *s, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);
-int ps_fwd_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
-int ps_fwd_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf,
-                          const ps_metric_meta_t *meta, size_t nm, ps_err_t *err);
+int ps_forward_log_put(ps_store_t *s, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);
+int ps_forward_log_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
+int ps_forward_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_float_append_t **floats, size_t nf,
+                              const ps_metric_meta_t *meta, size_t nm, ps_err_t *err);
 
 /* env.c */
 int ps_store_save_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);

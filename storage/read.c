@@ -430,7 +430,7 @@ int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, i
     bool fl;
     int fr = is_float(r, sid, &fl, err);
     if (fr || fl)
-        return fr ? fr : ps_freader_latest(r, sid, start, end, ts, err);
+        return fr ? fr : ps_float_reader_latest(r, sid, start, end, ts, err);
     /* the head holds the newest profiles: look there first, backwards from end */
     ps_txn_t *txn = &r->txn;
     ps_cur_t cur;
@@ -501,7 +501,7 @@ int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
     bool fl;
     int fr = is_float(r, sid, &fl, err);
     if (fr || fl)
-        return fr ? fr : ps_freader_has_data(r, sid, start, end, err);
+        return fr ? fr : ps_float_reader_has_data(r, sid, start, end, err);
     /* a chunk whose max_ts >= start and min_ts <= end may still have no profile inside a gap,
      * but that is close enough for label listings; heads are exact */
     ps_txn_t *txn = &r->txn;

@@ -128,16 +128,16 @@ typedef struct ps_append {
 int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t *err);
 
 /** One float sample. t is in milliseconds, like Prometheus' timestamps. */
-typedef struct ps_fsample {
+typedef struct ps_float_sample {
     int64_t t;
     double v;
-} ps_fsample_t;
+} ps_float_sample_t;
 
 /** Float samples for one series (remote_write, synthetic scrape series). */
-typedef struct ps_fappend {
+typedef struct ps_float_append {
     /* in */
     const ps_labels_t *labels;       /* normalised, with __name__ */
-    const ps_fsample_t *samples;     /* in request order; NaNs keep their bits (stale markers) */
+    const ps_float_sample_t *samples; /* in request order; NaNs keep their bits (stale markers) */
     uint32_t nsamples;
     /* out: the per-series outcome, like Prometheus' TSDB appender */
     int status;                      /* 0, or PS_ECONFLICT (a profile series has these labels) or
@@ -154,7 +154,7 @@ typedef struct ps_fappend {
     /* out, set by ps_store_write while forwarding is on (else NULL): nsamples bytes, 1 for each
      * sample stored (not an identical duplicate, not rejected); valid until the next write */
     const uint8_t *stored;
-} ps_fappend_t;
+} ps_float_append_t;
 
 /** Metric family metadata (remote_write): last write wins. */
 typedef struct ps_metric_meta {
@@ -170,11 +170,11 @@ typedef struct ps_metric_meta {
 
 /**
  * Like ps_store_write_batch, and in the same transaction: float appends (per series, samples in
- * request order) and metadata. A float sample is rejected alone (counted in its ps_fappend_t);
+ * request order) and metadata. A float sample is rejected alone (counted in its ps_float_append_t);
  * a series fails alone (status). A failure of the transaction itself (PS_ENOSPACE, I/O) fails
  * every item, and is returned; then nothing of the call is stored.
  */
-int ps_store_write(ps_store_t *s, ps_append_t **profiles, size_t np, ps_fappend_t **floats, size_t nf,
+int ps_store_write(ps_store_t *s, ps_append_t **profiles, size_t np, ps_float_append_t **floats, size_t nf,
                    const ps_metric_meta_t *meta, size_t nm, ps_err_t *err);
 
 /** Compacts heads due by the thresholds (or all heads when force). *ncompacted gets the chunk count. */
@@ -202,42 +202,42 @@ int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err);
 /** Makes the entry of a write's float samples and metadata inside its transaction: the samples of
  *  items whose stored[j] is 1 (status 0 items only) and the write's nm metadata, appended to out;
  *  nothing appended = no entry. */
-typedef void (*ps_store_fwd_floats_fn)(void *ctx, ps_fappend_t *const *items, size_t n, const ps_metric_meta_t *meta,
-                                       size_t nm, ps_buf_t *out);
+typedef void (*ps_store_forward_floats_fn)(void *ctx, ps_float_append_t *const *items, size_t n,
+                                           const ps_metric_meta_t *meta, size_t nm, ps_buf_t *out);
 /** Turns the logging of float samples on (fn != NULL) or off. Any thread; the next write sees it.
  *  (Profiles are logged when their ps_append_t carries an entry.) */
-void ps_store_set_forward(ps_store_t *s, ps_store_fwd_floats_fn fn, void *ctx);
+void ps_store_set_forward(ps_store_t *s, ps_store_forward_floats_fn fn, void *ctx);
 
-typedef struct ps_fwd_entry {
+typedef struct ps_forward_log_entry {
     uint64_t seq;
     int64_t wall_ns;       /* when it was written */
     const uint8_t *data;   /* valid during the callback only */
     size_t len;
-} ps_fwd_entry_t;
+} ps_forward_log_entry_t;
 
 /** Any thread: calls cb for the entries with seq > after, oldest first, at most max_n of them and
  *  no more than max_bytes of data (but always the first), from one read snapshot. *last (optional)
  *  gets the newest sequence number ever written (0: none), *oldest_wall (optional) the wall clock of
  *  the first entry after `after` (0: none). cb returning nonzero stops the walk with that value. */
-int ps_store_fwd_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_bytes,
-                      int (*cb)(void *ctx, const ps_fwd_entry_t *e), void *ctx, uint64_t *last,
-                      ps_err_t *err);
+int ps_store_forward_read(ps_store_t *s, uint64_t after, size_t max_n, size_t max_bytes,
+                          int (*cb)(void *ctx, const ps_forward_log_entry_t *e), void *ctx, uint64_t *last,
+                          ps_err_t *err);
 /** Any thread: a byte bound on the entries after `after` (an endpoint's backlog). Walks from the
  *  newest entry back, summing the entries' data bytes; *cut gets the newest sequence number that
  *  no longer fits in max_bytes (the entries after..*cut are over the bound, oldest first), or
  *  `after` when all fit. The walk stops at `after` or past max_bytes: it costs the entries that
  *  fit, not the backlog. */
-int ps_store_fwd_bound(ps_store_t *s, uint64_t after, uint64_t max_bytes, uint64_t *cut, ps_err_t *err);
+int ps_store_forward_bound(ps_store_t *s, uint64_t after, uint64_t max_bytes, uint64_t *cut, ps_err_t *err);
 /** Any thread: the cursor of endpoint name, or PS_ENOTFOUND. */
-int ps_store_fwd_cursor(ps_store_t *s, const char *name, uint64_t *seq, ps_err_t *err);
+int ps_store_forward_cursor(ps_store_t *s, const char *name, uint64_t *seq, ps_err_t *err);
 /**
  * Writer thread: in one transaction, sets the cursors of the n endpoints (names[i] -> seqs[i]),
  * deletes every other cursor (an endpoint no longer configured), and deletes the entries every
  * cursor is past (seq <= the smallest; with n == 0 all of them), at most 100,000 a call (the rest
  * go with the next). *trimmed (optional) gets how many were deleted.
  */
-int ps_store_fwd_advance(ps_store_t *s, const char *const *names, const uint64_t *seqs, size_t n, uint64_t *trimmed,
-                         ps_err_t *err);
+int ps_store_forward_advance(ps_store_t *s, const char *const *names, const uint64_t *seqs, size_t n, uint64_t *trimmed,
+                             ps_err_t *err);
 
 /* ---- reading (any thread) ---- */
 
@@ -342,7 +342,7 @@ int ps_reader_series_kind(ps_reader_t *r, uint64_t sid, ps_series_kind_t *kind, 
  * their bit pattern), or a profile series' totals, one per profile, at t = floor(ts / 1e6).
  */
 int ps_reader_samples(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
-                      int (*cb)(void *ctx, const ps_fsample_t *s, size_t n), void *ctx, ps_err_t *err);
+                      int (*cb)(void *ctx, const ps_float_sample_t *s, size_t n), void *ctx, ps_err_t *err);
 
 /**
  * Calls cb with each stored chunk of float series sid that overlaps [mint, maxt] (ms), oldest

@@ -20,7 +20,7 @@ void ps_sym_caches_clear(ps_store_t *s)
     for (size_t i = 0; i < s->wc->nstates; i++)
         free(s->wc->states[i]);
     s->wc->nstates = 0;
-    ps_fstate_clear(s->wc);
+    ps_float_state_clear(s->wc);
 }
 
 ps_wcache_t *ps_wcache_new(void)
@@ -31,7 +31,7 @@ ps_wcache_t *ps_wcache_new(void)
     ps_hmap_init(&wc->stack_cache);
     ps_hmap_init(&wc->series_cache);
     ps_hmap_init(&wc->state_index);
-    ps_hmap_init(&wc->fstate_index);
+    ps_hmap_init(&wc->float_state_index);
     return wc;
 }
 
@@ -48,10 +48,10 @@ void ps_wcache_free(ps_wcache_t *wc)
         free(wc->states[i]);
     free(wc->states);
     free(wc->due);
-    ps_fstate_clear(wc);
-    ps_hmap_dispose(&wc->fstate_index);
-    free(wc->fstates);
-    free(wc->fdirty);
+    ps_float_state_clear(wc);
+    ps_hmap_dispose(&wc->float_state_index);
+    free(wc->float_states);
+    free(wc->float_dirty);
     ps_buf_dispose(&wc->sym_key);
     free(wc);
 }

@@ -319,7 +319,7 @@ int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t 
     return ps_store_write(s, items, n, NULL, 0, NULL, 0, err);
 }
 
-int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **floats, size_t nf,
+int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_float_append_t **floats, size_t nf,
                    const ps_metric_meta_t *meta, size_t nm, ps_err_t *err)
 {
     ps_txn_t t = {0}, *txn = &t;
@@ -328,7 +328,7 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
     int64_t now = ps_time_now();
 
     if (s->opts.log_only)
-        return ps_fwd_write_log_only(s, items, n, floats, nf, meta, nm, err);
+        return ps_forward_write_log_only(s, items, n, floats, nf, meta, nm, err);
     if ((ret = ps_store_space_check(s, err)) != 0) { /* full: refused before anything is tried */
         ps_err_prefix(err, "writing");
         goto Fail;
@@ -394,11 +394,11 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
     /* the forwarding log: each profile stored now, in batch order (so in order per series) */
     for (size_t i = 0; i < n; i++)
         if (items[i]->status == 0 && !items[i]->duplicate && items[i]->fwd_len > 0 &&
-            (ret = ps_fwd_log_put(s, txn, now, items[i]->fwd, items[i]->fwd_len, err)) != 0)
+            (ret = ps_forward_log_put(s, txn, now, items[i]->fwd, items[i]->fwd_len, err)) != 0)
             goto Fail;
     /* floats after the profiles: the nested transactions above drop the writer caches, and the
-     * float heads changed here stay in the cache until ps_fwrite_flush writes them */
-    ps_store_fwd_floats_fn fwd_floats = nf > 0 || nm > 0 ? atomic_load(&s->fwd_floats) : NULL;
+     * float heads changed here stay in the cache until ps_float_write_flush writes them */
+    ps_store_forward_floats_fn fwd_floats = nf > 0 || nm > 0 ? atomic_load(&s->fwd_floats) : NULL;
     if (fwd_floats != NULL) { /* which samples are stored: for their entry, below */
         size_t total = 0;
         for (size_t i = 0; i < nf; i++)
@@ -412,17 +412,17 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
         for (size_t i = 0; i < nf; i++)
             floats[i]->stored = NULL;
     }
-    if (nf > 0 && (ret = ps_fwrite(s, txn, floats, nf, now, err)) != 0)
+    if (nf > 0 && (ret = ps_float_write(s, txn, floats, nf, now, err)) != 0)
         goto Fail;
     if (fwd_floats != NULL) {
         ps_buf_reset(&s->fwd_buf);
         fwd_floats(atomic_load(&s->fwd_ctx), floats, nf, meta, nm, &s->fwd_buf);
-        if (s->fwd_buf.len > 0 && (ret = ps_fwd_log_put(s, txn, now, s->fwd_buf.data, s->fwd_buf.len, err)) != 0)
+        if (s->fwd_buf.len > 0 && (ret = ps_forward_log_put(s, txn, now, s->fwd_buf.data, s->fwd_buf.len, err)) != 0)
             goto Fail;
     }
     if (nm > 0 && (ret = ps_meta_write(s, txn, meta, nm, err)) != 0)
         goto Fail;
-    if ((ret = ps_fwrite_flush(s, txn, err)) != 0)
+    if ((ret = ps_float_write_flush(s, txn, err)) != 0)
         goto Fail;
     if ((ret = ps_store_save_next(s, txn, err)) != 0)
         goto Fail;
@@ -449,7 +449,7 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_fappend_t **
     /* the caches only save LMDB lookups: past their budget they start again from empty */
     if (s->opts.cache_bytes && ps_hmap_bytes(&s->wc->sym_cache) + ps_hmap_bytes(&s->wc->tree_cache) +
                                        ps_hmap_bytes(&s->wc->stack_cache) + ps_hmap_bytes(&s->wc->series_cache) +
-                                       s->wc->fstate_bytes >
+                                       s->wc->float_state_bytes >
                                    s->opts.cache_bytes)
         ps_sym_caches_clear(s);
     return 0;
@@ -471,7 +471,7 @@ Fail:
         }
     }
     for (size_t i = 0; i < nf; i++) {
-        ps_fappend_t *f = floats[i];
+        ps_float_append_t *f = floats[i];
         f->status = ret;
         f->accepted = f->duplicates = 0;
         ps_err_set(&f->err, ret, "%s", err ? err->msg : ps_strerror(ret));

@@ -40,7 +40,7 @@ static int on_profile(void *ctx, const ps_stored_profile_t *p)
     return 0;
 }
 
-static int on_fsamples(void *ctx, const ps_fsample_t *s, size_t n)
+static int on_float_samples(void *ctx, const ps_float_sample_t *s, size_t n)
 {
     ps_json_t *j = ((list_ctx_t *)ctx)->j;
     for (size_t i = 0; i < n; i++) {
@@ -77,7 +77,7 @@ static int on_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
         ps_json_cstr(c->j, "float");
         ps_json_key(c->j, "samples");
         ps_json_arr(c->j);
-        ret = ps_reader_samples(c->r, sid, INT64_MIN, INT64_MAX, on_fsamples, c, c->err);
+        ret = ps_reader_samples(c->r, sid, INT64_MIN, INT64_MAX, on_float_samples, c, c->err);
         ps_json_end(c->j);
         ps_json_end(c->j);
         return ret;

@@ -1267,9 +1267,9 @@ static int forward_protocol(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, 
     if (rc != 0)
         return rc;
     if (strcmp(p, "pyroscope_push") == 0)
-        *(ps_fwd_protocol_t *)dst = PS_FWD_PYROSCOPE_PUSH;
+        *(ps_forward_protocol_t *)dst = PS_FORWARD_PYROSCOPE_PUSH;
     else if (strcmp(p, "remote_write") == 0)
-        *(ps_fwd_protocol_t *)dst = PS_FWD_REMOTE_WRITE;
+        *(ps_forward_protocol_t *)dst = PS_FORWARD_REMOTE_WRITE;
     else
         return fail((ctx_t *)ctx, v, "protocol must be pyroscope_push or remote_write, got \"%.32s\"", p);
     return 0;
@@ -1307,7 +1307,7 @@ static int parse_forward(ctx_t *c, const yaml_node_t *n, ps_forward_config_t *fc
     static const ps_yaml_map_t m = MAP("a forward endpoint", NULL, rows);
     if (is_null(n))
         return fail(c, n, "empty forward endpoint");
-    fc->protocol = PS_FWD_PYROSCOPE_PUSH;
+    fc->protocol = PS_FORWARD_PYROSCOPE_PUSH;
     fc->client.follow_redirects = true;
     fc->remote_timeout = 30 * PS_NS_PER_S;
     fc->max_lag = 2 * 3600 * PS_NS_PER_S;

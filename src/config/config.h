@@ -121,13 +121,13 @@ typedef struct ps_scrape_config {
 } ps_scrape_config_t;
 
 /** Where forwarded data goes (src/forward): Pyroscope's Connect push or Prometheus' remote write. */
-typedef enum { PS_FWD_PYROSCOPE_PUSH = 1, PS_FWD_REMOTE_WRITE = 2 } ps_fwd_protocol_t;
+typedef enum { PS_FORWARD_PYROSCOPE_PUSH = 1, PS_FORWARD_REMOTE_WRITE = 2 } ps_forward_protocol_t;
 
 typedef struct ps_forward_config {
     const char *name;                  /* unique; default: url_shown. Names the endpoint's cursor */
     const char *url;                   /* http(s)://...; pyroscope_push: the server's base URL */
     const char *url_shown;             /* url as status and logs show it (ps_redact_url) */
-    ps_fwd_protocol_t protocol;        /* default pyroscope_push */
+    ps_forward_protocol_t protocol;    /* default pyroscope_push */
     ps_http_client_t client;
     uint32_t nheaders;
     const char **header_names, **header_values;

@@ -506,7 +506,7 @@ static void forward_config(ye_t *y, const ps_forward_config_t *f)
     map_start(y);
     kv(y, "name", f->name);
     kv(y, "url", f->url_shown);
-    kv(y, "protocol", f->protocol == PS_FWD_REMOTE_WRITE ? "remote_write" : "pyroscope_push");
+    kv(y, "protocol", f->protocol == PS_FORWARD_REMOTE_WRITE ? "remote_write" : "pyroscope_push");
     kv_dur(y, "remote_timeout", f->remote_timeout);
     if (f->nheaders > 0) {
         str(y, "headers");

@@ -110,7 +110,7 @@ static void put_str(ps_buf_t *out, const char *p, size_t len)
     ps_buf_append(out, p, len);
 }
 
-void ps_forward_floats_entry(ps_fappend_t *const *items, size_t n, const ps_metric_meta_t *meta, size_t nm,
+void ps_forward_floats_entry(ps_float_append_t *const *items, size_t n, const ps_metric_meta_t *meta, size_t nm,
                              ps_buf_t *out)
 {
     uint64_t nseries = 0;
@@ -122,7 +122,7 @@ void ps_forward_floats_entry(ps_fappend_t *const *items, size_t n, const ps_metr
     ps_buf_putc(out, KIND_SAMPLES);
     ps_put_uvarint(out, nseries);
     for (size_t i = 0; i < n; i++) {
-        const ps_fappend_t *f = items[i];
+        const ps_float_append_t *f = items[i];
         if (f->status != 0 || f->stored == NULL || f->accepted == 0)
             continue;
         put_labels(out, f->labels);
@@ -205,7 +205,7 @@ int ps_forward_entry_decode(const uint8_t *data, size_t len, ps_arena_t *arena, 
         uint64_t k = ps_dec_uvarint(&d);
         if (d.err || k > ps_dec_left(&d) / 16)
             return ps_err_set(err, PS_ECORRUPT, "forwarding log entry: damaged sample count");
-        s[i].samples = ps_arena_alloc(arena, (size_t)k * sizeof(ps_fsample_t) + 1);
+        s[i].samples = ps_arena_alloc(arena, (size_t)k * sizeof(ps_float_sample_t) + 1);
         s[i].nsamples = (uint32_t)k;
         for (uint64_t j = 0; j < k; j++) {
             s[i].samples[j].t = (int64_t)ps_dec_be64(&d);

@@ -10,7 +10,7 @@
  *     counted in dropped_total, logged once per skip, the cursor moves past them. So are, with
  *     queue_config.max_bytes, the oldest entries after the cursor while all of them together
  *     (their data bytes, whichever protocol: what the log keeps on this endpoint's account) are
- *     more than max_bytes (ps_store_fwd_bound; an entry bigger than the bound alone goes too).
+ *     more than max_bytes (ps_store_forward_bound; an entry bigger than the bound alone goes too).
  *  2. Nothing to send: wait for the writer's next commit (fwd_logged) or 1 s. A batch that is
  *     neither full nor as old as batch_send_deadline (its first entry's write) waits for more.
  *  3. Build one request: write_relabel_configs on every series (a dropped series is not sent),
@@ -68,7 +68,7 @@
 #define ADVANCE_EVERY_NS (100 * 1000000ll)
 #define IDLE_WAIT_NS PS_NS_PER_S
 #define PUSH_PATH "/push.v1.PusherService/Push"
-#define PS_FWD_MAX_SHARDS 16 /* requests in flight per endpoint at most (max_shards above is cut to it) */
+#define PS_FORWARD_MAX_SHARDS 16 /* requests in flight per endpoint at most (max_shards above is cut to it) */
 
 typedef struct ep_stats {
     uint64_t sent, requests, failed, retried, dropped;
@@ -83,7 +83,7 @@ typedef struct ep {
     char *url_shown; /* url as status and logs show it: its password "xxxxx" (config.h ps_redact_url) */
     pthread_t thread;
     atomic_bool stop;
-    CURL *curl[PS_FWD_MAX_SHARDS]; /* one per shard: its kept-alive connection */
+    CURL *curl[PS_FORWARD_MAX_SHARDS]; /* one per shard: its kept-alive connection */
     /* under f->mu */
     uint64_t acked;    /* the last entry sent (or dropped) */
     ep_stats_t st;
@@ -119,7 +119,7 @@ static void entry_hook(void *ctx, const ps_append_t *app, ps_buf_t *out)
         ps_forward_profile_entry(app, out);
 }
 
-static void floats_hook(void *ctx, ps_fappend_t *const *items, size_t n, const ps_metric_meta_t *meta, size_t nm,
+static void floats_hook(void *ctx, ps_float_append_t *const *items, size_t n, const ps_metric_meta_t *meta, size_t nm,
                         ps_buf_t *out)
 {
     ps_forward_floats_entry(items, n, meta, nm, out);
@@ -246,7 +246,7 @@ static long post(ep_t *e, CURL *h, const ps_buf_t *body, ps_buf_t *answer, char 
     const ps_http_client_t *cl = &c->client;
     curl_easy_reset(h);
     struct curl_slist *hdr = NULL, *connect_to = NULL;
-    if (c->protocol == PS_FWD_PYROSCOPE_PUSH) {
+    if (c->protocol == PS_FORWARD_PYROSCOPE_PUSH) {
         hdr = curl_slist_append(hdr, "Content-Type: application/proto");
         hdr = curl_slist_append(hdr, "Connect-Protocol-Version: 1");
     } else {
@@ -307,7 +307,7 @@ typedef struct batch {
 
 static uint32_t shards_of(const ps_forward_config_t *c)
 {
-    return c->max_shards < 1 ? 1 : c->max_shards > PS_FWD_MAX_SHARDS ? PS_FWD_MAX_SHARDS : c->max_shards;
+    return c->max_shards < 1 ? 1 : c->max_shards > PS_FORWARD_MAX_SHARDS ? PS_FORWARD_MAX_SHARDS : c->max_shards;
 }
 
 static uint64_t units_of(const ps_forward_series_t *s, size_t n, int kind)
@@ -320,7 +320,7 @@ static uint64_t units_of(const ps_forward_series_t *s, size_t n, int kind)
     return u;
 }
 
-static int on_entry(void *ctx, const ps_fwd_entry_t *en)
+static int on_entry(void *ctx, const ps_forward_log_entry_t *en)
 {
     batch_t *b = ctx;
     ep_t *e = b->e;
@@ -328,7 +328,7 @@ static int on_entry(void *ctx, const ps_fwd_entry_t *en)
     b->seen++;
     /* another protocol's entry is not this endpoint's to send: passed over (at the front of an
      * empty batch the cursor moves past it; later, with the batch) */
-    bool mine = en->len > 0 && (en->data[0] == 1) == (c->protocol == PS_FWD_PYROSCOPE_PUSH);
+    bool mine = en->len > 0 && (en->data[0] == 1) == (c->protocol == PS_FORWARD_PYROSCOPE_PUSH);
     int kind;
     ps_forward_series_t *s = NULL;
     ps_metric_meta_t *m = NULL;
@@ -418,7 +418,7 @@ static bool build_body(ep_t *e, ps_forward_series_t **series, size_t kept, const
     const ps_forward_config_t *c = e->cfg;
     ps_buf_reset(body);
     *units = 0;
-    if (c->protocol == PS_FWD_PYROSCOPE_PUSH) {
+    if (c->protocol == PS_FORWARD_PYROSCOPE_PUSH) {
         ps_pyro_push_t req = {ps_arena_calloc(arena, kept, sizeof(ps_pyro_series_t)), kept};
         for (size_t i = 0; i < kept; i++) {
             ps_forward_series_t *s = series[i];
@@ -549,7 +549,7 @@ static int send_batch(ep_t *e, CURL *h, const ps_buf_t *body, uint64_t units, in
             uint64_t acked = e->acked, cut = 0;
             pthread_mutex_unlock(&f->mu);
             ps_err_t berr;
-            if (ps_store_fwd_bound(f->store, acked, c->max_bytes, &cut, &berr) == 0 && cut > acked) {
+            if (ps_store_forward_bound(f->store, acked, c->max_bytes, &cut, &berr) == 0 && cut > acked) {
                 ps_buf_dispose(&answer);
                 return SEND_EXPIRED;
             }
@@ -611,8 +611,8 @@ static void prefetch(ep_t *e, const batch_t *cur, batch_t *nx, ps_arena_t *arena
     nx->last_seq = cur->last_seq;
     nx->now = ps_time_now();
     ps_err_clear(&nx->err);
-    int rc = ps_store_fwd_read(e->f->store, nx->last_seq, e->cfg->capacity, READ_MAX_BYTES, on_entry, nx, NULL,
-                               &nx->err);
+    int rc = ps_store_forward_read(e->f->store, nx->last_seq, e->cfg->capacity, READ_MAX_BYTES, on_entry, nx, NULL,
+                                   &nx->err);
     if ((rc != 0 && rc != 1) || nx->skipped_units > 0)
         nx->n = 0;
 }
@@ -672,8 +672,8 @@ static int send_window(ep_t *e, batch_t *b, shard_t *shard, batch_t *nx, ps_aren
     } else if (nreq == 0) {
         prefetch(e, b, nx, nx_arena);
     } else {
-        pthread_t th[PS_FWD_MAX_SHARDS];
-        bool started[PS_FWD_MAX_SHARDS] = {false};
+        pthread_t th[PS_FORWARD_MAX_SHARDS];
+        bool started[PS_FORWARD_MAX_SHARDS] = {false};
         for (uint32_t k = 0; k < ns; k++)
             if (shard[k].go)
                 started[k] = pthread_create(&th[k], NULL, shard_run, &shard[k]) == 0;
@@ -701,7 +701,7 @@ static void *sender(void *arg)
     ps_thread_name("fwd-%s", c->name);
     ps_arena_t arenas[2] = {PS_ARENA_INIT, PS_ARENA_INIT};
     ps_arena_t *arena = &arenas[0], *nx_arena = &arenas[1];
-    shard_t shard[PS_FWD_MAX_SHARDS];
+    shard_t shard[PS_FORWARD_MAX_SHARDS];
     memset(shard, 0, sizeof(shard));
     batch_t b, nx; /* the window being filled or sent; the next one, read while b is in flight */
     memset(&b, 0, sizeof(b));
@@ -736,9 +736,9 @@ static void *sender(void *arg)
         int rc = 0;
         if (!b.full) { /* else a prefetched window, full already */
             if (c->max_bytes > 0 && b.n == 0 &&
-                ps_store_fwd_bound(f->store, from, c->max_bytes, &b.bytes_cut, &b.err) != 0)
+                ps_store_forward_bound(f->store, from, c->max_bytes, &b.bytes_cut, &b.err) != 0)
                 b.bytes_cut = 0; /* not readable now: the read below reports it */
-            rc = ps_store_fwd_read(f->store, from, c->capacity - b.n, READ_MAX_BYTES, on_entry, &b, NULL, &b.err);
+            rc = ps_store_forward_read(f->store, from, c->capacity - b.n, READ_MAX_BYTES, on_entry, &b, NULL, &b.err);
         }
         if (rc != 0 && rc != 1) {
             set_error(e, "reading the forwarding log: %s", b.err.msg);
@@ -811,7 +811,7 @@ static void *sender(void *arg)
             uint64_t cut = 0;
             ps_err_t berr;
             ps_err_clear(&berr);
-            if (ps_store_fwd_bound(f->store, b.last_seq, c->max_bytes, &cut, &berr) == 0 && cut > b.last_seq)
+            if (ps_store_forward_bound(f->store, b.last_seq, c->max_bytes, &cut, &berr) == 0 && cut > b.last_seq)
                 nx.n = 0;
         }
         if (nx.n > 0) { /* the next window, read meanwhile: filled further (if not full) and sent */
@@ -828,7 +828,7 @@ static void *sender(void *arg)
     free(b.meta);
     free(nx.series);
     free(nx.meta);
-    for (int k = 0; k < PS_FWD_MAX_SHARDS; k++) {
+    for (int k = 0; k < PS_FORWARD_MAX_SHARDS; k++) {
         ps_buf_dispose(&shard[k].body);
         free(shard[k].series);
     }
@@ -853,7 +853,7 @@ static void stop_senders(ps_forward_t *f)
 static void free_eps(ep_t **eps, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        for (int k = 0; k < PS_FWD_MAX_SHARDS; k++)
+        for (int k = 0; k < PS_FORWARD_MAX_SHARDS; k++)
             if (eps[i]->curl[k] != NULL)
                 curl_easy_cleanup(eps[i]->curl[k]);
         free(eps[i]->url);
@@ -866,7 +866,7 @@ static void free_eps(ep_t **eps, size_t n)
 static char *post_url(const ps_forward_config_t *c)
 {
     size_t n = strlen(c->url), pl = strlen(PUSH_PATH);
-    if (c->protocol != PS_FWD_PYROSCOPE_PUSH || (n >= pl && strcmp(c->url + n - pl, PUSH_PATH) == 0))
+    if (c->protocol != PS_FORWARD_PYROSCOPE_PUSH || (n >= pl && strcmp(c->url + n - pl, PUSH_PATH) == 0))
         return ps_xstrndup(c->url, n);
     while (n > 0 && c->url[n - 1] == '/')
         n--;
@@ -885,7 +885,7 @@ void ps_forward_apply(ps_forward_t *f, ps_config_t *cfg)
     ep_t **eps = n > 0 ? ps_xcalloc(n, sizeof(*eps)) : NULL;
     uint64_t last = 0;
     ps_err_t err;
-    if (n > 0 && ps_store_fwd_read(f->store, 0, 0, 0, NULL, NULL, &last, &err) != 0)
+    if (n > 0 && ps_store_forward_read(f->store, 0, 0, 0, NULL, NULL, &last, &err) != 0)
         ps_log_error("forwarding: reading the log failed", "err=%s", ps_log_q(err.msg));
     for (size_t i = 0; i < n; i++) {
         ep_t *e = eps[i] = ps_xcalloc(1, sizeof(*e));
@@ -896,10 +896,10 @@ void ps_forward_apply(ps_forward_t *f, ps_config_t *cfg)
         ps_redact_url(e->url, strlen(e->url), &shown);
         e->url_shown = ps_xstrndup(shown.len ? (const char *)shown.data : "", shown.len);
         ps_buf_dispose(&shown);
-        for (uint32_t k = 0; k < e->cfg->max_shards && k < PS_FWD_MAX_SHARDS; k++)
+        for (uint32_t k = 0; k < e->cfg->max_shards && k < PS_FORWARD_MAX_SHARDS; k++)
             e->curl[k] = curl_easy_init();
         uint64_t seq;
-        int rc = ps_store_fwd_cursor(f->store, e->cfg->name, &seq, &err);
+        int rc = ps_store_forward_cursor(f->store, e->cfg->name, &seq, &err);
         e->acked = rc == 0 ? seq : last; /* a new endpoint starts at the log's end */
         if (rc != 0 && rc != PS_ENOTFOUND)
             ps_log_error("forwarding: reading a cursor failed; starting at the log's end", "endpoint=%s err=%s",
@@ -922,8 +922,8 @@ void ps_forward_apply(ps_forward_t *f, ps_config_t *cfg)
      * so without a remote_write endpoint none are made (and the reverse) */
     bool profiles = false, floats = false;
     for (size_t i = 0; i < n; i++) {
-        profiles |= cfg->forward[i].protocol == PS_FWD_PYROSCOPE_PUSH;
-        floats |= cfg->forward[i].protocol == PS_FWD_REMOTE_WRITE;
+        profiles |= cfg->forward[i].protocol == PS_FORWARD_PYROSCOPE_PUSH;
+        floats |= cfg->forward[i].protocol == PS_FORWARD_REMOTE_WRITE;
     }
     atomic_store(&f->active, n > 0);
     atomic_store(&f->profiles, profiles);
@@ -935,7 +935,7 @@ void ps_forward_apply(ps_forward_t *f, ps_config_t *cfg)
     for (size_t i = 0; i < n; i++) {
         pthread_create(&eps[i]->thread, NULL, sender, eps[i]);
         ps_log_info("forwarding", "endpoint=%s protocol=%s url=%s cursor=%llu", ps_log_q(eps[i]->cfg->name),
-                    eps[i]->cfg->protocol == PS_FWD_REMOTE_WRITE ? "remote_write" : "pyroscope_push",
+                    eps[i]->cfg->protocol == PS_FORWARD_REMOTE_WRITE ? "remote_write" : "pyroscope_push",
                     ps_log_q(eps[i]->url_shown), (unsigned long long)eps[i]->acked);
     }
 }
@@ -978,7 +978,7 @@ typedef struct snap {
     ep_stats_t st;
 } snap_t;
 
-static int first_wall(void *ctx, const ps_fwd_entry_t *e)
+static int first_wall(void *ctx, const ps_forward_log_entry_t *e)
 {
     *(int64_t *)ctx = e->wall_ns;
     return 0;
@@ -990,18 +990,19 @@ static snap_t *snapshot(ps_forward_t *f, size_t *n)
     snap_t *s = ps_xcalloc(f->neps + 1, sizeof(*s));
     uint64_t last = 0;
     ps_err_t err;
-    ps_store_fwd_read(f->store, 0, 0, 0, NULL, NULL, &last, &err);
+    ps_store_forward_read(f->store, 0, 0, 0, NULL, NULL, &last, &err);
     int64_t now = ps_time_now();
     for (size_t i = 0; i < f->neps; i++) {
         ep_t *e = f->eps[i];
         s[i].name = e->cfg->name;
         s[i].url = e->url_shown;
-        s[i].protocol = e->cfg->protocol == PS_FWD_REMOTE_WRITE ? "remote_write" : "pyroscope_push";
+        s[i].protocol = e->cfg->protocol == PS_FORWARD_REMOTE_WRITE ? "remote_write" : "pyroscope_push";
         s[i].acked = e->acked;
         s[i].pending = last > e->acked ? last - e->acked : 0;
         s[i].st = e->st;
         int64_t w = 0;
-        if (s[i].pending > 0 && ps_store_fwd_read(f->store, e->acked, 1, 1, first_wall, &w, NULL, &err) == 0 && w > 0)
+        if (s[i].pending > 0 && ps_store_forward_read(f->store, e->acked, 1, 1, first_wall, &w, NULL, &err) == 0 &&
+            w > 0)
             s[i].lag = (double)(now - w) / 1e9;
     }
     *n = f->neps;

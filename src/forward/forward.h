@@ -53,11 +53,11 @@ void ps_forward_status_json(ps_forward_t *f, ps_buf_t *out);
  *  profile name, service_name = job when absent) and the stored profile as gzipped pprof
  *  (time_nanos = the stored timestamp). Nothing appended for an append without series. */
 void ps_forward_profile_entry(const ps_append_t *app, ps_buf_t *out);
-/** The log entry of a write's stored float samples (ps_fappend_t.stored) and its metric metadata
+/** The log entry of a write's stored float samples (ps_float_append_t.stored) and its metric metadata
  *  (remote write's, as received: Prometheus sends them again every minute): kind 2, per series its
  *  labels and samples, then the metadata. Nothing appended when no sample was stored and there is
  *  no metadata. */
-void ps_forward_floats_entry(ps_fappend_t *const *items, size_t n, const ps_metric_meta_t *meta, size_t nm,
+void ps_forward_floats_entry(ps_float_append_t *const *items, size_t n, const ps_metric_meta_t *meta, size_t nm,
                              ps_buf_t *out);
 
 /** One decoded entry's series (a profile entry has one with one pprof). From arena. */
@@ -65,7 +65,7 @@ typedef struct ps_forward_series {
     ps_labels_t labels;
     const uint8_t *pprof;   /* kind 1: gzipped pprof */
     size_t pprof_len;
-    ps_fsample_t *samples;  /* kind 2 */
+    ps_float_sample_t *samples; /* kind 2 */
     uint32_t nsamples;
 } ps_forward_series_t;
 

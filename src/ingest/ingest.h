@@ -96,7 +96,7 @@ typedef struct ps_wreq ps_wreq_t;
 struct ps_wreq {
     ps_wreq_kind_t kind;
     ps_append_t app;             /* PS_WREQ_APPEND: in and out */
-    ps_fappend_t **floats;       /* PS_WREQ_SAMPLES: float series (in and out), in the same
+    ps_float_append_t **floats;  /* PS_WREQ_SAMPLES: float series (in and out), in the same
                                   * transaction as the profiles of the batch */
     size_t nfloats;
     uint64_t nsamples;           /* PS_WREQ_SAMPLES: the samples of floats (set by ps_writer_submit) */
@@ -111,7 +111,7 @@ struct ps_wreq {
     int64_t commit_delay_ns;     /* > 0: this request tolerates that much group-commit delay (scrapes:
                                   * nobody waits on them); 0: the writer's commit_delay */
     void *ctx;
-    /* PS_WREQ_FWD_ADVANCE: ps_store_fwd_advance's cursors (count gets the entries trimmed) */
+    /* PS_WREQ_FWD_ADVANCE: ps_store_forward_advance's cursors (count gets the entries trimmed) */
     const char *const *fwd_names;
     const uint64_t *fwd_seqs;
     size_t nfwd;

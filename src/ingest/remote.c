@@ -21,17 +21,17 @@ void ps_ingest_remote_prepare(const ps_remote_write_t *w, ps_arena_t *arena, ps_
     uint32_t n = 0;
     for (uint32_t i = 0; i < w->nseries; i++)
         n += w->series[i].nsamples > 0;
-    ps_fappend_t *fa = ps_arena_calloc(arena, n + 1, sizeof(*fa));
-    ps_fappend_t **items = ps_arena_alloc(arena, (n + 1) * sizeof(*items));
+    ps_float_append_t *fa = ps_arena_calloc(arena, n + 1, sizeof(*fa));
+    ps_float_append_t **items = ps_arena_alloc(arena, (n + 1) * sizeof(*items));
     uint32_t k = 0;
     for (uint32_t i = 0; i < w->nseries; i++) {
         const ps_remote_series_t *rs = &w->series[i];
         if (rs->nsamples == 0)
             continue;
-        /* ps_remote_sample_t and ps_fsample_t are both (int64 ms, double) */
-        ps_fsample_t *smp = ps_arena_alloc(arena, rs->nsamples * sizeof(*smp));
+        /* ps_remote_sample_t and ps_float_sample_t are both (int64 ms, double) */
+        ps_float_sample_t *smp = ps_arena_alloc(arena, rs->nsamples * sizeof(*smp));
         for (uint32_t j = 0; j < rs->nsamples; j++)
-            smp[j] = (ps_fsample_t){rs->samples[j].t_ms, rs->samples[j].v};
+            smp[j] = (ps_float_sample_t){rs->samples[j].t_ms, rs->samples[j].v};
         fa[k].labels = &rs->labels;
         fa[k].samples = smp;
         fa[k].nsamples = rs->nsamples;
@@ -64,10 +64,10 @@ static void put_time(ps_buf_t *b, int64_t t_ms)
 int ps_ingest_remote_result(const ps_wreq_t *r, ps_remote_result_t *res, ps_buf_t *msg)
 {
     memset(res, 0, sizeof(*res));
-    const ps_fappend_t *first = NULL;
+    const ps_float_append_t *first = NULL;
     uint64_t total = 0;
     for (size_t i = 0; i < r->nfloats; i++) {
-        const ps_fappend_t *f = r->floats[i];
+        const ps_float_append_t *f = r->floats[i];
         total += f->nsamples;
         if (f->status != 0) {
             res->series_failed++;

@@ -103,7 +103,7 @@ static void *run(void *arg)
     ps_writer_t *w = arg;
     ps_thread_name("writer");
     ps_append_t **apps = ps_xmalloc(w->opts.max_batch * sizeof(*apps));
-    ps_fappend_t **fl = NULL;     /* the float series of the batch's PS_WREQ_SAMPLES requests */
+    ps_float_append_t **fl = NULL; /* the float series of the batch's PS_WREQ_SAMPLES requests */
     ps_metric_meta_t *meta = NULL;
     size_t capfl = 0, capmeta = 0;
     int64_t next_compact = ps_time_mono() + w->opts.compact_interval_ns;
@@ -229,7 +229,7 @@ static void *run(void *arg)
                     r->err = err;
                 }
                 for (size_t i = 0; i < r->nfloats; i++) {
-                    const ps_fappend_t *f = r->floats[i];
+                    const ps_float_append_t *f = r->floats[i];
                     fwritten += f->status == 0 ? f->accepted : 0;
                     frejected += f->status == 0 ? f->out_of_order + f->dup_conflicts + f->out_of_bounds + f->too_new
                                              : f->nsamples;
@@ -278,7 +278,7 @@ static void *run(void *arg)
                 r->status = ps_store_retain(w->store, ps_time_now(), &r->count, &r->err);
             } else if (r->kind == PS_WREQ_FWD_ADVANCE) {
                 uint64_t trimmed = 0;
-                r->status = ps_store_fwd_advance(w->store, r->fwd_names, r->fwd_seqs, r->nfwd, &trimmed, &r->err);
+                r->status = ps_store_forward_advance(w->store, r->fwd_names, r->fwd_seqs, r->nfwd, &trimmed, &r->err);
                 r->count = (uint32_t)trimmed;
             } else if (r->kind == PS_WREQ_APPEND && r->status == 0 && r->app.status == 0) {
                 want_compact = true;

@@ -239,7 +239,7 @@ static uint32_t search_t_hint(const ps_pq_series_t *s, int64_t t, bool upper, ui
 
 /* matrixIterSlice: mint <= t <= maxt, stale markers left out. */
 uint32_t pq_window(pq_ctx_t *c, const ps_pq_series_t *s, int64_t mint, int64_t maxt, uint32_t *hint,
-                   const ps_fsample_t **out)
+                   const ps_float_sample_t **out)
 {
     uint32_t lo = search_t_hint(s, mint, false, hint), hi = lo;
     bool stale = false;
@@ -254,7 +254,7 @@ uint32_t pq_window(pq_ctx_t *c, const ps_pq_series_t *s, int64_t mint, int64_t m
         return hi - lo;
     }
     uint32_t n = 0;
-    ps_fsample_t *w = ps_arena_alloc(&c->scratch, (hi - lo) * sizeof(ps_fsample_t));
+    ps_float_sample_t *w = ps_arena_alloc(&c->scratch, (hi - lo) * sizeof(ps_float_sample_t));
     for (uint32_t i = lo; i < hi; i++)
         if (!is_stale(s->s[i].v))
             w[n++] = s->s[i];
@@ -437,7 +437,7 @@ static int eval_vector(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         uint32_t k = search_t_hint(ser, ref, true, s->hint ? &s->hint[i] : NULL);
         if (k == 0)
             continue;
-        const ps_fsample_t *x = &ser->s[k - 1];
+        const ps_float_sample_t *x = &ser->s[k - 1];
         if (x->t < from || is_stale(x->v))
             continue;
         out->v.e[out->v.n++] = (pq_elem_t){ps_labels_borrow(&ser->labels), x->v, x->t, 0};
@@ -1139,17 +1139,17 @@ static int subquery_eval_at(pq_ctx_t *c, pq_node_t *p, int64_t t)
                 break;
             }
             uint32_t nc = col->cap ? col->cap * 2 : 8;
-            c->mem += (uint64_t)(nc - col->cap) * sizeof(ps_fsample_t);
+            c->mem += (uint64_t)(nc - col->cap) * sizeof(ps_float_sample_t);
             if ((ret = pq_mem_check(c)) != 0) {
-                c->mem -= (uint64_t)(nc - col->cap) * sizeof(ps_fsample_t);
+                c->mem -= (uint64_t)(nc - col->cap) * sizeof(ps_float_sample_t);
                 break;
             }
-            col->s = ps_xrealloc(col->s, nc * sizeof(ps_fsample_t));
+            col->s = ps_xrealloc(col->s, nc * sizeof(ps_float_sample_t));
             col->cap = nc;
         }
         if (col->n > 0 && col->s[col->n - 1].t > t)
             col->unsorted = true;
-        col->s[col->n++] = (ps_fsample_t){t, v.v.e[i].v};
+        col->s[col->n++] = (ps_float_sample_t){t, v.v.e[i].v};
     }
     if (ret == 0)
         ret = pq_mem_check(c); /* with this evaluation's scratch */
@@ -1204,7 +1204,7 @@ static void subquery_add_span(pq_ctx_t *c, pq_node_t *p, int64_t lo, int64_t hi)
 
 static int cmp_fsample_t(const void *a, const void *b)
 {
-    int64_t x = ((const ps_fsample_t *)a)->t, y = ((const ps_fsample_t *)b)->t;
+    int64_t x = ((const ps_float_sample_t *)a)->t, y = ((const ps_float_sample_t *)b)->t;
     return (x > y) - (x < y);
 }
 
@@ -1282,7 +1282,7 @@ int pq_subquery_window(pq_ctx_t *c, pq_node_t *p, int64_t mint, int64_t maxt, pq
     for (uint32_t li = 0; li < p->sq_nlabels; li++) {
         pq_sq_col_t *col = &p->sq_cols[li];
         if (col->unsorted) { /* each time is in it once: sorting by time is enough */
-            qsort(col->s, col->n, sizeof(ps_fsample_t), cmp_fsample_t);
+            qsort(col->s, col->n, sizeof(ps_float_sample_t), cmp_fsample_t);
             col->unsorted = false;
         }
         uint32_t a = col_search(col, lo, false), b = col_search(col, hi, true);
@@ -1387,7 +1387,7 @@ static int answer_matrix(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
     out->type = PS_PQ_VMATRIX;
     out->series = ps_arena_alloc(c->arena, (s->n + 1) * sizeof(ps_qseries_t));
     for (uint32_t i = 0; i < s->n; i++) {
-        const ps_fsample_t *w;
+        const ps_float_sample_t *w;
         uint32_t k = pq_window(c, &s->series[i], mint, maxt, NULL, &w);
         if (k == 0)
             continue;

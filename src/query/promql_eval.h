@@ -56,7 +56,7 @@
 typedef struct ps_pq_series {
     ps_labels_t labels;
     uint32_t n;
-    const ps_fsample_t *s;
+    const ps_float_sample_t *s;
 } ps_pq_series_t;
 
 /**

@@ -15,7 +15,7 @@
 /* ---- range vector functions ---- */
 
 /* extrapolatedRate: rate, increase, delta */
-static bool extrapolated_rate(const ps_fsample_t *p, uint32_t n, int64_t range_start, int64_t range_end,
+static bool extrapolated_rate(const ps_float_sample_t *p, uint32_t n, int64_t range_start, int64_t range_end,
                               double range_s, bool counter, bool is_rate, double *res)
 {
     if (n < 2)
@@ -56,11 +56,11 @@ static bool extrapolated_rate(const ps_fsample_t *p, uint32_t n, int64_t range_s
 }
 
 /* instantValue: irate, idelta */
-static bool instant_value(const ps_fsample_t *p, uint32_t n, bool is_rate, double *res)
+static bool instant_value(const ps_float_sample_t *p, uint32_t n, bool is_rate, double *res)
 {
     if (n < 2)
         return false;
-    const ps_fsample_t *last = &p[n - 1], *prev = &p[n - 2];
+    const ps_float_sample_t *last = &p[n - 1], *prev = &p[n - 2];
     double r;
     if (is_rate && last->v < prev->v)
         r = last->v;
@@ -87,7 +87,7 @@ static double kahan_inc(double inc, double sum, double *c)
 }
 
 /* linearRegression (2.42 sums with kahanSumInc, as promtool shows) */
-static void linear_regression(const ps_fsample_t *p, uint32_t n, int64_t intercept_time, double *slope,
+static void linear_regression(const ps_float_sample_t *p, uint32_t n, int64_t intercept_time, double *slope,
                               double *intercept)
 {
     double cnt = 0, sum_x = 0, cx = 0, sum_y = 0, cy = 0, sum_xy = 0, cxy = 0, sum_x2 = 0, cx2 = 0, init_y = p[0].v;
@@ -130,7 +130,7 @@ static double duration_seconds(int64_t ms)
 }
 
 /* One range function over one series' window. false: no output for it. */
-static bool range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_fsample_t *p, uint32_t n, int64_t ts_fn, int64_t rstart,
+static bool range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uint32_t n, int64_t ts_fn, int64_t rstart,
                      int64_t rend, int64_t range_ms, const double *sargs, double *res)
 {
     switch (fn) {
@@ -459,7 +459,7 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         int ret = pq_tick(c);
         if (ret)
             return ret;
-        const ps_fsample_t *w;
+        const ps_float_sample_t *w;
         uint32_t k = pq_window(c, &s->series[i], rstart > mint ? rstart : mint, maxt, s->hint ? &s->hint[i] : NULL,
                                &w);
         double v;

@@ -45,7 +45,7 @@ typedef struct pq_sel {
 /* A subquery's points of one inner series (label index li into pq_node_t.sq_labels): every
  * time evaluated so far at which the series had a value, in malloc'd memory charged to the query. */
 typedef struct pq_sq_col {
-    ps_fsample_t *s;
+    ps_float_sample_t *s;
     uint32_t n, cap;
     bool unsorted;          /* a time before the last was added (a window behind the others) */
 } pq_sq_col_t;
@@ -60,7 +60,7 @@ typedef struct pq_sq_span {
 typedef struct pq_sq_series {
     uint32_t li;
     uint32_t n;
-    const ps_fsample_t *s;
+    const ps_float_sample_t *s;
 } pq_sq_series_t;
 
 typedef struct pq_sq_window {
@@ -139,7 +139,7 @@ int pq_check_unique_range(pq_ctx_t *c, pq_node_t *p, const ps_labels_t *ls, uint
  *  are none, else copied into the scratch arena. hint (or NULL): where the series' previous
  *  window started, updated; a later window then starts from there instead of a binary search. */
 uint32_t pq_window(pq_ctx_t *c, const ps_pq_series_t *s, int64_t mint, int64_t maxt, uint32_t *hint,
-                   const ps_fsample_t **out);
+                   const ps_float_sample_t **out);
 double pq_go_max(double a, double b);
 double pq_go_min(double a, double b);
 /** Prometheus' quantile() over vals (sorted in place, NaN first). */

@@ -11,14 +11,14 @@
 #include "core/fmt.h"
 
 typedef struct load_ctx {
-    ps_fsample_t *s;
+    ps_float_sample_t *s;
     uint32_t n, cap;
     uint64_t *budget;
     uint64_t limit;
     ps_err_t *err;
 } load_ctx_t;
 
-static int on_samples(void *ctx, const ps_fsample_t *s, size_t n)
+static int on_samples(void *ctx, const ps_float_sample_t *s, size_t n)
 {
     load_ctx_t *l = ctx;
     if (n > *l->budget)
@@ -30,9 +30,9 @@ static int on_samples(void *ctx, const ps_fsample_t *s, size_t n)
     if (l->n + n > l->cap) {
         while (l->n + n > l->cap)
             l->cap = l->cap ? l->cap * 2 : 256;
-        l->s = ps_xrealloc(l->s, l->cap * sizeof(ps_fsample_t));
+        l->s = ps_xrealloc(l->s, l->cap * sizeof(ps_float_sample_t));
     }
-    memcpy(l->s + l->n, s, n * sizeof(ps_fsample_t));
+    memcpy(l->s + l->n, s, n * sizeof(ps_float_sample_t));
     l->n += (uint32_t)n;
     return 0;
 }
@@ -71,8 +71,8 @@ static int store_select(void *ctx, ps_selector_t *sel, int64_t mint, int64_t max
         for (uint32_t j = 1; j < l.n; j++)
             if (l.s[j].t != l.s[k - 1].t)
                 l.s[k++] = l.s[j];
-        ps_fsample_t *s = ps_arena_alloc(arena, k * sizeof(ps_fsample_t));
-        memcpy(s, l.s, k * sizeof(ps_fsample_t));
+        ps_float_sample_t *s = ps_arena_alloc(arena, k * sizeof(ps_float_sample_t));
+        memcpy(s, l.s, k * sizeof(ps_float_sample_t));
         v[n++] = (ps_pq_series_t){set.labels[i], k, s};
     }
     free(l.s);

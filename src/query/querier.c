@@ -303,7 +303,7 @@ typedef struct range_ctx {
     group_t *g;
 } range_ctx_t;
 
-static int on_samples(void *ctx, const ps_fsample_t *s, size_t n)
+static int on_samples(void *ctx, const ps_float_sample_t *s, size_t n)
 {
     range_ctx_t *c = ctx;
     const ps_querier_range_q_t *q = c->q;

@@ -42,7 +42,7 @@ typedef struct samples_ctx {
     uint64_t total, limit; /* samples of this query so far; the limit (0: none) */
 } samples_ctx_t;
 
-static int on_samples(void *ctx, const ps_fsample_t *s, size_t n)
+static int on_samples(void *ctx, const ps_float_sample_t *s, size_t n)
 {
     samples_ctx_t *c = ctx;
     c->total += n;
@@ -120,7 +120,7 @@ typedef struct count_ctx {
     uint64_t total, limit;
 } count_ctx_t;
 
-static int on_count_samples(void *ctx, const ps_fsample_t *s, size_t n)
+static int on_count_samples(void *ctx, const ps_float_sample_t *s, size_t n)
 {
     count_ctx_t *c = ctx;
     c->total += n;
@@ -274,7 +274,7 @@ static void cut_totals(ps_read_cursor_t *c)
     ps_xor_app_init(&c->app, &c->xbuf);
 }
 
-static int on_totals(void *ctx, const ps_fsample_t *s, size_t n)
+static int on_totals(void *ctx, const ps_float_sample_t *s, size_t n)
 {
     ps_read_cursor_t *c = ctx;
     for (size_t k = 0; k < n; k++) {

@@ -798,8 +798,8 @@ typedef struct synth_req {
     ps_wreq_t w;
     ps_arena_t arena;
     ps_scraper_t *s;
-    ps_fappend_t fa[PS_SYNTHETIC_SERIES];
-    ps_fappend_t *items[PS_SYNTHETIC_SERIES];
+    ps_float_append_t fa[PS_SYNTHETIC_SERIES];
+    ps_float_append_t *items[PS_SYNTHETIC_SERIES];
 } synth_req_t;
 
 static void on_synthetic_written(ps_wreq_t *w)

@@ -18,7 +18,7 @@ static double stale_nan(void)
 }
 
 void ps_synthetic_build(const ps_labels_t *target, const char *profile, const ps_scrape_report_t *r, int64_t t_ms,
-                        ps_arena_t *arena, ps_fappend_t out[PS_SYNTHETIC_SERIES])
+                        ps_arena_t *arena, ps_float_append_t out[PS_SYNTHETIC_SERIES])
 {
     /* the target's labels (copied: the target may be gone when the writer gets to them) plus
      * profile, then each name: one pair array per series */
@@ -43,7 +43,7 @@ void ps_synthetic_build(const ps_labels_t *target, const char *profile, const ps
         ps_labels_t *ls = ps_arena_alloc(arena, sizeof(*ls));
         *ls = ps_labels_borrow(&base);
         ps_labels_set(ls, arena, "__name__", 8, names[i], strlen(names[i]));
-        ps_fsample_t *s = ps_arena_alloc(arena, sizeof(*s));
+        ps_float_sample_t *s = ps_arena_alloc(arena, sizeof(*s));
         s->t = t_ms;
         s->v = v[i];
         memset(&out[i], 0, sizeof(out[i]));

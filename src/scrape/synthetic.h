@@ -21,7 +21,7 @@
 
 #include "core/labels.h"
 #include "core/mem.h"
-#include "ingest/ingest.h" /* ps_fappend_t (storage/store.h) */
+#include "ingest/ingest.h" /* ps_float_append_t (storage/store.h) */
 
 #define PS_SYNTHETIC_SERIES 4
 
@@ -42,6 +42,6 @@ typedef struct ps_scrape_report {
  * samples are stale markers at t_ms (the target went away).
  */
 void ps_synthetic_build(const ps_labels_t *target, const char *profile, const ps_scrape_report_t *r, int64_t t_ms,
-                        ps_arena_t *arena, ps_fappend_t out[PS_SYNTHETIC_SERIES]);
+                        ps_arena_t *arena, ps_float_append_t out[PS_SYNTHETIC_SERIES]);
 
 #endif

@@ -5,7 +5,7 @@
 #
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
 # prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
-# fuzz_xorchunk (storage/xorchunk.c), fuzz_fdense (storage/fdense.c), fuzz_selector and fuzz_promql (parser/), fuzz_pqeval (parser/ + src/query/promql*.c), fuzz_remote
+# fuzz_xorchunk (storage/xorchunk.c), fuzz_float_dense (storage/float_dense.c), fuzz_selector and fuzz_promql (parser/), fuzz_pqeval (parser/ + src/query/promql*.c), fuzz_remote
 # (proto/remote.c, snappy; gzip.c for the inflate budget), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
 # /ingest), fuzz_querier (proto/querier.c, proto/pbjson.c) and fuzz_ui_headers (web/ui_assets.c: the
@@ -61,9 +61,9 @@ fuzzcc "$here/fuzz_chunk.c" "$root/storage/chunk.c" "$root"/core/*.c -lm -lpthre
 fuzzcc "$here/fuzz_xorchunk.c" "$root/storage/xorchunk.c" "$root"/core/*.c -lm -lpthread \
     -o "$out/fuzz_xorchunk"
 
-# fuzz_fdense: the dense float chunk codec (storage/fdense.c, with xorchunk.c), core helpers only.
-fuzzcc "$here/fuzz_fdense.c" "$root/storage/fdense.c" "$root/storage/xorchunk.c" "$root"/core/*.c -lm -lpthread \
-    -o "$out/fuzz_fdense"
+# fuzz_float_dense: the dense float chunk codec (storage/float_dense.c, with xorchunk.c), core helpers only.
+fuzzcc "$here/fuzz_float_dense.c" "$root/storage/float_dense.c" "$root/storage/xorchunk.c" "$root"/core/*.c -lm -lpthread \
+    -o "$out/fuzz_float_dense"
 
 # fuzz_selector: the selector/PromQL parser (parser/), with the re2c lexer generated here.
 if [ -f "$root/parser/selector.re" ] && [ -f "$here/fuzz_selector.c" ]; then

@@ -34,7 +34,7 @@ static const ps_pq_limits_t limits = {4096, 48, 400};
 typedef struct mem_series {
     const char *labels[8]; /* name, value, ..., NULL */
     ps_labels_t ls;
-    ps_fsample_t s[64];
+    ps_float_sample_t s[64];
     uint32_t n;
 } mem_series_t;
 
@@ -76,7 +76,7 @@ static void init_data(void)
                 v = stale;
             if (k == 3 && i >= 10 && i < 15)
                 continue; /* a gap */
-            m->s[m->n++] = (ps_fsample_t){t, v};
+            m->s[m->n++] = (ps_float_sample_t){t, v};
         }
     }
 }

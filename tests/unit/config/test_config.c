@@ -821,7 +821,7 @@ static void test_forward(void **state)
     assert_int_equal(c->nforward, 2);
     const ps_forward_config_t *a = &c->forward[0], *b = &c->forward[1];
     assert_string_equal(a->name, "http://b:4040/");
-    assert_int_equal(a->protocol, PS_FWD_PYROSCOPE_PUSH);
+    assert_int_equal(a->protocol, PS_FORWARD_PYROSCOPE_PUSH);
     assert_int_equal(a->remote_timeout, 30 * PS_NS_PER_S);
     assert_int_equal(a->max_lag, 2 * 3600 * PS_NS_PER_S);
     assert_int_equal(a->capacity, 2500);
@@ -832,7 +832,7 @@ static void test_forward(void **state)
     assert_int_equal(a->max_backoff, 5 * PS_NS_PER_S);
     assert_true(a->retry_on_http_429);
     assert_string_equal(b->name, "prom");
-    assert_int_equal(b->protocol, PS_FWD_REMOTE_WRITE);
+    assert_int_equal(b->protocol, PS_FORWARD_REMOTE_WRITE);
     assert_int_equal(b->remote_timeout, 5 * PS_NS_PER_S);
     assert_int_equal(b->max_lag, 30 * 60 * PS_NS_PER_S);
     assert_int_equal(b->nheaders, 1);

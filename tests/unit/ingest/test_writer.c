@@ -440,13 +440,13 @@ static void test_samples_with_profiles(void **state)
     /* again, overlapping: 4 older than the newest (out of order, though equal to what is stored),
      * the newest again (an identical duplicate), with another value, one new, one older */
     treq_t *c = make_samples(1, T0 * 1000ll + 5000, 7);
-    c->w.floats[0]->samples = ps_arena_alloc(&c->arena, 8 * sizeof(ps_fsample_t));
-    ps_fsample_t *smp = (ps_fsample_t *)c->w.floats[0]->samples;
+    c->w.floats[0]->samples = ps_arena_alloc(&c->arena, 8 * sizeof(ps_float_sample_t));
+    ps_float_sample_t *smp = (ps_float_sample_t *)c->w.floats[0]->samples;
     for (int i = 0; i < 5; i++)
-        smp[i] = (ps_fsample_t){T0 * 1000ll + 5000 + 1000 * i, 5.0 + i};
-    smp[5] = (ps_fsample_t){T0 * 1000ll + 9000, 42};  /* the newest's timestamp, another value */
-    smp[6] = (ps_fsample_t){T0 * 1000ll + 10000, 10}; /* new */
-    smp[7] = (ps_fsample_t){T0 * 1000ll + 3000, 3};   /* out of order */
+        smp[i] = (ps_float_sample_t){T0 * 1000ll + 5000 + 1000 * i, 5.0 + i};
+    smp[5] = (ps_float_sample_t){T0 * 1000ll + 9000, 42};  /* the newest's timestamp, another value */
+    smp[6] = (ps_float_sample_t){T0 * 1000ll + 10000, 10}; /* new */
+    smp[7] = (ps_float_sample_t){T0 * 1000ll + 3000, 3};   /* out of order */
     c->w.floats[0]->nsamples = 8;
     assert_int_equal(ps_writer_submit(w, &c->w), 0);
     wait_done(5);

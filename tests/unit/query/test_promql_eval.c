@@ -39,7 +39,7 @@
 
 typedef struct mem_series {
     ps_labels_t labels;
-    ps_fsample_t *s;
+    ps_float_sample_t *s;
     uint32_t n, cap;
 } mem_series_t;
 
@@ -125,9 +125,9 @@ static void mem_push(mem_series_t *s, int64_t t, double v)
 {
     if (s->n == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 64;
-        s->s = realloc(s->s, s->cap * sizeof(ps_fsample_t));
+        s->s = realloc(s->s, s->cap * sizeof(ps_float_sample_t));
     }
-    s->s[s->n++] = (ps_fsample_t){t, v};
+    s->s[s->n++] = (ps_float_sample_t){t, v};
 }
 
 static double stale_nan(void)

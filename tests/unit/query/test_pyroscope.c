@@ -75,9 +75,9 @@ static int setup(void **state)
     /* a float series (remote_write) whose name has the shape of a profile type id: never listed */
     ps_label_pair_t lp[3] = {{"__name__", "a:b:c:d:e", 8, 9}, {"instance", "float", 8, 5}, {"job", "r", 3, 1}};
     ps_labels_t ls = {3, lp, 0};
-    ps_fsample_t fs[1] = {{(T0 + 20) * 1000, 1.5}};
-    ps_fappend_t fa = {.labels = &ls, .samples = fs, .nsamples = 1};
-    ps_fappend_t *fas[1] = {&fa};
+    ps_float_sample_t fs[1] = {{(T0 + 20) * 1000, 1.5}};
+    ps_float_append_t fa = {.labels = &ls, .samples = fs, .nsamples = 1};
+    ps_float_append_t *fas[1] = {&fa};
     if (ps_store_write(f->store, NULL, 0, fas, 1, NULL, 0, &f->err) != 0 || fa.status != 0 || fa.accepted != 1)
         fail_msg("float series: %s", f->err.msg);
     assert_int_equal(ps_reader_begin(f->store, &f->r, &f->err), 0);

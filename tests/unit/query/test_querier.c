@@ -46,9 +46,9 @@ static int setup(void **state)
     /* a float series (remote_write) named like a profile type id: no profile type */
     ps_label_pair_t lp[2] = {{"__name__", "a:b:c:d:e", 8, 9}, {"job", "api", 3, 3}};
     ps_labels_t ls = {2, lp, 0};
-    ps_fsample_t fs[1] = {{MS(T0 + 15), 1.5}};
-    ps_fappend_t fa = {.labels = &ls, .samples = fs, .nsamples = 1};
-    ps_fappend_t *fas[1] = {&fa};
+    ps_float_sample_t fs[1] = {{MS(T0 + 15), 1.5}};
+    ps_float_append_t fa = {.labels = &ls, .samples = fs, .nsamples = 1};
+    ps_float_append_t *fas[1] = {&fa};
     ps_err_t err;
     if (ps_store_write(store, NULL, 0, fas, 1, NULL, 0, &err) != 0 || fa.status != 0 || fa.accepted != 1)
         fail_msg("float series: %s", err.msg);

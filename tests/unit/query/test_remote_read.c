@@ -59,11 +59,11 @@ static int setup(void **state)
     ingest_at("go/cpu-02.pb.gz", "{job=\"same_ms\"}", "2027-01-15T08:00:40.0005Z");
     ps_label_pair_t lp[2] = {{"__name__", "up", 8, 2}, {"job", "float", 3, 5}};
     ps_labels_t ls = {2, lp, 0};
-    ps_fsample_t fs[NFLOAT];
+    ps_float_sample_t fs[NFLOAT];
     for (int i = 0; i < NFLOAT; i++)
-        fs[i] = (ps_fsample_t){MS(T0 + 15 * i), i * 0.5};
-    ps_fappend_t fa = {.labels = &ls, .samples = fs, .nsamples = NFLOAT};
-    ps_fappend_t *fas[1] = {&fa};
+        fs[i] = (ps_float_sample_t){MS(T0 + 15 * i), i * 0.5};
+    ps_float_append_t fa = {.labels = &ls, .samples = fs, .nsamples = NFLOAT};
+    ps_float_append_t *fas[1] = {&fa};
     ps_err_t err;
     if (ps_store_write(store, NULL, 0, fas, 1, NULL, 0, &err) != 0 || fa.status != 0 || fa.accepted != NFLOAT)
         fail_msg("float write: %s / %s", err.msg, fa.err.msg);

@@ -45,7 +45,7 @@ static void test_report(void **state)
     ps_labels_t t;
     char inst[] = "10.0.0.1:6060";
     target(&ta, &t, inst);
-    ps_fappend_t out[PS_SYNTHETIC_SERIES];
+    ps_float_append_t out[PS_SYNTHETIC_SERIES];
     ps_scrape_report_t r = {1796021924802, true, 0.25, 272, 200};
     ps_synthetic_build(&t, "process_cpu", &r, 0, &a, out);
     ps_arena_dispose(&ta); /* the target may go away before the writer runs: nothing points into it */
@@ -93,7 +93,7 @@ static void test_stale_and_profile_label(void **state)
     ps_labels_t t = {0, NULL, 0};
     ps_labels_set(&t, &a, "profile", 7, "mine", 4); /* a target label named profile is overwritten */
     ps_labels_set(&t, &a, "instance", 8, "h:1", 3);
-    ps_fappend_t out[PS_SYNTHETIC_SERIES];
+    ps_float_append_t out[PS_SYNTHETIC_SERIES];
     ps_synthetic_build(&t, "goroutine", NULL, 1796021930000, &a, out);
     ps_buf_t b = PS_BUF_INIT;
     assert_string_equal(fmt(out[0].labels, &b), "{__name__=\"up\", instance=\"h:1\", profile=\"goroutine\"}");

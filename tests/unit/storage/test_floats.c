@@ -62,14 +62,14 @@ static ps_labels_t mk_labels(ps_arena_t *a, const char *name, const char *job)
     return ls;
 }
 
-static double bitsf(uint64_t b)
+static double bits_float(uint64_t b)
 {
     double v;
     memcpy(&v, &b, 8);
     return v;
 }
 
-static uint64_t fbits(double v)
+static uint64_t float_bits(double v)
 {
     uint64_t b;
     memcpy(&b, &v, 8);
@@ -77,13 +77,14 @@ static uint64_t fbits(double v)
 }
 
 /* One series, samples given: writes in one call; returns the call's result. */
-static int write_f(ps_store_t *s, const ps_labels_t *ls, const ps_fsample_t *smp, uint32_t n, ps_fappend_t *out)
+static int write_f(ps_store_t *s, const ps_labels_t *ls, const ps_float_sample_t *smp, uint32_t n,
+                   ps_float_append_t *out)
 {
     memset(out, 0, sizeof(*out));
     out->labels = ls;
     out->samples = smp;
     out->nsamples = n;
-    ps_fappend_t *items[1] = {out};
+    ps_float_append_t *items[1] = {out};
     ps_err_t err;
     int rc = ps_store_write(s, NULL, 0, items, 1, NULL, 0, &err);
     if (rc != 0)
@@ -92,12 +93,12 @@ static int write_f(ps_store_t *s, const ps_labels_t *ls, const ps_fsample_t *smp
 }
 
 typedef struct collect {
-    ps_fsample_t *s;
+    ps_float_sample_t *s;
     size_t n, cap;
     int calls;
 } collect_t;
 
-static int on_samples(void *ctx, const ps_fsample_t *s, size_t n)
+static int on_samples(void *ctx, const ps_float_sample_t *s, size_t n)
 {
     collect_t *c = ctx;
     if (c->n + n > c->cap) {
@@ -151,7 +152,7 @@ static void get_records(ps_store_t *s, uint64_t sid, records_t *rs)
         rs->bytes[rs->n] = v.mv_size;
         rs->enc[rs->n] = ((const uint8_t *)v.mv_data)[0];
         memcpy(rs->key[rs->n], k.mv_data, 16);
-        rs->packed += rs->enc[rs->n] == PS_FCHUNK_ENC_PACKED || rs->enc[rs->n] == PS_FCHUNK_ENC_DPACKED;
+        rs->packed += rs->enc[rs->n] == PS_FLOAT_CHUNK_ENC_PACKED || rs->enc[rs->n] == PS_FLOAT_CHUNK_ENC_DPACKED;
         rs->n++;
     }
     mdb_cursor_close(cur);
@@ -186,20 +187,20 @@ static void test_roundtrip_and_cut(void **state)
     ps_arena_t a = PS_ARENA_INIT;
     ps_labels_t ls = mk_labels(&a, "http_requests_total", "api");
     int64_t t0 = 1700000000000ll;
-    ps_fsample_t in[300];
+    ps_float_sample_t in[300];
     for (int i = 0; i < 300; i++) {
         in[i].t = t0 + 15000ll * i;
         in[i].v = i * 1.5;
     }
-    in[7].v = bitsf(STALE);
-    in[8].v = bitsf(0x7ff8000000000001ull);
+    in[7].v = bits_float(STALE);
+    in[8].v = bits_float(0x7ff8000000000001ull);
     in[9].v = -0.0;
     in[10].v = 1.0 / 0.0;
     in[11].v = -1.0 / 0.0;
     /* in batches of 10 samples: the head is continued from the cache */
     uint64_t sid = 0;
     for (int b = 0; b < 30; b++) {
-        ps_fappend_t fa;
+        ps_float_append_t fa;
         assert_int_equal(write_f(s, &ls, in + 10 * b, 10, &fa), 0);
         assert_int_equal(fa.accepted, 10);
         assert_int_equal(fa.out_of_order + fa.dup_conflicts + fa.duplicates + fa.out_of_bounds, 0);
@@ -212,7 +213,7 @@ static void test_roundtrip_and_cut(void **state)
     assert_int_equal(c.n, 300);
     for (int i = 0; i < 300; i++) {
         assert_int_equal(c.s[i].t, in[i].t);
-        assert_int_equal(fbits(c.s[i].v), fbits(in[i].v));
+        assert_int_equal(float_bits(c.s[i].v), float_bits(in[i].v));
     }
     free(c.s);
     /* a range: [t100, t250] */
@@ -290,13 +291,13 @@ static void test_order_and_duplicates(void **state)
     ps_store_t *s = open_store(dir);
     ps_arena_t a = PS_ARENA_INIT;
     ps_labels_t ls = mk_labels(&a, "up", "api");
-    ps_fsample_t first[3] = {{1000, 1}, {2000, 2}, {3000, bitsf(STALE)}};
-    ps_fappend_t fa;
+    ps_float_sample_t first[3] = {{1000, 1}, {2000, 2}, {3000, bits_float(STALE)}};
+    ps_float_append_t fa;
     assert_int_equal(write_f(s, &ls, first, 3, &fa), 0);
     assert_int_equal(fa.accepted, 3);
-    ps_fsample_t next[8] = {
-        {3000, bitsf(STALE)},              /* identical stale marker: duplicate, silent */
-        {3000, bitsf(0x7ff8000000000001)}, /* other NaN bits: conflict */
+    ps_float_sample_t next[8] = {
+        {3000, bits_float(STALE)},         /* identical stale marker: duplicate, silent */
+        {3000, bits_float(0x7ff8000000000001)}, /* other NaN bits: conflict */
         {2000, 2},                         /* older: out of order, even if equal to what is stored */
         {2500, 9},                         /* out of order */
         {4000, 4},                         /* fine */
@@ -313,7 +314,7 @@ static void test_order_and_duplicates(void **state)
     assert_int_equal(fa.first_out_of_order, 2000);
     assert_int_equal(fa.out_of_bounds, 0);
     /* -0.0 after 5000's -0.0 is a duplicate, +0.0 is not (bits differ) */
-    ps_fsample_t z[2] = {{5000, -0.0}, {5000, 0.0}};
+    ps_float_sample_t z[2] = {{5000, -0.0}, {5000, 0.0}};
     assert_int_equal(write_f(s, &ls, z, 2, &fa), 0);
     assert_int_equal(fa.duplicates, 1);
     assert_int_equal(fa.dup_conflicts, 1);
@@ -321,10 +322,10 @@ static void test_order_and_duplicates(void **state)
     read_all(s, fa.sid, INT64_MIN, INT64_MAX, &c, 0);
     assert_int_equal(c.n, 5);
     int64_t want_t[5] = {1000, 2000, 3000, 4000, 5000};
-    uint64_t want_v[5] = {fbits(1), fbits(2), STALE, fbits(4), fbits(-0.0)};
+    uint64_t want_v[5] = {float_bits(1), float_bits(2), STALE, float_bits(4), float_bits(-0.0)};
     for (int i = 0; i < 5; i++) {
         assert_int_equal(c.s[i].t, want_t[i]);
-        assert_int_equal(fbits(c.s[i].v), want_v[i]);
+        assert_int_equal(float_bits(c.s[i].v), want_v[i]);
     }
     free(c.s);
     /* the same rules after the writer caches were dropped and after the head was closed: the
@@ -333,7 +334,7 @@ static void test_order_and_duplicates(void **state)
     uint32_t nchunks = 0;
     assert_int_equal(ps_store_compact(s, true, ps_time_now(), &nchunks, &err), 0);
     assert_int_equal(nchunks, 1);
-    ps_fsample_t again[3] = {{5000, -0.0}, {4500, 1}, {6000, 6}};
+    ps_float_sample_t again[3] = {{5000, -0.0}, {4500, 1}, {6000, 6}};
     assert_int_equal(write_f(s, &ls, again, 3, &fa), 0);
     assert_int_equal(fa.duplicates, 1);
     assert_int_equal(fa.out_of_order, 1);
@@ -355,8 +356,8 @@ static void test_out_of_bounds(void **state)
     ps_arena_t a = PS_ARENA_INIT;
     ps_labels_t ls = mk_labels(&a, "old", NULL);
     int64_t now = ps_time_now() / 1000000;
-    ps_fsample_t old[2] = {{now - 2 * HOUR_MS, 1}, {now - 2 * HOUR_MS + 1000, 1}};
-    ps_fappend_t fa;
+    ps_float_sample_t old[2] = {{now - 2 * HOUR_MS, 1}, {now - 2 * HOUR_MS + 1000, 1}};
+    ps_float_append_t fa;
     assert_int_equal(write_f(s, &ls, old, 2, &fa), 0);
     assert_int_equal(fa.out_of_bounds, 2);
     assert_int_equal(fa.first_out_of_bounds, now - 2 * HOUR_MS);
@@ -365,7 +366,7 @@ static void test_out_of_bounds(void **state)
     ps_store_stats_t st;
     get_stats(s, &st);
     assert_int_equal(st.series, 0);
-    ps_fsample_t mixed[3] = {{now - 2 * HOUR_MS, 1}, {now - 1000, 2}, {INT64_MAX, 3}};
+    ps_float_sample_t mixed[3] = {{now - 2 * HOUR_MS, 1}, {now - 1000, 2}, {INT64_MAX, 3}};
     assert_int_equal(write_f(s, &ls, mixed, 3, &fa), 0);
     assert_int_equal(fa.out_of_bounds, 2);
     assert_int_equal(fa.accepted, 1);
@@ -385,10 +386,10 @@ static void test_reopen(void **state)
     ps_store_t *s = open_store(dir);
     ps_arena_t a = PS_ARENA_INIT;
     ps_labels_t ls = mk_labels(&a, "g", "x");
-    ps_fsample_t in[250];
+    ps_float_sample_t in[250];
     for (int i = 0; i < 250; i++)
-        in[i] = (ps_fsample_t){1000ll * i, (double)(i * i) / 7};
-    ps_fappend_t fa;
+        in[i] = (ps_float_sample_t){1000ll * i, (double)(i * i) / 7};
+    ps_float_append_t fa;
     assert_int_equal(write_f(s, &ls, in, 130, &fa), 0);
     uint64_t sid = fa.sid;
     ps_store_close(s);
@@ -404,7 +405,7 @@ static void test_reopen(void **state)
     assert_int_equal(c.n, 250);
     for (int i = 0; i < 250; i++) {
         assert_int_equal(c.s[i].t, in[i].t);
-        assert_int_equal(fbits(c.s[i].v), fbits(in[i].v));
+        assert_int_equal(float_bits(c.s[i].v), float_bits(in[i].v));
     }
     free(c.s);
     ps_store_stats_t st;
@@ -439,10 +440,10 @@ static void test_window_compaction_retention(void **state)
     ps_arena_t a = PS_ARENA_INIT;
     ps_labels_t ls = mk_labels(&a, "w", NULL), ls2 = mk_labels(&a, "w2", NULL);
     int64_t base = (ps_time_now() / 1000000 - 10 * HOUR_MS) / HOUR_MS * HOUR_MS;
-    ps_fsample_t in[40];
+    ps_float_sample_t in[40];
     for (int i = 0; i < 40; i++)
-        in[i] = (ps_fsample_t){base + 15 * MIN_MS * i, i};
-    ps_fappend_t fa, fb;
+        in[i] = (ps_float_sample_t){base + 15 * MIN_MS * i, i};
+    ps_float_append_t fa, fb;
     assert_int_equal(write_f(s, &ls, in, 40, &fa), 0);
     assert_int_equal(write_f(s, &ls2, in + 39, 1, &fb), 0);
     ps_store_stats_t st;
@@ -463,7 +464,7 @@ static void test_window_compaction_retention(void **state)
     assert_int_equal(st.float_chunks, 7); /* 9 beside 8 (spanning 1 h 45 min), and w2's */
     assert_int_equal(st.float_heads, 0);
     /* new samples start a new head */
-    ps_fsample_t more = {base + 10 * HOUR_MS, 40};
+    ps_float_sample_t more = {base + 10 * HOUR_MS, 40};
     assert_int_equal(write_f(s, &ls, &more, 1, &fa), 0);
     assert_int_equal(fa.accepted, 1);
     /* retention: cutoff 5 h + 1 min after base drops the records of chunks 0..3 (their newest
@@ -495,7 +496,7 @@ static void test_window_compaction_retention(void **state)
     assert_int_equal(st.series, 0);
     assert_int_equal(st.float_heads, 0);
     /* the series can be written again (a new id) */
-    ps_fsample_t late = {base + 11 * HOUR_MS, 1};
+    ps_float_sample_t late = {base + 11 * HOUR_MS, 1};
     assert_int_equal(write_f(s, &ls, &late, 1, &fb), 0);
     assert_int_equal(fb.accepted, 1);
     assert_true(fb.sid > fa.sid);
@@ -529,14 +530,14 @@ static void test_kind_conflict(void **state)
     app.ts = 1700000000000000000ll;
     app.series_ids = ids;
     app.series_samples = nsmp;
-    ps_fsample_t smp = {1700000000000ll, 1};
-    ps_fappend_t fa;
+    ps_float_sample_t smp = {1700000000000ll, 1};
+    ps_float_append_t fa;
     memset(&fa, 0, sizeof(fa));
     fa.labels = &fl;
     fa.samples = &smp;
     fa.nsamples = 1;
     ps_append_t *items[1] = {&app};
-    ps_fappend_t *fitems[1] = {&fa};
+    ps_float_append_t *fitems[1] = {&fa};
     ps_err_t err;
     /* both in one transaction */
     assert_int_equal(ps_store_write(s, items, 1, fitems, 1, NULL, 0, &err), 0);
@@ -544,7 +545,7 @@ static void test_kind_conflict(void **state)
     assert_int_equal(fa.status, 0);
     assert_int_equal(fa.accepted, 1);
     /* floats to the profile series */
-    ps_fappend_t fb;
+    ps_float_append_t fb;
     smp.t++;
     assert_int_equal(write_f(s, &pl, &smp, 1, &fb), PS_ECONFLICT);
     assert_string_equal(fb.err.msg,
@@ -596,10 +597,10 @@ static void test_corrupt(void **state)
     ps_store_t *s = open_store(dir);
     ps_arena_t a = PS_ARENA_INIT;
     ps_labels_t ls = mk_labels(&a, "c", NULL);
-    ps_fsample_t in[130];
+    ps_float_sample_t in[130];
     for (int i = 0; i < 130; i++)
-        in[i] = (ps_fsample_t){1000ll * (i + 1), i};
-    ps_fappend_t fa;
+        in[i] = (ps_float_sample_t){1000ll * (i + 1), i};
+    ps_float_append_t fa;
     assert_int_equal(write_f(s, &ls, in, 130, &fa), 0);
     uint64_t sid = fa.sid;
     /* the closed chunk, with its last byte cut off */
@@ -612,7 +613,7 @@ static void test_corrupt(void **state)
     ps_buf_t good = PS_BUF_INIT;
     ps_buf_append(&good, v.mv_data, v.mv_size);
     mdb_txn_abort(txn);
-    assert_int_equal(good.data[0], PS_FCHUNK_ENC_DENSE); /* 120 samples, 1 s apart, 0..119: 14 bytes */
+    assert_int_equal(good.data[0], PS_FLOAT_CHUNK_ENC_DENSE); /* 120 samples, 1 s apart, 0..119: 14 bytes */
     assert_int_equal(good.len, 14);
     /* every single-bit flip: an error or other samples, never a crash or a read outside */
     ps_buf_t flip = PS_BUF_INIT;
@@ -656,7 +657,7 @@ static void test_corrupt(void **state)
     ps_reader_end(r);
     /* the same samples as a XOR chunk (schema 3), its last byte cut off */
     ps_buf_t xc = PS_BUF_INIT;
-    ps_buf_putc(&xc, PS_FCHUNK_ENC_XOR);
+    ps_buf_putc(&xc, PS_FLOAT_CHUNK_ENC_XOR);
     ps_xor_app_t xa;
     ps_xor_app_init(&xa, &xc);
     for (int i = 0; i < 120; i++)
@@ -680,17 +681,17 @@ static void test_corrupt(void **state)
     /* a damaged head fails its series alone when written to, and reads fail */
     uint8_t hk[8];
     ps_enc_be64(hk, sid);
-    uint8_t bad[4] = {PS_FCHUNK_ENC_XOR, 0, 5, 0};
+    uint8_t bad[4] = {PS_FLOAT_CHUNK_ENC_XOR, 0, 5, 0};
     poke(s, DB_FHEAD, hk, 8, bad, sizeof(bad));
     ps_sym_caches_clear(s);
-    ps_fsample_t one = {500000, 1};
+    ps_float_sample_t one = {500000, 1};
     ps_labels_t ok = mk_labels(&a, "fine", NULL);
-    ps_fappend_t f1, f2;
+    ps_float_append_t f1, f2;
     memset(&f1, 0, sizeof(f1));
     memset(&f2, 0, sizeof(f2));
     f1.labels = &ls, f1.samples = &one, f1.nsamples = 1;
     f2.labels = &ok, f2.samples = &one, f2.nsamples = 1;
-    ps_fappend_t *items[2] = {&f1, &f2};
+    ps_float_append_t *items[2] = {&f1, &f2};
     assert_int_equal(ps_store_write(s, NULL, 0, items, 2, NULL, 0, &err), 0);
     assert_int_equal(f1.status, PS_ECORRUPT);
     assert_non_null(strstr(f1.err.msg, "series 1: damaged float head: "));
@@ -712,7 +713,7 @@ typedef struct metas {
 } metas_t;
 
 /* Packing: closed chunks of a series are packed into one record when the next would not fit in
- * PS_FPACK_MAX_BYTES beside them (series p: counters, ~220-byte dense chunks) or make them span a
+ * PS_FLOAT_PACK_MAX_BYTES beside them (series p: counters, ~220-byte dense chunks) or make them span a
  * day (series k: a constant, 17-byte dense chunks). Reads see the same chunks and samples; reopening and
  * compaction continue; a damaged directory is reported. */
 static void test_packed(void **state)
@@ -724,16 +725,16 @@ static void test_packed(void **state)
     ps_labels_t lp = mk_labels(&a, "p", NULL), lk = mk_labels(&a, "k", NULL);
     enum { N = 6000 };
     int64_t t0 = 1700000000000ll;
-    ps_fsample_t *p = calloc(N, sizeof(*p)), *k = calloc(N, sizeof(*k));
+    ps_float_sample_t *p = calloc(N, sizeof(*p)), *k = calloc(N, sizeof(*k));
     uint64_t x = 88172645463325252ull;
     double v = 1e6;
     for (int i = 0; i < N; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         v += (double)(x % 5000);
-        p[i] = (ps_fsample_t){t0 + 15000ll * i, v};
-        k[i] = (ps_fsample_t){t0 + 15000ll * i, 42};
+        p[i] = (ps_float_sample_t){t0 + 15000ll * i, v};
+        k[i] = (ps_float_sample_t){t0 + 15000ll * i, 42};
     }
-    ps_fappend_t fp, fk;
+    ps_float_append_t fp, fk;
     for (int b = 0; b < N / 100; b++) {
         if (b == 30) { /* halfway: reopen (the states are loaded from the store) */
             ps_store_close(s);
@@ -749,8 +750,8 @@ static void test_packed(void **state)
     get_records(s, fk.sid, &rk);
     /* k: chunks 0..47 packed when 48 was closed (0..48 would span 24 h 29 min 45 s), 48 alone */
     assert_int_equal(rk.n, 2);
-    assert_int_equal(rk.enc[0], PS_FCHUNK_ENC_DPACKED);
-    assert_int_equal(rk.enc[1], PS_FCHUNK_ENC_DENSE);
+    assert_int_equal(rk.enc[0], PS_FLOAT_CHUNK_ENC_DPACKED);
+    assert_int_equal(rk.enc[1], PS_FLOAT_CHUNK_ENC_DENSE);
     assert_int_equal(ps_ts_unkey(ps_get_be64(rk.key[0] + 8)), (t0 + 15000ll * (48 * 120 - 1)) * 1000000);
     assert_int_equal(rk.bytes[0], 822); /* 48 dense chunks of 17 bytes with their bounds */
     assert_int_equal(rk.bytes[1], 17);
@@ -762,13 +763,13 @@ static void test_packed(void **state)
     assert_int_equal(rp.n, 17);
     assert_int_equal(rp.packed, 2);
     for (int i = 0; i < rp.n; i++) {
-        assert_int_equal(rp.enc[i], i < 2 ? PS_FCHUNK_ENC_DPACKED : PS_FCHUNK_ENC_DENSE);
+        assert_int_equal(rp.enc[i], i < 2 ? PS_FLOAT_CHUNK_ENC_DPACKED : PS_FLOAT_CHUNK_ENC_DENSE);
         assert_int_equal(rp.bytes[i], pbytes[i]);
     }
     /* the same chunks and samples as unpacked */
     ps_reader_t *r;
     ps_err_t err;
-    const ps_fsample_t *want[2] = {p, k};
+    const ps_float_sample_t *want[2] = {p, k};
     uint64_t sids[2] = {fp.sid, fk.sid};
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
     for (int j = 0; j < 2; j++) {
@@ -795,7 +796,7 @@ static void test_packed(void **state)
         read_all(s, sids[j], INT64_MIN, INT64_MAX, &c, 0);
         assert_int_equal(c.n, N);
         for (int i = 0; i < N; i++)
-            assert_true(c.s[i].t == want[j][i].t && fbits(c.s[i].v) == fbits(want[j][i].v));
+            assert_true(c.s[i].t == want[j][i].t && float_bits(c.s[i].v) == float_bits(want[j][i].v));
         free(c.s);
         read_all(s, sids[j], want[j][1599].t + 1, want[j][1901].t - 1, &c, 0);
         assert_int_equal(c.n, 301);
@@ -1041,25 +1042,25 @@ static void expect_head(ps_store_t *s, uint64_t sid, const ps_buf_t *c, size_t *
     size_t n = c->len - 1;
     ps_buf_t want = PS_BUF_INIT, got = PS_BUF_INIT;
     uint64_t txn = 0;
-    if (*plen == 0 && n < PS_FHEAD_SPLIT_MIN) {
+    if (*plen == 0 && n < PS_FLOAT_HEAD_SPLIT_MIN) {
         assert_true(get_rec(s, DB_FHEAD, sid, &got));
         assert_int_equal(got.len, c->len);
         assert_memory_equal(got.data, c->data, c->len);
         assert_int_equal(get_prefix(s, sid, &txn, &got), 0);
     } else {
-        bool turn = ((sid >> 6) + flush) % PS_FHEAD_TURNS == 0;
-        if (*plen == 0 || n - *plen > PS_FHEAD_TAIL_MAX || (turn && n - 1 > *plen)) {
+        bool turn = ((sid >> 6) + flush) % PS_FLOAT_HEAD_TURNS == 0;
+        if (*plen == 0 || n - *plen > PS_FLOAT_HEAD_TAIL_MAX || (turn && n - 1 > *plen)) {
             *plen = n - 1;
             *ptxn = last_txn(s);
             (*prefixes)++;
         }
-        ps_fprefix_encode(b, *plen, &want);
+        ps_float_prefix_encode(b, *plen, &want);
         assert_int_equal(get_prefix(s, sid, &txn, &got), 1); /* the old one deleted */
         assert_int_equal(txn, *ptxn);
         assert_int_equal(got.len, want.len);
         assert_memory_equal(got.data, want.data, want.len);
         ps_buf_reset(&want);
-        ps_fhead_encode_tail(b, n, *plen, *ptxn, &want);
+        ps_float_head_encode_tail(b, n, *plen, *ptxn, &want);
         assert_true(get_rec(s, DB_FHEAD, sid, &got));
         assert_int_equal(got.len, want.len);
         assert_memory_equal(got.data, want.data, want.len);
@@ -1068,19 +1069,19 @@ static void expect_head(ps_store_t *s, uint64_t sid, const ps_buf_t *c, size_t *
     ps_buf_dispose(&got);
 }
 
-static void expect_samples(ps_store_t *s, uint64_t sid, const ps_fsample_t *in, int n)
+static void expect_samples(ps_store_t *s, uint64_t sid, const ps_float_sample_t *in, int n)
 {
     collect_t c;
     read_all(s, sid, INT64_MIN, INT64_MAX, &c, 0);
     assert_int_equal(c.n, n);
     for (int i = 0; i < n; i++) {
         assert_int_equal(c.s[i].t, in[i].t);
-        assert_int_equal(fbits(c.s[i].v), fbits(in[i].v));
+        assert_int_equal(float_bits(c.s[i].v), float_bits(in[i].v));
     }
     free(c.s);
 }
 
-/* values that take many bits: the open chunk passes PS_FHEAD_SPLIT_MIN after a few samples */
+/* values that take many bits: the open chunk passes PS_FLOAT_HEAD_SPLIT_MIN after a few samples */
 static double rough(int i) { return (double)((uint32_t)(i + 1) * 2654435761u % 1000003u) / 7.0; }
 
 /* An open chunk written one sample per transaction: whole below 32 bytes, then a tail after a
@@ -1095,17 +1096,17 @@ static void test_head_split(void **state)
     ps_arena_t a = PS_ARENA_INIT;
     ps_labels_t ls = mk_labels(&a, "split", NULL);
     int64_t t0 = ps_time_now() / 1000000 - HOUR_MS;
-    ps_fsample_t in[200];
+    ps_float_sample_t in[200];
     for (int i = 0; i < 200; i++)
-        in[i] = (ps_fsample_t){t0 + 15000ll * i, rough(i)};
+        in[i] = (ps_float_sample_t){t0 + 15000ll * i, rough(i)};
     ps_buf_t chunk = PS_BUF_INIT;
-    ps_buf_putc(&chunk, PS_FCHUNK_ENC_XOR);
+    ps_buf_putc(&chunk, PS_FLOAT_CHUNK_ENC_XOR);
     ps_xor_app_t app;
     ps_xor_app_init(&app, &chunk);
     size_t plen = 0;
     uint64_t ptxn = 0, txn = 0;
     int prefixes = 0, whole = 0;
-    ps_fappend_t fa;
+    ps_float_append_t fa;
     uint64_t sid = 0;
     for (int i = 0; i < 120; i++) {
         if (i == 90) { /* reopened: the flush count starts again, the head is read back whole */
@@ -1116,8 +1117,8 @@ static void test_head_split(void **state)
         assert_int_equal(fa.accepted, 1);
         sid = fa.sid;
         assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
-        whole += plen == 0 && chunk.len - 1 < PS_FHEAD_SPLIT_MIN;
-        expect_head(s, sid, &chunk, &plen, &ptxn, s->fflushes - 1, &prefixes);
+        whole += plen == 0 && chunk.len - 1 < PS_FLOAT_HEAD_SPLIT_MIN;
+        expect_head(s, sid, &chunk, &plen, &ptxn, s->float_flushes - 1, &prefixes);
     }
     /* 2 samples are stored whole (16 bytes for the first, ~8 for the next); the prefix is written
      * at the 3rd (32 bytes or more), then in the turns of series 1 (sid / 64 = 0): flushes 16,
@@ -1131,13 +1132,13 @@ static void test_head_split(void **state)
     assert_int_equal(write_f(s, &ls, &in[120], 1, &fa), 0);
     ps_buf_t rec = PS_BUF_INIT;
     assert_true(get_rec(s, DB_FHEAD, sid, &rec));
-    assert_int_equal(rec.data[0], PS_FCHUNK_ENC_XOR);
+    assert_int_equal(rec.data[0], PS_FLOAT_CHUNK_ENC_XOR);
     assert_int_equal(get_prefix(s, sid, &txn, &rec), 0);
     /* 79 more in one transaction: split at once, read back; the compactor closes it */
     assert_int_equal(write_f(s, &ls, &in[121], 79, &fa), 0);
     assert_int_equal(fa.accepted, 79);
     assert_true(get_rec(s, DB_FHEAD, sid, &rec));
-    assert_int_equal(rec.data[0], PS_FHEAD_ENC_TAIL);
+    assert_int_equal(rec.data[0], PS_FLOAT_HEAD_ENC_TAIL);
     assert_int_equal(get_prefix(s, sid, &txn, &rec), 1);
     assert_int_equal(txn, last_txn(s));
     expect_samples(s, sid, in, 200);
@@ -1152,7 +1153,7 @@ static void test_head_split(void **state)
     /* a second series with a split head: damaged prefixes, then retention */
     ps_labels_t l2 = mk_labels(&a, "split", "two");
     ps_buf_t chunk2 = PS_BUF_INIT;
-    ps_buf_putc(&chunk2, PS_FCHUNK_ENC_XOR);
+    ps_buf_putc(&chunk2, PS_FLOAT_CHUNK_ENC_XOR);
     ps_xor_app_init(&app, &chunk2);
     for (int i = 0; i < 100; i++)
         assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
@@ -1163,15 +1164,15 @@ static void test_head_split(void **state)
     uint64_t ptxn2 = 0;
     int prefixes2 = 0;
     ps_buf_reset(&part); /* the chunk of its first 60 samples */
-    ps_buf_putc(&part, PS_FCHUNK_ENC_XOR);
+    ps_buf_putc(&part, PS_FLOAT_CHUNK_ENC_XOR);
     ps_xor_app_init(&app, &part);
     for (int i = 0; i < 60; i++)
         assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
-    expect_head(s, sid2, &part, &plen2, &ptxn2, s->fflushes - 1, &prefixes2);
+    expect_head(s, sid2, &part, &plen2, &ptxn2, s->float_flushes - 1, &prefixes2);
     /* 40 more in a transaction not its turn: the tail would pass 128 bytes, the prefix moves */
     assert_int_equal(write_f(s, &l2, &in[60], 40, &fa), 0);
-    assert_int_not_equal(((sid2 >> 6) + s->fflushes - 1) % PS_FHEAD_TURNS, 0);
-    expect_head(s, sid2, &chunk2, &plen2, &ptxn2, s->fflushes - 1, &prefixes2);
+    assert_int_not_equal(((sid2 >> 6) + s->float_flushes - 1) % PS_FLOAT_HEAD_TURNS, 0);
+    expect_head(s, sid2, &chunk2, &plen2, &ptxn2, s->float_flushes - 1, &prefixes2);
     assert_int_equal(prefixes2, 2);
     assert_int_equal(plen2, chunk2.len - 2);
     ps_buf_dispose(&part);
@@ -1238,10 +1239,10 @@ static void test_upgrade_v2(void **state)
     ps_store_t *s = open_store(dir);
     ps_arena_t a = PS_ARENA_INIT;
     ps_labels_t lu = mk_labels(&a, "u", NULL), lw = mk_labels(&a, "w", NULL);
-    ps_fsample_t in[140];
+    ps_float_sample_t in[140];
     for (int i = 0; i < 140; i++)
-        in[i] = (ps_fsample_t){1000000ll + 15000ll * i, rough(i)};
-    ps_fappend_t fa;
+        in[i] = (ps_float_sample_t){1000000ll + 15000ll * i, rough(i)};
+    ps_float_append_t fa;
     assert_int_equal(write_f(s, &lu, in, 3, &fa), 0);
     uint64_t su = fa.sid;
     assert_int_equal(write_f(s, &lw, in, 3, &fa), 0);
@@ -1250,7 +1251,7 @@ static void test_upgrade_v2(void **state)
     /* by hand, what version 2 wrote: schema 2, no fprefix, open chunks whole: u's of 3 samples,
      * w's of 50 */
     ps_buf_t chunk = PS_BUF_INIT, small = PS_BUF_INIT;
-    ps_buf_putc(&chunk, PS_FCHUNK_ENC_XOR);
+    ps_buf_putc(&chunk, PS_FLOAT_CHUNK_ENC_XOR);
     ps_xor_app_t app;
     ps_xor_app_init(&app, &chunk);
     for (int i = 0; i < 50; i++) {
@@ -1258,7 +1259,7 @@ static void test_upgrade_v2(void **state)
         if (i == 2)
             ps_buf_append(&small, chunk.data, chunk.len);
     }
-    assert_true(chunk.len > PS_FHEAD_SPLIT_MIN);
+    assert_true(chunk.len > PS_FLOAT_HEAD_SPLIT_MIN);
     MDB_env *env;
     MDB_txn *txn;
     MDB_dbi info, fhead, fprefix;
@@ -1296,9 +1297,9 @@ static void test_upgrade_v2(void **state)
     assert_int_equal(ptxn, last_txn(s));
     assert_int_equal(write_f(s, &lu, &in[3], 1, &fa), 0);
     assert_true(get_rec(s, DB_FHEAD, sw, &rec));
-    assert_int_equal(rec.data[0], PS_FHEAD_ENC_TAIL);
+    assert_int_equal(rec.data[0], PS_FLOAT_HEAD_ENC_TAIL);
     assert_true(get_rec(s, DB_FHEAD, su, &rec)); /* 4 samples: 32 bytes or more */
-    assert_int_equal(rec.data[0], PS_FHEAD_ENC_TAIL);
+    assert_int_equal(rec.data[0], PS_FLOAT_HEAD_ENC_TAIL);
     ps_store_close(s);
     s = open_store(dir);
     assert_int_equal(s->upgraded_from, 0);
@@ -1328,7 +1329,7 @@ static int on_xchunk(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chu
 }
 
 /* The XOR chunk (no encoding byte) ps_xor_app makes of in[from, from + n) into out. */
-static void xor_of(const ps_fsample_t *in, int from, int n, ps_buf_t *out)
+static void xor_of(const ps_float_sample_t *in, int from, int n, ps_buf_t *out)
 {
     ps_buf_reset(out);
     ps_xor_app_t app;
@@ -1339,7 +1340,7 @@ static void xor_of(const ps_fsample_t *in, int from, int n, ps_buf_t *out)
 
 /* ps_reader_xor_chunks of sid sends the XOR chunks of in[0, n), 120 samples each (the last, the
  * head, fewer), byte for byte: what schema 3 stored and sent. */
-static void expect_xor_chunks(ps_store_t *s, uint64_t sid, const ps_fsample_t *in, int n)
+static void expect_xor_chunks(ps_store_t *s, uint64_t sid, const ps_float_sample_t *in, int n)
 {
     int nchunks = (n + 119) / 120;
     xchunks_t *c = calloc(1, sizeof(*c));
@@ -1373,13 +1374,13 @@ static void test_upgrade_v3(void **state)
     ps_arena_t a = PS_ARENA_INIT;
     ps_labels_t la = mk_labels(&a, "a", NULL), lb = mk_labels(&a, "b", NULL), lc = mk_labels(&a, "c", NULL);
     enum { P = 1200, N = 1561 };
-    ps_fsample_t *in = calloc(N, sizeof(*in));
+    ps_float_sample_t *in = calloc(N, sizeof(*in));
     int64_t ticks = 12345678; /* about 750 bytes a XOR chunk, 130 dense */
     for (int i = 0; i < N; i++) { /* CPU seconds: ticks / 100 */
         ticks += 1400 + (i * 7919) % 100;
-        in[i] = (ps_fsample_t){1700000000000ll + 15000ll * i, (double)ticks / 100};
+        in[i] = (ps_float_sample_t){1700000000000ll + 15000ll * i, (double)ticks / 100};
     }
-    ps_fappend_t fa;
+    ps_float_append_t fa;
     assert_int_equal(write_f(s, &la, in, 1, &fa), 0);
     uint64_t sa = fa.sid;
     assert_int_equal(write_f(s, &lb, in, 1, &fa), 0);
@@ -1402,15 +1403,15 @@ static void test_upgrade_v3(void **state)
     MDB_val k = {6, "schema"}, v = {4, ver};
     assert_int_equal(mdb_put(txn, info, &k, &v, 0), 0);
     ps_buf_t x[10], val = PS_BUF_INIT;
-    ps_fpack_entry_t pe[10];
+    ps_float_pack_entry_t pe[10];
     for (int c = 0; c < 10; c++) {
         x[c] = (ps_buf_t)PS_BUF_INIT;
-        ps_buf_putc(&x[c], PS_FCHUNK_ENC_XOR);
+        ps_buf_putc(&x[c], PS_FLOAT_CHUNK_ENC_XOR);
         ps_xor_app_t app;
         ps_xor_app_init(&app, &x[c]);
         for (int i = 120 * c; i < 120 * c + 120; i++)
             assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
-        pe[c] = (ps_fpack_entry_t){in[120 * c].t, in[120 * c + 119].t, x[c].data + 1, x[c].len - 1};
+        pe[c] = (ps_float_pack_entry_t){in[120 * c].t, in[120 * c + 119].t, x[c].data + 1, x[c].len - 1};
     }
     /* (sid, first chunk, last chunk) of each record */
     const int recs[5][3] = {{0, 0, 4}, {0, 5, 5}, {1, 0, 4}, {1, 5, 8}, {1, 9, 9}};
@@ -1421,7 +1422,7 @@ static void test_upgrade_v3(void **state)
             if (from == to || r == 1)
                 ps_buf_append(&val, x[c].data, x[c].len);
             else
-                ps_fpack_encode(PS_FCHUNK_ENC_PACKED, pe + from, (size_t)(to - from + 1), &val);
+                ps_float_pack_encode(PS_FLOAT_CHUNK_ENC_PACKED, pe + from, (size_t)(to - from + 1), &val);
             int last = from == to || r == 1 ? c : to;
             ps_key_sid_ts(kb, recs[r][0] ? sb : sa, in[120 * last + 119].t * 1000000);
             k = (MDB_val){16, kb};
@@ -1499,11 +1500,11 @@ static void test_append_fill(void **state)
     ps_store_t *s = open_store(dir);
     ps_arena_t a = PS_ARENA_INIT;
     enum { NS = 300 };
-    ps_fsample_t in[10];
+    ps_float_sample_t in[10];
     for (int i = 0; i < 10; i++)
-        in[i] = (ps_fsample_t){1000000ll + 15000ll * i, 100.0 + i};
+        in[i] = (ps_float_sample_t){1000000ll + 15000ll * i, 100.0 + i};
     ps_labels_t ls[NS];
-    ps_fappend_t fa[NS], *items[NS];
+    ps_float_append_t fa[NS], *items[NS];
     for (int j = 0; j < NS; j++) {
         char job[16];
         snprintf(job, sizeof(job), "%d", j);
@@ -1519,7 +1520,7 @@ static void test_append_fill(void **state)
     assert_int_equal(nchunks, NS);
     /* every value: 02 and the same chunk */
     ps_buf_t chunk = PS_BUF_INIT;
-    ps_buf_putc(&chunk, PS_FCHUNK_ENC_XOR);
+    ps_buf_putc(&chunk, PS_FLOAT_CHUNK_ENC_XOR);
     ps_xor_app_t app;
     ps_xor_app_init(&app, &chunk);
     for (int i = 0; i < 10; i++)
@@ -1576,9 +1577,9 @@ static void test_prometheus_bodies(void **state)
         ps_err_t err;
         if (ps_remote_write_decode(body, n, 1, &lim, &a, &w, &err) != 0)
             fail_msg("%s: %s", bodies[b], err.msg);
-        ps_fappend_t *fa = calloc(w.nseries + 1, sizeof(*fa));
-        ps_fappend_t **items = calloc(w.nseries + 1, sizeof(*items));
-        ps_fsample_t *smp = calloc(w.nsamples + 1, sizeof(*smp));
+        ps_float_append_t *fa = calloc(w.nseries + 1, sizeof(*fa));
+        ps_float_append_t **items = calloc(w.nseries + 1, sizeof(*items));
+        ps_float_sample_t *smp = calloc(w.nsamples + 1, sizeof(*smp));
         ps_metric_meta_t *meta = calloc(w.nmetadata + 1, sizeof(*meta));
         size_t k = 0;
         for (uint32_t i = 0; i < w.nseries; i++) {
@@ -1586,7 +1587,7 @@ static void test_prometheus_bodies(void **state)
             fa[i].samples = smp + k;
             fa[i].nsamples = w.series[i].nsamples;
             for (uint32_t j = 0; j < w.series[i].nsamples; j++)
-                smp[k++] = (ps_fsample_t){w.series[i].samples[j].t_ms, w.series[i].samples[j].v};
+                smp[k++] = (ps_float_sample_t){w.series[i].samples[j].t_ms, w.series[i].samples[j].v};
             items[i] = &fa[i];
         }
         for (uint32_t i = 0; i < w.nmetadata; i++)
@@ -1692,15 +1693,15 @@ static void test_enospace(void **state)
     assert_int_equal(ps_store_open(&o, &s, &err), 0);
     ps_arena_t a = PS_ARENA_INIT;
     ps_labels_t ls = mk_labels(&a, "kept", NULL);
-    ps_fsample_t one = {1000, 1};
-    ps_fappend_t fa;
+    ps_float_sample_t one = {1000, 1};
+    ps_float_append_t fa;
     assert_int_equal(write_f(s, &ls, &one, 1, &fa), 0);
     /* 20000 series in one transaction do not fit in 1 MiB */
     enum { N = 20000 };
-    ps_fappend_t *many = calloc(N, sizeof(*many));
-    ps_fappend_t **items = calloc(N, sizeof(*items));
+    ps_float_append_t *many = calloc(N, sizeof(*many));
+    ps_float_append_t **items = calloc(N, sizeof(*items));
     ps_labels_t *lss = calloc(N, sizeof(*lss));
-    ps_fsample_t two[2] = {{2000, 2}, {3000, 3}};
+    ps_float_sample_t two[2] = {{2000, 2}, {3000, 3}};
     for (int i = 0; i < N; i++) {
         char job[32];
         snprintf(job, sizeof(job), "job-%d", i);
@@ -1723,7 +1724,7 @@ static void test_enospace(void **state)
     assert_int_equal(c.n, 1);
     free(c.s);
     /* the series written before continues where the committed data ends */
-    ps_fsample_t again[2] = {{2000, 2}, {3000, 3}};
+    ps_float_sample_t again[2] = {{2000, 2}, {3000, 3}};
     assert_int_equal(write_f(s, &ls, again, 2, &fa), 0);
     assert_int_equal(fa.accepted, 2);
     read_all(s, fa.sid, INT64_MIN, INT64_MAX, &c, 0);

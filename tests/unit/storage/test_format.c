@@ -30,7 +30,7 @@
 #include "core/labels.h"
 #include "core/varint.h"
 #include "storage/chunk.h"
-#include "storage/fdense.h"
+#include "storage/float_dense.h"
 #include "storage/internal.h"
 #include "storage/xorchunk.h"
 
@@ -283,7 +283,7 @@ static void test_format_md_records(void **state)
     NEXT("fchunks");
     ps_key_sid_ts(kb, 5, 1796021926802ll * 1000000);
     ps_buf_append(&k, kb, 16);
-    ps_buf_putc(&v, PS_FCHUNK_ENC_XOR);
+    ps_buf_putc(&v, PS_FLOAT_CHUNK_ENC_XOR);
     ps_xor_app_t app;
     ps_xor_app_init(&app, &v);
     assert_int_equal(ps_xor_app_append(&app, 1796021924802ll, 80965.0, NULL), 0);
@@ -292,7 +292,7 @@ static void test_format_md_records(void **state)
     CHECK();
     NEXT("fhead");
     ps_put_be64(&k, 5);
-    ps_buf_putc(&v, PS_FCHUNK_ENC_XOR);
+    ps_buf_putc(&v, PS_FLOAT_CHUNK_ENC_XOR);
     ps_xor_app_init(&app, &v);
     assert_int_equal(ps_xor_app_append(&app, 1796021927802ll, 82210.0, NULL), 0);
     CHECK();
@@ -306,20 +306,20 @@ static void test_format_md_records(void **state)
     ps_key_sid_ts(kb, 6, 1796021927802ll * 1000000);
     ps_buf_append(&k, kb, 16);
     const ps_buf_t *closed = &recs[i - 3].value, *open = &recs[i - 2].value; /* checked above */
-    ps_fpack_entry_t pe[2] = {{1796021924802ll, 1796021926802ll, closed->data + 1, closed->len - 1},
+    ps_float_pack_entry_t pe[2] = {{1796021924802ll, 1796021926802ll, closed->data + 1, closed->len - 1},
                               {1796021927802ll, 1796021927802ll, open->data + 1, open->len - 1}};
-    ps_fpack_encode(PS_FCHUNK_ENC_PACKED, pe, 2, &v);
+    ps_float_pack_encode(PS_FLOAT_CHUNK_ENC_PACKED, pe, 2, &v);
     CHECK();
     /* series 7: the XOR example's chunk (series 5's closed one) as an open chunk split at 16, the
      * prefix written by transaction 42 */
     NEXT("fprefix");
     ps_put_be64(&k, 42);
     ps_put_be64(&k, 7);
-    ps_fprefix_encode(closed->data + 1, 16, &v);
+    ps_float_prefix_encode(closed->data + 1, 16, &v);
     CHECK();
     NEXT("fhead");
     ps_put_be64(&k, 7);
-    ps_fhead_encode_tail(closed->data + 1, closed->len - 1, 16, 42, &v);
+    ps_float_head_encode_tail(closed->data + 1, closed->len - 1, 16, 42, &v);
     CHECK();
     /* series 8: series 5's closed chunk as a dense chunk (schema 4); series 9: series 5's two
      * chunks packed dense */
@@ -330,11 +330,11 @@ static void test_format_md_records(void **state)
     NEXT("fchunks");
     ps_key_sid_ts(kb, 8, 1796021926802ll * 1000000);
     ps_buf_append(&k, kb, 16);
-    ps_buf_putc(&v, PS_FCHUNK_ENC_DENSE);
-    ps_fdense_encode(dt, dv, 3, 0, &v);
+    ps_buf_putc(&v, PS_FLOAT_CHUNK_ENC_DENSE);
+    ps_float_dense_encode(dt, dv, 3, 0, &v);
     CHECK();
     ps_buf_t xback = PS_BUF_INIT; /* it transcodes to series 5's XOR chunk */
-    assert_int_equal(ps_fdense_to_xor(recs[i - 1].value.data + 1, recs[i - 1].value.len - 1, 0, &xback, NULL), 0);
+    assert_int_equal(ps_float_dense_to_xor(recs[i - 1].value.data + 1, recs[i - 1].value.len - 1, 0, &xback, NULL), 0);
     assert_int_equal(xback.len, closed->len - 1);
     assert_memory_equal(xback.data, closed->data + 1, xback.len);
     ps_buf_dispose(&xback);
@@ -342,10 +342,10 @@ static void test_format_md_records(void **state)
     ps_key_sid_ts(kb, 9, 1796021927802ll * 1000000);
     ps_buf_append(&k, kb, 16);
     ps_buf_t d0 = PS_BUF_INIT, d1 = PS_BUF_INIT;
-    ps_fdense_encode(dt, dv, 3, dt[0], &d0);
-    ps_fdense_encode(dt + 3, dv + 3, 1, dt[3], &d1);
-    ps_fpack_entry_t de[2] = {{dt[0], dt[2], d0.data, d0.len}, {dt[3], dt[3], d1.data, d1.len}};
-    ps_fpack_encode(PS_FCHUNK_ENC_DPACKED, de, 2, &v);
+    ps_float_dense_encode(dt, dv, 3, dt[0], &d0);
+    ps_float_dense_encode(dt + 3, dv + 3, 1, dt[3], &d1);
+    ps_float_pack_entry_t de[2] = {{dt[0], dt[2], d0.data, d0.len}, {dt[3], dt[3], d1.data, d1.len}};
+    ps_float_pack_encode(PS_FLOAT_CHUNK_ENC_DPACKED, de, 2, &v);
     CHECK();
     ps_buf_dispose(&d0);
     ps_buf_dispose(&d1);

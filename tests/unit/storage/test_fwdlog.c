@@ -86,7 +86,7 @@ typedef struct got {
     char data[16][64];
 } got_t;
 
-static int on_entry(void *ctx, const ps_fwd_entry_t *e)
+static int on_entry(void *ctx, const ps_forward_log_entry_t *e)
 {
     got_t *g = ctx;
     assert_true(g->n < 16 && e->len < 64);
@@ -102,13 +102,13 @@ static got_t read_all(ps_store_t *s, uint64_t after, uint64_t *last)
 {
     got_t g = {0};
     ps_err_t err;
-    if (ps_store_fwd_read(s, after, 16, 1 << 20, on_entry, &g, last, &err) != 0)
+    if (ps_store_forward_read(s, after, 16, 1 << 20, on_entry, &g, last, &err) != 0)
         fail_msg("read: %s", err.msg);
     return g;
 }
 
 /* The float hook: "t=v," for each stored sample. */
-static void floats_entry(void *ctx, ps_fappend_t *const *items, size_t n, const ps_metric_meta_t *meta, size_t nm,
+static void floats_entry(void *ctx, ps_float_append_t *const *items, size_t n, const ps_metric_meta_t *meta, size_t nm,
                          ps_buf_t *out)
 {
     (*(int *)ctx)++;
@@ -118,13 +118,13 @@ static void floats_entry(void *ctx, ps_fappend_t *const *items, size_t n, const 
                 ps_buf_printf(out, "%lld=%g,", (long long)items[i]->samples[j].t, items[i]->samples[j].v);
 }
 
-static void write_floats(ps_store_t *s, const ps_fsample_t *smp, uint32_t n)
+static void write_floats(ps_store_t *s, const ps_float_sample_t *smp, uint32_t n)
 {
     ps_arena_t a = PS_ARENA_INIT;
     ps_labels_t ls = {0};
     ps_labels_set(&ls, &a, "__name__", 8, "up", 2);
-    ps_fappend_t fa = {.labels = &ls, .samples = smp, .nsamples = n};
-    ps_fappend_t *fp = &fa;
+    ps_float_append_t fa = {.labels = &ls, .samples = smp, .nsamples = n};
+    ps_float_append_t *fp = &fa;
     ps_err_t err;
     if (ps_store_write(s, NULL, 0, &fp, 1, NULL, 0, &err) != 0)
         fail_msg("write: %s", err.msg);
@@ -165,7 +165,7 @@ static void test_profiles_logged_with_their_data(void **state)
     assert_int_equal(g.n, 1);
     assert_string_equal(g.data[0], "C");
     got_t one = {0};
-    assert_int_equal(ps_store_fwd_read(s, 0, 16, 1, on_entry, &one, NULL, &err), 0);
+    assert_int_equal(ps_store_forward_read(s, 0, 16, 1, on_entry, &one, NULL, &err), 0);
     assert_int_equal(one.n, 1); /* the first always, however big */
     /* a profile without an entry is not logged */
     prof_t d;
@@ -187,7 +187,7 @@ static void test_floats_only_stored_samples(void **state)
     char *dir = ps_test_tmpdir("/tmp/ps-fwdlog-XXXXXX");
     ps_store_t *s = open_store(dir);
     int64_t ms = ps_time_now() / 1000000 - 60000;
-    ps_fsample_t s1[] = {{ms, 1}, {ms + 10, 2}};
+    ps_float_sample_t s1[] = {{ms, 1}, {ms + 10, 2}};
     write_floats(s, s1, 2); /* forwarding off: nothing logged */
     uint64_t last = 99;
     got_t g = read_all(s, 0, &last);
@@ -196,9 +196,9 @@ static void test_floats_only_stored_samples(void **state)
     int calls = 0;
     ps_store_set_forward(s, floats_entry, &calls);
     /* out of order, an identical duplicate, a conflicting duplicate, then one new sample */
-    ps_fsample_t s2[] = {{ms - 5, 9}, {ms + 10, 2}, {ms + 10, 3}, {ms + 20, 4}};
+    ps_float_sample_t s2[] = {{ms - 5, 9}, {ms + 10, 2}, {ms + 10, 3}, {ms + 20, 4}};
     write_floats(s, s2, 4);
-    ps_fsample_t s3[] = {{ms - 7, 9}}; /* nothing stored: no entry */
+    ps_float_sample_t s3[] = {{ms - 7, 9}}; /* nothing stored: no entry */
     write_floats(s, s3, 1);
     assert_int_equal(calls, 2);
     g = read_all(s, 0, &last);
@@ -228,16 +228,16 @@ static void test_cursors_trim_and_reopen(void **state)
     }
     ps_err_t err;
     uint64_t seq = 0, trimmed = 99;
-    assert_int_equal(ps_store_fwd_cursor(s, "a", &seq, &err), PS_ENOTFOUND);
+    assert_int_equal(ps_store_forward_cursor(s, "a", &seq, &err), PS_ENOTFOUND);
     const char *eps[] = {"a", "b"};
     uint64_t seqs[] = {2, 1};
-    assert_int_equal(ps_store_fwd_advance(s, eps, seqs, 2, &trimmed, &err), 0);
+    assert_int_equal(ps_store_forward_advance(s, eps, seqs, 2, &trimmed, &err), 0);
     assert_int_equal(trimmed, 1); /* entry 1: both are past it */
     ps_store_close(s);
     s = open_store(dir);
-    assert_int_equal(ps_store_fwd_cursor(s, "a", &seq, &err), 0);
+    assert_int_equal(ps_store_forward_cursor(s, "a", &seq, &err), 0);
     assert_int_equal(seq, 2);
-    assert_int_equal(ps_store_fwd_cursor(s, "b", &seq, &err), 0);
+    assert_int_equal(ps_store_forward_cursor(s, "b", &seq, &err), 0);
     assert_int_equal(seq, 1);
     uint64_t last = 0;
     got_t g = read_all(s, 0, &last);
@@ -248,9 +248,9 @@ static void test_cursors_trim_and_reopen(void **state)
     /* b is no longer configured: its cursor goes, and everything a is past */
     const char *only[] = {"a"};
     uint64_t s3[] = {3};
-    assert_int_equal(ps_store_fwd_advance(s, only, s3, 1, &trimmed, &err), 0);
+    assert_int_equal(ps_store_forward_advance(s, only, s3, 1, &trimmed, &err), 0);
     assert_int_equal(trimmed, 2);
-    assert_int_equal(ps_store_fwd_cursor(s, "b", &seq, &err), PS_ENOTFOUND);
+    assert_int_equal(ps_store_forward_cursor(s, "b", &seq, &err), PS_ENOTFOUND);
     g = read_all(s, 0, &last);
     assert_int_equal(g.n, 0);
     assert_int_equal(last, 3);
@@ -265,9 +265,9 @@ static void test_cursors_trim_and_reopen(void **state)
     assert_int_equal(g.seq[0], 4);
     assert_string_equal(g.data[0], "e4");
     /* no endpoint at all: everything goes */
-    assert_int_equal(ps_store_fwd_advance(s, NULL, NULL, 0, &trimmed, &err), 0);
+    assert_int_equal(ps_store_forward_advance(s, NULL, NULL, 0, &trimmed, &err), 0);
     assert_int_equal(trimmed, 1);
-    assert_int_equal(ps_store_fwd_cursor(s, "a", &seq, &err), PS_ENOTFOUND);
+    assert_int_equal(ps_store_forward_cursor(s, "a", &seq, &err), PS_ENOTFOUND);
     for (int i = 0; i < 4; i++)
         release(&p[i]);
     ps_store_close(s);
@@ -293,7 +293,7 @@ static void test_log_only(void **state)
     assert_int_equal(same.app.status, 0);
     assert_false(same.app.duplicate);
     int64_t ms = ps_time_now() / 1000000 - 60000;
-    ps_fsample_t smp[] = {{ms + 10, 1}, {ms, 2}}; /* out of order: taken too */
+    ps_float_sample_t smp[] = {{ms + 10, 1}, {ms, 2}}; /* out of order: taken too */
     write_floats(s, smp, 2);
     got_t g = read_all(s, 0, NULL);
     assert_int_equal(g.n, 3);

@@ -1,8 +1,8 @@
 /*
- * fuzz_fdense.c - libFuzzer target for the dense float chunk codec (storage/fdense.c).
+ * fuzz_float_dense.c - libFuzzer target for the dense float chunk codec (storage/float_dense.c).
  *
  * The first byte picks a tbase (0, a 2026 timestamp, the extremes, -5) and a mode:
- * - bit 7 clear: the rest is a dense chunk. ps_fdense_decode must not crash or read outside it
+ * - bit 7 clear: the rest is a dense chunk. ps_float_dense_decode must not crash or read outside it
  *   (ASan); it fails with PS_ECORRUPT "fdense: ..." or gives 1..65535 samples with strictly
  *   increasing timestamps within ±9223372036854 ms. Those samples re-encode to a chunk that
  *   decodes to the same samples, bit for bit, and transcode to a XOR chunk that reads back the
@@ -11,20 +11,20 @@
  *   one, then 8 bytes of float64 bits, or a small decimal); encode, decode: the same bits, and
  *   the XOR transcode is what ps_xor_app writes for them.
  *
- * Build: tests/fuzz/build.sh (clang, ASan + UBSan); run: tests/fuzz/run.sh 60 fuzz_fdense.
+ * Build: tests/fuzz/build.sh (clang, ASan + UBSan); run: tests/fuzz/run.sh 60 fuzz_float_dense.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define PS_FUZZ_NAME "fuzz_fdense"
-#include "storage/fdense.h"
+#define PS_FUZZ_NAME "fuzz_float_dense"
+#include "storage/float_dense.h"
 #include "storage/xorchunk.h"
 
 #include "fuzzutil.h"
 
-static const int64_t tbases[8] = {0, 1796021924802ll, -PS_FDENSE_T_MAX, PS_FDENSE_T_MAX, -5, 0, 1, 15000};
+static const int64_t tbases[8] = {0, 1796021924802ll, -PS_FLOAT_DENSE_T_MAX, PS_FLOAT_DENSE_T_MAX, -5, 0, 1, 15000};
 
 /* t, v (k samples) encode with tbase and come back bit for bit; the chunk transcodes to the XOR
  * chunk ps_xor_app writes for them. */
@@ -32,17 +32,17 @@ static void roundtrip(const int64_t *t, const uint64_t *v, uint32_t k, int64_t t
 {
     ps_buf_t b = PS_BUF_INIT, x = PS_BUF_INIT, want = PS_BUF_INIT;
     ps_err_t err;
-    ps_fdense_encode(t, v, k, tbase, &b);
+    ps_float_dense_encode(t, v, k, tbase, &b);
     int64_t *t2;
     uint64_t *v2;
     uint32_t k2;
-    int rc = ps_fdense_decode(b.data, b.len, tbase, &t2, &v2, &k2, &err);
+    int rc = ps_float_dense_decode(b.data, b.len, tbase, &t2, &v2, &k2, &err);
     CHECK(rc == 0, "re-encoded chunk fails: %s", err.msg);
     CHECK(k2 == k && memcmp(t2, t, k * sizeof(*t)) == 0 && memcmp(v2, v, k * sizeof(*v)) == 0,
           "re-encoded chunk decodes to other samples");
     free(t2);
     free(v2);
-    CHECK(ps_fdense_to_xor(b.data, b.len, tbase, &x, &err) == 0, "transcode: %s", err.msg);
+    CHECK(ps_float_dense_to_xor(b.data, b.len, tbase, &x, &err) == 0, "transcode: %s", err.msg);
     ps_xor_app_t a;
     ps_xor_app_init(&a, &want);
     for (uint32_t i = 0; i < k; i++) {
@@ -66,16 +66,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint64_t *v;
         uint32_t k;
         ps_err_t err;
-        int rc = ps_fdense_decode(data + 1, size - 1, tbase, &t, &v, &k, &err);
+        int rc = ps_float_dense_decode(data + 1, size - 1, tbase, &t, &v, &k, &err);
         if (rc != 0) {
             CHECK(rc == PS_ECORRUPT && err.code == PS_ECORRUPT && strncmp(err.msg, "fdense: ", 8) == 0,
                   "bad error %d: %s", rc, err.msg);
             CHECK(t == NULL && v == NULL && k == 0, "outputs set on error");
             return 0;
         }
-        CHECK(k >= 1 && k <= PS_FDENSE_MAX_SAMPLES, "count %u", k);
+        CHECK(k >= 1 && k <= PS_FLOAT_DENSE_MAX_SAMPLES, "count %u", k);
         for (uint32_t i = 0; i < k; i++) {
-            CHECK(t[i] >= -PS_FDENSE_T_MAX && t[i] <= PS_FDENSE_T_MAX, "t out of range");
+            CHECK(t[i] >= -PS_FLOAT_DENSE_T_MAX && t[i] <= PS_FLOAT_DENSE_T_MAX, "t out of range");
             CHECK(i == 0 || t[i] > t[i - 1], "t not increasing");
         }
         roundtrip(t, v, k, tbase);
@@ -87,19 +87,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t k = (size - 1) / 9;
     if (k == 0)
         return 0;
-    if (k > PS_FDENSE_MAX_SAMPLES)
-        k = PS_FDENSE_MAX_SAMPLES;
+    if (k > PS_FLOAT_DENSE_MAX_SAMPLES)
+        k = PS_FLOAT_DENSE_MAX_SAMPLES;
     int64_t *t = malloc(k * sizeof(*t));
     uint64_t *v = malloc(k * sizeof(*v));
     const uint8_t *p = data + 1;
-    int64_t at = tbase > PS_FDENSE_T_MAX - 1000000 ? PS_FDENSE_T_MAX - 1000000 : tbase;
+    int64_t at = tbase > PS_FLOAT_DENSE_T_MAX - 1000000 ? PS_FLOAT_DENSE_T_MAX - 1000000 : tbase;
     size_t n = 0;
     for (size_t i = 0; i < k; i++, p += 9) {
         uint64_t u;
         memcpy(&u, p + 1, 8);
         int64_t step = p[0] % 16 == 15 ? (int64_t)(u >> 24) + 1 : 1 + (int64_t)(p[0] >> 4) * 4999 + (int64_t)(u & 0xff);
         if (i > 0) {
-            if (step > PS_FDENSE_T_MAX - at)
+            if (step > PS_FLOAT_DENSE_T_MAX - at)
                 break;
             at += step;
         }
@@ -118,13 +118,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
 }
 
-/* With PS_FUZZ_FDENSE_SEEDS=DIR in the environment, writes a few valid chunks there as a seed
+/* With PS_FUZZ_FLOAT_DENSE_SEEDS=DIR in the environment, writes a few valid chunks there as a seed
  * corpus (tests/fuzz/run.sh uses it): counters, decimals, pages, constants, random bits, jittered
  * and irregular timestamps; and a few sample inputs (bit 7 set). */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    const char *dir = getenv("PS_FUZZ_FDENSE_SEEDS");
+    const char *dir = getenv("PS_FUZZ_FLOAT_DENSE_SEEDS");
     if (dir == NULL)
         return 0;
     uint64_t x = 0x9e3779b97f4a7c15ull;
@@ -146,8 +146,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         }
         ps_buf_t b = PS_BUF_INIT;
         ps_buf_putc(&b, 0);
-        ps_fdense_encode(t, v, (uint32_t)n, 0, &b);
-        ps_fuzz_write_seed(dir, "fdense", s, b.data, b.len);
+        ps_float_dense_encode(t, v, (uint32_t)n, 0, &b);
+        ps_fuzz_write_seed(dir, "float_dense", s, b.data, b.len);
         ps_buf_dispose(&b);
     }
     for (int s = 0; s < 4; s++) {
@@ -158,7 +158,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
             in[1 + 9 * i] = (uint8_t)(s | (i % 7) << 4);
             memcpy(in + 2 + 9 * i, &x, 8);
         }
-        ps_fuzz_write_seed(dir, "fdense-samples", s, in, sizeof(in));
+        ps_fuzz_write_seed(dir, "float_dense-samples", s, in, sizeof(in));
     }
     return 0;
 }

@@ -1,7 +1,7 @@
 /*
- * test_fdense.c - the dense float chunk codec (storage/fdense.h).
+ * test_float_dense.c - the dense float chunk codec (storage/float_dense.h).
  *
- * - golden: the example of fdense.c and docs/FORMAT.md, byte for byte, and the encoding choices
+ * - golden: the example of float_dense.c and docs/FORMAT.md, byte for byte, and the encoding choices
  *   (kind, e, shift, dod, grid) on series of known shape, pinned by their mode byte and length;
  * - round trips, bits exactly, of special values (the stale marker, NaN payloads, -0.0, ±Inf,
  *   subnormals), decimals of each kind, pages, huge gaps and values, 1, 2, 3, 120 and 65535
@@ -24,7 +24,7 @@
 
 #include "../testutil.h"
 
-#include "storage/fdense.h"
+#include "storage/float_dense.h"
 #include "storage/xorchunk.h"
 
 static uint64_t b64(double v)
@@ -46,12 +46,12 @@ static uint64_t rnd(void)
 static size_t roundtrip(const int64_t *t, const uint64_t *v, uint32_t n, int64_t tbase, ps_buf_t *out)
 {
     ps_buf_reset(out);
-    ps_fdense_encode(t, v, n, tbase, out);
+    ps_float_dense_encode(t, v, n, tbase, out);
     int64_t *dt;
     uint64_t *dv;
     uint32_t dn;
     ps_err_t err;
-    if (ps_fdense_decode(out->data, out->len, tbase, &dt, &dv, &dn, &err) != 0)
+    if (ps_float_dense_decode(out->data, out->len, tbase, &dt, &dv, &dn, &err) != 0)
         fail_msg("decode: %s", err.msg);
     assert_int_equal(dn, n);
     for (uint32_t i = 0; i < n; i++) {
@@ -69,7 +69,7 @@ static size_t roundtrip(const int64_t *t, const uint64_t *v, uint32_t n, int64_t
         memcpy(&f, &v[i], 8);
         assert_int_equal(ps_xor_app_append(&a, t[i], f, NULL), 0);
     }
-    assert_int_equal(ps_fdense_to_xor(out->data, out->len, tbase, &y, &err), 0);
+    assert_int_equal(ps_float_dense_to_xor(out->data, out->len, tbase, &y, &err), 0);
     assert_int_equal(y.len, x.len);
     assert_memory_equal(y.data, x.data, x.len);
     ps_buf_dispose(&x);
@@ -77,7 +77,7 @@ static size_t roundtrip(const int64_t *t, const uint64_t *v, uint32_t n, int64_t
     return out->len;
 }
 
-/* The example of fdense.c and docs/FORMAT.md. */
+/* The example of float_dense.c and docs/FORMAT.md. */
 static void test_golden(void **state)
 {
     (void)state;
@@ -91,10 +91,10 @@ static void test_golden(void **state)
     /* the same with tbase t0: t0 is one byte */
     assert_int_equal(roundtrip(t, v, 3, t[0], &b), 16);
     assert_int_equal(b.data[1], 0x00);
-    /* FORMAT.md repeats the specification (fdense.c's head comment from "Why:", without its
+    /* FORMAT.md repeats the specification (float_dense.c's head comment from "Why:", without its
      * " * ") and has the example */
     static char src[1 << 16], doc[1 << 20], spec[1 << 16];
-    const char *files[2] = {PS_SOURCE_DIR "/storage/fdense.c", PS_SOURCE_DIR "/docs/FORMAT.md"};
+    const char *files[2] = {PS_SOURCE_DIR "/storage/float_dense.c", PS_SOURCE_DIR "/docs/FORMAT.md"};
     char *bufs[2] = {src, doc};
     size_t caps[2] = {sizeof(src), sizeof(doc)};
     for (int f = 0; f < 2; f++) {
@@ -118,7 +118,7 @@ static void test_golden(void **state)
     spec[k] = 0;
     assert_true(k > 1000);
     if (strstr(doc, spec) == NULL)
-        fail_msg("docs/FORMAT.md does not repeat fdense.c's specification (run the text over again)");
+        fail_msg("docs/FORMAT.md does not repeat float_dense.c's specification (run the text over again)");
     assert_non_null(strstr(doc, "03 84 cf fd b3 c5 68 01 8a f1 09 e8 07 00 0a 0a 00 00 d6 b2 e0"));
     assert_non_null(strstr(doc, "  d6 b2 e0            zigzag(429) = 858"));
     ps_buf_dispose(&b);
@@ -211,12 +211,12 @@ static void test_roundtrips(void **state)
         roundtrip(t + 58, v + 58, 3, 7, &b);
     }
     /* extreme timestamps, huge gaps, irregular steps */
-    int64_t ext[5] = {-PS_FDENSE_T_MAX, -1, 0, 1, PS_FDENSE_T_MAX};
+    int64_t ext[5] = {-PS_FLOAT_DENSE_T_MAX, -1, 0, 1, PS_FLOAT_DENSE_T_MAX};
     for (int i = 0; i < 5; i++)
         v[i] = b64((double)i);
     roundtrip(ext, v, 5, 0, &b);
-    roundtrip(ext, v, 5, PS_FDENSE_T_MAX, &b);
-    roundtrip(ext, v, 5, -PS_FDENSE_T_MAX, &b);
+    roundtrip(ext, v, 5, PS_FLOAT_DENSE_T_MAX, &b);
+    roundtrip(ext, v, 5, -PS_FLOAT_DENSE_T_MAX, &b);
     roundtrip(ext + 3, v, 2, 0, &b);
     for (int i = 0; i < 120; i++)
         t[i] = (i == 0 ? -1000000 : t[i - 1]) + 1 + (int64_t)(rnd() % (i % 7 == 0 ? 100000000 : 30));
@@ -255,7 +255,7 @@ static int decode_rc(const ps_buf_t *b, size_t len, int64_t tbase, ps_err_t *err
     int64_t *t;
     uint64_t *v;
     uint32_t n;
-    int rc = ps_fdense_decode(b->data, len, tbase, &t, &v, &n, err);
+    int rc = ps_float_dense_decode(b->data, len, tbase, &t, &v, &n, err);
     if (rc == 0) {
         free(t);
         free(v);
@@ -300,7 +300,7 @@ static void test_damage(void **state)
                 int64_t *dt;
                 uint64_t *dv;
                 uint32_t dn;
-                int rc = ps_fdense_decode(d.data, d.len, 0, &dt, &dv, &dn, &err);
+                int rc = ps_float_dense_decode(d.data, d.len, 0, &dt, &dv, &dn, &err);
                 if (rc != 0) {
                     assert_int_equal(rc, PS_ECORRUPT);
                     failed++;
@@ -352,7 +352,7 @@ static void test_damage(void **state)
     ps_buf_append(&d, ok1, sizeof(ok1));
     assert_int_equal(decode_rc(&d, d.len, 0, &err), 0);
     /* t0 past the limit with tbase */
-    assert_int_equal(decode_rc(&d, d.len, PS_FDENSE_T_MAX + 1, &err), PS_ECORRUPT);
+    assert_int_equal(decode_rc(&d, d.len, PS_FLOAT_DENSE_T_MAX + 1, &err), PS_ECORRUPT);
     ps_buf_dispose(&b);
     ps_buf_dispose(&d);
 }

@@ -1,5 +1,5 @@
 /*
- * fdense.c - the dense float chunk (fdense.h). This comment is the specification; docs/FORMAT.md
+ * float_dense.c - the dense float chunk (float_dense.h). This comment is the specification; docs/FORMAT.md
  * repeats it.
  *
  * Why: Prometheus' XOR chunk spends 1-2 bytes a sample on what node_exporter sends, values that
@@ -41,7 +41,7 @@
  * do not increase or leave ±9223372036854 ms, an m outside ±2^53, a wide code that fits the narrow
  * width, nonzero end bits or bytes after the stream.
  */
-#include "fdense.h"
+#include "float_dense.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -291,7 +291,7 @@ static void dec_plan(const int64_t *m, uint32_t n, vplan_t *p, uint64_t *c, uint
         memcpy(c, tmp, (n - 1) * sizeof(*c));
 }
 
-void ps_fdense_encode(const int64_t *t, const uint64_t *bits, uint32_t n, int64_t tbase, ps_buf_t *out)
+void ps_float_dense_encode(const int64_t *t, const uint64_t *bits, uint32_t n, int64_t tbase, ps_buf_t *out)
 {
     ps_put_uvarint(out, n);
     ps_put_varint(out, t[0] - tbase);
@@ -387,8 +387,8 @@ static int fail(ps_err_t *err, const char *what, size_t at)
     return ps_err_set(err, PS_ECORRUPT, "fdense: %s at byte %zu", what, at);
 }
 
-int ps_fdense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, uint64_t **bout, uint32_t *nout,
-                     ps_err_t *err)
+int ps_float_dense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, uint64_t **bout, uint32_t *nout,
+                          ps_err_t *err)
 {
     *tout = NULL;
     *bout = NULL;
@@ -397,13 +397,13 @@ int ps_fdense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, u
     ps_dec_t d;
     ps_dec_init(&d, b, len);
     uint64_t n = ps_dec_uvarint(&d);
-    if (d.err || n < 1 || n > PS_FDENSE_MAX_SAMPLES)
+    if (d.err || n < 1 || n > PS_FLOAT_DENSE_MAX_SAMPLES)
         return fail(err, "bad sample count", 0);
     int64_t t0 = ps_dec_varint(&d);
     if (d.err)
         return fail(err, "bad t0", (size_t)(d.p - b));
-    if (tbase < -PS_FDENSE_T_MAX || tbase > PS_FDENSE_T_MAX || t0 < -2 * PS_FDENSE_T_MAX ||
-        t0 > 2 * PS_FDENSE_T_MAX || tbase + t0 < -PS_FDENSE_T_MAX || tbase + t0 > PS_FDENSE_T_MAX)
+    if (tbase < -PS_FLOAT_DENSE_T_MAX || tbase > PS_FLOAT_DENSE_T_MAX || t0 < -2 * PS_FLOAT_DENSE_T_MAX ||
+        t0 > 2 * PS_FLOAT_DENSE_T_MAX || tbase + t0 < -PS_FLOAT_DENSE_T_MAX || tbase + t0 > PS_FLOAT_DENSE_T_MAX)
         return fail(err, "t0 out of range", (size_t)(d.p - b));
     t0 += tbase;
     if (ps_dec_left(&d) < 1)
@@ -434,7 +434,7 @@ int ps_fdense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, u
     bool grid = false;
     if (n >= 2) {
         td1 = ps_dec_uvarint(&d);
-        if (d.err || td1 < 1 || td1 > (uint64_t)(PS_FDENSE_T_MAX - t0))
+        if (d.err || td1 < 1 || td1 > (uint64_t)(PS_FLOAT_DENSE_T_MAX - t0))
             return fail(err, "bad second timestamp", (size_t)(d.p - b));
         if (ps_dec_left(&d) < 3)
             return fail(err, "truncated", len);
@@ -476,14 +476,14 @@ int ps_fdense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, u
             break;
         if (grid) { /* t0 + i * step + offset, each step checked */
             if (__builtin_mul_overflow((int64_t)i, delta, &at) || __builtin_add_overflow(at, t0, &at) ||
-                __builtin_add_overflow(at, dd, &at) || at <= t[i - 1] || at > PS_FDENSE_T_MAX)
+                __builtin_add_overflow(at, dd, &at) || at <= t[i - 1] || at > PS_FLOAT_DENSE_T_MAX)
                 why = "timestamps do not increase or out of range";
             t[i] = at;
             continue;
         }
-        /* delta and t stay within ±2 * PS_FDENSE_T_MAX: no overflow */
-        if (dd < -2 * PS_FDENSE_T_MAX || dd > 2 * PS_FDENSE_T_MAX || delta + dd < 1 ||
-            delta + dd > PS_FDENSE_T_MAX - t[i - 1]) {
+        /* delta and t stay within ±2 * PS_FLOAT_DENSE_T_MAX: no overflow */
+        if (dd < -2 * PS_FLOAT_DENSE_T_MAX || dd > 2 * PS_FLOAT_DENSE_T_MAX || delta + dd < 1 ||
+            delta + dd > PS_FLOAT_DENSE_T_MAX - t[i - 1]) {
             why = "timestamps do not increase or out of range";
             break;
         }
@@ -529,12 +529,12 @@ int ps_fdense_decode(const void *p, size_t len, int64_t tbase, int64_t **tout, u
     return 0;
 }
 
-int ps_fdense_to_xor(const void *p, size_t len, int64_t tbase, ps_buf_t *out, ps_err_t *err)
+int ps_float_dense_to_xor(const void *p, size_t len, int64_t tbase, ps_buf_t *out, ps_err_t *err)
 {
     int64_t *t;
     uint64_t *v;
     uint32_t n;
-    int ret = ps_fdense_decode(p, len, tbase, &t, &v, &n, err);
+    int ret = ps_float_dense_decode(p, len, tbase, &t, &v, &n, err);
     if (ret)
         return ret;
     size_t at = out->len;
