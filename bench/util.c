@@ -13,6 +13,7 @@
 #include <malloc.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -728,6 +729,25 @@ void ps_bench_urlencode(const char *s, char *out, size_t n)
     out[o] = 0;
 }
 
+void ps_bench_flags(const ps_flagset_t *fs, int argc, char **argv, void *opts)
+{
+    ps_flags_defaults(fs, opts);
+    ps_err_t err;
+    ps_err_clear(&err);
+    int rc = ps_flags_parse(fs, argc, argv, opts, &err);
+    if (rc == 0)
+        return;
+    ps_buf_t help = PS_BUF_INIT;
+    ps_flags_help(fs, &help);
+    if (rc > 0) { /* --help, the only action of a benchmark's table */
+        fwrite(help.data, 1, help.len, stdout);
+        exit(0);
+    }
+    fprintf(stderr, "%s: %s\n", fs->prog, err.msg);
+    fwrite(help.data, 1, help.len, stderr);
+    exit(2);
+}
+
 uint64_t ps_bench_num_arg(const char *prog, const char *flag, const char *v)
 {
     char *end;
@@ -738,6 +758,17 @@ uint64_t ps_bench_num_arg(const char *prog, const char *flag, const char *v)
         exit(2);
     }
     return x;
+}
+
+void ps_bench_flags_fail(const ps_flagset_t *fs, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", fs->prog);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
 }
 
 void ps_bench_print_loadavg(void)
