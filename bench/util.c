@@ -748,18 +748,6 @@ void ps_bench_flags(const ps_flagset_t *fs, int argc, char **argv, void *opts)
     exit(2);
 }
 
-uint64_t ps_bench_num_arg(const char *prog, const char *flag, const char *v)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = v ? strtoull(v, &end, 10) : 0;
-    if (v == NULL || errno || *end || end == v) {
-        fprintf(stderr, "%s: %s: \"%s\" is not a number\n", prog, flag, v ? v : "");
-        exit(2);
-    }
-    return x;
-}
-
 void ps_bench_flags_fail(const ps_flagset_t *fs, const char *fmt, ...)
 {
     va_list ap;
