@@ -116,10 +116,14 @@ int ps_flag_set(const ps_flag_t *fl, const char *val, void *dst, ps_err_t *err)
         char *end;
         errno = 0;
         double v = strtod(val, &end);
-        if (errno || *end || end == val || !isfinite(v) ||
-            ((fl->fmin != 0 || fl->fmax != 0) && (v < fl->fmin || v > fl->fmax)))
-            return ps_err_set(err, PS_EINVAL, "--%s: \"%s\" is not a %s", fl->name, val,
-                              fl->bad ? fl->bad : "number in range");
+        bool bounded = fl->fmin != 0 || fl->fmax != 0;
+        if (errno || *end || end == val || !isfinite(v) || (bounded && (v < fl->fmin || v > fl->fmax))) {
+            if (fl->bad || !bounded)
+                return ps_err_set(err, PS_EINVAL, "--%s: \"%s\" is not a %s", fl->name, val,
+                                  fl->bad ? fl->bad : "number");
+            return ps_err_set(err, PS_EINVAL, "--%s: \"%s\" is not a number in [%g, %g]", fl->name, val,
+                              fl->fmin, fl->fmax);
+        }
         *(double *)p = v;
         return 0;
     }

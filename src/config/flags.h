@@ -46,7 +46,8 @@ typedef struct ps_flag {
     double fmin, fmax;   /* PS_FLAG_FLOAT bounds (both 0: any finite number) */
     int (*set)(const struct ps_flag *fl, const char *val, void *dst, ps_err_t *err); /* PS_FLAG_FUNC:
                             0, or PS_EINVAL with the message that names the flag */
-    const char *bad;     /* the error's noun after "is not a": default "number in range" (UINT, FLOAT),
+    const char *bad;     /* the error's noun after "is not a": default "number in range" (UINT),
+                            "number in [fmin, fmax]" (FLOAT),
                             "size (e.g. 1048576, 32MiB, 1GB)" (SIZE) */
     const char *const *choices; /* PS_FLAG_ENUM: NULL-terminated */
     int action;          /* PS_FLAG_ACTION: what ps_flags_parse returns (> 0) */

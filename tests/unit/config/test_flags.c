@@ -278,9 +278,9 @@ static void test_bench_table(void **state)
     assert_int_equal(bench_parse(&o, &err, 2, "-nk"), PS_EINVAL);
     assert_string_equal(err.msg, "unexpected argument \"-nk\"");
     assert_int_equal(bench_parse(&o, &err, 2, "--rate=0"), PS_EINVAL);
-    assert_string_equal(err.msg, "--rate: \"0\" is not a number in range");
+    assert_string_equal(err.msg, "--rate: \"0\" is not a number in [0.001, 1e+07]");
     assert_int_equal(bench_parse(&o, &err, 2, "--rate=1x"), PS_EINVAL);
-    assert_string_equal(err.msg, "--rate: \"1x\" is not a number in range");
+    assert_string_equal(err.msg, "--rate: \"1x\" is not a number in [0.001, 1e+07]");
     assert_int_equal(bench_parse(&o, &err, 2, "--rate=nan"), PS_EINVAL);
     assert_int_equal(bench_parse(&o, &err, 11, "--density=1", "--density=1", "--density=1", "--density=1",
                                  "--density=1", "-n", "1", "-n", "1", "-n"),
