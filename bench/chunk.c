@@ -59,48 +59,46 @@ static void gen_chunk(ps_arena_t *a, ps_chunk_data_t *d, uint32_t n, uint32_t nn
 
 static void sink(void *ctx, uint64_t id, int64_t sum) { *(uint64_t *)ctx += id ^ (uint64_t)sum; }
 
-static void usage(void)
+typedef struct {
+    uint64_t profiles, nodes, reps;
+    double densities[16];
+    int ndens;
+} opts_t;
+
+static int add_density(const ps_flag_t *fl, const char *val, void *dst, ps_err_t *err)
 {
-    fputs("usage: bench_chunk [--profiles N] [--nodes N] [--reps N] [--density D]...\n"
-          "  --profiles N  profiles per chunk (default 120; at most 65535)\n"
-          "  --nodes N     stack nodes (default 3000)\n"
-          "  --reps N      runs of each operation (default 50)\n"
-          "  --density D   share of profiles each node is present in, 0 < D <= 1; repeatable\n"
-          "                (default 0.3 and 1.0)\n",
-          stderr);
+    opts_t *o = dst;
+    char *end;
+    double d = strtod(val, &end);
+    if (*end || end == val || !(d > 0 && d <= 1))
+        return ps_err_set(err, PS_EINVAL, "--%s: \"%s\" is not a number in (0, 1]", fl->name, val);
+    if (o->ndens == 16)
+        return ps_err_set(err, PS_EINVAL, "--%s: at most 16", fl->name);
+    o->densities[o->ndens++] = d;
+    return 0;
 }
+
+static const ps_flag_t flags[] = {
+    {.name = "profiles", .type = PS_FLAG_UINT, .offset = offsetof(opts_t, profiles), .metavar = "N", .def = "120",
+     .min = 1, .max = PS_CHUNK_MAX_PROFILES, .help = "profiles per chunk (default 120; at most 65535)"},
+    {.name = "nodes", .type = PS_FLAG_UINT, .offset = offsetof(opts_t, nodes), .metavar = "N", .def = "3000",
+     .min = 1, .max = UINT32_MAX, .help = "stack nodes (default 3000)"},
+    {.name = "reps", .type = PS_FLAG_UINT, .offset = offsetof(opts_t, reps), .metavar = "N", .def = "50", .min = 1,
+     .max = UINT32_MAX, .help = "runs of each operation (default 50)"},
+    {.name = "density", .type = PS_FLAG_FUNC, .metavar = "D", .set = add_density,
+     .help = "share of profiles each node is present in, 0 < D <= 1; repeatable\n(default 0.3 and 1.0)"},
+    {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
+};
+static const ps_flagset_t flagset = {"bench_chunk", "usage: bench_chunk [flags]\n", flags,
+                                     sizeof(flags) / sizeof(flags[0])};
 
 int main(int argc, char **argv)
 {
-    uint32_t n = 120, nnodes = 3000, reps = 50;
-    double densities[16];
-    int ndens = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (v && strcmp(a, "--profiles") == 0)
-            n = (uint32_t)ps_bench_num_arg("bench_chunk", a, v);
-        else if (v && strcmp(a, "--nodes") == 0)
-            nnodes = (uint32_t)ps_bench_num_arg("bench_chunk", a, v);
-        else if (v && strcmp(a, "--reps") == 0)
-            reps = (uint32_t)ps_bench_num_arg("bench_chunk", a, v);
-        else if (v && strcmp(a, "--density") == 0 && ndens < 16) {
-            char *end;
-            densities[ndens] = strtod(v, &end);
-            if (*end || !(densities[ndens] > 0 && densities[ndens] <= 1)) {
-                fprintf(stderr, "bench_chunk: --density: \"%s\" is not a number in (0, 1]\n", v);
-                return 2;
-            }
-            ndens++;
-        } else {
-            usage();
-            return 2;
-        }
-        i++;
-    }
-    if (n < 1 || n > PS_CHUNK_MAX_PROFILES || nnodes < 1 || reps < 1) {
-        usage();
-        return 2;
-    }
+    opts_t o = {0};
+    ps_bench_flags(&flagset, argc, argv, &o);
+    uint32_t n = (uint32_t)o.profiles, nnodes = (uint32_t)o.nodes, reps = (uint32_t)o.reps;
+    double *densities = o.densities;
+    int ndens = o.ndens;
     if (ndens == 0) {
         densities[ndens++] = 0.3;
         densities[ndens++] = 1.0;

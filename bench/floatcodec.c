@@ -51,28 +51,33 @@ static size_t deflated(const uint8_t *p, size_t n)
     return cap;
 }
 
+typedef struct {
+    uint64_t series, rounds, samples;
+    const char *values;
+} opts_t;
+
+static const char *const value_mixes[] = {"node", "cpu", NULL};
+
+static const ps_flag_t flags[] = {
+    {.name = "series", .type = PS_FLAG_UINT, .offset = offsetof(opts_t, series), .metavar = "N", .def = "1000",
+     .min = 1, .max = UINT32_MAX, .help = "series (default 1000)"},
+    {.name = "rounds", .type = PS_FLAG_UINT, .offset = offsetof(opts_t, rounds), .metavar = "R", .def = "120",
+     .min = 1, .max = UINT32_MAX, .help = "scrapes of every series (default 120)"},
+    {.name = "samples", .type = PS_FLAG_UINT, .offset = offsetof(opts_t, samples), .metavar = "S", .def = "120",
+     .min = 1, .max = PS_XOR_MAX_SAMPLES, .help = "samples per chunk (default 120; at most 65535)"},
+    {.name = "values", .type = PS_FLAG_ENUM, .offset = offsetof(opts_t, values), .metavar = "node|cpu",
+     .def = "node", .choices = value_mixes, .help = "the generator's value mix (default node)"},
+    {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
+};
+static const ps_flagset_t flagset = {"bench_floatcodec", "usage: bench_floatcodec [flags]\n", flags,
+                                     sizeof(flags) / sizeof(flags[0])};
+
 int main(int argc, char **argv)
 {
-    uint32_t series = 1000, rounds = 120, per = 120;
-    ps_bench_rw_values_t values = PS_BENCH_RW_NODE;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--series") == 0)
-            series = (uint32_t)atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--rounds") == 0)
-            rounds = (uint32_t)atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--samples") == 0)
-            per = (uint32_t)atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--values") == 0 && ps_bench_rw_values_parse(argv[i + 1]) >= 0)
-            values = (ps_bench_rw_values_t)ps_bench_rw_values_parse(argv[i + 1]);
-        else {
-            fprintf(stderr, "usage: %s [--series N] [--rounds R] [--samples S] [--values node|cpu]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (series == 0 || rounds == 0 || per == 0 || per > PS_XOR_MAX_SAMPLES) {
-        fprintf(stderr, "bench_floatcodec: bad arguments\n");
-        return 2;
-    }
+    opts_t o = {0};
+    ps_bench_flags(&flagset, argc, argv, &o);
+    uint32_t series = (uint32_t)o.series, rounds = (uint32_t)o.rounds, per = (uint32_t)o.samples;
+    ps_bench_rw_values_t values = (ps_bench_rw_values_t)ps_bench_rw_values_parse(o.values);
     int64_t *t = ps_xmalloc((size_t)series * rounds * sizeof(*t));
     uint64_t *v = ps_xmalloc((size_t)series * rounds * sizeof(*v));
     ps_bench_rwgen_t g;

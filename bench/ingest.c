@@ -134,107 +134,80 @@ static series_t *series;
 static ps_buf_t tmem;
 static size_t *tmem_off;
 
-static void usage(void)
-{
-    fputs("usage: bench_ingest [flags]\n"
-          "  --profstore PATH   profstore binary (default: ../profstore next to this program)\n"
-          "  --data-dir DIR     where the data directories go (default: a new /tmp/profstore-bench-XXXXXX,\n"
-          "                     removed at the end unless --keep)\n"
-          "  --keep             keep the data directories\n"
-          "  -n, --profiles N   profiles to push per phase (default 20000)\n"
-          "  --conns N          concurrent requests / keep-alive connections (default 64)\n"
-          "  --series N         label sets {job, instance} (default 200)\n"
-          "  --jobs N           distinct jobs among them (default 10)\n"
-          "  --heap-every K     1 push in K is go/heap-01 (default 6; 0 = CPU profiles only)\n"
-          "  --threads N        profstore --threads (default: its own default, the number of CPUs)\n"
-          "  --t0 UNIXSECONDS   time of the first round (default: now - rounds*10 s - 60 s)\n"
-          "  --phase sync|nosync  run only this phase (default: both)\n"
-          "  --no-compact       skip the timed POST /api/v1/admin/compact after each phase\n"
-          "  --connect          also push the same profiles through /push.v1.PusherService/Push (Connect,\n"
-          "                     binary proto, as Alloy sends them) after each phase, and compare\n"
-          "  --pyroscope        also push the same profiles through Pyroscope's POST /ingest (multipart, as\n"
-          "                     pyroscope-go and @pyroscope/nodejs 0.4 upload) after each phase, and compare\n",
-          stderr);
-}
+/* the flags as the table parses them; parse() puts them into opts_t */
+typedef struct flagv {
+    const char *profstore, *data_dir, *threads, *phase;
+    bool keep, no_compact, connect, pyroscope;
+    uint64_t n, conns, series, jobs, heap_every, t0;
+} flagv_t;
+
+#define FV(field) offsetof(flagv_t, field)
+static const char *const phases[] = {"sync", "nosync", NULL};
+
+/* clang-format off */
+static const ps_flag_t flags[] = {
+    {.name = "profstore", .type = PS_FLAG_STRING, .offset = FV(profstore), .metavar = "PATH",
+     .help = "profstore binary (default: ../profstore next to this program)"},
+    {.name = "data-dir", .type = PS_FLAG_STRING, .offset = FV(data_dir), .metavar = "DIR",
+     .help = "where the data directories go (default: a new /tmp/profstore-bench-XXXXXX,\n"
+             "removed at the end unless --keep)"},
+    {.name = "keep", .type = PS_FLAG_BOOL, .offset = FV(keep), .help = "keep the data directories"},
+    {.name = "profiles", .short_name = 'n', .type = PS_FLAG_UINT, .offset = FV(n), .metavar = "N", .def = "20000",
+     .min = 1, .max = UINT64_MAX, .help = "profiles to push per phase (default 20000)"},
+    {.name = "conns", .type = PS_FLAG_UINT, .offset = FV(conns), .metavar = "N", .def = "64", .min = 1,
+     .max = UINT32_MAX, .help = "concurrent requests / keep-alive connections (default 64)"},
+    {.name = "series", .type = PS_FLAG_UINT, .offset = FV(series), .metavar = "N", .def = "200", .min = 1,
+     .max = UINT32_MAX, .help = "label sets {job, instance} (default 200)"},
+    {.name = "jobs", .type = PS_FLAG_UINT, .offset = FV(jobs), .metavar = "N", .def = "10", .min = 1,
+     .max = UINT32_MAX, .help = "distinct jobs among them, at most --series (default 10)"},
+    {.name = "heap-every", .type = PS_FLAG_UINT, .offset = FV(heap_every), .metavar = "K", .def = "6",
+     .max = UINT32_MAX, .help = "1 push in K is go/heap-01 (default 6; 0 = CPU profiles only)"},
+    {.name = "threads", .type = PS_FLAG_STRING, .offset = FV(threads), .metavar = "N",
+     .help = "profstore --threads (default: its own default, the number of CPUs)"},
+    {.name = "t0", .type = PS_FLAG_UINT, .offset = FV(t0), .metavar = "UNIXSECONDS", .max = INT64_MAX,
+     .help = "time of the first round (default: now - rounds*10 s - 60 s)"},
+    {.name = "phase", .type = PS_FLAG_ENUM, .offset = FV(phase), .metavar = "sync|nosync", .choices = phases,
+     .help = "run only this phase (default: both)"},
+    {.name = "no-compact", .type = PS_FLAG_BOOL, .offset = FV(no_compact),
+     .help = "skip the timed POST /api/v1/admin/compact after each phase"},
+    {.name = "connect", .type = PS_FLAG_BOOL, .offset = FV(connect),
+     .help = "also push the same profiles through /push.v1.PusherService/Push (Connect,\n"
+             "binary proto, as Alloy sends them) after each phase, and compare"},
+    {.name = "pyroscope", .type = PS_FLAG_BOOL, .offset = FV(pyroscope),
+     .help = "also push the same profiles through Pyroscope's POST /ingest (multipart, as\n"
+             "pyroscope-go and @pyroscope/nodejs 0.4 upload) after each phase, and compare"},
+    {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
+};
+/* clang-format on */
+static const ps_flagset_t flagset = {"bench_ingest", "usage: bench_ingest [flags]\n", flags,
+                                     sizeof(flags) / sizeof(flags[0])};
 
 static void parse(int argc, char **argv, opts_t *o)
 {
-    ps_bench_default_profstore(o->profstore, sizeof(o->profstore));
-    o->n = 20000;
-    o->conns = 64;
-    o->series = 200;
-    o->jobs = 10;
-    o->heap_every = 6;
-    o->t0 = -1;
-    o->do_sync = o->do_nosync = o->do_compact = 1;
+    flagv_t f = {.t0 = UINT64_MAX}; /* UINT64_MAX: no --t0 */
+    ps_bench_flags(&flagset, argc, argv, &f);
+    if (f.jobs > f.series)
+        ps_bench_flags_fail(&flagset, "--jobs: %llu is more than --series (%llu)", (unsigned long long)f.jobs,
+                            (unsigned long long)f.series);
+    if (f.profstore != NULL)
+        snprintf(o->profstore, sizeof(o->profstore), "%s", f.profstore);
+    else
+        ps_bench_default_profstore(o->profstore, sizeof(o->profstore));
+    o->data_dir = f.data_dir;
+    o->keep = f.keep;
+    o->n = f.n;
+    o->conns = (uint32_t)f.conns;
+    o->series = (uint32_t)f.series;
+    o->jobs = (uint32_t)f.jobs;
+    o->heap_every = (uint32_t)f.heap_every;
+    o->threads = f.threads;
+    o->t0 = f.t0 == UINT64_MAX ? -1 : (long long)f.t0;
+    o->do_sync = f.phase == NULL || !strcmp(f.phase, "sync");
+    o->do_nosync = f.phase == NULL || !strcmp(f.phase, "nosync");
+    o->do_compact = !f.no_compact;
     o->want[MODE_NATIVE] = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEEDV()                                                                                                         \
-    do {                                                                                                                \
-        if (v == NULL) {                                                                                                \
-            fprintf(stderr, "bench_ingest: %s needs a value\n", a);                                                    \
-            exit(2);                                                                                                    \
-        }                                                                                                               \
-        i++;                                                                                                            \
-    } while (0)
-        if (!strcmp(a, "--profstore")) {
-            NEEDV();
-            snprintf(o->profstore, sizeof(o->profstore), "%s", v);
-        } else if (!strcmp(a, "--data-dir")) {
-            NEEDV();
-            o->data_dir = v;
-        } else if (!strcmp(a, "--keep")) {
-            o->keep = 1;
-        } else if (!strcmp(a, "-n") || !strcmp(a, "--profiles")) {
-            NEEDV();
-            o->n = ps_bench_num_arg("bench_ingest", a, v);
-        } else if (!strcmp(a, "--conns")) {
-            NEEDV();
-            o->conns = (uint32_t)ps_bench_num_arg("bench_ingest", a, v);
-        } else if (!strcmp(a, "--series")) {
-            NEEDV();
-            o->series = (uint32_t)ps_bench_num_arg("bench_ingest", a, v);
-        } else if (!strcmp(a, "--jobs")) {
-            NEEDV();
-            o->jobs = (uint32_t)ps_bench_num_arg("bench_ingest", a, v);
-        } else if (!strcmp(a, "--heap-every")) {
-            NEEDV();
-            o->heap_every = (uint32_t)ps_bench_num_arg("bench_ingest", a, v);
-        } else if (!strcmp(a, "--threads")) {
-            NEEDV();
-            o->threads = v;
-        } else if (!strcmp(a, "--t0")) {
-            NEEDV();
-            o->t0 = (long long)ps_bench_num_arg("bench_ingest", a, v);
-        } else if (!strcmp(a, "--phase")) {
-            NEEDV();
-            o->do_sync = !strcmp(v, "sync");
-            o->do_nosync = !strcmp(v, "nosync");
-            if (!o->do_sync && !o->do_nosync) {
-                fprintf(stderr, "bench_ingest: --phase: sync or nosync\n");
-                exit(2);
-            }
-        } else if (!strcmp(a, "--no-compact")) {
-            o->do_compact = 0;
-        } else if (!strcmp(a, "--connect")) {
-            o->want[MODE_CONNECT] = 1;
-        } else if (!strcmp(a, "--pyroscope")) {
-            o->want[MODE_INGEST] = 1;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage();
-            exit(0);
-        } else {
-            fprintf(stderr, "bench_ingest: unknown flag %s\n", a);
-            usage();
-            exit(2);
-        }
-    }
-    if (o->n == 0 || o->conns == 0 || o->series == 0 || o->jobs == 0 || o->jobs > o->series) {
-        fprintf(stderr, "bench_ingest: need n, conns, series > 0 and 0 < jobs <= series\n");
-        exit(2);
-    }
+    o->want[MODE_CONNECT] = f.connect;
+    o->want[MODE_INGEST] = f.pyroscope;
 }
 
 /* push i: label set i % series, round i / series; 1 in heap_every rounds of a set is heap */

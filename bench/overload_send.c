@@ -494,45 +494,68 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static void usage(void) {
-    fprintf(stderr, "usage: bench_overload_send --port P --body FILE (--rate R | --closed 1) [--duration 60]\n"
-                    "                           [--conns 2000] [--threads 1] [--id-base 1000000000] [--acked FILE]\n"
-                    "                           [--grace 60] [--series N --stamp-t0 SEC]\n");
-    exit(2);
-}
+/* the flags as the table parses them; main puts them into opts_t */
+typedef struct flagv {
+    const char *body_path, *acked_path;
+    double rate, duration, grace;
+    uint64_t port, conns, threads, id_base, closed, series, stamp_t0;
+} flagv_t;
 
-static double num_arg(const char *flag, const char *v, double lo, double hi) {
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || end == v || *end || !(x >= lo && x <= hi)) {
-        fprintf(stderr, "bench_overload_send: %s: %s is not a number in [%g, %g]\n", flag, v, lo, hi);
-        exit(2);
-    }
-    return x;
-}
+#define FV(field) offsetof(flagv_t, field)
+
+/* clang-format off */
+static const ps_flag_t flags[] = {
+    {.name = "port", .type = PS_FLAG_UINT, .offset = FV(port), .metavar = "P", .min = 1, .max = 65535,
+     .help = "profstore's port on 127.0.0.1 (required)"},
+    {.name = "body", .type = PS_FLAG_STRING, .offset = FV(body_path), .metavar = "FILE",
+     .help = "the pprof body every push sends (required)"},
+    {.name = "rate", .type = PS_FLAG_FLOAT, .offset = FV(rate), .metavar = "R", .fmin = 0.001, .fmax = 1e7,
+     .help = "pushes/s offered, open loop (required unless --closed 1)"},
+    {.name = "closed", .type = PS_FLAG_UINT, .offset = FV(closed), .metavar = "0|1", .def = "0", .max = 1,
+     .help = "1: closed loop, every connection sends again when answered (default 0)"},
+    {.name = "duration", .type = PS_FLAG_FLOAT, .offset = FV(duration), .metavar = "SECONDS", .def = "60",
+     .fmin = 0.001, .fmax = 1e6, .help = "how long the schedule runs (default 60)"},
+    {.name = "conns", .type = PS_FLAG_UINT, .offset = FV(conns), .metavar = "N", .def = "2000", .min = 1,
+     .max = 1000000, .help = "keep-alive connections at most (default 2000)"},
+    {.name = "threads", .type = PS_FLAG_UINT, .offset = FV(threads), .metavar = "N", .def = "1", .min = 1,
+     .max = 64, .help = "epoll loops (default 1)"},
+    {.name = "id-base", .type = PS_FLAG_UINT, .offset = FV(id_base), .metavar = "N", .def = "1000000000",
+     .max = 1000000000000000ull, .help = "the first push's id (default 1000000000)"},
+    {.name = "acked", .type = PS_FLAG_STRING, .offset = FV(acked_path), .metavar = "FILE",
+     .help = "write the id of every push answered 200 here, one a line"},
+    {.name = "grace", .type = PS_FLAG_FLOAT, .offset = FV(grace), .metavar = "SECONDS", .def = "60",
+     .fmin = 0, .fmax = 1e6, .help = "how long pushes in flight at the end may take (default 60)"},
+    {.name = "series", .type = PS_FLAG_UINT, .offset = FV(series), .metavar = "N", .def = "0", .max = 1000000000,
+     .help = "stamped pushes into N series, --body an uncompressed pprof\n"
+             "(default 0: a series per push)"},
+    {.name = "stamp-t0", .type = PS_FLAG_UINT, .offset = FV(stamp_t0), .metavar = "SEC", .def = "0",
+     .max = 100000000000ull, .help = "with --series: the first stamped second (default 0)"},
+    {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
+};
+/* clang-format on */
+static const ps_flagset_t flagset = {"bench_overload_send",
+                                     "usage: bench_overload_send --port P --body FILE (--rate R | --closed 1) "
+                                     "[flags]\n",
+                                     flags, sizeof(flags) / sizeof(flags[0])};
 
 int main(int argc, char **argv) {
-    opts_t o = {.duration = 60, .grace = 60, .conns = 2000, .threads = 1, .id_base = 1000000000ull};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (i + 1 >= argc) usage();
-        const char *v = argv[++i];
-        if (!strcmp(a, "--port")) o.port = (int)num_arg(a, v, 1, 65535);
-        else if (!strcmp(a, "--body")) o.body_path = v;
-        else if (!strcmp(a, "--acked")) o.acked_path = v;
-        else if (!strcmp(a, "--rate")) o.rate = num_arg(a, v, 0.001, 1e7);
-        else if (!strcmp(a, "--duration")) o.duration = num_arg(a, v, 0.001, 1e6);
-        else if (!strcmp(a, "--grace")) o.grace = num_arg(a, v, 0, 1e6);
-        else if (!strcmp(a, "--conns")) o.conns = (uint32_t)num_arg(a, v, 1, 1000000);
-        else if (!strcmp(a, "--threads")) o.threads = (uint32_t)num_arg(a, v, 1, 64);
-        else if (!strcmp(a, "--id-base")) o.id_base = (uint64_t)num_arg(a, v, 0, 1e15);
-        else if (!strcmp(a, "--closed")) o.closed = num_arg(a, v, 0, 1) == 1;
-        else if (!strcmp(a, "--series")) o.series = (uint32_t)num_arg(a, v, 0, 1e9);
-        else if (!strcmp(a, "--stamp-t0")) o.stamp_t0 = (uint64_t)num_arg(a, v, 0, 1e11);
-        else usage();
-    }
-    if (!o.port || !o.body_path || (o.rate <= 0 && !o.closed)) usage();
+    opts_t o = {0};
+    flagv_t f = {0};
+    ps_bench_flags(&flagset, argc, argv, &f);
+    if (!f.port || !f.body_path || (f.rate <= 0 && !f.closed))
+        ps_bench_flags_fail(&flagset, "--port, --body and --rate or --closed 1 are required (--help lists the flags)");
+    o.port = (int)f.port;
+    o.body_path = f.body_path;
+    o.acked_path = f.acked_path;
+    o.rate = f.rate;
+    o.duration = f.duration;
+    o.grace = f.grace;
+    o.conns = (uint32_t)f.conns;
+    o.threads = (uint32_t)f.threads;
+    o.id_base = f.id_base;
+    o.closed = f.closed == 1;
+    o.series = (uint32_t)f.series;
+    o.stamp_t0 = f.stamp_t0;
     if (o.conns < o.threads) o.conns = o.threads;
     if (o.series) o.threads = 1; /* ids (and times per series) in order: one loop */
     uint8_t *body;

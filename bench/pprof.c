@@ -29,17 +29,23 @@ static const char *const files[] = {
     "node/wall-01.pb.gz", "node/heap-01.pb.gz",
 };
 
+typedef struct {
+    uint64_t rounds;
+} opts_t;
+
+static const ps_flag_t flags[] = {
+    {.name = "rounds", .type = PS_FLAG_UINT, .offset = offsetof(opts_t, rounds), .metavar = "N", .def = "2000",
+     .max = UINT64_MAX, .help = "decodes of each kind per fixture (default 2000; encodes: a tenth)"},
+    {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
+};
+static const ps_flagset_t flagset = {"bench_pprof", "usage: bench_pprof [flags]\n", flags,
+                                     sizeof(flags) / sizeof(flags[0])};
+
 int main(int argc, char **argv)
 {
-    uint64_t rounds = 2000;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-            rounds = ps_bench_num_arg("bench_pprof", "--rounds", argv[++i]);
-        } else {
-            fprintf(stderr, "usage: bench_pprof [--rounds N]\n");
-            return 2;
-        }
-    }
+    opts_t o = {0};
+    ps_bench_flags(&flagset, argc, argv, &o);
+    uint64_t rounds = o.rounds;
     if (rounds == 0)
         rounds = 1;
     uint64_t erounds = rounds / 10 ? rounds / 10 : 1;

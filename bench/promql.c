@@ -484,54 +484,60 @@ static uint32_t run_case(const opts_t *o, const char *title, kind_t kind, peer_t
     return n;
 }
 
-static void usage(void)
-{
-    fputs("usage: bench_promql [--series N] [--hours N] [--step S] [--rounds N] [--conns N] [--profstore BIN]\n"
-          "                    [--prometheus BIN | --no-prometheus] [--data-dir DIR] [--reload]\n",
-          stderr);
-}
+/* the flags as the table parses them; main puts them into opts_t */
+typedef struct flagv {
+    const char *profstore, *prometheus, *data_dir;
+    uint64_t series, hours, step_s, rounds, conns;
+    bool no_prometheus, reload;
+} flagv_t;
+
+#define FV(field) offsetof(flagv_t, field)
+
+/* clang-format off */
+static const ps_flag_t flags[] = {
+    {.name = "series", .type = PS_FLAG_UINT, .offset = FV(series), .metavar = "N", .def = "10000", .min = 1,
+     .max = UINT32_MAX, .help = "node_exporter-like series loaded (default 10000)"},
+    {.name = "hours", .type = PS_FLAG_UINT, .offset = FV(hours), .metavar = "N", .def = "24", .min = 1,
+     .max = UINT32_MAX, .help = "hours of samples, one every 15 s (default 24)"},
+    {.name = "step", .type = PS_FLAG_UINT, .offset = FV(step_s), .metavar = "S", .def = "60", .min = 1,
+     .max = UINT32_MAX, .help = "query_range step in seconds (default 60)"},
+    {.name = "rounds", .type = PS_FLAG_UINT, .offset = FV(rounds), .metavar = "N", .def = "7", .min = 1,
+     .max = UINT32_MAX, .help = "timed runs of each query (default 7)"},
+    {.name = "conns", .type = PS_FLAG_UINT, .offset = FV(conns), .metavar = "N", .def = "4", .min = 1,
+     .max = UINT32_MAX, .help = "remote-write requests in flight while loading (default 4)"},
+    {.name = "profstore", .type = PS_FLAG_STRING, .offset = FV(profstore), .metavar = "BIN",
+     .help = "profstore binary (default: ../profstore next to this program)"},
+    {.name = "prometheus", .type = PS_FLAG_STRING, .offset = FV(prometheus), .metavar = "BIN",
+     .def = "/usr/bin/prometheus", .help = "Prometheus 2.42 binary (default /usr/bin/prometheus)"},
+    {.name = "no-prometheus", .type = PS_FLAG_BOOL, .offset = FV(no_prometheus), .help = "profstore only"},
+    {.name = "data-dir", .type = PS_FLAG_STRING, .offset = FV(data_dir), .metavar = "DIR",
+     .help = "where the loaded data is kept (default\n/tmp/profstore-bench-promql-<series>x<hours>h)"},
+    {.name = "reload", .type = PS_FLAG_BOOL, .offset = FV(reload),
+     .help = "load again even if --data-dir holds a load of the same parameters"},
+    {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
+};
+/* clang-format on */
+static const ps_flagset_t flagset = {"bench_promql", "usage: bench_promql [flags]\n", flags,
+                                     sizeof(flags) / sizeof(flags[0])};
 
 int main(int argc, char **argv)
 {
     opts_t o = {0};
-    ps_bench_default_profstore(o.profstore, sizeof(o.profstore));
-    o.prometheus = "/usr/bin/prometheus";
-    o.series = 10000;
-    o.hours = 24;
-    o.step_s = 60;
-    o.rounds = 7;
-    o.conns = 4;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--series") && v)
-            o.series = (uint32_t)ps_bench_num_arg("bench_promql", a, argv[++i]);
-        else if (!strcmp(a, "--hours") && v)
-            o.hours = (uint32_t)ps_bench_num_arg("bench_promql", a, argv[++i]);
-        else if (!strcmp(a, "--step") && v)
-            o.step_s = (uint32_t)ps_bench_num_arg("bench_promql", a, argv[++i]);
-        else if (!strcmp(a, "--rounds") && v)
-            o.rounds = (uint32_t)ps_bench_num_arg("bench_promql", a, argv[++i]);
-        else if (!strcmp(a, "--conns") && v)
-            o.conns = (uint32_t)ps_bench_num_arg("bench_promql", a, argv[++i]);
-        else if (!strcmp(a, "--profstore") && v)
-            snprintf(o.profstore, sizeof(o.profstore), "%s", argv[++i]);
-        else if (!strcmp(a, "--prometheus") && v)
-            o.prometheus = argv[++i];
-        else if (!strcmp(a, "--no-prometheus"))
-            o.prometheus = NULL;
-        else if (!strcmp(a, "--data-dir") && v)
-            snprintf(o.dir, sizeof(o.dir), "%s", argv[++i]);
-        else if (!strcmp(a, "--reload"))
-            o.reload = 1;
-        else {
-            usage();
-            return 2;
-        }
-    }
-    if (o.series == 0 || o.hours == 0 || o.step_s == 0 || o.rounds == 0 || o.conns == 0) {
-        usage();
-        return 2;
-    }
+    flagv_t fv = {0};
+    ps_bench_flags(&flagset, argc, argv, &fv);
+    if (fv.profstore != NULL)
+        snprintf(o.profstore, sizeof(o.profstore), "%s", fv.profstore);
+    else
+        ps_bench_default_profstore(o.profstore, sizeof(o.profstore));
+    if (fv.data_dir != NULL)
+        snprintf(o.dir, sizeof(o.dir), "%s", fv.data_dir);
+    o.prometheus = fv.no_prometheus ? NULL : fv.prometheus;
+    o.series = (uint32_t)fv.series;
+    o.hours = (uint32_t)fv.hours;
+    o.step_s = (uint32_t)fv.step_s;
+    o.rounds = (uint32_t)fv.rounds;
+    o.conns = (uint32_t)fv.conns;
+    o.reload = fv.reload;
     if (o.prometheus != NULL && access(o.prometheus, X_OK) != 0) {
         printf("bench_promql: %s not executable: profstore only\n", o.prometheus);
         o.prometheus = NULL;

@@ -68,110 +68,79 @@ typedef struct opts {
     int reload, sync, no_pprof_tool;
 } opts_t;
 
-static void usage(void)
-{
-    fputs("usage: bench_query [flags]\n"
-          "  --profstore PATH         profstore binary (default: ../profstore next to this program)\n"
-          "  --series N               series (default 100)\n"
-          "  --profiles-per-series N  profiles per series, 10 s apart (default 8640 = 24 h)\n"
-          "  --seed N                 generator seed (default 1)\n"
-          "  --data-dir DIR           base directory (default /tmp/profstore-bench-query-<series>x<profiles>[-seed<N>]);\n"
-          "                           reused when it holds a completed load of the same parameters\n"
-          "  --reload                 discard what the data directory holds and load again\n"
-          "  --conns N                concurrent pushes while loading (default 16)\n"
-          "  --compact-max N          profstore --storage.compact-max-profiles (default 120)\n"
-          "  --compact-window DUR     profstore --storage.compact-window (default 0 = off: the generated\n"
-          "                           timestamps are in the past, so the 2h default would fold every head\n"
-          "                           by age every 10 s, making small chunks)\n"
-          "  --threads N              profstore --threads\n"
-          "  --sync                   do not pass --storage.no-sync (it is passed by default: it only\n"
-          "                           speeds up the load phase)\n"
-          "  --runs N                 timed runs per query, after one cold run (default 5)\n"
-          "  --pprof-runs N           timed runs of go tool pprof, after one checked run (default 3)\n"
-          "  --go PATH                go binary (default: go in PATH)\n"
-          "  --no-pprof-tool          skip the go tool pprof comparison\n",
-          stderr);
-}
+/* the flags as the table parses them; parse() puts them into opts_t */
+typedef struct flagv {
+    const char *profstore, *data_dir, *compact_window, *threads, *go;
+    uint64_t series, pps, seed, conns, compact_max, runs, pprof_runs;
+    bool reload, sync, no_pprof_tool;
+} flagv_t;
 
+#define FV(field) offsetof(flagv_t, field)
+
+/* clang-format off */
+static const ps_flag_t flags[] = {
+    {.name = "profstore", .type = PS_FLAG_STRING, .offset = FV(profstore), .metavar = "PATH",
+     .help = "profstore binary (default: ../profstore next to this program)"},
+    {.name = "series", .type = PS_FLAG_UINT, .offset = FV(series), .metavar = "N", .def = "100", .min = 1,
+     .max = UINT32_MAX, .help = "series (default 100)"},
+    {.name = "profiles-per-series", .type = PS_FLAG_UINT, .offset = FV(pps), .metavar = "N", .def = "8640",
+     .min = 1, .max = UINT32_MAX, .help = "profiles per series, 10 s apart (default 8640 = 24 h)"},
+    {.name = "seed", .type = PS_FLAG_UINT, .offset = FV(seed), .metavar = "N", .def = "1", .max = UINT64_MAX,
+     .help = "generator seed (default 1)"},
+    {.name = "data-dir", .type = PS_FLAG_STRING, .offset = FV(data_dir), .metavar = "DIR",
+     .help = "base directory (default /tmp/profstore-bench-query-<series>x<profiles>[-seed<N>]);\n"
+             "reused when it holds a completed load of the same parameters"},
+    {.name = "reload", .type = PS_FLAG_BOOL, .offset = FV(reload),
+     .help = "discard what the data directory holds and load again"},
+    {.name = "conns", .type = PS_FLAG_UINT, .offset = FV(conns), .metavar = "N", .def = "16", .min = 1,
+     .max = UINT32_MAX, .help = "concurrent pushes while loading (default 16)"},
+    {.name = "compact-max", .type = PS_FLAG_UINT, .offset = FV(compact_max), .metavar = "N", .def = "120",
+     .min = 1, .max = UINT32_MAX, .help = "profstore --storage.compact-max-profiles (default 120)"},
+    {.name = "compact-window", .type = PS_FLAG_STRING, .offset = FV(compact_window), .metavar = "DUR", .def = "0",
+     .help = "profstore --storage.compact-window (default 0 = off: the generated\n"
+             "timestamps are in the past, so the 2h default would fold every head\n"
+             "by age every 10 s, making small chunks)"},
+    {.name = "threads", .type = PS_FLAG_STRING, .offset = FV(threads), .metavar = "N",
+     .help = "profstore --threads"},
+    {.name = "sync", .type = PS_FLAG_BOOL, .offset = FV(sync),
+     .help = "do not pass --storage.no-sync (it is passed by default: it only\n"
+             "speeds up the load phase)"},
+    {.name = "runs", .type = PS_FLAG_UINT, .offset = FV(runs), .metavar = "N", .def = "5", .min = 1,
+     .max = UINT32_MAX, .help = "timed runs per query, after one cold run (default 5)"},
+    {.name = "pprof-runs", .type = PS_FLAG_UINT, .offset = FV(pprof_runs), .metavar = "N", .def = "3",
+     .max = UINT32_MAX, .help = "timed runs of go tool pprof, after one checked run (default 3)"},
+    {.name = "go", .type = PS_FLAG_STRING, .offset = FV(go), .metavar = "PATH", .def = "go",
+     .help = "go binary (default: go in PATH)"},
+    {.name = "no-pprof-tool", .type = PS_FLAG_BOOL, .offset = FV(no_pprof_tool),
+     .help = "skip the go tool pprof comparison"},
+    {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
+};
+/* clang-format on */
+static const ps_flagset_t flagset = {"bench_query", "usage: bench_query [flags]\n", flags,
+                                     sizeof(flags) / sizeof(flags[0])};
 
 static void parse(int argc, char **argv, opts_t *o)
 {
-    ps_bench_default_profstore(o->profstore, sizeof(o->profstore));
-    o->series = 100;
-    o->pps = 8640;
-    o->seed = 1;
-    o->conns = 16;
-    o->compact_max = 120;
-    o->compact_window = "0";
-    o->runs = 5;
-    o->pprof_runs = 3;
-    o->go = "go";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEEDV()                                                                                                         \
-    do {                                                                                                                \
-        if (v == NULL) {                                                                                                \
-            fprintf(stderr, "bench_query: %s needs a value\n", a);                                                     \
-            exit(2);                                                                                                    \
-        }                                                                                                               \
-        i++;                                                                                                            \
-    } while (0)
-        if (!strcmp(a, "--profstore")) {
-            NEEDV();
-            snprintf(o->profstore, sizeof(o->profstore), "%s", v);
-        } else if (!strcmp(a, "--series")) {
-            NEEDV();
-            o->series = (uint32_t)ps_bench_num_arg("bench_query", a, v);
-        } else if (!strcmp(a, "--profiles-per-series")) {
-            NEEDV();
-            o->pps = (uint32_t)ps_bench_num_arg("bench_query", a, v);
-        } else if (!strcmp(a, "--seed")) {
-            NEEDV();
-            o->seed = ps_bench_num_arg("bench_query", a, v);
-        } else if (!strcmp(a, "--data-dir")) {
-            NEEDV();
-            o->data_dir = v;
-        } else if (!strcmp(a, "--reload")) {
-            o->reload = 1;
-        } else if (!strcmp(a, "--conns")) {
-            NEEDV();
-            o->conns = (uint32_t)ps_bench_num_arg("bench_query", a, v);
-        } else if (!strcmp(a, "--compact-max")) {
-            NEEDV();
-            o->compact_max = (uint32_t)ps_bench_num_arg("bench_query", a, v);
-        } else if (!strcmp(a, "--compact-window")) {
-            NEEDV();
-            o->compact_window = v;
-        } else if (!strcmp(a, "--threads")) {
-            NEEDV();
-            o->threads = v;
-        } else if (!strcmp(a, "--sync")) {
-            o->sync = 1;
-        } else if (!strcmp(a, "--runs")) {
-            NEEDV();
-            o->runs = (uint32_t)ps_bench_num_arg("bench_query", a, v);
-        } else if (!strcmp(a, "--pprof-runs")) {
-            NEEDV();
-            o->pprof_runs = (uint32_t)ps_bench_num_arg("bench_query", a, v);
-        } else if (!strcmp(a, "--go")) {
-            NEEDV();
-            o->go = v;
-        } else if (!strcmp(a, "--no-pprof-tool")) {
-            o->no_pprof_tool = 1;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage();
-            exit(0);
-        } else {
-            fprintf(stderr, "bench_query: unknown flag %s\n", a);
-            usage();
-            exit(2);
-        }
-    }
-    if (o->series == 0 || o->pps == 0 || o->conns == 0 || o->compact_max == 0 || o->runs == 0) {
-        fprintf(stderr, "bench_query: series, profiles-per-series, conns, compact-max and runs must be > 0\n");
-        exit(2);
-    }
+    flagv_t f = {0};
+    ps_bench_flags(&flagset, argc, argv, &f);
+    if (f.profstore != NULL)
+        snprintf(o->profstore, sizeof(o->profstore), "%s", f.profstore);
+    else
+        ps_bench_default_profstore(o->profstore, sizeof(o->profstore));
+    o->data_dir = f.data_dir;
+    o->compact_window = f.compact_window;
+    o->threads = f.threads;
+    o->go = f.go;
+    o->series = (uint32_t)f.series;
+    o->pps = (uint32_t)f.pps;
+    o->conns = (uint32_t)f.conns;
+    o->compact_max = (uint32_t)f.compact_max;
+    o->runs = (uint32_t)f.runs;
+    o->pprof_runs = (uint32_t)f.pprof_runs;
+    o->seed = f.seed;
+    o->reload = f.reload;
+    o->sync = f.sync;
+    o->no_pprof_tool = f.no_pprof_tool;
 }
 
 /* ---- the generated totals: [series * pps + index][0: samples/count, 1: cpu/nanoseconds] ---- */

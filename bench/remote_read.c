@@ -214,26 +214,36 @@ static void bench_reads(peer_t *p, const char *mode, const ps_buf_t *req, uint32
     free(lat);
 }
 
+typedef struct {
+    const char *profstore, *prometheus;
+    uint64_t series, rounds;
+} opts_t;
+
+static const ps_flag_t flags[] = {
+    {.name = "profstore", .type = PS_FLAG_STRING, .offset = offsetof(opts_t, profstore), .metavar = "BIN",
+     .help = "profstore binary (default: ../profstore next to this program)"},
+    {.name = "prometheus", .type = PS_FLAG_STRING, .offset = offsetof(opts_t, prometheus), .metavar = "BIN",
+     .def = "/usr/bin/prometheus", .help = "Prometheus 2.42 binary (default /usr/bin/prometheus)"},
+    {.name = "series", .type = PS_FLAG_UINT, .offset = offsetof(opts_t, series), .metavar = "N", .def = "1000",
+     .min = 1, .max = UINT32_MAX, .help = "float series read (default 1000)"},
+    {.name = "rounds", .type = PS_FLAG_UINT, .offset = offsetof(opts_t, rounds), .metavar = "N", .def = "30",
+     .min = 1, .max = UINT32_MAX, .help = "timed reads of each kind (default 30)"},
+    {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
+};
+static const ps_flagset_t flagset = {"bench_remote_read", "usage: bench_remote_read [flags]\n", flags,
+                                     sizeof(flags) / sizeof(flags[0])};
+
 int main(int argc, char **argv)
 {
     char profstore[1024], dir[] = "/tmp/profstore-bench-rread-XXXXXX";
-    const char *prom_bin = "/usr/bin/prometheus";
-    uint32_t nseries = 1000, rounds = 30;
-    ps_bench_default_profstore(profstore, sizeof(profstore));
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--profstore") == 0 && i + 1 < argc)
-            snprintf(profstore, sizeof(profstore), "%s", argv[++i]);
-        else if (strcmp(argv[i], "--prometheus") == 0 && i + 1 < argc)
-            prom_bin = argv[++i];
-        else if (strcmp(argv[i], "--series") == 0 && i + 1 < argc)
-            nseries = (uint32_t)ps_bench_num_arg("bench_remote_read", "--series", argv[++i]);
-        else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
-            rounds = (uint32_t)ps_bench_num_arg("bench_remote_read", "--rounds", argv[++i]);
-        else {
-            fprintf(stderr, "usage: bench_remote_read [--profstore BIN] [--prometheus BIN] [--series N] [--rounds N]\n");
-            return 2;
-        }
-    }
+    opts_t o = {0};
+    ps_bench_flags(&flagset, argc, argv, &o);
+    const char *prom_bin = o.prometheus;
+    uint32_t nseries = (uint32_t)o.series, rounds = (uint32_t)o.rounds;
+    if (o.profstore != NULL)
+        snprintf(profstore, sizeof(profstore), "%s", o.profstore);
+    else
+        ps_bench_default_profstore(profstore, sizeof(profstore));
     if (mkdtemp(dir) == NULL) {
         perror("mkdtemp");
         return 1;

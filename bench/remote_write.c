@@ -375,52 +375,58 @@ static void disk_figures(const char *dir)
     lmdb_breakdown(dir, (double)c.samples, c.chunk_bytes);
 }
 
-static void usage(void)
-{
-    fputs("usage: bench_remote_write [--series N] [--rounds N] [--per-request N] [--conns N]\n"
-          "                          [--prometheus PATH | --no-prometheus] [--profstore PATH] [--keep]\n"
-          "                          [--values node | cpu]\n",
-          stderr);
-}
+/* the flags as the table parses them; main puts them into opts_t */
+typedef struct flagv {
+    const char *profstore, *prometheus, *values;
+    uint64_t series, rounds, per_request, conns;
+    bool no_prometheus, keep;
+} flagv_t;
+
+#define FV(field) offsetof(flagv_t, field)
+static const char *const value_mixes[] = {"node", "cpu", NULL};
+
+/* clang-format off */
+static const ps_flag_t flags[] = {
+    {.name = "series", .type = PS_FLAG_UINT, .offset = FV(series), .metavar = "N", .def = "10000", .min = 1,
+     .max = UINT32_MAX, .help = "node_exporter-like series (default 10000)"},
+    {.name = "rounds", .type = PS_FLAG_UINT, .offset = FV(rounds), .metavar = "N", .def = "120", .min = 1,
+     .max = UINT32_MAX, .help = "scrapes of every series, 15 s apart (default 120: one full chunk)"},
+    {.name = "per-request", .type = PS_FLAG_UINT, .offset = FV(per_request), .metavar = "N", .def = "2000",
+     .min = 1, .max = UINT32_MAX, .help = "samples per request (default 2000)"},
+    {.name = "conns", .type = PS_FLAG_UINT, .offset = FV(conns), .metavar = "N", .def = "4", .min = 1,
+     .max = UINT32_MAX, .help = "requests in flight (default 4)"},
+    {.name = "prometheus", .type = PS_FLAG_STRING, .offset = FV(prometheus), .metavar = "PATH",
+     .def = "/usr/bin/prometheus", .help = "Prometheus 2.42 binary (default /usr/bin/prometheus)"},
+    {.name = "no-prometheus", .type = PS_FLAG_BOOL, .offset = FV(no_prometheus), .help = "profstore only"},
+    {.name = "profstore", .type = PS_FLAG_STRING, .offset = FV(profstore), .metavar = "PATH",
+     .help = "profstore binary (default: ../profstore next to this program)"},
+    {.name = "keep", .type = PS_FLAG_BOOL, .offset = FV(keep), .help = "keep the data directories"},
+    {.name = "values", .type = PS_FLAG_ENUM, .offset = FV(values), .metavar = "node|cpu", .def = "node",
+     .choices = value_mixes,
+     .help = "node: a 4-CPU host's node_exporter mix; cpu: the first generator's\n"
+             "mix (default node)"},
+    {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
+};
+/* clang-format on */
+static const ps_flagset_t flagset = {"bench_remote_write", "usage: bench_remote_write [flags]\n", flags,
+                                     sizeof(flags) / sizeof(flags[0])};
 
 int main(int argc, char **argv)
 {
     opts_t o = {0};
-    ps_bench_default_profstore(o.profstore, sizeof(o.profstore));
-    o.prometheus = "/usr/bin/prometheus";
-    o.series = 10000;
-    o.rounds = 120; /* one full chunk (120 samples) per series */
-    o.per_request = 2000;
-    o.conns = 4;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--series") && v)
-            o.series = (uint32_t)ps_bench_num_arg("bench_remote_write", a, argv[++i]);
-        else if (!strcmp(a, "--rounds") && v)
-            o.rounds = (uint32_t)ps_bench_num_arg("bench_remote_write", a, argv[++i]);
-        else if (!strcmp(a, "--per-request") && v)
-            o.per_request = (uint32_t)ps_bench_num_arg("bench_remote_write", a, argv[++i]);
-        else if (!strcmp(a, "--conns") && v)
-            o.conns = (uint32_t)ps_bench_num_arg("bench_remote_write", a, argv[++i]);
-        else if (!strcmp(a, "--prometheus") && v)
-            o.prometheus = argv[++i];
-        else if (!strcmp(a, "--no-prometheus"))
-            o.prometheus = NULL;
-        else if (!strcmp(a, "--profstore") && v)
-            snprintf(o.profstore, sizeof(o.profstore), "%s", argv[++i]);
-        else if (!strcmp(a, "--keep"))
-            o.keep = 1;
-        else if (!strcmp(a, "--values") && v && ps_bench_rw_values_parse(v) >= 0)
-            o.values = (ps_bench_rw_values_t)ps_bench_rw_values_parse(argv[++i]);
-        else {
-            usage();
-            return 2;
-        }
-    }
-    if (o.series == 0 || o.rounds == 0 || o.per_request == 0 || o.conns == 0) {
-        usage();
-        return 2;
-    }
+    flagv_t f = {0};
+    ps_bench_flags(&flagset, argc, argv, &f);
+    if (f.profstore != NULL)
+        snprintf(o.profstore, sizeof(o.profstore), "%s", f.profstore);
+    else
+        ps_bench_default_profstore(o.profstore, sizeof(o.profstore));
+    o.prometheus = f.no_prometheus ? NULL : f.prometheus;
+    o.series = (uint32_t)f.series;
+    o.rounds = (uint32_t)f.rounds;
+    o.per_request = (uint32_t)f.per_request;
+    o.conns = (uint32_t)f.conns;
+    o.keep = f.keep;
+    o.values = (ps_bench_rw_values_t)ps_bench_rw_values_parse(f.values);
     ps_bench_malloc_tune();
     curl_global_init(CURL_GLOBAL_DEFAULT);
     /* the newest round 1 minute ago; Prometheus' head takes anything for an empty TSDB */

@@ -438,55 +438,55 @@ static int take(const ps_bench_server_t *srv, pid_t fleet, snap_t *s)
     return 0;
 }
 
-static void usage(void)
-{
-    fputs("usage: bench_scrape [flags]\n"
-          "  --profstore PATH   profstore binary (default: ../profstore next to this program)\n"
-          "  --data-dir DIR     profstore data directory (default: a new /tmp/profstore-scrape-XXXXXX,\n"
-          "                     removed at the end unless --keep)\n"
-          "  --keep             keep the data directory\n"
-          "  --targets N        targets (loopback addresses), each scraped for 5 profile types (default 1000)\n"
-          "  --interval S       scrape_interval in seconds (default 10)\n"
-          "  --duration S       measured window after the first round (default 60; env QUICK=1: 20)\n"
-          "env: PS_TESTDATA (tests/testdata), QUICK=1\n",
-          stderr);
-}
+/* the flags as the table parses them; main puts them into opts_t */
+typedef struct flagv {
+    const char *profstore, *data_dir;
+    bool keep;
+    uint64_t targets, interval_s, duration_s;
+} flagv_t;
+
+#define FV(field) offsetof(flagv_t, field)
+
+/* clang-format off */
+static const ps_flag_t flags[] = {
+    {.name = "profstore", .type = PS_FLAG_STRING, .offset = FV(profstore), .metavar = "PATH",
+     .help = "profstore binary (default: ../profstore next to this program)"},
+    {.name = "data-dir", .type = PS_FLAG_STRING, .offset = FV(data_dir), .metavar = "DIR",
+     .help = "profstore data directory (default: a new /tmp/profstore-scrape-XXXXXX,\n"
+             "removed at the end unless --keep)"},
+    {.name = "keep", .type = PS_FLAG_BOOL, .offset = FV(keep), .help = "keep the data directory"},
+    {.name = "targets", .type = PS_FLAG_UINT, .offset = FV(targets), .metavar = "N", .def = "1000", .min = 1,
+     .max = 250 * 250, .help = "targets (loopback addresses), each scraped for 5 profile types\n"
+                               "(default 1000; at most 62500)"},
+    {.name = "interval", .type = PS_FLAG_UINT, .offset = FV(interval_s), .metavar = "S", .def = "10", .min = 2,
+     .max = UINT32_MAX, .help = "scrape_interval in seconds (default 10; at least 2)"},
+    {.name = "duration", .type = PS_FLAG_UINT, .offset = FV(duration_s), .metavar = "S", .min = 1,
+     .max = UINT32_MAX, .help = "measured window after the first round (default 60; env QUICK=1: 20)"},
+    {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
+};
+/* clang-format on */
+static const ps_flagset_t flagset = {"bench_scrape",
+                                     "usage: bench_scrape [flags]\n"
+                                     "env: PS_TESTDATA (tests/testdata), QUICK=1\n",
+                                     flags, sizeof(flags) / sizeof(flags[0])};
 
 int main(int argc, char **argv)
 {
-    opts_t o = {.targets = 1000, .interval_s = 10, .duration_s = 60};
+    opts_t o = {0};
+    flagv_t fv = {.duration_s = 60};
     const char *quick = getenv("QUICK");
     if (quick && *quick && strcmp(quick, "0") != 0)
-        o.duration_s = 20;
-    ps_bench_default_profstore(o.profstore, sizeof(o.profstore));
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--profstore") == 0 && v) {
-            snprintf(o.profstore, sizeof(o.profstore), "%s", v);
-            i++;
-        } else if (strcmp(a, "--data-dir") == 0 && v) {
-            o.data_dir = v;
-            i++;
-        } else if (strcmp(a, "--keep") == 0) {
-            o.keep = 1;
-        } else if (strcmp(a, "--targets") == 0 && v) {
-            o.targets = (uint32_t)strtoul(v, NULL, 10);
-            i++;
-        } else if (strcmp(a, "--interval") == 0 && v) {
-            o.interval_s = (uint32_t)strtoul(v, NULL, 10);
-            i++;
-        } else if (strcmp(a, "--duration") == 0 && v) {
-            o.duration_s = (uint32_t)strtoul(v, NULL, 10);
-            i++;
-        } else {
-            usage();
-            return 2;
-        }
-    }
-    if (o.targets == 0 || o.targets > 250 * 250 || o.interval_s < 2 || o.duration_s == 0) {
-        usage();
-        return 2;
-    }
+        fv.duration_s = 20;
+    ps_bench_flags(&flagset, argc, argv, &fv);
+    if (fv.profstore != NULL)
+        snprintf(o.profstore, sizeof(o.profstore), "%s", fv.profstore);
+    else
+        ps_bench_default_profstore(o.profstore, sizeof(o.profstore));
+    o.data_dir = fv.data_dir;
+    o.keep = fv.keep;
+    o.targets = (uint32_t)fv.targets;
+    o.interval_s = (uint32_t)fv.interval_s;
+    o.duration_s = (uint32_t)fv.duration_s;
     o.warmup_max_s = o.interval_s * 3;
 
     if (load_bodies() != 0)

@@ -42,102 +42,74 @@ typedef struct run {
     int write_failed;
 } run_t;
 
-static void usage(void)
-{
-    fputs("usage: bench_storage [flags]\n"
-          "  --profstore PATH         profstore binary (default: ../profstore next to this program)\n"
-          "  --data-dir DIR           profstore data directory (default: a new /tmp/profstore-storage-XXXXXX,\n"
-          "                           removed at the end unless --keep)\n"
-          "  --keep                   keep the data directory\n"
-          "  --series N               series (default 10)\n"
-          "  --profiles-per-series N  profiles per series, 10 s apart (default 8640 = 24 h)\n"
-          "  --seed N                 generator seed (default 1)\n"
-          "  --conns N                concurrent pushes (default 16)\n"
-          "  --compact-max N          profstore --storage.compact-max-profiles (default 120)\n"
-          "  --compact-window DUR     profstore --storage.compact-window (default 0 = off: the generated\n"
-          "                           timestamps are in the past, so the 2h default would fold every head\n"
-          "                           by age every 10 s, making small chunks)\n"
-          "  --threads N              profstore --threads\n"
-          "  --no-sync                profstore --storage.no-sync (faster; same layout)\n"
-          "  --write-dir DIR          also write every generated profile to DIR/series-SS/TS_NS.pb.gz\n"
-          "  --gen-only               only generate (and write, with --write-dir); no server\n"
-          "  --no-verify              skip comparing stored totals with the generated ones\n",
-          stderr);
-}
+/* the flags as the table parses them; parse() puts them into opts_t */
+typedef struct flagv {
+    const char *profstore, *data_dir, *write_dir, *compact_window, *threads;
+    bool keep, gen_only, nosync, no_verify;
+    uint64_t series, pps, seed, conns, compact_max;
+} flagv_t;
 
+#define FV(field) offsetof(flagv_t, field)
+
+/* clang-format off */
+static const ps_flag_t flags[] = {
+    {.name = "profstore", .type = PS_FLAG_STRING, .offset = FV(profstore), .metavar = "PATH",
+     .help = "profstore binary (default: ../profstore next to this program)"},
+    {.name = "data-dir", .type = PS_FLAG_STRING, .offset = FV(data_dir), .metavar = "DIR",
+     .help = "profstore data directory (default: a new /tmp/profstore-storage-XXXXXX,\n"
+             "removed at the end unless --keep)"},
+    {.name = "keep", .type = PS_FLAG_BOOL, .offset = FV(keep), .help = "keep the data directory"},
+    {.name = "series", .type = PS_FLAG_UINT, .offset = FV(series), .metavar = "N", .def = "10", .min = 1,
+     .max = UINT32_MAX, .help = "series (default 10)"},
+    {.name = "profiles-per-series", .type = PS_FLAG_UINT, .offset = FV(pps), .metavar = "N", .def = "8640",
+     .min = 1, .max = UINT32_MAX, .help = "profiles per series, 10 s apart (default 8640 = 24 h)"},
+    {.name = "seed", .type = PS_FLAG_UINT, .offset = FV(seed), .metavar = "N", .def = "1", .max = UINT64_MAX,
+     .help = "generator seed (default 1)"},
+    {.name = "conns", .type = PS_FLAG_UINT, .offset = FV(conns), .metavar = "N", .def = "16", .min = 1,
+     .max = UINT32_MAX, .help = "concurrent pushes (default 16)"},
+    {.name = "compact-max", .type = PS_FLAG_UINT, .offset = FV(compact_max), .metavar = "N", .def = "120",
+     .min = 1, .max = UINT32_MAX, .help = "profstore --storage.compact-max-profiles (default 120)"},
+    {.name = "compact-window", .type = PS_FLAG_STRING, .offset = FV(compact_window), .metavar = "DUR", .def = "0",
+     .help = "profstore --storage.compact-window (default 0 = off: the generated\n"
+             "timestamps are in the past, so the 2h default would fold every head\n"
+             "by age every 10 s, making small chunks)"},
+    {.name = "threads", .type = PS_FLAG_STRING, .offset = FV(threads), .metavar = "N",
+     .help = "profstore --threads"},
+    {.name = "no-sync", .type = PS_FLAG_BOOL, .offset = FV(nosync),
+     .help = "profstore --storage.no-sync (faster; same layout)"},
+    {.name = "write-dir", .type = PS_FLAG_STRING, .offset = FV(write_dir), .metavar = "DIR",
+     .help = "also write every generated profile to DIR/series-SS/TS_NS.pb.gz"},
+    {.name = "gen-only", .type = PS_FLAG_BOOL, .offset = FV(gen_only),
+     .help = "only generate (and write, with --write-dir); no server"},
+    {.name = "no-verify", .type = PS_FLAG_BOOL, .offset = FV(no_verify),
+     .help = "skip comparing stored totals with the generated ones"},
+    {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
+};
+/* clang-format on */
+static const ps_flagset_t flagset = {"bench_storage", "usage: bench_storage [flags]\n", flags,
+                                     sizeof(flags) / sizeof(flags[0])};
 
 static void parse(int argc, char **argv, opts_t *o)
 {
-    ps_bench_default_profstore(o->profstore, sizeof(o->profstore));
-    o->series = 10;
-    o->pps = 8640;
-    o->seed = 1;
-    o->conns = 16;
-    o->compact_max = 120;
-    o->compact_window = "0";
-    o->verify = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEEDV()                                                                                                         \
-    do {                                                                                                                \
-        if (v == NULL) {                                                                                                \
-            fprintf(stderr, "bench_storage: %s needs a value\n", a);                                                   \
-            exit(2);                                                                                                    \
-        }                                                                                                               \
-        i++;                                                                                                            \
-    } while (0)
-        if (!strcmp(a, "--profstore")) {
-            NEEDV();
-            snprintf(o->profstore, sizeof(o->profstore), "%s", v);
-        } else if (!strcmp(a, "--data-dir")) {
-            NEEDV();
-            o->data_dir = v;
-        } else if (!strcmp(a, "--keep")) {
-            o->keep = 1;
-        } else if (!strcmp(a, "--series")) {
-            NEEDV();
-            o->series = (uint32_t)ps_bench_num_arg("bench_storage", a, v);
-        } else if (!strcmp(a, "--profiles-per-series")) {
-            NEEDV();
-            o->pps = (uint32_t)ps_bench_num_arg("bench_storage", a, v);
-        } else if (!strcmp(a, "--seed")) {
-            NEEDV();
-            o->seed = ps_bench_num_arg("bench_storage", a, v);
-        } else if (!strcmp(a, "--conns")) {
-            NEEDV();
-            o->conns = (uint32_t)ps_bench_num_arg("bench_storage", a, v);
-        } else if (!strcmp(a, "--compact-max")) {
-            NEEDV();
-            o->compact_max = (uint32_t)ps_bench_num_arg("bench_storage", a, v);
-        } else if (!strcmp(a, "--compact-window")) {
-            NEEDV();
-            o->compact_window = v;
-        } else if (!strcmp(a, "--threads")) {
-            NEEDV();
-            o->threads = v;
-        } else if (!strcmp(a, "--no-sync")) {
-            o->nosync = 1;
-        } else if (!strcmp(a, "--write-dir")) {
-            NEEDV();
-            o->write_dir = v;
-        } else if (!strcmp(a, "--gen-only")) {
-            o->gen_only = 1;
-        } else if (!strcmp(a, "--no-verify")) {
-            o->verify = 0;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage();
-            exit(0);
-        } else {
-            fprintf(stderr, "bench_storage: unknown flag %s\n", a);
-            usage();
-            exit(2);
-        }
-    }
-    if (o->series == 0 || o->pps == 0 || o->conns == 0 || o->compact_max == 0) {
-        fprintf(stderr, "bench_storage: series, profiles-per-series, conns and compact-max must be > 0\n");
-        exit(2);
-    }
+    flagv_t f = {0};
+    ps_bench_flags(&flagset, argc, argv, &f);
+    if (f.profstore != NULL)
+        snprintf(o->profstore, sizeof(o->profstore), "%s", f.profstore);
+    else
+        ps_bench_default_profstore(o->profstore, sizeof(o->profstore));
+    o->data_dir = f.data_dir;
+    o->write_dir = f.write_dir;
+    o->compact_window = f.compact_window;
+    o->threads = f.threads;
+    o->keep = f.keep;
+    o->gen_only = f.gen_only;
+    o->nosync = f.nosync;
+    o->verify = !f.no_verify;
+    o->series = (uint32_t)f.series;
+    o->pps = (uint32_t)f.pps;
+    o->conns = (uint32_t)f.conns;
+    o->compact_max = (uint32_t)f.compact_max;
+    o->seed = f.seed;
 }
 
 static int on_profile(void *ctx, const ps_bench_gen_info_t *in)

@@ -13,6 +13,7 @@
 #include <malloc.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -728,16 +729,34 @@ void ps_bench_urlencode(const char *s, char *out, size_t n)
     out[o] = 0;
 }
 
-uint64_t ps_bench_num_arg(const char *prog, const char *flag, const char *v)
+void ps_bench_flags(const ps_flagset_t *fs, int argc, char **argv, void *opts)
 {
-    char *end;
-    errno = 0;
-    unsigned long long x = v ? strtoull(v, &end, 10) : 0;
-    if (v == NULL || errno || *end || end == v) {
-        fprintf(stderr, "%s: %s: \"%s\" is not a number\n", prog, flag, v ? v : "");
-        exit(2);
+    ps_flags_defaults(fs, opts);
+    ps_err_t err;
+    ps_err_clear(&err);
+    int rc = ps_flags_parse(fs, argc, argv, opts, &err);
+    if (rc == 0)
+        return;
+    ps_buf_t help = PS_BUF_INIT;
+    ps_flags_help(fs, &help);
+    if (rc > 0) { /* --help, the only action of a benchmark's table */
+        fwrite(help.data, 1, help.len, stdout);
+        exit(0);
     }
-    return x;
+    fprintf(stderr, "%s: %s\n", fs->prog, err.msg);
+    fwrite(help.data, 1, help.len, stderr);
+    exit(2);
+}
+
+void ps_bench_flags_fail(const ps_flagset_t *fs, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", fs->prog);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
 }
 
 void ps_bench_print_loadavg(void)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "config/flags.h"
 #include "core/mem.h"
 
 /** Makes glibc malloc keep freed memory (no brk trimming, no per-block mmap): trimming costs TLB
@@ -120,10 +121,15 @@ void ps_bench_pusher_free(ps_bench_pusher_t *p);
 /** q-quantile (0..1) of v[0..n) (sorts v in place). */
 double ps_bench_quantile(double *v, size_t n, double q);
 
-/** Percent-encodes s into out (RFC 3986 unreserved characters kept). */
-/** A whole-number flag value; prints "PROG: FLAG: "V" is not a number" and exits 2 otherwise. */
-uint64_t ps_bench_num_arg(const char *prog, const char *flag, const char *v);
+/** A benchmark's flags: sets opts to the table's defaults (the caller sets the computed ones
+ *  first), then parses argv into it with ps_flags_parse. --help or -h: the table's help on stdout,
+ *  exit 0; a bad flag: "PROG: <what and where>" and the help on stderr, exit 2. */
+void ps_bench_flags(const ps_flagset_t *fs, int argc, char **argv, void *opts);
+/** ps_bench_flags' failure for what the table cannot check (flags that depend on each other):
+ *  "PROG: <msg>" on stderr, exit 2. */
+void ps_bench_flags_fail(const ps_flagset_t *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 
+/** Percent-encodes s into out (RFC 3986 unreserved characters kept). */
 void ps_bench_urlencode(const char *s, char *out, size_t n);
 /** Prints "  load average before the run: <the line of /proc/loadavg, or ?>". */
 void ps_bench_print_loadavg(void);

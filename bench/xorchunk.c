@@ -16,6 +16,7 @@
  *
  * Nothing is asserted: these are figures to compare between changes.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,46 +85,51 @@ static void gen_values(int k, double *v, uint32_t n)
     }
 }
 
-static void usage(void)
+typedef struct {
+    uint64_t series, samples, reps;
+    uint32_t jitters[16], njit;
+} opts_t;
+
+static int add_jitter(const ps_flag_t *fl, const char *val, void *dst, ps_err_t *err)
 {
-    fputs("usage: bench_xorchunk [--series N] [--samples N] [--jitter-ms N]... [--reps N]\n"
-          "  --series N     series of each kind (default 500)\n"
-          "  --samples N    samples per chunk (default 120; at most 65535)\n"
-          "  --jitter-ms N  timestamps up to N ms off the 15 s schedule; repeatable (default 0 and 5)\n"
-          "  --reps N       runs of encoding and decoding (default 5)\n",
-          stderr);
+    opts_t *o = dst;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(val, &end, 10);
+    if (errno || *end || end == val || val[0] == '-' || v > 7000)
+        return ps_err_set(err, PS_EINVAL, "--%s: \"%s\" is not a number in range (0 .. 7000)", fl->name, val);
+    if (o->njit == 16)
+        return ps_err_set(err, PS_EINVAL, "--%s: at most 16", fl->name);
+    o->jitters[o->njit++] = (uint32_t)v;
+    return 0;
 }
+
+static const ps_flag_t flags[] = {
+    {.name = "series", .type = PS_FLAG_UINT, .offset = offsetof(opts_t, series), .metavar = "N", .def = "500",
+     .min = 1, .max = UINT32_MAX, .help = "series of each kind (default 500)"},
+    {.name = "samples", .type = PS_FLAG_UINT, .offset = offsetof(opts_t, samples), .metavar = "N", .def = "120",
+     .min = 1, .max = PS_XOR_MAX_SAMPLES, .help = "samples per chunk (default 120; at most 65535)"},
+    {.name = "jitter-ms", .type = PS_FLAG_FUNC, .metavar = "N", .set = add_jitter,
+     .help = "timestamps up to N ms off the 15 s schedule (at most 7000);\nrepeatable (default 0 and 5)"},
+    {.name = "reps", .type = PS_FLAG_UINT, .offset = offsetof(opts_t, reps), .metavar = "N", .def = "5", .min = 1,
+     .max = UINT32_MAX, .help = "runs of encoding and decoding (default 5)"},
+    {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
+};
+static const ps_flagset_t flagset = {"bench_xorchunk", "usage: bench_xorchunk [flags]\n", flags,
+                                     sizeof(flags) / sizeof(flags[0])};
 
 static int run(uint32_t nser, uint32_t n, uint32_t jitter, uint32_t reps);
 
 int main(int argc, char **argv)
 {
-    uint32_t nser = 500, n = PS_XOR_SAMPLES_PER_CHUNK, jitters[16], njit = 0, reps = 5;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (v && strcmp(a, "--series") == 0)
-            nser = (uint32_t)ps_bench_num_arg("bench_xorchunk", a, v);
-        else if (v && strcmp(a, "--samples") == 0)
-            n = (uint32_t)ps_bench_num_arg("bench_xorchunk", a, v);
-        else if (v && strcmp(a, "--jitter-ms") == 0 && njit < 16)
-            jitters[njit++] = (uint32_t)ps_bench_num_arg("bench_xorchunk", a, v);
-        else if (v && strcmp(a, "--reps") == 0)
-            reps = (uint32_t)ps_bench_num_arg("bench_xorchunk", a, v);
-        else {
-            usage();
-            return 2;
-        }
-        i++;
-    }
+    opts_t o = {0};
+    ps_bench_flags(&flagset, argc, argv, &o);
+    uint32_t nser = (uint32_t)o.series, n = (uint32_t)o.samples, *jitters = o.jitters, njit = o.njit,
+             reps = (uint32_t)o.reps;
     if (njit == 0) {
         jitters[njit++] = 0;
         jitters[njit++] = 5;
     }
-    for (uint32_t j = 0; j < njit; j++)
-        if (nser < 1 || n < 1 || n > PS_XOR_MAX_SAMPLES || reps < 1 || jitters[j] > 7000) {
-            usage();
-            return 2;
-        }
     for (uint32_t j = 0; j < njit; j++)
         if (run(nser, n, jitters[j], reps) != 0)
             return 1;

@@ -40,6 +40,7 @@ tests/unit/render    -   core proto render
 tests/unit/scrape    -   core config discovery httpclient ingest proto scrape
 tests/unit/forward   -   core parser proto storage config httpclient ingest forward
 tests/support        -   core proto
+bench                -   core proto storage config auth
 '
 prefixes='core parser proto storage config auth discovery httpclient ingest query render scrape forward web'
 

@@ -6,6 +6,7 @@
 #include "config/flags.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,23 @@ int ps_flag_set(const ps_flag_t *fl, const char *val, void *dst, ps_err_t *err)
     }
     case PS_FLAG_ACTION:
         return fl->action;
+    case PS_FLAG_FLOAT: {
+        char *end;
+        errno = 0;
+        double v = strtod(val, &end);
+        bool bounded = fl->fmin != 0 || fl->fmax != 0;
+        if (errno || *end || end == val || !isfinite(v) || (bounded && (v < fl->fmin || v > fl->fmax))) {
+            if (fl->bad || !bounded)
+                return ps_err_set(err, PS_EINVAL, "--%s: \"%s\" is not a %s", fl->name, val,
+                                  fl->bad ? fl->bad : "number");
+            return ps_err_set(err, PS_EINVAL, "--%s: \"%s\" is not a number in [%g, %g]", fl->name, val,
+                              fl->fmin, fl->fmax);
+        }
+        *(double *)p = v;
+        return 0;
+    }
+    case PS_FLAG_FUNC:
+        return fl->set(fl, val, dst, err);
     }
     return ps_err_set(err, PS_EINTERNAL, "--%s: no such flag type", fl->name);
 }
@@ -133,21 +151,30 @@ void ps_flags_defaults(const ps_flagset_t *fs, void *dst)
 int ps_flags_parse(const ps_flagset_t *fs, int argc, char **argv, void *dst, ps_err_t *err)
 {
     for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strncmp(arg, "--", 2) != 0)
-            return ps_err_set(err, PS_EINVAL, "unexpected argument \"%s\"", arg);
-        const char *name = arg + 2, *val = NULL;
-        size_t nl = strlen(name);
-        const char *eq = strchr(name, '=');
-        if (eq) {
-            nl = (size_t)(eq - name);
-            val = eq + 1;
-            if (nl >= 64)
-                return ps_err_set(err, PS_EINVAL, "unknown flag \"%s\"", arg);
+        const char *arg = argv[i], *val = NULL;
+        const ps_flag_t *fl = NULL;
+        if (arg[0] == '-' && arg[1] != '-' && arg[1] != '\0' && arg[2] == '\0') { /* -n */
+            for (size_t k = 0; k < fs->n && fl == NULL; k++)
+                if (fs->flags[k].short_name == arg[1])
+                    fl = &fs->flags[k];
+            if (fl == NULL)
+                return ps_err_set(err, PS_EINVAL, "unexpected argument \"%s\"", arg);
+        } else {
+            if (strncmp(arg, "--", 2) != 0)
+                return ps_err_set(err, PS_EINVAL, "unexpected argument \"%s\"", arg);
+            const char *name = arg + 2;
+            size_t nl = strlen(name);
+            const char *eq = strchr(name, '=');
+            if (eq) {
+                nl = (size_t)(eq - name);
+                val = eq + 1;
+                if (nl >= 64)
+                    return ps_err_set(err, PS_EINVAL, "unknown flag \"%s\"", arg);
+            }
+            fl = find(fs, name, nl);
+            if (fl == NULL)
+                return ps_err_set(err, PS_EINVAL, "unknown flag --%.*s", (int)nl, name);
         }
-        const ps_flag_t *fl = find(fs, name, nl);
-        if (fl == NULL)
-            return ps_err_set(err, PS_EINVAL, "unknown flag --%.*s", (int)nl, name);
         if (fl->type == PS_FLAG_ACTION)
             return fl->action;
         if (val == NULL && fl->type != PS_FLAG_BOOL) {
@@ -165,6 +192,8 @@ int ps_flags_parse(const ps_flagset_t *fs, int argc, char **argv, void *dst, ps_
 /* "--name=META" as --help and docs/flags.md write it */
 static void put_usage(const ps_flag_t *fl, ps_buf_t *out)
 {
+    if (fl->short_name)
+        ps_buf_printf(out, "-%c, ", fl->short_name);
     ps_buf_printf(out, "--%s", fl->name);
     if (fl->metavar)
         ps_buf_printf(out, "=%s", fl->metavar);
@@ -275,7 +304,12 @@ uint32_t ps_flags_values(const ps_flagset_t *fs, const void *dst, ps_flag_value_
         case PS_FLAG_DURATION:
             ps_format_duration(*(const int64_t *)p, v, sizeof(v));
             break;
+        case PS_FLAG_FLOAT:
+            snprintf(v, sizeof(v), "%g", *(const double *)p);
+            break;
         case PS_FLAG_ACTION:
+        case PS_FLAG_FUNC: /* its value is the caller's to show */
+            v[0] = '\0';
             break;
         }
         out[n].name = fl->name;

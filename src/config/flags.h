@@ -4,7 +4,8 @@
  * doc; the same rows drive the parsing, --help, /api/v1/status/flags and the generated docs/flags.md
  * (the one flag reference: docs/configuration.md links to it).
  *
- *   --name=value or --name value; a bool takes --name, --name=true or --name=false.
+ *   --name=value or --name value; a bool takes --name, --name=true or --name=false. A row with a
+ *   short name also takes -n value (-n alone for a bool or an action), as the benchmarks' -n, -h.
  *   Errors name the flag and the value: `--threads: "0" is not a positive number in range`.
  *
  * Not getopt_long(3): it accepts abbreviations (--ret=1d for --retention), prints its own error
@@ -28,10 +29,13 @@ typedef enum {
     PS_FLAG_SIZE,     /* uint64_t bytes: 1048576, 32MiB, 1GB, 1.5KiB */
     PS_FLAG_DURATION, /* int64_t ns: 0, 10ms, 2h, 15d (Prometheus' duration syntax) */
     PS_FLAG_ACTION,   /* --help, --version: ps_flags_parse returns action at once */
+    PS_FLAG_FLOAT,    /* double in [fmin, fmax] */
+    PS_FLAG_FUNC,     /* set(fl, value, dst, err) parses it (a repeatable flag: a list; a mapping) */
 } ps_flag_type_t;
 
 typedef struct ps_flag {
     const char *name;    /* without "--" */
+    char short_name;     /* -x as well as --name; 0: none */
     ps_flag_type_t type;
     size_t offset;       /* of the value in the destination struct */
     const char *metavar; /* what --help writes after "=": "N", "SIZE", "DURATION"; NULL for bools */
@@ -39,7 +43,11 @@ typedef struct ps_flag {
     const char *def_note; /* docs/flags.md's default (Markdown) when def is NULL: computed ("CPUs"),
                              following another flag, or "none"; else NULL */
     uint64_t min, max;   /* PS_FLAG_UINT bounds */
+    double fmin, fmax;   /* PS_FLAG_FLOAT bounds (both 0: any finite number) */
+    int (*set)(const struct ps_flag *fl, const char *val, void *dst, ps_err_t *err); /* PS_FLAG_FUNC:
+                            0, or PS_EINVAL with the message that names the flag */
     const char *bad;     /* the error's noun after "is not a": default "number in range" (UINT),
+                            "number in [fmin, fmax]" (FLOAT),
                             "size (e.g. 1048576, 32MiB, 1GB)" (SIZE) */
     const char *const *choices; /* PS_FLAG_ENUM: NULL-terminated */
     int action;          /* PS_FLAG_ACTION: what ps_flags_parse returns (> 0) */

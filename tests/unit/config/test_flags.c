@@ -4,6 +4,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -207,6 +208,108 @@ static void test_values(void **state)
     }
 }
 
+/* a benchmark's table: short names (-n, -h), a float in bounds, a repeatable flag through set() */
+typedef struct {
+    uint64_t n;
+    bool keep;
+    double rate;
+    double dens[4];
+    int ndens;
+} bench_opts_t;
+
+static int add_density(const ps_flag_t *fl, const char *val, void *dst, ps_err_t *err)
+{
+    bench_opts_t *o = dst;
+    if (o->ndens == 4)
+        return ps_err_set(err, PS_EINVAL, "--%s: at most 4", fl->name);
+    o->dens[o->ndens++] = atof(val);
+    return 0;
+}
+
+static const ps_flag_t bench_flags[] = {
+    {.name = "profiles", .short_name = 'n', .type = PS_FLAG_UINT, .offset = offsetof(bench_opts_t, n),
+     .metavar = "N", .def = "20", .min = 1, .max = 100, .help = "pushes (default 20)"},
+    {.name = "keep", .short_name = 'k', .type = PS_FLAG_BOOL, .offset = offsetof(bench_opts_t, keep),
+     .help = "keep it"},
+    {.name = "rate", .type = PS_FLAG_FLOAT, .offset = offsetof(bench_opts_t, rate), .metavar = "R",
+     .def = "0.5", .fmin = 0.001, .fmax = 1e7, .help = "per second (default 0.5)"},
+    {.name = "density", .type = PS_FLAG_FUNC, .metavar = "D", .set = add_density, .help = "repeatable"},
+    {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "this help"},
+};
+static const ps_flagset_t bench_set = {"bench_x", "usage: bench_x [flags]\n", bench_flags, 5};
+
+static int bench_parse(bench_opts_t *o, ps_err_t *err, int argc, ...)
+{
+    char *argv[16] = {"bench_x"};
+    va_list ap;
+    va_start(ap, argc);
+    for (int i = 1; i < argc; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    memset(o, 0, sizeof(*o));
+    ps_flags_defaults(&bench_set, o);
+    ps_err_clear(err);
+    return ps_flags_parse(&bench_set, argc, argv, o, err);
+}
+
+static void test_bench_table(void **state)
+{
+    (void)state;
+    bench_opts_t o;
+    ps_err_t err;
+    assert_int_equal(bench_parse(&o, &err, 1), 0);
+    assert_int_equal(o.n, 20);
+    assert_true(o.rate == 0.5);
+    assert_int_equal(bench_parse(&o, &err, 8, "-n", "7", "-k", "--rate=2.25", "--density", "0.3", "--density=1"), 0);
+    assert_int_equal(o.n, 7);
+    assert_true(o.keep);
+    assert_true(o.rate == 2.25);
+    assert_int_equal(o.ndens, 2);
+    assert_true(o.dens[0] == 0.3 && o.dens[1] == 1.0);
+    assert_int_equal(bench_parse(&o, &err, 3, "--profiles", "9"), 0);
+    assert_int_equal(o.n, 9);
+    assert_int_equal(bench_parse(&o, &err, 3, "-h", "--bogus"), 1);
+    assert_int_equal(bench_parse(&o, &err, 2, "-x"), PS_EINVAL);
+    assert_string_equal(err.msg, "unexpected argument \"-x\"");
+    assert_int_equal(bench_parse(&o, &err, 2, "-n"), PS_EINVAL);
+    assert_string_equal(err.msg, "flag --profiles needs a value");
+    assert_int_equal(bench_parse(&o, &err, 3, "-n", "0"), PS_EINVAL);
+    assert_string_equal(err.msg, "--profiles: \"0\" is not a number in range");
+    assert_int_equal(bench_parse(&o, &err, 2, "-nk"), PS_EINVAL);
+    assert_string_equal(err.msg, "unexpected argument \"-nk\"");
+    assert_int_equal(bench_parse(&o, &err, 2, "--rate=0"), PS_EINVAL);
+    assert_string_equal(err.msg, "--rate: \"0\" is not a number in [0.001, 1e+07]");
+    assert_int_equal(bench_parse(&o, &err, 2, "--rate=1x"), PS_EINVAL);
+    assert_string_equal(err.msg, "--rate: \"1x\" is not a number in [0.001, 1e+07]");
+    assert_int_equal(bench_parse(&o, &err, 2, "--rate=nan"), PS_EINVAL);
+    assert_int_equal(bench_parse(&o, &err, 11, "--density=1", "--density=1", "--density=1", "--density=1",
+                                 "--density=1", "-n", "1", "-n", "1", "-n"),
+                     PS_EINVAL);
+    assert_string_equal(err.msg, "--density: at most 4");
+    ps_buf_t out = PS_BUF_INIT;
+    ps_flags_help(&bench_set, &out);
+    ps_buf_putc(&out, 0);
+    assert_string_equal((char *)out.data, "usage: bench_x [flags]\n"
+                                          "  -n, --profiles=N                 pushes (default 20)\n"
+                                          "  -k, --keep                       keep it\n"
+                                          "  --rate=R                         per second (default 0.5)\n"
+                                          "  --density=D                      repeatable\n"
+                                          "  -h, --help                       this help\n");
+    ps_buf_dispose(&out);
+    ps_flag_value_t v[8];
+    assert_int_equal(bench_parse(&o, &err, 2, "--rate=0.125"), 0);
+    uint32_t n = ps_flags_values(&bench_set, &o, v, 8);
+    assert_int_equal(n, 4);
+    assert_string_equal(v[0].name, "density");
+    assert_string_equal(v[0].value, "");
+    assert_string_equal(v[2].name, "profiles");
+    assert_string_equal(v[2].value, "20");
+    assert_string_equal(v[3].name, "rate");
+    assert_string_equal(v[3].value, "0.125");
+    for (uint32_t i = 0; i < n; i++)
+        free((char *)v[i].value);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -217,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_parse_values),
         cmocka_unit_test(test_values),
+        cmocka_unit_test(test_bench_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
