@@ -1,10 +1,11 @@
 /*
- * labels.c - label-set and string-literal parsing (see labels.h).
+ * labels.c - label-set and string-literal parsing, and quoting a string as Go's %q (see labels.h).
  */
 #include "labels.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/encode.h"
 
@@ -230,4 +231,69 @@ int ps_parse_labelset(const char *s, size_t n, ps_arena_t *arena, ps_labels_t *o
     if (i < n)
         return err_at(err, i, "unexpected \"%s\" after the label set", shown(got, s, n, i));
     return ps_labels_normalize(out, err);
+}
+
+/* ---- quoting (Go's %q) ---- */
+
+static size_t utf8_len(unsigned char c)
+{
+    return c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+}
+
+void ps_quote_string(char *out, size_t size, const char *s, size_t n, size_t max)
+{
+    size_t o = 0, lim = n;
+    bool cut = false;
+    char esc[8];
+
+    if (size == 0)
+        return;
+    if (n > max) {
+        lim = max;
+        while (lim > 0 && ((unsigned char)s[lim] & 0xc0) == 0x80)
+            lim--;
+        cut = true;
+    }
+#define PUT(str, len)                                                                                                  \
+    do {                                                                                                               \
+        size_t l_ = (len);                                                                                             \
+        if (o + l_ >= size)                                                                                            \
+            goto Full;                                                                                                 \
+        memcpy(out + o, (str), l_);                                                                                    \
+        o += l_;                                                                                                       \
+    } while (0)
+    PUT("\"", 1);
+    for (size_t i = 0; i < lim;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t cl = utf8_len(c);
+        if (cl > 1 && i + cl <= lim && ps_utf8_valid(s + i, cl)) {
+            PUT(s + i, cl);
+            i += cl;
+            continue;
+        }
+        i++;
+        switch (c) {
+        case '\a': PUT("\\a", 2); continue;
+        case '\b': PUT("\\b", 2); continue;
+        case '\f': PUT("\\f", 2); continue;
+        case '\n': PUT("\\n", 2); continue;
+        case '\r': PUT("\\r", 2); continue;
+        case '\t': PUT("\\t", 2); continue;
+        case '\v': PUT("\\v", 2); continue;
+        case '\\': PUT("\\\\", 2); continue;
+        case '"': PUT("\\\"", 2); continue;
+        }
+        if (c < 0x20 || c >= 0x7f) {
+            snprintf(esc, sizeof(esc), "\\x%02x", c);
+            PUT(esc, 4);
+        } else {
+            PUT((const char *)&c, 1);
+        }
+    }
+    PUT("\"", 1);
+    if (cut)
+        PUT("...", 3);
+#undef PUT
+Full:
+    out[o] = '\0';
 }

@@ -7,6 +7,8 @@
 #ifndef PS_PARSER_LABELS_H
 #define PS_PARSER_LABELS_H
 
+#include <stddef.h>
+
 #include "core/err.h"
 #include "core/labels.h"
 #include "core/mem.h"
@@ -22,5 +24,9 @@ int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, cha
  *  (sorted, duplicates refused) with ps_labels_normalize. Syntax errors read "1:17: expected ..."
  *  with err->pos the byte offset (16); the errors of ps_labels_normalize have no position (-1). */
 int ps_parse_labelset(const char *s, size_t n, ps_arena_t *arena, ps_labels_t *out, ps_err_t *err);
+
+/** Writes s[0..n) quoted as Go's %q does ("a\"b\n"), into out (always NUL-terminated). When s is
+ *  longer than max bytes it is cut (on a character boundary) and "..." follows the closing quote. */
+void ps_quote_string(char *out, size_t size, const char *s, size_t n, size_t max);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * matcher.c - label matchers: = and != compare bytes, =~ and !~ run a regex (parser/regex.h).
+ * matcher.c - label matchers (matcher.h): = and != compare bytes, =~ and !~ run a regex (parser/regex.h).
  *
  * A regex matcher is compiled as PromQL's ^(?s:<re>)$ (ps_regex_compile; regex.c lists how PCRE2
  * differs from Go's RE2) without capturing groups (a back-reference \1 is an error, as in RE2).
@@ -17,12 +17,14 @@
  * =~ is false, !~ true (as RE2 reads such bytes as U+FFFD, which the regex would have to match).
  * ps_matcher_match (bool) is the same without a budget, for the compile-time "matches empty" test.
  */
+#include "parser/matcher.h"
+
 #include <stdio.h>
 #include <string.h>
 
 #include "core/budget.h"
+#include "parser/labels.h"
 #include "parser/regex.h"
-#include "parser/selector_int.h"
 
 static const uint32_t STAGES[] = {1000, 32000, PS_REGEX_MATCH_LIMIT};
 #define NSTAGES (sizeof(STAGES) / sizeof(STAGES[0]))
@@ -30,7 +32,7 @@ static const uint32_t STAGES[] = {1000, 32000, PS_REGEX_MATCH_LIMIT};
 static int limit_error(const ps_matcher_t *m, const char *what, size_t vlen, ps_err_t *err)
 {
     char shown[96];
-    ps_sel_quote(shown, sizeof(shown), m->value, m->vlen, 64);
+    ps_quote_string(shown, sizeof(shown), m->value, m->vlen, 64);
     return ps_err_set(err, PS_ELIMIT, "regex matcher %.*s%s%s: %s on a value of %zu bytes", (int)m->nlen, m->name,
                       m->op == PS_MATCH_RE ? "=~" : "!~", shown, what, vlen);
 }
@@ -131,7 +133,7 @@ int ps_matcher_compile(ps_matcher_t *m, ps_err_t *err)
     }
     if (ps_regex_compile(m->value, m->vlen, 0, &m->re, &e) != 0) {
         char shown[96];
-        ps_sel_quote(shown, sizeof(shown), m->value, m->vlen, 64);
+        ps_quote_string(shown, sizeof(shown), m->value, m->vlen, 64);
         return ps_err_set(err, PS_EINVAL, "error parsing regexp %s: %s at offset %d", shown, e.msg, (int)e.pos);
     }
     m->md = ps_regex_match_new(1);

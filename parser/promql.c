@@ -292,7 +292,7 @@ static bool parse_duration(pq_t *q, ps_tok_t t, int64_t *out)
                !(strlen(units[u].unit) == ul && memcmp(units[u].unit, s + i, ul) == 0))
             u++;
         if (i == d0 || i >= n || u == sizeof(units) / sizeof(units[0])) {
-            ps_sel_quote(shown, sizeof(shown), s, n, 40);
+            ps_quote_string(shown, sizeof(shown), s, n, 40);
             ps_psr_perr(&q->p, t.pos, "not a valid duration string: %s", shown);
             return false;
         }
@@ -439,7 +439,7 @@ static ps_pq_node_t *parse_call(pq_t *q)
     const ps_pq_func_t *f = ps_pq_func_lookup(tok_text(q, name), name.len);
     if (f == NULL) {
         char shown[96];
-        ps_sel_quote(shown, sizeof(shown), tok_text(q, name), name.len, 64);
+        ps_quote_string(shown, sizeof(shown), tok_text(q, name), name.len, 64);
         return ps_psr_perr(p, name.pos, "unknown function with name %s", shown);
     }
     ps_pq_node_t *e = new_node(q, PS_PQ_CALL, name.pos, NULL, NULL);
@@ -899,7 +899,7 @@ static void check_binary(pq_t *q, ps_pq_node_t *n)
             for (uint32_t j = 0; j < m->ninclude; j++)
                 if (strcmp(m->labels[i], m->include[j]) == 0) {
                     char shown[96];
-                    ps_sel_quote(shown, sizeof(shown), m->labels[i], strlen(m->labels[i]), 64);
+                    ps_quote_string(shown, sizeof(shown), m->labels[i], strlen(m->labels[i]), 64);
                     ps_psr_perr(p, op_pos, "label %s must not occur in ON and GROUP clause at once", shown);
                     return;
                 }
@@ -978,8 +978,8 @@ static void check_selector(pq_t *q, const ps_pq_node_t *n)
     if (n->name != NULL) {
         for (uint32_t i = 1; i < sel->n; i++)
             if (sel->m[i].nlen == 8 && memcmp(sel->m[i].name, "__name__", 8) == 0) {
-                ps_sel_quote(a, sizeof(a), sel->m[0].value, sel->m[0].vlen, 64);
-                ps_sel_quote(b, sizeof(b), sel->m[i].value, sel->m[i].vlen, 64);
+                ps_quote_string(a, sizeof(a), sel->m[0].value, sel->m[0].vlen, 64);
+                ps_quote_string(b, sizeof(b), sel->m[i].value, sel->m[i].vlen, 64);
                 ps_psr_perr(&q->p, n->pos, "metric name must not be set twice: %s or %s", a, b);
                 return;
             }

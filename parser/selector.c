@@ -33,6 +33,7 @@
 #include "core/encode.h"
 #include "core/labels.h"
 #include "parser/labels.h"
+#include "parser/matcher.h"
 #include "parser/selector_int.h"
 
 #define MAX_INPUT (64u * 1024u)
@@ -40,69 +41,11 @@
 #define MAX_SELECTORS 1000u
 #define MAX_GROUPING 64u
 
-/* ---- quoting and token descriptions -------------------------------------------------------- */
+/* ---- token descriptions -------------------------------------------------------- */
 
 static size_t utf8_len(unsigned char c)
 {
     return c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-}
-
-void ps_sel_quote(char *out, size_t size, const char *s, size_t n, size_t max)
-{
-    size_t o = 0, lim = n;
-    bool cut = false;
-    char esc[8];
-
-    if (size == 0)
-        return;
-    if (n > max) {
-        lim = max;
-        while (lim > 0 && ((unsigned char)s[lim] & 0xc0) == 0x80)
-            lim--;
-        cut = true;
-    }
-#define PUT(str, len)                                                                                                  \
-    do {                                                                                                               \
-        size_t l_ = (len);                                                                                             \
-        if (o + l_ >= size)                                                                                            \
-            goto Full;                                                                                                 \
-        memcpy(out + o, (str), l_);                                                                                    \
-        o += l_;                                                                                                       \
-    } while (0)
-    PUT("\"", 1);
-    for (size_t i = 0; i < lim;) {
-        unsigned char c = (unsigned char)s[i];
-        size_t cl = utf8_len(c);
-        if (cl > 1 && i + cl <= lim && ps_utf8_valid(s + i, cl)) {
-            PUT(s + i, cl);
-            i += cl;
-            continue;
-        }
-        i++;
-        switch (c) {
-        case '\a': PUT("\\a", 2); continue;
-        case '\b': PUT("\\b", 2); continue;
-        case '\f': PUT("\\f", 2); continue;
-        case '\n': PUT("\\n", 2); continue;
-        case '\r': PUT("\\r", 2); continue;
-        case '\t': PUT("\\t", 2); continue;
-        case '\v': PUT("\\v", 2); continue;
-        case '\\': PUT("\\\\", 2); continue;
-        case '"': PUT("\\\"", 2); continue;
-        }
-        if (c < 0x20 || c >= 0x7f) {
-            snprintf(esc, sizeof(esc), "\\x%02x", c);
-            PUT(esc, 4);
-        } else {
-            PUT((const char *)&c, 1);
-        }
-    }
-    PUT("\"", 1);
-    if (cut)
-        PUT("...", 3);
-#undef PUT
-Full:
-    out[o] = '\0';
 }
 
 const char *ps_psr_text(const ps_psr_t *p, ps_tok_t t) { return p->s + t.pos; }
@@ -120,7 +63,7 @@ static void go_item_quote(char *out, size_t size, const char *s, size_t n, bool 
             k += cl > 1 && k + cl <= n && ps_utf8_valid(s + k, cl) ? cl : 1;
         }
     }
-    ps_sel_quote(out, size > 3 ? size - 3 : size, s, k, k);
+    ps_quote_string(out, size > 3 ? size - 3 : size, s, k, k);
     if (cut && n > 10)
         strncat(out, "...", size - strlen(out) - 1);
 }
@@ -153,7 +96,7 @@ void ps_psr_tok_desc(const ps_psr_t *p, ps_tok_t t, char *out, size_t size)
         ((t.len == 5 && strncasecmp(ps_psr_text(p, t), "start", 5) == 0) ||
          (t.len == 3 && strncasecmp(ps_psr_text(p, t), "end", 3) == 0))) {
         /* 2.42's START and END tokens are described by their text: "start" */
-        ps_sel_quote(out, size, ps_psr_text(p, t), t.len, 10);
+        ps_quote_string(out, size, ps_psr_text(p, t), t.len, 10);
         return;
     }
     if (kind != NULL) {
@@ -161,7 +104,7 @@ void ps_psr_tok_desc(const ps_psr_t *p, ps_tok_t t, char *out, size_t size)
         if (p->promql)
             go_item_quote(q, sizeof(q), ps_psr_text(p, t), t.len, !ident);
         else
-            ps_sel_quote(q, sizeof(q), ps_psr_text(p, t), t.len, ident ? 64 : 10);
+            ps_quote_string(q, sizeof(q), ps_psr_text(p, t), t.len, ident ? 64 : 10);
         snprintf(out, size, "%s %s", kind, q);
     } else if (ps_tok_is_keyword(t.type)) {
         snprintf(out, size, "<%.*s>", len, ps_psr_text(p, t));
@@ -170,7 +113,7 @@ void ps_psr_tok_desc(const ps_psr_t *p, ps_tok_t t, char *out, size_t size)
     } else if (ps_tok_is_aggregator(t.type)) {
         snprintf(out, size, "<aggr:%.*s>", len, ps_psr_text(p, t));
     } else {
-        ps_sel_quote(out, size, ps_psr_text(p, t), t.len, 10);
+        ps_quote_string(out, size, ps_psr_text(p, t), t.len, 10);
     }
 }
 
@@ -357,7 +300,7 @@ bool ps_psr_number(ps_psr_t *p, ps_tok_t t, double *out)
         bool hex = n > 2 && strspn(b + 2, "0123456789abcdefABCDEF") == n - 2;
         unsigned long long v = hex ? strtoull(b + 2, &end, 16) : 0;
         if (!hex || errno == ERANGE || v > (unsigned long long)INT64_MAX) {
-            ps_sel_quote(q, qs, s, n, n);
+            ps_quote_string(q, qs, s, n, n);
             ps_psr_perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: invalid syntax", q);
             return false;
         }
@@ -374,12 +317,12 @@ bool ps_psr_number(ps_psr_t *p, ps_tok_t t, double *out)
     }
     double d = strtod(b, &end);
     if (end != b + n) { /* "1e": an exponent without digits */
-        ps_sel_quote(q, qs, s, n, n);
+        ps_quote_string(q, qs, s, n, n);
         ps_psr_perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: invalid syntax", q);
         return false;
     }
     if (isinf(d)) {
-        ps_sel_quote(q, qs, s, n, n);
+        ps_quote_string(q, qs, s, n, n);
         ps_psr_perr(p, t.pos, "error parsing number: strconv.ParseFloat: parsing %s: value out of range", q);
         return false;
     }
@@ -569,8 +512,8 @@ bool ps_psr_matchers(ps_psr_t *p, ps_selector_t *sel, uint32_t pos, bool named)
         for (uint32_t i = 1; i < sel->n; i++)
             if (sel->m[i].nlen == 8 && memcmp(sel->m[i].name, "__name__", 8) == 0) {
                 char a[80], b[80];
-                ps_sel_quote(a, sizeof(a), sel->m[0].value, sel->m[0].vlen, 64);
-                ps_sel_quote(b, sizeof(b), sel->m[i].value, sel->m[i].vlen, 64);
+                ps_quote_string(a, sizeof(a), sel->m[0].value, sel->m[0].vlen, 64);
+                ps_quote_string(b, sizeof(b), sel->m[i].value, sel->m[i].vlen, 64);
                 ps_psr_perr(p, pos, "metric name must not be set twice: %s or %s", a, b);
                 return false;
             }

@@ -26,24 +26,12 @@
 
 #include "core/err.h"
 #include "core/mem.h"
+#include "parser/matcher.h"
 #include "parser/regex.h"
-
-typedef enum { PS_MATCH_EQ, PS_MATCH_NEQ, PS_MATCH_RE, PS_MATCH_NRE } ps_match_op_t;
-
-typedef struct ps_matcher {
-    ps_match_op_t op;
-    const char *name;  /* NUL-terminated, from the arena */
-    size_t nlen;
-    const char *value; /* unquoted, NUL-terminated */
-    size_t vlen;
-    ps_regex_t *re;    /* RE/NRE (without PS_REGEX_CAPTURE); owned: freed by ps_selector_dispose */
-    ps_regex_match_t *md; /* this matcher's match data: one match at a time */
-    bool matches_empty; /* whether the matcher accepts "" (and so series without the label) */
-} ps_matcher_t;
 
 typedef struct ps_selector {
     uint32_t n;
-    ps_matcher_t *m;   /* in source order; a metric name becomes an EQ matcher on __name__ first */
+    ps_matcher_t *m;   /* (matcher.h) in source order; a metric name becomes an EQ matcher on __name__ first */
 } ps_selector_t;
 
 /** Parses a selector (the whole input, nothing but the selector: Prometheus'
@@ -56,13 +44,5 @@ int ps_selector_parse_labels(const char *s, size_t n, ps_arena_t *arena, ps_sele
 
 /** Frees the compiled regexes of the selector's matchers. Safe on NULL. */
 void ps_selector_dispose(ps_selector_t *sel);
-
-/** True if value v matches. A regex that hits a limit counts as no match: only for tests that
- *  cannot fail (the compiler's "matches empty"); queries use ps_matcher_eval. */
-bool ps_matcher_match(ps_matcher_t *m, const char *v, size_t vlen);
-/** 1 if value v matches, 0 if not, or a negative code with err: a regex that hits a PCRE2 limit
- *  or the query's regex budget (PS_ELIMIT: "regex matcher job!~\"(a|aa)+$\": PCRE2 match limit
- *  hit on a value of 312 bytes"), or the query's deadline or cancellation (core/budget.h). */
-int ps_matcher_eval(ps_matcher_t *m, const char *v, size_t vlen, ps_err_t *err);
 
 #endif

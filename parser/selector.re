@@ -164,7 +164,7 @@ static bool accept_remaining_duration(ps_lexer_t *l, bool *extra)
 static ps_tok_t bad_number(ps_lexer_t *l, const unsigned char *start, const char *what)
 {
     char q[120];
-    ps_sel_quote(q, sizeof(q), (const char *)start, (size_t)(l->cur - start), 100);
+    ps_quote_string(q, sizeof(q), (const char *)start, (size_t)(l->cur - start), 100);
     return lex_error(l, start, "%s: %s", what, q);
 }
 

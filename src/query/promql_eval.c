@@ -37,33 +37,6 @@ static bool is_stale(double v)
     return b == PQ_STALE_BITS;
 }
 
-/* Go's math.Max / math.Min: NaN wins, and +0 > -0. */
-double pq_go_max(double a, double b)
-{
-    if (isinf(a) && a > 0)
-        return a;
-    if (isinf(b) && b > 0)
-        return b;
-    if (isnan(a) || isnan(b))
-        return NAN;
-    if (a == 0 && a == b)
-        return signbit(a) ? b : a;
-    return a > b ? a : b;
-}
-
-double pq_go_min(double a, double b)
-{
-    if (isinf(a) && a < 0)
-        return a;
-    if (isinf(b) && b < 0)
-        return b;
-    if (isnan(a) || isnan(b))
-        return NAN;
-    if (a == 0 && a == b)
-        return signbit(a) ? a : b;
-    return a < b ? a : b;
-}
-
 int pq_tick(pq_ctx_t *c)
 {
     if ((++c->ticks & 255) != 0)
@@ -90,34 +63,6 @@ int pq_mem_check(pq_ctx_t *c)
                       "is %llu MiB, %s)", (unsigned long long)(max >> 20), ps_setting_name(PS_SETTING_QUERY_MAX_MEMORY));
 }
 
-pq_vec_t pq_vec_new(pq_ctx_t *c, uint32_t cap)
-{
-    pq_vec_t v = {ps_arena_alloc(&c->scratch, (cap + 1) * sizeof(pq_elem_t)), 0};
-    return v;
-}
-
-ps_labels_t pq_drop_name_in(ps_arena_t *a, const ps_labels_t *ls)
-{
-    uint32_t i = 0;
-    while (i < ls->n && strcmp(ls->pairs[i].name, "__name__") != 0)
-        i++;
-    if (i == ls->n)
-        return ps_labels_borrow(ls);
-    if (i == 0) {
-        ps_labels_t out = {ls->n - 1, ls->pairs + 1, 0};
-        return out;
-    }
-    ps_labels_t out = {ls->n - 1, ps_arena_alloc(a, ls->n * sizeof(ps_label_pair_t)), 0};
-    memcpy(out.pairs, ls->pairs, i * sizeof(ps_label_pair_t));
-    memcpy(out.pairs + i, ls->pairs + i + 1, (ls->n - i - 1) * sizeof(ps_label_pair_t));
-    return out;
-}
-
-ps_labels_t pq_drop_name(pq_ctx_t *c, const ps_labels_t *ls)
-{
-    return pq_drop_name_in(&c->scratch, ls);
-}
-
 static bool in_names(const char *name, const char **names, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) /* the first bytes first: this runs for every label at every step */
@@ -131,21 +76,6 @@ static bool is_name_label(const ps_label_pair_t *p)
     return p->nlen == 8 && memcmp(p->name, "__name__", 8) == 0;
 }
 
-static void key_pair(ps_buf_t *b, const ps_label_pair_t *p)
-{
-    ps_buf_append(b, p->name, p->nlen);
-    ps_buf_putc(b, 0xff);
-    ps_buf_append(b, p->value, p->vlen);
-    ps_buf_putc(b, 0xff);
-}
-
-static void key_all(ps_buf_t *b, const ps_labels_t *ls)
-{
-    ps_buf_reset(b);
-    for (uint32_t i = 0; i < ls->n; i++)
-        key_pair(b, &ls->pairs[i]);
-}
-
 /* labels.HashForLabels (on) / HashWithoutLabels (not on; __name__ always left out), as bytes. */
 static void key_sig(ps_buf_t *b, const ps_labels_t *ls, bool on, const char **names, uint32_t n)
 {
@@ -154,7 +84,7 @@ static void key_sig(ps_buf_t *b, const ps_labels_t *ls, bool on, const char **na
         const ps_label_pair_t *p = &ls->pairs[i];
         bool listed = in_names(p->name, names, n);
         if (on ? listed : !listed && !is_name_label(p))
-            key_pair(b, p);
+            pq_key_pair(b, p);
     }
 }
 
@@ -173,33 +103,6 @@ static ps_labels_t labels_filter(pq_ctx_t *c, const ps_labels_t *ls, bool on, co
     }
     out.cap = ls->n + 1;
     return out;
-}
-
-/* rangeEval's check: "vector cannot contain metrics with the same labelset". */
-int pq_check_unique(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *v)
-{
-    if (v->n < 2)
-        return 0;
-    ps_hmap_clear(&p->m2);
-    for (uint32_t i = 0; i < v->n; i++) {
-        uint64_t x;
-        key_all(&c->kb, &v->e[i].ls);
-        if (ps_hmap_get(&p->m2, c->kb.data, c->kb.len, &x))
-            return ps_err_set(c->err, PS_ELIMIT, "vector cannot contain metrics with the same labelset");
-        ps_hmap_put(&p->m2, c->kb.data, c->kb.len, i);
-    }
-    return 0;
-}
-
-int pq_check_unique_range(pq_ctx_t *c, pq_node_t *p, const ps_labels_t *ls, uint64_t id)
-{
-    uint64_t x;
-    key_all(&c->kb, ls);
-    if (!ps_hmap_get(&p->m3, c->kb.data, c->kb.len, &x)) {
-        ps_hmap_put(&p->m3, c->kb.data, c->kb.len, id);
-        return 0;
-    }
-    return x == id ? 0 : ps_err_set(c->err, PS_ELIMIT, "vector cannot contain metrics with the same labelset");
 }
 
 /* first index in [lo, n) with s[i].t >= t (or, upper: > t) */
@@ -260,37 +163,6 @@ uint32_t pq_window(pq_ctx_t *c, const ps_pq_series_t *s, int64_t mint, int64_t m
             w[n++] = s->s[i];
     *out = w;
     return n;
-}
-
-/* Go's sort.Sort of vectorByValueHeap: NaN first, then ascending. */
-static int cmp_value_nan_first(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    if (isnan(x))
-        return isnan(y) ? 0 : -1;
-    if (isnan(y))
-        return 1;
-    return (x > y) - (x < y);
-}
-
-/* quantile (promql/quantile.go) */
-double pq_quantile(double q, double *vals, uint32_t n)
-{
-    if (n == 0)
-        return NAN;
-    if (q < 0)
-        return -INFINITY;
-    if (q > 1)
-        return INFINITY;
-    if (isnan(q))
-        return NAN;
-    qsort(vals, n, sizeof(double), cmp_value_nan_first);
-    double fn = (double)n;
-    double rank = q * (fn - 1);
-    double lower = pq_go_max(0, floor(rank));
-    double upper = pq_go_min(fn - 1, lower + 1);
-    double weight = rank - floor(rank);
-    return vals[(uint32_t)lower] * (1 - weight) + vals[(uint32_t)upper] * weight;
 }
 
 /* ---- plan ---- */
@@ -650,7 +522,7 @@ static int vector_binop(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *lhs0, const p
             /* the signature and the result's labels together must be new */
             ps_buf_putc(&c->kb, 0xfe);
             for (uint32_t k = 0; k < metric.n; k++)
-                key_pair(&c->kb, &metric.pairs[k]);
+                pq_key_pair(&c->kb, &metric.pairs[k]);
             if (ps_hmap_get(matched, c->kb.data, c->kb.len, &x))
                 return ps_err_set(c->err, PS_ELIMIT,
                                   "multiple matches for labels: grouping labels must ensure unique matches");
@@ -1117,7 +989,7 @@ static int subquery_eval_at(pq_ctx_t *c, pq_node_t *p, int64_t t)
         ret = take_budget(c, v.v.n);
     for (uint32_t i = 0; i < v.v.n && ret == 0; i++) {
         uint64_t li;
-        key_all(&c->kb, &v.v.e[i].ls);
+        pq_key_all(&c->kb, &v.v.e[i].ls);
         if (!ps_hmap_get(&p->m3, c->kb.data, c->kb.len, &li)) {
             if (p->sq_nlabels == p->sq_caplabels) {
                 uint32_t nc = p->sq_caplabels ? p->sq_caplabels * 2 : 16;
@@ -1294,6 +1166,154 @@ int pq_subquery_window(pq_ctx_t *c, pq_node_t *p, int64_t mint, int64_t maxt, pq
 
 /* ---- the tree at one step ---- */
 
+/* ---- calls ---- */
+
+/* engine.go's preprocessExprHelper: whether e gives the same at every step (every selector and
+ * subquery in it has @, no function whose answer depends on the evaluation time) */
+static bool step_invariant(const ps_pq_node_t *e)
+{
+    switch (e->kind) {
+    case PS_PQ_NUMBER: case PS_PQ_STRING: return true;
+    case PS_PQ_VECTOR: case PS_PQ_SUBQUERY: return e->at != PS_PQ_AT_NONE;
+    case PS_PQ_MATRIX: case PS_PQ_PAREN: case PS_PQ_UNARY: case PS_PQ_AGG: return step_invariant(e->expr);
+    case PS_PQ_BINARY: return step_invariant(e->lhs) && step_invariant(e->rhs);
+    case PS_PQ_CALL:
+        switch (e->func->id) {
+        case PS_FN_DAYS_IN_MONTH: case PS_FN_DAY_OF_MONTH: case PS_FN_DAY_OF_WEEK: case PS_FN_DAY_OF_YEAR:
+        case PS_FN_HOUR: case PS_FN_MINUTE: case PS_FN_MONTH: case PS_FN_YEAR: case PS_FN_PREDICT_LINEAR:
+        case PS_FN_TIME: case PS_FN_TIMESTAMP:
+            return false; /* AtModifierUnsafeFunctions */
+        default: break;
+        }
+        for (uint32_t i = 0; i < e->nargs; i++)
+            if (!step_invariant(e->args[i]))
+                return false;
+        return true;
+    default: return false;
+    }
+}
+
+/* A call with a range vector argument (rangeEval's matrix case in eval): the other arguments
+ * evaluated, then the function (promql_func.c's pq_range_fn) over each series' window. */
+static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
+{
+    ps_pq_fn_t fn = p->n->func->id;
+    double sargs[4] = {0};
+    for (uint32_t j = 0; j < p->nargs && j < 4; j++) {
+        if ((int)j == p->matrix_arg)
+            continue;
+        pq_val_t a;
+        int ret = pq_eval(c, p->args[j], ts, &a);
+        if (ret)
+            return ret;
+        sargs[j] = a.s;
+    }
+    if (fn == PS_FN_HOLT_WINTERS) {
+        if (sargs[1] <= 0 || sargs[1] >= 1)
+            return ps_err_set(c->err, PS_ELIMIT, "invalid smoothing factor. Expected: 0 < sf < 1, got: %f", sargs[1]);
+        if (sargs[2] <= 0 || sargs[2] >= 1)
+            return ps_err_set(c->err, PS_ELIMIT, "invalid trend factor. Expected: 0 < tf < 1, got: %f", sargs[2]);
+    }
+    pq_node_t *m = p->args[p->matrix_arg];
+    const pq_sel_t *s = &m->sel;
+    int64_t eff = s->has_at ? s->at : ts;
+    int64_t maxt = ps_sat_sub(eff, s->offset), mint = ps_sat_sub(maxt, s->range); /* @ out of range: INT64_MIN */
+    /* A call that is not step invariant (predict_linear, or an argument without @) over an
+     * argument with @: Prometheus evaluates it at every step ts with the argument's offset made
+     * (start - @) + offset (setOffsetForAtModifier at the evaluation's start), so its window moves
+     * with ts: [@ - offset - range, @ - offset] + (ts - start). A selector's samples stop at
+     * @ - offset (they are all it loaded); a subquery's go on (it was evaluated over the whole
+     * query). The start is the query's, or inside a subquery the subquery's own (the first time
+     * its inner expression runs at); inside a subquery within a subquery, no shift (not followed). */
+    if (p->invariant == 0)
+        p->invariant = step_invariant(p->n) ? 1 : -1;
+    int64_t shift = 0;
+    if (s->has_at && p->invariant < 0 && c->sq_depth <= 1) {
+        int64_t start = c->o->start;
+        if (c->sq_depth == 1) {
+            if (c->sq_cur->sq_start == INT64_MIN)
+                c->sq_cur->sq_start = pq_subquery_start(c, c->sq_cur);
+            start = c->sq_cur->sq_start;
+        }
+        shift = ts - start;
+    }
+    int64_t rstart = ps_sat_add(mint, shift), rend = ps_sat_add(maxt, shift);
+    out->type = PS_PQ_VVECTOR;
+    if (m->n->kind == PS_PQ_SUBQUERY) {
+        pq_sq_window_t w;
+        mint = rstart;
+        maxt = rend;
+        int ret = pq_subquery_window(c, m, mint, maxt, &w);
+        if (ret)
+            return ret;
+        out->v = pq_vec_new(c, w.n);
+        if (fn == PS_FN_ABSENT_OVER_TIME) {
+            if (w.n == 0)
+                out->v.e[out->v.n++] = (pq_elem_t){{0, NULL, 0}, 1, ts, 0}; /* a subquery: no labels */
+            return 0;
+        }
+        for (uint32_t i = 0; i < w.n; i++) {
+            double v;
+            if (!pq_range_fn(c, fn, w.s[i].s, w.s[i].n, ts, rstart, rend, s->range, sargs, &v))
+                continue;
+            const ps_labels_t *ls = &m->sq_labels[w.s[i].li];
+            pq_elem_t *e = &out->v.e[out->v.n++];
+            *e = (pq_elem_t){fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(ls) : pq_drop_name(c, ls), v, ts,
+                             w.s[i].li + 1};
+            if ((ret = pq_check_unique_range(c, p, &e->ls, w.s[i].li)) != 0)
+                return ret;
+        }
+        return 0;
+    }
+    out->v = pq_vec_new(c, s->n);
+    for (uint32_t i = 0; i < s->n; i++) {
+        int ret = pq_tick(c);
+        if (ret)
+            return ret;
+        const ps_float_sample_t *w;
+        uint32_t k = pq_window(c, &s->series[i], rstart > mint ? rstart : mint, maxt, s->hint ? &s->hint[i] : NULL,
+                               &w);
+        double v;
+        if (k == 0 || !pq_range_fn(c, fn, w, k, ts, rstart, rend, s->range, sargs, &v))
+            continue;
+        if (fn == PS_FN_ABSENT_OVER_TIME) {
+            out->v.n = 0;
+            return 0; /* something is present */
+        }
+        ps_labels_t ls = fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(&s->series[i].labels)
+                                                    : ps_labels_borrow(&s->noname[i]);
+        out->v.e[out->v.n++] = (pq_elem_t){ls, v, ts, i + 1};
+        if (p->uniq_seen == NULL)
+            p->uniq_seen = ps_arena_calloc(c->arena, s->n + 1, 1);
+        if (!p->uniq_seen[i]) { /* a series' labels are checked once per query */
+            p->uniq_seen[i] = 1;
+            if ((ret = pq_check_unique_range(c, p, &ls, i)) != 0)
+                return ret;
+        }
+    }
+    if (fn == PS_FN_ABSENT_OVER_TIME)
+        out->v.e[out->v.n++] = (pq_elem_t){pq_absent_labels(c, p->n->args[p->matrix_arg]), 1, ts, 0};
+    return 0;
+}
+
+/* A call: its arguments evaluated here, in order (a string argument is read from the tree by the
+ * function), then the function (promql_func.c). */
+static int eval_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
+{
+    if (p->matrix_arg >= 0)
+        return eval_range_call(c, p, ts, out);
+    pq_val_t a[4];
+    memset(a, 0, sizeof(a));
+    for (uint32_t j = 0; j < p->nargs && j < 4; j++) {
+        if (p->args[j]->n->type == PS_PQ_VSTRING)
+            continue;
+        int ret = pq_eval(c, p->args[j], ts, &a[j]);
+        if (ret)
+            return ret;
+    }
+    return pq_call_eval(c, p, ts, a, out);
+}
+
 int pq_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
 {
     const ps_pq_node_t *n = p->n;
@@ -1321,7 +1341,7 @@ int pq_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         }
         for (uint32_t i = 0; i < out->v.n; i++) {
             pq_elem_t *e = &out->v.e[i];
-            key_all(&c->kb, &e->ls);
+            pq_key_all(&c->kb, &e->ls);
             uint64_t id = ps_hash64(c->kb.data, c->kb.len, 0); /* the input series */
             e->ls = pq_drop_name(c, &e->ls);
             e->v = -e->v;
@@ -1338,7 +1358,7 @@ int pq_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     case PS_PQ_AGG:
         return eval_agg(c, p, ts, out);
     case PS_PQ_CALL:
-        return pq_call_eval(c, p, ts, out);
+        return eval_call(c, p, ts, out);
     case PS_PQ_MATRIX:
     case PS_PQ_SUBQUERY:
         break;
@@ -1499,7 +1519,7 @@ static int run(pq_ctx_t *c, pq_node_t *root, ps_pq_result_t *out)
             break;
         for (uint32_t i = 0; i < v.v.n; i++) {
             const pq_elem_t *e = &v.v.e[i];
-            key_all(&c->kb, &e->ls);
+            pq_key_all(&c->kb, &e->ls);
             ps_buf_append(&c->kb, &e->src, sizeof(e->src));
             uint64_t si;
             if (!ps_hmap_get(&idx, c->kb.data, c->kb.len, &si)) {

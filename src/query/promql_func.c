@@ -1,6 +1,8 @@
 /*
  * promql_func.c - PromQL functions, as Prometheus 2.42's promql/functions.go and quantile.go
- * compute them (each function says which Go function it follows).
+ * compute them (each function says which Go function it follows). The engine (promql_eval.c)
+ * evaluates the arguments and hands over their values (pq_call_eval) or one series' window at a
+ * time (pq_range_fn): nothing here evaluates a subtree, so this file never calls the engine.
  */
 #include "promql_int.h"
 
@@ -10,7 +12,6 @@
 #include <stdlib.h>
 
 #include "core/fmt.h"
-#include "core/sat.h"
 
 /* ---- range vector functions ---- */
 
@@ -129,9 +130,8 @@ static double duration_seconds(int64_t ms)
     return (double)sec + (double)nsec / 1e9;
 }
 
-/* One range function over one series' window. false: no output for it. */
-static bool range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uint32_t n, int64_t ts_fn, int64_t rstart,
-                     int64_t rend, int64_t range_ms, const double *sargs, double *res)
+bool pq_range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uint32_t n, int64_t ts_fn, int64_t rstart,
+                 int64_t rend, int64_t range_ms, const double *sargs, double *res)
 {
     switch (fn) {
     case PS_FN_RATE:
@@ -272,9 +272,7 @@ static bool range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uin
     }
 }
 
-/* createLabelsForAbsentFunction: the equality matchers of a selector argument, but none of a name
- * that another matcher of the selector also names */
-static ps_labels_t absent_labels(pq_ctx_t *c, const ps_pq_node_t *arg)
+ps_labels_t pq_absent_labels(pq_ctx_t *c, const ps_pq_node_t *arg)
 {
     ps_labels_t m = {0, NULL, 0};
     const ps_pq_node_t *vs = arg->kind == PS_PQ_VECTOR ? arg : arg->kind == PS_PQ_MATRIX ? arg->expr : NULL;
@@ -357,132 +355,6 @@ static double date_field(ps_pq_fn_t fn, double v)
     /* days_in_month: 32 - Date(y, m, 32).Day() */
     static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     return month == 2 && leap ? 29 : mdays[month - 1];
-}
-
-/* engine.go's preprocessExprHelper: whether e gives the same at every step (every selector and
- * subquery in it has @, no function whose answer depends on the evaluation time) */
-static bool step_invariant(const ps_pq_node_t *e)
-{
-    switch (e->kind) {
-    case PS_PQ_NUMBER: case PS_PQ_STRING: return true;
-    case PS_PQ_VECTOR: case PS_PQ_SUBQUERY: return e->at != PS_PQ_AT_NONE;
-    case PS_PQ_MATRIX: case PS_PQ_PAREN: case PS_PQ_UNARY: case PS_PQ_AGG: return step_invariant(e->expr);
-    case PS_PQ_BINARY: return step_invariant(e->lhs) && step_invariant(e->rhs);
-    case PS_PQ_CALL:
-        switch (e->func->id) {
-        case PS_FN_DAYS_IN_MONTH: case PS_FN_DAY_OF_MONTH: case PS_FN_DAY_OF_WEEK: case PS_FN_DAY_OF_YEAR:
-        case PS_FN_HOUR: case PS_FN_MINUTE: case PS_FN_MONTH: case PS_FN_YEAR: case PS_FN_PREDICT_LINEAR:
-        case PS_FN_TIME: case PS_FN_TIMESTAMP:
-            return false; /* AtModifierUnsafeFunctions */
-        default: break;
-        }
-        for (uint32_t i = 0; i < e->nargs; i++)
-            if (!step_invariant(e->args[i]))
-                return false;
-        return true;
-    default: return false;
-    }
-}
-
-static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
-{
-    ps_pq_fn_t fn = p->n->func->id;
-    double sargs[4] = {0};
-    for (uint32_t j = 0; j < p->nargs && j < 4; j++) {
-        if ((int)j == p->matrix_arg)
-            continue;
-        pq_val_t a;
-        int ret = pq_eval(c, p->args[j], ts, &a);
-        if (ret)
-            return ret;
-        sargs[j] = a.s;
-    }
-    if (fn == PS_FN_HOLT_WINTERS) {
-        if (sargs[1] <= 0 || sargs[1] >= 1)
-            return ps_err_set(c->err, PS_ELIMIT, "invalid smoothing factor. Expected: 0 < sf < 1, got: %f", sargs[1]);
-        if (sargs[2] <= 0 || sargs[2] >= 1)
-            return ps_err_set(c->err, PS_ELIMIT, "invalid trend factor. Expected: 0 < tf < 1, got: %f", sargs[2]);
-    }
-    pq_node_t *m = p->args[p->matrix_arg];
-    const pq_sel_t *s = &m->sel;
-    int64_t eff = s->has_at ? s->at : ts;
-    int64_t maxt = ps_sat_sub(eff, s->offset), mint = ps_sat_sub(maxt, s->range); /* @ out of range: INT64_MIN */
-    /* A call that is not step invariant (predict_linear, or an argument without @) over an
-     * argument with @: Prometheus evaluates it at every step ts with the argument's offset made
-     * (start - @) + offset (setOffsetForAtModifier at the evaluation's start), so its window moves
-     * with ts: [@ - offset - range, @ - offset] + (ts - start). A selector's samples stop at
-     * @ - offset (they are all it loaded); a subquery's go on (it was evaluated over the whole
-     * query). The start is the query's, or inside a subquery the subquery's own (the first time
-     * its inner expression runs at); inside a subquery within a subquery, no shift (not followed). */
-    if (p->invariant == 0)
-        p->invariant = step_invariant(p->n) ? 1 : -1;
-    int64_t shift = 0;
-    if (s->has_at && p->invariant < 0 && c->sq_depth <= 1) {
-        int64_t start = c->o->start;
-        if (c->sq_depth == 1) {
-            if (c->sq_cur->sq_start == INT64_MIN)
-                c->sq_cur->sq_start = pq_subquery_start(c, c->sq_cur);
-            start = c->sq_cur->sq_start;
-        }
-        shift = ts - start;
-    }
-    int64_t rstart = ps_sat_add(mint, shift), rend = ps_sat_add(maxt, shift);
-    out->type = PS_PQ_VVECTOR;
-    if (m->n->kind == PS_PQ_SUBQUERY) {
-        pq_sq_window_t w;
-        mint = rstart;
-        maxt = rend;
-        int ret = pq_subquery_window(c, m, mint, maxt, &w);
-        if (ret)
-            return ret;
-        out->v = pq_vec_new(c, w.n);
-        if (fn == PS_FN_ABSENT_OVER_TIME) {
-            if (w.n == 0)
-                out->v.e[out->v.n++] = (pq_elem_t){{0, NULL, 0}, 1, ts, 0}; /* a subquery: no labels */
-            return 0;
-        }
-        for (uint32_t i = 0; i < w.n; i++) {
-            double v;
-            if (!range_fn(c, fn, w.s[i].s, w.s[i].n, ts, rstart, rend, s->range, sargs, &v))
-                continue;
-            const ps_labels_t *ls = &m->sq_labels[w.s[i].li];
-            pq_elem_t *e = &out->v.e[out->v.n++];
-            *e = (pq_elem_t){fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(ls) : pq_drop_name(c, ls), v, ts,
-                             w.s[i].li + 1};
-            if ((ret = pq_check_unique_range(c, p, &e->ls, w.s[i].li)) != 0)
-                return ret;
-        }
-        return 0;
-    }
-    out->v = pq_vec_new(c, s->n);
-    for (uint32_t i = 0; i < s->n; i++) {
-        int ret = pq_tick(c);
-        if (ret)
-            return ret;
-        const ps_float_sample_t *w;
-        uint32_t k = pq_window(c, &s->series[i], rstart > mint ? rstart : mint, maxt, s->hint ? &s->hint[i] : NULL,
-                               &w);
-        double v;
-        if (k == 0 || !range_fn(c, fn, w, k, ts, rstart, rend, s->range, sargs, &v))
-            continue;
-        if (fn == PS_FN_ABSENT_OVER_TIME) {
-            out->v.n = 0;
-            return 0; /* something is present */
-        }
-        ps_labels_t ls = fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(&s->series[i].labels)
-                                                    : ps_labels_borrow(&s->noname[i]);
-        out->v.e[out->v.n++] = (pq_elem_t){ls, v, ts, i + 1};
-        if (p->uniq_seen == NULL)
-            p->uniq_seen = ps_arena_calloc(c->arena, s->n + 1, 1);
-        if (!p->uniq_seen[i]) { /* a series' labels are checked once per query */
-            p->uniq_seen[i] = 1;
-            if ((ret = pq_check_unique_range(c, p, &ls, i)) != 0)
-                return ret;
-        }
-    }
-    if (fn == PS_FN_ABSENT_OVER_TIME)
-        out->v.e[out->v.n++] = (pq_elem_t){absent_labels(c, p->n->args[p->matrix_arg]), 1, ts, 0};
-    return 0;
 }
 
 /* ---- label_replace and label_join ---- */
@@ -862,20 +734,9 @@ static double simple(ps_pq_fn_t fn, double v)
     }
 }
 
-int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
+int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *out)
 {
     ps_pq_fn_t fn = p->n->func->id;
-    if (p->matrix_arg >= 0)
-        return eval_range_call(c, p, ts, out);
-    pq_val_t a[4];
-    memset(a, 0, sizeof(a));
-    for (uint32_t j = 0; j < p->nargs && j < 4; j++) {
-        if (p->args[j]->n->type == PS_PQ_VSTRING)
-            continue;
-        int ret = pq_eval(c, p->args[j], ts, &a[j]);
-        if (ret)
-            return ret;
-    }
     out->type = PS_PQ_VVECTOR;
     switch (fn) {
     case PS_FN_TIME:
@@ -897,7 +758,7 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     case PS_FN_ABSENT:
         out->v = pq_vec_new(c, 1);
         if (a[0].v.n == 0)
-            out->v.e[out->v.n++] = (pq_elem_t){absent_labels(c, p->n->args[0]), 1, ts, 0};
+            out->v.e[out->v.n++] = (pq_elem_t){pq_absent_labels(c, p->n->args[0]), 1, ts, 0};
         return 0;
     case PS_FN_HISTOGRAM_COUNT:
     case PS_FN_HISTOGRAM_SUM:
@@ -999,36 +860,3 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     return pq_check_unique(c, p, &out->v);
 }
 
-/* ---- Go's FormatFloat(v, 'f', -1, 64) ---- */
-
-void ps_pq_format_f(double v, char *buf, size_t size)
-{
-    if (isnan(v) || isinf(v) || v == 0) {
-        ps_fmt_float(v, buf, size);
-        return;
-    }
-    /* the shortest digits that read back as v, then written without an exponent */
-    char digits[24];
-    int exp;
-    size_t nd = (size_t)ps_fmt_shortest(v, digits, &exp); /* value = d1.d2d3... * 10^exp */
-    bool neg = v < 0;
-    ps_buf_t b = PS_BUF_INIT;
-    if (neg)
-        ps_buf_putc(&b, '-');
-    int point = exp + 1; /* digits before the decimal point */
-    if (point <= 0) {
-        PS_BUF_LIT(&b, "0.");
-        for (int i = 0; i < -point; i++)
-            ps_buf_putc(&b, '0');
-        ps_buf_append(&b, digits, nd);
-    } else {
-        for (int i = 0; i < point; i++)
-            ps_buf_putc(&b, i < (int)nd ? (uint8_t)digits[i] : '0');
-        if ((int)nd > point) {
-            ps_buf_putc(&b, '.');
-            ps_buf_append(&b, digits + point, nd - (size_t)point);
-        }
-    }
-    snprintf(buf, size, "%.*s", (int)b.len, (const char *)b.data);
-    ps_buf_dispose(&b);
-}

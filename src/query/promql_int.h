@@ -1,10 +1,19 @@
 /*
- * promql_int.h - what promql_eval.c (the engine: plan, steps, selectors, operators, aggregations) and
- * promql_func.c (the functions) share. Not an API: see promql_eval.h.
+ * promql_int.h - what promql_eval.c (the engine: plan, steps, selectors, operators, aggregations,
+ * the evaluation of a call's arguments), promql_func.c (the functions) and promql_util.c (helpers
+ * of both) share. Not an API: see promql_eval.h.
+ *
+ * The order of the files: promql_eval.c calls promql_func.c, both call promql_util.c, and neither
+ * lower file calls back up. The engine evaluates a call's arguments (and the windows of a range
+ * vector argument) itself, as Prometheus' engine.go does, and hands the values to the function.
  */
 #ifndef PS_QUERY_PROMQL_INT_H
 #define PS_QUERY_PROMQL_INT_H
 
+#include <math.h>
+#include <string.h>
+
+#include "core/mem.h"
 #include "core/hash.h"
 #include "parser/regex.h"
 #include "promql_eval.h"
@@ -117,43 +126,108 @@ typedef struct pq_ctx {
 
 #define PQ_STALE_BITS 0x7ff0000000000002ull
 
-/* promql_eval.c */
+/* ---- small helpers, inline (the engine calls them per element) ---- */
+
+/* Go's math.Max / math.Min: NaN wins, and +0 > -0. */
+static inline double pq_go_max(double a, double b)
+{
+    if (isinf(a) && a > 0)
+        return a;
+    if (isinf(b) && b > 0)
+        return b;
+    if (isnan(a) || isnan(b))
+        return NAN;
+    if (a == 0 && a == b)
+        return signbit(a) ? b : a;
+    return a > b ? a : b;
+}
+
+static inline double pq_go_min(double a, double b)
+{
+    if (isinf(a) && a < 0)
+        return a;
+    if (isinf(b) && b < 0)
+        return b;
+    if (isnan(a) || isnan(b))
+        return NAN;
+    if (a == 0 && a == b)
+        return signbit(a) ? a : b;
+    return a < b ? a : b;
+}
+
+/** A vector for cap elements (and one more) in the step's scratch arena. */
+static inline pq_vec_t pq_vec_new(pq_ctx_t *c, uint32_t cap)
+{
+    pq_vec_t v = {ps_arena_alloc(&c->scratch, (cap + 1) * sizeof(pq_elem_t)), 0};
+    return v;
+}
+
+/** A label pair, and a whole label set (b reset first), as the bytes of a map key. */
+static inline void pq_key_pair(ps_buf_t *b, const ps_label_pair_t *p)
+{
+    ps_buf_append(b, p->name, p->nlen);
+    ps_buf_putc(b, 0xff);
+    ps_buf_append(b, p->value, p->vlen);
+    ps_buf_putc(b, 0xff);
+}
+
+static inline void pq_key_all(ps_buf_t *b, const ps_labels_t *ls)
+{
+    ps_buf_reset(b);
+    for (uint32_t i = 0; i < ls->n; i++)
+        pq_key_pair(b, &ls->pairs[i]);
+}
+
+/* ---- promql_util.c ---- */
+
+/** ls without __name__ (borrowed when it has none or it comes first), in arena a / the scratch arena. */
+ps_labels_t pq_drop_name_in(ps_arena_t *a, const ps_labels_t *ls);
+ps_labels_t pq_drop_name(pq_ctx_t *c, const ps_labels_t *ls);
+/** rangeEval's check of a step's vector (node p's m2): "vector cannot contain metrics with the
+ *  same labelset" (PS_ELIMIT). */
+int pq_check_unique(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *v);
+/** Matrix.ContainsSameLabelset over the whole evaluation of node p (its m3: labels -> id):
+ *  Prometheus checks the result matrix of a range function or of a unary minus, so the results
+ *  of two input series (id: which one) with the same labels fail even at different steps. */
+int pq_check_unique_range(pq_ctx_t *c, pq_node_t *p, const ps_labels_t *ls, uint64_t id);
+/** Prometheus' quantile() over vals (sorted in place, NaN first). */
+double pq_quantile(double q, double *vals, uint32_t n);
+
+/* ---- promql_eval.c ---- */
+
 int pq_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out);
 int pq_tick(pq_ctx_t *c);
 /** PS_ELIMIT naming --query.max-memory once what the query holds (its arenas, subquery columns,
  *  answer) is over the limit, else 0. Called at every 256th tick and after each big allocation. */
 int pq_mem_check(pq_ctx_t *c);
-pq_vec_t pq_vec_new(pq_ctx_t *c, uint32_t cap);
-ps_labels_t pq_drop_name(pq_ctx_t *c, const ps_labels_t *ls);
-ps_labels_t pq_drop_name_in(ps_arena_t *a, const ps_labels_t *ls);
-int pq_check_unique(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *v);
 /** The start of the evaluation of subquery p's inner expression when p is not inside another
  *  subquery: Prometheus evaluates it once over the query, from the query's start less its offset
  *  (@ made an offset from the start) and range, up to a multiple of its step. */
 int64_t pq_subquery_start(pq_ctx_t *c, pq_node_t *p);
-/** Matrix.ContainsSameLabelset over the whole evaluation of node p (its m3: labels -> id):
- *  Prometheus checks the result matrix of a range function or of a unary minus, so the results
- *  of two input series (id: which one) with the same labels fail even at different steps. */
-int pq_check_unique_range(pq_ctx_t *c, pq_node_t *p, const ps_labels_t *ls, uint64_t id);
 /** Samples of series s in [mint, maxt] without stale markers: in the series itself when there
  *  are none, else copied into the scratch arena. hint (or NULL): where the series' previous
  *  window started, updated; a later window then starts from there instead of a binary search. */
 uint32_t pq_window(pq_ctx_t *c, const ps_pq_series_t *s, int64_t mint, int64_t maxt, uint32_t *hint,
                    const ps_float_sample_t **out);
-double pq_go_max(double a, double b);
-double pq_go_min(double a, double b);
-/** Prometheus' quantile() over vals (sorted in place, NaN first). */
-double pq_quantile(double q, double *vals, uint32_t n);
-
 /** A subquery node's series over [mint, maxt]: the inner expression at each multiple of its step
  *  there (each time evaluated once per query; not at all when it can have no value). The slices
  *  in w stay valid until the next call for p. */
 int pq_subquery_window(pq_ctx_t *c, pq_node_t *p, int64_t mint, int64_t maxt, pq_sq_window_t *w);
 
-/* promql_func.c */
+/* ---- promql_func.c ---- */
+
 /** Checks that a call can be evaluated (PS_EUNSUPPORTED naming the function if not) and
  *  prepares it (label_replace's regex). */
 int pq_call_plan(pq_ctx_t *c, pq_node_t *p);
-int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out);
+/** A call without a range vector argument at ts: a[0..3] are its arguments' values, evaluated by
+ *  the engine (a string argument's is left zero: the function reads it from the tree). */
+int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *out);
+/** Range function fn over one series' window p[0..n) of [rstart, rend] (the range range_ms),
+ *  evaluated at ts_fn with the scalar arguments sargs. false: no output for this series. */
+bool pq_range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uint32_t n, int64_t ts_fn, int64_t rstart,
+                 int64_t rend, int64_t range_ms, const double *sargs, double *res);
+/** createLabelsForAbsentFunction: the equality matchers of a selector argument, but none of a
+ *  name that another matcher of the selector also names (absent and absent_over_time). */
+ps_labels_t pq_absent_labels(pq_ctx_t *c, const ps_pq_node_t *arg);
 
 #endif

@@ -89,7 +89,7 @@ if [ -f "$root/src/query/promql_eval.c" ] && [ -f "$here/fuzz_pqeval.c" ]; then
     [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
     [ -e "$gen/inc/query" ] || ln -s "$root/src/query" "$gen/inc/query"
     # shellcheck disable=SC2046
-    fuzzcc "$here/fuzz_pqeval.c" "$root/src/query/promql_eval.c" "$root/src/query/promql_func.c" "$root"/parser/*.c \
+    fuzzcc "$here/fuzz_pqeval.c" "$root/src/query/promql_eval.c" "$root/src/query/promql_func.c" "$root/src/query/promql_util.c" "$root"/parser/*.c \
         "$gen/selector.re.c" "$root"/core/*.c $(pkg-config --libs libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_pqeval"
 fi
