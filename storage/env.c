@@ -176,25 +176,8 @@ void ps_store_opts_default(ps_store_opts_t *o)
     o->cache_bytes = 512ull << 20;
 }
 
-static void next_encode(const ps_next_ids_t *n, ps_buf_t *b)
-{
-    for (int k = 1; k < SYM_KINDS; k++)
-        ps_put_be64(b, n->sym[k]);
-    ps_put_be64(b, n->node);
-    ps_put_be64(b, n->series);
-}
-
-int ps_store_save_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
-{
-    ps_buf_t b = PS_BUF_INIT;
-    next_encode(&s->next, &b);
-    bool ok = ps_txn_put(txn, DB_INFO, "next", 4, b.data, b.len, 0, "saving id counters");
-    ps_buf_dispose(&b);
-    return ok ? 0 : ps_txn_error(txn, err);
-}
-
 /* The counters as committed in txn's snapshot (all 1 in a new store). */
-static int next_read(ps_store_t *s, ps_txn_t *txn, ps_next_ids_t *n, ps_err_t *err)
+int ps_store_next_read(ps_txn_t *txn, ps_next_ids_t *n, ps_err_t *err)
 {
     MDB_val v;
     if (!ps_txn_get(txn, DB_INFO, "next", 4, &v, "reading id counters")) {
@@ -217,10 +200,14 @@ static int next_read(ps_store_t *s, ps_txn_t *txn, ps_next_ids_t *n, ps_err_t *e
     return 0;
 }
 
-int ps_store_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
+/* The writer's counters of txn's snapshot, read only to refuse a store whose records of them are
+ * damaged at its opening, as the writer (writer.c) would later. */
+static int counters_check(ps_txn_t *txn, ps_err_t *err)
 {
-    int ret = next_read(s, txn, &s->next, err);
-    return ret != 0 ? ret : ps_forward_log_load_next(s, txn, err);
+    ps_next_ids_t n;
+    uint64_t fwd;
+    int ret = ps_store_next_read(txn, &n, err);
+    return ret != 0 ? ret : ps_forward_log_load_next(txn, &fwd, err);
 }
 
 /* read_only: the databases of this schema version, opened in a read transaction (whose commit
@@ -244,7 +231,7 @@ static int open_read_only(ps_store_t *s, ps_err_t *err)
         ret = ps_err_set(err, PS_EVERSION, "data directory %s: not a store of schema version %d (open it once with "
                          "profstore to upgrade it)", s->dir, PS_SCHEMA_VERSION);
     if (ret == 0)
-        ret = ps_store_load_next(s, &t, err);
+        ret = counters_check(&t, err);
     if (ret == 0 && (rc = mdb_txn_commit(t.txn)) != 0) /* a read transaction's commit keeps the handles */
         return ps_lmdb_err(err, rc, "reading the schema");
     if (ret)
@@ -270,9 +257,6 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
     s->opts = *o;
     s->dir = ps_xstrndup(o->dir, strlen(o->dir));
     s->opts.dir = s->dir;
-    s->opened_wall = ps_time_now();
-    s->wc = ps_wcache_new();
-    ps_hmap_init(&s->append_wall);
 
     /* room past --storage.max-size that only retention and compaction use: 1/8 of it, 1 MiB to 1 GiB */
     s->map_headroom = o->map_size / 8 < (1u << 20) ? (1u << 20) : o->map_size / 8 > (1ull << 30) ? (1ull << 30) : o->map_size / 8;
@@ -355,7 +339,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
             goto Exit;
         }
     }
-    if ((ret = ps_store_load_next(s, &t, err)) != 0)
+    if ((ret = counters_check(&t, err)) != 0)
         goto Exit;
     if ((ret = ps_txn_commit(&t, err, "committing schema")) != 0)
         goto Exit;
@@ -382,10 +366,6 @@ void ps_store_close(ps_store_t *s)
         return;
     if (s->env)
         mdb_env_close(s->env);
-    ps_wcache_free(s->wc);
-    ps_buf_dispose(&s->fwd_mask);
-    ps_buf_dispose(&s->fwd_buf);
-    ps_hmap_dispose(&s->append_wall);
     free(s->dir);
     free(s);
 }
@@ -415,10 +395,10 @@ int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err)
             }
         }
     }
-    /* the symbol counts from the committed counters of this snapshot: s->next belongs to the
-     * writer thread (and runs ahead of what is committed while it writes) */
+    /* the symbol counts from the committed counters of this snapshot: the writer's (writer.c)
+     * run ahead of what is committed while it writes */
     ps_next_ids_t next;
-    ret = next_read(s, &txn, &next, err);
+    ret = ps_store_next_read(&txn, &next, err);
     ps_txn_abort(&txn);
     if (ret)
         return ret;
