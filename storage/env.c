@@ -37,87 +37,6 @@ static const struct {
 };
 
 
-/* The mount point of path: the last directory up from it on the same device. */
-void ps_store_mount_point(const char *path, char *out, size_t size)
-{
-    char cur[4096];
-    if (realpath(path, cur) == NULL) {
-        snprintf(out, size, "%s", path);
-        return;
-    }
-    struct stat st, up;
-    if (stat(cur, &st) != 0) {
-        snprintf(out, size, "%s", cur);
-        return;
-    }
-    for (;;) {
-        char *slash = strrchr(cur, '/');
-        if (slash == NULL || slash == cur) { /* the parent is / */
-            if (stat("/", &up) == 0 && up.st_dev == st.st_dev)
-                snprintf(cur, sizeof(cur), "/");
-            break;
-        }
-        *slash = '\0';
-        if (stat(cur, &up) != 0 || up.st_dev != st.st_dev) {
-            *slash = '/';
-            break;
-        }
-    }
-    snprintf(out, size, "%s", cur);
-}
-
-static void reserve_path(const ps_store_t *s, char *out, size_t size)
-{
-    snprintf(out, size, "%s/space.reserve", s->dir);
-}
-
-/* The reserve is at most 1/16 of the file system: a reserve larger than the disk could never be
- * taken, and every write would be refused for good (32 MiB on a 20 MiB volume). */
-static void reserve_size_to_disk(ps_store_t *s)
-{
-    struct statvfs vfs;
-    if (s->opts.disk_reserve == 0 || statvfs(s->dir, &vfs) != 0)
-        return;
-    uint64_t most = (uint64_t)vfs.f_blocks * vfs.f_frsize / 16 / 4096 * 4096;
-    if (s->opts.disk_reserve > most)
-        s->opts.disk_reserve = most > 0 ? most : 4096;
-}
-
-uint64_t ps_store_disk_reserve(const ps_store_t *s)
-{
-    return s->opts.disk_reserve;
-}
-
-/* Takes the disk reserve (again): true once the file holds opts.disk_reserve bytes. */
-static bool reserve_take(ps_store_t *s)
-{
-    if (s->opts.disk_reserve == 0 || s->reserve_held)
-        return true;
-    char path[4096];
-    reserve_path(s, path, sizeof(path));
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return false;
-    int rc = posix_fallocate(fd, 0, (off_t)s->opts.disk_reserve);
-    close(fd);
-    if (rc != 0) {
-        unlink(path); /* a partial one would only hold space nobody can use */
-        return false;
-    }
-    s->reserve_held = true;
-    return true;
-}
-
-void ps_store_space_release(ps_store_t *s)
-{
-    if (!s->reserve_held)
-        return;
-    char path[4096];
-    reserve_path(s, path, sizeof(path));
-    unlink(path);
-    s->reserve_held = false;
-}
-
 /* Bytes of LMDB's free list: pages retention and compaction freed, reused before the file grows. */
 static uint64_t free_bytes(ps_store_t *s)
 {
@@ -134,7 +53,7 @@ static uint64_t free_bytes(ps_store_t *s)
 int ps_store_space_check(ps_store_t *s, ps_err_t *err)
 {
     /* without the reserve, writes go on only into pages retention freed inside the file */
-    if (s->opts.disk_reserve > 0 && !s->reserve_held && !reserve_take(s) && free_bytes(s) < s->opts.disk_reserve) {
+    if (s->opts.disk_reserve > 0 && !s->reserve_held && !ps_store_reserve_take(s) && free_bytes(s) < s->opts.disk_reserve) {
         struct statvfs vfs;
         uint64_t avail = statvfs(s->dir, &vfs) == 0 ? (uint64_t)vfs.f_bavail * vfs.f_frsize : 0;
         char mp[4096];
@@ -239,16 +158,6 @@ static int open_read_only(ps_store_t *s, ps_err_t *err)
     return ret;
 }
 
-int ps_store_env_open_ro(const char *dir, MDB_env **env)
-{
-    int rc = mdb_env_create(env);
-    if (rc == 0 && (rc = mdb_env_open(*env, dir, MDB_RDONLY | MDB_NOTLS, 0644)) != 0) {
-        mdb_env_close(*env);
-        *env = NULL;
-    }
-    return rc;
-}
-
 int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
 {
     int rc, ret = 0;
@@ -264,7 +173,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
         ret = ps_err_set(err, PS_ESTORAGE, "cannot create data directory %s: %s", o->dir, strerror(errno));
         goto Exit;
     }
-    reserve_size_to_disk(s);
+    ps_store_reserve_fit(s);
     if ((rc = mdb_env_create(&s->env)) != 0 || (rc = mdb_env_set_maxdbs(s->env, DB_COUNT + 2)) != 0 ||
         (rc = mdb_env_set_mapsize(s->env, o->map_size + s->map_headroom)) != 0 || (rc = mdb_env_set_maxreaders(s->env, 512)) != 0) {
         ret = ps_lmdb_err(err, rc, "creating LMDB environment");
@@ -343,7 +252,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
         goto Exit;
     if ((ret = ps_txn_commit(&t, err, "committing schema")) != 0)
         goto Exit;
-    if (!reserve_take(s)) /* a full disk: writes wait (ps_store_space_check), reads go on */
+    if (!ps_store_reserve_take(s)) /* a full disk: writes wait (ps_store_space_check), reads go on */
         ps_err_clear(err);
 Exit:
     ps_txn_abort(&t);

@@ -133,8 +133,12 @@ struct ps_store_writer {
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
 };
 
-/** After a commit failed with PS_ENOSPACE for a full disk: gives up the disk reserve. */
+/* reserve.c: the disk reserve. After a commit failed with PS_ENOSPACE for a full disk:
+ * ps_store_space_release gives it up; ps_store_reserve_take takes it (again): true once the file
+ * holds opts.disk_reserve bytes; ps_store_reserve_fit caps opts.disk_reserve at 1/16 of the disk. */
 void ps_store_space_release(ps_store_t *s);
+bool ps_store_reserve_take(ps_store_t *s);
+void ps_store_reserve_fit(ps_store_t *s);
 
 struct ps_reader {
     ps_store_t *store;
@@ -144,7 +148,7 @@ struct ps_reader {
     int64_t min_ts, min_ms;
 };
 
-/** The mount point of path (the last directory up from it on the same device) into out. */
+/** reserve.c: the mount point of path (the last directory up from it on the same device) into out. */
 void ps_store_mount_point(const char *path, char *out, size_t size);
 
 static inline MDB_val ps_mval(const void *p, size_t n)
@@ -153,13 +157,10 @@ static inline MDB_val ps_mval(const void *p, size_t n)
     return v;
 }
 
-/* env.c: opens dir's LMDB environment read-only and nothing else (no named database; check.c's
- * look at the free list): 0 or LMDB's error */
-int ps_store_env_open_ro(const char *dir, MDB_env **env);
 /* env.c: the id counters as committed in txn's snapshot (all 1 in a new store) */
 int ps_store_next_read(ps_txn_t *txn, ps_next_ids_t *n, ps_err_t *err);
 
-/* check.c: PS_ECORRUPT with the sizes if dir's data.mdb cannot be a whole store (before LMDB maps it) */
+/* datafile.c: PS_ECORRUPT with the sizes if dir's data.mdb cannot be a whole store (before LMDB maps it) */
 int ps_store_check_file(const char *dir, ps_err_t *err);
 
 /* writer.c: drops the writer's caches (not append_wall) */
@@ -232,6 +233,9 @@ int ps_meta_write(ps_store_writer_t *w, ps_txn_t *txn, const ps_metric_meta_t *m
 int ps_float_compact(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
 int ps_float_retain(ps_store_writer_t *w, ps_txn_t *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
                     ps_err_t *err);
+/* floats_read.c: the samples of float series sid in [mint, maxt] (ms), as ps_reader_samples */
+int ps_float_reader_samples(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
+                            int (*cb)(void *ctx, const ps_float_sample_t *s, size_t n), void *ctx, ps_err_t *err);
 int ps_float_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err);
 int ps_float_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
 
