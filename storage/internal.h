@@ -106,6 +106,7 @@ struct ps_store {
     ps_store_opts_t opts;
     char *dir;
     int upgraded_from;      /* the schema version ps_store_open upgraded, or 0 */
+    atomic_bool has_writer; /* a ps_store_writer_t is open */
     /* space (env.c): the map is opened map_headroom bytes larger than opts.map_size, which only
      * writes respect (ps_store_space_check), so retention and compaction can still delete; the
      * disk reserve file is given up when the file system is full */

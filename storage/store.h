@@ -92,8 +92,8 @@ int ps_store_check_dir(const ps_store_opts_t *o, FILE *out);
 /** Closes the environment. No reader or writer may be active. ps_store_close(NULL) is a no-op. */
 void ps_store_close(ps_store_t *s);
 
-/** The writer of s (not read-only), for the one thread that writes: its counters are read from
- *  the committed store. At most one per store at a time; closed before ps_store_close. */
+/** The writer of s, for the one thread that writes: its counters are read from the committed
+ *  store. PS_EINVAL if s is read-only or has a writer open already; closed before ps_store_close. */
 int ps_store_writer_open(ps_store_t *s, ps_store_writer_t **out, ps_err_t *err);
 /** ps_store_writer_close(NULL) is a no-op. */
 void ps_store_writer_close(ps_store_writer_t *w);

@@ -3,6 +3,7 @@
  * between its transactions - the caches in front of LMDB, the id counters and the forwarding
  * log's next number (ahead of what is committed while it writes), when each series last got data.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "core/timeutil.h"
@@ -79,6 +80,10 @@ int ps_store_load_next(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
 
 int ps_store_writer_open(ps_store_t *s, ps_store_writer_t **out, ps_err_t *err)
 {
+    if (s->opts.read_only)
+        return ps_err_set(err, PS_EINVAL, "data directory %s is open read-only: it has no writer", s->dir);
+    if (atomic_exchange(&s->has_writer, true))
+        return ps_err_set(err, PS_EINVAL, "data directory %s has a writer already", s->dir);
     ps_store_writer_t *w = ps_xcalloc(1, sizeof(*w));
     w->s = s;
     w->opened_wall = ps_time_now();
@@ -102,6 +107,7 @@ void ps_store_writer_close(ps_store_writer_t *w)
 {
     if (w == NULL)
         return;
+    atomic_store(&w->s->has_writer, false);
     ps_wcache_free(w->wc);
     ps_buf_dispose(&w->fwd_mask);
     ps_buf_dispose(&w->fwd_buf);

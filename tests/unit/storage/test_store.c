@@ -859,6 +859,37 @@ static void test_schema_version_refused(void **state)
     free(dir);
 }
 
+/* one writer per store at a time; a read-only store has none */
+static void test_writer_one(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    ps_err_t err;
+    ps_store_writer_t *w = NULL, *w2 = NULL;
+    assert_int_equal(ps_store_writer_open(s, &w, &err), 0);
+    assert_int_equal(ps_store_writer_open(s, &w2, &err), PS_EINVAL);
+    char want[4200];
+    snprintf(want, sizeof(want), "data directory %s has a writer already", dir);
+    assert_string_equal(err.msg, want);
+    assert_null(w2);
+    ps_store_writer_close(w);
+    assert_int_equal(ps_store_writer_open(s, &w2, &err), 0);
+    ps_store_writer_close(w2);
+    ps_store_close(s);
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = dir;
+    o.read_only = true;
+    assert_int_equal(ps_store_open(&o, &s, &err), 0);
+    assert_int_equal(ps_store_writer_open(s, &w, &err), PS_EINVAL);
+    snprintf(want, sizeof(want), "data directory %s is open read-only: it has no writer", dir);
+    assert_string_equal(err.msg, want);
+    ps_store_close(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -872,6 +903,7 @@ int main(void)
         cmocka_unit_test(test_latest_damaged_chunk),
         cmocka_unit_test(test_series_read_errors),
         cmocka_unit_test(test_stats_from_snapshot),
+        cmocka_unit_test(test_writer_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
