@@ -264,7 +264,11 @@ int main(int argc, char **argv)
     status_config(&srv, cfg, srv.start_time); /* loaded at start; before apply_config takes cfg */
     srv.forward = ps_forward_new(store);
     ps_forward_writer_hooks(srv.forward, &wo);
-    srv.writer = ps_writer_start(store, &wo);
+    if ((srv.writer = ps_writer_start(store, &wo, &err)) == NULL) {
+        ps_log_error("cannot start the writer", "err=%s", ps_log_q(err.msg));
+        ps_store_close(store);
+        return 1;
+    }
     ps_forward_attach(srv.forward, srv.writer);
     /* a scraped body may be twice a pushed one, and at least 64 MiB (Go heap profiles of big
      * processes) */

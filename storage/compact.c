@@ -59,7 +59,7 @@ static triple_t *sort_triples(triple_t *t, triple_t *tmp, size_t m)
 }
 
 /* Writes one chunk from n decoded head profiles. */
-static int write_chunk(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_stored_profile_t *ps, int64_t *ts, uint32_t n,
+static int write_chunk(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_stored_profile_t *ps, int64_t *ts, uint32_t n,
                        ps_arena_t *a, ps_err_t *err)
 {
     ps_chunk_data_t d = {0};
@@ -111,9 +111,9 @@ static int write_chunk(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_stored_pro
 }
 
 /* Compacts the whole head of one series into chunks of at most compact_max_profiles. */
-static int compact_series(ps_store_t *s, ps_txn_t *txn, uint64_t sid, uint32_t *nchunks, ps_err_t *err)
+static int compact_series(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, uint32_t *nchunks, ps_err_t *err)
 {
-    uint32_t max = s->opts.compact_max_profiles;
+    uint32_t max = w->s->opts.compact_max_profiles;
     if (max == 0 || max > PS_CHUNK_MAX_PROFILES)
         max = PS_CHUNK_MAX_PROFILES;
     ps_arena_t a = PS_ARENA_INIT;
@@ -147,7 +147,7 @@ static int compact_series(ps_store_t *s, ps_txn_t *txn, uint64_t sid, uint32_t *
         }
         if (n == 0)
             break;
-        if ((ret = write_chunk(s, txn, sid, ps, ts, n, &a, err)) != 0)
+        if ((ret = write_chunk(w, txn, sid, ps, ts, n, &a, err)) != 0)
             goto Exit;
         (*nchunks)++;
         last_max = ts[n - 1];
@@ -180,9 +180,9 @@ static int compact_series(ps_store_t *s, ps_txn_t *txn, uint64_t sid, uint32_t *
         st.head_count = 0;
         st.head_min_ts = INT64_MIN;
         st.last_chunk_max = last_max != INT64_MIN ? last_max : r.last_chunk_max;
-        if ((ret = ps_series_put_state(s, txn, sid, &st, err)) != 0)
+        if ((ret = ps_series_put_state(w, txn, sid, &st, err)) != 0)
             goto Exit;
-        ps_series_state_t *cached = ps_series_state(s, sid);
+        ps_series_state_t *cached = ps_series_state(w, sid);
         if (cached)
             *cached = st;
     }
@@ -200,25 +200,25 @@ Exit:
  * the oldest record against the wall clock instead would cut backfilled (old) data into tiny
  * chunks at every check.
  */
-static bool window_due(ps_store_t *s, uint64_t sid, const ps_series_rec_t *r, int64_t now_ns)
+static bool window_due(ps_store_writer_t *w, uint64_t sid, const ps_series_rec_t *r, int64_t now_ns)
 {
-    int64_t w = s->opts.compact_window_ns;
-    if (w <= 0)
+    int64_t win = w->s->opts.compact_window_ns;
+    if (win <= 0)
         return false;
-    if (r->last_ts - r->head_min_ts >= w)
+    if (r->last_ts - r->head_min_ts >= win)
         return true;
     uint8_t kb[8];
     uint64_t wall;
     ps_enc_be64(kb, sid);
-    int64_t last = ps_hmap_get(&s->append_wall, kb, 8, &wall) ? (int64_t)wall : s->opened_wall;
-    return now_ns - last >= w;
+    int64_t last = ps_hmap_get(&w->append_wall, kb, 8, &wall) ? (int64_t)wall : w->opened_wall;
+    return now_ns - last >= win;
 }
 
-static int compact_profiles(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err)
+static int compact_profiles(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err)
 {
     for (;;) {
         ps_txn_t t, *txn = &t;
-        int ret = ps_txn_begin(txn, s, PS_TXN_WRITE, err, "starting compaction transaction");
+        int ret = ps_txn_begin(txn, w->s, PS_TXN_WRITE, err, "starting compaction transaction");
         if (ret)
             return ret;
         uint64_t due[COMPACT_SERIES_PER_TXN];
@@ -233,7 +233,7 @@ static int compact_profiles(ps_store_t *s, bool force, int64_t now_ns, uint32_t 
             MDB_val k = cur.k, v = cur.v;
             ps_series_rec_t r;
             if (k.mv_size == 8 && ps_series_rec_decode(v.mv_data, v.mv_size, &r) == 0 && r.head_count > 0 &&
-                (force || r.head_count >= s->opts.compact_max_profiles || window_due(s, ps_get_be64(k.mv_data), &r, now_ns))) {
+                (force || r.head_count >= w->s->opts.compact_max_profiles || window_due(w, ps_get_be64(k.mv_data), &r, now_ns))) {
                 if (ndue == COMPACT_SERIES_PER_TXN) {
                     more = true;
                     break;
@@ -243,10 +243,10 @@ static int compact_profiles(ps_store_t *s, bool force, int64_t now_ns, uint32_t 
         }
         ps_cur_close(&cur);
         for (size_t i = 0; i < ndue && ret == 0; i++)
-            ret = compact_series(s, txn, due[i], nchunks, err);
+            ret = compact_series(w, txn, due[i], nchunks, err);
         if (ret) {
             ps_txn_abort(txn);
-            ps_sym_caches_clear(s);
+            ps_sym_caches_clear(w);
             return ret;
         }
         if (ndue == 0) {
@@ -254,7 +254,7 @@ static int compact_profiles(ps_store_t *s, bool force, int64_t now_ns, uint32_t 
             return 0;
         }
         if ((ret = ps_txn_commit(txn, err, "committing compaction")) != 0) {
-            ps_sym_caches_clear(s);
+            ps_sym_caches_clear(w);
             return ret;
         }
         if (!more)
@@ -262,43 +262,43 @@ static int compact_profiles(ps_store_t *s, bool force, int64_t now_ns, uint32_t 
     }
 }
 
-int ps_store_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err)
+int ps_store_compact(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err)
 {
     uint32_t dummy = 0;
     if (nchunks == NULL)
         nchunks = &dummy;
     *nchunks = 0;
-    int ret = compact_profiles(s, force, now_ns, nchunks, err);
-    return ret ? ret : ps_float_compact(s, force, now_ns, nchunks, err);
+    int ret = compact_profiles(w, force, now_ns, nchunks, err);
+    return ret ? ret : ps_float_compact(w, force, now_ns, nchunks, err);
 }
 
-int ps_store_compact_due(ps_store_t *s, uint32_t *nchunks, ps_err_t *err)
+int ps_store_compact_due(ps_store_writer_t *w, uint32_t *nchunks, ps_err_t *err)
 {
     uint32_t dummy = 0;
     if (nchunks == NULL)
         nchunks = &dummy;
     *nchunks = 0;
-    if (s->wc->ndue == 0)
+    if (w->wc->ndue == 0)
         return 0;
     ps_txn_t txn;
-    int ret = ps_txn_begin(&txn, s, PS_TXN_WRITE, err, "starting compaction transaction");
+    int ret = ps_txn_begin(&txn, w->s, PS_TXN_WRITE, err, "starting compaction transaction");
     if (ret)
         return ret;
-    for (size_t i = 0; i < s->wc->ndue && ret == 0; i++)
-        ret = compact_series(s, &txn, s->wc->due[i], nchunks, err);
-    s->wc->ndue = 0;
+    for (size_t i = 0; i < w->wc->ndue && ret == 0; i++)
+        ret = compact_series(w, &txn, w->wc->due[i], nchunks, err);
+    w->wc->ndue = 0;
     if (ret) {
         ps_txn_abort(&txn);
-        ps_sym_caches_clear(s);
+        ps_sym_caches_clear(w);
         return ret;
     }
     if ((ret = ps_txn_commit(&txn, err, "committing compaction")) != 0)
-        ps_sym_caches_clear(s);
+        ps_sym_caches_clear(w);
     return ret;
 }
 
 /* True if the series still has a chunk or a head record. */
-static int series_has_data(ps_store_t *s, ps_txn_t *txn, uint64_t sid)
+static int series_has_data(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid)
 {
     uint8_t hk[8];
     ps_enc_be64(hk, sid);
@@ -327,33 +327,33 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Drops the append times of the deleted series (sorted): ids are never reused. */
-static void forget_append_walls(ps_store_t *s, const uint64_t *dropped, size_t ndropped)
+static void forget_append_walls(ps_store_writer_t *w, const uint64_t *dropped, size_t ndropped)
 {
     ps_hmap_t keep;
     ps_hmap_init(&keep);
-    for (size_t i = 0; i < s->append_wall.cap; i++) {
-        const ps_hmap_slot_t *e = &s->append_wall.slots[i];
+    for (size_t i = 0; i < w->append_wall.cap; i++) {
+        const ps_hmap_slot_t *e = &w->append_wall.slots[i];
         if (e->key == NULL || e->klen != 8)
             continue;
         uint64_t sid = ps_get_be64(e->key);
         if (bsearch(&sid, dropped, ndropped, sizeof(uint64_t), cmp_u64) == NULL)
             ps_hmap_put(&keep, e->key, 8, e->value);
     }
-    ps_hmap_dispose(&s->append_wall);
-    s->append_wall = keep;
+    ps_hmap_dispose(&w->append_wall);
+    w->append_wall = keep;
 }
 
-int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t *err)
+int ps_store_retain(ps_store_writer_t *w, int64_t now_ns, uint32_t *ndropped, ps_err_t *err)
 {
     uint32_t dummy;
     if (ndropped == NULL)
         ndropped = &dummy;
     *ndropped = 0;
-    if (s->opts.retention_ns <= 0)
+    if (w->s->opts.retention_ns <= 0)
         return 0;
-    int64_t cutoff = now_ns - s->opts.retention_ns;
+    int64_t cutoff = now_ns - w->s->opts.retention_ns;
     ps_txn_t t = {0}, *txn = &t;
-    int ret = ps_txn_begin(txn, s, PS_TXN_WRITE, err, "starting retention transaction");
+    int ret = ps_txn_begin(txn, w->s, PS_TXN_WRITE, err, "starting retention transaction");
     if (ret)
         return ret;
     uint64_t *touched = NULL;
@@ -410,7 +410,7 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
         if (ret)
             goto Exit;
     }
-    if ((ret = ps_float_retain(s, txn, cutoff, &touched, &ntouched, &cap, err)) != 0)
+    if ((ret = ps_float_retain(w, txn, cutoff, &touched, &ntouched, &cap, err)) != 0)
         goto Exit;
     /* a series with both expired head records and chunks was touched in both passes */
     if (ntouched > 1) /* touched is NULL when nothing expired: qsort may not be given NULL */
@@ -419,8 +419,8 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
     for (size_t i = 0; i < ntouched; i++) {
         if (i > 0 && touched[i] == touched[i - 1])
             continue;
-        if (!series_has_data(s, txn, touched[i])) {
-            if ((ret = ps_series_delete(s, txn, touched[i], err)) != 0)
+        if (!series_has_data(w, txn, touched[i])) {
+            if ((ret = ps_series_delete(w, txn, touched[i], err)) != 0)
                 goto Exit;
             touched[ndrop++] = touched[i];
         }
@@ -429,11 +429,11 @@ int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped, ps_err_t 
         goto Exit;
     *ndropped = (uint32_t)ndrop;
     if (ndrop > 0)
-        forget_append_walls(s, touched, ndrop);
+        forget_append_walls(w, touched, ndrop);
 Exit:
     ps_txn_abort(txn);
     free(touched);
     if (ntouched > 0 || ret)
-        ps_sym_caches_clear(s); /* series states changed under the caches */
+        ps_sym_caches_clear(w); /* series states changed under the caches */
     return ret;
 }

@@ -37,87 +37,6 @@ static const struct {
 };
 
 
-/* The mount point of path: the last directory up from it on the same device. */
-void ps_store_mount_point(const char *path, char *out, size_t size)
-{
-    char cur[4096];
-    if (realpath(path, cur) == NULL) {
-        snprintf(out, size, "%s", path);
-        return;
-    }
-    struct stat st, up;
-    if (stat(cur, &st) != 0) {
-        snprintf(out, size, "%s", cur);
-        return;
-    }
-    for (;;) {
-        char *slash = strrchr(cur, '/');
-        if (slash == NULL || slash == cur) { /* the parent is / */
-            if (stat("/", &up) == 0 && up.st_dev == st.st_dev)
-                snprintf(cur, sizeof(cur), "/");
-            break;
-        }
-        *slash = '\0';
-        if (stat(cur, &up) != 0 || up.st_dev != st.st_dev) {
-            *slash = '/';
-            break;
-        }
-    }
-    snprintf(out, size, "%s", cur);
-}
-
-static void reserve_path(const ps_store_t *s, char *out, size_t size)
-{
-    snprintf(out, size, "%s/space.reserve", s->dir);
-}
-
-/* The reserve is at most 1/16 of the file system: a reserve larger than the disk could never be
- * taken, and every write would be refused for good (32 MiB on a 20 MiB volume). */
-static void reserve_size_to_disk(ps_store_t *s)
-{
-    struct statvfs vfs;
-    if (s->opts.disk_reserve == 0 || statvfs(s->dir, &vfs) != 0)
-        return;
-    uint64_t most = (uint64_t)vfs.f_blocks * vfs.f_frsize / 16 / 4096 * 4096;
-    if (s->opts.disk_reserve > most)
-        s->opts.disk_reserve = most > 0 ? most : 4096;
-}
-
-uint64_t ps_store_disk_reserve(const ps_store_t *s)
-{
-    return s->opts.disk_reserve;
-}
-
-/* Takes the disk reserve (again): true once the file holds opts.disk_reserve bytes. */
-static bool reserve_take(ps_store_t *s)
-{
-    if (s->opts.disk_reserve == 0 || s->reserve_held)
-        return true;
-    char path[4096];
-    reserve_path(s, path, sizeof(path));
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return false;
-    int rc = posix_fallocate(fd, 0, (off_t)s->opts.disk_reserve);
-    close(fd);
-    if (rc != 0) {
-        unlink(path); /* a partial one would only hold space nobody can use */
-        return false;
-    }
-    s->reserve_held = true;
-    return true;
-}
-
-void ps_store_space_release(ps_store_t *s)
-{
-    if (!s->reserve_held)
-        return;
-    char path[4096];
-    reserve_path(s, path, sizeof(path));
-    unlink(path);
-    s->reserve_held = false;
-}
-
 /* Bytes of LMDB's free list: pages retention and compaction freed, reused before the file grows. */
 static uint64_t free_bytes(ps_store_t *s)
 {
@@ -134,7 +53,7 @@ static uint64_t free_bytes(ps_store_t *s)
 int ps_store_space_check(ps_store_t *s, ps_err_t *err)
 {
     /* without the reserve, writes go on only into pages retention freed inside the file */
-    if (s->opts.disk_reserve > 0 && !s->reserve_held && !reserve_take(s) && free_bytes(s) < s->opts.disk_reserve) {
+    if (s->opts.disk_reserve > 0 && !s->reserve_held && !ps_store_reserve_take(s) && free_bytes(s) < s->opts.disk_reserve) {
         struct statvfs vfs;
         uint64_t avail = statvfs(s->dir, &vfs) == 0 ? (uint64_t)vfs.f_bavail * vfs.f_frsize : 0;
         char mp[4096];
@@ -176,25 +95,8 @@ void ps_store_opts_default(ps_store_opts_t *o)
     o->cache_bytes = 512ull << 20;
 }
 
-static void next_encode(const ps_next_ids_t *n, ps_buf_t *b)
-{
-    for (int k = 1; k < SYM_KINDS; k++)
-        ps_put_be64(b, n->sym[k]);
-    ps_put_be64(b, n->node);
-    ps_put_be64(b, n->series);
-}
-
-int ps_store_save_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
-{
-    ps_buf_t b = PS_BUF_INIT;
-    next_encode(&s->next, &b);
-    bool ok = ps_txn_put(txn, DB_INFO, "next", 4, b.data, b.len, 0, "saving id counters");
-    ps_buf_dispose(&b);
-    return ok ? 0 : ps_txn_error(txn, err);
-}
-
 /* The counters as committed in txn's snapshot (all 1 in a new store). */
-static int next_read(ps_store_t *s, ps_txn_t *txn, ps_next_ids_t *n, ps_err_t *err)
+int ps_store_next_read(ps_txn_t *txn, ps_next_ids_t *n, ps_err_t *err)
 {
     MDB_val v;
     if (!ps_txn_get(txn, DB_INFO, "next", 4, &v, "reading id counters")) {
@@ -217,10 +119,14 @@ static int next_read(ps_store_t *s, ps_txn_t *txn, ps_next_ids_t *n, ps_err_t *e
     return 0;
 }
 
-int ps_store_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
+/* The writer's counters of txn's snapshot, read only to refuse a store whose records of them are
+ * damaged at its opening, as the writer (writer.c) would later. */
+static int counters_check(ps_txn_t *txn, ps_err_t *err)
 {
-    int ret = next_read(s, txn, &s->next, err);
-    return ret != 0 ? ret : ps_forward_log_load_next(s, txn, err);
+    ps_next_ids_t n;
+    uint64_t fwd;
+    int ret = ps_store_next_read(txn, &n, err);
+    return ret != 0 ? ret : ps_forward_log_load_next(txn, &fwd, err);
 }
 
 /* read_only: the databases of this schema version, opened in a read transaction (whose commit
@@ -244,22 +150,12 @@ static int open_read_only(ps_store_t *s, ps_err_t *err)
         ret = ps_err_set(err, PS_EVERSION, "data directory %s: not a store of schema version %d (open it once with "
                          "profstore to upgrade it)", s->dir, PS_SCHEMA_VERSION);
     if (ret == 0)
-        ret = ps_store_load_next(s, &t, err);
+        ret = counters_check(&t, err);
     if (ret == 0 && (rc = mdb_txn_commit(t.txn)) != 0) /* a read transaction's commit keeps the handles */
         return ps_lmdb_err(err, rc, "reading the schema");
     if (ret)
         ps_txn_abort(&t);
     return ret;
-}
-
-int ps_store_env_open_ro(const char *dir, MDB_env **env)
-{
-    int rc = mdb_env_create(env);
-    if (rc == 0 && (rc = mdb_env_open(*env, dir, MDB_RDONLY | MDB_NOTLS, 0644)) != 0) {
-        mdb_env_close(*env);
-        *env = NULL;
-    }
-    return rc;
 }
 
 int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
@@ -270,9 +166,6 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
     s->opts = *o;
     s->dir = ps_xstrndup(o->dir, strlen(o->dir));
     s->opts.dir = s->dir;
-    s->opened_wall = ps_time_now();
-    s->wc = ps_wcache_new();
-    ps_hmap_init(&s->append_wall);
 
     /* room past --storage.max-size that only retention and compaction use: 1/8 of it, 1 MiB to 1 GiB */
     s->map_headroom = o->map_size / 8 < (1u << 20) ? (1u << 20) : o->map_size / 8 > (1ull << 30) ? (1ull << 30) : o->map_size / 8;
@@ -280,7 +173,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
         ret = ps_err_set(err, PS_ESTORAGE, "cannot create data directory %s: %s", o->dir, strerror(errno));
         goto Exit;
     }
-    reserve_size_to_disk(s);
+    ps_store_reserve_fit(s);
     if ((rc = mdb_env_create(&s->env)) != 0 || (rc = mdb_env_set_maxdbs(s->env, DB_COUNT + 2)) != 0 ||
         (rc = mdb_env_set_mapsize(s->env, o->map_size + s->map_headroom)) != 0 || (rc = mdb_env_set_maxreaders(s->env, 512)) != 0) {
         ret = ps_lmdb_err(err, rc, "creating LMDB environment");
@@ -355,11 +248,11 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
             goto Exit;
         }
     }
-    if ((ret = ps_store_load_next(s, &t, err)) != 0)
+    if ((ret = counters_check(&t, err)) != 0)
         goto Exit;
     if ((ret = ps_txn_commit(&t, err, "committing schema")) != 0)
         goto Exit;
-    if (!reserve_take(s)) /* a full disk: writes wait (ps_store_space_check), reads go on */
+    if (!ps_store_reserve_take(s)) /* a full disk: writes wait (ps_store_space_check), reads go on */
         ps_err_clear(err);
 Exit:
     ps_txn_abort(&t);
@@ -382,10 +275,6 @@ void ps_store_close(ps_store_t *s)
         return;
     if (s->env)
         mdb_env_close(s->env);
-    ps_wcache_free(s->wc);
-    ps_buf_dispose(&s->fwd_mask);
-    ps_buf_dispose(&s->fwd_buf);
-    ps_hmap_dispose(&s->append_wall);
     free(s->dir);
     free(s);
 }
@@ -415,10 +304,10 @@ int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err)
             }
         }
     }
-    /* the symbol counts from the committed counters of this snapshot: s->next belongs to the
-     * writer thread (and runs ahead of what is committed while it writes) */
+    /* the symbol counts from the committed counters of this snapshot: the writer's (writer.c)
+     * run ahead of what is committed while it writes */
     ps_next_ids_t next;
-    ret = next_read(s, &txn, &next, err);
+    ret = ps_store_next_read(&txn, &next, err);
     ps_txn_abort(&txn);
     if (ret)
         return ret;

@@ -105,7 +105,7 @@ int ps_float_head_read(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_buf_t *out
 int ps_float_prefix_del(ps_store_t *s, ps_txn_t *txn, uint64_t ptxn, uint64_t sid, ps_err_t *err);
 /* f (may be NULL): the writer's state of the series, whose run counts spare the walk over the
  * series' chunks until they are due to be packed. */
-int ps_float_pack_before(ps_store_t *s, ps_txn_t *txn, ps_float_state_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
+int ps_float_pack_before(ps_store_writer_t *w, ps_txn_t *txn, ps_float_state_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
                          size_t len, ps_err_t *err);
 
 #endif

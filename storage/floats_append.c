@@ -21,27 +21,27 @@ void ps_float_state_clear(ps_wcache_t *wc)
     ps_hmap_clear(&wc->float_state_index);
 }
 
-static ps_float_state_t *float_state_find(ps_store_t *s, uint64_t sid)
+static ps_float_state_t *float_state_find(ps_store_writer_t *w, uint64_t sid)
 {
     uint8_t kb[8];
     uint64_t i;
     ps_enc_be64(kb, sid);
-    return ps_hmap_get(&s->wc->float_state_index, kb, 8, &i) ? s->wc->float_states[i] : NULL;
+    return ps_hmap_get(&w->wc->float_state_index, kb, 8, &i) ? w->wc->float_states[i] : NULL;
 }
 
-static ps_float_state_t *float_state_add(ps_store_t *s, uint64_t sid)
+static ps_float_state_t *float_state_add(ps_store_writer_t *w, uint64_t sid)
 {
-    if (s->wc->nfloat_states == s->wc->capfloat_states) {
-        s->wc->capfloat_states = s->wc->capfloat_states ? s->wc->capfloat_states * 2 : 1024;
-        s->wc->float_states = ps_xrealloc(s->wc->float_states, s->wc->capfloat_states * sizeof(*s->wc->float_states));
+    if (w->wc->nfloat_states == w->wc->capfloat_states) {
+        w->wc->capfloat_states = w->wc->capfloat_states ? w->wc->capfloat_states * 2 : 1024;
+        w->wc->float_states = ps_xrealloc(w->wc->float_states, w->wc->capfloat_states * sizeof(*w->wc->float_states));
     }
     ps_float_state_t *f = ps_xcalloc(1, sizeof(*f));
     f->sid = sid;
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
-    ps_hmap_put(&s->wc->float_state_index, kb, 8, s->wc->nfloat_states);
-    s->wc->float_states[s->wc->nfloat_states++] = f;
-    s->wc->float_state_bytes += sizeof(*f) + 64 + 8 * 3;
+    ps_hmap_put(&w->wc->float_state_index, kb, 8, w->wc->nfloat_states);
+    w->wc->float_states[w->wc->nfloat_states++] = f;
+    w->wc->float_state_bytes += sizeof(*f) + 64 + 8 * 3;
     return f;
 }
 
@@ -65,12 +65,12 @@ static bool pack_due(size_t n, size_t bytes, size_t eb, int64_t oldest, int64_t 
 
 /* f (may be NULL): the writer's state of the series, whose run counts spare the walk over the
  * series' chunks until they are due to be packed. */
-int ps_float_pack_before(ps_store_t *s, ps_txn_t *txn, ps_float_state_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
+int ps_float_pack_before(ps_store_writer_t *w, ps_txn_t *txn, ps_float_state_t *f, uint64_t sid, int64_t min_t, int64_t max_t,
                          size_t len, ps_err_t *err)
 {
     int64_t max_span = PS_FLOAT_PACK_MAX_SPAN_MS;
-    if (s->opts.retention_ns > 0 && s->opts.retention_ns / 10000000 < max_span)
-        max_span = s->opts.retention_ns / 10000000;
+    if (w->s->opts.retention_ns > 0 && w->s->opts.retention_ns / 10000000 < max_span)
+        max_span = w->s->opts.retention_ns / 10000000;
     if (f != NULL && f->run_known) {
         size_t eb = ps_float_pack_entry_bytes(f->run_n > 0 ? (uint64_t)(min_t - f->run_max_t) : 0, min_t, max_t, len);
         if (!pack_due(f->run_n, f->run_bytes, eb, f->run_oldest, max_t, max_span)) {
@@ -183,7 +183,7 @@ int ps_float_pack_before(ps_store_t *s, ps_txn_t *txn, ps_float_state_t *f, uint
 }
 
 
-static int float_state_load(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_float_state_t **out, ps_err_t *err)
+static int float_state_load(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_float_state_t **out, ps_err_t *err)
 {
     uint8_t kb[16];
     ps_err_t why;
@@ -192,13 +192,13 @@ static int float_state_load(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_float
     size_t plen = 0;
     uint64_t ptxn = 0;
     int64_t min_t = 0, max_t = 0;
-    int rc = ps_float_head_read(s, txn, sid, &head, &plen, &ptxn, &min_t, &max_t, err);
+    int rc = ps_float_head_read(w->s, txn, sid, &head, &plen, &ptxn, &min_t, &max_t, err);
     if (rc != 0 && rc != PS_ENOTFOUND) {
         ps_buf_dispose(&head);
         return rc;
     }
     if (rc == 0) {
-        ps_float_state_t *f = float_state_add(s, sid);
+        ps_float_state_t *f = float_state_add(w, sid);
         ps_buf_dispose(&f->chunk);
         f->chunk = head;
         f->prefix_len = plen;
@@ -211,7 +211,7 @@ static int float_state_load(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_float
         f->last_t = f->app.t;
         f->last_v = f->app.v;
         f->has_last = true;
-        s->wc->float_state_bytes += f->chunk.cap;
+        w->wc->float_state_bytes += f->chunk.cap;
         *out = f;
         return 0;
     }
@@ -234,7 +234,7 @@ static int float_state_load(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_float
     ps_cur_close(&cur);
     if (ret)
         return ret;
-    ps_float_state_t *f = float_state_add(s, sid);
+    ps_float_state_t *f = float_state_add(w, sid);
     float_state_empty_head(f);
     f->has_last = has;
     f->last_t = last.t;
@@ -243,24 +243,24 @@ static int float_state_load(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_float
     return 0;
 }
 
-static void mark_dirty(ps_store_t *s, ps_float_state_t *f)
+static void mark_dirty(ps_store_writer_t *w, ps_float_state_t *f)
 {
     if (f->dirty)
         return;
-    if (s->wc->nfloat_dirty == s->wc->capfloat_dirty) {
-        s->wc->capfloat_dirty = s->wc->capfloat_dirty ? s->wc->capfloat_dirty * 2 : 1024;
-        s->wc->float_dirty = ps_xrealloc(s->wc->float_dirty, s->wc->capfloat_dirty * sizeof(*s->wc->float_dirty));
+    if (w->wc->nfloat_dirty == w->wc->capfloat_dirty) {
+        w->wc->capfloat_dirty = w->wc->capfloat_dirty ? w->wc->capfloat_dirty * 2 : 1024;
+        w->wc->float_dirty = ps_xrealloc(w->wc->float_dirty, w->wc->capfloat_dirty * sizeof(*w->wc->float_dirty));
     }
-    s->wc->float_dirty[s->wc->nfloat_dirty++] = f;
+    w->wc->float_dirty[w->wc->nfloat_dirty++] = f;
     f->dirty = true;
 }
 
 /* Moves the head of f (nonempty) into fchunks; f's head is empty afterwards. */
-static int cut_head(ps_store_t *s, ps_txn_t *txn, ps_float_state_t *f, ps_err_t *err)
+static int cut_head(ps_store_writer_t *w, ps_txn_t *txn, ps_float_state_t *f, ps_err_t *err)
 {
     ps_buf_t cv = PS_BUF_INIT;
     ps_float_closed_value(f->chunk.data, f->chunk.len, &cv);
-    int ret = ps_float_pack_before(s, txn, f, f->sid, f->head_min_t, f->app.t, cv.len - 1, err);
+    int ret = ps_float_pack_before(w, txn, f, f->sid, f->head_min_t, f->app.t, cv.len - 1, err);
     if (ret) {
         ps_buf_dispose(&cv);
         return ret;
@@ -273,14 +273,14 @@ static int cut_head(ps_store_t *s, ps_txn_t *txn, ps_float_state_t *f, ps_err_t 
     if (!ok)
         return ps_txn_error(txn, err);
     if (f->prefix_len > 0) { /* the flush rewrites the head record (f is dirty) */
-        if ((ret = ps_float_prefix_del(s, txn, f->prefix_txn, f->sid, err)) != 0)
+        if ((ret = ps_float_prefix_del(w->s, txn, f->prefix_txn, f->sid, err)) != 0)
             return ret;
         f->prefix_len = 0;
     }
     size_t before = f->chunk.cap;
     float_state_empty_head(f);
-    s->wc->float_state_bytes += f->chunk.cap - before;
-    mark_dirty(s, f); /* the flush deletes the head record if nothing follows */
+    w->wc->float_state_bytes += f->chunk.cap - before;
+    mark_dirty(w, f); /* the flush deletes the head record if nothing follows */
     return 0;
 }
 
@@ -290,14 +290,14 @@ static void count_reject(uint32_t *n, int64_t *first, int64_t t)
         *first = t;
 }
 
-static int append_series(ps_store_t *s, ps_txn_t *txn, ps_float_append_t *fa, int64_t now, ps_err_t *err)
+static int append_series(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t *fa, int64_t now, ps_err_t *err)
 {
     int64_t oldest = INT64_MIN; /* ms: samples before it are out of bounds (retention) */
-    if (s->opts.retention_ns > 0)
-        oldest = -floor_div(-(now - s->opts.retention_ns), 1000000);
-    int64_t newest = s->opts.future_grace_ns > 0 ? (now + s->opts.future_grace_ns) / 1000000 : INT64_MAX; /* ms */
-    int64_t window_ms = s->opts.compact_window_ns > 0 ? s->opts.compact_window_ns / 1000000 : 0;
-    uint32_t per_chunk = s->opts.compact_max_profiles; /* the same count rule as profile heads */
+    if (w->s->opts.retention_ns > 0)
+        oldest = -floor_div(-(now - w->s->opts.retention_ns), 1000000);
+    int64_t newest = w->s->opts.future_grace_ns > 0 ? (now + w->s->opts.future_grace_ns) / 1000000 : INT64_MAX; /* ms */
+    int64_t window_ms = w->s->opts.compact_window_ns > 0 ? w->s->opts.compact_window_ns / 1000000 : 0;
+    uint32_t per_chunk = w->s->opts.compact_max_profiles; /* the same count rule as profile heads */
     if (per_chunk == 0 || per_chunk > PS_XOR_SAMPLES_PER_CHUNK)
         per_chunk = PS_XOR_SAMPLES_PER_CHUNK;
 
@@ -308,7 +308,7 @@ static int append_series(ps_store_t *s, ps_txn_t *txn, ps_float_append_t *fa, in
               fa->samples[i].t <= newest;
     uint64_t sid;
     ps_series_state_t *st;
-    int ret = ps_series_get_or_create(s, txn, fa->labels, any, PS_SERIES_FLOAT, &sid, &st, err);
+    int ret = ps_series_get_or_create(w, txn, fa->labels, any, PS_SERIES_FLOAT, &sid, &st, err);
     if (ret == PS_ENOTFOUND) {
         for (uint32_t i = 0; i < fa->nsamples; i++)
             if (fa->samples[i].t > newest && fa->samples[i].t <= T_MS_MAX)
@@ -329,12 +329,12 @@ static int append_series(ps_store_t *s, ps_txn_t *txn, ps_float_append_t *fa, in
         return 0;
     }
     fa->sid = sid;
-    ps_float_state_t *f = float_state_find(s, sid);
+    ps_float_state_t *f = float_state_find(w, sid);
     if (f != NULL && f->broken) {
         fa->status = ps_err_set(&fa->err, PS_ECORRUPT, "series %llu: damaged float head", (unsigned long long)sid);
         return 0;
     }
-    if (f == NULL && (ret = float_state_load(s, txn, sid, &f, &fa->err)) != 0) {
+    if (f == NULL && (ret = float_state_load(w, txn, sid, &f, &fa->err)) != 0) {
         if (ret != PS_ECORRUPT)
             return ps_err_set(err, ret, "%s", fa->err.msg);
         fa->status = ret; /* this series alone */
@@ -363,13 +363,13 @@ static int append_series(ps_store_t *s, ps_txn_t *txn, ps_float_append_t *fa, in
             continue;
         }
         if (f->app.n > 0 && (f->app.n >= per_chunk || (window_ms > 0 && t - f->head_min_t >= window_ms)))
-            if ((ret = cut_head(s, txn, f, err)) != 0)
+            if ((ret = cut_head(w, txn, f, err)) != 0)
                 return ret;
         size_t before = f->chunk.cap;
         ps_err_t aerr;
         if ((ret = ps_xor_app_append(&f->app, t, bits_float(bits), &aerr)) != 0)
             return ps_err_set(err, PS_EINTERNAL, "series %llu: %s", (unsigned long long)sid, aerr.msg);
-        s->wc->float_state_bytes += f->chunk.cap - before;
+        w->wc->float_state_bytes += f->chunk.cap - before;
         if (f->app.n == 1)
             f->head_min_t = t;
         f->last_t = t;
@@ -378,12 +378,12 @@ static int append_series(ps_store_t *s, ps_txn_t *txn, ps_float_append_t *fa, in
         fa->accepted++;
         if (fa->stored != NULL)
             ((uint8_t *)fa->stored)[i] = 1;
-        mark_dirty(s, f);
+        mark_dirty(w, f);
     }
     return 0;
 }
 
-int ps_float_write(ps_store_t *s, ps_txn_t *txn, ps_float_append_t **items, size_t n, int64_t now, ps_err_t *err)
+int ps_float_write(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t **items, size_t n, int64_t now, ps_err_t *err)
 {
     for (size_t i = 0; i < n; i++) {
         ps_float_append_t *fa = items[i];
@@ -392,7 +392,7 @@ int ps_float_write(ps_store_t *s, ps_txn_t *txn, ps_float_append_t **items, size
         fa->sid = 0;
         fa->accepted = fa->duplicates = fa->out_of_order = fa->dup_conflicts = fa->out_of_bounds = fa->too_new = 0;
         fa->first_out_of_order = fa->first_dup_conflict = fa->first_out_of_bounds = fa->first_too_new = 0;
-        int ret = append_series(s, txn, fa, now, err);
+        int ret = append_series(w, txn, fa, now, err);
         if (ret)
             return ret;
     }
@@ -402,7 +402,7 @@ int ps_float_write(ps_store_t *s, ps_txn_t *txn, ps_float_append_t **items, size
 /* Writes the open chunk of f (nonempty): whole while it has fewer than PS_FLOAT_HEAD_SPLIT_MIN bytes,
  * else as a tail, after rewriting fprefix when there is none yet, when the tail would outgrow
  * PS_FLOAT_HEAD_TAIL_MAX, or in the series' turn. tmp: scratch. */
-static int head_put(ps_store_t *s, ps_txn_t *txn, ps_float_state_t *f, ps_buf_t *tmp, ps_err_t *err)
+static int head_put(ps_store_writer_t *w, ps_txn_t *txn, ps_float_state_t *f, ps_buf_t *tmp, ps_err_t *err)
 {
     const uint8_t *c = f->chunk.data + 1;
     size_t n = f->chunk.len - 1;
@@ -412,10 +412,10 @@ static int head_put(ps_store_t *s, ps_txn_t *txn, ps_float_state_t *f, ps_buf_t 
         ps_txn_put(txn, DB_FHEAD, kb, 8, f->chunk.data, f->chunk.len, 0, "writing float head");
         return ps_txn_error(txn, err);
     }
-    bool turn = ((f->sid >> 6) + s->float_flushes) % PS_FLOAT_HEAD_TURNS == 0;
+    bool turn = ((f->sid >> 6) + w->float_flushes) % PS_FLOAT_HEAD_TURNS == 0;
     if (f->prefix_len == 0 || n - f->prefix_len > PS_FLOAT_HEAD_TAIL_MAX || (turn && n - 1 > f->prefix_len)) {
         int ret;
-        if (f->prefix_len > 0 && (ret = ps_float_prefix_del(s, txn, f->prefix_txn, f->sid, err)) != 0)
+        if (f->prefix_len > 0 && (ret = ps_float_prefix_del(w->s, txn, f->prefix_txn, f->sid, err)) != 0)
             return ret;
         uint64_t id = ps_txn_id(txn);
         uint8_t pk[16];
@@ -440,22 +440,22 @@ static int by_sid(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int ps_float_write_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
+int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
 {
     int ret = 0;
     ps_buf_t tmp = PS_BUF_INIT;
     /* in sid order: the new prefixes of this transaction are appends, (txn id, sid) increasing */
-    for (size_t i = 1; i < s->wc->nfloat_dirty; i++) {
-        if (s->wc->float_dirty[i - 1]->sid > s->wc->float_dirty[i]->sid) {
-            qsort(s->wc->float_dirty, s->wc->nfloat_dirty, sizeof(*s->wc->float_dirty), by_sid);
+    for (size_t i = 1; i < w->wc->nfloat_dirty; i++) {
+        if (w->wc->float_dirty[i - 1]->sid > w->wc->float_dirty[i]->sid) {
+            qsort(w->wc->float_dirty, w->wc->nfloat_dirty, sizeof(*w->wc->float_dirty), by_sid);
             break;
         }
     }
-    for (size_t i = 0; i < s->wc->nfloat_dirty && ret == 0; i++) {
-        ps_float_state_t *f = s->wc->float_dirty[i];
+    for (size_t i = 0; i < w->wc->nfloat_dirty && ret == 0; i++) {
+        ps_float_state_t *f = w->wc->float_dirty[i];
         f->dirty = false;
         if (f->app.n > 0) {
-            ret = head_put(s, txn, f, &tmp, err);
+            ret = head_put(w, txn, f, &tmp, err);
             continue;
         }
         uint8_t kb[8];
@@ -464,8 +464,8 @@ int ps_float_write_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
         ret = ps_txn_error(txn, err);
     }
     ps_buf_dispose(&tmp);
-    s->wc->nfloat_dirty = 0;
-    s->float_flushes++;
+    w->wc->nfloat_dirty = 0;
+    w->float_flushes++;
     return ret;
 }
 
@@ -481,7 +481,7 @@ void ps_meta_rec_encode(const ps_metric_meta_t *m, ps_buf_t *out)
     ps_buf_append(out, m->unit, m->unit_len);
 }
 
-int ps_meta_write(ps_store_t *s, ps_txn_t *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err)
+int ps_meta_write(ps_store_writer_t *w, ps_txn_t *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err)
 {
     ps_buf_t b = PS_BUF_INIT;
     int ret = 0;

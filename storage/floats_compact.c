@@ -12,15 +12,15 @@
 
 /* Closes the heads due: all when force, else those of series idle (no append in this process)
  * for compact_window_ns of wall time, measured as for profile heads. */
-int ps_float_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err)
+int ps_float_compact(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err)
 {
-    int64_t w = s->opts.compact_window_ns;
-    if (!force && w <= 0)
+    int64_t win = w->s->opts.compact_window_ns;
+    if (!force && win <= 0)
         return 0;
     uint8_t from[8] = {0};
     for (;;) {
         ps_txn_t t, *txn = &t;
-        int ret = ps_txn_begin(txn, s, PS_TXN_WRITE, err, "starting compaction transaction");
+        int ret = ps_txn_begin(txn, w->s, PS_TXN_WRITE, err, "starting compaction transaction");
         if (ret)
             return ret;
         ps_cur_t cur;
@@ -35,8 +35,8 @@ int ps_float_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunk
             MDB_val k = cur.k;
             if (k.mv_size == 8) {
                 uint64_t sid = ps_get_be64(k.mv_data), wall;
-                int64_t last = ps_hmap_get(&s->append_wall, k.mv_data, 8, &wall) ? (int64_t)wall : s->opened_wall;
-                if (force || now_ns - last >= w) {
+                int64_t last = ps_hmap_get(&w->append_wall, k.mv_data, 8, &wall) ? (int64_t)wall : w->opened_wall;
+                if (force || now_ns - last >= win) {
                     if (ndue == FCOMPACT_PER_TXN) {
                         more = true;
                         ps_enc_be64(from, sid);
@@ -57,7 +57,7 @@ int ps_float_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunk
             size_t plen = 0;
             uint64_t ptxn = 0;
             ps_buf_t copy = PS_BUF_INIT; /* the chunk, assembled (not pointing into the map) */
-            if ((ret = ps_float_head_read(s, txn, due[i], &copy, &plen, &ptxn, &min_t, &max_t, err)) != 0) {
+            if ((ret = ps_float_head_read(w->s, txn, due[i], &copy, &plen, &ptxn, &min_t, &max_t, err)) != 0) {
                 if (ret == PS_ENOTFOUND)
                     ret = ps_err_set(err, PS_EINTERNAL, "series %llu: float head vanished", (unsigned long long)due[i]);
                 ps_buf_dispose(&copy);
@@ -66,7 +66,7 @@ int ps_float_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunk
             ps_buf_t closed = PS_BUF_INIT;
             ps_float_closed_value(copy.data, copy.len, &closed);
             ps_buf_dispose(&copy);
-            if ((ret = ps_float_pack_before(s, txn, NULL, due[i], min_t, max_t, closed.len - 1, err)) != 0) {
+            if ((ret = ps_float_pack_before(w, txn, NULL, due[i], min_t, max_t, closed.len - 1, err)) != 0) {
                 ps_buf_dispose(&closed);
                 break;
             }
@@ -82,14 +82,14 @@ int ps_float_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunk
             if (!ps_txn_del(txn, DB_FHEAD, kb, 8, NULL, 0, "deleting float head"))
                 ret = ps_txn_missing(txn, err, "deleting float head");
             else if (plen > 0)
-                ret = ps_float_prefix_del(s, txn, ptxn, due[i], err);
+                ret = ps_float_prefix_del(w->s, txn, ptxn, due[i], err);
         }
         if (ret == 0 && ndue > 0)
             ret = ps_txn_commit(txn, err, "committing compaction");
         else
             ps_txn_abort(txn);
         if (ndue > 0 || ret)
-            ps_float_state_clear(s->wc); /* the cached heads are gone (or not: reload either way) */
+            ps_float_state_clear(w->wc); /* the cached heads are gone (or not: reload either way) */
         if (ret)
             return ret;
         *nchunks += (uint32_t)ndue;
@@ -109,7 +109,7 @@ static void touch(uint64_t **touched, size_t *n, size_t *cap, uint64_t sid)
 
 /* Deletes the float heads whose newest sample is older than cutoff (ns) and adds their series
  * to touched. (Closed float chunks are dropped with the profile chunks, by key.) */
-int ps_float_retain(ps_store_t *s, ps_txn_t *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
+int ps_float_retain(ps_store_writer_t *w, ps_txn_t *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
                     ps_err_t *err)
 {
     ps_cur_t cur;
@@ -127,7 +127,7 @@ int ps_float_retain(ps_store_t *s, ps_txn_t *txn, int64_t cutoff_ns, uint64_t **
         if (k.mv_size == 8) {
             uint64_t sid = ps_get_be64(k.mv_data);
             ps_buf_reset(&head);
-            if ((ret = ps_float_head_value(s, txn, sid, &v, &head, &plen, &ptxn, &min_t, &max_t, err)) != 0)
+            if ((ret = ps_float_head_value(w->s, txn, sid, &v, &head, &plen, &ptxn, &min_t, &max_t, err)) != 0)
                 break;
             if (max_t < floor_div(cutoff_ns, 1000000) || (max_t == floor_div(cutoff_ns, 1000000) &&
                                                            t_key(max_t) < cutoff_ns)) {
@@ -145,7 +145,7 @@ int ps_float_retain(ps_store_t *s, ps_txn_t *txn, int64_t cutoff_ns, uint64_t **
         ps_enc_be64(kb, del[i]);
         if (!ps_txn_del(txn, DB_FHEAD, kb, 8, NULL, 0, "applying retention to float heads"))
             ret = ps_txn_missing(txn, err, "applying retention to float heads");
-        else if (dtxn[i] == 0 || (ret = ps_float_prefix_del(s, txn, dtxn[i], del[i], err)) == 0)
+        else if (dtxn[i] == 0 || (ret = ps_float_prefix_del(w->s, txn, dtxn[i], del[i], err)) == 0)
             touch(touched, ntouched, cap, del[i]);
     }
     free(dtxn);

@@ -270,55 +270,14 @@ static int float_walk_run_(float_walk_t *w)
     return ret;
 }
 
-int ps_reader_series_kind(ps_reader_t *r, uint64_t sid, ps_series_kind_t *kind, ps_err_t *err)
+int ps_float_reader_samples(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
+                            int (*cb)(void *ctx, const ps_float_sample_t *s, size_t n), void *ctx, ps_err_t *err)
 {
-    uint8_t k[8];
-    ps_enc_be64(k, sid);
-    MDB_val val;
-    if (!ps_txn_get(&r->txn, DB_SERIES, k, 8, &val, "series"))
-        return r->txn.ret ? ps_txn_error(&r->txn, err) : PS_ENOTFOUND;
-    ps_series_rec_t rec;
-    if (ps_series_rec_decode(val.mv_data, val.mv_size, &rec) != 0)
-        return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
-    *kind = rec.kind;
-    return 0;
-}
-
-typedef struct totals_ctx {
-    int (*cb)(void *ctx, const ps_float_sample_t *s, size_t n);
-    void *ctx;
-} totals_ctx_t;
-
-static int on_profile(void *ctx, const ps_stored_profile_t *p)
-{
-    totals_ctx_t *c = ctx;
-    ps_float_sample_t s = {floor_div(p->ts, 1000000), (double)p->total};
-    return c->cb(c->ctx, &s, 1);
-}
-
-int ps_reader_samples(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
-                      int (*cb)(void *ctx, const ps_float_sample_t *s, size_t n), void *ctx, ps_err_t *err)
-{
-    if (mint > maxt)
-        return 0;
-    ps_series_kind_t kind;
-    int ret = ps_reader_series_kind(r, sid, &kind, err);
-    if (ret == PS_ENOTFOUND)
-        return 0;
-    if (ret)
-        return ret;
-    if (kind == PS_SERIES_FLOAT) {
-        float_walk_t *w = ps_xcalloc(1, sizeof(*w));
-        w->r = r, w->sid = sid, w->mint = mint, w->maxt = maxt, w->err = err, w->on_samples = cb, w->ctx = ctx;
-        ret = float_walk_run(w);
-        free(w);
-        return ret;
-    }
-    /* ms -> ns bounds, saturating: profile ts in [mint*1e6, maxt*1e6 + 999999] has floor(ts/1e6) in range */
-    int64_t lo = mint <= -T_MS_MAX ? INT64_MIN : mint >= T_MS_MAX ? INT64_MAX : mint * 1000000;
-    int64_t hi = maxt >= T_MS_MAX ? INT64_MAX : maxt <= -T_MS_MAX ? INT64_MIN : maxt * 1000000 + 999999;
-    totals_ctx_t c = {cb, ctx};
-    return ps_reader_profiles(r, sid, lo, hi, true, on_profile, &c, err);
+    float_walk_t *w = ps_xcalloc(1, sizeof(*w));
+    w->r = r, w->sid = sid, w->mint = mint, w->maxt = maxt, w->err = err, w->on_samples = cb, w->ctx = ctx;
+    int ret = float_walk_run(w);
+    free(w);
+    return ret;
 }
 
 int ps_reader_xor_chunks(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,

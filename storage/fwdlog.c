@@ -19,104 +19,35 @@ void ps_store_set_forward(ps_store_t *s, ps_store_forward_floats_fn fn, void *ct
     atomic_store(&s->fwd_floats, fn);
 }
 
-int ps_forward_log_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
+int ps_forward_log_load_next(ps_txn_t *txn, uint64_t *next, ps_err_t *err)
 {
     MDB_val v;
     if (!ps_txn_get(txn, DB_INFO, "fwdnext", 7, &v, "reading the forwarding log's next number")) {
         if (txn->ret)
             return ps_txn_error(txn, err);
-        s->fwd_next = 1;
+        *next = 1;
         return 0;
     }
     if (v.mv_size != 8)
         return ps_err_set(err, PS_ECORRUPT, "info \"fwdnext\": %zu bytes, not 8", v.mv_size);
-    s->fwd_next = ps_get_be64(v.mv_data);
+    *next = ps_get_be64(v.mv_data);
     return 0;
 }
 
-int ps_forward_log_put(ps_store_t *s, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err)
+int ps_forward_log_put(ps_store_writer_t *w, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err)
 {
     uint8_t kb[8];
-    ps_enc_be64(kb, s->fwd_next);
+    ps_enc_be64(kb, w->fwd_next);
     uint8_t *v = ps_txn_reserve(txn, DB_FWDLOG, kb, 8, 8 + len, MDB_APPEND, "writing the forwarding log");
     if (v == NULL)
         return ps_txn_error(txn, err);
     ps_enc_be64(v, (uint64_t)wall);
     memcpy(v + 8, data, len);
-    s->fwd_next++;
+    w->fwd_next++;
     uint8_t nb[8];
-    ps_enc_be64(nb, s->fwd_next);
+    ps_enc_be64(nb, w->fwd_next);
     ps_txn_put(txn, DB_INFO, "fwdnext", 7, nb, 8, 0, "writing the forwarding log's next number");
     return ps_txn_error(txn, err);
-}
-
-/* --agent: a write stores only its log entries. Nothing is checked against stored data (there is
- * none): every profile is taken (status 0, no series ids), every float sample counts as stored.
- * The receiver applies its own order and duplicate rules. */
-int ps_forward_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_float_append_t **floats, size_t nf,
-                              const ps_metric_meta_t *meta, size_t nm, ps_err_t *err)
-{
-    ps_txn_t t = {0}, *txn = &t;
-    int64_t now = ps_time_now();
-    int ret;
-    if ((ret = ps_store_space_check(s, err)) != 0)
-        goto Fail;
-    if ((ret = ps_txn_begin(txn, s, PS_TXN_WRITE, err, "starting write transaction")) != 0)
-        goto Fail;
-    for (size_t i = 0; i < n; i++) {
-        ps_append_t *it = items[i];
-        it->status = 0;
-        it->duplicate = false;
-        ps_err_clear(&it->err);
-        for (uint32_t j = 0; j < it->nseries; j++) {
-            it->series_ids[j] = 0;
-            it->series_samples[j] = 0;
-        }
-        if (it->fwd_len > 0 && (ret = ps_forward_log_put(s, txn, now, it->fwd, it->fwd_len, err)) != 0)
-            goto Fail;
-    }
-    ps_store_forward_floats_fn fn = nf > 0 || nm > 0 ? atomic_load(&s->fwd_floats) : NULL;
-    size_t total = 0;
-    for (size_t i = 0; i < nf; i++)
-        total += floats[i]->nsamples;
-    ps_buf_reset(&s->fwd_mask);
-    uint8_t *m = ps_buf_reserve(&s->fwd_mask, total + 1);
-    memset(m, 1, total + 1);
-    for (size_t i = 0, off = 0; i < nf; off += floats[i]->nsamples, i++) {
-        ps_float_append_t *fa = floats[i];
-        fa->status = 0;
-        ps_err_clear(&fa->err);
-        fa->sid = 0;
-        fa->accepted = fa->nsamples;
-        fa->duplicates = fa->out_of_order = fa->dup_conflicts = fa->out_of_bounds = fa->too_new = 0;
-        fa->stored = fn != NULL ? m + off : NULL;
-    }
-    if (fn != NULL) {
-        ps_buf_reset(&s->fwd_buf);
-        fn(atomic_load(&s->fwd_ctx), floats, nf, meta, nm, &s->fwd_buf);
-        if (s->fwd_buf.len > 0 && (ret = ps_forward_log_put(s, txn, now, s->fwd_buf.data, s->fwd_buf.len, err)) != 0)
-            goto Fail;
-    }
-    if ((ret = ps_txn_commit(txn, err, "committing")) != 0)
-        goto Fail;
-    return 0;
-Fail:
-    ps_txn_abort(txn);
-    ps_txn_t rt;
-    if (ps_txn_begin(&rt, s, PS_TXN_READ, NULL, "starting read transaction") == 0) {
-        ps_forward_log_load_next(s, &rt, NULL);
-        ps_txn_abort(&rt);
-    }
-    for (size_t i = 0; i < n; i++) {
-        items[i]->status = ret;
-        ps_err_set(&items[i]->err, ret, "%s", err ? err->msg : ps_strerror(ret));
-    }
-    for (size_t i = 0; i < nf; i++) {
-        floats[i]->status = ret;
-        floats[i]->accepted = 0;
-        ps_err_set(&floats[i]->err, ret, "%s", err ? err->msg : ps_strerror(ret));
-    }
-    return ret;
 }
 
 /* A read transaction with a cursor over the log (log_close ends what was begun). */
@@ -234,16 +165,16 @@ static bool listed(const MDB_val *k, const char *const *names, size_t n)
     return false;
 }
 
-int ps_store_forward_advance(ps_store_t *s, const char *const *names, const uint64_t *seqs, size_t n, uint64_t *trimmed,
+int ps_store_forward_advance(ps_store_writer_t *w, const char *const *names, const uint64_t *seqs, size_t n, uint64_t *trimmed,
                              ps_err_t *err)
 {
     ps_txn_t txn;
     ps_cur_t cur;
     uint64_t ndel = 0;
-    int ret = ps_txn_begin(&txn, s, PS_TXN_WRITE, err, "starting write transaction");
+    int ret = ps_txn_begin(&txn, w->s, PS_TXN_WRITE, err, "starting write transaction");
     if (ret != 0)
         return ret;
-    uint64_t upto = s->fwd_next - 1; /* every entry, when no endpoint is left */
+    uint64_t upto = w->fwd_next - 1; /* every entry, when no endpoint is left */
     for (size_t i = 0; i < n; i++) {
         uint8_t vb[8];
         ps_enc_be64(vb, seqs[i]);

@@ -76,8 +76,8 @@ typedef struct ps_series_state {
 } ps_series_state_t;
 
 /* The writer's caches: what recent write transactions looked up or changed, so that an append
- * asks LMDB again for none of it. Only the writer (the thread that calls ps_store_write and the
- * compactor) touches them; all but the due list are dropped together (ps_sym_caches_clear)
+ * asks LMDB again for none of it. Only the writer (ps_store_writer_t, the thread that calls
+ * ps_store_write and the compactor) touches them; all but the due list are dropped together (ps_sym_caches_clear)
  * whenever a transaction fails or changed records under them. */
 typedef struct ps_wcache {
     ps_hmap_t sym_cache;    /* kind + content -> id */
@@ -100,40 +100,46 @@ typedef struct ps_wcache {
     size_t nfloat_dirty, capfloat_dirty;
 } ps_wcache_t;
 
-/** A new, empty ps_wcache_t; ps_wcache_free(NULL) is a no-op. */
-ps_wcache_t *ps_wcache_new(void);
-void ps_wcache_free(ps_wcache_t *wc);
-
 struct ps_store {
     MDB_env *env;
     MDB_dbi dbi[DB_COUNT];
     ps_store_opts_t opts;
     char *dir;
-    /* writer-only state */
+    int upgraded_from;      /* the schema version ps_store_open upgraded, or 0 */
+    atomic_bool has_writer; /* a ps_store_writer_t is open */
+    /* space (env.c): the map is opened map_headroom bytes larger than opts.map_size, which only
+     * writes respect (ps_store_space_check), so retention and compaction can still delete; the
+     * disk reserve file is given up when the file system is full */
+    uint64_t map_headroom;
+    bool reserve_held;      /* <dir>/space.reserve exists with opts.disk_reserve bytes */
+    /* the forwarding log (fwdlog.c): the hook that makes the entry of a write's stored float
+     * samples (NULL: forwarding off) */
+    _Atomic(ps_store_forward_floats_fn) fwd_floats;
+    void *_Atomic fwd_ctx;
+};
+
+/* The store's writer (writer.c): state of the one writing thread (ps_store_write, the compactor,
+ * retention, ps_store_forward_advance), which no reader sees. */
+struct ps_store_writer {
+    ps_store_t *s;
     ps_wcache_t *wc;        /* the writer's caches */
     ps_next_ids_t next;     /* the ids the next write gives (saved with each write) */
     /* sid(8) -> wall clock (ns) of the last committed append in this process. Not a cache:
      * ps_sym_caches_clear keeps it (the idle rule of the compactor needs it); retention drops
      * the entries of the series it deletes. */
     ps_hmap_t append_wall;
-    int64_t opened_wall;    /* when this process opened the store (the idle rule's start) */
-    int upgraded_from;      /* the schema version ps_store_open upgraded, or 0 */
+    int64_t opened_wall;    /* when the writer was opened (the idle rule's start) */
     uint64_t float_flushes; /* ps_float_write_flush calls: whose turn it is to rewrite prefixes */
-    /* space (env.c): the map is opened map_headroom bytes larger than opts.map_size, which only
-     * writes respect (ps_store_space_check), so retention and compaction can still delete; the
-     * disk reserve file is given up when the file system is full */
-    uint64_t map_headroom;
-    bool reserve_held;      /* <dir>/space.reserve exists with opts.disk_reserve bytes */
-    /* the forwarding log (fwdlog.c): the next sequence number (DB_INFO "fwdnext", writer-only),
-     * and the hook that makes the entry of a write's stored float samples (NULL: forwarding off) */
-    uint64_t fwd_next;
-    _Atomic(ps_store_forward_floats_fn) fwd_floats;
-    void *_Atomic fwd_ctx;
+    uint64_t fwd_next;      /* the forwarding log's next sequence number (DB_INFO "fwdnext") */
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
 };
 
-/** After a commit failed with PS_ENOSPACE for a full disk: gives up the disk reserve. */
+/* reserve.c: the disk reserve. After a commit failed with PS_ENOSPACE for a full disk:
+ * ps_store_space_release gives it up; ps_store_reserve_take takes it (again): true once the file
+ * holds opts.disk_reserve bytes; ps_store_reserve_fit caps opts.disk_reserve at 1/16 of the disk. */
 void ps_store_space_release(ps_store_t *s);
+bool ps_store_reserve_take(ps_store_t *s);
+void ps_store_reserve_fit(ps_store_t *s);
 
 struct ps_reader {
     ps_store_t *store;
@@ -143,7 +149,7 @@ struct ps_reader {
     int64_t min_ts, min_ms;
 };
 
-/** The mount point of path (the last directory up from it on the same device) into out. */
+/** reserve.c: the mount point of path (the last directory up from it on the same device) into out. */
 void ps_store_mount_point(const char *path, char *out, size_t size);
 
 static inline MDB_val ps_mval(const void *p, size_t n)
@@ -152,19 +158,23 @@ static inline MDB_val ps_mval(const void *p, size_t n)
     return v;
 }
 
-/* env.c: opens dir's LMDB environment read-only and nothing else (no named database; check.c's
- * look at the free list): 0 or LMDB's error */
-int ps_store_env_open_ro(const char *dir, MDB_env **env);
+/* env.c: the id counters as committed in txn's snapshot (all 1 in a new store) */
+int ps_store_next_read(ps_txn_t *txn, ps_next_ids_t *n, ps_err_t *err);
 
-/* check.c: PS_ECORRUPT with the sizes if dir's data.mdb cannot be a whole store (before LMDB maps it) */
+/* datafile.c: PS_ECORRUPT with the sizes if dir's data.mdb cannot be a whole store (before LMDB maps it) */
 int ps_store_check_file(const char *dir, ps_err_t *err);
 
+/* writer.c: drops the writer's caches (not append_wall) */
+void ps_sym_caches_clear(ps_store_writer_t *w);
+/* writer.c: the counters (ids, forwarding log) saved in / loaded from txn */
+int ps_store_save_next(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err);
+int ps_store_load_next(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err);
+
 /* symbols.c */
-void ps_sym_caches_clear(ps_store_t *s);
-int ps_sym_intern(ps_store_t *s, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err);
+int ps_sym_intern(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err);
 /* The content of symbol (kind, id) into *out: true, false if there is none (or txn failed). */
 bool ps_sym_get(ps_txn_t *txn, int kind, uint64_t id, MDB_val *out);
-int ps_tree_child(ps_store_t *s, ps_txn_t *txn, uint64_t parent, uint64_t item, uint64_t *node, ps_err_t *err);
+int ps_tree_child(ps_store_writer_t *w, ps_txn_t *txn, uint64_t parent, uint64_t item, uint64_t *node, ps_err_t *err);
 
 /* series.c */
 typedef struct ps_series_rec {
@@ -178,11 +188,11 @@ void ps_series_rec_encode(const ps_series_rec_t *r, ps_buf_t *out);
 int ps_series_rec_decode(const void *p, size_t n, ps_series_rec_t *r);
 /* create: make the series, of that kind, if missing; an existing series keeps its own kind
  * ((*st)->kind says which) */
-int ps_series_get_or_create(ps_store_t *s, ps_txn_t *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
+int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
                             uint64_t *sid, ps_series_state_t **st, ps_err_t *err);
-ps_series_state_t *ps_series_state(ps_store_t *s, uint64_t sid);
-int ps_series_put_state(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err);
-int ps_series_delete(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_err_t *err);
+ps_series_state_t *ps_series_state(ps_store_writer_t *w, uint64_t sid);
+int ps_series_put_state(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err);
+int ps_series_delete(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_err_t *err);
 
 /* head.c: head record = enc(1) duration(varint) period(varint) total(varint) n(uvarint)
  * then n x (node delta uvarint, value zigzag varint) */
@@ -201,8 +211,8 @@ static inline void ps_key_sid_ts(uint8_t k[16], uint64_t sid, int64_t ts)
 
 /* floats*.c (the files share floats.h) */
 void ps_float_state_clear(ps_wcache_t *wc);
-int ps_float_write(ps_store_t *s, ps_txn_t *txn, ps_float_append_t **items, size_t n, int64_t now, ps_err_t *err);
-int ps_float_write_flush(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
+int ps_float_write(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t **items, size_t n, int64_t now, ps_err_t *err);
+int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err);
 void ps_meta_rec_encode(const ps_metric_meta_t *m, ps_buf_t *out);
 /* One chunk of a packed fchunks value (PS_FLOAT_CHUNK_ENC_PACKED): its first and last sample's t and
  * its bytes (a XOR chunk without the encoding byte). */
@@ -220,20 +230,18 @@ void ps_float_prefix_encode(const uint8_t *c, size_t p, ps_buf_t *out);
  * encoding enc (PS_FLOAT_CHUNK_ENC_PACKED: XOR chunks; PS_FLOAT_CHUNK_ENC_DPACKED: dense chunks written
  * with tbase = their min_t). */
 void ps_float_pack_encode(uint8_t enc, const ps_float_pack_entry_t *e, size_t n, ps_buf_t *out);
-int ps_meta_write(ps_store_t *s, ps_txn_t *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err);
-int ps_float_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
-int ps_float_retain(ps_store_t *s, ps_txn_t *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
+int ps_meta_write(ps_store_writer_t *w, ps_txn_t *txn, const ps_metric_meta_t *m, size_t n, ps_err_t *err);
+int ps_float_compact(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
+int ps_float_retain(ps_store_writer_t *w, ps_txn_t *txn, int64_t cutoff_ns, uint64_t **touched, size_t *ntouched, size_t *cap,
                     ps_err_t *err);
+/* floats_read.c: the samples of float series sid in [mint, maxt] (ms), as ps_reader_samples */
+int ps_float_reader_samples(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t maxt,
+                            int (*cb)(void *ctx, const ps_float_sample_t *s, size_t n), void *ctx, ps_err_t *err);
 int ps_float_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err);
 int ps_float_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
 
 /* fwdlog.c: the forwarding log inside a write transaction */
-int ps_forward_log_put(ps_store_t *s, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);
-int ps_forward_log_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
-int ps_forward_write_log_only(ps_store_t *s, ps_append_t **items, size_t n, ps_float_append_t **floats, size_t nf,
-                              const ps_metric_meta_t *meta, size_t nm, ps_err_t *err);
-
-/* env.c */
-int ps_store_save_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
-int ps_store_load_next(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
+int ps_forward_log_put(ps_store_writer_t *w, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);
+/* the next sequence number as committed in txn's snapshot (1 in a new store) */
+int ps_forward_log_load_next(ps_txn_t *txn, uint64_t *next, ps_err_t *err);
 #endif

@@ -49,33 +49,33 @@ int ps_series_rec_decode(const void *p, size_t n, ps_series_rec_t *r)
     return 0;
 }
 
-static ps_series_state_t *state_add(ps_store_t *s, uint64_t sid)
+static ps_series_state_t *state_add(ps_store_writer_t *w, uint64_t sid)
 {
     /* states are allocated one by one so pointers stay valid while more are added */
-    if (s->wc->nstates == s->wc->capstates) {
-        s->wc->capstates = s->wc->capstates ? s->wc->capstates * 2 : 1024;
-        s->wc->states = ps_xrealloc(s->wc->states, s->wc->capstates * sizeof(*s->wc->states));
+    if (w->wc->nstates == w->wc->capstates) {
+        w->wc->capstates = w->wc->capstates ? w->wc->capstates * 2 : 1024;
+        w->wc->states = ps_xrealloc(w->wc->states, w->wc->capstates * sizeof(*w->wc->states));
     }
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
     ps_series_state_t *st = ps_xcalloc(1, sizeof(*st));
-    s->wc->states[s->wc->nstates++] = st;
-    ps_hmap_put(&s->wc->state_index, kb, 8, (uint64_t)(uintptr_t)st);
+    w->wc->states[w->wc->nstates++] = st;
+    ps_hmap_put(&w->wc->state_index, kb, 8, (uint64_t)(uintptr_t)st);
     return st;
 }
 
-ps_series_state_t *ps_series_state(ps_store_t *s, uint64_t sid)
+ps_series_state_t *ps_series_state(ps_store_writer_t *w, uint64_t sid)
 {
     uint8_t kb[8];
     uint64_t i;
     ps_enc_be64(kb, sid);
-    if (ps_hmap_get(&s->wc->state_index, kb, 8, &i))
+    if (ps_hmap_get(&w->wc->state_index, kb, 8, &i))
         return (ps_series_state_t *)(uintptr_t)i;
     return NULL;
 }
 
 /* Loads the state of an existing series from its record into the cache. */
-static int load_state(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_series_state_t **out, ps_err_t *err)
+static int load_state(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_series_state_t **out, ps_err_t *err)
 {
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
@@ -85,7 +85,7 @@ static int load_state(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_series_stat
     ps_series_rec_t r;
     if (ps_series_rec_decode(v.mv_data, v.mv_size, &r) != 0)
         return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
-    ps_series_state_t *st = state_add(s, sid);
+    ps_series_state_t *st = state_add(w, sid);
     st->kind = r.kind;
     st->last_ts = r.last_ts;
     st->head_min_ts = r.head_min_ts;
@@ -95,7 +95,7 @@ static int load_state(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_series_stat
     return 0;
 }
 
-int ps_series_put_state(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err)
+int ps_series_put_state(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err)
 {
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
@@ -124,18 +124,18 @@ static int posting_key(ps_buf_t *b, const ps_label_pair_t *p)
     return 0;
 }
 
-int ps_series_get_or_create(ps_store_t *s, ps_txn_t *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
+int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
                             uint64_t *sid, ps_series_state_t **st, ps_err_t *err)
 {
     ps_buf_t enc = PS_BUF_INIT, pk = PS_BUF_INIT;
     int ret = 0;
     ps_labels_encode(ls, &enc);
     uint64_t v;
-    if (ps_hmap_get(&s->wc->series_cache, enc.data, enc.len, &v)) {
+    if (ps_hmap_get(&w->wc->series_cache, enc.data, enc.len, &v)) {
         *sid = v;
-        *st = ps_series_state(s, v);
+        *st = ps_series_state(w, v);
         if (*st == NULL)
-            ret = load_state(s, txn, v, st, err);
+            ret = load_state(w, txn, v, st, err);
         goto Exit;
     }
     uint64_t h = ps_hash64(enc.data, enc.len, 0x5e41e5);
@@ -153,11 +153,11 @@ int ps_series_get_or_create(ps_store_t *s, ps_txn_t *txn, const ps_labels_t *ls,
             ps_series_rec_decode(sv.mv_data, sv.mv_size, &r) == 0 && r.labels_len == enc.len &&
             memcmp(r.labels, enc.data, enc.len) == 0) {
             ps_cur_close(&cur);
-            ps_hmap_put(&s->wc->series_cache, enc.data, enc.len, cand);
+            ps_hmap_put(&w->wc->series_cache, enc.data, enc.len, cand);
             *sid = cand;
-            *st = ps_series_state(s, cand);
+            *st = ps_series_state(w, cand);
             if (*st == NULL)
-                ret = load_state(s, txn, cand, st, err);
+                ret = load_state(w, txn, cand, st, err);
             goto Exit;
         }
     }
@@ -171,7 +171,7 @@ int ps_series_get_or_create(ps_store_t *s, ps_txn_t *txn, const ps_labels_t *ls,
         goto Exit;
     }
     /* a new series: record, hash index, postings */
-    uint64_t nid = s->next.series++;
+    uint64_t nid = w->next.series++;
     uint8_t ib[8];
     ps_enc_be64(ib, nid);
     ps_buf_t rec = PS_BUF_INIT;
@@ -188,8 +188,8 @@ int ps_series_get_or_create(ps_store_t *s, ps_txn_t *txn, const ps_labels_t *ls,
         ret = ps_txn_error(txn, err);
         goto Exit;
     }
-    ps_hmap_put(&s->wc->series_cache, enc.data, enc.len, nid);
-    ps_series_state_t *ns = state_add(s, nid);
+    ps_hmap_put(&w->wc->series_cache, enc.data, enc.len, nid);
+    ps_series_state_t *ns = state_add(w, nid);
     ns->kind = (uint8_t)kind;
     ns->last_ts = INT64_MIN;
     ns->head_min_ts = INT64_MIN;
@@ -202,7 +202,7 @@ Exit:
     return ret;
 }
 
-int ps_series_delete(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_err_t *err)
+int ps_series_delete(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_err_t *err)
 {
     uint8_t ib[8];
     ps_enc_be64(ib, sid);

@@ -3,8 +3,8 @@
  * mappings, functions, locations, sample label sets), one stack tree shared by all series,
  * series with their postings, head records and compacted chunks. See docs/FORMAT.md.
  *
- * Threads: exactly one thread writes (ps_store_write[_batch], ps_store_compact, ps_store_retain);
- * any number of threads read through ps_reader_t, each with its own LMDB read transaction, which
+ * Threads: exactly one thread writes, through the store's one ps_store_writer_t (ps_store_write[_batch],
+ * ps_store_compact, ps_store_retain, ps_store_forward_advance); any number of threads read through ps_reader_t, each with its own LMDB read transaction, which
  * never waits for the writer. This module knows nothing of HTTP or protobuf.
  */
 #ifndef PS_STORAGE_STORE_H
@@ -25,6 +25,8 @@
                               * is upgraded at open */
 
 typedef struct ps_store ps_store_t;
+/* The store's writer: what the writing thread keeps between transactions (caches, id counters). */
+typedef struct ps_store_writer ps_store_writer_t;
 
 typedef struct ps_store_opts {
     const char *dir;              /* data directory, created if missing */
@@ -42,7 +44,7 @@ typedef struct ps_store_opts {
                                    * series would then refuse every present one as out of order);
                                    * 0 = any time (the default here; profstore's --storage.future-grace: 10m) */
     bool log_only;                /* --agent: writes store nothing but their forwarding log entries
-                                   * (every profile and sample is taken as stored; fwdlog.c) */
+                                   * (every profile and sample is taken as stored; write.c) */
     bool read_only;               /* ps_store_check_dir: nothing written, not even a schema upgrade;
                                    * a store of another schema version or without its databases is refused */
 } ps_store_opts_t;
@@ -90,6 +92,12 @@ int ps_store_check_dir(const ps_store_opts_t *o, FILE *out);
 /** Closes the environment. No reader or writer may be active. ps_store_close(NULL) is a no-op. */
 void ps_store_close(ps_store_t *s);
 
+/** The writer of s, for the one thread that writes: its counters are read from the committed
+ *  store. PS_EINVAL if s is read-only or has a writer open already; closed before ps_store_close. */
+int ps_store_writer_open(ps_store_t *s, ps_store_writer_t **out, ps_err_t *err);
+/** ps_store_writer_close(NULL) is a no-op. */
+void ps_store_writer_close(ps_store_writer_t *w);
+
 /* ---- writing (one writer thread) ---- */
 
 /** One profile to append: one series per selected sample type of the profile. */
@@ -125,7 +133,7 @@ typedef struct ps_append {
  * A failure of the transaction itself (disk full, I/O) fails every item and is returned.
  * On return 0, every item with status 0 is durable.
  */
-int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t *err);
+int ps_store_write_batch(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_err_t *err);
 
 /** One float sample. t is in milliseconds, like Prometheus' timestamps. */
 typedef struct ps_float_sample {
@@ -174,16 +182,16 @@ typedef struct ps_metric_meta {
  * a series fails alone (status). A failure of the transaction itself (PS_ENOSPACE, I/O) fails
  * every item, and is returned; then nothing of the call is stored.
  */
-int ps_store_write(ps_store_t *s, ps_append_t **profiles, size_t np, ps_float_append_t **floats, size_t nf,
+int ps_store_write(ps_store_writer_t *w, ps_append_t **profiles, size_t np, ps_float_append_t **floats, size_t nf,
                    const ps_metric_meta_t *meta, size_t nm, ps_err_t *err);
 
 /** Compacts heads due by the thresholds (or all heads when force). *ncompacted gets the chunk count. */
-int ps_store_compact(ps_store_t *s, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
+int ps_store_compact(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
 /** Compacts the heads that reached compact_max_profiles in the writes since the last call. */
-int ps_store_compact_due(ps_store_t *s, uint32_t *nchunks, ps_err_t *err);
+int ps_store_compact_due(ps_store_writer_t *w, uint32_t *nchunks, ps_err_t *err);
 /** Drops chunks and head records (float chunks and heads by their newest sample) older than
  *  now - retention, then series left empty. */
-int ps_store_retain(ps_store_t *s, int64_t now_ns, uint32_t *ndropped_series, ps_err_t *err);
+int ps_store_retain(ps_store_writer_t *w, int64_t now_ns, uint32_t *ndropped_series, ps_err_t *err);
 
 typedef struct ps_store_stats {
     uint64_t series, head_records, chunks, nodes, strings, functions, locations, mappings;
@@ -236,7 +244,7 @@ int ps_store_forward_cursor(ps_store_t *s, const char *name, uint64_t *seq, ps_e
  * cursor is past (seq <= the smallest; with n == 0 all of them), at most 100,000 a call (the rest
  * go with the next). *trimmed (optional) gets how many were deleted.
  */
-int ps_store_forward_advance(ps_store_t *s, const char *const *names, const uint64_t *seqs, size_t n, uint64_t *trimmed,
+int ps_store_forward_advance(ps_store_writer_t *w, const char *const *names, const uint64_t *seqs, size_t n, uint64_t *trimmed,
                              ps_err_t *err);
 
 /* ---- reading (any thread) ---- */

@@ -1,6 +1,6 @@
 /*
  * symbols.c - content-addressed symbols (strings, mappings, functions, locations, sample label
- * sets) and the stack tree, with the writer's in-memory caches in front of LMDB.
+ * sets) and the stack tree, with the writer's in-memory caches (writer.c) in front of LMDB.
  *
  * A symbol is stored once: DB_SYM maps kind+id to its content, DB_SYM_HASH maps kind+hash of the
  * content to the ids having that hash (collisions resolved by comparing content). Ids are dense
@@ -10,52 +10,6 @@
 
 #include "internal.h"
 
-void ps_sym_caches_clear(ps_store_t *s)
-{
-    ps_hmap_clear(&s->wc->sym_cache);
-    ps_hmap_clear(&s->wc->tree_cache);
-    ps_hmap_clear(&s->wc->stack_cache);
-    ps_hmap_clear(&s->wc->series_cache);
-    ps_hmap_clear(&s->wc->state_index);
-    for (size_t i = 0; i < s->wc->nstates; i++)
-        free(s->wc->states[i]);
-    s->wc->nstates = 0;
-    ps_float_state_clear(s->wc);
-}
-
-ps_wcache_t *ps_wcache_new(void)
-{
-    ps_wcache_t *wc = ps_xcalloc(1, sizeof(*wc));
-    ps_hmap_init(&wc->sym_cache);
-    ps_hmap_init(&wc->tree_cache);
-    ps_hmap_init(&wc->stack_cache);
-    ps_hmap_init(&wc->series_cache);
-    ps_hmap_init(&wc->state_index);
-    ps_hmap_init(&wc->float_state_index);
-    return wc;
-}
-
-void ps_wcache_free(ps_wcache_t *wc)
-{
-    if (wc == NULL)
-        return;
-    ps_hmap_dispose(&wc->sym_cache);
-    ps_hmap_dispose(&wc->tree_cache);
-    ps_hmap_dispose(&wc->stack_cache);
-    ps_hmap_dispose(&wc->series_cache);
-    ps_hmap_dispose(&wc->state_index);
-    for (size_t i = 0; i < wc->nstates; i++)
-        free(wc->states[i]);
-    free(wc->states);
-    free(wc->due);
-    ps_float_state_clear(wc);
-    ps_hmap_dispose(&wc->float_state_index);
-    free(wc->float_states);
-    free(wc->float_dirty);
-    ps_buf_dispose(&wc->sym_key);
-    free(wc);
-}
-
 bool ps_sym_get(ps_txn_t *txn, int kind, uint64_t id, MDB_val *out)
 {
     uint8_t kb[9];
@@ -64,19 +18,19 @@ bool ps_sym_get(ps_txn_t *txn, int kind, uint64_t id, MDB_val *out)
     return ps_txn_get(txn, DB_SYM, kb, 9, out, "reading symbol");
 }
 
-int ps_sym_intern(ps_store_t *s, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err)
+int ps_sym_intern(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err)
 {
     if (kind == SYM_STRING && n == 0) {
         *id = 0;
         return 0;
     }
     /* cache key: kind byte + content */
-    ps_buf_t *ck = &s->wc->sym_key;
+    ps_buf_t *ck = &w->wc->sym_key;
     ps_buf_reset(ck);
     ps_buf_putc(ck, (uint8_t)kind);
     ps_buf_append(ck, content, n);
     uint64_t v;
-    if (ps_hmap_get(&s->wc->sym_cache, ck->data, ck->len, &v)) {
+    if (ps_hmap_get(&w->wc->sym_cache, ck->data, ck->len, &v)) {
         *id = v;
         return 0;
     }
@@ -91,7 +45,7 @@ int ps_sym_intern(ps_store_t *s, ps_txn_t *txn, int kind, const void *content, s
         MDB_val c;
         if (ps_sym_get(txn, kind, cand, &c) && c.mv_size == n && memcmp(c.mv_data, content, n) == 0) {
             ps_cur_close(&cur);
-            ps_hmap_put(&s->wc->sym_cache, ck->data, ck->len, cand);
+            ps_hmap_put(&w->wc->sym_cache, ck->data, ck->len, cand);
             *id = cand;
             return 0;
         }
@@ -100,7 +54,7 @@ int ps_sym_intern(ps_store_t *s, ps_txn_t *txn, int kind, const void *content, s
     if (txn->ret)
         return ps_txn_error(txn, err);
     /* new symbol */
-    uint64_t nid = s->next.sym[kind]++;
+    uint64_t nid = w->next.sym[kind]++;
     uint8_t ib[9], idv[8];
     ib[0] = (uint8_t)kind;
     ps_enc_be64(ib + 1, nid);
@@ -108,18 +62,18 @@ int ps_sym_intern(ps_store_t *s, ps_txn_t *txn, int kind, const void *content, s
     if (!ps_txn_put(txn, DB_SYM, ib, 9, content, n, 0, "writing symbol") ||
         !ps_txn_put(txn, DB_SYM_HASH, hk, 9, idv, 8, 0, "writing symbol index"))
         return ps_txn_error(txn, err);
-    ps_hmap_put(&s->wc->sym_cache, ck->data, ck->len, nid);
+    ps_hmap_put(&w->wc->sym_cache, ck->data, ck->len, nid);
     *id = nid;
     return 0;
 }
 
-int ps_tree_child(ps_store_t *s, ps_txn_t *txn, uint64_t parent, uint64_t item, uint64_t *node, ps_err_t *err)
+int ps_tree_child(ps_store_writer_t *w, ps_txn_t *txn, uint64_t parent, uint64_t item, uint64_t *node, ps_err_t *err)
 {
     uint8_t kb[16];
     ps_enc_be64(kb, parent);
     ps_enc_be64(kb + 8, item);
     uint64_t v;
-    if (ps_hmap_get(&s->wc->tree_cache, kb, 16, &v)) {
+    if (ps_hmap_get(&w->wc->tree_cache, kb, 16, &v)) {
         *node = v;
         return 0;
     }
@@ -128,18 +82,18 @@ int ps_tree_child(ps_store_t *s, ps_txn_t *txn, uint64_t parent, uint64_t item, 
         if (d.mv_size != 8)
             return ps_err_set(err, PS_ECORRUPT, "stack tree entry has %zu bytes", d.mv_size);
         *node = ps_get_be64(d.mv_data);
-        ps_hmap_put(&s->wc->tree_cache, kb, 16, *node);
+        ps_hmap_put(&w->wc->tree_cache, kb, 16, *node);
         return 0;
     }
     if (txn->ret)
         return ps_txn_error(txn, err);
-    uint64_t nid = s->next.node++;
+    uint64_t nid = w->next.node++;
     uint8_t nb[8];
     ps_enc_be64(nb, nid);
     if (!ps_txn_put(txn, DB_TREE, kb, 16, nb, 8, 0, "writing stack tree") ||
         !ps_txn_put(txn, DB_NODES, nb, 8, kb, 16, MDB_APPEND, "writing stack node"))
         return ps_txn_error(txn, err);
-    ps_hmap_put(&s->wc->tree_cache, kb, 16, nid);
+    ps_hmap_put(&w->wc->tree_cache, kb, 16, nid);
     *node = nid;
     return 0;
 }

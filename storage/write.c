@@ -48,13 +48,13 @@ static uint32_t *sort_by_node(const uint64_t *nodes, uint32_t n, uint32_t *order
     return src;
 }
 
-static int intern_symbols(ps_store_t *s, ps_txn_t *txn, const ps_profile_t *p, xlate_t *x, ps_arena_t *a,
+static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, xlate_t *x, ps_arena_t *a,
                           ps_err_t *err)
 {
     int ret;
     x->str = ps_arena_alloc(a, (p->nstrings + 1) * sizeof(uint64_t));
     for (uint32_t i = 0; i < p->nstrings; i++)
-        if ((ret = ps_sym_intern(s, txn, SYM_STRING, p->strings[i].ptr, p->strings[i].len, &x->str[i], err)) != 0)
+        if ((ret = ps_sym_intern(w, txn, SYM_STRING, p->strings[i].ptr, p->strings[i].len, &x->str[i], err)) != 0)
             return ret;
 #define STR(i) ((i) < p->nstrings ? x->str[(i)] : 0)
     x->map = ps_arena_alloc(a, (p->nmappings + 1) * sizeof(uint64_t));
@@ -68,7 +68,7 @@ static int intern_symbols(ps_store_t *s, ps_txn_t *txn, const ps_profile_t *p, x
         ps_put_uvarint(&x->enc, STR(m->filename));
         ps_put_uvarint(&x->enc, STR(m->build_id));
         ps_put_uvarint(&x->enc, m->flags);
-        if ((ret = ps_sym_intern(s, txn, SYM_MAPPING, x->enc.data, x->enc.len, &x->map[i + 1], err)) != 0)
+        if ((ret = ps_sym_intern(w, txn, SYM_MAPPING, x->enc.data, x->enc.len, &x->map[i + 1], err)) != 0)
             return ret;
     }
     x->fn = ps_arena_alloc(a, (p->nfunctions + 1) * sizeof(uint64_t));
@@ -80,7 +80,7 @@ static int intern_symbols(ps_store_t *s, ps_txn_t *txn, const ps_profile_t *p, x
         ps_put_uvarint(&x->enc, STR(f->system_name));
         ps_put_uvarint(&x->enc, STR(f->filename));
         ps_put_varint(&x->enc, f->start_line);
-        if ((ret = ps_sym_intern(s, txn, SYM_FUNCTION, x->enc.data, x->enc.len, &x->fn[i + 1], err)) != 0)
+        if ((ret = ps_sym_intern(w, txn, SYM_FUNCTION, x->enc.data, x->enc.len, &x->fn[i + 1], err)) != 0)
             return ret;
     }
     x->loc = ps_arena_alloc(a, (p->nlocations + 1) * sizeof(uint64_t));
@@ -97,7 +97,7 @@ static int intern_symbols(ps_store_t *s, ps_txn_t *txn, const ps_profile_t *p, x
             ps_put_varint(&x->enc, l->lines[j].line);
             ps_put_varint(&x->enc, l->lines[j].column);
         }
-        if ((ret = ps_sym_intern(s, txn, SYM_LOCATION, x->enc.data, x->enc.len, &x->loc[i + 1], err)) != 0)
+        if ((ret = ps_sym_intern(w, txn, SYM_LOCATION, x->enc.data, x->enc.len, &x->loc[i + 1], err)) != 0)
             return ret;
     }
     return 0;
@@ -125,7 +125,7 @@ static int cmp_label(const void *a, const void *b, void *ctx)
 }
 
 /* The stack node of sample smp: [label set item] then locations root first. */
-static int sample_node(ps_store_t *s, ps_txn_t *txn, const ps_profile_t *p, const ps_sample_t *smp, xlate_t *x,
+static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const ps_sample_t *smp, xlate_t *x,
                        uint64_t *node, ps_err_t *err)
 {
     int ret;
@@ -147,7 +147,7 @@ static int sample_node(ps_store_t *s, ps_txn_t *txn, const ps_profile_t *p, cons
             ps_put_varint(&x->enc, l->num);
             ps_put_uvarint(&x->enc, STR(l->num_unit));
         }
-        if ((ret = ps_sym_intern(s, txn, SYM_LABELSET, x->enc.data, x->enc.len, &lsid, err)) != 0)
+        if ((ret = ps_sym_intern(w, txn, SYM_LABELSET, x->enc.data, x->enc.len, &lsid, err)) != 0)
             return ret;
     }
     /* whole-stack cache: label set id then location ids, leaf first */
@@ -158,17 +158,17 @@ static int sample_node(ps_store_t *s, ps_txn_t *txn, const ps_profile_t *p, cons
         k[j + 1] = x->loc[smp->locs[j]];
     size_t klen = (smp->nlocs + 1) * 8;
     uint64_t v;
-    if (ps_hmap_get(&s->wc->stack_cache, k, klen, &v)) {
+    if (ps_hmap_get(&w->wc->stack_cache, k, klen, &v)) {
         *node = v;
         return 0;
     }
     uint64_t n = 0;
-    if (lsid && (ret = ps_tree_child(s, txn, n, lsid | PS_ITEM_LABELSET, &n, err)) != 0)
+    if (lsid && (ret = ps_tree_child(w, txn, n, lsid | PS_ITEM_LABELSET, &n, err)) != 0)
         return ret;
     for (uint32_t j = smp->nlocs; j > 0; j--)
-        if ((ret = ps_tree_child(s, txn, n, k[j], &n, err)) != 0)
+        if ((ret = ps_tree_child(w, txn, n, k[j], &n, err)) != 0)
             return ret;
-    ps_hmap_put(&s->wc->stack_cache, k, klen, n);
+    ps_hmap_put(&w->wc->stack_cache, k, klen, n);
     *node = n;
     return 0;
 }
@@ -176,13 +176,13 @@ static int sample_node(ps_store_t *s, ps_txn_t *txn, const ps_profile_t *p, cons
 
 /* Checks order against what each series holds. Returns 1 if some series already has ts (a
  * possible duplicate), 0 if all is new, <0 on error. */
-static int check_order(ps_store_t *s, ps_txn_t *txn, ps_append_t *it, ps_err_t *err)
+static int check_order(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, ps_err_t *err)
 {
     int dup = 0;
     for (uint32_t i = 0; i < it->nseries; i++) {
         uint64_t sid;
         ps_series_state_t *st;
-        int ret = ps_series_get_or_create(s, txn, &it->series_labels[i], false, PS_SERIES_PROFILE, &sid, &st, err);
+        int ret = ps_series_get_or_create(w, txn, &it->series_labels[i], false, PS_SERIES_PROFILE, &sid, &st, err);
         if (ret == PS_ENOTFOUND)
             continue;
         if (ret)
@@ -213,7 +213,7 @@ static int check_order(ps_store_t *s, ps_txn_t *txn, ps_append_t *it, ps_err_t *
 }
 
 /* Writes (or, in check mode, compares) the head records of one item. */
-static int append_one(ps_store_t *s, ps_txn_t *txn, ps_append_t *it, bool check, bool *all_same, ps_arena_t *a,
+static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool check, bool *all_same, ps_arena_t *a,
                       ps_err_t *err)
 {
     const ps_profile_t *p = it->profile;
@@ -222,10 +222,10 @@ static int append_one(ps_store_t *s, ps_txn_t *txn, ps_append_t *it, bool check,
     ps_buf_t rec = PS_BUF_INIT;
     uint64_t *nodes = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
 
-    if ((ret = intern_symbols(s, txn, p, &x, a, err)) != 0)
+    if ((ret = intern_symbols(w, txn, p, &x, a, err)) != 0)
         goto Exit;
     for (uint32_t i = 0; i < p->nsamples; i++)
-        if ((ret = sample_node(s, txn, p, &p->samples[i], &x, &nodes[i], err)) != 0)
+        if ((ret = sample_node(w, txn, p, &p->samples[i], &x, &nodes[i], err)) != 0)
             goto Exit;
     uint32_t *order = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint32_t));
     uint32_t *tmp = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint32_t));
@@ -255,7 +255,7 @@ static int append_one(ps_store_t *s, ps_txn_t *txn, ps_append_t *it, bool check,
         ps_head_encode(it->duration, it->period, pn, pv, m, &rec);
         uint64_t sid;
         ps_series_state_t *st;
-        if ((ret = ps_series_get_or_create(s, txn, &it->series_labels[si], true, PS_SERIES_PROFILE, &sid, &st, err)) != 0)
+        if ((ret = ps_series_get_or_create(w, txn, &it->series_labels[si], true, PS_SERIES_PROFILE, &sid, &st, err)) != 0)
             goto Exit;
         uint8_t kb[16];
         ps_key_sid_ts(kb, sid, it->ts);
@@ -279,14 +279,14 @@ static int append_one(ps_store_t *s, ps_txn_t *txn, ps_append_t *it, bool check,
                 st->head_min_ts = it->ts;
             st->head_count++;
             st->last_ts = it->ts;
-            if (st->head_count == s->opts.compact_max_profiles && !check) {
-                if (s->wc->ndue == s->wc->capdue) {
-                    s->wc->capdue = s->wc->capdue ? s->wc->capdue * 2 : 64;
-                    s->wc->due = ps_xrealloc(s->wc->due, s->wc->capdue * sizeof(uint64_t));
+            if (st->head_count == w->s->opts.compact_max_profiles && !check) {
+                if (w->wc->ndue == w->wc->capdue) {
+                    w->wc->capdue = w->wc->capdue ? w->wc->capdue * 2 : 64;
+                    w->wc->due = ps_xrealloc(w->wc->due, w->wc->capdue * sizeof(uint64_t));
                 }
-                s->wc->due[s->wc->ndue++] = sid;
+                w->wc->due[w->wc->ndue++] = sid;
             }
-            if ((ret = ps_series_put_state(s, txn, sid, st, err)) != 0)
+            if ((ret = ps_series_put_state(w, txn, sid, st, err)) != 0)
                 goto Exit;
         }
         it->series_ids[si] = sid;
@@ -314,12 +314,81 @@ int ps_store_future_error(int64_t ts, int64_t now, int64_t grace_ns, ps_err_t *e
                       ps_setting_name(PS_SETTING_FUTURE_GRACE), grace);
 }
 
-int ps_store_write_batch(ps_store_t *s, ps_append_t **items, size_t n, ps_err_t *err)
+/* --agent: a write stores only its log entries. Nothing is checked against stored data (there is
+ * none): every profile is taken (status 0, no series ids), every float sample counts as stored.
+ * The receiver applies its own order and duplicate rules. */
+static int write_log_only(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float_append_t **floats, size_t nf,
+                          const ps_metric_meta_t *meta, size_t nm, ps_err_t *err)
 {
-    return ps_store_write(s, items, n, NULL, 0, NULL, 0, err);
+    ps_txn_t t = {0}, *txn = &t;
+    int64_t now = ps_time_now();
+    int ret;
+    if ((ret = ps_store_space_check(w->s, err)) != 0)
+        goto Fail;
+    if ((ret = ps_txn_begin(txn, w->s, PS_TXN_WRITE, err, "starting write transaction")) != 0)
+        goto Fail;
+    for (size_t i = 0; i < n; i++) {
+        ps_append_t *it = items[i];
+        it->status = 0;
+        it->duplicate = false;
+        ps_err_clear(&it->err);
+        for (uint32_t j = 0; j < it->nseries; j++) {
+            it->series_ids[j] = 0;
+            it->series_samples[j] = 0;
+        }
+        if (it->fwd_len > 0 && (ret = ps_forward_log_put(w, txn, now, it->fwd, it->fwd_len, err)) != 0)
+            goto Fail;
+    }
+    ps_store_forward_floats_fn fn = nf > 0 || nm > 0 ? atomic_load(&w->s->fwd_floats) : NULL;
+    size_t total = 0;
+    for (size_t i = 0; i < nf; i++)
+        total += floats[i]->nsamples;
+    ps_buf_reset(&w->fwd_mask);
+    uint8_t *m = ps_buf_reserve(&w->fwd_mask, total + 1);
+    memset(m, 1, total + 1);
+    for (size_t i = 0, off = 0; i < nf; off += floats[i]->nsamples, i++) {
+        ps_float_append_t *fa = floats[i];
+        fa->status = 0;
+        ps_err_clear(&fa->err);
+        fa->sid = 0;
+        fa->accepted = fa->nsamples;
+        fa->duplicates = fa->out_of_order = fa->dup_conflicts = fa->out_of_bounds = fa->too_new = 0;
+        fa->stored = fn != NULL ? m + off : NULL;
+    }
+    if (fn != NULL) {
+        ps_buf_reset(&w->fwd_buf);
+        fn(atomic_load(&w->s->fwd_ctx), floats, nf, meta, nm, &w->fwd_buf);
+        if (w->fwd_buf.len > 0 && (ret = ps_forward_log_put(w, txn, now, w->fwd_buf.data, w->fwd_buf.len, err)) != 0)
+            goto Fail;
+    }
+    if ((ret = ps_txn_commit(txn, err, "committing")) != 0)
+        goto Fail;
+    return 0;
+Fail:
+    ps_txn_abort(txn);
+    ps_txn_t rt;
+    if (ps_txn_begin(&rt, w->s, PS_TXN_READ, NULL, "starting read transaction") == 0) {
+        ps_forward_log_load_next(&rt, &w->fwd_next, NULL);
+        ps_txn_abort(&rt);
+    }
+    for (size_t i = 0; i < n; i++) {
+        items[i]->status = ret;
+        ps_err_set(&items[i]->err, ret, "%s", err ? err->msg : ps_strerror(ret));
+    }
+    for (size_t i = 0; i < nf; i++) {
+        floats[i]->status = ret;
+        floats[i]->accepted = 0;
+        ps_err_set(&floats[i]->err, ret, "%s", err ? err->msg : ps_strerror(ret));
+    }
+    return ret;
 }
 
-int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_float_append_t **floats, size_t nf,
+int ps_store_write_batch(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_err_t *err)
+{
+    return ps_store_write(w, items, n, NULL, 0, NULL, 0, err);
+}
+
+int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float_append_t **floats, size_t nf,
                    const ps_metric_meta_t *meta, size_t nm, ps_err_t *err)
 {
     ps_txn_t t = {0}, *txn = &t;
@@ -327,13 +396,13 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_float_append
     ps_arena_t a = PS_ARENA_INIT;
     int64_t now = ps_time_now();
 
-    if (s->opts.log_only)
-        return ps_forward_write_log_only(s, items, n, floats, nf, meta, nm, err);
-    if ((ret = ps_store_space_check(s, err)) != 0) { /* full: refused before anything is tried */
+    if (w->s->opts.log_only)
+        return write_log_only(w, items, n, floats, nf, meta, nm, err);
+    if ((ret = ps_store_space_check(w->s, err)) != 0) { /* full: refused before anything is tried */
         ps_err_prefix(err, "writing");
         goto Fail;
     }
-    if ((ret = ps_txn_begin(txn, s, PS_TXN_WRITE, err, "starting write transaction")) != 0)
+    if ((ret = ps_txn_begin(txn, w->s, PS_TXN_WRITE, err, "starting write transaction")) != 0)
         goto Fail;
     for (size_t i = 0; i < n; i++) {
         ps_append_t *it = items[i];
@@ -341,17 +410,17 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_float_append
         it->duplicate = false;
         ps_err_clear(&it->err);
         ps_arena_reset(&a);
-        if (s->opts.retention_ns > 0 && it->ts < now - s->opts.retention_ns) {
+        if (w->s->opts.retention_ns > 0 && it->ts < now - w->s->opts.retention_ns) {
             it->status = ps_err_set(&it->err, PS_EINVAL,
                                     "profile time %lld ns is older than the retention period (now - %lld s)",
-                                    (long long)it->ts, (long long)(s->opts.retention_ns / 1000000000));
+                                    (long long)it->ts, (long long)(w->s->opts.retention_ns / 1000000000));
             continue;
         }
-        if (s->opts.future_grace_ns > 0 && it->ts > now + s->opts.future_grace_ns) {
-            it->status = ps_store_future_error(it->ts, now, s->opts.future_grace_ns, &it->err);
+        if (w->s->opts.future_grace_ns > 0 && it->ts > now + w->s->opts.future_grace_ns) {
+            it->status = ps_store_future_error(it->ts, now, w->s->opts.future_grace_ns, &it->err);
             continue;
         }
-        int order = check_order(s, txn, it, &it->err);
+        int order = check_order(w, txn, it, &it->err);
         if (order < 0) {
             it->status = order;
             if (order != PS_EOUTOFORDER && order != PS_EINVAL && order != PS_ECONFLICT) {
@@ -362,24 +431,24 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_float_append
             continue;
         }
         if (order == 0) {
-            if ((ret = append_one(s, txn, it, false, NULL, &a, err)) != 0)
+            if ((ret = append_one(w, txn, it, false, NULL, &a, err)) != 0)
                 goto Fail;
             continue;
         }
         /* same timestamp as the newest profile of some series: an identical retry is accepted
          * (nothing written), anything else is a conflict. Checked in a nested transaction. */
         ps_txn_t child;
-        ps_next_ids_t saved = s->next;
+        ps_next_ids_t saved = w->next;
         if ((ret = ps_txn_begin_nested(&child, txn, err, "starting nested transaction")) != 0)
             goto Fail;
         bool same = true;
-        ret = append_one(s, &child, it, true, &same, &a, err);
+        ret = append_one(w, &child, it, true, &same, &a, err);
         ps_txn_abort(&child);
-        if (memcmp(&saved, &s->next, sizeof(saved)) != 0 || ret != 0) {
-            s->next = saved;
-            ps_sym_caches_clear(s);
+        if (memcmp(&saved, &w->next, sizeof(saved)) != 0 || ret != 0) {
+            w->next = saved;
+            ps_sym_caches_clear(w);
         } else {
-            ps_sym_caches_clear(s); /* series states may have moved in the child */
+            ps_sym_caches_clear(w); /* series states may have moved in the child */
         }
         if (ret)
             goto Fail;
@@ -394,17 +463,17 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_float_append
     /* the forwarding log: each profile stored now, in batch order (so in order per series) */
     for (size_t i = 0; i < n; i++)
         if (items[i]->status == 0 && !items[i]->duplicate && items[i]->fwd_len > 0 &&
-            (ret = ps_forward_log_put(s, txn, now, items[i]->fwd, items[i]->fwd_len, err)) != 0)
+            (ret = ps_forward_log_put(w, txn, now, items[i]->fwd, items[i]->fwd_len, err)) != 0)
             goto Fail;
     /* floats after the profiles: the nested transactions above drop the writer caches, and the
      * float heads changed here stay in the cache until ps_float_write_flush writes them */
-    ps_store_forward_floats_fn fwd_floats = nf > 0 || nm > 0 ? atomic_load(&s->fwd_floats) : NULL;
+    ps_store_forward_floats_fn fwd_floats = nf > 0 || nm > 0 ? atomic_load(&w->s->fwd_floats) : NULL;
     if (fwd_floats != NULL) { /* which samples are stored: for their entry, below */
         size_t total = 0;
         for (size_t i = 0; i < nf; i++)
             total += floats[i]->nsamples;
-        ps_buf_reset(&s->fwd_mask);
-        uint8_t *m = ps_buf_reserve(&s->fwd_mask, total + 1);
+        ps_buf_reset(&w->fwd_mask);
+        uint8_t *m = ps_buf_reserve(&w->fwd_mask, total + 1);
         memset(m, 0, total + 1);
         for (size_t i = 0, off = 0; i < nf; off += floats[i]->nsamples, i++)
             floats[i]->stored = m + off;
@@ -412,19 +481,19 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_float_append
         for (size_t i = 0; i < nf; i++)
             floats[i]->stored = NULL;
     }
-    if (nf > 0 && (ret = ps_float_write(s, txn, floats, nf, now, err)) != 0)
+    if (nf > 0 && (ret = ps_float_write(w, txn, floats, nf, now, err)) != 0)
         goto Fail;
     if (fwd_floats != NULL) {
-        ps_buf_reset(&s->fwd_buf);
-        fwd_floats(atomic_load(&s->fwd_ctx), floats, nf, meta, nm, &s->fwd_buf);
-        if (s->fwd_buf.len > 0 && (ret = ps_forward_log_put(s, txn, now, s->fwd_buf.data, s->fwd_buf.len, err)) != 0)
+        ps_buf_reset(&w->fwd_buf);
+        fwd_floats(atomic_load(&w->s->fwd_ctx), floats, nf, meta, nm, &w->fwd_buf);
+        if (w->fwd_buf.len > 0 && (ret = ps_forward_log_put(w, txn, now, w->fwd_buf.data, w->fwd_buf.len, err)) != 0)
             goto Fail;
     }
-    if (nm > 0 && (ret = ps_meta_write(s, txn, meta, nm, err)) != 0)
+    if (nm > 0 && (ret = ps_meta_write(w, txn, meta, nm, err)) != 0)
         goto Fail;
-    if ((ret = ps_float_write_flush(s, txn, err)) != 0)
+    if ((ret = ps_float_write_flush(w, txn, err)) != 0)
         goto Fail;
-    if ((ret = ps_store_save_next(s, txn, err)) != 0)
+    if ((ret = ps_store_save_next(w, txn, err)) != 0)
         goto Fail;
     if ((ret = ps_txn_commit(txn, err, "committing")) != 0)
         goto Fail;
@@ -436,7 +505,7 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_float_append
         for (uint32_t j = 0; j < items[i]->nseries; j++) {
             uint8_t kb[8];
             ps_enc_be64(kb, items[i]->series_ids[j]);
-            ps_hmap_put(&s->append_wall, kb, 8, (uint64_t)now);
+            ps_hmap_put(&w->append_wall, kb, 8, (uint64_t)now);
         }
     }
     for (size_t i = 0; i < nf; i++) {
@@ -444,23 +513,23 @@ int ps_store_write(ps_store_t *s, ps_append_t **items, size_t n, ps_float_append
             continue;
         uint8_t kb[8];
         ps_enc_be64(kb, floats[i]->sid);
-        ps_hmap_put(&s->append_wall, kb, 8, (uint64_t)now);
+        ps_hmap_put(&w->append_wall, kb, 8, (uint64_t)now);
     }
     /* the caches only save LMDB lookups: past their budget they start again from empty */
-    if (s->opts.cache_bytes && ps_hmap_bytes(&s->wc->sym_cache) + ps_hmap_bytes(&s->wc->tree_cache) +
-                                       ps_hmap_bytes(&s->wc->stack_cache) + ps_hmap_bytes(&s->wc->series_cache) +
-                                       s->wc->float_state_bytes >
-                                   s->opts.cache_bytes)
-        ps_sym_caches_clear(s);
+    if (w->s->opts.cache_bytes && ps_hmap_bytes(&w->wc->sym_cache) + ps_hmap_bytes(&w->wc->tree_cache) +
+                                       ps_hmap_bytes(&w->wc->stack_cache) + ps_hmap_bytes(&w->wc->series_cache) +
+                                       w->wc->float_state_bytes >
+                                   w->s->opts.cache_bytes)
+        ps_sym_caches_clear(w);
     return 0;
 Fail:
     ps_txn_abort(txn);
     ps_arena_dispose(&a);
     /* nothing of this batch is stored: forget cached ids, reload counters */
-    ps_sym_caches_clear(s);
+    ps_sym_caches_clear(w);
     ps_txn_t rt;
-    if (ps_txn_begin(&rt, s, PS_TXN_READ, NULL, "starting read transaction") == 0) {
-        ps_store_load_next(s, &rt, NULL);
+    if (ps_txn_begin(&rt, w->s, PS_TXN_READ, NULL, "starting read transaction") == 0) {
+        ps_store_load_next(w, &rt, NULL);
         ps_txn_abort(&rt);
     }
     for (size_t i = 0; i < n; i++) {

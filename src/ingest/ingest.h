@@ -161,7 +161,9 @@ typedef struct ps_writer ps_writer_t;
 #define PS_WRITER_QUEUE_BYTES (256ull << 20)
 
 void ps_writer_opts_default(ps_writer_opts_t *o);
-ps_writer_t *ps_writer_start(ps_store_t *store, const ps_writer_opts_t *o);
+/** Starts the thread that writes to store, with the store's writer (ps_store_writer_open); NULL
+ *  with err if that cannot be opened. */
+ps_writer_t *ps_writer_start(ps_store_t *store, const ps_writer_opts_t *o, ps_err_t *err);
 /** Queues r. Returns (not queued) PS_EUNAVAIL when stopping, PS_EOVERLOAD when the queue is full
  *  (max_queue items or units, max_queue_bytes): answer 429 (503 to remote write) with Retry-After. */
 int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r);

@@ -13,7 +13,7 @@
 #include "core/timeutil.h"
 
 struct ps_writer {
-    ps_store_t *store;
+    ps_store_writer_t *sw; /* the store's writer: used by the thread only */
     ps_writer_opts_t opts;
     pthread_t thread;
     pthread_mutex_t mu;
@@ -74,7 +74,7 @@ static void housekeeping(ps_writer_t *w, int64_t *next_compact, int64_t *next_re
     ps_err_t err;
     if (force_check || mono >= *next_compact) {
         uint32_t n = 0;
-        if (ps_store_compact(w->store, false, ps_time_now(), &n, &err) != 0)
+        if (ps_store_compact(w->sw, false, ps_time_now(), &n, &err) != 0)
             ps_log_error("compaction failed", "err=%s", ps_log_q(err.msg));
         else if (n > 0)
             ps_log_debug("compacted", "chunks=%u", n);
@@ -86,7 +86,7 @@ static void housekeeping(ps_writer_t *w, int64_t *next_compact, int64_t *next_re
     }
     if (mono >= *next_retain) {
         uint32_t n = 0;
-        if (ps_store_retain(w->store, ps_time_now(), &n, &err) != 0)
+        if (ps_store_retain(w->sw, ps_time_now(), &n, &err) != 0)
             ps_log_error("retention failed", "err=%s", ps_log_q(err.msg));
         else if (n > 0)
             ps_log_info("retention dropped series", "series=%u", n);
@@ -204,7 +204,7 @@ static void *run(void *arg)
             ps_err_t err;
             ps_err_clear(&err);
             int64_t t0 = ps_time_mono();
-            int rc = wrc = ps_store_write(w->store, apps, napps, fl, nfl, meta, nmeta, &err);
+            int rc = wrc = ps_store_write(w->sw, apps, napps, fl, nfl, meta, nmeta, &err);
             txn_ns = ps_time_mono() - t0;
             if (rc != 0)
                 ps_log_error("write failed", "profiles=%zu series=%zu err=%s", napps, nfl, ps_log_q(err.msg));
@@ -273,12 +273,12 @@ static void *run(void *arg)
         for (ps_wreq_t *r = batch, *next; r != NULL; r = next) {
             next = r->next;
             if (r->kind == PS_WREQ_COMPACT) {
-                r->status = ps_store_compact(w->store, true, ps_time_now(), &r->count, &r->err);
+                r->status = ps_store_compact(w->sw, true, ps_time_now(), &r->count, &r->err);
             } else if (r->kind == PS_WREQ_RETAIN) {
-                r->status = ps_store_retain(w->store, ps_time_now(), &r->count, &r->err);
+                r->status = ps_store_retain(w->sw, ps_time_now(), &r->count, &r->err);
             } else if (r->kind == PS_WREQ_FWD_ADVANCE) {
                 uint64_t trimmed = 0;
-                r->status = ps_store_forward_advance(w->store, r->fwd_names, r->fwd_seqs, r->nfwd, &trimmed, &r->err);
+                r->status = ps_store_forward_advance(w->sw, r->fwd_names, r->fwd_seqs, r->nfwd, &trimmed, &r->err);
                 r->count = (uint32_t)trimmed;
             } else if (r->kind == PS_WREQ_APPEND && r->status == 0 && r->app.status == 0) {
                 want_compact = true;
@@ -289,7 +289,7 @@ static void *run(void *arg)
         if (want_compact) {
             uint32_t nc = 0;
             ps_err_t err;
-            if (ps_store_compact_due(w->store, &nc, &err) != 0)
+            if (ps_store_compact_due(w->sw, &nc, &err) != 0)
                 ps_log_error("compaction failed", "err=%s", ps_log_q(err.msg));
             pthread_mutex_lock(&w->mu);
             w->stats.chunks += nc;
@@ -303,10 +303,13 @@ static void *run(void *arg)
     return NULL;
 }
 
-ps_writer_t *ps_writer_start(ps_store_t *store, const ps_writer_opts_t *o)
+ps_writer_t *ps_writer_start(ps_store_t *store, const ps_writer_opts_t *o, ps_err_t *err)
 {
     ps_writer_t *w = ps_xcalloc(1, sizeof(*w));
-    w->store = store;
+    if (ps_store_writer_open(store, &w->sw, err) != 0) {
+        free(w);
+        return NULL;
+    }
     w->opts = *o;
     if (w->opts.max_batch == 0)
         w->opts.max_batch = 512;
@@ -391,6 +394,7 @@ void ps_writer_stop(ps_writer_t *w)
     if (w == NULL)
         return;
     ps_writer_shutdown(w);
+    ps_store_writer_close(w->sw);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w);

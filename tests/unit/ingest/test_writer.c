@@ -129,6 +129,17 @@ static void wait_done(int want)
     assert_int_equal(atomic_load(&done_total), want);
 }
 
+
+/* ps_writer_start, failing the test if the store's writer cannot be opened */
+static ps_writer_t *start_on(ps_store_t *store, const ps_writer_opts_t *o)
+{
+    ps_err_t err;
+    ps_err_clear(&err);
+    ps_writer_t *w = ps_writer_start(store, o, &err);
+    if (w == NULL)
+        fail_msg("writer start: %s", err.msg);
+    return w;
+}
 static ps_writer_t *start_eager(env_t *e, int64_t commit_delay_ns, uint32_t max_queue, uint32_t eager_samples)
 {
     ps_writer_opts_t o;
@@ -138,7 +149,7 @@ static ps_writer_t *start_eager(env_t *e, int64_t commit_delay_ns, uint32_t max_
     if (max_queue)
         o.max_queue = max_queue;
     atomic_store(&done_total, 0);
-    return ps_writer_start(e->store, &o);
+    return start_on(e->store, &o);
 }
 
 static ps_writer_t *start(env_t *e, int64_t commit_delay_ns, uint32_t max_queue)
@@ -336,7 +347,7 @@ static void test_queue_by_bytes(void **state)
     o.commit_delay_ns = 5 * PS_NS_PER_S;
     o.max_queue_bytes = 1000;
     atomic_store(&done_total, 0);
-    ps_writer_t *w = ps_writer_start(e->store, &o);
+    ps_writer_t *w = start_on(e->store, &o);
     treq_t *warm = warm_up(w);
     treq_t *r[4];
     for (int i = 0; i < 4; i++)
@@ -351,7 +362,7 @@ static void test_queue_by_bytes(void **state)
     assert_int_equal(st.queued_bytes, 5000);
     assert_int_equal(st.refused_queue_full, 1);
     ps_writer_stop(w);
-    w = ps_writer_start(e->store, &o);
+    w = start_on(e->store, &o);
     r[2]->w.bytes = 600;
     r[3]->w.bytes = 400; /* 600 + 400 = 1000: fits exactly */
     assert_int_equal(ps_writer_submit(w, &r[2]->w), 0);
@@ -507,7 +518,7 @@ static void test_samples_batch_weight(void **state)
         o.commit_delay_ns = 200 * 1000000ll;
         o.max_batch = 4;
         atomic_store(&done_total, 0);
-        ps_writer_t *w = ps_writer_start(e->store, &o);
+        ps_writer_t *w = start_on(e->store, &o);
         treq_t *warm = make_req(200 + big, T0 + 100 + big);
         assert_int_equal(ps_writer_submit(w, &warm->w), 0);
         wait_done(1);

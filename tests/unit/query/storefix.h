@@ -8,6 +8,7 @@
 
 #include "ingest/ingest.h"
 #include "storage/store.h"
+#include "../storewriter.h"
 
 /** A store in a new folder made from tmpl (*dir, malloc'ed); fails the test if it cannot. */
 static inline ps_store_t *ps_test_store_open(const char *tmpl, char **dir)
@@ -28,7 +29,7 @@ static inline ps_store_t *ps_test_store_open(const char *tmpl, char **dir)
 /** Closes the store and removes its folder (and frees dir). */
 static inline void ps_test_store_close(ps_store_t *store, char *dir)
 {
-    ps_store_close(store);
+    ps_test_close_store(store);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -49,7 +50,7 @@ static inline void ps_test_ingest_at(ps_store_t *store, const char *rel, const c
     app.series_ids = ps_arena_calloc(&a, app.nseries, sizeof(uint64_t));
     app.series_samples = ps_arena_calloc(&a, app.nseries, sizeof(uint32_t));
     ps_append_t *items[1] = {&app};
-    if (ps_store_write_batch(store, items, 1, &err) != 0 || app.status != 0)
+    if (ps_store_write_batch(ps_test_writer(store), items, 1, &err) != 0 || app.status != 0)
         fail_msg("%s: %s / %s", rel, err.msg, app.err.msg);
     ps_arena_dispose(&a);
     free(b);

@@ -78,7 +78,7 @@ static int setup(void **state)
     ps_float_sample_t fs[1] = {{(T0 + 20) * 1000, 1.5}};
     ps_float_append_t fa = {.labels = &ls, .samples = fs, .nsamples = 1};
     ps_float_append_t *fas[1] = {&fa};
-    if (ps_store_write(f->store, NULL, 0, fas, 1, NULL, 0, &f->err) != 0 || fa.status != 0 || fa.accepted != 1)
+    if (ps_store_write(ps_test_writer(f->store), NULL, 0, fas, 1, NULL, 0, &f->err) != 0 || fa.status != 0 || fa.accepted != 1)
         fail_msg("float series: %s", f->err.msg);
     assert_int_equal(ps_reader_begin(f->store, &f->r, &f->err), 0);
     *state = f;

@@ -50,7 +50,7 @@ static int setup(void **state)
     ps_float_append_t fa = {.labels = &ls, .samples = fs, .nsamples = 1};
     ps_float_append_t *fas[1] = {&fa};
     ps_err_t err;
-    if (ps_store_write(store, NULL, 0, fas, 1, NULL, 0, &err) != 0 || fa.status != 0 || fa.accepted != 1)
+    if (ps_store_write(ps_test_writer(store), NULL, 0, fas, 1, NULL, 0, &err) != 0 || fa.status != 0 || fa.accepted != 1)
         fail_msg("float series: %s", err.msg);
     return 0;
 }

@@ -65,7 +65,7 @@ static int setup(void **state)
     ps_float_append_t fa = {.labels = &ls, .samples = fs, .nsamples = NFLOAT};
     ps_float_append_t *fas[1] = {&fa};
     ps_err_t err;
-    if (ps_store_write(store, NULL, 0, fas, 1, NULL, 0, &err) != 0 || fa.status != 0 || fa.accepted != NFLOAT)
+    if (ps_store_write(ps_test_writer(store), NULL, 0, fas, 1, NULL, 0, &err) != 0 || fa.status != 0 || fa.accepted != NFLOAT)
         fail_msg("float write: %s / %s", err.msg, fa.err.msg);
     return 0;
 }

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "../testutil.h"
+#include "../storewriter.h"
 
 #include "core/labels.h"
 #include "core/timeutil.h"
@@ -86,7 +87,7 @@ static int write_f(ps_store_t *s, const ps_labels_t *ls, const ps_float_sample_t
     out->nsamples = n;
     ps_float_append_t *items[1] = {out};
     ps_err_t err;
-    int rc = ps_store_write(s, NULL, 0, items, 1, NULL, 0, &err);
+    int rc = ps_store_write(ps_test_writer(s), NULL, 0, items, 1, NULL, 0, &err);
     if (rc != 0)
         fail_msg("write: %s", err.msg);
     return out->status;
@@ -277,7 +278,7 @@ static void test_roundtrip_and_cut(void **state)
     assert_int_equal(info.profiles, 0);
     ps_reader_end(r);
     ps_arena_dispose(&a);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -332,7 +333,7 @@ static void test_order_and_duplicates(void **state)
      * newest sample then comes from the chunk */
     ps_err_t err;
     uint32_t nchunks = 0;
-    assert_int_equal(ps_store_compact(s, true, ps_time_now(), &nchunks, &err), 0);
+    assert_int_equal(ps_store_compact(ps_test_writer(s), true, ps_time_now(), &nchunks, &err), 0);
     assert_int_equal(nchunks, 1);
     ps_float_sample_t again[3] = {{5000, -0.0}, {4500, 1}, {6000, 6}};
     assert_int_equal(write_f(s, &ls, again, 3, &fa), 0);
@@ -341,7 +342,7 @@ static void test_order_and_duplicates(void **state)
     assert_int_equal(fa.first_out_of_order, 4500);
     assert_int_equal(fa.accepted, 1);
     ps_arena_dispose(&a);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -373,7 +374,7 @@ static void test_out_of_bounds(void **state)
     get_stats(s, &st);
     assert_int_equal(st.series, 1);
     ps_arena_dispose(&a);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -392,13 +393,13 @@ static void test_reopen(void **state)
     ps_float_append_t fa;
     assert_int_equal(write_f(s, &ls, in, 130, &fa), 0);
     uint64_t sid = fa.sid;
-    ps_store_close(s);
+    ps_test_close_store(s);
     s = open_store(dir);
     assert_int_equal(write_f(s, &ls, in + 129, 121, &fa), 0);
     assert_int_equal(fa.duplicates, 1);
     assert_int_equal(fa.accepted, 120);
     assert_int_equal(fa.sid, sid);
-    ps_store_close(s);
+    ps_test_close_store(s);
     s = open_store(dir);
     collect_t c;
     read_all(s, sid, INT64_MIN, INT64_MAX, &c, 0);
@@ -424,7 +425,7 @@ static void test_reopen(void **state)
     assert_int_equal(ch.count[1], 120);
     assert_int_equal(ch.count[2], 10);
     ps_arena_dispose(&a);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -456,9 +457,9 @@ static void test_window_compaction_retention(void **state)
     ps_err_t err;
     uint32_t n = 99;
     /* not idle yet */
-    assert_int_equal(ps_store_compact(s, false, ps_time_now(), &n, &err), 0);
+    assert_int_equal(ps_store_compact(ps_test_writer(s), false, ps_time_now(), &n, &err), 0);
     assert_int_equal(n, 0);
-    assert_int_equal(ps_store_compact(s, false, ps_time_now() + 3600ll * PS_NS_PER_S, &n, &err), 0);
+    assert_int_equal(ps_store_compact(ps_test_writer(s), false, ps_time_now() + 3600ll * PS_NS_PER_S, &n, &err), 0);
     assert_int_equal(n, 2);
     get_stats(s, &st);
     assert_int_equal(st.float_chunks, 7); /* 9 beside 8 (spanning 1 h 45 min), and w2's */
@@ -470,7 +471,7 @@ static void test_window_compaction_retention(void **state)
     /* retention: cutoff 5 h + 1 min after base drops the records of chunks 0..3 (their newest
      * at 1 h 45, 3 h 45), not 4+5 (5 h 45): a packed record goes when all of it is past */
     uint32_t dropped = 99;
-    assert_int_equal(ps_store_retain(s, (base + 5 * HOUR_MS + MIN_MS) * 1000000 + day, &dropped, &err), 0);
+    assert_int_equal(ps_store_retain(ps_test_writer(s), (base + 5 * HOUR_MS + MIN_MS) * 1000000 + day, &dropped, &err), 0);
     assert_int_equal(dropped, 0);
     get_stats(s, &st);
     assert_int_equal(st.float_chunks, 5);
@@ -484,13 +485,13 @@ static void test_window_compaction_retention(void **state)
     assert_int_equal(c.s[24].t, base + 10 * HOUR_MS);
     free(c.s);
     /* past w2's only sample and w's chunks, not w's head */
-    assert_int_equal(ps_store_retain(s, (base + 10 * HOUR_MS) * 1000000 + day, &dropped, &err), 0);
+    assert_int_equal(ps_store_retain(ps_test_writer(s), (base + 10 * HOUR_MS) * 1000000 + day, &dropped, &err), 0);
     assert_int_equal(dropped, 1);
     get_stats(s, &st);
     assert_int_equal(st.series, 1);
     assert_int_equal(st.float_chunks, 0);
     assert_int_equal(st.float_heads, 1);
-    assert_int_equal(ps_store_retain(s, (base + 10 * HOUR_MS + 1) * 1000000 + day, &dropped, &err), 0);
+    assert_int_equal(ps_store_retain(ps_test_writer(s), (base + 10 * HOUR_MS + 1) * 1000000 + day, &dropped, &err), 0);
     assert_int_equal(dropped, 1);
     get_stats(s, &st);
     assert_int_equal(st.series, 0);
@@ -501,7 +502,7 @@ static void test_window_compaction_retention(void **state)
     assert_int_equal(fb.accepted, 1);
     assert_true(fb.sid > fa.sid);
     ps_arena_dispose(&a);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -540,7 +541,7 @@ static void test_kind_conflict(void **state)
     ps_float_append_t *fitems[1] = {&fa};
     ps_err_t err;
     /* both in one transaction */
-    assert_int_equal(ps_store_write(s, items, 1, fitems, 1, NULL, 0, &err), 0);
+    assert_int_equal(ps_store_write(ps_test_writer(s), items, 1, fitems, 1, NULL, 0, &err), 0);
     assert_int_equal(app.status, 0);
     assert_int_equal(fa.status, 0);
     assert_int_equal(fa.accepted, 1);
@@ -555,7 +556,7 @@ static void test_kind_conflict(void **state)
     /* a profile to the float series */
     app.series_labels = &fl;
     app.ts += 1000000000;
-    assert_int_equal(ps_store_write_batch(s, items, 1, &err), 0);
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), items, 1, &err), 0);
     assert_int_equal(app.status, PS_ECONFLICT);
     assert_string_equal(app.err.msg, "series {__name__=\"up\", job=\"api\"} holds float samples (remote_write), not profiles");
     /* the samples view of the profile series: its totals */
@@ -575,7 +576,7 @@ static void test_kind_conflict(void **state)
     assert_int_equal(ch.n, 0);
     ps_reader_end(r);
     ps_arena_dispose(&a);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -683,7 +684,7 @@ static void test_corrupt(void **state)
     ps_enc_be64(hk, sid);
     uint8_t bad[4] = {PS_FLOAT_CHUNK_ENC_XOR, 0, 5, 0};
     poke(s, DB_FHEAD, hk, 8, bad, sizeof(bad));
-    ps_sym_caches_clear(s);
+    ps_sym_caches_clear(ps_test_writer(s));
     ps_float_sample_t one = {500000, 1};
     ps_labels_t ok = mk_labels(&a, "fine", NULL);
     ps_float_append_t f1, f2;
@@ -692,14 +693,14 @@ static void test_corrupt(void **state)
     f1.labels = &ls, f1.samples = &one, f1.nsamples = 1;
     f2.labels = &ok, f2.samples = &one, f2.nsamples = 1;
     ps_float_append_t *items[2] = {&f1, &f2};
-    assert_int_equal(ps_store_write(s, NULL, 0, items, 2, NULL, 0, &err), 0);
+    assert_int_equal(ps_store_write(ps_test_writer(s), NULL, 0, items, 2, NULL, 0, &err), 0);
     assert_int_equal(f1.status, PS_ECORRUPT);
     assert_non_null(strstr(f1.err.msg, "series 1: damaged float head: "));
     assert_int_equal(f2.status, 0);
     assert_int_equal(f2.accepted, 1);
     ps_buf_dispose(&good);
     ps_arena_dispose(&a);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -737,7 +738,7 @@ static void test_packed(void **state)
     ps_float_append_t fp, fk;
     for (int b = 0; b < N / 100; b++) {
         if (b == 30) { /* halfway: reopen (the states are loaded from the store) */
-            ps_store_close(s);
+            ps_test_close_store(s);
             s = open_store(dir);
         }
         assert_int_equal(write_f(s, &lp, p + 100 * b, 100, &fp), 0);
@@ -806,7 +807,7 @@ static void test_packed(void **state)
     }
     /* compaction closes the heads (p's chunk 49 beside 48: no packing) */
     uint32_t n = 0;
-    assert_int_equal(ps_store_compact(s, true, ps_time_now(), &n, &err), 0);
+    assert_int_equal(ps_store_compact(ps_test_writer(s), true, ps_time_now(), &n, &err), 0);
     assert_int_equal(n, 2);
     get_records(s, fp.sid, &rp);
     assert_int_equal(rp.n, 18);
@@ -842,7 +843,7 @@ static void test_packed(void **state)
     free(p);
     free(k);
     ps_arena_dispose(&a);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -873,7 +874,7 @@ static void test_metadata(void **state)
         {"b_total", 7, 1, "B things, better.", 17, "", 0},
     };
     ps_err_t err;
-    assert_int_equal(ps_store_write(s, NULL, 0, NULL, 0, m, 4, &err), 0);
+    assert_int_equal(ps_store_write(ps_test_writer(s), NULL, 0, NULL, 0, m, 4, &err), 0);
     ps_store_stats_t st;
     get_stats(s, &st);
     assert_int_equal(st.metadata, 2);
@@ -896,7 +897,7 @@ static void test_metadata(void **state)
     assert_int_equal(ps_reader_metadata(r, "b_tota", 6, on_meta, &c, &err), 0);
     assert_int_equal(c.n, 0);
     ps_reader_end(r);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -970,11 +971,11 @@ static void test_upgrade_v1(void **state)
     assert_int_equal(ps_reader_series_labels(r, 1, &a, &back, &err), 0);
     assert_int_equal(ps_labels_cmp(&back, &ls), 0);
     ps_reader_end(r);
-    ps_store_close(s);
+    ps_test_close_store(s);
     /* opened again: nothing more to upgrade */
     s = open_store(dir);
     assert_int_equal(s->upgraded_from, 0);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_buf_dispose(&rec);
     ps_buf_dispose(&enc);
     ps_arena_dispose(&a);
@@ -1110,7 +1111,7 @@ static void test_head_split(void **state)
     uint64_t sid = 0;
     for (int i = 0; i < 120; i++) {
         if (i == 90) { /* reopened: the flush count starts again, the head is read back whole */
-            ps_store_close(s);
+            ps_test_close_store(s);
             s = open_opts(dir, 24 * HOUR_MS * 1000000, 0);
         }
         assert_int_equal(write_f(s, &ls, &in[i], 1, &fa), 0);
@@ -1118,7 +1119,7 @@ static void test_head_split(void **state)
         sid = fa.sid;
         assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
         whole += plen == 0 && chunk.len - 1 < PS_FLOAT_HEAD_SPLIT_MIN;
-        expect_head(s, sid, &chunk, &plen, &ptxn, s->float_flushes - 1, &prefixes);
+        expect_head(s, sid, &chunk, &plen, &ptxn, ps_test_writer(s)->float_flushes - 1, &prefixes);
     }
     /* 2 samples are stored whole (16 bytes for the first, ~8 for the next); the prefix is written
      * at the 3rd (32 bytes or more), then in the turns of series 1 (sid / 64 = 0): flushes 16,
@@ -1144,7 +1145,7 @@ static void test_head_split(void **state)
     expect_samples(s, sid, in, 200);
     ps_err_t err;
     uint32_t nchunks = 0;
-    assert_int_equal(ps_store_compact(s, true, ps_time_now(), &nchunks, &err), 0);
+    assert_int_equal(ps_store_compact(ps_test_writer(s), true, ps_time_now(), &nchunks, &err), 0);
     assert_int_equal(nchunks, 1);
     assert_false(get_rec(s, DB_FHEAD, sid, &rec));
     assert_int_equal(get_prefix(s, sid, &txn, &rec), 0);
@@ -1168,11 +1169,11 @@ static void test_head_split(void **state)
     ps_xor_app_init(&app, &part);
     for (int i = 0; i < 60; i++)
         assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
-    expect_head(s, sid2, &part, &plen2, &ptxn2, s->float_flushes - 1, &prefixes2);
+    expect_head(s, sid2, &part, &plen2, &ptxn2, ps_test_writer(s)->float_flushes - 1, &prefixes2);
     /* 40 more in a transaction not its turn: the tail would pass 128 bytes, the prefix moves */
     assert_int_equal(write_f(s, &l2, &in[60], 40, &fa), 0);
-    assert_int_not_equal(((sid2 >> 6) + s->float_flushes - 1) % PS_FLOAT_HEAD_TURNS, 0);
-    expect_head(s, sid2, &chunk2, &plen2, &ptxn2, s->float_flushes - 1, &prefixes2);
+    assert_int_not_equal(((sid2 >> 6) + ps_test_writer(s)->float_flushes - 1) % PS_FLOAT_HEAD_TURNS, 0);
+    expect_head(s, sid2, &chunk2, &plen2, &ptxn2, ps_test_writer(s)->float_flushes - 1, &prefixes2);
     assert_int_equal(prefixes2, 2);
     assert_int_equal(plen2, chunk2.len - 2);
     ps_buf_dispose(&part);
@@ -1184,7 +1185,7 @@ static void test_head_split(void **state)
     ps_enc_be64(kb, ptxn2);
     ps_enc_be64(kb + 8, sid2);
     poke(s, DB_FPREFIX, kb, 16, pre.data, pre.len - 1);
-    ps_sym_caches_clear(s);
+    ps_sym_caches_clear(ps_test_writer(s));
     char want[160];
     snprintf(want, sizeof(want),
              "series %llu: damaged float head: tail after %zu bytes, but a prefix of encoding 5 holding %zu, not %zu",
@@ -1203,7 +1204,7 @@ static void test_head_split(void **state)
     MDB_val k = {16, kb};
     assert_int_equal(mdb_del(wt, s->dbi[DB_FPREFIX], &k, NULL), 0);
     assert_int_equal(mdb_txn_commit(wt), 0);
-    ps_sym_caches_clear(s);
+    ps_sym_caches_clear(ps_test_writer(s));
     snprintf(want, sizeof(want),
              "series %llu: damaged float head: tail after %zu bytes, but no prefix of transaction %llu",
              (unsigned long long)sid2, pre.len + 1, (unsigned long long)ptxn2);
@@ -1214,10 +1215,10 @@ static void test_head_split(void **state)
     assert_string_equal(err.msg, want);
     free(c.s);
     poke(s, DB_FPREFIX, kb, 16, pre.data, pre.len);
-    ps_sym_caches_clear(s);
+    ps_sym_caches_clear(ps_test_writer(s));
     expect_samples(s, sid2, in, 100);
     uint32_t dropped = 0;
-    assert_int_equal(ps_store_retain(s, ps_time_now() + 48 * HOUR_MS * 1000000, &dropped, &err), 0);
+    assert_int_equal(ps_store_retain(ps_test_writer(s), ps_time_now() + 48 * HOUR_MS * 1000000, &dropped, &err), 0);
     assert_false(get_rec(s, DB_FHEAD, sid2, &rec));
     assert_int_equal(get_prefix(s, sid2, &txn, &rec), 0);
 
@@ -1225,7 +1226,7 @@ static void test_head_split(void **state)
     ps_buf_dispose(&rec);
     ps_buf_dispose(&chunk);
     ps_arena_dispose(&a);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -1247,7 +1248,7 @@ static void test_upgrade_v2(void **state)
     uint64_t su = fa.sid;
     assert_int_equal(write_f(s, &lw, in, 3, &fa), 0);
     uint64_t sw = fa.sid;
-    ps_store_close(s);
+    ps_test_close_store(s);
     /* by hand, what version 2 wrote: schema 2, no fprefix, open chunks whole: u's of 3 samples,
      * w's of 50 */
     ps_buf_t chunk = PS_BUF_INIT, small = PS_BUF_INIT;
@@ -1300,7 +1301,7 @@ static void test_upgrade_v2(void **state)
     assert_int_equal(rec.data[0], PS_FLOAT_HEAD_ENC_TAIL);
     assert_true(get_rec(s, DB_FHEAD, su, &rec)); /* 4 samples: 32 bytes or more */
     assert_int_equal(rec.data[0], PS_FLOAT_HEAD_ENC_TAIL);
-    ps_store_close(s);
+    ps_test_close_store(s);
     s = open_store(dir);
     assert_int_equal(s->upgraded_from, 0);
     expect_samples(s, sw, in, 51);
@@ -1309,7 +1310,7 @@ static void test_upgrade_v2(void **state)
     ps_buf_dispose(&chunk);
     ps_buf_dispose(&small);
     ps_arena_dispose(&a);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -1385,7 +1386,7 @@ static void test_upgrade_v3(void **state)
     uint64_t sa = fa.sid;
     assert_int_equal(write_f(s, &lb, in, 1, &fa), 0);
     uint64_t sb = fa.sid;
-    ps_store_close(s);
+    ps_test_close_store(s);
     /* by hand, what version 3 wrote of 10 chunks (about 750 bytes each): a: 0..4 packed (03),
      * 5..9 plain (02); b: 0..4 and 5..8 packed, 9 plain; no heads */
     MDB_env *env;
@@ -1476,12 +1477,12 @@ static void test_upgrade_v3(void **state)
         expect_samples(s, sid, in, N);
         expect_xor_chunks(s, sid, in, N); /* 13 closed chunks and the head's sample */
     }
-    ps_store_close(s);
+    ps_test_close_store(s);
     s = open_store(dir);
     assert_int_equal(s->upgraded_from, 0);
     expect_samples(s, sa, in, N);
     expect_xor_chunks(s, sb, in, N);
-    ps_store_close(s);
+    ps_test_close_store(s);
     for (int c = 0; c < 10; c++)
         ps_buf_dispose(&x[c]);
     ps_buf_dispose(&val);
@@ -1514,9 +1515,9 @@ static void test_append_fill(void **state)
         items[j] = &fa[j];
     }
     ps_err_t err;
-    assert_int_equal(ps_store_write(s, NULL, 0, items, NS, NULL, 0, &err), 0);
+    assert_int_equal(ps_store_write(ps_test_writer(s), NULL, 0, items, NS, NULL, 0, &err), 0);
     uint32_t nchunks = 0;
-    assert_int_equal(ps_store_compact(s, true, ps_time_now(), &nchunks, &err), 0);
+    assert_int_equal(ps_store_compact(ps_test_writer(s), true, ps_time_now(), &nchunks, &err), 0);
     assert_int_equal(nchunks, NS);
     /* every value: 02 and the same chunk */
     ps_buf_t chunk = PS_BUF_INIT;
@@ -1537,7 +1538,7 @@ static void test_append_fill(void **state)
     assert_int_equal(st.ms_leaf_pages, (NS + per_page - 1) / per_page);
     ps_buf_dispose(&chunk);
     ps_arena_dispose(&a);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -1594,7 +1595,7 @@ static void test_prometheus_bodies(void **state)
             meta[i] = (ps_metric_meta_t){w.metadata[i].family, w.metadata[i].family_len, (int)w.metadata[i].type,
                                          w.metadata[i].help, w.metadata[i].help_len, w.metadata[i].unit,
                                          w.metadata[i].unit_len};
-        assert_int_equal(ps_store_write(s, NULL, 0, items, w.nseries, meta, w.nmetadata, &err), 0);
+        assert_int_equal(ps_store_write(ps_test_writer(s), NULL, 0, items, w.nseries, meta, w.nmetadata, &err), 0);
         for (uint32_t i = 0; i < w.nseries; i++) {
             assert_int_equal(fa[i].status, 0);
             assert_int_equal(fa[i].accepted, w.series[i].nsamples);
@@ -1671,7 +1672,7 @@ static void test_prometheus_bodies(void **state)
     assert_int_equal(st.series, 18);
     assert_int_equal(st.float_heads, 18);
     assert_int_equal(st.metadata, 8);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -1712,7 +1713,7 @@ static void test_enospace(void **state)
         items[i] = &many[i];
     }
     items[0]->labels = &ls; /* also the series written before */
-    assert_int_equal(ps_store_write(s, NULL, 0, items, N, NULL, 0, &err), PS_ENOSPACE);
+    assert_int_equal(ps_store_write(ps_test_writer(s), NULL, 0, items, N, NULL, 0, &err), PS_ENOSPACE);
     assert_int_equal(many[0].status, PS_ENOSPACE);
     assert_int_equal(many[0].accepted, 0);
     assert_int_equal(many[N - 1].status, PS_ENOSPACE);
@@ -1734,7 +1735,7 @@ static void test_enospace(void **state)
     free(items);
     free(lss);
     ps_arena_dispose(&a);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "../testutil.h"
+#include "../storewriter.h"
 
 #include "core/labels.h"
 #include "core/timeutil.h"
@@ -126,7 +127,7 @@ static void write_floats(ps_store_t *s, const ps_float_sample_t *smp, uint32_t n
     ps_float_append_t fa = {.labels = &ls, .samples = smp, .nsamples = n};
     ps_float_append_t *fp = &fa;
     ps_err_t err;
-    if (ps_store_write(s, NULL, 0, &fp, 1, NULL, 0, &err) != 0)
+    if (ps_store_write(ps_test_writer(s), NULL, 0, &fp, 1, NULL, 0, &err) != 0)
         fail_msg("write: %s", err.msg);
     ps_arena_dispose(&a);
 }
@@ -141,13 +142,13 @@ static void test_profiles_logged_with_their_data(void **state)
     prepare(&b, t0 + 10, "B");
     ps_append_t *items[] = {&a.app, &b.app};
     ps_err_t err;
-    assert_int_equal(ps_store_write_batch(s, items, 2, &err), 0);
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), items, 2, &err), 0);
     /* an identical retry of b (a duplicate), one older than b (out of order), and a new one */
     prepare(&dup, t0 + 10, "DUP");
     prepare(&old, t0 + 5, "OLD");
     prepare(&c, t0 + 20, "C");
     ps_append_t *more[] = {&dup.app, &old.app, &c.app};
-    assert_int_equal(ps_store_write_batch(s, more, 3, &err), 0);
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), more, 3, &err), 0);
     assert_true(dup.app.duplicate);
     assert_int_equal(old.app.status, PS_EOUTOFORDER);
     assert_int_equal(c.app.status, 0);
@@ -171,13 +172,13 @@ static void test_profiles_logged_with_their_data(void **state)
     prof_t d;
     prepare(&d, t0 + 30, "");
     ps_append_t *it = &d.app;
-    assert_int_equal(ps_store_write_batch(s, &it, 1, &err), 0);
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), &it, 1, &err), 0);
     assert_int_equal(d.app.status, 0);
     g = read_all(s, 0, &last);
     assert_int_equal(g.n, 3);
     assert_int_equal(last, 3);
     release(&a), release(&b), release(&dup), release(&old), release(&c), release(&d);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -208,7 +209,7 @@ static void test_floats_only_stored_samples(void **state)
     snprintf(want, sizeof(want), "%lld=4,", (long long)(ms + 20));
     assert_string_equal(g.data[0], want);
     ps_store_set_forward(s, NULL, NULL);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -224,16 +225,16 @@ static void test_cursors_trim_and_reopen(void **state)
         prepare(&p[i], t0 + i, names[i]);
         ps_append_t *it = &p[i].app;
         ps_err_t err;
-        assert_int_equal(ps_store_write_batch(s, &it, 1, &err), 0);
+        assert_int_equal(ps_store_write_batch(ps_test_writer(s), &it, 1, &err), 0);
     }
     ps_err_t err;
     uint64_t seq = 0, trimmed = 99;
     assert_int_equal(ps_store_forward_cursor(s, "a", &seq, &err), PS_ENOTFOUND);
     const char *eps[] = {"a", "b"};
     uint64_t seqs[] = {2, 1};
-    assert_int_equal(ps_store_forward_advance(s, eps, seqs, 2, &trimmed, &err), 0);
+    assert_int_equal(ps_store_forward_advance(ps_test_writer(s), eps, seqs, 2, &trimmed, &err), 0);
     assert_int_equal(trimmed, 1); /* entry 1: both are past it */
-    ps_store_close(s);
+    ps_test_close_store(s);
     s = open_store(dir);
     assert_int_equal(ps_store_forward_cursor(s, "a", &seq, &err), 0);
     assert_int_equal(seq, 2);
@@ -248,29 +249,29 @@ static void test_cursors_trim_and_reopen(void **state)
     /* b is no longer configured: its cursor goes, and everything a is past */
     const char *only[] = {"a"};
     uint64_t s3[] = {3};
-    assert_int_equal(ps_store_forward_advance(s, only, s3, 1, &trimmed, &err), 0);
+    assert_int_equal(ps_store_forward_advance(ps_test_writer(s), only, s3, 1, &trimmed, &err), 0);
     assert_int_equal(trimmed, 2);
     assert_int_equal(ps_store_forward_cursor(s, "b", &seq, &err), PS_ENOTFOUND);
     g = read_all(s, 0, &last);
     assert_int_equal(g.n, 0);
     assert_int_equal(last, 3);
     /* numbers go on after an empty log and a reopen */
-    ps_store_close(s);
+    ps_test_close_store(s);
     s = open_store(dir);
     prepare(&p[3], t0 + 3, "e4");
     ps_append_t *it = &p[3].app;
-    assert_int_equal(ps_store_write_batch(s, &it, 1, &err), 0);
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), &it, 1, &err), 0);
     g = read_all(s, 3, &last);
     assert_int_equal(g.n, 1);
     assert_int_equal(g.seq[0], 4);
     assert_string_equal(g.data[0], "e4");
     /* no endpoint at all: everything goes */
-    assert_int_equal(ps_store_forward_advance(s, NULL, NULL, 0, &trimmed, &err), 0);
+    assert_int_equal(ps_store_forward_advance(ps_test_writer(s), NULL, NULL, 0, &trimmed, &err), 0);
     assert_int_equal(trimmed, 1);
     assert_int_equal(ps_store_forward_cursor(s, "a", &seq, &err), PS_ENOTFOUND);
     for (int i = 0; i < 4; i++)
         release(&p[i]);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -288,7 +289,7 @@ static void test_log_only(void **state)
     prepare(&same, t0, "A2"); /* the same time again: no check here, the receiver has its rules */
     ps_append_t *items[] = {&a.app, &same.app};
     ps_err_t err;
-    assert_int_equal(ps_store_write_batch(s, items, 2, &err), 0);
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), items, 2, &err), 0);
     assert_int_equal(a.app.status, 0);
     assert_int_equal(same.app.status, 0);
     assert_false(same.app.duplicate);
@@ -309,7 +310,7 @@ static void test_log_only(void **state)
     assert_int_equal(st.float_heads, 0);
     release(&a), release(&same);
     ps_store_set_forward(s, NULL, NULL);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "../testutil.h"
+#include "../storewriter.h"
 
 #include "core/timeutil.h"
 #include "proto/pprof.h"
@@ -353,13 +354,13 @@ static void test_roundtrip_all_fixtures(void **state)
         items[i] = &ps[i].app;
     }
     ps_err_t err;
-    if (ps_store_write_batch(s, items, NFIX, &err) != 0)
+    if (ps_store_write_batch(ps_test_writer(s), items, NFIX, &err) != 0)
         fail_msg("write: %s", err.msg);
     for (int phase = 0; phase < 3; phase++) {
         static const char *names[] = {"head", "chunk", "reopened"};
         if (phase == 1) {
             uint32_t nchunks = 0;
-            if (ps_store_compact(s, true, ps_time_now(), &nchunks, &err) != 0)
+            if (ps_store_compact(ps_test_writer(s), true, ps_time_now(), &nchunks, &err) != 0)
                 fail_msg("compact: %s", err.msg);
             assert_true(nchunks >= NFIX);
             ps_store_stats_t st;
@@ -367,7 +368,7 @@ static void test_roundtrip_all_fixtures(void **state)
             assert_int_equal(st.head_records, 0);
         }
         if (phase == 2) {
-            ps_store_close(s);
+            ps_test_close_store(s);
             s = open_store(dir, 0);
         }
         for (size_t i = 0; i < NFIX; i++) {
@@ -381,7 +382,7 @@ static void test_roundtrip_all_fixtures(void **state)
     }
     for (size_t i = 0; i < NFIX; i++)
         release(&ps[i]);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -391,7 +392,7 @@ static int write_one(ps_store_t *s, const fixture_t *f, const char *labels, int6
     prepare(p, f, labels, ts);
     ps_append_t *it = &p->app;
     ps_err_t err;
-    int rc = ps_store_write_batch(s, &it, 1, &err);
+    int rc = ps_store_write_batch(ps_test_writer(s), &it, 1, &err);
     assert_int_equal(rc, 0);
     return it->status;
 }
@@ -431,7 +432,7 @@ static void test_order_duplicates_conflicts(void **state)
     prepare(&b[2], &fixtures[4], "{job=\"b\"}", t0);
     ps_append_t *items[3] = {&b[0].app, &b[1].app, &b[2].app};
     ps_err_t err;
-    assert_int_equal(ps_store_write_batch(s, items, 3, &err), 0);
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), items, 3, &err), 0);
     assert_int_equal(b[0].app.status, 0);
     assert_int_equal(b[1].app.status, PS_EOUTOFORDER);
     assert_int_equal(b[2].app.status, 0);
@@ -440,10 +441,10 @@ static void test_order_duplicates_conflicts(void **state)
     for (int i = 0; i < 3; i++)
         release(&b[i]);
     /* after compaction the same timestamp is still refused */
-    assert_int_equal(ps_store_compact(s, true, ps_time_now(), NULL, &err), 0);
+    assert_int_equal(ps_store_compact(ps_test_writer(s), true, ps_time_now(), NULL, &err), 0);
     assert_int_equal(write_one(s, &fixtures[2], "{job=\"a\"}", t0 + 5000000000ll, &p), PS_EOUTOFORDER);
     release(&p);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -486,7 +487,7 @@ static void test_compaction_chunks_and_retention(void **state)
         release(&p);
     }
     uint32_t nchunks = 0;
-    assert_int_equal(ps_store_compact(s, false, now, &nchunks, &err), 0);
+    assert_int_equal(ps_store_compact(ps_test_writer(s), false, now, &nchunks, &err), 0);
     /* series a reached 120 twice: at least 2 chunks per sample type */
     assert_true(nchunks >= 4);
     ps_reader_t *r;
@@ -500,11 +501,11 @@ static void test_compaction_chunks_and_retention(void **state)
     ps_reader_end(r);
     /* retention applied now: nothing has expired (no series touched), nothing dropped */
     uint32_t dropped = 1;
-    assert_int_equal(ps_store_retain(s, now, &dropped, &err), 0);
+    assert_int_equal(ps_store_retain(ps_test_writer(s), now, &dropped, &err), 0);
     assert_int_equal(dropped, 0);
     /* retention 1 h applied 2 h later: a and b both gone */
     dropped = 0;
-    assert_int_equal(ps_store_retain(s, now + 2 * 3600ll * PS_NS_PER_S, &dropped, &err), 0);
+    assert_int_equal(ps_store_retain(ps_test_writer(s), now + 2 * 3600ll * PS_NS_PER_S, &dropped, &err), 0);
     assert_int_equal(dropped, 4);
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
     c.n = 0;
@@ -515,7 +516,7 @@ static void test_compaction_chunks_and_retention(void **state)
     pushed_t p = {0};
     assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", now, &p), 0);
     release(&p);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -556,16 +557,16 @@ static void test_idle_rule_survives_cache_clear(void **state)
         }
         if (mode == 2) {
             uint32_t dropped = 0;
-            assert_int_equal(ps_store_retain(s, t0 + 30 * 60 * PS_NS_PER_S, &dropped, &err), 0);
+            assert_int_equal(ps_store_retain(ps_test_writer(s), t0 + 30 * 60 * PS_NS_PER_S, &dropped, &err), 0);
             assert_int_equal(dropped, 2);
-            assert_int_equal(s->append_wall.count, 2); /* the dropped series' entries are gone */
+            assert_int_equal(ps_test_writer(s)->append_wall.count, 2); /* the dropped series' entries are gone */
         }
         uint32_t n = 99;
-        assert_int_equal(ps_store_compact(s, false, before + w - 1, &n, &err), 0);
+        assert_int_equal(ps_store_compact(ps_test_writer(s), false, before + w - 1, &n, &err), 0);
         assert_int_equal(n, 0);
-        assert_int_equal(ps_store_compact(s, false, after + w, &n, &err), 0);
+        assert_int_equal(ps_store_compact(ps_test_writer(s), false, after + w, &n, &err), 0);
         assert_int_equal(n, 2); /* one chunk per series: both idle now */
-        ps_store_close(s);
+        ps_test_close_store(s);
         ps_test_rm_rf(dir);
         free(dir);
     }
@@ -583,7 +584,7 @@ static void test_retention_counts_series_once(void **state)
         assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", now - (30 - i) * 60 * PS_NS_PER_S, &p), 0);
         release(&p);
         if (i == 1)
-            assert_int_equal(ps_store_compact(s, true, now, NULL, &err), 0);
+            assert_int_equal(ps_store_compact(ps_test_writer(s), true, now, NULL, &err), 0);
     }
     ps_store_stats_t st;
     assert_int_equal(ps_store_stats(s, &st, &err), 0);
@@ -591,13 +592,13 @@ static void test_retention_counts_series_once(void **state)
     assert_int_equal(st.chunks, 2);
     assert_int_equal(st.head_records, 2);
     uint32_t dropped = 99;
-    assert_int_equal(ps_store_retain(s, now + 10 * 3600ll * PS_NS_PER_S, &dropped, &err), 0);
+    assert_int_equal(ps_store_retain(ps_test_writer(s), now + 10 * 3600ll * PS_NS_PER_S, &dropped, &err), 0);
     assert_int_equal(dropped, 2);
     assert_int_equal(ps_store_stats(s, &st, &err), 0);
     assert_int_equal(st.series, 0);
     assert_int_equal(st.chunks, 0);
     assert_int_equal(st.head_records, 0);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -652,7 +653,7 @@ static void test_index_walk_errors(void **state)
             fail_msg("walk %d: message \"%s\"", fn, err.msg);
         ps_reader_end(r);
     }
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -704,14 +705,14 @@ static void test_latest_damaged_chunk(void **state)
         sid = p.app.series_ids[0];
         release(&p);
     }
-    assert_int_equal(ps_store_compact(s, true, t0, NULL, &err), 0);
+    assert_int_equal(ps_store_compact(ps_test_writer(s), true, t0, NULL, &err), 0);
     ps_reader_t *r;
     int64_t ts = 0;
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
     assert_int_equal(ps_reader_latest(r, sid, INT64_MIN, INT64_MAX, &ts, &err), 0);
     assert_int_equal(ts, t0 + 10 * PS_NS_PER_S);
     ps_reader_end(r);
-    ps_store_close(s);
+    ps_test_close_store(s);
     assert_int_equal(damage(dir, "chunks", 100, 0x7f), 2); /* an encoding that does not exist */
     s = open_store(dir, 0);
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
@@ -730,7 +731,7 @@ static void test_latest_damaged_chunk(void **state)
     assert_int_equal(ps_reader_has_data(r, sid, INT64_MIN, INT64_MAX, &e3), PS_ECORRUPT);
     assert_string_equal(e3.msg, want);
     ps_reader_end(r);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -765,7 +766,7 @@ static void test_series_read_errors(void **state)
     assert_int_equal(b.calls, 1);
     assert_true(strncmp(e0.msg, "reading series: ", 16) == 0);
     ps_reader_end(r);
-    ps_store_close(s);
+    ps_test_close_store(s);
     assert_int_equal(damage(dir, "series", 1, 0x7f), 1); /* series 1's record */
     s = open_store(dir, 0);
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
@@ -782,7 +783,7 @@ static void test_series_read_errors(void **state)
     assert_int_equal(ps_reader_series_labels(r, 3, &a, &ls, &e2), PS_ENOTFOUND);
     ps_arena_dispose(&a);
     ps_reader_end(r);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -806,7 +807,7 @@ static void test_stats_from_snapshot(void **state)
     uint64_t nstrings = seen.count;
     ps_hmap_dispose(&seen);
     ps_append_t *it = &p.app;
-    assert_int_equal(ps_store_write_batch(s, &it, 1, &err), 0);
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), &it, 1, &err), 0);
     assert_int_equal(it->status, 0);
     ps_store_stats_t st;
     assert_int_equal(ps_store_stats(s, &st, &err), 0);
@@ -814,15 +815,15 @@ static void test_stats_from_snapshot(void **state)
     assert_int_equal(st.functions, prof->nfunctions);
     assert_int_equal(st.series, 2);
     /* the writer in the middle of a batch: counters ahead of what is committed */
-    ps_next_ids_t saved = s->next;
-    s->next.sym[SYM_STRING] += 1000;
-    s->next.sym[SYM_FUNCTION] += 1000;
+    ps_next_ids_t saved = ps_test_writer(s)->next;
+    ps_test_writer(s)->next.sym[SYM_STRING] += 1000;
+    ps_test_writer(s)->next.sym[SYM_FUNCTION] += 1000;
     assert_int_equal(ps_store_stats(s, &st, &err), 0);
     assert_int_equal(st.strings, nstrings);
     assert_int_equal(st.functions, prof->nfunctions);
-    s->next = saved;
+    ps_test_writer(s)->next = saved;
     release(&p);
-    ps_store_close(s);
+    ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
 }
@@ -831,7 +832,7 @@ static void test_schema_version_refused(void **state)
 {
     char *dir = tmpdir();
     ps_store_t *s = open_store(dir, 0);
-    ps_store_close(s);
+    ps_test_close_store(s);
     /* rewrite the schema version behind the store's back */
     MDB_env *env;
     MDB_txn *txn;
@@ -858,6 +859,37 @@ static void test_schema_version_refused(void **state)
     free(dir);
 }
 
+/* one writer per store at a time; a read-only store has none */
+static void test_writer_one(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    ps_err_t err;
+    ps_store_writer_t *w = NULL, *w2 = NULL;
+    assert_int_equal(ps_store_writer_open(s, &w, &err), 0);
+    assert_int_equal(ps_store_writer_open(s, &w2, &err), PS_EINVAL);
+    char want[4200];
+    snprintf(want, sizeof(want), "data directory %s has a writer already", dir);
+    assert_string_equal(err.msg, want);
+    assert_null(w2);
+    ps_store_writer_close(w);
+    assert_int_equal(ps_store_writer_open(s, &w2, &err), 0);
+    ps_store_writer_close(w2);
+    ps_store_close(s);
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = dir;
+    o.read_only = true;
+    assert_int_equal(ps_store_open(&o, &s, &err), 0);
+    assert_int_equal(ps_store_writer_open(s, &w, &err), PS_EINVAL);
+    snprintf(want, sizeof(want), "data directory %s is open read-only: it has no writer", dir);
+    assert_string_equal(err.msg, want);
+    ps_store_close(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -871,6 +903,7 @@ int main(void)
         cmocka_unit_test(test_latest_damaged_chunk),
         cmocka_unit_test(test_series_read_errors),
         cmocka_unit_test(test_stats_from_snapshot),
+        cmocka_unit_test(test_writer_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "../testutil.h"
+#include "../storewriter.h"
 
 #include "storage/internal.h"
 
@@ -43,7 +44,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture_t *f = *state;
-    ps_store_close(f->s);
+    ps_test_close_store(f->s);
     ps_test_rm_rf(f->dir);
     free(f->dir);
     free(f);

@@ -1,0 +1,47 @@
+/*
+ * storewriter.h - the writer of each store a test opened (ps_store_writer_t): opened on the first
+ * write, closed with the store by ps_test_close_store. Include after "../testutil.h".
+ */
+#ifndef PS_TEST_STOREWRITER_H
+#define PS_TEST_STOREWRITER_H
+
+#include "storage/store.h"
+
+static struct {
+    ps_store_t *s;
+    ps_store_writer_t *w;
+} ps_test_writers[16];
+
+/** The writer of s, opened the first time; fails the test if it cannot be opened. */
+static inline ps_store_writer_t *ps_test_writer(ps_store_t *s)
+{
+    size_t free_at = 16;
+    for (size_t i = 0; i < 16; i++) {
+        if (ps_test_writers[i].s == s)
+            return ps_test_writers[i].w;
+        if (ps_test_writers[i].s == NULL && free_at == 16)
+            free_at = i;
+    }
+    if (free_at == 16)
+        fail_msg("more than 16 stores with writers open");
+    ps_err_t err;
+    ps_err_clear(&err);
+    if (ps_store_writer_open(s, &ps_test_writers[free_at].w, &err) != 0)
+        fail_msg("writer open: %s", err.msg);
+    ps_test_writers[free_at].s = s;
+    return ps_test_writers[free_at].w;
+}
+
+/** Closes the writer of s (if one was opened), then s. */
+static inline void ps_test_close_store(ps_store_t *s)
+{
+    for (size_t i = 0; s != NULL && i < 16; i++)
+        if (ps_test_writers[i].s == s) {
+            ps_store_writer_close(ps_test_writers[i].w);
+            ps_test_writers[i].s = NULL;
+            ps_test_writers[i].w = NULL;
+        }
+    ps_store_close(s);
+}
+
+#endif
