@@ -147,6 +147,7 @@ typedef struct merge_fields {
     bool has_sts;
     const Types__V1__StackTraceSelector *sts;
     size_t nprofile_ids;
+    ps_arena_t *arena;
 } merge_fields_t;
 
 static void merge_set(ps_qr_merge_req_t *r, const merge_fields_t *f)
@@ -158,10 +159,17 @@ static void merge_set(ps_qr_merge_req_t *r, const merge_fields_t *f)
     r->has_max_nodes = f->has_max_nodes;
     r->max_nodes = f->has_max_nodes ? f->max_nodes : 0;
     r->has_stack_trace_selector = asks_stack_traces(f->has_sts, f->sts);
+    if (r->has_stack_trace_selector) {
+        r->has_go_pgo = f->sts->go_pgo != NULL;
+        r->ncall_site = (uint32_t)f->sts->n_call_site;
+        r->call_site = ps_arena_alloc(f->arena, (f->sts->n_call_site + 1) * sizeof(char *));
+        for (size_t i = 0; i < f->sts->n_call_site; i++)
+            r->call_site[i] = f->sts->call_site[i] && f->sts->call_site[i]->name ? f->sts->call_site[i]->name : "";
+    }
     r->nprofile_ids = (uint32_t)f->nprofile_ids;
 }
 
-static void merge_req(const Querier__V1__SelectMergeStacktracesRequest *q, ps_qr_merge_req_t *r)
+static void merge_req(const Querier__V1__SelectMergeStacktracesRequest *q, ps_qr_merge_req_t *r, ps_arena_t *arena)
 {
     memset(r, 0, sizeof(*r));
     r->type_id = "";
@@ -175,7 +183,7 @@ static void merge_req(const Querier__V1__SelectMergeStacktracesRequest *q, ps_qr
                      q->max_nodes,
                      q->_stack_trace_selector_case ==
                          QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR,
-                     q->stack_trace_selector, q->n_profile_id_selector});
+                     q->stack_trace_selector, q->n_profile_id_selector, arena});
     r->format = q->format == 0 ? PS_QR_FORMAT_FLAMEGRAPH : (int)q->format;
 }
 
@@ -184,7 +192,7 @@ int ps_qr_decode_merge_stacktraces(int codec, const void *data, size_t n, ps_are
 {
     ProtobufCMessage *m;
     int ret = decode(codec, data, n, &querier__v1__select_merge_stacktraces_request__descriptor, arena, budget, &m, err);
-    merge_req(ret == 0 ? (const void *)m : NULL, r);
+    merge_req(ret == 0 ? (const void *)m : NULL, r, arena);
     return ret;
 }
 
@@ -192,7 +200,7 @@ int ps_qr_decode_merge_profile(int codec, const void *data, size_t n, ps_arena_t
                                ps_qr_merge_req_t *r, ps_err_t *err)
 {
     ProtobufCMessage *m;
-    merge_req(NULL, r);
+    merge_req(NULL, r, arena);
     int ret = decode(codec, data, n, &querier__v1__select_merge_profile_request__descriptor, arena, budget, &m, err);
     if (ret == 0) {
         const Querier__V1__SelectMergeProfileRequest *q = (const void *)m;
@@ -202,7 +210,7 @@ int ps_qr_decode_merge_profile(int codec, const void *data, size_t n, ps_arena_t
                          q->max_nodes,
                          q->_stack_trace_selector_case ==
                              QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR,
-                         q->stack_trace_selector, q->n_profile_id_selector});
+                         q->stack_trace_selector, q->n_profile_id_selector, arena});
         r->format = PS_QR_FORMAT_PPROF;
     }
     return ret;
@@ -214,8 +222,8 @@ int ps_qr_decode_diff(int codec, const void *data, size_t n, ps_arena_t *arena, 
     ProtobufCMessage *m;
     int ret = decode(codec, data, n, &querier__v1__diff_request__descriptor, arena, budget, &m, err);
     const Querier__V1__DiffRequest *q = ret == 0 ? (const void *)m : NULL;
-    merge_req(q ? q->left : NULL, left);
-    merge_req(q ? q->right : NULL, right);
+    merge_req(q ? q->left : NULL, left, arena);
+    merge_req(q ? q->right : NULL, right, arena);
     return ret;
 }
 

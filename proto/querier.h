@@ -44,7 +44,10 @@ typedef struct ps_qr_merge_req {
     bool has_max_nodes;
     int64_t max_nodes;
     int format;                 /* PS_QR_FORMAT_*; UNSPECIFIED (0) reads as FLAMEGRAPH */
-    bool has_stack_trace_selector;
+    bool has_stack_trace_selector; /* a call site or go_pgo was sent */
+    uint32_t ncall_site;        /* stack_trace_selector.call_site: function names, root first */
+    const char **call_site;
+    bool has_go_pgo;            /* stack_trace_selector.go_pgo was sent */
     uint32_t nprofile_ids;      /* profile_id_selector entries */
 } ps_qr_merge_req_t;
 

@@ -206,8 +206,10 @@ static int merge_check(qcall_t *q, const ps_qr_merge_req_t *m, const char *side)
                           "%sformat: %s (%d) is not supported: ask for PROFILE_FORMAT_FLAMEGRAPH (the default), "
                           "PROFILE_FORMAT_TREE or PROFILE_FORMAT_PPROF",
                           side, format_name(m->format), m->format);
-    if (m->has_stack_trace_selector)
-        return ps_err_set(&q->err, PS_EINVAL, "%sstack_trace_selector is not supported by profstore", side);
+    if (m->has_go_pgo)
+        return ps_err_set(&q->err, PS_EINVAL, "%sstack_trace_selector.go_pgo is not supported by profstore", side);
+    if (m->ncall_site > 0 && side[0])
+        return ps_err_set(&q->err, PS_EINVAL, "%sstack_trace_selector.call_site is not supported in a Diff", side);
     if (m->nprofile_ids > 0)
         return ps_err_set(&q->err, PS_EINVAL, "%sprofile_id_selector is not supported by profstore (profiles have no ids)",
                           side);
@@ -269,6 +271,8 @@ static int merge_call(qcall_t *q, merge_decode_fn decode, ps_qr_merge_req_t *m, 
         ret = merge_side(q, m, "", sel, ps);
     if (ret == 0)
         ret = ps_query_profile_build(q->r, ps, NULL, PS_PROFILE_ONE, q->a, p, &q->err);
+    if (ret == 0)
+        ps_querier_call_site(p, m->call_site, m->ncall_site, q->a);
     if (ret == 0)
         agg_header(q, ps);
     return ret;

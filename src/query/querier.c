@@ -3,6 +3,7 @@
  */
 #include "querier.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,4 +456,132 @@ int ps_querier_max_nodes(bool has, int64_t v, int64_t *out, ps_err_t *err)
                           PS_QUERIER_MAX_NODES_MAX, PS_QUERIER_MAX_NODES_DEFAULT);
     *out = v;
     return 0;
+}
+
+/* ---- stack_trace_selector.call_site ---- */
+
+#define CS_NONE UINT32_MAX
+
+typedef struct cs_name {
+    const char *s;
+    size_t len;
+    uint32_t id; /* equal names share one id */
+} cs_name_t;
+
+static int cs_cmp_bytes(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    return c ? c : (alen > blen) - (alen < blen);
+}
+
+static int cs_cmp(const void *a, const void *b)
+{
+    const cs_name_t *x = a, *y = b;
+    return cs_cmp_bytes(x->s, x->len, y->s, y->len);
+}
+
+/* the id of the call site name equal to s, or CS_NONE */
+static uint32_t cs_find(const cs_name_t *sorted, uint32_t n, const char *s, size_t len)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int c = cs_cmp_bytes(s, len, sorted[mid].s, sorted[mid].len);
+        if (c == 0)
+            return sorted[mid].id;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return CS_NONE;
+}
+
+/* the frame name of a location without lines (as the flame graph names it) is want */
+static bool cs_bare_is(const ps_profile_t *p, const ps_location_t *loc, const char *want)
+{
+    char b[24];
+    if (loc->mapping >= 1 && loc->mapping <= p->nmappings) {
+        const ps_mapping_t *m = &p->mappings[loc->mapping - 1];
+        ps_str_t fn = ps_profile_str(p, m->filename);
+        if (fn.len > 0) {
+            const char *base = fn.ptr;
+            for (uint32_t i = 0; i < fn.len; i++)
+                if (fn.ptr[i] == '/')
+                    base = fn.ptr + i + 1;
+            size_t blen = (size_t)(fn.ptr + fn.len - base);
+            snprintf(b, sizeof(b), "+0x%" PRIx64, loc->address - m->memory_start + m->file_offset);
+            return strlen(want) == blen + strlen(b) && memcmp(want, base, blen) == 0 && strcmp(want + blen, b) == 0;
+        }
+    }
+    snprintf(b, sizeof(b), "0x%" PRIx64, loc->address);
+    return strcmp(want, b) == 0;
+}
+
+void ps_querier_call_site(ps_profile_t *p, const char *const *names, uint32_t n, ps_arena_t *arena)
+{
+    if (n == 0)
+        return;
+    /* call site names sorted, equal ones one id; want[d]: the id at depth d */
+    cs_name_t *sorted = ps_arena_alloc(arena, (size_t)n * sizeof(cs_name_t));
+    uint32_t *want = ps_arena_alloc(arena, (size_t)n * sizeof(uint32_t));
+    for (uint32_t i = 0; i < n; i++)
+        sorted[i] = (cs_name_t){names[i] ? names[i] : "", names[i] ? strlen(names[i]) : 0, i};
+    qsort(sorted, n, sizeof(cs_name_t), cs_cmp);
+    for (uint32_t i = 0; i < n; i++) {
+        if (i > 0 && cs_cmp(&sorted[i - 1], &sorted[i]) == 0)
+            sorted[i].id = sorted[i - 1].id;
+        else
+            sorted[i].id = i;
+    }
+    /* sorted[].id is an index into sorted: want[d] from the original order */
+    for (uint32_t i = 0; i < n; i++)
+        want[i] = cs_find(sorted, n, names[i] ? names[i] : "", names[i] ? strlen(names[i]) : 0);
+    /* fid[f]: the call site id of function f's frame name (CS_NONE: none; ADDR: unnamed) */
+    const uint32_t ADDR = CS_NONE - 1;
+    uint32_t *fid = ps_arena_alloc(arena, ((size_t)p->nfunctions + 1) * sizeof(uint32_t));
+    fid[0] = ADDR;
+    for (uint32_t f = 1; f <= p->nfunctions; f++) {
+        ps_str_t s = ps_profile_str(p, p->functions[f - 1].name);
+        if (s.len == 0)
+            s = ps_profile_str(p, p->functions[f - 1].system_name);
+        fid[f] = s.len ? cs_find(sorted, n, s.ptr, s.len) : ADDR;
+    }
+
+    uint32_t kept = 0;
+    for (uint32_t si = 0; si < p->nsamples; si++) {
+        const ps_sample_t *s = &p->samples[si];
+        uint32_t d = 0;
+        bool ok = true;
+        for (uint32_t i = s->nlocs; i-- > 0 && ok && d < n;) {
+            uint32_t li = s->locs[i];
+            if (li == 0 || li > p->nlocations) {
+                ok = false;
+                break;
+            }
+            const ps_location_t *loc = &p->locations[li - 1];
+            if (loc->nlines == 0) {
+                ok = cs_bare_is(p, loc, names[d] ? names[d] : "");
+                d++;
+                continue;
+            }
+            for (uint32_t j = loc->nlines; j-- > 0 && d < n;) {
+                uint32_t fn = loc->lines[j].function;
+                uint32_t id = fn <= p->nfunctions ? fid[fn] : ADDR;
+                if (id == ADDR) {
+                    char b[24];
+                    snprintf(b, sizeof(b), "0x%" PRIx64, loc->address);
+                    ok = strcmp(names[d] ? names[d] : "", b) == 0;
+                } else {
+                    ok = id == want[d];
+                }
+                if (!ok)
+                    break;
+                d++;
+            }
+        }
+        if (ok && d == n)
+            p->samples[kept++] = *s;
+    }
+    p->nsamples = kept;
 }

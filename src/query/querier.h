@@ -99,6 +99,19 @@ int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_a
 int ps_querier_merge(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64_t end_ns, uint32_t max_series,
                      ps_arena_t *arena, ps_profile_sel_t *out, ps_err_t *err);
 
+/**
+ * Pyroscope's stack_trace_selector.call_site on a merged profile p (in place): keeps the samples
+ * whose stack starts, root first, with exactly the frames names[0..n-1] (the whole stack is kept,
+ * the call site's frames included), drops the others. Frames are those of the flame graph: a
+ * location's lines, outermost first (inlined functions are frames), named by their function's name
+ * (its system name when the name is empty, else the location's address "0x…"); a location without
+ * lines is one frame named "<mapping file base name>+0x<file offset>" or "0x<address>". A name no
+ * function of p has leaves no sample (Pyroscope's empty answer), as does a call site deeper than
+ * every stack. n == 0 keeps everything. Names are compared as function name ids, not strings:
+ * O(functions log n + frames compared); the memory is p's functions + n ids, from arena.
+ */
+void ps_querier_call_site(ps_profile_t *p, const char *const *names, uint32_t n, ps_arena_t *arena);
+
 /** max_nodes of a request (has: it was sent) as the render's max_nodes: absent or 0 ->
  *  PS_QUERIER_MAX_NODES_DEFAULT; negative or over PS_QUERIER_MAX_NODES_MAX is PS_EINVAL. */
 int ps_querier_max_nodes(bool has, int64_t v, int64_t *out, ps_err_t *err);

@@ -303,6 +303,76 @@ static void test_merge(void **state)
     fx_end(&f);
 }
 
+
+/* ps_querier_call_site on a hand-made profile. Strings: 1 "main", 2 "a", 3 "b", 4 "c",
+ * 5 "/usr/lib/libx.so", 6 "sysname"; functions 1 main, 2 a, 3 b, 4 c, 5 (no name, system name
+ * "sysname"), 6 (no names); locations 1 main, 2 a, 3 {c inlined in b} (lines[0] = c),
+ * 4 no lines in libx.so at 0x1010 (mapping start 0x1000, offset 0x200: "libx.so+0x210"),
+ * 5 function 5, 6 function 6 at 0x77, 7 b. Samples (leaf first, value):
+ *   s0 [2 1]       main > a                10
+ *   s1 [3 2 1]     main > a > b > c        20
+ *   s2 [4 3 2 1]   main > a > b > c > libx 40
+ *   s3 [7 1]       main > b                80
+ *   s4 [5 6 1]     main > 0x77 > sysname   160
+ *   s5 [2 2 1]     main > a > a            320 */
+static int64_t cs_total(const char *const *names, uint32_t n)
+{
+    static ps_str_t strs[] = {{"", 0}, {"main", 4}, {"a", 1}, {"b", 1}, {"c", 1}, {"/usr/lib/libx.so", 16},
+                              {"sysname", 7}};
+    ps_function_t fns[] = {{1, 0, 0, 0}, {2, 0, 0, 0}, {3, 0, 0, 0}, {4, 0, 0, 0}, {0, 6, 0, 0}, {0, 0, 0, 0}};
+    ps_line_t l1 = {1, 0, 0}, l2 = {2, 0, 0}, l3[2] = {{4, 0, 0}, {3, 0, 0}}, l5 = {5, 0, 0}, l6 = {6, 0, 0},
+              l7 = {3, 0, 0};
+    ps_mapping_t maps[] = {{0x1000, 0x2000, 0x200, 5, 0, 0}};
+    ps_location_t locs[] = {{0, 0x10, 0, 1, &l1}, {0, 0x20, 0, 1, &l2}, {0, 0x30, 0, 2, l3}, {1, 0x1010, 0, 0, NULL},
+                            {0, 0x50, 0, 1, &l5}, {0, 0x77, 0, 1, &l6},   {0, 0x70, 0, 1, &l7}};
+    uint32_t st0[] = {2, 1}, st1[] = {3, 2, 1}, st2[] = {4, 3, 2, 1}, st3[] = {7, 1}, st4[] = {5, 6, 1},
+             st5[] = {2, 2, 1};
+    int64_t v[] = {10, 20, 40, 80, 160, 320};
+    ps_sample_t smp[] = {{2, st0, &v[0], 0, NULL}, {3, st1, &v[1], 0, NULL}, {4, st2, &v[2], 0, NULL},
+                         {2, st3, &v[3], 0, NULL}, {3, st4, &v[4], 0, NULL}, {3, st5, &v[5], 0, NULL}};
+    ps_profile_t p = {.nstrings = 7, .strings = strs, .ntypes = 1, .nsamples = 6, .samples = smp, .nmappings = 1,
+                      .mappings = maps, .nfunctions = 6, .functions = fns, .nlocations = 7, .locations = locs};
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_querier_call_site(&p, names, n, &a);
+    int64_t t = 0;
+    for (uint32_t i = 0; i < p.nsamples; i++) {
+        if (i > 0) /* kept in order (the values grow) */
+            assert_true(p.samples[i].values > p.samples[i - 1].values);
+        t += p.samples[i].values[0];
+    }
+    ps_arena_dispose(&a);
+    return t;
+}
+
+static void test_call_site(void **state)
+{
+    (void)state;
+#define CS(...) cs_total((const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
+    assert_int_equal(cs_total(NULL, 0), 630);                   /* no call site: everything */
+    assert_int_equal(CS("main"), 630);
+    assert_int_equal(CS("main", "a"), 10 + 20 + 40 + 320);
+    assert_int_equal(CS("main", "a", "b"), 20 + 40);           /* ends inside an inlined location */
+    assert_int_equal(CS("main", "a", "b", "c"), 20 + 40);
+    assert_int_equal(CS("main", "a", "b", "c", "libx.so+0x210"), 40);
+    assert_int_equal(CS("main", "a", "b", "c", "0x1010"), 0); /* a mapped location is named by its file */
+    assert_int_equal(CS("main", "a", "c"), 0);                 /* b is a frame of its own */
+    assert_int_equal(CS("main", "b"), 80);
+    assert_int_equal(CS("main", "0x77", "sysname"), 160);      /* unnamed function; system name */
+    assert_int_equal(CS("main", "a", "a"), 320);               /* a name twice */
+    assert_int_equal(CS("a"), 0);                              /* a prefix from the root only */
+    assert_int_equal(CS("main", "nosuch"), 0);                 /* unknown: empty, as Pyroscope */
+    assert_int_equal(CS(""), 0);
+    assert_int_equal(CS("mai"), 0);
+    assert_int_equal(CS("main", "a", "b", "c", "libx.so+0x210", "a"), 0); /* deeper than the stack */
+    /* 1,000 frames: nothing, quickly */
+    const char **deep = malloc(1000 * sizeof(char *));
+    for (int i = 0; i < 1000; i++)
+        deep[i] = i % 2 ? "a" : "main";
+    assert_int_equal(cs_total(deep, 1000), 0);
+    free(deep);
+#undef CS
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +381,7 @@ int main(void)
         cmocka_unit_test(test_series_and_labels),
         cmocka_unit_test(test_select_series),
         cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_call_site),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
