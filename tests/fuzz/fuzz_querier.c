@@ -4,7 +4,8 @@
  * LabelNames, LabelValues, Series, SelectMergeStacktraces, SelectMergeProfile, Diff, SelectSeries)
  * and the codec (bit 3: protojson); the rest is the Connect body. A failure must be a clean
  * PS_EINVAL or PS_ETOOBIG with a message naming the message type; a success must hold
- * NUL-terminated strings and arrays as long as their counts, and a format/aggregation as sent.
+ * NUL-terminated strings and arrays as long as their counts (the call site's names too), and a
+ * format/aggregation as sent.
  * Built and run by build.sh / run.sh in this folder (seeds: requests as Grafana sends them).
  */
 #include <stdint.h>
@@ -39,6 +40,8 @@ static void check_merge(const ps_qr_merge_req_t *m)
     CHECK(m->type_id != NULL && m->label_selector != NULL, "merge strings");
     CHECK(m->format != 0, "format UNSPECIFIED not read as FLAMEGRAPH");
     CHECK(m->has_max_nodes || m->max_nodes == 0, "max_nodes without presence");
+    check_strs(m->call_site, m->ncall_site);
+    CHECK(m->has_stack_trace_selector || (m->ncall_site == 0 && !m->has_go_pgo), "call site without a selector");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -154,6 +154,8 @@ for t in $targets; do
         printf '\004\012\011a:b:c:d:e\022\002{}\030\001\040\002\050\200\200\001' > "$corpus/merge"
         printf '\007\012\001x\052\003pod\061\000\000\000\000\000\000\056\100\070\001\110\003' > "$corpus/series"
         printf '\014{"profileTypeID":"a:b:c:d:e","labelSelector":"{}","start":"1","maxNodes":16384,"format":"PROFILE_FORMAT_PPROF"}' > "$corpus/merge-json"
+        printf '\014{"profile_typeID":"a:b:c:d:e","stackTraceSelector":{"callSite":[{"name":"main"},{"name":"main.f"}],"goPgo":{"keepLocations":1}}}' > "$corpus/merge-callsite-json"
+        printf '\005\012\011a:b:c:d:e\062\016\012\006\012\004main\012\004\012\002mf' > "$corpus/profile-callsite"
         printf '\017{"groupBy":["pod"],"step":15.5,"aggregation":"TIME_SERIES_AGGREGATION_TYPE_AVERAGE","limit":"3"}' > "$corpus/series-json" ;;
     fuzz_ui_headers)
         # "<Accept-Encoding>\n<If-None-Match>\n<path>" (fuzz_ui_headers.c), as Chromium sends them
