@@ -17,7 +17,7 @@ import pytest
 
 from conftest import CPU_TYPE, PPROF_DIR, QUERY_T0
 from pyro_util import connect_call, pyro_pb
-from test_pyroscope_querier import call, err, flamegraph_dict, tree_from_flamegraph
+from test_pyroscope_querier import call, err, flamegraph_dict, tree_from_bytes, tree_from_flamegraph
 
 T0 = QUERY_T0
 START, END = T0, T0 + 3600
@@ -109,6 +109,10 @@ def test_flamegraph_under_call_site(srv, pb):
         {fr[1] for _, fr in pprof_raw(PPROF_DIR / "go/cpu-01.pb.gz") if fr[0] == SITE[0]}) == 4
     assert tree_from_flamegraph(flamegraph_dict(r.msg.flamegraph)) == \
         {"main.main.func1.1": [0, {"main.main.func2": full["main.main.func1.1"][1]["main.main.func2"]}]}
+    # PROFILE_FORMAT_TREE: Pyroscope's tree bytes of the same branch
+    t = call(srv, "SelectMergeStacktraces", merge(pb, '{instance="a"}', START, START + 30, SITE, format=2),
+             pb.querier.SelectMergeStacktracesResponse)
+    assert tree_from_bytes(t.msg.tree) == tree_from_flamegraph(flamegraph_dict(r.msg.flamegraph))
     # every api profile in the hour, and a call site ending inside an inlined location
     for site in (SITE, DEEP[:-1], DEEP):
         r = call(srv, "SelectMergeStacktraces", merge(pb, '{service_name="api"}', START, END, site),
