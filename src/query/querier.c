@@ -518,6 +518,72 @@ static bool cs_bare_is(const ps_profile_t *p, const ps_location_t *loc, const ch
     return strcmp(want, b) == 0;
 }
 
+/* Leaves out the locations, functions and mappings no sample refers to any more (renumbered in
+ * order; the samples' and locations' arrays are copied, not changed: they may be shared). */
+static void cs_prune(ps_profile_t *p, ps_arena_t *arena)
+{
+    uint32_t *lmap = ps_arena_calloc(arena, (size_t)p->nlocations + 1, sizeof(uint32_t));
+    uint32_t *fmap = ps_arena_calloc(arena, (size_t)p->nfunctions + 1, sizeof(uint32_t));
+    uint32_t *mmap = ps_arena_calloc(arena, (size_t)p->nmappings + 1, sizeof(uint32_t));
+    for (uint32_t i = 0; i < p->nsamples; i++)
+        for (uint32_t k = 0; k < p->samples[i].nlocs; k++)
+            if (p->samples[i].locs[k] <= p->nlocations)
+                lmap[p->samples[i].locs[k]] = 1;
+    uint32_t nl = 0, nf = 0, nm = 0;
+    for (uint32_t l = 1; l <= p->nlocations; l++) {
+        if (!lmap[l])
+            continue;
+        lmap[l] = ++nl;
+        const ps_location_t *loc = &p->locations[l - 1];
+        if (loc->mapping >= 1 && loc->mapping <= p->nmappings)
+            mmap[loc->mapping] = 1;
+        for (uint32_t j = 0; j < loc->nlines; j++)
+            if (loc->lines[j].function >= 1 && loc->lines[j].function <= p->nfunctions)
+                fmap[loc->lines[j].function] = 1;
+    }
+    ps_function_t *fns = ps_arena_alloc(arena, ((size_t)p->nfunctions + 1) * sizeof(ps_function_t));
+    for (uint32_t f = 1; f <= p->nfunctions; f++)
+        if (fmap[f]) {
+            fns[nf] = p->functions[f - 1];
+            fmap[f] = ++nf;
+        }
+    ps_mapping_t *maps = ps_arena_alloc(arena, ((size_t)p->nmappings + 1) * sizeof(ps_mapping_t));
+    for (uint32_t m = 1; m <= p->nmappings; m++)
+        if (mmap[m]) {
+            maps[nm] = p->mappings[m - 1];
+            mmap[m] = ++nm;
+        }
+    ps_location_t *locs = ps_arena_alloc(arena, ((size_t)nl + 1) * sizeof(ps_location_t));
+    for (uint32_t l = 1; l <= p->nlocations; l++) {
+        if (!lmap[l])
+            continue;
+        ps_location_t *loc = &locs[lmap[l] - 1];
+        *loc = p->locations[l - 1];
+        loc->mapping = loc->mapping <= p->nmappings ? mmap[loc->mapping] : 0;
+        if (loc->nlines > 0) {
+            ps_line_t *lines = ps_arena_alloc(arena, (size_t)loc->nlines * sizeof(ps_line_t));
+            for (uint32_t j = 0; j < loc->nlines; j++) {
+                lines[j] = loc->lines[j];
+                lines[j].function = lines[j].function <= p->nfunctions ? fmap[lines[j].function] : 0;
+            }
+            loc->lines = lines;
+        }
+    }
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        ps_sample_t *s = &p->samples[i];
+        uint32_t *nlocs = ps_arena_alloc(arena, ((size_t)s->nlocs + 1) * sizeof(uint32_t));
+        for (uint32_t k = 0; k < s->nlocs; k++)
+            nlocs[k] = s->locs[k] <= p->nlocations ? lmap[s->locs[k]] : 0;
+        s->locs = nlocs;
+    }
+    p->locations = locs;
+    p->nlocations = nl;
+    p->functions = fns;
+    p->nfunctions = nf;
+    p->mappings = maps;
+    p->nmappings = nm;
+}
+
 void ps_querier_call_site(ps_profile_t *p, const char *const *names, uint32_t n, ps_arena_t *arena)
 {
     if (n == 0)
@@ -584,4 +650,5 @@ void ps_querier_call_site(ps_profile_t *p, const char *const *names, uint32_t n,
             p->samples[kept++] = *s;
     }
     p->nsamples = kept;
+    cs_prune(p, arena);
 }

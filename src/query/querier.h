@@ -107,7 +107,8 @@ int ps_querier_merge(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64
  * (its system name when the name is empty, else the location's address "0x…"); a location without
  * lines is one frame named "<mapping file base name>+0x<file offset>" or "0x<address>". A name no
  * function of p has leaves no sample (Pyroscope's empty answer), as does a call site deeper than
- * every stack. n == 0 keeps everything. Names are compared as function name ids, not strings:
+ * every stack. Locations, functions and mappings no kept sample refers to are left out (renumbered;
+ * strings stay). n == 0 keeps everything. Names are compared as function name ids, not strings:
  * O(functions log n + frames compared); the memory is p's functions + n ids, from arena.
  */
 void ps_querier_call_site(ps_profile_t *p, const char *const *names, uint32_t n, ps_arena_t *arena);

@@ -138,6 +138,16 @@ def test_pprof_format_and_select_merge_profile(srv, pb, tmp_path):
                                                end=END * MS, stack_trace_selector=sts(pb, SITE))
     r2 = call(srv, "SelectMergeProfile", req, pb.google.Profile)
     assert r2.body == raw
+    # only what the kept samples refer to (as Pyroscope's answer)
+    prof = r2.msg
+    used_locs = {l for smp in prof.sample for l in smp.location_id}
+    assert sorted(used_locs) == [loc.id for loc in prof.location]
+    used_fns = {ln.function_id for loc in prof.location for ln in loc.line}
+    assert sorted(used_fns) == [f.id for f in prof.function]
+    assert {loc.mapping_id for loc in prof.location} == {m.id for m in prof.mapping}
+    whole = call(srv, "SelectMergeProfile", pb.querier.SelectMergeProfileRequest(
+        profile_typeID=CPU_TYPE, label_selector=sel, start=START * MS, end=END * MS), pb.google.Profile).msg
+    assert len(prof.function) < len(whole.function) and len(prof.location) < len(whole.location)
     # Connect JSON: protojson's google.v1.Profile, int64 fields as strings
     r3 = call(srv, "SelectMergeProfile", req, pb.google.Profile, codec="json")
     assert r3.msg == r2.msg

@@ -315,6 +315,16 @@ static void test_merge(void **state)
  *   s3 [7 1]       main > b                80
  *   s4 [5 6 1]     main > 0x77 > sysname   160
  *   s5 [2 2 1]     main > a > a            320 */
+static uint32_t cs_nl, cs_nf, cs_nm; /* the locations, functions and mappings left */
+
+static int64_t cs_sum(const ps_profile_t *p)
+{
+    int64_t t = 0;
+    for (uint32_t i = 0; i < p->nsamples; i++)
+        t += p->samples[i].values[0];
+    return t;
+}
+
 static int64_t cs_total(const char *const *names, uint32_t n)
 {
     static ps_str_t strs[] = {{"", 0}, {"main", 4}, {"a", 1}, {"b", 1}, {"c", 1}, {"/usr/lib/libx.so", 16},
@@ -334,12 +344,14 @@ static int64_t cs_total(const char *const *names, uint32_t n)
                       .mappings = maps, .nfunctions = 6, .functions = fns, .nlocations = 7, .locations = locs};
     ps_arena_t a = PS_ARENA_INIT;
     ps_querier_call_site(&p, names, n, &a);
-    int64_t t = 0;
-    for (uint32_t i = 0; i < p.nsamples; i++) {
-        if (i > 0) /* kept in order (the values grow) */
-            assert_true(p.samples[i].values > p.samples[i - 1].values);
-        t += p.samples[i].values[0];
-    }
+    for (uint32_t i = 1; i < p.nsamples; i++) /* kept in order (the values grow) */
+        assert_true(p.samples[i].values > p.samples[i - 1].values);
+    int64_t t = cs_sum(&p);
+    cs_nl = p.nlocations, cs_nf = p.nfunctions, cs_nm = p.nmappings;
+    /* the pruned, renumbered profile names the same frames: filtering it again keeps all */
+    ps_querier_call_site(&p, names, n, &a);
+    assert_int_equal(cs_sum(&p), t);
+    assert_int_equal(p.nlocations, cs_nl);
     ps_arena_dispose(&a);
     return t;
 }
@@ -349,18 +361,22 @@ static void test_call_site(void **state)
     (void)state;
 #define CS(...) cs_total((const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
     assert_int_equal(cs_total(NULL, 0), 630);                   /* no call site: everything */
+    assert_true(cs_nl == 7 && cs_nf == 6 && cs_nm == 1);
     assert_int_equal(CS("main"), 630);
     assert_int_equal(CS("main", "a"), 10 + 20 + 40 + 320);
     assert_int_equal(CS("main", "a", "b"), 20 + 40);           /* ends inside an inlined location */
     assert_int_equal(CS("main", "a", "b", "c"), 20 + 40);
     assert_int_equal(CS("main", "a", "b", "c", "libx.so+0x210"), 40);
+    assert_true(cs_nl == 4 && cs_nf == 4 && cs_nm == 1);
     assert_int_equal(CS("main", "a", "b", "c", "0x1010"), 0); /* a mapped location is named by its file */
     assert_int_equal(CS("main", "a", "c"), 0);                 /* b is a frame of its own */
     assert_int_equal(CS("main", "b"), 80);
+    assert_true(cs_nl == 2 && cs_nf == 2 && cs_nm == 0); /* what s3 refers to, nothing else */
     assert_int_equal(CS("main", "0x77", "sysname"), 160);      /* unnamed function; system name */
     assert_int_equal(CS("main", "a", "a"), 320);               /* a name twice */
     assert_int_equal(CS("a"), 0);                              /* a prefix from the root only */
     assert_int_equal(CS("main", "nosuch"), 0);                 /* unknown: empty, as Pyroscope */
+    assert_true(cs_nl == 0 && cs_nf == 0 && cs_nm == 0);
     assert_int_equal(CS(""), 0);
     assert_int_equal(CS("mai"), 0);
     assert_int_equal(CS("main", "a", "b", "c", "libx.so+0x210", "a"), 0); /* deeper than the stack */
