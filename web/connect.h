@@ -108,5 +108,6 @@ int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c);
 int ps_connect_querier_select_merge_profile(ps_connect_call_t *c);
 int ps_connect_querier_select_series(ps_connect_call_t *c);
 int ps_connect_querier_diff(ps_connect_call_t *c);
+int ps_connect_querier_profile_stats(ps_connect_call_t *c);
 
 #endif

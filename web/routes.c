@@ -90,6 +90,7 @@ static const method_t methods[] = {
     {"/querier.v1.QuerierService/SelectMergeProfile", ps_connect_querier_select_merge_profile, RD | POOL},
     {"/querier.v1.QuerierService/SelectSeries", ps_connect_querier_select_series, RD | POOL},
     {"/querier.v1.QuerierService/Diff", ps_connect_querier_diff, RD | POOL},
+    {"/querier.v1.QuerierService/GetProfileStats", ps_connect_querier_profile_stats, RD | POOL},
 };
 
 #define NMETHODS (sizeof(methods) / sizeof(methods[0]))

@@ -54,6 +54,16 @@ int ps_querier_selector(const char *type_id, const char *label_selector, const c
 int ps_querier_profile_types(ps_reader_t *r, int64_t start_ns, int64_t end_ns, ps_arena_t *arena, ps_strlist_t *out,
                              ps_err_t *err);
 
+/** What GetProfileStats answers: whether any profile series holds a profile, and the oldest
+ *  and newest profile timestamps (ns) among them (0 when not ingested). */
+typedef struct ps_querier_stats {
+    bool ingested;
+    int64_t oldest_ns, newest_ns;
+} ps_querier_stats_t;
+/** The stats over every profile series of the store (one seek to its oldest profile and one to
+ *  its newest per series). */
+int ps_querier_profile_stats(ps_reader_t *r, ps_arena_t *arena, ps_querier_stats_t *out, ps_err_t *err);
+
 /** Profile series matching any of sels (nsels 0, or a selector without matchers: every
  *  profile series) with a profile in [start_ns, end_ns], in id order; more than max_series is
  *  PS_ELIMIT. */
