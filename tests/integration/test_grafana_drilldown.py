@@ -198,6 +198,9 @@ def test_settings_bad_input(srv):
     assert refused(srv, S + "Delete", "{}") == "no setting name provided"
     m = refused(srv, S + "Set", '{"setting":{"name":"x","modifiedAt":"soon"}}')
     assert m.startswith("settings.v1.SetSettingsRequest: json: setting.modifiedAt: "), m
+    # a body of 1 MB: the value's length, not a crash or a stored megabyte
+    assert refused(srv, S + "Set", '{"setting":{"name":"big","value":"%s"}}' % ("v" * 1000000)) == \
+        "setting.value: 1000000 bytes, more than 65536"
     m = refused(srv, S + "Set", b"\xff\xff\xff", codec="proto")
     assert m.startswith("settings.v1.SetSettingsRequest: protobuf: "), m
     # nothing was stored
