@@ -130,6 +130,11 @@ def test_unimplemented_selectors_refused(srv, pb):
             rng, name)) == "span_selector is not supported by profstore (2 span ids)"
     assert refused(srv, Q + "SelectMergeStacktraces", '{%s,"traceIdSelector":["7c9e66797425440de944be07fc1f90ae"]}' % rng) \
         == "trace_id_selector is not supported by profstore (1 trace ids)"
+    # function details and exemplar clicks (JSON names as the Drilldown writes them)
+    assert refused(srv, Q + "SelectMergeStacktraces", '{%s,"stackTraceSelector":{"callSite":[{"name":"main.main"}]}}'
+                   % rng) == "stack_trace_selector is not supported by profstore"
+    assert refused(srv, Q + "SelectMergeStacktraces", '{%s,"profileIdSelector":["7c9e6679-7425-40de-944b-e07fc1f90ae7"]}'
+                   % rng) == "profile_id_selector is not supported by profstore (profiles have no ids)"
     # binary: the same fields by number (11, 10)
     req = pb.querier.SelectMergeStacktracesRequest(profile_typeID=CPU_TYPE, start=T0 * MS, end=(T0 + 3600) * MS,
                                                    span_selector=["9a517183f26a089d"])
