@@ -73,8 +73,9 @@ int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64
 /** Label names (name == NULL) or the values of label name of a series set, ascending, once. */
 void ps_querier_labels(const ps_series_set_t *s, const char *name, ps_arena_t *arena, ps_strlist_t *out);
 
-/** The label sets of s, each kept to names (nnames 0: all labels), sorted, duplicates once
- *  (Series with label_names). */
+/** The label sets of s, each with Pyroscope's __profile_type__ (= its __name__, the type id)
+ *  after __name__, kept to names (nnames 0: all labels), sorted, duplicates once (Series with
+ *  label_names). */
 void ps_querier_label_sets(const ps_series_set_t *s, const char *const *names, uint32_t nnames, ps_arena_t *arena,
                            ps_labels_t **out, uint32_t *n);
 
