@@ -285,6 +285,8 @@ int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64
 
 void ps_querier_labels(const ps_series_set_t *s, const char *name, ps_arena_t *arena, ps_strlist_t *out)
 {
+    if (name != NULL && strcmp(name, "__profile_type__") == 0)
+        name = "__name__"; /* Pyroscope's label of the type id */
     ps_strset_t l = {.arena = arena};
     ps_hmap_init(&l.seen);
     for (uint32_t i = 0; i < s->n; i++)

@@ -70,7 +70,8 @@ int ps_querier_profile_stats(ps_reader_t *r, ps_arena_t *arena, ps_querier_stats
 int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start_ns, int64_t end_ns,
                       uint32_t max_series, ps_arena_t *arena, ps_series_set_t *out, ps_err_t *err);
 
-/** Label names (name == NULL) or the values of label name of a series set, ascending, once. */
+/** Label names (name == NULL) or the values of label name of a series set, ascending, once
+ *  (__profile_type__'s values are __name__'s, the type ids). */
 void ps_querier_labels(const ps_series_set_t *s, const char *name, ps_arena_t *arena, ps_strlist_t *out);
 
 /** The label sets of s, each with Pyroscope's __profile_type__ (= its __name__, the type id)

@@ -86,6 +86,10 @@ def test_drilldown_load(srv, pb):
                     {"name": "service_name", "value": "api"}]},
         {"labels": [{"name": "__profile_type__", "value": "process_cpu:samples:count:cpu:nanoseconds:delta"},
                     {"name": "service_name", "value": "batch"}]}]}
+    # LabelValues of __profile_type__: the type ids
+    body3 = '{"name":"__profile_type__","matchers":["{service_name=\\"batch\\"}"],"start":%d,"end":%d}' % (
+        T0 * MS, (T0 + 3600) * MS)
+    assert raw(srv, Q + "LabelValues", body3) == {"names": [CPU_TYPE, "process_cpu:samples:count:cpu:nanoseconds:delta"]}
     # proto names in the same call answer the same
     body2 = '{"matchers":["{}"],"label_names":["service_name","__profile_type__"],"start":"%d","end":%d}' % (
         T0 * MS, (T0 + 3600) * MS)
