@@ -185,6 +185,8 @@ static void merge_req(const Querier__V1__SelectMergeStacktracesRequest *q, ps_qr
                          QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR,
                      q->stack_trace_selector, q->n_profile_id_selector, arena});
     r->format = q->format == 0 ? PS_QR_FORMAT_FLAMEGRAPH : (int)q->format;
+    r->nspan_ids = (uint32_t)q->n_span_selector;
+    r->ntrace_ids = (uint32_t)q->n_trace_id_selector;
 }
 
 int ps_qr_decode_merge_stacktraces(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
@@ -251,11 +253,27 @@ int ps_qr_decode_select_series(int codec, const void *data, size_t n, ps_arena_t
         r->has_stack_trace_selector = asks_stack_traces(
             q->_stack_trace_selector_case == QUERIER__V1__SELECT_SERIES_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR,
             q->stack_trace_selector);
+        r->exemplar_type = (int)q->exemplar_type;
     }
     return ret;
 }
 
+int ps_qr_decode_profile_stats(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget, ps_err_t *err)
+{
+    ProtobufCMessage *m;
+    return decode(codec, data, n, &types__v1__get_profile_stats_request__descriptor, arena, budget, &m, err);
+}
+
 /* ---- answers ---- */
+
+void ps_qr_encode_profile_stats(int codec, bool ingested, int64_t oldest_ms, int64_t newest_ms, ps_buf_t *out)
+{
+    Types__V1__GetProfileStatsResponse res = TYPES__V1__GET_PROFILE_STATS_RESPONSE__INIT;
+    res.data_ingested = ingested;
+    res.oldest_profile_time = oldest_ms;
+    res.newest_profile_time = newest_ms;
+    encode(codec, &res.base, out);
+}
 
 /* the parts of a profile type id, split at ':' (5 or 6 parts); 0 or -1 */
 static int type_parts(const char *id, ps_arena_t *arena, char *parts[6])

@@ -49,6 +49,8 @@ typedef struct ps_qr_merge_req {
     const char **call_site;
     bool has_go_pgo;            /* stack_trace_selector.go_pgo was sent */
     uint32_t nprofile_ids;      /* profile_id_selector entries */
+    uint32_t nspan_ids;         /* span_selector entries (SelectMergeStacktraces) */
+    uint32_t ntrace_ids;        /* trace_id_selector entries (SelectMergeStacktraces) */
 } ps_qr_merge_req_t;
 
 /** SelectSeriesRequest. */
@@ -64,6 +66,7 @@ typedef struct ps_qr_series_req {
     bool has_limit;
     int64_t limit;
     bool has_stack_trace_selector;
+    int exemplar_type;          /* types.v1.ExemplarType as sent (0 UNSPECIFIED, 1 NONE, 2 INDIVIDUAL, 3 SPAN) */
 } ps_qr_series_req_t;
 
 /** ProfileTypesRequest (start, end) into r (the rest zero). */
@@ -91,7 +94,13 @@ int ps_qr_decode_diff(int codec, const void *data, size_t n, ps_arena_t *arena, 
 int ps_qr_decode_select_series(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
                                ps_qr_series_req_t *r, ps_err_t *err);
 
+/** types.v1.GetProfileStatsRequest (no fields: only checks that the body is one). */
+int ps_qr_decode_profile_stats(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget, ps_err_t *err);
+
 /* ---- answers (appended to out in codec) ---- */
+
+/** types.v1.GetProfileStatsResponse: data_ingested, oldest/newest_profile_time (ms). */
+void ps_qr_encode_profile_stats(int codec, bool ingested, int64_t oldest_ms, int64_t newest_ms, ps_buf_t *out);
 
 /** ProfileTypesResponse: one types.v1.ProfileType per id (ID verbatim, the other fields its
  *  parts: name, sample_type, sample_unit, period_type, period_unit). ids that are not profile

@@ -247,6 +247,30 @@ int ps_store_forward_cursor(ps_store_t *s, const char *name, uint64_t *seq, ps_e
 int ps_store_forward_advance(ps_store_writer_t *w, const char *const *names, const uint64_t *seqs, size_t n, uint64_t *trimmed,
                              ps_err_t *err);
 
+/* ---- settings (settings.c; docs/FORMAT.md "Settings") ----
+ * A small table of named string values with the time each was last modified (what Grafana's
+ * settings.v1.SettingsService keeps). */
+
+#define PS_SETTING_NAME_MAX 256    /* bytes */
+#define PS_SETTING_VALUE_MAX 65536 /* bytes */
+
+typedef struct ps_store_setting {
+    const char *name;  /* not NUL-terminated when read */
+    size_t nlen;
+    const char *value;
+    size_t vlen;
+    int64_t modified_ms;
+} ps_store_setting_t;
+
+/** Any thread: calls cb for every setting, by name (bytewise), from one read snapshot; the
+ *  setting's bytes are valid during the call only. cb returning nonzero stops with that value. */
+int ps_store_settings(ps_store_t *s, int (*cb)(void *ctx, const ps_store_setting_t *st), void *ctx, ps_err_t *err);
+/** Writer thread: stores st (del: deletes the setting named st->name; none stored is no error) in
+ *  one transaction. PS_ECONFLICT when the stored one was modified after st->modified_ms; PS_EINVAL
+ *  for a name that is empty, longer than PS_SETTING_NAME_MAX or holds a NUL, or a value longer
+ *  than PS_SETTING_VALUE_MAX. */
+int ps_store_setting_put(ps_store_writer_t *w, const ps_store_setting_t *st, bool del, ps_err_t *err);
+
 /* ---- reading (any thread) ---- */
 
 typedef struct ps_reader ps_reader_t;

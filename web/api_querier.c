@@ -1,7 +1,7 @@
 /*
  * api_querier.c - querier.v1.QuerierService over Connect (connect.h), the methods Grafana's
  * Pyroscope data source calls: ProfileTypes, LabelNames, LabelValues, Series,
- * SelectMergeStacktraces, SelectMergeProfile, SelectSeries, Diff. Each handler only translates:
+ * SelectMergeStacktraces, SelectMergeProfile, SelectSeries, Diff, GetProfileStats. Each handler only translates:
  * decode the request (proto/querier.h), call src/query/querier.h (the merges are query.h's, the
  * flame graph render.h's, so an answer equals /api/v1/profiles/query's), encode the answer.
  */
@@ -186,6 +186,29 @@ int ps_connect_querier_series(ps_connect_call_t *c)
     return finish(&q, ret);
 }
 
+static int64_t floor_ms(int64_t ns)
+{
+    return ns / 1000000 - (ns % 1000000 < 0);
+}
+
+/* GetProfileStats (types.v1.GetProfileStatsRequest, no fields): whether any profile is stored and
+ * the oldest and newest profile times (ms) over the whole store, all tenants' profile series alike.
+ * Nothing stored: false, INT64_MAX, INT64_MIN, as Pyroscope answers for no blocks. */
+int ps_connect_querier_profile_stats(ps_connect_call_t *c)
+{
+    qcall_t q;
+    ps_querier_stats_t st;
+    int ret = begin(&q, c);
+    if (ret == 0)
+        ret = ps_qr_decode_profile_stats(c->codec, c->body, c->body_len, q.a, budget_of(c), &q.err);
+    if (ret == 0)
+        ret = ps_querier_profile_stats(q.r, q.a, &st, &q.err);
+    if (ret == 0)
+        ps_qr_encode_profile_stats(c->codec, st.ingested, st.ingested ? floor_ms(st.oldest_ns) : INT64_MAX,
+                                   st.ingested ? floor_ms(st.newest_ns) : INT64_MIN, &q.out);
+    return finish(&q, ret);
+}
+
 /* ---- merges ---- */
 
 static const char *format_name(int f)
@@ -213,6 +236,12 @@ static int merge_check(qcall_t *q, const ps_qr_merge_req_t *m, const char *side)
     if (m->nprofile_ids > 0)
         return ps_err_set(&q->err, PS_EINVAL, "%sprofile_id_selector is not supported by profstore (profiles have no ids)",
                           side);
+    if (m->nspan_ids > 0)
+        return ps_err_set(&q->err, PS_EINVAL, "%sspan_selector is not supported by profstore (%u span ids)", side,
+                          m->nspan_ids);
+    if (m->ntrace_ids > 0)
+        return ps_err_set(&q->err, PS_EINVAL, "%strace_id_selector is not supported by profstore (%u trace ids)", side,
+                          m->ntrace_ids);
     return 0;
 }
 
@@ -401,6 +430,11 @@ static int series_query(qcall_t *q, const ps_qr_series_req_t *sr, ps_selector_t 
         return ps_err_set(&q->err, PS_EINVAL, "limit: %lld is negative", (long long)sr->limit);
     if (sr->has_stack_trace_selector)
         return ps_err_set(&q->err, PS_EINVAL, "stack_trace_selector is not supported by profstore");
+    if (sr->exemplar_type == 2 || sr->exemplar_type == 3)
+        return ps_err_set(&q->err, PS_EINVAL, "exemplar_type: %s is not supported by profstore (profiles have no ids)",
+                          sr->exemplar_type == 2 ? "EXEMPLAR_TYPE_INDIVIDUAL" : "EXEMPLAR_TYPE_SPAN");
+    if (sr->exemplar_type != 0 && sr->exemplar_type != 1)
+        return ps_err_set(&q->err, PS_EINVAL, "exemplar_type: %d is not an ExemplarType (0 to 3)", sr->exemplar_type);
     if (sr->ngroup_by > MAX_NAMES)
         return ps_err_set(&q->err, PS_EINVAL, "group_by: %u names, more than %d", sr->ngroup_by, MAX_NAMES);
     int ret = ps_querier_selector(sr->type_id, sr->label_selector, "label_selector", q->a, sel, &q->err);

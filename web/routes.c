@@ -90,6 +90,10 @@ static const method_t methods[] = {
     {"/querier.v1.QuerierService/SelectMergeProfile", ps_connect_querier_select_merge_profile, RD | POOL},
     {"/querier.v1.QuerierService/SelectSeries", ps_connect_querier_select_series, RD | POOL},
     {"/querier.v1.QuerierService/Diff", ps_connect_querier_diff, RD | POOL},
+    {"/querier.v1.QuerierService/GetProfileStats", ps_connect_querier_profile_stats, RD | POOL},
+    {"/settings.v1.SettingsService/Get", ps_connect_settings_get, RD | POOL},
+    {"/settings.v1.SettingsService/Set", ps_connect_settings_set, WR | DEC},
+    {"/settings.v1.SettingsService/Delete", ps_connect_settings_delete, WR | DEC},
 };
 
 #define NMETHODS (sizeof(methods) / sizeof(methods[0]))

@@ -90,7 +90,14 @@ int ps_ingest_push_prepare(const ps_pyro_push_t *req, const ps_pprof_limits_t *l
 
 /* ---- the writer thread (writer.c) ---- */
 
-typedef enum { PS_WREQ_APPEND, PS_WREQ_COMPACT, PS_WREQ_RETAIN, PS_WREQ_SAMPLES, PS_WREQ_FWD_ADVANCE } ps_wreq_kind_t;
+typedef enum {
+    PS_WREQ_APPEND,
+    PS_WREQ_COMPACT,
+    PS_WREQ_RETAIN,
+    PS_WREQ_SAMPLES,
+    PS_WREQ_FWD_ADVANCE,
+    PS_WREQ_SETTING
+} ps_wreq_kind_t;
 
 typedef struct ps_wreq ps_wreq_t;
 struct ps_wreq {
@@ -115,6 +122,8 @@ struct ps_wreq {
     const char *const *fwd_names;
     const uint64_t *fwd_seqs;
     size_t nfwd;
+    ps_store_setting_t setting;  /* PS_WREQ_SETTING: ps_store_setting_put's (status, err) */
+    bool setting_del;
     ps_buf_t fwd;                /* PS_WREQ_APPEND: its forwarding log entry (ps_writer_opts_t.fwd_entry),
                                   * made by ps_writer_submit, freed by the writer before on_done */
     ps_wreq_t *next;

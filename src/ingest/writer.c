@@ -280,6 +280,8 @@ static void *run(void *arg)
                 uint64_t trimmed = 0;
                 r->status = ps_store_forward_advance(w->sw, r->fwd_names, r->fwd_seqs, r->nfwd, &trimmed, &r->err);
                 r->count = (uint32_t)trimmed;
+            } else if (r->kind == PS_WREQ_SETTING) {
+                r->status = ps_store_setting_put(w->sw, &r->setting, r->setting_del, &r->err);
             } else if (r->kind == PS_WREQ_APPEND && r->status == 0 && r->app.status == 0) {
                 want_compact = true;
             }

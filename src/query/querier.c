@@ -160,6 +160,62 @@ static int keep_series(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
     return ps_reader_has_data(r, sid, start, end, err);
 }
 
+/* ---- GetProfileStats ---- */
+
+typedef struct stats_ctx {
+    ps_reader_t *r;
+    ps_arena_t *arena;
+    ps_querier_stats_t *st;
+    ps_err_t *err;
+} stats_ctx_t;
+
+/* the first profile (chunks come before head records, each oldest first): its time, then stop */
+static int on_first(void *ctx, const ps_stored_profile_t *p)
+{
+    *(int64_t *)ctx = p->ts;
+    return 1;
+}
+
+static int on_stats_series(void *ctx, uint64_t sid)
+{
+    stats_ctx_t *s = ctx;
+    int64_t oldest = 0, newest = 0;
+    int rc = keep_series(s->r, sid, INT64_MIN, INT64_MAX, s->err);
+    if (rc <= 0)
+        return rc;
+    rc = ps_reader_profiles(s->r, sid, INT64_MIN, INT64_MAX, true, on_first, &oldest, s->err);
+    if (rc == 0)
+        return 0; /* no profile */
+    if (rc != 1)
+        return rc;
+    rc = ps_reader_latest(s->r, sid, INT64_MIN, INT64_MAX, &newest, s->err);
+    if (rc)
+        return rc;
+    if (!s->st->ingested || oldest < s->st->oldest_ns)
+        s->st->oldest_ns = oldest;
+    if (!s->st->ingested || newest > s->st->newest_ns)
+        s->st->newest_ns = newest;
+    s->st->ingested = true;
+    return 0;
+}
+
+static int on_stats_name(void *ctx, const char *v, size_t n)
+{
+    stats_ctx_t *s = ctx;
+    const char *parts[6];
+    char *id = ps_arena_strndup(s->arena, v, n);
+    if (ps_profile_type_parts(id, s->arena, parts) != 0)
+        return 0; /* a float series' name */
+    return ps_reader_postings(s->r, "__name__", 8, v, n, on_stats_series, s, s->err);
+}
+
+int ps_querier_profile_stats(ps_reader_t *r, ps_arena_t *arena, ps_querier_stats_t *out, ps_err_t *err)
+{
+    memset(out, 0, sizeof(*out));
+    stats_ctx_t s = {r, arena, out, err};
+    return ps_reader_label_values(r, "__name__", 8, on_stats_name, &s, err);
+}
+
 typedef struct all_ctx {
     ps_reader_t *r;
     int64_t start, end;
@@ -230,6 +286,8 @@ int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64
 
 void ps_querier_labels(const ps_series_set_t *s, const char *name, ps_arena_t *arena, ps_strlist_t *out)
 {
+    if (name != NULL && strcmp(name, "__profile_type__") == 0)
+        name = "__name__"; /* Pyroscope's label of the type id */
     ps_strset_t l = {.arena = arena};
     ps_hmap_init(&l.seen);
     for (uint32_t i = 0; i < s->n; i++)
@@ -237,17 +295,32 @@ void ps_querier_labels(const ps_series_set_t *s, const char *name, ps_arena_t *a
     ps_strset_finish(&l, out);
 }
 
-/* ls kept to names (in ls's order, which is sorted) into arena */
+static bool wanted(const char *name, const char *const *names, uint32_t nnames)
+{
+    bool keep = nnames == 0;
+    for (uint32_t j = 0; j < nnames && !keep; j++)
+        keep = strcmp(name, names[j]) == 0;
+    return keep;
+}
+
+/* ls kept to names (in ls's order, which is sorted) into arena, with Pyroscope's label
+ * __profile_type__ (the profile type id, our __name__) right after __name__ when wanted */
 static ps_labels_t project(const ps_labels_t *ls, const char *const *names, uint32_t nnames, ps_arena_t *arena)
 {
     ps_labels_t o = {0};
-    o.pairs = ps_arena_alloc(arena, (ls->n + 1) * sizeof(ps_label_pair_t));
+    bool type = wanted("__profile_type__", names, nnames);
+    o.pairs = ps_arena_alloc(arena, (ls->n + 2) * sizeof(ps_label_pair_t));
     for (uint32_t k = 0; k < ls->n; k++) {
-        bool keep = nnames == 0;
-        for (uint32_t j = 0; j < nnames && !keep; j++)
-            keep = strcmp(ls->pairs[k].name, names[j]) == 0;
-        if (keep)
-            o.pairs[o.n++] = ls->pairs[k];
+        const ps_label_pair_t *p = &ls->pairs[k];
+        if (strcmp(p->name, "__profile_type__") == 0)
+            continue; /* ours (a pushed label of that name cannot be told from it) */
+        if (wanted(p->name, names, nnames))
+            o.pairs[o.n++] = *p;
+        if (type && strcmp(p->name, "__name__") == 0) {
+            o.pairs[o.n] = *p;
+            o.pairs[o.n].name = "__profile_type__";
+            o.pairs[o.n++].nlen = 16;
+        }
     }
     return o;
 }

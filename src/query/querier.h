@@ -54,17 +54,29 @@ int ps_querier_selector(const char *type_id, const char *label_selector, const c
 int ps_querier_profile_types(ps_reader_t *r, int64_t start_ns, int64_t end_ns, ps_arena_t *arena, ps_strlist_t *out,
                              ps_err_t *err);
 
+/** What GetProfileStats answers: whether any profile series holds a profile, and the oldest
+ *  and newest profile timestamps (ns) among them (0 when not ingested). */
+typedef struct ps_querier_stats {
+    bool ingested;
+    int64_t oldest_ns, newest_ns;
+} ps_querier_stats_t;
+/** The stats over every profile series of the store (one seek to its oldest profile and one to
+ *  its newest per series). */
+int ps_querier_profile_stats(ps_reader_t *r, ps_arena_t *arena, ps_querier_stats_t *out, ps_err_t *err);
+
 /** Profile series matching any of sels (nsels 0, or a selector without matchers: every
  *  profile series) with a profile in [start_ns, end_ns], in id order; more than max_series is
  *  PS_ELIMIT. */
 int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start_ns, int64_t end_ns,
                       uint32_t max_series, ps_arena_t *arena, ps_series_set_t *out, ps_err_t *err);
 
-/** Label names (name == NULL) or the values of label name of a series set, ascending, once. */
+/** Label names (name == NULL) or the values of label name of a series set, ascending, once
+ *  (__profile_type__'s values are __name__'s, the type ids). */
 void ps_querier_labels(const ps_series_set_t *s, const char *name, ps_arena_t *arena, ps_strlist_t *out);
 
-/** The label sets of s, each kept to names (nnames 0: all labels), sorted, duplicates once
- *  (Series with label_names). */
+/** The label sets of s, each with Pyroscope's __profile_type__ (= its __name__, the type id)
+ *  after __name__, kept to names (nnames 0: all labels), sorted, duplicates once (Series with
+ *  label_names). */
 void ps_querier_label_sets(const ps_series_set_t *s, const char *const *names, uint32_t nnames, ps_arena_t *arena,
                            ps_labels_t **out, uint32_t *n);
 

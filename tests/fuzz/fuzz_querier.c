@@ -2,7 +2,8 @@
  * fuzz_querier.c - libFuzzer target for the querier.v1 request decoders (proto/querier.c over
  * proto/pbjson.c, both codecs). The first input byte picks the message (bits 0-2: ProfileTypes,
  * LabelNames, LabelValues, Series, SelectMergeStacktraces, SelectMergeProfile, Diff, SelectSeries)
- * and the codec (bit 3: protojson); the rest is the Connect body. A failure must be a clean
+ * and the codec (bit 3: protojson); bit 4 picks instead, by bits 1-2, GetProfileStats and the
+ * settings.v1 requests (proto/settings.c: Get, Set, Delete); the rest is the Connect body. A failure must be a clean
  * PS_EINVAL or PS_ETOOBIG with a message naming the message type; a success must hold
  * NUL-terminated strings and arrays as long as their counts (the call site's names too), and a
  * format/aggregation as sent.
@@ -15,6 +16,7 @@
 
 #include "core/labels.h"
 #include "proto/querier.h"
+#include "proto/settings.h"
 
 #define PS_FUZZ_NAME "fuzz_querier"
 #include "fuzzutil.h"
@@ -58,6 +60,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ps_qr_merge_req_t m, m2;
     ps_qr_series_req_t sr;
     int rc;
+    if (data[0] & 16) {
+        ps_st_setting_t st;
+        bool has = false;
+        switch (which >> 1) {
+        case 0: rc = ps_qr_decode_profile_stats(codec, body, n, &a, BUDGET, &err); break;
+        case 1: rc = ps_st_decode_get(codec, body, n, &a, BUDGET, &err); break;
+        case 2: rc = ps_st_decode_set(codec, body, n, &a, BUDGET, &st, &has, &err); break;
+        default: rc = ps_st_decode_delete(codec, body, n, &a, BUDGET, &st, &err); has = true; break;
+        }
+        if (rc != 0) {
+            ps_fuzz_check_decode_error(rc, &err);
+            CHECK(strncmp(err.msg, "settings.v1.", 12) == 0 || strncmp(err.msg, "types.v1.", 9) == 0,
+                  "message without the type: %s", err.msg);
+        } else if ((which >> 1) >= 2 && has) {
+            CHECK(st.name != NULL && strlen(st.name) == st.nlen, "setting name");
+            CHECK(which >> 1 == 3 || (st.value != NULL && strlen(st.value) == st.vlen), "setting value");
+        }
+        ps_arena_dispose(&a);
+        return 0;
+    }
     switch (which) {
     case 0: rc = ps_qr_decode_profile_types(codec, body, n, &a, BUDGET, &lr, &err); break;
     case 1: rc = ps_qr_decode_label_names(codec, body, n, &a, BUDGET, &lr, &err); break;

@@ -156,7 +156,12 @@ for t in $targets; do
         printf '\014{"profileTypeID":"a:b:c:d:e","labelSelector":"{}","start":"1","maxNodes":16384,"format":"PROFILE_FORMAT_PPROF"}' > "$corpus/merge-json"
         printf '\014{"profile_typeID":"a:b:c:d:e","stackTraceSelector":{"callSite":[{"name":"main"},{"name":"main.f"}],"goPgo":{"keepLocations":1}}}' > "$corpus/merge-callsite-json"
         printf '\005\012\011a:b:c:d:e\062\016\012\006\012\004main\012\004\012\002mf' > "$corpus/profile-callsite"
-        printf '\017{"groupBy":["pod"],"step":15.5,"aggregation":"TIME_SERIES_AGGREGATION_TYPE_AVERAGE","limit":"3"}' > "$corpus/series-json" ;;
+        printf '\017{"groupBy":["pod"],"step":15.5,"aggregation":"TIME_SERIES_AGGREGATION_TYPE_AVERAGE","limit":"3"}' > "$corpus/series-json"
+        # bit 4: GetProfileStats and settings.v1 (bits 1-2: stats, Get, Set, Delete)
+        printf '\030{}' > "$corpus/stats-json"
+        printf '\034{"setting":{"name":"pluginSettings","value":"{}","modifiedAt":1000}}' > "$corpus/set-json"
+        printf '\024\012\011\012\001a\022\001b\030\350\007' > "$corpus/set"
+        printf '\036{"name":"pluginSettings"}' > "$corpus/delete-json" ;;
     fuzz_ui_headers)
         # "<Accept-Encoding>\n<If-None-Match>\n<path>" (fuzz_ui_headers.c), as Chromium sends them
         printf 'gzip, deflate, br, zstd\n"0123456789abcdef0123-gz"\n/ui/index.html' > "$corpus/chromium"

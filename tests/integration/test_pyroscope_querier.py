@@ -261,8 +261,10 @@ def test_series(srv, pb):
     r = call(srv, "Series", pb.querier.SeriesRequest(matchers=['{service_name="batch"}'], start=START * MS,
                                                      end=END * MS), pb.querier.SeriesResponse)
     got = [[(l.name, l.value) for l in s.labels] for s in r.msg.labels_set]
-    assert got == [[("__name__", CPU_TYPE), ("instance", "c"), ("service_name", "batch")],
-                   [("__name__", SAMPLES_TYPE), ("instance", "c"), ("service_name", "batch")]]
+    # __profile_type__ (Pyroscope's label of the type id, what the Drilldown reads) beside __name__
+    assert got == [[("__name__", CPU_TYPE), ("__profile_type__", CPU_TYPE), ("instance", "c"), ("service_name", "batch")],
+                   [("__name__", SAMPLES_TYPE), ("__profile_type__", SAMPLES_TYPE), ("instance", "c"),
+                    ("service_name", "batch")]]
     r = call(srv, "Series", pb.querier.SeriesRequest(matchers=["{}"], label_names=["service_name"]),
              pb.querier.SeriesResponse)
     assert [[(l.name, l.value) for l in s.labels] for s in r.msg.labels_set] == [[("service_name", "api")],
@@ -396,7 +398,7 @@ def test_bad_input(srv, pb):
     assert err(srv, "SelectMergeStacktraces", msg=req, status=404, code="not_found").startswith(
         'invalid parameter "profile_typeID": unknown profile type "x:y:z:w:v"')
     # methods not served: unimplemented, never a 404 page or a hang
-    for method in ("SelectHeatmap", "GetProfileStats", "AnalyzeQuery", "SelectMergeSpanProfile", "NoSuchMethod"):
+    for method in ("SelectHeatmap", "AnalyzeQuery", "SelectMergeSpanProfile", "NoSuchMethod"):
         assert err(srv, method, body=b"", status=501, code="unimplemented") == \
             "/querier.v1.QuerierService/%s is not implemented" % method
     # and the server still serves

@@ -352,6 +352,13 @@ static void test_format_md_records(void **state)
     ps_buf_dispose(&flabels);
     ps_arena_dispose(&fa);
 
+    /* a setting (settings.c): "setting:" name -> modified ms (sign flipped) and the value */
+    NEXT("info");
+    ps_buf_append(&k, "setting:pluginSettings", 22);
+    ps_put_be64(&v, (uint64_t)2000 ^ (1ull << 63));
+    ps_buf_append(&v, "new", 3);
+    CHECK();
+
     if (i != n)
         fail_msg("FORMAT.md:%d: a %s example the test does not know: add it to test_format.c", recs[i].line,
                  recs[i].db);
