@@ -135,8 +135,9 @@ def test_unimplemented_selectors_refused(srv, pb):
     assert refused(srv, Q + "SelectMergeStacktraces", '{%s,"traceIdSelector":["7c9e66797425440de944be07fc1f90ae"]}' % rng) \
         == "trace_id_selector is not supported by profstore (1 trace ids)"
     # function details and exemplar clicks (JSON names as the Drilldown writes them)
-    assert refused(srv, Q + "SelectMergeStacktraces", '{%s,"stackTraceSelector":{"callSite":[{"name":"main.main"}]}}'
-                   % rng) == "stack_trace_selector is not supported by profstore"
+    # (a call site is served: test_pyroscope_callsite.py; its go_pgo part is not)
+    assert refused(srv, Q + "SelectMergeStacktraces", '{%s,"stackTraceSelector":{"callSite":[{"name":"main.main"}],'
+                   '"goPgo":{"keepLocations":1}}}' % rng) == "stack_trace_selector.go_pgo is not supported by profstore"
     assert refused(srv, Q + "SelectMergeStacktraces", '{%s,"profileIdSelector":["7c9e6679-7425-40de-944b-e07fc1f90ae7"]}'
                    % rng) == "profile_id_selector is not supported by profstore (profiles have no ids)"
     # binary: the same fields by number (11, 10)
