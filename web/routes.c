@@ -90,6 +90,8 @@ static const method_t methods[] = {
     {"/querier.v1.QuerierService/SelectMergeProfile", ps_connect_querier_select_merge_profile, RD | POOL},
     {"/querier.v1.QuerierService/SelectSeries", ps_connect_querier_select_series, RD | POOL},
     {"/querier.v1.QuerierService/Diff", ps_connect_querier_diff, RD | POOL},
+    {"/querier.v1.QuerierService/SelectHeatmap", ps_connect_querier_select_heatmap, RD | POOL},
+    {"/querier.v1.QuerierService/AnalyzeQuery", ps_connect_querier_analyze_query, RD | POOL},
 };
 
 #define NMETHODS (sizeof(methods) / sizeof(methods[0]))
