@@ -189,3 +189,31 @@ def test_analyze_query(srv, pb):
     assert m == "range: start (2000 ms) is after end (1000 ms)"
     m = err(srv, "AnalyzeQuery", pb.querier.AnalyzeQueryRequest(start=1000, end=2000, query='{a="b"'))
     assert m == "query: 1:7: parse error: unexpected end of input inside braces"
+
+
+def test_after_compaction(module_server_factory, pb):
+    """The same heatmap from chunks (their totals column) as from head records; AnalyzeQuery counts
+    the chunks a query reads whole."""
+    s = module_server_factory(name="heatmap_compact", retention="0")
+    for rel, labels, dt, _ in PUSHES:
+        st, _ = s.push(rel, labels=labels, time=str(T0 + dt))
+        assert st == 200, (rel, st, s.last_raw[:300])
+    before = call(s, "SelectHeatmap", heatmap_req(pb, group_by=["instance"], exemplar_type=2),
+                  pb.querier.SelectHeatmapResponse).body
+    assert s.post_json("/api/v1/admin/compact")["status"] == "success"
+    assert s.metrics()["profstore_storage_chunks"] == 8  # 4 series of each CPU type, one chunk each
+    after = call(s, "SelectHeatmap", heatmap_req(pb, group_by=["instance"], exemplar_type=2),
+                 pb.querier.SelectHeatmapResponse)
+    assert after.body == before
+    assert [[(l.name, l.value) for l in x.labels] for x in after.msg.series] == \
+        [[("instance", "a")], [("instance", "b")], [("instance", "c")]]
+    r = call(s, "AnalyzeQuery", pb.querier.AnalyzeQueryRequest(start=T0 * MS, end=(T0 + 180) * MS,
+                                                                 query=CPU_TYPE + "{}"), pb.querier.AnalyzeQueryResponse)
+    sc = r.msg.query_scopes[0]
+    assert (sc.block_count, sc.series_count, sc.profile_count) == (4, 4, 6)
+    assert sc.profile_bytes == r.msg.query_impact.total_bytes_in_time_range and sc.profile_bytes > 0
+    # a range that touches only cpu-04's chunk (api/b: 22 s and 120 s): the whole chunk, both profiles
+    r = call(s, "AnalyzeQuery", pb.querier.AnalyzeQueryRequest(start=(T0 + 100) * MS, end=(T0 + 150) * MS,
+                                                                 query=CPU_TYPE + "{}"), pb.querier.AnalyzeQueryResponse)
+    sc = r.msg.query_scopes[0]
+    assert (sc.block_count, sc.series_count, sc.profile_count) == (1, 1, 2)
