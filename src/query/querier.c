@@ -504,6 +504,9 @@ typedef struct hm_ctx {
 static int on_heatmap_profile(void *ctx, const ps_stored_profile_t *p)
 {
     hm_ctx_t *c = ctx;
+    int rc = ps_budget_check(c->err); /* --query.timeout, a client gone */
+    if (rc)
+        return rc;
     if (c->n == PS_QUERIER_HEATMAP_MAX_PROFILES)
         return ps_err_set(c->err, PS_ELIMIT,
                           "the heatmap would bucket more than %u profiles: narrow the selector or the range",

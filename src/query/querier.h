@@ -99,8 +99,8 @@ int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_a
 #define PS_QUERIER_HEATMAP_BUCKETS 20
 /** The time slots a heatmap may have (x PS_QUERIER_HEATMAP_BUCKETS buckets each): more is PS_EINVAL. */
 #define PS_QUERIER_HEATMAP_MAX_SLOTS 11000u
-/** The profiles a heatmap may bucket: more is PS_ELIMIT. */
-#define PS_QUERIER_HEATMAP_MAX_PROFILES 4000000u
+/** The profiles a heatmap may bucket (32 bytes each while it is made): more is PS_ELIMIT. */
+#define PS_QUERIER_HEATMAP_MAX_PROFILES 1000000u
 
 /** A SelectHeatmap query (HEATMAP_QUERY_TYPE_INDIVIDUAL). */
 typedef struct ps_querier_heatmap_q {

@@ -2,7 +2,8 @@
  * fuzz_querier.c - libFuzzer target for the querier.v1 request decoders (proto/querier.c over
  * proto/pbjson.c, both codecs). The first input byte picks the message (bits 0-2: ProfileTypes,
  * LabelNames, LabelValues, Series, SelectMergeStacktraces, SelectMergeProfile, Diff, SelectSeries)
- * and the codec (bit 3: protojson); the rest is the Connect body. A failure must be a clean
+ * and the codec (bit 3: protojson); with bit 4 set, bit 0 picks SelectHeatmap or AnalyzeQuery
+ * instead; the rest is the Connect body. A failure must be a clean
  * PS_EINVAL or PS_ETOOBIG with a message naming the message type; a success must hold
  * NUL-terminated strings and arrays as long as their counts, and a format/aggregation as sent.
  * Built and run by build.sh / run.sh in this folder (seeds: requests as Grafana sends them).
@@ -45,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    int which = data[0] & 7, codec = data[0] & 8 ? PS_QR_JSON : PS_QR_BINARY;
+    int which = data[0] & 16 ? 8 + (data[0] & 1) : data[0] & 7, codec = data[0] & 8 ? PS_QR_JSON : PS_QR_BINARY;
     const uint8_t *body = data + 1;
     size_t n = size - 1;
     ps_arena_t a = PS_ARENA_INIT;
@@ -54,6 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ps_qr_labels_req_t lr;
     ps_qr_merge_req_t m, m2;
     ps_qr_series_req_t sr;
+    ps_qr_heatmap_req_t hr;
+    ps_qr_analyze_req_t ar;
     int rc;
     switch (which) {
     case 0: rc = ps_qr_decode_profile_types(codec, body, n, &a, BUDGET, &lr, &err); break;
@@ -63,7 +66,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 4: rc = ps_qr_decode_merge_stacktraces(codec, body, n, &a, BUDGET, &m, &err); break;
     case 5: rc = ps_qr_decode_merge_profile(codec, body, n, &a, BUDGET, &m, &err); break;
     case 6: rc = ps_qr_decode_diff(codec, body, n, &a, BUDGET, &m, &m2, &err); break;
-    default: rc = ps_qr_decode_select_series(codec, body, n, &a, BUDGET, &sr, &err); break;
+    case 7: rc = ps_qr_decode_select_series(codec, body, n, &a, BUDGET, &sr, &err); break;
+    case 8: rc = ps_qr_decode_heatmap(codec, body, n, &a, BUDGET, &hr, &err); break;
+    default: rc = ps_qr_decode_analyze(codec, body, n, &a, BUDGET, &ar, &err); break;
     }
     if (rc != 0) {
         ps_fuzz_check_decode_error(rc, &err);
@@ -76,6 +81,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (which == 6) {
         check_merge(&m);
         check_merge(&m2);
+    } else if (which == 8) {
+        CHECK(hr.type_id != NULL && hr.label_selector != NULL, "heatmap strings");
+        check_strs(hr.group_by, hr.ngroup_by);
+        CHECK(hr.has_limit || hr.limit == 0, "limit without presence");
+    } else if (which == 9) {
+        CHECK(ar.query != NULL && strlen(ar.query) < (1u << 24), "analyze query");
     } else {
         CHECK(sr.type_id != NULL && sr.label_selector != NULL, "series strings");
         check_strs(sr.group_by, sr.ngroup_by);

@@ -147,14 +147,18 @@ for t in $targets; do
           printf '{"contentions":{"display-name":"mutex_count"},"delay":{"display-name":"mutex_duration"}}\r\n--b0--\r\n'
         } > "$corpus/go-mutex" ;;
     fuzz_querier)
-        # first byte: bits 0-2 the message, bit 3 protojson (fuzz_querier.c)
+        # first byte: bits 0-2 the message, bit 3 protojson, bit 4 (+ bit 0) heatmap/analyze (fuzz_querier.c)
         printf '\000\010\350\007\020\240\037' > "$corpus/profile-types"
         printf '\001\012\002{}\020\001\030\002' > "$corpus/label-names"
         printf '\002\012\010instance\022\002{}' > "$corpus/label-values"
         printf '\004\012\011a:b:c:d:e\022\002{}\030\001\040\002\050\200\200\001' > "$corpus/merge"
         printf '\007\012\001x\052\003pod\061\000\000\000\000\000\000\056\100\070\001\110\003' > "$corpus/series"
         printf '\014{"profileTypeID":"a:b:c:d:e","labelSelector":"{}","start":"1","maxNodes":16384,"format":"PROFILE_FORMAT_PPROF"}' > "$corpus/merge-json"
-        printf '\017{"groupBy":["pod"],"step":15.5,"aggregation":"TIME_SERIES_AGGREGATION_TYPE_AVERAGE","limit":"3"}' > "$corpus/series-json" ;;
+        printf '\017{"groupBy":["pod"],"step":15.5,"aggregation":"TIME_SERIES_AGGREGATION_TYPE_AVERAGE","limit":"3"}' > "$corpus/series-json"
+        printf '\020\012\011a:b:c:d:e\022\002{}\030\001\040\002\051\000\000\000\000\000\000\116\100\062\003pod\070\001\100\002\110\001' > "$corpus/heatmap"
+        printf '\030{"profileTypeID":"a:b:c:d:e","start":"1","end":2,"step":60,"queryType":"HEATMAP_QUERY_TYPE_INDIVIDUAL","exemplarType":"EXEMPLAR_TYPE_INDIVIDUAL","limit":"3"}' > "$corpus/heatmap-json"
+        printf '\021\020\001\030\002\042\020a:b:c:d:e{x="y"}' > "$corpus/analyze"
+        printf '\031{"start":"1","end":"2","query":"{}"}' > "$corpus/analyze-json" ;;
     fuzz_ui_headers)
         # "<Accept-Encoding>\n<If-None-Match>\n<path>" (fuzz_ui_headers.c), as Chromium sends them
         printf 'gzip, deflate, br, zstd\n"0123456789abcdef0123-gz"\n/ui/index.html' > "$corpus/chromium"
