@@ -459,26 +459,30 @@ int ps_querier_max_nodes(bool has, int64_t v, int64_t *out, ps_err_t *err)
 
 /* ---- SelectHeatmap ---- */
 
-void ps_querier_heatmap_ybuckets(int64_t vmin, int64_t vmax, int64_t ymin[PS_QUERIER_HEATMAP_BUCKETS])
+/* where bucket i of [vmin, vmax] starts (i = B: where the last ends), as Pyroscope computes it
+ * (vmin + int64(i * float64(vmax - vmin) / B)), without overflow at the ends of int64 */
+static int64_t ybound(int64_t vmin, int64_t vmax, int i)
 {
     if (vmax <= vmin)
-        vmax = vmin + 1;
-    double size = (double)(vmax - vmin) / PS_QUERIER_HEATMAP_BUCKETS; /* Pyroscope's float64 arithmetic */
+        vmax = vmin == INT64_MAX ? vmin : vmin + 1;
+    if (i >= PS_QUERIER_HEATMAP_BUCKETS)
+        return vmax;
+    double off = (double)i * (((double)vmax - (double)vmin) / PS_QUERIER_HEATMAP_BUCKETS); /* < 2^64 */
+    __int128 r = (__int128)vmin + (__int128)off;
+    return r > vmax ? vmax : (int64_t)r;
+}
+
+void ps_querier_heatmap_ybuckets(int64_t vmin, int64_t vmax, int64_t ymin[PS_QUERIER_HEATMAP_BUCKETS])
+{
     for (int i = 0; i < PS_QUERIER_HEATMAP_BUCKETS; i++)
-        ymin[i] = vmin + (int64_t)((double)i * size);
+        ymin[i] = ybound(vmin, vmax, i);
 }
 
 int ps_querier_heatmap_ybucket(int64_t v, const int64_t ymin[PS_QUERIER_HEATMAP_BUCKETS], int64_t vmax)
 {
-    int64_t vmin = ymin[0];
-    if (vmax <= vmin)
-        vmax = vmin + 1;
-    double size = (double)(vmax - vmin) / PS_QUERIER_HEATMAP_BUCKETS;
-    for (int i = 0; i < PS_QUERIER_HEATMAP_BUCKETS; i++) {
-        int64_t hi = i == PS_QUERIER_HEATMAP_BUCKETS - 1 ? vmax : vmin + (int64_t)((double)(i + 1) * size);
-        if (v >= ymin[i] && v < hi)
+    for (int i = 0; i < PS_QUERIER_HEATMAP_BUCKETS; i++)
+        if (v >= ymin[i] && v < ybound(ymin[0], vmax, i + 1))
             return i;
-    }
     return v >= ymin[PS_QUERIER_HEATMAP_BUCKETS - 1] ? PS_QUERIER_HEATMAP_BUCKETS - 1 : -1;
 }
 
@@ -586,6 +590,8 @@ static void heatmap_slots(const ps_querier_heatmap_q_t *q, const ps_series_set_t
         int32_t *counts = ps_arena_calloc(arena, PS_QUERIER_HEATMAP_BUCKETS, sizeof(int32_t));
         ps_qr_exemplar_t *ex = q->exemplars ? ps_arena_calloc(arena, PS_QUERIER_HEATMAP_BUCKETS, sizeof(*ex)) : NULL;
         for (size_t k = i; k < j; k++) {
+            if (p[k].y < 0)
+                continue; /* below the first bucket: none is, vmin being the smallest */
             if (ex && (k == i || p[k].y != p[k - 1].y))
                 ex[sl->nexemplars++] = (ps_qr_exemplar_t){
                     .t = p[k].t, .value = p[k].v,

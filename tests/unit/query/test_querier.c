@@ -332,6 +332,14 @@ static void test_heatmap_buckets(void **state)
     assert_int_equal(y[0], 7);
     assert_int_equal(y[19], 7);
     assert_int_equal(ps_querier_heatmap_ybucket(7, y, 7), 19);
+    /* the ends of int64: no overflow, every value in a bucket */
+    ps_querier_heatmap_ybuckets(INT64_MIN, INT64_MAX, y);
+    assert_true(y[0] == INT64_MIN);
+    assert_true(y[10] > -1000000000000000LL && y[10] < 1000000000000000LL);
+    assert_int_equal(ps_querier_heatmap_ybucket(INT64_MIN, y, INT64_MAX), 0);
+    assert_int_equal(ps_querier_heatmap_ybucket(INT64_MAX, y, INT64_MAX), 19);
+    ps_querier_heatmap_ybuckets(INT64_MAX, INT64_MAX, y);
+    assert_int_equal(ps_querier_heatmap_ybucket(INT64_MAX, y, INT64_MAX), 19);
     /* slots: (start + (k-1) step, start + k step], all at or before start in slot 0 */
     assert_int_equal(ps_querier_heatmap_slot(1000, 1000, 10), 0);
     assert_int_equal(ps_querier_heatmap_slot(990, 1000, 10), 0);
