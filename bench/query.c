@@ -892,6 +892,75 @@ static void check_connect_series(const char *what, const meas_t *m, int64_t want
     print_check(what, (int64_t)sum, want, extra);
 }
 
+/* SelectHeatmapRequest{profile_typeID, label_selector, start, end (ms), step s, group_by [by],
+ * query_type INDIVIDUAL}: the range of series_request */
+static void heatmap_request(ps_buf_t *b, const char *type, const char *sel, uint32_t pps, const char *by, double step)
+{
+    int64_t last = (int64_t)(pps - 1) * STEP_S, end = (last + 59) / 60 * 60;
+    ps_buf_reset(b);
+    pb_str(b, 1, type);
+    pb_str(b, 2, sel);
+    ps_put_uvarint(b, 3 << 3);
+    ps_put_uvarint(b, (uint64_t)T0_S * 1000);
+    ps_put_uvarint(b, 4 << 3);
+    ps_put_uvarint(b, (uint64_t)(T0_S + end) * 1000);
+    ps_put_uvarint(b, 5 << 3 | 1);
+    ps_buf_append(b, &step, 8);
+    pb_str(b, 6, by);
+    ps_put_uvarint(b, 7 << 3);
+    ps_put_uvarint(b, 1);
+}
+
+/* The sum of every count of a SelectHeatmapResponse (series 1 > slots 2 > counts 3, packed)
+ * against want (the profiles); also counts series and slots. */
+static void check_connect_heatmap(const char *what, const meas_t *m, int64_t want)
+{
+    if (m->code != 200)
+        return;
+    const uint8_t *p = m->body.data, *e = p + m->body.len;
+    uint64_t sum = 0, nseries = 0, nslots = 0;
+    while (p < e) {
+        uint64_t tag, len;
+        if (rd_varint(&p, e, &tag) || tag != (1 << 3 | 2) || rd_varint(&p, e, &len) || len > (uint64_t)(e - p))
+            break;
+        const uint8_t *s = p, *se = p + len;
+        p = se;
+        nseries++;
+        while (s < se) {
+            uint64_t t2, l2;
+            if (rd_varint(&s, se, &t2) || (t2 & 7) != 2 || rd_varint(&s, se, &l2) || l2 > (uint64_t)(se - s))
+                break;
+            const uint8_t *q = s, *qe = s + l2;
+            s = qe;
+            if (t2 >> 3 != 2)
+                continue;
+            nslots++;
+            while (q < qe) { /* HeatmapSlot: 1 timestamp (varint), 2 y_min, 3 counts, 4 exemplars */
+                uint64_t t3, l3;
+                if (rd_varint(&q, qe, &t3))
+                    break;
+                if ((t3 & 7) == 0) {
+                    uint64_t skip;
+                    if (rd_varint(&q, qe, &skip))
+                        break;
+                    continue;
+                }
+                if ((t3 & 7) != 2 || rd_varint(&q, qe, &l3) || l3 > (uint64_t)(qe - q))
+                    break;
+                const uint8_t *c = q, *ce = q + l3;
+                q = ce;
+                uint64_t v;
+                while (t3 >> 3 == 3 && c < ce && rd_varint(&c, ce, &v) == 0)
+                    sum += v;
+            }
+        }
+    }
+    char extra[96];
+    snprintf(extra, sizeof(extra), "; %llu series, %llu slots", (unsigned long long)nseries,
+             (unsigned long long)nslots);
+    print_check(what, (int64_t)sum, want, extra);
+}
+
 /* The flame graph's total (SelectMergeStacktracesResponse.flamegraph.total) against want. */
 static void check_connect_total(const char *what, const meas_t *m, int64_t want)
 {
@@ -1153,7 +1222,7 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     char url[2048], name[256];
-    meas_t m1 = {0}, m24 = {0}, mfg = {0}, mtop = {0}, mr = {0}, mrc = {0}, mrs = {0}, m3 = {0}, mc24 = {0}, mc3 = {0}, mcs = {0};
+    meas_t m1 = {0}, m24 = {0}, mfg = {0}, mtop = {0}, mr = {0}, mrc = {0}, mrs = {0}, m3 = {0}, mc24 = {0}, mc3 = {0}, mcs = {0}, mch = {0};
 
     /* 1. 1 h of one series, pprof */
     profile_url(url, sizeof(url), srv.url, one_sel, a1, n1, "pprof");
@@ -1348,6 +1417,13 @@ int main(int argc, char **argv)
     measure(srv.pid, url, o.runs, &mcs);
     print_meas(name, &mcs, 0, 0);
     check_connect_series("sum of all points", &mcs, all_cpu);
+    /* Grafana's heatmap: SelectHeatmap of the same, every profile counted once */
+    snprintf(url, sizeof(url), "%s/querier.v1.QuerierService/SelectHeatmap", srv.url);
+    heatmap_request(&creq, cpu_type, call_sel, o.pps, "instance", 60);
+    snprintf(name, sizeof(name), "Connect SelectHeatmap %s all %u series, 60 s, by instance", h24, o.series);
+    measure(srv.pid, url, o.runs, &mch);
+    print_meas(name, &mch, 0, 0);
+    check_connect_heatmap("sum of all counts (profiles)", &mch, (int64_t)o.pps * o.series);
     q_post = NULL;
     ps_buf_dispose(&creq);
     fflush(stdout);
@@ -1400,7 +1476,7 @@ int main(int argc, char **argv)
         printf("  (profstore shutdown: %s; log: %s)\n", why, log);
     }
     printf("  data kept in %s for the next run (--reload to load again; rm -rf it to free the space)\n", dir);
-    meas_t *all[] = {&m1, &m24, &mfg, &mtop, &mr, &mrc, &mrs, &m3, &mc24, &mc3, &mcs};
+    meas_t *all[] = {&m1, &m24, &mfg, &mtop, &mr, &mrc, &mrs, &m3, &mc24, &mc3, &mcs, &mch};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         ps_buf_dispose(&all[i]->body);
     ps_buf_dispose(&mb);

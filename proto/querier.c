@@ -264,6 +264,46 @@ int ps_qr_decode_profile_stats(int codec, const void *data, size_t n, ps_arena_t
     return decode(codec, data, n, &types__v1__get_profile_stats_request__descriptor, arena, budget, &m, err);
 }
 
+int ps_qr_decode_heatmap(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                         ps_qr_heatmap_req_t *r, ps_err_t *err)
+{
+    ProtobufCMessage *m;
+    memset(r, 0, sizeof(*r));
+    r->type_id = r->label_selector = "";
+    int ret = decode(codec, data, n, &querier__v1__select_heatmap_request__descriptor, arena, budget, &m, err);
+    if (ret == 0) {
+        const Querier__V1__SelectHeatmapRequest *q = (const void *)m;
+        r->type_id = q->profile_typeid;
+        r->label_selector = q->label_selector;
+        r->start = q->start;
+        r->end = q->end;
+        r->step = q->step;
+        r->ngroup_by = (uint32_t)q->n_group_by;
+        r->group_by = strs(q->group_by, q->n_group_by);
+        r->query_type = (int)q->query_type;
+        r->exemplar_type = (int)q->exemplar_type;
+        r->has_limit = q->_limit_case == QUERIER__V1__SELECT_HEATMAP_REQUEST___LIMIT_LIMIT;
+        r->limit = r->has_limit ? q->limit : 0;
+    }
+    return ret;
+}
+
+int ps_qr_decode_analyze(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                         ps_qr_analyze_req_t *r, ps_err_t *err)
+{
+    ProtobufCMessage *m;
+    memset(r, 0, sizeof(*r));
+    r->query = "";
+    int ret = decode(codec, data, n, &querier__v1__analyze_query_request__descriptor, arena, budget, &m, err);
+    if (ret == 0) {
+        const Querier__V1__AnalyzeQueryRequest *q = (const void *)m;
+        r->start = q->start;
+        r->end = q->end;
+        r->query = q->query;
+    }
+    return ret;
+}
+
 /* ---- answers ---- */
 
 void ps_qr_encode_profile_stats(int codec, bool ingested, int64_t oldest_ms, int64_t newest_ms, ps_buf_t *out)
@@ -579,5 +619,75 @@ void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, 
     }
     res.n_series = n;
     res.series = v;
+    encode(codec, &res.base, out);
+}
+
+void ps_qr_encode_heatmap(int codec, const ps_qr_heatmap_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
+{
+    Querier__V1__SelectHeatmapResponse res = QUERIER__V1__SELECT_HEATMAP_RESPONSE__INIT;
+    Types__V1__HeatmapSeries **v = alloc_ptrs(arena, n);
+    Types__V1__HeatmapSeries *ser = ps_arena_alloc(arena, (n + 1) * sizeof(*ser));
+    for (uint32_t i = 0; i < n; i++) {
+        ser[i] = (Types__V1__HeatmapSeries)TYPES__V1__HEATMAP_SERIES__INIT;
+        ser[i].n_labels = s[i].labels.n;
+        ser[i].labels = label_pairs(&s[i].labels, arena);
+        Types__V1__HeatmapSlot **sv = alloc_ptrs(arena, s[i].nslots);
+        Types__V1__HeatmapSlot *sl = ps_arena_alloc(arena, ((size_t)s[i].nslots + 1) * sizeof(*sl));
+        for (uint32_t k = 0; k < s[i].nslots; k++) {
+            const ps_qr_heatmap_slot_t *in = &s[i].slots[k];
+            sl[k] = (Types__V1__HeatmapSlot)TYPES__V1__HEATMAP_SLOT__INIT;
+            sl[k].timestamp = in->t;
+            sl[k].n_y_min = sl[k].n_counts = in->nbuckets;
+            sl[k].y_min = (double *)in->y_min;
+            sl[k].counts = (int32_t *)in->counts;
+            Types__V1__Exemplar **ev = alloc_ptrs(arena, in->nexemplars);
+            Types__V1__Exemplar *ex = ps_arena_alloc(arena, ((size_t)in->nexemplars + 1) * sizeof(*ex));
+            for (uint32_t e = 0; e < in->nexemplars; e++) {
+                ex[e] = (Types__V1__Exemplar)TYPES__V1__EXEMPLAR__INIT;
+                ex[e].timestamp = in->exemplars[e].t;
+                ex[e].profile_id = (char *)(in->exemplars[e].profile_id ? in->exemplars[e].profile_id : "");
+                ex[e].value = in->exemplars[e].value;
+                ex[e].n_labels = in->exemplars[e].labels.n;
+                ex[e].labels = label_pairs(&in->exemplars[e].labels, arena);
+                ev[e] = &ex[e];
+            }
+            sl[k].n_exemplars = in->nexemplars;
+            sl[k].exemplars = ev;
+            sv[k] = &sl[k];
+        }
+        ser[i].n_slots = s[i].nslots;
+        ser[i].slots = sv;
+        v[i] = &ser[i];
+    }
+    res.n_series = n;
+    res.series = v;
+    encode(codec, &res.base, out);
+}
+
+void ps_qr_encode_analyze(int codec, const ps_qr_query_scope_t *scopes, uint32_t n, uint64_t total_bytes,
+                          uint64_t total_series, ps_arena_t *arena, ps_buf_t *out)
+{
+    Querier__V1__AnalyzeQueryResponse res = QUERIER__V1__ANALYZE_QUERY_RESPONSE__INIT;
+    Querier__V1__QueryScope **v = alloc_ptrs(arena, n);
+    Querier__V1__QueryScope *qs = ps_arena_alloc(arena, (n + 1) * sizeof(*qs));
+    for (uint32_t i = 0; i < n; i++) {
+        qs[i] = (Querier__V1__QueryScope)QUERIER__V1__QUERY_SCOPE__INIT;
+        qs[i].component_type = (char *)scopes[i].component_type;
+        qs[i].component_count = scopes[i].component_count;
+        qs[i].block_count = scopes[i].block_count;
+        qs[i].series_count = scopes[i].series_count;
+        qs[i].profile_count = scopes[i].profile_count;
+        qs[i].sample_count = scopes[i].sample_count;
+        qs[i].index_bytes = scopes[i].index_bytes;
+        qs[i].profile_bytes = scopes[i].profile_bytes;
+        qs[i].symbol_bytes = scopes[i].symbol_bytes;
+        v[i] = &qs[i];
+    }
+    Querier__V1__QueryImpact imp = QUERIER__V1__QUERY_IMPACT__INIT;
+    imp.total_bytes_in_time_range = total_bytes;
+    imp.total_queried_series = total_series;
+    res.n_query_scopes = n;
+    res.query_scopes = v;
+    res.query_impact = &imp;
     encode(codec, &res.base, out);
 }

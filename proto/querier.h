@@ -97,6 +97,35 @@ int ps_qr_decode_select_series(int codec, const void *data, size_t n, ps_arena_t
 /** types.v1.GetProfileStatsRequest (no fields: only checks that the body is one). */
 int ps_qr_decode_profile_stats(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget, ps_err_t *err);
 
+/** SelectHeatmapRequest. query_type and exemplar_type are the enums' numbers as sent. */
+enum { PS_QR_HEATMAP_INDIVIDUAL = 1, PS_QR_HEATMAP_SPAN = 2 };
+enum { PS_QR_EXEMPLAR_NONE = 1, PS_QR_EXEMPLAR_INDIVIDUAL = 2, PS_QR_EXEMPLAR_SPAN = 3 };
+typedef struct ps_qr_heatmap_req {
+    const char *type_id;
+    const char *label_selector;
+    int64_t start, end;         /* ms */
+    double step;                /* seconds */
+    uint32_t ngroup_by;
+    const char **group_by;
+    int query_type;             /* PS_QR_HEATMAP_* (0: unspecified) */
+    int exemplar_type;          /* PS_QR_EXEMPLAR_* (0: unspecified) */
+    bool has_limit;
+    int64_t limit;
+} ps_qr_heatmap_req_t;
+
+/** AnalyzeQueryRequest. */
+typedef struct ps_qr_analyze_req {
+    int64_t start, end;         /* ms */
+    const char *query;          /* "" when absent */
+} ps_qr_analyze_req_t;
+
+/** SelectHeatmapRequest. */
+int ps_qr_decode_heatmap(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                         ps_qr_heatmap_req_t *r, ps_err_t *err);
+/** AnalyzeQueryRequest. */
+int ps_qr_decode_analyze(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                         ps_qr_analyze_req_t *r, ps_err_t *err);
+
 /* ---- answers (appended to out in codec) ---- */
 
 /** types.v1.GetProfileStatsResponse: data_ingested, oldest/newest_profile_time (ms). */
@@ -147,5 +176,41 @@ typedef struct ps_qr_series {
 } ps_qr_series_t;
 /** SelectSeriesResponse. */
 void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out);
+
+/** One exemplar of a heatmap slot (types.v1.Exemplar): profile_id "" is left out. */
+typedef struct ps_qr_exemplar {
+    int64_t t;                  /* ms */
+    const char *profile_id;
+    int64_t value;
+    ps_labels_t labels;         /* the profile's labels that are not its series' */
+} ps_qr_exemplar_t;
+/** One slot (types.v1.HeatmapSlot): nbuckets y_min and counts, nexemplars exemplars. */
+typedef struct ps_qr_heatmap_slot {
+    int64_t t;                  /* ms: the right edge of (t - step, t] */
+    uint32_t nbuckets;
+    const double *y_min;
+    const int32_t *counts;
+    uint32_t nexemplars;
+    const ps_qr_exemplar_t *exemplars;
+} ps_qr_heatmap_slot_t;
+/** One series (types.v1.HeatmapSeries). */
+typedef struct ps_qr_heatmap_series {
+    ps_labels_t labels;
+    uint32_t nslots;
+    const ps_qr_heatmap_slot_t *slots;
+} ps_qr_heatmap_series_t;
+/** SelectHeatmapResponse. */
+void ps_qr_encode_heatmap(int codec, const ps_qr_heatmap_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out);
+
+/** One querier.v1.QueryScope. */
+typedef struct ps_qr_query_scope {
+    const char *component_type;
+    uint64_t component_count, block_count, series_count, profile_count, sample_count;
+    uint64_t index_bytes, profile_bytes, symbol_bytes;
+} ps_qr_query_scope_t;
+/** AnalyzeQueryResponse: the scopes and query_impact {total_bytes_in_time_range, total_queried_series,
+ *  deduplication_needed false}. */
+void ps_qr_encode_analyze(int codec, const ps_qr_query_scope_t *scopes, uint32_t n, uint64_t total_bytes,
+                          uint64_t total_series, ps_arena_t *arena, ps_buf_t *out);
 
 #endif

@@ -535,6 +535,54 @@ int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
     return has;
 }
 
+int ps_reader_footprint(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_footprint_t *f, ps_err_t *err)
+{
+    if (start < r->min_ts)
+        start = r->min_ts;
+    if (start > end)
+        return 0;
+    bool fl;
+    int fr = is_float(r, sid, &fl, err);
+    if (fr || fl)
+        return fr;
+    ps_txn_t *txn = &r->txn;
+    ps_cur_t cur;
+    uint8_t kb[16];
+    int ret = 0;
+    if (!ps_cur_open(&cur, txn, DB_CHUNKS, "reading chunks"))
+        return ps_txn_error(txn, err);
+    ps_key_sid_ts(kb, sid, start); /* a chunk's key is its newest profile */
+    for (bool on = ps_cur_seek(&cur, kb, 16); on && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid;
+         on = ps_cur_next(&cur)) {
+        ps_chunk_header_t h;
+        if (ps_chunk_header(cur.v.mv_data, cur.v.mv_size, &h) != 0) {
+            ret = chunk_damaged(err, sid, &cur.k);
+            break;
+        }
+        if (h.min_ts > end)
+            break;
+        f->chunks++;
+        f->chunk_profiles += h.n;
+        f->chunk_bytes += cur.v.mv_size;
+    }
+    ps_cur_close(&cur);
+    if (ret == 0 && txn->ret)
+        ret = ps_txn_error(txn, err);
+    if (ret)
+        return ret;
+    if (!ps_cur_open(&cur, txn, DB_HEAD, "reading head"))
+        return ps_txn_error(txn, err);
+    for (bool on = ps_cur_seek(&cur, kb, 16); on && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid;
+         on = ps_cur_next(&cur)) {
+        if (ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8)) > end)
+            break;
+        f->head_profiles++;
+        f->head_bytes += cur.v.mv_size;
+    }
+    ps_cur_close(&cur);
+    return txn->ret ? ps_txn_error(txn, err) : 0;
+}
+
 int ps_reader_series_kind(ps_reader_t *r, uint64_t sid, ps_series_kind_t *kind, ps_err_t *err)
 {
     uint8_t k[8];

@@ -346,6 +346,19 @@ int ps_reader_sum(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
  *  chunk or an LMDB error is an error with detail in err, as in ps_reader_profiles. */
 int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err);
 
+/** What a read of a profile series' range would touch, from the chunk headers and keys alone. */
+typedef struct ps_footprint {
+    uint64_t chunks;         /* compacted chunks overlapping the range (read whole) */
+    uint64_t chunk_profiles; /* the profiles those chunks hold (some may be outside the range) */
+    uint64_t chunk_bytes;    /* their stored bytes */
+    uint64_t head_profiles;  /* head records in the range */
+    uint64_t head_bytes;     /* their stored bytes */
+} ps_footprint_t;
+
+/** Adds to f (zero it first) what reading the profiles of series sid with start <= ts <= end (ns)
+ *  would touch, without decoding any profile; a float series adds nothing. */
+int ps_reader_footprint(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_footprint_t *f, ps_err_t *err);
+
 /** 1 if sid has any profile with start <= ts <= end (cheap: two seeks), 0 if not, or an error. */
 int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
 

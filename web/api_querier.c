@@ -474,3 +474,88 @@ int ps_connect_querier_select_series(ps_connect_call_t *c)
     ps_selector_dispose(&sel);
     return finish(&q, ret);
 }
+
+static int heatmap_query(qcall_t *q, const ps_qr_heatmap_req_t *hr, ps_selector_t *sel, ps_querier_heatmap_q_t *hq)
+{
+    if (hr->type_id == NULL || hr->type_id[0] == '\0')
+        return ps_err_set(&q->err, PS_EINVAL, "profile_typeID: missing (a profile type id, as ProfileTypes lists them)");
+    /* Pyroscope: step >= 1 ms, then time.Duration(step * 1e9).Milliseconds() */
+    if (!(hr->step >= 0.001) || !isfinite(hr->step) || hr->step * 1e9 >= 9.2e18)
+        return ps_err_set(&q->err, PS_EINVAL, "step: must be at least 0.001 seconds (1 ms), got %g", hr->step);
+    int64_t step_ms = (int64_t)(hr->step * 1e9) / 1000000;
+    if (step_ms <= 0)
+        step_ms = 1; /* 0.001 in binary is a hair under 1e6 ns */
+    if (hr->has_limit && hr->limit < 0)
+        return ps_err_set(&q->err, PS_EINVAL, "limit: %lld is negative", (long long)hr->limit);
+    if (hr->start >= hr->end)
+        return ps_err_set(&q->err, PS_EINVAL, "start (%lld ms) must be before end (%lld ms)", (long long)hr->start,
+                          (long long)hr->end);
+    if (hr->query_type == 0)
+        return ps_err_set(&q->err, PS_EINVAL,
+                          "query_type: missing (HEATMAP_QUERY_TYPE_INDIVIDUAL; HEATMAP_QUERY_TYPE_SPAN is not supported)");
+    if (hr->query_type == PS_QR_HEATMAP_SPAN)
+        return ps_err_set(&q->err, PS_EUNSUPPORTED,
+                          "query_type: HEATMAP_QUERY_TYPE_SPAN is not supported: profstore keeps no span ids yet");
+    if (hr->query_type != PS_QR_HEATMAP_INDIVIDUAL)
+        return ps_err_set(&q->err, PS_EINVAL, "query_type: %d is not a HeatmapQueryType (1 INDIVIDUAL, 2 SPAN)",
+                          hr->query_type);
+    if (hr->exemplar_type == PS_QR_EXEMPLAR_SPAN)
+        return ps_err_set(&q->err, PS_EINVAL,
+                          "exemplar_type: EXEMPLAR_TYPE_SPAN needs query_type HEATMAP_QUERY_TYPE_SPAN");
+    if (hr->exemplar_type < 0 || hr->exemplar_type > PS_QR_EXEMPLAR_SPAN)
+        return ps_err_set(&q->err, PS_EINVAL, "exemplar_type: %d is not an ExemplarType (0 to 3)", hr->exemplar_type);
+    if (hr->ngroup_by > MAX_NAMES)
+        return ps_err_set(&q->err, PS_EINVAL, "group_by: %u names, more than %d", hr->ngroup_by, MAX_NAMES);
+    int ret = ps_querier_selector(hr->type_id, hr->label_selector, "label_selector", q->a, sel, &q->err);
+    if (ret)
+        return ret;
+    *hq = (ps_querier_heatmap_q_t){.sel = sel, .start = hr->start, .end = hr->end, .step = step_ms,
+                                   .group_by = hr->group_by, .ngroup_by = hr->ngroup_by,
+                                   .exemplars = hr->exemplar_type == PS_QR_EXEMPLAR_INDIVIDUAL,
+                                   .limit = hr->limit, .max_series = q->max_series};
+    return 0;
+}
+
+int ps_connect_querier_select_heatmap(ps_connect_call_t *c)
+{
+    qcall_t q;
+    ps_qr_heatmap_req_t hr;
+    ps_selector_t sel = {0};
+    ps_querier_heatmap_q_t hq;
+    ps_qr_heatmap_series_t *s;
+    uint32_t n;
+    int ret = begin(&q, c);
+    if (ret == 0)
+        ret = ps_qr_decode_heatmap(c->codec, c->body, c->body_len, q.a, budget_of(c), &hr, &q.err);
+    if (ret == 0)
+        ret = heatmap_query(&q, &hr, &sel, &hq);
+    if (ret == 0)
+        ret = ps_querier_select_heatmap(q.r, &hq, q.a, &s, &n, &q.err);
+    if (ret == 0)
+        ps_qr_encode_heatmap(c->codec, s, n, q.a, &q.out);
+    ps_selector_dispose(&sel);
+    return finish(&q, ret);
+}
+
+int ps_connect_querier_analyze_query(ps_connect_call_t *c)
+{
+    qcall_t q;
+    ps_qr_analyze_req_t ar;
+    ps_selector_t sel = {0};
+    ps_qr_query_scope_t scope;
+    uint64_t bytes = 0, nseries = 0;
+    int64_t start_ns, end_ns;
+    int ret = begin(&q, c);
+    if (ret == 0)
+        ret = ps_qr_decode_analyze(c->codec, c->body, c->body_len, q.a, budget_of(c), &ar, &q.err);
+    if (ret == 0 && (ret = ps_querier_range(ar.start, ar.end, &start_ns, &end_ns, &q.err)) != 0)
+        ps_err_prefix(&q.err, "range");
+    if (ret == 0)
+        ret = ps_querier_selector(NULL, ar.query, "query", q.a, &sel, &q.err);
+    if (ret == 0)
+        ret = ps_querier_analyze(q.r, &sel, start_ns, end_ns, q.max_series, q.a, &scope, &bytes, &nseries, &q.err);
+    if (ret == 0)
+        ps_qr_encode_analyze(c->codec, &scope, 1, bytes, nseries, q.a, &q.out);
+    ps_selector_dispose(&sel);
+    return finish(&q, ret);
+}

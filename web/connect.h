@@ -107,6 +107,8 @@ int ps_connect_querier_series(ps_connect_call_t *c);
 int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c);
 int ps_connect_querier_select_merge_profile(ps_connect_call_t *c);
 int ps_connect_querier_select_series(ps_connect_call_t *c);
+int ps_connect_querier_select_heatmap(ps_connect_call_t *c);
+int ps_connect_querier_analyze_query(ps_connect_call_t *c);
 int ps_connect_querier_diff(ps_connect_call_t *c);
 int ps_connect_querier_profile_stats(ps_connect_call_t *c);
 /* settings.v1.SettingsService (api_settings.c) */

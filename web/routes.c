@@ -94,6 +94,8 @@ static const method_t methods[] = {
     {"/settings.v1.SettingsService/Get", ps_connect_settings_get, RD | POOL},
     {"/settings.v1.SettingsService/Set", ps_connect_settings_set, WR | DEC},
     {"/settings.v1.SettingsService/Delete", ps_connect_settings_delete, WR | DEC},
+    {"/querier.v1.QuerierService/SelectHeatmap", ps_connect_querier_select_heatmap, RD | POOL},
+    {"/querier.v1.QuerierService/AnalyzeQuery", ps_connect_querier_analyze_query, RD | POOL},
 };
 
 #define NMETHODS (sizeof(methods) / sizeof(methods[0]))

@@ -725,3 +725,282 @@ void ps_querier_call_site(ps_profile_t *p, const char *const *names, uint32_t n,
     p->nsamples = kept;
     cs_prune(p, arena);
 }
+
+/* ---- SelectHeatmap ---- */
+
+/* where bucket i of [vmin, vmax] starts (i = B: where the last ends), as Pyroscope computes it
+ * (vmin + int64(i * float64(vmax - vmin) / B)), without overflow at the ends of int64 */
+static int64_t ybound(int64_t vmin, int64_t vmax, int i)
+{
+    if (vmax <= vmin)
+        vmax = vmin == INT64_MAX ? vmin : vmin + 1;
+    if (i >= PS_QUERIER_HEATMAP_BUCKETS)
+        return vmax;
+    double off = (double)i * (((double)vmax - (double)vmin) / PS_QUERIER_HEATMAP_BUCKETS); /* < 2^64 */
+    __int128 r = (__int128)vmin + (__int128)off;
+    return r > vmax ? vmax : (int64_t)r;
+}
+
+void ps_querier_heatmap_ybuckets(int64_t vmin, int64_t vmax, int64_t ymin[PS_QUERIER_HEATMAP_BUCKETS])
+{
+    for (int i = 0; i < PS_QUERIER_HEATMAP_BUCKETS; i++)
+        ymin[i] = ybound(vmin, vmax, i);
+}
+
+int ps_querier_heatmap_ybucket(int64_t v, const int64_t ymin[PS_QUERIER_HEATMAP_BUCKETS], int64_t vmax)
+{
+    for (int i = 0; i < PS_QUERIER_HEATMAP_BUCKETS; i++)
+        if (v >= ymin[i] && v < ybound(ymin[0], vmax, i + 1))
+            return i;
+    return v >= ymin[PS_QUERIER_HEATMAP_BUCKETS - 1] ? PS_QUERIER_HEATMAP_BUCKETS - 1 : -1;
+}
+
+uint64_t ps_querier_heatmap_slot(int64_t t, int64_t start, int64_t step)
+{
+    return t <= start ? 0 : ((uint64_t)(t - start) + (uint64_t)step - 1) / (uint64_t)step;
+}
+
+typedef struct hm_point {
+    uint32_t group, series; /* series: index in the series set */
+    uint32_t slot;
+    int32_t y;
+    int64_t t, v;           /* ms, total */
+} hm_point_t;
+
+typedef struct hm_ctx {
+    hm_point_t *p;
+    size_t n, cap;
+    uint32_t group, series;
+    ps_err_t *err;
+} hm_ctx_t;
+
+static int on_heatmap_profile(void *ctx, const ps_stored_profile_t *p)
+{
+    hm_ctx_t *c = ctx;
+    int rc = ps_budget_check(c->err); /* --query.timeout, a client gone */
+    if (rc)
+        return rc;
+    if (c->n == PS_QUERIER_HEATMAP_MAX_PROFILES)
+        return ps_err_set(c->err, PS_ELIMIT,
+                          "the heatmap would bucket more than %u profiles: narrow the selector or the range",
+                          PS_QUERIER_HEATMAP_MAX_PROFILES);
+    if (c->n == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 256;
+        c->p = ps_xrealloc(c->p, c->cap * sizeof(hm_point_t));
+    }
+    int64_t t = p->ts / NS_PER_MS - (p->ts % NS_PER_MS < 0); /* floor */
+    c->p[c->n++] = (hm_point_t){.group = c->group, .series = c->series, .t = t, .v = p->total};
+    return 0;
+}
+
+static int cmp_hm_point(const void *a, const void *b)
+{
+    const hm_point_t *x = a, *y = b;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    if (x->slot != y->slot)
+        return x->slot < y->slot ? -1 : 1;
+    if (x->y != y->y)
+        return x->y < y->y ? -1 : 1;
+    if (x->v != y->v)
+        return x->v > y->v ? -1 : 1; /* the largest first: the bucket's exemplar */
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
+typedef struct hm_group {
+    ps_labels_t labels;
+    uint32_t rank;      /* its place in label order */
+    int64_t sum;        /* of its counts */
+    ps_qr_heatmap_series_t out;
+} hm_group_t;
+
+static int cmp_hm_group_labels(const void *a, const void *b)
+{
+    return ps_labels_cmp(&(*(hm_group_t *const *)a)->labels, &(*(hm_group_t *const *)b)->labels);
+}
+
+static int cmp_hm_group_sum(const void *a, const void *b)
+{
+    const hm_group_t *x = *(hm_group_t *const *)a, *y = *(hm_group_t *const *)b;
+    if (x->sum != y->sum)
+        return x->sum > y->sum ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* ls without __name__ and the group_by names */
+static ps_labels_t exemplar_labels(const ps_labels_t *ls, const char *const *by, uint32_t nby, ps_arena_t *arena)
+{
+    ps_labels_t o = {0};
+    o.pairs = ps_arena_alloc(arena, (ls->n + 1) * sizeof(ps_label_pair_t));
+    for (uint32_t k = 0; k < ls->n; k++) {
+        bool drop = strcmp(ls->pairs[k].name, "__name__") == 0;
+        for (uint32_t j = 0; j < nby && !drop; j++)
+            drop = strcmp(ls->pairs[k].name, by[j]) == 0;
+        if (!drop)
+            o.pairs[o.n++] = ls->pairs[k];
+    }
+    return o;
+}
+
+/* The slots of group g from its points p[0..n) (sorted by slot, y, value). */
+static void heatmap_slots(const ps_querier_heatmap_q_t *q, const ps_series_set_t *set, const hm_point_t *p, size_t n,
+                          const double *ymin, ps_arena_t *arena, hm_group_t *g)
+{
+    uint32_t nslots = 0;
+    for (size_t i = 0; i < n; i++)
+        nslots += i == 0 || p[i].slot != p[i - 1].slot;
+    ps_qr_heatmap_slot_t *slots = ps_arena_calloc(arena, nslots + 1, sizeof(*slots));
+    uint32_t s = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && p[j].slot == p[i].slot)
+            j++;
+        ps_qr_heatmap_slot_t *sl = &slots[s++];
+        int32_t *counts = ps_arena_calloc(arena, PS_QUERIER_HEATMAP_BUCKETS, sizeof(int32_t));
+        ps_qr_exemplar_t *ex = q->exemplars ? ps_arena_calloc(arena, PS_QUERIER_HEATMAP_BUCKETS, sizeof(*ex)) : NULL;
+        for (size_t k = i; k < j; k++) {
+            if (p[k].y < 0)
+                continue; /* below the first bucket: none is, vmin being the smallest */
+            if (ex && (k == i || p[k].y != p[k - 1].y))
+                ex[sl->nexemplars++] = (ps_qr_exemplar_t){
+                    .t = p[k].t, .value = p[k].v,
+                    .labels = exemplar_labels(&set->labels[p[k].series], q->group_by, q->ngroup_by, arena)};
+            counts[p[k].y]++;
+            g->sum++;
+        }
+        sl->t = q->start + (int64_t)p[i].slot * q->step;
+        sl->nbuckets = PS_QUERIER_HEATMAP_BUCKETS;
+        sl->y_min = ymin;
+        sl->counts = counts;
+        sl->exemplars = ex;
+        i = j;
+    }
+    g->out = (ps_qr_heatmap_series_t){g->labels, nslots, slots};
+}
+
+int ps_querier_select_heatmap(ps_reader_t *r, const ps_querier_heatmap_q_t *q, ps_arena_t *arena,
+                              ps_qr_heatmap_series_t **out, uint32_t *nout, ps_err_t *err)
+{
+    *out = NULL;
+    *nout = 0;
+    if (q->step <= 0)
+        return ps_err_set(err, PS_EINVAL, "step must be at least 1 ms (got %lld ms)", (long long)q->step);
+    if (q->start >= q->end)
+        return ps_err_set(err, PS_EINVAL, "start (%lld ms) must be before end (%lld ms)", (long long)q->start,
+                          (long long)q->end);
+    if (q->start < -MS_MAX + q->step || q->end > MS_MAX)
+        return ps_err_set(err, PS_EINVAL, "start or end is out of range (ms since 1970 within +-%lld)",
+                          (long long)MS_MAX);
+    uint64_t nslots = ps_querier_heatmap_slot(q->end, q->start, q->step) + 1;
+    if (nslots > PS_QUERIER_HEATMAP_MAX_SLOTS)
+        return ps_err_set(err, PS_EINVAL,
+                          "the heatmap would have %llu time slots of %lld ms x %d buckets = %llu buckets, more than "
+                          "%u slots (%u buckets): use a larger step or a shorter range",
+                          (unsigned long long)nslots, (long long)q->step, PS_QUERIER_HEATMAP_BUCKETS,
+                          (unsigned long long)nslots * PS_QUERIER_HEATMAP_BUCKETS, PS_QUERIER_HEATMAP_MAX_SLOTS,
+                          PS_QUERIER_HEATMAP_MAX_SLOTS * PS_QUERIER_HEATMAP_BUCKETS);
+    int64_t lo_ns, hi_ns;
+    int ret = ps_querier_range(q->start - q->step, q->end, &lo_ns, &hi_ns, err);
+    if (ret)
+        return ret;
+    ps_series_set_t set;
+    if ((ret = ps_querier_series(r, q->sel, 1, lo_ns, hi_ns, q->max_series, arena, &set, err)) != 0)
+        return ret;
+    /* the points, by group */
+    ps_hmap_t index;
+    ps_hmap_init(&index);
+    ps_buf_t key = PS_BUF_INIT;
+    hm_group_t *groups = ps_arena_calloc(arena, set.n + 1, sizeof(hm_group_t));
+    uint32_t ng = 0;
+    hm_ctx_t c = {.err = err};
+    for (uint32_t i = 0; i < set.n && ret == 0; i++) {
+        ps_labels_t p = project(&set.labels[i], q->group_by, q->ngroup_by, arena);
+        if (q->ngroup_by == 0)
+            p.n = 0;
+        labels_key(&p, &key);
+        uint64_t gi;
+        if (!ps_hmap_get(&index, key.data, key.len, &gi)) {
+            gi = ng++;
+            ps_hmap_put(&index, key.data, key.len, gi);
+            groups[gi].labels = p;
+        }
+        c.group = (uint32_t)gi;
+        c.series = i;
+        ret = ps_reader_profiles(r, set.sids[i], lo_ns, hi_ns, true, on_heatmap_profile, &c, err);
+    }
+    ps_buf_dispose(&key);
+    ps_hmap_dispose(&index);
+    if (ret != 0 || c.n == 0) {
+        free(c.p);
+        return ret;
+    }
+    /* the y buckets over every series' totals; Pyroscope's largest starts at 0 */
+    int64_t vmin = INT64_MAX, vmax = 0;
+    for (size_t i = 0; i < c.n; i++) {
+        vmin = c.p[i].v < vmin ? c.p[i].v : vmin;
+        vmax = c.p[i].v > vmax ? c.p[i].v : vmax;
+    }
+    int64_t yb[PS_QUERIER_HEATMAP_BUCKETS];
+    ps_querier_heatmap_ybuckets(vmin, vmax, yb);
+    double *ymin = ps_arena_alloc(arena, sizeof(double) * PS_QUERIER_HEATMAP_BUCKETS);
+    for (int i = 0; i < PS_QUERIER_HEATMAP_BUCKETS; i++)
+        ymin[i] = (double)yb[i];
+    for (size_t i = 0; i < c.n; i++) {
+        c.p[i].slot = (uint32_t)ps_querier_heatmap_slot(c.p[i].t, q->start, q->step);
+        c.p[i].y = ps_querier_heatmap_ybucket(c.p[i].v, yb, vmax);
+    }
+    qsort(c.p, c.n, sizeof(hm_point_t), cmp_hm_point);
+    for (size_t i = 0; i < c.n;) {
+        size_t j = i;
+        while (j < c.n && c.p[j].group == c.p[i].group)
+            j++;
+        heatmap_slots(q, &set, c.p + i, j - i, ymin, arena, &groups[c.p[i].group]);
+        i = j;
+    }
+    free(c.p);
+    hm_group_t **order = ps_arena_alloc(arena, (ng + 1) * sizeof(hm_group_t *));
+    uint32_t k = 0;
+    for (uint32_t g = 0; g < ng; g++)
+        if (groups[g].out.nslots)
+            order[k++] = &groups[g];
+    qsort(order, k, sizeof(hm_group_t *), cmp_hm_group_labels);
+    if (q->limit > 0) {
+        for (uint32_t i = 0; i < k; i++)
+            order[i]->rank = i;
+        qsort(order, k, sizeof(hm_group_t *), cmp_hm_group_sum);
+        if ((uint64_t)q->limit < k)
+            k = (uint32_t)q->limit;
+    }
+    ps_qr_heatmap_series_t *res = ps_arena_calloc(arena, k + 1, sizeof(*res));
+    for (uint32_t i = 0; i < k; i++)
+        res[i] = order[i]->out;
+    *out = res;
+    *nout = k;
+    return 0;
+}
+
+/* ---- AnalyzeQuery ---- */
+
+int ps_querier_analyze(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64_t end_ns, uint32_t max_series,
+                       ps_arena_t *arena, ps_qr_query_scope_t *scope, uint64_t *total_bytes, uint64_t *nseries,
+                       ps_err_t *err)
+{
+    memset(scope, 0, sizeof(*scope));
+    scope->component_type = "profstore";
+    scope->component_count = 1;
+    *total_bytes = *nseries = 0;
+    ps_series_set_t set;
+    int ret = ps_querier_series(r, sel, 1, start_ns, end_ns, max_series, arena, &set, err);
+    ps_footprint_t f = {0};
+    for (uint32_t i = 0; i < set.n && ret == 0; i++)
+        ret = ps_reader_footprint(r, set.sids[i], start_ns, end_ns, &f, err);
+    if (ret)
+        return ret;
+    scope->block_count = f.chunks;
+    scope->series_count = set.n;
+    scope->profile_count = f.chunk_profiles + f.head_profiles;
+    scope->profile_bytes = f.chunk_bytes + f.head_bytes;
+    *total_bytes = scope->profile_bytes;
+    *nseries = set.n;
+    return 0;
+}

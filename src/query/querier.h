@@ -24,6 +24,7 @@
 #include "core/labels.h"
 #include "core/mem.h"
 #include "parser/selector.h"
+#include "proto/querier.h"
 #include "query/query.h"
 #include "storage/store.h"
 
@@ -105,6 +106,63 @@ typedef struct ps_querier_range_q {
  */
 int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena, ps_qseries_t **out,
                              uint32_t *n, ps_err_t *err);
+
+/** The y buckets of a heatmap (Pyroscope's DefaultYAxisBuckets). */
+#define PS_QUERIER_HEATMAP_BUCKETS 20
+/** The time slots a heatmap may have (x PS_QUERIER_HEATMAP_BUCKETS buckets each): more is PS_EINVAL. */
+#define PS_QUERIER_HEATMAP_MAX_SLOTS 11000u
+/** The profiles a heatmap may bucket (32 bytes each while it is made): more is PS_ELIMIT. */
+#define PS_QUERIER_HEATMAP_MAX_PROFILES 1000000u
+
+/** A SelectHeatmap query (HEATMAP_QUERY_TYPE_INDIVIDUAL). */
+typedef struct ps_querier_heatmap_q {
+    ps_selector_t *sel;          /* with its profile type (ps_querier_selector) */
+    int64_t start, end, step;    /* ms; start < end, step > 0 */
+    const char *const *group_by;
+    uint32_t ngroup_by;
+    bool exemplars;              /* one exemplar per non-empty bucket */
+    int64_t limit;               /* > 0: the top limit series by the sum of their counts */
+    uint32_t max_series;
+} ps_querier_heatmap_q_t;
+
+/** The lower bounds of the y buckets for values in [vmin, vmax] (Pyroscope's createYAxisBuckets):
+ *  vmax <= vmin is taken as vmin + 1; bucket i starts at vmin + (int64)(i * (vmax - vmin) / B) and
+ *  ends where i + 1 starts (the last at vmax). */
+void ps_querier_heatmap_ybuckets(int64_t vmin, int64_t vmax, int64_t ymin[PS_QUERIER_HEATMAP_BUCKETS]);
+/** The bucket of v (Pyroscope's findValueBucket): the first i with ymin[i] <= v < end of i; v at or
+ *  past the last bucket's start is in the last; -1 below the first. vmax as given to ybuckets. */
+int ps_querier_heatmap_ybucket(int64_t v, const int64_t ymin[PS_QUERIER_HEATMAP_BUCKETS], int64_t vmax);
+/** The time slot of a profile at t ms: 0 (the slot ending at start) for t <= start, else k with t in
+ *  (start + (k-1) step, start + k step]. */
+uint64_t ps_querier_heatmap_slot(int64_t t, int64_t start, int64_t step);
+
+/**
+ * Pyroscope's SelectHeatmap of individual profiles (pkg/model/heatmap): each profile with a time in
+ * [start - step, end] ms (inclusive) counts once, by its total, in the slot of its time
+ * (ps_querier_heatmap_slot; slot k's timestamp is start + k step) and the y bucket of its total,
+ * the buckets spanning the smallest total to the largest (at least 0) of all series. Series are
+ * grouped by their group_by labels (the series' labels; none: one series without labels), in label
+ * order, or with limit > 0 the top limit by the sum of their counts (ties by labels). Only slots with
+ * a profile are answered; each carries all the buckets' y_min and counts. With exemplars, each
+ * non-empty bucket gets one: its largest profile (the earliest of equals), its labels those of its
+ * series without __name__ and the group_by labels; profile ids are not stored (profile_id NULL).
+ * More than PS_QUERIER_HEATMAP_MAX_SLOTS slots is PS_EINVAL, more than
+ * PS_QUERIER_HEATMAP_MAX_PROFILES profiles PS_ELIMIT.
+ */
+int ps_querier_select_heatmap(ps_reader_t *r, const ps_querier_heatmap_q_t *q, ps_arena_t *arena,
+                              ps_qr_heatmap_series_t **out, uint32_t *n, ps_err_t *err);
+
+/**
+ * AnalyzeQuery: what a query of sel over [start_ns, end_ns] would read, from the index and the
+ * chunk headers (no profile decoded), as one querier.v1.QueryScope "profstore": block_count the
+ * compacted chunks overlapping the range, series_count the profile series selected with a profile
+ * in it (ps_querier_series), profile_count the profiles of those chunks plus the head records in the
+ * range, profile_bytes their stored bytes; sample_count, index_bytes and symbol_bytes 0 (not known
+ * without decoding). *total_bytes is profile_bytes, *nseries series_count.
+ */
+int ps_querier_analyze(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64_t end_ns, uint32_t max_series,
+                       ps_arena_t *arena, ps_qr_query_scope_t *scope, uint64_t *total_bytes, uint64_t *nseries,
+                       ps_err_t *err);
 
 /** A merge (SelectMergeStacktraces, SelectMergeProfile, a side of Diff) over [start_ns, end_ns]:
  *  ps_query_profile_select with the selector (its one type). */

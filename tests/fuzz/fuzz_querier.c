@@ -2,8 +2,9 @@
  * fuzz_querier.c - libFuzzer target for the querier.v1 request decoders (proto/querier.c over
  * proto/pbjson.c, both codecs). The first input byte picks the message (bits 0-2: ProfileTypes,
  * LabelNames, LabelValues, Series, SelectMergeStacktraces, SelectMergeProfile, Diff, SelectSeries)
- * and the codec (bit 3: protojson); bit 4 picks instead, by bits 1-2, GetProfileStats and the
- * settings.v1 requests (proto/settings.c: Get, Set, Delete); the rest is the Connect body. A failure must be a clean
+ * and the codec (bit 3: protojson); bit 4 picks instead: with bit 0 clear, by bits 1-2,
+ * GetProfileStats and the settings.v1 requests (proto/settings.c: Get, Set, Delete); with bit 0
+ * set, by bit 1, SelectHeatmap or AnalyzeQuery. The rest is the Connect body. A failure must be a clean
  * PS_EINVAL or PS_ETOOBIG with a message naming the message type; a success must hold
  * NUL-terminated strings and arrays as long as their counts (the call site's names too), and a
  * format/aggregation as sent.
@@ -59,8 +60,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ps_qr_labels_req_t lr;
     ps_qr_merge_req_t m, m2;
     ps_qr_series_req_t sr;
+    ps_qr_heatmap_req_t hr;
+    ps_qr_analyze_req_t ar;
     int rc;
-    if (data[0] & 16) {
+    if ((data[0] & 16) && !(data[0] & 1)) {
         ps_st_setting_t st;
         bool has = false;
         switch (which >> 1) {
@@ -80,6 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ps_arena_dispose(&a);
         return 0;
     }
+    if (data[0] & 16)
+        which = data[0] & 2 ? 9 : 8;
     switch (which) {
     case 0: rc = ps_qr_decode_profile_types(codec, body, n, &a, BUDGET, &lr, &err); break;
     case 1: rc = ps_qr_decode_label_names(codec, body, n, &a, BUDGET, &lr, &err); break;
@@ -88,7 +93,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 4: rc = ps_qr_decode_merge_stacktraces(codec, body, n, &a, BUDGET, &m, &err); break;
     case 5: rc = ps_qr_decode_merge_profile(codec, body, n, &a, BUDGET, &m, &err); break;
     case 6: rc = ps_qr_decode_diff(codec, body, n, &a, BUDGET, &m, &m2, &err); break;
-    default: rc = ps_qr_decode_select_series(codec, body, n, &a, BUDGET, &sr, &err); break;
+    case 7: rc = ps_qr_decode_select_series(codec, body, n, &a, BUDGET, &sr, &err); break;
+    case 8: rc = ps_qr_decode_heatmap(codec, body, n, &a, BUDGET, &hr, &err); break;
+    default: rc = ps_qr_decode_analyze(codec, body, n, &a, BUDGET, &ar, &err); break;
     }
     if (rc != 0) {
         ps_fuzz_check_decode_error(rc, &err);
@@ -101,6 +108,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (which == 6) {
         check_merge(&m);
         check_merge(&m2);
+    } else if (which == 8) {
+        CHECK(hr.type_id != NULL && hr.label_selector != NULL, "heatmap strings");
+        check_strs(hr.group_by, hr.ngroup_by);
+        CHECK(hr.has_limit || hr.limit == 0, "limit without presence");
+    } else if (which == 9) {
+        CHECK(ar.query != NULL && strlen(ar.query) < (1u << 24), "analyze query");
     } else {
         CHECK(sr.type_id != NULL && sr.label_selector != NULL, "series strings");
         check_strs(sr.group_by, sr.ngroup_by);

@@ -147,7 +147,7 @@ for t in $targets; do
           printf '{"contentions":{"display-name":"mutex_count"},"delay":{"display-name":"mutex_duration"}}\r\n--b0--\r\n'
         } > "$corpus/go-mutex" ;;
     fuzz_querier)
-        # first byte: bits 0-2 the message, bit 3 protojson (fuzz_querier.c)
+        # first byte: bits 0-2 the message, bit 3 protojson, bit 4 (+ bit 0) heatmap/analyze (fuzz_querier.c)
         printf '\000\010\350\007\020\240\037' > "$corpus/profile-types"
         printf '\001\012\002{}\020\001\030\002' > "$corpus/label-names"
         printf '\002\012\010instance\022\002{}' > "$corpus/label-values"
@@ -161,7 +161,12 @@ for t in $targets; do
         printf '\030{}' > "$corpus/stats-json"
         printf '\034{"setting":{"name":"pluginSettings","value":"{}","modifiedAt":1000}}' > "$corpus/set-json"
         printf '\024\012\011\012\001a\022\001b\030\350\007' > "$corpus/set"
-        printf '\036{"name":"pluginSettings"}' > "$corpus/delete-json" ;;
+        printf '\036{"name":"pluginSettings"}' > "$corpus/delete-json"
+        # bit 4 with bit 0: SelectHeatmap, AnalyzeQuery (bit 1)
+        printf '\021\012\011a:b:c:d:e\022\002{}\030\001\040\002\051\000\000\000\000\000\000\116\100\062\003pod\070\001\100\002\110\001' > "$corpus/heatmap"
+        printf '\031{"profileTypeID":"a:b:c:d:e","start":"1","end":2,"step":60,"queryType":"HEATMAP_QUERY_TYPE_INDIVIDUAL","exemplarType":"EXEMPLAR_TYPE_INDIVIDUAL","limit":"3"}' > "$corpus/heatmap-json"
+        printf '\023\020\001\030\002\042\020a:b:c:d:e{x="y"}' > "$corpus/analyze"
+        printf '\033{"start":"1","end":"2","query":"{}"}' > "$corpus/analyze-json" ;;
     fuzz_ui_headers)
         # "<Accept-Encoding>\n<If-None-Match>\n<path>" (fuzz_ui_headers.c), as Chromium sends them
         printf 'gzip, deflate, br, zstd\n"0123456789abcdef0123-gz"\n/ui/index.html' > "$corpus/chromium"

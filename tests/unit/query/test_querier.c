@@ -389,6 +389,149 @@ static void test_call_site(void **state)
 #undef CS
 }
 
+static void test_heatmap_buckets(void **state)
+{
+    (void)state;
+    int64_t y[PS_QUERIER_HEATMAP_BUCKETS];
+    /* 0..100: 20 buckets of 5 */
+    ps_querier_heatmap_ybuckets(0, 100, y);
+    for (int i = 0; i < PS_QUERIER_HEATMAP_BUCKETS; i++)
+        assert_int_equal(y[i], 5 * i);
+    assert_int_equal(ps_querier_heatmap_ybucket(0, y, 100), 0);
+    assert_int_equal(ps_querier_heatmap_ybucket(4, y, 100), 0);
+    assert_int_equal(ps_querier_heatmap_ybucket(5, y, 100), 1);
+    assert_int_equal(ps_querier_heatmap_ybucket(99, y, 100), 19);
+    assert_int_equal(ps_querier_heatmap_ybucket(100, y, 100), 19); /* the largest: the last bucket */
+    assert_int_equal(ps_querier_heatmap_ybucket(1000, y, 100), 19);
+    assert_int_equal(ps_querier_heatmap_ybucket(-1, y, 100), -1);
+    /* 10..17: width 0.35, truncated: starts 10,10,10,11,11,11,12,12,12,13,13,13,14,14,14,15,15,15,16,16 */
+    ps_querier_heatmap_ybuckets(10, 17, y);
+    int64_t want[PS_QUERIER_HEATMAP_BUCKETS] = {10, 10, 10, 11, 11, 11, 12, 12, 12, 13,
+                                                13, 13, 14, 14, 14, 15, 15, 15, 16, 16};
+    for (int i = 0; i < PS_QUERIER_HEATMAP_BUCKETS; i++)
+        assert_int_equal(y[i], want[i]);
+    assert_int_equal(ps_querier_heatmap_ybucket(10, y, 17), 2); /* buckets 0 and 1 are [10, 10) */
+    assert_int_equal(ps_querier_heatmap_ybucket(16, y, 17), 19);
+    assert_int_equal(ps_querier_heatmap_ybucket(17, y, 17), 19);
+    /* one value v: [v, v + 1), every bucket starts at v, the last holds it */
+    ps_querier_heatmap_ybuckets(7, 7, y);
+    assert_int_equal(y[0], 7);
+    assert_int_equal(y[19], 7);
+    assert_int_equal(ps_querier_heatmap_ybucket(7, y, 7), 19);
+    /* the ends of int64: no overflow, every value in a bucket */
+    ps_querier_heatmap_ybuckets(INT64_MIN, INT64_MAX, y);
+    assert_true(y[0] == INT64_MIN);
+    assert_true(y[10] > -1000000000000000LL && y[10] < 1000000000000000LL);
+    assert_int_equal(ps_querier_heatmap_ybucket(INT64_MIN, y, INT64_MAX), 0);
+    assert_int_equal(ps_querier_heatmap_ybucket(INT64_MAX, y, INT64_MAX), 19);
+    ps_querier_heatmap_ybuckets(INT64_MAX, INT64_MAX, y);
+    assert_int_equal(ps_querier_heatmap_ybucket(INT64_MAX, y, INT64_MAX), 19);
+    /* slots: (start + (k-1) step, start + k step], all at or before start in slot 0 */
+    assert_int_equal(ps_querier_heatmap_slot(1000, 1000, 10), 0);
+    assert_int_equal(ps_querier_heatmap_slot(990, 1000, 10), 0);
+    assert_int_equal(ps_querier_heatmap_slot(1001, 1000, 10), 1);
+    assert_int_equal(ps_querier_heatmap_slot(1010, 1000, 10), 1);
+    assert_int_equal(ps_querier_heatmap_slot(1011, 1000, 10), 2);
+}
+
+static int heatmap(fx_t *f, int64_t start, int64_t end, int64_t step, const char *g, bool ex, int64_t limit,
+                   ps_qr_heatmap_series_t **out, uint32_t *n)
+{
+    ps_selector_t sel;
+    if (ps_querier_selector(CPU, "{}", "label_selector", &f->a, &sel, &f->err) != 0)
+        fail_msg("%s", f->err.msg);
+    const char *gb[1] = {g};
+    ps_querier_heatmap_q_t q = {.sel = &sel, .start = MS(start), .end = MS(end), .step = MS(step), .group_by = gb,
+                                .ngroup_by = g ? 1 : 0, .exemplars = ex, .limit = limit, .max_series = 100};
+    return ps_querier_select_heatmap(f->r, &q, &f->a, out, n, &f->err);
+}
+
+static void assert_slot(const ps_qr_heatmap_slot_t *s, int64_t t_s, int b1, int b2)
+{
+    assert_int_equal(s->t, MS(t_s));
+    assert_int_equal(s->nbuckets, PS_QUERIER_HEATMAP_BUCKETS);
+    for (int i = 0; i < PS_QUERIER_HEATMAP_BUCKETS; i++)
+        assert_int_equal(s->counts[i], (i == b1) + (i == b2));
+}
+
+static void test_select_heatmap(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    ps_qr_heatmap_series_t *s;
+    uint32_t n;
+    /* totals 2890000000 (cpu-03 @15, cpu-04 @30) .. 2980000000 (cpu-01 @10): buckets of 4500000;
+     * cpu-02 (2930000000 @20) in bucket 8 */
+    assert_int_equal(heatmap(&f, T0 + 10, T0 + 30, 10, NULL, false, 0, &s, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(s[0].labels.n, 0);
+    assert_int_equal(s[0].nslots, 3);
+    assert_slot(&s[0].slots[0], T0 + 10, 19, -1);
+    assert_slot(&s[0].slots[1], T0 + 20, 0, 8);
+    assert_slot(&s[0].slots[2], T0 + 30, 0, -1);
+    assert_true(s[0].slots[0].y_min[1] == 2894500000.0);
+    assert_int_equal(s[0].slots[1].nexemplars, 0);
+    /* group_by job, exemplars: api's slot T+20 has cpu-03 (bucket 0) then cpu-02 (bucket 8) */
+    assert_int_equal(heatmap(&f, T0 + 10, T0 + 30, 10, "job", true, 0, &s, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(ps_labels_value(&s[0].labels, "job"), "api");
+    assert_string_equal(ps_labels_value(&s[1].labels, "job"), "batch");
+    assert_int_equal(s[0].nslots, 2);
+    assert_int_equal(s[0].slots[1].nexemplars, 2);
+    assert_int_equal(s[0].slots[1].exemplars[0].t, MS(T0 + 15));
+    assert_int_equal(s[0].slots[1].exemplars[0].value, CPU03);
+    assert_int_equal(s[0].slots[1].exemplars[0].labels.n, 1); /* instance only */
+    assert_string_equal(ps_labels_value(&s[0].slots[1].exemplars[0].labels, "instance"), "b");
+    assert_null(s[0].slots[1].exemplars[0].profile_id);
+    assert_int_equal(s[0].slots[1].exemplars[1].value, CPU02);
+    /* limit 1: api (3 counts) before batch (1) */
+    assert_int_equal(heatmap(&f, T0 + 10, T0 + 30, 10, "job", false, 1, &s, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(ps_labels_value(&s[0].labels, "job"), "api");
+    /* nothing in range */
+    assert_int_equal(heatmap(&f, T0 + 100, T0 + 200, 10, NULL, false, 0, &s, &n), 0);
+    assert_int_equal(n, 0);
+    /* errors */
+    assert_int_equal(heatmap(&f, T0, T0 + 40, 0, NULL, false, 0, &s, &n), PS_EINVAL);
+    assert_string_equal(f.err.msg, "step must be at least 1 ms (got 0 ms)");
+    assert_int_equal(heatmap(&f, T0, T0, 10, NULL, false, 0, &s, &n), PS_EINVAL);
+    assert_string_equal(f.err.msg, "start (1800000000000 ms) must be before end (1800000000000 ms)");
+    assert_int_equal(heatmap(&f, T0, T0 + 11000, 1, NULL, false, 0, &s, &n), PS_EINVAL);
+    assert_string_equal(f.err.msg, "the heatmap would have 11001 time slots of 1000 ms x 20 buckets = 220020 buckets, "
+                                   "more than 11000 slots (220000 buckets): use a larger step or a shorter range");
+    assert_int_equal(heatmap(&f, T0, T0 + 10999, 1, NULL, false, 0, &s, &n), 0);
+    fx_end(&f);
+}
+
+static void test_analyze(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    ps_selector_t sel;
+    ps_qr_query_scope_t sc;
+    uint64_t bytes, nseries;
+    int64_t lo, hi;
+    assert_int_equal(ps_querier_selector(NULL, CPU "{job=\"api\"}", "query", &f.a, &sel, &f.err), 0);
+    range_ns(&f, MS(T0), MS(T0 + 60), &lo, &hi);
+    assert_int_equal(ps_querier_analyze(f.r, &sel, lo, hi, 100, &f.a, &sc, &bytes, &nseries, &f.err), 0);
+    assert_string_equal(sc.component_type, "profstore");
+    assert_int_equal(sc.component_count, 1);
+    assert_int_equal(sc.series_count, 2);
+    assert_int_equal(nseries, 2);
+    assert_int_equal(sc.profile_count, 3);
+    assert_int_equal(sc.block_count, 0);
+    assert_true(bytes == sc.profile_bytes && bytes > 0);
+    range_ns(&f, MS(T0 + 15), MS(T0 + 15), &lo, &hi);
+    uint64_t all = bytes;
+    assert_int_equal(ps_querier_analyze(f.r, &sel, lo, hi, 100, &f.a, &sc, &bytes, &nseries, &f.err), 0);
+    assert_int_equal(sc.series_count, 1);
+    assert_int_equal(sc.profile_count, 1);
+    assert_true(bytes > 0 && bytes < all);
+    fx_end(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -398,6 +541,9 @@ int main(void)
         cmocka_unit_test(test_select_series),
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_call_site),
+        cmocka_unit_test(test_heatmap_buckets),
+        cmocka_unit_test(test_select_heatmap),
+        cmocka_unit_test(test_analyze),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
