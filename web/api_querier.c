@@ -430,10 +430,11 @@ static int series_query(qcall_t *q, const ps_qr_series_req_t *sr, ps_selector_t 
         return ps_err_set(&q->err, PS_EINVAL, "limit: %lld is negative", (long long)sr->limit);
     if (sr->has_stack_trace_selector)
         return ps_err_set(&q->err, PS_EINVAL, "stack_trace_selector is not supported by profstore");
-    if (sr->exemplar_type == 2 || sr->exemplar_type == 3)
+    if (sr->exemplar_type == PS_QR_EXEMPLAR_INDIVIDUAL || sr->exemplar_type == PS_QR_EXEMPLAR_SPAN)
         return ps_err_set(&q->err, PS_EINVAL, "exemplar_type: %s is not supported by profstore (profiles have no ids)",
-                          sr->exemplar_type == 2 ? "EXEMPLAR_TYPE_INDIVIDUAL" : "EXEMPLAR_TYPE_SPAN");
-    if (sr->exemplar_type != 0 && sr->exemplar_type != 1)
+                          sr->exemplar_type == PS_QR_EXEMPLAR_INDIVIDUAL ? "EXEMPLAR_TYPE_INDIVIDUAL"
+                                                                         : "EXEMPLAR_TYPE_SPAN");
+    if (sr->exemplar_type != 0 && sr->exemplar_type != PS_QR_EXEMPLAR_NONE)
         return ps_err_set(&q->err, PS_EINVAL, "exemplar_type: %d is not an ExemplarType (0 to 3)", sr->exemplar_type);
     if (sr->ngroup_by > MAX_NAMES)
         return ps_err_set(&q->err, PS_EINVAL, "group_by: %u names, more than %d", sr->ngroup_by, MAX_NAMES);

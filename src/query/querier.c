@@ -337,6 +337,24 @@ static void labels_key(const ps_labels_t *ls, ps_buf_t *b)
     ps_labels_encode(ls, b);
 }
 
+/* The group of a series' labels kept to group_by (none: one group for all): its index in index,
+ * and *fresh with its labels in *labels when it is new (the caller numbers it next). */
+static uint64_t group_of(ps_hmap_t *index, ps_buf_t *key, const ps_labels_t *series, const char *const *group_by,
+                         uint32_t ngroup_by, uint32_t next, ps_arena_t *arena, ps_labels_t *labels, bool *fresh)
+{
+    ps_labels_t p = project(series, group_by, ngroup_by, arena);
+    if (ngroup_by == 0)
+        p.n = 0; /* no group_by: one series */
+    labels_key(&p, key);
+    uint64_t gi;
+    *fresh = !ps_hmap_get(index, key->data, key->len, &gi);
+    if (*fresh) {
+        gi = next;
+        *labels = p;
+    }
+    return gi;
+}
+
 void ps_querier_label_sets(const ps_series_set_t *s, const char *const *names, uint32_t nnames, ps_arena_t *arena,
                            ps_labels_t **out, uint32_t *n)
 {
@@ -473,12 +491,10 @@ int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_a
     group_t *groups = ps_arena_calloc(arena, set.n + 1, sizeof(group_t));
     uint32_t ng = 0;
     for (uint32_t i = 0; i < set.n && ret == 0; i++) {
-        ps_labels_t p = project(&set.labels[i], q->group_by, q->ngroup_by, arena);
-        if (q->ngroup_by == 0)
-            p.n = 0; /* no group_by: one series */
-        labels_key(&p, &key);
-        uint64_t gi;
-        if (!ps_hmap_get(&index, key.data, key.len, &gi)) {
+        ps_labels_t p;
+        bool fresh;
+        uint64_t gi = group_of(&index, &key, &set.labels[i], q->group_by, q->ngroup_by, ng, arena, &p, &fresh);
+        if (fresh) {
             if ((uint64_t)(ng + 1) * nsteps > PS_QUERIER_MAX_POINTS) {
                 ret = ps_err_set(err, PS_ELIMIT,
                                  "the answer would have more than %u points (%u series x %llu steps so far): group by "
@@ -486,7 +502,7 @@ int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_a
                                  PS_QUERIER_MAX_POINTS, ng + 1, (unsigned long long)nsteps);
                 break;
             }
-            gi = ng++;
+            ng++;
             ps_hmap_put(&index, key.data, key.len, gi);
             groups[gi].labels = p;
             groups[gi].sum = ps_xcalloc(nsteps, sizeof(double));
@@ -914,13 +930,11 @@ int ps_querier_select_heatmap(ps_reader_t *r, const ps_querier_heatmap_q_t *q, p
     uint32_t ng = 0;
     hm_ctx_t c = {.err = err};
     for (uint32_t i = 0; i < set.n && ret == 0; i++) {
-        ps_labels_t p = project(&set.labels[i], q->group_by, q->ngroup_by, arena);
-        if (q->ngroup_by == 0)
-            p.n = 0;
-        labels_key(&p, &key);
-        uint64_t gi;
-        if (!ps_hmap_get(&index, key.data, key.len, &gi)) {
-            gi = ng++;
+        ps_labels_t p;
+        bool fresh;
+        uint64_t gi = group_of(&index, &key, &set.labels[i], q->group_by, q->ngroup_by, ng, arena, &p, &fresh);
+        if (fresh) {
+            ng++;
             ps_hmap_put(&index, key.data, key.len, gi);
             groups[gi].labels = p;
         }
