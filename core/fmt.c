@@ -243,13 +243,32 @@ void ps_fmt_ts_ms(int64_t ms, char *buf, size_t size)
     }
 }
 
+/* the character after the backslash that escapes c in a label value, or 0 */
+static char label_escape(char c)
+{
+    return c == '\\' ? '\\' : c == '"' ? '"' : c == '\n' ? 'n' : 0;
+}
+
+void ps_fmt_label_value_buf(ps_buf_t *b, const char *s)
+{
+    for (; *s; s++) {
+        char esc = label_escape(*s);
+        if (esc) {
+            ps_buf_putc(b, '\\');
+            ps_buf_putc(b, (uint8_t)esc);
+        } else {
+            ps_buf_putc(b, (uint8_t)*s);
+        }
+    }
+}
+
 void ps_fmt_label_value(const char *s, char *buf, size_t size)
 {
     size_t o = 0;
     if (size == 0)
         return;
     for (; *s; s++) {
-        char esc = *s == '\\' ? '\\' : *s == '"' ? '"' : *s == '\n' ? 'n' : 0;
+        char esc = label_escape(*s);
         size_t need = esc ? 2 : 1;
         if (o + need >= size)
             break;

@@ -3,6 +3,8 @@
  */
 #include "core/metrics.h"
 
+#include "core/fmt.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,18 +29,6 @@ void ps_metric_head(ps_buf_t *out, const ps_metric_t *m)
     ps_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name, type_name(m->kind));
 }
 
-static void label_value(ps_buf_t *b, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '\\' || *s == '"')
-            ps_buf_putc(b, '\\'), ps_buf_putc(b, (uint8_t)*s);
-        else if (*s == '\n')
-            PS_BUF_LIT(b, "\\n");
-        else
-            ps_buf_putc(b, (uint8_t)*s);
-    }
-}
-
 /* name+suffix{labels[,le="..."]} and the space before the value */
 static void series(ps_buf_t *out, const ps_metric_t *m, const char *suffix, const char *const *values, const char *le)
 {
@@ -46,7 +36,7 @@ static void series(ps_buf_t *out, const ps_metric_t *m, const char *suffix, cons
     size_t n = 0;
     for (const char *const *l = m->labels; l != NULL && *l != NULL; l++, n++) {
         ps_buf_printf(out, "%s%s=\"", n ? "," : "{", *l);
-        label_value(out, values[n]);
+        ps_fmt_label_value_buf(out, values[n]);
         ps_buf_putc(out, '"');
     }
     if (le != NULL)

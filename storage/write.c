@@ -444,12 +444,9 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
         bool same = true;
         ret = append_one(w, &child, it, true, &same, &a, err);
         ps_txn_abort(&child);
-        if (memcmp(&saved, &w->next, sizeof(saved)) != 0 || ret != 0) {
+        if (memcmp(&saved, &w->next, sizeof(saved)) != 0 || ret != 0)
             w->next = saved;
-            ps_sym_caches_clear(w);
-        } else {
-            ps_sym_caches_clear(w); /* series states may have moved in the child */
-        }
+        ps_sym_caches_clear(w); /* the child's ids and series states are gone with it */
         if (ret)
             goto Fail;
         if (same) {
