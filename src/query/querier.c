@@ -342,9 +342,9 @@ static void labels_key(const ps_labels_t *ls, ps_buf_t *b)
 static uint64_t group_of(ps_hmap_t *index, ps_buf_t *key, const ps_labels_t *series, const char *const *group_by,
                          uint32_t ngroup_by, uint32_t next, ps_arena_t *arena, ps_labels_t *labels, bool *fresh)
 {
-    ps_labels_t p = project(series, group_by, ngroup_by, arena);
-    if (ngroup_by == 0)
-        p.n = 0; /* no group_by: one series */
+    ps_labels_t p = {0}; /* no group_by: one series */
+    if (ngroup_by > 0)
+        p = project(series, group_by, ngroup_by, arena);
     labels_key(&p, key);
     uint64_t gi;
     *fresh = !ps_hmap_get(index, key->data, key->len, &gi);
@@ -763,10 +763,11 @@ void ps_querier_heatmap_ybuckets(int64_t vmin, int64_t vmax, int64_t ymin[PS_QUE
         ymin[i] = ybound(vmin, vmax, i);
 }
 
-int ps_querier_heatmap_ybucket(int64_t v, const int64_t ymin[PS_QUERIER_HEATMAP_BUCKETS], int64_t vmax)
+int ps_querier_heatmap_ybucket(int64_t v, const int64_t ymin[PS_QUERIER_HEATMAP_BUCKETS])
 {
-    for (int i = 0; i < PS_QUERIER_HEATMAP_BUCKETS; i++)
-        if (v >= ymin[i] && v < ybound(ymin[0], vmax, i + 1))
+    /* bucket i is [ymin[i], ymin[i + 1]); the last one takes everything from its bound up */
+    for (int i = 0; i + 1 < PS_QUERIER_HEATMAP_BUCKETS; i++)
+        if (v >= ymin[i] && v < ymin[i + 1])
             return i;
     return v >= ymin[PS_QUERIER_HEATMAP_BUCKETS - 1] ? PS_QUERIER_HEATMAP_BUCKETS - 1 : -1;
 }
@@ -961,7 +962,7 @@ int ps_querier_select_heatmap(ps_reader_t *r, const ps_querier_heatmap_q_t *q, p
         ymin[i] = (double)yb[i];
     for (size_t i = 0; i < c.n; i++) {
         c.p[i].slot = (uint32_t)ps_querier_heatmap_slot(c.p[i].t, q->start, q->step);
-        c.p[i].y = ps_querier_heatmap_ybucket(c.p[i].v, yb, vmax);
+        c.p[i].y = ps_querier_heatmap_ybucket(c.p[i].v, yb);
     }
     qsort(c.p, c.n, sizeof(hm_point_t), cmp_hm_point);
     for (size_t i = 0; i < c.n;) {

@@ -130,8 +130,8 @@ typedef struct ps_querier_heatmap_q {
  *  ends where i + 1 starts (the last at vmax). */
 void ps_querier_heatmap_ybuckets(int64_t vmin, int64_t vmax, int64_t ymin[PS_QUERIER_HEATMAP_BUCKETS]);
 /** The bucket of v (Pyroscope's findValueBucket): the first i with ymin[i] <= v < end of i; v at or
- *  past the last bucket's start is in the last; -1 below the first. vmax as given to ybuckets. */
-int ps_querier_heatmap_ybucket(int64_t v, const int64_t ymin[PS_QUERIER_HEATMAP_BUCKETS], int64_t vmax);
+ *  past the last bucket's start is in the last; -1 below the first. */
+int ps_querier_heatmap_ybucket(int64_t v, const int64_t ymin[PS_QUERIER_HEATMAP_BUCKETS]);
 /** The time slot of a profile at t ms: 0 (the slot ending at start) for t <= start, else k with t in
  *  (start + (k-1) step, start + k step]. */
 uint64_t ps_querier_heatmap_slot(int64_t t, int64_t start, int64_t step);

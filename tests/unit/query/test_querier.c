@@ -397,35 +397,35 @@ static void test_heatmap_buckets(void **state)
     ps_querier_heatmap_ybuckets(0, 100, y);
     for (int i = 0; i < PS_QUERIER_HEATMAP_BUCKETS; i++)
         assert_int_equal(y[i], 5 * i);
-    assert_int_equal(ps_querier_heatmap_ybucket(0, y, 100), 0);
-    assert_int_equal(ps_querier_heatmap_ybucket(4, y, 100), 0);
-    assert_int_equal(ps_querier_heatmap_ybucket(5, y, 100), 1);
-    assert_int_equal(ps_querier_heatmap_ybucket(99, y, 100), 19);
-    assert_int_equal(ps_querier_heatmap_ybucket(100, y, 100), 19); /* the largest: the last bucket */
-    assert_int_equal(ps_querier_heatmap_ybucket(1000, y, 100), 19);
-    assert_int_equal(ps_querier_heatmap_ybucket(-1, y, 100), -1);
+    assert_int_equal(ps_querier_heatmap_ybucket(0, y), 0);
+    assert_int_equal(ps_querier_heatmap_ybucket(4, y), 0);
+    assert_int_equal(ps_querier_heatmap_ybucket(5, y), 1);
+    assert_int_equal(ps_querier_heatmap_ybucket(99, y), 19);
+    assert_int_equal(ps_querier_heatmap_ybucket(100, y), 19); /* the largest: the last bucket */
+    assert_int_equal(ps_querier_heatmap_ybucket(1000, y), 19);
+    assert_int_equal(ps_querier_heatmap_ybucket(-1, y), -1);
     /* 10..17: width 0.35, truncated: starts 10,10,10,11,11,11,12,12,12,13,13,13,14,14,14,15,15,15,16,16 */
     ps_querier_heatmap_ybuckets(10, 17, y);
     int64_t want[PS_QUERIER_HEATMAP_BUCKETS] = {10, 10, 10, 11, 11, 11, 12, 12, 12, 13,
                                                 13, 13, 14, 14, 14, 15, 15, 15, 16, 16};
     for (int i = 0; i < PS_QUERIER_HEATMAP_BUCKETS; i++)
         assert_int_equal(y[i], want[i]);
-    assert_int_equal(ps_querier_heatmap_ybucket(10, y, 17), 2); /* buckets 0 and 1 are [10, 10) */
-    assert_int_equal(ps_querier_heatmap_ybucket(16, y, 17), 19);
-    assert_int_equal(ps_querier_heatmap_ybucket(17, y, 17), 19);
+    assert_int_equal(ps_querier_heatmap_ybucket(10, y), 2); /* buckets 0 and 1 are [10, 10) */
+    assert_int_equal(ps_querier_heatmap_ybucket(16, y), 19);
+    assert_int_equal(ps_querier_heatmap_ybucket(17, y), 19);
     /* one value v: [v, v + 1), every bucket starts at v, the last holds it */
     ps_querier_heatmap_ybuckets(7, 7, y);
     assert_int_equal(y[0], 7);
     assert_int_equal(y[19], 7);
-    assert_int_equal(ps_querier_heatmap_ybucket(7, y, 7), 19);
+    assert_int_equal(ps_querier_heatmap_ybucket(7, y), 19);
     /* the ends of int64: no overflow, every value in a bucket */
     ps_querier_heatmap_ybuckets(INT64_MIN, INT64_MAX, y);
     assert_true(y[0] == INT64_MIN);
     assert_true(y[10] > -1000000000000000LL && y[10] < 1000000000000000LL);
-    assert_int_equal(ps_querier_heatmap_ybucket(INT64_MIN, y, INT64_MAX), 0);
-    assert_int_equal(ps_querier_heatmap_ybucket(INT64_MAX, y, INT64_MAX), 19);
+    assert_int_equal(ps_querier_heatmap_ybucket(INT64_MIN, y), 0);
+    assert_int_equal(ps_querier_heatmap_ybucket(INT64_MAX, y), 19);
     ps_querier_heatmap_ybuckets(INT64_MAX, INT64_MAX, y);
-    assert_int_equal(ps_querier_heatmap_ybucket(INT64_MAX, y, INT64_MAX), 19);
+    assert_int_equal(ps_querier_heatmap_ybucket(INT64_MAX, y), 19);
     /* slots: (start + (k-1) step, start + k step], all at or before start in slot 0 */
     assert_int_equal(ps_querier_heatmap_slot(1000, 1000, 10), 0);
     assert_int_equal(ps_querier_heatmap_slot(990, 1000, 10), 0);
