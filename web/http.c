@@ -226,25 +226,17 @@ void ps_http_errors_write(const struct ps_http_stats *st, ps_buf_t *b)
     ps_metric_u64(b, &m_errors, NULL, (const char *const[]){"5xx"}, c5xx);
 }
 
-/* Text answers (JSON, Prometheus' text format, folded stacks) and Connect's binary answers of at
- * least this many bytes are gzipped for a client that accepts it; pprof is gzipped already and the
- * UI's assets are gzipped at build time (they set their own Content-Encoding). */
-#define GZIP_MIN_BYTES PS_GZIP_MIN_BYTES
-#define GZIP_LEVEL PS_GZIP_LEVEL
-#define compressible ps_answer_compressible
-
 /* A handler that set Content-Encoding or Vary chose the representation itself (the UI's assets,
- * gzipped at build time): it is sent as it is. */
+ * gzipped at build time): it is sent as it is. Otherwise task.c's ps_answer_gzip decides (text and
+ * Connect's binary answers of PS_GZIP_MIN_BYTES and more; pprof is gzipped already). */
 static bool negotiated(h2o_req_t *req)
 {
     return h2o_find_header(&req->res.headers, H2O_TOKEN_CONTENT_ENCODING, -1) != -1 ||
            h2o_find_header(&req->res.headers, H2O_TOKEN_VARY, -1) != -1;
 }
 
-static bool wants_gzip(h2o_req_t *req, int status, const char *content_type, size_t len)
+static bool accepts_gzip(h2o_req_t *req)
 {
-    if (len < GZIP_MIN_BYTES || status == 304 || status == 204 || !compressible(content_type))
-        return false;
     ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_ACCEPT_ENCODING, -1);
     return i != -1 && ps_ui_accepts_gzip(req->headers.entries[i].value.base, req->headers.entries[i].value.len);
 }
@@ -260,14 +252,14 @@ void ps_http_send(h2o_req_t *req, int status, const char *content_type, const vo
     if ((status == 429 || status == 503) && h2o_find_header(&req->res.headers, H2O_TOKEN_RETRY_AFTER, -1) == -1)
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT(PS_HTTP_RETRY_AFTER));
     ps_buf_t gz = PS_BUF_INIT;
-    if (!negotiated(req) && compressible(content_type) && len >= GZIP_MIN_BYTES) {
+    bool vary;
+    if (ps_answer_gzip(status, content_type, body, len, negotiated(req), accepts_gzip(req), &vary, &gz)) {
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_VARY, NULL, H2O_STRLIT("Accept-Encoding"));
-        if (wants_gzip(req, status, content_type, len) && ps_gzip(body, len, GZIP_LEVEL, &gz, NULL) == 0 &&
-            gz.len < len) {
-            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_ENCODING, NULL, H2O_STRLIT("gzip"));
-            body = gz.data;
-            len = gz.len;
-        }
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_ENCODING, NULL, H2O_STRLIT("gzip"));
+        body = gz.data;
+        len = gz.len;
+    } else if (vary) {
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_VARY, NULL, H2O_STRLIT("Accept-Encoding"));
     }
     /* a 304 has no body and must not say Content-Length: 0 (RFC 9110 8.6): h2o leaves it out */
     req->res.content_length = status == 304 ? SIZE_MAX : len;

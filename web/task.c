@@ -85,6 +85,14 @@ bool ps_answer_compressible(const char *content_type)
            strcmp(content_type, "application/proto") == 0; /* Connect's binary answers */
 }
 
+bool ps_answer_gzip(int status, const char *content_type, const void *body, size_t len, bool negotiated,
+                    bool gzip_ok, bool *vary, ps_buf_t *gz)
+{
+    *vary = !negotiated && ps_answer_compressible(content_type) && len >= PS_GZIP_MIN_BYTES;
+    return *vary && gzip_ok && status != 304 && status != 204 && ps_gzip(body, len, PS_GZIP_LEVEL, gz, NULL) == 0 &&
+           gz->len < len;
+}
+
 void ps_answer_set(ps_answer_t *a, int status, const char *content_type, const void *body, size_t len)
 {
     if (a->status != 0)
@@ -95,14 +103,14 @@ void ps_answer_set(ps_answer_t *a, int status, const char *content_type, const v
         ps_answer_header(a, "retry-after", PS_HTTP_RETRY_AFTER, strlen(PS_HTTP_RETRY_AFTER));
     ps_buf_t gz = PS_BUF_INIT;
     bool negotiated = ps_answer_get_header(a, "content-encoding") != NULL || ps_answer_get_header(a, "vary") != NULL;
-    if (!negotiated && ps_answer_compressible(content_type) && len >= PS_GZIP_MIN_BYTES) {
+    bool vary;
+    bool zipped = ps_answer_gzip(status, content_type, body, len, negotiated, a->gzip_ok, &vary, &gz);
+    if (vary)
         ps_answer_header(a, "vary", "Accept-Encoding", 15);
-        if (a->gzip_ok && status != 304 && status != 204 && ps_gzip(body, len, PS_GZIP_LEVEL, &gz, NULL) == 0 &&
-            gz.len < len) {
-            ps_answer_header(a, "content-encoding", "gzip", 4);
-            body = gz.data;
-            len = gz.len;
-        }
+    if (zipped) {
+        ps_answer_header(a, "content-encoding", "gzip", 4);
+        body = gz.data;
+        len = gz.len;
     }
     a->status = status;
     a->content_type = ps_arena_strndup(a->arena, content_type, strlen(content_type));

@@ -95,6 +95,13 @@ const char *ps_http_error_type(int status);
 void ps_answer_text_error(ps_answer_t *a, int code, const char *msg);
 /** Whether a content type is text (or Connect's binary) that ps_answer_set gzips. */
 bool ps_answer_compressible(const char *content_type);
+/** The one representation rule of both senders (ps_answer_set, http.c's ps_http_send): a text
+ *  answer of PS_GZIP_MIN_BYTES and more that the handler did not negotiate itself (negotiated: it
+ *  set Content-Encoding or Vary) says Vary: Accept-Encoding (*vary), and, when the client accepts
+ *  gzip (gzip_ok) and it is not a 304 or 204, is gzipped into gz. True when gz holds the body to
+ *  send (Content-Encoding: gzip): only when that is smaller. */
+bool ps_answer_gzip(int status, const char *content_type, const void *body, size_t len, bool negotiated,
+                    bool gzip_ok, bool *vary, ps_buf_t *gz);
 
 typedef struct ps_task ps_task_t;
 /** A route's work off the loop: fills t->ans (or holds t and has t->finish fill it). Returns 0. */
