@@ -378,10 +378,11 @@ def test_queries_take_turns_on_query_cpus(make_server):
     wait_for("three to run", lambda: metric(s, "profstore_query_inflight") == 3)
     wait_for("two to wait for their turn", lambda: metric(s, "profstore_query_waiting_for_cpu") == 2)
     assert metric(s, "profstore_query_computing") == 1
-    # the three together use at most one CPU (without turns they take both of a 2-CPU machine:
-    # measured 1.9); other load on the machine can only make it less
+    # the three together use one CPU: at most 1.1 (without turns, --query.cpus=0, they took 1.97 of
+    # this 2-CPU machine when it was idle; measured 0.99 with turns); other load on the machine can
+    # only make it less, but one query always computes
     share = query_cpu_share(s.proc.pid)
-    assert share <= 1.1, share
+    assert 0.3 <= share <= 1.1, share
     assert metric(s, "profstore_query_waiting_for_cpu") == 2
     assert s.get("/-/healthy")[0] == 200
     for x in socks:
