@@ -66,6 +66,24 @@ static int env_open_ro(const char *dir, MDB_env **env)
     return rc;
 }
 
+/* the pages first..last seen on the free list */
+typedef struct tail {
+    uint64_t first, last;
+    uint8_t *seen;
+} tail_t;
+
+static bool mark_tail(void *ctx, const uint8_t *pages, size_t n)
+{
+    tail_t *tl = ctx;
+    for (size_t i = 0; i < n; i++) {
+        size_t pg;
+        memcpy(&pg, pages + i * sizeof(size_t), sizeof(pg));
+        if (pg >= tl->first && pg <= tl->last)
+            tl->seen[pg - tl->first] = 1;
+    }
+    return true;
+}
+
 /* In a child: opens the store read-only and says (exit 0) whether every page from first to last
  * is on LMDB's free list. Exit 1: one is not; a signal: a page LMDB needed is past the end. */
 static int tail_is_free(const char *dir, uint64_t first, uint64_t last)
@@ -79,26 +97,11 @@ static int tail_is_free(const char *dir, uint64_t first, uint64_t last)
         ps_store_t cs = {0}; /* just the environment: no named database is opened */
         cs.dir = (char *)dir;
         ps_txn_t txn;
-        ps_cur_t cur;
-        if (seen == NULL || env_open_ro(dir, &cs.env) != 0 ||
-            ps_txn_begin(&txn, &cs, PS_TXN_READ, NULL, "") != 0 || !ps_cur_open(&cur, &txn, -1 /* free list */, ""))
+        if (seen == NULL || env_open_ro(dir, &cs.env) != 0 || ps_txn_begin(&txn, &cs, PS_TXN_READ, NULL, "") != 0)
             _exit(3);
-        for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur)) {
-            MDB_val v = cur.v;
-            /* an IDL: count, then that many page numbers (size_t each) */
-            if (v.mv_size < sizeof(size_t))
-                _exit(1);
-            size_t cnt;
-            memcpy(&cnt, v.mv_data, sizeof(cnt));
-            if (cnt > v.mv_size / sizeof(size_t) - 1)
-                _exit(1);
-            for (size_t i = 1; i <= cnt; i++) {
-                size_t pg;
-                memcpy(&pg, (const uint8_t *)v.mv_data + i * sizeof(size_t), sizeof(pg));
-                if (pg >= first && pg <= last)
-                    seen[pg - first] = 1;
-            }
-        }
+        tail_t tl = {first, last, seen};
+        if (!ps_txn_free_lists(&txn, mark_tail, &tl))
+            _exit(txn.ret != 0 ? 3 : 1);
         for (size_t i = 0; i < n; i++)
             if (!seen[i])
                 _exit(1);

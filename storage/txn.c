@@ -3,6 +3,7 @@
  * failure, and the one translation of LMDB's errors into PS_E codes and messages.
  */
 #include <errno.h>
+#include <string.h>
 #include <sys/statvfs.h>
 
 #include "internal.h"
@@ -184,16 +185,39 @@ bool ps_txn_stat(ps_txn_t *t, int db, MDB_stat *st)
     return t->ret == 0 && mdb_stat(t->txn, dbi_of(t, db), st) == 0;
 }
 
-uint64_t ps_txn_free_pages(ps_txn_t *t)
+bool ps_txn_free_lists(ps_txn_t *t, bool (*fn)(void *ctx, const uint8_t *pages, size_t n), void *ctx)
 {
     ps_cur_t c;
-    uint64_t n = 0;
     if (!ps_cur_open(&c, t, -1, "reading the free list"))
-        return 0;
-    for (bool on = ps_cur_first(&c); on; on = ps_cur_next(&c))
-        if (c.v.mv_size >= sizeof(size_t))
-            n += *(const size_t *)c.v.mv_data; /* an IDL: its count, then the page numbers */
+        return false;
+    bool ok = true;
+    for (bool on = ps_cur_first(&c); on && ok; on = ps_cur_next(&c)) {
+        /* an IDL: its count, then that many page numbers */
+        size_t cnt;
+        if (c.v.mv_size < sizeof(size_t))
+            ok = false;
+        else
+            memcpy(&cnt, c.v.mv_data, sizeof(cnt));
+        if (ok && cnt > c.v.mv_size / sizeof(size_t) - 1)
+            ok = false;
+        if (ok)
+            ok = fn(ctx, (const uint8_t *)c.v.mv_data + sizeof(size_t), cnt);
+    }
     ps_cur_close(&c);
+    return ok;
+}
+
+static bool count_pages(void *ctx, const uint8_t *pages, size_t n)
+{
+    (void)pages;
+    *(uint64_t *)ctx += n;
+    return true;
+}
+
+uint64_t ps_txn_free_pages(ps_txn_t *t)
+{
+    uint64_t n = 0;
+    ps_txn_free_lists(t, count_pages, &n);
     return n;
 }
 

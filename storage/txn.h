@@ -98,6 +98,10 @@ bool ps_txn_stat(ps_txn_t *t, int db, MDB_stat *st);
 /** Pages on LMDB's free list in t's snapshot (retention and compaction freed them; they are reused
  *  before the file grows); 0 if they cannot be read. */
 uint64_t ps_txn_free_pages(ps_txn_t *t);
+/** Calls fn with each record of LMDB's free list in t's snapshot (an IDL: n page numbers, each a
+ *  size_t in pages[i * sizeof(size_t)], unaligned). False when a record is shorter than its count
+ *  says (a damaged file), when fn answers false, or when the list cannot be read. */
+bool ps_txn_free_lists(ps_txn_t *t, bool (*fn)(void *ctx, const uint8_t *pages, size_t n), void *ctx);
 
 /** Opens a cursor over db (db < 0: LMDB's free-page database); what names a failed move. False if
  *  it failed (then closing c is a no-op). */
