@@ -131,7 +131,7 @@ static int compact_series(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, uin
         uint32_t n = 0;
         ps_key_sid_ts(kb, sid, INT64_MIN);
         bool on = ps_cur_seek(&cur, kb, 16);
-        while (on && n < max && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid) {
+        while (on && n < max && ps_cur_in_series(&cur, sid)) {
             ts[n] = ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8));
             if (ps_head_decode(cur.v.mv_data, cur.v.mv_size, &a, &ps[n]) != 0) {
                 ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged head record at %lld",
@@ -312,7 +312,7 @@ static int series_has_data(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid)
             return 1;
         uint8_t kb[16];
         ps_key_sid_ts(kb, sid, INT64_MIN);
-        int has = ps_cur_seek(&cur, kb, 16) && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid;
+        int has = ps_cur_seek(&cur, kb, 16) && ps_cur_in_series(&cur, sid);
         ps_cur_close(&cur);
         if (has || txn->ret)
             return 1;

@@ -95,7 +95,7 @@ int ps_float_pack_before(ps_store_writer_t *w, ps_txn_t *txn, ps_float_state_t *
     ps_float_pack_entry_t *run = NULL;
     size_t n = 0, bytes = 1 + 10;
     int64_t oldest = 0;
-    while (on && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid && n < cap) {
+    while (on && ps_cur_in_series(&cur, sid) && n < cap) {
         MDB_val k = cur.k, v = cur.v;
         /* bounds without decoding: t0 after the sample count, max_t from the key (checked below) */
         const uint8_t *b = v.mv_data;
@@ -223,7 +223,7 @@ static int float_state_load(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, p
     int ret = 0;
     ps_float_sample_t last = {0, 0};
     bool has = false;
-    if (ps_cur_seek_before(&cur, kb, 16) && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid) {
+    if (ps_cur_seek_before(&cur, kb, 16) && ps_cur_in_series(&cur, sid)) {
         int64_t cmin, cmax;
         if (ps_float_chunk_bounds(cur.v.mv_data, cur.v.mv_size, &cmin, &cmax, &last, &why) != 0)
             ret = ps_float_damaged(err, sid, "chunk", &why);

@@ -247,7 +247,7 @@ static int float_walk_run_(float_walk_t *w)
         return ps_txn_error(txn, w->err);
     int64_t from = w->mint <= -T_MS_MAX ? INT64_MIN : w->mint > T_MS_MAX ? INT64_MAX : t_key(w->mint);
     ps_key_sid_ts(kb, w->sid, from);
-    for (bool on = ps_cur_seek(&cur, kb, 16); on && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == w->sid;
+    for (bool on = ps_cur_seek(&cur, kb, 16); on && ps_cur_in_series(&cur, w->sid);
          on = ps_cur_next(&cur))
         if ((ret = float_walk_one(w, &cur.v, "chunk")) != 0 || w->past)
             break;
@@ -333,7 +333,7 @@ int ps_float_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t 
     int64_t at = maxt > T_MS_MAX ? INT64_MAX : maxt < -T_MS_MAX ? INT64_MIN : t_key(maxt);
     ps_key_sid_ts(kb, sid, at);
     int64_t from = mint;
-    if (ps_cur_seek_before(&cur, kb, 16) && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid) {
+    if (ps_cur_seek_before(&cur, kb, 16) && ps_cur_in_series(&cur, sid)) {
         int64_t prev_max = floor_div(ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8)), 1000000);
         if (prev_max > from)
             from = prev_max;

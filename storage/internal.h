@@ -15,6 +15,13 @@
 #include "store.h"
 #include "txn.h"
 
+/* Whether cursor c stands on a key sid(8 BE) x(8 BE) of series sid: the keys of the per-series
+ * databases (head, chunks, float chunks and heads). */
+static inline bool ps_cur_in_series(const ps_cur_t *c, uint64_t sid)
+{
+    return c->k.mv_size == 16 && ps_get_be64(c->k.mv_data) == sid;
+}
+
 /* Named databases. The order is the index into ps_store_t.dbi; names are on disk forever. */
 enum {
     DB_INFO,        /* "schema" -> u32 BE version; "next" -> next ids */

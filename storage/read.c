@@ -291,7 +291,7 @@ static int walk_db(walk_t *w, int db)
         return ps_txn_error(txn, w->err);
     ps_key_sid_ts(kb, w->sid, w->start);
     bool on = ps_cur_seek(&cur, kb, 16);
-    while (on && ret == 0 && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == w->sid) {
+    while (on && ret == 0 && ps_cur_in_series(&cur, w->sid)) {
         MDB_val k = cur.k, v = cur.v;
         ps_arena_reset(&w->arena);
         if (db == DB_CHUNKS) {
@@ -444,7 +444,7 @@ int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, i
     else
         ps_key_sid_ts(kb, sid, end + 1);
     int ret = PS_ENOTFOUND;
-    if (ps_cur_seek_before(&cur, kb, 16) && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid) {
+    if (ps_cur_seek_before(&cur, kb, 16) && ps_cur_in_series(&cur, sid)) {
         int64_t t = ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8));
         if (t >= start && t <= end) {
             *ts = t;
@@ -464,7 +464,7 @@ int ps_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, i
         return ps_txn_error(txn, err);
     }
     ps_key_sid_ts(kb, sid, start);
-    for (bool on = ps_cur_seek(&cur, kb, 16); on && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid;
+    for (bool on = ps_cur_seek(&cur, kb, 16); on && ps_cur_in_series(&cur, sid);
          on = ps_cur_next(&cur)) {
         MDB_val k = cur.k, v = cur.v;
         ps_chunk_header_t h;
@@ -513,7 +513,7 @@ int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
     if (!ps_cur_open(&cur, txn, DB_CHUNKS, "reading chunks"))
         return ps_txn_error(txn, err);
     ps_key_sid_ts(kb, sid, start);
-    if (ps_cur_seek(&cur, kb, 16) && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid) {
+    if (ps_cur_seek(&cur, kb, 16) && ps_cur_in_series(&cur, sid)) {
         ps_chunk_header_t h;
         if (ps_chunk_header(cur.v.mv_data, cur.v.mv_size, &h) != 0)
             has = chunk_damaged(err, sid, &cur.k);
@@ -527,7 +527,7 @@ int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
         return has;
     if (!ps_cur_open(&cur, txn, DB_HEAD, "reading head"))
         return ps_txn_error(txn, err);
-    if (ps_cur_seek(&cur, kb, 16) && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid)
+    if (ps_cur_seek(&cur, kb, 16) && ps_cur_in_series(&cur, sid))
         has = ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8)) <= end;
     else
         has = ps_txn_error(txn, err);
@@ -552,7 +552,7 @@ int ps_reader_footprint(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end
     if (!ps_cur_open(&cur, txn, DB_CHUNKS, "reading chunks"))
         return ps_txn_error(txn, err);
     ps_key_sid_ts(kb, sid, start); /* a chunk's key is its newest profile */
-    for (bool on = ps_cur_seek(&cur, kb, 16); on && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid;
+    for (bool on = ps_cur_seek(&cur, kb, 16); on && ps_cur_in_series(&cur, sid);
          on = ps_cur_next(&cur)) {
         ps_chunk_header_t h;
         if (ps_chunk_header(cur.v.mv_data, cur.v.mv_size, &h) != 0) {
@@ -572,7 +572,7 @@ int ps_reader_footprint(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end
         return ret;
     if (!ps_cur_open(&cur, txn, DB_HEAD, "reading head"))
         return ps_txn_error(txn, err);
-    for (bool on = ps_cur_seek(&cur, kb, 16); on && cur.k.mv_size == 16 && ps_get_be64(cur.k.mv_data) == sid;
+    for (bool on = ps_cur_seek(&cur, kb, 16); on && ps_cur_in_series(&cur, sid);
          on = ps_cur_next(&cur)) {
         if (ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8)) > end)
             break;
