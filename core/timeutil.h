@@ -13,6 +13,11 @@
 
 #define PS_NS_PER_S 1000000000ll
 
+/** ns since the epoch as whole ms, rounded down (toward the past, also before 1970). */
+static inline int64_t ps_ns_to_ms_floor(int64_t ns)
+{
+    return ns / 1000000 - (ns % 1000000 < 0);
+}
 /** Current wall-clock time in ns since the epoch. */
 int64_t ps_time_now(void);
 /** Monotonic clock in ns. */

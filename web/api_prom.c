@@ -72,12 +72,6 @@ static void send_json(ps_qctx_t *c)
     ps_task_send(c->t, 200, "application/json", c->out.data, c->out.len);
 }
 
-static int64_t ns_to_ms(int64_t ns)
-{
-    int64_t q = ns / 1000000;
-    return ns % 1000000 < 0 ? q - 1 : q;
-}
-
 /* The evaluator's answer in Prometheus' shape (docs/protocols.md, "Prometheus HTTP API"). */
 static void json_result(ps_qctx_t *c, const ps_pq_result_t *res)
 {
@@ -165,13 +159,13 @@ static int do_query(ps_qctx_t *c, bool instant)
             return ps_err_set(&c->err, PS_EINVAL,
                               "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query "
                               "resolution (?step=XX)");
-        step = ns_to_ms(step) > 0 ? ns_to_ms(step) : 1;
+        step = ps_ns_to_ms_floor(step) > 0 ? ps_ns_to_ms_floor(step) : 1;
     }
-    o.start = ns_to_ms(start);
-    o.end = ns_to_ms(end);
+    o.start = ps_ns_to_ms_floor(start);
+    o.end = ps_ns_to_ms_floor(end);
     o.step = step;
     if (lookback > 0)
-        o.lookback = ns_to_ms(lookback);
+        o.lookback = ps_ns_to_ms_floor(lookback);
     ps_pq_node_t *e = NULL;
     if ((ret = ps_pq_parse(q->value, q->vlen, NULL, &c->arena, &e, &c->err)) != 0)
         return ps_err_prefix(&c->err, "invalid parameter \"query\"");

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "connect.h"
+#include "core/timeutil.h"
 #include "internal.h"
 #include "proto/pprof.h"
 #include "proto/querier.h"
@@ -186,11 +187,6 @@ int ps_connect_querier_series(ps_connect_call_t *c)
     return finish(&q, ret);
 }
 
-static int64_t floor_ms(int64_t ns)
-{
-    return ns / 1000000 - (ns % 1000000 < 0);
-}
-
 /* GetProfileStats (types.v1.GetProfileStatsRequest, no fields): whether any profile is stored and
  * the oldest and newest profile times (ms) over the whole store, all tenants' profile series alike.
  * Nothing stored: false, INT64_MAX, INT64_MIN, as Pyroscope answers for no blocks. */
@@ -204,8 +200,8 @@ int ps_connect_querier_profile_stats(ps_connect_call_t *c)
     if (ret == 0)
         ret = ps_querier_profile_stats(q.r, q.a, &st, &q.err);
     if (ret == 0)
-        ps_qr_encode_profile_stats(c->codec, st.ingested, st.ingested ? floor_ms(st.oldest_ns) : INT64_MAX,
-                                   st.ingested ? floor_ms(st.newest_ns) : INT64_MIN, &q.out);
+        ps_qr_encode_profile_stats(c->codec, st.ingested, st.ingested ? ps_ns_to_ms_floor(st.oldest_ns) : INT64_MAX,
+                                   st.ingested ? ps_ns_to_ms_floor(st.newest_ns) : INT64_MIN, &q.out);
     return finish(&q, ret);
 }
 
