@@ -34,6 +34,9 @@ static const struct {
     [DB_FPREFIX] = {"fprefix", 0},
     [DB_FWDLOG] = {"fwdlog", 0},
     [DB_FWDCURSOR] = {"fwdcursor", 0},
+    [DB_SPANS] = {"spans", 0},
+    [DB_UUIDS] = {"uuids", MDB_DUPSORT | MDB_DUPFIXED},
+    [DB_PUUID] = {"puuid", 0},
 };
 
 
@@ -209,10 +212,11 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
             goto Exit;
         }
         uint32_t ver = ps_get_be32(v.mv_data);
-        if (ver >= 1 && ver <= 3) {
+        if (ver >= 1 && ver <= 4) {
             /* version 1 holds profile series only, version 2 float series too (fhead records of
-             * encoding 2 only), version 3 split open chunks (fhead 04, fprefix), all in records
-             * version 4 reads as they are (it adds closed chunk encodings 06 and 07): the upgrade
+             * encoding 2 only), version 3 split open chunks (fhead 04, fprefix), version 4 dense
+             * closed chunks (06, 07), all in records version 5 reads as they are (it adds the span
+             * index and profile ids, which stay empty for the profiles stored before): the upgrade
              * is the new databases (created below) and the version number, in this transaction.
              * An older profstore refuses the directory afterwards. */
             uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};

@@ -40,6 +40,9 @@ enum {
     DB_FPREFIX,     /* txn id(8 BE) sid(8 BE) -> 0x05 the stable start of an open chunk whose fhead is a tail (schema 3) */
     DB_FWDLOG,      /* seq(8 BE) -> wall ns(8 BE) + the entry's bytes (made by src/forward; fwdlog.c) */
     DB_FWDCURSOR,   /* endpoint name -> seq(8 BE): the last entry that endpoint acknowledged */
+    DB_SPANS,       /* hour(4 BE) span(8) sid(8 BE) ts(8, sign flipped) -> empty: the span index (schema 5; spans.c) */
+    DB_UUIDS,       /* uuid(16) -> dup sid(8 BE) ts(8): the profiles a client-given id names (schema 5) */
+    DB_PUUID,       /* sid(8 BE) ts(8, sign flipped) -> uuid(16): a profile's client-given id (schema 5) */
     DB_COUNT
 };
 
@@ -246,6 +249,13 @@ int ps_float_reader_samples(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t 
                             int (*cb)(void *ctx, const ps_float_sample_t *s, size_t n), void *ctx, ps_err_t *err);
 int ps_float_reader_latest(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, int64_t *ts, ps_err_t *err);
 int ps_float_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
+
+/* spans.c: the span index and profile ids inside a write transaction; the spans key of (span, sid, ts) */
+void ps_span_key(uint8_t k[28], uint64_t span, uint64_t sid, int64_t ts);
+int ps_span_put(ps_txn_t *txn, uint64_t span, uint64_t sid, int64_t ts, ps_err_t *err);
+int ps_uuid_put(ps_txn_t *txn, const uint8_t uuid[16], uint64_t sid, int64_t ts, ps_err_t *err);
+/* drops the spans entries of the hours ended before cutoff, and the ids of profiles older than it */
+int ps_ids_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
 
 /* fwdlog.c: the forwarding log inside a write transaction */
 int ps_forward_log_put(ps_store_writer_t *w, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);

@@ -20,9 +20,9 @@
 #include "core/mem.h"
 #include "core/profile.h"
 
-#define PS_SCHEMA_VERSION 4 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
-                              * fprefix; 4: closed float chunks dense (06, 07); a version 1-3 directory
-                              * is upgraded at open */
+#define PS_SCHEMA_VERSION 5 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
+                              * fprefix; 4: closed float chunks dense (06, 07); 5: span index, profile
+                              * ids; a version 1-4 directory is upgraded at open */
 
 typedef struct ps_store ps_store_t;
 /* The store's writer: what the writing thread keeps between transactions (caches, id counters). */
@@ -125,6 +125,10 @@ typedef struct ps_append {
      * stored time and duration are the body's own, instead of encoding the profile again */
     const uint8_t *raw;
     size_t raw_len;
+    /* in, optional: the client's id of this profile (Pyroscope's RawSample.ID, 16 bytes; NULL:
+     * none), stored with each of its series' (sid, ts) when the profile is stored (not for a
+     * duplicate) */
+    const uint8_t *uuid;
 } ps_append_t;
 
 /**
@@ -372,6 +376,32 @@ int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
 int ps_reader_materialize(ps_reader_t *r, const uint64_t *nodes, const int64_t *values, size_t n, uint32_t nvalues,
                           const char *const *sample_types, const char *const *period_type, ps_arena_t *arena,
                           ps_profile_t *out, ps_err_t *err);
+
+/* ---- span index and client profile ids (spans.c; docs/FORMAT.md "Span index") ----
+ * A sample's span is its first pprof label named span_id or profile_id (pyroscope-go's older otel
+ * integration) whose value is 16 hex digits, not all zero (Pyroscope's rule); each append indexes
+ * (span, series, ts) for every span with a nonzero sample value in that series. */
+
+/** Parses a span id: exactly 16 hex digits (either case), not all zero, into *span (the 8 bytes
+ *  big-endian). */
+bool ps_span_parse(const char *s, size_t n, uint64_t *span);
+/** Parses a UUID: 8-4-4-4-12 hex digits or 32 hex digits (either case), into out. */
+bool ps_uuid_parse(const char *s, size_t n, uint8_t out[16]);
+
+/** Calls cb(sid, ts) for each profile holding samples of span with start <= ts <= end (ns; clamped
+ *  to the reader's retention), by hour, then series, then time: one seek per hour of the range. */
+int ps_reader_span_profiles(ps_reader_t *r, uint64_t span, int64_t start, int64_t end,
+                            int (*cb)(void *ctx, uint64_t sid, int64_t ts), void *ctx, ps_err_t *err);
+/** The span of the samples whose stack ends at node (its label set's, see above), 0 if none. */
+int ps_reader_node_span(ps_reader_t *r, uint64_t node, uint64_t *span, ps_err_t *err);
+
+/** Any thread: the client-given id of profile (sid, ts) into out: 1 found, 0 none, or a negative
+ *  PS_E code (err says). */
+int ps_store_profile_uuid(ps_store_t *s, uint64_t sid, int64_t ts, uint8_t out[16], ps_err_t *err);
+/** Any thread: the profiles (one per series of the push) that uuid names: how many (0: none), the
+ *  first max of them in sid[], ts[] (by sid, then ts); or a negative PS_E code. */
+int ps_store_profile_by_uuid(ps_store_t *s, const uint8_t uuid[16], uint64_t *sid, int64_t *ts, size_t max,
+                             ps_err_t *err);
 
 /* ---- samples: float series (Prometheus) and profile totals, as one kind of answer ---- */
 

@@ -174,6 +174,42 @@ static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
 }
 #undef STR
 
+/* The span of each sample (0: none; see store.h "span index") into spans; false if no sample has one. */
+static bool sample_spans(const ps_profile_t *p, uint64_t *spans)
+{
+    uint32_t k1 = 0, k2 = 0; /* string indexes of span_id and profile_id (0: absent) */
+    for (uint32_t i = 1; i < p->nstrings && (k1 == 0 || k2 == 0); i++) {
+        if (p->strings[i].len == 7 && memcmp(p->strings[i].ptr, "span_id", 7) == 0)
+            k1 = i;
+        else if (p->strings[i].len == 10 && memcmp(p->strings[i].ptr, "profile_id", 10) == 0)
+            k2 = i;
+    }
+    if (k1 == 0 && k2 == 0)
+        return false;
+    bool any = false;
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        const ps_sample_t *smp = &p->samples[i];
+        spans[i] = 0;
+        for (uint32_t j = 0; j < smp->nlabels; j++) {
+            uint32_t key = smp->labels[j].key;
+            if (key == 0 || (key != k1 && key != k2))
+                continue;
+            ps_str_t v = ps_profile_str(p, smp->labels[j].str);
+            if (ps_span_parse(v.ptr, v.len, &spans[i])) {
+                any = true;
+                break;
+            }
+        }
+    }
+    return any;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* Checks order against what each series holds. Returns 1 if some series already has ts (a
  * possible duplicate), 0 if all is new, <0 on error. */
 static int check_order(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, ps_err_t *err)
@@ -232,6 +268,9 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     order = sort_by_node(nodes, p->nsamples, order, tmp);
     uint64_t *pn = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
     int64_t *pv = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(int64_t));
+    uint64_t *spans = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
+    uint64_t *sset = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
+    bool has_spans = sample_spans(p, spans);
     for (uint32_t si = 0; si < it->nseries; si++) {
         uint32_t t = it->type_index[si];
         /* identical stacks (pprof allows repeats) are summed, as pprof does when it loads a profile */
@@ -287,6 +326,18 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
                 w->wc->due[w->wc->ndue++] = sid;
             }
             if ((ret = ps_series_put_state(w, txn, sid, st, err)) != 0)
+                goto Exit;
+            /* the span index: each span with a value in this series, once */
+            uint32_t ns = 0;
+            for (uint32_t k = 0; has_spans && k < p->nsamples; k++)
+                if (spans[k] != 0 && p->samples[k].values[t] != 0)
+                    sset[ns++] = spans[k];
+            if (ns > 1)
+                qsort(sset, ns, sizeof(uint64_t), cmp_u64);
+            for (uint32_t k = 0; k < ns; k++)
+                if ((k == 0 || sset[k] != sset[k - 1]) && (ret = ps_span_put(txn, sset[k], sid, it->ts, err)) != 0)
+                    goto Exit;
+            if (it->uuid != NULL && (ret = ps_uuid_put(txn, it->uuid, sid, it->ts, err)) != 0)
                 goto Exit;
         }
         it->series_ids[si] = sid;

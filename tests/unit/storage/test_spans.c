@@ -1,0 +1,386 @@
+/*
+ * test_spans.c - the span index and client profile ids (storage/spans.c, schema 5): a hand-built
+ * profile whose samples carry span_id and profile_id labels (valid, invalid, none) appended,
+ * looked up by span over ranges, each stack node's span; profile ids both ways; retention drops
+ * both; a schema 4 directory (without the new databases) upgraded in place.
+ */
+#include <lmdb.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../testutil.h"
+#include "../storewriter.h"
+
+#include "core/timeutil.h"
+#include "storage/internal.h"
+#include "storage/store.h"
+
+#define H (3600ll * PS_NS_PER_S)
+#define SPAN_A 0x00000000000000aaull
+#define SPAN_B 0x0123456789abcdefull
+#define SPAN_C 0xfedcba9876543210ull
+
+static char *tmpdir(void) { return ps_test_tmpdir("/tmp/ps-test-spans-XXXXXX"); }
+
+static ps_store_t *open_store(const char *dir, int64_t retention)
+{
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = dir;
+    o.map_size = 1ull << 30;
+    o.retention_ns = retention;
+    o.nosync = true;
+    ps_store_t *s = NULL;
+    ps_err_t err;
+    if (ps_store_open(&o, &s, &err) != 0)
+        fail_msg("open: %s", err.msg);
+    return s;
+}
+
+/* strings of the profile */
+enum { S_EMPTY, S_CPU, S_NS, S_SAMPLES, S_COUNT, S_SPAN, S_PID, S_A, S_B, S_C, S_BAD, S_MAIN, S_F, S_ZERO, S_N };
+static ps_str_t strs[S_N] = {
+    {"", 0}, {"cpu", 3}, {"nanoseconds", 11}, {"samples", 7}, {"count", 5}, {"span_id", 7}, {"profile_id", 10},
+    {"00000000000000aa", 16}, {"0123456789ABCDEF", 16}, {"fedcba9876543210", 16}, {"00000000000000ag", 16},
+    {"main", 4}, {"f", 1}, {"0000000000000000", 16},
+};
+
+/* Samples (cpu, samples): main [A] 10/1; f<main [B] 20/2; main [none] 5/1; f [profile_id C] 7/1;
+ * main [span_id "…ag", not hex] 3/1; f [span_id all zero] 4/1; f<main [A, B: the first wins] 0/6. */
+typedef struct built {
+    ps_profile_t p;
+    ps_sample_t smp[7];
+    ps_label_t lab[8];
+    int64_t vals[14];
+    uint32_t locs[12];
+    ps_function_t fn[2];
+    ps_location_t loc[2];
+    ps_line_t line[2];
+    ps_value_type_t types[2];
+    ps_labels_t series[2];
+    ps_label_pair_t pairs[2][2];
+    uint32_t ti[2];
+    uint64_t sids[2];
+    uint32_t nsmp[2];
+    ps_append_t app;
+} built_t;
+
+static void build(built_t *b, int64_t ts, const uint8_t *uuid)
+{
+    memset(b, 0, sizeof(*b));
+    b->fn[0] = (ps_function_t){.name = S_MAIN};
+    b->fn[1] = (ps_function_t){.name = S_F};
+    b->line[0] = (ps_line_t){.function = 1, .line = 1};
+    b->line[1] = (ps_line_t){.function = 2, .line = 2};
+    b->loc[0] = (ps_location_t){.address = 0x10, .nlines = 1, .lines = &b->line[0]};
+    b->loc[1] = (ps_location_t){.address = 0x20, .nlines = 1, .lines = &b->line[1]};
+    static const int64_t v[14] = {10, 1, 20, 2, 5, 1, 7, 1, 3, 1, 4, 1, 0, 6};
+    memcpy(b->vals, v, sizeof(v));
+    b->lab[0] = (ps_label_t){.key = S_SPAN, .str = S_A};
+    b->lab[1] = (ps_label_t){.key = S_SPAN, .str = S_B};
+    b->lab[2] = (ps_label_t){.key = S_PID, .str = S_C};
+    b->lab[3] = (ps_label_t){.key = S_SPAN, .str = S_BAD};
+    b->lab[4] = (ps_label_t){.key = S_SPAN, .str = S_ZERO};
+    b->lab[5] = (ps_label_t){.key = S_SPAN, .str = S_A};
+    b->lab[6] = (ps_label_t){.key = S_SPAN, .str = S_B};
+    /* stacks, leaf first: main | f main | main | f | main | f | f main */
+    static const uint32_t l[10] = {1, 2, 1, 1, 2, 1, 2, 2, 1, 0};
+    memcpy(b->locs, l, sizeof(l));
+    const uint32_t nl[7] = {1, 2, 1, 1, 1, 1, 2}, off[7] = {0, 1, 3, 4, 5, 6, 7};
+    const uint32_t nlab[7] = {1, 1, 0, 1, 1, 1, 2}, loff[7] = {0, 1, 2, 2, 3, 4, 5};
+    for (int i = 0; i < 7; i++)
+        b->smp[i] = (ps_sample_t){.nlocs = nl[i], .locs = &b->locs[off[i]], .values = &b->vals[2 * i],
+                                  .nlabels = nlab[i], .labels = nlab[i] ? &b->lab[loff[i]] : NULL};
+    b->types[0] = (ps_value_type_t){S_CPU, S_NS};
+    b->types[1] = (ps_value_type_t){S_SAMPLES, S_COUNT};
+    b->p = (ps_profile_t){.nstrings = S_N, .strings = strs, .ntypes = 2, .sample_types = b->types, .nsamples = 7,
+                          .samples = b->smp, .nfunctions = 2, .functions = b->fn, .nlocations = 2,
+                          .locations = b->loc, .period_type = {S_CPU, S_NS}, .period = 10000000, .time_nanos = ts};
+    static const char *names[2] = {"process_cpu:cpu:nanoseconds:cpu:nanoseconds",
+                                   "process_cpu:samples:count:cpu:nanoseconds"};
+    for (int i = 0; i < 2; i++) {
+        b->pairs[i][0] = (ps_label_pair_t){.name = "__name__", .nlen = 8, .value = names[i], .vlen = (uint32_t)strlen(names[i])};
+        b->pairs[i][1] = (ps_label_pair_t){.name = "job", .nlen = 3, .value = "api", .vlen = 3};
+        b->series[i] = (ps_labels_t){2, b->pairs[i]};
+        b->ti[i] = (uint32_t)i;
+    }
+    b->app = (ps_append_t){.profile = &b->p, .nseries = 2, .series_labels = b->series, .type_index = b->ti, .ts = ts,
+                           .duration = 10 * PS_NS_PER_S, .period = 10000000, .series_ids = b->sids,
+                           .series_samples = b->nsmp, .uuid = uuid};
+}
+
+static void append(ps_store_t *s, built_t *b, int64_t ts, const uint8_t *uuid)
+{
+    build(b, ts, uuid);
+    ps_append_t *items[1] = {&b->app};
+    ps_err_t err;
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), items, 1, &err), 0);
+    if (b->app.status != 0)
+        fail_msg("append: %s", b->app.err.msg);
+}
+
+typedef struct hits {
+    int n;
+    uint64_t sid[16];
+    int64_t ts[16];
+} hits_t;
+
+static int on_hit(void *ctx, uint64_t sid, int64_t ts)
+{
+    hits_t *h = ctx;
+    if (h->n < 16) {
+        h->sid[h->n] = sid;
+        h->ts[h->n] = ts;
+    }
+    h->n++;
+    return 0;
+}
+
+static hits_t lookup(ps_store_t *s, uint64_t span, int64_t start, int64_t end)
+{
+    ps_reader_t *r;
+    ps_err_t err;
+    hits_t h = {0};
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    ps_reader_unclamp(r);
+    assert_int_equal(ps_reader_span_profiles(r, span, start, end, on_hit, &h, &err), 0);
+    ps_reader_end(r);
+    return h;
+}
+
+static void test_span_parse(void **state)
+{
+    uint64_t v = 0;
+    assert_true(ps_span_parse("0123456789abcdef", 16, &v));
+    assert_true(v == SPAN_B);
+    assert_true(ps_span_parse("0123456789ABCDEF", 16, &v));
+    assert_true(v == SPAN_B);
+    assert_false(ps_span_parse("0123456789abcde", 15, &v));
+    assert_false(ps_span_parse("0123456789abcdef0", 17, &v));
+    assert_false(ps_span_parse("0123456789abcdeg", 16, &v));
+    assert_false(ps_span_parse("0000000000000000", 16, &v));
+    uint8_t u[16], w[16];
+    assert_true(ps_uuid_parse("7c9e6679-7425-40de-944b-e07fc1f90ae7", 36, u));
+    assert_true(ps_uuid_parse("7C9E6679742540DE944BE07FC1F90AE7", 32, w));
+    assert_memory_equal(u, w, 16);
+    assert_int_equal(u[0], 0x7c);
+    assert_int_equal(u[15], 0xe7);
+    assert_false(ps_uuid_parse("7c9e6679+7425-40de-944b-e07fc1f90ae7", 36, u));
+    assert_false(ps_uuid_parse("7c9e6679-7425-40de-944b-e07fc1f90ae", 35, u));
+    assert_false(ps_uuid_parse("", 0, u));
+}
+
+typedef struct node_ctx {
+    ps_reader_t *r;
+    int64_t want_total;
+    uint64_t span_of_value[32]; /* value -> span seen (values are distinct) */
+    int n;
+} node_ctx_t;
+
+static int on_profile(void *ctx, const ps_stored_profile_t *p)
+{
+    node_ctx_t *c = ctx;
+    ps_err_t err;
+    c->n++;
+    assert_int_equal(p->total, c->want_total);
+    for (uint32_t i = 0; i < p->n; i++) {
+        uint64_t span = 1;
+        assert_int_equal(ps_reader_node_span(c->r, p->nodes[i], &span, &err), 0);
+        assert_true(p->values[i] > 0 && p->values[i] < 32);
+        c->span_of_value[p->values[i]] = span;
+    }
+    return 0;
+}
+
+static void test_append_lookup_ids(void **state)
+{
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    int64_t t0 = 1796022364000000000ll; /* 2026-11-30T... */
+    const uint8_t u1[16] = {0x7c, 0x9e, 0x66, 0x79, 0x74, 0x25, 0x40, 0xde, 0x94, 0x4b, 0xe0, 0x7f, 0xc1, 0xf9, 0x0a, 0xe7};
+    const uint8_t u2[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    built_t b;
+    append(s, &b, t0, u1);
+    uint64_t cpu = b.sids[0], smp = b.sids[1];
+    assert_true(cpu != smp);
+    append(s, &b, t0 + 2 * H, NULL);
+    /* an identical retry with another id is a duplicate: nothing written, no id */
+    append(s, &b, t0 + 2 * H, u2);
+    assert_true(b.app.duplicate);
+
+    /* span A: samples 0 (both types) and 6 (samples only) */
+    hits_t h = lookup(s, SPAN_A, t0, t0);
+    assert_int_equal(h.n, 2);
+    assert_true(h.sid[0] == cpu && h.ts[0] == t0);
+    assert_true(h.sid[1] == smp && h.ts[1] == t0);
+    h = lookup(s, SPAN_A, t0 - H, t0 + 3 * H);
+    assert_int_equal(h.n, 4);
+    assert_true(h.sid[2] == cpu && h.ts[2] == t0 + 2 * H);
+    h = lookup(s, SPAN_A, t0 + 1, t0 + 2 * H - 1);
+    assert_int_equal(h.n, 0);
+    h = lookup(s, SPAN_A, t0 + 2 * H, INT64_MAX);
+    assert_int_equal(h.n, 2);
+    /* span B: sample 1 only (sample 6's first label is A); C from the legacy profile_id label */
+    h = lookup(s, SPAN_B, t0, t0);
+    assert_int_equal(h.n, 2);
+    h = lookup(s, SPAN_C, t0, t0);
+    assert_int_equal(h.n, 2);
+    /* not indexed: "…ag" (not hex), all zero, a span never written */
+    h = lookup(s, 0xaaull << 8, INT64_MIN, INT64_MAX);
+    assert_int_equal(h.n, 0);
+    h = lookup(s, 0, INT64_MIN, INT64_MAX);
+    assert_int_equal(h.n, 0);
+    h = lookup(s, 0x1111111111111111ull, INT64_MIN, INT64_MAX);
+    assert_int_equal(h.n, 0);
+
+    /* each stored node's span */
+    ps_reader_t *r;
+    ps_err_t err;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    node_ctx_t c = {.r = r, .want_total = 49};
+    assert_int_equal(ps_reader_profiles(r, cpu, t0, t0, false, on_profile, &c, &err), 0);
+    assert_int_equal(c.n, 1);
+    assert_true(c.span_of_value[10] == SPAN_A);
+    assert_true(c.span_of_value[20] == SPAN_B);
+    assert_true(c.span_of_value[5] == 0);
+    assert_true(c.span_of_value[7] == SPAN_C);
+    assert_true(c.span_of_value[3] == 0);
+    assert_true(c.span_of_value[4] == 0);
+    ps_reader_end(r);
+
+    /* profile ids both ways */
+    uint8_t got[16];
+    assert_int_equal(ps_store_profile_uuid(s, cpu, t0, got, &err), 1);
+    assert_memory_equal(got, u1, 16);
+    assert_int_equal(ps_store_profile_uuid(s, smp, t0, got, &err), 1);
+    assert_memory_equal(got, u1, 16);
+    assert_int_equal(ps_store_profile_uuid(s, cpu, t0 + 2 * H, got, &err), 0);
+    assert_int_equal(ps_store_profile_uuid(s, cpu, t0 + 1, got, &err), 0);
+    uint64_t sids[4];
+    int64_t tss[4];
+    assert_int_equal(ps_store_profile_by_uuid(s, u1, sids, tss, 4, &err), 2);
+    assert_true(sids[0] == cpu && tss[0] == t0 && sids[1] == smp && tss[1] == t0);
+    assert_int_equal(ps_store_profile_by_uuid(s, u1, sids, tss, 1, &err), 2); /* counts past max */
+    assert_int_equal(ps_store_profile_by_uuid(s, u2, sids, tss, 4, &err), 0);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_retention(void **state)
+{
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 3 * H);
+    int64_t now = ps_time_now();
+    const uint8_t u1[16] = {0xaa}, u2[16] = {0xbb};
+    built_t b;
+    append(s, &b, now - 5 * H / 2, u1);
+    uint64_t cpu = b.sids[0];
+    append(s, &b, now, u2);
+    assert_int_equal(lookup(s, SPAN_A, INT64_MIN, INT64_MAX).n, 4);
+    ps_err_t err;
+    /* an hour later: cutoff now - 2 h; the old profile is 1.5 h before it, in an hour that ended */
+    uint32_t dropped = 0;
+    assert_int_equal(ps_store_retain(ps_test_writer(s), now + H, &dropped, &err), 0);
+    hits_t h = lookup(s, SPAN_A, INT64_MIN, INT64_MAX);
+    assert_int_equal(h.n, 2);
+    assert_true(h.ts[0] == now && h.ts[1] == now);
+    uint8_t got[16];
+    uint64_t sids[4];
+    int64_t tss[4];
+    assert_int_equal(ps_store_profile_uuid(s, cpu, now - 5 * H / 2, got, &err), 0);
+    assert_int_equal(ps_store_profile_by_uuid(s, u1, sids, tss, 4, &err), 0);
+    assert_int_equal(ps_store_profile_by_uuid(s, u2, sids, tss, 4, &err), 2);
+    assert_int_equal(ps_store_profile_uuid(s, cpu, now, got, &err), 1);
+    assert_memory_equal(got, u2, 16);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
+/* A schema 4 directory: the version record says 4 and the databases of schema 5 do not exist. */
+static void make_schema4(const char *dir)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    assert_int_equal(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 32);
+    mdb_env_set_mapsize(env, 1ull << 30);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0644), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    static const char *dbs[] = {"spans", "uuids", "puuid"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(mdb_dbi_open(txn, dbs[i], 0, &dbi), 0);
+        assert_int_equal(mdb_drop(txn, dbi, 1), 0);
+    }
+    assert_int_equal(mdb_dbi_open(txn, "info", 0, &dbi), 0);
+    uint8_t v[4] = {0, 0, 0, 4};
+    MDB_val k = {6, "schema"}, d = {4, v};
+    assert_int_equal(mdb_put(txn, dbi, &k, &d, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+}
+
+static void test_upgrade_from_4(void **state)
+{
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    int64_t t0 = 1796022364000000000ll;
+    const uint8_t u1[16] = {0x11};
+    built_t b;
+    append(s, &b, t0, u1);
+    uint64_t cpu = b.sids[0];
+    ps_test_close_store(s);
+    make_schema4(dir);
+    /* a read-only open refuses it (no database spans) */
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = dir;
+    o.map_size = 1ull << 30;
+    o.read_only = true;
+    ps_err_t err;
+    assert_int_equal(ps_store_open(&o, &s, &err), PS_EVERSION);
+    assert_non_null(strstr(err.msg, "no database spans"));
+    s = open_store(dir, 0);
+    assert_int_equal(s->upgraded_from, 4);
+    /* the profile stored before is read as it was, but not indexed; new ones are */
+    node_ctx_t c = {.want_total = 49};
+    ps_reader_t *r;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    c.r = r;
+    assert_int_equal(ps_reader_profiles(r, cpu, t0, t0, false, on_profile, &c, &err), 0);
+    assert_int_equal(c.n, 1);
+    assert_true(c.span_of_value[10] == SPAN_A); /* the samples keep their labels */
+    ps_reader_end(r);
+    assert_int_equal(lookup(s, SPAN_A, INT64_MIN, INT64_MAX).n, 0);
+    uint8_t got[16];
+    assert_int_equal(ps_store_profile_uuid(s, cpu, t0, got, &err), 0);
+    append(s, &b, t0 + 10 * PS_NS_PER_S, u1);
+    assert_int_equal(lookup(s, SPAN_A, INT64_MIN, INT64_MAX).n, 2);
+    assert_int_equal(ps_store_profile_uuid(s, cpu, t0 + 10 * PS_NS_PER_S, got, &err), 1);
+    ps_test_close_store(s);
+    /* and it stays version 5 */
+    s = open_store(dir, 0);
+    assert_int_equal(s->upgraded_from, 0);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_span_parse),
+        cmocka_unit_test(test_append_lookup_ids),
+        cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_upgrade_from_4),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
