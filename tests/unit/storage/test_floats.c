@@ -902,15 +902,15 @@ static void test_metadata(void **state)
     free(dir);
 }
 
-/* The schema version s's info record holds is PS_SCHEMA_VERSION (4). */
-static void expect_schema_4(ps_store_t *s)
+/* The schema version s's info record holds is PS_SCHEMA_VERSION (5). */
+static void expect_schema_current(ps_store_t *s)
 {
     MDB_txn *txn;
     MDB_val k = {6, "schema"}, v;
     assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
     assert_int_equal(mdb_get(txn, s->dbi[DB_INFO], &k, &v), 0);
     assert_int_equal(v.mv_size, 4);
-    assert_int_equal(ps_get_be32(v.mv_data), 4);
+    assert_int_equal(ps_get_be32(v.mv_data), PS_SCHEMA_VERSION);
     mdb_txn_abort(txn);
 }
 
@@ -960,7 +960,7 @@ static void test_upgrade_v1(void **state)
 
     ps_store_t *s = open_store(dir);
     assert_int_equal(s->upgraded_from, 1);
-    expect_schema_4(s);
+    expect_schema_current(s);
     ps_reader_t *r;
     ps_err_t err;
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
@@ -1287,7 +1287,7 @@ static void test_upgrade_v2(void **state)
 
     s = open_store(dir);
     assert_int_equal(s->upgraded_from, 2);
-    expect_schema_4(s);
+    expect_schema_current(s);
     expect_samples(s, su, in, 3);
     expect_samples(s, sw, in, 50);
     ps_buf_t rec = PS_BUF_INIT;
@@ -1438,7 +1438,7 @@ static void test_upgrade_v3(void **state)
 
     s = open_store(dir);
     assert_int_equal(s->upgraded_from, 3);
-    expect_schema_4(s);
+    expect_schema_current(s);
     records_t ra, rb;
     get_records(s, sa, &ra);
     get_records(s, sb, &rb);

@@ -94,7 +94,8 @@ typedef struct rec {
 } rec_t;
 
 static const char *const dbs[] = {"info", "sym", "sym_hash", "tree", "nodes", "series", "series_hash",
-                                  "postings", "head", "chunks", "fchunks", "fhead", "meta", "fprefix"};
+                                  "postings", "head", "chunks", "fchunks", "fhead", "meta", "fprefix",
+                                  "spans", "uuids", "puuid"};
 
 static size_t parse_records(const char *doc, rec_t *recs, size_t max)
 {
@@ -357,6 +358,25 @@ static void test_format_md_records(void **state)
     ps_buf_append(&k, "setting:pluginSettings", 22);
     ps_put_be64(&v, (uint64_t)2000 ^ (1ull << 63));
     ps_buf_append(&v, "new", 3);
+    CHECK();
+
+    /* the span index (schema 5): span 0123456789abcdef in series 2's profile of the head example;
+     * that profile's client id 7c9e6679-7425-40de-944b-e07fc1f90ae7, both ways */
+    NEXT("spans");
+    uint8_t sk[28];
+    ps_span_key(sk, 0x0123456789abcdefull, 2, 1796022364647593488ll);
+    ps_buf_append(&k, sk, 28);
+    CHECK();
+    uint8_t uuid[16];
+    assert_true(ps_uuid_parse("7c9e6679-7425-40de-944b-e07fc1f90ae7", 36, uuid));
+    NEXT("uuids");
+    ps_buf_append(&k, uuid, 16);
+    ps_key_sid_ts(kb, 2, 1796022364647593488ll);
+    ps_buf_append(&v, kb, 16);
+    CHECK();
+    NEXT("puuid");
+    ps_buf_append(&k, kb, 16);
+    ps_buf_append(&v, uuid, 16);
     CHECK();
 
     if (i != n)
