@@ -186,7 +186,27 @@ static void merge_req(const Querier__V1__SelectMergeStacktracesRequest *q, ps_qr
                      q->stack_trace_selector, q->n_profile_id_selector, arena});
     r->format = q->format == 0 ? PS_QR_FORMAT_FLAMEGRAPH : (int)q->format;
     r->nspan_ids = (uint32_t)q->n_span_selector;
+    r->span_ids = strs(q->span_selector, q->n_span_selector);
     r->ntrace_ids = (uint32_t)q->n_trace_id_selector;
+}
+
+int ps_qr_decode_merge_span(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                            ps_qr_merge_req_t *r, ps_err_t *err)
+{
+    ProtobufCMessage *m;
+    merge_req(NULL, r, arena);
+    int ret = decode(codec, data, n, &querier__v1__select_merge_span_profile_request__descriptor, arena, budget, &m, err);
+    if (ret == 0) {
+        const Querier__V1__SelectMergeSpanProfileRequest *q = (const void *)m;
+        merge_set(r, &(merge_fields_t){
+                         q->profile_typeid, q->label_selector, q->start, q->end,
+                         q->_max_nodes_case == QUERIER__V1__SELECT_MERGE_SPAN_PROFILE_REQUEST___MAX_NODES_MAX_NODES,
+                         q->max_nodes, false, NULL, 0, arena});
+        r->format = q->format == 0 ? PS_QR_FORMAT_FLAMEGRAPH : (int)q->format;
+        r->nspan_ids = (uint32_t)q->n_span_selector;
+        r->span_ids = strs(q->span_selector, q->n_span_selector);
+    }
+    return ret;
 }
 
 int ps_qr_decode_merge_stacktraces(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,

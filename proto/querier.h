@@ -49,7 +49,8 @@ typedef struct ps_qr_merge_req {
     const char **call_site;
     bool has_go_pgo;            /* stack_trace_selector.go_pgo was sent */
     uint32_t nprofile_ids;      /* profile_id_selector entries */
-    uint32_t nspan_ids;         /* span_selector entries (SelectMergeStacktraces) */
+    uint32_t nspan_ids;         /* span_selector entries (SelectMergeStacktraces, SelectMergeSpanProfile) */
+    const char **span_ids;      /* nspan_ids strings */
     uint32_t ntrace_ids;        /* trace_id_selector entries (SelectMergeStacktraces) */
 } ps_qr_merge_req_t;
 
@@ -87,6 +88,9 @@ int ps_qr_decode_merge_stacktraces(int codec, const void *data, size_t n, ps_are
 /** SelectMergeProfileRequest (format reads as PPROF). */
 int ps_qr_decode_merge_profile(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
                                ps_qr_merge_req_t *r, ps_err_t *err);
+/** SelectMergeSpanProfileRequest (its fields in a merge request; format as sent, 0 reads as FLAMEGRAPH). */
+int ps_qr_decode_merge_span(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                            ps_qr_merge_req_t *r, ps_err_t *err);
 /** DiffRequest: its two sides (an absent side reads as an empty request). */
 int ps_qr_decode_diff(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget, ps_qr_merge_req_t *left,
                       ps_qr_merge_req_t *right, ps_err_t *err);

@@ -232,8 +232,8 @@ static int merge_check(qcall_t *q, const ps_qr_merge_req_t *m, const char *side)
     if (m->nprofile_ids > 0)
         return ps_err_set(&q->err, PS_EINVAL, "%sprofile_id_selector is not supported by profstore (profiles have no ids)",
                           side);
-    if (m->nspan_ids > 0)
-        return ps_err_set(&q->err, PS_EINVAL, "%sspan_selector is not supported by profstore (%u span ids)", side,
+    if (m->nspan_ids > 0 && side[0])
+        return ps_err_set(&q->err, PS_EINVAL, "%sspan_selector is not supported in a Diff (%u span ids)", side,
                           m->nspan_ids);
     if (m->ntrace_ids > 0)
         return ps_err_set(&q->err, PS_EINVAL, "%strace_id_selector is not supported by profstore (%u trace ids)", side,
@@ -241,19 +241,26 @@ static int merge_check(qcall_t *q, const ps_qr_merge_req_t *m, const char *side)
     return 0;
 }
 
-/* One side: the selection of m (sel is the caller's, disposed by it). */
+/* One side: the selection of m (sel is the caller's, disposed by it); with span ids (span_selector,
+ * SelectMergeSpanProfile), of the samples of those spans only. */
 static int merge_side(qcall_t *q, const ps_qr_merge_req_t *m, const char *side, ps_selector_t *sel,
                       ps_profile_sel_t *ps)
 {
     char field[40];
     int64_t lo, hi;
+    uint64_t *spans = NULL;
+    uint32_t nspans = 0;
     snprintf(field, sizeof(field), "%slabel_selector", side);
     int ret = merge_check(q, m, side);
+    if (ret == 0 && m->nspan_ids > 0)
+        ret = ps_querier_spans(m->span_ids, m->nspan_ids, "span_selector", q->a, &spans, &nspans, &q->err);
     if (ret == 0)
         ret = ps_querier_selector(m->type_id, m->label_selector, field, q->a, sel, &q->err);
     if (ret == 0 && (ret = ps_querier_range(m->start, m->end, &lo, &hi, &q->err)) != 0)
         ps_err_prefix(&q->err, "%.16s", side[0] ? side : "range");
-    if (ret == 0)
+    if (ret == 0 && nspans > 0)
+        ret = ps_querier_merge_spans(q->r, sel, lo, hi, spans, nspans, q->max_series, q->a, ps, &q->err);
+    else if (ret == 0)
         ret = ps_querier_merge(q->r, sel, lo, hi, q->max_series, q->a, ps, &q->err);
     return ret;
 }
@@ -298,6 +305,8 @@ static int merge_call(qcall_t *q, merge_decode_fn decode, ps_qr_merge_req_t *m, 
         ret = ps_query_profile_build(q->r, ps, NULL, PS_PROFILE_ONE, q->a, p, &q->err);
     if (ret == 0)
         ps_querier_call_site(p, m->call_site, m->ncall_site, q->a);
+    if (ret == 0 && m->nspan_ids > 0)
+        ps_querier_strip_span_labels(p);
     if (ret == 0)
         agg_header(q, ps);
     return ret;
@@ -331,6 +340,49 @@ int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c)
     if (ret == 0 && m.format == PS_QR_FORMAT_PPROF) {
         ret = pprof_answer(&q, &p, ps_qr_encode_merge_pprof);
     } else if (ret == 0) {
+        ps_flamegraph_t fg;
+        ps_qr_flamegraph_t qfg;
+        ret = ps_flamegraph_build(&p, 0, 0, max_nodes, q.a, &fg, &q.err);
+        if (ret == 0) {
+            fg_of(&q, &fg, &qfg);
+            if (m.format == PS_QR_FORMAT_TREE)
+                ret = ps_qr_encode_tree(c->codec, &qfg, q.a, &q.out, &q.err);
+            else
+                ps_qr_encode_flamegraph(c->codec, &qfg, q.a, &q.out);
+        }
+    }
+    ps_selector_dispose(&sel);
+    ps_profile_sel_dispose(&ps);
+    return finish(&q, ret);
+}
+
+/* SelectMergeSpanProfile: SelectMergeStacktraces' merge of the samples of span_selector's spans
+ * (at least one), answered as a flame graph or tree (the response has no pprof field) */
+int ps_connect_querier_select_merge_span_profile(ps_connect_call_t *c)
+{
+    qcall_t q;
+    ps_qr_merge_req_t m;
+    ps_selector_t sel = {0};
+    ps_profile_sel_t ps = {0};
+    ps_profile_t p;
+    int64_t max_nodes = 0;
+    int ret = begin(&q, c);
+    if (ret == 0)
+        ret = ps_qr_decode_merge_span(c->codec, c->body, c->body_len, q.a, budget_of(c), &m, &q.err);
+    if (ret == 0 && m.format == PS_QR_FORMAT_PPROF)
+        ret = ps_err_set(&q.err, PS_EINVAL, "format: PROFILE_FORMAT_PPROF is not an answer of SelectMergeSpanProfile: "
+                                            "ask SelectMergeStacktraces with span_selector for a pprof");
+    if (ret == 0 && m.nspan_ids == 0)
+        ret = ps_err_set(&q.err, PS_EINVAL, "span_selector: missing (at least one span id, 16 hex digits)");
+    if (ret == 0)
+        ret = ps_querier_max_nodes(m.has_max_nodes, m.max_nodes, &max_nodes, &q.err);
+    if (ret == 0)
+        ret = merge_side(&q, &m, "", &sel, &ps);
+    if (ret == 0)
+        ret = ps_query_profile_build(q.r, &ps, NULL, PS_PROFILE_ONE, q.a, &p, &q.err);
+    if (ret == 0)
+        agg_header(&q, &ps);
+    if (ret == 0) {
         ps_flamegraph_t fg;
         ps_qr_flamegraph_t qfg;
         ret = ps_flamegraph_build(&p, 0, 0, max_nodes, q.a, &fg, &q.err);

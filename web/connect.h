@@ -105,6 +105,7 @@ int ps_connect_querier_label_names(ps_connect_call_t *c);
 int ps_connect_querier_label_values(ps_connect_call_t *c);
 int ps_connect_querier_series(ps_connect_call_t *c);
 int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c);
+int ps_connect_querier_select_merge_span_profile(ps_connect_call_t *c);
 int ps_connect_querier_select_merge_profile(ps_connect_call_t *c);
 int ps_connect_querier_select_series(ps_connect_call_t *c);
 int ps_connect_querier_select_heatmap(ps_connect_call_t *c);

@@ -87,6 +87,7 @@ static const method_t methods[] = {
     {"/querier.v1.QuerierService/LabelValues", ps_connect_querier_label_values, RD | POOL},
     {"/querier.v1.QuerierService/Series", ps_connect_querier_series, RD | POOL},
     {"/querier.v1.QuerierService/SelectMergeStacktraces", ps_connect_querier_select_merge_stacktraces, RD | POOL},
+    {"/querier.v1.QuerierService/SelectMergeSpanProfile", ps_connect_querier_select_merge_span_profile, RD | POOL},
     {"/querier.v1.QuerierService/SelectMergeProfile", ps_connect_querier_select_merge_profile, RD | POOL},
     {"/querier.v1.QuerierService/SelectSeries", ps_connect_querier_select_series, RD | POOL},
     {"/querier.v1.QuerierService/Diff", ps_connect_querier_diff, RD | POOL},

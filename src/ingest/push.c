@@ -196,6 +196,13 @@ static int sample_append(const ps_pyro_sample_t *smp, const char *name, size_t n
         return rc;
     app->raw = smp->raw;
     app->raw_len = smp->len;
+    /* the client's profile id, stored with the profile when it is a UUID (else none) */
+    uint8_t uuid[16];
+    if (smp->id != NULL && ps_uuid_parse(smp->id, strlen(smp->id), uuid)) {
+        uint8_t *u = ps_arena_alloc(arena, 16);
+        memcpy(u, uuid, 16);
+        app->uuid = u;
+    }
     return 0;
 }
 

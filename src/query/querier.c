@@ -10,6 +10,7 @@
 
 #include "core/budget.h"
 #include "core/hash.h"
+#include "core/sat.h"
 #include "query_int.h"
 
 #define NS_PER_MS 1000000
@@ -532,6 +533,194 @@ int ps_querier_merge(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64
     ps_profile_query_t q = {.sel = sel, .param = "profile_typeID", .ranged = true, .start = start_ns, .end = end_ns,
                             .max_series = max_series};
     return ps_query_profile_select(r, &q, arena, out, err);
+}
+
+/* ---- span merges (SelectMergeSpanProfile, span_selector) ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int ps_querier_spans(const char *const *ids, uint32_t n, const char *field, ps_arena_t *arena, uint64_t **out,
+                     uint32_t *nout, ps_err_t *err)
+{
+    if (n > PS_QUERIER_MAX_SPANS)
+        return ps_err_set(err, PS_EINVAL, "%s: %u span ids, at most %u may be selected in one request", field, n,
+                          PS_QUERIER_MAX_SPANS);
+    uint64_t *v = ps_arena_alloc(arena, ((size_t)n + 1) * sizeof(uint64_t));
+    for (uint32_t i = 0; i < n; i++) {
+        const char *s = ids[i] ? ids[i] : "";
+        size_t len = strlen(s);
+        if (!ps_span_parse(s, len, &v[i]))
+            return ps_err_set(err, PS_EINVAL, "%s[%u]: \"%.*s%s\" is not a span id (16 hex digits, not all zero)", field,
+                              i, len > 64 ? 64 : (int)len, s, len > 64 ? "..." : "");
+    }
+    if (n > 1)
+        qsort(v, n, sizeof(uint64_t), cmp_u64);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (m == 0 || v[m - 1] != v[i])
+            v[m++] = v[i];
+    *out = v;
+    *nout = m;
+    return 0;
+}
+
+/* (sid, ts) of a profile holding a selected span */
+typedef struct span_hit {
+    uint64_t sid;
+    int64_t ts;
+} span_hit_t;
+
+typedef struct span_ctx {
+    ps_reader_t *r;
+    const uint64_t *sids; /* the selected series, ascending */
+    uint32_t nsids;
+    span_hit_t *hits;
+    size_t n, cap;
+    const uint64_t *spans;
+    uint32_t nspans;
+    ps_hmap_t node_span;  /* node -> its span + 1 (0 absent: the map's value for "none" is 1) */
+    ps_nodemap_t *acc;
+    ps_sum_info_t *info;
+    ps_err_t *err;
+    int64_t ts;           /* the profile wanted of this read */
+} span_ctx_t;
+
+static int on_span_hit(void *ctx, uint64_t sid, int64_t ts)
+{
+    span_ctx_t *c = ctx;
+    if (bsearch(&sid, c->sids, c->nsids, sizeof(uint64_t), cmp_u64) == NULL)
+        return 0;
+    if (c->n == PS_QUERIER_SPAN_MAX_PROFILES)
+        return ps_err_set(c->err, PS_ELIMIT, "the spans selected are in more than %u profiles (series x time)",
+                          PS_QUERIER_SPAN_MAX_PROFILES);
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 64;
+        c->hits = ps_xrealloc(c->hits, c->cap * sizeof(span_hit_t));
+    }
+    c->hits[c->n++] = (span_hit_t){sid, ts};
+    return 0;
+}
+
+static int cmp_hit(const void *a, const void *b)
+{
+    const span_hit_t *x = a, *y = b;
+    if (x->sid != y->sid)
+        return x->sid < y->sid ? -1 : 1;
+    return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/* Adds the values of p's nodes whose span is selected. */
+static int on_span_profile(void *ctx, const ps_stored_profile_t *p)
+{
+    span_ctx_t *c = ctx;
+    if (p->ts != c->ts)
+        return 0;
+    bool any = false;
+    for (uint32_t i = 0; i < p->n; i++) {
+        uint64_t node = p->nodes[i], v1;
+        uint64_t span;
+        if (ps_hmap_get(&c->node_span, &node, 8, &v1)) {
+            span = v1 - 1;
+        } else {
+            int ret = ps_reader_node_span(c->r, node, &span, c->err);
+            if (ret)
+                return ret;
+            ps_hmap_put(&c->node_span, &node, 8, span + 1);
+        }
+        if (span != 0 && bsearch(&span, c->spans, c->nspans, sizeof(uint64_t), cmp_u64) != NULL) {
+            ps_nodemap_add(c->acc, node, p->values[i]);
+            any = true;
+        }
+    }
+    if (any) {
+        ps_sum_info_t *in = c->info;
+        if (in->profiles == 0 || p->ts < in->min_ts)
+            in->min_ts = p->ts;
+        if (in->profiles == 0 || p->ts > in->max_ts)
+            in->max_ts = p->ts;
+        in->profiles++;
+        in->duration = ps_sat_add(in->duration, p->duration);
+        if (p->period > in->period)
+            in->period = p->period;
+    }
+    return 0;
+}
+
+int ps_querier_merge_spans(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64_t end_ns, const uint64_t *spans,
+                           uint32_t nspans, uint32_t max_series, ps_arena_t *arena, ps_profile_sel_t *out, ps_err_t *err)
+{
+    ps_series_set_t set;
+    const char *type = NULL;
+    int ret = ps_query_select(r, sel, start_ns, end_ns, max_series, arena, &set, err);
+    if (ret == 0)
+        ret = ps_query_single_type(&set, &type, err);
+    if (ret)
+        return ret;
+    if (set.n == 0) /* nothing selected: the plain merge's answer (an unknown type is said as there) */
+        return ps_querier_merge(r, sel, start_ns, end_ns, max_series, arena, out, err);
+    memset(out, 0, sizeof(*out));
+    out->ntypes = 1;
+    out->types = ps_arena_calloc(arena, 1, sizeof(char *));
+    out->totals = ps_arena_calloc(arena, 1, sizeof(int64_t));
+    out->aggs = ps_arena_calloc(arena, 1, sizeof(ps_agg_t));
+    out->accs = ps_xcalloc(1, sizeof(ps_nodemap_t));
+    ps_nodemap_init(&out->accs[0]);
+    out->types[0] = type;
+    out->aggs[0] = PS_AGG_SUM; /* Pyroscope sums a span profile's samples, whatever the type */
+    out->window = ps_sat_sub(end_ns, start_ns);
+    uint64_t *sids = ps_arena_alloc(arena, ((size_t)set.n + 1) * sizeof(uint64_t));
+    memcpy(sids, set.sids, set.n * sizeof(uint64_t));
+    qsort(sids, set.n, sizeof(uint64_t), cmp_u64);
+    span_ctx_t c = {.r = r, .sids = sids, .nsids = set.n, .spans = spans, .nspans = nspans, .acc = &out->accs[0],
+                    .info = &out->info, .err = err};
+    ps_hmap_init(&c.node_span);
+    for (uint32_t i = 0; i < nspans && ret == 0; i++)
+        ret = ps_reader_span_profiles(r, spans[i], start_ns, end_ns, on_span_hit, &c, err);
+    if (ret == 0 && c.n > 1)
+        qsort(c.hits, c.n, sizeof(span_hit_t), cmp_hit);
+    uint64_t last_sid = 0;
+    for (size_t i = 0; i < c.n && ret == 0; i++) {
+        if (i > 0 && c.hits[i].sid == c.hits[i - 1].sid && c.hits[i].ts == c.hits[i - 1].ts)
+            continue;
+        if ((i & 255) == 255 && (ret = ps_budget_check_now(err)) != 0)
+            break;
+        c.ts = c.hits[i].ts;
+        ret = ps_reader_profiles(r, c.hits[i].sid, c.ts, c.ts, false, on_span_profile, &c, err);
+        if (c.hits[i].sid != last_sid) {
+            out->nseries++;
+            last_sid = c.hits[i].sid;
+        }
+    }
+    free(c.hits);
+    ps_hmap_dispose(&c.node_span);
+    if (ret == 0) {
+        const ps_nodemap_t *m = &out->accs[0];
+        uint64_t t = 0;
+        for (size_t k = 0; k < m->cap; k++)
+            if (m->keys[k] != 0)
+                t = ps_sat_addu(t, m->vals[k] < 0 ? 0 - (uint64_t)m->vals[k] : (uint64_t)m->vals[k]);
+        out->totals[0] = t > INT64_MAX ? INT64_MAX : (int64_t)t;
+    }
+    return ret;
+}
+
+void ps_querier_strip_span_labels(ps_profile_t *p)
+{
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        ps_sample_t *smp = &p->samples[i];
+        uint32_t m = 0;
+        for (uint32_t j = 0; j < smp->nlabels; j++) {
+            ps_str_t k = ps_profile_str(p, smp->labels[j].key);
+            if ((k.len == 7 && memcmp(k.ptr, "span_id", 7) == 0) || (k.len == 10 && memcmp(k.ptr, "profile_id", 10) == 0))
+                continue;
+            smp->labels[m++] = smp->labels[j];
+        }
+        smp->nlabels = m;
+    }
 }
 
 int ps_querier_max_nodes(bool has, int64_t v, int64_t *out, ps_err_t *err)

@@ -183,6 +183,35 @@ int ps_querier_merge(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64
  */
 void ps_querier_call_site(ps_profile_t *p, const char *const *names, uint32_t n, ps_arena_t *arena);
 
+/** The most span ids one request may select (SelectMergeSpanProfile, span_selector): more is PS_EINVAL. */
+#define PS_QUERIER_MAX_SPANS 10000u
+/** The profiles a span merge may read (each a (series, time) holding a selected span): more is PS_ELIMIT. */
+#define PS_QUERIER_SPAN_MAX_PROFILES 1000000u
+
+/** The span ids of a request's field (ids[0..n-1], NUL-terminated strings) parsed (ps_span_parse),
+ *  sorted, each once, into *out (from arena). PS_EINVAL naming the field and the first value that is
+ *  not 16 hex digits (or is all zero): "span_selector[2]: \"xyz\" is not a span id (...)", or
+ *  more than PS_QUERIER_MAX_SPANS of them. */
+int ps_querier_spans(const char *const *ids, uint32_t n, const char *field, ps_arena_t *arena, uint64_t **out,
+                     uint32_t *nout, ps_err_t *err);
+
+/**
+ * A span merge (SelectMergeSpanProfile, span_selector) over [start_ns, end_ns]: of the series sel
+ * selects (one profile type, as ps_querier_merge), the samples whose span (storage's span index,
+ * store.h) is one of spans[0..nspans-1] (sorted, unique), summed over the profiles in the range
+ * (Pyroscope sums span profiles; aggs[0] is PS_AGG_SUM for every type). The profiles are found
+ * through the span index, one seek per span and hour of the range, and only those are read: the
+ * cost is that of the profiles holding the spans, not of the range. Profiles stored before
+ * schema 5 are not indexed (docs/FORMAT.md). info counts the profiles that held a selected sample.
+ * Nothing selected: ps_querier_merge's answer.
+ */
+int ps_querier_merge_spans(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64_t end_ns, const uint64_t *spans,
+                           uint32_t nspans, uint32_t max_series, ps_arena_t *arena, ps_profile_sel_t *out, ps_err_t *err);
+
+/** Drops the span_id and profile_id sample labels of p (in place): a span merge's answer, as
+ *  Pyroscope's, whose samples keep their span ids apart from their labels. */
+void ps_querier_strip_span_labels(ps_profile_t *p);
+
 /** max_nodes of a request (has: it was sent) as the render's max_nodes: absent or 0 ->
  *  PS_QUERIER_MAX_NODES_DEFAULT; negative or over PS_QUERIER_MAX_NODES_MAX is PS_EINVAL. */
 int ps_querier_max_nodes(bool has, int64_t v, int64_t *out, ps_err_t *err);
