@@ -398,7 +398,7 @@ def test_bad_input(srv, pb):
     assert err(srv, "SelectMergeStacktraces", msg=req, status=404, code="not_found").startswith(
         'invalid parameter "profile_typeID": unknown profile type "x:y:z:w:v"')
     # methods not served: unimplemented, never a 404 page or a hang
-    for method in ("SelectMergeSpanProfile", "NoSuchMethod"):
+    for method in ("SelectMergeSpanProfiles", "NoSuchMethod"):
         assert err(srv, method, body=b"", status=501, code="unimplemented") == \
             "/querier.v1.QuerierService/%s is not implemented" % method
     # and the server still serves
