@@ -4,7 +4,8 @@
  * LabelNames, LabelValues, Series, SelectMergeStacktraces, SelectMergeProfile, Diff, SelectSeries)
  * and the codec (bit 3: protojson); bit 4 picks instead: with bit 0 clear, by bits 1-2,
  * GetProfileStats and the settings.v1 requests (proto/settings.c: Get, Set, Delete); with bit 0
- * set, by bit 1, SelectHeatmap or AnalyzeQuery. The rest is the Connect body. A failure must be a clean
+ * set, SelectMergeSpanProfile with bit 2 set, else by bit 1 SelectHeatmap or AnalyzeQuery. The rest is
+ * the Connect body. A failure must be a clean
  * PS_EINVAL or PS_ETOOBIG with a message naming the message type; a success must hold
  * NUL-terminated strings and arrays as long as their counts (the call site's names too), and a
  * format/aggregation as sent.
@@ -45,6 +46,7 @@ static void check_merge(const ps_qr_merge_req_t *m)
     CHECK(m->has_max_nodes || m->max_nodes == 0, "max_nodes without presence");
     check_strs(m->call_site, m->ncall_site);
     CHECK(m->has_stack_trace_selector || (m->ncall_site == 0 && !m->has_go_pgo), "call site without a selector");
+    check_strs(m->span_ids, m->nspan_ids);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -84,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     if (data[0] & 16)
-        which = data[0] & 2 ? 9 : 8;
+        which = data[0] & 4 ? 10 : data[0] & 2 ? 9 : 8;
     switch (which) {
     case 0: rc = ps_qr_decode_profile_types(codec, body, n, &a, BUDGET, &lr, &err); break;
     case 1: rc = ps_qr_decode_label_names(codec, body, n, &a, BUDGET, &lr, &err); break;
@@ -95,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 6: rc = ps_qr_decode_diff(codec, body, n, &a, BUDGET, &m, &m2, &err); break;
     case 7: rc = ps_qr_decode_select_series(codec, body, n, &a, BUDGET, &sr, &err); break;
     case 8: rc = ps_qr_decode_heatmap(codec, body, n, &a, BUDGET, &hr, &err); break;
+    case 10: rc = ps_qr_decode_merge_span(codec, body, n, &a, BUDGET, &m, &err); break;
     default: rc = ps_qr_decode_analyze(codec, body, n, &a, BUDGET, &ar, &err); break;
     }
     if (rc != 0) {
@@ -112,6 +115,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(hr.type_id != NULL && hr.label_selector != NULL, "heatmap strings");
         check_strs(hr.group_by, hr.ngroup_by);
         CHECK(hr.has_limit || hr.limit == 0, "limit without presence");
+    } else if (which == 10) {
+        check_merge(&m);
+        CHECK(!m.has_stack_trace_selector && m.nprofile_ids == 0, "span request with other selectors");
     } else if (which == 9) {
         CHECK(ar.query != NULL && strlen(ar.query) < (1u << 24), "analyze query");
     } else {
