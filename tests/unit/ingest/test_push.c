@@ -85,6 +85,37 @@ static void test_same_as_native(void **state)
     free(cpu.data);
 }
 
+/* RawSample.ID: a UUID (either form) is the append's client profile id; "" or anything else: none */
+static void test_profile_id(void **state)
+{
+    (void)state;
+    fx_t cpu = load("go/cpu-01.pb.gz");
+    const char *ids[] = {"7c9e6679-7425-40de-944b-e07fc1f90ae7", "7C9E6679742540DE944BE07FC1F90AE7", "",
+                         "7c9e6679-7425-40de-944b-e07fc1f90ae", "not a uuid"};
+    for (int k = 0; k < 5; k++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_err_t err;
+        ps_pyro_label_t ls[] = {L("service_name", "app"), L("__name__", "process_cpu")};
+        ps_pyro_sample_t smp = {cpu.data, cpu.len, ids[k]};
+        ps_pyro_series_t s = {ls, 2, &smp, 1};
+        ps_pyro_push_t req = {&s, 1};
+        ps_append_t **apps;
+        size_t n;
+        assert_int_equal(ps_ingest_push_prepare(&req, NULL, NULL, &a, &apps, &n, &err), 0);
+        assert_int_equal(n, 1);
+        if (k < 2) {
+            static const uint8_t want[16] = {0x7c, 0x9e, 0x66, 0x79, 0x74, 0x25, 0x40, 0xde,
+                                             0x94, 0x4b, 0xe0, 0x7f, 0xc1, 0xf9, 0x0a, 0xe7};
+            assert_non_null(apps[0]->uuid);
+            assert_memory_equal(apps[0]->uuid, want, 16);
+        } else {
+            assert_null(apps[0]->uuid);
+        }
+        ps_arena_dispose(&a);
+    }
+    free(cpu.data);
+}
+
 /* __delta__="false" (Pyroscope's "already a delta"): the counting types get ":delta", as the
  * scraper names its deltas; the gauges (inuse_*) stay as they are; any other value: the native rule. */
 static void test_delta_false(void **state)
@@ -274,6 +305,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_as_native),
         cmocka_unit_test(test_delta_false),
+        cmocka_unit_test(test_profile_id),
         cmocka_unit_test(test_sorted_by_time),
         cmocka_unit_test(test_label_errors),
         cmocka_unit_test(test_parallel_same_answer),
