@@ -155,7 +155,7 @@ static char *hex(const ps_buf_t *b)
 
 static void expect_equal(const char *what, int line, const ps_buf_t *got, const ps_buf_t *want)
 {
-    if (got->len == want->len && memcmp(got->data, want->data, got->len) == 0)
+    if (got->len == want->len && (got->len == 0 || memcmp(got->data, want->data, got->len) == 0))
         return;
     char *g = hex(got), *w = hex(want);
     fail_msg("%s (line %d):\n  doc     %s\n  encoder %s", what, line, g, w);
