@@ -296,7 +296,7 @@ int main(int argc, char **argv)
     if (ps_bench_server_start(&srv, bin, data, log, args) != 0)
         return 1;
     snprintf(r.url, sizeof(r.url), "%s/push.v1.PusherService/Push", srv.url);
-    r.pusher = ps_bench_pusher_new(2, 1);
+    r.pusher = ps_bench_pusher_new(1, 1); /* one connection: the requests of one series stay in time order */
     static const char *const hdrs[] = {"Content-Type: application/proto", "Connect-Protocol-Version: 1", NULL};
     ps_bench_pusher_headers(r.pusher, hdrs);
     r.want_profile = pps / 2;
