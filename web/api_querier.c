@@ -544,7 +544,8 @@ static int heatmap_query(qcall_t *q, const ps_qr_heatmap_req_t *hr, ps_selector_
                           "query_type: missing (HEATMAP_QUERY_TYPE_INDIVIDUAL; HEATMAP_QUERY_TYPE_SPAN is not supported)");
     if (hr->query_type == PS_QR_HEATMAP_SPAN)
         return ps_err_set(&q->err, PS_EUNSUPPORTED,
-                          "query_type: HEATMAP_QUERY_TYPE_SPAN is not supported: profstore keeps no span ids yet");
+                          "query_type: HEATMAP_QUERY_TYPE_SPAN is not supported by profstore (span profiles: "
+                          "SelectMergeSpanProfile)");
     if (hr->query_type != PS_QR_HEATMAP_INDIVIDUAL)
         return ps_err_set(&q->err, PS_EINVAL, "query_type: %d is not a HeatmapQueryType (1 INDIVIDUAL, 2 SPAN)",
                           hr->query_type);

@@ -145,7 +145,7 @@ def test_heatmap_empty_and_bad_input(srv, pb):
     assert err(srv, "SelectHeatmap", heatmap_req(pb, query_type=0)) == \
         "query_type: missing (HEATMAP_QUERY_TYPE_INDIVIDUAL; HEATMAP_QUERY_TYPE_SPAN is not supported)"
     assert err(srv, "SelectHeatmap", heatmap_req(pb, query_type=2)) == \
-        "query_type: HEATMAP_QUERY_TYPE_SPAN is not supported: profstore keeps no span ids yet"
+        "query_type: HEATMAP_QUERY_TYPE_SPAN is not supported by profstore (span profiles: SelectMergeSpanProfile)"
     assert err(srv, "SelectHeatmap", heatmap_req(pb, exemplar_type=3)) == \
         "exemplar_type: EXEMPLAR_TYPE_SPAN needs query_type HEATMAP_QUERY_TYPE_SPAN"
     assert err(srv, "SelectHeatmap", heatmap_req(pb, profile_typeID="")) == \
