@@ -167,15 +167,24 @@ int ps_reader_span_profiles(ps_reader_t *r, uint64_t span, int64_t start, int64_
     if (!ps_cur_open(&cur, &r->txn, DB_SPANS, "reading the span index"))
         return ps_txn_error(&r->txn, err);
     int ret = 0;
-    uint32_t h1 = hour_of(end);
-    for (uint32_t h = hour_of(start); ret == 0; h++) {
+    /* one seek per hour that holds any record: a seek landing in a later hour jumps there */
+    uint32_t h = hour_of(start), h1 = hour_of(end);
+    while (ret == 0 && h <= h1) {
         uint8_t k[12];
         k[0] = (uint8_t)(h >> 24);
         k[1] = (uint8_t)(h >> 16);
         k[2] = (uint8_t)(h >> 8);
         k[3] = (uint8_t)h;
         ps_enc_be64(k + 4, span);
-        for (bool on = ps_cur_seek(&cur, k, 12); on && ret == 0; on = ps_cur_next(&cur)) {
+        bool on = ps_cur_seek(&cur, k, 12);
+        if (!on || cur.k.mv_size < 4)
+            break;
+        uint32_t kh = ps_get_be32(cur.k.mv_data);
+        if (kh > h) {
+            h = kh;
+            continue;
+        }
+        for (; on && ret == 0; on = ps_cur_next(&cur)) {
             if (cur.k.mv_size != 28 || memcmp(cur.k.mv_data, k, 12) != 0)
                 break;
             const uint8_t *p = cur.k.mv_data;
@@ -183,8 +192,9 @@ int ps_reader_span_profiles(ps_reader_t *r, uint64_t span, int64_t start, int64_
             if (ts >= start && ts <= end)
                 ret = cb(ctx, ps_get_be64(p + 12), ts);
         }
-        if (h == h1)
+        if (h == UINT32_MAX)
             break;
+        h++;
     }
     ps_cur_close(&cur);
     if (ret == 0 && r->txn.ret)

@@ -389,7 +389,8 @@ bool ps_span_parse(const char *s, size_t n, uint64_t *span);
 bool ps_uuid_parse(const char *s, size_t n, uint8_t out[16]);
 
 /** Calls cb(sid, ts) for each profile holding samples of span with start <= ts <= end (ns; clamped
- *  to the reader's retention), by hour, then series, then time: one seek per hour of the range. */
+ *  to the reader's retention), by hour, then series, then time: one seek per hour of the range
+ *  that holds any span record (empty hours are skipped by the seeks themselves), plus one. */
 int ps_reader_span_profiles(ps_reader_t *r, uint64_t span, int64_t start, int64_t end,
                             int (*cb)(void *ctx, uint64_t sid, int64_t ts), void *ctx, ps_err_t *err);
 /** The span of the samples whose stack ends at node (its label set's, see above), 0 if none. */

@@ -285,9 +285,9 @@ static void test_retention(void **state)
     append(s, &b, now, u2);
     assert_int_equal(lookup(s, SPAN_A, INT64_MIN, INT64_MAX).n, 4);
     ps_err_t err;
-    /* an hour later: cutoff now - 2 h; the old profile is 1.5 h before it, in an hour that ended */
+    /* two hours later: cutoff now - 1 h; the old profile is 1.5 h before it, in an hour that ended */
     uint32_t dropped = 0;
-    assert_int_equal(ps_store_retain(ps_test_writer(s), now + H, &dropped, &err), 0);
+    assert_int_equal(ps_store_retain(ps_test_writer(s), now + 2 * H, &dropped, &err), 0);
     hits_t h = lookup(s, SPAN_A, INT64_MIN, INT64_MAX);
     assert_int_equal(h.n, 2);
     assert_true(h.ts[0] == now && h.ts[1] == now);
