@@ -193,3 +193,19 @@ def test_bad_span_ids(srv, pb):
     r = connect_call(srv.port, "querier.v1.QuerierService/SelectMergeSpanProfile", None, codec="json", body=body,
                      resp_type=pb.querier.SelectMergeStacktracesResponse)
     assert r.status == 200 and r.msg.flamegraph.total == 135, r
+
+
+def test_after_compaction(srv, pb):
+    """The same answers once the profiles are in a chunk (the index holds (series, time), not where
+    the profile is stored)."""
+    st, _, body = srv.request("POST", "/api/v1/admin/compact")
+    assert st == 200, body
+    for codec in ("proto", "json"):
+        r = call(srv, "SelectMergeSpanProfile", span_req(pb, [SPAN1, SPAN2], T0, T0 + 30),
+                 pb.querier.SelectMergeStacktracesResponse, codec=codec)
+        assert (r.msg.flamegraph.total, tree(r.msg.flamegraph)) == (400, BOTH)
+        r = call(srv, "SelectMergeSpanProfile", span_req(pb, [SPAN1]), pb.querier.SelectMergeStacktracesResponse,
+                 codec=codec)
+        assert (r.msg.flamegraph.total, tree(r.msg.flamegraph)) == (135, BOTH_HOUR_1)
+        assert call(srv, "SelectMergeSpanProfile", span_req(pb, [SPAN1], T0 + 1, T0 + 3600),
+                    pb.querier.SelectMergeStacktracesResponse, codec=codec).msg.flamegraph.total == 5
