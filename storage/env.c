@@ -37,6 +37,7 @@ static const struct {
     [DB_SPANS] = {"spans", 0},
     [DB_UUIDS] = {"uuids", MDB_DUPSORT | MDB_DUPFIXED},
     [DB_PUUID] = {"puuid", 0},
+    [DB_SPANPARTS] = {"spanparts", 0},
 };
 
 

@@ -6,6 +6,8 @@
  *          samples of span, hour = ts_key(ts) / 3600 s (so a range of h hours is h + 1 seeks a span)
  *   uuids  uuid(16) -> dup sid(8 BE) ts(8, sign flipped): the profiles a client id names
  *   puuid  sid(8 BE) ts(8, sign flipped) -> uuid(16)
+ *   spanparts sid(8 BE) ts(8, sign flipped) -> 01, the profile's span parts: per span its trace id
+ *          and (node, value) pairs against the profile's own stack nodes
  *
  * Written by the append that stores the profile (write.c), dropped by retention (whole hours of
  * spans; the ids of dropped profiles one by one).
@@ -90,6 +92,153 @@ int ps_span_put(ps_txn_t *txn, uint64_t span, uint64_t sid, int64_t ts, ps_err_t
     return 0;
 }
 
+static bool is_lower_hex32(const char *s, size_t n)
+{
+    if (n != 32)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+#define F_TRACE16 4  /* trace id: 16 bytes, its 32 lower-case hex digits */
+#define F_TRACESTR 8 /* trace id: uvarint length, the bytes as pushed */
+#define F_KNOWN (PS_SPAN_F_PROFILE_ID | PS_SPAN_F_UPPER | F_TRACE16 | F_TRACESTR)
+
+/* parts a and b are of one group: the same span written the same way */
+static bool same_group(const ps_span_part_t *a, const ps_span_part_t *b)
+{
+    return a->span == b->span && a->flags == b->flags && a->trace_len == b->trace_len &&
+           (a->trace_len == 0 || memcmp(a->trace, b->trace, a->trace_len) == 0);
+}
+
+void ps_span_parts_encode(const ps_span_part_t *parts, size_t n, ps_buf_t *out)
+{
+    size_t ngroups = 0;
+    for (size_t i = 0; i < n; i++)
+        ngroups += i == 0 || !same_group(&parts[i], &parts[i - 1]);
+    ps_buf_putc(out, PS_SPANPARTS_ENC);
+    ps_put_uvarint(out, ngroups);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && same_group(&parts[j], &parts[i]))
+            j++;
+        const ps_span_part_t *p = &parts[i];
+        uint8_t b[8];
+        ps_enc_be64(b, p->span);
+        ps_buf_append(out, b, 8);
+        uint8_t f = p->flags & (PS_SPAN_F_PROFILE_ID | PS_SPAN_F_UPPER);
+        if (p->trace_len > 0)
+            f |= is_lower_hex32(p->trace, p->trace_len) ? F_TRACE16 : F_TRACESTR;
+        ps_buf_putc(out, (char)f);
+        if (f & F_TRACE16) {
+            uint8_t t[16];
+            for (int k = 0; k < 16; k++)
+                t[k] = (uint8_t)(hexval(p->trace[2 * k]) << 4 | hexval(p->trace[2 * k + 1]));
+            ps_buf_append(out, t, 16);
+        } else if (f & F_TRACESTR) {
+            ps_put_uvarint(out, p->trace_len);
+            ps_buf_append(out, p->trace, p->trace_len);
+        }
+        ps_put_uvarint(out, j - i);
+        uint64_t prev = 0;
+        for (size_t k = i; k < j; k++) {
+            ps_put_uvarint(out, parts[k].node - prev);
+            ps_put_varint(out, parts[k].value);
+            prev = parts[k].node;
+        }
+        i = j;
+    }
+}
+
+int ps_span_parts_decode(const void *data, size_t len, ps_arena_t *arena, ps_span_part_t **parts, size_t *n,
+                         ps_err_t *err)
+{
+    static const char hex[] = "0123456789abcdef";
+    ps_dec_t d;
+    ps_dec_init(&d, data, len);
+    *parts = NULL;
+    *n = 0;
+    if (ps_dec_u8(&d) != PS_SPANPARTS_ENC || d.err)
+        return ps_err_set(err, PS_ECORRUPT, "span parts: the encoding byte is not %d", PS_SPANPARTS_ENC);
+    uint64_t nspans = ps_dec_uvarint(&d);
+    if (d.err || nspans > ps_dec_left(&d) / 11)
+        return ps_err_set(err, PS_ECORRUPT, "span parts: %llu spans in %zu bytes", (unsigned long long)nspans, len);
+    /* every pair takes at least 2 bytes: at most left / 2 of them */
+    size_t cap = ps_dec_left(&d) / 2 + 1, m = 0;
+    ps_span_part_t *out = ps_arena_alloc(arena, cap * sizeof(ps_span_part_t));
+    uint64_t last_span = 0;
+    for (uint64_t i = 0; i < nspans; i++) {
+        size_t at = len - ps_dec_left(&d);
+        uint64_t span = ps_dec_be64(&d);
+        uint8_t f = ps_dec_u8(&d);
+        const char *trace = NULL;
+        uint32_t tlen = 0;
+        if (!d.err && (span == 0 || (i > 0 && span < last_span) || (f & ~F_KNOWN) || (f & F_TRACE16 && f & F_TRACESTR)))
+            return ps_err_set(err, PS_ECORRUPT, "span parts: span %llu at byte %zu is damaged", (unsigned long long)i, at);
+        if (f & F_TRACE16) {
+            const uint8_t *t = ps_dec_bytes(&d, 16);
+            if (t != NULL) {
+                char *s = ps_arena_alloc(arena, 32);
+                for (int k = 0; k < 16; k++) {
+                    s[2 * k] = hex[t[k] >> 4];
+                    s[2 * k + 1] = hex[t[k] & 15];
+                }
+                trace = s;
+                tlen = 32;
+            }
+        } else if (f & F_TRACESTR) {
+            uint64_t l = ps_dec_uvarint(&d);
+            if (!d.err && (l == 0 || l > ps_dec_left(&d)))
+                return ps_err_set(err, PS_ECORRUPT, "span parts: span %llu's trace id at byte %zu is damaged",
+                                  (unsigned long long)i, at);
+            trace = (const char *)ps_dec_bytes(&d, (size_t)l);
+            tlen = (uint32_t)l;
+        }
+        uint64_t np = ps_dec_uvarint(&d);
+        if (!d.err && (np == 0 || np > cap - m))
+            return ps_err_set(err, PS_ECORRUPT, "span parts: span %llu at byte %zu has %llu parts", (unsigned long long)i,
+                              at, (unsigned long long)np);
+        uint64_t node = 0;
+        for (uint64_t k = 0; k < np && !d.err; k++) {
+            uint64_t dn = ps_dec_uvarint(&d);
+            int64_t v = ps_dec_varint(&d);
+            if (!d.err && ((k > 0 && dn == 0) || dn > UINT64_MAX - node || dn + node == 0))
+                return ps_err_set(err, PS_ECORRUPT, "span parts: span %llu at byte %zu: nodes not ascending",
+                                  (unsigned long long)i, at);
+            node += dn;
+            out[m++] = (ps_span_part_t){.span = span, .node = node, .value = v, .trace = trace, .trace_len = tlen,
+                                        .flags = (uint8_t)(f & (PS_SPAN_F_PROFILE_ID | PS_SPAN_F_UPPER))};
+        }
+        if (d.err)
+            break;
+        last_span = span;
+    }
+    if (d.err || ps_dec_left(&d) != 0)
+        return ps_err_set(err, PS_ECORRUPT, "span parts: %s at byte %zu", d.err ? "truncated" : "trailing bytes",
+                          len - ps_dec_left(&d));
+    *parts = out;
+    *n = m;
+    return 0;
+}
+
+int ps_reader_span_parts(ps_reader_t *r, uint64_t sid, int64_t ts, ps_arena_t *arena, ps_span_part_t **parts,
+                         size_t *n, ps_err_t *err)
+{
+    uint8_t k[16];
+    MDB_val v;
+    *parts = NULL;
+    *n = 0;
+    ps_key_sid_ts(k, sid, ts);
+    if (!ps_txn_get(&r->txn, DB_SPANPARTS, k, 16, &v, "reading span parts"))
+        return r->txn.ret ? ps_txn_error(&r->txn, err) : 0;
+    int ret = ps_span_parts_decode(v.mv_data, v.mv_size, arena, parts, n, err);
+    if (ret)
+        ps_err_prefix(err, "series %llu at %lld ns: ", (unsigned long long)sid, (long long)ts);
+    return ret;
+}
+
 int ps_uuid_put(ps_txn_t *txn, const uint8_t uuid[16], uint64_t sid, int64_t ts, ps_err_t *err)
 {
     uint8_t st[16];
@@ -100,8 +249,38 @@ int ps_uuid_put(ps_txn_t *txn, const uint8_t uuid[16], uint64_t sid, int64_t ts,
     return 0;
 }
 
+/* spanparts: per series, the records older than the cutoff (one seek per series after them) */
+static int retain_parts(ps_txn_t *txn, int64_t cutoff, ps_err_t *err)
+{
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, txn, DB_SPANPARTS, "applying retention to span parts"))
+        return ps_txn_error(txn, err);
+    bool on = ps_cur_first(&cur);
+    while (on) {
+        uint64_t sid = cur.k.mv_size == 16 ? ps_get_be64(cur.k.mv_data) : 0;
+        if (cur.k.mv_size == 16 && ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8)) < cutoff) {
+            if (!ps_cur_del(&cur))
+                break;
+            on = ps_cur_next(&cur);
+            continue;
+        }
+        if (cur.k.mv_size != 16) {
+            on = ps_cur_next(&cur);
+            continue;
+        }
+        uint8_t kb[16];
+        ps_key_sid_ts(kb, sid + 1, INT64_MIN);
+        on = sid == UINT64_MAX ? false : ps_cur_seek(&cur, kb, 16);
+    }
+    ps_cur_close(&cur);
+    return txn->ret ? ps_txn_error(txn, err) : 0;
+}
+
 int ps_ids_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err)
 {
+    int rp = retain_parts(txn, cutoff, err);
+    if (rp)
+        return rp;
     /* spans: every hour that ended before the cutoff, from the front */
     uint32_t h = hour_of(cutoff);
     ps_cur_t cur;
@@ -200,55 +379,6 @@ int ps_reader_span_profiles(ps_reader_t *r, uint64_t span, int64_t start, int64_
     if (ret == 0 && r->txn.ret)
         ret = ps_txn_error(&r->txn, err);
     return ret;
-}
-
-/* The string content of id equals s. */
-static bool str_is(ps_txn_t *txn, uint64_t id, const char *s, size_t n)
-{
-    MDB_val v;
-    return id != 0 && ps_sym_get(txn, SYM_STRING, id, &v) && v.mv_size == n && memcmp(v.mv_data, s, n) == 0;
-}
-
-int ps_reader_node_span(ps_reader_t *r, uint64_t node, uint64_t *span, ps_err_t *err)
-{
-    *span = 0;
-    uint64_t lsid = 0;
-    for (uint32_t depth = 0; node != 0; depth++) {
-        uint8_t k[8];
-        MDB_val mv;
-        ps_enc_be64(k, node);
-        if (!ps_txn_get(&r->txn, DB_NODES, k, 8, &mv, "reading stack node") || mv.mv_size != 16 || depth > (1u << 20)) {
-            ps_txn_error(&r->txn, NULL);
-            return ps_err_set(err, PS_ECORRUPT, "stack node %llu is missing or damaged", (unsigned long long)node);
-        }
-        uint64_t parent = ps_get_be64(mv.mv_data), item = ps_get_be64((const uint8_t *)mv.mv_data + 8);
-        if (parent == 0 && (item & PS_ITEM_LABELSET))
-            lsid = item & ~PS_ITEM_LABELSET;
-        node = parent;
-    }
-    if (lsid == 0)
-        return 0;
-    MDB_val v;
-    if (!ps_sym_get(&r->txn, SYM_LABELSET, lsid, &v)) {
-        ps_txn_error(&r->txn, NULL);
-        return ps_err_set(err, PS_ECORRUPT, "label set %llu is missing", (unsigned long long)lsid);
-    }
-    ps_dec_t d;
-    ps_dec_init(&d, v.mv_data, v.mv_size);
-    uint64_t nl = ps_dec_uvarint(&d);
-    for (uint64_t j = 0; j < nl && !d.err; j++) {
-        uint64_t key = ps_dec_uvarint(&d), str = ps_dec_uvarint(&d);
-        ps_dec_varint(&d);
-        ps_dec_uvarint(&d);
-        if (d.err || !(str_is(&r->txn, key, "span_id", 7) || str_is(&r->txn, key, "profile_id", 10)))
-            continue;
-        MDB_val sv;
-        if (str != 0 && ps_sym_get(&r->txn, SYM_STRING, str, &sv) && ps_span_parse(sv.mv_data, sv.mv_size, span))
-            return 0;
-    }
-    if (d.err)
-        return ps_err_set(err, PS_ECORRUPT, "label set %llu is damaged", (unsigned long long)lsid);
-    return 0;
 }
 
 int ps_store_profile_uuid(ps_store_t *s, uint64_t sid, int64_t ts, uint8_t out[16], ps_err_t *err)

@@ -388,13 +388,33 @@ bool ps_span_parse(const char *s, size_t n, uint64_t *span);
 /** Parses a UUID: 8-4-4-4-12 hex digits or 32 hex digits (either case), into out. */
 bool ps_uuid_parse(const char *s, size_t n, uint8_t out[16]);
 
+/** One part of a profile's span parts (docs/FORMAT.md "Span parts"): the value of the samples of
+ *  span whose stack (without their span_id/profile_id and trace_id labels) ends at node. The
+ *  profile's own record holds each sample's value at that node too: the span parts are the share of
+ *  it that was labelled with the span. */
+typedef struct ps_span_part {
+    uint64_t span, node;
+    int64_t value;
+    const char *trace;  /* the span's trace_id label as pushed (trace_len bytes; 0: none) */
+    uint32_t trace_len;
+    uint8_t flags;      /* PS_SPAN_F_*: how the span label was written */
+} ps_span_part_t;
+#define PS_SPAN_F_PROFILE_ID 1 /* the label was profile_id (else span_id) */
+#define PS_SPAN_F_UPPER 2      /* its hex digits were upper case (else lower case) */
+
+/** Decodes a span parts record (parts from arena, in record order: by span, then node). PS_ECORRUPT
+ *  naming the byte offset if it is damaged. */
+int ps_span_parts_decode(const void *data, size_t len, ps_arena_t *arena, ps_span_part_t **parts, size_t *n,
+                         ps_err_t *err);
+/** The span parts of profile (sid, ts) (none: *n = 0), as ps_span_parts_decode. */
+int ps_reader_span_parts(ps_reader_t *r, uint64_t sid, int64_t ts, ps_arena_t *arena, ps_span_part_t **parts,
+                         size_t *n, ps_err_t *err);
+
 /** Calls cb(sid, ts) for each profile holding samples of span with start <= ts <= end (ns; clamped
  *  to the reader's retention), by hour, then series, then time: one seek per hour of the range
  *  that holds any span record (empty hours are skipped by the seeks themselves), plus one. */
 int ps_reader_span_profiles(ps_reader_t *r, uint64_t span, int64_t start, int64_t end,
                             int (*cb)(void *ctx, uint64_t sid, int64_t ts), void *ctx, ps_err_t *err);
-/** The span of the samples whose stack ends at node (its label set's, see above), 0 if none. */
-int ps_reader_node_span(ps_reader_t *r, uint64_t node, uint64_t *span, ps_err_t *err);
 
 /** Any thread: the client-given id of profile (sid, ts) into out: 1 found, 0 none, or a negative
  *  PS_E code (err says). */

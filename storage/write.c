@@ -103,6 +103,13 @@ static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_
     return 0;
 }
 
+/* A sample's span (0: none), the indexes of its span and trace_id labels (UINT32_MAX: none) */
+typedef struct sample_span {
+    uint64_t span;
+    uint32_t jspan, jtrace;
+    uint8_t flags; /* PS_SPAN_F_* */
+} sample_span_t;
+
 /* Sample labels are a set: sorted (key, str, num, unit by content) so that the order a producer
  * wrote them in (Go's is random) does not split one stack in two. */
 static int cmp_label(const void *a, const void *b, void *ctx)
@@ -125,31 +132,46 @@ static int cmp_label(const void *a, const void *b, void *ctx)
 }
 
 /* The stack node of sample smp: [label set item] then locations root first. */
-static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const ps_sample_t *smp, xlate_t *x,
-                       uint64_t *node, ps_err_t *err)
+static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const ps_sample_t *smp,
+                       const sample_span_t *sp, xlate_t *x, uint64_t *node, ps_err_t *err)
 {
     int ret;
     uint64_t lsid = 0;
-    if (smp->nlabels > 0) {
-        ps_label_t sorted[smp->nlabels > 64 ? 1 : smp->nlabels];
-        const ps_label_t *labels = smp->labels;
-        if (smp->nlabels > 1 && smp->nlabels <= 64) {
-            memcpy(sorted, smp->labels, smp->nlabels * sizeof(ps_label_t));
-            qsort_r(sorted, smp->nlabels, sizeof(ps_label_t), cmp_label, (void *)p);
+    /* the labels without the span's span_id/profile_id and trace_id (kept in the span parts) */
+    uint32_t nl = smp->nlabels;
+    const ps_label_t *labels = smp->labels;
+    ps_label_t *kept = NULL;
+    if (sp->span != 0) {
+        kept = ps_xmalloc((size_t)nl * sizeof(ps_label_t) + 1);
+        uint32_t m = 0;
+        for (uint32_t j = 0; j < smp->nlabels; j++)
+            if (j != sp->jspan && j != sp->jtrace)
+                kept[m++] = smp->labels[j];
+        nl = m;
+        labels = kept;
+    }
+    if (nl > 0) {
+        ps_label_t sorted[nl > 64 ? 1 : nl];
+        if (nl > 1 && nl <= 64) {
+            memcpy(sorted, labels, nl * sizeof(ps_label_t));
+            qsort_r(sorted, nl, sizeof(ps_label_t), cmp_label, (void *)p);
             labels = sorted;
         }
         ps_buf_reset(&x->enc);
-        ps_put_uvarint(&x->enc, smp->nlabels);
-        for (uint32_t j = 0; j < smp->nlabels; j++) {
+        ps_put_uvarint(&x->enc, nl);
+        for (uint32_t j = 0; j < nl; j++) {
             const ps_label_t *l = &labels[j];
             ps_put_uvarint(&x->enc, STR(l->key));
             ps_put_uvarint(&x->enc, STR(l->str));
             ps_put_varint(&x->enc, l->num);
             ps_put_uvarint(&x->enc, STR(l->num_unit));
         }
-        if ((ret = ps_sym_intern(w, txn, SYM_LABELSET, x->enc.data, x->enc.len, &lsid, err)) != 0)
+        if ((ret = ps_sym_intern(w, txn, SYM_LABELSET, x->enc.data, x->enc.len, &lsid, err)) != 0) {
+            free(kept);
             return ret;
+        }
     }
+    free(kept);
     /* whole-stack cache: label set id then location ids, leaf first */
     ps_buf_reset(&x->key);
     uint64_t *k = (uint64_t *)ps_buf_reserve(&x->key, (smp->nlocs + 1) * 8);
@@ -174,40 +196,65 @@ static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
 }
 #undef STR
 
-/* The span of each sample (0: none; see store.h "span index") into spans; false if no sample has one. */
-static bool sample_spans(const ps_profile_t *p, uint64_t *spans)
+/* The span of each sample (span 0: none; see store.h "span index") into spans; false if no sample has
+ * one. A sample's trace is its first trace_id label (counted only with a span). */
+static bool sample_spans(const ps_profile_t *p, sample_span_t *spans)
 {
-    uint32_t k1 = 0, k2 = 0; /* string indexes of span_id and profile_id (0: absent) */
-    for (uint32_t i = 1; i < p->nstrings && (k1 == 0 || k2 == 0); i++) {
-        if (p->strings[i].len == 7 && memcmp(p->strings[i].ptr, "span_id", 7) == 0)
+    uint32_t k1 = 0, k2 = 0, k3 = 0; /* string indexes of span_id, profile_id and trace_id (0: absent) */
+    for (uint32_t i = 1; i < p->nstrings; i++) {
+        if (p->strings[i].len == 7 && memcmp(p->strings[i].ptr, "span_id", 7) == 0 && k1 == 0)
             k1 = i;
-        else if (p->strings[i].len == 10 && memcmp(p->strings[i].ptr, "profile_id", 10) == 0)
+        else if (p->strings[i].len == 10 && memcmp(p->strings[i].ptr, "profile_id", 10) == 0 && k2 == 0)
             k2 = i;
+        else if (p->strings[i].len == 8 && memcmp(p->strings[i].ptr, "trace_id", 8) == 0 && k3 == 0)
+            k3 = i;
     }
     if (k1 == 0 && k2 == 0)
         return false;
     bool any = false;
     for (uint32_t i = 0; i < p->nsamples; i++) {
         const ps_sample_t *smp = &p->samples[i];
-        spans[i] = 0;
+        sample_span_t *sp = &spans[i];
+        *sp = (sample_span_t){0, UINT32_MAX, UINT32_MAX, 0};
         for (uint32_t j = 0; j < smp->nlabels; j++) {
             uint32_t key = smp->labels[j].key;
             if (key == 0 || (key != k1 && key != k2))
                 continue;
             ps_str_t v = ps_profile_str(p, smp->labels[j].str);
-            if (ps_span_parse(v.ptr, v.len, &spans[i])) {
+            if (ps_span_parse(v.ptr, v.len, &sp->span)) {
+                sp->jspan = j;
+                bool upper = false;
+                for (size_t c = 0; c < v.len; c++)
+                    upper |= v.ptr[c] >= 'A' && v.ptr[c] <= 'F';
+                sp->flags = (uint8_t)((key == k2 ? PS_SPAN_F_PROFILE_ID : 0) | (upper ? PS_SPAN_F_UPPER : 0));
                 any = true;
                 break;
             }
         }
+        for (uint32_t j = 0; sp->span != 0 && k3 != 0 && j < smp->nlabels; j++)
+            if (smp->labels[j].key == k3 && smp->labels[j].str != 0 && smp->labels[j].num == 0 &&
+                smp->labels[j].num_unit == 0) {
+                sp->jtrace = j;
+                break;
+            }
     }
     return any;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* span parts by span, then how it was written (flags, trace id), then node */
+static int cmp_part(const void *a, const void *b)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    const ps_span_part_t *x = a, *y = b;
+    if (x->span != y->span)
+        return x->span < y->span ? -1 : 1;
+    if (x->flags != y->flags)
+        return x->flags < y->flags ? -1 : 1;
+    if (x->trace_len != y->trace_len)
+        return x->trace_len < y->trace_len ? -1 : 1;
+    int c = x->trace_len ? memcmp(x->trace, y->trace, x->trace_len) : 0;
+    if (c != 0)
+        return c;
+    return (x->node > y->node) - (x->node < y->node);
 }
 
 /* Checks order against what each series holds. Returns 1 if some series already has ts (a
@@ -255,22 +302,23 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     const ps_profile_t *p = it->profile;
     xlate_t x = {0};
     int ret = 0;
-    ps_buf_t rec = PS_BUF_INIT;
+    ps_buf_t rec = PS_BUF_INIT, prec = PS_BUF_INIT;
     uint64_t *nodes = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
 
     if ((ret = intern_symbols(w, txn, p, &x, a, err)) != 0)
         goto Exit;
+    sample_span_t *spans = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(sample_span_t));
+    bool has_spans = sample_spans(p, spans);
+    static const sample_span_t nospan = {0, UINT32_MAX, UINT32_MAX, 0};
     for (uint32_t i = 0; i < p->nsamples; i++)
-        if ((ret = sample_node(w, txn, p, &p->samples[i], &x, &nodes[i], err)) != 0)
+        if ((ret = sample_node(w, txn, p, &p->samples[i], has_spans ? &spans[i] : &nospan, &x, &nodes[i], err)) != 0)
             goto Exit;
     uint32_t *order = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint32_t));
     uint32_t *tmp = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint32_t));
     order = sort_by_node(nodes, p->nsamples, order, tmp);
     uint64_t *pn = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
     int64_t *pv = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(int64_t));
-    uint64_t *spans = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
-    uint64_t *sset = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
-    bool has_spans = sample_spans(p, spans);
+    ps_span_part_t *parts = has_spans ? ps_arena_alloc(a, (p->nsamples + 1) * sizeof(ps_span_part_t)) : NULL;
     for (uint32_t si = 0; si < it->nseries; si++) {
         uint32_t t = it->type_index[si];
         /* identical stacks (pprof allows repeats) are summed, as pprof does when it loads a profile */
@@ -296,16 +344,51 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
         ps_series_state_t *st;
         if ((ret = ps_series_get_or_create(w, txn, &it->series_labels[si], true, PS_SERIES_PROFILE, &sid, &st, err)) != 0)
             goto Exit;
+        /* the span parts of this series: (span, flags, trace id, node) -> value, summed, none 0 */
+        size_t np = 0;
+        for (uint32_t i = 0; has_spans && i < p->nsamples; i++)
+            if (spans[i].span != 0 && p->samples[i].values[t] != 0) {
+                const ps_sample_t *smp = &p->samples[i];
+                ps_str_t tr = spans[i].jtrace != UINT32_MAX ? ps_profile_str(p, smp->labels[spans[i].jtrace].str)
+                                                           : (ps_str_t){NULL, 0};
+                parts[np++] = (ps_span_part_t){.span = spans[i].span, .node = nodes[i], .value = smp->values[t],
+                                               .trace = tr.ptr, .trace_len = (uint32_t)tr.len, .flags = spans[i].flags};
+            }
+        if (np > 1) {
+            qsort(parts, np, sizeof(ps_span_part_t), cmp_part);
+            size_t q = 0;
+            for (size_t k = 0; k < np; k++) {
+                if (q > 0 && cmp_part(&parts[q - 1], &parts[k]) == 0) {
+                    parts[q - 1].value = ps_sat_add(parts[q - 1].value, parts[k].value);
+                    continue;
+                }
+                if (q > 0 && parts[q - 1].value == 0)
+                    q--;
+                parts[q++] = parts[k];
+            }
+            if (q > 0 && parts[q - 1].value == 0)
+                q--;
+            np = q;
+        }
+        ps_buf_reset(&prec);
+        if (np > 0)
+            ps_span_parts_encode(parts, np, &prec);
         uint8_t kb[16];
         ps_key_sid_ts(kb, sid, it->ts);
         MDB_val v;
         if (check && st->last_ts == it->ts) {
             bool found = ps_txn_get(txn, DB_HEAD, kb, 16, &v, "reading head record");
+            if (found && (v.mv_size != rec.len || memcmp(v.mv_data, rec.data, rec.len) != 0))
+                found = false;
+            if (found && !txn->ret) {
+                bool pf = ps_txn_get(txn, DB_SPANPARTS, kb, 16, &v, "reading span parts");
+                found = pf ? v.mv_size == prec.len && memcmp(v.mv_data, prec.data, prec.len) == 0 : prec.len == 0;
+            }
             if (txn->ret) {
                 ret = ps_txn_error(txn, err);
                 goto Exit;
             }
-            if (!found || v.mv_size != rec.len || memcmp(v.mv_data, rec.data, rec.len) != 0)
+            if (!found)
                 *all_same = false;
         } else {
             if (check)
@@ -327,15 +410,14 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
             }
             if ((ret = ps_series_put_state(w, txn, sid, st, err)) != 0)
                 goto Exit;
-            /* the span index: each span with a value in this series, once */
-            uint32_t ns = 0;
-            for (uint32_t k = 0; has_spans && k < p->nsamples; k++)
-                if (spans[k] != 0 && p->samples[k].values[t] != 0)
-                    sset[ns++] = spans[k];
-            if (ns > 1)
-                qsort(sset, ns, sizeof(uint64_t), cmp_u64);
-            for (uint32_t k = 0; k < ns; k++)
-                if ((k == 0 || sset[k] != sset[k - 1]) && (ret = ps_span_put(txn, sset[k], sid, it->ts, err)) != 0)
+            /* the span parts and the span index: each span with a value in this series, once */
+            if (np > 0 && !ps_txn_put(txn, DB_SPANPARTS, kb, 16, prec.data, prec.len, 0, "writing span parts")) {
+                ret = ps_txn_error(txn, err);
+                goto Exit;
+            }
+            for (size_t k = 0; k < np; k++)
+                if ((k == 0 || parts[k].span != parts[k - 1].span) &&
+                    (ret = ps_span_put(txn, parts[k].span, sid, it->ts, err)) != 0)
                     goto Exit;
             if (it->uuid != NULL && (ret = ps_uuid_put(txn, it->uuid, sid, it->ts, err)) != 0)
                 goto Exit;
@@ -344,6 +426,7 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
         it->series_samples[si] = m;
     }
 Exit:
+    ps_buf_dispose(&prec);
     ps_buf_dispose(&rec);
     ps_buf_dispose(&x.enc);
     ps_buf_dispose(&x.key);

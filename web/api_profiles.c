@@ -127,6 +127,7 @@ static int side_load(ps_qctx_t *c, side_t *s, const char *qname, const char *pre
     ps_profile_query_t q;
     int ret = side_params(c, s, qname, prefix, lookback, all_types, &q);
     q.agg = agg;
+    q.span_labels = true; /* one profile: its samples with their span labels */
     if (ret == 0)
         ret = ps_query_profile_select(c->reader, &q, &c->arena, &s->ps, &c->err);
     return ret;

@@ -575,18 +575,11 @@ typedef struct span_hit {
 } span_hit_t;
 
 typedef struct span_ctx {
-    ps_reader_t *r;
     const uint64_t *sids; /* the selected series, ascending */
     uint32_t nsids;
     span_hit_t *hits;
     size_t n, cap;
-    const uint64_t *spans;
-    uint32_t nspans;
-    ps_hmap_t node_span;  /* node -> its span + 1 (0 absent: the map's value for "none" is 1) */
-    ps_nodemap_t *acc;
-    ps_sum_info_t *info;
     ps_err_t *err;
-    int64_t ts;           /* the profile wanted of this read */
 } span_ctx_t;
 
 static int on_span_hit(void *ctx, uint64_t sid, int64_t ts)
@@ -611,43 +604,6 @@ static int cmp_hit(const void *a, const void *b)
     if (x->sid != y->sid)
         return x->sid < y->sid ? -1 : 1;
     return (x->ts > y->ts) - (x->ts < y->ts);
-}
-
-/* Adds the values of p's nodes whose span is selected. */
-static int on_span_profile(void *ctx, const ps_stored_profile_t *p)
-{
-    span_ctx_t *c = ctx;
-    if (p->ts != c->ts)
-        return 0;
-    bool any = false;
-    for (uint32_t i = 0; i < p->n; i++) {
-        uint64_t node = p->nodes[i], v1;
-        uint64_t span;
-        if (ps_hmap_get(&c->node_span, &node, 8, &v1)) {
-            span = v1 - 1;
-        } else {
-            int ret = ps_reader_node_span(c->r, node, &span, c->err);
-            if (ret)
-                return ret;
-            ps_hmap_put(&c->node_span, &node, 8, span + 1);
-        }
-        if (span != 0 && bsearch(&span, c->spans, c->nspans, sizeof(uint64_t), cmp_u64) != NULL) {
-            ps_nodemap_add(c->acc, node, p->values[i]);
-            any = true;
-        }
-    }
-    if (any) {
-        ps_sum_info_t *in = c->info;
-        if (in->profiles == 0 || p->ts < in->min_ts)
-            in->min_ts = p->ts;
-        if (in->profiles == 0 || p->ts > in->max_ts)
-            in->max_ts = p->ts;
-        in->profiles++;
-        in->duration = ps_sat_add(in->duration, p->duration);
-        if (p->period > in->period)
-            in->period = p->period;
-    }
-    return 0;
 }
 
 int ps_querier_merge_spans(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64_t end_ns, const uint64_t *spans,
@@ -675,28 +631,46 @@ int ps_querier_merge_spans(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns,
     uint64_t *sids = ps_arena_alloc(arena, ((size_t)set.n + 1) * sizeof(uint64_t));
     memcpy(sids, set.sids, set.n * sizeof(uint64_t));
     qsort(sids, set.n, sizeof(uint64_t), cmp_u64);
-    span_ctx_t c = {.r = r, .sids = sids, .nsids = set.n, .spans = spans, .nspans = nspans, .acc = &out->accs[0],
-                    .info = &out->info, .err = err};
-    ps_hmap_init(&c.node_span);
+    span_ctx_t c = {.sids = sids, .nsids = set.n, .err = err};
     for (uint32_t i = 0; i < nspans && ret == 0; i++)
         ret = ps_reader_span_profiles(r, spans[i], start_ns, end_ns, on_span_hit, &c, err);
     if (ret == 0 && c.n > 1)
         qsort(c.hits, c.n, sizeof(span_hit_t), cmp_hit);
+    /* each profile's span parts (never its head record or chunk): the selected spans' pairs */
     uint64_t last_sid = 0;
+    ps_arena_t pa = PS_ARENA_INIT;
+    ps_sum_info_t *in = &out->info;
     for (size_t i = 0; i < c.n && ret == 0; i++) {
         if (i > 0 && c.hits[i].sid == c.hits[i - 1].sid && c.hits[i].ts == c.hits[i - 1].ts)
             continue;
         if ((i & 255) == 255 && (ret = ps_budget_check_now(err)) != 0)
             break;
-        c.ts = c.hits[i].ts;
-        ret = ps_reader_profiles(r, c.hits[i].sid, c.ts, c.ts, false, on_span_profile, &c, err);
+        ps_span_part_t *parts;
+        size_t np;
+        ps_arena_reset(&pa);
+        if ((ret = ps_reader_span_parts(r, c.hits[i].sid, c.hits[i].ts, &pa, &parts, &np, err)) != 0)
+            break;
+        bool any = false;
+        for (size_t k = 0; k < np; k++)
+            if (bsearch(&parts[k].span, spans, nspans, sizeof(uint64_t), cmp_u64) != NULL) {
+                ps_nodemap_add(&out->accs[0], parts[k].node, parts[k].value);
+                any = true;
+            }
+        if (!any)
+            continue;
+        int64_t ts = c.hits[i].ts;
+        if (in->profiles == 0 || ts < in->min_ts)
+            in->min_ts = ts;
+        if (in->profiles == 0 || ts > in->max_ts)
+            in->max_ts = ts;
+        in->profiles++;
         if (c.hits[i].sid != last_sid) {
             out->nseries++;
             last_sid = c.hits[i].sid;
         }
     }
+    ps_arena_dispose(&pa);
     free(c.hits);
-    ps_hmap_dispose(&c.node_span);
     if (ret == 0) {
         const ps_nodemap_t *m = &out->accs[0];
         uint64_t t = 0;

@@ -3,6 +3,7 @@
  */
 #include "query_int.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -862,7 +863,14 @@ static int select_one_type(ps_reader_t *r, const ps_profile_query_t *q, ps_arena
     out->types[0] = type ? type : UNKNOWN_TYPE;
     out->aggs[0] = q->agg != PS_AGG_AUTO ? q->agg : ps_query_type_agg(out->types[0]);
     out->nseries = set.n;
-    return merge_set(r, q, &set, out->aggs[0], &out->accs[0], &out->info, err);
+    ret = merge_set(r, q, &set, out->aggs[0], &out->accs[0], &out->info, err);
+    if (ret == 0 && q->span_labels && set.n == 1 && out->info.profiles == 1) {
+        uint64_t *one = ps_arena_alloc(arena, sizeof(uint64_t));
+        one[0] = set.sids[0];
+        out->one_sids = one;
+        out->one_ts = out->info.min_ts;
+    }
+    return ret;
 }
 
 static int select_family(ps_reader_t *r, const ps_profile_query_t *q, int ni, const char *parts[6],
@@ -937,17 +945,27 @@ static int select_family(ps_reader_t *r, const ps_profile_query_t *q, int ni, co
                               strcmp(pa[1], pb[1]) == 0 ? "the same sample type twice" : "different period types");
     }
     uint64_t best = 0;
+    uint64_t *one = q->span_labels ? ps_arena_alloc(arena, n * sizeof(uint64_t)) : NULL;
+    int64_t one_ts = 0;
     for (uint32_t k = 0; k < n; k++) {
         ps_sum_info_t info = {0};
         out->aggs[k] = q->agg != PS_AGG_AUTO ? q->agg : ps_query_type_agg(out->types[k]);
         if ((ret = merge_set(r, q, use[k], out->aggs[k], &out->accs[k], &info, err)) != 0)
             return ret;
+        if (one != NULL && use[k]->n == 1 && info.profiles == 1 && (k == 0 || info.min_ts == one_ts)) {
+            one[k] = use[k]->sids[0];
+            one_ts = info.min_ts;
+        } else {
+            one = NULL;
+        }
         out->nseries += use[k]->n;
         if (k == 0 || info.profiles > best) {
             best = info.profiles;
             out->info = info;
         }
     }
+    out->one_sids = one;
+    out->one_ts = one_ts;
     return 0;
 }
 
@@ -1067,6 +1085,118 @@ void ps_query_profile_comment(ps_profile_t *p, ps_arena_t *arena, const char *fm
     p->comments = cs;
 }
 
+/* One stored profile's span parts as rows of their own (ps_profile_query_t.span_labels): each
+ * (span, node) a row with the span's values, taken from the node's row; rows left all zero go.
+ * *nodes and *vals (malloc'd, nv = a->ntypes values a row) are replaced; *lab gets each row's span. */
+static int span_rows(ps_reader_t *r, const ps_profile_sel_t *a, uint64_t **nodes, int64_t **vals, size_t *n,
+                     const ps_span_part_t ***lab, ps_arena_t *arena, ps_err_t *err)
+{
+    uint32_t nv = a->ntypes;
+    ps_span_part_t **parts = ps_arena_alloc(arena, nv * sizeof(*parts));
+    size_t *np = ps_arena_alloc(arena, nv * sizeof(size_t)), extra = 0;
+    for (uint32_t k = 0; k < nv; k++) {
+        int ret = ps_reader_span_parts(r, a->one_sids[k], a->one_ts, arena, &parts[k], &np[k], err);
+        if (ret)
+            return ret;
+        extra += np[k];
+    }
+    if (extra == 0)
+        return 0;
+    size_t cap = *n + 2 * extra + 1, m = *n;
+    uint64_t *nd = ps_xrealloc(*nodes, cap * sizeof(uint64_t));
+    int64_t *vl = ps_xrealloc(*vals, cap * nv * sizeof(int64_t));
+    *nodes = nd;
+    *vals = vl;
+    const ps_span_part_t **lb = ps_xcalloc(cap, sizeof(*lb));
+    ps_hmap_t base, rows; /* node -> its row + 1; (span, flags, node, trace) -> its row + 1 */
+    ps_buf_t kb = PS_BUF_INIT;
+    ps_hmap_init(&base);
+    ps_hmap_init(&rows);
+    for (size_t i = 0; i < m; i++)
+        ps_hmap_put(&base, &nd[i], 8, i + 1);
+    for (uint32_t k = 0; k < nv; k++)
+        for (size_t j = 0; j < np[k]; j++) {
+            const ps_span_part_t *p = &parts[k][j];
+            uint64_t row;
+            ps_buf_reset(&kb);
+            ps_buf_append(&kb, &p->span, 8);
+            ps_buf_append(&kb, &p->node, 8);
+            ps_buf_append(&kb, &p->flags, 1);
+            if (p->trace_len > 0)
+                ps_buf_append(&kb, p->trace, p->trace_len);
+            const void *key = kb.data;
+            size_t klen = kb.len;
+            if (!ps_hmap_get(&base, &p->node, 8, &row)) { /* the node's samples summed to 0 */
+                nd[m] = p->node;
+                memset(vl + m * nv, 0, nv * sizeof(int64_t));
+                row = ++m;
+                ps_hmap_put(&base, &p->node, 8, row);
+            }
+            vl[(row - 1) * nv + k] = ps_sat_sub(vl[(row - 1) * nv + k], p->value);
+            if (!ps_hmap_get(&rows, key, klen, &row)) { /* one row per span written one way, and node */
+                nd[m] = p->node;
+                memset(vl + m * nv, 0, nv * sizeof(int64_t));
+                lb[m] = p;
+                row = ++m;
+                ps_hmap_put(&rows, key, klen, row);
+            }
+            vl[(row - 1) * nv + k] = p->value;
+        }
+    ps_hmap_dispose(&base);
+    ps_hmap_dispose(&rows);
+    ps_buf_dispose(&kb);
+    size_t w = 0;
+    for (size_t i = 0; i < m; i++) {
+        bool any = false;
+        for (uint32_t k = 0; k < nv; k++)
+            any |= vl[i * nv + k] != 0;
+        if (!any)
+            continue;
+        nd[w] = nd[i];
+        memmove(vl + w * nv, vl + i * nv, nv * sizeof(int64_t));
+        lb[w++] = lb[i];
+    }
+    *n = w;
+    *lab = lb;
+    return 0;
+}
+
+/* Gives the samples of rows with a span (lab[i], sample i is row i) their span_id (or profile_id,
+ * as pushed) and trace_id labels. */
+static void span_labels(ps_profile_t *p, const ps_span_part_t **lab, ps_arena_t *arena)
+{
+    size_t nl = 0;
+    for (uint32_t i = 0; i < p->nsamples; i++)
+        nl += lab[i] != NULL;
+    ps_str_t *strs = ps_arena_alloc(arena, ((size_t)p->nstrings + 3 + 2 * nl) * sizeof(ps_str_t));
+    if (p->nstrings)
+        memcpy(strs, p->strings, p->nstrings * sizeof(ps_str_t));
+    uint32_t ns = p->nstrings, kspan = ns++, kprof = ns++, ktrace = ns++;
+    strs[kspan] = (ps_str_t){"span_id", 7};
+    strs[kprof] = (ps_str_t){"profile_id", 10};
+    strs[ktrace] = (ps_str_t){"trace_id", 8};
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        const ps_span_part_t *sp = lab[i];
+        if (sp == NULL)
+            continue;
+        ps_sample_t *smp = &p->samples[i];
+        ps_label_t *l = ps_arena_alloc(arena, ((size_t)smp->nlabels + 2) * sizeof(ps_label_t));
+        if (smp->nlabels)
+            memcpy(l, smp->labels, smp->nlabels * sizeof(ps_label_t));
+        char *hex = ps_arena_alloc(arena, 17);
+        snprintf(hex, 17, sp->flags & PS_SPAN_F_UPPER ? "%016" PRIX64 : "%016" PRIx64, sp->span);
+        strs[ns] = (ps_str_t){hex, 16};
+        l[smp->nlabels++] = (ps_label_t){.key = sp->flags & PS_SPAN_F_PROFILE_ID ? kprof : kspan, .str = ns++};
+        if (sp->trace_len > 0) {
+            strs[ns] = (ps_str_t){sp->trace, sp->trace_len};
+            l[smp->nlabels++] = (ps_label_t){.key = ktrace, .str = ns++};
+        }
+        smp->labels = l;
+    }
+    p->strings = strs;
+    p->nstrings = ns;
+}
+
 int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_profile_sel_t *b, int mode,
                            ps_arena_t *arena, ps_profile_t *out, ps_err_t *err)
 {
@@ -1136,7 +1266,15 @@ int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_p
     }
     const ps_sum_info_t *info = b && b->info.profiles ? &b->info : &a->info;
     const char *pair[2] = {ts->types[0], ts->types[0]};
-    int ret = materialize(r, mode == PS_PROFILE_PAIR ? pair : ts->types, nv, nodes, vals, n, info, arena, out, err);
+    const ps_span_part_t **lab = NULL; /* the span of each row (NULL: none) */
+    int ret = 0;
+    if (mode == PS_PROFILE_ONE && a->one_sids != NULL && a == ts)
+        ret = span_rows(r, a, &nodes, &vals, &n, &lab, arena, err);
+    if (ret == 0)
+        ret = materialize(r, mode == PS_PROFILE_PAIR ? pair : ts->types, nv, nodes, vals, n, info, arena, out, err);
+    if (ret == 0 && lab != NULL)
+        span_labels(out, lab, arena);
+    free(lab);
     for (uint32_t k = 0; ret == 0 && ts->aggs && k < nt; k++) {
         const char *parts[6];
         if (ps_profile_type_parts(ts->types[k], arena, parts) != 0)

@@ -147,6 +147,8 @@ typedef struct ps_profile_query {
     bool all_types;       /* every sample type of the profile family (see ps_query_profile_select) */
     uint32_t max_series;
     ps_agg_t agg;         /* PS_AGG_AUTO (0): each type's own (ps_query_type_agg) */
+    bool span_labels;     /* when the selection is one stored profile: ps_query_profile_build gives its
+                           * samples their span_id and trace_id labels back (its span parts) */
 } ps_profile_query_t;
 
 /** Merged node values of a selection, one accumulator per sample type. */
@@ -159,6 +161,9 @@ typedef struct ps_profile_sel {
     int64_t *totals;      /* totals[k]: sum of |value| over accs[k] */
     ps_sum_info_t info;   /* time, duration, period of the merged profiles (pprof's merge rules) */
     uint32_t nseries;     /* series merged, over all types */
+    const uint64_t *one_sids; /* span_labels and one stored profile per type, all at one_ts: their
+                               * series, one per type (else NULL) */
+    int64_t one_ts;
 } ps_profile_sel_t;
 
 /**

@@ -1,7 +1,8 @@
 """Span profiles (traces to profiles): SelectMergeSpanProfile and span_selector in
 SelectMergeStacktraces merge just the samples whose span_id label (or the legacy profile_id label
-pyroscope-go's older otel integration wrote) is selected, through the span index (docs/FORMAT.md
-"Span index and profile ids").
+pyroscope-go's older otel integration wrote) is selected, through the span index and the span parts
+(docs/FORMAT.md "Span index and span parts"). Plain merges have no span_id and trace_id labels (as
+Pyroscope's); one stored profile downloaded gives every sample back with its labels as pushed.
 
 A hand-built pprof pushed through push.v1 (as pyroscope-go's otel integration sends them) whose
 samples carry two span ids, a legacy profile_id, an invalid span id and none; every answer is
@@ -151,8 +152,8 @@ def test_span_selector_in_merges(srv, pb, codec):
     # without a selector: every sample of the hour
     r = call(srv, "SelectMergeStacktraces", req([]), pb.querier.SelectMergeStacktracesResponse, codec=codec)
     assert r.msg.flamegraph.total == 100 + 30 + 200 + 70 + 1000 + 500 + 11 + 5 + 9
-    # the pprof answer: the span's samples, without their span_id and profile_id labels (as
-    # Pyroscope, which keeps span ids apart from labels); the other labels stay
+    # the pprof answer: the span's samples, without their span_id, profile_id and trace_id labels
+    # (as Pyroscope, which keeps span ids apart from labels); the other labels stay
     r = call(srv, "SelectMergeStacktraces", req([SPAN2, SPAN3], format=4), pb.querier.SelectMergeStacktracesResponse,
              codec=codec)
     p = r.msg.pprof.profile
@@ -161,7 +162,60 @@ def test_span_selector_in_merges(srv, pb, codec):
     loc = {l.id: fn[l.line[0].function_id] for l in p.location}
     got = sorted((tuple(loc[x] for x in s.location_id), s.value[0],
                   tuple(sorted((st[l.key], st[l.str]) for l in s.label))) for s in p.sample)
-    assert got == [(("idle", "main"), 70, (("trace_id", TRACE),)), (("main",), 11, ()), (("work", "main"), 200, ())]
+    assert got == [(("idle", "main"), 70, ()), (("main",), 11, ()), (("work", "main"), 200, ())]
+
+
+def samples_of(p):
+    """[(stack root first... as leaf first names, value, sorted labels)] of a pprof, sorted."""
+    st = list(p.string_table)
+    fn = {f.id: st[f.name] for f in p.function}
+    loc = {l.id: fn[l.line[0].function_id] for l in p.location}
+    return sorted((tuple(loc[x] for x in s.location_id), s.value[0],
+                   tuple(sorted((st[l.key], st[l.str]) for l in s.label))) for s in p.sample)
+
+
+# the hour merged without a span selector: no span_id, profile_id or trace_id label (an invalid
+# span id is no span: its label stays), the values of each stack summed as without span labels
+PLAIN_HOUR = sorted([(("idle", "main"), 70 + 1000, ()), (("main",), 30 + 11 + 5, ()), (("work", "main"), 200 + 9, ()),
+              (("work", "main"), 100, (("span_name", "GET /"),)), (("work", "main"), 500, (("span_id", "xyz"),))])
+# the first profile alone: every sample as pushed
+PUSHED_1 = sorted((tuple({MAIN: "main", WORK: "work", IDLE: "idle"}[x] for x in stack), v, tuple(sorted(labels)))
+                  for stack, v, labels in SAMPLES_1)
+
+
+def profiles_api_pprof(srv, pb, **params):
+    import gzip
+    import urllib.parse
+    q = urllib.parse.urlencode(dict(query=TYPE + '{service_name="api"}', format="pprof", **params))
+    st, _, body = srv.get("/api/v1/profiles/query?" + q)
+    assert st == 200, body[:300]
+    p = pb.google.Profile()
+    p.ParseFromString(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+    return p
+
+
+def test_plain_merges_and_one_profile(srv, pb):
+    """Plain merges show no span labels and sum as if there were none; one stored profile keeps
+    them per sample, exactly as pushed (the span parts added back to the stacks)."""
+    r = call(srv, "SelectMergeStacktraces", pb.querier.SelectMergeStacktracesRequest(
+        profile_typeID=TYPE, label_selector='{service_name="api"}', start=T0 * MS, end=(T0 + 3600) * MS, format=4),
+        pb.querier.SelectMergeStacktracesResponse)
+    assert samples_of(r.msg.pprof.profile) == PLAIN_HOUR
+    r = call(srv, "SelectMergeProfile", pb.querier.SelectMergeProfileRequest(
+        profile_typeID=TYPE, label_selector='{service_name="api"}', start=T0 * MS, end=(T0 + 3600) * MS),
+        pb.google.Profile)
+    assert samples_of(r.msg) == PLAIN_HOUR
+    assert samples_of(profiles_api_pprof(srv, pb, start=T0, end=T0 + 3600)) == PLAIN_HOUR
+    # one profile: the profiles API's download of the first, by range or by time
+    assert samples_of(profiles_api_pprof(srv, pb, start=T0, end=T0 + 30)) == PUSHED_1
+    assert samples_of(profiles_api_pprof(srv, pb, time=T0)) == PUSHED_1
+    assert samples_of(profiles_api_pprof(srv, pb, time=T0 + 60)) == [(("main",), 5, (("span_id", SPAN1),)),
+                                                                     (("work", "main"), 9, ())]
+    # a span merge equals the one profile's samples of that span, summed
+    for span in (SPAN1, SPAN2, SPAN3):
+        want = sum(v for _, v, labels in PUSHED_1 if dict(labels).get("span_id", dict(labels).get("profile_id")) == span)
+        r = call(srv, "SelectMergeSpanProfile", span_req(pb, [span], T0, T0 + 30), pb.querier.SelectMergeStacktracesResponse)
+        assert r.msg.flamegraph.total == want, span
 
 
 def test_bad_span_ids(srv, pb):

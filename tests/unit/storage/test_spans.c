@@ -1,8 +1,9 @@
 /*
  * test_spans.c - the span index and client profile ids (storage/spans.c, schema 5): a hand-built
- * profile whose samples carry span_id and profile_id labels (valid, invalid, none) appended,
- * looked up by span over ranges, each stack node's span; profile ids both ways; retention drops
- * both; a schema 4 directory (without the new databases) upgraded in place.
+ * profile whose samples carry span_id, profile_id and trace_id labels (valid, invalid, none)
+ * appended, looked up by span over ranges; the stored profile without the span labels and its span
+ * parts beside it; the span parts codec on damaged records; profile ids both ways; retention drops
+ * them all; a schema 4 directory (without the new databases) upgraded in place.
  */
 #include <lmdb.h>
 #include <setjmp.h>
@@ -44,19 +45,23 @@ static ps_store_t *open_store(const char *dir, int64_t retention)
 }
 
 /* strings of the profile */
-enum { S_EMPTY, S_CPU, S_NS, S_SAMPLES, S_COUNT, S_SPAN, S_PID, S_A, S_B, S_C, S_BAD, S_MAIN, S_F, S_ZERO, S_N };
+enum { S_EMPTY, S_CPU, S_NS, S_SAMPLES, S_COUNT, S_SPAN, S_PID, S_A, S_B, S_C, S_BAD, S_MAIN, S_F, S_ZERO, S_TRACE, S_T1, S_T2,
+       S_N };
 static ps_str_t strs[S_N] = {
     {"", 0}, {"cpu", 3}, {"nanoseconds", 11}, {"samples", 7}, {"count", 5}, {"span_id", 7}, {"profile_id", 10},
     {"00000000000000aa", 16}, {"0123456789ABCDEF", 16}, {"fedcba9876543210", 16}, {"00000000000000ag", 16},
-    {"main", 4}, {"f", 1}, {"0000000000000000", 16},
+    {"main", 4}, {"f", 1}, {"0000000000000000", 16}, {"trace_id", 8}, {"4bf92f3577b34da6a3ce929d0e0e4736", 32},
+    {"t-1", 3},
 };
+#define T1 "4bf92f3577b34da6a3ce929d0e0e4736"
 
-/* Samples (cpu, samples): main [A] 10/1; f<main [B] 20/2; main [none] 5/1; f [profile_id C] 7/1;
- * main [span_id "…ag", not hex] 3/1; f [span_id all zero] 4/1; f<main [A, B: the first wins] 0/6. */
+/* Samples (cpu, samples): main [A, trace T1] 10/1; f<main [B upper case, trace "t-1"] 20/2; main
+ * [none] 5/1; f [profile_id C] 7/1; main [span_id "…ag", not hex] 3/1; f [span_id all zero] 4/1;
+ * f<main [A, B: the first wins, B stays a label] 0/6. */
 typedef struct built {
     ps_profile_t p;
     ps_sample_t smp[7];
-    ps_label_t lab[8];
+    ps_label_t lab[10];
     int64_t vals[14];
     uint32_t locs[12];
     ps_function_t fn[2];
@@ -83,17 +88,19 @@ static void build(built_t *b, int64_t ts, const uint8_t *uuid)
     static const int64_t v[14] = {10, 1, 20, 2, 5, 1, 7, 1, 3, 1, 4, 1, 0, 6};
     memcpy(b->vals, v, sizeof(v));
     b->lab[0] = (ps_label_t){.key = S_SPAN, .str = S_A};
-    b->lab[1] = (ps_label_t){.key = S_SPAN, .str = S_B};
-    b->lab[2] = (ps_label_t){.key = S_PID, .str = S_C};
-    b->lab[3] = (ps_label_t){.key = S_SPAN, .str = S_BAD};
-    b->lab[4] = (ps_label_t){.key = S_SPAN, .str = S_ZERO};
-    b->lab[5] = (ps_label_t){.key = S_SPAN, .str = S_A};
-    b->lab[6] = (ps_label_t){.key = S_SPAN, .str = S_B};
+    b->lab[1] = (ps_label_t){.key = S_TRACE, .str = S_T1};
+    b->lab[2] = (ps_label_t){.key = S_TRACE, .str = S_T2};
+    b->lab[3] = (ps_label_t){.key = S_SPAN, .str = S_B};
+    b->lab[4] = (ps_label_t){.key = S_PID, .str = S_C};
+    b->lab[5] = (ps_label_t){.key = S_SPAN, .str = S_BAD};
+    b->lab[6] = (ps_label_t){.key = S_SPAN, .str = S_ZERO};
+    b->lab[7] = (ps_label_t){.key = S_SPAN, .str = S_A};
+    b->lab[8] = (ps_label_t){.key = S_SPAN, .str = S_B};
     /* stacks, leaf first: main | f main | main | f | main | f | f main */
     static const uint32_t l[10] = {1, 2, 1, 1, 2, 1, 2, 2, 1, 0};
     memcpy(b->locs, l, sizeof(l));
     const uint32_t nl[7] = {1, 2, 1, 1, 1, 1, 2}, off[7] = {0, 1, 3, 4, 5, 6, 7};
-    const uint32_t nlab[7] = {1, 1, 0, 1, 1, 1, 2}, loff[7] = {0, 1, 2, 2, 3, 4, 5};
+    const uint32_t nlab[7] = {2, 2, 0, 1, 1, 1, 2}, loff[7] = {0, 2, 4, 4, 5, 6, 7};
     for (int i = 0; i < 7; i++)
         b->smp[i] = (ps_sample_t){.nlocs = nl[i], .locs = &b->locs[off[i]], .values = &b->vals[2 * i],
                                   .nlabels = nlab[i], .labels = nlab[i] ? &b->lab[loff[i]] : NULL};
@@ -177,25 +184,33 @@ static void test_span_parse(void **state)
 }
 
 typedef struct node_ctx {
-    ps_reader_t *r;
     int64_t want_total;
-    uint64_t span_of_value[32]; /* value -> span seen (values are distinct) */
+    uint64_t node_of_value[32]; /* value -> the node that holds it (values are distinct) */
     int n;
 } node_ctx_t;
 
 static int on_profile(void *ctx, const ps_stored_profile_t *p)
 {
     node_ctx_t *c = ctx;
-    ps_err_t err;
     c->n++;
     assert_int_equal(p->total, c->want_total);
     for (uint32_t i = 0; i < p->n; i++) {
-        uint64_t span = 1;
-        assert_int_equal(ps_reader_node_span(c->r, p->nodes[i], &span, &err), 0);
         assert_true(p->values[i] > 0 && p->values[i] < 32);
-        c->span_of_value[p->values[i]] = span;
+        c->node_of_value[p->values[i]] = p->nodes[i];
     }
     return 0;
+}
+
+static void check_part(const ps_span_part_t *p, uint64_t span, uint64_t node, int64_t value, const char *trace,
+                       uint8_t flags)
+{
+    assert_true(p->span == span);
+    assert_true(p->node == node);
+    assert_int_equal(p->value, value);
+    assert_int_equal(p->flags, flags);
+    assert_int_equal(p->trace_len, trace ? strlen(trace) : 0);
+    if (trace)
+        assert_memory_equal(p->trace, trace, strlen(trace));
 }
 
 static void test_append_lookup_ids(void **state)
@@ -239,20 +254,37 @@ static void test_append_lookup_ids(void **state)
     h = lookup(s, 0x1111111111111111ull, INT64_MIN, INT64_MAX);
     assert_int_equal(h.n, 0);
 
-    /* each stored node's span */
+    /* the stored profile: no span labels (main 10 + 5, f<main 20, f 7, and the two with labels
+     * that are no span: 3 and 4); its span parts beside it */
     ps_reader_t *r;
     ps_err_t err;
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
-    node_ctx_t c = {.r = r, .want_total = 49};
+    node_ctx_t c = {.want_total = 49};
     assert_int_equal(ps_reader_profiles(r, cpu, t0, t0, false, on_profile, &c, &err), 0);
     assert_int_equal(c.n, 1);
-    assert_true(c.span_of_value[10] == SPAN_A);
-    assert_true(c.span_of_value[20] == SPAN_B);
-    assert_true(c.span_of_value[5] == 0);
-    assert_true(c.span_of_value[7] == SPAN_C);
-    assert_true(c.span_of_value[3] == 0);
-    assert_true(c.span_of_value[4] == 0);
+    uint64_t n_main = c.node_of_value[15], n_fmain = c.node_of_value[20], n_f = c.node_of_value[7];
+    assert_true(n_main != 0 && n_fmain != 0 && n_f != 0 && c.node_of_value[3] != 0 && c.node_of_value[4] != 0);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_span_part_t *parts;
+    size_t np;
+    assert_int_equal(ps_reader_span_parts(r, cpu, t0, &a, &parts, &np, &err), 0);
+    assert_int_equal(np, 3);
+    check_part(&parts[0], SPAN_A, n_main, 10, T1, 0);
+    check_part(&parts[1], SPAN_B, n_fmain, 20, "t-1", PS_SPAN_F_UPPER);
+    check_part(&parts[2], SPAN_C, n_f, 7, NULL, PS_SPAN_F_PROFILE_ID);
+    /* samples: sample 6 (span A, its second span label B kept in its stack) is there too */
+    assert_int_equal(ps_reader_span_parts(r, smp, t0, &a, &parts, &np, &err), 0);
+    assert_int_equal(np, 4);
+    /* two groups of span A (without a trace id first, then with T1): each written as it was */
+    assert_true(parts[0].span == SPAN_A && parts[0].value == 6 && parts[0].node != n_fmain && parts[0].trace_len == 0);
+    check_part(&parts[1], SPAN_A, n_main, 1, T1, 0);
+    check_part(&parts[2], SPAN_B, n_fmain, 2, "t-1", PS_SPAN_F_UPPER);
+    check_part(&parts[3], SPAN_C, n_f, 1, NULL, PS_SPAN_F_PROFILE_ID);
+    /* none: a profile without spans, a time without a profile */
+    assert_int_equal(ps_reader_span_parts(r, cpu, t0 + 1, &a, &parts, &np, &err), 0);
+    assert_int_equal(np, 0);
     ps_reader_end(r);
+    ps_arena_dispose(&a);
 
     /* profile ids both ways */
     uint8_t got[16];
@@ -296,6 +328,18 @@ static void test_retention(void **state)
     int64_t tss[4];
     assert_int_equal(ps_store_profile_uuid(s, cpu, now - 5 * H / 2, got, &err), 0);
     assert_int_equal(ps_store_profile_by_uuid(s, u1, sids, tss, 4, &err), 0);
+    ps_reader_t *r;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_span_part_t *parts;
+    size_t np;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    ps_reader_unclamp(r);
+    assert_int_equal(ps_reader_span_parts(r, cpu, now - 5 * H / 2, &a, &parts, &np, &err), 0);
+    assert_int_equal(np, 0);
+    assert_int_equal(ps_reader_span_parts(r, cpu, now, &a, &parts, &np, &err), 0);
+    assert_int_equal(np, 3);
+    ps_reader_end(r);
+    ps_arena_dispose(&a);
     assert_int_equal(ps_store_profile_by_uuid(s, u2, sids, tss, 4, &err), 2);
     assert_int_equal(ps_store_profile_uuid(s, cpu, now, got, &err), 1);
     assert_memory_equal(got, u2, 16);
@@ -315,8 +359,8 @@ static void make_schema4(const char *dir)
     mdb_env_set_mapsize(env, 1ull << 30);
     assert_int_equal(mdb_env_open(env, dir, 0, 0644), 0);
     assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
-    static const char *dbs[] = {"spans", "uuids", "puuid"};
-    for (int i = 0; i < 3; i++) {
+    static const char *dbs[] = {"spans", "uuids", "puuid", "spanparts"};
+    for (int i = 0; i < 4; i++) {
         assert_int_equal(mdb_dbi_open(txn, dbs[i], 0, &dbi), 0);
         assert_int_equal(mdb_drop(txn, dbi, 1), 0);
     }
@@ -354,10 +398,8 @@ static void test_upgrade_from_4(void **state)
     node_ctx_t c = {.want_total = 49};
     ps_reader_t *r;
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
-    c.r = r;
     assert_int_equal(ps_reader_profiles(r, cpu, t0, t0, false, on_profile, &c, &err), 0);
     assert_int_equal(c.n, 1);
-    assert_true(c.span_of_value[10] == SPAN_A); /* the samples keep their labels */
     ps_reader_end(r);
     assert_int_equal(lookup(s, SPAN_A, INT64_MIN, INT64_MAX).n, 0);
     uint8_t got[16];
@@ -374,12 +416,50 @@ static void test_upgrade_from_4(void **state)
     free(dir);
 }
 
+/* The span parts codec: a round trip, then every truncation and some damage refused. */
+static void test_parts_codec(void **state)
+{
+    ps_span_part_t in[4] = {
+        {.span = SPAN_A, .node = 5, .value = 10, .trace = T1, .trace_len = 32},
+        {.span = SPAN_A, .node = 300, .value = -2, .trace = T1, .trace_len = 32},
+        {.span = SPAN_B, .node = 7, .value = 1, .trace = "t-1", .trace_len = 3, .flags = PS_SPAN_F_UPPER},
+        {.span = SPAN_C, .node = 9, .value = 4, .flags = PS_SPAN_F_PROFILE_ID},
+    };
+    ps_buf_t b = PS_BUF_INIT;
+    ps_span_parts_encode(in, 4, &b);
+    /* 01, 3 spans; A: 8 + flags 04 + 16 + 2 pairs (05 14, ac02 03); B: 8 + 0a 03 "t-1" 01 07 02; C: 8 + 01 01 09 08 */
+    assert_int_equal(b.len, 2 + (8 + 1 + 16 + 1 + 2 + 3) + (8 + 1 + 1 + 3 + 1 + 2) + (8 + 1 + 1 + 2));
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_span_part_t *out;
+    size_t n;
+    ps_err_t err;
+    assert_int_equal(ps_span_parts_decode(b.data, b.len, &a, &out, &n, &err), 0);
+    assert_int_equal(n, 4);
+    for (int i = 0; i < 4; i++)
+        check_part(&out[i], in[i].span, in[i].node, in[i].value, in[i].trace_len ? in[i].trace : NULL, in[i].flags);
+    for (size_t k = 0; k < b.len; k++)
+        assert_int_equal(ps_span_parts_decode(b.data, k, &a, &out, &n, &err), PS_ECORRUPT);
+    uint8_t *d = (uint8_t *)b.data;
+    d[0] = 2; /* an unknown encoding */
+    assert_int_equal(ps_span_parts_decode(b.data, b.len, &a, &out, &n, &err), PS_ECORRUPT);
+    d[0] = 1;
+    d[10] = 0x40; /* an unknown flag */
+    assert_int_equal(ps_span_parts_decode(b.data, b.len, &a, &out, &n, &err), PS_ECORRUPT);
+    assert_non_null(strstr(err.msg, "span 0 at byte 2"));
+    d[10] = 0x04;
+    d[2] = 0xff; /* the first span after the second: not ascending */
+    assert_int_equal(ps_span_parts_decode(b.data, b.len, &a, &out, &n, &err), PS_ECORRUPT);
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_span_parse),
         cmocka_unit_test(test_append_lookup_ids),
         cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_parts_codec),
         cmocka_unit_test(test_upgrade_from_4),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
