@@ -35,8 +35,7 @@ static const struct {
     [DB_FWDLOG] = {"fwdlog", 0},
     [DB_FWDCURSOR] = {"fwdcursor", 0},
     [DB_SPANS] = {"spans", 0},
-    [DB_UUIDS] = {"uuids", MDB_DUPSORT | MDB_DUPFIXED},
-    [DB_PUUID] = {"puuid", 0},
+    [DB_UUIDS] = {"uuids", 0},
     [DB_SPANPARTS] = {"spanparts", 0},
 };
 

@@ -41,8 +41,7 @@ enum {
     DB_FWDLOG,      /* seq(8 BE) -> wall ns(8 BE) + the entry's bytes (made by src/forward; fwdlog.c) */
     DB_FWDCURSOR,   /* endpoint name -> seq(8 BE): the last entry that endpoint acknowledged */
     DB_SPANS,       /* hour(4 BE) span(8) sid(8 BE) ts(8, sign flipped) -> empty: the span index (schema 5; spans.c) */
-    DB_UUIDS,       /* uuid(16) -> dup sid(8 BE) ts(8): the profiles a client-given id names (schema 5) */
-    DB_PUUID,       /* sid(8 BE) ts(8, sign flipped) -> uuid(16): a profile's client-given id (schema 5) */
+    DB_UUIDS,       /* hour(4 BE) uuid(16) sid(8 BE) ts(8) -> empty: the profiles a client-given id names (schema 5) */
     DB_SPANPARTS,   /* sid(8 BE) ts(8, sign flipped) -> the span parts of that profile (schema 5; spans.c) */
     DB_COUNT
 };
@@ -257,7 +256,7 @@ int ps_span_put(ps_txn_t *txn, uint64_t span, uint64_t sid, int64_t ts, ps_err_t
 #define PS_SPANPARTS_ENC 1
 void ps_span_parts_encode(const ps_span_part_t *parts, size_t n, ps_buf_t *out);
 int ps_uuid_put(ps_txn_t *txn, const uint8_t uuid[16], uint64_t sid, int64_t ts, ps_err_t *err);
-/* drops the spans entries of the hours ended before cutoff, and the ids of profiles older than it */
+/* drops the spans and uuids entries of the hours ended before cutoff, and the span parts of profiles older than it */
 int ps_ids_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
 
 /* fwdlog.c: the forwarding log inside a write transaction */

@@ -4,13 +4,12 @@
  *
  *   spans  hour(4 BE) span(8) sid(8 BE) ts(8, sign flipped) -> empty: profile (sid, ts) holds
  *          samples of span, hour = ts_key(ts) / 3600 s (so a range of h hours is h + 1 seeks a span)
- *   uuids  uuid(16) -> dup sid(8 BE) ts(8, sign flipped): the profiles a client id names
- *   puuid  sid(8 BE) ts(8, sign flipped) -> uuid(16)
+ *   uuids  hour(4 BE) uuid(16) sid(8 BE) ts(8, sign flipped) -> empty: the profiles a client id names
  *   spanparts sid(8 BE) ts(8, sign flipped) -> 01, the profile's span parts: per span its trace id
  *          and (node, value) pairs against the profile's own stack nodes
  *
  * Written by the append that stores the profile (write.c), dropped by retention (whole hours of
- * spans; the ids of dropped profiles one by one).
+ * spans and uuids; the span parts of dropped profiles one by one).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -239,14 +238,39 @@ int ps_reader_span_parts(ps_reader_t *r, uint64_t sid, int64_t ts, ps_arena_t *a
     return ret;
 }
 
+static void put_hour(uint8_t *k, uint32_t h)
+{
+    k[0] = (uint8_t)(h >> 24);
+    k[1] = (uint8_t)(h >> 16);
+    k[2] = (uint8_t)(h >> 8);
+    k[3] = (uint8_t)h;
+}
+
 int ps_uuid_put(ps_txn_t *txn, const uint8_t uuid[16], uint64_t sid, int64_t ts, ps_err_t *err)
 {
-    uint8_t st[16];
-    ps_key_sid_ts(st, sid, ts);
-    if (!ps_txn_put(txn, DB_PUUID, st, 16, uuid, 16, 0, "writing a profile id") ||
-        !ps_txn_put(txn, DB_UUIDS, uuid, 16, st, 16, 0, "writing a profile id"))
+    uint8_t k[36];
+    put_hour(k, hour_of(ts));
+    memcpy(k + 4, uuid, 16);
+    ps_key_sid_ts(k + 20, sid, ts);
+    if (!ps_txn_put(txn, DB_UUIDS, k, 36, "", 0, 0, "writing a profile id"))
         return ps_txn_error(txn, err);
     return 0;
+}
+
+/* Deletes, from the front of db (keys starting with an hour u32 BE), every hour before h. */
+static int drop_hours(ps_txn_t *txn, int db, uint32_t h, const char *what, ps_err_t *err)
+{
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, txn, db, what))
+        return ps_txn_error(txn, err);
+    bool on = ps_cur_first(&cur);
+    while (on && cur.k.mv_size >= 4 && ps_get_be32(cur.k.mv_data) < h) {
+        if (!ps_cur_del(&cur))
+            break;
+        on = ps_cur_next(&cur);
+    }
+    ps_cur_close(&cur);
+    return txn->ret ? ps_txn_error(txn, err) : 0;
 }
 
 /* spanparts: per series, the records older than the cutoff (one seek per series after them) */
@@ -278,60 +302,11 @@ static int retain_parts(ps_txn_t *txn, int64_t cutoff, ps_err_t *err)
 
 int ps_ids_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err)
 {
-    int rp = retain_parts(txn, cutoff, err);
-    if (rp)
-        return rp;
-    /* spans: every hour that ended before the cutoff, from the front */
-    uint32_t h = hour_of(cutoff);
-    ps_cur_t cur;
-    if (!ps_cur_open(&cur, txn, DB_SPANS, "applying retention to the span index"))
-        return ps_txn_error(txn, err);
-    bool on = ps_cur_first(&cur);
-    while (on && cur.k.mv_size >= 4 && ps_get_be32(cur.k.mv_data) < h) {
-        if (!ps_cur_del(&cur))
-            break;
-        on = ps_cur_next(&cur);
-    }
-    ps_cur_close(&cur);
-    if (txn->ret)
-        return ps_txn_error(txn, err);
-    /* profile ids: per series, the keys older than the cutoff (collected, then deleted) */
-    uint8_t *keys = NULL;
-    size_t nkeys = 0, kcap = 0;
-    if (!ps_cur_open(&cur, txn, DB_PUUID, "applying retention to profile ids"))
-        return ps_txn_error(txn, err);
-    on = ps_cur_first(&cur);
-    while (on) {
-        if (cur.k.mv_size != 16 || cur.v.mv_size != 16) {
-            on = ps_cur_next(&cur);
-            continue;
-        }
-        uint64_t sid = ps_get_be64(cur.k.mv_data);
-        int64_t ts = ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8));
-        if (ts < cutoff) {
-            if (nkeys == kcap) {
-                kcap = kcap ? kcap * 2 : 256;
-                keys = ps_xrealloc(keys, kcap * 32);
-            }
-            memcpy(keys + 32 * nkeys, cur.k.mv_data, 16);
-            memcpy(keys + 32 * nkeys + 16, cur.v.mv_data, 16);
-            nkeys++;
-            on = ps_cur_next(&cur);
-            continue;
-        }
-        uint8_t kb[16];
-        ps_key_sid_ts(kb, sid + 1, INT64_MIN);
-        on = sid == UINT64_MAX ? false : ps_cur_seek(&cur, kb, 16);
-    }
-    ps_cur_close(&cur);
-    int ret = txn->ret ? ps_txn_error(txn, err) : 0;
-    for (size_t i = 0; i < nkeys && ret == 0; i++) {
-        const uint8_t *k = keys + 32 * i;
-        if (!ps_txn_del(txn, DB_PUUID, k, 16, NULL, 0, "applying retention to profile ids") ||
-            !ps_txn_del(txn, DB_UUIDS, k + 16, 16, k, 16, "applying retention to profile ids"))
-            ret = ps_txn_missing(txn, err, "applying retention to profile ids");
-    }
-    free(keys);
+    int ret = retain_parts(txn, cutoff, err);
+    if (ret == 0)
+        ret = drop_hours(txn, DB_SPANS, hour_of(cutoff), "applying retention to the span index", err);
+    if (ret == 0)
+        ret = drop_hours(txn, DB_UUIDS, hour_of(cutoff), "applying retention to profile ids", err);
     return ret;
 }
 
@@ -381,30 +356,6 @@ int ps_reader_span_profiles(ps_reader_t *r, uint64_t span, int64_t start, int64_
     return ret;
 }
 
-int ps_store_profile_uuid(ps_store_t *s, uint64_t sid, int64_t ts, uint8_t out[16], ps_err_t *err)
-{
-    ps_txn_t t;
-    int ret = ps_txn_begin(&t, s, PS_TXN_READ, err, "starting read transaction");
-    if (ret)
-        return ret;
-    uint8_t k[16];
-    MDB_val v;
-    ps_key_sid_ts(k, sid, ts);
-    if (ps_txn_get(&t, DB_PUUID, k, 16, &v, "reading a profile id")) {
-        if (v.mv_size != 16)
-            ret = ps_err_set(err, PS_ECORRUPT, "profile id of series %llu at %lld ns is damaged",
-                             (unsigned long long)sid, (long long)ts);
-        else {
-            memcpy(out, v.mv_data, 16);
-            ret = 1;
-        }
-    } else if (t.ret) {
-        ret = ps_txn_error(&t, err);
-    }
-    ps_txn_abort(&t);
-    return ret;
-}
-
 int ps_store_profile_by_uuid(ps_store_t *s, const uint8_t uuid[16], uint64_t *sid, int64_t *ts, size_t max,
                              ps_err_t *err)
 {
@@ -419,16 +370,37 @@ int ps_store_profile_by_uuid(ps_store_t *s, const uint8_t uuid[16], uint64_t *si
         ps_txn_abort(&t);
         return ret;
     }
-    for (bool on = ps_cur_find(&cur, uuid, 16); on; on = ps_cur_next_dup(&cur)) {
-        if (cur.v.mv_size != 16) {
-            ret = ps_err_set(err, PS_ECORRUPT, "a profile id's entry has %zu bytes", cur.v.mv_size);
+    /* one seek per hour that holds any id (a seek landing in a later hour jumps there), plus one */
+    bool on = ps_cur_first(&cur);
+    uint32_t h = on && cur.k.mv_size >= 4 ? ps_get_be32(cur.k.mv_data) : 0;
+    while (on) {
+        uint8_t k[20];
+        put_hour(k, h);
+        memcpy(k + 4, uuid, 16);
+        if (!(on = ps_cur_seek(&cur, k, 20)) || cur.k.mv_size < 4)
             break;
+        uint32_t kh = ps_get_be32(cur.k.mv_data);
+        if (kh > h) {
+            h = kh;
+            continue;
         }
-        if (n < max) {
-            sid[n] = ps_get_be64(cur.v.mv_data);
-            ts[n] = ps_ts_unkey(ps_get_be64((const uint8_t *)cur.v.mv_data + 8));
+        for (; on; on = ps_cur_next(&cur)) {
+            if (cur.k.mv_size < 20 || memcmp(cur.k.mv_data, k, 20) != 0)
+                break;
+            if (cur.k.mv_size != 36) {
+                ret = ps_err_set(err, PS_ECORRUPT, "a profile id's entry has %zu bytes", cur.k.mv_size);
+                break;
+            }
+            if (n < max) {
+                const uint8_t *p = cur.k.mv_data;
+                sid[n] = ps_get_be64(p + 20);
+                ts[n] = ps_ts_unkey(ps_get_be64(p + 28));
+            }
+            n++;
         }
-        n++;
+        if (ret || h == UINT32_MAX)
+            break;
+        h++;
     }
     ps_cur_close(&cur);
     if (ret == 0 && t.ret)

@@ -416,11 +416,10 @@ int ps_reader_span_parts(ps_reader_t *r, uint64_t sid, int64_t ts, ps_arena_t *a
 int ps_reader_span_profiles(ps_reader_t *r, uint64_t span, int64_t start, int64_t end,
                             int (*cb)(void *ctx, uint64_t sid, int64_t ts), void *ctx, ps_err_t *err);
 
-/** Any thread: the client-given id of profile (sid, ts) into out: 1 found, 0 none, or a negative
- *  PS_E code (err says). */
-int ps_store_profile_uuid(ps_store_t *s, uint64_t sid, int64_t ts, uint8_t out[16], ps_err_t *err);
 /** Any thread: the profiles (one per series of the push) that uuid names: how many (0: none), the
- *  first max of them in sid[], ts[] (by sid, then ts); or a negative PS_E code. */
+ *  first max of them in sid[], ts[] (by hour, then sid, then ts); or a negative PS_E code. One seek
+ *  per hour holding any id, plus one. Ids are not kept the other way: a profile's id in an answer
+ *  is the one derived from (sid, ts). */
 int ps_store_profile_by_uuid(ps_store_t *s, const uint8_t uuid[16], uint64_t *sid, int64_t *ts, size_t max,
                              ps_err_t *err);
 

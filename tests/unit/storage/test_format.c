@@ -95,7 +95,7 @@ typedef struct rec {
 
 static const char *const dbs[] = {"info", "sym", "sym_hash", "tree", "nodes", "series", "series_hash",
                                   "postings", "head", "chunks", "fchunks", "fhead", "meta", "fprefix",
-                                  "spans", "uuids", "puuid"};
+                                  "spans", "spanparts", "uuids"};
 
 static size_t parse_records(const char *doc, rec_t *recs, size_t max)
 {
@@ -360,23 +360,30 @@ static void test_format_md_records(void **state)
     ps_buf_append(&v, "new", 3);
     CHECK();
 
-    /* the span index (schema 5): span 0123456789abcdef in series 2's profile of the head example;
-     * that profile's client id 7c9e6679-7425-40de-944b-e07fc1f90ae7, both ways */
+    /* the span index (schema 5): span 0123456789abcdef in series 2's profile of the head example */
     NEXT("spans");
     uint8_t sk[28];
     ps_span_key(sk, 0x0123456789abcdefull, 2, 1796022364647593488ll);
     ps_buf_append(&k, sk, 28);
     CHECK();
+    /* its span parts: node 12 = 10 ms, node 29 = 5 ms of that span, with a trace id */
+    NEXT("spanparts");
+    ps_key_sid_ts(kb, 2, 1796022364647593488ll);
+    ps_buf_append(&k, kb, 16);
+    {
+        const char *tr = "4bf92f3577b34da6a3ce929d0e0e4736";
+        ps_span_part_t parts[2] = {{.span = 0x0123456789abcdefull, .node = 12, .value = 10000000, .trace = tr, .trace_len = 32},
+                                   {.span = 0x0123456789abcdefull, .node = 29, .value = 5000000, .trace = tr, .trace_len = 32}};
+        ps_span_parts_encode(parts, 2, &v);
+    }
+    CHECK();
+    /* that profile's client id 7c9e6679-7425-40de-944b-e07fc1f90ae7 */
     uint8_t uuid[16];
     assert_true(ps_uuid_parse("7c9e6679-7425-40de-944b-e07fc1f90ae7", 36, uuid));
     NEXT("uuids");
+    ps_buf_append(&k, sk, 4); /* the hour, as in the spans key */
     ps_buf_append(&k, uuid, 16);
-    ps_key_sid_ts(kb, 2, 1796022364647593488ll);
-    ps_buf_append(&v, kb, 16);
-    CHECK();
-    NEXT("puuid");
     ps_buf_append(&k, kb, 16);
-    ps_buf_append(&v, uuid, 16);
     CHECK();
 
     if (i != n)

@@ -286,20 +286,18 @@ static void test_append_lookup_ids(void **state)
     ps_reader_end(r);
     ps_arena_dispose(&a);
 
-    /* profile ids both ways */
-    uint8_t got[16];
-    assert_int_equal(ps_store_profile_uuid(s, cpu, t0, got, &err), 1);
-    assert_memory_equal(got, u1, 16);
-    assert_int_equal(ps_store_profile_uuid(s, smp, t0, got, &err), 1);
-    assert_memory_equal(got, u1, 16);
-    assert_int_equal(ps_store_profile_uuid(s, cpu, t0 + 2 * H, got, &err), 0);
-    assert_int_equal(ps_store_profile_uuid(s, cpu, t0 + 1, got, &err), 0);
+    /* profile ids */
     uint64_t sids[4];
     int64_t tss[4];
     assert_int_equal(ps_store_profile_by_uuid(s, u1, sids, tss, 4, &err), 2);
     assert_true(sids[0] == cpu && tss[0] == t0 && sids[1] == smp && tss[1] == t0);
     assert_int_equal(ps_store_profile_by_uuid(s, u1, sids, tss, 1, &err), 2); /* counts past max */
     assert_int_equal(ps_store_profile_by_uuid(s, u2, sids, tss, 4, &err), 0);
+    /* an id given again five hours later: both found, by hour (the seeks jump the empty hours) */
+    append(s, &b, t0 + 5 * H, u1);
+    assert_int_equal(ps_store_profile_by_uuid(s, u1, sids, tss, 4, &err), 4);
+    assert_true(sids[0] == cpu && tss[0] == t0 && sids[1] == smp && tss[1] == t0);
+    assert_true(sids[2] == cpu && tss[2] == t0 + 5 * H && sids[3] == smp && tss[3] == t0 + 5 * H);
     ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
@@ -323,10 +321,8 @@ static void test_retention(void **state)
     hits_t h = lookup(s, SPAN_A, INT64_MIN, INT64_MAX);
     assert_int_equal(h.n, 2);
     assert_true(h.ts[0] == now && h.ts[1] == now);
-    uint8_t got[16];
     uint64_t sids[4];
     int64_t tss[4];
-    assert_int_equal(ps_store_profile_uuid(s, cpu, now - 5 * H / 2, got, &err), 0);
     assert_int_equal(ps_store_profile_by_uuid(s, u1, sids, tss, 4, &err), 0);
     ps_reader_t *r;
     ps_arena_t a = PS_ARENA_INIT;
@@ -341,8 +337,7 @@ static void test_retention(void **state)
     ps_reader_end(r);
     ps_arena_dispose(&a);
     assert_int_equal(ps_store_profile_by_uuid(s, u2, sids, tss, 4, &err), 2);
-    assert_int_equal(ps_store_profile_uuid(s, cpu, now, got, &err), 1);
-    assert_memory_equal(got, u2, 16);
+    assert_true(sids[0] == cpu && tss[0] == now);
     ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
@@ -359,8 +354,8 @@ static void make_schema4(const char *dir)
     mdb_env_set_mapsize(env, 1ull << 30);
     assert_int_equal(mdb_env_open(env, dir, 0, 0644), 0);
     assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
-    static const char *dbs[] = {"spans", "uuids", "puuid", "spanparts"};
-    for (int i = 0; i < 4; i++) {
+    static const char *dbs[] = {"spans", "uuids", "spanparts"};
+    for (int i = 0; i < 3; i++) {
         assert_int_equal(mdb_dbi_open(txn, dbs[i], 0, &dbi), 0);
         assert_int_equal(mdb_drop(txn, dbi, 1), 0);
     }
@@ -402,11 +397,13 @@ static void test_upgrade_from_4(void **state)
     assert_int_equal(c.n, 1);
     ps_reader_end(r);
     assert_int_equal(lookup(s, SPAN_A, INT64_MIN, INT64_MAX).n, 0);
-    uint8_t got[16];
-    assert_int_equal(ps_store_profile_uuid(s, cpu, t0, got, &err), 0);
+    uint64_t sids[4];
+    int64_t tss[4];
+    assert_int_equal(ps_store_profile_by_uuid(s, u1, sids, tss, 4, &err), 0);
     append(s, &b, t0 + 10 * PS_NS_PER_S, u1);
     assert_int_equal(lookup(s, SPAN_A, INT64_MIN, INT64_MAX).n, 2);
-    assert_int_equal(ps_store_profile_uuid(s, cpu, t0 + 10 * PS_NS_PER_S, got, &err), 1);
+    assert_int_equal(ps_store_profile_by_uuid(s, u1, sids, tss, 4, &err), 2);
+    assert_true(sids[0] == cpu && tss[0] == t0 + 10 * PS_NS_PER_S);
     ps_test_close_store(s);
     /* and it stays version 5 */
     s = open_store(dir, 0);
