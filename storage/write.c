@@ -48,14 +48,18 @@ static uint32_t *sort_by_node(const uint64_t *nodes, uint32_t n, uint32_t *order
     return src;
 }
 
-static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, xlate_t *x, ps_arena_t *a,
-                          ps_err_t *err)
+/* skip (optional): strings not to store (x->str 0: nothing refers to them) */
+static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const uint8_t *skip, xlate_t *x,
+                          ps_arena_t *a, ps_err_t *err)
 {
     int ret;
     x->str = ps_arena_alloc(a, (p->nstrings + 1) * sizeof(uint64_t));
-    for (uint32_t i = 0; i < p->nstrings; i++)
-        if ((ret = ps_sym_intern(w, txn, SYM_STRING, p->strings[i].ptr, p->strings[i].len, &x->str[i], err)) != 0)
+    for (uint32_t i = 0; i < p->nstrings; i++) {
+        x->str[i] = 0;
+        if ((skip == NULL || !skip[i]) &&
+            (ret = ps_sym_intern(w, txn, SYM_STRING, p->strings[i].ptr, p->strings[i].len, &x->str[i], err)) != 0)
             return ret;
+    }
 #define STR(i) ((i) < p->nstrings ? x->str[(i)] : 0)
     x->map = ps_arena_alloc(a, (p->nmappings + 1) * sizeof(uint64_t));
     x->map[0] = 0;
@@ -241,6 +245,42 @@ static bool sample_spans(const ps_profile_t *p, sample_span_t *spans)
     return any;
 }
 
+/* The strings only the span parts use (the values of the span and trace_id labels taken out of
+ * the samples): not stored as symbols, nothing else refers to them. */
+static const uint8_t *span_only_strings(const ps_profile_t *p, const sample_span_t *spans, ps_arena_t *a)
+{
+    uint8_t *skip = ps_arena_calloc(a, p->nstrings + 1, 1);
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        const ps_sample_t *smp = &p->samples[i];
+        if (spans[i].span != 0 && smp->labels[spans[i].jspan].str < p->nstrings)
+            skip[smp->labels[spans[i].jspan].str] = 1;
+        if (spans[i].span != 0 && spans[i].jtrace != UINT32_MAX && smp->labels[spans[i].jtrace].str < p->nstrings)
+            skip[smp->labels[spans[i].jtrace].str] = 1;
+    }
+    /* ... unless something that is stored uses them too */
+#define USE(i) do { if ((i) < p->nstrings) skip[(i)] = 0; } while (0)
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        const ps_sample_t *smp = &p->samples[i];
+        for (uint32_t j = 0; j < smp->nlabels; j++) {
+            USE(smp->labels[j].key);
+            USE(smp->labels[j].num_unit);
+            if (spans[i].span == 0 || (j != spans[i].jspan && j != spans[i].jtrace))
+                USE(smp->labels[j].str);
+        }
+    }
+    for (uint32_t i = 0; i < p->nmappings; i++) {
+        USE(p->mappings[i].filename);
+        USE(p->mappings[i].build_id);
+    }
+    for (uint32_t i = 0; i < p->nfunctions; i++) {
+        USE(p->functions[i].name);
+        USE(p->functions[i].system_name);
+        USE(p->functions[i].filename);
+    }
+#undef USE
+    return skip;
+}
+
 /* span parts by span, then how it was written (flags, trace id), then node */
 static int cmp_part(const void *a, const void *b)
 {
@@ -305,10 +345,10 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     ps_buf_t rec = PS_BUF_INIT, prec = PS_BUF_INIT;
     uint64_t *nodes = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
 
-    if ((ret = intern_symbols(w, txn, p, &x, a, err)) != 0)
-        goto Exit;
     sample_span_t *spans = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(sample_span_t));
     bool has_spans = sample_spans(p, spans);
+    if ((ret = intern_symbols(w, txn, p, has_spans ? span_only_strings(p, spans, a) : NULL, &x, a, err)) != 0)
+        goto Exit;
     static const sample_span_t nospan = {0, UINT32_MAX, UINT32_MAX, 0};
     for (uint32_t i = 0; i < p->nsamples; i++)
         if ((ret = sample_node(w, txn, p, &p->samples[i], has_spans ? &spans[i] : &nospan, &x, &nodes[i], err)) != 0)
