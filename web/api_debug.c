@@ -3,11 +3,13 @@
  *   GET /api/v1/debug/series[?id=SID]       every series with the timestamps and totals of its profiles,
  *                                           or (a float series, "kind":"float") its samples as
  *                                           [t_ms, "value", "value's bits in hex"]
- *   GET /api/v1/debug/profile?id=SID&time=T one stored profile, rebuilt as gzipped pprof
+ *   GET /api/v1/debug/profile?id=SID&time=T one stored profile, rebuilt as gzipped pprof (with its
+ *                                           samples' span labels, query.h ps_query_span_rows)
  * Used by the durability and round-trip tests, and handy when looking at a data directory.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/fmt.h"
 #include "core/json.h"
@@ -211,7 +213,22 @@ int ps_api_debug_profile(ps_task_t *task)
     }
     ps_profile_t prof;
     const char *st[2] = {parts[1], parts[2]}, *pt[2] = {parts[3], parts[4]};
-    if (ps_reader_materialize(r, c.p.nodes, c.p.values, c.p.n, 1, st, pt, &a, &prof, &err) != 0)
+    /* with its span labels, as stored beside the stacks */
+    size_t nrows = c.p.n;
+    uint64_t *nodes = ps_xmalloc((nrows + 1) * sizeof(uint64_t));
+    int64_t *vals = ps_xmalloc((nrows + 1) * sizeof(int64_t));
+    memcpy(nodes, c.p.nodes, nrows * sizeof(uint64_t));
+    memcpy(vals, c.p.values, nrows * sizeof(int64_t));
+    const ps_span_part_t **lab = NULL;
+    ret = ps_query_span_rows(r, &sid, 1, ts, &nodes, &vals, &nrows, &lab, &a, &err);
+    if (ret == 0)
+        ret = ps_reader_materialize(r, nodes, vals, nrows, 1, st, pt, &a, &prof, &err);
+    if (ret == 0 && lab != NULL)
+        ps_query_span_labels(&prof, lab, &a);
+    free(nodes);
+    free(vals);
+    free(lab);
+    if (ret != 0)
         goto Fail;
     prof.time_nanos = c.p.ts;
     prof.duration_nanos = c.p.duration;

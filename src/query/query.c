@@ -1085,17 +1085,14 @@ void ps_query_profile_comment(ps_profile_t *p, ps_arena_t *arena, const char *fm
     p->comments = cs;
 }
 
-/* One stored profile's span parts as rows of their own (ps_profile_query_t.span_labels): each
- * (span, node) a row with the span's values, taken from the node's row; rows left all zero go.
- * *nodes and *vals (malloc'd, nv = a->ntypes values a row) are replaced; *lab gets each row's span. */
-static int span_rows(ps_reader_t *r, const ps_profile_sel_t *a, uint64_t **nodes, int64_t **vals, size_t *n,
-                     const ps_span_part_t ***lab, ps_arena_t *arena, ps_err_t *err)
+int ps_query_span_rows(ps_reader_t *r, const uint64_t *sids, uint32_t nv, int64_t ts, uint64_t **nodes, int64_t **vals,
+                       size_t *n, const ps_span_part_t ***lab, ps_arena_t *arena, ps_err_t *err)
 {
-    uint32_t nv = a->ntypes;
+    *lab = NULL;
     ps_span_part_t **parts = ps_arena_alloc(arena, nv * sizeof(*parts));
     size_t *np = ps_arena_alloc(arena, nv * sizeof(size_t)), extra = 0;
     for (uint32_t k = 0; k < nv; k++) {
-        int ret = ps_reader_span_parts(r, a->one_sids[k], a->one_ts, arena, &parts[k], &np[k], err);
+        int ret = ps_reader_span_parts(r, sids[k], ts, arena, &parts[k], &np[k], err);
         if (ret)
             return ret;
         extra += np[k];
@@ -1161,9 +1158,7 @@ static int span_rows(ps_reader_t *r, const ps_profile_sel_t *a, uint64_t **nodes
     return 0;
 }
 
-/* Gives the samples of rows with a span (lab[i], sample i is row i) their span_id (or profile_id,
- * as pushed) and trace_id labels. */
-static void span_labels(ps_profile_t *p, const ps_span_part_t **lab, ps_arena_t *arena)
+void ps_query_span_labels(ps_profile_t *p, const ps_span_part_t **lab, ps_arena_t *arena)
 {
     size_t nl = 0;
     for (uint32_t i = 0; i < p->nsamples; i++)
@@ -1269,11 +1264,11 @@ int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_p
     const ps_span_part_t **lab = NULL; /* the span of each row (NULL: none) */
     int ret = 0;
     if (mode == PS_PROFILE_ONE && a->one_sids != NULL && a == ts)
-        ret = span_rows(r, a, &nodes, &vals, &n, &lab, arena, err);
+        ret = ps_query_span_rows(r, a->one_sids, a->ntypes, a->one_ts, &nodes, &vals, &n, &lab, arena, err);
     if (ret == 0)
         ret = materialize(r, mode == PS_PROFILE_PAIR ? pair : ts->types, nv, nodes, vals, n, info, arena, out, err);
     if (ret == 0 && lab != NULL)
-        span_labels(out, lab, arena);
+        ps_query_span_labels(out, lab, arena);
     free(lab);
     for (uint32_t k = 0; ret == 0 && ts->aggs && k < nt; k++) {
         const char *parts[6];

@@ -186,6 +186,19 @@ int ps_query_profile_select(ps_reader_t *r, const ps_profile_query_t *q, ps_aren
                             ps_err_t *err);
 void ps_profile_sel_dispose(ps_profile_sel_t *s);
 
+/**
+ * One stored profile at ts (series sids[k] for value k of nv) with its span labels back: its span
+ * parts (storage, "span parts") become rows of their own, each (span as written, node) a row with
+ * the span's values, taken from the node's row; rows left all zero go. *nodes and *vals (malloc'd,
+ * nv values a row) are replaced; *lab (malloc'd, NULL when the profile has no span parts) gets each
+ * row's span part or NULL. Then materialize the rows (ps_reader_materialize: sample i is row i) and
+ * call ps_query_span_labels.
+ */
+int ps_query_span_rows(ps_reader_t *r, const uint64_t *sids, uint32_t nv, int64_t ts, uint64_t **nodes, int64_t **vals,
+                       size_t *n, const ps_span_part_t ***lab, ps_arena_t *arena, ps_err_t *err);
+/** Gives each sample i with lab[i] its span_id (or profile_id, as pushed) and trace_id labels. */
+void ps_query_span_labels(ps_profile_t *p, const ps_span_part_t **lab, ps_arena_t *arena);
+
 enum { PS_PROFILE_ONE = 0, PS_PROFILE_SUB = 1, PS_PROFILE_PAIR = 2 };
 /**
  * Materialises a selection as a profile. ONE: values of a, one per type; SUB: b - a per type

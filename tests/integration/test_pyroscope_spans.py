@@ -211,6 +211,13 @@ def test_plain_merges_and_one_profile(srv, pb):
     assert samples_of(profiles_api_pprof(srv, pb, time=T0)) == PUSHED_1
     assert samples_of(profiles_api_pprof(srv, pb, time=T0 + 60)) == [(("main",), 5, (("span_id", SPAN1),)),
                                                                      (("work", "main"), 9, ())]
+    # the debug read of each stored profile: the same
+    import gzip
+    ser = [x for x in srv.series() if x["labels"].get("service_name") == "api"]
+    assert len(ser) == 1 and [p["ts"] for p in ser[0]["profiles"]] == [T0 * NS, (T0 + 60) * NS], ser
+    p = pb.google.Profile()
+    p.ParseFromString(gzip.decompress(srv.profile_bytes(ser[0]["id"], T0 * NS)))
+    assert samples_of(p) == PUSHED_1
     # a span merge equals the one profile's samples of that span, summed
     for span in (SPAN1, SPAN2, SPAN3):
         want = sum(v for _, v, labels in PUSHED_1 if dict(labels).get("span_id", dict(labels).get("profile_id")) == span)
