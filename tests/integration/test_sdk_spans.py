@@ -9,13 +9,15 @@ was running (span_id, span_name, trace_id), as Grafana's "traces to profiles" ne
   installs it when missing), pushes to Connect `push.v1.PusherService/Push` (gzip'd protobuf).
 
 Each program works 1.5 s of CPU inside each of two root spans and prints their ids. Checked: the
-series arrive under the SDK's series labels; the pprof that profstore's own profile API serves
-(`/api/v1/profiles/query?format=pprof`, read by `go tool pprof -raw`/`-tags` and by
-pprof_decode.py) has, on every sample, the span_id, span_name and trace_id of the span that ran it,
-exactly the ids the program printed, and each span's samples are in its own work function. The
-captured uploads of tests/testdata/pyroscope/{go-1.5.0-otel,python-1.4.0-otel} (README there)
-replayed byte for byte give the exact per-span totals of the README. The tests are skipped only when
-the Go module proxy or PyPI cannot be reached.
+series arrive under the SDK's series labels; each stored profile that profstore's own profile API
+serves on its own (`/api/v1/profiles/query?format=pprof&time=` of that profile, read by
+`go tool pprof -raw`/`-tags` and by pprof_decode.py) has, on every sample, the span_id, span_name
+and trace_id of the span that ran it, exactly the ids the program printed, and each span's samples
+are in its own work function (a merge of several profiles has no span labels, as Pyroscope's:
+test_pyroscope_spans.py); `SelectMergeSpanProfile` of each printed span id gives the sum of that
+span's samples. The captured uploads of tests/testdata/pyroscope/{go-1.5.0-otel,python-1.4.0-otel}
+(README there) replayed byte for byte give the exact per-span totals of the README. The tests are
+skipped only when the Go module proxy or PyPI cannot be reached.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import pytest
 
 import pprof_decode as pd
 from conftest import REPO, TESTDATA, _go_cache, go_pprof, require_tool
-from pyro_util import connect_call
+from pyro_util import connect_call, pyro_pb
 from scrape_util import wait_for
 
 SPANAPP_SRC = REPO / "tests" / "spanapp"
@@ -97,13 +99,59 @@ def parse_spans(out: str) -> Dict[str, Tuple[str, str]]:
     return spans
 
 
-def download(srv, query: str, start: int, end: int, path: Path) -> pd.Profile:
-    """profstore's merged pprof of query over [start, end] (seconds), saved at path and decoded."""
-    q = urllib.parse.urlencode({"query": query, "start": str(start), "end": str(end), "format": "pprof"})
-    st, hdrs, body = srv.get("/api/v1/profiles/query?" + q, timeout=30)
-    assert st == 200, body[:300]
-    path.write_bytes(body)
-    return pd.decode(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+def rfc3339(ns: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + ".%09dZ" % (ns % 10**9)
+
+
+def downloads(srv, type_id: str, service: str, start: int, end: int, tmp_path: Path, name: str):
+    """[(path, decoded pprof)]: each stored profile of the service's series of type_id in [start,
+    end] (seconds), as profstore's profile API serves one profile (time= that profile's), saved
+    under tmp_path."""
+    out = []
+    for s in srv.series():
+        if s["labels"].get("service_name") != service or s["labels"]["__name__"] != type_id:
+            continue
+        for prof in s["profiles"]:
+            if not start * 10**9 <= prof["ts"] <= end * 10**9:
+                continue
+            q = urllib.parse.urlencode({"query": '%s{service_name="%s"}' % (type_id, service),
+                                        "time": rfc3339(prof["ts"]), "format": "pprof"})
+            st, hdrs, body = srv.get("/api/v1/profiles/query?" + q, timeout=30)
+            assert st == 200, body[:300]
+            path = tmp_path / ("%s-%d.pb.gz" % (name, len(out)))
+            path.write_bytes(body)
+            out.append((path, pd.decode(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)))
+    assert out, (type_id, service)
+    return out
+
+
+def per_span_all(files, tmp_path=None) -> Dict[str, dict]:
+    """per_span of each profile (and, given tmp_path, check_pprof_tools of each file), added up."""
+    total: Dict[str, dict] = {}
+    for path, p in files:
+        got = per_span(p)
+        if tmp_path is not None and got:  # (the Go SDK's last upload, at its Stop, may have no sample)
+            check_pprof_tools(path, tmp_path, got)
+        for sid, g in got.items():
+            d = total.setdefault(sid, {"name": g["name"], "trace": g["trace"], "value": 0, "samples": 0, "funcs": set()})
+            assert (d["name"], d["trace"]) == (g["name"], g["trace"]), (sid, d, g)
+            d["value"] += g["value"]
+            d["samples"] += g["samples"]
+            d["funcs"] |= g["funcs"]
+    return total
+
+
+def check_span_merges(srv, service: str, start: int, end: int, got: Dict[str, dict]) -> None:
+    """SelectMergeSpanProfile of each span id (the program's) = the sum of that span's samples in
+    the profiles read one by one; and of both at once, their sum."""
+    pb = pyro_pb()
+    for spans in [[s] for s in sorted(got)] + [sorted(got)]:
+        req = pb.querier.SelectMergeSpanProfileRequest(profile_typeID=CPU, label_selector='{service_name="%s"}' % service,
+                                                       span_selector=spans, start=start * 1000, end=end * 1000)
+        r = connect_call(srv.port, "querier.v1.QuerierService/SelectMergeSpanProfile", req,
+                         resp_type=pb.querier.SelectMergeStacktracesResponse)
+        assert r.status == 200, r
+        assert r.msg.flamegraph.total == sum(got[s]["value"] for s in spans), (spans, got)
 
 
 def per_span(p: pd.Profile) -> Dict[str, dict]:
@@ -161,11 +209,12 @@ def raw_labels(path: Path, tmp_path: Path) -> Counter:
 
 def check_pprof_tools(path: Path, tmp_path: Path, got: Dict[str, dict]) -> None:
     tags = pprof_tags(path, tmp_path)
-    by_value = sorted(got, key=lambda s: (-got[s]["value"], s))
+    by_value = sorted(got, key=lambda s: (-got[s]["value"], s)) + [None]
     assert sorted(tags["span_id"]) == sorted(got), tags
     assert sorted(tags["span_name"]) == sorted(g["name"] for g in got.values()), tags
     assert sorted(tags["trace_id"]) == sorted(g["trace"] for g in got.values()), tags
-    assert tags["span_id"][0] == by_value[0] or got[by_value[0]]["value"] == got[by_value[1]]["value"], (tags, got)
+    assert tags["span_id"][0] == by_value[0] or (by_value[1] is not None and
+                                                  got[by_value[0]]["value"] == got[by_value[1]]["value"]), (tags, got)
     raw = raw_labels(path, tmp_path)
     assert raw == Counter({"span_id:[%s] span_name:[%s] trace_id:[%s]" % (sid, g["name"], g["trace"]): g["samples"]
                            for sid, g in got.items()}), raw
@@ -194,14 +243,12 @@ def test_go_sdk_span_profiles(make_server, tmp_path):
                       "process_runtime_version": labels["process_runtime_version"], "pyroscope_spy": "gospy",
                       "service_name": "spanapp"}, labels
     assert labels["process_runtime_version"].startswith("go1."), labels
-    path = tmp_path / "go-spans.pb.gz"
-    p = download(srv, '%s{service_name="spanapp"}' % CPU, t0 - 60, int(time.time()) + 60, path)
-    got = per_span(p)
+    t1 = int(time.time()) + 60
+    got = per_span_all(downloads(srv, CPU, "spanapp", t0 - 60, t1, tmp_path, "go-spans"), tmp_path)
     check_spans(got, spans, 0)
-    check_pprof_tools(path, tmp_path, got)
+    check_span_merges(srv, "spanapp", t0 - 60, t1, got)
     # the samples:count type has the same samples: 1 per 10 ms of cpu
-    pc = per_span(download(srv, '%s{service_name="spanapp"}' % SAMPLES, t0 - 60, int(time.time()) + 60,
-                           tmp_path / "go-count.pb.gz"))
+    pc = per_span_all(downloads(srv, SAMPLES, "spanapp", t0 - 60, t1, tmp_path, "go-count"))
     assert {s: g["value"] * 10000000 for s, g in pc.items()} == {s: g["value"] for s, g in got.items()}
 
 
@@ -226,10 +273,10 @@ def test_python_sdk_span_profiles(make_server, tmp_path):
                           [python, "-c", "import sys; print(*sys.version_info[:3])"], capture_output=True,
                           text=True).stdout.split())),
                       "service_name": "pyspanapp"}, labels
-    path = tmp_path / "py-spans.pb.gz"
-    got = per_span(download(srv, '%s{service_name="pyspanapp"}' % CPU, t0 - 60, int(time.time()) + 60, path))
+    t1 = int(time.time()) + 60
+    got = per_span_all(downloads(srv, CPU, "pyspanapp", t0 - 60, t1, tmp_path, "py-spans"), tmp_path)
     check_spans(got, spans, 1)
-    check_pprof_tools(path, tmp_path, got)
+    check_span_merges(srv, "pyspanapp", t0 - 60, t1, got)
 
 
 def fixture_bytes(rel: str) -> bytes:
@@ -257,15 +304,18 @@ def test_captured_uploads_replayed(make_server, tmp_path):
         "pyroscope/python-1.4.0-otel/push-01.bin"), headers={"Content-Encoding": "gzip"})
     assert r.status == 200, r
     start, end = 1796447600, 1796447800  # the captures' times (README)
-    go = per_span(download(srv, '%s{service_name="spanapp"}' % CPU, start, end, tmp_path / "go.pb.gz"))
+    go = per_span_all(downloads(srv, CPU, "spanapp", start, end, tmp_path, "go"), tmp_path)
     spans = fixture_spans("pyroscope/go-1.5.0-otel/spans.txt")
     check_spans(go, spans, 0)
     assert {g["name"]: g["value"] for g in go.values()} == {"hash-span": 1260000000, "sort-span": 1180000000}
     assert spans["hash-span"][0] == "9745267709bcb68e" and spans["sort-span"][0] == "41eb6c031de36281"
-    py = per_span(download(srv, '%s{service_name="pyspanapp"}' % CPU, start, end, tmp_path / "py.pb.gz"))
+    check_span_merges(srv, "spanapp", start, end, go)
+    py_files = downloads(srv, CPU, "pyspanapp", start, end, tmp_path, "py")
+    assert len(py_files) == 1  # one push: one profile
+    py = per_span_all(py_files, tmp_path)
     spans = fixture_spans("pyroscope/python-1.4.0-otel/spans.txt")
     check_spans(py, spans, 1)
     assert {g["name"]: (g["value"], g["samples"]) for g in py.values()} == {
         "hash-span": (1430000000, 2), "sort-span": (1470000000, 2)}
     assert spans["hash-span"][0] == "97a4b09891e03361" and spans["sort-span"][0] == "56a9473155d6282a"
-    check_pprof_tools(tmp_path / "py.pb.gz", tmp_path, py)
+    check_span_merges(srv, "pyspanapp", start, end, py)
