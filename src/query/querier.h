@@ -200,9 +200,10 @@ int ps_querier_spans(const char *const *ids, uint32_t n, const char *field, ps_a
  * selects (one profile type, as ps_querier_merge), the samples whose span (storage's span index,
  * store.h) is one of spans[0..nspans-1] (sorted, unique), summed over the profiles in the range
  * (Pyroscope sums span profiles; aggs[0] is PS_AGG_SUM for every type). The profiles are found
- * through the span index, one seek per span and hour of the range, and only those are read: the
- * cost is that of the profiles holding the spans, not of the range. Profiles stored before
- * schema 5 are not indexed (docs/FORMAT.md). info counts the profiles that held a selected sample.
+ * through the span index, one seek per span and hour of the range, and only their span parts are
+ * read (never a head record or chunk): the cost is that of the profiles holding the spans, not of
+ * the range. Profiles stored before schema 5 are not indexed (docs/FORMAT.md). info counts the
+ * profiles that held a selected sample and their times (durations and periods are not read: 0).
  * Nothing selected: ps_querier_merge's answer.
  */
 int ps_querier_merge_spans(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64_t end_ns, const uint64_t *spans,
