@@ -545,8 +545,10 @@ static bool go_number_int(const gonum_t *g, bool is_signed, int bits, int64_t *s
     if (exp >= 0) {
         if ((long)g->nfrac > exp || (long)g->nintp + exp > 20)
             return false;
-        memcpy(num, g->intp, g->nintp);
-        memcpy(num + g->nintp, g->frac, g->nfrac);
+        if (g->nintp > 0)
+            memcpy(num, g->intp, g->nintp);
+        if (g->nfrac > 0)
+            memcpy(num + g->nintp, g->frac, g->nfrac);
         nn = g->nintp + g->nfrac;
         for (long k = 0; k < exp - (long)g->nfrac; k++)
             num[nn++] = '0';
@@ -557,7 +559,8 @@ static bool go_number_int(const gonum_t *g, bool is_signed, int bits, int64_t *s
         for (size_t k = index; k < g->nintp; k++)
             if (g->intp[k] != '0')
                 return false;
-        memcpy(num, g->intp, index);
+        if (index > 0)
+            memcpy(num, g->intp, index);
         nn = index;
     }
     if (nn == 0 || (g->neg && !is_signed))
