@@ -188,6 +188,8 @@ static void merge_req(const Querier__V1__SelectMergeStacktracesRequest *q, ps_qr
     r->nspan_ids = (uint32_t)q->n_span_selector;
     r->span_ids = strs(q->span_selector, q->n_span_selector);
     r->ntrace_ids = (uint32_t)q->n_trace_id_selector;
+    r->async = q->_async_case == QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST___ASYNC_ASYNC && q->async != NULL &&
+               q->async->type != QUERIER__V1__ASYNC_QUERY_TYPE__ASYNC_QUERY_TYPE_DISABLED;
 }
 
 int ps_qr_decode_merge_span(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
@@ -234,6 +236,7 @@ int ps_qr_decode_merge_profile(int codec, const void *data, size_t n, ps_arena_t
                              QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR,
                          q->stack_trace_selector, q->n_profile_id_selector, arena});
         r->format = PS_QR_FORMAT_PPROF;
+        r->ntrace_ids = (uint32_t)q->n_trace_id_selector;
     }
     return ret;
 }
@@ -273,6 +276,14 @@ int ps_qr_decode_select_series(int codec, const void *data, size_t n, ps_arena_t
         r->has_stack_trace_selector = asks_stack_traces(
             q->_stack_trace_selector_case == QUERIER__V1__SELECT_SERIES_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR,
             q->stack_trace_selector);
+        if (r->has_stack_trace_selector) {
+            const Types__V1__StackTraceSelector *st = q->stack_trace_selector;
+            r->has_go_pgo = st->go_pgo != NULL;
+            r->ncall_site = (uint32_t)st->n_call_site;
+            r->call_site = ps_arena_alloc(arena, (st->n_call_site + 1) * sizeof(char *));
+            for (size_t i = 0; i < st->n_call_site; i++)
+                r->call_site[i] = st->call_site[i] && st->call_site[i]->name ? st->call_site[i]->name : "";
+        }
         r->exemplar_type = (int)q->exemplar_type;
     }
     return ret;

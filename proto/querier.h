@@ -51,7 +51,8 @@ typedef struct ps_qr_merge_req {
     uint32_t nprofile_ids;      /* profile_id_selector entries */
     uint32_t nspan_ids;         /* span_selector entries (SelectMergeStacktraces, SelectMergeSpanProfile) */
     const char **span_ids;      /* nspan_ids strings */
-    uint32_t ntrace_ids;        /* trace_id_selector entries (SelectMergeStacktraces) */
+    uint32_t ntrace_ids;        /* trace_id_selector entries (SelectMergeStacktraces, SelectMergeProfile) */
+    bool async;                 /* async sent with a type other than DISABLED (SelectMergeStacktraces) */
 } ps_qr_merge_req_t;
 
 /** SelectSeriesRequest. */
@@ -66,7 +67,10 @@ typedef struct ps_qr_series_req {
     int aggregation;            /* the enum's number as sent (0 SUM, 1 AVERAGE, other: unknown) */
     bool has_limit;
     int64_t limit;
-    bool has_stack_trace_selector;
+    bool has_stack_trace_selector; /* a call site or go_pgo was sent */
+    uint32_t ncall_site;        /* stack_trace_selector.call_site: function names, root first */
+    const char **call_site;
+    bool has_go_pgo;            /* stack_trace_selector.go_pgo was sent */
     int exemplar_type;          /* types.v1.ExemplarType as sent (0 UNSPECIFIED, 1 NONE, 2 INDIVIDUAL, 3 SPAN) */
 } ps_qr_series_req_t;
 

@@ -15,7 +15,8 @@ libpcre2-dev libyaml-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev pytho
 # what the tests, fuzzing and the real clients need on top (docker-compose only for its `config`
 # check of docker/compose.yml, which needs no Docker daemon: Docker itself is not installed)
 TEST_PKGS="clang libclang-rt-14-dev lmdb-utils python3-pytest python3-protobuf protobuf-compiler python3-snappy
-python3-yaml docker-compose golang-go prometheus curl openssl chromium chromium-driver python3-selenium"
+python3-yaml docker-compose golang-go prometheus curl openssl chromium chromium-driver python3-selenium
+python3-venv python3-pip"
 
 case "${1:-}" in
     "") PKGS="$BUILD_PKGS $TEST_PKGS" ;;
@@ -43,3 +44,7 @@ if [ -n "$missing" ]; then
 fi
 # the web UI's third-party code (uPlot), as web/ui/package-lock.json pins it (nothing when present)
 "$(dirname "$0")/fetch-ui-deps.sh"
+# the real Pyroscope Python SDK of the span-profile tests, pinned, in a venv outside the repository
+if [ -z "${1:-}" ]; then
+    "$(dirname "$0")/install-pysdk.sh"
+fi

@@ -238,6 +238,10 @@ static int merge_check(qcall_t *q, const ps_qr_merge_req_t *m, const char *side)
     if (m->ntrace_ids > 0)
         return ps_err_set(&q->err, PS_EINVAL, "%strace_id_selector is not supported by profstore (%u trace ids)", side,
                           m->ntrace_ids);
+    if (m->async && !side[0]) /* Pyroscope reads it in SelectMergeStacktraces only, not in a Diff side */
+        return ps_err_set(&q->err, PS_EINVAL,
+                          "async is not supported by profstore (no asynchronous queries: leave it out or "
+                          "send ASYNC_QUERY_TYPE_DISABLED)");
     return 0;
 }
 
@@ -476,8 +480,8 @@ static int series_query(qcall_t *q, const ps_qr_series_req_t *sr, ps_selector_t 
                           "aggregation: %d is not a TimeSeriesAggregationType (0 SUM, 1 AVERAGE)", sr->aggregation);
     if (sr->has_limit && sr->limit < 0)
         return ps_err_set(&q->err, PS_EINVAL, "limit: %lld is negative", (long long)sr->limit);
-    if (sr->has_stack_trace_selector)
-        return ps_err_set(&q->err, PS_EINVAL, "stack_trace_selector is not supported by profstore");
+    /* stack_trace_selector: the call site selects (go_pgo shapes merged profiles only: Pyroscope's
+     * series read the call site alone, ignoring it) */
     if (sr->exemplar_type == PS_QR_EXEMPLAR_INDIVIDUAL || sr->exemplar_type == PS_QR_EXEMPLAR_SPAN)
         return ps_err_set(&q->err, PS_EINVAL, "exemplar_type: %s is not supported by profstore (profiles have no ids)",
                           sr->exemplar_type == PS_QR_EXEMPLAR_INDIVIDUAL ? "EXEMPLAR_TYPE_INDIVIDUAL"
@@ -491,7 +495,8 @@ static int series_query(qcall_t *q, const ps_qr_series_req_t *sr, ps_selector_t 
         return ret;
     *rq = (ps_querier_range_q_t){.sel = sel, .start = sr->start, .end = sr->end, .step = step_ms,
                                  .group_by = sr->group_by, .ngroup_by = sr->ngroup_by, .average = sr->average,
-                                 .has_limit = sr->has_limit, .limit = sr->limit, .max_series = q->max_series};
+                                 .has_limit = sr->has_limit, .limit = sr->limit, .max_series = q->max_series,
+                                 .call_site = sr->call_site, .ncall_site = sr->ncall_site};
     return 0;
 }
 

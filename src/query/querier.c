@@ -461,6 +461,70 @@ static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint
     return n;
 }
 
+/* ---- SelectSeries under a call site ---- */
+
+enum { CS_OUT = 1, CS_IN = 2 }; /* a stack node's verdict, in the query's node map */
+
+typedef struct cs_series {
+    ps_reader_t *r;
+    const ps_querier_range_q_t *q;
+    range_ctx_t *rc;
+    ps_hmap_t *verdict; /* node (8 bytes) -> CS_OUT / CS_IN */
+    ps_err_t *err;
+} cs_series_t;
+
+/* Decides the nodes of p not decided yet: materialised together (sample i has value i + 1), the call
+ * site filter keeps the samples under it. */
+static int cs_decide(cs_series_t *c, const ps_stored_profile_t *p)
+{
+    static const char *const types[] = {"v", "v"};
+    uint64_t *nodes = ps_xcalloc((size_t)p->n + 1, sizeof(uint64_t));
+    int64_t *ids = ps_xcalloc((size_t)p->n + 1, sizeof(int64_t));
+    size_t n = 0;
+    uint64_t v;
+    for (uint32_t i = 0; i < p->n; i++)
+        if (!ps_hmap_get(c->verdict, &p->nodes[i], 8, &v)) {
+            nodes[n] = p->nodes[i];
+            ids[n] = (int64_t)n + 1;
+            n++;
+        }
+    int ret = 0;
+    if (n > 0) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_profile_t prof;
+        ret = ps_reader_materialize(c->r, nodes, ids, n, 1, types, types, &a, &prof, c->err);
+        if (ret == 0) {
+            for (size_t i = 0; i < n; i++)
+                ps_hmap_put(c->verdict, &nodes[i], 8, CS_OUT);
+            ps_querier_call_site(&prof, c->q->call_site, c->q->ncall_site, &a);
+            for (uint32_t k = 0; k < prof.nsamples; k++) {
+                int64_t id = prof.samples[k].values[0];
+                if (id >= 1 && (size_t)id <= n)
+                    ps_hmap_put(c->verdict, &nodes[id - 1], 8, CS_IN);
+            }
+        }
+        ps_arena_dispose(&a);
+    }
+    free(nodes);
+    free(ids);
+    return ret;
+}
+
+static int cs_on_profile(void *ctx, const ps_stored_profile_t *p)
+{
+    cs_series_t *c = ctx;
+    int ret = cs_decide(c, p);
+    if (ret)
+        return ret;
+    double sum = 0;
+    uint64_t v;
+    for (uint32_t i = 0; i < p->n; i++)
+        if (ps_hmap_get(c->verdict, &p->nodes[i], 8, &v) && v == CS_IN)
+            sum += (double)p->values[i];
+    ps_float_sample_t s = {p->ts / 1000000 - (p->ts % 1000000 < 0), sum};
+    return on_samples(c->rc, &s, 1);
+}
+
 int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena, ps_qseries_t **out,
                              uint32_t *nout, ps_err_t *err)
 {
@@ -486,8 +550,9 @@ int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_a
     ps_series_set_t set;
     if ((ret = ps_querier_series(r, q->sel, 1, lo_ns, hi_ns, q->max_series, arena, &set, err)) != 0)
         return ret;
-    ps_hmap_t index;
+    ps_hmap_t index, verdict;
     ps_hmap_init(&index);
+    ps_hmap_init(&verdict);
     ps_buf_t key = PS_BUF_INIT;
     group_t *groups = ps_arena_calloc(arena, set.n + 1, sizeof(group_t));
     uint32_t ng = 0;
@@ -510,10 +575,16 @@ int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_a
             groups[gi].count = ps_xcalloc(nsteps, sizeof(uint32_t));
         }
         range_ctx_t c = {q, nsteps, &groups[gi]};
-        ret = ps_reader_samples(r, set.sids[i], lo_ms, q->end, on_samples, &c, err);
+        if (q->ncall_site == 0) {
+            ret = ps_reader_samples(r, set.sids[i], lo_ms, q->end, on_samples, &c, err);
+        } else {
+            cs_series_t cs = {r, q, &c, &verdict, err};
+            ret = ps_reader_profiles(r, set.sids[i], lo_ns, hi_ns, false, cs_on_profile, &cs, err);
+        }
     }
     ps_buf_dispose(&key);
     ps_hmap_dispose(&index);
+    ps_hmap_dispose(&verdict);
     uint32_t nres = 0;
     ps_qseries_t *res = ps_arena_calloc(arena, ng + 1, sizeof(ps_qseries_t));
     if (ret == 0)

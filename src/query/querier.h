@@ -91,6 +91,8 @@ typedef struct ps_querier_range_q {
     bool has_limit;
     int64_t limit;               /* with has_limit: the top limit series by sum (0: all, by sum) */
     uint32_t max_series;
+    const char *const *call_site; /* stack_trace_selector.call_site: function names, root first */
+    uint32_t ncall_site;          /* 0: every sample counts */
 } ps_querier_range_q_t;
 
 /**
@@ -103,6 +105,10 @@ typedef struct ps_querier_range_q {
  * without a profile have no point. Series are sorted by labels; with has_limit, by the sum of their
  * points, largest first (ties by labels), and kept to the first limit when limit > 0: the others
  * are left out. More than PS_QUERIER_MAX_POINTS groups x steps is PS_ELIMIT.
+ * With a call site (ncall_site > 0), a profile's value is the sum of its samples whose stack starts
+ * with the call site (ps_querier_call_site's rule; Pyroscope's CallSiteValues Total, which its
+ * querier's SelectSeries plots): profiles are read node by node and each stack node is decided
+ * once per query; a profile with no such sample counts as a point of value 0.
  */
 int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena, ps_qseries_t **out,
                              uint32_t *n, ps_err_t *err);

@@ -124,6 +124,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(sr.type_id != NULL && sr.label_selector != NULL, "series strings");
         check_strs(sr.group_by, sr.ngroup_by);
         CHECK(sr.average == (sr.aggregation == 1), "average %d aggregation %d", sr.average, sr.aggregation);
+        check_strs(sr.call_site, sr.ncall_site);
+        CHECK(sr.has_stack_trace_selector || sr.ncall_site == 0, "call site without a selector");
     }
     ps_arena_dispose(&a);
     return 0;

@@ -128,9 +128,9 @@ for t in $targets; do
     fuzz_pyingest)
         # "<query>\n<Content-Type>\n<body>" of each captured SDK request (fuzz_pyingest.c)
         pyro=$(dirname "$seeds")/pyroscope
-        for f in "$pyro"/nodejs-*/ingest-*.txt; do
+        for f in "$pyro"/nodejs-*/ingest-*.txt "$pyro"/go-*/ingest-*.txt; do
             [ -f "$f" ] || continue
-            name=$(echo "$f" | sed 's|.*/\(nodejs-[^/]*\)/\(ingest-[0-9]*\).txt|\1_\2|')
+            name=$(echo "$f" | sed 's|.*/\([^/]*\)/\(ingest-[0-9]*\).txt|\1_\2|')
             q=$(head -1 "$f" | sed 's/^POST [^?]*?\([^ ]*\) HTTP.*/\1/')
             ct=$(grep -i '^content-type: ' "$f" | head -1 | sed 's/^[^:]*: //' | tr -d '\r')
             { printf '%s\n%s\n' "$q" "$ct"; cat "${f%.txt}.bin"; } > "$corpus/$name"

@@ -8,7 +8,7 @@ N (default 5) of each kind are saved as DIR/KIND-NN.bin (the body, byte for byte
 DIR/KIND-NN.txt (the request line, the headers as received, in order, a blank line and
 "# body: N bytes, sha256 H"). Kinds: remote-write (POST /api/v1/write with series),
 remote-write-metadata (one with metadata only), remote-read (/api/v1/read), ingest (/ingest),
-other. Answers: 200 with an empty body; /api/v1/read an empty ReadResponse (one empty result per
+push (Connect /push.v1.PusherService/Push), other. Answers: 200 with an empty body; /api/v1/read an empty ReadResponse (one empty result per
 query, snappy), which Prometheus' remote read accepts."""
 
 import argparse
@@ -36,6 +36,8 @@ def kind_of(path, body):
         return "remote-read"
     if path.endswith("/ingest"):
         return "ingest"
+    if path.endswith("/push.v1.PusherService/Push"):
+        return "push"
     return "other"
 
 

@@ -12,6 +12,10 @@
 #                  tests/integration/pyroscope_workload.js for 12 s, captured by capture.py
 #   pprof/node/    Node pprof files from those uploads: wall-01 and heap-01 (the first wall and
 #                  heap upload of 0.6.4), cpu-01 (a third run, 0.6.4 with cpu time)
+#   pyroscope/go-1.5.0-otel, python-1.4.0-otel
+#                  span profiles: tests/spanapp (pyroscope-go + otel-profiling-go) and
+#                  tests/integration/sdk_spans_workload.py (pyroscope-io + pyroscope-otel, in the
+#                  venv of scripts/install-pysdk.sh), each against capture.py, and what they printed
 #
 # Needs go, prometheus + promtool, node + npm (the SDKs are installed as test_pyroscope_nodejs.py
 # does, into $PS_NPM_DIR, default /tmp/profstore-npm), curl, python3-snappy. Takes about 2 minutes.
@@ -190,6 +194,33 @@ for f in "$work"/nodejs-0.6.4/ingest-*.bin; do
 done
 for f in "$work"/nodejs-cpu/ingest-*.bin; do
     if grep -q 'sampleRate=' "${f%.bin}.txt"; then cp "$f" "$out/pprof/node/cpu-01.pb.gz"; break; fi
+done
+
+# ---- span profiles of the Go and Python SDKs ----------------------------------------------------
+echo "make.sh: span profiles (tests/spanapp, sdk_spans_workload.py)"
+(cd "$root/tests/spanapp" && GOTOOLCHAIN=local CGO_ENABLED=0 go build -trimpath -o "$work/spanapp" .)
+"$root/scripts/install-pysdk.sh"
+pysdk=${PS_PYSDK_DIR:-${TMPDIR:-/tmp}/profstore-pysdk}
+mkdir -p "$work/sdkapp"
+cp "$root/tests/integration/sdk_spans_workload.py" "$work/sdkapp/"
+for kind in go py; do
+    port=$(free_port)
+    $py "$here/capture.py" --port "$port" --out "$work/spans-$kind" --max 9 &
+    cap=$!
+    pids="$pids $cap"
+    wait_for 10 "capture server spans-$kind" port_open "$port"
+    if [ $kind = go ]; then
+        d=$out/pyroscope/go-1.5.0-otel
+        env -u PYROSCOPE_ADHOC_SERVER_ADDRESS "$work/spanapp" -server "http://127.0.0.1:$port" > "$work/spans-$kind.out"
+    else
+        d=$out/pyroscope/python-1.4.0-otel
+        (cd "$work/sdkapp" && SERVER_URL="http://127.0.0.1:$port" "$pysdk/bin/python" sdk_spans_workload.py) > "$work/spans-$kind.out"
+    fi
+    sleep 1
+    kill "$cap"
+    mkdir -p "$d"
+    cp "$work/spans-$kind"/*-0* "$d/"
+    cp "$work/spans-$kind.out" "$d/spans.txt"
 done
 
 # ---- sums and a summary --------------------------------------------------------------------------
