@@ -40,6 +40,7 @@ enum {
     DB_FPREFIX,     /* txn id(8 BE) sid(8 BE) -> 0x05 the stable start of an open chunk whose fhead is a tail (schema 3) */
     DB_FWDLOG,      /* seq(8 BE) -> wall ns(8 BE) + the entry's bytes (made by src/forward; fwdlog.c) */
     DB_FWDCURSOR,   /* endpoint name -> seq(8 BE): the last entry that endpoint acknowledged */
+    DB_ADHOC,       /* ad hoc profile id -> 0x01 uploaded ms(8 BE) + the file as uploaded (adhoc.c) */
     DB_COUNT
 };
 
@@ -110,6 +111,7 @@ typedef struct ps_wcache {
 struct ps_store {
     MDB_env *env;
     MDB_dbi dbi[DB_COUNT];
+    uint32_t absent;        /* bit i: database i is missing (a read-only open of an older directory) */
     ps_store_opts_t opts;
     char *dir;
     int upgraded_from;      /* the schema version ps_store_open upgraded, or 0 */
