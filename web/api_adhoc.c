@@ -127,8 +127,11 @@ static void on_up_finish(ps_task_t *t)
     up_t *u = t->finish_arg;
     ps_connect_call_t *c = u->c;
     ps_err_t err;
-    if (u->w.status != 0) {
-        fail(c, u->w.status, &u->w.err);
+    if (u->w.status != 0) { /* a file larger than --adhoc.max-bytes: never storable, the client's */
+        if (u->w.err.code == PS_ETOOBIG)
+            ps_connect_error(c, PS_CONNECT_INVALID_ARGUMENT, u->w.err.msg);
+        else
+            fail(c, u->w.status, &u->w.err);
         return;
     }
     if (answer_get(c, u->w.adhoc.id, u->w.adhoc.uploaded_ms, &u->p, u->folded, NULL, u->max_nodes, &err) != 0)
