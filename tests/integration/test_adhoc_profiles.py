@@ -278,3 +278,34 @@ def test_oldest_dropped_past_limits(make_server):
     two = upload(srv2, "b.txt", b"a;b 1\n" * 10)    # 120 > 100: the first goes
     assert [x[0] for x in list_(srv2)] == [two.id]
     assert get(srv2, one.id, expect=404).status == 404
+
+
+def test_scopes(make_server, tmp_path):
+    """Upload needs the write scope; Get, List, Diff and /api/v1/profiles/adhoc the read scope."""
+    import hashlib
+
+    def sha(t):
+        return hashlib.sha256(t.encode()).hexdigest()
+    (tmp_path / "web.yml").write_text("bearer_tokens:\n  - sha256: %s\n    scopes: [read]\n"
+                                      "  - sha256: %s\n    scopes: [write]\n" % (sha("tok-read"), sha("tok-write")))
+    srv = make_server(retention="0", web_config_file=tmp_path / "web.yml")
+    rd, wr = {"Authorization": "Bearer tok-read"}, {"Authorization": "Bearer tok-write"}
+    body = json.dumps({"name": "f.txt", "profile": base64.b64encode(FOLDED).decode()}).encode()
+
+    def call(method, msg, hdrs):
+        return connect_call(srv.port, SVC + method, None, codec="json", body=msg, headers=hdrs)
+    r = call("Upload", body, rd)
+    assert (r.status, r.error) == (403, {"code": "permission_denied", "message":
+                                         "forbidden: this credential lacks the write scope that "
+                                         "/adhocprofiles.v1.AdHocProfileService/Upload needs"})
+    r = call("Upload", body, wr)
+    assert r.status == 200, r
+    id_ = json.loads(r.body)["id"]
+    for method, msg in (("Get", {"id": id_}), ("List", {}), ("Diff", {"leftId": id_, "rightId": id_})):
+        r = call(method, json.dumps(msg).encode(), wr)
+        assert (r.status, r.error["code"]) == (403, "permission_denied"), method
+        assert call(method, json.dumps(msg).encode(), rd).status == 200, method
+    st, _, _ = srv.request("GET", "/api/v1/profiles/adhoc?id=" + id_, headers=wr)
+    assert st == 403
+    st, _, body = srv.request("GET", "/api/v1/profiles/adhoc?format=folded&id=" + id_, headers=rd)
+    assert (st, body) == (200, b"a;b 2\na;b;c 3\nz 1\n")
