@@ -144,6 +144,11 @@ int ps_connect_adhoc_upload(ps_connect_call_t *c)
     ps_ah_req_t r;
     up_t *u = ps_arena_calloc(c->arena, 1, sizeof(*u));
     u->c = c;
+    if (c->srv->opts.agent) { /* routes.c refuses the reads: an upload could never be read back */
+        ps_connect_error(c, PS_CONNECT_INVALID_ARGUMENT, "agent mode: ad hoc profiles are not kept (queries go to the "
+                                                         "engine this profstore forwards to)");
+        return 0;
+    }
     int ret = ps_ah_decode(c->codec, PS_AH_UPLOAD, c->body, c->body_len, c->arena, budget_of(c), &r, &err);
     if (ret == 0)
         ret = ps_querier_max_nodes(r.has_max_nodes, r.max_nodes, &u->max_nodes, &err);

@@ -309,3 +309,39 @@ def test_scopes(make_server, tmp_path):
     assert st == 403
     st, _, body = srv.request("GET", "/api/v1/profiles/adhoc?format=folded&id=" + id_, headers=rd)
     assert (st, body) == (200, b"a;b 2\na;b;c 3\nz 1\n")
+
+
+def test_drilldown_ad_hoc_view(server):
+    """Grafana Profiles Drilldown's ad hoc view (its AdHocProfileClient) as it writes the JSON: Upload
+    {name, profile} with the file read by FileReader as a data URL, the prefix stripped; Get {id,
+    profile_type}; it reads id, profileTypes and flamebearerProfile."""
+    def call(method, obj):
+        r = connect_call(server.port, SVC + method, None, codec="json", body=json.dumps(obj).encode())
+        assert r.status == 200, r
+        return json.loads(r.body)
+    up = call("Upload", {"name": "heap-01.pb.gz", "profile": base64.b64encode(HEAP.read_bytes()).decode()})
+    assert up["profileTypes"] == ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space"]
+    first = json.loads(up["flamebearerProfile"])
+    assert first["metadata"]["name"] == "alloc_objects" and first["metadata"]["units"] == "objects"
+    got = call("Get", {"id": up["id"], "profile_type": "inuse_space"})
+    fb = json.loads(got["flamebearerProfile"])
+    assert got["id"] == up["id"] and got["name"] == "heap-01.pb.gz" and got["profileType"] == "inuse_space"
+    assert fb["metadata"]["units"] == "bytes" and fb["metadata"]["name"] == "inuse_space"
+    # its total is the stored series' inuse_space total at that time (the same file pushed)
+    st, js = server.push(str(HEAP), labels='{job="adhoc"}')
+    assert st == 200
+    sid = [s["id"] for s in js["data"]["series"] if s["profile_type"].startswith("memory:inuse_space:bytes")][0]
+    stored = {s["id"]: s for s in server.series()}[sid]["profiles"][0]["total"]
+    assert fb["flamebearer"]["numTicks"] == stored
+    # profile_type absent (undefined in its JSON.stringify): the first
+    assert call("Get", {"id": up["id"]})["profileType"] == "alloc_objects"
+
+
+def test_agent_mode_refuses(make_server, tmp_path):
+    cfg = tmp_path / "a.yml"
+    cfg.write_text("forward:\n  - name: x\n    url: http://127.0.0.1:9\n    protocol: pyroscope_push\n")
+    srv = make_server(retention="0", config=str(cfg), extra_args=["--agent"])
+    r = upload(srv, "f.txt", FOLDED, expect=400)
+    assert r.error["message"] == ("agent mode: ad hoc profiles are not kept (queries go to the engine this "
+                                  "profstore forwards to)")
+    assert get(srv, "01AAAAAAAAAAAAAAAAAAAAAAAA-x", expect=400).status == 400
