@@ -162,6 +162,14 @@ def test_list_newest_first_and_restart(server):
     assert lst[0][2] >= lst[1][2] >= lst[2][2]
     assert list_(server, codec="proto") == lst
     want = get(server, ids[1]).flamebearer_profile
+    server.stop()
+    # --storage.check reads the adhoc records too
+    import subprocess
+    from conftest import PROFSTORE_BIN
+    r = subprocess.run([PROFSTORE_BIN, "--storage.check", "--data-dir", str(server.data_dir)], capture_output=True,
+                       text=True, timeout=60)
+    assert (r.returncode, r.stdout.rstrip().endswith("checked: no damage found")) == (0, True), r.stdout + r.stderr
+    server.start()
     server.restart(kill=True)
     assert list_(server) == lst
     assert get(server, ids[1]).flamebearer_profile == want
@@ -345,3 +353,31 @@ def test_agent_mode_refuses(make_server, tmp_path):
     assert r.error["message"] == ("agent mode: ad hoc profiles are not kept (queries go to the engine this "
                                   "profstore forwards to)")
     assert get(srv, "01AAAAAAAAAAAAAAAAAAAAAAAA-x", expect=400).status == 400
+
+
+def test_damaged_record_reported(make_server):
+    """A damaged ad hoc record: --storage.check names it; Get answers data_loss naming it; the others
+    and List still answer."""
+    import subprocess
+    from conftest import PROFSTORE_BIN
+    from test_damaged_store import record_spans
+    srv = make_server(retention="0")
+    a = upload(srv, "a.txt", FOLDED)
+    b = upload(srv, "b.txt", FOLDED)
+    srv.stop()
+    spans = {k.decode(): (off, n) for k, off, n, _ in record_spans(srv.data_dir, "adhoc")}
+    off, n = spans[a.id]
+    with open(srv.data_dir / "data.mdb", "r+b") as f:  # the encoding byte
+        f.seek(off)
+        f.write(b"\x07")
+    r = subprocess.run([PROFSTORE_BIN, "--storage.check", "--data-dir", str(srv.data_dir)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stdout.splitlines()[0] == "damaged: ad hoc profile %s: a record of %d bytes, not of encoding 01" % (a.id, n)
+    srv.start()
+    e = get(srv, a.id, expect=500)
+    assert e.error == {"code": "data_loss", "message": "ad hoc profile %s: a record of %d bytes, not of encoding 01"
+                       % (a.id, n)}
+    assert get(srv, b.id).name == "b.txt"
+    r = connect_call(srv.port, SVC + "List", pb().AdHocProfilesListRequest(), codec="json")
+    assert r.status == 500 and r.error["code"] == "data_loss"
