@@ -31,6 +31,8 @@ def test_upload_share_open_diff(make_server, browser):  # noqa: F811
     browser.base_url = srv.url("")
     browser.open("/upload")
     browser.wait_for(".dropzone")
+    # the file input is reachable from the keyboard: the first Tab stop of the page's content
+    assert browser.js("return document.querySelector('#adhoc-file').tabIndex") == 0
     assert browser.js("return document.querySelector('nav a[aria-current=page]').dataset.view") == "upload"
     # the file picker: a gzipped pprof
     from selenium.webdriver.common.by import By
@@ -48,7 +50,8 @@ def test_upload_share_open_diff(make_server, browser):  # noqa: F811
     cpu = rows(browser)
     assert cpu == api_rows(srv, id=id1, type="cpu")
     # share: the link of this view, opened in a fresh tab, shows the same table
-    browser.wait_for("button.adhoc-share").click()
+    from selenium.webdriver.common.keys import Keys
+    browser.wait_for("button.adhoc-share").send_keys(Keys.ENTER)  # the keyboard: Enter on the focused button
     link = browser.wait_js("document.querySelector('input.adhoc-link').value")
     assert link == browser.driver.current_url and "st=cpu" in link
     first = browser.driver.current_window_handle

@@ -41,11 +41,11 @@ export async function render(root) {
   ensureCss();
   const msg = h('div.adhoc-msg', { role: 'status', 'aria-live': 'polite' });
   const input = h('input#adhoc-file', { type: 'file', on: { change: () => { if (input.files[0]) send(input.files[0]); } } });
+  // the zone takes drops and mouse clicks; keyboard users reach the file input itself (Tab)
   const drop = h('div.dropzone', {
-    tabindex: '0', role: 'button', 'aria-describedby': 'adhoc-help',
+    role: 'group', 'aria-label': 'upload a profile file', 'aria-describedby': 'adhoc-help',
     on: {
-      click: (e) => { if (e.target !== input) input.click(); },
-      keydown: (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); input.click(); } },
+      click: (e) => { if (!e.target.closest('label, input')) input.click(); },
       dragover: (e) => { e.preventDefault(); drop.classList.add('over'); },
       dragleave: () => drop.classList.remove('over'),
       drop: (e) => { e.preventDefault(); drop.classList.remove('over'); const f = e.dataTransfer.files[0]; if (f) send(f); },
