@@ -5,8 +5,8 @@
  * '-', the sanitised name), so byte order is upload order and the oldest is the first key.
  * Values: encoding 0x01, uploaded_ms (8 BE, sign flipped), the file's bytes as uploaded.
  *
- *   key   "01JEXAMPLE0000000000000000-cpu.pb.gz"
- *   value 01  80 00 01 93 8e 8f 2a 00  1f 8b 08 00 ...   uploaded 2024-12-05T05:00:00Z, a gzipped pprof
+ *   key   "01M92BW73SCST6GMMMKYGWX9W1-a"
+ *   value 01  80 00 01 a2 44 be 1c 79  61 3b 62 20 31 0a   uploaded 1796449639545 ms, the folded text "a;b 1\n"
  */
 #include <string.h>
 

@@ -31,7 +31,7 @@ def test_upload_share_open_diff(make_server, browser):  # noqa: F811
     browser.base_url = srv.url("")
     browser.open("/upload")
     browser.wait_for(".dropzone")
-    # the file input is reachable from the keyboard: the first Tab stop of the page's content
+    # the file input is reachable from the keyboard (a native control, in the Tab order)
     assert browser.js("return document.querySelector('#adhoc-file').tabIndex") == 0
     assert browser.js("return document.querySelector('nav a[aria-current=page]').dataset.view") == "upload"
     # the file picker: a gzipped pprof
