@@ -76,6 +76,7 @@ def test_upload_share_open_diff(make_server, browser):  # noqa: F811
     browser.open("/upload")
     browser.wait_for(".adhoc-table")
     assert browser.js("return [...document.querySelectorAll('.adhoc-table tbody tr')].map(r => r.dataset.id)") == [id2, id1]
+    browser.screenshot("upload")
     browser.js("document.querySelector('tr[data-id=\"%s\"] input').click()" % id1)
     browser.js("document.querySelector('tr[data-id=\"%s\"] input').click()" % id2)
     browser.wait_for("button.adhoc-diff:enabled").click()
@@ -83,6 +84,7 @@ def test_upload_share_open_diff(make_server, browser):  # noqa: F811
     assert rows(browser) == api_rows(srv, id=id1, compare=id2, type="samples")
     assert browser.js("return document.querySelector('.panel .total').dataset.left") == "298"
     assert browser.js("return document.querySelector('.panel .total').dataset.right") == "6"
+    browser.screenshot("shared-diff")
     assert browser.console_errors() == []
     assert browser.failed_requests() == []
     # an unknown id: the server's words (and the browser's own log line of the 404, nothing else)
