@@ -21,7 +21,20 @@ int ps_adhoc_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps
     *fmt = PS_ADHOC_PPROF;
     if (n == 0)
         return ps_err_set(err, PS_EINVAL, "the profile is empty");
-    bool binary = ps_is_gzip(b, n);
+    if (ps_is_gzip(b, n)) { /* a gzipped pprof, or gzipped folded text: what it holds decides */
+        const uint8_t *in;
+        size_t inn;
+        int ret = ps_gunzip(b, n, lim->max_inflated, arena, &in, &inn, err);
+        if (ret != 0) /* gzip.c's messages start "gzip: ", but the bound's */
+            return strncmp(err->msg, "gzip: ", 6) == 0 ? ret : ps_err_prefix(err, "gzip");
+        if (inn == 0)
+            return ps_err_set(err, PS_EINVAL, "gzip: the profile is empty once decompressed");
+        if (ps_is_gzip(in, inn))
+            return ps_err_set(err, PS_EINVAL, "gzip: gzip inside gzip");
+        b = in;
+        n = inn;
+    }
+    bool binary = false;
     for (size_t i = 0; i < n && i < SNIFF && !binary; i++)
         binary = (b[i] < 0x20 && b[i] != '\t' && b[i] != '\n' && b[i] != '\r') || b[i] == 0x7f;
     if (binary) {
@@ -40,7 +53,7 @@ int ps_adhoc_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps
     m.sample_type = "samples";
     m.sample_unit = "count";
     m.sample_rate = 100;
-    int ret = ps_pyro_folded(data, n, false, &m, lim, arena, p, err);
+    int ret = ps_pyro_folded(b, n, false, &m, lim, arena, p, err);
     return ret != 0 ? ps_err_prefix(err, "folded stacks") : 0;
 }
 

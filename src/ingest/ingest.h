@@ -323,11 +323,11 @@ int ps_pyro_pprof_name(const ps_profile_t *p, const void *stc, size_t stc_len, p
 typedef enum { PS_ADHOC_PPROF, PS_ADHOC_FOLDED } ps_adhoc_format_t;
 
 /**
- * Decodes an uploaded file into *p, its format detected: gzip (1f 8b) -> pprof; JSON ('{' first)
- * is refused; a control byte (not tab, CR, LF) among the first 512 -> raw pprof; else folded
- * stacks ("a;b;c 12" lines: one sample type "samples", unit "count"). PS_EINVAL/PS_ETOOBIG with
- * the format in front ("pprof: sample[3]: ...", "folded stacks: line 2: ..."); lim bounds
- * everything (lim->max_inflated: a gzip bomb). Everything from arena.
+ * Decodes an uploaded file into *p, its format detected: gzip (1f 8b) is inflated first (at most
+ * lim->max_inflated bytes: a gzip bomb is "gzip: ..."), then JSON ('{' first) is refused; a control
+ * byte (not tab, CR, LF) among the first 512 -> pprof; else folded stacks ("a;b;c 12" lines: one
+ * sample type "samples", unit "count"). PS_EINVAL/PS_ETOOBIG with the format in front ("pprof:
+ * sample[3]: ...", "folded stacks: line 2: ..."); lim bounds everything. Everything from arena.
  */
 int ps_adhoc_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *p,
                     ps_adhoc_format_t *fmt, ps_err_t *err);

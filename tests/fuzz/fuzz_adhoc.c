@@ -5,8 +5,8 @@
  * (src/render), the pair of the profile with itself. The input is the uploaded file; its first
  * 64 bytes are also tried as a name (ps_adhoc_name) and an id (ps_adhoc_id_valid).
  *
- * Every failure must be PS_EINVAL or PS_ETOOBIG with a message naming the format ("pprof: ...",
- * "folded stacks: ...") or what was wrong; a success must give a profile whose flame graph total
+ * Every failure must be PS_EINVAL or PS_ETOOBIG with a message naming the format ("gzip: ...",
+ * "pprof: ...", "folded stacks: ...") or what was wrong; a success must give a profile whose flame graph total
  * is the sum of its values, and a self-diff whose two sides are equal. Built by build.sh, run by
  * run.sh (seeds: the pprof fixtures, raw and gzipped, and folded texts).
  */
@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc != 0) {
         ps_fuzz_check_decode_error(rc, &err);
         CHECK(strncmp(err.msg, "pprof: ", 7) == 0 || strncmp(err.msg, "folded stacks: ", 15) == 0 ||
-                  strncmp(err.msg, "byte ", 5) == 0 || strcmp(err.msg, "the profile is empty") == 0,
+                  strncmp(err.msg, "byte ", 5) == 0 || strncmp(err.msg, "gzip: ", 6) == 0 || strcmp(err.msg, "the profile is empty") == 0,
               "an error that does not say the format: %s", err.msg);
     } else {
         CHECK(p.ntypes >= 1, "a profile without sample types");

@@ -119,7 +119,10 @@ def test_upload_pprof_both_codecs_and_render(server):
 
 
 def test_folded_exact(server):
+    gz = upload(server, "stacks.txt.gz", gzip.compress(FOLDED))  # gzipped text: folded too
+    assert list(gz.profile_types) == ["samples"]
     m = upload(server, "stacks.txt", FOLDED)
+    assert gz.flamebearer_profile == m.flamebearer_profile
     assert list(m.profile_types) == ["samples"] and m.profile_type == "samples"
     assert json.loads(m.flamebearer_profile) == {
         "version": 1,
@@ -233,7 +236,10 @@ def test_bad_input(make_server):
         r = upload(srv, name, data, expect=status)
         assert r.error == {"code": code, "message": message}, r.error
 
-    bad("bomb.pb.gz", _gzip_zeros(2 << 20), "pprof: decompressed body exceeds 1048576 bytes")
+    bad("bomb.pb.gz", _gzip_zeros(2 << 20), "gzip: decompressed body exceeds 1048576 bytes")
+    bad("x.gz", b"\x1f\x8b\x08\x00garbage", "gzip: unexpected end of data (truncated stream after 0 bytes out)")
+    bad("x.gz", gzip.compress(b""), "gzip: the profile is empty once decompressed")
+    bad("x.gz", gzip.compress(gzip.compress(FOLDED)), "gzip: gzip inside gzip")
     bad("x", b"", "profile: missing (the file, base64)")
     bad("x", b"\x00\x01\x02garbage", "pprof: " + _pprof_error(srv, b"\x00\x01\x02garbage"))
     bad("x.json", b' {"flamebearer":{}}', "byte 1: the profile is JSON (a flamebearer export?); uploads are pprof "
