@@ -229,8 +229,9 @@ def test_bad_input(make_server):
                       extra_args=["--adhoc.max-bytes", "1MiB"])
     st, js = srv.push(str(CPU01), labels='{job="keep"}')
     assert st == 200
-    ok = upload(srv, "ok.txt", FOLDED)
     snap = series_snapshot(srv)
+    ok = upload(srv, "ok.txt", FOLDED)  # a good upload changes no series either
+    assert series_snapshot(srv) == snap
 
     def bad(name, data, message, status=400, code="invalid_argument"):
         r = upload(srv, name, data, expect=status)
