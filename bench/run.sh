@@ -171,6 +171,13 @@ echo "### bench_auth_check, bench/auth.py"
 if [ -x "$BUILD/bench/bench_auth_check" ]; then "$BUILD/bench/bench_auth_check" || status=$?; fi
 /usr/bin/python3 "$here/auth.py" --profstore "$BUILD/profstore" --requests "$([ "$QUICK" = 1 ] && echo 1000 || echo 5000)" || status=$?
 
+# ---- shared (ad hoc) profiles: Upload and Get of a real CPU profile and of the 12,420-node synthetic
+# one, beside /pyroscope/render of the same profile pushed as a series (bench/adhoc.py) ----
+echo
+echo "### bench/adhoc.py"
+/usr/bin/python3 "$here/adhoc.py" --profstore "$BUILD/profstore" --n "$([ "$QUICK" = 1 ] && echo 10 || echo 50)" || status=$?
+/usr/bin/python3 "$here/adhoc.py" --profstore "$BUILD/profstore" --profile synthetic --n "$([ "$QUICK" = 1 ] && echo 5 || echo 30)" || status=$?
+
 # ---- bench_ui: the web UI in headless Chromium: time to first flame graph, flame graph draw time of
 # 1 h and 24 h merges with 8,192 nodes (bench/ui.py; prints "skipped" without chromium) ----
 echo

@@ -195,6 +195,8 @@ int main(int argc, char **argv)
     so.nosync = f.nosync;
     so.future_grace_ns = f.future_grace;
     so.disk_reserve = f.disk_reserve;
+    so.adhoc_max_profiles = (uint32_t)f.adhoc_max_profiles;
+    so.adhoc_max_bytes = f.adhoc_max_bytes;
     so.log_only = f.agent;
     wo.max_queue_bytes = f.queue_bytes;
     wo.max_queue = (uint32_t)f.queue_items;

@@ -43,6 +43,7 @@ enum {
     DB_SPANS,       /* hour(4 BE) span(8) sid(8 BE) ts(8, sign flipped) -> empty: the span index (schema 5; spans.c) */
     DB_UUIDS,       /* uuid(16) -> dup sid(8 BE) ts(8): the profiles a client-given id names (schema 5) */
     DB_PUUID,       /* sid(8 BE) ts(8, sign flipped) -> uuid(16): a profile's client-given id (schema 5) */
+    DB_ADHOC,       /* ad hoc profile id -> 0x01 uploaded ms(8 BE) + the file as uploaded (adhoc.c) */
     DB_COUNT
 };
 
@@ -113,6 +114,7 @@ typedef struct ps_wcache {
 struct ps_store {
     MDB_env *env;
     MDB_dbi dbi[DB_COUNT];
+    uint32_t absent;        /* bit i: database i is missing (a read-only open of an older directory) */
     ps_store_opts_t opts;
     char *dir;
     int upgraded_from;      /* the schema version ps_store_open upgraded, or 0 */

@@ -45,6 +45,8 @@ typedef struct ps_store_opts {
                                    * 0 = any time (the default here; profstore's --storage.future-grace: 10m) */
     bool log_only;                /* --agent: writes store nothing but their forwarding log entries
                                    * (every profile and sample is taken as stored; write.c) */
+    uint32_t adhoc_max_profiles;  /* ad hoc profiles kept (the oldest dropped past it); 0: PS_ADHOC_MAX_PROFILES */
+    uint64_t adhoc_max_bytes;     /* ... and their bytes; 0: PS_ADHOC_MAX_BYTES */
     bool read_only;               /* ps_store_check_dir: nothing written, not even a schema upgrade;
                                    * a store of another schema version or without its databases is refused */
 } ps_store_opts_t;
@@ -274,6 +276,37 @@ int ps_store_settings(ps_store_t *s, int (*cb)(void *ctx, const ps_store_setting
  *  for a name that is empty, longer than PS_SETTING_NAME_MAX or holds a NUL, or a value longer
  *  than PS_SETTING_VALUE_MAX. */
 int ps_store_setting_put(ps_store_writer_t *w, const ps_store_setting_t *st, bool del, ps_err_t *err);
+
+/* ---- ad hoc profiles (adhoc.c; docs/FORMAT.md "Ad hoc profiles") ----
+ * Profile files uploaded by hand to be shared (adhocprofiles.v1), kept as uploaded under an id
+ * that starts with a ULID, so the ids' byte order is their upload order. At most
+ * opts.adhoc_max_profiles of them and opts.adhoc_max_bytes of files: an upload past either drops
+ * the oldest ones, in its own transaction. No time retention. */
+
+#define PS_ADHOC_ID_MAX 256                 /* bytes of an id */
+#define PS_ADHOC_MAX_PROFILES 1000          /* the defaults of the two limits */
+#define PS_ADHOC_MAX_BYTES ((uint64_t)256 << 20)
+
+typedef struct ps_store_adhoc {
+    const char *id;       /* not NUL-terminated when read */
+    size_t idlen;
+    int64_t uploaded_ms;
+    const void *data;     /* the file; NULL in a listing */
+    size_t len;
+} ps_store_adhoc_t;
+
+/** Any thread: the ad hoc profile id (copied into arena: out->data, out->id). PS_ENOTFOUND
+ *  when none has that id. */
+int ps_store_adhoc_get(ps_store_t *s, const char *id, size_t idlen, ps_arena_t *arena, ps_store_adhoc_t *out,
+                       ps_err_t *err);
+/** Any thread: cb for each ad hoc profile, oldest first, from one read snapshot (id and len set,
+ *  data NULL; valid during the call only). cb returning nonzero stops with that value. */
+int ps_store_adhoc_list(ps_store_t *s, int (*cb)(void *ctx, const ps_store_adhoc_t *a), void *ctx, ps_err_t *err);
+/** Writer thread: stores a (an id of 1..PS_ADHOC_ID_MAX bytes, not stored yet) in one transaction,
+ *  first dropping the oldest profiles while the count or the bytes would pass the limits
+ *  (*dropped, optional, gets how many). PS_ETOOBIG when a alone is larger than the byte limit,
+ *  PS_ECONFLICT when the id is taken, PS_EINVAL for a bad id. */
+int ps_store_adhoc_put(ps_store_writer_t *w, const ps_store_adhoc_t *a, uint32_t *dropped, ps_err_t *err);
 
 /* ---- reading (any thread) ---- */
 

@@ -364,3 +364,53 @@ int ps_api_profile_diff(ps_task_t *task)
     side_dispose(&cmp);
     return finish(&c, ret);
 }
+
+/*
+ * GET /api/v1/profiles/adhoc?id=<id>[&compare=<id>][&type=<sample type>]&format=...: an ad hoc
+ * profile (adhocprofiles.v1, api_adhoc.c) in the formats of /api/v1/profiles/query (pprof: every
+ * sample type; the others: type's, absent the first), or with compare the diff compare - id as
+ * /api/v1/profiles/diff answers it (aggregation "sum", normalize "none"). What the UI's shared
+ * view and `go tool pprof` read.
+ */
+int ps_api_profile_adhoc(ps_task_t *task)
+{
+    ps_qctx_t c;
+    int fmt;
+    int64_t max_nodes;
+    uint32_t limit;
+    ps_profile_t p, one;
+    ps_store_adhoc_t st;
+    int ret = ps_qctx_begin(&c, task);
+    if (ret == 0)
+        ret = parse_format(&c, &fmt, &max_nodes, &limit);
+    const ps_param_t *id = ps_params_get(&c.params, "id"), *cmp = ps_params_get(&c.params, "compare"),
+                     *type = ps_params_get(&c.params, "type");
+    const char *tname = type && type->vlen ? type->value : NULL;
+    if (ret == 0 && (id == NULL || id->vlen == 0))
+        ret = ps_err_set(&c.err, PS_EINVAL, "invalid parameter \"id\": missing (an ad hoc profile's id)");
+    if (ret == 0 && cmp != NULL && cmp->vlen > 0) {
+        const char **common;
+        size_t nc;
+        int64_t base_total = -1;
+        ret = ps_adhoc_diff_pair(c.srv, id->value, cmp->value, tname, &c.arena, &p, &common, &nc, &c.err);
+        if (ret == 0 && fmt != F_FLAMEGRAPH)
+            ps_adhoc_pair_sub(&p, &base_total);
+        if (ret == 0) {
+            ps_render_note_t note = {.aggregation = "sum", .normalize = "none"};
+            ret = respond(&c, &p, fmt, max_nodes, limit, true, base_total, &note);
+        }
+    } else if (ret == 0) {
+        ret = ps_adhoc_load(c.srv, id->value, &c.arena, &st, &p, NULL, &c.err);
+        int vi = ret == 0 ? ps_adhoc_type_index(&p, tname) : 0;
+        if (ret == 0 && vi < 0)
+            ret = ps_err_set(&c.err, PS_EINVAL, "invalid parameter \"type\": profile %s has no sample type \"%.64s\"",
+                             id->value, tname);
+        if (ret == 0) {
+            if (fmt != F_PPROF)
+                ps_adhoc_select(&p, (uint32_t)vi, &c.arena, &one);
+            ps_render_note_t note = {.aggregation = "sum"};
+            ret = respond(&c, fmt == F_PPROF ? &p : &one, fmt, max_nodes, limit, false, -1, &note);
+        }
+    }
+    return finish(&c, ret);
+}

@@ -116,5 +116,10 @@ int ps_connect_querier_profile_stats(ps_connect_call_t *c);
 int ps_connect_settings_get(ps_connect_call_t *c);
 int ps_connect_settings_set(ps_connect_call_t *c);
 int ps_connect_settings_delete(ps_connect_call_t *c);
+/* adhocprofiles.v1.AdHocProfileService (api_adhoc.c) */
+int ps_connect_adhoc_upload(ps_connect_call_t *c);
+int ps_connect_adhoc_get(ps_connect_call_t *c);
+int ps_connect_adhoc_list(ps_connect_call_t *c);
+int ps_connect_adhoc_diff(ps_connect_call_t *c);
 
 #endif

@@ -170,6 +170,13 @@ int ps_api_alerts(h2o_req_t *req);
 int ps_api_profile_types(ps_task_t *t);
 int ps_api_profile_query(ps_task_t *t);
 int ps_api_profile_diff(ps_task_t *t);
+int ps_api_profile_adhoc(ps_task_t *t); /* /api/v1/profiles/adhoc (api_profiles.c) */
+/* api_adhoc.c: the ad hoc profile id (checked, looked up, decoded; *folded, optional: it was
+ * folded stacks); and the pair profile of a diff of two with their common types */
+int ps_adhoc_load(ps_server_t *srv, const char *id, ps_arena_t *arena, ps_store_adhoc_t *st, ps_profile_t *p,
+                  bool *folded, ps_err_t *err);
+int ps_adhoc_diff_pair(ps_server_t *srv, const char *left_id, const char *right_id, const char *type, ps_arena_t *a,
+                       ps_profile_t *pair, const char ***common, size_t *ncommon, ps_err_t *err);
 int ps_api_debug_profile(ps_task_t *t);
 /* api_pyroscope_query.c: Pyroscope's HTTP query API; its error shape: Connect's JSON with
  * profstore's status */

@@ -55,6 +55,7 @@ static const route_t routes[] = {
     {"/api/v1/profiles/types", M_GET | M_POST, NULL, ps_api_profile_types, RD | POOL, NULL},
     {"/api/v1/profiles/query", M_GET | M_POST, NULL, ps_api_profile_query, RD | POOL, NULL},
     {"/api/v1/profiles/diff", M_GET | M_POST, NULL, ps_api_profile_diff, RD | POOL, NULL},
+    {"/api/v1/profiles/adhoc", M_GET | M_POST, NULL, ps_api_profile_adhoc, RD | POOL, NULL},
     {"/api/v1/admin/compact", M_POST, ps_api_admin_compact, NULL, ADM, NULL},
     {"/api/v1/admin/retention", M_POST, ps_api_admin_retention, NULL, ADM, NULL},
     {"/api/v1/debug/series", M_GET, NULL, ps_api_debug_series, ADM | POOL, NULL},
@@ -67,6 +68,8 @@ static const route_t routes[] = {
     {"/", M_GET | M_HEAD, ps_api_ui_page, NULL, RD, NULL},
     {"/graph", M_GET | M_HEAD, ps_api_ui_page, NULL, RD, NULL},
     {"/compare", M_GET | M_HEAD, ps_api_ui_page, NULL, RD, NULL},
+    {"/upload", M_GET | M_HEAD, ps_api_ui_page, NULL, RD, NULL},
+    {"/shared", M_GET | M_HEAD, ps_api_ui_page, NULL, RD, NULL},
     {"/targets", M_GET | M_HEAD, ps_api_ui_page, NULL, RD, NULL},
     {"/status", M_GET | M_HEAD, ps_api_ui_page, NULL, RD, NULL},
     {"/favicon.ico", M_GET | M_HEAD, ps_api_ui_favicon, NULL, RD, NULL},
@@ -97,6 +100,10 @@ static const method_t methods[] = {
     {"/settings.v1.SettingsService/Delete", ps_connect_settings_delete, WR | DEC},
     {"/querier.v1.QuerierService/SelectHeatmap", ps_connect_querier_select_heatmap, RD | POOL},
     {"/querier.v1.QuerierService/AnalyzeQuery", ps_connect_querier_analyze_query, RD | POOL},
+    {"/adhocprofiles.v1.AdHocProfileService/Upload", ps_connect_adhoc_upload, WR | DEC},
+    {"/adhocprofiles.v1.AdHocProfileService/Get", ps_connect_adhoc_get, RD | POOL},
+    {"/adhocprofiles.v1.AdHocProfileService/List", ps_connect_adhoc_list, RD | POOL},
+    {"/adhocprofiles.v1.AdHocProfileService/Diff", ps_connect_adhoc_diff, RD | POOL},
 };
 
 #define NMETHODS (sizeof(methods) / sizeof(methods[0]))

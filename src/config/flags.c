@@ -420,6 +420,15 @@ static const ps_flag_t profstore_flags[] = {
             "`ENHANCE_YOUR_CALM` and close (`0` = no cap; at most 1000000)",
      .help = "streams an HTTP/2 client may reset per connection in 10 s before it is\n"
              "sent GOAWAY and closed (default 100; 0 = no cap)"},
+    {.name = "adhoc.max-profiles", .type = PS_FLAG_UINT, .offset = OFF(adhoc_max_profiles), .metavar = "N",
+     .def = "1000", .min = 1, .max = 1000000, .bad = POSITIVE,
+     .doc = "ad hoc profiles kept (uploads to share, `adhocprofiles.v1`); an upload past it drops the oldest "
+            "(1 to 1000000)",
+     .help = "ad hoc profiles kept; an upload past it drops the oldest (default 1000)"},
+    {.name = "adhoc.max-bytes", .type = PS_FLAG_SIZE, .offset = OFF(adhoc_max_bytes), .metavar = "SIZE",
+     .def = "256MiB",
+     .doc = "bytes of the ad hoc profiles' files kept; an upload past it drops the oldest, a larger file is refused",
+     .help = "bytes of ad hoc profiles kept; an upload past it drops the oldest\n(default 256MiB)"},
     {.name = "query.max-series", .type = PS_FLAG_UINT, .offset = OFF(max_series), .metavar = "N", .def = "10000",
      .min = 1, .max = 10000000, .bad = POSITIVE,
      .doc = "series one selector may select (more is a 422; 1 to 10000000)",

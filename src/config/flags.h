@@ -114,6 +114,7 @@ typedef struct ps_flags {
     uint64_t query_max_concurrency, query_max_regex_steps;
     uint64_t decode_threads, decode_queue_bytes;
     uint64_t query_cpus;
+    uint64_t adhoc_max_profiles, adhoc_max_bytes;
     uint64_t query_max_samples, query_max_memory;
     bool nosync, admin_api, lifecycle, h2c, agent, check;
     uint64_t max_conns, body_min_rate, h2_max_resets, scrape_max_targets;

@@ -96,7 +96,8 @@ typedef enum {
     PS_WREQ_RETAIN,
     PS_WREQ_SAMPLES,
     PS_WREQ_FWD_ADVANCE,
-    PS_WREQ_SETTING
+    PS_WREQ_SETTING,
+    PS_WREQ_ADHOC
 } ps_wreq_kind_t;
 
 typedef struct ps_wreq ps_wreq_t;
@@ -124,6 +125,7 @@ struct ps_wreq {
     size_t nfwd;
     ps_store_setting_t setting;  /* PS_WREQ_SETTING: ps_store_setting_put's (status, err) */
     bool setting_del;
+    ps_store_adhoc_t adhoc;      /* PS_WREQ_ADHOC: ps_store_adhoc_put's (status, err; count: dropped) */
     ps_buf_t fwd;                /* PS_WREQ_APPEND: its forwarding log entry (ps_writer_opts_t.fwd_entry),
                                   * made by ps_writer_submit, freed by the writer before on_done */
     ps_wreq_t *next;
@@ -314,5 +316,47 @@ int ps_pyro_folded(const void *body, size_t n, bool lines, const ps_pyro_meta_t 
  *  document, NULL = none). PS_EINVAL when stc is not a JSON object of objects. */
 int ps_pyro_pprof_name(const ps_profile_t *p, const void *stc, size_t stc_len, ps_arena_t *arena, const char **name,
                        ps_err_t *err);
+
+/* ---- ad hoc profiles: files uploaded by hand to be shared (adhoc.c; docs/api.md "Ad hoc profiles") ---- */
+
+/** What an upload was read as. */
+typedef enum { PS_ADHOC_PPROF, PS_ADHOC_FOLDED } ps_adhoc_format_t;
+
+/**
+ * Decodes an uploaded file into *p, its format detected: gzip (1f 8b) is inflated first (at most
+ * lim->max_inflated bytes: a gzip bomb is "gzip: ..."), then JSON ('{' first) is refused; a control
+ * byte (not tab, CR, LF) among the first 512 -> pprof; else folded stacks ("a;b;c 12" lines: one
+ * sample type "samples", unit "count"). PS_EINVAL/PS_ETOOBIG with the format in front ("pprof:
+ * sample[3]: ...", "folded stacks: line 2: ..."); lim bounds everything. Everything from arena.
+ */
+int ps_adhoc_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *p,
+                    ps_adhoc_format_t *fmt, ps_err_t *err);
+
+/** The profile types of p (its sample types' names, in order: profile_types), from arena. */
+const char **ps_adhoc_types(const ps_profile_t *p, ps_arena_t *arena);
+
+/** The index of sample type name in p (NULL or "": 0), or -1. */
+int ps_adhoc_type_index(const ps_profile_t *p, const char *name);
+
+/** The name as an id keeps it (Pyroscope's rule): every code point outside [A-Za-z0-9._-] becomes
+ *  '_'. PS_EINVAL past PS_ADHOC_NAME_MAX bytes of the result. */
+#define PS_ADHOC_NAME_MAX 200
+int ps_adhoc_name(const char *name, size_t n, ps_arena_t *arena, const char **out, ps_err_t *err);
+
+/** A new id: a ULID of now_ms (10 characters of time, 16 random, Crockford base32), '-', name. */
+const char *ps_adhoc_id(int64_t now_ms, const char *name, ps_arena_t *arena);
+
+/** Whether id is one Get can look up: 1..PS_ADHOC_ID_MAX characters of [A-Za-z0-9._-]. */
+bool ps_adhoc_id_valid(const char *id);
+
+/** One profile of two sample types (values[0] = left's type li, values[1] = right's type ri), the
+ *  shape ps_flamegraph_build's diff and the top table of a diff read. Everything from arena. */
+void ps_adhoc_pair(const ps_profile_t *l, uint32_t li, const ps_profile_t *r, uint32_t ri, ps_arena_t *arena,
+                   ps_profile_t *out);
+/** A pair made one profile of one value, right - left, in place (a diff's top table, folded, pprof);
+ *  *left_total gets the left side's sum of |value| (the top table's denominator). */
+void ps_adhoc_pair_sub(ps_profile_t *pair, int64_t *left_total);
+/** p with sample type vi alone (a view: samples re-pointed, the rest shared), from arena. */
+void ps_adhoc_select(const ps_profile_t *p, uint32_t vi, ps_arena_t *arena, ps_profile_t *out);
 
 #endif

@@ -282,6 +282,8 @@ static void *run(void *arg)
                 r->count = (uint32_t)trimmed;
             } else if (r->kind == PS_WREQ_SETTING) {
                 r->status = ps_store_setting_put(w->sw, &r->setting, r->setting_del, &r->err);
+            } else if (r->kind == PS_WREQ_ADHOC) {
+                r->status = ps_store_adhoc_put(w->sw, &r->adhoc, &r->count, &r->err);
             } else if (r->kind == PS_WREQ_APPEND && r->status == 0 && r->app.status == 0) {
                 want_compact = true;
             }

@@ -8,7 +8,7 @@
 # fuzz_xorchunk (storage/xorchunk.c), fuzz_float_dense (storage/float_dense.c), fuzz_selector and fuzz_promql (parser/), fuzz_pqeval (parser/ + src/query/promql*.c), fuzz_remote
 # (proto/remote.c, snappy; gzip.c for the inflate budget), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
-# /ingest), fuzz_querier (proto/querier.c, proto/pbjson.c) and fuzz_ui_headers (web/ui_assets.c: the
+# /ingest), fuzz_adhoc (src/ingest/adhoc.c: ad hoc profile uploads), fuzz_querier (proto/querier.c, proto/pbjson.c) and fuzz_ui_headers (web/ui_assets.c: the
 # web UI's Accept-Encoding, If-None-Match, paths), fuzz_webconfig (src/config/webconfig.c) and fuzz_config
 # (src/config/: the YAML configuration) into OUTDIR.
 set -eu
@@ -29,6 +29,7 @@ ln -s "$root/proto" "$gen/inc/proto"
 ln -s "$root/parser" "$gen/inc/parser"
 ln -s "$root/storage" "$gen/inc/storage"
 ln -s "$root/src/ingest" "$gen/inc/ingest"
+ln -s "$root/src/render" "$gen/inc/render"
 ln -s "$root/web" "$gen/inc/web"
 protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/profile.proto"
 
@@ -138,6 +139,19 @@ if [ -f "$root/src/ingest/pyroscope.c" ] && [ -f "$here/fuzz_pyingest.c" ]; then
         "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
         $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_pyingest"
+fi
+
+# fuzz_adhoc: the ad hoc profile upload decoder (src/ingest/adhoc.c: format detection, folded stacks
+# through pyroscope.c) and the flame graphs Get and Diff make of it (src/render).
+if [ -f "$root/src/ingest/adhoc.c" ] && [ -f "$here/fuzz_adhoc.c" ]; then
+    [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
+    # shellcheck disable=SC2046
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib jansson) \
+        "$here/fuzz_adhoc.c" "$root/src/ingest/adhoc.c" "$root/src/ingest/pyroscope.c" "$root/src/ingest/multipart.c" \
+        "$root/src/ingest/ingest.c" "$root"/src/render/*.c "$root/proto/pprof.c" "$root/proto/gzip.c" \
+        "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
+        $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
+        -o "$out/fuzz_adhoc"
 fi
 
 # fuzz_querier: the querier.v1 and settings.v1 request decoders (proto/querier.c, proto/settings.c)

@@ -6,7 +6,8 @@
 # remote-write bodies (as they are and uncompressed), fuzz_remote_read with the captured read
 # requests (likewise), fuzz_connect with the Connect requests it encodes itself (a PushRequest
 # holding a real pprof, binary and JSON; types.v1 requests), fuzz_pyingest with the captured
-# Pyroscope SDK requests (query, Content-Type and body) and a few folded bodies, fuzz_querier with
+# Pyroscope SDK requests (query, Content-Type and body) and a few folded bodies, fuzz_adhoc with
+# the pprof fixtures (gzipped and raw) and folded texts as uploaded files, fuzz_querier with
 # querier.v1 requests as Grafana sends them (binary and JSON), fuzz_ui_headers with the headers
 # Chromium sends for the UI, fuzz_webconfig with a few web config files.
 # Every target also gets the committed corpus tests/fuzz/corpus/<target>/ (campaign.sh keeps it:
@@ -25,7 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_querier fuzz_ui_headers fuzz_webconfig fuzz_config"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_querier fuzz_ui_headers fuzz_webconfig fuzz_config"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 # a fixed seed: make test replays the same mutations each time, so it fails on a code change, not on
 # luck (campaign.sh and PS_FUZZ_SEED=0, a seed of libFuzzer's choosing, are where new findings come from)
@@ -125,6 +126,14 @@ for t in $targets; do
         # first byte: bit 0 = JSON, bits 1-3 = the message (fuzz_connect.c)
         PS_FUZZ_CONNECT_SEEDS="$corpus" PS_FUZZ_CONNECT_PPROF="$seeds/go/goroutine-01.pb.gz" \
             "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
+    fuzz_adhoc)
+        # uploaded files: pprof fixtures gzipped and raw, folded texts, a JSON one (fuzz_adhoc.c)
+        for f in "$seeds"/go/cpu-01.pb.gz "$seeds"/go/heap-01.pb.gz "$seeds"/go/cpu-01.pb "$seeds"/node/*.pb.gz; do
+            [ -f "$f" ] && cp "$f" "$corpus/$(basename "$f")"
+        done
+        gunzip -c "$seeds/go/goroutine-01.pb.gz" > "$corpus/goroutine-01.pb"
+        printf 'main;a;b 10\nmain;c 5\r\nz 1\n' > "$corpus/folded"
+        printf ' {"version":1}' > "$corpus/json" ;;
     fuzz_pyingest)
         # "<query>\n<Content-Type>\n<body>" of each captured SDK request (fuzz_pyingest.c)
         pyro=$(dirname "$seeds")/pyroscope

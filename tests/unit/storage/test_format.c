@@ -95,7 +95,7 @@ typedef struct rec {
 
 static const char *const dbs[] = {"info", "sym", "sym_hash", "tree", "nodes", "series", "series_hash",
                                   "postings", "head", "chunks", "fchunks", "fhead", "meta", "fprefix",
-                                  "spans", "uuids", "puuid"};
+                                  "spans", "uuids", "puuid", "adhoc"};
 
 static size_t parse_records(const char *doc, rec_t *recs, size_t max)
 {
@@ -377,6 +377,14 @@ static void test_format_md_records(void **state)
     NEXT("puuid");
     ps_buf_append(&k, kb, 16);
     ps_buf_append(&v, uuid, 16);
+    CHECK();
+
+    /* an ad hoc profile (adhoc.c): id -> 01, uploaded ms (sign flipped), the file as uploaded */
+    NEXT("adhoc");
+    ps_buf_append(&k, "01M92BW73SCST6GMMMKYGWX9W1-a", 28);
+    ps_buf_putc(&v, 0x01);
+    ps_put_be64(&v, (uint64_t)1796449639545ll ^ (1ull << 63));
+    ps_buf_append(&v, "a;b 1\n", 6);
     CHECK();
 
     if (i != n)

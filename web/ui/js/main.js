@@ -1,8 +1,9 @@
 // main.js: the UI's entry point and router. The path picks the view (/graph, the default for /,
-// /compare, /targets, /status); the rest of the view state is in the query string (state.js).
+// /compare, /targets, /status, /upload, /shared); the rest of the view state is in the query string (state.js).
 // Graph view: query bar, service list, totals over time, the profile panel of the selection,
 // label breakdown.
 // Compare view: two query bars, both profiles side by side, their diff and its largest changes.
+// Upload and Shared (shared.js): a profile file uploaded by hand, and the view its link opens.
 
 import * as state from './state.js';
 import { api } from './api.js';
@@ -13,6 +14,7 @@ import { ProfilePanel } from './panel.js';
 import { Breakdown } from './breakdown.js';
 import { ServiceList } from './services.js';
 import { groupTypes, selectorOf } from './types.js';
+import { SharedView, render as renderUpload } from './shared.js';
 
 // types: the picker's entries (types.js groupTypes), storedTypes: the ids the server listed
 const app = { types: null, storedTypes: null, view: null, viewName: null };
@@ -355,7 +357,9 @@ async function route(s, prev) {
     }
     app.view = s.view === 'graph' ? new GraphView(root)
       : s.view === 'compare' ? new CompareView(root)
-        : new PageView(root, s.view);
+        : s.view === 'shared' ? new SharedView(root)
+          : s.view === 'upload' ? { update: (st, p) => (p ? null : renderUpload(root)), destroy() {} }
+            : new PageView(root, s.view);
   }
   await app.view.update(s, prev);
 }

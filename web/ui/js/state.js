@@ -12,10 +12,11 @@
 //   fn                selected function (table row, sandwich)         bd  breakdown label
 //   bsel,brange,bfrom,bto / csel,crange,cfrom,cto   compare view's baseline and comparison
 //   norm              rate|none: the compare view's diff measure (absent: the server's default)
+//   id, compare, st   the shared view: a shared profile's id, the one diffed with it, its sample type
 
 import { selectorOf } from './types.js';
 
-export const VIEWS = ['graph', 'compare', 'targets', 'status'];
+export const VIEWS = ['graph', 'compare', 'targets', 'status', 'upload', 'shared'];
 export const RANGES = { '15m': 900, '1h': 3600, '6h': 21600, '24h': 86400, '7d': 604800 };
 
 const listeners = new Set();
