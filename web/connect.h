@@ -115,5 +115,10 @@ int ps_connect_querier_profile_stats(ps_connect_call_t *c);
 int ps_connect_settings_get(ps_connect_call_t *c);
 int ps_connect_settings_set(ps_connect_call_t *c);
 int ps_connect_settings_delete(ps_connect_call_t *c);
+/* settings.v1.RecordingRulesService (api_recording.c) */
+int ps_connect_rules_list(ps_connect_call_t *c);
+int ps_connect_rules_get(ps_connect_call_t *c);
+int ps_connect_rules_upsert(ps_connect_call_t *c);
+int ps_connect_rules_delete(ps_connect_call_t *c);
 
 #endif

@@ -94,6 +94,10 @@ static const method_t methods[] = {
     {"/settings.v1.SettingsService/Get", ps_connect_settings_get, RD | POOL},
     {"/settings.v1.SettingsService/Set", ps_connect_settings_set, WR | DEC},
     {"/settings.v1.SettingsService/Delete", ps_connect_settings_delete, WR | DEC},
+    {"/settings.v1.RecordingRulesService/ListRecordingRules", ps_connect_rules_list, RD | POOL},
+    {"/settings.v1.RecordingRulesService/GetRecordingRule", ps_connect_rules_get, RD | POOL},
+    {"/settings.v1.RecordingRulesService/UpsertRecordingRule", ps_connect_rules_upsert, WR | DEC},
+    {"/settings.v1.RecordingRulesService/DeleteRecordingRule", ps_connect_rules_delete, WR | DEC},
     {"/querier.v1.QuerierService/SelectHeatmap", ps_connect_querier_select_heatmap, RD | POOL},
     {"/querier.v1.QuerierService/AnalyzeQuery", ps_connect_querier_analyze_query, RD | POOL},
 };
