@@ -184,8 +184,9 @@ int ps_rr_store_decode(const void *data, size_t n, ps_arena_t *arena, ps_rr_rule
 {
     ProtobufCMessage *m;
     memset(r, 0, sizeof(*r));
-    if (ps_pb_decode(PS_PB_BINARY, data, n, &settings__v1__recording_rule_store__descriptor, arena, n * 8 + 4096, &m,
-                     err) != 0) {
+    /* a budget for any value that fits a record: many empty strings cost more than their bytes */
+    size_t budget = n * 64 + ((size_t)64 << 10);
+    if (ps_pb_decode(PS_PB_BINARY, data, n, &settings__v1__recording_rule_store__descriptor, arena, budget, &m, err) != 0) {
         char why[sizeof(err->msg)];
         memcpy(why, err->msg, sizeof(why));
         return ps_err_set(err, PS_ECORRUPT, "stored recording rule: %s", why);
