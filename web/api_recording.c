@@ -13,6 +13,7 @@
 
 #include "connect.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "ingest/ingest.h"
 #include "internal.h"
 #include "proto/querier.h"
@@ -211,4 +212,25 @@ int ps_connect_rules_delete(ps_connect_call_t *c)
     if (check_not_provisioned(c, p->r.id) != 0)
         return 0;
     return submit(c, p, true, NULL);
+}
+
+static const ps_metric_t m_rules = {"profstore_recording_rules", PS_GAUGE,
+                                    "Recording rules in force (stored and provisioned)."},
+                         m_evals = {"profstore_recording_rule_evaluations_total", PS_COUNTER,
+                                    "Profile series matched by a recording rule as they were written."},
+                         m_samples = {"profstore_recording_rule_samples_total", PS_COUNTER,
+                                      "Recorded samples handed to the store with their profiles."},
+                         m_dropped = {"profstore_recording_rule_samples_dropped_total", PS_COUNTER,
+                                      "Contributions dropped: their rule already records the most series there may be."};
+
+void ps_api_rules_metrics(ps_server_t *s, ps_buf_t *b)
+{
+    if (s->rules == NULL)
+        return;
+    ps_rules_stats_t st;
+    ps_rules_stats(s->rules, &st);
+    ps_metric_write_u64(b, &m_rules, st.rules);
+    ps_metric_write_u64(b, &m_evals, st.evaluations);
+    ps_metric_write_u64(b, &m_samples, st.samples);
+    ps_metric_write_u64(b, &m_dropped, st.series_dropped);
 }

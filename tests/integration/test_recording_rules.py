@@ -88,6 +88,10 @@ def test_drilldown_flow(make_server):
     assert promql(srv, "profiles_recorded_cpu_api", T0 + 100) == [
         (a, str(TOTAL["go/cpu-01.pb.gz"] + TOTAL["go/cpu-02.pb.gz"])), (b, str(TOTAL["go/cpu-03.pb.gz"]))]
     assert promql(srv, "sum(profiles_recorded_cpu_api)", T0 + 100) == [((), "8800000000")]
+    m = srv.metrics()
+    assert (m["profstore_recording_rules"], m["profstore_recording_rule_evaluations_total"],
+            m["profstore_recording_rule_samples_total"], m["profstore_recording_rule_samples_dropped_total"]) == (
+        1, 3, 3, 0)
     # increase over the minute after the first profile of "a": the second profile's total
     assert promql(srv, 'profiles_recorded_cpu_api{instance="a"} - profiles_recorded_cpu_api{instance="a"} offset 60s',
                   T0 + 67) == [((("instance", "a"), ("pyroscope_rule_id", rid)), "2930000000")]

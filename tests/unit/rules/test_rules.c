@@ -207,11 +207,51 @@ static void test_eval_and_record(void **state)
     free(dir);
 }
 
+/* a rule grouping by a label of 10,001 values: the last group's contribution is dropped, counted */
+static void test_series_bound(void **state)
+{
+    (void)state;
+    ps_rules_t *rs = ps_rules_new();
+    ps_err_t err;
+    const char *m[] = {"{__profile_type__=\"" CPU "\"}"};
+    const char *g[] = {"instance"};
+    ps_rr_rule_t r = rule("all", "profiles_recorded_all", m, 1, g, 1);
+    assert_int_equal(ps_rules_set_provisioned(rs, &r, 1, &err), 0);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_append_t app;
+    prepare("go/cpu-01.pb.gz", "{service_name=\"api\"}", "1000", &a, &app);
+    ps_labels_t *orig = (ps_labels_t *)app.series_labels, *ls = ps_arena_alloc(&a, app.nseries * sizeof(*ls));
+    app.series_labels = ls;
+    uint32_t with = 0;
+    for (int i = 0; i <= PS_RULE_SERIES_MAX; i++) {
+        char v[16];
+        snprintf(v, sizeof(v), "%d", i);
+        for (uint32_t j = 0; j < app.nseries; j++) {
+            ls[j] = ps_labels_borrow(&orig[j]);
+            ps_labels_set(&ls[j], &a, "instance", 8, v, strlen(v));
+        }
+        ps_buf_t b = PS_BUF_INIT;
+        ps_rules_eval(rs, &app, &b);
+        with += b.len > 0;
+        ps_buf_dispose(&b);
+    }
+    ps_rules_stats_t st;
+    ps_rules_stats(rs, &st);
+    assert_int_equal(with, PS_RULE_SERIES_MAX);
+    assert_int_equal(st.series_dropped, 1);
+    assert_int_equal(st.evaluations, PS_RULE_SERIES_MAX + 1);
+    assert_int_equal(st.rules, 1);
+    assert_int_equal(st.provisioned, 1);
+    ps_arena_dispose(&a);
+    ps_rules_free(rs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_validate),
         cmocka_unit_test(test_eval_and_record),
+        cmocka_unit_test(test_series_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
