@@ -599,6 +599,12 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
             continue;
         bool have_total = false;
         double total = 0;
+        /* the function totals of this series, by name: rules that filter by the same function share one */
+        struct {
+            const char *fn;
+            double v;
+        } fcache[8];
+        uint32_t nfc = 0;
         for (size_t i = 0; i < set->n; i++) {
             crule_t *c = &set->v[i];
             pthread_mutex_lock(&c->mu);
@@ -609,7 +615,16 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
             nmatched++;
             double v;
             if (c->r.has_function) {
-                v = function_total(app->profile, ti, c->r.function_name, c->fnlen);
+                uint32_t k = 0;
+                while (k < nfc && strcmp(fcache[k].fn, c->r.function_name) != 0)
+                    k++;
+                if (k < nfc) {
+                    v = fcache[k].v;
+                } else {
+                    v = function_total(app->profile, ti, c->r.function_name, c->fnlen);
+                    if (nfc < 8)
+                        fcache[nfc++].fn = c->r.function_name, fcache[nfc - 1].v = v;
+                }
             } else {
                 if (!have_total) {
                     total = total_of(app->profile, ti);
