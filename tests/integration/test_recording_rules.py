@@ -12,6 +12,7 @@ remote read of a recorded series.
 """
 
 import json
+from urllib.parse import urlencode
 
 import pytest
 
@@ -229,3 +230,27 @@ def test_bad_provisioned_rule(make_server, tmp_path):
     srv.start(wait_ready=False)
     assert srv.proc.wait(timeout=10) == 2
     assert 'recording_rules[0]: matchers must contain a "__profile_type__" matcher' in srv.log()
+
+
+def test_remote_read_by_prometheus(make_server, tmp_path):
+    """A real Prometheus 2.42 reads the recorded series through remote_read: the same answer."""
+    from prom_util import PromConfig, Prometheus, diff_answers
+    srv = make_server(name="rulesread", retention="0")
+    call(srv, "UpsertRecordingRule", json.dumps({"id": "read", "metricName": "profiles_recorded_read",
+                                                 "matchers": ['{__profile_type__="%s"}' % CPU_TYPE],
+                                                 "groupBy": ["service_name"]}))
+    for rel, svc, dt in [("go/cpu-01.pb.gz", "api", 5), ("go/cpu-02.pb.gz", "api", 20), ("go/cpu-03.pb.gz", "db", 20)]:
+        st, _ = srv.push(rel, labels='{service_name="%s"}' % svc, time=str(T0 + dt))
+        assert st == 200
+    p = Prometheus(tmp_path / "reader", PromConfig(remote_read=srv.url("/api/v1/read")))
+    p.start()
+    try:
+        for expr in ["profiles_recorded_read", "sum(profiles_recorded_read)",
+                     "profiles_recorded_read - profiles_recorded_read offset 10s"]:
+            want = srv.get_json("/api/v1/query?" + urlencode({"query": expr, "time": T0 + 25}))
+            got = p.query(expr, T0 + 25)
+            assert diff_answers(want, got) is None, (expr, want, got)
+        got = p.query("sum(profiles_recorded_read)", T0 + 25)
+        assert got["data"]["result"][0]["value"][1] == "8800000000", got
+    finally:
+        p.stop()
