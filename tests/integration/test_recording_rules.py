@@ -7,11 +7,13 @@ included, metricType as a number), List and Get; then profiles are pushed and th
 with PromQL: a counter per group_by group whose value is the sum of the profiles' totals. The
 other tests: binary codec with a function filter (exact sums of the samples under the function),
 generation conflicts and deletes, invalid rules with Pyroscope's messages, interleaved members of
-one group, a provisioned rule from the configuration file (read-only), rules across a restart,
-remote read of a recorded series.
+one group, a provisioned rule from the configuration file (read-only), rules across a restart, a
+real Prometheus reading the recorded series through remote_read, and the samples forwarded by a
+remote_write endpoint.
 """
 
 import json
+import time
 from urllib.parse import urlencode
 
 import pytest
@@ -254,3 +256,25 @@ def test_remote_read_by_prometheus(make_server, tmp_path):
         assert got["data"]["result"][0]["value"][1] == "8800000000", got
     finally:
         p.stop()
+
+
+def test_forwarded_by_remote_write(make_server, tmp_path):
+    """The recorded samples are float samples like any: a remote_write forward endpoint gets them,
+    with the counter's values."""
+    b = make_server(name="rulesfwdb", retention="0")
+    cfg = tmp_path / "a.yml"
+    cfg.write_text("forward:\n  - name: b\n    url: http://127.0.0.1:%d/api/v1/write\n    protocol: remote_write\n"
+                   "    queue_config: {batch_send_deadline: 100ms, min_backoff: 50ms, max_backoff: 500ms}\n" % b.port)
+    a = make_server(name="rulesfwda", retention="0", config=str(cfg))
+    call(a, "UpsertRecordingRule", json.dumps({"id": "fwd", "metricName": "profiles_recorded_fwd",
+                                               "matchers": ['{__profile_type__="%s"}' % CPU_TYPE]}))
+    for rel, dt in [("go/cpu-01.pb.gz", 5), ("go/cpu-02.pb.gz", 20)]:
+        st, _ = a.push(rel, labels='{service_name="api"}', time=str(T0 + dt))
+        assert st == 200
+    want = [((("__name__", "profiles_recorded_fwd"), ("pyroscope_rule_id", "fwd")), "5910000000")]
+    assert promql(a, "profiles_recorded_fwd", T0 + 30) == want
+    deadline = time.monotonic() + 30
+    while promql(b, "profiles_recorded_fwd", T0 + 30) != want and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert promql(b, "profiles_recorded_fwd", T0 + 30) == want
+    assert promql(b, "profiles_recorded_fwd", T0 + 10) == [(want[0][0], "2980000000")]
