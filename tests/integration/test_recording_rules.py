@@ -215,6 +215,11 @@ recording_rules:
                               "profileType": CPU_TYPE, "matchers": ['{__profile_type__="%s"}' % CPU_TYPE],
                               "groupBy": ["service_name"], "externalLabels": [{"name": "source", "value": "config"}],
                               "provisioned": True}]}
+    # /api/v1/status/config shows them as loaded
+    y = srv.get_json("/api/v1/status/config")["data"]["yaml"]
+    assert y.endswith("recording_rules:\n- id: provisioned\n  metric_name: profiles_recorded_cpu_by_service\n"
+                      "  matchers:\n  - '{__profile_type__=\"%s\"}'\n  group_by:\n  - service_name\n"
+                      "  external_labels:\n    source: config\n" % CPU_TYPE), y
     e = call(srv, "DeleteRecordingRule", '{"id":"provisioned"}', status=400)
     assert e == {"code": "failed_precondition", "message": "rule with id='provisioned' is provisioned by the "
                  "configuration file: it cannot be changed or deleted here"}
