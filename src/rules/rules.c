@@ -326,6 +326,22 @@ static void rebuild(ps_rules_t *rs)
         if (!shadowed)
             compile(&rs->stored[i], false, set, &set->v[set->n++]);
     }
+    /* a stored rule that did not change keeps the series it counted (its bound goes on) */
+    for (size_t i = set->nprov; rs->set != NULL && i < set->n; i++)
+        for (size_t j = rs->set->nprov; j < rs->set->n; j++) {
+            crule_t *o = &rs->set->v[j], *c = &set->v[i];
+            if (strcmp(o->r.id, c->r.id) != 0 || o->r.generation != c->r.generation)
+                continue;
+            pthread_mutex_lock(&o->mu);
+            ps_hmap_t t = c->seen;
+            c->seen = o->seen;
+            o->seen = t;
+            c->nseen = o->nseen;
+            c->dropped_logged = o->dropped_logged;
+            o->nseen = 0;
+            pthread_mutex_unlock(&o->mu);
+            break;
+        }
     pthread_rwlock_wrlock(&rs->lock);
     ruleset_t *old = rs->set;
     rs->set = set;

@@ -38,8 +38,8 @@
 #define PS_RULE_EXTERNAL_MAX 16      /* external_labels */
 #define PS_RULE_FUNCTION_MAX 1024    /* bytes of stacktrace_filter.function_name */
 #define PS_RULE_NAME_MAX 256         /* bytes of metric_name */
-#define PS_RULE_SERIES_MAX 10000     /* recorded series one rule creates in a process; contributions to
-                                      * more groups are dropped and counted */
+#define PS_RULE_SERIES_MAX 10000     /* recorded series one rule (one generation of it) records in a
+                                      * process; contributions to more groups are dropped and counted */
 
 typedef struct ps_rules ps_rules_t;
 
