@@ -283,3 +283,25 @@ def test_forwarded_by_remote_write(make_server, tmp_path):
         time.sleep(0.1)
     assert promql(b, "profiles_recorded_fwd", T0 + 30) == want
     assert promql(b, "profiles_recorded_fwd", T0 + 10) == [(want[0][0], "2980000000")]
+
+
+def test_provisioned_reload(make_server, tmp_path):
+    """A reload replaces the provisioned rules; an invalid one keeps those in force."""
+    cfg = tmp_path / "reload.yml"
+    rule = "recording_rules:\n  - id: %s\n    metric_name: profiles_recorded_%s\n    matchers: ['%s']\n"
+    cfg.write_text(rule % ("first", "first", '{__profile_type__="%s"}' % CPU_TYPE))
+    srv = make_server(name="rulesreload", retention="0", config=str(cfg))
+    assert [r["id"] for r in call(srv, "ListRecordingRules", "{}")["rules"]] == ["first"]
+    cfg.write_text(rule % ("second", "second", '{__profile_type__="%s"}' % CPU_TYPE))
+    st, _, body = srv.request("POST", "/-/reload")
+    assert st == 200, body
+    assert [r["id"] for r in call(srv, "ListRecordingRules", "{}")["rules"]] == ["second"]
+    cfg.write_text(rule % ("third", "third", '{job="x"}'))
+    st, _, body = srv.request("POST", "/-/reload")
+    assert st == 400 and json.loads(body)["error"] == \
+        '%s: recording_rules[0]: matchers must contain a "__profile_type__" matcher' % cfg, (st, body)
+    assert [r["id"] for r in call(srv, "ListRecordingRules", "{}")["rules"]] == ["second"]
+    st, _ = srv.push("go/cpu-01.pb.gz", labels='{service_name="api"}', time=str(T0 + 1))
+    assert st == 200
+    assert promql(srv, "profiles_recorded_second", T0 + 2) == [(
+        (("__name__", "profiles_recorded_second"), ("pyroscope_rule_id", "second")), "2980000000")]
