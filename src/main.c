@@ -20,6 +20,7 @@
 #include "storage/store.h"
 #include "web/server.h"
 #include "ingest/ingest.h"
+#include "rules/rules.h"
 
 static void die_usage(const char *msg)
 {
@@ -81,6 +82,41 @@ typedef struct wiring {
     ps_scraper_opts_t scrape_opts;
 } wiring_t;
 
+/* The recording rules of cfg's recording_rules: made the provisioned rules of rs. */
+static int provision_rules(ps_rules_t *rs, const ps_config_t *cfg, ps_err_t *err)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    uint32_t n = cfg != NULL ? cfg->nrecording : 0;
+    ps_rr_rule_t *v = ps_arena_calloc(&a, n + 1, sizeof(*v));
+    for (uint32_t i = 0; i < n; i++) {
+        const ps_recording_rule_config_t *c = &cfg->recording[i];
+        ps_rr_rule_t *r = &v[i];
+        r->id = c->id;
+        r->metric_name = c->metric_name;
+        r->matchers = c->matchers;
+        r->nmatchers = c->nmatchers;
+        r->group_by = c->group_by;
+        r->ngroup_by = c->ngroup_by;
+        r->next = c->external_labels.n;
+        r->ext = ps_arena_calloc(&a, r->next + 1, sizeof(*r->ext));
+        for (size_t j = 0; j < r->next; j++)
+            r->ext[j] = (ps_rr_label_t){c->external_labels.pairs[j].name, c->external_labels.pairs[j].value};
+        r->has_function = c->function_name != NULL;
+        r->function_name = c->function_name ? c->function_name : "";
+    }
+    int rc = ps_rules_set_provisioned(rs, v, n, err);
+    if (rc != 0 && cfg != NULL)
+        ps_err_prefix(err, "%s", cfg->path ? cfg->path : "config");
+    ps_arena_dispose(&a);
+    return rc;
+}
+
+/* ps_writer_opts_t.rec_entry */
+static void rules_eval(void *ctx, const ps_append_t *app, ps_buf_t *out)
+{
+    ps_rules_eval(ctx, app, out);
+}
+
 /* Applies cfg (taken): starts the scraper on the first configuration, reloads it afterwards. */
 static void apply_config(wiring_t *w, ps_config_t *cfg)
 {
@@ -120,6 +156,10 @@ static int reload_config(void *ctx, ps_err_t *err)
         return wrc;
     }
     rc = ps_config_load(w->config_path, &cfg, err);
+    if (rc == 0 && (rc = provision_rules(w->srv->rules, cfg, err)) != 0) {
+        ps_config_free(cfg);
+        cfg = NULL;
+    }
     if (rc == 0) {
         status_config(w->srv, cfg, ps_time_now());
         apply_config(w, cfg);
@@ -266,6 +306,21 @@ int main(int argc, char **argv)
     status_config(&srv, cfg, srv.start_time); /* loaded at start; before apply_config takes cfg */
     srv.forward = ps_forward_new(store);
     ps_forward_writer_hooks(srv.forward, &wo);
+    /* recording rules: the configuration's, then the stored ones; evaluated as profiles are written */
+    srv.rules = ps_rules_new();
+    if (provision_rules(srv.rules, cfg, &err) != 0) {
+        fprintf(stderr, "profstore: %s\n", err.msg);
+        ps_store_close(store);
+        return 2;
+    }
+    if (ps_rules_reload(srv.rules, store, &err) != 0)
+        ps_log_error("cannot read the stored recording rules", "err=%s", ps_log_q(err.msg));
+    if (!f.agent) {
+        ps_store_set_recorder(store, ps_rules_record, srv.rules);
+        wo.rec_entry = rules_eval;
+        wo.rec_ctx = srv.rules;
+    }
+    wo.max_rules = PS_RULES_MAX;
     if ((srv.writer = ps_writer_start(store, &wo, &err)) == NULL) {
         ps_log_error("cannot start the writer", "err=%s", ps_log_q(err.msg));
         ps_store_close(store);
@@ -316,6 +371,7 @@ int main(int argc, char **argv)
     ps_server_stop(&srv);            /* each loop sends those answers, drains, and ends */
     ps_writer_stop(srv.writer);      /* no loop can submit any more: free it */
     ps_forward_free(srv.forward);
+    ps_rules_free(srv.rules);
     ps_store_close(store);
     ps_log_info("stopped", NULL);
     return 0;

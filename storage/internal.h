@@ -128,6 +128,8 @@ struct ps_store {
      * samples (NULL: forwarding off) */
     _Atomic(ps_store_forward_floats_fn) fwd_floats;
     void *_Atomic fwd_ctx;
+    ps_store_record_fn record;   /* ps_store_set_recorder: before the writer starts */
+    void *record_ctx;
 };
 
 /* The store's writer (writer.c): state of the one writing thread (ps_store_write, the compactor,
@@ -144,6 +146,7 @@ struct ps_store_writer {
     uint64_t float_flushes; /* ps_float_write_flush calls: whose turn it is to rewrite prefixes */
     uint64_t fwd_next;      /* the forwarding log's next sequence number (DB_INFO "fwdnext") */
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
+    ps_buf_t rec_all;       /* scratch: a write's float appends and its recorder's, one array */
 };
 
 /* reserve.c: the disk reserve. After a commit failed with PS_ENOSPACE for a full disk:

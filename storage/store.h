@@ -131,6 +131,10 @@ typedef struct ps_append {
      * none), stored with each of its series' (sid, ts) when the profile is stored (not for a
      * duplicate) */
     const uint8_t *uuid;
+    /* in, optional (not read by storage): this profile's contributions to the recording rules
+     * (made above storage, see src/rules), handed to the recorder (ps_store_set_recorder) */
+    const uint8_t *rec;
+    size_t rec_len;
 } ps_append_t;
 
 /**
@@ -153,6 +157,11 @@ typedef struct ps_float_append {
     const ps_labels_t *labels;       /* normalised, with __name__ */
     const ps_float_sample_t *samples; /* in request order; NaNs keep their bits (stale markers) */
     uint32_t nsamples;
+    bool counter;                    /* in: a counter of increments (recording rules): each sample's v is
+                                      * added to the series' newest value (0 when none; NaN counts as 0)
+                                      * and a t at or before the newest is moved to newest + 1 ms; the
+                                      * samples are rewritten in place to what is stored (so samples must
+                                      * be writable) */
     /* out: the per-series outcome, like Prometheus' TSDB appender */
     int status;                      /* 0, or PS_ECONFLICT (a profile series has these labels) or
                                       * PS_ECORRUPT (its stored head is damaged): nothing stored */
@@ -252,6 +261,43 @@ int ps_store_forward_cursor(ps_store_t *s, const char *name, uint64_t *seq, ps_e
  */
 int ps_store_forward_advance(ps_store_writer_t *w, const char *const *names, const uint64_t *seqs, size_t n, uint64_t *trimmed,
                              ps_err_t *err);
+
+/* ---- recording (src/rules; docs/FORMAT.md "Recording rules") ----
+ * Float samples made from the profiles of a write, in its transaction. */
+
+/** Called by ps_store_write inside its transaction, after the profiles and before the float
+ *  samples, with the write's profiles (each with its status: record only those with status 0 that
+ *  are not duplicates). It may return float appends (*out, *nout; memory of the recorder, valid
+ *  until its next call), written in the same transaction as the write's own (after them), with
+ *  their outcome set. Not called in log-only mode (--agent). */
+typedef void (*ps_store_record_fn)(void *ctx, ps_append_t *const *items, size_t n, ps_float_append_t ***out,
+                                   size_t *nout);
+/** Sets the recorder (fn NULL: none). Before the writer starts. */
+void ps_store_set_recorder(ps_store_t *s, ps_store_record_fn fn, void *ctx);
+
+#define PS_RULE_ID_MAX 64            /* bytes of a stored rule's id */
+#define PS_RULE_VALUE_MAX 65536      /* bytes of a stored rule's value */
+
+/** A stored recording rule: an id and opaque bytes (src/rules' encoding), with its generation. */
+typedef struct ps_store_rule {
+    const char *id;    /* not NUL-terminated when read */
+    size_t idlen;
+    const void *value;
+    size_t vlen;
+    int64_t generation;
+} ps_store_rule_t;
+
+/** Any thread: calls cb for every stored rule, by id (bytewise), from one read snapshot; the bytes
+ *  are valid during the call only. cb returning nonzero stops with that value. */
+int ps_store_rules(ps_store_t *s, int (*cb)(void *ctx, const ps_store_rule_t *r), void *ctx, ps_err_t *err);
+/**
+ * Writer thread, one transaction. Upsert (del false): a rule not stored is created with
+ * generation 1 (PS_ELIMIT when max rules are stored already); a stored one is replaced with its
+ * generation + 1 if r->generation (the one the caller saw) equals it, else PS_ECONFLICT. Delete:
+ * PS_ENOTFOUND when not stored. *gen gets the generation written.
+ */
+int ps_store_rule_put(ps_store_writer_t *w, const ps_store_rule_t *r, bool del, uint32_t max, int64_t *gen,
+                      ps_err_t *err);
 
 /* ---- settings (settings.c; docs/FORMAT.md "Settings") ----
  * A small table of named string values with the time each was last modified (what Grafana's

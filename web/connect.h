@@ -121,5 +121,10 @@ int ps_connect_adhoc_upload(ps_connect_call_t *c);
 int ps_connect_adhoc_get(ps_connect_call_t *c);
 int ps_connect_adhoc_list(ps_connect_call_t *c);
 int ps_connect_adhoc_diff(ps_connect_call_t *c);
+/* settings.v1.RecordingRulesService (api_recording.c) */
+int ps_connect_rules_list(ps_connect_call_t *c);
+int ps_connect_rules_get(ps_connect_call_t *c);
+int ps_connect_rules_upsert(ps_connect_call_t *c);
+int ps_connect_rules_delete(ps_connect_call_t *c);
 
 #endif

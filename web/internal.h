@@ -149,6 +149,8 @@ int ps_api_remote_write(ps_task_t *t);
 void ps_api_remote_write_fail(ps_answer_t *a, int code, const char *msg);
 /** The remote_write counters, in the text exposition format (for /metrics). */
 void ps_api_write_metrics(ps_buf_t *b);
+/** The recording rules' figures (api_recording.c). */
+void ps_api_rules_metrics(ps_server_t *s, ps_buf_t *b);
 /** profstore_remote_reads_{inflight,timed_out_total,canceled_total} likewise (api_read.c). */
 void ps_api_read_metrics(ps_buf_t *b);
 int ps_api_admin_compact(h2o_req_t *req);

@@ -71,6 +71,7 @@ typedef struct ps_server {
     struct ps_writer *writer;
     struct ps_scraper *_Atomic scraper; /* NULL until a configuration is loaded */
     struct ps_forward *forward;  /* the forwarder (its endpoints come with the configuration) */
+    struct ps_rules *rules;      /* the recording rules in force (src/rules) */
     ps_server_reload_fn reload;  /* NULL without --config */
     void *reload_ctx;
     int64_t start_time;

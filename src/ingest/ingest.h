@@ -97,7 +97,8 @@ typedef enum {
     PS_WREQ_SAMPLES,
     PS_WREQ_FWD_ADVANCE,
     PS_WREQ_SETTING,
-    PS_WREQ_ADHOC
+    PS_WREQ_ADHOC,
+    PS_WREQ_RULE
 } ps_wreq_kind_t;
 
 typedef struct ps_wreq ps_wreq_t;
@@ -128,6 +129,15 @@ struct ps_wreq {
     ps_store_adhoc_t adhoc;      /* PS_WREQ_ADHOC: ps_store_adhoc_put's (status, err; count: dropped) */
     ps_buf_t fwd;                /* PS_WREQ_APPEND: its forwarding log entry (ps_writer_opts_t.fwd_entry),
                                   * made by ps_writer_submit, freed by the writer before on_done */
+    ps_buf_t rec;                /* PS_WREQ_APPEND: its recording rules' contributions
+                                  * (ps_writer_opts_t.rec_entry), made and freed likewise */
+    /* PS_WREQ_RULE: ps_store_rule_put's (status, err; rule_gen gets the generation written) */
+    ps_store_rule_t rule;
+    bool rule_del;
+    int64_t rule_gen;
+    void (*rule_after)(void *ctx); /* PS_WREQ_RULE: called on the writer thread after a change is
+                                    * committed, before on_done (the rule set's reload) */
+    void *rule_after_ctx;
     ps_wreq_t *next;
 };
 
@@ -152,6 +162,11 @@ typedef struct ps_writer_opts {
     void (*fwd_entry)(void *ctx, const ps_append_t *app, ps_buf_t *out);
     void (*fwd_logged)(void *ctx);
     void *fwd_ctx;
+    /* recording rules (src/rules, handed over by main.c; NULL: none): rec_entry makes an append's
+     * contributions on the submitting thread, as fwd_entry does its entry */
+    void (*rec_entry)(void *ctx, const ps_append_t *app, ps_buf_t *out);
+    void *rec_ctx;
+    uint32_t max_rules;          /* PS_WREQ_RULE: the most rules stored (0: no limit) */
 } ps_writer_opts_t;
 
 typedef struct ps_writer ps_writer_t;

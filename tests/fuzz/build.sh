@@ -154,15 +154,16 @@ if [ -f "$root/src/ingest/adhoc.c" ] && [ -f "$here/fuzz_adhoc.c" ]; then
         -o "$out/fuzz_adhoc"
 fi
 
-# fuzz_querier: the querier.v1 and settings.v1 request decoders (proto/querier.c, proto/settings.c)
+# fuzz_querier: the querier.v1 and settings.v1 request decoders (proto/querier.c, proto/settings.c,
+# proto/recording.c)
 # over proto/pbjson.c (jansson).
 if [ -f "$root/proto/querier.c" ] && [ -f "$here/fuzz_querier.c" ]; then
-    [ -f "$gen/pyroscope_querier.pb-c.c" ] && [ -f "$gen/pyroscope_settings.pb-c.c" ] || protoc-c --proto_path="$root/proto" --c_out="$gen" "$root"/proto/pyroscope_*.proto
+    [ -f "$gen/pyroscope_querier.pb-c.c" ] && [ -f "$gen/pyroscope_settings.pb-c.c" ] && [ -f "$gen/pyroscope_recording.pb-c.c" ] || protoc-c --proto_path="$root/proto" --c_out="$gen" "$root"/proto/pyroscope_*.proto
     # shellcheck disable=SC2046
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c jansson) \
-        "$here/fuzz_querier.c" "$root/proto/querier.c" "$root/proto/settings.c" "$root/proto/pbjson.c" \
-        "$root/proto/pballoc.c" "$gen/pyroscope_types.pb-c.c" "$gen/pyroscope_google.pb-c.c" \
-        "$gen/pyroscope_querier.pb-c.c" "$gen/pyroscope_settings.pb-c.c" \
+        "$here/fuzz_querier.c" "$root/proto/querier.c" "$root/proto/settings.c" "$root/proto/recording.c" \
+        "$root/proto/pbjson.c" "$root/proto/pballoc.c" "$gen/pyroscope_types.pb-c.c" "$gen/pyroscope_google.pb-c.c" \
+        "$gen/pyroscope_querier.pb-c.c" "$gen/pyroscope_settings.pb-c.c" "$gen/pyroscope_recording.pb-c.c" \
         "$root"/core/*.c $(pkg-config --libs libprotobuf-c jansson) -lm -lpthread \
         -o "$out/fuzz_querier"
 fi

@@ -171,6 +171,11 @@ for t in $targets; do
         printf '\034{"setting":{"name":"pluginSettings","value":"{}","modifiedAt":1000}}' > "$corpus/set-json"
         printf '\024\012\011\012\001a\022\001b\030\350\007' > "$corpus/set"
         printf '\036{"name":"pluginSettings"}' > "$corpus/delete-json"
+        # bit 5: recording rules (bits 1-2: List, Get, Upsert, Delete; bit 0: the stored value)
+        printf '\054{"metricName":"profiles_recorded_cpu","matchers":["{ service_name=\\"api\\" }","{ __profile_type__=\\"a:b:c:d:e\\"}"],"groupBy":["pod"],"stacktraceFilter":{"$typeName":"x","functionName":{"functionName":"main","metricType":0}}}' > "$corpus/rule-upsert-json"
+        printf '\044\012\001a\022\023profiles_recorded_x\032\026{__profile_type__=\"x\"}\042\001p\060\002\072\006\012\004\012\002fn' > "$corpus/rule-upsert"
+        printf '\052{"id":"abcdefghij"}' > "$corpus/rule-get-json"
+        printf '\041\012\001a\022\023profiles_recorded_x\070\003' > "$corpus/rule-store"
         # bit 4 with bit 0: SelectHeatmap, AnalyzeQuery (bit 1)
         printf '\021\012\011a:b:c:d:e\022\002{}\030\001\040\002\051\000\000\000\000\000\000\116\100\062\003pod\070\001\100\002\110\001' > "$corpus/heatmap"
         printf '\031{"profileTypeID":"a:b:c:d:e","start":"1","end":2,"step":60,"queryType":"HEATMAP_QUERY_TYPE_INDIVIDUAL","exemplarType":"EXEMPLAR_TYPE_INDIVIDUAL","limit":"3"}' > "$corpus/heatmap-json"
