@@ -145,6 +145,9 @@ int ps_api_metrics(h2o_req_t *req);
 int ps_api_profiles_write(ps_task_t *t);
 int ps_api_pyroscope_ingest(ps_task_t *t); /* api_pyroscope_ingest.c: POST /ingest */
 int ps_api_remote_write(ps_task_t *t);
+/* api_otlp.c: POST /v1development/profiles (OTLP/HTTP); its error shape: a google.rpc.Status */
+int ps_api_otlp_profiles(ps_task_t *t);
+void ps_api_otlp_fail(ps_answer_t *a, int code, const char *msg);
 /** Remote write's error shape: plain text, 503 for a full queue (api_write.c). */
 void ps_api_remote_write_fail(ps_answer_t *a, int code, const char *msg);
 /** The remote_write counters, in the text exposition format (for /metrics). */
