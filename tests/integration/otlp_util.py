@@ -204,6 +204,8 @@ def _any(av, v):
         av.bool_value = v
     elif isinstance(v, int):
         av.int_value = v
+    elif isinstance(v, float):
+        av.double_value = v
     elif isinstance(v, list):
         for x in v:
             _any(av.array_value.values.add(), x)
