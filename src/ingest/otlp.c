@@ -853,7 +853,8 @@ int ps_ingest_otlp_prepare(const ps_otlp_request_t *r, const ps_pprof_limits_t *
     }
     res->nprofiles = nprofiles;
     res->counted = ps_arena_calloc(arena, nprofiles + 1, 1);
-    qsort(res->apps, res->napps, sizeof(*res->apps), cmp_app_ts); /* a series' profiles in time order, as the store wants */
+    if (res->napps > 1)
+        qsort(res->apps, res->napps, sizeof(*res->apps), cmp_app_ts); /* a series' profiles in time order, as the store wants */
     return 0;
 }
 
@@ -885,7 +886,6 @@ struct ps_otlp_export {
     atomic_size_t left;
     ps_otlp_done_fn done;
     void *ctx;
-    ps_buf_t resp;
 };
 
 /* the answer of a request whose appends are all done (or that had none) */
@@ -904,10 +904,11 @@ static void finish(ps_otlp_export_t *x)
             ps_ingest_otlp_refused(&x->res, i, &w->app.err);
         }
     }
+    ps_buf_t resp = PS_BUF_INIT; /* not in x: done may free x's arena (the request answered) */
     if (code == 0)
-        ps_otlp_response(x->codec, x->res.rejected, x->res.rejected ? x->res.msg : NULL, &x->resp);
-    x->done(x->ctx, code, x->resp.data, x->resp.len, msg, &x->res);
-    ps_buf_dispose(&x->resp);
+        ps_otlp_response(x->codec, x->res.rejected, x->res.rejected ? x->res.msg : NULL, &resp);
+    x->done(x->ctx, code, resp.data, resp.len, msg, &x->res);
+    ps_buf_dispose(&resp);
 }
 
 static void on_write_done(ps_wreq_t *w)
