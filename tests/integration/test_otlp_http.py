@@ -401,3 +401,64 @@ def test_json_ids_hex_and_int64_numbers(server):
     lt[1]["spanId"] = "xyz"
     r = post_raw(server.port, json.dumps(d).encode(), content_type="application/json")
     assert (r.status, r.error.message) == (400, "json: dictionary.link_table[1].span_id: invalid hex (odd length 3)")
+
+
+# ---- the Collector's encoder: tests/otlpconv (Go, go.opentelemetry.io/collector/pdata/pprofile) ----
+
+_otlpconv = {}
+
+
+def otlpconv(tmp_path_factory):
+    """tests/otlpconv built once (modules from the Go module proxy, versions pinned by its go.sum)."""
+    if "bin" not in _otlpconv:
+        import subprocess
+        from conftest import require_tool, _go_cache
+        import os
+        go = require_tool("go")
+        out = tmp_path_factory.mktemp("otlpconv") / "otlpconv"
+        src = __import__("pathlib").Path(__file__).resolve().parents[1] / "otlpconv"
+        r = subprocess.run([go, "build", "-o", str(out), "."], cwd=src, capture_output=True, text=True,
+                           timeout=600, env=dict(os.environ, **_go_cache()))
+        assert r.returncode == 0, r.stderr
+        _otlpconv["bin"] = str(out)
+    return _otlpconv["bin"]
+
+
+@pytest.mark.parametrize("fixture,sid,index", [
+    ("go/cpu-01.pb.gz", CPU, "cpu"),  # samples:count x period = Go's cpu:nanoseconds exactly
+    ("go/cpu-01.pb.gz", "cpu:cpu:nanoseconds:cpu:nanoseconds", "cpu"),
+    ("go/heap-01.pb.gz", "space:inuse_space:bytes:space:bytes", "inuse_space"),
+    ("go/heap-01.pb.gz", "space:alloc_objects:count:space:bytes:delta", "alloc_objects"),
+])
+@pytest.mark.parametrize("codec", ["proto", "json"])
+def test_collector_pdata_request_equals_go_tool_pprof(server, tmp_path, tmp_path_factory, fixture, sid, index, codec):
+    """The pdata encoder's request of a real Go pprof: the stored profile holds exactly the
+    original's samples, and go tool pprof -top of the merged download equals its -top of the
+    original for that sample type (every row)."""
+    import subprocess
+    from conftest import PPROF_DIR, go_pprof, parse_pprof_top
+    exe = otlpconv(tmp_path_factory)
+    src = PPROF_DIR / fixture
+    args = [exe, "-service", "goconv", "-time", str(T0),
+            "-post", "http://127.0.0.1:%d/v1development/profiles" % server.port, str(src)]
+    if codec == "json":
+        args.insert(1, "-json")
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ("200 {}\n" if codec == "json" else "200 \n")
+    orig = pd.decode(src.read_bytes())
+    got = stored(server)
+    (prof,) = got[labels(sid, service_name="goconv")]
+    ti = [t for t, _ in orig.type_names()].index(index)
+    assert pd.canonical(prof, 0) == pd.canonical(strip_num_labels(orig), ti)
+    q = "/api/v1/profiles/query?query=%s%%7Bservice_name%%3D%%22goconv%%22%%7D&start=%d&end=%d" % (
+        sid, T0 // 10**9 - 1, T0 // 10**9 + 1)
+    st, _, body = server.get(q)
+    assert st == 200, body[:300]
+    merged = tmp_path / "merged.pb.gz"
+    merged.write_bytes(body)
+    top = parse_pprof_top(go_pprof(["-top", "-nodecount=100000", str(merged)], tmp_path).stdout)[1]
+    want = parse_pprof_top(go_pprof(["-top", "-nodecount=100000", "-sample_index=" + index, str(src)],
+                                    tmp_path).stdout)[1]
+    assert sorted(top) == sorted(want)
+    assert len(top) >= 5
