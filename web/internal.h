@@ -19,6 +19,8 @@ typedef struct ps_loop {
     h2o_multithread_receiver_t receiver;
     h2o_socket_t *listener;
     int fd;
+    h2o_socket_t *otlp_listener; /* --otlp.http.listen-address, or NULL */
+    int otlp_fd;                 /* its socket, or -1 */
     pthread_t thread;
     ps_server_t *srv;
     struct lconns *conns; /* this loop's connections (web/connguard.c) */

@@ -462,3 +462,20 @@ def test_collector_pdata_request_equals_go_tool_pprof(server, tmp_path, tmp_path
                                     tmp_path).stdout)[1]
     assert sorted(top) == sorted(want)
     assert len(top) >= 5
+
+
+def test_otlp_http_listen_address(make_server):
+    """--otlp.http.listen-address: a second port (the OTLP convention's 4318) with the same server:
+    an export there is stored and read back on the main port; a port in use is refused at start."""
+    from conftest import free_port
+    port = free_port()
+    flag = ["--otlp.http.listen-address", "127.0.0.1:%d" % port]
+    srv = make_server(retention="0", extra_args=flag)
+    assert "serving OTLP/HTTP too" in srv.log()
+    r = post(port, cpu_request().req, codec="json")
+    assert (r.status, r.body) == (200, b"{}"), r
+    assert len(stored(srv)) == 2
+    other = make_server(start=False, retention="0", extra_args=flag)
+    other.start(wait_ready=False)
+    assert other.proc.wait(timeout=30) == 1
+    assert ("cannot listen on 127.0.0.1:%d: the address is already in use by another process" % port) in other.log()
