@@ -21,7 +21,17 @@
 #include "proto/otlp.h"
 
 /* gRPC status codes of the Status body (OTLP clients only log them) */
-enum { G_INVALID_ARGUMENT = 3, G_RESOURCE_EXHAUSTED = 8, G_INTERNAL = 13, G_UNAVAILABLE = 14 };
+enum {
+    G_INVALID_ARGUMENT = 3,
+    G_PERMISSION_DENIED = 7,
+    G_RESOURCE_EXHAUSTED = 8,
+    G_INTERNAL = 13,
+    G_UNAVAILABLE = 14,
+    G_UNAUTHENTICATED = 16
+};
+
+#define OTLP_PATH "/v1development/profiles"
+
 
 typedef struct otlp_call {
     ps_task_t *t;
@@ -55,6 +65,25 @@ static void send_status(ps_answer_t *a, int codec, int status, int code, const c
 void ps_api_otlp_fail(ps_answer_t *a, int code, const char *msg)
 {
     send_status(a, PS_OTLP_PROTO, ps_err_http_status(code), code, msg);
+}
+
+bool ps_api_otlp_is_path(h2o_iovec_t path)
+{
+    return h2o_memis(path.base, path.len, H2O_STRLIT(OTLP_PATH));
+}
+
+void ps_api_otlp_refuse(h2o_req_t *req, int status, const char *msg)
+{
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
+    int codec = i != -1 && req->headers.entries[i].value.len >= 16 &&
+                        h2o_lcstris(req->headers.entries[i].value.base, 16, H2O_STRLIT("application/json"))
+                    ? PS_OTLP_JSON
+                    : PS_OTLP_PROTO;
+    ps_buf_t b = PS_BUF_INIT;
+    ps_otlp_status(codec, status == 401 ? G_UNAUTHENTICATED : status == 403 ? G_PERMISSION_DENIED : G_UNAVAILABLE, msg,
+                   &b);
+    ps_http_send(req, status, codec == PS_OTLP_JSON ? "application/json" : "application/x-protobuf", b.data, b.len);
+    ps_buf_dispose(&b);
 }
 
 /* on the loop: the answer */

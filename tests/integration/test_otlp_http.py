@@ -479,3 +479,25 @@ def test_otlp_http_listen_address(make_server):
     other.start(wait_ready=False)
     assert other.proc.wait(timeout=30) == 1
     assert ("cannot listen on 127.0.0.1:%d: the address is already in use by another process" % port) in other.log()
+
+
+def test_write_scope_needed(make_server, tmp_path):
+    """With --web.config.file bearer tokens (what the Collector's otlphttp exporter sends in
+    Authorization): a read token is 403, a write token stores, none is 401."""
+    import hashlib
+
+    def sha(t):
+        return hashlib.sha256(t.encode()).hexdigest()
+    cfg = tmp_path / "web.yml"
+    cfg.write_text("bearer_tokens:\n  - sha256: %s\n    scopes: [read]\n  - sha256: %s\n    scopes: [write]\n"
+                   % (sha("tok-read"), sha("tok-write")))
+    srv = make_server(retention="0", web_config_file=str(cfg))
+    req = cpu_request().req
+    r = post(srv.port, req)
+    assert (r.status, r.error.code) == (401, 16), r  # UNAUTHENTICATED, as a google.rpc.Status
+    r = post(srv.port, req, codec="json", headers={"Authorization": "Bearer tok-read"})
+    assert (r.status, r.headers["content-type"], r.error.code) == (403, "application/json", 7), r
+    r = post(srv.port, req, headers={"Authorization": "Bearer tok-write"})
+    assert (r.status, r.body) == (200, b""), r
+    st, _, body = srv.request("GET", "/api/v1/label/service_name/values", headers={"Authorization": "Bearer tok-read"})
+    assert st == 200 and json.loads(body)["data"] == ["api", "worker"], body
