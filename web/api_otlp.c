@@ -13,6 +13,7 @@
  */
 #include <stdatomic.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/log.h"
 #include "ingest/ingest.h"

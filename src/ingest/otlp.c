@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "core/encode.h"
+#include "core/hash.h"
 #include "core/timeutil.h"
 #include "ingest.h"
 
@@ -57,6 +58,9 @@
 #define EXE_KEY "process.executable.name"
 #define BUILD_ID_KEY "process.executable.build_id.gnu"
 #define DEFAULT_DURATION_NS 10000000000LL
+/* appends (profiles of one service) per request: each is a write request queued on its own, and
+ * the writer queues 8,192 at most (--storage.write-queue-max-items' default) */
+#define MAX_APPENDS 4096
 
 /* ---- checking the dictionary --------------------------------------------------------------------- */
 
@@ -573,6 +577,8 @@ static int convert_profile(otlp_state_t *st, const ps_otlp_profile_t *p, const p
     int32_t *touched_attrs = ps_arena_alloc(arena, (p->nsamples + 1) * sizeof(int32_t));
     size_t ntouched_attrs = 0;
     int32_t res_group = -1;
+    ps_hmap_t names; /* service name -> group */
+    ps_hmap_init(&names);
     for (size_t i = 0; i < p->nsamples; i++) {
         const ps_otlp_sample_t *s = &p->samples[i];
         int32_t ai = -1;
@@ -595,12 +601,13 @@ static int convert_profile(otlp_state_t *st, const ps_otlp_profile_t *p, const p
                 svc = value_text(r, &r->attrs[ai].v, num, sizeof(num), &len);
                 svc = ps_arena_strndup(arena, svc, len);
             }
-            for (uint32_t k = 0; k < ngroups && g < 0; k++) /* the same name by another attribute */
-                if (groups[k].svc_len == len && memcmp(groups[k].svc, svc, len) == 0)
-                    g = (int32_t)k;
-            if (g < 0) {
+            uint64_t known;
+            if (ps_hmap_get(&names, svc, len, &known)) { /* the same name by another attribute */
+                g = (int32_t)known;
+            } else {
                 groups = grow(arena, groups, ngroups, &gcap, sizeof(*groups));
                 groups[ngroups] = (group_t){svc, len, 0, 0};
+                ps_hmap_put(&names, svc, len, ngroups);
                 g = (int32_t)ngroups++;
             }
             if (ai < 0) {
@@ -613,8 +620,12 @@ static int convert_profile(otlp_state_t *st, const ps_otlp_profile_t *p, const p
         gof[i] = (uint32_t)g;
         groups[g].n++;
     }
+    ps_hmap_dispose(&names);
     for (size_t k = 0; k < ntouched_attrs; k++)
         st->svc_group[touched_attrs[k]] = -1;
+    if (st->res->napps + ngroups > MAX_APPENDS)
+        return ps_err_set(err, PS_ETOOBIG, "%" PRIu32 " services: more than %d profiles of a service in one request",
+                          ngroups, MAX_APPENDS);
     uint32_t at = 0;
     for (uint32_t g = 0; g < ngroups; g++) {
         groups[g].at = at;

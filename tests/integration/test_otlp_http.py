@@ -501,3 +501,24 @@ def test_write_scope_needed(make_server, tmp_path):
     assert (r.status, r.body) == (200, b""), r
     st, _, body = srv.request("GET", "/api/v1/label/service_name/values", headers={"Authorization": "Bearer tok-read"})
     assert st == 200 and json.loads(body)["data"] == ["api", "worker"], body
+
+
+def test_too_many_services(server):
+    """One profile whose samples name 4,097 services (distinct sample attributes): refused into
+    partial_success (at most 4,096 profiles of a service a request); the request's other profile
+    is stored; found in time (no quadratic grouping)."""
+    b = Builder()
+    sc = b.resource({"service.name": "s"})
+    f = b.frame("f")
+    many = b.profile(sc, ("samples", "count"), ("cpu", "nanoseconds"), 10, T0)
+    for i in range(4097):
+        b.sample(many, [f], 1, attrs={"service.name": "svc-%d" % i})
+    ok = b.profile(sc, ("samples", "count"), ("cpu", "nanoseconds"), 10, T0)
+    b.sample(ok, [f], 2)
+    r = post(server.port, b.req)
+    assert r.status == 200, r
+    assert (r.msg.partial_success.rejected_profiles, r.msg.partial_success.error_message) == (
+        1, "resource_profiles[0].scope_profiles[0].profiles[0]: 4097 services: more than 4096 profiles of a "
+           "service in one request")
+    got = stored(server)
+    assert list(got) == [labels(CPU, service_name="s")]
