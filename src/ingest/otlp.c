@@ -833,12 +833,18 @@ int ps_ingest_otlp_prepare(const ps_otlp_request_t *r, const ps_pprof_limits_t *
     for (size_t i = 0; i < r->nresources; i++) {
         const ps_otlp_resource_t *rs = &r->resources[i];
         const char *res_svc = resource_service(r, rs, arena);
+        /* the resource's labels once, each scope's after them */
+        uint32_t res_np = 0;
+        ps_err_t res_e;
+        ps_err_clear(&res_e);
+        ps_label_pair_t *res_pairs = ps_arena_alloc(arena, PS_LABELS_MAX * sizeof(*res_pairs));
+        int res_rc = add_kv_labels(r, rs->attrs, rs->nattrs, "resource", arena, res_pairs, &res_np, &res_e);
         for (size_t k = 0; k < rs->nscopes; k++) {
             const ps_otlp_scope_t *sc = &rs->scopes[k];
-            uint32_t np = 0;
-            ps_err_t e;
-            ps_err_clear(&e);
-            int lrc = add_kv_labels(r, rs->attrs, rs->nattrs, "resource", arena, pairs, &np, &e);
+            uint32_t np = res_np;
+            ps_err_t e = res_e;
+            memcpy(pairs, res_pairs, res_np * sizeof(*pairs));
+            int lrc = res_rc;
             if (lrc == 0)
                 lrc = add_kv_labels(r, sc->attrs, sc->nattrs, "scope", arena, pairs, &np, &e);
             ps_labels_t base = {np, ps_arena_alloc(arena, (np + 1) * sizeof(*pairs)), 0};
