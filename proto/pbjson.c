@@ -331,6 +331,7 @@ typedef struct jdec {
     ps_err_t *err;
     size_t budget;
     ps_pb_i64_str_fn str_i64; /* or NULL */
+    bool otlp_hex;            /* OTLP JSON: trace_id, span_id, profile_id are hex, not base64 */
 } jdec_t;
 
 static void *jalloc(jdec_t *j, size_t n)
@@ -693,6 +694,29 @@ static int json_bytes(jdec_t *j, const json_t *v, ProtobufCBinaryData *out)
     return 0;
 }
 
+/* OTLP JSON writes these ids as hex (docs/protocols.md, "OTLP profiles") */
+static bool otlp_hex_field(const char *name)
+{
+    return strcmp(name, "trace_id") == 0 || strcmp(name, "span_id") == 0 || strcmp(name, "profile_id") == 0;
+}
+
+static int json_hex(jdec_t *j, const json_t *v, ProtobufCBinaryData *out)
+{
+    if (!json_is_string(v))
+        return jfail(j, "expected a hex string, got %s", jtype(v));
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v), bad;
+    uint8_t *o = jalloc(j, n / 2 + 1);
+    if (o == NULL)
+        return joom(j);
+    if (ps_hex_decode(s, n, o, &bad) != 0)
+        return bad == n ? jfail(j, "invalid hex (odd length %zu)", n)
+                        : jfail(j, "invalid hex character at offset %zu", bad);
+    out->data = o;
+    out->len = n / 2;
+    return 0;
+}
+
 /* An enum by value name or number. A name that is not one of the enum's is left out (1: the field
  * stays unset, a repeated field has no element for it), as protojson does with DiscardUnknown. */
 static int json_enum(jdec_t *j, const ProtobufCEnumDescriptor *ed, const json_t *v, int32_t *out)
@@ -791,7 +815,7 @@ static int json_value(jdec_t *j, const ProtobufCFieldDescriptor *f, const json_t
         break;
     }
     case PROTOBUF_C_TYPE_BYTES:
-        rc = json_bytes(j, v, slot);
+        rc = j->otlp_hex && otlp_hex_field(f->name) ? json_hex(j, v, slot) : json_bytes(j, v, slot);
         break;
     case PROTOBUF_C_TYPE_MESSAGE:
         rc = json_msg(j, f->descriptor, v, depth + 1, (ProtobufCMessage **)slot);
@@ -1077,7 +1101,7 @@ static json_t *json_parse(const void *data, size_t n, size_t flags, json_error_t
 }
 
 static int decode_json(const void *data, size_t n, const ProtobufCMessageDescriptor *d, ps_arena_t *arena,
-                       size_t budget, ps_pb_i64_str_fn str_i64, ProtobufCMessage **out, ps_err_t *err)
+                       size_t budget, ps_pb_i64_str_fn str_i64, bool otlp_hex, ProtobufCMessage **out, ps_err_t *err)
 {
     if (n == 0) /* connect-go's JSON codec says so before protojson reads anything */
         return ps_err_set(err, PS_EINVAL, "json: zero-length payload is not a valid JSON object");
@@ -1085,7 +1109,7 @@ static int decode_json(const void *data, size_t n, const ProtobufCMessageDescrip
     int rc = json_prescan(data, n, budget, &neg_zero, err);
     if (rc != 0)
         return rc;
-    jdec_t j = {.err = err, .budget = budget, .str_i64 = str_i64};
+    jdec_t j = {.err = err, .budget = budget, .str_i64 = str_i64, .otlp_hex = otlp_hex};
     j.path.buf[0] = '\0';
     ps_pb_arena_init(&j.pa, arena, budget > SIZE_MAX / 2 ? SIZE_MAX / 2 : budget);
     json_error_t je;
@@ -1117,7 +1141,7 @@ int ps_pb_decode(ps_pb_codec_t codec, const void *data, size_t n, const Protobuf
     *out = NULL;
     if (data == NULL)
         data = "";
-    return codec == PS_PB_JSON ? decode_json(data, n, d, arena, budget, NULL, out, err)
+    return codec == PS_PB_JSON ? decode_json(data, n, d, arena, budget, NULL, false, out, err)
                                : decode_binary(data, n, d, arena, budget, out, err);
 }
 
@@ -1127,7 +1151,17 @@ int ps_pb_decode_ex(ps_pb_codec_t codec, const void *data, size_t n, const Proto
     *out = NULL;
     if (data == NULL)
         data = "";
-    return codec == PS_PB_JSON ? decode_json(data, n, d, arena, budget, str_i64, out, err)
+    return codec == PS_PB_JSON ? decode_json(data, n, d, arena, budget, str_i64, false, out, err)
+                               : decode_binary(data, n, d, arena, budget, out, err);
+}
+
+int ps_pb_decode_otlp(ps_pb_codec_t codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d,
+                      ps_arena_t *arena, size_t budget, ProtobufCMessage **out, ps_err_t *err)
+{
+    *out = NULL;
+    if (data == NULL)
+        data = "";
+    return codec == PS_PB_JSON ? decode_json(data, n, d, arena, budget, NULL, true, out, err)
                                : decode_binary(data, n, d, arena, budget, out, err);
 }
 

@@ -57,6 +57,11 @@ typedef int (*ps_pb_i64_str_fn)(const char *field, const char *s, size_t n, int6
 int ps_pb_decode_ex(ps_pb_codec_t codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d,
                     ps_arena_t *arena, size_t budget, ps_pb_i64_str_fn str_i64, ProtobufCMessage **out, ps_err_t *err);
 
+/** ps_pb_decode with OTLP's JSON rule for ids: bytes fields named trace_id, span_id and
+ *  profile_id are hex strings (either case), not base64. */
+int ps_pb_decode_otlp(ps_pb_codec_t codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d,
+                      ps_arena_t *arena, size_t budget, ProtobufCMessage **out, ps_err_t *err);
+
 /** Encodes m with codec, appending to out (JSON: one object, no trailing newline). */
 void ps_pb_encode(ps_pb_codec_t codec, const ProtobufCMessage *m, ps_buf_t *out);
 

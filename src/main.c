@@ -260,6 +260,7 @@ int main(int argc, char **argv)
     ps_err_clear(&err);
     ps_server_t srv = {0};
     srv.opts.listen = f.listen;
+    srv.opts.otlp_http_listen = f.otlp_http_listen;
     srv.opts.threads = (uint32_t)f.threads;
     srv.opts.max_body = f.max_body;
     srv.opts.max_series = (uint32_t)f.max_series;
@@ -349,6 +350,8 @@ int main(int argc, char **argv)
     ps_log_info("profstore is ready", "listen=%s port=%d data_dir=%s retention=%s threads=%llu", ps_log_q(f.listen),
                 ps_server_port(&srv), ps_log_q(f.data_dir), ps_log_q(f.retention ? ret_s : "forever"),
                 (unsigned long long)f.threads);
+    if (ps_server_otlp_port(&srv) > 0)
+        ps_log_info("serving OTLP/HTTP too", "listen=%s port=%d", ps_log_q(f.otlp_http_listen), ps_server_otlp_port(&srv));
 
     for (;;) {
         int sig = 0;

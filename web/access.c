@@ -291,6 +291,8 @@ static void refuse(h2o_req_t *req, bool connect, int status, ps_connect_code_t c
 {
     if (connect)
         ps_connect_error_req(req, code, msg);
+    else if (ps_api_otlp_is_path(req->path_normalized))
+        ps_api_otlp_refuse(req, status, msg); /* OTLP/HTTP: a google.rpc.Status */
     else
         ps_http_error_status(req, status, msg);
 }

@@ -19,6 +19,8 @@ typedef struct ps_loop {
     h2o_multithread_receiver_t receiver;
     h2o_socket_t *listener;
     int fd;
+    h2o_socket_t *otlp_listener; /* --otlp.http.listen-address, or NULL */
+    int otlp_fd;                 /* its socket, or -1 */
     pthread_t thread;
     ps_server_t *srv;
     struct lconns *conns; /* this loop's connections (web/connguard.c) */
@@ -145,6 +147,14 @@ int ps_api_metrics(h2o_req_t *req);
 int ps_api_profiles_write(ps_task_t *t);
 int ps_api_pyroscope_ingest(ps_task_t *t); /* api_pyroscope_ingest.c: POST /ingest */
 int ps_api_remote_write(ps_task_t *t);
+/* api_otlp.c: POST /v1development/profiles (OTLP/HTTP); its error shape: a google.rpc.Status */
+int ps_api_otlp_profiles(ps_task_t *t);
+void ps_api_otlp_fail(ps_answer_t *a, int code, const char *msg);
+/** Whether path is the OTLP/HTTP route (its refusals before the route, access.c's 401, 403 and
+ *  503, answer with ps_api_otlp_refuse). */
+bool ps_api_otlp_is_path(h2o_iovec_t path);
+/** Answers req with status and a google.rpc.Status of msg in the request's encoding. */
+void ps_api_otlp_refuse(h2o_req_t *req, int status, const char *msg);
 /** Remote write's error shape: plain text, 503 for a full queue (api_write.c). */
 void ps_api_remote_write_fail(ps_answer_t *a, int code, const char *msg);
 /** The remote_write counters, in the text exposition format (for /metrics). */

@@ -41,6 +41,7 @@ static const route_t routes[] = {
     {"/api/v1/status/tsdb", M_GET, NULL, ps_api_status_tsdb, RD | POOL, NULL},
     {"/api/v1/profiles/write", M_POST, NULL, ps_api_profiles_write, WR | DEC, NULL},
     {"/ingest", M_POST, NULL, ps_api_pyroscope_ingest, WR | DEC, NULL},
+    {"/v1development/profiles", M_POST, NULL, ps_api_otlp_profiles, WR | DEC, ps_api_otlp_fail},
     {"/api/v1/read", M_POST, ps_api_read, NULL, RD, NULL},
     {"/api/v1/write", M_POST, NULL, ps_api_remote_write, WR | DEC, ps_api_remote_write_fail},
     {"/api/v1/query", M_GET | M_POST, NULL, ps_api_query, RD | POOL, NULL},

@@ -30,6 +30,7 @@ typedef int (*ps_server_reload_fn)(void *ctx, ps_err_t *err);
 
 typedef struct ps_server_opts {
     const char *listen;      /* host:port */
+    const char *otlp_http_listen; /* host:port of a second listener (OTLP/HTTP's 4318); NULL or "": none */
     uint32_t threads;        /* event loop threads */
     size_t max_body;         /* request body limit (bytes) */
     uint32_t max_series;     /* series one selector may select */
@@ -92,6 +93,8 @@ typedef struct ps_server {
 int ps_server_bind(ps_server_t *s, ps_err_t *err);
 /** Starts the event loop threads. */
 int ps_server_start(ps_server_t *s, ps_err_t *err);
+/** The port of --otlp.http.listen-address once bound (0: none). */
+int ps_server_otlp_port(ps_server_t *s);
 /** Refuses new writes (503), closes the listeners. */
 void ps_server_begin_shutdown(ps_server_t *s);
 /** Stops the loops (after the writer has finished and its answers were handed over) and joins them. */

@@ -337,6 +337,12 @@ static const ps_flag_t profstore_flags[] = {
             "profstore?)`): the HTTP threads share the port with `SO_REUSEPORT` only among "
             "themselves",
      .help = "address to serve HTTP on (default 127.0.0.1:7070)"},
+    {.name = "otlp.http.listen-address", .type = PS_FLAG_STRING, .offset = OFF(otlp_http_listen),
+     .metavar = "HOST:PORT", .def_note = "none",
+     .doc = "a second address to serve HTTP on, for OTLP/HTTP senders that use the OTLP port "
+            "convention (`127.0.0.1:4318`: `POST /v1development/profiles`); the same server as "
+            "`--listen` (every route, TLS and authentication of `--web.config.file`)",
+     .help = "a second HTTP address, for OTLP/HTTP senders on the OTLP port (e.g. 127.0.0.1:4318; default none)"},
     {.name = "data-dir", .type = PS_FLAG_STRING, .offset = OFF(data_dir), .metavar = "DIR", .def = "./data",
      .doc = "LMDB data directory (created if missing)",
      .help = "LMDB data directory (default ./data)"},

@@ -20,10 +20,14 @@
 #include "core/err.h"
 #include "core/mem.h"
 #include "core/thread.h"
+#include "proto/otlp.h"
 #include "proto/pprof.h"
 #include "proto/pyroscope.h"
 #include "proto/remote.h"
 #include "storage/store.h"
+
+typedef struct ps_writer ps_writer_t;
+typedef struct ps_otlp_export ps_otlp_export_t;
 
 typedef struct ps_ingest_params {
     const char *name;   /* profile name ("process_cpu"); NULL = infer from sample types */
@@ -87,6 +91,61 @@ void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out);
  */
 int ps_ingest_push_prepare(const ps_pyro_push_t *req, const ps_pprof_limits_t *lim, const ps_par_t *par,
                            ps_arena_t *arena, ps_append_t ***apps, size_t *napps, ps_err_t *err);
+
+/* ---- OTLP profiles (otlp.c) ---- */
+
+/** One append of an OTLP export: the profile of one service of one OTLP profile. */
+typedef struct ps_otlp_app {
+    ps_append_t *app;
+    uint32_t src;      /* the OTLP profile it came from, in request order */
+    const char *where; /* "resource_profiles[i].scope_profiles[j].profiles[k]" */
+} ps_otlp_app_t;
+
+/** What a request became: the appends to store, and the OTLP profiles refused with the first
+ *  reason (partial_success). */
+typedef struct ps_otlp_result {
+    ps_otlp_app_t *apps; /* sorted by timestamp */
+    size_t napps, apps_cap;
+    size_t nprofiles;    /* OTLP profiles in the request */
+    uint8_t *counted;    /* per OTLP profile: already counted as rejected */
+    int64_t rejected;    /* OTLP profiles refused */
+    char msg[480];       /* the first refusal: "resource_profiles[0].scope_profiles[0].profiles[1]: ..." */
+} ps_otlp_result_t;
+
+/**
+ * Converts a decoded export (rules at the top of otlp.c) into appends, everything from arena. A
+ * request that cannot be read as a whole (dictionary index out of range, a table past a pprof
+ * limit, more than lim->max_samples samples) is PS_EINVAL or PS_ETOOBIG with the field and index;
+ * a bad profile is only refused (res->rejected, res->msg) and the others converted.
+ */
+int ps_ingest_otlp_prepare(const ps_otlp_request_t *r, const ps_pprof_limits_t *lim, ps_arena_t *arena,
+                           ps_otlp_result_t *res, ps_err_t *err);
+/** ps_otlp_decode (codec PS_OTLP_PROTO or PS_OTLP_JSON, budget bytes) then ps_ingest_otlp_prepare. */
+int ps_ingest_otlp_decode(int codec, const void *body, size_t n, size_t budget, const ps_pprof_limits_t *lim,
+                          ps_arena_t *arena, ps_otlp_result_t *res, ps_err_t *err);
+/** Counts the OTLP profile of res->apps[i] as refused by the store (e's message), once. */
+void ps_ingest_otlp_refused(ps_otlp_result_t *res, size_t i, const ps_err_t *e);
+/** Counts one more refused OTLP profile; the first one's reason is "<where>: <e's message>". */
+void ps_otlp_result_reject(ps_otlp_result_t *res, const ps_err_t *e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/**
+ * The answer of an export, called once: code 0 and resp (an ExportProfilesServiceResponse in the
+ * request's codec, partial_success set when a profile was refused), or a PS_E code and msg (the
+ * transport's error: PS_EINVAL bad data, PS_ETOOBIG past a limit, PS_EOVERLOAD the write queue is
+ * full, PS_EUNAVAIL shutting down, PS_ENOSPACE disk full). res: what was converted (counts).
+ * Everything is valid only during the call.
+ */
+typedef void (*ps_otlp_done_fn)(void *ctx, int code, const uint8_t *resp, size_t resp_len, const char *msg,
+                                const ps_otlp_result_t *res);
+/**
+ * An OTLP profiles export from any transport (OTLP/HTTP here, gRPC beside it): decodes body (n
+ * bytes, already inflated; at most budget bytes decoded), converts, hands every append to writer,
+ * and calls done once every one is durable or refused: from the writer thread, or from the
+ * caller's thread before returning when nothing was written. arena must live until done.
+ */
+void ps_ingest_otlp(ps_writer_t *writer, int codec, const void *body, size_t n, size_t budget,
+                    const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_otlp_done_fn done, void *ctx);
 
 /* ---- the writer thread (writer.c) ---- */
 
@@ -168,8 +227,6 @@ typedef struct ps_writer_opts {
     void *rec_ctx;
     uint32_t max_rules;          /* PS_WREQ_RULE: the most rules stored (0: no limit) */
 } ps_writer_opts_t;
-
-typedef struct ps_writer ps_writer_t;
 
 /** How many float samples weigh as much as one profile in a batch (max_batch): 512 units of
  *  remote-write requests of 2,000 samples are ~250 requests, 512k samples, in one transaction. */

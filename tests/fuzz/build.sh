@@ -8,7 +8,7 @@
 # fuzz_xorchunk (storage/xorchunk.c), fuzz_float_dense (storage/float_dense.c), fuzz_selector and fuzz_promql (parser/), fuzz_pqeval (parser/ + src/query/promql*.c), fuzz_remote
 # (proto/remote.c, snappy; gzip.c for the inflate budget), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
-# /ingest), fuzz_adhoc (src/ingest/adhoc.c: ad hoc profile uploads), fuzz_querier (proto/querier.c, proto/pbjson.c) and fuzz_ui_headers (web/ui_assets.c: the
+# /ingest), fuzz_adhoc (src/ingest/adhoc.c: ad hoc profile uploads), fuzz_querier (proto/querier.c, proto/pbjson.c), fuzz_otlp (proto/otlp.c, src/ingest/otlp.c) and fuzz_ui_headers (web/ui_assets.c: the
 # web UI's Accept-Encoding, If-None-Match, paths), fuzz_webconfig (src/config/webconfig.c) and fuzz_config
 # (src/config/: the YAML configuration) into OUTDIR.
 set -eu
@@ -152,6 +152,21 @@ if [ -f "$root/src/ingest/adhoc.c" ] && [ -f "$here/fuzz_adhoc.c" ]; then
         "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
         $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_adhoc"
+fi
+
+# fuzz_otlp: OTLP profiles (proto/otlp.c over proto/pbjson.c, jansson) and their conversion
+# (src/ingest/otlp.c), with what it calls: ps_ingest_build (ingest.c, the label parser), the
+# pprof decoder.
+if [ -f "$root/src/ingest/otlp.c" ] && [ -f "$here/fuzz_otlp.c" ]; then
+    [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
+    protoc-c --proto_path="$root/proto" --c_out="$gen" "$root"/proto/otlp_*.proto
+    # shellcheck disable=SC2046
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib jansson) \
+        "$here/fuzz_otlp.c" "$root/src/ingest/otlp.c" "$root/src/ingest/ingest.c" "$root/proto/otlp.c" \
+        "$root/proto/pbjson.c" "$root/proto/pprof.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" \
+        "$gen"/otlp_*.pb-c.c "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
+        $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
+        -o "$out/fuzz_otlp"
 fi
 
 # fuzz_querier: the querier.v1 and settings.v1 request decoders (proto/querier.c, proto/settings.c,

@@ -9,7 +9,8 @@
 # Pyroscope SDK requests (query, Content-Type and body) and a few folded bodies, fuzz_adhoc with
 # the pprof fixtures (gzipped and raw) and folded texts as uploaded files, fuzz_querier with
 # querier.v1 requests as Grafana sends them (binary and JSON), fuzz_ui_headers with the headers
-# Chromium sends for the UI, fuzz_webconfig with a few web config files.
+# Chromium sends for the UI, fuzz_otlp with the OTLP requests of its committed corpus (protobuf and
+# JSON, written by the integration tests' protoc classes), fuzz_webconfig with a few web config files.
 # Every target also gets the committed corpus tests/fuzz/corpus/<target>/ (campaign.sh keeps it:
 # inputs that add coverage, and regress-* files of fixed findings); fuzz_config has only that.
 # Targets fuzz PS_FUZZ_JOBS at a time (default: one per core). Exits non-zero if libFuzzer finds a
@@ -26,7 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_querier fuzz_ui_headers fuzz_webconfig fuzz_config"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_querier fuzz_otlp fuzz_ui_headers fuzz_webconfig fuzz_config"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 # a fixed seed: make test replays the same mutations each time, so it fails on a code change, not on
 # luck (campaign.sh and PS_FUZZ_SEED=0, a seed of libFuzzer's choosing, are where new findings come from)
