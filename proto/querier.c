@@ -147,6 +147,7 @@ typedef struct merge_fields {
     bool has_sts;
     const Types__V1__StackTraceSelector *sts;
     size_t nprofile_ids;
+    char **profile_ids;
     ps_arena_t *arena;
 } merge_fields_t;
 
@@ -167,6 +168,7 @@ static void merge_set(ps_qr_merge_req_t *r, const merge_fields_t *f)
             r->call_site[i] = f->sts->call_site[i] && f->sts->call_site[i]->name ? f->sts->call_site[i]->name : "";
     }
     r->nprofile_ids = (uint32_t)f->nprofile_ids;
+    r->profile_ids = strs(f->profile_ids, f->nprofile_ids);
 }
 
 static void merge_req(const Querier__V1__SelectMergeStacktracesRequest *q, ps_qr_merge_req_t *r, ps_arena_t *arena)
@@ -183,7 +185,7 @@ static void merge_req(const Querier__V1__SelectMergeStacktracesRequest *q, ps_qr
                      q->max_nodes,
                      q->_stack_trace_selector_case ==
                          QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR,
-                     q->stack_trace_selector, q->n_profile_id_selector, arena});
+                     q->stack_trace_selector, q->n_profile_id_selector, q->profile_id_selector, arena});
     r->format = q->format == 0 ? PS_QR_FORMAT_FLAMEGRAPH : (int)q->format;
     r->nspan_ids = (uint32_t)q->n_span_selector;
     r->ntrace_ids = (uint32_t)q->n_trace_id_selector;
@@ -212,7 +214,7 @@ int ps_qr_decode_merge_profile(int codec, const void *data, size_t n, ps_arena_t
                          q->max_nodes,
                          q->_stack_trace_selector_case ==
                              QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR,
-                         q->stack_trace_selector, q->n_profile_id_selector, arena});
+                         q->stack_trace_selector, q->n_profile_id_selector, q->profile_id_selector, arena});
         r->format = PS_QR_FORMAT_PPROF;
     }
     return ret;
@@ -596,6 +598,23 @@ int ps_qr_encode_profile(int codec, const void *pprof, size_t n, ps_arena_t *are
     return ret;
 }
 
+/* n exemplars as types.v1.Exemplar messages */
+static Types__V1__Exemplar **exemplars(const ps_qr_exemplar_t *in, uint32_t n, ps_arena_t *arena)
+{
+    Types__V1__Exemplar **ev = alloc_ptrs(arena, n);
+    Types__V1__Exemplar *ex = ps_arena_alloc(arena, ((size_t)n + 1) * sizeof(*ex));
+    for (uint32_t e = 0; e < n; e++) {
+        ex[e] = (Types__V1__Exemplar)TYPES__V1__EXEMPLAR__INIT;
+        ex[e].timestamp = in[e].t;
+        ex[e].profile_id = (char *)(in[e].profile_id ? in[e].profile_id : "");
+        ex[e].value = in[e].value;
+        ex[e].n_labels = in[e].labels.n;
+        ex[e].labels = label_pairs(&in[e].labels, arena);
+        ev[e] = &ex[e];
+    }
+    return ev;
+}
+
 void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
 {
     Querier__V1__SelectSeriesResponse res = QUERIER__V1__SELECT_SERIES_RESPONSE__INIT;
@@ -611,6 +630,10 @@ void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, 
             pt[k] = (Types__V1__Point)TYPES__V1__POINT__INIT;
             pt[k].value = s[i].points[k].v;
             pt[k].timestamp = s[i].points[k].t;
+            if (s[i].points[k].exemplar) {
+                pt[k].n_exemplars = 1;
+                pt[k].exemplars = exemplars(s[i].points[k].exemplar, 1, arena);
+            }
             pv[k] = &pt[k];
         }
         ser[i].n_points = s[i].n;
@@ -640,19 +663,8 @@ void ps_qr_encode_heatmap(int codec, const ps_qr_heatmap_series_t *s, uint32_t n
             sl[k].n_y_min = sl[k].n_counts = in->nbuckets;
             sl[k].y_min = (double *)in->y_min;
             sl[k].counts = (int32_t *)in->counts;
-            Types__V1__Exemplar **ev = alloc_ptrs(arena, in->nexemplars);
-            Types__V1__Exemplar *ex = ps_arena_alloc(arena, ((size_t)in->nexemplars + 1) * sizeof(*ex));
-            for (uint32_t e = 0; e < in->nexemplars; e++) {
-                ex[e] = (Types__V1__Exemplar)TYPES__V1__EXEMPLAR__INIT;
-                ex[e].timestamp = in->exemplars[e].t;
-                ex[e].profile_id = (char *)(in->exemplars[e].profile_id ? in->exemplars[e].profile_id : "");
-                ex[e].value = in->exemplars[e].value;
-                ex[e].n_labels = in->exemplars[e].labels.n;
-                ex[e].labels = label_pairs(&in->exemplars[e].labels, arena);
-                ev[e] = &ex[e];
-            }
             sl[k].n_exemplars = in->nexemplars;
-            sl[k].exemplars = ev;
+            sl[k].exemplars = exemplars(in->exemplars, in->nexemplars, arena);
             sv[k] = &sl[k];
         }
         ser[i].n_slots = s[i].nslots;

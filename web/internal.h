@@ -170,6 +170,8 @@ int ps_api_alerts(h2o_req_t *req);
 int ps_api_profile_types(ps_task_t *t);
 int ps_api_profile_query(ps_task_t *t);
 int ps_api_profile_diff(ps_task_t *t);
+int ps_api_profile_by_id(ps_task_t *t);
+int ps_api_profile_ids(ps_task_t *t);
 int ps_api_debug_profile(ps_task_t *t);
 /* api_pyroscope_query.c: Pyroscope's HTTP query API; its error shape: Connect's JSON with
  * profstore's status */
