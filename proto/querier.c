@@ -598,8 +598,15 @@ int ps_qr_encode_profile(int codec, const void *pprof, size_t n, ps_arena_t *are
     return ret;
 }
 
+/* The label messages of the last exemplar labels made: exemplars of one series share its labels
+ * (the same pairs), and so their messages (read only while encoding). */
+typedef struct label_cache {
+    const ps_label_pair_t *src;
+    Types__V1__LabelPair **msgs;
+} label_cache_t;
+
 /* n exemplars as types.v1.Exemplar messages */
-static Types__V1__Exemplar **exemplars(const ps_qr_exemplar_t *in, uint32_t n, ps_arena_t *arena)
+static Types__V1__Exemplar **exemplars(const ps_qr_exemplar_t *in, uint32_t n, label_cache_t *lc, ps_arena_t *arena)
 {
     Types__V1__Exemplar **ev = alloc_ptrs(arena, n);
     Types__V1__Exemplar *ex = ps_arena_alloc(arena, ((size_t)n + 1) * sizeof(*ex));
@@ -609,7 +616,11 @@ static Types__V1__Exemplar **exemplars(const ps_qr_exemplar_t *in, uint32_t n, p
         ex[e].profile_id = (char *)(in[e].profile_id ? in[e].profile_id : "");
         ex[e].value = in[e].value;
         ex[e].n_labels = in[e].labels.n;
-        ex[e].labels = label_pairs(&in[e].labels, arena);
+        if (lc->src == NULL || lc->src != in[e].labels.pairs) {
+            lc->src = in[e].labels.pairs;
+            lc->msgs = label_pairs(&in[e].labels, arena);
+        }
+        ex[e].labels = lc->msgs;
         ev[e] = &ex[e];
     }
     return ev;
@@ -618,6 +629,7 @@ static Types__V1__Exemplar **exemplars(const ps_qr_exemplar_t *in, uint32_t n, p
 void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
 {
     Querier__V1__SelectSeriesResponse res = QUERIER__V1__SELECT_SERIES_RESPONSE__INIT;
+    label_cache_t lc = {0};
     Types__V1__Series **v = alloc_ptrs(arena, n);
     Types__V1__Series *ser = ps_arena_alloc(arena, (n + 1) * sizeof(*ser));
     for (uint32_t i = 0; i < n; i++) {
@@ -632,7 +644,7 @@ void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, 
             pt[k].timestamp = s[i].points[k].t;
             if (s[i].points[k].exemplar) {
                 pt[k].n_exemplars = 1;
-                pt[k].exemplars = exemplars(s[i].points[k].exemplar, 1, arena);
+                pt[k].exemplars = exemplars(s[i].points[k].exemplar, 1, &lc, arena);
             }
             pv[k] = &pt[k];
         }
@@ -648,6 +660,7 @@ void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, 
 void ps_qr_encode_heatmap(int codec, const ps_qr_heatmap_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
 {
     Querier__V1__SelectHeatmapResponse res = QUERIER__V1__SELECT_HEATMAP_RESPONSE__INIT;
+    label_cache_t lc = {0};
     Types__V1__HeatmapSeries **v = alloc_ptrs(arena, n);
     Types__V1__HeatmapSeries *ser = ps_arena_alloc(arena, (n + 1) * sizeof(*ser));
     for (uint32_t i = 0; i < n; i++) {
@@ -664,7 +677,7 @@ void ps_qr_encode_heatmap(int codec, const ps_qr_heatmap_series_t *s, uint32_t n
             sl[k].y_min = (double *)in->y_min;
             sl[k].counts = (int32_t *)in->counts;
             sl[k].n_exemplars = in->nexemplars;
-            sl[k].exemplars = exemplars(in->exemplars, in->nexemplars, arena);
+            sl[k].exemplars = exemplars(in->exemplars, in->nexemplars, &lc, arena);
             sv[k] = &sl[k];
         }
         ser[i].n_slots = s[i].nslots;

@@ -460,6 +460,7 @@ static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint
 {
     uint32_t kept = 0;
     group_t **order = ps_arena_alloc(arena, (ng + 1) * sizeof(group_t *));
+    ps_labels_t *exl = ex ? ps_arena_calloc(arena, set->n + 1, sizeof(ps_labels_t)) : NULL;
     for (uint32_t g = 0; g < ng; g++) {
         group_t *gr = &groups[g];
         uint64_t np = 0;
@@ -475,10 +476,11 @@ static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint
             if (gr->count[k] == 0)
                 continue;
             double v = q->average ? gr->sum[k] / gr->count[k] : gr->sum[k];
-            if (e) {
+            if (e) { /* a series' exemplar labels once: its exemplars share them */
                 uint32_t si = gr->ex_series[k];
-                e[s->n] = (ps_querier_exemplar_t){set->sids[si], gr->ex_ts[k], gr->ex_v[k],
-                                                  exemplar_labels(&set->labels[si], q->group_by, q->ngroup_by, arena)};
+                if (exl[si].pairs == NULL)
+                    exl[si] = exemplar_labels(&set->labels[si], q->group_by, q->ngroup_by, arena);
+                e[s->n] = (ps_querier_exemplar_t){set->sids[si], gr->ex_ts[k], gr->ex_v[k], exl[si]};
             }
             s->points[s->n++] = (ps_point_t){q->start + (int64_t)k * q->step, v};
             gr->total += v;
