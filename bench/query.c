@@ -65,14 +65,14 @@ typedef struct opts {
     const char *data_dir, *compact_window, *threads, *go;
     uint32_t series, pps, conns, compact_max, runs, pprof_runs;
     uint64_t seed;
-    int reload, sync, no_pprof_tool;
+    int reload, sync, no_pprof_tool, no_inuse;
 } opts_t;
 
 /* the flags as the table parses them; parse() puts them into opts_t */
 typedef struct flagv {
     const char *profstore, *data_dir, *compact_window, *threads, *go;
     uint64_t series, pps, seed, conns, compact_max, runs, pprof_runs;
-    bool reload, sync, no_pprof_tool;
+    bool reload, sync, no_pprof_tool, no_inuse;
 } flagv_t;
 
 #define FV(field) offsetof(flagv_t, field)
@@ -113,6 +113,8 @@ static const ps_flag_t flags[] = {
      .help = "go binary (default: go in PATH)"},
     {.name = "no-pprof-tool", .type = PS_FLAG_BOOL, .offset = FV(no_pprof_tool),
      .help = "skip the go tool pprof comparison"},
+    {.name = "no-inuse", .type = PS_FLAG_BOOL, .offset = FV(no_inuse),
+     .help = "skip the inuse copy (its load and its merges)"},
     {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
 };
 /* clang-format on */
@@ -141,6 +143,7 @@ static void parse(int argc, char **argv, opts_t *o)
     o->reload = f.reload;
     o->sync = f.sync;
     o->no_pprof_tool = f.no_pprof_tool;
+    o->no_inuse = f.no_inuse;
 }
 
 /* ---- the generated totals: [series * pps + index][0: samples/count, 1: cpu/nanoseconds] ---- */
@@ -1164,8 +1167,8 @@ int main(int argc, char **argv)
         snprintf(ls, sizeof(ls), "{job=\"" JOB "-inuse\",instance=\"host-%03u\"}", s);
         ps_bench_urlencode(ls, inuse_enc[s], sizeof(inuse_enc[s]));
     }
-    long ninuse = count_series(srv.url, "{job=\"" JOB "-inuse\"}");
-    if (ninuse != (long)(2 * o.series)) {
+    long ninuse = o.no_inuse ? 0 : count_series(srv.url, "{job=\"" JOB "-inuse\"}");
+    if (!o.no_inuse && ninuse != (long)(2 * o.series)) {
         printf("  inuse copy             LOADING (%llu profiles as memory:inuse_objects/inuse_space, job " JOB
                "-inuse)\n",
                (unsigned long long)nprof);
@@ -1403,6 +1406,8 @@ int main(int argc, char **argv)
     snprintf(inuse_one, sizeof(inuse_one), "memory:inuse_space:bytes:inuse_space:bytes{job=\"" JOB
                                            "-inuse\",instance=\"host-000\"}");
     snprintf(inuse_all, sizeof(inuse_all), "memory:inuse_space:bytes:inuse_space:bytes{job=\"" JOB "-inuse\"}");
+    if (o.no_inuse)
+        goto connect;
     profile_url(url, sizeof(url), srv.url, inuse_one, 0, o.pps, "pprof");
     snprintf(name, sizeof(name), "merge %s one series, pprof, inuse (avg)", h24);
     measure(srv.pid, url, o.runs, &mi24);
@@ -1416,6 +1421,7 @@ int main(int argc, char **argv)
                 gen_sum(&o, 0, o.series, a3, n3, 1));
     fflush(stdout);
 
+connect:;
     /* 5. Grafana's flame graph call: SelectMergeStacktraces over Connect (binary, max_nodes 16384) */
     ps_buf_t creq = PS_BUF_INIT;
     char cone[256], call_sel[64];

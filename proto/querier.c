@@ -626,8 +626,165 @@ static Types__V1__Exemplar **exemplars(const ps_qr_exemplar_t *in, uint32_t n, l
     return ev;
 }
 
+/* ---- SelectSeriesResponse in binary, written directly: an answer with exemplars holds ~150,000
+ * nested messages, which protobuf-c's structs (and its sizing of each level again for every
+ * ancestor) would cost more than reading the profiles. The bytes are protobuf-c's: proto3 fields at
+ * their zero value (a double equal to 0, "", 0) are left out, fields in number order. */
+
+static size_t uv_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* a length-delimited field of len bytes (tag < 16: one byte) */
+static size_t ld_len(size_t len)
+{
+    return 1 + uv_len(len) + len;
+}
+
+/* the writers below write into room reserved before (the answer's exact size) */
+static inline uint8_t *w_uv(uint8_t *w, uint64_t v)
+{
+    while (v >= 0x80) {
+        *w++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *w++ = (uint8_t)v;
+    return w;
+}
+
+static inline uint8_t *w_ld(uint8_t *w, unsigned field, const void *data, size_t len)
+{
+    *w++ = (uint8_t)(field << 3 | 2);
+    w = w_uv(w, len);
+    memcpy(w, data, len);
+    return w + len;
+}
+
+static size_t pair_len(const ps_label_pair_t *p)
+{
+    return (p->nlen ? ld_len(p->nlen) : 0) + (p->vlen ? ld_len(p->vlen) : 0);
+}
+
+static size_t labels_len(const ps_labels_t *ls)
+{
+    size_t n = 0;
+    for (uint32_t k = 0; k < ls->n; k++)
+        n += ld_len(pair_len(&ls->pairs[k]));
+    return n;
+}
+
+static uint8_t *w_labels(uint8_t *w, unsigned field, const ps_labels_t *ls)
+{
+    for (uint32_t k = 0; k < ls->n; k++) {
+        const ps_label_pair_t *p = &ls->pairs[k];
+        *w++ = (uint8_t)(field << 3 | 2);
+        w = w_uv(w, pair_len(p));
+        if (p->nlen)
+            w = w_ld(w, 1, p->name, p->nlen);
+        if (p->vlen)
+            w = w_ld(w, 2, p->value, p->vlen);
+    }
+    return w;
+}
+
+/* an exemplar's length; *lab: that of its labels (the labels of a series' exemplars are one array:
+ * measured once, *last_src remembers which) */
+static size_t exemplar_len(const ps_qr_exemplar_t *e, size_t id, const ps_label_pair_t **last_src, size_t *lab)
+{
+    if (*last_src != e->labels.pairs || e->labels.pairs == NULL) {
+        *last_src = e->labels.pairs;
+        *lab = labels_len(&e->labels);
+    }
+    return (e->t ? 1 + uv_len((uint64_t)e->t) : 0) + (id ? ld_len(id) : 0) +
+           (e->value ? 1 + uv_len((uint64_t)e->value) : 0) + *lab;
+}
+
+static size_t point_len(const ps_qr_point_t *p, size_t ex)
+{
+    return (p->v != 0 ? 9 : 0) + (p->t ? 1 + uv_len((uint64_t)p->t) : 0) + (p->exemplar ? ld_len(ex) : 0);
+}
+
+static void select_series_binary(const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
+{
+    /* the lengths: each series', each exemplar's (in order) */
+    size_t total = 0, *slen = ps_arena_alloc(arena, ((size_t)n + 1) * sizeof(size_t)), nex = 0;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t k = 0; k < s[i].n; k++)
+            nex += s[i].points[k].exemplar != NULL;
+    uint32_t *elen = ps_arena_alloc(arena, (nex + 1) * sizeof(uint32_t));
+    const ps_label_pair_t *last = NULL;
+    size_t lab = 0, x = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t sl = labels_len(&s[i].labels);
+        for (uint32_t k = 0; k < s[i].n; k++) {
+            const ps_qr_point_t *p = &s[i].points[k];
+            size_t el = 0;
+            if (p->exemplar) {
+                const char *id = p->exemplar->profile_id;
+                el = exemplar_len(p->exemplar, id ? strlen(id) : 0, &last, &lab);
+                elen[x++] = (uint32_t)el;
+            }
+            sl += ld_len(point_len(p, el));
+        }
+        slen[i] = sl;
+        total += ld_len(sl);
+    }
+    uint8_t *w0 = ps_buf_reserve(out, total + 1), *w = w0;
+    x = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        *w++ = 1 << 3 | 2;
+        w = w_uv(w, slen[i]);
+        w = w_labels(w, 1, &s[i].labels);
+        for (uint32_t k = 0; k < s[i].n; k++) {
+            const ps_qr_point_t *p = &s[i].points[k];
+            size_t el = p->exemplar ? elen[x++] : 0;
+            *w++ = 2 << 3 | 2;
+            w = w_uv(w, point_len(p, el));
+            if (p->v != 0) { /* protobuf-c leaves out 0.0 and -0.0 */
+                uint64_t bits;
+                memcpy(&bits, &p->v, 8);
+                *w++ = 1 << 3 | 1;
+                for (int j = 0; j < 8; j++)
+                    *w++ = (uint8_t)(bits >> (8 * j)); /* little-endian, as the wire has it */
+            }
+            if (p->t) {
+                *w++ = 2 << 3;
+                w = w_uv(w, (uint64_t)p->t);
+            }
+            if (p->exemplar) {
+                const ps_qr_exemplar_t *e = p->exemplar;
+                size_t id = e->profile_id ? strlen(e->profile_id) : 0;
+                *w++ = 4 << 3 | 2;
+                w = w_uv(w, el);
+                if (e->t) {
+                    *w++ = 1 << 3;
+                    w = w_uv(w, (uint64_t)e->t);
+                }
+                if (id)
+                    w = w_ld(w, 2, e->profile_id, id);
+                if (e->value) {
+                    *w++ = 4 << 3;
+                    w = w_uv(w, (uint64_t)e->value);
+                }
+                w = w_labels(w, 5, &e->labels);
+            }
+        }
+    }
+    out->len += (size_t)(w - w0);
+}
+
 void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
 {
+    if (codec != PS_QR_JSON) {
+        select_series_binary(s, n, arena, out);
+        return;
+    }
     Querier__V1__SelectSeriesResponse res = QUERIER__V1__SELECT_SERIES_RESPONSE__INIT;
     label_cache_t lc = {0};
     Types__V1__Series **v = alloc_ptrs(arena, n);

@@ -53,14 +53,15 @@ bool ps_profile_uuid_split(const uint8_t u[16], uint64_t *sid, int64_t *ts)
 void ps_profile_uuid_text(const uint8_t u[16], char out[PS_PROFILE_ID_LEN + 1])
 {
     static const char hex[] = "0123456789abcdef";
-    size_t k = 0;
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            out[k++] = '-';
-        out[k++] = hex[u[i] >> 4];
-        out[k++] = hex[u[i] & 0x0f];
+    char *w = out;
+    for (int i = 0; i < 16; i++) { /* a SelectSeries answer writes one per point: no branch per byte */
+        *w = hex[u[i] >> 4];
+        w[1] = hex[u[i] & 0x0f];
+        w += 2;
+        if ((0x02a8 >> i) & 1) /* after bytes 4, 6, 8, 10 (i = 3, 5, 7, 9) */
+            *w++ = '-';
     }
-    out[k] = '\0';
+    *w = '\0';
 }
 
 static int hexval(char c)
