@@ -53,7 +53,7 @@ static int finish(qcall_t *q, int ret)
     if (q->r)
         ps_reader_end(q->r);
     if (ret == 0)
-        ps_connect_reply(q->c, q->out.data, q->out.len);
+        ps_connect_reply_buf(q->c, &q->out);
     else
         ps_connect_error(q->c, q->code != 0 ? q->code : ps_connect_code_of(q->err.code ? q->err.code : ret),
                          q->err.msg[0] ? q->err.msg : ps_strerror(ret));
@@ -459,7 +459,7 @@ int ps_connect_querier_select_series(ps_connect_call_t *c)
     ps_selector_t sel = {0};
     ps_querier_range_q_t rq;
     ps_qseries_t *s;
-    ps_querier_exemplar_t **ex = NULL;
+    ps_qr_exemplar_t **ex = NULL;
     uint32_t n;
     int ret = begin(&q, c);
     if (ret == 0)
@@ -472,17 +472,8 @@ int ps_connect_querier_select_series(ps_connect_call_t *c)
         ps_qr_series_t *qs = ps_arena_calloc(q.a, n + 1, sizeof(ps_qr_series_t));
         for (uint32_t i = 0; i < n; i++) {
             ps_qr_point_t *pt = ps_arena_alloc(q.a, ((size_t)s[i].n + 1) * sizeof(ps_qr_point_t));
-            ps_qr_exemplar_t *qe = ex ? ps_arena_alloc(q.a, ((size_t)s[i].n + 1) * sizeof(ps_qr_exemplar_t)) : NULL;
-            for (uint32_t k = 0; k < s[i].n; k++) {
-                pt[k] = (ps_qr_point_t){s[i].points[k].t, s[i].points[k].v, NULL};
-                if (qe) {
-                    const ps_querier_exemplar_t *e = &ex[i][k];
-                    char *id = ps_arena_alloc(q.a, PS_PROFILE_ID_LEN + 1);
-                    ps_query_profile_id(q.r, e->sid, e->ts, id);
-                    qe[k] = (ps_qr_exemplar_t){ps_ns_to_ms_floor(e->ts), id, e->value, e->labels};
-                    pt[k].exemplar = &qe[k];
-                }
-            }
+            for (uint32_t k = 0; k < s[i].n; k++)
+                pt[k] = (ps_qr_point_t){s[i].points[k].t, s[i].points[k].v, ex ? &ex[i][k] : NULL};
             qs[i] = (ps_qr_series_t){s[i].labels, s[i].n, pt};
         }
         ps_qr_encode_select_series(c->codec, qs, n, q.a, &q.out);

@@ -454,9 +454,9 @@ static ps_labels_t exemplar_labels(const ps_labels_t *ls, const char *const *by,
 
 /* The groups' points into res (groups without any left out), ordered and cut as the query says,
  * with exemplars into ex[series][point] when ex is not NULL; returns how many series. */
-static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint32_t ng, uint64_t nsteps,
-                            const ps_series_set_t *set, ps_arena_t *arena, ps_qseries_t *res,
-                            ps_querier_exemplar_t **ex)
+static uint32_t make_points(ps_reader_t *r, const ps_querier_range_q_t *q, group_t *groups, uint32_t ng,
+                            uint64_t nsteps, const ps_series_set_t *set, ps_arena_t *arena, ps_qseries_t *res,
+                            ps_qr_exemplar_t **ex)
 {
     uint32_t kept = 0;
     group_t **order = ps_arena_alloc(arena, (ng + 1) * sizeof(group_t *));
@@ -471,7 +471,8 @@ static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint
         ps_qseries_t *s = &res[g];
         s->labels = gr->labels;
         s->points = ps_arena_alloc(arena, np * sizeof(ps_point_t));
-        ps_querier_exemplar_t *e = ex ? ps_arena_alloc(arena, np * sizeof(ps_querier_exemplar_t)) : NULL;
+        ps_qr_exemplar_t *e = ex ? ps_arena_alloc(arena, np * sizeof(ps_qr_exemplar_t)) : NULL;
+        char *ids = ex ? ps_arena_alloc(arena, np * (PS_PROFILE_ID_LEN + 1)) : NULL;
         for (uint64_t k = 0; k < nsteps; k++) {
             if (gr->count[k] == 0)
                 continue;
@@ -480,7 +481,10 @@ static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint
                 uint32_t si = gr->ex_series[k];
                 if (exl[si].pairs == NULL)
                     exl[si] = exemplar_labels(&set->labels[si], q->group_by, q->ngroup_by, arena);
-                e[s->n] = (ps_querier_exemplar_t){set->sids[si], gr->ex_ts[k], gr->ex_v[k], exl[si]};
+                char *id = ids + (size_t)s->n * (PS_PROFILE_ID_LEN + 1);
+                ps_query_profile_id(r, set->sids[si], gr->ex_ts[k], id);
+                int64_t ts = gr->ex_ts[k];
+                e[s->n] = (ps_qr_exemplar_t){ts / NS_PER_MS - (ts % NS_PER_MS < 0), id, gr->ex_v[k], exl[si]};
             }
             s->points[s->n++] = (ps_point_t){q->start + (int64_t)k * q->step, v};
             gr->total += v;
@@ -494,7 +498,7 @@ static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint
     if (q->has_limit && q->limit > 0 && (uint64_t)q->limit < n)
         n = (uint32_t)q->limit;
     ps_qseries_t *tmp = ps_arena_alloc(arena, (n + 1) * sizeof(ps_qseries_t));
-    ps_querier_exemplar_t **etmp = ex ? ps_arena_alloc(arena, (n + 1) * sizeof(*etmp)) : NULL;
+    ps_qr_exemplar_t **etmp = ex ? ps_arena_alloc(arena, (n + 1) * sizeof(*etmp)) : NULL;
     for (uint32_t i = 0; i < n; i++) {
         tmp[i] = res[order[i] - groups];
         if (ex)
@@ -507,7 +511,7 @@ static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint
 }
 
 int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena, ps_qseries_t **out,
-                             uint32_t *nout, ps_querier_exemplar_t ***ex, ps_err_t *err)
+                             uint32_t *nout, ps_qr_exemplar_t ***ex, ps_err_t *err)
 {
     *out = NULL;
     *nout = 0;
@@ -573,9 +577,9 @@ int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_a
     ps_hmap_dispose(&index);
     uint32_t nres = 0;
     ps_qseries_t *res = ps_arena_calloc(arena, ng + 1, sizeof(ps_qseries_t));
-    ps_querier_exemplar_t **e = with_ex ? ps_arena_calloc(arena, ng + 1, sizeof(*e)) : NULL;
+    ps_qr_exemplar_t **e = with_ex ? ps_arena_calloc(arena, ng + 1, sizeof(*e)) : NULL;
     if (ret == 0)
-        nres = make_points(q, groups, ng, nsteps, &set, arena, res, e);
+        nres = make_points(r, q, groups, ng, nsteps, &set, arena, res, e);
     for (uint32_t g = 0; g < ng; g++) {
         free(groups[g].sum);
         free(groups[g].count);

@@ -94,13 +94,6 @@ typedef struct ps_querier_range_q {
     bool exemplars;              /* EXEMPLAR_TYPE_INDIVIDUAL: each point's exemplar (ps_querier_select_series) */
 } ps_querier_range_q_t;
 
-/** The exemplar of a SelectSeries point: the profile of series sid at ts (ns), its total, and the
- *  labels of its series without __name__ and the group_by labels (in the arena). */
-typedef struct ps_querier_exemplar {
-    uint64_t sid;
-    int64_t ts, value;
-    ps_labels_t labels;
-} ps_querier_exemplar_t;
 
 /**
  * Pyroscope's SelectSeries (querier.go rangeSeries, model.TopSeries): the steps are t = start,
@@ -116,10 +109,12 @@ typedef struct ps_querier_exemplar {
  * With q->exemplars and ex not NULL, (*ex)[i][k] is the exemplar of point k of series i
  * (Pyroscope's DefaultMaxExemplarsPerPoint, 1, and selectTopNExemplars): of the profiles the point
  * sums (or averages), the one with the largest total; of equals the earliest, then the one of the
- * series with the smallest id. Its time is the profile's (ms), not the step's.
+ * series with the smallest id. t is the profile's time (ms, not the step's), profile_id its id
+ * (ps_query_profile_id), value its total, labels those of its series without __name__ and the
+ * group_by labels (one array per series, shared by its exemplars).
  */
 int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena, ps_qseries_t **out,
-                             uint32_t *n, ps_querier_exemplar_t ***ex, ps_err_t *err);
+                             uint32_t *n, ps_qr_exemplar_t ***ex, ps_err_t *err);
 
 /** The y buckets of a heatmap (Pyroscope's DefaultYAxisBuckets). */
 #define PS_QUERIER_HEATMAP_BUCKETS 20

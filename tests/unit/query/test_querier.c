@@ -547,24 +547,24 @@ static void test_profile_ids(void **state)
     ps_querier_range_q_t q = {.sel = &sel, .start = MS(T0), .end = MS(T0 + 40), .step = MS(10), .group_by = gb,
                               .ngroup_by = 1, .has_limit = false, .max_series = 100, .exemplars = true};
     ps_qseries_t *s;
-    ps_querier_exemplar_t **ex;
+    ps_qr_exemplar_t **ex;
     assert_int_equal(ps_querier_select_series(f.r, &q, &f.a, &s, &n, &ex, &f.err), 0);
     assert_int_equal(n, 2);
     assert_int_equal(s[0].n, 2);
-    assert_true(ex[0][0].ts == (T0 + 10) * 1000000000LL && ex[0][0].value == CPU01);
-    assert_true(ex[0][1].ts == (T0 + 20) * 1000000000LL && ex[0][1].value == CPU02);
+    assert_true(ex[0][0].t == MS(T0 + 10) && ex[0][0].value == CPU01);
+    assert_true(ex[0][1].t == MS(T0 + 20) && ex[0][1].value == CPU02);
     assert_true(s[0].points[1].v == CPU02 + CPU03);
     assert_int_equal(ex[0][1].labels.n, 1); /* without __name__ and job */
     assert_string_equal(ps_labels_value(&ex[0][1].labels, "instance"), "a");
-    assert_true(ex[1][0].ts == (T0 + 30) * 1000000000LL && ex[1][0].value == CPU04);
+    assert_true(ex[1][0].t == MS(T0 + 30) && ex[1][0].value == CPU04);
     assert_int_equal(ex[1][0].labels.n, 0);
+    {
+        ps_profile_ref_t ref;
+        assert_int_equal(ps_query_profile_id_parse(f.r, ex[0][1].profile_id, 36, "id", &ref, 1, &k, &f.err), 0);
+        assert_true(ref.ts == (T0 + 20) * 1000000000LL);
+    }
     /* merge by ids: cpu-01 and cpu-04 of the listed, within the range; listed twice counts once */
-    const char *ids[4];
-    char idt[4][PS_PROFILE_ID_LEN + 1];
-    ps_query_profile_id(f.r, ex[0][0].sid, ex[0][0].ts, idt[0]);
-    ps_query_profile_id(f.r, ex[1][0].sid, ex[1][0].ts, idt[1]);
-    ps_query_profile_id(f.r, ex[0][1].sid, ex[0][1].ts, idt[2]);
-    ids[0] = idt[0], ids[1] = idt[1], ids[2] = idt[0], ids[3] = idt[2];
+    const char *ids[4] = {ex[0][0].profile_id, ex[1][0].profile_id, ex[0][0].profile_id, ex[0][1].profile_id};
     ps_profile_ref_t *refs;
     uint32_t nrefs;
     assert_int_equal(ps_querier_profile_ids(f.r, ids, 4, "profile_id_selector", &f.a, &refs, &nrefs, &f.err), 0);
