@@ -718,6 +718,7 @@ static void select_series_binary(const ps_qr_series_t *s, uint32_t n, ps_arena_t
         for (uint32_t k = 0; k < s[i].n; k++)
             nex += s[i].points[k].exemplar != NULL;
     uint32_t *elen = ps_arena_alloc(arena, (nex + 1) * sizeof(uint32_t));
+    uint16_t *idlen = ps_arena_alloc(arena, (nex + 1) * sizeof(uint16_t)); /* ids are UUID text: 36 */
     const ps_label_pair_t *last = NULL;
     size_t lab = 0, x = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -727,7 +728,9 @@ static void select_series_binary(const ps_qr_series_t *s, uint32_t n, ps_arena_t
             size_t el = 0;
             if (p->exemplar) {
                 const char *id = p->exemplar->profile_id;
-                el = exemplar_len(p->exemplar, id ? strlen(id) : 0, &last, &lab);
+                size_t il = id ? strnlen(id, UINT16_MAX) : 0;
+                el = exemplar_len(p->exemplar, il, &last, &lab);
+                idlen[x] = (uint16_t)il;
                 elen[x++] = (uint32_t)el;
             }
             sl += ld_len(point_len(p, el));
@@ -743,7 +746,7 @@ static void select_series_binary(const ps_qr_series_t *s, uint32_t n, ps_arena_t
         w = w_labels(w, 1, &s[i].labels);
         for (uint32_t k = 0; k < s[i].n; k++) {
             const ps_qr_point_t *p = &s[i].points[k];
-            size_t el = p->exemplar ? elen[x++] : 0;
+            size_t el = p->exemplar ? elen[x] : 0, id = p->exemplar ? idlen[x++] : 0;
             *w++ = 2 << 3 | 2;
             w = w_uv(w, point_len(p, el));
             if (p->v != 0) { /* protobuf-c leaves out 0.0 and -0.0 */
@@ -759,7 +762,6 @@ static void select_series_binary(const ps_qr_series_t *s, uint32_t n, ps_arena_t
             }
             if (p->exemplar) {
                 const ps_qr_exemplar_t *e = p->exemplar;
-                size_t id = e->profile_id ? strlen(e->profile_id) : 0;
                 *w++ = 4 << 3 | 2;
                 w = w_uv(w, el);
                 if (e->t) {
