@@ -53,7 +53,7 @@ static int finish(qcall_t *q, int ret)
     if (q->r)
         ps_reader_end(q->r);
     if (ret == 0)
-        ps_connect_reply_buf(q->c, &q->out);
+        ps_connect_reply_take(q->c, &q->out);
     else
         ps_connect_error(q->c, q->code != 0 ? q->code : ps_connect_code_of(q->err.code ? q->err.code : ret),
                          q->err.msg[0] ? q->err.msg : ps_strerror(ret));

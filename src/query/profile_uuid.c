@@ -16,7 +16,10 @@
  *   bytes 9-15  S & (2^56 - 1)
  *
  * so T's 64 bits and S's low 58 bits fit beside the 6 fixed bits, and ids of profiles after 1970
- * sort by time as text.
+ * sort by time as text. Example: series 2 at 2026-11-30T07:00:07Z, T = 1796022007000000000 =
+ * 0x18ecc07fe804e600:
+ *
+ *   18 ec c0 7f e8 04 | 8e | 60 | 80 | 00 00 00 00 00 00 02  ->  18ecc07f-e804-8e60-8000-000000000002
  */
 bool ps_profile_uuid_make(uint64_t sid, int64_t ts, uint8_t u[16])
 {
