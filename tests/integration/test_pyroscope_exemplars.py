@@ -159,6 +159,18 @@ def test_select_series_exemplars_group_by_and_json(srv, pb, ids):
                                    "value": "2860000000", "labels": [{"name": "instance", "value": "c"}]}]}]}
 
 
+def test_select_series_exemplars_with_limit(srv, pb, ids):
+    # the top series by the sum of its points keeps its exemplars (batch: 1 point, api: 3)
+    r = call(srv, "SelectSeries", series_req(pb, group_by=["instance"], limit=1), pb.querier.SelectSeriesResponse)
+    got = [([(l.name, l.value) for l in s.labels], points(s)) for s in r.msg.series]
+    assert got == [([("instance", "a")], [
+        ((T0 + 60) * MS, 2980000000,
+         [((T0 + 7) * MS, ids["go/cpu-01.pb.gz"], "", 2980000000, [("service_name", "api")])]),
+        ((T0 + 120) * MS, 2930000000,
+         [((T0 + 67) * MS, ids["go/cpu-02.pb.gz"], "", 2930000000, [("service_name", "api")])]),
+    ])]
+
+
 def test_select_series_span_exemplars_unimplemented(srv, pb):
     # Pyroscope's answer when span exemplars are asked for (its query backend's)
     m = err(srv, "SelectSeries", series_req(pb, exemplar_type=3), status=501, code="unimplemented")
