@@ -176,6 +176,12 @@ void ps_connect_reply(ps_connect_call_t *c, const void *msg, size_t len)
     ps_answer_set(&c->t->ans, 200, c->codec == PS_CONNECT_JSON ? "application/json" : "application/proto", msg, len);
 }
 
+void ps_connect_reply_take(ps_connect_call_t *c, ps_buf_t *msg)
+{
+    ps_answer_header(&c->t->ans, "accept-encoding", "gzip", 4);
+    ps_answer_take(&c->t->ans, 200, c->codec == PS_CONNECT_JSON ? "application/json" : "application/proto", msg);
+}
+
 /* ---- the checks -------------------------------------------------------------------------------- */
 
 static h2o_iovec_t header(ps_task_t *t, const char *name)

@@ -57,6 +57,8 @@ static const route_t routes[] = {
     {"/api/v1/profiles/query", M_GET | M_POST, NULL, ps_api_profile_query, RD | POOL, NULL},
     {"/api/v1/profiles/diff", M_GET | M_POST, NULL, ps_api_profile_diff, RD | POOL, NULL},
     {"/api/v1/profiles/adhoc", M_GET | M_POST, NULL, ps_api_profile_adhoc, RD | POOL, NULL},
+    {"/api/v1/profiles/ids", M_GET | M_POST, NULL, ps_api_profile_ids, RD | POOL, NULL},
+    {"/api/v1/profile", M_GET | M_POST, NULL, ps_api_profile_by_id, RD | POOL, NULL},
     {"/api/v1/admin/compact", M_POST, ps_api_admin_compact, NULL, ADM, NULL},
     {"/api/v1/admin/retention", M_POST, ps_api_admin_retention, NULL, ADM, NULL},
     {"/api/v1/debug/series", M_GET, NULL, ps_api_debug_series, ADM | POOL, NULL},

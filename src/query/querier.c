@@ -388,13 +388,44 @@ typedef struct group {
     double *sum;
     uint32_t *count;
     double total; /* the sum of its points, for the top-N */
+    /* with exemplars, per step: the best profile so far (ex_series UINT32_MAX: none) */
+    int64_t *ex_v, *ex_ts;
+    uint32_t *ex_series;
 } group_t;
 
 typedef struct range_ctx {
     const ps_querier_range_q_t *q;
     uint64_t nsteps;
     group_t *g;
+    uint32_t series; /* index in the series set (in id order) */
+    ps_err_t *err;
 } range_ctx_t;
+
+/* one profile at ts (ns) of value v: its step's sum, count and, with exemplars, exemplar */
+static int range_add(range_ctx_t *c, int64_t ts, int64_t v)
+{
+    const ps_querier_range_q_t *q = c->q;
+    int64_t t = ts / NS_PER_MS - (ts % NS_PER_MS < 0); /* floor, as ps_reader_samples */
+    uint64_t k = t <= q->start ? 0 : (uint64_t)((t - q->start) + q->step - 1) / (uint64_t)q->step;
+    if (k >= c->nsteps)
+        return 0;
+    group_t *g = c->g;
+    g->sum[k] += (double)v;
+    g->count[k]++;
+    if (g->ex_series != NULL &&
+        (g->ex_series[k] == UINT32_MAX || v > g->ex_v[k] ||
+         (v == g->ex_v[k] && (ts < g->ex_ts[k] || (ts == g->ex_ts[k] && c->series < g->ex_series[k]))))) {
+        g->ex_v[k] = v;
+        g->ex_ts[k] = ts;
+        g->ex_series[k] = c->series;
+    }
+    return 0;
+}
+
+static int on_range_profile(void *ctx, const ps_stored_profile_t *p)
+{
+    return range_add(ctx, p->ts, p->total);
+}
 
 static int on_samples(void *ctx, const ps_float_sample_t *s, size_t n)
 {
@@ -424,13 +455,18 @@ static int cmp_group_total(const void *a, const void *b)
     return ps_labels_cmp(&x->labels, &y->labels);
 }
 
-/* The groups' points into res (groups without any left out), ordered and cut as the query says;
- * returns how many series. */
-static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint32_t ng, uint64_t nsteps,
-                            ps_arena_t *arena, ps_qseries_t *res)
+/* ls without __name__ and the group_by names */
+static ps_labels_t exemplar_labels(const ps_labels_t *ls, const char *const *by, uint32_t nby, ps_arena_t *arena);
+
+/* The groups' points into res (groups without any left out), ordered and cut as the query says,
+ * with exemplars into ex[series][point] when ex is not NULL; returns how many series. */
+static uint32_t make_points(ps_reader_t *r, const ps_querier_range_q_t *q, group_t *groups, uint32_t ng,
+                            uint64_t nsteps, const ps_series_set_t *set, ps_arena_t *arena, ps_qseries_t *res,
+                            ps_qr_exemplar_t **ex)
 {
     uint32_t kept = 0;
     group_t **order = ps_arena_alloc(arena, (ng + 1) * sizeof(group_t *));
+    ps_labels_t *exl = ex ? ps_arena_calloc(arena, set->n + 1, sizeof(ps_labels_t)) : NULL;
     for (uint32_t g = 0; g < ng; g++) {
         group_t *gr = &groups[g];
         uint64_t np = 0;
@@ -441,13 +477,26 @@ static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint
         ps_qseries_t *s = &res[g];
         s->labels = gr->labels;
         s->points = ps_arena_alloc(arena, np * sizeof(ps_point_t));
+        ps_qr_exemplar_t *e = ex ? ps_arena_alloc(arena, np * sizeof(ps_qr_exemplar_t)) : NULL;
+        char *ids = ex ? ps_arena_alloc(arena, np * (PS_PROFILE_ID_LEN + 1)) : NULL;
         for (uint64_t k = 0; k < nsteps; k++) {
             if (gr->count[k] == 0)
                 continue;
             double v = q->average ? gr->sum[k] / gr->count[k] : gr->sum[k];
+            if (e) { /* a series' exemplar labels once: its exemplars share them */
+                uint32_t si = gr->ex_series[k];
+                if (exl[si].pairs == NULL)
+                    exl[si] = exemplar_labels(&set->labels[si], q->group_by, q->ngroup_by, arena);
+                char *id = ids + (size_t)s->n * (PS_PROFILE_ID_LEN + 1);
+                ps_query_profile_id(r, set->sids[si], gr->ex_ts[k], id);
+                int64_t ts = gr->ex_ts[k];
+                e[s->n] = (ps_qr_exemplar_t){ts / NS_PER_MS - (ts % NS_PER_MS < 0), id, gr->ex_v[k], exl[si]};
+            }
             s->points[s->n++] = (ps_point_t){q->start + (int64_t)k * q->step, v};
             gr->total += v;
         }
+        if (ex)
+            ex[g] = e;
         order[kept++] = gr;
     }
     qsort(order, kept, sizeof(group_t *), q->has_limit ? cmp_group_total : cmp_group_labels);
@@ -455,9 +504,15 @@ static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint
     if (q->has_limit && q->limit > 0 && (uint64_t)q->limit < n)
         n = (uint32_t)q->limit;
     ps_qseries_t *tmp = ps_arena_alloc(arena, (n + 1) * sizeof(ps_qseries_t));
-    for (uint32_t i = 0; i < n; i++)
+    ps_qr_exemplar_t **etmp = ex ? ps_arena_alloc(arena, (n + 1) * sizeof(*etmp)) : NULL;
+    for (uint32_t i = 0; i < n; i++) {
         tmp[i] = res[order[i] - groups];
+        if (ex)
+            etmp[i] = ex[order[i] - groups];
+    }
     memcpy(res, tmp, n * sizeof(ps_qseries_t));
+    if (ex)
+        memcpy(ex, etmp, n * sizeof(*etmp));
     return n;
 }
 
@@ -516,20 +571,22 @@ static int cs_on_profile(void *ctx, const ps_stored_profile_t *p)
     int ret = cs_decide(c, p);
     if (ret)
         return ret;
-    double sum = 0;
+    int64_t sum = 0;
     uint64_t v;
     for (uint32_t i = 0; i < p->n; i++)
         if (ps_hmap_get(c->verdict, &p->nodes[i], 8, &v) && v == CS_IN)
-            sum += (double)p->values[i];
-    ps_float_sample_t s = {p->ts / 1000000 - (p->ts % 1000000 < 0), sum};
-    return on_samples(c->rc, &s, 1);
+            sum = ps_sat_add(sum, p->values[i]);
+    return range_add(c->rc, p->ts, sum);
 }
 
 int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena, ps_qseries_t **out,
-                             uint32_t *nout, ps_err_t *err)
+                             uint32_t *nout, ps_qr_exemplar_t ***ex, ps_err_t *err)
 {
     *out = NULL;
     *nout = 0;
+    bool with_ex = q->exemplars && ex != NULL;
+    if (ex)
+        *ex = NULL;
     if (q->step <= 0)
         return ps_err_set(err, PS_EINVAL, "step must be positive (seconds; got %lld ms)", (long long)q->step);
     if (q->start > q->end)
@@ -573,13 +630,21 @@ int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_a
             groups[gi].labels = p;
             groups[gi].sum = ps_xcalloc(nsteps, sizeof(double));
             groups[gi].count = ps_xcalloc(nsteps, sizeof(uint32_t));
+            if (with_ex) {
+                groups[gi].ex_v = ps_xcalloc(nsteps, sizeof(int64_t));
+                groups[gi].ex_ts = ps_xcalloc(nsteps, sizeof(int64_t));
+                groups[gi].ex_series = ps_xmalloc(nsteps * sizeof(uint32_t));
+                memset(groups[gi].ex_series, 0xff, nsteps * sizeof(uint32_t));
+            }
         }
-        range_ctx_t c = {q, nsteps, &groups[gi]};
-        if (q->ncall_site == 0) {
-            ret = ps_reader_samples(r, set.sids[i], lo_ms, q->end, on_samples, &c, err);
-        } else {
+        range_ctx_t c = {q, nsteps, &groups[gi], i, err};
+        if (q->ncall_site > 0) { /* each profile's samples under the call site */
             cs_series_t cs = {r, q, &c, &verdict, err};
             ret = ps_reader_profiles(r, set.sids[i], lo_ns, hi_ns, false, cs_on_profile, &cs, err);
+        } else if (with_ex) { /* the profiles themselves: their ns times name them */
+            ret = ps_reader_profiles(r, set.sids[i], lo_ns, hi_ns, true, on_range_profile, &c, err);
+        } else {
+            ret = ps_reader_samples(r, set.sids[i], lo_ms, q->end, on_samples, &c, err);
         }
     }
     ps_buf_dispose(&key);
@@ -587,12 +652,18 @@ int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_a
     ps_hmap_dispose(&verdict);
     uint32_t nres = 0;
     ps_qseries_t *res = ps_arena_calloc(arena, ng + 1, sizeof(ps_qseries_t));
+    ps_qr_exemplar_t **e = with_ex ? ps_arena_calloc(arena, ng + 1, sizeof(*e)) : NULL;
     if (ret == 0)
-        nres = make_points(q, groups, ng, nsteps, arena, res);
+        nres = make_points(r, q, groups, ng, nsteps, &set, arena, res, e);
     for (uint32_t g = 0; g < ng; g++) {
         free(groups[g].sum);
         free(groups[g].count);
+        free(groups[g].ex_v);
+        free(groups[g].ex_ts);
+        free(groups[g].ex_series);
     }
+    if (ex)
+        *ex = e;
     *out = res;
     *nout = ret == 0 ? nres : 0;
     return ret;
@@ -792,6 +863,53 @@ void ps_querier_strip_span_labels(ps_profile_t *p)
         }
         smp->nlabels = m;
     }
+
+static int cmp_ref(const void *a, const void *b)
+{
+    const ps_profile_ref_t *x = a, *y = b;
+    if (x->sid != y->sid)
+        return x->sid < y->sid ? -1 : 1;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+int ps_querier_profile_ids(ps_reader_t *r, const char *const *ids, uint32_t n, const char *field, ps_arena_t *arena,
+                           ps_profile_ref_t **out, uint32_t *nout, ps_err_t *err)
+{
+    *out = NULL;
+    *nout = 0;
+    if (n > PS_QUERIER_MAX_PROFILE_IDS)
+        return ps_err_set(err, PS_EINVAL, "%s: %u profile ids, more than %u", field, n, PS_QUERIER_MAX_PROFILE_IDS);
+    enum { PER_ID = 16 }; /* the profiles one id may name (a client's id given to several series) */
+    ps_profile_ref_t *refs = ps_arena_alloc(arena, ((size_t)n * PER_ID + 1) * sizeof(*refs));
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        char f[96];
+        uint32_t got;
+        snprintf(f, sizeof(f), "%s[%u]", field, i);
+        const char *id = ids[i] ? ids[i] : "";
+        int ret = ps_query_profile_id_parse(r, id, strlen(id), f, refs + k, PER_ID, &got, err);
+        if (ret)
+            return ret;
+        k += got;
+    }
+    if (k > 1)
+        qsort(refs, k, sizeof(*refs), cmp_ref);
+    uint32_t u = 0;
+    for (uint32_t i = 0; i < k; i++)
+        if (u == 0 || cmp_ref(&refs[u - 1], &refs[i]) != 0)
+            refs[u++] = refs[i];
+    *out = refs;
+    *nout = u;
+    return 0;
+}
+
+int ps_querier_merge_ids(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64_t end_ns, uint32_t max_series,
+                         const ps_profile_ref_t *refs, uint32_t nrefs, ps_arena_t *arena, ps_profile_sel_t *out,
+                         ps_err_t *err)
+{
+    ps_profile_query_t q = {.sel = sel, .param = "profile_typeID", .ranged = true, .start = start_ns, .end = end_ns,
+                            .max_series = max_series, .only = refs, .nonly = nrefs};
+    return ps_query_profile_select(r, &q, arena, out, err);
 }
 
 int ps_querier_max_nodes(bool has, int64_t v, int64_t *out, ps_err_t *err)
@@ -1042,6 +1160,7 @@ typedef struct hm_point {
     uint32_t slot;
     int32_t y;
     int64_t t, v;           /* ms, total */
+    int64_t ts;             /* ns: with the series, the profile's id */
 } hm_point_t;
 
 typedef struct hm_ctx {
@@ -1066,7 +1185,7 @@ static int on_heatmap_profile(void *ctx, const ps_stored_profile_t *p)
         c->p = ps_xrealloc(c->p, c->cap * sizeof(hm_point_t));
     }
     int64_t t = p->ts / NS_PER_MS - (p->ts % NS_PER_MS < 0); /* floor */
-    c->p[c->n++] = (hm_point_t){.group = c->group, .series = c->series, .t = t, .v = p->total};
+    c->p[c->n++] = (hm_point_t){.group = c->group, .series = c->series, .t = t, .v = p->total, .ts = p->ts};
     return 0;
 }
 
@@ -1081,7 +1200,9 @@ static int cmp_hm_point(const void *a, const void *b)
         return x->y < y->y ? -1 : 1;
     if (x->v != y->v)
         return x->v > y->v ? -1 : 1; /* the largest first: the bucket's exemplar */
-    return x->t < y->t ? -1 : x->t > y->t;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return x->series < y->series ? -1 : x->series > y->series;
 }
 
 typedef struct hm_group {
@@ -1120,8 +1241,8 @@ static ps_labels_t exemplar_labels(const ps_labels_t *ls, const char *const *by,
 }
 
 /* The slots of group g from its points p[0..n) (sorted by slot, y, value). */
-static void heatmap_slots(const ps_querier_heatmap_q_t *q, const ps_series_set_t *set, const hm_point_t *p, size_t n,
-                          const double *ymin, ps_arena_t *arena, hm_group_t *g)
+static void heatmap_slots(ps_reader_t *r, const ps_querier_heatmap_q_t *q, const ps_series_set_t *set,
+                          const hm_point_t *p, size_t n, const double *ymin, ps_arena_t *arena, hm_group_t *g)
 {
     uint32_t nslots = 0;
     for (size_t i = 0; i < n; i++)
@@ -1138,10 +1259,13 @@ static void heatmap_slots(const ps_querier_heatmap_q_t *q, const ps_series_set_t
         for (size_t k = i; k < j; k++) {
             if (p[k].y < 0)
                 continue; /* below the first bucket: none is, vmin being the smallest */
-            if (ex && (k == i || p[k].y != p[k - 1].y))
+            if (ex && (k == i || p[k].y != p[k - 1].y)) {
+                char *id = ps_arena_alloc(arena, PS_PROFILE_ID_LEN + 1);
+                ps_query_profile_id(r, set->sids[p[k].series], p[k].ts, id);
                 ex[sl->nexemplars++] = (ps_qr_exemplar_t){
-                    .t = p[k].t, .value = p[k].v,
+                    .t = p[k].t, .profile_id = id, .value = p[k].v,
                     .labels = exemplar_labels(&set->labels[p[k].series], q->group_by, q->ngroup_by, arena)};
+            }
             counts[p[k].y]++;
             g->sum++;
         }
@@ -1229,7 +1353,7 @@ int ps_querier_select_heatmap(ps_reader_t *r, const ps_querier_heatmap_q_t *q, p
         size_t j = i;
         while (j < c.n && c.p[j].group == c.p[i].group)
             j++;
-        heatmap_slots(q, &set, c.p + i, j - i, ymin, arena, &groups[c.p[i].group]);
+        heatmap_slots(r, q, &set, c.p + i, j - i, ymin, arena, &groups[c.p[i].group]);
         i = j;
     }
     free(c.p);

@@ -179,6 +179,7 @@ if [ -f "$root/proto/querier.c" ] && [ -f "$here/fuzz_querier.c" ]; then
         "$here/fuzz_querier.c" "$root/proto/querier.c" "$root/proto/settings.c" "$root/proto/recording.c" \
         "$root/proto/pbjson.c" "$root/proto/pballoc.c" "$gen/pyroscope_types.pb-c.c" "$gen/pyroscope_google.pb-c.c" \
         "$gen/pyroscope_querier.pb-c.c" "$gen/pyroscope_settings.pb-c.c" "$gen/pyroscope_recording.pb-c.c" \
+        "$root/src/query/profile_uuid.c" \
         "$root"/core/*.c $(pkg-config --libs libprotobuf-c jansson) -lm -lpthread \
         -o "$out/fuzz_querier"
 fi

@@ -10,7 +10,7 @@
  * Connect body. A failure must be a clean
  * PS_EINVAL or PS_ETOOBIG with a message naming the message type; a success must hold
  * NUL-terminated strings and arrays as long as their counts (the call site's names too), and a
- * format/aggregation as sent.
+ * format/aggregation as sent; profile ids that scan as UUIDs write back the same bytes.
  * Built and run by build.sh / run.sh in this folder (seeds: requests as Grafana sends them).
  */
 #include <stdint.h>
@@ -22,6 +22,7 @@
 #include "proto/querier.h"
 #include "proto/recording.h"
 #include "proto/settings.h"
+#include "query/query.h"
 
 #define PS_FUZZ_NAME "fuzz_querier"
 #include "fuzzutil.h"
@@ -99,12 +100,32 @@ static int fuzz_rules(int which, int codec, bool store, const uint8_t *body, siz
     return 0;
 }
 
+/* a profile id as the merges read it (src/query/profile_uuid.c): text that scans writes back the
+ * same bytes; a derived id's series and time make it again */
+static void check_profile_id(const char *s)
+{
+    uint8_t u[16], v[16];
+    char t[PS_PROFILE_ID_LEN + 1];
+    if (ps_profile_uuid_scan(s, strlen(s), u) != 0)
+        return;
+    ps_profile_uuid_text(u, t);
+    CHECK(strlen(t) == PS_PROFILE_ID_LEN && ps_profile_uuid_scan(t, PS_PROFILE_ID_LEN, v) == 0 &&
+              memcmp(u, v, 16) == 0, "profile id text round trip");
+    uint64_t sid;
+    int64_t ts;
+    if (ps_profile_uuid_split(u, &sid, &ts))
+        CHECK(ps_profile_uuid_make(sid, ts, v) && memcmp(u, v, 16) == 0, "derived profile id round trip");
+}
+
 static void check_merge(const ps_qr_merge_req_t *m)
 {
     CHECK(m->type_id != NULL && m->label_selector != NULL, "merge strings");
     CHECK(m->format != 0, "format UNSPECIFIED not read as FLAMEGRAPH");
     CHECK(m->has_max_nodes || m->max_nodes == 0, "max_nodes without presence");
     check_strs(m->call_site, m->ncall_site);
+    check_strs(m->profile_ids, m->nprofile_ids);
+    for (uint32_t i = 0; i < m->nprofile_ids; i++)
+        check_profile_id(m->profile_ids[i]);
     CHECK(m->has_stack_trace_selector || (m->ncall_site == 0 && !m->has_go_pgo), "call site without a selector");
     check_strs(m->span_ids, m->nspan_ids);
 }

@@ -7,6 +7,7 @@
 //   range             15m|1h|6h|24h|7d (relative to now)  from,to absolute range (unix seconds)
 //   by                sum-by labels, comma-separated
 //   sfrom,sto         the selection on the graph (unix s)  ssel  the series of a clicked point
+//   pid               the id of a clicked point's profile (shown by id: /api/v1/profile?id=)
 //   zoom              zoomed flame node (JSON array of frame names)   q   flame search regex
 //   mode              flame|table|both|sandwich            inv    1 = root at the bottom
 //   fn                selected function (table row, sandwich)         bd  breakdown label
