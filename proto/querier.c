@@ -205,7 +205,7 @@ int ps_qr_decode_merge_span(int codec, const void *data, size_t n, ps_arena_t *a
         merge_set(r, &(merge_fields_t){
                          q->profile_typeid, q->label_selector, q->start, q->end,
                          q->_max_nodes_case == QUERIER__V1__SELECT_MERGE_SPAN_PROFILE_REQUEST___MAX_NODES_MAX_NODES,
-                         q->max_nodes, false, NULL, 0, arena});
+                         q->max_nodes, false, NULL, 0, NULL, arena});
         r->format = q->format == 0 ? PS_QR_FORMAT_FLAMEGRAPH : (int)q->format;
         r->nspan_ids = (uint32_t)q->n_span_selector;
         r->span_ids = strs(q->span_selector, q->n_span_selector);

@@ -863,6 +863,9 @@ void ps_querier_strip_span_labels(ps_profile_t *p)
         }
         smp->nlabels = m;
     }
+}
+
+/* ---- profile ids (profile_id_selector) ---- */
 
 static int cmp_ref(const void *a, const void *b)
 {

@@ -129,7 +129,7 @@ def test_flags_every_flag_with_its_value(make_server):
         "scrape.max-targets": "50000",
         "web.max-connections": "512", "web.read-header-timeout": "10s", "web.body-idle-timeout": "10s",
         "web.body-min-rate": "1KiB", "web.idle-timeout": "2m", "web.enable-h2c": "false", "web.http2-max-resets": "100",
-        "agent": "false", "storage.check": "false",
+        "agent": "false", "storage.check": "false", "adhoc.max-bytes": "256MiB", "adhoc.max-profiles": "1000",
     }
 
 
