@@ -105,11 +105,12 @@ int ps_grpc_web_config(ps_grpc_t *g, const ps_webconfig_t *wc, ps_err_t *err);
 int ps_grpc_start(ps_grpc_t *g, ps_err_t *err);
 /** The port bound. */
 int ps_grpc_port(const ps_grpc_t *g);
-/** Closes the listener, sends GOAWAY on every connection; calls that arrive after get UNAVAILABLE
- *  "the server is shutting down"; calls already running go on. */
+/** Closes the listener and sends GOAWAY (NO_ERROR, the last stream it took) on every connection:
+ *  calls begun before it still run (Health/Check answers NOT_SERVING from now on); a call whose
+ *  headers arrive after it gets UNAVAILABLE "the server is shutting down". */
 void ps_grpc_begin_shutdown(ps_grpc_t *g);
-/** Waits for the running calls (their answers are sent, at most 10 s more for slow readers),
- *  closes every connection, joins the threads and frees g. NULL is a no-op. */
+/** Waits until every call begun before the shutdown is answered and its answer sent (10 s at
+ *  most), closes every connection, joins the threads and frees g. NULL is a no-op. */
 void ps_grpc_stop(ps_grpc_t *g);
 
 /** A method that answers UNIMPLEMENTED with ctx (a const char *) as grpc-message: the place of a

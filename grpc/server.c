@@ -401,6 +401,8 @@ static ps_grpc_status_t health_check(void *ctx, const ps_grpc_call_t *call, cons
         }
         unsigned wt = key & 7;
         uint64_t len = 0;
+        if (key >> 3 == 0 || key >> 3 > 0x1fffffff)
+            goto Bad; /* field numbers are 1 .. 2^29-1 */
         if (wt == 0 || wt == 2) {
             shift = 0;
             for (;;) {
@@ -633,7 +635,12 @@ static void job_done(job_t *j)
         g->jobs_out--;
     c->inflight--;
     stream_t *s = j->s;
-    if (s != NULL && !c->closed) {
+    if (c->closed) {
+        job_free(j);
+        conn_maybe_free(c);
+        return;
+    }
+    if (s != NULL) {
         s->job = NULL;
         if (!s->answered) {
             if (j->status == PS_GRPC_OK) {
@@ -643,23 +650,17 @@ static void job_done(job_t *j)
             }
             answer(s, j->status, j->msg, "200");
         }
-        if (!g->inline_mode)
-            conn_flush(c);
     }
     job_free(j);
-    if (c->closed)
-        conn_maybe_free(c);
+    if (!g->inline_mode)
+        conn_flush(c); /* may free c */
 }
 
 static void dispatch(stream_t *s)
 {
     conn_t *c = s->c;
     ps_grpc_t *g = c->g;
-    if (atomic_load(&g->stopping)) {
-        fail(s, PS_GRPC_UNAVAILABLE, "the server is shutting down");
-        return;
-    }
-    size_t n = s->body.len;
+    size_t n = s->body.len; /* a call begun before the shutdown runs, even when its body ends after */
     if (n == 0) {
         fail(s, PS_GRPC_UNIMPLEMENTED, "grpc: no request message for the unary method %s", s->m->path);
         return;
@@ -1425,7 +1426,8 @@ static void begin_stop(ps_grpc_t *g)
         epoll_ctl(g->ep, EPOLL_CTL_DEL, g->lfd, NULL);
         close(g->lfd);
         g->lfd = -1;
-        for (conn_t *c = g->conns; c != NULL; c = c->next) {
+        for (conn_t *c = g->conns, *next; c != NULL; c = next) {
+            next = c->next; /* conn_flush may free c */
             if (c->closed || c->goaway_sent)
                 continue;
             nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(c->h2),
@@ -1436,10 +1438,13 @@ static void begin_stop(ps_grpc_t *g)
     }
 }
 
-static bool all_flushed(ps_grpc_t *g)
+/* whether every call begun before the shutdown is answered and its answer sent */
+static bool all_done(ps_grpc_t *g)
 {
+    if (g->jobs_out > 0)
+        return false;
     for (conn_t *c = g->conns; c != NULL; c = c->next)
-        if (!c->closed && (c->out.len > c->outoff || nghttp2_session_want_write(c->h2)))
+        if (!c->closed && (c->streams != NULL || c->out.len > c->outoff || nghttp2_session_want_write(c->h2)))
             return false;
     return true;
 }
@@ -1472,7 +1477,7 @@ static void *loop_main(void *arg)
         if (stopping == 2) {
             if (g->stop_at == 0)
                 g->stop_at = now;
-            if ((g->jobs_out == 0 && all_flushed(g)) || now - g->stop_at > STOP_FLUSH_TIMEOUT)
+            if (all_done(g) || now - g->stop_at > STOP_FLUSH_TIMEOUT)
                 break;
         }
     }
