@@ -1,5 +1,5 @@
 """The gRPC listener (--grpc.listen-address, grpc/): real gRPC clients that are not ours (Debian's
-python3-grpcio: the C-core gRPC library) calling grpc.health.v1.Health/Check and methods by path with
+python3-grpcio: the C-core gRPC library; grpc-go v1.85.0 built from grpc_goclient/main.go) calling grpc.health.v1.Health/Check and methods by path with
 raw bytes, over h2c and over TLS with bearer tokens and basic auth from --web.config.file; framing
 errors, compression, limits and HTTP/2 abuse through a scripted HTTP/2 client (Debian's python3-h2),
 each with the exact grpc-status and grpc-message; a graceful shutdown with a call in flight."""
@@ -416,6 +416,61 @@ def test_tls_with_tokens_and_reload(make_server, tmp_path):
     assert call(ch, EXPORT, b"", [("authorization", "Bearer tok-new")]) == ("UNIMPLEMENTED", EXPORT_STUB)
     assert call(ch, EXPORT, b"", [("authorization", "Bearer tok-write")]) == (
         "UNAUTHENTICATED", "unauthorized: invalid credentials")
+
+
+GRPC_GO = "v1.85.0"  # google.golang.org/grpc, through the Go module proxy
+
+
+def _go_client():
+    """grpc_goclient/main.go built against grpc-go GRPC_GO, once, in a cache outside the repository."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+    go = require_tool("go")
+    src = Path(__file__).parent / "grpc_goclient" / "main.go"
+    key = hashlib.sha256(src.read_bytes() + GRPC_GO.encode()).hexdigest()[:16]
+    d = Path(tempfile.gettempdir()) / ("profstore-grpc-goclient-" + key)
+    if (d / "client").exists():
+        return d / "client"
+    d.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src, d / "main.go")
+    (d / "go.mod").write_text("module grpcclient\n\ngo 1.24\n")
+    from conftest import _go_cache
+    env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="-mod=mod", CGO_ENABLED="0", **_go_cache())
+    r = subprocess.run([go, "get", "google.golang.org/grpc@" + GRPC_GO], cwd=d, env=env, capture_output=True,
+                       text=True, timeout=600)
+    if r.returncode != 0:
+        if any(e in r.stderr for e in ("dial tcp", "no such host", "connection refused", "i/o timeout")):
+            pytest.skip("Go module proxy unreachable, grpc-go not downloaded: " + r.stderr[-300:])
+        raise AssertionError(r.stderr)
+    r = subprocess.run([go, "build", "-o", "client.new", "."], cwd=d, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    os.replace(d / "client.new", d / "client")
+    return d / "client"
+
+
+def test_go_client(make_server, tmp_path):
+    """grpc-go v1.85.0's generated health client and an Invoke of Export, over h2c and TLS, with a
+    bearer token in the metadata, gzip-compressed health request."""
+    import subprocess
+    client = _go_client()
+    _certs(tmp_path)
+    want = ("health OK SERVING\nhealth-gzip OK SERVING\nhealth-unknown NotFound unknown service nope\n"
+            "export Unauthenticated %s\nexport-token Unimplemented %s\n" % (NO_CREDS, EXPORT_STUB))
+    for tls in (False, True):
+        d = tmp_path / ("tls" if tls else "h2c")
+        d.mkdir()
+        for f in ("srv.crt", "srv.key"):
+            (d / f).write_bytes((tmp_path / f).read_bytes())
+        g = GrpcServer(make_server, tls=tls, web_config_file=_web_yml(d, tls=tls))
+        args = [str(client), "-addr", "127.0.0.1:%d" % g.gport, "-token", "tok-write"]
+        if tls:
+            args += ["-ca", str(tmp_path / "ca.crt")]
+        r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+        assert (r.returncode, r.stdout) == (0, want), r.stderr
 
 
 # ---- HTTP/2 abuse -----------------------------------------------------------------------------------
