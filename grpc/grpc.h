@@ -125,8 +125,12 @@ ps_grpc_status_t ps_grpc_status_of(int ps_code);
 /** The name of a status ("RESOURCE_EXHAUSTED"). */
 const char *ps_grpc_status_name(int status);
 
-/** Counters for /metrics-like reports and tests: calls answered per status (17 entries). */
+/** Counters for tests: calls answered per status (17 entries). */
 void ps_grpc_counts(ps_grpc_t *g, uint64_t out[17]);
+/** /metrics: profstore_grpc_calls_total{code} (every status, 0 included), profstore_grpc_connections
+ *  (open), profstore_grpc_connections_refused_total (past --grpc.max-connections),
+ *  profstore_grpc_reset_flood_total (connections ended for too many resets). Thread-safe. */
+void ps_grpc_metrics(ps_grpc_t *g, ps_buf_t *b);
 
 /*
  * Without sockets (the fuzz target, unit tests): a server with no listener and no threads whose

@@ -43,6 +43,7 @@
 
 #include "auth/auth.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/timeutil.h"
 #include "grpc.h"
 #include "proto/gzip.h"
@@ -166,6 +167,8 @@ struct ps_grpc {
     uint32_t jobs_out; /* loop-only */
     bool workers_quit;
     _Atomic uint64_t counts[17];
+    ps_gauge_t open;
+    ps_counter_t refused, reset_floods;
 };
 
 static const char *const status_names[17] = {
@@ -197,6 +200,26 @@ void ps_grpc_counts(ps_grpc_t *g, uint64_t out[17])
 {
     for (int i = 0; i < 17; i++)
         out[i] = atomic_load(&g->counts[i]);
+}
+
+static const char *const by_code[] = {"code", NULL};
+static const ps_metric_t m_calls = {"profstore_grpc_calls_total", PS_COUNTER,
+                                    "gRPC calls answered, by status (a call its client reset: CANCELLED).", by_code},
+                         m_open = {"profstore_grpc_connections", PS_GAUGE, "gRPC connections open.", NULL},
+                         m_refused = {"profstore_grpc_connections_refused_total", PS_COUNTER,
+                                      "gRPC connections closed at accept: --grpc.max-connections were open.", NULL},
+                         m_floods = {"profstore_grpc_reset_flood_total", PS_COUNTER,
+                                     "gRPC connections ended (GOAWAY ENHANCE_YOUR_CALM) for resetting too many streams.",
+                                     NULL};
+
+void ps_grpc_metrics(ps_grpc_t *g, ps_buf_t *b)
+{
+    ps_metric_head(b, &m_calls);
+    for (int i = 0; i < 17; i++)
+        ps_metric_u64(b, &m_calls, NULL, &status_names[i], atomic_load(&g->counts[i]));
+    ps_metric_write_u64(b, &m_open, (uint64_t)ps_gauge_get(&g->open));
+    ps_metric_write_u64(b, &m_refused, ps_counter_get(&g->refused));
+    ps_metric_write_u64(b, &m_floods, ps_counter_get(&g->reset_floods));
 }
 
 /* ---- web configuration ------------------------------------------------------------------------ */
@@ -1014,6 +1037,7 @@ static void on_request_end(conn_t *c, stream_t *s)
 static void goaway_calm(conn_t *c)
 {
     if (!c->goaway_sent) {
+        ps_counter_add(&c->g->reset_floods, 1);
         nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(c->h2),
                               NGHTTP2_ENHANCE_YOUR_CALM, (const uint8_t *)"too many resets", 15);
         c->goaway_sent = true;
@@ -1142,6 +1166,7 @@ static void conn_close(conn_t *c)
         c->ssl = NULL;
         c->fd = -1;
         g->nconns--;
+        ps_gauge_set(&g->open, g->nconns);
     }
     conn_maybe_free(c);
 }
@@ -1340,6 +1365,8 @@ static void on_accept(ps_grpc_t *g)
         if (fd < 0)
             return; /* EAGAIN, or EMFILE: the next turn tries again */
         if (g->nconns >= g->o.max_connections || atomic_load(&g->stopping)) {
+            if (!atomic_load(&g->stopping))
+                ps_counter_add(&g->refused, 1);
             close(fd);
             continue;
         }
@@ -1351,6 +1378,7 @@ static void on_accept(ps_grpc_t *g)
             continue;
         }
         g->nconns++;
+        ps_gauge_set(&g->open, g->nconns);
         sec_t *sec = sec_acquire(g);
         if (sec != NULL && sec->ssl != NULL) {
             c->ssl = SSL_new(sec->ssl);

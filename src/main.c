@@ -22,6 +22,12 @@
 #include "web/server.h"
 #include "ingest/ingest.h"
 
+/* /metrics: the gRPC listener's families after the main port's */
+static void grpc_metrics(void *ctx, ps_buf_t *b)
+{
+    ps_grpc_metrics(ctx, b);
+}
+
 static void die_usage(const char *msg)
 {
     fprintf(stderr, "profstore: %s\nRun profstore --help for the flags.\n", msg);
@@ -283,6 +289,8 @@ int main(int argc, char **argv)
             ps_store_close(store);
             return 2;
         }
+        srv.extra_metrics = grpc_metrics;
+        srv.extra_metrics_ctx = grpc;
     }
     if (wc != NULL && ps_server_web_config(&srv, wc, &err) != 0) { /* its certificates do not load */
         fprintf(stderr, "profstore: %s\n", err.msg);

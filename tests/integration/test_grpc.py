@@ -229,6 +229,17 @@ def test_health_and_unknown_methods(gsrv):
     c = H2(gsrv.gport)
     h, d, t = c.unary("/caf\u00e9.S/M", msg(b""))
     assert (h[":status"], status(t)) == ("200", (12, "unknown service caf%C3%A9.S"))
+    # /metrics on the main port counts them by status
+    m = gsrv.srv.metrics()
+    got = {k: v for k, v in m.items() if k.startswith("profstore_grpc_")}
+    calls = {"OK": 3, "NOT_FOUND": 1, "INTERNAL": 1, "UNIMPLEMENTED": 5}
+    want = {'profstore_grpc_calls_total{code="%s"}' % n: calls.get(n, 0)
+            for n in ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+                      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
+                      "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED")}
+    want.update({"profstore_grpc_connections": 2, "profstore_grpc_connections_refused_total": 0,
+                 "profstore_grpc_reset_flood_total": 0})
+    assert got == want
     c.close()
 
 
@@ -497,6 +508,7 @@ def test_rapid_reset(gsrv):
     assert c.goaway is not None and c.goaway[0] == 11  # ENHANCE_YOUR_CALM
     c.close()
     assert call(gsrv.channel(), HEALTH, b"") == ("OK", SERVING)
+    assert gsrv.srv.metrics()["profstore_grpc_reset_flood_total"] == 1
 
 
 def test_huge_headers(gsrv):
@@ -567,6 +579,7 @@ def test_connection_limit_and_idle(make_server):
     c.pump(2)
     assert c.eof and not c.headers
     c.close()
+    assert g.srv.metrics()["profstore_grpc_connections_refused_total"] == 1
     a.pump(4, until=lambda: a.goaway is not None)
     assert a.goaway == (0, 0)
     a.close()
