@@ -190,6 +190,12 @@ echo
 echo "### bench_conns (512 idle connections, accept rate, 1,000 idle at --web.max-connections=512, nofile 256)"
 /usr/bin/python3 "$here/conns.py" --profstore "$BUILD/profstore" || status=$?
 
+# ---- bench_grpc: the gRPC listener's health checks/s and a 1 MiB request's round trip beside the
+# main port's /-/healthy and a 1 MiB POST (bench/grpc_listener.py) ----
+echo
+echo "### bench_grpc (Health/Check calls/s with grpcio, 1 MiB round trip; HTTP/1.1 beside it)"
+/usr/bin/python3 "$here/grpc_listener.py" --profstore "$BUILD/profstore" --calls "$([ "$QUICK" = 1 ] && echo 1000 || echo 5000)" || status=$?
+
 # ---- bench_forward: profiles/s and samples/s forwarded A -> B, A's CPU per profile with and
 # without forwarding, catch-up after an outage of B (bench/forward.py; full: 5 min at 500/s) ----
 echo

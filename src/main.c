@@ -13,6 +13,7 @@
 #include "config/flags.h"
 #include "config/webconfig.h"
 #include "forward/forward.h"
+#include "grpc/grpc.h"
 #include "scrape/scrape.h"
 #include "core/log.h"
 #include "core/timeutil.h"
@@ -21,6 +22,12 @@
 #include "web/server.h"
 #include "ingest/ingest.h"
 #include "rules/rules.h"
+
+/* /metrics: the gRPC listener's families after the main port's */
+static void grpc_metrics(void *ctx, ps_buf_t *b)
+{
+    ps_grpc_metrics(ctx, b);
+}
 
 static void die_usage(const char *msg)
 {
@@ -79,6 +86,7 @@ typedef struct wiring {
     const char *config_path; /* NULL without --config */
     const char *web_config_path; /* NULL without --web.config.file */
     ps_server_t *srv;
+    ps_grpc_t *grpc;         /* NULL without --grpc.listen-address */
     ps_scraper_opts_t scrape_opts;
 } wiring_t;
 
@@ -132,6 +140,8 @@ static int reload_web_config(wiring_t *w, ps_err_t *err)
 {
     ps_webconfig_t *wc = NULL;
     int rc = ps_webconfig_load(w->web_config_path, &wc, err);
+    if (rc == 0 && w->grpc != NULL && (rc = ps_grpc_web_config(w->grpc, wc, err)) != 0) /* reads wc */
+        ps_webconfig_free(wc);
     if (rc == 0 && (rc = ps_server_web_config(w->srv, wc, err)) == 0)
         ps_log_info("web configuration reloaded", "file=%s", ps_log_q(w->web_config_path));
     else
@@ -299,6 +309,32 @@ int main(int argc, char **argv)
         ps_store_close(store);
         return 1;
     }
+    /* the gRPC listener (grpc/grpc.h): its port, its methods, the same TLS and credentials */
+    ps_grpc_t *grpc = NULL;
+    if (f.grpc_listen != NULL && f.grpc_listen[0]) {
+        ps_grpc_opts_t go = {.listen = f.grpc_listen,
+                             .max_message = (size_t)f.grpc_max_msg,
+                             .max_streams = (uint32_t)f.grpc_max_streams,
+                             .max_connections = (uint32_t)f.grpc_max_conns,
+                             .idle_timeout = f.grpc_idle_timeout};
+        if ((grpc = ps_grpc_new(&go, &err)) == NULL) {
+            ps_log_error("cannot start the gRPC listener", "err=%s", ps_log_q(err.msg));
+            ps_store_close(store);
+            return 1;
+        }
+        /* OTLP profiles over gRPC: answered UNIMPLEMENTED until the OTLP conversion is wired here */
+        ps_grpc_method_t otlp = {.path = "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export",
+                                 .scope = PS_SCOPE_WRITE,
+                                 .fn = ps_grpc_unimplemented,
+                                 .ctx = "OTLP profiles ingest is not served by this profstore yet"};
+        if (ps_grpc_register(grpc, &otlp, &err) != 0 || (wc != NULL && ps_grpc_web_config(grpc, wc, &err) != 0)) {
+            fprintf(stderr, "profstore: %s\n", err.msg);
+            ps_store_close(store);
+            return 2;
+        }
+        srv.extra_metrics = grpc_metrics;
+        srv.extra_metrics_ctx = grpc;
+    }
     if (wc != NULL && ps_server_web_config(&srv, wc, &err) != 0) { /* its certificates do not load */
         fprintf(stderr, "profstore: %s\n", err.msg);
         ps_store_close(store);
@@ -330,7 +366,7 @@ int main(int argc, char **argv)
     ps_forward_attach(srv.forward, srv.writer);
     /* a scraped body may be twice a pushed one, and at least 64 MiB (Go heap profiles of big
      * processes) */
-    wiring_t wiring = {.config_path = f.config, .web_config_path = f.web_config, .srv = &srv};
+    wiring_t wiring = {.config_path = f.config, .web_config_path = f.web_config, .srv = &srv, .grpc = grpc};
     pthread_mutex_init(&wiring.mu, NULL);
     wiring.scrape_opts.max_targets = (uint32_t)f.scrape_max_targets;
     wiring.scrape_opts.max_body = f.max_body * 2 > (64u << 20) ? f.max_body * 2 : (64u << 20);
@@ -344,6 +380,13 @@ int main(int argc, char **argv)
     if (ps_server_start(&srv, &err) != 0) {
         ps_log_error("cannot start HTTP server", "err=%s", ps_log_q(err.msg));
         return 1;
+    }
+    if (grpc != NULL) {
+        if (ps_grpc_start(grpc, &err) != 0) {
+            ps_log_error("cannot start the gRPC listener", "err=%s", ps_log_q(err.msg));
+            return 1;
+        }
+        ps_log_info("gRPC listener ready", "listen=%s port=%d", ps_log_q(f.grpc_listen), ps_grpc_port(grpc));
     }
     char ret_s[32];
     ps_format_duration(f.retention, ret_s, sizeof(ret_s));
@@ -368,10 +411,12 @@ int main(int argc, char **argv)
         break;
     }
     ps_server_begin_shutdown(&srv);  /* new writes get 503; listeners close */
+    ps_grpc_begin_shutdown(grpc);    /* GOAWAY; new calls get UNAVAILABLE, running ones go on */
     ps_scraper_stop(srv.scraper);    /* no new scrapes; those handed to the writer still finish */
     ps_forward_shutdown(srv.forward); /* senders stop; their cursors go through the writer */
     ps_writer_shutdown(srv.writer);  /* queued writes finish; their answers are queued to the loops */
     ps_server_stop(&srv);            /* each loop sends those answers, drains, and ends */
+    ps_grpc_stop(grpc);              /* the running calls' answers are sent; then it ends */
     ps_writer_stop(srv.writer);      /* no loop can submit any more: free it */
     ps_forward_free(srv.forward);
     ps_rules_free(srv.rules);

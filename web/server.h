@@ -86,6 +86,9 @@ typedef struct ps_server {
     struct ps_websec *websec;        /* web/access.c: the web configuration in force, NULL without one */
     bool websec_started, websec_tls; /* web/access.c */
     struct ps_conns *conns;          /* connection counts and limits (web/connguard.c) */
+    /* more /metrics families from another room (main.c: the gRPC listener's), or NULL; thread-safe */
+    void (*extra_metrics)(void *ctx, ps_buf_t *b);
+    void *extra_metrics_ctx;
     void *impl;
 } ps_server_t;
 

@@ -435,6 +435,32 @@ static const ps_flag_t profstore_flags[] = {
      .def = "256MiB",
      .doc = "bytes of the ad hoc profiles' files kept; an upload past it drops the oldest, a larger file is refused",
      .help = "bytes of ad hoc profiles kept; an upload past it drops the oldest\n(default 256MiB)"},
+    {.name = "grpc.listen-address", .type = PS_FLAG_STRING, .offset = OFF(grpc_listen), .metavar = "HOST:PORT",
+     .def_note = "none: off",
+     .doc = "address of the gRPC listener (OTLP's gRPC port is 4317: `127.0.0.1:4317`), h2c or TLS "
+            "with `--web.config.file`'s certificate and credentials; see [gRPC](api.md#grpc)",
+     .help = "address of the gRPC listener (OTLP's port: 127.0.0.1:4317; default\n"
+             "none: off); TLS and credentials from --web.config.file"},
+    {.name = "grpc.max-recv-msg-size", .type = PS_FLAG_SIZE, .offset = OFF(grpc_max_msg), .metavar = "SIZE",
+     .def = "16MiB",
+     .doc = "largest gRPC request message, compressed and after gunzip; larger gets "
+            "`RESOURCE_EXHAUSTED`",
+     .help = "largest gRPC request message, compressed and decompressed (default 16MiB)"},
+    {.name = "grpc.max-concurrent-streams", .type = PS_FLAG_UINT, .offset = OFF(grpc_max_streams),
+     .metavar = "N", .def = "100", .min = 1, .max = 1000000, .bad = POSITIVE,
+     .doc = "calls one gRPC connection may have open at once (HTTP/2 "
+            "`SETTINGS_MAX_CONCURRENT_STREAMS`)",
+     .help = "calls one gRPC connection may have open at once (default 100)"},
+    {.name = "grpc.max-connections", .type = PS_FLAG_UINT, .offset = OFF(grpc_max_conns), .metavar = "N",
+     .def = "1024", .min = 1, .max = 1000000, .bad = POSITIVE,
+     .doc = "gRPC connections open at once; more are closed as they are accepted",
+     .help = "gRPC connections open at once; more are closed (default 1024)"},
+    {.name = "grpc.idle-timeout", .type = PS_FLAG_DURATION, .offset = OFF(grpc_idle_timeout),
+     .metavar = "DURATION", .def = "5m",
+     .doc = "a gRPC connection none of whose calls runs and whose client sent nothing (not even a "
+            "PING) this long gets GOAWAY and is closed (`0` = 5m)",
+     .help = "how long a gRPC connection may stay silent with no call running\n"
+             "(default 5m)"},
     {.name = "query.max-series", .type = PS_FLAG_UINT, .offset = OFF(max_series), .metavar = "N", .def = "10000",
      .min = 1, .max = 10000000, .bad = POSITIVE,
      .doc = "series one selector may select (more is a 422; 1 to 10000000)",

@@ -120,6 +120,9 @@ typedef struct ps_flags {
     bool nosync, admin_api, lifecycle, h2c, agent, check;
     uint64_t max_conns, body_min_rate, h2_max_resets, scrape_max_targets;
     int64_t header_timeout, body_idle_timeout, idle_timeout;
+    const char *grpc_listen;  /* NULL: no gRPC listener */
+    uint64_t grpc_max_msg, grpc_max_streams, grpc_max_conns;
+    int64_t grpc_idle_timeout;
 } ps_flags_t;
 
 /** profstore's table (flags.c), in --help order. */

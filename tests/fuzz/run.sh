@@ -10,7 +10,8 @@
 # the pprof fixtures (gzipped and raw) and folded texts as uploaded files, fuzz_querier with
 # querier.v1 requests as Grafana sends them (binary and JSON), fuzz_ui_headers with the headers
 # Chromium sends for the UI, fuzz_otlp with the OTLP requests of its committed corpus (protobuf and
-# JSON, written by the integration tests' protoc classes), fuzz_webconfig with a few web config files.
+# JSON, written by the integration tests' protoc classes), fuzz_webconfig with a few web config files,
+# fuzz_grpc with gRPC calls it encodes itself with nghttp2's client session.
 # Every target also gets the committed corpus tests/fuzz/corpus/<target>/ (campaign.sh keeps it:
 # inputs that add coverage, and regress-* files of fixed findings); fuzz_config has only that.
 # Targets fuzz PS_FUZZ_JOBS at a time (default: one per core). Exits non-zero if libFuzzer finds a
@@ -27,7 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_querier fuzz_otlp fuzz_ui_headers fuzz_webconfig fuzz_config"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_querier fuzz_otlp fuzz_ui_headers fuzz_webconfig fuzz_config fuzz_grpc"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 # a fixed seed: make test replays the same mutations each time, so it fails on a code change, not on
 # luck (campaign.sh and PS_FUZZ_SEED=0, a seed of libFuzzer's choosing, are where new findings come from)
@@ -187,6 +188,9 @@ for t in $targets; do
         printf 'gzip, deflate, br, zstd\n"0123456789abcdef0123-gz"\n/ui/index.html' > "$corpus/chromium"
         printf 'br;q=1.0, gzip;q=0.5, *;q=0\nW/"a", "fedcba98765432100000"\n/ui/js/main.js' > "$corpus/list"
         printf 'identity\n*\n/ui/nope' > "$corpus/star" ;;
+    fuzz_grpc)
+        # gRPC calls as nghttp2's client session encodes them (fuzz_grpc.c); first byte: feed size
+        PS_FUZZ_GRPC_SEEDS="$corpus" "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
     fuzz_webconfig)
         # web config files: TLS with client certificates, users, tokens, headers
         printf 'tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n  min_version: TLS13\n  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]\n  curve_preferences: [X25519]\n' > "$corpus/tls"
