@@ -27,7 +27,7 @@ src/httpclient httpclient core config
 src/scrape    scrape     core config discovery httpclient ingest proto
 src/forward   forward    core parser proto storage config httpclient ingest
 web           web        core parser proto storage config auth discovery ingest query rules render scrape forward
-grpc          grpc       core proto config auth
+src/grpc      grpc       core proto config auth
 src/main.c    main       core parser proto storage config auth discovery ingest query rules render scrape forward web grpc
 tests/unit/core      -   core
 tests/unit/parser    -   core parser

@@ -189,10 +189,7 @@ int ps_api_otlp_profiles(ps_task_t *t)
     t->finish = on_finish;
     t->finish_arg = c;
     ps_task_hold(t); /* released by on_done */
-    /* the decoding budget: OTLP's tables are small messages; a sample of 7 bytes on the wire takes
-     * ~115 as protobuf-c structs (16x), so 32x the body, at most --max-inflated-size, plus 1 MiB
-     * (10^6 samples, the pprof limit, fit in a body of 8 MB) */
-    size_t budget = (n < max / 32 ? n * 32 : max) + ((size_t)1 << 20);
-    ps_ingest_otlp(s->writer, codec, body, n, budget, &s->opts.limits, t->arena, on_done, c);
+    ps_ingest_otlp(s->writer, codec, body, n, ps_ingest_otlp_budget(n, s->opts.limits.max_inflated),
+                   &s->opts.limits, t->arena, on_done, c);
     return 0;
 }

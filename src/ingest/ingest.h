@@ -146,6 +146,17 @@ typedef void (*ps_otlp_done_fn)(void *ctx, int code, const uint8_t *resp, size_t
  */
 void ps_ingest_otlp(ps_writer_t *writer, int codec, const void *body, size_t n, size_t budget,
                     const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_otlp_done_fn done, void *ctx);
+/**
+ * The decoding budget of an export of n bytes (inflated) under max_inflated (0: 64 MiB): OTLP's
+ * tables are small messages; a sample of 7 bytes on the wire takes ~115 as protobuf-c structs
+ * (16x), so 32x the body, at most max_inflated, plus 1 MiB (10^6 samples, the pprof limit, fit in
+ * a body of 8 MB). Every transport uses it.
+ */
+static inline size_t ps_ingest_otlp_budget(size_t n, size_t max_inflated)
+{
+    size_t max = max_inflated ? max_inflated : ((size_t)64 << 20);
+    return (n < max / 32 ? n * 32 : max) + ((size_t)1 << 20);
+}
 
 /* ---- the writer thread (writer.c) ---- */
 

@@ -10,7 +10,7 @@
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
 # /ingest), fuzz_adhoc (src/ingest/adhoc.c: ad hoc profile uploads), fuzz_querier (proto/querier.c, proto/pbjson.c), fuzz_otlp (proto/otlp.c, src/ingest/otlp.c) and fuzz_ui_headers (web/ui_assets.c: the
 # web UI's Accept-Encoding, If-None-Match, paths), fuzz_webconfig (src/config/webconfig.c) and fuzz_config
-# (src/config/: the YAML configuration) and fuzz_grpc (grpc/server.c over nghttp2) into OUTDIR.
+# (src/config/: the YAML configuration) and fuzz_grpc (src/grpc/server.c over nghttp2) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -212,14 +212,14 @@ if [ -f "$root/src/config/config.c" ] && [ -f "$here/fuzz_config.c" ]; then
         -o "$out/fuzz_config"
 fi
 
-# fuzz_grpc: the gRPC listener's HTTP/2 and framing path (grpc/server.c) over nghttp2's session API,
+# fuzz_grpc: the gRPC listener's HTTP/2 and framing path (src/grpc/server.c) over nghttp2's session API,
 # without sockets; auth.c and gzip.c as it calls them.
-if [ -f "$root/grpc/server.c" ] && [ -f "$here/fuzz_grpc.c" ]; then
+if [ -f "$root/src/grpc/server.c" ] && [ -f "$here/fuzz_grpc.c" ]; then
     [ -e "$gen/inc/config" ] || ln -s "$root/src/config" "$gen/inc/config"
     [ -e "$gen/inc/auth" ] || ln -s "$root/src/auth" "$gen/inc/auth"
-    [ -e "$gen/inc/grpc" ] || ln -s "$root/grpc" "$gen/inc/grpc"
+    [ -e "$gen/inc/grpc" ] || ln -s "$root/src/grpc" "$gen/inc/grpc"
     # shellcheck disable=SC2046
-    fuzzcc $(pkg-config --cflags libnghttp2 openssl zlib) "$here/fuzz_grpc.c" "$root/grpc/server.c" \
+    fuzzcc $(pkg-config --cflags libnghttp2 openssl zlib) "$here/fuzz_grpc.c" "$root/src/grpc/server.c" \
         "$root/src/auth/auth.c" "$root/proto/gzip.c" "$root"/core/*.c \
         $(pkg-config --libs libnghttp2 openssl zlib) -lcrypt -lm -lpthread -o "$out/fuzz_grpc"
 fi

@@ -1,5 +1,5 @@
 /*
- * fuzz_grpc.c - libFuzzer target for the gRPC listener's HTTP/2 and framing path (grpc/server.c)
+ * fuzz_grpc.c - libFuzzer target for the gRPC listener's HTTP/2 and framing path (src/grpc/server.c)
  * without sockets: the input is what a client sends after its connection preface, fed to the
  * server's nghttp2 session (nghttp2_session_mem_recv) in pieces whose sizes come from the input's
  * first byte; the methods run inline (Health/Check and an echo method). What the server sends back

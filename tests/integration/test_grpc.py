@@ -31,7 +31,6 @@ HEALTH = "/grpc.health.v1.Health/Check"
 EXPORT = "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
 SERVING, NOT_SERVING = b"\x08\x01", b"\x08\x02"
 NO_CREDS = "unauthorized: no credentials: send an Authorization header (basic auth or a bearer token)"
-EXPORT_STUB = "OTLP profiles ingest is not served by this profstore yet"
 
 
 def ident(b):
@@ -211,8 +210,8 @@ def status(t):
 
 def test_health_and_unknown_methods(gsrv):
     """grpc.health.v1.Health/Check answers SERVING to grpcio; the service names it knows; unknown
-    services and methods are UNIMPLEMENTED as grpc-go words them; Export is registered but answers
-    UNIMPLEMENTED until the OTLP conversion is wired."""
+    services and methods are UNIMPLEMENTED as grpc-go words them; Export answers an empty export
+    with the empty ExportProfilesServiceResponse (test_otlp_http.py exports real ones)."""
     ch = gsrv.channel()
     assert call(ch, HEALTH, b"") == ("OK", SERVING)
     assert call(ch, HEALTH, b"\x0a\x15grpc.health.v1.Health") == ("OK", SERVING)
@@ -223,7 +222,7 @@ def test_health_and_unknown_methods(gsrv):
     assert call(ch, "/x.Y/Z", b"") == ("UNIMPLEMENTED", "unknown service x.Y")
     assert call(ch, "/grpc.health.v1.Health/Watch", b"") == (
         "UNIMPLEMENTED", "unknown method Watch for service grpc.health.v1.Health")
-    assert call(ch, EXPORT, b"\x0a\x00") == ("UNIMPLEMENTED", EXPORT_STUB)
+    assert call(ch, EXPORT, b"\x0a\x00") == ("OK", b"")
     # a message that is not ASCII comes back percent-encoded on the wire and decoded by grpcio
     assert call(ch, "/caf\u00e9.S/M", b"") == ("UNIMPLEMENTED", "unknown service caf\u00e9.S")
     c = H2(gsrv.gport)
@@ -232,7 +231,7 @@ def test_health_and_unknown_methods(gsrv):
     # /metrics on the main port counts them by status
     m = gsrv.srv.metrics()
     got = {k: v for k, v in m.items() if k.startswith("profstore_grpc_")}
-    calls = {"OK": 3, "NOT_FOUND": 1, "INTERNAL": 1, "UNIMPLEMENTED": 5}
+    calls = {"OK": 4, "NOT_FOUND": 1, "INTERNAL": 1, "UNIMPLEMENTED": 4}
     want = {'profstore_grpc_calls_total{code="%s"}' % n: calls.get(n, 0)
             for n in ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
                       "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
@@ -383,10 +382,10 @@ def _auth_cases(ch):
         'or "Bearer <token>")')
     assert call(ch, EXPORT, b"", bearer("tok-read")) == (
         "PERMISSION_DENIED", "forbidden: this credential lacks the write scope that %s needs" % EXPORT)
-    assert call(ch, EXPORT, b"", bearer("tok-write")) == ("UNIMPLEMENTED", EXPORT_STUB)
+    assert call(ch, EXPORT, b"", bearer("tok-write")) == ("OK", b"")
     assert call(ch, "/x.Y/Z", b"", bearer("tok-read")) == ("UNIMPLEMENTED", "unknown service x.Y")
     # basic auth: bcrypt runs on a worker thread, not on the loop
-    assert call(ch, EXPORT, b"", basic("alice", "wonderland")) == ("UNIMPLEMENTED", EXPORT_STUB)
+    assert call(ch, EXPORT, b"", basic("alice", "wonderland")) == ("OK", b"")
     assert call(ch, EXPORT, b"", basic("alice", "wrong")) == ("UNAUTHENTICATED", "unauthorized: invalid credentials")
     assert call(ch, HEALTH, b"", bearer("tok-read")) == ("OK", SERVING)
 
@@ -424,7 +423,7 @@ def test_tls_with_tokens_and_reload(make_server, tmp_path):
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and "web configuration reloaded" not in g.srv.log():
         time.sleep(0.05)
-    assert call(ch, EXPORT, b"", [("authorization", "Bearer tok-new")]) == ("UNIMPLEMENTED", EXPORT_STUB)
+    assert call(ch, EXPORT, b"", [("authorization", "Bearer tok-new")]) == ("OK", b"")
     assert call(ch, EXPORT, b"", [("authorization", "Bearer tok-write")]) == (
         "UNAUTHENTICATED", "unauthorized: invalid credentials")
 
@@ -470,7 +469,7 @@ def test_go_client(make_server, tmp_path):
     client = _go_client()
     _certs(tmp_path)
     want = ("health OK SERVING\nhealth-gzip OK SERVING\nhealth-unknown NotFound unknown service nope\n"
-            "export Unauthenticated %s\nexport-token Unimplemented %s\n" % (NO_CREDS, EXPORT_STUB))
+            "export Unauthenticated %s\nexport-token OK\n" % NO_CREDS)
     for tls in (False, True):
         d = tmp_path / ("tls" if tls else "h2c")
         d.mkdir()

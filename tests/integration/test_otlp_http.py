@@ -116,6 +116,50 @@ def test_cpu_profile_per_service(server, codec, gz):
     assert (js["data"] if "data" in js else js)["total"] == 250_000_000
 
 
+def test_grpc_export_stores_what_http_stores(make_server):
+    """ProfilesService/Export over gRPC (--grpc.listen-address; Debian's grpcio, the C-core library,
+    as the client) answers as OTLP/HTTP does and stores the same profiles, acknowledged durable;
+    a refused profile comes back in partial_success, bytes that are no export are
+    INVALID_ARGUMENT."""
+    import grpc
+    from conftest import free_port
+    port = free_port()
+    via_grpc = make_server(extra_args=["--grpc.listen-address", "127.0.0.1:%d" % port])
+    via_http = make_server()
+    export = grpc.insecure_channel("127.0.0.1:%d" % port).unary_unary(
+        "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export")
+    req = cpu_request().req
+    assert export(req.SerializeToString(), timeout=10) == b""
+    assert post(via_http.port, req).status == 200
+    got, want = stored(via_grpc), stored(via_http)
+    assert sorted(got) == sorted(want) and len(got) == 2
+    def shape(profs):
+        return [(p.time_nanos, p.period, sorted((frames(p, s), s.value, sample_labels(p, s)) for s in p.sample))
+                for p in profs]
+    for k in want:
+        assert shape(got[k]) == shape(want[k]) and shape(got[k])[0][2], k
+    # the store survives a restart: the answer came after the commit
+    via_grpc.restart()
+    assert sorted(stored(via_grpc)) == sorted(want)
+    # partial success: the profile with two values for one sample type is refused, named
+    b = Builder()
+    sc = b.resource({"service.name": "s"})
+    f = b.frame("f")
+    good = b.profile(sc, ("samples", "count"), ("cpu", "nanoseconds"), 10, T0)
+    b.sample(good, [f], 1)
+    bad = b.profile(sc, ("samples", "count"), ("cpu", "nanoseconds"), 10, T0 + 10**9)
+    b.sample(bad, [f], values=[1, 2])
+    resp = otlp_pb().svc.ExportProfilesServiceResponse.FromString(export(b.req.SerializeToString(), timeout=10))
+    assert (resp.partial_success.rejected_profiles, resp.partial_success.error_message) == (
+        1, "resource_profiles[0].scope_profiles[0].profiles[1]: samples[0].values: 2 values, expected 1 "
+           "(the profile has one sample type)")
+    # bytes that are not an export refuse the request, as OTLP/HTTP's 400
+    with pytest.raises(grpc.RpcError) as e:
+        export(b"\x0a\xff", timeout=10)
+    assert (e.value.code(), e.value.details()) == (grpc.StatusCode.INVALID_ARGUMENT,
+                                                   "protobuf: truncated length (at byte 0)")
+
+
 def test_same_request_twice_is_a_duplicate(server):
     b = cpu_request()
     assert post(server.port, b.req).status == 200

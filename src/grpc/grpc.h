@@ -120,7 +120,7 @@ ps_grpc_status_t ps_grpc_unimplemented(void *ctx, const ps_grpc_call_t *call, co
 
 /** The gRPC status for a profstore error code (core/err.h): EINVAL INVALID_ARGUMENT, ETOOBIG and
  *  ENOSPACE RESOURCE_EXHAUSTED, EUNAVAIL and EOVERLOAD UNAVAILABLE (retried by OTLP exporters),
- *  ETIMEOUT DEADLINE_EXCEEDED, ...; the table is in grpc/server.c. */
+ *  ETIMEOUT DEADLINE_EXCEEDED, ...; the table is in src/grpc/server.c. */
 ps_grpc_status_t ps_grpc_status_of(int ps_code);
 /** The name of a status ("RESOURCE_EXHAUSTED"). */
 const char *ps_grpc_status_name(int status);
