@@ -16,6 +16,10 @@ need="node_modules/@perses-dev/pyroscope-plugin/lib/cjs/model/pyroscope-client.j
 [ -f "$dir/$need" ] && [ "$(cat "$dir/.profstore-lock" 2>/dev/null)" = "$want" ] && exit 0
 command -v npm >/dev/null 2>&1 || { echo "install-perses: npm is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
 mkdir -p "$dir"
+# one install at a time into DIR (two test runs may start together)
+exec 9>"$dir/.install-lock"
+flock 9
+[ -f "$dir/$need" ] && [ "$(cat "$dir/.profstore-lock" 2>/dev/null)" = "$want" ] && exit 0
 rm -f "$dir/.profstore-lock"
 cp "$src/package.json" "$src/package-lock.json" "$src/.npmrc" "$dir/"
 (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
