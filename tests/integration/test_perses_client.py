@@ -218,6 +218,8 @@ def test_profile_query(srv, tmp_path):
                                                              "operator": "!="}]), "range": rng},
              {"call": "profile", "spec": {"profileType": CPU_ID}, "range": rng},
              {"call": "profile", "spec": dict(api, maxNodes=5), "range": rng},
+             {"call": "profile", "spec": dict(api, filters=[{"labelName": "instance", "labelValue": "a",
+                                                             "operator": "!~"}]), "range": rng},
              {"call": "profile", "spec": {"profileType": INUSE, "service": "heapy",
                                           "filters": [{"labelName": "pod", "labelValue": "p-.*", "operator": "=~"}]},
               "range": rng}]
@@ -226,7 +228,8 @@ def test_profile_query(srv, tmp_path):
         assert "error" not in o, o
         assert o["datasource"] == DS_QUERY, o
     sels = [CPU_ID + '{service_name="api",instance=~"a|b"}', CPU_ID + '{service_name="api",instance!="a"}', CPU_ID,
-            CPU_ID + '{service_name="api",instance=~"a|b"}', INUSE + '{service_name="heapy",pod=~"p-.*"}']
+            CPU_ID + '{service_name="api",instance=~"a|b"}', CPU_ID + '{service_name="api",instance!~"a"}',
+            INUSE + '{service_name="heapy",pod=~"p-.*"}']
     want_params = [{"query": s, "from": str(T0), "until": str(T0 + 3600)} for s in sels]
     want_params[3]["maxNodes"] = "5"
     render = srv.url("").rstrip("/") + "/pyroscope/render"
@@ -266,7 +269,8 @@ def test_profile_query(srv, tmp_path):
         ("main.main.func1.1", "other"), ("other",)]
     assert res[3]["numTicks"] == res[0]["numTicks"] == fg["total"]
 
-    heap = res[4]
+    assert res[4] == res[1]  # instance!~"a" selects what instance!="a" does
+    heap = res[5]
     assert heap["numTicks"] == README_TOTALS["go/heap-01.pb.gz"][3] == heap["profile"]["stackTrace"]["total"]
     assert heap["metadata"] == {"spyName": "", "sampleRate": 100, "units": "bytes", "name": "inuse_space"}
     full = own(srv, "/api/v1/profiles/query", {"query": INUSE + '{service_name="heapy"}', "start": str(T0),
