@@ -20,14 +20,15 @@
 const path = require('path');
 const Module = require('module');
 
-const mods = process.env.PERSES_MODULES;
-const plugin = path.join(mods, '@perses-dev', 'pyroscope-plugin', 'lib', 'cjs');
+const plugin = path.join(process.env.PERSES_MODULES, '@perses-dev', 'pyroscope-plugin', 'lib', 'cjs');
 
 let client = null;
 const asked = []; // the datasource selectors the plugin asked the app for
 const STUBS = {
-    './PyroscopeDatasourceEditor': { PyroscopeDatasourceEditor: function PyroscopeDatasourceEditorStub() { return null; } },
-    '@perses-dev/plugin-system': { useDatasourceClient: (sel) => { asked.push(sel ?? null); return { data: client }; } },
+    './PyroscopeDatasourceEditor': { PyroscopeDatasourceEditor: () => null },
+    '@perses-dev/plugin-system': {
+        useDatasourceClient: (sel) => { asked.push(sel ?? null); return { data: client }; },
+    },
     '@tanstack/react-query': {
         useQuery: (opts) => {
             if (!opts.enabled) throw new Error('query not enabled: ' + JSON.stringify(opts.queryKey));
