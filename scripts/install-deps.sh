@@ -44,7 +44,9 @@ if [ -n "$missing" ]; then
 fi
 # the web UI's third-party code (uPlot), as web/ui/package-lock.json pins it (nothing when present)
 "$(dirname "$0")/fetch-ui-deps.sh"
-# the real Pyroscope Python SDK of the span-profile tests, pinned, in a venv outside the repository
+# the real Pyroscope Python SDK of the span-profile tests, pinned, in a venv outside the repository;
+# the Perses project's Pyroscope plugin that test_perses_client.py drives, as tests/perses pins it
 if [ -z "${1:-}" ]; then
     "$(dirname "$0")/install-pysdk.sh"
+    "$(dirname "$0")/install-perses.sh"
 fi
