@@ -55,11 +55,6 @@ int ps_ah_decode(int codec, ps_ah_method_t m, const void *data, size_t n, ps_are
     return 0;
 }
 
-static void encode(int codec, const ProtobufCMessage *m, ps_buf_t *out)
-{
-    ps_pb_encode(codec == PS_QR_JSON ? PS_PB_JSON : PS_PB_BINARY, m, out);
-}
-
 void ps_ah_encode_get(int codec, const ps_ah_profile_t *p, ps_buf_t *out)
 {
     Adhocprofiles__V1__AdHocProfilesGetResponse res = ADHOCPROFILES__V1__AD_HOC_PROFILES_GET_RESPONSE__INIT;
@@ -70,7 +65,7 @@ void ps_ah_encode_get(int codec, const ps_ah_profile_t *p, ps_buf_t *out)
     res.n_profile_types = p->ntypes;
     res.profile_types = (char **)p->profile_types;
     res.flamebearer_profile = (char *)p->flamebearer;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 void ps_ah_encode_list(int codec, const ps_ah_profile_t *v, size_t n, ps_arena_t *arena, ps_buf_t *out)
@@ -87,7 +82,7 @@ void ps_ah_encode_list(int codec, const ps_ah_profile_t *v, size_t n, ps_arena_t
     }
     res.n_profiles = n;
     res.profiles = pv;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 void ps_ah_encode_diff(int codec, const char *const *types, size_t ntypes, const char *flamebearer, ps_buf_t *out)
@@ -96,5 +91,5 @@ void ps_ah_encode_diff(int codec, const char *const *types, size_t ntypes, const
     res.n_profile_types = ntypes;
     res.profile_types = (char **)types;
     res.flamebearer_profile = (char *)flamebearer;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }

@@ -1339,3 +1339,17 @@ void ps_pb_encode(ps_pb_codec_t codec, const ProtobufCMessage *m, ps_buf_t *out)
     protobuf_c_message_pack(m, p);
     out->len += n;
 }
+
+int ps_pb_decode_api(int codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d, ps_arena_t *arena,
+                     size_t budget, ProtobufCMessage **out, ps_err_t *err)
+{
+    int ret = ps_pb_decode(codec == PS_PB_JSON ? PS_PB_JSON : PS_PB_BINARY, data, n, d, arena, budget, out, err);
+    if (ret != 0)
+        ps_err_prefix(err, "%s", d->name);
+    return ret;
+}
+
+void ps_pb_encode_api(int codec, const ProtobufCMessage *m, ps_buf_t *out)
+{
+    ps_pb_encode(codec == PS_PB_JSON ? PS_PB_JSON : PS_PB_BINARY, m, out);
+}

@@ -65,4 +65,11 @@ int ps_pb_decode_otlp(ps_pb_codec_t codec, const void *data, size_t n, const Pro
 /** Encodes m with codec, appending to out (JSON: one object, no trailing newline). */
 void ps_pb_encode(ps_pb_codec_t codec, const ProtobufCMessage *m, ps_buf_t *out);
 
+/** The Connect codecs as the APIs name them (PS_QR_BINARY 0, PS_QR_JSON 1 in querier.h: the values
+ *  of ps_pb_codec_t): ps_pb_decode with the message type's name before the error
+ *  ("settings.v1.GetSettingsRequest: ..."), and ps_pb_encode. */
+int ps_pb_decode_api(int codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d, ps_arena_t *arena,
+                     size_t budget, ProtobufCMessage **out, ps_err_t *err);
+void ps_pb_encode_api(int codec, const ProtobufCMessage *m, ps_buf_t *out);
+
 #endif

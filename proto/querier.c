@@ -48,11 +48,6 @@ static int decode(int codec, const void *data, size_t n, const ProtobufCMessageD
     return ret;
 }
 
-static void encode(int codec, const ProtobufCMessage *m, ps_buf_t *out)
-{
-    ps_pb_encode(codec == PS_QR_JSON ? PS_PB_JSON : PS_PB_BINARY, m, out);
-}
-
 /* protobuf-c's char ** of the arena, read-only from here */
 static const char **strs(char **v, size_t n)
 {
@@ -345,7 +340,7 @@ void ps_qr_encode_profile_stats(int codec, bool ingested, int64_t oldest_ms, int
     res.data_ingested = ingested;
     res.oldest_profile_time = oldest_ms;
     res.newest_profile_time = newest_ms;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 /* the parts of a profile type id, split at ':' (5 or 6 parts); 0 or -1 */
@@ -384,7 +379,7 @@ void ps_qr_encode_profile_types(int codec, const char *const *ids, uint32_t n, p
         v[res.n_profile_types++] = t;
     }
     res.profile_types = v;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 void ps_qr_encode_names(int codec, const char *const *names, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
@@ -393,7 +388,7 @@ void ps_qr_encode_names(int codec, const char *const *names, uint32_t n, ps_aren
     Types__V1__LabelNamesResponse res = TYPES__V1__LABEL_NAMES_RESPONSE__INIT;
     res.n_names = n;
     res.names = (char **)names;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 static Types__V1__LabelPair **label_pairs(const ps_labels_t *ls, ps_arena_t *arena)
@@ -422,7 +417,7 @@ void ps_qr_encode_series(int codec, const ps_labels_t *sets, uint32_t n, ps_aren
     }
     res.n_labels_set = n;
     res.labels_set = v;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 static Querier__V1__Level **levels(const ps_qr_flamegraph_t *fg, ps_arena_t *arena)
@@ -455,7 +450,7 @@ void ps_qr_encode_flamegraph(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t
     SET_GRAPH(g, fg, arena);
     Querier__V1__SelectMergeStacktracesResponse res = QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
     res.flamegraph = &g;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 void ps_qr_encode_diff(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena, ps_buf_t *out)
@@ -466,7 +461,7 @@ void ps_qr_encode_diff(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *aren
     g.rightticks = fg->right_ticks;
     Querier__V1__DiffResponse res = QUERIER__V1__DIFF_RESPONSE__INIT;
     res.flamegraph = &g;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 /* ---- TREE: Pyroscope's tree bytes (pkg/model/tree.go, FunctionNameTree.MarshalTruncate) ----
@@ -588,7 +583,7 @@ int ps_qr_encode_tree(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena
     Querier__V1__SelectMergeStacktracesResponse res = QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
     res.tree.data = tree.data;
     res.tree.len = tree.len;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
     ps_buf_dispose(&tree);
     return 0;
 }
@@ -612,7 +607,7 @@ int ps_qr_encode_merge_pprof(int codec, const void *pprof, size_t n, ps_arena_t 
     pp.profile = p;
     Querier__V1__SelectMergeStacktracesResponse res = QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
     res.pprof = &pp;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
     return 0;
 }
 
@@ -625,7 +620,7 @@ int ps_qr_encode_profile(int codec, const void *pprof, size_t n, ps_arena_t *are
     Google__V1__Profile *p;
     int ret = google_profile(pprof, n, arena, &p, err);
     if (ret == 0)
-        encode(codec, &p->base, out);
+        ps_pb_encode_api(codec, &p->base, out);
     return ret;
 }
 
@@ -844,7 +839,7 @@ void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, 
     }
     res.n_series = n;
     res.series = v;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 void ps_qr_encode_heatmap(int codec, const ps_qr_heatmap_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
@@ -876,7 +871,7 @@ void ps_qr_encode_heatmap(int codec, const ps_qr_heatmap_series_t *s, uint32_t n
     }
     res.n_series = n;
     res.series = v;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 void ps_qr_encode_analyze(int codec, const ps_qr_query_scope_t *scopes, uint32_t n, uint64_t total_bytes,
@@ -904,5 +899,5 @@ void ps_qr_encode_analyze(int codec, const ps_qr_query_scope_t *scopes, uint32_t
     res.n_query_scopes = n;
     res.query_scopes = v;
     res.query_impact = &imp;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }

@@ -13,26 +13,12 @@
 #include "pyroscope_recording.pb-c.h"
 #include "querier.h"
 
-static int decode(int codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d, ps_arena_t *arena,
-                  size_t budget, ProtobufCMessage **out, ps_err_t *err)
-{
-    int ret = ps_pb_decode(codec == PS_QR_JSON ? PS_PB_JSON : PS_PB_BINARY, data, n, d, arena, budget, out, err);
-    if (ret != 0)
-        ps_err_prefix(err, "%s", d->name);
-    return ret;
-}
-
-static void encode(int codec, const ProtobufCMessage *m, ps_buf_t *out)
-{
-    ps_pb_encode(codec == PS_QR_JSON ? PS_PB_JSON : PS_PB_BINARY, m, out);
-}
-
 int ps_rr_decode_id(int codec, bool del, const void *data, size_t n, ps_arena_t *arena, size_t budget, const char **id,
                     ps_err_t *err)
 {
     ProtobufCMessage *m;
     *id = "";
-    int ret = decode(codec, data, n,
+    int ret = ps_pb_decode_api(codec, data, n,
                      del ? &settings__v1__delete_recording_rule_request__descriptor
                          : &settings__v1__get_recording_rule_request__descriptor,
                      arena, budget, &m, err);
@@ -45,7 +31,7 @@ int ps_rr_decode_id(int codec, bool del, const void *data, size_t n, ps_arena_t 
 int ps_rr_decode_list(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget, ps_err_t *err)
 {
     ProtobufCMessage *m;
-    return decode(codec, data, n, &settings__v1__list_recording_rules_request__descriptor, arena, budget, &m, err);
+    return ps_pb_decode_api(codec, data, n, &settings__v1__list_recording_rules_request__descriptor, arena, budget, &m, err);
 }
 
 static void labels_in(Types__V1__LabelPair **v, size_t n, ps_arena_t *arena, ps_rr_rule_t *r)
@@ -67,7 +53,7 @@ int ps_rr_decode_upsert(int codec, const void *data, size_t n, ps_arena_t *arena
 {
     ProtobufCMessage *m;
     memset(r, 0, sizeof(*r));
-    int ret = decode(codec, data, n, &settings__v1__upsert_recording_rule_request__descriptor, arena, budget, &m, err);
+    int ret = ps_pb_decode_api(codec, data, n, &settings__v1__upsert_recording_rule_request__descriptor, arena, budget, &m, err);
     if (ret != 0)
         return ret;
     const Settings__V1__UpsertRecordingRuleRequest *q = (const void *)m;
@@ -139,11 +125,11 @@ void ps_rr_encode_rule(int codec, bool get, const ps_rr_rule_t *r, ps_arena_t *a
     if (get) {
         Settings__V1__GetRecordingRuleResponse res = SETTINGS__V1__GET_RECORDING_RULE_RESPONSE__INIT;
         res.rule = rule_out(r, arena);
-        encode(codec, &res.base, out);
+        ps_pb_encode_api(codec, &res.base, out);
     } else {
         Settings__V1__UpsertRecordingRuleResponse res = SETTINGS__V1__UPSERT_RECORDING_RULE_RESPONSE__INIT;
         res.rule = rule_out(r, arena);
-        encode(codec, &res.base, out);
+        ps_pb_encode_api(codec, &res.base, out);
     }
 }
 
@@ -155,13 +141,13 @@ void ps_rr_encode_list(int codec, const ps_rr_rule_t *v, size_t n, ps_arena_t *a
         pv[i] = rule_out(&v[i], arena);
     res.n_rules = n;
     res.rules = pv;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 void ps_rr_encode_delete(int codec, ps_buf_t *out)
 {
     Settings__V1__DeleteRecordingRuleResponse res = SETTINGS__V1__DELETE_RECORDING_RULE_RESPONSE__INIT;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 void ps_rr_store_encode(const ps_rr_rule_t *r, ps_arena_t *arena, ps_buf_t *out)

@@ -338,6 +338,21 @@ static int pprof_answer(qcall_t *q, const ps_profile_t *p, pprof_encode_fn encod
     return ret;
 }
 
+/* A merge answered as a flame graph, or as Pyroscope's tree bytes with PROFILE_FORMAT_TREE */
+static int flame_answer(qcall_t *q, ps_profile_t *p, int format, int64_t max_nodes)
+{
+    ps_flamegraph_t fg;
+    ps_qr_flamegraph_t qfg;
+    int ret = ps_flamegraph_build(p, 0, 0, max_nodes, q->a, &fg, &q->err);
+    if (ret)
+        return ret;
+    fg_of(q, &fg, &qfg);
+    if (format == PS_QR_FORMAT_TREE)
+        return ps_qr_encode_tree(q->c->codec, &qfg, q->a, &q->out, &q->err);
+    ps_qr_encode_flamegraph(q->c->codec, &qfg, q->a, &q->out);
+    return 0;
+}
+
 int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c)
 {
     qcall_t q;
@@ -352,16 +367,7 @@ int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c)
     if (ret == 0 && m.format == PS_QR_FORMAT_PPROF) {
         ret = pprof_answer(&q, &p, ps_qr_encode_merge_pprof);
     } else if (ret == 0) {
-        ps_flamegraph_t fg;
-        ps_qr_flamegraph_t qfg;
-        ret = ps_flamegraph_build(&p, 0, 0, max_nodes, q.a, &fg, &q.err);
-        if (ret == 0) {
-            fg_of(&q, &fg, &qfg);
-            if (m.format == PS_QR_FORMAT_TREE)
-                ret = ps_qr_encode_tree(c->codec, &qfg, q.a, &q.out, &q.err);
-            else
-                ps_qr_encode_flamegraph(c->codec, &qfg, q.a, &q.out);
-        }
+        ret = flame_answer(&q, &p, m.format, max_nodes);
     }
     ps_selector_dispose(&sel);
     ps_profile_sel_dispose(&ps);
@@ -394,18 +400,8 @@ int ps_connect_querier_select_merge_span_profile(ps_connect_call_t *c)
         ret = ps_query_profile_build(q.r, &ps, NULL, PS_PROFILE_ONE, q.a, &p, &q.err);
     if (ret == 0)
         agg_header(&q, &ps);
-    if (ret == 0) {
-        ps_flamegraph_t fg;
-        ps_qr_flamegraph_t qfg;
-        ret = ps_flamegraph_build(&p, 0, 0, max_nodes, q.a, &fg, &q.err);
-        if (ret == 0) {
-            fg_of(&q, &fg, &qfg);
-            if (m.format == PS_QR_FORMAT_TREE)
-                ret = ps_qr_encode_tree(c->codec, &qfg, q.a, &q.out, &q.err);
-            else
-                ps_qr_encode_flamegraph(c->codec, &qfg, q.a, &q.out);
-        }
-    }
+    if (ret == 0)
+        ret = flame_answer(&q, &p, m.format, max_nodes);
     ps_selector_dispose(&sel);
     ps_profile_sel_dispose(&ps);
     return finish(&q, ret);

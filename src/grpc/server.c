@@ -243,23 +243,6 @@ static sec_t *sec_acquire(ps_grpc_t *g)
     return s;
 }
 
-static const char *ssl_reason(char *buf, size_t size)
-{
-    unsigned long e, last = 0;
-    while ((e = ERR_get_error()) != 0)
-        last = e;
-    if (last == 0)
-        snprintf(buf, size, "unknown error");
-    else
-        ERR_error_string_n(last, buf, size);
-    return buf;
-}
-
-static int verify_any(int ok, X509_STORE_CTX *ctx)
-{
-    return 1;
-}
-
 /* ALPN: h2 when offered; a client offering no h2 goes on without ALPN (its preface decides) */
 static int on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
                    unsigned int inlen, void *arg)
@@ -278,68 +261,15 @@ static int on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen, c
     return SSL_TLSEXT_ERR_NOACK;
 }
 
-/* A TLS context as the main port's (web/access.c make_ssl): the same file, the same rules. */
+/* A TLS context as the main port's (the same file, the same rules), serving h2 by ALPN. */
 static SSL_CTX *make_ssl(const ps_webconfig_t *wc, ps_err_t *err)
 {
-    const ps_webconfig_tls_t *t = &wc->tls;
-    char r[256];
-    ERR_clear_error();
-    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-    if (ctx == NULL) {
-        ps_err_set(err, PS_EINTERNAL, "%s: cannot make a TLS context: %s", wc->path, ssl_reason(r, sizeof(r)));
+    SSL_CTX *ctx = ps_webconfig_ssl_ctx(wc, "profstore-grpc", err);
+    if (ctx == NULL)
         return NULL;
-    }
-    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
-                                 (t->prefer_server_ciphers ? SSL_OP_CIPHER_SERVER_PREFERENCE : 0));
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    SSL_CTX_set_min_proto_version(ctx, t->min_version);
-    SSL_CTX_set_max_proto_version(ctx, t->max_version);
-    SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"profstore-grpc", 14);
-    if (SSL_CTX_use_certificate_chain_file(ctx, t->cert_file) != 1) {
-        ps_err_set(err, PS_EINVAL, "%s:%u:%u: tls_server_config.cert_file: cannot load %s: %s", wc->path,
-                   t->cert_at.line, t->cert_at.col, t->cert_file, ssl_reason(r, sizeof(r)));
-        goto Fail;
-    }
-    if (SSL_CTX_use_PrivateKey_file(ctx, t->key_file, SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
-        ps_err_set(err, PS_EINVAL, "%s:%u:%u: tls_server_config.key_file: cannot load %s: %s", wc->path,
-                   t->key_at.line, t->key_at.col, t->key_file, ssl_reason(r, sizeof(r)));
-        goto Fail;
-    }
-    if (t->ciphers != NULL && SSL_CTX_set_cipher_list(ctx, t->ciphers) != 1) {
-        ps_err_set(err, PS_EINVAL, "%s: tls_server_config.cipher_suites: %s", wc->path, ssl_reason(r, sizeof(r)));
-        goto Fail;
-    }
-    if (t->curves != NULL && SSL_CTX_set1_groups_list(ctx, t->curves) != 1) {
-        ps_err_set(err, PS_EINVAL, "%s: tls_server_config.curve_preferences: %s", wc->path, ssl_reason(r, sizeof(r)));
-        goto Fail;
-    }
-    if (t->client_ca_file != NULL && t->client_ca_file[0]) {
-        STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(t->client_ca_file);
-        if (names == NULL || SSL_CTX_load_verify_locations(ctx, t->client_ca_file, NULL) != 1) {
-            if (names != NULL)
-                sk_X509_NAME_pop_free(names, X509_NAME_free);
-            ps_err_set(err, PS_EINVAL, "%s:%u:%u: tls_server_config.client_ca_file: cannot load %s: %s", wc->path,
-                       t->ca_at.line, t->ca_at.col, t->client_ca_file, ssl_reason(r, sizeof(r)));
-            goto Fail;
-        }
-        SSL_CTX_set_client_CA_list(ctx, names);
-    }
-    switch (t->client_auth) {
-    case PS_CLIENT_AUTH_NONE: SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL); break;
-    case PS_CLIENT_AUTH_REQUEST: SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, verify_any); break;
-    case PS_CLIENT_AUTH_REQUIRE_ANY:
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_any);
-        break;
-    case PS_CLIENT_AUTH_VERIFY_IF_GIVEN: SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL); break;
-    case PS_CLIENT_AUTH_REQUIRE_AND_VERIFY:
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
-        break;
-    }
     SSL_CTX_set_alpn_select_cb(ctx, on_alpn, NULL);
     return ctx;
-Fail:
-    SSL_CTX_free(ctx);
-    return NULL;
 }
 
 int ps_grpc_web_config(ps_grpc_t *g, const ps_webconfig_t *wc, ps_err_t *err)

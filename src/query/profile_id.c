@@ -23,20 +23,6 @@ int ps_query_profile_id(ps_reader_t *r, uint64_t sid, int64_t ts, char out[PS_PR
     return PS_PROFILE_ID_LEN;
 }
 
-/* 1 if the profile series sid holds a profile at exactly ts, 0 if not, or an error */
-static int stored(ps_reader_t *r, uint64_t sid, int64_t ts, ps_err_t *err)
-{
-    ps_series_kind_t kind;
-    int rc = ps_reader_series_kind(r, sid, &kind, err);
-    if (rc == PS_ENOTFOUND)
-        return 0;
-    if (rc)
-        return rc;
-    if (kind != PS_SERIES_PROFILE)
-        return 0;
-    return ps_reader_has_data(r, sid, ts, ts, err);
-}
-
 int ps_query_profile_id_parse(ps_reader_t *r, const char *s, size_t n, const char *field, ps_profile_ref_t *out,
                               uint32_t max, uint32_t *nout, ps_err_t *err)
 {
@@ -49,7 +35,7 @@ int ps_query_profile_id_parse(ps_reader_t *r, const char *s, size_t n, const cha
                           field, n > 64 ? 64 : (int)n, s);
     uint64_t sid;
     int64_t ts;
-    int rc = ps_profile_uuid_split(u, &sid, &ts) ? stored(r, sid, ts, err) : 0;
+    int rc = ps_profile_uuid_split(u, &sid, &ts) ? ps_query_profile_series_has(r, sid, ts, ts, err) : 0;
     if (rc < 0)
         return rc;
     if (rc == 0 || max == 0)

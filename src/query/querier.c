@@ -87,13 +87,12 @@ typedef struct has_ctx {
     ps_err_t *err;
 } has_ctx_t;
 
-static int keep_series(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
 
 /* 1 (stop) at the first profile series with data in the range (the rule of ps_querier_series) */
 static int on_type_series(void *ctx, uint64_t sid)
 {
     has_ctx_t *h = ctx;
-    return keep_series(h->r, sid, h->start, h->end, h->err);
+    return ps_query_profile_series_has(h->r, sid, h->start, h->end, h->err);
 }
 
 static int on_type_name(void *ctx, const char *v, size_t n)
@@ -145,8 +144,7 @@ static int set_push(set_builder_t *b, uint64_t sid, const ps_labels_t *ls, ps_er
     return 0;
 }
 
-/* A profile series with data in the range: 1, 0, or an error. */
-static int keep_series(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err)
+int ps_query_profile_series_has(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err)
 {
     ps_series_kind_t kind;
     int rc = ps_reader_series_kind(r, sid, &kind, err);
@@ -181,7 +179,7 @@ static int on_stats_series(void *ctx, uint64_t sid)
 {
     stats_ctx_t *s = ctx;
     int64_t oldest = 0, newest = 0;
-    int rc = keep_series(s->r, sid, INT64_MIN, INT64_MAX, s->err);
+    int rc = ps_query_profile_series_has(s->r, sid, INT64_MIN, INT64_MAX, s->err);
     if (rc <= 0)
         return rc;
     rc = ps_reader_profiles(s->r, sid, INT64_MIN, INT64_MAX, true, on_first, &oldest, s->err);
@@ -237,7 +235,7 @@ static int on_any_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
         match = ps_query_labels_match(&c->sels[s], ls, c->err);
     if (match <= 0)
         return match;
-    rc = keep_series(c->r, sid, c->start, c->end, c->err);
+    rc = ps_query_profile_series_has(c->r, sid, c->start, c->end, c->err);
     if (rc <= 0)
         return rc;
     ps_labels_t copy = *ls; /* ls is valid only during the call */
@@ -276,7 +274,7 @@ int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64
     ps_series_set_t u;
     int ret = ps_query_select_union(r, sels, nsels, INT64_MIN, INT64_MAX, UINT32_MAX, arena, &u, err);
     for (uint32_t i = 0; i < u.n && ret == 0; i++) {
-        int rc = keep_series(r, u.sids[i], start_ns, end_ns, err);
+        int rc = ps_query_profile_series_has(r, u.sids[i], start_ns, end_ns, err);
         if (rc < 0)
             ret = rc;
         else if (rc)

@@ -220,7 +220,7 @@ if [ -f "$root/src/grpc/server.c" ] && [ -f "$here/fuzz_grpc.c" ]; then
     [ -e "$gen/inc/grpc" ] || ln -s "$root/src/grpc" "$gen/inc/grpc"
     # shellcheck disable=SC2046
     fuzzcc $(pkg-config --cflags libnghttp2 openssl zlib) "$here/fuzz_grpc.c" "$root/src/grpc/server.c" \
-        "$root/src/auth/auth.c" "$root/proto/gzip.c" "$root"/core/*.c \
+        "$root/src/auth/auth.c" "$root/src/config/webconfig_tls.c" "$root/proto/gzip.c" "$root"/core/*.c \
         $(pkg-config --libs libnghttp2 openssl zlib) -lcrypt -lm -lpthread -o "$out/fuzz_grpc"
 fi
 
