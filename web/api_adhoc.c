@@ -116,12 +116,6 @@ typedef struct up {
     int64_t max_nodes;
 } up_t;
 
-static void on_up_done(ps_wreq_t *w)
-{
-    up_t *u = w->ctx;
-    ps_task_release(u->c->t);
-}
-
 static void on_up_finish(ps_task_t *t)
 {
     up_t *u = t->finish_arg;
@@ -185,15 +179,7 @@ int ps_connect_adhoc_upload(ps_connect_call_t *c)
     const char *id = ps_adhoc_id(now_ms, name, c->arena);
     u->w.kind = PS_WREQ_ADHOC;
     u->w.adhoc = (ps_store_adhoc_t){.id = id, .idlen = strlen(id), .uploaded_ms = now_ms, .data = data, .len = (size_t)n};
-    u->w.on_done = on_up_done;
-    u->w.ctx = u;
-    c->t->finish = on_up_finish;
-    c->t->finish_arg = u;
-    ps_task_hold(c->t);
-    if (ps_writer_submit(c->srv->writer, &u->w) != 0) {
-        u->w.status = u->w.err.code;
-        ps_task_release(c->t);
-    }
+    ps_connect_submit(c, &u->w, on_up_finish, u);
     return 0;
 }
 

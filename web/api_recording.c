@@ -99,12 +99,6 @@ static void on_changed(void *ctx)
         ps_log_error("recording rules reload failed", "err=%s", ps_log_q(err.msg));
 }
 
-static void on_put_done(ps_wreq_t *w)
-{
-    put_t *p = w->ctx;
-    ps_task_release(p->c->t);
-}
-
 /* on the loop, once the writer committed (or failed) */
 static void on_put_finish(ps_task_t *t)
 {
@@ -150,15 +144,7 @@ static int submit(ps_connect_call_t *c, put_t *p, bool del, const ps_buf_t *valu
     p->w.rule_del = del;
     p->w.rule_after = on_changed;
     p->w.rule_after_ctx = c->srv;
-    p->w.on_done = on_put_done;
-    p->w.ctx = p;
-    c->t->finish = on_put_finish;
-    c->t->finish_arg = p;
-    ps_task_hold(c->t);
-    if (ps_writer_submit(c->srv->writer, &p->w) != 0) {
-        p->w.status = p->w.err.code;
-        ps_task_release(c->t);
-    }
+    ps_connect_submit(c, &p->w, on_put_finish, p);
     return 0;
 }
 

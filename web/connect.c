@@ -24,6 +24,7 @@
 #include "core/budget.h"
 #include "core/json.h"
 #include "http.h"
+#include "ingest/ingest.h"
 #include "proto/gzip.h"
 #include "ui_assets.h"
 
@@ -332,4 +333,22 @@ int ps_connect_call(ps_task_t *t, const char *method_path, ps_connect_fn fn)
         }
     }
     return fn(c);
+}
+
+static void on_submitted(ps_wreq_t *w)
+{
+    ps_task_release(w->ctx);
+}
+
+void ps_connect_submit(ps_connect_call_t *c, ps_wreq_t *w, void (*finish)(ps_task_t *t), void *arg)
+{
+    w->on_done = on_submitted;
+    w->ctx = c->t;
+    c->t->finish = finish;
+    c->t->finish_arg = arg;
+    ps_task_hold(c->t); /* released by on_submitted, on the writer thread */
+    if (ps_writer_submit(c->srv->writer, w) != 0) {
+        w->status = w->err.code;
+        ps_task_release(c->t);
+    }
 }

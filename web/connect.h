@@ -34,6 +34,8 @@
 #include "server.h"
 #include "task.h"
 
+struct ps_wreq; /* ingest/ingest.h: a writer request */
+
 /** Connect's error codes (connect-go's names, in its order). */
 typedef enum {
     PS_CONNECT_CANCELED = 1,
@@ -83,6 +85,10 @@ void ps_connect_reply(ps_connect_call_t *c, const void *msg, size_t len);
 void ps_connect_reply_take(ps_connect_call_t *c, ps_buf_t *msg);
 /** Answers a Connect error. */
 void ps_connect_error(ps_connect_call_t *c, ps_connect_code_t code, const char *msg);
+/** Hands w (a store change: a setting, a rule, an upload) to the writer; once it is done with it,
+ *  finish(c's task) runs on the loop with finish_arg = arg to answer, w->status and w->err holding
+ *  the outcome (a refusal of the queue too). Sets w->on_done and w->ctx. */
+void ps_connect_submit(ps_connect_call_t *c, struct ps_wreq *w, void (*finish)(ps_task_t *t), void *arg);
 /** The Connect code for a profstore error code (PS_EINVAL → invalid_argument, PS_ETOOBIG →
  *  resource_exhausted, PS_EUNAVAIL → unavailable, PS_ENOSPACE → resource_exhausted, ...). */
 ps_connect_code_t ps_connect_code_of(int ps_code);
