@@ -50,7 +50,8 @@ integration: deps build
 # server path aborts the server (-fno-sanitize-recover), so the test that met it fails with the
 # sanitizer's report in the server log. Leaks at exit are not checked here (unit-asan does).
 INTEGRATION_ASAN ?= test_push.py test_bad_input.py test_remote_write.py test_query_promql.py \
-	test_pyroscope_push.py test_pyroscope_querier.py test_query_errors.py test_overflow.py test_damaged_store.py
+	test_pyroscope_push.py test_pyroscope_querier.py test_query_errors.py test_overflow.py test_damaged_store.py \
+	test_recording_rules.py
 integration-asan: build-asan
 	PS_REQUIRE_TOOLS=1 UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 PROFSTORE_BIN=$(abspath $(BUILD_ASAN))/profstore \
 		$(PYTHON) -m pytest -q $(addprefix tests/integration/,$(INTEGRATION_ASAN))

@@ -18,8 +18,11 @@
  *   --pyroscope  POST /ingest?name=<job>{instance=…}&from=<s>&until=<s+10>&spyName=gospy&
  *                sampleRate=100&…, multipart/form-data as pyroscope-go and @pyroscope/nodejs 0.4
  *                upload: the pprof as the part "profile" (filename profile.pprof).
+ *   --rules N    the native push into a server with N recording rules in its --config
+ *                (recording_rules:, all over the CPU profiles, some with a function filter):
+ *                what evaluating rules as profiles are written costs.
  * Each flag's phase follows the native phase it is compared with (profiles/s, server CPU per
- * profile; target: within 10%). Both flags together: native, Connect, /ingest.
+ * profile; target: within 10%). All flags together: native, Connect, /ingest, rules.
  *
  * Like for like: every mode pushes the same pprof bytes with the same time. A Connect push has no
  * time parameter (the profile's time_nanos is its timestamp), so the time must travel in the
@@ -70,7 +73,7 @@ typedef struct fixture {
 
 /* ---- how to push ---- */
 
-typedef enum push_mode { MODE_NATIVE, MODE_CONNECT, MODE_INGEST, NMODES } push_mode_t;
+typedef enum push_mode { MODE_NATIVE, MODE_CONNECT, MODE_INGEST, MODE_RULES, NMODES } push_mode_t;
 
 #define INGEST_BOUNDARY "bench-boundary-5f2c1b7a9e3d4c11"
 static const char *const connect_headers[] = {"Content-Type: application/proto", "Connect-Protocol-Version: 1",
@@ -89,6 +92,7 @@ static const mode_info_t modes[NMODES] = {
     [MODE_NATIVE] = {"native", "", "", "nothing", NULL},
     [MODE_CONNECT] = {"Connect", ", Connect push", "-connect", "the PushRequest", connect_headers},
     [MODE_INGEST] = {"/ingest", ", Pyroscope POST /ingest", "-ingest", "the multipart framing", ingest_headers},
+    [MODE_RULES] = {"native + rules", ", native push with --rules recording rules", "-rules", "nothing", NULL},
 };
 
 typedef struct opts {
@@ -100,7 +104,9 @@ typedef struct opts {
     const char *threads;
     long long t0;
     int do_sync, do_nosync, do_compact;
-    int want[NMODES]; /* native always; --connect, --pyroscope */
+    int want[NMODES]; /* native always; --connect, --pyroscope, --rules */
+    uint32_t rules;   /* --rules: recording rules of the MODE_RULES phase */
+    int rules_all;    /* --rules-all: each of them matches every CPU profile */
 } opts_t;
 
 typedef struct result {
@@ -116,6 +122,7 @@ typedef struct result {
     double wall, server_cpu, self_cpu, p50, p90, p99, max, compact_wall, compact_cpu;
     uint64_t pushed_ok, failed, bytes, pprof_bytes, samples, ncpu, nheap, hwm_kb, hwm_after_compact_kb;
     double batches, stored, file_bytes, used_bytes, chunks, compact_chunks;
+    double rec_samples, rec_evals; /* profstore_recording_rule_samples_total, _evaluations_total */
     char first_error[512];
     char died[4400];
     char log[4200];     /* set if the server died during the pushes */
@@ -137,8 +144,8 @@ static size_t *tmem_off;
 /* the flags as the table parses them; parse() puts them into opts_t */
 typedef struct flagv {
     const char *profstore, *data_dir, *threads, *phase;
-    bool keep, no_compact, connect, pyroscope;
-    uint64_t n, conns, series, jobs, heap_every, t0;
+    bool keep, no_compact, connect, pyroscope, rules_all;
+    uint64_t n, conns, series, jobs, heap_every, t0, rules;
 } flagv_t;
 
 #define FV(field) offsetof(flagv_t, field)
@@ -176,6 +183,11 @@ static const ps_flag_t flags[] = {
     {.name = "pyroscope", .type = PS_FLAG_BOOL, .offset = FV(pyroscope),
      .help = "also push the same profiles through Pyroscope's POST /ingest (multipart, as\n"
              "pyroscope-go and @pyroscope/nodejs 0.4 upload) after each phase, and compare"},
+    {.name = "rules", .type = PS_FLAG_UINT, .offset = FV(rules), .metavar = "N", .def = "0", .max = 100,
+     .help = "also push natively into a server with N recording rules (recording_rules: in its --config), "
+             "rule i for service i % jobs, and compare with the native phase (target: within 10%)"},
+    {.name = "rules-all", .type = PS_FLAG_BOOL, .offset = FV(rules_all),
+     .help = "--rules: every rule matches every CPU profile (the worst case)"},
     {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
 };
 /* clang-format on */
@@ -208,6 +220,9 @@ static void parse(int argc, char **argv, opts_t *o)
     o->want[MODE_NATIVE] = 1;
     o->want[MODE_CONNECT] = f.connect;
     o->want[MODE_INGEST] = f.pyroscope;
+    o->want[MODE_RULES] = f.rules > 0;
+    o->rules = (uint32_t)f.rules;
+    o->rules_all = f.rules_all;
 }
 
 /* push i: label set i % series, round i / series; 1 in heap_every rounds of a set is heap */
@@ -428,10 +443,43 @@ static int get_metrics(const char *url, ps_buf_t *b)
 }
 #define METRIC(b, name) ps_bench_metric((const char *)(b).data, (b).len, name)
 
-static int start_server(const opts_t *o, const char *dir, const char *log, int nosync, ps_bench_server_t *srv)
+/* The --rules configuration file: o->rules rules over the CPU profiles the pushes store, as a
+ * Drilldown user makes them: rule i for the service (job) i % jobs, grouped by instance (even i)
+ * or not at all; one in 5 filters by a function of the fixtures. --rules-all: every rule matches
+ * every CPU profile (no job matcher; grouped by instance or job), the worst case. */
+static int write_rules_config(const opts_t *o, const char *path)
 {
-    const char *args[8];
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -1;
+    fprintf(f, "recording_rules:\n");
+    for (uint32_t i = 0; i < o->rules; i++) {
+        fprintf(f, "  - metric_name: profiles_recorded_bench_%u\n", i);
+        fprintf(f, "    matchers: ['{__profile_type__=\"process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta\"}'");
+        if (!o->rules_all)
+            fprintf(f, ", '{job=\"%s\"}'", series[(i % o->jobs) * (o->series / o->jobs)].job);
+        fprintf(f, "]\n    group_by: [%s]\n", i % 2 ? (o->rules_all ? "job" : "") : "instance");
+        if (i % 5 == 4)
+            fprintf(f, "    function_name: main.kernelCompress\n");
+    }
+    return fclose(f);
+}
+
+static int start_server(const opts_t *o, const char *dir, const char *log, int nosync, push_mode_t mode,
+                        ps_bench_server_t *srv)
+{
+    const char *args[10];
     int na = 0;
+    static char cfg[4200];
+    if (mode == MODE_RULES) {
+        snprintf(cfg, sizeof(cfg), "%s.rules.yml", dir);
+        if (write_rules_config(o, cfg) != 0) {
+            fprintf(stderr, "bench_ingest: cannot write %s: %s\n", cfg, strerror(errno));
+            return -1;
+        }
+        args[na++] = "--config";
+        args[na++] = cfg;
+    }
     args[na++] = "--retention";
     args[na++] = "0";
     if (nosync)
@@ -539,6 +587,8 @@ static void after_pushes(const opts_t *o, ps_bench_server_t *srv, result_t *r)
     if (get_metrics(srv->url, &m) == 0) {
         r->file_bytes = METRIC(m, "profstore_storage_file_bytes");
         r->used_bytes = METRIC(m, "profstore_storage_used_bytes");
+        r->rec_samples = METRIC(m, "profstore_recording_rule_samples_total");
+        r->rec_evals = METRIC(m, "profstore_recording_rule_evaluations_total");
     }
     ps_buf_dispose(&m);
 }
@@ -553,7 +603,7 @@ static void run_phase(const opts_t *o, const char *base_dir, int nosync, push_mo
     snprintf(dir, sizeof(dir), "%s/%s%s", base_dir, nosync ? "nosync" : "sync", modes[mode].tag);
     snprintf(log, sizeof(log), "%s/profstore-%s%s.log", base_dir, nosync ? "nosync" : "sync", modes[mode].tag);
     ps_bench_server_t srv;
-    if (start_server(o, dir, log, nosync, &srv) != 0)
+    if (start_server(o, dir, log, nosync, mode, &srv) != 0)
         return;
     push_all(o, mode, t0, &srv, r);
     r->ok = 1;
@@ -674,6 +724,9 @@ static void print_compare(const opts_t *o, const result_t *nat, const result_t *
     printf("  server CPU/profile     native %.1f us, %s %.1f us: %+.1f%%   (target <= +10%%: %s)\n", cn, an, ca,
            (ca / cn - 1) * 100, mark(ca <= 1.1 * cn));
     printf("  stored                 native %.0f, %s %.0f profiles\n", nat->stored, an, alt->stored);
+    if (mode == MODE_RULES)
+        printf("  recording rules        %u rules: %.0f profile series matched, %.0f recorded samples stored\n",
+               o->rules, alt->rec_evals, alt->rec_samples);
     printf("  bytes/profile          native %.0f B, %s %.0f B (the same %.0f B of pprof; %s adds the rest)\n",
            (double)nat->bytes / n, an, (double)alt->bytes / n, (double)alt->pprof_bytes / n, modes[mode].wrapping);
 }
@@ -698,6 +751,9 @@ static void print_header(const opts_t *o, uint64_t rounds, long long t0, const c
            "from t0=%lld; push modes: native%s%s\n",
            (unsigned long long)o->n, o->series, o->jobs, o->conns, (unsigned)rounds, t0,
            o->want[MODE_CONNECT] ? ", Connect" : "", o->want[MODE_INGEST] ? ", /ingest" : "");
+    if (o->want[MODE_RULES])
+        printf("  --rules: the native push again into a server with %u recording rules%s\n", o->rules,
+               o->rules_all ? ", each matching every CPU profile (--rules-all)" : ", rule i for service i % jobs");
     printf("  server %s, threads %s; %ld CPUs shared by server and load generator; data in %s\n", o->profstore,
            o->threads ? o->threads : "default", ncpu, base);
     ps_bench_print_loadavg();

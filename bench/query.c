@@ -29,7 +29,7 @@
  *     (binary protobuf, max_nodes 16384) for the whole range of one series (target < 100 ms) and
  *     3 h of all series (target < 1 s), its flamegraph.total checked like the others; and
  *     SelectSeries over the whole range of all series at a 60 s step grouped by instance (the sum
- *     of its points checked).
+ *     of its points checked), without and with EXEMPLAR_TYPE_INDIVIDUAL (target: within 2x).
  * Correctness, cheaply: the merged profile's cpu total (ps_pprof_decode, summed) and the JSON
  * totals must equal the sums of the generated totals (ps_bench_gen_ex): OK / MISMATCH.
  *
@@ -65,14 +65,14 @@ typedef struct opts {
     const char *data_dir, *compact_window, *threads, *go;
     uint32_t series, pps, conns, compact_max, runs, pprof_runs;
     uint64_t seed;
-    int reload, sync, no_pprof_tool;
+    int reload, sync, no_pprof_tool, no_inuse;
 } opts_t;
 
 /* the flags as the table parses them; parse() puts them into opts_t */
 typedef struct flagv {
     const char *profstore, *data_dir, *compact_window, *threads, *go;
     uint64_t series, pps, seed, conns, compact_max, runs, pprof_runs;
-    bool reload, sync, no_pprof_tool;
+    bool reload, sync, no_pprof_tool, no_inuse;
 } flagv_t;
 
 #define FV(field) offsetof(flagv_t, field)
@@ -113,6 +113,8 @@ static const ps_flag_t flags[] = {
      .help = "go binary (default: go in PATH)"},
     {.name = "no-pprof-tool", .type = PS_FLAG_BOOL, .offset = FV(no_pprof_tool),
      .help = "skip the go tool pprof comparison"},
+    {.name = "no-inuse", .type = PS_FLAG_BOOL, .offset = FV(no_inuse),
+     .help = "skip the inuse copy (its load and its merges)"},
     {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
 };
 /* clang-format on */
@@ -141,6 +143,7 @@ static void parse(int argc, char **argv, opts_t *o)
     o->reload = f.reload;
     o->sync = f.sync;
     o->no_pprof_tool = f.no_pprof_tool;
+    o->no_inuse = f.no_inuse;
 }
 
 /* ---- the generated totals: [series * pps + index][0: samples/count, 1: cpu/nanoseconds] ---- */
@@ -842,8 +845,10 @@ static int pb_field(const uint8_t *p, const uint8_t *e, uint32_t field, uint64_t
     return -1;
 }
 
-/* SelectSeriesRequest{profile_typeID, label_selector, start, end (ms), group_by [by], step s} */
-static void series_request(ps_buf_t *b, const char *type, const char *sel, uint32_t pps, const char *by, double step)
+/* SelectSeriesRequest{profile_typeID, label_selector, start, end (ms), group_by [by], step s,
+ * exemplar_type (0: absent; 2: INDIVIDUAL)} */
+static void series_request(ps_buf_t *b, const char *type, const char *sel, uint32_t pps, const char *by, double step,
+                           int exemplar_type)
 {
     int64_t last = (int64_t)(pps - 1) * STEP_S, end = (last + 59) / 60 * 60;
     ps_buf_reset(b);
@@ -856,6 +861,10 @@ static void series_request(ps_buf_t *b, const char *type, const char *sel, uint3
     pb_str(b, 5, by);
     ps_put_uvarint(b, 6 << 3 | 1);
     ps_buf_append(b, &step, 8); /* little-endian double, as x86-64 holds it */
+    if (exemplar_type) {
+        ps_put_uvarint(b, 10 << 3);
+        ps_put_uvarint(b, (uint64_t)exemplar_type);
+    }
 }
 
 /* The sum of every point of a SelectSeriesResponse against want; also counts series and points. */
@@ -865,7 +874,7 @@ static void check_connect_series(const char *what, const meas_t *m, int64_t want
         return;
     const uint8_t *p = m->body.data, *e = p + m->body.len;
     double sum = 0;
-    uint64_t nseries = 0, npoints = 0;
+    uint64_t nseries = 0, npoints = 0, nex = 0;
     while (p < e) { /* SelectSeriesResponse: 1 series */
         uint64_t tag, len;
         if (rd_varint(&p, e, &tag) || tag != (1 << 3 | 2) || rd_varint(&p, e, &len) || len > (uint64_t)(e - p))
@@ -877,18 +886,36 @@ static void check_connect_series(const char *what, const meas_t *m, int64_t want
             uint64_t t2, l2;
             if (rd_varint(&s, se, &t2) || (t2 & 7) != 2 || rd_varint(&s, se, &l2) || l2 > (uint64_t)(se - s))
                 break;
-            if (t2 >> 3 == 2 && l2 >= 9 && s[0] == (1 << 3 | 1)) { /* Point: 1 value (double) */
+            if (t2 >> 3 == 2 && l2 >= 9 && s[0] == (1 << 3 | 1)) { /* Point: 1 value (double), 4 exemplars */
                 double v;
                 memcpy(&v, s + 1, 8);
                 sum += v;
                 npoints++;
+                const uint8_t *x = s, *xe = s + l2;
+                while (x < xe) {
+                    uint64_t t3, v3;
+                    if (rd_varint(&x, xe, &t3))
+                        break;
+                    if ((t3 & 7) == 1) {
+                        x += 8;
+                        continue;
+                    }
+                    if (rd_varint(&x, xe, &v3))
+                        break;
+                    if ((t3 & 7) == 2) {
+                        if (v3 > (uint64_t)(xe - x))
+                            break;
+                        nex += t3 >> 3 == 4;
+                        x += v3;
+                    }
+                }
             }
             s += l2;
         }
     }
-    char extra[96];
-    snprintf(extra, sizeof(extra), "; %llu series, %llu points", (unsigned long long)nseries,
-             (unsigned long long)npoints);
+    char extra[128];
+    snprintf(extra, sizeof(extra), "; %llu series, %llu points, %llu exemplars", (unsigned long long)nseries,
+             (unsigned long long)npoints, (unsigned long long)nex);
     print_check(what, (int64_t)sum, want, extra);
 }
 
@@ -1140,8 +1167,8 @@ int main(int argc, char **argv)
         snprintf(ls, sizeof(ls), "{job=\"" JOB "-inuse\",instance=\"host-%03u\"}", s);
         ps_bench_urlencode(ls, inuse_enc[s], sizeof(inuse_enc[s]));
     }
-    long ninuse = count_series(srv.url, "{job=\"" JOB "-inuse\"}");
-    if (ninuse != (long)(2 * o.series)) {
+    long ninuse = o.no_inuse ? 0 : count_series(srv.url, "{job=\"" JOB "-inuse\"}");
+    if (!o.no_inuse && ninuse != (long)(2 * o.series)) {
         printf("  inuse copy             LOADING (%llu profiles as memory:inuse_objects/inuse_space, job " JOB
                "-inuse)\n",
                (unsigned long long)nprof);
@@ -1222,7 +1249,7 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     char url[2048], name[256];
-    meas_t m1 = {0}, m24 = {0}, mfg = {0}, mtop = {0}, mr = {0}, mrc = {0}, mrs = {0}, m3 = {0}, mc24 = {0}, mc3 = {0}, mcs = {0}, mch = {0};
+    meas_t m1 = {0}, m24 = {0}, mfg = {0}, mtop = {0}, mr = {0}, mrc = {0}, mrs = {0}, m3 = {0}, mc24 = {0}, mc3 = {0}, mcs = {0}, mcx = {0}, mch = {0};
 
     /* 1. 1 h of one series, pprof */
     profile_url(url, sizeof(url), srv.url, one_sel, a1, n1, "pprof");
@@ -1379,6 +1406,8 @@ int main(int argc, char **argv)
     snprintf(inuse_one, sizeof(inuse_one), "memory:inuse_space:bytes:inuse_space:bytes{job=\"" JOB
                                            "-inuse\",instance=\"host-000\"}");
     snprintf(inuse_all, sizeof(inuse_all), "memory:inuse_space:bytes:inuse_space:bytes{job=\"" JOB "-inuse\"}");
+    if (o.no_inuse)
+        goto connect;
     profile_url(url, sizeof(url), srv.url, inuse_one, 0, o.pps, "pprof");
     snprintf(name, sizeof(name), "merge %s one series, pprof, inuse (avg)", h24);
     measure(srv.pid, url, o.runs, &mi24);
@@ -1392,6 +1421,7 @@ int main(int argc, char **argv)
                 gen_sum(&o, 0, o.series, a3, n3, 1));
     fflush(stdout);
 
+connect:;
     /* 5. Grafana's flame graph call: SelectMergeStacktraces over Connect (binary, max_nodes 16384) */
     ps_buf_t creq = PS_BUF_INIT;
     char cone[256], call_sel[64];
@@ -1412,11 +1442,17 @@ int main(int argc, char **argv)
     check_connect_total("flamegraph.total", &mc3, gen_sum(&o, 0, o.series, a3, n3, 1));
     /* Grafana's time series: SelectSeries 24 h of all series, 60 s step, group_by instance */
     snprintf(url, sizeof(url), "%s/querier.v1.QuerierService/SelectSeries", srv.url);
-    series_request(&creq, cpu_type, call_sel, o.pps, "instance", 60);
+    series_request(&creq, cpu_type, call_sel, o.pps, "instance", 60, 0);
     snprintf(name, sizeof(name), "Connect SelectSeries %s all %u series, 60 s, by instance", h24, o.series);
     measure(srv.pid, url, o.runs, &mcs);
     print_meas(name, &mcs, 0, 0);
     check_connect_series("sum of all points", &mcs, all_cpu);
+    /* the same with EXEMPLAR_TYPE_INDIVIDUAL: each point's profile, its id and labels */
+    series_request(&creq, cpu_type, call_sel, o.pps, "instance", 60, 2);
+    snprintf(name, sizeof(name), "Connect SelectSeries %s all %u series, 60 s, by instance, exemplars", h24, o.series);
+    measure(srv.pid, url, o.runs, &mcx);
+    print_meas(name, &mcx, 0, 0);
+    check_connect_series("sum of all points", &mcx, all_cpu);
     /* Grafana's heatmap: SelectHeatmap of the same, every profile counted once */
     snprintf(url, sizeof(url), "%s/querier.v1.QuerierService/SelectHeatmap", srv.url);
     heatmap_request(&creq, cpu_type, call_sel, o.pps, "instance", 60);
@@ -1468,6 +1504,10 @@ int main(int argc, char **argv)
     if (mcs.code == 200)
         printf("  Connect SelectSeries %s all %u series, 60 s, by instance %s\n", h24, o.series,
                fmt_time(mcs.med, a, sizeof(a)));
+    if (mcs.code == 200 && mcx.code == 200)
+        printf("  Connect SelectSeries with exemplars vs without   %s vs %s (%.2fx)   target within 2x: %s\n",
+               fmt_time(mcx.med, a, sizeof(a)), fmt_time(mcs.med, hb, sizeof(hb)), mcx.med / mcs.med,
+               mark(mcx.med <= 2 * mcs.med));
 
     int rc = ps_bench_server_stop(&srv);
     if (rc != 0) {
@@ -1476,7 +1516,7 @@ int main(int argc, char **argv)
         printf("  (profstore shutdown: %s; log: %s)\n", why, log);
     }
     printf("  data kept in %s for the next run (--reload to load again; rm -rf it to free the space)\n", dir);
-    meas_t *all[] = {&m1, &m24, &mfg, &mtop, &mr, &mrc, &mrs, &m3, &mc24, &mc3, &mcs, &mch};
+    meas_t *all[] = {&m1, &m24, &mfg, &mtop, &mr, &mrc, &mrs, &m3, &mc24, &mc3, &mcs, &mcx, &mch};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         ps_buf_dispose(&all[i]->body);
     ps_buf_dispose(&mb);

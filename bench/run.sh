@@ -171,6 +171,13 @@ echo "### bench_auth_check, bench/auth.py"
 if [ -x "$BUILD/bench/bench_auth_check" ]; then "$BUILD/bench/bench_auth_check" || status=$?; fi
 /usr/bin/python3 "$here/auth.py" --profstore "$BUILD/profstore" --requests "$([ "$QUICK" = 1 ] && echo 1000 || echo 5000)" || status=$?
 
+# ---- shared (ad hoc) profiles: Upload and Get of a real CPU profile and of the 12,420-node synthetic
+# one, beside /pyroscope/render of the same profile pushed as a series (bench/adhoc.py) ----
+echo
+echo "### bench/adhoc.py"
+/usr/bin/python3 "$here/adhoc.py" --profstore "$BUILD/profstore" --n "$([ "$QUICK" = 1 ] && echo 10 || echo 50)" || status=$?
+/usr/bin/python3 "$here/adhoc.py" --profstore "$BUILD/profstore" --profile synthetic --n "$([ "$QUICK" = 1 ] && echo 5 || echo 30)" || status=$?
+
 # ---- bench_ui: the web UI in headless Chromium: time to first flame graph, flame graph draw time of
 # 1 h and 24 h merges with 8,192 nodes (bench/ui.py; prints "skipped" without chromium) ----
 echo
@@ -182,6 +189,12 @@ echo "### bench_ui (24 h of a 12,420-node CPU profile, 1 h and 24 h merges, max_
 echo
 echo "### bench_conns (512 idle connections, accept rate, 1,000 idle at --web.max-connections=512, nofile 256)"
 /usr/bin/python3 "$here/conns.py" --profstore "$BUILD/profstore" || status=$?
+
+# ---- bench_grpc: the gRPC listener's health checks/s and a 1 MiB request's round trip beside the
+# main port's /-/healthy and a 1 MiB POST (bench/grpc_listener.py) ----
+echo
+echo "### bench_grpc (Health/Check calls/s with grpcio, 1 MiB round trip; HTTP/1.1 beside it)"
+/usr/bin/python3 "$here/grpc_listener.py" --profstore "$BUILD/profstore" --calls "$([ "$QUICK" = 1 ] && echo 1000 || echo 5000)" || status=$?
 
 # ---- bench_forward: profiles/s and samples/s forwarded A -> B, A's CPU per profile with and
 # without forwarding, catch-up after an outage of B (bench/forward.py; full: 5 min at 500/s) ----

@@ -331,6 +331,7 @@ typedef struct jdec {
     ps_err_t *err;
     size_t budget;
     ps_pb_i64_str_fn str_i64; /* or NULL */
+    bool otlp_hex;            /* OTLP JSON: trace_id, span_id, profile_id are hex, not base64 */
 } jdec_t;
 
 static void *jalloc(jdec_t *j, size_t n)
@@ -411,63 +412,220 @@ static int json_prescan(const char *s, size_t n, size_t budget, bool *neg_zero, 
     return 0;
 }
 
-static int json_i64(jdec_t *j, const json_t *v, int64_t lo, int64_t hi, int64_t *out)
+/* ---- numbers in JSON strings, as protojson reads them ----------------------------------------------
+ * protojson (Go's google.golang.org/protobuf/encoding/protojson, which connect-go's JSON codec
+ * runs) reads the string of a numeric field so: no white space around it (strings.TrimSpace), then
+ * the first JSON token of the string, which must be a number (internal/encoding/json parseNumber:
+ * the token must end at the string's end or at a character other than [-+._a-zA-Z0-9]; what
+ * follows is not read: "12 34" is 12), then for integers the token's value if it is a whole number
+ * (normalizeToIntString: "1e3" and "1.50e2" are, "1.5" is not), within the field's bits. */
+
+/* Go's unicode.IsSpace at the start (at_end: the end) of s[0..n), valid UTF-8. */
+static bool go_space_edge(const char *s, size_t n, bool at_end)
+{
+    static const uint32_t wide[] = {0x85, 0xa0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006,
+                                    0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000};
+    if (n == 0)
+        return false;
+    unsigned char c = (unsigned char)(at_end ? s[n - 1] : s[0]);
+    if (c == ' ' || (c >= '\t' && c <= '\r'))
+        return true;
+    if (c < 0x80)
+        return false;
+    size_t i = 0; /* the edge character's first byte */
+    if (at_end)
+        for (i = n - 1; i > 0 && ((unsigned char)s[i] & 0xc0) == 0x80 && n - i < 4;)
+            i--;
+    unsigned char b = (unsigned char)s[i];
+    size_t k = (b & 0xe0) == 0xc0 ? 1 : (b & 0xf0) == 0xe0 ? 2 : 0; /* the wide spaces take 2 or 3 bytes */
+    if (k == 0 || i + k > n - 1 || (at_end && i + k != n - 1))
+        return false;
+    uint32_t cp = b & (k == 1 ? 0x1fu : 0x0fu);
+    for (size_t m = 1; m <= k; m++)
+        cp = cp << 6 | ((unsigned char)s[i + m] & 0x3fu);
+    for (size_t m = 0; m < sizeof(wide) / sizeof(wide[0]); m++)
+        if (cp == wide[m])
+            return true;
+    return false;
+}
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* The parts of the JSON number token at the start of s[0..n) (Go's parseNumber and
+ * parseNumberParts): false when there is none or it runs into a character that cannot end one. */
+typedef struct gonum {
+    size_t len;           /* the token's length */
+    bool neg;
+    const char *intp;     /* integer digits without a leading zero ("0" gives none) */
+    size_t nintp;
+    const char *frac;     /* fraction digits, trailing zeros dropped */
+    size_t nfrac;
+    const char *exp;      /* exponent with its sign, as written (may be empty) */
+    size_t nexp;
+} gonum_t;
+
+static bool go_number(const char *s, size_t n, gonum_t *g)
+{
+    size_t p = 0;
+    memset(g, 0, sizeof(*g));
+    if (p < n && s[p] == '-') {
+        g->neg = true;
+        if (++p == n)
+            return false;
+    }
+    if (p < n && s[p] == '0') {
+        p++;
+    } else if (p < n && s[p] >= '1' && s[p] <= '9') {
+        g->intp = s + p;
+        while (p < n && is_digit(s[p]))
+            p++;
+        g->nintp = (size_t)(s + p - g->intp);
+    } else {
+        return false;
+    }
+    if (n - p >= 2 && s[p] == '.' && is_digit(s[p + 1])) {
+        g->frac = s + p + 1;
+        p += 2;
+        while (p < n && is_digit(s[p]))
+            p++;
+        g->nfrac = (size_t)(s + p - g->frac);
+        while (g->nfrac > 0 && g->frac[g->nfrac - 1] == '0')
+            g->nfrac--;
+    }
+    if (n - p >= 2 && (s[p] == 'e' || s[p] == 'E')) {
+        g->exp = s + ++p;
+        if (s[p] == '+' || s[p] == '-') {
+            if (++p == n)
+                return false;
+        }
+        while (p < n && is_digit(s[p]))
+            p++;
+        g->nexp = (size_t)(s + p - g->exp);
+    }
+    if (p < n) {
+        char c = s[p];
+        if (c == '-' || c == '+' || c == '.' || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+            is_digit(c))
+            return false;
+    }
+    g->len = p;
+    return true;
+}
+
+/* The whole number a token stands for (normalizeToIntString, then strconv.ParseInt/ParseUint with
+ * bits): false when it is not one or is out of range. */
+static bool go_number_int(const gonum_t *g, bool is_signed, int bits, int64_t *si, uint64_t *ui)
+{
+    *si = 0;
+    *ui = 0;
+    if (g->nintp == 0 && g->nfrac == 0)
+        return true; /* "0", "-0", "0.000", "0e7" */
+    long exp = 0;
+    if (g->nexp > 0) { /* strconv.ParseInt(exp, 10, 32) */
+        size_t i = 0;
+        bool eneg = false;
+        if (g->exp[0] == '+' || g->exp[0] == '-')
+            eneg = g->exp[i++] == '-';
+        if (i == g->nexp)
+            return false;
+        for (; i < g->nexp; i++) {
+            exp = exp * 10 + (g->exp[i] - '0');
+            if (exp > 2147483648L)
+                return false;
+        }
+        if (eneg)
+            exp = -exp;
+        if (exp > 2147483647L)
+            return false;
+    }
+    char num[24];
+    size_t nn = 0;
+    if (exp >= 0) {
+        if ((long)g->nfrac > exp || (long)g->nintp + exp > 20)
+            return false;
+        if (g->nintp > 0)
+            memcpy(num, g->intp, g->nintp);
+        if (g->nfrac > 0)
+            memcpy(num + g->nintp, g->frac, g->nfrac);
+        nn = g->nintp + g->nfrac;
+        for (long k = 0; k < exp - (long)g->nfrac; k++)
+            num[nn++] = '0';
+    } else {
+        if (g->nfrac > 0 || (long)g->nintp + exp < 0)
+            return false;
+        size_t index = (size_t)((long)g->nintp + exp);
+        for (size_t k = index; k < g->nintp; k++)
+            if (g->intp[k] != '0')
+                return false;
+        if (index > 0)
+            memcpy(num, g->intp, index);
+        nn = index;
+    }
+    if (nn == 0 || (g->neg && !is_signed))
+        return false;
+    uint64_t v = 0;
+    for (size_t k = 0; k < nn; k++) {
+        if (v > (UINT64_MAX - (uint64_t)(num[k] - '0')) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(num[k] - '0');
+    }
+    if (!is_signed) {
+        if (bits < 64 && v > (UINT64_C(1) << bits) - 1)
+            return false;
+        *ui = v;
+        return true;
+    }
+    uint64_t lim = UINT64_C(1) << (bits - 1); /* |min| */
+    if (v > (g->neg ? lim : lim - 1))
+        return false;
+    *si = g->neg ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
+}
+
+/* The number token that is the whole of the JSON string v (protojson's reading), or false. */
+static bool go_string_number(const json_t *v, gonum_t *g)
+{
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    return n > 0 && !go_space_edge(s, n, false) && !go_space_edge(s, n, true) && go_number(s, n, g);
+}
+
+static int json_int(jdec_t *j, const json_t *v, bool is_signed, int bits, int64_t *si, uint64_t *ui)
 {
     if (json_is_integer(v)) {
         json_int_t x = json_integer_value(v);
-        if (x < lo || x > hi)
+        bool ok = is_signed ? (bits == 64 || (x >= -(INT64_C(1) << (bits - 1)) && x < (INT64_C(1) << (bits - 1))))
+                            : (x >= 0 && (bits == 64 || (uint64_t)x <= (UINT64_C(1) << bits) - 1));
+        if (!ok)
             return jfail(j, "%lld is out of range", (long long)x);
-        *out = x;
+        *si = x;
+        *ui = (uint64_t)x;
         return 0;
     }
-    double dv;
-    if (json_is_real(v)) {
-        dv = json_real_value(v);
-    } else if (json_is_string(v)) {
-        const char *s = json_string_value(v);
-        size_t n = json_string_length(v);
-        char *e;
-        errno = 0;
-        long long x = strtoll(s, &e, 10);
-        if (n > 0 && e == s + n && errno == 0 && s[0] != ' ' && s[0] != '+') {
-            if (x < lo || x > hi)
-                return jfail(j, "%lld is out of range", x);
-            *out = x;
-            return 0;
-        }
-        dv = strtod(s, &e);
-        if (n == 0 || e != s + n || s[0] == ' ' || !isfinite(dv))
-            return jfail(j, "\"%.40s\" is not an integer", s);
-    } else {
+    if (json_is_real(v)) { /* jansson read it as a double ("1.0", "1e3", or past 64 bits) */
+        double dv = json_real_value(v);
+        double lo = is_signed ? -ldexp(1, bits - 1) : 0, hi = is_signed ? ldexp(1, bits - 1) : ldexp(1, bits);
+        if (dv != floor(dv) || !(dv >= lo && dv < hi))
+            return jfail(j, "%.17g is not an integer in range", dv);
+        if (fabs(dv) >= 9007199254740992.0) /* from 2^53 on, the double may not be the number written */
+            return jfail(j, "%.17g: an integer from 2^53 on must be written without a fraction or exponent "
+                            "(or as a string)", dv);
+        if (is_signed)
+            *si = (int64_t)dv;
+        else
+            *ui = (uint64_t)dv;
+        return 0;
+    }
+    if (!json_is_string(v))
         return jfail(j, "expected an integer, got %s", jtype(v));
-    }
-    if (dv != floor(dv) || !(dv >= (double)lo && dv <= (double)hi) || (hi == INT64_MAX && dv >= 9223372036854775808.0))
-        return jfail(j, "%.17g is not an integer in range", dv);
-    *out = (int64_t)dv;
-    return 0;
-}
-
-static int json_u64(jdec_t *j, const json_t *v, uint64_t hi, uint64_t *out)
-{
-    if (json_is_string(v)) {
-        const char *s = json_string_value(v);
-        size_t n = json_string_length(v);
-        char *e = NULL;
-        errno = 0;
-        if (n > 0 && s[0] >= '0' && s[0] <= '9') {
-            unsigned long long x = strtoull(s, &e, 10);
-            if (e == s + n && errno == 0) {
-                if (x > hi)
-                    return jfail(j, "%llu is out of range", x);
-                *out = x;
-                return 0;
-            }
-        }
-    }
-    int64_t x;
-    if (json_i64(j, v, 0, hi > INT64_MAX ? INT64_MAX : (int64_t)hi, &x) != 0)
-        return j->err != NULL ? j->err->code : PS_EINVAL;
-    *out = (uint64_t)x;
+    gonum_t g;
+    if (!go_string_number(v, &g))
+        return jfail(j, "\"%.40s\" is not a number", json_string_value(v));
+    if (!go_number_int(&g, is_signed, bits, si, ui))
+        return jfail(j, "\"%.40s\" is not an integer in range", json_string_value(v));
     return 0;
 }
 
@@ -480,57 +638,101 @@ static int json_f64(jdec_t *j, const json_t *v, double *out)
     if (!json_is_string(v))
         return jfail(j, "expected a number, got %s", jtype(v));
     const char *s = json_string_value(v);
-    size_t n = json_string_length(v);
     if (strcmp(s, "NaN") == 0) { *out = NAN; return 0; }
     if (strcmp(s, "Infinity") == 0) { *out = INFINITY; return 0; }
     if (strcmp(s, "-Infinity") == 0) { *out = -INFINITY; return 0; }
-    char *e;
-    errno = 0;
-    double d = strtod(s, &e);
-    if (n == 0 || e != s + n || s[0] == ' ' || !isfinite(d) || (s[0] != '-' && (s[0] < '0' || s[0] > '9')))
+    gonum_t g;
+    char tok[400];
+    if (!go_string_number(v, &g) || g.len >= sizeof(tok))
         return jfail(j, "\"%.40s\" is not a number", s);
+    memcpy(tok, s, g.len); /* strconv.ParseFloat of the token: out of range is an error */
+    tok[g.len] = '\0';
+    errno = 0;
+    double d = strtod(tok, NULL);
+    if (errno == ERANGE && isinf(d))
+        return jfail(j, "\"%.40s\" is out of range", s);
     *out = d;
     return 0;
 }
 
+/* bytes: protojson's unmarshalBytes: the URL alphabet when the string has '-' or '_', else the
+ * standard one; '=' padding when the length is a multiple of 4, none otherwise; Go's decoder
+ * skips '\r' and '\n' anywhere and ignores the bits left over in the last character. */
 static int json_bytes(jdec_t *j, const json_t *v, ProtobufCBinaryData *out)
 {
     if (!json_is_string(v))
         return jfail(j, "expected a base64 string, got %s", jtype(v));
     const char *s = json_string_value(v);
-    size_t n = json_string_length(v), bad;
+    size_t n = json_string_length(v);
+    bool url = strpbrk(s, "-_") != NULL, padded = n % 4 == 0;
+    char *t = jalloc(j, n + 1);
     uint8_t *o = jalloc(j, PS_BASE64_DECODED_MAX(n) + 1);
-    if (o == NULL)
+    if (t == NULL || o == NULL)
         return joom(j);
-    long k = ps_base64_decode(s, n, PS_B64_LENIENT, o, &bad);
-    if (k < 0 && bad == n)
+    size_t m = 0, pad = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '\r' || c == '\n')
+            continue;
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || is_digit(c) ||
+                  (url ? c == '-' || c == '_' : c == '+' || c == '/');
+        if (c == '=' && padded) {
+            pad++;
+        } else if (!ok || pad > 0) {
+            return jfail(j, "invalid base64 character at offset %zu", i);
+        }
+        t[m++] = c;
+    }
+    if ((padded && (m % 4 != 0 || pad > 2)) || (!padded && m % 4 == 1))
         return jfail(j, "invalid base64 (length)");
+    size_t bad;
+    long k = ps_base64_decode(t, m, PS_B64_LENIENT, o, &bad);
     if (k < 0)
-        return jfail(j, "invalid base64 character at offset %zu", bad);
+        return jfail(j, "invalid base64 at offset %zu", bad);
     out->data = o;
     out->len = (size_t)k;
     return 0;
 }
 
+/* OTLP JSON writes these ids as hex (docs/protocols.md, "OTLP profiles") */
+static bool otlp_hex_field(const char *name)
+{
+    return strcmp(name, "trace_id") == 0 || strcmp(name, "span_id") == 0 || strcmp(name, "profile_id") == 0;
+}
+
+static int json_hex(jdec_t *j, const json_t *v, ProtobufCBinaryData *out)
+{
+    if (!json_is_string(v))
+        return jfail(j, "expected a hex string, got %s", jtype(v));
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v), bad;
+    uint8_t *o = jalloc(j, n / 2 + 1);
+    if (o == NULL)
+        return joom(j);
+    if (ps_hex_decode(s, n, o, &bad) != 0)
+        return bad == n ? jfail(j, "invalid hex (odd length %zu)", n)
+                        : jfail(j, "invalid hex character at offset %zu", bad);
+    out->data = o;
+    out->len = n / 2;
+    return 0;
+}
+
+/* An enum by value name or number. A name that is not one of the enum's is left out (1: the field
+ * stays unset, a repeated field has no element for it), as protojson does with DiscardUnknown. */
 static int json_enum(jdec_t *j, const ProtobufCEnumDescriptor *ed, const json_t *v, int32_t *out)
 {
     if (json_is_string(v)) {
-        const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value_by_name(ed, json_string_value(v));
-        if (ev == NULL) {
-            for (unsigned i = 0; i < ed->n_values; i++) /* get_value_by_name looks up the C-ish short name */
-                if (strcmp(ed->values[i].name, json_string_value(v)) == 0) {
-                    ev = &ed->values[i];
-                    break;
-                }
-        }
-        if (ev == NULL)
-            return jfail(j, "\"%.60s\" is not a value of enum %s", json_string_value(v), ed->name);
-        *out = ev->value;
-        return 0;
+        for (unsigned i = 0; i < ed->n_values; i++) /* get_value_by_name looks up the C-ish short name */
+            if (strcmp(ed->values[i].name, json_string_value(v)) == 0) {
+                *out = ed->values[i].value;
+                return 0;
+            }
+        return 1;
     }
     if (json_is_number(v)) {
         int64_t x;
-        if (json_i64(j, v, INT32_MIN, INT32_MAX, &x) != 0)
+        uint64_t u;
+        if (json_int(j, v, true, 32, &x, &u) != 0)
             return j->err != NULL ? j->err->code : PS_EINVAL;
         *out = (int32_t)x;
         return 0;
@@ -550,12 +752,13 @@ static int json_value(jdec_t *j, const ProtobufCFieldDescriptor *f, const json_t
     int rc = 0;
     switch (f->type) {
     case PROTOBUF_C_TYPE_INT32: case PROTOBUF_C_TYPE_SINT32: case PROTOBUF_C_TYPE_SFIXED32:
-        if ((rc = json_i64(j, v, INT32_MIN, INT32_MAX, &i)) == 0)
+        if ((rc = json_int(j, v, true, 32, &i, &u)) == 0)
             *(int32_t *)slot = (int32_t)i;
         break;
-    case PROTOBUF_C_TYPE_INT64: case PROTOBUF_C_TYPE_SINT64: case PROTOBUF_C_TYPE_SFIXED64:
-        if (j->str_i64 != NULL && json_is_string(v) &&
-            strspn(json_string_value(v), "0123456789+-.eE") != json_string_length(v)) {
+    case PROTOBUF_C_TYPE_INT64: case PROTOBUF_C_TYPE_SINT64: case PROTOBUF_C_TYPE_SFIXED64: {
+        gonum_t g;
+        if (j->str_i64 != NULL && json_is_string(v) && !go_string_number(v, &g)) {
+            /* not a number protojson reads: the caller's reader may know it */
             ps_err_t e;
             ps_err_clear(&e);
             rc = j->str_i64(f->name, json_string_value(v), json_string_length(v), &i, &e);
@@ -566,15 +769,16 @@ static int json_value(jdec_t *j, const ProtobufCFieldDescriptor *f, const json_t
             if (rc < 0)
                 return jfail(j, "%s", e.msg);
         }
-        if ((rc = json_i64(j, v, INT64_MIN, INT64_MAX, &i)) == 0)
+        if ((rc = json_int(j, v, true, 64, &i, &u)) == 0)
             *(int64_t *)slot = i;
         break;
+    }
     case PROTOBUF_C_TYPE_UINT32: case PROTOBUF_C_TYPE_FIXED32:
-        if ((rc = json_u64(j, v, UINT32_MAX, &u)) == 0)
+        if ((rc = json_int(j, v, false, 32, &i, &u)) == 0)
             *(uint32_t *)slot = (uint32_t)u;
         break;
     case PROTOBUF_C_TYPE_UINT64: case PROTOBUF_C_TYPE_FIXED64:
-        if ((rc = json_u64(j, v, UINT64_MAX, &u)) == 0)
+        if ((rc = json_int(j, v, false, 64, &i, &u)) == 0)
             *(uint64_t *)slot = u;
         break;
     case PROTOBUF_C_TYPE_FLOAT:
@@ -611,7 +815,7 @@ static int json_value(jdec_t *j, const ProtobufCFieldDescriptor *f, const json_t
         break;
     }
     case PROTOBUF_C_TYPE_BYTES:
-        rc = json_bytes(j, v, slot);
+        rc = j->otlp_hex && otlp_hex_field(f->name) ? json_hex(j, v, slot) : json_bytes(j, v, slot);
         break;
     case PROTOBUF_C_TYPE_MESSAGE:
         rc = json_msg(j, f->descriptor, v, depth + 1, (ProtobufCMessage **)slot);
@@ -625,7 +829,7 @@ static int json_field(jdec_t *j, ProtobufCMessage *m, const ProtobufCFieldDescri
     if (f->label == PROTOBUF_C_LABEL_REPEATED) {
         if (!json_is_array(v))
             return jfail(j, "expected an array, got %s", jtype(v));
-        size_t n = json_array_size(v), es = elem_size(f->type);
+        size_t n = json_array_size(v), es = elem_size(f->type), w = 0;
         void *arr = NULL;
         if (n > 0 && (arr = jalloc(j, n * es)) == NULL)
             return joom(j);
@@ -637,16 +841,19 @@ static int json_field(jdec_t *j, ProtobufCMessage *m, const ProtobufCFieldDescri
             j->path.len += strlen(j->path.buf + j->path.len);
             const json_t *e = json_array_get(v, k);
             int rc = json_is_null(e) ? jfail(j, "null is not allowed in a repeated field")
-                                     : json_value(j, f, e, (char *)arr + k * es, depth);
+                                     : json_value(j, f, e, (char *)arr + w * es, depth);
             path_pop(&j->path, old);
-            if (rc != 0)
+            if (rc < 0 || rc > 1)
                 return rc;
+            w += rc == 0; /* 1: an enum name the enum does not have, left out */
         }
-        *count_ptr(m, f) = n;
+        *count_ptr(m, f) = w;
         *(void **)field_ptr(m, f) = arr;
         return 0;
     }
     int rc = json_value(j, f, v, field_ptr(m, f), depth);
+    if (rc == 1)
+        return 0; /* an enum name the enum does not have: the field stays unset */
     if (rc != 0)
         return rc;
     if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
@@ -685,10 +892,24 @@ static int json_msg(jdec_t *j, const ProtobufCMessageDescriptor *d, const json_t
     const char *key;
     json_t *v;
     const ProtobufCFieldDescriptor *seen_oneof[8] = {0};
+    const char **seen = jalloc(j, (d->n_fields + 1) * sizeof(char *)); /* the key each field came by */
+    if (seen == NULL)
+        return joom(j);
+    memset(seen, 0, (d->n_fields + 1) * sizeof(char *));
     json_object_foreach((json_t *)obj, key, v) {
         const ProtobufCFieldDescriptor *f = find_field(d, key);
-        if (f == NULL || json_is_null(v))
-            continue; /* unknown fields are ignored; null is the default */
+        if (f == NULL)
+            continue; /* unknown fields are ignored (connect-go: DiscardUnknown) */
+        size_t fi = (size_t)(f - d->fields);
+        if (seen[fi] != NULL) { /* its JSON name and its proto name: protojson's "duplicate field" */
+            size_t old = path_push(&j->path, f->name, -1);
+            int rc = jfail(j, "duplicate field (given as \"%.60s\" and as \"%.60s\")", seen[fi], key);
+            path_pop(&j->path, old);
+            return rc;
+        }
+        seen[fi] = key;
+        if (json_is_null(v))
+            continue; /* null is the default */
         if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
             for (int k = 0; k < 8; k++) {
                 if (seen_oneof[k] == NULL) {
@@ -709,27 +930,207 @@ static int json_msg(jdec_t *j, const ProtobufCMessageDescriptor *d, const json_t
     return 0;
 }
 
-static int decode_json(const void *data, size_t n, const ProtobufCMessageDescriptor *d, ps_arena_t *arena,
-                       size_t budget, ps_pb_i64_str_fn str_i64, ProtobufCMessage **out, ps_err_t *err)
+/* ---- JSON: duplicate keys ----------------------------------------------------------------------
+ * protojson refuses a field given twice ("duplicate field"), but skips the value of an unknown field
+ * unread, duplicate keys inside it and all. jansson's JSON_REJECT_DUPLICATES refuses every duplicate
+ * key; when it does, the document is parsed again keeping the last value of each key, and this walk
+ * over its text, led by the descriptors, looks for a key given twice (by one name or by both) in
+ * the objects of known fields only. The text is valid JSON when it runs (jansson read it). */
+
+typedef struct dwalk {
+    const char *s;
+    size_t n, p;
+} dwalk_t;
+
+static void dw_ws(dwalk_t *w)
 {
+    while (w->p < w->n && (w->s[w->p] == ' ' || w->s[w->p] == '\t' || w->s[w->p] == '\n' || w->s[w->p] == '\r'))
+        w->p++;
+}
+
+/* a string at p (its opening quote): the raw text between the quotes */
+static void dw_string(dwalk_t *w, size_t *start, size_t *len)
+{
+    size_t q = ++w->p;
+    while (w->p < w->n && w->s[w->p] != '"')
+        w->p += w->s[w->p] == '\\' ? 2 : 1;
+    *start = q;
+    *len = w->p - q;
+    w->p++;
+}
+
+static void dw_skip(dwalk_t *w)
+{
+    dw_ws(w);
+    if (w->p >= w->n)
+        return;
+    char c = w->s[w->p];
+    if (c == '"') {
+        size_t a, l;
+        dw_string(w, &a, &l);
+        return;
+    }
+    if (c != '{' && c != '[') {
+        while (w->p < w->n && strchr(",]} \t\r\n", w->s[w->p]) == NULL)
+            w->p++;
+        return;
+    }
+    size_t depth = 0;
+    while (w->p < w->n) {
+        c = w->s[w->p];
+        if (c == '"') {
+            size_t a, l;
+            dw_string(w, &a, &l);
+            continue;
+        }
+        w->p++;
+        if (c == '{' || c == '[')
+            depth++;
+        else if ((c == '}' || c == ']') && --depth == 0)
+            return;
+    }
+}
+
+/* A key of the text (escapes decoded by jansson) as a C string from the arena, or NULL. */
+static char *dw_key(jdec_t *j, const dwalk_t *w, size_t a, size_t l)
+{
+    if (memchr(w->s + a, '\\', l) == NULL) {
+        char *k = jalloc(j, l + 1);
+        if (k != NULL) {
+            memcpy(k, w->s + a, l);
+            k[l] = '\0';
+        }
+        return k;
+    }
+    json_t *v = json_loadb(w->s + a - 1, l + 2, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    char *k = v != NULL && json_is_string(v) ? jalloc(j, json_string_length(v) + 1) : NULL;
+    if (k != NULL)
+        memcpy(k, json_string_value(v), json_string_length(v) + 1);
+    json_decref(v);
+    return k;
+}
+
+static int dw_value(jdec_t *j, dwalk_t *w, const ProtobufCFieldDescriptor *f);
+
+/* the object at p (its '{') as a message of d: 0, or the error of a field given twice */
+static int dw_object(jdec_t *j, dwalk_t *w, const ProtobufCMessageDescriptor *d)
+{
+    const char **seen = jalloc(j, (d->n_fields + 1) * sizeof(char *));
+    if (seen == NULL)
+        return joom(j);
+    memset(seen, 0, (d->n_fields + 1) * sizeof(char *));
+    w->p++; /* '{' */
+    for (;;) {
+        dw_ws(w);
+        if (w->p >= w->n || w->s[w->p] == '}') {
+            w->p++;
+            return 0;
+        }
+        if (w->s[w->p] == ',') {
+            w->p++;
+            continue;
+        }
+        size_t a, l;
+        dw_string(w, &a, &l);
+        dw_ws(w);
+        w->p++; /* ':' */
+        char *key = dw_key(j, w, a, l);
+        if (key == NULL)
+            return joom(j);
+        const ProtobufCFieldDescriptor *f = find_field(d, key);
+        if (f == NULL) {
+            dw_skip(w);
+            continue;
+        }
+        size_t fi = (size_t)(f - d->fields), old = path_push(&j->path, f->name, -1);
+        int rc = 0;
+        if (seen[fi] != NULL)
+            rc = jfail(j, "duplicate field (given as \"%.60s\" and as \"%.60s\")", seen[fi], key);
+        else
+            rc = dw_value(j, w, f);
+        seen[fi] = key;
+        path_pop(&j->path, old);
+        if (rc != 0)
+            return rc;
+    }
+}
+
+/* the value of field f at p: messages (alone or in an array) are walked, the rest skipped */
+static int dw_value(jdec_t *j, dwalk_t *w, const ProtobufCFieldDescriptor *f)
+{
+    dw_ws(w);
+    if (f->type != PROTOBUF_C_TYPE_MESSAGE || w->p >= w->n || (w->s[w->p] != '{' && w->s[w->p] != '[')) {
+        dw_skip(w);
+        return 0;
+    }
+    if (w->s[w->p] == '{')
+        return dw_object(j, w, f->descriptor);
+    w->p++; /* '[' */
+    for (long k = 0;; k++) {
+        dw_ws(w);
+        if (w->p >= w->n || w->s[w->p] == ']') {
+            w->p++;
+            return 0;
+        }
+        if (w->s[w->p] == ',') {
+            w->p++;
+            k--;
+            continue;
+        }
+        if (w->s[w->p] != '{') {
+            dw_skip(w);
+            continue;
+        }
+        size_t old = j->path.len;
+        snprintf(j->path.buf + j->path.len, sizeof(j->path.buf) - j->path.len, "[%ld]", k);
+        j->path.len += strlen(j->path.buf + j->path.len);
+        int rc = dw_object(j, w, f->descriptor);
+        path_pop(&j->path, old);
+        if (rc != 0)
+            return rc;
+    }
+}
+
+static json_t *json_parse(const void *data, size_t n, size_t flags, json_error_t *je)
+{
+    json_t *root = json_loadb(data, n, flags, je);
+    if (root == NULL && strstr(je->text, "too big") != NULL) /* an integer past int64 (a big double, as Go's
+                                                              * protojson writes 1.8e19): read numbers as reals */
+        root = json_loadb(data, n, flags | JSON_DECODE_INT_AS_REAL, je);
+    return root;
+}
+
+static int decode_json(const void *data, size_t n, const ProtobufCMessageDescriptor *d, ps_arena_t *arena,
+                       size_t budget, ps_pb_i64_str_fn str_i64, bool otlp_hex, ProtobufCMessage **out, ps_err_t *err)
+{
+    if (n == 0) /* connect-go's JSON codec says so before protojson reads anything */
+        return ps_err_set(err, PS_EINVAL, "json: zero-length payload is not a valid JSON object");
     bool neg_zero = false;
     int rc = json_prescan(data, n, budget, &neg_zero, err);
     if (rc != 0)
         return rc;
+    jdec_t j = {.err = err, .budget = budget, .str_i64 = str_i64, .otlp_hex = otlp_hex};
+    j.path.buf[0] = '\0';
+    ps_pb_arena_init(&j.pa, arena, budget > SIZE_MAX / 2 ? SIZE_MAX / 2 : budget);
     json_error_t je;
     /* a "-0" (a double's -0.0, as Go writes it) keeps its sign only when numbers are read as reals */
-    json_t *root = json_loadb(data, n, JSON_REJECT_DUPLICATES | (neg_zero ? JSON_DECODE_INT_AS_REAL : 0), &je);
-    if (root == NULL && strstr(je.text, "too big") != NULL) /* an integer past int64 (a big double, as Go's
-                                                             * protojson writes 1.8e19): read numbers as reals */
-        root = json_loadb(data, n, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &je);
+    size_t flags = neg_zero ? JSON_DECODE_INT_AS_REAL : 0;
+    json_t *root = json_parse(data, n, flags | JSON_REJECT_DUPLICATES, &je);
+    bool dup = root == NULL && strstr(je.text, "duplicate object key") != NULL;
+    if (dup)
+        root = json_parse(data, n, flags, &je);
     if (root == NULL) /* jansson's own words, but for its flag name */
         return ps_err_set_at(err, PS_EINVAL, (size_t)(je.position > 0 ? je.position : 0), "json: line %d column %d: %s",
                              je.line, je.column,
                              strstr(je.text, "JSON_ALLOW_NUL") != NULL ? "strings must not contain \\u0000" : je.text);
-    jdec_t j = {.err = err, .budget = budget, .str_i64 = str_i64};
-    j.path.buf[0] = '\0';
-    ps_pb_arena_init(&j.pa, arena, budget > SIZE_MAX / 2 ? SIZE_MAX / 2 : budget);
-    rc = json_msg(&j, d, root, 1, out);
+    if (dup && json_is_object(root)) {
+        dwalk_t w = {.s = data, .n = n};
+        dw_ws(&w);
+        rc = dw_object(&j, &w, d);
+        path_pop(&j.path, 0);
+    }
+    if (rc == 0)
+        rc = json_msg(&j, d, root, 1, out);
     json_decref(root);
     return rc;
 }
@@ -740,7 +1141,7 @@ int ps_pb_decode(ps_pb_codec_t codec, const void *data, size_t n, const Protobuf
     *out = NULL;
     if (data == NULL)
         data = "";
-    return codec == PS_PB_JSON ? decode_json(data, n, d, arena, budget, NULL, out, err)
+    return codec == PS_PB_JSON ? decode_json(data, n, d, arena, budget, NULL, false, out, err)
                                : decode_binary(data, n, d, arena, budget, out, err);
 }
 
@@ -750,7 +1151,17 @@ int ps_pb_decode_ex(ps_pb_codec_t codec, const void *data, size_t n, const Proto
     *out = NULL;
     if (data == NULL)
         data = "";
-    return codec == PS_PB_JSON ? decode_json(data, n, d, arena, budget, str_i64, out, err)
+    return codec == PS_PB_JSON ? decode_json(data, n, d, arena, budget, str_i64, false, out, err)
+                               : decode_binary(data, n, d, arena, budget, out, err);
+}
+
+int ps_pb_decode_otlp(ps_pb_codec_t codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d,
+                      ps_arena_t *arena, size_t budget, ProtobufCMessage **out, ps_err_t *err)
+{
+    *out = NULL;
+    if (data == NULL)
+        data = "";
+    return codec == PS_PB_JSON ? decode_json(data, n, d, arena, budget, NULL, true, out, err)
                                : decode_binary(data, n, d, arena, budget, out, err);
 }
 
@@ -927,4 +1338,18 @@ void ps_pb_encode(ps_pb_codec_t codec, const ProtobufCMessage *m, ps_buf_t *out)
     uint8_t *p = ps_buf_reserve(out, n);
     protobuf_c_message_pack(m, p);
     out->len += n;
+}
+
+int ps_pb_decode_api(int codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d, ps_arena_t *arena,
+                     size_t budget, ProtobufCMessage **out, ps_err_t *err)
+{
+    int ret = ps_pb_decode(codec == PS_PB_JSON ? PS_PB_JSON : PS_PB_BINARY, data, n, d, arena, budget, out, err);
+    if (ret != 0)
+        ps_err_prefix(err, "%s", d->name);
+    return ret;
+}
+
+void ps_pb_encode_api(int codec, const ProtobufCMessage *m, ps_buf_t *out)
+{
+    ps_pb_encode(codec == PS_PB_JSON ? PS_PB_JSON : PS_PB_BINARY, m, out);
 }

@@ -48,11 +48,6 @@ static int decode(int codec, const void *data, size_t n, const ProtobufCMessageD
     return ret;
 }
 
-static void encode(int codec, const ProtobufCMessage *m, ps_buf_t *out)
-{
-    ps_pb_encode(codec == PS_QR_JSON ? PS_PB_JSON : PS_PB_BINARY, m, out);
-}
-
 /* protobuf-c's char ** of the arena, read-only from here */
 static const char **strs(char **v, size_t n)
 {
@@ -147,6 +142,7 @@ typedef struct merge_fields {
     bool has_sts;
     const Types__V1__StackTraceSelector *sts;
     size_t nprofile_ids;
+    char **profile_ids;
     ps_arena_t *arena;
 } merge_fields_t;
 
@@ -167,6 +163,7 @@ static void merge_set(ps_qr_merge_req_t *r, const merge_fields_t *f)
             r->call_site[i] = f->sts->call_site[i] && f->sts->call_site[i]->name ? f->sts->call_site[i]->name : "";
     }
     r->nprofile_ids = (uint32_t)f->nprofile_ids;
+    r->profile_ids = strs(f->profile_ids, f->nprofile_ids);
 }
 
 static void merge_req(const Querier__V1__SelectMergeStacktracesRequest *q, ps_qr_merge_req_t *r, ps_arena_t *arena)
@@ -183,11 +180,13 @@ static void merge_req(const Querier__V1__SelectMergeStacktracesRequest *q, ps_qr
                      q->max_nodes,
                      q->_stack_trace_selector_case ==
                          QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR,
-                     q->stack_trace_selector, q->n_profile_id_selector, arena});
+                     q->stack_trace_selector, q->n_profile_id_selector, q->profile_id_selector, arena});
     r->format = q->format == 0 ? PS_QR_FORMAT_FLAMEGRAPH : (int)q->format;
     r->nspan_ids = (uint32_t)q->n_span_selector;
     r->span_ids = strs(q->span_selector, q->n_span_selector);
     r->ntrace_ids = (uint32_t)q->n_trace_id_selector;
+    r->async = q->_async_case == QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST___ASYNC_ASYNC && q->async != NULL &&
+               q->async->type != QUERIER__V1__ASYNC_QUERY_TYPE__ASYNC_QUERY_TYPE_DISABLED;
 }
 
 int ps_qr_decode_merge_span(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
@@ -201,7 +200,7 @@ int ps_qr_decode_merge_span(int codec, const void *data, size_t n, ps_arena_t *a
         merge_set(r, &(merge_fields_t){
                          q->profile_typeid, q->label_selector, q->start, q->end,
                          q->_max_nodes_case == QUERIER__V1__SELECT_MERGE_SPAN_PROFILE_REQUEST___MAX_NODES_MAX_NODES,
-                         q->max_nodes, false, NULL, 0, arena});
+                         q->max_nodes, false, NULL, 0, NULL, arena});
         r->format = q->format == 0 ? PS_QR_FORMAT_FLAMEGRAPH : (int)q->format;
         r->nspan_ids = (uint32_t)q->n_span_selector;
         r->span_ids = strs(q->span_selector, q->n_span_selector);
@@ -232,8 +231,9 @@ int ps_qr_decode_merge_profile(int codec, const void *data, size_t n, ps_arena_t
                          q->max_nodes,
                          q->_stack_trace_selector_case ==
                              QUERIER__V1__SELECT_MERGE_PROFILE_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR,
-                         q->stack_trace_selector, q->n_profile_id_selector, arena});
+                         q->stack_trace_selector, q->n_profile_id_selector, q->profile_id_selector, arena});
         r->format = PS_QR_FORMAT_PPROF;
+        r->ntrace_ids = (uint32_t)q->n_trace_id_selector;
     }
     return ret;
 }
@@ -273,6 +273,14 @@ int ps_qr_decode_select_series(int codec, const void *data, size_t n, ps_arena_t
         r->has_stack_trace_selector = asks_stack_traces(
             q->_stack_trace_selector_case == QUERIER__V1__SELECT_SERIES_REQUEST___STACK_TRACE_SELECTOR_STACK_TRACE_SELECTOR,
             q->stack_trace_selector);
+        if (r->has_stack_trace_selector) {
+            const Types__V1__StackTraceSelector *st = q->stack_trace_selector;
+            r->has_go_pgo = st->go_pgo != NULL;
+            r->ncall_site = (uint32_t)st->n_call_site;
+            r->call_site = ps_arena_alloc(arena, (st->n_call_site + 1) * sizeof(char *));
+            for (size_t i = 0; i < st->n_call_site; i++)
+                r->call_site[i] = st->call_site[i] && st->call_site[i]->name ? st->call_site[i]->name : "";
+        }
         r->exemplar_type = (int)q->exemplar_type;
     }
     return ret;
@@ -332,7 +340,7 @@ void ps_qr_encode_profile_stats(int codec, bool ingested, int64_t oldest_ms, int
     res.data_ingested = ingested;
     res.oldest_profile_time = oldest_ms;
     res.newest_profile_time = newest_ms;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 /* the parts of a profile type id, split at ':' (5 or 6 parts); 0 or -1 */
@@ -371,7 +379,7 @@ void ps_qr_encode_profile_types(int codec, const char *const *ids, uint32_t n, p
         v[res.n_profile_types++] = t;
     }
     res.profile_types = v;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 void ps_qr_encode_names(int codec, const char *const *names, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
@@ -380,7 +388,7 @@ void ps_qr_encode_names(int codec, const char *const *names, uint32_t n, ps_aren
     Types__V1__LabelNamesResponse res = TYPES__V1__LABEL_NAMES_RESPONSE__INIT;
     res.n_names = n;
     res.names = (char **)names;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 static Types__V1__LabelPair **label_pairs(const ps_labels_t *ls, ps_arena_t *arena)
@@ -409,7 +417,7 @@ void ps_qr_encode_series(int codec, const ps_labels_t *sets, uint32_t n, ps_aren
     }
     res.n_labels_set = n;
     res.labels_set = v;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 static Querier__V1__Level **levels(const ps_qr_flamegraph_t *fg, ps_arena_t *arena)
@@ -442,7 +450,7 @@ void ps_qr_encode_flamegraph(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t
     SET_GRAPH(g, fg, arena);
     Querier__V1__SelectMergeStacktracesResponse res = QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
     res.flamegraph = &g;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 void ps_qr_encode_diff(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena, ps_buf_t *out)
@@ -453,7 +461,7 @@ void ps_qr_encode_diff(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *aren
     g.rightticks = fg->right_ticks;
     Querier__V1__DiffResponse res = QUERIER__V1__DIFF_RESPONSE__INIT;
     res.flamegraph = &g;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 /* ---- TREE: Pyroscope's tree bytes (pkg/model/tree.go, FunctionNameTree.MarshalTruncate) ----
@@ -575,7 +583,7 @@ int ps_qr_encode_tree(int codec, const ps_qr_flamegraph_t *fg, ps_arena_t *arena
     Querier__V1__SelectMergeStacktracesResponse res = QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
     res.tree.data = tree.data;
     res.tree.len = tree.len;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
     ps_buf_dispose(&tree);
     return 0;
 }
@@ -599,7 +607,7 @@ int ps_qr_encode_merge_pprof(int codec, const void *pprof, size_t n, ps_arena_t 
     pp.profile = p;
     Querier__V1__SelectMergeStacktracesResponse res = QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
     res.pprof = &pp;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
     return 0;
 }
 
@@ -612,13 +620,201 @@ int ps_qr_encode_profile(int codec, const void *pprof, size_t n, ps_arena_t *are
     Google__V1__Profile *p;
     int ret = google_profile(pprof, n, arena, &p, err);
     if (ret == 0)
-        encode(codec, &p->base, out);
+        ps_pb_encode_api(codec, &p->base, out);
     return ret;
+}
+
+/* The label messages of the last exemplar labels made: exemplars of one series share its labels
+ * (the same pairs), and so their messages (read only while encoding). */
+typedef struct label_cache {
+    const ps_label_pair_t *src;
+    Types__V1__LabelPair **msgs;
+} label_cache_t;
+
+/* n exemplars as types.v1.Exemplar messages */
+static Types__V1__Exemplar **exemplars(const ps_qr_exemplar_t *in, uint32_t n, label_cache_t *lc, ps_arena_t *arena)
+{
+    Types__V1__Exemplar **ev = alloc_ptrs(arena, n);
+    Types__V1__Exemplar *ex = ps_arena_alloc(arena, ((size_t)n + 1) * sizeof(*ex));
+    for (uint32_t e = 0; e < n; e++) {
+        ex[e] = (Types__V1__Exemplar)TYPES__V1__EXEMPLAR__INIT;
+        ex[e].timestamp = in[e].t;
+        ex[e].profile_id = (char *)(in[e].profile_id ? in[e].profile_id : "");
+        ex[e].value = in[e].value;
+        ex[e].n_labels = in[e].labels.n;
+        if (lc->src == NULL || lc->src != in[e].labels.pairs) {
+            lc->src = in[e].labels.pairs;
+            lc->msgs = label_pairs(&in[e].labels, arena);
+        }
+        ex[e].labels = lc->msgs;
+        ev[e] = &ex[e];
+    }
+    return ev;
+}
+
+/* ---- SelectSeriesResponse in binary, written directly: an answer with exemplars holds ~150,000
+ * nested messages, which protobuf-c's structs (and its sizing of each level again for every
+ * ancestor) would cost more than reading the profiles. The bytes are protobuf-c's: proto3 fields at
+ * their zero value (a double equal to 0, "", 0) are left out, fields in number order. */
+
+static size_t uv_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* a length-delimited field of len bytes (tag < 16: one byte) */
+static size_t ld_len(size_t len)
+{
+    return 1 + uv_len(len) + len;
+}
+
+/* the writers below write into room reserved before (the answer's exact size) */
+static inline uint8_t *w_uv(uint8_t *w, uint64_t v)
+{
+    while (v >= 0x80) {
+        *w++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *w++ = (uint8_t)v;
+    return w;
+}
+
+static inline uint8_t *w_ld(uint8_t *w, unsigned field, const void *data, size_t len)
+{
+    *w++ = (uint8_t)(field << 3 | 2);
+    w = w_uv(w, len);
+    memcpy(w, data, len);
+    return w + len;
+}
+
+static size_t pair_len(const ps_label_pair_t *p)
+{
+    return (p->nlen ? ld_len(p->nlen) : 0) + (p->vlen ? ld_len(p->vlen) : 0);
+}
+
+static size_t labels_len(const ps_labels_t *ls)
+{
+    size_t n = 0;
+    for (uint32_t k = 0; k < ls->n; k++)
+        n += ld_len(pair_len(&ls->pairs[k]));
+    return n;
+}
+
+static uint8_t *w_labels(uint8_t *w, unsigned field, const ps_labels_t *ls)
+{
+    for (uint32_t k = 0; k < ls->n; k++) {
+        const ps_label_pair_t *p = &ls->pairs[k];
+        *w++ = (uint8_t)(field << 3 | 2);
+        w = w_uv(w, pair_len(p));
+        if (p->nlen)
+            w = w_ld(w, 1, p->name, p->nlen);
+        if (p->vlen)
+            w = w_ld(w, 2, p->value, p->vlen);
+    }
+    return w;
+}
+
+/* an exemplar's length; *lab: that of its labels (the labels of a series' exemplars are one array:
+ * measured once, *last_src remembers which) */
+static size_t exemplar_len(const ps_qr_exemplar_t *e, size_t id, const ps_label_pair_t **last_src, size_t *lab)
+{
+    if (*last_src != e->labels.pairs || e->labels.pairs == NULL) {
+        *last_src = e->labels.pairs;
+        *lab = labels_len(&e->labels);
+    }
+    return (e->t ? 1 + uv_len((uint64_t)e->t) : 0) + (id ? ld_len(id) : 0) +
+           (e->value ? 1 + uv_len((uint64_t)e->value) : 0) + *lab;
+}
+
+static size_t point_len(const ps_qr_point_t *p, size_t ex)
+{
+    return (p->v != 0 ? 9 : 0) + (p->t ? 1 + uv_len((uint64_t)p->t) : 0) + (p->exemplar ? ld_len(ex) : 0);
+}
+
+static void select_series_binary(const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
+{
+    /* the lengths: each series', each exemplar's (in order) */
+    size_t total = 0, *slen = ps_arena_alloc(arena, ((size_t)n + 1) * sizeof(size_t)), nex = 0;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t k = 0; k < s[i].n; k++)
+            nex += s[i].points[k].exemplar != NULL;
+    uint32_t *elen = ps_arena_alloc(arena, (nex + 1) * sizeof(uint32_t));
+    uint16_t *idlen = ps_arena_alloc(arena, (nex + 1) * sizeof(uint16_t)); /* ids are UUID text: 36 */
+    const ps_label_pair_t *last = NULL;
+    size_t lab = 0, x = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t sl = labels_len(&s[i].labels);
+        for (uint32_t k = 0; k < s[i].n; k++) {
+            const ps_qr_point_t *p = &s[i].points[k];
+            size_t el = 0;
+            if (p->exemplar) {
+                const char *id = p->exemplar->profile_id;
+                size_t il = id ? strnlen(id, UINT16_MAX) : 0;
+                el = exemplar_len(p->exemplar, il, &last, &lab);
+                idlen[x] = (uint16_t)il;
+                elen[x++] = (uint32_t)el;
+            }
+            sl += ld_len(point_len(p, el));
+        }
+        slen[i] = sl;
+        total += ld_len(sl);
+    }
+    uint8_t *w0 = ps_buf_reserve(out, total + 1), *w = w0;
+    x = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        *w++ = 1 << 3 | 2;
+        w = w_uv(w, slen[i]);
+        w = w_labels(w, 1, &s[i].labels);
+        for (uint32_t k = 0; k < s[i].n; k++) {
+            const ps_qr_point_t *p = &s[i].points[k];
+            size_t el = p->exemplar ? elen[x] : 0, id = p->exemplar ? idlen[x++] : 0;
+            *w++ = 2 << 3 | 2;
+            w = w_uv(w, point_len(p, el));
+            if (p->v != 0) { /* protobuf-c leaves out 0.0 and -0.0 */
+                uint64_t bits;
+                memcpy(&bits, &p->v, 8);
+                *w++ = 1 << 3 | 1;
+                for (int j = 0; j < 8; j++)
+                    *w++ = (uint8_t)(bits >> (8 * j)); /* little-endian, as the wire has it */
+            }
+            if (p->t) {
+                *w++ = 2 << 3;
+                w = w_uv(w, (uint64_t)p->t);
+            }
+            if (p->exemplar) {
+                const ps_qr_exemplar_t *e = p->exemplar;
+                *w++ = 4 << 3 | 2;
+                w = w_uv(w, el);
+                if (e->t) {
+                    *w++ = 1 << 3;
+                    w = w_uv(w, (uint64_t)e->t);
+                }
+                if (id)
+                    w = w_ld(w, 2, e->profile_id, id);
+                if (e->value) {
+                    *w++ = 4 << 3;
+                    w = w_uv(w, (uint64_t)e->value);
+                }
+                w = w_labels(w, 5, &e->labels);
+            }
+        }
+    }
+    out->len += (size_t)(w - w0);
 }
 
 void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
 {
+    if (codec != PS_QR_JSON) {
+        select_series_binary(s, n, arena, out);
+        return;
+    }
     Querier__V1__SelectSeriesResponse res = QUERIER__V1__SELECT_SERIES_RESPONSE__INIT;
+    label_cache_t lc = {0};
     Types__V1__Series **v = alloc_ptrs(arena, n);
     Types__V1__Series *ser = ps_arena_alloc(arena, (n + 1) * sizeof(*ser));
     for (uint32_t i = 0; i < n; i++) {
@@ -631,6 +827,10 @@ void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, 
             pt[k] = (Types__V1__Point)TYPES__V1__POINT__INIT;
             pt[k].value = s[i].points[k].v;
             pt[k].timestamp = s[i].points[k].t;
+            if (s[i].points[k].exemplar) {
+                pt[k].n_exemplars = 1;
+                pt[k].exemplars = exemplars(s[i].points[k].exemplar, 1, &lc, arena);
+            }
             pv[k] = &pt[k];
         }
         ser[i].n_points = s[i].n;
@@ -639,12 +839,13 @@ void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, 
     }
     res.n_series = n;
     res.series = v;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 void ps_qr_encode_heatmap(int codec, const ps_qr_heatmap_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
 {
     Querier__V1__SelectHeatmapResponse res = QUERIER__V1__SELECT_HEATMAP_RESPONSE__INIT;
+    label_cache_t lc = {0};
     Types__V1__HeatmapSeries **v = alloc_ptrs(arena, n);
     Types__V1__HeatmapSeries *ser = ps_arena_alloc(arena, (n + 1) * sizeof(*ser));
     for (uint32_t i = 0; i < n; i++) {
@@ -660,19 +861,8 @@ void ps_qr_encode_heatmap(int codec, const ps_qr_heatmap_series_t *s, uint32_t n
             sl[k].n_y_min = sl[k].n_counts = in->nbuckets;
             sl[k].y_min = (double *)in->y_min;
             sl[k].counts = (int32_t *)in->counts;
-            Types__V1__Exemplar **ev = alloc_ptrs(arena, in->nexemplars);
-            Types__V1__Exemplar *ex = ps_arena_alloc(arena, ((size_t)in->nexemplars + 1) * sizeof(*ex));
-            for (uint32_t e = 0; e < in->nexemplars; e++) {
-                ex[e] = (Types__V1__Exemplar)TYPES__V1__EXEMPLAR__INIT;
-                ex[e].timestamp = in->exemplars[e].t;
-                ex[e].profile_id = (char *)(in->exemplars[e].profile_id ? in->exemplars[e].profile_id : "");
-                ex[e].value = in->exemplars[e].value;
-                ex[e].n_labels = in->exemplars[e].labels.n;
-                ex[e].labels = label_pairs(&in->exemplars[e].labels, arena);
-                ev[e] = &ex[e];
-            }
             sl[k].n_exemplars = in->nexemplars;
-            sl[k].exemplars = ev;
+            sl[k].exemplars = exemplars(in->exemplars, in->nexemplars, &lc, arena);
             sv[k] = &sl[k];
         }
         ser[i].n_slots = s[i].nslots;
@@ -681,7 +871,7 @@ void ps_qr_encode_heatmap(int codec, const ps_qr_heatmap_series_t *s, uint32_t n
     }
     res.n_series = n;
     res.series = v;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 void ps_qr_encode_analyze(int codec, const ps_qr_query_scope_t *scopes, uint32_t n, uint64_t total_bytes,
@@ -709,5 +899,5 @@ void ps_qr_encode_analyze(int codec, const ps_qr_query_scope_t *scopes, uint32_t
     res.n_query_scopes = n;
     res.query_scopes = v;
     res.query_impact = &imp;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }

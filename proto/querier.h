@@ -49,9 +49,11 @@ typedef struct ps_qr_merge_req {
     const char **call_site;
     bool has_go_pgo;            /* stack_trace_selector.go_pgo was sent */
     uint32_t nprofile_ids;      /* profile_id_selector entries */
+    const char **profile_ids;
     uint32_t nspan_ids;         /* span_selector entries (SelectMergeStacktraces, SelectMergeSpanProfile) */
     const char **span_ids;      /* nspan_ids strings */
-    uint32_t ntrace_ids;        /* trace_id_selector entries (SelectMergeStacktraces) */
+    uint32_t ntrace_ids;        /* trace_id_selector entries (SelectMergeStacktraces, SelectMergeProfile) */
+    bool async;                 /* async sent with a type other than DISABLED (SelectMergeStacktraces) */
 } ps_qr_merge_req_t;
 
 /** SelectSeriesRequest. */
@@ -66,7 +68,10 @@ typedef struct ps_qr_series_req {
     int aggregation;            /* the enum's number as sent (0 SUM, 1 AVERAGE, other: unknown) */
     bool has_limit;
     int64_t limit;
-    bool has_stack_trace_selector;
+    bool has_stack_trace_selector; /* a call site or go_pgo was sent */
+    uint32_t ncall_site;        /* stack_trace_selector.call_site: function names, root first */
+    const char **call_site;
+    bool has_go_pgo;            /* stack_trace_selector.go_pgo was sent */
     int exemplar_type;          /* types.v1.ExemplarType as sent (0 UNSPECIFIED, 1 NONE, 2 INDIVIDUAL, 3 SPAN) */
 } ps_qr_series_req_t;
 
@@ -168,10 +173,20 @@ int ps_qr_encode_merge_pprof(int codec, const void *pprof, size_t n, ps_arena_t 
  *  pprof's bytes themselves. */
 int ps_qr_encode_profile(int codec, const void *pprof, size_t n, ps_arena_t *arena, ps_buf_t *out, ps_err_t *err);
 
+/** One exemplar (types.v1.Exemplar) of a heatmap slot or a SelectSeries point: profile_id ""
+ *  is left out. */
+typedef struct ps_qr_exemplar {
+    int64_t t;                  /* ms */
+    const char *profile_id;
+    int64_t value;
+    ps_labels_t labels;         /* the profile's labels that are not its series' */
+} ps_qr_exemplar_t;
+
 /** One series of SelectSeriesResponse. */
 typedef struct ps_qr_point {
     int64_t t; /* ms */
     double v;
+    const ps_qr_exemplar_t *exemplar; /* NULL: none */
 } ps_qr_point_t;
 typedef struct ps_qr_series {
     ps_labels_t labels;
@@ -181,13 +196,6 @@ typedef struct ps_qr_series {
 /** SelectSeriesResponse. */
 void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out);
 
-/** One exemplar of a heatmap slot (types.v1.Exemplar): profile_id "" is left out. */
-typedef struct ps_qr_exemplar {
-    int64_t t;                  /* ms */
-    const char *profile_id;
-    int64_t value;
-    ps_labels_t labels;         /* the profile's labels that are not its series' */
-} ps_qr_exemplar_t;
 /** One slot (types.v1.HeatmapSlot): nbuckets y_min and counts, nexemplars exemplars. */
 typedef struct ps_qr_heatmap_slot {
     int64_t t;                  /* ms: the right edge of (t - step, t] */

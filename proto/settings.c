@@ -14,24 +14,10 @@
 #include "pyroscope_settings.pb-c.h"
 #include "querier.h"
 
-static int decode(int codec, const void *data, size_t n, const ProtobufCMessageDescriptor *d, ps_arena_t *arena,
-                  size_t budget, ProtobufCMessage **out, ps_err_t *err)
-{
-    int ret = ps_pb_decode(codec == PS_QR_JSON ? PS_PB_JSON : PS_PB_BINARY, data, n, d, arena, budget, out, err);
-    if (ret != 0)
-        ps_err_prefix(err, "%s", d->name);
-    return ret;
-}
-
-static void encode(int codec, const ProtobufCMessage *m, ps_buf_t *out)
-{
-    ps_pb_encode(codec == PS_QR_JSON ? PS_PB_JSON : PS_PB_BINARY, m, out);
-}
-
 int ps_st_decode_get(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget, ps_err_t *err)
 {
     ProtobufCMessage *m;
-    return decode(codec, data, n, &settings__v1__get_settings_request__descriptor, arena, budget, &m, err);
+    return ps_pb_decode_api(codec, data, n, &settings__v1__get_settings_request__descriptor, arena, budget, &m, err);
 }
 
 int ps_st_decode_set(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget, ps_st_setting_t *s,
@@ -40,7 +26,7 @@ int ps_st_decode_set(int codec, const void *data, size_t n, ps_arena_t *arena, s
     ProtobufCMessage *m;
     memset(s, 0, sizeof(*s));
     *has = false;
-    int ret = decode(codec, data, n, &settings__v1__set_settings_request__descriptor, arena, budget, &m, err);
+    int ret = ps_pb_decode_api(codec, data, n, &settings__v1__set_settings_request__descriptor, arena, budget, &m, err);
     if (ret == 0) {
         const Settings__V1__SetSettingsRequest *q = (const void *)m;
         if (q->setting != NULL) {
@@ -60,7 +46,7 @@ int ps_st_decode_delete(int codec, const void *data, size_t n, ps_arena_t *arena
 {
     ProtobufCMessage *m;
     memset(s, 0, sizeof(*s));
-    int ret = decode(codec, data, n, &settings__v1__delete_settings_request__descriptor, arena, budget, &m, err);
+    int ret = ps_pb_decode_api(codec, data, n, &settings__v1__delete_settings_request__descriptor, arena, budget, &m, err);
     if (ret == 0) {
         const Settings__V1__DeleteSettingsRequest *q = (const void *)m;
         s->name = q->name;
@@ -88,7 +74,7 @@ void ps_st_encode_get(int codec, const ps_st_setting_t *v, size_t n, ps_arena_t 
     }
     res.n_settings = n;
     res.settings = pv;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 void ps_st_encode_set(int codec, const ps_st_setting_t *s, ps_buf_t *out)
@@ -97,11 +83,11 @@ void ps_st_encode_set(int codec, const ps_st_setting_t *s, ps_buf_t *out)
     setting_of(s, &st);
     Settings__V1__SetSettingsResponse res = SETTINGS__V1__SET_SETTINGS_RESPONSE__INIT;
     res.setting = &st;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }
 
 void ps_st_encode_delete(int codec, ps_buf_t *out)
 {
     Settings__V1__DeleteSettingsResponse res = SETTINGS__V1__DELETE_SETTINGS_RESPONSE__INIT;
-    encode(codec, &res.base, out);
+    ps_pb_encode_api(codec, &res.base, out);
 }

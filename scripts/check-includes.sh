@@ -1,7 +1,7 @@
 #!/bin/sh
 # check-includes.sh - the dependency rule, checked over the sources (run by `make test`):
 #
-#   core  <-  parser, proto, storage  <-  src/<room>  <-  web  <-  src/main.c
+#   core  <-  parser, proto, storage  <-  src/<room>  <-  web, grpc  <-  src/main.c
 #
 # Each folder below may include headers of the folders listed for it (and its own), nothing else;
 # the rooms of src/ may use each other only as listed, so there is no cycle. The build enforces
@@ -22,11 +22,13 @@ src/discovery discovery  core config
 src/ingest    ingest     core parser proto storage
 src/query     query      core parser proto storage
 src/render    render     core
+src/rules     rules      core parser proto storage
 src/httpclient httpclient core config
 src/scrape    scrape     core config discovery httpclient ingest proto
 src/forward   forward    core parser proto storage config httpclient ingest
-web           web        core parser proto storage config auth discovery ingest query render scrape forward
-src/main.c    main       core parser proto storage config auth discovery ingest query render scrape forward web
+web           web        core parser proto storage config auth discovery ingest query rules render scrape forward
+src/grpc      grpc       core proto config auth
+src/main.c    main       core parser proto storage config auth discovery ingest query rules render scrape forward web grpc
 tests/unit/core      -   core
 tests/unit/parser    -   core parser
 tests/unit/proto     -   core proto
@@ -37,12 +39,14 @@ tests/unit/discovery -   core config discovery
 tests/unit/ingest    -   core parser proto storage ingest
 tests/unit/query     -   core parser proto storage ingest query
 tests/unit/render    -   core proto render
+tests/unit/rules     -   core parser proto storage ingest rules
 tests/unit/scrape    -   core config discovery httpclient ingest proto scrape
 tests/unit/forward   -   core parser proto storage config httpclient ingest forward
+tests/unit/grpc      -   core config auth proto grpc
 tests/support        -   core proto
 bench                -   core proto storage config auth
 '
-prefixes='core parser proto storage config auth discovery httpclient ingest query render scrape forward web'
+prefixes='core parser proto storage config auth discovery httpclient ingest query rules render scrape forward web grpc'
 
 bad=0
 echo "$rules" | while read -r dir own allowed; do

@@ -9,14 +9,14 @@ set -eu
 
 # what `cmake -S . -B build && cmake --build build` needs (the unit tests are built too: cmocka);
 # ca-certificates for npm's HTTPS fetch of the UI's packages
-BUILD_PKGS="build-essential cmake pkg-config re2c protobuf-c-compiler
+BUILD_PKGS="build-essential cmake pkg-config re2c protobuf-c-compiler libnghttp2-dev
 libh2o-evloop-dev libssl-dev libprotobuf-c-dev libsnappy-dev zlib1g-dev liblmdb-dev
 libpcre2-dev libyaml-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev python3 ca-certificates"
 # what the tests, fuzzing and the real clients need on top (docker-compose only for its `config`
 # check of docker/compose.yml, which needs no Docker daemon: Docker itself is not installed)
 TEST_PKGS="clang libclang-rt-14-dev lmdb-utils python3-pytest python3-protobuf protobuf-compiler python3-snappy
 python3-yaml docker-compose golang-go prometheus curl openssl chromium chromium-driver python3-selenium
-python3-venv python3-pip"
+python3-venv python3-pip python3-grpcio python3-h2"
 
 case "${1:-}" in
     "") PKGS="$BUILD_PKGS $TEST_PKGS" ;;
@@ -44,7 +44,9 @@ if [ -n "$missing" ]; then
 fi
 # the web UI's third-party code (uPlot), as web/ui/package-lock.json pins it (nothing when present)
 "$(dirname "$0")/fetch-ui-deps.sh"
-# the real Pyroscope Python SDK of the span-profile tests, pinned, in a venv outside the repository
+# the real Pyroscope Python SDK of the span-profile tests, pinned, in a venv outside the repository;
+# the Perses project's Pyroscope plugin that test_perses_client.py drives, as tests/perses pins it
 if [ -z "${1:-}" ]; then
     "$(dirname "$0")/install-pysdk.sh"
+    "$(dirname "$0")/install-perses.sh"
 fi

@@ -13,6 +13,7 @@
 #include "config/flags.h"
 #include "config/webconfig.h"
 #include "forward/forward.h"
+#include "grpc/grpc.h"
 #include "scrape/scrape.h"
 #include "core/log.h"
 #include "core/timeutil.h"
@@ -20,6 +21,13 @@
 #include "storage/store.h"
 #include "web/server.h"
 #include "ingest/ingest.h"
+#include "rules/rules.h"
+
+/* /metrics: the gRPC listener's families after the main port's */
+static void grpc_metrics(void *ctx, ps_buf_t *b)
+{
+    ps_grpc_metrics(ctx, b);
+}
 
 static void die_usage(const char *msg)
 {
@@ -78,8 +86,93 @@ typedef struct wiring {
     const char *config_path; /* NULL without --config */
     const char *web_config_path; /* NULL without --web.config.file */
     ps_server_t *srv;
+    ps_grpc_t *grpc;         /* NULL without --grpc.listen-address */
     ps_scraper_opts_t scrape_opts;
 } wiring_t;
+
+/* The recording rules of cfg's recording_rules: made the provisioned rules of rs. */
+static int provision_rules(ps_rules_t *rs, const ps_config_t *cfg, ps_err_t *err)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    uint32_t n = cfg != NULL ? cfg->nrecording : 0;
+    ps_rr_rule_t *v = ps_arena_calloc(&a, n + 1, sizeof(*v));
+    for (uint32_t i = 0; i < n; i++) {
+        const ps_recording_rule_config_t *c = &cfg->recording[i];
+        ps_rr_rule_t *r = &v[i];
+        r->id = c->id;
+        r->metric_name = c->metric_name;
+        r->matchers = c->matchers;
+        r->nmatchers = c->nmatchers;
+        r->group_by = c->group_by;
+        r->ngroup_by = c->ngroup_by;
+        r->next = c->external_labels.n;
+        r->ext = ps_arena_calloc(&a, r->next + 1, sizeof(*r->ext));
+        for (size_t j = 0; j < r->next; j++)
+            r->ext[j] = (ps_rr_label_t){c->external_labels.pairs[j].name, c->external_labels.pairs[j].value};
+        r->has_function = c->function_name != NULL;
+        r->function_name = c->function_name ? c->function_name : "";
+    }
+    int rc = ps_rules_set_provisioned(rs, v, n, err);
+    if (rc != 0 && cfg != NULL)
+        ps_err_prefix(err, "%s", cfg->path ? cfg->path : "config");
+    ps_arena_dispose(&a);
+    return rc;
+}
+
+/* OTLP profiles over gRPC (ProfilesService/Export): ingest's export of the request, the worker
+ * thread waiting for its answer (every append durable or refused), as the OTLP/HTTP route gives it */
+typedef struct otlp_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    int code;
+    ps_buf_t *resp;
+    char *msg;
+    size_t msgsize;
+} otlp_wait_t;
+
+static void otlp_grpc_done(void *ctx, int code, const uint8_t *resp, size_t n, const char *msg,
+                           const ps_otlp_result_t *res)
+{
+    (void)res;
+    otlp_wait_t *w = ctx;
+    pthread_mutex_lock(&w->mu);
+    w->code = code;
+    if (code == 0)
+        ps_buf_append(w->resp, resp, n);
+    else
+        snprintf(w->msg, w->msgsize, "%s", msg != NULL ? msg : "");
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static ps_grpc_status_t otlp_grpc_export(void *ctx, const ps_grpc_call_t *call, const uint8_t *req, size_t n,
+                                         ps_buf_t *resp, char *msg, size_t msgsize)
+{
+    (void)call;
+    ps_server_t *srv = ctx;
+    ps_arena_t a = PS_ARENA_INIT;
+    otlp_wait_t w = {.resp = resp, .msg = msg, .msgsize = msgsize};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    ps_ingest_otlp(srv->writer, PS_OTLP_PROTO, req, n, ps_ingest_otlp_budget(n, srv->opts.limits.max_inflated),
+                   &srv->opts.limits, &a, otlp_grpc_done, &w);
+    pthread_mutex_lock(&w.mu);
+    while (!w.done)
+        pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    ps_arena_dispose(&a);
+    return w.code == 0 ? PS_GRPC_OK : ps_grpc_status_of(w.code);
+}
+
+/* ps_writer_opts_t.rec_entry */
+static void rules_eval(void *ctx, const ps_append_t *app, ps_buf_t *out)
+{
+    ps_rules_eval(ctx, app, out);
+}
 
 /* Applies cfg (taken): starts the scraper on the first configuration, reloads it afterwards. */
 static void apply_config(wiring_t *w, ps_config_t *cfg)
@@ -96,6 +189,8 @@ static int reload_web_config(wiring_t *w, ps_err_t *err)
 {
     ps_webconfig_t *wc = NULL;
     int rc = ps_webconfig_load(w->web_config_path, &wc, err);
+    if (rc == 0 && w->grpc != NULL && (rc = ps_grpc_web_config(w->grpc, wc, err)) != 0) /* reads wc */
+        ps_webconfig_free(wc);
     if (rc == 0 && (rc = ps_server_web_config(w->srv, wc, err)) == 0)
         ps_log_info("web configuration reloaded", "file=%s", ps_log_q(w->web_config_path));
     else
@@ -120,6 +215,10 @@ static int reload_config(void *ctx, ps_err_t *err)
         return wrc;
     }
     rc = ps_config_load(w->config_path, &cfg, err);
+    if (rc == 0 && (rc = provision_rules(w->srv->rules, cfg, err)) != 0) {
+        ps_config_free(cfg);
+        cfg = NULL;
+    }
     if (rc == 0) {
         status_config(w->srv, cfg, ps_time_now());
         apply_config(w, cfg);
@@ -195,6 +294,8 @@ int main(int argc, char **argv)
     so.nosync = f.nosync;
     so.future_grace_ns = f.future_grace;
     so.disk_reserve = f.disk_reserve;
+    so.adhoc_max_profiles = (uint32_t)f.adhoc_max_profiles;
+    so.adhoc_max_bytes = f.adhoc_max_bytes;
     so.log_only = f.agent;
     wo.max_queue_bytes = f.queue_bytes;
     wo.max_queue = (uint32_t)f.queue_items;
@@ -218,6 +319,7 @@ int main(int argc, char **argv)
     ps_err_clear(&err);
     ps_server_t srv = {0};
     srv.opts.listen = f.listen;
+    srv.opts.otlp_http_listen = f.otlp_http_listen;
     srv.opts.threads = (uint32_t)f.threads;
     srv.opts.max_body = f.max_body;
     srv.opts.max_series = (uint32_t)f.max_series;
@@ -256,6 +358,32 @@ int main(int argc, char **argv)
         ps_store_close(store);
         return 1;
     }
+    /* the gRPC listener (grpc/grpc.h): its port, its methods, the same TLS and credentials */
+    ps_grpc_t *grpc = NULL;
+    if (f.grpc_listen != NULL && f.grpc_listen[0]) {
+        ps_grpc_opts_t go = {.listen = f.grpc_listen,
+                             .max_message = (size_t)f.grpc_max_msg,
+                             .max_streams = (uint32_t)f.grpc_max_streams,
+                             .max_connections = (uint32_t)f.grpc_max_conns,
+                             .idle_timeout = f.grpc_idle_timeout};
+        if ((grpc = ps_grpc_new(&go, &err)) == NULL) {
+            ps_log_error("cannot start the gRPC listener", "err=%s", ps_log_q(err.msg));
+            ps_store_close(store);
+            return 1;
+        }
+        /* OTLP profiles over gRPC: the OTLP/HTTP route's export, its answer waited for */
+        ps_grpc_method_t otlp = {.path = "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export",
+                                 .scope = PS_SCOPE_WRITE,
+                                 .fn = otlp_grpc_export,
+                                 .ctx = &srv};
+        if (ps_grpc_register(grpc, &otlp, &err) != 0 || (wc != NULL && ps_grpc_web_config(grpc, wc, &err) != 0)) {
+            fprintf(stderr, "profstore: %s\n", err.msg);
+            ps_store_close(store);
+            return 2;
+        }
+        srv.extra_metrics = grpc_metrics;
+        srv.extra_metrics_ctx = grpc;
+    }
     if (wc != NULL && ps_server_web_config(&srv, wc, &err) != 0) { /* its certificates do not load */
         fprintf(stderr, "profstore: %s\n", err.msg);
         ps_store_close(store);
@@ -264,6 +392,21 @@ int main(int argc, char **argv)
     status_config(&srv, cfg, srv.start_time); /* loaded at start; before apply_config takes cfg */
     srv.forward = ps_forward_new(store);
     ps_forward_writer_hooks(srv.forward, &wo);
+    /* recording rules: the configuration's, then the stored ones; evaluated as profiles are written */
+    srv.rules = ps_rules_new();
+    if (provision_rules(srv.rules, cfg, &err) != 0) {
+        fprintf(stderr, "profstore: %s\n", err.msg);
+        ps_store_close(store);
+        return 2;
+    }
+    if (ps_rules_reload(srv.rules, store, &err) != 0)
+        ps_log_error("cannot read the stored recording rules", "err=%s", ps_log_q(err.msg));
+    if (!f.agent) {
+        ps_store_set_recorder(store, ps_rules_record, srv.rules);
+        wo.rec_entry = rules_eval;
+        wo.rec_ctx = srv.rules;
+    }
+    wo.max_rules = PS_RULES_MAX;
     if ((srv.writer = ps_writer_start(store, &wo, &err)) == NULL) {
         ps_log_error("cannot start the writer", "err=%s", ps_log_q(err.msg));
         ps_store_close(store);
@@ -272,7 +415,7 @@ int main(int argc, char **argv)
     ps_forward_attach(srv.forward, srv.writer);
     /* a scraped body may be twice a pushed one, and at least 64 MiB (Go heap profiles of big
      * processes) */
-    wiring_t wiring = {.config_path = f.config, .web_config_path = f.web_config, .srv = &srv};
+    wiring_t wiring = {.config_path = f.config, .web_config_path = f.web_config, .srv = &srv, .grpc = grpc};
     pthread_mutex_init(&wiring.mu, NULL);
     wiring.scrape_opts.max_targets = (uint32_t)f.scrape_max_targets;
     wiring.scrape_opts.max_body = f.max_body * 2 > (64u << 20) ? f.max_body * 2 : (64u << 20);
@@ -287,11 +430,20 @@ int main(int argc, char **argv)
         ps_log_error("cannot start HTTP server", "err=%s", ps_log_q(err.msg));
         return 1;
     }
+    if (grpc != NULL) {
+        if (ps_grpc_start(grpc, &err) != 0) {
+            ps_log_error("cannot start the gRPC listener", "err=%s", ps_log_q(err.msg));
+            return 1;
+        }
+        ps_log_info("gRPC listener ready", "listen=%s port=%d", ps_log_q(f.grpc_listen), ps_grpc_port(grpc));
+    }
     char ret_s[32];
     ps_format_duration(f.retention, ret_s, sizeof(ret_s));
     ps_log_info("profstore is ready", "listen=%s port=%d data_dir=%s retention=%s threads=%llu", ps_log_q(f.listen),
                 ps_server_port(&srv), ps_log_q(f.data_dir), ps_log_q(f.retention ? ret_s : "forever"),
                 (unsigned long long)f.threads);
+    if (ps_server_otlp_port(&srv) > 0)
+        ps_log_info("serving OTLP/HTTP too", "listen=%s port=%d", ps_log_q(f.otlp_http_listen), ps_server_otlp_port(&srv));
 
     for (;;) {
         int sig = 0;
@@ -308,12 +460,15 @@ int main(int argc, char **argv)
         break;
     }
     ps_server_begin_shutdown(&srv);  /* new writes get 503; listeners close */
+    ps_grpc_begin_shutdown(grpc);    /* GOAWAY; new calls get UNAVAILABLE, running ones go on */
     ps_scraper_stop(srv.scraper);    /* no new scrapes; those handed to the writer still finish */
     ps_forward_shutdown(srv.forward); /* senders stop; their cursors go through the writer */
     ps_writer_shutdown(srv.writer);  /* queued writes finish; their answers are queued to the loops */
     ps_server_stop(&srv);            /* each loop sends those answers, drains, and ends */
+    ps_grpc_stop(grpc);              /* the running calls' answers are sent; then it ends */
     ps_writer_stop(srv.writer);      /* no loop can submit any more: free it */
     ps_forward_free(srv.forward);
+    ps_rules_free(srv.rules);
     ps_store_close(store);
     ps_log_info("stopped", NULL);
     return 0;

@@ -168,6 +168,22 @@ static void check_head(check_t *c, const MDB_val *k, const MDB_val *v)
         c->st->profiles++;
 }
 
+/* an ad hoc profile: its id's characters and the value's header (the file itself is the ingest
+ * room's to decode, as each Get does) */
+static void check_adhoc(check_t *c, const MDB_val *k, const MDB_val *v)
+{
+    const char *id = k->mv_data;
+    bool ok = k->mv_size > 0 && k->mv_size <= PS_ADHOC_ID_MAX;
+    for (size_t i = 0; ok && i < k->mv_size; i++)
+        ok = (id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') || (id[i] >= '0' && id[i] <= '9') ||
+             id[i] == '.' || id[i] == '-' || id[i] == '_';
+    if (!ok)
+        damage(c, "adhoc: a key of %zu bytes that is not an id", k->mv_size);
+    else if (v->mv_size < 9 || ((const uint8_t *)v->mv_data)[0] != 0x01)
+        damage(c, "ad hoc profile %.*s: a record of %zu bytes%s", (int)k->mv_size, id, v->mv_size,
+               v->mv_size < 9 ? " (less than 9)" : ", not of encoding 01");
+}
+
 int ps_store_check(ps_store_t *s, void (*on_damage)(void *ctx, const char *msg), void *ctx, ps_check_stats_t *st,
                    char *phase_buf, ps_err_t *err)
 {
@@ -180,6 +196,8 @@ int ps_store_check(ps_store_t *s, void (*on_damage)(void *ctx, const char *msg),
     walk(&c, DB_SERIES, "series", check_series);
     walk(&c, DB_CHUNKS, "chunks", check_chunk);
     walk(&c, DB_HEAD, "head", check_head);
+    if (!(s->absent & (1u << DB_ADHOC)))
+        walk(&c, DB_ADHOC, "adhoc", check_adhoc);
     ps_reader_end(c.r); /* NULL: a no-op */
     ps_arena_dispose(&c.arena);
     return 0;

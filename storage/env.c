@@ -37,7 +37,16 @@ static const struct {
     [DB_SPANS] = {"spans", 0},
     [DB_UUIDS] = {"uuids", 0},
     [DB_SPANPARTS] = {"spanparts", 0},
+    [DB_ADHOC] = {"adhoc", 0},
 };
+
+/* Databases created at any open when missing, without a schema version of their own: they hold
+ * no data the others need (docs/FORMAT.md "Versioning"). A read-only open of a directory that
+ * lacks one reads it as empty. */
+static bool added_at_open(int i)
+{
+    return i == DB_ADHOC;
+}
 
 
 /* Bytes of LMDB's free list: pages retention and compaction freed, reused before the file grows. */
@@ -141,7 +150,8 @@ static int open_read_only(ps_store_t *s, ps_err_t *err)
     if (ret)
         return ret;
     for (int i = 0; i < DB_COUNT && ret == 0; i++)
-        if ((rc = mdb_dbi_open(t.txn, schema[i].name, schema[i].flags, &s->dbi[i])) != 0) {
+        if ((rc = mdb_dbi_open(t.txn, schema[i].name, schema[i].flags, &s->dbi[i])) != 0 &&
+            !(rc == MDB_NOTFOUND && added_at_open(i) && (s->absent |= 1u << i))) {
             ret = rc == MDB_NOTFOUND ? ps_err_set(err, PS_EVERSION,
                                                   "data directory %s has no database %s: not a store of schema version %d",
                                                   s->dir, schema[i].name, PS_SCHEMA_VERSION)

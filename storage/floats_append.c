@@ -351,6 +351,17 @@ static int append_series(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t 
             count_reject(&fa->too_new, &fa->first_too_new, t);
             continue;
         }
+        if (fa->counter) { /* an increment: onto the newest value, never before the newest sample */
+            double base = f->has_last ? bits_float(f->last_v) : 0;
+            if (base != base)
+                base = 0;
+            if (f->has_last && t <= f->last_t)
+                t = f->last_t + 1;
+            ps_float_sample_t *out = (ps_float_sample_t *)&fa->samples[i];
+            out->t = t;
+            out->v = base + fa->samples[i].v;
+            bits = float_bits(out->v);
+        }
         if (f->has_last && t < f->last_t) {
             count_reject(&fa->out_of_order, &fa->first_out_of_order, t);
             continue;

@@ -43,6 +43,7 @@ enum {
     DB_SPANS,       /* hour(4 BE) span(8) sid(8 BE) ts(8, sign flipped) -> empty: the span index (schema 5; spans.c) */
     DB_UUIDS,       /* hour(4 BE) uuid(16) sid(8 BE) ts(8) -> empty: the profiles a client-given id names (schema 5) */
     DB_SPANPARTS,   /* sid(8 BE) ts(8, sign flipped) -> the span parts of that profile (schema 5; spans.c) */
+    DB_ADHOC,       /* ad hoc profile id -> 0x01 uploaded ms(8 BE) + the file as uploaded (adhoc.c) */
     DB_COUNT
 };
 
@@ -113,6 +114,7 @@ typedef struct ps_wcache {
 struct ps_store {
     MDB_env *env;
     MDB_dbi dbi[DB_COUNT];
+    uint32_t absent;        /* bit i: database i is missing (a read-only open of an older directory) */
     ps_store_opts_t opts;
     char *dir;
     int upgraded_from;      /* the schema version ps_store_open upgraded, or 0 */
@@ -126,6 +128,8 @@ struct ps_store {
      * samples (NULL: forwarding off) */
     _Atomic(ps_store_forward_floats_fn) fwd_floats;
     void *_Atomic fwd_ctx;
+    ps_store_record_fn record;   /* ps_store_set_recorder: before the writer starts */
+    void *record_ctx;
 };
 
 /* The store's writer (writer.c): state of the one writing thread (ps_store_write, the compactor,
@@ -142,6 +146,7 @@ struct ps_store_writer {
     uint64_t float_flushes; /* ps_float_write_flush calls: whose turn it is to rewrite prefixes */
     uint64_t fwd_next;      /* the forwarding log's next sequence number (DB_INFO "fwdnext") */
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
+    ps_buf_t rec_all;       /* scratch: a write's float appends and its recorder's, one array */
 };
 
 /* reserve.c: the disk reserve. After a commit failed with PS_ENOSPACE for a full disk:

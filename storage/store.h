@@ -45,6 +45,8 @@ typedef struct ps_store_opts {
                                    * 0 = any time (the default here; profstore's --storage.future-grace: 10m) */
     bool log_only;                /* --agent: writes store nothing but their forwarding log entries
                                    * (every profile and sample is taken as stored; write.c) */
+    uint32_t adhoc_max_profiles;  /* ad hoc profiles kept (the oldest dropped past it); 0: PS_ADHOC_MAX_PROFILES */
+    uint64_t adhoc_max_bytes;     /* ... and their bytes; 0: PS_ADHOC_MAX_BYTES */
     bool read_only;               /* ps_store_check_dir: nothing written, not even a schema upgrade;
                                    * a store of another schema version or without its databases is refused */
 } ps_store_opts_t;
@@ -129,6 +131,10 @@ typedef struct ps_append {
      * none), stored with each of its series' (sid, ts) when the profile is stored (not for a
      * duplicate) */
     const uint8_t *uuid;
+    /* in, optional (not read by storage): this profile's contributions to the recording rules
+     * (made above storage, see src/rules), handed to the recorder (ps_store_set_recorder) */
+    const uint8_t *rec;
+    size_t rec_len;
 } ps_append_t;
 
 /**
@@ -151,6 +157,11 @@ typedef struct ps_float_append {
     const ps_labels_t *labels;       /* normalised, with __name__ */
     const ps_float_sample_t *samples; /* in request order; NaNs keep their bits (stale markers) */
     uint32_t nsamples;
+    bool counter;                    /* in: a counter of increments (recording rules): each sample's v is
+                                      * added to the series' newest value (0 when none; NaN counts as 0)
+                                      * and a t at or before the newest is moved to newest + 1 ms; the
+                                      * samples are rewritten in place to what is stored (so samples must
+                                      * be writable) */
     /* out: the per-series outcome, like Prometheus' TSDB appender */
     int status;                      /* 0, or PS_ECONFLICT (a profile series has these labels) or
                                       * PS_ECORRUPT (its stored head is damaged): nothing stored */
@@ -251,6 +262,43 @@ int ps_store_forward_cursor(ps_store_t *s, const char *name, uint64_t *seq, ps_e
 int ps_store_forward_advance(ps_store_writer_t *w, const char *const *names, const uint64_t *seqs, size_t n, uint64_t *trimmed,
                              ps_err_t *err);
 
+/* ---- recording (src/rules; docs/FORMAT.md "Recording rules") ----
+ * Float samples made from the profiles of a write, in its transaction. */
+
+/** Called by ps_store_write inside its transaction, after the profiles and before the float
+ *  samples, with the write's profiles (each with its status: record only those with status 0 that
+ *  are not duplicates). It may return float appends (*out, *nout; memory of the recorder, valid
+ *  until its next call), written in the same transaction as the write's own (after them), with
+ *  their outcome set. Not called in log-only mode (--agent). */
+typedef void (*ps_store_record_fn)(void *ctx, ps_append_t *const *items, size_t n, ps_float_append_t ***out,
+                                   size_t *nout);
+/** Sets the recorder (fn NULL: none). Before the writer starts. */
+void ps_store_set_recorder(ps_store_t *s, ps_store_record_fn fn, void *ctx);
+
+#define PS_RULE_ID_MAX 64            /* bytes of a stored rule's id */
+#define PS_RULE_VALUE_MAX 65536      /* bytes of a stored rule's value */
+
+/** A stored recording rule: an id and opaque bytes (src/rules' encoding), with its generation. */
+typedef struct ps_store_rule {
+    const char *id;    /* not NUL-terminated when read */
+    size_t idlen;
+    const void *value;
+    size_t vlen;
+    int64_t generation;
+} ps_store_rule_t;
+
+/** Any thread: calls cb for every stored rule, by id (bytewise), from one read snapshot; the bytes
+ *  are valid during the call only. cb returning nonzero stops with that value. */
+int ps_store_rules(ps_store_t *s, int (*cb)(void *ctx, const ps_store_rule_t *r), void *ctx, ps_err_t *err);
+/**
+ * Writer thread, one transaction. Upsert (del false): a rule not stored is created with
+ * generation 1 (PS_ELIMIT when max rules are stored already); a stored one is replaced with its
+ * generation + 1 if r->generation (the one the caller saw) equals it, else PS_ECONFLICT. Delete:
+ * PS_ENOTFOUND when not stored. *gen gets the generation written.
+ */
+int ps_store_rule_put(ps_store_writer_t *w, const ps_store_rule_t *r, bool del, uint32_t max, int64_t *gen,
+                      ps_err_t *err);
+
 /* ---- settings (settings.c; docs/FORMAT.md "Settings") ----
  * A small table of named string values with the time each was last modified (what Grafana's
  * settings.v1.SettingsService keeps). */
@@ -274,6 +322,37 @@ int ps_store_settings(ps_store_t *s, int (*cb)(void *ctx, const ps_store_setting
  *  for a name that is empty, longer than PS_SETTING_NAME_MAX or holds a NUL, or a value longer
  *  than PS_SETTING_VALUE_MAX. */
 int ps_store_setting_put(ps_store_writer_t *w, const ps_store_setting_t *st, bool del, ps_err_t *err);
+
+/* ---- ad hoc profiles (adhoc.c; docs/FORMAT.md "Ad hoc profiles") ----
+ * Profile files uploaded by hand to be shared (adhocprofiles.v1), kept as uploaded under an id
+ * that starts with a ULID, so the ids' byte order is their upload order. At most
+ * opts.adhoc_max_profiles of them and opts.adhoc_max_bytes of files: an upload past either drops
+ * the oldest ones, in its own transaction. No time retention. */
+
+#define PS_ADHOC_ID_MAX 256                 /* bytes of an id */
+#define PS_ADHOC_MAX_PROFILES 1000          /* the defaults of the two limits */
+#define PS_ADHOC_MAX_BYTES ((uint64_t)256 << 20)
+
+typedef struct ps_store_adhoc {
+    const char *id;       /* not NUL-terminated when read */
+    size_t idlen;
+    int64_t uploaded_ms;
+    const void *data;     /* the file; NULL in a listing */
+    size_t len;
+} ps_store_adhoc_t;
+
+/** Any thread: the ad hoc profile id (copied into arena: out->data, out->id). PS_ENOTFOUND
+ *  when none has that id. */
+int ps_store_adhoc_get(ps_store_t *s, const char *id, size_t idlen, ps_arena_t *arena, ps_store_adhoc_t *out,
+                       ps_err_t *err);
+/** Any thread: cb for each ad hoc profile, oldest first, from one read snapshot (id and len set,
+ *  data NULL; valid during the call only). cb returning nonzero stops with that value. */
+int ps_store_adhoc_list(ps_store_t *s, int (*cb)(void *ctx, const ps_store_adhoc_t *a), void *ctx, ps_err_t *err);
+/** Writer thread: stores a (an id of 1..PS_ADHOC_ID_MAX bytes, not stored yet) in one transaction,
+ *  first dropping the oldest profiles while the count or the bytes would pass the limits
+ *  (*dropped, optional, gets how many). PS_ETOOBIG when a alone is larger than the byte limit,
+ *  PS_ECONFLICT when the id is taken, PS_EINVAL for a bad id. */
+int ps_store_adhoc_put(ps_store_writer_t *w, const ps_store_adhoc_t *a, uint32_t *dropped, ps_err_t *err);
 
 /* ---- reading (any thread) ---- */
 

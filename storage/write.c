@@ -636,6 +636,21 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
         if (items[i]->status == 0 && !items[i]->duplicate && items[i]->fwd_len > 0 &&
             (ret = ps_forward_log_put(w, txn, now, items[i]->fwd, items[i]->fwd_len, err)) != 0)
             goto Fail;
+    /* recording rules: float samples made from the profiles stored now, written with the others */
+    if (w->s->record != NULL && n > 0) {
+        ps_float_append_t **rec = NULL;
+        size_t nrec = 0;
+        w->s->record(w->s->record_ctx, items, n, &rec, &nrec);
+        if (nrec > 0) {
+            ps_buf_reset(&w->rec_all);
+            ps_float_append_t **all = (ps_float_append_t **)ps_buf_reserve(&w->rec_all, (nf + nrec) * sizeof(*all));
+            if (nf > 0)
+                memcpy(all, floats, nf * sizeof(*all));
+            memcpy(all + nf, rec, nrec * sizeof(*all));
+            floats = all;
+            nf += nrec;
+        }
+    }
     /* floats after the profiles: the nested transactions above drop the writer caches, and the
      * float heads changed here stay in the cache until ps_float_write_flush writes them */
     ps_store_forward_floats_fn fwd_floats = nf > 0 || nm > 0 ? atomic_load(&w->s->fwd_floats) : NULL;

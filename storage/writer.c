@@ -110,6 +110,7 @@ void ps_store_writer_close(ps_store_writer_t *w)
     atomic_store(&w->s->has_writer, false);
     ps_wcache_free(w->wc);
     ps_buf_dispose(&w->fwd_mask);
+    ps_buf_dispose(&w->rec_all);
     ps_buf_dispose(&w->fwd_buf);
     ps_hmap_dispose(&w->append_wall);
     free(w);

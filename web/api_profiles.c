@@ -365,3 +365,146 @@ int ps_api_profile_diff(ps_task_t *task)
     side_dispose(&cmp);
     return finish(&c, ret);
 }
+
+/*
+ * GET /api/v1/profiles/adhoc?id=<id>[&compare=<id>][&type=<sample type>]&format=...: an ad hoc
+ * profile (adhocprofiles.v1, api_adhoc.c) in the formats of /api/v1/profiles/query (pprof: every
+ * sample type; the others: type's, absent the first), or with compare the diff compare - id as
+ * /api/v1/profiles/diff answers it (aggregation "sum", normalize "none"). What the UI's shared
+ * view and `go tool pprof` read.
+ */
+int ps_api_profile_adhoc(ps_task_t *task)
+{
+    ps_qctx_t c;
+    int fmt;
+    int64_t max_nodes;
+    uint32_t limit;
+    ps_profile_t p, one;
+    ps_store_adhoc_t st;
+    int ret = ps_qctx_begin(&c, task);
+    if (ret == 0)
+        ret = parse_format(&c, &fmt, &max_nodes, &limit);
+    const ps_param_t *id = ps_params_get(&c.params, "id"), *cmp = ps_params_get(&c.params, "compare"),
+                     *type = ps_params_get(&c.params, "type");
+    const char *tname = type && type->vlen ? type->value : NULL;
+    if (ret == 0 && (id == NULL || id->vlen == 0))
+        ret = ps_err_set(&c.err, PS_EINVAL, "invalid parameter \"id\": missing (an ad hoc profile's id)");
+    if (ret == 0 && cmp != NULL && cmp->vlen > 0) {
+        const char **common;
+        size_t nc;
+        int64_t base_total = -1;
+        ret = ps_adhoc_diff_pair(c.srv, id->value, cmp->value, tname, &c.arena, &p, &common, &nc, &c.err);
+        if (ret == 0 && fmt != F_FLAMEGRAPH)
+            ps_adhoc_pair_sub(&p, &base_total);
+        if (ret == 0) {
+            ps_render_note_t note = {.aggregation = "sum", .normalize = "none"};
+            ret = respond(&c, &p, fmt, max_nodes, limit, true, base_total, &note);
+        }
+    } else if (ret == 0) {
+        ret = ps_adhoc_load(c.srv, id->value, &c.arena, &st, &p, NULL, &c.err);
+        int vi = ret == 0 ? ps_adhoc_type_index(&p, tname) : 0;
+        if (ret == 0 && vi < 0)
+            ret = ps_err_set(&c.err, PS_EINVAL, "invalid parameter \"type\": profile %s has no sample type \"%.64s\"",
+                             id->value, tname);
+        if (ret == 0) {
+            if (fmt != F_PPROF)
+                ps_adhoc_select(&p, (uint32_t)vi, &c.arena, &one);
+            ps_render_note_t note = {.aggregation = "sum"};
+            ret = respond(&c, fmt == F_PPROF ? &p : &one, fmt, max_nodes, limit, false, -1, &note);
+        }
+    }
+    return finish(&c, ret);
+}
+
+/* GET /api/v1/profile?id=<profile id>: one stored profile, in the formats of profiles/query. */
+int ps_api_profile_by_id(ps_task_t *task)
+{
+    ps_qctx_t c;
+    int fmt;
+    int64_t max_nodes;
+    uint32_t limit, n = 0;
+    ps_profile_ref_t ref;
+    ps_profile_sel_t ps = {0};
+    ps_profile_t p;
+    int ret = ps_qctx_begin(&c, task);
+    if (ret == 0)
+        ret = parse_format(&c, &fmt, &max_nodes, &limit);
+    if (ret == 0) {
+        const ps_param_t *id = ps_params_get(&c.params, "id");
+        if (id == NULL || id->vlen == 0)
+            ret = ps_err_set(&c.err, PS_EINVAL,
+                             "invalid parameter \"id\": missing (a profile id, as /api/v1/profiles/ids and the "
+                             "querier's exemplars give them)");
+        else
+            ret = ps_query_profile_id_parse(c.reader, id->value, id->vlen, "invalid parameter \"id\"", &ref, 1, &n,
+                                            &c.err);
+    }
+    if (ret == 0)
+        ret = ps_query_profile_ref(c.reader, &ref, &c.arena, &ps, NULL, &c.err);
+    if (ret == 0)
+        ret = ps_query_profile_build(c.reader, &ps, NULL, PS_PROFILE_ONE, &c.arena, &p, &c.err);
+    if (ret == 0) {
+        char idt[PS_PROFILE_ID_LEN + 1];
+        ps_query_profile_id(c.reader, ref.sid, ref.ts, idt);
+        ps_task_add_header(c.t, "x-profstore-profile-id", idt, strlen(idt));
+        ps_render_note_t note = {.aggregation = sel_agg_name(&ps)};
+        ret = respond(&c, &p, fmt, max_nodes, limit, false, -1, &note);
+    }
+    ps_profile_sel_dispose(&ps);
+    return finish(&c, ret);
+}
+
+/* The profiles /api/v1/profiles/ids lists at most. */
+#define IDS_MAX 10000
+
+/* GET /api/v1/profiles/ids?query=<selector>&start=&end=: the stored profiles of the selected
+ * series in [start, end], oldest first: [{id, time (unix s, 9 decimals), total, labels}]. */
+int ps_api_profile_ids(ps_task_t *task)
+{
+    ps_qctx_t c;
+    side_t s = {0};
+    ps_profile_query_t q;
+    ps_series_set_t set;
+    ps_profile_entry_t *e = NULL;
+    uint32_t n = 0;
+    int ret = ps_qctx_begin(&c, task);
+    if (ret == 0)
+        ret = side_params(&c, &s, "query", "", 5 * 60 * PS_NS_PER_S, false, &q);
+    if (ret == 0 && !q.ranged)
+        ret = ps_err_set(&c.err, PS_EINVAL, "give start and end (the range whose profiles to list), not time");
+    if (ret == 0)
+        ret = ps_query_profile_list(c.reader, &s.sel, q.start, q.end, c.srv->opts.max_series, IDS_MAX, &c.arena, &set,
+                                    &e, &n, &c.err);
+    if (ret == 0) {
+        ps_json_t j;
+        ps_json_envelope(&j, &c.out);
+        ps_json_arr(&j);
+        for (uint32_t i = 0; i < n; i++) {
+            char id[PS_PROFILE_ID_LEN + 1], t[48];
+            ps_query_profile_id(c.reader, e[i].ref.sid, e[i].ref.ts, id);
+            int64_t ts = e[i].ref.ts, sec = ts / PS_NS_PER_S - (ts % PS_NS_PER_S < 0);
+            snprintf(t, sizeof(t), "%lld.%09lld", (long long)sec, (long long)(ts - sec * PS_NS_PER_S));
+            ps_json_obj(&j);
+            ps_json_key(&j, "id");
+            ps_json_cstr(&j, id);
+            ps_json_key(&j, "time");
+            ps_json_raw(&j, t, strlen(t));
+            ps_json_key(&j, "total");
+            ps_json_int(&j, e[i].total);
+            ps_json_key(&j, "labels");
+            ps_json_obj(&j);
+            const ps_labels_t *ls = &set.labels[e[i].series];
+            for (uint32_t k = 0; k < ls->n; k++) {
+                ps_json_keyn(&j, ls->pairs[k].name, ls->pairs[k].nlen);
+                ps_json_str(&j, ls->pairs[k].value, ls->pairs[k].vlen);
+            }
+            ps_json_end(&j);
+            ps_json_end(&j);
+        }
+        ps_json_end(&j);
+        ps_json_envelope_close(&j);
+        ps_task_send(c.t, 200, "application/json", c.out.data, c.out.len);
+    }
+    side_dispose(&s);
+    return ps_qctx_finish(&c, ret);
+}

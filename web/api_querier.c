@@ -26,6 +26,7 @@ typedef struct qcall {
     ps_err_t err;
     ps_buf_t out;
     uint32_t max_series;
+    ps_connect_code_t code; /* the answer's code when not err's (0: err's) */
 } qcall_t;
 
 /* The decoding budget: a repeated string of 2 bytes on the wire (matchers, group_by) takes a
@@ -52,9 +53,9 @@ static int finish(qcall_t *q, int ret)
     if (q->r)
         ps_reader_end(q->r);
     if (ret == 0)
-        ps_connect_reply(q->c, q->out.data, q->out.len);
+        ps_connect_reply_take(q->c, &q->out);
     else
-        ps_connect_error(q->c, ps_connect_code_of(q->err.code ? q->err.code : ret),
+        ps_connect_error(q->c, q->code != 0 ? q->code : ps_connect_code_of(q->err.code ? q->err.code : ret),
                          q->err.msg[0] ? q->err.msg : ps_strerror(ret));
     ps_buf_dispose(&q->out);
     return 0;
@@ -229,15 +230,16 @@ static int merge_check(qcall_t *q, const ps_qr_merge_req_t *m, const char *side)
         return ps_err_set(&q->err, PS_EINVAL, "%sstack_trace_selector.go_pgo is not supported by profstore", side);
     if (m->ncall_site > 0 && side[0])
         return ps_err_set(&q->err, PS_EINVAL, "%sstack_trace_selector.call_site is not supported in a Diff", side);
-    if (m->nprofile_ids > 0)
-        return ps_err_set(&q->err, PS_EINVAL, "%sprofile_id_selector is not supported by profstore (profiles have no ids)",
-                          side);
     if (m->nspan_ids > 0 && side[0])
         return ps_err_set(&q->err, PS_EINVAL, "%sspan_selector is not supported in a Diff (%u span ids)", side,
                           m->nspan_ids);
     if (m->ntrace_ids > 0)
         return ps_err_set(&q->err, PS_EINVAL, "%strace_id_selector is not supported by profstore (%u trace ids)", side,
                           m->ntrace_ids);
+    if (m->async && !side[0]) /* Pyroscope reads it in SelectMergeStacktraces only, not in a Diff side */
+        return ps_err_set(&q->err, PS_EINVAL,
+                          "async is not supported by profstore (no asynchronous queries: leave it out or "
+                          "send ASYNC_QUERY_TYPE_DISABLED)");
     return 0;
 }
 
@@ -251,6 +253,8 @@ static int merge_side(qcall_t *q, const ps_qr_merge_req_t *m, const char *side, 
     uint64_t *spans = NULL;
     uint32_t nspans = 0;
     snprintf(field, sizeof(field), "%slabel_selector", side);
+    ps_profile_ref_t *refs = NULL;
+    uint32_t nrefs = 0;
     int ret = merge_check(q, m, side);
     if (ret == 0 && m->nspan_ids > 0)
         ret = ps_querier_spans(m->span_ids, m->nspan_ids, "span_selector", q->a, &spans, &nspans, &q->err);
@@ -258,8 +262,16 @@ static int merge_side(qcall_t *q, const ps_qr_merge_req_t *m, const char *side, 
         ret = ps_querier_selector(m->type_id, m->label_selector, field, q->a, sel, &q->err);
     if (ret == 0 && (ret = ps_querier_range(m->start, m->end, &lo, &hi, &q->err)) != 0)
         ps_err_prefix(&q->err, "%.16s", side[0] ? side : "range");
+    if (ret == 0 && m->nprofile_ids > 0 && nspans > 0)
+        ret = ps_err_set(&q->err, PS_EINVAL, "%sprofile_id_selector and span_selector cannot be combined", side);
+    if (ret == 0 && m->nprofile_ids > 0) {
+        snprintf(field, sizeof(field), "%sprofile_id_selector", side);
+        ret = ps_querier_profile_ids(q->r, m->profile_ids, m->nprofile_ids, field, q->a, &refs, &nrefs, &q->err);
+    }
     if (ret == 0 && nspans > 0)
         ret = ps_querier_merge_spans(q->r, sel, lo, hi, spans, nspans, q->max_series, q->a, ps, &q->err);
+    else if (ret == 0 && nrefs > 0)
+        ret = ps_querier_merge_ids(q->r, sel, lo, hi, q->max_series, refs, nrefs, q->a, ps, &q->err);
     else if (ret == 0)
         ret = ps_querier_merge(q->r, sel, lo, hi, q->max_series, q->a, ps, &q->err);
     return ret;
@@ -326,6 +338,21 @@ static int pprof_answer(qcall_t *q, const ps_profile_t *p, pprof_encode_fn encod
     return ret;
 }
 
+/* A merge answered as a flame graph, or as Pyroscope's tree bytes with PROFILE_FORMAT_TREE */
+static int flame_answer(qcall_t *q, ps_profile_t *p, int format, int64_t max_nodes)
+{
+    ps_flamegraph_t fg;
+    ps_qr_flamegraph_t qfg;
+    int ret = ps_flamegraph_build(p, 0, 0, max_nodes, q->a, &fg, &q->err);
+    if (ret)
+        return ret;
+    fg_of(q, &fg, &qfg);
+    if (format == PS_QR_FORMAT_TREE)
+        return ps_qr_encode_tree(q->c->codec, &qfg, q->a, &q->out, &q->err);
+    ps_qr_encode_flamegraph(q->c->codec, &qfg, q->a, &q->out);
+    return 0;
+}
+
 int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c)
 {
     qcall_t q;
@@ -340,16 +367,7 @@ int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c)
     if (ret == 0 && m.format == PS_QR_FORMAT_PPROF) {
         ret = pprof_answer(&q, &p, ps_qr_encode_merge_pprof);
     } else if (ret == 0) {
-        ps_flamegraph_t fg;
-        ps_qr_flamegraph_t qfg;
-        ret = ps_flamegraph_build(&p, 0, 0, max_nodes, q.a, &fg, &q.err);
-        if (ret == 0) {
-            fg_of(&q, &fg, &qfg);
-            if (m.format == PS_QR_FORMAT_TREE)
-                ret = ps_qr_encode_tree(c->codec, &qfg, q.a, &q.out, &q.err);
-            else
-                ps_qr_encode_flamegraph(c->codec, &qfg, q.a, &q.out);
-        }
+        ret = flame_answer(&q, &p, m.format, max_nodes);
     }
     ps_selector_dispose(&sel);
     ps_profile_sel_dispose(&ps);
@@ -382,18 +400,8 @@ int ps_connect_querier_select_merge_span_profile(ps_connect_call_t *c)
         ret = ps_query_profile_build(q.r, &ps, NULL, PS_PROFILE_ONE, q.a, &p, &q.err);
     if (ret == 0)
         agg_header(&q, &ps);
-    if (ret == 0) {
-        ps_flamegraph_t fg;
-        ps_qr_flamegraph_t qfg;
-        ret = ps_flamegraph_build(&p, 0, 0, max_nodes, q.a, &fg, &q.err);
-        if (ret == 0) {
-            fg_of(&q, &fg, &qfg);
-            if (m.format == PS_QR_FORMAT_TREE)
-                ret = ps_qr_encode_tree(c->codec, &qfg, q.a, &q.out, &q.err);
-            else
-                ps_qr_encode_flamegraph(c->codec, &qfg, q.a, &q.out);
-        }
-    }
+    if (ret == 0)
+        ret = flame_answer(&q, &p, m.format, max_nodes);
     ps_selector_dispose(&sel);
     ps_profile_sel_dispose(&ps);
     return finish(&q, ret);
@@ -476,13 +484,15 @@ static int series_query(qcall_t *q, const ps_qr_series_req_t *sr, ps_selector_t 
                           "aggregation: %d is not a TimeSeriesAggregationType (0 SUM, 1 AVERAGE)", sr->aggregation);
     if (sr->has_limit && sr->limit < 0)
         return ps_err_set(&q->err, PS_EINVAL, "limit: %lld is negative", (long long)sr->limit);
-    if (sr->has_stack_trace_selector)
-        return ps_err_set(&q->err, PS_EINVAL, "stack_trace_selector is not supported by profstore");
-    if (sr->exemplar_type == PS_QR_EXEMPLAR_INDIVIDUAL || sr->exemplar_type == PS_QR_EXEMPLAR_SPAN)
-        return ps_err_set(&q->err, PS_EINVAL, "exemplar_type: %s is not supported by profstore (profiles have no ids)",
-                          sr->exemplar_type == PS_QR_EXEMPLAR_INDIVIDUAL ? "EXEMPLAR_TYPE_INDIVIDUAL"
-                                                                         : "EXEMPLAR_TYPE_SPAN");
-    if (sr->exemplar_type != 0 && sr->exemplar_type != PS_QR_EXEMPLAR_NONE)
+    /* stack_trace_selector: the call site selects (go_pgo shapes merged profiles only: Pyroscope's
+     * series read the call site alone, ignoring it) */
+    if (sr->exemplar_type == PS_QR_EXEMPLAR_SPAN) { /* Pyroscope's answer (querybackend validateExemplarType) */
+        q->code = PS_CONNECT_UNIMPLEMENTED;
+        return ps_err_set(&q->err, PS_EUNSUPPORTED,
+                          "exemplar_type: EXEMPLAR_TYPE_SPAN: exemplar type span is not implemented (ask for "
+                          "EXEMPLAR_TYPE_INDIVIDUAL)");
+    }
+    if (sr->exemplar_type < 0 || sr->exemplar_type > PS_QR_EXEMPLAR_SPAN)
         return ps_err_set(&q->err, PS_EINVAL, "exemplar_type: %d is not an ExemplarType (0 to 3)", sr->exemplar_type);
     if (sr->ngroup_by > MAX_NAMES)
         return ps_err_set(&q->err, PS_EINVAL, "group_by: %u names, more than %d", sr->ngroup_by, MAX_NAMES);
@@ -491,7 +501,9 @@ static int series_query(qcall_t *q, const ps_qr_series_req_t *sr, ps_selector_t 
         return ret;
     *rq = (ps_querier_range_q_t){.sel = sel, .start = sr->start, .end = sr->end, .step = step_ms,
                                  .group_by = sr->group_by, .ngroup_by = sr->ngroup_by, .average = sr->average,
-                                 .has_limit = sr->has_limit, .limit = sr->limit, .max_series = q->max_series};
+                                 .has_limit = sr->has_limit, .limit = sr->limit, .max_series = q->max_series,
+                                 .call_site = sr->call_site, .ncall_site = sr->ncall_site,
+                                 .exemplars = sr->exemplar_type == PS_QR_EXEMPLAR_INDIVIDUAL};
     return 0;
 }
 
@@ -502,6 +514,7 @@ int ps_connect_querier_select_series(ps_connect_call_t *c)
     ps_selector_t sel = {0};
     ps_querier_range_q_t rq;
     ps_qseries_t *s;
+    ps_qr_exemplar_t **ex = NULL;
     uint32_t n;
     int ret = begin(&q, c);
     if (ret == 0)
@@ -509,13 +522,13 @@ int ps_connect_querier_select_series(ps_connect_call_t *c)
     if (ret == 0)
         ret = series_query(&q, &sr, &sel, &rq);
     if (ret == 0)
-        ret = ps_querier_select_series(q.r, &rq, q.a, &s, &n, &q.err);
+        ret = ps_querier_select_series(q.r, &rq, q.a, &s, &n, &ex, &q.err);
     if (ret == 0) {
         ps_qr_series_t *qs = ps_arena_calloc(q.a, n + 1, sizeof(ps_qr_series_t));
         for (uint32_t i = 0; i < n; i++) {
             ps_qr_point_t *pt = ps_arena_alloc(q.a, ((size_t)s[i].n + 1) * sizeof(ps_qr_point_t));
             for (uint32_t k = 0; k < s[i].n; k++)
-                pt[k] = (ps_qr_point_t){s[i].points[k].t, s[i].points[k].v};
+                pt[k] = (ps_qr_point_t){s[i].points[k].t, s[i].points[k].v, ex ? &ex[i][k] : NULL};
             qs[i] = (ps_qr_series_t){s[i].labels, s[i].n, pt};
         }
         ps_qr_encode_select_series(c->codec, qs, n, q.a, &q.out);

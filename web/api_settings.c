@@ -75,12 +75,6 @@ typedef struct put {
     ps_st_setting_t s;
 } put_t;
 
-static void on_put_done(ps_wreq_t *w)
-{
-    put_t *p = w->ctx;
-    ps_task_release(p->c->t);
-}
-
 /* on the loop, once the writer committed (or failed) */
 static void on_put_finish(ps_task_t *t)
 {
@@ -107,8 +101,6 @@ static int submit(ps_connect_call_t *c, put_t *p, bool del)
     p->w.setting = (ps_store_setting_t){.name = p->s.name, .nlen = p->s.nlen, .value = p->s.value,
                                         .vlen = p->s.vlen, .modified_ms = p->s.modified_ms};
     p->w.setting_del = del;
-    p->w.on_done = on_put_done;
-    p->w.ctx = p;
     /* the checks the store makes, answered before queueing */
     if (p->s.nlen == 0 || p->s.nlen > PS_SETTING_NAME_MAX || (!del && p->s.vlen > PS_SETTING_VALUE_MAX)) {
         if (p->s.nlen == 0)
@@ -121,13 +113,7 @@ static int submit(ps_connect_call_t *c, put_t *p, bool del)
         ps_connect_error(c, PS_CONNECT_INVALID_ARGUMENT, err.msg);
         return 0;
     }
-    c->t->finish = on_put_finish;
-    c->t->finish_arg = p;
-    ps_task_hold(c->t);
-    if (ps_writer_submit(c->srv->writer, &p->w) != 0) {
-        p->w.status = p->w.err.code;
-        ps_task_release(c->t);
-    }
+    ps_connect_submit(c, &p->w, on_put_finish, p);
     return 0;
 }
 

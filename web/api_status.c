@@ -372,12 +372,15 @@ int ps_api_metrics(h2o_req_t *req)
     ps_api_read_metrics(&b);
     ps_ingest_metrics(&b);
     ps_api_write_metrics(&b);
+    ps_api_rules_metrics(s, &b);
     ps_qpool_metrics(s->qpool, &b);
     ps_qpool_metrics(s->dpool, &b);
     writer_metrics(&b, &ws);
     if (have_st)
         store_metrics(&b, &st);
     ps_scraper_metrics(s->scraper, &b);
+    if (s->extra_metrics != NULL)
+        s->extra_metrics(s->extra_metrics_ctx, &b);
     ps_metric_write_u64(&b, &m_start_time, (uint64_t)(s->start_time / PS_NS_PER_S));
     process_metrics(&b);
     ps_http_send(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);

@@ -24,6 +24,7 @@
 #include "core/budget.h"
 #include "core/json.h"
 #include "http.h"
+#include "ingest/ingest.h"
 #include "proto/gzip.h"
 #include "ui_assets.h"
 
@@ -176,6 +177,12 @@ void ps_connect_reply(ps_connect_call_t *c, const void *msg, size_t len)
     ps_answer_set(&c->t->ans, 200, c->codec == PS_CONNECT_JSON ? "application/json" : "application/proto", msg, len);
 }
 
+void ps_connect_reply_take(ps_connect_call_t *c, ps_buf_t *msg)
+{
+    ps_answer_header(&c->t->ans, "accept-encoding", "gzip", 4);
+    ps_answer_take(&c->t->ans, 200, c->codec == PS_CONNECT_JSON ? "application/json" : "application/proto", msg);
+}
+
 /* ---- the checks -------------------------------------------------------------------------------- */
 
 static h2o_iovec_t header(ps_task_t *t, const char *name)
@@ -326,4 +333,22 @@ int ps_connect_call(ps_task_t *t, const char *method_path, ps_connect_fn fn)
         }
     }
     return fn(c);
+}
+
+static void on_submitted(ps_wreq_t *w)
+{
+    ps_task_release(w->ctx);
+}
+
+void ps_connect_submit(ps_connect_call_t *c, ps_wreq_t *w, void (*finish)(ps_task_t *t), void *arg)
+{
+    w->on_done = on_submitted;
+    w->ctx = c->t;
+    c->t->finish = finish;
+    c->t->finish_arg = arg;
+    ps_task_hold(c->t); /* released by on_submitted, on the writer thread */
+    if (ps_writer_submit(c->srv->writer, w) != 0) {
+        w->status = w->err.code;
+        ps_task_release(c->t);
+    }
 }

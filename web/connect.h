@@ -34,6 +34,8 @@
 #include "server.h"
 #include "task.h"
 
+struct ps_wreq; /* ingest/ingest.h: a writer request */
+
 /** Connect's error codes (connect-go's names, in its order). */
 typedef enum {
     PS_CONNECT_CANCELED = 1,
@@ -79,8 +81,14 @@ void ps_connect_fail(ps_answer_t *a, int code, const char *msg);
 
 /** Answers 200 with an encoded message (in c's codec; gzipped when accepted). */
 void ps_connect_reply(ps_connect_call_t *c, const void *msg, size_t len);
+/** ps_connect_reply of msg's bytes, taking its buffer (left empty) when they are sent as they are. */
+void ps_connect_reply_take(ps_connect_call_t *c, ps_buf_t *msg);
 /** Answers a Connect error. */
 void ps_connect_error(ps_connect_call_t *c, ps_connect_code_t code, const char *msg);
+/** Hands w (a store change: a setting, a rule, an upload) to the writer; once it is done with it,
+ *  finish(c's task) runs on the loop with finish_arg = arg to answer, w->status and w->err holding
+ *  the outcome (a refusal of the queue too). Sets w->on_done and w->ctx. */
+void ps_connect_submit(ps_connect_call_t *c, struct ps_wreq *w, void (*finish)(ps_task_t *t), void *arg);
 /** The Connect code for a profstore error code (PS_EINVAL → invalid_argument, PS_ETOOBIG →
  *  resource_exhausted, PS_EUNAVAIL → unavailable, PS_ENOSPACE → resource_exhausted, ...). */
 ps_connect_code_t ps_connect_code_of(int ps_code);
@@ -116,5 +124,15 @@ int ps_connect_querier_profile_stats(ps_connect_call_t *c);
 int ps_connect_settings_get(ps_connect_call_t *c);
 int ps_connect_settings_set(ps_connect_call_t *c);
 int ps_connect_settings_delete(ps_connect_call_t *c);
+/* adhocprofiles.v1.AdHocProfileService (api_adhoc.c) */
+int ps_connect_adhoc_upload(ps_connect_call_t *c);
+int ps_connect_adhoc_get(ps_connect_call_t *c);
+int ps_connect_adhoc_list(ps_connect_call_t *c);
+int ps_connect_adhoc_diff(ps_connect_call_t *c);
+/* settings.v1.RecordingRulesService (api_recording.c) */
+int ps_connect_rules_list(ps_connect_call_t *c);
+int ps_connect_rules_get(ps_connect_call_t *c);
+int ps_connect_rules_upsert(ps_connect_call_t *c);
+int ps_connect_rules_delete(ps_connect_call_t *c);
 
 #endif

@@ -19,6 +19,8 @@ typedef struct ps_loop {
     h2o_multithread_receiver_t receiver;
     h2o_socket_t *listener;
     int fd;
+    h2o_socket_t *otlp_listener; /* --otlp.http.listen-address, or NULL */
+    int otlp_fd;                 /* its socket, or -1 */
     pthread_t thread;
     ps_server_t *srv;
     struct lconns *conns; /* this loop's connections (web/connguard.c) */
@@ -145,10 +147,20 @@ int ps_api_metrics(h2o_req_t *req);
 int ps_api_profiles_write(ps_task_t *t);
 int ps_api_pyroscope_ingest(ps_task_t *t); /* api_pyroscope_ingest.c: POST /ingest */
 int ps_api_remote_write(ps_task_t *t);
+/* api_otlp.c: POST /v1development/profiles (OTLP/HTTP); its error shape: a google.rpc.Status */
+int ps_api_otlp_profiles(ps_task_t *t);
+void ps_api_otlp_fail(ps_answer_t *a, int code, const char *msg);
+/** Whether path is the OTLP/HTTP route (its refusals before the route, access.c's 401, 403 and
+ *  503, answer with ps_api_otlp_refuse). */
+bool ps_api_otlp_is_path(h2o_iovec_t path);
+/** Answers req with status and a google.rpc.Status of msg in the request's encoding. */
+void ps_api_otlp_refuse(h2o_req_t *req, int status, const char *msg);
 /** Remote write's error shape: plain text, 503 for a full queue (api_write.c). */
 void ps_api_remote_write_fail(ps_answer_t *a, int code, const char *msg);
 /** The remote_write counters, in the text exposition format (for /metrics). */
 void ps_api_write_metrics(ps_buf_t *b);
+/** The recording rules' figures (api_recording.c). */
+void ps_api_rules_metrics(ps_server_t *s, ps_buf_t *b);
 /** profstore_remote_reads_{inflight,timed_out_total,canceled_total} likewise (api_read.c). */
 void ps_api_read_metrics(ps_buf_t *b);
 int ps_api_admin_compact(h2o_req_t *req);
@@ -170,6 +182,15 @@ int ps_api_alerts(h2o_req_t *req);
 int ps_api_profile_types(ps_task_t *t);
 int ps_api_profile_query(ps_task_t *t);
 int ps_api_profile_diff(ps_task_t *t);
+int ps_api_profile_adhoc(ps_task_t *t); /* /api/v1/profiles/adhoc (api_profiles.c) */
+/* api_adhoc.c: the ad hoc profile id (checked, looked up, decoded; *folded, optional: it was
+ * folded stacks); and the pair profile of a diff of two with their common types */
+int ps_adhoc_load(ps_server_t *srv, const char *id, ps_arena_t *arena, ps_store_adhoc_t *st, ps_profile_t *p,
+                  bool *folded, ps_err_t *err);
+int ps_adhoc_diff_pair(ps_server_t *srv, const char *left_id, const char *right_id, const char *type, ps_arena_t *a,
+                       ps_profile_t *pair, const char ***common, size_t *ncommon, ps_err_t *err);
+int ps_api_profile_by_id(ps_task_t *t);
+int ps_api_profile_ids(ps_task_t *t);
 int ps_api_debug_profile(ps_task_t *t);
 /* api_pyroscope_query.c: Pyroscope's HTTP query API; its error shape: Connect's JSON with
  * profstore's status */

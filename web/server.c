@@ -29,6 +29,7 @@ typedef struct impl {
     uint32_t nloops;
     int port;
     int addr_lock; /* the abstract socket held while this process listens on the address, or -1 */
+    int otlp_port, otlp_lock; /* --otlp.http.listen-address: its port (0: none) and lock */
 } impl_t;
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
@@ -130,18 +131,18 @@ static int claim_address(const char *addr, const struct addrinfo *ai, int *lock_
 
 /* A listening socket on addr; the first (first = true) claims the address (claim_address), the
  * others join the port it got with SO_REUSEPORT: profstore's own HTTP threads share it. */
-static int open_listener(const char *addr, bool first, int *lock_out, int *port_out, ps_err_t *err)
+static int open_listener(const char *flag, const char *addr, bool first, int *lock_out, int *port_out, ps_err_t *err)
 {
     char host[256], port[32];
     if (split_hostport(addr, host, sizeof(host), port, sizeof(port)) != 0)
-        return ps_err_set(err, PS_EINVAL, "--listen: \"%s\" is not host:port", addr);
+        return ps_err_set(err, PS_EINVAL, "--%s: \"%s\" is not host:port", flag, addr);
     struct addrinfo hints = {0}, *res;
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
     int gai = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
     if (gai != 0)
-        return ps_err_set(err, PS_EINVAL, "--listen %s: %s", addr, gai_strerror(gai));
+        return ps_err_set(err, PS_EINVAL, "--%s %s: %s", flag, addr, gai_strerror(gai));
     int rc = first ? claim_address(addr, res, lock_out, err) : 0;
     if (rc != 0) {
         freeaddrinfo(res);
@@ -189,7 +190,7 @@ int ps_server_bind(ps_server_t *s, ps_err_t *err)
     snprintf(addr, sizeof(addr), "%s", s->opts.listen);
     for (uint32_t i = 0; i < im->nloops; i++) {
         int port = 0;
-        int fd = open_listener(addr, i == 0, &im->addr_lock, &port, err);
+        int fd = open_listener("listen", addr, i == 0, &im->addr_lock, &port, err);
         if (fd < 0)
             return fd;
         im->loops[i].fd = fd;
@@ -197,6 +198,26 @@ int ps_server_bind(ps_server_t *s, ps_err_t *err)
             im->port = port;
             char *colon = strrchr(addr, ':');
             snprintf(colon + 1, sizeof(addr) - (size_t)(colon + 1 - addr), "%d", port);
+        }
+    }
+    /* the OTLP/HTTP port (4318 by the OTLP convention): a second listener of every loop, the same
+     * server behind it (routes, TLS, authentication) */
+    im->otlp_lock = -1;
+    for (uint32_t i = 0; i < im->nloops; i++)
+        im->loops[i].otlp_fd = -1;
+    if (s->opts.otlp_http_listen != NULL && s->opts.otlp_http_listen[0] != '\0') {
+        snprintf(addr, sizeof(addr), "%s", s->opts.otlp_http_listen);
+        for (uint32_t i = 0; i < im->nloops; i++) {
+            int port = 0;
+            int fd = open_listener("otlp.http.listen-address", addr, i == 0, &im->otlp_lock, &port, err);
+            if (fd < 0)
+                return fd;
+            im->loops[i].otlp_fd = fd;
+            if (i == 0) {
+                im->otlp_port = port;
+                char *colon = strrchr(addr, ':');
+                snprintf(colon + 1, sizeof(addr) - (size_t)(colon + 1 - addr), "%d", port);
+            }
         }
     }
     return 0;
@@ -227,6 +248,11 @@ static void *loop_main(void *arg)
     l->listener = h2o_evloop_socket_create(l->ctx.loop, l->fd, H2O_SOCKET_FLAG_DONT_READ);
     l->listener->data = &l->accept_ctx;
     h2o_socket_read_start(l->listener, on_accept);
+    if (l->otlp_fd >= 0) {
+        l->otlp_listener = h2o_evloop_socket_create(l->ctx.loop, l->otlp_fd, H2O_SOCKET_FLAG_DONT_READ);
+        l->otlp_listener->data = &l->accept_ctx;
+        h2o_socket_read_start(l->otlp_listener, on_accept);
+    }
     pthread_barrier_wait(sc->ready);
     while (!l->exit)
         h2o_evloop_run(l->ctx.loop, INT32_MAX);
@@ -275,6 +301,11 @@ int ps_server_port(ps_server_t *s)
     return ((impl_t *)s->impl)->port;
 }
 
+int ps_server_otlp_port(ps_server_t *s)
+{
+    return ((impl_t *)s->impl)->otlp_port;
+}
+
 typedef struct wake {
     ps_async_t a;
 } wake_t;
@@ -287,6 +318,11 @@ static void on_close_listener(ps_async_t *a, h2o_req_t *req)
         h2o_socket_read_stop(l->listener);
         h2o_socket_close(l->listener);
         l->listener = NULL;
+    }
+    if (l->otlp_listener != NULL) {
+        h2o_socket_read_stop(l->otlp_listener);
+        h2o_socket_close(l->otlp_listener);
+        l->otlp_listener = NULL;
     }
     free(a);
 }

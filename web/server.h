@@ -30,6 +30,7 @@ typedef int (*ps_server_reload_fn)(void *ctx, ps_err_t *err);
 
 typedef struct ps_server_opts {
     const char *listen;      /* host:port */
+    const char *otlp_http_listen; /* host:port of a second listener (OTLP/HTTP's 4318); NULL or "": none */
     uint32_t threads;        /* event loop threads */
     size_t max_body;         /* request body limit (bytes) */
     uint32_t max_series;     /* series one selector may select */
@@ -71,6 +72,7 @@ typedef struct ps_server {
     struct ps_writer *writer;
     struct ps_scraper *_Atomic scraper; /* NULL until a configuration is loaded */
     struct ps_forward *forward;  /* the forwarder (its endpoints come with the configuration) */
+    struct ps_rules *rules;      /* the recording rules in force (src/rules) */
     ps_server_reload_fn reload;  /* NULL without --config */
     void *reload_ctx;
     int64_t start_time;
@@ -84,6 +86,9 @@ typedef struct ps_server {
     struct ps_websec *websec;        /* web/access.c: the web configuration in force, NULL without one */
     bool websec_started, websec_tls; /* web/access.c */
     struct ps_conns *conns;          /* connection counts and limits (web/connguard.c) */
+    /* more /metrics families from another room (main.c: the gRPC listener's), or NULL; thread-safe */
+    void (*extra_metrics)(void *ctx, ps_buf_t *b);
+    void *extra_metrics_ctx;
     void *impl;
 } ps_server_t;
 
@@ -91,6 +96,8 @@ typedef struct ps_server {
 int ps_server_bind(ps_server_t *s, ps_err_t *err);
 /** Starts the event loop threads. */
 int ps_server_start(ps_server_t *s, ps_err_t *err);
+/** The port of --otlp.http.listen-address once bound (0: none). */
+int ps_server_otlp_port(ps_server_t *s);
 /** Refuses new writes (503), closes the listeners. */
 void ps_server_begin_shutdown(ps_server_t *s);
 /** Stops the loops (after the writer has finished and its answers were handed over) and joins them. */

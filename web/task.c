@@ -93,7 +93,9 @@ bool ps_answer_gzip(int status, const char *content_type, const void *body, size
            gz->len < len;
 }
 
-void ps_answer_set(ps_answer_t *a, int status, const char *content_type, const void *body, size_t len)
+/* ps_answer_set; owned (not NULL: body's buffer) becomes the answer's body when it is sent as it is */
+static void answer_set(ps_answer_t *a, int status, const char *content_type, const void *body, size_t len,
+                       ps_buf_t *owned)
 {
     if (a->status != 0)
         return; /* a second answer: the first one stands */
@@ -114,9 +116,25 @@ void ps_answer_set(ps_answer_t *a, int status, const char *content_type, const v
     }
     a->status = status;
     a->content_type = ps_arena_strndup(a->arena, content_type, strlen(content_type));
-    ps_buf_reset(&a->body);
-    ps_buf_append(&a->body, body, len);
+    if (!zipped && owned != NULL) { /* no copy: a 13 MB answer is copied once less */
+        ps_buf_dispose(&a->body);
+        a->body = *owned;
+        *owned = (ps_buf_t)PS_BUF_INIT;
+    } else {
+        ps_buf_reset(&a->body);
+        ps_buf_append(&a->body, body, len);
+    }
     ps_buf_dispose(&gz);
+}
+
+void ps_answer_set(ps_answer_t *a, int status, const char *content_type, const void *body, size_t len)
+{
+    answer_set(a, status, content_type, body, len, NULL);
+}
+
+void ps_answer_take(ps_answer_t *a, int status, const char *content_type, ps_buf_t *body)
+{
+    answer_set(a, status, content_type, body->data, body->len, body);
 }
 
 const char *ps_http_error_type(int status)

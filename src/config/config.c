@@ -1359,6 +1359,80 @@ static int parse_forwards(ctx_t *c, const yaml_node_t *v, ps_config_t *cfg)
     return 0;
 }
 
+/* ---- recording_rules ---- */
+
+static int str_list(ctx_t *c, const yaml_node_t *v, const char *what, const char ***out, uint32_t *n)
+{
+    int rc;
+    if ((rc = want_seq(c, v, what)) != 0)
+        return rc;
+    size_t cnt = seq_len(v);
+    *out = ps_arena_calloc(c->w.a, cnt + 1, sizeof(char *));
+    for (size_t i = 0; i < cnt; i++) {
+        size_t o = push_idx(c, i);
+        if ((rc = get_str(c, seq_at(c, v, i), &(*out)[i])) != 0)
+            return rc;
+        pop(c, o);
+    }
+    *n = (uint32_t)cnt;
+    return 0;
+}
+
+static int rr_matchers(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    (void)w;
+    ps_recording_rule_config_t *r = dst;
+    return str_list(ctx, v, "matchers", &r->matchers, &r->nmatchers);
+}
+
+static int rr_group_by(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    (void)w;
+    ps_recording_rule_config_t *r = dst;
+    return str_list(ctx, v, "label names", &r->group_by, &r->ngroup_by);
+}
+
+static int rr_labels(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
+{
+    (void)w;
+    return parse_labels(ctx, v, dst, false);
+}
+
+static int parse_recording(ctx_t *c, const yaml_node_t *v, ps_config_t *cfg)
+{
+#define R(k, t, field, ...) {.key = (k), .type = (t), .offset = offsetof(ps_recording_rule_config_t, field), __VA_ARGS__}
+    static const ps_yaml_field_t rows[] = {
+        R("id", PS_YF_STR, id),
+        R("metric_name", PS_YF_STR, metric_name, .flags = PS_YF_NONEMPTY,
+          .required = "a recording rule needs a metric_name"),
+        WHOLE("matchers", rr_matchers),
+        WHOLE("group_by", rr_group_by),
+        R("external_labels", PS_YF_FN, external_labels, .fn = rr_labels),
+        R("function_name", PS_YF_STR, function_name, .flags = PS_YF_NONEMPTY),
+    };
+#undef R
+    static const ps_yaml_map_t m = MAP("a recording rule", NULL, rows);
+    int rc;
+    if ((rc = want_seq(c, v, "recording rules")) != 0)
+        return rc;
+    size_t cnt = seq_len(v);
+    cfg->recording = ps_arena_calloc(c->w.a, cnt + 1, sizeof(ps_recording_rule_config_t));
+    for (size_t i = 0; i < cnt; i++) {
+        size_t o = push_idx(c, i);
+        ps_recording_rule_config_t *r = &cfg->recording[i];
+        const yaml_node_t *item = seq_at(c, v, i);
+        if (item->type != YAML_MAPPING_NODE)
+            return fail(c, item, "expected a recording rule (a mapping), got %s", kind(item));
+        if ((rc = walk(c, item, &m, r, NULL)) != 0)
+            return rc;
+        if (r->id == NULL)
+            r->id = "";
+        pop(c, o);
+        cfg->nrecording++;
+    }
+    return 0;
+}
+
 /* ---- top level ---- */
 
 static int external_labels(ps_yaml_walk_t *w, const yaml_node_t *v, void *dst, void *ctx)
@@ -1404,11 +1478,12 @@ static int parse_root(ctx_t *c, const yaml_node_t *root, ps_config_t *cfg)
         {.key = "global", .type = PS_YF_NODE},
         {.key = "scrape_configs", .type = PS_YF_NODE},
         {.key = "forward", .type = PS_YF_NODE},
+        {.key = "recording_rules", .type = PS_YF_NODE},
     };
     static const char *const rejected[] = {"rule_files", "profstore evaluates no rules", "alerting",
                                            "profstore sends no alerts", NULL};
     static const ps_yaml_map_t m = MAP("the top level", NULL, rows, .rejected = rejected);
-    const yaml_node_t *global = NULL, *scrapes = NULL, *forward = NULL;
+    const yaml_node_t *global = NULL, *scrapes = NULL, *forward = NULL, *recording = NULL;
     int rc;
     if (root != NULL && !is_null(root)) {
         if (root->type != YAML_MAPPING_NODE)
@@ -1419,6 +1494,7 @@ static int parse_root(ctx_t *c, const yaml_node_t *root, ps_config_t *cfg)
         global = seen_val(&m, &seen, "global");
         scrapes = seen_val(&m, &seen, "scrape_configs");
         forward = seen_val(&m, &seen, "forward");
+        recording = seen_val(&m, &seen, "recording_rules");
     }
 
     if (global != NULL) {
@@ -1433,6 +1509,12 @@ static int parse_root(ctx_t *c, const yaml_node_t *root, ps_config_t *cfg)
     if (forward != NULL) {
         size_t old = push_key(c, "forward");
         if ((rc = parse_forwards(c, forward, cfg)) != 0)
+            return rc;
+        pop(c, old);
+    }
+    if (recording != NULL) {
+        size_t old = push_key(c, "recording_rules");
+        if ((rc = parse_recording(c, recording, cfg)) != 0)
             return rc;
         pop(c, old);
     }

@@ -145,6 +145,16 @@ typedef struct ps_forward_config {
                                         * past it the oldest are dropped (0 = no bound) */
 } ps_forward_config_t;
 
+/** One rule of recording_rules: (src/rules validates it; docs/configuration.md "Recording rules"). */
+typedef struct ps_recording_rule_config {
+    const char *id;                    /* "" = derived from the rule */
+    const char *metric_name;
+    uint32_t nmatchers, ngroup_by;
+    const char **matchers, **group_by;
+    ps_labels_t external_labels;
+    const char *function_name;         /* NULL = no stacktrace filter */
+} ps_recording_rule_config_t;
+
 typedef struct ps_config {
     const char *path;
     int64_t scrape_interval, scrape_timeout; /* global defaults (ns) */
@@ -153,6 +163,8 @@ typedef struct ps_config {
     ps_scrape_config_t *scrape;
     uint32_t nforward;
     ps_forward_config_t *forward;
+    uint32_t nrecording;
+    ps_recording_rule_config_t *recording; /* recording_rules: */
     _Atomic uint32_t refs;             /* owners besides the first (ps_config_ref) */
     ps_arena_t arena;                  /* everything above lives here */
 } ps_config_t;

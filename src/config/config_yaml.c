@@ -533,6 +533,18 @@ static void forward_config(ye_t *y, const ps_forward_config_t *f)
     map_end(y);
 }
 
+static void recording_rule(ye_t *y, const ps_recording_rule_config_t *r)
+{
+    map_start(y);
+    kv_opt(y, "id", r->id);
+    kv(y, "metric_name", r->metric_name);
+    list(y, "matchers", r->matchers, r->nmatchers);
+    list(y, "group_by", r->group_by, r->ngroup_by);
+    labels_map(y, "external_labels", &r->external_labels);
+    kv_opt(y, "function_name", r->function_name);
+    map_end(y);
+}
+
 static int on_write(void *data, unsigned char *buffer, size_t size)
 {
     ps_buf_append(data, buffer, size);
@@ -569,6 +581,13 @@ void ps_config_yaml(const ps_config_t *c, ps_buf_t *out)
         seq_start(&y, false);
         for (uint32_t i = 0; i < c->nforward; i++)
             forward_config(&y, &c->forward[i]);
+        seq_end(&y);
+    }
+    if (c->nrecording > 0) {
+        str(&y, "recording_rules");
+        seq_start(&y, false);
+        for (uint32_t i = 0; i < c->nrecording; i++)
+            recording_rule(&y, &c->recording[i]);
         seq_end(&y);
     }
     if (c->nscrape > 0) {

@@ -337,6 +337,12 @@ static const ps_flag_t profstore_flags[] = {
             "profstore?)`): the HTTP threads share the port with `SO_REUSEPORT` only among "
             "themselves",
      .help = "address to serve HTTP on (default 127.0.0.1:7070)"},
+    {.name = "otlp.http.listen-address", .type = PS_FLAG_STRING, .offset = OFF(otlp_http_listen),
+     .metavar = "HOST:PORT", .def_note = "none",
+     .doc = "a second address to serve HTTP on, for OTLP/HTTP senders that use the OTLP port "
+            "convention (`127.0.0.1:4318`: `POST /v1development/profiles`); the same server as "
+            "`--listen` (every route, TLS and authentication of `--web.config.file`)",
+     .help = "a second HTTP address, for OTLP/HTTP senders on the OTLP port (e.g. 127.0.0.1:4318; default none)"},
     {.name = "data-dir", .type = PS_FLAG_STRING, .offset = OFF(data_dir), .metavar = "DIR", .def = "./data",
      .doc = "LMDB data directory (created if missing)",
      .help = "LMDB data directory (default ./data)"},
@@ -420,6 +426,41 @@ static const ps_flag_t profstore_flags[] = {
             "`ENHANCE_YOUR_CALM` and close (`0` = no cap; at most 1000000)",
      .help = "streams an HTTP/2 client may reset per connection in 10 s before it is\n"
              "sent GOAWAY and closed (default 100; 0 = no cap)"},
+    {.name = "adhoc.max-profiles", .type = PS_FLAG_UINT, .offset = OFF(adhoc_max_profiles), .metavar = "N",
+     .def = "1000", .min = 1, .max = 1000000, .bad = POSITIVE,
+     .doc = "ad hoc profiles kept (uploads to share, `adhocprofiles.v1`); an upload past it drops the oldest "
+            "(1 to 1000000)",
+     .help = "ad hoc profiles kept; an upload past it drops the oldest (default 1000)"},
+    {.name = "adhoc.max-bytes", .type = PS_FLAG_SIZE, .offset = OFF(adhoc_max_bytes), .metavar = "SIZE",
+     .def = "256MiB",
+     .doc = "bytes of the ad hoc profiles' files kept; an upload past it drops the oldest, a larger file is refused",
+     .help = "bytes of ad hoc profiles kept; an upload past it drops the oldest\n(default 256MiB)"},
+    {.name = "grpc.listen-address", .type = PS_FLAG_STRING, .offset = OFF(grpc_listen), .metavar = "HOST:PORT",
+     .def_note = "none: off",
+     .doc = "address of the gRPC listener (OTLP's gRPC port is 4317: `127.0.0.1:4317`), h2c or TLS "
+            "with `--web.config.file`'s certificate and credentials; see [gRPC](api.md#grpc)",
+     .help = "address of the gRPC listener (OTLP's port: 127.0.0.1:4317; default\n"
+             "none: off); TLS and credentials from --web.config.file"},
+    {.name = "grpc.max-recv-msg-size", .type = PS_FLAG_SIZE, .offset = OFF(grpc_max_msg), .metavar = "SIZE",
+     .def = "16MiB",
+     .doc = "largest gRPC request message, compressed and after gunzip; larger gets "
+            "`RESOURCE_EXHAUSTED`",
+     .help = "largest gRPC request message, compressed and decompressed (default 16MiB)"},
+    {.name = "grpc.max-concurrent-streams", .type = PS_FLAG_UINT, .offset = OFF(grpc_max_streams),
+     .metavar = "N", .def = "100", .min = 1, .max = 1000000, .bad = POSITIVE,
+     .doc = "calls one gRPC connection may have open at once (HTTP/2 "
+            "`SETTINGS_MAX_CONCURRENT_STREAMS`)",
+     .help = "calls one gRPC connection may have open at once (default 100)"},
+    {.name = "grpc.max-connections", .type = PS_FLAG_UINT, .offset = OFF(grpc_max_conns), .metavar = "N",
+     .def = "1024", .min = 1, .max = 1000000, .bad = POSITIVE,
+     .doc = "gRPC connections open at once; more are closed as they are accepted",
+     .help = "gRPC connections open at once; more are closed (default 1024)"},
+    {.name = "grpc.idle-timeout", .type = PS_FLAG_DURATION, .offset = OFF(grpc_idle_timeout),
+     .metavar = "DURATION", .def = "5m",
+     .doc = "a gRPC connection none of whose calls runs and whose client sent nothing (not even a "
+            "PING) this long gets GOAWAY and is closed (`0` = 5m)",
+     .help = "how long a gRPC connection may stay silent with no call running\n"
+             "(default 5m)"},
     {.name = "query.max-series", .type = PS_FLAG_UINT, .offset = OFF(max_series), .metavar = "N", .def = "10000",
      .min = 1, .max = 10000000, .bad = POSITIVE,
      .doc = "series one selector may select (more is a 422; 1 to 10000000)",

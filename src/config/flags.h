@@ -105,6 +105,7 @@ enum { PS_FLAGS_HELP = 1, PS_FLAGS_VERSION = 2, PS_FLAGS_MARKDOWN = 3 };
 /** Every flag of profstore, with its value: the destination of ps_profstore_flagset's rows. */
 typedef struct ps_flags {
     const char *listen, *data_dir, *config, *log_level, *web_config;
+    const char *otlp_http_listen; /* --otlp.http.listen-address ("": none) */
     int64_t retention, compact_window, compact_interval, retention_interval, commit_delay;
     uint64_t max_body, max_inflated, max_size, compact_max, threads, max_series;
     int64_t future_grace;
@@ -114,10 +115,14 @@ typedef struct ps_flags {
     uint64_t query_max_concurrency, query_max_regex_steps;
     uint64_t decode_threads, decode_queue_bytes;
     uint64_t query_cpus;
+    uint64_t adhoc_max_profiles, adhoc_max_bytes;
     uint64_t query_max_samples, query_max_memory;
     bool nosync, admin_api, lifecycle, h2c, agent, check;
     uint64_t max_conns, body_min_rate, h2_max_resets, scrape_max_targets;
     int64_t header_timeout, body_idle_timeout, idle_timeout;
+    const char *grpc_listen;  /* NULL: no gRPC listener */
+    uint64_t grpc_max_msg, grpc_max_streams, grpc_max_conns;
+    int64_t grpc_idle_timeout;
 } ps_flags_t;
 
 /** profstore's table (flags.c), in --help order. */

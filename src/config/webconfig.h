@@ -78,6 +78,14 @@ int ps_webconfig_parse(const char *yaml, size_t n, const char *name, const char 
                        ps_err_t *err);
 /** Reads and parses the file at path (relative names resolve against its directory). */
 int ps_webconfig_load(const char *path, ps_webconfig_t **out, ps_err_t *err);
+
+/** The TLS server context of wc's tls_server_config (wc->tls.enabled): certificate and key,
+ *  versions, ciphers, curves, client certificates as client_auth_type says; session_id names the
+ *  listener's session cache. The caller adds its ALPN and frees it (SSL_CTX_free). NULL and err
+ *  ("FILE:LINE:COL: tls_server_config.cert_file: cannot load ...") if a setting does not load. */
+struct ssl_ctx_st *ps_webconfig_ssl_ctx(const ps_webconfig_t *wc, const char *session_id, ps_err_t *err);
+/** OpenSSL's error queue as text (its last entry) into buf, the queue cleared; buf. */
+const char *ps_ssl_reason(char *buf, size_t size);
 void ps_webconfig_free(ps_webconfig_t *c);
 /** Whether requests need credentials: any basic_auth_users or bearer_tokens. */
 static inline bool ps_webconfig_has_auth(const ps_webconfig_t *c)

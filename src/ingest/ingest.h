@@ -20,10 +20,14 @@
 #include "core/err.h"
 #include "core/mem.h"
 #include "core/thread.h"
+#include "proto/otlp.h"
 #include "proto/pprof.h"
 #include "proto/pyroscope.h"
 #include "proto/remote.h"
 #include "storage/store.h"
+
+typedef struct ps_writer ps_writer_t;
+typedef struct ps_otlp_export ps_otlp_export_t;
 
 typedef struct ps_ingest_params {
     const char *name;   /* profile name ("process_cpu"); NULL = infer from sample types */
@@ -88,6 +92,72 @@ void ps_ingest_result_json(const ps_append_t *app, ps_buf_t *out);
 int ps_ingest_push_prepare(const ps_pyro_push_t *req, const ps_pprof_limits_t *lim, const ps_par_t *par,
                            ps_arena_t *arena, ps_append_t ***apps, size_t *napps, ps_err_t *err);
 
+/* ---- OTLP profiles (otlp.c) ---- */
+
+/** One append of an OTLP export: the profile of one service of one OTLP profile. */
+typedef struct ps_otlp_app {
+    ps_append_t *app;
+    uint32_t src;      /* the OTLP profile it came from, in request order */
+    const char *where; /* "resource_profiles[i].scope_profiles[j].profiles[k]" */
+} ps_otlp_app_t;
+
+/** What a request became: the appends to store, and the OTLP profiles refused with the first
+ *  reason (partial_success). */
+typedef struct ps_otlp_result {
+    ps_otlp_app_t *apps; /* sorted by timestamp */
+    size_t napps, apps_cap;
+    size_t nprofiles;    /* OTLP profiles in the request */
+    uint8_t *counted;    /* per OTLP profile: already counted as rejected */
+    int64_t rejected;    /* OTLP profiles refused */
+    char msg[480];       /* the first refusal: "resource_profiles[0].scope_profiles[0].profiles[1]: ..." */
+} ps_otlp_result_t;
+
+/**
+ * Converts a decoded export (rules at the top of otlp.c) into appends, everything from arena. A
+ * request that cannot be read as a whole (dictionary index out of range, a table past a pprof
+ * limit, more than lim->max_samples samples) is PS_EINVAL or PS_ETOOBIG with the field and index;
+ * a bad profile is only refused (res->rejected, res->msg) and the others converted.
+ */
+int ps_ingest_otlp_prepare(const ps_otlp_request_t *r, const ps_pprof_limits_t *lim, ps_arena_t *arena,
+                           ps_otlp_result_t *res, ps_err_t *err);
+/** ps_otlp_decode (codec PS_OTLP_PROTO or PS_OTLP_JSON, budget bytes) then ps_ingest_otlp_prepare. */
+int ps_ingest_otlp_decode(int codec, const void *body, size_t n, size_t budget, const ps_pprof_limits_t *lim,
+                          ps_arena_t *arena, ps_otlp_result_t *res, ps_err_t *err);
+/** Counts the OTLP profile of res->apps[i] as refused by the store (e's message), once. */
+void ps_ingest_otlp_refused(ps_otlp_result_t *res, size_t i, const ps_err_t *e);
+/** Counts one more refused OTLP profile; the first one's reason is "<where>: <e's message>". */
+void ps_otlp_result_reject(ps_otlp_result_t *res, const ps_err_t *e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/**
+ * The answer of an export, called once: code 0 and resp (an ExportProfilesServiceResponse in the
+ * request's codec, partial_success set when a profile was refused), or a PS_E code and msg (the
+ * transport's error: PS_EINVAL bad data, PS_ETOOBIG past a limit, PS_EOVERLOAD the write queue is
+ * full, PS_EUNAVAIL shutting down, PS_ENOSPACE disk full). res: what was converted (counts).
+ * Everything is valid only during the call.
+ */
+typedef void (*ps_otlp_done_fn)(void *ctx, int code, const uint8_t *resp, size_t resp_len, const char *msg,
+                                const ps_otlp_result_t *res);
+/**
+ * An OTLP profiles export from any transport (OTLP/HTTP here, gRPC beside it): decodes body (n
+ * bytes, already inflated; at most budget bytes decoded), converts, hands every append to writer,
+ * and calls done once every one is durable or refused: from the writer thread, or from the
+ * caller's thread before returning when nothing was written. arena must live until done.
+ */
+void ps_ingest_otlp(ps_writer_t *writer, int codec, const void *body, size_t n, size_t budget,
+                    const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_otlp_done_fn done, void *ctx);
+/**
+ * The decoding budget of an export of n bytes (inflated) under max_inflated (0: 64 MiB): OTLP's
+ * tables are small messages; a sample of 7 bytes on the wire takes ~115 as protobuf-c structs
+ * (16x), so 32x the body, at most max_inflated, plus 1 MiB (10^6 samples, the pprof limit, fit in
+ * a body of 8 MB). Every transport uses it.
+ */
+static inline size_t ps_ingest_otlp_budget(size_t n, size_t max_inflated)
+{
+    size_t max = max_inflated ? max_inflated : ((size_t)64 << 20);
+    return (n < max / 32 ? n * 32 : max) + ((size_t)1 << 20);
+}
+
 /* ---- the writer thread (writer.c) ---- */
 
 typedef enum {
@@ -96,7 +166,9 @@ typedef enum {
     PS_WREQ_RETAIN,
     PS_WREQ_SAMPLES,
     PS_WREQ_FWD_ADVANCE,
-    PS_WREQ_SETTING
+    PS_WREQ_SETTING,
+    PS_WREQ_ADHOC,
+    PS_WREQ_RULE
 } ps_wreq_kind_t;
 
 typedef struct ps_wreq ps_wreq_t;
@@ -124,8 +196,18 @@ struct ps_wreq {
     size_t nfwd;
     ps_store_setting_t setting;  /* PS_WREQ_SETTING: ps_store_setting_put's (status, err) */
     bool setting_del;
+    ps_store_adhoc_t adhoc;      /* PS_WREQ_ADHOC: ps_store_adhoc_put's (status, err; count: dropped) */
     ps_buf_t fwd;                /* PS_WREQ_APPEND: its forwarding log entry (ps_writer_opts_t.fwd_entry),
                                   * made by ps_writer_submit, freed by the writer before on_done */
+    ps_buf_t rec;                /* PS_WREQ_APPEND: its recording rules' contributions
+                                  * (ps_writer_opts_t.rec_entry), made and freed likewise */
+    /* PS_WREQ_RULE: ps_store_rule_put's (status, err; rule_gen gets the generation written) */
+    ps_store_rule_t rule;
+    bool rule_del;
+    int64_t rule_gen;
+    void (*rule_after)(void *ctx); /* PS_WREQ_RULE: called on the writer thread after a change is
+                                    * committed, before on_done (the rule set's reload) */
+    void *rule_after_ctx;
     ps_wreq_t *next;
 };
 
@@ -150,9 +232,12 @@ typedef struct ps_writer_opts {
     void (*fwd_entry)(void *ctx, const ps_append_t *app, ps_buf_t *out);
     void (*fwd_logged)(void *ctx);
     void *fwd_ctx;
+    /* recording rules (src/rules, handed over by main.c; NULL: none): rec_entry makes an append's
+     * contributions on the submitting thread, as fwd_entry does its entry */
+    void (*rec_entry)(void *ctx, const ps_append_t *app, ps_buf_t *out);
+    void *rec_ctx;
+    uint32_t max_rules;          /* PS_WREQ_RULE: the most rules stored (0: no limit) */
 } ps_writer_opts_t;
-
-typedef struct ps_writer ps_writer_t;
 
 /** How many float samples weigh as much as one profile in a batch (max_batch): 512 units of
  *  remote-write requests of 2,000 samples are ~250 requests, 512k samples, in one transaction. */
@@ -314,5 +399,47 @@ int ps_pyro_folded(const void *body, size_t n, bool lines, const ps_pyro_meta_t 
  *  document, NULL = none). PS_EINVAL when stc is not a JSON object of objects. */
 int ps_pyro_pprof_name(const ps_profile_t *p, const void *stc, size_t stc_len, ps_arena_t *arena, const char **name,
                        ps_err_t *err);
+
+/* ---- ad hoc profiles: files uploaded by hand to be shared (adhoc.c; docs/api.md "Ad hoc profiles") ---- */
+
+/** What an upload was read as. */
+typedef enum { PS_ADHOC_PPROF, PS_ADHOC_FOLDED } ps_adhoc_format_t;
+
+/**
+ * Decodes an uploaded file into *p, its format detected: gzip (1f 8b) is inflated first (at most
+ * lim->max_inflated bytes: a gzip bomb is "gzip: ..."), then JSON ('{' first) is refused; a control
+ * byte (not tab, CR, LF) among the first 512 -> pprof; else folded stacks ("a;b;c 12" lines: one
+ * sample type "samples", unit "count"). PS_EINVAL/PS_ETOOBIG with the format in front ("pprof:
+ * sample[3]: ...", "folded stacks: line 2: ..."); lim bounds everything. Everything from arena.
+ */
+int ps_adhoc_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *p,
+                    ps_adhoc_format_t *fmt, ps_err_t *err);
+
+/** The profile types of p (its sample types' names, in order: profile_types), from arena. */
+const char **ps_adhoc_types(const ps_profile_t *p, ps_arena_t *arena);
+
+/** The index of sample type name in p (NULL or "": 0), or -1. */
+int ps_adhoc_type_index(const ps_profile_t *p, const char *name);
+
+/** The name as an id keeps it (Pyroscope's rule): every code point outside [A-Za-z0-9._-] becomes
+ *  '_'. PS_EINVAL past PS_ADHOC_NAME_MAX bytes of the result. */
+#define PS_ADHOC_NAME_MAX 200
+int ps_adhoc_name(const char *name, size_t n, ps_arena_t *arena, const char **out, ps_err_t *err);
+
+/** A new id: a ULID of now_ms (10 characters of time, 16 random, Crockford base32), '-', name. */
+const char *ps_adhoc_id(int64_t now_ms, const char *name, ps_arena_t *arena);
+
+/** Whether id is one Get can look up: 1..PS_ADHOC_ID_MAX characters of [A-Za-z0-9._-]. */
+bool ps_adhoc_id_valid(const char *id);
+
+/** One profile of two sample types (values[0] = left's type li, values[1] = right's type ri), the
+ *  shape ps_flamegraph_build's diff and the top table of a diff read. Everything from arena. */
+void ps_adhoc_pair(const ps_profile_t *l, uint32_t li, const ps_profile_t *r, uint32_t ri, ps_arena_t *arena,
+                   ps_profile_t *out);
+/** A pair made one profile of one value, right - left, in place (a diff's top table, folded, pprof);
+ *  *left_total gets the left side's sum of |value| (the top table's denominator). */
+void ps_adhoc_pair_sub(ps_profile_t *pair, int64_t *left_total);
+/** p with sample type vi alone (a view: samples re-pointed, the rest shared), from arena. */
+void ps_adhoc_select(const ps_profile_t *p, uint32_t vi, ps_arena_t *arena, ps_profile_t *out);
 
 #endif

@@ -239,8 +239,10 @@ static void *run(void *arg)
         if (wrc == 0 && (napps > 0 || nfl > 0) && w->opts.fwd_logged != NULL)
             w->opts.fwd_logged(w->opts.fwd_ctx);
         for (ps_wreq_t *r = batch; r != NULL; r = r->next)
-            if (r->kind == PS_WREQ_APPEND)
+            if (r->kind == PS_WREQ_APPEND) {
                 ps_buf_dispose(&r->fwd); /* logged (or not): on_done may free r */
+                ps_buf_dispose(&r->rec);
+            }
         uint64_t ok = 0, failed = 0, dups = 0, nospace = 0;
         if (wrc == PS_ENOSPACE)
             for (ps_wreq_t *r = batch; r != NULL; r = r->next)
@@ -282,6 +284,12 @@ static void *run(void *arg)
                 r->count = (uint32_t)trimmed;
             } else if (r->kind == PS_WREQ_SETTING) {
                 r->status = ps_store_setting_put(w->sw, &r->setting, r->setting_del, &r->err);
+            } else if (r->kind == PS_WREQ_ADHOC) {
+                r->status = ps_store_adhoc_put(w->sw, &r->adhoc, &r->count, &r->err);
+            } else if (r->kind == PS_WREQ_RULE) {
+                r->status = ps_store_rule_put(w->sw, &r->rule, r->rule_del, w->opts.max_rules, &r->rule_gen, &r->err);
+                if (r->status == 0 && r->rule_after != NULL)
+                    r->rule_after(r->rule_after_ctx);
             } else if (r->kind == PS_WREQ_APPEND && r->status == 0 && r->app.status == 0) {
                 want_compact = true;
             }
@@ -331,17 +339,23 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
     r->status = 0;
     r->nsamples = samples_of(r);
     r->fwd = (ps_buf_t)PS_BUF_INIT;
+    r->rec = (ps_buf_t)PS_BUF_INIT;
     if (r->kind == PS_WREQ_APPEND) {
         if (w->opts.fwd_entry != NULL) /* here, on the submitting thread: the writer only copies it */
             w->opts.fwd_entry(w->opts.fwd_ctx, &r->app, &r->fwd);
         r->app.fwd = r->fwd.data;
         r->app.fwd_len = r->fwd.len;
+        if (w->opts.rec_entry != NULL) /* likewise: the writer only sums contributions up */
+            w->opts.rec_entry(w->opts.rec_ctx, &r->app, &r->rec);
+        r->app.rec = r->rec.data;
+        r->app.rec_len = r->rec.len;
     }
     uint64_t units = weight(r);
     pthread_mutex_lock(&w->mu);
     if (w->stopping) {
         pthread_mutex_unlock(&w->mu);
         ps_buf_dispose(&r->fwd);
+        ps_buf_dispose(&r->rec);
         return ps_err_set(&r->err, PS_EUNAVAIL, "server is shutting down");
     }
     /* bounded by items, by weight (samples requests: max_queue units of decoded samples, 8,192
@@ -357,6 +371,7 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
         w->stats.refused_queue_full++;
         pthread_mutex_unlock(&w->mu);
         ps_buf_dispose(&r->fwd);
+        ps_buf_dispose(&r->rec);
         return ps_err_set(&r->err, PS_EOVERLOAD,
                           "write queue is full (%u requests, %llu MiB waiting for the writer; limits %s=%u, "
                           "%s=%llu MiB): retry later",

@@ -87,13 +87,12 @@ typedef struct has_ctx {
     ps_err_t *err;
 } has_ctx_t;
 
-static int keep_series(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
 
 /* 1 (stop) at the first profile series with data in the range (the rule of ps_querier_series) */
 static int on_type_series(void *ctx, uint64_t sid)
 {
     has_ctx_t *h = ctx;
-    return keep_series(h->r, sid, h->start, h->end, h->err);
+    return ps_query_profile_series_has(h->r, sid, h->start, h->end, h->err);
 }
 
 static int on_type_name(void *ctx, const char *v, size_t n)
@@ -145,8 +144,7 @@ static int set_push(set_builder_t *b, uint64_t sid, const ps_labels_t *ls, ps_er
     return 0;
 }
 
-/* A profile series with data in the range: 1, 0, or an error. */
-static int keep_series(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err)
+int ps_query_profile_series_has(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err)
 {
     ps_series_kind_t kind;
     int rc = ps_reader_series_kind(r, sid, &kind, err);
@@ -181,7 +179,7 @@ static int on_stats_series(void *ctx, uint64_t sid)
 {
     stats_ctx_t *s = ctx;
     int64_t oldest = 0, newest = 0;
-    int rc = keep_series(s->r, sid, INT64_MIN, INT64_MAX, s->err);
+    int rc = ps_query_profile_series_has(s->r, sid, INT64_MIN, INT64_MAX, s->err);
     if (rc <= 0)
         return rc;
     rc = ps_reader_profiles(s->r, sid, INT64_MIN, INT64_MAX, true, on_first, &oldest, s->err);
@@ -237,7 +235,7 @@ static int on_any_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
         match = ps_query_labels_match(&c->sels[s], ls, c->err);
     if (match <= 0)
         return match;
-    rc = keep_series(c->r, sid, c->start, c->end, c->err);
+    rc = ps_query_profile_series_has(c->r, sid, c->start, c->end, c->err);
     if (rc <= 0)
         return rc;
     ps_labels_t copy = *ls; /* ls is valid only during the call */
@@ -276,7 +274,7 @@ int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64
     ps_series_set_t u;
     int ret = ps_query_select_union(r, sels, nsels, INT64_MIN, INT64_MAX, UINT32_MAX, arena, &u, err);
     for (uint32_t i = 0; i < u.n && ret == 0; i++) {
-        int rc = keep_series(r, u.sids[i], start_ns, end_ns, err);
+        int rc = ps_query_profile_series_has(r, u.sids[i], start_ns, end_ns, err);
         if (rc < 0)
             ret = rc;
         else if (rc)
@@ -388,13 +386,44 @@ typedef struct group {
     double *sum;
     uint32_t *count;
     double total; /* the sum of its points, for the top-N */
+    /* with exemplars, per step: the best profile so far (ex_series UINT32_MAX: none) */
+    int64_t *ex_v, *ex_ts;
+    uint32_t *ex_series;
 } group_t;
 
 typedef struct range_ctx {
     const ps_querier_range_q_t *q;
     uint64_t nsteps;
     group_t *g;
+    uint32_t series; /* index in the series set (in id order) */
+    ps_err_t *err;
 } range_ctx_t;
+
+/* one profile at ts (ns) of value v: its step's sum, count and, with exemplars, exemplar */
+static int range_add(range_ctx_t *c, int64_t ts, int64_t v)
+{
+    const ps_querier_range_q_t *q = c->q;
+    int64_t t = ts / NS_PER_MS - (ts % NS_PER_MS < 0); /* floor, as ps_reader_samples */
+    uint64_t k = t <= q->start ? 0 : (uint64_t)((t - q->start) + q->step - 1) / (uint64_t)q->step;
+    if (k >= c->nsteps)
+        return 0;
+    group_t *g = c->g;
+    g->sum[k] += (double)v;
+    g->count[k]++;
+    if (g->ex_series != NULL &&
+        (g->ex_series[k] == UINT32_MAX || v > g->ex_v[k] ||
+         (v == g->ex_v[k] && (ts < g->ex_ts[k] || (ts == g->ex_ts[k] && c->series < g->ex_series[k]))))) {
+        g->ex_v[k] = v;
+        g->ex_ts[k] = ts;
+        g->ex_series[k] = c->series;
+    }
+    return 0;
+}
+
+static int on_range_profile(void *ctx, const ps_stored_profile_t *p)
+{
+    return range_add(ctx, p->ts, p->total);
+}
 
 static int on_samples(void *ctx, const ps_float_sample_t *s, size_t n)
 {
@@ -424,13 +453,18 @@ static int cmp_group_total(const void *a, const void *b)
     return ps_labels_cmp(&x->labels, &y->labels);
 }
 
-/* The groups' points into res (groups without any left out), ordered and cut as the query says;
- * returns how many series. */
-static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint32_t ng, uint64_t nsteps,
-                            ps_arena_t *arena, ps_qseries_t *res)
+/* ls without __name__ and the group_by names */
+static ps_labels_t exemplar_labels(const ps_labels_t *ls, const char *const *by, uint32_t nby, ps_arena_t *arena);
+
+/* The groups' points into res (groups without any left out), ordered and cut as the query says,
+ * with exemplars into ex[series][point] when ex is not NULL; returns how many series. */
+static uint32_t make_points(ps_reader_t *r, const ps_querier_range_q_t *q, group_t *groups, uint32_t ng,
+                            uint64_t nsteps, const ps_series_set_t *set, ps_arena_t *arena, ps_qseries_t *res,
+                            ps_qr_exemplar_t **ex)
 {
     uint32_t kept = 0;
     group_t **order = ps_arena_alloc(arena, (ng + 1) * sizeof(group_t *));
+    ps_labels_t *exl = ex ? ps_arena_calloc(arena, set->n + 1, sizeof(ps_labels_t)) : NULL;
     for (uint32_t g = 0; g < ng; g++) {
         group_t *gr = &groups[g];
         uint64_t np = 0;
@@ -441,13 +475,26 @@ static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint
         ps_qseries_t *s = &res[g];
         s->labels = gr->labels;
         s->points = ps_arena_alloc(arena, np * sizeof(ps_point_t));
+        ps_qr_exemplar_t *e = ex ? ps_arena_alloc(arena, np * sizeof(ps_qr_exemplar_t)) : NULL;
+        char *ids = ex ? ps_arena_alloc(arena, np * (PS_PROFILE_ID_LEN + 1)) : NULL;
         for (uint64_t k = 0; k < nsteps; k++) {
             if (gr->count[k] == 0)
                 continue;
             double v = q->average ? gr->sum[k] / gr->count[k] : gr->sum[k];
+            if (e) { /* a series' exemplar labels once: its exemplars share them */
+                uint32_t si = gr->ex_series[k];
+                if (exl[si].pairs == NULL)
+                    exl[si] = exemplar_labels(&set->labels[si], q->group_by, q->ngroup_by, arena);
+                char *id = ids + (size_t)s->n * (PS_PROFILE_ID_LEN + 1);
+                ps_query_profile_id(r, set->sids[si], gr->ex_ts[k], id);
+                int64_t ts = gr->ex_ts[k];
+                e[s->n] = (ps_qr_exemplar_t){ts / NS_PER_MS - (ts % NS_PER_MS < 0), id, gr->ex_v[k], exl[si]};
+            }
             s->points[s->n++] = (ps_point_t){q->start + (int64_t)k * q->step, v};
             gr->total += v;
         }
+        if (ex)
+            ex[g] = e;
         order[kept++] = gr;
     }
     qsort(order, kept, sizeof(group_t *), q->has_limit ? cmp_group_total : cmp_group_labels);
@@ -455,17 +502,89 @@ static uint32_t make_points(const ps_querier_range_q_t *q, group_t *groups, uint
     if (q->has_limit && q->limit > 0 && (uint64_t)q->limit < n)
         n = (uint32_t)q->limit;
     ps_qseries_t *tmp = ps_arena_alloc(arena, (n + 1) * sizeof(ps_qseries_t));
-    for (uint32_t i = 0; i < n; i++)
+    ps_qr_exemplar_t **etmp = ex ? ps_arena_alloc(arena, (n + 1) * sizeof(*etmp)) : NULL;
+    for (uint32_t i = 0; i < n; i++) {
         tmp[i] = res[order[i] - groups];
+        if (ex)
+            etmp[i] = ex[order[i] - groups];
+    }
     memcpy(res, tmp, n * sizeof(ps_qseries_t));
+    if (ex)
+        memcpy(ex, etmp, n * sizeof(*etmp));
     return n;
 }
 
+/* ---- SelectSeries under a call site ---- */
+
+enum { CS_OUT = 1, CS_IN = 2 }; /* a stack node's verdict, in the query's node map */
+
+typedef struct cs_series {
+    ps_reader_t *r;
+    const ps_querier_range_q_t *q;
+    range_ctx_t *rc;
+    ps_hmap_t *verdict; /* node (8 bytes) -> CS_OUT / CS_IN */
+    ps_err_t *err;
+} cs_series_t;
+
+/* Decides the nodes of p not decided yet: materialised together (sample i has value i + 1), the call
+ * site filter keeps the samples under it. */
+static int cs_decide(cs_series_t *c, const ps_stored_profile_t *p)
+{
+    static const char *const types[] = {"v", "v"};
+    uint64_t *nodes = ps_xcalloc((size_t)p->n + 1, sizeof(uint64_t));
+    int64_t *ids = ps_xcalloc((size_t)p->n + 1, sizeof(int64_t));
+    size_t n = 0;
+    uint64_t v;
+    for (uint32_t i = 0; i < p->n; i++)
+        if (!ps_hmap_get(c->verdict, &p->nodes[i], 8, &v)) {
+            nodes[n] = p->nodes[i];
+            ids[n] = (int64_t)n + 1;
+            n++;
+        }
+    int ret = 0;
+    if (n > 0) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_profile_t prof;
+        ret = ps_reader_materialize(c->r, nodes, ids, n, 1, types, types, &a, &prof, c->err);
+        if (ret == 0) {
+            for (size_t i = 0; i < n; i++)
+                ps_hmap_put(c->verdict, &nodes[i], 8, CS_OUT);
+            ps_querier_call_site(&prof, c->q->call_site, c->q->ncall_site, &a);
+            for (uint32_t k = 0; k < prof.nsamples; k++) {
+                int64_t id = prof.samples[k].values[0];
+                if (id >= 1 && (size_t)id <= n)
+                    ps_hmap_put(c->verdict, &nodes[id - 1], 8, CS_IN);
+            }
+        }
+        ps_arena_dispose(&a);
+    }
+    free(nodes);
+    free(ids);
+    return ret;
+}
+
+static int cs_on_profile(void *ctx, const ps_stored_profile_t *p)
+{
+    cs_series_t *c = ctx;
+    int ret = cs_decide(c, p);
+    if (ret)
+        return ret;
+    int64_t sum = 0;
+    uint64_t v;
+    for (uint32_t i = 0; i < p->n; i++)
+        if (ps_hmap_get(c->verdict, &p->nodes[i], 8, &v) && v == CS_IN)
+            sum = ps_sat_add(sum, p->values[i]);
+    return range_add(c->rc, p->ts, sum);
+}
+
 int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena, ps_qseries_t **out,
-                             uint32_t *nout, ps_err_t *err)
+                             uint32_t *nout, ps_qr_exemplar_t ***ex, ps_err_t *err)
 {
     *out = NULL;
     *nout = 0;
+    bool with_ex = q->exemplars && ex != NULL;
+    if (ex)
+        *ex = NULL;
     if (q->step <= 0)
         return ps_err_set(err, PS_EINVAL, "step must be positive (seconds; got %lld ms)", (long long)q->step);
     if (q->start > q->end)
@@ -486,8 +605,9 @@ int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_a
     ps_series_set_t set;
     if ((ret = ps_querier_series(r, q->sel, 1, lo_ns, hi_ns, q->max_series, arena, &set, err)) != 0)
         return ret;
-    ps_hmap_t index;
+    ps_hmap_t index, verdict;
     ps_hmap_init(&index);
+    ps_hmap_init(&verdict);
     ps_buf_t key = PS_BUF_INIT;
     group_t *groups = ps_arena_calloc(arena, set.n + 1, sizeof(group_t));
     uint32_t ng = 0;
@@ -508,20 +628,40 @@ int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_a
             groups[gi].labels = p;
             groups[gi].sum = ps_xcalloc(nsteps, sizeof(double));
             groups[gi].count = ps_xcalloc(nsteps, sizeof(uint32_t));
+            if (with_ex) {
+                groups[gi].ex_v = ps_xcalloc(nsteps, sizeof(int64_t));
+                groups[gi].ex_ts = ps_xcalloc(nsteps, sizeof(int64_t));
+                groups[gi].ex_series = ps_xmalloc(nsteps * sizeof(uint32_t));
+                memset(groups[gi].ex_series, 0xff, nsteps * sizeof(uint32_t));
+            }
         }
-        range_ctx_t c = {q, nsteps, &groups[gi]};
-        ret = ps_reader_samples(r, set.sids[i], lo_ms, q->end, on_samples, &c, err);
+        range_ctx_t c = {q, nsteps, &groups[gi], i, err};
+        if (q->ncall_site > 0) { /* each profile's samples under the call site */
+            cs_series_t cs = {r, q, &c, &verdict, err};
+            ret = ps_reader_profiles(r, set.sids[i], lo_ns, hi_ns, false, cs_on_profile, &cs, err);
+        } else if (with_ex) { /* the profiles themselves: their ns times name them */
+            ret = ps_reader_profiles(r, set.sids[i], lo_ns, hi_ns, true, on_range_profile, &c, err);
+        } else {
+            ret = ps_reader_samples(r, set.sids[i], lo_ms, q->end, on_samples, &c, err);
+        }
     }
     ps_buf_dispose(&key);
     ps_hmap_dispose(&index);
+    ps_hmap_dispose(&verdict);
     uint32_t nres = 0;
     ps_qseries_t *res = ps_arena_calloc(arena, ng + 1, sizeof(ps_qseries_t));
+    ps_qr_exemplar_t **e = with_ex ? ps_arena_calloc(arena, ng + 1, sizeof(*e)) : NULL;
     if (ret == 0)
-        nres = make_points(q, groups, ng, nsteps, arena, res);
+        nres = make_points(r, q, groups, ng, nsteps, &set, arena, res, e);
     for (uint32_t g = 0; g < ng; g++) {
         free(groups[g].sum);
         free(groups[g].count);
+        free(groups[g].ex_v);
+        free(groups[g].ex_ts);
+        free(groups[g].ex_series);
     }
+    if (ex)
+        *ex = e;
     *out = res;
     *nout = ret == 0 ? nres : 0;
     return ret;
@@ -695,6 +835,56 @@ void ps_querier_strip_span_labels(ps_profile_t *p)
         }
         smp->nlabels = m;
     }
+}
+
+/* ---- profile ids (profile_id_selector) ---- */
+
+static int cmp_ref(const void *a, const void *b)
+{
+    const ps_profile_ref_t *x = a, *y = b;
+    if (x->sid != y->sid)
+        return x->sid < y->sid ? -1 : 1;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+int ps_querier_profile_ids(ps_reader_t *r, const char *const *ids, uint32_t n, const char *field, ps_arena_t *arena,
+                           ps_profile_ref_t **out, uint32_t *nout, ps_err_t *err)
+{
+    *out = NULL;
+    *nout = 0;
+    if (n > PS_QUERIER_MAX_PROFILE_IDS)
+        return ps_err_set(err, PS_EINVAL, "%s: %u profile ids, more than %u", field, n, PS_QUERIER_MAX_PROFILE_IDS);
+    enum { PER_ID = 16 }; /* the profiles one id may name (a client's id given to several series) */
+    ps_profile_ref_t *refs = ps_arena_alloc(arena, ((size_t)n * PER_ID + 1) * sizeof(*refs));
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        char f[96];
+        uint32_t got;
+        snprintf(f, sizeof(f), "%s[%u]", field, i);
+        const char *id = ids[i] ? ids[i] : "";
+        int ret = ps_query_profile_id_parse(r, id, strlen(id), f, refs + k, PER_ID, &got, err);
+        if (ret)
+            return ret;
+        k += got;
+    }
+    if (k > 1)
+        qsort(refs, k, sizeof(*refs), cmp_ref);
+    uint32_t u = 0;
+    for (uint32_t i = 0; i < k; i++)
+        if (u == 0 || cmp_ref(&refs[u - 1], &refs[i]) != 0)
+            refs[u++] = refs[i];
+    *out = refs;
+    *nout = u;
+    return 0;
+}
+
+int ps_querier_merge_ids(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64_t end_ns, uint32_t max_series,
+                         const ps_profile_ref_t *refs, uint32_t nrefs, ps_arena_t *arena, ps_profile_sel_t *out,
+                         ps_err_t *err)
+{
+    ps_profile_query_t q = {.sel = sel, .param = "profile_typeID", .ranged = true, .start = start_ns, .end = end_ns,
+                            .max_series = max_series, .only = refs, .nonly = nrefs};
+    return ps_query_profile_select(r, &q, arena, out, err);
 }
 
 int ps_querier_max_nodes(bool has, int64_t v, int64_t *out, ps_err_t *err)
@@ -945,6 +1135,7 @@ typedef struct hm_point {
     uint32_t slot;
     int32_t y;
     int64_t t, v;           /* ms, total */
+    int64_t ts;             /* ns: with the series, the profile's id */
 } hm_point_t;
 
 typedef struct hm_ctx {
@@ -969,7 +1160,7 @@ static int on_heatmap_profile(void *ctx, const ps_stored_profile_t *p)
         c->p = ps_xrealloc(c->p, c->cap * sizeof(hm_point_t));
     }
     int64_t t = p->ts / NS_PER_MS - (p->ts % NS_PER_MS < 0); /* floor */
-    c->p[c->n++] = (hm_point_t){.group = c->group, .series = c->series, .t = t, .v = p->total};
+    c->p[c->n++] = (hm_point_t){.group = c->group, .series = c->series, .t = t, .v = p->total, .ts = p->ts};
     return 0;
 }
 
@@ -984,7 +1175,9 @@ static int cmp_hm_point(const void *a, const void *b)
         return x->y < y->y ? -1 : 1;
     if (x->v != y->v)
         return x->v > y->v ? -1 : 1; /* the largest first: the bucket's exemplar */
-    return x->t < y->t ? -1 : x->t > y->t;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return x->series < y->series ? -1 : x->series > y->series;
 }
 
 typedef struct hm_group {
@@ -1023,8 +1216,8 @@ static ps_labels_t exemplar_labels(const ps_labels_t *ls, const char *const *by,
 }
 
 /* The slots of group g from its points p[0..n) (sorted by slot, y, value). */
-static void heatmap_slots(const ps_querier_heatmap_q_t *q, const ps_series_set_t *set, const hm_point_t *p, size_t n,
-                          const double *ymin, ps_arena_t *arena, hm_group_t *g)
+static void heatmap_slots(ps_reader_t *r, const ps_querier_heatmap_q_t *q, const ps_series_set_t *set,
+                          const hm_point_t *p, size_t n, const double *ymin, ps_arena_t *arena, hm_group_t *g)
 {
     uint32_t nslots = 0;
     for (size_t i = 0; i < n; i++)
@@ -1041,10 +1234,13 @@ static void heatmap_slots(const ps_querier_heatmap_q_t *q, const ps_series_set_t
         for (size_t k = i; k < j; k++) {
             if (p[k].y < 0)
                 continue; /* below the first bucket: none is, vmin being the smallest */
-            if (ex && (k == i || p[k].y != p[k - 1].y))
+            if (ex && (k == i || p[k].y != p[k - 1].y)) {
+                char *id = ps_arena_alloc(arena, PS_PROFILE_ID_LEN + 1);
+                ps_query_profile_id(r, set->sids[p[k].series], p[k].ts, id);
                 ex[sl->nexemplars++] = (ps_qr_exemplar_t){
-                    .t = p[k].t, .value = p[k].v,
+                    .t = p[k].t, .profile_id = id, .value = p[k].v,
                     .labels = exemplar_labels(&set->labels[p[k].series], q->group_by, q->ngroup_by, arena)};
+            }
             counts[p[k].y]++;
             g->sum++;
         }
@@ -1132,7 +1328,7 @@ int ps_querier_select_heatmap(ps_reader_t *r, const ps_querier_heatmap_q_t *q, p
         size_t j = i;
         while (j < c.n && c.p[j].group == c.p[i].group)
             j++;
-        heatmap_slots(q, &set, c.p + i, j - i, ymin, arena, &groups[c.p[i].group]);
+        heatmap_slots(r, q, &set, c.p + i, j - i, ymin, arena, &groups[c.p[i].group]);
         i = j;
     }
     free(c.p);

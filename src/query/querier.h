@@ -91,7 +91,11 @@ typedef struct ps_querier_range_q {
     bool has_limit;
     int64_t limit;               /* with has_limit: the top limit series by sum (0: all, by sum) */
     uint32_t max_series;
+    const char *const *call_site; /* stack_trace_selector.call_site: function names, root first */
+    uint32_t ncall_site;          /* 0: every sample counts */
+    bool exemplars;              /* EXEMPLAR_TYPE_INDIVIDUAL: each point's exemplar (ps_querier_select_series) */
 } ps_querier_range_q_t;
+
 
 /**
  * Pyroscope's SelectSeries (querier.go rangeSeries, model.TopSeries): the steps are t = start,
@@ -103,9 +107,20 @@ typedef struct ps_querier_range_q {
  * without a profile have no point. Series are sorted by labels; with has_limit, by the sum of their
  * points, largest first (ties by labels), and kept to the first limit when limit > 0: the others
  * are left out. More than PS_QUERIER_MAX_POINTS groups x steps is PS_ELIMIT.
+ * With a call site (ncall_site > 0), a profile's value is the sum of its samples whose stack starts
+ * with the call site (ps_querier_call_site's rule; Pyroscope's CallSiteValues Total, which its
+ * querier's SelectSeries plots): profiles are read node by node and each stack node is decided
+ * once per query; a profile with no such sample counts as a point of value 0.
+ *
+ * With q->exemplars and ex not NULL, (*ex)[i][k] is the exemplar of point k of series i
+ * (Pyroscope's DefaultMaxExemplarsPerPoint, 1, and selectTopNExemplars): of the profiles the point
+ * sums (or averages), the one with the largest total; of equals the earliest, then the one of the
+ * series with the smallest id. t is the profile's time (ms, not the step's), profile_id its id
+ * (ps_query_profile_id), value its total, labels those of its series without __name__ and the
+ * group_by labels (one array per series, shared by its exemplars).
  */
 int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena, ps_qseries_t **out,
-                             uint32_t *n, ps_err_t *err);
+                             uint32_t *n, ps_qr_exemplar_t ***ex, ps_err_t *err);
 
 /** The y buckets of a heatmap (Pyroscope's DefaultYAxisBuckets). */
 #define PS_QUERIER_HEATMAP_BUCKETS 20
@@ -145,7 +160,7 @@ uint64_t ps_querier_heatmap_slot(int64_t t, int64_t start, int64_t step);
  * order, or with limit > 0 the top limit by the sum of their counts (ties by labels). Only slots with
  * a profile are answered; each carries all the buckets' y_min and counts. With exemplars, each
  * non-empty bucket gets one: its largest profile (the earliest of equals), its labels those of its
- * series without __name__ and the group_by labels; profile ids are not stored (profile_id NULL).
+ * series without __name__ and the group_by labels, its profile_id ps_query_profile_id's.
  * More than PS_QUERIER_HEATMAP_MAX_SLOTS slots is PS_EINVAL, more than
  * PS_QUERIER_HEATMAP_MAX_PROFILES profiles PS_ELIMIT.
  */
@@ -168,6 +183,25 @@ int ps_querier_analyze(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int
  *  ps_query_profile_select with the selector (its one type). */
 int ps_querier_merge(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64_t end_ns, uint32_t max_series,
                      ps_arena_t *arena, ps_profile_sel_t *out, ps_err_t *err);
+
+/** The profile ids a profile_id_selector may list: more is PS_EINVAL. */
+#define PS_QUERIER_MAX_PROFILE_IDS 1000
+
+/**
+ * A profile_id_selector's ids (field names them in messages: "profile_id_selector[3]: ...") as the
+ * stored profiles they name (ps_query_profile_id_parse), sorted by series then time, each once
+ * (an id listed twice counts once, as in Pyroscope's set of ids). More than
+ * PS_QUERIER_MAX_PROFILE_IDS, an id that is not UUID text or an unknown id: PS_EINVAL naming it.
+ */
+int ps_querier_profile_ids(ps_reader_t *r, const char *const *ids, uint32_t n, const char *field, ps_arena_t *arena,
+                           ps_profile_ref_t **out, uint32_t *nout, ps_err_t *err);
+
+/** ps_querier_merge of just the profiles refs[0..nrefs) (ps_querier_profile_ids) among those it
+ *  selects (Pyroscope applies the selector and the range too: a listed profile of another series
+ *  or time is left out), summed. */
+int ps_querier_merge_ids(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64_t end_ns, uint32_t max_series,
+                         const ps_profile_ref_t *refs, uint32_t nrefs, ps_arena_t *arena, ps_profile_sel_t *out,
+                         ps_err_t *err);
 
 /**
  * Pyroscope's stack_trace_selector.call_site on a merged profile p (in place): keeps the samples

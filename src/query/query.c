@@ -780,9 +780,37 @@ static int on_family_type(void *ctx, const char *v, size_t n)
     return 0;
 }
 
+/* q->only's profiles of the series of set in [q->start, q->end], summed into acc */
+static int merge_only(ps_reader_t *r, const ps_profile_query_t *q, const ps_series_set_t *set, ps_nodemap_t *acc,
+                      ps_sum_info_t *info, ps_err_t *err)
+{
+    for (uint32_t i = 0; i < set->n; i++) {
+        uint32_t lo = 0, hi = q->nonly; /* the first ref of the series */
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (q->only[mid].sid < set->sids[i])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (uint32_t k = lo; k < q->nonly && q->only[k].sid == set->sids[i]; k++) {
+            int64_t ts = q->only[k].ts;
+            if (ts < q->start || ts > q->end)
+                continue;
+            ps_series_set_t one = {1, (uint64_t *)&set->sids[i], &set->labels[i]};
+            int ret = ps_query_merge_range(r, &one, ts, ts, PS_AGG_SUM, acc, info, err);
+            if (ret)
+                return ret;
+        }
+    }
+    return 0;
+}
+
 static int merge_set(ps_reader_t *r, const ps_profile_query_t *q, const ps_series_set_t *set, ps_agg_t agg,
                      ps_nodemap_t *acc, ps_sum_info_t *info, ps_err_t *err)
 {
+    if (q->ranged && q->nonly > 0)
+        return merge_only(r, q, set, acc, info, err);
     if (q->ranged)
         return ps_query_merge_range(r, set, q->start, q->end, agg, acc, info, err);
     return ps_query_merge_at(r, set, q->at, q->lookback, acc, info, err);
@@ -861,7 +889,7 @@ static int select_one_type(ps_reader_t *r, const ps_profile_query_t *q, ps_arena
     }
     sel_alloc(out, 1, arena);
     out->types[0] = type ? type : UNKNOWN_TYPE;
-    out->aggs[0] = q->agg != PS_AGG_AUTO ? q->agg : ps_query_type_agg(out->types[0]);
+    out->aggs[0] = q->nonly > 0 ? PS_AGG_SUM : q->agg != PS_AGG_AUTO ? q->agg : ps_query_type_agg(out->types[0]);
     out->nseries = set.n;
     ret = merge_set(r, q, &set, out->aggs[0], &out->accs[0], &out->info, err);
     if (ret == 0 && q->span_labels && set.n == 1 && out->info.profiles == 1) {
@@ -870,6 +898,36 @@ static int select_one_type(ps_reader_t *r, const ps_profile_query_t *q, ps_arena
         out->one_sids = one;
         out->one_ts = out->info.min_ts;
     }
+    return ret;
+}
+
+int ps_query_profile_ref(ps_reader_t *r, const ps_profile_ref_t *ref, ps_arena_t *arena, ps_profile_sel_t *out,
+                         ps_labels_t *labels, ps_err_t *err)
+{
+    memset(out, 0, sizeof(*out));
+    ps_labels_t ls;
+    int ret = ps_reader_series_labels(r, ref->sid, arena, &ls, err);
+    if (ret == PS_ENOTFOUND)
+        return ps_err_set(err, PS_ENOTFOUND, "series %llu does not exist", (unsigned long long)ref->sid);
+    if (ret)
+        return ret;
+    const ps_label_pair_t *nm = ps_labels_get(&ls, "__name__");
+    sel_alloc(out, 1, arena);
+    out->types[0] = nm ? nm->value : UNKNOWN_TYPE;
+    out->aggs[0] = ps_query_type_agg(out->types[0]);
+    out->nseries = 1;
+    ps_series_set_t one = {1, (uint64_t *)&ref->sid, &ls};
+    ret = ps_query_merge_range(r, &one, ref->ts, ref->ts, PS_AGG_SUM, &out->accs[0], &out->info, err);
+    if (ret == 0)
+        sel_totals(out);
+    if (ret == 0 && out->info.profiles == 1) { /* its samples with their span labels */
+        uint64_t *sid = ps_arena_alloc(arena, sizeof(uint64_t));
+        *sid = ref->sid;
+        out->one_sids = sid;
+        out->one_ts = ref->ts;
+    }
+    if (labels)
+        *labels = ls;
     return ret;
 }
 

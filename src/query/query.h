@@ -135,6 +135,51 @@ int ps_query_merge_at(ps_reader_t *r, const ps_series_set_t *s, int64_t at, int6
  *  (copies from arena; parts[5] is "delta" or NULL). PS_EINVAL if it is not one. */
 int ps_profile_type_parts(const char *id, ps_arena_t *a, const char *parts[6]);
 
+/* ---- profile ids (profile_id.c; docs/api.md "Profile ids") ---- */
+
+/** A stored profile: its series and its time (ns); the two never change and are never reused. */
+typedef struct ps_profile_ref {
+    uint64_t sid;
+    int64_t ts;
+} ps_profile_ref_t;
+
+/** A profile id as text: a UUID, 36 characters. */
+#define PS_PROFILE_ID_LEN 36
+/** The largest series id a derived id holds (58 bits; a store never numbers that many series). */
+#define PS_PROFILE_ID_MAX_SID ((UINT64_C(1) << 58) - 1)
+
+/** The derived id of the profile of series sid at ts as UUID bytes (version 8, RFC 9562 variant;
+ *  layout in profile_id.c and docs/api.md); false when sid > PS_PROFILE_ID_MAX_SID. */
+bool ps_profile_uuid_make(uint64_t sid, int64_t ts, uint8_t u[16]);
+/** The series and time of a derived id; false when u is not one (not version 8 with the variant). */
+bool ps_profile_uuid_split(const uint8_t u[16], uint64_t *sid, int64_t *ts);
+/** u as lowercase UUID text (36 characters and a NUL). */
+void ps_profile_uuid_text(const uint8_t u[16], char out[PS_PROFILE_ID_LEN + 1]);
+/** UUID text s[0..n) (the forms Go's uuid.Parse takes: 36 characters, {...}, urn:uuid:..., or 32 hex
+ *  digits; either case) as bytes: 0, or -1 when it is not one. */
+int ps_profile_uuid_scan(const char *s, size_t n, uint8_t u[16]);
+
+/** The id of the profile of series sid at ts (ns), as answers give it: its UUID text into out
+ *  (returns 36), or "" (returns 0) when it has none. The one place an id is made. */
+int ps_query_profile_id(ps_reader_t *r, uint64_t sid, int64_t ts, char out[PS_PROFILE_ID_LEN + 1]);
+/** The stored profiles with the id s[0..n) (at most max into out, *n of them; a derived id names
+ *  one). Not UUID text: PS_EINVAL "<field>: \"...\" is not a profile id ..."; a UUID no stored
+ *  profile has (or max 0): PS_EINVAL "<field>: unknown profile id \"...\"". The one place an id is read. */
+int ps_query_profile_id_parse(ps_reader_t *r, const char *s, size_t n, const char *field, ps_profile_ref_t *out,
+                              uint32_t max, uint32_t *nout, ps_err_t *err);
+
+/** A stored profile as ps_query_profile_list lists it: its series (index in the set), time, total. */
+typedef struct ps_profile_entry {
+    ps_profile_ref_t ref;
+    int64_t total;
+    uint32_t series;
+} ps_profile_entry_t;
+/** The profiles of the profile series sel selects with start <= ts <= end (ns), by time then
+ *  series id (the series into *set, the entries in the arena); more than max is PS_ELIMIT. */
+int ps_query_profile_list(ps_reader_t *r, ps_selector_t *sel, int64_t start, int64_t end, uint32_t max_series,
+                          uint32_t max, ps_arena_t *arena, ps_series_set_t *set, ps_profile_entry_t **out,
+                          uint32_t *n, ps_err_t *err);
+
 /* ---- profile selections: what the profile API (and any other profile API) answers ---- */
 
 /** One side of a profile query. */
@@ -149,6 +194,9 @@ typedef struct ps_profile_query {
     ps_agg_t agg;         /* PS_AGG_AUTO (0): each type's own (ps_query_type_agg) */
     bool span_labels;     /* when the selection is one stored profile: ps_query_profile_build gives its
                            * samples their span_id and trace_id labels back (its span parts) */
+    const ps_profile_ref_t *only; /* nonly > 0 (ranged, one type): of the selected series' profiles in
+                                     [start, end], just these (sorted by sid then ts, each once), summed */
+    uint32_t nonly;
 } ps_profile_query_t;
 
 /** Merged node values of a selection, one accumulator per sample type. */
@@ -185,6 +233,10 @@ typedef struct ps_profile_sel {
 int ps_query_profile_select(ps_reader_t *r, const ps_profile_query_t *q, ps_arena_t *arena, ps_profile_sel_t *out,
                             ps_err_t *err);
 void ps_profile_sel_dispose(ps_profile_sel_t *s);
+/** The selection of one stored profile (its series' type, aggregation and labels into *labels when
+ *  not NULL; window 0), as ps_query_profile_build takes it (its samples with their span labels). */
+int ps_query_profile_ref(ps_reader_t *r, const ps_profile_ref_t *ref, ps_arena_t *arena, ps_profile_sel_t *out,
+                         ps_labels_t *labels, ps_err_t *err);
 
 /**
  * One stored profile at ts (series sids[k] for value k of nv) with its span labels back: its span

@@ -10,6 +10,10 @@
 
 /** 1 if ls satisfies every matcher of sel (a missing label is ""), 0 if not, or a negative code
  *  with err (a regex limit or budget, the query's deadline: ps_matcher_eval). */
+/* Whether sid is a profile series with data in [start, end] (ns): 1, 0 (no such series, a float
+ * series, nothing there), or an error (querier.c). */
+int ps_query_profile_series_has(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
+
 int ps_query_labels_match(ps_selector_t *sel, const ps_labels_t *ls, ps_err_t *err);
 
 /** Appends (sid, *ls) to s, growing its arrays in arena; *cap is the arrays' room (0 at first). */

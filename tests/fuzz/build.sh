@@ -8,9 +8,9 @@
 # fuzz_xorchunk (storage/xorchunk.c), fuzz_spanparts (storage/spanparts.c), fuzz_float_dense (storage/float_dense.c), fuzz_selector and fuzz_promql (parser/), fuzz_pqeval (parser/ + src/query/promql*.c), fuzz_remote
 # (proto/remote.c, snappy; gzip.c for the inflate budget), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
-# /ingest), fuzz_querier (proto/querier.c, proto/pbjson.c) and fuzz_ui_headers (web/ui_assets.c: the
+# /ingest), fuzz_adhoc (src/ingest/adhoc.c: ad hoc profile uploads), fuzz_querier (proto/querier.c, proto/pbjson.c), fuzz_otlp (proto/otlp.c, src/ingest/otlp.c) and fuzz_ui_headers (web/ui_assets.c: the
 # web UI's Accept-Encoding, If-None-Match, paths), fuzz_webconfig (src/config/webconfig.c) and fuzz_config
-# (src/config/: the YAML configuration) into OUTDIR.
+# (src/config/: the YAML configuration) and fuzz_grpc (src/grpc/server.c over nghttp2) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,6 +29,7 @@ ln -s "$root/proto" "$gen/inc/proto"
 ln -s "$root/parser" "$gen/inc/parser"
 ln -s "$root/storage" "$gen/inc/storage"
 ln -s "$root/src/ingest" "$gen/inc/ingest"
+ln -s "$root/src/render" "$gen/inc/render"
 ln -s "$root/web" "$gen/inc/web"
 protoc-c --proto_path="$root/proto" --c_out="$gen" "$root/proto/profile.proto"
 
@@ -144,15 +145,45 @@ if [ -f "$root/src/ingest/pyroscope.c" ] && [ -f "$here/fuzz_pyingest.c" ]; then
         -o "$out/fuzz_pyingest"
 fi
 
-# fuzz_querier: the querier.v1 and settings.v1 request decoders (proto/querier.c, proto/settings.c)
+# fuzz_adhoc: the ad hoc profile upload decoder (src/ingest/adhoc.c: format detection, folded stacks
+# through pyroscope.c) and the flame graphs Get and Diff make of it (src/render).
+if [ -f "$root/src/ingest/adhoc.c" ] && [ -f "$here/fuzz_adhoc.c" ]; then
+    [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
+    # shellcheck disable=SC2046
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib jansson) \
+        "$here/fuzz_adhoc.c" "$root/src/ingest/adhoc.c" "$root/src/ingest/pyroscope.c" "$root/src/ingest/multipart.c" \
+        "$root/src/ingest/ingest.c" "$root"/src/render/*.c "$root/proto/pprof.c" "$root/proto/gzip.c" \
+        "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
+        $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
+        -o "$out/fuzz_adhoc"
+fi
+
+# fuzz_otlp: OTLP profiles (proto/otlp.c over proto/pbjson.c, jansson) and their conversion
+# (src/ingest/otlp.c), with what it calls: ps_ingest_build (ingest.c, the label parser), the
+# pprof decoder.
+if [ -f "$root/src/ingest/otlp.c" ] && [ -f "$here/fuzz_otlp.c" ]; then
+    [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
+    protoc-c --proto_path="$root/proto" --c_out="$gen" "$root"/proto/otlp_*.proto
+    # shellcheck disable=SC2046
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib jansson) \
+        "$here/fuzz_otlp.c" "$root/src/ingest/otlp.c" "$root/src/ingest/ingest.c" "$root/proto/otlp.c" \
+        "$root/proto/pbjson.c" "$root/proto/pprof.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" \
+        "$gen"/otlp_*.pb-c.c "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
+        $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
+        -o "$out/fuzz_otlp"
+fi
+
+# fuzz_querier: the querier.v1 and settings.v1 request decoders (proto/querier.c, proto/settings.c,
+# proto/recording.c)
 # over proto/pbjson.c (jansson).
 if [ -f "$root/proto/querier.c" ] && [ -f "$here/fuzz_querier.c" ]; then
-    [ -f "$gen/pyroscope_querier.pb-c.c" ] && [ -f "$gen/pyroscope_settings.pb-c.c" ] || protoc-c --proto_path="$root/proto" --c_out="$gen" "$root"/proto/pyroscope_*.proto
+    [ -f "$gen/pyroscope_querier.pb-c.c" ] && [ -f "$gen/pyroscope_settings.pb-c.c" ] && [ -f "$gen/pyroscope_recording.pb-c.c" ] || protoc-c --proto_path="$root/proto" --c_out="$gen" "$root"/proto/pyroscope_*.proto
     # shellcheck disable=SC2046
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c jansson) \
-        "$here/fuzz_querier.c" "$root/proto/querier.c" "$root/proto/settings.c" "$root/proto/pbjson.c" \
-        "$root/proto/pballoc.c" "$gen/pyroscope_types.pb-c.c" "$gen/pyroscope_google.pb-c.c" \
-        "$gen/pyroscope_querier.pb-c.c" "$gen/pyroscope_settings.pb-c.c" \
+        "$here/fuzz_querier.c" "$root/proto/querier.c" "$root/proto/settings.c" "$root/proto/recording.c" \
+        "$root/proto/pbjson.c" "$root/proto/pballoc.c" "$gen/pyroscope_types.pb-c.c" "$gen/pyroscope_google.pb-c.c" \
+        "$gen/pyroscope_querier.pb-c.c" "$gen/pyroscope_settings.pb-c.c" "$gen/pyroscope_recording.pb-c.c" \
+        "$root/src/query/profile_uuid.c" \
         "$root"/core/*.c $(pkg-config --libs libprotobuf-c jansson) -lm -lpthread \
         -o "$out/fuzz_querier"
 fi
@@ -183,6 +214,18 @@ if [ -f "$root/src/config/config.c" ] && [ -f "$here/fuzz_config.c" ]; then
         "$root/src/config/relabel.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
         $(pkg-config --libs yaml-0.1 libcrypto libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_config"
+fi
+
+# fuzz_grpc: the gRPC listener's HTTP/2 and framing path (src/grpc/server.c) over nghttp2's session API,
+# without sockets; auth.c and gzip.c as it calls them.
+if [ -f "$root/src/grpc/server.c" ] && [ -f "$here/fuzz_grpc.c" ]; then
+    [ -e "$gen/inc/config" ] || ln -s "$root/src/config" "$gen/inc/config"
+    [ -e "$gen/inc/auth" ] || ln -s "$root/src/auth" "$gen/inc/auth"
+    [ -e "$gen/inc/grpc" ] || ln -s "$root/src/grpc" "$gen/inc/grpc"
+    # shellcheck disable=SC2046
+    fuzzcc $(pkg-config --cflags libnghttp2 openssl zlib) "$here/fuzz_grpc.c" "$root/src/grpc/server.c" \
+        "$root/src/auth/auth.c" "$root/src/config/webconfig_tls.c" "$root/proto/gzip.c" "$root"/core/*.c \
+        $(pkg-config --libs libnghttp2 openssl zlib) -lcrypt -lm -lpthread -o "$out/fuzz_grpc"
 fi
 
 wait

@@ -6,9 +6,12 @@
 # remote-write bodies (as they are and uncompressed), fuzz_remote_read with the captured read
 # requests (likewise), fuzz_connect with the Connect requests it encodes itself (a PushRequest
 # holding a real pprof, binary and JSON; types.v1 requests), fuzz_pyingest with the captured
-# Pyroscope SDK requests (query, Content-Type and body) and a few folded bodies, fuzz_querier with
+# Pyroscope SDK requests (query, Content-Type and body) and a few folded bodies, fuzz_adhoc with
+# the pprof fixtures (gzipped and raw) and folded texts as uploaded files, fuzz_querier with
 # querier.v1 requests as Grafana sends them (binary and JSON), fuzz_ui_headers with the headers
-# Chromium sends for the UI, fuzz_webconfig with a few web config files.
+# Chromium sends for the UI, fuzz_otlp with the OTLP requests of its committed corpus (protobuf and
+# JSON, written by the integration tests' protoc classes), fuzz_webconfig with a few web config files,
+# fuzz_grpc with gRPC calls it encodes itself with nghttp2's client session.
 # Every target also gets the committed corpus tests/fuzz/corpus/<target>/ (campaign.sh keeps it:
 # inputs that add coverage, and regress-* files of fixed findings); fuzz_config has only that.
 # Targets fuzz PS_FUZZ_JOBS at a time (default: one per core). Exits non-zero if libFuzzer finds a
@@ -25,7 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_spanparts fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_querier fuzz_ui_headers fuzz_webconfig fuzz_config"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_spanparts fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_querier fuzz_otlp fuzz_ui_headers fuzz_webconfig fuzz_config fuzz_grpc"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 # a fixed seed: make test replays the same mutations each time, so it fails on a code change, not on
 # luck (campaign.sh and PS_FUZZ_SEED=0, a seed of libFuzzer's choosing, are where new findings come from)
@@ -127,6 +130,14 @@ for t in $targets; do
         # first byte: bit 0 = JSON, bits 1-3 = the message (fuzz_connect.c)
         PS_FUZZ_CONNECT_SEEDS="$corpus" PS_FUZZ_CONNECT_PPROF="$seeds/go/goroutine-01.pb.gz" \
             "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
+    fuzz_adhoc)
+        # uploaded files: pprof fixtures gzipped and raw, folded texts, a JSON one (fuzz_adhoc.c)
+        for f in "$seeds"/go/cpu-01.pb.gz "$seeds"/go/heap-01.pb.gz "$seeds"/go/cpu-01.pb "$seeds"/node/*.pb.gz; do
+            [ -f "$f" ] && cp "$f" "$corpus/$(basename "$f")"
+        done
+        gunzip -c "$seeds/go/goroutine-01.pb.gz" > "$corpus/goroutine-01.pb"
+        printf 'main;a;b 10\nmain;c 5\r\nz 1\n' > "$corpus/folded"
+        printf ' {"version":1}' > "$corpus/json" ;;
     fuzz_pyingest)
         # "<query>\n<Content-Type>\n<body>" of each captured SDK request (fuzz_pyingest.c)
         pyro=$(dirname "$seeds")/pyroscope
@@ -164,6 +175,11 @@ for t in $targets; do
         printf '\034{"setting":{"name":"pluginSettings","value":"{}","modifiedAt":1000}}' > "$corpus/set-json"
         printf '\024\012\011\012\001a\022\001b\030\350\007' > "$corpus/set"
         printf '\036{"name":"pluginSettings"}' > "$corpus/delete-json"
+        # bit 5: recording rules (bits 1-2: List, Get, Upsert, Delete; bit 0: the stored value)
+        printf '\054{"metricName":"profiles_recorded_cpu","matchers":["{ service_name=\\"api\\" }","{ __profile_type__=\\"a:b:c:d:e\\"}"],"groupBy":["pod"],"stacktraceFilter":{"$typeName":"x","functionName":{"functionName":"main","metricType":0}}}' > "$corpus/rule-upsert-json"
+        printf '\044\012\001a\022\023profiles_recorded_x\032\026{__profile_type__=\"x\"}\042\001p\060\002\072\006\012\004\012\002fn' > "$corpus/rule-upsert"
+        printf '\052{"id":"abcdefghij"}' > "$corpus/rule-get-json"
+        printf '\041\012\001a\022\023profiles_recorded_x\070\003' > "$corpus/rule-store"
         # bit 4 with bit 0: SelectHeatmap, AnalyzeQuery (bit 1)
         printf '\021\012\011a:b:c:d:e\022\002{}\030\001\040\002\051\000\000\000\000\000\000\116\100\062\003pod\070\001\100\002\110\001' > "$corpus/heatmap"
         printf '\031{"profileTypeID":"a:b:c:d:e","start":"1","end":2,"step":60,"queryType":"HEATMAP_QUERY_TYPE_INDIVIDUAL","exemplarType":"EXEMPLAR_TYPE_INDIVIDUAL","limit":"3"}' > "$corpus/heatmap-json"
@@ -174,6 +190,9 @@ for t in $targets; do
         printf 'gzip, deflate, br, zstd\n"0123456789abcdef0123-gz"\n/ui/index.html' > "$corpus/chromium"
         printf 'br;q=1.0, gzip;q=0.5, *;q=0\nW/"a", "fedcba98765432100000"\n/ui/js/main.js' > "$corpus/list"
         printf 'identity\n*\n/ui/nope' > "$corpus/star" ;;
+    fuzz_grpc)
+        # gRPC calls as nghttp2's client session encodes them (fuzz_grpc.c); first byte: feed size
+        PS_FUZZ_GRPC_SEEDS="$corpus" "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
     fuzz_webconfig)
         # web config files: TLS with client certificates, users, tokens, headers
         printf 'tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n  min_version: TLS13\n  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]\n  curve_preferences: [X25519]\n' > "$corpus/tls"

@@ -150,14 +150,14 @@ def test_every_route_is_in_api_md():
     api = (DOCS / "api.md").read_text()
     src = (REPO / "web" / "routes.c").read_text()
     routes = re.findall(r'^\s*\{"(/[^"]*)", M_', src, re.M)
-    assert "/api/v1/profiles/write" in routes and len(routes) == 41, routes
+    assert "/api/v1/profiles/write" in routes and len(routes) == 47, routes
     missing = [r for r in routes if r != "/" and not re.search(r"[`\s]%s(?![\w/-])" % re.escape(r), api)]
     assert not missing, missing
     for extra in ("/api/v1/label/<name>/values", "/ui/<path>"):
         assert extra in api, extra
     # the Connect methods: their service in api.md, each method by name
     methods = re.findall(r'^\s*\{"/([\w.]+)/(\w+)", ps_connect_', src, re.M)
-    assert len(methods) == 16, methods
+    assert len(methods) == 24, methods
     missing = [s + "/" + m for s, m in methods
                if s not in api or ("`%s`" % m not in api and "/%s/%s" % (s, m) not in api)]
     assert not missing, missing

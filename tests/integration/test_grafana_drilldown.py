@@ -142,9 +142,11 @@ def test_unimplemented_selectors_refused(srv, pb):
     # (a call site is served: test_pyroscope_callsite.py; its go_pgo part is not)
     assert refused(srv, Q + "SelectMergeStacktraces", '{%s,"stackTraceSelector":{"callSite":[{"name":"main.main"}],'
                    '"goPgo":{"keepLocations":1}}}' % rng) == "stack_trace_selector.go_pgo is not supported by profstore"
+    # (exemplar clicks are served: test_pyroscope_exemplars.py; an id no profile has is refused)
     assert refused(srv, Q + "SelectMergeStacktraces", '{%s,"profileIdSelector":["7c9e6679-7425-40de-944b-e07fc1f90ae7"]}'
-                   % rng) == "profile_id_selector is not supported by profstore (profiles have no ids)"
-    # binary: the same field by number (11)
+                   % rng) == ('profile_id_selector[0]: unknown profile id "7c9e6679-7425-40de-944b-e07fc1f90ae7" '
+                              '(no stored profile has it)')
+    # binary: the same fields by number (11)
     req = pb.querier.SelectMergeStacktracesRequest(profile_typeID=CPU_TYPE, start=T0 * MS, end=(T0 + 3600) * MS,
                                                    span_selector=["9a517183f26a089x"])
     assert refused(srv, Q + "SelectMergeStacktraces", req.SerializeToString(), codec="proto") == \
@@ -154,17 +156,20 @@ def test_unimplemented_selectors_refused(srv, pb):
     d = pb.querier.DiffRequest(left=req, right=req)
     assert refused(srv, Q + "Diff", d.SerializeToString(), codec="proto") == \
         "left.span_selector is not supported in a Diff (1 span ids)"
-    # exemplars of SelectSeries: NONE is served, INDIVIDUAL and SPAN are refused
+    # exemplars of SelectSeries: NONE and INDIVIDUAL are served (test_pyroscope_exemplars.py), SPAN is
+    # Pyroscope's unimplemented
     ser = '"profileTypeID":"%s","labelSelector":"{}","start":%d,"end":%d,"step":60' % (
         CPU_TYPE, T0 * MS, (T0 + 3600) * MS)
     ok = raw(srv, Q + "SelectSeries", '{%s,"exemplarType":"EXEMPLAR_TYPE_NONE"}' % ser)
     assert ok == raw(srv, Q + "SelectSeries", '{%s}' % ser) and len(ok["series"]) == 1
-    assert refused(srv, Q + "SelectSeries", '{%s,"exemplar_type":"EXEMPLAR_TYPE_INDIVIDUAL"}' % ser) == \
-        "exemplar_type: EXEMPLAR_TYPE_INDIVIDUAL is not supported by profstore (profiles have no ids)"
+    ind = raw(srv, Q + "SelectSeries", '{%s,"exemplar_type":"EXEMPLAR_TYPE_INDIVIDUAL"}' % ser)
+    assert [p["value"] for p in ind["series"][0]["points"]] == [p["value"] for p in ok["series"][0]["points"]]
+    assert all(len(p["exemplars"]) == 1 for p in ind["series"][0]["points"])
     req = pb.querier.SelectSeriesRequest(profile_typeID=CPU_TYPE, start=T0 * MS, end=(T0 + 3600) * MS, step=60,
                                          exemplar_type=pb.types.EXEMPLAR_TYPE_SPAN)
-    assert refused(srv, Q + "SelectSeries", req.SerializeToString(), codec="proto") == \
-        "exemplar_type: EXEMPLAR_TYPE_SPAN is not supported by profstore (profiles have no ids)"
+    e = raw(srv, Q + "SelectSeries", req.SerializeToString(), codec="proto", status=501)
+    assert e == {"code": "unimplemented", "message": "exemplar_type: EXEMPLAR_TYPE_SPAN: exemplar type span is not "
+                                                     "implemented (ask for EXEMPLAR_TYPE_INDIVIDUAL)"}
     assert refused(srv, Q + "SelectSeries", '{%s,"exemplarType":7}' % ser) == \
         "exemplar_type: 7 is not an ExemplarType (0 to 3)"
 

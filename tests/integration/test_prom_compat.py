@@ -111,6 +111,7 @@ def test_flags_every_flag_with_its_value(make_server):
     assert all(isinstance(v, str) for v in d.values())
     assert d == {
         "config": "", "data-dir": str(srv.data_dir), "listen": "127.0.0.1:%d" % srv.port, "log-level": "info",
+        "otlp.http.listen-address": "",
         "max-inflated-total": "256MiB", "storage.disk-reserve": "1MiB",  # the fixture's
         "storage.future-grace": "10m",
         "ingest.decode-threads": str(min(max(os.sysconf("SC_NPROCESSORS_ONLN"), 1), 256)),  # CPUs
@@ -128,7 +129,9 @@ def test_flags_every_flag_with_its_value(make_server):
         "scrape.max-targets": "50000",
         "web.max-connections": "512", "web.read-header-timeout": "10s", "web.body-idle-timeout": "10s",
         "web.body-min-rate": "1KiB", "web.idle-timeout": "2m", "web.enable-h2c": "false", "web.http2-max-resets": "100",
-        "agent": "false", "storage.check": "false",
+        "agent": "false", "storage.check": "false", "adhoc.max-bytes": "256MiB", "adhoc.max-profiles": "1000",
+        "grpc.listen-address": "", "grpc.max-recv-msg-size": "16MiB", "grpc.max-concurrent-streams": "100",
+        "grpc.max-connections": "1024", "grpc.idle-timeout": "5m",
     }
 
 

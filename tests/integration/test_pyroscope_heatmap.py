@@ -107,14 +107,15 @@ def test_heatmap_group_by_limit_exemplars(srv, pb):
         ([("service_name", "batch")], [((T0 + 60) * MS, counts(b16=1))]),
     ]
     # one exemplar per non-empty bucket, in bucket order: its profile's time, total and the labels
-    # that are not the series' (profile ids are not stored yet: empty)
-    ex = [[(e.timestamp, e.value, e.profile_id, [(l.name, l.value) for l in e.labels]) for e in sl.exemplars]
+    # that are not the series' (its profile id: test_pyroscope_exemplars.py checks them)
+    ex = [[(e.timestamp, e.value, [(l.name, l.value) for l in e.labels]) for e in sl.exemplars]
           for sl in r.msg.series[0].slots]
     assert ex == [
-        [((T0 + 22) * MS, 2890000000, "", [("instance", "b")]), ((T0 + 7) * MS, 2980000000, "", [("instance", "a")])],
-        [((T0 + 120) * MS, 2890000000, "", [("instance", "b")]), ((T0 + 67) * MS, 2930000000, "", [("instance", "a")])],
-        [((T0 + 179) * MS, 2340000000, "", [("instance", "c")])],
+        [((T0 + 22) * MS, 2890000000, [("instance", "b")]), ((T0 + 7) * MS, 2980000000, [("instance", "a")])],
+        [((T0 + 120) * MS, 2890000000, [("instance", "b")]), ((T0 + 67) * MS, 2930000000, [("instance", "a")])],
+        [((T0 + 179) * MS, 2340000000, [("instance", "c")])],
     ]
+    assert all(len(e.profile_id) == 36 for sl in r.msg.series[0].slots for e in sl.exemplars)
     # limit 1: the series with the most counts (api: 5)
     r = call(srv, "SelectHeatmap", heatmap_req(pb, group_by=["service_name"], limit=1),
              pb.querier.SelectHeatmapResponse)

@@ -211,6 +211,17 @@ def test_plain_merges_and_one_profile(srv, pb):
     assert samples_of(profiles_api_pprof(srv, pb, time=T0)) == PUSHED_1
     assert samples_of(profiles_api_pprof(srv, pb, time=T0 + 60)) == [(("main",), 5, (("span_id", SPAN1),)),
                                                                      (("work", "main"), 9, ())]
+    # by its id (/api/v1/profiles/ids, then /api/v1/profile?id=): the same
+    import gzip
+    import urllib.parse
+    js = srv.get_json("/api/v1/profiles/ids?" + urllib.parse.urlencode(
+        {"query": TYPE + '{service_name="api"}', "start": str(T0), "end": str(T0 + 30)}))
+    assert len(js["data"]) == 1, js
+    st, _, body = srv.get("/api/v1/profile?format=pprof&id=" + js["data"][0]["id"])
+    assert st == 200, body[:300]
+    p = pb.google.Profile()
+    p.ParseFromString(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+    assert samples_of(p) == PUSHED_1
     # the debug read of each stored profile: the same
     import gzip
     ser = [x for x in srv.series() if x["labels"].get("service_name") == "api"]

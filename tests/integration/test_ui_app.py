@@ -237,6 +237,51 @@ def test_drag_range_merges_and_click_point_selects_one(ui_server, browser):
     no_errors(browser)
 
 
+def test_point_shows_its_profile_by_id_and_the_link_shares_it(ui_server, browser):
+    browser.open(graph_url(ui_server, sel='job="api"'))
+    wait_graph(browser)
+    wait_panel(browser)
+    t = sorted({p.ts for p in ui_server.pushes(job="api")})
+    labels = browser.js("return psApp.view.graph.u.series.slice(1).map(s => s.label);")
+    k = labels.index('{instance="a:6060", job="api", version="v1"}')
+    click_point(browser, k + 1, browser.js("return psApp.view.graph.u.data[0].indexOf(arguments[0]);", t[2]))
+    browser.wait_js("new URLSearchParams(location.search).get('pid')", 10, "the point's profile id in the URL")
+    s = state(browser)
+    # the id is the one the server lists for that series at that time (its own API, not the page's)
+    one = [p for p in ui_server.pushes(instance="a:6060", version="v1") if p.ts == t[2]]
+    assert len(one) == 1
+    ids = ui_server.query_json("/api/v1/profiles/ids", query=CPU_NS + '{instance="a:6060",job="api",version="v1"}',
+                               start=str(t[2]), end=str(t[2]))["data"]
+    assert [(d["id"], d["total"]) for d in ids] == [(s["pid"], README_TOTALS[one[0].file][1])]
+    assert (s["sfrom"], s["sto"]) == ("%.3f" % t[2], "%.3f" % t[2])
+    got = wait_panel(browser)
+    assert int(got["total"]) == README_TOTALS[one[0].file][1]
+    # shown by id: the panel's profile and its pprof link are /api/v1/profile?id=
+    assert any("/api/v1/profile?" in r.url and "id=" + s["pid"] in r.url for r in browser.requests())
+    link = browser.js("return psApp.view.panel.pprofLink.href;")
+    assert urllib.parse.urlparse(link).path == "/api/v1/profile"
+    assert urllib.parse.parse_qs(urllib.parse.urlparse(link).query)["id"] == [s["pid"]]
+    assert browser.wait_for(".selinfo .pid code").text == s["pid"]
+    no_errors(browser)
+    # a shared link (the URL as it is) opens the same profile by id in a fresh page
+    url = browser.driver.current_url
+    browser.open("about:blank")
+    browser.reset_logs()
+    browser.open(url)
+    wait_graph(browser)
+    assert int(wait_panel(browser)["total"]) == README_TOTALS[one[0].file][1]
+    assert state(browser)["pid"] == s["pid"]
+    assert any("/api/v1/profile?" in r.url and "id=" + s["pid"] in r.url for r in browser.requests())
+    assert browser.js("return psApp.view.graph.sel;") == [float(t[2]), float(t[2])]
+    # a range selection drops the id; clearing the selection too
+    drag(browser, (t[1] + t[2]) / 2, (t[6] + t[7]) / 2)
+    browser.wait_js("new URLSearchParams(location.search).get('sfrom') !== new URLSearchParams(location.search).get('sto')",
+                    10, "a range in the URL")
+    assert "pid" not in state(browser)
+    wait_panel(browser)
+    no_errors(browser)
+
+
 def test_compare_diff_totals_match_profiles_diff(ui_server, browser):
     a, b = rng(ui_server)
     mid = (ui_server.t_first + ui_server.t_last) // 2 + 1

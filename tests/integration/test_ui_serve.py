@@ -16,7 +16,7 @@ from ui_util import browser, chromium_driver, ui_server  # noqa: F401
 UI = REPO / "web" / "ui"
 VENDOR = {"/ui/vendor/uPlot.esm.js": UI / "node_modules/uplot/dist/uPlot.esm.js",
           "/ui/vendor/uPlot.min.css": UI / "node_modules/uplot/dist/uPlot.min.css"}
-PAGES = ["/", "/graph", "/compare", "/targets", "/status"]
+PAGES = ["/", "/graph", "/compare", "/targets", "/status", "/upload", "/shared"]
 
 
 def ui_files():

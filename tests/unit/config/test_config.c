@@ -1212,6 +1212,42 @@ static void test_yaml_empty_client_values(void **state)
     }
 }
 
+/* recording_rules: (src/rules validates them; here their shape) */
+static void test_recording_rules(void **state)
+{
+    (void)state;
+    ps_config_t *c = load_ok("recording_rules:\n"
+                             "  - id: abc\n"
+                             "    metric_name: profiles_recorded_x\n"
+                             "    matchers: ['{__profile_type__=\"a:b:c:d:e\"}', '{job=\"j\"}']\n"
+                             "    group_by: [instance]\n"
+                             "    external_labels: {team: t}\n"
+                             "    function_name: main.f\n"
+                             "  - metric_name: profiles_recorded_y\n");
+    assert_int_equal(c->nrecording, 2);
+    const ps_recording_rule_config_t *r = &c->recording[0];
+    assert_string_equal(r->id, "abc");
+    assert_string_equal(r->metric_name, "profiles_recorded_x");
+    assert_int_equal(r->nmatchers, 2);
+    assert_string_equal(r->matchers[1], "{job=\"j\"}");
+    assert_int_equal(r->ngroup_by, 1);
+    assert_string_equal(r->group_by[0], "instance");
+    assert_int_equal(r->external_labels.n, 1);
+    assert_string_equal(r->external_labels.pairs[0].value, "t");
+    assert_string_equal(r->function_name, "main.f");
+    r = &c->recording[1];
+    assert_string_equal(r->id, "");
+    assert_int_equal(r->nmatchers + r->ngroup_by + r->external_labels.n, 0);
+    assert_null(r->function_name);
+    ps_config_free(c);
+    load_err("recording_rules:\n  - metric_name: profiles_recorded_x\n    matcher: []\n", "3:5:",
+             "recording_rules[0]: unknown field \"matcher\" in a recording rule");
+    load_err("recording_rules:\n  - matchers: []\n", "2:5:", "recording_rules[0]: a recording rule needs a metric_name");
+    load_err("recording_rules:\n  - metric_name: profiles_recorded_x\n    group_by: [[a]]\n", "3:16:",
+             "recording_rules[0].group_by[0]: expected a string");
+    load_err("recording_rules: {a: b}\n", "1:18:", "recording_rules: expected a list of recording rules");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1225,7 +1261,7 @@ int main(void)
         cmocka_unit_test(test_errors_profiling),   cmocka_unit_test(test_load_io_errors),
         cmocka_unit_test(test_cpu_seconds_not_bound_by_timeout), cmocka_unit_test(test_yaml),
         cmocka_unit_test(test_yaml_empty_client_values), cmocka_unit_test(test_forward),
-        cmocka_unit_test(test_yaml_as_prometheus),
+        cmocka_unit_test(test_yaml_as_prometheus), cmocka_unit_test(test_recording_rules),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -215,12 +215,11 @@ static void test_json_errors(void **state)
     JERR("{\"str\":5}", PS_EINVAL, "json: str: expected a string, got number");
     JERR("{\"names\":\"a\"}", PS_EINVAL, "json: names: expected an array, got string");
     JERR("{\"names\":[null]}", PS_EINVAL, "json: names[0]: null is not allowed in a repeated field");
-    JERR("{\"color\":\"BLUE\"}", PS_EINVAL, "json: color: \"BLUE\" is not a value of enum pbtest.Color");
     JERR("{\"rawBytes\":\"a$==\"}", PS_EINVAL, "json: raw_bytes: invalid base64 character at offset 1");
     JERR("{\"inner\":[]}", PS_EINVAL, "json: inner: expected an object (pbtest.Inner), got array");
     JERR("{\"choiceStr\":\"a\",\"choiceInt\":1}", PS_EINVAL,
          "json: fields choice_str and choice_int are of the same oneof");
-    JERR("{\"i32\":1,\"i32\":2}", PS_EINVAL, "json: line 1 column 14: duplicate object key near '\"i32\"'");
+    JERR("{\"i32\":1,\"i32\":2}", PS_EINVAL, "json: i32: duplicate field (given as \"i32\" and as \"i32\")");
     JERR("{\"i32\":", PS_EINVAL, "json: line 1 column 7: unexpected token near end of file");
     JERR("[1]", PS_EINVAL, "json: expected an object (pbtest.All), got array");
     JERR("{\"str\":\"a\\u0000b\"}", PS_EINVAL, "json: line 1 column 17: strings must not contain \\u0000");
@@ -232,6 +231,98 @@ static void test_json_errors(void **state)
     static const char many[] = "{\"names\":[\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\"]}";
     expect_err(PS_PB_JSON, many, strlen(many), &pbtest__all__descriptor, 1000, PS_ETOOBIG,
                "json: 13 values need more than the 1000 bytes of memory allowed");
+}
+
+/* protojson's reading as connect-go runs it (UnmarshalOptions{DiscardUnknown: true}), case by case:
+ * what Pyroscope's server takes, profstore takes with the same value; what it refuses, profstore
+ * refuses. */
+static ProtobufCMessage *dec_ok(ps_arena_t *a, const char *in)
+{
+    ps_err_t err;
+    ps_err_clear(&err);
+    ProtobufCMessage *out = NULL;
+    int rc = ps_pb_decode(PS_PB_JSON, in, strlen(in), &pbtest__all__descriptor, a, BUDGET, &out, &err);
+    if (rc != 0)
+        fail_msg("%s: %s", in, err.msg);
+    return out;
+}
+
+static void json_is(const char *in, const char *want)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    char *j = to_json(dec_ok(&a, in));
+    if (strcmp(j, want) != 0)
+        fail_msg("%s: got %s, want %s", in, j, want);
+    free(j);
+    ps_arena_dispose(&a);
+}
+
+static void test_protojson_rules(void **state)
+{
+    (void)state;
+    /* numbers in strings: one JSON number token, whole after its exponent */
+    json_is("{\"i64\":\"1e3\",\"i32\":\"1.50e2\",\"u32\":\"-0\",\"s64\":\"0.0\",\"sf64\":\"100e-2\"}",
+            "{\"i32\":150,\"i64\":\"1000\",\"sf64\":\"1\"}");
+    json_is("{\"i64\":\"12 34\"}", "{\"i64\":\"12\"}");      /* the first token only */
+    json_is("{\"i64\":\"-9223372036854775808\",\"u64\":\"18446744073709551615\"}",
+            "{\"i64\":\"-9223372036854775808\",\"u64\":\"18446744073709551615\"}");
+    json_is("{\"i64\":1e3,\"i32\":-2.0}", "{\"i32\":-2,\"i64\":\"1000\"}");
+    /* jansson reads "9007199254740993.0" as a double: from 2^53 on that is refused, not rounded */
+    JERR("{\"i64\":9007199254740993.0}", PS_EINVAL, "json: i64: 9007199254740992: an integer from 2^53 on must be "
+         "written without a fraction or exponent (or as a string)");
+    JERR("{\"i64\":\"0x10\"}", PS_EINVAL, "json: i64: \"0x10\" is not a number");
+    JERR("{\"i64\":\"007\"}", PS_EINVAL, "json: i64: \"007\" is not a number");
+    JERR("{\"i64\":\" 7\"}", PS_EINVAL, "json: i64: \" 7\" is not a number");
+    JERR("{\"i64\":\"7\\u00a0\"}", PS_EINVAL, "json: i64: \"7\xc2\xa0\" is not a number");
+    JERR("{\"i64\":\"+7\"}", PS_EINVAL, "json: i64: \"+7\" is not a number");
+    JERR("{\"i64\":\"5.\"}", PS_EINVAL, "json: i64: \"5.\" is not a number");
+    JERR("{\"i64\":\"1.5\"}", PS_EINVAL, "json: i64: \"1.5\" is not an integer in range");
+    JERR("{\"i64\":\"10e-2\"}", PS_EINVAL, "json: i64: \"10e-2\" is not an integer in range");
+    JERR("{\"i64\":\"9223372036854775808\"}", PS_EINVAL, "json: i64: \"9223372036854775808\" is not an integer in range");
+    JERR("{\"u64\":\"-1\"}", PS_EINVAL, "json: u64: \"-1\" is not an integer in range");
+    JERR("{\"i32\":\"2147483648\"}", PS_EINVAL, "json: i32: \"2147483648\" is not an integer in range");
+    JERR("{\"dbl\":\"1e999\"}", PS_EINVAL, "json: dbl: \"1e999\" is out of range");
+    JERR("{\"dbl\":\"0x1p3\"}", PS_EINVAL, "json: dbl: \"0x1p3\" is not a number");
+    json_is("{\"dbl\":\"-2.5e-1\"}", "{\"dbl\":-0.25}");
+    /* enums: a name the enum lacks is left out (DiscardUnknown), also in a list; numbers as they are */
+    json_is("{\"color\":\"BLUE\",\"colors\":[\"COLOR_RED\",\"BLUE\",2,\"1\"]}",
+            "{\"colors\":[\"COLOR_RED\",\"COLOR_GREEN\"]}");
+    json_is("{\"color\":7}", "{\"color\":7}");
+    JERR("{\"color\":1.5}", PS_EINVAL, "json: color: 1.5 is not an integer in range");
+    JERR("{\"color\":true}", PS_EINVAL, "json: color: expected an enum name or number, got boolean");
+    /* bytes: std or URL alphabet by the string, padding by its length, \r\n skipped */
+    json_is("{\"rawBytes\":\"/wAB\"}", "{\"rawBytes\":\"/wAB\"}");
+    json_is("{\"rawBytes\":\"_wAB\"}", "{\"rawBytes\":\"/wAB\"}");
+    json_is("{\"rawBytes\":\"/w==\"}", "{\"rawBytes\":\"/w==\"}");
+    json_is("{\"rawBytes\":\"_w\"}", "{\"rawBytes\":\"/w==\"}");
+    json_is("{\"rawBytes\":\"/w\\r\\n==\\r\\n\"}", "{\"rawBytes\":\"/w==\"}"); /* 8 characters: padded */
+    JERR("{\"rawBytes\":\"/w\\r\\n==\"}", PS_EINVAL, /* 6 characters: unpadded, as Go counts them */
+         "json: raw_bytes: invalid base64 character at offset 4");
+    JERR("{\"rawBytes\":\"/w=\"}", PS_EINVAL, "json: raw_bytes: invalid base64 character at offset 2");
+    JERR("{\"rawBytes\":\"+w-A\"}", PS_EINVAL, "json: raw_bytes: invalid base64 character at offset 0");
+    JERR("{\"rawBytes\":\"/w=A\"}", PS_EINVAL, "json: raw_bytes: invalid base64 character at offset 3");
+    JERR("{\"rawBytes\":\"/====\"}", PS_EINVAL, "json: raw_bytes: invalid base64 character at offset 1");
+    JERR("{\"rawBytes\":\"AAAAA\"}", PS_EINVAL, "json: raw_bytes: invalid base64 (length)");
+    /* a field by both names is a duplicate, also when one is null; by one name inside an unknown
+     * field's value it is not looked at */
+    JERR("{\"profileTypeID\":\"a\",\"profile_typeID\":\"b\"}", PS_EINVAL,
+         "json: profile_typeID: duplicate field (given as \"profileTypeID\" and as \"profile_typeID\")");
+    JERR("{\"maxNodes\":null,\"max_nodes\":\"5\"}", PS_EINVAL,
+         "json: max_nodes: duplicate field (given as \"maxNodes\" and as \"max_nodes\")");
+    JERR("{\"inners\":[{},{\"n\":1,\"n\":2}]}", PS_EINVAL,
+         "json: inners[1].n: duplicate field (given as \"n\" and as \"n\")");
+    JERR("{\"inner\":{\"name\":\"a\",\"na\\u006de\":\"b\"}}", PS_EINVAL,
+         "json: inner.name: duplicate field (given as \"name\" and as \"name\")");
+    json_is("{\"x\":{\"a\":1,\"a\":2},\"y\":1,\"y\":[],\"str\":\"s\"}", "{\"str\":\"s\"}");
+    JERR("{\"x\":1,\"x\":2,\"str\":[}", PS_EINVAL, "json: line 1 column 21: unexpected token near '}'");
+    /* null: the default, for every kind of field; not inside a list */
+    json_is("{\"inner\":null,\"names\":null,\"color\":null,\"rawBytes\":null,\"choiceStr\":null,\"choiceInt\":3}",
+            "{\"choiceInt\":3}");
+    JERR("{\"colors\":[null]}", PS_EINVAL, "json: colors[0]: null is not allowed in a repeated field");
+    /* the body */
+    JERR("", PS_EINVAL, "json: zero-length payload is not a valid JSON object");
+    JERR("null", PS_EINVAL, "json: line 1 column 4: '[' or '{' expected near 'null'");
+    JERR("{} {}", PS_EINVAL, "json: line 1 column 4: end of file expected near '{'");
 }
 
 static void test_binary_errors(void **state)
@@ -305,7 +396,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_encode_json_exact),  cmocka_unit_test(test_empty_message_is_empty_object),
         cmocka_unit_test(test_roundtrip),          cmocka_unit_test(test_decode_variants),
-        cmocka_unit_test(test_json_errors),        cmocka_unit_test(test_binary_errors),
+        cmocka_unit_test(test_json_errors),
+        cmocka_unit_test(test_protojson_rules),        cmocka_unit_test(test_binary_errors),
         cmocka_unit_test(test_push_request),       cmocka_unit_test(test_big_double),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,7 @@
 #include "../testutil.h"
 
 #include "proto/querier.h"
+#include "pyroscope_querier.pb-c.h"
 
 #define BUDGET (1u << 20)
 
@@ -120,7 +121,7 @@ static void test_select_series(void **state)
     assert_false(r.has_limit);
     ps_label_pair_t pairs[] = {{.name = "pod", .value = "p1", .nlen = 3, .vlen = 2}};
     ps_labels_t ls = {.n = 1, .pairs = pairs};
-    ps_qr_point_t pts[] = {{1000, 2.5}};
+    ps_qr_point_t pts[] = {{1000, 2.5, NULL}};
     ps_qr_series_t s = {ls, 1, pts};
     ps_buf_t out = PS_BUF_INIT;
     ps_qr_encode_select_series(PS_QR_BINARY, &s, 1, &a, &out);
@@ -128,6 +129,43 @@ static void test_select_series(void **state)
                                    0x09, 0, 0, 0, 0, 0, 0, 0x04, 0x40, 0x10, 0xe8, 0x07};
     assert_int_equal(out.len, sizeof(want));
     assert_memory_equal(out.data, want, sizeof(want));
+    /* with exemplars (written directly, not through protobuf-c): protobuf-c reads it and writes the
+     * same bytes back; zero values (0.0 and -0.0, t 0, value 0, "") left out, negatives as 10-byte varints */
+    {
+        ps_label_pair_t ep[] = {{.name = "instance", .value = "a", .nlen = 8, .vlen = 1},
+                                {.name = "empty", .value = "", .nlen = 5, .vlen = 0}};
+        ps_qr_exemplar_t ex[] = {{1796022007000, "18ecc07f-e804-8e60-8000-000000000002", 2980000000, {2, ep, 0}},
+                                 {-5, "", 0, {0, NULL, 0}}};
+        ps_qr_point_t xp[] = {{1000, 2.5, &ex[0]}, {0, 0.0, &ex[1]}, {-7, -0.0, NULL}, {60000, 1e300, &ex[0]}};
+        ps_qr_series_t xs[] = {{ls, 4, xp}, {{0, NULL, 0}, 1, xp}};
+        ps_buf_reset(&out);
+        ps_qr_encode_select_series(PS_QR_BINARY, xs, 2, &a, &out);
+        Querier__V1__SelectSeriesResponse *m = querier__v1__select_series_response__unpack(NULL, out.len, out.data);
+        assert_non_null(m);
+        assert_int_equal(m->n_series, 2);
+        assert_int_equal(m->series[0]->n_points, 4);
+        assert_int_equal(m->series[0]->points[0]->n_exemplars, 1);
+        assert_string_equal(m->series[0]->points[0]->exemplars[0]->profile_id, "18ecc07f-e804-8e60-8000-000000000002");
+        assert_int_equal(m->series[0]->points[0]->exemplars[0]->value, 2980000000);
+        assert_int_equal(m->series[0]->points[0]->exemplars[0]->n_labels, 2);
+        assert_int_equal(m->series[0]->points[1]->exemplars[0]->timestamp, -5);
+        assert_int_equal(m->series[0]->points[2]->timestamp, -7);
+        assert_int_equal(m->series[0]->points[2]->n_exemplars, 0);
+        size_t n = querier__v1__select_series_response__get_packed_size(m);
+        uint8_t *again = malloc(n);
+        querier__v1__select_series_response__pack(m, again);
+        if (getenv("PS_DUMP")) {
+            FILE *f1 = fopen("/tmp/i23_ours.bin", "wb"), *f2 = fopen("/tmp/i23_pbc.bin", "wb");
+            fwrite(out.data, 1, out.len, f1);
+            fwrite(again, 1, n, f2);
+            fclose(f1);
+            fclose(f2);
+        }
+        assert_int_equal(n, out.len);
+        assert_memory_equal(again, out.data, n);
+        free(again);
+        querier__v1__select_series_response__free_unpacked(m, NULL);
+    }
     /* SeriesResponse: labels_set is field 2 */
     ps_buf_reset(&out);
     ps_qr_encode_series(PS_QR_BINARY, &ls, 1, &a, &out);

@@ -196,7 +196,7 @@ static int range(fx_t *f, int64_t start, int64_t end, int64_t step, const char *
     ps_querier_range_q_t q = {.sel = &sel, .start = MS(start), .end = MS(end), .step = MS(step), .group_by = gb,
                               .ngroup_by = g ? 1 : 0, .average = avg, .has_limit = limit >= 0, .limit = limit,
                               .max_series = 100};
-    return ps_querier_select_series(f->r, &q, &f->a, out, n, &f->err);
+    return ps_querier_select_series(f->r, &q, &f->a, out, n, NULL, &f->err);
 }
 
 static void assert_point(const ps_qseries_t *s, uint32_t i, int64_t t_s, double v)
@@ -446,6 +446,143 @@ static int heatmap(fx_t *f, int64_t start, int64_t end, int64_t step, const char
     return ps_querier_select_heatmap(f->r, &q, &f->a, out, n, &f->err);
 }
 
+static void assert_uuid(uint64_t sid, int64_t ts)
+{
+    uint8_t u[16], v[16];
+    char t[PS_PROFILE_ID_LEN + 1];
+    uint64_t s2;
+    int64_t t2;
+    assert_true(ps_profile_uuid_make(sid, ts, u));
+    assert_true(ps_profile_uuid_split(u, &s2, &t2));
+    assert_true(s2 == sid);
+    assert_true(t2 == ts);
+    ps_profile_uuid_text(u, t);
+    assert_int_equal(strlen(t), 36);
+    assert_int_equal(t[14], '8');                   /* version 8 */
+    assert_true(strchr("89ab", t[19]) != NULL);     /* RFC 9562's variant */
+    assert_int_equal(ps_profile_uuid_scan(t, 36, v), 0);
+    assert_memory_equal(u, v, 16);
+}
+
+/* ids: the layout (docs/api.md "Profile ids"), the text forms read, ids of stored profiles */
+static void test_profile_ids(void **state)
+{
+    (void)state;
+    uint8_t u[16], v[16];
+    char t[PS_PROFILE_ID_LEN + 1];
+    /* series 2 at 2026-11-30T07:00:07Z (the integration tests' cpu-01) */
+    assert_true(ps_profile_uuid_make(2, 1796022007000000000LL, u));
+    ps_profile_uuid_text(u, t);
+    assert_string_equal(t, "18ecc07f-e804-8e60-8000-000000000002");
+    assert_true(ps_profile_uuid_make(PS_PROFILE_ID_MAX_SID, -1, u));
+    ps_profile_uuid_text(u, t);
+    assert_string_equal(t, "ffffffff-ffff-8fff-bfff-ffffffffffff");
+    assert_true(ps_profile_uuid_make(0, 0, u));
+    ps_profile_uuid_text(u, t);
+    assert_string_equal(t, "00000000-0000-8000-8000-000000000000");
+    assert_false(ps_profile_uuid_make(PS_PROFILE_ID_MAX_SID + 1, 0, u));
+    assert_uuid(0, INT64_MIN);
+    assert_uuid(PS_PROFILE_ID_MAX_SID, INT64_MAX);
+    assert_uuid(123456789, 1796022007123456789LL);
+    assert_uuid(1ULL << 56, -1796022007123456789LL);
+    /* the forms Go's uuid.Parse reads */
+    assert_int_equal(ps_profile_uuid_scan("18ecc07f-e804-8e60-8000-000000000002", 36, u), 0);
+    const char *same[] = {"18ECC07F-E804-8E60-8000-000000000002", "{18ecc07f-e804-8e60-8000-000000000002}",
+                          "urn:uuid:18ecc07f-e804-8e60-8000-000000000002", "URN:UUID:18ecc07f-e804-8e60-8000-000000000002",
+                          "18ecc07fe8048e608000000000000002"};
+    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+        assert_int_equal(ps_profile_uuid_scan(same[i], strlen(same[i]), v), 0);
+        assert_memory_equal(u, v, 16);
+    }
+    const char *bad[] = {"", "18ecc07f-e804-8e60-8000-00000000000", "18ecc07f-e804-8e60-8000-0000000000023",
+                         "18ecc07fe-804-8e60-8000-000000000002", "18ecc07f-e804-8e60-8000-00000000000g",
+                         "{18ecc07f-e804-8e60-8000-000000000002]", "18ecc07fe8048e60800000000000000",
+                         "urn:uuix:18ecc07f-e804-8e60-8000-000000000002"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(ps_profile_uuid_scan(bad[i], strlen(bad[i]), v), -1);
+    /* a UUIDv4 is not a derived id */
+    uint64_t sid;
+    int64_t ts;
+    assert_int_equal(ps_profile_uuid_scan("7c9e6679-7425-40de-944b-e07fc1f90ae7", 36, v), 0);
+    assert_false(ps_profile_uuid_split(v, &sid, &ts));
+
+    /* against the store: every profile's id reads back as it; others are refused naming them */
+    fx_t f;
+    fx_begin(&f);
+    ps_selector_t sel;
+    if (ps_querier_selector(CPU, "{}", "label_selector", &f.a, &sel, &f.err) != 0)
+        fail_msg("%s", f.err.msg);
+    ps_series_set_t set;
+    ps_profile_entry_t *e;
+    uint32_t n, k;
+    assert_int_equal(ps_query_profile_list(f.r, &sel, MS(T0) * 1000000, MS(T0 + 30) * 1000000, 100, 10, &f.a, &set, &e,
+                                           &n, &f.err), 0);
+    assert_int_equal(n, 4); /* by time: cpu-01 @10, cpu-03 @15, cpu-02 @20, cpu-04 @30 */
+    int64_t want_t[4] = {10, 15, 20, 30}, want_v[4] = {CPU01, CPU03, CPU02, CPU04};
+    for (uint32_t i = 0; i < n; i++) {
+        ps_profile_ref_t ref;
+        assert_int_equal(e[i].ref.ts, (T0 + want_t[i]) * 1000000000LL);
+        assert_int_equal(e[i].total, want_v[i]);
+        assert_int_equal(ps_query_profile_id(f.r, e[i].ref.sid, e[i].ref.ts, t), 36);
+        assert_int_equal(ps_query_profile_id_parse(f.r, t, 36, "id", &ref, 1, &k, &f.err), 0);
+        assert_int_equal(k, 1);
+        assert_true(ref.sid == e[i].ref.sid && ref.ts == e[i].ref.ts);
+    }
+    assert_int_equal(ps_query_profile_list(f.r, &sel, MS(T0) * 1000000, MS(T0 + 30) * 1000000, 100, 3, &f.a, &set, &e,
+                                           &n, &f.err), PS_ELIMIT);
+    ps_profile_ref_t ref;
+    assert_int_equal(ps_query_profile_id_parse(f.r, "7c9e6679-7425-40de-944b-e07fc1f90ae7", 36, "id", &ref, 1, &k, &f.err),
+                     PS_EINVAL);
+    assert_string_equal(f.err.msg, "id: unknown profile id \"7c9e6679-7425-40de-944b-e07fc1f90ae7\" (no stored profile has it)");
+    /* ours in shape: series 1 at 0 ns, no profile */
+    assert_int_equal(ps_query_profile_id_parse(f.r, "00000000-0000-8000-8000-000000000001", 36, "id", &ref, 1, &k, &f.err),
+                     PS_EINVAL);
+    assert_string_equal(f.err.msg, "id: unknown profile id \"00000000-0000-8000-8000-000000000001\" (no stored profile has it)");
+    assert_int_equal(ps_query_profile_id_parse(f.r, "zz", 2, "profile_id_selector[2]", &ref, 1, &k, &f.err), PS_EINVAL);
+    assert_string_equal(f.err.msg, "profile_id_selector[2]: \"zz\" is not a profile id (a UUID, "
+                                   "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, as exemplars give them)");
+
+    /* SelectSeries' exemplars: step T+20 sums cpu-03 and cpu-02; cpu-02 is the larger */
+    const char *gb[1] = {"job"};
+    ps_querier_range_q_t q = {.sel = &sel, .start = MS(T0), .end = MS(T0 + 40), .step = MS(10), .group_by = gb,
+                              .ngroup_by = 1, .has_limit = false, .max_series = 100, .exemplars = true};
+    ps_qseries_t *s;
+    ps_qr_exemplar_t **ex;
+    assert_int_equal(ps_querier_select_series(f.r, &q, &f.a, &s, &n, &ex, &f.err), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(s[0].n, 2);
+    assert_true(ex[0][0].t == MS(T0 + 10) && ex[0][0].value == CPU01);
+    assert_true(ex[0][1].t == MS(T0 + 20) && ex[0][1].value == CPU02);
+    assert_true(s[0].points[1].v == CPU02 + CPU03);
+    assert_int_equal(ex[0][1].labels.n, 1); /* without __name__ and job */
+    assert_string_equal(ps_labels_value(&ex[0][1].labels, "instance"), "a");
+    assert_true(ex[1][0].t == MS(T0 + 30) && ex[1][0].value == CPU04);
+    assert_int_equal(ex[1][0].labels.n, 0);
+    {
+        ps_profile_ref_t ref;
+        assert_int_equal(ps_query_profile_id_parse(f.r, ex[0][1].profile_id, 36, "id", &ref, 1, &k, &f.err), 0);
+        assert_true(ref.ts == (T0 + 20) * 1000000000LL);
+    }
+    /* merge by ids: cpu-01 and cpu-04 of the listed, within the range; listed twice counts once */
+    const char *ids[4] = {ex[0][0].profile_id, ex[1][0].profile_id, ex[0][0].profile_id, ex[0][1].profile_id};
+    ps_profile_ref_t *refs;
+    uint32_t nrefs;
+    assert_int_equal(ps_querier_profile_ids(f.r, ids, 4, "profile_id_selector", &f.a, &refs, &nrefs, &f.err), 0);
+    assert_int_equal(nrefs, 3);
+    int64_t lo, hi;
+    range_ns(&f, MS(T0), MS(T0 + 30), &lo, &hi);
+    ps_profile_sel_t ps;
+    assert_int_equal(ps_querier_merge_ids(f.r, &sel, lo, hi, 100, refs, nrefs, &f.a, &ps, &f.err), 0);
+    assert_int_equal(ps.totals[0], CPU01 + CPU04 + CPU02);
+    ps_profile_sel_dispose(&ps);
+    range_ns(&f, MS(T0 + 11), MS(T0 + 30), &lo, &hi); /* cpu-01 is before the range */
+    assert_int_equal(ps_querier_merge_ids(f.r, &sel, lo, hi, 100, refs, nrefs, &f.a, &ps, &f.err), 0);
+    assert_int_equal(ps.totals[0], CPU04 + CPU02);
+    ps_profile_sel_dispose(&ps);
+    ps_selector_dispose(&sel);
+    fx_end(&f);
+}
+
 static void assert_slot(const ps_qr_heatmap_slot_t *s, int64_t t_s, int b1, int b2)
 {
     assert_int_equal(s->t, MS(t_s));
@@ -483,7 +620,16 @@ static void test_select_heatmap(void **state)
     assert_int_equal(s[0].slots[1].exemplars[0].value, CPU03);
     assert_int_equal(s[0].slots[1].exemplars[0].labels.n, 1); /* instance only */
     assert_string_equal(ps_labels_value(&s[0].slots[1].exemplars[0].labels, "instance"), "b");
-    assert_null(s[0].slots[1].exemplars[0].profile_id);
+    {
+        /* its id names cpu-03's profile */
+        const char *id = s[0].slots[1].exemplars[0].profile_id;
+        ps_profile_ref_t ref;
+        uint32_t k;
+        assert_int_equal(strlen(id), PS_PROFILE_ID_LEN);
+        assert_int_equal(ps_query_profile_id_parse(f.r, id, strlen(id), "id", &ref, 1, &k, &f.err), 0);
+        assert_int_equal(k, 1);
+        assert_int_equal(ref.ts, (T0 + 15) * 1000000000LL);
+    }
     assert_int_equal(s[0].slots[1].exemplars[1].value, CPU02);
     /* limit 1: api (3 counts) before batch (1) */
     assert_int_equal(heatmap(&f, T0 + 10, T0 + 30, 10, "job", false, 1, &s, &n), 0);
@@ -543,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_call_site),
         cmocka_unit_test(test_heatmap_buckets),
         cmocka_unit_test(test_select_heatmap),
+        cmocka_unit_test(test_profile_ids),
         cmocka_unit_test(test_analyze),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -29,6 +29,7 @@
 #include "core/hash.h"
 #include "core/labels.h"
 #include "core/varint.h"
+#include "proto/recording.h"
 #include "storage/chunk.h"
 #include "storage/float_dense.h"
 #include "storage/internal.h"
@@ -95,7 +96,7 @@ typedef struct rec {
 
 static const char *const dbs[] = {"info", "sym", "sym_hash", "tree", "nodes", "series", "series_hash",
                                   "postings", "head", "chunks", "fchunks", "fhead", "meta", "fprefix",
-                                  "spans", "spanparts", "uuids"};
+                                  "spans", "spanparts", "uuids", "adhoc"};
 
 static size_t parse_records(const char *doc, rec_t *recs, size_t max)
 {
@@ -359,6 +360,22 @@ static void test_format_md_records(void **state)
     ps_put_be64(&v, (uint64_t)2000 ^ (1ull << 63));
     ps_buf_append(&v, "new", 3);
     CHECK();
+    /* a recording rule (recrules.c): "rrule:" id -> generation (sign flipped) and a binary
+     * RecordingRuleStore (proto/recording.c), which decodes to the rule */
+    NEXT("info");
+    ps_buf_append(&k, "rrule:kernel", 12);
+    ps_put_be64(&v, (uint64_t)2 ^ (1ull << 63));
+    ps_buf_append(&v, "\x0a\x06kernel\x12\x13profiles_recorded_k", 29);
+    {
+        ps_arena_t ra = PS_ARENA_INIT;
+        ps_rr_rule_t rr;
+        ps_err_t rerr;
+        assert_int_equal(ps_rr_store_decode(v.data + 8, v.len - 8, &ra, &rr, &rerr), 0);
+        assert_string_equal(rr.id, "kernel");
+        assert_string_equal(rr.metric_name, "profiles_recorded_k");
+        ps_arena_dispose(&ra);
+    }
+    CHECK();
 
     /* the span index (schema 5): span 0123456789abcdef in series 2's profile of the head example */
     NEXT("spans");
@@ -384,6 +401,14 @@ static void test_format_md_records(void **state)
     ps_buf_append(&k, sk, 4); /* the hour, as in the spans key */
     ps_buf_append(&k, uuid, 16);
     ps_buf_append(&k, kb, 16);
+    CHECK();
+
+    /* an ad hoc profile (adhoc.c): id -> 01, uploaded ms (sign flipped), the file as uploaded */
+    NEXT("adhoc");
+    ps_buf_append(&k, "01M92BW73SCST6GMMMKYGWX9W1-a", 28);
+    ps_buf_putc(&v, 0x01);
+    ps_put_be64(&v, (uint64_t)1796449639545ll ^ (1ull << 63));
+    ps_buf_append(&v, "a;b 1\n", 6);
     CHECK();
 
     if (i != n)

@@ -2,7 +2,9 @@
  * test_settings.c - the settings table (storage/settings.c): put, list by name, an older update
  * refused (PS_ECONFLICT) and nothing changed, delete (a missing one is no error), bad names and
  * values refused, everything kept across reopen, and the settings do not disturb the store's
- * other records (stats, schema).
+ * other records (stats, schema). The recording rule records (storage/recrules.c): created with
+ * generation 1, replaced only by the generation stored (+1), a stale one PS_ECONFLICT, delete of a
+ * missing one PS_ENOTFOUND, the limit, kept across reopen.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -119,10 +121,66 @@ static void test_settings_table(void **state)
     free(dir);
 }
 
+static int on_rule(void *ctx, const ps_store_rule_t *r)
+{
+    ps_buf_printf(ctx, "%.*s=%.*s@%lld;", (int)r->idlen, r->id, (int)r->vlen, (const char *)r->value,
+                  (long long)r->generation);
+    return 0;
+}
+
+static const char *rules(ps_store_t *s, ps_buf_t *b)
+{
+    ps_err_t err;
+    ps_buf_reset(b);
+    assert_int_equal(ps_store_rules(s, on_rule, b, &err), 0);
+    ps_buf_putc(b, 0);
+    return (const char *)b->data;
+}
+
+static int rput(ps_store_t *s, const char *id, const char *v, int64_t gen, bool del, int64_t *out, ps_err_t *err)
+{
+    ps_store_rule_t r = {id, strlen(id), v, v ? strlen(v) : 0, gen};
+    return ps_store_rule_put(ps_test_writer(s), &r, del, 2, out, err);
+}
+
+static void test_rule_records(void **state)
+{
+    (void)state;
+    char *dir = ps_test_tmpdir("/tmp/ps-rrules-XXXXXX");
+    ps_store_t *s = open_store(dir);
+    ps_err_t err;
+    ps_buf_t b = PS_BUF_INIT;
+    int64_t gen = -1;
+    assert_string_equal(rules(s, &b), "");
+    assert_int_equal(rput(s, "b", "one", 7, false, &gen, &err), 0); /* new: generation 1, whatever was sent */
+    assert_int_equal(gen, 1);
+    assert_int_equal(rput(s, "a", "x", 0, false, &gen, &err), 0);
+    assert_string_equal(rules(s, &b), "a=x@1;b=one@1;");
+    assert_int_equal(rput(s, "b", "two", 0, false, &gen, &err), PS_ECONFLICT);
+    assert_string_equal(err.msg, "conflicting update, please try again: observed_generation=0, store_generation=1");
+    assert_int_equal(rput(s, "b", "two", 1, false, &gen, &err), 0);
+    assert_int_equal(gen, 2);
+    assert_int_equal(rput(s, "c", "three", 0, false, &gen, &err), PS_ELIMIT); /* at most 2 */
+    assert_string_equal(err.msg, "2 recording rules are stored already, the most there may be");
+    assert_int_equal(rput(s, "zz", NULL, 0, true, &gen, &err), PS_ENOTFOUND);
+    assert_string_equal(err.msg, "no rule with ID='zz' found");
+    ps_test_close_store(s);
+    s = open_store(dir);
+    assert_string_equal(rules(s, &b), "a=x@1;b=two@2;");
+    assert_int_equal(rput(s, "a", NULL, 0, true, &gen, &err), 0);
+    assert_string_equal(rules(s, &b), "b=two@2;");
+    expect(s, ""); /* the settings are apart */
+    ps_buf_dispose(&b);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_settings_table),
+        cmocka_unit_test(test_rule_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

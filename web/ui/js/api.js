@@ -91,6 +91,9 @@ export const api = {
   queryRange: (query, start, end, step, o) => get('/api/v1/query_range', { query, start, end, step }, o),
   profile: (params, o) => get('/api/v1/profiles/query', params, o),
   diff: (params, o) => get('/api/v1/profiles/diff', params, o),
+  // one stored profile by its id ({id, format, ...}), and the ids of a selector's profiles in a range
+  profileById: (params, o) => get('/api/v1/profile', params, o),
+  profileIds: (query, start, end, o) => get('/api/v1/profiles/ids', { query, start, end }, o),
   get,
   url,
 };

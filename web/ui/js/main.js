@@ -1,8 +1,9 @@
 // main.js: the UI's entry point and router. The path picks the view (/graph, the default for /,
-// /compare, /targets, /status); the rest of the view state is in the query string (state.js).
+// /compare, /targets, /status, /upload, /shared); the rest of the view state is in the query string (state.js).
 // Graph view: query bar, service list, totals over time, the profile panel of the selection,
 // label breakdown.
 // Compare view: two query bars, both profiles side by side, their diff and its largest changes.
+// Upload and Shared (shared.js): a profile file uploaded by hand, and the view its link opens.
 
 import * as state from './state.js';
 import { api } from './api.js';
@@ -13,6 +14,7 @@ import { ProfilePanel } from './panel.js';
 import { Breakdown } from './breakdown.js';
 import { ServiceList } from './services.js';
 import { groupTypes, selectorOf } from './types.js';
+import { SharedView, render as renderUpload } from './shared.js';
 
 // types: the picker's entries (types.js groupTypes), storedTypes: the ids the server listed
 const app = { types: null, storedTypes: null, view: null, viewName: null };
@@ -67,6 +69,9 @@ function windowOf(s, r, p = '') {
   return { start: String(r.start), end: String(r.end), point: false };
 }
 
+// a point selection with its profile's id: the panel shows that profile by id
+function byId(s) { return Boolean(s.pid && s.sfrom && s.sfrom === s.sto); }
+
 function joinSel(...parts) { return parts.map((p) => (p || '').trim()).filter(Boolean).join(', '); }
 
 class GraphView {
@@ -80,7 +85,7 @@ class GraphView {
     this.err = h('div.view-msg');
     this.selInfo = h('div.selinfo');
     root.append(this.err);
-    this.graph = new TimeGraph(root, { onSelect: (sel) => state.set({ ...sel, zoom: null }) });
+    this.graph = new TimeGraph(root, { onSelect: (sel) => this.select(sel) });
     root.append(this.selInfo);
     this.panel = new ProfilePanel(root, {
       onState: panelPatch,
@@ -92,13 +97,30 @@ class GraphView {
       onNarrow: (label, value) => {
         const s = state.get();
         const m = value === null ? `${label}=""` : `${label}=${JSON.stringify(value)}`;
-        state.set({ sel: joinSel(s.sel, m), sfrom: null, sto: null, ssel: null, zoom: null });
+        state.set({ sel: joinSel(s.sel, m), sfrom: null, sto: null, ssel: null, pid: null, zoom: null });
       },
     });
   }
 
   run(patch) {
-    if (!state.set({ ...patch, sfrom: null, sto: null, ssel: null, zoom: null, fn: null })) this.update(state.get(), null, true);
+    if (!state.set({ ...patch, sfrom: null, sto: null, ssel: null, pid: null, zoom: null, fn: null })) this.update(state.get(), null, true);
+  }
+
+  // a graph selection: a clicked point is one profile, shown by its id (pid in the URL)
+  async select(sel) {
+    const pid = sel.ssel !== null && sel.sfrom === sel.sto ? await this.pointId(sel) : null;
+    state.set({ ...sel, pid, zoom: null });
+  }
+
+  // the id of the profile of a point (its series, its ms): the largest if several; null if none
+  async pointId(sel) {
+    const s = state.get(), a = Number(sel.sfrom);
+    try {
+      const list = await api.profileIds(state.selector(s.type, joinSel(s.sel, sel.ssel)), a.toFixed(3), (a + 0.000999).toFixed(6));
+      let best = null;
+      for (const p of list) if (!best || p.total > best.total) best = p;
+      return best ? best.id : null;
+    } catch (_) { return null; } /* shown by time then */
   }
 
   async update(s, prev, force = false) {
@@ -110,7 +132,7 @@ class GraphView {
     }
     this.services.mark(s);
     const qk = ['type', 'sel', 'range', 'from', 'to', 'by'];
-    const fk = qk.concat(['sfrom', 'sto', 'ssel']);
+    const fk = qk.concat(['sfrom', 'sto', 'ssel', 'pid']);
     const info = typeInfo(s.type);
     if (force || state.changed(s, prev, qk) || !this.r) {
       this.r = state.timeRange(s);
@@ -142,11 +164,12 @@ class GraphView {
     const what = a === b
       ? `the profile of {${s.ssel || ''}} at ${fmtTime(a)}`
       : `${s.ssel ? `{${s.ssel}} ` : ''}${fmtTime(a)} – ${fmtTime(b)} merged`;
+    const pid = byId(s) ? [' ', h('span.pid', 'id ', h('code', s.pid))] : [];
     const range = { range: s.range, from: s.from, to: s.to };
     const sides = {};
     for (const p of ['b', 'c']) Object.assign(sides, { [p + 'sel']: s.sel, [p + 'range']: range.range, [p + 'from']: range.from, [p + 'to']: range.to });
-    this.selInfo.append(h('span', 'Selection: ', h('strong', what)), ' ',
-      h('button.clear', { type: 'button', on: { click: () => state.set({ sfrom: null, sto: null, ssel: null, zoom: null }) } }, 'clear selection'), ' ',
+    this.selInfo.append(h('span', 'Selection: ', h('strong', what), ...pid), ' ',
+      h('button.clear', { type: 'button', on: { click: () => state.set({ sfrom: null, sto: null, ssel: null, pid: null, zoom: null }) } }, 'clear selection'), ' ',
       h('button.tocompare', {
         type: 'button', title: 'open Compare with this selection as the baseline; drag the comparison on its graph',
         on: { click: () => state.go('compare', { type: s.type, ...sides, bsfrom: s.sfrom, bsto: s.sto, bssel: s.ssel }) },
@@ -159,7 +182,8 @@ class GraphView {
     const params = { query: state.selector(s.type, joinSel(s.sel, s.ssel)), start: w.start, end: w.end };
     this.loadBreakdown(s, info);
     try {
-      await this.panel.load(api, 'query', params, { sampleUnit: info.sample_unit });
+      if (byId(s)) await this.panel.load(api, 'id', { id: s.pid }, { sampleUnit: info.sample_unit });
+      else await this.panel.load(api, 'query', params, { sampleUnit: info.sample_unit });
       if (!app.firstFlameMs) app.firstFlameMs = performance.now();
     } catch (_) { /* shown in the panel */ }
   }
@@ -355,7 +379,9 @@ async function route(s, prev) {
     }
     app.view = s.view === 'graph' ? new GraphView(root)
       : s.view === 'compare' ? new CompareView(root)
-        : new PageView(root, s.view);
+        : s.view === 'shared' ? new SharedView(root)
+          : s.view === 'upload' ? { update: (st, p) => (p ? null : renderUpload(root)), destroy() {} }
+            : new PageView(root, s.view);
   }
   await app.view.update(s, prev);
 }

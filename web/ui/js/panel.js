@@ -100,14 +100,15 @@ export class ProfilePanel {
     this.fg = null;
   }
 
-  // load(api, kind ('query'|'diff'), params, {sampleUnit}) -> the flame graph JSON
+  // load(api, kind ('query'|'diff'|'id': one profile by its id, params {id}), params, {sampleUnit})
+  // -> the flame graph JSON
   async load(api, kind, params, { sampleUnit }) {
     const seq = this.seq = (this.seq || 0) + 1;
     clear(this.msg);
     this.el.classList.add('busy');
     this.el.classList.remove('failed');
-    const call = kind === 'diff' ? api.diff : api.profile;
-    this.pprofLink.href = api.url(`/api/v1/profiles/${kind}`, params);
+    const call = kind === 'diff' ? api.diff : kind === 'id' ? api.profileById : api.profile;
+    this.pprofLink.href = api.url(kind === 'id' ? '/api/v1/profile' : `/api/v1/profiles/${kind}`, params);
     try {
       const [fg, top] = await Promise.all([
         call({ ...params, format: 'flamegraph', max_nodes: MAX_NODES }),

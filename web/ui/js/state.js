@@ -7,15 +7,17 @@
 //   range             15m|1h|6h|24h|7d (relative to now)  from,to absolute range (unix seconds)
 //   by                sum-by labels, comma-separated
 //   sfrom,sto         the selection on the graph (unix s)  ssel  the series of a clicked point
+//   pid               the id of a clicked point's profile (shown by id: /api/v1/profile?id=)
 //   zoom              zoomed flame node (JSON array of frame names)   q   flame search regex
 //   mode              flame|table|both|sandwich            inv    1 = root at the bottom
 //   fn                selected function (table row, sandwich)         bd  breakdown label
 //   bsel,brange,bfrom,bto / csel,crange,cfrom,cto   compare view's baseline and comparison
 //   norm              rate|none: the compare view's diff measure (absent: the server's default)
+//   id, compare, st   the shared view: a shared profile's id, the one diffed with it, its sample type
 
 import { selectorOf } from './types.js';
 
-export const VIEWS = ['graph', 'compare', 'targets', 'status'];
+export const VIEWS = ['graph', 'compare', 'targets', 'status', 'upload', 'shared'];
 export const RANGES = { '15m': 900, '1h': 3600, '6h': 21600, '24h': 86400, '7d': 604800 };
 
 const listeners = new Set();

@@ -1,0 +1,228 @@
+/*
+ * adhoc.c - ad hoc profiles (ingest.h): an uploaded file's format detected and decoded (pprof
+ * through proto/pprof.h, folded stacks through pyroscope.c's parser), names and ids as Pyroscope's
+ * adhocprofiles makes them (a ULID, '-', the name with every code point outside [A-Za-z0-9._-]
+ * as '_'), and the pair profile of a diff. docs/api.md "Ad hoc profiles" says the same for users.
+ */
+#include <string.h>
+#include <sys/random.h>
+
+#include "core/timeutil.h"
+#include "proto/gzip.h"
+#include "ingest.h"
+
+#define SNIFF 512 /* bytes looked at to tell raw pprof from text */
+
+int ps_adhoc_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *p,
+                    ps_adhoc_format_t *fmt, ps_err_t *err)
+{
+    const uint8_t *b = data;
+    memset(p, 0, sizeof(*p));
+    *fmt = PS_ADHOC_PPROF;
+    if (n == 0)
+        return ps_err_set(err, PS_EINVAL, "the profile is empty");
+    if (ps_is_gzip(b, n)) { /* a gzipped pprof, or gzipped folded text: what it holds decides */
+        const uint8_t *in;
+        size_t inn;
+        int ret = ps_gunzip(b, n, lim->max_inflated, arena, &in, &inn, err);
+        if (ret != 0) /* gzip.c's messages start "gzip: ", but the bound's */
+            return strncmp(err->msg, "gzip: ", 6) == 0 ? ret : ps_err_prefix(err, "gzip");
+        if (inn == 0)
+            return ps_err_set(err, PS_EINVAL, "gzip: the profile is empty once decompressed");
+        if (ps_is_gzip(in, inn))
+            return ps_err_set(err, PS_EINVAL, "gzip: gzip inside gzip");
+        b = in;
+        n = inn;
+    }
+    bool binary = false;
+    for (size_t i = 0; i < n && i < SNIFF && !binary; i++)
+        binary = (b[i] < 0x20 && b[i] != '\t' && b[i] != '\n' && b[i] != '\r') || b[i] == 0x7f;
+    if (binary) {
+        int ret = ps_pprof_decode(b, n, lim, arena, p, err);
+        return ret != 0 ? ps_err_prefix(err, "pprof") : 0;
+    }
+    size_t i = 0;
+    while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r'))
+        i++;
+    if (i < n && b[i] == '{')
+        return ps_err_set(err, PS_EINVAL, "byte %zu: the profile is JSON (a flamebearer export?); uploads are pprof "
+                          "(gzipped or not) or folded stacks (\"a;b;c 12\" lines)", i);
+    *fmt = PS_ADHOC_FOLDED;
+    ps_pyro_meta_t m;
+    memset(&m, 0, sizeof(m));
+    m.sample_type = "samples";
+    m.sample_unit = "count";
+    m.sample_rate = 100;
+    int ret = ps_pyro_folded(b, n, false, &m, lim, arena, p, err);
+    return ret != 0 ? ps_err_prefix(err, "folded stacks") : 0;
+}
+
+const char **ps_adhoc_types(const ps_profile_t *p, ps_arena_t *arena)
+{
+    const char **v = ps_arena_alloc(arena, (p->ntypes + 1) * sizeof(*v));
+    for (uint32_t i = 0; i < p->ntypes; i++) {
+        ps_str_t s = ps_profile_str(p, p->sample_types[i].type);
+        v[i] = ps_arena_strndup(arena, s.ptr, s.len);
+    }
+    v[p->ntypes] = NULL;
+    return v;
+}
+
+int ps_adhoc_type_index(const ps_profile_t *p, const char *name)
+{
+    if (name == NULL || name[0] == 0)
+        return p->ntypes > 0 ? 0 : -1;
+    size_t n = strlen(name);
+    for (uint32_t i = 0; i < p->ntypes; i++) {
+        ps_str_t s = ps_profile_str(p, p->sample_types[i].type);
+        if (s.len == n && memcmp(s.ptr, name, n) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+static bool id_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+           c == '_';
+}
+
+int ps_adhoc_name(const char *name, size_t n, ps_arena_t *arena, const char **out, ps_err_t *err)
+{
+    char *o = ps_arena_alloc(arena, n + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c >= 0x80 && c < 0xc0) /* a continuation byte: its code point has its '_' already */
+            continue;
+        o[k++] = id_char(c) ? (char)c : '_';
+    }
+    o[k] = 0;
+    if (k > PS_ADHOC_NAME_MAX)
+        return ps_err_set(err, PS_EINVAL, "name: %zu characters, more than %d", k, PS_ADHOC_NAME_MAX);
+    *out = o;
+    return 0;
+}
+
+const char *ps_adhoc_id(int64_t now_ms, const char *name, ps_arena_t *arena)
+{
+    static const char b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    uint8_t rnd[10];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) { /* no entropy: the clock's nanoseconds */
+        uint64_t t = (uint64_t)ps_time_now();
+        for (size_t i = 0; i < sizeof(rnd); i++)
+            rnd[i] = (uint8_t)(t >> (8 * (i % 8))) ^ (uint8_t)(i * 151);
+    }
+    size_t nl = strlen(name);
+    char *id = ps_arena_alloc(arena, 27 + nl + 1);
+    uint64_t t = (uint64_t)now_ms & ((1ull << 48) - 1);
+    for (int i = 9; i >= 0; i--, t >>= 5)
+        id[i] = b32[t & 31];
+    /* 80 random bits, 5 at a time */
+    for (int i = 0; i < 16; i++) {
+        int bit = i * 5, v = 0;
+        for (int j = 0; j < 5; j++, bit++)
+            v = (v << 1) | ((rnd[bit / 8] >> (7 - bit % 8)) & 1);
+        id[10 + i] = b32[v];
+    }
+    id[26] = '-';
+    memcpy(id + 27, name, nl + 1);
+    return id;
+}
+
+bool ps_adhoc_id_valid(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > PS_ADHOC_ID_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!id_char((unsigned char)id[i]))
+            return false;
+    return true;
+}
+
+/* appends side s of a pair into out (arrays sized for both), its indexes shifted past what out holds */
+static void pair_side(ps_profile_t *out, const ps_profile_t *s, uint32_t vi, int side, ps_arena_t *arena)
+{
+    uint32_t so = out->nstrings, mo = out->nmappings, fo = out->nfunctions, lo = out->nlocations;
+    memcpy(out->strings + so, s->strings, s->nstrings * sizeof(ps_str_t));
+    out->nstrings += s->nstrings;
+    for (uint32_t i = 0; i < s->nmappings; i++) {
+        ps_mapping_t m = s->mappings[i];
+        m.filename += m.filename ? so : 0;
+        m.build_id += m.build_id ? so : 0;
+        out->mappings[out->nmappings++] = m;
+    }
+    for (uint32_t i = 0; i < s->nfunctions; i++) {
+        ps_function_t f = s->functions[i];
+        f.name += f.name ? so : 0;
+        f.system_name += f.system_name ? so : 0;
+        f.filename += f.filename ? so : 0;
+        out->functions[out->nfunctions++] = f;
+    }
+    for (uint32_t i = 0; i < s->nlocations; i++) {
+        ps_location_t l = s->locations[i];
+        l.mapping += l.mapping ? mo : 0;
+        l.lines = ps_arena_alloc(arena, (l.nlines + 1) * sizeof(ps_line_t));
+        for (uint32_t k = 0; k < l.nlines; k++) {
+            l.lines[k] = s->locations[i].lines[k];
+            l.lines[k].function += l.lines[k].function ? fo : 0;
+        }
+        out->locations[out->nlocations++] = l;
+    }
+    for (uint32_t i = 0; i < s->nsamples; i++) {
+        const ps_sample_t *x = &s->samples[i];
+        ps_sample_t *y = &out->samples[out->nsamples++];
+        memset(y, 0, sizeof(*y));
+        y->nlocs = x->nlocs;
+        y->locs = ps_arena_alloc(arena, (x->nlocs + 1) * sizeof(uint32_t));
+        for (uint32_t k = 0; k < x->nlocs; k++)
+            y->locs[k] = x->locs[k] + lo;
+        y->values = ps_arena_calloc(arena, 2, sizeof(int64_t));
+        y->values[side] = x->values[vi];
+    }
+}
+
+void ps_adhoc_pair(const ps_profile_t *l, uint32_t li, const ps_profile_t *r, uint32_t ri, ps_arena_t *arena,
+                   ps_profile_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->strings = ps_arena_alloc(arena, ((size_t)l->nstrings + r->nstrings + 1) * sizeof(ps_str_t));
+    out->mappings = ps_arena_alloc(arena, ((size_t)l->nmappings + r->nmappings + 1) * sizeof(ps_mapping_t));
+    out->functions = ps_arena_alloc(arena, ((size_t)l->nfunctions + r->nfunctions + 1) * sizeof(ps_function_t));
+    out->locations = ps_arena_alloc(arena, ((size_t)l->nlocations + r->nlocations + 1) * sizeof(ps_location_t));
+    out->samples = ps_arena_alloc(arena, ((size_t)l->nsamples + r->nsamples + 1) * sizeof(ps_sample_t));
+    pair_side(out, l, li, 0, arena);
+    pair_side(out, r, ri, 1, arena);
+    out->ntypes = 2;
+    out->sample_types = ps_arena_alloc(arena, 2 * sizeof(ps_value_type_t));
+    out->sample_types[0] = l->sample_types[li];
+    out->sample_types[1] = l->sample_types[li];
+    out->period_type = l->period_type;
+    out->period = l->period;
+}
+
+void ps_adhoc_pair_sub(ps_profile_t *pair, int64_t *left_total)
+{
+    int64_t lt = 0;
+    for (uint32_t i = 0; i < pair->nsamples; i++) {
+        int64_t *v = pair->samples[i].values;
+        lt += v[0] < 0 ? -v[0] : v[0];
+        v[0] = v[1] - v[0];
+    }
+    pair->ntypes = 1;
+    *left_total = lt;
+}
+
+void ps_adhoc_select(const ps_profile_t *p, uint32_t vi, ps_arena_t *arena, ps_profile_t *out)
+{
+    *out = *p;
+    out->ntypes = 1;
+    out->sample_types = &p->sample_types[vi];
+    out->default_sample_type = 0;
+    out->samples = ps_arena_alloc(arena, ((size_t)p->nsamples + 1) * sizeof(ps_sample_t));
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        out->samples[i] = p->samples[i];
+        out->samples[i].values = p->samples[i].values + vi;
+    }
+}

@@ -1,0 +1,794 @@
+/*
+ * rules.c - recording rules (rules.h): validation, the set in force, evaluation and recording.
+ *
+ * A contribution (ps_rules_eval, carried by the write request to ps_rules_record) is, repeated:
+ *   klen (u32, host order) | the recorded series' labels, ps_labels_encode'd (klen bytes)
+ *   | t (i64 ms) | v (f64)
+ * made and read by this process only (never stored).
+ */
+#include "rules.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/hash.h"
+#include "core/labels.h"
+#include "core/log.h"
+#include "core/timeutil.h"
+#include "parser/labels.h"
+#include "parser/selector.h"
+
+#define PREFIX "profiles_recorded_"
+#define LABEL_RE "^[a-zA-Z_][a-zA-Z0-9_]*$"
+#define RULE_ID_LABEL "pyroscope_rule_id"
+#define ID_LEN 10
+static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+static char *sdup(ps_arena_t *a, const char *s)
+{
+    return ps_arena_strndup(a, s, strlen(s));
+}
+
+/* ---- validation ---- */
+
+static void line(ps_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(ps_buf_t *b, const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (b->len > 0)
+        ps_buf_putc(b, '\n');
+    ps_buf_append(b, tmp, strlen(tmp));
+}
+
+/* Go's %q of s (cut at 200 bytes) */
+static const char *q(char *out, size_t size, const char *s)
+{
+    ps_quote_string(out, size, s, strlen(s), 200);
+    return out;
+}
+
+static bool letters(const char *s)
+{
+    if (*s == '\0')
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+            return false;
+    return true;
+}
+
+static const char *trim(const char *s, ps_arena_t *arena)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\v' || *s == '\f')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r' ||
+                     s[n - 1] == '\v' || s[n - 1] == '\f'))
+        n--;
+    return ps_arena_strndup(arena, s, n);
+}
+
+static void random_id(char *out)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    static _Atomic uint64_t counter;
+    uint64_t seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ atomic_fetch_add(&counter, 1) * 0x9e3779b97f4a7c15ull;
+    uint64_t h = ps_hash64(&seed, sizeof(seed), 0x7265636f72646564ull);
+    for (int i = 0; i < ID_LEN; i++) {
+        if (i == 6)
+            h = ps_hash64(&h, sizeof(h), seed);
+        out[i] = alphabet[h % 52];
+        h /= 52;
+    }
+    out[ID_LEN] = '\0';
+}
+
+/* parses matcher string s; every matcher's regex is freed again */
+static int parse_matcher(const char *s, ps_arena_t *arena, ps_selector_t *sel, ps_err_t *err)
+{
+    return ps_selector_parse_labels(s, strlen(s), arena, sel, err);
+}
+
+int ps_rules_validate(ps_rr_rule_t *r, bool upsert, ps_arena_t *arena, ps_err_t *err)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    char q1[512];
+    if (r->id == NULL)
+        r->id = "";
+    if (r->metric_name == NULL)
+        r->metric_name = "";
+    if (r->function_name == NULL)
+        r->function_name = "";
+    if (upsert) {
+        if (r->id[0] == '\0') {
+            char *id = ps_arena_alloc(arena, ID_LEN + 1);
+            random_id(id);
+            r->id = id;
+            r->generation = 1;
+        }
+        r->metric_name = trim(r->metric_name, arena);
+    }
+    if (!letters(r->id))
+        line(&b, "id %s must match ^[a-zA-Z]+$", q(q1, sizeof(q1), r->id));
+    else if (strlen(r->id) > PS_RULE_ID_MAX)
+        line(&b, "id: %zu bytes, more than %d", strlen(r->id), PS_RULE_ID_MAX);
+    size_t mlen = strlen(r->metric_name);
+    if (mlen == 0)
+        line(&b, "metric_name is required");
+    else if (!ps_metric_name_valid(r->metric_name, mlen))
+        line(&b, "metric_name %s is invalid: invalid metric name: %s", q(q1, sizeof(q1), r->metric_name),
+             r->metric_name);
+    else if (strncmp(r->metric_name, PREFIX, sizeof(PREFIX) - 1) != 0)
+        line(&b, "metric_name %s is invalid: metric name must start with " PREFIX, q(q1, sizeof(q1), r->metric_name));
+    else if (mlen > PS_RULE_NAME_MAX)
+        line(&b, "metric_name: %zu bytes, more than %d", mlen, PS_RULE_NAME_MAX);
+    int types = 0;
+    if (r->nmatchers > PS_RULE_MATCHERS_MAX) {
+        line(&b, "matchers: %zu, more than %d", r->nmatchers, PS_RULE_MATCHERS_MAX);
+        types = 1; /* not also "must contain" */
+    } else {
+        for (size_t i = 0; i < r->nmatchers; i++) {
+            ps_selector_t sel;
+            ps_err_t perr;
+            if (parse_matcher(r->matchers[i], arena, &sel, &perr) != 0) {
+                line(&b, "matcher %s is invalid: %s", q(q1, sizeof(q1), r->matchers[i]), perr.msg);
+                continue;
+            }
+            for (uint32_t j = 0; j < sel.n; j++) {
+                if (strcmp(sel.m[j].name, "__profile_type__") != 0)
+                    continue;
+                if (sel.m[j].op != PS_MATCH_EQ)
+                    line(&b, "matcher \"__profile_type__\" must have type \"=\"");
+                types++;
+            }
+            ps_selector_dispose(&sel);
+        }
+    }
+    if (types != 1)
+        line(&b, "matchers must contain a \"__profile_type__\" matcher");
+    if (r->ngroup_by > PS_RULE_GROUP_BY_MAX)
+        line(&b, "group_by: %zu labels, more than %d", r->ngroup_by, PS_RULE_GROUP_BY_MAX);
+    else
+        for (size_t i = 0; i < r->ngroup_by; i++)
+            if (!ps_label_name_valid(r->group_by[i], strlen(r->group_by[i])))
+                line(&b, "group_by label %s must match " LABEL_RE, q(q1, sizeof(q1), r->group_by[i]));
+    if (r->next > PS_RULE_EXTERNAL_MAX)
+        line(&b, "external_labels: %zu labels, more than %d", r->next, PS_RULE_EXTERNAL_MAX);
+    else
+        for (size_t i = 0; i < r->next; i++) {
+            const char *nm = r->ext[i].name ? r->ext[i].name : "", *v = r->ext[i].value ? r->ext[i].value : "";
+            if (!ps_label_name_valid(nm, strlen(nm)))
+                line(&b, "external_labels name %s must match " LABEL_RE, q(q1, sizeof(q1), nm));
+            if (!ps_utf8_valid(v, strlen(v)))
+                line(&b, "external_labels value %s must be a valid utf-8 string", q(q1, sizeof(q1), v));
+            else if (strlen(v) > PS_LABEL_VALUE_MAX)
+                line(&b, "external_labels value of %s: %zu bytes, more than %d", q(q1, sizeof(q1), nm), strlen(v),
+                     PS_LABEL_VALUE_MAX);
+        }
+    if (r->generation < 0)
+        line(&b, "generation must be positive");
+    if (strlen(r->function_name) > PS_RULE_FUNCTION_MAX)
+        line(&b, "stacktrace_filter.function_name: %zu bytes, more than %d", strlen(r->function_name),
+             PS_RULE_FUNCTION_MAX);
+    int ret = 0;
+    if (b.len > 0) {
+        ps_buf_putc(&b, 0);
+        ret = ps_err_set(err, PS_EINVAL, "%s", (char *)b.data);
+    }
+    ps_buf_dispose(&b);
+    return ret;
+}
+
+const char *ps_rules_profile_type(const ps_rr_rule_t *r, ps_arena_t *arena)
+{
+    for (size_t i = 0; i < r->nmatchers; i++) {
+        ps_selector_t sel;
+        ps_err_t perr;
+        if (parse_matcher(r->matchers[i], arena, &sel, &perr) != 0)
+            continue;
+        const char *v = NULL;
+        for (uint32_t j = 0; j < sel.n && v == NULL; j++)
+            if (strcmp(sel.m[j].name, "__profile_type__") == 0 && sel.m[j].op == PS_MATCH_EQ)
+                v = sel.m[j].value;
+        ps_selector_dispose(&sel);
+        if (v != NULL)
+            return v;
+    }
+    return "unknown";
+}
+
+/* ---- the set in force ---- */
+
+typedef struct crule {
+    ps_rr_rule_t r;          /* a copy, with profile_type and provisioned */
+    ps_selector_t sel;       /* every matcher of every string; __profile_type__ renamed __name__ */
+    ps_labels_t base;        /* __name__, pyroscope_rule_id, external labels */
+    size_t fnlen;
+    pthread_mutex_t mu;      /* the matchers' match data and seen */
+    ps_hmap_t seen;          /* hash of a recorded series' labels -> 1 */
+    uint32_t nseen;
+    bool dropped_logged;
+} crule_t;
+
+typedef struct ruleset {
+    ps_arena_t arena;
+    crule_t *v;
+    size_t n;
+    uint32_t nprov;
+} ruleset_t;
+
+struct ps_rules {
+    pthread_rwlock_t lock;   /* set: read by the evaluations, written by a swap */
+    ruleset_t *set;
+    pthread_mutex_t mu;      /* the sources below and the rebuilds */
+    ps_arena_t prov_arena, stored_arena;
+    ps_rr_rule_t *prov, *stored;
+    size_t nprov, nstored;
+    /* the recorder's scratch (the writer thread) */
+    ps_arena_t rec_arena;
+    _Atomic uint64_t evaluations, samples, dropped;
+};
+
+static void copy_rule(const ps_rr_rule_t *s, ps_arena_t *a, ps_rr_rule_t *d)
+{
+    *d = *s;
+    d->id = sdup(a, s->id);
+    d->metric_name = sdup(a, s->metric_name);
+    d->profile_type = s->profile_type ? sdup(a, s->profile_type) : NULL;
+    d->function_name = sdup(a, s->function_name ? s->function_name : "");
+    d->matchers = ps_arena_alloc(a, (s->nmatchers + 1) * sizeof(char *));
+    for (size_t i = 0; i < s->nmatchers; i++)
+        d->matchers[i] = sdup(a, s->matchers[i]);
+    d->group_by = ps_arena_alloc(a, (s->ngroup_by + 1) * sizeof(char *));
+    for (size_t i = 0; i < s->ngroup_by; i++)
+        d->group_by[i] = sdup(a, s->group_by[i]);
+    d->ext = ps_arena_alloc(a, (s->next + 1) * sizeof(*d->ext));
+    for (size_t i = 0; i < s->next; i++)
+        d->ext[i] = (ps_rr_label_t){sdup(a, s->ext[i].name), sdup(a, s->ext[i].value)};
+}
+
+static void set_free(ruleset_t *set)
+{
+    if (set == NULL)
+        return;
+    for (size_t i = 0; i < set->n; i++) {
+        ps_selector_dispose(&set->v[i].sel);
+        ps_hmap_dispose(&set->v[i].seen);
+        pthread_mutex_destroy(&set->v[i].mu);
+    }
+    ps_arena_dispose(&set->arena);
+    free(set);
+}
+
+static void compile(const ps_rr_rule_t *src, bool provisioned, ruleset_t *set, crule_t *c)
+{
+    ps_arena_t *a = &set->arena;
+    memset(c, 0, sizeof(*c));
+    copy_rule(src, a, &c->r);
+    c->r.provisioned = provisioned;
+    c->r.profile_type = sdup(a, ps_rules_profile_type(src, a));
+    c->fnlen = c->r.has_function ? strlen(c->r.function_name) : 0;
+    uint32_t total = 0;
+    ps_selector_t *parts = ps_arena_alloc(a, (src->nmatchers + 1) * sizeof(*parts));
+    for (size_t i = 0; i < src->nmatchers; i++) {
+        if (parse_matcher(src->matchers[i], a, &parts[i], NULL) != 0)
+            parts[i] = (ps_selector_t){0, NULL}; /* validated before: not expected */
+        total += parts[i].n;
+    }
+    c->sel.n = total;
+    c->sel.m = ps_arena_alloc(a, (total + 1) * sizeof(ps_matcher_t));
+    for (size_t i = 0, k = 0; i < src->nmatchers; i++)
+        for (uint32_t j = 0; j < parts[i].n; j++, k++) {
+            c->sel.m[k] = parts[i].m[j];
+            if (strcmp(c->sel.m[k].name, "__profile_type__") == 0) {
+                c->sel.m[k].name = "__name__";
+                c->sel.m[k].nlen = 8;
+            }
+        }
+    /* Pyroscope's exported labels: the rule's external labels but __name__ and pyroscope_rule_id,
+     * which are the metric name and the rule's id */
+    c->base = (ps_labels_t){0, NULL, 0};
+    for (size_t i = 0; i < src->next; i++) {
+        const char *nm = src->ext[i].name;
+        if (strcmp(nm, "__name__") == 0 || strcmp(nm, RULE_ID_LABEL) == 0)
+            continue;
+        ps_labels_set(&c->base, a, nm, strlen(nm), src->ext[i].value, strlen(src->ext[i].value));
+    }
+    ps_labels_set(&c->base, a, "__name__", 8, c->r.metric_name, strlen(c->r.metric_name));
+    ps_labels_set(&c->base, a, RULE_ID_LABEL, sizeof(RULE_ID_LABEL) - 1, c->r.id, strlen(c->r.id));
+    pthread_mutex_init(&c->mu, NULL);
+    ps_hmap_init(&c->seen);
+}
+
+/* with rs->mu held: builds the set of rs->prov and rs->stored and swaps it in */
+static void rebuild(ps_rules_t *rs)
+{
+    ruleset_t *set = ps_xcalloc(1, sizeof(*set));
+    set->arena = (ps_arena_t)PS_ARENA_INIT;
+    set->v = ps_arena_alloc(&set->arena, (rs->nprov + rs->nstored + 1) * sizeof(crule_t));
+    for (size_t i = 0; i < rs->nprov; i++)
+        compile(&rs->prov[i], true, set, &set->v[set->n++]);
+    set->nprov = (uint32_t)rs->nprov;
+    for (size_t i = 0; i < rs->nstored; i++) {
+        bool shadowed = false;
+        for (size_t j = 0; j < rs->nprov && !shadowed; j++)
+            shadowed = strcmp(rs->prov[j].id, rs->stored[i].id) == 0;
+        if (!shadowed)
+            compile(&rs->stored[i], false, set, &set->v[set->n++]);
+    }
+    /* a stored rule that did not change keeps the series it counted (its bound goes on) */
+    for (size_t i = set->nprov; rs->set != NULL && i < set->n; i++)
+        for (size_t j = rs->set->nprov; j < rs->set->n; j++) {
+            crule_t *o = &rs->set->v[j], *c = &set->v[i];
+            if (strcmp(o->r.id, c->r.id) != 0 || o->r.generation != c->r.generation)
+                continue;
+            pthread_mutex_lock(&o->mu);
+            ps_hmap_t t = c->seen;
+            c->seen = o->seen;
+            o->seen = t;
+            c->nseen = o->nseen;
+            c->dropped_logged = o->dropped_logged;
+            o->nseen = 0;
+            pthread_mutex_unlock(&o->mu);
+            break;
+        }
+    pthread_rwlock_wrlock(&rs->lock);
+    ruleset_t *old = rs->set;
+    rs->set = set;
+    pthread_rwlock_unlock(&rs->lock);
+    set_free(old);
+}
+
+ps_rules_t *ps_rules_new(void)
+{
+    ps_rules_t *rs = ps_xcalloc(1, sizeof(*rs));
+    pthread_rwlock_init(&rs->lock, NULL);
+    pthread_mutex_init(&rs->mu, NULL);
+    rs->prov_arena = rs->stored_arena = rs->rec_arena = (ps_arena_t)PS_ARENA_INIT;
+    pthread_mutex_lock(&rs->mu);
+    rebuild(rs);
+    pthread_mutex_unlock(&rs->mu);
+    return rs;
+}
+
+void ps_rules_free(ps_rules_t *rs)
+{
+    if (rs == NULL)
+        return;
+    set_free(rs->set);
+    ps_arena_dispose(&rs->prov_arena);
+    ps_arena_dispose(&rs->stored_arena);
+    ps_arena_dispose(&rs->rec_arena);
+    pthread_rwlock_destroy(&rs->lock);
+    pthread_mutex_destroy(&rs->mu);
+    free(rs);
+}
+
+/* an id from the rule's content (a provisioned rule without one): the same rule, the same id */
+static void content_id(const ps_rr_rule_t *r, char *out)
+{
+    ps_buf_t b = PS_BUF_INIT;
+    ps_buf_append(&b, r->metric_name, strlen(r->metric_name) + 1);
+    for (size_t i = 0; i < r->nmatchers; i++)
+        ps_buf_append(&b, r->matchers[i], strlen(r->matchers[i]) + 1);
+    for (size_t i = 0; i < r->ngroup_by; i++)
+        ps_buf_append(&b, r->group_by[i], strlen(r->group_by[i]) + 1);
+    for (size_t i = 0; i < r->next; i++) {
+        ps_buf_append(&b, r->ext[i].name, strlen(r->ext[i].name) + 1);
+        ps_buf_append(&b, r->ext[i].value, strlen(r->ext[i].value) + 1);
+    }
+    if (r->has_function)
+        ps_buf_append(&b, r->function_name, strlen(r->function_name) + 1);
+    uint64_t h1 = ps_hash64(b.data, b.len, 1), h2 = ps_hash64(b.data, b.len, 2);
+    ps_buf_dispose(&b);
+    for (int i = 0; i < ID_LEN; i++) {
+        uint64_t *h = i < 6 ? &h1 : &h2;
+        out[i] = alphabet[*h % 52];
+        *h /= 52;
+    }
+    out[ID_LEN] = '\0';
+}
+
+int ps_rules_set_provisioned(ps_rules_t *rs, const ps_rr_rule_t *v, size_t n, ps_err_t *err)
+{
+    if (n > PS_RULES_MAX)
+        return ps_err_set(err, PS_EINVAL, "recording_rules: %zu rules, more than %d", n, PS_RULES_MAX);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_rr_rule_t *nv = ps_arena_alloc(&a, (n + 1) * sizeof(*nv));
+    for (size_t i = 0; i < n; i++) {
+        copy_rule(&v[i], &a, &nv[i]);
+        if (nv[i].id[0] == '\0') {
+            char *id = ps_arena_alloc(&a, ID_LEN + 1);
+            content_id(&nv[i], id);
+            nv[i].id = id;
+        }
+        int ret = ps_rules_validate(&nv[i], false, &a, err);
+        for (size_t j = 0; ret == 0 && j < i; j++)
+            if (strcmp(nv[j].id, nv[i].id) == 0)
+                ret = ps_err_set(err, PS_EINVAL, "id \"%s\" is also the id of recording_rules[%zu]", nv[i].id, j);
+        if (ret != 0) {
+            ps_arena_dispose(&a);
+            return ps_err_prefix(err, "recording_rules[%zu]", i);
+        }
+    }
+    pthread_mutex_lock(&rs->mu);
+    ps_arena_dispose(&rs->prov_arena);
+    rs->prov_arena = a;
+    rs->prov = nv;
+    rs->nprov = n;
+    rebuild(rs);
+    pthread_mutex_unlock(&rs->mu);
+    return 0;
+}
+
+typedef struct load_ctx {
+    ps_arena_t *a;
+    ps_rr_rule_t *v;
+    size_t n, cap;
+} load_ctx_t;
+
+static int on_stored(void *ctx, const ps_store_rule_t *sr)
+{
+    load_ctx_t *l = ctx;
+    ps_rr_rule_t r;
+    ps_err_t err;
+    char *id = ps_arena_strndup(l->a, sr->id, sr->idlen);
+    if (ps_rr_store_decode(sr->value, sr->vlen, l->a, &r, &err) != 0) {
+        ps_log_warn("stored recording rule skipped", "id=%s err=%s", ps_log_q(id), ps_log_q(err.msg));
+        return 0;
+    }
+    r.id = id;
+    r.generation = sr->generation;
+    if (ps_rules_validate(&r, false, l->a, &err) != 0) {
+        ps_log_warn("stored recording rule skipped", "id=%s err=%s", ps_log_q(id), ps_log_q(err.msg));
+        return 0;
+    }
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        ps_rr_rule_t *nv = ps_arena_alloc(l->a, l->cap * sizeof(*nv));
+        if (l->n)
+            memcpy(nv, l->v, l->n * sizeof(*nv));
+        l->v = nv;
+    }
+    l->v[l->n++] = r;
+    return 0;
+}
+
+int ps_rules_reload(ps_rules_t *rs, ps_store_t *store, ps_err_t *err)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    load_ctx_t l = {.a = &a};
+    int ret = ps_store_rules(store, on_stored, &l, err);
+    if (ret != 0) {
+        ps_arena_dispose(&a);
+        return ret;
+    }
+    pthread_mutex_lock(&rs->mu);
+    ps_arena_dispose(&rs->stored_arena);
+    rs->stored_arena = a;
+    rs->stored = l.v;
+    rs->nstored = l.n;
+    rebuild(rs);
+    pthread_mutex_unlock(&rs->mu);
+    return 0;
+}
+
+void ps_rules_list(ps_rules_t *rs, ps_arena_t *arena, ps_rr_rule_t **v, size_t *n)
+{
+    pthread_rwlock_rdlock(&rs->lock);
+    ruleset_t *set = rs->set;
+    *v = ps_arena_alloc(arena, (set->n + 1) * sizeof(**v));
+    for (size_t i = 0; i < set->n; i++)
+        copy_rule(&set->v[i].r, arena, &(*v)[i]);
+    *n = set->n;
+    pthread_rwlock_unlock(&rs->lock);
+}
+
+int ps_rules_get(ps_rules_t *rs, const char *id, ps_arena_t *arena, ps_rr_rule_t *out, ps_err_t *err)
+{
+    int ret = PS_ENOTFOUND;
+    pthread_rwlock_rdlock(&rs->lock);
+    ruleset_t *set = rs->set;
+    for (size_t i = 0; i < set->n && ret != 0; i++)
+        if (strcmp(set->v[i].r.id, id) == 0) {
+            copy_rule(&set->v[i].r, arena, out);
+            ret = 0;
+        }
+    pthread_rwlock_unlock(&rs->lock);
+    if (ret != 0) {
+        char q1[512];
+        ps_quote_string(q1, sizeof(q1), id, strlen(id), 200);
+        ps_err_set(err, PS_ENOTFOUND, "no rule with id='%s' found", id);
+    }
+    return ret;
+}
+
+void ps_rules_encode(const ps_rr_rule_t *r, ps_arena_t *arena, ps_buf_t *out)
+{
+    ps_rr_store_encode(r, arena, out);
+}
+
+void ps_rules_stats(ps_rules_t *rs, ps_rules_stats_t *st)
+{
+    pthread_rwlock_rdlock(&rs->lock);
+    st->rules = (uint32_t)rs->set->n;
+    st->provisioned = rs->set->nprov;
+    pthread_rwlock_unlock(&rs->lock);
+    st->evaluations = atomic_load(&rs->evaluations);
+    st->samples = atomic_load(&rs->samples);
+    st->series_dropped = atomic_load(&rs->dropped);
+}
+
+/* ---- evaluation (submitting threads) ---- */
+
+static double total_of(const ps_profile_t *p, uint32_t ti)
+{
+    double sum = 0;
+    for (uint32_t i = 0; i < p->nsamples; i++)
+        sum += (double)p->samples[i].values[ti];
+    return sum;
+}
+
+/* the total of the samples whose stack holds a frame of function fn */
+static double function_total(const ps_profile_t *p, uint32_t ti, const char *fn, size_t fnlen)
+{
+    uint8_t *fhit = calloc(p->nfunctions + 1, 1);
+    bool any = false;
+    for (uint32_t f = 0; f < p->nfunctions; f++) {
+        ps_str_t nm = ps_profile_str(p, p->functions[f].name);
+        if (nm.len == fnlen && memcmp(nm.ptr, fn, fnlen) == 0) {
+            fhit[f + 1] = 1;
+            any = true;
+        }
+    }
+    double sum = 0;
+    if (any) {
+        uint8_t *lhit = calloc(p->nlocations + 1, 1);
+        for (uint32_t l = 0; l < p->nlocations; l++)
+            for (uint32_t k = 0; k < p->locations[l].nlines; k++) {
+                uint32_t f = p->locations[l].lines[k].function;
+                if (f <= p->nfunctions && fhit[f])
+                    lhit[l + 1] = 1;
+            }
+        for (uint32_t i = 0; i < p->nsamples; i++) {
+            const ps_sample_t *s = &p->samples[i];
+            for (uint32_t k = 0; k < s->nlocs; k++)
+                if (s->locs[k] <= p->nlocations && lhit[s->locs[k]]) {
+                    sum += (double)s->values[ti];
+                    break;
+                }
+        }
+        free(lhit);
+    }
+    free(fhit);
+    return sum;
+}
+
+static bool matches(crule_t *c, const ps_labels_t *ls)
+{
+    for (uint32_t i = 0; i < c->sel.n; i++) {
+        ps_matcher_t *m = &c->sel.m[i];
+        const ps_label_pair_t *p = ps_labels_get(ls, m->name);
+        const char *v = p ? p->value : "";
+        size_t vn = p ? p->vlen : 0;
+        bool ok;
+        if (m->op == PS_MATCH_EQ)
+            ok = vn == m->vlen && memcmp(v, m->value, vn) == 0;
+        else if (m->op == PS_MATCH_NEQ)
+            ok = !(vn == m->vlen && memcmp(v, m->value, vn) == 0);
+        else
+            ok = ps_matcher_match(m, v, vn);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
+{
+    if (app->profile == NULL)
+        return;
+    pthread_rwlock_rdlock(&rs->lock);
+    ruleset_t *set = rs->set;
+    if (set->n == 0) {
+        pthread_rwlock_unlock(&rs->lock);
+        return;
+    }
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_buf_t key = PS_BUF_INIT;
+    int64_t t = ps_ns_to_ms_floor(app->ts);
+    uint64_t nmatched = 0;
+    for (uint32_t j = 0; j < app->nseries; j++) {
+        const ps_labels_t *ls = &app->series_labels[j];
+        uint32_t ti = app->type_index[j];
+        if (ti >= app->profile->ntypes)
+            continue;
+        bool have_total = false;
+        double total = 0;
+        /* the function totals of this series, by name: rules that filter by the same function share one */
+        struct {
+            const char *fn;
+            double v;
+        } fcache[8];
+        uint32_t nfc = 0;
+        for (size_t i = 0; i < set->n; i++) {
+            crule_t *c = &set->v[i];
+            pthread_mutex_lock(&c->mu);
+            bool ok = matches(c, ls);
+            pthread_mutex_unlock(&c->mu);
+            if (!ok)
+                continue;
+            nmatched++;
+            double v;
+            if (c->r.has_function) {
+                uint32_t k = 0;
+                while (k < nfc && strcmp(fcache[k].fn, c->r.function_name) != 0)
+                    k++;
+                if (k < nfc) {
+                    v = fcache[k].v;
+                } else {
+                    v = function_total(app->profile, ti, c->r.function_name, c->fnlen);
+                    if (nfc < 8)
+                        fcache[nfc++].fn = c->r.function_name, fcache[nfc - 1].v = v;
+                }
+            } else {
+                if (!have_total) {
+                    total = total_of(app->profile, ti);
+                    have_total = true;
+                }
+                v = total;
+            }
+            ps_labels_t o = ps_labels_borrow(&c->base);
+            for (size_t g = 0; g < c->r.ngroup_by; g++) {
+                const char *gn = c->r.group_by[g];
+                if (strcmp(gn, "__name__") == 0 || strcmp(gn, RULE_ID_LABEL) == 0)
+                    continue;
+                const ps_label_pair_t *p =
+                    ps_labels_get(ls, strcmp(gn, "__profile_type__") == 0 ? "__name__" : gn);
+                if (p != NULL)
+                    ps_labels_set(&o, &a, gn, strlen(gn), p->value, p->vlen);
+            }
+            ps_buf_reset(&key);
+            ps_labels_encode(&o, &key);
+            uint64_t h = ps_hash64(key.data, key.len, 0x72756c6573ull), one;
+            bool drop = false;
+            pthread_mutex_lock(&c->mu);
+            if (!ps_hmap_get(&c->seen, &h, sizeof(h), &one)) {
+                if (c->nseen >= PS_RULE_SERIES_MAX) {
+                    drop = true;
+                    if (!c->dropped_logged)
+                        ps_log_warn("recording rule has the most series there may be: contributions to new ones are dropped",
+                                    "id=%s series=%d", ps_log_q(c->r.id), PS_RULE_SERIES_MAX);
+                    c->dropped_logged = true;
+                } else {
+                    ps_hmap_put(&c->seen, &h, sizeof(h), 1);
+                    c->nseen++;
+                }
+            }
+            pthread_mutex_unlock(&c->mu);
+            if (drop) {
+                atomic_fetch_add(&rs->dropped, 1);
+                continue;
+            }
+            uint32_t klen = (uint32_t)key.len;
+            ps_buf_append(out, &klen, sizeof(klen));
+            ps_buf_append(out, key.data, key.len);
+            ps_buf_append(out, &t, sizeof(t));
+            ps_buf_append(out, &v, sizeof(v));
+        }
+    }
+    pthread_rwlock_unlock(&rs->lock);
+    if (nmatched)
+        atomic_fetch_add(&rs->evaluations, nmatched);
+    ps_buf_dispose(&key);
+    ps_arena_dispose(&a);
+}
+
+/* ---- recording (the writer thread, inside the write's transaction) ---- */
+
+typedef struct group {
+    const uint8_t *key;
+    uint32_t klen;
+    ps_float_sample_t *s;
+    uint32_t n, cap;
+} group_t;
+
+static int by_t(const void *a, const void *b)
+{
+    const ps_float_sample_t *x = a, *y = b;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
+void ps_rules_record(void *ctx, ps_append_t *const *items, size_t n, ps_float_append_t ***out, size_t *nout)
+{
+    ps_rules_t *rs = ctx;
+    ps_arena_t *a = &rs->rec_arena;
+    ps_arena_reset(a);
+    *out = NULL;
+    *nout = 0;
+    ps_hmap_t idx;
+    ps_hmap_init(&idx);
+    group_t *g = NULL;
+    size_t ng = 0, capg = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ps_append_t *it = items[i];
+        if (it->status != 0 || it->duplicate || it->rec_len == 0)
+            continue;
+        const uint8_t *p = it->rec, *end = it->rec + it->rec_len;
+        while ((size_t)(end - p) >= sizeof(uint32_t)) {
+            uint32_t klen;
+            memcpy(&klen, p, sizeof(klen));
+            p += sizeof(klen);
+            if ((size_t)(end - p) < (size_t)klen + 16)
+                break; /* made by ps_rules_eval: not expected */
+            const uint8_t *key = p;
+            p += klen;
+            ps_float_sample_t s;
+            memcpy(&s.t, p, 8);
+            memcpy(&s.v, p + 8, 8);
+            p += 16;
+            uint64_t k;
+            if (!ps_hmap_get(&idx, key, klen, &k)) {
+                if (ng == capg) {
+                    capg = capg ? capg * 2 : 16;
+                    g = ps_xrealloc(g, capg * sizeof(*g));
+                }
+                g[ng] = (group_t){key, klen, NULL, 0, 0};
+                k = ng++;
+                ps_hmap_put(&idx, key, klen, k);
+            }
+            group_t *gr = &g[k];
+            if (gr->n == gr->cap) {
+                uint32_t nc = gr->cap ? gr->cap * 2 : 4;
+                ps_float_sample_t *ns = ps_arena_alloc(a, nc * sizeof(*ns));
+                if (gr->n)
+                    memcpy(ns, gr->s, gr->n * sizeof(*ns));
+                gr->s = ns;
+                gr->cap = nc;
+            }
+            gr->s[gr->n++] = s;
+        }
+    }
+    if (ng > 0) {
+        ps_float_append_t **pv = ps_arena_alloc(a, ng * sizeof(*pv));
+        ps_float_append_t *fv = ps_arena_calloc(a, ng, sizeof(*fv));
+        size_t nf = 0;
+        uint64_t nsamples = 0;
+        for (size_t k = 0; k < ng; k++) {
+            group_t *gr = &g[k];
+            ps_labels_t *ls = ps_arena_alloc(a, sizeof(*ls));
+            if (ps_labels_decode(gr->key, gr->klen, a, ls) != 0)
+                continue;
+            qsort(gr->s, gr->n, sizeof(*gr->s), by_t);
+            uint32_t m = 0; /* contributions at the same ms: one sample */
+            for (uint32_t j = 0; j < gr->n; j++) {
+                if (m > 0 && gr->s[m - 1].t == gr->s[j].t)
+                    gr->s[m - 1].v += gr->s[j].v;
+                else
+                    gr->s[m++] = gr->s[j];
+            }
+            fv[nf].labels = ls;
+            fv[nf].samples = gr->s;
+            fv[nf].nsamples = m;
+            fv[nf].counter = true;
+            pv[nf] = &fv[nf];
+            nf++;
+            nsamples += m;
+        }
+        *out = pv;
+        *nout = nf;
+        atomic_fetch_add(&rs->samples, nsamples);
+    }
+    free(g);
+    ps_hmap_dispose(&idx);
+}
