@@ -4,7 +4,9 @@
 #include "encode.h"
 
 #include <openssl/evp.h>
+#include <stdbool.h>
 #include <string.h>
+#include <strings.h>
 
 int ps_hex_decode(const char *s, size_t n, uint8_t *out, size_t *bad)
 {
@@ -105,4 +107,31 @@ Bad:
     if (bad != NULL)
         *bad = at;
     return -1;
+}
+
+int ps_uuid_scan(const char *s, size_t n, uint8_t out[16])
+{
+    if (n == 45 && strncasecmp(s, "urn:uuid:", 9) == 0) {
+        s += 9;
+        n -= 9;
+    } else if (n == 38 && s[0] == '{' && s[37] == '}') {
+        s++;
+        n -= 2;
+    }
+    bool dashed = n == 36;
+    if (!dashed && n != 32)
+        return -1;
+    if (dashed && (s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-'))
+        return -1;
+    size_t k = 0;
+    for (int i = 0; i < 16; i++) {
+        if (dashed && (k == 8 || k == 13 || k == 18 || k == 23))
+            k++;
+        int hi = ps_hex_digit((unsigned char)s[k]), lo = ps_hex_digit((unsigned char)s[k + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[i] = (uint8_t)(hi << 4 | lo);
+        k += 2;
+    }
+    return 0;
 }

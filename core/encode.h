@@ -35,6 +35,11 @@ static inline int ps_hex_digit(int c)
  *  out may be partly written on error. */
 int ps_hex_decode(const char *s, size_t n, uint8_t *out, size_t *bad);
 
+/** Reads a UUID's 16 bytes from the n characters of s in the forms Go's uuid.Parse takes (what
+ *  Pyroscope reads ids with): 8-4-4-4-12 hex digits, the same in braces or after "urn:uuid:", or
+ *  32 hex digits; either case. Returns 0, or -1 (out may be partly written). */
+int ps_uuid_scan(const char *s, size_t n, uint8_t out[16]);
+
 /** The length of the base64 text of n bytes (padded), and the room a decode of n characters needs
  *  (the padding's bytes are written, then not counted). */
 #define PS_BASE64_LEN(n) (((n) + 2) / 3 * 4)

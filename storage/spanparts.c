@@ -6,18 +6,8 @@
  */
 #include <string.h>
 
+#include "core/encode.h"
 #include "internal.h"
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 static bool is_lower_hex32(const char *s, size_t n)
 {
@@ -62,7 +52,7 @@ void ps_span_parts_encode(const ps_span_part_t *parts, size_t n, ps_buf_t *out)
         if (f & F_TRACE16) {
             uint8_t t[16];
             for (int k = 0; k < 16; k++)
-                t[k] = (uint8_t)(hexval(p->trace[2 * k]) << 4 | hexval(p->trace[2 * k + 1]));
+                t[k] = (uint8_t)(ps_hex_digit((unsigned char)p->trace[2 * k]) << 4 | ps_hex_digit((unsigned char)p->trace[2 * k + 1]));
             ps_buf_append(out, t, 16);
         } else if (f & F_TRACESTR) {
             ps_put_uvarint(out, p->trace_len);

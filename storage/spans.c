@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/encode.h"
 #include "internal.h"
 
 #define HOUR_NS (3600ll * 1000000000ll)
@@ -23,51 +24,19 @@ static uint32_t hour_of(int64_t ts)
     return (uint32_t)(ps_ts_key(ts) / (uint64_t)HOUR_NS);
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 bool ps_span_parse(const char *s, size_t n, uint64_t *span)
 {
     if (n != 16)
         return false;
     uint64_t v = 0;
     for (size_t i = 0; i < 16; i++) {
-        int h = hexval(s[i]);
+        int h = ps_hex_digit((unsigned char)s[i]);
         if (h < 0)
             return false;
         v = v << 4 | (uint64_t)h;
     }
     *span = v;
     return v != 0;
-}
-
-bool ps_uuid_parse(const char *s, size_t n, uint8_t out[16])
-{
-    /* canonical 8-4-4-4-12, or 32 hex digits */
-    if (n != 36 && n != 32)
-        return false;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (n == 36 && (i == 8 || i == 13 || i == 18 || i == 23)) {
-            if (s[i] != '-')
-                return false;
-            continue;
-        }
-        int hi = hexval(s[i]), lo = i + 1 < n ? hexval(s[i + 1]) : -1;
-        if (hi < 0 || lo < 0)
-            return false;
-        out[k++] = (uint8_t)(hi << 4 | lo);
-        i++;
-    }
-    return k == 16;
 }
 
 void ps_span_key(uint8_t k[28], uint64_t span, uint64_t sid, int64_t ts)
@@ -225,20 +194,14 @@ int ps_reader_span_profiles(ps_reader_t *r, uint64_t span, int64_t start, int64_
     return ret;
 }
 
-int ps_store_profile_by_uuid(ps_store_t *s, const uint8_t uuid[16], uint64_t *sid, int64_t *ts, size_t max,
-                             ps_err_t *err)
+/* ps_store_profile_by_uuid in transaction t (not ended here) */
+static int by_uuid(ps_txn_t *tp, const uint8_t uuid[16], uint64_t *sid, int64_t *ts, size_t max, ps_err_t *err)
 {
-    ps_txn_t t;
-    int ret = ps_txn_begin(&t, s, PS_TXN_READ, err, "starting read transaction");
-    if (ret)
-        return ret;
+    int ret = 0;
     ps_cur_t cur;
     size_t n = 0;
-    if (!ps_cur_open(&cur, &t, DB_UUIDS, "reading profile ids")) {
-        ret = ps_txn_error(&t, err);
-        ps_txn_abort(&t);
-        return ret;
-    }
+    if (!ps_cur_open(&cur, tp, DB_UUIDS, "reading profile ids"))
+        return ps_txn_error(tp, err);
     /* one seek per hour that holds any id (a seek landing in a later hour jumps there), plus one */
     bool on = ps_cur_first(&cur);
     uint32_t h = on && cur.k.mv_size >= 4 ? ps_get_be32(cur.k.mv_data) : 0;
@@ -272,8 +235,25 @@ int ps_store_profile_by_uuid(ps_store_t *s, const uint8_t uuid[16], uint64_t *si
         h++;
     }
     ps_cur_close(&cur);
-    if (ret == 0 && t.ret)
-        ret = ps_txn_error(&t, err);
-    ps_txn_abort(&t);
+    if (ret == 0 && tp->ret)
+        ret = ps_txn_error(tp, err);
     return ret ? ret : (int)(n > INT32_MAX ? INT32_MAX : n);
+}
+
+int ps_store_profile_by_uuid(ps_store_t *s, const uint8_t uuid[16], uint64_t *sid, int64_t *ts, size_t max,
+                             ps_err_t *err)
+{
+    ps_txn_t t;
+    int ret = ps_txn_begin(&t, s, PS_TXN_READ, err, "starting read transaction");
+    if (ret)
+        return ret;
+    ret = by_uuid(&t, uuid, sid, ts, max, err);
+    ps_txn_abort(&t);
+    return ret;
+}
+
+int ps_reader_profiles_by_uuid(ps_reader_t *r, const uint8_t uuid[16], uint64_t *sid, int64_t *ts, size_t max,
+                               ps_err_t *err)
+{
+    return by_uuid(&r->txn, uuid, sid, ts, max, err);
 }

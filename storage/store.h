@@ -464,8 +464,6 @@ int ps_reader_materialize(ps_reader_t *r, const uint64_t *nodes, const int64_t *
 /** Parses a span id: exactly 16 hex digits (either case), not all zero, into *span (the 8 bytes
  *  big-endian). */
 bool ps_span_parse(const char *s, size_t n, uint64_t *span);
-/** Parses a UUID: 8-4-4-4-12 hex digits or 32 hex digits (either case), into out. */
-bool ps_uuid_parse(const char *s, size_t n, uint8_t out[16]);
 
 /** One part of a profile's span parts (docs/FORMAT.md "Span parts"): the value of the samples of
  *  span whose stack (without their span_id/profile_id and trace_id labels) ends at node. The
@@ -501,6 +499,9 @@ int ps_reader_span_profiles(ps_reader_t *r, uint64_t span, int64_t start, int64_
  *  is the one derived from (sid, ts). */
 int ps_store_profile_by_uuid(ps_store_t *s, const uint8_t uuid[16], uint64_t *sid, int64_t *ts, size_t max,
                              ps_err_t *err);
+/** ps_store_profile_by_uuid in the reader's snapshot. */
+int ps_reader_profiles_by_uuid(ps_reader_t *r, const uint8_t uuid[16], uint64_t *sid, int64_t *ts, size_t max,
+                               ps_err_t *err);
 
 /* ---- samples: float series (Prometheus) and profile totals, as one kind of answer ---- */
 

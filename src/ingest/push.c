@@ -42,6 +42,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "core/encode.h"
 #include "core/timeutil.h"
 #include "ingest.h"
 
@@ -198,7 +199,7 @@ static int sample_append(const ps_pyro_sample_t *smp, const char *name, size_t n
     app->raw_len = smp->len;
     /* the client's profile id, stored with the profile when it is a UUID (else none) */
     uint8_t uuid[16];
-    if (smp->id != NULL && ps_uuid_parse(smp->id, strlen(smp->id), uuid)) {
+    if (smp->id != NULL && ps_uuid_scan(smp->id, strlen(smp->id), uuid) == 0) {
         uint8_t *u = ps_arena_alloc(arena, 16);
         memcpy(u, uuid, 16);
         app->uuid = u;

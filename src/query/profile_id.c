@@ -4,6 +4,7 @@
  * change and are never reused, so an id costs no stored byte and names one profile forever.
  */
 #include "query.h"
+#include "core/encode.h"
 
 #include <string.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ int ps_query_profile_id_parse(ps_reader_t *r, const char *s, size_t n, const cha
 {
     uint8_t u[16];
     *nout = 0;
-    if (ps_profile_uuid_scan(s, n, u) != 0)
+    if (ps_uuid_scan(s, n, u) != 0)
         return ps_err_set(err, PS_EINVAL,
                           "%s: \"%.*s\" is not a profile id (a UUID, xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, as exemplars "
                           "give them)",
@@ -38,10 +39,30 @@ int ps_query_profile_id_parse(ps_reader_t *r, const char *s, size_t n, const cha
     int rc = ps_profile_uuid_split(u, &sid, &ts) ? ps_query_profile_series_has(r, sid, ts, ts, err) : 0;
     if (rc < 0)
         return rc;
-    if (rc == 0 || max == 0)
+    if (rc == 1 && max > 0) {
+        out[0] = (ps_profile_ref_t){sid, ts};
+        *nout = 1;
+        return 0;
+    }
+    /* a client's id (a Pyroscope push's RawSample.ID): the profiles it names, one per series */
+    enum { CLIENT_MAX = 16 };
+    uint64_t sids[CLIENT_MAX];
+    int64_t tss[CLIENT_MAX];
+    size_t cap = max < CLIENT_MAX ? max : CLIENT_MAX;
+    rc = cap > 0 ? ps_reader_profiles_by_uuid(r, u, sids, tss, cap, err) : 0;
+    if (rc < 0)
+        return rc;
+    uint32_t k = 0;
+    for (size_t i = 0; i < (size_t)rc && i < cap; i++) {
+        int has = ps_query_profile_series_has(r, sids[i], tss[i], tss[i], err); /* retention, a dropped series */
+        if (has < 0)
+            return has;
+        if (has)
+            out[k++] = (ps_profile_ref_t){sids[i], tss[i]};
+    }
+    if (k == 0)
         return ps_err_set(err, PS_EINVAL, "%s: unknown profile id \"%.*s\" (no stored profile has it)", field, (int)n, s);
-    out[0] = (ps_profile_ref_t){sid, ts};
-    *nout = 1;
+    *nout = k;
     return 0;
 }
 

@@ -155,9 +155,6 @@ bool ps_profile_uuid_make(uint64_t sid, int64_t ts, uint8_t u[16]);
 bool ps_profile_uuid_split(const uint8_t u[16], uint64_t *sid, int64_t *ts);
 /** u as lowercase UUID text (36 characters and a NUL). */
 void ps_profile_uuid_text(const uint8_t u[16], char out[PS_PROFILE_ID_LEN + 1]);
-/** UUID text s[0..n) (the forms Go's uuid.Parse takes: 36 characters, {...}, urn:uuid:..., or 32 hex
- *  digits; either case) as bytes: 0, or -1 when it is not one. */
-int ps_profile_uuid_scan(const char *s, size_t n, uint8_t u[16]);
 
 /** The id of the profile of series sid at ts (ns), as answers give it: its UUID text into out
  *  (returns 36), or "" (returns 0) when it has none. The one place an id is made. */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/encode.h"
 #include "core/labels.h"
 #include "proto/querier.h"
 #include "proto/recording.h"
@@ -106,10 +107,10 @@ static void check_profile_id(const char *s)
 {
     uint8_t u[16], v[16];
     char t[PS_PROFILE_ID_LEN + 1];
-    if (ps_profile_uuid_scan(s, strlen(s), u) != 0)
+    if (ps_uuid_scan(s, strlen(s), u) != 0)
         return;
     ps_profile_uuid_text(u, t);
-    CHECK(strlen(t) == PS_PROFILE_ID_LEN && ps_profile_uuid_scan(t, PS_PROFILE_ID_LEN, v) == 0 &&
+    CHECK(strlen(t) == PS_PROFILE_ID_LEN && ps_uuid_scan(t, PS_PROFILE_ID_LEN, v) == 0 &&
               memcmp(u, v, 16) == 0, "profile id text round trip");
     uint64_t sid;
     int64_t ts;

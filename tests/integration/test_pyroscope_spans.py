@@ -281,3 +281,23 @@ def test_after_compaction(srv, pb):
         assert (r.msg.flamegraph.total, tree(r.msg.flamegraph)) == (135, BOTH_HOUR_1)
         assert call(srv, "SelectMergeSpanProfile", span_req(pb, [SPAN1], T0 + 1, T0 + 3600),
                     pb.querier.SelectMergeStacktracesResponse, codec=codec).msg.flamegraph.total == 5
+
+
+@pytest.mark.parametrize("codec", ["proto", "json"])
+def test_client_profile_id_selects_its_profile(srv, pb, codec):
+    """The push's RawSample.ID (UUID1, on the first profile only) is a profile id too:
+    profile_id_selector with it merges just that profile (every sample: 1,911 ns), in any of the forms
+    Go's uuid.Parse reads; outside the range it selects nothing."""
+    def total(ids, start=T0, end=T0 + 3600):
+        req = pb.querier.SelectMergeStacktracesRequest(profile_typeID=TYPE, label_selector='{service_name="api"}',
+                                                       start=start * MS, end=end * MS, profile_id_selector=ids)
+        return call(srv, "SelectMergeStacktraces", req, pb.querier.SelectMergeStacktracesResponse,
+                    codec=codec).msg.flamegraph.total
+
+    whole = sum(v for _, v, _ in SAMPLES_1)
+    assert whole == 1911
+    assert total([UUID1]) == whole
+    assert total(["{%s}" % UUID1.upper()]) == whole
+    assert total(["urn:uuid:" + UUID1]) == whole
+    assert total([UUID1.replace("-", "")]) == whole
+    assert total([UUID1], T0 + 1, T0 + 3600) == 0

@@ -26,6 +26,7 @@
 #include "../testutil.h"
 #include "storefix.h"
 
+#include "core/encode.h"
 #include "core/timeutil.h"
 #include "query/querier.h"
 #include "query/query.h"
@@ -460,7 +461,7 @@ static void assert_uuid(uint64_t sid, int64_t ts)
     assert_int_equal(strlen(t), 36);
     assert_int_equal(t[14], '8');                   /* version 8 */
     assert_true(strchr("89ab", t[19]) != NULL);     /* RFC 9562's variant */
-    assert_int_equal(ps_profile_uuid_scan(t, 36, v), 0);
+    assert_int_equal(ps_uuid_scan(t, 36, v), 0);
     assert_memory_equal(u, v, 16);
 }
 
@@ -486,12 +487,12 @@ static void test_profile_ids(void **state)
     assert_uuid(123456789, 1796022007123456789LL);
     assert_uuid(1ULL << 56, -1796022007123456789LL);
     /* the forms Go's uuid.Parse reads */
-    assert_int_equal(ps_profile_uuid_scan("18ecc07f-e804-8e60-8000-000000000002", 36, u), 0);
+    assert_int_equal(ps_uuid_scan("18ecc07f-e804-8e60-8000-000000000002", 36, u), 0);
     const char *same[] = {"18ECC07F-E804-8E60-8000-000000000002", "{18ecc07f-e804-8e60-8000-000000000002}",
                           "urn:uuid:18ecc07f-e804-8e60-8000-000000000002", "URN:UUID:18ecc07f-e804-8e60-8000-000000000002",
                           "18ecc07fe8048e608000000000000002"};
     for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
-        assert_int_equal(ps_profile_uuid_scan(same[i], strlen(same[i]), v), 0);
+        assert_int_equal(ps_uuid_scan(same[i], strlen(same[i]), v), 0);
         assert_memory_equal(u, v, 16);
     }
     const char *bad[] = {"", "18ecc07f-e804-8e60-8000-00000000000", "18ecc07f-e804-8e60-8000-0000000000023",
@@ -499,11 +500,11 @@ static void test_profile_ids(void **state)
                          "{18ecc07f-e804-8e60-8000-000000000002]", "18ecc07fe8048e60800000000000000",
                          "urn:uuix:18ecc07f-e804-8e60-8000-000000000002"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        assert_int_equal(ps_profile_uuid_scan(bad[i], strlen(bad[i]), v), -1);
+        assert_int_equal(ps_uuid_scan(bad[i], strlen(bad[i]), v), -1);
     /* a UUIDv4 is not a derived id */
     uint64_t sid;
     int64_t ts;
-    assert_int_equal(ps_profile_uuid_scan("7c9e6679-7425-40de-944b-e07fc1f90ae7", 36, v), 0);
+    assert_int_equal(ps_uuid_scan("7c9e6679-7425-40de-944b-e07fc1f90ae7", 36, v), 0);
     assert_false(ps_profile_uuid_split(v, &sid, &ts));
 
     /* against the store: every profile's id reads back as it; others are refused naming them */

@@ -26,6 +26,7 @@
 
 #include "../testutil.h"
 
+#include "core/encode.h"
 #include "core/hash.h"
 #include "core/labels.h"
 #include "core/varint.h"
@@ -396,7 +397,7 @@ static void test_format_md_records(void **state)
     CHECK();
     /* that profile's client id 7c9e6679-7425-40de-944b-e07fc1f90ae7 */
     uint8_t uuid[16];
-    assert_true(ps_uuid_parse("7c9e6679-7425-40de-944b-e07fc1f90ae7", 36, uuid));
+    assert_true(ps_uuid_scan("7c9e6679-7425-40de-944b-e07fc1f90ae7", 36, uuid) == 0);
     NEXT("uuids");
     ps_buf_append(&k, sk, 4); /* the hour, as in the spans key */
     ps_buf_append(&k, uuid, 16);

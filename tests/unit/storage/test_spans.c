@@ -18,6 +18,7 @@
 #include "../testutil.h"
 #include "../storewriter.h"
 
+#include "core/encode.h"
 #include "core/timeutil.h"
 #include "storage/internal.h"
 #include "storage/store.h"
@@ -173,14 +174,14 @@ static void test_span_parse(void **state)
     assert_false(ps_span_parse("0123456789abcdeg", 16, &v));
     assert_false(ps_span_parse("0000000000000000", 16, &v));
     uint8_t u[16], w[16];
-    assert_true(ps_uuid_parse("7c9e6679-7425-40de-944b-e07fc1f90ae7", 36, u));
-    assert_true(ps_uuid_parse("7C9E6679742540DE944BE07FC1F90AE7", 32, w));
+    assert_true(ps_uuid_scan("7c9e6679-7425-40de-944b-e07fc1f90ae7", 36, u) == 0);
+    assert_true(ps_uuid_scan("7C9E6679742540DE944BE07FC1F90AE7", 32, w) == 0);
     assert_memory_equal(u, w, 16);
     assert_int_equal(u[0], 0x7c);
     assert_int_equal(u[15], 0xe7);
-    assert_false(ps_uuid_parse("7c9e6679+7425-40de-944b-e07fc1f90ae7", 36, u));
-    assert_false(ps_uuid_parse("7c9e6679-7425-40de-944b-e07fc1f90ae", 35, u));
-    assert_false(ps_uuid_parse("", 0, u));
+    assert_false(ps_uuid_scan("7c9e6679+7425-40de-944b-e07fc1f90ae7", 36, u) == 0);
+    assert_false(ps_uuid_scan("7c9e6679-7425-40de-944b-e07fc1f90ae", 35, u) == 0);
+    assert_false(ps_uuid_scan("", 0, u) == 0);
 }
 
 typedef struct node_ctx {
