@@ -22,13 +22,14 @@ src/discovery discovery  core config
 src/ingest    ingest     core parser proto storage
 src/query     query      core parser proto storage
 src/render    render     core
+src/symbols   symbols    core
 src/rules     rules      core parser proto storage
 src/httpclient httpclient core config
 src/scrape    scrape     core config discovery httpclient ingest proto
 src/forward   forward    core parser proto storage config httpclient ingest
 web           web        core parser proto storage config auth discovery ingest query rules render scrape forward
 src/grpc      grpc       core proto config auth
-src/main.c    main       core parser proto storage config auth discovery ingest query rules render scrape forward web grpc
+src/main.c    main       core parser proto storage config auth discovery ingest query rules render scrape forward web grpc symbols
 tests/unit/core      -   core
 tests/unit/parser    -   core parser
 tests/unit/proto     -   core proto
@@ -39,6 +40,7 @@ tests/unit/discovery -   core config discovery
 tests/unit/ingest    -   core parser proto storage ingest
 tests/unit/query     -   core parser proto storage ingest query
 tests/unit/render    -   core proto render
+tests/unit/symbols   -   core symbols
 tests/unit/rules     -   core parser proto storage ingest rules
 tests/unit/scrape    -   core config discovery httpclient ingest proto scrape
 tests/unit/forward   -   core parser proto storage config httpclient ingest forward
@@ -46,7 +48,7 @@ tests/unit/grpc      -   core config auth proto grpc
 tests/support        -   core proto
 bench                -   core proto storage config auth
 '
-prefixes='core parser proto storage config auth discovery httpclient ingest query rules render scrape forward web grpc'
+prefixes='core parser proto storage config auth discovery httpclient ingest query rules render scrape forward web grpc symbols'
 
 bad=0
 echo "$rules" | while read -r dir own allowed; do

@@ -22,6 +22,7 @@
 #include "web/server.h"
 #include "ingest/ingest.h"
 #include "rules/rules.h"
+#include "symbols/symbols.h"
 
 /* /metrics: the gRPC listener's families after the main port's */
 static void grpc_metrics(void *ctx, ps_buf_t *b)
@@ -407,6 +408,10 @@ int main(int argc, char **argv)
         wo.rec_ctx = srv.rules;
     }
     wo.max_rules = PS_RULES_MAX;
+    /* native frames symbolized when read, from --symbols.dir */
+    ps_symbols_t *symbols = f.symbols_dir && *f.symbols_dir ? ps_symbols_new(f.symbols_dir) : NULL;
+    if (symbols != NULL)
+        ps_store_set_symbolizer(store, ps_symbols_profile, symbols);
     if ((srv.writer = ps_writer_start(store, &wo, &err)) == NULL) {
         ps_log_error("cannot start the writer", "err=%s", ps_log_q(err.msg));
         ps_store_close(store);
@@ -470,6 +475,7 @@ int main(int argc, char **argv)
     ps_forward_free(srv.forward);
     ps_rules_free(srv.rules);
     ps_store_close(store);
+    ps_symbols_free(symbols);
     ps_log_info("stopped", NULL);
     return 0;
 }

@@ -130,6 +130,8 @@ struct ps_store {
     void *_Atomic fwd_ctx;
     ps_store_record_fn record;   /* ps_store_set_recorder: before the writer starts */
     void *record_ctx;
+    ps_store_symbolize_fn symbolize; /* ps_store_set_symbolizer: before any reader */
+    void *symbolize_ctx;
 };
 
 /* The store's writer (writer.c): state of the one writing thread (ps_store_write, the compactor,

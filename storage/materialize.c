@@ -3,6 +3,8 @@
  * stack tree, then resolve locations, functions, mappings, label sets and strings from their
  * global ids into dense local tables.
  *
+ * Then the store's symbolizer (ps_store_set_symbolizer), if any, gives native frames their lines.
+ *
  * Under a query budget (core/budget.h) the walks stop when it says so (the query's deadline, its
  * client gone): a check every BUDGET_EVERY samples and locations, one clock read each.
  */
@@ -263,6 +265,8 @@ int ps_reader_materialize(ps_reader_t *r, const uint64_t *nodes, const int64_t *
             out->period_type.unit = si++;
     }
     out->nstrings = si;
+    if (r->store->symbolize != NULL)
+        r->store->symbolize(r->store->symbolize_ctx, out, arena);
 Exit:
     free(stack.data);
     free(c.str_gids.data);
@@ -275,4 +279,10 @@ Exit:
     ps_hmap_dispose(&c.locs);
     ps_hmap_dispose(&c.nodes);
     return ret;
+}
+
+void ps_store_set_symbolizer(ps_store_t *s, ps_store_symbolize_fn fn, void *ctx)
+{
+    s->symbolize = fn;
+    s->symbolize_ctx = ctx;
 }

@@ -275,6 +275,14 @@ typedef void (*ps_store_record_fn)(void *ctx, ps_append_t *const *items, size_t 
 /** Sets the recorder (fn NULL: none). Before the writer starts. */
 void ps_store_set_recorder(ps_store_t *s, ps_store_record_fn fn, void *ctx);
 
+/* ---- symbols when read (src/symbols) ---- */
+
+/** Called by ps_reader_materialize on the profile it made (memory from its arena): may give
+ *  locations without lines their lines, adding functions and strings. */
+typedef void (*ps_store_symbolize_fn)(void *ctx, ps_profile_t *p, ps_arena_t *arena);
+/** Sets the symbolizer of every read (fn NULL: none). Before any reader. */
+void ps_store_set_symbolizer(ps_store_t *s, ps_store_symbolize_fn fn, void *ctx);
+
 #define PS_RULE_ID_MAX 64            /* bytes of a stored rule's id */
 #define PS_RULE_VALUE_MAX 65536      /* bytes of a stored rule's value */
 

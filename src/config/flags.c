@@ -612,6 +612,13 @@ static const ps_flag_t profstore_flags[] = {
             "none, 1 damage, 2 could not check ([a damaged store](operations.md#a-damaged-store))",
      .help = "read every record of --data-dir (read-only), print what is damaged,\n"
              "and exit: 0 no damage, 1 damage, 2 could not check"},
+    {.name = "symbols.dir", .type = PS_FLAG_STRING, .offset = OFF(symbols_dir), .metavar = "DIR",
+     .def_note = "none: off",
+     .doc = "symbolize native frames when read (locations with an address and a build id, no lines: "
+            "OTLP, pprof) from the debug files under DIR, laid out as `/usr/lib/debug`: "
+            "`DIR/.build-id/ab/cdef….debug` ([Symbols](operations.md#symbols))",
+     .help = "symbolize native frames when read from the debug files under DIR\n"
+             "(DIR/.build-id/ab/cdef....debug, as /usr/lib/debug; default none: off)"},
     {.name = "web.config.file", .type = PS_FLAG_STRING, .offset = OFF(web_config), .metavar = "FILE",
      .def_note = "none",
      .doc = "TLS and authentication, Prometheus' web config format plus bearer tokens ([TLS and "
