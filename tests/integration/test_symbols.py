@@ -164,14 +164,24 @@ def test_frames_equal_eu_addr2line(make_server, prog, tmp_path):
     # the program has inlined frames, and they are in the answer
     chains = {tuple(f[0] for f in v) for v in got.values()}
     assert ("mix", "step", "work") in chains and ("step", "work") in chains
-    # the flame graph (top table) names the functions with their samples
-    top = query(srv, "top").decode()
-    for name in ("work", "main"):
-        assert name in top
-    names = {f[0] for v in want.values() for f in v[:1]}
-    total = {n: sum(1 for v in want.values() if v[0][0] == n) for n in names}
-    js = json.loads(query(srv, "flamegraph"))
-    assert set(total) <= set(js["flamebearer"]["names"]) if "flamebearer" in js else True
+    # the top table: the innermost frame's function and file, flat = its addresses' samples
+    top = json.loads(query(srv, "top"))
+    unit = top["total"] // len(prog.addrs)
+    assert top["total"] == unit * len(prog.addrs) and unit > 0
+    leaf = {}
+    for v in want.values():
+        leaf[(v[0][0], v[0][1])] = leaf.get((v[0][0], v[0][1]), 0) + unit
+    assert {(r["function"], r["file"]): r["flat"] for r in top["rows"]} == leaf
+    # the flame graph names every function of the chains, and nothing else
+    fg = json.loads(query(srv, "flamegraph"))
+    assert sorted(fg["names"]) == sorted({"total"} | {f[0] for v in want.values() for f in v})
+    # Pyroscope's /pyroscope/render (Grafana's flame graph): the same names
+    q = urllib.parse.urlencode({"query": CPU + '{service_name="native"}', "from": str(T0 // 10**9 - 60),
+                                "until": str(T0 // 10**9 + 60)})
+    st, _, body = srv.get("/pyroscope/render?" + q)
+    assert st == 200, body[:300]
+    fb = json.loads(body)["flamebearer"]
+    assert sorted(fb["names"]) == sorted(fg["names"]) and fb["numTicks"] == top["total"]
 
 
 def test_unsymbolized_until_the_file_is_placed(make_server, prog, tmp_path):

@@ -1,0 +1,251 @@
+/*
+ * test_symbols.c - unit tests for src/symbols/symbols.c on a C program compiled here (gcc -g -O2,
+ * an always-inlined function), its debug file split off (objcopy --only-keep-debug) and placed
+ * under a temporary .build-id directory: a profile's unsymbolized locations get the functions of
+ * nm's addresses, with an inline chain innermost first; the cache answers the second time without
+ * opening the file again; a build id with no file, a damaged file, a build id that is not hex (a
+ * path) leave the locations as they are; a file placed after a miss is read once it is there.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "symbols/symbols.h"
+
+static char dir[256], symdir[300], debug_path[512], build_id[128];
+static uint64_t work_addr, main_addr, inl_addr;
+
+static const char prog[] =
+    "#include <stdio.h>\n"
+    "#include <stdlib.h>\n"
+    "static inline __attribute__((always_inline)) long mix(long x) { return x * 2654435761L ^ (x >> 7); }\n"
+    "__attribute__((noinline)) long work(long n)\n"
+    "{\n"
+    "    long a = 0;\n"
+    "    for (long i = 0; i < n; i++)\n"
+    "        a += mix(a + i);\n"
+    "    return a;\n"
+    "}\n"
+    "int main(int argc, char **argv) { printf(\"%ld\\n\", work(argc > 1 ? atol(argv[1]) : 10)); return 0; }\n";
+
+static void sh(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    if (system(cmd) != 0)
+        fail_msg("command failed: %s", cmd);
+}
+
+static void read_line(const char *cmd, char *out, size_t n)
+{
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(out, (int)n, p));
+    out[strcspn(out, "\n")] = 0;
+    pclose(p);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(dir, "/tmp/ps_symbols_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    char path[512];
+    snprintf(path, sizeof(path), "%s/prog.c", dir);
+    FILE *f = fopen(path, "w");
+    fputs(prog, f);
+    fclose(f);
+    sh("gcc -g -O2 -o %s/prog %s", dir, path);
+    sh("objcopy --only-keep-debug %s/prog %s/prog.debug && strip %s/prog", dir, dir, dir);
+    char cmd[1024], line[256];
+    snprintf(cmd, sizeof(cmd), "readelf -n %s/prog | sed -n 's/.*Build ID: //p'", dir);
+    read_line(cmd, build_id, sizeof(build_id));
+    snprintf(cmd, sizeof(cmd), "nm %s/prog.debug | awk '$3==\"work\"{print $1}'", dir);
+    read_line(cmd, line, sizeof(line));
+    work_addr = strtoull(line, NULL, 16);
+    snprintf(cmd, sizeof(cmd), "nm %s/prog.debug | awk '$3==\"main\"{print $1}'", dir);
+    read_line(cmd, line, sizeof(line));
+    main_addr = strtoull(line, NULL, 16);
+    /* an address of work where mix is inlined: the first one eu-addr2line -i puts two frames on */
+    snprintf(cmd, sizeof(cmd),
+             "for a in $(seq %llu %llu); do n=$(eu-addr2line -i -f -e %s/prog.debug $(printf '0x%%x' $a) | wc -l); "
+             "if [ $n = 4 ]; then echo $a; break; fi; done",
+             (unsigned long long)work_addr, (unsigned long long)work_addr + 64, dir);
+    read_line(cmd, line, sizeof(line));
+    inl_addr = strtoull(line, NULL, 10);
+    snprintf(symdir, sizeof(symdir), "%s/debug", dir);
+    snprintf(debug_path, sizeof(debug_path), "%s/.build-id/%.2s/%s.debug", symdir, build_id, build_id + 2);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sh("rm -rf %s", dir);
+    return 0;
+}
+
+static void place(void)
+{
+    sh("mkdir -p %s/.build-id/%.2s && cp %s/prog.debug %s", symdir, build_id, dir, debug_path);
+}
+
+static void unplace(void)
+{
+    sh("rm -rf %s", symdir);
+}
+
+/* a profile of three locations of one mapping (the program mapped as a PIE at 0x5555_5555_4000:
+ * its first page at file offset 0) */
+#define BASE 0x555555554000ull
+static ps_profile_t *profile(ps_arena_t *a, const char *bid)
+{
+    ps_profile_t *p = ps_arena_calloc(a, 1, sizeof(*p));
+    static ps_str_t strs[3];
+    strs[0] = (ps_str_t){"", 0};
+    strs[1] = (ps_str_t){"/opt/prog", 9};
+    strs[2] = (ps_str_t){bid, (uint32_t)strlen(bid)};
+    p->strings = strs;
+    p->nstrings = 3;
+    p->nmappings = 1;
+    p->mappings = ps_arena_calloc(a, 1, sizeof(ps_mapping_t));
+    p->mappings[0] = (ps_mapping_t){.memory_start = BASE, .memory_limit = BASE + 0x4000, .file_offset = 0,
+                                    .filename = 1, .build_id = 2};
+    p->nlocations = 3;
+    p->locations = ps_arena_calloc(a, 3, sizeof(ps_location_t));
+    uint64_t addrs[3] = {work_addr, main_addr, inl_addr};
+    for (int i = 0; i < 3; i++)
+        p->locations[i] = (ps_location_t){.mapping = 1, .address = BASE + addrs[i]};
+    return p;
+}
+
+static const char *fn_name(const ps_profile_t *p, const ps_location_t *l, uint32_t k)
+{
+    return p->strings[p->functions[l->lines[k].function - 1].name].ptr;
+}
+
+static void test_profile_symbolized(void **state)
+{
+    (void)state;
+    place();
+    ps_symbols_t *s = ps_symbols_new(symdir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t *p = profile(&a, build_id);
+    ps_symbols_profile(s, p, &a);
+    assert_int_equal(p->locations[0].nlines, 1);
+    assert_string_equal(fn_name(p, &p->locations[0], 0), "work");
+    char src[512];
+    snprintf(src, sizeof(src), "%s/prog.c", dir);
+    assert_string_equal(p->strings[p->functions[p->locations[0].lines[0].function - 1].filename].ptr, src);
+    assert_true(p->locations[0].lines[0].line >= 4 && p->locations[0].lines[0].line <= 10);
+    assert_int_equal(p->locations[1].nlines, 1);
+    assert_string_equal(fn_name(p, &p->locations[1], 0), "main");
+    assert_int_equal(p->locations[2].nlines, 2); /* mix inlined into work, innermost first */
+    assert_string_equal(fn_name(p, &p->locations[2], 0), "mix");
+    assert_string_equal(fn_name(p, &p->locations[2], 1), "work");
+    assert_int_equal(p->locations[2].lines[1].line, 8); /* the call's line */
+    assert_int_equal(p->mappings[0].flags, PS_MAP_HAS_FUNCTIONS | PS_MAP_HAS_FILENAMES | PS_MAP_HAS_LINE_NUMBERS |
+                                               PS_MAP_HAS_INLINE_FRAMES);
+    /* again: from the cache, the file opened once */
+    ps_profile_t *q = profile(&a, build_id);
+    ps_symbols_profile(s, q, &a);
+    assert_string_equal(fn_name(q, &q->locations[2], 0), "mix");
+    uint64_t hits, misses, opened, missing;
+    ps_symbols_stats(s, &hits, &misses, &opened, &missing);
+    assert_int_equal(hits, 3);
+    assert_int_equal(misses, 3);
+    assert_int_equal(opened, 1);
+    assert_int_equal(missing, 0);
+    /* the lookup of one address, strings in the caller's arena; upper-case build ids too */
+    char upper[128];
+    for (size_t i = 0; i <= strlen(build_id); i++)
+        upper[i] = (char)(build_id[i] >= 'a' && build_id[i] <= 'f' ? build_id[i] - 32 : build_id[i]);
+    ps_symbol_frame_t f[4];
+    size_t n = 0;
+    assert_int_equal(ps_symbols_lookup(s, upper, BASE, BASE + 0x4000, 0, BASE + inl_addr, f, 4, &n, &a), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(f[0].function, "mix");
+    assert_int_equal(f[1].line, 8);
+    /* and straight from the file, as the fuzz target calls it */
+    assert_int_equal(ps_symbols_lookup_file(debug_path, BASE, BASE + 0x4000, 0, BASE + inl_addr, f, 4, &n, &a), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(f[1].function, "work");
+    ps_arena_dispose(&a);
+    ps_symbols_free(s);
+    unplace();
+}
+
+static void test_missing_then_placed(void **state)
+{
+    (void)state;
+    unplace();
+    ps_symbols_t *s = ps_symbols_new(symdir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t *p = profile(&a, build_id);
+    ps_symbols_profile(s, p, &a);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(p->locations[i].nlines, 0);
+    assert_int_equal(p->mappings[0].flags, 0);
+    assert_int_equal(p->nfunctions, 0);
+    assert_int_equal(p->nstrings, 3);
+    uint64_t hits, misses, opened, missing;
+    ps_symbols_stats(s, &hits, &misses, &opened, &missing);
+    assert_int_equal(missing, 1); /* tried once, remembered for the other two */
+    place();
+    sleep(1);
+    usleep(100000);
+    p = profile(&a, build_id);
+    ps_symbols_profile(s, p, &a);
+    assert_string_equal(fn_name(p, &p->locations[0], 0), "work");
+    ps_symbols_stats(s, &hits, &misses, &opened, &missing);
+    assert_int_equal(opened, 1);
+    ps_arena_dispose(&a);
+    ps_symbols_free(s);
+    unplace();
+}
+
+static void test_damaged_and_bad_ids(void **state)
+{
+    (void)state;
+    sh("mkdir -p %s/.build-id/%.2s && head -c 300 %s/prog.debug > %s", symdir, build_id, dir, debug_path);
+    ps_symbols_t *s = ps_symbols_new(symdir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t *p = profile(&a, build_id);
+    ps_symbols_profile(s, p, &a);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(p->locations[i].nlines, 0);
+    static const char *bad[] = {"../../etc/passwd", "ab", "", "zz00112233", "abcd/../../x"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        p = profile(&a, bad[i]);
+        ps_symbols_profile(s, p, &a);
+        assert_int_equal(p->locations[0].nlines, 0);
+    }
+    uint64_t hits, misses, opened, missing;
+    ps_symbols_stats(s, &hits, &misses, &opened, &missing);
+    assert_int_equal(opened, 0);
+    assert_int_equal(missing, 1); /* the damaged file; the bad ids are never looked up */
+    ps_symbols_free(s);
+    ps_symbols_free(NULL);
+    ps_arena_dispose(&a);
+    unplace();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_profile_symbolized),
+        cmocka_unit_test(test_missing_then_placed),
+        cmocka_unit_test(test_damaged_and_bad_ids),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
