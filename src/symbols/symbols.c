@@ -489,14 +489,16 @@ void ps_symbols_profile(void *ctx, ps_profile_t *p, ps_arena_t *arena)
     pthread_mutex_unlock(&s->mu);
     if (g.nstr) {
         ps_str_t *ns = ps_arena_alloc(arena, (p->nstrings + g.nstr) * sizeof(ps_str_t));
-        memcpy(ns, p->strings, p->nstrings * sizeof(ps_str_t));
+        if (p->nstrings)
+            memcpy(ns, p->strings, p->nstrings * sizeof(ps_str_t));
         memcpy(ns + p->nstrings, g.strings, g.nstr * sizeof(ps_str_t));
         p->strings = ns;
         p->nstrings += (uint32_t)g.nstr;
     }
     if (g.nfn) {
         ps_function_t *nf = ps_arena_alloc(arena, (p->nfunctions + g.nfn + 1) * sizeof(ps_function_t));
-        memcpy(nf, p->functions, p->nfunctions * sizeof(ps_function_t));
+        if (p->nfunctions)
+            memcpy(nf, p->functions, p->nfunctions * sizeof(ps_function_t));
         memcpy(nf + p->nfunctions, g.functions, g.nfn * sizeof(ps_function_t));
         p->functions = nf;
         p->nfunctions += (uint32_t)g.nfn;

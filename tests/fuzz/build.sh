@@ -10,7 +10,8 @@
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
 # /ingest), fuzz_adhoc (src/ingest/adhoc.c: ad hoc profile uploads), fuzz_querier (proto/querier.c, proto/pbjson.c), fuzz_otlp (proto/otlp.c, src/ingest/otlp.c) and fuzz_ui_headers (web/ui_assets.c: the
 # web UI's Accept-Encoding, If-None-Match, paths), fuzz_webconfig (src/config/webconfig.c) and fuzz_config
-# (src/config/: the YAML configuration) and fuzz_grpc (src/grpc/server.c over nghttp2) into OUTDIR.
+# (src/config/: the YAML configuration), fuzz_grpc (src/grpc/server.c over nghttp2) and fuzz_symbols
+# (src/symbols/symbols.c over libdwfl: debug files) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -226,6 +227,14 @@ if [ -f "$root/src/grpc/server.c" ] && [ -f "$here/fuzz_grpc.c" ]; then
     fuzzcc $(pkg-config --cflags libnghttp2 openssl zlib) "$here/fuzz_grpc.c" "$root/src/grpc/server.c" \
         "$root/src/auth/auth.c" "$root/src/config/webconfig_tls.c" "$root/proto/gzip.c" "$root"/core/*.c \
         $(pkg-config --libs libnghttp2 openssl zlib) -lcrypt -lm -lpthread -o "$out/fuzz_grpc"
+fi
+
+# fuzz_symbols: a debug file read through libdwfl as the store's read symbolizes (src/symbols/symbols.c)
+if [ -f "$root/src/symbols/symbols.c" ] && [ -f "$here/fuzz_symbols.c" ]; then
+    [ -e "$gen/inc/symbols" ] || ln -s "$root/src/symbols" "$gen/inc/symbols"
+    # shellcheck disable=SC2046
+    fuzzcc $(pkg-config --cflags libdw) "$here/fuzz_symbols.c" "$root/src/symbols/symbols.c" "$root"/core/*.c \
+        $(pkg-config --libs libdw) -lelf -lm -lpthread -o "$out/fuzz_symbols"
 fi
 
 wait

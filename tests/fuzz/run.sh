@@ -11,7 +11,9 @@
 # querier.v1 requests as Grafana sends them (binary and JSON), fuzz_ui_headers with the headers
 # Chromium sends for the UI, fuzz_otlp with the OTLP requests of its committed corpus (protobuf and
 # JSON, written by the integration tests' protoc classes), fuzz_webconfig with a few web config files,
-# fuzz_grpc with gRPC calls it encodes itself with nghttp2's client session.
+# fuzz_grpc with gRPC calls it encodes itself with nghttp2's client session, fuzz_symbols with a
+# small program compiled with gcc -g -O2 (8 address bytes, then the ELF: whole, and its
+# objcopy --only-keep-debug file).
 # Every target also gets the committed corpus tests/fuzz/corpus/<target>/ (campaign.sh keeps it:
 # inputs that add coverage, and regress-* files of fixed findings); fuzz_config has only that.
 # Targets fuzz PS_FUZZ_JOBS at a time (default: one per core). Exits non-zero if libFuzzer finds a
@@ -28,7 +30,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_spanparts fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_querier fuzz_otlp fuzz_ui_headers fuzz_webconfig fuzz_config fuzz_grpc"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_spanparts fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_querier fuzz_otlp fuzz_ui_headers fuzz_webconfig fuzz_config fuzz_grpc fuzz_symbols"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 # a fixed seed: make test replays the same mutations each time, so it fails on a code change, not on
 # luck (campaign.sh and PS_FUZZ_SEED=0, a seed of libFuzzer's choosing, are where new findings come from)
@@ -45,7 +47,12 @@ jobs=${PS_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
 running=0
 fuzz_one() { # target corpus: fuzzes, leaves its exit status in $out/$1.status
     rc=0
+    # fuzz_symbols: libdw 0.188's dwarf_getscopes leaks 32 bytes on some damaged DWARF (inside
+    # libdw, under our free of every array it returns): leaks are not findings there (memory is)
+    leaks=1
+    [ "$1" != fuzz_symbols ] || leaks=0
     (cd "$out" && "$out/$1" -seed="$seed" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+        -detect_leaks="$leaks" \
         -artifact_prefix="$out/$1-" -print_final_stats=1 "$2" 2>"$out/$1.log") || rc=$?
     echo "$rc" > "$out/$1.status"
 }
@@ -88,6 +95,16 @@ for t in $targets; do
         PS_FUZZ_SPANPARTS_SEEDS="$corpus" "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
     fuzz_float_dense)
         PS_FUZZ_FLOAT_DENSE_SEEDS="$corpus" "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
+    fuzz_symbols)
+        printf 'static inline int sq(int x) { return x * x; }\nint f(int n) { int a = 0; for (int i = 0; i < n; i++) a += sq(i); return a; }\nint main(int c, char **v) { (void)v; return f(c); }\n' > "$work/sym.c"
+        gcc -g -O2 -o "$work/sym" "$work/sym.c"
+        objcopy --only-keep-debug "$work/sym" "$work/sym.debug"
+        a=$(nm "$work/sym" | awk '$3=="f"{print $1}')
+        for e in sym sym.debug; do
+            # the address, 8 bytes little-endian, then the file
+            python3 -c "import struct,sys; sys.stdout.buffer.write(struct.pack('<Q', int('$a', 16)))" > "$corpus/$e"
+            cat "$work/$e" >> "$corpus/$e"
+        done ;;
     fuzz_selector)
         i=0
         for s in 'process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta{job="api",instance=~"10\\..*"}' \
