@@ -297,7 +297,6 @@ static bool norm_build_id(const char *b, char *out)
 static module_t *module_get(ps_symbols_t *s, const char *bid)
 {
     char path[4096];
-    snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", s->dir, bid, bid + 2);
     uint64_t idx;
     module_t *m;
     if (ps_hmap_get(&s->mods, bid, strlen(bid), &idx)) {
@@ -305,6 +304,7 @@ static module_t *module_get(ps_symbols_t *s, const char *bid)
         if (m->dwfl != NULL)
             return m;
         int64_t now = now_nanos();
+        snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", s->dir, bid, bid + 2);
         if (now - m->tried_at < RETRY_NANOS)
             return NULL;
         m->tried_at = now;
@@ -319,6 +319,7 @@ static module_t *module_get(ps_symbols_t *s, const char *bid)
         idx = s->nmodules++;
         ps_hmap_put(&s->mods, bid, strlen(bid), idx);
         m = &s->modules[idx];
+        snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", s->dir, bid, bid + 2);
     }
     struct stat st;
     m->stat_ok = stat(path, &st) == 0;
@@ -335,13 +336,11 @@ static module_t *module_get(ps_symbols_t *s, const char *bid)
     return NULL;
 }
 
-/* The cached frames of an address (under s->mu; valid until the cache is next emptied), or NULL. */
-static const cached_t *lookup_locked(ps_symbols_t *s, const char *build_id, uint64_t memory_start,
+/* The cached frames of an address of a build id (normalised: norm_build_id), under s->mu; valid
+ * until the cache is next emptied. NULL: no usable debug file. */
+static const cached_t *lookup_locked(ps_symbols_t *s, const char *bid, uint64_t memory_start,
                                      uint64_t memory_limit, uint64_t file_offset, uint64_t address)
 {
-    char bid[BUILD_ID_MAX + 1];
-    if (!norm_build_id(build_id, bid))
-        return NULL;
     module_t *m = module_get(s, bid);
     if (m == NULL)
         return NULL;
@@ -375,9 +374,12 @@ int ps_symbols_lookup(ps_symbols_t *s, const char *build_id, uint64_t memory_sta
                       uint64_t file_offset, uint64_t address, ps_symbol_frame_t *out, size_t cap, size_t *n,
                       ps_arena_t *arena)
 {
+    char bid[BUILD_ID_MAX + 1];
     *n = 0;
+    if (!norm_build_id(build_id, bid))
+        return 0;
     pthread_mutex_lock(&s->mu);
-    const cached_t *c = lookup_locked(s, build_id, memory_start, memory_limit, file_offset, address);
+    const cached_t *c = lookup_locked(s, bid, memory_start, memory_limit, file_offset, address);
     for (uint32_t k = 0; c != NULL && k < c->n && *n < cap; k++)
         out[(*n)++] = (ps_symbol_frame_t){dup(arena, c->f[k].function), dup(arena, c->f[k].file), c->f[k].line,
                                            c->f[k].column};
@@ -463,6 +465,7 @@ void ps_symbols_profile(void *ctx, ps_profile_t *p, ps_arena_t *arena)
     grow_t g = {.p = p, .a = arena};
     ps_hmap_init(&g.strs);
     ps_hmap_init(&g.fns);
+    char **bids = ps_arena_calloc(arena, p->nmappings + 1, sizeof(char *));
     pthread_mutex_lock(&s->mu);
     for (uint32_t i = 0; i < p->nlocations; i++) {
         ps_location_t *l = &p->locations[i];
@@ -471,8 +474,16 @@ void ps_symbols_profile(void *ctx, ps_profile_t *p, ps_arena_t *arena)
         ps_mapping_t *m = &p->mappings[l->mapping - 1];
         if (m->build_id == 0 || m->build_id >= p->nstrings)
             continue;
-        const cached_t *c = lookup_locked(s, p->strings[m->build_id].ptr, m->memory_start, m->memory_limit,
-                                          m->file_offset, l->address);
+        /* each mapping's build id normalised once: "" when it is not one */
+        char **bid = &bids[l->mapping - 1];
+        if (*bid == NULL) {
+            *bid = ps_arena_alloc(arena, BUILD_ID_MAX + 1);
+            if (!norm_build_id(p->strings[m->build_id].ptr, *bid))
+                (*bid)[0] = 0;
+        }
+        if ((*bid)[0] == 0)
+            continue;
+        const cached_t *c = lookup_locked(s, *bid, m->memory_start, m->memory_limit, m->file_offset, l->address);
         if (c == NULL || c->n == 0)
             continue;
         ps_line_t *lines = ps_arena_calloc(arena, c->n, sizeof(ps_line_t));
