@@ -3,7 +3,8 @@
 .build-id directory; an OTLP profile of it with unsymbolized locations (a PIE mapping at a process
 address, every byte address of its functions from nm); then profstore's functions, files, lines,
 columns and inline chains equal eu-addr2line -i -f -a (elfutils) for every address, in the pprof
-of /api/v1/profiles/query, and the flame graph names the functions. Without the file the frames
+of /api/v1/profiles/query, the top table, flame graph and /pyroscope/render name them, `go tool
+pprof -list work` shows work's source lines with their samples. Without the file the frames
 read as module+0xoffset, and they are symbolized once the file is placed (no restart)."""
 
 import gzip
@@ -210,3 +211,38 @@ def test_broken_debug_file_leaves_frames(make_server, prog, tmp_path):
     assert got == {prog.proc_addr(a): "/opt/app/prog+%#x" % (prog.proc_addr(a) - prog.m_start + prog.m_offset)
                    for a in prog.addrs}
     assert srv.get("/-/healthy")[0] == 200
+
+
+def test_go_tool_pprof_lists_the_source(make_server, prog, tmp_path):
+    """`go tool pprof -list work` on the downloaded pprof: work's source lines in prog.c, flat the
+    samples whose innermost frame is work at that line, cum those whose work frame (innermost or
+    calling an inlined one) is at that line, as eu-addr2line puts them."""
+    from conftest import go_pprof
+    symdir = tmp_path / "debug"
+    symdir.mkdir()
+    prog.place(symdir)
+    srv = make_server(extra_args=["--symbols.dir", str(symdir)])
+    push(srv, prog)
+    f = tmp_path / "native.pb.gz"
+    f.write_bytes(query(srv))
+    want = prog.addr2line()
+    r = go_pprof(["-list", "^work$", "-symbolize=none", str(f)], tmp_path)
+    assert "ROUTINE ======================== work in %s" % (prog.exe.parent / "prog.c") in r.stdout, r.stdout
+    unit = json.loads(query(srv, "top"))["total"] // len(prog.addrs)
+    flat, cum = {}, {}
+    for v in want.values():
+        w = [fr for fr in v if fr[0] == "work"]
+        if w:
+            cum[w[0][2]] = cum.get(w[0][2], 0) + unit
+            if v[0][0] == "work":
+                flat[v[0][2]] = flat.get(v[0][2], 0) + unit
+    units = {"ms": 10**6, "s": 10**9, "ns": 1, "us": 10**3}
+    got_flat, got_cum = {}, {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s+(?:(\d+)(ms|s|ns|us)|\.)\s+(?:(\d+)(ms|s|ns|us)|\.)\s+(\d+):", line)
+        if m:
+            if m.group(1):
+                got_flat[int(m.group(5))] = int(m.group(1)) * units[m.group(2)]
+            if m.group(3):
+                got_cum[int(m.group(5))] = int(m.group(3)) * units[m.group(4)]
+    assert (got_flat, got_cum) == (flat, cum), r.stdout
