@@ -7,7 +7,6 @@ of /api/v1/profiles/query, the top table, flame graph and /pyroscope/render name
 pprof -list work` shows work's source lines with their samples. Without the file the frames
 read as module+0xoffset, and they are symbolized once the file is placed (no restart)."""
 
-import gzip
 import json
 import re
 import shutil
