@@ -466,7 +466,8 @@ void ps_symbols_profile(void *ctx, ps_profile_t *p, ps_arena_t *arena)
     ps_hmap_init(&g.strs);
     ps_hmap_init(&g.fns);
     char **bids = ps_arena_calloc(arena, p->nmappings + 1, sizeof(char *));
-    pthread_mutex_lock(&s->mu);
+    /* the lock is held for one location at a time (its frames are copied before it is let go), so
+     * that another read's locations are served from the cache while this one reads files */
     for (uint32_t i = 0; i < p->nlocations; i++) {
         ps_location_t *l = &p->locations[i];
         if (l->nlines != 0 || l->mapping == 0 || l->mapping > p->nmappings)
@@ -483,9 +484,12 @@ void ps_symbols_profile(void *ctx, ps_profile_t *p, ps_arena_t *arena)
         }
         if ((*bid)[0] == 0)
             continue;
+        pthread_mutex_lock(&s->mu);
         const cached_t *c = lookup_locked(s, *bid, m->memory_start, m->memory_limit, m->file_offset, l->address);
-        if (c == NULL || c->n == 0)
+        if (c == NULL || c->n == 0) {
+            pthread_mutex_unlock(&s->mu);
             continue;
+        }
         ps_line_t *lines = ps_arena_calloc(arena, c->n, sizeof(ps_line_t));
         for (uint32_t k = 0; k < c->n; k++) {
             lines[k].function = add_function(&g, c->f[k].function, c->f[k].file);
@@ -493,11 +497,11 @@ void ps_symbols_profile(void *ctx, ps_profile_t *p, ps_arena_t *arena)
             lines[k].column = c->f[k].column;
         }
         uint32_t nf = c->n;
+        pthread_mutex_unlock(&s->mu);
         l->lines = lines;
         l->nlines = (uint32_t)nf;
         m->flags |= PS_MAP_HAS_FUNCTIONS | PS_MAP_HAS_FILENAMES | PS_MAP_HAS_LINE_NUMBERS | PS_MAP_HAS_INLINE_FRAMES;
     }
-    pthread_mutex_unlock(&s->mu);
     if (g.nstr) {
         ps_str_t *ns = ps_arena_alloc(arena, (p->nstrings + g.nstr) * sizeof(ps_str_t));
         if (p->nstrings)

@@ -47,11 +47,12 @@ jobs=${PS_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
 running=0
 fuzz_one() { # target corpus: fuzzes, leaves its exit status in $out/$1.status
     rc=0
-    # fuzz_symbols: libdw 0.188's dwarf_getscopes leaks 32 bytes on some damaged DWARF (inside
-    # libdw, under our free of every array it returns): leaks are not findings there (memory is)
-    leaks=1
-    [ "$1" != fuzz_symbols ] || leaks=0
-    (cd "$out" && "$out/$1" -seed="$seed" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    # fuzz_symbols: libdw 0.188's dwarf_getscopes leaks its array on some damaged DWARF (its
+    # second walk fails after the first allocated it; nothing is returned to free): leaks are not
+    # findings there, neither per input nor at exit (memory still is: -rss_limit_mb)
+    leaks=1 asan=${ASAN_OPTIONS:-}
+    [ "$1" != fuzz_symbols ] || { leaks=0; asan="detect_leaks=0${asan:+:$asan}"; }
+    (cd "$out" && ASAN_OPTIONS="$asan" "$out/$1" -seed="$seed" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
         -detect_leaks="$leaks" \
         -artifact_prefix="$out/$1-" -print_final_stats=1 "$2" 2>"$out/$1.log") || rc=$?
     echo "$rc" > "$out/$1.status"
