@@ -531,17 +531,23 @@ void ps_rules_stats(ps_rules_t *rs, ps_rules_stats_t *st)
 
 /* ---- evaluation (submitting threads) ---- */
 
-static double total_of(const ps_profile_t *p, uint32_t ti)
+/* the totals of every sample type of p into sum[ntypes]: each the sum of its samples' values in
+ * sample order (the same double as a sum of that type alone) */
+static void totals_of(const ps_profile_t *p, double *sum)
 {
-    double sum = 0;
+    for (uint32_t t = 0; t < p->ntypes; t++)
+        sum[t] = 0;
     for (uint32_t i = 0; i < p->nsamples; i++)
-        sum += (double)p->samples[i].values[ti];
-    return sum;
+        for (uint32_t t = 0; t < p->ntypes; t++)
+            sum[t] += (double)p->samples[i].values[t];
 }
 
-/* the total of the samples whose stack holds a frame of function fn */
-static double function_total(const ps_profile_t *p, uint32_t ti, const char *fn, size_t fnlen)
+/* the totals of every sample type (sum[ntypes]) of the samples whose stack holds a frame of
+ * function fn, each sample counted once however often fn appears in it */
+static void function_totals(const ps_profile_t *p, const char *fn, size_t fnlen, double *sum)
 {
+    for (uint32_t t = 0; t < p->ntypes; t++)
+        sum[t] = 0;
     uint8_t *fhit = calloc(p->nfunctions + 1, 1);
     bool any = false;
     for (uint32_t f = 0; f < p->nfunctions; f++) {
@@ -551,7 +557,6 @@ static double function_total(const ps_profile_t *p, uint32_t ti, const char *fn,
             any = true;
         }
     }
-    double sum = 0;
     if (any) {
         uint8_t *lhit = calloc(p->nlocations + 1, 1);
         for (uint32_t l = 0; l < p->nlocations; l++)
@@ -564,14 +569,14 @@ static double function_total(const ps_profile_t *p, uint32_t ti, const char *fn,
             const ps_sample_t *s = &p->samples[i];
             for (uint32_t k = 0; k < s->nlocs; k++)
                 if (s->locs[k] <= p->nlocations && lhit[s->locs[k]]) {
-                    sum += (double)s->values[ti];
+                    for (uint32_t t = 0; t < p->ntypes; t++)
+                        sum[t] += (double)s->values[t];
                     break;
                 }
         }
         free(lhit);
     }
     free(fhit);
-    return sum;
 }
 
 static bool matches(crule_t *c, const ps_labels_t *ls)
@@ -608,19 +613,21 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
     ps_buf_t key = PS_BUF_INIT;
     int64_t t = ps_ns_to_ms_floor(app->ts);
     uint64_t nmatched = 0;
+    /* the totals of the profile, each computed once for all its series (every sample type in one
+     * pass): the plain one and, by name, those of the rules' functions (rules that filter by the
+     * same function share one) */
+    const ps_profile_t *prof = app->profile;
+    double *total = NULL;
+    struct {
+        const char *fn;
+        double *v;
+    } fcache[8];
+    uint32_t nfc = 0;
     for (uint32_t j = 0; j < app->nseries; j++) {
         const ps_labels_t *ls = &app->series_labels[j];
         uint32_t ti = app->type_index[j];
-        if (ti >= app->profile->ntypes)
+        if (ti >= prof->ntypes)
             continue;
-        bool have_total = false;
-        double total = 0;
-        /* the function totals of this series, by name: rules that filter by the same function share one */
-        struct {
-            const char *fn;
-            double v;
-        } fcache[8];
-        uint32_t nfc = 0;
         for (size_t i = 0; i < set->n; i++) {
             crule_t *c = &set->v[i];
             pthread_mutex_lock(&c->mu);
@@ -635,18 +642,20 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
                 while (k < nfc && strcmp(fcache[k].fn, c->r.function_name) != 0)
                     k++;
                 if (k < nfc) {
-                    v = fcache[k].v;
+                    v = fcache[k].v[ti];
                 } else {
-                    v = function_total(app->profile, ti, c->r.function_name, c->fnlen);
+                    double *fv = ps_arena_alloc(&a, prof->ntypes * sizeof(double));
+                    function_totals(prof, c->r.function_name, c->fnlen, fv);
+                    v = fv[ti];
                     if (nfc < 8)
-                        fcache[nfc++].fn = c->r.function_name, fcache[nfc - 1].v = v;
+                        fcache[nfc++].fn = c->r.function_name, fcache[nfc - 1].v = fv;
                 }
             } else {
-                if (!have_total) {
-                    total = total_of(app->profile, ti);
-                    have_total = true;
+                if (total == NULL) {
+                    total = ps_arena_alloc(&a, prof->ntypes * sizeof(double));
+                    totals_of(prof, total);
                 }
-                v = total;
+                v = total[ti];
             }
             ps_labels_t o = ps_labels_borrow(&c->base);
             for (size_t g = 0; g < c->r.ngroup_by; g++) {
