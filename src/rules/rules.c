@@ -3,7 +3,7 @@
  *
  * A contribution (ps_rules_eval, carried by the write request to ps_rules_record) is, repeated:
  *   klen (u32, host order) | the recorded series' labels, ps_labels_encode'd (klen bytes)
- *   | t (i64 ms) | v (f64)
+ *   | h (u64, the labels' hash) | t (i64 ms) | v (f64)
  * made and read by this process only (never stored).
  */
 #include "rules.h"
@@ -209,14 +209,64 @@ const char *ps_rules_profile_type(const ps_rr_rule_t *r, ps_arena_t *arena)
 
 /* ---- the set in force ---- */
 
+/* A set of 64-bit hashes, open addressing in one array (one cache line a probe, no key
+ * elsewhere): 0 marks an empty slot, the hash 0 itself is has0. At most PS_RULE_SERIES_MAX. */
+typedef struct seen {
+    uint64_t *slot;
+    uint32_t cap, n;         /* cap a power of two (0: none yet); n counts has0 too */
+    bool has0;
+} seen_t;
+
+static bool seen_has(const seen_t *st, uint64_t h)
+{
+    if (h == 0)
+        return st->has0;
+    if (st->cap == 0)
+        return false;
+    for (uint32_t i = (uint32_t)(h ^ (h >> 32)) & (st->cap - 1);; i = (i + 1) & (st->cap - 1)) {
+        if (st->slot[i] == h)
+            return true;
+        if (st->slot[i] == 0)
+            return false;
+    }
+}
+
+static void seen_add_slot(uint64_t *slot, uint32_t cap, uint64_t h)
+{
+    uint32_t i = (uint32_t)(h ^ (h >> 32)) & (cap - 1);
+    while (slot[i] != 0)
+        i = (i + 1) & (cap - 1);
+    slot[i] = h;
+}
+
+/* h not in st */
+static void seen_add(seen_t *st, uint64_t h)
+{
+    st->n++;
+    if (h == 0) {
+        st->has0 = true;
+        return;
+    }
+    if ((uint64_t)st->n * 4 > (uint64_t)st->cap * 3) {
+        uint32_t nc = st->cap ? st->cap * 2 : 64;
+        uint64_t *ns = ps_xcalloc(nc, sizeof(*ns));
+        for (uint32_t i = 0; i < st->cap; i++)
+            if (st->slot[i] != 0)
+                seen_add_slot(ns, nc, st->slot[i]);
+        free(st->slot);
+        st->slot = ns;
+        st->cap = nc;
+    }
+    seen_add_slot(st->slot, st->cap, h);
+}
+
 typedef struct crule {
     ps_rr_rule_t r;          /* a copy, with profile_type and provisioned */
     ps_selector_t sel;       /* every matcher of every string; __profile_type__ renamed __name__ */
     ps_labels_t base;        /* __name__, pyroscope_rule_id, external labels */
     size_t fnlen;
     pthread_mutex_t mu;      /* the matchers' match data and seen */
-    ps_hmap_t seen;          /* hash of a recorded series' labels -> 1 */
-    uint32_t nseen;
+    seen_t seen;             /* hashes of the recorded series' labels */
     bool dropped_logged;
 } crule_t;
 
@@ -263,7 +313,7 @@ static void set_free(ruleset_t *set)
         return;
     for (size_t i = 0; i < set->n; i++) {
         ps_selector_dispose(&set->v[i].sel);
-        ps_hmap_dispose(&set->v[i].seen);
+        free(set->v[i].seen.slot);
         pthread_mutex_destroy(&set->v[i].mu);
     }
     ps_arena_dispose(&set->arena);
@@ -307,7 +357,7 @@ static void compile(const ps_rr_rule_t *src, bool provisioned, ruleset_t *set, c
     ps_labels_set(&c->base, a, "__name__", 8, c->r.metric_name, strlen(c->r.metric_name));
     ps_labels_set(&c->base, a, RULE_ID_LABEL, sizeof(RULE_ID_LABEL) - 1, c->r.id, strlen(c->r.id));
     pthread_mutex_init(&c->mu, NULL);
-    ps_hmap_init(&c->seen);
+    c->seen = (seen_t){NULL, 0, 0, false};
 }
 
 /* with rs->mu held: builds the set of rs->prov and rs->stored and swaps it in */
@@ -333,12 +383,10 @@ static void rebuild(ps_rules_t *rs)
             if (strcmp(o->r.id, c->r.id) != 0 || o->r.generation != c->r.generation)
                 continue;
             pthread_mutex_lock(&o->mu);
-            ps_hmap_t t = c->seen;
+            seen_t t = c->seen;
             c->seen = o->seen;
             o->seen = t;
-            c->nseen = o->nseen;
             c->dropped_logged = o->dropped_logged;
-            o->nseen = 0;
             pthread_mutex_unlock(&o->mu);
             break;
         }
@@ -669,19 +717,18 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
             }
             ps_buf_reset(&key);
             ps_labels_encode(&o, &key);
-            uint64_t h = ps_hash64(key.data, key.len, 0x72756c6573ull), one;
+            uint64_t h = ps_hash64(key.data, key.len, 0x72756c6573ull);
             bool drop = false;
             pthread_mutex_lock(&c->mu);
-            if (!ps_hmap_get(&c->seen, &h, sizeof(h), &one)) {
-                if (c->nseen >= PS_RULE_SERIES_MAX) {
+            if (!seen_has(&c->seen, h)) {
+                if (c->seen.n >= PS_RULE_SERIES_MAX) {
                     drop = true;
                     if (!c->dropped_logged)
                         ps_log_warn("recording rule has the most series there may be: contributions to new ones are dropped",
                                     "id=%s series=%d", ps_log_q(c->r.id), PS_RULE_SERIES_MAX);
                     c->dropped_logged = true;
                 } else {
-                    ps_hmap_put(&c->seen, &h, sizeof(h), 1);
-                    c->nseen++;
+                    seen_add(&c->seen, h);
                 }
             }
             pthread_mutex_unlock(&c->mu);
@@ -692,6 +739,7 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
             uint32_t klen = (uint32_t)key.len;
             ps_buf_append(out, &klen, sizeof(klen));
             ps_buf_append(out, key.data, key.len);
+            ps_buf_append(out, &h, sizeof(h));
             ps_buf_append(out, &t, sizeof(t));
             ps_buf_append(out, &v, sizeof(v));
         }
@@ -708,6 +756,7 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
 typedef struct group {
     const uint8_t *key;
     uint32_t klen;
+    uint64_t h;
     ps_float_sample_t *s;
     uint32_t n, cap;
 } group_t;
@@ -725,8 +774,9 @@ void ps_rules_record(void *ctx, ps_append_t *const *items, size_t n, ps_float_ap
     ps_arena_reset(a);
     *out = NULL;
     *nout = 0;
-    ps_hmap_t idx;
-    ps_hmap_init(&idx);
+    /* the groups by the labels' hash (made by ps_rules_eval), the labels compared: slot = group
+     * index + 1, 0 empty */
+    uint32_t *idx = NULL, capi = 0;
     group_t *g = NULL;
     size_t ng = 0, capg = 0;
     for (size_t i = 0; i < n; i++) {
@@ -738,25 +788,42 @@ void ps_rules_record(void *ctx, ps_append_t *const *items, size_t n, ps_float_ap
             uint32_t klen;
             memcpy(&klen, p, sizeof(klen));
             p += sizeof(klen);
-            if ((size_t)(end - p) < (size_t)klen + 16)
+            if ((size_t)(end - p) < (size_t)klen + 24)
                 break; /* made by ps_rules_eval: not expected */
             const uint8_t *key = p;
             p += klen;
+            uint64_t h;
             ps_float_sample_t s;
-            memcpy(&s.t, p, 8);
-            memcpy(&s.v, p + 8, 8);
-            p += 16;
-            uint64_t k;
-            if (!ps_hmap_get(&idx, key, klen, &k)) {
+            memcpy(&h, p, 8);
+            memcpy(&s.t, p + 8, 8);
+            memcpy(&s.v, p + 16, 8);
+            p += 24;
+            if ((ng + 1) * 2 > capi) { /* at most half full */
+                uint32_t nc = capi ? capi * 2 : 64;
+                uint32_t *ni = ps_xcalloc(nc, sizeof(*ni));
+                for (size_t k = 0; k < ng; k++) {
+                    uint32_t j = (uint32_t)g[k].h & (nc - 1);
+                    while (ni[j] != 0)
+                        j = (j + 1) & (nc - 1);
+                    ni[j] = (uint32_t)k + 1;
+                }
+                free(idx);
+                idx = ni;
+                capi = nc;
+            }
+            uint32_t j = (uint32_t)h & (capi - 1);
+            while (idx[j] != 0 && !(g[idx[j] - 1].h == h && g[idx[j] - 1].klen == klen &&
+                                    memcmp(g[idx[j] - 1].key, key, klen) == 0))
+                j = (j + 1) & (capi - 1);
+            if (idx[j] == 0) {
                 if (ng == capg) {
                     capg = capg ? capg * 2 : 16;
                     g = ps_xrealloc(g, capg * sizeof(*g));
                 }
-                g[ng] = (group_t){key, klen, NULL, 0, 0};
-                k = ng++;
-                ps_hmap_put(&idx, key, klen, k);
+                g[ng] = (group_t){key, klen, h, NULL, 0, 0};
+                idx[j] = (uint32_t)++ng;
             }
-            group_t *gr = &g[k];
+            group_t *gr = &g[idx[j] - 1];
             if (gr->n == gr->cap) {
                 uint32_t nc = gr->cap ? gr->cap * 2 : 4;
                 ps_float_sample_t *ns = ps_arena_alloc(a, nc * sizeof(*ns));
@@ -799,5 +866,5 @@ void ps_rules_record(void *ctx, ps_append_t *const *items, size_t n, ps_float_ap
         atomic_fetch_add(&rs->samples, nsamples);
     }
     free(g);
-    ps_hmap_dispose(&idx);
+    free(idx);
 }
