@@ -265,6 +265,7 @@ typedef struct crule {
     ps_selector_t sel;       /* every matcher of every string; __profile_type__ renamed __name__ */
     ps_labels_t base;        /* __name__, pyroscope_rule_id, external labels */
     size_t fnlen;
+    bool has_re;             /* a regex matcher: matching takes mu (its match data) */
     pthread_mutex_t mu;      /* the matchers' match data and seen */
     seen_t seen;             /* hashes of the recorded series' labels */
     bool dropped_logged;
@@ -340,6 +341,8 @@ static void compile(const ps_rr_rule_t *src, bool provisioned, ruleset_t *set, c
     for (size_t i = 0, k = 0; i < src->nmatchers; i++)
         for (uint32_t j = 0; j < parts[i].n; j++, k++) {
             c->sel.m[k] = parts[i].m[j];
+            if (c->sel.m[k].op == PS_MATCH_RE || c->sel.m[k].op == PS_MATCH_NRE)
+                c->has_re = true;
             if (strcmp(c->sel.m[k].name, "__profile_type__") == 0) {
                 c->sel.m[k].name = "__name__";
                 c->sel.m[k].nlen = 8;
@@ -658,7 +661,6 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
         return;
     }
     ps_arena_t a = PS_ARENA_INIT;
-    ps_buf_t key = PS_BUF_INIT;
     int64_t t = ps_ns_to_ms_floor(app->ts);
     uint64_t nmatched = 0;
     /* the totals of the profile, each computed once for all its series (every sample type in one
@@ -678,9 +680,14 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
             continue;
         for (size_t i = 0; i < set->n; i++) {
             crule_t *c = &set->v[i];
-            pthread_mutex_lock(&c->mu);
-            bool ok = matches(c, ls);
-            pthread_mutex_unlock(&c->mu);
+            bool ok;
+            if (c->has_re) {
+                pthread_mutex_lock(&c->mu);
+                ok = matches(c, ls);
+                pthread_mutex_unlock(&c->mu);
+            } else {
+                ok = matches(c, ls);
+            }
             if (!ok)
                 continue;
             nmatched++;
@@ -715,9 +722,13 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
                 if (p != NULL)
                     ps_labels_set(&o, &a, gn, strlen(gn), p->value, p->vlen);
             }
-            ps_buf_reset(&key);
-            ps_labels_encode(&o, &key);
-            uint64_t h = ps_hash64(key.data, key.len, 0x72756c6573ull);
+            /* the contribution straight into out (taken back if dropped) */
+            size_t at = out->len;
+            ps_buf_reserve(out, sizeof(uint32_t));
+            out->len += sizeof(uint32_t);
+            ps_labels_encode(&o, out);
+            uint32_t klen = (uint32_t)(out->len - at - sizeof(uint32_t));
+            uint64_t h = ps_hash64(out->data + at + sizeof(uint32_t), klen, 0x72756c6573ull);
             bool drop = false;
             pthread_mutex_lock(&c->mu);
             if (!seen_has(&c->seen, h)) {
@@ -733,21 +744,21 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
             }
             pthread_mutex_unlock(&c->mu);
             if (drop) {
+                out->len = at;
                 atomic_fetch_add(&rs->dropped, 1);
                 continue;
             }
-            uint32_t klen = (uint32_t)key.len;
-            ps_buf_append(out, &klen, sizeof(klen));
-            ps_buf_append(out, key.data, key.len);
-            ps_buf_append(out, &h, sizeof(h));
-            ps_buf_append(out, &t, sizeof(t));
-            ps_buf_append(out, &v, sizeof(v));
+            memcpy(out->data + at, &klen, sizeof(klen));
+            uint8_t *q = ps_buf_reserve(out, 24);
+            memcpy(q, &h, 8);
+            memcpy(q + 8, &t, 8);
+            memcpy(q + 16, &v, 8);
+            out->len += 24;
         }
     }
     pthread_rwlock_unlock(&rs->lock);
     if (nmatched)
         atomic_fetch_add(&rs->evaluations, nmatched);
-    ps_buf_dispose(&key);
     ps_arena_dispose(&a);
 }
 
