@@ -19,6 +19,7 @@ void ps_float_state_clear(ps_wcache_t *wc)
     wc->nfloat_dirty = 0;
     wc->float_state_bytes = 0;
     ps_hmap_clear(&wc->float_state_index);
+    ps_hmap_clear(&wc->float_label_index);
 }
 
 static ps_float_state_t *float_state_find(ps_store_writer_t *w, uint64_t sid)
@@ -290,25 +291,16 @@ static void count_reject(uint32_t *n, int64_t *first, int64_t t)
         *first = t;
 }
 
-static int append_series(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t *fa, int64_t now, ps_err_t *err)
+/* The state of fa's series, found the long way (its sid by its labels, then the cached state or
+ * the stored head), created if create and it does not exist; entered in float_label_index. *out
+ * NULL when fa alone fails (fa->status, or its samples counted as rejected). newest: ms. */
+static int series_state(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t *fa, bool create, int64_t newest,
+                        ps_float_state_t **out, ps_err_t *err)
 {
-    int64_t oldest = INT64_MIN; /* ms: samples before it are out of bounds (retention) */
-    if (w->s->opts.retention_ns > 0)
-        oldest = -floor_div(-(now - w->s->opts.retention_ns), 1000000);
-    int64_t newest = w->s->opts.future_grace_ns > 0 ? (now + w->s->opts.future_grace_ns) / 1000000 : INT64_MAX; /* ms */
-    int64_t window_ms = w->s->opts.compact_window_ns > 0 ? w->s->opts.compact_window_ns / 1000000 : 0;
-    uint32_t per_chunk = w->s->opts.compact_max_profiles; /* the same count rule as profile heads */
-    if (per_chunk == 0 || per_chunk > PS_XOR_SAMPLES_PER_CHUNK)
-        per_chunk = PS_XOR_SAMPLES_PER_CHUNK;
-
-    /* a series nothing can be stored in is not created */
-    bool any = false;
-    for (uint32_t i = 0; i < fa->nsamples && !any; i++)
-        any = fa->samples[i].t >= oldest && fa->samples[i].t <= T_MS_MAX && fa->samples[i].t >= -T_MS_MAX &&
-              fa->samples[i].t <= newest;
+    *out = NULL;
     uint64_t sid;
     ps_series_state_t *st;
-    int ret = ps_series_get_or_create(w, txn, fa->labels, any, PS_SERIES_FLOAT, &sid, &st, err);
+    int ret = ps_series_get_or_create(w, txn, fa->labels, create, PS_SERIES_FLOAT, &sid, &st, err);
     if (ret == PS_ENOTFOUND) {
         for (uint32_t i = 0; i < fa->nsamples; i++)
             if (fa->samples[i].t > newest && fa->samples[i].t <= T_MS_MAX)
@@ -338,6 +330,52 @@ static int append_series(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t 
         if (ret != PS_ECORRUPT)
             return ps_err_set(err, ret, "%s", fa->err.msg);
         fa->status = ret; /* this series alone */
+        return 0;
+    }
+    uint64_t fi;
+    uint8_t kb[8];
+    ps_enc_be64(kb, sid);
+    if (ps_hmap_get(&w->wc->float_state_index, kb, 8, &fi)) {
+        ps_hmap_put(&w->wc->float_label_index, w->wc->float_key.data, w->wc->float_key.len, fi);
+        w->wc->float_state_bytes += w->wc->float_key.len + 32;
+    }
+    *out = f;
+    return 0;
+}
+
+static int append_series(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t *fa, int64_t now, ps_err_t *err)
+{
+    int64_t oldest = INT64_MIN; /* ms: samples before it are out of bounds (retention) */
+    if (w->s->opts.retention_ns > 0)
+        oldest = -floor_div(-(now - w->s->opts.retention_ns), 1000000);
+    int64_t newest = w->s->opts.future_grace_ns > 0 ? (now + w->s->opts.future_grace_ns) / 1000000 : INT64_MAX; /* ms */
+    int64_t window_ms = w->s->opts.compact_window_ns > 0 ? w->s->opts.compact_window_ns / 1000000 : 0;
+    uint32_t per_chunk = w->s->opts.compact_max_profiles; /* the same count rule as profile heads */
+    if (per_chunk == 0 || per_chunk > PS_XOR_SAMPLES_PER_CHUNK)
+        per_chunk = PS_XOR_SAMPLES_PER_CHUNK;
+
+    /* a series nothing can be stored in is not created */
+    bool any = false;
+    for (uint32_t i = 0; i < fa->nsamples && !any; i++)
+        any = fa->samples[i].t >= oldest && fa->samples[i].t <= T_MS_MAX && fa->samples[i].t >= -T_MS_MAX &&
+              fa->samples[i].t <= newest;
+    /* a series whose state is cached: found by its labels alone (a series is deleted only with
+     * every cache dropped, so the state is that of these labels) */
+    ps_buf_t *key = &w->wc->float_key;
+    ps_buf_reset(key);
+    ps_labels_encode(fa->labels, key);
+    uint64_t fi;
+    ps_float_state_t *f = NULL;
+    if (ps_hmap_get(&w->wc->float_label_index, key->data, key->len, &fi))
+        f = w->wc->float_states[fi];
+    int ret;
+    if (f == NULL && (ret = series_state(w, txn, fa, any, newest, &f, err)) != 0)
+        return ret;
+    if (f == NULL)
+        return 0; /* fa says why */
+    fa->sid = f->sid;
+    if (f->broken) {
+        fa->status = ps_err_set(&fa->err, PS_ECORRUPT, "series %llu: damaged float head", (unsigned long long)f->sid);
         return 0;
     }
     for (uint32_t i = 0; i < fa->nsamples; i++) {
@@ -379,7 +417,7 @@ static int append_series(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t 
         size_t before = f->chunk.cap;
         ps_err_t aerr;
         if ((ret = ps_xor_app_append(&f->app, t, bits_float(bits), &aerr)) != 0)
-            return ps_err_set(err, PS_EINTERNAL, "series %llu: %s", (unsigned long long)sid, aerr.msg);
+            return ps_err_set(err, PS_EINTERNAL, "series %llu: %s", (unsigned long long)f->sid, aerr.msg);
         w->wc->float_state_bytes += f->chunk.cap - before;
         if (f->app.n == 1)
             f->head_min_t = t;

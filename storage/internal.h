@@ -104,6 +104,10 @@ typedef struct ps_wcache {
     /* float series (floats_append.c): the open chunk and appender of each series written lately,
      * a cache of what the write transaction holds */
     ps_hmap_t float_state_index; /* sid(8) -> index in float_states */
+    ps_hmap_t float_label_index; /* label encoding -> index in float_states: an append finds its
+                                  * series' state in one look-up (the labels' sid, then the state, is
+                                  * three); the same life as float_states */
+    ps_buf_t float_key;          /* scratch: an append's label encoding */
     struct ps_float_state **float_states;
     size_t nfloat_states, capfloat_states;
     uint64_t float_state_bytes;

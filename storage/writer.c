@@ -31,6 +31,7 @@ static ps_wcache_t *ps_wcache_new(void)
     ps_hmap_init(&wc->series_cache);
     ps_hmap_init(&wc->state_index);
     ps_hmap_init(&wc->float_state_index);
+    ps_hmap_init(&wc->float_label_index);
     return wc;
 }
 
@@ -49,6 +50,8 @@ static void ps_wcache_free(ps_wcache_t *wc)
     free(wc->due);
     ps_float_state_clear(wc);
     ps_hmap_dispose(&wc->float_state_index);
+    ps_hmap_dispose(&wc->float_label_index);
+    ps_buf_dispose(&wc->float_key);
     free(wc->float_states);
     free(wc->float_dirty);
     ps_buf_dispose(&wc->sym_key);

@@ -3,7 +3,7 @@
  *
  * A contribution (ps_rules_eval, carried by the write request to ps_rules_record) is, repeated:
  *   klen (u32, host order) | the recorded series' labels, ps_labels_encode'd (klen bytes)
- *   | t (i64 ms) | v (f64)
+ *   | h (u64, the labels' hash) | t (i64 ms) | v (f64)
  * made and read by this process only (never stored).
  */
 #include "rules.h"
@@ -209,14 +209,65 @@ const char *ps_rules_profile_type(const ps_rr_rule_t *r, ps_arena_t *arena)
 
 /* ---- the set in force ---- */
 
+/* A set of 64-bit hashes, open addressing in one array (one cache line a probe, no key
+ * elsewhere): 0 marks an empty slot, the hash 0 itself is has0. At most PS_RULE_SERIES_MAX. */
+typedef struct seen {
+    uint64_t *slot;
+    uint32_t cap, n;         /* cap a power of two (0: none yet); n counts has0 too */
+    bool has0;
+} seen_t;
+
+static bool seen_has(const seen_t *st, uint64_t h)
+{
+    if (h == 0)
+        return st->has0;
+    if (st->cap == 0)
+        return false;
+    for (uint32_t i = (uint32_t)(h ^ (h >> 32)) & (st->cap - 1);; i = (i + 1) & (st->cap - 1)) {
+        if (st->slot[i] == h)
+            return true;
+        if (st->slot[i] == 0)
+            return false;
+    }
+}
+
+static void seen_add_slot(uint64_t *slot, uint32_t cap, uint64_t h)
+{
+    uint32_t i = (uint32_t)(h ^ (h >> 32)) & (cap - 1);
+    while (slot[i] != 0)
+        i = (i + 1) & (cap - 1);
+    slot[i] = h;
+}
+
+/* h not in st */
+static void seen_add(seen_t *st, uint64_t h)
+{
+    st->n++;
+    if (h == 0) {
+        st->has0 = true;
+        return;
+    }
+    if ((uint64_t)st->n * 4 > (uint64_t)st->cap * 3) {
+        uint32_t nc = st->cap ? st->cap * 2 : 64;
+        uint64_t *ns = ps_xcalloc(nc, sizeof(*ns));
+        for (uint32_t i = 0; i < st->cap; i++)
+            if (st->slot[i] != 0)
+                seen_add_slot(ns, nc, st->slot[i]);
+        free(st->slot);
+        st->slot = ns;
+        st->cap = nc;
+    }
+    seen_add_slot(st->slot, st->cap, h);
+}
+
 typedef struct crule {
     ps_rr_rule_t r;          /* a copy, with profile_type and provisioned */
     ps_selector_t sel;       /* every matcher of every string; __profile_type__ renamed __name__ */
     ps_labels_t base;        /* __name__, pyroscope_rule_id, external labels */
     size_t fnlen;
+    bool has_re;             /* a regex matcher: matching takes mu (its match data) */
     pthread_mutex_t mu;      /* the matchers' match data and seen */
-    ps_hmap_t seen;          /* hash of a recorded series' labels -> 1 */
-    uint32_t nseen;
+    seen_t seen;             /* hashes of the recorded series' labels */
     bool dropped_logged;
 } crule_t;
 
@@ -263,7 +314,7 @@ static void set_free(ruleset_t *set)
         return;
     for (size_t i = 0; i < set->n; i++) {
         ps_selector_dispose(&set->v[i].sel);
-        ps_hmap_dispose(&set->v[i].seen);
+        free(set->v[i].seen.slot);
         pthread_mutex_destroy(&set->v[i].mu);
     }
     ps_arena_dispose(&set->arena);
@@ -290,6 +341,8 @@ static void compile(const ps_rr_rule_t *src, bool provisioned, ruleset_t *set, c
     for (size_t i = 0, k = 0; i < src->nmatchers; i++)
         for (uint32_t j = 0; j < parts[i].n; j++, k++) {
             c->sel.m[k] = parts[i].m[j];
+            if (c->sel.m[k].op == PS_MATCH_RE || c->sel.m[k].op == PS_MATCH_NRE)
+                c->has_re = true;
             if (strcmp(c->sel.m[k].name, "__profile_type__") == 0) {
                 c->sel.m[k].name = "__name__";
                 c->sel.m[k].nlen = 8;
@@ -307,7 +360,7 @@ static void compile(const ps_rr_rule_t *src, bool provisioned, ruleset_t *set, c
     ps_labels_set(&c->base, a, "__name__", 8, c->r.metric_name, strlen(c->r.metric_name));
     ps_labels_set(&c->base, a, RULE_ID_LABEL, sizeof(RULE_ID_LABEL) - 1, c->r.id, strlen(c->r.id));
     pthread_mutex_init(&c->mu, NULL);
-    ps_hmap_init(&c->seen);
+    c->seen = (seen_t){NULL, 0, 0, false};
 }
 
 /* with rs->mu held: builds the set of rs->prov and rs->stored and swaps it in */
@@ -333,12 +386,10 @@ static void rebuild(ps_rules_t *rs)
             if (strcmp(o->r.id, c->r.id) != 0 || o->r.generation != c->r.generation)
                 continue;
             pthread_mutex_lock(&o->mu);
-            ps_hmap_t t = c->seen;
+            seen_t t = c->seen;
             c->seen = o->seen;
             o->seen = t;
-            c->nseen = o->nseen;
             c->dropped_logged = o->dropped_logged;
-            o->nseen = 0;
             pthread_mutex_unlock(&o->mu);
             break;
         }
@@ -531,17 +582,23 @@ void ps_rules_stats(ps_rules_t *rs, ps_rules_stats_t *st)
 
 /* ---- evaluation (submitting threads) ---- */
 
-static double total_of(const ps_profile_t *p, uint32_t ti)
+/* the totals of every sample type of p into sum[ntypes]: each the sum of its samples' values in
+ * sample order (the same double as a sum of that type alone) */
+static void totals_of(const ps_profile_t *p, double *sum)
 {
-    double sum = 0;
+    for (uint32_t t = 0; t < p->ntypes; t++)
+        sum[t] = 0;
     for (uint32_t i = 0; i < p->nsamples; i++)
-        sum += (double)p->samples[i].values[ti];
-    return sum;
+        for (uint32_t t = 0; t < p->ntypes; t++)
+            sum[t] += (double)p->samples[i].values[t];
 }
 
-/* the total of the samples whose stack holds a frame of function fn */
-static double function_total(const ps_profile_t *p, uint32_t ti, const char *fn, size_t fnlen)
+/* the totals of every sample type (sum[ntypes]) of the samples whose stack holds a frame of
+ * function fn, each sample counted once however often fn appears in it */
+static void function_totals(const ps_profile_t *p, const char *fn, size_t fnlen, double *sum)
 {
+    for (uint32_t t = 0; t < p->ntypes; t++)
+        sum[t] = 0;
     uint8_t *fhit = calloc(p->nfunctions + 1, 1);
     bool any = false;
     for (uint32_t f = 0; f < p->nfunctions; f++) {
@@ -551,7 +608,6 @@ static double function_total(const ps_profile_t *p, uint32_t ti, const char *fn,
             any = true;
         }
     }
-    double sum = 0;
     if (any) {
         uint8_t *lhit = calloc(p->nlocations + 1, 1);
         for (uint32_t l = 0; l < p->nlocations; l++)
@@ -564,14 +620,14 @@ static double function_total(const ps_profile_t *p, uint32_t ti, const char *fn,
             const ps_sample_t *s = &p->samples[i];
             for (uint32_t k = 0; k < s->nlocs; k++)
                 if (s->locs[k] <= p->nlocations && lhit[s->locs[k]]) {
-                    sum += (double)s->values[ti];
+                    for (uint32_t t = 0; t < p->ntypes; t++)
+                        sum[t] += (double)s->values[t];
                     break;
                 }
         }
         free(lhit);
     }
     free(fhit);
-    return sum;
 }
 
 static bool matches(crule_t *c, const ps_labels_t *ls)
@@ -605,27 +661,33 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
         return;
     }
     ps_arena_t a = PS_ARENA_INIT;
-    ps_buf_t key = PS_BUF_INIT;
     int64_t t = ps_ns_to_ms_floor(app->ts);
     uint64_t nmatched = 0;
+    /* the totals of the profile, each computed once for all its series (every sample type in one
+     * pass): the plain one and, by name, those of the rules' functions (rules that filter by the
+     * same function share one) */
+    const ps_profile_t *prof = app->profile;
+    double *total = NULL;
+    struct {
+        const char *fn;
+        double *v;
+    } fcache[8];
+    uint32_t nfc = 0;
     for (uint32_t j = 0; j < app->nseries; j++) {
         const ps_labels_t *ls = &app->series_labels[j];
         uint32_t ti = app->type_index[j];
-        if (ti >= app->profile->ntypes)
+        if (ti >= prof->ntypes)
             continue;
-        bool have_total = false;
-        double total = 0;
-        /* the function totals of this series, by name: rules that filter by the same function share one */
-        struct {
-            const char *fn;
-            double v;
-        } fcache[8];
-        uint32_t nfc = 0;
         for (size_t i = 0; i < set->n; i++) {
             crule_t *c = &set->v[i];
-            pthread_mutex_lock(&c->mu);
-            bool ok = matches(c, ls);
-            pthread_mutex_unlock(&c->mu);
+            bool ok;
+            if (c->has_re) {
+                pthread_mutex_lock(&c->mu);
+                ok = matches(c, ls);
+                pthread_mutex_unlock(&c->mu);
+            } else {
+                ok = matches(c, ls);
+            }
             if (!ok)
                 continue;
             nmatched++;
@@ -635,18 +697,20 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
                 while (k < nfc && strcmp(fcache[k].fn, c->r.function_name) != 0)
                     k++;
                 if (k < nfc) {
-                    v = fcache[k].v;
+                    v = fcache[k].v[ti];
                 } else {
-                    v = function_total(app->profile, ti, c->r.function_name, c->fnlen);
+                    double *fv = ps_arena_alloc(&a, prof->ntypes * sizeof(double));
+                    function_totals(prof, c->r.function_name, c->fnlen, fv);
+                    v = fv[ti];
                     if (nfc < 8)
-                        fcache[nfc++].fn = c->r.function_name, fcache[nfc - 1].v = v;
+                        fcache[nfc++].fn = c->r.function_name, fcache[nfc - 1].v = fv;
                 }
             } else {
-                if (!have_total) {
-                    total = total_of(app->profile, ti);
-                    have_total = true;
+                if (total == NULL) {
+                    total = ps_arena_alloc(&a, prof->ntypes * sizeof(double));
+                    totals_of(prof, total);
                 }
-                v = total;
+                v = total[ti];
             }
             ps_labels_t o = ps_labels_borrow(&c->base);
             for (size_t g = 0; g < c->r.ngroup_by; g++) {
@@ -658,39 +722,43 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
                 if (p != NULL)
                     ps_labels_set(&o, &a, gn, strlen(gn), p->value, p->vlen);
             }
-            ps_buf_reset(&key);
-            ps_labels_encode(&o, &key);
-            uint64_t h = ps_hash64(key.data, key.len, 0x72756c6573ull), one;
+            /* the contribution straight into out (taken back if dropped) */
+            size_t at = out->len;
+            ps_buf_reserve(out, sizeof(uint32_t));
+            out->len += sizeof(uint32_t);
+            ps_labels_encode(&o, out);
+            uint32_t klen = (uint32_t)(out->len - at - sizeof(uint32_t));
+            uint64_t h = ps_hash64(out->data + at + sizeof(uint32_t), klen, 0x72756c6573ull);
             bool drop = false;
             pthread_mutex_lock(&c->mu);
-            if (!ps_hmap_get(&c->seen, &h, sizeof(h), &one)) {
-                if (c->nseen >= PS_RULE_SERIES_MAX) {
+            if (!seen_has(&c->seen, h)) {
+                if (c->seen.n >= PS_RULE_SERIES_MAX) {
                     drop = true;
                     if (!c->dropped_logged)
                         ps_log_warn("recording rule has the most series there may be: contributions to new ones are dropped",
                                     "id=%s series=%d", ps_log_q(c->r.id), PS_RULE_SERIES_MAX);
                     c->dropped_logged = true;
                 } else {
-                    ps_hmap_put(&c->seen, &h, sizeof(h), 1);
-                    c->nseen++;
+                    seen_add(&c->seen, h);
                 }
             }
             pthread_mutex_unlock(&c->mu);
             if (drop) {
+                out->len = at;
                 atomic_fetch_add(&rs->dropped, 1);
                 continue;
             }
-            uint32_t klen = (uint32_t)key.len;
-            ps_buf_append(out, &klen, sizeof(klen));
-            ps_buf_append(out, key.data, key.len);
-            ps_buf_append(out, &t, sizeof(t));
-            ps_buf_append(out, &v, sizeof(v));
+            memcpy(out->data + at, &klen, sizeof(klen));
+            uint8_t *q = ps_buf_reserve(out, 24);
+            memcpy(q, &h, 8);
+            memcpy(q + 8, &t, 8);
+            memcpy(q + 16, &v, 8);
+            out->len += 24;
         }
     }
     pthread_rwlock_unlock(&rs->lock);
     if (nmatched)
         atomic_fetch_add(&rs->evaluations, nmatched);
-    ps_buf_dispose(&key);
     ps_arena_dispose(&a);
 }
 
@@ -699,6 +767,7 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
 typedef struct group {
     const uint8_t *key;
     uint32_t klen;
+    uint64_t h;
     ps_float_sample_t *s;
     uint32_t n, cap;
 } group_t;
@@ -716,8 +785,9 @@ void ps_rules_record(void *ctx, ps_append_t *const *items, size_t n, ps_float_ap
     ps_arena_reset(a);
     *out = NULL;
     *nout = 0;
-    ps_hmap_t idx;
-    ps_hmap_init(&idx);
+    /* the groups by the labels' hash (made by ps_rules_eval), the labels compared: slot = group
+     * index + 1, 0 empty */
+    uint32_t *idx = NULL, capi = 0;
     group_t *g = NULL;
     size_t ng = 0, capg = 0;
     for (size_t i = 0; i < n; i++) {
@@ -729,25 +799,42 @@ void ps_rules_record(void *ctx, ps_append_t *const *items, size_t n, ps_float_ap
             uint32_t klen;
             memcpy(&klen, p, sizeof(klen));
             p += sizeof(klen);
-            if ((size_t)(end - p) < (size_t)klen + 16)
+            if ((size_t)(end - p) < (size_t)klen + 24)
                 break; /* made by ps_rules_eval: not expected */
             const uint8_t *key = p;
             p += klen;
+            uint64_t h;
             ps_float_sample_t s;
-            memcpy(&s.t, p, 8);
-            memcpy(&s.v, p + 8, 8);
-            p += 16;
-            uint64_t k;
-            if (!ps_hmap_get(&idx, key, klen, &k)) {
+            memcpy(&h, p, 8);
+            memcpy(&s.t, p + 8, 8);
+            memcpy(&s.v, p + 16, 8);
+            p += 24;
+            if ((ng + 1) * 2 > capi) { /* at most half full */
+                uint32_t nc = capi ? capi * 2 : 64;
+                uint32_t *ni = ps_xcalloc(nc, sizeof(*ni));
+                for (size_t k = 0; k < ng; k++) {
+                    uint32_t j = (uint32_t)g[k].h & (nc - 1);
+                    while (ni[j] != 0)
+                        j = (j + 1) & (nc - 1);
+                    ni[j] = (uint32_t)k + 1;
+                }
+                free(idx);
+                idx = ni;
+                capi = nc;
+            }
+            uint32_t j = (uint32_t)h & (capi - 1);
+            while (idx[j] != 0 && !(g[idx[j] - 1].h == h && g[idx[j] - 1].klen == klen &&
+                                    memcmp(g[idx[j] - 1].key, key, klen) == 0))
+                j = (j + 1) & (capi - 1);
+            if (idx[j] == 0) {
                 if (ng == capg) {
                     capg = capg ? capg * 2 : 16;
                     g = ps_xrealloc(g, capg * sizeof(*g));
                 }
-                g[ng] = (group_t){key, klen, NULL, 0, 0};
-                k = ng++;
-                ps_hmap_put(&idx, key, klen, k);
+                g[ng] = (group_t){key, klen, h, NULL, 0, 0};
+                idx[j] = (uint32_t)++ng;
             }
-            group_t *gr = &g[k];
+            group_t *gr = &g[idx[j] - 1];
             if (gr->n == gr->cap) {
                 uint32_t nc = gr->cap ? gr->cap * 2 : 4;
                 ps_float_sample_t *ns = ps_arena_alloc(a, nc * sizeof(*ns));
@@ -790,5 +877,5 @@ void ps_rules_record(void *ctx, ps_append_t *const *items, size_t n, ps_float_ap
         atomic_fetch_add(&rs->samples, nsamples);
     }
     free(g);
-    ps_hmap_dispose(&idx);
+    free(idx);
 }
