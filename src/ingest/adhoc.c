@@ -4,6 +4,7 @@
  * adhocprofiles makes them (a ULID, '-', the name with every code point outside [A-Za-z0-9._-]
  * as '_'), and the pair profile of a diff. docs/api.md "Ad hoc profiles" says the same for users.
  */
+#include <pthread.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -107,12 +108,28 @@ int ps_adhoc_name(const char *name, size_t n, ps_arena_t *arena, const char **ou
 const char *ps_adhoc_id(int64_t now_ms, const char *name, ps_arena_t *arena)
 {
     static const char b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    /* ULID's monotonic mode: an id made in the same millisecond as the last one (or with the clock
+     * behind it) is the last one's time and random bits plus one, so key order stays upload order */
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static int64_t last_ms = INT64_MIN;
+    static uint8_t last_rnd[10];
     uint8_t rnd[10];
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) { /* no entropy: the clock's nanoseconds */
-        uint64_t t = (uint64_t)ps_time_now();
-        for (size_t i = 0; i < sizeof(rnd); i++)
-            rnd[i] = (uint8_t)(t >> (8 * (i % 8))) ^ (uint8_t)(i * 151);
+    pthread_mutex_lock(&mu);
+    if (now_ms <= last_ms) {
+        now_ms = last_ms;
+        for (int i = 9; i >= 0 && ++last_rnd[i] == 0; i--)
+            ;
+    } else {
+        if (getrandom(last_rnd, sizeof(last_rnd), 0) != (ssize_t)sizeof(last_rnd)) { /* no entropy: the clock's ns */
+            uint64_t t = (uint64_t)ps_time_now();
+            for (size_t i = 0; i < sizeof(last_rnd); i++)
+                last_rnd[i] = (uint8_t)(t >> (8 * (i % 8))) ^ (uint8_t)(i * 151);
+        }
+        last_rnd[0] &= 0x7f; /* room to count up within a millisecond */
+        last_ms = now_ms;
     }
+    memcpy(rnd, last_rnd, sizeof(rnd));
+    pthread_mutex_unlock(&mu);
     size_t nl = strlen(name);
     char *id = ps_arena_alloc(arena, 27 + nl + 1);
     uint64_t t = (uint64_t)now_ms & ((1ull << 48) - 1);
