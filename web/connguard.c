@@ -61,6 +61,7 @@
 #include <h2o/http2_scheduler.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,6 +212,8 @@ typedef struct conn {
     size_t nbodies, capbodies;
     uint32_t gen;
     char kill[200];   /* set: the frame parser fails with this (GOAWAY PROTOCOL_ERROR) */
+    SSL_CTX *ssl_ctx; /* a reference to the TLS context it was accepted with: h2o makes the connection's
+                       * SSL from it at its first read, which may come after a reload swapped it */
     int in_cb;
     unsigned closed : 1, evicting : 1;
 } conn_t;
@@ -253,6 +256,8 @@ void ps_conns_configure(ps_server_t *s, h2o_globalconf_t *conf)
 static void conn_free(conn_t *c)
 {
     h2o_linklist_unlink(&c->link);
+    if (c->ssl_ctx != NULL)
+        SSL_CTX_free(c->ssl_ctx);
     free(c->bodies);
     free(c);
 }
@@ -462,6 +467,8 @@ void ps_conns_on_accept(h2o_socket_t *listener, const char *err)
     c->lc = lc;
     c->sock = sock;
     c->accepted_at = c->read_at = c->busy_at = h2o_now(l->ctx.loop);
+    if (actx->ssl_ctx != NULL && SSL_CTX_up_ref(actx->ssl_ctx) == 1) /* kept until the connection ends */
+        c->ssl_ctx = actx->ssl_ctx;
     h2o_linklist_insert(&lc->conns, &c->link);
     sock->on_close.cb = on_conn_close;
     sock->on_close.data = c;
