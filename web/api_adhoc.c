@@ -99,8 +99,7 @@ static int answer_get(ps_connect_call_t *c, const char *id, int64_t uploaded_ms,
                              .profile_types = types, .ntypes = p->ntypes, .flamebearer = (const char *)fb.data};
         ps_buf_t b = PS_BUF_INIT;
         ps_ah_encode_get(c->codec, &r, &b);
-        ps_connect_reply(c, b.data, b.len);
-        ps_buf_dispose(&b);
+        ps_connect_reply_take(c, &b);
     }
     ps_buf_dispose(&fb);
     return ret;
@@ -242,8 +241,7 @@ int ps_connect_adhoc_list(ps_connect_call_t *c)
     }
     ps_buf_t b = PS_BUF_INIT;
     ps_ah_encode_list(c->codec, l.v, l.n, c->arena, &b);
-    ps_connect_reply(c, b.data, b.len);
-    ps_buf_dispose(&b);
+    ps_connect_reply_take(c, &b);
     return 0;
 }
 
@@ -317,8 +315,7 @@ int ps_connect_adhoc_diff(ps_connect_call_t *c)
     if (ret == 0) {
         ps_buf_t b = PS_BUF_INIT;
         ps_ah_encode_diff(c->codec, common, nc, (const char *)fb.data, &b);
-        ps_connect_reply(c, b.data, b.len);
-        ps_buf_dispose(&b);
+        ps_connect_reply_take(c, &b);
     }
     ps_buf_dispose(&fb);
     return ret != 0 ? fail(c, ret, &err) : 0;

@@ -39,8 +39,7 @@ static void reply_ok(ps_connect_call_t *c)
 {
     ps_buf_t b = PS_BUF_INIT;
     ps_pyro_push_response(c->codec, &b);
-    ps_connect_reply(c, b.data, b.len);
-    ps_buf_dispose(&b);
+    ps_connect_reply_take(c, &b);
 }
 
 /* on the loop, the writer done with every append */

@@ -26,11 +26,6 @@ static size_t budget_of(const ps_connect_call_t *c)
     return c->body_len * 4 + ((size_t)64 << 10);
 }
 
-static void reply(ps_connect_call_t *c, const ps_buf_t *b)
-{
-    ps_connect_reply(c, b->data, b->len);
-}
-
 static const char *trim_id(const char *s, ps_arena_t *a)
 {
     while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
@@ -53,8 +48,7 @@ int ps_connect_rules_list(ps_connect_call_t *c)
     ps_rules_list(c->srv->rules, c->arena, &v, &n);
     ps_buf_t b = PS_BUF_INIT;
     ps_rr_encode_list(c->codec, v, n, c->arena, &b);
-    reply(c, &b);
-    ps_buf_dispose(&b);
+    ps_connect_reply_take(c, &b);
     return 0;
 }
 
@@ -78,8 +72,7 @@ int ps_connect_rules_get(ps_connect_call_t *c)
     }
     ps_buf_t b = PS_BUF_INIT;
     ps_rr_encode_rule(c->codec, true, &r, c->arena, &b);
-    reply(c, &b);
-    ps_buf_dispose(&b);
+    ps_connect_reply_take(c, &b);
     return 0;
 }
 
@@ -116,8 +109,7 @@ static void on_put_finish(ps_task_t *t)
         p->r.profile_type = ps_rules_profile_type(&p->r, c->arena);
         ps_rr_encode_rule(c->codec, false, &p->r, c->arena, &b);
     }
-    reply(c, &b);
-    ps_buf_dispose(&b);
+    ps_connect_reply_take(c, &b);
 }
 
 /* PS_EINVAL naming the provisioned rule id, or 0 */

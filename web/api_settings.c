@@ -45,11 +45,6 @@ static int on_setting(void *ctx, const ps_store_setting_t *st)
     return 0;
 }
 
-static void reply(ps_connect_call_t *c, const ps_buf_t *b)
-{
-    ps_connect_reply(c, b->data, b->len);
-}
-
 int ps_connect_settings_get(ps_connect_call_t *c)
 {
     ps_err_t err;
@@ -63,8 +58,7 @@ int ps_connect_settings_get(ps_connect_call_t *c)
     }
     ps_buf_t b = PS_BUF_INIT;
     ps_st_encode_get(c->codec, g.v, g.n, c->arena, &b);
-    reply(c, &b);
-    ps_buf_dispose(&b);
+    ps_connect_reply_take(c, &b);
     return 0;
 }
 
@@ -89,8 +83,7 @@ static void on_put_finish(ps_task_t *t)
         ps_st_encode_delete(c->codec, &b);
     else
         ps_st_encode_set(c->codec, &p->s, &b);
-    reply(c, &b);
-    ps_buf_dispose(&b);
+    ps_connect_reply_take(c, &b);
 }
 
 static int submit(ps_connect_call_t *c, put_t *p, bool del)

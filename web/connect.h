@@ -81,7 +81,7 @@ void ps_connect_fail(ps_answer_t *a, int code, const char *msg);
 
 /** Answers 200 with an encoded message (in c's codec; gzipped when accepted). */
 void ps_connect_reply(ps_connect_call_t *c, const void *msg, size_t len);
-/** ps_connect_reply of msg's bytes, taking its buffer (left empty) when they are sent as they are. */
+/** ps_connect_reply of msg's bytes, taking its buffer (left empty; nothing for the caller to free). */
 void ps_connect_reply_take(ps_connect_call_t *c, ps_buf_t *msg);
 /** Answers a Connect error. */
 void ps_connect_error(ps_connect_call_t *c, ps_connect_code_t code, const char *msg);

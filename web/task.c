@@ -93,12 +93,16 @@ bool ps_answer_gzip(int status, const char *content_type, const void *body, size
            gz->len < len;
 }
 
-/* ps_answer_set; owned (not NULL: body's buffer) becomes the answer's body when it is sent as it is */
+/* ps_answer_set; owned (not NULL: body's buffer) is taken: it becomes the answer's body when it is
+ * sent as it is, else it is freed */
 static void answer_set(ps_answer_t *a, int status, const char *content_type, const void *body, size_t len,
                        ps_buf_t *owned)
 {
-    if (a->status != 0)
-        return; /* a second answer: the first one stands */
+    if (a->status != 0) { /* a second answer: the first one stands */
+        if (owned != NULL)
+            ps_buf_dispose(owned);
+        return;
+    }
     /* overload (429) and unavailable (503) say when to come back, unless the handler did:
      * Prometheus' remote write, Pyroscope's SDKs and Alloy wait at least that long */
     if ((status == 429 || status == 503) && ps_answer_get_header(a, "retry-after") == NULL)
@@ -123,6 +127,8 @@ static void answer_set(ps_answer_t *a, int status, const char *content_type, con
     } else {
         ps_buf_reset(&a->body);
         ps_buf_append(&a->body, body, len);
+        if (owned != NULL) /* taken all the same: the caller owns nothing after */
+            ps_buf_dispose(owned);
     }
     ps_buf_dispose(&gz);
 }

@@ -82,7 +82,8 @@ const char *ps_answer_get_header(const ps_answer_t *a, const char *name);
  *  accepts it (unless a Content-Encoding or Vary header was added: the handler chose). A second
  *  answer is ignored: the first stands. */
 void ps_answer_set(ps_answer_t *a, int status, const char *content_type, const void *body, size_t len);
-/** ps_answer_set of body's bytes, taking body's buffer (left empty) when it is sent as it is. */
+/** ps_answer_set of body's bytes, taking body's buffer: it is left empty (the answer's body when sent as
+ *  it is, else freed), so the caller has nothing to free. */
 void ps_answer_take(ps_answer_t *a, int status, const char *content_type, ps_buf_t *body);
 /** An API's error shape: answers a with the error code (a PS_E* of core/err.h) and msg. */
 typedef void (*ps_fail_fn)(ps_answer_t *a, int code, const char *msg);
