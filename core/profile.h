@@ -105,4 +105,13 @@ static inline ps_str_t ps_profile_str(const ps_profile_t *p, uint32_t i)
     return p->strings[i];
 }
 
+/** The frame name of an address without a function: "0x" and the address in hex. Written into buf
+ *  (size bytes, NUL-terminated, cut if short); returns the whole name's length, as snprintf. */
+size_t ps_profile_addr_name(uint64_t addr, char *buf, size_t size);
+
+/** The frame name of a location without lines, as flame graphs, top tables and call sites name it:
+ *  the base name of its mapping's file, "+0x" and the offset in that file ("libc.so.6+0x12345"); or
+ *  ps_profile_addr_name of its address when it has no mapping with a file name. Into buf as above. */
+size_t ps_profile_bare_name(const ps_profile_t *p, const ps_location_t *loc, char *buf, size_t size);
+
 #endif

@@ -939,25 +939,18 @@ static uint32_t cs_find(const cs_name_t *sorted, uint32_t n, const char *s, size
     return CS_NONE;
 }
 
-/* the frame name of a location without lines (as the flame graph names it) is want */
+/* the frame name of a location without lines (core/profile.h, as the flame graph names it) is want */
 static bool cs_bare_is(const ps_profile_t *p, const ps_location_t *loc, const char *want)
 {
-    char b[24];
-    if (loc->mapping >= 1 && loc->mapping <= p->nmappings) {
-        const ps_mapping_t *m = &p->mappings[loc->mapping - 1];
-        ps_str_t fn = ps_profile_str(p, m->filename);
-        if (fn.len > 0) {
-            const char *base = fn.ptr;
-            for (uint32_t i = 0; i < fn.len; i++)
-                if (fn.ptr[i] == '/')
-                    base = fn.ptr + i + 1;
-            size_t blen = (size_t)(fn.ptr + fn.len - base);
-            snprintf(b, sizeof(b), "+0x%" PRIx64, loc->address - m->memory_start + m->file_offset);
-            return strlen(want) == blen + strlen(b) && memcmp(want, base, blen) == 0 && strcmp(want + blen, b) == 0;
-        }
-    }
-    snprintf(b, sizeof(b), "0x%" PRIx64, loc->address);
-    return strcmp(want, b) == 0;
+    char b[256];
+    size_t wl = strlen(want), n = ps_profile_bare_name(p, loc, b, sizeof(b));
+    if (n < sizeof(b))
+        return n == wl && memcmp(want, b, n) == 0;
+    char *big = ps_xmalloc(n + 1);
+    ps_profile_bare_name(p, loc, big, n + 1);
+    bool same = n == wl && memcmp(want, big, n) == 0;
+    free(big);
+    return same;
 }
 
 /* Leaves out the locations, functions and mappings no sample refers to any more (renumbered in
@@ -1078,7 +1071,7 @@ void ps_querier_call_site(ps_profile_t *p, const char *const *names, uint32_t n,
                 uint32_t id = fn <= p->nfunctions ? fid[fn] : ADDR;
                 if (id == ADDR) {
                     char b[24];
-                    snprintf(b, sizeof(b), "0x%" PRIx64, loc->address);
+                    ps_profile_addr_name(loc->address, b, sizeof(b));
                     ok = strcmp(names[d] ? names[d] : "", b) == 0;
                 } else {
                     ok = id == want[d];

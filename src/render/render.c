@@ -193,33 +193,22 @@ typedef struct frames {
 static uint32_t addr_name(names_t *nm, uint64_t addr)
 {
     char b[24];
-    int n = snprintf(b, sizeof(b), "0x%" PRIx64, addr);
-    return names_intern(nm, b, (size_t)n);
+    size_t n = ps_profile_addr_name(addr, b, sizeof(b));
+    return names_intern(nm, b, n);
 }
 
-/* The name of a location without lines. */
+/* The name of a location without lines (core/profile.h). */
 static uint32_t bare_loc_name(names_t *nm, const ps_profile_t *p, const ps_location_t *loc)
 {
-    if (loc->mapping >= 1 && loc->mapping <= p->nmappings) {
-        const ps_mapping_t *m = &p->mappings[loc->mapping - 1];
-        ps_str_t fn = ps_profile_str(p, m->filename);
-        if (fn.len > 0) {
-            const char *base = fn.ptr;
-            for (uint32_t i = 0; i < fn.len; i++)
-                if (fn.ptr[i] == '/')
-                    base = fn.ptr + i + 1;
-            size_t blen = (size_t)(fn.ptr + fn.len - base);
-            char stackbuf[256];
-            char *b = blen + 24 <= sizeof(stackbuf) ? stackbuf : ps_xmalloc(blen + 24);
-            memcpy(b, base, blen);
-            int n = snprintf(b + blen, 24, "+0x%" PRIx64, loc->address - m->memory_start + m->file_offset);
-            uint32_t id = names_intern(nm, b, blen + (size_t)n);
-            if (b != stackbuf)
-                free(b);
-            return id;
-        }
-    }
-    return addr_name(nm, loc->address);
+    char stackbuf[256];
+    size_t n = ps_profile_bare_name(p, loc, stackbuf, sizeof(stackbuf));
+    if (n < sizeof(stackbuf))
+        return names_intern(nm, stackbuf, n);
+    char *b = ps_xmalloc(n + 1);
+    ps_profile_bare_name(p, loc, b, n + 1);
+    uint32_t id = names_intern(nm, b, n);
+    free(b);
+    return id;
 }
 
 static void frames_build(frames_t *f, const ps_profile_t *p)
