@@ -120,53 +120,19 @@ static int provision_rules(ps_rules_t *rs, const ps_config_t *cfg, ps_err_t *err
     return rc;
 }
 
-/* OTLP profiles over gRPC (ProfilesService/Export): ingest's export of the request, the worker
- * thread waiting for its answer (every append durable or refused), as the OTLP/HTTP route gives it */
-typedef struct otlp_wait {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool done;
-    int code;
-    ps_buf_t *resp;
-    char *msg;
-    size_t msgsize;
-} otlp_wait_t;
-
-static void otlp_grpc_done(void *ctx, int code, const uint8_t *resp, size_t n, const char *msg,
-                           const ps_otlp_result_t *res)
-{
-    (void)res;
-    otlp_wait_t *w = ctx;
-    pthread_mutex_lock(&w->mu);
-    w->code = code;
-    if (code == 0)
-        ps_buf_append(w->resp, resp, n);
-    else
-        snprintf(w->msg, w->msgsize, "%s", msg != NULL ? msg : "");
-    w->done = true;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
+/* OTLP profiles over gRPC (ProfilesService/Export): the worker thread waits for ingest's answer */
 static ps_grpc_status_t otlp_grpc_export(void *ctx, const ps_grpc_call_t *call, const uint8_t *req, size_t n,
                                          ps_buf_t *resp, char *msg, size_t msgsize)
 {
     (void)call;
     ps_server_t *srv = ctx;
-    ps_arena_t a = PS_ARENA_INIT;
-    otlp_wait_t w = {.resp = resp, .msg = msg, .msgsize = msgsize};
-    pthread_mutex_init(&w.mu, NULL);
-    pthread_cond_init(&w.cv, NULL);
-    ps_ingest_otlp(srv->writer, PS_OTLP_PROTO, req, n, ps_ingest_otlp_budget(n, srv->opts.limits.max_inflated),
-                   &srv->opts.limits, &a, otlp_grpc_done, &w);
-    pthread_mutex_lock(&w.mu);
-    while (!w.done)
-        pthread_cond_wait(&w.cv, &w.mu);
-    pthread_mutex_unlock(&w.mu);
-    pthread_cond_destroy(&w.cv);
-    pthread_mutex_destroy(&w.mu);
-    ps_arena_dispose(&a);
-    return w.code == 0 ? PS_GRPC_OK : ps_grpc_status_of(w.code);
+    ps_err_t err;
+    ps_err_clear(&err);
+    int code = ps_ingest_otlp_wait(srv->writer, PS_OTLP_PROTO, req, n, &srv->opts.limits, resp, &err);
+    if (code == 0)
+        return PS_GRPC_OK;
+    snprintf(msg, msgsize, "%s", err.msg);
+    return ps_grpc_status_of(code);
 }
 
 /* ps_writer_opts_t.rec_entry */

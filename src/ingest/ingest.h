@@ -146,6 +146,11 @@ typedef void (*ps_otlp_done_fn)(void *ctx, int code, const uint8_t *resp, size_t
  */
 void ps_ingest_otlp(ps_writer_t *writer, int codec, const void *body, size_t n, size_t budget,
                     const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_otlp_done_fn done, void *ctx);
+/** ps_ingest_otlp for a transport that waits for the answer on its own thread (the gRPC listener):
+ *  returns 0 with the ExportProfilesServiceResponse appended to resp, or the PS_E code with err,
+ *  once every append is durable or refused. */
+int ps_ingest_otlp_wait(ps_writer_t *writer, int codec, const void *body, size_t n, const ps_pprof_limits_t *lim,
+                        ps_buf_t *resp, ps_err_t *err);
 /**
  * The decoding budget of an export of n bytes (inflated) under max_inflated (0: 64 MiB): OTLP's
  * tables are small messages; a sample of 7 bytes on the wire takes ~115 as protobuf-c structs

@@ -5,7 +5,9 @@
  * profile in partial_success; a failure of the writer itself (queue full, shutting down, disk
  * full) is the request's error, which the transport maps to its retryable status.
  */
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ingest.h"
@@ -90,4 +92,48 @@ void ps_ingest_otlp(ps_writer_t *writer, int codec, const void *body, size_t n, 
             return;
         }
     }
+}
+
+/* ---- a transport that waits (the gRPC listener's worker threads) ---- */
+
+typedef struct otlp_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    int code;
+    ps_buf_t *resp;
+    ps_err_t *err;
+} otlp_wait_t;
+
+static void on_waited(void *ctx, int code, const uint8_t *resp, size_t n, const char *msg, const ps_otlp_result_t *res)
+{
+    (void)res;
+    otlp_wait_t *w = ctx;
+    pthread_mutex_lock(&w->mu);
+    w->code = code;
+    if (code == 0)
+        ps_buf_append(w->resp, resp, n);
+    else
+        ps_err_set(w->err, code, "%s", msg != NULL ? msg : "");
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int ps_ingest_otlp_wait(ps_writer_t *writer, int codec, const void *body, size_t n, const ps_pprof_limits_t *lim,
+                        ps_buf_t *resp, ps_err_t *err)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    otlp_wait_t w = {.resp = resp, .err = err};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    ps_ingest_otlp(writer, codec, body, n, ps_ingest_otlp_budget(n, lim->max_inflated), lim, &a, on_waited, &w);
+    pthread_mutex_lock(&w.mu);
+    while (!w.done)
+        pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    ps_arena_dispose(&a);
+    return w.code;
 }
