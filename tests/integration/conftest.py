@@ -15,6 +15,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -488,6 +489,31 @@ def go_pprof(args: List[str], tmp_path: Path, timeout: float = 120.0) -> subproc
         raise AssertionError("go tool pprof %s: exit %d\n--- stdout:\n%s\n--- stderr:\n%s"
                              % (" ".join(args), r.returncode, r.stdout, r.stderr))
     return r
+
+
+def pprof_raw_samples(path: Path, tmp_path: Path) -> List[Tuple[int, List[str]]]:
+    """`go tool pprof -raw` of a profile file: [(a sample's last value, its frames root first, an inlined
+    function as a frame of its own)], in pprof's order."""
+    lines = go_pprof(["-raw", str(path)], tmp_path).stdout.split("\n")
+    samples, locs, cur = [], {}, None
+    i = lines.index("Samples:") + 2
+    while not lines[i].startswith("Locations"):
+        m = re.match(r"\s+([-\d ]+): ([\d ]+)$", lines[i])
+        if m:
+            samples.append((int(m.group(1).split()[-1]), [int(x) for x in m.group(2).split()]))
+        i += 1
+    for line in lines[i + 1:]:
+        if line.startswith("Mappings"):
+            break
+        m = re.match(r"\s+(\d+): 0x[0-9a-f]+ M=\d+ (\S+) ", line)
+        if m:
+            cur = int(m.group(1))
+            locs[cur] = [m.group(2)]
+            continue
+        m = re.match(r"\s+(\S+) \S+:\d+:\d+ s=\d+$", line)
+        if m:
+            locs[cur].append(m.group(1))
+    return [(v, [f for loc in reversed(st) for f in reversed(locs[loc])]) for v, st in samples]
 
 
 _PPROF_UNITS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9, "mins": 60 * 10**9,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PPROF_DIR, QUERY_T0, README_TOTALS, go_pprof
+from conftest import PPROF_DIR, QUERY_T0, README_TOTALS, pprof_raw_samples
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -75,27 +74,8 @@ def pprof_stacks(rels, tmp_path):
     """`go tool pprof -raw` of the fixtures: {(frames root first): the cpu nanoseconds (the last value)}."""
     stacks = defaultdict(int)
     for rel in rels:
-        lines = go_pprof(["-raw", str(PPROF_DIR / rel)], tmp_path).stdout.split("\n")
-        samples, locs, cur = [], {}, None
-        i = lines.index("Samples:") + 2
-        while not lines[i].startswith("Locations"):
-            m = re.match(r"\s+([-\d ]+): ([\d ]+)$", lines[i])
-            if m:
-                samples.append((int(m.group(1).split()[-1]), [int(x) for x in m.group(2).split()]))
-            i += 1
-        for line in lines[i + 1:]:
-            if line.startswith("Mappings"):
-                break
-            m = re.match(r"\s+(\d+): 0x[0-9a-f]+ M=\d+ (\S+) ", line)
-            if m:
-                cur = int(m.group(1))
-                locs[cur] = [m.group(2)]
-                continue
-            m = re.match(r"\s+(\S+) \S+:\d+:\d+ s=\d+$", line)
-            if m:
-                locs[cur].append(m.group(1))
-        for v, st in samples:
-            stacks[tuple(f for loc in reversed(st) for f in reversed(locs[loc]))] += v
+        for v, frames in pprof_raw_samples(PPROF_DIR / rel, tmp_path):
+            stacks[tuple(frames)] += v
     return stacks
 
 

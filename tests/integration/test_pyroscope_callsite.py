@@ -10,12 +10,12 @@ bytes, by `go tool pprof -raw` again.
 """
 
 import json
-import re
-import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
-from conftest import CPU_TYPE, PPROF_DIR, QUERY_T0
+from conftest import CPU_TYPE, PPROF_DIR, QUERY_T0, pprof_raw_samples
 from pyro_util import connect_call, pyro_pb
 from test_pyroscope_querier import call, err, flamegraph_dict, tree_from_bytes, tree_from_flamegraph
 
@@ -33,30 +33,14 @@ DEEP = SITE + ["main.cpuWorker", "runtime/pprof.Do", "main.cpuWorker.func1", "ma
                "main.kernelSort", "sort.Ints"]
 
 
+_RAW: dict = {}
+
+
 def pprof_raw(path):
-    """`go tool pprof -raw`: [(the last value, frames root first)]."""
-    out = subprocess.run(["go", "tool", "pprof", "-raw", str(path)], capture_output=True, text=True,
-                         check=True).stdout
-    lines = out.split("\n")
-    samples, locs, cur = [], {}, None
-    i = lines.index("Samples:") + 2
-    while not lines[i].startswith("Locations"):
-        m = re.match(r"\s+([-\d ]+): ([\d ]+)$", lines[i])
-        if m:  # the last value: cpu/nanoseconds in the fixtures and in profstore's merges
-            samples.append((int(m.group(1).split()[-1]), [int(x) for x in m.group(2).split()]))
-        i += 1
-    for line in lines[i + 1:]:
-        if line.startswith("Mappings"):
-            break
-        m = re.match(r"\s+(\d+): 0x[0-9a-f]+ M=\d+ (\S+) ", line)
-        if m:
-            cur = int(m.group(1))
-            locs[cur] = [m.group(2)]
-            continue
-        m = re.match(r"\s+(\S+) \S+:\d+:\d+ s=\d+$", line)
-        if m:
-            locs[cur].append(m.group(1))
-    return [(v, [f for l in reversed(st) for f in reversed(locs[l])]) for v, st in samples]
+    """`go tool pprof -raw`: [(the last value, frames root first)], once per file."""
+    if path not in _RAW:
+        _RAW[path] = pprof_raw_samples(path, Path(tempfile.mkdtemp(prefix="callsite_pprof_")))
+    return _RAW[path]
 
 
 def under(files, site):
