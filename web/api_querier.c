@@ -353,7 +353,9 @@ static int flame_answer(qcall_t *q, ps_profile_t *p, int format, int64_t max_nod
     return 0;
 }
 
-int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c)
+/* SelectMergeStacktraces and SelectMergeSpanProfile: the merge of the request decode reads, as a
+ * flame graph, a tree or (SelectMergeStacktraces only) a pprof */
+static int merge_stacktraces(ps_connect_call_t *c, merge_decode_fn decode)
 {
     qcall_t q;
     ps_qr_merge_req_t m;
@@ -363,7 +365,7 @@ int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c)
     int64_t max_nodes = 0;
     int ret = begin(&q, c);
     if (ret == 0)
-        ret = merge_call(&q, ps_qr_decode_merge_stacktraces, &m, &max_nodes, &sel, &ps, &p);
+        ret = merge_call(&q, decode, &m, &max_nodes, &sel, &ps, &p);
     if (ret == 0 && m.format == PS_QR_FORMAT_PPROF) {
         ret = pprof_answer(&q, &p, ps_qr_encode_merge_pprof);
     } else if (ret == 0) {
@@ -374,37 +376,29 @@ int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c)
     return finish(&q, ret);
 }
 
-/* SelectMergeSpanProfile: SelectMergeStacktraces' merge of the samples of span_selector's spans
- * (at least one), answered as a flame graph or tree (the response has no pprof field) */
+int ps_connect_querier_select_merge_stacktraces(ps_connect_call_t *c)
+{
+    return merge_stacktraces(c, ps_qr_decode_merge_stacktraces);
+}
+
+/* SelectMergeSpanProfile's request and what it needs beyond SelectMergeStacktraces': at least one
+ * span, and no pprof (its answer has no such field) */
+static int decode_merge_span(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
+                             ps_qr_merge_req_t *m, ps_err_t *err)
+{
+    int ret = ps_qr_decode_merge_span(codec, data, n, arena, budget, m, err);
+    if (ret == 0 && m->format == PS_QR_FORMAT_PPROF)
+        ret = ps_err_set(err, PS_EINVAL, "format: PROFILE_FORMAT_PPROF is not an answer of SelectMergeSpanProfile: "
+                                         "ask SelectMergeStacktraces with span_selector for a pprof");
+    if (ret == 0 && m->nspan_ids == 0)
+        ret = ps_err_set(err, PS_EINVAL, "span_selector: missing (at least one span id, 16 hex digits)");
+    return ret;
+}
+
+/* SelectMergeSpanProfile: SelectMergeStacktraces' merge of the samples of span_selector's spans */
 int ps_connect_querier_select_merge_span_profile(ps_connect_call_t *c)
 {
-    qcall_t q;
-    ps_qr_merge_req_t m;
-    ps_selector_t sel = {0};
-    ps_profile_sel_t ps = {0};
-    ps_profile_t p;
-    int64_t max_nodes = 0;
-    int ret = begin(&q, c);
-    if (ret == 0)
-        ret = ps_qr_decode_merge_span(c->codec, c->body, c->body_len, q.a, budget_of(c), &m, &q.err);
-    if (ret == 0 && m.format == PS_QR_FORMAT_PPROF)
-        ret = ps_err_set(&q.err, PS_EINVAL, "format: PROFILE_FORMAT_PPROF is not an answer of SelectMergeSpanProfile: "
-                                            "ask SelectMergeStacktraces with span_selector for a pprof");
-    if (ret == 0 && m.nspan_ids == 0)
-        ret = ps_err_set(&q.err, PS_EINVAL, "span_selector: missing (at least one span id, 16 hex digits)");
-    if (ret == 0)
-        ret = ps_querier_max_nodes(m.has_max_nodes, m.max_nodes, &max_nodes, &q.err);
-    if (ret == 0)
-        ret = merge_side(&q, &m, "", &sel, &ps);
-    if (ret == 0)
-        ret = ps_query_profile_build(q.r, &ps, NULL, PS_PROFILE_ONE, q.a, &p, &q.err);
-    if (ret == 0)
-        agg_header(&q, &ps);
-    if (ret == 0)
-        ret = flame_answer(&q, &p, m.format, max_nodes);
-    ps_selector_dispose(&sel);
-    ps_profile_sel_dispose(&ps);
-    return finish(&q, ret);
+    return merge_stacktraces(c, decode_merge_span);
 }
 
 int ps_connect_querier_select_merge_profile(ps_connect_call_t *c)
