@@ -6,7 +6,8 @@
  * a failed parse must be freed) or take long; a failure is PS_EINVAL with a message that starts
  * with the file name. A success must hold the config's invariants (timeout <= interval, http or
  * https, six pprof entries at least), its /api/v1/status/config text (ps_config_yaml) must read
- * back to a config that prints the same text, and each job's relabel rules run over the labels of
+ * back to a config that prints the same text (unless a redacted password, longer than the one it
+ * hides, pushes a label value over its limit), and each job's relabel rules run over the labels of
  * its static targets (and a fixed set) without crashing, the result still sorted.
  *
  * Build: tests/fuzz/build.sh (libyaml, OpenSSL for hashmod's MD5, the regex and label code).
@@ -76,6 +77,15 @@ static void check_config(const ps_config_t *c)
     }
 }
 
+/* A redacted password ("xxxxx", "<secret>") can be longer than the one it hides, so a label
+ * value close to its length limit may not read back; that is the only failure allowed. */
+static int redaction_grew(const ps_buf_t *y, const char *msg)
+{
+    if (strstr(msg, "bytes long (the limit is") == NULL)
+        return 0;
+    return memmem(y->data, y->len, ":xxxxx@", 7) != NULL || memmem(y->data, y->len, "<secret>", 8) != NULL;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ps_config_t *c = NULL;
@@ -98,6 +108,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ps_config_free(c);
     ps_config_t *c2 = NULL;
     rc = ps_config_parse((const char *)y1.data, y1.len, "status.yml", &c2, &err);
+    if (rc != 0 && redaction_grew(&y1, err.msg)) {
+        ps_buf_dispose(&y1);
+        return 0;
+    }
     CHECK(rc == 0, "the status text does not read back: %s\n---\n%.*s", err.msg, (int)y1.len, (const char *)y1.data);
     ps_config_yaml(c2, &y2);
     CHECK(y1.len == y2.len && memcmp(y1.data, y2.data, y1.len) == 0, "the status text changes on reading back:\n%.*s\n---\n%.*s",
