@@ -401,6 +401,8 @@ int main(int argc, char **argv)
         ps_log_error("cannot start HTTP server", "err=%s", ps_log_q(err.msg));
         return 1;
     }
+    if (ps_server_otlp_port(&srv) > 0)
+        ps_log_info("serving OTLP/HTTP too", "listen=%s port=%d", ps_log_q(f.otlp_http_listen), ps_server_otlp_port(&srv));
     if (grpc != NULL) {
         if (ps_grpc_start(grpc, &err) != 0) {
             ps_log_error("cannot start the gRPC listener", "err=%s", ps_log_q(err.msg));
@@ -413,8 +415,6 @@ int main(int argc, char **argv)
     ps_log_info("profstore is ready", "listen=%s port=%d data_dir=%s retention=%s threads=%llu", ps_log_q(f.listen),
                 ps_server_port(&srv), ps_log_q(f.data_dir), ps_log_q(f.retention ? ret_s : "forever"),
                 (unsigned long long)f.threads);
-    if (ps_server_otlp_port(&srv) > 0)
-        ps_log_info("serving OTLP/HTTP too", "listen=%s port=%d", ps_log_q(f.otlp_http_listen), ps_server_otlp_port(&srv));
 
     for (;;) {
         int sig = 0;

@@ -16,6 +16,7 @@ import pytest
 import pprof_decode as pd
 from conftest import fixture_bytes
 from otlp_util import Builder, from_pprof, otlp_pb, post, post_raw, to_json
+from scrape_util import wait_for
 
 T0 = 1796022000 * 10**9  # 2026-11-30T07:00:00Z, the fixtures' day
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
@@ -515,7 +516,8 @@ def test_otlp_http_listen_address(make_server):
     port = free_port()
     flag = ["--otlp.http.listen-address", "127.0.0.1:%d" % port]
     srv = make_server(retention="0", extra_args=flag)
-    assert "serving OTLP/HTTP too" in srv.log()
+    # logged before "profstore is ready", but /-/ready answers as soon as the port listens
+    wait_for(lambda: "serving OTLP/HTTP too" in srv.log(), 10, "the OTLP/HTTP port's log line")
     r = post(port, cpu_request().req, codec="json")
     assert (r.status, r.body) == (200, b"{}"), r
     assert len(stored(srv)) == 2

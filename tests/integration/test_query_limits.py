@@ -380,9 +380,9 @@ def test_queries_take_turns_on_query_cpus(make_server):
     assert metric(s, "profstore_query_computing") == 1
     # the three together use one CPU: at most 1.1 (without turns, --query.cpus=0, they took 1.97 of
     # this 2-CPU machine when it was idle; measured 0.99 with turns); other load on the machine can
-    # only make it less, but one query always computes
+    # only make it less (0.16 at a load average of 18), but one query always computes
     share = query_cpu_share(s.proc.pid)
-    assert 0.3 <= share <= 1.1, share
+    assert 0.01 <= share <= 1.1, share
     assert metric(s, "profstore_query_waiting_for_cpu") == 2
     assert s.get("/-/healthy")[0] == 200
     for x in socks:
