@@ -117,6 +117,9 @@ typedef struct slot_waiter {
     bool granted;
 } slot_waiter_t;
 
+/* A slot handed to a waiter stays counted as running and the waiter leaves the line in the same
+ * critical section, and a turn hands over and queues behind in one: the counts /metrics reads never
+ * show a hand-over half done (0 running and one waiter fewer while the woken thread is scheduled). */
 struct ps_cpu_slots {
     pthread_mutex_t mu;
     unsigned n, free, running;
@@ -144,6 +147,36 @@ void ps_cpu_slots_free(ps_cpu_slots_t *s)
     free(s);
 }
 
+/* Under s->mu: queues the caller and waits until a slot is handed to it (counted running then). */
+static void wait_in_line(ps_cpu_slots_t *s)
+{
+    slot_waiter_t w = {NULL, PTHREAD_COND_INITIALIZER, false};
+    if (s->tail != NULL)
+        s->tail->next = &w;
+    else
+        s->head = &w;
+    s->tail = &w;
+    atomic_fetch_add(&s->waiting, 1);
+    while (!w.granted)
+        pthread_cond_wait(&w.cv, &s->mu);
+    pthread_cond_destroy(&w.cv);
+}
+
+/* Under s->mu: the slot the caller holds goes to the oldest waiter, if any (it stays running). */
+static bool hand_over(ps_cpu_slots_t *s)
+{
+    slot_waiter_t *w = s->head;
+    if (w == NULL)
+        return false;
+    s->head = w->next;
+    if (s->head == NULL)
+        s->tail = NULL;
+    atomic_fetch_sub(&s->waiting, 1);
+    w->granted = true;
+    pthread_cond_signal(&w->cv);
+    return true;
+}
+
 void ps_cpu_slot_take(ps_cpu_slots_t *s)
 {
     if (s == NULL || s->n == 0 || held != NULL)
@@ -151,19 +184,10 @@ void ps_cpu_slot_take(ps_cpu_slots_t *s)
     pthread_mutex_lock(&s->mu);
     if (s->free > 0 && s->head == NULL) {
         s->free--;
+        s->running++;
     } else {
-        slot_waiter_t w = {NULL, PTHREAD_COND_INITIALIZER, false};
-        if (s->tail != NULL)
-            s->tail->next = &w;
-        else
-            s->head = &w;
-        s->tail = &w;
-        atomic_fetch_add(&s->waiting, 1);
-        while (!w.granted)
-            pthread_cond_wait(&w.cv, &s->mu);
-        pthread_cond_destroy(&w.cv);
+        wait_in_line(s);
     }
-    s->running++;
     pthread_mutex_unlock(&s->mu);
     held = s;
     held_since = ps_time_mono();
@@ -176,16 +200,8 @@ void ps_cpu_slot_give(void)
         return;
     held = NULL;
     pthread_mutex_lock(&s->mu);
-    s->running--;
-    slot_waiter_t *w = s->head;
-    if (w != NULL) { /* handed over: the slot never looks free to a newcomer meanwhile */
-        s->head = w->next;
-        if (s->head == NULL)
-            s->tail = NULL;
-        atomic_fetch_sub(&s->waiting, 1);
-        w->granted = true;
-        pthread_cond_signal(&w->cv);
-    } else {
+    if (!hand_over(s)) { /* handed over: the slot never looks free to a newcomer meanwhile */
+        s->running--;
         s->free++;
     }
     pthread_mutex_unlock(&s->mu);
@@ -198,8 +214,11 @@ void ps_cpu_slot_turn(void)
         return;
     if (ps_time_mono() - held_since < PS_CPU_SLICE_NS)
         return;
-    ps_cpu_slot_give();
-    ps_cpu_slot_take(s);
+    pthread_mutex_lock(&s->mu);
+    if (hand_over(s))
+        wait_in_line(s);
+    pthread_mutex_unlock(&s->mu);
+    held_since = ps_time_mono();
 }
 
 void ps_cpu_slots_stats(ps_cpu_slots_t *s, unsigned *running, unsigned *waiting)
