@@ -138,7 +138,7 @@ static void test_profile_symbolized(void **state)
 {
     (void)state;
     place();
-    ps_symbols_t *s = ps_symbols_new(symdir);
+    ps_symbols_t *s = ps_symbols_new((const char *const[]){symdir}, 1);
     ps_arena_t a = PS_ARENA_INIT;
     ps_profile_t *p = profile(&a, build_id);
     ps_symbols_profile(s, p, &a);
@@ -189,7 +189,7 @@ static void test_missing_then_placed(void **state)
 {
     (void)state;
     unplace();
-    ps_symbols_t *s = ps_symbols_new(symdir);
+    ps_symbols_t *s = ps_symbols_new((const char *const[]){symdir}, 1);
     ps_arena_t a = PS_ARENA_INIT;
     ps_profile_t *p = profile(&a, build_id);
     ps_symbols_profile(s, p, &a);
@@ -218,7 +218,7 @@ static void test_damaged_and_bad_ids(void **state)
 {
     (void)state;
     sh("mkdir -p %s/.build-id/%.2s && head -c 300 %s/prog.debug > %s", symdir, build_id, dir, debug_path);
-    ps_symbols_t *s = ps_symbols_new(symdir);
+    ps_symbols_t *s = ps_symbols_new((const char *const[]){symdir}, 1);
     ps_arena_t a = PS_ARENA_INIT;
     ps_profile_t *p = profile(&a, build_id);
     ps_symbols_profile(s, p, &a);
