@@ -620,13 +620,13 @@ static const ps_flag_t profstore_flags[] = {
      .help = "symbolize native frames when read from the debug files under DIR\n"
              "(DIR/.build-id/ab/cdef....debug, as /usr/lib/debug; default none: off)"},
     {.name = "debuginfo.max-file-bytes", .type = PS_FLAG_SIZE, .offset = OFF(debuginfo_max_file), .metavar = "SIZE",
-     .def = "512MiB",
+     .def = "256MiB",
      .doc = "largest debug file taken by the upload service (`debuginfo.v1alpha1`, what Grafana Alloy's "
-            "`pyroscope.ebpf` uploads; 413 past it). Such a body is read whole before it is stored, so "
-            "every route reads up to the larger of this and `--max-body-size` before refusing what is "
-            "over its own limit ([Symbols](operations.md#symbols))",
+            "`pyroscope.ebpf` uploads; 413 past it). Such a body is read whole, in memory, before it is "
+            "stored, so every route reads up to the larger of this and `--max-body-size` before refusing "
+            "what is over its own limit ([Symbols](operations.md#symbols))",
      .help = "largest uploaded debug file (debuginfo.v1alpha1; 413 past it;\n"
-             "default 512MiB)"},
+             "default 256MiB)"},
     {.name = "debuginfo.max-bytes", .type = PS_FLAG_SIZE, .offset = OFF(debuginfo_max_bytes), .metavar = "SIZE",
      .def = "10GiB",
      .doc = "disk the uploaded debug files (`<data-dir>/debuginfo/`, with their metadata) may use; an "
