@@ -292,6 +292,7 @@ int main(int argc, char **argv)
     srv.opts.otlp_http_listen = f.otlp_http_listen;
     srv.opts.threads = (uint32_t)f.threads;
     srv.opts.max_body = f.max_body;
+    srv.opts.max_upload = (size_t)f.debuginfo_max_file;
     srv.opts.max_series = (uint32_t)f.max_series;
     ps_read_opts_default(&srv.opts.read);
     srv.opts.read.sample_limit = f.read_sample_limit;
@@ -387,7 +388,6 @@ int main(int argc, char **argv)
         ps_store_close(store);
         return 1;
     }
-    srv.opts.max_upload = (size_t)f.debuginfo_max_file;
     /* native frames symbolized when read: from --symbols.dir, then the uploaded debug files */
     const char *sym_dirs[2];
     size_t nsym = 0;

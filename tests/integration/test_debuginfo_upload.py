@@ -281,3 +281,21 @@ def test_write_scope(make_server, client, prog, tmp_path):
         403, "forbidden: this credential lacks the write scope that %s%s needs" % (UPLOAD, prog.build_id))
     assert di(client, srv, "post", prog.build_id, prog.debug, "prog", "-token", "tok-write") == "post 200 \n"
     assert di(client, srv, "list", "", None, "prog", "-token", "tok-read").startswith("list %s " % prog.build_id)
+
+
+def test_body_limits(make_server, client, prog, tmp_path):
+    """A debug file larger than --max-body-size is taken up to --debuginfo.max-file-bytes; every
+    other route still refuses a body over --max-body-size (413, before authentication)."""
+    junk = tmp_path / "junk"
+    junk.write_bytes(os.urandom(200_000))
+    big = tmp_path / "big.debug"
+    ts.run("objcopy", "--add-section", ".debug_pad=%s" % junk, str(prog.debug), str(big))
+    size = big.stat().st_size
+    srv = make_server(extra_args=["--max-body-size", "64KiB"])
+    assert di(client, srv, "upload", prog.build_id, big) == "should true %s\npost 200 \nfinished ok\n" % FIRST
+    d = prog.build_id
+    assert (srv.data_dir / "debuginfo" / ".build-id" / d[:2] / (d[2:] + ".debug")).read_bytes() == big.read_bytes()
+    for path in ("/api/v1/profiles/write", "/push.v1.PusherService/Push"):
+        st, _, data = srv.request("POST", path, big.read_bytes())
+        assert (st, json.loads(data)["error"]) == (
+            413, "request body of %d bytes is larger than --max-body-size (65536 bytes)" % size), path
