@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "connect.h"
+#include "core/metrics.h"
 #include "core/timeutil.h"
 #include "debuginfo/debuginfo.h"
 #include "internal.h"
@@ -137,4 +138,21 @@ int ps_api_debuginfo_upload(ps_task_t *t)
     ps_task_send(t, status, "text/plain; charset=utf-8", b.data, b.len);
     ps_buf_dispose(&b);
     return 0;
+}
+
+static const ps_metric_t m_bytes = {"profstore_debuginfo_bytes", PS_GAUGE,
+                                    "Bytes of the uploaded debug files kept, with their metadata (--debuginfo.max-bytes)."},
+                         m_files = {"profstore_debuginfo_files", PS_GAUGE, "Uploaded debug files kept."},
+                         m_pending = {"profstore_debuginfo_uploads_pending", PS_GAUGE,
+                                      "Debug file uploads initiated and not finished."};
+
+void ps_api_debuginfo_metrics(ps_server_t *s, ps_buf_t *b)
+{
+    if (s->debuginfo == NULL)
+        return;
+    uint64_t bytes, files, pending;
+    ps_debuginfo_usage(s->debuginfo, &bytes, &files, &pending);
+    ps_metric_write_u64(b, &m_bytes, bytes);
+    ps_metric_write_u64(b, &m_files, files);
+    ps_metric_write_u64(b, &m_pending, pending);
 }

@@ -191,6 +191,8 @@ int ps_adhoc_diff_pair(ps_server_t *srv, const char *left_id, const char *right_
                        ps_profile_t *pair, const char ***common, size_t *ncommon, ps_err_t *err);
 /* api_debuginfo.c: POST /debuginfo.v1alpha1.DebuginfoService/Upload/{gnu_build_id} (plain text answers) */
 bool ps_api_debuginfo_is_upload(h2o_iovec_t path);
+/** profstore_debuginfo_{bytes,files,uploads_pending} (for /metrics). */
+void ps_api_debuginfo_metrics(ps_server_t *s, ps_buf_t *b);
 int ps_api_debuginfo_upload(ps_task_t *t);
 int ps_api_profile_by_id(ps_task_t *t);
 int ps_api_profile_ids(ps_task_t *t);

@@ -152,8 +152,14 @@ def test_upload_then_symbolized_as_eu_addr2line(make_server, client, prog, tmp_p
     listing = "list %s name=prog type=TYPE_EXECUTABLE_NO_TEXT otel=otel-%s state=STATE_UPLOADED size=%d " \
               "started=true finished=true\n" % (d, d, size)
     assert di(client, srv, "list") == listing
+    meta = srv.data_dir / "debuginfo" / ".build-id" / d[:2] / (d[2:] + ".meta")
+    m = srv.metrics()
+    assert (m["profstore_debuginfo_bytes"], m["profstore_debuginfo_files"], m["profstore_debuginfo_uploads_pending"]) \
+        == (size + meta.stat().st_size, 1, 0)
     # a restart keeps it: listed, declined, and the frames symbolized from the start
     srv.restart()
+    m = srv.metrics()
+    assert (m["profstore_debuginfo_bytes"], m["profstore_debuginfo_files"]) == (size + meta.stat().st_size, 1)
     assert di(client, srv, "list") == listing
     assert di(client, srv, "should", prog.build_id) == "should false %s\n" % EXISTS
     assert frames(srv, prog) == {prog.proc_addr(a): want[a] for a in prog.addrs}
