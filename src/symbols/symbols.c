@@ -300,7 +300,7 @@ static bool norm_build_id(const char *b, char *out)
 }
 
 /* The debug file of a build id (normalised) in the first directory that has one: its path, stat'ed
- * into st; false (path: the first directory's) when none has. */
+ * into st; false when none has one. */
 static bool find_file(const ps_symbols_t *s, const char *bid, char *path, size_t cap, struct stat *st)
 {
     path[0] = 0;
