@@ -48,12 +48,20 @@ static int decode(ps_connect_call_t *c, ps_di_method_t m, ps_di_req_t *r)
     return 0;
 }
 
+#define AGENT_MSG                                                                                          \
+    "agent mode: debug files are not kept (native frames are symbolized where profiles are read: upload them to " \
+    "the engine this profstore forwards to)"
+
 int ps_connect_debuginfo_should_upload(ps_connect_call_t *c)
 {
     ps_di_req_t r;
     ps_err_t err;
     bool should;
     const char *reason;
+    if (c->srv->opts.agent) { /* routes.c refuses the reads: nothing here would read the file */
+        ps_connect_error(c, PS_CONNECT_INVALID_ARGUMENT, AGENT_MSG);
+        return 0;
+    }
     if (decode(c, PS_DI_SHOULD_INITIATE, &r) != 0)
         return 0;
     if (ps_debuginfo_should_upload(c->srv->debuginfo, r.has_file ? &r.file : NULL, ps_time_now(), &should, &reason,
@@ -126,6 +134,10 @@ int ps_api_debuginfo_upload(ps_task_t *t)
 {
     ps_err_t err;
     const char *id = t->path + sizeof(UPLOAD_PREFIX) - 1;
+    if (t->srv->opts.agent) {
+        ps_task_send(t, 400, "text/plain; charset=utf-8", AGENT_MSG "\n", sizeof(AGENT_MSG "\n") - 1);
+        return 0;
+    }
     int ret = ps_debuginfo_upload(t->srv->debuginfo, id, t->body != NULL ? t->body : "", t->body_len, ps_time_now(),
                                   &err);
     if (ret == 0) {

@@ -305,3 +305,15 @@ def test_body_limits(make_server, client, prog, tmp_path):
         st, _, data = srv.request("POST", path, big.read_bytes())
         assert (st, json.loads(data)["error"]) == (
             413, "request body of %d bytes is larger than --max-body-size (65536 bytes)" % size), path
+
+
+def test_agent_mode_refuses(make_server, client, prog, tmp_path):
+    """--agent keeps no data: an upload is refused (the engine it forwards to symbolizes)."""
+    cfg = tmp_path / "a.yml"
+    cfg.write_text("forward:\n  - name: x\n    url: http://127.0.0.1:9\n    protocol: pyroscope_push\n")
+    srv = make_server(config=str(cfg), extra_args=["--agent"])
+    msg = ("agent mode: debug files are not kept (native frames are symbolized where profiles are read: upload "
+           "them to the engine this profstore forwards to)")
+    assert di(client, srv, "upload", prog.build_id, prog.debug) == "should error invalid_argument %s\n" % msg
+    assert di(client, srv, "post", prog.build_id, prog.debug) == "post 400 %s\n" % msg
+    assert kept(srv) == []
