@@ -109,6 +109,8 @@ static const char *setting_names[PS_SETTING_COUNT] = {
     [PS_SETTING_WRITE_QUEUE_MAX_BYTES] = "the write queue byte limit",
     [PS_SETTING_SCRAPE_MAX_TARGETS] = "the target limit",
     [PS_SETTING_STORE_CHECK] = "a store check",
+    [PS_SETTING_DEBUGINFO_MAX_FILE] = "the debug file size limit",
+    [PS_SETTING_DEBUGINFO_MAX_BYTES] = "the debug info store limit",
 };
 
 void ps_setting_names_set(const char *const names[PS_SETTING_COUNT])

@@ -68,6 +68,8 @@ typedef enum ps_setting {
     PS_SETTING_WRITE_QUEUE_MAX_BYTES,  /* "the write queue byte limit" */
     PS_SETTING_SCRAPE_MAX_TARGETS,     /* "the target limit" */
     PS_SETTING_STORE_CHECK,            /* "a store check" (the one-off check of a data directory) */
+    PS_SETTING_DEBUGINFO_MAX_FILE,     /* "the debug file size limit" */
+    PS_SETTING_DEBUGINFO_MAX_BYTES,    /* "the debug info store limit" */
     PS_SETTING_COUNT
 } ps_setting_t;
 /** Names the settings as the user sets them (NULL entries keep their names). Once, at start,

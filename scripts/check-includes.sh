@@ -23,13 +23,14 @@ src/ingest    ingest     core parser proto storage
 src/query     query      core parser proto storage
 src/render    render     core
 src/symbols   symbols    core
+src/debuginfo debuginfo  core proto symbols
 src/rules     rules      core parser proto storage
 src/httpclient httpclient core config
 src/scrape    scrape     core config discovery httpclient ingest proto
 src/forward   forward    core parser proto storage config httpclient ingest
-web           web        core parser proto storage config auth discovery ingest query rules render scrape forward
+web           web        core parser proto storage config auth discovery ingest query rules render scrape forward debuginfo
 src/grpc      grpc       core proto config auth
-src/main.c    main       core parser proto storage config auth discovery ingest query rules render scrape forward web grpc symbols
+src/main.c    main       core parser proto storage config auth discovery ingest query rules render scrape forward web grpc symbols debuginfo
 tests/unit/core      -   core
 tests/unit/parser    -   core parser
 tests/unit/proto     -   core proto
@@ -41,6 +42,7 @@ tests/unit/ingest    -   core parser proto storage ingest
 tests/unit/query     -   core parser proto storage ingest query
 tests/unit/render    -   core proto render
 tests/unit/symbols   -   core symbols
+tests/unit/debuginfo -   core proto symbols debuginfo
 tests/unit/rules     -   core parser proto storage ingest rules
 tests/unit/scrape    -   core config discovery httpclient ingest proto scrape
 tests/unit/forward   -   core parser proto storage config httpclient ingest forward
@@ -48,7 +50,7 @@ tests/unit/grpc      -   core config auth proto grpc
 tests/support        -   core proto
 bench                -   core proto storage config auth
 '
-prefixes='core parser proto storage config auth discovery httpclient ingest query rules render scrape forward web grpc symbols'
+prefixes='core parser proto storage config auth discovery httpclient ingest query rules render scrape forward web grpc symbols debuginfo'
 
 bad=0
 echo "$rules" | while read -r dir own allowed; do

@@ -22,6 +22,7 @@
 #include "web/server.h"
 #include "ingest/ingest.h"
 #include "rules/rules.h"
+#include "debuginfo/debuginfo.h"
 #include "symbols/symbols.h"
 
 /* /metrics: the gRPC listener's families after the main port's */
@@ -241,6 +242,8 @@ int main(int argc, char **argv)
         [PS_SETTING_WRITE_QUEUE_MAX_BYTES] = "--storage.write-queue-max-bytes",
         [PS_SETTING_SCRAPE_MAX_TARGETS] = "--scrape.max-targets",
         [PS_SETTING_STORE_CHECK] = "--storage.check",
+        [PS_SETTING_DEBUGINFO_MAX_FILE] = "--debuginfo.max-file-bytes",
+        [PS_SETTING_DEBUGINFO_MAX_BYTES] = "--debuginfo.max-bytes",
     };
     ps_setting_names_set(setting_flags);
 
@@ -289,6 +292,7 @@ int main(int argc, char **argv)
     srv.opts.otlp_http_listen = f.otlp_http_listen;
     srv.opts.threads = (uint32_t)f.threads;
     srv.opts.max_body = f.max_body;
+    srv.opts.max_upload = (size_t)f.debuginfo_max_file;
     srv.opts.max_series = (uint32_t)f.max_series;
     ps_read_opts_default(&srv.opts.read);
     srv.opts.read.sample_limit = f.read_sample_limit;
@@ -374,10 +378,24 @@ int main(int argc, char **argv)
         wo.rec_ctx = srv.rules;
     }
     wo.max_rules = PS_RULES_MAX;
-    /* native frames symbolized when read, from --symbols.dir */
-    ps_symbols_t *symbols = f.symbols_dir && *f.symbols_dir ? ps_symbols_new(f.symbols_dir) : NULL;
-    if (symbols != NULL)
-        ps_store_set_symbolizer(store, ps_symbols_profile, symbols);
+    /* the uploaded debug files (debuginfo.v1alpha1), under the data directory */
+    char di_dir[4096];
+    snprintf(di_dir, sizeof(di_dir), "%s/debuginfo", f.data_dir);
+    ps_debuginfo_opts_t dio = {.max_file_bytes = f.debuginfo_max_file, .max_bytes = f.debuginfo_max_bytes,
+                               .nosync = f.nosync};
+    if (ps_debuginfo_open(di_dir, &dio, &srv.debuginfo, &err) != 0) {
+        ps_log_error("cannot open the debug info store", "err=%s", ps_log_q(err.msg));
+        ps_store_close(store);
+        return 1;
+    }
+    /* native frames symbolized when read: from --symbols.dir, then the uploaded debug files */
+    const char *sym_dirs[2];
+    size_t nsym = 0;
+    if (f.symbols_dir && *f.symbols_dir)
+        sym_dirs[nsym++] = f.symbols_dir;
+    sym_dirs[nsym++] = ps_debuginfo_dir(srv.debuginfo);
+    ps_symbols_t *symbols = ps_symbols_new(sym_dirs, nsym);
+    ps_store_set_symbolizer(store, ps_symbols_profile, symbols);
     if ((srv.writer = ps_writer_start(store, &wo, &err)) == NULL) {
         ps_log_error("cannot start the writer", "err=%s", ps_log_q(err.msg));
         ps_store_close(store);
@@ -442,6 +460,7 @@ int main(int argc, char **argv)
     ps_rules_free(srv.rules);
     ps_store_close(store);
     ps_symbols_free(symbols);
+    ps_debuginfo_free(srv.debuginfo);
     ps_log_info("stopped", NULL);
     return 0;
 }

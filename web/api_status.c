@@ -373,6 +373,7 @@ int ps_api_metrics(h2o_req_t *req)
     ps_ingest_metrics(&b);
     ps_api_write_metrics(&b);
     ps_api_rules_metrics(s, &b);
+    ps_api_debuginfo_metrics(s, &b);
     ps_qpool_metrics(s->qpool, &b);
     ps_qpool_metrics(s->dpool, &b);
     writer_metrics(&b, &ws);

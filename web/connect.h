@@ -129,6 +129,11 @@ int ps_connect_adhoc_upload(ps_connect_call_t *c);
 int ps_connect_adhoc_get(ps_connect_call_t *c);
 int ps_connect_adhoc_list(ps_connect_call_t *c);
 int ps_connect_adhoc_diff(ps_connect_call_t *c);
+/* debuginfo.v1alpha1.DebuginfoService (api_debuginfo.c) */
+int ps_connect_debuginfo_should_upload(ps_connect_call_t *c);
+int ps_connect_debuginfo_upload_finished(ps_connect_call_t *c);
+int ps_connect_debuginfo_list(ps_connect_call_t *c);
+int ps_connect_debuginfo_delete(ps_connect_call_t *c);
 /* settings.v1.RecordingRulesService (api_recording.c) */
 int ps_connect_rules_list(ps_connect_call_t *c);
 int ps_connect_rules_get(ps_connect_call_t *c);

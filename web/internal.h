@@ -189,6 +189,11 @@ int ps_adhoc_load(ps_server_t *srv, const char *id, ps_arena_t *arena, ps_store_
                   bool *folded, ps_err_t *err);
 int ps_adhoc_diff_pair(ps_server_t *srv, const char *left_id, const char *right_id, const char *type, ps_arena_t *a,
                        ps_profile_t *pair, const char ***common, size_t *ncommon, ps_err_t *err);
+/* api_debuginfo.c: POST /debuginfo.v1alpha1.DebuginfoService/Upload/{gnu_build_id} (plain text answers) */
+bool ps_api_debuginfo_is_upload(h2o_iovec_t path);
+/** profstore_debuginfo_{bytes,files,uploads_pending} (for /metrics). */
+void ps_api_debuginfo_metrics(ps_server_t *s, ps_buf_t *b);
+int ps_api_debuginfo_upload(ps_task_t *t);
 int ps_api_profile_by_id(ps_task_t *t);
 int ps_api_profile_ids(ps_task_t *t);
 int ps_api_debug_profile(ps_task_t *t);

@@ -111,6 +111,10 @@ static const method_t methods[] = {
     {"/adhocprofiles.v1.AdHocProfileService/Get", ps_connect_adhoc_get, RD | POOL},
     {"/adhocprofiles.v1.AdHocProfileService/List", ps_connect_adhoc_list, RD | POOL},
     {"/adhocprofiles.v1.AdHocProfileService/Diff", ps_connect_adhoc_diff, RD | POOL},
+    {"/debuginfo.v1alpha1.DebuginfoService/ShouldInitiateUpload", ps_connect_debuginfo_should_upload, WR | DEC},
+    {"/debuginfo.v1alpha1.DebuginfoService/UploadFinished", ps_connect_debuginfo_upload_finished, WR | DEC},
+    {"/debuginfo.v1alpha1.DebuginfoService/ListDebuginfo", ps_connect_debuginfo_list, RD | POOL},
+    {"/debuginfo.v1alpha1.DebuginfoService/DeleteDebuginfo", ps_connect_debuginfo_delete, WR | DEC},
 };
 
 #define NMETHODS (sizeof(methods) / sizeof(methods[0]))
@@ -145,6 +149,7 @@ static unsigned method_bit(h2o_iovec_t m)
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 #define LABEL_VALUES "/api/v1/label/:name/values"
 #define UI_FILES "/ui/:path"
+#define DEBUGINFO_UPLOAD "/debuginfo.v1alpha1.DebuginfoService/Upload/:gnu_build_id"
 
 /* /api/v1/label/<name>/values */
 static bool is_label_values(h2o_iovec_t p)
@@ -156,10 +161,10 @@ static bool is_label_values(h2o_iovec_t p)
 }
 
 /* handlers for request accounting: the routes in table order, then label values, then the UI's
- * files, then the Connect methods (connect.c's table), then "other" */
+ * files, then the Connect methods (connect.c's table), then "other", then the debug file upload */
 uint32_t ps_routes_nhandlers(void)
 {
-    return (uint32_t)NROUTES + 3 + (uint32_t)NMETHODS;
+    return (uint32_t)NROUTES + 4 + (uint32_t)NMETHODS;
 }
 
 const char *ps_routes_handler_name(uint32_t i)
@@ -172,6 +177,8 @@ const char *ps_routes_handler_name(uint32_t i)
         return UI_FILES;
     if (i - NROUTES - 2 < (uint32_t)NMETHODS)
         return methods[i - NROUTES - 2].path;
+    if (i == NROUTES + 3 + NMETHODS)
+        return DEBUGINFO_UPLOAD;
     return "other";
 }
 
@@ -184,6 +191,8 @@ uint32_t ps_routes_handler(h2o_iovec_t p)
         return (uint32_t)NROUTES;
     if (ps_ui_is_path(p))
         return (uint32_t)NROUTES + 1;
+    if (ps_api_debuginfo_is_upload(p))
+        return (uint32_t)NROUTES + 3 + (uint32_t)NMETHODS;
     int mi = method_index(p.base, p.len);
     return mi >= 0 ? (uint32_t)NROUTES + 2 + (uint32_t)mi : (uint32_t)NROUTES + 2 + (uint32_t)NMETHODS;
 }
@@ -198,6 +207,8 @@ unsigned ps_routes_class(uint32_t handler)
         return PS_ROUTE_READ;
     if (handler - NROUTES - 2 < (uint32_t)NMETHODS)
         return methods[handler - NROUTES - 2].cls;
+    if (handler == NROUTES + 3 + NMETHODS) /* the debug file upload */
+        return PS_ROUTE_WRITE | PS_ROUTE_DECODE;
     return PS_ROUTE_READ; /* "other": a 404 (or Connect's unimplemented), after authentication */
 }
 
@@ -250,6 +261,14 @@ static int route(h2o_req_t *req)
     }
     if (ps_ui_is_path(p))
         return ps_api_ui_file(req);
+    if (ps_api_debuginfo_is_upload(p)) {
+        if (m != M_POST) {
+            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, H2O_STRLIT("POST"));
+            ps_http_error_status(req, 405, "method not allowed (use POST)");
+            return 0;
+        }
+        return ps_run_task(req, PS_ROUTE_WRITE | PS_ROUTE_DECODE, ps_api_debuginfo_upload, ps_answer_text_error);
+    }
     if (ps_connect_is_path(p)) {
         int mi = method_index(p.base, p.len);
         if (mi < 0) {
@@ -300,6 +319,16 @@ static const char *cross_origin(h2o_req_t *req)
 
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
 {
+    /* h2o reads bodies up to the debug file limit when that is the larger: the others keep theirs */
+    ps_server_t *srv = ps_http_server(req);
+    if (req->entity.base != NULL && req->entity.len > srv->opts.max_body &&
+        !ps_api_debuginfo_is_upload(req->path_normalized)) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "request body of %zu bytes is larger than --max-body-size (%zu bytes)", req->entity.len,
+                 srv->opts.max_body);
+        ps_http_error_status(req, 413, msg);
+        return 0;
+    }
     unsigned m = method_bit(req->method), cls = ps_routes_class(ps_routes_handler(req->path_normalized));
     const char *why = !(m & (M_GET | M_HEAD)) && (cls & (PS_ROUTE_WRITE | PS_ROUTE_ADMIN)) ? cross_origin(req) : NULL;
     if (why != NULL) {

@@ -173,7 +173,7 @@ int ps_server_bind(ps_server_t *s, ps_err_t *err)
     s->start_time = ps_time_now();
     s->http_stats = ps_http_stats_new(ps_routes_nhandlers(), ps_routes_handler, ps_routes_handler_name);
     h2o_config_init(&im->config);
-    im->config.max_request_entity_size = s->opts.max_body;
+    im->config.max_request_entity_size = s->opts.max_upload > s->opts.max_body ? s->opts.max_upload : s->opts.max_body;
     im->config.server_name = h2o_iovec_init(H2O_STRLIT("profstore/" PS_VERSION));
     ps_conns_configure(s, &im->config); /* timeouts, h2c, the connection bound */
     h2o_hostconf_t *host = h2o_config_register_host(&im->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);

@@ -33,6 +33,8 @@ typedef struct ps_server_opts {
     const char *otlp_http_listen; /* host:port of a second listener (OTLP/HTTP's 4318); NULL or "": none */
     uint32_t threads;        /* event loop threads */
     size_t max_body;         /* request body limit (bytes) */
+    size_t max_upload;       /* the body limit of a debug file upload (--debuginfo.max-file-bytes); h2o reads
+                              * up to the larger of the two, routes.c answers 413 past max_body elsewhere */
     uint32_t max_series;     /* series one selector may select */
     int64_t query_timeout;   /* ns a query may take, from its arrival, queue included (0: none) */
     uint64_t query_max_samples; /* samples a query may load (PromQL: 0 = 50,000,000; merges: 0 = none) */
@@ -73,6 +75,7 @@ typedef struct ps_server {
     struct ps_scraper *_Atomic scraper; /* NULL until a configuration is loaded */
     struct ps_forward *forward;  /* the forwarder (its endpoints come with the configuration) */
     struct ps_rules *rules;      /* the recording rules in force (src/rules) */
+    struct ps_debuginfo *debuginfo; /* the uploaded debug files (src/debuginfo) */
     ps_server_reload_fn reload;  /* NULL without --config */
     void *reload_ctx;
     int64_t start_time;

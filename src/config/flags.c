@@ -619,6 +619,20 @@ static const ps_flag_t profstore_flags[] = {
             "`DIR/.build-id/ab/cdef….debug` ([Symbols](operations.md#symbols))",
      .help = "symbolize native frames when read from the debug files under DIR\n"
              "(DIR/.build-id/ab/cdef....debug, as /usr/lib/debug; default none: off)"},
+    {.name = "debuginfo.max-file-bytes", .type = PS_FLAG_SIZE, .offset = OFF(debuginfo_max_file), .metavar = "SIZE",
+     .def = "256MiB",
+     .doc = "largest debug file taken by the upload service (`debuginfo.v1alpha1`, what Grafana Alloy's "
+            "`pyroscope.ebpf` uploads; 413 past it). Such a body is read whole, in memory, before it is "
+            "stored, so every route reads up to the larger of this and `--max-body-size` before refusing "
+            "what is over its own limit ([Symbols](operations.md#symbols))",
+     .help = "largest uploaded debug file (debuginfo.v1alpha1; 413 past it;\n"
+             "default 256MiB)"},
+    {.name = "debuginfo.max-bytes", .type = PS_FLAG_SIZE, .offset = OFF(debuginfo_max_bytes), .metavar = "SIZE",
+     .def = "10GiB",
+     .doc = "disk the uploaded debug files (`<data-dir>/debuginfo/`, with their metadata) may use; an "
+            "upload past it is refused (507), `ShouldInitiateUpload` answers `resource_exhausted` once it is reached",
+     .help = "disk the uploaded debug files may use (<data-dir>/debuginfo;\n"
+             "507 past it; default 10GiB)"},
     {.name = "web.config.file", .type = PS_FLAG_STRING, .offset = OFF(web_config), .metavar = "FILE",
      .def_note = "none",
      .doc = "TLS and authentication, Prometheus' web config format plus bearer tokens ([TLS and "

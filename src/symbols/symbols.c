@@ -49,7 +49,8 @@ typedef struct cached {
 
 struct ps_symbols {
     pthread_mutex_t mu;
-    char *dir;
+    char **dirs; /* looked in in order: the first with the file wins */
+    size_t ndirs;
     ps_hmap_t mods;      /* build id -> index in modules */
     module_t *modules;
     size_t nmodules;
@@ -237,11 +238,14 @@ static size_t frames_of(const module_t *m, GElf_Addr addr, ps_symbol_frame_t *ou
     return n;
 }
 
-ps_symbols_t *ps_symbols_new(const char *dir)
+ps_symbols_t *ps_symbols_new(const char *const *dirs, size_t ndirs)
 {
     ps_symbols_t *s = ps_xcalloc(1, sizeof(*s));
     pthread_mutex_init(&s->mu, NULL);
-    s->dir = ps_xstrndup(dir, strlen(dir));
+    s->dirs = ps_xcalloc(ndirs + 1, sizeof(*s->dirs));
+    for (size_t i = 0; i < ndirs; i++)
+        s->dirs[i] = ps_xstrndup(dirs[i], strlen(dirs[i]));
+    s->ndirs = ndirs;
     ps_hmap_init(&s->mods);
     ps_hmap_init(&s->frames);
     s->modules = ps_xcalloc(PS_SYMBOLS_MODULES, sizeof(module_t));
@@ -267,7 +271,9 @@ void ps_symbols_free(ps_symbols_t *s)
     ps_hmap_dispose(&s->frames);
     ps_arena_dispose(&s->fa);
     pthread_mutex_destroy(&s->mu);
-    free(s->dir);
+    for (size_t i = 0; i < s->ndirs; i++)
+        free(s->dirs[i]);
+    free(s->dirs);
     free(s);
 }
 
@@ -293,23 +299,35 @@ static bool norm_build_id(const char *b, char *out)
     return true;
 }
 
+/* The debug file of a build id (normalised) in the first directory that has one: its path, stat'ed
+ * into st; false when none has one. */
+static bool find_file(const ps_symbols_t *s, const char *bid, char *path, size_t cap, struct stat *st)
+{
+    path[0] = 0;
+    for (size_t i = 0; i < s->ndirs; i++) {
+        snprintf(path, cap, "%s/.build-id/%.2s/%s.debug", s->dirs[i], bid, bid + 2);
+        if (stat(path, st) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* The module of a build id (normalised), opened or tried as needed; NULL when no usable file. */
 static module_t *module_get(ps_symbols_t *s, const char *bid)
 {
     char path[4096];
     uint64_t idx;
     module_t *m;
+    struct stat st;
     if (ps_hmap_get(&s->mods, bid, strlen(bid), &idx)) {
         m = &s->modules[idx];
         if (m->dwfl != NULL)
             return m;
         int64_t now = now_nanos();
-        snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", s->dir, bid, bid + 2);
         if (now - m->tried_at < RETRY_NANOS)
             return NULL;
         m->tried_at = now;
-        struct stat st;
-        int ok = stat(path, &st) == 0;
+        int ok = find_file(s, bid, path, sizeof(path), &st);
         if (ok == m->stat_ok && (!ok || (st.st_size == m->size && st.st_mtim.tv_sec == m->mtime.tv_sec &&
                                          st.st_mtim.tv_nsec == m->mtime.tv_nsec)))
             return NULL;
@@ -319,10 +337,8 @@ static module_t *module_get(ps_symbols_t *s, const char *bid)
         idx = s->nmodules++;
         ps_hmap_put(&s->mods, bid, strlen(bid), idx);
         m = &s->modules[idx];
-        snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", s->dir, bid, bid + 2);
     }
-    struct stat st;
-    m->stat_ok = stat(path, &st) == 0;
+    m->stat_ok = find_file(s, bid, path, sizeof(path), &st);
     if (m->stat_ok) {
         m->mtime = st.st_mtim;
         m->size = st.st_size;

@@ -3,9 +3,10 @@
  * (file name, GNU build id) but no lines gets its functions, files, lines and inlined frames from
  * the debug file of its build id, read through elfutils' libdwfl (never a DWARF reader of ours).
  *
- * Debug files are looked up in a local directory laid out as /usr/lib/debug/.build-id/:
+ * Debug files are looked up in local directories laid out as /usr/lib/debug/.build-id/:
  * <dir>/.build-id/<first 2 hex digits>/<the other hex digits>.debug (a full ELF with its symbols,
- * or the file `objcopy --only-keep-debug` makes).
+ * or the file `objcopy --only-keep-debug` makes); the first directory that has the file wins
+ * (main.c: --symbols.dir, then the uploaded debug files of src/debuginfo/).
  *
  * Address translation (as pprof's elfexec.GetBase and Parca's symbolizer): the stored address is
  * a process virtual address; its offset in the file is address - memory_start + file_offset; the
@@ -26,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/err.h"
 #include "core/mem.h"
 #include "core/profile.h"
 
@@ -43,8 +45,8 @@ typedef struct ps_symbol_frame {
     int64_t column;       /* 0 when unknown */
 } ps_symbol_frame_t;
 
-/** A symbolizer over the debug files under dir (copied). */
-ps_symbols_t *ps_symbols_new(const char *dir);
+/** A symbolizer over the debug files under dirs (ndirs of them, in order; copied). */
+ps_symbols_t *ps_symbols_new(const char *const *dirs, size_t ndirs);
 /** Frees it; NULL is a no-op. */
 void ps_symbols_free(ps_symbols_t *s);
 
@@ -66,6 +68,14 @@ int ps_symbols_lookup_file(const char *path, uint64_t memory_start, uint64_t mem
  *  some are flagged as having functions, file names, lines and inlined frames. Locations with
  *  no symbols are left as they are. The store's symbolize hook (ps_store_set_symbolizer). */
 void ps_symbols_profile(void *s, ps_profile_t *p, ps_arena_t *arena);
+
+/** Whether the file open at fd is an ELF file whole enough to read (libelf parses its headers;
+ *  every section's bytes lie within the file) with a GNU build id note:
+ *  0 with the build id in lowercase hex in hex (cap bytes with the NUL); else PS_EINVAL and err
+ *  says what ("not an ELF file ...", "truncated ELF file: section 29 (.debug_str) ends at byte
+ *  ..., the file has ... bytes", "the ELF file has no GNU build ID note ..."). The file is only
+ *  read (elfcheck.c). */
+int ps_symbols_elf_check(int fd, char *hex, size_t cap, ps_err_t *err);
 
 /** Counters: lookups answered from the cache, lookups that read a debug file, debug files opened,
  *  build ids with no usable debug file (each time one is tried). */

@@ -11,7 +11,8 @@
 # /ingest), fuzz_adhoc (src/ingest/adhoc.c: ad hoc profile uploads), fuzz_querier (proto/querier.c, proto/pbjson.c), fuzz_otlp (proto/otlp.c, src/ingest/otlp.c) and fuzz_ui_headers (web/ui_assets.c: the
 # web UI's Accept-Encoding, If-None-Match, paths), fuzz_webconfig (src/config/webconfig.c) and fuzz_config
 # (src/config/: the YAML configuration), fuzz_grpc (src/grpc/server.c over nghttp2) and fuzz_symbols
-# (src/symbols/symbols.c over libdwfl: debug files) into OUTDIR.
+# (src/symbols/symbols.c over libdwfl: debug files) and fuzz_elfcheck (src/symbols/elfcheck.c: an
+# uploaded debug file's check) into OUTDIR.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -235,6 +236,14 @@ if [ -f "$root/src/symbols/symbols.c" ] && [ -f "$here/fuzz_symbols.c" ]; then
     # shellcheck disable=SC2046
     fuzzcc $(pkg-config --cflags libdw) "$here/fuzz_symbols.c" "$root/src/symbols/symbols.c" "$root"/core/*.c \
         $(pkg-config --libs libdw) -lelf -lm -lpthread -o "$out/fuzz_symbols"
+fi
+
+# fuzz_elfcheck: an uploaded debug file checked through libelf (src/symbols/elfcheck.c)
+if [ -f "$root/src/symbols/elfcheck.c" ] && [ -f "$here/fuzz_elfcheck.c" ]; then
+    [ -e "$gen/inc/symbols" ] || ln -s "$root/src/symbols" "$gen/inc/symbols"
+    # shellcheck disable=SC2046
+    fuzzcc $(pkg-config --cflags libdw) "$here/fuzz_elfcheck.c" "$root/src/symbols/elfcheck.c" "$root"/core/*.c \
+        $(pkg-config --libs libdw) -lelf -lm -lpthread -o "$out/fuzz_elfcheck"
 fi
 
 wait

@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fwrite(data + 8, 1, size - 8, f);
     fclose(f);
 
-    ps_symbols_t *s = ps_symbols_new(dir);
+    ps_symbols_t *s = ps_symbols_new((const char *const[]){dir}, 1);
     ps_arena_t a = PS_ARENA_INIT;
     ps_str_t strs[3] = {{"", 0}, {"/bin/x", 6}, {BID, sizeof(BID) - 1}};
     ps_mapping_t maps[2] = {{.memory_start = 0, .memory_limit = 0, .filename = 1, .build_id = 2},

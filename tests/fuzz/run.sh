@@ -13,7 +13,7 @@
 # JSON, written by the integration tests' protoc classes), fuzz_webconfig with a few web config files,
 # fuzz_grpc with gRPC calls it encodes itself with nghttp2's client session, fuzz_symbols with a
 # small program compiled with gcc -g -O2 (8 address bytes, then the ELF: whole, and its
-# objcopy --only-keep-debug file).
+# objcopy --only-keep-debug file), fuzz_elfcheck with the same two files (without the address).
 # Every target also gets the committed corpus tests/fuzz/corpus/<target>/ (campaign.sh keeps it:
 # inputs that add coverage, and regress-* files of fixed findings); fuzz_config has only that.
 # Targets fuzz PS_FUZZ_JOBS at a time (default: one per core). Exits non-zero if libFuzzer finds a
@@ -30,7 +30,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_spanparts fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_querier fuzz_otlp fuzz_ui_headers fuzz_webconfig fuzz_config fuzz_grpc fuzz_symbols"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_spanparts fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_querier fuzz_otlp fuzz_ui_headers fuzz_webconfig fuzz_config fuzz_grpc fuzz_symbols fuzz_elfcheck"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 # a fixed seed: make test replays the same mutations each time, so it fails on a code change, not on
 # luck (campaign.sh and PS_FUZZ_SEED=0, a seed of libFuzzer's choosing, are where new findings come from)
@@ -106,6 +106,11 @@ for t in $targets; do
             python3 -c "import struct,sys; sys.stdout.buffer.write(struct.pack('<Q', int('$a', 16)))" > "$corpus/$e"
             cat "$work/$e" >> "$corpus/$e"
         done ;;
+    fuzz_elfcheck)
+        printf 'int f(int n) { return n * 3; }\nint main(int c, char **v) { (void)v; return f(c); }\n' > "$work/elf.c"
+        gcc -g -O2 -o "$work/elf" "$work/elf.c"
+        objcopy --only-keep-debug "$work/elf" "$work/elf.debug"
+        cp "$work/elf" "$work/elf.debug" "$corpus/" ;;
     fuzz_selector)
         i=0
         for s in 'process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta{job="api",instance=~"10\\..*"}' \

@@ -138,7 +138,7 @@ static void test_profile_symbolized(void **state)
 {
     (void)state;
     place();
-    ps_symbols_t *s = ps_symbols_new(symdir);
+    ps_symbols_t *s = ps_symbols_new((const char *const[]){symdir}, 1);
     ps_arena_t a = PS_ARENA_INIT;
     ps_profile_t *p = profile(&a, build_id);
     ps_symbols_profile(s, p, &a);
@@ -189,7 +189,7 @@ static void test_missing_then_placed(void **state)
 {
     (void)state;
     unplace();
-    ps_symbols_t *s = ps_symbols_new(symdir);
+    ps_symbols_t *s = ps_symbols_new((const char *const[]){symdir}, 1);
     ps_arena_t a = PS_ARENA_INIT;
     ps_profile_t *p = profile(&a, build_id);
     ps_symbols_profile(s, p, &a);
@@ -214,11 +214,40 @@ static void test_missing_then_placed(void **state)
     unplace();
 }
 
+/* several directories: the first that has the build id's file wins (a damaged one too) */
+static void test_directories_in_order(void **state)
+{
+    (void)state;
+    place();
+    char empty[400], bad[400], bad_file[600];
+    snprintf(empty, sizeof(empty), "%s/empty", dir);
+    snprintf(bad, sizeof(bad), "%s/bad", dir);
+    snprintf(bad_file, sizeof(bad_file), "%s/.build-id/%.2s/%s.debug", bad, build_id, build_id + 2);
+    sh("mkdir -p %s %s/.build-id/%.2s && head -c 300 %s/prog.debug > %s", empty, bad, build_id, dir, bad_file);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_symbols_t *s = ps_symbols_new((const char *const[]){empty, symdir, bad}, 3);
+    ps_profile_t *p = profile(&a, build_id);
+    ps_symbols_profile(s, p, &a);
+    assert_string_equal(fn_name(p, &p->locations[0], 0), "work");
+    ps_symbols_free(s);
+    s = ps_symbols_new((const char *const[]){bad, symdir}, 2);
+    p = profile(&a, build_id);
+    ps_symbols_profile(s, p, &a);
+    assert_int_equal(p->locations[0].nlines, 0);
+    uint64_t hits, misses, opened, missing;
+    ps_symbols_stats(s, &hits, &misses, &opened, &missing);
+    assert_true(opened == 0 && missing == 1);
+    ps_symbols_free(s);
+    ps_arena_dispose(&a);
+    sh("rm -rf %s %s", empty, bad);
+    unplace();
+}
+
 static void test_damaged_and_bad_ids(void **state)
 {
     (void)state;
     sh("mkdir -p %s/.build-id/%.2s && head -c 300 %s/prog.debug > %s", symdir, build_id, dir, debug_path);
-    ps_symbols_t *s = ps_symbols_new(symdir);
+    ps_symbols_t *s = ps_symbols_new((const char *const[]){symdir}, 1);
     ps_arena_t a = PS_ARENA_INIT;
     ps_profile_t *p = profile(&a, build_id);
     ps_symbols_profile(s, p, &a);
@@ -245,6 +274,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_profile_symbolized),
         cmocka_unit_test(test_missing_then_placed),
+        cmocka_unit_test(test_directories_in_order),
         cmocka_unit_test(test_damaged_and_bad_ids),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
