@@ -24,10 +24,18 @@
 #include "rules/rules.h"
 #include "symbols/symbols.h"
 
-/* /metrics: the gRPC listener's families after the main port's */
-static void grpc_metrics(void *ctx, ps_buf_t *b)
+/* /metrics: the gRPC listener's and the symbolizer's families after the main port's */
+typedef struct extra_metrics {
+    ps_grpc_t *grpc;
+    ps_symbols_t *symbols;
+} extra_metrics_t;
+
+static void extra_metrics(void *ctx, ps_buf_t *b)
 {
-    ps_grpc_metrics(ctx, b);
+    extra_metrics_t *e = ctx;
+    if (e->grpc != NULL)
+        ps_grpc_metrics(e->grpc, b);
+    ps_symbols_metrics(e->symbols, b);
 }
 
 static void die_usage(const char *msg)
@@ -62,9 +70,9 @@ static void parse_flags(int argc, char **argv, ps_flags_t *f)
 /* /api/v1/status/flags: every flag with its effective value, as Prometheus lists its own */
 static void status_flags(const ps_flags_t *f, ps_server_t *srv)
 {
-    static ps_flag_value_t v[64];
-    static ps_server_flag_t fl[64];
-    uint32_t n = ps_flags_values(&ps_profstore_flagset, f, v, 64);
+    static ps_flag_value_t v[128];
+    static ps_server_flag_t fl[128];
+    uint32_t n = ps_flags_values(&ps_profstore_flagset, f, v, 128);
     for (uint32_t i = 0; i < n; i++)
         fl[i] = (ps_server_flag_t){.name = v[i].name, .value = v[i].value};
     srv->flags = fl;
@@ -273,6 +281,27 @@ int main(int argc, char **argv)
 
     if (f.check)
         return ps_store_check_dir(&so, stdout);
+    /* native frames symbolized when read, from --symbols.dir and --debuginfod.url; made before any
+     * thread starts: libdebuginfod's settings are the environment variables it sets */
+    ps_symbols_t *symbols = NULL;
+    bool dbgd = f.debuginfod_urls != NULL && *f.debuginfod_urls;
+    char dbgd_cache[4096];
+    if (dbgd)
+        snprintf(dbgd_cache, sizeof(dbgd_cache), "%s",
+                 f.debuginfod_cache && *f.debuginfod_cache ? f.debuginfod_cache : "");
+    if (dbgd && !dbgd_cache[0])
+        snprintf(dbgd_cache, sizeof(dbgd_cache), "%s/debuginfod", f.data_dir);
+    if ((f.symbols_dir && *f.symbols_dir) || dbgd)
+        symbols = ps_symbols_new(f.symbols_dir && *f.symbols_dir ? f.symbols_dir : dbgd_cache);
+    if (dbgd) {
+        ps_symbols_debuginfod_t dopt = {.urls = f.debuginfod_urls, .cache_dir = dbgd_cache,
+                                        .timeout_ns = f.debuginfod_timeout};
+        if (ps_symbols_set_debuginfod(symbols, &dopt, &err) != 0) {
+            fprintf(stderr, "profstore: --debuginfod.url: %s\n", err.msg);
+            ps_symbols_free(symbols);
+            return 2;
+        }
+    }
     ps_store_t *store = NULL;
     if (ps_store_open(&so, &store, &err) != 0) {
         ps_log_error("cannot open storage", "dir=%s err=%s", ps_log_q(f.data_dir), ps_log_q(err.msg));
@@ -348,8 +377,6 @@ int main(int argc, char **argv)
             ps_store_close(store);
             return 2;
         }
-        srv.extra_metrics = grpc_metrics;
-        srv.extra_metrics_ctx = grpc;
     }
     if (wc != NULL && ps_server_web_config(&srv, wc, &err) != 0) { /* its certificates do not load */
         fprintf(stderr, "profstore: %s\n", err.msg);
@@ -374,10 +401,12 @@ int main(int argc, char **argv)
         wo.rec_ctx = srv.rules;
     }
     wo.max_rules = PS_RULES_MAX;
-    /* native frames symbolized when read, from --symbols.dir */
-    ps_symbols_t *symbols = f.symbols_dir && *f.symbols_dir ? ps_symbols_new(f.symbols_dir) : NULL;
     if (symbols != NULL)
         ps_store_set_symbolizer(store, ps_symbols_profile, symbols);
+    static extra_metrics_t em;
+    em = (extra_metrics_t){.grpc = grpc, .symbols = symbols};
+    srv.extra_metrics = extra_metrics;
+    srv.extra_metrics_ctx = &em;
     if ((srv.writer = ps_writer_start(store, &wo, &err)) == NULL) {
         ps_log_error("cannot start the writer", "err=%s", ps_log_q(err.msg));
         ps_store_close(store);

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "core/hash.h"
+#include "symbols_int.h"
 
 #define BUILD_ID_MAX 128      /* hex digits of a build id we look up */
 #define RETRY_NANOS 1000000000LL /* a build id with no usable file is looked at again after this */
@@ -40,6 +41,7 @@ typedef struct module {
     struct timespec mtime;
     off_t size;
     int stat_ok;
+    uint64_t landed;     /* ps_dbgd_landed when it was tried: a file fetched since is looked for */
 } module_t;
 
 typedef struct cached {
@@ -57,6 +59,7 @@ struct ps_symbols {
     size_t nframes;
     ps_arena_t fa;       /* the cached frames and their strings */
     uint64_t hits, misses, opened, missing;
+    ps_dbgd_t *dbgd;     /* debuginfod servers (debuginfod.c), or NULL */
 };
 
 static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
@@ -261,6 +264,7 @@ void ps_symbols_free(ps_symbols_t *s)
 {
     if (s == NULL)
         return;
+    ps_dbgd_free(s->dbgd);
     modules_close(s);
     free(s->modules);
     ps_hmap_dispose(&s->mods);
@@ -293,6 +297,15 @@ static bool norm_build_id(const char *b, char *out)
     return true;
 }
 
+/* No usable file in the directory: the one fetched from debuginfod (opened into m), or false and
+ * a fetch queued in the background (ps_dbgd_find: never waits on the network). */
+static bool debuginfod_open(ps_symbols_t *s, const char *bid, module_t *m)
+{
+    char path[4096];
+    m->landed = ps_dbgd_landed(s->dbgd); /* before looking: a file landing meanwhile is seen next time */
+    return ps_dbgd_find(s->dbgd, bid, path, sizeof(path)) && module_open(path, m) == 0;
+}
+
 /* The module of a build id (normalised), opened or tried as needed; NULL when no usable file. */
 static module_t *module_get(ps_symbols_t *s, const char *bid)
 {
@@ -305,13 +318,15 @@ static module_t *module_get(ps_symbols_t *s, const char *bid)
             return m;
         int64_t now = now_nanos();
         snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", s->dir, bid, bid + 2);
-        if (now - m->tried_at < RETRY_NANOS)
+        bool landed = m->landed != ps_dbgd_landed(s->dbgd); /* debuginfod: a file arrived since */
+        if (!landed && now - m->tried_at < RETRY_NANOS)
             return NULL;
         m->tried_at = now;
         struct stat st;
         int ok = stat(path, &st) == 0;
-        if (ok == m->stat_ok && (!ok || (st.st_size == m->size && st.st_mtim.tv_sec == m->mtime.tv_sec &&
-                                         st.st_mtim.tv_nsec == m->mtime.tv_nsec)))
+        if (!landed && ok == m->stat_ok &&
+            (!ok || (st.st_size == m->size && st.st_mtim.tv_sec == m->mtime.tv_sec &&
+                     st.st_mtim.tv_nsec == m->mtime.tv_nsec)))
             return NULL;
     } else {
         if (s->nmodules == PS_SYMBOLS_MODULES)
@@ -329,6 +344,10 @@ static module_t *module_get(ps_symbols_t *s, const char *bid)
     }
     m->tried_at = now_nanos();
     if (m->stat_ok && S_ISREG(st.st_mode) && module_open(path, m) == 0) {
+        s->opened++;
+        return m;
+    }
+    if (debuginfod_open(s, bid, m)) {
         s->opened++;
         return m;
     }
@@ -398,6 +417,30 @@ int ps_symbols_lookup_file(const char *path, uint64_t memory_start, uint64_t mem
     *n = frames_of(&m, ea + m.bias, out, cap, arena);
     module_close(&m);
     return 0;
+}
+
+int ps_symbols_set_debuginfod(ps_symbols_t *s, const ps_symbols_debuginfod_t *o, ps_err_t *err)
+{
+    ps_dbgd_t *d = ps_dbgd_new(o, err);
+    if (d == NULL)
+        return PS_EINVAL;
+    pthread_mutex_lock(&s->mu);
+    ps_dbgd_t *old = s->dbgd;
+    s->dbgd = d;
+    pthread_mutex_unlock(&s->mu);
+    ps_dbgd_free(old);
+    return 0;
+}
+
+void ps_symbols_debuginfod_stats(ps_symbols_t *s, ps_symbols_debuginfod_stats_t *st)
+{
+    ps_dbgd_stats(s->dbgd, st);
+}
+
+void ps_symbols_metrics(ps_symbols_t *s, ps_buf_t *b)
+{
+    if (s != NULL)
+        ps_dbgd_metrics(s->dbgd, b);
 }
 
 void ps_symbols_stats(ps_symbols_t *s, uint64_t *hits, uint64_t *misses, uint64_t *opened, uint64_t *missing)
