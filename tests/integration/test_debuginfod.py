@@ -233,3 +233,74 @@ def test_hanging_server_blocks_nothing(make_server, prog):
         assert srv.metrics()["profstore_debuginfod_pending"] == 0
     finally:
         h.close()
+
+
+class Garbage:
+    """An HTTP server answering every debuginfo request 200 with what mode says: "notelf" (text),
+    "otherelf" (/bin/true: ELF, another build id), "huge" (Content-Length 1 TB, then 1 MiB of
+    zeros and a connection kept open)."""
+
+    def __init__(self, mode: str):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        g = self
+        self.requests = 0
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                g.requests += 1
+                body = {"notelf": b"this is not an ELF file\n" * 100,
+                        "otherelf": Path("/bin/true").read_bytes()}.get(mode)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(len(body)) if body is not None else str(10**12))
+                self.end_headers()
+                if body is not None:
+                    self.wfile.write(body)
+                    return
+                try:
+                    self.wfile.write(b"\0" * (1 << 20))
+                    self.wfile.flush()
+                    time.sleep(10)
+                except OSError:
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.parametrize("mode", ["notelf", "otherelf", "huge"])
+def test_garbage_is_refused(make_server, prog, mode):
+    g = Garbage(mode)
+    try:
+        srv = make_server(extra_args=["--debuginfod.url", "http://127.0.0.1:%d" % g.port])
+        push(srv, prog)
+        assert stacks(pd.decode(query(srv))) == unsymbolized(prog)
+        assert wait_fetches(srv, 1) == {"ok": 0, "not_found": 0, "timeout": 0, "error": 0, "refused": 1}
+        time.sleep(1.1)  # past the symbolizer's once-a-second look
+        assert stacks(pd.decode(query(srv))) == unsymbolized(prog)
+        assert g.requests == 1
+        m = srv.metrics()
+        assert m["profstore_debuginfod_fetched_bytes_total"] == 0 and m["profstore_debuginfod_pending"] == 0
+        # nothing kept: no accepted file, and libdebuginfod's download area emptied
+        cache = srv.data_dir / "debuginfod"
+        assert sorted(p.name for p in cache.iterdir()) == ["cache_clean_interval_s", "cache_miss_s"]
+        assert srv.get("/-/healthy")[0] == 200
+    finally:
+        g.close()
+
+
+def test_bad_url_is_refused_at_start(tmp_path):
+    from conftest import PROFSTORE_BIN
+    r = subprocess.run([PROFSTORE_BIN, "--data-dir", str(tmp_path / "d"), "--debuginfod.url", "ftp://example.com"],
+                       capture_output=True, text=True, timeout=30)
+    assert (r.returncode, r.stderr) == (2, 'profstore: --debuginfod.url: debuginfod URL "ftp://example.com" is not '
+                                           'http://, https:// or file://\n')
