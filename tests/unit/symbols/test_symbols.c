@@ -5,6 +5,9 @@
  * nm's addresses, with an inline chain innermost first; the cache answers the second time without
  * opening the file again; a build id with no file, a damaged file, a build id that is not hex (a
  * path) leave the locations as they are; a file placed after a miss is read once it is there.
+ * debuginfod through file:// URLs: fetched in the background and read by the next lookup, a 404
+ * asked once, files that are not ELF, of another build id or too large refused and deleted, the
+ * accepted file found again by a new symbolizer, bad URLs and cache directories refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -240,12 +243,131 @@ static void test_damaged_and_bad_ids(void **state)
     unplace();
 }
 
+/* debuginfod through file:// URLs (libdebuginfod takes them as it takes http://): a "server" is a
+ * directory laid out <srv>/buildid/<hex>/debuginfo */
+static void serve(const char *srv, const char *bid, const char *from)
+{
+    sh("mkdir -p %s/buildid/%s && cp %s %s/buildid/%s/debuginfo", srv, bid, from, srv, bid);
+}
+
+static ps_symbols_debuginfod_stats_t wait_fetches(ps_symbols_t *s, uint64_t n)
+{
+    ps_symbols_debuginfod_stats_t st;
+    for (int i = 0; i < 2000; i++) {
+        ps_symbols_debuginfod_stats(s, &st);
+        if (st.fetches >= n)
+            return st;
+        usleep(5000);
+    }
+    fail_msg("no fetch finished");
+    return st;
+}
+
+static void test_debuginfod_file_url(void **state)
+{
+    (void)state;
+    char srv[512], url[600], cache[512];
+    snprintf(srv, sizeof(srv), "%s/srv", dir);
+    snprintf(url, sizeof(url), "file://%s", srv);
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    char debug[512];
+    snprintf(debug, sizeof(debug), "%s/prog.debug", dir);
+    serve(srv, build_id, debug);
+    ps_symbols_t *s = ps_symbols_new(cache);
+    ps_err_t err;
+    ps_symbols_debuginfod_t o = {.urls = url, .cache_dir = cache, .timeout_ns = 5000000000LL};
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), 0);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_symbol_frame_t f[4];
+    size_t n = 9;
+    /* the first lookup queues the fetch and answers at once */
+    assert_int_equal(ps_symbols_lookup(s, build_id, BASE, BASE + 0x4000, 0, BASE + inl_addr, f, 4, &n, &a), 0);
+    ps_symbols_debuginfod_stats_t st = wait_fetches(s, 1);
+    assert_int_equal(st.ok, 1);
+    assert_int_equal(st.fetches, 1);
+    char cmd[2048], line[64];
+    snprintf(cmd, sizeof(cmd), "stat -c %%s %s", debug);
+    read_line(cmd, line, sizeof(line));
+    assert_int_equal(st.bytes, strtoull(line, NULL, 10));
+    /* the next lookup reads the fetched file (no second's wait: it landed since) */
+    assert_int_equal(ps_symbols_lookup(s, build_id, BASE, BASE + 0x4000, 0, BASE + inl_addr, f, 4, &n, &a), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(f[0].function, "mix");
+    assert_string_equal(f[1].function, "work");
+    snprintf(cmd, sizeof(cmd), "cmp %s %s/.build-id/%.2s/%s.debug", debug, cache, build_id, build_id + 2);
+    sh("%s", cmd);
+    /* not found: asked once, not again at the next lookups */
+    const char *nf = "00112233445566778899aabbccddeeff00112233";
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(ps_symbols_lookup(s, nf, 0, 0, 0, 0x1000, f, 4, &n, &a), 0);
+        assert_int_equal(n, 0);
+        if (i == 0)
+            st = wait_fetches(s, 2);
+        sleep(i == 1 ? 1 : 0);
+    }
+    usleep(100000);
+    ps_symbols_debuginfod_stats(s, &st);
+    assert_int_equal(st.not_found, 1);
+    assert_int_equal(st.fetches, 2);
+    /* not ELF, and an ELF file of another build id: refused, deleted */
+    const char *junk = "1111111111111111111111111111111111111111", *other = "2222222222222222222222222222222222222222";
+    snprintf(cmd, sizeof(cmd), "%s/junk", dir);
+    FILE *jf = fopen(cmd, "w");
+    fputs("not an ELF file\n", jf);
+    fclose(jf);
+    serve(srv, junk, cmd);
+    serve(srv, other, debug);
+    assert_int_equal(ps_symbols_lookup(s, junk, 0, 0, 0, 0x1000, f, 4, &n, &a), 0);
+    assert_int_equal(ps_symbols_lookup(s, other, 0, 0, 0, 0x1000, f, 4, &n, &a), 0);
+    st = wait_fetches(s, 4);
+    assert_int_equal(st.refused, 2);
+    assert_int_equal(st.ok, 1);
+    snprintf(cmd, sizeof(cmd), "ls %s/.build-id | wc -l; ls -d %s/11* %s/22* 2>/dev/null | wc -l", cache, cache, cache);
+    FILE *pp = popen(cmd, "r");
+    char l1[32], l2[32];
+    assert_non_null(fgets(l1, sizeof(l1), pp));
+    assert_non_null(fgets(l2, sizeof(l2), pp));
+    pclose(pp);
+    assert_string_equal(l1, "1\n"); /* the one accepted build id's directory */
+    assert_string_equal(l2, "0\n"); /* nothing left of the refused ones */
+    ps_symbols_free(s);
+    /* a new symbolizer on the cache finds the file with no fetch; a file larger than max_bytes
+     * is refused (file://: its size is known) */
+    s = ps_symbols_new(cache);
+    const char *big = "3333333333333333333333333333333333333333";
+    serve(srv, big, debug);
+    o.max_bytes = 100;
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), 0);
+    assert_int_equal(ps_symbols_lookup(s, build_id, BASE, BASE + 0x4000, 0, BASE + work_addr, f, 4, &n, &a), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(f[0].function, "work");
+    assert_int_equal(ps_symbols_lookup(s, big, 0, 0, 0, 0x1000, f, 4, &n, &a), 0);
+    st = wait_fetches(s, 1);
+    assert_int_equal(st.refused, 1);
+    assert_int_equal(st.fetches, 1);
+    ps_symbols_free(s);
+    /* bad settings */
+    s = ps_symbols_new(cache);
+    o.urls = "http://ok ftp://no";
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "debuginfod URL \"ftp://no\" is not http://, https:// or file://");
+    o.urls = "  ";
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "no debuginfod URL");
+    o.urls = url;
+    o.cache_dir = "/proc/no/such";
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), PS_EINVAL);
+    ps_symbols_free(s);
+    ps_arena_dispose(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_profile_symbolized),
         cmocka_unit_test(test_missing_then_placed),
         cmocka_unit_test(test_damaged_and_bad_ids),
+        cmocka_unit_test(test_debuginfod_file_url),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
