@@ -6,9 +6,8 @@
  * $DEBUGINFOD_CACHE_PATH/<hex>/debuginfo (a temporary file renamed when complete); a 404 leaves
  * an empty file there, which makes it answer -ENOENT without asking for the cache directory's
  * cache_miss_s seconds. Its limits: $DEBUGINFOD_TIMEOUT (at least 100 KiB/s over that many
- * seconds), $DEBUGINFOD_MAXTIME (whole transfer, seconds), $DEBUGINFOD_MAXSIZE (a larger
- * Content-Length is refused), $DEBUGINFOD_RETRY_LIMIT (tries again at once after an error other
- * than a 404). It calls the progress function about once a second (curl_multi_wait of 1 s) with
+ * seconds), $DEBUGINFOD_MAXTIME (whole transfer, seconds), $DEBUGINFOD_RETRY_LIMIT (tries again
+ * at once after an error other than a 404). It calls the progress function about once a second (curl_multi_wait of 1 s) with
  * the bytes received so far once it has picked a server, and a non-zero answer ends the transfer.
  *
  * Ours on top: each worker has its own client (one is not thread safe); the progress function
@@ -312,8 +311,10 @@ ps_dbgd_t *ps_dbgd_new(const ps_symbols_debuginfod_t *o, ps_err_t *err)
     snprintf(v, sizeof(v), "%ld", secs);
     setenv(DEBUGINFOD_TIMEOUT_ENV_VAR, v, 1);
     setenv(DEBUGINFOD_MAXTIME_ENV_VAR, v, 1);
-    snprintf(v, sizeof(v), "%llu", (unsigned long long)d->max_bytes);
-    setenv(DEBUGINFOD_MAXSIZE_ENV_VAR, v, 1);
+    /* not $DEBUGINFOD_MAXSIZE: with it set, 0.188 dprintf()s to its verbose fd even when there is
+     * none (-1), which leaks glibc's buffer on each fetch; the progress function sees the
+     * Content-Length and ends the fetch instead */
+    unsetenv(DEBUGINFOD_MAXSIZE_ENV_VAR);
     setenv(DEBUGINFOD_RETRY_LIMIT_ENV_VAR, "0", 1); /* one try per fetch: ours come error_ns later */
     unsetenv(DEBUGINFOD_PROGRESS_ENV_VAR); /* would print to stderr */
     unsetenv(DEBUGINFOD_VERBOSE_ENV_VAR);

@@ -148,6 +148,13 @@ static const char *dup(ps_arena_t *a, const char *s)
     return s ? ps_arena_strndup(a, s, strlen(s)) : "";
 }
 
+/* A frame with its strings copied into a, and the name it is shown by (ps_symbols_demangle). */
+static ps_symbol_frame_t frame(ps_arena_t *a, const char *function, const char *file, int64_t line, int64_t col)
+{
+    const char *fn = dup(a, function), *name = ps_symbols_demangle(fn, a);
+    return (ps_symbol_frame_t){fn, dup(a, file), line, col, name ? name : fn};
+}
+
 /* The frames of a dwfl address in m, strings copied into a. */
 static size_t frames_of(const module_t *m, GElf_Addr addr, ps_symbol_frame_t *out, size_t cap, ps_arena_t *a)
 {
@@ -188,7 +195,7 @@ static size_t frames_of(const module_t *m, GElf_Addr addr, ps_symbol_frame_t *ou
         free(scopes);
         return 0;
     }
-    out[n++] = (ps_symbol_frame_t){dup(a, fname), dup(a, file), lineno, col};
+    out[n++] = frame(a, fname, file, lineno, col);
     /* the chain is that of the line table row's address (as eu-addr2line -i: its lineinfo call
      * moves the address to the row's) */
     if (row_addr != addr && cudie != NULL) {
@@ -232,7 +239,7 @@ static size_t frames_of(const module_t *m, GElf_Addr addr, ps_symbol_frame_t *ou
                     ln = (int64_t)val;
                 if (dwarf_formudata(dwarf_attr(die, DW_AT_call_column, &attr), &val) == 0)
                     cl = (int64_t)val;
-                out[n++] = (ps_symbol_frame_t){dup(a, caller), dup(a, src), ln, cl};
+                out[n++] = frame(a, caller, src, ln, cl);
             }
         }
     }
@@ -401,7 +408,7 @@ int ps_symbols_lookup(ps_symbols_t *s, const char *build_id, uint64_t memory_sta
     const cached_t *c = lookup_locked(s, bid, memory_start, memory_limit, file_offset, address);
     for (uint32_t k = 0; c != NULL && k < c->n && *n < cap; k++)
         out[(*n)++] = (ps_symbol_frame_t){dup(arena, c->f[k].function), dup(arena, c->f[k].file), c->f[k].line,
-                                           c->f[k].column};
+                                           c->f[k].column, dup(arena, c->f[k].name)};
     pthread_mutex_unlock(&s->mu);
     return 0;
 }
@@ -483,10 +490,10 @@ static uint32_t add_string(grow_t *g, const char *s)
     return idx;
 }
 
-static uint32_t add_function(grow_t *g, const char *name, const char *file)
+static uint32_t add_function(grow_t *g, const char *name, const char *system_name, const char *file)
 {
-    uint32_t ni = add_string(g, name), fi = add_string(g, file);
-    uint32_t key[2] = {ni, fi};
+    uint32_t ni = add_string(g, name), si = add_string(g, system_name), fi = add_string(g, file);
+    uint32_t key[3] = {ni, si, fi};
     uint64_t v;
     if (ps_hmap_get(&g->fns, key, sizeof(key), &v))
         return (uint32_t)v;
@@ -494,7 +501,7 @@ static uint32_t add_function(grow_t *g, const char *name, const char *file)
         g->capfn = g->capfn ? 2 * g->capfn : 64;
         g->functions = ps_xrealloc(g->functions, g->capfn * sizeof(ps_function_t));
     }
-    g->functions[g->nfn] = (ps_function_t){.name = ni, .system_name = ni, .filename = fi};
+    g->functions[g->nfn] = (ps_function_t){.name = ni, .system_name = si, .filename = fi};
     uint32_t idx = g->p->nfunctions + (uint32_t)++g->nfn; /* function indexes are 1-based */
     ps_hmap_put(&g->fns, key, sizeof(key), idx);
     return idx;
@@ -535,7 +542,7 @@ void ps_symbols_profile(void *ctx, ps_profile_t *p, ps_arena_t *arena)
         }
         ps_line_t *lines = ps_arena_calloc(arena, c->n, sizeof(ps_line_t));
         for (uint32_t k = 0; k < c->n; k++) {
-            lines[k].function = add_function(&g, c->f[k].function, c->f[k].file);
+            lines[k].function = add_function(&g, c->f[k].name, c->f[k].function, c->f[k].file);
             lines[k].line = c->f[k].line;
             lines[k].column = c->f[k].column;
         }

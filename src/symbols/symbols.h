@@ -50,11 +50,21 @@ typedef struct ps_symbols ps_symbols_t;
 
 /** One frame of an address, innermost first. */
 typedef struct ps_symbol_frame {
-    const char *function; /* linkage name when DWARF has one (as eu-addr2line -f prints it), or "" */
+    const char *function; /* linkage name when DWARF has one (as eu-addr2line -f prints it), or "";
+                             a profile's function system_name */
     const char *file;     /* the source file as the line table names it, or "" */
     int64_t line;         /* 0 when unknown */
     int64_t column;       /* 0 when unknown */
+    const char *name;     /* what it is shown by, a profile's function name: ps_symbols_demangle of
+                             function, or function */
 } ps_symbol_frame_t;
+
+/** The name a C++ linkage name is shown by, as `go tool pprof` shows it by default and Parca stores
+ *  it: demangled (libstdc++'s __cxa_demangle) and simplified, with no parameters, template
+ *  arguments, return type or clone suffix ("_ZNK3geo3VecIlEltERKS1_" → "geo::Vec::operator<"), in
+ *  arena; NULL when name is not a mangled C++ name (C functions keep theirs) or is longer than
+ *  4096 bytes. demangle.c has the rules. */
+char *ps_symbols_demangle(const char *name, ps_arena_t *arena);
 
 /** A symbolizer over the debug files under dir (copied). */
 ps_symbols_t *ps_symbols_new(const char *dir);
@@ -80,9 +90,9 @@ typedef struct ps_symbols_debuginfod {
 /** Fetches the debug files of build ids the directory lacks from debuginfod servers (above).
  *  Once per process, before the threads that read the environment start: libdebuginfod 0.188
  *  takes its servers, cache and limits from environment variables only, which this sets
- *  (DEBUGINFOD_URLS, _CACHE_PATH, _TIMEOUT, _MAXTIME, _MAXSIZE, _RETRY_LIMIT). 0, or PS_EINVAL
- *  with err (a URL that is not http://, https:// or file://; a cache directory that cannot be
- *  made). */
+ *  (DEBUGINFOD_URLS, _CACHE_PATH, _TIMEOUT, _MAXTIME, _RETRY_LIMIT; _MAXSIZE unset). 0, or
+ *  PS_EINVAL with err (a URL that is not http://, https:// or file://; a cache directory that
+ *  cannot be made). */
 int ps_symbols_set_debuginfod(ps_symbols_t *s, const ps_symbols_debuginfod_t *o, ps_err_t *err);
 
 /** debuginfod counters (all 0 without it). */
