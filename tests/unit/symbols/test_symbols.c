@@ -361,6 +361,44 @@ static void test_debuginfod_file_url(void **state)
     ps_arena_dispose(&a);
 }
 
+/* C++ linkage names as go tool pprof shows them by default (each checked against its output) */
+static void test_demangle(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"_ZN12_GLOBAL__N_16helperEl", "(anonymous namespace)::helper"},
+        {"_ZN12_GLOBAL__N_16helperEl.cold", "(anonymous namespace)::helper"},
+        {"_ZN3geo5norm2IdEET_RKSt6vectorINS_3VecIS1_EESaIS4_EE", "geo::norm2"},
+        {"_ZNK3geo3VecIlE3dotERKS1_", "geo::Vec::dot"},
+        {"_ZNK3geo3VecIlEltERKS1_", "geo::Vec::operator<"},
+        {"_ZNSt6vectorIN3geo3VecIlEESaIS2_EE17_M_realloc_insertIJS2_EEEvN9__gnu_cxx17__normal_iteratorIPS2_S4_EEDpOT_",
+         "std::vector::_M_realloc_insert"},
+        {"_ZZ4mainENKUliE_clEi", "main::{lambda(int)#1}::operator()"},
+        {"_ZN3geo3VecIlEC2Ev", "geo::Vec::Vec"},
+        {"_ZNSt12_Vector_baseIN3geo3VecIdEESaIS2_EED2Ev", "std::_Vector_base::~_Vector_base"},
+        {"_ZN3geo3VecIlEcviEv", "geo::Vec::operator int"},
+        {"_Znwm", "operator new"},
+        {"_ZN9__gnu_cxx17__normal_iteratorIPKN3geo3VecIlEESt6vectorIS3_SaIS3_EEEC4ERKS5_",
+         "__gnu_cxx::__normal_iterator::__normal_iterator"},
+        {"_ZNKSt6vectorIN3geo3VecIlEESaIS2_EE5beginEv", "std::vector::begin"},
+    };
+    ps_arena_t a = PS_ARENA_INIT;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *got = ps_symbols_demangle(cases[i][0], &a);
+        assert_non_null(got);
+        assert_string_equal(got, cases[i][1]);
+    }
+    /* not mangled, not demangleable, too long: NULL (the name is kept) */
+    assert_null(ps_symbols_demangle("main", &a));
+    assert_null(ps_symbols_demangle("_Z", &a));
+    assert_null(ps_symbols_demangle("_ZN3foo", &a));
+    char big[5000];
+    memset(big, 'a', sizeof(big) - 1);
+    big[0] = '_', big[1] = 'Z', big[sizeof(big) - 1] = 0;
+    assert_null(ps_symbols_demangle(big, &a));
+    ps_arena_dispose(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -368,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_missing_then_placed),
         cmocka_unit_test(test_damaged_and_bad_ids),
         cmocka_unit_test(test_debuginfod_file_url),
+        cmocka_unit_test(test_demangle),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
