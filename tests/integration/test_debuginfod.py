@@ -235,6 +235,26 @@ def test_hanging_server_blocks_nothing(make_server, prog):
         h.close()
 
 
+def test_shutdown_during_a_hanging_fetch(make_server, prog):
+    """SIGTERM while a fetch waits on a server that never answers (timeout 1 h): the fetch is
+    abandoned within a second and the server stops cleanly."""
+    h = Hanging()
+    try:
+        srv = make_server(extra_args=["--debuginfod.url", "http://127.0.0.1:%d" % h.port,
+                                      "--debuginfod.timeout", "1h"])
+        push(srv, prog)
+        assert stacks(pd.decode(query(srv))) == unsymbolized(prog)
+        deadline = time.time() + 10
+        while not h.conns:
+            assert time.time() < deadline
+            time.sleep(0.05)
+        t = time.monotonic()
+        assert srv.stop() == 0
+        assert time.monotonic() - t < 3.0
+    finally:
+        h.close()
+
+
 class Garbage:
     """An HTTP server answering every debuginfo request 200 with what mode says: "notelf" (text),
     "otherelf" (/bin/true: ELF, another build id), "huge" (Content-Length 1 TB, then 1 MiB of
