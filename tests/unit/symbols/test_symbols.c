@@ -7,7 +7,9 @@
  * path) leave the locations as they are; a file placed after a miss is read once it is there.
  * debuginfod through file:// URLs: fetched in the background and read by the next lookup, a 404
  * asked once, files that are not ELF, of another build id or too large refused and deleted, the
- * accepted file found again by a new symbolizer, bad URLs and cache directories refused.
+ * accepted file found again by a new symbolizer, bad URLs and cache directories refused; an endless
+ * chunked body ended past max_bytes, a silent server ended at the timeout (in milliseconds) while
+ * lookups answer at once. C++ names as go tool pprof shows them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -399,6 +406,129 @@ static void test_demangle(void **state)
     ps_arena_dispose(&a);
 }
 
+/* a one-connection HTTP server on a loopback port: "chunked" answers 200 with an endless chunked
+ * body (no Content-Length) until the client goes; "hang" accepts and never answers */
+typedef struct tiny {
+    int fd, port;
+    const char *mode;
+    uint64_t sent;
+    pthread_t th;
+} tiny_t;
+
+static void *tiny_run(void *arg)
+{
+    tiny_t *t = arg;
+    int c = accept(t->fd, NULL, NULL);
+    if (c < 0)
+        return NULL;
+    char req[4096];
+    size_t got = 0;
+    while (got < sizeof(req) - 1) {
+        ssize_t r = recv(c, req + got, sizeof(req) - 1 - got, 0);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        req[got] = 0;
+        if (strstr(req, "\r\n\r\n"))
+            break;
+    }
+    if (strcmp(t->mode, "chunked") == 0) {
+        const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+        send(c, h, strlen(h), MSG_NOSIGNAL);
+        static char chunk[8 + 65536 + 2];
+        memcpy(chunk, "10000\r\n", 7);
+        memset(chunk + 7, 'x', 65536);
+        memcpy(chunk + 7 + 65536, "\r\n", 2);
+        while (t->sent < (256u << 20) && send(c, chunk, 7 + 65536 + 2, MSG_NOSIGNAL) > 0)
+            t->sent += 65536;
+    } else {
+        char b[256];
+        while (recv(c, b, sizeof(b), 0) > 0)
+            ;
+    }
+    close(c);
+    return NULL;
+}
+
+static void tiny_start(tiny_t *t, const char *mode)
+{
+    memset(t, 0, sizeof(*t));
+    t->mode = mode;
+    t->fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(t->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    socklen_t sl = sizeof(sa);
+    getsockname(t->fd, (struct sockaddr *)&sa, &sl);
+    t->port = ntohs(sa.sin_port);
+    assert_int_equal(listen(t->fd, 4), 0);
+    pthread_create(&t->th, NULL, tiny_run, t);
+}
+
+static void tiny_stop(tiny_t *t)
+{
+    shutdown(t->fd, SHUT_RDWR);
+    close(t->fd);
+    pthread_join(t->th, NULL);
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void test_debuginfod_endless_and_silent(void **state)
+{
+    (void)state;
+    char url[64], cache[512];
+    snprintf(cache, sizeof(cache), "%s/cache2", dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_symbol_frame_t f[4];
+    size_t n = 0;
+    ps_err_t err;
+    const char *bid = "4444444444444444444444444444444444444444";
+    /* an endless body with no Content-Length: ended past max_bytes (1 MiB), nothing kept */
+    tiny_t t;
+    tiny_start(&t, "chunked");
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", t.port);
+    ps_symbols_t *s = ps_symbols_new(cache);
+    ps_symbols_debuginfod_t o = {.urls = url, .cache_dir = cache, .timeout_ns = 30000000000LL, .max_bytes = 1u << 20};
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), 0);
+    assert_int_equal(ps_symbols_lookup(s, bid, 0, 0, 0, 0x1000, f, 4, &n, &a), 0);
+    ps_symbols_debuginfod_stats_t st = wait_fetches(s, 1);
+    assert_int_equal(st.refused, 1);
+    assert_int_equal(st.fetches, 1);
+    ps_symbols_free(s);
+    tiny_stop(&t);
+    assert_true(t.sent >= (1u << 20) && t.sent < (64u << 20)); /* stopped soon after the limit */
+    char cmd[1024], line[64];
+    snprintf(cmd, sizeof(cmd), "ls %s | tr '\\n' ' '", cache);
+    read_line(cmd, line, sizeof(line));
+    assert_string_equal(line, "cache_clean_interval_s cache_miss_s ");
+    /* a server that never answers: the fetch ends at the timeout (1.5 s: milliseconds count), and
+     * the lookups meanwhile answer at once */
+    tiny_start(&t, "hang");
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", t.port);
+    s = ps_symbols_new(cache);
+    o.timeout_ns = 1500000000LL;
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), 0);
+    int64_t t0 = mono_ms();
+    for (int i = 0; i < 100; i++) {
+        assert_int_equal(ps_symbols_lookup(s, bid, 0, 0, 0, 0x1000 + (uint64_t)i, f, 4, &n, &a), 0);
+        assert_int_equal(n, 0);
+    }
+    assert_true(mono_ms() - t0 < 500);
+    st = wait_fetches(s, 1);
+    int64_t took = mono_ms() - t0;
+    assert_int_equal(st.timeouts, 1);
+    assert_int_equal(st.fetches, 1);
+    assert_true(took >= 1500 && took < 2800);
+    ps_symbols_free(s);
+    tiny_stop(&t);
+    ps_arena_dispose(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -407,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_damaged_and_bad_ids),
         cmocka_unit_test(test_debuginfod_file_url),
         cmocka_unit_test(test_demangle),
+        cmocka_unit_test(test_debuginfod_endless_and_silent),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
