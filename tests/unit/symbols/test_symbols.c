@@ -526,6 +526,29 @@ static void test_debuginfod_endless_and_silent(void **state)
     assert_true(took >= 1500 && took < 2800);
     ps_symbols_free(s);
     tiny_stop(&t);
+    /* the bounds: both workers stuck on the silent server (timeout 1 min), 300 build ids looked up:
+     * at most 2 under way and 256 queued, the rest counted as finding the queue full; freeing it
+     * then abandons the stuck fetches within a second */
+    tiny_start(&t, "hang");
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", t.port);
+    s = ps_symbols_new(cache);
+    o.timeout_ns = 60000000000LL;
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), 0);
+    t0 = mono_ms();
+    for (int i = 0; i < 300; i++) {
+        char b[41];
+        snprintf(b, sizeof(b), "%040x", 0x100 + i);
+        assert_int_equal(ps_symbols_lookup(s, b, 0, 0, 0, 0x1000, f, 4, &n, &a), 0);
+    }
+    assert_true(mono_ms() - t0 < 500);
+    ps_symbols_debuginfod_stats(s, &st);
+    assert_int_equal(st.pending + st.queue_full, 300);
+    assert_true(st.pending >= PS_SYMBOLS_DEBUGINFOD_QUEUE && st.pending <= PS_SYMBOLS_DEBUGINFOD_QUEUE + 2);
+    assert_int_equal(st.fetches, 0);
+    t0 = mono_ms();
+    ps_symbols_free(s);
+    assert_true(mono_ms() - t0 < 2500);
+    tiny_stop(&t);
     ps_arena_dispose(&a);
 }
 
