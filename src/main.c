@@ -297,7 +297,8 @@ int main(int argc, char **argv)
         ps_symbols_debuginfod_t dopt = {.urls = f.debuginfod_urls, .cache_dir = dbgd_cache,
                                         .timeout_ns = f.debuginfod_timeout};
         if (ps_symbols_set_debuginfod(symbols, &dopt, &err) != 0) {
-            fprintf(stderr, "profstore: --debuginfod.url: %s\n", err.msg);
+            fprintf(stderr, "profstore: %s: %s\n", err.code == PS_ESTORAGE ? "--debuginfod.cache-dir" : "--debuginfod.url",
+                    err.msg);
             ps_symbols_free(symbols);
             return 2;
         }

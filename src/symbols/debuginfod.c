@@ -19,12 +19,9 @@
  *
  * State per build id (one map, value = until_ns << 2 | state): queued, under way, failed until.
  */
-#include <ctype.h>
 #include <elfutils/debuginfod.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
 #include <libelf.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -293,7 +290,7 @@ ps_dbgd_t *ps_dbgd_new(const ps_symbols_debuginfod_t *o, ps_err_t *err)
         return NULL;
     }
     if (o->cache_dir == NULL || mkdirs(o->cache_dir) != 0) {
-        ps_err_set(err, PS_EINVAL, "debuginfod cache directory \"%s\": %s", o->cache_dir ? o->cache_dir : "",
+        ps_err_set(err, PS_ESTORAGE, "debuginfod cache directory \"%s\": %s", o->cache_dir ? o->cache_dir : "",
                    strerror(errno ? errno : EINVAL));
         return NULL;
     }

@@ -430,7 +430,7 @@ int ps_symbols_set_debuginfod(ps_symbols_t *s, const ps_symbols_debuginfod_t *o,
 {
     ps_dbgd_t *d = ps_dbgd_new(o, err);
     if (d == NULL)
-        return PS_EINVAL;
+        return err != NULL ? err->code : PS_EINVAL;
     pthread_mutex_lock(&s->mu);
     ps_dbgd_t *old = s->dbgd;
     s->dbgd = d;

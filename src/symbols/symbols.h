@@ -90,9 +90,9 @@ typedef struct ps_symbols_debuginfod {
 /** Fetches the debug files of build ids the directory lacks from debuginfod servers (above).
  *  Once per process, before the threads that read the environment start: libdebuginfod 0.188
  *  takes its servers, cache and limits from environment variables only, which this sets
- *  (DEBUGINFOD_URLS, _CACHE_PATH, _TIMEOUT, _MAXTIME, _RETRY_LIMIT; _MAXSIZE unset). 0, or
- *  PS_EINVAL with err (a URL that is not http://, https:// or file://; a cache directory that
- *  cannot be made). */
+ *  (DEBUGINFOD_URLS, _CACHE_PATH, _TIMEOUT, _MAXTIME, _RETRY_LIMIT; _MAXSIZE unset). 0,
+ *  PS_EINVAL with err (no URL, or one that is not http://, https:// or file://), or PS_ESTORAGE
+ *  (a cache directory that cannot be made). */
 int ps_symbols_set_debuginfod(ps_symbols_t *s, const ps_symbols_debuginfod_t *o, ps_err_t *err);
 
 /** debuginfod counters (all 0 without it). */

@@ -318,9 +318,15 @@ def test_garbage_is_refused(make_server, prog, mode):
         g.close()
 
 
-def test_bad_url_is_refused_at_start(tmp_path):
+def test_bad_settings_are_refused_at_start(tmp_path):
     from conftest import PROFSTORE_BIN
     r = subprocess.run([PROFSTORE_BIN, "--data-dir", str(tmp_path / "d"), "--debuginfod.url", "ftp://example.com"],
                        capture_output=True, text=True, timeout=30)
     assert (r.returncode, r.stderr) == (2, 'profstore: --debuginfod.url: debuginfod URL "ftp://example.com" is not '
                                            'http://, https:// or file://\n')
+    (tmp_path / "file").write_text("")
+    r = subprocess.run([PROFSTORE_BIN, "--data-dir", str(tmp_path / "d"), "--debuginfod.url", "http://127.0.0.1:1",
+                        "--debuginfod.cache-dir", str(tmp_path / "file" / "cache")],
+                       capture_output=True, text=True, timeout=30)
+    assert (r.returncode, r.stderr) == (2, 'profstore: --debuginfod.cache-dir: debuginfod cache directory "%s": '
+                                           'Not a directory\n' % (tmp_path / "file" / "cache"))

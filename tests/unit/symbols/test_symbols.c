@@ -363,7 +363,8 @@ static void test_debuginfod_file_url(void **state)
     assert_string_equal(err.msg, "no debuginfod URL");
     o.urls = url;
     o.cache_dir = "/proc/no/such";
-    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), PS_EINVAL);
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), PS_ESTORAGE);
+    assert_string_equal(err.msg, "debuginfod cache directory \"/proc/no/such\": No such file or directory");
     ps_symbols_free(s);
     ps_arena_dispose(&a);
 }
