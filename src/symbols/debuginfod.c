@@ -174,11 +174,11 @@ static int64_t fetch(ps_dbgd_t *d, worker_t *w, debuginfod_client *c, const char
         mkdir(dir, 0755);
         landed_path(d, bid, dest, sizeof(dest));
         if (path == NULL || rename(path, dest) != 0) {
-            ps_counter_add(&d->errors, 1);
             if (path != NULL)
                 unlink(path);
             drop_cached(d, bid, false);
             free(path);
+            ps_counter_add(&d->errors, 1); /* the counters last: what they count is done */
             return retry;
         }
         drop_cached(d, bid, false);
@@ -188,11 +188,11 @@ static int64_t fetch(ps_dbgd_t *d, worker_t *w, debuginfod_client *c, const char
         free(path);
         return 0;
     }
-    ps_counter_add(&d->refused, 1);
     if (path != NULL)
         unlink(path);
     drop_cached(d, bid, false);
     free(path);
+    ps_counter_add(&d->refused, 1);
     return retry;
 }
 
