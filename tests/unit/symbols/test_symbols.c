@@ -524,7 +524,7 @@ static void test_debuginfod_endless_and_silent(void **state)
     int64_t took = mono_ms() - t0;
     assert_int_equal(st.timeouts, 1);
     assert_int_equal(st.fetches, 1);
-    assert_true(took >= 1500 && took < 2800);
+    assert_true(took >= 1500 && took < 3500); /* within a second after it (and some load) */
     ps_symbols_free(s);
     tiny_stop(&t);
     /* the bounds: both workers stuck on the silent server (timeout 1 min), 300 build ids looked up:
