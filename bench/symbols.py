@@ -2,7 +2,10 @@
 """bench/symbols.py - a symbolized flame graph over 24 h (--symbols.dir): the first query after a
 start (cold: every address read from the debug file through libdwfl), the next ones (warm: from
 the cache), and the same query on a server without --symbols.dir (the frames as module+0xoffset:
-the merge alone).
+the merge alone); then the same with the debug file fetched from a local debuginfod (Debian's
+`debuginfod -F` on a loopback port, --debuginfod.url, no --symbols.dir): the first query (it
+queues the fetch and answers unsymbolized), the time until the file has landed
+(profstore_debuginfod_fetches_total), and the first symbolized query after it (cold cache).
 
   /usr/bin/python3 bench/symbols.py [--profiles 96] [--stacks 200] [--depth 16] [--addresses 5000]
                                     [--profstore build/profstore] [--elf build/profstore]
@@ -12,7 +15,8 @@ functions, inlining everywhere), placed as the debug file of its build id. --pro
 15 min apart (24 h at 96), each --stacks stacks --depth frames deep, the frames drawn from
 --addresses addresses inside its functions (nm), all unsymbolized (OTLP locations with a mapping
 at a process address). Prints the milliseconds of /api/v1/profiles/query?format=flamegraph over
-the whole range: cold, then the median of 5 warm, then without symbols (median of 5).
+the whole range: cold, then the median of 5 warm, then without symbols (median of 5), then the
+debuginfod figures (--no-debuginfod skips them).
 """
 import argparse
 import json
@@ -48,6 +52,7 @@ def main():
     ap.add_argument("--addresses", type=int, default=5000)
     ap.add_argument("--profstore", default=None)
     ap.add_argument("--elf", default=str(bench_env.ROOT / "build" / "profstore"))
+    ap.add_argument("--no-debuginfod", action="store_true")
     a = ap.parse_args()
     if a.profstore:
         import os
@@ -108,9 +113,56 @@ def main():
         off = [timed(srv) for _ in range(6)]
         print("without --symbols.dir: %.0f ms (median of 5 after the first, %.0f ms; %d names)"
               % (statistics.median(x[0] for x in off[1:]), off[0][0], off[0][1]))
+        if not a.no_debuginfod:
+            srv.stop()
+            debuginfod(srv, tmp, symdir, bid, timed)
     finally:
         srv.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def debuginfod(srv, tmp, symdir, bid, timed):
+    """The cold flame graph with the debug file fetched from a local debuginfod server."""
+    import socket
+    import urllib.request
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    log = open(tmp / "debuginfod.log", "wb")
+    d = subprocess.Popen(["debuginfod", "-F", "-t", "0", "-g", "0", "-d", str(tmp / "dbgd.sqlite"), "-p", str(port),
+                          str(symdir)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        url = "http://127.0.0.1:%d" % port
+        deadline = time.time() + 60
+        while True:  # until its scan has indexed the file
+            try:
+                with urllib.request.urlopen("%s/buildid/%s/debuginfo" % (url, bid), timeout=10) as r:
+                    if r.status == 200:
+                        size = len(r.read())
+                        break
+            except Exception:
+                pass
+            assert time.time() < deadline, "debuginfod did not index %s" % symdir
+            time.sleep(0.2)
+        srv.extra_args = ["--debuginfod.url", url, "--debuginfod.cache-dir", str(tmp / "dcache")]
+        srv.start()
+        t0 = time.perf_counter()
+        first, names0 = timed(srv)
+        while sum(v for k, v in srv.metrics().items() if k.startswith("profstore_debuginfod_fetches_total")) < 1:
+            time.sleep(0.01)
+        landed = (time.perf_counter() - t0) * 1000
+        m = srv.metrics()
+        assert m['profstore_debuginfod_fetches_total{result="ok"}'] == 1, m
+        cold, names = timed(srv)
+        warm = [timed(srv)[0] for _ in range(5)]
+        print("debuginfod (%d bytes): first query %.0f ms (%d names, unsymbolized), file landed %.0f ms after it "
+              "was sent, then cold %.0f ms, warm %.0f ms (median of 5; %d names)"
+              % (size, first, names0, landed, cold, statistics.median(warm), names))
+    finally:
+        srv.stop()
+        d.terminate()
+        d.wait()
 
 
 if __name__ == "__main__":

@@ -11,13 +11,14 @@ set -eu
 # ca-certificates for npm's HTTPS fetch of the UI's packages
 BUILD_PKGS="build-essential cmake pkg-config re2c protobuf-c-compiler libnghttp2-dev
 libh2o-evloop-dev libssl-dev libprotobuf-c-dev libsnappy-dev zlib1g-dev liblmdb-dev
-libpcre2-dev libyaml-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev libdw-dev python3 ca-certificates"
+libpcre2-dev libyaml-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev libdw-dev libdebuginfod-dev python3
+ca-certificates"
 # what the tests, fuzzing and the real clients need on top (elfutils: eu-addr2line, test_symbols.py
-# checks symbols against it; docker-compose only for its `config`
+# checks symbols against it; debuginfod: the server test_debuginfod.py fetches from; docker-compose only for its `config`
 # check of docker/compose.yml, which needs no Docker daemon: Docker itself is not installed)
 TEST_PKGS="clang libclang-rt-14-dev lmdb-utils python3-pytest python3-protobuf protobuf-compiler python3-snappy
 python3-yaml docker-compose golang-go prometheus curl openssl chromium chromium-driver python3-selenium
-python3-venv python3-pip python3-grpcio python3-h2 elfutils"
+python3-venv python3-pip python3-grpcio python3-h2 elfutils debuginfod"
 
 case "${1:-}" in
     "") PKGS="$BUILD_PKGS $TEST_PKGS" ;;

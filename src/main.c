@@ -25,10 +25,18 @@
 #include "debuginfo/debuginfo.h"
 #include "symbols/symbols.h"
 
-/* /metrics: the gRPC listener's families after the main port's */
-static void grpc_metrics(void *ctx, ps_buf_t *b)
+/* /metrics: the gRPC listener's and the symbolizer's families after the main port's */
+typedef struct extra_metrics {
+    ps_grpc_t *grpc;
+    ps_symbols_t *symbols;
+} extra_metrics_t;
+
+static void extra_metrics(void *ctx, ps_buf_t *b)
 {
-    ps_grpc_metrics(ctx, b);
+    extra_metrics_t *e = ctx;
+    if (e->grpc != NULL)
+        ps_grpc_metrics(e->grpc, b);
+    ps_symbols_metrics(e->symbols, b);
 }
 
 static void die_usage(const char *msg)
@@ -63,9 +71,9 @@ static void parse_flags(int argc, char **argv, ps_flags_t *f)
 /* /api/v1/status/flags: every flag with its effective value, as Prometheus lists its own */
 static void status_flags(const ps_flags_t *f, ps_server_t *srv)
 {
-    static ps_flag_value_t v[64];
-    static ps_server_flag_t fl[64];
-    uint32_t n = ps_flags_values(&ps_profstore_flagset, f, v, 64);
+    static ps_flag_value_t v[128];
+    static ps_server_flag_t fl[128];
+    uint32_t n = ps_flags_values(&ps_profstore_flagset, f, v, 128);
     for (uint32_t i = 0; i < n; i++)
         fl[i] = (ps_server_flag_t){.name = v[i].name, .value = v[i].value};
     srv->flags = fl;
@@ -276,6 +284,31 @@ int main(int argc, char **argv)
 
     if (f.check)
         return ps_store_check_dir(&so, stdout);
+    /* native frames symbolized when read: from --symbols.dir, then the uploaded debug files
+     * (<data-dir>/debuginfo, opened below), then --debuginfod.url; made before any thread starts:
+     * libdebuginfod's settings are the environment variables it sets */
+    bool dbgd = f.debuginfod_urls != NULL && *f.debuginfod_urls;
+    char dbgd_cache[4096], di_dir[4096];
+    snprintf(dbgd_cache, sizeof(dbgd_cache), "%s", f.debuginfod_cache && *f.debuginfod_cache ? f.debuginfod_cache : "");
+    if (!dbgd_cache[0])
+        snprintf(dbgd_cache, sizeof(dbgd_cache), "%s/debuginfod", f.data_dir);
+    snprintf(di_dir, sizeof(di_dir), "%s/debuginfo", f.data_dir);
+    const char *sym_dirs[2];
+    size_t nsym = 0;
+    if (f.symbols_dir && *f.symbols_dir)
+        sym_dirs[nsym++] = f.symbols_dir;
+    sym_dirs[nsym++] = di_dir;
+    ps_symbols_t *symbols = ps_symbols_new(sym_dirs, nsym);
+    if (dbgd) {
+        ps_symbols_debuginfod_t dopt = {.urls = f.debuginfod_urls, .cache_dir = dbgd_cache,
+                                        .timeout_ns = f.debuginfod_timeout};
+        if (ps_symbols_set_debuginfod(symbols, &dopt, &err) != 0) {
+            fprintf(stderr, "profstore: %s: %s\n", err.code == PS_ESTORAGE ? "--debuginfod.cache-dir" : "--debuginfod.url",
+                    err.msg);
+            ps_symbols_free(symbols);
+            return 2;
+        }
+    }
     ps_store_t *store = NULL;
     if (ps_store_open(&so, &store, &err) != 0) {
         ps_log_error("cannot open storage", "dir=%s err=%s", ps_log_q(f.data_dir), ps_log_q(err.msg));
@@ -352,8 +385,6 @@ int main(int argc, char **argv)
             ps_store_close(store);
             return 2;
         }
-        srv.extra_metrics = grpc_metrics;
-        srv.extra_metrics_ctx = grpc;
     }
     if (wc != NULL && ps_server_web_config(&srv, wc, &err) != 0) { /* its certificates do not load */
         fprintf(stderr, "profstore: %s\n", err.msg);
@@ -379,8 +410,6 @@ int main(int argc, char **argv)
     }
     wo.max_rules = PS_RULES_MAX;
     /* the uploaded debug files (debuginfo.v1alpha1), under the data directory */
-    char di_dir[4096];
-    snprintf(di_dir, sizeof(di_dir), "%s/debuginfo", f.data_dir);
     ps_debuginfo_opts_t dio = {.max_file_bytes = f.debuginfo_max_file, .max_bytes = f.debuginfo_max_bytes,
                                .nosync = f.nosync};
     if (ps_debuginfo_open(di_dir, &dio, &srv.debuginfo, &err) != 0) {
@@ -388,14 +417,11 @@ int main(int argc, char **argv)
         ps_store_close(store);
         return 1;
     }
-    /* native frames symbolized when read: from --symbols.dir, then the uploaded debug files */
-    const char *sym_dirs[2];
-    size_t nsym = 0;
-    if (f.symbols_dir && *f.symbols_dir)
-        sym_dirs[nsym++] = f.symbols_dir;
-    sym_dirs[nsym++] = ps_debuginfo_dir(srv.debuginfo);
-    ps_symbols_t *symbols = ps_symbols_new(sym_dirs, nsym);
     ps_store_set_symbolizer(store, ps_symbols_profile, symbols);
+    static extra_metrics_t em;
+    em = (extra_metrics_t){.grpc = grpc, .symbols = symbols};
+    srv.extra_metrics = extra_metrics;
+    srv.extra_metrics_ctx = &em;
     if ((srv.writer = ps_writer_start(store, &wo, &err)) == NULL) {
         ps_log_error("cannot start the writer", "err=%s", ps_log_q(err.msg));
         ps_store_close(store);

@@ -633,6 +633,25 @@ static const ps_flag_t profstore_flags[] = {
             "upload past it is refused (507), `ShouldInitiateUpload` answers `resource_exhausted` once it is reached",
      .help = "disk the uploaded debug files may use (<data-dir>/debuginfo;\n"
              "507 past it; default 10GiB)"},
+    {.name = "debuginfod.url", .type = PS_FLAG_STRING, .offset = OFF(debuginfod_urls), .metavar = "URLS",
+     .def_note = "none: off",
+     .doc = "fetch the debug files of build ids that neither `--symbols.dir` nor the uploads hold from these debuginfod servers "
+            "(base URLs separated by spaces, as `DEBUGINFOD_URLS`: `http://`, `https://` or "
+            "`file://`; all are asked at once and the first answer is kept), in the background: a "
+            "read never waits for a server ([Symbols](operations.md#symbols))",
+     .help = "fetch missing debug files from these debuginfod servers (base URLs\n"
+             "separated by spaces, as DEBUGINFOD_URLS), in the background\n"
+             "(default none: off)"},
+    {.name = "debuginfod.cache-dir", .type = PS_FLAG_STRING, .offset = OFF(debuginfod_cache), .metavar = "DIR",
+     .def_note = "`<data-dir>/debuginfod`",
+     .doc = "where fetched debug files are kept (`DIR/.build-id/ab/cdef….debug`, found again after a "
+            "restart; never trimmed) and libdebuginfod's download area",
+     .help = "where fetched debug files are kept (default <data-dir>/debuginfod)"},
+    {.name = "debuginfod.timeout", .type = PS_FLAG_DURATION, .offset = OFF(debuginfod_timeout),
+     .metavar = "DURATION", .def = "2m",
+     .doc = "one fetch's whole time (connecting, all servers, the transfer), ended within a second "
+            "after it (`0` = 2m); the build id is asked again a minute later (one no server has: 10 minutes later)",
+     .help = "how long one debuginfod fetch may take (default 2m)"},
     {.name = "web.config.file", .type = PS_FLAG_STRING, .offset = OFF(web_config), .metavar = "FILE",
      .def_note = "none",
      .doc = "TLS and authentication, Prometheus' web config format plus bearer tokens ([TLS and "

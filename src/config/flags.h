@@ -107,6 +107,8 @@ typedef struct ps_flags {
     const char *listen, *data_dir, *config, *log_level, *web_config;
     const char *symbols_dir; /* --symbols.dir, NULL: off */
     uint64_t debuginfo_max_file, debuginfo_max_bytes; /* --debuginfo.max-file-bytes, --debuginfo.max-bytes */
+    const char *debuginfod_urls, *debuginfod_cache; /* --debuginfod.url (NULL: off), --debuginfod.cache-dir */
+    int64_t debuginfod_timeout;
     const char *otlp_http_listen; /* --otlp.http.listen-address ("": none) */
     int64_t retention, compact_window, compact_interval, retention_interval, commit_delay;
     uint64_t max_body, max_inflated, max_size, compact_max, threads, max_series;

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "core/hash.h"
+#include "symbols_int.h"
 
 #define BUILD_ID_MAX 128      /* hex digits of a build id we look up */
 #define RETRY_NANOS 1000000000LL /* a build id with no usable file is looked at again after this */
@@ -40,6 +41,7 @@ typedef struct module {
     struct timespec mtime;
     off_t size;
     int stat_ok;
+    uint64_t landed;     /* ps_dbgd_landed when it was tried: a file fetched since is looked for */
 } module_t;
 
 typedef struct cached {
@@ -58,6 +60,7 @@ struct ps_symbols {
     size_t nframes;
     ps_arena_t fa;       /* the cached frames and their strings */
     uint64_t hits, misses, opened, missing;
+    ps_dbgd_t *dbgd;     /* debuginfod servers (debuginfod.c), or NULL */
 };
 
 static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
@@ -146,6 +149,13 @@ static const char *dup(ps_arena_t *a, const char *s)
     return s ? ps_arena_strndup(a, s, strlen(s)) : "";
 }
 
+/* A frame with its strings copied into a, and the name it is shown by (ps_symbols_demangle). */
+static ps_symbol_frame_t frame(ps_arena_t *a, const char *function, const char *file, int64_t line, int64_t col)
+{
+    const char *fn = dup(a, function), *name = ps_symbols_demangle(fn, a);
+    return (ps_symbol_frame_t){fn, dup(a, file), line, col, name ? name : fn};
+}
+
 /* The frames of a dwfl address in m, strings copied into a. */
 static size_t frames_of(const module_t *m, GElf_Addr addr, ps_symbol_frame_t *out, size_t cap, ps_arena_t *a)
 {
@@ -186,7 +196,7 @@ static size_t frames_of(const module_t *m, GElf_Addr addr, ps_symbol_frame_t *ou
         free(scopes);
         return 0;
     }
-    out[n++] = (ps_symbol_frame_t){dup(a, fname), dup(a, file), lineno, col};
+    out[n++] = frame(a, fname, file, lineno, col);
     /* the chain is that of the line table row's address (as eu-addr2line -i: its lineinfo call
      * moves the address to the row's) */
     if (row_addr != addr && cudie != NULL) {
@@ -230,7 +240,7 @@ static size_t frames_of(const module_t *m, GElf_Addr addr, ps_symbol_frame_t *ou
                     ln = (int64_t)val;
                 if (dwarf_formudata(dwarf_attr(die, DW_AT_call_column, &attr), &val) == 0)
                     cl = (int64_t)val;
-                out[n++] = (ps_symbol_frame_t){dup(a, caller), dup(a, src), ln, cl};
+                out[n++] = frame(a, caller, src, ln, cl);
             }
         }
     }
@@ -265,6 +275,7 @@ void ps_symbols_free(ps_symbols_t *s)
 {
     if (s == NULL)
         return;
+    ps_dbgd_free(s->dbgd);
     modules_close(s);
     free(s->modules);
     ps_hmap_dispose(&s->mods);
@@ -312,6 +323,15 @@ static bool find_file(const ps_symbols_t *s, const char *bid, char *path, size_t
     return false;
 }
 
+/* No usable file in the directory: the one fetched from debuginfod (opened into m), or false and
+ * a fetch queued in the background (ps_dbgd_find: never waits on the network). */
+static bool debuginfod_open(ps_symbols_t *s, const char *bid, module_t *m)
+{
+    char path[4096];
+    m->landed = ps_dbgd_landed(s->dbgd); /* before looking: a file landing meanwhile is seen next time */
+    return ps_dbgd_find(s->dbgd, bid, path, sizeof(path)) && module_open(path, m) == 0;
+}
+
 /* The module of a build id (normalised), opened or tried as needed; NULL when no usable file. */
 static module_t *module_get(ps_symbols_t *s, const char *bid)
 {
@@ -324,12 +344,14 @@ static module_t *module_get(ps_symbols_t *s, const char *bid)
         if (m->dwfl != NULL)
             return m;
         int64_t now = now_nanos();
-        if (now - m->tried_at < RETRY_NANOS)
+        bool landed = m->landed != ps_dbgd_landed(s->dbgd); /* debuginfod: a file arrived since */
+        if (!landed && now - m->tried_at < RETRY_NANOS)
             return NULL;
         m->tried_at = now;
         int ok = find_file(s, bid, path, sizeof(path), &st);
-        if (ok == m->stat_ok && (!ok || (st.st_size == m->size && st.st_mtim.tv_sec == m->mtime.tv_sec &&
-                                         st.st_mtim.tv_nsec == m->mtime.tv_nsec)))
+        if (!landed && ok == m->stat_ok &&
+            (!ok || (st.st_size == m->size && st.st_mtim.tv_sec == m->mtime.tv_sec &&
+                     st.st_mtim.tv_nsec == m->mtime.tv_nsec)))
             return NULL;
     } else {
         if (s->nmodules == PS_SYMBOLS_MODULES)
@@ -345,6 +367,10 @@ static module_t *module_get(ps_symbols_t *s, const char *bid)
     }
     m->tried_at = now_nanos();
     if (m->stat_ok && S_ISREG(st.st_mode) && module_open(path, m) == 0) {
+        s->opened++;
+        return m;
+    }
+    if (debuginfod_open(s, bid, m)) {
         s->opened++;
         return m;
     }
@@ -398,7 +424,7 @@ int ps_symbols_lookup(ps_symbols_t *s, const char *build_id, uint64_t memory_sta
     const cached_t *c = lookup_locked(s, bid, memory_start, memory_limit, file_offset, address);
     for (uint32_t k = 0; c != NULL && k < c->n && *n < cap; k++)
         out[(*n)++] = (ps_symbol_frame_t){dup(arena, c->f[k].function), dup(arena, c->f[k].file), c->f[k].line,
-                                           c->f[k].column};
+                                           c->f[k].column, dup(arena, c->f[k].name)};
     pthread_mutex_unlock(&s->mu);
     return 0;
 }
@@ -414,6 +440,30 @@ int ps_symbols_lookup_file(const char *path, uint64_t memory_start, uint64_t mem
     *n = frames_of(&m, ea + m.bias, out, cap, arena);
     module_close(&m);
     return 0;
+}
+
+int ps_symbols_set_debuginfod(ps_symbols_t *s, const ps_symbols_debuginfod_t *o, ps_err_t *err)
+{
+    ps_dbgd_t *d = ps_dbgd_new(o, err);
+    if (d == NULL)
+        return err != NULL ? err->code : PS_EINVAL;
+    pthread_mutex_lock(&s->mu);
+    ps_dbgd_t *old = s->dbgd;
+    s->dbgd = d;
+    pthread_mutex_unlock(&s->mu);
+    ps_dbgd_free(old);
+    return 0;
+}
+
+void ps_symbols_debuginfod_stats(ps_symbols_t *s, ps_symbols_debuginfod_stats_t *st)
+{
+    ps_dbgd_stats(s->dbgd, st);
+}
+
+void ps_symbols_metrics(ps_symbols_t *s, ps_buf_t *b)
+{
+    if (s != NULL)
+        ps_dbgd_metrics(s->dbgd, b);
 }
 
 void ps_symbols_stats(ps_symbols_t *s, uint64_t *hits, uint64_t *misses, uint64_t *opened, uint64_t *missing)
@@ -456,10 +506,10 @@ static uint32_t add_string(grow_t *g, const char *s)
     return idx;
 }
 
-static uint32_t add_function(grow_t *g, const char *name, const char *file)
+static uint32_t add_function(grow_t *g, const char *name, const char *system_name, const char *file)
 {
-    uint32_t ni = add_string(g, name), fi = add_string(g, file);
-    uint32_t key[2] = {ni, fi};
+    uint32_t ni = add_string(g, name), si = add_string(g, system_name), fi = add_string(g, file);
+    uint32_t key[3] = {ni, si, fi};
     uint64_t v;
     if (ps_hmap_get(&g->fns, key, sizeof(key), &v))
         return (uint32_t)v;
@@ -467,7 +517,7 @@ static uint32_t add_function(grow_t *g, const char *name, const char *file)
         g->capfn = g->capfn ? 2 * g->capfn : 64;
         g->functions = ps_xrealloc(g->functions, g->capfn * sizeof(ps_function_t));
     }
-    g->functions[g->nfn] = (ps_function_t){.name = ni, .system_name = ni, .filename = fi};
+    g->functions[g->nfn] = (ps_function_t){.name = ni, .system_name = si, .filename = fi};
     uint32_t idx = g->p->nfunctions + (uint32_t)++g->nfn; /* function indexes are 1-based */
     ps_hmap_put(&g->fns, key, sizeof(key), idx);
     return idx;
@@ -508,7 +558,7 @@ void ps_symbols_profile(void *ctx, ps_profile_t *p, ps_arena_t *arena)
         }
         ps_line_t *lines = ps_arena_calloc(arena, c->n, sizeof(ps_line_t));
         for (uint32_t k = 0; k < c->n; k++) {
-            lines[k].function = add_function(&g, c->f[k].function, c->f[k].file);
+            lines[k].function = add_function(&g, c->f[k].name, c->f[k].function, c->f[k].file);
             lines[k].line = c->f[k].line;
             lines[k].column = c->f[k].column;
         }

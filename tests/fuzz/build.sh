@@ -230,12 +230,13 @@ if [ -f "$root/src/grpc/server.c" ] && [ -f "$here/fuzz_grpc.c" ]; then
         $(pkg-config --libs libnghttp2 openssl zlib) -lcrypt -lm -lpthread -o "$out/fuzz_grpc"
 fi
 
-# fuzz_symbols: a debug file read through libdwfl as the store's read symbolizes (src/symbols/symbols.c)
+# fuzz_symbols: a debug file read through libdwfl as the store's read symbolizes (src/symbols/symbols.c,
+# the C++ names of demangle.c; debuginfod.c is linked, not driven: no servers)
 if [ -f "$root/src/symbols/symbols.c" ] && [ -f "$here/fuzz_symbols.c" ]; then
     [ -e "$gen/inc/symbols" ] || ln -s "$root/src/symbols" "$gen/inc/symbols"
     # shellcheck disable=SC2046
-    fuzzcc $(pkg-config --cflags libdw) "$here/fuzz_symbols.c" "$root/src/symbols/symbols.c" "$root"/core/*.c \
-        $(pkg-config --libs libdw) -lelf -lm -lpthread -o "$out/fuzz_symbols"
+    fuzzcc $(pkg-config --cflags libdw libdebuginfod) "$here/fuzz_symbols.c" "$root"/src/symbols/*.c "$root"/core/*.c \
+        $(pkg-config --libs libdw libdebuginfod) -lelf -lstdc++ -lm -lpthread -o "$out/fuzz_symbols"
 fi
 
 # fuzz_elfcheck: an uploaded debug file checked through libelf (src/symbols/elfcheck.c)

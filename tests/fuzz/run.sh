@@ -12,8 +12,9 @@
 # Chromium sends for the UI, fuzz_otlp with the OTLP requests of its committed corpus (protobuf and
 # JSON, written by the integration tests' protoc classes), fuzz_webconfig with a few web config files,
 # fuzz_grpc with gRPC calls it encodes itself with nghttp2's client session, fuzz_symbols with a
-# small program compiled with gcc -g -O2 (8 address bytes, then the ELF: whole, and its
-# objcopy --only-keep-debug file), fuzz_elfcheck with the same two files (without the address).
+# small program compiled with gcc -g -O2 and a small C++ one with g++ -g -O2 (8 address bytes, then
+# the ELF: whole, and its objcopy --only-keep-debug file), fuzz_elfcheck with a C program's two
+# files (without the address).
 # Every target also gets the committed corpus tests/fuzz/corpus/<target>/ (campaign.sh keeps it:
 # inputs that add coverage, and regress-* files of fixed findings); fuzz_config has only that.
 # Targets fuzz PS_FUZZ_JOBS at a time (default: one per core). Exits non-zero if libFuzzer finds a
@@ -103,6 +104,15 @@ for t in $targets; do
         a=$(nm "$work/sym" | awk '$3=="f"{print $1}')
         for e in sym sym.debug; do
             # the address, 8 bytes little-endian, then the file
+            python3 -c "import struct,sys; sys.stdout.buffer.write(struct.pack('<Q', int('$a', 16)))" > "$corpus/$e"
+            cat "$work/$e" >> "$corpus/$e"
+        done
+        # and a C++ one: mangled linkage names (namespaces, templates, an operator) to demangle
+        printf 'namespace n { template <typename T> struct V { T x; __attribute__((noinline)) bool operator<(const V &o) const { return x < o.x; } }; }\nint main(int c, char **v) { (void)v; n::V<long> a{c}, b{2}; return a < b; }\n' > "$work/cxx.cc"
+        g++ -g -O2 -o "$work/cxx" "$work/cxx.cc"
+        objcopy --only-keep-debug "$work/cxx" "$work/cxx.debug"
+        a=$(nm "$work/cxx" | awk '$3 ~ /^_ZNK1n1VIlEltE/{print $1}')
+        for e in cxx cxx.debug; do
             python3 -c "import struct,sys; sys.stdout.buffer.write(struct.pack('<Q', int('$a', 16)))" > "$corpus/$e"
             cat "$work/$e" >> "$corpus/$e"
         done ;;

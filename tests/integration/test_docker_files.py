@@ -384,7 +384,7 @@ def test_dockerfile_run_stage():
     pkgs = apt[0][5:]
     assert pkgs == ["libh2o-evloop0.13", "libprotobuf-c1", "libsnappy1v5", "zlib1g", "liblmdb0", "libpcre2-8-0",
                     "libyaml-0-2", "libcurl4", "libjansson4", "libcrypt1", "libssl3", "libnghttp2-14", "libdw1", "libelf1",
-                    "ca-certificates", "curl"]
+                    "libdebuginfod1", "libstdc++6", "ca-certificates", "curl"]
     # each is a Debian 12 package (this machine is Debian 12 and has them all, through the -dev ones)
     for p in pkgs:
         st = subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True, text=True)
@@ -405,7 +405,8 @@ def test_dockerfile_run_stage():
         "libz.so.1": {"zlib1g"}, "libsnappy.so.1": {"libsnappy1v5"}, "libpcre2-8.so.0": {"libpcre2-8-0"},
         "libm.so.6": {"libc6"}, "libh2o-evloop.so.0.13": {"libh2o-evloop0.13"}, "libssl.so.3": {"libssl3"},
         "libcrypto.so.3": {"libssl3"}, "libc.so.6": {"libc6"}, "libnghttp2.so.14": {"libnghttp2-14"},
-        "libdw.so.1": {"libdw1"}, "libelf.so.1": {"libelf1"}}
+        "libdw.so.1": {"libdw1"}, "libelf.so.1": {"libelf1"}, "libdebuginfod.so.1": {"libdebuginfod1"},
+        "libstdc++.so.6": {"libstdc++6"}}
     assert set().union(*owners.values()) - {"libc6"} <= set(pkgs)
     assert instr(run, "USER") == ["profstore"]
     assert any("useradd --system --uid 10001" in r for r in instr(run, "RUN"))

@@ -130,7 +130,8 @@ def test_flags_every_flag_with_its_value(make_server):
         "web.max-connections": "512", "web.read-header-timeout": "10s", "web.body-idle-timeout": "10s",
         "web.body-min-rate": "1KiB", "web.idle-timeout": "2m", "web.enable-h2c": "false", "web.http2-max-resets": "100",
         "agent": "false", "storage.check": "false", "adhoc.max-bytes": "256MiB", "adhoc.max-profiles": "1000",
-        "symbols.dir": "", "grpc.listen-address": "", "grpc.max-recv-msg-size": "16MiB", "grpc.max-concurrent-streams": "100",
+        "symbols.dir": "", "debuginfod.url": "", "debuginfod.cache-dir": "", "debuginfod.timeout": "2m",
+        "grpc.listen-address": "", "grpc.max-recv-msg-size": "16MiB", "grpc.max-concurrent-streams": "100",
         "grpc.max-connections": "1024", "grpc.idle-timeout": "5m", "debuginfo.max-file-bytes": "256MiB",
         "debuginfo.max-bytes": "10GiB",
     }

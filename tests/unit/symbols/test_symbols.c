@@ -5,6 +5,11 @@
  * nm's addresses, with an inline chain innermost first; the cache answers the second time without
  * opening the file again; a build id with no file, a damaged file, a build id that is not hex (a
  * path) leave the locations as they are; a file placed after a miss is read once it is there.
+ * debuginfod through file:// URLs: fetched in the background and read by the next lookup, a 404
+ * asked once, files that are not ELF, of another build id or too large refused and deleted, the
+ * accepted file found again by a new symbolizer, bad URLs and cache directories refused; an endless
+ * chunked body ended past max_bytes, a silent server ended at the timeout (in milliseconds) while
+ * lookups answer at once. C++ names as go tool pprof shows them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -269,6 +279,309 @@ static void test_damaged_and_bad_ids(void **state)
     unplace();
 }
 
+/* debuginfod through file:// URLs (libdebuginfod takes them as it takes http://): a "server" is a
+ * directory laid out <srv>/buildid/<hex>/debuginfo */
+static void serve(const char *srv, const char *bid, const char *from)
+{
+    sh("mkdir -p %s/buildid/%s && cp %s %s/buildid/%s/debuginfo", srv, bid, from, srv, bid);
+}
+
+static ps_symbols_debuginfod_stats_t wait_fetches(ps_symbols_t *s, uint64_t n)
+{
+    ps_symbols_debuginfod_stats_t st;
+    for (int i = 0; i < 2000; i++) {
+        ps_symbols_debuginfod_stats(s, &st);
+        if (st.fetches >= n)
+            return st;
+        usleep(5000);
+    }
+    fail_msg("no fetch finished");
+    return st;
+}
+
+static void test_debuginfod_file_url(void **state)
+{
+    (void)state;
+    char srv[512], url[600], cache[512];
+    snprintf(srv, sizeof(srv), "%s/srv", dir);
+    snprintf(url, sizeof(url), "file://%s", srv);
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    char debug[512];
+    snprintf(debug, sizeof(debug), "%s/prog.debug", dir);
+    serve(srv, build_id, debug);
+    ps_symbols_t *s = ps_symbols_new(cache);
+    ps_err_t err;
+    ps_symbols_debuginfod_t o = {.urls = url, .cache_dir = cache, .timeout_ns = 5000000000LL};
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), 0);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_symbol_frame_t f[4];
+    size_t n = 9;
+    /* the first lookup queues the fetch and answers at once */
+    assert_int_equal(ps_symbols_lookup(s, build_id, BASE, BASE + 0x4000, 0, BASE + inl_addr, f, 4, &n, &a), 0);
+    ps_symbols_debuginfod_stats_t st = wait_fetches(s, 1);
+    assert_int_equal(st.ok, 1);
+    assert_int_equal(st.fetches, 1);
+    char cmd[2048], line[64];
+    snprintf(cmd, sizeof(cmd), "stat -c %%s %s", debug);
+    read_line(cmd, line, sizeof(line));
+    assert_int_equal(st.bytes, strtoull(line, NULL, 10));
+    /* the next lookup reads the fetched file (no second's wait: it landed since) */
+    assert_int_equal(ps_symbols_lookup(s, build_id, BASE, BASE + 0x4000, 0, BASE + inl_addr, f, 4, &n, &a), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(f[0].function, "mix");
+    assert_string_equal(f[1].function, "work");
+    snprintf(cmd, sizeof(cmd), "cmp %s %s/.build-id/%.2s/%s.debug", debug, cache, build_id, build_id + 2);
+    sh("%s", cmd);
+    /* not found: asked once, not again at the next lookups */
+    const char *nf = "00112233445566778899aabbccddeeff00112233";
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(ps_symbols_lookup(s, nf, 0, 0, 0, 0x1000, f, 4, &n, &a), 0);
+        assert_int_equal(n, 0);
+        if (i == 0)
+            st = wait_fetches(s, 2);
+        sleep(i == 1 ? 1 : 0);
+    }
+    usleep(100000);
+    ps_symbols_debuginfod_stats(s, &st);
+    assert_int_equal(st.not_found, 1);
+    assert_int_equal(st.fetches, 2);
+    /* not ELF, and an ELF file of another build id: refused, deleted */
+    const char *junk = "1111111111111111111111111111111111111111", *other = "2222222222222222222222222222222222222222";
+    snprintf(cmd, sizeof(cmd), "%s/junk", dir);
+    FILE *jf = fopen(cmd, "w");
+    fputs("not an ELF file\n", jf);
+    fclose(jf);
+    serve(srv, junk, cmd);
+    serve(srv, other, debug);
+    assert_int_equal(ps_symbols_lookup(s, junk, 0, 0, 0, 0x1000, f, 4, &n, &a), 0);
+    assert_int_equal(ps_symbols_lookup(s, other, 0, 0, 0, 0x1000, f, 4, &n, &a), 0);
+    st = wait_fetches(s, 4);
+    assert_int_equal(st.refused, 2);
+    assert_int_equal(st.ok, 1);
+    snprintf(cmd, sizeof(cmd), "ls %s/.build-id | wc -l; ls -d %s/11* %s/22* 2>/dev/null | wc -l", cache, cache, cache);
+    FILE *pp = popen(cmd, "r");
+    char l1[32], l2[32];
+    assert_non_null(fgets(l1, sizeof(l1), pp));
+    assert_non_null(fgets(l2, sizeof(l2), pp));
+    pclose(pp);
+    assert_string_equal(l1, "1\n"); /* the one accepted build id's directory */
+    assert_string_equal(l2, "0\n"); /* nothing left of the refused ones */
+    ps_symbols_free(s);
+    /* a new symbolizer on the cache finds the file with no fetch; a file larger than max_bytes
+     * is refused (file://: its size is known) */
+    s = ps_symbols_new(cache);
+    const char *big = "3333333333333333333333333333333333333333";
+    serve(srv, big, debug);
+    o.max_bytes = 100;
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), 0);
+    assert_int_equal(ps_symbols_lookup(s, build_id, BASE, BASE + 0x4000, 0, BASE + work_addr, f, 4, &n, &a), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(f[0].function, "work");
+    assert_int_equal(ps_symbols_lookup(s, big, 0, 0, 0, 0x1000, f, 4, &n, &a), 0);
+    st = wait_fetches(s, 1);
+    assert_int_equal(st.refused, 1);
+    assert_int_equal(st.fetches, 1);
+    ps_symbols_free(s);
+    /* bad settings */
+    s = ps_symbols_new(cache);
+    o.urls = "http://ok ftp://no";
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "debuginfod URL \"ftp://no\" is not http://, https:// or file://");
+    o.urls = "  ";
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "no debuginfod URL");
+    o.urls = url;
+    o.cache_dir = "/proc/no/such";
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), PS_ESTORAGE);
+    assert_string_equal(err.msg, "debuginfod cache directory \"/proc/no/such\": No such file or directory");
+    ps_symbols_free(s);
+    ps_arena_dispose(&a);
+}
+
+/* C++ linkage names as go tool pprof shows them by default (each checked against its output) */
+static void test_demangle(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"_ZN12_GLOBAL__N_16helperEl", "(anonymous namespace)::helper"},
+        {"_ZN12_GLOBAL__N_16helperEl.cold", "(anonymous namespace)::helper"},
+        {"_ZN3geo5norm2IdEET_RKSt6vectorINS_3VecIS1_EESaIS4_EE", "geo::norm2"},
+        {"_ZNK3geo3VecIlE3dotERKS1_", "geo::Vec::dot"},
+        {"_ZNK3geo3VecIlEltERKS1_", "geo::Vec::operator<"},
+        {"_ZNSt6vectorIN3geo3VecIlEESaIS2_EE17_M_realloc_insertIJS2_EEEvN9__gnu_cxx17__normal_iteratorIPS2_S4_EEDpOT_",
+         "std::vector::_M_realloc_insert"},
+        {"_ZZ4mainENKUliE_clEi", "main::{lambda(int)#1}::operator()"},
+        {"_ZN3geo3VecIlEC2Ev", "geo::Vec::Vec"},
+        {"_ZNSt12_Vector_baseIN3geo3VecIdEESaIS2_EED2Ev", "std::_Vector_base::~_Vector_base"},
+        {"_ZN3geo3VecIlEcviEv", "geo::Vec::operator int"},
+        {"_Znwm", "operator new"},
+        {"_ZN9__gnu_cxx17__normal_iteratorIPKN3geo3VecIlEESt6vectorIS3_SaIS3_EEEC4ERKS5_",
+         "__gnu_cxx::__normal_iterator::__normal_iterator"},
+        {"_ZNKSt6vectorIN3geo3VecIlEESaIS2_EE5beginEv", "std::vector::begin"},
+    };
+    ps_arena_t a = PS_ARENA_INIT;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *got = ps_symbols_demangle(cases[i][0], &a);
+        assert_non_null(got);
+        assert_string_equal(got, cases[i][1]);
+    }
+    /* not mangled, not demangleable, too long: NULL (the name is kept) */
+    assert_null(ps_symbols_demangle("main", &a));
+    assert_null(ps_symbols_demangle("_Z", &a));
+    assert_null(ps_symbols_demangle("_ZN3foo", &a));
+    char big[5000];
+    memset(big, 'a', sizeof(big) - 1);
+    big[0] = '_', big[1] = 'Z', big[sizeof(big) - 1] = 0;
+    assert_null(ps_symbols_demangle(big, &a));
+    ps_arena_dispose(&a);
+}
+
+/* a one-connection HTTP server on a loopback port: "chunked" answers 200 with an endless chunked
+ * body (no Content-Length) until the client goes; "hang" accepts and never answers */
+typedef struct tiny {
+    int fd, port;
+    const char *mode;
+    uint64_t sent;
+    pthread_t th;
+} tiny_t;
+
+static void *tiny_run(void *arg)
+{
+    tiny_t *t = arg;
+    int c = accept(t->fd, NULL, NULL);
+    if (c < 0)
+        return NULL;
+    char req[4096];
+    size_t got = 0;
+    while (got < sizeof(req) - 1) {
+        ssize_t r = recv(c, req + got, sizeof(req) - 1 - got, 0);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        req[got] = 0;
+        if (strstr(req, "\r\n\r\n"))
+            break;
+    }
+    if (strcmp(t->mode, "chunked") == 0) {
+        const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+        send(c, h, strlen(h), MSG_NOSIGNAL);
+        static char chunk[8 + 65536 + 2];
+        memcpy(chunk, "10000\r\n", 7);
+        memset(chunk + 7, 'x', 65536);
+        memcpy(chunk + 7 + 65536, "\r\n", 2);
+        while (t->sent < (256u << 20) && send(c, chunk, 7 + 65536 + 2, MSG_NOSIGNAL) > 0)
+            t->sent += 65536;
+    } else {
+        char b[256];
+        while (recv(c, b, sizeof(b), 0) > 0)
+            ;
+    }
+    close(c);
+    return NULL;
+}
+
+static void tiny_start(tiny_t *t, const char *mode)
+{
+    memset(t, 0, sizeof(*t));
+    t->mode = mode;
+    t->fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(t->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    socklen_t sl = sizeof(sa);
+    getsockname(t->fd, (struct sockaddr *)&sa, &sl);
+    t->port = ntohs(sa.sin_port);
+    assert_int_equal(listen(t->fd, 4), 0);
+    pthread_create(&t->th, NULL, tiny_run, t);
+}
+
+static void tiny_stop(tiny_t *t)
+{
+    shutdown(t->fd, SHUT_RDWR);
+    close(t->fd);
+    pthread_join(t->th, NULL);
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void test_debuginfod_endless_and_silent(void **state)
+{
+    (void)state;
+    char url[64], cache[512];
+    snprintf(cache, sizeof(cache), "%s/cache2", dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_symbol_frame_t f[4];
+    size_t n = 0;
+    ps_err_t err;
+    const char *bid = "4444444444444444444444444444444444444444";
+    /* an endless body with no Content-Length: ended past max_bytes (1 MiB), nothing kept */
+    tiny_t t;
+    tiny_start(&t, "chunked");
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", t.port);
+    ps_symbols_t *s = ps_symbols_new(cache);
+    ps_symbols_debuginfod_t o = {.urls = url, .cache_dir = cache, .timeout_ns = 30000000000LL, .max_bytes = 1u << 20};
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), 0);
+    assert_int_equal(ps_symbols_lookup(s, bid, 0, 0, 0, 0x1000, f, 4, &n, &a), 0);
+    ps_symbols_debuginfod_stats_t st = wait_fetches(s, 1);
+    assert_int_equal(st.refused, 1);
+    assert_int_equal(st.fetches, 1);
+    ps_symbols_free(s);
+    tiny_stop(&t);
+    assert_true(t.sent >= (1u << 20) && t.sent < (64u << 20)); /* stopped soon after the limit */
+    char cmd[1024], line[64];
+    snprintf(cmd, sizeof(cmd), "ls %s | tr '\\n' ' '", cache);
+    read_line(cmd, line, sizeof(line));
+    assert_string_equal(line, "cache_clean_interval_s cache_miss_s ");
+    /* a server that never answers: the fetch ends at the timeout (1.5 s: milliseconds count), and
+     * the lookups meanwhile answer at once */
+    tiny_start(&t, "hang");
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", t.port);
+    s = ps_symbols_new(cache);
+    o.timeout_ns = 1500000000LL;
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), 0);
+    int64_t t0 = mono_ms();
+    for (int i = 0; i < 100; i++) {
+        assert_int_equal(ps_symbols_lookup(s, bid, 0, 0, 0, 0x1000 + (uint64_t)i, f, 4, &n, &a), 0);
+        assert_int_equal(n, 0);
+    }
+    assert_true(mono_ms() - t0 < 500);
+    st = wait_fetches(s, 1);
+    int64_t took = mono_ms() - t0;
+    assert_int_equal(st.timeouts, 1);
+    assert_int_equal(st.fetches, 1);
+    assert_true(took >= 1500 && took < 3500); /* within a second after it (and some load) */
+    ps_symbols_free(s);
+    tiny_stop(&t);
+    /* the bounds: both workers stuck on the silent server (timeout 1 min), 300 build ids looked up:
+     * at most 2 under way and 256 queued, the rest counted as finding the queue full; freeing it
+     * then abandons the stuck fetches within a second */
+    tiny_start(&t, "hang");
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", t.port);
+    s = ps_symbols_new(cache);
+    o.timeout_ns = 60000000000LL;
+    assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), 0);
+    t0 = mono_ms();
+    for (int i = 0; i < 300; i++) {
+        char b[41];
+        snprintf(b, sizeof(b), "%040x", 0x100 + i);
+        assert_int_equal(ps_symbols_lookup(s, b, 0, 0, 0, 0x1000, f, 4, &n, &a), 0);
+    }
+    assert_true(mono_ms() - t0 < 500);
+    ps_symbols_debuginfod_stats(s, &st);
+    assert_int_equal(st.pending + st.queue_full, 300);
+    assert_true(st.pending >= PS_SYMBOLS_DEBUGINFOD_QUEUE && st.pending <= PS_SYMBOLS_DEBUGINFOD_QUEUE + 2);
+    assert_int_equal(st.fetches, 0);
+    t0 = mono_ms();
+    ps_symbols_free(s);
+    assert_true(mono_ms() - t0 < 2500);
+    tiny_stop(&t);
+    ps_arena_dispose(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +589,9 @@ int main(void)
         cmocka_unit_test(test_missing_then_placed),
         cmocka_unit_test(test_directories_in_order),
         cmocka_unit_test(test_damaged_and_bad_ids),
+        cmocka_unit_test(test_debuginfod_file_url),
+        cmocka_unit_test(test_demangle),
+        cmocka_unit_test(test_debuginfod_endless_and_silent),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
