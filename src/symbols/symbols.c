@@ -400,6 +400,17 @@ int ps_symbols_lookup_file(const char *path, uint64_t memory_start, uint64_t mem
     return 0;
 }
 
+int ps_symbols_has(ps_symbols_t *s, const char *build_id)
+{
+    char bid[BUILD_ID_MAX + 1];
+    if (s == NULL || !norm_build_id(build_id, bid))
+        return 0;
+    pthread_mutex_lock(&s->mu);
+    int from = module_get(s, bid) != NULL ? PS_SYMBOLS_FROM_DIR : 0;
+    pthread_mutex_unlock(&s->mu);
+    return from;
+}
+
 void ps_symbols_stats(ps_symbols_t *s, uint64_t *hits, uint64_t *misses, uint64_t *opened, uint64_t *missing)
 {
     pthread_mutex_lock(&s->mu);

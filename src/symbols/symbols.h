@@ -67,6 +67,18 @@ int ps_symbols_lookup_file(const char *path, uint64_t memory_start, uint64_t mem
  *  no symbols are left as they are. The store's symbolize hook (ps_store_set_symbolizer). */
 void ps_symbols_profile(void *s, ps_profile_t *p, ps_arena_t *arena);
 
+/** Where the debug file of a build id comes from (ps_symbols_has); 0: none. */
+enum {
+    PS_SYMBOLS_FROM_DIR = 1,        /* --symbols.dir */
+    PS_SYMBOLS_FROM_UPLOAD = 2,     /* uploaded (reserved) */
+    PS_SYMBOLS_FROM_DEBUGINFOD = 3, /* fetched from a debuginfod server (reserved) */
+};
+
+/** Whether a usable debug file of build_id (hex, case-insensitive) is known now: its source
+ *  (PS_SYMBOLS_FROM_*), or 0. Opens the file as a lookup would (and keeps it open); a build id
+ *  with no usable file is looked at again at most once a second, as for lookups. Never fetches. */
+int ps_symbols_has(ps_symbols_t *s, const char *build_id);
+
 /** Counters: lookups answered from the cache, lookups that read a debug file, debug files opened,
  *  build ids with no usable debug file (each time one is tried). */
 void ps_symbols_stats(ps_symbols_t *s, uint64_t *hits, uint64_t *misses, uint64_t *opened, uint64_t *missing);
