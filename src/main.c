@@ -25,6 +25,12 @@
 #include "symbols/symbols.h"
 
 /* /metrics: the gRPC listener's families after the main port's */
+/* the status page's question to the symbolizer: a debug file for this build id now? */
+static int symbols_has(void *ctx, const char *build_id)
+{
+    return ps_symbols_has(ctx, build_id);
+}
+
 static void grpc_metrics(void *ctx, ps_buf_t *b)
 {
     ps_grpc_metrics(ctx, b);
@@ -376,8 +382,11 @@ int main(int argc, char **argv)
     wo.max_rules = PS_RULES_MAX;
     /* native frames symbolized when read, from --symbols.dir */
     ps_symbols_t *symbols = f.symbols_dir && *f.symbols_dir ? ps_symbols_new(f.symbols_dir) : NULL;
-    if (symbols != NULL)
+    if (symbols != NULL) {
         ps_store_set_symbolizer(store, ps_symbols_profile, symbols);
+        srv.symbols_has = symbols_has;
+        srv.symbols_has_ctx = symbols;
+    }
     if ((srv.writer = ps_writer_start(store, &wo, &err)) == NULL) {
         ps_log_error("cannot start the writer", "err=%s", ps_log_q(err.msg));
         ps_store_close(store);
