@@ -208,6 +208,7 @@ int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, c
     uint32_t *mg = NULL;
     group_t *g = NULL;
     uint32_t ng = 0;
+    ps_hmap_t gi; /* build id string id -> group, once there are more than 8 (initialised then) */
     for (uint32_t i = 0; i < p->nmappings; i++) {
         const ps_mapping_t *m = &p->mappings[i];
         if (m->build_id == 0 || m->build_id >= p->nstrings || strid[m->build_id] == 0)
@@ -218,14 +219,28 @@ int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, c
                 mg[j] = NONE;
             g = ps_arena_alloc(a, (p->nmappings + 1) * sizeof(group_t));
         }
-        uint64_t bid = strid[m->build_id];
+        uint64_t bid = strid[m->build_id], v;
         uint32_t k = 0;
-        while (k < ng && g[k].bid != bid) /* a profile's build ids are few: a linear look */
-            k++;
-        if (k == ng)
+        if (ng <= 8) {
+            while (k < ng && g[k].bid != bid)
+                k++;
+        } else {
+            k = ps_hmap_get(&gi, &bid, 8, &v) ? (uint32_t)v : ng;
+        }
+        if (k == ng) {
             g[ng++] = (group_t){.bid = bid};
+            if (ng == 9) { /* from now on by the map */
+                ps_hmap_init(&gi);
+                for (uint32_t j = 0; j < ng; j++)
+                    ps_hmap_put(&gi, &g[j].bid, 8, j);
+            } else if (ng > 9) {
+                ps_hmap_put(&gi, &bid, 8, k);
+            }
+        }
         mg[i + 1] = k;
     }
+    if (ng > 8)
+        ps_hmap_dispose(&gi);
     if (ng == 0)
         return 0;
     /* locations without lines of those mappings -> group; their mappings' file names */
@@ -248,6 +263,14 @@ int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, c
         return 0;
     uint32_t ns = it->nseries;
     int64_t *tot = ps_arena_calloc(a, (size_t)ng * ns, sizeof(int64_t));
+    /* up to 64 build ids (nearly always): each location's group as a bit, a sample's groups the OR
+     * of its frames' bits (no branch per frame); more: a stamp per group */
+    uint64_t *lm = NULL;
+    if (ng <= 64) {
+        lm = ps_arena_alloc(a, (p->nlocations + 1) * sizeof(uint64_t));
+        for (uint32_t j = 0; j <= p->nlocations; j++)
+            lm[j] = lg[j] == NONE ? 0 : 1ull << lg[j];
+    }
     for (uint32_t i = 0; i < p->nsamples; i++) {
         const ps_sample_t *smp = &p->samples[i];
         bool any = false;
@@ -255,6 +278,19 @@ int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, c
             any = smp->values[it->type_index[si]] != 0;
         if (!any)
             continue;
+        if (lm != NULL) {
+            uint64_t mask = 0;
+            for (uint32_t j = 0; j < smp->nlocs; j++)
+                mask |= lm[smp->locs[j] <= p->nlocations ? smp->locs[j] : 0];
+            while (mask != 0) {
+                uint32_t k = (uint32_t)__builtin_ctzll(mask);
+                mask &= mask - 1;
+                g[k].samples++;
+                for (uint32_t si = 0; si < ns; si++)
+                    tot[(size_t)k * ns + si] = ps_sat_add(tot[(size_t)k * ns + si], smp->values[it->type_index[si]]);
+            }
+            continue;
+        }
         for (uint32_t j = 0; j < smp->nlocs; j++) {
             uint32_t k = smp->locs[j] <= p->nlocations ? lg[smp->locs[j]] : NONE;
             if (k == NONE || g[k].stamp == i + 1)

@@ -329,6 +329,69 @@ static void test_upgrade_from_5(void **state)
     free(dir);
 }
 
+/* 70 build ids in one profile (past the 8 looked up in a line, past the 64 of the bit masks): a
+ * sample whose frames are one location of each (and the first twice), another of the first 3. */
+static int on_count(void *ctx, const ps_store_unsym_t *u)
+{
+    uint64_t *c = ctx;
+    assert_int_equal(u->build_id.len, 6);
+    int id = (u->build_id.ptr[4] - '0') * 10 + (u->build_id.ptr[5] - '0'); /* "bid-NN" */
+    assert_true(id >= 0 && id < 70);
+    assert_int_equal(u->samples, id < 3 ? 2 : 1);
+    assert_int_equal(u->profiles, 1);
+    assert_int_equal(u->ntypes, 1);
+    assert_int_equal(u->totals[0], id < 3 ? 12 : 5);
+    c[0]++;
+    return 0;
+}
+
+static void test_many_build_ids(void **state)
+{
+    (void)state;
+    enum { N = 70 };
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    ps_str_t st[2 + N];
+    char names[N][8];
+    st[0] = (ps_str_t){"", 0};
+    st[1] = (ps_str_t){"cpu", 3};
+    ps_mapping_t maps[N];
+    ps_location_t locs[N];
+    uint32_t stack[N + 1], small[3] = {1, 2, 3};
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof(names[i]), "bid-%02d", i);
+        st[2 + i] = (ps_str_t){names[i], 6};
+        maps[i] = (ps_mapping_t){.memory_start = 0x1000, .memory_limit = 0x2000, .build_id = 2 + i};
+        locs[i] = (ps_location_t){.mapping = (uint32_t)i + 1, .address = 0x1000 + (uint64_t)i};
+        stack[i] = (uint32_t)i + 1;
+    }
+    stack[N] = 1;
+    int64_t v5 = 5, v7 = 7;
+    ps_sample_t smp[2] = {{.nlocs = N + 1, .locs = stack, .values = &v5}, {.nlocs = 3, .locs = small, .values = &v7}};
+    ps_value_type_t ty = {1, 0};
+    ps_profile_t p = {.nstrings = 2 + N, .strings = st, .ntypes = 1, .sample_types = &ty, .nsamples = 2, .samples = smp,
+                      .nmappings = N, .mappings = maps, .nlocations = N, .locations = locs};
+    ps_label_pair_t pair = {.name = "__name__", .nlen = 8, .value = "x:cpu:count:cpu:count", .vlen = 21};
+    ps_labels_t ls = {1, &pair};
+    uint32_t ti = 0, nsmp;
+    uint64_t sid;
+    ps_append_t app = {.profile = &p, .nseries = 1, .series_labels = &ls, .type_index = &ti,
+                       .ts = 1796022000ll * PS_NS_PER_S, .series_ids = &sid, .series_samples = &nsmp};
+    ps_append_t *items[1] = {&app};
+    ps_err_t err;
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), items, 1, &err), 0);
+    assert_int_equal(app.status, 0);
+    ps_reader_t *r;
+    uint64_t c = 0;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_unsym(r, INT64_MIN, INT64_MAX, on_count, &c, &err), 0);
+    ps_reader_end(r);
+    assert_int_equal(c, N);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 /* The record codec: a round trip; every truncation, trailing bytes and bad counts refused. */
 static void test_codec(void **state)
 {
@@ -362,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_counts),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_upgrade_from_5),
+        cmocka_unit_test(test_many_build_ids),
         cmocka_unit_test(test_codec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
