@@ -271,6 +271,21 @@ int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, c
         for (uint32_t j = 0; j <= p->nlocations; j++)
             lm[j] = lg[j] == NONE ? 0 : 1ull << lg[j];
     }
+    /* with masks, the samples are summed per distinct mask first (stacks of a profile hit few
+     * distinct sets of build ids), then each mask's sums go to its groups */
+    uint32_t hcap = 0, nm = 0, *slot = NULL;
+    uint64_t *mk = NULL, *mcount = NULL;
+    int64_t *msum = NULL;
+    if (lm != NULL) {
+        hcap = 16;
+        while (hcap < 2 * p->nsamples)
+            hcap *= 2;
+        slot = ps_arena_alloc(a, hcap * sizeof(uint32_t));
+        memset(slot, 0xff, hcap * sizeof(uint32_t));
+        mk = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
+        mcount = ps_arena_calloc(a, p->nsamples + 1, sizeof(uint64_t));
+        msum = ps_arena_calloc(a, (size_t)(p->nsamples + 1) * ns, sizeof(int64_t));
+    }
     for (uint32_t i = 0; i < p->nsamples; i++) {
         const ps_sample_t *smp = &p->samples[i];
         bool any = false;
@@ -282,13 +297,19 @@ int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, c
             uint64_t mask = 0;
             for (uint32_t j = 0; j < smp->nlocs; j++)
                 mask |= lm[smp->locs[j] <= p->nlocations ? smp->locs[j] : 0];
-            while (mask != 0) {
-                uint32_t k = (uint32_t)__builtin_ctzll(mask);
-                mask &= mask - 1;
-                g[k].samples++;
-                for (uint32_t si = 0; si < ns; si++)
-                    tot[(size_t)k * ns + si] = ps_sat_add(tot[(size_t)k * ns + si], smp->values[it->type_index[si]]);
+            if (mask == 0)
+                continue;
+            uint32_t h = (uint32_t)((mask * 0x9e3779b97f4a7c15ull) >> 32) & (hcap - 1);
+            while (slot[h] != NONE && mk[slot[h]] != mask)
+                h = (h + 1) & (hcap - 1);
+            if (slot[h] == NONE) {
+                slot[h] = nm;
+                mk[nm++] = mask;
             }
+            uint32_t m = slot[h];
+            mcount[m]++;
+            for (uint32_t si = 0; si < ns; si++)
+                msum[(size_t)m * ns + si] = ps_sat_add(msum[(size_t)m * ns + si], smp->values[it->type_index[si]]);
             continue;
         }
         for (uint32_t j = 0; j < smp->nlocs; j++) {
@@ -301,6 +322,13 @@ int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, c
                 tot[(size_t)k * ns + si] = ps_sat_add(tot[(size_t)k * ns + si], smp->values[it->type_index[si]]);
         }
     }
+    for (uint32_t m = 0; m < nm; m++)
+        for (uint64_t mask = mk[m]; mask != 0; mask &= mask - 1) {
+            uint32_t k = (uint32_t)__builtin_ctzll(mask);
+            g[k].samples += mcount[m];
+            for (uint32_t si = 0; si < ns; si++)
+                tot[(size_t)k * ns + si] = ps_sat_add(tot[(size_t)k * ns + si], msum[(size_t)m * ns + si]);
+        }
     /* the profile type ids (the series' __name__) as string ids, once a profile */
     uint64_t *types = NULL;
     uint32_t hour = hour_of(it->ts);
