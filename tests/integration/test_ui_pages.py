@@ -150,6 +150,11 @@ def test_status_page(pushed, browser, width):
     assert by_type == [[r["name"], str(r["value"])] for r in t["seriesCountByMetricName"]]
     assert by_type[:2] == [["process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta", "6"],
                            ["process_cpu:samples:count:cpu:nanoseconds:delta", "6"]]
+    # Go's profiles are symbolized: no build id misses symbols
+    assert srv.get_json("/api/v1/status/symbols")["data"]["missing"] == {"buildIds": 0, "samples": 0}
+    assert kv(browser, "pg-symbols") == {"missing": "0 (0)", "available": "0 (0)"}
+    assert browser.js("return document.querySelector('#pg-symbols p.hint').textContent") == \
+        "No build id is missing symbols."
     flags = srv.get_json("/api/v1/status/flags")["data"]
     shown = browser.js("return [...document.querySelectorAll('tr[data-flag]')].map(r => r.dataset.flag)")
     assert shown == sorted(flags)
