@@ -237,5 +237,11 @@ def test_status_symbols(make_server, progs, tmp_path, browser):
     rows = browser.js("return [...document.querySelectorAll('#pg-symbols table.pg-symbols tbody tr')]"
                       ".map(r => [r.dataset.buildId, ...[...r.cells].slice(1, 5).map(c => c.innerText.trim())])")
     assert rows == [[b.build_id, "/usr/lib/libother.so", "23", "1",
-                     "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta: 430,000,000"]]
+                     "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta: 430ms"]]
+    totals = browser.js("return [...document.querySelectorAll('#pg-symbols td div[data-type]')]"
+                        ".map(x => [x.dataset.type, Number(x.dataset.total)])")
+    assert totals == [[v["type"], v["total"]] for v in d["buildIds"][0]["values"]]
+    assert totals == [["process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta", 43 * 10_000_000]]
+    browser.js("document.querySelector('#pg-symbols').scrollIntoView()")
+    browser.screenshot("status-symbols")
     clean(browser)

@@ -68,6 +68,14 @@ function storage(body, t) {
       h('div', h('h3', 'Bytes of values by label name'), bars(t.memoryInBytesByLabelName || [], 'label bytes', bytes))));
 }
 
+// a profile type's total in its unit (name:type:unit:...): nanoseconds as a duration, bytes as bytes
+function typedTotal(type, total) {
+  const unit = type.split(':')[2];
+  if (unit === 'nanoseconds') return duration(total / 1e9);
+  if (unit === 'bytes') return bytes(total);
+  return count(total);
+}
+
 // the build ids missing symbols, by samples: what an eBPF profiler's user asks first
 function symbols(body, d) {
   const miss = d.missing || {}, avail = d.available || {};
@@ -86,7 +94,8 @@ function symbols(body, d) {
     h('tbody', rows.map((e) => h('tr', { dataset: { buildId: e.buildId } },
       h('td.pg-mono', e.buildId), h('td.pg-mono', (e.files || []).join(', ') || '–'),
       h('td.pg-num', count(e.samples)), h('td.pg-num', count(e.profiles)),
-      h('td.pg-mono', (e.values || []).map((v) => h('div', { dataset: { type: v.type } }, `${v.type}: ${count(v.total)}`))),
+      h('td.pg-mono', (e.values || []).map((v) => h('div', { dataset: { type: v.type, total: v.total } },
+        `${v.type}: ${typedTotal(v.type, v.total)}`))),
       h('td', { title: `first seen ${localTime(e.firstSeen)}` }, localTime(e.lastSeen)))))));
   if (miss.buildIds > rows.length) body.append(h('p.hint', `the ${rows.length} with the most samples of ${count(miss.buildIds)}`));
 }
