@@ -273,7 +273,7 @@ int ps_uuid_put(ps_txn_t *txn, const uint8_t uuid[16], uint64_t sid, int64_t ts,
 /* drops the spans and uuids entries of the hours ended before cutoff, and the span parts of profiles older than it */
 int ps_ids_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
 
-/* unsym.c: the counts of frames without symbols (docs/FORMAT.md "Frames without symbols"). A record,
+/* unsym.c, unsymrec.c: the counts of frames without symbols (docs/FORMAT.md "Frames without symbols"). A record,
  * its string ids (build id in the key; file names, profile type ids) unresolved. */
 typedef struct ps_unsym_rec {
     uint64_t profiles, samples;
@@ -287,6 +287,10 @@ void ps_unsym_rec_encode(const ps_unsym_rec_t *r, ps_buf_t *out);
 int ps_unsym_rec_decode(const void *p, size_t n, ps_unsym_rec_t *r, ps_err_t *err);
 /* adds src's counts to dst (file names and types past the caps are not kept) */
 void ps_unsym_rec_merge(ps_unsym_rec_t *dst, const ps_unsym_rec_t *src);
+/* adds file name f (once; not past PS_UNSYM_FILES_MAX), v to type's total (saturating; a new type
+ * not past PS_UNSYM_TYPES_MAX) */
+void ps_unsym_rec_add_file(ps_unsym_rec_t *r, uint64_t f);
+void ps_unsym_rec_add_total(ps_unsym_rec_t *r, uint64_t type, int64_t v);
 /* an append being stored (not a duplicate): its frames without symbols counted into the writer's
  * sums of this write; strid: the profile's strings' string ids */
 int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, const uint64_t *strid, ps_arena_t *a,

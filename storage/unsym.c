@@ -20,6 +20,8 @@
  *                              the profile type id, the series' __name__; total <varint>: the sum
  *                              of those samples' values of that type); a type past the cap is not kept
  *
+ * The record's codec is unsymrec.c (core helpers only, for its fuzz target).
+ *
  * Written in the profile's write transaction (a batch sums its profiles in memory and writes each
  * (hour, build id) record once, ps_unsym_flush); retention drops the hours ended before its cutoff,
  * as it drops the span index, so the counts are those of the hours still kept.
@@ -48,101 +50,6 @@ struct ps_unsym_acc {
 static uint32_t hour_of(int64_t ts)
 {
     return (uint32_t)(ps_ts_key(ts) / (uint64_t)HOUR_NS);
-}
-
-void ps_unsym_rec_encode(const ps_unsym_rec_t *r, ps_buf_t *out)
-{
-    ps_buf_putc(out, PS_UNSYM_REC_V1);
-    ps_put_uvarint(out, r->profiles);
-    ps_put_uvarint(out, r->samples);
-    ps_put_varint(out, r->first_ts);
-    ps_put_varint(out, r->last_ts);
-    ps_put_uvarint(out, r->nfiles);
-    for (uint32_t i = 0; i < r->nfiles; i++)
-        ps_put_uvarint(out, r->files[i]);
-    ps_put_uvarint(out, r->ntypes);
-    for (uint32_t i = 0; i < r->ntypes; i++) {
-        ps_put_uvarint(out, r->types[i]);
-        ps_put_varint(out, r->totals[i]);
-    }
-}
-
-int ps_unsym_rec_decode(const void *p, size_t n, ps_unsym_rec_t *r, ps_err_t *err)
-{
-    ps_dec_t d;
-    ps_dec_init(&d, p, n);
-    memset(r, 0, sizeof(*r));
-    uint8_t enc = ps_dec_u8(&d);
-    if (d.err == 0 && enc != PS_UNSYM_REC_V1)
-        return ps_err_set(err, PS_ECORRUPT, "unsym record: unknown encoding %u", enc);
-    r->profiles = ps_dec_uvarint(&d);
-    r->samples = ps_dec_uvarint(&d);
-    r->first_ts = ps_dec_varint(&d);
-    r->last_ts = ps_dec_varint(&d);
-    uint64_t nf = ps_dec_uvarint(&d);
-    if (d.err == 0 && nf > PS_UNSYM_FILES_MAX)
-        return ps_err_set(err, PS_ECORRUPT, "unsym record: %llu file names (at most %d)", (unsigned long long)nf,
-                          PS_UNSYM_FILES_MAX);
-    r->nfiles = (uint32_t)nf;
-    for (uint32_t i = 0; i < r->nfiles && d.err == 0; i++)
-        r->files[i] = ps_dec_uvarint(&d);
-    uint64_t nt = ps_dec_uvarint(&d);
-    if (d.err == 0 && nt > PS_UNSYM_TYPES_MAX)
-        return ps_err_set(err, PS_ECORRUPT, "unsym record: %llu profile types (at most %d)", (unsigned long long)nt,
-                          PS_UNSYM_TYPES_MAX);
-    r->ntypes = (uint32_t)nt;
-    for (uint32_t i = 0; i < r->ntypes && d.err == 0; i++) {
-        r->types[i] = ps_dec_uvarint(&d);
-        r->totals[i] = ps_dec_varint(&d);
-    }
-    if (d.err != 0)
-        return ps_err_set(err, PS_ECORRUPT, "unsym record: truncated (%zu bytes)", n);
-    if (ps_dec_left(&d) != 0)
-        return ps_err_set(err, PS_ECORRUPT, "unsym record: %zu bytes after its end", ps_dec_left(&d));
-    if (r->profiles == 0 || r->samples == 0 || r->first_ts > r->last_ts)
-        return ps_err_set(err, PS_ECORRUPT, "unsym record: %llu profiles, %llu samples, first %lld after last %lld",
-                          (unsigned long long)r->profiles, (unsigned long long)r->samples, (long long)r->first_ts,
-                          (long long)r->last_ts);
-    return 0;
-}
-
-static void add_file(ps_unsym_rec_t *r, uint64_t f)
-{
-    for (uint32_t i = 0; i < r->nfiles; i++)
-        if (r->files[i] == f)
-            return;
-    if (r->nfiles < PS_UNSYM_FILES_MAX)
-        r->files[r->nfiles++] = f;
-}
-
-static void add_total(ps_unsym_rec_t *r, uint64_t type, int64_t v)
-{
-    for (uint32_t i = 0; i < r->ntypes; i++)
-        if (r->types[i] == type) {
-            r->totals[i] = ps_sat_add(r->totals[i], v);
-            return;
-        }
-    if (r->ntypes < PS_UNSYM_TYPES_MAX) {
-        r->types[r->ntypes] = type;
-        r->totals[r->ntypes++] = v;
-    }
-}
-
-void ps_unsym_rec_merge(ps_unsym_rec_t *dst, const ps_unsym_rec_t *src)
-{
-    if (dst->profiles == 0) {
-        dst->first_ts = src->first_ts;
-        dst->last_ts = src->last_ts;
-    } else {
-        dst->first_ts = src->first_ts < dst->first_ts ? src->first_ts : dst->first_ts;
-        dst->last_ts = src->last_ts > dst->last_ts ? src->last_ts : dst->last_ts;
-    }
-    dst->profiles = ps_sat_addu(dst->profiles, src->profiles);
-    dst->samples = ps_sat_addu(dst->samples, src->samples);
-    for (uint32_t i = 0; i < src->nfiles; i++)
-        add_file(dst, src->files[i]);
-    for (uint32_t i = 0; i < src->ntypes; i++)
-        add_total(dst, src->types[i], src->totals[i]);
 }
 
 void ps_unsym_reset(ps_store_writer_t *w)
@@ -257,7 +164,7 @@ int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, c
         }
         lg[i + 1] = k;
         uint32_t fn = p->mappings[l->mapping - 1].filename;
-        add_file(&g[k].files, fn < p->nstrings ? strid[fn] : 0);
+        ps_unsym_rec_add_file(&g[k].files, fn < p->nstrings ? strid[fn] : 0);
     }
     if (lg == NULL)
         return 0;
@@ -352,7 +259,7 @@ int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, c
         add.first_ts = add.last_ts = it->ts;
         for (uint32_t si = 0; si < ns; si++)
             if (types[si] != 0 && tot[(size_t)k * ns + si] != 0)
-                add_total(&add, types[si], tot[(size_t)k * ns + si]);
+                ps_unsym_rec_add_total(&add, types[si], tot[(size_t)k * ns + si]);
         ps_unsym_rec_merge(acc_get(w, hour, g[k].bid), &add);
     }
     return 0;
