@@ -105,6 +105,51 @@ typedef struct group {
     ps_unsym_rec_t files; /* only files used */
 } group_t;
 
+/* The distinct build id masks of a profile's samples, with their samples' count and sums per
+ * series: grown as masks appear (a few in practice), an open-addressing table over them. */
+typedef struct masks {
+    uint32_t ns;          /* sums per mask */
+    uint32_t n, cap, hcap;
+    uint32_t *slot;       /* hcap: index into the arrays, NONE: empty */
+    uint64_t *mask, *count;
+    int64_t *sum;         /* n x ns */
+} masks_t;
+
+static uint32_t mask_slot(const masks_t *t, uint64_t mask)
+{
+    uint32_t h = (uint32_t)((mask * 0x9e3779b97f4a7c15ull) >> 32) & (t->hcap - 1);
+    while (t->slot[h] != NONE && t->mask[t->slot[h]] != mask)
+        h = (h + 1) & (t->hcap - 1);
+    return h;
+}
+
+/* the index of mask's entry, made (count and sums 0) when new */
+static uint32_t mask_entry(masks_t *t, uint64_t mask)
+{
+    if (2 * (t->n + 1) > t->hcap) { /* at most half full */
+        t->hcap = t->hcap ? 2 * t->hcap : 64;
+        t->slot = ps_xrealloc(t->slot, t->hcap * sizeof(uint32_t));
+        memset(t->slot, 0xff, t->hcap * sizeof(uint32_t));
+        for (uint32_t i = 0; i < t->n; i++)
+            t->slot[mask_slot(t, t->mask[i])] = i;
+    }
+    uint32_t h = mask_slot(t, mask);
+    if (t->slot[h] != NONE)
+        return t->slot[h];
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 32;
+        t->mask = ps_xrealloc(t->mask, t->cap * sizeof(uint64_t));
+        t->count = ps_xrealloc(t->count, t->cap * sizeof(uint64_t));
+        t->sum = ps_xrealloc(t->sum, (size_t)t->cap * t->ns * sizeof(int64_t));
+    }
+    uint32_t i = t->n++;
+    t->mask[i] = mask;
+    t->count[i] = 0;
+    memset(t->sum + (size_t)i * t->ns, 0, t->ns * sizeof(int64_t));
+    t->slot[h] = i;
+    return i;
+}
+
 int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, const uint64_t *strid, ps_arena_t *a,
                    ps_err_t *err)
 {
@@ -180,19 +225,7 @@ int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, c
     }
     /* with masks, the samples are summed per distinct mask first (stacks of a profile hit few
      * distinct sets of build ids), then each mask's sums go to its groups */
-    uint32_t hcap = 0, nm = 0, *slot = NULL;
-    uint64_t *mk = NULL, *mcount = NULL;
-    int64_t *msum = NULL;
-    if (lm != NULL) {
-        hcap = 16;
-        while (hcap < 2 * p->nsamples)
-            hcap *= 2;
-        slot = ps_arena_alloc(a, hcap * sizeof(uint32_t));
-        memset(slot, 0xff, hcap * sizeof(uint32_t));
-        mk = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
-        mcount = ps_arena_calloc(a, p->nsamples + 1, sizeof(uint64_t));
-        msum = ps_arena_calloc(a, (size_t)(p->nsamples + 1) * ns, sizeof(int64_t));
-    }
+    masks_t mt = {.ns = ns};
     for (uint32_t i = 0; i < p->nsamples; i++) {
         const ps_sample_t *smp = &p->samples[i];
         bool any = false;
@@ -206,17 +239,10 @@ int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, c
                 mask |= lm[smp->locs[j] <= p->nlocations ? smp->locs[j] : 0];
             if (mask == 0)
                 continue;
-            uint32_t h = (uint32_t)((mask * 0x9e3779b97f4a7c15ull) >> 32) & (hcap - 1);
-            while (slot[h] != NONE && mk[slot[h]] != mask)
-                h = (h + 1) & (hcap - 1);
-            if (slot[h] == NONE) {
-                slot[h] = nm;
-                mk[nm++] = mask;
-            }
-            uint32_t m = slot[h];
-            mcount[m]++;
+            uint32_t m = mask_entry(&mt, mask);
+            mt.count[m]++;
             for (uint32_t si = 0; si < ns; si++)
-                msum[(size_t)m * ns + si] = ps_sat_add(msum[(size_t)m * ns + si], smp->values[it->type_index[si]]);
+                mt.sum[(size_t)m * ns + si] = ps_sat_add(mt.sum[(size_t)m * ns + si], smp->values[it->type_index[si]]);
             continue;
         }
         for (uint32_t j = 0; j < smp->nlocs; j++) {
@@ -229,13 +255,17 @@ int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, c
                 tot[(size_t)k * ns + si] = ps_sat_add(tot[(size_t)k * ns + si], smp->values[it->type_index[si]]);
         }
     }
-    for (uint32_t m = 0; m < nm; m++)
-        for (uint64_t mask = mk[m]; mask != 0; mask &= mask - 1) {
+    for (uint32_t m = 0; m < mt.n; m++)
+        for (uint64_t mask = mt.mask[m]; mask != 0; mask &= mask - 1) {
             uint32_t k = (uint32_t)__builtin_ctzll(mask);
-            g[k].samples += mcount[m];
+            g[k].samples += mt.count[m];
             for (uint32_t si = 0; si < ns; si++)
-                tot[(size_t)k * ns + si] = ps_sat_add(tot[(size_t)k * ns + si], msum[(size_t)m * ns + si]);
+                tot[(size_t)k * ns + si] = ps_sat_add(tot[(size_t)k * ns + si], mt.sum[(size_t)m * ns + si]);
         }
+    free(mt.slot);
+    free(mt.mask);
+    free(mt.count);
+    free(mt.sum);
     /* the profile type ids (the series' __name__) as string ids, once a profile */
     uint64_t *types = NULL;
     uint32_t hour = hour_of(it->ts);

@@ -392,6 +392,69 @@ static void test_many_build_ids(void **state)
     free(dir);
 }
 
+/* 40 build ids (bit masks) and 40 distinct sets of them (the mask table grows past 32 entries and
+ * 64 slots): sample i has a frame of build id i and one of i + 1 (mod 40), value 1 + i. */
+static int on_ring(void *ctx, const ps_store_unsym_t *u)
+{
+    uint64_t *c = ctx;
+    assert_int_equal(u->build_id.len, 6);
+    int id = (u->build_id.ptr[4] - '0') * 10 + (u->build_id.ptr[5] - '0');
+    assert_true(id >= 0 && id < 40);
+    assert_int_equal(u->samples, 2);
+    assert_int_equal(u->totals[0], (1 + id) + (1 + (id + 39) % 40)); /* its sample and the one before */
+    c[0]++;
+    return 0;
+}
+
+static void test_many_sets(void **state)
+{
+    (void)state;
+    enum { N = 40 };
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    ps_str_t st[2 + N];
+    char names[N][8];
+    st[0] = (ps_str_t){"", 0};
+    st[1] = (ps_str_t){"cpu", 3};
+    ps_mapping_t maps[N];
+    ps_location_t locs[N];
+    uint32_t stacks[N][2];
+    int64_t vals[N];
+    ps_sample_t smp[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof(names[i]), "bid-%02d", i);
+        st[2 + i] = (ps_str_t){names[i], 6};
+        maps[i] = (ps_mapping_t){.memory_start = 0x1000, .memory_limit = 0x2000, .build_id = 2 + i};
+        locs[i] = (ps_location_t){.mapping = (uint32_t)i + 1, .address = 0x1000 + (uint64_t)i};
+        stacks[i][0] = (uint32_t)i + 1;
+        stacks[i][1] = (uint32_t)(i + 1) % N + 1;
+        vals[i] = 1 + i;
+        smp[i] = (ps_sample_t){.nlocs = 2, .locs = stacks[i], .values = &vals[i]};
+    }
+    ps_value_type_t ty = {1, 0};
+    ps_profile_t p = {.nstrings = 2 + N, .strings = st, .ntypes = 1, .sample_types = &ty, .nsamples = N, .samples = smp,
+                      .nmappings = N, .mappings = maps, .nlocations = N, .locations = locs};
+    ps_label_pair_t pair = {.name = "__name__", .nlen = 8, .value = "x:cpu:count:cpu:count", .vlen = 21};
+    ps_labels_t ls = {1, &pair};
+    uint32_t ti = 0, nsmp;
+    uint64_t sid;
+    ps_append_t app = {.profile = &p, .nseries = 1, .series_labels = &ls, .type_index = &ti,
+                       .ts = 1796022000ll * PS_NS_PER_S, .series_ids = &sid, .series_samples = &nsmp};
+    ps_append_t *items[1] = {&app};
+    ps_err_t err;
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), items, 1, &err), 0);
+    assert_int_equal(app.status, 0);
+    ps_reader_t *r;
+    uint64_t c = 0;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_unsym(r, INT64_MIN, INT64_MAX, on_ring, &c, &err), 0);
+    ps_reader_end(r);
+    assert_int_equal(c, N);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 /* The record codec: a round trip; every truncation, trailing bytes and bad counts refused. */
 static void test_codec(void **state)
 {
@@ -426,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_upgrade_from_5),
         cmocka_unit_test(test_many_build_ids),
+        cmocka_unit_test(test_many_sets),
         cmocka_unit_test(test_codec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
