@@ -21,6 +21,11 @@
  *   --rules N    the native push into a server with N recording rules in its --config
  *                (recording_rules:, all over the CPU profiles, some with a function filter):
  *                what evaluating rules as profiles are written costs.
+ *   --unsymbolized  every phase pushes the fixtures as an eBPF profiler sends native frames: each
+ *                location without its lines, in one of 8 mappings (copies of the profile's first,
+ *                by address) with a build id of their own (re-encoded once at start): what
+ *                counting frames without symbols (schema 6, storage/unsym.c) costs, against the
+ *                same bytes pushed to a profstore that does not count.
  * Each flag's phase follows the native phase it is compared with (profiles/s, server CPU per
  * profile; target: within 10%). All flags together: native, Connect, /ingest, rules.
  *
@@ -107,6 +112,7 @@ typedef struct opts {
     int want[NMODES]; /* native always; --connect, --pyroscope, --rules */
     uint32_t rules;   /* --rules: recording rules of the MODE_RULES phase */
     int rules_all;    /* --rules-all: each of them matches every CPU profile */
+    int unsymbolized; /* --unsymbolized: the fixtures' locations without lines, with build ids */
 } opts_t;
 
 typedef struct result {
@@ -144,7 +150,7 @@ static size_t *tmem_off;
 /* the flags as the table parses them; parse() puts them into opts_t */
 typedef struct flagv {
     const char *profstore, *data_dir, *threads, *phase;
-    bool keep, no_compact, connect, pyroscope, rules_all;
+    bool keep, no_compact, connect, pyroscope, rules_all, unsymbolized;
     uint64_t n, conns, series, jobs, heap_every, t0, rules;
 } flagv_t;
 
@@ -188,6 +194,9 @@ static const ps_flag_t flags[] = {
              "rule i for service i % jobs, and compare with the native phase (target: within 10%)"},
     {.name = "rules-all", .type = PS_FLAG_BOOL, .offset = FV(rules_all),
      .help = "--rules: every rule matches every CPU profile (the worst case)"},
+    {.name = "unsymbolized", .type = PS_FLAG_BOOL, .offset = FV(unsymbolized),
+     .help = "push the fixtures with every location's lines taken out, in 8 mappings with\n"
+             "build ids (native frames as an eBPF profiler sends them)"},
     {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
 };
 /* clang-format on */
@@ -223,6 +232,7 @@ static void parse(int argc, char **argv, opts_t *o)
     o->want[MODE_RULES] = f.rules > 0;
     o->rules = (uint32_t)f.rules;
     o->rules_all = f.rules_all;
+    o->unsymbolized = f.unsymbolized;
 }
 
 /* push i: label set i % series, round i / series; 1 in heap_every rounds of a set is heap */
@@ -234,7 +244,40 @@ static inline int fix_of(const opts_t *o, uint64_t i)
     return (int)((round + set) % 5);
 }
 
-static int load_fixtures(void)
+/* --unsymbolized: p's locations without lines, each in one of 8 mappings (copies of its first
+ * mapping, by address) with build ids of their own; strings and mappings added from a. */
+#define UNSYM_MAPPINGS 8
+static void unsymbolize(ps_profile_t *p, int fix, ps_arena_t *a)
+{
+    ps_str_t *strs = ps_arena_alloc(a, (p->nstrings + 2 * UNSYM_MAPPINGS) * sizeof(ps_str_t));
+    memcpy(strs, p->strings, p->nstrings * sizeof(ps_str_t));
+    ps_mapping_t *maps = ps_arena_calloc(a, UNSYM_MAPPINGS, sizeof(ps_mapping_t));
+    for (uint32_t m = 0; m < UNSYM_MAPPINGS; m++) {
+        char *bid = ps_arena_alloc(a, 41), *file = ps_arena_alloc(a, 32);
+        snprintf(bid, 41, "%08x%032x", 0xb1d00000u + (uint32_t)fix * 16 + m, m);
+        snprintf(file, 32, "/usr/lib/libnative%u.so", m);
+        strs[p->nstrings + 2 * m] = (ps_str_t){bid, 40};
+        strs[p->nstrings + 2 * m + 1] = (ps_str_t){file, (uint32_t)strlen(file)};
+        if (p->nmappings > 0)
+            maps[m] = p->mappings[0];
+        maps[m].build_id = p->nstrings + 2 * m;
+        maps[m].filename = p->nstrings + 2 * m + 1;
+        maps[m].flags = 0;
+    }
+    for (uint32_t i = 0; i < p->nlocations; i++) {
+        ps_location_t *l = &p->locations[i];
+        l->nlines = 0;
+        l->lines = NULL;
+        l->mapping = 1 + (uint32_t)((l->address >> 4) % UNSYM_MAPPINGS);
+    }
+    p->strings = strs;
+    p->nstrings += 2 * UNSYM_MAPPINGS;
+    p->mappings = maps;
+    p->nmappings = UNSYM_MAPPINGS;
+    p->nfunctions = 0; /* nothing refers to them any more */
+}
+
+static int load_fixtures(const opts_t *o)
 {
     ps_arena_t a = PS_ARENA_INIT;
     for (int f = 0; f < NFIX; f++) {
@@ -252,6 +295,19 @@ static int load_fixtures(void)
             return -1;
         }
         fx[f].nsamples = p.nsamples;
+        if (o->unsymbolized) {
+            ps_buf_t enc = PS_BUF_INIT;
+            unsymbolize(&p, f, &a);
+            if (ps_pprof_encode(&p, 6, &enc, &err) != 0) {
+                fprintf(stderr, "bench_ingest: %s without symbols: %s\n", path, err.msg);
+                return -1;
+            }
+            free(fx[f].data);
+            fx[f].data = ps_xmalloc(enc.len);
+            memcpy(fx[f].data, enc.data, enc.len);
+            fx[f].len = enc.len;
+            ps_buf_dispose(&enc);
+        }
         const uint8_t *raw;
         size_t rawn;
         if (ps_gunzip(fx[f].data, fx[f].len, 1u << 30, &a, &raw, &rawn, &err) == 0)
@@ -792,7 +848,7 @@ int main(int argc, char **argv)
     parse(argc, argv, &o);
     ps_bench_malloc_tune();
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (load_fixtures() != 0)
+    if (load_fixtures(&o) != 0)
         return 1;
     make_series(&o);
     uint64_t rounds = (o.n + o.series - 1) / o.series;

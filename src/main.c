@@ -31,6 +31,24 @@ typedef struct extra_metrics {
     ps_symbols_t *symbols;
 } extra_metrics_t;
 
+/* the status page's question to the symbolizer: a debug file for this build id now, and where
+ * (web/server.h's numbers: 1 --symbols.dir, 2 uploaded, 3 debuginfod)? */
+typedef struct symbols_where {
+    ps_symbols_t *symbols;
+    bool with_dir; /* --symbols.dir is the symbolizer's first directory, the uploads its next */
+} symbols_where_t;
+
+static int symbols_has(void *ctx, const char *build_id)
+{
+    const symbols_where_t *w = ctx;
+    int from = ps_symbols_has(w->symbols, build_id);
+    if (from == PS_SYMBOLS_DEBUGINFOD)
+        return 3;
+    if (from <= 0)
+        return 0;
+    return w->with_dir && from == 1 ? 1 : 2;
+}
+
 static void extra_metrics(void *ctx, ps_buf_t *b)
 {
     extra_metrics_t *e = ctx;
@@ -422,6 +440,10 @@ int main(int argc, char **argv)
     em = (extra_metrics_t){.grpc = grpc, .symbols = symbols};
     srv.extra_metrics = extra_metrics;
     srv.extra_metrics_ctx = &em;
+    static symbols_where_t where;
+    where = (symbols_where_t){.symbols = symbols, .with_dir = f.symbols_dir && *f.symbols_dir};
+    srv.symbols_has = symbols_has;
+    srv.symbols_has_ctx = &where;
     if ((srv.writer = ps_writer_start(store, &wo, &err)) == NULL) {
         ps_log_error("cannot start the writer", "err=%s", ps_log_q(err.msg));
         ps_store_close(store);

@@ -184,6 +184,20 @@ static void check_adhoc(check_t *c, const MDB_val *k, const MDB_val *v)
                v->mv_size < 9 ? " (less than 9)" : ", not of encoding 01");
 }
 
+/* the counts of frames without symbols of an hour and build id */
+static void check_unsym(check_t *c, const MDB_val *k, const MDB_val *v)
+{
+    if (k->mv_size != 12) {
+        damage(c, "unsym: a key of %zu bytes (12 expected)", k->mv_size);
+        return;
+    }
+    ps_unsym_rec_t r;
+    ps_err_t err = {0};
+    if (ps_unsym_rec_decode(v->mv_data, v->mv_size, &r, &err) != 0)
+        damage(c, "unsym: hour %u, build id string %" PRIu64 ": %s", ps_get_be32(k->mv_data),
+               ps_get_be64((const uint8_t *)k->mv_data + 4), err.msg);
+}
+
 int ps_store_check(ps_store_t *s, void (*on_damage)(void *ctx, const char *msg), void *ctx, ps_check_stats_t *st,
                    char *phase_buf, ps_err_t *err)
 {
@@ -198,6 +212,7 @@ int ps_store_check(ps_store_t *s, void (*on_damage)(void *ctx, const char *msg),
     walk(&c, DB_HEAD, "head", check_head);
     if (!(s->absent & (1u << DB_ADHOC)))
         walk(&c, DB_ADHOC, "adhoc", check_adhoc);
+    walk(&c, DB_UNSYM, "unsym", check_unsym);
     ps_reader_end(c.r); /* NULL: a no-op */
     ps_arena_dispose(&c.arena);
     return 0;

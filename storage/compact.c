@@ -412,6 +412,8 @@ int ps_store_retain(ps_store_writer_t *w, int64_t now_ns, uint32_t *ndropped, ps
     }
     if ((ret = ps_ids_retain(txn, cutoff, err)) != 0)
         goto Exit;
+    if ((ret = ps_unsym_retain(txn, cutoff, err)) != 0)
+        goto Exit;
     if ((ret = ps_float_retain(w, txn, cutoff, &touched, &ntouched, &cap, err)) != 0)
         goto Exit;
     /* a series with both expired head records and chunks was touched in both passes */

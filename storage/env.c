@@ -38,6 +38,7 @@ static const struct {
     [DB_UUIDS] = {"uuids", 0},
     [DB_SPANPARTS] = {"spanparts", 0},
     [DB_ADHOC] = {"adhoc", 0},
+    [DB_UNSYM] = {"unsym", 0},
 };
 
 /* Databases created at any open when missing, without a schema version of their own: they hold
@@ -222,11 +223,12 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
             goto Exit;
         }
         uint32_t ver = ps_get_be32(v.mv_data);
-        if (ver >= 1 && ver <= 4) {
+        if (ver >= 1 && ver <= 5) {
             /* version 1 holds profile series only, version 2 float series too (fhead records of
              * encoding 2 only), version 3 split open chunks (fhead 04, fprefix), version 4 dense
-             * closed chunks (06, 07), all in records version 5 reads as they are (it adds the span
-             * index and profile ids, which stay empty for the profiles stored before): the upgrade
+             * closed chunks (06, 07), version 5 the span index and profile ids, all in records
+             * version 6 reads as they are (5 adds the span index and profile ids, 6 the counts of
+             * frames without symbols, which stay empty for the profiles stored before): the upgrade
              * is the new databases (created below) and the version number, in this transaction.
              * An older profstore refuses the directory afterwards. */
             uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};

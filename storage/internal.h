@@ -44,6 +44,7 @@ enum {
     DB_UUIDS,       /* hour(4 BE) uuid(16) sid(8 BE) ts(8) -> empty: the profiles a client-given id names (schema 5) */
     DB_SPANPARTS,   /* sid(8 BE) ts(8, sign flipped) -> the span parts of that profile (schema 5; spans.c) */
     DB_ADHOC,       /* ad hoc profile id -> 0x01 uploaded ms(8 BE) + the file as uploaded (adhoc.c) */
+    DB_UNSYM,       /* hour(4 BE) build id string id(8 BE) -> 0x01 counts of frames without symbols (schema 6; unsym.c) */
     DB_COUNT
 };
 
@@ -69,6 +70,7 @@ enum { SYM_STRING = 1, SYM_MAPPING = 2, SYM_FUNCTION = 3, SYM_LOCATION = 4, SYM_
 #define PS_FLOAT_PACK_MAX_BYTES 4080 /* a packed value fills at most one 4 KiB LMDB overflow page (16-byte header) */
 #define PS_FLOAT_PACK_MAX_SPAN_MS (24ll * 3600 * 1000) /* nor spans a day (or a tenth of the retention) */
 #define PS_META_REC_V1 1
+#define PS_UNSYM_REC_V1 1
 
 /* Next ids, persisted in DB_INFO "next". */
 typedef struct ps_next_ids {
@@ -153,6 +155,7 @@ struct ps_store_writer {
     uint64_t fwd_next;      /* the forwarding log's next sequence number (DB_INFO "fwdnext") */
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
     ps_buf_t rec_all;       /* scratch: a write's float appends and its recorder's, one array */
+    struct ps_unsym_acc *unsym; /* unsym.c: the counts of frames without symbols the current write adds */
 };
 
 /* reserve.c: the disk reserve. After a commit failed with PS_ENOSPACE for a full disk:
@@ -269,6 +272,36 @@ void ps_span_parts_encode(const ps_span_part_t *parts, size_t n, ps_buf_t *out);
 int ps_uuid_put(ps_txn_t *txn, const uint8_t uuid[16], uint64_t sid, int64_t ts, ps_err_t *err);
 /* drops the spans and uuids entries of the hours ended before cutoff, and the span parts of profiles older than it */
 int ps_ids_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
+
+/* unsym.c, unsymrec.c: the counts of frames without symbols (docs/FORMAT.md "Frames without symbols"). A record,
+ * its string ids (build id in the key; file names, profile type ids) unresolved. */
+typedef struct ps_unsym_rec {
+    uint64_t profiles, samples;
+    int64_t first_ts, last_ts;
+    uint32_t nfiles, ntypes;
+    uint64_t files[PS_UNSYM_FILES_MAX];
+    uint64_t types[PS_UNSYM_TYPES_MAX];
+    int64_t totals[PS_UNSYM_TYPES_MAX];
+} ps_unsym_rec_t;
+void ps_unsym_rec_encode(const ps_unsym_rec_t *r, ps_buf_t *out);
+int ps_unsym_rec_decode(const void *p, size_t n, ps_unsym_rec_t *r, ps_err_t *err);
+/* adds src's counts to dst (file names and types past the caps are not kept) */
+void ps_unsym_rec_merge(ps_unsym_rec_t *dst, const ps_unsym_rec_t *src);
+/* adds file name f (once; not past PS_UNSYM_FILES_MAX), v to type's total (saturating; a new type
+ * not past PS_UNSYM_TYPES_MAX) */
+void ps_unsym_rec_add_file(ps_unsym_rec_t *r, uint64_t f);
+void ps_unsym_rec_add_total(ps_unsym_rec_t *r, uint64_t type, int64_t v);
+/* an append being stored (not a duplicate): its frames without symbols counted into the writer's
+ * sums of this write; strid: the profile's strings' string ids */
+int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, const uint64_t *strid, ps_arena_t *a,
+                   ps_err_t *err);
+/* the sums of this write added to the stored records, in txn; then forgotten */
+int ps_unsym_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err);
+/* forgets the sums of this write (it failed) */
+void ps_unsym_reset(ps_store_writer_t *w);
+void ps_unsym_free(ps_store_writer_t *w);
+/* drops the records of the hours ended before cutoff */
+int ps_unsym_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
 
 /* fwdlog.c: the forwarding log inside a write transaction */
 int ps_forward_log_put(ps_store_writer_t *w, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);

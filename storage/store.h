@@ -20,9 +20,10 @@
 #include "core/mem.h"
 #include "core/profile.h"
 
-#define PS_SCHEMA_VERSION 5 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
+#define PS_SCHEMA_VERSION 6 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
                               * fprefix; 4: closed float chunks dense (06, 07); 5: span index, profile
-                              * ids; a version 1-4 directory is upgraded at open */
+                              * ids; 6: counts of frames without symbols (unsym); a version 1-5
+                              * directory is upgraded at open */
 
 typedef struct ps_store ps_store_t;
 /* The store's writer: what the writing thread keeps between transactions (caches, id counters). */
@@ -544,5 +545,32 @@ int ps_reader_xor_chunks(ps_reader_t *r, uint64_t sid, int64_t mint, int64_t max
  */
 int ps_reader_metadata(ps_reader_t *r, const char *metric, size_t mlen,
                        int (*cb)(void *ctx, const ps_metric_meta_t *m), void *ctx, ps_err_t *err);
+
+/* ---- frames stored without symbols (unsym.c; docs/FORMAT.md "Frames without symbols") ----
+ * Counted when a profile is stored, in its write transaction, per hour (of the profile's time) and
+ * build id: a location without lines whose mapping has a build id is a frame without symbols; a
+ * sample counts once per build id among its frames when a stored sample type gives it a nonzero
+ * value. Retention drops whole hours (those ended before its cutoff). */
+
+#define PS_UNSYM_FILES_MAX 8  /* file names kept per hour and build id (the first met) */
+#define PS_UNSYM_TYPES_MAX 16 /* profile types summed per hour and build id (the first met) */
+
+typedef struct ps_store_unsym {
+    uint32_t hour;            /* hours since the epoch's key origin (ps_ts_key(ts) / 3600 s) */
+    ps_str_t build_id;        /* as the mappings gave it */
+    uint64_t profiles;        /* profiles with such frames stored in the hour */
+    uint64_t samples;         /* their samples with a frame of this build id without symbols */
+    int64_t first_ts, last_ts; /* ns: the oldest and the newest of those profiles */
+    uint32_t nfiles;
+    ps_str_t files[PS_UNSYM_FILES_MAX]; /* the mappings' file names ("" for none) */
+    uint32_t ntypes;
+    ps_str_t types[PS_UNSYM_TYPES_MAX]; /* profile type ids (the series' __name__) */
+    int64_t totals[PS_UNSYM_TYPES_MAX]; /* the sum of those samples' values of each type */
+} ps_store_unsym_t;
+
+/** Any thread: cb for each (hour, build id) record of the hours holding [start, end] (ns; clamped
+ *  to r's retention), by hour then build id string id; strings valid until ps_reader_end. */
+int ps_reader_unsym(ps_reader_t *r, int64_t start, int64_t end, int (*cb)(void *ctx, const ps_store_unsym_t *u),
+                    void *ctx, ps_err_t *err);
 
 #endif

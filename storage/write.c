@@ -465,6 +465,9 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
         it->series_ids[si] = sid;
         it->series_samples[si] = m;
     }
+    /* frames without symbols, counted for the profile now stored (not in the duplicate check) */
+    if (!check)
+        ret = ps_unsym_count(w, txn, it, x.str, a, err);
 Exit:
     ps_buf_dispose(&prec);
     ps_buf_dispose(&rec);
@@ -679,6 +682,8 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
         goto Fail;
     if ((ret = ps_float_write_flush(w, txn, err)) != 0)
         goto Fail;
+    if ((ret = ps_unsym_flush(w, txn, err)) != 0)
+        goto Fail;
     if ((ret = ps_store_save_next(w, txn, err)) != 0)
         goto Fail;
     if ((ret = ps_txn_commit(txn, err, "committing")) != 0)
@@ -713,6 +718,7 @@ Fail:
     ps_arena_dispose(&a);
     /* nothing of this batch is stored: forget cached ids, reload counters */
     ps_sym_caches_clear(w);
+    ps_unsym_reset(w);
     ps_txn_t rt;
     if (ps_txn_begin(&rt, w->s, PS_TXN_READ, NULL, "starting read transaction") == 0) {
         ps_store_load_next(w, &rt, NULL);

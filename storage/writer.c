@@ -116,5 +116,6 @@ void ps_store_writer_close(ps_store_writer_t *w)
     ps_buf_dispose(&w->rec_all);
     ps_buf_dispose(&w->fwd_buf);
     ps_hmap_dispose(&w->append_wall);
+    ps_unsym_free(w);
     free(w);
 }

@@ -143,6 +143,7 @@ int ps_api_status_flags(h2o_req_t *req);
 int ps_api_status_forward(h2o_req_t *req);
 int ps_api_status_runtimeinfo(h2o_req_t *req);
 int ps_api_status_tsdb(ps_task_t *t); /* api_status_tsdb.c */
+int ps_api_status_symbols(ps_task_t *t); /* api_status_symbols.c */
 int ps_api_metrics(h2o_req_t *req);
 int ps_api_profiles_write(ps_task_t *t);
 int ps_api_pyroscope_ingest(ps_task_t *t); /* api_pyroscope_ingest.c: POST /ingest */

@@ -38,6 +38,7 @@ static const route_t routes[] = {
     {"/api/v1/status/flags", M_GET, ps_api_status_flags, NULL, RD, NULL},
     {"/api/v1/status/forward", M_GET, ps_api_status_forward, NULL, RD, NULL},
     {"/api/v1/status/runtimeinfo", M_GET, ps_api_status_runtimeinfo, NULL, RD, NULL},
+    {"/api/v1/status/symbols", M_GET, NULL, ps_api_status_symbols, RD | POOL, NULL},
     {"/api/v1/status/tsdb", M_GET, NULL, ps_api_status_tsdb, RD | POOL, NULL},
     {"/api/v1/profiles/write", M_POST, NULL, ps_api_profiles_write, WR | DEC, NULL},
     {"/ingest", M_POST, NULL, ps_api_pyroscope_ingest, WR | DEC, NULL},

@@ -92,6 +92,11 @@ typedef struct ps_server {
     /* more /metrics families from another room (main.c: the gRPC listener's), or NULL; thread-safe */
     void (*extra_metrics)(void *ctx, ps_buf_t *b);
     void *extra_metrics_ctx;
+    /* whether a debug file of a build id is known now, and where: 1 --symbols.dir, 2 uploaded, 3
+     * fetched from debuginfod, 0 none (main.c, from the symbolizer's ps_symbols_has), or NULL
+     * without a symbolizer; thread-safe (GET /api/v1/status/symbols) */
+    int (*symbols_has)(void *ctx, const char *build_id);
+    void *symbols_has_ctx;
     void *impl;
 } ps_server_t;
 

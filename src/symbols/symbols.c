@@ -42,6 +42,7 @@ typedef struct module {
     off_t size;
     int stat_ok;
     uint64_t landed;     /* ps_dbgd_landed when it was tried: a file fetched since is looked for */
+    int from;            /* usable: where its file is (ps_symbols_has) */
 } module_t;
 
 typedef struct cached {
@@ -311,16 +312,16 @@ static bool norm_build_id(const char *b, char *out)
 }
 
 /* The debug file of a build id (normalised) in the first directory that has one: its path, stat'ed
- * into st; false when none has one. */
-static bool find_file(const ps_symbols_t *s, const char *bid, char *path, size_t cap, struct stat *st)
+ * into st, and 1 + that directory's index; 0 when none has one. */
+static int find_file(const ps_symbols_t *s, const char *bid, char *path, size_t cap, struct stat *st)
 {
     path[0] = 0;
     for (size_t i = 0; i < s->ndirs; i++) {
         snprintf(path, cap, "%s/.build-id/%.2s/%s.debug", s->dirs[i], bid, bid + 2);
         if (stat(path, st) == 0)
-            return true;
+            return (int)i + 1;
     }
-    return false;
+    return 0;
 }
 
 /* No usable file in the directory: the one fetched from debuginfod (opened into m), or false and
@@ -368,10 +369,12 @@ static module_t *module_get(ps_symbols_t *s, const char *bid)
     m->tried_at = now_nanos();
     if (m->stat_ok && S_ISREG(st.st_mode) && module_open(path, m) == 0) {
         s->opened++;
+        m->from = m->stat_ok;
         return m;
     }
     if (debuginfod_open(s, bid, m)) {
         s->opened++;
+        m->from = PS_SYMBOLS_DEBUGINFOD;
         return m;
     }
     s->missing++;
@@ -464,6 +467,18 @@ void ps_symbols_metrics(ps_symbols_t *s, ps_buf_t *b)
 {
     if (s != NULL)
         ps_dbgd_metrics(s->dbgd, b);
+}
+
+int ps_symbols_has(ps_symbols_t *s, const char *build_id)
+{
+    char bid[BUILD_ID_MAX + 1];
+    if (s == NULL || !norm_build_id(build_id, bid))
+        return 0;
+    pthread_mutex_lock(&s->mu);
+    const module_t *m = module_get(s, bid);
+    int from = m != NULL ? m->from : 0;
+    pthread_mutex_unlock(&s->mu);
+    return from;
 }
 
 void ps_symbols_stats(ps_symbols_t *s, uint64_t *hits, uint64_t *misses, uint64_t *opened, uint64_t *missing)

@@ -140,6 +140,16 @@ void ps_symbols_profile(void *s, ps_profile_t *p, ps_arena_t *arena);
  *  read (elfcheck.c). */
 int ps_symbols_elf_check(int fd, char *hex, size_t cap, ps_err_t *err);
 
+/** ps_symbols_has: the file was fetched from a debuginfod server. */
+#define PS_SYMBOLS_DEBUGINFOD (-1)
+
+/** Whether a usable debug file of build_id (hex, case-insensitive) is known now, and where: 1 +
+ *  the index of its directory (ps_symbols_new's order), PS_SYMBOLS_DEBUGINFOD, or 0. Opens the
+ *  file as a lookup would (and keeps it open), and like a lookup queues a debuginfod fetch for a
+ *  build id no directory has (never waiting for it); a build id with no usable file is looked at
+ *  again at most once a second, as for lookups. */
+int ps_symbols_has(ps_symbols_t *s, const char *build_id);
+
 /** Counters: lookups answered from the cache, lookups that read a debug file, debug files opened,
  *  build ids with no usable debug file (each time one is tried). */
 void ps_symbols_stats(ps_symbols_t *s, uint64_t *hits, uint64_t *misses, uint64_t *opened, uint64_t *missing);

@@ -150,7 +150,7 @@ def test_every_route_is_in_api_md():
     api = (DOCS / "api.md").read_text()
     src = (REPO / "web" / "routes.c").read_text()
     routes = re.findall(r'^\s*\{"(/[^"]*)", M_', src, re.M)
-    assert "/api/v1/profiles/write" in routes and len(routes) == 47, routes
+    assert "/api/v1/profiles/write" in routes and len(routes) == 48, routes
     missing = [r for r in routes if r != "/" and not re.search(r"[`\s]%s(?![\w/-])" % re.escape(r), api)]
     assert not missing, missing
     for extra in ("/api/v1/label/<name>/values", "/ui/<path>"):

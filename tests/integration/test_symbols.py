@@ -54,9 +54,9 @@ def run(*args):
 class Program:
     """The program, its build id, its debug file and its executable load segment."""
 
-    def __init__(self, d: Path):
+    def __init__(self, d: Path, source: str = PROG):
         src = d / "prog.c"
-        src.write_text(PROG)
+        src.write_text(source)
         self.exe = d / "prog"
         run("gcc", "-g", "-O2", "-o", str(self.exe), str(src))
         self.debug = d / "prog.debug"

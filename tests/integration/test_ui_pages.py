@@ -1,8 +1,9 @@
 """The targets page (web/ui/js/targets.js) and the status page (web/ui/js/status.js) in headless
 Chromium, against two servers: one scraping a real gotarget (job "gotarget", every profile up) and
 a job whose endpoint refuses connections (down, with its error), and one with pushed fixtures only
-(its counts do not change while the test reads them). What the pages show is what the APIs say:
-rows, health, labels, errors, filters; build info, storage and series counts, flags, config. No
+(its counts do not change while the test reads them); and one with native frames without symbols.
+What the pages show is what the APIs say: rows, health, labels, errors, filters; build info,
+storage and series counts, the build ids missing symbols, flags, config. No
 console error, no failed request; screenshots at 1280 and 800 px."""
 
 import time
@@ -11,6 +12,9 @@ import pytest
 
 from conftest import free_port
 from scrape_util import active_targets, wait_for
+from test_symbols import T0
+from test_symbols_missing import progs  # noqa: F401
+from test_symbols_missing import push as push_native
 from ui_util import Browser, browser, chromium_driver, ui_data  # noqa: F401
 
 DOWN_PORT = free_port()
@@ -146,6 +150,11 @@ def test_status_page(pushed, browser, width):
     assert by_type == [[r["name"], str(r["value"])] for r in t["seriesCountByMetricName"]]
     assert by_type[:2] == [["process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta", "6"],
                            ["process_cpu:samples:count:cpu:nanoseconds:delta", "6"]]
+    # Go's profiles are symbolized: no build id misses symbols
+    assert srv.get_json("/api/v1/status/symbols")["data"]["missing"] == {"buildIds": 0, "samples": 0}
+    assert kv(browser, "pg-symbols") == {"missing": "0 (0)", "available": "0 (0)"}
+    assert browser.js("return document.querySelector('#pg-symbols p.hint').textContent") == \
+        "No build id is missing symbols."
     flags = srv.get_json("/api/v1/status/flags")["data"]
     shown = browser.js("return [...document.querySelectorAll('tr[data-flag]')].map(r => r.dataset.flag)")
     assert shown == sorted(flags)
@@ -207,4 +216,32 @@ def test_status_forwarding(make_server, tmp_path, browser):
     rows = browser.js("return [...document.querySelectorAll('#pg-forward tbody tr')]"
                       ".map(r => [r.dataset.endpoint, ...[...r.cells].slice(1, 4).map(c => c.innerText.trim())])")
     assert rows == [["central", "pyroscope_push", "3", "0"]]
+    clean(browser)
+
+
+def test_status_symbols(make_server, progs, tmp_path, browser):
+    """The status page's Symbols section: the build id missing symbols (one program's debug file is
+    under --symbols.dir, the other's not) with its file, samples, profiles and values, as
+    /api/v1/status/symbols says; the counts of both."""
+    a, b = progs
+    symdir = tmp_path / "debug"
+    symdir.mkdir()
+    a.place(symdir)
+    srv = make_server(extra_args=["--symbols.dir", str(symdir)])
+    push_native(srv, a, b, T0)
+    browser.base_url = srv.url("")
+    show(browser, "/status", ".pg-status-page")
+    d = srv.get_json("/api/v1/status/symbols")["data"]
+    assert [e["buildId"] for e in d["buildIds"]] == [b.build_id]
+    assert kv(browser, "pg-symbols") == {"missing": "1 (23)", "available": "1 (%d)" % (len(a.addrs) + 3)}
+    rows = browser.js("return [...document.querySelectorAll('#pg-symbols table.pg-symbols tbody tr')]"
+                      ".map(r => [r.dataset.buildId, ...[...r.cells].slice(1, 5).map(c => c.innerText.trim())])")
+    assert rows == [[b.build_id, "/usr/lib/libother.so", "23", "1",
+                     "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta: 430ms"]]
+    totals = browser.js("return [...document.querySelectorAll('#pg-symbols td div[data-type]')]"
+                        ".map(x => [x.dataset.type, Number(x.dataset.total)])")
+    assert totals == [[v["type"], v["total"]] for v in d["buildIds"][0]["values"]]
+    assert totals == [["process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta", 43 * 10_000_000]]
+    browser.js("document.querySelector('#pg-symbols').scrollIntoView()")
+    browser.screenshot("status-symbols")
     clean(browser)

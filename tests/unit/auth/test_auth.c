@@ -154,9 +154,14 @@ static void test_unknown_user_pays_the_users_cost(void **state)
     ps_auth_t *a = ps_auth_new(wc);
     ps_webconfig_free(wc);
     assert_int_equal(ps_auth_unknown_user_cost(a), 12);
-    /* carol:wrong vs bob:wrong (bob unknown): the same work within a factor of 2 (was 4x apart) */
-    double known = seconds_of_check(a, "Basic Y2Fyb2w6d3Jvbmc=");
-    double unknown = seconds_of_check(a, "Basic Ym9iOndyb25n");
+    /* carol:wrong vs bob:wrong (bob unknown): the same work within a factor of 2 (was 4x apart);
+     * the fastest of 3 each, as other load on the machine only adds time to a check */
+    double known = 1e9, unknown = 1e9;
+    for (int i = 0; i < 3; i++) {
+        double k = seconds_of_check(a, "Basic Y2Fyb2w6d3Jvbmc="), u = seconds_of_check(a, "Basic Ym9iOndyb25n");
+        known = k < known ? k : known;
+        unknown = u < unknown ? u : unknown;
+    }
     assert_true(unknown > known / 2 && unknown < known * 2);
     ps_auth_free(a);
     /* users below cost 10 keep the fixed hash's 10; no users: no checker */

@@ -97,7 +97,7 @@ typedef struct rec {
 
 static const char *const dbs[] = {"info", "sym", "sym_hash", "tree", "nodes", "series", "series_hash",
                                   "postings", "head", "chunks", "fchunks", "fhead", "meta", "fprefix",
-                                  "spans", "spanparts", "uuids", "adhoc"};
+                                  "spans", "spanparts", "uuids", "adhoc", "unsym"};
 
 static size_t parse_records(const char *doc, rec_t *recs, size_t max)
 {
@@ -402,6 +402,22 @@ static void test_format_md_records(void **state)
     ps_buf_append(&k, sk, 4); /* the hour, as in the spans key */
     ps_buf_append(&k, uuid, 16);
     ps_buf_append(&k, kb, 16);
+    CHECK();
+
+    /* frames without symbols (unsym.c, schema 6): the hour of the span example, build id string 57 */
+    NEXT("unsym");
+    ps_buf_append(&k, sk, 4);
+    ps_put_be64(&k, 57);
+    {
+        ps_unsym_rec_t r = {.profiles = 2, .samples = 46, .first_ts = 1796022364647593488ll,
+                            .last_ts = 1796022374647593488ll, .nfiles = 1, .files = {58}, .ntypes = 1,
+                            .types = {59}, .totals = {860000000}};
+        ps_unsym_rec_encode(&r, &v);
+        ps_unsym_rec_t back;
+        ps_err_t uerr;
+        assert_int_equal(ps_unsym_rec_decode(v.data, v.len, &back, &uerr), 0);
+        assert_memory_equal(&back, &r, sizeof(r));
+    }
     CHECK();
 
     /* an ad hoc profile (adhoc.c): id -> 01, uploaded ms (sign flipped), the file as uploaded */

@@ -309,7 +309,7 @@ static void test_debuginfod_file_url(void **state)
     char debug[512];
     snprintf(debug, sizeof(debug), "%s/prog.debug", dir);
     serve(srv, build_id, debug);
-    ps_symbols_t *s = ps_symbols_new(cache);
+    ps_symbols_t *s = ps_symbols_new((const char *const[]){cache}, 1);
     ps_err_t err;
     ps_symbols_debuginfod_t o = {.urls = url, .cache_dir = cache, .timeout_ns = 5000000000LL};
     assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), 0);
@@ -369,7 +369,7 @@ static void test_debuginfod_file_url(void **state)
     ps_symbols_free(s);
     /* a new symbolizer on the cache finds the file with no fetch; a file larger than max_bytes
      * is refused (file://: its size is known) */
-    s = ps_symbols_new(cache);
+    s = ps_symbols_new((const char *const[]){cache}, 1);
     const char *big = "3333333333333333333333333333333333333333";
     serve(srv, big, debug);
     o.max_bytes = 100;
@@ -383,7 +383,7 @@ static void test_debuginfod_file_url(void **state)
     assert_int_equal(st.fetches, 1);
     ps_symbols_free(s);
     /* bad settings */
-    s = ps_symbols_new(cache);
+    s = ps_symbols_new((const char *const[]){cache}, 1);
     o.urls = "http://ok ftp://no";
     assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), PS_EINVAL);
     assert_string_equal(err.msg, "debuginfod URL \"ftp://no\" is not http://, https:// or file://");
@@ -522,7 +522,7 @@ static void test_debuginfod_endless_and_silent(void **state)
     tiny_t t;
     tiny_start(&t, "chunked");
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", t.port);
-    ps_symbols_t *s = ps_symbols_new(cache);
+    ps_symbols_t *s = ps_symbols_new((const char *const[]){cache}, 1);
     ps_symbols_debuginfod_t o = {.urls = url, .cache_dir = cache, .timeout_ns = 30000000000LL, .max_bytes = 1u << 20};
     assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), 0);
     assert_int_equal(ps_symbols_lookup(s, bid, 0, 0, 0, 0x1000, f, 4, &n, &a), 0);
@@ -540,7 +540,7 @@ static void test_debuginfod_endless_and_silent(void **state)
      * the lookups meanwhile answer at once */
     tiny_start(&t, "hang");
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", t.port);
-    s = ps_symbols_new(cache);
+    s = ps_symbols_new((const char *const[]){cache}, 1);
     o.timeout_ns = 1500000000LL;
     assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), 0);
     int64_t t0 = mono_ms();
@@ -561,7 +561,7 @@ static void test_debuginfod_endless_and_silent(void **state)
      * then abandons the stuck fetches within a second */
     tiny_start(&t, "hang");
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", t.port);
-    s = ps_symbols_new(cache);
+    s = ps_symbols_new((const char *const[]){cache}, 1);
     o.timeout_ns = 60000000000LL;
     assert_int_equal(ps_symbols_set_debuginfod(s, &o, &err), 0);
     t0 = mono_ms();

@@ -1,6 +1,7 @@
 // status.js: the status page: build information (/api/v1/status/buildinfo), runtime
 // (/api/v1/status/runtimeinfo), storage and series counts (/api/v1/status/tsdb: what the store
-// holds, series per profile type, label cardinality), the command-line flags
+// holds, series per profile type, label cardinality), the build ids whose native frames were stored
+// without symbols and how many samples they hold (/api/v1/status/symbols), the command-line flags
 // (/api/v1/status/flags, filterable), the forwarding endpoints (/api/v1/status/forward) and the
 // configuration file (/api/v1/status/config). Each section loads on its own and shows its own error.
 
@@ -67,6 +68,38 @@ function storage(body, t) {
       h('div', h('h3', 'Bytes of values by label name'), bars(t.memoryInBytesByLabelName || [], 'label bytes', bytes))));
 }
 
+// a profile type's total in its unit (name:type:unit:...): nanoseconds as a duration, bytes as bytes
+function typedTotal(type, total) {
+  const unit = type.split(':')[2];
+  if (unit === 'nanoseconds') return duration(total / 1e9);
+  if (unit === 'bytes') return bytes(total);
+  return count(total);
+}
+
+// the build ids missing symbols, by samples: what an eBPF profiler's user asks first
+function symbols(body, d) {
+  const miss = d.missing || {}, avail = d.available || {};
+  body.append(kvTable([
+    ['Build ids missing symbols (samples)', `${count(miss.buildIds)} (${count(miss.samples)})`, 'missing'],
+    ['Build ids with symbols now (samples)', `${count(avail.buildIds)} (${count(avail.samples)})`, 'available'],
+  ]));
+  const rows = d.buildIds || [];
+  if (!rows.length) {
+    body.append(h('p.hint', 'No build id is missing symbols.'));
+    return;
+  }
+  const cols = ['Build id', 'File', 'Samples', 'Profiles', 'Values', 'Last seen'];
+  body.append(h('table.pg-table.pg-symbols',
+    h('thead', h('tr', cols.map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', rows.map((e) => h('tr', { dataset: { buildId: e.buildId } },
+      h('td.pg-mono', e.buildId), h('td.pg-mono', (e.files || []).join(', ') || '–'),
+      h('td.pg-num', count(e.samples)), h('td.pg-num', count(e.profiles)),
+      h('td.pg-mono', (e.values || []).map((v) => h('div', { dataset: { type: v.type, total: v.total } },
+        `${v.type}: ${typedTotal(v.type, v.total)}`))),
+      h('td', { title: `first seen ${localTime(e.firstSeen)}` }, localTime(e.lastSeen)))))));
+  if (miss.buildIds > rows.length) body.append(h('p.hint', `the ${rows.length} with the most samples of ${count(miss.buildIds)}`));
+}
+
 function flags(body, f) {
   const input = h('input.pg-filter', { type: 'search', placeholder: 'filter flags', 'aria-label': 'filter flags' });
   const rows = Object.entries(f).sort(([a], [b]) => a.localeCompare(b));
@@ -109,6 +142,7 @@ export async function render(root, api) {
     loadingSection('Build information', get('/api/v1/status/buildinfo'), buildInfo, { id: 'pg-build' }),
     loadingSection('Runtime', get('/api/v1/status/runtimeinfo'), runtimeInfo, { id: 'pg-runtime' }),
     loadingSection('Storage', get('/api/v1/status/tsdb'), storage, { id: 'pg-storage' }),
+    loadingSection('Symbols', () => getData(api, '/api/v1/status/symbols', { limit: 20 }), symbols, { id: 'pg-symbols' }),
     loadingSection('Forwarding', get('/api/v1/status/forward'), forward, { id: 'pg-forward' }),
     loadingSection('Command-line flags', get('/api/v1/status/flags'), flags, { id: 'pg-flags' }),
     loadingSection('Configuration', get('/api/v1/status/config'), config, { id: 'pg-config' }),
