@@ -163,6 +163,11 @@ def test_upload_then_symbolized_as_eu_addr2line(make_server, client, prog, tmp_p
     assert di(client, srv, "list") == listing
     assert di(client, srv, "should", prog.build_id) == "should false %s\n" % EXISTS
     assert frames(srv, prog) == {prog.proc_addr(a): want[a] for a in prog.addrs}
+    # the status page's list names where the build id's file came from
+    st, _, body = srv.get("/api/v1/status/symbols?state=all")
+    assert st == 200, body
+    got = [(e["buildId"], e["symbols"], e["source"]) for e in json.loads(body)["data"]["buildIds"]]
+    assert got == [(d, "available", "upload")], got
 
 
 def test_json_codec_and_delete(make_server, client, prog, prog2):

@@ -134,6 +134,11 @@ def test_fetched_symbols_equal_eu_addr2line(make_server, prog, server, tmp_path)
     landed = srv.data_dir / "debuginfod" / ".build-id" / prog.build_id[:2] / (prog.build_id[2:] + ".debug")
     assert landed.read_bytes() == prog.debug.read_bytes()
     assert server.requests(prog.build_id) == 1
+    # the status page's list names where the build id's file came from
+    st, _, body = srv.get("/api/v1/status/symbols?state=all")
+    assert st == 200, body
+    got = [(e["buildId"], e["symbols"], e["source"]) for e in json.loads(body)["data"]["buildIds"]]
+    assert got == [(prog.build_id, "available", "debuginfod")], got
     # after a restart with the server gone (a closed port), the cached file serves the first read
     srv.stop()
     srv2 = make_server(data_dir=srv.data_dir, extra_args=["--debuginfod.url", "http://127.0.0.1:%d" % free_port()])
