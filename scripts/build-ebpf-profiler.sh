@@ -11,7 +11,7 @@
 # RLIMIT_MEMLOCK to unlimited before it loads eBPF, which needs CAP_SYS_RESOURCE; a sandbox without
 # it (a root without that capability) gets EPERM and the profiler stops. On kernels >= 5.11 eBPF
 # memory is charged to the memory cgroup and that limit no longer applies, so the built copy
-# treats EPERM there as "nothing to raise". See docs/operations.md#the-opentelemetry-ebpf-profiler.
+# treats EPERM there as "nothing to raise". See docs/operations.md#opentelemetry-clients.
 set -eu
 src=$(cd "${1:?usage: $0 SRC [DIR]}" && pwd)
 dir=${2:-${PS_EBPF_PROFILER_DIR:-${TMPDIR:-/tmp}/profstore-ebpf-profiler}}
