@@ -110,9 +110,10 @@ def _shape(profs):
 
 
 def test_collector_exports_what_the_direct_push_stores(make_server, tmp_path):
-    """One Collector, three exporters to three profstores: otlp_grpc over h2c (the token in
+    """One Collector, four exporters to four profstores: otlp_grpc over h2c (the token in
     `headers`), otlp_grpc over TLS (bearertokenauth; the CA in tls.ca_file), otlp_http (bearertokenauth
-    over plain HTTP); gzip on all three (the exporters' default). The CPU request goes into the
+    over plain HTTP), gzip on these three (the exporters' default); otlp_http with the Collector's
+    OTLP JSON, uncompressed. The CPU request goes into the
     Collector's gRPC receiver, the heap fixture into its OTLP/HTTP receiver as JSON; every profstore
     then holds exactly what a fourth one holds after the direct push of both requests."""
     from test_grpc import GrpcServer
@@ -125,12 +126,15 @@ def test_collector_exports_what_the_direct_push_stores(make_server, tmp_path):
         (tmp_path / "tls" / f).write_bytes((tmp_path / f).read_bytes())
     tls = GrpcServer(make_server, tls=True, web_config_file=_web_yml(tmp_path / "tls", tls=True))
     http = make_server(web_config_file=_web_yml(tmp_path / "http", tls=False))
+    http_json = make_server()
     direct = make_server()
     col = Collector(tmp_path, {
         "otlp_grpc/h2c": _exporter("127.0.0.1:%d" % h2c.gport, tls={"insecure": True}, headers=tok),
         "otlp_grpc/tls": _exporter("127.0.0.1:%d" % tls.gport, tls={"ca_file": str(tmp_path / "ca.crt")},
                                    auth={"authenticator": "bearertokenauth"}),
         "otlp_http": _exporter("http://127.0.0.1:%d" % http.port, auth={"authenticator": "bearertokenauth"}),
+        # the Collector's own OTLP JSON (pdata's marshaller), not gzipped
+        "otlp_http/json": _exporter("http://127.0.0.1:%d" % http_json.port, encoding="json", compression="none"),
     }, {"bearertokenauth": {"token": "tok-write"}}).wait_ready()
 
     cpu, heap = cpu_request().req, _fixture_request().req
@@ -151,7 +155,7 @@ def test_collector_exports_what_the_direct_push_stores(make_server, tmp_path):
     col.stop()
     assert [line for line in col.log().splitlines() if "\twarn\t" in line or "\terror\t" in line] == [], col.log()
     # the Collector's stores, read back after a restart without TLS and tokens (acknowledged = durable)
-    for srv in (h2c.srv, tls.srv, http):
+    for srv in (h2c.srv, tls.srv, http, http_json):
         srv.stop()
         srv.start(web_config_file=None)
         got = stored(srv)
@@ -239,3 +243,30 @@ def test_profiles_pipeline_needs_the_gate(tmp_path):
     assert col.proc.wait(timeout=60) != 0
     assert ('pipeline "profiles": profiling signal support is at alpha level, gated under the '
             '"service.profilesSupport" feature gate') in col.log(), col.log()
+
+
+def test_compression_profstore_does_not_take(make_server, tmp_path):
+    """An exporter set to zstd (the Collector offers gzip, zstd, snappy...; profstore takes gzip):
+    gRPC UNIMPLEMENTED in grpc-go's words, OTLP/HTTP 415 naming what to send (the Collector maps a
+    415 to UNKNOWN); both reach the Collector's client as permanent errors, nothing stored."""
+    import grpc
+    from test_grpc import GrpcServer
+    g = GrpcServer(make_server)
+    want = {
+        "otlp_grpc": (grpc.StatusCode.UNIMPLEMENTED, "Permanent error: rpc error: code = Unimplemented desc = "
+                      'grpc: Decompressor is not installed for grpc-encoding "zstd"'),
+        "otlp_http": (grpc.StatusCode.UNKNOWN, "Permanent error: rpc error: code = Unknown desc = "
+                      "error exporting items, request to http://127.0.0.1:%d/v1development/profiles responded with "
+                      'HTTP Status Code 415, Message=Content-Encoding "zstd" is not supported: send gzip or none, '
+                      "Details=[]" % g.srv.port),
+    }
+    for name, exp in (("otlp_grpc", _exporter("127.0.0.1:%d" % g.gport, tls={"insecure": True}, compression="zstd")),
+                      ("otlp_http", _exporter("http://127.0.0.1:%d" % g.srv.port, compression="zstd"))):
+        d = tmp_path / name
+        d.mkdir()
+        c = Collector(d, {name: exp}).wait_ready()
+        with pytest.raises(grpc.RpcError) as e:
+            c.export_grpc(cpu_request().req)
+        c.stop()
+        assert (e.value.code(), e.value.details()) == want[name]
+    assert stored(g.srv) == {}
