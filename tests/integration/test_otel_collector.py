@@ -68,6 +68,10 @@ class Collector(ChildProcess):
     def log(self):
         return self.log_path.read_text(errors="replace")
 
+    def stop(self, timeout=None):
+        super().stop(timeout)
+        self._logf.close()
+
     def wait_ready(self, timeout=60):
         deadline = time.monotonic() + timeout
         while "Everything is ready" not in self.log():
