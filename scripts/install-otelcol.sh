@@ -5,7 +5,8 @@
 # as tests/otelcol/go.sum pins them, fetched from the Go module proxy and built into DIR/otelcol
 # (default $PS_OTELCOL_DIR, else ${TMPDIR:-/tmp}/profstore-otelcol), outside the repository.
 # Does nothing when DIR already holds a build of these sources (a stamp with their hash); the first
-# build takes 2 to 4 minutes on 2 cores. scripts/install-deps.sh runs it; the test runs it when
+# build compiles ~2 minutes of CPU (7 min wall on 2 cores busy with other work, 15 s when Go's
+# build cache already holds it), plus the modules' download on a new machine. scripts/install-deps.sh runs it; the test runs it when
 # DIR is missing.
 set -eu
 src="$(cd "$(dirname "$0")/../tests/otelcol" && pwd)"

@@ -201,8 +201,9 @@ def main():
     in_work = sum(s.value[0] for s in sym.sample if under_main_work(stack(s)))
     chains = {tuple(f[0] for f in v) for v in want.values()}
     check(("mix", "step", "work") in chains, "an inline chain mix < step < work among the sampled addresses")
-    print("samples: %d (%.2f s of CPU at 20 Hz); the program used %.2f s of CPU in %.0f s; under main > work: %.1f%%"
-          % (sum(1 for _ in sym.sample), total / 1e9, cpu_s, a.seconds, 100.0 * in_work / max(total, 1)))
+    print("%d samples at 20 Hz (%.2f s of CPU; %d distinct stacks); the program used %.2f s of CPU in %.0f s "
+          "(/proc/PID/stat); under main > work: %.1f%%" % (total // sym.period, total / 1e9, len(sym.sample), cpu_s,
+                                                           a.seconds, 100.0 * in_work / max(total, 1)))
     for r in top["rows"][:8]:
         print("  flat %6.2f s  %s  %s" % (r["flat"] / 1e9, r["function"], r.get("file", "")))
     check(in_work * 10 >= total * 9, "at least 90% of the CPU time under main > work")
