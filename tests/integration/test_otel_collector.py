@@ -72,7 +72,7 @@ class Collector(ChildProcess):
         super().stop(timeout)
         self._logf.close()
 
-    def wait_ready(self, timeout=60):
+    def wait_ready(self, timeout=120):
         deadline = time.monotonic() + timeout
         while "Everything is ready" not in self.log():
             assert self.proc.poll() is None, "the Collector exited %s:\n%s" % (self.proc.returncode, self.log())
