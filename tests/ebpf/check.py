@@ -16,7 +16,10 @@ with --grpc.listen-address and --symbols.dir DIR, the profiler with -collection-
 - the samples' stacks hold work under main (and mix/step inlined into work).
 It prints a summary: load time of the profiler, samples, CPU seconds, the top of the flame graph.
 
-    tests/ebpf/check.py --profiler /tmp/profstore-ebpf-profiler/ebpf-profiler [--seconds 20]
+    tests/ebpf/check.py --profiler /tmp/profstore-ebpf-profiler/ebpf-profiler [--seconds 20] [--via-collector]
+
+--via-collector puts the OpenTelemetry Collector (tests/otelcol) between them: the profiler sends
+to its otlp receiver, its otlp_grpc exporter to profstore; the checks are the same.
 """
 import argparse
 import json
@@ -88,6 +91,9 @@ def main():
     ap.add_argument("--profiler", default=os.environ.get("PS_EBPF_PROFILER"), required=False)
     ap.add_argument("--profstore", default=os.environ.get("PROFSTORE_BIN", str(REPO / "build" / "profstore")))
     ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--via-collector", action="store_true",
+                    help="the profiler sends to the OpenTelemetry Collector (scripts/install-otelcol.sh), "
+                         "whose otlp_grpc exporter sends to profstore")
     a = ap.parse_args()
     if not a.profiler:
         sys.exit("usage: check.py --profiler PATH (scripts/build-ebpf-profiler.sh builds one)")
@@ -106,9 +112,13 @@ def main():
     gport = free_port()
     ps = Profstore(a.profstore, work, gport, symdir)
 
+    target, col = gport, None
+    if a.via_collector:
+        col = start_collector(work, gport)
+        target = col[1]
     plog = work / "profiler.log"
     t0 = time.monotonic()
-    prof = subprocess.Popen([a.profiler, "-collection-agent", "127.0.0.1:%d" % gport, "-disable-tls",
+    prof = subprocess.Popen([a.profiler, "-collection-agent", "127.0.0.1:%d" % target, "-disable-tls",
                              "-reporter-interval", "2s", "-samples-per-second", "20"],
                             stdout=open(plog, "wb"), stderr=subprocess.STDOUT)
     try:
@@ -142,6 +152,9 @@ def main():
             prof.wait(30)
         except subprocess.TimeoutExpired:
             prof.kill()
+        if col:
+            col[0].send_signal(signal.SIGTERM)
+            col[0].wait(30)
 
     series = [s for s in json.loads(ps.get("/api/v1/debug/series"))["data"]
               if s["labels"].get("process_pid") == str(p.pid)]
@@ -208,6 +221,24 @@ def main():
         print("  flat %6.2f s  %s  %s" % (r["flat"] / 1e9, r["function"], r.get("file", "")))
     check(in_work * 10 >= total * 9, "at least 90% of the CPU time under main > work")
     print("PASS")
+
+
+def start_collector(work, gport):
+    """The Collector of tests/otelcol: otlp receiver (gRPC) -> otlp_grpc exporter to profstore (h2c)."""
+    d = os.environ.get("PS_OTELCOL_DIR") or os.path.join(os.environ.get("TMPDIR", "/tmp"), "profstore-otelcol")
+    subprocess.run([str(REPO / "scripts" / "install-otelcol.sh"), d], check=True)
+    port = free_port()
+    cfg = {"receivers": {"otlp": {"protocols": {"grpc": {"endpoint": "127.0.0.1:%d" % port}}}},
+           "exporters": {"otlp_grpc": {"endpoint": "127.0.0.1:%d" % gport, "tls": {"insecure": True}}},
+           "service": {"telemetry": {"metrics": {"level": "none"}},
+                       "pipelines": {"profiles": {"receivers": ["otlp"], "exporters": ["otlp_grpc"]}}}}
+    (work / "collector.yaml").write_text(json.dumps(cfg))
+    log = work / "collector.log"
+    p = subprocess.Popen([os.path.join(d, "otelcol"), "--config=%s" % (work / "collector.yaml"),
+                          "--feature-gates=service.profilesSupport"], stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+    wait_for("the Collector ready", lambda: "Everything is ready" in log.read_text(), 120, p, log)
+    print("the profiler sends to the Collector v0.165.0 on port %d, which exports to profstore" % port)
+    return p, port
 
 
 def ps_get_top(binary, work, q):
