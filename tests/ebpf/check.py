@@ -22,6 +22,7 @@ It prints a summary: load time of the profiler, samples, CPU seconds, the top of
 to its otlp receiver, its otlp_grpc exporter to profstore; the checks are the same.
 """
 import argparse
+import atexit
 import json
 import os
 import signal
@@ -40,6 +41,15 @@ import pprof_decode as pd  # noqa: E402
 from test_symbols import Program  # noqa: E402  (the C program and its eu-addr2line reader)
 
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
+_started = []  # processes started here: killed at exit if a check failed while they ran
+
+
+@atexit.register
+def _kill_started():
+    for p in _started:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def free_port():
@@ -69,6 +79,7 @@ class Profstore:
         if symdir:
             args += ["--symbols.dir", str(symdir)]
         self.proc = subprocess.Popen(args, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
+        _started.append(self.proc)
         wait_for("profstore ready", lambda: "profstore is ready" in self.log.read_text(), 30, self.proc, self.log)
 
     def get(self, path):
@@ -121,11 +132,13 @@ def main():
     prof = subprocess.Popen([a.profiler, "-collection-agent", "127.0.0.1:%d" % target, "-disable-tls",
                              "-reporter-interval", "2s", "-samples-per-second", "20"],
                             stdout=open(plog, "wb"), stderr=subprocess.STDOUT)
+    _started.append(prof)
     try:
         wait_for("the profiler attached", lambda: "Attached sched monitor" in plog.read_text(), 300, prof, plog)
         load = time.monotonic() - t0
         print("profiler loaded and attached in %.1f s" % load)
         p = subprocess.Popen([str(prog.exe), "100000000000000"], stdout=subprocess.DEVNULL)
+        _started.append(p)
         time.sleep(a.seconds)
         with open("/proc/%d/stat" % p.pid) as f:
             st = f.read().rsplit(")", 1)[1].split()
@@ -236,6 +249,7 @@ def start_collector(work, gport):
     log = work / "collector.log"
     p = subprocess.Popen([os.path.join(d, "otelcol"), "--config=%s" % (work / "collector.yaml"),
                           "--feature-gates=service.profilesSupport"], stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+    _started.append(p)
     wait_for("the Collector ready", lambda: "Everything is ready" in log.read_text(), 120, p, log)
     print("the profiler sends to the Collector v0.165.0 on port %d, which exports to profstore" % port)
     return p, port
