@@ -274,3 +274,53 @@ def test_compression_profstore_does_not_take(make_server, tmp_path):
         c.stop()
         assert (e.value.code(), e.value.details()) == want[name]
     assert stored(g.srv) == {}
+
+
+@pytest.mark.parametrize("exporter", ["otlp_grpc", "otlp_http"])
+def test_collector_retries_a_full_write_queue(make_server, tmp_path, exporter):
+    """profstore's overload answer (a full write queue: gRPC UNAVAILABLE, OTLP/HTTP 429 with
+    Retry-After: 1, which the Collector honours) is one the Collector retries: the export refused
+    while the queue is full is stored once the queue has room, exactly once, and the Collector's
+    client sees success."""
+    import threading
+    from test_grpc import GrpcServer
+    from test_overload import wait_queued
+    g = GrpcServer(make_server, retention="0", storage_commit_delay="5s", storage_write_queue_max_items="1")
+    endpoint = "127.0.0.1:%d" % g.gport if exporter == "otlp_grpc" else "http://127.0.0.1:%d" % g.srv.port
+    col = Collector(tmp_path, {exporter: _exporter(
+        endpoint, tls={"insecure": True} if exporter == "otlp_grpc" else {},
+        retry_on_failure={"enabled": True, "initial_interval": "200ms", "max_interval": "500ms",
+                          "max_elapsed_time": "60s"})}).wait_ready()
+
+    def request(service, t):
+        b = Builder()
+        sc = b.resource({"service.name": service})
+        b.sample(b.profile(sc, ("samples", "count"), ("cpu", "nanoseconds"), 10, t), [b.frame("f")], 3)
+        return b.req
+    assert post(g.srv.port, request("a", T0)).status == 200  # committed at once
+    held = {}
+    t = threading.Thread(target=lambda: held.update(r=post(g.srv.port, request("b", T0))))
+    t.start()
+    wait_queued(g.srv, 1)  # b waits 5 s for the group commit: the queue is full
+    resp = col.export_grpc(request("c", T0))
+    assert (resp.partial_success.rejected_profiles, resp.partial_success.error_message) == (0, "")
+    t.join()
+    assert held["r"].status == 200
+    full = ("write queue is full (1 requests, 0 MiB waiting for the writer; limits --storage.write-queue-max-items=1, "
+            "--storage.write-queue-max-bytes=256 MiB): retry later")
+    retries = [json.loads(line[line.index("{"):]) for line in col.log().splitlines()
+               if "Exporting failed. Will retry the request after interval" in line]
+    if exporter == "otlp_grpc":
+        want = "rpc error: code = Unavailable desc = " + full
+    else:
+        want = ("Throttle (1s), error: rpc error: code = ResourceExhausted desc = error exporting items, request to "
+                "http://127.0.0.1:%d/v1development/profiles responded with HTTP Status Code 429, Message=%s, "
+                "Details=[]" % (g.srv.port, full))
+    assert retries and all(r["error"] == want for r in retries), col.log()
+    if exporter == "otlp_http":  # Retry-After: 1 is the interval
+        assert {r["interval"] for r in retries} == {"1s"}
+    col.stop()
+    got = stored(g.srv)
+    assert sorted(got) == [labels(CPU, service_name=s) for s in ("a", "b", "c")]
+    assert all([(p.time_nanos, pd.totals(p)) for p in v] == [(T0, [30])] for v in got.values())
+    assert g.srv.metrics()['profstore_writes_refused_total{reason="queue_full"}'] == len(retries)
