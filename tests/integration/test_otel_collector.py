@@ -52,7 +52,8 @@ class Collector(ChildProcess):
             "extensions": extensions or {},
             "service": {
                 "extensions": sorted(extensions or {}),
-                "telemetry": {"metrics": {"level": "none"}},  # no :8888 listener
+                # no :8888 listener; every log line (zap samples repeats: past 10 a message in 10 s)
+                "telemetry": {"metrics": {"level": "none"}, "logs": {"sampling": {"enabled": False}}},
                 "pipelines": {"profiles": {"receivers": ["otlp"], "exporters": sorted(exporters)}}},
         }
         self.config = workdir / "collector.yaml"
