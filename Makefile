@@ -11,7 +11,7 @@ PYTHON     ?= /usr/bin/python3
 FUZZ_SECONDS ?= 15
 CONFIG     ?=
 
-.PHONY: all deps deps-build build build-asan run test check-includes unit unit-asan integration integration-asan fuzz bench clean
+.PHONY: all deps deps-build build build-asan run test check-includes unit unit-asan integration integration-asan fuzz bench ebpf-check clean
 
 all: build
 
@@ -66,6 +66,16 @@ test: deps check-includes unit unit-asan fuzz integration integration-asan
 
 bench: build
 	bench/run.sh
+
+# Opt-in, not in `make test`: the OpenTelemetry eBPF profiler (built from a checkout of
+# open-telemetry/opentelemetry-ebpf-profiler: the Go module proxy does not serve it) profiling a C
+# program compiled here and sending to profstore's gRPC port; its native frames symbolized from
+# the program's debug file equal eu-addr2line's (tests/ebpf/check.py; root, eBPF and perf events).
+EBPF_PROFILER_SRC ?=
+ebpf-check: build
+	@test -n "$(EBPF_PROFILER_SRC)" || { echo "make ebpf-check EBPF_PROFILER_SRC=<opentelemetry-ebpf-profiler checkout>" >&2; exit 2; }
+	PROFSTORE_BIN=$(abspath $(BUILD))/profstore $(PYTHON) tests/ebpf/check.py \
+		--profiler "$$(scripts/build-ebpf-profiler.sh $(EBPF_PROFILER_SRC))"
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)

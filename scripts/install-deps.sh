@@ -47,8 +47,10 @@ fi
 # the web UI's third-party code (uPlot), as web/ui/package-lock.json pins it (nothing when present)
 "$(dirname "$0")/fetch-ui-deps.sh"
 # the real Pyroscope Python SDK of the span-profile tests, pinned, in a venv outside the repository;
-# the Perses project's Pyroscope plugin that test_perses_client.py drives, as tests/perses pins it
+# the Perses project's Pyroscope plugin that test_perses_client.py drives, as tests/perses pins it;
+# the OpenTelemetry Collector that test_otel_collector.py runs, built as tests/otelcol pins it
 if [ -z "${1:-}" ]; then
     "$(dirname "$0")/install-pysdk.sh"
     "$(dirname "$0")/install-perses.sh"
+    "$(dirname "$0")/install-otelcol.sh"
 fi

@@ -332,6 +332,30 @@ def test_framing_errors(gsrv):
     c.close()
 
 
+def test_framing_errors_on_export_store_nothing(gsrv):
+    """The framing errors of the issue's list on ProfilesService/Export with a valid request inside:
+    a length prefix larger than the body (the request cut short) and the compressed flag without
+    grpc-encoding are INTERNAL with their messages and store nothing; the same bytes framed right
+    are stored."""
+    from test_otlp_http import cpu_request, stored
+    body = cpu_request().req.SerializeToString()
+    c = H2(gsrv.gport)
+    framed = msg(body)
+    cases = [
+        (framed[:-10], (13, "grpc: the request ended inside a message: its length prefix says %d bytes, %d arrived"
+                        % (len(body), len(body) - 10))),
+        (msg(body, 1), (13, "grpc: compressed flag set with identity or empty encoding")),
+    ]
+    for b, want in cases:
+        h, d, t = c.unary(EXPORT, b)
+        assert (h[":status"], status(t), d) == ("200", want, b"")
+    assert stored(gsrv.srv) == {}
+    h, d, t = c.unary(EXPORT, framed)
+    assert (status(t), d) == ((0, ""), msg(b""))
+    assert len(stored(gsrv.srv)) == 2
+    c.close()
+
+
 def test_deadline_from_grpcio(gsrv):
     ch = gsrv.channel()
     assert call(ch, HEALTH, b"", timeout=0.5) == ("OK", SERVING)
