@@ -60,82 +60,91 @@
 #define M PS_PQ_VMATRIX
 #define S PS_PQ_VSCALAR
 #define STR PS_PQ_VSTRING
+#define B (PS_PQ_IN_2 | PS_PQ_IN_3)
+#define IN2 PS_PQ_IN_2
+#define IN3X (PS_PQ_IN_3 | PS_PQ_EXPERIMENTAL)
+/* holt_winters is 2.42's; Prometheus 3 renamed it double_exponential_smoothing (the same function,
+ * experimental) */
 static const ps_pq_func_t funcs[] = {
-    {"abs", PS_FN_ABS, 1, {V}, 0, V},
-    {"absent", PS_FN_ABSENT, 1, {V}, 0, V},
-    {"absent_over_time", PS_FN_ABSENT_OVER_TIME, 1, {M}, 0, V},
-    {"acos", PS_FN_ACOS, 1, {V}, 0, V},
-    {"acosh", PS_FN_ACOSH, 1, {V}, 0, V},
-    {"asin", PS_FN_ASIN, 1, {V}, 0, V},
-    {"asinh", PS_FN_ASINH, 1, {V}, 0, V},
-    {"atan", PS_FN_ATAN, 1, {V}, 0, V},
-    {"atanh", PS_FN_ATANH, 1, {V}, 0, V},
-    {"avg_over_time", PS_FN_AVG_OVER_TIME, 1, {M}, 0, V},
-    {"ceil", PS_FN_CEIL, 1, {V}, 0, V},
-    {"changes", PS_FN_CHANGES, 1, {M}, 0, V},
-    {"clamp", PS_FN_CLAMP, 3, {V, S, S}, 0, V},
-    {"clamp_max", PS_FN_CLAMP_MAX, 2, {V, S}, 0, V},
-    {"clamp_min", PS_FN_CLAMP_MIN, 2, {V, S}, 0, V},
-    {"cos", PS_FN_COS, 1, {V}, 0, V},
-    {"cosh", PS_FN_COSH, 1, {V}, 0, V},
-    {"count_over_time", PS_FN_COUNT_OVER_TIME, 1, {M}, 0, V},
-    {"days_in_month", PS_FN_DAYS_IN_MONTH, 1, {V}, 1, V},
-    {"day_of_month", PS_FN_DAY_OF_MONTH, 1, {V}, 1, V},
-    {"day_of_week", PS_FN_DAY_OF_WEEK, 1, {V}, 1, V},
-    {"day_of_year", PS_FN_DAY_OF_YEAR, 1, {V}, 1, V},
-    {"deg", PS_FN_DEG, 1, {V}, 0, V},
-    {"delta", PS_FN_DELTA, 1, {M}, 0, V},
-    {"deriv", PS_FN_DERIV, 1, {M}, 0, V},
-    {"exp", PS_FN_EXP, 1, {V}, 0, V},
-    {"floor", PS_FN_FLOOR, 1, {V}, 0, V},
-    {"histogram_count", PS_FN_HISTOGRAM_COUNT, 1, {V}, 0, V},
-    {"histogram_sum", PS_FN_HISTOGRAM_SUM, 1, {V}, 0, V},
-    {"histogram_fraction", PS_FN_HISTOGRAM_FRACTION, 3, {S, S, V}, 0, V},
-    {"histogram_quantile", PS_FN_HISTOGRAM_QUANTILE, 2, {S, V}, 0, V},
-    {"holt_winters", PS_FN_HOLT_WINTERS, 3, {M, S, S}, 0, V},
-    {"hour", PS_FN_HOUR, 1, {V}, 1, V},
-    {"idelta", PS_FN_IDELTA, 1, {M}, 0, V},
-    {"increase", PS_FN_INCREASE, 1, {M}, 0, V},
-    {"irate", PS_FN_IRATE, 1, {M}, 0, V},
-    {"label_replace", PS_FN_LABEL_REPLACE, 5, {V, STR, STR, STR, STR}, 0, V},
-    {"label_join", PS_FN_LABEL_JOIN, 4, {V, STR, STR, STR}, -1, V},
-    {"last_over_time", PS_FN_LAST_OVER_TIME, 1, {M}, 0, V},
-    {"ln", PS_FN_LN, 1, {V}, 0, V},
-    {"log10", PS_FN_LOG10, 1, {V}, 0, V},
-    {"log2", PS_FN_LOG2, 1, {V}, 0, V},
-    {"max_over_time", PS_FN_MAX_OVER_TIME, 1, {M}, 0, V},
-    {"min_over_time", PS_FN_MIN_OVER_TIME, 1, {M}, 0, V},
-    {"minute", PS_FN_MINUTE, 1, {V}, 1, V},
-    {"month", PS_FN_MONTH, 1, {V}, 1, V},
-    {"pi", PS_FN_PI, 0, {0}, 0, S},
-    {"predict_linear", PS_FN_PREDICT_LINEAR, 2, {M, S}, 0, V},
-    {"present_over_time", PS_FN_PRESENT_OVER_TIME, 1, {M}, 0, V},
-    {"quantile_over_time", PS_FN_QUANTILE_OVER_TIME, 2, {S, M}, 0, V},
-    {"rad", PS_FN_RAD, 1, {V}, 0, V},
-    {"rate", PS_FN_RATE, 1, {M}, 0, V},
-    {"resets", PS_FN_RESETS, 1, {M}, 0, V},
-    {"round", PS_FN_ROUND, 2, {V, S}, 1, V},
-    {"scalar", PS_FN_SCALAR, 1, {V}, 0, S},
-    {"sgn", PS_FN_SGN, 1, {V}, 0, V},
-    {"sin", PS_FN_SIN, 1, {V}, 0, V},
-    {"sinh", PS_FN_SINH, 1, {V}, 0, V},
-    {"sort", PS_FN_SORT, 1, {V}, 0, V},
-    {"sort_desc", PS_FN_SORT_DESC, 1, {V}, 0, V},
-    {"sqrt", PS_FN_SQRT, 1, {V}, 0, V},
-    {"stddev_over_time", PS_FN_STDDEV_OVER_TIME, 1, {M}, 0, V},
-    {"stdvar_over_time", PS_FN_STDVAR_OVER_TIME, 1, {M}, 0, V},
-    {"sum_over_time", PS_FN_SUM_OVER_TIME, 1, {M}, 0, V},
-    {"tan", PS_FN_TAN, 1, {V}, 0, V},
-    {"tanh", PS_FN_TANH, 1, {V}, 0, V},
-    {"time", PS_FN_TIME, 0, {0}, 0, S},
-    {"timestamp", PS_FN_TIMESTAMP, 1, {V}, 0, V},
-    {"vector", PS_FN_VECTOR, 1, {S}, 0, V},
-    {"year", PS_FN_YEAR, 1, {V}, 1, V},
+    {"abs", PS_FN_ABS, 1, {V}, 0, V, B},
+    {"absent", PS_FN_ABSENT, 1, {V}, 0, V, B},
+    {"absent_over_time", PS_FN_ABSENT_OVER_TIME, 1, {M}, 0, V, B},
+    {"acos", PS_FN_ACOS, 1, {V}, 0, V, B},
+    {"acosh", PS_FN_ACOSH, 1, {V}, 0, V, B},
+    {"asin", PS_FN_ASIN, 1, {V}, 0, V, B},
+    {"asinh", PS_FN_ASINH, 1, {V}, 0, V, B},
+    {"atan", PS_FN_ATAN, 1, {V}, 0, V, B},
+    {"atanh", PS_FN_ATANH, 1, {V}, 0, V, B},
+    {"avg_over_time", PS_FN_AVG_OVER_TIME, 1, {M}, 0, V, B},
+    {"ceil", PS_FN_CEIL, 1, {V}, 0, V, B},
+    {"changes", PS_FN_CHANGES, 1, {M}, 0, V, B},
+    {"clamp", PS_FN_CLAMP, 3, {V, S, S}, 0, V, B},
+    {"clamp_max", PS_FN_CLAMP_MAX, 2, {V, S}, 0, V, B},
+    {"clamp_min", PS_FN_CLAMP_MIN, 2, {V, S}, 0, V, B},
+    {"cos", PS_FN_COS, 1, {V}, 0, V, B},
+    {"cosh", PS_FN_COSH, 1, {V}, 0, V, B},
+    {"count_over_time", PS_FN_COUNT_OVER_TIME, 1, {M}, 0, V, B},
+    {"days_in_month", PS_FN_DAYS_IN_MONTH, 1, {V}, 1, V, B},
+    {"day_of_month", PS_FN_DAY_OF_MONTH, 1, {V}, 1, V, B},
+    {"day_of_week", PS_FN_DAY_OF_WEEK, 1, {V}, 1, V, B},
+    {"day_of_year", PS_FN_DAY_OF_YEAR, 1, {V}, 1, V, B},
+    {"deg", PS_FN_DEG, 1, {V}, 0, V, B},
+    {"delta", PS_FN_DELTA, 1, {M}, 0, V, B},
+    {"deriv", PS_FN_DERIV, 1, {M}, 0, V, B},
+    {"double_exponential_smoothing", PS_FN_HOLT_WINTERS, 3, {M, S, S}, 0, V, IN3X},
+    {"exp", PS_FN_EXP, 1, {V}, 0, V, B},
+    {"floor", PS_FN_FLOOR, 1, {V}, 0, V, B},
+    {"histogram_count", PS_FN_HISTOGRAM_COUNT, 1, {V}, 0, V, B},
+    {"histogram_sum", PS_FN_HISTOGRAM_SUM, 1, {V}, 0, V, B},
+    {"histogram_fraction", PS_FN_HISTOGRAM_FRACTION, 3, {S, S, V}, 0, V, B},
+    {"histogram_quantile", PS_FN_HISTOGRAM_QUANTILE, 2, {S, V}, 0, V, B},
+    {"holt_winters", PS_FN_HOLT_WINTERS, 3, {M, S, S}, 0, V, IN2},
+    {"hour", PS_FN_HOUR, 1, {V}, 1, V, B},
+    {"idelta", PS_FN_IDELTA, 1, {M}, 0, V, B},
+    {"increase", PS_FN_INCREASE, 1, {M}, 0, V, B},
+    {"irate", PS_FN_IRATE, 1, {M}, 0, V, B},
+    {"label_replace", PS_FN_LABEL_REPLACE, 5, {V, STR, STR, STR, STR}, 0, V, B},
+    {"label_join", PS_FN_LABEL_JOIN, 4, {V, STR, STR, STR}, -1, V, B},
+    {"last_over_time", PS_FN_LAST_OVER_TIME, 1, {M}, 0, V, B},
+    {"ln", PS_FN_LN, 1, {V}, 0, V, B},
+    {"log10", PS_FN_LOG10, 1, {V}, 0, V, B},
+    {"log2", PS_FN_LOG2, 1, {V}, 0, V, B},
+    {"max_over_time", PS_FN_MAX_OVER_TIME, 1, {M}, 0, V, B},
+    {"min_over_time", PS_FN_MIN_OVER_TIME, 1, {M}, 0, V, B},
+    {"minute", PS_FN_MINUTE, 1, {V}, 1, V, B},
+    {"month", PS_FN_MONTH, 1, {V}, 1, V, B},
+    {"pi", PS_FN_PI, 0, {0}, 0, S, B},
+    {"predict_linear", PS_FN_PREDICT_LINEAR, 2, {M, S}, 0, V, B},
+    {"present_over_time", PS_FN_PRESENT_OVER_TIME, 1, {M}, 0, V, B},
+    {"quantile_over_time", PS_FN_QUANTILE_OVER_TIME, 2, {S, M}, 0, V, B},
+    {"rad", PS_FN_RAD, 1, {V}, 0, V, B},
+    {"rate", PS_FN_RATE, 1, {M}, 0, V, B},
+    {"resets", PS_FN_RESETS, 1, {M}, 0, V, B},
+    {"round", PS_FN_ROUND, 2, {V, S}, 1, V, B},
+    {"scalar", PS_FN_SCALAR, 1, {V}, 0, S, B},
+    {"sgn", PS_FN_SGN, 1, {V}, 0, V, B},
+    {"sin", PS_FN_SIN, 1, {V}, 0, V, B},
+    {"sinh", PS_FN_SINH, 1, {V}, 0, V, B},
+    {"sort", PS_FN_SORT, 1, {V}, 0, V, B},
+    {"sort_desc", PS_FN_SORT_DESC, 1, {V}, 0, V, B},
+    {"sqrt", PS_FN_SQRT, 1, {V}, 0, V, B},
+    {"stddev_over_time", PS_FN_STDDEV_OVER_TIME, 1, {M}, 0, V, B},
+    {"stdvar_over_time", PS_FN_STDVAR_OVER_TIME, 1, {M}, 0, V, B},
+    {"sum_over_time", PS_FN_SUM_OVER_TIME, 1, {M}, 0, V, B},
+    {"tan", PS_FN_TAN, 1, {V}, 0, V, B},
+    {"tanh", PS_FN_TANH, 1, {V}, 0, V, B},
+    {"time", PS_FN_TIME, 0, {0}, 0, S, B},
+    {"timestamp", PS_FN_TIMESTAMP, 1, {V}, 0, V, B},
+    {"vector", PS_FN_VECTOR, 1, {S}, 0, V, B},
+    {"year", PS_FN_YEAR, 1, {V}, 1, V, B},
 };
 #undef V
 #undef M
 #undef S
 #undef STR
+#undef B
+#undef IN2
+#undef IN3X
 
 const ps_pq_func_t *ps_pq_func_lookup(const char *name, size_t n)
 {
@@ -189,6 +198,8 @@ void ps_pq_limits_default(ps_pq_limits_t *l)
     l->max_input = 64u * 1024u;
     l->max_depth = 128;
     l->max_nodes = 10000;
+    l->compat = 3;
+    l->experimental = false;
 }
 
 /* ---- parser state -------------------------------------------------------------------------- */
@@ -437,6 +448,13 @@ static ps_pq_node_t *parse_call(pq_t *q)
     if (!parse_args(q, &args, &nargs))
         return NULL;
     const ps_pq_func_t *f = ps_pq_func_lookup(tok_text(q, name), name.len);
+    if (f != NULL && !(f->avail & (q->lim.compat == 2 ? PS_PQ_IN_2 : PS_PQ_IN_3)))
+        f = NULL;
+    if (f != NULL && q->lim.compat != 2 && (f->avail & PS_PQ_EXPERIMENTAL) && !q->lim.experimental) {
+        char shown[96];
+        ps_quote_string(shown, sizeof(shown), tok_text(q, name), name.len, 64);
+        return ps_psr_perr(p, name.pos, "function %s is not enabled", shown);
+    }
     if (f == NULL) {
         char shown[96];
         ps_quote_string(shown, sizeof(shown), tok_text(q, name), name.len, 64);

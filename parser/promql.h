@@ -84,6 +84,13 @@ typedef enum {
     PS_FN_COUNT_
 } ps_pq_fn_t;
 
+/* Which Prometheus has a function (ps_pq_func_t.avail). */
+enum {
+    PS_PQ_IN_2 = 1 << 0,     /* Prometheus 2.42 */
+    PS_PQ_IN_3 = 1 << 1,     /* Prometheus 3 */
+    PS_PQ_EXPERIMENTAL = 1 << 2, /* in 3 only with promql-experimental-functions (parser.Function.Experimental) */
+};
+
 typedef struct ps_pq_func {
     const char *name;
     ps_pq_fn_t id;
@@ -91,9 +98,11 @@ typedef struct ps_pq_func {
     ps_pq_vtype_t args[5];      /* label_replace has five */
     int8_t variadic;            /* functions.go's Variadic: 0 fixed, n up to n optional, -1 any */
     ps_pq_vtype_t ret;
+    uint8_t avail;              /* PS_PQ_IN_2 | PS_PQ_IN_3 | PS_PQ_EXPERIMENTAL */
 } ps_pq_func_t;
 
-/** The function called name, or NULL (the parser then says "unknown function with name ..."). */
+/** The function called name in any version, or NULL (the parser then says "unknown function with
+ *  name ..."; it also says so of a function the version parsed does not have). */
 const ps_pq_func_t *ps_pq_func_lookup(const char *name, size_t n);
 
 typedef struct ps_pq_node ps_pq_node_t;
@@ -134,10 +143,15 @@ struct ps_pq_node {
     ps_pq_node_t *expr;      /* MATRIX, SUBQUERY, AGG, UNARY, PAREN */
 };
 
+/* Limits, and the language parsed. */
 typedef struct ps_pq_limits {
     size_t max_input;        /* bytes of query text (default 64 KiB) */
     uint32_t max_depth;      /* nesting depth (default 128) */
     uint32_t max_nodes;      /* nodes in the tree (default 10,000) */
+    int compat;              /* the language of Prometheus 3 (default) or 2 (2.42: holt_winters, none of 3's
+                                functions) */
+    bool experimental;       /* 3's experimental functions too (--enable-feature=promql-experimental-functions;
+                                default false: `function "double_exponential_smoothing" is not enabled`) */
 } ps_pq_limits_t;
 
 void ps_pq_limits_default(ps_pq_limits_t *l);

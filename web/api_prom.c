@@ -117,6 +117,14 @@ static void json_result(ps_qctx_t *c, const ps_pq_result_t *res)
     ps_json_envelope_close(&j);
 }
 
+/* The PromQL language the server speaks (--promql.compat, --enable-feature). */
+static void pq_limits(const ps_qctx_t *c, ps_pq_limits_t *lim)
+{
+    ps_pq_limits_default(lim);
+    lim->compat = c->srv->opts.promql_compat == 2 ? 2 : 3;
+    lim->experimental = c->srv->opts.promql_experimental;
+}
+
 static int do_query(ps_qctx_t *c, bool instant)
 {
     int ret;
@@ -130,6 +138,7 @@ static int do_query(ps_qctx_t *c, bool instant)
     if (c->srv->opts.query_max_samples > 0)
         o.max_samples = c->srv->opts.query_max_samples;
     o.max_memory = c->srv->opts.query_max_memory;
+    o.compat = c->srv->opts.promql_compat == 2 ? 2 : 3;
     int64_t start, end = 0, step = 0, now = ps_time_now(), lookback = o.lookback * 1000000, timeout = 0;
     if ((ret = ps_param_duration(&c->params, "timeout", 0, &timeout, &c->err)) != 0)
         return ret;
@@ -167,7 +176,9 @@ static int do_query(ps_qctx_t *c, bool instant)
     if (lookback > 0)
         o.lookback = ps_ns_to_ms_floor(lookback);
     ps_pq_node_t *e = NULL;
-    if ((ret = ps_pq_parse(q->value, q->vlen, NULL, &c->arena, &e, &c->err)) != 0)
+    ps_pq_limits_t lim;
+    pq_limits(c, &lim);
+    if ((ret = ps_pq_parse(q->value, q->vlen, &lim, &c->arena, &e, &c->err)) != 0)
         return ps_err_prefix(&c->err, "invalid parameter \"query\"");
     ps_pq_source_t src;
     ps_pq_store_src_t sctx;
@@ -544,8 +555,10 @@ int ps_api_query_exemplars(ps_task_t *t)
     if (ret == 0)
         ret = range_params(&c, &start, &end);
     ps_pq_node_t *e = NULL;
+    ps_pq_limits_t lim;
+    pq_limits(&c, &lim);
     /* Prometheus answers a parse error here without the "invalid parameter" prefix */
-    if (ret == 0 && (ret = ps_pq_parse(q->value, q->vlen, NULL, &c.arena, &e, &c.err)) == 0) {
+    if (ret == 0 && (ret = ps_pq_parse(q->value, q->vlen, &lim, &c.arena, &e, &c.err)) == 0) {
         ps_pq_dispose(e);
         ps_json_t j;
         ps_json_envelope(&j, &c.out);

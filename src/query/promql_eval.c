@@ -26,6 +26,7 @@ void ps_pq_opts_default(ps_pq_opts_t *o)
     o->max_points = 11000;
     o->timeout = 2 * 60 * 1000;
     o->subquery_step = 60 * 1000;
+    o->compat = 3;
 }
 
 /* ---- small things ---- */
@@ -301,7 +302,7 @@ static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth, 
 static int eval_vector(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
 {
     const pq_sel_t *s = &p->sel;
-    int64_t ref = ps_sat_sub(s->has_at ? s->at : ts, s->offset), from = ps_sat_sub(ref, c->o->lookback);
+    int64_t ref = ps_sat_sub(s->has_at ? s->at : ts, s->offset), from = ps_sat_add(ps_sat_sub(ref, c->o->lookback), c->open);
     out->type = PS_PQ_VVECTOR;
     out->v = pq_vec_new(c, s->n);
     for (uint32_t i = 0; i < s->n; i++) {
@@ -1103,7 +1104,7 @@ static int64_t ceil_div(int64_t a, int64_t b)
 int64_t pq_subquery_start(pq_ctx_t *c, pq_node_t *p)
 {
     const pq_sel_t *s = &p->sel;
-    int64_t from = ps_sat_sub(ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset), s->range);
+    int64_t from = ps_sat_add(ps_sat_sub(ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset), s->range), c->open);
     return ceil_div(from, p->sq_step) * p->sq_step; /* engine.go: newEv.startTimestamp */
 }
 
@@ -1241,7 +1242,7 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     out->type = PS_PQ_VVECTOR;
     if (m->n->kind == PS_PQ_SUBQUERY) {
         pq_sq_window_t w;
-        mint = rstart;
+        mint = ps_sat_add(rstart, c->open);
         maxt = rend;
         int ret = pq_subquery_window(c, m, mint, maxt, &w);
         if (ret)
@@ -1271,8 +1272,8 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         if (ret)
             return ret;
         const ps_float_sample_t *w;
-        uint32_t k = pq_window(c, &s->series[i], rstart > mint ? rstart : mint, maxt, s->hint ? &s->hint[i] : NULL,
-                               &w);
+        uint32_t k = pq_window(c, &s->series[i], ps_sat_add(rstart > mint ? rstart : mint, c->open), maxt,
+                               s->hint ? &s->hint[i] : NULL, &w);
         double v;
         if (k == 0 || !pq_range_fn(c, fn, w, k, ts, rstart, rend, s->range, sargs, &v))
             continue;
@@ -1403,7 +1404,8 @@ static int take_budget(pq_ctx_t *c, uint64_t n)
 static int answer_matrix(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
 {
     const pq_sel_t *s = &p->sel;
-    int64_t maxt = ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset), mint = ps_sat_sub(maxt, s->range);
+    int64_t maxt = ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset),
+            mint = ps_sat_add(ps_sat_sub(maxt, s->range), c->open);
     out->type = PS_PQ_VMATRIX;
     out->series = ps_arena_alloc(c->arena, (s->n + 1) * sizeof(ps_qseries_t));
     for (uint32_t i = 0; i < s->n; i++) {
@@ -1425,7 +1427,8 @@ static int answer_matrix(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
 static int answer_subquery(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
 {
     const pq_sel_t *s = &p->sel;
-    int64_t maxt = ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset), mint = ps_sat_sub(maxt, s->range);
+    int64_t maxt = ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset),
+            mint = ps_sat_add(ps_sat_sub(maxt, s->range), c->open);
     pq_sq_window_t w;
     int ret = pq_subquery_window(c, p, mint, maxt, &w);
     if (ret)
@@ -1582,7 +1585,7 @@ int ps_pq_eval(const ps_pq_node_t *e, const ps_pq_source_t *src, const ps_pq_opt
                           "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query "
                           "resolution (?step=XX)");
     pq_ctx_t c = {.src = src, .o = o, .arena = arena, .err = err, .budget = o->max_samples,
-                  .arena_base = arena->used_total};
+                  .arena_base = arena->used_total, .open = o->compat == 2 ? 0 : 1};
     if (o->timeout > 0)
         c.deadline = ps_time_mono() + o->timeout * 1000000;
     pq_node_t *root = NULL;

@@ -91,6 +91,8 @@ typedef struct ps_pq_opts {
     int64_t subquery_step; /* ms: a subquery's step when it gives none (Prometheus' evaluation_interval, 1 m) */
     uint64_t max_memory;  /* bytes the evaluation may hold: loaded series, subquery points, scratch, the
                              answer (--query.max-memory); 0 = no limit */
+    int compat;           /* the Prometheus whose semantics to follow: 3 (the default), or 2 for 2.42's
+                             (--promql.compat=2; see the head of this file) */
 } ps_pq_opts_t;
 
 void ps_pq_opts_default(ps_pq_opts_t *o);

@@ -122,6 +122,7 @@ typedef struct pq_ctx {
     uint64_t mem;           /* bytes of malloc'd memory held (subquery columns, a range query's series) */
     uint64_t mem_scratch;   /* bytes held by the scratch arenas of the evaluations waiting for a subquery's inner one */
     size_t arena_base;      /* arena->used_total when the evaluation began */
+    int64_t open;           /* 1: windows are left-open, (t - range, t] (Prometheus 3); 0: [t - range, t] (2.x) */
 } pq_ctx_t;
 
 #define PQ_STALE_BITS 0x7ff0000000000002ull
