@@ -1064,6 +1064,7 @@ int ps_pq_parse(const char *s, size_t n, const ps_pq_limits_t *lim, ps_arena_t *
     if (n > q.lim.max_input)
         return ps_err_set(err, PS_ETOOBIG, "query is too long: %zu bytes (the limit is %zu)", n, q.lim.max_input);
     ps_psr_init(&q.p, s, n, arena, err, true);
+    q.p.quoted = q.lim.compat != 2;
     if (q.p.tok.type == T_EOF) {
         ps_psr_perr(&q.p, 0, "no expression found in input");
     } else {
@@ -1269,12 +1270,22 @@ static void go_duration(ps_buf_t *b, int64_t ms)
 
 static void put_str(ps_buf_t *b, const char *s) { ps_buf_append(b, s, strlen(s)); }
 
+/* A label name as Prometheus 3 prints it: as it is when it is a legacy name, else quoted
+ * (Matcher.shouldQuoteName, printer.go's writeLabels). */
+static void put_name(ps_buf_t *b, const char *s, size_t n)
+{
+    if (n > 0 && ps_label_name_valid(s, n))
+        ps_buf_append(b, s, n);
+    else
+        go_quote(b, s, n);
+}
+
 static void put_list(ps_buf_t *b, const char **names, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
         if (i > 0)
             PS_BUF_LIT(b, ", ");
-        put_str(b, names[i]);
+        put_name(b, names[i], strlen(names[i]));
     }
 }
 
@@ -1318,7 +1329,7 @@ static void put_selector(ps_buf_t *b, const ps_pq_node_t *v)
         if (m->op == PS_MATCH_EQ && strcmp(m->name, "__name__") == 0 && strcmp(m->value, name) == 0)
             continue;
         ps_buf_reset(&one);
-        ps_buf_append(&one, m->name, m->nlen);
+        put_name(&one, m->name, m->nlen);
         put_str(&one, ops[m->op]);
         go_quote(&one, m->value, m->vlen);
         ps_buf_putc(&one, '\0');

@@ -394,7 +394,7 @@ static bool parse_matcher(ps_psr_t *p, ps_selector_t *sel, uint32_t *cap)
     if (nt.type == T_IDENT) {
         nlen = nt.len;
         name = ps_arena_strndup(p->arena, ps_psr_text(p, nt), nlen);
-    } else if (nt.type == T_STRING && !p->promql) {
+    } else if (nt.type == T_STRING && (!p->promql || p->quoted)) {
         if (!ps_psr_unquote(p, nt, &name, &nlen))
             return false;
     } else {
@@ -553,7 +553,7 @@ bool ps_psr_grouping(ps_psr_t *p, ps_psr_grouping_t *g)
             /* keywords are label names here (generated_parser.y: maybe_label) */
             nlen = t.len;
             name = ps_arena_strndup(p->arena, ps_psr_text(p, t), nlen);
-        } else if (t.type == T_STRING && !p->promql) {
+        } else if (t.type == T_STRING && (!p->promql || p->quoted)) {
             if (!ps_psr_unquote(p, t, &name, &nlen) || !ps_psr_check_name(p, t, name, nlen))
                 return false;
         } else {

@@ -507,7 +507,7 @@ static int vector_binop(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *lhs0, const p
         double value = elem_binop(n->binop, vl, vr, &keep);
         if (n->return_bool)
             value = keep ? 1 : 0;
-        else if (!keep)
+        else if (!keep && !c->open) /* Prometheus 3 checks the matching of what it filters out too */
             continue;
         ps_labels_t metric = result_metric(c, &ls->ls, &rs->ls, n->binop, m, p);
         if (n->return_bool)
@@ -529,6 +529,8 @@ static int vector_binop(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *lhs0, const p
                                   "multiple matches for labels: grouping labels must ensure unique matches");
             ps_hmap_put(matched, c->kb.data, c->kb.len, 1);
         }
+        if (!keep && !n->return_bool)
+            continue;
         out->e[out->n++] = (pq_elem_t){metric, value, ts, 0};
     }
     return 0;
@@ -633,6 +635,8 @@ static int eval_binary(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
 typedef struct group {
     ps_labels_t ls;
     double value, mean;
+    double kc;       /* Prometheus 3's sum and avg: the Kahan compensation (floatKahanC) */
+    bool incremental; /* Prometheus 3's avg: the running sum would overflow, the mean is kept instead */
     uint64_t count;
     pq_elem_t *heap; /* topk, bottomk */
     double *vals;    /* quantile */
@@ -735,7 +739,19 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     out->v = pq_vec_new(c, vec->n);
     int64_t k = 0;
     double q = 0;
-    if (op == PS_PQ_TOPK || op == PS_PQ_BOTTOMK) {
+    if ((op == PS_PQ_TOPK || op == PS_PQ_BOTTOMK) && c->open) { /* Prometheus 3's checks */
+        double f = par.s;
+        if (f < 1)
+            return 0;
+        if (isnan(f))
+            return ps_err_set(c->err, PS_ELIMIT, "Parameter value is NaN");
+        if (f >= 9223372036854775807.0) {
+            char b[48];
+            ps_fmt_float(f, b, sizeof(b));
+            return ps_err_set(c->err, PS_ELIMIT, "Scalar value %s overflows int64", b);
+        }
+        k = (int64_t)f;
+    } else if (op == PS_PQ_TOPK || op == PS_PQ_BOTTOMK) {
         double f = par.s;
         if (!(f <= 9223372036854775807.0 && f >= -9223372036854775808.0)) {
             char b[48];
@@ -792,8 +808,8 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
             gr->count = 1;
             switch (op) {
             case PS_PQ_STDVAR:
-            case PS_PQ_STDDEV:
-                gr->value = 0;
+            case PS_PQ_STDDEV: /* Prometheus 3: NaN from a first NaN or Inf (2.42: 0) */
+                gr->value = c->open && (isnan(s->v) || isinf(s->v)) ? NAN : 0;
                 break;
             case PS_PQ_TOPK:
             case PS_PQ_BOTTOMK:
@@ -819,9 +835,30 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         group_t *gr = &groups[gi];
         switch (op) {
         case PS_PQ_SUM:
-            gr->value += s->v;
+            if (c->open)
+                gr->value = pq_kahan_inc(s->v, gr->value, &gr->kc);
+            else
+                gr->value += s->v;
             break;
         case PS_PQ_AVG:
+            if (c->open) { /* Prometheus 3: a Kahan sum, the incremental mean once it would overflow */
+                gr->count++;
+                if (!gr->incremental) {
+                    double kc = gr->kc, v = pq_kahan_inc(s->v, gr->value, &kc);
+                    if (!isinf(v)) {
+                        gr->value = v;
+                        gr->kc = kc;
+                        break;
+                    }
+                    gr->incremental = true;
+                    gr->mean = gr->value / (double)(gr->count - 1);
+                    gr->kc /= (double)(gr->count - 1);
+                }
+                double q = (double)(gr->count - 1) / (double)gr->count, kc = q * gr->kc;
+                gr->mean = pq_kahan_inc(s->v / (double)gr->count, q * gr->mean, &kc);
+                gr->kc = kc;
+                break;
+            }
             gr->count++;
             if (isinf(gr->mean)) {
                 if (isinf(s->v) && (gr->mean > 0) == (s->v > 0))
@@ -882,8 +919,17 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     for (uint32_t gi = 0; gi < ngroups; gi++) {
         group_t *gr = &groups[gi];
         switch (op) {
+        case PS_PQ_SUM:
+            if (c->open)
+                gr->value += gr->kc;
+            break;
         case PS_PQ_AVG:
-            gr->value = gr->mean;
+            if (!c->open)
+                gr->value = gr->mean;
+            else if (gr->incremental)
+                gr->value = gr->mean + gr->kc;
+            else
+                gr->value = gr->value / (double)gr->count + gr->kc / (double)gr->count;
             break;
         case PS_PQ_COUNT:
         case PS_PQ_COUNT_VALUES:

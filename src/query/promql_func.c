@@ -15,9 +15,10 @@
 
 /* ---- range vector functions ---- */
 
-/* extrapolatedRate: rate, increase, delta */
+/* extrapolatedRate: rate, increase, delta. v3: Prometheus 3's order, the start's extrapolation cut
+ * to half an interval before the counter's zero point is looked at (2.42: after). */
 static bool extrapolated_rate(const ps_float_sample_t *p, uint32_t n, int64_t range_start, int64_t range_end,
-                              double range_s, bool counter, bool is_rate, double *res)
+                              double range_s, bool counter, bool is_rate, bool v3, double *res)
 {
     if (n < 2)
         return false;
@@ -34,6 +35,23 @@ static bool extrapolated_rate(const ps_float_sample_t *p, uint32_t n, int64_t ra
     double to_end = (double)(range_end - p[n - 1].t) / 1000;
     double sampled = (double)(p[n - 1].t - p[0].t) / 1000;
     double avg = sampled / (double)(n - 1);
+    if (v3) {
+        double threshold = avg * 1.1;
+        if (to_start >= threshold)
+            to_start = avg / 2;
+        if (counter && result > 0 && p[0].v >= 0) {
+            double to_zero = sampled * (p[0].v / result);
+            if (to_zero < to_start)
+                to_start = to_zero;
+        }
+        if (to_end >= threshold)
+            to_end = avg / 2;
+        double factor = (sampled + to_start + to_end) / sampled;
+        if (is_rate)
+            factor /= range_s;
+        *res = result * factor;
+        return true;
+    }
     if (counter && result > 0 && p[0].v >= 0) {
         double to_zero = sampled * (p[0].v / result);
         if (to_zero < to_start)
@@ -135,11 +153,11 @@ bool pq_range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uint32_
 {
     switch (fn) {
     case PS_FN_RATE:
-        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), true, true, res);
+        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), true, true, c->open != 0, res);
     case PS_FN_INCREASE:
-        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), true, false, res);
+        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), true, false, c->open != 0, res);
     case PS_FN_DELTA:
-        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), false, false, res);
+        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), false, false, c->open != 0, res);
     case PS_FN_IRATE:
         return instant_value(p, n, true, res);
     case PS_FN_IDELTA:
@@ -184,6 +202,29 @@ bool pq_range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uint32_
         return true;
     }
     case PS_FN_AVG_OVER_TIME: {
+        if (c->open) { /* Prometheus 3: a Kahan sum, the incremental mean once it would overflow */
+            double sum = p[0].v, count = 1, mean = 0, kc = 0;
+            bool incremental = false;
+            for (uint32_t i = 1; i < n; i++) {
+                count = (double)(i + 1);
+                if (!incremental) {
+                    double kc2 = kc, sum2 = pq_kahan_inc(p[i].v, sum, &kc2);
+                    if (!isinf(sum2)) {
+                        sum = sum2;
+                        kc = kc2;
+                        continue;
+                    }
+                    incremental = true;
+                    mean = sum / (count - 1);
+                    kc /= count - 1;
+                }
+                double q = (count - 1) / count;
+                kc = q * kc;
+                mean = pq_kahan_inc(p[i].v / count, q * mean, &kc);
+            }
+            *res = incremental ? mean + kc : sum / count + kc / count;
+            return true;
+        }
         double mean = 0, count = 0, c = 0;
         for (uint32_t i = 0; i < n; i++) {
             double v = p[i].v;

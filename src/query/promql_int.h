@@ -127,6 +127,20 @@ typedef struct pq_ctx {
 
 #define PQ_STALE_BITS 0x7ff0000000000002ull
 
+/* Prometheus 3's kahansum.Inc: Neumaier's compensated sum, the compensation dropped once the sum
+ * is infinite. Returns the new sum; *c is the compensation. */
+static inline double pq_kahan_inc(double inc, double sum, double *c)
+{
+    double t = sum + inc;
+    if (isinf(t))
+        *c = 0;
+    else if (fabs(sum) >= fabs(inc))
+        *c += (sum - t) + inc;
+    else
+        *c += (inc - t) + sum;
+    return t;
+}
+
 /* ---- small helpers, inline (the engine calls them per element) ---- */
 
 /* Go's math.Max / math.Min: NaN wins, and +0 > -0. */

@@ -393,6 +393,48 @@ static void test_function_versions(void **state)
     }
 }
 
+/* Prometheus 3's quoted (UTF-8) names: in matchers, as a metric name alone in braces, in grouping
+ * lists; printed quoted when they are not legacy names (printer.go). 2.42's language has none. */
+static void test_quoted_names(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"{\"service.name\"=\"x\"}", "{\"service.name\"=\"x\"}"},
+        {"{\"my.metric\"}", "{__name__=\"my.metric\"}"},
+        {"{\"my.metric\", \"a-b\"=~\"v.*\", job!=\"x\",}", "{\"a-b\"=~\"v.*\",__name__=\"my.metric\",job!=\"x\"}"},
+        {"x{\"job\"=\"a\"}", "x{job=\"a\"}"},
+        {"sum by (\"a.b\", job) (x)", "sum by (\"a.b\", job) (x)"},
+        {"x / on (\"host.name\") group_left (\"k8s.pod\") y", "x / on (\"host.name\") group_left (\"k8s.pod\") y"},
+        {"rate({\"http.requests\", \"ü\"=\"1\"}[5m])", "rate({\"ü\"=\"1\",__name__=\"http.requests\"}[5m])"},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_pq_node_t *e = NULL;
+        ps_err_t err;
+        ps_err_clear(&err);
+        if (ps_pq_parse(cases[i].in, strlen(cases[i].in), NULL, &a, &e, &err) != 0)
+            fail_msg("%s: %s", cases[i].in, err.msg);
+        char *got = str_of(e, false);
+        if (strcmp(got, cases[i].out) != 0)
+            fail_msg("%s: printed %s, want %s", cases[i].in, got, cases[i].out);
+        free(got);
+        ps_pq_dispose(e);
+        /* 2.42 refuses them */
+        assert_int_equal(ps_pq_parse(cases[i].in, strlen(cases[i].in), lim242(), &a, &e, &err), PS_EINVAL);
+        ps_arena_dispose(&a);
+    }
+    /* a quoted metric name is a name: set twice is an error */
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_pq_node_t *e = NULL;
+    ps_err_t err;
+    assert_int_equal(ps_pq_parse("x{\"y\"}", 6, NULL, &a, &e, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "1:1: parse error: metric name must not be set twice: \"x\" or \"y\"");
+    assert_int_equal(ps_pq_parse("{\"\"=\"x\"}", 8, NULL, &a, &e, &err), PS_EINVAL);
+    ps_arena_dispose(&a);
+}
+
 static void test_functions(void **state)
 {
     (void)state;
@@ -532,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_literals),
         cmocka_unit_test(test_functions),
         cmocka_unit_test(test_function_versions),
+        cmocka_unit_test(test_quoted_names),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_cleanup),
     };
