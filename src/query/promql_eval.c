@@ -31,6 +31,29 @@ void ps_pq_opts_default(ps_pq_opts_t *o)
 
 /* ---- small things ---- */
 
+/* Go's fmt %v of a float64 (strconv's 'g' with the shortest digits: exponent form below 1e-4 and
+ * from 1e6 on): "1e+19", "123456.7", "NaN", "+Inf"; Prometheus' "Scalar value %v ..." messages. */
+static void go_fmt_v(double v, char *b, size_t size)
+{
+    if (isnan(v) || isinf(v)) {
+        snprintf(b, size, "%s", isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf");
+        return;
+    }
+    char e[40];
+    int prec = 1;
+    for (; prec < 17; prec++) {
+        snprintf(e, sizeof(e), "%.*e", prec - 1, v);
+        if (strtod(e, NULL) == v)
+            break;
+    }
+    snprintf(e, sizeof(e), "%.*e", prec - 1, v);
+    int exp = atoi(strchr(e, 'e') + 1);
+    if (exp < -4 || exp >= 6)
+        snprintf(b, size, "%s", e);
+    else
+        snprintf(b, size, "%.*f", prec - 1 - exp > 0 ? prec - 1 - exp : 0, v);
+}
+
 static bool is_stale(double v)
 {
     uint64_t b;
@@ -747,7 +770,7 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
             return ps_err_set(c->err, PS_ELIMIT, "Parameter value is NaN");
         if (f >= 9223372036854775807.0) {
             char b[48];
-            ps_fmt_float(f, b, sizeof(b));
+            go_fmt_v(f, b, sizeof(b));
             return ps_err_set(c->err, PS_ELIMIT, "Scalar value %s overflows int64", b);
         }
         k = (int64_t)f;
@@ -755,7 +778,7 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         double f = par.s;
         if (!(f <= 9223372036854775807.0 && f >= -9223372036854775808.0)) {
             char b[48];
-            ps_fmt_float(f, b, sizeof(b));
+            go_fmt_v(f, b, sizeof(b));
             return ps_err_set(c->err, PS_ELIMIT, "Scalar value %s overflows int64", b);
         }
         k = f >= 9223372036854775807.0 ? INT64_MAX : (int64_t)f;
