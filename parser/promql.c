@@ -62,6 +62,7 @@
 #define STR PS_PQ_VSTRING
 #define B (PS_PQ_IN_2 | PS_PQ_IN_3)
 #define IN2 PS_PQ_IN_2
+#define IN3 PS_PQ_IN_3
 #define IN3X (PS_PQ_IN_3 | PS_PQ_EXPERIMENTAL)
 /* holt_winters is 2.42's; Prometheus 3 renamed it double_exponential_smoothing (the same function,
  * experimental) */
@@ -93,8 +94,12 @@ static const ps_pq_func_t funcs[] = {
     {"deriv", PS_FN_DERIV, 1, {M}, 0, V, B},
     {"double_exponential_smoothing", PS_FN_HOLT_WINTERS, 3, {M, S, S}, 0, V, IN3X},
     {"exp", PS_FN_EXP, 1, {V}, 0, V, B},
+    {"first_over_time", PS_FN_FIRST_OVER_TIME, 1, {M}, 0, V, IN3},
     {"floor", PS_FN_FLOOR, 1, {V}, 0, V, B},
+    {"histogram_avg", PS_FN_HISTOGRAM_AVG, 1, {V}, 0, V, IN3},
     {"histogram_count", PS_FN_HISTOGRAM_COUNT, 1, {V}, 0, V, B},
+    {"histogram_stddev", PS_FN_HISTOGRAM_STDDEV, 1, {V}, 0, V, IN3},
+    {"histogram_stdvar", PS_FN_HISTOGRAM_STDVAR, 1, {V}, 0, V, IN3},
     {"histogram_sum", PS_FN_HISTOGRAM_SUM, 1, {V}, 0, V, B},
     {"histogram_fraction", PS_FN_HISTOGRAM_FRACTION, 3, {S, S, V}, 0, V, B},
     {"histogram_quantile", PS_FN_HISTOGRAM_QUANTILE, 2, {S, V}, 0, V, B},
@@ -109,6 +114,7 @@ static const ps_pq_func_t funcs[] = {
     {"ln", PS_FN_LN, 1, {V}, 0, V, B},
     {"log10", PS_FN_LOG10, 1, {V}, 0, V, B},
     {"log2", PS_FN_LOG2, 1, {V}, 0, V, B},
+    {"mad_over_time", PS_FN_MAD_OVER_TIME, 1, {M}, 0, V, IN3X},
     {"max_over_time", PS_FN_MAX_OVER_TIME, 1, {M}, 0, V, B},
     {"min_over_time", PS_FN_MIN_OVER_TIME, 1, {M}, 0, V, B},
     {"minute", PS_FN_MINUTE, 1, {V}, 1, V, B},
@@ -135,6 +141,10 @@ static const ps_pq_func_t funcs[] = {
     {"tanh", PS_FN_TANH, 1, {V}, 0, V, B},
     {"time", PS_FN_TIME, 0, {0}, 0, S, B},
     {"timestamp", PS_FN_TIMESTAMP, 1, {V}, 0, V, B},
+    {"ts_of_first_over_time", PS_FN_TS_OF_FIRST_OVER_TIME, 1, {M}, 0, V, IN3X},
+    {"ts_of_last_over_time", PS_FN_TS_OF_LAST_OVER_TIME, 1, {M}, 0, V, IN3X},
+    {"ts_of_max_over_time", PS_FN_TS_OF_MAX_OVER_TIME, 1, {M}, 0, V, IN3X},
+    {"ts_of_min_over_time", PS_FN_TS_OF_MIN_OVER_TIME, 1, {M}, 0, V, IN3X},
     {"vector", PS_FN_VECTOR, 1, {S}, 0, V, B},
     {"year", PS_FN_YEAR, 1, {V}, 1, V, B},
 };
@@ -144,6 +154,7 @@ static const ps_pq_func_t funcs[] = {
 #undef STR
 #undef B
 #undef IN2
+#undef IN3
 #undef IN3X
 
 const ps_pq_func_t *ps_pq_func_lookup(const char *name, size_t n)

@@ -792,7 +792,7 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     const char *value_label = NULL;
     if (op == PS_PQ_COUNT_VALUES) {
         value_label = unparen(p->b->n)->str; /* count_values(("v"), x): a parenthesised string */
-        if (!ps_label_name_valid(value_label, strlen(value_label)))
+        if (!pq_label_name_ok(c, value_label))
             return ps_err_set(c->err, PS_ELIMIT, "invalid label name \"%s\"", value_label);
         if (!n->without) {
             const char **g2 = ps_arena_alloc(&c->scratch, (ng + 1) * sizeof(char *));
@@ -1263,6 +1263,12 @@ static bool step_invariant(const ps_pq_node_t *e)
     }
 }
 
+/* last_over_time and first_over_time keep the metric name; the other range functions drop it */
+static bool keeps_name(ps_pq_fn_t fn)
+{
+    return fn == PS_FN_LAST_OVER_TIME || fn == PS_FN_FIRST_OVER_TIME;
+}
+
 /* A call with a range vector argument (rangeEval's matrix case in eval): the other arguments
  * evaluated, then the function (promql_func.c's pq_range_fn) over each series' window. */
 static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
@@ -1328,7 +1334,7 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
                 continue;
             const ps_labels_t *ls = &m->sq_labels[w.s[i].li];
             pq_elem_t *e = &out->v.e[out->v.n++];
-            *e = (pq_elem_t){fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(ls) : pq_drop_name(c, ls), v, ts,
+            *e = (pq_elem_t){keeps_name(fn) ? ps_labels_borrow(ls) : pq_drop_name(c, ls), v, ts,
                              w.s[i].li + 1};
             if ((ret = pq_check_unique_range(c, p, &e->ls, w.s[i].li)) != 0)
                 return ret;
@@ -1350,7 +1356,7 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
             out->v.n = 0;
             return 0; /* something is present */
         }
-        ps_labels_t ls = fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(&s->series[i].labels)
+        ps_labels_t ls = keeps_name(fn) ? ps_labels_borrow(&s->series[i].labels)
                                                     : ps_labels_borrow(&s->noname[i]);
         out->v.e[out->v.n++] = (pq_elem_t){ls, v, ts, i + 1};
         if (p->uniq_seen == NULL)

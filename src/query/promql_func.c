@@ -246,6 +246,42 @@ bool pq_range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uint32_
     case PS_FN_LAST_OVER_TIME:
         *res = p[n - 1].v;
         return true;
+    case PS_FN_FIRST_OVER_TIME:
+        *res = p[0].v;
+        return true;
+    case PS_FN_TS_OF_FIRST_OVER_TIME:
+        *res = (double)p[0].t / 1000;
+        return true;
+    case PS_FN_TS_OF_LAST_OVER_TIME:
+        *res = (double)p[n - 1].t / 1000;
+        return true;
+    case PS_FN_TS_OF_MAX_OVER_TIME:
+    case PS_FN_TS_OF_MIN_OVER_TIME: { /* compareOverTime: the last of equal values */
+        double m = p[0].v;
+        int64_t t = p[0].t;
+        for (uint32_t i = 0; i < n; i++)
+            if ((fn == PS_FN_TS_OF_MAX_OVER_TIME ? p[i].v >= m : p[i].v <= m) || isnan(m)) {
+                m = p[i].v;
+                t = p[i].t;
+            }
+        *res = (double)t / 1000;
+        return true;
+    }
+    case PS_FN_MAD_OVER_TIME: { /* the median of the distances from the median; NaN if one is NaN */
+        double *vals = ps_arena_alloc(&c->scratch, n * sizeof(double));
+        for (uint32_t i = 0; i < n; i++) {
+            if (isnan(p[i].v)) {
+                *res = NAN;
+                return true;
+            }
+            vals[i] = p[i].v;
+        }
+        double median = pq_quantile(0.5, vals, n);
+        for (uint32_t i = 0; i < n; i++)
+            vals[i] = fabs(vals[i] - median);
+        *res = pq_quantile(0.5, vals, n);
+        return true;
+    }
     case PS_FN_PRESENT_OVER_TIME:
     case PS_FN_ABSENT_OVER_TIME:
         *res = 1;
@@ -503,11 +539,11 @@ static int label_replace(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *in, pq_vec_t
 static int label_join(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *in, pq_vec_t *out)
 {
     const char *dst = str_arg(p, 1), *sep = str_arg(p, 2);
-    if (!ps_label_name_valid(dst, strlen(dst)))
+    if (!pq_label_name_ok(c, dst))
         return ps_err_set(c->err, PS_ELIMIT, "invalid destination label name in label_join(): %s", dst);
     for (uint32_t k = 3; k < p->nargs; k++) {
         const char *s = str_arg(p, k);
-        if (!ps_label_name_valid(s, strlen(s)))
+        if (!pq_label_name_ok(c, s))
             return ps_err_set(c->err, PS_ELIMIT, "invalid source label name in label_join(): %s", s);
     }
     ps_buf_t b = PS_BUF_INIT;
@@ -713,11 +749,17 @@ int pq_call_plan(pq_ctx_t *c, pq_node_t *p)
     case PS_FN_ASIN: case PS_FN_ACOS: case PS_FN_ATAN: case PS_FN_SINH: case PS_FN_COSH: case PS_FN_TANH:
     case PS_FN_ASINH: case PS_FN_ACOSH: case PS_FN_ATANH:
     case PS_FN_HISTOGRAM_COUNT: case PS_FN_HISTOGRAM_SUM: case PS_FN_HISTOGRAM_FRACTION:
+    case PS_FN_FIRST_OVER_TIME: case PS_FN_HISTOGRAM_AVG: case PS_FN_HISTOGRAM_STDDEV: case PS_FN_HISTOGRAM_STDVAR:
+    case PS_FN_MAD_OVER_TIME: case PS_FN_TS_OF_FIRST_OVER_TIME: case PS_FN_TS_OF_LAST_OVER_TIME:
+    case PS_FN_TS_OF_MAX_OVER_TIME: case PS_FN_TS_OF_MIN_OVER_TIME:
         return 0;
     case PS_FN_LABEL_REPLACE: {
         const char *dst = str_arg(p, 1), *re = str_arg(p, 4);
         ps_buf_t b = PS_BUF_INIT;
-        PS_BUF_LIT(&b, "(?-s:");
+        if (c->open) /* Prometheus 3: '.' matches a newline, as in selectors; 2.42: not here */
+            PS_BUF_LIT(&b, "(?s:");
+        else
+            PS_BUF_LIT(&b, "(?-s:");
         ps_buf_append(&b, re, strlen(re));
         ps_buf_putc(&b, ')');
         ps_err_t e2;
@@ -729,7 +771,7 @@ int pq_call_plan(pq_ctx_t *c, pq_node_t *p)
         ps_buf_dispose(&b);
         if (ret)
             return ps_err_set(c->err, PS_ELIMIT, "invalid regular expression in label_replace(): %s", re);
-        if (!ps_label_name_valid(dst, strlen(dst)))
+        if (!pq_label_name_ok(c, dst))
             return ps_err_set(c->err, PS_ELIMIT, "invalid destination label name in label_replace(): %s", dst);
         p->md = ps_regex_match_new(ps_regex_groups(p->re) + 1);
         return 0;
@@ -804,6 +846,9 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *o
     case PS_FN_HISTOGRAM_COUNT:
     case PS_FN_HISTOGRAM_SUM:
     case PS_FN_HISTOGRAM_FRACTION:
+    case PS_FN_HISTOGRAM_AVG:
+    case PS_FN_HISTOGRAM_STDDEV:
+    case PS_FN_HISTOGRAM_STDVAR:
         out->v = pq_vec_new(c, 0); /* of native histograms only: a float sample has none */
         return 0;
     case PS_FN_DAY_OF_MONTH: case PS_FN_DAY_OF_WEEK: case PS_FN_DAY_OF_YEAR: case PS_FN_DAYS_IN_MONTH:

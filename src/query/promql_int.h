@@ -15,6 +15,7 @@
 
 #include "core/mem.h"
 #include "core/hash.h"
+#include "core/labels.h"
 #include "parser/regex.h"
 #include "promql_eval.h"
 
@@ -126,6 +127,14 @@ typedef struct pq_ctx {
 } pq_ctx_t;
 
 #define PQ_STALE_BITS 0x7ff0000000000002ull
+
+/* A label name a query may make (label_replace, label_join, count_values): Prometheus 3 takes any
+ * non-empty UTF-8 (model.UTF8Validation), 2.42 the classic [a-zA-Z_][a-zA-Z0-9_]*. */
+static inline bool pq_label_name_ok(const pq_ctx_t *c, const char *s)
+{
+    size_t n = strlen(s);
+    return c->open ? n > 0 && ps_utf8_valid(s, n) : ps_label_name_valid(s, n);
+}
 
 /* Prometheus 3's kahansum.Inc: Neumaier's compensated sum, the compensation dropped once the sum
  * is infinite. Returns the new sum; *c is the compensation. */

@@ -447,6 +447,8 @@ static void test_functions(void **state)
         "min_over_time", "minute", "month", "pi", "predict_linear", "present_over_time", "quantile_over_time", "rad",
         "rate", "resets", "round", "scalar", "sgn", "sin", "sinh", "sort", "sort_desc", "sqrt", "stddev_over_time",
         "stdvar_over_time", "sum_over_time", "tan", "tanh", "time", "timestamp", "vector", "year",
+        "first_over_time", "histogram_avg", "histogram_stddev", "histogram_stdvar", "mad_over_time",
+        "ts_of_first_over_time", "ts_of_last_over_time", "ts_of_max_over_time", "ts_of_min_over_time",
     };
     bool seen[PS_FN_COUNT_] = {0};
     assert_int_equal(N(names), PS_FN_COUNT_);

@@ -10,8 +10,8 @@
  *    range query;
  *  - limits: 11,000 points, max samples (loaded and answered), the timeout, topk(1e9, ...);
  *  - subqueries: as an answer, the default step, over a range;
- *  - every function of 2.42's table evaluates; an unknown one is refused by name before any data
- *    is read;
+ *  - every function of 2.42's table evaluates, and of Prometheus 3's that profstore has; an unknown
+ *    one is refused by name before any data is read;
  *  - Go's FormatFloat 'f' as count_values writes it.
  * Everything here runs with Prometheus 2.42's semantics (opts_242, --promql.compat=2).
  */
@@ -225,10 +225,12 @@ static ps_pq_source_t source_of(mem_src_t *m)
 
 /* The engine's options with Prometheus 2.42's semantics (--promql.compat=2): the expected answers
  * here are 2.42's (promql_oracle.py). Prometheus 3's are checked by test_promqltest.c. */
+static int compat = 2; /* Prometheus 3's only where a test says so */
+
 static void opts_242(ps_pq_opts_t *o)
 {
     ps_pq_opts_default(o);
-    o->compat = 2;
+    o->compat = compat;
 }
 
 typedef struct fx {
@@ -245,7 +247,8 @@ static int run(fx_t *f, const char *q, const ps_pq_opts_t *o, ps_pq_result_t *r)
     ps_pq_node_t *e = NULL;
     ps_pq_limits_t lim;
     ps_pq_limits_default(&lim);
-    lim.compat = 2; /* 2.42's language: holt_winters */
+    lim.compat = compat; /* 2.42's language: holt_winters */
+    lim.experimental = true;
     if (ps_pq_parse(q, strlen(q), &lim, &f->a, &e, &f->err) != 0)
         fail_msg("parse %s: %s", q, f->err.msg);
     ps_pq_source_t src = source_of(&f->m);
@@ -786,7 +789,9 @@ static void test_unsupported(void **state)
     load(&f, "m{a=\"1\"}", 1000, "1 2 3");
     ps_pq_result_t r;
     for (int id = 0; id < PS_FN_COUNT_; id++) {
-        /* each function by its own name, with arguments of its declared types */
+        /* each function by its own name, with arguments of its declared types; Prometheus 3's
+         * (from first_over_time on) in its language, with the experimental ones */
+        compat = id >= PS_FN_FIRST_OVER_TIME ? 3 : 2;
         const char *names[] = {"abs", "absent", "absent_over_time", "acos", "acosh", "asin", "asinh", "atan", "atanh",
                                "avg_over_time", "ceil", "changes", "clamp", "clamp_max", "clamp_min", "cos", "cosh",
                                "count_over_time", "days_in_month", "day_of_month", "day_of_week", "day_of_year", "deg",
@@ -797,7 +802,9 @@ static void test_unsupported(void **state)
                                "present_over_time", "quantile_over_time", "rad", "rate", "resets", "round", "scalar",
                                "sgn", "sin", "sinh", "sort", "sort_desc", "sqrt", "stddev_over_time",
                                "stdvar_over_time", "sum_over_time", "tan", "tanh", "time", "timestamp", "vector",
-                               "year"};
+                               "year", "first_over_time", "histogram_avg", "histogram_stddev", "histogram_stdvar",
+                               "mad_over_time", "ts_of_first_over_time", "ts_of_last_over_time",
+                               "ts_of_max_over_time", "ts_of_min_over_time"};
         const ps_pq_func_t *fn = ps_pq_func_lookup(names[id], strlen(names[id]));
         assert_non_null(fn);
         assert_int_equal(fn->id, id);
@@ -815,6 +822,7 @@ static void test_unsupported(void **state)
         if (rc != 0)
             fail_msg("%s: %d %s", q, rc, f.err.msg);
     }
+    compat = 2;
     /* a function the evaluator does not know: refused, named, before any data is read */
     ps_pq_node_t *e = NULL;
     ps_arena_reset(&f.a);
