@@ -133,6 +133,8 @@ static const ps_pq_func_t funcs[] = {
     {"sinh", PS_FN_SINH, 1, {V}, 0, V, B},
     {"sort", PS_FN_SORT, 1, {V}, 0, V, B},
     {"sort_desc", PS_FN_SORT_DESC, 1, {V}, 0, V, B},
+    {"sort_by_label", PS_FN_SORT_BY_LABEL, 2, {V, STR}, -1, V, IN3X},
+    {"sort_by_label_desc", PS_FN_SORT_BY_LABEL_DESC, 2, {V, STR}, -1, V, IN3X},
     {"sqrt", PS_FN_SQRT, 1, {V}, 0, V, B},
     {"stddev_over_time", PS_FN_STDDEV_OVER_TIME, 1, {M}, 0, V, B},
     {"stdvar_over_time", PS_FN_STDVAR_OVER_TIME, 1, {M}, 0, V, B},

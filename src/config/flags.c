@@ -519,10 +519,11 @@ static const ps_flag_t profstore_flags[] = {
             "lets PromQL call Prometheus 3's experimental functions that profstore evaluates "
             "(`double_exponential_smoothing`, which was 2.x's `holt_winters`, `mad_over_time`, "
             "`ts_of_first_over_time`, `ts_of_last_over_time`, `ts_of_max_over_time`, "
-            "`ts_of_min_over_time`); without it they are "
+            "`ts_of_min_over_time`, `sort_by_label`, `sort_by_label_desc`); without it they are "
             "refused as in Prometheus 3 (`function \"double_exponential_smoothing\" is not enabled`)",
      .help = "promql-experimental-functions: PromQL's experimental functions\n"
-             "(double_exponential_smoothing, mad_over_time, ts_of_*_over_time)"},
+             "(double_exponential_smoothing, mad_over_time, ts_of_*_over_time,\n"
+             "sort_by_label, sort_by_label_desc)"},
     /* threads 0 (no pool: queries on the HTTP threads) .. 256 (LMDB readers) */
     {.name = "query.max-concurrency", .type = PS_FLAG_UINT, .offset = OFF(query_max_concurrency), .metavar = "N",
      .def = "20", .max = 256,

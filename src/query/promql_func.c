@@ -7,6 +7,7 @@
 #include "promql_int.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -726,6 +727,96 @@ static void sort_vec(pq_vec_t *v, bool desc)
     }
 }
 
+/* ---- sort_by_label, sort_by_label_desc (Prometheus 3, experimental) ---- */
+
+/* facette/natsort's Compare (the version Prometheus pins): a before b when, chunk by chunk (runs
+ * of digits, runs of other bytes), a's is smaller: two numbers as integers (strconv.Atoi: not past
+ * int64), else as strings; when a's last chunk is reached with every chunk equal, a is before. */
+static bool natsort_less(const char *a, const char *b)
+{
+    size_t i = 0, j = 0, na = strlen(a), nb = strlen(b);
+    while (i < na) {
+        if (j >= nb)
+            return false;
+        bool da = a[i] >= '0' && a[i] <= '9', db = b[j] >= '0' && b[j] <= '9';
+        size_t ei = i, ej = j;
+        while (ei < na && (a[ei] >= '0' && a[ei] <= '9') == da)
+            ei++;
+        while (ej < nb && (b[ej] >= '0' && b[ej] <= '9') == db)
+            ej++;
+        bool last_a = ei >= na, last_b = ej >= nb;
+        if (da && db) {
+            errno = 0;
+            char *end;
+            char ca[32], cb[32];
+            long long x = -1, y = -1;
+            bool okx = ei - i < sizeof(ca), oky = ej - j < sizeof(cb);
+            if (okx) {
+                memcpy(ca, a + i, ei - i);
+                ca[ei - i] = 0;
+                x = strtoll(ca, &end, 10);
+                okx = errno == 0;
+            }
+            errno = 0;
+            if (oky) {
+                memcpy(cb, b + j, ej - j);
+                cb[ej - j] = 0;
+                y = strtoll(cb, &end, 10);
+                oky = errno == 0;
+            }
+            if (okx && oky) {
+                if (x != y)
+                    return x < y;
+                if (last_a)
+                    return true;
+                if (last_b)
+                    return false;
+                i = ei;
+                j = ej;
+                continue;
+            }
+        }
+        size_t la = ei - i, lb = ej - j;
+        if (la == lb && memcmp(a + i, b + j, la) == 0) {
+            if (last_a)
+                return true;
+            if (last_b)
+                return false;
+            i = ei;
+            j = ej;
+            continue;
+        }
+        int r = memcmp(a + i, b + j, la < lb ? la : lb);
+        return r != 0 ? r < 0 : la < lb;
+    }
+    return false;
+}
+
+typedef struct bylabel {
+    const pq_node_t *p;
+    bool desc;
+} bylabel_t;
+
+static _Thread_local const bylabel_t *bylabel_ctx; /* qsort's comparator has no argument for it */
+
+static int cmp_bylabel(const void *x, const void *y)
+{
+    const pq_elem_t *a = x, *b = y;
+    const bylabel_t *k = bylabel_ctx;
+    for (uint32_t i = 1; i < k->p->nargs; i++) {
+        const char *name = str_arg(k->p, i);
+        const char *va = ps_labels_value(&a->ls, name), *vb = ps_labels_value(&b->ls, name);
+        va = va ? va : "";
+        vb = vb ? vb : "";
+        if (strcmp(va, vb) == 0)
+            continue;
+        bool less = natsort_less(va, vb);
+        return k->desc ? (less ? 1 : -1) : (less ? -1 : 1);
+    }
+    int r = ps_labels_cmp(&a->ls, &b->ls); /* then by the whole label set */
+    return k->desc ? -r : r;
+}
+
 /* ---- the call ---- */
 
 int pq_call_plan(pq_ctx_t *c, pq_node_t *p)
@@ -752,6 +843,7 @@ int pq_call_plan(pq_ctx_t *c, pq_node_t *p)
     case PS_FN_FIRST_OVER_TIME: case PS_FN_HISTOGRAM_AVG: case PS_FN_HISTOGRAM_STDDEV: case PS_FN_HISTOGRAM_STDVAR:
     case PS_FN_MAD_OVER_TIME: case PS_FN_TS_OF_FIRST_OVER_TIME: case PS_FN_TS_OF_LAST_OVER_TIME:
     case PS_FN_TS_OF_MAX_OVER_TIME: case PS_FN_TS_OF_MIN_OVER_TIME:
+    case PS_FN_SORT_BY_LABEL: case PS_FN_SORT_BY_LABEL_DESC:
         return 0;
     case PS_FN_LABEL_REPLACE: {
         const char *dst = str_arg(p, 1), *re = str_arg(p, 4);
@@ -925,6 +1017,20 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *o
         }
         sort_vec(&out->v, fn == PS_FN_SORT_DESC);
         break;
+    case PS_FN_SORT_BY_LABEL:
+    case PS_FN_SORT_BY_LABEL_DESC: {
+        for (uint32_t i = 0; i < in->n; i++) {
+            out->v.e[out->v.n] = in->e[i];
+            out->v.e[out->v.n].t = ts;
+            out->v.e[out->v.n++].src = 0;
+        }
+        bylabel_t k = {p, fn == PS_FN_SORT_BY_LABEL_DESC};
+        bylabel_ctx = &k;
+        if (out->v.n > 1)
+            qsort(out->v.e, out->v.n, sizeof(pq_elem_t), cmp_bylabel);
+        bylabel_ctx = NULL;
+        break;
+    }
     case PS_FN_LABEL_REPLACE:
         ret = label_replace(c, p, in, &out->v);
         break;

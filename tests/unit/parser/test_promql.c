@@ -449,6 +449,7 @@ static void test_functions(void **state)
         "stdvar_over_time", "sum_over_time", "tan", "tanh", "time", "timestamp", "vector", "year",
         "first_over_time", "histogram_avg", "histogram_stddev", "histogram_stdvar", "mad_over_time",
         "ts_of_first_over_time", "ts_of_last_over_time", "ts_of_max_over_time", "ts_of_min_over_time",
+        "sort_by_label", "sort_by_label_desc",
     };
     bool seen[PS_FN_COUNT_] = {0};
     assert_int_equal(N(names), PS_FN_COUNT_);
