@@ -7,6 +7,7 @@
 #include "promql_int.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -15,6 +16,7 @@
 #include "core/hash.h"
 #include "core/sat.h"
 #include "core/timeutil.h"
+#include "parser/labels.h"
 
 #define MAX_SAMPLES_MSG "query processing would load too many samples into memory in query execution"
 
@@ -31,9 +33,36 @@ void ps_pq_opts_default(ps_pq_opts_t *o)
 
 /* ---- small things ---- */
 
+void pq_annotate(pq_ctx_t *c, bool warn, uint32_t pos, const char *fmt, ...)
+{
+    if (!c->open)
+        return;
+    char msg[512];
+    int n = snprintf(msg, sizeof(msg), "PromQL %s: ", warn ? "warning" : "info");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+    va_end(ap);
+    for (uint32_t i = 0; i < c->nannots; i++)
+        if (strcmp(c->annots[i].msg, msg) == 0)
+            return;
+    if (c->nannots == PS_PQ_MAX_ANNOTS) {
+        c->nannots_dropped++;
+        return;
+    }
+    if (c->annots == NULL)
+        c->annots = ps_arena_alloc(c->arena, PS_PQ_MAX_ANNOTS * sizeof(ps_pq_annot_t));
+    c->annots[c->nannots++] = (ps_pq_annot_t){warn, ps_arena_strndup(c->arena, msg, strlen(msg)), pos};
+}
+
+void pq_go_quote(const char *s, char *buf, size_t size)
+{
+    ps_quote_string(buf, size, s, strlen(s), size > 8 ? size - 8 : 0);
+}
+
 /* Go's fmt %v of a float64 (strconv's 'g' with the shortest digits: exponent form below 1e-4 and
  * from 1e6 on): "1e+19", "123456.7", "NaN", "+Inf"; Prometheus' "Scalar value %v ..." messages. */
-static void go_fmt_v(double v, char *b, size_t size)
+void pq_go_fmt_v(double v, char *b, size_t size)
 {
     if (isnan(v) || isinf(v)) {
         snprintf(b, size, "%s", isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf");
@@ -770,7 +799,7 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
             return ps_err_set(c->err, PS_ELIMIT, "Parameter value is NaN");
         if (f >= 9223372036854775807.0) {
             char b[48];
-            go_fmt_v(f, b, sizeof(b));
+            pq_go_fmt_v(f, b, sizeof(b));
             return ps_err_set(c->err, PS_ELIMIT, "Scalar value %s overflows int64", b);
         }
         k = (int64_t)f;
@@ -778,15 +807,17 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         double f = par.s;
         if (!(f <= 9223372036854775807.0 && f >= -9223372036854775808.0)) {
             char b[48];
-            go_fmt_v(f, b, sizeof(b));
+            pq_go_fmt_v(f, b, sizeof(b));
             return ps_err_set(c->err, PS_ELIMIT, "Scalar value %s overflows int64", b);
         }
         k = f >= 9223372036854775807.0 ? INT64_MAX : (int64_t)f;
         if (k < 1)
             return 0;
     }
-    if (op == PS_PQ_QUANTILE)
+    if (op == PS_PQ_QUANTILE) {
         q = par.s;
+        pq_check_quantile(c, q, n->param->pos);
+    }
     const char **g = p->names;
     uint32_t ng = p->nnames;
     const char *value_label = NULL;
@@ -1263,6 +1294,27 @@ static bool step_invariant(const ps_pq_node_t *e)
     }
 }
 
+/* Prometheus 3's info on rate() and increase() of a series whose name is not a counter's */
+static void check_counter_name(pq_ctx_t *c, const pq_node_t *p, ps_pq_fn_t fn, const ps_labels_t *ls)
+{
+    if ((fn != PS_FN_RATE && fn != PS_FN_INCREASE) || !c->open)
+        return;
+    const char *name = ps_labels_value(ls, "__name__");
+    if (name == NULL || !*name)
+        return;
+    static const char *const suffixes[] = {"_total", "_sum", "_count", "_bucket"};
+    size_t n = strlen(name);
+    for (int k = 0; k < 4; k++) {
+        size_t sl = strlen(suffixes[k]);
+        if (n >= sl && strcmp(name + n - sl, suffixes[k]) == 0)
+            return;
+    }
+    char q[400];
+    pq_go_quote(name, q, sizeof(q));
+    pq_annotate(c, false, p->n->args[p->matrix_arg]->pos,
+                "metric might not be a counter, name does not end in _total/_sum/_count/_bucket: %s", q);
+}
+
 /* last_over_time and first_over_time keep the metric name; the other range functions drop it */
 static bool keeps_name(ps_pq_fn_t fn)
 {
@@ -1333,6 +1385,9 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
             if (!pq_range_fn(c, fn, w.s[i].s, w.s[i].n, ts, rstart, rend, s->range, sargs, &v))
                 continue;
             const ps_labels_t *ls = &m->sq_labels[w.s[i].li];
+            check_counter_name(c, p, fn, ls);
+            if (fn == PS_FN_QUANTILE_OVER_TIME)
+                pq_check_quantile(c, sargs[0], p->n->args[0]->pos);
             pq_elem_t *e = &out->v.e[out->v.n++];
             *e = (pq_elem_t){keeps_name(fn) ? ps_labels_borrow(ls) : pq_drop_name(c, ls), v, ts,
                              w.s[i].li + 1};
@@ -1361,8 +1416,11 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         out->v.e[out->v.n++] = (pq_elem_t){ls, v, ts, i + 1};
         if (p->uniq_seen == NULL)
             p->uniq_seen = ps_arena_calloc(c->arena, s->n + 1, 1);
+        if (fn == PS_FN_QUANTILE_OVER_TIME)
+            pq_check_quantile(c, sargs[0], p->n->args[0]->pos);
         if (!p->uniq_seen[i]) { /* a series' labels are checked once per query */
             p->uniq_seen[i] = 1;
+            check_counter_name(c, p, fn, &s->series[i].labels);
             if ((ret = pq_check_unique_range(c, p, &ls, i)) != 0)
                 return ret;
         }
@@ -1684,5 +1742,10 @@ int ps_pq_eval(const ps_pq_node_t *e, const ps_pq_source_t *src, const ps_pq_opt
     ps_buf_dispose(&c.kb);
     if (ret)
         memset(out, 0, sizeof(*out));
+    else {
+        out->annots = c.annots;
+        out->nannots = c.nannots;
+        out->nannots_dropped = c.nannots_dropped;
+    }
     return ret;
 }

@@ -100,8 +100,19 @@ typedef struct ps_pq_opts {
 
 void ps_pq_opts_default(ps_pq_opts_t *o);
 
+/** An annotation of an answer (Prometheus 3's warnings and infos, util/annotations): msg is
+ *  "PromQL warning: ..." or "PromQL info: ...", pos the byte offset in the query of the expression
+ *  it is about. Given with compat 3 only. */
+typedef struct ps_pq_annot {
+    bool warn;
+    const char *msg;
+    uint32_t pos;
+} ps_pq_annot_t;
+
 /** An answer: resultType VSCALAR or VSTRING (t, scalar or str), VVECTOR (one point per series),
- *  VMATRIX (a range query's series, or a range selector's samples in an instant query). */
+ *  VMATRIX (a range query's series, or a range selector's samples in an instant query); and its
+ *  annotations, each message once (at most PS_PQ_MAX_ANNOTS, then nannots_dropped counts the others). */
+#define PS_PQ_MAX_ANNOTS 64
 typedef struct ps_pq_result {
     ps_pq_vtype_t type;
     uint32_t n;
@@ -109,6 +120,8 @@ typedef struct ps_pq_result {
     double scalar;
     const char *str;
     int64_t t;            /* ms */
+    uint32_t nannots, nannots_dropped;
+    ps_pq_annot_t *annots;
 } ps_pq_result_t;
 
 /** Evaluates e over src; everything in out is allocated from arena. */

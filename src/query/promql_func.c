@@ -668,14 +668,19 @@ static int histogram_quantile(pq_ctx_t *c, pq_node_t *p, double q, const pq_vec_
 {
     ps_hmap_t *idx = &p->m1;
     ps_hmap_clear(idx);
+    pq_check_quantile(c, q, p->n->args[0]->pos);
     hgroup_t *g = ps_arena_alloc(&c->scratch, (in->n + 1) * sizeof(hgroup_t));
     uint32_t ng = 0;
     for (uint32_t i = 0; i < in->n; i++) {
         const pq_elem_t *e = &in->e[i];
         const char *le = ps_labels_value(&e->ls, "le");
         double ub;
-        if (le == NULL || !parse_go_float(le, &ub))
+        if (le == NULL || !parse_go_float(le, &ub)) {
+            char qv[400];
+            pq_go_quote(le ? le : "", qv, sizeof(qv));
+            pq_annotate(c, true, p->n->args[1]->pos, "bucket label \"le\" is missing or has a malformed value of %s", qv);
             continue;
+        }
         ps_buf_reset(&c->kb);
         for (uint32_t k = 0; k < e->ls.n; k++)
             if (strcmp(e->ls.pairs[k].name, "le") != 0) {
@@ -1010,6 +1015,9 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *o
     }
     case PS_FN_SORT:
     case PS_FN_SORT_DESC:
+        if (c->o->start != c->o->end)
+            pq_annotate(c, true, p->n->pos, "sort is ineffective for range queries since results are always ordered "
+                                             "by labels");
         for (uint32_t i = 0; i < in->n; i++) {
             out->v.e[out->v.n] = in->e[i];
             out->v.e[out->v.n].t = ts;
@@ -1019,6 +1027,9 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *o
         break;
     case PS_FN_SORT_BY_LABEL:
     case PS_FN_SORT_BY_LABEL_DESC: {
+        if (c->o->start != c->o->end)
+            pq_annotate(c, true, p->n->pos, "sort is ineffective for range queries since results are always ordered "
+                                             "by labels");
         for (uint32_t i = 0; i < in->n; i++) {
             out->v.e[out->v.n] = in->e[i];
             out->v.e[out->v.n].t = ts;

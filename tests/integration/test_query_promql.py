@@ -285,3 +285,26 @@ def test_prometheus_3_by_default_and_2_42_with_compat_2(srv, compat2, module_ser
     assert st == 400 and "parse error" in js["error"], js
     st, _, body = form_request(srv, "GET", "/api/v1/format_query", {"query": 'sum by ("k8s.pod") ({"a.b"="x"})'})
     assert (st, json.loads(body)["data"]) == (200, 'sum by ("k8s.pod") ({"a.b"="x"})')
+
+
+def test_annotations_as_prometheus_3(srv, compat2):
+    """Prometheus 3's warnings and infos next to the data (each with the position of what it is
+    about); none with --promql.compat=2, as 2.42 had none of these."""
+    st, js = query(srv, "quantile(2, %s)" % CPU_TYPE, T0 + 60)
+    assert st == 200 and js["warnings"] == ["PromQL warning: quantile value should be between 0 and 1, got 2 (1:10)"]
+    assert "infos" not in js and len(js["data"]["result"]) == 1, js
+    st, js = query(srv, "rate(%s[1m])" % CPU_TYPE, T0 + 60)
+    assert st == 200 and js["infos"] == [
+        'PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: "%s" (1:6)'
+        % CPU_TYPE], js
+    assert "warnings" not in js and len(js["data"]["result"]) == 2, js
+    st, _, body = form_request(srv, "GET", "/api/v1/query_range", {"query": "sort(%s)" % CPU_TYPE, "start": T0 + 30,
+                                                                    "end": T0 + 60, "step": 10})
+    js = json.loads(body)
+    assert st == 200 and js["warnings"] == [
+        "PromQL warning: sort is ineffective for range queries since results are always ordered by labels (1:1)"], js
+    st, js = query(srv, "sum(%s)" % CPU_TYPE, T0 + 60)
+    assert st == 200 and "warnings" not in js and "infos" not in js, js
+    for q in ("quantile(2, %s)" % CPU_TYPE, "rate(%s[1m])" % CPU_TYPE):
+        st, js = query(compat2, q, T0 + 60)
+        assert st == 200 and "warnings" not in js and "infos" not in js, js

@@ -17,9 +17,11 @@
  *  - `eval range from <a> to <b> step <s> <expr>`: the range query;
  *  - expectations: `expect fail [msg|regex: ...]`, `eval_fail` with `expected_fail_message` /
  *    `expected_fail_regexp`, `expect ordered` / `eval_ordered`, `expect warn|info [...]` and
- *    `eval_warn|eval_info` (profstore gives no annotations: such an eval fails once its values are
- *    right), `expect no_warn|no_info` (always true), `expect range vector from .. to .. step ..`,
+ *    `eval_warn|eval_info`, `expect no_warn|no_info`, `expect range vector from .. to .. step ..`,
  *    `expect string "..."`, a number alone (a scalar answer) and series lines;
+ *  - annotations as test.go's checkAnnotations: each `expect warn|info [msg|regex]` matches one of
+ *    the answer's, each of its warnings (infos) matches an `expect warn` (`info`) when there is one,
+ *    none with `expect no_warn|no_info`, at least one with eval_warn|eval_info;
  *  - answers compared as test.go's compareResult: series as label sets (positions only when
  *    ordered), values within a relative 1e-6 (almost.Equal: NaN equals NaN, a stale marker only a
  *    stale marker), a range answer's points at start + i * step, sorted series.
@@ -608,6 +610,12 @@ typedef struct xseries {
     int pos;
 } xseries_t;
 
+/* an `expect warn|info [msg: m | regex: r]` line: msg, else re (NULL: any) */
+typedef struct xann {
+    char *msg;
+    ps_regex_t *re;
+} xann_t;
+
 typedef struct eval {
     int line;
     char *expr;
@@ -621,6 +629,9 @@ typedef struct eval {
     uint32_t nx;
     bool hist;           /* expects a native histogram */
     char *bad;           /* the eval line itself is not understood */
+    xann_t ann[2][16];   /* expect warn / expect info lines ([0] warn, [1] info) */
+    uint32_t nann[2];
+    bool no_ann[2];      /* expect no_warn / no_info */
 } eval_t;
 
 static void eval_free(eval_t *e)
@@ -636,6 +647,11 @@ static void eval_free(eval_t *e)
     free(e->string);
     free(e->bad);
     ps_regex_free(e->fail_re);
+    for (int k = 0; k < 2; k++)
+        for (uint32_t i = 0; i < e->nann[k]; i++) {
+            free(e->ann[k][i].msg);
+            ps_regex_free(e->ann[k][i].re);
+        }
 }
 
 /* a Go regexp.MatchString pattern (unanchored) */
@@ -910,6 +926,50 @@ static char *compare_result(const eval_t *ev, const ps_pq_result_t *r)
     }
 }
 
+static bool ann_matches(const xann_t *x, const char *msg)
+{
+    if (x->msg)
+        return strcmp(x->msg, msg) == 0;
+    return x->re == NULL || re_search(x->re, msg);
+}
+
+/* test.go's checkAnnotations: NULL, or why the answer's annotations are not the expected ones */
+static char *check_annotations(const eval_t *ev, const ps_pq_result_t *r)
+{
+    static const char *const kinds[2] = {"warn", "info"};
+    for (int k = 0; k < 2; k++) {
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < r->nannots; i++)
+            n += r->annots[i].warn == (k == 0);
+        if ((k == 0 ? ev->warn : ev->info) && n == 0)
+            return xprintf("expected %s annotations but got none", kinds[k]);
+        if (ev->nann[k] > 0 && n == 0)
+            return xprintf("expected %s annotations but none were found", kinds[k]);
+        for (uint32_t e = 0; e < ev->nann[k]; e++) {
+            bool found = false;
+            for (uint32_t i = 0; i < r->nannots && !found; i++)
+                found = r->annots[i].warn == (k == 0) && ann_matches(&ev->ann[k][e], r->annots[i].msg);
+            if (!found)
+                return xprintf("expected %s annotation matching %s but no matching annotation was found (%u found)",
+                               kinds[k], ev->ann[k][e].msg ? ev->ann[k][e].msg : "(pattern)", n);
+        }
+        for (uint32_t i = 0; i < r->nannots && ev->nann[k] > 0; i++) {
+            if (r->annots[i].warn != (k == 0))
+                continue;
+            bool found = false;
+            for (uint32_t e = 0; e < ev->nann[k] && !found; e++)
+                found = ann_matches(&ev->ann[k][e], r->annots[i].msg);
+            if (!found)
+                return xprintf("unexpected %s annotation %s", kinds[k], r->annots[i].msg);
+        }
+        if (ev->no_ann[k] && n > 0)
+            for (uint32_t i = 0; i < r->nannots; i++)
+                if (r->annots[i].warn == (k == 0))
+                    return xprintf("unexpected %s annotation %s", kinds[k], r->annots[i].msg);
+    }
+    return NULL;
+}
+
 /* Parsed as test.go's TestParserOpts: Prometheus 3's language with its experimental functions. */
 static int compat = 3; /* PS_PROMQLTEST_COMPAT=2: 2.42's semantics, to measure them (no comparison) */
 
@@ -967,6 +1027,8 @@ static char *run_one(runner_t *rn, const eval_t *ev, bool at_variant, int64_t at
         why = xprintf("expected error evaluating query but got none");
         goto out;
     }
+    if ((why = check_annotations(ev, &r)) != NULL)
+        goto out;
     if ((why = compare_result(ev, &r)) != NULL || ev->is_range || ev->exclude_range)
         goto out;
     /* the range-mode check, but for start(), end(), range(), step() and ordered results */
@@ -1163,11 +1225,15 @@ static void parse_expect(eval_t *ev, const char *l)
             ev->fail_msg = strdup(msg);
         if (re)
             ev->fail_re = compile_search(re);
-    } else if (wl == 4 && strncmp(w, "warn", 4) == 0) {
-        ev->warn = true;
-    } else if (wl == 4 && strncmp(w, "info", 4) == 0) {
-        ev->info = true;
-    } else if (!(wl == 7 && strncmp(w, "no_warn", 7) == 0) && !(wl == 7 && strncmp(w, "no_info", 7) == 0)) {
+    } else if (wl == 4 && (strncmp(w, "warn", 4) == 0 || strncmp(w, "info", 4) == 0)) {
+        int k = w[0] == 'i';
+        if (ev->nann[k] < 16)
+            ev->ann[k][ev->nann[k]++] = (xann_t){msg ? strdup(msg) : NULL, re ? compile_search(re) : NULL};
+    } else if (wl == 7 && strncmp(w, "no_warn", 7) == 0) {
+        ev->no_ann[0] = true;
+    } else if (wl == 7 && strncmp(w, "no_info", 7) == 0) {
+        ev->no_ann[1] = true;
+    } else {
         ev->bad = xprintf("invalid expect line %s", l);
     }
     free(msg0);
@@ -1346,14 +1412,6 @@ static uint32_t run_file(runner_t *rn, const char *name)
                 record(rn, name, ev.line, R_UNSUPPORTED, xprintf("selects native histograms (%s)", why));
             else if (why)
                 record(rn, name, ev.line, R_FAIL, why), why = NULL;
-            else if ((ev.warn || ev.info) && hist)
-                record(rn, name, ev.line, R_UNSUPPORTED,
-                       xprintf("selects native histograms (values right, expects a %s annotation)",
-                               ev.warn ? "warn" : "info"));
-            else if (ev.warn || ev.info)
-                record(rn, name, ev.line, R_FAIL,
-                       xprintf("values right, but expects a %s annotation (profstore gives none)",
-                               ev.warn ? "warn" : "info"));
             else
                 record(rn, name, ev.line, R_PASS, NULL);
             if (ev.hist || (why && hist))
