@@ -664,11 +664,77 @@ typedef struct hgroup {
     uint32_t n, cap;
 } hgroup_t;
 
-static int histogram_quantile(pq_ctx_t *c, pq_node_t *p, double q, const pq_vec_t *in, int64_t ts, pq_vec_t *out)
+/* BucketFraction (Prometheus 3): the fraction of the observations of classic buckets between
+ * lower and upper, interpolated linearly inside a bucket (a bucket from -Inf or to +Inf counts
+ * whole or not at all). */
+static double bucket_fraction(double lower, double upper, bucket_t *b, uint32_t n)
+{
+    qsort(b, n, sizeof(bucket_t), cmp_bucket);
+    if (!(isinf(b[n - 1].ub) && b[n - 1].ub > 0))
+        return NAN;
+    bucket_t last = b[0]; /* coalesceBuckets */
+    uint32_t k = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        if (b[i].ub == last.ub) {
+            last.count += b[i].count;
+        } else {
+            b[k++] = last;
+            last = b[i];
+        }
+    }
+    b[k] = last;
+    n = k + 1;
+    double count = b[n - 1].count;
+    if (count == 0 || isnan(lower) || isnan(upper))
+        return NAN;
+    if (lower >= upper)
+        return 0;
+    double rank = 0, lower_rank = 0, upper_rank = 0;
+    bool lower_set = false, upper_set = false;
+    double lb = b[0].ub <= 0 ? -INFINITY : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i > 0)
+            lb = b[i - 1].ub;
+        double ub = b[i].ub;
+        if (!lower_set && lb >= lower) {
+            lower_rank = rank;
+            lower_set = true;
+        }
+        if (!upper_set && lb >= upper) {
+            upper_rank = rank;
+            upper_set = true;
+        }
+        if (lower_set && upper_set)
+            break;
+        if (!lower_set && lb < lower && ub > lower) {
+            lower_rank = isinf(lb) && lb < 0 ? b[i].count : rank + (b[i].count - rank) * (lower - lb) / (ub - lb);
+            lower_set = true;
+        }
+        if (!upper_set && lb < upper && ub > upper) {
+            upper_rank = isinf(lb) && lb < 0 ? b[i].count : rank + (b[i].count - rank) * (upper - lb) / (ub - lb);
+            upper_set = true;
+        }
+        if (lower_set && upper_set)
+            break;
+        rank = b[i].count;
+    }
+    if (!lower_set || lower_rank > count)
+        lower_rank = count;
+    if (!upper_set || upper_rank > count)
+        upper_rank = count;
+    return (upper_rank - lower_rank) / count;
+}
+
+/* histogram_quantile(q, buckets), or (Prometheus 3) histogram_fraction(lower, upper, buckets)
+ * when fraction: of the classic buckets of in (the arg-th argument), grouped by their labels but le. */
+static int classic_histogram(pq_ctx_t *c, pq_node_t *p, bool fraction, double q, double upper, const pq_vec_t *in,
+                             int64_t ts, pq_vec_t *out)
 {
     ps_hmap_t *idx = &p->m1;
     ps_hmap_clear(idx);
-    pq_check_quantile(c, q, p->n->args[0]->pos);
+    uint32_t arg = fraction ? 2 : 1;
+    if (!fraction)
+        pq_check_quantile(c, q, p->n->args[0]->pos);
     hgroup_t *g = ps_arena_alloc(&c->scratch, (in->n + 1) * sizeof(hgroup_t));
     uint32_t ng = 0;
     for (uint32_t i = 0; i < in->n; i++) {
@@ -678,7 +744,8 @@ static int histogram_quantile(pq_ctx_t *c, pq_node_t *p, double q, const pq_vec_
         if (le == NULL || !parse_go_float(le, &ub)) {
             char qv[400];
             pq_go_quote(le ? le : "", qv, sizeof(qv));
-            pq_annotate(c, true, p->n->args[1]->pos, "bucket label \"le\" is missing or has a malformed value of %s", qv);
+            pq_annotate(c, true, p->n->args[arg]->pos, "bucket label \"le\" is missing or has a malformed value of %s",
+                        qv);
             continue;
         }
         ps_buf_reset(&c->kb);
@@ -701,7 +768,10 @@ static int histogram_quantile(pq_ctx_t *c, pq_node_t *p, double q, const pq_vec_
     }
     for (uint32_t k = 0; k < ng; k++)
         if (g[k].n > 0)
-            out->e[out->n++] = (pq_elem_t){g[k].ls, bucket_quantile(q, g[k].b, g[k].n), ts, 0};
+            out->e[out->n++] = (pq_elem_t){g[k].ls,
+                                           fraction ? bucket_fraction(q, upper, g[k].b, g[k].n)
+                                                    : bucket_quantile(q, g[k].b, g[k].n),
+                                           ts, 0};
     return 0;
 }
 
@@ -940,9 +1010,15 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *o
         if (a[0].v.n == 0)
             out->v.e[out->v.n++] = (pq_elem_t){pq_absent_labels(c, p->n->args[0]), 1, ts, 0};
         return 0;
+    case PS_FN_HISTOGRAM_FRACTION:
+        if (c->open) { /* Prometheus 3: of classic buckets too */
+            out->v = pq_vec_new(c, a[2].v.n);
+            return classic_histogram(c, p, true, a[0].s, a[1].s, &a[2].v, ts, &out->v);
+        }
+        out->v = pq_vec_new(c, 0);
+        return 0;
     case PS_FN_HISTOGRAM_COUNT:
     case PS_FN_HISTOGRAM_SUM:
-    case PS_FN_HISTOGRAM_FRACTION:
     case PS_FN_HISTOGRAM_AVG:
     case PS_FN_HISTOGRAM_STDDEV:
     case PS_FN_HISTOGRAM_STDVAR:
@@ -1049,7 +1125,7 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *o
         ret = label_join(c, p, in, &out->v);
         break;
     case PS_FN_HISTOGRAM_QUANTILE:
-        ret = histogram_quantile(c, p, a[0].s, in, ts, &out->v);
+        ret = classic_histogram(c, p, false, a[0].s, 0, in, ts, &out->v);
         break;
     default:
         return ps_err_set(c->err, PS_EINTERNAL, "function %s has no evaluation", p->n->func->name);

@@ -1125,6 +1125,17 @@ static void record(runner_t *rn, const char *file, int line, int result, char *w
     for (char *p = why; p && *p; p++)
         if (*p == '\n' || *p == '\t')
             *p = ' ';
+    if (why && !ps_utf8_valid(why, strlen(why))) { /* the list stays UTF-8 text: other bytes as \xNN */
+        ps_buf_t b = PS_BUF_INIT;
+        for (const unsigned char *p = (const unsigned char *)why; *p; p++)
+            if (*p >= 0x80)
+                ps_buf_printf(&b, "\\x%02x", *p);
+            else
+                ps_buf_putc(&b, *p);
+        ps_buf_putc(&b, 0);
+        free(why);
+        why = (char *)b.data;
+    }
     rn->out[rn->nout++] = (outcome_t){strdup(file), line, result, why};
 }
 
