@@ -630,8 +630,10 @@ static int parse_selector(const char *s, size_t n, bool need_non_empty, ps_arena
     out->m = NULL;
     if ((rc = check_size(n, err)) != 0)
         return rc;
-    /* parser.ParseMetricSelector: a selector and nothing else, lexed as PromQL */
+    /* parser.ParseMetricSelector: a selector and nothing else, lexed as PromQL (Prometheus 3's:
+     * quoted UTF-8 names too) */
     ps_psr_init(&p, s, n, arena, err, true);
+    p.quoted = true;
     ps_tok_t t = p.tok;
     if (t.type == T_EOF)
         ps_psr_perr(&p, 0, "unexpected end of input");

@@ -285,6 +285,9 @@ def test_prometheus_3_by_default_and_2_42_with_compat_2(srv, compat2, module_ser
     assert st == 400 and "parse error" in js["error"], js
     st, _, body = form_request(srv, "GET", "/api/v1/format_query", {"query": 'sum by ("k8s.pod") ({"a.b"="x"})'})
     assert (st, json.loads(body)["data"]) == (200, 'sum by ("k8s.pod") ({"a.b"="x"})')
+    # and match[] (Prometheus 3's ParseMetricSelector)
+    st, _, body = form_request(srv, "GET", "/api/v1/series", {"match[]": '{"%s", "instance"="b"}' % CPU_TYPE})
+    assert st == 200 and json.loads(body)["data"] == [{"__name__": CPU_TYPE, "instance": "b", "job": "api"}], body
 
 
 def test_annotations_as_prometheus_3(srv, compat2):
