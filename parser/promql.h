@@ -7,8 +7,9 @@
  * The parser accepts the whole PromQL language of Prometheus 2.42 (subqueries, @, every function
  * of Prometheus' function table) and of Prometheus 3 as far as profstore goes (ps_pq_limits_t.compat:
  * quoted UTF-8 names in matchers and grouping lists, holt_winters renamed
- * double_exponential_smoothing, an experimental function) and checks value types as Prometheus does ("expected type range
- * vector in call to function \"rate\", got instant vector"). Whether a node is evaluated is the
+ * double_exponential_smoothing, an experimental function, and some of 3's newer functions), and
+ * checks value types as Prometheus does ("expected type range vector in call to function
+ * \"rate\", got instant vector"). Whether a node is evaluated is the
  * evaluator's concern: it answers an unsupported part with a PS_EUNSUPPORTED naming it.
  *
  * Times and durations are milliseconds, like Prometheus' timestamps.

@@ -354,7 +354,8 @@ static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth, 
 static int eval_vector(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
 {
     const pq_sel_t *s = &p->sel;
-    int64_t ref = ps_sat_sub(s->has_at ? s->at : ts, s->offset), from = ps_sat_add(ps_sat_sub(ref, c->o->lookback), c->open);
+    int64_t ref = ps_sat_sub(s->has_at ? s->at : ts, s->offset);
+    int64_t from = ps_sat_add(ps_sat_sub(ref, c->o->lookback), c->open); /* 3: (from - 1, ref]; 2.42: [from, ref] */
     out->type = PS_PQ_VVECTOR;
     out->v = pq_vec_new(c, s->n);
     for (uint32_t i = 0; i < s->n; i++) {
