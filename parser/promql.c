@@ -1338,8 +1338,10 @@ static void put_selector(ps_buf_t *b, const ps_pq_node_t *v)
     const char *name = v->name != NULL ? v->name : "";
     for (uint32_t i = 0; i < sel->n; i++) {
         const ps_matcher_t *m = &sel->m[i];
-        /* printer.go leaves out __name__="<the name>", also __name__="" when there is no name */
-        if (m->op == PS_MATCH_EQ && strcmp(m->name, "__name__") == 0 && strcmp(m->value, name) == 0)
+        /* printer.go leaves out __name__="<the name>", also __name__="" when there is no name (a
+         * quoted name, {"a\x00b"}, may hold a NUL: compared with its length) */
+        if (m->op == PS_MATCH_EQ && m->nlen == 8 && memcmp(m->name, "__name__", 8) == 0 && m->vlen == strlen(name) &&
+            memcmp(m->value, name, m->vlen) == 0)
             continue;
         ps_buf_reset(&one);
         put_name(&one, m->name, m->nlen);

@@ -380,6 +380,10 @@ bool ps_psr_check_name(ps_psr_t *p, ps_tok_t t, const char *name, size_t n)
         ps_psr_perr(p, t.pos, "label name is not valid UTF-8");
         return false;
     }
+    if (memchr(name, 0, n) != NULL) { /* names are C strings here (and the store takes none such) */
+        ps_psr_perr(p, t.pos, "label name must not contain a NUL byte");
+        return false;
+    }
     return true;
 }
 

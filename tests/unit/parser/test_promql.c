@@ -432,6 +432,14 @@ static void test_quoted_names(void **state)
     assert_int_equal(ps_pq_parse("x{\"y\"}", 6, NULL, &a, &e, &err), PS_EINVAL);
     assert_string_equal(err.msg, "1:1: parse error: metric name must not be set twice: \"x\" or \"y\"");
     assert_int_equal(ps_pq_parse("{\"\"=\"x\"}", 8, NULL, &a, &e, &err), PS_EINVAL);
+    assert_int_equal(ps_pq_parse("{\"a\\x00b\"=\"x\"}", 14, NULL, &a, &e, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "1:2: parse error: label name must not contain a NUL byte");
+    /* a metric name with a NUL prints (and parses back) whole (found by fuzz_promql) */
+    assert_int_equal(ps_pq_parse("{\"\\x00*\"}", 9, NULL, &a, &e, &err), 0);
+    char *got = str_of(e, false);
+    assert_string_equal(got, "{__name__=\"\\x00*\"}");
+    free(got);
+    ps_pq_dispose(e);
     ps_arena_dispose(&a);
 }
 
