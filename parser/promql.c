@@ -60,82 +60,104 @@
 #define M PS_PQ_VMATRIX
 #define S PS_PQ_VSCALAR
 #define STR PS_PQ_VSTRING
+#define B (PS_PQ_IN_2 | PS_PQ_IN_3)
+#define IN2 PS_PQ_IN_2
+#define IN3 PS_PQ_IN_3
+#define IN3X (PS_PQ_IN_3 | PS_PQ_EXPERIMENTAL)
+/* holt_winters is 2.42's; Prometheus 3 renamed it double_exponential_smoothing (the same function,
+ * experimental) */
 static const ps_pq_func_t funcs[] = {
-    {"abs", PS_FN_ABS, 1, {V}, 0, V},
-    {"absent", PS_FN_ABSENT, 1, {V}, 0, V},
-    {"absent_over_time", PS_FN_ABSENT_OVER_TIME, 1, {M}, 0, V},
-    {"acos", PS_FN_ACOS, 1, {V}, 0, V},
-    {"acosh", PS_FN_ACOSH, 1, {V}, 0, V},
-    {"asin", PS_FN_ASIN, 1, {V}, 0, V},
-    {"asinh", PS_FN_ASINH, 1, {V}, 0, V},
-    {"atan", PS_FN_ATAN, 1, {V}, 0, V},
-    {"atanh", PS_FN_ATANH, 1, {V}, 0, V},
-    {"avg_over_time", PS_FN_AVG_OVER_TIME, 1, {M}, 0, V},
-    {"ceil", PS_FN_CEIL, 1, {V}, 0, V},
-    {"changes", PS_FN_CHANGES, 1, {M}, 0, V},
-    {"clamp", PS_FN_CLAMP, 3, {V, S, S}, 0, V},
-    {"clamp_max", PS_FN_CLAMP_MAX, 2, {V, S}, 0, V},
-    {"clamp_min", PS_FN_CLAMP_MIN, 2, {V, S}, 0, V},
-    {"cos", PS_FN_COS, 1, {V}, 0, V},
-    {"cosh", PS_FN_COSH, 1, {V}, 0, V},
-    {"count_over_time", PS_FN_COUNT_OVER_TIME, 1, {M}, 0, V},
-    {"days_in_month", PS_FN_DAYS_IN_MONTH, 1, {V}, 1, V},
-    {"day_of_month", PS_FN_DAY_OF_MONTH, 1, {V}, 1, V},
-    {"day_of_week", PS_FN_DAY_OF_WEEK, 1, {V}, 1, V},
-    {"day_of_year", PS_FN_DAY_OF_YEAR, 1, {V}, 1, V},
-    {"deg", PS_FN_DEG, 1, {V}, 0, V},
-    {"delta", PS_FN_DELTA, 1, {M}, 0, V},
-    {"deriv", PS_FN_DERIV, 1, {M}, 0, V},
-    {"exp", PS_FN_EXP, 1, {V}, 0, V},
-    {"floor", PS_FN_FLOOR, 1, {V}, 0, V},
-    {"histogram_count", PS_FN_HISTOGRAM_COUNT, 1, {V}, 0, V},
-    {"histogram_sum", PS_FN_HISTOGRAM_SUM, 1, {V}, 0, V},
-    {"histogram_fraction", PS_FN_HISTOGRAM_FRACTION, 3, {S, S, V}, 0, V},
-    {"histogram_quantile", PS_FN_HISTOGRAM_QUANTILE, 2, {S, V}, 0, V},
-    {"holt_winters", PS_FN_HOLT_WINTERS, 3, {M, S, S}, 0, V},
-    {"hour", PS_FN_HOUR, 1, {V}, 1, V},
-    {"idelta", PS_FN_IDELTA, 1, {M}, 0, V},
-    {"increase", PS_FN_INCREASE, 1, {M}, 0, V},
-    {"irate", PS_FN_IRATE, 1, {M}, 0, V},
-    {"label_replace", PS_FN_LABEL_REPLACE, 5, {V, STR, STR, STR, STR}, 0, V},
-    {"label_join", PS_FN_LABEL_JOIN, 4, {V, STR, STR, STR}, -1, V},
-    {"last_over_time", PS_FN_LAST_OVER_TIME, 1, {M}, 0, V},
-    {"ln", PS_FN_LN, 1, {V}, 0, V},
-    {"log10", PS_FN_LOG10, 1, {V}, 0, V},
-    {"log2", PS_FN_LOG2, 1, {V}, 0, V},
-    {"max_over_time", PS_FN_MAX_OVER_TIME, 1, {M}, 0, V},
-    {"min_over_time", PS_FN_MIN_OVER_TIME, 1, {M}, 0, V},
-    {"minute", PS_FN_MINUTE, 1, {V}, 1, V},
-    {"month", PS_FN_MONTH, 1, {V}, 1, V},
-    {"pi", PS_FN_PI, 0, {0}, 0, S},
-    {"predict_linear", PS_FN_PREDICT_LINEAR, 2, {M, S}, 0, V},
-    {"present_over_time", PS_FN_PRESENT_OVER_TIME, 1, {M}, 0, V},
-    {"quantile_over_time", PS_FN_QUANTILE_OVER_TIME, 2, {S, M}, 0, V},
-    {"rad", PS_FN_RAD, 1, {V}, 0, V},
-    {"rate", PS_FN_RATE, 1, {M}, 0, V},
-    {"resets", PS_FN_RESETS, 1, {M}, 0, V},
-    {"round", PS_FN_ROUND, 2, {V, S}, 1, V},
-    {"scalar", PS_FN_SCALAR, 1, {V}, 0, S},
-    {"sgn", PS_FN_SGN, 1, {V}, 0, V},
-    {"sin", PS_FN_SIN, 1, {V}, 0, V},
-    {"sinh", PS_FN_SINH, 1, {V}, 0, V},
-    {"sort", PS_FN_SORT, 1, {V}, 0, V},
-    {"sort_desc", PS_FN_SORT_DESC, 1, {V}, 0, V},
-    {"sqrt", PS_FN_SQRT, 1, {V}, 0, V},
-    {"stddev_over_time", PS_FN_STDDEV_OVER_TIME, 1, {M}, 0, V},
-    {"stdvar_over_time", PS_FN_STDVAR_OVER_TIME, 1, {M}, 0, V},
-    {"sum_over_time", PS_FN_SUM_OVER_TIME, 1, {M}, 0, V},
-    {"tan", PS_FN_TAN, 1, {V}, 0, V},
-    {"tanh", PS_FN_TANH, 1, {V}, 0, V},
-    {"time", PS_FN_TIME, 0, {0}, 0, S},
-    {"timestamp", PS_FN_TIMESTAMP, 1, {V}, 0, V},
-    {"vector", PS_FN_VECTOR, 1, {S}, 0, V},
-    {"year", PS_FN_YEAR, 1, {V}, 1, V},
+    {"abs", PS_FN_ABS, 1, {V}, 0, V, B},
+    {"absent", PS_FN_ABSENT, 1, {V}, 0, V, B},
+    {"absent_over_time", PS_FN_ABSENT_OVER_TIME, 1, {M}, 0, V, B},
+    {"acos", PS_FN_ACOS, 1, {V}, 0, V, B},
+    {"acosh", PS_FN_ACOSH, 1, {V}, 0, V, B},
+    {"asin", PS_FN_ASIN, 1, {V}, 0, V, B},
+    {"asinh", PS_FN_ASINH, 1, {V}, 0, V, B},
+    {"atan", PS_FN_ATAN, 1, {V}, 0, V, B},
+    {"atanh", PS_FN_ATANH, 1, {V}, 0, V, B},
+    {"avg_over_time", PS_FN_AVG_OVER_TIME, 1, {M}, 0, V, B},
+    {"ceil", PS_FN_CEIL, 1, {V}, 0, V, B},
+    {"changes", PS_FN_CHANGES, 1, {M}, 0, V, B},
+    {"clamp", PS_FN_CLAMP, 3, {V, S, S}, 0, V, B},
+    {"clamp_max", PS_FN_CLAMP_MAX, 2, {V, S}, 0, V, B},
+    {"clamp_min", PS_FN_CLAMP_MIN, 2, {V, S}, 0, V, B},
+    {"cos", PS_FN_COS, 1, {V}, 0, V, B},
+    {"cosh", PS_FN_COSH, 1, {V}, 0, V, B},
+    {"count_over_time", PS_FN_COUNT_OVER_TIME, 1, {M}, 0, V, B},
+    {"days_in_month", PS_FN_DAYS_IN_MONTH, 1, {V}, 1, V, B},
+    {"day_of_month", PS_FN_DAY_OF_MONTH, 1, {V}, 1, V, B},
+    {"day_of_week", PS_FN_DAY_OF_WEEK, 1, {V}, 1, V, B},
+    {"day_of_year", PS_FN_DAY_OF_YEAR, 1, {V}, 1, V, B},
+    {"deg", PS_FN_DEG, 1, {V}, 0, V, B},
+    {"delta", PS_FN_DELTA, 1, {M}, 0, V, B},
+    {"deriv", PS_FN_DERIV, 1, {M}, 0, V, B},
+    {"double_exponential_smoothing", PS_FN_HOLT_WINTERS, 3, {M, S, S}, 0, V, IN3X},
+    {"exp", PS_FN_EXP, 1, {V}, 0, V, B},
+    {"first_over_time", PS_FN_FIRST_OVER_TIME, 1, {M}, 0, V, IN3},
+    {"floor", PS_FN_FLOOR, 1, {V}, 0, V, B},
+    {"histogram_avg", PS_FN_HISTOGRAM_AVG, 1, {V}, 0, V, IN3},
+    {"histogram_count", PS_FN_HISTOGRAM_COUNT, 1, {V}, 0, V, B},
+    {"histogram_stddev", PS_FN_HISTOGRAM_STDDEV, 1, {V}, 0, V, IN3},
+    {"histogram_stdvar", PS_FN_HISTOGRAM_STDVAR, 1, {V}, 0, V, IN3},
+    {"histogram_sum", PS_FN_HISTOGRAM_SUM, 1, {V}, 0, V, B},
+    {"histogram_fraction", PS_FN_HISTOGRAM_FRACTION, 3, {S, S, V}, 0, V, B},
+    {"histogram_quantile", PS_FN_HISTOGRAM_QUANTILE, 2, {S, V}, 0, V, B},
+    {"holt_winters", PS_FN_HOLT_WINTERS, 3, {M, S, S}, 0, V, IN2},
+    {"hour", PS_FN_HOUR, 1, {V}, 1, V, B},
+    {"idelta", PS_FN_IDELTA, 1, {M}, 0, V, B},
+    {"increase", PS_FN_INCREASE, 1, {M}, 0, V, B},
+    {"irate", PS_FN_IRATE, 1, {M}, 0, V, B},
+    {"label_replace", PS_FN_LABEL_REPLACE, 5, {V, STR, STR, STR, STR}, 0, V, B},
+    {"label_join", PS_FN_LABEL_JOIN, 4, {V, STR, STR, STR}, -1, V, B},
+    {"last_over_time", PS_FN_LAST_OVER_TIME, 1, {M}, 0, V, B},
+    {"ln", PS_FN_LN, 1, {V}, 0, V, B},
+    {"log10", PS_FN_LOG10, 1, {V}, 0, V, B},
+    {"log2", PS_FN_LOG2, 1, {V}, 0, V, B},
+    {"mad_over_time", PS_FN_MAD_OVER_TIME, 1, {M}, 0, V, IN3X},
+    {"max_over_time", PS_FN_MAX_OVER_TIME, 1, {M}, 0, V, B},
+    {"min_over_time", PS_FN_MIN_OVER_TIME, 1, {M}, 0, V, B},
+    {"minute", PS_FN_MINUTE, 1, {V}, 1, V, B},
+    {"month", PS_FN_MONTH, 1, {V}, 1, V, B},
+    {"pi", PS_FN_PI, 0, {0}, 0, S, B},
+    {"predict_linear", PS_FN_PREDICT_LINEAR, 2, {M, S}, 0, V, B},
+    {"present_over_time", PS_FN_PRESENT_OVER_TIME, 1, {M}, 0, V, B},
+    {"quantile_over_time", PS_FN_QUANTILE_OVER_TIME, 2, {S, M}, 0, V, B},
+    {"rad", PS_FN_RAD, 1, {V}, 0, V, B},
+    {"rate", PS_FN_RATE, 1, {M}, 0, V, B},
+    {"resets", PS_FN_RESETS, 1, {M}, 0, V, B},
+    {"round", PS_FN_ROUND, 2, {V, S}, 1, V, B},
+    {"scalar", PS_FN_SCALAR, 1, {V}, 0, S, B},
+    {"sgn", PS_FN_SGN, 1, {V}, 0, V, B},
+    {"sin", PS_FN_SIN, 1, {V}, 0, V, B},
+    {"sinh", PS_FN_SINH, 1, {V}, 0, V, B},
+    {"sort", PS_FN_SORT, 1, {V}, 0, V, B},
+    {"sort_desc", PS_FN_SORT_DESC, 1, {V}, 0, V, B},
+    {"sort_by_label", PS_FN_SORT_BY_LABEL, 2, {V, STR}, -1, V, IN3X},
+    {"sort_by_label_desc", PS_FN_SORT_BY_LABEL_DESC, 2, {V, STR}, -1, V, IN3X},
+    {"sqrt", PS_FN_SQRT, 1, {V}, 0, V, B},
+    {"stddev_over_time", PS_FN_STDDEV_OVER_TIME, 1, {M}, 0, V, B},
+    {"stdvar_over_time", PS_FN_STDVAR_OVER_TIME, 1, {M}, 0, V, B},
+    {"sum_over_time", PS_FN_SUM_OVER_TIME, 1, {M}, 0, V, B},
+    {"tan", PS_FN_TAN, 1, {V}, 0, V, B},
+    {"tanh", PS_FN_TANH, 1, {V}, 0, V, B},
+    {"time", PS_FN_TIME, 0, {0}, 0, S, B},
+    {"timestamp", PS_FN_TIMESTAMP, 1, {V}, 0, V, B},
+    {"ts_of_first_over_time", PS_FN_TS_OF_FIRST_OVER_TIME, 1, {M}, 0, V, IN3X},
+    {"ts_of_last_over_time", PS_FN_TS_OF_LAST_OVER_TIME, 1, {M}, 0, V, IN3X},
+    {"ts_of_max_over_time", PS_FN_TS_OF_MAX_OVER_TIME, 1, {M}, 0, V, IN3X},
+    {"ts_of_min_over_time", PS_FN_TS_OF_MIN_OVER_TIME, 1, {M}, 0, V, IN3X},
+    {"vector", PS_FN_VECTOR, 1, {S}, 0, V, B},
+    {"year", PS_FN_YEAR, 1, {V}, 1, V, B},
 };
 #undef V
 #undef M
 #undef S
 #undef STR
+#undef B
+#undef IN2
+#undef IN3
+#undef IN3X
 
 const ps_pq_func_t *ps_pq_func_lookup(const char *name, size_t n)
 {
@@ -189,6 +211,8 @@ void ps_pq_limits_default(ps_pq_limits_t *l)
     l->max_input = 64u * 1024u;
     l->max_depth = 128;
     l->max_nodes = 10000;
+    l->compat = 3;
+    l->experimental = false;
 }
 
 /* ---- parser state -------------------------------------------------------------------------- */
@@ -437,6 +461,13 @@ static ps_pq_node_t *parse_call(pq_t *q)
     if (!parse_args(q, &args, &nargs))
         return NULL;
     const ps_pq_func_t *f = ps_pq_func_lookup(tok_text(q, name), name.len);
+    if (f != NULL && !(f->avail & (q->lim.compat == 2 ? PS_PQ_IN_2 : PS_PQ_IN_3)))
+        f = NULL;
+    if (f != NULL && q->lim.compat != 2 && (f->avail & PS_PQ_EXPERIMENTAL) && !q->lim.experimental) {
+        char shown[96];
+        ps_quote_string(shown, sizeof(shown), tok_text(q, name), name.len, 64);
+        return ps_psr_perr(p, name.pos, "function %s is not enabled", shown);
+    }
     if (f == NULL) {
         char shown[96];
         ps_quote_string(shown, sizeof(shown), tok_text(q, name), name.len, 64);
@@ -1046,6 +1077,7 @@ int ps_pq_parse(const char *s, size_t n, const ps_pq_limits_t *lim, ps_arena_t *
     if (n > q.lim.max_input)
         return ps_err_set(err, PS_ETOOBIG, "query is too long: %zu bytes (the limit is %zu)", n, q.lim.max_input);
     ps_psr_init(&q.p, s, n, arena, err, true);
+    q.p.quoted = q.lim.compat != 2;
     if (q.p.tok.type == T_EOF) {
         ps_psr_perr(&q.p, 0, "no expression found in input");
     } else {
@@ -1251,12 +1283,22 @@ static void go_duration(ps_buf_t *b, int64_t ms)
 
 static void put_str(ps_buf_t *b, const char *s) { ps_buf_append(b, s, strlen(s)); }
 
+/* A label name as Prometheus 3 prints it: as it is when it is a legacy name, else quoted
+ * (Matcher.shouldQuoteName, printer.go's writeLabels). */
+static void put_name(ps_buf_t *b, const char *s, size_t n)
+{
+    if (n > 0 && ps_label_name_valid(s, n))
+        ps_buf_append(b, s, n);
+    else
+        go_quote(b, s, n);
+}
+
 static void put_list(ps_buf_t *b, const char **names, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
         if (i > 0)
             PS_BUF_LIT(b, ", ");
-        put_str(b, names[i]);
+        put_name(b, names[i], strlen(names[i]));
     }
 }
 
@@ -1296,11 +1338,13 @@ static void put_selector(ps_buf_t *b, const ps_pq_node_t *v)
     const char *name = v->name != NULL ? v->name : "";
     for (uint32_t i = 0; i < sel->n; i++) {
         const ps_matcher_t *m = &sel->m[i];
-        /* printer.go leaves out __name__="<the name>", also __name__="" when there is no name */
-        if (m->op == PS_MATCH_EQ && strcmp(m->name, "__name__") == 0 && strcmp(m->value, name) == 0)
+        /* printer.go leaves out __name__="<the name>", also __name__="" when there is no name (a
+         * quoted name, {"a\x00b"}, may hold a NUL: compared with its length) */
+        if (m->op == PS_MATCH_EQ && m->nlen == 8 && memcmp(m->name, "__name__", 8) == 0 && m->vlen == strlen(name) &&
+            memcmp(m->value, name, m->vlen) == 0)
             continue;
         ps_buf_reset(&one);
-        ps_buf_append(&one, m->name, m->nlen);
+        put_name(&one, m->name, m->nlen);
         put_str(&one, ops[m->op]);
         go_quote(&one, m->value, m->vlen);
         ps_buf_putc(&one, '\0');

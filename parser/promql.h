@@ -5,8 +5,11 @@
  * step by step and messages can read like Prometheus'.
  *
  * The parser accepts the whole PromQL language of Prometheus 2.42 (subqueries, @, every function
- * of Prometheus' function table) and checks value types as Prometheus does ("expected type range
- * vector in call to function \"rate\", got instant vector"). Whether a node is evaluated is the
+ * of Prometheus' function table) and of Prometheus 3 as far as profstore goes (ps_pq_limits_t.compat:
+ * quoted UTF-8 names in matchers and grouping lists, holt_winters renamed
+ * double_exponential_smoothing, an experimental function, and some of 3's newer functions), and
+ * checks value types as Prometheus does ("expected type range vector in call to function
+ * \"rate\", got instant vector"). Whether a node is evaluated is the
  * evaluator's concern: it answers an unsupported part with a PS_EUNSUPPORTED naming it.
  *
  * Times and durations are milliseconds, like Prometheus' timestamps.
@@ -81,8 +84,19 @@ typedef enum {
     PS_FN_SIN, PS_FN_SINH, PS_FN_SORT, PS_FN_SORT_DESC, PS_FN_SQRT, PS_FN_STDDEV_OVER_TIME,
     PS_FN_STDVAR_OVER_TIME, PS_FN_SUM_OVER_TIME, PS_FN_TAN, PS_FN_TANH, PS_FN_TIME, PS_FN_TIMESTAMP,
     PS_FN_VECTOR, PS_FN_YEAR,
+    /* Prometheus 3's */
+    PS_FN_FIRST_OVER_TIME, PS_FN_HISTOGRAM_AVG, PS_FN_HISTOGRAM_STDDEV, PS_FN_HISTOGRAM_STDVAR,
+    PS_FN_MAD_OVER_TIME, PS_FN_TS_OF_FIRST_OVER_TIME, PS_FN_TS_OF_LAST_OVER_TIME, PS_FN_TS_OF_MAX_OVER_TIME,
+    PS_FN_TS_OF_MIN_OVER_TIME, PS_FN_SORT_BY_LABEL, PS_FN_SORT_BY_LABEL_DESC,
     PS_FN_COUNT_
 } ps_pq_fn_t;
+
+/* Which Prometheus has a function (ps_pq_func_t.avail). */
+enum {
+    PS_PQ_IN_2 = 1 << 0,     /* Prometheus 2.42 */
+    PS_PQ_IN_3 = 1 << 1,     /* Prometheus 3 */
+    PS_PQ_EXPERIMENTAL = 1 << 2, /* in 3 only with promql-experimental-functions (parser.Function.Experimental) */
+};
 
 typedef struct ps_pq_func {
     const char *name;
@@ -91,9 +105,11 @@ typedef struct ps_pq_func {
     ps_pq_vtype_t args[5];      /* label_replace has five */
     int8_t variadic;            /* functions.go's Variadic: 0 fixed, n up to n optional, -1 any */
     ps_pq_vtype_t ret;
+    uint8_t avail;              /* PS_PQ_IN_2 | PS_PQ_IN_3 | PS_PQ_EXPERIMENTAL */
 } ps_pq_func_t;
 
-/** The function called name, or NULL (the parser then says "unknown function with name ..."). */
+/** The function called name in any version, or NULL (the parser then says "unknown function with
+ *  name ..."; it also says so of a function the version parsed does not have). */
 const ps_pq_func_t *ps_pq_func_lookup(const char *name, size_t n);
 
 typedef struct ps_pq_node ps_pq_node_t;
@@ -134,10 +150,15 @@ struct ps_pq_node {
     ps_pq_node_t *expr;      /* MATRIX, SUBQUERY, AGG, UNARY, PAREN */
 };
 
+/* Limits, and the language parsed. */
 typedef struct ps_pq_limits {
     size_t max_input;        /* bytes of query text (default 64 KiB) */
     uint32_t max_depth;      /* nesting depth (default 128) */
     uint32_t max_nodes;      /* nodes in the tree (default 10,000) */
+    int compat;              /* the language of Prometheus 3 (default) or 2 (2.42: holt_winters, none of 3's
+                                functions) */
+    bool experimental;       /* 3's experimental functions too (--enable-feature=promql-experimental-functions;
+                                default false: `function "double_exponential_smoothing" is not enabled`) */
 } ps_pq_limits_t;
 
 void ps_pq_limits_default(ps_pq_limits_t *l);

@@ -380,6 +380,10 @@ bool ps_psr_check_name(ps_psr_t *p, ps_tok_t t, const char *name, size_t n)
         ps_psr_perr(p, t.pos, "label name is not valid UTF-8");
         return false;
     }
+    if (memchr(name, 0, n) != NULL) { /* names are C strings here (and the store takes none such) */
+        ps_psr_perr(p, t.pos, "label name must not contain a NUL byte");
+        return false;
+    }
     return true;
 }
 
@@ -394,7 +398,7 @@ static bool parse_matcher(ps_psr_t *p, ps_selector_t *sel, uint32_t *cap)
     if (nt.type == T_IDENT) {
         nlen = nt.len;
         name = ps_arena_strndup(p->arena, ps_psr_text(p, nt), nlen);
-    } else if (nt.type == T_STRING && !p->promql) {
+    } else if (nt.type == T_STRING && (!p->promql || p->quoted)) {
         if (!ps_psr_unquote(p, nt, &name, &nlen))
             return false;
     } else {
@@ -553,7 +557,7 @@ bool ps_psr_grouping(ps_psr_t *p, ps_psr_grouping_t *g)
             /* keywords are label names here (generated_parser.y: maybe_label) */
             nlen = t.len;
             name = ps_arena_strndup(p->arena, ps_psr_text(p, t), nlen);
-        } else if (t.type == T_STRING && !p->promql) {
+        } else if (t.type == T_STRING && (!p->promql || p->quoted)) {
             if (!ps_psr_unquote(p, t, &name, &nlen) || !ps_psr_check_name(p, t, name, nlen))
                 return false;
         } else {
@@ -630,8 +634,10 @@ static int parse_selector(const char *s, size_t n, bool need_non_empty, ps_arena
     out->m = NULL;
     if ((rc = check_size(n, err)) != 0)
         return rc;
-    /* parser.ParseMetricSelector: a selector and nothing else, lexed as PromQL */
+    /* parser.ParseMetricSelector: a selector and nothing else, lexed as PromQL (Prometheus 3's:
+     * quoted UTF-8 names too) */
     ps_psr_init(&p, s, n, arena, err, true);
+    p.quoted = true;
     ps_tok_t t = p.tok;
     if (t.type == T_EOF)
         ps_psr_perr(&p, 0, "unexpected end of input");

@@ -3,7 +3,8 @@
  * promql.h, which uses the same selectors).
  *
  *   selector   := metric_name [ "{" [ matcher { "," matcher } [","] ] "}" ] | "{" matchers "}"
- *   matcher    := label_name ( "=" | "!=" | "=~" | "!~" ) string
+ *   matcher    := label_name ( "=" | "!=" | "=~" | "!~" ) string  |  string (the metric name)
+ *   label_name := identifier | string (Prometheus 3's quoted UTF-8 names: {"service.name"="x"})
  *
  * Lexing is done by a re2c scanner (selector.re, generated at build time); parsing is recursive
  * descent. Strings take the three PromQL quote styles with Go escapes (see labels.h). Metric

@@ -104,6 +104,8 @@ typedef struct ps_psr {
     ps_tok_t ahead;
     bool has_ahead;
     bool promql;    /* Prometheus 2.42's PromQL: label names in matchers and groupings are identifiers */
+    bool quoted;    /* ... or quoted strings too (Prometheus 3's UTF-8 names: {"service.name"="x"},
+                       {"metric.name"}, by ("a.b")) */
     uint32_t depth; /* recursion */
     int rc;         /* the first error */
     ps_selector_t **sels; /* every selector made, for the clean-up after an error */

@@ -353,6 +353,8 @@ int main(int argc, char **argv)
     srv.opts.query_timeout = f.query_timeout;
     srv.opts.query_max_samples = f.query_max_samples;
     srv.opts.query_max_memory = f.query_max_memory;
+    srv.opts.promql_compat = strcmp(f.promql_compat, "2") == 0 ? 2 : 3;
+    srv.opts.promql_experimental = f.enable_feature != NULL && strcmp(f.enable_feature, "promql-experimental-functions") == 0;
     srv.opts.query_max_concurrency = (uint32_t)f.query_max_concurrency;
     srv.opts.query_max_regex_steps = f.query_max_regex_steps;
     srv.opts.decode_threads = (uint32_t)f.decode_threads;

@@ -25,7 +25,12 @@ int ps_api_format_query(h2o_req_t *req)
         return 0;
     }
     const ps_param_t *q = ps_params_get(&params, "query");
-    if (ps_pq_parse(q ? q->value : "", q ? q->vlen : 0, NULL, &a, &e, &err) != 0) {
+    const ps_server_t *srv = ps_http_server(req);
+    ps_pq_limits_t lim; /* the language the server speaks (--promql.compat, --enable-feature) */
+    ps_pq_limits_default(&lim);
+    lim.compat = srv->opts.promql_compat == 2 ? 2 : 3;
+    lim.experimental = srv->opts.promql_experimental;
+    if (ps_pq_parse(q ? q->value : "", q ? q->vlen : 0, &lim, &a, &e, &err) != 0) {
         ps_err_prefix(&err, "invalid parameter \"query\"");
         ps_http_error(req, err.code, err.msg);
         ps_arena_dispose(&a);

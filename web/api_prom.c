@@ -72,8 +72,53 @@ static void send_json(ps_qctx_t *c)
     ps_task_send(c->t, 200, "application/json", c->out.data, c->out.len);
 }
 
-/* The evaluator's answer in Prometheus' shape (docs/protocols.md, "Prometheus HTTP API"). */
-static void json_result(ps_qctx_t *c, const ps_pq_result_t *res)
+/* Prometheus 3's "warnings" or "infos" (Annotations.AsStrings(query, 10, 10)): each message with
+ * the position of the expression it is about ("... (1:6)"), at most 10, then "N more warning
+ * annotations omitted". */
+static void json_annots(ps_json_t *j, const ps_pq_result_t *res, const char *query, size_t qlen, bool warn)
+{
+    uint32_t n = 0, skipped = 0;
+    for (uint32_t i = 0; i < res->nannots; i++)
+        n += res->annots[i].warn == warn;
+    if (n == 0)
+        return;
+    ps_json_key(j, warn ? "warnings" : "infos");
+    ps_json_arr(j);
+    n = 0;
+    char buf[640];
+    for (uint32_t i = 0; i < res->nannots; i++) {
+        const ps_pq_annot_t *a = &res->annots[i];
+        if (a->warn != warn)
+            continue;
+        if (n == 10) {
+            skipped++;
+            continue;
+        }
+        uint32_t line = 1, col = 1;
+        for (uint32_t k = 0; k < a->pos && k < qlen; k++) {
+            if (query[k] == '\n') {
+                line++;
+                col = 1;
+            } else {
+                col++;
+            }
+        }
+        snprintf(buf, sizeof(buf), "%s (%u:%u)", a->msg, line, col);
+        ps_json_cstr(j, buf);
+        n++;
+    }
+    if (warn)
+        skipped += res->nannots_dropped; /* not told apart: counted as warnings */
+    if (skipped > 0) {
+        snprintf(buf, sizeof(buf), "%u more %s annotations omitted", skipped, warn ? "warning" : "info");
+        ps_json_cstr(j, buf);
+    }
+    ps_json_end(j);
+}
+
+/* The evaluator's answer in Prometheus' shape (docs/protocols.md, "Prometheus HTTP API"), with
+ * Prometheus 3's annotations. */
+static void json_result(ps_qctx_t *c, const ps_pq_result_t *res, const char *query, size_t qlen)
 {
     static const char *types[] = {[PS_PQ_VSCALAR] = "scalar", [PS_PQ_VVECTOR] = "vector",
                                   [PS_PQ_VMATRIX] = "matrix", [PS_PQ_VSTRING] = "string"};
@@ -114,7 +159,17 @@ static void json_result(ps_qctx_t *c, const ps_pq_result_t *res)
         ps_json_end(&j);
     }
     ps_json_end(&j);
+    json_annots(&j, res, query, qlen, true);
+    json_annots(&j, res, query, qlen, false);
     ps_json_envelope_close(&j);
+}
+
+/* The PromQL language the server speaks (--promql.compat, --enable-feature). */
+static void pq_limits(const ps_qctx_t *c, ps_pq_limits_t *lim)
+{
+    ps_pq_limits_default(lim);
+    lim->compat = c->srv->opts.promql_compat == 2 ? 2 : 3;
+    lim->experimental = c->srv->opts.promql_experimental;
 }
 
 static int do_query(ps_qctx_t *c, bool instant)
@@ -130,6 +185,7 @@ static int do_query(ps_qctx_t *c, bool instant)
     if (c->srv->opts.query_max_samples > 0)
         o.max_samples = c->srv->opts.query_max_samples;
     o.max_memory = c->srv->opts.query_max_memory;
+    o.compat = c->srv->opts.promql_compat == 2 ? 2 : 3;
     int64_t start, end = 0, step = 0, now = ps_time_now(), lookback = o.lookback * 1000000, timeout = 0;
     if ((ret = ps_param_duration(&c->params, "timeout", 0, &timeout, &c->err)) != 0)
         return ret;
@@ -167,7 +223,9 @@ static int do_query(ps_qctx_t *c, bool instant)
     if (lookback > 0)
         o.lookback = ps_ns_to_ms_floor(lookback);
     ps_pq_node_t *e = NULL;
-    if ((ret = ps_pq_parse(q->value, q->vlen, NULL, &c->arena, &e, &c->err)) != 0)
+    ps_pq_limits_t lim;
+    pq_limits(c, &lim);
+    if ((ret = ps_pq_parse(q->value, q->vlen, &lim, &c->arena, &e, &c->err)) != 0)
         return ps_err_prefix(&c->err, "invalid parameter \"query\"");
     ps_pq_source_t src;
     ps_pq_store_src_t sctx;
@@ -179,7 +237,7 @@ static int do_query(ps_qctx_t *c, bool instant)
         ret = c->err.code = PS_EINVAL;
     if (ret)
         return ret;
-    json_result(c, &res);
+    json_result(c, &res, q->value, q->vlen);
     send_json(c);
     return 0;
 }
@@ -544,8 +602,10 @@ int ps_api_query_exemplars(ps_task_t *t)
     if (ret == 0)
         ret = range_params(&c, &start, &end);
     ps_pq_node_t *e = NULL;
+    ps_pq_limits_t lim;
+    pq_limits(&c, &lim);
     /* Prometheus answers a parse error here without the "invalid parameter" prefix */
-    if (ret == 0 && (ret = ps_pq_parse(q->value, q->vlen, NULL, &c.arena, &e, &c.err)) == 0) {
+    if (ret == 0 && (ret = ps_pq_parse(q->value, q->vlen, &lim, &c.arena, &e, &c.err)) == 0) {
         ps_pq_dispose(e);
         ps_json_t j;
         ps_json_envelope(&j, &c.out);

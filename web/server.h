@@ -39,6 +39,8 @@ typedef struct ps_server_opts {
     int64_t query_timeout;   /* ns a query may take, from its arrival, queue included (0: none) */
     uint64_t query_max_samples; /* samples a query may load (PromQL: 0 = 50,000,000; merges: 0 = none) */
     uint64_t query_max_memory;  /* bytes a PromQL query may hold (0: no limit) */
+    int promql_compat;          /* the Prometheus whose PromQL semantics to follow: 3 or 2 (ps_pq_opts_t.compat) */
+    bool promql_experimental;   /* Prometheus 3's experimental PromQL functions (ps_pq_limits_t.experimental) */
     uint64_t query_max_regex_steps; /* PCRE2 steps charged to one query's regex matchers (0: none) */
     uint32_t query_max_concurrency; /* query pool threads (0: no pool, queries run on the loops) */
     uint32_t query_cpus;            /* of them, computing at once (core/thread.h CPU slots; 0: no limit) */

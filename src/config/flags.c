@@ -327,6 +327,8 @@ uint32_t ps_flags_values(const ps_flagset_t *fs, const void *dst, ps_flag_value_
 #define MILLION "number in range (0 .. 1000000)"
 
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+static const char *const promql_compats[] = {"3", "2", NULL};
+static const char *const features[] = {"promql-experimental-functions", NULL};
 
 /* clang-format off */
 static const ps_flag_t profstore_flags[] = {
@@ -503,6 +505,25 @@ static const ps_flag_t profstore_flags[] = {
      .help = "memory one PromQL query may hold (loaded samples, subquery points,\n"
              "its answer): past it 422 (default: a quarter of the RAM, or of the\n"
              "cgroup's memory.max if lower, in MiB; 0 = no limit)"},
+    {.name = "promql.compat", .type = PS_FLAG_ENUM, .offset = OFF(promql_compat), .metavar = "VERSION", .def = "3",
+     .choices = promql_compats,
+     .doc = "the Prometheus whose PromQL semantics queries follow: `3` (Prometheus 3: range selectors "
+            "and the lookback left-open, `(t - range, t]`; `double_exponential_smoothing`, no "
+            "`holt_winters`) or `2` (Prometheus 2.42: `[t - range, t]`, `holt_winters`)",
+     .help = "PromQL semantics of Prometheus 3 or 2 (default 3; 2: 2.42's range\n"
+             "selectors and lookback closed on the left, holt_winters)"},
+    {.name = "enable-feature", .type = PS_FLAG_ENUM, .offset = OFF(enable_feature), .metavar = "FEATURE",
+     .def_note = "none",
+     .choices = features,
+     .doc = "Prometheus' flag, with the one feature profstore has: `promql-experimental-functions` "
+            "lets PromQL call Prometheus 3's experimental functions that profstore evaluates "
+            "(`double_exponential_smoothing`, which was 2.x's `holt_winters`, `mad_over_time`, "
+            "`ts_of_first_over_time`, `ts_of_last_over_time`, `ts_of_max_over_time`, "
+            "`ts_of_min_over_time`, `sort_by_label`, `sort_by_label_desc`); without it they are "
+            "refused as in Prometheus 3 (`function \"double_exponential_smoothing\" is not enabled`)",
+     .help = "promql-experimental-functions: PromQL's experimental functions\n"
+             "(double_exponential_smoothing, mad_over_time, ts_of_*_over_time,\n"
+             "sort_by_label, sort_by_label_desc)"},
     /* threads 0 (no pool: queries on the HTTP threads) .. 256 (LMDB readers) */
     {.name = "query.max-concurrency", .type = PS_FLAG_UINT, .offset = OFF(query_max_concurrency), .metavar = "N",
      .def = "20", .max = 256,

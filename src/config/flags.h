@@ -110,6 +110,8 @@ typedef struct ps_flags {
     const char *debuginfod_urls, *debuginfod_cache; /* --debuginfod.url (NULL: off), --debuginfod.cache-dir */
     int64_t debuginfod_timeout;
     const char *otlp_http_listen; /* --otlp.http.listen-address ("": none) */
+    const char *promql_compat;    /* --promql.compat: "3" or "2" */
+    const char *enable_feature;   /* --enable-feature: "" or "promql-experimental-functions" */
     int64_t retention, compact_window, compact_interval, retention_interval, commit_delay;
     uint64_t max_body, max_inflated, max_size, compact_max, threads, max_series;
     int64_t future_grace;

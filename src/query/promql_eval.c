@@ -7,6 +7,7 @@
 #include "promql_int.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -15,6 +16,7 @@
 #include "core/hash.h"
 #include "core/sat.h"
 #include "core/timeutil.h"
+#include "parser/labels.h"
 
 #define MAX_SAMPLES_MSG "query processing would load too many samples into memory in query execution"
 
@@ -26,9 +28,60 @@ void ps_pq_opts_default(ps_pq_opts_t *o)
     o->max_points = 11000;
     o->timeout = 2 * 60 * 1000;
     o->subquery_step = 60 * 1000;
+    o->compat = 3;
 }
 
 /* ---- small things ---- */
+
+void pq_annotate(pq_ctx_t *c, bool warn, uint32_t pos, const char *fmt, ...)
+{
+    if (!c->open)
+        return;
+    char msg[512];
+    int n = snprintf(msg, sizeof(msg), "PromQL %s: ", warn ? "warning" : "info");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+    va_end(ap);
+    for (uint32_t i = 0; i < c->nannots; i++)
+        if (strcmp(c->annots[i].msg, msg) == 0)
+            return;
+    if (c->nannots == PS_PQ_MAX_ANNOTS) {
+        c->nannots_dropped++;
+        return;
+    }
+    if (c->annots == NULL)
+        c->annots = ps_arena_alloc(c->arena, PS_PQ_MAX_ANNOTS * sizeof(ps_pq_annot_t));
+    c->annots[c->nannots++] = (ps_pq_annot_t){warn, ps_arena_strndup(c->arena, msg, strlen(msg)), pos};
+}
+
+void pq_go_quote(const char *s, char *buf, size_t size)
+{
+    ps_quote_string(buf, size, s, strlen(s), size > 8 ? size - 8 : 0);
+}
+
+/* Go's fmt %v of a float64 (strconv's 'g' with the shortest digits: exponent form below 1e-4 and
+ * from 1e6 on): "1e+19", "123456.7", "NaN", "+Inf"; Prometheus' "Scalar value %v ..." messages. */
+void pq_go_fmt_v(double v, char *b, size_t size)
+{
+    if (isnan(v) || isinf(v)) {
+        snprintf(b, size, "%s", isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf");
+        return;
+    }
+    char e[40];
+    int prec = 1;
+    for (; prec < 17; prec++) {
+        snprintf(e, sizeof(e), "%.*e", prec - 1, v);
+        if (strtod(e, NULL) == v)
+            break;
+    }
+    snprintf(e, sizeof(e), "%.*e", prec - 1, v);
+    int exp = atoi(strchr(e, 'e') + 1);
+    if (exp < -4 || exp >= 6)
+        snprintf(b, size, "%s", e);
+    else
+        snprintf(b, size, "%.*f", prec - 1 - exp > 0 ? prec - 1 - exp : 0, v);
+}
 
 static bool is_stale(double v)
 {
@@ -301,7 +354,8 @@ static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth, 
 static int eval_vector(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
 {
     const pq_sel_t *s = &p->sel;
-    int64_t ref = ps_sat_sub(s->has_at ? s->at : ts, s->offset), from = ps_sat_sub(ref, c->o->lookback);
+    int64_t ref = ps_sat_sub(s->has_at ? s->at : ts, s->offset);
+    int64_t from = ps_sat_add(ps_sat_sub(ref, c->o->lookback), c->open); /* 3: (from - 1, ref]; 2.42: [from, ref] */
     out->type = PS_PQ_VVECTOR;
     out->v = pq_vec_new(c, s->n);
     for (uint32_t i = 0; i < s->n; i++) {
@@ -506,7 +560,7 @@ static int vector_binop(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *lhs0, const p
         double value = elem_binop(n->binop, vl, vr, &keep);
         if (n->return_bool)
             value = keep ? 1 : 0;
-        else if (!keep)
+        else if (!keep && !c->open) /* Prometheus 3 checks the matching of what it filters out too */
             continue;
         ps_labels_t metric = result_metric(c, &ls->ls, &rs->ls, n->binop, m, p);
         if (n->return_bool)
@@ -528,6 +582,8 @@ static int vector_binop(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *lhs0, const p
                                   "multiple matches for labels: grouping labels must ensure unique matches");
             ps_hmap_put(matched, c->kb.data, c->kb.len, 1);
         }
+        if (!keep && !n->return_bool)
+            continue;
         out->e[out->n++] = (pq_elem_t){metric, value, ts, 0};
     }
     return 0;
@@ -632,6 +688,8 @@ static int eval_binary(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
 typedef struct group {
     ps_labels_t ls;
     double value, mean;
+    double kc;       /* Prometheus 3's sum and avg: the Kahan compensation (floatKahanC) */
+    bool incremental; /* Prometheus 3's avg: the running sum would overflow, the mean is kept instead */
     uint64_t count;
     pq_elem_t *heap; /* topk, bottomk */
     double *vals;    /* quantile */
@@ -734,25 +792,39 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     out->v = pq_vec_new(c, vec->n);
     int64_t k = 0;
     double q = 0;
-    if (op == PS_PQ_TOPK || op == PS_PQ_BOTTOMK) {
+    if ((op == PS_PQ_TOPK || op == PS_PQ_BOTTOMK) && c->open) { /* Prometheus 3's checks */
+        double f = par.s;
+        if (f < 1)
+            return 0;
+        if (isnan(f))
+            return ps_err_set(c->err, PS_ELIMIT, "Parameter value is NaN");
+        if (f >= 9223372036854775807.0) {
+            char b[48];
+            pq_go_fmt_v(f, b, sizeof(b));
+            return ps_err_set(c->err, PS_ELIMIT, "Scalar value %s overflows int64", b);
+        }
+        k = (int64_t)f;
+    } else if (op == PS_PQ_TOPK || op == PS_PQ_BOTTOMK) {
         double f = par.s;
         if (!(f <= 9223372036854775807.0 && f >= -9223372036854775808.0)) {
             char b[48];
-            ps_fmt_float(f, b, sizeof(b));
+            pq_go_fmt_v(f, b, sizeof(b));
             return ps_err_set(c->err, PS_ELIMIT, "Scalar value %s overflows int64", b);
         }
         k = f >= 9223372036854775807.0 ? INT64_MAX : (int64_t)f;
         if (k < 1)
             return 0;
     }
-    if (op == PS_PQ_QUANTILE)
+    if (op == PS_PQ_QUANTILE) {
         q = par.s;
+        pq_check_quantile(c, q, n->param->pos);
+    }
     const char **g = p->names;
     uint32_t ng = p->nnames;
     const char *value_label = NULL;
     if (op == PS_PQ_COUNT_VALUES) {
         value_label = unparen(p->b->n)->str; /* count_values(("v"), x): a parenthesised string */
-        if (!ps_label_name_valid(value_label, strlen(value_label)))
+        if (!pq_label_name_ok(c, value_label))
             return ps_err_set(c->err, PS_ELIMIT, "invalid label name \"%s\"", value_label);
         if (!n->without) {
             const char **g2 = ps_arena_alloc(&c->scratch, (ng + 1) * sizeof(char *));
@@ -791,8 +863,8 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
             gr->count = 1;
             switch (op) {
             case PS_PQ_STDVAR:
-            case PS_PQ_STDDEV:
-                gr->value = 0;
+            case PS_PQ_STDDEV: /* Prometheus 3: NaN from a first NaN or Inf (2.42: 0) */
+                gr->value = c->open && (isnan(s->v) || isinf(s->v)) ? NAN : 0;
                 break;
             case PS_PQ_TOPK:
             case PS_PQ_BOTTOMK:
@@ -818,9 +890,30 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         group_t *gr = &groups[gi];
         switch (op) {
         case PS_PQ_SUM:
-            gr->value += s->v;
+            if (c->open)
+                gr->value = pq_kahan_inc(s->v, gr->value, &gr->kc);
+            else
+                gr->value += s->v;
             break;
         case PS_PQ_AVG:
+            if (c->open) { /* Prometheus 3: a Kahan sum, the incremental mean once it would overflow */
+                gr->count++;
+                if (!gr->incremental) {
+                    double kc = gr->kc, v = pq_kahan_inc(s->v, gr->value, &kc);
+                    if (!isinf(v)) {
+                        gr->value = v;
+                        gr->kc = kc;
+                        break;
+                    }
+                    gr->incremental = true;
+                    gr->mean = gr->value / (double)(gr->count - 1);
+                    gr->kc /= (double)(gr->count - 1);
+                }
+                double q = (double)(gr->count - 1) / (double)gr->count, kc = q * gr->kc;
+                gr->mean = pq_kahan_inc(s->v / (double)gr->count, q * gr->mean, &kc);
+                gr->kc = kc;
+                break;
+            }
             gr->count++;
             if (isinf(gr->mean)) {
                 if (isinf(s->v) && (gr->mean > 0) == (s->v > 0))
@@ -881,8 +974,17 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     for (uint32_t gi = 0; gi < ngroups; gi++) {
         group_t *gr = &groups[gi];
         switch (op) {
+        case PS_PQ_SUM:
+            if (c->open)
+                gr->value += gr->kc;
+            break;
         case PS_PQ_AVG:
-            gr->value = gr->mean;
+            if (!c->open)
+                gr->value = gr->mean;
+            else if (gr->incremental)
+                gr->value = gr->mean + gr->kc;
+            else
+                gr->value = gr->value / (double)gr->count + gr->kc / (double)gr->count;
             break;
         case PS_PQ_COUNT:
         case PS_PQ_COUNT_VALUES:
@@ -1103,7 +1205,7 @@ static int64_t ceil_div(int64_t a, int64_t b)
 int64_t pq_subquery_start(pq_ctx_t *c, pq_node_t *p)
 {
     const pq_sel_t *s = &p->sel;
-    int64_t from = ps_sat_sub(ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset), s->range);
+    int64_t from = ps_sat_add(ps_sat_sub(ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset), s->range), c->open);
     return ceil_div(from, p->sq_step) * p->sq_step; /* engine.go: newEv.startTimestamp */
 }
 
@@ -1193,6 +1295,33 @@ static bool step_invariant(const ps_pq_node_t *e)
     }
 }
 
+/* Prometheus 3's info on rate() and increase() of a series whose name is not a counter's */
+static void check_counter_name(pq_ctx_t *c, const pq_node_t *p, ps_pq_fn_t fn, const ps_labels_t *ls)
+{
+    if ((fn != PS_FN_RATE && fn != PS_FN_INCREASE) || !c->open)
+        return;
+    const char *name = ps_labels_value(ls, "__name__");
+    if (name == NULL || !*name)
+        return;
+    static const char *const suffixes[] = {"_total", "_sum", "_count", "_bucket"};
+    size_t n = strlen(name);
+    for (int k = 0; k < 4; k++) {
+        size_t sl = strlen(suffixes[k]);
+        if (n >= sl && strcmp(name + n - sl, suffixes[k]) == 0)
+            return;
+    }
+    char q[400];
+    pq_go_quote(name, q, sizeof(q));
+    pq_annotate(c, false, p->n->args[p->matrix_arg]->pos,
+                "metric might not be a counter, name does not end in _total/_sum/_count/_bucket: %s", q);
+}
+
+/* last_over_time and first_over_time keep the metric name; the other range functions drop it */
+static bool keeps_name(ps_pq_fn_t fn)
+{
+    return fn == PS_FN_LAST_OVER_TIME || fn == PS_FN_FIRST_OVER_TIME;
+}
+
 /* A call with a range vector argument (rangeEval's matrix case in eval): the other arguments
  * evaluated, then the function (promql_func.c's pq_range_fn) over each series' window. */
 static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
@@ -1241,7 +1370,7 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
     out->type = PS_PQ_VVECTOR;
     if (m->n->kind == PS_PQ_SUBQUERY) {
         pq_sq_window_t w;
-        mint = rstart;
+        mint = ps_sat_add(rstart, c->open);
         maxt = rend;
         int ret = pq_subquery_window(c, m, mint, maxt, &w);
         if (ret)
@@ -1257,8 +1386,11 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
             if (!pq_range_fn(c, fn, w.s[i].s, w.s[i].n, ts, rstart, rend, s->range, sargs, &v))
                 continue;
             const ps_labels_t *ls = &m->sq_labels[w.s[i].li];
+            check_counter_name(c, p, fn, ls);
+            if (fn == PS_FN_QUANTILE_OVER_TIME)
+                pq_check_quantile(c, sargs[0], p->n->args[0]->pos);
             pq_elem_t *e = &out->v.e[out->v.n++];
-            *e = (pq_elem_t){fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(ls) : pq_drop_name(c, ls), v, ts,
+            *e = (pq_elem_t){keeps_name(fn) ? ps_labels_borrow(ls) : pq_drop_name(c, ls), v, ts,
                              w.s[i].li + 1};
             if ((ret = pq_check_unique_range(c, p, &e->ls, w.s[i].li)) != 0)
                 return ret;
@@ -1271,8 +1403,8 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         if (ret)
             return ret;
         const ps_float_sample_t *w;
-        uint32_t k = pq_window(c, &s->series[i], rstart > mint ? rstart : mint, maxt, s->hint ? &s->hint[i] : NULL,
-                               &w);
+        uint32_t k = pq_window(c, &s->series[i], ps_sat_add(rstart > mint ? rstart : mint, c->open), maxt,
+                               s->hint ? &s->hint[i] : NULL, &w);
         double v;
         if (k == 0 || !pq_range_fn(c, fn, w, k, ts, rstart, rend, s->range, sargs, &v))
             continue;
@@ -1280,13 +1412,16 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
             out->v.n = 0;
             return 0; /* something is present */
         }
-        ps_labels_t ls = fn == PS_FN_LAST_OVER_TIME ? ps_labels_borrow(&s->series[i].labels)
+        ps_labels_t ls = keeps_name(fn) ? ps_labels_borrow(&s->series[i].labels)
                                                     : ps_labels_borrow(&s->noname[i]);
         out->v.e[out->v.n++] = (pq_elem_t){ls, v, ts, i + 1};
         if (p->uniq_seen == NULL)
             p->uniq_seen = ps_arena_calloc(c->arena, s->n + 1, 1);
+        if (fn == PS_FN_QUANTILE_OVER_TIME)
+            pq_check_quantile(c, sargs[0], p->n->args[0]->pos);
         if (!p->uniq_seen[i]) { /* a series' labels are checked once per query */
             p->uniq_seen[i] = 1;
+            check_counter_name(c, p, fn, &s->series[i].labels);
             if ((ret = pq_check_unique_range(c, p, &ls, i)) != 0)
                 return ret;
         }
@@ -1403,7 +1538,8 @@ static int take_budget(pq_ctx_t *c, uint64_t n)
 static int answer_matrix(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
 {
     const pq_sel_t *s = &p->sel;
-    int64_t maxt = ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset), mint = ps_sat_sub(maxt, s->range);
+    int64_t maxt = ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset),
+            mint = ps_sat_add(ps_sat_sub(maxt, s->range), c->open);
     out->type = PS_PQ_VMATRIX;
     out->series = ps_arena_alloc(c->arena, (s->n + 1) * sizeof(ps_qseries_t));
     for (uint32_t i = 0; i < s->n; i++) {
@@ -1425,7 +1561,8 @@ static int answer_matrix(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
 static int answer_subquery(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
 {
     const pq_sel_t *s = &p->sel;
-    int64_t maxt = ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset), mint = ps_sat_sub(maxt, s->range);
+    int64_t maxt = ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset),
+            mint = ps_sat_add(ps_sat_sub(maxt, s->range), c->open);
     pq_sq_window_t w;
     int ret = pq_subquery_window(c, p, mint, maxt, &w);
     if (ret)
@@ -1582,7 +1719,7 @@ int ps_pq_eval(const ps_pq_node_t *e, const ps_pq_source_t *src, const ps_pq_opt
                           "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query "
                           "resolution (?step=XX)");
     pq_ctx_t c = {.src = src, .o = o, .arena = arena, .err = err, .budget = o->max_samples,
-                  .arena_base = arena->used_total};
+                  .arena_base = arena->used_total, .open = o->compat == 2 ? 0 : 1};
     if (o->timeout > 0)
         c.deadline = ps_time_mono() + o->timeout * 1000000;
     pq_node_t *root = NULL;
@@ -1606,5 +1743,10 @@ int ps_pq_eval(const ps_pq_node_t *e, const ps_pq_source_t *src, const ps_pq_opt
     ps_buf_dispose(&c.kb);
     if (ret)
         memset(out, 0, sizeof(*out));
+    else {
+        out->annots = c.annots;
+        out->nannots = c.nannots;
+        out->nannots_dropped = c.nannots_dropped;
+    }
     return ret;
 }

@@ -1,12 +1,14 @@
 /*
- * promql_eval.h - the PromQL evaluator: Prometheus 2.42's engine over a syntax tree of parser/promql.h.
+ * promql_eval.h - the PromQL evaluator: Prometheus' engine over a syntax tree of parser/promql.h,
+ * with Prometheus 3's semantics (ps_pq_opts_t.compat 3, the default) or 2.42's (compat 2).
  *
  * Semantics are Prometheus' (promql/engine.go, functions.go, quantile.go), step by step and with
  * the same float operations in the same order, so that the numbers are Prometheus' to the bit:
- *  - instant selector at T: each series' newest sample with T - lookback <= t <= T; a stale
- *    marker there means no value; offset moves T back, @ fixes it;
- *  - range selector [r] at T: every sample with T - r <= t <= T (both ends, as 2.42), stale
- *    markers left out;
+ *  - instant selector at T: each series' newest sample with T - lookback < t <= T (2.42:
+ *    T - lookback <= t); a stale marker there means no value; offset moves T back, @ fixes it;
+ *  - range selector [r] at T: every sample with T - r < t <= T (left-open, as Prometheus 3; 2.42:
+ *    both ends), stale markers left out; a subquery [r:s] at T runs at the multiples of s in
+ *    (T - r, T] (2.42: [T - r, T]);
  *  - a range query evaluates at start, start + step, ... <= end; its series are sorted by labels
  *    and series without any point are left out. An instant query keeps Prometheus' order;
  *  - a call that is not step invariant over a range argument with @ runs at each step ts with the
@@ -20,7 +22,8 @@
  * without), and the functions rate irate increase delta idelta resets changes deriv predict_linear
  * *_over_time (avg min max sum count last quantile stddev stdvar present) abs ceil floor round sqrt
  * sgn clamp clamp_min clamp_max time vector scalar timestamp sort sort_desc label_replace
- * label_join histogram_quantile (classic le buckets), absent absent_over_time holt_winters, the date
+ * label_join histogram_quantile (classic le buckets), absent absent_over_time holt_winters (3's
+ * double_exponential_smoothing), the date
  * functions, pi deg rad, histogram_count/sum/fraction (empty: no native histograms), exp ln log2
  * log10 and the trigonometric functions (the C library's, within an ulp of Go's), and subqueries
  * (expr[range:step], the inner expression at the multiples of step, each time evaluated once):
@@ -91,12 +94,25 @@ typedef struct ps_pq_opts {
     int64_t subquery_step; /* ms: a subquery's step when it gives none (Prometheus' evaluation_interval, 1 m) */
     uint64_t max_memory;  /* bytes the evaluation may hold: loaded series, subquery points, scratch, the
                              answer (--query.max-memory); 0 = no limit */
+    int compat;           /* the Prometheus whose semantics to follow: 3 (the default), or 2 for 2.42's
+                             (--promql.compat=2; see the head of this file) */
 } ps_pq_opts_t;
 
 void ps_pq_opts_default(ps_pq_opts_t *o);
 
+/** An annotation of an answer (Prometheus 3's warnings and infos, util/annotations): msg is
+ *  "PromQL warning: ..." or "PromQL info: ...", pos the byte offset in the query of the expression
+ *  it is about. Given with compat 3 only. */
+typedef struct ps_pq_annot {
+    bool warn;
+    const char *msg;
+    uint32_t pos;
+} ps_pq_annot_t;
+
 /** An answer: resultType VSCALAR or VSTRING (t, scalar or str), VVECTOR (one point per series),
- *  VMATRIX (a range query's series, or a range selector's samples in an instant query). */
+ *  VMATRIX (a range query's series, or a range selector's samples in an instant query); and its
+ *  annotations, each message once (at most PS_PQ_MAX_ANNOTS, then nannots_dropped counts the others). */
+#define PS_PQ_MAX_ANNOTS 64
 typedef struct ps_pq_result {
     ps_pq_vtype_t type;
     uint32_t n;
@@ -104,6 +120,8 @@ typedef struct ps_pq_result {
     double scalar;
     const char *str;
     int64_t t;            /* ms */
+    uint32_t nannots, nannots_dropped;
+    ps_pq_annot_t *annots;
 } ps_pq_result_t;
 
 /** Evaluates e over src; everything in out is allocated from arena. */

@@ -7,6 +7,7 @@
 #include "promql_int.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +16,10 @@
 
 /* ---- range vector functions ---- */
 
-/* extrapolatedRate: rate, increase, delta */
+/* extrapolatedRate: rate, increase, delta. v3: Prometheus 3's order, the start's extrapolation cut
+ * to half an interval before the counter's zero point is looked at (2.42: after). */
 static bool extrapolated_rate(const ps_float_sample_t *p, uint32_t n, int64_t range_start, int64_t range_end,
-                              double range_s, bool counter, bool is_rate, double *res)
+                              double range_s, bool counter, bool is_rate, bool v3, double *res)
 {
     if (n < 2)
         return false;
@@ -34,6 +36,23 @@ static bool extrapolated_rate(const ps_float_sample_t *p, uint32_t n, int64_t ra
     double to_end = (double)(range_end - p[n - 1].t) / 1000;
     double sampled = (double)(p[n - 1].t - p[0].t) / 1000;
     double avg = sampled / (double)(n - 1);
+    if (v3) {
+        double threshold = avg * 1.1;
+        if (to_start >= threshold)
+            to_start = avg / 2;
+        if (counter && result > 0 && p[0].v >= 0) {
+            double to_zero = sampled * (p[0].v / result);
+            if (to_zero < to_start)
+                to_start = to_zero;
+        }
+        if (to_end >= threshold)
+            to_end = avg / 2;
+        double factor = (sampled + to_start + to_end) / sampled;
+        if (is_rate)
+            factor /= range_s;
+        *res = result * factor;
+        return true;
+    }
     if (counter && result > 0 && p[0].v >= 0) {
         double to_zero = sampled * (p[0].v / result);
         if (to_zero < to_start)
@@ -135,11 +154,11 @@ bool pq_range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uint32_
 {
     switch (fn) {
     case PS_FN_RATE:
-        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), true, true, res);
+        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), true, true, c->open != 0, res);
     case PS_FN_INCREASE:
-        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), true, false, res);
+        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), true, false, c->open != 0, res);
     case PS_FN_DELTA:
-        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), false, false, res);
+        return extrapolated_rate(p, n, rstart, rend, duration_seconds(range_ms), false, false, c->open != 0, res);
     case PS_FN_IRATE:
         return instant_value(p, n, true, res);
     case PS_FN_IDELTA:
@@ -184,6 +203,29 @@ bool pq_range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uint32_
         return true;
     }
     case PS_FN_AVG_OVER_TIME: {
+        if (c->open) { /* Prometheus 3: a Kahan sum, the incremental mean once it would overflow */
+            double sum = p[0].v, count = 1, mean = 0, kc = 0;
+            bool incremental = false;
+            for (uint32_t i = 1; i < n; i++) {
+                count = (double)(i + 1);
+                if (!incremental) {
+                    double kc2 = kc, sum2 = pq_kahan_inc(p[i].v, sum, &kc2);
+                    if (!isinf(sum2)) {
+                        sum = sum2;
+                        kc = kc2;
+                        continue;
+                    }
+                    incremental = true;
+                    mean = sum / (count - 1);
+                    kc /= count - 1;
+                }
+                double q = (count - 1) / count;
+                kc = q * kc;
+                mean = pq_kahan_inc(p[i].v / count, q * mean, &kc);
+            }
+            *res = incremental ? mean + kc : sum / count + kc / count;
+            return true;
+        }
         double mean = 0, count = 0, c = 0;
         for (uint32_t i = 0; i < n; i++) {
             double v = p[i].v;
@@ -205,6 +247,42 @@ bool pq_range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uint32_
     case PS_FN_LAST_OVER_TIME:
         *res = p[n - 1].v;
         return true;
+    case PS_FN_FIRST_OVER_TIME:
+        *res = p[0].v;
+        return true;
+    case PS_FN_TS_OF_FIRST_OVER_TIME:
+        *res = (double)p[0].t / 1000;
+        return true;
+    case PS_FN_TS_OF_LAST_OVER_TIME:
+        *res = (double)p[n - 1].t / 1000;
+        return true;
+    case PS_FN_TS_OF_MAX_OVER_TIME:
+    case PS_FN_TS_OF_MIN_OVER_TIME: { /* compareOverTime: the last of equal values */
+        double m = p[0].v;
+        int64_t t = p[0].t;
+        for (uint32_t i = 0; i < n; i++)
+            if ((fn == PS_FN_TS_OF_MAX_OVER_TIME ? p[i].v >= m : p[i].v <= m) || isnan(m)) {
+                m = p[i].v;
+                t = p[i].t;
+            }
+        *res = (double)t / 1000;
+        return true;
+    }
+    case PS_FN_MAD_OVER_TIME: { /* the median of the distances from the median; NaN if one is NaN */
+        double *vals = ps_arena_alloc(&c->scratch, n * sizeof(double));
+        for (uint32_t i = 0; i < n; i++) {
+            if (isnan(p[i].v)) {
+                *res = NAN;
+                return true;
+            }
+            vals[i] = p[i].v;
+        }
+        double median = pq_quantile(0.5, vals, n);
+        for (uint32_t i = 0; i < n; i++)
+            vals[i] = fabs(vals[i] - median);
+        *res = pq_quantile(0.5, vals, n);
+        return true;
+    }
     case PS_FN_PRESENT_OVER_TIME:
     case PS_FN_ABSENT_OVER_TIME:
         *res = 1;
@@ -462,11 +540,11 @@ static int label_replace(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *in, pq_vec_t
 static int label_join(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *in, pq_vec_t *out)
 {
     const char *dst = str_arg(p, 1), *sep = str_arg(p, 2);
-    if (!ps_label_name_valid(dst, strlen(dst)))
+    if (!pq_label_name_ok(c, dst))
         return ps_err_set(c->err, PS_ELIMIT, "invalid destination label name in label_join(): %s", dst);
     for (uint32_t k = 3; k < p->nargs; k++) {
         const char *s = str_arg(p, k);
-        if (!ps_label_name_valid(s, strlen(s)))
+        if (!pq_label_name_ok(c, s))
             return ps_err_set(c->err, PS_ELIMIT, "invalid source label name in label_join(): %s", s);
     }
     ps_buf_t b = PS_BUF_INIT;
@@ -586,18 +664,90 @@ typedef struct hgroup {
     uint32_t n, cap;
 } hgroup_t;
 
-static int histogram_quantile(pq_ctx_t *c, pq_node_t *p, double q, const pq_vec_t *in, int64_t ts, pq_vec_t *out)
+/* BucketFraction (Prometheus 3): the fraction of the observations of classic buckets between
+ * lower and upper, interpolated linearly inside a bucket (a bucket from -Inf or to +Inf counts
+ * whole or not at all). */
+static double bucket_fraction(double lower, double upper, bucket_t *b, uint32_t n)
+{
+    qsort(b, n, sizeof(bucket_t), cmp_bucket);
+    if (!(isinf(b[n - 1].ub) && b[n - 1].ub > 0))
+        return NAN;
+    bucket_t last = b[0]; /* coalesceBuckets */
+    uint32_t k = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        if (b[i].ub == last.ub) {
+            last.count += b[i].count;
+        } else {
+            b[k++] = last;
+            last = b[i];
+        }
+    }
+    b[k] = last;
+    n = k + 1;
+    double count = b[n - 1].count;
+    if (count == 0 || isnan(lower) || isnan(upper))
+        return NAN;
+    if (lower >= upper)
+        return 0;
+    double rank = 0, lower_rank = 0, upper_rank = 0;
+    bool lower_set = false, upper_set = false;
+    double lb = b[0].ub <= 0 ? -INFINITY : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i > 0)
+            lb = b[i - 1].ub;
+        double ub = b[i].ub;
+        if (!lower_set && lb >= lower) {
+            lower_rank = rank;
+            lower_set = true;
+        }
+        if (!upper_set && lb >= upper) {
+            upper_rank = rank;
+            upper_set = true;
+        }
+        if (lower_set && upper_set)
+            break;
+        if (!lower_set && lb < lower && ub > lower) {
+            lower_rank = isinf(lb) && lb < 0 ? b[i].count : rank + (b[i].count - rank) * (lower - lb) / (ub - lb);
+            lower_set = true;
+        }
+        if (!upper_set && lb < upper && ub > upper) {
+            upper_rank = isinf(lb) && lb < 0 ? b[i].count : rank + (b[i].count - rank) * (upper - lb) / (ub - lb);
+            upper_set = true;
+        }
+        if (lower_set && upper_set)
+            break;
+        rank = b[i].count;
+    }
+    if (!lower_set || lower_rank > count)
+        lower_rank = count;
+    if (!upper_set || upper_rank > count)
+        upper_rank = count;
+    return (upper_rank - lower_rank) / count;
+}
+
+/* histogram_quantile(q, buckets), or (Prometheus 3) histogram_fraction(lower, upper, buckets)
+ * when fraction: of the classic buckets of in (the arg-th argument), grouped by their labels but le. */
+static int classic_histogram(pq_ctx_t *c, pq_node_t *p, bool fraction, double q, double upper, const pq_vec_t *in,
+                             int64_t ts, pq_vec_t *out)
 {
     ps_hmap_t *idx = &p->m1;
     ps_hmap_clear(idx);
+    uint32_t arg = fraction ? 2 : 1;
+    if (!fraction)
+        pq_check_quantile(c, q, p->n->args[0]->pos);
     hgroup_t *g = ps_arena_alloc(&c->scratch, (in->n + 1) * sizeof(hgroup_t));
     uint32_t ng = 0;
     for (uint32_t i = 0; i < in->n; i++) {
         const pq_elem_t *e = &in->e[i];
         const char *le = ps_labels_value(&e->ls, "le");
         double ub;
-        if (le == NULL || !parse_go_float(le, &ub))
+        if (le == NULL || !parse_go_float(le, &ub)) {
+            char qv[400];
+            pq_go_quote(le ? le : "", qv, sizeof(qv));
+            pq_annotate(c, true, p->n->args[arg]->pos, "bucket label \"le\" is missing or has a malformed value of %s",
+                        qv);
             continue;
+        }
         ps_buf_reset(&c->kb);
         for (uint32_t k = 0; k < e->ls.n; k++)
             if (strcmp(e->ls.pairs[k].name, "le") != 0) {
@@ -618,7 +768,10 @@ static int histogram_quantile(pq_ctx_t *c, pq_node_t *p, double q, const pq_vec_
     }
     for (uint32_t k = 0; k < ng; k++)
         if (g[k].n > 0)
-            out->e[out->n++] = (pq_elem_t){g[k].ls, bucket_quantile(q, g[k].b, g[k].n), ts, 0};
+            out->e[out->n++] = (pq_elem_t){g[k].ls,
+                                           fraction ? bucket_fraction(q, upper, g[k].b, g[k].n)
+                                                    : bucket_quantile(q, g[k].b, g[k].n),
+                                           ts, 0};
     return 0;
 }
 
@@ -649,6 +802,96 @@ static void sort_vec(pq_vec_t *v, bool desc)
     }
 }
 
+/* ---- sort_by_label, sort_by_label_desc (Prometheus 3, experimental) ---- */
+
+/* facette/natsort's Compare (the version Prometheus pins): a before b when, chunk by chunk (runs
+ * of digits, runs of other bytes), a's is smaller: two numbers as integers (strconv.Atoi: not past
+ * int64), else as strings; when a's last chunk is reached with every chunk equal, a is before. */
+static bool natsort_less(const char *a, const char *b)
+{
+    size_t i = 0, j = 0, na = strlen(a), nb = strlen(b);
+    while (i < na) {
+        if (j >= nb)
+            return false;
+        bool da = a[i] >= '0' && a[i] <= '9', db = b[j] >= '0' && b[j] <= '9';
+        size_t ei = i, ej = j;
+        while (ei < na && (a[ei] >= '0' && a[ei] <= '9') == da)
+            ei++;
+        while (ej < nb && (b[ej] >= '0' && b[ej] <= '9') == db)
+            ej++;
+        bool last_a = ei >= na, last_b = ej >= nb;
+        if (da && db) {
+            errno = 0;
+            char *end;
+            char ca[32], cb[32];
+            long long x = -1, y = -1;
+            bool okx = ei - i < sizeof(ca), oky = ej - j < sizeof(cb);
+            if (okx) {
+                memcpy(ca, a + i, ei - i);
+                ca[ei - i] = 0;
+                x = strtoll(ca, &end, 10);
+                okx = errno == 0;
+            }
+            errno = 0;
+            if (oky) {
+                memcpy(cb, b + j, ej - j);
+                cb[ej - j] = 0;
+                y = strtoll(cb, &end, 10);
+                oky = errno == 0;
+            }
+            if (okx && oky) {
+                if (x != y)
+                    return x < y;
+                if (last_a)
+                    return true;
+                if (last_b)
+                    return false;
+                i = ei;
+                j = ej;
+                continue;
+            }
+        }
+        size_t la = ei - i, lb = ej - j;
+        if (la == lb && memcmp(a + i, b + j, la) == 0) {
+            if (last_a)
+                return true;
+            if (last_b)
+                return false;
+            i = ei;
+            j = ej;
+            continue;
+        }
+        int r = memcmp(a + i, b + j, la < lb ? la : lb);
+        return r != 0 ? r < 0 : la < lb;
+    }
+    return false;
+}
+
+typedef struct bylabel {
+    const pq_node_t *p;
+    bool desc;
+} bylabel_t;
+
+static _Thread_local const bylabel_t *bylabel_ctx; /* qsort's comparator has no argument for it */
+
+static int cmp_bylabel(const void *x, const void *y)
+{
+    const pq_elem_t *a = x, *b = y;
+    const bylabel_t *k = bylabel_ctx;
+    for (uint32_t i = 1; i < k->p->nargs; i++) {
+        const char *name = str_arg(k->p, i);
+        const char *va = ps_labels_value(&a->ls, name), *vb = ps_labels_value(&b->ls, name);
+        va = va ? va : "";
+        vb = vb ? vb : "";
+        if (strcmp(va, vb) == 0)
+            continue;
+        bool less = natsort_less(va, vb);
+        return k->desc ? (less ? 1 : -1) : (less ? -1 : 1);
+    }
+    int r = ps_labels_cmp(&a->ls, &b->ls); /* then by the whole label set */
+    return k->desc ? -r : r;
+}
+
 /* ---- the call ---- */
 
 int pq_call_plan(pq_ctx_t *c, pq_node_t *p)
@@ -672,11 +915,18 @@ int pq_call_plan(pq_ctx_t *c, pq_node_t *p)
     case PS_FN_ASIN: case PS_FN_ACOS: case PS_FN_ATAN: case PS_FN_SINH: case PS_FN_COSH: case PS_FN_TANH:
     case PS_FN_ASINH: case PS_FN_ACOSH: case PS_FN_ATANH:
     case PS_FN_HISTOGRAM_COUNT: case PS_FN_HISTOGRAM_SUM: case PS_FN_HISTOGRAM_FRACTION:
+    case PS_FN_FIRST_OVER_TIME: case PS_FN_HISTOGRAM_AVG: case PS_FN_HISTOGRAM_STDDEV: case PS_FN_HISTOGRAM_STDVAR:
+    case PS_FN_MAD_OVER_TIME: case PS_FN_TS_OF_FIRST_OVER_TIME: case PS_FN_TS_OF_LAST_OVER_TIME:
+    case PS_FN_TS_OF_MAX_OVER_TIME: case PS_FN_TS_OF_MIN_OVER_TIME:
+    case PS_FN_SORT_BY_LABEL: case PS_FN_SORT_BY_LABEL_DESC:
         return 0;
     case PS_FN_LABEL_REPLACE: {
         const char *dst = str_arg(p, 1), *re = str_arg(p, 4);
         ps_buf_t b = PS_BUF_INIT;
-        PS_BUF_LIT(&b, "(?-s:");
+        if (c->open) /* Prometheus 3: '.' matches a newline, as in selectors; 2.42: not here */
+            PS_BUF_LIT(&b, "(?s:");
+        else
+            PS_BUF_LIT(&b, "(?-s:");
         ps_buf_append(&b, re, strlen(re));
         ps_buf_putc(&b, ')');
         ps_err_t e2;
@@ -688,7 +938,7 @@ int pq_call_plan(pq_ctx_t *c, pq_node_t *p)
         ps_buf_dispose(&b);
         if (ret)
             return ps_err_set(c->err, PS_ELIMIT, "invalid regular expression in label_replace(): %s", re);
-        if (!ps_label_name_valid(dst, strlen(dst)))
+        if (!pq_label_name_ok(c, dst))
             return ps_err_set(c->err, PS_ELIMIT, "invalid destination label name in label_replace(): %s", dst);
         p->md = ps_regex_match_new(ps_regex_groups(p->re) + 1);
         return 0;
@@ -760,9 +1010,18 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *o
         if (a[0].v.n == 0)
             out->v.e[out->v.n++] = (pq_elem_t){pq_absent_labels(c, p->n->args[0]), 1, ts, 0};
         return 0;
+    case PS_FN_HISTOGRAM_FRACTION:
+        if (c->open) { /* Prometheus 3: of classic buckets too */
+            out->v = pq_vec_new(c, a[2].v.n);
+            return classic_histogram(c, p, true, a[0].s, a[1].s, &a[2].v, ts, &out->v);
+        }
+        out->v = pq_vec_new(c, 0);
+        return 0;
     case PS_FN_HISTOGRAM_COUNT:
     case PS_FN_HISTOGRAM_SUM:
-    case PS_FN_HISTOGRAM_FRACTION:
+    case PS_FN_HISTOGRAM_AVG:
+    case PS_FN_HISTOGRAM_STDDEV:
+    case PS_FN_HISTOGRAM_STDVAR:
         out->v = pq_vec_new(c, 0); /* of native histograms only: a float sample has none */
         return 0;
     case PS_FN_DAY_OF_MONTH: case PS_FN_DAY_OF_WEEK: case PS_FN_DAY_OF_YEAR: case PS_FN_DAYS_IN_MONTH:
@@ -832,6 +1091,9 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *o
     }
     case PS_FN_SORT:
     case PS_FN_SORT_DESC:
+        if (c->o->start != c->o->end)
+            pq_annotate(c, true, p->n->pos, "sort is ineffective for range queries since results are always ordered "
+                                             "by labels");
         for (uint32_t i = 0; i < in->n; i++) {
             out->v.e[out->v.n] = in->e[i];
             out->v.e[out->v.n].t = ts;
@@ -839,6 +1101,23 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *o
         }
         sort_vec(&out->v, fn == PS_FN_SORT_DESC);
         break;
+    case PS_FN_SORT_BY_LABEL:
+    case PS_FN_SORT_BY_LABEL_DESC: {
+        if (c->o->start != c->o->end)
+            pq_annotate(c, true, p->n->pos, "sort is ineffective for range queries since results are always ordered "
+                                             "by labels");
+        for (uint32_t i = 0; i < in->n; i++) {
+            out->v.e[out->v.n] = in->e[i];
+            out->v.e[out->v.n].t = ts;
+            out->v.e[out->v.n++].src = 0;
+        }
+        bylabel_t k = {p, fn == PS_FN_SORT_BY_LABEL_DESC};
+        bylabel_ctx = &k;
+        if (out->v.n > 1)
+            qsort(out->v.e, out->v.n, sizeof(pq_elem_t), cmp_bylabel);
+        bylabel_ctx = NULL;
+        break;
+    }
     case PS_FN_LABEL_REPLACE:
         ret = label_replace(c, p, in, &out->v);
         break;
@@ -846,7 +1125,7 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *o
         ret = label_join(c, p, in, &out->v);
         break;
     case PS_FN_HISTOGRAM_QUANTILE:
-        ret = histogram_quantile(c, p, a[0].s, in, ts, &out->v);
+        ret = classic_histogram(c, p, false, a[0].s, 0, in, ts, &out->v);
         break;
     default:
         return ps_err_set(c->err, PS_EINTERNAL, "function %s has no evaluation", p->n->func->name);

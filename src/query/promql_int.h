@@ -15,6 +15,7 @@
 
 #include "core/mem.h"
 #include "core/hash.h"
+#include "core/labels.h"
 #include "parser/regex.h"
 #include "promql_eval.h"
 
@@ -122,9 +123,53 @@ typedef struct pq_ctx {
     uint64_t mem;           /* bytes of malloc'd memory held (subquery columns, a range query's series) */
     uint64_t mem_scratch;   /* bytes held by the scratch arenas of the evaluations waiting for a subquery's inner one */
     size_t arena_base;      /* arena->used_total when the evaluation began */
+    int64_t open;           /* 1: windows are left-open, (t - range, t] (Prometheus 3); 0: [t - range, t] (2.x) */
+    ps_pq_annot_t *annots;  /* the answer's annotations so far (Prometheus 3 only) */
+    uint32_t nannots, nannots_dropped;
 } pq_ctx_t;
 
+/** Adds an annotation (warn or info; fmt after "PromQL warning: " / "PromQL info: ") about the
+ *  expression at pos, once per message; nothing with 2.42's semantics. */
+void pq_annotate(pq_ctx_t *c, bool warn, uint32_t pos, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/** Go's fmt %v (%g) of a float64: "1e+19", "123456.7", "NaN", "+Inf". buf >= 40 bytes. */
+void pq_go_fmt_v(double v, char *b, size_t size);
+/** Go's %q of s into buf (at most size bytes, cut). */
+void pq_go_quote(const char *s, char *buf, size_t size);
+
+/** Prometheus 3's warning for a quantile outside [0, 1] or NaN (the parameter at pos). */
+static inline void pq_check_quantile(pq_ctx_t *c, double q, uint32_t pos)
+{
+    if (isnan(q) || q < 0 || q > 1) {
+        char b[48];
+        pq_go_fmt_v(q, b, sizeof(b));
+        pq_annotate(c, true, pos, "quantile value should be between 0 and 1, got %s", b);
+    }
+}
+
+
 #define PQ_STALE_BITS 0x7ff0000000000002ull
+
+/* A label name a query may make (label_replace, label_join, count_values): Prometheus 3 takes any
+ * non-empty UTF-8 (model.UTF8Validation), 2.42 the classic [a-zA-Z_][a-zA-Z0-9_]*. */
+static inline bool pq_label_name_ok(const pq_ctx_t *c, const char *s)
+{
+    size_t n = strlen(s);
+    return c->open ? n > 0 && ps_utf8_valid(s, n) : ps_label_name_valid(s, n);
+}
+
+/* Prometheus 3's kahansum.Inc: Neumaier's compensated sum, the compensation dropped once the sum
+ * is infinite. Returns the new sum; *c is the compensation. */
+static inline double pq_kahan_inc(double inc, double sum, double *c)
+{
+    double t = sum + inc;
+    if (isinf(t))
+        *c = 0;
+    else if (fabs(sum) >= fabs(inc))
+        *c += (sum - t) + inc;
+    else
+        *c += (inc - t) + sum;
+    return t;
+}
 
 /* ---- small helpers, inline (the engine calls them per element) ---- */
 

@@ -405,9 +405,9 @@ def module_server_factory(tmp_path_factory):
     """Like make_server, for servers shared by the tests of one module."""
     created: List[Server] = []
 
-    def factory(start: bool = True, name: Optional[str] = None, **flags) -> Server:
+    def factory(start: bool = True, name: Optional[str] = None, extra_args=None, **flags) -> Server:
         wd = tmp_path_factory.mktemp(name or "modsrv")
-        s = Server(wd, **flags)
+        s = Server(wd, extra_args=extra_args, **flags)
         created.append(s)
         _active_servers.append(s)
         if start:

@@ -54,7 +54,8 @@ RECORDED = [
 
 @pytest.fixture(scope="module")
 def srv(module_server_factory):
-    return module_server_factory(name="format_query")
+    # the canonical forms are Prometheus 2.42's (holt_winters, no quoted names): 2.42's language
+    return module_server_factory(name="format_query", extra_args=["--promql.compat=2"])
 
 
 def answer(s, method, query):

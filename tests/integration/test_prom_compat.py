@@ -111,7 +111,7 @@ def test_flags_every_flag_with_its_value(make_server):
     assert all(isinstance(v, str) for v in d.values())
     assert d == {
         "config": "", "data-dir": str(srv.data_dir), "listen": "127.0.0.1:%d" % srv.port, "log-level": "info",
-        "otlp.http.listen-address": "",
+        "otlp.http.listen-address": "", "promql.compat": "3", "enable-feature": "",
         "max-inflated-total": "256MiB", "storage.disk-reserve": "1MiB",  # the fixture's
         "storage.future-grace": "10m",
         "ingest.decode-threads": str(min(max(os.sysconf("SC_NPROCESSORS_ONLN"), 1), 256)),  # CPUs

@@ -6,6 +6,7 @@ the same window: /api/v1/query_range (step 1 s and 2.5 s) and /api/v1/query at f
 answers must agree (same series, same timestamps, values within 1e-9 relative, NaN == NaN; order
 too where Prometheus defines it). promtool query instant/range gives the same output against both.
 A second Prometheus with no scrape jobs and remote_read pointed at profstore answers the same.
+profstore runs with --promql.compat=2 (Prometheus 2.42's semantics); its default is Prometheus 3's.
 
 """
 
@@ -147,7 +148,9 @@ def window(module_server_factory, tmp_path_factory):
         # checks the harness itself: a Prometheus receiving the same remote_write must agree
         ps = Prometheus(wd / "peer", PromConfig(), receiver=True).start()
     else:
-        ps = module_server_factory(name="promql-ps", retention="0")
+        # Prometheus 2.42 is the reference here: profstore with 2.x's semantics (Prometheus 3's are
+        # checked by tests/unit/query/test_promqltest.c)
+        ps = module_server_factory(name="promql-ps", retention="0", extra_args=["--promql.compat=2"])
     a = GoTarget(wd / "a", seed=1).start()
     b = GoTarget(wd / "b", seed=2).start()
     cfg = PromConfig(jobs={"gotarget": [a.address, b.address]}, job_labels={"gotarget": {"env": "test"}},

@@ -1,5 +1,6 @@
 """Prometheus 2.42's own PromQL test files (tests/promql/testdata/*.test, see its README) against
-profstore: the test language of Prometheus' promql/test.go, run over HTTP.
+profstore with --promql.compat=2 (2.42's semantics; Prometheus 3's files are run by
+tests/unit/query/test_promqltest.c): the test language of Prometheus' promql/test.go, run over HTTP.
 
 - `load <step>`: the series are remote-written (snappy WriteRequest, `stale` as Prometheus'
   StaleNaN bits, `_` left out) with their real times from t = 0 (the unix epoch); the server runs
@@ -45,6 +46,7 @@ COUNTS = {"aggregators.test": (83, 490), "at_modifier.test": (33, 156), "collisi
           "operators.test": (94, 562), "selectors.test": (31, 176), "staleness.test": (14, 82),
           "subquery.test": (25, 150), "trig_functions.test": (19, 112)}
 PQ_AT = Path(PROFSTORE_BIN).resolve().parent / "tests" / "pq_at"
+COMPAT2 = ["--promql.compat=2"]  # every server here answers like Prometheus 2.42
 
 # (file, line of the eval) -> why profstore answers otherwise; keep it short. Empty: every eval of
 # every file passes (a listed one that passes fails the test, so the list cannot go stale).
@@ -365,7 +367,7 @@ def test_promql_testdata(make_server, name):
 
     def start():
         nonlocal starts
-        s = make_server(name="%s-%d" % (name, starts), retention="0")
+        s = make_server(name="%s-%d" % (name, starts), retention="0", extra_args=COMPAT2)
         starts += 1
         for step, series in loads:
             load(s, step, series)
@@ -428,7 +430,7 @@ def _points(ans):
 
 def test_count_values_with_a_parenthesised_label(make_server):
     """count_values(("v"), x) crashed the server (SIGSEGV): the label parameter in parentheses."""
-    srv = make_server(retention="0")
+    srv = make_server(retention="0", extra_args=COMPAT2)
     load(srv, 60000, _series('x{i="1"} 1 2', 'x{i="2"} 2 2', 'x{i="3"} 1.5 2'))
     for q in ['count_values(("v"), x)', 'count_values((("v")), x)', 'count_values by (i) (("v"), x)']:
         st, ans = _instant(srv, q, 0)
@@ -461,7 +463,7 @@ def test_range_functions_over_several_names_fail_on_the_same_labelset(make_serve
     """A range function drops the name: two series that only the name told apart give the same
     labels, which Prometheus refuses ("vector cannot contain metrics with the same labelset", 422)
     over the whole range of a range query, even when the two have points at different steps."""
-    srv = make_server(retention="0")
+    srv = make_server(retention="0", extra_args=COMPAT2)
     # a from 0 to 4m, b from 10m to 14m: apart in time; d always; c always, other labels
     load(srv, 60000, _series('a{x="1"} 0+1x4', 'b{x="1"} _x10 0+2x4', 'c{x="2"} 0+1x14', 'd{x="1"} 0+3x14'))
     for f in RANGE_FUNCS:
@@ -486,7 +488,7 @@ def test_range_function_over_an_at_argument_in_a_range_query(make_server):
     the window of its @ argument moved by ts - start (and the samples of a selector ending at @):
     the values here are Prometheus 2.42's own answers to these range queries (a Prometheus 2.42
     with --web.enable-remote-write-receiver, the same samples)."""
-    srv = make_server(retention="0")
+    srv = make_server(retention="0", extra_args=COMPAT2)
     load(srv, 300000, _series("x 0+10x20"))
     cases = {
         "predict_linear(x[100m] @ 3000, 3600)": ["220", "230", "240"],
@@ -524,7 +526,7 @@ def test_label_replace_and_selectors_take_prometheus_regex_dialect(make_server):
     """label_replace compiles its regex as Prometheus' RE2 does: lookaround, back-references,
     possessive and atomic groups, \\Z are refused (422, Prometheus' message); selectors take the
     POSIX brackets RE2 reads as plain classes ([[.a.]] is '[', '.' or 'a', then ']')."""
-    srv = make_server(retention="0")
+    srv = make_server(retention="0", extra_args=COMPAT2)
     load(srv, 60000, _series('y{l="a]"} 1', 'y{l="[]"} 2', 'y{l="b"} 3', 'y{l="="} 4', 'y{l="h"} 5'))
     for re_ in ["(?=a).*", "(a)\\\\1", "(?<=a).*", "(?!a)", "a++", "(?>a)", "\\\\Z", "(?P=n)"]:
         st, ans = _instant(srv, 'label_replace(y, "d", "$1", "l", "%s")' % re_, 0)

@@ -28,7 +28,8 @@ def points(inst):
 
 
 def extrapolated_rate(pts, range_start, range_end, range_s, is_counter, is_rate):
-    """Prometheus 2.42's extrapolatedRate, the same float operations in the same order."""
+    """Prometheus 3's extrapolatedRate, the same float operations in the same order (the start's
+    extrapolation is cut to half an interval before the zero point is looked at)."""
     if len(pts) < 2:
         return None
     result = pts[-1][1] - pts[0][1]
@@ -42,15 +43,16 @@ def extrapolated_rate(pts, range_start, range_end, range_s, is_counter, is_rate)
     to_end = (range_end - pts[-1][0]) / 1000
     sampled = (pts[-1][0] - pts[0][0]) / 1000
     avg = sampled / (len(pts) - 1)
+    threshold = avg * 1.1
+    if to_start >= threshold:
+        to_start = avg / 2
     if is_counter and result > 0 and pts[0][1] >= 0:
         to_zero = sampled * (pts[0][1] / result)
         if to_zero < to_start:
             to_start = to_zero
-    threshold = avg * 1.1
-    interval = sampled
-    interval += to_start if to_start < threshold else avg / 2
-    interval += to_end if to_end < threshold else avg / 2
-    factor = interval / sampled
+    if to_end >= threshold:
+        to_end = avg / 2
+    factor = (sampled + to_start + to_end) / sampled
     if is_rate:
         factor /= range_s
     return result * factor
@@ -90,7 +92,8 @@ def test_rate_and_increase(srv):
 
 
 def test_range_functions_over_a_range(srv):
-    """sum by (job) (increase(x[30s])) at steps of 10 s: each step its own window [t-30s, t]."""
+    """sum by (job) (increase(x[30s])) at steps of 10 s: each step its own window (t-30s, t]
+    (Prometheus 3: left-open)."""
     start, end = T0 + 30, T0 + 60
     st, _, body = form_request(srv, "GET", "/api/v1/query_range",
                                {"query": "sum by (job) (increase(%s[30s]))" % CPU_TYPE, "start": start, "end": end,
@@ -102,7 +105,7 @@ def test_range_functions_over_a_range(srv):
     for t in range(start, end + 1, 10):
         acc, seen = 0.0, False
         for inst in ("a", "b"):
-            pts = [p for p in points(inst) if (t - 30) * 1000 <= p[0] <= t * 1000]
+            pts = [p for p in points(inst) if (t - 30) * 1000 < p[0] <= t * 1000]
             v = extrapolated_rate(pts, (t - 30) * 1000, t * 1000, 30.0, True, False)
             if v is not None:
                 acc = acc + v if seen else v
@@ -145,17 +148,18 @@ def test_execution_errors_are_422(srv):
                       ("%s * on(job) %s" % (CPU_TYPE, CPU_TYPE), "many-to-many matching not allowed"),
                       ('label_replace(%s, "instance", "x", "instance", ".*")' % CPU_TYPE,
                        "vector cannot contain metrics with the same labelset"),
-                      ("topk(NaN, %s)" % CPU_TYPE, "Scalar value NaN overflows int64")):
+                      ("topk(NaN, %s)" % CPU_TYPE, "Parameter value is NaN"),  # Prometheus 3's words
+                      ("topk(1e19, %s)" % CPU_TYPE, "Scalar value 1e+19 overflows int64")):
         st, js = query(srv, expr, T0 + 60)
         assert st == 422, (expr, js)
         assert js["errorType"] == "execution" and msg in js["error"], js
 
 
 def test_subqueries_and_the_last_functions(srv):
-    # subqueries: a at T0+30 .. T0+60: cpu-03, -04, -05, -05; b: cpu-04 (T0+25), then cpu-05
+    # subqueries: steps in (T0+30, T0+60] (Prometheus 3: left-open), T0+40 .. T0+60: a: cpu-04, -05,
+    # -05; b: cpu-05 (T0+35) at each
     st, js = query(srv, "max_over_time(%s[30s:10s])" % CPU_TYPE, T0 + 60)
-    want = {"a": max(cpu("go/cpu-0%d.pb.gz" % i) for i in (3, 4, 5)),
-            "b": max(cpu("go/cpu-04.pb.gz"), cpu("go/cpu-05.pb.gz"))}
+    want = {"a": max(cpu("go/cpu-0%d.pb.gz" % i) for i in (4, 5)), "b": cpu("go/cpu-05.pb.gz")}
     assert st == 200 and {r["metric"]["instance"]: float(r["value"][1]) for r in js["data"]["result"]} == want
     # exp, ln and the trigonometric functions too (within 1e-15 of Go's math: the last bit may differ)
     st, js = query(srv, "ln(exp(%s * 0 + 2))" % CPU_TYPE, T0 + 60)
@@ -224,3 +228,86 @@ def test_max_samples_flag(small):
         "query processing would load too many samples into memory in query execution"), js
     st, js = query(small, '%s{instance="b"}' % CPU_TYPE, T0 + 60)  # b's 3, and one answered
     assert st == 200 and len(js["data"]["result"]) == 1, js
+
+
+@pytest.fixture(scope="module")
+def compat2(module_server_factory):
+    """The same profiles in a profstore with Prometheus 2.42's semantics."""
+    s = module_server_factory(name="promql-compat2", retention="0", extra_args=["--promql.compat=2"])
+    for inst, rel, ts in PUSHES:
+        st, _ = s.push(rel, labels='{job="api",instance="%s"}' % inst, time=str(ts))
+        assert st == 200, (rel, st, s.last_raw[:300])
+    return s
+
+
+def test_prometheus_3_by_default_and_2_42_with_compat_2(srv, compat2, module_server_factory):
+    """Prometheus 3's semantics by default, 2.42's with --promql.compat=2: a's profiles are 10 s
+    apart (T0+10, T0+20, ...), so x[10s] at T0+20 holds one of them in (T0+10, T0+20] and two in
+    [T0+10, T0+20]; the lookback of 5m at T0+310 leaves out a's T0+10 ... and so on."""
+    a = CPU_TYPE + '{instance="a"}'
+    for q, t, want3, want2 in [
+            ("count_over_time(%s[10s])" % a, T0 + 20, "1", "2"),
+            ("sum_over_time(%s[10s])" % a, T0 + 20, go_float(cpu("go/cpu-02.pb.gz")),
+             go_float(cpu("go/cpu-01.pb.gz") + cpu("go/cpu-02.pb.gz"))),
+            ("count_over_time(%s[30s:10s])" % a, T0 + 50, "3", "4"),  # subquery steps (T0+20, T0+50]
+            ("count(%s)" % a, T0 + 350, None, "1")]:  # the lookback: (T0+50, T0+350] is empty
+        for s, want in ((srv, want3), (compat2, want2)):
+            st, js = query(s, q, t)
+            assert st == 200, (q, js)
+            got = [r["value"][1] for r in js["data"]["result"]]
+            assert got == ([want] if want is not None else []), (q, s is compat2, got)
+    # holt_winters is 2.42's; Prometheus 3's double_exponential_smoothing is experimental
+    hw, des = "holt_winters(%s[1m], 0.5, 0.5)" % a, "double_exponential_smoothing(%s[1m], 0.5, 0.5)" % a
+    st, js = query(srv, hw, T0 + 60)
+    assert (st, js["error"]) == (400, 'invalid parameter "query": 1:1: parse error: unknown function with name '
+                                      '"holt_winters"'), js
+    st, js = query(srv, des, T0 + 60)
+    assert (st, js["error"]) == (400, 'invalid parameter "query": 1:1: parse error: function '
+                                      '"double_exponential_smoothing" is not enabled'), js
+    st, js2 = query(compat2, hw, T0 + 60)
+    assert st == 200 and len(js2["data"]["result"]) == 1, js2
+    st, js = query(compat2, des, T0 + 60)
+    assert (st, js["error"]) == (400, 'invalid parameter "query": 1:1: parse error: unknown function with name '
+                                      '"double_exponential_smoothing"'), js
+    exp = module_server_factory(name="promql-experimental", retention="0",
+                                extra_args=["--enable-feature=promql-experimental-functions"])
+    for inst, rel, ts in PUSHES:
+        assert exp.push(rel, labels='{job="api",instance="%s"}' % inst, time=str(ts))[0] == 200
+    st, js3 = query(exp, des, T0 + 60)
+    # the same function under its new name; the window (T0, T0+60] holds the same samples as [T0, T0+60]
+    assert st == 200 and js3["data"]["result"] == js2["data"]["result"], (js3, js2)
+    # quoted names (Prometheus 3): the same selector; 2.42 refuses them
+    st, js = query(srv, '{"%s", "instance"="a"}' % CPU_TYPE, T0 + 60)
+    assert st == 200 and [r["value"][1] for r in js["data"]["result"]] == [go_float(cpu("go/cpu-05.pb.gz"))], js
+    st, js = query(srv, 'sum by ("instance") (%s)' % CPU_TYPE, T0 + 60)
+    assert st == 200 and sorted(r["metric"]["instance"] for r in js["data"]["result"]) == ["a", "b"], js
+    st, js = query(compat2, '{"%s"}' % CPU_TYPE, T0 + 60)
+    assert st == 400 and "parse error" in js["error"], js
+    st, _, body = form_request(srv, "GET", "/api/v1/format_query", {"query": 'sum by ("k8s.pod") ({"a.b"="x"})'})
+    assert (st, json.loads(body)["data"]) == (200, 'sum by ("k8s.pod") ({"a.b"="x"})')
+    # and match[] (Prometheus 3's ParseMetricSelector)
+    st, _, body = form_request(srv, "GET", "/api/v1/series", {"match[]": '{"%s", "instance"="b"}' % CPU_TYPE})
+    assert st == 200 and json.loads(body)["data"] == [{"__name__": CPU_TYPE, "instance": "b", "job": "api"}], body
+
+
+def test_annotations_as_prometheus_3(srv, compat2):
+    """Prometheus 3's warnings and infos next to the data (each with the position of what it is
+    about); none with --promql.compat=2, as 2.42 had none of these."""
+    st, js = query(srv, "quantile(2, %s)" % CPU_TYPE, T0 + 60)
+    assert st == 200 and js["warnings"] == ["PromQL warning: quantile value should be between 0 and 1, got 2 (1:10)"]
+    assert "infos" not in js and len(js["data"]["result"]) == 1, js
+    st, js = query(srv, "rate(%s[1m])" % CPU_TYPE, T0 + 60)
+    assert st == 200 and js["infos"] == [
+        'PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: "%s" (1:6)'
+        % CPU_TYPE], js
+    assert "warnings" not in js and len(js["data"]["result"]) == 2, js
+    st, _, body = form_request(srv, "GET", "/api/v1/query_range", {"query": "sort(%s)" % CPU_TYPE, "start": T0 + 30,
+                                                                    "end": T0 + 60, "step": 10})
+    js = json.loads(body)
+    assert st == 200 and js["warnings"] == [
+        "PromQL warning: sort is ineffective for range queries since results are always ordered by labels (1:1)"], js
+    st, js = query(srv, "sum(%s)" % CPU_TYPE, T0 + 60)
+    assert st == 200 and "warnings" not in js and "infos" not in js, js
+    for q in ("quantile(2, %s)" % CPU_TYPE, "rate(%s[1m])" % CPU_TYPE):
+        st, js = query(compat2, q, T0 + 60)
+        assert st == 200 and "warnings" not in js and "infos" not in js, js

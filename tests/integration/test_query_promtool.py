@@ -1,7 +1,7 @@
 """The Prometheus query API (docs/protocols.md) through a real client, promtool 2.42 (Debian package
-prometheus), and as raw HTTP JSON: range and instant queries over profile totals with Prometheus'
-semantics (a selector at t = each series' newest profile in [t-5m, t]; sum_over_time(x[r]) at t =
-the sum of the totals with ts in [t-r, t]), sum / sum by / sum without, number arithmetic, labels,
+prometheus), and as raw HTTP JSON: range and instant queries over profile totals with Prometheus
+3's semantics (a selector at t = each series' newest profile in (t-5m, t]; sum_over_time(x[r]) at
+t = the sum of the totals with ts in (t-r, t]), sum / sum by / sum without, number arithmetic, labels,
 series, metadata, buildinfo, and an unsupported query reported by promtool with the server's
 message.
 
@@ -65,7 +65,7 @@ def cpu_points(type_index=1):
 
 def expected_range(points, start_ms, end_ms, step_ms):
     """A bare selector over a range: [(t_ms, value)] for the steps t = start + k*step <= end with a
-    profile in [t-5m, t], its value the newest one's."""
+    profile in (t-5m, t], its value the newest one's."""
     out = []
     t = start_ms
     while t <= end_ms:
@@ -77,12 +77,12 @@ def expected_range(points, start_ms, end_ms, step_ms):
 
 
 def expected_sum_over_time(points, start_ms, end_ms, step_ms, range_ms):
-    """sum_over_time(x[range]) over a range: the totals with ts in [t-range, t] (both ends, as
-    Prometheus 2.42), for the steps that have any."""
+    """sum_over_time(x[range]) over a range: the totals with ts in (t-range, t] (left-open, as
+    Prometheus 3), for the steps that have any."""
     out = []
     t = start_ms
     while t <= end_ms:
-        vals = [v for ts, v in points if t - range_ms <= ts <= t]
+        vals = [v for ts, v in points if t - range_ms < ts <= t]
         if vals:
             out.append((t, sum(vals)))
         t += step_ms
@@ -90,7 +90,7 @@ def expected_sum_over_time(points, start_ms, end_ms, step_ms, range_ms):
 
 
 def expected_instant(points, t_ms, lookback_ms=LOOKBACK_MS):
-    inside = [(ts, v) for ts, v in points if t_ms - lookback_ms <= ts <= t_ms]
+    inside = [(ts, v) for ts, v in points if t_ms - lookback_ms < ts <= t_ms]
     return max(inside)[1] if inside else None
 
 
@@ -179,7 +179,8 @@ def test_range_query_promtool(srv, promtool, tmp_path):
 
 def test_range_query_promtool_multi_profile_buckets(srv, promtool, tmp_path):
     """sum_over_time(x[20s]) at a step of 20s from T0+5: several profiles per step, and window
-    boundaries exactly on profile times, which count in both windows ([t-20s, t], as 2.42)."""
+    boundaries exactly on profile times, which count in the window they end ((t-20s, t], as
+    Prometheus 3; 2.42 counted them in both)."""
     start, end = T0 + 5, T0 + 60
     r = run_promtool(promtool, tmp_path, "range", "--start=%d" % start, "--end=%d" % end, "--step=20s", srv.url(""),
                      'sum_over_time(%s{job="api"}[20s])' % CPU_TYPE)
@@ -189,10 +190,10 @@ def test_range_query_promtool_multi_profile_buckets(srv, promtool, tmp_path):
              [(t, float(v)) for t, v in expected_sum_over_time(pts[inst], start * 1000, end * 1000, 20000, 20000)])
             for inst in sorted(pts)]
     assert got == want, r.stdout
-    # T0+45 is the last step (T0+65 > end); b's profile at T0+25 is in [T0+5, T0+25] and [T0+25, T0+45]
+    # T0+45 is the last step (T0+65 > end); b's profile at T0+25 is in (T0+5, T0+25] only
     cpu = {rel: README_TOTALS[rel][1] for rel in ("go/cpu-03.pb.gz", "go/cpu-04.pb.gz", "go/cpu-05.pb.gz")}
     assert want[1][1] == [((T0 + 25) * 1000, float(cpu["go/cpu-03.pb.gz"] + cpu["go/cpu-04.pb.gz"])),
-                          ((T0 + 45) * 1000, float(cpu["go/cpu-04.pb.gz"] + cpu["go/cpu-05.pb.gz"]))]
+                          ((T0 + 45) * 1000, float(cpu["go/cpu-05.pb.gz"]))]
     # sum(): one series without labels, per step the sum over both instances
     r = run_promtool(promtool, tmp_path, "range", "--start=%d" % start, "--end=%d" % end, "--step=20s", srv.url(""),
                      "sum(sum_over_time(%s[20s]))" % CPU_TYPE)
@@ -242,12 +243,14 @@ def test_instant_query_promtool(srv, promtool, tmp_path):
 
 
 def test_instant_query_lookback_window(srv, promtool, tmp_path):
-    """[t-5m, t]: a's newest profile (T0+50) is in at t = T0+350 and out at T0+351; b's (T0+35) is out."""
+    """(t-5m, t] (Prometheus 3): a's newest profile (T0+50) is in at t = T0+349.999 and out at
+    T0+350; b's (T0+35) is out."""
     pts = cpu_points()
-    r = run_promtool(promtool, tmp_path, "instant", "--time=%d" % (T0 + 350), srv.url(""), CPU_TYPE)
+    r = run_promtool(promtool, tmp_path, "instant", "--time=%.3f" % (T0 + 349.999), srv.url(""), CPU_TYPE)
     assert parse_instant_output(r.stdout) == [
-        (cpu_labels("a:6060"), float(expected_instant(pts["a:6060"], (T0 + 350) * 1000)), (T0 + 350) * 1000)], r.stdout
-    r = run_promtool(promtool, tmp_path, "instant", "--time=%d" % (T0 + 351), srv.url(""), CPU_TYPE)
+        (cpu_labels("a:6060"), float(expected_instant(pts["a:6060"], (T0 + 350) * 1000 - 1)), (T0 + 350) * 1000 - 1)
+    ], r.stdout
+    r = run_promtool(promtool, tmp_path, "instant", "--time=%d" % (T0 + 350), srv.url(""), CPU_TYPE)
     assert r.stdout.strip() == "", "an empty vector prints nothing: %r" % r.stdout
     # before the first profile: nothing either
     r = run_promtool(promtool, tmp_path, "instant", "--time=%d" % (T0 + 5), srv.url(""), CPU_TYPE)
@@ -366,7 +369,7 @@ def test_instant_query_json(srv):
     js, _ = get_json_raw(srv, "/api/v1/query", {"query": "sum by (instance) (%s)" % CPU_TYPE, "time": t})
     assert js["data"] == {"resultType": "vector", "result": [
         {"metric": {"instance": i}, "value": [t, str(expected_instant(pts[i], t * 1000))]} for i in sorted(pts)]}
-    # lookback_delta narrows the window: [t-20s, t] holds a's T0+50 only
+    # lookback_delta narrows the window: (t-20s, t] holds a's T0+50 only
     js, _ = get_json_raw(srv, "/api/v1/query", {"query": CPU_TYPE, "time": t, "lookback_delta": "20s"})
     assert js["data"]["result"] == [{"metric": cpu_labels("a:6060"),
                                      "value": [t, str(README_TOTALS["go/cpu-05.pb.gz"][1])]}]

@@ -67,7 +67,10 @@ int main(void)
         ps_arena_t a = PS_ARENA_INIT;
         ps_pq_node_t *e;
         ps_err_t err;
-        if (ps_pq_parse(q, strlen(q), NULL, &a, &e, &err) != 0) {
+        ps_pq_limits_t lim; /* 2.42's language: the files are 2.42's (holt_winters) */
+        ps_pq_limits_default(&lim);
+        lim.compat = 2;
+        if (ps_pq_parse(q, strlen(q), &lim, &a, &e, &err) != 0) {
             printf("!%s\n", err.msg);
         } else {
             ps_buf_t out = PS_BUF_INIT;

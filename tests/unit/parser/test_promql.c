@@ -22,11 +22,20 @@
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Prometheus 2.42's language (the recorded cases are 2.42's: holt_winters) */
+static const ps_pq_limits_t *lim242(void)
+{
+    static ps_pq_limits_t lim;
+    ps_pq_limits_default(&lim);
+    lim.compat = 2;
+    return &lim;
+}
+
 static ps_pq_node_t *parse_ok(ps_arena_t *a, const char *s)
 {
     ps_pq_node_t *e = NULL;
     ps_err_t err;
-    if (ps_pq_parse(s, strlen(s), NULL, a, &e, &err) != 0)
+    if (ps_pq_parse(s, strlen(s), lim242(), a, &e, &err) != 0)
         fail_msg("%s: %s", s, err.msg);
     assert_non_null(e);
     return e;
@@ -93,7 +102,7 @@ static void test_prometheus_errors(void **state)
         ps_pq_node_t *e = (ps_pq_node_t *)(uintptr_t)1;
         ps_err_t err;
         const char *s = errors[i].in;
-        int rc = ps_pq_parse(s, strlen(s), NULL, &a, &e, &err);
+        int rc = ps_pq_parse(s, strlen(s), lim242(), &a, &e, &err);
         if (rc != PS_EINVAL)
             fail_msg("%s: got %d, want PS_EINVAL", s, rc);
         assert_null(e);
@@ -340,6 +349,100 @@ static void test_literals(void **state)
     ps_arena_dispose(&a);
 }
 
+/* The language of Prometheus 3 (the default), of 3 with experimental functions, and of 2.42. */
+static void test_function_versions(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *q;
+        int compat;
+        bool experimental;
+        const char *err; /* NULL: parses */
+    } cases[] = {
+        {"holt_winters(x[5m], 0.5, 0.5)", 3, false, "1:1: parse error: unknown function with name \"holt_winters\""},
+        {"holt_winters(x[5m], 0.5, 0.5)", 3, true, "1:1: parse error: unknown function with name \"holt_winters\""},
+        {"holt_winters(x[5m], 0.5, 0.5)", 2, false, NULL},
+        {"double_exponential_smoothing(x[5m], 0.5, 0.5)", 3, false,
+         "1:1: parse error: function \"double_exponential_smoothing\" is not enabled"},
+        {"double_exponential_smoothing(x[5m], 0.5, 0.5)", 3, true, NULL},
+        {"double_exponential_smoothing(x[5m], 0.5, 0.5)", 2, true,
+         "1:1: parse error: unknown function with name \"double_exponential_smoothing\""},
+        {"rate(x[5m])", 2, false, NULL},
+        {"rate(x[5m])", 3, false, NULL},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        ps_pq_limits_t lim;
+        ps_pq_limits_default(&lim);
+        assert_int_equal(lim.compat, 3);
+        assert_false(lim.experimental);
+        lim.compat = cases[i].compat;
+        lim.experimental = cases[i].experimental;
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_pq_node_t *e = NULL;
+        ps_err_t err;
+        ps_err_clear(&err);
+        int rc = ps_pq_parse(cases[i].q, strlen(cases[i].q), &lim, &a, &e, &err);
+        if (cases[i].err == NULL) {
+            assert_int_equal(rc, 0);
+            ps_pq_dispose(e);
+        } else {
+            assert_int_equal(rc, PS_EINVAL);
+            assert_string_equal(err.msg, cases[i].err);
+        }
+        ps_arena_dispose(&a);
+    }
+}
+
+/* Prometheus 3's quoted (UTF-8) names: in matchers, as a metric name alone in braces, in grouping
+ * lists; printed quoted when they are not legacy names (printer.go). 2.42's language has none. */
+static void test_quoted_names(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"{\"service.name\"=\"x\"}", "{\"service.name\"=\"x\"}"},
+        {"{\"my.metric\"}", "{__name__=\"my.metric\"}"},
+        {"{\"my.metric\", \"a-b\"=~\"v.*\", job!=\"x\",}", "{\"a-b\"=~\"v.*\",__name__=\"my.metric\",job!=\"x\"}"},
+        {"x{\"job\"=\"a\"}", "x{job=\"a\"}"},
+        {"sum by (\"a.b\", job) (x)", "sum by (\"a.b\", job) (x)"},
+        {"x / on (\"host.name\") group_left (\"k8s.pod\") y", "x / on (\"host.name\") group_left (\"k8s.pod\") y"},
+        {"rate({\"http.requests\", \"ü\"=\"1\"}[5m])", "rate({\"ü\"=\"1\",__name__=\"http.requests\"}[5m])"},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_pq_node_t *e = NULL;
+        ps_err_t err;
+        ps_err_clear(&err);
+        if (ps_pq_parse(cases[i].in, strlen(cases[i].in), NULL, &a, &e, &err) != 0)
+            fail_msg("%s: %s", cases[i].in, err.msg);
+        char *got = str_of(e, false);
+        if (strcmp(got, cases[i].out) != 0)
+            fail_msg("%s: printed %s, want %s", cases[i].in, got, cases[i].out);
+        free(got);
+        ps_pq_dispose(e);
+        /* 2.42 refuses them */
+        assert_int_equal(ps_pq_parse(cases[i].in, strlen(cases[i].in), lim242(), &a, &e, &err), PS_EINVAL);
+        ps_arena_dispose(&a);
+    }
+    /* a quoted metric name is a name: set twice is an error */
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_pq_node_t *e = NULL;
+    ps_err_t err;
+    assert_int_equal(ps_pq_parse("x{\"y\"}", 6, NULL, &a, &e, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "1:1: parse error: metric name must not be set twice: \"x\" or \"y\"");
+    assert_int_equal(ps_pq_parse("{\"\"=\"x\"}", 8, NULL, &a, &e, &err), PS_EINVAL);
+    assert_int_equal(ps_pq_parse("{\"a\\x00b\"=\"x\"}", 14, NULL, &a, &e, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "1:2: parse error: label name must not contain a NUL byte");
+    /* a metric name with a NUL prints (and parses back) whole (found by fuzz_promql) */
+    assert_int_equal(ps_pq_parse("{\"\\x00*\"}", 9, NULL, &a, &e, &err), 0);
+    char *got = str_of(e, false);
+    assert_string_equal(got, "{__name__=\"\\x00*\"}");
+    free(got);
+    ps_pq_dispose(e);
+    ps_arena_dispose(&a);
+}
+
 static void test_functions(void **state)
 {
     (void)state;
@@ -352,6 +455,9 @@ static void test_functions(void **state)
         "min_over_time", "minute", "month", "pi", "predict_linear", "present_over_time", "quantile_over_time", "rad",
         "rate", "resets", "round", "scalar", "sgn", "sin", "sinh", "sort", "sort_desc", "sqrt", "stddev_over_time",
         "stdvar_over_time", "sum_over_time", "tan", "tanh", "time", "timestamp", "vector", "year",
+        "first_over_time", "histogram_avg", "histogram_stddev", "histogram_stdvar", "mad_over_time",
+        "ts_of_first_over_time", "ts_of_last_over_time", "ts_of_max_over_time", "ts_of_min_over_time",
+        "sort_by_label", "sort_by_label_desc",
     };
     bool seen[PS_FN_COUNT_] = {0};
     assert_int_equal(N(names), PS_FN_COUNT_);
@@ -377,6 +483,12 @@ static void test_functions(void **state)
     assert_int_equal(f->args[0], PS_PQ_VMATRIX);
     assert_null(ps_pq_func_lookup("limitk", 6));
     assert_null(ps_pq_func_lookup("rat", 3));
+    /* 3 renamed holt_winters double_exponential_smoothing, an experimental function */
+    f = ps_pq_func_lookup("double_exponential_smoothing", 28);
+    assert_int_equal(f->id, PS_FN_HOLT_WINTERS);
+    assert_int_equal(f->avail, PS_PQ_IN_3 | PS_PQ_EXPERIMENTAL);
+    assert_int_equal(ps_pq_func_lookup("holt_winters", 12)->avail, PS_PQ_IN_2);
+    assert_int_equal(ps_pq_func_lookup("rate", 4)->avail, PS_PQ_IN_2 | PS_PQ_IN_3);
     assert_string_equal(ps_pq_binop_name(PS_PQ_ATAN2), "atan2");
     assert_string_equal(ps_pq_aggop_name(PS_PQ_COUNT_VALUES), "count_values");
     assert_string_equal(ps_pq_vtype_name(PS_PQ_VMATRIX), "range vector");
@@ -472,6 +584,8 @@ int main(void)
         cmocka_unit_test(test_aggregations),
         cmocka_unit_test(test_literals),
         cmocka_unit_test(test_functions),
+        cmocka_unit_test(test_function_versions),
+        cmocka_unit_test(test_quoted_names),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_cleanup),
     };

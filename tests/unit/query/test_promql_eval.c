@@ -10,9 +10,10 @@
  *    range query;
  *  - limits: 11,000 points, max samples (loaded and answered), the timeout, topk(1e9, ...);
  *  - subqueries: as an answer, the default step, over a range;
- *  - every function of 2.42's table evaluates; an unknown one is refused by name before any data
- *    is read;
+ *  - every function of 2.42's table evaluates, and of Prometheus 3's that profstore has; an unknown
+ *    one is refused by name before any data is read;
  *  - Go's FormatFloat 'f' as count_values writes it.
+ * Everything here runs with Prometheus 2.42's semantics (opts_242, --promql.compat=2).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -222,6 +223,16 @@ static ps_pq_source_t source_of(mem_src_t *m)
 
 /* ---- evaluation helpers ---- */
 
+/* The engine's options with Prometheus 2.42's semantics (--promql.compat=2): the expected answers
+ * here are 2.42's (promql_oracle.py). Prometheus 3's are checked by test_promqltest.c. */
+static int compat = 2; /* Prometheus 3's only where a test says so */
+
+static void opts_242(ps_pq_opts_t *o)
+{
+    ps_pq_opts_default(o);
+    o->compat = compat;
+}
+
 typedef struct fx {
     mem_src_t m;
     ps_arena_t a;
@@ -234,7 +245,11 @@ static int run(fx_t *f, const char *q, const ps_pq_opts_t *o, ps_pq_result_t *r)
     ps_arena_reset(&f->a);
     ps_err_clear(&f->err);
     ps_pq_node_t *e = NULL;
-    if (ps_pq_parse(q, strlen(q), NULL, &f->a, &e, &f->err) != 0)
+    ps_pq_limits_t lim;
+    ps_pq_limits_default(&lim);
+    lim.compat = compat; /* 2.42's language: holt_winters */
+    lim.experimental = true;
+    if (ps_pq_parse(q, strlen(q), &lim, &f->a, &e, &f->err) != 0)
         fail_msg("parse %s: %s", q, f->err.msg);
     ps_pq_source_t src = source_of(&f->m);
     int ret = ps_pq_eval(e, &src, o, &f->a, r, &f->err);
@@ -245,7 +260,7 @@ static int run(fx_t *f, const char *q, const ps_pq_opts_t *o, ps_pq_result_t *r)
 static int instant(fx_t *f, const char *q, int64_t t, ps_pq_result_t *r)
 {
     ps_pq_opts_t o;
-    ps_pq_opts_default(&o);
+    opts_242(&o);
     o.start = o.end = t;
     return run(f, q, &o, r);
 }
@@ -253,7 +268,7 @@ static int instant(fx_t *f, const char *q, int64_t t, ps_pq_result_t *r)
 static int range(fx_t *f, const char *q, int64_t start, int64_t end, int64_t step, ps_pq_result_t *r)
 {
     ps_pq_opts_t o;
-    ps_pq_opts_default(&o);
+    opts_242(&o);
     o.start = start;
     o.end = end;
     o.step = step;
@@ -615,7 +630,7 @@ static void test_subqueries(void **state)
     assert_true(r.series[0].points[2].v == 39);
     /* the default step: the options' (Prometheus' evaluation_interval, 1 m) */
     ps_pq_opts_t o;
-    ps_pq_opts_default(&o);
+    opts_242(&o);
     assert_int_equal(o.subquery_step, 60000);
     assert_int_equal(instant(&f, "count_over_time(m[5m:])", 600000, &r), 0);
     assert_true(r.series[0].points[0].v == 6); /* 300, 360, ..., 600 */
@@ -653,7 +668,7 @@ static void test_subquery_costs(void **state)
                            "max_over_time(rate(nope[5m])[1d:1ms])", "count_over_time(abs(nope)[1d:1ms])",
                            "max_over_time(max_over_time(nope[1d:1ms])[1d:1ms])"};
     for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++) {
-        ps_pq_opts_default(&o);
+        opts_242(&o);
         o.start = o.end = 600000;
         o.timeout = 50;
         assert_int_equal(run(&f, empty[i], &o, &r), 0);
@@ -670,7 +685,7 @@ static void test_subquery_costs(void **state)
         assert_true(r.series[0].points[0].v == 61);
     }
     /* an inner expression that happens to give nothing is evaluated at every time: the deadline */
-    ps_pq_opts_default(&o);
+    opts_242(&o);
     o.start = o.end = 600000;
     o.timeout = 50;
     assert_int_equal(run(&f, "max_over_time((m > 1e9)[1d:1ms])", &o, &r), PS_ETIMEOUT);
@@ -690,7 +705,7 @@ static void test_subquery_costs(void **state)
         assert_true(one.series[0].points[0].v == r.series[0].points[i].v);
     }
     /* points at each of 86,400,000 ms: max_memory stops them, and so does max_samples */
-    ps_pq_opts_default(&o);
+    opts_242(&o);
     o.start = o.end = 86400000;
     o.lookback = 100000000;
     o.max_memory = 16u << 20;
@@ -721,7 +736,7 @@ static void test_limits(void **state)
     load(&f, "m{a=\"2\"}", 1000, "0+1x9999");
     ps_pq_result_t r;
     ps_pq_opts_t o;
-    ps_pq_opts_default(&o);
+    opts_242(&o);
     assert_int_equal(o.lookback, 300000);
     assert_int_equal(o.max_samples, 50000000);
     assert_int_equal(o.max_points, 11000);
@@ -754,7 +769,7 @@ static void test_limits(void **state)
     assert_int_equal(instant(&f, "topk(-1, m)", 9999000, &r), 0);
     assert_int_equal(r.n, 0);
     /* the timeout: 11,000 steps of a rate over everything stop at the deadline */
-    ps_pq_opts_default(&o);
+    opts_242(&o);
     o.start = 0;
     o.end = 10999000;
     o.step = 1000;
@@ -774,7 +789,9 @@ static void test_unsupported(void **state)
     load(&f, "m{a=\"1\"}", 1000, "1 2 3");
     ps_pq_result_t r;
     for (int id = 0; id < PS_FN_COUNT_; id++) {
-        /* each function by its own name, with arguments of its declared types */
+        /* each function by its own name, with arguments of its declared types; Prometheus 3's
+         * (from first_over_time on) in its language, with the experimental ones */
+        compat = id >= PS_FN_FIRST_OVER_TIME ? 3 : 2;
         const char *names[] = {"abs", "absent", "absent_over_time", "acos", "acosh", "asin", "asinh", "atan", "atanh",
                                "avg_over_time", "ceil", "changes", "clamp", "clamp_max", "clamp_min", "cos", "cosh",
                                "count_over_time", "days_in_month", "day_of_month", "day_of_week", "day_of_year", "deg",
@@ -785,7 +802,10 @@ static void test_unsupported(void **state)
                                "present_over_time", "quantile_over_time", "rad", "rate", "resets", "round", "scalar",
                                "sgn", "sin", "sinh", "sort", "sort_desc", "sqrt", "stddev_over_time",
                                "stdvar_over_time", "sum_over_time", "tan", "tanh", "time", "timestamp", "vector",
-                               "year"};
+                               "year", "first_over_time", "histogram_avg", "histogram_stddev", "histogram_stdvar",
+                               "mad_over_time", "ts_of_first_over_time", "ts_of_last_over_time",
+                               "ts_of_max_over_time", "ts_of_min_over_time", "sort_by_label",
+                               "sort_by_label_desc"};
         const ps_pq_func_t *fn = ps_pq_func_lookup(names[id], strlen(names[id]));
         assert_non_null(fn);
         assert_int_equal(fn->id, id);
@@ -803,6 +823,7 @@ static void test_unsupported(void **state)
         if (rc != 0)
             fail_msg("%s: %d %s", q, rc, f.err.msg);
     }
+    compat = 2;
     /* a function the evaluator does not know: refused, named, before any data is read */
     ps_pq_node_t *e = NULL;
     ps_arena_reset(&f.a);
@@ -813,7 +834,7 @@ static void test_unsupported(void **state)
     e->func = &future;
     ps_pq_source_t src = source_of(&f.m);
     ps_pq_opts_t o;
-    ps_pq_opts_default(&o);
+    opts_242(&o);
     o.start = o.end = 2000;
     f.m.selects = 0;
     assert_int_equal(ps_pq_eval(e, &src, &o, &f.a, &r, &f.err), PS_EUNSUPPORTED);

@@ -399,6 +399,8 @@ static void test_merge_family(void **state)
 
 /* ---- PromQL over the store (src/query/promql_eval.h with ps_pq_store_source) ---- */
 
+static int compat = 3; /* the engine's ps_pq_opts_t.compat for eval() */
+
 static int eval(fx_t *f, const char *expr, int64_t start, int64_t end, int64_t step, bool instant, ps_pq_result_t *res)
 {
     ps_pq_node_t *e = NULL;
@@ -406,6 +408,7 @@ static int eval(fx_t *f, const char *expr, int64_t start, int64_t end, int64_t s
         fail_msg("%s: %s", expr, f->err.msg);
     ps_pq_opts_t o;
     ps_pq_opts_default(&o);
+    o.compat = compat;
     o.start = start / 1000000;
     o.end = (instant ? start : end) / 1000000;
     o.step = instant ? 0 : step / 1000000;
@@ -468,12 +471,19 @@ static void test_eval_instant(void **state)
     assert_true(r.series[0].points[0].v == -(double)CPU02);
     assert_null(label(&r.series[0].labels, "__name__"));
     assert_string_equal(label(&r.series[0].labels, "instance"), "a");
-    /* lookback: [t - 5m, t], both ends */
+    /* lookback: (t - 5m, t] (Prometheus 3) */
+    assert_int_equal(eval(&f, CPU, S(T0 + 20 + 299), 0, 0, true, &r), 0);
+    assert_int_equal(r.n, 2); /* a's T+20 is 299 s before: in; b's T+15 out; batch's T+30 in */
     assert_int_equal(eval(&f, CPU, S(T0 + 20 + 300), 0, 0, true, &r), 0);
-    assert_int_equal(r.n, 2); /* a's T+20 is exactly 300 s before: in; b's T+15 out; batch's T+30 in */
+    assert_int_equal(r.n, 1); /* a's T+20 exactly 300 s before: out */
+    assert_string_equal(label(&r.series[0].labels, "job"), "batch");
+    /* ... and [t - 5m, t], both ends, with 2.x's semantics (--promql.compat=2) */
+    compat = 2;
+    assert_int_equal(eval(&f, CPU, S(T0 + 20 + 300), 0, 0, true, &r), 0);
+    assert_int_equal(r.n, 2);
     assert_int_equal(eval(&f, CPU, S(T0 + 20 + 301), 0, 0, true, &r), 0);
     assert_int_equal(r.n, 1);
-    assert_string_equal(label(&r.series[0].labels, "job"), "batch");
+    compat = 3;
 
     /* numbers */
     static const struct {
@@ -506,12 +516,19 @@ static void test_eval_range(void **state)
     assert_true(r.series[0].points[1].v == (double)CPU02);
     assert_int_equal(r.series[0].points[2].t, (T0 + 30) * 1000);
     assert_true(r.series[0].points[2].v == (double)CPU02);
-    /* issue 3's step sums are sum_over_time: [t - 10s, t] holds a boundary profile twice */
+    /* issue 3's step sums are sum_over_time: (t - 10s, t] holds each profile once (Prometheus 3) */
+    assert_int_equal(eval(&f, "sum_over_time(" CPU "{instance=\"a\"}[10s])", S(T0), S(T0 + 30), S(10), false, &r), 0);
+    assert_int_equal(r.series[0].n, 2);
+    assert_true(r.series[0].points[0].v == (double)CPU01);
+    assert_true(r.series[0].points[1].v == (double)CPU02);
+    /* with 2.x's semantics [t - 10s, t] holds a boundary profile twice */
+    compat = 2;
     assert_int_equal(eval(&f, "sum_over_time(" CPU "{instance=\"a\"}[10s])", S(T0), S(T0 + 30), S(10), false, &r), 0);
     assert_int_equal(r.series[0].n, 3);
     assert_true(r.series[0].points[0].v == (double)CPU01);
     assert_true(r.series[0].points[1].v == (double)(CPU01 + CPU02));
     assert_true(r.series[0].points[2].v == (double)CPU02);
+    compat = 3;
     /* ... and [t - 9.999s, t] only the step's own */
     assert_int_equal(eval(&f, "sum_over_time(" CPU "{instance=\"a\"}[9999ms])", S(T0), S(T0 + 30), S(10), false, &r),
                      0);
