@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ps_profile_t p;
     ps_adhoc_format_t fmt;
     ps_err_t err = {0};
-    int rc = ps_adhoc_decode(data, size, &lim, &a, &p, &fmt, &err);
+    int rc = ps_adhoc_decode(data, size, &lim, &a, &p, &fmt, NULL, &err);
     if (rc != 0) {
         ps_fuzz_check_decode_error(rc, &err);
         CHECK(strncmp(err.msg, "pprof: ", 7) == 0 || strncmp(err.msg, "folded stacks: ", 15) == 0 ||
