@@ -234,6 +234,8 @@ static int parse(const json_t *root, const ps_stacks_limits_t *lim, ps_arena_t *
     uint32_t *stack = ps_arena_alloc(arena, nl * sizeof(uint32_t));
     for (uint32_t li = 1; li < nl && ret == 0; li++)
         for (uint32_t k = 0; k < lv[li].n && ret == 0; k++) {
+            const json_t *nm = json_array_get(names, lv[li].name[k]);
+            meta->other_nodes += json_string_length(nm) == 5 && memcmp(json_string_value(nm), "other", 5) == 0;
             if (lv[li].self[k] == 0)
                 continue;
             uint32_t at = k;

@@ -61,6 +61,7 @@ typedef struct ps_fbjson_meta {
     const char *units;    /* metadata.units ("" when absent) */
     const char *spy_name; /* metadata.spyName ("" when absent) */
     uint32_t sample_rate; /* metadata.sampleRate (0 when absent) */
+    uint32_t other_nodes; /* nodes named "other" below the root: the merges of a cut flame graph */
 } ps_fbjson_meta_t;
 
 /**

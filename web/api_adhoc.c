@@ -73,6 +73,8 @@ static int flamebearer(const ps_profile_t *p, uint32_t vi, int diff, int64_t max
                        const ps_fbjson_meta_t *jm, ps_arena_t *a, ps_buf_t *out, ps_err_t *err)
 {
     ps_flamegraph_t fg;
+    if (fmt == PS_ADHOC_JSON && jm != NULL && max_nodes > 0) /* its "other" nodes are merges: not counted */
+        max_nodes += jm->other_nodes;
     int ret = ps_flamegraph_build(p, vi, diff, max_nodes, a, &fg, err);
     if (ret != 0)
         return ret;
