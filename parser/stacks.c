@@ -103,6 +103,11 @@ int ps_stacks_sample(ps_stacks_t *b, const uint32_t *locs, uint32_t n, int64_t v
     return 0;
 }
 
+uint32_t ps_stacks_string(ps_stacks_t *b, const char *s)
+{
+    return add_str(b, s, strlen(s));
+}
+
 void ps_stacks_dispose(ps_stacks_t *b)
 {
     ps_hmap_dispose(&b->names);

@@ -4,6 +4,7 @@
  *     answers, profstore's /pyroscope/render too;
  *   - `perf script` output (perfscript.c): one event a paragraph, its header line then one frame
  *     line per stack frame, leaf first.
+ *   - folded stacks (folded.c): "main;work;inner 12" lines (Pyroscope's /ingest and ad hoc uploads).
  * Each becomes a ps_profile_t of one sample type, one function and one location per distinct frame
  * name (no addresses, files or lines), through the builder below. Hostile input is expected:
  * every count is bounded by ps_stacks_limits_t before it is allocated, errors are PS_EINVAL or
@@ -12,6 +13,7 @@
 #ifndef PS_PARSER_STACKS_H
 #define PS_PARSER_STACKS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,8 +52,30 @@ int ps_stacks_frame(ps_stacks_t *b, const char *s, size_t n, uint32_t *loc, ps_e
 /** Adds a sample of value over the stack locs[0..n) (root first, as the formats write it; stored
  *  leaf first). PS_ETOOBIG past max_samples, max_stack_depth or max_frames. */
 int ps_stacks_sample(ps_stacks_t *b, const uint32_t *locs, uint32_t n, int64_t value, ps_err_t *err);
+/** The index of a new string s (copied) among the profile's strings (a period type's names). */
+uint32_t ps_stacks_string(ps_stacks_t *b, const char *s);
 /** Frees the builder's map (the profile stays, in the arena). */
 void ps_stacks_dispose(ps_stacks_t *b);
+
+/* ---- folded stacks (folded.c) ---- */
+
+typedef struct ps_folded_opts {
+    bool lines;              /* each line a stack alone, one sample of period (Pyroscope's format=lines) */
+    int64_t period;          /* > 0: each count is multiplied by it, and it is the profile's period of
+                              * period_type/period_unit (cpu: 1e9 / sampleRate ns); 0: counts as they are */
+    const char *type, *unit; /* the one sample type */
+    const char *period_type, *period_unit;
+} ps_folded_opts_t;
+
+/**
+ * Reads folded stacks into *p: one sample per non-empty line, its stack the ';'-separated frames
+ * (root first), its value the count after the last space (times the period). Errors read "line 2:
+ * no space before the count (expected "frame;frame;... count")", "line 3: "x" is not a sample
+ * count (...)", "line 4: frame 2 is not valid UTF-8"; limits are PS_ETOOBIG ("more than N samples
+ * (lines)"); no line: "the body has no samples (...)". Everything from arena.
+ */
+int ps_folded_parse(const void *data, size_t n, const ps_folded_opts_t *opts, const ps_stacks_limits_t *lim,
+                    ps_arena_t *arena, ps_profile_t *p, ps_err_t *err);
 
 /* ---- flamebearer JSON (flamebearer.c) ---- */
 

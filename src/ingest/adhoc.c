@@ -1,7 +1,7 @@
 /*
  * adhoc.c - ad hoc profiles (ingest.h): an uploaded file's format detected and decoded (pprof
- * through proto/pprof.h, flamebearer JSON and perf script through parser/stacks.h, folded stacks
- * through pyroscope.c's parser), names and ids as Pyroscope's
+ * through proto/pprof.h; flamebearer JSON, perf script and folded stacks through parser/stacks.h),
+ * names and ids as Pyroscope's
  * adhocprofiles makes them (a ULID, '-', the name with every code point outside [A-Za-z0-9._-]
  * as '_'), and the pair profile of a diff. docs/api.md "Ad hoc profiles" says the same for users.
  */
@@ -75,12 +75,8 @@ int ps_adhoc_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps
         return ret != 0 ? ps_err_prefix(err, "perf script") : 0;
     }
     *fmt = PS_ADHOC_FOLDED;
-    ps_pyro_meta_t m;
-    memset(&m, 0, sizeof(m));
-    m.sample_type = "samples";
-    m.sample_unit = "count";
-    m.sample_rate = 100;
-    int ret = ps_pyro_folded(b, n, false, &m, lim, arena, p, err);
+    ps_folded_opts_t fo = {.type = "samples", .unit = "count"};
+    int ret = ps_folded_parse(b, n, &fo, &sl, arena, p, err);
     return ret != 0 ? ps_err_prefix(err, "folded stacks") : 0;
 }
 

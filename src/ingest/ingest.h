@@ -396,7 +396,8 @@ int ps_pyro_prepare(const void *body, size_t n, const ps_pyro_meta_t *m, const p
                     ps_arena_t *arena, ps_append_t *app, ps_err_t *err);
 
 /** The profile of a folded (lines = false: "a;b;c 12") or lines (lines = true: "a;b;c", one each) body
- *  with m's type: one sample type, one function and location per distinct frame name. */
+ *  with m's type, time and scale: parser/folded.c's (one sample type, one function and location per
+ *  distinct frame name) under lim. */
 int ps_pyro_folded(const void *body, size_t n, bool lines, const ps_pyro_meta_t *m, const ps_pprof_limits_t *lim,
                    ps_arena_t *arena, ps_profile_t *p, ps_err_t *err);
 
