@@ -208,8 +208,8 @@ int ps_perf_parse(const void *data, size_t n, const ps_stacks_limits_t *lim, ps_
                 break;
             size_t cl = header(l, ln);
             if (cl == 0) {
-                ret = ps_err_set(err, PS_EINVAL, "line %zu: \"%.40s\" is not an event header (expected \"command "
-                                 "pid[/tid] ...\", then its frames)", line, ps_arena_strndup(arena, l, ln));
+                ret = ps_err_set(err, PS_EINVAL, "line %zu: \"%.*s\" is not an event header (expected \"command "
+                                 "pid[/tid] ...\", then its frames)", line, (int)(ln < 40 ? ln : 40), l);
                 break;
             }
             if ((ret = ps_stacks_frame(&f.b, l, cl, &loc, err)) != 0) {
@@ -228,8 +228,8 @@ int ps_perf_parse(const void *data, size_t n, const ps_stacks_limits_t *lim, ps_
             break;
         }
         if (!frame(l, ln, &sym, &sl)) {
-            ret = ps_err_set(err, PS_EINVAL, "line %zu: \"%.40s\" is not a stack frame (expected \"address symbol "
-                             "(dso)\")", line, ps_arena_strndup(arena, l + k, ln - k));
+            ret = ps_err_set(err, PS_EINVAL, "line %zu: \"%.*s\" is not a stack frame (expected \"address symbol "
+                             "(dso)\")", line, (int)(ln - k < 40 ? ln - k : 40), l + k);
             break;
         }
         if (f.depth >= lim->max_stack_depth) { /* the command is a frame too */
