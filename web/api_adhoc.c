@@ -2,7 +2,7 @@
  * api_adhoc.c - adhocprofiles.v1.AdHocProfileService over Connect (what Grafana's Profiles
  * Drilldown's ad hoc view and profstore's own UI call: Upload, Get, List, Diff), with Pyroscope's
  * semantics (docs/api.md "Ad hoc profiles"): Upload takes a name and a base64 file (pprof, gzipped
- * or not, or folded stacks), stores it as sent under a new id (a ULID, '-', the name) and answers
+ * or not, Pyroscope's flamebearer JSON, perf script output or folded stacks), stores it as sent under a new id (a ULID, '-', the name) and answers
  * as Get does; Get answers the flame graph of one of its sample types (profile_type; absent: the
  * first) as Pyroscope's flamebearer JSON in a string; List: every id, newest first; Diff: the diff
  * flame graph of two uploads for a sample type both have. The file is decoded again at each Get
@@ -44,18 +44,18 @@ static int check_id(const char *id, ps_err_t *err)
 }
 
 int ps_adhoc_load(ps_server_t *srv, const char *id, ps_arena_t *arena, ps_store_adhoc_t *st, ps_profile_t *p,
-                  bool *folded, ps_err_t *err)
+                  ps_adhoc_format_t *fmt, ps_fbjson_meta_t *meta, ps_err_t *err)
 {
     int ret = check_id(id, err);
     if (ret == 0)
         ret = ps_store_adhoc_get(srv->store, id, strlen(id), arena, st, err);
     if (ret != 0)
         return ret;
-    ps_adhoc_format_t fmt;
-    if ((ret = ps_adhoc_decode(st->data, st->len, &srv->opts.limits, arena, p, &fmt, err)) != 0)
+    ps_adhoc_format_t f;
+    if ((ret = ps_adhoc_decode(st->data, st->len, &srv->opts.limits, arena, p, &f, meta, err)) != 0)
         return ps_err_prefix(err, "stored profile %s", id);
-    if (folded)
-        *folded = fmt == PS_ADHOC_FOLDED;
+    if (fmt)
+        *fmt = f;
     return 0;
 }
 
@@ -66,17 +66,28 @@ static const char *name_of(const char *id)
     return d ? d + 1 : "";
 }
 
-/* Pyroscope's flamebearer JSON of type vi of p (a diff: p is a pair), without the newline */
-static int flamebearer(const ps_profile_t *p, uint32_t vi, int diff, int64_t max_nodes, bool folded, ps_arena_t *a,
-                       ps_buf_t *out, ps_err_t *err)
+/* Pyroscope's flamebearer JSON of type vi of p (a diff: p is a pair), without the newline; the
+ * metadata Pyroscope's converters give each format: a flamebearer JSON upload its own (jm), text
+ * formats spyName "unknown" */
+static int flamebearer(const ps_profile_t *p, uint32_t vi, int diff, int64_t max_nodes, ps_adhoc_format_t fmt,
+                       const ps_fbjson_meta_t *jm, ps_arena_t *a, ps_buf_t *out, ps_err_t *err)
 {
     ps_flamegraph_t fg;
+    if (fmt == PS_ADHOC_JSON && jm != NULL && max_nodes > 0) /* its "other" nodes are merges: not counted */
+        max_nodes += jm->other_nodes;
     int ret = ps_flamegraph_build(p, vi, diff, max_nodes, a, &fg, err);
     if (ret != 0)
         return ret;
     ps_str_t t = ps_profile_str(p, p->sample_types[vi].type), u = ps_profile_str(p, p->sample_types[vi].unit);
     ps_fb_meta_t m;
-    ps_flamebearer_meta(ps_arena_strndup(a, t.ptr, t.len), ps_arena_strndup(a, u.ptr, u.len), folded ? "unknown" : NULL, &m);
+    ps_flamebearer_meta(ps_arena_strndup(a, t.ptr, t.len), ps_arena_strndup(a, u.ptr, u.len),
+                        fmt == PS_ADHOC_FOLDED || fmt == PS_ADHOC_PERF ? "unknown" : NULL, &m);
+    if (fmt == PS_ADHOC_JSON && jm != NULL) {
+        m.name = jm->name;
+        m.units = jm->units;
+        m.spy_name = jm->spy_name;
+        m.sample_rate = jm->sample_rate;
+    }
     ps_flamebearer_json(&fg, &m, NULL, NULL, 0, out);
     if (out->len && out->data[out->len - 1] == '\n')
         out->len--;
@@ -85,14 +96,15 @@ static int flamebearer(const ps_profile_t *p, uint32_t vi, int diff, int64_t max
 }
 
 /* The Get answer of a decoded profile (type: the asked one, NULL: the first). */
-static int answer_get(ps_connect_call_t *c, const char *id, int64_t uploaded_ms, const ps_profile_t *p, bool folded,
-                      const char *type, int64_t max_nodes, ps_err_t *err)
+static int answer_get(ps_connect_call_t *c, const char *id, int64_t uploaded_ms, const ps_profile_t *p,
+                      ps_adhoc_format_t fmt, const ps_fbjson_meta_t *jm, const char *type, int64_t max_nodes,
+                      ps_err_t *err)
 {
     int vi = ps_adhoc_type_index(p, type);
     if (vi < 0)
         vi = 0; /* Pyroscope: an unknown profile_type answers the first */
     ps_buf_t fb = PS_BUF_INIT;
-    int ret = flamebearer(p, (uint32_t)vi, 0, max_nodes, folded, c->arena, &fb, err);
+    int ret = flamebearer(p, (uint32_t)vi, 0, max_nodes, fmt, jm, c->arena, &fb, err);
     if (ret == 0) {
         const char **types = ps_adhoc_types(p, c->arena);
         ps_ah_profile_t r = {.id = id, .name = name_of(id), .uploaded_ms = uploaded_ms, .profile_type = types[vi],
@@ -111,7 +123,8 @@ typedef struct up {
     ps_connect_call_t *c;
     ps_wreq_t w;
     ps_profile_t p;
-    bool folded;
+    ps_adhoc_format_t fmt;
+    ps_fbjson_meta_t jm;
     int64_t max_nodes;
 } up_t;
 
@@ -127,7 +140,7 @@ static void on_up_finish(ps_task_t *t)
             fail(c, u->w.status, &u->w.err);
         return;
     }
-    if (answer_get(c, u->w.adhoc.id, u->w.adhoc.uploaded_ms, &u->p, u->folded, NULL, u->max_nodes, &err) != 0)
+    if (answer_get(c, u->w.adhoc.id, u->w.adhoc.uploaded_ms, &u->p, u->fmt, &u->jm, NULL, u->max_nodes, &err) != 0)
         fail(c, PS_EINTERNAL, &err);
 }
 
@@ -163,9 +176,8 @@ int ps_connect_adhoc_upload(ps_connect_call_t *c)
         else if (n == 0)
             ret = ps_err_set(&err, PS_EINVAL, "profile: missing (the file, base64)");
     }
-    ps_adhoc_format_t fmt = PS_ADHOC_PPROF;
     if (ret == 0)
-        ret = ps_adhoc_decode(data, (size_t)n, &c->srv->opts.limits, c->arena, &u->p, &fmt, &err);
+        ret = ps_adhoc_decode(data, (size_t)n, &c->srv->opts.limits, c->arena, &u->p, &u->fmt, &u->jm, &err);
     if (ret != 0) {
         /* every refusal of the file is the client's: invalid_argument (400), a gzip bomb too */
         ps_connect_error(c, err.code == PS_ETOOBIG || err.code == PS_EINVAL ? PS_CONNECT_INVALID_ARGUMENT
@@ -173,7 +185,6 @@ int ps_connect_adhoc_upload(ps_connect_call_t *c)
                          err.msg);
         return 0;
     }
-    u->folded = fmt == PS_ADHOC_FOLDED;
     int64_t now_ms = ps_time_now() / 1000000;
     const char *id = ps_adhoc_id(now_ms, name, c->arena);
     u->w.kind = PS_WREQ_ADHOC;
@@ -194,11 +205,12 @@ int ps_connect_adhoc_get(ps_connect_call_t *c)
     int ret = ps_ah_decode(c->codec, PS_AH_GET, c->body, c->body_len, c->arena, budget_of(c), &r, &err);
     if (ret == 0)
         ret = ps_querier_max_nodes(r.has_max_nodes, r.max_nodes, &max_nodes, &err);
-    bool folded = false;
+    ps_adhoc_format_t fmt = PS_ADHOC_PPROF;
+    ps_fbjson_meta_t jm;
     if (ret == 0)
-        ret = ps_adhoc_load(c->srv, r.id, c->arena, &st, &p, &folded, &err);
+        ret = ps_adhoc_load(c->srv, r.id, c->arena, &st, &p, &fmt, &jm, &err);
     if (ret == 0)
-        ret = answer_get(c, st.id, st.uploaded_ms, &p, folded, r.profile_type, max_nodes, &err);
+        ret = answer_get(c, st.id, st.uploaded_ms, &p, fmt, &jm, r.profile_type, max_nodes, &err);
     return ret != 0 ? fail(c, ret, &err) : 0;
 }
 
@@ -269,9 +281,9 @@ int ps_adhoc_diff_pair(ps_server_t *srv, const char *left_id, const char *right_
     int ret = check_id(left_id, err);
     if (ret == 0)
         ret = check_id(right_id, err);
-    if (ret == 0 && (ret = ps_adhoc_load(srv, left_id, a, &ls, &l, NULL, err)) != 0 && err->code == PS_ENOTFOUND)
+    if (ret == 0 && (ret = ps_adhoc_load(srv, left_id, a, &ls, &l, NULL, NULL, err)) != 0 && err->code == PS_ENOTFOUND)
         ps_err_set(err, PS_ENOTFOUND, "left profile %s not found", left_id);
-    if (ret == 0 && (ret = ps_adhoc_load(srv, right_id, a, &rs, &r, NULL, err)) != 0 && err->code == PS_ENOTFOUND)
+    if (ret == 0 && (ret = ps_adhoc_load(srv, right_id, a, &rs, &r, NULL, NULL, err)) != 0 && err->code == PS_ENOTFOUND)
         ps_err_set(err, PS_ENOTFOUND, "right profile %s not found", right_id);
     if (ret != 0)
         return ret;
@@ -311,7 +323,7 @@ int ps_connect_adhoc_diff(ps_connect_call_t *c)
         ret = ps_adhoc_diff_pair(c->srv, r.left_id, r.right_id, r.profile_type, c->arena, &pair, &common, &nc, &err);
     ps_buf_t fb = PS_BUF_INIT;
     if (ret == 0)
-        ret = flamebearer(&pair, 0, 1, max_nodes, false, c->arena, &fb, &err);
+        ret = flamebearer(&pair, 0, 1, max_nodes, PS_ADHOC_PPROF, NULL, c->arena, &fb, &err);
     if (ret == 0) {
         ps_buf_t b = PS_BUF_INIT;
         ps_ah_encode_diff(c->codec, common, nc, (const char *)fb.data, &b);

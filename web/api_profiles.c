@@ -401,7 +401,7 @@ int ps_api_profile_adhoc(ps_task_t *task)
             ret = respond(&c, &p, fmt, max_nodes, limit, true, base_total, &note);
         }
     } else if (ret == 0) {
-        ret = ps_adhoc_load(c.srv, id->value, &c.arena, &st, &p, NULL, &c.err);
+        ret = ps_adhoc_load(c.srv, id->value, &c.arena, &st, &p, NULL, NULL, &c.err);
         int vi = ret == 0 ? ps_adhoc_type_index(&p, tname) : 0;
         if (ret == 0 && vi < 0)
             ret = ps_err_set(&c.err, PS_EINVAL, "invalid parameter \"type\": profile %s has no sample type \"%.64s\"",

@@ -184,10 +184,11 @@ int ps_api_profile_types(ps_task_t *t);
 int ps_api_profile_query(ps_task_t *t);
 int ps_api_profile_diff(ps_task_t *t);
 int ps_api_profile_adhoc(ps_task_t *t); /* /api/v1/profiles/adhoc (api_profiles.c) */
-/* api_adhoc.c: the ad hoc profile id (checked, looked up, decoded; *folded, optional: it was
- * folded stacks); and the pair profile of a diff of two with their common types */
+/* api_adhoc.c: the ad hoc profile id (checked, looked up, decoded; *fmt and *meta, optional:
+ * what it was read as, a flamebearer JSON's metadata); and the pair profile of a diff of two with
+ * their common types */
 int ps_adhoc_load(ps_server_t *srv, const char *id, ps_arena_t *arena, ps_store_adhoc_t *st, ps_profile_t *p,
-                  bool *folded, ps_err_t *err);
+                  ps_adhoc_format_t *fmt, ps_fbjson_meta_t *meta, ps_err_t *err);
 int ps_adhoc_diff_pair(ps_server_t *srv, const char *left_id, const char *right_id, const char *type, ps_arena_t *a,
                        ps_profile_t *pair, const char ***common, size_t *ncommon, ps_err_t *err);
 /* api_debuginfo.c: POST /debuginfo.v1alpha1.DebuginfoService/Upload/{gnu_build_id} (plain text answers) */

@@ -3,6 +3,9 @@
  * them opaque; only this file writes and reads them.
  *
  *   kind 1, a profile:  0x01, uvarint L, labels (ps_labels_encode, L bytes), gzipped pprof (the rest)
+ *   kind 3, a profile with the client's id (a Pyroscope push's RawSample.ID): 0x03, the id's 16
+ *                       bytes, then as kind 1 (read back as kind 1 with the id; pushed as the
+ *                       RawSample.ID of the forwarded sample, so the receiver resolves the same id)
  *   kind 2, samples:    0x02, uvarint nseries, per series: uvarint L, labels (L bytes),
  *                       uvarint nsamples, per sample t (8 BE, ms, two's complement), value bits (8 BE);
  *                       then, when the write carried metric metadata: uvarint nmeta, per entry
@@ -37,7 +40,7 @@
 #include "forward.h"
 #include "proto/pprof.h"
 
-enum { KIND_PROFILE = 1, KIND_SAMPLES = 2 };
+enum { KIND_PROFILE = 1, KIND_SAMPLES = 2, KIND_PROFILE_ID = 3 };
 
 static void put_labels(ps_buf_t *out, const ps_labels_t *ls)
 {
@@ -73,7 +76,12 @@ void ps_forward_profile_entry(const ps_append_t *app, ps_buf_t *out)
         ps_labels_set(&ls, &a, "__delta__", 9, "false", 5);
     bool all_types = app->nseries == app->profile->ntypes;
     size_t start = out->len;
-    ps_buf_putc(out, KIND_PROFILE);
+    if (app->uuid != NULL) {
+        ps_buf_putc(out, KIND_PROFILE_ID);
+        ps_buf_append(out, app->uuid, 16);
+    } else {
+        ps_buf_putc(out, KIND_PROFILE);
+    }
     put_labels(out, &ls);
     if (all_types && app->raw != NULL && app->raw_len > 0 && app->profile->time_nanos == app->ts &&
         app->profile->duration_nanos == app->duration) {
@@ -183,8 +191,16 @@ int ps_forward_entry_decode(const uint8_t *data, size_t len, ps_arena_t *arena, 
         *meta = NULL;
         *nmeta = 0;
     }
-    if (*kind == KIND_PROFILE) {
+    if (*kind == KIND_PROFILE || *kind == KIND_PROFILE_ID) {
         ps_forward_series_t *s = ps_arena_calloc(arena, 1, sizeof(*s));
+        if (*kind == KIND_PROFILE_ID) {
+            const uint8_t *u = ps_dec_left(&d) >= 16 ? ps_dec_bytes(&d, 16) : NULL;
+            if (u == NULL)
+                return ps_err_set(err, PS_ECORRUPT, "forwarding log entry: damaged profile id");
+            memcpy(s->uuid, u, 16);
+            s->has_uuid = true;
+            *kind = KIND_PROFILE;
+        }
         if (get_labels(&d, arena, &s->labels, err) != 0)
             return PS_ECORRUPT;
         s->pprof = d.p;

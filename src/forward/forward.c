@@ -14,7 +14,8 @@
  *  2. Nothing to send: wait for the writer's next commit (fwd_logged) or 1 s. A batch that is
  *     neither full nor as old as batch_send_deadline (its first entry's write) waits for more.
  *  3. Build one request: write_relabel_configs on every series (a dropped series is not sent),
- *     then a push.v1.PushRequest (one series per profile, its raw_profile the gzipped pprof) POSTed
+ *     then a push.v1.PushRequest (one series per profile, its raw_profile the gzipped pprof, its ID
+ *     the client's id of the profile when the push that stored it gave one) POSTed
  *     to {url}/push.v1.PusherService/Push as Connect unary (application/proto), or a remote-write
  *     1.0 WriteRequest (snappy, X-Prometheus-Remote-Write-Version: 0.1.0) POSTed to url.
  *  4. 2xx: the cursor moves past the batch. 5xx, network errors, and 429 (unless
@@ -328,7 +329,8 @@ static int on_entry(void *ctx, const ps_forward_log_entry_t *en)
     b->seen++;
     /* another protocol's entry is not this endpoint's to send: passed over (at the front of an
      * empty batch the cursor moves past it; later, with the batch) */
-    bool mine = en->len > 0 && (en->data[0] == 1) == (c->protocol == PS_FORWARD_PYROSCOPE_PUSH);
+    bool profile = en->len > 0 && (en->data[0] == 1 || en->data[0] == 3); /* kind 3: with the client's id */
+    bool mine = en->len > 0 && profile == (c->protocol == PS_FORWARD_PYROSCOPE_PUSH);
     int kind;
     ps_forward_series_t *s = NULL;
     ps_metric_meta_t *m = NULL;
@@ -429,7 +431,20 @@ static bool build_body(ep_t *e, ps_forward_series_t **series, size_t kept, const
                 ps->labels[j] = (ps_pyro_label_t){s->labels.pairs[j].name, s->labels.pairs[j].value,
                                                   s->labels.pairs[j].nlen, s->labels.pairs[j].vlen};
             ps->samples = ps_arena_calloc(arena, 1, sizeof(ps_pyro_sample_t));
-            ps->samples[0] = (ps_pyro_sample_t){s->pprof, s->pprof_len, ""};
+            const char *id = "";
+            if (s->has_uuid) { /* the client's id goes on: the receiver stores it and resolves it */
+                char *t = ps_arena_alloc(arena, 37);
+                static const char hex[] = "0123456789abcdef";
+                for (int k = 0, o = 0; k < 16; k++) {
+                    if (k == 4 || k == 6 || k == 8 || k == 10)
+                        t[o++] = '-';
+                    t[o++] = hex[s->uuid[k] >> 4];
+                    t[o++] = hex[s->uuid[k] & 15];
+                }
+                t[36] = '\0';
+                id = t;
+            }
+            ps->samples[0] = (ps_pyro_sample_t){s->pprof, s->pprof_len, id};
             ps->nsamples = 1;
         }
         ps_pyro_push_encode(PS_PYRO_PROTO, &req, body);

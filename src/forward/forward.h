@@ -49,7 +49,8 @@ void ps_forward_status_json(ps_forward_t *f, ps_buf_t *out);
 
 /* ---- entries (entry.c) ---- */
 
-/** The log entry of a profile append: kind 1, its labels (those of its first series, __name__ the
+/** The log entry of a profile append: kind 1 (kind 3 with the client's id first, when the append has
+ *  one: app->uuid), its labels (those of its first series, __name__ the
  *  profile name, service_name = job when absent) and the stored profile as gzipped pprof
  *  (time_nanos = the stored timestamp). Nothing appended for an append without series. */
 void ps_forward_profile_entry(const ps_append_t *app, ps_buf_t *out);
@@ -65,11 +66,13 @@ typedef struct ps_forward_series {
     ps_labels_t labels;
     const uint8_t *pprof;   /* kind 1: gzipped pprof */
     size_t pprof_len;
+    bool has_uuid;          /* kind 1: the client's id of the profile (RawSample.ID), from a kind 3 entry */
+    uint8_t uuid[16];
     ps_float_sample_t *samples; /* kind 2 */
     uint32_t nsamples;
 } ps_forward_series_t;
 
-/** Decodes an entry: *kind 1 or 2, its series (from arena; pprof points into data) and, when meta
+/** Decodes an entry: *kind 1 (for kind 3 too, has_uuid set) or 2, its series (from arena; pprof points into data) and, when meta
  *  is not NULL, a kind 2 entry's metadata (strings point into data; not NUL-terminated). PS_ECORRUPT
  *  for bytes this code did not write. */
 int ps_forward_entry_decode(const uint8_t *data, size_t len, ps_arena_t *arena, int *kind,

@@ -1,10 +1,12 @@
 /*
  * adhoc.c - ad hoc profiles (ingest.h): an uploaded file's format detected and decoded (pprof
- * through proto/pprof.h, folded stacks through pyroscope.c's parser), names and ids as Pyroscope's
+ * through proto/pprof.h; flamebearer JSON, perf script and folded stacks through parser/stacks.h),
+ * names and ids as Pyroscope's
  * adhocprofiles makes them (a ULID, '-', the name with every code point outside [A-Za-z0-9._-]
  * as '_'), and the pair profile of a diff. docs/api.md "Ad hoc profiles" says the same for users.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -14,15 +16,27 @@
 
 #define SNIFF 512 /* bytes looked at to tell raw pprof from text */
 
+void ps_adhoc_stacks_limits(const ps_pprof_limits_t *lim, ps_stacks_limits_t *out)
+{
+    out->max_samples = lim->max_samples;
+    out->max_functions = lim->max_functions;
+    out->max_stack_depth = lim->max_stack_depth;
+    out->max_string_len = lim->max_string_len;
+    out->max_frames = PS_ADHOC_MAX_FRAMES;
+    out->max_json_memory = lim->max_inflated > SIZE_MAX / 4 ? SIZE_MAX : lim->max_inflated * 4;
+}
+
 int ps_adhoc_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *p,
-                    ps_adhoc_format_t *fmt, ps_err_t *err)
+                    ps_adhoc_format_t *fmt, ps_fbjson_meta_t *meta, ps_err_t *err)
 {
     const uint8_t *b = data;
     memset(p, 0, sizeof(*p));
     *fmt = PS_ADHOC_PPROF;
+    if (meta)
+        memset(meta, 0, sizeof(*meta));
     if (n == 0)
         return ps_err_set(err, PS_EINVAL, "the profile is empty");
-    if (ps_is_gzip(b, n)) { /* a gzipped pprof, or gzipped folded text: what it holds decides */
+    if (ps_is_gzip(b, n)) { /* a gzipped pprof, or gzipped text: what it holds decides */
         const uint8_t *in;
         size_t inn;
         int ret = ps_gunzip(b, n, lim->max_inflated, arena, &in, &inn, err);
@@ -42,19 +56,27 @@ int ps_adhoc_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps
         int ret = ps_pprof_decode(b, n, lim, arena, p, err);
         return ret != 0 ? ps_err_prefix(err, "pprof") : 0;
     }
+    ps_stacks_limits_t sl;
+    ps_adhoc_stacks_limits(lim, &sl);
     size_t i = 0;
     while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r'))
         i++;
-    if (i < n && b[i] == '{')
-        return ps_err_set(err, PS_EINVAL, "byte %zu: the profile is JSON (a flamebearer export?); uploads are pprof "
-                          "(gzipped or not) or folded stacks (\"a;b;c 12\" lines)", i);
+    if (i < n && b[i] == '{') {
+        *fmt = PS_ADHOC_JSON;
+        ps_fbjson_meta_t m;
+        int ret = ps_fbjson_parse(b, n, &sl, arena, p, meta ? meta : &m, err);
+        /* the syntax errors say "flamebearer JSON: line ..." already */
+        return ret != 0 && strncmp(err->msg, "flamebearer JSON: ", 18) != 0 ? ps_err_prefix(err, "flamebearer JSON")
+                                                                             : ret;
+    }
+    if (ps_perf_detect(b, n)) {
+        *fmt = PS_ADHOC_PERF;
+        int ret = ps_perf_parse(b, n, &sl, arena, p, err);
+        return ret != 0 ? ps_err_prefix(err, "perf script") : 0;
+    }
     *fmt = PS_ADHOC_FOLDED;
-    ps_pyro_meta_t m;
-    memset(&m, 0, sizeof(m));
-    m.sample_type = "samples";
-    m.sample_unit = "count";
-    m.sample_rate = 100;
-    int ret = ps_pyro_folded(b, n, false, &m, lim, arena, p, err);
+    ps_folded_opts_t fo = {.type = "samples", .unit = "count"};
+    int ret = ps_folded_parse(b, n, &fo, &sl, arena, p, err);
     return ret != 0 ? ps_err_prefix(err, "folded stacks") : 0;
 }
 

@@ -20,6 +20,7 @@
 #include "core/err.h"
 #include "core/mem.h"
 #include "core/thread.h"
+#include "parser/stacks.h"
 #include "proto/otlp.h"
 #include "proto/pprof.h"
 #include "proto/pyroscope.h"
@@ -395,7 +396,8 @@ int ps_pyro_prepare(const void *body, size_t n, const ps_pyro_meta_t *m, const p
                     ps_arena_t *arena, ps_append_t *app, ps_err_t *err);
 
 /** The profile of a folded (lines = false: "a;b;c 12") or lines (lines = true: "a;b;c", one each) body
- *  with m's type: one sample type, one function and location per distinct frame name. */
+ *  with m's type, time and scale: parser/folded.c's (one sample type, one function and location per
+ *  distinct frame name) under lim. */
 int ps_pyro_folded(const void *body, size_t n, bool lines, const ps_pyro_meta_t *m, const ps_pprof_limits_t *lim,
                    ps_arena_t *arena, ps_profile_t *p, ps_err_t *err);
 
@@ -408,17 +410,28 @@ int ps_pyro_pprof_name(const ps_profile_t *p, const void *stc, size_t stc_len, p
 /* ---- ad hoc profiles: files uploaded by hand to be shared (adhoc.c; docs/api.md "Ad hoc profiles") ---- */
 
 /** What an upload was read as. */
-typedef enum { PS_ADHOC_PPROF, PS_ADHOC_FOLDED } ps_adhoc_format_t;
+typedef enum { PS_ADHOC_PPROF, PS_ADHOC_FOLDED, PS_ADHOC_JSON, PS_ADHOC_PERF } ps_adhoc_format_t;
+
+/** Frames of all the stacks of a text upload together at most (64 MiB of location indexes). */
+#define PS_ADHOC_MAX_FRAMES (16u << 20)
+
+/** The limits of parser/stacks.h for an upload decoded under lim (PS_ADHOC_MAX_FRAMES; jansson's
+ *  memory: 4 x lim->max_inflated). */
+void ps_adhoc_stacks_limits(const ps_pprof_limits_t *lim, ps_stacks_limits_t *out);
 
 /**
- * Decodes an uploaded file into *p, its format detected: gzip (1f 8b) is inflated first (at most
- * lim->max_inflated bytes: a gzip bomb is "gzip: ..."), then JSON ('{' first) is refused; a control
- * byte (not tab, CR, LF) among the first 512 -> pprof; else folded stacks ("a;b;c 12" lines: one
- * sample type "samples", unit "count"). PS_EINVAL/PS_ETOOBIG with the format in front ("pprof:
- * sample[3]: ...", "folded stacks: line 2: ..."); lim bounds everything. Everything from arena.
+ * Decodes an uploaded file into *p, its format detected from its bytes (as Pyroscope's ad hoc
+ * converter does without a file name): gzip (1f 8b) is inflated first (at most lim->max_inflated
+ * bytes: a gzip bomb is "gzip: ..."); then a control byte (not tab, CR, LF) among the first 512
+ * -> pprof; '{' first (after blanks) -> Pyroscope's flamebearer JSON (meta, which may be NULL,
+ * gets its metadata); a first line that is a `perf script` event header -> perf script (one
+ * sample type "samples", unit "count", 1 per event); else folded stacks ("a;b;c 12" lines, the
+ * same type). PS_EINVAL/PS_ETOOBIG with the format in front ("pprof: sample[3]: ...",
+ * "flamebearer JSON: flamebearer.levels[2][4]: ...", "perf script: line 7: ...", "folded stacks:
+ * line 2: ..."); lim bounds everything. Everything from arena.
  */
 int ps_adhoc_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *p,
-                    ps_adhoc_format_t *fmt, ps_err_t *err);
+                    ps_adhoc_format_t *fmt, ps_fbjson_meta_t *meta, ps_err_t *err);
 
 /** The profile types of p (its sample types' names, in order: profile_types), from arena. */
 const char **ps_adhoc_types(const ps_profile_t *p, ps_arena_t *arena);

@@ -38,7 +38,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/hash.h"
 #include "core/timeutil.h"
 #include "proto/gzip.h"
 #include "ingest.h"
@@ -486,177 +485,25 @@ static int prepare_pprof(const void *body, size_t n, const ps_pyro_meta_t *m, co
     return ps_ingest_build(p, name, nl, &m->labels, ts, NULL, ps_ingest_default_delta(name, nl), arena, app, err);
 }
 
-/* ---- folded and lines bodies ---- */
-
-typedef struct folded {
-    ps_profile_t *p;
-    ps_arena_t *arena;
-    const ps_pprof_limits_t *lim;
-    ps_hmap_t funcs;       /* frame name -> function index */
-    uint32_t cap_funcs, cap_strs, cap_samples;
-    uint32_t *stack;       /* the current line's frames, root first */
-    int64_t period;
-} folded_t;
-
-/* grows an arena array of *cap elements of size sz holding n to hold n + 1 */
-static void *grow(ps_arena_t *a, void *arr, uint32_t n, uint32_t *cap, size_t sz)
-{
-    if (n < *cap)
-        return arr;
-    uint32_t nc = *cap ? *cap * 2 : 64;
-    void *na = ps_arena_alloc(a, (size_t)nc * sz);
-    if (n)
-        memcpy(na, arr, (size_t)n * sz);
-    *cap = nc;
-    return na;
-}
-
-static int frame_index(folded_t *f, const char *s, size_t n, uint32_t depth, uint32_t *out, ps_err_t *err)
-{
-    uint64_t v;
-    if (ps_hmap_get(&f->funcs, s, n, &v)) {
-        *out = (uint32_t)v;
-        return 0;
-    }
-    ps_profile_t *p = f->p;
-    if (p->nfunctions >= f->lim->max_functions)
-        return ps_err_set(err, PS_ETOOBIG, "more than %u distinct frames", f->lim->max_functions);
-    if (n > f->lim->max_string_len)
-        return ps_err_set(err, PS_ETOOBIG, "a frame name is %zu bytes long, at most %u", n, f->lim->max_string_len);
-    if (!ps_utf8_valid(s, n))
-        return ps_err_set(err, PS_EINVAL, "frame %u is not valid UTF-8", depth + 1);
-    uint32_t c = f->cap_funcs;
-    p->functions = grow(f->arena, p->functions, p->nfunctions, &c, sizeof(ps_function_t));
-    if (c != f->cap_funcs) { /* functions and locations have the same count: they grow together */
-        uint32_t c2 = f->cap_funcs;
-        p->locations = grow(f->arena, p->locations, p->nlocations, &c2, sizeof(ps_location_t));
-        f->cap_funcs = c;
-    }
-    p->strings = grow(f->arena, p->strings, p->nstrings, &f->cap_strs, sizeof(ps_str_t));
-    uint32_t si = p->nstrings++;
-    p->strings[si].ptr = ps_arena_strndup(f->arena, s, n);
-    p->strings[si].len = (uint32_t)n;
-    ps_function_t *fn = &p->functions[p->nfunctions++];
-    memset(fn, 0, sizeof(*fn));
-    fn->name = fn->system_name = si;
-    ps_location_t *loc = &p->locations[p->nlocations++];
-    memset(loc, 0, sizeof(*loc));
-    loc->nlines = 1;
-    loc->lines = ps_arena_calloc(f->arena, 1, sizeof(ps_line_t));
-    loc->lines[0].function = p->nfunctions;
-    *out = p->nlocations;
-    ps_hmap_put(&f->funcs, s, n, *out);
-    return 0;
-}
-
-static int parse_count(const char *s, size_t n, size_t line, int64_t period, int64_t *out, ps_err_t *err)
-{
-    uint64_t v = 0;
-    if (n == 0 || n > 19)
-        goto Bad;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            goto Bad;
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    if (v > (uint64_t)INT64_MAX / (uint64_t)period)
-        return ps_err_set(err, PS_EINVAL, "line %zu: the value %llu is too large", line, (unsigned long long)v);
-    *out = (int64_t)v * period;
-    return 0;
-Bad:
-    return ps_err_set(err, PS_EINVAL, "line %zu: \"%.*s\" is not a sample count (expected \"frame;frame;... count\")",
-                      line, (int)(n > 32 ? 32 : n), s);
-}
-
-static int folded_line(folded_t *f, const char *s, size_t n, size_t line, bool lines, ps_err_t *err)
-{
-    int ret;
-    int64_t value = f->period;
-    size_t sn = n;
-    if (!lines) {
-        const char *sp = NULL;
-        for (size_t i = n; i > 0; i--)
-            if (s[i - 1] == ' ') {
-                sp = s + i - 1;
-                break;
-            }
-        if (sp == NULL)
-            return ps_err_set(err, PS_EINVAL, "line %zu: no space before the count (expected \"frame;frame;... count\")",
-                              line);
-        sn = (size_t)(sp - s);
-        if ((ret = parse_count(sp + 1, n - sn - 1, line, f->period, &value, err)) != 0)
-            return ret;
-    }
-    uint32_t depth = 0;
-    for (size_t i = 0; i <= sn;) {
-        const char *semi = memchr(s + i, ';', sn - i);
-        size_t e = semi ? (size_t)(semi - s) : sn;
-        if (depth == f->lim->max_stack_depth)
-            return ps_err_set(err, PS_ETOOBIG, "line %zu: more than %u frames", line, f->lim->max_stack_depth);
-        if ((ret = frame_index(f, s + i, e - i, depth, &f->stack[depth], err)) != 0)
-            return ps_err_prefix(err, "line %zu", line);
-        depth++;
-        i = e + 1;
-    }
-    ps_profile_t *p = f->p;
-    if (p->nsamples >= f->lim->max_samples)
-        return ps_err_set(err, PS_ETOOBIG, "more than %u samples (lines)", f->lim->max_samples);
-    p->samples = grow(f->arena, p->samples, p->nsamples, &f->cap_samples, sizeof(ps_sample_t));
-    ps_sample_t *smp = &p->samples[p->nsamples++];
-    memset(smp, 0, sizeof(*smp));
-    smp->nlocs = depth;
-    smp->locs = ps_arena_alloc(f->arena, depth * sizeof(uint32_t));
-    for (uint32_t d = 0; d < depth; d++) /* leaf first */
-        smp->locs[d] = f->stack[depth - 1 - d];
-    smp->values = ps_arena_alloc(f->arena, sizeof(int64_t));
-    smp->values[0] = value;
-    return 0;
-}
-
-static uint32_t add_str(ps_profile_t *p, const char *s)
-{
-    p->strings[p->nstrings].ptr = s;
-    p->strings[p->nstrings].len = (uint32_t)strlen(s);
-    return p->nstrings++;
-}
+/* ---- folded and lines bodies (parser/folded.c) ---- */
 
 int ps_pyro_folded(const void *body, size_t n, bool lines, const ps_pyro_meta_t *m, const ps_pprof_limits_t *lim,
                    ps_arena_t *arena, ps_profile_t *p, ps_err_t *err)
 {
-    int ret = 0;
-    memset(p, 0, sizeof(*p));
-    folded_t f = {p, arena, lim, {0}, 0, 8, 0, NULL, 1};
-    p->strings = ps_arena_alloc(arena, f.cap_strs * sizeof(ps_str_t));
-    add_str(p, "");
-    p->ntypes = 1;
-    p->sample_types = ps_arena_calloc(arena, 1, sizeof(ps_value_type_t));
-    p->sample_types[0].type = add_str(p, m->sample_type);
-    p->sample_types[0].unit = add_str(p, m->sample_unit);
+    ps_stacks_limits_t sl = {.max_samples = lim->max_samples, .max_functions = lim->max_functions,
+                             .max_stack_depth = lim->max_stack_depth, .max_string_len = lim->max_string_len,
+                             .max_frames = UINT64_MAX}; /* the body's size bounds the frames */
+    ps_folded_opts_t o = {.lines = lines, .type = m->sample_type, .unit = m->sample_unit};
     if (m->scale) {
-        f.period = PS_NS_PER_S / m->sample_rate;
-        p->period = f.period;
-        p->period_type.type = add_str(p, "cpu");
-        p->period_type.unit = add_str(p, "nanoseconds");
+        o.period = PS_NS_PER_S / m->sample_rate;
+        o.period_type = "cpu";
+        o.period_unit = "nanoseconds";
     }
-    p->time_nanos = m->from;
-    p->duration_nanos = m->until - m->from;
-    f.stack = ps_arena_alloc(arena, ((size_t)lim->max_stack_depth + 1) * sizeof(uint32_t));
-    ps_hmap_init(&f.funcs);
-    const char *s = body;
-    size_t line = 0;
-    for (size_t i = 0; i < n && ret == 0;) {
-        const char *nl = memchr(s + i, '\n', n - i);
-        size_t e = nl ? (size_t)(nl - s) : n, le = e;
-        line++;
-        if (le > i && s[le - 1] == '\r')
-            le--;
-        if (le > i)
-            ret = folded_line(&f, s + i, le - i, line, lines, err);
-        i = e + 1;
+    int ret = ps_folded_parse(body, n, &o, &sl, arena, p, err);
+    if (ret == 0) {
+        p->time_nanos = m->from;
+        p->duration_nanos = m->until - m->from;
     }
-    ps_hmap_dispose(&f.funcs);
-    if (ret == 0 && p->nsamples == 0)
-        ret = ps_err_set(err, PS_EINVAL, "the body has no samples (expected \"frame;frame;... count\" lines)");
     return ret;
 }
 

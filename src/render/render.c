@@ -45,7 +45,9 @@
  *     left to right; a first pass counts the nodes per level, a second fills arrays from the
  *     caller's arena, delta-encoding x offsets per level (per side for a diff). Output name indexes
  *     are assigned in emission order, "total" first; names are de-duplicated by string, so a
- *     function literally called "other" or "total" shares that index.
+ *     function literally called "other" or "total" shares that index. A function called "other"
+ *     ranks after every other name (siblings and ties): so a flame graph read back from its JSON
+ *     (ad hoc uploads), where the merges became frames named "other", is laid out the same.
  *
  * Folded stacks use the same tree (children order is irrelevant there): every node with a nonzero
  * self is a line. Frame names have ';', '\n' and '\r' replaced by '_' (the format has no escape);
@@ -161,9 +163,20 @@ typedef struct rank_ent {
     uint32_t id;
 } rank_ent_t;
 
+static bool is_other(ps_str_t s)
+{
+    return s.len == 5 && memcmp(s.ptr, "other", 5) == 0;
+}
+
+/* byte order, but "other" last: the merge of dropped children comes after its kept siblings, so a
+ * flame graph read back (an uploaded flamebearer JSON, its merges now frames named "other") is
+ * laid out as it was */
 static int cmp_rank_ent(const void *a, const void *b)
 {
-    return str_cmp(((const rank_ent_t *)a)->s, ((const rank_ent_t *)b)->s);
+    ps_str_t x = ((const rank_ent_t *)a)->s, y = ((const rank_ent_t *)b)->s;
+    if (is_other(x) != is_other(y))
+        return is_other(x) ? 1 : -1;
+    return str_cmp(x, y);
 }
 
 static void names_rank(names_t *nm)

@@ -8,7 +8,8 @@
 # fuzz_xorchunk (storage/xorchunk.c), fuzz_spanparts (storage/spanparts.c), fuzz_unsymrec (storage/unsymrec.c), fuzz_float_dense (storage/float_dense.c), fuzz_selector and fuzz_promql (parser/), fuzz_pqeval (parser/ + src/query/promql*.c), fuzz_remote
 # (proto/remote.c, snappy; gzip.c for the inflate budget), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
-# /ingest), fuzz_adhoc (src/ingest/adhoc.c: ad hoc profile uploads), fuzz_querier (proto/querier.c, proto/pbjson.c), fuzz_otlp (proto/otlp.c, src/ingest/otlp.c) and fuzz_ui_headers (web/ui_assets.c: the
+# /ingest), fuzz_adhoc (src/ingest/adhoc.c: ad hoc profile uploads), fuzz_fbjson and fuzz_perf
+# (parser/flamebearer.c, parser/perfscript.c), fuzz_querier (proto/querier.c, proto/pbjson.c), fuzz_otlp (proto/otlp.c, src/ingest/otlp.c) and fuzz_ui_headers (web/ui_assets.c: the
 # web UI's Accept-Encoding, If-None-Match, paths), fuzz_webconfig (src/config/webconfig.c) and fuzz_config
 # (src/config/: the YAML configuration), fuzz_grpc (src/grpc/server.c over nghttp2) and fuzz_symbols
 # (src/symbols/symbols.c over libdwfl: debug files) and fuzz_elfcheck (src/symbols/elfcheck.c: an
@@ -81,7 +82,7 @@ if [ -f "$root/parser/selector.re" ] && [ -f "$here/fuzz_selector.c" ]; then
     re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
     # shellcheck disable=SC2046
     fuzzcc "$here/fuzz_selector.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
-        $(pkg-config --libs libpcre2-8) -lm -lpthread \
+        $(pkg-config --libs libpcre2-8 jansson) -lm -lpthread \
         -o "$out/fuzz_selector"
 fi
 
@@ -90,7 +91,7 @@ if [ -f "$root/parser/promql.c" ] && [ -f "$here/fuzz_promql.c" ]; then
     [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
     # shellcheck disable=SC2046
     fuzzcc "$here/fuzz_promql.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
-        $(pkg-config --libs libpcre2-8) -lm -lpthread \
+        $(pkg-config --libs libpcre2-8 jansson) -lm -lpthread \
         -o "$out/fuzz_promql"
 fi
 
@@ -101,7 +102,7 @@ if [ -f "$root/src/query/promql_eval.c" ] && [ -f "$here/fuzz_pqeval.c" ]; then
     [ -e "$gen/inc/query" ] || ln -s "$root/src/query" "$gen/inc/query"
     # shellcheck disable=SC2046
     fuzzcc "$here/fuzz_pqeval.c" "$root/src/query/promql_eval.c" "$root/src/query/promql_func.c" "$root/src/query/promql_util.c" "$root"/parser/*.c \
-        "$gen/selector.re.c" "$root"/core/*.c $(pkg-config --libs libpcre2-8) -lm -lpthread \
+        "$gen/selector.re.c" "$root"/core/*.c $(pkg-config --libs libpcre2-8 jansson) -lm -lpthread \
         -o "$out/fuzz_pqeval"
 fi
 
@@ -149,6 +150,17 @@ if [ -f "$root/src/ingest/pyroscope.c" ] && [ -f "$here/fuzz_pyingest.c" ]; then
         "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
         $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_pyingest"
+fi
+
+# fuzz_fbjson and fuzz_perf: the flamebearer JSON and perf script parsers (parser/stacks.h);
+# fuzz_fbjson renders what it reads and reads that again (src/render).
+if [ -f "$root/parser/stacks.c" ] && [ -f "$here/fuzz_fbjson.c" ]; then
+    # shellcheck disable=SC2046
+    fuzzcc $(pkg-config --cflags jansson) "$here/fuzz_fbjson.c" "$root/parser/stacks.c" "$root/parser/flamebearer.c" \
+        "$root"/src/render/*.c "$root"/core/*.c $(pkg-config --libs jansson) -lm -lpthread \
+        -o "$out/fuzz_fbjson"
+    fuzzcc "$here/fuzz_perf.c" "$root/parser/stacks.c" "$root/parser/perfscript.c" "$root"/core/*.c -lm -lpthread \
+        -o "$out/fuzz_perf"
 fi
 
 # fuzz_adhoc: the ad hoc profile upload decoder (src/ingest/adhoc.c: format detection, folded stacks
@@ -218,7 +230,7 @@ if [ -f "$root/src/config/config.c" ] && [ -f "$here/fuzz_config.c" ]; then
         "$here/fuzz_config.c" "$root/src/config/config.c" "$root/src/config/config_yaml.c" "$root/src/config/yamlutil.c" \
         "$root/src/config/redact.c" \
         "$root/src/config/relabel.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
-        $(pkg-config --libs yaml-0.1 libcrypto libpcre2-8) -lm -lpthread \
+        $(pkg-config --libs yaml-0.1 libcrypto libpcre2-8 jansson) -lm -lpthread \
         -o "$out/fuzz_config"
 fi
 

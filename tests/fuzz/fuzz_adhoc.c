@@ -1,14 +1,15 @@
 /*
  * fuzz_adhoc.c - libFuzzer target for the ad hoc profile upload decoder (src/ingest/adhoc.c): format
- * detection (gzip, raw pprof, JSON refused, folded stacks) and the folded parser of pyroscope.c,
+ * detection (gzip, raw pprof, flamebearer JSON, perf script, folded stacks) and the folded parser of
+ * pyroscope.c (the JSON and perf parsers have their own targets, fuzz_fbjson and fuzz_perf),
  * then what Get and Diff do with a decoded file: the flame graph of each sample type
  * (src/render), the pair of the profile with itself. The input is the uploaded file; its first
  * 64 bytes are also tried as a name (ps_adhoc_name) and an id (ps_adhoc_id_valid).
  *
  * Every failure must be PS_EINVAL or PS_ETOOBIG with a message naming the format ("gzip: ...",
- * "pprof: ...", "folded stacks: ...") or what was wrong; a success must give a profile whose flame graph total
- * is the sum of its values, and a self-diff whose two sides are equal. Built by build.sh, run by
- * run.sh (seeds: the pprof fixtures, raw and gzipped, and folded texts).
+ * "pprof: ...", "flamebearer JSON: ...", "perf script: ...", "folded stacks: ...") or what was wrong; a
+ * success must give a profile whose flame graph total is the sum of its values (text formats), and a self-diff whose two sides are equal. Built by build.sh, run by
+ * run.sh (seeds: the pprof fixtures, raw and gzipped, folded texts, a flamebearer document, the perf capture).
  */
 #include <stdint.h>
 #include <string.h>
@@ -29,11 +30,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ps_profile_t p;
     ps_adhoc_format_t fmt;
     ps_err_t err = {0};
-    int rc = ps_adhoc_decode(data, size, &lim, &a, &p, &fmt, &err);
+    int rc = ps_adhoc_decode(data, size, &lim, &a, &p, &fmt, NULL, &err);
     if (rc != 0) {
         ps_fuzz_check_decode_error(rc, &err);
         CHECK(strncmp(err.msg, "pprof: ", 7) == 0 || strncmp(err.msg, "folded stacks: ", 15) == 0 ||
-                  strncmp(err.msg, "byte ", 5) == 0 || strncmp(err.msg, "gzip: ", 6) == 0 || strcmp(err.msg, "the profile is empty") == 0,
+                  strncmp(err.msg, "flamebearer JSON: ", 18) == 0 || strncmp(err.msg, "perf script: ", 13) == 0 ||
+                  strncmp(err.msg, "gzip: ", 6) == 0 || strcmp(err.msg, "the profile is empty") == 0,
               "an error that does not say the format: %s", err.msg);
     } else {
         CHECK(p.ntypes >= 1, "a profile without sample types");
@@ -46,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (uint32_t i = 0; i < p.nsamples; i++)
                 sum = (int64_t)((uint64_t)sum + (uint64_t)p.samples[i].values[vi]);
             ps_flamegraph_t fg;
-            if (ps_flamegraph_build(&p, vi, 0, 64, &a, &fg, &err) == 0 && fmt == PS_ADHOC_FOLDED)
+            if (ps_flamegraph_build(&p, vi, 0, 0, &a, &fg, &err) == 0 && fmt != PS_ADHOC_PPROF)
                 CHECK(fg.total == sum, "flame graph total %lld, values sum %lld", (long long)fg.total, (long long)sum);
         }
         ps_profile_t pair;

@@ -7,7 +7,9 @@
 # requests (likewise), fuzz_connect with the Connect requests it encodes itself (a PushRequest
 # holding a real pprof, binary and JSON; types.v1 requests), fuzz_pyingest with the captured
 # Pyroscope SDK requests (query, Content-Type and body) and a few folded bodies, fuzz_adhoc with
-# the pprof fixtures (gzipped and raw) and folded texts as uploaded files, fuzz_querier with
+# the pprof fixtures (gzipped and raw), folded texts, flamebearer JSON and the perf capture as
+# uploaded files, fuzz_fbjson with flamebearer documents, fuzz_perf with the real `perf script`
+# capture (tests/testdata/perf) and a few shapes, fuzz_querier with
 # querier.v1 requests as Grafana sends them (binary and JSON), fuzz_ui_headers with the headers
 # Chromium sends for the UI, fuzz_otlp with the OTLP requests of its committed corpus (protobuf and
 # JSON, written by the integration tests' protoc classes), fuzz_webconfig with a few web config files,
@@ -31,7 +33,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_spanparts fuzz_unsymrec fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_querier fuzz_otlp fuzz_ui_headers fuzz_webconfig fuzz_config fuzz_grpc fuzz_symbols fuzz_elfcheck"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_spanparts fuzz_unsymrec fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_fbjson fuzz_perf fuzz_querier fuzz_otlp fuzz_ui_headers fuzz_webconfig fuzz_config fuzz_grpc fuzz_symbols fuzz_elfcheck"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 # a fixed seed: make test replays the same mutations each time, so it fails on a code change, not on
 # luck (campaign.sh and PS_FUZZ_SEED=0, a seed of libFuzzer's choosing, are where new findings come from)
@@ -172,7 +174,19 @@ for t in $targets; do
         done
         gunzip -c "$seeds/go/goroutine-01.pb.gz" > "$corpus/goroutine-01.pb"
         printf 'main;a;b 10\nmain;c 5\r\nz 1\n' > "$corpus/folded"
-        printf ' {"version":1}' > "$corpus/json" ;;
+        printf ' {"version":1}' > "$corpus/json"
+        cp "$(dirname "$seeds")/perf/prog-script.txt" "$corpus/perf"
+        printf '{"version":1,"flamebearer":{"names":["total","main","work"],"levels":[[0,10,0,0],[0,10,2,1],[2,8,8,2]],"numTicks":10,"maxSelf":8},"metadata":{"format":"single","spyName":"","sampleRate":100,"units":"samples","name":"cpu"}}' > "$corpus/fbjson" ;;
+    fuzz_fbjson)
+        # flamebearer documents: profstore's render of a small tree, a cut one ("other"), an empty one
+        printf '{"version":1,"flamebearer":{"names":["total","main","work","inner","x"],"levels":[[0,12,0,0],[0,12,2,1],[2,8,5,2,0,2,0,4],[5,3,3,3,2,2,2,4]],"numTicks":12,"maxSelf":5},"metadata":{"format":"single","spyName":"gospy","sampleRate":100,"units":"samples","name":"cpu"},"timeline":null,"groups":null,"heatmap":null}' > "$corpus/tree"
+        printf '{"version":1,"flamebearer":{"names":["total","a","b","other"],"levels":[[0,9,0,0],[0,9,1,1],[1,5,5,2,0,3,3,3]],"numTicks":9,"maxSelf":5},"metadata":{"format":"single"}}' > "$corpus/other"
+        printf '{"flamebearer":{"names":["total"],"levels":[[0,0,0,0]]},"metadata":{"format":"single"}}' > "$corpus/empty"
+        printf '{"flamebearer":{"names":["total","a"],"levels":[[0,2,0,0,0,2,0,0,0],[0,1,0,1,1,1,1]]},"metadata":{"format":"double"}}' > "$corpus/double" ;;
+    fuzz_perf)
+        cp "$(dirname "$seeds")/perf/prog-script.txt" "$corpus/prog"
+        printf '# header\nV8 WorkerThread 24636/25607 [000] 94564.109216: cycles:\r\n\t    ffffffffb37b3618 __cgroup_account_cputime+0x28 (/lib/vmlinux)\r\n                  3fa48f [unknown] ([unknown])\n\t 91197 f(int) const (/x)\n\n' > "$corpus/shapes"
+        printf 'java 12688 [002] 6544038.708352: cpu-clock:\njava 12688/12764 6544038.708352: cpu-clock:\n' > "$corpus/nocallchain" ;;
     fuzz_pyingest)
         # "<query>\n<Content-Type>\n<body>" of each captured SDK request (fuzz_pyingest.c)
         pyro=$(dirname "$seeds")/pyroscope

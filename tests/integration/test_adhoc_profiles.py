@@ -1,6 +1,8 @@
 """Shared (ad hoc) profiles: adhocprofiles.v1.AdHocProfileService (Upload, Get, List, Diff) over
 Connect with protoc-generated classes (pyro_util.py) in both codecs, and GET /api/v1/profiles/adhoc
-(what the UI's shared view and `go tool pprof` read). Values are checked against profstore's own
+(what the UI's shared view and `go tool pprof` read). Uploads are pprof, Pyroscope's flamebearer
+JSON (profstore's own /pyroscope/render answer round-trips exactly), `perf script` output (a real
+capture) and folded stacks. Values are checked against profstore's own
 render of the same profile pushed as a series, `go tool pprof -top` and hand-computed folded trees;
 bad input gets exact messages; uploads survive a restart, are dropped oldest first past the
 limits, and change nothing else stored."""
@@ -220,6 +222,108 @@ def test_diff(server):
     assert r.error["message"] == "id 'a/b' is invalid: can only contain [a-zA-Z0-9_-.]"
 
 
+def _levels_stacks(fb):
+    """A flamebearer's stacks with a self value: {"a;b;c": self}, as Pyroscope reads them back."""
+    names, levels = fb["names"], fb["levels"]
+    nodes = []  # per level: [(x, total, self, name)]
+    for lv in levels:
+        row, end = [], 0
+        for i in range(0, len(lv), 4):
+            x = end + lv[i]
+            row.append((x, lv[i + 1], lv[i + 2], names[lv[i + 3]]))
+            end = x + lv[i + 1]
+        nodes.append(row)
+    out = {}
+    for d in range(1, len(nodes)):
+        for x, _, self_, name in nodes[d]:
+            if self_ == 0:
+                continue
+            stack, cx = [name], x
+            for up in range(d - 1, 0, -1):
+                px, _, _, pname = max((n for n in nodes[up] if n[0] <= cx), key=lambda n: n[0])
+                stack.append(pname)
+                cx = px
+            out[";".join(reversed(stack))] = self_
+    return out
+
+
+PERF = Path(__file__).resolve().parents[1] / "testdata" / "perf" / "prog-script.txt"
+PERF_STACKS = {"prog;__libc_start_call_main;main;leaf_a": 84, "prog;__libc_start_call_main;main;leaf_b": 21,
+               "prog;__libc_start_call_main;leaf_b": 20,
+               "prog;__libc_start_call_main;main;leaf_a;asm_sysvec_reschedule_ipi;irqentry_exit_to_user_mode": 1}
+
+
+def test_flamebearer_json_round_trip(server):
+    """profstore's own /pyroscope/render JSON uploaded: Get answers the same flame graph and metadata,
+    for the whole profile and for one cut to 16 nodes and "other"; an upload's own Get JSON too."""
+    st, js = server.push(str(CPU01), labels='{job="adhoc"}')
+    assert st == 200, js
+    ts_ms = js["data"]["timestamp_ns"] // 1000000
+    for params in ({}, {"maxNodes": "16"}):
+        st, _, body = http_get(server, "/pyroscope/render", query='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
+                               '{job="adhoc"}', **{"from": str(ts_ms // 1000 - 1), "until": str(ts_ms // 1000 + 1)},
+                               **params)
+        assert st == 200
+        rendered = json.loads(body)
+        m = upload(server, "render.json", body)
+        assert list(m.profile_types) == ["cpu"] and m.profile_type == "cpu"
+        got = json.loads(m.flamebearer_profile)
+        assert got["flamebearer"] == rendered["flamebearer"]
+        md = {k: rendered["metadata"][k] for k in ("format", "spyName", "sampleRate", "units", "name")}
+        assert got["metadata"] == md == {"format": "single", "spyName": "", "sampleRate": 1000000000,
+                                         "units": "samples", "name": "cpu"}
+        assert got["version"] == 1 and got["flamebearer"]["numTicks"] == 2980000000
+        # and gzipped, and Get again after it was stored
+        again = get(server, upload(server, "render.json.gz", gzip.compress(body)).id)
+        assert json.loads(again.flamebearer_profile) == got
+    assert "other" in rendered["flamebearer"]["names"]  # the last one was cut
+    # the ad hoc Get of a pprof upload, exported as Pyroscope's UI exports it, and uploaded
+    heap = json.loads(upload(server, "heap.pb.gz", HEAP.read_bytes()).flamebearer_profile)
+    back = json.loads(upload(server, "heap.json", json.dumps(heap).encode()).flamebearer_profile)
+    assert back == heap and heap["metadata"]["name"] == "alloc_objects"
+    # the folded download of the JSON upload: the stacks and values the flame graph holds
+    m = upload(server, "x.json", json.dumps(heap).encode())
+    st, _, body = http_get(server, "/api/v1/profiles/adhoc", id=m.id, format="folded")
+    assert st == 200
+    folded = dict(l.rsplit(" ", 1) for l in body.decode().splitlines())
+    assert {k: int(v) for k, v in folded.items()} == _levels_stacks(heap["flamebearer"])
+    # a diff of two JSON uploads: as the diff of the pprof files they came from
+    r1 = json.loads(get(server, upload(server, "c1.pb.gz", CPU01.read_bytes()).id, "cpu").flamebearer_profile)
+    r2 = json.loads(get(server, upload(server, "c2.pb.gz", CPU02.read_bytes()).id, "cpu").flamebearer_profile)
+    j1 = upload(server, "c1.json", json.dumps(r1).encode())
+    j2 = upload(server, "c2.json", json.dumps(r2).encode())
+    p1 = upload(server, "c1.pb.gz", CPU01.read_bytes())
+    p2 = upload(server, "c2.pb.gz", CPU02.read_bytes())
+    dj = json.loads(diff(server, j1.id, j2.id).flamebearer_profile)
+    dp = json.loads(diff(server, p1.id, p2.id, profile_type="cpu").flamebearer_profile)
+    assert dj["flamebearer"] == dp["flamebearer"] and dj["leftTicks"] == 2980000000
+
+
+def test_perf_script_exact(server, tmp_path):
+    """A real `perf script` capture (tests/testdata/perf): one sample a event, the command as the root,
+    perf's +0x offsets cut; the exact count of every stack in the flame graph, the folded and the pprof
+    download (go tool pprof)."""
+    text = PERF.read_bytes()
+    m = upload(server, "prog-script.txt", text)
+    assert list(m.profile_types) == ["samples"]
+    fb = json.loads(m.flamebearer_profile)
+    assert fb["metadata"] == {"format": "single", "spyName": "unknown", "sampleRate": 100, "units": "objects",
+                              "name": "samples"}
+    assert fb["flamebearer"]["numTicks"] == 126 and fb["flamebearer"]["maxSelf"] == 84
+    assert _levels_stacks(fb["flamebearer"]) == PERF_STACKS
+    st, _, body = http_get(server, "/api/v1/profiles/adhoc", id=m.id, format="folded")
+    assert st == 200 and body.decode() == "".join("%s %d\n" % kv for kv in sorted(PERF_STACKS.items()))
+    # gzipped: the same
+    assert upload(server, "prog-script.txt.gz", gzip.compress(text)).flamebearer_profile == m.flamebearer_profile
+    # go tool pprof reads the pprof download: flat per leaf function
+    r = go_pprof(["-top", "-symbolize=none", server.url("/api/v1/profiles/adhoc?id=" + m.id)], tmp_path)
+    _, rows = parse_pprof_top(r.stdout)
+    assert [(row[0], row[3], row[5]) for row in rows] == [
+        ("84", "85", "leaf_a"), ("41", "41", "leaf_b"), ("1", "1", "irqentry_exit_to_user_mode"),
+        ("0", "126", "__libc_start_call_main"), ("0", "1", "asm_sysvec_reschedule_ipi"), ("0", "106", "main"),
+        ("0", "126", "prog")]
+
+
 def _gzip_zeros(n):
     return gzip.compress(b"\0" * n, 9)
 
@@ -243,8 +347,20 @@ def test_bad_input(make_server):
     bad("x.gz", gzip.compress(gzip.compress(FOLDED)), "gzip: gzip inside gzip")
     bad("x", b"", "profile: missing (the file, base64)")
     bad("x", b"\x00\x01\x02garbage", "pprof: " + _pprof_error(srv, b"\x00\x01\x02garbage"))
-    bad("x.json", b' {"flamebearer":{}}', "byte 1: the profile is JSON (a flamebearer export?); uploads are pprof "
-        "(gzipped or not) or folded stacks (\"a;b;c 12\" lines)")
+    bad("x.json", b' {"flamebearer":{}}', "flamebearer JSON: metadata: missing, not an object")
+    bad("x.json", b'{"flamebearer":{"names":["total"],"levels":[[0,1,0,0]]}', "flamebearer JSON: line 1 column 55: "
+        "'}' expected near end of file")
+    bad("x.json", b'{"version":1,"flamebearer":{"names":["total","a"],"levels":[[0,1,0,0],[0,1,1,2]]},'
+        b'"metadata":{"format":"single"}}', "flamebearer JSON: flamebearer.levels[1][3]: name index 2, there are 2 names")
+    bad("x.json", b'{"metadata":{"format":"double"}}', "flamebearer JSON: metadata.format: \"double\" (a diff) cannot "
+        "be uploaded, as in Pyroscope: upload its two profiles and diff them")
+    bad("x.json", b'{"a":' + b"[" * 100, "flamebearer JSON: line 1 column 69: nesting deeper than 64")
+    bad("x.json", gzip.compress(b'{"a":[' + b"0," * 400000 + b'0]}'), "flamebearer JSON: 400004 values need more "
+        "than the 4194304 bytes of memory allowed")
+    bad("perf.txt", b"prog 12 1.5: 1 cycles:\n\t  4005d0 main+0x10 (/bin/prog)\n\tnot-a-frame\n",
+        "perf script: line 3: \"not-a-frame\" is not a stack frame (expected \"address symbol (dso)\")")
+    bad("perf.txt", b"prog 12 1.5: 1 cycles:\n\t  4005d0 main (/bin/prog)\n\n\t  4005d0 main (/bin/prog)\n",
+        "perf script: line 4: a frame outside an event (an event header comes first)")
     bad("x.txt", b"a;b 3\nno-count\n", "folded stacks: line 2: no space before the count "
         "(expected \"frame;frame;... count\")")
     bad("x.txt", b"a;b x3\n", "folded stacks: line 1: \"x3\" is not a sample count (expected \"frame;frame;... count\")")

@@ -392,3 +392,46 @@ def test_backlog_sent_in_full_windows(make_server, tmp_path, monkeypatch):
     pushes = {k: v for k, v in m.items() if k.startswith("profstore_http_requests_total") and "Push" in k}
     assert pushes == {'profstore_http_requests_total{handler="/push.v1.PusherService/Push",code="200"}': 5}
     check_same(a, b, NOW_S - 10, NOW_S + 300)
+
+
+def test_client_profile_id_forwarded(make_server, tmp_path):
+    """A Connect push's RawSample.ID travels with its profile: B stores it as A did, and
+    profile_id_selector with the id merges exactly that profile on B (cpu-01, 2,980,000,000 ns), as on
+    A; the profile pushed beside it without an id is forwarded without one (B knows no other id)."""
+    from pyro_util import pyro_pb
+    pb = pyro_pb()
+    uid = "4f1c3e27-9b55-4a61-8e02-7731d0aa1005"
+    b = make_server(name="b", retention="0")
+    cfg = config(tmp_path, [endpoint("b", "http://127.0.0.1:%d" % b.port)])
+    a = make_server(name="a", retention="0", config=str(cfg))
+    req = pb.push.PushRequest()
+    for svc, rel, id_ in (("withid", "go/cpu-01.pb.gz", uid), ("noid", "go/cpu-02.pb.gz", "")):
+        s = req.series.add()
+        for k, v in (("__name__", "process_cpu"), ("service_name", svc)):
+            lp = s.labels.add()
+            lp.name, lp.value = k, v
+        s.samples.add(raw_profile=fixture_bytes(rel), ID=id_)
+    r = connect_call(a.port, "push.v1.PusherService/Push", req)
+    assert r.status == 200, r
+    e = wait_sent(a, "b", 2)
+    assert (e["sent"], e["failed"], e["dropped"]) == (2, 0, 0)
+
+    def merge(srv, ids):
+        q = pb.querier.SelectMergeStacktracesRequest(
+            profile_typeID="process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta", label_selector="{}",
+            start=1796000000 * 1000, end=1797000000 * 1000, profile_id_selector=ids)
+        return connect_call(srv.port, "querier.v1.QuerierService/SelectMergeStacktraces", q,
+                            resp_type=pb.querier.SelectMergeStacktracesResponse)
+
+    for srv in (a, b):
+        r = merge(srv, [uid])
+        assert r.status == 200, r
+        assert r.msg.flamegraph.total == 2980000000
+    assert merge(b, [uid.upper().replace("-", "")]).msg.flamegraph.total == 2980000000
+    fa, fb = merge(a, [uid]).msg.flamegraph, merge(b, [uid]).msg.flamegraph
+    assert list(fa.names) == list(fb.names) and [list(l.values) for l in fa.levels] == \
+        [list(l.values) for l in fb.levels]
+    other = "4f1c3e27-9b55-4a61-8e02-7731d0aa1006"
+    r = merge(b, [other])
+    assert (r.status, r.error["message"]) == (400, 'profile_id_selector[0]: unknown profile id "%s" (no stored '
+                                              'profile has it)' % other)

@@ -1,5 +1,6 @@
 """The UI's shared profiles (web/ui/js/shared.js) in headless Chromium: a pprof file chosen with the
-upload page's file picker and a folded file dropped on its drop zone become shared views; the
+upload page's file picker, a folded file dropped on its drop zone and a `perf script` capture
+become shared views; the
 share button's link, opened in a fresh tab, shows the same top table (every row's values as
 /api/v1/profiles/adhoc answers them); two shared profiles checked in the list open their diff.
 No console error, no failed request."""
@@ -11,6 +12,7 @@ from conftest import PPROF_DIR
 from ui_util import Browser, browser, chromium_driver  # noqa: F401
 
 FOLDED = "a;b;c 3\na;b 2\nz 1\n"
+PERF = PPROF_DIR.parent / "perf" / "prog-script.txt"
 
 
 def rows(b: Browser):
@@ -85,6 +87,22 @@ def test_upload_share_open_diff(make_server, browser):  # noqa: F811
     assert browser.js("return document.querySelector('.panel .total').dataset.left") == "298"
     assert browser.js("return document.querySelector('.panel .total').dataset.right") == "6"
     browser.screenshot("shared-diff")
+    assert browser.console_errors() == []
+    assert browser.failed_requests() == []
+    # the file picker: a real `perf script` capture; the page's hint names the four formats
+    browser.open("/upload")
+    browser.wait_for(".adhoc-table")
+    hint = browser.text("#adhoc-help")
+    for fmt in ("pprof file", "flamebearer JSON", "perf script", "folded stacks"):
+        assert fmt in hint, hint
+    browser.driver.find_element(By.CSS_SELECTOR, "#adhoc-file").send_keys(str(PERF))
+    browser.wait_js("location.pathname === '/shared' && location.search.includes('prog-script.txt')",
+                    what="the perf capture's view")
+    id3 = urllib.parse.parse_qs(urllib.parse.urlparse(browser.driver.current_url).query)["id"][0]
+    got = rows(browser)
+    assert got == api_rows(srv, id=id3, type="samples")
+    assert got[:3] == [["leaf_a", 84, 66.67, 85, 67.46], ["leaf_b", 41, 32.54, 41, 32.54],
+                       ["irqentry_exit_to_user_mode", 1, 0.79, 1, 0.79]]
     assert browser.console_errors() == []
     assert browser.failed_requests() == []
     # an unknown id: the server's words (and the browser's own log line of the 404, nothing else)

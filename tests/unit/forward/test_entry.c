@@ -2,7 +2,8 @@
  * test_entry.c - forwarding log entries (src/forward/entry.c): a profile's labels (__name__ the
  * profile name, service_name = job, else unknown_service), the body sent as received when its time
  * and duration are the stored ones and encoded again (time_nanos = the stored time) otherwise;
- * float entries hold exactly the stored samples, bit for bit; damaged bytes are PS_ECORRUPT.
+ * a client's profile id travels in a kind 3 entry; float entries hold exactly the stored samples,
+ * bit for bit; damaged bytes are PS_ECORRUPT.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -153,6 +154,44 @@ static void test_profile_entry(void **state)
     free(y.bytes);
 }
 
+/* a profile with the client's id (RawSample.ID): kind 3 on disk, read back as kind 1 with the id;
+ * without one, kind 1 as before; cut inside the id: damaged */
+static void test_profile_entry_id(void **state)
+{
+    (void)state;
+    prof_t x;
+    prepare(&x, "api");
+    static const uint8_t id[16] = {0x4f, 0x1c, 0x3e, 0x27, 0x9b, 0x55, 0x4a, 0x61, 0x8e, 0x02, 0x77, 0x31, 0xd0, 0xaa, 0x10, 0x05};
+    x.app.uuid = id;
+    ps_buf_t e = PS_BUF_INIT;
+    ps_forward_profile_entry(&x.app, &e);
+    assert_int_equal(e.data[0], 3);
+    assert_memory_equal(e.data + 1, id, 16);
+    ps_arena_t a = PS_ARENA_INIT;
+    int kind;
+    ps_forward_series_t *s;
+    size_t n;
+    ps_err_t err;
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, NULL, NULL, &err), 0);
+    assert_int_equal(kind, 1);
+    assert_true(s[0].has_uuid);
+    assert_memory_equal(s[0].uuid, id, 16);
+    assert_int_equal(s[0].pprof_len, x.n);
+    assert_memory_equal(s[0].pprof, x.bytes, x.n);
+    assert_int_equal(ps_forward_entry_decode(e.data, 12, &a, &kind, &s, &n, NULL, NULL, &err), PS_ECORRUPT);
+    assert_string_equal(err.msg, "forwarding log entry: damaged profile id");
+    x.app.uuid = NULL;
+    ps_buf_reset(&e);
+    ps_forward_profile_entry(&x.app, &e);
+    assert_int_equal(e.data[0], 1);
+    assert_int_equal(ps_forward_entry_decode(e.data, e.len, &a, &kind, &s, &n, NULL, NULL, &err), 0);
+    assert_false(s[0].has_uuid);
+    ps_buf_dispose(&e);
+    ps_arena_dispose(&a);
+    ps_arena_dispose(&x.arena);
+    free(x.bytes);
+}
+
 static void test_floats_entry(void **state)
 {
     ps_arena_t a = PS_ARENA_INIT;
@@ -240,6 +279,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_profile_entry),
+        cmocka_unit_test(test_profile_entry_id),
         cmocka_unit_test(test_floats_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

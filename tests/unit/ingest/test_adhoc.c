@@ -1,6 +1,6 @@
 /*
  * test_adhoc.c - ad hoc profile uploads (src/ingest/adhoc.c): the format detected (gzipped and raw
- * pprof from the fixtures, folded text, JSON refused, empty), errors naming the format, names made
+ * pprof from the fixtures, folded text, flamebearer JSON, perf script, empty), errors naming the format, names made
  * ids as Pyroscope makes them, ids checked, the ULID's time, the pair and its difference.
  */
 #include <setjmp.h>
@@ -25,7 +25,7 @@ static void decode(const void *d, size_t n, int want_ret, ps_adhoc_format_t want
     lim.max_inflated = 1u << 20;
     ps_adhoc_format_t fmt;
     ps_err_t err = {0};
-    assert_int_equal(ps_adhoc_decode(d, n, &lim, a, p, &fmt, &err), want_ret);
+    assert_int_equal(ps_adhoc_decode(d, n, &lim, a, p, &fmt, NULL, &err), want_ret);
     if (want_ret == 0)
         assert_int_equal(fmt, want_fmt);
     else if (want_msg)
@@ -61,9 +61,21 @@ static void test_decode(void **state)
     assert_int_equal(p.nsamples, 3);
     assert_string_equal(ps_adhoc_types(&p, &a)[0], "samples");
     decode("", 0, PS_EINVAL, 0, "the profile is empty", &a, &p);
-    decode("\n  {\"x\":1}", 10, PS_EINVAL, 0,
-           "byte 3: the profile is JSON (a flamebearer export?); uploads are pprof (gzipped or not) or folded stacks "
-           "(\"a;b;c 12\" lines)", &a, &p);
+    decode("\n  {\"x\":1}", 10, PS_EINVAL, 0, "flamebearer JSON: metadata: missing, not an object", &a, &p);
+    decode("{\"x\":", 5, PS_EINVAL, 0, "flamebearer JSON: line 1 column 5: unexpected token near end of file", &a, &p);
+    static const char fb[] = " {\"flamebearer\":{\"names\":[\"total\",\"a\"],\"levels\":[[0,3,0,0],[0,3,3,1]]},"
+                             "\"metadata\":{\"format\":\"single\",\"name\":\"cpu\",\"units\":\"samples\",\"spyName\":\"x\"}}";
+    decode(fb, sizeof(fb) - 1, 0, PS_ADHOC_JSON, NULL, &a, &p);
+    assert_string_equal(ps_adhoc_types(&p, &a)[0], "cpu");
+    assert_int_equal(p.nsamples, 1);
+    assert_int_equal(p.samples[0].values[0], 3);
+    static const char perf[] = "prog 1 2.0: 1 cycles:\n\t1 main+0x1 (/x)\n\nprog 1 2.1: 1 cycles:\n\t1 main+0x1 (/x)\n";
+    decode(perf, sizeof(perf) - 1, 0, PS_ADHOC_PERF, NULL, &a, &p);
+    assert_int_equal(p.nsamples, 1);
+    assert_int_equal(p.samples[0].values[0], 2);
+    assert_string_equal(ps_adhoc_types(&p, &a)[0], "samples");
+    decode("prog 1 2.0: 1 cycles:\n\tzz\n", 25, PS_EINVAL, 0,
+           "perf script: line 2: \"zz\" is not a stack frame (expected \"address symbol (dso)\")", &a, &p);
     decode("a;b\n", 4, PS_EINVAL, 0,
            "folded stacks: line 1: no space before the count (expected \"frame;frame;... count\")", &a, &p);
     decode("\x1f\x8b\x08garbage", 10, PS_EINVAL, 0, NULL, &a, &p);

@@ -1,6 +1,6 @@
 // shared.js: shared (ad hoc) profiles, files uploaded by hand (adhocprofiles.v1, docs/api.md "Ad hoc
-// profiles"). The upload page (/upload): a file picker and a drop zone for a pprof (gzipped or not)
-// or folded file, sent to Upload, then the shared view of it; the list of shared profiles, two of
+// profiles"). The upload page (/upload): a file picker and a drop zone for a pprof, flamebearer JSON,
+// perf script or folded file (gzipped or not), sent to Upload, then the shared view of it; the list of shared profiles, two of
 // which can be diffed. The shared view (/shared?id=…[&compare=…][&st=…]): the graph view's panel
 // (flame graph, top table, sandwich) over /api/v1/profiles/adhoc, a sample type picker, and a
 // share button that copies the link (the view is all in it), for anyone with the read scope.
@@ -54,7 +54,8 @@ export async function render(root) {
   const list = h('div.adhoc-list');
   root.append(h('section.pg-section',
     h('h2', 'Upload a profile to share'),
-    h('p.hint#adhoc-help', 'A pprof file (as go tool pprof reads it, gzipped or not) or folded stacks ("a;b;c 12" lines). ',
+    h('p.hint#adhoc-help', 'A pprof file (as go tool pprof reads it), a flamebearer JSON export (Pyroscope\'s, or profstore\'s /pyroscope/render), ',
+      'perf script output (perf record -g, then perf script) or folded stacks ("a;b;c 12" lines); gzipped or not. ',
       'It is kept on this server under a new id; its link opens the same flame graph and top table for anyone who may read this profstore.'),
     drop, msg),
   h('section.pg-section', h('h2', 'Shared profiles'), list));
