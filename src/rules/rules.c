@@ -636,7 +636,11 @@ static void function_totals(const ps_profile_t *p, const char *fn, size_t fnlen,
 {
     for (uint32_t t = 0; t < p->ntypes; t++)
         sum[t] = 0;
-    uint8_t *fhit = calloc(p->nfunctions + 1, 1);
+    /* the marks on the stack when they fit (a profile has some hundreds of each) */
+    enum { ON_STACK = 2048 };
+    uint8_t fbuf[ON_STACK], lbuf[ON_STACK];
+    bool fheap = p->nfunctions + 1 > ON_STACK, lheap = p->nlocations + 1 > ON_STACK;
+    uint8_t *fhit = fheap ? calloc(p->nfunctions + 1, 1) : memset(fbuf, 0, p->nfunctions + 1);
     bool any = false;
     for (uint32_t f = 0; f < p->nfunctions; f++) {
         ps_str_t nm = ps_profile_str(p, p->functions[f].name);
@@ -646,7 +650,7 @@ static void function_totals(const ps_profile_t *p, const char *fn, size_t fnlen,
         }
     }
     if (any) {
-        uint8_t *lhit = calloc(p->nlocations + 1, 1);
+        uint8_t *lhit = lheap ? calloc(p->nlocations + 1, 1) : memset(lbuf, 0, p->nlocations + 1);
         for (uint32_t l = 0; l < p->nlocations; l++)
             for (uint32_t k = 0; k < p->locations[l].nlines; k++) {
                 uint32_t f = p->locations[l].lines[k].function;
@@ -662,9 +666,11 @@ static void function_totals(const ps_profile_t *p, const char *fn, size_t fnlen,
                     break;
                 }
         }
-        free(lhit);
+        if (lheap)
+            free(lhit);
     }
-    free(fhit);
+    if (fheap)
+        free(fhit);
 }
 
 static bool matches(crule_t *c, const ps_labels_t *ls)
@@ -693,6 +699,8 @@ static bool matches(crule_t *c, const ps_labels_t *ls)
 typedef struct totals {
     const ps_profile_t *prof;
     ps_arena_t *a;
+    double inline_v[32]; /* the first totals' room (a profile has a few sample types) */
+    uint32_t used;
     double *total;
     struct {
         const char *fn;
@@ -701,12 +709,23 @@ typedef struct totals {
     uint32_t nfc;
 } totals_t;
 
+/* room for one set of totals (ntypes doubles) */
+static double *totals_room(totals_t *tt)
+{
+    uint32_t n = tt->prof->ntypes;
+    if (tt->used + n <= sizeof(tt->inline_v) / sizeof(tt->inline_v[0])) {
+        tt->used += n;
+        return tt->inline_v + tt->used - n;
+    }
+    return ps_arena_alloc(tt->a, (n + 1) * sizeof(double));
+}
+
 static double value_of(totals_t *tt, const crule_t *c, uint32_t ti)
 {
     const ps_profile_t *prof = tt->prof;
     if (!c->r.has_function) {
         if (tt->total == NULL) {
-            tt->total = ps_arena_alloc(tt->a, prof->ntypes * sizeof(double));
+            tt->total = totals_room(tt);
             totals_of(prof, tt->total);
         }
         return tt->total[ti];
@@ -714,7 +733,7 @@ static double value_of(totals_t *tt, const crule_t *c, uint32_t ti)
     for (uint32_t k = 0; k < tt->nfc; k++)
         if (strcmp(tt->fc[k].fn, c->r.function_name) == 0)
             return tt->fc[k].v[ti];
-    double *fv = ps_arena_alloc(tt->a, prof->ntypes * sizeof(double));
+    double *fv = totals_room(tt);
     function_totals(prof, c->r.function_name, c->fnlen, fv);
     if (tt->nfc < 8) {
         tt->fc[tt->nfc].fn = c->r.function_name;
