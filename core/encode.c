@@ -109,6 +109,24 @@ Bad:
     return -1;
 }
 
+void ps_uuid_text(const uint8_t u[16], char out[36])
+{
+    /* a SelectSeries answer writes one per point: two digits a byte from a table, the dashes at
+     * their places */
+    static const char pairs[513] = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+                                   "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+                                   "404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+                                   "606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+                                   "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+                                   "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+                                   "c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+                                   "e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+    static const uint8_t at[16] = {0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34};
+    for (int i = 0; i < 16; i++)
+        memcpy(out + at[i], pairs + 2 * u[i], 2);
+    out[8] = out[13] = out[18] = out[23] = '-';
+}
+
 int ps_uuid_scan(const char *s, size_t n, uint8_t out[16])
 {
     if (n == 45 && strncasecmp(s, "urn:uuid:", 9) == 0) {

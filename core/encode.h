@@ -39,6 +39,8 @@ int ps_hex_decode(const char *s, size_t n, uint8_t *out, size_t *bad);
  *  Pyroscope reads ids with): 8-4-4-4-12 hex digits, the same in braces or after "urn:uuid:", or
  *  32 hex digits; either case. Returns 0, or -1 (out may be partly written). */
 int ps_uuid_scan(const char *s, size_t n, uint8_t out[16]);
+/** u as lowercase UUID text, 8-4-4-4-12 hex digits: 36 characters into out (no NUL). */
+void ps_uuid_text(const uint8_t u[16], char out[36]);
 
 /** The length of the base64 text of n bytes (padded), and the room a decode of n characters needs
  *  (the padding's bytes are written, then not counted). */

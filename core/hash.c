@@ -77,7 +77,11 @@ static ps_hmap_slot_t *find(const ps_hmap_t *m, uint64_t h, const void *key, siz
 
 bool ps_hmap_get(const ps_hmap_t *m, const void *key, size_t klen, uint64_t *value)
 {
-    uint64_t h = ps_hash64(key, klen, 0);
+    return ps_hmap_get_h(m, ps_hash64(key, klen, 0), key, klen, value);
+}
+
+bool ps_hmap_get_h(const ps_hmap_t *m, uint64_t h, const void *key, size_t klen, uint64_t *value)
+{
     ps_hmap_slot_t *s = find(m, h, key, klen);
     if (s->key == NULL)
         return false;
@@ -104,9 +108,13 @@ static void grow(ps_hmap_t *m)
 
 void ps_hmap_put(ps_hmap_t *m, const void *key, size_t klen, uint64_t value)
 {
+    ps_hmap_put_h(m, ps_hash64(key, klen, 0), key, klen, value);
+}
+
+void ps_hmap_put_h(ps_hmap_t *m, uint64_t h, const void *key, size_t klen, uint64_t value)
+{
     if ((m->count + 1) * 4 > m->cap * 3)
         grow(m);
-    uint64_t h = ps_hash64(key, klen, 0);
     ps_hmap_slot_t *s = find(m, h, key, klen);
     if (s->key == NULL) {
         uint8_t *k = ps_arena_alloc(&m->keys, klen ? klen : 1);

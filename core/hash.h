@@ -37,6 +37,9 @@ void ps_hmap_clear(ps_hmap_t *m);
 bool ps_hmap_get(const ps_hmap_t *m, const void *key, size_t klen, uint64_t *value);
 /** Inserts or overwrites. */
 void ps_hmap_put(ps_hmap_t *m, const void *key, size_t klen, uint64_t value);
+/** ps_hmap_get and ps_hmap_put of a key whose ps_hash64(key, klen, 0) the caller has already: h. */
+bool ps_hmap_get_h(const ps_hmap_t *m, uint64_t h, const void *key, size_t klen, uint64_t *value);
+void ps_hmap_put_h(ps_hmap_t *m, uint64_t h, const void *key, size_t klen, uint64_t value);
 /** Approximate heap bytes used. */
 size_t ps_hmap_bytes(const ps_hmap_t *m);
 

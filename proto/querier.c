@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/encode.h"
 #include "core/timeutil.h"
 #include "core/varint.h"
 #include "pbjson.h"
@@ -639,7 +640,14 @@ static Types__V1__Exemplar **exemplars(const ps_qr_exemplar_t *in, uint32_t n, l
     for (uint32_t e = 0; e < n; e++) {
         ex[e] = (Types__V1__Exemplar)TYPES__V1__EXEMPLAR__INIT;
         ex[e].timestamp = in[e].t;
-        ex[e].profile_id = (char *)(in[e].profile_id ? in[e].profile_id : "");
+        if (in[e].has_uuid) {
+            char *id = ps_arena_alloc(arena, 37);
+            ps_uuid_text(in[e].uuid, id);
+            id[36] = '\0';
+            ex[e].profile_id = id;
+        } else {
+            ex[e].profile_id = (char *)(in[e].profile_id ? in[e].profile_id : "");
+        }
         ex[e].value = in[e].value;
         ex[e].n_labels = in[e].labels.n;
         if (lc->src == NULL || lc->src != in[e].labels.pairs) {
@@ -719,16 +727,52 @@ static uint8_t *w_labels(uint8_t *w, unsigned field, const ps_labels_t *ls)
     return w;
 }
 
-/* an exemplar's length; *lab: that of its labels (the labels of a series' exemplars are one array:
- * measured once, *last_src remembers which) */
-static size_t exemplar_len(const ps_qr_exemplar_t *e, size_t id, const ps_label_pair_t **last_src, size_t *lab)
+/* The exemplars' labels (Exemplar field 5) encoded once per label set: the exemplars of a series
+ * share its set (the same pairs), so the answer copies their bytes. Direct-mapped by the pairs'
+ * address; a set pushed out is encoded again when met again. */
+typedef struct lab_slot {
+    const ps_label_pair_t *src;
+    uint32_t n;
+    uint32_t len;
+    size_t off;
+} lab_slot_t;
+
+typedef struct lab_cache {
+    lab_slot_t slot[256];
+    lab_slot_t *last; /* the last one asked for (the next exemplar's, mostly) */
+    ps_buf_t bytes;
+} lab_cache_t;
+
+static const lab_slot_t *lab_get(lab_cache_t *c, const ps_labels_t *ls)
 {
-    if (*last_src != e->labels.pairs || e->labels.pairs == NULL) {
-        *last_src = e->labels.pairs;
-        *lab = labels_len(&e->labels);
+    if (c->last != NULL && c->last->src == ls->pairs && c->last->n == ls->n)
+        return c->last;
+    uintptr_t k = (uintptr_t)ls->pairs;
+    lab_slot_t *s = c->last = &c->slot[(k >> 4 ^ k >> 12) & 255];
+    if (s->src != ls->pairs || s->n != ls->n) {
+        size_t len = labels_len(ls);
+        uint8_t *w = ps_buf_reserve(&c->bytes, len + 1);
+        w_labels(w, 5, ls);
+        *s = (lab_slot_t){ls->pairs, ls->n, (uint32_t)len, c->bytes.len};
+        c->bytes.len += len;
     }
+    return s;
+}
+
+/* an exemplar's id: its length (a UUID: 36), *text its characters unless it is a UUID */
+static size_t exemplar_id(const ps_qr_exemplar_t *e, const char **text)
+{
+    *text = e->profile_id;
+    if (e->has_uuid)
+        return 36;
+    return e->profile_id ? strnlen(e->profile_id, UINT32_MAX) : 0;
+}
+
+/* an exemplar's length, its labels' being lab and its id's id */
+static size_t exemplar_len(const ps_qr_exemplar_t *e, size_t id, size_t lab)
+{
     return (e->t ? 1 + uv_len((uint64_t)e->t) : 0) + (id ? ld_len(id) : 0) +
-           (e->value ? 1 + uv_len((uint64_t)e->value) : 0) + *lab;
+           (e->value ? 1 + uv_len((uint64_t)e->value) : 0) + lab;
 }
 
 static size_t point_len(const ps_qr_point_t *p, size_t ex)
@@ -736,43 +780,48 @@ static size_t point_len(const ps_qr_point_t *p, size_t ex)
     return (p->v != 0 ? 9 : 0) + (p->t ? 1 + uv_len((uint64_t)p->t) : 0) + (p->exemplar ? ld_len(ex) : 0);
 }
 
-static void select_series_binary(const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
+static void select_series_binary(const ps_qr_series_src_t *src, ps_arena_t *arena, ps_buf_t *out)
 {
-    /* the lengths: each series', each exemplar's (in order) */
-    size_t total = 0, *slen = ps_arena_alloc(arena, ((size_t)n + 1) * sizeof(size_t)), nex = 0;
-    for (uint32_t i = 0; i < n; i++)
-        for (uint32_t k = 0; k < s[i].n; k++)
-            nex += s[i].points[k].exemplar != NULL;
-    uint32_t *elen = ps_arena_alloc(arena, (nex + 1) * sizeof(uint32_t));
-    uint16_t *idlen = ps_arena_alloc(arena, (nex + 1) * sizeof(uint16_t)); /* ids are UUID text: 36 */
-    const ps_label_pair_t *last = NULL;
-    size_t lab = 0, x = 0;
+    uint32_t n = src->n;
+    /* the lengths: each series', then the answer's */
+    size_t total = 0, *slen = ps_arena_alloc(arena, ((size_t)n + 1) * sizeof(size_t));
+    lab_cache_t *lc = ps_arena_calloc(arena, 1, sizeof(*lc));
+    ps_qr_point_t pt;
+    ps_qr_exemplar_t ex;
     for (uint32_t i = 0; i < n; i++) {
-        size_t sl = labels_len(&s[i].labels);
-        for (uint32_t k = 0; k < s[i].n; k++) {
-            const ps_qr_point_t *p = &s[i].points[k];
+        size_t sl = labels_len(src->labels(src->ctx, i));
+        uint32_t np = src->npoints(src->ctx, i);
+        for (uint32_t k = 0; k < np; k++) {
+            src->point(src->ctx, i, k, &pt, &ex);
+            const ps_qr_exemplar_t *e = pt.exemplar;
             size_t el = 0;
-            if (p->exemplar) {
-                const char *id = p->exemplar->profile_id;
-                size_t il = id ? strnlen(id, UINT16_MAX) : 0;
-                el = exemplar_len(p->exemplar, il, &last, &lab);
-                idlen[x] = (uint16_t)il;
-                elen[x++] = (uint32_t)el;
+            if (e) {
+                const char *text;
+                el = exemplar_len(e, exemplar_id(e, &text), lab_get(lc, &e->labels)->len);
             }
-            sl += ld_len(point_len(p, el));
+            sl += ld_len(point_len(&pt, el));
         }
         slen[i] = sl;
         total += ld_len(sl);
     }
     uint8_t *w0 = ps_buf_reserve(out, total + 1), *w = w0;
-    x = 0;
     for (uint32_t i = 0; i < n; i++) {
         *w++ = 1 << 3 | 2;
         w = w_uv(w, slen[i]);
-        w = w_labels(w, 1, &s[i].labels);
-        for (uint32_t k = 0; k < s[i].n; k++) {
-            const ps_qr_point_t *p = &s[i].points[k];
-            size_t el = p->exemplar ? elen[x] : 0, id = p->exemplar ? idlen[x++] : 0;
+        w = w_labels(w, 1, src->labels(src->ctx, i));
+        uint32_t np = src->npoints(src->ctx, i);
+        for (uint32_t k = 0; k < np; k++) {
+            src->point(src->ctx, i, k, &pt, &ex);
+            const ps_qr_point_t *p = &pt;
+            const ps_qr_exemplar_t *e = p->exemplar;
+            const lab_slot_t *lab = NULL;
+            const char *text = NULL;
+            size_t el = 0, id = 0;
+            if (e) {
+                id = exemplar_id(e, &text);
+                lab = lab_get(lc, &e->labels);
+                el = exemplar_len(e, id, lab->len);
+            }
             *w++ = 2 << 3 | 2;
             w = w_uv(w, point_len(p, el));
             if (p->v != 0) { /* protobuf-c leaves out 0.0 and -0.0 */
@@ -786,33 +835,55 @@ static void select_series_binary(const ps_qr_series_t *s, uint32_t n, ps_arena_t
                 *w++ = 2 << 3;
                 w = w_uv(w, (uint64_t)p->t);
             }
-            if (p->exemplar) {
-                const ps_qr_exemplar_t *e = p->exemplar;
+            if (e) {
                 *w++ = 4 << 3 | 2;
                 w = w_uv(w, el);
                 if (e->t) {
                     *w++ = 1 << 3;
                     w = w_uv(w, (uint64_t)e->t);
                 }
-                if (id)
-                    w = w_ld(w, 2, e->profile_id, id);
+                if (e->has_uuid) {
+                    *w++ = 2 << 3 | 2;
+                    *w++ = 36;
+                    ps_uuid_text(e->uuid, (char *)w);
+                    w += 36;
+                } else if (id) {
+                    w = w_ld(w, 2, text, id);
+                }
                 if (e->value) {
                     *w++ = 4 << 3;
                     w = w_uv(w, (uint64_t)e->value);
                 }
-                w = w_labels(w, 5, &e->labels);
+                if (lab->len > 0) {
+                    memcpy(w, lc->bytes.data + lab->off, lab->len);
+                    w += lab->len;
+                }
             }
         }
     }
     out->len += (size_t)(w - w0);
+    ps_buf_dispose(&lc->bytes);
 }
 
-void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
+/* the source of an array of series (ps_qr_encode_select_series) */
+static const ps_labels_t *arr_labels(void *ctx, uint32_t i)
 {
-    if (codec != PS_QR_JSON) {
-        select_series_binary(s, n, arena, out);
-        return;
-    }
+    return &((const ps_qr_series_t *)ctx)[i].labels;
+}
+
+static uint32_t arr_npoints(void *ctx, uint32_t i)
+{
+    return ((const ps_qr_series_t *)ctx)[i].n;
+}
+
+static void arr_point(void *ctx, uint32_t i, uint32_t k, ps_qr_point_t *p, ps_qr_exemplar_t *ex)
+{
+    (void)ex;
+    *p = ((const ps_qr_series_t *)ctx)[i].points[k];
+}
+
+static void select_series_json(int codec, const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
+{
     Querier__V1__SelectSeriesResponse res = QUERIER__V1__SELECT_SERIES_RESPONSE__INIT;
     label_cache_t lc = {0};
     Types__V1__Series **v = alloc_ptrs(arena, n);
@@ -840,6 +911,35 @@ void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, 
     res.n_series = n;
     res.series = v;
     ps_pb_encode_api(codec, &res.base, out);
+}
+
+void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)
+{
+    if (codec != PS_QR_JSON) {
+        ps_qr_series_src_t src = {n, (void *)s, arr_labels, arr_npoints, arr_point};
+        select_series_binary(&src, arena, out);
+        return;
+    }
+    select_series_json(codec, s, n, arena, out);
+}
+
+void ps_qr_encode_select_series_src(int codec, const ps_qr_series_src_t *src, ps_arena_t *arena, ps_buf_t *out)
+{
+    if (codec != PS_QR_JSON) {
+        select_series_binary(src, arena, out);
+        return;
+    }
+    /* JSON through protobuf-c's structs: the points made into arrays first */
+    ps_qr_series_t *s = ps_arena_alloc(arena, ((size_t)src->n + 1) * sizeof(*s));
+    for (uint32_t i = 0; i < src->n; i++) {
+        uint32_t np = src->npoints(src->ctx, i);
+        ps_qr_point_t *pt = ps_arena_alloc(arena, ((size_t)np + 1) * sizeof(*pt));
+        ps_qr_exemplar_t *ex = ps_arena_alloc(arena, ((size_t)np + 1) * sizeof(*ex));
+        for (uint32_t k = 0; k < np; k++)
+            src->point(src->ctx, i, k, &pt[k], &ex[k]);
+        s[i] = (ps_qr_series_t){*src->labels(src->ctx, i), np, pt};
+    }
+    select_series_json(codec, s, src->n, arena, out);
 }
 
 void ps_qr_encode_heatmap(int codec, const ps_qr_heatmap_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out)

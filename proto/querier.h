@@ -173,13 +173,16 @@ int ps_qr_encode_merge_pprof(int codec, const void *pprof, size_t n, ps_arena_t 
  *  pprof's bytes themselves. */
 int ps_qr_encode_profile(int codec, const void *pprof, size_t n, ps_arena_t *arena, ps_buf_t *out, ps_err_t *err);
 
-/** One exemplar (types.v1.Exemplar) of a heatmap slot or a SelectSeries point: profile_id ""
- *  is left out. */
+/** One exemplar (types.v1.Exemplar) of a heatmap slot or a SelectSeries point: its profile id is
+ *  profile_id, or with has_uuid the 16 bytes uuid as UUID text (written straight into the
+ *  answer, no text kept per exemplar); an id "" (NULL) is left out. */
 typedef struct ps_qr_exemplar {
     int64_t t;                  /* ms */
     const char *profile_id;
     int64_t value;
     ps_labels_t labels;         /* the profile's labels that are not its series' */
+    bool has_uuid;
+    uint8_t uuid[16];
 } ps_qr_exemplar_t;
 
 /** One series of SelectSeriesResponse. */
@@ -195,6 +198,19 @@ typedef struct ps_qr_series {
 } ps_qr_series_t;
 /** SelectSeriesResponse. */
 void ps_qr_encode_select_series(int codec, const ps_qr_series_t *s, uint32_t n, ps_arena_t *arena, ps_buf_t *out);
+/** A SelectSeriesResponse read point by point from its maker's own arrays (no struct kept per
+ *  point: an answer with exemplars has ~150,000): n series, series i with labels(ctx, i) and
+ *  npoints(ctx, i) points; point(ctx, i, k, p, ex) makes point k of series i into p, with
+ *  p->exemplar = ex (made too) when it has one, else NULL. Each point is asked for twice, in order. */
+typedef struct ps_qr_series_src {
+    uint32_t n;
+    void *ctx;
+    const ps_labels_t *(*labels)(void *ctx, uint32_t i);
+    uint32_t (*npoints)(void *ctx, uint32_t i);
+    void (*point)(void *ctx, uint32_t i, uint32_t k, ps_qr_point_t *p, ps_qr_exemplar_t *ex);
+} ps_qr_series_src_t;
+/** SelectSeriesResponse of src. */
+void ps_qr_encode_select_series_src(int codec, const ps_qr_series_src_t *src, ps_arena_t *arena, ps_buf_t *out);
 
 /** One slot (types.v1.HeatmapSlot): nbuckets y_min and counts, nexemplars exemplars. */
 typedef struct ps_qr_heatmap_slot {

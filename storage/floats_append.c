@@ -336,7 +336,7 @@ static int series_state(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t *
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
     if (ps_hmap_get(&w->wc->float_state_index, kb, 8, &fi)) {
-        ps_hmap_put(&w->wc->float_label_index, w->wc->float_key.data, w->wc->float_key.len, fi);
+        ps_hmap_put_h(&w->wc->float_label_index, w->wc->float_key_hash, w->wc->float_key.data, w->wc->float_key.len, fi);
         w->wc->float_state_bytes += w->wc->float_key.len + 32;
     }
     *out = f;
@@ -363,10 +363,17 @@ static int append_series(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t 
      * every cache dropped, so the state is that of these labels) */
     ps_buf_t *key = &w->wc->float_key;
     ps_buf_reset(key);
-    ps_labels_encode(fa->labels, key);
-    uint64_t fi;
+    uint64_t fi, h;
+    if (fa->key != NULL) {
+        ps_buf_append(key, fa->key, fa->klen);
+        h = fa->key_hash;
+    } else {
+        ps_labels_encode(fa->labels, key);
+        h = ps_hash64(key->data, key->len, 0);
+    }
+    w->wc->float_key_hash = h;
     ps_float_state_t *f = NULL;
-    if (ps_hmap_get(&w->wc->float_label_index, key->data, key->len, &fi))
+    if (ps_hmap_get_h(&w->wc->float_label_index, h, key->data, key->len, &fi))
         f = w->wc->float_states[fi];
     int ret;
     if (f == NULL && (ret = series_state(w, txn, fa, any, newest, &f, err)) != 0)

@@ -110,6 +110,7 @@ typedef struct ps_wcache {
                                   * series' state in one look-up (the labels' sid, then the state, is
                                   * three); the same life as float_states */
     ps_buf_t float_key;          /* scratch: an append's label encoding */
+    uint64_t float_key_hash;     /* its ps_hash64(, 0) */
     struct ps_float_state **float_states;
     size_t nfloat_states, capfloat_states;
     uint64_t float_state_bytes;

@@ -163,6 +163,9 @@ typedef struct ps_float_append {
                                       * and a t at or before the newest is moved to newest + 1 ms; the
                                       * samples are rewritten in place to what is stored (so samples must
                                       * be writable) */
+    const uint8_t *key;              /* in, optional (NULL: none): labels ps_labels_encode'd, klen bytes, */
+    uint32_t klen;                   /* and key_hash their ps_hash64(key, klen, 0), when the caller */
+    uint64_t key_hash;               /* has them (the recorder): the append does not make them again */
     /* out: the per-series outcome, like Prometheus' TSDB appender */
     int status;                      /* 0, or PS_ECONFLICT (a profile series has these labels) or
                                       * PS_ECORRUPT (its stored head is damaged): nothing stored */

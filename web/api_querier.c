@@ -507,26 +507,16 @@ int ps_connect_querier_select_series(ps_connect_call_t *c)
     ps_qr_series_req_t sr;
     ps_selector_t sel = {0};
     ps_querier_range_q_t rq;
-    ps_qseries_t *s;
-    ps_qr_exemplar_t **ex = NULL;
-    uint32_t n;
+    ps_qr_series_src_t src;
     int ret = begin(&q, c);
     if (ret == 0)
         ret = ps_qr_decode_select_series(c->codec, c->body, c->body_len, q.a, budget_of(c), &sr, &q.err);
     if (ret == 0)
         ret = series_query(&q, &sr, &sel, &rq);
     if (ret == 0)
-        ret = ps_querier_select_series(q.r, &rq, q.a, &s, &n, &ex, &q.err);
-    if (ret == 0) {
-        ps_qr_series_t *qs = ps_arena_calloc(q.a, n + 1, sizeof(ps_qr_series_t));
-        for (uint32_t i = 0; i < n; i++) {
-            ps_qr_point_t *pt = ps_arena_alloc(q.a, ((size_t)s[i].n + 1) * sizeof(ps_qr_point_t));
-            for (uint32_t k = 0; k < s[i].n; k++)
-                pt[k] = (ps_qr_point_t){s[i].points[k].t, s[i].points[k].v, ex ? &ex[i][k] : NULL};
-            qs[i] = (ps_qr_series_t){s[i].labels, s[i].n, pt};
-        }
-        ps_qr_encode_select_series(c->codec, qs, n, q.a, &q.out);
-    }
+        ret = ps_querier_select_series_src(q.r, &rq, q.a, &src, &q.err);
+    if (ret == 0)
+        ps_qr_encode_select_series_src(c->codec, &src, q.a, &q.out);
     ps_selector_dispose(&sel);
     return finish(&q, ret);
 }

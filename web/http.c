@@ -268,7 +268,16 @@ void ps_http_send(h2o_req_t *req, int status, const char *content_type, const vo
     ps_buf_dispose(&gz);
 }
 
-void ps_http_send_answer(h2o_req_t *req, const ps_answer_t *a)
+/* A body of this size and more is sent from the answer's buffer, not copied into the request's
+ * pool: a 13 MB SelectSeries answer was copied once more there, into pages of its own. */
+#define BODY_TAKE_MIN (64u << 10)
+
+static void body_dispose(void *p)
+{
+    ps_buf_dispose(p);
+}
+
+void ps_http_send_answer(h2o_req_t *req, ps_answer_t *a)
 {
     ps_server_t *s = ps_http_server(req);
     account(s->http_stats, req, a->status); /* before the answer: a client that then reads /metrics sees it */
@@ -286,7 +295,21 @@ void ps_http_send_answer(h2o_req_t *req, const ps_answer_t *a)
     const char *ct = a->content_type != NULL ? a->content_type : "text/plain; charset=utf-8";
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, h2o_strdup(&req->pool, ct, SIZE_MAX).base,
                    strlen(ct));
-    h2o_send_inline(req, a->body.data != NULL ? (const char *)a->body.data : "", a->body.len); /* copies the body */
+    if (a->status == 304 || a->body.len < BODY_TAKE_MIN) {
+        h2o_send_inline(req, a->body.data != NULL ? (const char *)a->body.data : "", a->body.len); /* copies the body */
+        return;
+    }
+    /* the buffer goes with the request (freed when its pool is), h2o writes from it */
+    ps_buf_t *body = h2o_mem_alloc_shared(&req->pool, sizeof(*body), body_dispose);
+    *body = a->body;
+    a->body = (ps_buf_t)PS_BUF_INIT;
+    static h2o_generator_t generator = {NULL, NULL}; /* as h2o_send_inline's */
+    h2o_iovec_t v = h2o_iovec_init(body->data, body->len);
+    h2o_start_response(req, &generator);
+    if (h2o_memis(req->input.method.base, req->input.method.len, H2O_STRLIT("HEAD")))
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
+    else
+        h2o_send(req, &v, 1, H2O_SEND_STATE_FINAL);
 }
 
 /* A body of this size and more is copied into a block of its own (ps_arena_big_adopt): the arena

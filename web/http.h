@@ -26,8 +26,9 @@ void ps_http_task_free(ps_task_t *t, void *loop);
 /** Counts t's answer with status in the request stats, as ps_http_send_answer does, for a task
  *  whose request died before its answer could be sent. */
 void ps_http_account_task(const ps_task_t *t, int status);
-/** Sends an answer (task.h) as it is: counted in the request stats, its headers, its body. */
-void ps_http_send_answer(h2o_req_t *req, const ps_answer_t *a);
+/** Sends an answer (task.h) as it is: counted in the request stats, its headers, its body. A large
+ *  body is sent from its own buffer, which the request takes (a's body is left empty). */
+void ps_http_send_answer(h2o_req_t *req, ps_answer_t *a);
 
 /** Sends body with status and content type (copied). A 429 or 503 gets Retry-After. */
 void ps_http_send(h2o_req_t *req, int status, const char *content_type, const void *body, size_t len);

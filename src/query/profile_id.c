@@ -12,11 +12,16 @@
 
 #include "query_int.h"
 
-int ps_query_profile_id(ps_reader_t *r, uint64_t sid, int64_t ts, char out[PS_PROFILE_ID_LEN + 1])
+bool ps_query_profile_uuid(ps_reader_t *r, uint64_t sid, int64_t ts, uint8_t u[16])
 {
     (void)r; /* the store's own id of the profile, once it keeps client ids, is looked up here */
+    return ps_profile_uuid_make(sid, ts, u);
+}
+
+int ps_query_profile_id(ps_reader_t *r, uint64_t sid, int64_t ts, char out[PS_PROFILE_ID_LEN + 1])
+{
     uint8_t u[16];
-    if (!ps_profile_uuid_make(sid, ts, u)) {
+    if (!ps_query_profile_uuid(r, sid, ts, u)) {
         out[0] = '\0';
         return 0;
     }

@@ -3,6 +3,7 @@
  * ids"): pure functions, no store (the fuzz target links them alone).
  */
 #include "query.h"
+#include "core/encode.h"
 
 #include <string.h>
 #include <strings.h>
@@ -55,14 +56,6 @@ bool ps_profile_uuid_split(const uint8_t u[16], uint64_t *sid, int64_t *ts)
 
 void ps_profile_uuid_text(const uint8_t u[16], char out[PS_PROFILE_ID_LEN + 1])
 {
-    static const char hex[] = "0123456789abcdef";
-    char *w = out;
-    for (int i = 0; i < 16; i++) { /* a SelectSeries answer writes one per point: no branch per byte */
-        *w = hex[u[i] >> 4];
-        w[1] = hex[u[i] & 0x0f];
-        w += 2;
-        if ((0x02a8 >> i) & 1) /* after bytes 4, 6, 8, 10 (i = 3, 5, 7, 9) */
-            *w++ = '-';
-    }
-    *w = '\0';
+    ps_uuid_text(u, out);
+    out[PS_PROFILE_ID_LEN] = '\0';
 }

@@ -386,9 +386,12 @@ typedef struct group {
     double *sum;
     uint32_t *count;
     double total; /* the sum of its points, for the top-N */
-    /* with exemplars, per step: the best profile so far (ex_series UINT32_MAX: none) */
-    int64_t *ex_v, *ex_ts;
-    uint32_t *ex_series;
+    /* with exemplars, per step: the best profile so far (series UINT32_MAX: none) */
+    struct best {
+        int64_t v, ts;
+        uint32_t series;
+    } *ex;
+    uint32_t *steps, np; /* the steps with a point, in order (make_points) */
 } group_t;
 
 typedef struct range_ctx {
@@ -397,6 +400,10 @@ typedef struct range_ctx {
     group_t *g;
     uint32_t series; /* index in the series set (in id order) */
     ps_err_t *err;
+    /* the step of the last profile, k, and its ms (lo, hi]: a series' profiles come in time order,
+     * six or so a step, so most find their step without a division */
+    uint64_t k;
+    int64_t lo, hi;
 } range_ctx_t;
 
 /* one profile at ts (ns) of value v: its step's sum, count and, with exemplars, exemplar */
@@ -404,18 +411,24 @@ static int range_add(range_ctx_t *c, int64_t ts, int64_t v)
 {
     const ps_querier_range_q_t *q = c->q;
     int64_t t = ts / NS_PER_MS - (ts % NS_PER_MS < 0); /* floor, as ps_reader_samples */
-    uint64_t k = t <= q->start ? 0 : (uint64_t)((t - q->start) + q->step - 1) / (uint64_t)q->step;
-    if (k >= c->nsteps)
-        return 0;
+    uint64_t k = c->k;
+    if (!(t > c->lo && t <= c->hi)) {
+        k = t <= q->start ? 0 : (uint64_t)((t - q->start) + q->step - 1) / (uint64_t)q->step;
+        if (k >= c->nsteps)
+            return 0;
+        c->k = k;
+        c->lo = k == 0 ? INT64_MIN : q->start + (int64_t)(k - 1) * q->step;
+        c->hi = q->start + (int64_t)k * q->step;
+    }
     group_t *g = c->g;
     g->sum[k] += (double)v;
     g->count[k]++;
-    if (g->ex_series != NULL &&
-        (g->ex_series[k] == UINT32_MAX || v > g->ex_v[k] ||
-         (v == g->ex_v[k] && (ts < g->ex_ts[k] || (ts == g->ex_ts[k] && c->series < g->ex_series[k]))))) {
-        g->ex_v[k] = v;
-        g->ex_ts[k] = ts;
-        g->ex_series[k] = c->series;
+    struct best *b = g->ex != NULL ? &g->ex[k] : NULL;
+    if (b != NULL && (b->series == UINT32_MAX || v > b->v ||
+                      (v == b->v && (ts < b->ts || (ts == b->ts && c->series < b->series))))) {
+        b->v = v;
+        b->ts = ts;
+        b->series = c->series;
     }
     return 0;
 }
@@ -456,15 +469,60 @@ static int cmp_group_total(const void *a, const void *b)
 /* ls without __name__ and the group_by names */
 static ps_labels_t exemplar_labels(const ps_labels_t *ls, const char *const *by, uint32_t nby, ps_arena_t *arena);
 
-/* The groups' points into res (groups without any left out), ordered and cut as the query says,
- * with exemplars into ex[series][point] when ex is not NULL; returns how many series. */
-static uint32_t make_points(ps_reader_t *r, const ps_querier_range_q_t *q, group_t *groups, uint32_t ng,
-                            uint64_t nsteps, const ps_series_set_t *set, ps_arena_t *arena, ps_qseries_t *res,
-                            ps_qr_exemplar_t **ex)
+/* SelectSeries' answer as a source (ps_qr_series_src_t): the groups kept, in answer order, each
+ * with the steps of its points; a point's exemplar is made when it is asked for */
+typedef struct series_src {
+    ps_reader_t *r;
+    const ps_querier_range_q_t *q;
+    ps_series_set_t set;
+    group_t **order;
+    ps_labels_t *exl;   /* per series of set: its exemplars' labels (one array each, shared) */
+    uint8_t *exl_made;
+    ps_arena_t *arena;
+} series_src_t;
+
+static const ps_labels_t *src_labels(void *ctx, uint32_t i)
+{
+    return &((series_src_t *)ctx)->order[i]->labels;
+}
+
+static uint32_t src_npoints(void *ctx, uint32_t i)
+{
+    return ((series_src_t *)ctx)->order[i]->np;
+}
+
+static void src_point(void *ctx, uint32_t i, uint32_t k, ps_qr_point_t *p, ps_qr_exemplar_t *ex)
+{
+    series_src_t *c = ctx;
+    const ps_querier_range_q_t *q = c->q;
+    const group_t *g = c->order[i];
+    uint32_t st = g->steps[k];
+    p->t = q->start + (int64_t)st * q->step;
+    p->v = q->average ? g->sum[st] / g->count[st] : g->sum[st];
+    p->exemplar = NULL;
+    if (g->ex == NULL)
+        return;
+    const struct best *b = &g->ex[st];
+    uint32_t si = b->series;
+    if (!c->exl_made[si]) { /* a series' exemplar labels once: its exemplars share them */
+        c->exl[si] = exemplar_labels(&c->set.labels[si], q->group_by, q->ngroup_by, c->arena);
+        c->exl_made[si] = 1;
+    }
+    ex->t = b->ts / NS_PER_MS - (b->ts % NS_PER_MS < 0);
+    ex->profile_id = NULL; /* its id as bytes: the answer writes their text */
+    ex->value = b->v;
+    ex->labels = c->exl[si];
+    ex->has_uuid = ps_query_profile_uuid(c->r, c->set.sids[si], b->ts, ex->uuid);
+    p->exemplar = ex;
+}
+
+/* The groups with points (each one's steps and total), ordered and cut as the query says, as a
+ * source into *out. */
+static void make_points(ps_reader_t *r, const ps_querier_range_q_t *q, group_t *groups, uint32_t ng,
+                        uint64_t nsteps, const ps_series_set_t *set, ps_arena_t *arena, ps_qr_series_src_t *out)
 {
     uint32_t kept = 0;
     group_t **order = ps_arena_alloc(arena, (ng + 1) * sizeof(group_t *));
-    ps_labels_t *exl = ex ? ps_arena_calloc(arena, set->n + 1, sizeof(ps_labels_t)) : NULL;
     for (uint32_t g = 0; g < ng; g++) {
         group_t *gr = &groups[g];
         uint64_t np = 0;
@@ -472,46 +530,24 @@ static uint32_t make_points(ps_reader_t *r, const ps_querier_range_q_t *q, group
             np += gr->count[k] > 0;
         if (np == 0)
             continue;
-        ps_qseries_t *s = &res[g];
-        s->labels = gr->labels;
-        s->points = ps_arena_alloc(arena, np * sizeof(ps_point_t));
-        ps_qr_exemplar_t *e = ex ? ps_arena_alloc(arena, np * sizeof(ps_qr_exemplar_t)) : NULL;
-        char *ids = ex ? ps_arena_alloc(arena, np * (PS_PROFILE_ID_LEN + 1)) : NULL;
+        gr->steps = ps_arena_alloc(arena, np * sizeof(uint32_t));
         for (uint64_t k = 0; k < nsteps; k++) {
             if (gr->count[k] == 0)
                 continue;
-            double v = q->average ? gr->sum[k] / gr->count[k] : gr->sum[k];
-            if (e) { /* a series' exemplar labels once: its exemplars share them */
-                uint32_t si = gr->ex_series[k];
-                if (exl[si].pairs == NULL)
-                    exl[si] = exemplar_labels(&set->labels[si], q->group_by, q->ngroup_by, arena);
-                char *id = ids + (size_t)s->n * (PS_PROFILE_ID_LEN + 1);
-                ps_query_profile_id(r, set->sids[si], gr->ex_ts[k], id);
-                int64_t ts = gr->ex_ts[k];
-                e[s->n] = (ps_qr_exemplar_t){ts / NS_PER_MS - (ts % NS_PER_MS < 0), id, gr->ex_v[k], exl[si]};
-            }
-            s->points[s->n++] = (ps_point_t){q->start + (int64_t)k * q->step, v};
-            gr->total += v;
+            gr->steps[gr->np++] = (uint32_t)k;
+            gr->total += q->average ? gr->sum[k] / gr->count[k] : gr->sum[k];
         }
-        if (ex)
-            ex[g] = e;
         order[kept++] = gr;
     }
     qsort(order, kept, sizeof(group_t *), q->has_limit ? cmp_group_total : cmp_group_labels);
     uint32_t n = kept;
     if (q->has_limit && q->limit > 0 && (uint64_t)q->limit < n)
         n = (uint32_t)q->limit;
-    ps_qseries_t *tmp = ps_arena_alloc(arena, (n + 1) * sizeof(ps_qseries_t));
-    ps_qr_exemplar_t **etmp = ex ? ps_arena_alloc(arena, (n + 1) * sizeof(*etmp)) : NULL;
-    for (uint32_t i = 0; i < n; i++) {
-        tmp[i] = res[order[i] - groups];
-        if (ex)
-            etmp[i] = ex[order[i] - groups];
-    }
-    memcpy(res, tmp, n * sizeof(ps_qseries_t));
-    if (ex)
-        memcpy(ex, etmp, n * sizeof(*etmp));
-    return n;
+    series_src_t *c = ps_arena_calloc(arena, 1, sizeof(*c));
+    *c = (series_src_t){r, q, *set, order, NULL, NULL, arena};
+    c->exl = ps_arena_calloc(arena, set->n + 1, sizeof(ps_labels_t));
+    c->exl_made = ps_arena_calloc(arena, set->n + 1, 1);
+    *out = (ps_qr_series_src_t){n, c, src_labels, src_npoints, src_point};
 }
 
 /* ---- SelectSeries under a call site ---- */
@@ -577,14 +613,11 @@ static int cs_on_profile(void *ctx, const ps_stored_profile_t *p)
     return range_add(c->rc, p->ts, sum);
 }
 
-int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena, ps_qseries_t **out,
-                             uint32_t *nout, ps_qr_exemplar_t ***ex, ps_err_t *err)
+/* the answer as a source (into out: none, n 0, on an error); with_ex: exemplars */
+static int select_series(ps_reader_t *r, const ps_querier_range_q_t *q, bool with_ex, ps_arena_t *arena,
+                         ps_qr_series_src_t *out, ps_err_t *err)
 {
-    *out = NULL;
-    *nout = 0;
-    bool with_ex = q->exemplars && ex != NULL;
-    if (ex)
-        *ex = NULL;
+    *out = (ps_qr_series_src_t){0, NULL, src_labels, src_npoints, src_point};
     if (q->step <= 0)
         return ps_err_set(err, PS_EINVAL, "step must be positive (seconds; got %lld ms)", (long long)q->step);
     if (q->start > q->end)
@@ -626,16 +659,15 @@ int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_a
             ng++;
             ps_hmap_put(&index, key.data, key.len, gi);
             groups[gi].labels = p;
-            groups[gi].sum = ps_xcalloc(nsteps, sizeof(double));
-            groups[gi].count = ps_xcalloc(nsteps, sizeof(uint32_t));
+            groups[gi].sum = ps_arena_calloc(arena, nsteps, sizeof(double));
+            groups[gi].count = ps_arena_calloc(arena, nsteps, sizeof(uint32_t));
             if (with_ex) {
-                groups[gi].ex_v = ps_xcalloc(nsteps, sizeof(int64_t));
-                groups[gi].ex_ts = ps_xcalloc(nsteps, sizeof(int64_t));
-                groups[gi].ex_series = ps_xmalloc(nsteps * sizeof(uint32_t));
-                memset(groups[gi].ex_series, 0xff, nsteps * sizeof(uint32_t));
+                groups[gi].ex = ps_arena_alloc(arena, nsteps * sizeof(struct best));
+                for (uint64_t k = 0; k < nsteps; k++)
+                    groups[gi].ex[k] = (struct best){0, 0, UINT32_MAX};
             }
         }
-        range_ctx_t c = {q, nsteps, &groups[gi], i, err};
+        range_ctx_t c = {q, nsteps, &groups[gi], i, err, 0, INT64_MIN, INT64_MIN};
         if (q->ncall_site > 0) { /* each profile's samples under the call site */
             cs_series_t cs = {r, q, &c, &verdict, err};
             ret = ps_reader_profiles(r, set.sids[i], lo_ns, hi_ns, false, cs_on_profile, &cs, err);
@@ -648,23 +680,51 @@ int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_a
     ps_buf_dispose(&key);
     ps_hmap_dispose(&index);
     ps_hmap_dispose(&verdict);
-    uint32_t nres = 0;
-    ps_qseries_t *res = ps_arena_calloc(arena, ng + 1, sizeof(ps_qseries_t));
-    ps_qr_exemplar_t **e = with_ex ? ps_arena_calloc(arena, ng + 1, sizeof(*e)) : NULL;
     if (ret == 0)
-        nres = make_points(r, q, groups, ng, nsteps, &set, arena, res, e);
-    for (uint32_t g = 0; g < ng; g++) {
-        free(groups[g].sum);
-        free(groups[g].count);
-        free(groups[g].ex_v);
-        free(groups[g].ex_ts);
-        free(groups[g].ex_series);
+        make_points(r, q, groups, ng, nsteps, &set, arena, out);
+    return ret;
+}
+
+int ps_querier_select_series_src(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena,
+                                 ps_qr_series_src_t *out, ps_err_t *err)
+{
+    return select_series(r, q, q->exemplars, arena, out, err);
+}
+
+int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena, ps_qseries_t **out,
+                             uint32_t *nout, ps_qr_exemplar_t ***ex, ps_err_t *err)
+{
+    *out = NULL;
+    *nout = 0;
+    if (ex)
+        *ex = NULL;
+    ps_qr_series_src_t src;
+    int ret = select_series(r, q, q->exemplars && ex != NULL, arena, &src, err);
+    if (ret)
+        return ret;
+    ps_qseries_t *s = ps_arena_calloc(arena, src.n + 1, sizeof(*s));
+    ps_qr_exemplar_t **e = ex ? ps_arena_calloc(arena, src.n + 1, sizeof(*e)) : NULL;
+    for (uint32_t i = 0; i < src.n; i++) {
+        uint32_t np = src.npoints(src.ctx, i);
+        s[i].labels = *src.labels(src.ctx, i);
+        s[i].points = ps_arena_alloc(arena, ((size_t)np + 1) * sizeof(ps_point_t));
+        if (e)
+            e[i] = ps_arena_alloc(arena, ((size_t)np + 1) * sizeof(ps_qr_exemplar_t));
+        for (uint32_t k = 0; k < np; k++) {
+            ps_qr_point_t p;
+            ps_qr_exemplar_t x;
+            src.point(src.ctx, i, k, &p, &x);
+            s[i].points[k] = (ps_point_t){p.t, p.v};
+            if (e && p.exemplar)
+                e[i][k] = x;
+        }
+        s[i].n = np;
     }
+    *out = s;
+    *nout = src.n;
     if (ex)
         *ex = e;
-    *out = res;
-    *nout = ret == 0 ? nres : 0;
-    return ret;
+    return 0;
 }
 
 int ps_querier_merge(ps_reader_t *r, ps_selector_t *sel, int64_t start_ns, int64_t end_ns, uint32_t max_series,

@@ -121,6 +121,11 @@ typedef struct ps_querier_range_q {
  */
 int ps_querier_select_series(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena, ps_qseries_t **out,
                              uint32_t *n, ps_qr_exemplar_t ***ex, ps_err_t *err);
+/** The same answer (with q->exemplars, each point's exemplar) as a source of points read from the
+ *  query's own arrays, valid while arena, r and q are: what the Connect answer is encoded from
+ *  (ps_qr_encode_select_series_src), with no struct made per point. */
+int ps_querier_select_series_src(ps_reader_t *r, const ps_querier_range_q_t *q, ps_arena_t *arena,
+                                 ps_qr_series_src_t *out, ps_err_t *err);
 
 /** The y buckets of a heatmap (Pyroscope's DefaultYAxisBuckets). */
 #define PS_QUERIER_HEATMAP_BUCKETS 20

@@ -159,6 +159,8 @@ void ps_profile_uuid_text(const uint8_t u[16], char out[PS_PROFILE_ID_LEN + 1]);
 /** The id of the profile of series sid at ts (ns), as answers give it: its UUID text into out
  *  (returns 36), or "" (returns 0) when it has none. The one place an id is made. */
 int ps_query_profile_id(ps_reader_t *r, uint64_t sid, int64_t ts, char out[PS_PROFILE_ID_LEN + 1]);
+/** The same id as its 16 bytes (the text is their UUID text): false when it has none. */
+bool ps_query_profile_uuid(ps_reader_t *r, uint64_t sid, int64_t ts, uint8_t u[16]);
 /** The stored profiles with the id s[0..n) (at most max into out, *n of them; a derived id names
  *  one). Not UUID text: PS_EINVAL "<field>: \"...\" is not a profile id ..."; a UUID no stored
  *  profile has (or max 0): PS_EINVAL "<field>: unknown profile id \"...\"". The one place an id is read. */

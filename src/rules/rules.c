@@ -3,7 +3,7 @@
  *
  * A contribution (ps_rules_eval, carried by the write request to ps_rules_record) is, repeated:
  *   klen (u32, host order) | the recorded series' labels, ps_labels_encode'd (klen bytes)
- *   | h (u64, the labels' hash) | t (i64 ms) | v (f64)
+ *   | h (u64, the labels' ps_hash64 of seed 0, as the store's maps hash them) | t (i64 ms) | v (f64)
  * made and read by this process only (never stored).
  */
 #include "rules.h"
@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,11 +272,41 @@ typedef struct crule {
     bool dropped_logged;
 } crule_t;
 
+/* The evaluation's memory of the profile series it met (one per set, shared by the evaluating
+ * threads): by a series' labels (ps_labels_encode'd), what the rules make of that series, as one
+ * entry (below) copied out under mu. What it holds depends only on the labels and the set: which
+ * rules match, the recorded series' labels and their hash, and whether the rule dropped that
+ * recorded series (a decision that never changes: seen only grows, and a rule at
+ * PS_RULE_SERIES_MAX stays there). A profile of a series met before is then evaluated without
+ * matching, building labels, encoding, hashing or taking a rule's lock; only its totals are its
+ * own. Dropped whole past EVAL_CACHE_BYTES. */
+#define EVAL_CACHE_BYTES (16u << 20)
+
+/* an entry: ecount_t, then n econtrib_t, then the recorded series' labels they point at by offset */
+typedef struct ecount {
+    uint32_t n, bytes;
+} ecount_t;
+
+typedef struct econtrib {
+    uint32_t rule;     /* index in the set */
+    uint32_t klen;     /* the recorded series' labels, ps_labels_encode'd */
+    uint32_t koff;     /* their offset in the entry */
+    uint32_t drop;     /* 1: the rule had PS_RULE_SERIES_MAX series without this one */
+    uint64_t h;        /* their hash (ps_hash64, seed 0) */
+} econtrib_t;
+
+typedef struct ecache {
+    pthread_mutex_t mu;
+    ps_hmap_t index;   /* series labels -> entry (a pointer into arena) */
+    ps_arena_t arena;
+} ecache_t;
+
 typedef struct ruleset {
     ps_arena_t arena;
     crule_t *v;
     size_t n;
     uint32_t nprov;
+    ecache_t cache;
 } ruleset_t;
 
 struct ps_rules {
@@ -317,6 +348,9 @@ static void set_free(ruleset_t *set)
         free(set->v[i].seen.slot);
         pthread_mutex_destroy(&set->v[i].mu);
     }
+    pthread_mutex_destroy(&set->cache.mu);
+    ps_hmap_dispose(&set->cache.index);
+    ps_arena_dispose(&set->cache.arena);
     ps_arena_dispose(&set->arena);
     free(set);
 }
@@ -368,6 +402,9 @@ static void rebuild(ps_rules_t *rs)
 {
     ruleset_t *set = ps_xcalloc(1, sizeof(*set));
     set->arena = (ps_arena_t)PS_ARENA_INIT;
+    pthread_mutex_init(&set->cache.mu, NULL);
+    ps_hmap_init(&set->cache.index);
+    set->cache.arena = (ps_arena_t)PS_ARENA_INIT;
     set->v = ps_arena_alloc(&set->arena, (rs->nprov + rs->nstored + 1) * sizeof(crule_t));
     for (size_t i = 0; i < rs->nprov; i++)
         compile(&rs->prov[i], true, set, &set->v[set->n++]);
@@ -599,7 +636,11 @@ static void function_totals(const ps_profile_t *p, const char *fn, size_t fnlen,
 {
     for (uint32_t t = 0; t < p->ntypes; t++)
         sum[t] = 0;
-    uint8_t *fhit = calloc(p->nfunctions + 1, 1);
+    /* the marks on the stack when they fit (a profile has some hundreds of each) */
+    enum { ON_STACK = 2048 };
+    uint8_t fbuf[ON_STACK], lbuf[ON_STACK];
+    bool fheap = p->nfunctions + 1 > ON_STACK, lheap = p->nlocations + 1 > ON_STACK;
+    uint8_t *fhit = fheap ? calloc(p->nfunctions + 1, 1) : memset(fbuf, 0, p->nfunctions + 1);
     bool any = false;
     for (uint32_t f = 0; f < p->nfunctions; f++) {
         ps_str_t nm = ps_profile_str(p, p->functions[f].name);
@@ -609,7 +650,7 @@ static void function_totals(const ps_profile_t *p, const char *fn, size_t fnlen,
         }
     }
     if (any) {
-        uint8_t *lhit = calloc(p->nlocations + 1, 1);
+        uint8_t *lhit = lheap ? calloc(p->nlocations + 1, 1) : memset(lbuf, 0, p->nlocations + 1);
         for (uint32_t l = 0; l < p->nlocations; l++)
             for (uint32_t k = 0; k < p->locations[l].nlines; k++) {
                 uint32_t f = p->locations[l].lines[k].function;
@@ -625,9 +666,11 @@ static void function_totals(const ps_profile_t *p, const char *fn, size_t fnlen,
                     break;
                 }
         }
-        free(lhit);
+        if (lheap)
+            free(lhit);
     }
-    free(fhit);
+    if (fheap)
+        free(fhit);
 }
 
 static bool matches(crule_t *c, const ps_labels_t *ls)
@@ -650,6 +693,149 @@ static bool matches(crule_t *c, const ps_labels_t *ls)
     return true;
 }
 
+/* a profile's totals, each computed when a rule first needs it: the plain one and, by name, those
+ * of the rules' functions (rules that filter by the same function share one); every sample type
+ * in one pass */
+typedef struct totals {
+    const ps_profile_t *prof;
+    ps_arena_t *a;
+    double inline_v[32]; /* the first totals' room (a profile has a few sample types) */
+    uint32_t used;
+    double *total;
+    struct {
+        const char *fn;
+        double *v;
+    } fc[8];
+    uint32_t nfc;
+} totals_t;
+
+/* room for one set of totals (ntypes doubles) */
+static double *totals_room(totals_t *tt)
+{
+    uint32_t n = tt->prof->ntypes;
+    if (tt->used + n <= sizeof(tt->inline_v) / sizeof(tt->inline_v[0])) {
+        tt->used += n;
+        return tt->inline_v + tt->used - n;
+    }
+    return ps_arena_alloc(tt->a, (n + 1) * sizeof(double));
+}
+
+static double value_of(totals_t *tt, const crule_t *c, uint32_t ti)
+{
+    const ps_profile_t *prof = tt->prof;
+    if (!c->r.has_function) {
+        if (tt->total == NULL) {
+            tt->total = totals_room(tt);
+            totals_of(prof, tt->total);
+        }
+        return tt->total[ti];
+    }
+    for (uint32_t k = 0; k < tt->nfc; k++)
+        if (strcmp(tt->fc[k].fn, c->r.function_name) == 0)
+            return tt->fc[k].v[ti];
+    double *fv = totals_room(tt);
+    function_totals(prof, c->r.function_name, c->fnlen, fv);
+    if (tt->nfc < 8) {
+        tt->fc[tt->nfc].fn = c->r.function_name;
+        tt->fc[tt->nfc++].v = fv;
+    }
+    return fv[ti];
+}
+
+/* The cache entry of a profile series of labels ls under set, into e: the rules that match it and
+ * their recorded series, each entered in its rule's seen set (or dropped, the rule being full) as
+ * the first contribution to it did before the cache. */
+static void series_entry(ruleset_t *set, const ps_labels_t *ls, ps_arena_t *a, ps_buf_t *e)
+{
+    ps_buf_t keys = PS_BUF_INIT;
+    ps_buf_reset(e);
+    ps_buf_reserve(e, sizeof(ecount_t));
+    e->len = sizeof(ecount_t);
+    uint32_t n = 0;
+    for (size_t i = 0; i < set->n; i++) {
+        crule_t *c = &set->v[i];
+        bool ok;
+        if (c->has_re) {
+            pthread_mutex_lock(&c->mu);
+            ok = matches(c, ls);
+            pthread_mutex_unlock(&c->mu);
+        } else {
+            ok = matches(c, ls);
+        }
+        if (!ok)
+            continue;
+        ps_labels_t o = ps_labels_borrow(&c->base);
+        for (size_t g = 0; g < c->r.ngroup_by; g++) {
+            const char *gn = c->r.group_by[g];
+            if (strcmp(gn, "__name__") == 0 || strcmp(gn, RULE_ID_LABEL) == 0)
+                continue;
+            const ps_label_pair_t *p = ps_labels_get(ls, strcmp(gn, "__profile_type__") == 0 ? "__name__" : gn);
+            if (p != NULL)
+                ps_labels_set(&o, a, gn, strlen(gn), p->value, p->vlen);
+        }
+        size_t at = keys.len;
+        ps_labels_encode(&o, &keys);
+        uint32_t klen = (uint32_t)(keys.len - at);
+        uint64_t h = ps_hash64(keys.data + at, klen, 0);
+        bool drop = false;
+        pthread_mutex_lock(&c->mu);
+        if (!seen_has(&c->seen, h)) {
+            if (c->seen.n >= PS_RULE_SERIES_MAX) {
+                drop = true;
+                if (!c->dropped_logged)
+                    ps_log_warn("recording rule has the most series there may be: contributions to new ones are dropped",
+                                "id=%s series=%d", ps_log_q(c->r.id), PS_RULE_SERIES_MAX);
+                c->dropped_logged = true;
+            } else {
+                seen_add(&c->seen, h);
+            }
+        }
+        pthread_mutex_unlock(&c->mu);
+        econtrib_t ec = {(uint32_t)i, klen, (uint32_t)at, drop, h};
+        ps_buf_append(e, &ec, sizeof(ec));
+        n++;
+    }
+    uint32_t base = (uint32_t)e->len;
+    for (uint32_t k = 0; k < n; k++) {
+        econtrib_t *ec = (econtrib_t *)(e->data + sizeof(ecount_t)) + k;
+        ec->koff += base;
+    }
+    ps_buf_append(e, keys.data, keys.len);
+    ecount_t hd = {n, (uint32_t)e->len};
+    memcpy(e->data, &hd, sizeof(hd));
+    ps_buf_dispose(&keys);
+}
+
+/* ls's entry from set's cache into e; false if it has none */
+static bool cache_get(ecache_t *ec, const ps_buf_t *key, ps_buf_t *e)
+{
+    uint64_t v;
+    pthread_mutex_lock(&ec->mu);
+    bool found = ps_hmap_get(&ec->index, key->data, key->len, &v);
+    if (found) {
+        const uint8_t *ent = (const uint8_t *)(uintptr_t)v;
+        ecount_t hd;
+        memcpy(&hd, ent, sizeof(hd));
+        ps_buf_reset(e);
+        ps_buf_append(e, ent, hd.bytes);
+    }
+    pthread_mutex_unlock(&ec->mu);
+    return found;
+}
+
+static void cache_put(ecache_t *ec, const ps_buf_t *key, const ps_buf_t *e)
+{
+    pthread_mutex_lock(&ec->mu);
+    if (ps_hmap_bytes(&ec->index) + ec->arena.used_total + key->len + e->len > EVAL_CACHE_BYTES) {
+        ps_hmap_clear(&ec->index);
+        ps_arena_dispose(&ec->arena);
+    }
+    uint8_t *ent = ps_arena_alloc(&ec->arena, e->len);
+    memcpy(ent, e->data, e->len);
+    ps_hmap_put(&ec->index, key->data, key->len, (uint64_t)(uintptr_t)ent);
+    pthread_mutex_unlock(&ec->mu);
+}
+
 void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
 {
     if (app->profile == NULL)
@@ -661,104 +847,50 @@ void ps_rules_eval(ps_rules_t *rs, const ps_append_t *app, ps_buf_t *out)
         return;
     }
     ps_arena_t a = PS_ARENA_INIT;
+    ps_buf_t key = PS_BUF_INIT, e = PS_BUF_INIT;
     int64_t t = ps_ns_to_ms_floor(app->ts);
-    uint64_t nmatched = 0;
-    /* the totals of the profile, each computed once for all its series (every sample type in one
-     * pass): the plain one and, by name, those of the rules' functions (rules that filter by the
-     * same function share one) */
-    const ps_profile_t *prof = app->profile;
-    double *total = NULL;
-    struct {
-        const char *fn;
-        double *v;
-    } fcache[8];
-    uint32_t nfc = 0;
+    uint64_t nmatched = 0, ndropped = 0;
+    totals_t tt = {.prof = app->profile, .a = &a};
     for (uint32_t j = 0; j < app->nseries; j++) {
         const ps_labels_t *ls = &app->series_labels[j];
         uint32_t ti = app->type_index[j];
-        if (ti >= prof->ntypes)
+        if (ti >= app->profile->ntypes)
             continue;
-        for (size_t i = 0; i < set->n; i++) {
-            crule_t *c = &set->v[i];
-            bool ok;
-            if (c->has_re) {
-                pthread_mutex_lock(&c->mu);
-                ok = matches(c, ls);
-                pthread_mutex_unlock(&c->mu);
-            } else {
-                ok = matches(c, ls);
-            }
-            if (!ok)
-                continue;
-            nmatched++;
-            double v;
-            if (c->r.has_function) {
-                uint32_t k = 0;
-                while (k < nfc && strcmp(fcache[k].fn, c->r.function_name) != 0)
-                    k++;
-                if (k < nfc) {
-                    v = fcache[k].v[ti];
-                } else {
-                    double *fv = ps_arena_alloc(&a, prof->ntypes * sizeof(double));
-                    function_totals(prof, c->r.function_name, c->fnlen, fv);
-                    v = fv[ti];
-                    if (nfc < 8)
-                        fcache[nfc++].fn = c->r.function_name, fcache[nfc - 1].v = fv;
-                }
-            } else {
-                if (total == NULL) {
-                    total = ps_arena_alloc(&a, prof->ntypes * sizeof(double));
-                    totals_of(prof, total);
-                }
-                v = total[ti];
-            }
-            ps_labels_t o = ps_labels_borrow(&c->base);
-            for (size_t g = 0; g < c->r.ngroup_by; g++) {
-                const char *gn = c->r.group_by[g];
-                if (strcmp(gn, "__name__") == 0 || strcmp(gn, RULE_ID_LABEL) == 0)
-                    continue;
-                const ps_label_pair_t *p =
-                    ps_labels_get(ls, strcmp(gn, "__profile_type__") == 0 ? "__name__" : gn);
-                if (p != NULL)
-                    ps_labels_set(&o, &a, gn, strlen(gn), p->value, p->vlen);
-            }
-            /* the contribution straight into out (taken back if dropped) */
-            size_t at = out->len;
-            ps_buf_reserve(out, sizeof(uint32_t));
-            out->len += sizeof(uint32_t);
-            ps_labels_encode(&o, out);
-            uint32_t klen = (uint32_t)(out->len - at - sizeof(uint32_t));
-            uint64_t h = ps_hash64(out->data + at + sizeof(uint32_t), klen, 0x72756c6573ull);
-            bool drop = false;
-            pthread_mutex_lock(&c->mu);
-            if (!seen_has(&c->seen, h)) {
-                if (c->seen.n >= PS_RULE_SERIES_MAX) {
-                    drop = true;
-                    if (!c->dropped_logged)
-                        ps_log_warn("recording rule has the most series there may be: contributions to new ones are dropped",
-                                    "id=%s series=%d", ps_log_q(c->r.id), PS_RULE_SERIES_MAX);
-                    c->dropped_logged = true;
-                } else {
-                    seen_add(&c->seen, h);
-                }
-            }
-            pthread_mutex_unlock(&c->mu);
-            if (drop) {
-                out->len = at;
-                atomic_fetch_add(&rs->dropped, 1);
+        ps_buf_reset(&key);
+        ps_labels_encode(ls, &key);
+        if (!cache_get(&set->cache, &key, &e)) {
+            series_entry(set, ls, &a, &e);
+            cache_put(&set->cache, &key, &e);
+        }
+        ecount_t hd;
+        memcpy(&hd, e.data, sizeof(hd));
+        nmatched += hd.n;
+        for (uint32_t k = 0; k < hd.n; k++) {
+            econtrib_t ec;
+            memcpy(&ec, e.data + sizeof(ecount_t) + k * sizeof(econtrib_t), sizeof(ec));
+            if (ec.drop) {
+                ndropped++;
                 continue;
             }
-            memcpy(out->data + at, &klen, sizeof(klen));
-            uint8_t *q = ps_buf_reserve(out, 24);
-            memcpy(q, &h, 8);
+            double v = value_of(&tt, &set->v[ec.rule], ti);
+            /* the contribution: klen | labels | h | t | v */
+            uint8_t *q = ps_buf_reserve(out, sizeof(uint32_t) + ec.klen + 24);
+            memcpy(q, &ec.klen, sizeof(uint32_t));
+            memcpy(q + sizeof(uint32_t), e.data + ec.koff, ec.klen);
+            q += sizeof(uint32_t) + ec.klen;
+            memcpy(q, &ec.h, 8);
             memcpy(q + 8, &t, 8);
             memcpy(q + 16, &v, 8);
-            out->len += 24;
+            out->len += sizeof(uint32_t) + ec.klen + 24;
         }
     }
     pthread_rwlock_unlock(&rs->lock);
     if (nmatched)
         atomic_fetch_add(&rs->evaluations, nmatched);
+    if (ndropped)
+        atomic_fetch_add(&rs->dropped, ndropped);
+    ps_buf_dispose(&key);
+    ps_buf_dispose(&e);
     ps_arena_dispose(&a);
 }
 
@@ -848,7 +980,7 @@ void ps_rules_record(void *ctx, ps_append_t *const *items, size_t n, ps_float_ap
     }
     if (ng > 0) {
         ps_float_append_t **pv = ps_arena_alloc(a, ng * sizeof(*pv));
-        ps_float_append_t *fv = ps_arena_calloc(a, ng, sizeof(*fv));
+        ps_float_append_t *fv = ps_arena_alloc(a, ng * sizeof(*fv)); /* each made below (not its err's text) */
         size_t nf = 0;
         uint64_t nsamples = 0;
         for (size_t k = 0; k < ng; k++) {
@@ -864,10 +996,17 @@ void ps_rules_record(void *ctx, ps_append_t *const *items, size_t n, ps_float_ap
                 else
                     gr->s[m++] = gr->s[j];
             }
-            fv[nf].labels = ls;
-            fv[nf].samples = gr->s;
-            fv[nf].nsamples = m;
-            fv[nf].counter = true;
+            ps_float_append_t *fa = &fv[nf];
+            memset(fa, 0, offsetof(ps_float_append_t, err));
+            ps_err_clear(&fa->err);
+            memset(&fa->sid, 0, sizeof(*fa) - offsetof(ps_float_append_t, sid));
+            fa->labels = ls;
+            fa->samples = gr->s;
+            fa->nsamples = m;
+            fa->counter = true;
+            fa->key = gr->key;
+            fa->klen = gr->klen;
+            fa->key_hash = gr->h;
             pv[nf] = &fv[nf];
             nf++;
             nsamples += m;

@@ -135,15 +135,23 @@ static void test_select_series(void **state)
         ps_label_pair_t ep[] = {{.name = "instance", .value = "a", .nlen = 8, .vlen = 1},
                                 {.name = "empty", .value = "", .nlen = 5, .vlen = 0}};
         ps_qr_exemplar_t ex[] = {{1796022007000, "18ecc07f-e804-8e60-8000-000000000002", 2980000000, {2, ep, 0}},
-                                 {-5, "", 0, {0, NULL, 0}}};
-        ps_qr_point_t xp[] = {{1000, 2.5, &ex[0]}, {0, 0.0, &ex[1]}, {-7, -0.0, NULL}, {60000, 1e300, &ex[0]}};
-        ps_qr_series_t xs[] = {{ls, 4, xp}, {{0, NULL, 0}, 1, xp}};
+                                 {-5, "", 0, {0, NULL, 0}},
+                                 /* the id as its bytes (the querier's exemplars): written as the text above */
+                                 {.t = 1796022008000, .value = 7, .labels = {2, ep, 0}, .has_uuid = true,
+                                  .uuid = {0x18, 0xec, 0xc0, 0x7f, 0xe8, 0x04, 0x8e, 0x60, 0x80, 0x00, 0, 0, 0, 0, 0, 2}}};
+        ps_qr_point_t xp[] = {{1000, 2.5, &ex[0]}, {0, 0.0, &ex[1]}, {-7, -0.0, NULL}, {60000, 1e300, &ex[0]},
+                              {120000, 3.0, &ex[2]}};
+        ps_qr_series_t xs[] = {{ls, 5, xp}, {{0, NULL, 0}, 1, xp}};
         ps_buf_reset(&out);
         ps_qr_encode_select_series(PS_QR_BINARY, xs, 2, &a, &out);
         Querier__V1__SelectSeriesResponse *m = querier__v1__select_series_response__unpack(NULL, out.len, out.data);
         assert_non_null(m);
         assert_int_equal(m->n_series, 2);
-        assert_int_equal(m->series[0]->n_points, 4);
+        assert_int_equal(m->series[0]->n_points, 5);
+        assert_string_equal(m->series[0]->points[4]->exemplars[0]->profile_id, "18ecc07f-e804-8e60-8000-000000000002");
+        assert_int_equal(m->series[0]->points[4]->exemplars[0]->value, 7);
+        assert_int_equal(m->series[0]->points[4]->exemplars[0]->n_labels, 2);
+        assert_string_equal(m->series[0]->points[4]->exemplars[0]->labels[0]->name, "instance");
         assert_int_equal(m->series[0]->points[0]->n_exemplars, 1);
         assert_string_equal(m->series[0]->points[0]->exemplars[0]->profile_id, "18ecc07f-e804-8e60-8000-000000000002");
         assert_int_equal(m->series[0]->points[0]->exemplars[0]->value, 2980000000);
@@ -165,6 +173,14 @@ static void test_select_series(void **state)
         assert_memory_equal(again, out.data, n);
         free(again);
         querier__v1__select_series_response__free_unpacked(m, NULL);
+        /* JSON: the id of the bytes is the same text (three points carry it) */
+        ps_buf_reset(&out);
+        ps_qr_encode_select_series(PS_QR_JSON, xs, 1, &a, &out);
+        ps_buf_putc(&out, 0);
+        int ids = 0;
+        for (const char *q = (char *)out.data; (q = strstr(q, "\"18ecc07f-e804-8e60-8000-000000000002\"")) != NULL; q++)
+            ids++;
+        assert_int_equal(ids, 3);
     }
     /* SeriesResponse: labels_set is field 2 */
     ps_buf_reset(&out);

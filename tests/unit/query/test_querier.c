@@ -466,6 +466,15 @@ static void assert_uuid(uint64_t sid, int64_t ts)
 }
 
 /* ids: the layout (docs/api.md "Profile ids"), the text forms read, ids of stored profiles */
+/* an exemplar's profile id as text (SelectSeries' carry it as its bytes) */
+static const char *ex_id(ps_arena_t *a, const ps_qr_exemplar_t *e)
+{
+    assert_true(e->has_uuid);
+    char *t = ps_arena_alloc(a, PS_PROFILE_ID_LEN + 1);
+    ps_profile_uuid_text(e->uuid, t);
+    return t;
+}
+
 static void test_profile_ids(void **state)
 {
     (void)state;
@@ -561,11 +570,12 @@ static void test_profile_ids(void **state)
     assert_int_equal(ex[1][0].labels.n, 0);
     {
         ps_profile_ref_t ref;
-        assert_int_equal(ps_query_profile_id_parse(f.r, ex[0][1].profile_id, 36, "id", &ref, 1, &k, &f.err), 0);
+        assert_int_equal(ps_query_profile_id_parse(f.r, ex_id(&f.a, &ex[0][1]), 36, "id", &ref, 1, &k, &f.err), 0);
         assert_true(ref.ts == (T0 + 20) * 1000000000LL);
     }
     /* merge by ids: cpu-01 and cpu-04 of the listed, within the range; listed twice counts once */
-    const char *ids[4] = {ex[0][0].profile_id, ex[1][0].profile_id, ex[0][0].profile_id, ex[0][1].profile_id};
+    const char *ids[4] = {ex_id(&f.a, &ex[0][0]), ex_id(&f.a, &ex[1][0]), ex_id(&f.a, &ex[0][0]),
+                          ex_id(&f.a, &ex[0][1])};
     ps_profile_ref_t *refs;
     uint32_t nrefs;
     assert_int_equal(ps_querier_profile_ids(f.r, ids, 4, "profile_id_selector", &f.a, &refs, &nrefs, &f.err), 0);

@@ -182,6 +182,12 @@ static void test_eval_and_record(void **state)
     for (int i = 0; i < 3; i++) {
         prepare(in[i].rel, in[i].labels, in[i].time, &a, &apps[i]);
         ps_rules_eval(rs, &apps[i], &rec[i]);
+        /* again: the series is met a second time (the evaluation's cache), the same contributions */
+        ps_buf_t again = PS_BUF_INIT;
+        ps_rules_eval(rs, &apps[i], &again);
+        assert_int_equal(again.len, rec[i].len);
+        assert_memory_equal(again.data, rec[i].data, rec[i].len);
+        ps_buf_dispose(&again);
         apps[i].rec = rec[i].data;
         apps[i].rec_len = rec[i].len;
         pv[i] = &apps[i];
@@ -235,11 +241,25 @@ static void test_series_bound(void **state)
         with += b.len > 0;
         ps_buf_dispose(&b);
     }
+    /* the first and the last series again (each met before): the first still contributes, the
+     * last is still dropped, and counted again */
+    for (int i = 0; i <= PS_RULE_SERIES_MAX; i += PS_RULE_SERIES_MAX) {
+        char v[16];
+        snprintf(v, sizeof(v), "%d", i);
+        for (uint32_t j = 0; j < app.nseries; j++) {
+            ls[j] = ps_labels_borrow(&orig[j]);
+            ps_labels_set(&ls[j], &a, "instance", 8, v, strlen(v));
+        }
+        ps_buf_t b = PS_BUF_INIT;
+        ps_rules_eval(rs, &app, &b);
+        assert_int_equal(b.len > 0, i == 0);
+        ps_buf_dispose(&b);
+    }
     ps_rules_stats_t st;
     ps_rules_stats(rs, &st);
     assert_int_equal(with, PS_RULE_SERIES_MAX);
-    assert_int_equal(st.series_dropped, 1);
-    assert_int_equal(st.evaluations, PS_RULE_SERIES_MAX + 1);
+    assert_int_equal(st.series_dropped, 2);
+    assert_int_equal(st.evaluations, PS_RULE_SERIES_MAX + 3);
     assert_int_equal(st.rules, 1);
     assert_int_equal(st.provisioned, 1);
     ps_arena_dispose(&a);
