@@ -115,6 +115,7 @@ struct h2_conn {
     expect_fn _read_expect;
 };
 #define H2_FRAME_HEADER_SIZE 9
+#define H2_FRAME_TYPE_DATA 0
 #define H2_FRAME_TYPE_HEADERS 1
 #define H2_FRAME_TYPE_RST_STREAM 3
 #define H2_FRAME_TYPE_CONTINUATION 9
@@ -154,7 +155,8 @@ typedef struct h1_conn {
  * to the request it embeds. Only read, but for the two steps of an answer (answer_h2). The layout
  * is checked on every use: a stream still receiving its body has not started its answer, so its
  * request's _ostr_top is the stream's own final ostream. */
-enum { H2S_IDLE, H2S_RECV_HEADERS, H2S_RECV_BODY, H2S_REQ_PENDING, H2S_SEND_HEADERS };
+enum { H2S_IDLE, H2S_RECV_HEADERS, H2S_RECV_BODY, H2S_REQ_PENDING, H2S_SEND_HEADERS, H2S_SEND_BODY,
+       H2S_SEND_BODY_IS_FINAL, H2S_END_STREAM };
 typedef struct h2_stream {
     uint32_t stream_id;
     h2o_ostream_t _ostr_final;
@@ -230,6 +232,8 @@ typedef struct conn {
     size_t lim_hdr;    /* its header's length */
     int lim_exempt;    /* 1: a debug file upload (h2o's own limit, the larger); 2: not; 0: not known */
     h2o_timeout_entry_t recheck; /* zero timeout: the wrapper put back and the body checked */
+    uint32_t held[8];  /* HTTP/2: streams answered 413 whose DATA h2o is not given before the answer is out */
+    int nheld;
     uint64_t accepted_at, read_at, busy_at; /* loop ms: accepted, bytes last came in, last seen in a request */
     uint64_t reads;           /* read callbacks (or input growths seen by the tick) */
     size_t seen_in;           /* the socket's input size at the last tick */
@@ -259,6 +263,7 @@ typedef struct conn {
 static void on_read_wrapped(h2o_socket_t *sock, const char *err);
 static ssize_t on_expect_wrapped(h2_conn_t *h2, const uint8_t *src, size_t len, const char **err_desc);
 static void check_body(conn_t *c);
+static void answer_h2_413(conn_t *c, h2o_req_t *req, const char *msg);
 static bool h1_too_large(conn_t *c, h1_conn_t *h1, char *msg, size_t n);
 static struct h2body *h2body_of(conn_t *c, const h2_stream_t *st, uint64_t now);
 static bool h2_too_large(conn_t *c, h2_stream_t *st, struct h2body *b, char *msg, size_t n);
@@ -408,6 +413,14 @@ static ssize_t on_expect_wrapped(h2_conn_t *h2, const uint8_t *src, size_t len, 
     if (c->kill[0] != '\0') {
         *err_desc = c->kill;
         return H2O_HTTP2_ERROR_PROTOCOL;
+    }
+    if (c->nheld != 0 && len >= H2_FRAME_HEADER_SIZE && src[3] == H2_FRAME_TYPE_DATA) {
+        /* h2o resets a stream it gets DATA for once answered, its answer's body unsent with it: the
+         * parse waits until the answer is written (on_recheck, in this loop turn) */
+        uint32_t id = ((uint32_t)src[5] << 24 | (uint32_t)src[6] << 16 | (uint32_t)src[7] << 8 | src[8]) & 0x7fffffff;
+        for (int i = 0; i < c->nheld; i++)
+            if (c->held[i] == id)
+                return H2O_HTTP2_ERROR_INCOMPLETE;
     }
     ssize_t ret = c->orig_expect(h2, src, len, err_desc);
     if (h2->_read_expect != on_expect_wrapped) { /* h2o moved on (preface done, CONTINUATION, ...) */
@@ -895,9 +908,25 @@ static bool h2_receiving(h2_stream_t *st)
     return st->state == H2S_RECV_BODY && st->req._ostr_top == &st->_ostr_final && st->req.pathconf == NULL;
 }
 
-/* HTTP/2: c's streams over the limit are answered 413, after a read. They are found in the
- * connection's priority tree, where h2o opens every stream (h2o_http2_scheduler_openref_t is
- * public, and the stream's _refs.scheduler), walked without recursion; a few a read. */
+/* HTTP/2: the stream after ref (NULL: the first) in h2's priority tree, where h2o opens every
+ * stream (h2o_http2_scheduler_openref_t is public, the stream's _refs.scheduler), depth first
+ * without recursion; NULL after the last */
+static h2_stream_t *next_stream(h2_conn_t *h2, h2_stream_t *prev)
+{
+    h2o_http2_scheduler_node_t *root = &h2->scheduler, *node = prev == NULL ? root : &prev->_refs.scheduler.node;
+    h2o_linklist_t *link = node->_all_refs.next; /* its first dependent */
+    while (link == &node->_all_refs) {           /* none (left): the next sibling of node or of a parent */
+        if (node == root)
+            return NULL;
+        h2o_http2_scheduler_openref_t *up = H2O_STRUCT_FROM_MEMBER(h2o_http2_scheduler_openref_t, node, node);
+        node = node->_parent;
+        link = up->_all_link.next;
+    }
+    h2o_http2_scheduler_openref_t *ref = H2O_STRUCT_FROM_MEMBER(h2o_http2_scheduler_openref_t, _all_link, link);
+    return H2O_STRUCT_FROM_MEMBER(h2_stream_t, _refs.scheduler, ref);
+}
+
+/* HTTP/2: c's streams over the limit are answered 413, after a read (a few a read) */
 static void check_h2(conn_t *c)
 {
     enum { MAX_PER_READ = 8 };
@@ -905,29 +934,22 @@ static void check_h2(conn_t *c)
     char msgs[MAX_PER_READ][160];
     int n = 0;
     uint64_t now = h2o_now(c->lc->loop->ctx.loop);
-    h2o_http2_scheduler_node_t *root = &c->h2->scheduler, *node = root;
-    h2o_linklist_t *link = root->_all_refs.next;
-    while (n < MAX_PER_READ) {
-        if (link == &node->_all_refs) { /* node's dependents done: on to its next sibling */
-            if (node == root)
-                break;
-            h2o_http2_scheduler_openref_t *up = H2O_STRUCT_FROM_MEMBER(h2o_http2_scheduler_openref_t, node, node);
-            node = node->_parent;
-            link = up->_all_link.next;
-            continue;
-        }
-        h2o_http2_scheduler_openref_t *ref = H2O_STRUCT_FROM_MEMBER(h2o_http2_scheduler_openref_t, _all_link, link);
-        h2_stream_t *st = H2O_STRUCT_FROM_MEMBER(h2_stream_t, _refs.scheduler, ref);
+    for (h2_stream_t *st = next_stream(c->h2, NULL); st != NULL && n < MAX_PER_READ; st = next_stream(c->h2, st))
         if (st->req.conn == &c->h2->super && h2_receiving(st) &&
             h2_too_large(c, st, h2body_of(c, st, now), msgs[n], sizeof(msgs[n])))
             over[n++] = &st->req;
-        node = &ref->node; /* its dependents first */
-        link = node->_all_refs.next;
-    }
-    for (int i = 0; i < n; i++) {
-        ps_counter_add(&c->lc->cs->too_large, 1);
-        answer_h2(over[i], 413, msgs[i]);
-    }
+    for (int i = 0; i < n; i++)
+        answer_h2_413(c, over[i], msgs[i]);
+}
+
+/* HTTP/2: have the 413s of the held streams left them (h2o ended or closed those streams)? */
+static bool held_written(conn_t *c)
+{
+    for (h2_stream_t *st = next_stream(c->h2, NULL); st != NULL; st = next_stream(c->h2, st))
+        for (int i = 0; i < c->nheld; i++)
+            if (st->stream_id == c->held[i] && st->state < H2S_END_STREAM)
+                return false;
+    return true;
 }
 
 static void on_recheck(h2o_timeout_entry_t *e)
@@ -936,16 +958,39 @@ static void on_recheck(h2o_timeout_entry_t *e)
     if (c->closed)
         return;
     rewrap(c);
+    if (c->nheld != 0 && (c->h2 == NULL || held_written(c))) {
+        /* the 413s are out: h2o parses the DATA it was not given (and resets those streams); not
+         * yet (h2o writes when its last write is done): the tick asks again */
+        c->nheld = 0;
+        h2o_socket_t *sock = c->sock;
+        if (c->h2 != NULL && sock->input->size != 0 && h2o_socket_is_reading(sock) && sock->_cb.read == on_read_wrapped) {
+            on_read_wrapped(sock, NULL); /* may free c */
+            return;
+        }
+    }
     check_body(c);
 }
 
-/* rewrap and check_body in this loop turn, once h2o's callbacks of it have run */
+/* rewrap and check_body in this loop turn, after h2o's callbacks of it so far (the zero timeouts
+ * run in the order they were linked) */
 static void recheck_soon(conn_t *c)
 {
-    if (c->closed || h2o_timeout_is_linked(&c->recheck))
+    if (c->closed)
         return;
+    h2o_timeout_unlink(&c->recheck);
     c->recheck.cb = on_recheck;
     h2o_timeout_link(c->lc->loop->ctx.loop, &c->lc->loop->ctx.zero_timeout, &c->recheck);
+}
+
+/* HTTP/2: a stream answered 413; h2o writes the answer at its zero timeout, linked by now */
+static void answer_h2_413(conn_t *c, h2o_req_t *req, const char *msg)
+{
+    h2_stream_t *st = H2O_STRUCT_FROM_MEMBER(h2_stream_t, req, req);
+    ps_counter_add(&c->lc->cs->too_large, 1);
+    answer_h2(req, 413, msg);
+    if (c->nheld < (int)(sizeof(c->held) / sizeof(c->held[0])))
+        c->held[c->nheld++] = st->stream_id;
+    recheck_soon(c);
 }
 
 /* a body of c over the limit is answered 413 (HTTP/1: the connection closes after it) */
@@ -1141,6 +1186,8 @@ static void on_tick(h2o_timeout_entry_t *e)
                 hook_h2(c, h2);
             if (h2_streams(h2))
                 c->busy_at = v.now;
+            if (c->nheld != 0)
+                recheck_soon(c);
             c->gen++;
             /* a partial HEADERS or CONTINUATION frame left by a read the wrapper did not see (h2o
              * reading: it parsed all it could, what is left is a frame not yet whole) */
@@ -1178,11 +1225,15 @@ static void on_tick(h2o_timeout_entry_t *e)
             struct action *a = &v.acts[i];
             if ((a->what == A_H2_KILL) != (pass == 1))
                 continue;
-            ps_counter_add(a->kind >= 0 ? &lc->cs->timeouts[a->kind] : &lc->cs->too_large, 1);
+            if (a->what == A_H2_413) {
+                answer_h2_413(a->c, a->req, a->msg);
+                continue;
+            }
+            ps_counter_add(&lc->cs->timeouts[a->kind], 1);
             if (a->what == A_H2_KILL)
                 kill_h2(a->c, a->msg);
             else
-                answer_h2(a->req, a->what == A_H2_413 ? 413 : 408, a->msg);
+                answer_h2(a->req, 408, a->msg);
         }
     free(v.acts);
     /* another loop out of descriptors with nothing of its own to close */
