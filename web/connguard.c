@@ -225,6 +225,7 @@ typedef struct conn {
     lconns_t *lc;
     h2o_socket_t *sock;
     h2o_socket_cb orig_read;  /* h2o's read callback, which on_read_wrapped calls */
+    h2o_socket_cb orig_write; /* h2o's write callback (of the write in flight), which on_write_wrapped calls */
     expect_fn orig_expect;    /* h2o's HTTP/2 frame parser, which on_expect_wrapped calls */
     h2_conn_t *h2;     /* once h2o made it HTTP/2 */
     h1_conn_t *h1;     /* h2o's HTTP/1 connection, valid while it is the socket's data and h2 is NULL */
@@ -261,6 +262,7 @@ typedef struct conn {
 } conn_t;
 
 static void on_read_wrapped(h2o_socket_t *sock, const char *err);
+static void on_write_wrapped(h2o_socket_t *sock, const char *err);
 static ssize_t on_expect_wrapped(h2_conn_t *h2, const uint8_t *src, size_t len, const char **err_desc);
 static void check_body(conn_t *c);
 static void answer_h2_413(conn_t *c, h2o_req_t *req, const char *msg);
@@ -369,6 +371,11 @@ static void rewrap(conn_t *c)
         c->orig_read = sock->_cb.read;
         sock->_cb.read = on_read_wrapped;
     }
+    /* a write's end may start reading (HTTP/1: after a 100 Continue, h2o reads the body) */
+    if (sock->_cb.write != NULL && sock->_cb.write != on_write_wrapped) {
+        c->orig_write = sock->_cb.write;
+        sock->_cb.write = on_write_wrapped;
+    }
     if (c->h2 == NULL && c->h1 == NULL) {
         /* h2o_http1_accept links the new connection last in ctx->http1._conns */
         h2o_linklist_t *anchor = &c->lc->loop->ctx.http1._conns;
@@ -396,6 +403,23 @@ static void on_read_wrapped(h2o_socket_t *sock, const char *err)
     c->reads++;
     c->in_cb++;
     c->orig_read(sock, err);
+    c->in_cb--;
+    if (c->closed) {
+        if (c->in_cb == 0)
+            conn_free(c);
+        return;
+    }
+    rewrap(c);
+    if (c->in_cb == 0)
+        check_body(c);
+}
+
+/* h2o's socket layer takes the write callback and clears it before calling it */
+static void on_write_wrapped(h2o_socket_t *sock, const char *err)
+{
+    conn_t *c = sock->on_close.data;
+    c->in_cb++;
+    c->orig_write(sock, err);
     c->in_cb--;
     if (c->closed) {
         if (c->in_cb == 0)

@@ -12,6 +12,7 @@ import json
 import re
 import select
 import socket
+import subprocess
 import time
 
 import h2.config  # python3-h2
@@ -65,11 +66,20 @@ def parse_response(raw: bytes):
     return int(lines[0].split()[1]), hdrs, rest[:n]
 
 
-def h1_push(srv, path: str, chunked: bool):
+def h1_push(srv, path: str, chunked: bool, after_get: bool = False):
     """POSTs a BODY-byte body (Content-Length, or chunks of 1 MiB) as fast as the server reads it,
     reading at the same time, and stops sending at the answer: (status, headers, body, bytes sent,
-    whether the server closed after the answer)."""
+    whether the server closed after the answer). after_get: on a kept-alive connection, after a
+    query answered on it (by the query pool: not from a callback of the connection)."""
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    if after_get:
+        s.sendall(b"GET /api/v1/query?query=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # answered off the loop
+        raw = b""
+        while parse_response(raw) is None:
+            d = s.recv(65536)
+            assert d, raw
+            raw += d
+        assert parse_response(raw)[0] == 200
     head = "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-protobuf\r\n" % path
     head += "Transfer-Encoding: chunked\r\n\r\n" if chunked else "Content-Length: %d\r\n\r\n" % BODY
     s.sendall(head.encode())
@@ -137,6 +147,33 @@ def test_chunked_refused_while_arriving(srv, path):
     assert closed
     assert_peak(srv, base, 80 << 20)
     assert refused(srv) == 1
+
+
+def test_chunked_refused_on_kept_alive_connection(srv):
+    """The second request of a connection is held to the limit as its first."""
+    st, _, body, sent, closed = h1_push(srv, "/api/v1/write", chunked=True, after_get=True)
+    got = int(SO_FAR.fullmatch(json.loads(body)["error"]).group(1))
+    assert (st, closed) == (413, True)
+    assert MAX < got <= MAX + (16 << 20), got
+    assert refused(srv) == 1
+
+
+def test_curl_chunked_expect_continue(srv, tmp_path):
+    """curl's chunked upload (Expect: 100-continue, then the body) is refused once past the limit."""
+    f = tmp_path / "big"
+    with open(f, "wb") as out:
+        out.truncate(BODY)
+    base = hwm(srv)
+    r = subprocess.run(["curl", "-sS", "-H", "Transfer-Encoding: chunked", "--data-binary", "@%s" % f,
+                        "-w", "\n%{http_code} %{size_upload}", srv.url("/ingest")],
+                       capture_output=True, text=True, timeout=60)
+    body, _, tail = r.stdout.rpartition("\n")
+    code, up = tail.split()
+    got = int(SO_FAR.fullmatch(json.loads(body)["error"]).group(1))
+    assert code == "413", r
+    assert MAX < got <= MAX + (16 << 20), got
+    assert int(up) < MAX + (32 << 20), up
+    assert_peak(srv, base, 80 << 20)
 
 
 class H2Client:
