@@ -1020,7 +1020,10 @@ static void answer_h2_413(conn_t *c, h2o_req_t *req, const char *msg)
 /* a body of c over the limit is answered 413 (HTTP/1: the connection closes after it) */
 static void check_body(conn_t *c)
 {
-    if (c->closed || c->evicting || c->lc->cs->max_body == 0)
+    /* h2o reading the socket: its connection (h1, h2) is alive. One it has closed may still hold
+     * the socket, not reading, while TLS says goodbye (sock->data then points to freed memory); a
+     * 100 Continue being written: the write's end checks */
+    if (c->closed || c->evicting || c->lc->cs->max_body == 0 || !h2o_socket_is_reading(c->sock))
         return;
     if (c->h2 != NULL) {
         check_h2(c);
@@ -1032,10 +1035,6 @@ static void check_body(conn_t *c)
     char msg[160];
     if (!h1_too_large(c, h1, msg, sizeof(msg)))
         return;
-    if (h2o_socket_is_writing(c->sock)) { /* a 100 Continue: after it */
-        recheck_soon(c);
-        return;
-    }
     ps_counter_add(&c->lc->cs->too_large, 1);
     answer_h1(&h1->req, c, 413, msg);
 }
