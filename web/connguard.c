@@ -28,6 +28,14 @@
  *   whole in the stream until END_STREAM; h2_stream_t mirrors the stream's head to see it) gets
  *   --web.body-idle-timeout and --web.body-min-rate as an HTTP/1 body, and is answered 408 on that
  *   stream alone. Both are counted in profstore_http_timeouts_total.
+ * - Body size: h2o has one limit (max_request_entity_size), the larger of --max-body-size and
+ *   --debuginfo.max-file-bytes, and reads a whole body before a handler runs. Every route but the
+ *   debug file upload is held to --max-body-size while its body arrives (413, in the error shape
+ *   routes.c answers with; HTTP/1: the connection closed, HTTP/2: the stream alone), checked after
+ *   every read and write callback of the socket (both wrapped) and on the tick: at most one socket
+ *   read past the limit. h1_conn_t mirrors h2o's HTTP/1 connection to see its request's body
+ *   phase; HTTP/2 streams are found in the connection's priority tree (public structs). See "the
+ *   body limit" below.
  * - Content-Length and Transfer-Encoding never reach req->headers (h2o consumes them: the first
  *   Content-Length wins, a Transfer-Encoding overrides it), so ps_conns_refuse_framing re-reads the
  *   request's header block, which is still at the start of the socket's input buffer while the
@@ -828,9 +836,11 @@ static void answer_h2(h2o_req_t *req, int status, const char *msg)
  * bytes decoded so far are over it; an HTTP/2 stream the same by its content-length or its bytes
  * so far (413 on that stream alone). Checked after every read h2o makes through the wrapper (one
  * socket read, what the kernel held: up to its receive buffer, past the limit), and on every tick
- * for reads the wrapper did not see. The wrapper is put back on an HTTP/1 connection as soon as
- * h2o starts reading its next request (a zero timeout linked when the request is disposed, run
- * in the same loop turn), and after a 100 Continue is written. */
+ * for reads the wrapper did not see. The wrappers are put back after every callback of the socket
+ * (h2o reads a body after its 100 Continue is written, in the write's callback), and on an HTTP/1
+ * connection as soon as h2o starts reading its next request (a zero timeout linked when the
+ * request is disposed, run in the same loop turn, before the next poll): an answer sent from
+ * elsewhere (a task's end) starts that read outside them. */
 
 /* the length of the HTTP/1 request header at the start of p (an empty line before its request
  * line skipped, as picohttpparser does; lines end in LF or CRLF), 0 when not whole */
