@@ -28,6 +28,14 @@
  *   whole in the stream until END_STREAM; h2_stream_t mirrors the stream's head to see it) gets
  *   --web.body-idle-timeout and --web.body-min-rate as an HTTP/1 body, and is answered 408 on that
  *   stream alone. Both are counted in profstore_http_timeouts_total.
+ * - Body size: h2o has one limit (max_request_entity_size), the larger of --max-body-size and
+ *   --debuginfo.max-file-bytes, and reads a whole body before a handler runs. Every route but the
+ *   debug file upload is held to --max-body-size while its body arrives (413, in the error shape
+ *   routes.c answers with; HTTP/1: the connection closed, HTTP/2: the stream alone), checked after
+ *   every read and write callback of the socket (both wrapped) and on the tick: at most one socket
+ *   read past the limit. h1_conn_t mirrors h2o's HTTP/1 connection to see its request's body
+ *   phase; HTTP/2 streams are found in the connection's priority tree (public structs). See "the
+ *   body limit" below.
  * - Content-Length and Transfer-Encoding never reach req->headers (h2o consumes them: the first
  *   Content-Length wins, a Transfer-Encoding overrides it), so ps_conns_refuse_framing re-reads the
  *   request's header block, which is still at the start of the socket's input buffer while the
@@ -115,16 +123,48 @@ struct h2_conn {
     expect_fn _read_expect;
 };
 #define H2_FRAME_HEADER_SIZE 9
+#define H2_FRAME_TYPE_DATA 0
 #define H2_FRAME_TYPE_HEADERS 1
 #define H2_FRAME_TYPE_RST_STREAM 3
 #define H2_FRAME_TYPE_CONTINUATION 9
 #define H2_FRAME_FLAG_END_HEADERS 0x4
 
+/* h2o 2.2.5's struct st_h2o_http1_conn_t (lib/http1.c), field for field. Only read. Its layout is
+ * checked where it is found (the request's conn is its head, its socket the connection's). In the
+ * body phase _req_entity_reader is set, _reqsize is the header's length plus the Content-Length
+ * (a chunked body: the header's length; the body, decoded in place, follows it), req.input.path
+ * is a copy in the request's pool. */
+typedef struct h1_conn {
+    h2o_conn_t super;
+    h2o_socket_t *sock;
+    h2o_linklist_t _conns; /* in h2o_context_t.http1._conns */
+    h2o_timeout_t *_timeout;
+    h2o_timeout_entry_t _timeout_entry;
+    uint64_t _req_index;
+    size_t _prevreqlen;
+    size_t _reqsize;
+    void *_req_entity_reader;
+    struct {
+        h2o_ostream_t super;
+        int sent_headers;
+        struct {
+            void *buf;
+            h2o_ostream_pull_cb cb;
+        } pull;
+    } _ostr_final;
+    struct {
+        void *data;
+        h2o_http1_upgrade_cb cb;
+    } upgrade;
+    h2o_req_t req;
+} h1_conn_t;
+
 /* The head of h2o 2.2.5's struct st_h2o_http2_stream_t (h2o/http2_internal.h), field for field up
- * to the request it embeds. Only read, but for the two steps of a 408 (answer_h2_408). The layout
+ * to the request it embeds. Only read, but for the two steps of an answer (answer_h2). The layout
  * is checked on every use: a stream still receiving its body has not started its answer, so its
  * request's _ostr_top is the stream's own final ostream. */
-enum { H2S_IDLE, H2S_RECV_HEADERS, H2S_RECV_BODY, H2S_REQ_PENDING, H2S_SEND_HEADERS };
+enum { H2S_IDLE, H2S_RECV_HEADERS, H2S_RECV_BODY, H2S_REQ_PENDING, H2S_SEND_HEADERS, H2S_SEND_BODY,
+       H2S_SEND_BODY_IS_FINAL, H2S_END_STREAM };
 typedef struct h2_stream {
     uint32_t stream_id;
     h2o_ostream_t _ostr_final;
@@ -165,8 +205,10 @@ struct ps_conns {
     uint32_t max;
     uint64_t header_ms, body_idle_ms, idle_ms, min_rate, tick_ms;
     uint32_t max_resets;
+    size_t max_body; /* --max-body-size: every body but a debug file upload's */
     atomic_uint fd_starved; /* loops at EMFILE with nothing of their own to close */
-    ps_counter_t accepted, refused[NREASONS], evicted[NREASONS], timeouts[NTIMEOUTS], framing, resets_refused;
+    ps_counter_t accepted, refused[NREASONS], evicted[NREASONS], timeouts[NTIMEOUTS], framing, resets_refused,
+        too_large;
 };
 
 
@@ -191,8 +233,16 @@ typedef struct conn {
     lconns_t *lc;
     h2o_socket_t *sock;
     h2o_socket_cb orig_read;  /* h2o's read callback, which on_read_wrapped calls */
+    h2o_socket_cb orig_write; /* h2o's write callback (of the write in flight), which on_write_wrapped calls */
     expect_fn orig_expect;    /* h2o's HTTP/2 frame parser, which on_expect_wrapped calls */
     h2_conn_t *h2;     /* once h2o made it HTTP/2 */
+    h1_conn_t *h1;     /* h2o's HTTP/1 connection, valid while it is the socket's data and h2 is NULL */
+    uint64_t lim_req;  /* h1's request (_req_index) lim_exempt and lim_hdr are of */
+    size_t lim_hdr;    /* its header's length */
+    int lim_exempt;    /* 1: a debug file upload (h2o's own limit, the larger); 2: not; 0: not known */
+    h2o_timeout_entry_t recheck; /* zero timeout: the wrapper put back and the body checked */
+    uint32_t held[8];  /* HTTP/2: streams answered 413 whose DATA h2o is not given before the answer is out */
+    int nheld;
     uint64_t accepted_at, read_at, busy_at; /* loop ms: accepted, bytes last came in, last seen in a request */
     uint64_t reads;           /* read callbacks (or input growths seen by the tick) */
     size_t seen_in;           /* the socket's input size at the last tick */
@@ -208,6 +258,7 @@ typedef struct conn {
         uint32_t id, gen;
         size_t size, b0;  /* the body's bytes then; when first seen */
         uint64_t at, t0;  /* loop ms it last grew; first seen */
+        int exempt;       /* as lim_exempt */
     } *bodies;
     size_t nbodies, capbodies;
     uint32_t gen;
@@ -219,7 +270,13 @@ typedef struct conn {
 } conn_t;
 
 static void on_read_wrapped(h2o_socket_t *sock, const char *err);
+static void on_write_wrapped(h2o_socket_t *sock, const char *err);
 static ssize_t on_expect_wrapped(h2_conn_t *h2, const uint8_t *src, size_t len, const char **err_desc);
+static void check_body(conn_t *c);
+static void answer_h2_413(conn_t *c, h2o_req_t *req, const char *msg);
+static bool h1_too_large(conn_t *c, h1_conn_t *h1, char *msg, size_t n);
+static struct h2body *h2body_of(conn_t *c, const h2_stream_t *st, uint64_t now);
+static bool h2_too_large(conn_t *c, h2_stream_t *st, struct h2body *b, char *msg, size_t n);
 
 static uint64_t ms_of(int64_t ns)
 {
@@ -236,6 +293,7 @@ void ps_conns_configure(ps_server_t *s, h2o_globalconf_t *conf)
     cs->idle_ms = ms_of(o->idle_timeout);
     cs->min_rate = o->body_min_rate;
     cs->max_resets = o->http2_max_resets;
+    cs->max_body = o->max_upload > o->max_body ? o->max_body : 0; /* else h2o's own limit is max_body */
     /* the tick: at most a quarter of the smallest timeout, so one fires within 25 % of its value */
     uint64_t t = TICK_MAX_MS;
     uint64_t tos[] = {cs->header_ms, cs->body_idle_ms, cs->idle_ms};
@@ -256,6 +314,7 @@ void ps_conns_configure(ps_server_t *s, h2o_globalconf_t *conf)
 static void conn_free(conn_t *c)
 {
     h2o_linklist_unlink(&c->link);
+    h2o_timeout_unlink(&c->recheck);
     if (c->ssl_ctx != NULL)
         SSL_CTX_free(c->ssl_ctx);
     free(c->bodies);
@@ -296,6 +355,7 @@ static void on_conn_close(void *data)
         lc->closing--;
     c->closed = 1;
     c->sock = NULL;
+    h2o_timeout_unlink(&c->recheck);
     if (c->in_cb == 0)
         conn_free(c);
     resume_listeners(lc);
@@ -318,6 +378,20 @@ static void rewrap(conn_t *c)
     if (sock->_cb.read != NULL && sock->_cb.read != on_read_wrapped) {
         c->orig_read = sock->_cb.read;
         sock->_cb.read = on_read_wrapped;
+    }
+    /* a write's end may start reading (HTTP/1: after a 100 Continue, h2o reads the body) */
+    if (sock->_cb.write != NULL && sock->_cb.write != on_write_wrapped) {
+        c->orig_write = sock->_cb.write;
+        sock->_cb.write = on_write_wrapped;
+    }
+    if (c->h2 == NULL && c->h1 == NULL) {
+        /* h2o_http1_accept links the new connection last in ctx->http1._conns */
+        h2o_linklist_t *anchor = &c->lc->loop->ctx.http1._conns;
+        if (!h2o_linklist_is_empty(anchor)) {
+            h1_conn_t *h1 = H2O_STRUCT_FROM_MEMBER(h1_conn_t, _conns, anchor->prev);
+            if (h1->sock == sock && sock->data == h1 && h1->req.conn == &h1->super)
+                c->h1 = h1;
+        }
     }
     if (c->h2 == NULL) {
         /* h2o_http2_accept links the new connection last in ctx->http2._conns */
@@ -344,6 +418,25 @@ static void on_read_wrapped(h2o_socket_t *sock, const char *err)
         return;
     }
     rewrap(c);
+    if (c->in_cb == 0)
+        check_body(c);
+}
+
+/* h2o's socket layer takes the write callback and clears it before calling it */
+static void on_write_wrapped(h2o_socket_t *sock, const char *err)
+{
+    conn_t *c = sock->on_close.data;
+    c->in_cb++;
+    c->orig_write(sock, err);
+    c->in_cb--;
+    if (c->closed) {
+        if (c->in_cb == 0)
+            conn_free(c);
+        return;
+    }
+    rewrap(c);
+    if (c->in_cb == 0)
+        check_body(c);
 }
 
 static ssize_t on_expect_wrapped(h2_conn_t *h2, const uint8_t *src, size_t len, const char **err_desc)
@@ -352,6 +445,14 @@ static ssize_t on_expect_wrapped(h2_conn_t *h2, const uint8_t *src, size_t len, 
     if (c->kill[0] != '\0') {
         *err_desc = c->kill;
         return H2O_HTTP2_ERROR_PROTOCOL;
+    }
+    if (c->nheld != 0 && len >= H2_FRAME_HEADER_SIZE && src[3] == H2_FRAME_TYPE_DATA) {
+        /* h2o resets a stream it gets DATA for once answered, its answer's body unsent with it: the
+         * parse waits until the answer is written (on_recheck, in this loop turn) */
+        uint32_t id = ((uint32_t)src[5] << 24 | (uint32_t)src[6] << 16 | (uint32_t)src[7] << 8 | src[8]) & 0x7fffffff;
+        for (int i = 0; i < c->nheld; i++)
+            if (c->held[i] == id)
+                return H2O_HTTP2_ERROR_INCOMPLETE;
     }
     ssize_t ret = c->orig_expect(h2, src, len, err_desc);
     if (h2->_read_expect != on_expect_wrapped) { /* h2o moved on (preface done, CONTINUATION, ...) */
@@ -486,7 +587,7 @@ void ps_conns_on_accept(h2o_socket_t *listener, const char *err)
 
 /* ---- the tick: timeouts, the bound, eviction ---- */
 
-enum { A_NONE, A_CLOSE, A_408, A_H2_408, A_H2_KILL };
+enum { A_NONE, A_CLOSE, A_408, A_413, A_H2_408, A_H2_413, A_H2_KILL };
 
 typedef struct visit {
     lconns_t *lc;
@@ -638,6 +739,14 @@ static int visit_req(h2o_req_t *req, void *data)
         c->body_t0 = v->now;
         c->body_b0 = sock->input->size;
     }
+    h1_conn_t *h1 = H2O_STRUCT_FROM_MEMBER(h1_conn_t, req, req);
+    if (cs->max_body != 0 && (h2o_conn_t *)h1 == req->conn && h1->sock == sock && h1->_req_entity_reader != NULL) {
+        c->h1 = h1;
+        if (h1_too_large(c, h1, msg, sizeof(msg))) {
+            add_action(v, req, c, A_413, -1, msg);
+            return 0;
+        }
+    }
     uint64_t got = sock->input->size > c->body_b0 ? sock->input->size - c->body_b0 : 0;
     int kind = body_verdict(cs, v->now, c->read_at, c->body_t0, got, msg, sizeof(msg));
     if (kind >= 0)
@@ -654,9 +763,9 @@ static void shut(conn_t *c)
     shutdown(h2o_socket_get_fd(c->sock), SHUT_RDWR);
 }
 
-/* the 408 itself, in the API's error shape (Connect's on Connect paths), for a request no handler
- * has seen */
-static void send_408(h2o_req_t *req, h2o_socket_t *sock, const char *msg)
+/* the 408 or 413 itself, in the API's error shape, for a request no handler has seen: a 408 in
+ * Connect's on Connect paths, a 413 as routes.c answers one */
+static void send_refusal(h2o_req_t *req, h2o_socket_t *sock, int status, const char *msg)
 {
     if (req->pathconf == NULL) {
         /* what h2o does before a handler (its setup_before_processing is not exported) */
@@ -679,33 +788,34 @@ static void send_408(h2o_req_t *req, h2o_socket_t *sock, const char *msg)
         req->input.query_at = req->query_at;
         h2o_req_bind_conf(req, hostconf, &hostconf->fallback_path);
     }
-    if (!h2o_timeval_is_null(&req->timestamps.request_body_begin_at) && ps_connect_is_path(req->path_normalized)) {
+    if (status == 408 && !h2o_timeval_is_null(&req->timestamps.request_body_begin_at) &&
+        ps_connect_is_path(req->path_normalized)) {
         ps_buf_t b = PS_BUF_INIT;
         ps_connect_error_json(PS_CONNECT_DEADLINE_EXCEEDED, msg, &b);
         ps_http_send(req, 408, "application/json", b.data, b.len);
         ps_buf_dispose(&b);
         return;
     }
-    ps_http_error_status(req, 408, msg);
+    ps_http_error_status(req, status, msg);
 }
 
 /* HTTP/1: the answer, then the connection closes */
-static void answer_408(h2o_req_t *req, conn_t *c, const char *msg)
+static void answer_h1(h2o_req_t *req, conn_t *c, int status, const char *msg)
 {
     h2o_socket_read_stop(c->sock);
     req->http1_is_persistent = 0;
     c->evicting = 1; /* answered: no second action */
     c->lc->closing++;
-    send_408(req, c->sock, msg);
+    send_refusal(req, c->sock, status, msg);
 }
 
-/* HTTP/2: a stream still receiving its body is answered 408 and ends with the answer; the
+/* HTTP/2: a stream still receiving its body is answered (408, 413) and ends with the answer; the
  * connection and its other streams go on. h2o 2.2.5 answers only a stream it has moved to
  * SEND_HEADERS, as its run_pending_requests does when a body is complete (RECV_BODY ->
  * REQ_PENDING -> SEND_HEADERS, counted half-closed); this takes those two steps (the
  * h2o_http2_stream_set_state of http2_internal.h), then answers instead of processing. DATA the
  * client still sends for the stream is refused by h2o (RST_STREAM STREAM_CLOSED). */
-static void answer_h2_408(h2o_req_t *req, const char *msg)
+static void answer_h2(h2o_req_t *req, int status, const char *msg)
 {
     h2_conn_t *h2 = (h2_conn_t *)req->conn;
     h2_stream_t *st = H2O_STRUCT_FROM_MEMBER(h2_stream_t, req, req);
@@ -714,7 +824,237 @@ static void answer_h2_408(h2o_req_t *req, const char *msg)
     st->state = H2S_SEND_HEADERS;
     if (st->stream_id % 2 == 1 && h2->pull_stream_ids.max_processed < st->stream_id)
         h2->pull_stream_ids.max_processed = st->stream_id;
-    send_408(req, h2->sock, msg);
+    send_refusal(req, h2->sock, status, msg);
+}
+
+/* ---- the body limit: --max-body-size while a body arrives ----
+ *
+ * h2o's own limit (max_request_entity_size) is the larger of --max-body-size and
+ * --debuginfo.max-file-bytes, and h2o reads a whole body before a handler runs. Every body but a
+ * debug file upload's is held here to --max-body-size while it arrives: an HTTP/1 request whose
+ * Content-Length is over it is answered 413 as soon as its header is read, a chunked one once the
+ * bytes decoded so far are over it; an HTTP/2 stream the same by its content-length or its bytes
+ * so far (413 on that stream alone). Checked after every read h2o makes through the wrapper (one
+ * socket read, what the kernel held: up to its receive buffer, past the limit), and on every tick
+ * for reads the wrapper did not see. The wrappers are put back after every callback of the socket
+ * (h2o reads a body after its 100 Continue is written, in the write's callback), and on an HTTP/1
+ * connection as soon as h2o starts reading its next request (a zero timeout linked when the
+ * request is disposed, run in the same loop turn, before the next poll): an answer sent from
+ * elsewhere (a task's end) starts that read outside them. */
+
+/* the length of the HTTP/1 request header at the start of p (an empty line before its request
+ * line skipped, as picohttpparser does; lines end in LF or CRLF), 0 when not whole */
+static size_t header_len(const char *p, size_t n)
+{
+    const char *s = p, *end = p + n;
+    if (s < end && *s == '\r')
+        s++;
+    if (s < end && *s == '\n')
+        s++;
+    for (int first = 1;; first = 0) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        if (nl == NULL)
+            return 0;
+        if (!first && (nl == s || (nl == s + 1 && *s == '\r')))
+            return (size_t)(nl + 1 - p);
+        s = nl + 1;
+    }
+}
+
+/* 1: req is a debug file upload (h2o's own limit holds it), 2: not; by its path as routes.c sees
+ * it (normalized) */
+static int exempt_of(h2o_req_t *req)
+{
+    size_t query_at, *norm_indexes;
+    h2o_iovec_t path = h2o_url_normalize_path(&req->pool, req->input.path.base, req->input.path.len, &query_at,
+                                              &norm_indexes);
+    return ps_api_debuginfo_is_upload(path) ? 1 : 2;
+}
+
+/* HTTP/1: is the body h1 reads over the limit? Then msg says by how much. */
+static bool h1_too_large(conn_t *c, h1_conn_t *h1, char *msg, size_t n)
+{
+    size_t max = c->lc->cs->max_body;
+    h2o_buffer_t *in = c->sock->input;
+    if (c->lim_req != h1->_req_index || c->lim_exempt == 0) {
+        c->lim_req = h1->_req_index;
+        c->lim_exempt = exempt_of(&h1->req);
+        c->lim_hdr = header_len(in->bytes, in->size < H2O_MAX_REQLEN ? in->size : H2O_MAX_REQLEN);
+    }
+    if (c->lim_exempt == 1 || c->lim_hdr == 0)
+        return false;
+    if (h1->_reqsize > c->lim_hdr) { /* Content-Length: _reqsize is the header and the body */
+        size_t cl = h1->_reqsize - c->lim_hdr;
+        if (cl <= max)
+            return false;
+        ps_http_body_limit_msg(msg, n, cl, true, max);
+        return true;
+    }
+    size_t got = in->size > c->lim_hdr ? in->size - c->lim_hdr : 0; /* chunked: decoded so far */
+    if (got <= max)
+        return false;
+    ps_http_body_limit_msg(msg, n, got, false, max);
+    return true;
+}
+
+/* HTTP/2: the record of a stream receiving its body (made when first seen) */
+static struct h2body *h2body_of(conn_t *c, const h2_stream_t *st, uint64_t now)
+{
+    for (size_t i = 0; i < c->nbodies; i++)
+        if (c->bodies[i].id == st->stream_id)
+            return &c->bodies[i];
+    if (c->nbodies == c->capbodies) {
+        c->capbodies = c->capbodies ? c->capbodies * 2 : 4;
+        c->bodies = realloc(c->bodies, c->capbodies * sizeof(*c->bodies));
+        if (c->bodies == NULL)
+            abort();
+    }
+    size_t size = st->_req_body != NULL ? st->_req_body->size : 0;
+    struct h2body *b = &c->bodies[c->nbodies++];
+    *b = (struct h2body){.id = st->stream_id, .gen = c->gen, .size = size, .b0 = size, .at = now, .t0 = now};
+    return b;
+}
+
+/* HTTP/2: is the body stream st receives over the limit? Then msg says by how much. */
+static bool h2_too_large(conn_t *c, h2_stream_t *st, struct h2body *b, char *msg, size_t n)
+{
+    size_t max = c->lc->cs->max_body;
+    if (max == 0)
+        return false;
+    if (b->exempt == 0)
+        b->exempt = exempt_of(&st->req);
+    if (b->exempt == 1)
+        return false;
+    if (st->_expected_content_length != SIZE_MAX && st->_expected_content_length > max) {
+        ps_http_body_limit_msg(msg, n, st->_expected_content_length, true, max);
+        return true;
+    }
+    size_t size = st->_req_body != NULL ? st->_req_body->size : 0;
+    if (size <= max)
+        return false;
+    ps_http_body_limit_msg(msg, n, size, false, max);
+    return true;
+}
+
+/* HTTP/2: a stream h2o has not handed on, receiving its body */
+static bool h2_receiving(h2_stream_t *st)
+{
+    return st->state == H2S_RECV_BODY && st->req._ostr_top == &st->_ostr_final && st->req.pathconf == NULL;
+}
+
+/* HTTP/2: the stream after ref (NULL: the first) in h2's priority tree, where h2o opens every
+ * stream (h2o_http2_scheduler_openref_t is public, the stream's _refs.scheduler), depth first
+ * without recursion; NULL after the last */
+static h2_stream_t *next_stream(h2_conn_t *h2, h2_stream_t *prev)
+{
+    h2o_http2_scheduler_node_t *root = &h2->scheduler, *node = prev == NULL ? root : &prev->_refs.scheduler.node;
+    h2o_linklist_t *link = node->_all_refs.next; /* its first dependent */
+    while (link == &node->_all_refs) {           /* none (left): the next sibling of node or of a parent */
+        if (node == root)
+            return NULL;
+        h2o_http2_scheduler_openref_t *up = H2O_STRUCT_FROM_MEMBER(h2o_http2_scheduler_openref_t, node, node);
+        node = node->_parent;
+        link = up->_all_link.next;
+    }
+    h2o_http2_scheduler_openref_t *ref = H2O_STRUCT_FROM_MEMBER(h2o_http2_scheduler_openref_t, _all_link, link);
+    return H2O_STRUCT_FROM_MEMBER(h2_stream_t, _refs.scheduler, ref);
+}
+
+/* HTTP/2: c's streams over the limit are answered 413, after a read (a few a read) */
+static void check_h2(conn_t *c)
+{
+    enum { MAX_PER_READ = 8 };
+    h2o_req_t *over[MAX_PER_READ];
+    char msgs[MAX_PER_READ][160];
+    int n = 0;
+    uint64_t now = h2o_now(c->lc->loop->ctx.loop);
+    for (h2_stream_t *st = next_stream(c->h2, NULL); st != NULL && n < MAX_PER_READ; st = next_stream(c->h2, st))
+        if (st->req.conn == &c->h2->super && h2_receiving(st) &&
+            h2_too_large(c, st, h2body_of(c, st, now), msgs[n], sizeof(msgs[n])))
+            over[n++] = &st->req;
+    for (int i = 0; i < n; i++)
+        answer_h2_413(c, over[i], msgs[i]);
+}
+
+/* HTTP/2: have the 413s of the held streams left them (h2o ended or closed those streams)? */
+static bool held_written(conn_t *c)
+{
+    for (h2_stream_t *st = next_stream(c->h2, NULL); st != NULL; st = next_stream(c->h2, st))
+        for (int i = 0; i < c->nheld; i++)
+            if (st->stream_id == c->held[i] && st->state < H2S_END_STREAM)
+                return false;
+    return true;
+}
+
+static void on_recheck(h2o_timeout_entry_t *e)
+{
+    conn_t *c = H2O_STRUCT_FROM_MEMBER(conn_t, recheck, e);
+    if (c->closed)
+        return;
+    rewrap(c);
+    if (c->nheld != 0 && (c->h2 == NULL || held_written(c))) {
+        /* the 413s are out: h2o parses the DATA it was not given (and resets those streams); not
+         * yet (h2o writes when its last write is done): the tick asks again */
+        c->nheld = 0;
+        h2o_socket_t *sock = c->sock;
+        if (c->h2 != NULL && sock->input->size != 0 && h2o_socket_is_reading(sock) && sock->_cb.read == on_read_wrapped) {
+            on_read_wrapped(sock, NULL); /* may free c */
+            return;
+        }
+    }
+    check_body(c);
+}
+
+/* rewrap and check_body in this loop turn, after h2o's callbacks of it so far (the zero timeouts
+ * run in the order they were linked) */
+static void recheck_soon(conn_t *c)
+{
+    if (c->closed)
+        return;
+    h2o_timeout_unlink(&c->recheck);
+    c->recheck.cb = on_recheck;
+    h2o_timeout_link(c->lc->loop->ctx.loop, &c->lc->loop->ctx.zero_timeout, &c->recheck);
+}
+
+/* HTTP/2: a stream answered 413; h2o writes the answer at its zero timeout, linked by now */
+static void answer_h2_413(conn_t *c, h2o_req_t *req, const char *msg)
+{
+    h2_stream_t *st = H2O_STRUCT_FROM_MEMBER(h2_stream_t, req, req);
+    ps_counter_add(&c->lc->cs->too_large, 1);
+    answer_h2(req, 413, msg);
+    if (c->nheld < (int)(sizeof(c->held) / sizeof(c->held[0])))
+        c->held[c->nheld++] = st->stream_id;
+    recheck_soon(c);
+}
+
+/* a body of c over the limit is answered 413 (HTTP/1: the connection closes after it) */
+static void check_body(conn_t *c)
+{
+    /* h2o reading the socket: its connection (h1, h2) is alive. One it has closed may still hold
+     * the socket, not reading, while TLS says goodbye (sock->data then points to freed memory); a
+     * 100 Continue being written: the write's end checks */
+    if (c->closed || c->evicting || c->lc->cs->max_body == 0 || !h2o_socket_is_reading(c->sock))
+        return;
+    if (c->h2 != NULL) {
+        check_h2(c);
+        return;
+    }
+    h1_conn_t *h1 = c->h1;
+    if (h1 == NULL || c->sock->data != h1 || h1->_req_entity_reader == NULL || h1->req.pathconf != NULL)
+        return;
+    char msg[160];
+    if (!h1_too_large(c, h1, msg, sizeof(msg)))
+        return;
+    ps_counter_add(&c->lc->cs->too_large, 1);
+    answer_h1(&h1->req, c, 413, msg);
+}
+
+/* the request's pool disposed: h2o is done with it, and may start reading the next one outside
+ * the wrapper (a write callback's h2o_socket_read_start) */
+static void on_h1_req_dispose(void *p)
+{
+    conn_t *c = *(conn_t **)p;
+    recheck_soon(c);
 }
 
 /* HTTP/2: the whole connection ends (a header block not complete blocks every stream): the frame
@@ -759,25 +1099,17 @@ static int visit_h2_req(h2o_req_t *req, void *data)
     if (st->state != H2S_RECV_BODY)
         return 0;
     size_t size = st->_req_body != NULL ? st->_req_body->size : 0;
-    struct h2body *b = NULL;
-    for (size_t i = 0; i < c->nbodies; i++)
-        if (c->bodies[i].id == st->stream_id)
-            b = &c->bodies[i];
-    if (b == NULL) {
-        if (c->nbodies == c->capbodies) {
-            c->capbodies = c->capbodies ? c->capbodies * 2 : 4;
-            c->bodies = realloc(c->bodies, c->capbodies * sizeof(*c->bodies));
-            if (c->bodies == NULL)
-                abort();
-        }
-        b = &c->bodies[c->nbodies++];
-        *b = (struct h2body){.id = st->stream_id, .size = size, .b0 = size, .at = v->now, .t0 = v->now};
-    } else if (size > b->size) {
+    struct h2body *b = h2body_of(c, st, v->now);
+    if (size > b->size) {
         b->size = size;
         b->at = v->now;
     }
     b->gen = c->gen;
     char msg[200];
+    if (h2_too_large(c, st, b, msg, sizeof(msg))) {
+        add_action(v, req, c, A_H2_413, -1, msg);
+        return 0;
+    }
     int kind = body_verdict(cs, v->now, b->at, b->t0, size - b->b0, msg, sizeof(msg));
     if (kind >= 0)
         add_action(v, req, c, A_H2_408, kind, msg);
@@ -867,11 +1199,11 @@ static void on_tick(h2o_timeout_entry_t *e)
     H2O_HTTP1_CALLBACKS.foreach_request(&l->ctx, visit_req, &v);
     for (size_t i = 0; i < v.nacts; i++) {
         struct action *a = &v.acts[i];
-        ps_counter_add(&lc->cs->timeouts[a->kind], 1);
+        ps_counter_add(a->kind >= 0 ? &lc->cs->timeouts[a->kind] : &lc->cs->too_large, 1);
         if (a->what == A_CLOSE)
             shut(a->c);
         else
-            answer_408(a->req, a->c, a->msg);
+            answer_h1(a->req, a->c, a->what == A_413 ? 413 : 408, a->msg);
     }
     free(v.acts);
     v.acts = NULL;
@@ -887,6 +1219,8 @@ static void on_tick(h2o_timeout_entry_t *e)
                 hook_h2(c, h2);
             if (h2_streams(h2))
                 c->busy_at = v.now;
+            if (c->nheld != 0)
+                recheck_soon(c);
             c->gen++;
             /* a partial HEADERS or CONTINUATION frame left by a read the wrapper did not see (h2o
              * reading: it parsed all it could, what is left is a frame not yet whole) */
@@ -904,7 +1238,7 @@ static void on_tick(h2o_timeout_entry_t *e)
             }
         }
     }
-    if (lc->cs->body_idle_ms != 0 || lc->cs->min_rate != 0)
+    if (lc->cs->body_idle_ms != 0 || lc->cs->min_rate != 0 || lc->cs->max_body != 0)
         H2O_HTTP2_CALLBACKS.foreach_request(&l->ctx, visit_h2_req, &v);
     /* the streams gone from their connection's table */
     for (h2o_linklist_t *n = l->ctx.http2._conns.next; n != &l->ctx.http2._conns; n = n->next) {
@@ -924,11 +1258,15 @@ static void on_tick(h2o_timeout_entry_t *e)
             struct action *a = &v.acts[i];
             if ((a->what == A_H2_KILL) != (pass == 1))
                 continue;
+            if (a->what == A_H2_413) {
+                answer_h2_413(a->c, a->req, a->msg);
+                continue;
+            }
             ps_counter_add(&lc->cs->timeouts[a->kind], 1);
             if (a->what == A_H2_KILL)
                 kill_h2(a->c, a->msg);
             else
-                answer_h2_408(a->req, a->msg);
+                answer_h2(a->req, 408, a->msg);
         }
     free(v.acts);
     /* another loop out of descriptors with nothing of its own to close */
@@ -971,6 +1309,14 @@ int ps_conns_refuse_framing(h2o_req_t *req)
     if (req->version >= 0x200 || req->conn->callbacks->get_socket == NULL)
         return 0;
     h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
+    if (sock != NULL && sock->on_close.cb == on_conn_close) {
+        /* its end: the next request's body checked from its first read (the body limit) */
+        conn_t *c = sock->on_close.data;
+        if (c->lc->cs->max_body != 0) {
+            conn_t **link = h2o_mem_alloc_shared(&req->pool, sizeof(*link), on_h1_req_dispose);
+            *link = c;
+        }
+    }
     if (sock == NULL || sock->input == NULL || sock->input->size == 0)
         return 0;
     const char *p = sock->input->bytes, *end = p + (sock->input->size < H2O_MAX_REQLEN ? sock->input->size : H2O_MAX_REQLEN);
@@ -1057,7 +1403,10 @@ static const ps_metric_t m_open = {"profstore_http_connections", PS_GAUGE, "Open
                                       "(Content-Length with Transfer-Encoding, or two of them)."},
                          m_reset_flood = {"profstore_http2_reset_flood_total", PS_COUNTER,
                                           "HTTP/2 connections closed (GOAWAY ENHANCE_YOUR_CALM) for resetting more "
-                                          "streams than --web.http2-max-resets."};
+                                          "streams than --web.http2-max-resets."},
+                         m_too_large = {"profstore_http_body_too_large_total", PS_COUNTER,
+                                        "Request bodies refused (413) while arriving for being over --max-body-size "
+                                        "(HTTP/1: the connection closed; HTTP/2: the stream)."};
 
 /* m's head, then one sample per label value: values[i] counts[i] for i < n */
 static void counter_family(ps_buf_t *b, const ps_metric_t *m, const char *const *values, const ps_counter_t *counts,
@@ -1083,4 +1432,5 @@ void ps_conns_metrics(ps_server_t *s, ps_buf_t *b)
     counter_family(b, &m_timeouts, tnames, cs->timeouts, NTIMEOUTS);
     ps_metric_write_u64(b, &m_framing, ps_counter_get(&cs->framing));
     ps_metric_write_u64(b, &m_reset_flood, ps_counter_get(&cs->resets_refused));
+    ps_metric_write_u64(b, &m_too_large, ps_counter_get(&cs->too_large));
 }

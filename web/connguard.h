@@ -3,7 +3,8 @@
  * descriptor reserve at EMFILE, header/body/idle timeouts with a 408 answer (HTTP/1 and per
  * HTTP/2 stream; an HTTP/2 header block never finished: GOAWAY), HTTP/1 framing
  * (Content-Length vs Transfer-Encoding) checked before any handler, h2c off unless asked for,
- * and a cap on HTTP/2 streams a client resets. server.c calls these; nothing else needs to.
+ * a cap on HTTP/2 streams a client resets, and --max-body-size held while a body arrives on every
+ * route but the debug file upload (413). server.c calls these; nothing else needs to.
  */
 #ifndef PS_WEB_CONNGUARD_H
 #define PS_WEB_CONNGUARD_H
@@ -27,7 +28,8 @@ void ps_conns_loop_init(struct ps_loop *l);
 void ps_conns_on_accept(h2o_socket_t *listener, const char *err);
 /** First thing for every request: an HTTP/1 request with both Content-Length and
  *  Transfer-Encoding, two different Content-Lengths or two Transfer-Encodings is answered 400 and
- *  its connection closed (what follows its body is never parsed). 1 when it answered, else 0. */
+ *  its connection closed (what follows its body is never parsed). 1 when it answered, else 0.
+ *  It also ties the request's end to the body check of the connection's next request. */
 int ps_conns_refuse_framing(h2o_req_t *req);
 /** profstore_http_connections* and the timeout counters, in the text exposition format. */
 void ps_conns_metrics(ps_server_t *s, ps_buf_t *b);

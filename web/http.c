@@ -402,6 +402,14 @@ void ps_http_error(h2o_req_t *req, int code, const char *msg)
     send_made(req, ps_answer_prom_error, code, msg);
 }
 
+void ps_http_body_limit_msg(char *buf, size_t n, size_t len, bool total, size_t max)
+{
+    if (total)
+        snprintf(buf, n, "request body of %zu bytes is larger than --max-body-size (%zu bytes)", len, max);
+    else
+        snprintf(buf, n, "request body larger than --max-body-size (%zu bytes): %zu bytes arrived so far", max, len);
+}
+
 ps_server_t *ps_http_server(h2o_req_t *req)
 {
     return ps_loop_of(req->conn->ctx)->srv;

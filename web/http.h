@@ -45,6 +45,9 @@ void ps_http_error(h2o_req_t *req, int code, const char *msg);
 /** The value of request header name (lower case), the first of that name; {NULL, 0} when absent. */
 h2o_iovec_t ps_http_header(h2o_req_t *req, const char *name);
 void ps_http_error_status(h2o_req_t *req, int status, const char *msg);
+/** The message of a 413 for a body over --max-body-size (max bytes), into buf: its length len when
+ *  known (total), else len as the bytes that arrived so far (a chunked body, still arriving). */
+void ps_http_body_limit_msg(char *buf, size_t n, size_t len, bool total, size_t max);
 
 /** The server of a request. */
 ps_server_t *ps_http_server(h2o_req_t *req);

@@ -320,13 +320,13 @@ static const char *cross_origin(h2o_req_t *req)
 
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req)
 {
-    /* h2o reads bodies up to the debug file limit when that is the larger: the others keep theirs */
+    /* h2o reads bodies up to the debug file limit when that is the larger: connguard.c refuses the
+     * others past theirs while they arrive; this catches what it let through (one socket read) */
     ps_server_t *srv = ps_http_server(req);
     if (req->entity.base != NULL && req->entity.len > srv->opts.max_body &&
         !ps_api_debuginfo_is_upload(req->path_normalized)) {
         char msg[160];
-        snprintf(msg, sizeof(msg), "request body of %zu bytes is larger than --max-body-size (%zu bytes)", req->entity.len,
-                 srv->opts.max_body);
+        ps_http_body_limit_msg(msg, sizeof(msg), req->entity.len, true, srv->opts.max_body);
         ps_http_error_status(req, 413, msg);
         return 0;
     }

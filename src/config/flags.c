@@ -644,8 +644,8 @@ static const ps_flag_t profstore_flags[] = {
      .def = "256MiB",
      .doc = "largest debug file taken by the upload service (`debuginfo.v1alpha1`, what Grafana Alloy's "
             "`pyroscope.ebpf` uploads; 413 past it). Such a body is read whole, in memory, before it is "
-            "stored, so every route reads up to the larger of this and `--max-body-size` before refusing "
-            "what is over its own limit ([Symbols](operations.md#symbols))",
+            "stored; only the upload path reads past `--max-body-size`, every other route refuses a "
+            "larger body while it arrives ([Symbols](operations.md#symbols))",
      .help = "largest uploaded debug file (debuginfo.v1alpha1; 413 past it;\n"
              "default 256MiB)"},
     {.name = "debuginfo.max-bytes", .type = PS_FLAG_SIZE, .offset = OFF(debuginfo_max_bytes), .metavar = "SIZE",

@@ -312,6 +312,26 @@ def test_body_limits(make_server, client, prog, tmp_path):
             413, "request body of %d bytes is larger than --max-body-size (65536 bytes)" % size), path
 
 
+def test_upload_over_default_max_body(make_server, client, prog, tmp_path):
+    """The defaults (--max-body-size 32MiB, --debuginfo.max-file-bytes 256MiB): a 40 MiB debug file
+    is taken whole, while the same bytes to another route are refused at their Content-Length,
+    before they are read (web/connguard.c)."""
+    junk = tmp_path / "junk"
+    junk.write_bytes(os.urandom(40 << 20))
+    big = tmp_path / "big.debug"
+    ts.run("objcopy", "--add-section", ".debug_pad=%s" % junk, str(prog.debug), str(big))
+    size = big.stat().st_size
+    assert size > 40 << 20
+    srv = make_server()
+    assert di(client, srv, "upload", prog.build_id, big) == "should true %s\npost 200 \nfinished ok\n" % FIRST
+    d = prog.build_id
+    assert (srv.data_dir / "debuginfo" / ".build-id" / d[:2] / (d[2:] + ".debug")).read_bytes() == big.read_bytes()
+    st, _, data = srv.request("POST", "/api/v1/profiles/write", big.read_bytes())
+    assert (st, json.loads(data)["error"]) == (
+        413, "request body of %d bytes is larger than --max-body-size (33554432 bytes)" % size)
+    assert srv.metrics()["profstore_http_body_too_large_total"] == 1
+
+
 def test_agent_mode_refuses(make_server, client, prog, tmp_path):
     """--agent keeps no data: an upload is refused (the engine it forwards to symbolizes)."""
     cfg = tmp_path / "a.yml"
