@@ -3,13 +3,15 @@
 real profiles into both in one run, side by side:
 
   /usr/bin/python3 bench/peers/peers.py [--days 7] [--one-step 300] [--series 100]
-                                        [--many-step 3600] [--senders 16] [--repeat 5]
+                                        [--many-step 3600] [--senders 16] [--repeat 3]
                                         [--parca PATH] [--parca-no-wal] [--profstore build/profstore]
   make bench-peers                      # builds Parca the first time (scripts/install-parca.sh)
 
 What it feeds: the six Go CPU fixtures (tests/testdata/pprof/go/cpu-01..05, cpu-seed2-01: real
-profiles of tests/gotarget, the bases of bench/gen.c) as they are, one after the other, with only
-time_nanos rewritten: one series (job="one") every --one-step s over the last --days days, and
+profiles of tests/gotarget, the bases of bench/gen.c), each as it is and in --variants - 1
+variants made the way bench/gen.c makes them (samples dropped, counts scaled), time_nanos
+rewritten for each profile (the deflate state of the rest kept: a profile costs one gzip tail):
+one series (job="one") every --one-step s over the last --days days, and
 --series series (job="many") every --many-step s over the same days, back-dated (the newest a
 minute ago) so a 7-day range is filled in a few minutes. The same gzipped bytes go to both:
 profstore `POST /api/v1/profiles/write?name=process_cpu&labels={...}` (HTTP/1.1, keep-alive),
@@ -28,8 +30,9 @@ of the one series and of all --series series, answered as pprof by both (profsto
 REPORT_TYPE_PPROF). Every merged profile's total is checked against `go tool pprof -top -unit=ns`
 of the same input files merged by pprof itself (exact nanoseconds), and the answers' totals read
 by `go tool pprof` too. Then every fixture of tests/testdata/pprof is pushed once to both and
-each one that one server accepts and the other refuses is flagged, with both answers; a fixture
-both accept has its stored total checked the same way.
+each one that one server accepts and the other refuses is flagged, with both answers; each one a
+server takes is read back (its last sample type) and its total checked against go tool pprof's
+of the file.
 
 Parca runs as `parca --enable-persistence --storage-enable-wal` (durable like profstore, which
 answers a push once it is fsynced; --parca-no-wal leaves the WAL off: then what Parca holds in
@@ -40,6 +43,7 @@ import argparse
 import gzip
 import http.client
 import os
+import random
 import re
 import shutil
 import statistics
@@ -73,7 +77,8 @@ def parse_args():
     ap.add_argument("--series", type=int, default=100)
     ap.add_argument("--many-step", type=int, default=3600, help="seconds between each of --series' profiles")
     ap.add_argument("--senders", type=int, default=16)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--variants", type=int, default=20, help="distinct profiles made of each fixture (bench/gen.c's way)")
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--pprof-files", type=int, default=300,
                     help="merges of up to this many profiles are checked against pprof merging the files sent")
     ap.add_argument("--profstore", default=None)
@@ -169,8 +174,35 @@ class Stamper:
         return self.head + body + struct.pack("<II", zlib.crc32(tail, self.crc), (self.size + len(tail)) & 0xFFFFFFFF)
 
 
-def workload(a, now_ns):
-    """[(job, instance, ts_ns, base index)] in time order per series; newest a minute before now."""
+def variants(n):
+    """n variants of each fixture, as bench/gen.c makes them: each sample dropped with probability
+    1/10, the others' values scaled by one random factor in [0, 2) on the count (the cpu value stays
+    count x period), a sample whose count rounds to 0 dropped too; variant 0 is the fixture itself.
+    -> [(Stamper, [total per sample type])], fixture-major."""
+    out = []
+    for k, rel in enumerate(BASES):
+        raw = pd.gunzip_if_needed((PPROF_DIR / rel).read_bytes())
+        out.append((Stamper(raw), pd.totals(pd.decode(raw))))
+        rnd = random.Random(k + 1)
+        for _ in range(1, n):
+            p = pd.decode(raw)
+            kept = []
+            for smp in p.sample:
+                if rnd.random() < 0.1:
+                    continue
+                c = int(smp.value[0] * rnd.random() * 2 + 0.5)
+                if c == 0:
+                    continue
+                smp.value = [c, c * p.period]
+                kept.append(smp)
+            p.sample = kept
+            p.time_nanos = 0
+            out.append((Stamper(pd.encode(p)), pd.totals(p)))
+    return out
+
+
+def workload(a, now_ns, nvariants):
+    """[(job, instance, ts_ns, variant index)] in time order per series; newest a minute before now."""
     end = (now_ns // 10**9 - 60) * 10**9
     span = int(a.days * 86400) * 10**9
     out = []
@@ -179,7 +211,7 @@ def workload(a, now_ns):
         for s in range(nseries):
             for i in range(n):
                 ts = end - (n - 1 - i) * step * 10**9
-                out.append((job, "i%d" % s, ts, (s + i) % len(BASES)))
+                out.append((job, "i%d" % s, ts, (s * 7 + i) % nvariants))
     return out, end
 
 
@@ -404,18 +436,48 @@ def write(path, data):
     return path
 
 
-def pprof_total(paths, tmp, sample_index="cpu"):
-    """The total `go tool pprof -top -unit=ns` prints for these files merged (ns, exact)."""
-    r = subprocess.run(["go", "tool", "pprof", "-top", "-unit=ns", "-sample_index=" + sample_index] +
+def pprof_total(paths, tmp, sample_index="cpu", unit="nanoseconds"):
+    """The total `go tool pprof -top` prints for these files merged, exact: -unit=ns for
+    nanoseconds, -unit=B for bytes, counts as they are."""
+    flag = {"nanoseconds": ["-unit=ns"], "bytes": ["-unit=B"]}.get(unit, [])
+    r = subprocess.run(["go", "tool", "pprof", "-top", "-sample_index=" + sample_index] + flag +
                        [str(p) for p in paths], capture_output=True, text=True, timeout=600,
                        env=dict(os.environ, PPROF_TMPDIR=str(tmp / "pprof"), TZ="UTC"),
                        stdin=subprocess.DEVNULL)
     if r.returncode != 0:
         raise SystemExit("go tool pprof: %s" % r.stderr[-2000:])
-    m = re.search(r"of (\d+)ns total", r.stdout)
+    m = re.search(r"of (-?\d+)(?:ns|B)? total", r.stdout)
     if not m:
         raise SystemExit("go tool pprof -top: no total in:\n%s" % r.stdout[:2000])
     return int(m.group(1))
+
+
+def check_fixtures(srv, tmp, differ_totals):
+    """Pushes every fixture once; for each one taken, reads its last sample type back (a merge over
+    its second) and compares the total with go tool pprof's of the file. -> {rel: (taken, answer)}"""
+    out = {}
+    for rel in fixture_list():
+        raw = (PPROF_DIR / rel).read_bytes()
+        name = parca_name(rel) if srv.name == "parca" else (name_param(rel) or parca_name(rel))
+        ok, msg = srv.push_once(rel, raw, name)
+        out[rel] = (ok, msg)
+        if not ok:
+            continue
+        p = pd.decode(raw)
+        st, su = p.type_names()[-1]
+        pt, pu = p.period_type_names() or (st, su)
+        delta = (p.duration_nanos != 0) if srv.name == "parca" else name in ("process_cpu", "wall")
+        q = "%s:%s:%s:%s:%s%s{job=\"fixtures\",fixture=\"%s\"}" % (name, st, su, pt, pu, ":delta" if delta else "",
+                                                                    rel)
+        got_path = write(tmp / ("%s-fixture.pb.gz" % srv.name), srv.merge(q, p.time_nanos - 10**9, p.time_nanos + 10**9))
+        got = pprof_total([got_path], tmp, st, su)
+        want = pprof_total([PPROF_DIR / rel], tmp, st, su)
+        if got != want:
+            differ_totals.append("%s: %s %s: %d, go tool pprof %d" % (srv.name, rel, st, got, want))
+            out[rel] = (ok, "stored, but %s totals %d (go tool pprof: %d)" % (st, got, want))
+        else:
+            out[rel] = (ok, "%s %d = go tool pprof" % (st, got))
+    return out
 
 
 def main():
@@ -436,19 +498,19 @@ def main():
     tmp = wd / "tmp"
     (tmp / "pprof").mkdir(parents=True)
 
-    bases = [Stamper(pd.gunzip_if_needed((PPROF_DIR / b).read_bytes())) for b in BASES]
-    now = time.time_ns()
-    work, end = workload(a, now)
     t = time.monotonic()
-    bodies = [bases[w[3]].at(w[2]) for w in work]
+    bases = variants(a.variants)
+    now = time.time_ns()
+    work, end = workload(a, now, len(bases))
+    bodies = [bases[w[3]][0].at(w[2]) for w in work]
     nbytes = sum(len(b) for b in bodies)
     n_one = sum(1 for w in work if w[0] == "one")
     print("peers: profstore (%s %s) and %s, same run, 2 cores shared with other work (load %.1f)"
           % (os.environ["PROFSTORE_BIN"], a.profstore_args, ver, os.getloadavg()[0]))
-    print("data: %d profiles (%.1f MB gzipped; the 6 Go CPU fixtures, time_nanos rewritten): 1 series every %d s "
+    print("data: %d profiles (%.1f MB gzipped; %d variants of each of the 6 Go CPU fixtures): 1 series every %d s "
           "(%d) + %d series every %d s (%d) over %g d, back-dated; %d senders (encoded in %.1f s)"
-          % (len(work), nbytes / 1e6, a.one_step, n_one, a.series, a.many_step, len(work) - n_one, a.days,
-             a.senders, time.monotonic() - t))
+          % (len(work), nbytes / 1e6, a.variants, a.one_step, n_one, a.series, a.many_step, len(work) - n_one,
+             a.days, a.senders, time.monotonic() - t))
 
     # pprof's own totals of the same inputs, per query range
     windows = [("1h", 3600), ("24h", 86400), ("%gd" % a.days, int(a.days * 86400))]
@@ -463,11 +525,14 @@ def main():
             start = end - secs * 10**9 + 5 * 10**8
             cases.append((job, wname, CPU_TYPE + sel, start, end + 5 * 10**8))
     # pprof's totals of the same inputs: up to --pprof-files profiles, pprof merges the very files
-    # sent; past that (the 7 d and 100-series merges: thousands of files), the sum over the six
-    # fixtures of (profiles of that fixture in the range) x (pprof's total of that fixture)
+    # sent; past that (the 7 d and 100-series merges: thousands of files), the sum of the profiles'
+    # values (and pprof's total of each fixture is checked to be the sum of its values)
     t = time.monotonic()
-    base_total = [pprof_total([write(tmp / ("base-%d.pb.gz" % b), bases[b].at(end))], tmp) for b in range(len(BASES))]
-    how = {}
+    for k in range(0, len(bases), a.variants):  # the fixtures themselves: pprof's total = the sum of their values
+        got = pprof_total([write(tmp / "fixture.pb.gz", bases[k][0].at(end))], tmp)
+        if got != bases[k][1][1]:
+            raise SystemExit("go tool pprof totals %s at %d ns, the sum of its values is %d"
+                             % (BASES[k // a.variants], got, bases[k][1][1]))
     for job, wname, q, start, stop in cases:
         sel = [(b, body) for ts, b, body in files[job] if start <= ts <= stop]
         if len(sel) <= a.pprof_files:
@@ -475,16 +540,15 @@ def main():
             d.mkdir()
             paths = [write(d / ("%06d.pb.gz" % k), body) for k, (_, body) in enumerate(sel)]
             expect[(job, wname)] = (len(sel), pprof_total(paths, tmp))
-            how[(job, wname)] = "pprof merged the %d files" % len(sel)
             shutil.rmtree(d)
         else:
-            expect[(job, wname)] = (len(sel), sum(base_total[b] for b, _ in sel))
-            how[(job, wname)] = "sum of pprof's fixture totals"
+            expect[(job, wname)] = (len(sel), sum(bases[b][1][1] for b, _ in sel))
     print("go tool pprof: the inputs' totals in %.1f s (merging the files sent up to %d profiles; past that, "
-          "the sum of pprof's totals of the fixtures they are)" % (time.monotonic() - t, a.pprof_files))
+          "the sum of their values, which pprof's totals of the fixtures equal)" % (time.monotonic() - t, a.pprof_files))
 
     results = {}
     mismatches = []
+    differ_totals = []
     servers = [Profstore(wd, a.profstore_args)] + ([] if a.no_parca else [Parca(wd, binary, not a.parca_no_wal)])
     for srv in servers:
         r = results[srv.name] = {}
@@ -518,21 +582,21 @@ def main():
                 print("%-9s merge %-4s %-4s (%5d profiles): first %8.1f ms, median %8.1f ms; total %d ns %s"
                       % (srv.name, job, wname, n, lat[0] * 1e3, r[(job, wname)][1] * 1e3, got,
                          "= go tool pprof" if ok else "!= go tool pprof %d" % want))
-            r["fixtures"] = {}
-            for rel in fixture_list():
-                raw = (PPROF_DIR / rel).read_bytes()
-                r["fixtures"][rel] = srv.push_once(rel, raw, parca_name(rel) if srv.name == "parca" else
-                                                   (name_param(rel) or parca_name(rel)))
+            r["fixtures"] = check_fixtures(srv, tmp, differ_totals)
             r["rss"] = vm_hwm(srv.pid)
+            r["disk_live"] = du(srv.data_dir)
         finally:
             rc = srv.stop()
         r["disk"] = du(srv.data_dir)
-        print("%-9s peak RSS %.1f MiB; on disk after a clean stop (exit %s) %.1f MiB = %.0f bytes/profile"
-              % (srv.name, r["rss"] / MIB, rc, r["disk"] / MIB, r["disk"] / len(work)))
+        print("%-9s peak RSS %.1f MiB; on disk while running %.1f MiB, after a stop (SIGTERM, exit %s) %.1f MiB "
+              "= %.0f bytes/profile" % (srv.name, r["rss"] / MIB, r["disk_live"] / MIB, rc, r["disk"] / MIB,
+                                        r["disk"] / len(work)))
 
     if a.no_parca:
         for rel, (ok, msg) in results["profstore"]["fixtures"].items():
-            print("  %-28s profstore %s" % (rel, "accepted" if ok else "REFUSED: " + msg))
+            print("  %-28s profstore %s: %s" % (rel, "accepted" if ok else "REFUSED", msg))
+        if differ_totals:
+            print("read back with another total than go tool pprof's:\n  " + "\n  ".join(differ_totals))
         if mismatches:
             print("MISMATCH against go tool pprof:\n  " + "\n  ".join(mismatches))
         sys.exit(1 if mismatches else 0)
@@ -545,26 +609,29 @@ def main():
         differ += ps[0] != pa[0]
         print("  %-28s profstore %-8s parca %-8s%s" % (rel, "accepted" if ps[0] else "REFUSED",
                                                         "accepted" if pa[0] else "REFUSED", mark))
-        if not ps[0]:
-            print("      profstore: %s" % ps[1])
-        if not pa[0]:
-            print("      parca: %s" % pa[1])
+        print("      profstore: %s; parca: %s" % (ps[1], pa[1]))
 
     print()
-    print("side by side (ratio = profstore / parca; for profiles/s higher is better, else lower)")
+    print("side by side (last column: how far profstore is ahead, x = the better one's figure over the other's)")
     P, Q = results["profstore"], results["parca"]
-    rows = [("ingest profiles/s, %d series" % a.series, P["ingest"], Q["ingest"], "%.0f"),
-            ("ingest profiles/s, 1 series", P["ingest1"], Q["ingest1"], "%.0f"),
-            ("server CPU us/profile", P["cpu_us"], Q["cpu_us"], "%.0f"),
-            ("peak RSS MiB", P["rss"] / MIB, Q["rss"] / MIB, "%.1f"),
-            ("bytes on disk/profile", P["disk"] / len(work), Q["disk"] / len(work), "%.0f")]
+    rows = [("ingest profiles/s, %d series" % a.series, P["ingest"], Q["ingest"], "%.0f", True),
+            ("ingest profiles/s, 1 series", P["ingest1"], Q["ingest1"], "%.0f", True),
+            ("server CPU us/profile", P["cpu_us"], Q["cpu_us"], "%.0f", False),
+            ("peak RSS MiB", P["rss"] / MIB, Q["rss"] / MIB, "%.1f", False),
+            ("disk bytes/profile, stopped", P["disk"] / len(work), Q["disk"] / len(work), "%.0f", False),
+            ("disk bytes/profile, running", P["disk_live"] / len(work), Q["disk_live"] / len(work), "%.0f", False)]
     for job, wname, *_ in cases:
-        label = "merge %s %s ms (median)" % ("1 series" if job == "one" else "%d series" % a.series, wname)
-        rows.append((label, P[(job, wname)][1] * 1e3, Q[(job, wname)][1] * 1e3, "%.1f"))
-    print("| %-30s | %12s | %12s | %8s |" % ("", "profstore", "parca", "ratio"))
-    print("|%s|%s|%s|%s|" % ("-" * 32, "-" * 14, "-" * 14, "-" * 10))
-    for label, x, y, fmt in rows:
-        print("| %-30s | %12s | %12s | %7.2fx |" % (label, fmt % x, fmt % y, x / y if y else float("nan")))
+        label = "merge %s %s, ms" % ("1 series" if job == "one" else "%d series" % a.series, wname)
+        rows.append((label, P[(job, wname)][1] * 1e3, Q[(job, wname)][1] * 1e3, "%.1f", False))
+    print("| %-32s | %10s | %10s | %-16s |" % ("", "profstore", "parca", "profstore"))
+    print("|%s|%s|%s|%s|" % ("-" * 34, "-" * 12, "-" * 12, "-" * 18))
+    for label, x, y, fmt, higher in rows:
+        ahead = (x / y if higher else y / x) if x and y else float("nan")
+        verdict = "%.3gx ahead" % ahead if ahead >= 1 else "%.3gx behind" % (1 / ahead)
+        print("| %-32s | %10s | %10s | %-16s |" % (label, fmt % x, fmt % y, verdict))
+    if differ_totals:
+        print("stored, but read back with another total than go tool pprof's of the file:\n  " +
+              "\n  ".join(differ_totals))
     if mismatches:
         print("MISMATCH against go tool pprof:\n  " + "\n  ".join(mismatches))
     print("%d fixtures accepted by one server and refused by the other" % differ)
