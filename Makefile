@@ -71,7 +71,7 @@ bench: build
 # Parca at its pinned tag into ~/.cache/profstore-peers (scripts/install-parca.sh, Go >= 1.25, several
 # minutes). PEERS_ARGS="--series 20 --days 1" for a shorter run; docs/SCALING.md#beside-parca.
 PEERS_ARGS ?=
-bench-peers: build
+bench-peers: deps build
 	scripts/install-parca.sh >/dev/null
 	$(PYTHON) bench/peers/peers.py --profstore $(abspath $(BUILD))/profstore $(PEERS_ARGS)
 

@@ -9,8 +9,9 @@
 # holds with only a keep.go in it (the React UI is not built into it), so the server runs with an
 # empty UI; its APIs (gRPC and Connect on one port) are all the benchmark uses. It needs Go >= 1.25
 # (go.mod says go 1.25.0); the Go at /usr/local/go (1.26) is taken before any `go` on PATH, since
-# Debian's golang-go (1.19, installed for the tests) is too old for it. About 8 minutes and 2 GB of
-# module downloads and build cache on 2 cores the first time.
+# Debian's golang-go (1.19, installed for the tests) is too old for it. The first build took 25 min
+# (7 min of CPU) on 2 cores shared with other work, module downloads included; DIR then holds
+# 340 MB (the binary and the copied source), the Go module and build caches the rest.
 set -eu
 PARCA_VERSION=v0.28.0
 dir=${1:-${PS_PEERS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/profstore-peers}/parca-$PARCA_VERSION}
