@@ -1,13 +1,13 @@
 #!/bin/sh
 # install-parca.sh [DIR] - builds the Parca server (github.com/parca-dev/parca/cmd/parca, Apache-2.0)
-# at the pinned tag below with `go install` from the Go module proxy into DIR/bin (default
+# at the pinned tag below from the Go module proxy (`go mod download`, then `go build`) into DIR/bin (default
 # $PS_PEERS_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/profstore-peers/parca-$PARCA_VERSION), outside
 # the repository, and prints the binary's path. Nothing of Parca enters the repository. Does nothing
 # when DIR already holds this version's binary. bench/peers (make bench-peers) runs it.
 #
 # The module as served builds as it is: ui/ui.go embeds ui/packages/app/web/build, which the module
 # holds with only a keep.go in it (the React UI is not built into it), so the server runs with an
-# empty UI; its APIs (gRPC and Connect on one port) are all the benchmark uses. It needs Go >= 1.25
+# empty UI; its APIs (gRPC, gRPC-Web and an HTTP gateway on one port) are all the benchmark uses. It needs Go >= 1.25
 # (go.mod says go 1.25.0); the Go at /usr/local/go (1.26) is taken before any `go` on PATH, since
 # Debian's golang-go (1.19, installed for the tests) is too old for it. The first build took 25 min
 # (7 min of CPU) on 2 cores shared with other work, module downloads included; DIR then holds
@@ -42,6 +42,6 @@ cp -r "$srcdir" "$dir/src"
 chmod -R u+w "$dir/src"
 (cd "$dir/src" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly "$GO" build -trimpath \
     -ldflags "-X main.version=$PARCA_VERSION" -o "$bin" ./cmd/parca) >&2
-[ -x "$bin" ] || { echo "install-parca: go install did not bring $bin" >&2; exit 1; }
+[ -x "$bin" ] || { echo "install-parca: go build did not bring $bin" >&2; exit 1; }
 echo "$PARCA_VERSION" > "$dir/.profstore-version"
 echo "$bin"
