@@ -11,7 +11,7 @@ PYTHON     ?= /usr/bin/python3
 FUZZ_SECONDS ?= 15
 CONFIG     ?=
 
-.PHONY: all deps deps-build build build-asan run test check-includes unit unit-asan integration integration-asan fuzz bench ebpf-check clean
+.PHONY: all deps deps-build build build-asan run test check-includes unit unit-asan integration integration-asan fuzz bench bench-peers ebpf-check clean
 
 all: build
 
@@ -70,6 +70,14 @@ test: deps check-includes unit unit-asan fuzz integration integration-asan
 
 bench: build
 	bench/run.sh
+
+# profstore beside Parca, same profiles, one run (opt-in, not in `make test`): the first run builds
+# Parca at its pinned tag into ~/.cache/profstore-peers (scripts/install-parca.sh, Go >= 1.25, several
+# minutes). PEERS_ARGS="--series 20 --days 1" for a shorter run; docs/SCALING.md#beside-parca.
+PEERS_ARGS ?=
+bench-peers: deps build
+	scripts/install-parca.sh >/dev/null
+	$(PYTHON) bench/peers/peers.py --profstore $(abspath $(BUILD))/profstore $(PEERS_ARGS)
 
 # Opt-in, not in `make test`: the OpenTelemetry eBPF profiler (built from a checkout of
 # open-telemetry/opentelemetry-ebpf-profiler: the Go module proxy does not serve it) profiling a C
