@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 import pprof_decode as pd
-from conftest import ALL_FILES, PPROF_DIR, fixture_profile, name_param
+from conftest import ALL_FILES, PPROF_DIR, fixture_profile, name_param, require_tool, tool_env
 
 PHASES = ("head", "chunks", "restart")
 
@@ -121,16 +121,14 @@ def test_roundtrip_unpacked_and_labels(make_server):
 
 
 def test_go_tool_pprof_top(make_server, tmp_path):
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("go is not installed")
+    go = require_tool("go")
     golden = (PPROF_DIR / "go" / "cpu-01.top.txt").read_text()
     srv = make_server(retention="0")
     st, js = srv.push("go/cpu-01.pb.gz", labels='{job="pprof"}')
     assert st == 200
     cpu = [s for s in js["data"]["series"] if s["profile_type"].startswith("process_cpu:cpu:")][0]
     ts = js["data"]["timestamp_ns"]
-    env = dict(os.environ, PPROF_TMPDIR=str(tmp_path / "pprof"), TZ="UTC", HOME=str(tmp_path))
+    env = tool_env(tmp_path)  # the user's Go build cache: else pprof is built again (over 60 s under load)
     for how in ("file", "url"):
         if how == "file":
             f = tmp_path / "served.pb.gz"

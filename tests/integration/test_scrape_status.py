@@ -102,6 +102,8 @@ def test_cpu_scrape_duration_and_start(env):
     lastScrapeDuration before the moment it was seen, and the duration covers the 2 s profile."""
     seen = []  # (wall time first seen, lastScrape, lastScrapeDuration, health)
     last = None
+    # the scraper thread takes the configuration after the server answers (a busy machine: later)
+    wait_for(lambda: [t for t in active_targets(env.srv) if t["scrapePool"] == "cpu"], 10, "the cpu target")
     deadline = time.time() + 25
     while len(seen) < 4 and time.time() < deadline:
         t = target_of(env, "cpu")
