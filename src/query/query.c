@@ -456,7 +456,7 @@ static void nodemap_grow(ps_nodemap_t *m)
 void ps_nodemap_add(ps_nodemap_t *m, uint64_t node, int64_t v)
 {
     if (node == 0)
-        return;
+        node = PS_NODEMAP_ROOT; /* the empty stack (Go's threadcreate has 8 such samples of 9) */
     if ((m->count + 1) * 2 > m->cap)
         nodemap_grow(m);
     size_t mask = m->cap - 1, j = slot_of(node, mask);
@@ -472,7 +472,9 @@ void ps_nodemap_add(ps_nodemap_t *m, uint64_t node, int64_t v)
 
 int64_t ps_nodemap_get(const ps_nodemap_t *m, uint64_t node)
 {
-    if (node == 0 || m->cap == 0)
+    if (node == 0)
+        node = PS_NODEMAP_ROOT;
+    if (m->cap == 0)
         return 0;
     size_t mask = m->cap - 1, j = slot_of(node, mask);
     while (m->keys[j] != 0) {
@@ -1314,7 +1316,7 @@ int ps_query_profile_build(ps_reader_t *r, const ps_profile_sel_t *a, const ps_p
                     any |= v[t] != 0;
                 }
                 if (any)
-                    nodes[n++] = node;
+                    nodes[n++] = node == PS_NODEMAP_ROOT ? 0 : node;
             }
     }
     const ps_sum_info_t *info = b && b->info.profiles ? &b->info : &a->info;

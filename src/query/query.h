@@ -68,7 +68,10 @@ typedef struct ps_strlist {
 int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start,
                     int64_t end, uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err);
 
-/* A node -> value accumulator (open addressing; node ids are never 0). */
+/* A node -> value accumulator (open addressing; key 0 marks a free slot). Node 0, the root (samples
+ * with an empty stack: Go's threadcreate profile has 8 such of 9), is kept under PS_NODEMAP_ROOT;
+ * ps_nodemap_add and ps_nodemap_get take it as 0. */
+#define PS_NODEMAP_ROOT UINT64_MAX
 typedef struct ps_nodemap {
     uint64_t *keys;
     int64_t *vals;

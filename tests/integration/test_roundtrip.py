@@ -4,14 +4,16 @@ keys and dropping zeros, plus time, duration, period and types. First from head 
 after POST /api/v1/admin/compact (from chunks), then after a restart. Finally `go tool pprof -top`
 on the served cpu-01 profile against the golden output."""
 
+import json
 import os
 import shutil
 import subprocess
+import urllib.parse
 
 import pytest
 
 import pprof_decode as pd
-from conftest import ALL_FILES, PPROF_DIR, fixture_profile, name_param, require_tool, tool_env
+from conftest import ALL_FILES, PPROF_DIR, fixture_profile, go_pprof, name_param, require_tool, tool_env
 
 PHASES = ("head", "chunks", "restart")
 
@@ -146,3 +148,22 @@ def test_go_tool_pprof_top(make_server, tmp_path):
             "go tool pprof -top (%s) differs from cpu-01.top.txt:\n%s\n--- stderr:\n%s" % (how, r.stdout, r.stderr)
         assert [x for x in got if x.startswith("Time: ")][0] in (
             "Time: Nov 30, 2026 at 7:06am (UTC)", "Time: 2026-11-30 07:06:04 UTC"), r.stdout
+
+
+def test_empty_stack_samples_kept_in_merges(make_server, tmp_path):
+    """Go's threadcreate profile has 8 of its 9 samples with an empty stack: a merge keeps them (a
+    sample with no location), so its total is go tool pprof's, as in the flame graph and top table."""
+    srv = make_server(retention="0")
+    st, js = srv.push("go/threadcreate-01.pb.gz", labels='{job="pprof"}')
+    assert st == 200
+    sel = 'threadcreate:threadcreate:count:threadcreate:count{job="pprof"}'
+    url = srv.url("/api/v1/profiles/query?query=%s&start=2026-11-29T00:00:00Z&end=2026-12-01T00:00:00Z"
+                  % urllib.parse.quote(sel))
+    raw = go_pprof(["-raw", url], tmp_path).stdout
+    samples = raw.split("Samples:\n")[1].split("Locations")[0].splitlines()
+    assert samples == ["threadcreate/count", "          1: 1 2 3 4 ", "          8: "], raw
+    assert "accounting for 1, 11.11% of 9 total" in go_pprof(["-top", url], tmp_path).stdout
+    for fmt in ("flamegraph", "top"):
+        st, _, body = srv.get("/api/v1/profiles/query?" + urllib.parse.urlencode(
+            dict(query=sel, start="2026-11-29T00:00:00Z", end="2026-12-01T00:00:00Z", format=fmt)))
+        assert st == 200 and json.loads(body)["total"] == 9, body[:300]
