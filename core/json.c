@@ -179,3 +179,43 @@ void ps_json_raw(ps_json_t *j, const char *s, size_t n)
     sep(j);
     ps_buf_append(j->out, s, n);
 }
+
+int ps_json_prescan(const char *s, size_t n, const char *what, size_t max_depth, size_t *values, bool *neg_zero,
+                    ps_err_t *err)
+{
+    size_t depth = 0, line = 1, col = 0;
+    bool in_str = false, esc = false;
+    *values = 1;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        col++;
+        if (in_str) {
+            if (esc)
+                esc = false;
+            else if (c == '\\')
+                esc = true;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        switch (c) {
+        case '"': in_str = true; break;
+        case '[': case '{':
+            (*values)++;
+            if (++depth > max_depth)
+                return ps_err_set_at(err, PS_EINVAL, i, "%s: line %zu column %zu: nesting deeper than %zu", what, line,
+                                     col, max_depth);
+            break;
+        case ']': case '}': if (depth > 0) depth--; break;
+        case ',': case ':': (*values)++; break;
+        case '\n': line++; col = 0; break;
+        case '-':
+            if (neg_zero != NULL && i + 1 < n && s[i + 1] == '0' &&
+                (i + 2 == n || !(s[i + 2] == '.' || s[i + 2] == 'e' || s[i + 2] == 'E' || (s[i + 2] >= '0' && s[i + 2] <= '9'))))
+                *neg_zero = true;
+            break;
+        default: break;
+        }
+    }
+    return 0;
+}

@@ -3,7 +3,8 @@
  * commas placed for you. Strings are escaped (ps_buf_json_str: ", \, control characters; other
  * bytes as they are, so the caller passes valid UTF-8). Numbers: integers exactly; floats as
  * Prometheus writes them (core/fmt.h), as JSON numbers where finite. Nesting up to
- * PS_JSON_MAX_DEPTH; deeper is a programming error (asserted). Reading JSON is jansson's job.
+ * PS_JSON_MAX_DEPTH; deeper is a programming error (asserted). Reading JSON is jansson's job;
+ * ps_json_prescan bounds what jansson will be asked to read.
  *
  *     ps_json_t j;
  *     ps_json_init(&j, &buf);
@@ -19,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
 #include "mem.h"
 
 #define PS_JSON_MAX_DEPTH 32
@@ -65,5 +67,13 @@ void ps_json_raw(ps_json_t *j, const char *s, size_t n);
 /** v in decimal appended to b, as ps_json_int writes it but without a separator: for plain text
  *  (folded stacks). */
 void ps_buf_put_i64(ps_buf_t *b, int64_t v);
+
+/** Before a JSON document of n bytes is handed to jansson: its nesting must not pass max_depth
+ *  (else PS_EINVAL, "<what>: line L column C: nesting deeper than D", at the byte), and *values
+ *  gets an upper bound of its values (one, plus each ',' '[' '{' ':' outside strings) for the
+ *  caller's memory budget. neg_zero (may be NULL) is set when a number is a negative zero written
+ *  as an integer ("-0"), which jansson reads as the integer 0. Nothing is allocated. */
+int ps_json_prescan(const char *s, size_t n, const char *what, size_t max_depth, size_t *values, bool *neg_zero,
+                    ps_err_t *err);
 
 #endif

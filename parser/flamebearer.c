@@ -22,6 +22,7 @@
 #include <jansson.h>
 #include <string.h>
 
+#include "core/json.h"
 #include "stacks.h"
 
 #define VALUE_COST 96    /* bytes jansson takes per JSON value, at most */
@@ -30,38 +31,12 @@
 
 static int prescan(const char *s, size_t n, size_t budget, ps_err_t *err)
 {
-    size_t depth = 0, values = 1, line = 1, col = 0;
-    bool in_str = false, esc = false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        col++;
-        if (in_str) {
-            if (esc)
-                esc = false;
-            else if (c == '\\')
-                esc = true;
-            else if (c == '"')
-                in_str = false;
-            continue;
-        }
-        switch (c) {
-        case '"': in_str = true; break;
-        case '[': case '{':
-            values++;
-            if (++depth > MAX_DEPTH)
-                return ps_err_set_at(err, PS_EINVAL, i, "flamebearer JSON: line %zu column %zu: nesting deeper than %d",
-                                     line, col, MAX_DEPTH);
-            break;
-        case ']': case '}': if (depth > 0) depth--; break;
-        case ',': case ':': values++; break;
-        case '\n': line++; col = 0; break;
-        default: break;
-        }
-    }
-    if (values > budget / VALUE_COST)
-        return ps_err_set(err, PS_ETOOBIG, "flamebearer JSON: %zu values need more than the %zu bytes of memory allowed",
-                          values, budget);
-    return 0;
+    size_t values;
+    int ret = ps_json_prescan(s, n, "flamebearer JSON", MAX_DEPTH, &values, NULL, err);
+    if (ret == 0 && values > budget / VALUE_COST)
+        ret = ps_err_set(err, PS_ETOOBIG, "flamebearer JSON: %zu values need more than the %zu bytes of memory allowed",
+                         values, budget);
+    return ret;
 }
 
 static const char *jtype(const json_t *v)

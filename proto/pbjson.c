@@ -35,6 +35,7 @@
 
 #include "core/encode.h"
 #include "core/fmt.h"
+#include "core/json.h"
 #include "core/varint.h"
 #include "pballoc.h"
 
@@ -368,48 +369,17 @@ static const char *jtype(const json_t *v)
     return "?";
 }
 
-/* Pre-scan: nesting depth, and a count of values (an upper bound: ',' '[' '{' ':' outside strings). */
-/* Also sets *neg_zero when a number token is a negative zero written as an integer ("-0", as Go's
- * protojson writes -0.0): jansson would read it as the integer 0 and lose the sign. */
+/* Pre-scan: nesting depth, and a count of values against the budget (core/json.h); also sets
+ * *neg_zero when a number token is a negative zero written as an integer ("-0", as Go's protojson
+ * writes -0.0): jansson would read it as the integer 0 and lose the sign. */
 static int json_prescan(const char *s, size_t n, size_t budget, bool *neg_zero, ps_err_t *err)
 {
-    size_t depth = 0, values = 1, line = 1, col = 0;
-    bool in_str = false, esc = false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        col++;
-        if (in_str) {
-            if (esc)
-                esc = false;
-            else if (c == '\\')
-                esc = true;
-            else if (c == '"')
-                in_str = false;
-            continue;
-        }
-        switch (c) {
-        case '"': in_str = true; break;
-        case '[': case '{':
-            values++;
-            if (++depth > PBJSON_MAX_DEPTH)
-                return ps_err_set_at(err, PS_EINVAL, i, "json: line %zu column %zu: nesting deeper than %d", line,
-                                     col, PBJSON_MAX_DEPTH);
-            break;
-        case ']': case '}': if (depth > 0) depth--; break;
-        case ',': case ':': values++; break;
-        case '\n': line++; col = 0; break;
-        case '-':
-            if (i + 1 < n && s[i + 1] == '0' &&
-                (i + 2 == n || !(s[i + 2] == '.' || s[i + 2] == 'e' || s[i + 2] == 'E' || (s[i + 2] >= '0' && s[i + 2] <= '9'))))
-                *neg_zero = true;
-            break;
-        default: break;
-        }
-    }
-    if (values > (budget > n ? budget - n : 0) / PBJSON_VALUE_COST)
-        return ps_err_set(err, PS_ETOOBIG, "json: %zu values need more than the %zu bytes of memory allowed", values,
-                          budget);
-    return 0;
+    size_t values;
+    int ret = ps_json_prescan(s, n, "json", PBJSON_MAX_DEPTH, &values, neg_zero, err);
+    if (ret == 0 && values > (budget > n ? budget - n : 0) / PBJSON_VALUE_COST)
+        ret = ps_err_set(err, PS_ETOOBIG, "json: %zu values need more than the %zu bytes of memory allowed", values,
+                         budget);
+    return ret;
 }
 
 /* ---- numbers in JSON strings, as protojson reads them ----------------------------------------------
