@@ -75,13 +75,15 @@ int ps_connect_debuginfo_should_upload(ps_connect_call_t *c)
     return 0;
 }
 
-int ps_connect_debuginfo_upload_finished(ps_connect_call_t *c)
+/* A call naming one build id whose answer is empty: UploadFinished, DeleteDebuginfo. */
+static int build_id_call(ps_connect_call_t *c, ps_di_method_t kind,
+                         int (*fn)(ps_debuginfo_t *d, const char *gnu_build_id, ps_err_t *err))
 {
     ps_di_req_t r;
     ps_err_t err;
-    if (decode(c, PS_DI_UPLOAD_FINISHED, &r) != 0)
+    if (decode(c, kind, &r) != 0)
         return 0;
-    if (ps_debuginfo_finished(c->srv->debuginfo, r.gnu_build_id, &err) != 0) {
+    if (fn(c->srv->debuginfo, r.gnu_build_id, &err) != 0) {
         ps_connect_error(c, code_of(err.code), err.msg);
         return 0;
     }
@@ -89,6 +91,11 @@ int ps_connect_debuginfo_upload_finished(ps_connect_call_t *c)
     ps_di_encode_empty(c->codec, &b);
     ps_connect_reply_take(c, &b);
     return 0;
+}
+
+int ps_connect_debuginfo_upload_finished(ps_connect_call_t *c)
+{
+    return build_id_call(c, PS_DI_UPLOAD_FINISHED, ps_debuginfo_finished);
 }
 
 int ps_connect_debuginfo_list(ps_connect_call_t *c)
@@ -111,18 +118,7 @@ int ps_connect_debuginfo_list(ps_connect_call_t *c)
 
 int ps_connect_debuginfo_delete(ps_connect_call_t *c)
 {
-    ps_di_req_t r;
-    ps_err_t err;
-    if (decode(c, PS_DI_DELETE, &r) != 0)
-        return 0;
-    if (ps_debuginfo_delete(c->srv->debuginfo, r.gnu_build_id, &err) != 0) {
-        ps_connect_error(c, code_of(err.code), err.msg);
-        return 0;
-    }
-    ps_buf_t b = PS_BUF_INIT;
-    ps_di_encode_empty(c->codec, &b);
-    ps_connect_reply_take(c, &b);
-    return 0;
+    return build_id_call(c, PS_DI_DELETE, ps_debuginfo_delete);
 }
 
 bool ps_api_debuginfo_is_upload(h2o_iovec_t path)
