@@ -273,6 +273,11 @@ void ps_span_parts_encode(const ps_span_part_t *parts, size_t n, ps_buf_t *out);
 int ps_uuid_put(ps_txn_t *txn, const uint8_t uuid[16], uint64_t sid, int64_t ts, ps_err_t *err);
 /* drops the spans and uuids entries of the hours ended before cutoff, and the span parts of profiles older than it */
 int ps_ids_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
+/* the hour number of a timestamp (ns), the u32 BE at the front of the spans, uuids and unsym keys */
+uint32_t ps_hour_of(int64_t ts);
+/* deletes, from the front of db (keys starting with such an hour), every hour before h; what names
+ * the work in an LMDB error */
+int ps_drop_hours(ps_txn_t *txn, int db, uint32_t h, const char *what, ps_err_t *err);
 
 /* unsym.c, unsymrec.c: the counts of frames without symbols (docs/FORMAT.md "Frames without symbols"). A record,
  * its string ids (build id in the key; file names, profile type ids) unresolved. */

@@ -19,7 +19,7 @@
 
 #define HOUR_NS (3600ll * 1000000000ll)
 
-static uint32_t hour_of(int64_t ts)
+uint32_t ps_hour_of(int64_t ts)
 {
     return (uint32_t)(ps_ts_key(ts) / (uint64_t)HOUR_NS);
 }
@@ -41,7 +41,7 @@ bool ps_span_parse(const char *s, size_t n, uint64_t *span)
 
 void ps_span_key(uint8_t k[28], uint64_t span, uint64_t sid, int64_t ts)
 {
-    uint32_t h = hour_of(ts);
+    uint32_t h = ps_hour_of(ts);
     k[0] = (uint8_t)(h >> 24);
     k[1] = (uint8_t)(h >> 16);
     k[2] = (uint8_t)(h >> 8);
@@ -87,7 +87,7 @@ static void put_hour(uint8_t *k, uint32_t h)
 int ps_uuid_put(ps_txn_t *txn, const uint8_t uuid[16], uint64_t sid, int64_t ts, ps_err_t *err)
 {
     uint8_t k[36];
-    put_hour(k, hour_of(ts));
+    put_hour(k, ps_hour_of(ts));
     memcpy(k + 4, uuid, 16);
     ps_key_sid_ts(k + 20, sid, ts);
     if (!ps_txn_put(txn, DB_UUIDS, k, 36, "", 0, 0, "writing a profile id"))
@@ -95,8 +95,7 @@ int ps_uuid_put(ps_txn_t *txn, const uint8_t uuid[16], uint64_t sid, int64_t ts,
     return 0;
 }
 
-/* Deletes, from the front of db (keys starting with an hour u32 BE), every hour before h. */
-static int drop_hours(ps_txn_t *txn, int db, uint32_t h, const char *what, ps_err_t *err)
+int ps_drop_hours(ps_txn_t *txn, int db, uint32_t h, const char *what, ps_err_t *err)
 {
     ps_cur_t cur;
     if (!ps_cur_open(&cur, txn, db, what))
@@ -142,9 +141,9 @@ int ps_ids_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err)
 {
     int ret = retain_parts(txn, cutoff, err);
     if (ret == 0)
-        ret = drop_hours(txn, DB_SPANS, hour_of(cutoff), "applying retention to the span index", err);
+        ret = ps_drop_hours(txn, DB_SPANS, ps_hour_of(cutoff), "applying retention to the span index", err);
     if (ret == 0)
-        ret = drop_hours(txn, DB_UUIDS, hour_of(cutoff), "applying retention to profile ids", err);
+        ret = ps_drop_hours(txn, DB_UUIDS, ps_hour_of(cutoff), "applying retention to profile ids", err);
     return ret;
 }
 
@@ -160,7 +159,7 @@ int ps_reader_span_profiles(ps_reader_t *r, uint64_t span, int64_t start, int64_
         return ps_txn_error(&r->txn, err);
     int ret = 0;
     /* one seek per hour that holds any record: a seek landing in a later hour jumps there */
-    uint32_t h = hour_of(start), h1 = hour_of(end);
+    uint32_t h = ps_hour_of(start), h1 = ps_hour_of(end);
     while (ret == 0 && h <= h1) {
         uint8_t k[12];
         k[0] = (uint8_t)(h >> 24);

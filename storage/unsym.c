@@ -32,7 +32,6 @@
 #include "core/sat.h"
 #include "internal.h"
 
-#define HOUR_NS (3600ll * 1000000000ll)
 #define NONE UINT32_MAX
 
 /* One (hour, build id) of the current write: the key and what the write adds to its record. */
@@ -46,11 +45,6 @@ struct ps_unsym_acc {
     acc_t *a;
     size_t n, cap;
 };
-
-static uint32_t hour_of(int64_t ts)
-{
-    return (uint32_t)(ps_ts_key(ts) / (uint64_t)HOUR_NS);
-}
 
 void ps_unsym_reset(ps_store_writer_t *w)
 {
@@ -268,7 +262,7 @@ int ps_unsym_count(ps_store_writer_t *w, ps_txn_t *txn, const ps_append_t *it, c
     free(mt.sum);
     /* the profile type ids (the series' __name__) as string ids, once a profile */
     uint64_t *types = NULL;
-    uint32_t hour = hour_of(it->ts);
+    uint32_t hour = ps_hour_of(it->ts);
     for (uint32_t k = 0; k < ng; k++) {
         if (g[k].samples == 0)
             continue;
@@ -327,18 +321,8 @@ int ps_unsym_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
 
 int ps_unsym_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err)
 {
-    uint32_t h = hour_of(cutoff);
-    ps_cur_t cur;
-    if (!ps_cur_open(&cur, txn, DB_UNSYM, "applying retention to the counts of frames without symbols"))
-        return ps_txn_error(txn, err);
-    bool on = ps_cur_first(&cur);
-    while (on && cur.k.mv_size >= 4 && ps_get_be32(cur.k.mv_data) < h) {
-        if (!ps_cur_del(&cur))
-            break;
-        on = ps_cur_next(&cur);
-    }
-    ps_cur_close(&cur);
-    return txn->ret ? ps_txn_error(txn, err) : 0;
+    return ps_drop_hours(txn, DB_UNSYM, ps_hour_of(cutoff), "applying retention to the counts of frames without symbols",
+                         err);
 }
 
 /* The string symbol id into *out (copied into nothing: LMDB's bytes, valid in r's snapshot). */
@@ -365,7 +349,7 @@ int ps_reader_unsym(ps_reader_t *r, int64_t start, int64_t end, int (*cb)(void *
         start = r->min_ts;
     if (start > end || (r->store->absent & (1u << DB_UNSYM)))
         return 0;
-    uint32_t h0 = hour_of(start), h1 = hour_of(end);
+    uint32_t h0 = ps_hour_of(start), h1 = ps_hour_of(end);
     ps_cur_t cur;
     if (!ps_cur_open(&cur, &r->txn, DB_UNSYM, "reading the counts of frames without symbols"))
         return ps_txn_error(&r->txn, err);
