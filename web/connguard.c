@@ -404,13 +404,10 @@ static void rewrap(conn_t *c)
     }
 }
 
-static void on_read_wrapped(h2o_socket_t *sock, const char *err)
+/* After h2o's own read or write callback returned: the connection freed if it closed meanwhile,
+ * else the wrappers put back and the body's size checked (outside nested callbacks). */
+static void after_callback(conn_t *c)
 {
-    conn_t *c = sock->on_close.data;
-    c->read_at = h2o_now(c->lc->loop->ctx.loop);
-    c->reads++;
-    c->in_cb++;
-    c->orig_read(sock, err);
     c->in_cb--;
     if (c->closed) {
         if (c->in_cb == 0)
@@ -422,21 +419,23 @@ static void on_read_wrapped(h2o_socket_t *sock, const char *err)
         check_body(c);
 }
 
+static void on_read_wrapped(h2o_socket_t *sock, const char *err)
+{
+    conn_t *c = sock->on_close.data;
+    c->read_at = h2o_now(c->lc->loop->ctx.loop);
+    c->reads++;
+    c->in_cb++;
+    c->orig_read(sock, err);
+    after_callback(c);
+}
+
 /* h2o's socket layer takes the write callback and clears it before calling it */
 static void on_write_wrapped(h2o_socket_t *sock, const char *err)
 {
     conn_t *c = sock->on_close.data;
     c->in_cb++;
     c->orig_write(sock, err);
-    c->in_cb--;
-    if (c->closed) {
-        if (c->in_cb == 0)
-            conn_free(c);
-        return;
-    }
-    rewrap(c);
-    if (c->in_cb == 0)
-        check_body(c);
+    after_callback(c);
 }
 
 static ssize_t on_expect_wrapped(h2_conn_t *h2, const uint8_t *src, size_t len, const char **err_desc)
