@@ -107,12 +107,20 @@ def fixture_profile(rel: str) -> pd.Profile:
     return _cache[key]  # type: ignore[return-value]
 
 
+_PORTS_GIVEN: set = set()
+
+
 def free_port() -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A loopback port free now and not handed out before in this run: two asked for one server
+    (its main and gRPC ports, both bound only when it starts) must differ."""
+    while True:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        if port not in _PORTS_GIVEN:
+            _PORTS_GIVEN.add(port)
+            return port
 
 
 def recv_all(s: socket.socket) -> bytes:

@@ -23,7 +23,7 @@ import urllib.parse
 import pytest
 import snappy
 
-from conftest import CPU_TYPE, README_TOTALS, REPO, require_tool, tool_env
+from conftest import CPU_TYPE, README_TOTALS, REPO, free_port, require_tool, tool_env
 
 T0 = 1796022000  # the fixtures' day (2026-11-30T07:00:00Z)
 CPU_SAMPLES = "process_cpu:samples:count:cpu:nanoseconds:delta"
@@ -412,14 +412,6 @@ def test_get_is_405_and_empty_request_is_empty(srv, pb):
 
 
 # ---- a real Prometheus reading profstore ---------------------------------------------------------
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
 
 @pytest.fixture
 def prometheus(tmp_path):
