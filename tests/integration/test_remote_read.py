@@ -13,7 +13,6 @@ become matchers that select the series pushed with those labels.
 Expected values come from the fixture totals in the pprof README, not from the server."""
 
 import json
-import socket
 import struct
 import subprocess
 import sys
