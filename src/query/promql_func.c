@@ -582,6 +582,23 @@ static int cmp_bucket(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Prometheus' coalesceBuckets: buckets of one upper bound (sorted, n > 0) summed into one; the new n. */
+static uint32_t coalesce_buckets(bucket_t *b, uint32_t n)
+{
+    bucket_t last = b[0];
+    uint32_t k = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        if (b[i].ub == last.ub) {
+            last.count += b[i].count;
+        } else {
+            b[k++] = last;
+            last = b[i];
+        }
+    }
+    b[k] = last;
+    return k + 1;
+}
+
 /* bucketQuantile with coalesceBuckets and ensureMonotonic */
 static double bucket_quantile(double q, bucket_t *b, uint32_t n)
 {
@@ -594,19 +611,7 @@ static double bucket_quantile(double q, bucket_t *b, uint32_t n)
     qsort(b, n, sizeof(bucket_t), cmp_bucket);
     if (!(isinf(b[n - 1].ub) && b[n - 1].ub > 0))
         return NAN;
-    /* coalesce */
-    bucket_t last = b[0];
-    uint32_t k = 0;
-    for (uint32_t i = 1; i < n; i++) {
-        if (b[i].ub == last.ub) {
-            last.count += b[i].count;
-        } else {
-            b[k++] = last;
-            last = b[i];
-        }
-    }
-    b[k] = last;
-    n = k + 1;
+    n = coalesce_buckets(b, n);
     /* monotonic */
     double max = -INFINITY;
     for (uint32_t i = 0; i < n; i++) {
@@ -672,18 +677,7 @@ static double bucket_fraction(double lower, double upper, bucket_t *b, uint32_t 
     qsort(b, n, sizeof(bucket_t), cmp_bucket);
     if (!(isinf(b[n - 1].ub) && b[n - 1].ub > 0))
         return NAN;
-    bucket_t last = b[0]; /* coalesceBuckets */
-    uint32_t k = 0;
-    for (uint32_t i = 1; i < n; i++) {
-        if (b[i].ub == last.ub) {
-            last.count += b[i].count;
-        } else {
-            b[k++] = last;
-            last = b[i];
-        }
-    }
-    b[k] = last;
-    n = k + 1;
+    n = coalesce_buckets(b, n);
     double count = b[n - 1].count;
     if (count == 0 || isnan(lower) || isnan(upper))
         return NAN;
