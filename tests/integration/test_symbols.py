@@ -54,11 +54,11 @@ def run(*args):
 class Program:
     """The program, its build id, its debug file and its executable load segment."""
 
-    def __init__(self, d: Path, source: str = PROG):
-        src = d / "prog.c"
+    def __init__(self, d: Path, source: str = PROG, compiler: str = "gcc", src_name: str = "prog.c"):
+        src = d / src_name
         src.write_text(source)
         self.exe = d / "prog"
-        run("gcc", "-g", "-O2", "-o", str(self.exe), str(src))
+        run(compiler, "-g", "-O2", "-o", str(self.exe), str(src))
         self.debug = d / "prog.debug"
         run("objcopy", "--only-keep-debug", str(self.exe), str(self.debug))
         run("strip", str(self.exe))
@@ -66,17 +66,23 @@ class Program:
         loads = [l.split() for l in run("readelf", "-lW", str(self.exe)).splitlines() if l.strip().startswith("LOAD")]
         text = [l for l in loads if "E" in l[6:-1]][0]
         self.p_offset, self.p_vaddr, self.p_filesz = int(text[1], 16), int(text[2], 16), int(text[4], 16)
-        syms = {}
+        self.syms = {}
         for line in run("nm", "-S", str(self.debug)).splitlines():
             f = line.split()
-            if len(f) == 4 and f[2] in "tT" and f[3] in ("work", "main"):
-                syms[f[3]] = (int(f[0], 16), int(f[1], 16))
-        assert sorted(syms) == ["main", "work"], syms
-        self.addrs = sorted(a for start, size in syms.values() for a in range(start, start + size))
+            if len(f) == 4 and self.wanted(f[2], f[3]):
+                self.syms[f[3]] = (int(f[0], 16), int(f[1], 16))
+        if type(self) is Program:
+            assert sorted(self.syms) == ["main", "work"], self.syms
+        self.addrs = sorted({a for start, size in self.syms.values() for a in range(start, start + size)})
         # the executable segment mapped at BASE + its page, as /proc/PID/maps shows it
         self.m_start = BASE + (self.p_vaddr & ~0xfff)
         self.m_offset = self.p_offset & ~0xfff
         self.m_limit = self.m_start + ((self.p_filesz + (self.p_vaddr & 0xfff) + 0xfff) & ~0xfff)
+
+    @staticmethod
+    def wanted(kind: str, name: str) -> bool:
+        """The functions whose every byte is an address of the profile (nm's type and name)."""
+        return kind in "tT" and name in ("work", "main")
 
     def proc_addr(self, vaddr: int) -> int:
         return self.m_start + (vaddr - self.p_vaddr) + (self.p_offset - self.m_offset)

@@ -19,7 +19,7 @@ import pytest
 import pprof_decode as pd
 from conftest import go_pprof
 from otlp_util import Builder, post
-from test_symbols import BASE, CPU, T0, query, run
+from test_symbols import CPU, T0, Program, query, run
 
 PROG = r"""
 #include <cstdio>
@@ -58,37 +58,16 @@ int main(int argc, char **argv)
 """
 
 
-class CxxProgram:
+class CxxProgram(Program):
+    """The C++ program, built, stripped and split as test_symbols' C one."""
+
     def __init__(self, d: Path):
-        src = d / "prog.cc"
-        src.write_text(PROG)
-        self.exe = d / "prog"
-        run("g++", "-g", "-O2", "-o", str(self.exe), str(src))
-        self.debug = d / "prog.debug"
-        run("objcopy", "--only-keep-debug", str(self.exe), str(self.debug))
-        run("strip", str(self.exe))
-        self.build_id = re.search(r"Build ID: ([0-9a-f]+)", run("readelf", "-n", str(self.exe))).group(1)
-        loads = [l.split() for l in run("readelf", "-lW", str(self.exe)).splitlines() if l.strip().startswith("LOAD")]
-        text = [l for l in loads if "E" in l[6:-1]][0]
-        self.p_offset, self.p_vaddr, self.p_filesz = int(text[1], 16), int(text[2], 16), int(text[4], 16)
+        super().__init__(d, PROG, compiler="g++", src_name="prog.cc")
+
+    @staticmethod
+    def wanted(kind: str, name: str) -> bool:
         # the program's own functions (and their .cold parts, the lambda, the operator), every byte
-        self.syms = {}
-        for line in run("nm", "-S", str(self.debug)).splitlines():
-            f = line.split()
-            if len(f) == 4 and f[2] in "tTW" and re.search(r"helper|norm2|main|geo3Vec", f[3]):
-                self.syms[f[3]] = (int(f[0], 16), int(f[1], 16))
-        self.addrs = sorted({a for start, size in self.syms.values() for a in range(start, start + size)})
-        self.m_start = BASE + (self.p_vaddr & ~0xfff)
-        self.m_offset = self.p_offset & ~0xfff
-        self.m_limit = self.m_start + ((self.p_filesz + (self.p_vaddr & 0xfff) + 0xfff) & ~0xfff)
-
-    def proc_addr(self, vaddr: int) -> int:
-        return self.m_start + (vaddr - self.p_vaddr) + (self.p_offset - self.m_offset)
-
-    def place(self, symdir: Path):
-        d = symdir / ".build-id" / self.build_id[:2]
-        d.mkdir(parents=True, exist_ok=True)
-        (d / (self.build_id[2:] + ".debug")).write_bytes(self.debug.read_bytes())
+        return kind in "tTW" and re.search(r"helper|norm2|main|geo3Vec", name) is not None
 
     def addr2line(self, tool):
         """{vaddr: [(function, file, line), ...] innermost first}: eu-addr2line -i -f -a (linkage
