@@ -12,6 +12,23 @@ static struct {
     ps_store_writer_t *w;
 } ps_test_writers[16];
 
+/** A store in dir (a 1 GiB map, no fsync) with the given retention (0: forever); fails the test if
+ *  it cannot be opened. */
+static inline ps_store_t *ps_test_open_store(const char *dir, int64_t retention)
+{
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = dir;
+    o.map_size = 1ull << 30;
+    o.retention_ns = retention;
+    o.nosync = true;
+    ps_store_t *s = NULL;
+    ps_err_t err;
+    if (ps_store_open(&o, &s, &err) != 0)
+        fail_msg("open: %s", err.msg);
+    return s;
+}
+
 /** The writer of s, opened the first time; fails the test if it cannot be opened. */
 static inline ps_store_writer_t *ps_test_writer(ps_store_t *s)
 {

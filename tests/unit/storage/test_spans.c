@@ -30,21 +30,6 @@
 
 static char *tmpdir(void) { return ps_test_tmpdir("/tmp/ps-test-spans-XXXXXX"); }
 
-static ps_store_t *open_store(const char *dir, int64_t retention)
-{
-    ps_store_opts_t o;
-    ps_store_opts_default(&o);
-    o.dir = dir;
-    o.map_size = 1ull << 30;
-    o.retention_ns = retention;
-    o.nosync = true;
-    ps_store_t *s = NULL;
-    ps_err_t err;
-    if (ps_store_open(&o, &s, &err) != 0)
-        fail_msg("open: %s", err.msg);
-    return s;
-}
-
 /* strings of the profile */
 enum { S_EMPTY, S_CPU, S_NS, S_SAMPLES, S_COUNT, S_SPAN, S_PID, S_A, S_B, S_C, S_BAD, S_MAIN, S_F, S_ZERO, S_TRACE, S_T1, S_T2,
        S_N };
@@ -217,7 +202,7 @@ static void check_part(const ps_span_part_t *p, uint64_t span, uint64_t node, in
 static void test_append_lookup_ids(void **state)
 {
     char *dir = tmpdir();
-    ps_store_t *s = open_store(dir, 0);
+    ps_store_t *s = ps_test_open_store(dir, 0);
     int64_t t0 = 1796022364000000000ll; /* 2026-11-30T... */
     const uint8_t u1[16] = {0x7c, 0x9e, 0x66, 0x79, 0x74, 0x25, 0x40, 0xde, 0x94, 0x4b, 0xe0, 0x7f, 0xc1, 0xf9, 0x0a, 0xe7};
     const uint8_t u2[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
@@ -307,7 +292,7 @@ static void test_append_lookup_ids(void **state)
 static void test_retention(void **state)
 {
     char *dir = tmpdir();
-    ps_store_t *s = open_store(dir, 3 * H);
+    ps_store_t *s = ps_test_open_store(dir, 3 * H);
     int64_t now = ps_time_now();
     const uint8_t u1[16] = {0xaa}, u2[16] = {0xbb};
     built_t b;
@@ -371,7 +356,7 @@ static void make_schema4(const char *dir)
 static void test_upgrade_from_4(void **state)
 {
     char *dir = tmpdir();
-    ps_store_t *s = open_store(dir, 0);
+    ps_store_t *s = ps_test_open_store(dir, 0);
     int64_t t0 = 1796022364000000000ll;
     const uint8_t u1[16] = {0x11};
     built_t b;
@@ -388,7 +373,7 @@ static void test_upgrade_from_4(void **state)
     ps_err_t err;
     assert_int_equal(ps_store_open(&o, &s, &err), PS_EVERSION);
     assert_non_null(strstr(err.msg, "no database spans"));
-    s = open_store(dir, 0);
+    s = ps_test_open_store(dir, 0);
     assert_int_equal(s->upgraded_from, 4);
     /* the profile stored before is read as it was, but not indexed; new ones are */
     node_ctx_t c = {.want_total = 49};
@@ -407,7 +392,7 @@ static void test_upgrade_from_4(void **state)
     assert_true(sids[0] == cpu && tss[0] == t0 + 10 * PS_NS_PER_S);
     ps_test_close_store(s);
     /* and it stays version 5 */
-    s = open_store(dir, 0);
+    s = ps_test_open_store(dir, 0);
     assert_int_equal(s->upgraded_from, 0);
     ps_test_close_store(s);
     ps_test_rm_rf(dir);

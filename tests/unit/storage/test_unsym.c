@@ -26,21 +26,6 @@
 
 static char *tmpdir(void) { return ps_test_tmpdir("/tmp/ps-test-unsym-XXXXXX"); }
 
-static ps_store_t *open_store(const char *dir, int64_t retention)
-{
-    ps_store_opts_t o;
-    ps_store_opts_default(&o);
-    o.dir = dir;
-    o.map_size = 1ull << 30;
-    o.retention_ns = retention;
-    o.nosync = true;
-    ps_store_t *s = NULL;
-    ps_err_t err;
-    if (ps_store_open(&o, &s, &err) != 0)
-        fail_msg("open: %s", err.msg);
-    return s;
-}
-
 enum { S_EMPTY, S_CPU, S_NS, S_SAMPLES, S_COUNT, S_BA, S_BB, S_FA, S_FB, S_FC, S_MAIN, S_N };
 static ps_str_t strs[S_N] = {
     {"", 0}, {"cpu", 3}, {"nanoseconds", 11}, {"samples", 7}, {"count", 5}, {"aaaa1111", 8}, {"BBBB2222", 8},
@@ -208,7 +193,7 @@ static void test_counts(void **state)
 {
     (void)state;
     char *dir = tmpdir();
-    ps_store_t *s = open_store(dir, 0);
+    ps_store_t *s = ps_test_open_store(dir, 0);
     int64_t t0 = 1796022000ll * PS_NS_PER_S; /* 07:00:00Z */
     append(s, t0);
     gots_t gs = read_all(s, true);
@@ -240,7 +225,7 @@ static void test_counts(void **state)
     check_pair(&one, 0, 1, t0 + H, t0 + H);
     /* the counts are stored: the same after a reopen */
     ps_test_close_store(s);
-    s = open_store(dir, 0);
+    s = ps_test_open_store(dir, 0);
     gs = read_all(s, true);
     assert_int_equal(gs.n, 4);
     check_pair(&gs, 0, 4, t0, ts[2]);
@@ -253,14 +238,14 @@ static void test_retention(void **state)
 {
     (void)state;
     char *dir = tmpdir();
-    ps_store_t *s = open_store(dir, 3 * H);
+    ps_store_t *s = ps_test_open_store(dir, 3 * H);
     int64_t now = ps_time_now();
     append(s, now - 150 * 60 * PS_NS_PER_S); /* an hour before the hour of now - 1h, whatever the minute */
     append(s, now);
     assert_int_equal(read_all(s, false).n, 4);
     ps_test_close_store(s);
     /* an hour of retention: the reader clamps the older hour away; retention deletes it */
-    s = open_store(dir, H);
+    s = ps_test_open_store(dir, H);
     gots_t gs = read_all(s, true);
     assert_int_equal(gs.n, 2);
     check_pair(&gs, 0, 1, now, now);
@@ -300,7 +285,7 @@ static void test_upgrade_from_5(void **state)
 {
     (void)state;
     char *dir = tmpdir();
-    ps_store_t *s = open_store(dir, 0);
+    ps_store_t *s = ps_test_open_store(dir, 0);
     int64_t t0 = 1796022000ll * PS_NS_PER_S;
     append(s, t0);
     ps_test_close_store(s);
@@ -313,7 +298,7 @@ static void test_upgrade_from_5(void **state)
     ps_err_t err;
     assert_int_equal(ps_store_open(&o, &s, &err), PS_EVERSION);
     assert_non_null(strstr(err.msg, "no database unsym"));
-    s = open_store(dir, 0);
+    s = ps_test_open_store(dir, 0);
     assert_int_equal(s->upgraded_from, 5);
     /* the profile stored before is not counted; the next one is */
     assert_int_equal(read_all(s, true).n, 0);
@@ -322,7 +307,7 @@ static void test_upgrade_from_5(void **state)
     assert_int_equal(gs.n, 2);
     check_pair(&gs, 0, 1, t0 + 10 * PS_NS_PER_S, t0 + 10 * PS_NS_PER_S);
     ps_test_close_store(s);
-    s = open_store(dir, 0);
+    s = ps_test_open_store(dir, 0);
     assert_int_equal(s->upgraded_from, 0);
     ps_test_close_store(s);
     ps_test_rm_rf(dir);
@@ -350,7 +335,7 @@ static void test_many_build_ids(void **state)
     (void)state;
     enum { N = 70 };
     char *dir = tmpdir();
-    ps_store_t *s = open_store(dir, 0);
+    ps_store_t *s = ps_test_open_store(dir, 0);
     ps_str_t st[2 + N];
     char names[N][8];
     st[0] = (ps_str_t){"", 0};
@@ -411,7 +396,7 @@ static void test_many_sets(void **state)
     (void)state;
     enum { N = 40 };
     char *dir = tmpdir();
-    ps_store_t *s = open_store(dir, 0);
+    ps_store_t *s = ps_test_open_store(dir, 0);
     ps_str_t st[2 + N];
     char names[N][8];
     st[0] = (ps_str_t){"", 0};
