@@ -39,13 +39,7 @@ static void write_seeds(const char *dir)
     for (size_t n = 1; n <= 4; n++) {
         ps_buf_t b = PS_BUF_INIT;
         ps_span_parts_encode(p, n, &b);
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/seed%zu", dir, n);
-        FILE *f = fopen(path, "wb");
-        if (f) {
-            fwrite(b.data, 1, b.len, f);
-            fclose(f);
-        }
+        ps_fuzz_write_seed(dir, "seed", (int)n, b.data, b.len);
         ps_buf_dispose(&b);
     }
 }

@@ -36,13 +36,7 @@ static void write_seeds(const char *dir)
     for (size_t i = 0; i < 3; i++) {
         ps_buf_t b = PS_BUF_INIT;
         ps_unsym_rec_encode(&r[i], &b);
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/seed%zu", dir, i);
-        FILE *f = fopen(path, "wb");
-        if (f) {
-            fwrite(b.data, 1, b.len, f);
-            fclose(f);
-        }
+        ps_fuzz_write_seed(dir, "seed", (int)i, b.data, b.len);
         ps_buf_dispose(&b);
     }
 }
