@@ -2,6 +2,7 @@
  * api_profiles.c - profile queries: the types stored, one merged profile for a selector at a time
  * or over a range, and the diff of two selections; as pprof, flame graph JSON, folded or top.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,6 +296,79 @@ static int finish(ps_qctx_t *c, int ret)
     return ps_qctx_finish(c, 0);
 }
 
+/* total_min / total_max: a non-negative integer bound of a profile's total (absent: none) */
+static int param_total(ps_qctx_t *c, const char *name, int64_t dflt, int64_t *out)
+{
+    const ps_param_t *p = ps_params_get(&c->params, name);
+    *out = dflt;
+    if (p == NULL || p->vlen == 0)
+        return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(p->value, &end, 10);
+    if (*end || v < 0 || errno == ERANGE)
+        return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"%s\": \"%.32s\" is not a non-negative integer",
+                          name, p->value);
+    *out = v;
+    return 0;
+}
+
+/* The profiles most a total filter looks at: those of /api/v1/profiles/ids. */
+#define IDS_MAX 10000
+
+static int cmp_ref(const void *a, const void *b)
+{
+    const ps_profile_ref_t *x = a, *y = b;
+    if (x->sid != y->sid)
+        return x->sid < y->sid ? -1 : 1;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/*
+ * The query side of /api/v1/profiles/query, with total_min / total_max (the UI heatmap's cell: the
+ * profiles of the range whose total is in [total_min, total_max], each one summed): the range's
+ * profiles as /api/v1/profiles/ids lists them (at most IDS_MAX), those in the bounds merged by ref.
+ */
+static int side_load_query(ps_qctx_t *c, side_t *s, int64_t lookback, bool all_types, ps_agg_t agg)
+{
+    ps_profile_query_t q;
+    int64_t tmin, tmax;
+    int ret = side_params(c, s, "query", "", lookback, all_types, &q);
+    q.agg = agg;
+    q.span_labels = true;
+    if (ret == 0)
+        ret = param_total(c, "total_min", -1, &tmin);
+    if (ret == 0)
+        ret = param_total(c, "total_max", -1, &tmax);
+    if (ret == 0 && (tmin >= 0 || tmax >= 0)) {
+        ps_series_set_t set;
+        ps_profile_entry_t *e = NULL;
+        uint32_t n = 0, k = 0;
+        if (!q.ranged)
+            return ps_err_set(&c->err, PS_EINVAL, "total_min and total_max need start and end (a range), not time");
+        if (all_types)
+            return ps_err_set(&c->err, PS_EINVAL, "total_min and total_max select profiles of one sample type: not with "
+                                                  "sample_types=all");
+        ret = ps_query_profile_list(c->reader, &s->sel, q.start, q.end, c->srv->opts.max_series, IDS_MAX, &c->arena, &set,
+                                    &e, &n, &c->err);
+        if (ret)
+            return ret;
+        ps_profile_ref_t *refs = ps_arena_alloc(&c->arena, ((size_t)n + 1) * sizeof(*refs));
+        for (uint32_t i = 0; i < n; i++)
+            if ((tmin < 0 || e[i].total >= tmin) && (tmax < 0 || e[i].total <= tmax))
+                refs[k++] = e[i].ref;
+        if (k > 1)
+            qsort(refs, k, sizeof(*refs), cmp_ref);
+        if (k == 0) /* none in the bounds: a ref no series has (ids stop at 2^58), so nothing is merged */
+            refs[k++] = (ps_profile_ref_t){.sid = UINT64_MAX, .ts = 0};
+        q.only = refs;
+        q.nonly = k;
+    }
+    if (ret == 0)
+        ret = ps_query_profile_select(c->reader, &q, &c->arena, &s->ps, &c->err);
+    return ret;
+}
+
 int ps_api_profile_query(ps_task_t *task)
 {
     ps_qctx_t c;
@@ -315,7 +389,7 @@ int ps_api_profile_query(ps_task_t *task)
     if (ret == 0)
         ret = ps_param_duration(&c.params, "lookback", 5 * 60 * PS_NS_PER_S, &lookback, &c.err);
     if (ret == 0)
-        ret = side_load(&c, &s, "query", "", lookback, all, agg);
+        ret = side_load_query(&c, &s, lookback, all, agg);
     if (ret == 0)
         ret = ps_query_profile_build(c.reader, &s.ps, NULL, PS_PROFILE_ONE, &c.arena, &p, &c.err);
     if (ret == 0) {
@@ -454,8 +528,6 @@ int ps_api_profile_by_id(ps_task_t *task)
     return finish(&c, ret);
 }
 
-/* The profiles /api/v1/profiles/ids lists at most. */
-#define IDS_MAX 10000
 
 /* GET /api/v1/profiles/ids?query=<selector>&start=&end=: the stored profiles of the selected
  * series in [start, end], oldest first: [{id, time (unix s, 9 decimals), total, labels}]. */

@@ -9,12 +9,14 @@ import * as state from './state.js';
 import { api } from './api.js';
 import { h, clear, errorBox, emptyState, fmtTime, formatValue } from './dom.js';
 import { QueryBar } from './query.js';
-import { TimeGraph } from './graph.js';
+import { TimeGraph, matchers } from './graph.js';
 import { ProfilePanel } from './panel.js';
 import { Breakdown } from './breakdown.js';
 import { ServiceList } from './services.js';
 import { groupTypes, selectorOf } from './types.js';
 import { SharedView, render as renderUpload } from './shared.js';
+import { Heatmap } from './heatmap.js';
+import { ensureCss } from './pages.js';
 
 // types: the picker's entries (types.js groupTypes), storedTypes: the ids the server listed
 const app = { types: null, storedTypes: null, view: null, viewName: null };
@@ -72,6 +74,10 @@ function windowOf(s, r, p = '') {
 // a point selection with its profile's id: the panel shows that profile by id
 function byId(s) { return Boolean(s.pid && s.sfrom && s.sfrom === s.sto); }
 
+// a heatmap cell: its window's profiles with totals in [tmin, tmax] (tmax absent: no bound)
+function isCell(s) { return Boolean(s.tmin && s.sfrom && s.sto); }
+const NO_CELL = { tmin: null, tmax: null };
+
 function joinSel(...parts) { return parts.map((p) => (p || '').trim()).filter(Boolean).join(', '); }
 
 class GraphView {
@@ -86,7 +92,8 @@ class GraphView {
     this.selInfo = h('div.selinfo');
     root.append(this.err);
     this.graph = new TimeGraph(root, { onSelect: (sel) => this.select(sel) });
-    root.append(this.selInfo);
+    this.heatBox = h('div.heatwrap');
+    root.append(this.heatBox, this.selInfo);
     this.panel = new ProfilePanel(root, {
       onState: panelPatch,
       empty: () => h('p.hint.noprof', 'No profiles in the selection.'),
@@ -103,13 +110,44 @@ class GraphView {
   }
 
   run(patch) {
-    if (!state.set({ ...patch, sfrom: null, sto: null, ssel: null, pid: null, zoom: null, fn: null })) this.update(state.get(), null, true);
+    if (!state.set({ ...patch, ...NO_CELL, sfrom: null, sto: null, ssel: null, pid: null, zoom: null, fn: null })) this.update(state.get(), null, true);
+  }
+
+  // the heatmap (hm=1) of the graph's range: a cell merges its profiles (sfrom/sto its window,
+  // tmin/tmax its totals)
+  showHeatmap(s, info, reload) {
+    if (s.hm !== '1') {
+      if (this.heat) { this.heat.destroy(); this.heat = null; }
+      return;
+    }
+    if (!this.heat) {
+      this.heat = new Heatmap(this.heatBox, {
+        plotBox: () => {
+          const u = this.graph.u;
+          if (!u) return null;
+          const o = u.over.getBoundingClientRect(), e = this.heatBox.getBoundingClientRect();
+          return { left: o.left - e.left, width: o.width };
+        },
+        onCell: (c) => state.set({ sfrom: c.from, sto: c.to, tmin: String(c.lo), tmax: c.hi === null ? null : String(c.hi), ssel: null, pid: null, zoom: null }),
+      });
+      reload = true;
+    }
+    if (reload) {
+      this.heatP = this.heat.load({ type: info.id, sel: s.sel, start: this.r.start, end: this.r.end, sampleUnit: info.sample_unit })
+        .then(() => {
+          const now = state.get();
+          this.heat.setSelection(isCell(now) ? { from: now.sfrom, lo: now.tmin } : null);
+          if (isCell(now)) this.showSelection(now, info);
+        })
+        .catch((e) => { clear(this.heat.note).append(errorBox(e, 'heatmap')); });
+    }
+    this.heat.setSelection(isCell(s) ? { from: s.sfrom, lo: s.tmin } : null);
   }
 
   // a graph selection: a clicked point is one profile, shown by its id (pid in the URL)
   async select(sel) {
     const pid = sel.ssel !== null && sel.sfrom === sel.sto ? await this.pointId(sel) : null;
-    state.set({ ...sel, pid, zoom: null });
+    state.set({ ...sel, ...NO_CELL, pid, zoom: null });
   }
 
   // the id of the profile of a point (its series, its ms): the largest if several; null if none
@@ -132,8 +170,9 @@ class GraphView {
     }
     this.services.mark(s);
     const qk = ['type', 'sel', 'range', 'from', 'to', 'by'];
-    const fk = qk.concat(['sfrom', 'sto', 'ssel', 'pid']);
+    const fk = qk.concat(['sfrom', 'sto', 'ssel', 'pid', 'tmin', 'tmax']);
     const info = typeInfo(s.type);
+    const reloadHeat = force || state.changed(s, prev, qk) || !this.r;
     if (force || state.changed(s, prev, qk) || !this.r) {
       this.r = state.timeRange(s);
       clear(this.err);
@@ -141,6 +180,7 @@ class GraphView {
       this.selInfo.hidden = false;
       this.graphP = this.graph.load(api, { type: s.type, sel: s.sel, by: s.by, start: this.r.start, end: this.r.end, typeInfo: info })
         .then((n) => {
+          if (this.heat) this.heat.draw(); // its columns under the graph's time axis
           if (n) return null;
           this.selInfo.hidden = true;
           return nothingHere(this.err, s, '', this.r, (type) => this.run({ type }));
@@ -148,6 +188,7 @@ class GraphView {
         .catch((e) => { this.selInfo.hidden = true; this.graph.clear(); this.err.append(this.bar.explain(e, 'query') || errorBox(e, 'query')); });
     }
     this.graph.setSelection(s.sfrom && s.sto ? s : null);
+    this.showHeatmap(s, info, reloadHeat);
     this.showSelection(s, info);
     if (force || state.changed(s, prev, fk)) this.loadProfile(s, info);
     else if (state.changed(s, prev, ['bd'])) this.loadBreakdown(s, info);
@@ -156,8 +197,25 @@ class GraphView {
 
   showSelection(s, info) {
     clear(this.selInfo);
+    const heatBtn = h('button.heattoggle', {
+      type: 'button', 'aria-pressed': String(s.hm === '1'), title: 'the individual profiles as a heatmap: time × total, colour = how many',
+      on: { click: () => state.set({ hm: s.hm === '1' ? null : '1', ...(isCell(s) ? { ...NO_CELL, sfrom: null, sto: null } : {}) }) },
+    }, s.hm === '1' ? 'hide heatmap' : 'heatmap');
     if (!(s.sfrom && s.sto)) {
-      this.selInfo.append(h('span', 'Showing every profile of the range merged. Click a point for one profile, drag over the graph for a range.'));
+      this.selInfo.append(h('span', 'Showing every profile of the range merged. Click a point for one profile, drag over the graph for a range.'), ' ', heatBtn);
+      return;
+    }
+    if (isCell(s)) {
+      const hi = s.tmax ? formatValue(Number(s.tmax), info.sample_unit) : 'the largest';
+      const cell = this.heat && this.heat.selectedCell();
+      const ex = cell && cell.exemplar;
+      this.selInfo.append(h('span', 'Selection: ', h('strong.cellsel', `the profiles of ${fmtTime(Number(s.sfrom))} – ${fmtTime(Math.floor(Number(s.sto)))} with totals ${formatValue(Number(s.tmin), info.sample_unit)} – ${hi} merged`),
+        cell ? ` (${cell.count} profile${cell.count > 1 ? 's' : ''})` : ''), ' ',
+      ex && ex.id ? h('button.openlargest', {
+        type: 'button', title: 'open the largest profile of this cell on its own (Back returns to the cell)',
+        on: { click: () => { const t = ex.time.toFixed(3); state.set({ ...NO_CELL, sfrom: t, sto: t, ssel: matchers(ex.labels), pid: ex.id, zoom: null }); } },
+      }, 'open its largest profile') : null, ' ',
+      h('button.clear', { type: 'button', on: { click: () => state.set({ ...NO_CELL, sfrom: null, sto: null, ssel: null, pid: null, zoom: null }) } }, 'clear selection'), ' ', heatBtn);
       return;
     }
     const a = Number(s.sfrom), b = Number(s.sto);
@@ -170,6 +228,7 @@ class GraphView {
     for (const p of ['b', 'c']) Object.assign(sides, { [p + 'sel']: s.sel, [p + 'range']: range.range, [p + 'from']: range.from, [p + 'to']: range.to });
     this.selInfo.append(h('span', 'Selection: ', h('strong', what), ...pid), ' ',
       h('button.clear', { type: 'button', on: { click: () => state.set({ sfrom: null, sto: null, ssel: null, pid: null, zoom: null }) } }, 'clear selection'), ' ',
+      heatBtn, ' ',
       h('button.tocompare', {
         type: 'button', title: 'open Compare with this selection as the baseline; drag the comparison on its graph',
         on: { click: () => state.go('compare', { type: s.type, ...sides, bsfrom: s.sfrom, bsto: s.sto, bssel: s.ssel }) },
@@ -180,6 +239,7 @@ class GraphView {
   async loadProfile(s, info) {
     const w = windowOf(s, this.r);
     const params = { query: state.selector(s.type, joinSel(s.sel, s.ssel)), start: w.start, end: w.end };
+    if (isCell(s)) Object.assign(params, { start: s.sfrom, end: s.sto, total_min: s.tmin, total_max: s.tmax });
     this.loadBreakdown(s, info);
     try {
       if (byId(s)) await this.panel.load(api, 'id', { id: s.pid }, { sampleUnit: info.sample_unit });
@@ -199,25 +259,44 @@ class GraphView {
     });
   }
 
-  destroy() { this.graph.destroy(); }
+  destroy() { this.graph.destroy(); if (this.heat) this.heat.destroy(); }
+}
+
+// the baseline shifts of Compare's "a day / a week earlier" (boff), in seconds
+const OFFSETS = { '1d': 86400, '7d': 604800 };
+
+// a selector's matchers without those on label name (a top-level split on commas outside quotes)
+function dropLabel(sel, name) {
+  const parts = [];
+  let cur = '', q = false;
+  for (let i = 0; i < (sel || '').length; i++) {
+    const ch = sel[i];
+    if (q && ch === '\\') { cur += ch + (sel[i + 1] || ''); i++; continue; }
+    if (ch === '"' || ch === "'" || ch === '`') q = q === ch ? false : q || ch;
+    if (ch === ',' && !q) { parts.push(cur); cur = ''; } else cur += ch;
+  }
+  parts.push(cur);
+  return parts.map((p) => p.trim()).filter((p) => p && !new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*(=|!=|=~|!~)`).test(p)).join(', ');
 }
 
 class CompareView {
   constructor(root) {
     this.root = root;
+    ensureCss('/ui/css/heat.css');
     this.bars = h('div.compare-bars');
     root.append(this.bars);
-    this.base = new QueryBar(this.bars, { api, types: app.types, prefix: 'b', title: 'Baseline', showBy: false, onRun: (p) => this.run(p) });
-    this.cmp = new QueryBar(this.bars, { api, types: app.types, prefix: 'c', title: 'Comparison', showType: false, showBy: false, onRun: (p) => this.run(p) });
+    this.base = new QueryBar(this.bars, { api, types: app.types, prefix: 'b', title: 'Baseline', showBy: false, onRun: (p) => this.run(p, 'b') });
+    this.cmp = new QueryBar(this.bars, { api, types: app.types, prefix: 'c', title: 'Comparison', showType: false, showBy: false, onRun: (p) => this.run(p, 'c') });
+    this.quick = this.quickBar();
+    root.append(this.quick);
     this.err = h('div.view-msg');
     root.append(this.err);
     const sides = h('div.sides');
-    root.append(sides);
     // each side: its totals graph (drag = that side's window, click = one profile) over its panel
     const side = (p, title) => {
       const col = h('div.side');
       sides.append(col);
-      const graph = new TimeGraph(col, { height: 150, onSelect: (sel) => state.set({ [p + 'sfrom']: sel.sfrom, [p + 'sto']: sel.sto, [p + 'ssel']: sel.ssel, [p + 'zoom']: null, zoom: null }) });
+      const graph = new TimeGraph(col, { height: 110, onSelect: (sel) => state.set({ [p + 'sfrom']: sel.sfrom, [p + 'sto']: sel.sto, [p + 'ssel']: sel.ssel, [p + 'zoom']: null, zoom: null }) });
       const sel = h('div.selinfo');
       col.append(sel);
       const panel = new ProfilePanel(col, {
@@ -247,6 +326,63 @@ class CompareView {
       onState: panelPatch, diff: true, title: 'Diff (comparison − baseline)',
       empty: () => h('p.hint.noprof', 'Neither side has profiles.'), explain: (e) => this.explain(e, 'diff'),
     });
+    // the diff first (what changed), the two sides below it, small
+    root.append(h('h3.sides-title', 'The two sides'), sides);
+  }
+
+  // one click: the comparison against the same selector and range a day or a week earlier (boff:
+  // the baseline's range is the comparison's shifted), or by label: one label's two values over
+  // the comparison's range (bsel, csel)
+  quickBar() {
+    const shift = (off) => {
+      const s = state.get();
+      this.run({ bsel: s.csel || '', boff: off, brange: null, bfrom: null, bto: null }, 'quick');
+    };
+    this.offNote = h('span.offnote');
+    this.labelSel = h('select.bylabel-name', { 'aria-label': 'label to compare by', on: { change: () => this.loadValues() } });
+    this.valA = h('select.bylabel-a', { 'aria-label': 'baseline value' });
+    this.valB = h('select.bylabel-b', { 'aria-label': 'comparison value' });
+    const byLabel = h('span.bylabel', 'compare by label ', this.labelSel, ' = ', this.valA, ' vs ', this.valB, ' ',
+      h('button.bylabel-go', { type: 'button', on: { click: () => this.byLabel() } }, 'compare'));
+    return h('div.quickbar',
+      h('span', 'Comparison vs the same range '),
+      h('button.shift', { type: 'button', dataset: { off: '1d' }, on: { click: () => shift('1d') } }, 'a day earlier'), ' ',
+      h('button.shift', { type: 'button', dataset: { off: '7d' }, on: { click: () => shift('7d') } }, 'a week earlier'), ' ',
+      this.offNote, byLabel);
+  }
+
+  // the label names of the comparison's selector, for "compare by label"
+  async loadLabels(s) {
+    const r = state.timeRange(s, 'c');
+    let names = [];
+    try { names = (await api.labelsIn(state.selector(s.type, s.csel), r.start, r.end)).filter((n) => n !== '__name__'); } catch (_) { /* the graphs show it */ }
+    const keep = this.labelSel.value;
+    clear(this.labelSel).append(h('option', { value: '' }, '(label)'), ...names.map((n) => h('option', { value: n }, n)));
+    if (names.includes(keep)) this.labelSel.value = keep;
+    await this.loadValues();
+  }
+
+  async loadValues() {
+    const s = state.get(), name = this.labelSel.value;
+    let values = [];
+    if (name) {
+      const r = state.timeRange(s, 'c');
+      const rest = dropLabel(s.csel, name);
+      try { values = await api.labelValuesIn(name, state.selector(s.type, rest), r.start, r.end); } catch (_) { /* none */ }
+    }
+    for (const [el, pick] of [[this.valA, 0], [this.valB, 1]]) {
+      clear(el).append(...values.map((v) => h('option', { value: v }, v)));
+      if (values.length) el.value = values[Math.min(pick, values.length - 1)];
+    }
+  }
+
+  byLabel() {
+    const s = state.get(), name = this.labelSel.value;
+    if (!name || !this.valA.value || !this.valB.value) return;
+    const rest = dropLabel(s.csel, name);
+    const m = (v) => `${name}=${JSON.stringify(v)}`;
+    this.run({ bsel: joinSel(rest, m(this.valA.value)), csel: joinSel(rest, m(this.valB.value)), boff: null,
+      brange: s.crange, bfrom: s.cfrom, bto: s.cto }, 'quick');
   }
 
   // a selector error of either bar, at the column of its text
@@ -262,10 +398,15 @@ class CompareView {
           : s.norm ? 'shown: absolute values' : 'shown: absolute values (the windows have one length)';
   }
 
-  run(patch) {
-    // the type picker sits in the baseline bar; both bars run together
+  // from: 'b' or 'c' (that bar's Run), 'quick' (the quick bar's patch)
+  run(patch, from) {
+    // the type picker sits in the baseline bar; both bars run together; the baseline's own range
+    // ends a shift (boff), the comparison's keeps it
+    const s = state.get();
+    const base = this.base.patch();
+    if (from === 'c' && s.boff) Object.assign(base, { brange: null, bfrom: null, bto: null });
     const both = {
-      ...this.base.patch(), ...this.cmp.patch(), ...patch, zoom: null, bzoom: null, czoom: null,
+      ...base, ...this.cmp.patch(), ...(from === 'b' ? { boff: null } : {}), ...patch, zoom: null, bzoom: null, czoom: null,
       bsfrom: null, bsto: null, bssel: null, csfrom: null, csto: null, cssel: null,
     };
     if (!state.set(both)) this.update(state.get(), null, true);
@@ -276,14 +417,18 @@ class CompareView {
     this.base.update(s);
     this.cmp.update({ ...s });
     const info = typeInfo(s.type);
-    const gk = ['type', 'bsel', 'brange', 'bfrom', 'bto', 'csel', 'crange', 'cfrom', 'cto'];
+    const gk = ['type', 'bsel', 'brange', 'bfrom', 'bto', 'csel', 'crange', 'cfrom', 'cto', 'boff'];
     const keys = gk.concat(['bsfrom', 'bsto', 'bssel', 'csfrom', 'csto', 'cssel']);
     const dkeys = keys.concat(['norm']);
     const fail = (e) => { if (!this.err.firstChild) this.err.append(this.explain(e, 'compare') || errorBox(e, 'compare')); };
     if (force || state.changed(s, prev, gk) || !this.rb) {
       clear(this.err);
-      this.rb = state.timeRange(s, 'b');
       this.rc = state.timeRange(s, 'c');
+      const off = OFFSETS[s.boff];
+      this.rb = off ? { start: this.rc.start - off, end: this.rc.end - off, relative: this.rc.relative } : state.timeRange(s, 'b');
+      this.offNote.textContent = off ? `baseline: the comparison's range ${s.boff === '1d' ? 'a day' : 'a week'} earlier (${fmtTime(this.rb.start)} – ${fmtTime(this.rb.end)})` : '';
+      for (const b of this.quick.querySelectorAll('button.shift')) b.setAttribute('aria-pressed', String(b.dataset.off === s.boff));
+      this.loadLabels(s);
       for (const [p, side, r] of [['b', this.bs, this.rb], ['c', this.cs, this.rc]]) {
         side.graph.load(api, { type: s.type, sel: s[p + 'sel'], start: r.start, end: r.end, typeInfo: info })
           .then(() => side.graph.setSelection(this.selOf(state.get(), p))).catch(fail);
