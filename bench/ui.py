@@ -10,8 +10,12 @@ against a real profstore holding 24 h of a synthetic CPU profile whose call tree
     in the page with performance.now() around FlameGraph's draw: the first draw (setData), the median
     and max of 20 redraws, the same with the canvas rasterised (a pixel read waits for it), and the
     cost of one mousemove over the graph (hover);
-  - the time of the flame graph request itself (fetch + JSON parse in the page) for each merge.
-Target: a draw under 200 ms.
+  - the time of the flame graph request itself (fetch + JSON parse in the page) for each merge;
+  - the heatmap of individual profiles (web/ui/js/heatmap.js) of 7 d x 100 series (a second server:
+    one CPU fixture profile per series every 30 min, 33,600 profiles): Heatmap.load in the page
+    (SelectHeatmap request, JSON parse, canvas draw) and the app's /graph?hm=1 from navigation start
+    to the heatmap drawn.
+Target: a draw under 200 ms; the 7 d heatmap under 300 ms.
 
     bench/ui.py [--profstore BUILD/profstore] [--redraws 20] [--keep]
 
@@ -133,6 +137,108 @@ def app_first_flame(b, query_sel, start, end, timeout=60.0):
     raise AssertionError("no flame graph on %s after %.0fs; console: %r" % (url, timeout, b.console_errors()))
 
 
+HEAT_SERIES = 100
+HEAT_EVERY = 1800
+HEAT_DAYS = 7
+HEAT_FILES = ["go/cpu-01.pb.gz", "go/cpu-02.pb.gz", "go/cpu-03.pb.gz", "go/cpu-04.pb.gz", "go/cpu-05.pb.gz"]
+
+HEAT_JS = """
+const [type, sel, start, end, runs, done] = arguments;
+(async () => {
+  const { Heatmap } = await import('/ui/js/heatmap.js');
+  document.body.replaceChildren();
+  const box = document.createElement('div');
+  box.style.width = '1240px';
+  document.body.append(box);
+  const ms = [];
+  let total = 0, cells = 0;
+  for (let k = 0; k < runs; k++) {
+    const hm = new Heatmap(box, {});
+    const t = performance.now();
+    total = await hm.load({ type, sel, start, end, sampleUnit: 'nanoseconds' });
+    hm.canvas.getContext('2d').getImageData(0, 0, 1, 1);
+    ms.push(performance.now() - t);
+    cells = hm.cells.length;
+    hm.destroy();
+  }
+  done({ ms, total, cells });
+})().catch((e) => done({ error: String(e && e.stack || e) }));
+"""
+
+
+def push_heat(srv, end: int) -> float:
+    """HEAT_SERIES series of job "heat", one profile each every HEAT_EVERY s over HEAT_DAYS days up to
+    end, in time order per series (4 connections); returns the seconds it took."""
+    import http.client
+    import threading
+    from conftest import fixture_bytes
+    bodies = [fixture_bytes(f) for f in HEAT_FILES]
+    n = HEAT_DAYS * 86400 // HEAT_EVERY
+    jobs = [(s, end - k * HEAT_EVERY) for k in range(n - 1, -1, -1) for s in range(HEAT_SERIES)]
+    errors = []
+
+    def worker(part):
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+        for i, (s, ts) in enumerate(part):
+            q = urllib.parse.urlencode({"time": str(ts), "labels": 'job="heat",instance="i%03d"' % s},
+                                       quote_via=urllib.parse.quote)
+            c.request("POST", "/api/v1/profiles/write?" + q, body=bodies[(s + ts // HEAT_EVERY) % len(bodies)])
+            r = c.getresponse()
+            body = r.read()
+            if r.status != 200:
+                errors.append((s, ts, r.status, body[:200]))
+                return
+        c.close()
+
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=worker, args=(jobs[i::4],)) for i in range(4)]  # a series stays in one
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise SystemExit("bench/ui: heatmap push failed: %r" % errors[:3])
+    return time.monotonic() - t0
+
+
+def bench_heatmap(work: Path, drv) -> None:
+    """The 7 d x 100 series heatmap (see the docstring), on its own server."""
+    import conftest
+    import ui_util
+    srv = conftest.Server(work / "heat")
+    srv.start()
+    try:
+        end = int(time.time())
+        secs = push_heat(srv, end)
+        n = HEAT_DAYS * 86400 // HEAT_EVERY * HEAT_SERIES
+        print()
+        print("heatmap of %d d x %d series (%d profiles, one per series every %d s), pushed in %.1f s:"
+              % (HEAT_DAYS, HEAT_SERIES, n, HEAT_EVERY, secs))
+        b = ui_util.Browser(drv, srv.url(""), work)
+        start = end - HEAT_DAYS * 86400
+        b.open("/-/healthy")
+        b.js_async(HEAT_JS, CPU_NS, 'job="heat"', start, end, 1)  # warm up
+        r = b.js_async(HEAT_JS, CPU_NS, 'job="heat"', start, end, 7)
+        if "error" in r:
+            raise SystemExit("bench/ui: the heatmap failed: %s" % r["error"])
+        if r["total"] != n:
+            raise SystemExit("bench/ui: the heatmap counted %d profiles, not %d" % (r["total"], n))
+        print("  Heatmap.load (request + parse + draw, %d cells): median %.1f ms, max %.1f ms of %d (target < 300 ms)"
+              % (r["cells"], statistics.median(r["ms"]), max(r["ms"]), len(r["ms"])))
+        url = "/graph?" + urllib.parse.urlencode({"type": CPU_NS, "sel": 'job="heat"', "from": str(start), "to": str(end),
+                                                  "hm": "1"}, quote_via=urllib.parse.quote)
+        runs = []
+        for _ in range(3):
+            b.driver.get("about:blank")
+            b.open(url)
+            t = b.wait_js("window.psApp && psApp.view && psApp.view.heat && psApp.view.heat.loadedAt", 60, "the heatmap")
+            runs.append(t)
+        print("  the app's /graph?hm=1 over 7 d, navigation start -> heatmap drawn (graph, flame graph and table "
+              "loading beside it): median %.0f ms (runs %s)" % (statistics.median(runs), ", ".join("%.0f" % x for x in runs)))
+    finally:
+        srv.kill()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profstore", default=os.environ["PROFSTORE_BIN"])
@@ -200,6 +306,7 @@ def main():
         errs = b.console_errors()
         if errs:
             print("console errors: %r" % errs[:5])
+        bench_heatmap(work, drv)
     finally:
         if drv is not None:
             drv.quit()

@@ -20,6 +20,7 @@ from pyro_util import connect_call
 from ui_util import CPU_NS, Browser, browser, chromium_driver, start_chromium, ui_server  # noqa: F401 (fixtures)
 
 DAY = 86400
+DAY_FILES = ["go/cpu-04.pb.gz", "go/cpu-05.pb.gz"]
 EVIL = "<img src=x onerror=window.__pwned=1>"
 EVIL2 = "'><svg/onload=window.__pwned=2>"
 NOTHING_INJECTED = ("!window.__pwned && document.querySelectorAll('img, iframe, object, embed, "
@@ -29,12 +30,16 @@ Q = "querier.v1.QuerierService/"
 
 @pytest.fixture(scope="module")
 def ui(ui_server):
-    """ui_server plus instance a's CPU profiles a day earlier and two series of job "evil"."""
-    for p in ui_server.pushes(instance="a:6060"):
+    """ui_server plus instance a's profiles a day earlier (instance b's files: something changed) and
+    two series of job "evil"."""
+    ui_server.earlier = []
+    for i, p in enumerate(ui_server.pushes(instance="a:6060")):
+        f = DAY_FILES[i % 2]
         q = urllib.parse.urlencode({"time": str(p.ts - DAY), "labels": 'job="api",instance="a:6060",version="v0"'},
                                    quote_via=urllib.parse.quote)
-        st, _ = ui_server.srv.push(fixture_bytes(p.file), query=q)
+        st, _ = ui_server.srv.push(fixture_bytes(f), query=q)
         assert st == 200
+        ui_server.earlier.append(f)
     for k, v in enumerate((EVIL, EVIL2)):
         q = urllib.parse.urlencode({"time": str(ui_server.t_last - 60 * k),
                                     "labels": 'job="evil",version=%s' % json.dumps(v)}, quote_via=urllib.parse.quote)
@@ -235,16 +240,19 @@ def test_compare_a_day_earlier_and_by_label(ui, browser):
     assert (s["bsel"], s["csel"], s["cfrom"], s["cto"]) == (sel, sel, str(a), str(z))
     assert not {"bfrom", "bto", "brange"} & set(s)
     mine = ui.pushes(instance="a:6060")
-    b.wait_js("psApp.view.diff.fg && +psApp.view.diff.totalEl.dataset.left === %d" % sum(total(p) for p in mine), 15)
+    before = sum(README_TOTALS[f][1] for f in ui.earlier)
+    b.wait_js("psApp.view.diff.fg && +psApp.view.diff.totalEl.dataset.left === %d" % before, 15)
     got = wait_panel(b, "psApp.view.diff")
     want = diff_api(ui, sel, a - DAY, z - DAY, sel, a, z)
     assert (int(got["left"]), int(got["right"])) == (want["left_ticks"], want["right_ticks"]) \
-        == (sum(total(p) for p in mine), sum(total(p) for p in mine))
+        == (before, sum(total(p) for p in mine))
     assert got["normalize"] == want["normalize"] == "none"  # windows of one length: absolute values
     assert b.js("return psApp.view.diff.fg.names;") == want["names"]
     assert "a day earlier" in b.text(".offnote")
     assert b.js("return psApp.view.bs.graph.range;") == [a - DAY, z - DAY]
     b.js("window.scrollTo(0, 0);")
+    from selenium.webdriver.common.action_chains import ActionChains
+    ActionChains(b.driver).move_to_element(b.wait_for("header.top .brand")).perform()
     b.screenshot("compare-day-earlier")
     # a reload gives the same view
     b.driver.refresh()
@@ -276,7 +284,6 @@ def test_compare_a_day_earlier_and_by_label(ui, browser):
     b.wait_js("psApp.view.diff.totalEl.dataset.normalize === 'rate'", 10)
     assert "rates" in b.text(".normnote")
     b.js("window.scrollTo(0, 0);")
-    from selenium.webdriver.common.action_chains import ActionChains
     ActionChains(b.driver).move_to_element(b.wait_for("header.top .brand")).perform()
     b.screenshot("compare-by-label")
     no_errors(b)
@@ -310,3 +317,34 @@ def test_upload_link_opens_the_same_flame_graph_in_a_fresh_browser(ui, browser, 
     finally:
         drv.quit()
     no_errors(b)
+
+
+def test_profiles_query_total_bounds(ui):
+    """/api/v1/profiles/query total_min/total_max (what a heatmap cell merges): the range's profiles
+    whose total is within both bounds, summed; bad bounds are a 400 naming them."""
+    a, z = rng(ui)
+    q = CPU_NS + '{job="api"}'
+    pushes = ui.pushes(job="api")
+    for lo, hi in ((None, None), (2900000000, None), (None, 2890000000), (2890000000, 2930000000), (1, 2)):
+        p = dict(query=q, start=a, end=z, format="flamegraph")
+        if lo is not None:
+            p["total_min"] = lo
+        if hi is not None:
+            p["total_max"] = hi
+        want = sum(total(x) for x in pushes if (lo is None or total(x) >= lo) and (hi is None or total(x) <= hi))
+        assert ui.query_json("/api/v1/profiles/query", **p)["total"] == want, (lo, hi)
+    # the pprof answer is the same merge (go tool pprof reads the cell's download)
+    st, _, body = ui.srv.request("GET", "/api/v1/profiles/query?" + urllib.parse.urlencode(
+        dict(query=q, start=a, end=z, total_min=2900000000)))
+    assert st == 200 and body[:2] == b"\x1f\x8b"
+    for params, msg in (
+            (dict(start=a, end=z, total_min="x"), 'invalid parameter "total_min": "x" is not a non-negative integer'),
+            (dict(start=a, end=z, total_max="-1"), 'invalid parameter "total_max": "-1" is not a non-negative integer'),
+            (dict(start=a, end=z, total_max="99999999999999999999"),
+             'invalid parameter "total_max": "99999999999999999999" is not a non-negative integer'),
+            (dict(time=z, total_min=1), "total_min and total_max need start and end (a range), not time"),
+            (dict(start=a, end=z, total_min=1, sample_types="all"),
+             "total_min and total_max select profiles of one sample type: not with sample_types=all")):
+        st, _, body = ui.srv.request("GET", "/api/v1/profiles/query?" + urllib.parse.urlencode(
+            dict(query=q, format="flamegraph", **params)))
+        assert (st, json.loads(body)["error"]) == (400, msg)
