@@ -135,6 +135,7 @@ class GraphView {
     if (reload) {
       this.heatP = this.heat.load({ type: info.id, sel: s.sel, start: this.r.start, end: this.r.end, sampleUnit: info.sample_unit })
         .then(() => {
+          if (info.ids.length > 1) this.heat.note.append(` Of ${info.id} only (the heatmap takes one of the ${info.ids.length} merged types).`);
           const now = state.get();
           this.heat.setSelection(isCell(now) ? { from: now.sfrom, lo: now.tmin } : null);
           if (isCell(now)) this.showSelection(now, info);
@@ -239,7 +240,8 @@ class GraphView {
   async loadProfile(s, info) {
     const w = windowOf(s, this.r);
     const params = { query: state.selector(s.type, joinSel(s.sel, s.ssel)), start: w.start, end: w.end };
-    if (isCell(s)) Object.assign(params, { start: s.sfrom, end: s.sto, total_min: s.tmin, total_max: s.tmax });
+    // a cell: the heatmap's type (a picker entry's first id: SelectHeatmap takes one), its window and totals
+    if (isCell(s)) Object.assign(params, { query: selectorOf([info.id], s.sel).text, start: s.sfrom, end: s.sto, total_min: s.tmin, total_max: s.tmax });
     this.loadBreakdown(s, info);
     try {
       if (byId(s)) await this.panel.load(api, 'id', { id: s.pid }, { sampleUnit: info.sample_unit });
