@@ -160,6 +160,12 @@ def test_heatmap_cells_sum_to_the_graph_and_a_cell_merges_its_profiles(ui, brows
     b.screenshot("heatmap")
     href = urllib.parse.urlparse(b.js("return psApp.view.panel.pprofLink.href;"))
     assert dict(urllib.parse.parse_qsl(href.query))["total_min"] == str(ymin[bk])
+    b.set_width(800)
+    b.wait_js("psApp.view.heat.draw() || true", 5)
+    b.js("psApp.view.heat.canvas.scrollIntoView({block: 'center'});")
+    b.screenshot("heatmap-800")
+    b.set_width(1280)
+    b.js("psApp.view.heat.draw();")
     # jump to the cell's largest profile on its own (its id), and back to the cell
     b.wait_for("button.openlargest").click()
     b.wait_js("new URLSearchParams(location.search).get('pid')", 10, "the profile's id")
@@ -258,6 +264,18 @@ def test_compare_a_day_earlier_and_by_label(ui, browser):
     b.driver.refresh()
     b.wait_js("psApp.view.diff && psApp.view.diff.fg && !psApp.view.diff.el.classList.contains('busy')", 15)
     assert int(b.js("return psApp.view.diff.totalEl.dataset.left;")) == want["left_ticks"]
+    # a week earlier: nothing stored then, the whole comparison is new
+    b.wait_for("button.shift[data-off='7d']").click()
+    b.wait_js("new URLSearchParams(location.search).get('boff') === '7d'", 10, "boff=7d")
+    b.wait_js("psApp.view.diff.fg && +psApp.view.diff.totalEl.dataset.left === 0", 15)
+    want7 = diff_api(ui, sel, a - 7 * DAY, z - 7 * DAY, sel, a, z)
+    assert (want7["left_ticks"], want7["right_ticks"]) == (0, sum(total(p) for p in mine))
+    assert int(wait_panel(b, "psApp.view.diff")["right"]) == want7["right_ticks"]
+    assert b.js("return [...document.querySelectorAll('button.shift')].map(x => x.getAttribute('aria-pressed'));") \
+        == ["false", "true"]
+    b.driver.back()
+    b.wait_js("new URLSearchParams(location.search).get('boff') === '1d'", 10, "back to a day earlier")
+    b.wait_js("psApp.view.diff.fg && +psApp.view.diff.totalEl.dataset.left === %d" % before, 15)
     # compare by label: version v1 vs v2 over the comparison's range (the deploy question)
     from selenium.webdriver.support.ui import Select
     b.wait_js("[...document.querySelectorAll('select.bylabel-name option')].some(o => o.value === 'version')", 10)
@@ -286,6 +304,9 @@ def test_compare_a_day_earlier_and_by_label(ui, browser):
     b.js("window.scrollTo(0, 0);")
     ActionChains(b.driver).move_to_element(b.wait_for("header.top .brand")).perform()
     b.screenshot("compare-by-label")
+    b.set_width(800)
+    b.js("window.scrollTo(0, 0);")
+    b.screenshot("compare-by-label-800")
     no_errors(b)
 
 
