@@ -13,6 +13,8 @@
 //   fn                selected function (table row, sandwich)         bd  breakdown label
 //   bsel,brange,bfrom,bto / csel,crange,cfrom,cto   compare view's baseline and comparison
 //   norm              rate|none: the compare view's diff measure (absent: the server's default)
+//   boff              1d|7d: compare's baseline = the comparison's range that much earlier
+//   hm, tmin,tmax     1 = the graph's heatmap; a heatmap cell's totals (with sfrom,sto its window)
 //   id, compare, st   the shared view: a shared profile's id, the one diffed with it, its sample type
 
 import { selectorOf } from './types.js';
