@@ -408,4 +408,11 @@ def test_time_bar_layout_and_screenshots(ui_server, browser, width):
             browser.screenshot("ui-graph-dark")
         finally:
             browser.js("localStorage.clear();")
+    # Compare with both time bars typed (from/to shown) and auto-refresh: nothing wider either
+    browser.open(url("/compare", type=CPU_NS, bsel='job="api"', csel='job="api"', bfrom="now-90m", bto="now-45m",
+                     cfrom=t[6], cto=t[-1], refresh="5m", tz="utc"), width=width)
+    browser.wait_js("!!(psApp.view && psApp.view.diff && psApp.view.diff.fg)", 15)
+    assert [i.get_attribute("value") for i in browser.find_all("input.from")] == ["now-90m", utc_text(t[6], seconds=False)]
+    assert browser.js("return document.documentElement.scrollWidth <= window.innerWidth;")
+    browser.screenshot("ui-compare-time-%d" % width)
     no_errors(browser)
