@@ -276,10 +276,13 @@ def test_auto_refresh_moves_a_relative_range(ui_server, browser):
     # off: the select clears the key
     Select(browser.wait_for("select.autorefresh")).select_by_value("")
     wait_url(browser, refresh=None)
-    # Compare has it too (in the baseline's bar)
-    browser.open(url("/compare", type=CPU_NS, brange="5m", crange="5m", refresh="30s"))
-    browser.wait_js("!!(psApp.view && psApp.view.bs)", 15)
-    assert [Select(s).first_selected_option.text for s in browser.find_all("select.autorefresh")] == ["every 30s"]
+    # Compare has it too (in the baseline's bar): both sides' last 5 minutes move
+    browser.open(url("/compare", type=CPU_NS, bsel='job="live"', csel='job="live"', brange="5m", crange="5m", refresh="10s"))
+    browser.wait_js("!!(psApp.view && psApp.view.rb && psApp.view.bs.graph.u)", 15)
+    assert [Select(s).first_selected_option.text for s in browser.find_all("select.autorefresh")] == ["every 10s"]
+    b0, c0 = browser.js("return [psApp.view.rb.end, psApp.view.rc.end];")
+    browser.wait_js("psApp.view.rb.end > %d && psApp.view.rc.end > %d" % (b0, c0), 25, "the refreshed compare view")
+    assert browser.js("return [psApp.view.rb.end - psApp.view.rb.start, psApp.view.rc.end - psApp.view.rc.start];") == [300, 300]
     no_errors(browser)
 
 
@@ -343,13 +346,14 @@ def test_hostile_label_values_in_the_legend_are_text(ui_server, browser):
     srv = ui_server.srv
     ts = ui_server.t_last - 30
     for inst in ("e:1", "e:2"):
-        lab = 'job="evil",instance="%s",evil="%s"' % (inst, EVIL if inst == "e:1" else EVIL + "2")
+        lab = 'job="evil",instance="%s",evil="%s",team="%s"' % (inst, EVIL if inst == "e:1" else EVIL + "2", EVIL)
         st, _ = srv.push(fixture_bytes("go/cpu-01.pb.gz"), query=urllib.parse.urlencode({"time": str(ts), "labels": lab}))
         assert st == 200
     browser.open(url("/graph", type=CPU_NS, sel='job="evil"', **{"from": ts - 60, "to": ts + 60}))
     wait_graph(browser)
     rows = browser.js("return [...document.querySelectorAll('.graph .u-legend .u-label')].slice(1).map(e => e.textContent);")
     assert sorted(rows) == sorted(['{evil="%s", instance="e:1"}' % EVIL, '{evil="%s2", instance="e:2"}' % EVIL])
+    assert browser.wait_for(".legend-common").text == 'every series: {job="evil", team="%s"}' % EVIL
     assert browser.js("return !window.__pwned && document.querySelectorAll('img, [onerror]').length === 0;") is True
     no_errors(browser)
 
