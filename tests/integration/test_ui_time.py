@@ -237,6 +237,14 @@ def test_one_time_zone_for_axis_selection_legend_and_inputs(ui_server, browser, 
     fr.clear()
     fr.send_keys(zoned(t[1], KOLKATA).strftime("%Y-%m-%d %H:%M:%S"), Keys.ENTER)
     wait_url(browser, **{"from": t[1]})
+    # a link's tz holds on the views it leads to (the nav links do not carry it)
+    browser.js("localStorage.clear();")
+    browser.open(url("/graph", tz="utc", **params))
+    wait_graph(browser)
+    browser.wait_for('nav a[data-view="compare"]').click()
+    browser.wait_js("location.pathname === '/compare' && !new URLSearchParams(location.search).get('tz')", 10)
+    assert Select(browser.wait_for("select#tz")).first_selected_option.get_attribute("value") == "utc"
+    browser.js("localStorage.setItem('ps.tz', 'local');")
     # without tz in the URL the last pick (localStorage) holds: a new page of another view
     browser.open(url("/compare", type=CPU_NS, bfrom=t[0], bto=t[5], cfrom=t[6], cto=t[-1]))
     browser.wait_js("!!(psApp.view && psApp.view.bs && psApp.view.bs.graph.u)", 15)

@@ -27,6 +27,9 @@ applyTheme(theme());
 // init(header): the two pickers, at the header's end
 export function init(header) {
   const now = Date.now() / 1000;
+  // a link's tz is kept for the pages it leads to (their URLs may not carry it)
+  const linked = () => { if (new URLSearchParams(location.search).get('tz')) rememberZone(zone()); };
+  linked();
   const local = zoneName(now, 'local');
   const tz = h('select#tz', {
     'aria-label': 'time zone', title: 'the time zone of every time on the page (axes, tooltips, selections, typed times)',
@@ -56,6 +59,7 @@ export function init(header) {
   header.append(h('span.settings', tz, th));
   // back/forward or a link with another tz: the picker shows it, the graphs redraw
   subscribe((s, prev) => {
+    linked();
     if (tz.value !== zone()) {
       tz.value = zone();
       if (prev && (s.tz || '') !== (prev.tz || '')) window.dispatchEvent(new Event('ps-zone'));
