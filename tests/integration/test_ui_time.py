@@ -427,4 +427,5 @@ def test_time_bar_layout_and_screenshots(ui_server, browser, width):
     assert [i.get_attribute("value") for i in browser.find_all("input.from")] == ["now-90m", utc_text(t[6], seconds=False)]
     assert browser.js("return document.documentElement.scrollWidth <= window.innerWidth;")
     browser.screenshot("ui-compare-time-%d" % width)
+    browser.js("localStorage.clear();")  # the tz=utc these links kept
     no_errors(browser)
