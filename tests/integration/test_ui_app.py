@@ -97,7 +97,7 @@ def test_page_loads_types_and_autocompletion(ui_server, browser):
     opts = browser.js("return [...document.querySelectorAll('select.type option')].map(o => [o.value, o.textContent]);")
     assert sorted(o[0] for o in opts) == sorted(t["id"] for t in types)
     cpu = [o[1] for o in opts if o[0] == CPU_NS]
-    assert cpu == ["process_cpu — cpu (nanoseconds) Δ"]
+    assert cpu == ["process_cpu — cpu (nanoseconds) per interval"]
     # the default type is the CPU one; the picker switches the type (and the URL)
     assert state(browser)["type"] == CPU_NS
     from selenium.webdriver.support.ui import Select
@@ -445,7 +445,7 @@ def test_empty_state_and_inline_errors(ui_server, browser):
     browser.open(graph_url(ui_server, sel='job="nothing-here"'))
     box = browser.wait_for(".view-msg .empty.nodata")
     browser.wait_js("document.querySelector('.view-msg .empty.nodata .hint')", 10)
-    assert box.text == ('No profiles of process_cpu — cpu (nanoseconds) Δ match {job="nothing-here"} in this range.\n'
+    assert box.text == ('No profiles of process_cpu — cpu (nanoseconds) per interval match {job="nothing-here"} in this range.\n'
                         "Nothing in this range matches the selector in any profile type: widen the range or change "
                         "the selector.")
     assert browser.find_all(".view-msg .empty pre.cmd") == []

@@ -35,9 +35,9 @@ PICKER = [
     ["memory:inuse_objects:count:space:bytes", "memory — inuse_objects (count)"],
     [INUSE, "memory — inuse_space (bytes)"],
     [CPU_CUMUL, "process_cpu — cpu (nanoseconds) cumulative"],
-    [CPU_DELTA, "process_cpu — cpu (nanoseconds) Δ"],
+    [CPU_DELTA, "process_cpu — cpu (nanoseconds) per interval"],
     ["process_cpu:samples:count:cpu:nanoseconds", "process_cpu — samples (count) cumulative"],
-    ["process_cpu:samples:count:cpu:nanoseconds:delta", "process_cpu — samples (count) Δ"],
+    ["process_cpu:samples:count:cpu:nanoseconds:delta", "process_cpu — samples (count) per interval"],
 ]
 
 

@@ -55,16 +55,33 @@ export function h(tag, attrs, ...children) {
 
 export function clear(el) { while (el.firstChild) el.removeChild(el.firstChild); return el; }
 
-// the unit a profile type's values are shown in: ns -> s of CPU, bytes -> MiB, else counts
-export function unitOf(sampleUnit) {
-  switch (sampleUnit) {
-    case 'nanoseconds': return { name: 's', scale: 1e-9, label: 'seconds' };
-    case 'microseconds': return { name: 's', scale: 1e-6, label: 'seconds' };
-    case 'milliseconds': return { name: 's', scale: 1e-3, label: 'seconds' };
-    case 'seconds': return { name: 's', scale: 1, label: 'seconds' };
-    case 'bytes': return { name: 'MiB', scale: 1 / 1048576, label: 'MiB' };
-    default: return { name: '', scale: 1, label: sampleUnit || 'count' };
+const TIME_UNITS = { nanoseconds: 1e-9, microseconds: 1e-6, milliseconds: 1e-3, seconds: 1 };
+const BINARY = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+
+// whether a sample unit is a time (CPU time: shown in seconds, or as cores)
+export function isTimeUnit(sampleUnit) { return sampleUnit in TIME_UNITS; }
+
+// the binary prefix for bytes up to max: 1536 -> KiB (k = 1)
+function binaryPower(max) {
+  let k = 0;
+  while (k < BINARY.length - 1 && Math.abs(max) >= 1024 ** (k + 1)) k++;
+  return k;
+}
+
+// unitOf(sampleUnit, {max, perSecond}): the unit a profile type's values are drawn in: {name,
+// scale, label} with drawn = raw * scale. Time in seconds; with perSecond (the seconds of a
+// step) as cores: seconds of CPU per second; bytes with the binary prefix of max (the largest raw
+// value drawn); anything else as counts of it.
+export function unitOf(sampleUnit, { max = 0, perSecond = 0 } = {}) {
+  if (sampleUnit in TIME_UNITS) {
+    if (perSecond > 0) return { name: 'cores', scale: TIME_UNITS[sampleUnit] / perSecond, label: 'cores' };
+    return { name: 's', scale: TIME_UNITS[sampleUnit], label: 'seconds' };
   }
+  if (sampleUnit === 'bytes') {
+    const k = binaryPower(max);
+    return { name: BINARY[k], scale: 1 / 1024 ** k, label: `bytes (${BINARY[k]})` };
+  }
+  return { name: '', scale: 1, label: sampleUnit || 'count' };
 }
 
 function trim(x) {
@@ -76,18 +93,23 @@ function trim(x) {
   return x.toPrecision(3);
 }
 
-// formatValue(raw, sampleUnit): a raw profile value as the user reads it
-export function formatValue(v, sampleUnit) {
+// formatValue(raw, sampleUnit, perSecond): a raw profile value as the user reads it: seconds (or
+// cores over perSecond seconds), bytes with their binary prefix, counts with k/M/G
+export function formatValue(v, sampleUnit, perSecond = 0) {
   if (v === null || v === undefined || Number.isNaN(v)) return '–';
-  const u = unitOf(sampleUnit);
-  const x = v * u.scale;
-  if (u.name === 's') return `${trim(x)} s`;
-  if (u.name === 'MiB') return `${trim(x)} MiB`;
-  const a = Math.abs(x);
-  if (a >= 1e9) return `${trim(x / 1e9)}G`;
-  if (a >= 1e6) return `${trim(x / 1e6)}M`;
-  if (a >= 1e4) return `${trim(x / 1e3)}k`;
-  return String(Math.round(x * 100) / 100);
+  if (sampleUnit in TIME_UNITS) {
+    const x = v * TIME_UNITS[sampleUnit];
+    return perSecond > 0 ? `${trim(x / perSecond)} cores` : `${trim(x)} s`;
+  }
+  if (sampleUnit === 'bytes') {
+    const k = binaryPower(v);
+    return `${k ? trim(v / 1024 ** k) : Math.round(v)} ${BINARY[k]}`;
+  }
+  const a = Math.abs(v);
+  if (a >= 1e9) return `${trim(v / 1e9)}G`;
+  if (a >= 1e6) return `${trim(v / 1e6)}M`;
+  if (a >= 1e4) return `${trim(v / 1e3)}k`;
+  return String(Math.round(v * 100) / 100);
 }
 
 export function pct(part, whole) {
@@ -95,25 +117,8 @@ export function pct(part, whole) {
   return `${((100 * part) / whole).toFixed(2)}%`;
 }
 
-// a time in the browser's zone (as the graph's axis shows it), with its offset: 2026-12-01 14:03:05 UTC+1
-export function fmtTime(sec) {
-  const d = new Date(sec * 1000);
-  const p = (n) => String(n).padStart(2, '0');
-  const off = -d.getTimezoneOffset();
-  const zone = off === 0 ? 'UTC' : `UTC${off > 0 ? '+' : '−'}${Math.floor(Math.abs(off) / 60)}${Math.abs(off) % 60 ? ':' + p(Math.abs(off) % 60) : ''}`;
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())} ${zone}`;
-}
-
-// <input type=datetime-local> value (local time) <-> unix seconds
-export function toLocalInput(sec) {
-  const d = new Date(sec * 1000);
-  const p = (n) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
-}
-export function fromLocalInput(v) {
-  const t = new Date(v).getTime();
-  return Number.isNaN(t) ? null : Math.floor(t / 1000);
-}
+// a time in the zone the user picked (time.js), 24-hour: 2026-12-01 14:03:05 UTC
+export { fmtTime } from './time.js';
 
 // an inline error box with the server's message
 export function errorBox(err, what) {

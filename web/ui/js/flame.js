@@ -310,6 +310,7 @@ export class FlameGraph {
         this._mq = window.matchMedia('(prefers-color-scheme: dark)');
         this._onScheme = () => this.refreshTheme();
         this._mq.addEventListener('change', this._onScheme);
+        window.addEventListener('ps-theme', this._onScheme); // the header's theme picker (settings.js)
     }
 
     /**
@@ -771,6 +772,7 @@ export class FlameGraph {
     destroy() {
         this._ro.disconnect();
         this._mq.removeEventListener('change', this._onScheme);
+        window.removeEventListener('ps-theme', this._onScheme);
         if (this._raf) cancelAnimationFrame(this._raf);
         this.container.textContent = '';
         this.container.classList.remove('flame');

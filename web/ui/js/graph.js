@@ -7,10 +7,16 @@
 // per series the mean of its profiles, the series summed.
 // Click a point -> that profile (or that group's step); drag a range -> everything in it merged.
 // The selection stays drawn on the graph.
+// Units (dom.js unitOf): CPU time in seconds, or with `cores` as cores (CPU seconds per second of
+// each step: every line is then a step's sum over time, also without "sum by"); bytes with the
+// binary prefix of the largest value; counts as counts. Times on the axis and in the legend are in
+// the zone the page shows (time.js), 24-hour. The legend names only the labels in which the drawn
+// series differ; the labels they share are said once above it.
 
 import uPlot from '/ui/vendor/uPlot.esm.js';
-import { h, clear, unitOf, formatValue, fmtTime } from './dom.js';
-import { selector } from './state.js';
+import { h, clear, unitOf, formatValue, fmtTime, isTimeUnit } from './dom.js';
+import { selector, set as setState } from './state.js';
+import { zone, fmtTick } from './time.js';
 
 const COLORS = ['#3b82f6', '#f97316', '#10b981', '#e11d48', '#8b5cf6', '#eab308', '#06b6d4',
   '#db2777', '#65a30d', '#a16207'];
@@ -39,6 +45,16 @@ export function join(result, scale) {
   return [xs, ...ys];
 }
 
+// legendOf(metrics) -> {labels: the text of each series: its labels that not every series has
+// alike (all of them for one series), common: the matchers every series shares}
+export function legendOf(metrics) {
+  const keys = [...new Set(metrics.flatMap((m) => Object.keys(m)))].filter((k) => k !== '__name__').sort();
+  const same = metrics.length < 2 ? [] : keys.filter((k) => metrics.every((m) => k in m && m[k] === metrics[0][k]));
+  const pick = (m, ks) => ks.filter((k) => k in m).map((k) => `${k}=${JSON.stringify(m[k])}`).join(', ');
+  const differ = keys.filter((k) => !same.includes(k));
+  return { labels: metrics.map((m) => `{${pick(m, differ)}}`), common: pick(metrics[0] || {}, same) };
+}
+
 export function stepFor(start, end) {
   return Math.max(15, Math.ceil((end - start) / MAX_POINTS));
 }
@@ -53,36 +69,64 @@ export class TimeGraph {
       on: { keydown: (e) => this.key(e) },
     });
     this.plotEl = h('div.plot');
-    this.el.append(this.plotEl);
+    this.commonEl = h('span.legend-common');
+    // CPU time as seconds (per profile) or cores (per second of each step): state key cpu
+    this.unitBtns = {};
+    this.unitBar = h('span.units', { role: 'radiogroup', 'aria-label': 'CPU time as', hidden: true },
+      [['seconds', 'CPU seconds'], ['cores', 'cores']].map(([u, text]) => {
+        const b = h('button.unit', {
+          type: 'button', role: 'radio', dataset: { unit: u }, 'aria-checked': 'false',
+          title: u === 'cores' ? 'CPU seconds per second of each step: how many cores were busy' : 'CPU seconds of each profile',
+          on: { click: () => setState({ cpu: u === 'cores' ? 'cores' : null }) },
+        }, text);
+        this.unitBtns[u] = b;
+        return b;
+      }));
+    this.head = h('div.graph-head', this.unitBar, this.commonEl);
+    this.el.append(this.head, this.plotEl);
     container.append(this.el);
     this.onSelect = onSelect || (() => {});
     this.u = null;
     this.sel = null;
     this.resize = () => { if (this.u) this.u.setSize(this.size()); };
     window.addEventListener('resize', this.resize);
+    // a new zone or theme: drawn again from the same answer
+    this.redraw = () => { if (this.u) this.draw(); };
+    window.addEventListener('ps-zone', this.redraw);
+    window.addEventListener('ps-theme', this.redraw);
+    this.mq = window.matchMedia('(prefers-color-scheme: dark)');
+    this.mq.addEventListener('change', this.redraw);
   }
 
   size() { return { width: Math.max(300, this.el.clientWidth || 800), height: this.height }; }
 
-  // load(api, {type, sel, by, start, end, typeInfo}) -> number of series
+  // load(api, {type, sel, by, start, end, typeInfo, cores}) -> number of series; cores: CPU time
+  // as cores (a time type only)
   async load(api, q) {
     const sel = selector(q.type, q.sel);
     const by = (q.by || '').split(',').filter(Boolean);
+    const sampleUnit = q.typeInfo ? q.typeInfo.sample_unit : '';
+    const cores = Boolean(q.cores) && isTimeUnit(sampleUnit);
     let result;
     this.step = null;
-    if (by.length) {
+    if (by.length || cores) {
       const step = stepFor(q.start, q.end);
       this.step = step;
       const fn = q.typeInfo && q.typeInfo.aggregation === 'avg' ? 'avg_over_time' : 'sum_over_time';
-      const expr = `sum by (${by.join(', ')}) (${fn}(${sel}[${step * 1000 - 1}ms]))`;
+      const inner = `${fn}(${sel}[${step * 1000 - 1}ms])`;
+      const expr = by.length ? `sum by (${by.join(', ')}) (${inner})` : inner;
       result = (await api.queryRange(expr, q.start, q.end, step)).result;
     } else {
       const secs = Math.max(1, Math.ceil(q.end - q.start));
       result = (await api.query(`${sel}[${secs}s]`, q.end)).result;
     }
     this.result = result;
-    this.unit = unitOf(q.typeInfo ? q.typeInfo.sample_unit : '');
-    this.sampleUnit = q.typeInfo ? q.typeInfo.sample_unit : '';
+    const max = Math.max(0, ...result.flatMap((r) => r.values.map((v) => Math.abs(Number(v[1])))));
+    this.perSecond = cores ? this.step : 0;
+    this.unit = unitOf(sampleUnit, { max, perSecond: this.perSecond });
+    this.sampleUnit = sampleUnit;
+    this.unitBar.hidden = !isTimeUnit(sampleUnit);
+    for (const [u, b] of Object.entries(this.unitBtns)) b.setAttribute('aria-checked', String((u === 'cores') === cores));
     this.range = [q.start, q.end];
     this.draw();
     return result.length;
@@ -91,14 +135,19 @@ export class TimeGraph {
   clear() {
     if (this.u) { this.u.destroy(); this.u = null; }
     clear(this.plotEl);
+    clear(this.commonEl);
     this.result = [];
   }
 
   draw() {
     if (this.u) { this.u.destroy(); this.u = null; }
     clear(this.plotEl);
+    clear(this.commonEl);
     const result = this.result;
     if (!result.length) return;
+    const legend = legendOf(result.map((r) => r.metric));
+    if (legend.common) this.commonEl.append(h('span.hint', 'every series: '), h('code', `{${legend.common}}`));
+    const z = zone();
     const data = join(result, this.unit.scale);
     const fg = cssVar('--fg', '#222'), grid = cssVar('--grid', 'rgba(128,128,128,.2)');
     const unitName = this.unit.name;
@@ -109,14 +158,18 @@ export class TimeGraph {
       width: 1.5,
       spanGaps: true,
       points: { show: true, size: 5 },
-      value: (u, v) => (v == null ? '–' : formatValue(v / self.unit.scale, self.sampleUnit)),
+      value: (u, v) => (v == null ? '–' : formatValue(v / self.unit.scale, self.sampleUnit, self.perSecond)),
     })));
     const opts = {
       ...this.size(),
       series,
       scales: { x: { time: true, range: () => this.range } },
+      ...(z === 'utc' ? { tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC') } : {}),
       axes: [
-        { stroke: fg, grid: { stroke: grid }, ticks: { stroke: grid } },
+        {
+          stroke: fg, grid: { stroke: grid }, ticks: { stroke: grid }, space: 60,
+          values: (u, splits, ax, space, incr) => splits.map((t, i) => fmtTick(t, incr, i ? splits[i - 1] : null, z)),
+        },
         {
           stroke: fg, grid: { stroke: grid }, ticks: { stroke: grid }, size: 70,
           label: this.unit.label, labelSize: 18,
@@ -132,6 +185,12 @@ export class TimeGraph {
       },
     };
     this.u = new uPlot(opts, data, this.plotEl);
+    // the legend's rows say the labels that differ (the series keep their whole label set)
+    const rows = this.u.root.querySelectorAll('.u-legend .u-series');
+    legend.labels.forEach((text, i) => {
+      const lab = rows[i + 1] && rows[i + 1].querySelector('.u-label');
+      if (lab) { lab.textContent = text; lab.title = series[i + 1].label; }
+    });
     this.kIdx = null;
     this.kSer = 0;
     this.u.over.addEventListener('mousedown', (e) => { this.down = [e.clientX, e.clientY]; });
@@ -234,6 +293,9 @@ export class TimeGraph {
 
   destroy() {
     window.removeEventListener('resize', this.resize);
+    window.removeEventListener('ps-zone', this.redraw);
+    window.removeEventListener('ps-theme', this.redraw);
+    this.mq.removeEventListener('change', this.redraw);
     if (this.u) this.u.destroy();
     this.el.remove();
   }

@@ -17,6 +17,7 @@ import { groupTypes, selectorOf } from './types.js';
 import { SharedView, render as renderUpload } from './shared.js';
 import { Heatmap } from './heatmap.js';
 import { ensureCss } from './pages.js';
+import { init as initSettings } from './settings.js';
 
 // types: the picker's entries (types.js groupTypes), storedTypes: the ids the server listed
 const app = { types: null, storedTypes: null, view: null, viewName: null };
@@ -83,7 +84,7 @@ function joinSel(...parts) { return parts.map((p) => (p || '').trim()).filter(Bo
 class GraphView {
   constructor(root) {
     this.root = root;
-    this.bar = new QueryBar(root, { api, types: app.types, onRun: (p) => this.run(p) });
+    this.bar = new QueryBar(root, { api, types: app.types, refresh: true, onRun: (p) => this.run(p), onTick: () => this.update(state.get(), null, true) });
     this.services = new ServiceList(root, {
       api, groups: app.types,
       onPick: ({ type, sel }) => this.run({ type, sel }),
@@ -170,7 +171,7 @@ class GraphView {
       this.servicesP = this.services.load(state.timeRange(s));
     }
     this.services.mark(s);
-    const qk = ['type', 'sel', 'range', 'from', 'to', 'by'];
+    const qk = ['type', 'sel', 'range', 'from', 'to', 'by', 'cpu'];
     const fk = qk.concat(['sfrom', 'sto', 'ssel', 'pid', 'tmin', 'tmax']);
     const info = typeInfo(s.type);
     const reloadHeat = force || state.changed(s, prev, qk) || !this.r;
@@ -179,7 +180,7 @@ class GraphView {
       clear(this.err);
       this.graph.setSelection(null);
       this.selInfo.hidden = false;
-      this.graphP = this.graph.load(api, { type: s.type, sel: s.sel, by: s.by, start: this.r.start, end: this.r.end, typeInfo: info })
+      this.graphP = this.graph.load(api, { type: s.type, sel: s.sel, by: s.by, start: this.r.start, end: this.r.end, typeInfo: info, cores: s.cpu === 'cores' })
         .then((n) => {
           if (this.heat) this.heat.draw(); // its columns under the graph's time axis
           if (n) return null;
@@ -287,7 +288,7 @@ class CompareView {
     ensureCss('/ui/css/heat.css');
     this.bars = h('div.compare-bars');
     root.append(this.bars);
-    this.base = new QueryBar(this.bars, { api, types: app.types, prefix: 'b', title: 'Baseline', showBy: false, onRun: (p) => this.run(p, 'b') });
+    this.base = new QueryBar(this.bars, { api, types: app.types, prefix: 'b', title: 'Baseline', showBy: false, refresh: true, onRun: (p) => this.run(p, 'b'), onTick: () => this.update(state.get(), null, true) });
     this.cmp = new QueryBar(this.bars, { api, types: app.types, prefix: 'c', title: 'Comparison', showType: false, showBy: false, onRun: (p) => this.run(p, 'c') });
     this.quick = this.quickBar();
     root.append(this.quick);
@@ -419,7 +420,7 @@ class CompareView {
     this.base.update(s);
     this.cmp.update({ ...s });
     const info = typeInfo(s.type);
-    const gk = ['type', 'bsel', 'brange', 'bfrom', 'bto', 'csel', 'crange', 'cfrom', 'cto', 'boff'];
+    const gk = ['type', 'bsel', 'brange', 'bfrom', 'bto', 'csel', 'crange', 'cfrom', 'cto', 'boff', 'cpu'];
     const keys = gk.concat(['bsfrom', 'bsto', 'bssel', 'csfrom', 'csto', 'cssel']);
     const dkeys = keys.concat(['norm']);
     const fail = (e) => { if (!this.err.firstChild) this.err.append(this.explain(e, 'compare') || errorBox(e, 'compare')); };
@@ -432,7 +433,7 @@ class CompareView {
       for (const b of this.quick.querySelectorAll('button.shift')) b.setAttribute('aria-pressed', String(b.dataset.off === s.boff));
       this.loadLabels(s);
       for (const [p, side, r] of [['b', this.bs, this.rb], ['c', this.cs, this.rc]]) {
-        side.graph.load(api, { type: s.type, sel: s[p + 'sel'], start: r.start, end: r.end, typeInfo: info })
+        side.graph.load(api, { type: s.type, sel: s[p + 'sel'], start: r.start, end: r.end, typeInfo: info, cores: s.cpu === 'cores' })
           .then(() => side.graph.setSelection(this.selOf(state.get(), p))).catch(fail);
       }
     }
@@ -551,6 +552,7 @@ async function start() {
     });
   }
   document.addEventListener('keydown', keyboard);
+  initSettings(document.querySelector('header.top'));
   const root = document.getElementById('view');
   try {
     app.storedTypes = await api.types();

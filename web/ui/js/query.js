@@ -1,19 +1,21 @@
 // query.js: the query bar. A profile type picker ("name — sample type (unit)", one entry per
 // measure, under the profile name: types.js), a label selector input with autocompletion of label
 // names and values across every profile type (from /api/v1/labels and /api/v1/label/<name>/values,
-// filtered by what is typed and by the matchers already complete), a time range (last 15m … 7d,
-// or absolute from/to), refresh, and "sum by" labels. A selector error from the server names the
+// filtered by what is typed and by the matchers already complete), the time bar (time.js: the
+// last 5m … 30d, or from/to typed as Grafana takes them, now-30m or 2026-12-01 14:03 in the page's
+// zone; zoom out ×2, shift half a range earlier or later; auto-refresh), refresh, and "sum by" labels. A selector error from the server names the
 // column of the text typed here (explain), not of the query the UI built around it.
 
-import { h, clear, toLocalInput, fromLocalInput } from './dom.js';
-import { RANGES, timeRange, selector, typeIds } from './state.js';
+import { h, clear } from './dom.js';
+import { RANGES, timeRange, selector, typeIds, set as setState } from './state.js';
+import { PRESETS, REFRESH, resolve, zoomOut, shift, inputText, stateValue, fmtTime } from './time.js';
 import { selectorOf } from './types.js';
 
 const MATCHER = /\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)\s*,?/y;
 const MAX_SUGGESTIONS = 50;
 
 export function typeLabel(t) {
-  return t.label || `${t.name} — ${t.sample_type} (${t.sample_unit})${t.delta ? ' Δ' : ''}`;
+  return t.label || `${t.name} — ${t.sample_type} (${t.sample_unit})${t.delta ? ' per interval' : ''}`;
 }
 
 // the picker's options: one per entry, under its profile name
@@ -149,14 +151,16 @@ class Autocomplete {
   }
 }
 
-// QueryBar(container, {api, types, prefix, title, showType, showBy, onRun})
+// QueryBar(container, {api, types, prefix, title, showType, showBy, refresh, onRun, onTick})
 //   onRun(patch): the state keys this bar sets (type, <p>sel, <p>range | <p>from+<p>to, by)
+//   refresh: shows the auto-refresh picker (state key refresh); onTick() runs at each of its ticks
 export class QueryBar {
-  constructor(container, { api, types, prefix = '', title = null, showType = true, showBy = true, onRun }) {
+  constructor(container, { api, types, prefix = '', title = null, showType = true, showBy = true, refresh = false, onRun, onTick }) {
     this.api = api;
     this.types = types;
     this.prefix = prefix;
     this.onRun = onRun;
+    this.onTick = onTick || (() => {});
     this.cache = new Map();
     const p = prefix;
     this.typeSel = h('select.type', { 'aria-label': 'profile type', name: 'type' }, typeOptions(types));
@@ -166,10 +170,22 @@ export class QueryBar {
       'aria-label': 'label selector',
     });
     this.rangeSel = h('select.range', { 'aria-label': 'time range', name: p + 'range' },
-      Object.keys(RANGES).map((r) => h('option', { value: r }, `last ${r}`)),
-      h('option', { value: 'abs' }, 'absolute…'));
-    this.fromInput = h('input.from', { type: 'datetime-local', 'aria-label': 'from', hidden: true });
-    this.toInput = h('input.to', { type: 'datetime-local', 'aria-label': 'to', hidden: true });
+      PRESETS.map((r) => h('option', { value: r }, `last ${r}`)),
+      h('option', { value: 'abs' }, 'from – to…'));
+    const timeTitle = 'now, now-30m, now-2d, now/d (date math as in Grafana), or 2026-12-01 14:03 in the zone shown at the top right';
+    this.fromInput = h('input.from', { type: 'text', name: p + 'from', 'aria-label': 'from', placeholder: 'now-1h', title: timeTitle, spellcheck: 'false', hidden: true });
+    this.toInput = h('input.to', { type: 'text', name: p + 'to', 'aria-label': 'to', placeholder: 'now', title: timeTitle, spellcheck: 'false', hidden: true });
+    this.timeErr = h('span.timeerr', { role: 'alert' });
+    const step = (cls, label, text, fn) => h('button.' + cls, { type: 'button', title: label, 'aria-label': label, on: { click: fn } }, text);
+    this.zoomBtn = step('zoomout', 'zoom out: twice the range', '⊖ ×2', () => this.move(zoomOut(this.range(), this.prefix)));
+    this.leftBtn = step('earlier', 'earlier: half the range back', '◀', () => this.move(shift(this.range(), -1, this.prefix)));
+    this.rightBtn = step('later', 'later: half the range on', '▶', () => this.move(shift(this.range(), 1, this.prefix)));
+    this.refreshSel = refresh ? h('select.autorefresh', {
+      'aria-label': 'auto-refresh', name: 'refresh', title: 'refresh the graph and profile every …',
+      on: { change: () => setState({ refresh: this.refreshSel.value || null }) },
+    }, h('option', { value: '' }, 'auto-refresh off'), Object.keys(REFRESH).map((r) => h('option', { value: r }, `every ${r}`))) : null;
+    this.timer = null;
+    this.every = 0;
     this.runBtn = h('button.run', { type: 'submit', title: 'run the query (Enter)' }, 'Refresh');
     this.byBox = h('details.sumby', h('summary', 'sum by'), h('div.sumby-list'));
     this.ac = new Autocomplete(this.selInput, (before) => this.suggest(before));
@@ -179,9 +195,9 @@ export class QueryBar {
       title ? h('span.qtitle', title) : null,
       showType ? this.typeSel : h('span.type.type-note', 'the same profile type'),
       h('div.selwrap', h('span.brace', '{'), this.selInput, h('span.brace', '}'), this.ac.list),
-      this.rangeSel, this.fromInput, this.toInput,
+      h('span.timebar', this.rangeSel, this.fromInput, this.toInput, this.leftBtn, this.zoomBtn, this.rightBtn, this.timeErr),
       showBy ? this.byBox : null,
-      this.runBtn);
+      this.runBtn, this.refreshSel);
     this.showType = showType;
     this.el = form;
     container.append(form);
@@ -221,11 +237,35 @@ export class QueryBar {
     const abs = this.rangeSel.value === 'abs';
     this.fromInput.hidden = this.toInput.hidden = !abs;
     if (abs && !this.fromInput.value) {
-      const r = timeRange({ range: this.lastRange || '1h' });
-      this.fromInput.value = toLocalInput(r.start);
-      this.toInput.value = toLocalInput(r.end);
+      // the preset as the relative range it is: edit it into any other
+      this.fromInput.value = `now-${this.lastRange || '1h'}`;
+      this.toInput.value = 'now';
     }
-    if (!abs) this.run();
+    if (abs) this.fromInput.focus();
+    else this.run();
+  }
+
+  // the range the URL holds for this bar now
+  range() { return timeRange(this.state || {}, this.prefix); }
+
+  // a zoom or shift: the new range runs
+  move(patch) {
+    this.rangeSel.value = patch[this.prefix + 'range'] || 'abs';
+    this.fromInput.value = inputText(patch[this.prefix + 'from']);
+    this.toInput.value = inputText(patch[this.prefix + 'to']);
+    this.ac.close();
+    this.onRun({ ...this.patch(), ...patch });
+  }
+
+  // auto-refresh: every `refresh` of the state, onTick() while this bar is on the page
+  arm(every) {
+    if (every === this.every) return;
+    clearInterval(this.timer);
+    this.every = every;
+    this.timer = every ? setInterval(() => {
+      if (!this.el.isConnected) { clearInterval(this.timer); this.every = 0; return; }
+      if (!document.hidden) this.onTick();
+    }, every * 1000) : null;
   }
 
   async loadByLabels(state) {
@@ -247,15 +287,27 @@ export class QueryBar {
     const p = this.prefix;
     if (state.type && [...this.typeSel.options].some((o) => o.value === state.type)) this.typeSel.value = state.type;
     if (document.activeElement !== this.selInput) this.selInput.value = state[p + 'sel'] || '';
+    this.state = state;
     if (state[p + 'from'] && state[p + 'to']) {
       this.rangeSel.value = 'abs';
-      this.fromInput.value = toLocalInput(Number(state[p + 'from']));
-      this.toInput.value = toLocalInput(Number(state[p + 'to']));
+      for (const [input, k] of [[this.fromInput, 'from'], [this.toInput, 'to']]) {
+        if (document.activeElement !== input) input.value = inputText(state[p + k]);
+      }
+      const r = resolve(state, p);
+      this.timeErr.textContent = r ? '' : 'from and to are not a range: the last hour is shown';
+      this.timeErr.title = r ? `${fmtTime(r.start)} – ${fmtTime(r.end)}` : '';
     } else {
       this.rangeSel.value = RANGES[state[p + 'range']] ? state[p + 'range'] : '1h';
       this.lastRange = this.rangeSel.value;
+      this.fromInput.value = this.toInput.value = '';
+      this.timeErr.textContent = '';
     }
     this.fromInput.hidden = this.toInput.hidden = this.rangeSel.value !== 'abs';
+    for (const i of [this.fromInput, this.toInput]) i.removeAttribute('aria-invalid');
+    if (this.refreshSel) {
+      this.refreshSel.value = REFRESH[state.refresh] ? state.refresh : '';
+      this.arm(REFRESH[state.refresh] || 0);
+    }
     if (this.byBox.isConnected) this.loadByLabels(state);
   }
 
@@ -265,11 +317,16 @@ export class QueryBar {
     const out = { [p + 'sel']: this.selInput.value.trim().replace(/^\{|\}$/g, '').trim() };
     if (this.showType) out.type = this.type();
     if (this.rangeSel.value === 'abs') {
-      const f = fromLocalInput(this.fromInput.value), t = fromLocalInput(this.toInput.value);
-      out[p + 'range'] = null;
-      out[p + 'from'] = f;
-      out[p + 'to'] = t;
+      const f = stateValue(this.fromInput.value), t = stateValue(this.toInput.value, { roundUp: true });
+      this.badTime = f === null ? this.fromInput : t === null ? this.toInput : null;
+      if (!this.badTime && !resolve({ from: f, to: t })) this.badTime = this.toInput;
+      if (!this.badTime) {
+        out[p + 'range'] = null;
+        out[p + 'from'] = f;
+        out[p + 'to'] = t;
+      }
     } else {
+      this.badTime = null;
       out[p + 'range'] = this.rangeSel.value;
       out[p + 'from'] = out[p + 'to'] = null;
     }
@@ -282,7 +339,19 @@ export class QueryBar {
   run() {
     this.ac.close();
     this.selInput.removeAttribute('aria-invalid');
-    this.onRun(this.patch());
+    const patch = this.patch();
+    for (const i of [this.fromInput, this.toInput]) i.removeAttribute('aria-invalid');
+    if (this.badTime) {
+      // not a time, or to not after from: said next to the inputs, nothing runs
+      this.badTime.setAttribute('aria-invalid', 'true');
+      this.timeErr.textContent = this.badTime === this.fromInput || stateValue(this.toInput.value, { roundUp: true }) === null
+        ? `"${this.badTime.value}" is not a time: now-30m, now, 2026-12-01 14:03`
+        : 'to must be after from';
+      this.badTime.focus();
+      return;
+    }
+    this.timeErr.textContent = '';
+    this.onRun(patch);
   }
 
   // explain(err, what): the error as an inline box; a parse error inside what was typed here says

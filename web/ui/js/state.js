@@ -4,7 +4,9 @@
 //
 // Keys (all optional):
 //   type              profile type id                     sel    label matchers, without braces
-//   range             15m|1h|6h|24h|7d (relative to now)  from,to absolute range (unix seconds)
+//   range             5m … 30d (time.js PRESETS: the last 5m … 30d)
+//   from,to           a range: unix seconds, or relative to now as typed (now-30m, now): time.js
+//   tz                utc|local: the zone times are shown and typed in  refresh  10s|30s|1m|5m
 //   by                sum-by labels, comma-separated
 //   sfrom,sto         the selection on the graph (unix s)  ssel  the series of a clicked point
 //   pid               the id of a clicked point's profile (shown by id: /api/v1/profile?id=)
@@ -18,9 +20,10 @@
 //   id, compare, st   the shared view: a shared profile's id, the one diffed with it, its sample type
 
 import { selectorOf } from './types.js';
+import { RANGES as PRESET_RANGES, resolve } from './time.js';
 
 export const VIEWS = ['graph', 'compare', 'targets', 'status', 'upload', 'shared'];
-export const RANGES = { '15m': 900, '1h': 3600, '6h': 21600, '24h': 86400, '7d': 604800 };
+export const RANGES = PRESET_RANGES;
 
 const listeners = new Set();
 
@@ -78,12 +81,9 @@ window.addEventListener('popstate', () => {
 });
 
 // the time range of a prefix ('' for the graph, 'b'/'c' for compare) -> {start, end} in unix s
+// (from/to that do not parse: the last hour; the query bar marks them)
 export function timeRange(s, prefix = '') {
-  const from = s[prefix + 'from'], to = s[prefix + 'to'];
-  if (from && to) return { start: Number(from), end: Number(to), relative: false };
-  const secs = RANGES[s[prefix + 'range']] || RANGES['1h'];
-  const end = Math.floor(Date.now() / 1000);
-  return { start: end - secs, end, relative: true };
+  return resolve(s, prefix) || resolve({}, '');
 }
 
 // changed(a, b, keys): whether any of keys differs between two states

@@ -5,7 +5,7 @@
 // {__name__=~"id1|id2"} (the server merges them: src/query ps_query_single_type). An entry's id
 // is the id the server reports such a merge under (the first with a period of its own); the
 // URL's type may name any id of the entry. Entries that still read alike (only delta-ness
-// differs) say so: Δ on the delta one, "cumulative" on the other.
+// differs) say so: "per interval" on the delta one, "cumulative" on the other.
 
 // an id has no period of its own when it repeats the sample type and unit (ingest.c) or is empty
 function standIn(t) {
@@ -31,7 +31,7 @@ export function groupTypes(types) {
     g.id = (own || g.members[0]).id;
     g.periods = g.members.map((t) => (standIn(t) ? 'none' : `${t.period_type}/${t.period_unit}`));
     const twin = groups.some((o) => o !== g && o.name === g.name && o.sample_type === g.sample_type && o.sample_unit === g.sample_unit);
-    g.label = `${g.name} — ${g.sample_type} (${g.sample_unit})${g.delta ? ' Δ' : twin ? ' cumulative' : ''}`;
+    g.label = `${g.name} — ${g.sample_type} (${g.sample_unit})${g.delta ? ' per interval' : twin ? ' cumulative' : ''}`;
     g.title = g.ids.length > 1
       ? `${g.ids.length} stored types merged (periods ${g.periods.join(', ')}): ${g.ids.join(', ')}`
       : `${g.id}${twin ? (g.delta ? ' (delta: values per profile interval)' : ' (cumulative: values since the process started)') : ''}`;
