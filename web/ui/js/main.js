@@ -11,6 +11,7 @@ import { h, clear, errorBox, emptyState, fmtTime, formatValue } from './dom.js';
 import { QueryBar } from './query.js';
 import { TimeGraph } from './graph.js';
 import { ProfilePanel } from './panel.js';
+import { FILTERS, filterParams } from './focus.js';
 import { Breakdown } from './breakdown.js';
 import { ServiceList } from './services.js';
 import { groupTypes, selectorOf } from './types.js';
@@ -91,6 +92,7 @@ class GraphView {
       onState: panelPatch,
       empty: () => h('p.hint.noprof', 'No profiles in the selection.'),
       explain: (e) => this.bar.explain(e, 'profile'),
+      filters: true,
     });
     this.breakdown = new Breakdown(root, {
       onPick: (label) => state.set({ bd: label }),
@@ -132,7 +134,7 @@ class GraphView {
     }
     this.services.mark(s);
     const qk = ['type', 'sel', 'range', 'from', 'to', 'by'];
-    const fk = qk.concat(['sfrom', 'sto', 'ssel', 'pid']);
+    const fk = qk.concat(['sfrom', 'sto', 'ssel', 'pid'], FILTERS);
     const info = typeInfo(s.type);
     if (force || state.changed(s, prev, qk) || !this.r) {
       this.r = state.timeRange(s);
@@ -179,10 +181,10 @@ class GraphView {
 
   async loadProfile(s, info) {
     const w = windowOf(s, this.r);
-    const params = { query: state.selector(s.type, joinSel(s.sel, s.ssel)), start: w.start, end: w.end };
+    const params = { query: state.selector(s.type, joinSel(s.sel, s.ssel)), start: w.start, end: w.end, ...filterParams(s) };
     this.loadBreakdown(s, info);
     try {
-      if (byId(s)) await this.panel.load(api, 'id', { id: s.pid }, { sampleUnit: info.sample_unit });
+      if (byId(s)) await this.panel.load(api, 'id', { id: s.pid, ...filterParams(s) }, { sampleUnit: info.sample_unit });
       else await this.panel.load(api, 'query', params, { sampleUnit: info.sample_unit });
       if (!app.firstFlameMs) app.firstFlameMs = performance.now();
     } catch (_) { /* shown in the panel */ }

@@ -19,7 +19,8 @@ const COLUMNS = [
 ];
 
 export class TopTable {
-    /** opts: onSelect(name) when a row is chosen; filter (default true): show a filter box. */
+    /** opts: onSelect(name) when a row is chosen; filter (default true): show a filter box; onMenu(name,
+     *  x, y) a row's context menu (right click, Shift+F10, the context-menu key). */
     constructor(container, opts = {}) {
         this.container = container;
         this.opts = opts;
@@ -61,9 +62,22 @@ export class TopTable {
             const tr = ev.target.closest('tr');
             if (tr && tr.dataset.i !== undefined) this._choose(+tr.dataset.i);
         });
+        // opts.onMenu(name, x, y): right click, or Shift+F10 / the context-menu key on a row
+        this.tbody.addEventListener('contextmenu', (ev) => {
+            const tr = ev.target.closest('tr');
+            if (!tr || tr.dataset.name === undefined || !this.opts.onMenu) return;
+            ev.preventDefault();
+            this.opts.onMenu(tr.dataset.name, ev.clientX, ev.clientY);
+        });
         this.tbody.addEventListener('keydown', (ev) => {
             const tr = ev.target.closest('tr');
             if (!tr) return;
+            if ((ev.key === 'ContextMenu' || (ev.key === 'F10' && ev.shiftKey)) && this.opts.onMenu && tr.dataset.name !== undefined) {
+                ev.preventDefault();
+                const r = tr.getBoundingClientRect();
+                this.opts.onMenu(tr.dataset.name, r.left + 16, r.bottom);
+                return;
+            }
             if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); this._choose(+tr.dataset.i); }
             if (ev.key === 'ArrowDown' && tr.nextElementSibling) { ev.preventDefault(); tr.nextElementSibling.focus(); }
             if (ev.key === 'ArrowUp' && tr.previousElementSibling) { ev.preventDefault(); tr.previousElementSibling.focus(); }
