@@ -64,6 +64,18 @@ def row(browser, name):
                       name)
 
 
+def right_click_row(browser, name):
+    """A real right click on the top table's row of name; the menu opens for it."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    tr = row(browser, name)
+    browser.js("arguments[0].scrollIntoView({block: 'center'});", tr)
+    ActionChains(browser.driver).context_click(tr).perform()
+    assert browser.text(".ctx-menu .ctx-title") == name, browser.js(
+        "const r = arguments[0].getBoundingClientRect(); return [r.x, r.y, r.width, r.height, arguments[0].isConnected, "
+        "document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2).outerHTML.slice(0, 200)];", tr)
+    return tr
+
+
 def test_menu_on_a_row_focuses_and_the_chip_removes_it(ui_server, browser):
     from selenium.webdriver.common.action_chains import ActionChains
     browser.open(graph_url(ui_server))
@@ -71,6 +83,14 @@ def test_menu_on_a_row_focuses_and_the_chip_removes_it(ui_server, browser):
     assert whole == server_total(ui_server)
     name = browser.js("return psApp.view.panel.top.rows.find(r => r.function.startsWith('sort.')).function;")
     tr = row(browser, name)
+    # the row says where the function is: the server's file and start line
+    a, b = rng(ui_server)
+    top = ui_server.query_json("/api/v1/profiles/query", query=CPU_NS + '{job="api"}', start=str(a), end=str(b),
+                               format="top", limit="500")
+    r = [x for x in top["rows"] if x["function"] == name][0]
+    assert r["line"] > 0 and r["file"]
+    assert browser.js("return arguments[0].querySelector('td.loc').textContent;", tr) == "%s:%d" % (r["file"], r["line"])
+    assert browser.js("return psApp.view.panel.files.get(arguments[0]);", name) == "%s:%d" % (r["file"], r["line"])
     assert name and tr, browser.js("return [location.href, psApp.view.panel.top.rows.slice(0, 5).map(r => r.function)];")
     browser.js("arguments[0].scrollIntoView({block: 'center'});", tr)
     ActionChains(browser.driver).context_click(tr).perform()
@@ -149,10 +169,7 @@ def test_line_view_shows_the_servers_lines(ui_server, browser):
     browser.open(graph_url(ui_server))
     wait_panel(browser)
     name = browser.js("return psApp.view.panel.top.rows.find(r => r.function.startsWith('sort.')).function;")
-    tr = row(browser, name)
-    browser.js("arguments[0].scrollIntoView({block: 'center'});", tr)
-    ActionChains(browser.driver).context_click(tr).perform()
-    browser.wait_for(".ctx-menu")
+    right_click_row(browser, name)
     browser.js("document.querySelector('.ctx-menu [data-action=source]').click();")
     browser.wait_js("new URLSearchParams(location.search).get('src')", 10, "src in the URL")
     assert state(browser)["src"] == name

@@ -141,7 +141,8 @@ export class ProfilePanel {
       const head = headline(fg, this.diff, sampleUnit);
       this.totalEl.textContent = head.text;
       this.totalEl.title = head.title;
-      const files = top ? new Map(top.rows.map((r) => [r.function, r.file])) : null;
+      // the tooltip's file:line (the function's start line when the profile has it)
+      const files = top ? new Map(top.rows.map((r) => [r.function, r.file && r.line ? `${r.file}:${r.line}` : r.file])) : null;
       this.files = files;
       this.flame.setData(fg, { unit: sampleUnit, diff: this.diff, inverted: this.inverted, files });
       if (this.table) this.table.setData(top, { unit: sampleUnit, diff: this.diff });

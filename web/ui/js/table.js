@@ -1,5 +1,6 @@
-// table.js - the top table: the rows of format=top ({total, rows: [{function, file, flat, flat%,
-// cum, cum%}]}) as a sortable, filterable table; a click (or Enter) on a row selects its function.
+// table.js - the top table: the rows of format=top ({total, rows: [{function, file, line, flat, flat%,
+// cum, cum%}]}) as a sortable, filterable table (the last column the function's file:line, where it
+// starts); a click (or Enter) on a row selects its function.
 //
 // Sorting is by the column's value (numbers numerically; a diff sorts by absolute value so the
 // largest drops rank with the largest rises, as the server orders them), ties by function name.
@@ -98,6 +99,10 @@ export class TopTable {
             th.append(b);
             tr.append(th);
         }
+        const loc = document.createElement('th');
+        loc.className = 'loc';
+        loc.textContent = 'file:line';
+        tr.append(loc);
         this.thead.textContent = '';
         this.thead.append(tr);
     }
@@ -176,6 +181,8 @@ export class TopTable {
             fn.textContent = r.function;
             if (r.file) fn.title = r.file;
             tr.append(fn);
+            const where = r.file ? (r.line ? `${r.file}:${r.line}` : r.file) : '';
+            if (where) fn.title = where;
             for (const [k, fmt] of [['flat', 'v'], ['flat%', 'p'], ['cum', 'v'], ['cum%', 'p']]) {
                 const td = document.createElement('td');
                 const v = r[k];
@@ -185,6 +192,10 @@ export class TopTable {
                 td.textContent = sign + (fmt === 'v' ? formatValue(v, u) : formatPercent(v / 100));
                 tr.append(td);
             }
+            const loc = document.createElement('td');
+            loc.className = 'loc';
+            loc.textContent = where;
+            tr.append(loc);
             frag.append(tr);
         }
         this.tbody.textContent = '';
