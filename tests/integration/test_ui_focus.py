@@ -109,6 +109,13 @@ def test_menu_on_a_row_focuses_and_the_chip_removes_it(ui_server, browser):
     link = urllib.parse.parse_qs(urllib.parse.urlparse(browser.js("return psApp.view.panel.pprofLink.href;")).query)
     assert link["focus"] == [exact_re(name)]
     assert browser.js("return document.querySelector('.chips .chip[data-kind=focus] .chip-re').textContent;") == exact_re(name)
+    # the menu over the filtered view, for docs/ui-focus.png
+    right_click_row(browser, browser.js("return psApp.view.panel.top.rows[1].function;"))
+    browser.screenshot("ui-focus")
+    browser.js("document.querySelector('.ctx-menu [data-action=copy]').focus();")
+    from selenium.webdriver.common.keys import Keys
+    ActionChains(browser.driver).send_keys(Keys.ESCAPE).perform()
+    browser.wait_js("!document.querySelector('.ctx-menu')", 5, "the menu closed")
     # the chip's × takes it away
     browser.js("document.querySelector('.chips .chip[data-kind=focus] .chip-x').click();")
     browser.wait_js("!new URLSearchParams(location.search).get('focus')", 10, "focus gone")
@@ -182,6 +189,8 @@ def test_line_view_shows_the_servers_lines(ui_server, browser):
     assert got == [[f["name"], f["file"], [[l["line"], l["flat"], l["cum"]] for l in f["lines"]]] for f in want["functions"]]
     assert browser.js("return document.querySelector('.source-view tbody td.loc').textContent;") == \
         "%s:%d" % (want["functions"][0]["file"], want["functions"][0]["lines"][0]["line"])
+    browser.js("document.querySelector('.source-view').scrollIntoView({block: 'center'});")
+    browser.screenshot("ui-lines")
     # a reload shows it again; close removes it from the URL
     browser.driver.refresh()
     browser.wait_js("document.querySelector('.source-view:not([hidden]) .source-lines')", 15, "the line view after reload")
