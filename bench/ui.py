@@ -15,7 +15,11 @@ against a real profstore holding 24 h of a synthetic CPU profile whose call tree
     one CPU fixture profile per series every 30 min, 33,600 profiles): Heatmap.load in the page
     (SelectHeatmap request, JSON parse, canvas draw) and the app's /graph?hm=1 from navigation start
     to the heatmap drawn.
-Target: a draw under 200 ms; the 7 d heatmap under 300 ms.
+  - focus/ignore recomputation of the 24 h merge: what the panel asks when a filter is set from a
+    frame's menu (format=flamegraph and format=top together, as panel.js asks them, with focus= or
+    ignore= on one function), from the requests' start to both answers parsed, beside the same
+    requests without a filter (median of 5 each, alternating).
+Targets: a draw under 200 ms; the 7 d heatmap under 300 ms; focus/ignore recomputation for 24 h under 200 ms.
 
     bench/ui.py [--profstore BUILD/profstore] [--redraws 20] [--keep]
 
@@ -92,6 +96,21 @@ const [query, start, end, maxNodes, redraws, done] = arguments;
   let nodes = 0;
   for (const lv of fg.levels) nodes += lv.length / 4;
   done({ fetchMs, first, draws, raster, hover, nodes, total: fg.total, names: fg.names.length });
+})().catch((e) => done({ error: String(e && e.stack || e) }));
+"""
+
+# the panel's two requests (panel.js: the flame graph and the top table, together) with extra
+# parameters; ms from their start to both answers parsed
+RECOMPUTE_JS = """
+const [query, start, end, maxNodes, extra, done] = arguments;
+(async () => {
+  const base = { query, start, end, ...extra };
+  const q1 = new URLSearchParams({ ...base, format: 'flamegraph', max_nodes: maxNodes });
+  const q2 = new URLSearchParams({ ...base, format: 'top', limit: 500 });
+  const t0 = performance.now();
+  const [fg, top] = await Promise.all([fetch('/api/v1/profiles/query?' + q1).then((r) => r.json()),
+    fetch('/api/v1/profiles/query?' + q2).then((r) => r.json())]);
+  done({ ms: performance.now() - t0, total: fg.total, rows: top.rows ? top.rows.length : -1 });
 })().catch((e) => done({ error: String(e && e.stack || e) }));
 """
 
@@ -291,6 +310,25 @@ def main():
         print("  (nodes: the %d kept and the \"other\" ones; request: fetch + JSON parse of format=flamegraph;\n"
               "   first: setData, decoding included; median/max: draw() alone; rasterised: draw() + a pixel read;\n"
               "   hover: one mousemove; target: draw < 200 ms)" % MAX_NODES)
+        print()
+        name, start, stop = windows[-1]
+        focus_fn = "^github\\.com/synth/p3/q4\\.Work$"
+        cases = [("none", {}), ("focus", {"focus": focus_fn}), ("ignore", {"ignore": focus_fn})]
+        runs = {c: [] for c, _ in cases}
+        totals = {}
+        for _ in range(5):
+            for c, extra in cases:
+                r = b.js_async(RECOMPUTE_JS, q, str(start), str(stop), str(MAX_NODES), extra)
+                if "error" in r:
+                    raise SystemExit("bench/ui: the page failed: %s" % r["error"])
+                runs[c].append(r["ms"])
+                totals[c] = r["total"]
+        print("focus/ignore recomputation, %s (flame graph + top table requests together, median of 5):" % name)
+        for c, extra in cases:
+            print("  %-6s %7.1f ms (runs %s; flame graph total %d)%s"
+                  % (c, statistics.median(runs[c]), ", ".join("%.0f" % x for x in runs[c]), totals[c],
+                     "  %s=%s" % (c, focus_fn) if extra else ""))
+        print("  (target: focus/ignore < 200 ms)")
         print()
         print("time to first flame graph (the app's /graph link, navigation start -> flame graph drawn):")
         if srv.get("/ui/js/main.js")[0] != 200:

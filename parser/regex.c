@@ -19,7 +19,8 @@
  *   PCRE2_MATCH_INVALID_UTF              with PS_REGEX_INVALID_UTF;
  *   PCRE2_DUPNAMES                       a group name may be given twice, as in RE2 ($name is
  *                                        the first such group, as Go's Expand takes it).
- * Error offsets are therefore offsets into the user's regex.
+ * Error offsets are therefore offsets into the user's regex. PS_REGEX_SEARCH drops the anchors and
+ * PCRE2_DOTALL: Go's regexp.MatchString, a match anywhere, '.' not matching "\n" (pprof's filters).
  *
  * RE2 versus PCRE2, the differences we know of:
  *  - PCRE2 accepts more: back-references by name (\k<n>), lookahead/lookbehind, atomic groups,
@@ -254,6 +255,8 @@ int ps_regex_compile(const char *pat, size_t n, unsigned flags, ps_regex_t **out
         options |= PCRE2_NO_AUTO_CAPTURE;
     if (flags & PS_REGEX_INVALID_UTF)
         options |= PCRE2_MATCH_INVALID_UTF;
+    if (flags & PS_REGEX_SEARCH)
+        options &= ~(uint32_t)(PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_DOTALL);
     pthread_once(&match_ctx_once, init_match_ctx);
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)(pat != NULL ? pat : ""), n, options, &code, &off, NULL);
     /* on a failure after rewriting, the first error, about the user's text, stands */

@@ -38,6 +38,9 @@ enum {
     /** Subjects may be invalid UTF-8: such bytes match nothing but do not fail the match
      *  (PCRE2_MATCH_INVALID_UTF). Without it an invalid subject is a match error. */
     PS_REGEX_INVALID_UTF = 1 << 1,
+    /** Unanchored, as Go's regexp.MatchString: a match anywhere in the subject, '.' not matching
+     *  "\n" (Go's default; (?s) says otherwise). go tool pprof's -focus/-ignore/-hide/-show_from. */
+    PS_REGEX_SEARCH = 1 << 2,
 };
 
 /** An offset in ps_regex_ovector() of a group that took no part in the match. */

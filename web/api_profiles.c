@@ -9,6 +9,7 @@
 
 #include "core/budget.h"
 #include "core/json.h"
+#include "core/sat.h"
 #include "core/timeutil.h"
 #include "task.h"
 #include "internal.h"
@@ -178,7 +179,95 @@ static int param_sample_types(ps_qctx_t *c, bool *all)
                       p->value);
 }
 
-enum { F_PPROF, F_FLAMEGRAPH, F_FOLDED, F_TOP };
+enum { F_PPROF, F_FLAMEGRAPH, F_FOLDED, F_TOP, F_LIST };
+
+/* What is asked of the merged profile besides its format: pprof's filters (focus, ignore, hide,
+ * show, show_from) and, for format=list, the functions to list (list=<regexp>). */
+typedef struct filt {
+    ps_focus_t focus;
+    ps_regex_t *list;
+} filt_t;
+
+static int param_filters(ps_qctx_t *c, int fmt, filt_t *f)
+{
+    int ret;
+    for (int k = 0; k < PS_FOCUS_N; k++) {
+        const ps_param_t *v = ps_params_get(&c->params, ps_focus_names[k]);
+        if (v != NULL && (ret = ps_focus_set(&f->focus, k, v->value, v->vlen, &c->err)) != 0)
+            return ret;
+    }
+    const ps_param_t *l = ps_params_get(&c->params, "list");
+    if (fmt != F_LIST)
+        return l != NULL && l->vlen
+                   ? ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"list\": goes with format=list only")
+                   : 0;
+    if (l == NULL || l->vlen == 0)
+        return ps_err_set(&c->err, PS_EINVAL,
+                          "invalid parameter \"list\": missing (format=list lists the functions whose name this "
+                          "regexp matches, as go tool pprof -list)");
+    ps_focus_t one = {0};
+    if ((ret = ps_focus_set(&one, 0, l->value, l->vlen, &c->err)) != 0) {
+        /* the message names "focus": say "list" */
+        const char *rest = strstr(c->err.msg, ": error parsing");
+        char msg[sizeof(c->err.msg)];
+        snprintf(msg, sizeof(msg), "invalid parameter \"list\"%s", rest ? rest : "");
+        return ps_err_set(&c->err, PS_EINVAL, "%s", msg);
+    }
+    f->list = one.re[0];
+    return 0;
+}
+
+static void filt_dispose(filt_t *f)
+{
+    ps_focus_dispose(&f->focus);
+    ps_regex_free(f->list);
+}
+
+/* format=list: {"total":N,"functions":[{"name","file","flat","cum","lines":[{"line","flat","cum"}]}]} */
+static int respond_list(ps_qctx_t *c, const ps_profile_t *p, const filt_t *f, int64_t whole)
+{
+    ps_list_t l;
+    ps_json_t j;
+    int ret = ps_query_list(p, 0, f->list, &c->arena, &l, &c->err);
+    if (ret != 0)
+        return ret;
+    ps_json_init(&j, &c->out);
+    ps_json_obj(&j);
+    ps_json_key(&j, "total");
+    ps_json_int(&j, whole >= 0 ? whole : l.total);
+    ps_json_key(&j, "functions");
+    ps_json_arr(&j);
+    for (uint32_t i = 0; i < l.n; i++) {
+        const ps_list_fn_t *e = &l.fns[i];
+        ps_json_obj(&j);
+        ps_json_key(&j, "name");
+        ps_json_str(&j, e->name.ptr, e->name.len);
+        ps_json_key(&j, "file");
+        ps_json_str(&j, e->file.ptr, e->file.len);
+        ps_json_key(&j, "flat");
+        ps_json_int(&j, e->flat);
+        ps_json_key(&j, "cum");
+        ps_json_int(&j, e->cum);
+        ps_json_key(&j, "lines");
+        ps_json_arr(&j);
+        for (uint32_t k = 0; k < e->nlines; k++) {
+            ps_json_obj(&j);
+            ps_json_key(&j, "line");
+            ps_json_int(&j, e->lines[k].line);
+            ps_json_key(&j, "flat");
+            ps_json_int(&j, e->lines[k].flat);
+            ps_json_key(&j, "cum");
+            ps_json_int(&j, e->lines[k].cum);
+            ps_json_end(&j);
+        }
+        ps_json_end(&j);
+        ps_json_end(&j);
+    }
+    ps_json_end(&j);
+    ps_json_end(&j);
+    ps_task_send(c->t, 200, "application/json", c->out.data, c->out.len);
+    return 0;
+}
 
 static int parse_format(ps_qctx_t *c, int *fmt, int64_t *max_nodes, uint32_t *limit)
 {
@@ -193,9 +282,11 @@ static int parse_format(ps_qctx_t *c, int *fmt, int64_t *max_nodes, uint32_t *li
             *fmt = F_FOLDED;
         else if (strcmp(f->value, "top") == 0)
             *fmt = F_TOP;
+        else if (strcmp(f->value, "list") == 0)
+            *fmt = F_LIST;
         else
             return ps_err_set(&c->err, PS_EINVAL,
-                              "invalid parameter \"format\": unknown format \"%.32s\" (pprof, flamegraph, folded, top)",
+                              "invalid parameter \"format\": unknown format \"%.32s\" (pprof, flamegraph, folded, top, list)",
                               f->value);
     }
     const ps_param_t *m = ps_params_get(&c->params, "max_nodes");
@@ -221,12 +312,23 @@ static int parse_format(ps_qctx_t *c, int *fmt, int64_t *max_nodes, uint32_t *li
     return 0;
 }
 
-static const char *format_names[] = {"pprof", "flamegraph", "folded", "top"};
+static const char *format_names[] = {"pprof", "flamegraph", "folded", "top", "list"};
 
 static int respond(ps_qctx_t *c, ps_profile_t *p, int fmt, int64_t max_nodes, uint32_t limit, bool diff,
-                   int64_t base_total, const ps_render_note_t *note)
+                   int64_t base_total, const ps_render_note_t *note, const filt_t *filt)
 {
     int ret = 0;
+    if (ps_focus_any(&filt->focus)) {
+        /* pprof's percentages (and -list's Total) stay those of the whole profile */
+        if (!diff && p->ntypes > 0) {
+            base_total = 0;
+            for (uint32_t i = 0; i < p->nsamples; i++)
+                base_total = ps_sat_add(base_total, p->samples[i].values[0] < 0 ? -p->samples[i].values[0]
+                                                                                : p->samples[i].values[0]);
+        }
+        if ((ret = ps_focus_apply(&filt->focus, p, &c->arena, &c->err)) != 0)
+            return ret;
+    }
     ps_task_add_header(c->t, "x-profstore-aggregation", note->aggregation, strlen(note->aggregation));
     if (note->normalize) {
         ps_task_add_header(c->t, "x-profstore-normalize", note->normalize, strlen(note->normalize));
@@ -242,7 +344,9 @@ static int respond(ps_qctx_t *c, ps_profile_t *p, int fmt, int64_t max_nodes, ui
                           "format=%s shows one sample type and this profile has %u: ask for format=pprof, or for one "
                           "profile type",
                           format_names[fmt], p->ntypes);
-    if (fmt == F_PPROF) {
+    if (fmt == F_LIST) {
+        return respond_list(c, p, filt, base_total);
+    } else if (fmt == F_PPROF) {
         if ((ret = ps_pprof_encode(p, 1, &c->out, &c->err)) != 0)
             return ret;
         static const char cd[] = "attachment; filename=\"profile.pb.gz\"";
@@ -260,7 +364,7 @@ static int respond(ps_qctx_t *c, ps_profile_t *p, int fmt, int64_t max_nodes, ui
             return ret;
         ps_task_send(c->t, 200, "text/plain; charset=utf-8", c->out.data, c->out.len);
     } else {
-        ps_render_top_note(p, 0, limit, diff ? base_total : 0, note, &c->out);
+        ps_render_top_note(p, 0, limit, diff || ps_focus_any(&filt->focus) ? base_total : 0, note, &c->out);
         if ((ret = ps_budget_check_now(&c->err)) != 0)
             return ret;
         ps_task_send(c->t, 200, "application/json", c->out.data, c->out.len);
@@ -379,9 +483,12 @@ int ps_api_profile_query(ps_task_t *task)
     bool all;
     ps_agg_t agg;
     ps_profile_t p;
+    filt_t filt = {0};
     int ret = ps_qctx_begin(&c, task);
     if (ret == 0)
         ret = parse_format(&c, &fmt, &max_nodes, &limit);
+    if (ret == 0)
+        ret = param_filters(&c, fmt, &filt);
     if (ret == 0)
         ret = param_sample_types(&c, &all);
     if (ret == 0)
@@ -394,9 +501,10 @@ int ps_api_profile_query(ps_task_t *task)
         ret = ps_query_profile_build(c.reader, &s.ps, NULL, PS_PROFILE_ONE, &c.arena, &p, &c.err);
     if (ret == 0) {
         ps_render_note_t note = {.aggregation = sel_agg_name(&s.ps)};
-        ret = respond(&c, &p, fmt, max_nodes, limit, false, -1, &note);
+        ret = respond(&c, &p, fmt, max_nodes, limit, false, -1, &note, &filt);
     }
     side_dispose(&s);
+    filt_dispose(&filt);
     return finish(&c, ret);
 }
 
@@ -412,9 +520,12 @@ int ps_api_profile_diff(ps_task_t *task)
     ps_norm_t norm;
     ps_diff_norm_t dn;
     ps_profile_t p;
+    filt_t filt = {0};
     int ret = ps_qctx_begin(&c, task);
     if (ret == 0)
         ret = parse_format(&c, &fmt, &max_nodes, &limit);
+    if (ret == 0)
+        ret = param_filters(&c, fmt, &filt);
     if (ret == 0)
         ret = param_sample_types(&c, &all);
     if (ret == 0)
@@ -433,10 +544,11 @@ int ps_api_profile_diff(ps_task_t *task)
     if (ret == 0) {
         ps_render_note_t note = {sel_agg_name(cmp.ps.nseries || !base.ps.nseries ? &cmp.ps : &base.ps),
                                  ps_norm_name(dn.used), dn.base_s, dn.compare_s};
-        ret = respond(&c, &p, fmt, max_nodes, limit, true, base.ps.totals[0], &note);
+        ret = respond(&c, &p, fmt, max_nodes, limit, true, base.ps.totals[0], &note, &filt);
     }
     side_dispose(&base);
     side_dispose(&cmp);
+    filt_dispose(&filt);
     return finish(&c, ret);
 }
 
@@ -455,9 +567,12 @@ int ps_api_profile_adhoc(ps_task_t *task)
     uint32_t limit;
     ps_profile_t p, one;
     ps_store_adhoc_t st;
+    filt_t filt = {0};
     int ret = ps_qctx_begin(&c, task);
     if (ret == 0)
         ret = parse_format(&c, &fmt, &max_nodes, &limit);
+    if (ret == 0)
+        ret = param_filters(&c, fmt, &filt);
     const ps_param_t *id = ps_params_get(&c.params, "id"), *cmp = ps_params_get(&c.params, "compare"),
                      *type = ps_params_get(&c.params, "type");
     const char *tname = type && type->vlen ? type->value : NULL;
@@ -472,7 +587,7 @@ int ps_api_profile_adhoc(ps_task_t *task)
             ps_adhoc_pair_sub(&p, &base_total);
         if (ret == 0) {
             ps_render_note_t note = {.aggregation = "sum", .normalize = "none"};
-            ret = respond(&c, &p, fmt, max_nodes, limit, true, base_total, &note);
+            ret = respond(&c, &p, fmt, max_nodes, limit, true, base_total, &note, &filt);
         }
     } else if (ret == 0) {
         ret = ps_adhoc_load(c.srv, id->value, &c.arena, &st, &p, NULL, NULL, &c.err);
@@ -484,9 +599,10 @@ int ps_api_profile_adhoc(ps_task_t *task)
             if (fmt != F_PPROF)
                 ps_adhoc_select(&p, (uint32_t)vi, &c.arena, &one);
             ps_render_note_t note = {.aggregation = "sum"};
-            ret = respond(&c, fmt == F_PPROF ? &p : &one, fmt, max_nodes, limit, false, -1, &note);
+            ret = respond(&c, fmt == F_PPROF ? &p : &one, fmt, max_nodes, limit, false, -1, &note, &filt);
         }
     }
+    filt_dispose(&filt);
     return finish(&c, ret);
 }
 
@@ -500,9 +616,12 @@ int ps_api_profile_by_id(ps_task_t *task)
     ps_profile_ref_t ref;
     ps_profile_sel_t ps = {0};
     ps_profile_t p;
+    filt_t filt = {0};
     int ret = ps_qctx_begin(&c, task);
     if (ret == 0)
         ret = parse_format(&c, &fmt, &max_nodes, &limit);
+    if (ret == 0)
+        ret = param_filters(&c, fmt, &filt);
     if (ret == 0) {
         const ps_param_t *id = ps_params_get(&c.params, "id");
         if (id == NULL || id->vlen == 0)
@@ -522,9 +641,10 @@ int ps_api_profile_by_id(ps_task_t *task)
         ps_query_profile_id(c.reader, ref.sid, ref.ts, idt);
         ps_task_add_header(c.t, "x-profstore-profile-id", idt, strlen(idt));
         ps_render_note_t note = {.aggregation = sel_agg_name(&ps)};
-        ret = respond(&c, &p, fmt, max_nodes, limit, false, -1, &note);
+        ret = respond(&c, &p, fmt, max_nodes, limit, false, -1, &note, &filt);
     }
     ps_profile_sel_dispose(&ps);
+    filt_dispose(&filt);
     return finish(&c, ret);
 }
 

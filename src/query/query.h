@@ -23,6 +23,7 @@
 #include "core/labels.h"
 #include "core/mem.h"
 #include "core/profile.h"
+#include "parser/regex.h"
 #include "parser/selector.h"
 #include "storage/store.h"
 
@@ -293,6 +294,64 @@ void ps_query_diff_normalize(ps_profile_sel_t *base, const ps_profile_sel_t *cmp
  *  arena. */
 void ps_query_profile_comment(ps_profile_t *p, ps_arena_t *arena, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* ---- focus, ignore, hide, show, show_from: go tool pprof's filters (focus.c) ---- */
+
+enum { PS_FOCUS_FOCUS, PS_FOCUS_IGNORE, PS_FOCUS_HIDE, PS_FOCUS_SHOW, PS_FOCUS_SHOW_FROM, PS_FOCUS_N };
+/** The parameter (and pprof flag) names: "focus", "ignore", "hide", "show", "show_from". */
+extern const char *const ps_focus_names[PS_FOCUS_N];
+
+/** The filters of a query; zero it, ps_focus_set each given one, ps_focus_dispose at the end. */
+typedef struct ps_focus {
+    ps_regex_t *re[PS_FOCUS_N]; /* NULL: not given */
+} ps_focus_t;
+
+/** Compiles v[0..n) as filter which (Go's RE2 syntax, unanchored as pprof's regexp.MatchString; an
+ *  empty v is no filter). A bad regexp is PS_EINVAL: invalid parameter "focus": error parsing
+ *  regexp "(a": missing closing ): `(a` (Go's words where RE2 refuses it). */
+int ps_focus_set(ps_focus_t *f, int which, const char *v, size_t n, ps_err_t *err);
+bool ps_focus_any(const ps_focus_t *f);
+void ps_focus_dispose(ps_focus_t *f);
+
+/**
+ * Applies f to p as `go tool pprof -focus -ignore -hide -show -show_from` does (pprof's
+ * FilterSamplesByName, then ShowFrom; focus.c restates the rules): samples are dropped, stacks and
+ * locations' lines shortened, in place (new arrays from arena; symbols are left as they are). On
+ * the merged profile, so totals, flame graphs, top tables and the pprof download agree with
+ * pprof's. Bounded: one regex run per distinct string per filter (PCRE2's limits: PS_ELIMIT), the
+ * query's deadline checked as samples are walked.
+ */
+int ps_focus_apply(const ps_focus_t *f, ps_profile_t *p, ps_arena_t *arena, ps_err_t *err);
+
+/* ---- the line view: go tool pprof -list (list.c) ---- */
+
+typedef struct ps_list_line {
+    int64_t line, flat, cum;
+} ps_list_line_t;
+
+/** One function in one file: its lines with a value, ascending. */
+typedef struct ps_list_fn {
+    ps_str_t name, file;   /* file "": the profile has no file for it (pprof: "No source information") */
+    int64_t flat, cum;     /* sums over its lines, as pprof's "(flat, cum)" header */
+    uint32_t nlines;
+    ps_list_line_t *lines;
+} ps_list_fn_t;
+
+typedef struct ps_list {
+    int64_t total;         /* sum of |values[vi]| over the samples (pprof's "Total:") */
+    uint32_t n;
+    ps_list_fn_t *fns;     /* by name, then file */
+    ps_list_line_t *lines; /* backing store of fns' lines */
+} ps_list_t;
+
+/**
+ * The per-line flat and cum of values[vi] for each function whose name re matches (compile it with
+ * PS_REGEX_SEARCH: pprof's -list regexp), as `go tool pprof -list` counts them (list.c states the
+ * rules); lines with no value are left out. Into out, from arena. Bounded: one regex run per
+ * function, the deadline checked as samples are walked.
+ */
+int ps_query_list(const ps_profile_t *p, uint32_t vi, const ps_regex_t *re, ps_arena_t *arena, ps_list_t *out,
+                  ps_err_t *err);
 
 /* Series of points: PromQL answers (src/query/promql_eval.h). */
 typedef struct ps_point {

@@ -201,6 +201,7 @@ typedef struct frames {
     size_t *off;     /* location l (1-based) has frames [off[l-1], off[l]) */
     uint32_t *ids;   /* name ids, outermost (root side) first */
     uint32_t *files; /* file name ids (function filename, "" if none) */
+    int64_t *starts; /* the function's start line (0 if none) */
 } frames_t;
 
 static uint32_t addr_name(names_t *nm, uint64_t addr)
@@ -234,6 +235,7 @@ static void frames_build(frames_t *f, const ps_profile_t *p)
     f->off = ps_xmalloc(((size_t)p->nlocations + 1) * sizeof(size_t));
     f->ids = ps_xmalloc((nfr ? nfr : 1) * sizeof(uint32_t));
     f->files = ps_xmalloc((nfr ? nfr : 1) * sizeof(uint32_t));
+    f->starts = ps_xmalloc((nfr ? nfr : 1) * sizeof(int64_t));
     uint32_t *fname = ps_xmalloc(((size_t)p->nfunctions + 1) * sizeof(uint32_t));
     uint32_t *ffile = ps_xmalloc(((size_t)p->nfunctions + 1) * sizeof(uint32_t));
     for (size_t i = 0; i <= p->nfunctions; i++)
@@ -245,12 +247,17 @@ static void frames_build(frames_t *f, const ps_profile_t *p)
         const ps_location_t *loc = &p->locations[i];
         if (loc->nlines == 0) {
             f->ids[k] = bare_loc_name(&f->names, p, loc);
+            f->starts[k] = 0;
             f->files[k++] = f->empty;
         } else {
             uint32_t addr_id = NONE;
             for (uint32_t j = loc->nlines; j-- > 0;) {
                 uint32_t fn = loc->lines[j].function, id = ADDR, file = f->empty;
+                int64_t start = 0;
                 if (fn >= 1 && fn <= p->nfunctions) {
+                    start = p->functions[fn - 1].start_line;
+                    if (start <= 0) /* unknown: the line of this frame (a row takes its lowest) */
+                        start = loc->lines[j].line > 0 ? loc->lines[j].line : 0;
                     if (fname[fn] == NONE) {
                         const ps_function_t *func = &p->functions[fn - 1];
                         ps_str_t s = ps_profile_str(p, func->name);
@@ -268,6 +275,7 @@ static void frames_build(frames_t *f, const ps_profile_t *p)
                     id = addr_id;
                 }
                 f->ids[k] = id;
+                f->starts[k] = start;
                 f->files[k++] = file;
             }
         }
@@ -283,6 +291,7 @@ static void frames_dispose(frames_t *f)
     free(f->off);
     free(f->ids);
     free(f->files);
+    free(f->starts);
 }
 
 /* ---- call tree ------------------------------------------------------------------------------- */
@@ -1028,6 +1037,7 @@ typedef struct trow {
     uint32_t name, file;           /* name ids */
     uint32_t name_rank, file_rank; /* for sorting */
     uint32_t stamp;                /* last sample (index + 1) that counted cum */
+    int64_t line;                  /* the function's start line, else the lowest line of its frames, 0 if none */
 } trow_t;
 
 static inline uint64_t abs64(int64_t v)
@@ -1095,9 +1105,11 @@ void ps_render_top_note(const ps_profile_t *p, uint32_t vi, uint32_t limit, int6
         uint64_t r;
         if (!ps_hmap_get(&rmap, key, sizeof(key), &r)) {
             GROW(rows, rcap, nrows + 1);
-            rows[nrows] = (trow_t){0, 0, key[0], key[1], f.names.rank[key[0]], f.names.rank[key[1]], 0};
+            rows[nrows] = (trow_t){0, 0, key[0], key[1], f.names.rank[key[0]], f.names.rank[key[1]], 0, f.starts[k]};
             r = nrows++;
             ps_hmap_put(&rmap, key, sizeof(key), r);
+        } else if (f.starts[k] > 0 && (rows[r].line == 0 || f.starts[k] < rows[r].line)) {
+            rows[r].line = f.starts[k];
         }
         rowid[k] = (uint32_t)r;
     }
@@ -1157,6 +1169,8 @@ void ps_render_top_note(const ps_profile_t *p, uint32_t vi, uint32_t limit, int6
         ps_json_str(&j, f.names.v[r->name].ptr, f.names.v[r->name].len);
         ps_json_key(&j, "file");
         ps_json_str(&j, f.names.v[r->file].ptr, f.names.v[r->file].len);
+        ps_json_key(&j, "line");
+        ps_json_int(&j, r->line);
         ps_json_key(&j, "flat");
         ps_json_int(&j, r->flat);
         ps_json_key(&j, "flat%");

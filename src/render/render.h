@@ -78,7 +78,9 @@ void ps_flamegraph_json_note(const ps_flamegraph_t *fg, const ps_render_note_t *
  *  zero values omitted. */
 void ps_render_folded(const ps_profile_t *p, uint32_t vi, ps_buf_t *out);
 
-/** Top table as JSON: {"total":N,"rows":[{"function":..,"file":..,"flat":N,"flat%":x,"cum":N,"cum%":x},...]}
+/** Top table as JSON: {"total":N,"rows":[{"function":..,"file":..,"line":N,"flat":N,"flat%":x,"cum":N,"cum%":x},...]}
+ *  (line: the function's start line; when the profile does not say, the lowest line of the
+ *  function that a location has; 0 when none has one)
  *  sorted by |flat| descending (then |cum| descending, then name), at most limit rows (0 = all).
  *  flat = value of samples whose leaf frame is the function; cum = value of samples with the
  *  function anywhere in the stack, counted once per sample even under recursion. total = the sum

@@ -366,8 +366,23 @@ def test_top(srv, tmp_path):
     assert js["total"] == total == sum(README_TOTALS[r][1] for r in ALL_CPU)
     rows = js["rows"]
     assert sum(r["flat"] for r in rows) == js["total"], "flat adds up to the total"
+    # line: the function's start line, or (these Go profiles have none) the lowest line of it that a
+    # location of the merged fixtures has
+    starts = {}
+    for rel in ALL_CPU:
+        fp = fixture_profile(rel)
+        fns = {f.id: f for f in fp.function}
+        for loc in fp.location:
+            for ln in loc.line:
+                f = fns[ln.function_id]
+                key = (fp.string_table[f.name], fp.string_table[f.filename])
+                v = f.start_line if f.start_line > 0 else ln.line
+                if v > 0:
+                    starts[key] = min(starts.get(key, v), v)
+    assert len(starts) > 50
     for r in rows:
-        assert set(r) == {"function", "file", "flat", "flat%", "cum", "cum%"}, r
+        assert set(r) == {"function", "file", "line", "flat", "flat%", "cum", "cum%"}, r
+        assert r["line"] == starts.get((r["function"], r["file"]), 0), r
         assert abs(r["flat%"] - 100.0 * r["flat"] / total) <= 0.0051, r
         assert abs(r["cum%"] - 100.0 * r["cum"] / total) <= 0.0051, r
     assert [(r["function"], r["file"], r["flat"], r["cum"]) for r in rows] == \

@@ -380,10 +380,10 @@ static void test_nested_folded_top(void **state)
     ps_render_top(&b->p, 0, 0, &out);
     assert_string_equal(buf_str(&out),
                         "{\"total\":20,\"rows\":["
-                        "{\"function\":\"b\",\"file\":\"m.go\",\"flat\":12,\"flat%\":60.00,\"cum\":12,\"cum%\":60.00},"
-                        "{\"function\":\"a\",\"file\":\"m.go\",\"flat\":5,\"flat%\":25.00,\"cum\":17,\"cum%\":85.00},"
-                        "{\"function\":\"c\",\"file\":\"m.go\",\"flat\":3,\"flat%\":15.00,\"cum\":3,\"cum%\":15.00},"
-                        "{\"function\":\"main\",\"file\":\"m.go\",\"flat\":0,\"flat%\":0.00,\"cum\":20,\"cum%\":100.00}]}");
+                        "{\"function\":\"b\",\"file\":\"m.go\",\"line\":1,\"flat\":12,\"flat%\":60.00,\"cum\":12,\"cum%\":60.00},"
+                        "{\"function\":\"a\",\"file\":\"m.go\",\"line\":1,\"flat\":5,\"flat%\":25.00,\"cum\":17,\"cum%\":85.00},"
+                        "{\"function\":\"c\",\"file\":\"m.go\",\"line\":1,\"flat\":3,\"flat%\":15.00,\"cum\":3,\"cum%\":15.00},"
+                        "{\"function\":\"main\",\"file\":\"m.go\",\"line\":1,\"flat\":0,\"flat%\":0.00,\"cum\":20,\"cum%\":100.00}]}");
     ps_buf_reset(&out);
     ps_render_top(&b->p, 0, 2, &out);
     json_t *j = json_loads(buf_str(&out), 0, NULL);
@@ -419,10 +419,10 @@ static void test_inlined(void **state)
     ps_render_top(&b->p, 0, 0, &out);
     assert_string_equal(buf_str(&out),
                         "{\"total\":10,\"rows\":["
-                        "{\"function\":\"inl\",\"file\":\"x.go\",\"flat\":7,\"flat%\":70.00,\"cum\":7,\"cum%\":70.00},"
-                        "{\"function\":\"mid\",\"file\":\"y.go\",\"flat\":3,\"flat%\":30.00,\"cum\":10,\"cum%\":100.00},"
-                        "{\"function\":\"main\",\"file\":\"main.go\",\"flat\":0,\"flat%\":0.00,\"cum\":10,\"cum%\":100.00},"
-                        "{\"function\":\"outer\",\"file\":\"z.go\",\"flat\":0,\"flat%\":0.00,\"cum\":10,\"cum%\":100.00}]}");
+                        "{\"function\":\"inl\",\"file\":\"x.go\",\"line\":1,\"flat\":7,\"flat%\":70.00,\"cum\":7,\"cum%\":70.00},"
+                        "{\"function\":\"mid\",\"file\":\"y.go\",\"line\":1,\"flat\":3,\"flat%\":30.00,\"cum\":10,\"cum%\":100.00},"
+                        "{\"function\":\"main\",\"file\":\"main.go\",\"line\":1,\"flat\":0,\"flat%\":0.00,\"cum\":10,\"cum%\":100.00},"
+                        "{\"function\":\"outer\",\"file\":\"z.go\",\"line\":1,\"flat\":0,\"flat%\":0.00,\"cum\":10,\"cum%\":100.00}]}");
     ps_arena_t a = PS_ARENA_INIT;
     ps_flamegraph_t fg;
     assert_int_equal(ps_flamegraph_build(&b->p, 0, 0, 0, &a, &fg, NULL), 0);
@@ -446,9 +446,9 @@ static void test_recursion(void **state)
     ps_render_top(&b->p, 0, 0, &out);
     assert_string_equal(buf_str(&out),
                         "{\"total\":7,\"rows\":["
-                        "{\"function\":\"a\",\"file\":\"m.go\",\"flat\":7,\"flat%\":100.00,\"cum\":7,\"cum%\":100.00},"
-                        "{\"function\":\"main\",\"file\":\"m.go\",\"flat\":0,\"flat%\":0.00,\"cum\":7,\"cum%\":100.00},"
-                        "{\"function\":\"b\",\"file\":\"m.go\",\"flat\":0,\"flat%\":0.00,\"cum\":6,\"cum%\":85.71}]}");
+                        "{\"function\":\"a\",\"file\":\"m.go\",\"line\":1,\"flat\":7,\"flat%\":100.00,\"cum\":7,\"cum%\":100.00},"
+                        "{\"function\":\"main\",\"file\":\"m.go\",\"line\":1,\"flat\":0,\"flat%\":0.00,\"cum\":7,\"cum%\":100.00},"
+                        "{\"function\":\"b\",\"file\":\"m.go\",\"line\":1,\"flat\":0,\"flat%\":0.00,\"cum\":6,\"cum%\":85.71}]}");
     ps_buf_reset(&out);
     ps_render_folded(&b->p, 0, &out);
     assert_string_equal(buf_str(&out), "main;a 1\nmain;a;b;a 4\nmain;a;b;a;b;a 2\n");
@@ -511,9 +511,9 @@ static void test_negative_top_folded(void **state)
     /* total = sum of |v| = 22 */
     assert_string_equal(buf_str(&out),
                         "{\"total\":22,\"rows\":["
-                        "{\"function\":\"a\",\"file\":\"m.go\",\"flat\":10,\"flat%\":45.45,\"cum\":10,\"cum%\":45.45},"
-                        "{\"function\":\"b\",\"file\":\"m.go\",\"flat\":-4,\"flat%\":-18.18,\"cum\":-4,\"cum%\":-18.18},"
-                        "{\"function\":\"main\",\"file\":\"m.go\",\"flat\":0,\"flat%\":0.00,\"cum\":6,\"cum%\":27.27}]}");
+                        "{\"function\":\"a\",\"file\":\"m.go\",\"line\":1,\"flat\":10,\"flat%\":45.45,\"cum\":10,\"cum%\":45.45},"
+                        "{\"function\":\"b\",\"file\":\"m.go\",\"line\":1,\"flat\":-4,\"flat%\":-18.18,\"cum\":-4,\"cum%\":-18.18},"
+                        "{\"function\":\"main\",\"file\":\"m.go\",\"line\":1,\"flat\":0,\"flat%\":0.00,\"cum\":6,\"cum%\":27.27}]}");
     ps_buf_reset(&out);
     ps_render_folded(&b->p, 0, &out);
     assert_string_equal(buf_str(&out), "main;a 10\nmain;b -4\n");
@@ -535,24 +535,24 @@ static void test_diff_top(void **state)
     ps_render_top_diff(&b->p, 0, 2, 80, &out);
     assert_string_equal(buf_str(&out),
                         "{\"total\":80,\"rows\":["
-                        "{\"function\":\"drop\",\"file\":\"m.go\",\"flat\":-40,\"flat%\":-50.00,\"cum\":-40,\"cum%\":-50.00},"
-                        "{\"function\":\"down\",\"file\":\"m.go\",\"flat\":-20,\"flat%\":-25.00,\"cum\":-20,\"cum%\":-25.00}]}");
+                        "{\"function\":\"drop\",\"file\":\"m.go\",\"line\":1,\"flat\":-40,\"flat%\":-50.00,\"cum\":-40,\"cum%\":-50.00},"
+                        "{\"function\":\"down\",\"file\":\"m.go\",\"line\":1,\"flat\":-20,\"flat%\":-25.00,\"cum\":-20,\"cum%\":-25.00}]}");
     /* equal |flat|: |cum| then name decide (down before up); limit 0 = all */
     ps_buf_reset(&out);
     ps_render_top_diff(&b->p, 0, 0, 80, &out);
     assert_string_equal(buf_str(&out),
                         "{\"total\":80,\"rows\":["
-                        "{\"function\":\"drop\",\"file\":\"m.go\",\"flat\":-40,\"flat%\":-50.00,\"cum\":-40,\"cum%\":-50.00},"
-                        "{\"function\":\"down\",\"file\":\"m.go\",\"flat\":-20,\"flat%\":-25.00,\"cum\":-20,\"cum%\":-25.00},"
-                        "{\"function\":\"up\",\"file\":\"m.go\",\"flat\":20,\"flat%\":25.00,\"cum\":20,\"cum%\":25.00},"
-                        "{\"function\":\"grow\",\"file\":\"m.go\",\"flat\":3,\"flat%\":3.75,\"cum\":3,\"cum%\":3.75},"
-                        "{\"function\":\"main\",\"file\":\"m.go\",\"flat\":0,\"flat%\":0.00,\"cum\":-37,\"cum%\":-46.25}]}");
+                        "{\"function\":\"drop\",\"file\":\"m.go\",\"line\":1,\"flat\":-40,\"flat%\":-50.00,\"cum\":-40,\"cum%\":-50.00},"
+                        "{\"function\":\"down\",\"file\":\"m.go\",\"line\":1,\"flat\":-20,\"flat%\":-25.00,\"cum\":-20,\"cum%\":-25.00},"
+                        "{\"function\":\"up\",\"file\":\"m.go\",\"line\":1,\"flat\":20,\"flat%\":25.00,\"cum\":20,\"cum%\":25.00},"
+                        "{\"function\":\"grow\",\"file\":\"m.go\",\"line\":1,\"flat\":3,\"flat%\":3.75,\"cum\":3,\"cum%\":3.75},"
+                        "{\"function\":\"main\",\"file\":\"m.go\",\"line\":1,\"flat\":0,\"flat%\":0.00,\"cum\":-37,\"cum%\":-46.25}]}");
     /* an empty base (total 0): the sum of |value| */
     ps_buf_reset(&out);
     ps_render_top_diff(&b->p, 0, 1, 0, &out);
     assert_string_equal(buf_str(&out),
                         "{\"total\":83,\"rows\":["
-                        "{\"function\":\"drop\",\"file\":\"m.go\",\"flat\":-40,\"flat%\":-48.19,\"cum\":-40,\"cum%\":-48.19}]}");
+                        "{\"function\":\"drop\",\"file\":\"m.go\",\"line\":1,\"flat\":-40,\"flat%\":-48.19,\"cum\":-40,\"cum%\":-48.19}]}");
     ps_buf_dispose(&out);
     free(b);
 }
@@ -593,9 +593,9 @@ static void test_address_frames(void **state)
     ps_render_top(&b->p, 0, 3, &out);
     assert_string_equal(buf_str(&out),
                         "{\"total\":121,\"rows\":["
-                        "{\"function\":\"0xcafe\",\"file\":\"\",\"flat\":6,\"flat%\":4.96,\"cum\":6,\"cum%\":4.96},"
-                        "{\"function\":\"0xbeef\",\"file\":\"\",\"flat\":5,\"flat%\":4.13,\"cum\":5,\"cum%\":4.13},"
-                        "{\"function\":\"sys_only\",\"file\":\"s.c\",\"flat\":4,\"flat%\":3.31,\"cum\":4,\"cum%\":3.31}]}");
+                        "{\"function\":\"0xcafe\",\"file\":\"\",\"line\":0,\"flat\":6,\"flat%\":4.96,\"cum\":6,\"cum%\":4.96},"
+                        "{\"function\":\"0xbeef\",\"file\":\"\",\"line\":1,\"flat\":5,\"flat%\":4.13,\"cum\":5,\"cum%\":4.13},"
+                        "{\"function\":\"sys_only\",\"file\":\"s.c\",\"line\":1,\"flat\":4,\"flat%\":3.31,\"cum\":4,\"cum%\":3.31}]}");
     ps_arena_t a = PS_ARENA_INIT;
     ps_flamegraph_t fg;
     assert_int_equal(ps_flamegraph_build(&b->p, 0, 0, 0, &a, &fg, NULL), 0);
@@ -625,7 +625,7 @@ static void test_escaping(void **state)
     ps_buf_reset(&out);
     ps_render_top(&b->p, 0, 1, &out);
     assert_string_equal(buf_str(&out), "{\"total\":7,\"rows\":[{\"function\":\"we\\\"ird\\\\name_with_nl\","
-                                       "\"file\":\"dir\\\\f.go\",\"flat\":4,\"flat%\":57.14,\"cum\":4,\"cum%\":57.14}]}");
+                                       "\"file\":\"dir\\\\f.go\",\"line\":1,\"flat\":4,\"flat%\":57.14,\"cum\":4,\"cum%\":57.14}]}");
     ps_arena_t a = PS_ARENA_INIT;
     ps_flamegraph_t fg;
     assert_int_equal(ps_flamegraph_build(&b->p, 0, 0, 0, &a, &fg, NULL), 0);

@@ -234,7 +234,8 @@ export class FlameGraph {
      * opts: onZoom(path), onSelect(name) (a frame was clicked or Enter'd), onHover(info | null),
      * onSearch(pattern) and onInvert(bool) (from the built-in controls), controls (default true:
      * a search box and a root-at-bottom toggle in the graph's bar; false when the page has its own),
-     * title (a label for the graph, e.g. "callers").
+     * title (a label for the graph, e.g. "callers"), onMenu(name, x, y) (right click or Shift+F10 /
+     * the context-menu key on a frame: the page opens its menu there).
      */
     constructor(container, opts = {}) {
         this.container = container;
@@ -284,7 +285,7 @@ export class FlameGraph {
         }
         this.canvas = el('canvas', {
             class: 'flame-canvas', tabindex: '0', role: 'img',
-            'aria-label': 'flame graph; arrows move, Enter zooms, Escape zooms out',
+            'aria-label': 'flame graph; arrows move, Enter zooms, Escape zooms out, Shift+F10 opens the frame\'s menu',
         });
         this.overlay = el('canvas', { class: 'flame-overlay', 'aria-hidden': 'true' });
         this.tip = el('div', { class: 'flame-tip', role: 'tooltip', hidden: '' });
@@ -300,7 +301,13 @@ export class FlameGraph {
         this.canvas.addEventListener('mouseleave', this._onLeave);
         this.canvas.addEventListener('click', this._onClick);
         this.canvas.addEventListener('keydown', this._onKey);
+        this.canvas.addEventListener('contextmenu', (ev) => this._menu(ev));
         this.canvas.addEventListener('blur', () => {
+            if (this._menuFrom >= 0) { // the keyboard's menu took focus: the frame stays focused for its return
+                this._menuFrom = -1;
+                this.tip.hidden = true;
+                return;
+            }
             this.focusIdx = -1;
             this.tip.hidden = true;
             if (this.m) this._overlay();
@@ -708,10 +715,31 @@ export class FlameGraph {
         if (this.opts.onSelect && i > 0) this.opts.onSelect(this.m.names[this.m.name[i]]);
     }
 
+    // right click on a frame: opts.onMenu(name, x, y) (the browser's menu elsewhere)
+    _menu(ev) {
+        if (!this.opts.onMenu || !this.m) return;
+        const [px, py] = this._pos(ev);
+        const i = this.hit(px, py);
+        if (i <= 0) return;
+        ev.preventDefault();
+        this.tip.hidden = true;
+        this.opts.onMenu(this.m.names[this.m.name[i]], ev.clientX, ev.clientY);
+    }
+
     _key(ev) {
         const m = this.m;
         if (!m || !m.n) return;
         let f = this.focusIdx >= 0 ? this.focusIdx : this.zoomIdx;
+        // the context-menu key or Shift+F10: the menu of the focused frame
+        if ((ev.key === 'ContextMenu' || (ev.key === 'F10' && ev.shiftKey)) && this.opts.onMenu) {
+            if (f <= 0) return;
+            ev.preventDefault();
+            const r = this.rectOf(f), cr = this.canvas.getBoundingClientRect();
+            this.tip.hidden = true;
+            this._menuFrom = f;
+            this.opts.onMenu(m.names[m.name[f]], cr.left + (r ? r.x : 0), cr.top + (r ? r.y + ROW : 0));
+            return;
+        }
         const down = this.inverted ? 'ArrowUp' : 'ArrowDown', up = this.inverted ? 'ArrowDown' : 'ArrowUp';
         const L = m.level[f];
         switch (ev.key) {

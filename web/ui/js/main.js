@@ -11,6 +11,7 @@ import { h, clear, errorBox, emptyState, fmtTime, formatValue } from './dom.js';
 import { QueryBar } from './query.js';
 import { TimeGraph, matchers } from './graph.js';
 import { ProfilePanel } from './panel.js';
+import { FILTERS, filterParams } from './focus.js';
 import { Breakdown } from './breakdown.js';
 import { ServiceList } from './services.js';
 import { groupTypes, selectorOf } from './types.js';
@@ -99,6 +100,7 @@ class GraphView {
       onState: panelPatch,
       empty: () => h('p.hint.noprof', 'No profiles in the selection.'),
       explain: (e) => this.bar.explain(e, 'profile'),
+      filters: true,
     });
     this.breakdown = new Breakdown(root, {
       onPick: (label) => state.set({ bd: label }),
@@ -172,7 +174,7 @@ class GraphView {
     }
     this.services.mark(s);
     const qk = ['type', 'sel', 'range', 'from', 'to', 'by', 'cpu'];
-    const fk = qk.concat(['sfrom', 'sto', 'ssel', 'pid', 'tmin', 'tmax']);
+    const fk = qk.concat(['sfrom', 'sto', 'ssel', 'pid', 'tmin', 'tmax'], FILTERS);
     const info = typeInfo(s.type);
     const reloadHeat = force || state.changed(s, prev, qk) || !this.r;
     if (force || state.changed(s, prev, qk) || !this.r) {
@@ -240,12 +242,12 @@ class GraphView {
 
   async loadProfile(s, info) {
     const w = windowOf(s, this.r);
-    const params = { query: state.selector(s.type, joinSel(s.sel, s.ssel)), start: w.start, end: w.end };
+    const params = { query: state.selector(s.type, joinSel(s.sel, s.ssel)), start: w.start, end: w.end, ...filterParams(s) };
     // a cell: the heatmap's type (a picker entry's first id: SelectHeatmap takes one), its window and totals
     if (isCell(s)) Object.assign(params, { query: selectorOf([info.id], s.sel).text, start: s.sfrom, end: s.sto, total_min: s.tmin, total_max: s.tmax });
     this.loadBreakdown(s, info);
     try {
-      if (byId(s)) await this.panel.load(api, 'id', { id: s.pid }, { sampleUnit: info.sample_unit });
+      if (byId(s)) await this.panel.load(api, 'id', { id: s.pid, ...filterParams(s) }, { sampleUnit: info.sample_unit });
       else await this.panel.load(api, 'query', params, { sampleUnit: info.sample_unit });
       if (!app.firstFlameMs) app.firstFlameMs = performance.now();
     } catch (_) { /* shown in the panel */ }

@@ -7,6 +7,7 @@ import { TopTable } from './table.js';
 import { Sandwich } from './sandwich.js';
 import { FlameGraph, formatValue } from './flame.js';
 import { h, clear, errorBox, emptyState, pct } from './dom.js';
+import { FILTERS, addFilter, renderChips, openMenu, menuItems, SourceView } from './focus.js';
 
 export const MODES = { both: 'Flame + table', flame: 'Flame graph', table: 'Top table', sandwich: 'Sandwich' };
 const MAX_NODES = 8192;
@@ -48,7 +49,9 @@ export function headline(fg, diff, unit) {
 export class ProfilePanel {
   // opts: {onState(patch, push), diff, modes (false = flame only), title, empty() (the message
   // of an empty answer), explain(err) (an error's box, or null for the plain one)}
-  constructor(container, { onState, diff = false, modes = true, title = null, keys = {}, empty = null, explain = null } = {}) {
+  // filters: pprof's filters from a frame's context menu, shown as chips, and the line view (URL keys
+  // focus, ignore, hide, show_from, src; the caller sends the filters with its queries)
+  constructor(container, { onState, diff = false, modes = true, title = null, keys = {}, empty = null, explain = null, filters = false } = {}) {
     this.empty = empty || (() => emptyState('No profiles in this range — scrape or push some:'));
     this.explain = explain || (() => null);
     this.onState = onState || (() => {});
@@ -78,13 +81,21 @@ export class ProfilePanel {
       this.searchInput, this.shareEl,
       h('span.downloads', 'download: ', this.pprofLink, ' ', svgBtn, ' ', pngBtn),
       this.totalEl);
+    this.chipsEl = h('div.chips', { hidden: true, 'aria-label': 'filters' });
     this.msg = h('div.panel-msg');
     this.flameEl = h('div.pflame');
     this.tableEl = h('div.ptable');
     this.sandEl = h('div.psandwich');
     this.body = h('div.panel-body', this.flameEl, this.tableEl, this.sandEl);
-    this.el = h('section.panel', this.toolbar, this.msg, this.body);
+    this.el = h('section.panel', this.toolbar, this.chipsEl, this.msg, this.body);
     container.append(this.el);
+    this.filters = filters;
+    const onMenu = filters ? (name, x, y) => openMenu(name, x, y, menuItems(name, {
+      filter: (k, re) => this.onState({ [k]: addFilter(this.last || {}, k, re), [this.k.zoom]: null }, true),
+      sandwich: (n) => this.onState({ [this.k.mode]: 'sandwich', [this.k.fn]: n }, true),
+      source: (n) => this.onState({ src: n }, true),
+    })) : null;
+    if (filters) this.source = new SourceView(this.el, { onClose: () => this.onState({ src: null }, true) });
     this.modes = modes;
     // a click zooms (one history entry) and selects its function (in the same entry)
     this.flame = new FlameGraph(this.flameEl, {
@@ -92,9 +103,10 @@ export class ProfilePanel {
       onZoom: (path) => this.onState({ [this.k.zoom]: path && path.length ? JSON.stringify(path) : null }, true),
       onSelect: (name) => this.onState({ [this.k.fn]: name }, false),
       onHover: () => {},
+      onMenu,
     });
     if (modes) {
-      this.table = new TopTable(this.tableEl, { onSelect: (name) => this.onState({ [this.k.fn]: name }, true) });
+      this.table = new TopTable(this.tableEl, { onSelect: (name) => this.onState({ [this.k.fn]: name }, true), onMenu });
       this.sandwich = new Sandwich(this.sandEl, { onSelect: (name) => this.onState({ [this.k.fn]: name }, true) });
     }
     this.fg = null;
@@ -108,6 +120,7 @@ export class ProfilePanel {
     this.el.classList.add('busy');
     this.el.classList.remove('failed');
     const call = kind === 'diff' ? api.diff : kind === 'id' ? api.profileById : api.profile;
+    this.query = { call, params };
     this.pprofLink.href = api.url(kind === 'id' ? '/api/v1/profile' : `/api/v1/profiles/${kind}`, params);
     try {
       const [fg, top] = await Promise.all([
@@ -128,13 +141,15 @@ export class ProfilePanel {
       const head = headline(fg, this.diff, sampleUnit);
       this.totalEl.textContent = head.text;
       this.totalEl.title = head.title;
-      const files = top ? new Map(top.rows.map((r) => [r.function, r.file])) : null;
+      // the tooltip's file:line (the function's start line when the profile has it)
+      const files = top ? new Map(top.rows.map((r) => [r.function, r.file && r.line ? `${r.file}:${r.line}` : r.file])) : null;
       this.files = files;
       this.flame.setData(fg, { unit: sampleUnit, diff: this.diff, inverted: this.inverted, files });
       if (this.table) this.table.setData(top, { unit: sampleUnit, diff: this.diff });
       this.top = top;
       this.applied = null;
       if (this.last) this.apply(this.last);
+      if (this.source && this.last && this.last.src) this.source.load(call, params, this.last.src, sampleUnit);
       return fg;
     } catch (e) {
       if (seq !== this.seq) return null;
@@ -157,8 +172,13 @@ export class ProfilePanel {
     this.inverted = s[k.inv] === '1';
     this.invBox.checked = this.inverted;
     if (document.activeElement !== this.searchInput) this.searchInput.value = s[k.q] || '';
+    if (this.filters) renderChips(this.chipsEl, s, (patch) => this.onState(patch, true));
     if (!this.fg) return;
     const prev = this.applied || {};
+    if (this.source && prev.src !== s.src) {
+      if (s.src && this.query) this.source.load(this.query.call, this.query.params, s.src, this.sampleUnit);
+      else if (!s.src) this.source.hide();
+    }
     if (prev.inv !== this.inverted) this.flame.setInverted(this.inverted);
     let zoom = [];
     try { zoom = s[k.zoom] ? JSON.parse(s[k.zoom]) : []; } catch (_) { zoom = []; }
@@ -170,7 +190,7 @@ export class ProfilePanel {
       if (this.table && fn !== this.table.selected) this.table.select(fn);
       if (this.sandwich) this.sandwich.setData(this.fg, fn, { unit: this.sampleUnit, diff: this.diff, files: this.files });
     }
-    this.applied = { inv: this.inverted, zoom: s[k.zoom], q: s[k.q], fn };
+    this.applied = { inv: this.inverted, zoom: s[k.zoom], q: s[k.q], fn, src: s.src };
     this.flameEl.dataset.fn = fn || '';
   }
 

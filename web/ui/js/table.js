@@ -1,5 +1,6 @@
-// table.js - the top table: the rows of format=top ({total, rows: [{function, file, flat, flat%,
-// cum, cum%}]}) as a sortable, filterable table; a click (or Enter) on a row selects its function.
+// table.js - the top table: the rows of format=top ({total, rows: [{function, file, line, flat, flat%,
+// cum, cum%}]}) as a sortable, filterable table (the last column the function's file:line, where it
+// starts); a click (or Enter) on a row selects its function.
 //
 // Sorting is by the column's value (numbers numerically; a diff sorts by absolute value so the
 // largest drops rank with the largest rises, as the server orders them), ties by function name.
@@ -19,7 +20,8 @@ const COLUMNS = [
 ];
 
 export class TopTable {
-    /** opts: onSelect(name) when a row is chosen; filter (default true): show a filter box. */
+    /** opts: onSelect(name) when a row is chosen; filter (default true): show a filter box; onMenu(name,
+     *  x, y) a row's context menu (right click, Shift+F10, the context-menu key). */
     constructor(container, opts = {}) {
         this.container = container;
         this.opts = opts;
@@ -61,9 +63,22 @@ export class TopTable {
             const tr = ev.target.closest('tr');
             if (tr && tr.dataset.i !== undefined) this._choose(+tr.dataset.i);
         });
+        // opts.onMenu(name, x, y): right click, or Shift+F10 / the context-menu key on a row
+        this.tbody.addEventListener('contextmenu', (ev) => {
+            const tr = ev.target.closest('tr');
+            if (!tr || tr.dataset.name === undefined || !this.opts.onMenu) return;
+            ev.preventDefault();
+            this.opts.onMenu(tr.dataset.name, ev.clientX, ev.clientY);
+        });
         this.tbody.addEventListener('keydown', (ev) => {
             const tr = ev.target.closest('tr');
             if (!tr) return;
+            if ((ev.key === 'ContextMenu' || (ev.key === 'F10' && ev.shiftKey)) && this.opts.onMenu && tr.dataset.name !== undefined) {
+                ev.preventDefault();
+                const r = tr.getBoundingClientRect();
+                this.opts.onMenu(tr.dataset.name, r.left + 16, r.bottom);
+                return;
+            }
             if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); this._choose(+tr.dataset.i); }
             if (ev.key === 'ArrowDown' && tr.nextElementSibling) { ev.preventDefault(); tr.nextElementSibling.focus(); }
             if (ev.key === 'ArrowUp' && tr.previousElementSibling) { ev.preventDefault(); tr.previousElementSibling.focus(); }
@@ -84,6 +99,10 @@ export class TopTable {
             th.append(b);
             tr.append(th);
         }
+        const loc = document.createElement('th');
+        loc.className = 'loc';
+        loc.textContent = 'file:line';
+        tr.append(loc);
         this.thead.textContent = '';
         this.thead.append(tr);
     }
@@ -162,6 +181,8 @@ export class TopTable {
             fn.textContent = r.function;
             if (r.file) fn.title = r.file;
             tr.append(fn);
+            const where = r.file ? (r.line ? `${r.file}:${r.line}` : r.file) : '';
+            if (where) fn.title = where;
             for (const [k, fmt] of [['flat', 'v'], ['flat%', 'p'], ['cum', 'v'], ['cum%', 'p']]) {
                 const td = document.createElement('td');
                 const v = r[k];
@@ -171,6 +192,10 @@ export class TopTable {
                 td.textContent = sign + (fmt === 'v' ? formatValue(v, u) : formatPercent(v / 100));
                 tr.append(td);
             }
+            const loc = document.createElement('td');
+            loc.className = 'loc';
+            loc.textContent = where;
+            tr.append(loc);
             frag.append(tr);
         }
         this.tbody.textContent = '';
