@@ -10,13 +10,14 @@
 #                             stage uses it (no browser, Go or Prometheus in the image build)
 #   install-deps.sh           `make test`: all of --build, TEST_PKGS, the test programs' Go modules
 #                             downloaded, the Python SDKs' venvs, Perses' plugin, the Collector
-#   install-deps.sh --peers   `make bench-peers`: all of --build and Parca built into its cache
+#   install-deps.sh --peers   `make bench-peers`: all of --build, python3-grpcio and Parca built
+#                             into its cache
 #
 # Go: the test programs' and Parca's go.mod need Go >= 1.26 (GOTOOLCHAIN=local: no toolchain is
 # downloaded). The Go used is /usr/local/go/bin/go when it is that new (preinstalled there), else
-# `go` on PATH when it is; each step prints which. Debian's golang-go (1.19) is not installed: it
-# would be /usr/bin/go, and before /usr/local/go/bin on a PATH that puts /usr/bin first. The
-# Makefile puts /usr/local/go/bin first on PATH for the tests and benchmarks.
+# `go` on PATH when it is; each step prints which. Debian's golang-go (1.19, too old for them) is
+# not installed: its /usr/bin/go would be the `go` of any PATH with /usr/bin before
+# /usr/local/go/bin. The Makefile puts /usr/local/go/bin first on PATH for the tests and benches.
 set -eu
 
 # what `cmake -S . -B build && cmake --build build` needs (the unit tests are built too: cmocka);
@@ -34,7 +35,9 @@ python3-venv python3-pip python3-grpcio python3-h2 elfutils debuginfod"
 
 case "${1:-}" in
     "") PKGS="$BUILD_PKGS $TEST_PKGS" ;;
-    --build|--peers) PKGS="$BUILD_PKGS" ;;
+    --build) PKGS="$BUILD_PKGS" ;;
+    # bench/peers/peers.py: gRPC to Parca (Debian's python3-grpcio, as the tests use)
+    --peers) PKGS="$BUILD_PKGS python3-grpcio" ;;
     *) echo "usage: $0 [--build | --peers]" >&2; exit 2 ;;
 esac
 here="$(cd "$(dirname "$0")" && pwd)"
