@@ -10,7 +10,7 @@
 #                             stage uses it (no browser, Go or Prometheus in the image build)
 #   install-deps.sh           `make test`: all of --build, TEST_PKGS, the test programs' Go modules
 #                             downloaded, the Python SDKs' venvs, Perses' plugin, the Collector
-#   install-deps.sh --peers   `make bench-peers`: all of --build, python3-grpcio and Parca built
+#   install-deps.sh --peers   `make bench-peers`: all of --build, grpcio (PyPI) and Parca built
 #                             into its cache
 #
 # Go: the test programs' and Parca's go.mod need Go >= 1.26 (GOTOOLCHAIN=local: no toolchain is
@@ -31,13 +31,13 @@ ca-certificates"
 # check of docker/compose.yml, which needs no Docker daemon: Docker itself is not installed)
 TEST_PKGS="clang libclang-rt-14-dev lmdb-utils python3-pytest python3-protobuf protobuf-compiler python3-snappy
 python3-yaml docker-compose prometheus curl openssl chromium chromium-driver python3-selenium
-python3-venv python3-pip python3-grpcio python3-h2 elfutils debuginfod"
+python3-venv python3-pip python3-h2 elfutils debuginfod"
 
 case "${1:-}" in
     "") PKGS="$BUILD_PKGS $TEST_PKGS" ;;
     --build) PKGS="$BUILD_PKGS" ;;
-    # bench/peers/peers.py: gRPC to Parca (Debian's python3-grpcio, as the tests use)
-    --peers) PKGS="$BUILD_PKGS python3-grpcio" ;;
+    # bench/peers/peers.py: gRPC to Parca (grpcio from PyPI, installed with pip, as for the tests)
+    --peers) PKGS="$BUILD_PKGS python3-pip" ;;
     *) echo "usage: $0 [--build | --peers]" >&2; exit 2 ;;
 esac
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -76,7 +76,7 @@ fi
 # the web UI's third-party code (uPlot), as web/ui/package-lock.json pins it (nothing when present)
 "$(dirname "$0")/fetch-ui-deps.sh"
 # make test: the Go modules of the test programs (tests/*/go.mod, as their go.sum pins them), so
-# that no test waits for a download; the real Pyroscope Python SDKs, 1.x and 0.8.x, pinned, in
+# that no test waits for a download; grpcio from PyPI, the tests' gRPC client; the real Pyroscope Python SDKs, 1.x and 0.8.x, pinned, in
 # venvs outside the repository; the Perses project's Pyroscope plugin that test_perses_client.py
 # drives, as tests/perses pins it; the OpenTelemetry Collector that test_otel_collector.py runs,
 # built as tests/otelcol pins it
@@ -86,6 +86,7 @@ if [ -z "${1:-}" ]; then
     for m in "$here"/../tests/*/go.mod; do
         (cd "$(dirname "$m")" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly "$GO" mod download)
     done
+    "$here/install-pysdk.sh" --grpc
     "$here/install-pysdk.sh"
     "$here/install-pysdk.sh" --legacy
     "$here/install-perses.sh"
@@ -94,6 +95,7 @@ fi
 # make bench-peers: Parca at its pinned tag, built once into its cache (several minutes)
 if [ "${1:-}" = --peers ]; then
     pick_go "make bench-peers (Parca's build, go tool pprof)"
+    "$here/install-pysdk.sh" --grpc
     PS_GO=$GO "$here/install-parca.sh" >/dev/null
     echo "install-deps: Parca: $("$here/install-parca.sh" --cached)"
 fi

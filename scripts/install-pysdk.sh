@@ -7,9 +7,27 @@
 #             $PS_PYSDK_DIR, else ${TMPDIR:-/tmp}/profstore-pysdk;
 #   --legacy  pyroscope-io 0.8.x (POST /ingest) and the cffi it loads its agent with:
 #             test_sdk_profiles.py; DIR defaults to $PS_PYSDK08_DIR, else ${TMPDIR:-/tmp}/profstore-pysdk08.
-# Does nothing when DIR already holds exactly these versions. scripts/install-deps.sh runs both;
-# the tests run it when DIR is missing.
+#   --grpc    grpcio, the gRPC client of the tests and benches (not a venv: a folder that
+#             tests/integration/pypi_grpc.py puts first on Debian's python3's sys.path); DIR
+#             defaults to $PS_PYGRPC_DIR, else ${TMPDIR:-/tmp}/profstore-pygrpc.
+# Does nothing when DIR already holds exactly these versions. scripts/install-deps.sh runs them;
+# the SDK tests run it when DIR is missing.
 set -eu
+if [ "${1:-}" = --grpc ]; then
+    dir=${2:-${PS_PYGRPC_DIR:-${TMPDIR:-/tmp}/profstore-pygrpc}}
+    PINS="grpcio==1.85.1 typing_extensions==4.16.0"
+    check() { PYTHONPATH="$dir" /usr/bin/python3 -I -c '
+import importlib.metadata as m, sys
+sys.path.insert(0, sys.argv[1])
+d = {x.metadata["Name"].lower().replace("-", "_"): x.version for x in m.distributions(path=[sys.argv[1]])}
+sys.exit(any(d.get(n.lower().replace("-", "_")) != v for n, v in (p.split("==") for p in sys.argv[2:])))' "$dir" $PINS; }
+    check && exit 0
+    rm -rf "$dir"
+    /usr/bin/python3 -m pip install -q --disable-pip-version-check --no-input --no-deps --root-user-action=ignore \
+        --target "$dir" $PINS
+    check || { echo "install-pysdk: $dir does not hold $PINS after pip install" >&2; exit 1; }
+    exit 0
+fi
 if [ "${1:-}" = --legacy ]; then
     shift
     dir=${1:-${PS_PYSDK08_DIR:-${TMPDIR:-/tmp}/profstore-pysdk08}}
