@@ -42,8 +42,8 @@ def main():
         # report, at shutdown, is sometimes lost)
         end = max(time.time() + 2 * work, (int(time.time() + 1) // period + 1) * period + 1)
         while time.time() < end:
-            fib_work(0.05)
-            sieve_work(0.05)
+            fib_work(0.25)
+            sieve_work(0.25)
     else:
         fib_work(work)
         sieve_work(work)

@@ -236,14 +236,15 @@ def run_python_sdk(srv, tmp_path: Path, legacy: bool, app: str) -> None:
 def check_python_flame(srv, app: str, t0: int, series: dict) -> None:
     f = flame(srv, CPU, app, t0 - 60, int(time.time()) + 60)
     assert f.total == sum(p["total"] for p in series["profiles"]) > 0
-    # the module calls main, which runs the two work functions; fib only under fib_work (the root's
-    # own value: samples with an empty stack, which profstore keeps)
+    # the module calls main, which runs the two work functions, and fib_work fib (the root's own
+    # value: samples with an empty stack, which profstore keeps). Not asserted: that each function
+    # is there alone; the SDK's sampler reads a stack while it changes, and a sample now and then
+    # mixes two (main > sieve_work > fib was seen once in ~10 runs of 0.8.16)
     assert set(f.children("total")) == {"<module>"}, f.children("total")
     assert f.edge("<module>", "main") == f.cum("main")
     kids = f.children("main")
     assert kids["fib_work"] > 0 and kids["sieve_work"] > 0, kids
-    assert f.edge("fib_work", "fib") == f.cum("fib") and f.cum("fib") > 0
-    assert f.cum("fib_work") == kids["fib_work"] and f.cum("sieve_work") == kids["sieve_work"]
+    assert f.edge("fib_work", "fib") > 0
     assert all(n[2] % 10**7 == 0 for n in f.nodes), "100 Hz: 10 ms per sample"
 
 
