@@ -10,8 +10,11 @@ DATA       ?= ./data
 PYTHON     ?= /usr/bin/python3
 FUZZ_SECONDS ?= 15
 CONFIG     ?=
+# Go >= 1.26 preinstalled at /usr/local/go goes before any other `go` on PATH (Debian's golang-go,
+# /usr/bin/go, is older than the test programs' go.mod): scripts/install-deps.sh says which it uses
+export PATH := $(if $(wildcard /usr/local/go/bin/go),/usr/local/go/bin:)$(PATH)
 
-.PHONY: all deps deps-build build build-asan run test check-includes unit unit-asan integration integration-asan fuzz bench bench-peers ebpf-check clean
+.PHONY: all deps deps-build deps-peers peers-ci build build-asan run test check-includes unit unit-asan integration integration-asan fuzz bench bench-peers ebpf-check clean
 
 all: build
 
@@ -20,6 +23,9 @@ deps:
 
 deps-build:
 	@scripts/install-deps.sh --build
+
+deps-peers:
+	@scripts/install-deps.sh --peers
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -66,18 +72,32 @@ fuzz: deps
 check-includes:
 	@scripts/check-includes.sh
 
-test: deps check-includes unit unit-asan fuzz integration integration-asan
+# The peers bench, short (a day of 1 + 4 series, ~1 min), in `make test` only when Parca is already
+# built in its cache (make bench-peers builds it): fails when a merged total of either server
+# differs from go tool pprof's of the same files; else one line says it is not run.
+PEERS_CI_ARGS ?= --days 1 --one-step 3600 --series 4 --many-step 21600 --senders 2 --variants 2 --repeat 1
+peers-ci: build
+	@if parca=$$(scripts/install-parca.sh --cached 2>/dev/null); then \
+		$(PYTHON) bench/peers/peers.py --profstore $(abspath $(BUILD))/profstore --parca $$parca $(PEERS_CI_ARGS) \
+			> $(BUILD)/peers-ci.log 2>&1; st=$$?; \
+		n=$$(grep -cE '^(profstore|parca) +merge .*= go tool pprof$$' $(BUILD)/peers-ci.log); \
+		grep -E 'MISMATCH|accepted by one server|^\|' $(BUILD)/peers-ci.log; \
+		[ $$st = 0 ] && [ $$n = 12 ] || { echo "peers bench failed (exit $$st, $$n of 12 merged totals = go tool pprof): $(BUILD)/peers-ci.log"; exit 1; }; \
+		echo "peers bench: the 12 merged totals of profstore and Parca = go tool pprof's ($(BUILD)/peers-ci.log)"; \
+	else echo "peers bench: not run (Parca not built in its cache; make bench-peers builds it)"; fi
+
+test: deps check-includes unit unit-asan fuzz integration integration-asan peers-ci
 
 bench: build
 	bench/run.sh
 
-# profstore beside Parca, same profiles, one run (opt-in, not in `make test`): the first run builds
-# Parca at its pinned tag into ~/.cache/profstore-peers (scripts/install-parca.sh, Go >= 1.25, several
-# minutes). PEERS_ARGS="--series 20 --days 1" for a shorter run; docs/SCALING.md#beside-parca.
+# profstore beside Parca, same profiles, one run (opt-in; `make test` runs a short one only when
+# Parca is cached): the first run builds Parca at its pinned tag into ~/.cache/profstore-peers
+# (install-deps.sh --peers: scripts/install-parca.sh with the Go it names, several minutes).
+# PEERS_ARGS="--series 20 --days 1" for a shorter run; docs/SCALING.md#beside-parca.
 PEERS_ARGS ?=
-bench-peers: deps build
-	scripts/install-parca.sh >/dev/null
-	$(PYTHON) bench/peers/peers.py --profstore $(abspath $(BUILD))/profstore $(PEERS_ARGS)
+bench-peers: deps-peers build
+	$(PYTHON) bench/peers/peers.py --profstore $(abspath $(BUILD))/profstore --parca $$(scripts/install-parca.sh --cached) $(PEERS_ARGS)
 
 # Opt-in, not in `make test`: the OpenTelemetry eBPF profiler (built from a checkout of
 # open-telemetry/opentelemetry-ebpf-profiler: the Go module proxy does not serve it) profiling a C

@@ -1,10 +1,23 @@
 #!/bin/sh
-# Installs the Debian packages profstore needs to build, run and test (only those missing).
-# Uses sudo only when not root. Safe to run repeatedly.
+# Installs what profstore needs to build, run, test and bench beside its peers (only what is
+# missing). Uses sudo only when not root. Safe to run repeatedly. Each step is pinned: Debian's
+# packages by the release (Debian 12), the UI's npm packages by web/ui/package-lock.json, the Go
+# modules of the test programs by their go.mod/go.sum, PyPI packages by exact versions
+# (install-pysdk.sh), Parca by its tag and its go.sum (install-parca.sh).
 #
-# `install-deps.sh --build` installs only what building needs (BUILD_PKGS, Node.js and npm for the
-# UI's packages): docker/Dockerfile's build stage, which runs no tests, uses it so the image build
-# does not fetch a browser, Go and Prometheus. `make` runs it without arguments: everything.
+#   install-deps.sh --build   `make run`/`make build`: what building and running need (BUILD_PKGS,
+#                             Node.js and npm for the UI's packages); docker/Dockerfile's build
+#                             stage uses it (no browser, Go or Prometheus in the image build)
+#   install-deps.sh           `make test`: all of --build, TEST_PKGS, the test programs' Go modules
+#                             downloaded, the Python SDKs' venvs, Perses' plugin, the Collector
+#   install-deps.sh --peers   `make bench-peers`: all of --build, grpcio (PyPI) and Parca built
+#                             into its cache
+#
+# Go: the test programs' and Parca's go.mod need Go >= 1.26 (GOTOOLCHAIN=local: no toolchain is
+# downloaded). The Go used is /usr/local/go/bin/go when it is that new (preinstalled there), else
+# `go` on PATH when it is; each step prints which. Debian's golang-go (1.19, too old for them) is
+# not installed: its /usr/bin/go would be the `go` of any PATH with /usr/bin before
+# /usr/local/go/bin. The Makefile puts /usr/local/go/bin first on PATH for the tests and benches.
 set -eu
 
 # what `cmake -S . -B build && cmake --build build` needs (the unit tests are built too: cmocka);
@@ -17,14 +30,30 @@ ca-certificates"
 # checks symbols against it; debuginfod: the server test_debuginfod.py fetches from; docker-compose only for its `config`
 # check of docker/compose.yml, which needs no Docker daemon: Docker itself is not installed)
 TEST_PKGS="clang libclang-rt-14-dev lmdb-utils python3-pytest python3-protobuf protobuf-compiler python3-snappy
-python3-yaml docker-compose golang-go prometheus curl openssl chromium chromium-driver python3-selenium
-python3-venv python3-pip python3-grpcio python3-h2 elfutils debuginfod"
+python3-yaml docker-compose prometheus curl openssl chromium chromium-driver python3-selenium
+python3-venv python3-pip python3-h2 elfutils debuginfod"
 
 case "${1:-}" in
     "") PKGS="$BUILD_PKGS $TEST_PKGS" ;;
     --build) PKGS="$BUILD_PKGS" ;;
-    *) echo "usage: $0 [--build]" >&2; exit 2 ;;
+    # bench/peers/peers.py: gRPC to Parca (grpcio from PyPI, installed with pip, as for the tests)
+    --peers) PKGS="$BUILD_PKGS python3-pip" ;;
+    *) echo "usage: $0 [--build | --peers]" >&2; exit 2 ;;
 esac
+here="$(cd "$(dirname "$0")" && pwd)"
+
+# pick_go STEP: sets GO to a Go >= 1.26 (/usr/local/go first) and says which, or fails
+GO_MIN=26
+pick_go() {
+    GO=""
+    for g in /usr/local/go/bin/go "$(command -v go 2>/dev/null || true)"; do
+        [ -n "$g" ] && [ -x "$g" ] || continue
+        minor=$("$g" env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
+        if [ "${minor:-0}" -ge "$GO_MIN" ]; then GO=$g; break; fi
+    done
+    [ -n "$GO" ] || { echo "install-deps: $1 needs Go >= 1.$GO_MIN (at /usr/local/go or on PATH); found none" >&2; exit 1; }
+    echo "install-deps: $1 uses $GO ($("$GO" env GOVERSION))"
+}
 
 missing=""
 for p in $PKGS; do
@@ -46,11 +75,27 @@ if [ -n "$missing" ]; then
 fi
 # the web UI's third-party code (uPlot), as web/ui/package-lock.json pins it (nothing when present)
 "$(dirname "$0")/fetch-ui-deps.sh"
-# the real Pyroscope Python SDK of the span-profile tests, pinned, in a venv outside the repository;
-# the Perses project's Pyroscope plugin that test_perses_client.py drives, as tests/perses pins it;
-# the OpenTelemetry Collector that test_otel_collector.py runs, built as tests/otelcol pins it
+# make test: the Go modules of the test programs (tests/*/go.mod, as their go.sum pins them), so
+# that no test waits for a download; grpcio from PyPI, the tests' gRPC client; the real Pyroscope Python SDKs, 1.x and 0.8.x, pinned, in
+# venvs outside the repository; the Perses project's Pyroscope plugin that test_perses_client.py
+# drives, as tests/perses pins it; the OpenTelemetry Collector that test_otel_collector.py runs,
+# built as tests/otelcol pins it
 if [ -z "${1:-}" ]; then
-    "$(dirname "$0")/install-pysdk.sh"
-    "$(dirname "$0")/install-perses.sh"
-    "$(dirname "$0")/install-otelcol.sh"
+    pick_go "make test"
+    export PATH="$(dirname "$GO"):$PATH"
+    for m in "$here"/../tests/*/go.mod; do
+        (cd "$(dirname "$m")" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly "$GO" mod download)
+    done
+    "$here/install-pysdk.sh" --grpc
+    "$here/install-pysdk.sh"
+    "$here/install-pysdk.sh" --legacy
+    "$here/install-perses.sh"
+    "$here/install-otelcol.sh"
+fi
+# make bench-peers: Parca at its pinned tag, built once into its cache (several minutes)
+if [ "${1:-}" = --peers ]; then
+    pick_go "make bench-peers (Parca's build, go tool pprof)"
+    "$here/install-pysdk.sh" --grpc
+    PS_GO=$GO "$here/install-parca.sh" >/dev/null
+    echo "install-deps: Parca: $("$here/install-parca.sh" --cached)"
 fi

@@ -12,14 +12,21 @@
 # Debian's golang-go (1.19, installed for the tests) is too old for it. The first build took 25 min
 # (7 min of CPU) on 2 cores shared with other work, module downloads included; DIR then holds
 # 340 MB (the binary and the copied source), the Go module and build caches the rest.
+# `--cached` builds nothing: it prints the binary's path when DIR holds it, else exits 1 (make test
+# runs the short peers bench only then). $PS_GO, when set, is the Go to build with (install-deps.sh
+# --peers sets it to the Go it chose).
 set -eu
+cached_only=0
+[ "${1:-}" = --cached ] && { cached_only=1; shift; }
 PARCA_VERSION=v0.28.0
 dir=${1:-${PS_PEERS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/profstore-peers}/parca-$PARCA_VERSION}
 bin="$dir/bin/parca"
 [ -x "$bin" ] && [ "$(cat "$dir/.profstore-version" 2>/dev/null)" = "$PARCA_VERSION" ] && { echo "$bin"; exit 0; }
+[ "$cached_only" = 1 ] && { echo "install-parca: Parca $PARCA_VERSION is not built in $dir" >&2; exit 1; }
 
 GO=go
 [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go
+[ -n "${PS_GO:-}" ] && GO=$PS_GO
 command -v "$GO" >/dev/null 2>&1 || { echo "install-parca: no Go found (Go >= 1.25 at /usr/local/go or on PATH)" >&2; exit 1; }
 minor=$("$GO" env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
 [ "${minor:-0}" -ge 25 ] || { echo "install-parca: $GO is $("$GO" env GOVERSION); Parca $PARCA_VERSION needs Go >= 1.25" >&2; exit 1; }

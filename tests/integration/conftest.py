@@ -30,6 +30,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import pypi_grpc  # noqa: E402,F401  (grpcio from PyPI first on sys.path)
 
 import pprof_decode as pd  # noqa: E402
 

@@ -1,11 +1,12 @@
-"""The gRPC listener (--grpc.listen-address, grpc/): real gRPC clients that are not ours (Debian's
-python3-grpcio: the C-core gRPC library; grpc-go v1.85.0 built from grpc_goclient/main.go) calling grpc.health.v1.Health/Check and methods by path with
+"""The gRPC listener (--grpc.listen-address, grpc/): real gRPC clients that are not ours (grpcio
+1.85.1 from PyPI: the C-core gRPC library; grpc-go v1.85.0 built from grpc_goclient/main.go) calling grpc.health.v1.Health/Check and methods by path with
 raw bytes, over h2c and over TLS with bearer tokens and basic auth from --web.config.file; framing
 errors, compression, limits and HTTP/2 abuse through a scripted HTTP/2 client (Debian's python3-h2),
 each with the exact grpc-status and grpc-message; a graceful shutdown with a call in flight."""
 import base64
 import gzip
 import hashlib
+import os
 import socket
 import ssl
 import struct
@@ -17,7 +18,7 @@ import pytest
 
 from conftest import free_port, require_tool
 
-import grpc  # python3-grpcio (scripts/install-deps.sh); missing, the module fails to collect
+import grpc  # grpcio from PyPI (conftest: pypi_grpc.py; scripts/install-pysdk.sh --grpc)
 import h2.config  # python3-h2
 import h2.connection as h2conn
 import h2.events
@@ -207,6 +208,17 @@ def status(t):
 
 
 # ---- the calls --------------------------------------------------------------------------------------
+
+def test_grpcio_is_the_pypi_pin():
+    """grpc is the grpcio that scripts/install-pysdk.sh --grpc pins, from its folder (pypi_grpc.py
+    puts it first on sys.path), not a grpc module of the system."""
+    import re
+    from pathlib import Path
+    import pypi_grpc
+    script = (Path(__file__).resolve().parents[2] / "scripts" / "install-pysdk.sh").read_text()
+    pin = re.search(r'PINS="grpcio==([0-9.]+) ', script).group(1)
+    assert (grpc.__version__, os.path.dirname(os.path.dirname(grpc.__file__))) == (pin, pypi_grpc.DIR)
+
 
 def test_health_and_unknown_methods(gsrv):
     """grpc.health.v1.Health/Check answers SERVING to grpcio; the service names it knows; unknown

@@ -118,7 +118,7 @@ def test_cpu_profile_per_service(server, codec, gz):
 
 
 def test_grpc_export_stores_what_http_stores(make_server):
-    """ProfilesService/Export over gRPC (--grpc.listen-address; Debian's grpcio, the C-core library,
+    """ProfilesService/Export over gRPC (--grpc.listen-address; grpcio from PyPI, the C-core library,
     as the client) answers as OTLP/HTTP does and stores the same profiles, acknowledged durable;
     a refused profile comes back in partial_success, bytes that are no export are
     INVALID_ARGUMENT."""
