@@ -185,7 +185,7 @@ static int compact_series(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, uin
         if ((ret = ps_series_put_state(w, txn, sid, &st, err)) != 0)
             goto Exit;
         /* the windows this compaction may have closed: from the newest profile compacted before */
-        if (last_max != INT64_MIN &&
+        if (last_max != INT64_MIN && !w->s->opts.no_rollups &&
             (ret = ps_rollup_update(txn, sid, r.last_chunk_max != INT64_MIN ? r.last_chunk_max : first_ts, r.last_ts,
                                     err)) != 0)
             goto Exit;

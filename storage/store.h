@@ -48,6 +48,7 @@ typedef struct ps_store_opts {
                                    * (every profile and sample is taken as stored; write.c) */
     uint32_t adhoc_max_profiles;  /* ad hoc profiles kept (the oldest dropped past it); 0: PS_ADHOC_MAX_PROFILES */
     uint64_t adhoc_max_bytes;     /* ... and their bytes; 0: PS_ADHOC_MAX_BYTES */
+    bool no_rollups;              /* benchmarks: compaction makes no rollups (merges then read profiles) */
     bool read_only;               /* ps_store_check_dir: nothing written, not even a schema upgrade;
                                    * a store of another schema version or without its databases is refused */
 } ps_store_opts_t;
