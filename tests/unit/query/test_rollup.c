@@ -236,6 +236,13 @@ static int on_window(void *ctx, const ps_stored_profile_t *p)
     return 0;
 }
 
+static void on_damage(void *ctx, const char *msg)
+{
+    char *msgs = ctx;
+    size_t n = strlen(msgs);
+    snprintf(msgs + n, 1024 - n, "%s\n", msg);
+}
+
 static void test_rollup_merges_equal_raw(void **state)
 {
     (void)state;
@@ -327,6 +334,15 @@ static void test_rollup_merges_equal_raw(void **state)
         assert_int_equal(ps_txn_commit(&t, &err, "damaging"), 0);
     }
     check_ranges(s, lo, hi, 20, false, "damaged");
+    /* and the check reports each of them */
+    {
+        ps_check_stats_t cs;
+        char msgs[1024] = "";
+        assert_int_equal(ps_store_check(s, on_damage, msgs, &cs, NULL, &err), 0);
+        assert_int_equal(cs.damaged, 6);
+        assert_non_null(strstr(msgs, "rollup from "));
+        assert_non_null(strstr(msgs, "rollup: unknown encoding 2"));
+    }
 
     ps_test_close_store(s);
     ps_test_rm_rf(dir);
