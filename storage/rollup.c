@@ -236,19 +236,9 @@ static int cmp_pair(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* the rollup of window ws of level, made from the level below (or the raw profiles) and stored,
- * unless it has no profile or something negative */
-static int build_window(ps_txn_t *txn, uint64_t sid, int level, int64_t ws, acc_t *m, ps_buf_t *out, ps_err_t *err)
+/* m and info as a record into out (nodes ascending) */
+static void encode_acc(const acc_t *m, const ps_sum_info_t *info, ps_buf_t *out)
 {
-    int64_t len = ps_rollup_window[level];
-    ps_sum_info_t info = {0};
-    acc_clear(m);
-    rsum_t c = {txn, INT64_MIN, sid, on_acc, m, &info, err, PS_ARENA_INIT, true, true};
-    int ret = sum_level(&c, level - 1, ws, ws + len - 1);
-    ps_arena_dispose(&c.arena);
-    if (ret || !c.exact || info.profiles == 0 || info.duration < 0 || info.total < 0)
-        return ret;
-    /* pairs (node, value) sorted by node */
     uint64_t *pairs = ps_xmalloc((m->count + 1) * 2 * sizeof(uint64_t));
     size_t n = 0;
     for (size_t i = 0; i < m->cap; i++)
@@ -258,7 +248,7 @@ static int build_window(ps_txn_t *txn, uint64_t sid, int level, int64_t ws, acc_
             n++;
         }
     qsort(pairs, n, 2 * sizeof(uint64_t), cmp_pair);
-    ps_rollup_t r = {info.profiles, info.min_ts, info.max_ts, info.duration, info.total, info.period, (uint32_t)n,
+    ps_rollup_t r = {info->profiles, info->min_ts, info->max_ts, info->duration, info->total, info->period, (uint32_t)n,
                      ps_xmalloc((n + 1) * sizeof(uint64_t)), ps_xmalloc((n + 1) * sizeof(int64_t))};
     for (size_t i = 0; i < n; i++) {
         r.nodes[i] = pairs[2 * i];
@@ -269,10 +259,100 @@ static int build_window(ps_txn_t *txn, uint64_t sid, int level, int64_t ws, acc_
     ps_rollup_encode(&r, out);
     free(r.nodes);
     free(r.values);
+}
+
+static bool rollup_exists(ps_txn_t *txn, uint64_t sid, int level, int64_t ws)
+{
+    uint8_t kb[17];
+    MDB_val v;
+    rollup_key(kb, sid, level, ws);
+    return ps_txn_get(txn, DB_ROLLUPS, kb, 17, &v, "reading rollup");
+}
+
+static int put_rollup(ps_txn_t *txn, uint64_t sid, int level, int64_t ws, const ps_buf_t *rec, ps_err_t *err)
+{
     uint8_t kb[17];
     rollup_key(kb, sid, level, ws);
-    if (!ps_txn_put(txn, DB_ROLLUPS, kb, 17, out->data, out->len, 0, "writing rollup"))
+    if (!ps_txn_put(txn, DB_ROLLUPS, kb, 17, rec->data, rec->len, 0, "writing rollup"))
         return ps_txn_error(txn, err);
+    return 0;
+}
+
+/* a day's rollup, made from its hours' rollups (and the profiles of an hour without one) and
+ * stored, unless it has no profile or something negative */
+static int build_day(ps_txn_t *txn, uint64_t sid, int64_t ws, acc_t *m, ps_buf_t *out, ps_err_t *err)
+{
+    int64_t len = ps_rollup_window[1];
+    ps_sum_info_t info = {0};
+    acc_clear(m);
+    rsum_t c = {txn, INT64_MIN, sid, on_acc, m, &info, err, PS_ARENA_INIT, true, true};
+    int ret = sum_level(&c, 0, ws, ws + len - 1);
+    ps_arena_dispose(&c.arena);
+    if (ret || !c.exact || info.profiles == 0 || info.duration < 0 || info.total < 0)
+        return ret;
+    encode_acc(m, &info, out);
+    return put_rollup(txn, sid, 1, ws, out, err);
+}
+
+/* the hours of a run of profiles, summed in one walk: each hour's record is made when the walk
+ * leaves it (kept in recs, stored after the walk) */
+typedef struct hours {
+    acc_t m;
+    ps_sum_info_t info;
+    bool exact;
+    int64_t ws;   /* the hour being summed; INT64_MIN: none */
+    int64_t *wss; /* the hours made, their records */
+    ps_buf_t *recs;
+    size_t n, cap;
+} hours_t;
+
+static void hours_flush(hours_t *h)
+{
+    if (h->ws != INT64_MIN && h->exact && h->info.profiles > 0 && h->info.duration >= 0 && h->info.total >= 0) {
+        if (h->n == h->cap) {
+            h->cap = h->cap ? h->cap * 2 : 16;
+            h->wss = ps_xrealloc(h->wss, h->cap * sizeof(int64_t));
+            h->recs = ps_xrealloc(h->recs, h->cap * sizeof(ps_buf_t));
+        }
+        h->wss[h->n] = h->ws;
+        h->recs[h->n] = (ps_buf_t)PS_BUF_INIT;
+        encode_acc(&h->m, &h->info, &h->recs[h->n]);
+        h->n++;
+    }
+    acc_clear(&h->m);
+    memset(&h->info, 0, sizeof(h->info));
+    h->exact = true;
+    h->ws = INT64_MIN;
+}
+
+static int hours_profile(void *ctx, const ps_stored_profile_t *p)
+{
+    hours_t *h = ctx;
+    int64_t len = ps_rollup_window[0], ws = p->ts / len * len;
+    if (ws > p->ts)
+        ws -= len;
+    if (ws != h->ws) {
+        hours_flush(h);
+        h->ws = ws;
+    }
+    if (!h->exact)
+        return 0;
+    if (p->duration < 0 || p->total < 0)
+        h->exact = false;
+    ps_sum_info_t *info = &h->info;
+    if (info->profiles == 0)
+        info->min_ts = p->ts;
+    info->max_ts = p->ts; /* oldest first */
+    info->profiles++;
+    info->duration = ps_sat_add(info->duration, p->duration);
+    if (p->period > info->period)
+        info->period = p->period;
+    info->total = ps_sat_add(info->total, p->total);
+    for (uint32_t i = 0; i < p->n; i++) {
+        if (p->values[i] <= 0)
+            h->exact = false;
+        acc_put(&h->m, p->nodes[i], p->values[i]);
+    }
     return 0;
 }
 
@@ -280,26 +360,46 @@ int ps_rollup_update(ps_txn_t *txn, uint64_t sid, int64_t from, int64_t last_ts,
 {
     if (from > last_ts || from < -ROLLUP_LIMIT || last_ts > ROLLUP_LIMIT)
         return 0;
-    acc_t m = {0};
-    ps_buf_t out = PS_BUF_INIT;
     int ret = 0;
-    /* hours first: a day is made from its hours' rollups */
-    for (int level = 0; level < PS_ROLLUP_LEVELS && ret == 0; level++) {
-        int64_t len = ps_rollup_window[level];
-        int64_t ws = from / len * len;
+    /* hours: the closed ones from the first without a rollup, in one walk of their profiles */
+    {
+        int64_t len = ps_rollup_window[0];
+        int64_t ws = from / len * len, wend = last_ts / len * len; /* closed: [ws, wend) */
         if (ws > from)
             ws -= len;
-        for (; ret == 0 && ws + len <= last_ts; ws += len) {
-            uint8_t kb[17];
-            MDB_val v;
-            rollup_key(kb, sid, level, ws);
-            if (ps_txn_get(txn, DB_ROLLUPS, kb, 17, &v, "reading rollup"))
-                continue;
-            if (txn->ret)
-                ret = ps_txn_error(txn, err);
-            else
-                ret = build_window(txn, sid, level, ws, &m, &out, err);
+        if (wend > last_ts)
+            wend -= len;
+        while (ws < wend && rollup_exists(txn, sid, 0, ws))
+            ws += len;
+        if (txn->ret)
+            return ps_txn_error(txn, err);
+        if (ws < wend) {
+            hours_t h = {.exact = true, .ws = INT64_MIN};
+            ret = ps_profiles_raw(txn, INT64_MIN, sid, ws, wend - 1, false, hours_profile, &h, err);
+            if (ret == 0)
+                hours_flush(&h);
+            for (size_t i = 0; i < h.n; i++) {
+                if (ret == 0 && !rollup_exists(txn, sid, 0, h.wss[i]))
+                    ret = txn->ret ? ps_txn_error(txn, err) : put_rollup(txn, sid, 0, h.wss[i], &h.recs[i], err);
+                ps_buf_dispose(&h.recs[i]);
+            }
+            free(h.wss);
+            free(h.recs);
+            free(h.m.keys);
+            free(h.m.vals);
         }
+    }
+    /* days, from their hours */
+    acc_t m = {0};
+    ps_buf_t out = PS_BUF_INIT;
+    int64_t len = ps_rollup_window[1];
+    int64_t ws = from / len * len;
+    if (ws > from)
+        ws -= len;
+    for (; ret == 0 && ws + len <= last_ts; ws += len) {
+        if (rollup_exists(txn, sid, 1, ws))
+            continue;
+        ret = txn->ret ? ps_txn_error(txn, err) : build_day(txn, sid, ws, &m, &out, err);
     }
     free(m.keys);
     free(m.vals);
