@@ -34,6 +34,9 @@
  * totals must equal the sums of the generated totals (ps_bench_gen_ex): OK / MISMATCH.
  *
  * Nothing is asserted: targets are printed next to the figures.
+ *
+ * --rollups runs something else, in process: merges through rollups next to raw ones over a month
+ * of profiles, and the rollups' price (see rollup_bench at the end of this file).
  */
 #include <curl/curl.h>
 #include <errno.h>
