@@ -227,11 +227,10 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
         if (ver >= 1 && ver <= 6) {
             /* version 1 holds profile series only, version 2 float series too (fhead records of
              * encoding 2 only), version 3 split open chunks (fhead 04, fprefix), version 4 dense
-             * closed chunks (06, 07), version 5 the span index and profile ids, all in records
-             * version 6 reads as they are (5 adds the span index and profile ids, 6 the counts of
-             * frames without symbols, which stay empty for the profiles stored before; 8 the
-             * rollups, made for the windows compacted from then on: merges read the raw profiles
-             * where a window has none): the upgrade
+             * closed chunks (06, 07), version 5 the span index and profile ids, version 6 the
+             * counts of frames without symbols (empty for the profiles stored before), all in
+             * records version 8 reads as they are (8 adds the rollups, made for the windows
+             * compacted from then on: merges read the profiles of a window without one): the upgrade
              * is the new databases (created below) and the version number, in this transaction.
              * An older profstore refuses the directory afterwards. */
             uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};
