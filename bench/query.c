@@ -34,6 +34,9 @@
  * totals must equal the sums of the generated totals (ps_bench_gen_ex): OK / MISMATCH.
  *
  * Nothing is asserted: targets are printed next to the figures.
+ *
+ * --rollups runs something else, in process: merges through rollups next to raw ones over a month
+ * of profiles, and the rollups' price (see rollup_bench at the end of this file).
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -53,7 +56,10 @@
 #include "core/mem.h"
 #include "core/varint.h"
 #include "gen.h"
+#include "ingest/ingest.h"
 #include "proto/pprof.h"
+#include "query/query.h"
+#include "storage/store.h"
 #include "util.h"
 
 #define T0_S (PS_BENCH_GEN_T0_NS / 1000000000LL)
@@ -66,6 +72,8 @@ typedef struct opts {
     uint32_t series, pps, conns, compact_max, runs, pprof_runs;
     uint64_t seed;
     int reload, sync, no_pprof_tool, no_inuse;
+    int rollups;
+    uint32_t rollup_days, rollup_step, price_days;
 } opts_t;
 
 /* the flags as the table parses them; parse() puts them into opts_t */
@@ -73,6 +81,8 @@ typedef struct flagv {
     const char *profstore, *data_dir, *compact_window, *threads, *go;
     uint64_t series, pps, seed, conns, compact_max, runs, pprof_runs;
     bool reload, sync, no_pprof_tool, no_inuse;
+    bool rollups;
+    uint64_t rollup_days, rollup_step, price_days;
 } flagv_t;
 
 #define FV(field) offsetof(flagv_t, field)
@@ -115,6 +125,15 @@ static const ps_flag_t flags[] = {
      .help = "skip the go tool pprof comparison"},
     {.name = "no-inuse", .type = PS_FLAG_BOOL, .offset = FV(no_inuse),
      .help = "skip the inuse copy (its load and its merges)"},
+    {.name = "rollups", .type = PS_FLAG_BOOL, .offset = FV(rollups),
+     .help = "instead of the HTTP run: merges through rollups next to raw ones, in\n"
+             "process, over --rollup-days of --series series (see rollup_bench)"},
+    {.name = "rollup-days", .type = PS_FLAG_UINT, .offset = FV(rollup_days), .metavar = "N", .def = "30", .min = 2,
+     .max = 3650, .help = "--rollups: days of profiles per series (default 30)"},
+    {.name = "rollup-step", .type = PS_FLAG_UINT, .offset = FV(rollup_step), .metavar = "S", .def = "60", .min = 1,
+     .max = 86400, .help = "--rollups: seconds between two profiles of a series (default 60)"},
+    {.name = "price-days", .type = PS_FLAG_UINT, .offset = FV(price_days), .metavar = "N", .def = "1", .min = 1,
+     .max = 3650, .help = "--rollups: days loaded twice (with and without rollups) for the price (default 1)"},
     {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
 };
 /* clang-format on */
@@ -144,6 +163,10 @@ static void parse(int argc, char **argv, opts_t *o)
     o->sync = f.sync;
     o->no_pprof_tool = f.no_pprof_tool;
     o->no_inuse = f.no_inuse;
+    o->rollups = f.rollups;
+    o->rollup_days = (uint32_t)f.rollup_days;
+    o->rollup_step = (uint32_t)f.rollup_step;
+    o->price_days = (uint32_t)f.price_days;
 }
 
 /* ---- the generated totals: [series * pps + index][0: samples/count, 1: cpu/nanoseconds] ---- */
@@ -1004,11 +1027,15 @@ static void check_connect_total(const char *what, const meas_t *m, int64_t want)
     print_check(what, (int64_t)total, want, "");
 }
 
+static int rollup_bench(const opts_t *o);
+
 int main(int argc, char **argv)
 {
     opts_t o = {0};
     parse(argc, argv, &o);
     ps_bench_malloc_tune();
+    if (o.rollups)
+        return rollup_bench(&o);
     curl_global_init(CURL_GLOBAL_DEFAULT);
 
     char dir[4096], data[4200], log[4200], mpath[4200], tpath[4200];
@@ -1525,5 +1552,358 @@ connect:;
     free(totals);
     free(label_enc);
     curl_global_cleanup();
+    return 0;
+}
+
+/* ---- --rollups: merges through rollups next to raw ones (storage/rollup.c) ----
+ *
+ * In process, on the storage and query API (an HTTP load of a month of profiles would take hours):
+ * a pool of 600 generated profiles (ps_bench_gen, decoded once by ps_ingest_prepare) is appended
+ * through ps_store_write_batch to --series series {job="bench-rollup",instance="i<N>"}, one every
+ * --rollup-step seconds over --rollup-days days, in batches of 1,000 with ps_store_compact_due
+ * after each (the server's order; compact-max-profiles --compact-max), then a forced compaction.
+ * The data directory (/tmp/profstore-bench-rollup-<series>x<days>d-<step>s) is kept and reused.
+ * Price: --price-days of the same load into two fresh stores, with and without rollups (the store
+ * option no_rollups): the writer's CPU per profile (writes and compaction) and the bytes of each.
+ * Merges: ps_query_merge_range of the cpu type (sum) and, on the same values, aggregation avg,
+ * over 1 series 24 h / 7 d / 30 d and all series 7 d / 30 d, ending 17 min before the newest
+ * profile (so no range starts or ends on a window's edge); each the median of --runs runs of a
+ * reader with rollups and one without, alternated (A B A B), the two answers compared node by
+ * node (OK / MISMATCH).
+ */
+
+typedef struct rpool {
+    ps_arena_t arena;
+    ps_append_t app[600];
+    uint32_t n;
+} rpool_t;
+
+static int on_pool(void *ctx, const ps_bench_gen_info_t *in)
+{
+    rpool_t *p = ctx;
+    ps_ingest_params_t ip = {.labels = "{job=\"bench-rollup\"}", .labels_len = 20, .delta = -1};
+    ps_err_t err;
+    if (ps_ingest_prepare(in->pprof_gz, in->len, &ip, NULL, &p->arena, &p->app[p->n], &err) != 0) {
+        fprintf(stderr, "bench_query: pool: %s\n", err.msg);
+        return -1;
+    }
+    if (p->app[p->n].nseries != 2) {
+        fprintf(stderr, "bench_query: pool: %u series in a profile, want 2\n", p->app[p->n].nseries);
+        return -1;
+    }
+    p->n++;
+    return 0;
+}
+
+/* the two series label sets (one per sample type) of series s, from the pool's */
+static ps_labels_t *series_labels(const rpool_t *p, uint32_t s, ps_arena_t *a)
+{
+    ps_labels_t *out = ps_arena_calloc(a, 2, sizeof(ps_labels_t));
+    for (uint32_t k = 0; k < 2; k++) {
+        const ps_labels_t *src = &p->app[0].series_labels[k];
+        ps_label_pair_t *pairs = ps_arena_calloc(a, src->n + 1, sizeof(ps_label_pair_t));
+        memcpy(pairs, src->pairs, src->n * sizeof(ps_label_pair_t));
+        char v[32];
+        int vn = snprintf(v, sizeof(v), "i%u", s);
+        pairs[src->n] = (ps_label_pair_t){"instance", ps_arena_strndup(a, v, (size_t)vn), 8, (uint32_t)vn};
+        out[k] = (ps_labels_t){src->n + 1, pairs, 0};
+        ps_err_t err;
+        if (ps_labels_normalize(&out[k], &err) != 0) {
+            fprintf(stderr, "bench_query: labels: %s\n", err.msg);
+            exit(2);
+        }
+    }
+    return out;
+}
+
+typedef struct rload {
+    double write_cpu, compact_cpu, wall;
+    uint64_t profiles;
+} rload_t;
+
+/* days of profiles of nseries series from T0 into a new store in dir */
+static int rollup_load(const char *dir, const rpool_t *pool, uint32_t nseries, uint32_t days, uint32_t step,
+                       uint32_t compact_max, bool no_rollups, rload_t *out)
+{
+    ps_store_opts_t so;
+    ps_store_opts_default(&so);
+    so.dir = dir;
+    so.retention_ns = 0;
+    so.compact_max_profiles = compact_max;
+    so.compact_window_ns = 0;
+    so.nosync = true;
+    so.no_rollups = no_rollups;
+    ps_store_t *s;
+    ps_store_writer_t *w;
+    ps_err_t err;
+    if (ps_store_open(&so, &s, &err) != 0 || ps_store_writer_open(s, &w, &err) != 0) {
+        fprintf(stderr, "bench_query: %s: %s\n", dir, err.msg);
+        return -1;
+    }
+    ps_arena_t la = PS_ARENA_INIT;
+    ps_labels_t **labels = ps_arena_calloc(&la, nseries, sizeof(*labels));
+    for (uint32_t i = 0; i < nseries; i++)
+        labels[i] = series_labels(pool, i, &la);
+    enum { BATCH = 1000 };
+    ps_append_t *apps = ps_xcalloc(BATCH, sizeof(ps_append_t));
+    ps_append_t *items[BATCH];
+    uint64_t sids[BATCH][2];
+    uint32_t smp[BATCH][2];
+    uint64_t per = (uint64_t)days * 86400 / step, total = per * nseries, done = 0;
+    memset(out, 0, sizeof(*out));
+    double w0 = ps_bench_now();
+    int ret = 0;
+    while (done < total && ret == 0) {
+        size_t n = 0;
+        for (; n < BATCH && done < total; n++, done++) {
+            uint64_t i = done / nseries;
+            uint32_t sr = (uint32_t)(done % nseries);
+            apps[n] = pool->app[(i * 7 + sr * 13) % pool->n];
+            apps[n].series_labels = labels[sr];
+            apps[n].ts = PS_BENCH_GEN_T0_NS + (int64_t)i * step * 1000000000LL;
+            apps[n].series_ids = sids[n];
+            apps[n].series_samples = smp[n];
+            items[n] = &apps[n];
+        }
+        double c0 = ps_bench_self_cpu();
+        if ((ret = ps_store_write_batch(w, items, n, &err)) != 0)
+            break;
+        double c1 = ps_bench_self_cpu();
+        uint32_t nc;
+        ret = ps_store_compact_due(w, &nc, &err);
+        out->write_cpu += c1 - c0;
+        out->compact_cpu += ps_bench_self_cpu() - c1;
+        for (size_t k = 0; k < n && ret == 0; k++)
+            if (apps[k].status != 0) {
+                fprintf(stderr, "bench_query: append: %s\n", apps[k].err.msg);
+                ret = -1;
+            }
+    }
+    if (ret == 0) {
+        double c0 = ps_bench_self_cpu();
+        uint32_t nc;
+        ret = ps_store_compact(w, true, 0, &nc, &err);
+        out->compact_cpu += ps_bench_self_cpu() - c0;
+    }
+    if (ret != 0)
+        fprintf(stderr, "bench_query: load: %s\n", err.msg);
+    out->wall = ps_bench_now() - w0;
+    out->profiles = done;
+    free(apps);
+    ps_arena_dispose(&la);
+    ps_store_writer_close(w);
+    ps_store_close(s);
+    return ret;
+}
+
+static ps_store_t *open_ro(const char *dir)
+{
+    ps_store_opts_t so;
+    ps_store_opts_default(&so);
+    so.dir = dir;
+    so.retention_ns = 0;
+    so.nosync = true;
+    ps_store_t *s;
+    ps_err_t err;
+    if (ps_store_open(&so, &s, &err) != 0) {
+        fprintf(stderr, "bench_query: %s: %s\n", dir, err.msg);
+        exit(2);
+    }
+    return s;
+}
+
+typedef struct rsel {
+    uint64_t sids[4096];
+    uint32_t n;
+} rsel_t;
+
+static int on_rsid(void *ctx, uint64_t sid)
+{
+    rsel_t *r = ctx;
+    if (r->n < 4096)
+        r->sids[r->n++] = sid;
+    return 0;
+}
+
+/* one merge: wall seconds; the answer's node count and sum of values into *nodes, *sum */
+static double rmerge(ps_store_t *s, bool use, const rsel_t *set, uint32_t nset, int64_t start, int64_t end,
+                     ps_agg_t agg, ps_nodemap_t *keep)
+{
+    double t0 = ps_bench_now();
+    ps_reader_t *r;
+    ps_err_t err;
+    if (ps_reader_begin(s, &r, &err) != 0) {
+        fprintf(stderr, "bench_query: reader: %s\n", err.msg);
+        exit(2);
+    }
+    ps_reader_rollups(r, use);
+    ps_series_set_t ss = {nset, (uint64_t *)set->sids, NULL};
+    ps_nodemap_t m;
+    ps_nodemap_init(&m);
+    ps_sum_info_t info = {0};
+    if (ps_query_merge_range(r, &ss, start, end, agg, &m, &info, &err) != 0) {
+        fprintf(stderr, "bench_query: merge: %s\n", err.msg);
+        exit(2);
+    }
+    ps_reader_end(r);
+    double dt = ps_bench_now() - t0;
+    if (keep) {
+        ps_nodemap_dispose(keep);
+        *keep = m;
+    } else {
+        ps_nodemap_dispose(&m);
+    }
+    return dt;
+}
+
+static bool same_map(const ps_nodemap_t *a, const ps_nodemap_t *b)
+{
+    if (a->count != b->count)
+        return false;
+    for (size_t i = 0; i < b->cap; i++)
+        if (b->keys[i] != 0 && ps_nodemap_get(a, b->keys[i]) != b->vals[i])
+            return false;
+    return true;
+}
+
+static int rollup_bench(const opts_t *o)
+{
+    uint32_t ns = o->series, days = o->rollup_days, step = o->rollup_step;
+    char dir[4096], mpath[4200];
+    snprintf(dir, sizeof(dir), "/tmp/profstore-bench-rollup-%ux%ud-%us", ns, days, step);
+    snprintf(mpath, sizeof(mpath), "%s/loaded", dir);
+    rpool_t *pool = ps_xcalloc(1, sizeof(*pool));
+    if (ps_bench_gen_ex(1, 600, o->seed, on_pool, pool) != 0)
+        return 2;
+    char cmd[8400];
+    printf("bench_query --rollups: %u series x %u days of Go CPU profiles, one every %u s (%llu profiles), "
+           "compact-max-profiles %u\n",
+           ns, days, step, (unsigned long long)ns * days * 86400 / step, o->compact_max);
+    /* the price: the same price-days load with and without rollups, alternated twice */
+    {
+        double wc[2] = {0, 0}, cc[2] = {0, 0};
+        uint64_t bytes[2] = {0, 0}, rbytes = 0, nroll = 0, profiles = 0;
+        for (int rep = 0; rep < 2; rep++)
+            for (int with = 1; with >= 0; with--) {
+                char pdir[4200];
+                snprintf(pdir, sizeof(pdir), "/tmp/profstore-bench-rollup-price-%d", with);
+                snprintf(cmd, sizeof(cmd), "rm -rf '%s'", pdir);
+                if (system(cmd) != 0)
+                    return 2;
+                rload_t l;
+                if (rollup_load(pdir, pool, ns, o->price_days, step, o->compact_max, !with, &l) != 0)
+                    return 2;
+                wc[with] += l.write_cpu / 2;
+                cc[with] += l.compact_cpu / 2;
+                profiles = l.profiles;
+                ps_store_t *s = open_ro(pdir);
+                ps_store_stats_t st;
+                ps_err_t err;
+                if (ps_store_stats(s, &st, &err) != 0)
+                    return 2;
+                bytes[with] = st.used_bytes;
+                if (with) {
+                    rbytes = st.rollup_bytes;
+                    nroll = st.rollups;
+                }
+                ps_store_close(s);
+            }
+        printf("price (%u day(s), %llu profiles, writer CPU, mean of 2 loads each):\n", o->price_days,
+               (unsigned long long)profiles);
+        printf("  %-16s write %6.1f us/profile  compaction %6.1f us/profile  store %9.1f MiB (%.0f B/profile)\n",
+               "without rollups", wc[0] / profiles * 1e6, cc[0] / profiles * 1e6, bytes[0] / 1048576.0,
+               (double)bytes[0] / profiles);
+        printf("  %-16s write %6.1f us/profile  compaction %6.1f us/profile  store %9.1f MiB (%.0f B/profile)\n",
+               "with rollups", wc[1] / profiles * 1e6, cc[1] / profiles * 1e6, bytes[1] / 1048576.0,
+               (double)bytes[1] / profiles);
+        printf("  rollups: %llu records, %.1f MiB of pages (%.0f B/profile, %.1f%% of the store)\n",
+               (unsigned long long)nroll, rbytes / 1048576.0, (double)rbytes / profiles,
+               bytes[1] ? 100.0 * (double)rbytes / (double)bytes[1] : 0.0);
+    }
+    struct stat sb;
+    if (o->reload || stat(mpath, &sb) != 0) {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+        if (system(cmd) != 0)
+            return 2;
+        rload_t l;
+        if (rollup_load(dir, pool, ns, days, step, o->compact_max, false, &l) != 0)
+            return 2;
+        printf("loaded %llu profiles in %.0f s (writer CPU: write %.1f us, compaction %.1f us per profile)\n",
+               (unsigned long long)l.profiles, l.wall, l.write_cpu / l.profiles * 1e6, l.compact_cpu / l.profiles * 1e6);
+        FILE *f = fopen(mpath, "w");
+        if (f)
+            fclose(f);
+    } else {
+        printf("reusing %s\n", dir);
+    }
+    ps_store_t *s = open_ro(dir);
+    ps_store_stats_t st;
+    ps_err_t err;
+    if (ps_store_stats(s, &st, &err) == 0)
+        printf("store: %.1f MiB in use, rollups %llu records %.1f MiB\n", st.used_bytes / 1048576.0,
+               (unsigned long long)st.rollups, st.rollup_bytes / 1048576.0);
+    ps_reader_t *r;
+    if (ps_reader_begin(s, &r, &err) != 0)
+        return 2;
+    char cpu[256] = "";
+    rsel_t *all = ps_xcalloc(1, sizeof(*all));
+    {
+        /* the cpu type's series: the pool's second label set's __name__ */
+        const ps_label_pair_t *nm = ps_labels_get(&pool->app[0].series_labels[1], "__name__");
+        snprintf(cpu, sizeof(cpu), "%.*s", (int)nm->vlen, nm->value);
+        if (ps_reader_postings(r, "__name__", 8, cpu, strlen(cpu), on_rsid, all, &err) != 0)
+            return 2;
+    }
+    ps_reader_end(r);
+    int64_t newest = PS_BENCH_GEN_T0_NS + ((int64_t)days * 86400 / step - 1) * step * 1000000000LL;
+    int64_t end = newest - 17 * 60 * 1000000000LL;
+    static const struct {
+        const char *name;
+        int64_t range_h;
+        bool all;
+        double target;
+    } cases[] = {{"1 series 24 h", 24, false, 0.005}, {"1 series 7 d", 168, false, 0},
+                 {"1 series 30 d", 720, false, 0},    {"all series 7 d", 168, true, 0.3},
+                 {"all series 30 d", 720, true, 1.0}};
+    printf("merges of %s (%u series), ending 17 min before the newest profile; median of %u runs each,\n"
+           "with and without rollups alternated\n",
+           cpu, all->n, o->runs);
+    printf("  %-18s %-4s %12s %12s %8s  %s\n", "range", "agg", "raw", "rollups", "speedup", "same answer / target");
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        if (cases[c].range_h > (int64_t)days * 24)
+            continue;
+        for (int ag = 0; ag < 2; ag++) {
+            ps_agg_t agg = ag == 0 ? PS_AGG_SUM : PS_AGG_AVG;
+            int64_t start = end - cases[c].range_h * 3600 * 1000000000LL + 1;
+            uint32_t nset = cases[c].all ? all->n : 1;
+            double *t[2];
+            t[0] = ps_xcalloc(o->runs, sizeof(double));
+            t[1] = ps_xcalloc(o->runs, sizeof(double));
+            ps_nodemap_t m[2];
+            ps_nodemap_init(&m[0]);
+            ps_nodemap_init(&m[1]);
+            rmerge(s, true, all, nset, start, end, agg, &m[1]); /* cold */
+            rmerge(s, false, all, nset, start, end, agg, &m[0]);
+            for (uint32_t k = 0; k < o->runs; k++)
+                for (int use = 1; use >= 0; use--)
+                    t[use][k] = rmerge(s, use, all, nset, start, end, agg, NULL);
+            double raw = median(t[0], o->runs), rol = median(t[1], o->runs);
+            char b0[32], b1[32], tg[64] = "";
+            if (cases[c].target > 0 && agg == PS_AGG_SUM)
+                snprintf(tg, sizeof(tg), ", target < %s: %s", fmt_time(cases[c].target, b0, sizeof(b0)),
+                         mark(rol < cases[c].target));
+            printf("  %-18s %-4s %12s %12s %7.1fx  %s%s\n", cases[c].name, ps_agg_name(agg), fmt_time(raw, b0, sizeof(b0)),
+                   fmt_time(rol, b1, sizeof(b1)), raw / rol, same_map(&m[0], &m[1]) ? "OK" : "MISMATCH", tg);
+            fflush(stdout);
+            ps_nodemap_dispose(&m[0]);
+            ps_nodemap_dispose(&m[1]);
+            free(t[0]);
+            free(t[1]);
+        }
+    }
+    ps_store_close(s);
+    free(all);
+    ps_arena_dispose(&pool->arena);
+    free(pool);
     return 0;
 }

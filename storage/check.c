@@ -198,6 +198,26 @@ static void check_unsym(check_t *c, const MDB_val *k, const MDB_val *v)
                ps_get_be64((const uint8_t *)k->mv_data + 4), err.msg);
 }
 
+/* a rollup: its key names a series, a level and a window start; its record decodes in that window
+ * (a damaged one is read around by merges, but it is damage all the same) */
+static void check_rollup(check_t *c, const MDB_val *k, const MDB_val *v)
+{
+    const uint8_t *kb = k->mv_data;
+    if (k->mv_size != 17 || kb[8] >= PS_ROLLUP_LEVELS) {
+        damage(c, "rollups: a key of %zu bytes%s", k->mv_size, k->mv_size == 17 ? " with an unknown level" : " (17 expected)");
+        return;
+    }
+    uint64_t sid = ps_get_be64(kb);
+    int64_t ws = ps_ts_unkey(ps_get_be64(kb + 9)), len = ps_rollup_window[kb[8]];
+    phase(c, "rollup of series %" PRIu64 " from %" PRId64, sid, ws);
+    ps_rollup_t r;
+    ps_err_t err = {0};
+    if (ws % len != 0)
+        damage(c, "series %" PRIu64 ": a rollup at %" PRId64 ", not the start of a window of %" PRId64 " ns", sid, ws, len);
+    else if (ps_rollup_decode(v->mv_data, v->mv_size, ws, len, &c->arena, &r, &err) != 0)
+        damage(c, "series %" PRIu64 ": rollup from %" PRId64 ": %s", sid, ws, err.msg);
+}
+
 int ps_store_check(ps_store_t *s, void (*on_damage)(void *ctx, const char *msg), void *ctx, ps_check_stats_t *st,
                    char *phase_buf, ps_err_t *err)
 {
@@ -213,6 +233,7 @@ int ps_store_check(ps_store_t *s, void (*on_damage)(void *ctx, const char *msg),
     if (!(s->absent & (1u << DB_ADHOC)))
         walk(&c, DB_ADHOC, "adhoc", check_adhoc);
     walk(&c, DB_UNSYM, "unsym", check_unsym);
+    walk(&c, DB_ROLLUPS, "rollups", check_rollup);
     ps_reader_end(c.r); /* NULL: a no-op */
     ps_arena_dispose(&c.arena);
     return 0;

@@ -119,7 +119,7 @@ static int compact_series(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, uin
     ps_arena_t a = PS_ARENA_INIT;
     ps_stored_profile_t *ps = ps_xmalloc(max * sizeof(*ps));
     int64_t *ts = ps_xmalloc(max * sizeof(int64_t));
-    int64_t last_max = INT64_MIN;
+    int64_t last_max = INT64_MIN, first_ts = INT64_MIN;
     int ret = 0;
     ps_cur_t cur;
     uint8_t kb[16];
@@ -147,6 +147,8 @@ static int compact_series(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, uin
         }
         if (n == 0)
             break;
+        if (first_ts == INT64_MIN)
+            first_ts = ts[0];
         if ((ret = write_chunk(w, txn, sid, ps, ts, n, &a, err)) != 0)
             goto Exit;
         (*nchunks)++;
@@ -181,6 +183,11 @@ static int compact_series(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, uin
         st.head_min_ts = INT64_MIN;
         st.last_chunk_max = last_max != INT64_MIN ? last_max : r.last_chunk_max;
         if ((ret = ps_series_put_state(w, txn, sid, &st, err)) != 0)
+            goto Exit;
+        /* the windows this compaction may have closed: from the newest profile compacted before */
+        if (last_max != INT64_MIN && !w->s->opts.no_rollups &&
+            (ret = ps_rollup_update(txn, sid, r.last_chunk_max != INT64_MIN ? r.last_chunk_max : first_ts, r.last_ts,
+                                    err)) != 0)
             goto Exit;
         ps_series_state_t *cached = ps_series_state(w, sid);
         if (cached)
@@ -413,6 +420,8 @@ int ps_store_retain(ps_store_writer_t *w, int64_t now_ns, uint32_t *ndropped, ps
     if ((ret = ps_ids_retain(txn, cutoff, err)) != 0)
         goto Exit;
     if ((ret = ps_unsym_retain(txn, cutoff, err)) != 0)
+        goto Exit;
+    if ((ret = ps_rollup_retain(txn, cutoff, err)) != 0)
         goto Exit;
     if ((ret = ps_float_retain(w, txn, cutoff, &touched, &ntouched, &cap, err)) != 0)
         goto Exit;

@@ -39,6 +39,7 @@ static const struct {
     [DB_SPANPARTS] = {"spanparts", 0},
     [DB_ADHOC] = {"adhoc", 0},
     [DB_UNSYM] = {"unsym", 0},
+    [DB_ROLLUPS] = {"rollups", 0},
 };
 
 /* Databases created at any open when missing, without a schema version of their own: they hold
@@ -223,12 +224,13 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
             goto Exit;
         }
         uint32_t ver = ps_get_be32(v.mv_data);
-        if (ver >= 1 && ver <= 5) {
+        if (ver >= 1 && ver <= 6) {
             /* version 1 holds profile series only, version 2 float series too (fhead records of
              * encoding 2 only), version 3 split open chunks (fhead 04, fprefix), version 4 dense
-             * closed chunks (06, 07), version 5 the span index and profile ids, all in records
-             * version 6 reads as they are (5 adds the span index and profile ids, 6 the counts of
-             * frames without symbols, which stay empty for the profiles stored before): the upgrade
+             * closed chunks (06, 07), version 5 the span index and profile ids, version 6 the
+             * counts of frames without symbols (empty for the profiles stored before), all in
+             * records version 8 reads as they are (8 adds the rollups, made for the windows
+             * compacted from then on: merges read the profiles of a window without one): the upgrade
              * is the new databases (created below) and the version number, in this transaction.
              * An older profstore refuses the directory afterwards. */
             uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};
@@ -317,6 +319,10 @@ int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err)
             case DB_FHEAD: st->float_heads = ms.ms_entries; break;
             case DB_FCHUNKS: st->float_chunks = ms.ms_entries; break;
             case DB_META: st->metadata = ms.ms_entries; break;
+            case DB_ROLLUPS:
+                st->rollups = ms.ms_entries;
+                st->rollup_bytes = (ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages) * (uint64_t)ms.ms_psize;
+                break;
             }
         }
     }

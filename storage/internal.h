@@ -45,6 +45,7 @@ enum {
     DB_SPANPARTS,   /* sid(8 BE) ts(8, sign flipped) -> the span parts of that profile (schema 5; spans.c) */
     DB_ADHOC,       /* ad hoc profile id -> 0x01 uploaded ms(8 BE) + the file as uploaded (adhoc.c) */
     DB_UNSYM,       /* hour(4 BE) build id string id(8 BE) -> 0x01 counts of frames without symbols (schema 6; unsym.c) */
+    DB_ROLLUPS,     /* sid(8 BE) level(1) window start(8 BE, sign flipped) -> 0x01 a window's merged profiles (schema 8; rollup.c) */
     DB_COUNT
 };
 
@@ -172,6 +173,7 @@ struct ps_reader {
     /* the retention clamp: nothing older than now - --retention at ps_reader_begin is read (ns; and
      * in ms for float series, rounded up); INT64_MIN without retention */
     int64_t min_ts, min_ms;
+    bool no_rollups; /* ps_reader_rollups(r, false): merges read the raw profiles only */
 };
 
 /** reserve.c: the mount point of path (the last directory up from it on the same device) into out. */
@@ -308,6 +310,41 @@ void ps_unsym_reset(ps_store_writer_t *w);
 void ps_unsym_free(ps_store_writer_t *w);
 /* drops the records of the hours ended before cutoff */
 int ps_unsym_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
+
+/* read.c: ps_reader_sum and ps_reader_profiles without rollups, in any transaction, with the
+ * retention clamp min_ts (INT64_MIN: none) */
+int ps_sum_raw(ps_txn_t *txn, int64_t min_ts, uint64_t sid, int64_t start, int64_t end,
+               void (*on_node)(void *ctx, uint64_t node, int64_t value), void *ctx, ps_sum_info_t *info, ps_err_t *err);
+int ps_profiles_raw(ps_txn_t *txn, int64_t min_ts, uint64_t sid, int64_t start, int64_t end, bool meta_only,
+                    int (*cb)(void *ctx, const ps_stored_profile_t *p), void *ctx, ps_err_t *err);
+
+/* rollup.c: per series, the profiles of each closed window of an hour and of a day merged into one
+ * record (docs/FORMAT.md "Rollups"). */
+#define PS_ROLLUP_LEVELS 2
+#define PS_ROLLUP_REC_V1 1
+extern const int64_t ps_rollup_window[PS_ROLLUP_LEVELS]; /* ns: an hour, a day */
+/* A decoded rollup record: the sum of its window's profiles, node by node. */
+typedef struct ps_rollup {
+    uint64_t profiles;          /* >= 1 */
+    int64_t min_ts, max_ts;     /* the oldest and the newest profile, inside the window */
+    int64_t duration, total;    /* summed (saturated), >= 0 */
+    int64_t period;             /* the largest */
+    uint32_t n;
+    uint64_t *nodes;            /* n, ascending */
+    int64_t *values;            /* n, each >= 1 */
+} ps_rollup_t;
+void ps_rollup_encode(const ps_rollup_t *r, ps_buf_t *out);
+/* r's record of the window [ws, ws + len) (arrays from arena): PS_ECORRUPT naming what is wrong */
+int ps_rollup_decode(const void *p, size_t n, int64_t ws, int64_t len, ps_arena_t *arena, ps_rollup_t *out,
+                     ps_err_t *err);
+/* ps_reader_sum through the rollups of the windows wholly inside [max(start, min_ts), end] */
+int ps_rollup_sum(ps_txn_t *txn, int64_t min_ts, uint64_t sid, int64_t start, int64_t end,
+                  void (*on_node)(void *ctx, uint64_t node, int64_t value), void *ctx, ps_sum_info_t *info, ps_err_t *err);
+/* compaction: the rollups of sid's windows that overlap [from, last_ts] and are closed (end at or
+ * before last_ts: no later write can fall into them), where they are missing */
+int ps_rollup_update(ps_txn_t *txn, uint64_t sid, int64_t from, int64_t last_ts, ps_err_t *err);
+/* retention: drops the rollups of windows starting before cutoff */
+int ps_rollup_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
 
 /* fwdlog.c: the forwarding log inside a write transaction */
 int ps_forward_log_put(ps_store_writer_t *w, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);

@@ -271,7 +271,8 @@ static int chunk_damaged(ps_err_t *err, uint64_t sid, const MDB_val *k)
 }
 
 typedef struct walk {
-    ps_reader_t *r;
+    ps_txn_t *txn;
+    int64_t min_ts; /* the retention clamp (INT64_MIN: none) */
     uint64_t sid;
     int64_t start, end;
     ps_arena_t arena; /* reset before each visit */
@@ -283,7 +284,7 @@ typedef struct walk {
 
 static int walk_db(walk_t *w, int db)
 {
-    ps_txn_t *txn = &w->r->txn;
+    ps_txn_t *txn = w->txn;
     ps_cur_t cur;
     uint8_t kb[16];
     int ret = 0;
@@ -321,8 +322,8 @@ static int walk_db(walk_t *w, int db)
 static int walk_series(walk_t *w)
 {
     int ret = 0;
-    if (w->start < w->r->min_ts)
-        w->start = w->r->min_ts;
+    if (w->start < w->min_ts)
+        w->start = w->min_ts;
     if (w->start <= w->end && (ret = walk_db(w, DB_CHUNKS)) == 0)
         ret = walk_db(w, DB_HEAD);
     ps_arena_dispose(&w->arena);
@@ -359,12 +360,18 @@ static int profiles_head(walk_t *w, int64_t ts, const void *p, size_t n)
     return c->cb(c->ctx, &sp);
 }
 
+int ps_profiles_raw(ps_txn_t *txn, int64_t min_ts, uint64_t sid, int64_t start, int64_t end, bool meta_only,
+                    int (*cb)(void *ctx, const ps_stored_profile_t *p), void *ctx, ps_err_t *err)
+{
+    profiles_ctx_t c = {meta_only, cb, ctx};
+    walk_t w = {txn, min_ts, sid, start, end, PS_ARENA_INIT, err, profiles_chunk, profiles_head, &c};
+    return walk_series(&w);
+}
+
 int ps_reader_profiles(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, bool meta_only,
                        int (*cb)(void *ctx, const ps_stored_profile_t *p), void *ctx, ps_err_t *err)
 {
-    profiles_ctx_t c = {meta_only, cb, ctx};
-    walk_t w = {r, sid, start, end, PS_ARENA_INIT, err, profiles_chunk, profiles_head, &c};
-    return walk_series(&w);
+    return ps_profiles_raw(&r->txn, r->min_ts, sid, start, end, meta_only, cb, ctx, err);
 }
 
 typedef struct sum_ctx {
@@ -405,13 +412,26 @@ static int sum_head(walk_t *w, int64_t ts, const void *p, size_t n)
     return 0;
 }
 
+int ps_sum_raw(ps_txn_t *txn, int64_t min_ts, uint64_t sid, int64_t start, int64_t end,
+               void (*on_node)(void *ctx, uint64_t node, int64_t value), void *ctx, ps_sum_info_t *info, ps_err_t *err)
+{
+    sum_ctx_t c = {on_node, ctx, info};
+    walk_t w = {txn, min_ts, sid, start, end, PS_ARENA_INIT, err, sum_chunk, sum_head, &c};
+    return walk_series(&w);
+}
+
 int ps_reader_sum(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
                   void (*on_node)(void *ctx, uint64_t node, int64_t value), void *ctx, ps_sum_info_t *info,
                   ps_err_t *err)
 {
-    sum_ctx_t c = {on_node, ctx, info};
-    walk_t w = {r, sid, start, end, PS_ARENA_INIT, err, sum_chunk, sum_head, &c};
-    return walk_series(&w);
+    if (r->no_rollups || (r->store->absent & (1u << DB_ROLLUPS)))
+        return ps_sum_raw(&r->txn, r->min_ts, sid, start, end, on_node, ctx, info, err);
+    return ps_rollup_sum(&r->txn, r->min_ts, sid, start, end, on_node, ctx, info, err);
+}
+
+void ps_reader_rollups(ps_reader_t *r, bool use)
+{
+    r->no_rollups = !use;
 }
 
 /* 0 and *is_float, or an error; a missing series reads as a profile series (with no data) */

@@ -20,10 +20,10 @@
 #include "core/mem.h"
 #include "core/profile.h"
 
-#define PS_SCHEMA_VERSION 6 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
+#define PS_SCHEMA_VERSION 8 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
                               * fprefix; 4: closed float chunks dense (06, 07); 5: span index, profile
-                              * ids; 6: counts of frames without symbols (unsym); a version 1-5
-                              * directory is upgraded at open */
+                              * ids; 6: counts of frames without symbols (unsym); 8: rollups (7 is
+                              * another branch's); a version 1-6 directory is upgraded at open */
 
 typedef struct ps_store ps_store_t;
 /* The store's writer: what the writing thread keeps between transactions (caches, id counters). */
@@ -48,6 +48,7 @@ typedef struct ps_store_opts {
                                    * (every profile and sample is taken as stored; write.c) */
     uint32_t adhoc_max_profiles;  /* ad hoc profiles kept (the oldest dropped past it); 0: PS_ADHOC_MAX_PROFILES */
     uint64_t adhoc_max_bytes;     /* ... and their bytes; 0: PS_ADHOC_MAX_BYTES */
+    bool no_rollups;              /* benchmarks: compaction makes no rollups (merges then read profiles) */
     bool read_only;               /* ps_store_check_dir: nothing written, not even a schema upgrade;
                                    * a store of another schema version or without its databases is refused */
 } ps_store_opts_t;
@@ -215,6 +216,7 @@ int ps_store_retain(ps_store_writer_t *w, int64_t now_ns, uint32_t *ndropped_ser
 typedef struct ps_store_stats {
     uint64_t series, head_records, chunks, nodes, strings, functions, locations, mappings;
     uint64_t float_heads, float_chunks, metadata; /* open float chunks, closed ones, metric families */
+    uint64_t rollups, rollup_bytes; /* rollup records (an hour's or a day's profiles merged) and their pages' bytes */
     uint64_t file_bytes;  /* size of data.mdb */
     uint64_t used_bytes;  /* pages in use * page size */
 } ps_store_stats_t;
@@ -376,6 +378,9 @@ typedef struct ps_reader ps_reader_t;
 int ps_reader_begin(ps_store_t *s, ps_reader_t **out, ps_err_t *err);
 /** Lifts r's retention clamp: r sees everything still stored (the debug views). */
 void ps_reader_unclamp(ps_reader_t *r);
+/** Whether r's merges (ps_reader_sum) read the rollups of whole hours and days (the default) or
+ *  the raw profiles only: the answers are the same (docs/FORMAT.md "Rollups"). */
+void ps_reader_rollups(ps_reader_t *r, bool use);
 void ps_reader_end(ps_reader_t *r);
 
 /*
@@ -431,7 +436,9 @@ typedef struct ps_sum_info {
  * Adds up, node by node, every profile of series sid with start <= ts <= end: on_node is called
  * for each (node, value) of each contributing chunk or head record (a node may be reported more
  * than once; the caller sums). info (optional) accumulates across calls: zero it first.
- * Chunks are summed column by column without materialising their profiles.
+ * Chunks are summed column by column without materialising their profiles; a whole hour or day
+ * of the range with a rollup is read as that one merged record (the same sums and info: see
+ * docs/FORMAT.md "Rollups"), so on_node may see fewer, larger values, in another order.
  */
 int ps_reader_sum(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
                   void (*on_node)(void *ctx, uint64_t node, int64_t value), void *ctx, ps_sum_info_t *info,

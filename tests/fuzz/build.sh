@@ -5,7 +5,7 @@
 #
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
 # prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
-# fuzz_xorchunk (storage/xorchunk.c), fuzz_spanparts (storage/spanparts.c), fuzz_unsymrec (storage/unsymrec.c), fuzz_float_dense (storage/float_dense.c), fuzz_selector and fuzz_promql (parser/), fuzz_pqeval (parser/ + src/query/promql*.c), fuzz_remote
+# fuzz_xorchunk (storage/xorchunk.c), fuzz_spanparts (storage/spanparts.c), fuzz_unsymrec (storage/unsymrec.c), fuzz_rolluprec (storage/rolluprec.c), fuzz_float_dense (storage/float_dense.c), fuzz_selector and fuzz_promql (parser/), fuzz_pqeval (parser/ + src/query/promql*.c), fuzz_remote
 # (proto/remote.c, snappy; gzip.c for the inflate budget), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
 # /ingest), fuzz_adhoc (src/ingest/adhoc.c: ad hoc profile uploads), fuzz_fbjson and fuzz_perf
@@ -68,6 +68,10 @@ fuzzcc "$here/fuzz_spanparts.c" "$root/storage/spanparts.c" "$root"/core/*.c -lm
 # fuzz_unsymrec: the record of the counts of frames without symbols (storage/unsymrec.c), core helpers only.
 fuzzcc "$here/fuzz_unsymrec.c" "$root/storage/unsymrec.c" "$root"/core/*.c -lm -lpthread \
     -o "$out/fuzz_unsymrec"
+
+# fuzz_rolluprec: the rollup record (storage/rolluprec.c), core helpers only.
+fuzzcc "$here/fuzz_rolluprec.c" "$root/storage/rolluprec.c" "$root"/core/*.c -lm -lpthread \
+    -o "$out/fuzz_rolluprec"
 
 # fuzz_xorchunk: the float chunk codec (storage/xorchunk.c), core helpers only.
 fuzzcc "$here/fuzz_xorchunk.c" "$root/storage/xorchunk.c" "$root"/core/*.c -lm -lpthread \

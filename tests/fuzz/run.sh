@@ -1,7 +1,7 @@
 #!/bin/sh
 # run.sh - builds every libFuzzer target (tests/fuzz/build.sh) and fuzzes each for N seconds
 # (default 20): fuzz_pprof seeded with the real pprof fixtures (as they are and gunzipped),
-# fuzz_chunk, fuzz_xorchunk, fuzz_spanparts, fuzz_unsymrec and fuzz_float_dense seeded with chunks their encoders make, fuzz_selector seeded with
+# fuzz_chunk, fuzz_xorchunk, fuzz_spanparts, fuzz_unsymrec, fuzz_rolluprec and fuzz_float_dense seeded with chunks their encoders make, fuzz_selector seeded with
 # real selectors, fuzz_promql and fuzz_pqeval (parse and evaluate) with real queries, fuzz_remote seeded with the captured Prometheus
 # remote-write bodies (as they are and uncompressed), fuzz_remote_read with the captured read
 # requests (likewise), fuzz_connect with the Connect requests it encodes itself (a PushRequest
@@ -33,7 +33,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_spanparts fuzz_unsymrec fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_fbjson fuzz_perf fuzz_querier fuzz_otlp fuzz_ui_headers fuzz_webconfig fuzz_config fuzz_grpc fuzz_symbols fuzz_elfcheck"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_spanparts fuzz_unsymrec fuzz_rolluprec fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_fbjson fuzz_perf fuzz_querier fuzz_otlp fuzz_ui_headers fuzz_webconfig fuzz_config fuzz_grpc fuzz_symbols fuzz_elfcheck"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 # a fixed seed: make test replays the same mutations each time, so it fails on a code change, not on
 # luck (campaign.sh and PS_FUZZ_SEED=0, a seed of libFuzzer's choosing, are where new findings come from)
@@ -99,6 +99,8 @@ for t in $targets; do
         PS_FUZZ_SPANPARTS_SEEDS="$corpus" "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
     fuzz_unsymrec)
         PS_FUZZ_UNSYMREC_SEEDS="$corpus" "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
+    fuzz_rolluprec)
+        PS_FUZZ_ROLLUPREC_SEEDS="$corpus" "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
     fuzz_float_dense)
         PS_FUZZ_FLOAT_DENSE_SEEDS="$corpus" "$out/$t" -runs=0 "$corpus" >/dev/null 2>&1 || true ;;
     fuzz_symbols)

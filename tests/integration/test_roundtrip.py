@@ -167,3 +167,31 @@ def test_empty_stack_samples_kept_in_merges(make_server, tmp_path):
         st, _, body = srv.get("/api/v1/profiles/query?" + urllib.parse.urlencode(
             dict(query=sel, start="2026-11-29T00:00:00Z", end="2026-12-01T00:00:00Z", format=fmt)))
         assert st == 200 and json.loads(body)["total"] == 9, body[:300]
+
+
+def test_rollup_merge_is_go_tool_pprof_merge(make_server, tmp_path):
+    """A merge over three hours of profiles, two of them whole and compacted (so read from their
+    hour rollups, docs/FORMAT.md "Rollups"), is what go tool pprof makes of the same files merged:
+    the same top table, node for node, and the same total."""
+    srv = make_server(retention="0")
+    t0 = 1795910400 + 1234  # 2026-11-29T00:20:34Z
+    files = ["go/cpu-0%d.pb.gz" % (1 + k % 5) for k in range(20)]
+    for k, rel in enumerate(files):  # every 10 min: 00:20 to 03:30
+        st, _ = srv.push(rel, labels='{job="rollup"}', time=str(t0 + 600 * k))
+        assert st == 200, srv.last_raw
+    srv.post_json("/api/v1/admin/compact")
+    sel = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta{job="rollup"}'
+    url = srv.url("/api/v1/profiles/query?" + urllib.parse.urlencode(
+        dict(query=sel, start=str(t0 - 1), end=str(t0 + 600 * 19 + 1))))
+    paths = [str(PPROF_DIR / rel) for rel in files]
+    want = go_pprof(["-top", "-nodecount=40", "-sample_index=cpu", "-symbolize=none"] + paths, tmp_path).stdout
+    got = go_pprof(["-top", "-nodecount=40", "-sample_index=cpu", "-symbolize=none", url], tmp_path).stdout
+
+    def table(out):  # from "Showing nodes ..." on: the total and the rows
+        lines = out.splitlines()
+        return [x for x in lines[[i for i, x in enumerate(lines) if x.startswith("Showing nodes")][0]:]
+                if not x.startswith("Dropped")]
+    assert table(got) == table(want), "merged:\n%s\n--- go tool pprof of the files:\n%s" % (got, want)
+    assert len(table(want)) == 43, want  # the two "Showing" lines, the header and 40 rows
+    # four times each of cpu-01..05 (2.98 + 2.93 + 2.89 + 2.89 + 2.86 s)
+    assert table(want)[0] == "Showing nodes accounting for 52.68s, 90.52% of 58.20s total", want

@@ -97,7 +97,7 @@ typedef struct rec {
 
 static const char *const dbs[] = {"info", "sym", "sym_hash", "tree", "nodes", "series", "series_hash",
                                   "postings", "head", "chunks", "fchunks", "fhead", "meta", "fprefix",
-                                  "spans", "spanparts", "uuids", "adhoc", "unsym"};
+                                  "spans", "spanparts", "uuids", "adhoc", "unsym", "rollups"};
 
 static size_t parse_records(const char *doc, rec_t *recs, size_t max)
 {
@@ -417,6 +417,28 @@ static void test_format_md_records(void **state)
         ps_err_t uerr;
         assert_int_equal(ps_unsym_rec_decode(v.data, v.len, &back, &uerr), 0);
         assert_memory_equal(&back, &r, sizeof(r));
+    }
+    CHECK();
+
+    /* a rollup (rollup.c, schema 8): series 2's hour of the span example, two profiles */
+    NEXT("rollups");
+    ps_put_be64(&k, 2);
+    ps_buf_putc(&k, 0);
+    ps_put_be64(&k, ps_ts_key(1796022000000000000ll));
+    {
+        uint64_t nodes[] = {5, 7};
+        int64_t values[] = {500000000, 360000000};
+        ps_rollup_t r = {2, 1796022364647593488ll, 1796022374647593488ll, 20000000000ll, 860000000, 10000000, 2, nodes,
+                         values};
+        ps_rollup_encode(&r, &v);
+        ps_rollup_t back;
+        ps_err_t rerr;
+        ps_arena_t ra = PS_ARENA_INIT;
+        assert_int_equal(ps_rollup_decode(v.data, v.len, 1796022000000000000ll, 3600000000000ll, &ra, &back, &rerr), 0);
+        assert_int_equal(back.n, 2);
+        assert_int_equal(back.values[1], 360000000);
+        assert_int_equal(back.max_ts, 1796022374647593488ll);
+        ps_arena_dispose(&ra);
     }
     CHECK();
 
