@@ -90,8 +90,9 @@ typedef struct ps_remote_write {
  * before anything is allocated. Errors (PS_EINVAL, PS_ETOOBIG for the limits in lim, PS_EUNSUPPORTED
  * for a version other than 1 and 2) carry a message that says what and where, e.g.
  * "timeseries[3].labels[1]: label names not sorted: \"env\" after \"job\"". Validation, per series:
- * labels sorted by name with no duplicates; __name__ present, nonempty and a valid metric name;
- * every name [a-zA-Z_][a-zA-Z0-9_]* of at most PS_LABEL_NAME_MAX bytes; values nonempty, valid
+ * labels sorted by name with no duplicates; __name__ present and nonempty;
+ * every name (metric names too) nonempty UTF-8 without NUL, as Prometheus 3 sends them (its default
+ * UTF-8 validation: "service.name" is a name), of at most PS_LABEL_NAME_MAX bytes; values nonempty, valid
  * UTF-8 without NUL, at most PS_LABEL_VALUE_MAX bytes; at most PS_LABELS_MAX labels. 2.0 also:
  * symbols[0] == "", every ref in range, an even number of labels_refs, not both samples and
  * histograms. Metadata: type 0..7, strings valid UTF-8. A failure leaves *out empty; nothing is

@@ -523,10 +523,14 @@ static void test_v1_bad_labels(void **state)
     expect_v1_labels(PS_EINVAL, "timeseries[1]: no __name__ label (the metric name is required)", NULL);
     expect_v1_labels(PS_EINVAL, "timeseries[1].labels[0]: empty __name__ (the metric name)", "__name__", "", "job",
                      "a", NULL);
-    expect_v1_labels(PS_EINVAL, "timeseries[1].labels[1]: invalid label name \"a-b\": must match [a-zA-Z_][a-zA-Z0-9_]*",
-                     "__name__", "up", "a-b", "x", NULL);
-    expect_v1_labels(PS_EINVAL, "timeseries[1].labels[1]: invalid label name \"1a\": must match [a-zA-Z_][a-zA-Z0-9_]*",
-                     "__name__", "up", "1a", "x", NULL);
+    /* names are UTF-8, as Prometheus 3 sends them (its default validation scheme); 2.x refused these */
+    expect_v1_labels(0, NULL, "__name__", "up", "a-b", "x", NULL);
+    expect_v1_labels(0, NULL, "1a", "x", "__name__", "up", NULL); /* sorted by bytes: "1" before "_" */
+    expect_v1_labels(0, NULL, "__name__", "http.server.duration", "service.name", "x", "\xc3\xa9t\xc3\xa9", "y", NULL);
+    expect_v1_labels(PS_EINVAL, "timeseries[1].labels[1]: label name \"a\\xc3(\" is not valid UTF-8", "__name__", "up",
+                     "a\xc3\x28", "x", NULL);
+    expect_v1_labels(PS_EINVAL, "timeseries[1].labels[1]: label name \"\\xed\\xa0\\x80\" is not valid UTF-8", "__name__",
+                     "up", "\xed\xa0\x80", "x", NULL); /* a surrogate */
     expect_v1_labels(PS_EINVAL, "timeseries[1].labels[1]: empty label name", "__name__", "up", "", "x", NULL);
     expect_v1_labels(PS_EINVAL, "timeseries[1].labels[1]: empty value of label \"job\"", "__name__", "up", "job", "",
                      NULL);
@@ -534,9 +538,9 @@ static void test_v1_bad_labels(void **state)
                      "job", "a\xc3\x28", NULL);
     expect_v1_labels(PS_EINVAL, "timeseries[1].labels[1]: value of label \"job\" is not valid UTF-8", "__name__", "up",
                      "job", "\xed\xa0\x80", NULL); /* a surrogate */
-    expect_v1_labels(PS_EINVAL,
-                     "timeseries[1].labels[0]: invalid metric name \"a b\": must match [a-zA-Z_:][a-zA-Z0-9_:]*",
-                     "__name__", "a b", NULL);
+    expect_v1_labels(0, NULL, "__name__", "a b", NULL); /* a UTF-8 metric name (Prometheus 3) */
+    expect_v1_labels(PS_EINVAL, "timeseries[1].labels[0]: value of label \"__name__\" is not valid UTF-8", "__name__",
+                     "up\xff", NULL);
     expect_v1_labels(0, NULL, "__name__", "a:b", "job", "\xc3\xa9t\xc3\xa9", NULL); /* UTF-8 values are fine */
 
     /* NUL inside a value (put_str cannot write it) */
@@ -546,6 +550,16 @@ static void test_v1_bad_labels(void **state)
     put_msg(&ts, 1, &sub);
     put_msg(&req, 1, &ts);
     expect_raw(&req, 1, PS_EINVAL, "timeseries[0].labels[0]: value of label \"__name__\" contains a NUL byte");
+    ps_buf_reset(&req);
+    /* NUL inside a name: refused (valid UTF-8, but names are C strings here) */
+    put_str(&sub, 1, "__name__");
+    put_str(&sub, 2, "up");
+    put_msg(&ts, 1, &sub);
+    put_bytes(&sub, 1, "a\0b", 3);
+    put_str(&sub, 2, "x");
+    put_msg(&ts, 1, &sub);
+    put_msg(&req, 1, &ts);
+    expect_raw(&req, 1, PS_EINVAL, "timeseries[0].labels[1]: label name \"a\\x00b\" contains a NUL byte");
     ps_buf_reset(&req);
 
     /* a value too long, and one exactly at the limit */
@@ -621,6 +635,16 @@ static void test_v1_bad_metadata(void **state)
     put_str(&sub, 5, "seconds");
     put_msg(&req, 3, &sub);
     expect_raw(&req, 1, 0, NULL);
+    ps_buf_reset(&req);
+    put_int(&sub, 1, 1);
+    put_str(&sub, 2, "http.server.duration"); /* a UTF-8 family name (Prometheus 3) */
+    put_msg(&req, 3, &sub);
+    expect_raw(&req, 1, 0, NULL);
+    ps_buf_reset(&req);
+    put_int(&sub, 1, 1);
+    put_str(&sub, 2, "up\xc3");
+    put_msg(&req, 3, &sub);
+    expect_raw(&req, 1, PS_EINVAL, "metadata[0].metric_family_name is not valid UTF-8");
     ps_buf_dispose(&req);
     ps_buf_dispose(&sub);
 }
