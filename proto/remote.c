@@ -95,7 +95,9 @@ const char *ps_metric_type_name(int type)
 
 static const fdesc_t f_label[] = {{1, WT_LEN, false, false, "name", NULL}, {2, WT_LEN, false, false, "value", NULL}};
 static const mdesc_t m_label = MD(f_label);
-static const fdesc_t f_sample[] = {{1, WT_I64, false, false, "value", NULL}, {2, WT_VARINT, false, false, "timestamp", NULL}};
+static const fdesc_t f_sample[] = {{1, WT_I64, false, false, "value", NULL},
+                                   {2, WT_VARINT, false, false, "timestamp", NULL},
+                                   {3, WT_VARINT, false, false, "start_timestamp", NULL}};
 static const mdesc_t m_sample = MD(f_sample);
 static const fdesc_t f_exemplar[] = {{1, WT_LEN, true, false, "labels", &m_label},
                                      {2, WT_I64, false, false, "value", NULL},
@@ -509,7 +511,9 @@ static int convert_v2(const pb_v2_t *pb, const ps_remote_limits_t *lim, ps_arena
         }
         s->nhistograms = (uint32_t)ts->n_histograms;
         s->nexemplars = (uint32_t)ts->n_exemplars;
-        s->created_ms = ts->created_timestamp;
+        s->created_ms = ts->created_timestamp; /* before rc.4; since, on each sample */
+        for (uint32_t k = 0; k < ts->n_samples && s->created_ms == 0; k++)
+            s->created_ms = ts->samples[k]->start_timestamp;
         s->meta = -1;
         if (ts->metadata != NULL) {
             const pb_v2_meta_t *m = ts->metadata;

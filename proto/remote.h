@@ -69,7 +69,9 @@ typedef struct ps_remote_series {
     uint32_t nhistograms;        /* native histograms: counted, not decoded */
     uint32_t nexemplars;         /* counted, not decoded */
     int32_t meta;                /* 2.0: index into ps_remote_write_t.metadata, or -1 (always -1 in 1.0) */
-    int64_t created_ms;          /* 2.0 created_timestamp, 0 = not set */
+    int64_t created_ms;          /* 2.0 start (created) time, 0 = not set: the first nonzero
+                                    Sample.start_timestamp (rc.4, Prometheus 3.8+), else the
+                                    TimeSeries.created_timestamp of earlier drafts. Not stored. */
 } ps_remote_series_t;
 
 typedef struct ps_remote_write {

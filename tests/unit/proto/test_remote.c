@@ -426,6 +426,46 @@ static void test_v2_by_hand(void **state)
     ps_arena_dispose(&arena);
 }
 
+/* Remote write 2.0 rc.4 (Prometheus 3.8+): the start (created) time is on each Sample (field 3),
+ * no longer TimeSeries field 6; and names are UTF-8 ("http.server.duration", "service.name"). */
+static void test_v2_start_timestamp_utf8(void **state)
+{
+    (void)state;
+    ps_buf_t req = PS_BUF_INIT, ts = PS_BUF_INIT, sub = PS_BUF_INIT, refs = PS_BUF_INIT, body = PS_BUF_INIT;
+    put_str(&req, 4, "");
+    put_str(&req, 4, "__name__");
+    put_str(&req, 4, "http.server.duration");
+    put_str(&req, 4, "service.name");
+    put_str(&req, 4, "checkout");
+    for (int r = 1; r <= 4; r++)
+        ps_put_uvarint(&refs, (uint64_t)r);
+    put_msg(&ts, 1, &refs);
+    put_double(&sub, 1, 2.5);
+    put_int(&sub, 2, 1796021924802ULL);
+    put_int(&sub, 3, 1796021900000ULL);
+    put_msg(&ts, 2, &sub);
+    put_msg(&req, 5, &ts);
+    compress(&req, &body);
+    ps_arena_t arena = PS_ARENA_INIT;
+    ps_remote_write_t w;
+    ps_err_t err;
+    if (ps_remote_write_decode(body.data, body.len, 2, NULL, &arena, &w, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(w.nseries, 1);
+    assert_int_equal(w.series[0].created_ms, 1796021900000LL);
+    assert_int_equal(w.series[0].nsamples, 1);
+    assert_int_equal(w.series[0].samples[0].t_ms, 1796021924802LL);
+    assert_true(w.series[0].samples[0].v == 2.5);
+    assert_string_equal(ps_labels_value(&w.series[0].labels, "__name__"), "http.server.duration");
+    assert_string_equal(ps_labels_value(&w.series[0].labels, "service.name"), "checkout");
+    ps_buf_dispose(&req);
+    ps_buf_dispose(&ts);
+    ps_buf_dispose(&sub);
+    ps_buf_dispose(&refs);
+    ps_buf_dispose(&body);
+    ps_arena_dispose(&arena);
+}
+
 static void test_v2_bad(void **state)
 {
     (void)state;
@@ -869,6 +909,7 @@ int main(void)
         cmocka_unit_test(test_stale_nan_bits),
         cmocka_unit_test(test_v2_by_hand),
         cmocka_unit_test(test_v2_bad),
+        cmocka_unit_test(test_v2_start_timestamp_utf8),
         cmocka_unit_test(test_v1_bad_labels),
         cmocka_unit_test(test_v1_bad_metadata),
         cmocka_unit_test(test_bad_snappy),
