@@ -149,8 +149,8 @@ def test_remote_write_v2_exact_values_metadata_partial_answer(make_server, targe
     want, got = prom.query(q, T), api_get(srv.port, "/api/v1/query", {"query": q, "time": T})
     assert len(got["data"]["result"]) == 2 and diff_answers(want, got, rel=0.0) is None, (want, got)
     for path in ("/api/v1/label/U__service_2e_name/values", "/api/v1/label/U__k8s_2e_pod/values"):
-        want = prom.api(path, start=T - 30, end=T)
-        got = api_get(srv.port, path, {"start": T - 30, "end": T})
+        want = api_get(prom.port, path, {"start": T - 30, "end": T}, method="GET")
+        got = api_get(srv.port, path, {"start": T - 30, "end": T}, method="GET")
         assert got["data"] == want["data"] and len(got["data"]) == 2, (path, want, got)
 
     # metadata: 2.0 carries it per series (the family is the series name)
