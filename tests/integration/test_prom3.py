@@ -102,9 +102,11 @@ FLOATS = '{job=~"om|utf8", __name__!="req_duration_seconds"}'
 
 def run_writer(srv, targets, prometheus):
     """Starts the writing Prometheus 3, lets it scrape about 8 times, stops the targets and waits
-    until everything it holds is sent and the counts of both sides are still. Returns (prom, T)."""
+    until everything it holds is sent and the counts of both sides are still. Returns (prom, T,
+    live): T after the last sample, live a time when the targets' series were not yet stale."""
     prom = prometheus(writer_config(srv, targets), name="writer", binary=prometheus3_binary(), extra_args=WRITER_ARGS)
     wait_for(lambda: targets.n >= 8, 60, "8 scrapes of the OpenMetrics target")
+    live = round(time.time() - 0.5, 3)
     targets.stop()
     time.sleep(2.5)  # the scrapes now fail: no more histograms or exemplars
     T = float(int(time.time()))
@@ -117,12 +119,12 @@ def run_writer(srv, targets, prometheus):
         return ph and pe and ph[0] == metric(m, "profstore_remote_write_dropped_total", kind="histogram") and \
             pe[0] == metric(m, "profstore_remote_write_dropped_total", kind="exemplar")
     wait_for(still, 30, "the histograms and exemplars Prometheus counts as failed equal to those profstore dropped")
-    return prom, T
+    return prom, T, live
 
 
 def test_remote_write_v2_exact_values_metadata_partial_answer(make_server, targets, prometheus):
     srv = make_server()
-    prom, T = run_writer(srv, targets, prometheus)
+    prom, T, live = run_writer(srv, targets, prometheus)
 
     # every float sample stored is the one Prometheus 3 holds, bit for bit (raw samples of 30 s)
     want = prom.query(FLOATS + "[30s]", T)
@@ -140,13 +142,13 @@ def test_remote_write_v2_exact_values_metadata_partial_answer(make_server, targe
 
     # UTF-8 names stored as sent and selected with the quoted syntax
     q = '{"http.server.duration", "service.name"="checkout"}'
-    want, got = prom.query(q, T), api_get(srv.port, "/api/v1/query", {"query": q, "time": T})
+    want, got = prom.query(q, live), api_get(srv.port, "/api/v1/query", {"query": q, "time": live})
     assert [s["metric"] for s in got["data"]["result"]] == [
         {"__name__": "http.server.duration", "service.name": "checkout", "k8s.pod": "p-1", "job": "utf8",
          "instance": targets.utf8.address}]
     assert diff_answers(want, got, rel=0.0) is None
     q = 'sum by ("k8s.pod") ({"http.server.duration"})'
-    want, got = prom.query(q, T), api_get(srv.port, "/api/v1/query", {"query": q, "time": T})
+    want, got = prom.query(q, live), api_get(srv.port, "/api/v1/query", {"query": q, "time": live})
     assert len(got["data"]["result"]) == 2 and diff_answers(want, got, rel=0.0) is None, (want, got)
     for path in ("/api/v1/label/U__service_2e_name/values", "/api/v1/label/U__k8s_2e_pod/values"):
         want = api_get(prom.port, path, {"start": T - 30, "end": T}, method="GET")
@@ -182,7 +184,7 @@ def test_remote_write_v2_exact_values_metadata_partial_answer(make_server, targe
 
 def test_remote_read_by_prometheus3_exact(make_server, targets, prometheus):
     srv = make_server()
-    writer, T = run_writer(srv, targets, prometheus)
+    writer, T, live = run_writer(srv, targets, prometheus)
     reader = prometheus(PromConfig(remote_read="http://127.0.0.1:%d/api/v1/read" % srv.port), name="reader",
                         binary=prometheus3_binary())
     # raw samples over a range, through remote_read, are the writer's own
@@ -193,6 +195,6 @@ def test_remote_read_by_prometheus3_exact(make_server, targets, prometheus):
     # and PromQL on top of them, over a range
     for q in ('rate(http_requests_total[4s])', 'sum by ("service.name") ({"http.server.duration"})',
               'avg_over_time(temperature_celsius[3s])'):
-        want, got = writer.query_range(q, T - 8, T, 1), reader.query_range(q, T - 8, T, 1)
+        want, got = writer.query_range(q, live - 6, T, 1), reader.query_range(q, live - 6, T, 1)
         assert want["status"] == "success" and want["data"]["result"], (q, want)
         assert diff_answers(want, got) is None, (q, diff_answers(want, got))
