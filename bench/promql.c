@@ -290,6 +290,12 @@ static int parse_streamed(const ps_buf_t *body, int64_t mint, int64_t maxt, answ
             size_t kl = labels_key(&f.series[i].labels, key, sizeof(key));
             aseries_t *s = a->n && strcmp(a->s[a->n - 1].key, key) == 0 ? &a->s[a->n - 1] : answer_add(a, key, kl);
             for (uint32_t c = 0; c < f.series[i].nchunks; c++) {
+                if (f.series[i].chunks[c].type != 1) { /* not XOR: counted, not decoded */
+                    printf("    (a chunk of encoding %d, %lld..%lld ms, %zu bytes: not decoded)\n",
+                           f.series[i].chunks[c].type, (long long)f.series[i].chunks[c].min_t,
+                           (long long)f.series[i].chunks[c].max_t, f.series[i].chunks[c].len);
+                    continue;
+                }
                 ps_xor_iter_t it;
                 ps_xor_iter_init(&it, f.series[i].chunks[c].data, f.series[i].chunks[c].len);
                 (*nchunks)++;
