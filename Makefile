@@ -14,7 +14,7 @@ CONFIG     ?=
 # /usr/bin/go, is older than the test programs' go.mod): scripts/install-deps.sh says which it uses
 export PATH := $(if $(wildcard /usr/local/go/bin/go),/usr/local/go/bin:)$(PATH)
 
-.PHONY: all deps deps-build deps-peers peers-ci build build-asan run test check-includes unit unit-asan integration integration-asan fuzz bench bench-peers ebpf-check clean
+.PHONY: all deps deps-build deps-peers peers-ci build build-asan run test check-includes unit unit-asan integration integration-asan fuzz bench bench-peers test-peers ebpf-check clean
 
 all: build
 
@@ -52,7 +52,11 @@ unit: deps build
 unit-asan: build-asan
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest -j $(JOBS) --output-on-failure
 
+# Prometheus 3 is built only by `make test-peers`: when it is not cached, its tests (test_prom3.py, the
+# Prometheus 3 side of test_promql_compat.py) skip with this notice.
+PROM3_BIN ?= $(or $(PS_PEERS_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/profstore-peers)/prometheus-3.16.0/bin/prometheus
 integration: deps build
+	@test -x $(PROM3_BIN) || echo "notice: Prometheus 3 is not cached ($(PROM3_BIN)): its live tests skip; make test-peers builds it"
 	PS_REQUIRE_TOOLS=1 PROFSTORE_BIN=$(abspath $(BUILD))/profstore $(PYTHON) -m pytest -q tests/integration
 
 # The ASan+UBSan server under a representative part of the integration tests (push, queries,
@@ -98,6 +102,15 @@ bench: build
 PEERS_ARGS ?=
 bench-peers: deps-peers build
 	$(PYTHON) bench/peers/peers.py --profstore $(abspath $(BUILD))/profstore --parca $$(scripts/install-parca.sh --cached) $(PEERS_ARGS)
+
+# Opt-in, not in `make test`: builds Prometheus 3 into ~/.cache/profstore-peers the first time
+# (scripts/install-prometheus3.sh, several minutes) and runs the tests that need it, which then may
+# not skip: remote_write 2.0 and remote_read with a live Prometheus 3 (test_prom3.py), PromQL side
+# by side with it (test_promql_compat.py).
+PROM3_TESTS ?= test_prom3.py
+test-peers: deps-peers build
+	PS_REQUIRE_TOOLS=1 PS_REQUIRE_PROMETHEUS3=1 PROFSTORE_BIN=$(abspath $(BUILD))/profstore \
+		$(PYTHON) -m pytest -q $(addprefix tests/integration/,$(PROM3_TESTS))
 
 # Opt-in, not in `make test`: the OpenTelemetry eBPF profiler (built from a checkout of
 # open-telemetry/opentelemetry-ebpf-profiler: the Go module proxy does not serve it) profiling a C

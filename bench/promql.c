@@ -1,16 +1,19 @@
 /*
- * promql.c - bench_promql: PromQL and remote_read end to end, profstore against Prometheus 2.42 on
- * the same data in the same run, over HTTP, and the answers compared.
+ * promql.c - bench_promql: PromQL and remote_read end to end, profstore against Prometheus 3 and
+ * Prometheus 2.42 on the same data in the same run, over HTTP, and the answers compared.
  *
  *   bench_promql [--series 10000] [--hours 24] [--step 60] [--rounds 7] [--conns 4]
- *                [--profstore BIN] [--prometheus BIN | --no-prometheus] [--data-dir DIR] [--reload]
+ *                [--profstore BIN] [--prometheus BIN | --no-prometheus]
+ *                [--prometheus3 BIN | --no-prometheus3] [--data-dir DIR] [--reload]
  *
  * Data: bench_remote_write's generator (bench/rwgen.c) with its default mix (--values node):
  * --series node_exporter-like series, one sample every 15 s for --hours, ending about a minute
  * before the load, sent as the same
  * remote-write 1.0 bodies (2,000 samples each, --conns in flight, a shard's bodies in order) to
- * POST /api/v1/write of a profstore (--retention 0) and of a Prometheus 2.42
- * (--web.enable-remote-write-receiver; out-of-order samples are refused there, as by default).
+ * POST /api/v1/write of a profstore (--retention 0), of a Prometheus 3 (--prometheus3, default the
+ * peers cache's 3.16.0 that scripts/install-prometheus3.sh builds; left out when absent) and of a
+ * Prometheus 2.42 (--web.enable-remote-write-receiver; out-of-order samples are refused there, as by
+ * default). A Prometheus 3 added to a directory loaded before is loaded alone (file `loaded3`).
  * The loaded data directories are kept in --data-dir (default
  * /tmp/profstore-bench-promql-<series>x<hours>h) with a file `loaded` naming the time span and the
  * generator's mix, so a rerun skips the load; --reload loads again.
@@ -24,7 +27,7 @@
  *   - the same as an instant query at the span's end;
  *   - remote_read (SAMPLES, then STREAMED_XOR_CHUNKS) of those 1,000 series over the last hour
  *     (the number of series the selector selected is printed from profstore's answer).
- * The answers are compared series by series (JSON: by the metric's labels; remote_read: decoded,
+ * Each Prometheus' answers are compared with profstore's series by series (JSON: by the metric's labels; remote_read: decoded,
  * streamed chunks cut to the query's range): the points that differ by more than 1e-9 relative or
  * that one side lacks are counted and printed.
  *
@@ -58,7 +61,7 @@ static const char *const QUERY =
 
 typedef struct opts {
     char profstore[4096], dir[4096];
-    const char *prometheus;
+    const char *prometheus, *prometheus3;
     uint32_t series, hours, step_s, rounds, conns;
     int reload;
 } opts_t;
@@ -107,19 +110,20 @@ static int load(const opts_t *o, ps_bench_server_t *srv, const char *name, int64
     return rc;
 }
 
-static int start_prometheus(const opts_t *o, ps_bench_server_t *s)
+/* A Prometheus (bin) with its data in DIR/sub, its config and log beside. */
+static int start_prometheus(const opts_t *o, const char *bin, const char *sub, ps_bench_server_t *s)
 {
     char cfg[4200], cfgarg[4300], darg[4300], log[4200];
-    snprintf(cfg, sizeof(cfg), "%s/prometheus.yml", o->dir);
-    snprintf(log, sizeof(log), "%s/prometheus.log", o->dir);
+    snprintf(cfg, sizeof(cfg), "%s/%s.yml", o->dir, sub);
+    snprintf(log, sizeof(log), "%s/%s.log", o->dir, sub);
     FILE *f = fopen(cfg, "w");
     if (f == NULL)
         return -1;
     fputs("global:\n  scrape_interval: 15s\nscrape_configs: []\n", f);
     fclose(f);
     snprintf(cfgarg, sizeof(cfgarg), "--config.file=%s", cfg);
-    snprintf(darg, sizeof(darg), "--storage.tsdb.path=%s/prometheus", o->dir);
-    const char *args[] = {o->prometheus, cfgarg, darg, "--web.listen-address=127.0.0.1:{port}",
+    snprintf(darg, sizeof(darg), "--storage.tsdb.path=%s/%s", o->dir, sub);
+    const char *args[] = {bin, cfgarg, darg, "--web.listen-address=127.0.0.1:{port}",
                           "--web.enable-remote-write-receiver", "--storage.tsdb.retention.time=3650d", NULL};
     return ps_bench_exec_start(s, args, log, "/-/ready");
 }
@@ -266,12 +270,13 @@ static int parse_samples(const ps_buf_t *body, answer_t *a)
 }
 
 /* STREAMED_XOR_CHUNKS frames -> the samples of their chunks in [mint, maxt]; *nchunks counted. */
-static int parse_streamed(const ps_buf_t *body, int64_t mint, int64_t maxt, answer_t *a, uint64_t *nchunks)
+static int parse_streamed(const ps_buf_t *body, int64_t mint, int64_t maxt, answer_t *a, uint64_t *nchunks,
+                          uint64_t *nbad)
 {
     ps_arena_t ar = PS_ARENA_INIT;
     size_t at = 0;
     char key[1024];
-    *nchunks = 0;
+    *nchunks = *nbad = 0;
     while (at < body->len) {
         ps_read_frame_t f;
         size_t used;
@@ -286,12 +291,21 @@ static int parse_streamed(const ps_buf_t *body, int64_t mint, int64_t maxt, answ
             size_t kl = labels_key(&f.series[i].labels, key, sizeof(key));
             aseries_t *s = a->n && strcmp(a->s[a->n - 1].key, key) == 0 ? &a->s[a->n - 1] : answer_add(a, key, kl);
             for (uint32_t c = 0; c < f.series[i].nchunks; c++) {
+                if (f.series[i].chunks[c].type != 1) { /* not XOR: counted, not decoded */
+                    printf("    (a chunk of encoding %d, %lld..%lld ms, %zu bytes: not decoded)\n",
+                           f.series[i].chunks[c].type, (long long)f.series[i].chunks[c].min_t,
+                           (long long)f.series[i].chunks[c].max_t, f.series[i].chunks[c].len);
+                    continue;
+                }
                 ps_xor_iter_t it;
                 ps_xor_iter_init(&it, f.series[i].chunks[c].data, f.series[i].chunks[c].len);
                 (*nchunks)++;
                 while (ps_xor_iter_next(&it))
                     if (it.t >= mint && it.t <= maxt)
                         point_add(a, s, it.t, it.v);
+                ps_err_t xe;
+                if (ps_xor_iter_err(&it, &xe) != 0 && (*nbad)++ == 0) /* our reader is strict: say so */
+                    printf("    (a chunk our XOR reader refuses, the points before the fault kept: %s)\n", xe.msg);
             }
         }
         ps_arena_reset(&ar);
@@ -438,57 +452,65 @@ typedef struct peer {
     CURL *h;
 } peer_t;
 
-/* Times one request on each peer, prints both and the comparison of the answers; returns the
- * number of series in the first peer's answer. */
+#define MAX_PEERS 3
+
+/* Times one request on each peer, prints them and the comparison of each other peer's answer with
+ * the first's (profstore's); returns the number of series in the first peer's answer. */
 static uint32_t run_case(const opts_t *o, const char *title, kind_t kind, peer_t *peers, uint32_t npeers,
                      const char *path, const ps_buf_t *body, int64_t mint, int64_t maxt)
 {
     printf("\n  %s\n", title);
-    answer_t ans[2] = {{0}};
-    timing_t tm[2] = {{0}};
+    answer_t ans[MAX_PEERS] = {{0}};
+    timing_t tm[MAX_PEERS] = {{0}};
     for (uint32_t k = 0; k < npeers; k++) {
         char url[8192];
         snprintf(url, sizeof(url), "%s%s", peers[k].srv->url, path);
         ps_buf_t out = PS_BUF_INIT;
         tm[k] = time_it(o, peers[k].h, peers[k].srv->pid, url, body, &out);
         print_timing(peers[k].name, &tm[k]);
-        uint64_t nchunks = 0;
+        uint64_t nchunks = 0, nbad = 0;
         if (tm[k].ok && kind == K_JSON) {
             ps_buf_putc(&out, 0);
             parse_json((const char *)out.data, &ans[k]);
         } else if (tm[k].ok && kind == K_SAMPLES) {
             parse_samples(&out, &ans[k]);
         } else if (tm[k].ok) {
-            parse_streamed(&out, mint, maxt, &ans[k], &nchunks);
+            parse_streamed(&out, mint, maxt, &ans[k], &nchunks, &nbad);
         }
         if (tm[k].ok)
             printf("    %-10s answer: %u series, %llu points%s", peers[k].name, ans[k].n,
                    (unsigned long long)ans[k].points, kind == K_STREAMED ? "" : "\n");
         if (tm[k].ok && kind == K_STREAMED)
-            printf(" in [start, end] from %llu chunks\n", (unsigned long long)nchunks);
+            printf(" in [start, end] from %llu chunks%s\n", (unsigned long long)nchunks,
+                   nbad ? " (some refused by our reader: see above)" : "");
+        if (nbad)
+            printf("    %-10s %llu chunks refused by our XOR reader (storage/xorchunk.c, strict about the end)\n",
+                   peers[k].name, (unsigned long long)nbad);
         ps_buf_dispose(&out);
     }
-    if (npeers == 2 && tm[0].ok && tm[1].ok) {
+    for (uint32_t k = 1; k < npeers; k++) {
+        if (!tm[0].ok || !tm[k].ok)
+            continue;
         double maxrel;
-        uint64_t d = compare(&ans[0], &ans[1], &maxrel);
-        printf("    compared: %llu points differ (> 1e-9 relative or missing on one side), largest relative "
-               "difference %.3g\n",
-               (unsigned long long)d, maxrel);
-        printf("    profstore / Prometheus: %.2fx the median wall time, %.2fx the server CPU%s\n",
-               tm[0].med / tm[1].med, tm[1].cpu > 0 ? tm[0].cpu / tm[1].cpu : 0.0,
-               tm[0].med <= tm[1].med ? "" : "   (slower)");
+        uint64_t d = compare(&ans[k], &ans[0], &maxrel);
+        printf("    compared with %s: %llu points differ (> 1e-9 relative or missing on one side), largest "
+               "relative difference %.3g\n",
+               peers[k].name, (unsigned long long)d, maxrel);
+        printf("    profstore / %s: %.2fx the median wall time, %.2fx the server CPU%s\n", peers[k].name,
+               tm[0].med / tm[k].med, tm[k].cpu > 0 ? tm[0].cpu / tm[k].cpu : 0.0,
+               tm[0].med <= tm[k].med ? "" : "   (slower)");
     }
     uint32_t n = ans[0].n;
-    answer_free(&ans[0]);
-    answer_free(&ans[1]);
+    for (uint32_t k = 0; k < npeers; k++)
+        answer_free(&ans[k]);
     return n;
 }
 
 /* the flags as the table parses them; main puts them into opts_t */
 typedef struct flagv {
-    const char *profstore, *prometheus, *data_dir;
+    const char *profstore, *prometheus, *prometheus3, *data_dir;
     uint64_t series, hours, step_s, rounds, conns;
-    bool no_prometheus, reload;
+    bool no_prometheus, no_prometheus3, reload;
 } flagv_t;
 
 #define FV(field) offsetof(flagv_t, field)
@@ -509,7 +531,10 @@ static const ps_flag_t flags[] = {
      .help = "profstore binary (default: ../profstore next to this program)"},
     {.name = "prometheus", .type = PS_FLAG_STRING, .offset = FV(prometheus), .metavar = "BIN",
      .def = "/usr/bin/prometheus", .help = "Prometheus 2.42 binary (default /usr/bin/prometheus)"},
-    {.name = "no-prometheus", .type = PS_FLAG_BOOL, .offset = FV(no_prometheus), .help = "profstore only"},
+    {.name = "no-prometheus", .type = PS_FLAG_BOOL, .offset = FV(no_prometheus), .help = "without Prometheus 2.42"},
+    {.name = "prometheus3", .type = PS_FLAG_STRING, .offset = FV(prometheus3), .metavar = "BIN",
+     .help = "Prometheus 3 binary (default the peers cache's,\n~/.cache/profstore-peers/prometheus-3.16.0/bin/prometheus)"},
+    {.name = "no-prometheus3", .type = PS_FLAG_BOOL, .offset = FV(no_prometheus3), .help = "without Prometheus 3"},
     {.name = "data-dir", .type = PS_FLAG_STRING, .offset = FV(data_dir), .metavar = "DIR",
      .help = "where the loaded data is kept (default\n/tmp/profstore-bench-promql-<series>x<hours>h)"},
     {.name = "reload", .type = PS_FLAG_BOOL, .offset = FV(reload),
@@ -532,6 +557,9 @@ int main(int argc, char **argv)
     if (fv.data_dir != NULL)
         snprintf(o.dir, sizeof(o.dir), "%s", fv.data_dir);
     o.prometheus = fv.no_prometheus ? NULL : fv.prometheus;
+    char p3[4200];
+    ps_bench_prometheus3_default(p3, sizeof(p3));
+    o.prometheus3 = fv.no_prometheus3 ? NULL : fv.prometheus3 != NULL ? fv.prometheus3 : p3;
     o.series = (uint32_t)fv.series;
     o.hours = (uint32_t)fv.hours;
     o.step_s = (uint32_t)fv.step_s;
@@ -539,8 +567,13 @@ int main(int argc, char **argv)
     o.conns = (uint32_t)fv.conns;
     o.reload = fv.reload;
     if (o.prometheus != NULL && access(o.prometheus, X_OK) != 0) {
-        printf("bench_promql: %s not executable: profstore only\n", o.prometheus);
+        printf("bench_promql: %s not executable: without Prometheus 2.42\n", o.prometheus);
         o.prometheus = NULL;
+    }
+    if (o.prometheus3 != NULL && access(o.prometheus3, X_OK) != 0) {
+        printf("bench_promql: %s not executable: without Prometheus 3 (scripts/install-prometheus3.sh)\n",
+               o.prometheus3);
+        o.prometheus3 = NULL;
     }
     if (o.dir[0] == 0)
         snprintf(o.dir, sizeof(o.dir), "/tmp/profstore-bench-promql-%ux%uh", o.series, o.hours);
@@ -591,9 +624,9 @@ int main(int argc, char **argv)
         if (rc != 0)
             return 1;
         if (o.prometheus != NULL) {
-            if (start_prometheus(&o, &pm) != 0)
+            if (start_prometheus(&o, o.prometheus, "prometheus", &pm) != 0)
                 return 1;
-            rc = load(&o, &pm, "prometheus", t0, rounds);
+            rc = load(&o, &pm, "prom 2.42", t0, rounds);
             ps_bench_server_stop(&pm);
             if (rc != 0)
                 return 1;
@@ -606,21 +639,49 @@ int main(int argc, char **argv)
             fclose(f);
         }
     }
+    /* Prometheus 3: loaded alone into a directory loaded before, the same bodies */
+    int with_prom3 = 0;
+    char marker3[4200];
+    snprintf(marker3, sizeof(marker3), "%s/loaded3", o.dir);
+    if (o.prometheus3 != NULL && access(marker3, R_OK) == 0) {
+        with_prom3 = 1;
+    } else if (o.prometheus3 != NULL) {
+        ps_bench_server_t p3s;
+        if (start_prometheus(&o, o.prometheus3, "prometheus3", &p3s) != 0)
+            return 1;
+        int rc = load(&o, &p3s, "prom 3", t0, rounds);
+        ps_bench_server_stop(&p3s);
+        if (rc != 0)
+            return 1;
+        f = fopen(marker3, "w");
+        if (f != NULL) {
+            fprintf(f, "%s\n", o.prometheus3);
+            fclose(f);
+        }
+        with_prom3 = 1;
+    }
     int64_t tend = t0 + (int64_t)(rounds - 1) * INTERVAL_MS + 50; /* the last host's offset is < 50 ms */
 
     /* the servers, on the loaded directories */
-    ps_bench_server_t ps, pm;
+    ps_bench_server_t ps, pm, pm3;
     if (start_profstore(&o, &ps) != 0)
         return 1;
-    peer_t peers[2] = {{"profstore", &ps, curl_easy_init()}, {"prometheus", &pm, NULL}};
+    peer_t peers[MAX_PEERS] = {{"profstore", &ps, curl_easy_init()}};
     uint32_t npeers = 1;
-    if (with_prom && o.prometheus != NULL) {
-        if (start_prometheus(&o, &pm) != 0) {
+    if (with_prom3) {
+        if (start_prometheus(&o, o.prometheus3, "prometheus3", &pm3) != 0) {
             ps_bench_server_stop(&ps);
             return 1;
         }
-        peers[1].h = curl_easy_init();
-        npeers = 2;
+        peers[npeers++] = (peer_t){"prom 3", &pm3, curl_easy_init()};
+    }
+    if (with_prom && o.prometheus != NULL) {
+        if (start_prometheus(&o, o.prometheus, "prometheus", &pm) != 0) {
+            for (uint32_t k = 0; k < npeers; k++)
+                ps_bench_server_stop(peers[k].srv);
+            return 1;
+        }
+        peers[npeers++] = (peer_t){"prom 2.42", &pm, curl_easy_init()};
     }
 
     int64_t step = (int64_t)o.step_s * 1000;

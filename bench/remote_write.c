@@ -1,6 +1,8 @@
 /*
- * remote_write.c - bench_remote_write: POST /api/v1/write throughput of profstore against a
- * Prometheus 2.42 started with --web.enable-remote-write-receiver, on the same bytes.
+ * remote_write.c - bench_remote_write: POST /api/v1/write throughput of profstore against
+ * Prometheus 3 and Prometheus 2.42 started with --web.enable-remote-write-receiver, on the same
+ * bytes (Prometheus 3: --prometheus3, default the peers cache's 3.16.0 that
+ * scripts/install-prometheus3.sh builds; left out when absent).
  *
  * The generator of rwgen.h (shared with bench_promql) makes realistic remote-write 1.0 requests:
  * --series node_exporter-like series (node_cpu_seconds_total by cpu and mode, node_network_*
@@ -17,7 +19,8 @@
  * TSDB for the same samples as promtool compacts them into blocks (chunks, index).
  *
  *   bench_remote_write [--series 10000] [--rounds 120] [--per-request 2000] [--conns 4]
- *                      [--prometheus /usr/bin/prometheus | --no-prometheus] [--profstore PATH] [--keep]
+ *                      [--prometheus /usr/bin/prometheus | --no-prometheus]
+ *                      [--prometheus3 BIN | --no-prometheus3] [--profstore PATH] [--keep]
  *                      [--values node | cpu]
  *
  * Nothing is asserted: the targets are printed next to the figures.
@@ -44,7 +47,7 @@
 
 typedef struct opts {
     char profstore[4096];
-    const char *prometheus;
+    const char *prometheus, *prometheus3;
     uint32_t series, rounds, per_request, conns;
     int keep;
     ps_bench_rw_values_t values; /* --values node (default) | cpu: rwgen.h */
@@ -375,11 +378,37 @@ static void disk_figures(const char *dir)
     lmdb_breakdown(dir, (double)c.samples, c.chunk_bytes);
 }
 
+/* A Prometheus (bin) as a remote-write receiver in base/sub, sent every body: r filled. */
+static void run_receiver(const opts_t *o, const char *bin, const char *base, const char *sub, result_t *r)
+{
+    char cfg[4200], pdir[4200], plog[4200], cfgarg[4300], darg[4300];
+    snprintf(cfg, sizeof(cfg), "%s/%s.yml", base, sub);
+    snprintf(pdir, sizeof(pdir), "%s/%s", base, sub);
+    snprintf(plog, sizeof(plog), "%s/%s.log", base, sub);
+    FILE *f = fopen(cfg, "w");
+    if (f != NULL) {
+        fputs("global:\n  scrape_interval: 15s\nscrape_configs: []\n", f);
+        fclose(f);
+    }
+    snprintf(cfgarg, sizeof(cfgarg), "--config.file=%s", cfg);
+    snprintf(darg, sizeof(darg), "--storage.tsdb.path=%s", pdir);
+    const char *args[] = {bin, cfgarg, darg, "--web.listen-address=127.0.0.1:{port}", "--web.enable-remote-write-receiver",
+                          NULL};
+    ps_bench_server_t prom;
+    if (ps_bench_exec_start(&prom, args, plog, "/-/ready") == 0) {
+        send_all(o, &prom, "/api/v1/write", r);
+        print_result(r);
+        ps_bench_server_stop(&prom);
+    } else {
+        print_result(r);
+    }
+}
+
 /* the flags as the table parses them; main puts them into opts_t */
 typedef struct flagv {
-    const char *profstore, *prometheus, *values;
+    const char *profstore, *prometheus, *prometheus3, *values;
     uint64_t series, rounds, per_request, conns;
-    bool no_prometheus, keep;
+    bool no_prometheus, no_prometheus3, keep;
 } flagv_t;
 
 #define FV(field) offsetof(flagv_t, field)
@@ -397,7 +426,10 @@ static const ps_flag_t flags[] = {
      .max = UINT32_MAX, .help = "requests in flight (default 4)"},
     {.name = "prometheus", .type = PS_FLAG_STRING, .offset = FV(prometheus), .metavar = "PATH",
      .def = "/usr/bin/prometheus", .help = "Prometheus 2.42 binary (default /usr/bin/prometheus)"},
-    {.name = "no-prometheus", .type = PS_FLAG_BOOL, .offset = FV(no_prometheus), .help = "profstore only"},
+    {.name = "no-prometheus", .type = PS_FLAG_BOOL, .offset = FV(no_prometheus), .help = "without Prometheus 2.42"},
+    {.name = "prometheus3", .type = PS_FLAG_STRING, .offset = FV(prometheus3), .metavar = "BIN",
+     .help = "Prometheus 3 binary (default the peers cache's,\n~/.cache/profstore-peers/prometheus-3.16.0/bin/prometheus)"},
+    {.name = "no-prometheus3", .type = PS_FLAG_BOOL, .offset = FV(no_prometheus3), .help = "without Prometheus 3"},
     {.name = "profstore", .type = PS_FLAG_STRING, .offset = FV(profstore), .metavar = "PATH",
      .help = "profstore binary (default: ../profstore next to this program)"},
     {.name = "keep", .type = PS_FLAG_BOOL, .offset = FV(keep), .help = "keep the data directories"},
@@ -421,6 +453,9 @@ int main(int argc, char **argv)
     else
         ps_bench_default_profstore(o.profstore, sizeof(o.profstore));
     o.prometheus = f.no_prometheus ? NULL : f.prometheus;
+    char p3[4200];
+    ps_bench_prometheus3_default(p3, sizeof(p3));
+    o.prometheus3 = f.no_prometheus3 ? NULL : f.prometheus3 != NULL ? f.prometheus3 : p3;
     o.series = (uint32_t)f.series;
     o.rounds = (uint32_t)f.rounds;
     o.per_request = (uint32_t)f.per_request;
@@ -453,7 +488,8 @@ int main(int argc, char **argv)
            (double)total_bytes / (double)total_samples, o.conns, ncpu, base);
     fflush(stdout);
 
-    result_t rp = {"profstore", 0}, rq = {"Prometheus 2.42 --web.enable-remote-write-receiver", 0};
+    result_t rp = {"profstore", 0}, rq = {"Prometheus 2.42 --web.enable-remote-write-receiver", 0},
+             r3 = {"Prometheus 3 --web.enable-remote-write-receiver", 0};
     char dir[4200], log[4200];
     snprintf(dir, sizeof(dir), "%s/profstore", base);
     snprintf(log, sizeof(log), "%s/profstore.log", base);
@@ -479,28 +515,13 @@ int main(int argc, char **argv)
     }
     fflush(stdout);
 
+    if (o.prometheus3 != NULL && access(o.prometheus3, X_OK) == 0)
+        run_receiver(&o, o.prometheus3, base, "prometheus3", &r3);
+    else
+        printf("\n(Prometheus 3 not run: %s)\n", o.prometheus3 ? "not built (scripts/install-prometheus3.sh)" : "--no-prometheus3");
+    fflush(stdout);
     if (o.prometheus != NULL && access(o.prometheus, X_OK) == 0) {
-        char cfg[4200], pdir[4200], plog[4200], cfgarg[4300], darg[4300];
-        snprintf(cfg, sizeof(cfg), "%s/prometheus.yml", base);
-        snprintf(pdir, sizeof(pdir), "%s/prometheus", base);
-        snprintf(plog, sizeof(plog), "%s/prometheus.log", base);
-        FILE *f = fopen(cfg, "w");
-        if (f != NULL) {
-            fputs("global:\n  scrape_interval: 15s\nscrape_configs: []\n", f);
-            fclose(f);
-        }
-        snprintf(cfgarg, sizeof(cfgarg), "--config.file=%s", cfg);
-        snprintf(darg, sizeof(darg), "--storage.tsdb.path=%s", pdir);
-        const char *args[] = {o.prometheus, cfgarg, darg, "--web.listen-address=127.0.0.1:{port}",
-                              "--web.enable-remote-write-receiver", NULL};
-        ps_bench_server_t prom;
-        if (ps_bench_exec_start(&prom, args, plog, "/-/ready") == 0) {
-            send_all(&o, &prom, "/api/v1/write", &rq);
-            print_result(&rq);
-            ps_bench_server_stop(&prom);
-        } else {
-            print_result(&rq);
-        }
+        run_receiver(&o, o.prometheus, base, "prometheus", &rq);
         if (om) {
             char blocks[4200];
             snprintf(blocks, sizeof(blocks), "%s/promtool-blocks", base);
@@ -510,12 +531,16 @@ int main(int argc, char **argv)
     } else {
         printf("\n(Prometheus not run: %s)\n", o.prometheus ? "not executable" : "--no-prometheus");
     }
-    if (rp.ok && rq.ok) {
-        printf("\n== profstore / Prometheus ==\n");
+    const result_t *peers[] = {&r3, &rq};
+    for (int k = 0; k < 2; k++) {
+        const result_t *r = peers[k];
+        if (!rp.ok || !r->ok)
+            continue;
+        printf("\n== profstore / %s ==\n", k == 0 ? "Prometheus 3" : "Prometheus 2.42");
         printf("  samples/s              %.0f vs %.0f: %.2fx   (target >= 1x: %s)\n", total_samples / rp.wall,
-               total_samples / rq.wall, rq.wall / rp.wall, rq.wall / rp.wall >= 1 ? "met" : "NOT met");
+               total_samples / r->wall, r->wall / rp.wall, r->wall / rp.wall >= 1 ? "met" : "NOT met");
         printf("  server CPU per sample  %.2f us vs %.2f us: %.2fx\n", rp.cpu / total_samples * 1e6,
-               rq.cpu / total_samples * 1e6, rp.cpu / rq.cpu);
+               r->cpu / total_samples * 1e6, rp.cpu / r->cpu);
     }
     if (!o.keep)
         ps_bench_rmrf(base);

@@ -65,7 +65,7 @@ else
     status=1
 fi
 
-# ---- bench_remote_write: POST /api/v1/write against Prometheus 2.42's receiver (bench/remote_write.c,
+# ---- bench_remote_write: POST /api/v1/write against Prometheus 3 (when cached) and 2.42 receivers (bench/remote_write.c,
 # generator bench/rwgen.c; RW_ARGS="--values cpu" for the first generator's mix) ----
 RW_ARGS=${RW_ARGS:-}
 if [ "$QUICK" = 1 ]; then rw_series=2000; else rw_series=10000; fi
@@ -79,7 +79,7 @@ else
     status=1
 fi
 
-# ---- bench_promql: query_range, instant query and remote_read against Prometheus 2.42 over HTTP,
+# ---- bench_promql: query_range, instant query and remote_read against Prometheus 3 (when cached) and 2.42 over HTTP,
 # on the same data loaded into both through /api/v1/write (bench/promql.c) ----
 # sum by (instance) (rate(node_cpu_seconds_total{...}[5m])) over 1,000 of the series of
 # bench_remote_write's generator (bench/rwgen.c, its default --values node mix); full: 10,000 series

@@ -80,6 +80,17 @@ const char *ps_bench_testdata(void)
     return e != NULL && *e ? e : PS_TESTDATA;
 }
 
+void ps_bench_prometheus3_default(char *out, size_t n)
+{
+    const char *peers = getenv("PS_PEERS_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (peers != NULL && *peers)
+        snprintf(out, n, "%s/prometheus-3.16.0/bin/prometheus", peers);
+    else if (xdg != NULL && *xdg)
+        snprintf(out, n, "%s/profstore-peers/prometheus-3.16.0/bin/prometheus", xdg);
+    else
+        snprintf(out, n, "%s/.cache/profstore-peers/prometheus-3.16.0/bin/prometheus", home ? home : "");
+}
+
 void ps_bench_default_profstore(char *out, size_t n)
 {
     char exe[PATH_MAX];

@@ -35,6 +35,11 @@ bool ps_metric_name_valid(const char *s, size_t n)
     return true;
 }
 
+bool ps_label_name_utf8_valid(const char *s, size_t n)
+{
+    return n > 0 && memchr(s, 0, n) == NULL && ps_utf8_valid(s, n);
+}
+
 bool ps_utf8_valid(const char *str, size_t n)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -98,16 +103,18 @@ int ps_labels_normalize(ps_labels_t *ls, ps_err_t *err)
             return ps_err_set(err, PS_EINVAL, "label name \"%.32s...\" is %u bytes long (the limit is %d)", p->name,
                               p->nlen, PS_LABEL_NAME_MAX);
         bool is_name = p->nlen == 8 && memcmp(p->name, "__name__", 8) == 0;
-        if (!ps_label_name_valid(p->name, p->nlen))
-            return ps_err_set(err, PS_EINVAL, "invalid label name \"%.*s\": must match [a-zA-Z_][a-zA-Z0-9_]*",
-                              (int)p->nlen, p->name);
+        if (!ps_label_name_utf8_valid(p->name, p->nlen))
+            return ps_err_set(err, PS_EINVAL, "invalid label name \"%.*s\": %s", (int)p->nlen, p->name,
+                              p->nlen == 0 ? "empty" : memchr(p->name, 0, p->nlen) ? "contains a NUL byte"
+                                                                                  : "not valid UTF-8");
         if (p->vlen > PS_LABEL_VALUE_MAX)
             return ps_err_set(err, PS_EINVAL, "value of label %.*s is %u bytes long (the limit is %d)", (int)p->nlen,
                               p->name, p->vlen, PS_LABEL_VALUE_MAX);
         if (!ps_utf8_valid(p->value, p->vlen))
             return ps_err_set(err, PS_EINVAL, "value of label %.*s is not valid UTF-8", (int)p->nlen, p->name);
-        if (is_name && !ps_metric_name_valid(p->value, p->vlen))
-            return ps_err_set(err, PS_EINVAL, "invalid metric name \"%.*s\"", (int)p->vlen, p->value);
+        if (is_name && !ps_label_name_utf8_valid(p->value, p->vlen))
+            return ps_err_set(err, PS_EINVAL, "invalid metric name \"%.*s\": %s", (int)p->vlen, p->value,
+                              p->vlen == 0 ? "empty" : "contains a NUL byte");
     }
     if (ls->n > 1)
         qsort(ls->pairs, ls->n, sizeof(*ls->pairs), cmp_pair);
@@ -173,7 +180,10 @@ void ps_labels_format(const ps_labels_t *ls, ps_buf_t *out)
     for (uint32_t i = 0; i < ls->n; i++) {
         if (i)
             ps_buf_append(out, ", ", 2);
-        ps_buf_append(out, ls->pairs[i].name, ls->pairs[i].nlen);
+        if (ps_label_name_valid(ls->pairs[i].name, ls->pairs[i].nlen))
+            ps_buf_append(out, ls->pairs[i].name, ls->pairs[i].nlen);
+        else /* a UTF-8 name, quoted as Prometheus 3 prints it: {"service.name"="x"} */
+            ps_buf_json_str(out, ls->pairs[i].name, ls->pairs[i].nlen);
         ps_buf_putc(out, '=');
         ps_buf_json_str(out, ls->pairs[i].value, ls->pairs[i].vlen);
     }

@@ -35,6 +35,10 @@ typedef struct ps_labels {
 bool ps_label_name_valid(const char *s, size_t n);
 /** True if s is a valid metric name [a-zA-Z_:][a-zA-Z0-9_:]*. */
 bool ps_metric_name_valid(const char *s, size_t n);
+/** True if s is a label or metric name as Prometheus 3 takes them by default (its UTF-8 validation
+ *  scheme): nonempty, valid UTF-8, and, here, no NUL byte (names are C strings in places). The
+ *  classic names above are a subset. */
+bool ps_label_name_utf8_valid(const char *s, size_t n);
 /** True if s is valid UTF-8 (no overlongs, no surrogates). */
 bool ps_utf8_valid(const char *s, size_t n);
 

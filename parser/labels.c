@@ -178,12 +178,24 @@ int ps_parse_labelset(const char *s, size_t n, ps_arena_t *arena, ps_labels_t *o
         i = skip_ws(s, n, i + 1);
     }
     while (i < n && s[i] != '}') {
-        size_t start = i;
-        if (!is_name_char(s[i], 1))
-            return err_at(err, i, "expected label name, got \"%s\"", shown(got, s, n, i));
-        while (i < n && is_name_char(s[i], 0))
-            i++;
-        size_t nlen = i - start;
+        size_t start = i, nlen;
+        const char *name = s + start;
+        if (s[i] == '"' || s[i] == '\'' || s[i] == '`') {
+            /* a quoted UTF-8 name, as Prometheus 3 writes one: {"service.name"="x"} */
+            size_t used;
+            char *qn;
+            ps_err_t inner;
+            if (ps_parse_string(s + i, n - i, &used, arena, &qn, &nlen, &inner) != 0)
+                return err_at(err, i + (size_t)inner.pos, "%s", inner.msg);
+            name = qn;
+            i += used;
+        } else {
+            if (!is_name_char(s[i], 1))
+                return err_at(err, i, "expected label name, got \"%s\"", shown(got, s, n, i));
+            while (i < n && is_name_char(s[i], 0))
+                i++;
+            nlen = i - start;
+        }
         i = skip_ws(s, n, i);
         if (i >= n)
             return err_at(err, i, "expected \"=\" after label name, got %s", "end of input");
@@ -209,7 +221,7 @@ int ps_parse_labelset(const char *s, size_t n, ps_arena_t *arena, ps_labels_t *o
             cap *= 2;
         }
         ps_label_pair_t *p = &out->pairs[out->n++];
-        p->name = ps_arena_strndup(arena, s + start, nlen);
+        p->name = ps_arena_strndup(arena, name, nlen);
         p->nlen = (uint32_t)nlen;
         p->value = val;
         p->vlen = (uint32_t)vlen;

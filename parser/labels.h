@@ -20,7 +20,8 @@
 int ps_parse_string(const char *s, size_t n, size_t *end, ps_arena_t *arena, char **out, size_t *outlen,
                     ps_err_t *err);
 
-/** Parses a label set; pairs and strings come from arena. Names are checked and the set normalised
+/** Parses a label set; pairs and strings come from arena. A name is classic ([a-zA-Z_][a-zA-Z0-9_]*)
+ *  or quoted as a string (Prometheus 3's {"service.name"="x"}: any UTF-8 without NUL). Names are checked and the set normalised
  *  (sorted, duplicates refused) with ps_labels_normalize. Syntax errors read "1:17: expected ..."
  *  with err->pos the byte offset (16); the errors of ps_labels_normalize have no position (-1). */
 int ps_parse_labelset(const char *s, size_t n, ps_arena_t *arena, ps_labels_t *out, ps_err_t *err);

@@ -95,7 +95,9 @@ const char *ps_metric_type_name(int type)
 
 static const fdesc_t f_label[] = {{1, WT_LEN, false, false, "name", NULL}, {2, WT_LEN, false, false, "value", NULL}};
 static const mdesc_t m_label = MD(f_label);
-static const fdesc_t f_sample[] = {{1, WT_I64, false, false, "value", NULL}, {2, WT_VARINT, false, false, "timestamp", NULL}};
+static const fdesc_t f_sample[] = {{1, WT_I64, false, false, "value", NULL},
+                                   {2, WT_VARINT, false, false, "timestamp", NULL},
+                                   {3, WT_VARINT, false, false, "start_timestamp", NULL}};
 static const mdesc_t m_sample = MD(f_sample);
 static const fdesc_t f_exemplar[] = {{1, WT_LEN, true, false, "labels", &m_label},
                                      {2, WT_I64, false, false, "value", NULL},
@@ -271,9 +273,11 @@ static int check_label(uint32_t i, uint32_t j, const uint8_t *name, size_t nlen,
     if (nlen > PS_LABEL_NAME_MAX)
         return ps_err_set(err, PS_EINVAL, "timeseries[%u].labels[%u]: label name %s is %zu bytes long (the limit is %d)",
                           i, j, quoted(q, sizeof(q), name, nlen), nlen, PS_LABEL_NAME_MAX);
-    if (!ps_label_name_valid((const char *)name, nlen))
-        return ps_err_set(err, PS_EINVAL,
-                          "timeseries[%u].labels[%u]: invalid label name %s: must match [a-zA-Z_][a-zA-Z0-9_]*", i, j,
+    if (has_nul(name, nlen))
+        return ps_err_set(err, PS_EINVAL, "timeseries[%u].labels[%u]: label name %s contains a NUL byte", i, j,
+                          quoted(q, sizeof(q), name, nlen));
+    if (!ps_utf8_valid((const char *)name, nlen))
+        return ps_err_set(err, PS_EINVAL, "timeseries[%u].labels[%u]: label name %s is not valid UTF-8", i, j,
                           quoted(q, sizeof(q), name, nlen));
     if (prev != NULL) {
         size_t m = prev->nlen < nlen ? prev->nlen : nlen;
@@ -297,10 +301,6 @@ static int check_label(uint32_t i, uint32_t j, const uint8_t *name, size_t nlen,
         return ps_err_set(err, PS_EINVAL, "timeseries[%u].labels[%u]: value of label %s contains a NUL byte", i, j, ln);
     if (!ps_utf8_valid((const char *)value, vlen))
         return ps_err_set(err, PS_EINVAL, "timeseries[%u].labels[%u]: value of label %s is not valid UTF-8", i, j, ln);
-    if (*is_name && !ps_metric_name_valid((const char *)value, vlen))
-        return ps_err_set(err, PS_EINVAL,
-                          "timeseries[%u].labels[%u]: invalid metric name %s: must match [a-zA-Z_:][a-zA-Z0-9_:]*", i,
-                          j, quoted(q2, sizeof(q2), value, vlen));
     pair->name = ps_arena_strndup(arena, (const char *)name, nlen);
     pair->value = ps_arena_strndup(arena, (const char *)value, vlen);
     pair->nlen = (uint32_t)nlen;
@@ -403,17 +403,11 @@ static int convert_v1(const pb_write_t *pb, const ps_remote_limits_t *lim, ps_ar
     for (uint32_t i = 0; i < pb->n_metadata; i++) {
         const pb_meta_t *m = pb->metadata[i];
         ps_remote_metadata_t *d = &w->metadata[i];
-        char q[256];
         if ((rc = check_type("metadata", i, (int)m->type, err)) != 0)
             return rc;
         d->type = (ps_metric_type_t)m->type;
         if (m->metric_family_name.len == 0)
             return ps_err_set(err, PS_EINVAL, "metadata[%u].metric_family_name is empty", i);
-        if (!ps_metric_name_valid((const char *)m->metric_family_name.data, m->metric_family_name.len))
-            return ps_err_set(err, PS_EINVAL,
-                              "metadata[%u].metric_family_name: invalid metric name %s: must match "
-                              "[a-zA-Z_:][a-zA-Z0-9_:]*",
-                              i, quoted(q, sizeof(q), m->metric_family_name.data, m->metric_family_name.len));
         if ((rc = check_meta_str("metadata", i, "metric_family_name", m->metric_family_name.data,
                                  m->metric_family_name.len, arena, &d->family, &d->family_len, err)) != 0 ||
             (rc = check_meta_str("metadata", i, "help", m->help.data, m->help.len, arena, &d->help, &d->help_len,
@@ -517,7 +511,9 @@ static int convert_v2(const pb_v2_t *pb, const ps_remote_limits_t *lim, ps_arena
         }
         s->nhistograms = (uint32_t)ts->n_histograms;
         s->nexemplars = (uint32_t)ts->n_exemplars;
-        s->created_ms = ts->created_timestamp;
+        s->created_ms = ts->created_timestamp; /* before rc.4; since, on each sample */
+        for (uint32_t k = 0; k < ts->n_samples && s->created_ms == 0; k++)
+            s->created_ms = ts->samples[k]->start_timestamp;
         s->meta = -1;
         if (ts->metadata != NULL) {
             const pb_v2_meta_t *m = ts->metadata;

@@ -69,7 +69,9 @@ typedef struct ps_remote_series {
     uint32_t nhistograms;        /* native histograms: counted, not decoded */
     uint32_t nexemplars;         /* counted, not decoded */
     int32_t meta;                /* 2.0: index into ps_remote_write_t.metadata, or -1 (always -1 in 1.0) */
-    int64_t created_ms;          /* 2.0 created_timestamp, 0 = not set */
+    int64_t created_ms;          /* 2.0 start (created) time, 0 = not set: the first nonzero
+                                    Sample.start_timestamp (rc.4, Prometheus 3.8+), else the
+                                    TimeSeries.created_timestamp of earlier drafts. Not stored. */
 } ps_remote_series_t;
 
 typedef struct ps_remote_write {
@@ -90,8 +92,9 @@ typedef struct ps_remote_write {
  * before anything is allocated. Errors (PS_EINVAL, PS_ETOOBIG for the limits in lim, PS_EUNSUPPORTED
  * for a version other than 1 and 2) carry a message that says what and where, e.g.
  * "timeseries[3].labels[1]: label names not sorted: \"env\" after \"job\"". Validation, per series:
- * labels sorted by name with no duplicates; __name__ present, nonempty and a valid metric name;
- * every name [a-zA-Z_][a-zA-Z0-9_]* of at most PS_LABEL_NAME_MAX bytes; values nonempty, valid
+ * labels sorted by name with no duplicates; __name__ present and nonempty;
+ * every name (metric names too) nonempty UTF-8 without NUL, as Prometheus 3 sends them (its default
+ * UTF-8 validation: "service.name" is a name), of at most PS_LABEL_NAME_MAX bytes; values nonempty, valid
  * UTF-8 without NUL, at most PS_LABEL_VALUE_MAX bytes; at most PS_LABELS_MAX labels. 2.0 also:
  * symbols[0] == "", every ref in range, an even number of labels_refs, not both samples and
  * histograms. Metadata: type 0..7, strings valid UTF-8. A failure leaves *out empty; nothing is

@@ -10,8 +10,8 @@
 #                             stage uses it (no browser, Go or Prometheus in the image build)
 #   install-deps.sh           `make test`: all of --build, TEST_PKGS, the test programs' Go modules
 #                             downloaded, the Python SDKs' venvs, Perses' plugin, the Collector
-#   install-deps.sh --peers   `make bench-peers`: all of --build, grpcio (PyPI) and Parca built
-#                             into its cache
+#   install-deps.sh --peers   `make bench-peers` and `make test-peers`: all of --build, grpcio
+#                             (PyPI), Parca and Prometheus 3 built into their caches
 #
 # Go: the test programs' and Parca's go.mod need Go >= 1.26 (GOTOOLCHAIN=local: no toolchain is
 # downloaded). The Go used is /usr/local/go/bin/go when it is that new (preinstalled there), else
@@ -92,10 +92,12 @@ if [ -z "${1:-}" ]; then
     "$here/install-perses.sh"
     "$here/install-otelcol.sh"
 fi
-# make bench-peers: Parca at its pinned tag, built once into its cache (several minutes)
+# make bench-peers / test-peers: Parca and Prometheus 3 at their pinned tags, each built once into
+# its cache (several minutes each)
 if [ "${1:-}" = --peers ]; then
-    pick_go "make bench-peers (Parca's build, go tool pprof)"
+    pick_go "make bench-peers (Parca's and Prometheus 3's builds, go tool pprof)"
     "$here/install-pysdk.sh" --grpc
     PS_GO=$GO "$here/install-parca.sh" >/dev/null
     echo "install-deps: Parca: $("$here/install-parca.sh" --cached)"
+    echo "install-deps: Prometheus 3: $(PS_GO=$GO "$here/install-prometheus3.sh")"
 fi

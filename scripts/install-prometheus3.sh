@@ -23,6 +23,7 @@ ready && { echo "$bin"; exit 0; }
 
 GO=go
 [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go
+[ -n "${PS_GO:-}" ] && GO=$PS_GO
 command -v "$GO" >/dev/null 2>&1 || { echo "install-prometheus3: no Go found (/usr/local/go or on PATH)" >&2; exit 1; }
 
 mkdir -p "$dir"

@@ -434,7 +434,7 @@ int ps_api_label_values(ps_task_t *t)
     size_t nl = t->path_len - strlen("/api/v1/label/") - strlen("/values");
     const char *name = NULL;
     size_t namelen = 0;
-    if (ret == 0 && (unescape_name(nb, nl, &c.arena, &name, &namelen) != 0 || !ps_label_name_valid(name, namelen)))
+    if (ret == 0 && (unescape_name(nb, nl, &c.arena, &name, &namelen) != 0 || !ps_label_name_utf8_valid(name, namelen)))
         ret = ps_err_set(&c.err, PS_EINVAL, "invalid label name: \"%.*s\"", (int)(nl > 128 ? 128 : nl), nb);
     if (ret == 0)
         ret = labels_answer(&c, name);

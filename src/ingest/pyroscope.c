@@ -329,6 +329,10 @@ int ps_pyro_meta_parse(const ps_pyro_params_t *in, int64_t now_ns, ps_arena_t *a
                                                                                   : "not valid UTF-8");
     if (ps_labels_get(ls, "pyroscope_spy") == NULL)
         add_label(ls, arena, "pyroscope_spy", 13, spy, spyl);
+    for (uint32_t i = 0; i < ls->n; i++) /* Pyroscope's names are the classic ones (no quoted UTF-8) */
+        if (!ps_label_name_valid(ls->pairs[i].name, ls->pairs[i].nlen))
+            return ps_err_set(err, PS_EINVAL, "name: invalid label name \"%.*s\": must match [a-zA-Z_][a-zA-Z0-9_]*",
+                              (int)ls->pairs[i].nlen, ls->pairs[i].name);
     if ((ret = ps_labels_normalize(ls, err)) != 0)
         return ps_err_prefix(err, "name");
     sn = ps_labels_get(ls, "service_name");

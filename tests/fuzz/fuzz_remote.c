@@ -28,7 +28,7 @@ static void check_valid(const ps_remote_write_t *w)
         CHECK(ps_labels_value(ls, "__name__") != NULL, "series %u without __name__", i);
         for (uint32_t k = 0; k < ls->n; k++) {
             const ps_label_pair_t *p = &ls->pairs[k];
-            CHECK(ps_label_name_valid(p->name, p->nlen) && p->vlen > 0 && ps_utf8_valid(p->value, p->vlen) &&
+            CHECK(ps_label_name_utf8_valid(p->name, p->nlen) && p->vlen > 0 && ps_utf8_valid(p->value, p->vlen) &&
                       strlen(p->name) == p->nlen && strlen(p->value) == p->vlen,
                   "series %u label %u", i, k);
             if (k > 0)

@@ -41,6 +41,27 @@ from proc_util import ChildProcess
 PROMETHEUS = os.environ.get("PS_PROMETHEUS_BIN", "/usr/bin/prometheus")
 PROMTOOL = os.environ.get("PS_PROMTOOL_BIN", "/usr/bin/promtool")
 
+# Prometheus 3, as scripts/install-prometheus3.sh builds it into the peers cache (not a Debian
+# package: too heavy to build in `make test`, so its tests run there only when it is cached, and
+# always in `make test-peers`, which builds it and sets PS_REQUIRE_PROMETHEUS3=1).
+PROM3_RELEASE = "3.16.0"
+PROM3_DIR = os.environ.get("PS_PEERS_DIR") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "profstore-peers")
+PROMETHEUS3 = os.environ.get("PS_PROMETHEUS3_BIN") or os.path.join(PROM3_DIR, "prometheus-" + PROM3_RELEASE, "bin",
+                                                                   "prometheus")
+PROM3_NOT_CACHED = "Prometheus 3 is not cached"  # conftest.ALLOWED_SKIPS names it
+
+
+def prometheus3_binary() -> str:
+    """The Prometheus 3 binary; skips (an allowed skip in `make test`) when it is not cached, fails
+    under PS_REQUIRE_PROMETHEUS3=1."""
+    if not os.access(PROMETHEUS3, os.X_OK):
+        msg = "%s (%s; scripts/install-prometheus3.sh builds it)" % (PROM3_NOT_CACHED, PROMETHEUS3)
+        if os.environ.get("PS_REQUIRE_PROMETHEUS3") == "1":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return PROMETHEUS3
+
 
 def prometheus_binary() -> str:
     if not os.access(PROMETHEUS, os.X_OK):
@@ -65,7 +86,8 @@ class PromConfig:
     def __init__(self, jobs: Optional[Dict[str, List[str]]] = None, scrape_interval: str = "1s",
                  remote_write: Optional[str] = None, remote_read: Optional[str] = None,
                  external_labels: Optional[Dict[str, str]] = None, job_labels=None, keep=None,
-                 self_job: Optional[str] = None, read_recent: bool = True):
+                 self_job: Optional[str] = None, read_recent: bool = True,
+                 remote_write_extra: Sequence[str] = (), job_extra: Optional[Dict[str, List[str]]] = None):
         self.jobs = dict(jobs or {})
         self.scrape_interval = scrape_interval
         self.remote_write = remote_write
@@ -75,6 +97,8 @@ class PromConfig:
         self.keep = dict(keep or {})
         self.self_job = self_job
         self.read_recent = read_recent
+        self.remote_write_extra = list(remote_write_extra)  # more keys of the remote_write entry
+        self.job_extra = dict(job_extra or {})              # more keys of a scrape job
 
     def text(self, own_address: str) -> str:
         q = json.dumps  # a JSON string is a YAML double-quoted scalar
@@ -95,6 +119,7 @@ class PromConfig:
             if self.job_labels.get(name):
                 out.append("        labels: {%s}" % ", ".join("%s: %s" % (k, q(v))
                                                           for k, v in sorted(self.job_labels[name].items())))
+            out += ["    %s" % line for line in self.job_extra.get(name, [])]
             if name in self.keep:
                 out += ["    metric_relabel_configs:",
                         "      - source_labels: [__name__]",
@@ -107,6 +132,7 @@ class PromConfig:
                     "    queue_config: {batch_send_deadline: 500ms, max_samples_per_send: 2000,"
                     " min_backoff: 100ms, max_backoff: 1s}",
                     "    metadata_config: {send: true, send_interval: 5s}"]
+            out += ["    %s" % line for line in self.remote_write_extra]
         if self.remote_read:
             out += ["remote_read:",
                     "  - url: %s" % q(self.remote_read),
@@ -126,7 +152,8 @@ class Prometheus(ChildProcess):
     STOP_TIMEOUT = 20.0
 
     def __init__(self, workdir: Path, config: PromConfig, extra_args: Sequence[str] = (),
-                 receiver: bool = False):
+                 receiver: bool = False, binary: Optional[str] = None):
+        self.binary = binary  # None: Debian's Prometheus 2.42 (prometheus_binary())
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.config = config
@@ -146,7 +173,7 @@ class Prometheus(ChildProcess):
         return "http://%s%s" % (self.address, path)
 
     def start(self) -> "Prometheus":
-        binary = prometheus_binary()
+        binary = self.binary or prometheus_binary()
         self.port = free_port()
         self.config_path.write_text(self.config.text(self.address))
         args = [binary, "--config.file=%s" % self.config_path, "--storage.tsdb.path=%s" % self.data_dir,
@@ -230,7 +257,8 @@ class Prometheus(ChildProcess):
 
 @pytest.fixture
 def prometheus(tmp_path):
-    """Factory: prometheus(config, name=None, receiver=False, extra_args=()) -> a started Prometheus;
+    """Factory: prometheus(config, name=None, receiver=False, extra_args=(), binary=None) -> a started
+    Prometheus (binary: e.g. prometheus3_binary(); default Debian's 2.42);
     all stopped at teardown (their logs are in the test's tmp dir)."""
     made: List[Prometheus] = []
 
@@ -398,8 +426,9 @@ def diff_kselect(want: dict, got: dict, inner: dict, rel: float = REL_TOL) -> Op
 
 # ---- promtool --------------------------------------------------------------------------------
 
-def promtool(*args: str, timeout: float = 60.0, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([promtool_binary()] + list(args), capture_output=True, text=True, timeout=timeout,
+def promtool(*args: str, timeout: float = 60.0, env=None, tool: Optional[str] = None) -> subprocess.CompletedProcess:
+    """tool: another promtool (Prometheus 3's, beside its binary); default Debian's 2.42."""
+    return subprocess.run([tool or promtool_binary()] + list(args), capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL, env=env)
 
 

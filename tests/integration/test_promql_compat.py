@@ -6,7 +6,11 @@ the same window: /api/v1/query_range (step 1 s and 2.5 s) and /api/v1/query at f
 answers must agree (same series, same timestamps, values within 1e-9 relative, NaN == NaN; order
 too where Prometheus defines it). promtool query instant/range gives the same output against both.
 A second Prometheus with no scrape jobs and remote_read pointed at profstore answers the same.
-profstore runs with --promql.compat=2 (Prometheus 2.42's semantics); its default is Prometheus 3's.
+
+Every test runs twice (the window fixture's params): against Prometheus 2.42 with profstore in
+--promql.compat=2 (2.42's semantics), and against Prometheus 3 (3.16.0, remote_write 2.0, its own
+promtool) with profstore in its default, Prometheus 3's semantics. The Prometheus 3 half runs when
+Prometheus 3 is cached (else an allowed skip), always in `make test-peers`.
 
 """
 
@@ -21,7 +25,7 @@ import pytest
 
 from conftest import fixture_bytes
 from prom_util import (PromConfig, Prometheus, diff_answers, diff_kselect, diff_promtool, promtool, promtool_binary,
-                       prometheus_binary)
+                       prometheus3_binary, prometheus_binary)
 from scrape_util import GoTarget, gotarget_binary
 
 # PS_PROMQL_PEER=1: the "profstore" side is a second Prometheus 2.42 with
@@ -127,8 +131,9 @@ KEEP_SELF = ("prometheus_http_request_duration_seconds_.*|go_gc_duration_seconds
 class Window:
     """What the module's tests share: the two servers and the window that was compared."""
 
-    def __init__(self, prom: Prometheus, ps, t0: float, t1: float, t_stop: float, targets):
+    def __init__(self, prom: Prometheus, ps, t0: float, t1: float, t_stop: float, targets, binary=None):
         self.prom, self.ps, self.t0, self.t1, self.t_stop, self.targets = prom, ps, t0, t1, t_stop, targets
+        self.binary = binary  # the Prometheus binary (None: Debian's 2.42)
 
     def times(self):
         """instant query times: early, after B stopped (B's series stale, up 0), the end, off-grid."""
@@ -139,24 +144,26 @@ def ms(t: float) -> float:
     return math.floor(t * 1000) / 1000
 
 
-@pytest.fixture(scope="module")
-def window(module_server_factory, tmp_path_factory):
-    prometheus_binary()
+@pytest.fixture(scope="module", params=["prom2", "prom3"])
+def window(request, module_server_factory, tmp_path_factory):
+    v3 = request.param == "prom3"
+    binary = prometheus3_binary() if v3 else prometheus_binary()
     gotarget_binary()
-    wd = tmp_path_factory.mktemp("promql")
+    wd = tmp_path_factory.mktemp("promql-" + request.param)
     if PEER:
         # checks the harness itself: a Prometheus receiving the same remote_write must agree
-        ps = Prometheus(wd / "peer", PromConfig(), receiver=True).start()
+        ps = Prometheus(wd / "peer", PromConfig(), receiver=True, binary=binary).start()
     else:
-        # Prometheus 2.42 is the reference here: profstore with 2.x's semantics (Prometheus 3's are
-        # checked by tests/unit/query/test_promqltest.c)
-        ps = module_server_factory(name="promql-ps", retention="0", extra_args=["--promql.compat=2"])
+        # 2.42 against profstore with 2.x's semantics; Prometheus 3 against profstore's default
+        ps = module_server_factory(name="promql-ps-" + request.param, retention="0",
+                                   extra_args=[] if v3 else ["--promql.compat=2"])
     a = GoTarget(wd / "a", seed=1).start()
     b = GoTarget(wd / "b", seed=2).start()
     cfg = PromConfig(jobs={"gotarget": [a.address, b.address]}, job_labels={"gotarget": {"env": "test"}},
                      remote_write=ps.url("/api/v1/write"), self_job="prometheus",
-                     keep={"prometheus": KEEP_SELF})
-    prom = Prometheus(wd / "prom", cfg)
+                     keep={"prometheus": KEEP_SELF},
+                     remote_write_extra=["protobuf_message: io.prometheus.write.v2.Request"] if v3 else ())
+    prom = Prometheus(wd / "prom", cfg, binary=binary)
     try:
         prom.start()
         started = time.time()
@@ -168,7 +175,7 @@ def window(module_server_factory, tmp_path_factory):
         t1 = ms(time.time() - 1.5)
         prom.wait_sent(t1 + 0.5)
         time.sleep(0.5)  # the last request's answer (profstore commits before answering)
-        yield Window(prom, ps, t0, t1, t_stop, (a, b))
+        yield Window(prom, ps, t0, t1, t_stop, (a, b), binary=binary if v3 else None)
     finally:
         prom.stop()
         a.kill()
@@ -248,12 +255,14 @@ def test_enough_queries():
 def test_promtool_agrees(window, expr, tmp_path):
     promtool_binary()
     w = window
+    tool = os.path.join(os.path.dirname(w.binary), "promtool") if w.binary else None  # Prometheus 3's own
     env = {"HOME": str(tmp_path), "TZ": "UTC", "PATH": "/usr/bin:/bin"}
     t = "%.3f" % w.t1
     outs = []
     for url in (w.prom.url(""), w.ps.url("")):
-        ri = promtool("query", "instant", "--time=" + t, url, expr, env=env)
-        rr = promtool("query", "range", "--start=%.3f" % w.t0, "--end=%.3f" % w.t1, "--step=1s", url, expr, env=env)
+        ri = promtool("query", "instant", "--time=" + t, url, expr, env=env, tool=tool)
+        rr = promtool("query", "range", "--start=%.3f" % w.t0, "--end=%.3f" % w.t1, "--step=1s", url, expr, env=env,
+                      tool=tool)
         assert ri.returncode == 0 and rr.returncode == 0, (url, ri.stderr, rr.stderr)
         outs.append((ri.stdout, rr.stdout))
     assert outs[0][0].strip() and outs[0][1].strip(), outs[0]
@@ -266,7 +275,8 @@ def test_promtool_agrees(window, expr, tmp_path):
 
 @pytest.fixture(scope="module")
 def reader(window, tmp_path_factory):
-    p = Prometheus(tmp_path_factory.mktemp("reader"), PromConfig(remote_read=window.ps.url("/api/v1/read")))
+    p = Prometheus(tmp_path_factory.mktemp("reader"), PromConfig(remote_read=window.ps.url("/api/v1/read")),
+                   binary=window.binary)
     p.start()
     yield p
     p.stop()

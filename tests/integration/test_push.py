@@ -3,6 +3,7 @@ types, stored totals (debug/series) against the README, time= override, raw vs g
 conflict, out of order, retention cut-off, label syntax."""
 
 import time
+import urllib.parse
 
 import pytest
 
@@ -130,6 +131,15 @@ def test_explicit_name_and_delta(server):
     st, js = server.push("go/heap-01.pb.gz", delta="true", labels='{job="c"}')
     assert st == 200, server.last_raw
     assert [s["profile_type"] for s in js["data"]["series"]] == [t + ":delta" for t in HEAP_TYPES]
+
+
+def test_utf8_label_names(server):
+    """labels= takes Prometheus 3's quoted UTF-8 names; the same quoted syntax selects the series."""
+    st, js = server.push("go/cpu-01.pb.gz", labels='{"service.name"="checkout", job="u"}')
+    assert st == 200, server.last_raw
+    js = server.get_json("/api/v1/series?" + urllib.parse.urlencode({"match[]": '{"service.name"="checkout"}'}))
+    assert sorted(s["__name__"] for s in js["data"]) == sorted(CPU_TYPES)
+    assert all(s["service.name"] == "checkout" and s["job"] == "u" for s in js["data"])
 
 
 def _rfc3339(sec, frac=""):

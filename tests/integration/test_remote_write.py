@@ -433,3 +433,42 @@ def test_disk_full_507_then_reads_go_on(make_server, pb):
     # reads go on, and what was stored before is intact
     assert floats(srv)[key(__name__="first", job="full")] == [(T0, "1", "3ff0000000000000")]
     assert srv.metrics()["profstore_remote_write_failed_requests_total"] == 1
+
+
+def _pb_len(field, data):
+    """One length-delimited protobuf field (data shorter than 128 bytes)."""
+    assert len(data) < 128
+    return bytes([field << 3 | 2, len(data)]) + data
+
+
+def test_utf8_names_stored_as_prometheus3_sends_them(make_server, pb):
+    """Prometheus 3 sends UTF-8 metric and label names (its default validation scheme): they are
+    stored as sent and selected with the quoted syntax; a name that is not UTF-8 is a precise 400
+    (2.x-era profstore refused every name outside [a-zA-Z_][a-zA-Z0-9_]*)."""
+    srv = make_server()
+    name = {"__name__": "http.server.duration", "service.name": "checkout", "k8s.pod": "p-1"}
+    st, _, data = post(srv, v1_body(pb, [(name, [(T0, 0.25)])],
+                                    metadata=[(2, "http.server.duration", "Server duration.", "seconds")]))
+    assert (st, data) == (204, b"")
+    st, hdrs, data = post(srv, v2_body(pb, [({"__name__": "db.ops", "service.name": "cart"}, [(T0, 7.0)], 0, None, 0)]),
+                          ct=CT_V2, version="2.0.0")
+    assert (st, data, hdrs.get("x-prometheus-remote-write-samples-written")) == (204, b"", "1")
+    assert floats(srv) == {key(**name): [(T0, "0.25", "3fd0000000000000")],
+                           key(**{"__name__": "db.ops", "service.name": "cart"}): [(T0, "7", "401c000000000000")]}
+    assert series_api(srv, '{"service.name"="checkout"}') == [name]
+    js = srv.get_json("/api/v1/query?" + urllib.parse.urlencode(
+        {"query": 'sum by ("service.name") ({"http.server.duration"} or {"db.ops"})', "time": T0 / 1000}))
+    assert sorted((r["metric"]["service.name"], r["metric"], r["value"][1]) for r in js["data"]["result"]) == [
+        ("cart", {"service.name": "cart"}, "7"), ("checkout", {"service.name": "checkout"}, "0.25")]
+    assert srv.get_json("/api/v1/label/U__service_2e_name/values")["data"] == ["cart", "checkout"]
+    assert srv.get_json("/api/v1/labels")["data"] == ["__name__", "k8s.pod", "service.name"]
+    assert srv.get_json("/api/v1/metadata")["data"]["http.server.duration"] == [
+        {"type": "gauge", "help": "Server duration.", "unit": "seconds"}]
+    # a name that is not UTF-8, and one with a NUL: 400, nothing of the request stored
+    for bad, msg in ((b"a\xff", 'label name "a\\xff" is not valid UTF-8'),
+                     (b"a\x00b", 'label name "a\\x00b" contains a NUL byte')):
+        ts = (_pb_len(1, _pb_len(1, b"__name__") + _pb_len(2, b"up")) + _pb_len(1, _pb_len(1, bad) + _pb_len(2, b"x"))
+              + _pb_len(2, b"\x09" + b"\x00" * 7 + b"\x40" + b"\x10\x01"))
+        st, _, data = post(srv, snappy.compress(_pb_len(1, ts)))
+        assert (st, data.decode()) == (400, "remote write 1.0: timeseries[0].labels[1]: %s\n" % msg)
+    assert series_api(srv, "up") == []

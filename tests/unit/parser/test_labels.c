@@ -74,7 +74,18 @@ static void test_labelsets(void **state)
     assert_int_equal(ls.pairs[0].vlen, 0);
     ls = parse_ok(&a, "{a=`multi\nline`}");
     assert_string_equal(ls.pairs[0].value, "multi\nline");
+    /* quoted UTF-8 names, as Prometheus 3 writes them */
+    ls = parse_ok(&a, "{\"service.name\"=\"checkout\", 'k8s.pod' = \"p\", job=\"x\", \"caf\\u00e9\"=\"y\"}");
+    assert_int_equal(ls.n, 4);
+    assert_string_equal(ls.pairs[0].name, "caf\xc3\xa9");
+    assert_string_equal(ls.pairs[1].name, "job");
+    assert_string_equal(ls.pairs[2].name, "k8s.pod");
+    assert_string_equal(ls.pairs[3].name, "service.name");
+    assert_string_equal(ls.pairs[3].value, "checkout");
     ps_arena_dispose(&a);
+    parse_err("{\"a\\x00b\"=\"x\"}", PS_EINVAL, "invalid label name \"a\": contains a NUL byte");
+    parse_err("{\"\"=\"x\"}", PS_EINVAL, "invalid label name \"\": empty");
+    parse_err("{\"a=\"x\"}", PS_EINVAL, "1:6: expected \"=\" after label name");
 }
 
 static void test_errors(void **state)

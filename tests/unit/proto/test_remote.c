@@ -426,6 +426,46 @@ static void test_v2_by_hand(void **state)
     ps_arena_dispose(&arena);
 }
 
+/* Remote write 2.0 rc.4 (Prometheus 3.8+): the start (created) time is on each Sample (field 3),
+ * no longer TimeSeries field 6; and names are UTF-8 ("http.server.duration", "service.name"). */
+static void test_v2_start_timestamp_utf8(void **state)
+{
+    (void)state;
+    ps_buf_t req = PS_BUF_INIT, ts = PS_BUF_INIT, sub = PS_BUF_INIT, refs = PS_BUF_INIT, body = PS_BUF_INIT;
+    put_str(&req, 4, "");
+    put_str(&req, 4, "__name__");
+    put_str(&req, 4, "http.server.duration");
+    put_str(&req, 4, "service.name");
+    put_str(&req, 4, "checkout");
+    for (int r = 1; r <= 4; r++)
+        ps_put_uvarint(&refs, (uint64_t)r);
+    put_msg(&ts, 1, &refs);
+    put_double(&sub, 1, 2.5);
+    put_int(&sub, 2, 1796021924802ULL);
+    put_int(&sub, 3, 1796021900000ULL);
+    put_msg(&ts, 2, &sub);
+    put_msg(&req, 5, &ts);
+    compress(&req, &body);
+    ps_arena_t arena = PS_ARENA_INIT;
+    ps_remote_write_t w;
+    ps_err_t err;
+    if (ps_remote_write_decode(body.data, body.len, 2, NULL, &arena, &w, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(w.nseries, 1);
+    assert_int_equal(w.series[0].created_ms, 1796021900000LL);
+    assert_int_equal(w.series[0].nsamples, 1);
+    assert_int_equal(w.series[0].samples[0].t_ms, 1796021924802LL);
+    assert_true(w.series[0].samples[0].v == 2.5);
+    assert_string_equal(ps_labels_value(&w.series[0].labels, "__name__"), "http.server.duration");
+    assert_string_equal(ps_labels_value(&w.series[0].labels, "service.name"), "checkout");
+    ps_buf_dispose(&req);
+    ps_buf_dispose(&ts);
+    ps_buf_dispose(&sub);
+    ps_buf_dispose(&refs);
+    ps_buf_dispose(&body);
+    ps_arena_dispose(&arena);
+}
+
 static void test_v2_bad(void **state)
 {
     (void)state;
@@ -523,10 +563,14 @@ static void test_v1_bad_labels(void **state)
     expect_v1_labels(PS_EINVAL, "timeseries[1]: no __name__ label (the metric name is required)", NULL);
     expect_v1_labels(PS_EINVAL, "timeseries[1].labels[0]: empty __name__ (the metric name)", "__name__", "", "job",
                      "a", NULL);
-    expect_v1_labels(PS_EINVAL, "timeseries[1].labels[1]: invalid label name \"a-b\": must match [a-zA-Z_][a-zA-Z0-9_]*",
-                     "__name__", "up", "a-b", "x", NULL);
-    expect_v1_labels(PS_EINVAL, "timeseries[1].labels[1]: invalid label name \"1a\": must match [a-zA-Z_][a-zA-Z0-9_]*",
-                     "__name__", "up", "1a", "x", NULL);
+    /* names are UTF-8, as Prometheus 3 sends them (its default validation scheme); 2.x refused these */
+    expect_v1_labels(0, NULL, "__name__", "up", "a-b", "x", NULL);
+    expect_v1_labels(0, NULL, "1a", "x", "__name__", "up", NULL); /* sorted by bytes: "1" before "_" */
+    expect_v1_labels(0, NULL, "__name__", "http.server.duration", "service.name", "x", "\xc3\xa9t\xc3\xa9", "y", NULL);
+    expect_v1_labels(PS_EINVAL, "timeseries[1].labels[1]: label name \"a\\xc3(\" is not valid UTF-8", "__name__", "up",
+                     "a\xc3\x28", "x", NULL);
+    expect_v1_labels(PS_EINVAL, "timeseries[1].labels[1]: label name \"\\xed\\xa0\\x80\" is not valid UTF-8", "__name__",
+                     "up", "\xed\xa0\x80", "x", NULL); /* a surrogate */
     expect_v1_labels(PS_EINVAL, "timeseries[1].labels[1]: empty label name", "__name__", "up", "", "x", NULL);
     expect_v1_labels(PS_EINVAL, "timeseries[1].labels[1]: empty value of label \"job\"", "__name__", "up", "job", "",
                      NULL);
@@ -534,9 +578,9 @@ static void test_v1_bad_labels(void **state)
                      "job", "a\xc3\x28", NULL);
     expect_v1_labels(PS_EINVAL, "timeseries[1].labels[1]: value of label \"job\" is not valid UTF-8", "__name__", "up",
                      "job", "\xed\xa0\x80", NULL); /* a surrogate */
-    expect_v1_labels(PS_EINVAL,
-                     "timeseries[1].labels[0]: invalid metric name \"a b\": must match [a-zA-Z_:][a-zA-Z0-9_:]*",
-                     "__name__", "a b", NULL);
+    expect_v1_labels(0, NULL, "__name__", "a b", NULL); /* a UTF-8 metric name (Prometheus 3) */
+    expect_v1_labels(PS_EINVAL, "timeseries[1].labels[0]: value of label \"__name__\" is not valid UTF-8", "__name__",
+                     "up\xff", NULL);
     expect_v1_labels(0, NULL, "__name__", "a:b", "job", "\xc3\xa9t\xc3\xa9", NULL); /* UTF-8 values are fine */
 
     /* NUL inside a value (put_str cannot write it) */
@@ -546,6 +590,16 @@ static void test_v1_bad_labels(void **state)
     put_msg(&ts, 1, &sub);
     put_msg(&req, 1, &ts);
     expect_raw(&req, 1, PS_EINVAL, "timeseries[0].labels[0]: value of label \"__name__\" contains a NUL byte");
+    ps_buf_reset(&req);
+    /* NUL inside a name: refused (valid UTF-8, but names are C strings here) */
+    put_str(&sub, 1, "__name__");
+    put_str(&sub, 2, "up");
+    put_msg(&ts, 1, &sub);
+    put_bytes(&sub, 1, "a\0b", 3);
+    put_str(&sub, 2, "x");
+    put_msg(&ts, 1, &sub);
+    put_msg(&req, 1, &ts);
+    expect_raw(&req, 1, PS_EINVAL, "timeseries[0].labels[1]: label name \"a\\x00b\" contains a NUL byte");
     ps_buf_reset(&req);
 
     /* a value too long, and one exactly at the limit */
@@ -621,6 +675,16 @@ static void test_v1_bad_metadata(void **state)
     put_str(&sub, 5, "seconds");
     put_msg(&req, 3, &sub);
     expect_raw(&req, 1, 0, NULL);
+    ps_buf_reset(&req);
+    put_int(&sub, 1, 1);
+    put_str(&sub, 2, "http.server.duration"); /* a UTF-8 family name (Prometheus 3) */
+    put_msg(&req, 3, &sub);
+    expect_raw(&req, 1, 0, NULL);
+    ps_buf_reset(&req);
+    put_int(&sub, 1, 1);
+    put_str(&sub, 2, "up\xc3");
+    put_msg(&req, 3, &sub);
+    expect_raw(&req, 1, PS_EINVAL, "metadata[0].metric_family_name is not valid UTF-8");
     ps_buf_dispose(&req);
     ps_buf_dispose(&sub);
 }
@@ -845,6 +909,7 @@ int main(void)
         cmocka_unit_test(test_stale_nan_bits),
         cmocka_unit_test(test_v2_by_hand),
         cmocka_unit_test(test_v2_bad),
+        cmocka_unit_test(test_v2_start_timestamp_utf8),
         cmocka_unit_test(test_v1_bad_labels),
         cmocka_unit_test(test_v1_bad_metadata),
         cmocka_unit_test(test_bad_snappy),
