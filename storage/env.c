@@ -223,14 +223,16 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
             goto Exit;
         }
         uint32_t ver = ps_get_be32(v.mv_data);
-        if (ver >= 1 && ver <= 5) {
+        if (ver >= 1 && ver <= 6) {
             /* version 1 holds profile series only, version 2 float series too (fhead records of
              * encoding 2 only), version 3 split open chunks (fhead 04, fprefix), version 4 dense
-             * closed chunks (06, 07), version 5 the span index and profile ids, all in records
-             * version 6 reads as they are (5 adds the span index and profile ids, 6 the counts of
-             * frames without symbols, which stay empty for the profiles stored before): the upgrade
-             * is the new databases (created below) and the version number, in this transaction.
-             * An older profstore refuses the directory afterwards. */
+             * closed chunks (06, 07), version 5 the span index and profile ids, version 6 the
+             * counts of frames without symbols, all in records version 7 reads as they are (5 adds
+             * the span index and profile ids, 6 the counts of frames without symbols, which stay
+             * empty for the profiles stored before; 7 packs the profile chunks it closes, encoding
+             * 2, and reads the encoding 1 chunks as they are): the upgrade is the new databases
+             * (created below) and the version number, in this transaction. An older profstore
+             * refuses the directory afterwards. */
             uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};
             if (!ps_txn_put(&t, DB_INFO, "schema", 6, b, 4, 0, "upgrading the schema version")) {
                 ret = ps_txn_error(&t, err);

@@ -236,7 +236,7 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     assert st == 200
     snap = series_snapshot(srv)
     assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 99, old=6)
+    _rewrite_schema(srv.data_dir, tmp_path, 99, old=7)
     srv.start(wait_ready=False)
     try:
         rc = srv.proc.wait(10)
@@ -245,19 +245,19 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     assert rc != 0
     log = srv.log().split("==== start #2")[1]
     assert "schema version" in log and "99" in log, log
-    # back to version 6: the same data dir opens again with its data
-    _rewrite_schema(srv.data_dir, tmp_path, 6, old=99)
+    # back to version 7: the same data dir opens again with its data
+    _rewrite_schema(srv.data_dir, tmp_path, 7, old=99)
     srv.start()
     assert series_snapshot(srv) == snap
-    # version 1 (profiles only), 2, 3, 4 and 5 directories are upgraded in place to version 6
+    # version 1 (profiles only), 2, 3, 4, 5 and 6 directories are upgraded in place to version 7
     # (docs/FORMAT.md)
-    for old in (1, 2, 3, 4, 5):
+    for old in (1, 2, 3, 4, 5, 6):
         assert srv.stop() == 0
-        _rewrite_schema(srv.data_dir, tmp_path, old, old=6)
+        _rewrite_schema(srv.data_dir, tmp_path, old, old=7)
         srv.start()
         assert series_snapshot(srv) == snap
     assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 6, old=6)  # asserts the record says 6 now
+    _rewrite_schema(srv.data_dir, tmp_path, 7, old=7)  # asserts the record says 7 now
 
 
 # ---- retention --------------------------------------------------------------------------------
