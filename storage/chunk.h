@@ -45,7 +45,7 @@ typedef struct ps_chunk_header {
     int64_t min_ts, max_ts;
 } ps_chunk_header_t;
 
-enum { PS_CHUNK_ENC_V1 = 1, PS_CHUNK_ENC_ZSTD = 2 };
+enum { PS_CHUNK_ENC_V1 = 1, PS_CHUNK_ENC_ZSTD = 8 }; /* 2..7 are float chunk encodings (storage/internal.h): never reused */
 
 /** The largest node section a packed chunk may hold, and the most it may expand over its
  *  compressed bytes: a packed chunk beyond either is damaged (the packer keeps such chunks V1). */

@@ -230,7 +230,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
              * counts of frames without symbols, all in records version 7 reads as they are (5 adds
              * the span index and profile ids, 6 the counts of frames without symbols, which stay
              * empty for the profiles stored before; 7 packs the profile chunks it closes, encoding
-             * 2, and reads the encoding 1 chunks as they are): the upgrade is the new databases
+             * 8, and reads the encoding 1 chunks as they are): the upgrade is the new databases
              * (created below) and the version number, in this transaction. An older profstore
              * refuses the directory afterwards. */
             uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};

@@ -23,7 +23,7 @@
 #define PS_SCHEMA_VERSION 7 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
                               * fprefix; 4: closed float chunks dense (06, 07); 5: span index, profile
                               * ids; 6: counts of frames without symbols (unsym); 7: profile chunks
-                              * packed (encoding 2, zstd); a version 1-6 directory is upgraded at open */
+                              * packed (encoding 8, zstd); a version 1-6 directory is upgraded at open */
 
 typedef struct ps_store ps_store_t;
 /* The store's writer: what the writing thread keeps between transactions (caches, id counters). */

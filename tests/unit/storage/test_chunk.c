@@ -495,8 +495,8 @@ static void test_header_meta(void **state)
     assert_int_equal(ps_chunk_header(buf.data, buf.len, &h), PS_ECORRUPT);
     assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &meta, &err), PS_ECORRUPT);
     assert_string_equal(err.msg, "chunk: unknown encoding 3");
-    /* encoding 2 with a plain node section: the header and meta read, the nodes do not */
-    buf.data[0] = 2;
+    /* encoding 8 (packed) with a plain node section: the header and meta read, the nodes do not */
+    buf.data[0] = PS_CHUNK_ENC_ZSTD;
     assert_int_equal(ps_chunk_header(buf.data, buf.len, &h), 0);
     assert_int_equal(ps_chunk_decode_meta(buf.data, buf.len, &a, &meta, &err), 0);
     assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &meta, &err), PS_ECORRUPT);
