@@ -525,11 +525,89 @@ Keep:
     return 0;
 }
 
+/*
+ * The node sections merges decompressed last: a direct-mapped table of CACHE_SLOTS entries, each
+ * a copy of a frame and of what it decompressed to, under one mutex. A frame's slot comes from
+ * its last 4 bytes (its content checksum) and its length; a hit is a frame equal byte for byte to
+ * the cached one, so a damaged or different chunk is never served another's content. A new frame
+ * takes its slot's place. At most CACHE_SLOTS * (frame + node section) bytes: ~12 MiB of 120
+ * profile CPU chunks (45 KB each), 72 of them a 24 h series at 10 s. Repeated merges (a
+ * dashboard's refresh) copy instead of decompressing: ~3 us instead of ~35 us a chunk.
+ */
+#define CACHE_SLOTS 256
+#define CACHE_MAX_ENTRY (1u << 20) /* frames + node sections larger than this are not cached */
+
+typedef struct cache_entry {
+    uint8_t *z, *raw; /* one allocation: the frame, then the node section */
+    size_t zlen, rawlen;
+} cache_entry_t;
+
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static cache_entry_t cache[CACHE_SLOTS];
+static uint64_t cache_hits, cache_misses;
+
+static cache_entry_t *cache_slot(const uint8_t *z, size_t zlen)
+{
+    uint32_t tail = (uint32_t)z[zlen - 4] | (uint32_t)z[zlen - 3] << 8 | (uint32_t)z[zlen - 2] << 16 |
+                    (uint32_t)z[zlen - 1] << 24;
+    return &cache[((tail ^ (uint32_t)zlen * 0x9e3779b1u) >> 8) % CACHE_SLOTS];
+}
+
+/** Copies the cached node section of frame z into buf (cap bytes) and returns 1, or returns 0. */
+static int cache_get(const uint8_t *z, size_t zlen, uint8_t *buf, size_t cap)
+{
+    int hit = 0;
+    pthread_mutex_lock(&cache_mu);
+    cache_entry_t *e = cache_slot(z, zlen);
+    if (e->z != NULL && e->zlen == zlen && e->rawlen == cap && memcmp(e->z, z, zlen) == 0) {
+        memcpy(buf, e->raw, cap);
+        hit = 1;
+    }
+    hit ? cache_hits++ : cache_misses++;
+    pthread_mutex_unlock(&cache_mu);
+    return hit;
+}
+
+static void cache_put(const uint8_t *z, size_t zlen, const uint8_t *raw, size_t rawlen)
+{
+    if (zlen + rawlen > CACHE_MAX_ENTRY)
+        return;
+    uint8_t *m = ps_xmalloc(zlen + rawlen);
+    memcpy(m, z, zlen);
+    memcpy(m + zlen, raw, rawlen);
+    pthread_mutex_lock(&cache_mu);
+    cache_entry_t *e = cache_slot(z, zlen);
+    uint8_t *old = e->z;
+    *e = (cache_entry_t){m, m + zlen, zlen, rawlen};
+    pthread_mutex_unlock(&cache_mu);
+    free(old);
+}
+
+void ps_chunk_cache_stats(uint64_t *hits, uint64_t *misses)
+{
+    pthread_mutex_lock(&cache_mu);
+    *hits = cache_hits;
+    *misses = cache_misses;
+    pthread_mutex_unlock(&cache_mu);
+}
+
+void ps_chunk_cache_clear(void)
+{
+    pthread_mutex_lock(&cache_mu);
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        free(cache[i].z);
+        cache[i] = (cache_entry_t){0};
+    }
+    cache_hits = cache_misses = 0;
+    pthread_mutex_unlock(&cache_mu);
+}
+
 /**
  * Decompresses the node section [src, src + len) of a packed chunk into arena memory (a) or, with
  * a NULL, into *heap (malloc'd, the caller frees it), and points *nodes at it. Checks the frame
  * before allocating: its content size is stated, within the limits of chunk.h, one frame exactly,
- * no dictionary; zstd's own checksum covers the content.
+ * no dictionary; zstd's own checksum covers the content. Served from the cache above when the
+ * same frame was decompressed before.
  */
 static int unpack_nodes(const uint8_t *src, size_t len, ps_arena_t *a, uint8_t **heap, ps_dec_t *nodes, ps_err_t *err)
 {
@@ -550,11 +628,14 @@ static int unpack_nodes(const uint8_t *src, size_t len, ps_arena_t *a, uint8_t *
     if (fn != len)
         return CORRUPT("packed node section: %zu trailing bytes after the zstd frame", len - fn);
     uint8_t *buf = a != NULL ? ps_arena_alloc(a, (size_t)raw) : (*heap = ps_xmalloc((size_t)raw));
-    size_t got = ZSTD_decompressDCtx(thread_dctx(), buf, (size_t)raw, src, len);
-    if (ZSTD_isError(got))
-        return CORRUPT("packed node section: zstd: %s", ZSTD_getErrorName(got));
-    if (got != raw)
-        return CORRUPT("packed node section: %zu bytes, the frame says %llu", got, raw);
+    if (!cache_get(src, len, buf, (size_t)raw)) {
+        size_t got = ZSTD_decompressDCtx(thread_dctx(), buf, (size_t)raw, src, len);
+        if (ZSTD_isError(got))
+            return CORRUPT("packed node section: zstd: %s", ZSTD_getErrorName(got));
+        if (got != raw)
+            return CORRUPT("packed node section: %zu bytes, the frame says %llu", got, raw);
+        cache_put(src, len, buf, (size_t)raw);
+    }
     ps_dec_init(nodes, buf, (size_t)raw);
     return 0;
 }

@@ -65,6 +65,14 @@ int ps_chunk_encode(const ps_chunk_data_t *d, ps_buf_t *out, ps_err_t *err);
  */
 int ps_chunk_pack(const void *v1, size_t n, int level, ps_buf_t *out, ps_err_t *err);
 
+/**
+ * Packed node sections are kept decompressed in a small process-wide cache (a few hundred chunks,
+ * ~12 MiB at most; a hit is the same frame byte for byte): its lookups so far, and a way to empty
+ * it (tests, benchmarks).
+ */
+void ps_chunk_cache_stats(uint64_t *hits, uint64_t *misses);
+void ps_chunk_cache_clear(void);
+
 /** Reads the fixed header only (O(1)). PS_ECORRUPT on bad bytes. */
 int ps_chunk_header(const void *p, size_t n, ps_chunk_header_t *h);
 

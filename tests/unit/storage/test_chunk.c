@@ -833,6 +833,49 @@ static void test_packed_damaged(void **state)
     ps_buf_dispose(&bad);
 }
 
+/** The cache of decompressed node sections: a repeated read is a hit with the same answer; a
+ *  frame that differs anywhere, even in the same slot, is not served the cached content. */
+static void test_packed_cache(void **state)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t d, got;
+    ps_buf_t buf = PS_BUF_INIT;
+    ps_err_t err;
+    size_t at;
+    uint64_t hits, misses;
+    static sums_t s;
+    packed_of(&a, &d, &buf, &at); /* decodes it (pack_check): cached */
+    ps_chunk_cache_clear();
+    ps_chunk_cache_stats(&hits, &misses);
+    assert_true(hits == 0 && misses == 0);
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), 0);
+    assert_chunk_equal(&d, &got);
+    check_sum_range(&d, &buf, 0, d.n);
+    check_sum_range(&d, &buf, 3, 17);
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), 0);
+    assert_chunk_equal(&d, &got);
+    ps_chunk_cache_stats(&hits, &misses);
+    assert_int_equal(misses, 1);
+    assert_int_equal(hits, 3);
+    /* a byte in the middle of the frame changed, its checksum bytes and length (the slot) kept */
+    buf.data[at + (buf.len - at) / 2] ^= 0x21;
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), PS_ECORRUPT);
+    assert_memory_equal(err.msg, "chunk: packed node section: ", 28);
+    s.n = 0;
+    assert_int_equal(ps_chunk_sum_range(buf.data, buf.len, 0, d.n, on_node, &s, &err), PS_ECORRUPT);
+    ps_chunk_cache_stats(&hits, &misses);
+    assert_int_equal(misses, 3);
+    assert_int_equal(hits, 3);
+    buf.data[at + (buf.len - at) / 2] ^= 0x21; /* back: still cached */
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), 0);
+    assert_chunk_equal(&d, &got);
+    ps_chunk_cache_stats(&hits, &misses);
+    assert_int_equal(hits, 4);
+    ps_chunk_cache_clear();
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -842,6 +885,7 @@ int main(void)
         cmocka_unit_test(test_corrupt_messages), cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_byte_flips),       cmocka_unit_test(test_size_realistic),
         cmocka_unit_test(test_packed_roundtrip), cmocka_unit_test(test_packed_damaged),
+        cmocka_unit_test(test_packed_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
