@@ -8,6 +8,12 @@
  * (/api/v1/debug/series) against the generated ones. Can also just write the generated
  * profiles to a directory (--write-dir, --gen-only).
  *
+ * Beside the bytes: the 24 h merge of one series (GET /api/v1/profiles/query, format=pprof, cpu
+ * type of host-00; median of --merge-runs after a first call), and the anchor of grouped
+ * compression (as Conprof stored profiles): the raw (gunzipped) pprof of the first
+ * --anchor-profiles profiles of series 0, concatenated in groups of 100 and of 1,000 consecutive
+ * profiles, each group through zstd at levels 3 and 19, in bytes per profile.
+ *
  * Nothing is asserted: targets are printed next to the figures.
  */
 #include <curl/curl.h>
@@ -18,15 +24,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "core/mem.h"
 #include "gen.h"
+#include "proto/gzip.h"
 #include "util.h"
 
 typedef struct opts {
     char profstore[4096];
     const char *data_dir, *write_dir, *compact_window, *threads;
     int keep, gen_only, nosync, verify;
-    uint32_t series, pps, conns, compact_max;
+    uint32_t series, pps, conns, compact_max, anchor, merge_runs;
     uint64_t seed;
 } opts_t;
 
@@ -40,13 +49,16 @@ typedef struct run {
     uint64_t base_count[PS_BENCH_GEN_NBASES];
     size_t min_len, max_len;
     int write_failed;
+    ps_buf_t raw;        /* the anchor: raw pprof of series 0's first o->anchor profiles, one after another */
+    size_t *raw_end;     /* [i]: where profile i ends in raw */
+    uint32_t nraw;
 } run_t;
 
 /* the flags as the table parses them; parse() puts them into opts_t */
 typedef struct flagv {
     const char *profstore, *data_dir, *write_dir, *compact_window, *threads;
     bool keep, gen_only, nosync, no_verify;
-    uint64_t series, pps, seed, conns, compact_max;
+    uint64_t series, pps, seed, conns, compact_max, anchor, merge_runs;
 } flagv_t;
 
 #define FV(field) offsetof(flagv_t, field)
@@ -77,6 +89,11 @@ static const ps_flag_t flags[] = {
      .help = "profstore --threads"},
     {.name = "no-sync", .type = PS_FLAG_BOOL, .offset = FV(nosync),
      .help = "profstore --storage.no-sync (faster; same layout)"},
+    {.name = "anchor-profiles", .type = PS_FLAG_UINT, .offset = FV(anchor), .metavar = "N", .def = "2000",
+     .max = 100000, .help = "profiles of series 0 in the grouped-zstd anchor (default 2000: 2 groups of 1,000;\n"
+                            "0: no anchor)"},
+    {.name = "merge-runs", .type = PS_FLAG_UINT, .offset = FV(merge_runs), .metavar = "N", .def = "9", .min = 1,
+     .max = 1000, .help = "timed runs of the 24 h merge (default 9, the median printed)"},
     {.name = "write-dir", .type = PS_FLAG_STRING, .offset = FV(write_dir), .metavar = "DIR",
      .help = "also write every generated profile to DIR/series-SS/TS_NS.pb.gz"},
     {.name = "gen-only", .type = PS_FLAG_BOOL, .offset = FV(gen_only),
@@ -110,6 +127,8 @@ static void parse(int argc, char **argv, opts_t *o)
     o->conns = (uint32_t)f.conns;
     o->compact_max = (uint32_t)f.compact_max;
     o->seed = f.seed;
+    o->anchor = (uint32_t)f.anchor;
+    o->merge_runs = (uint32_t)f.merge_runs;
 }
 
 static int on_profile(void *ctx, const ps_bench_gen_info_t *in)
@@ -127,6 +146,17 @@ static int on_profile(void *ctx, const ps_bench_gen_info_t *in)
         r->max_len = in->len;
     r->totals[(size_t)in->series * o->pps + in->index][0] = in->total[0];
     r->totals[(size_t)in->series * o->pps + in->index][1] = in->total[1];
+    if (in->series == 0 && in->index < o->anchor) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_err_t err;
+        const uint8_t *raw;
+        size_t rawn;
+        if (ps_gunzip(in->pprof_gz, in->len, 1u << 30, &a, &raw, &rawn, &err) == 0) {
+            ps_buf_append(&r->raw, raw, rawn);
+            r->raw_end[r->nraw++] = r->raw.len;
+        }
+        ps_arena_dispose(&a);
+    }
     if (o->write_dir != NULL && !r->write_failed) {
         char path[4096];
         snprintf(path, sizeof(path), "%s/series-%02u", o->write_dir, in->series);
@@ -238,6 +268,93 @@ static void verify(run_t *r, const char *url)
     ps_buf_dispose(&b);
 }
 
+/* Grouped zstd over the anchor's raw profiles: groups of `group` consecutive profiles (a last
+ * partial group left out), each compressed whole at `level`; bytes per profile, or -1. */
+static double grouped_zstd(const run_t *r, uint32_t group, int level, uint32_t *ngroups)
+{
+    uint64_t bytes = 0;
+    *ngroups = 0;
+    for (uint32_t g = 0; (g + 1) * group <= r->nraw; g++) {
+        size_t from = g == 0 ? 0 : r->raw_end[g * group - 1], to = r->raw_end[(g + 1) * group - 1];
+        size_t cap = ZSTD_compressBound(to - from);
+        void *out = ps_xmalloc(cap);
+        size_t z = ZSTD_compress(out, cap, r->raw.data + from, to - from, level);
+        free(out);
+        if (ZSTD_isError(z))
+            return -1;
+        bytes += z;
+        (*ngroups)++;
+    }
+    return *ngroups ? (double)bytes / ((double)*ngroups * group) : -1;
+}
+
+static void print_anchor(const run_t *r, double stored_per_profile)
+{
+    if (r->nraw == 0)
+        return;
+    printf("  anchor: grouped raw pprof      series 0's first %u profiles, raw (gunzipped) avg %.0f B/profile\n",
+           r->nraw, (double)r->raw.len / r->nraw);
+    static const uint32_t groups[] = {100, 1000};
+    static const int levels[] = {3, 19};
+    for (int gi = 0; gi < 2; gi++)
+        for (int li = 0; li < 2; li++) {
+            uint32_t ng;
+            double t0 = ps_bench_now();
+            double per = grouped_zstd(r, groups[gi], levels[li], &ng);
+            double dt = ps_bench_now() - t0;
+            if (per < 0) {
+                printf("  zstd-%-2d of %4u grouped        (not enough profiles: --anchor-profiles)\n", levels[li],
+                       groups[gi]);
+                continue;
+            }
+            printf("  zstd-%-2d of %4u grouped        %.0f B/profile (%u groups, %.1f s)   profstore %s: %.2fx\n",
+                   levels[li], groups[gi], per, ng, dt, stored_per_profile <= per ? "smaller" : "LARGER",
+                   per / stored_per_profile);
+        }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The 24 h (--profiles-per-series) merge of series 0's cpu type: first call, then o->merge_runs
+ * timed; prints the median. */
+static void time_merge(const opts_t *o, const char *url)
+{
+    char sel[256], enc[512], u[1024];
+    snprintf(sel, sizeof(sel),
+             "{__name__=~\"process_cpu:cpu:nanoseconds:.*\",job=\"bench-storage\",instance=\"host-00\"}");
+    ps_bench_urlencode(sel, enc, sizeof(enc));
+    long long t0 = PS_BENCH_GEN_T0_NS / 1000000000LL,
+              t1 = t0 + (long long)(o->pps - 1) * (PS_BENCH_GEN_STEP_NS / 1000000000LL);
+    snprintf(u, sizeof(u), "%s/api/v1/profiles/query?query=%s&start=%lld&end=%lld&format=pprof", url, enc, t0, t1);
+    ps_buf_t b = PS_BUF_INIT;
+    double c0 = ps_bench_now();
+    long code = ps_bench_http("GET", u, NULL, 0, &b);
+    double cold = ps_bench_now() - c0;
+    if (code != 200) {
+        printf("  merge one series %u profiles  HTTP %ld: %.*s\n", o->pps, code, (int)(b.len < 200 ? b.len : 200),
+               (const char *)b.data);
+        ps_buf_dispose(&b);
+        return;
+    }
+    double *w = ps_xcalloc(o->merge_runs, sizeof(double));
+    for (uint32_t i = 0; i < o->merge_runs; i++) {
+        ps_buf_reset(&b);
+        double s0 = ps_bench_now();
+        code = ps_bench_http("GET", u, NULL, 0, &b);
+        w[i] = ps_bench_now() - s0;
+    }
+    qsort(w, o->merge_runs, sizeof(double), cmp_double);
+    printf("  merge one series, %u profiles %.2f ms median of %u (min %.2f, max %.2f; first %.2f ms), pprof %zu B\n",
+           o->pps, w[o->merge_runs / 2] * 1e3, o->merge_runs, w[0] * 1e3, w[o->merge_runs - 1] * 1e3, cold * 1e3,
+           b.len);
+    free(w);
+    ps_buf_dispose(&b);
+}
+
 int main(int argc, char **argv)
 {
     opts_t o = {0};
@@ -248,6 +365,7 @@ int main(int argc, char **argv)
     run_t r = {.o = &o};
     r.totals = ps_xcalloc((size_t)o.series * o.pps, sizeof(*r.totals));
     r.label_enc = ps_xcalloc(o.series, sizeof(*r.label_enc));
+    r.raw_end = ps_xcalloc((size_t)o.anchor + 1, sizeof(*r.raw_end));
     for (uint32_t s = 0; s < o.series; s++) {
         char ls[100];
         snprintf(ls, sizeof(ls), "{job=\"bench-storage\",instance=\"host-%02u\"}", s);
@@ -419,6 +537,8 @@ int main(int argc, char **argv)
            (double)du / (double)r.samples, used / (double)r.samples, (unsigned long long)r.samples,
            used / (2.0 * (double)r.samples), used / (2.0 * (double)r.stacks));
 
+    print_anchor(&r, used / n);
+    time_merge(&o, srv.url);
     if (o.verify)
         verify(&r, srv.url);
 
@@ -436,6 +556,8 @@ int main(int argc, char **argv)
         printf("  data kept in %s\n", dir);
     free(r.totals);
     free(r.label_enc);
+    free(r.raw_end);
+    ps_buf_dispose(&r.raw);
     curl_global_cleanup();
     return 0;
 }

@@ -7,6 +7,8 @@
  *   the sorted node ids present (delta), and per node its values over the chunk's profiles
  *   (delta + zigzag + varint, runs of equal deltas and of zeros run-length encoded; a node that
  *   appears late starts at its first index).
+ * A closed chunk is stored packed (PS_CHUNK_ENC_ZSTD): the same header and meta, the node section
+ * compressed by zstd; every decoder here reads both encodings.
  */
 #ifndef PS_STORAGE_CHUNK_H
 #define PS_STORAGE_CHUNK_H
@@ -38,15 +40,38 @@ typedef struct ps_chunk_data {
 } ps_chunk_data_t;
 
 typedef struct ps_chunk_header {
-    uint8_t encoding;    /* PS_CHUNK_ENC_V1 */
+    uint8_t encoding;    /* PS_CHUNK_ENC_V1 or PS_CHUNK_ENC_ZSTD */
     uint32_t n;
     int64_t min_ts, max_ts;
 } ps_chunk_header_t;
 
-enum { PS_CHUNK_ENC_V1 = 1 };
+enum { PS_CHUNK_ENC_V1 = 1, PS_CHUNK_ENC_ZSTD = 8 }; /* 2..7 are float chunk encodings (storage/internal.h): never reused */
+
+/** The largest node section a packed chunk may hold, and the most it may expand over its
+ *  compressed bytes: a packed chunk beyond either is damaged (the packer keeps such chunks V1). */
+#define PS_CHUNK_MAX_NODE_BYTES (64u << 20)
+#define PS_CHUNK_MAX_EXPANSION 1024u
+/** The zstd level the compactor packs closed chunks with. */
+#define PS_CHUNK_ZSTD_LEVEL 9
 
 /** Encodes d (appending to out). Rejects non-increasing timestamps or unsorted ids (PS_EINVAL). */
 int ps_chunk_encode(const ps_chunk_data_t *d, ps_buf_t *out, ps_err_t *err);
+
+/**
+ * Packs the V1 chunk v1 (as ps_chunk_encode wrote it, not validated again) into out: encoding
+ * PS_CHUNK_ENC_ZSTD, its node section compressed at zstd level `level`; or, when that is not
+ * smaller or the node section is beyond PS_CHUNK_MAX_NODE_BYTES / PS_CHUNK_MAX_EXPANSION, v1
+ * itself. Appends to out. PS_EINVAL if v1 is not a V1 chunk.
+ */
+int ps_chunk_pack(const void *v1, size_t n, int level, ps_buf_t *out, ps_err_t *err);
+
+/**
+ * Packed node sections are kept decompressed in a small process-wide cache (a few hundred chunks,
+ * ~12 MiB at most; a hit is the same frame byte for byte): its lookups so far, and a way to empty
+ * it (tests, benchmarks).
+ */
+void ps_chunk_cache_stats(uint64_t *hits, uint64_t *misses);
+void ps_chunk_cache_clear(void);
 
 /** Reads the fixed header only (O(1)). PS_ECORRUPT on bad bytes. */
 int ps_chunk_header(const void *p, size_t n, ps_chunk_header_t *h);

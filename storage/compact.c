@@ -98,14 +98,17 @@ static int write_chunk(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_sto
     d.off[nn] = (uint32_t)m;
     d.nnodes = nn;
     free(tbuf);
-    ps_buf_t out = PS_BUF_INIT;
-    int ret = ps_chunk_encode(&d, &out, err);
+    ps_buf_t v1 = PS_BUF_INIT, out = PS_BUF_INIT;
+    int ret = ps_chunk_encode(&d, &v1, err);
+    if (ret == 0) /* closed chunks are stored packed: the node section through zstd (chunk.h) */
+        ret = ps_chunk_pack(v1.data, v1.len, PS_CHUNK_ZSTD_LEVEL, &out, err);
     if (ret == 0) {
         uint8_t kb[16];
         ps_key_sid_ts(kb, sid, ts[n - 1]);
         if (!ps_txn_put(txn, DB_CHUNKS, kb, 16, out.data, out.len, 0, "writing chunk"))
             ret = ps_txn_error(txn, err);
     }
+    ps_buf_dispose(&v1);
     ps_buf_dispose(&out);
     return ret;
 }

@@ -224,11 +224,12 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
             goto Exit;
         }
         uint32_t ver = ps_get_be32(v.mv_data);
-        if (ver >= 1 && ver <= 6) {
+        if (ver >= 1 && ver <= 7) {
             /* version 1 holds profile series only, version 2 float series too (fhead records of
              * encoding 2 only), version 3 split open chunks (fhead 04, fprefix), version 4 dense
              * closed chunks (06, 07), version 5 the span index and profile ids, version 6 the
-             * counts of frames without symbols (empty for the profiles stored before), all in
+             * counts of frames without symbols (empty for the profiles stored before), version 7
+             * packed profile chunks (encoding 8; it reads the encoding 1 chunks as they are), all in
              * records version 8 reads as they are (8 adds the rollups, made for the windows
              * compacted from then on: merges read the profiles of a window without one): the upgrade
              * is the new databases (created below) and the version number, in this transaction.

@@ -4,7 +4,7 @@
 # temporary directory. No CMake involved.
 #
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
-# prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c),
+# prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c, libzstd),
 # fuzz_xorchunk (storage/xorchunk.c), fuzz_spanparts (storage/spanparts.c), fuzz_unsymrec (storage/unsymrec.c), fuzz_rolluprec (storage/rolluprec.c), fuzz_float_dense (storage/float_dense.c), fuzz_selector and fuzz_promql (parser/), fuzz_pqeval (parser/ + src/query/promql*.c), fuzz_remote
 # (proto/remote.c, snappy; gzip.c for the inflate budget), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
@@ -56,9 +56,9 @@ fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib) \
     $(pkg-config --libs libprotobuf-c zlib) -lm -lpthread \
     -o "$out/fuzz_pprof"
 
-# fuzz_chunk: the chunk codec (storage/chunk.c) needs only the core helpers. Built here too, before
-# the last line, which stays the path of fuzz_pprof for run.sh.
-fuzzcc "$here/fuzz_chunk.c" "$root/storage/chunk.c" "$root"/core/*.c -lm -lpthread \
+# fuzz_chunk: the chunk codec (storage/chunk.c) needs the core helpers and libzstd (packed chunks).
+# Built here too, before the last line, which stays the path of fuzz_pprof for run.sh.
+fuzzcc "$here/fuzz_chunk.c" "$root/storage/chunk.c" "$root"/core/*.c -lzstd -lm -lpthread \
     -o "$out/fuzz_chunk"
 
 # fuzz_spanparts: the span parts codec (storage/spanparts.c), core helpers only.

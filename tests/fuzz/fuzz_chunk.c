@@ -4,11 +4,14 @@
  * Arbitrary bytes go through ps_chunk_header, ps_chunk_decode_meta, ps_chunk_decode and
  * ps_chunk_sum_range; none may crash, and they must agree. A chunk that decodes must satisfy the
  * ps_chunk_data_t invariants, re-encode, decode again to the same data, re-encode to the same
- * bytes (the encoder is deterministic), and its sum_range must equal a naive sum.
+ * bytes (the encoder is deterministic), pack (PS_CHUNK_ENC_ZSTD) and decode again to the same
+ * data, and its sum_range must equal a naive sum. Packed inputs (encoding 8: a zstd frame after
+ * the meta) go through the same checks: a damaged frame, wrong sizes, a dictionary id, trailing
+ * bytes must give PS_ECORRUPT. The seeds include packed chunks.
  *
  * Build (clang):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
- *     -I . tests/fuzz/fuzz_chunk.c storage/chunk.c core/mem.c core/err.c -o fuzz_chunk
+ *     -I . tests/fuzz/fuzz_chunk.c storage/chunk.c core/mem.c core/err.c -lzstd -o fuzz_chunk
  *   ./fuzz_chunk -max_len=4096 corpus/
  */
 #include <stddef.h>
@@ -125,6 +128,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(same(&d, &d2));
         CHECK(ps_chunk_encode(&d2, &b2, &err) == 0);
         CHECK(b1.len == b2.len && memcmp(b1.data, b2.data, b1.len) == 0);
+        ps_buf_reset(&b2); /* packed, it decodes to the same data */
+        CHECK(ps_chunk_pack(b1.data, b1.len, 1, &b2, &err) == 0);
+        CHECK(b2.len <= b1.len && (b2.data[0] == PS_CHUNK_ENC_ZSTD) == (b2.len < b1.len));
+        CHECK(ps_chunk_decode(b2.data, b2.len, &a, &d2, &err) == 0);
+        CHECK(same(&d, &d2));
         sums_t s = {&d, from, to < d.n ? to : d.n, 0, 0, 0};
         CHECK(ps_chunk_sum_range(data, size, from, to, on_node, &s, &err) == 0);
         for (; s.j < d.nnodes; s.j++) /* no nonzero sum left unreported */
@@ -188,9 +196,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         d.nnodes = nn;
         ps_buf_t b = PS_BUF_INIT;
         ps_err_t err;
-        if (ps_chunk_encode(&d, &b, &err) == 0)
+        ps_buf_t p = PS_BUF_INIT;
+        if (ps_chunk_encode(&d, &b, &err) == 0) {
             ps_fuzz_write_seed(dir, "chunk", s, b.data, b.len);
+            if (ps_chunk_pack(b.data, b.len, 3, &p, &err) == 0 && p.data[0] == PS_CHUNK_ENC_ZSTD)
+                ps_fuzz_write_seed(dir, "packed", s, p.data, p.len);
+        }
         ps_buf_dispose(&b);
+        ps_buf_dispose(&p);
         ps_arena_dispose(&a);
     }
     return 0;

@@ -249,9 +249,9 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     _rewrite_schema(srv.data_dir, tmp_path, 8, old=99)
     srv.start()
     assert series_snapshot(srv) == snap
-    # version 1 (profiles only), 2, 3, 4, 5 and 6 directories are upgraded in place to version 8
+    # version 1 (profiles only), 2, 3, 4, 5, 6 and 7 directories are upgraded in place to version 8
     # (docs/FORMAT.md)
-    for old in (1, 2, 3, 4, 5, 6):
+    for old in (1, 2, 3, 4, 5, 6, 7):
         assert srv.stop() == 0
         _rewrite_schema(srv.data_dir, tmp_path, old, old=8)
         srv.start()

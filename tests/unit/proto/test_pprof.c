@@ -1410,10 +1410,11 @@ static void test_decoders_agree_testdata(void **state)
     int decoded = 0;
     int files = agree_tree(ps_test_testdata(), &decoded);
     /* tests/testdata: its 63 fixtures, README.md, SHA256SUMS and the generator's make.sh, capture.py
-     * and promjson.py; decoded: the 17 pprof files and the 5 bodies of @pyroscope/nodejs 0.6.4 (raw
-     * gzip'd pprof; the Go SDK's multipart bodies, the Python SDK's PushRequest and the perf script
-     * capture are not pprof) */
-    assert_int_equal(files, 68);
+     * and promjson.py, and store-v6's data.mdb.gz, answers.json and make.py; decoded: the 17 pprof
+     * files and the 5 bodies of @pyroscope/nodejs 0.6.4 (raw gzip'd pprof; the Go SDK's multipart
+     * bodies, the Python SDK's PushRequest, the perf script capture and the data directory are not
+     * pprof) */
+    assert_int_equal(files, 71);
     assert_int_equal(decoded, 22);
 }
 

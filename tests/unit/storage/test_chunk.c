@@ -1,6 +1,8 @@
 /*
  * test_chunk.c - the chunk codec: round trips on random and edge data, sum_range against a naive
- * sum, header/meta decoding, encoder rejections, truncation and byte flips, sizes. Speed is
+ * sum, header/meta decoding, encoder rejections, truncation and byte flips, sizes; packed chunks
+ * (PS_CHUNK_ENC_ZSTD): the same answers as V1, V1 kept where packing does not pay, damaged frames
+ * with their messages. Speed is
  * measured by bench/chunk.c (benchmarks print figures; unit tests do not time).
  */
 #include <setjmp.h>
@@ -489,10 +491,18 @@ static void test_header_meta(void **state)
     assert_int_equal(meta.n, 0); /* out is zeroed on failure */
     /* header failures */
     assert_int_equal(ps_chunk_header(buf.data, 22, &h), PS_ECORRUPT);
-    buf.data[0] = 2;
+    buf.data[0] = 3;
     assert_int_equal(ps_chunk_header(buf.data, buf.len, &h), PS_ECORRUPT);
     assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &meta, &err), PS_ECORRUPT);
-    assert_non_null(strstr(err.msg, "encoding"));
+    assert_string_equal(err.msg, "chunk: unknown encoding 3");
+    /* encoding 8 (packed) with a plain node section: the header and meta read, the nodes do not */
+    buf.data[0] = PS_CHUNK_ENC_ZSTD;
+    assert_int_equal(ps_chunk_header(buf.data, buf.len, &h), 0);
+    assert_int_equal(ps_chunk_decode_meta(buf.data, buf.len, &a, &meta, &err), 0);
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &meta, &err), PS_ECORRUPT);
+    char want[96];
+    snprintf(want, sizeof(want), "chunk: packed node section: not a zstd frame (%zu bytes)", buf.len - 23 - meta_len);
+    assert_string_equal(err.msg, want);
     buf.data[0] = 1;
     buf.data[1] = buf.data[2] = 0; /* n = 0 */
     assert_int_equal(ps_chunk_header(buf.data, buf.len, &h), PS_ECORRUPT);
@@ -659,6 +669,213 @@ static void test_size_realistic(void **state)
     ps_buf_dispose(&buf);
 }
 
+/* ---- packed chunks ---------------------------------------------------------------------- */
+
+/** Packs the V1 chunk in v1 into packed; checks that every reader answers as for v1. Returns 1 if
+ *  it packed (encoding 2, fewer bytes), 0 if it kept v1 byte for byte. */
+static int pack_check(const ps_chunk_data_t *d, const ps_buf_t *v1, ps_buf_t *packed)
+{
+    ps_err_t err;
+    ps_buf_reset(packed);
+    assert_int_equal(ps_chunk_pack(v1->data, v1->len, PS_CHUNK_ZSTD_LEVEL, packed, &err), 0);
+    ps_chunk_header_t h;
+    assert_int_equal(ps_chunk_header(packed->data, packed->len, &h), 0);
+    if (h.encoding == PS_CHUNK_ENC_V1) {
+        assert_int_equal(packed->len, v1->len);
+        assert_memory_equal(packed->data, v1->data, v1->len);
+        return 0;
+    }
+    assert_int_equal(h.encoding, PS_CHUNK_ENC_ZSTD);
+    assert_true(packed->len < v1->len);
+    assert_memory_equal(packed->data + 1, v1->data + 1, 22); /* the header but its encoding byte */
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t got, meta;
+    if (ps_chunk_decode(packed->data, packed->len, &a, &got, &err) != 0)
+        fail_msg("decode packed: %s", err.msg);
+    assert_chunk_equal(d, &got);
+    assert_int_equal(ps_chunk_decode_meta(packed->data, packed->len, &a, &meta, &err), 0);
+    assert_meta_equal(d, &meta);
+    ps_arena_dispose(&a);
+    ps_buf_t *pb = packed;
+    check_sum_range(d, pb, 0, d->n);
+    check_sum_range(d, pb, d->n / 3, d->n - d->n / 4);
+    check_sum_range(d, pb, d->n - 1, d->n + 5);
+    return 1;
+}
+
+static void test_packed_roundtrip(void **state)
+{
+    ps_buf_t v1 = PS_BUF_INIT, packed = PS_BUF_INIT;
+    int npacked = 0;
+    for (int it = 0; it < 300; it++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_chunk_data_t d;
+        uint32_t n = 1 + (uint32_t)rnd_below(it % 10 == 0 ? 2000 : 130);
+        gen_chunk(&a, &d, n, 1 + (uint32_t)rnd_below(300), (double)rnd_below(101) / 100, (val_mode_t)(it % 7),
+                  (ts_mode_t)(it % 4));
+        roundtrip(&d, &v1);
+        npacked += pack_check(&d, &v1, &packed);
+        ps_arena_dispose(&a);
+    }
+    print_message("packed %d of 300 random chunks (the others kept V1: packing did not pay)\n", npacked);
+    assert_true(npacked > 0 && npacked < 300);
+    /* one profile, one node: a zstd frame costs more than the node section, V1 stays */
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t d;
+    gen_chunk(&a, &d, 1, 1, 1.0, VAL_SMALL, TS_REGULAR);
+    roundtrip(&d, &v1);
+    assert_int_equal(pack_check(&d, &v1, &packed), 0);
+    /* realistic: 120 CPU profiles */
+    gen_chunk(&a, &d, 120, 600, 0.3, VAL_CPU, TS_REGULAR);
+    roundtrip(&d, &v1);
+    assert_int_equal(pack_check(&d, &v1, &packed), 1);
+    print_message("120 profiles x 600 nodes, 30%% present, CPU ns values: V1 %zu bytes, packed %zu\n", v1.len,
+                  packed.len);
+    /* not a V1 chunk */
+    ps_err_t err;
+    size_t before = packed.len;
+    assert_int_equal(ps_chunk_pack(packed.data, packed.len, 3, &packed, &err), PS_EINVAL);
+    assert_int_equal(packed.len, before);
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&v1);
+    ps_buf_dispose(&packed);
+}
+
+/** The packed chunk of d (which must pack) in out; *at gets where its zstd frame starts. */
+static void packed_of(ps_arena_t *a, ps_chunk_data_t *d, ps_buf_t *out, size_t *at)
+{
+    ps_buf_t v1 = PS_BUF_INIT;
+    gen_chunk(a, d, 30, 40, 0.5, VAL_CPU, TS_REGULAR);
+    roundtrip(d, &v1);
+    assert_int_equal(pack_check(d, &v1, out), 1);
+    *at = 23 + ps_get_be32(out->data + 19);
+    ps_buf_dispose(&v1);
+}
+
+/** Damaged packed chunks: a precise PS_ECORRUPT from every reader, never a crash. */
+static void test_packed_damaged(void **state)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t d, got;
+    ps_buf_t buf = PS_BUF_INIT, bad = PS_BUF_INIT;
+    ps_err_t err;
+    size_t at;
+    static sums_t s;
+    packed_of(&a, &d, &buf, &at);
+#define EXPECT_CORRUPT(p, len, want)                                                                                   \
+    do {                                                                                                               \
+        assert_int_equal(ps_chunk_decode(p, len, &a, &got, &err), PS_ECORRUPT);                                      \
+        assert_string_equal(err.msg, want);                                                                            \
+        assert_int_equal(got.n, 0);                                                                                    \
+        s.n = 0;                                                                                                       \
+        assert_int_equal(ps_chunk_sum_range(p, len, 0, d.n, on_node, &s, &err), PS_ECORRUPT);                        \
+        assert_string_equal(err.msg, want);                                                                            \
+    } while (0)
+    /* a byte after the frame */
+    ps_buf_reset(&bad);
+    ps_buf_append(&bad, buf.data, buf.len);
+    ps_buf_putc(&bad, 0);
+    EXPECT_CORRUPT(bad.data, bad.len, "chunk: packed node section: 1 trailing bytes after the zstd frame");
+    /* the frame asks for a dictionary: Dictionary_ID_flag 1 in the frame header descriptor (after
+     * the 4-byte magic number) and a one-byte id after the window descriptor, if any */
+    ps_buf_reset(&bad);
+    ps_buf_append(&bad, buf.data, buf.len);
+    uint8_t *fhd = bad.data + at + 4;
+    assert_int_equal(*fhd & 3, 0);
+    size_t id_at = at + 5 + ((*fhd & 0x20) ? 0 : 1);
+    *fhd |= 1;
+    ps_buf_reserve(&bad, 1);
+    memmove(bad.data + id_at + 1, bad.data + id_at, bad.len - id_at);
+    bad.data[id_at] = 42;
+    bad.len++;
+    EXPECT_CORRUPT(bad.data, bad.len, "chunk: packed node section: zstd frame wants dictionary 42; packed chunks use none");
+    /* the last byte of the checksum changed */
+    ps_buf_reset(&bad);
+    ps_buf_append(&bad, buf.data, buf.len);
+    bad.data[bad.len - 1] ^= 0x5a;
+    EXPECT_CORRUPT(bad.data, bad.len, "chunk: packed node section: zstd: Restored data doesn't match checksum");
+    /* cut short */
+    EXPECT_CORRUPT(buf.data, buf.len - 1,
+                   "chunk: packed node section: zstd frame truncated or damaged: Src size is incorrect");
+    EXPECT_CORRUPT(buf.data, at + 3, "chunk: packed node section: not a zstd frame (3 bytes)");
+    EXPECT_CORRUPT(buf.data, at, "chunk: packed node section: not a zstd frame (0 bytes)");
+    /* every truncation and every byte flip: PS_ECORRUPT naming the chunk, or (a flip in the header
+     * or meta that leaves a valid chunk, or in frame bits zstd does not read) a valid chunk; never a
+     * crash (ASan build). Node values never change unseen: zstd's checksum covers them. */
+    int flips_ok = 0;
+    for (size_t len = 0; len < buf.len; len++) {
+        assert_int_equal(ps_chunk_decode(buf.data, len, &a, &got, &err), PS_ECORRUPT);
+        assert_memory_equal(err.msg, "chunk: ", 7);
+    }
+    for (size_t i = 0; i < buf.len; i++) {
+        for (int bit = 0; bit < 8; bit += 3) {
+            buf.data[i] ^= (uint8_t)(1u << bit);
+            int r = ps_chunk_decode(buf.data, buf.len, &a, &got, &err);
+            if (r == 0) {
+                flips_ok++;
+                if (i >= at) /* in the frame: the same node section as before */
+                    assert_chunk_equal(&d, &got);
+            } else {
+                assert_int_equal(r, PS_ECORRUPT);
+                assert_memory_equal(err.msg, "chunk: ", 7);
+            }
+            s.n = 0;
+            r = ps_chunk_sum_range(buf.data, buf.len, 0, d.n, on_node, &s, &err);
+            assert_true(r == 0 || r == PS_ECORRUPT);
+            buf.data[i] ^= (uint8_t)(1u << bit);
+        }
+    }
+    print_message("packed chunk of %zu bytes: %d byte flips decoded (in header/meta), the others refused\n", buf.len,
+                  flips_ok);
+#undef EXPECT_CORRUPT
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&buf);
+    ps_buf_dispose(&bad);
+}
+
+/** The cache of decompressed node sections: a repeated read is a hit with the same answer; a
+ *  frame that differs anywhere, even in the same slot, is not served the cached content. */
+static void test_packed_cache(void **state)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t d, got;
+    ps_buf_t buf = PS_BUF_INIT;
+    ps_err_t err;
+    size_t at;
+    uint64_t hits, misses;
+    static sums_t s;
+    packed_of(&a, &d, &buf, &at); /* decodes it (pack_check): cached */
+    ps_chunk_cache_clear();
+    ps_chunk_cache_stats(&hits, &misses);
+    assert_true(hits == 0 && misses == 0);
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), 0);
+    assert_chunk_equal(&d, &got);
+    check_sum_range(&d, &buf, 0, d.n);
+    check_sum_range(&d, &buf, 3, 17);
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), 0);
+    assert_chunk_equal(&d, &got);
+    ps_chunk_cache_stats(&hits, &misses);
+    assert_int_equal(misses, 1);
+    assert_int_equal(hits, 3);
+    /* a byte in the middle of the frame changed, its checksum bytes and length (the slot) kept */
+    buf.data[at + (buf.len - at) / 2] ^= 0x21;
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), PS_ECORRUPT);
+    assert_memory_equal(err.msg, "chunk: packed node section: ", 28);
+    s.n = 0;
+    assert_int_equal(ps_chunk_sum_range(buf.data, buf.len, 0, d.n, on_node, &s, &err), PS_ECORRUPT);
+    ps_chunk_cache_stats(&hits, &misses);
+    assert_int_equal(misses, 3);
+    assert_int_equal(hits, 3);
+    buf.data[at + (buf.len - at) / 2] ^= 0x21; /* back: still cached */
+    assert_int_equal(ps_chunk_decode(buf.data, buf.len, &a, &got, &err), 0);
+    assert_chunk_equal(&d, &got);
+    ps_chunk_cache_stats(&hits, &misses);
+    assert_int_equal(hits, 4);
+    ps_chunk_cache_clear();
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -667,6 +884,8 @@ int main(void)
         cmocka_unit_test(test_encode_rejects),   cmocka_unit_test(test_header_meta),
         cmocka_unit_test(test_corrupt_messages), cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_byte_flips),       cmocka_unit_test(test_size_realistic),
+        cmocka_unit_test(test_packed_roundtrip), cmocka_unit_test(test_packed_damaged),
+        cmocka_unit_test(test_packed_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
