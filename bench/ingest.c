@@ -51,6 +51,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include "core/err.h"
@@ -113,6 +114,8 @@ typedef struct opts {
     uint32_t rules;   /* --rules: recording rules of the MODE_RULES phase */
     int rules_all;    /* --rules-all: each of them matches every CPU profile */
     int unsymbolized; /* --unsymbolized: the fixtures' locations without lines, with build ids */
+    int shapes;       /* --shapes: native fsync phases in the request shapes of real senders */
+    uint64_t shape_n; /* --shape-profiles: profiles per shape */
 } opts_t;
 
 typedef struct result {
@@ -150,8 +153,8 @@ static size_t *tmem_off;
 /* the flags as the table parses them; parse() puts them into opts_t */
 typedef struct flagv {
     const char *profstore, *data_dir, *threads, *phase;
-    bool keep, no_compact, connect, pyroscope, rules_all, unsymbolized;
-    uint64_t n, conns, series, jobs, heap_every, t0, rules;
+    bool keep, no_compact, connect, pyroscope, rules_all, unsymbolized, shapes;
+    uint64_t n, conns, series, jobs, heap_every, t0, rules, shape_n;
 } flagv_t;
 
 #define FV(field) offsetof(flagv_t, field)
@@ -197,6 +200,11 @@ static const ps_flag_t flags[] = {
     {.name = "unsymbolized", .type = PS_FLAG_BOOL, .offset = FV(unsymbolized),
      .help = "push the fixtures with every location's lines taken out, in 8 mappings with\n"
              "build ids (native frames as an eBPF profiler sends them)"},
+    {.name = "shapes", .type = PS_FLAG_BOOL, .offset = FV(shapes),
+     .help = "also push natively (fsync) in the request shapes of real senders: 1 series on 1\n"
+             "connection, 4 on 4, 10 on 4, 10 on 10 (one series' pushes in order), a fresh server each"},
+    {.name = "shape-profiles", .type = PS_FLAG_UINT, .offset = FV(shape_n), .metavar = "N", .def = "2000", .min = 1,
+     .max = UINT64_MAX, .help = "--shapes: profiles per shape (default 2000)"},
     {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
 };
 /* clang-format on */
@@ -233,6 +241,8 @@ static void parse(int argc, char **argv, opts_t *o)
     o->rules = (uint32_t)f.rules;
     o->rules_all = f.rules_all;
     o->unsymbolized = f.unsymbolized;
+    o->shapes = f.shapes;
+    o->shape_n = f.shape_n;
 }
 
 /* push i: label set i % series, round i / series; 1 in heap_every rounds of a set is heap */
@@ -411,6 +421,39 @@ static floor_res_t floor_gunzip(const opts_t *o)
     free(out);
     if (total == 0)
         r.wall = r.cpu = 0;
+    return r;
+}
+
+/* The same bytes inflated by libdeflate (what ps_gunzip uses), member by member into one buffer. */
+static floor_res_t floor_libdeflate(const opts_t *o)
+{
+    size_t cap = 0;
+    for (int f = 0; f < NFIX; f++)
+        if (fx[f].raw_len > cap)
+            cap = fx[f].raw_len;
+    cap += 4096;
+    uint8_t *out = ps_xmalloc(cap);
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+    double c0 = ps_bench_self_cpu(), t0 = ps_bench_now();
+    int ok = d != NULL;
+    for (uint64_t i = 0; i < o->n && ok; i++) {
+        const ps_buf_t *x = &fx[fix_of(o, i)].timed;
+        size_t pos = 0, len = 0;
+        while (pos < x->len && ok) {
+            size_t used = 0, got = 0;
+            ok = libdeflate_gzip_decompress_ex(d, x->data + pos, x->len - pos, out + len, cap - len, &used, &got) ==
+                 LIBDEFLATE_SUCCESS;
+            pos += used;
+            len += got;
+        }
+    }
+    floor_res_t r = {ps_bench_now() - t0, ps_bench_self_cpu() - c0};
+    libdeflate_free_decompressor(d);
+    free(out);
+    if (!ok) {
+        fprintf(stderr, "bench_ingest: libdeflate floor: a fixture did not inflate\n");
+        r.wall = r.cpu = 0;
+    }
     return r;
 }
 
@@ -682,7 +725,7 @@ static void run_phase(const opts_t *o, const char *base_dir, int nosync, push_mo
 
 static const char *mark(int good) { return good ? "met" : "NOT met"; }
 
-static void print_phase(const opts_t *o, const result_t *r, floor_res_t gz, floor_res_t dec)
+static void print_phase(const opts_t *o, const result_t *r, floor_res_t gz, floor_res_t ld, floor_res_t dec)
 {
     double n = (double)o->n;
     printf("\n== phase: %s ==\n", r->name);
@@ -754,9 +797,15 @@ static void print_phase(const opts_t *o, const result_t *r, floor_res_t gz, floo
                r->wall / gz.wall, r->server_cpu / gz.cpu, mark(r->wall / gz.wall <= 10),
                mark(r->server_cpu / gz.cpu <= 10));
     }
+    if (ld.wall > 0)
+        printf("  gunzip floor (libdeflate) %.3f s = %.1f us/profile, in-process, one thread, same bytes\n", ld.wall,
+               ld.wall / n * 1e6);
     if (dec.wall > 0)
-        printf("  gunzip+decode floor    %.3f s = %.1f us/profile (ps_pprof_decode); server CPU / this = %.1fx\n",
+        printf("  gunzip+decode floor    %.3f s = %.1f us/profile (ps_pprof_decode: libdeflate + decode); server CPU / "
+               "this = %.1fx\n",
                dec.wall, dec.wall / n * 1e6, r->server_cpu / dec.cpu);
+    printf("  server CPU per profile %.1f us   (target <= 200 us: %s)\n", r->server_cpu / n * 1e6,
+           mark(r->server_cpu / n * 1e6 <= 200));
     if (o->do_compact)
         printf("  POST /admin/compact    %.3f s wall, %.3f s server CPU (%.1f us/profile pushed), %.0f chunks "
                "(%.0f written during the pushes), peak RSS now %.1f MiB\n",
@@ -842,6 +891,43 @@ static int make_base_dir(const opts_t *o, char *base, size_t n, int *made)
     return 0;
 }
 
+/* --shapes: the request shapes real senders use ({series, connections}: an SDK or Alloy per
+ * process pushes each series' profile in turn), each a native fsync phase into a fresh server. */
+static const uint32_t shape_series[] = {1, 4, 10, 10}, shape_conns[] = {1, 4, 4, 10};
+#define NSHAPES (sizeof(shape_series) / sizeof(shape_series[0]))
+
+static void run_shapes(const opts_t *o, const char *base, long long t0)
+{
+    printf("\n== request shapes of real senders: native push, fsync, %llu profiles each ==\n",
+           (unsigned long long)o->shape_n);
+    printf("  %-22s %10s %9s %9s %9s %15s %16s\n", "series x connections", "profiles/s", "p50 ms", "p99 ms",
+           "prof/commit", "server us/prof", "machine busy");
+    for (size_t k = 0; k < NSHAPES; k++) {
+        opts_t so = *o;
+        so.series = shape_series[k];
+        so.jobs = o->jobs < so.series ? o->jobs : so.series;
+        so.conns = shape_conns[k];
+        so.n = o->shape_n;
+        so.do_compact = 0;
+        free(series);
+        make_series(&so);
+        result_t r;
+        run_phase(&so, base, 0, MODE_NATIVE, t0, &r);
+        char name[64];
+        snprintf(name, sizeof(name), "%u x %u", so.series, so.conns);
+        if (!r.ok || r.died[0] || r.wall <= 0) {
+            printf("  %-22s (failed%s%s)\n", name, r.died[0] ? ": " : "", r.died);
+            continue;
+        }
+        double n = (double)so.n;
+        printf("  %-22s %10.0f %9.2f %9.2f %9.1f %15.1f %12.2f CPUs\n", name, n / r.wall, r.p50 * 1e3, r.p99 * 1e3,
+               r.batches > 0 ? r.stored / r.batches : 0, r.server_cpu / n * 1e6, r.sys_busy / r.wall);
+        fflush(stdout);
+    }
+    free(series);
+    make_series(o);
+}
+
 int main(int argc, char **argv)
 {
     opts_t o = {0};
@@ -851,9 +937,11 @@ int main(int argc, char **argv)
     if (load_fixtures(&o) != 0)
         return 1;
     make_series(&o);
-    uint64_t rounds = (o.n + o.series - 1) / o.series;
-    long long t0 = o.t0 >= 0 ? o.t0 : (long long)time(NULL) - (long long)rounds * 10 - 60;
-    make_time_members(rounds, t0);
+    uint64_t rounds = (o.n + o.series - 1) / o.series, tm_rounds = rounds;
+    if (o.shapes && o.shape_n > tm_rounds) /* a shape of one series: a round per profile */
+        tm_rounds = o.shape_n;
+    long long t0 = o.t0 >= 0 ? o.t0 : (long long)time(NULL) - (long long)tm_rounds * 10 - 60;
+    make_time_members(tm_rounds, t0);
 
     char base[4096];
     int made;
@@ -861,7 +949,7 @@ int main(int argc, char **argv)
         return 1;
     print_header(&o, rounds, t0, base);
 
-    floor_res_t gz = floor_gunzip(&o), dec = floor_decode(&o);
+    floor_res_t gz = floor_gunzip(&o), ld = floor_libdeflate(&o), dec = floor_decode(&o);
 
     result_t res[2][NMODES]; /* [nosync][mode] */
     memset(res, 0, sizeof(res));
@@ -874,7 +962,7 @@ int main(int argc, char **argv)
                 continue;
             result_t *r = &res[nosync][m];
             run_phase(&o, base, nosync, (push_mode_t)m, t0, r);
-            print_phase(&o, r, gz, dec);
+            print_phase(&o, r, gz, ld, dec);
             if (m != MODE_NATIVE)
                 print_compare(&o, &res[nosync][MODE_NATIVE], r, (push_mode_t)m);
             died |= r->died[0] != 0;
@@ -882,6 +970,8 @@ int main(int argc, char **argv)
         }
     }
     print_fsync_share(&o, &res[0][MODE_NATIVE], &res[1][MODE_NATIVE]);
+    if (o.shapes)
+        run_shapes(&o, base, t0);
     if (made && !o.keep && !died)
         ps_bench_rmrf(base);
     else

@@ -408,7 +408,7 @@ static void run_receiver(const opts_t *o, const char *bin, const char *base, con
 typedef struct flagv {
     const char *profstore, *prometheus, *prometheus3, *values;
     uint64_t series, rounds, per_request, conns;
-    bool no_prometheus, no_prometheus3, keep;
+    bool no_prometheus, no_prometheus3, keep, shapes;
 } flagv_t;
 
 #define FV(field) offsetof(flagv_t, field)
@@ -437,11 +437,42 @@ static const ps_flag_t flags[] = {
      .choices = value_mixes,
      .help = "node: a 4-CPU host's node_exporter mix; cpu: the first generator's\n"
              "mix (default node)"},
+    {.name = "shapes", .type = PS_FLAG_BOOL, .offset = FV(shapes),
+     .help = "then the request shapes of real senders, each a run of its own: Prometheus' default\n"
+             "max_samples_per_send (500) over --series, and 1, 4 and 10 series of one shard\n"
+             "(one request a scrape, one in flight) for 2000 rounds"},
     {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
 };
 /* clang-format on */
 static const ps_flagset_t flagset = {"bench_remote_write", "usage: bench_remote_write [flags]\n", flags,
                                      sizeof(flags) / sizeof(flags[0])};
+
+/* --shapes: this program again for each request shape of a real sender (same binaries, same
+ * value mix): Prometheus 2.42's default max_samples_per_send, 500, over o's series, and a small
+ * target set (1, 4, 10 series) whose every scrape is one request of one shard. */
+static void run_shapes(const char *self, const opts_t *o, const char *values)
+{
+    static const struct {
+        uint32_t series, per_request, rounds;
+    } shapes[] = {{0, 500, 0}, {1, 1, 2000}, {4, 4, 2000}, {10, 10, 2000}};
+    for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+        uint32_t series = shapes[k].series ? shapes[k].series : o->series;
+        uint32_t rounds = shapes[k].rounds ? shapes[k].rounds : o->rounds;
+        char cmd[16384];
+        int n = snprintf(cmd, sizeof(cmd), "'%s' --series %u --per-request %u --rounds %u --conns %u --values %s "
+                         "--profstore '%s'", self, series, shapes[k].per_request, rounds, o->conns, values,
+                         o->profstore);
+        if (o->prometheus != NULL)
+            n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, " --prometheus '%s'", o->prometheus);
+        else
+            n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, " --no-prometheus");
+        printf("\n== shape: %u series, %u samples a request, %u rounds ==\n", series, shapes[k].per_request, rounds);
+        fflush(stdout);
+        if (system(cmd) != 0)
+            printf("  (the run failed: %s)\n", cmd);
+        fflush(stdout);
+    }
+}
 
 int main(int argc, char **argv)
 {
@@ -549,6 +580,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < nbodies; i++)
         free(bodies[i].data);
     free(bodies);
+    if (f.shapes)
+        run_shapes(argv[0], &o, ps_bench_rw_values_name(o.values));
     curl_global_cleanup();
     return 0;
 }

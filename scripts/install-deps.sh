@@ -23,7 +23,7 @@ set -eu
 # what `cmake -S . -B build && cmake --build build` needs (the unit tests are built too: cmocka);
 # ca-certificates for npm's HTTPS fetch of the UI's packages
 BUILD_PKGS="build-essential cmake pkg-config re2c protobuf-c-compiler libnghttp2-dev
-libh2o-evloop-dev libssl-dev libprotobuf-c-dev libsnappy-dev zlib1g-dev liblmdb-dev libzstd-dev
+libh2o-evloop-dev libssl-dev libprotobuf-c-dev libsnappy-dev zlib1g-dev libdeflate-dev liblmdb-dev libzstd-dev
 libpcre2-dev libyaml-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev libdw-dev libdebuginfod-dev python3
 ca-certificates"
 # what the tests, fuzzing and the real clients need on top (elfutils: eu-addr2line, test_symbols.py

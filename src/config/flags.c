@@ -592,13 +592,15 @@ static const ps_flag_t profstore_flags[] = {
      .doc = "how often to apply retention",
      .help = "how often to apply retention (default 1m)"},
     {.name = "storage.commit-delay", .type = PS_FLAG_DURATION, .offset = OFF(commit_delay), .metavar = "DURATION",
-     .def = "10ms",
-     .doc = "group commit: at most one commit (fsync) per this interval unless a batch is full "
-            "(512) or the remote-write requests queued hold 1,000 samples (their fsync is shared "
-            "well enough; waiting would only slow a sender with few requests in flight); `0` "
-            "commits at once. Scraped profiles, which nobody waits on, accept 50 ms",
-     .help = "at most one commit (fsync) per this interval unless a batch is full\n"
-             "(group commit; default 10ms; 0 = commit at once)"},
+     .def = "0s",
+     .doc = "group commit: the first write into an idle writer commits at once, and the writes that "
+            "arrive while a commit (fsync) runs share the next one. A duration > 0 also holds a "
+            "commit until this long after the last one unless a batch is full (512) or the "
+            "remote-write requests queued hold 1,000 samples. Scraped profiles, which nobody waits "
+            "on, wait up to 50 ms when nothing else is queued",
+     .help = "hold a commit (fsync) until this long after the last one unless a\n"
+             "batch is full (default 0s: commit at once; writes arriving during a\n"
+             "commit share the next)"},
     {.name = "storage.write-queue-max-bytes", .type = PS_FLAG_SIZE, .offset = OFF(queue_bytes), .metavar = "SIZE",
      .def = "256MiB",
      .doc = "bytes of decoded writes waiting for the writer; past it pushes get 429 (remote write "

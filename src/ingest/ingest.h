@@ -194,7 +194,8 @@ struct ps_wreq {
     uint32_t count;              /* chunks written / series dropped */
     void (*on_done)(ps_wreq_t *r); /* called on the writer thread once durable (or failed) */
     int64_t commit_delay_ns;     /* > 0: this request tolerates that much group-commit delay (scrapes:
-                                  * nobody waits on them); 0: the writer's commit_delay */
+                                  * nobody waits on them), whatever the writer's commit_delay; 0: the
+                                  * writer's commit_delay */
     void *ctx;
     /* PS_WREQ_FWD_ADVANCE: ps_store_forward_advance's cursors (count gets the entries trimmed) */
     const char *const *fwd_names;
@@ -226,7 +227,9 @@ typedef struct ps_writer_opts {
     uint64_t max_queue_bytes;    /* ... or when the queue would then hold more bytes (ps_wreq_t.bytes)
                                   * than this (default PS_WRITER_QUEUE_BYTES); one request is always
                                   * taken when nothing is queued. Refused: PS_EOVERLOAD */
-    int64_t commit_delay_ns;     /* at most one commit per this interval, unless a batch is full (10 ms) */
+    int64_t commit_delay_ns;     /* > 0: hold a commit until this long after the last one, unless a
+                                  * batch is full (default 0: what is queued commits at once, and
+                                  * what arrives during a commit shares the next: group commit) */
     uint32_t eager_samples;      /* ... or the samples requests queued hold this many samples
                                   * (PS_WRITER_EAGER_SAMPLES; 0 = always wait) */
     int64_t compact_interval_ns; /* how often to look for heads due (default 10 s) */
@@ -248,12 +251,10 @@ typedef struct ps_writer_opts {
 /** How many float samples weigh as much as one profile in a batch (max_batch): 512 units of
  *  remote-write requests of 2,000 samples are ~250 requests, 512k samples, in one transaction. */
 #define PS_WRITER_SAMPLES_PER_UNIT 1024
-/** The default of ps_writer_opts_t.eager_samples: queued remote-write requests holding this many
- *  samples are committed without waiting for the group-commit interval. An fsync costs about as
- *  much as writing 1,000 samples, so it is shared well enough already, and a sender with few
- *  requests in flight (Prometheus' shards) would only wait: with 4 in flight and 2,000 samples a
- *  request, waiting for the interval held bench_remote_write to ~470k samples/s, not waiting gives
- *  ~800k. Profiles still wait (a push of one profile does not share its fsync). */
+/** The default of ps_writer_opts_t.eager_samples: with a commit_delay > 0, queued remote-write
+ *  requests holding this many samples are committed without waiting for it. An fsync costs about
+ *  as much as writing 1,000 samples, so it is shared well enough already, and a sender with few
+ *  requests in flight (Prometheus' shards) would only wait. */
 #define PS_WRITER_EAGER_SAMPLES 1000
 
 /** The default of ps_writer_opts_t.max_queue_bytes (--storage.write-queue-max-bytes): 256 MiB of

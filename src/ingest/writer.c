@@ -37,7 +37,7 @@ void ps_writer_opts_default(ps_writer_opts_t *o)
     o->max_batch = 512;
     o->max_queue = 8192;
     o->max_queue_bytes = PS_WRITER_QUEUE_BYTES;
-    o->commit_delay_ns = 10 * 1000000;
+    o->commit_delay_ns = 0;
     o->eager_samples = PS_WRITER_EAGER_SAMPLES;
     o->compact_interval_ns = 10 * PS_NS_PER_S;
     o->retention_interval_ns = 60 * PS_NS_PER_S;
@@ -98,6 +98,25 @@ static void housekeeping(ps_writer_t *w, int64_t *next_compact, int64_t *next_re
     }
 }
 
+/* How long the queued requests may wait for others to share their commit (w->mu held): the
+ * least any of them tolerates; INT64_MAX for an empty queue. */
+static int64_t commit_wait(const ps_writer_t *w)
+{
+    int64_t delay = INT64_MAX;
+    uint64_t samples = 0;
+    for (const ps_wreq_t *r = w->head; r != NULL && delay > 0; r = r->next) {
+        int64_t d = r->commit_delay_ns > 0 ? r->commit_delay_ns : w->opts.commit_delay_ns;
+        if (r->kind != PS_WREQ_APPEND && r->kind != PS_WREQ_SAMPLES)
+            d = 0; /* admin requests: now */
+        if (r->kind == PS_WREQ_SAMPLES && w->opts.eager_samples > 0 &&
+            (samples += r->nsamples) >= w->opts.eager_samples)
+            d = 0; /* enough samples to share the fsync already: waiting only adds latency */
+        if (d < delay)
+            delay = d;
+    }
+    return delay;
+}
+
 static void *run(void *arg)
 {
     ps_writer_t *w = arg;
@@ -130,33 +149,27 @@ static void *run(void *arg)
             pthread_mutex_unlock(&w->mu);
             break;
         }
-        /* group commit: at most one commit per commit_delay. A steady trickle (scrapes) then shares
-         * fsyncs instead of paying one per profile; under load a commit (with its fsync) takes
-         * about that long anyway, so little waiting is added */
-        int64_t delay = INT64_MAX;
-        uint64_t samples = 0;
-        for (ps_wreq_t *r = w->head; r != NULL && delay > 0; r = r->next) {
-            int64_t d = r->commit_delay_ns > 0 && w->opts.commit_delay_ns > 0 ? r->commit_delay_ns : w->opts.commit_delay_ns;
-            if (r->kind != PS_WREQ_APPEND && r->kind != PS_WREQ_SAMPLES)
-                d = 0; /* admin requests: now */
-            if (r->kind == PS_WREQ_SAMPLES && w->opts.eager_samples > 0 &&
-                (samples += r->nsamples) >= w->opts.eager_samples)
-                d = 0; /* enough samples to share the fsync already: waiting only adds latency */
-            if (d < delay)
-                delay = d;
-        }
-        if (w->queued < w->opts.max_batch && delay > 0 && delay != INT64_MAX && !w->stopping) {
+        /* group commit, leader/follower: this thread is the leader. What is queued when it wakes
+         * is committed at once, and what arrives while that commit (its fsync) runs waits for the
+         * next one, which then takes all of it: one fsync of latency when idle, commits as large
+         * as the load under load. Only a configured commit_delay (0 by default) or a queue of
+         * scrapes alone (nobody waits on them: they share fsyncs for their commit_delay_ns)
+         * waits for more, at most that long since the last commit, and no longer once the batch
+         * is full or a request that may not wait arrives */
+        for (;;) {
+            int64_t delay = commit_wait(w);
+            if (w->queued >= w->opts.max_batch || delay <= 0 || delay == INT64_MAX || w->stopping)
+                break;
             int64_t deadline = last_commit + delay, mono = ps_time_mono();
-            if (mono < deadline) {
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                int64_t until = (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec + (deadline - mono);
-                ts.tv_sec = until / PS_NS_PER_S;
-                ts.tv_nsec = until % PS_NS_PER_S;
-                while (w->queued < w->opts.max_batch && !w->stopping &&
-                       pthread_cond_timedwait(&w->cv, &w->mu, &ts) == 0)
-                    ;
-            }
+            if (mono >= deadline)
+                break;
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            int64_t until = (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec + (deadline - mono);
+            ts.tv_sec = until / PS_NS_PER_S;
+            ts.tv_nsec = until % PS_NS_PER_S;
+            if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) != 0)
+                break;
         }
         /* take up to max_batch units: a profile is one, a samples request one per
          * PS_WRITER_SAMPLES_PER_UNIT samples (at least one request, however big) */

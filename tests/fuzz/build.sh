@@ -51,9 +51,9 @@ fuzzcc() {
 }
 
 # shellcheck disable=SC2046
-fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib) \
+fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib libdeflate) \
     -I"$root/tests/support" "$here/fuzz_pprof.c" "$root/tests/support/pprof_reference.c" "$root/proto/pprof.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/core/*.c \
-    $(pkg-config --libs libprotobuf-c zlib) -lm -lpthread \
+    $(pkg-config --libs libprotobuf-c zlib libdeflate) -lm -lpthread \
     -o "$out/fuzz_pprof"
 
 # fuzz_chunk: the chunk codec (storage/chunk.c) needs the core helpers and libzstd (packed chunks).
@@ -116,7 +116,7 @@ if [ -f "$root/proto/remote.proto" ] && [ -f "$here/fuzz_remote.c" ]; then
     # shellcheck disable=SC2046
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c) \
         "$here/fuzz_remote.c" "$root/proto/remote.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/remote.pb-c.c" "$root"/core/*.c \
-        $(pkg-config --libs libprotobuf-c) -lsnappy -lz -lm -lpthread \
+        $(pkg-config --libs libprotobuf-c) -lsnappy -lz -ldeflate -lm -lpthread \
         -o "$out/fuzz_remote"
 fi
 
@@ -128,7 +128,7 @@ if [ -f "$root/proto/remote_read.c" ] && [ -f "$here/fuzz_remote_read.c" ]; then
     fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c) \
         "$here/fuzz_remote_read.c" "$root/proto/remote_read.c" "$root/proto/remote.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" \
         "$gen/remote.pb-c.c" "$root"/core/*.c \
-        $(pkg-config --libs libprotobuf-c) -lsnappy -lz -lm -lpthread \
+        $(pkg-config --libs libprotobuf-c) -lsnappy -lz -ldeflate -lm -lpthread \
         -o "$out/fuzz_remote_read"
 fi
 
@@ -148,11 +148,11 @@ fi
 if [ -f "$root/src/ingest/pyroscope.c" ] && [ -f "$here/fuzz_pyingest.c" ]; then
     [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
     # shellcheck disable=SC2046
-    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib jansson) \
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib libdeflate jansson) \
         "$here/fuzz_pyingest.c" "$root/src/ingest/pyroscope.c" "$root/src/ingest/multipart.c" \
         "$root/src/ingest/ingest.c" "$root/proto/pprof.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" \
         "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
-        $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
+        $(pkg-config --libs libprotobuf-c zlib libdeflate jansson libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_pyingest"
 fi
 
@@ -172,11 +172,11 @@ fi
 if [ -f "$root/src/ingest/adhoc.c" ] && [ -f "$here/fuzz_adhoc.c" ]; then
     [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
     # shellcheck disable=SC2046
-    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib jansson) \
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib libdeflate jansson) \
         "$here/fuzz_adhoc.c" "$root/src/ingest/adhoc.c" "$root/src/ingest/pyroscope.c" "$root/src/ingest/multipart.c" \
         "$root/src/ingest/ingest.c" "$root"/src/render/*.c "$root/proto/pprof.c" "$root/proto/gzip.c" \
         "$root/proto/pballoc.c" "$gen/profile.pb-c.c" "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
-        $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
+        $(pkg-config --libs libprotobuf-c zlib libdeflate jansson libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_adhoc"
 fi
 
@@ -187,11 +187,11 @@ if [ -f "$root/src/ingest/otlp.c" ] && [ -f "$here/fuzz_otlp.c" ]; then
     [ -f "$gen/selector.re.c" ] || re2c -W --no-generation-date -o "$gen/selector.re.c" "$root/parser/selector.re"
     protoc-c --proto_path="$root/proto" --c_out="$gen" "$root"/proto/otlp_*.proto
     # shellcheck disable=SC2046
-    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib jansson) \
+    fuzzcc -I"$gen" $(pkg-config --cflags libprotobuf-c zlib libdeflate jansson) \
         "$here/fuzz_otlp.c" "$root/src/ingest/otlp.c" "$root/src/ingest/ingest.c" "$root/proto/otlp.c" \
         "$root/proto/pbjson.c" "$root/proto/pprof.c" "$root/proto/gzip.c" "$root/proto/pballoc.c" "$gen/profile.pb-c.c" \
         "$gen"/otlp_*.pb-c.c "$root"/parser/*.c "$gen/selector.re.c" "$root"/core/*.c \
-        $(pkg-config --libs libprotobuf-c zlib jansson libpcre2-8) -lm -lpthread \
+        $(pkg-config --libs libprotobuf-c zlib libdeflate jansson libpcre2-8) -lm -lpthread \
         -o "$out/fuzz_otlp"
 fi
 
@@ -245,9 +245,9 @@ if [ -f "$root/src/grpc/server.c" ] && [ -f "$here/fuzz_grpc.c" ]; then
     [ -e "$gen/inc/auth" ] || ln -s "$root/src/auth" "$gen/inc/auth"
     [ -e "$gen/inc/grpc" ] || ln -s "$root/src/grpc" "$gen/inc/grpc"
     # shellcheck disable=SC2046
-    fuzzcc $(pkg-config --cflags libnghttp2 openssl zlib) "$here/fuzz_grpc.c" "$root/src/grpc/server.c" \
+    fuzzcc $(pkg-config --cflags libnghttp2 openssl zlib libdeflate) "$here/fuzz_grpc.c" "$root/src/grpc/server.c" \
         "$root/src/auth/auth.c" "$root/src/config/webconfig_tls.c" "$root/proto/gzip.c" "$root"/core/*.c \
-        $(pkg-config --libs libnghttp2 openssl zlib) -lcrypt -lm -lpthread -o "$out/fuzz_grpc"
+        $(pkg-config --libs libnghttp2 openssl zlib libdeflate) -lcrypt -lm -lpthread -o "$out/fuzz_grpc"
 fi
 
 # fuzz_symbols: a debug file read through libdwfl as the store's read symbolizes (src/symbols/symbols.c,

@@ -7,13 +7,16 @@
  * must give the same code, the same message and the same profile field by field -- unless
  * protobuf-c ran out of its allocation budget, which the direct decoder does not have. A success
  * is re-encoded (raw or gzipped, chosen by the input) and decoded again, which must succeed and
- * give back the same profile. Built and run by build.sh / run.sh in this folder.
+ * give back the same profile. Gunzip too is differential: ps_gunzip (libdeflate) must answer as
+ * ps_gunzip_zlib (zlib's streaming inflate) does, code, message and bytes. Built and run by
+ * build.sh / run.sh in this folder.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/gzip.h"
 #include "proto/pprof.h"
 #include "pprof_reference.h"
 
@@ -97,6 +100,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lim.max_inflated = 8u << 20;
     ps_err_clear(&err);
     ps_err_clear(&rerr);
+    {
+        const uint8_t *g1 = NULL, *g2 = NULL;
+        size_t n1 = 0, n2 = 0;
+        int r1 = ps_gunzip(data, size, lim.max_inflated, &arena, &g1, &n1, &err);
+        int r2 = ps_gunzip_zlib(data, size, lim.max_inflated, &arena, &g2, &n2, &rerr);
+        CHECK(r1 == r2 && strcmp(err.msg, rerr.msg) == 0, "ps_gunzip %d \"%s\", zlib %d \"%s\"", r1, err.msg, r2,
+              rerr.msg);
+        CHECK(n1 == n2 && (n1 == 0 || memcmp(g1, g2, n1) == 0), "gunzip output %zu vs %zu bytes", n1, n2);
+        ps_arena_reset(&arena);
+        ps_err_clear(&err);
+        ps_err_clear(&rerr);
+    }
     int rc = ps_pprof_decode(data, size, &lim, &arena, &p, &err);
     int rr = ps_pprof_decode_reference(data, size, &lim, &arena, &r, &rerr);
     if (!(rr == PS_ETOOBIG && strstr(rerr.msg, "decoding the profile needs more than") != NULL)) {

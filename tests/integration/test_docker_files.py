@@ -382,7 +382,7 @@ def test_dockerfile_run_stage():
     apt = [w for r in instr(run, "RUN") for w in shell_words(r) if w[:1] == ["DEBIAN_FRONTEND=noninteractive"]]
     assert len(apt) == 1 and apt[0][1:5] == ["apt-get", "install", "-y", "--no-install-recommends"]
     pkgs = apt[0][5:]
-    assert pkgs == ["libh2o-evloop0.13", "libprotobuf-c1", "libsnappy1v5", "zlib1g", "liblmdb0", "libzstd1",
+    assert pkgs == ["libh2o-evloop0.13", "libprotobuf-c1", "libsnappy1v5", "zlib1g", "libdeflate0", "liblmdb0", "libzstd1",
                     "libpcre2-8-0", "libyaml-0-2", "libcurl4", "libjansson4", "libcrypt1", "libssl3", "libnghttp2-14", "libdw1", "libelf1",
                     "libdebuginfod1", "libstdc++6", "ca-certificates", "curl"]
     # each is a Debian 12 package (this machine is Debian 12 and has them all, through the -dev ones)
@@ -401,7 +401,7 @@ def test_dockerfile_run_stage():
         owners[lib] = {line.split(":")[0] for line in out.splitlines() if line.endswith("/%s/%s" % (arch, lib))}
     assert owners == {
         "libcrypt.so.1": {"libcrypt1"}, "libcurl.so.4": {"libcurl4"}, "libyaml-0.so.2": {"libyaml-0-2"},
-        "liblmdb.so.0": {"liblmdb0"}, "libzstd.so.1": {"libzstd1"}, "libjansson.so.4": {"libjansson4"}, "libprotobuf-c.so.1": {"libprotobuf-c1"},
+        "liblmdb.so.0": {"liblmdb0"}, "libzstd.so.1": {"libzstd1"}, "libdeflate.so.0": {"libdeflate0"}, "libjansson.so.4": {"libjansson4"}, "libprotobuf-c.so.1": {"libprotobuf-c1"},
         "libz.so.1": {"zlib1g"}, "libsnappy.so.1": {"libsnappy1v5"}, "libpcre2-8.so.0": {"libpcre2-8-0"},
         "libm.so.6": {"libc6"}, "libh2o-evloop.so.0.13": {"libh2o-evloop0.13"}, "libssl.so.3": {"libssl3"},
         "libcrypto.so.3": {"libssl3"}, "libc.so.6": {"libc6"}, "libnghttp2.so.14": {"libnghttp2-14"},

@@ -118,7 +118,7 @@ def test_flags_every_flag_with_its_value(make_server):
         "ingest.decode-queue-max-bytes": "32MiB",
         "storage.write-queue-max-bytes": "256MiB", "storage.write-queue-max-items": "8192",
         "max-body-size": "1MiB", "max-inflated-size": "256MiB", "query.max-series": "10000",
-        "retention": "1d12h", "storage.commit-delay": "10ms", "storage.compact-interval": "10s",
+        "retention": "1d12h", "storage.commit-delay": "0s", "storage.compact-interval": "10s",
         "storage.compact-max-profiles": "7", "storage.compact-window": "2h", "storage.max-size": "256GiB",
         "storage.no-sync": "false", "storage.retention-interval": "1m", "threads": "2",
         "query.max-samples": "50000000", "query.max-memory": default_query_memory(), "query.timeout": "2m", "storage.remote.read-sample-limit": "50000000",

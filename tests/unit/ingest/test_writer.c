@@ -569,6 +569,260 @@ static void test_samples_eager_commit(void **state)
     }
 }
 
+/* ---- group commit without a fixed wait (leader/follower) ---- */
+
+/* A gate: the request whose on_done is on_done_gate holds the writer thread (after its commit)
+ * until gate_open, so that what is submitted meanwhile arrives "while a commit runs". */
+static atomic_int gate_open, gate_reached;
+
+static void on_done_gate(ps_wreq_t *w)
+{
+    atomic_store(&gate_reached, 1);
+    while (!atomic_load(&gate_open))
+        usleep(1000);
+    on_done(w);
+}
+
+static void gate_wait_reached(void)
+{
+    for (int i = 0; i < 1000 && !atomic_load(&gate_reached); i++)
+        usleep(1000);
+    assert_int_equal(atomic_load(&gate_reached), 1);
+}
+
+/* on_done_seen: each answer's place among the answers, and the series the store held (committed)
+ * when it came: an answer only ever follows the commit of its request. */
+static atomic_int answer_seq;
+static ps_store_t *seen_store;
+typedef struct seen {
+    int place;
+    int series;
+} seen_t;
+static seen_t seen[512];
+
+static void on_done_seen(ps_wreq_t *w)
+{
+    treq_t *r = w->ctx;
+    int k = r->resubmit_rc; /* the request's index */
+    seen[k].place = atomic_fetch_add(&answer_seq, 1);
+    seen[k].series = count_series(seen_store);
+    on_done(w);
+}
+
+/* Default options (no commit delay): a write into an idle writer commits at once; those submitted
+ * while a commit runs all share the next one; answers come in submission order, each after the
+ * commit that holds its write. */
+static void test_group_commit_leader_follower(void **state)
+{
+    env_t *e = *state;
+    enum { N = 30 };
+    ps_writer_opts_t o;
+    ps_writer_opts_default(&o);
+    assert_int_equal(o.commit_delay_ns, 0);
+    atomic_store(&done_total, 0);
+    atomic_store(&gate_open, 0);
+    atomic_store(&gate_reached, 0);
+    atomic_store(&answer_seq, 0);
+    seen_store = e->store;
+    ps_writer_t *w = start_on(e->store, &o);
+    treq_t *first = make_req(100, T0);
+    first->w.on_done = on_done_gate;
+    assert_int_equal(ps_writer_submit(w, &first->w), 0);
+    gate_wait_reached(); /* committed at once, with nothing else to wait for */
+    assert_int_equal(count_series(e->store), 1);
+    treq_t *r[N];
+    for (int i = 0; i < N; i++) { /* arrive while the writer is busy with the first */
+        r[i] = make_req(i, T0);
+        r[i]->resubmit_rc = i;
+        r[i]->w.on_done = on_done_seen;
+        assert_int_equal(ps_writer_submit(w, &r[i]->w), 0);
+    }
+    ps_writer_stats_t st;
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.queued, N);
+    assert_int_equal(st.batches, 1);
+    atomic_store(&gate_open, 1);
+    wait_done(N + 1);
+    ps_writer_stats(w, &st);
+    ps_writer_stop(w);
+    assert_int_equal(st.batches, 2); /* the first alone, then all N in one commit */
+    assert_int_equal(st.appended, N + 1);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(atomic_load(&r[i]->calls), 1);
+        assert_int_equal(r[i]->w.app.status, 0);
+        assert_int_equal(seen[i].place, i);        /* in submission order */
+        assert_int_equal(seen[i].series, N + 1);   /* the whole batch committed before any answer */
+        free_req(r[i]);
+    }
+    assert_int_equal(atomic_load(&first->calls), 1);
+    free_req(first);
+}
+
+/* A queue of scrapes alone waits for their commit_delay_ns (nobody waits on them); a push that
+ * arrives meanwhile ends the wait, and both commit together at once. */
+static void test_group_commit_push_ends_scrape_wait(void **state)
+{
+    env_t *e = *state;
+    ps_writer_opts_t o;
+    ps_writer_opts_default(&o);
+    atomic_store(&done_total, 0);
+    ps_writer_t *w = start_on(e->store, &o);
+    treq_t *warm = warm_up(w);
+    treq_t *scrape = make_req(1, T0), *push = make_req(2, T0);
+    scrape->w.commit_delay_ns = 10 * PS_NS_PER_S;
+    assert_int_equal(ps_writer_submit(w, &scrape->w), 0);
+    usleep(100000);
+    assert_int_equal(atomic_load(&done_total), 1); /* the scrape waits */
+    int64_t t0 = ps_time_mono();
+    assert_int_equal(ps_writer_submit(w, &push->w), 0);
+    wait_done(3);
+    assert_true(ps_time_mono() - t0 < 5 * PS_NS_PER_S); /* not the scrape's 10 s */
+    ps_writer_stats_t st;
+    ps_writer_stats(w, &st);
+    ps_writer_stop(w);
+    assert_int_equal(st.batches, 2); /* the warm-up, then the scrape and the push together */
+    assert_int_equal(st.appended, 3);
+    free_req(warm);
+    free_req(scrape);
+    free_req(push);
+}
+
+/* Many submitting threads, each waiting for its answer before its next write (as HTTP clients
+ * do): every request answered once with its status, every profile stored, commits shared. */
+enum { MW_THREADS = 8, MW_EACH = 25 };
+typedef struct mw_arg {
+    ps_writer_t *w;
+    int id;
+    int bad;
+} mw_arg_t;
+
+static void *mw_thread(void *p)
+{
+    mw_arg_t *a = p;
+    for (int k = 0; k < MW_EACH; k++) {
+        treq_t *r = make_req(a->id * 1000 + k, T0 + k);
+        int before = atomic_load(&r->calls);
+        if (ps_writer_submit(a->w, &r->w) != 0)
+            a->bad++;
+        for (int i = 0; i < 10000 && atomic_load(&r->calls) == before; i++)
+            usleep(500);
+        if (atomic_load(&r->calls) != 1 || r->w.app.status != 0)
+            a->bad++;
+        free_req(r);
+    }
+    return NULL;
+}
+
+static void test_group_commit_many_writers(void **state)
+{
+    env_t *e = *state;
+    ps_writer_opts_t o;
+    ps_writer_opts_default(&o);
+    atomic_store(&done_total, 0);
+    ps_writer_t *w = start_on(e->store, &o);
+    pthread_t th[MW_THREADS];
+    mw_arg_t args[MW_THREADS];
+    for (int i = 0; i < MW_THREADS; i++) {
+        args[i] = (mw_arg_t){w, i, 0};
+        pthread_create(&th[i], NULL, mw_thread, &args[i]);
+    }
+    for (int i = 0; i < MW_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(args[i].bad, 0);
+    }
+    ps_writer_stats_t st;
+    ps_writer_stats(w, &st);
+    ps_writer_stop(w);
+    assert_int_equal(atomic_load(&done_total), MW_THREADS * MW_EACH);
+    assert_int_equal(st.appended, MW_THREADS * MW_EACH);
+    assert_int_equal(st.failed, 0);
+    assert_int_equal(st.queued, 0);
+    assert_true(st.batches >= 1 && st.batches <= MW_THREADS * MW_EACH);
+    assert_int_equal(count_series(e->store), MW_THREADS * MW_EACH);
+}
+
+/* A commit that fails fails every write of its group, each answered once with the error and
+ * nothing of it stored; the group after it commits. */
+static void test_group_commit_failing(void **state)
+{
+    (void)state;
+    char *dir = ps_test_tmpdir("/tmp/ps-test-writer-XXXXXX");
+    ps_store_opts_t so;
+    ps_store_opts_default(&so);
+    so.dir = dir;
+    so.map_size = 1ull << 20; /* 1 MiB: the wide samples request below does not fit */
+    so.retention_ns = 0;
+    so.nosync = true;
+    ps_store_t *store;
+    ps_err_t err;
+    if (ps_store_open(&so, &store, &err) != 0)
+        fail_msg("open: %s", err.msg);
+    ps_writer_opts_t o;
+    ps_writer_opts_default(&o);
+    atomic_store(&done_total, 0);
+    atomic_store(&gate_open, 0);
+    atomic_store(&gate_reached, 0);
+    ps_writer_t *w = start_on(store, &o);
+    treq_t *first = make_req(100, T0);
+    first->w.on_done = on_done_gate;
+    assert_int_equal(ps_writer_submit(w, &first->w), 0);
+    gate_wait_reached();
+    /* one group: two profiles and 20,000 float series between them */
+    enum { WIDE = 20000 };
+    treq_t *p1 = make_req(1, T0), *wide = calloc(1, sizeof(*wide)), *p2 = make_req(2, T0);
+    wide->arena = (ps_arena_t)PS_ARENA_INIT;
+    ps_remote_write_t *rw = ps_arena_calloc(&wide->arena, 1, sizeof(*rw));
+    rw->version = 1;
+    rw->nseries = WIDE;
+    rw->series = ps_arena_calloc(&wide->arena, WIDE, sizeof(*rw->series));
+    for (int i = 0; i < WIDE; i++) {
+        char v[16];
+        snprintf(v, sizeof(v), "%d", i);
+        ps_labels_set(&rw->series[i].labels, &wide->arena, "__name__", 8, "wide", 4);
+        ps_labels_set(&rw->series[i].labels, &wide->arena, "i", 1, v, strlen(v));
+        rw->series[i].samples = ps_arena_alloc(&wide->arena, sizeof(ps_remote_sample_t));
+        rw->series[i].samples[0] = (ps_remote_sample_t){T0 * 1000ll, 1};
+        rw->series[i].nsamples = 1;
+        rw->series[i].meta = -1;
+    }
+    rw->nsamples = WIDE;
+    ps_ingest_remote_prepare(rw, &wide->arena, &wide->w);
+    wide->w.on_done = on_done;
+    wide->w.ctx = wide;
+    assert_int_equal(ps_writer_submit(w, &p1->w), 0);
+    assert_int_equal(ps_writer_submit(w, &wide->w), 0);
+    assert_int_equal(ps_writer_submit(w, &p2->w), 0);
+    atomic_store(&gate_open, 1);
+    wait_done(4);
+    ps_writer_stats_t st;
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.batches, 2);
+    assert_int_equal(st.refused_disk_full, 3);
+    assert_int_equal(p1->w.app.status, PS_ENOSPACE);
+    assert_int_equal(p2->w.app.status, PS_ENOSPACE);
+    assert_int_equal(wide->w.status, PS_ENOSPACE);
+    assert_non_null(strstr(p1->w.app.err.msg, "the store reached its maximum size"));
+    assert_int_equal(atomic_load(&p1->calls), 1);
+    assert_int_equal(atomic_load(&p2->calls), 1);
+    assert_int_equal(atomic_load(&wide->calls), 1);
+    assert_int_equal(count_series(store), 1); /* only the first */
+    /* the next group commits */
+    treq_t *after = make_req(3, T0);
+    assert_int_equal(ps_writer_submit(w, &after->w), 0);
+    wait_done(5);
+    ps_writer_stop(w);
+    assert_int_equal(after->w.app.status, 0);
+    assert_int_equal(count_series(store), 2);
+    ps_store_close(store);
+    ps_test_rm_rf(dir);
+    free(dir);
+    free_req(first);
+    free_req(p1);
+    free_req(p2);
+    free_req(wide);
+    free_req(after);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -583,6 +837,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_samples_batch_weight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_samples_queue_by_weight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_samples_eager_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit_leader_follower, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit_push_ends_scrape_wait, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit_many_writers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit_failing, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(body);

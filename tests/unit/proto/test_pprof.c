@@ -913,6 +913,133 @@ static void test_gzip_concatenated(void **state)
     ps_arena_dispose(&a), ps_arena_dispose(&pa);
 }
 
+/* ps_gunzip (libdeflate, zlib for what libdeflate does not take as it is) answers as
+ * ps_gunzip_zlib (zlib's streaming inflate alone) does: the same code, message and output. */
+static int gunzip_same(const uint8_t *in, size_t n, size_t max_out)
+{
+    ps_arena_t a = PS_ARENA_INIT, b = PS_ARENA_INIT;
+    const uint8_t *o1 = NULL, *o2 = NULL;
+    size_t n1 = 0, n2 = 0;
+    ps_err_t e1, e2;
+    ps_err_clear(&e1);
+    ps_err_clear(&e2);
+    int r1 = ps_gunzip(in, n, max_out, &a, &o1, &n1, &e1);
+    int r2 = ps_gunzip_zlib(in, n, max_out, &b, &o2, &n2, &e2);
+    if (r1 != r2 || strcmp(e1.msg, e2.msg) != 0)
+        fail_msg("%zu bytes, max %zu: ps_gunzip %d \"%s\", zlib %d \"%s\"", n, max_out, r1, e1.msg, r2, e2.msg);
+    assert_int_equal(n1, n2);
+    if (r1 == 0 && n1 > 0)
+        assert_memory_equal(o1, o2, n1);
+    assert_int_equal(ps_inflate_budget_reserved(), 0);
+    ps_arena_dispose(&a);
+    ps_arena_dispose(&b);
+    return r1;
+}
+
+/* A gzip member of p with the header flags flg (FEXTRA, FNAME, FCOMMENT, FHCRC) and fields, made
+ * by hand around zlib's raw deflate; hcrc_ok: the header CRC16 right or off by one. */
+static void gzip_member(ps_buf_t *out, const char *p, size_t n, uint8_t flg, bool hcrc_ok)
+{
+    size_t start = out->len;
+    const uint8_t hdr[10] = {0x1f, 0x8b, 8, flg, 1, 2, 3, 4, 0, 3};
+    ps_buf_append(out, hdr, sizeof(hdr));
+    if (flg & 4)
+        ps_buf_append(out, "\x04\x00" "abcd", 6);
+    if (flg & 8)
+        ps_buf_append(out, "name.pb\0", 8);
+    if (flg & 16)
+        ps_buf_append(out, "a comment\0", 10);
+    if (flg & 2) {
+        uint32_t c = (uint32_t)crc32(0, out->data + start, (uInt)(out->len - start)) + (hcrc_ok ? 0 : 1);
+        uint8_t h[2] = {(uint8_t)c, (uint8_t)(c >> 8)};
+        ps_buf_append(out, h, 2);
+    }
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    assert_int_equal(deflateInit2(&zs, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    size_t cap = deflateBound(&zs, n) + 16;
+    zs.next_in = (Bytef *)p;
+    zs.avail_in = (uInt)n;
+    zs.next_out = ps_buf_reserve(out, cap);
+    zs.avail_out = (uInt)cap;
+    assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+    out->len += zs.total_out;
+    deflateEnd(&zs);
+    uint32_t crc = (uint32_t)crc32(0, (const Bytef *)p, (uInt)n), isize = (uint32_t)n;
+    uint8_t t[8] = {(uint8_t)crc, (uint8_t)(crc >> 8), (uint8_t)(crc >> 16), (uint8_t)(crc >> 24),
+                    (uint8_t)isize, (uint8_t)(isize >> 8), (uint8_t)(isize >> 16), (uint8_t)(isize >> 24)};
+    ps_buf_append(out, t, 8);
+}
+
+static void test_gunzip_libdeflate_as_zlib(void **state)
+{
+    (void)state;
+    /* the real profiles, at and around their size limit, one member and two */
+    static const char *const fx[] = {"go/cpu-01.pb.gz", "go/cpu-02.pb.gz", "go/heap-01.pb.gz"};
+    for (size_t i = 0; i < sizeof(fx) / sizeof(fx[0]); i++) {
+        size_t n;
+        uint8_t *gz = ps_test_read_fixture(fx[i], &n);
+        ps_arena_t a = PS_ARENA_INIT;
+        const uint8_t *raw;
+        size_t rawn;
+        ps_err_t err;
+        assert_int_equal(ps_gunzip_zlib(gz, n, 64u << 20, &a, &raw, &rawn, &err), 0);
+        assert_int_equal(gunzip_same(gz, n, 64u << 20), 0);
+        assert_int_equal(gunzip_same(gz, n, rawn), 0);
+        assert_int_equal(gunzip_same(gz, n, rawn - 1), PS_ETOOBIG);
+        assert_int_equal(gunzip_same(gz, n, 1000), PS_ETOOBIG);
+        ps_buf_t two = PS_BUF_INIT;
+        ps_buf_append(&two, gz, n);
+        ps_buf_append(&two, gz, n);
+        assert_int_equal(gunzip_same(two.data, two.len, 2 * rawn), 0);
+        assert_int_equal(gunzip_same(two.data, two.len, 2 * rawn - 1), PS_ETOOBIG);
+        /* trailing bytes, a second member cut short, flipped bits */
+        ps_buf_append(&two, "\x1f", 1);
+        assert_int_equal(gunzip_same(two.data, two.len, 64u << 20), PS_EINVAL);
+        assert_int_equal(gunzip_same(two.data, n + 20, 64u << 20), PS_EINVAL);
+        for (size_t k = 0; k < n; k += 97) {
+            two.data[k] ^= 0x10;
+            gunzip_same(two.data, n, 64u << 20);
+            two.data[k] ^= 0x10;
+        }
+        ps_buf_dispose(&two);
+        ps_arena_dispose(&a);
+        free(gz);
+    }
+    /* every header field; a header CRC that is wrong (zlib refuses it, libdeflate would not look) */
+    const char *text = "hello, hello, hello, world";
+    for (uint8_t flg = 0; flg < 32; flg += 2) {
+        for (int ok = 0; ok < 2; ok++) {
+            ps_buf_t m = PS_BUF_INIT;
+            gzip_member(&m, text, strlen(text), flg, ok);
+            int want = (flg & 2) && !ok ? PS_EINVAL : 0;
+            assert_int_equal(gunzip_same(m.data, m.len, 100), want);
+            ps_buf_dispose(&m);
+        }
+    }
+    ps_buf_t m = PS_BUF_INIT;
+    gzip_member(&m, text, strlen(text), 2, false);
+    ps_arena_t a = PS_ARENA_INIT;
+    const uint8_t *out;
+    size_t outn;
+    ps_err_t err;
+    assert_int_equal(ps_gunzip(m.data, m.len, 100, &a, &out, &outn, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "gzip: header crc mismatch");
+    ps_arena_dispose(&a);
+    /* a small stream cut at every length and with every byte flipped */
+    ps_buf_reset(&m);
+    gzip_member(&m, text, strlen(text), 8, true);
+    for (size_t len = 0; len < m.len; len++)
+        assert_int_equal(gunzip_same(m.data, len, 100), PS_EINVAL);
+    for (size_t k = 0; k < m.len; k++)
+        for (int bit = 0; bit < 8; bit++) {
+            m.data[k] ^= (uint8_t)(1u << bit);
+            gunzip_same(m.data, m.len, 100);
+            m.data[k] ^= (uint8_t)(1u << bit);
+        }
+    ps_buf_dispose(&m);
+}
+
 /* 100 MB of zeros gzipped (~100 KB): stopped at max_inflated without allocating 100 MB. */
 static void test_gzip_bomb(void **state)
 {
@@ -1651,6 +1778,7 @@ int main(void)
         cmocka_unit_test(test_gzip_errors),
         cmocka_unit_test(test_gzip_concatenated),
         cmocka_unit_test(test_gzip_bomb),
+        cmocka_unit_test(test_gunzip_libdeflate_as_zlib),
         cmocka_unit_test(test_inflate_budget),
         cmocka_unit_test(test_not_pprof),
         cmocka_unit_test(test_protobuf_garbage),
