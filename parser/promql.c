@@ -757,8 +757,12 @@ static bool dur_positive(pq_t *q, int64_t *ms, ps_pq_node_t **expr)
             ps_psr_perr(&q->p, d->pos, "duration must be greater than 0");
             return false;
         }
-        /* time.Duration(math.Round(v * 1e9)), in milliseconds as durationMilliseconds truncates */
+        /* time.Duration(math.Round(v * 1e9)), in milliseconds as durationMilliseconds truncates; under
+         * a millisecond it is 1 ms here (Prometheus' window of 0 ms selects nothing; profstore's range
+         * 0 is an instant selector's) */
         *ms = (int64_t)(round(d->num * 1e9) / 1e6);
+        if (*ms == 0)
+            *ms = 1;
         return true;
     }
     *expr = d;
@@ -1445,6 +1449,8 @@ int ps_pq_duration_ms(const ps_pq_node_t *d, int64_t step_ms, int64_t range_ms, 
     /* time.Duration(duration*1000) * time.Millisecond: truncated to whole milliseconds */
     double ms = trunc(v * 1000.0);
     *out = ms >= 9223372036854775807.0 ? INT64_MAX : ms <= -9223372036854775808.0 ? INT64_MIN : (int64_t)ms;
+    if (*out == 0 && !allow_negative)
+        *out = 1; /* a positive duration under a millisecond: see dur_positive */
     return 0;
 }
 
