@@ -133,6 +133,10 @@ static const ps_pq_func_t funcs[] = {
     {"sinh", PS_FN_SINH, 1, {V}, 0, V, B},
     {"sort", PS_FN_SORT, 1, {V}, 0, V, B},
     {"sort_desc", PS_FN_SORT_DESC, 1, {V}, 0, V, B},
+    {"start", PS_FN_START, 0, {0}, 0, S, IN3X},
+    {"end", PS_FN_END, 0, {0}, 0, S, IN3X},
+    {"range", PS_FN_RANGE, 0, {0}, 0, S, IN3X},
+    {"step", PS_FN_STEP, 0, {0}, 0, S, IN3X},
     {"sort_by_label", PS_FN_SORT_BY_LABEL, 2, {V, STR}, -1, V, IN3X},
     {"sort_by_label_desc", PS_FN_SORT_BY_LABEL_DESC, 2, {V, STR}, -1, V, IN3X},
     {"sqrt", PS_FN_SQRT, 1, {V}, 0, V, B},
@@ -230,6 +234,8 @@ typedef struct pq {
     ps_pq_limits_t lim;
     uint32_t nodes;
     uint32_t in_agg; /* inside the arguments of this many aggregations */
+    const char *dur_ctx, *dur_want; /* what a token that cannot start a duration is unexpected in, and what
+                                       was expected there */
 } pq_t;
 
 static uint32_t depth_of(const ps_pq_node_t *e) { return e ? ((const pnode_t *)(const void *)e)->depth : 0; }
@@ -288,8 +294,9 @@ static void *syntax_error(pq_t *q, ps_tok_t t)
 
 /* ---- durations (model.ParseDuration) ------------------------------------------------------- */
 
-/* Parses "1h30m" into milliseconds: units y w d h m s ms, in that order, each at most once. */
-static bool parse_duration(pq_t *q, ps_tok_t t, int64_t *out)
+/* Parses "1h30m" into milliseconds: units y w d h m s ms, in that order, each at most once; 0 only
+ * when zero_ok (Prometheus 3 checks the sign where the duration is used). */
+static bool parse_duration_z(pq_t *q, ps_tok_t t, int64_t *out, bool zero_ok)
 {
     static const struct {
         const char *unit;
@@ -329,13 +336,15 @@ static bool parse_duration(pq_t *q, ps_tok_t t, int64_t *out)
         i += ul;
         u++;
     }
-    if (total == 0) {
+    if (total == 0 && !zero_ok) {
         ps_psr_perr(&q->p, t.pos, "duration must be greater than 0");
         return false;
     }
     *out = (int64_t)total;
     return true;
 }
+
+static bool parse_duration(pq_t *q, ps_tok_t t, int64_t *out) { return parse_duration_z(q, t, out, false); }
 
 /* ---- expressions --------------------------------------------------------------------------- */
 
@@ -432,7 +441,7 @@ static bool parse_args(pq_t *q, ps_pq_node_t ***out, uint32_t *nout)
                 uint32_t comma = p->tok.pos;
                 ps_psr_advance(p);
                 /* generated_parser.y takes "args ," when no expression follows: ")" or anything else */
-                if (p->tok.type != T_ERROR && !starts_expr(p->tok.type)) {
+                if (p->tok.type != T_ERROR && !starts_expr(p->tok.type) && !(p->tok.type == T_DURATION && q->lim.compat != 2)) {
                     ps_psr_perr(p, comma, "trailing commas not allowed in function call args");
                     return false;
                 }
@@ -550,6 +559,243 @@ static ps_pq_node_t *parse_selector(pq_t *q)
     return e;
 }
 
+/* ---- Prometheus 3's duration expressions (generated_parser.y's duration_expr) ----------------- */
+
+/* 1<<63 nanoseconds, in seconds: parse.go's durationLiteralOutOfRange */
+#define DUR_MAX_SECONDS 9223372036.854775808
+
+/* A number or a duration literal as a NUMBER node in seconds (number_duration_literal). */
+static ps_pq_node_t *dur_literal(pq_t *q, bool zero_ok)
+{
+    ps_psr_t *p = &q->p;
+    ps_tok_t t = p->tok;
+    double v;
+    bool isdur = t.type == T_DURATION;
+    if (isdur) {
+        int64_t ms;
+        if (!parse_duration_z(q, t, &ms, zero_ok))
+            return NULL;
+        v = (double)ms / 1000.0;
+    } else if (!ps_psr_number(p, t, &v)) {
+        return NULL;
+    }
+    ps_pq_node_t *e = new_node(q, PS_PQ_NUMBER, t.pos, NULL, NULL);
+    if (e == NULL)
+        return NULL;
+    e->num = v;
+    e->duration = isdur;
+    e->type = PS_PQ_VSCALAR;
+    e->end = t.pos + t.len;
+    ps_psr_advance(p);
+    return e;
+}
+
+static ps_pq_node_t *dur_node(pq_t *q, ps_pq_durop_t op, uint32_t pos, ps_pq_node_t *lhs, ps_pq_node_t *rhs)
+{
+    ps_pq_node_t *e = new_node(q, PS_PQ_DURATION, pos, lhs, rhs);
+    if (e == NULL)
+        return NULL;
+    e->dur_op = op;
+    e->lhs = lhs;
+    e->rhs = rhs;
+    e->type = PS_PQ_VSCALAR;
+    e->end = rhs ? rhs->end : pos;
+    return e;
+}
+
+static ps_pq_node_t *dur_expr(pq_t *q, int min_prec);
+
+/* "(" duration ")": the node marked wrapped (a bare number is wrapped in a unary plus, as
+ * parse.go's wrapParenDurationExpr does); the current token is "(". */
+static ps_pq_node_t *dur_paren(pq_t *q)
+{
+    ps_psr_t *p = &q->p;
+    uint32_t lp = p->tok.pos;
+    ps_psr_advance(p);
+    ps_pq_node_t *in = dur_expr(q, 0);
+    if (in == NULL)
+        return NULL;
+    if (p->tok.type != T_RPAREN)
+        return ps_psr_unexpected(p, p->tok, q->dur_ctx, q->dur_want);
+    uint32_t end = p->tok.pos + 1;
+    ps_psr_advance(p);
+    if (in->kind != PS_PQ_DURATION && (in = dur_node(q, PS_PQ_DUR_PLUS, lp, NULL, in)) == NULL)
+        return NULL;
+    in->wrapped = true;
+    if (in->dur_op == PS_PQ_DUR_PLUS) { /* its position runs from "(" to the literal's end, as Prometheus' */
+        in->pos = lp;
+        in->end = in->rhs->end;
+    }
+    (void)end;
+    return in;
+}
+
+/* step(), range(), min_of(a, b), max_of(a, b), "(" duration ")", or a literal. */
+static ps_pq_node_t *dur_atom(pq_t *q, bool zero_ok)
+{
+    ps_psr_t *p = &q->p;
+    ps_tok_t t = p->tok;
+    if (t.type == T_NUMBER || t.type == T_DURATION)
+        return dur_literal(q, zero_ok);
+    if (t.type == T_LPAREN)
+        return dur_paren(q);
+    if (is_ident(t.type) && ps_psr_peek(p).type == T_LPAREN) {
+        bool step = tok_is(q, t, "step"), range = tok_is(q, t, "range");
+        bool mn = tok_is(q, t, "min_of"), mx = tok_is(q, t, "max_of");
+        if (step || range) {
+            ps_psr_advance(p);
+            ps_psr_advance(p);
+            if (p->tok.type != T_RPAREN)
+                return ps_psr_unexpected(p, p->tok, q->dur_ctx, q->dur_want);
+            ps_pq_node_t *e = dur_node(q, step ? PS_PQ_DUR_STEP : PS_PQ_DUR_RANGE, t.pos, NULL, NULL);
+            if (e != NULL)
+                e->end = p->tok.pos + 1;
+            ps_psr_advance(p);
+            return e;
+        }
+        if (mn || mx) {
+            ps_psr_advance(p);
+            ps_psr_advance(p);
+            ps_pq_node_t *a = dur_expr(q, 0);
+            if (a == NULL)
+                return NULL;
+            if (p->tok.type != T_COMMA)
+                return ps_psr_unexpected(p, p->tok, q->dur_ctx, q->dur_want);
+            ps_psr_advance(p);
+            ps_pq_node_t *b = dur_expr(q, 0);
+            if (b == NULL)
+                return NULL;
+            if (p->tok.type != T_RPAREN)
+                return ps_psr_unexpected(p, p->tok, q->dur_ctx, q->dur_want);
+            ps_pq_node_t *e = dur_node(q, mn ? PS_PQ_DUR_MIN_OF : PS_PQ_DUR_MAX_OF, t.pos, a, b);
+            if (e != NULL)
+                e->end = p->tok.pos + 1;
+            ps_psr_advance(p);
+            return e;
+        }
+    }
+    return ps_psr_unexpected(p, t, q->dur_ctx, q->dur_want);
+}
+
+/* A sign before a duration (parse.go's applyUnaryOpToDurationExpr): folded into a literal, else a
+ * NEG node (a '+' keeps the operand). */
+static ps_pq_node_t *dur_sign(pq_t *q, ps_tok_t op, ps_pq_node_t *in)
+{
+    if (in == NULL)
+        return NULL;
+    if (in->kind == PS_PQ_NUMBER) {
+        if (op.type == T_SUB)
+            in->num = -in->num;
+        if (in->num > DUR_MAX_SECONDS || in->num < -DUR_MAX_SECONDS)
+            return ps_psr_perr(&q->p, op.pos, "duration out of range");
+        in->pos = op.pos;
+        return in;
+    }
+    if (op.type == T_ADD)
+        return in;
+    ps_pq_node_t *e = dur_node(q, PS_PQ_DUR_NEG, op.pos, NULL, in);
+    if (e != NULL)
+        e->end = in->end;
+    return e;
+}
+
+static ps_pq_node_t *dur_unary(pq_t *q)
+{
+    ps_psr_t *p = &q->p;
+    ps_pq_node_t *e;
+    if (!enter(q))
+        return NULL;
+    if (p->tok.type == T_ADD || p->tok.type == T_SUB) {
+        ps_tok_t op = p->tok;
+        ps_psr_advance(p);
+        e = dur_sign(q, op, dur_expr(q, PREC_POW));
+    } else {
+        e = dur_atom(q, true);
+    }
+    q->p.depth--;
+    return e;
+}
+
+/* duration_expr: + - below * / % below ^ (right-associative), a sign binding like *; a literal out
+ * of a time.Duration's range, a division or modulo by a literal 0 are parse errors. */
+static ps_pq_node_t *dur_expr(pq_t *q, int min_prec)
+{
+    ps_psr_t *p = &q->p;
+    ps_pq_binop_t op;
+    int prec;
+    ps_pq_node_t *lhs = dur_unary(q);
+    while (lhs != NULL && (prec = binop_of(p->tok.type, &op)) != 0 && prec >= min_prec && op >= PS_PQ_ADD &&
+           op != PS_PQ_ATAN2) {
+        ps_tok_t ot = p->tok;
+        ps_psr_advance(p);
+        ps_pq_node_t *rhs = dur_expr(q, op == PS_PQ_POW ? prec : prec + 1);
+        if (rhs == NULL)
+            return NULL;
+        if ((op == PS_PQ_DIV || op == PS_PQ_MOD) && rhs->kind == PS_PQ_NUMBER && rhs->num == 0)
+            return ps_psr_perr(p, ot.pos, op == PS_PQ_DIV ? "division by zero" : "modulo by zero");
+        ps_pq_node_t *e = dur_node(q, PS_PQ_DUR_BINOP, lhs->pos, lhs, rhs);
+        if (e == NULL)
+            return NULL;
+        e->binop = op;
+        lhs = e;
+    }
+    if (lhs != NULL && lhs->kind == PS_PQ_NUMBER && (lhs->num > DUR_MAX_SECONDS || lhs->num < -DUR_MAX_SECONDS))
+        return ps_psr_perr(p, lhs->pos, "duration out of range");
+    return lhs;
+}
+
+/* A range or a subquery step (positive_duration_expr): a literal must be > 0 here; a duration
+ * expression is left for the evaluator. Folds a literal into *ms, else sets *expr. */
+static bool dur_positive(pq_t *q, int64_t *ms, ps_pq_node_t **expr)
+{
+    ps_pq_node_t *d = dur_expr(q, 0);
+    if (d == NULL)
+        return false;
+    *expr = NULL;
+    if (d->kind == PS_PQ_NUMBER) {
+        if (!(d->num > 0)) {
+            ps_psr_perr(&q->p, d->pos, "duration must be greater than 0");
+            return false;
+        }
+        /* time.Duration(math.Round(v * 1e9)), in milliseconds as durationMilliseconds truncates; under
+         * a millisecond it is 1 ms here (Prometheus' window of 0 ms selects nothing; profstore's range
+         * 0 is an instant selector's) */
+        *ms = (int64_t)(round(d->num * 1e9) / 1e6);
+        if (*ms == 0)
+            *ms = 1;
+        return true;
+    }
+    *expr = d;
+    *ms = 0;
+    return true;
+}
+
+/* An offset (offset_duration_expr): a literal, step(), range(), min_of/max_of(...) or a
+ * parenthesised duration, each with an optional sign; what follows is not part of it ("x offset
+ * 2 ^ 2" is "(x offset 2) ^ 2"). Folds a literal into *ms, else sets *expr. */
+static ps_pq_node_t *dur_offset(pq_t *q, int64_t *ms, ps_pq_node_t **expr)
+{
+    ps_psr_t *p = &q->p;
+    ps_pq_node_t *d;
+    if (p->tok.type == T_ADD || p->tok.type == T_SUB) {
+        ps_tok_t op = p->tok;
+        ps_psr_advance(p);
+        d = dur_sign(q, op, dur_atom(q, true));
+    } else {
+        d = dur_atom(q, true);
+    }
+    if (d == NULL)
+        return NULL;
+    *expr = NULL;
+    if (d->kind == PS_PQ_NUMBER) {
+        *ms = (int64_t)(round(d->num * 1e9) / 1e6);
+        return d;
+    }
+    *expr = d;
+    *ms = 0;
+    return d;
+}
+
 static ps_pq_node_t *parse_primary(pq_t *q)
 {
     ps_psr_t *p = &q->p;
@@ -557,11 +803,16 @@ static ps_pq_node_t *parse_primary(pq_t *q)
     ps_pq_node_t *e;
 
     switch (t.type) {
+    case T_DURATION: /* Prometheus 3: a duration is a number of seconds ("predict_linear(x[1h], 30m)") */
+        if (q->lim.compat == 2)
+            break;
+        return dur_literal(q, true);
     case T_NUMBER: {
         double v;
         if (!ps_psr_number(p, t, &v) || (e = new_node(q, PS_PQ_NUMBER, t.pos, NULL, NULL)) == NULL)
             return NULL;
         e->num = v;
+        e->fixed = q->lim.compat != 2;
         e->type = PS_PQ_VSCALAR;
         e->end = t.pos + t.len;
         ps_psr_advance(p);
@@ -598,7 +849,8 @@ static ps_pq_node_t *parse_primary(pq_t *q)
     default: break;
     }
     if (is_ident(t.type) && ps_psr_peek(p).type == T_LPAREN) {
-        if (tok_is(q, t, "start") || tok_is(q, t, "end")) /* START and END tokens in 2.42, not names */
+        /* START and END tokens in 2.42, not names; in 3 also experimental functions */
+        if ((tok_is(q, t, "start") || tok_is(q, t, "end")) && q->lim.compat == 2)
             return syntax_error(q, ps_psr_peek(p));
         return parse_call(q);
     }
@@ -619,17 +871,25 @@ static ps_pq_node_t *parse_range(pq_t *q, ps_pq_node_t *e)
     ps_tok_t lb = p->tok;
     int64_t range, step = 0;
 
+    ps_pq_node_t *range_expr = NULL, *step_expr = NULL;
     ps_psr_advance(p);
-    if (p->tok.type != T_DURATION)
-        return ps_psr_unexpected(p, p->tok, "subquery selector", "duration");
-    if (!parse_duration(q, p->tok, &range))
-        return NULL;
-    ps_psr_advance(p);
+    if (q->lim.compat != 2) {
+        q->dur_ctx = "subquery or range selector";
+        q->dur_want = "number, duration, step(), or range()";
+        if (!dur_positive(q, &range, &range_expr))
+            return NULL;
+    } else {
+        if (p->tok.type != T_DURATION)
+            return ps_psr_unexpected(p, p->tok, "subquery selector", "duration");
+        if (!parse_duration(q, p->tok, &range))
+            return NULL;
+        ps_psr_advance(p);
+    }
     if (p->tok.type == T_RBRACKET) {
         const char *msg = NULL;
         if (e->kind != PS_PQ_VECTOR)
             msg = "ranges only allowed for vector selectors";
-        else if (e->offset_ms != 0)
+        else if (e->offset_ms != 0 || e->offset_expr != NULL)
             msg = "no offset modifiers allowed before range";
         else if (e->at == PS_PQ_AT_TIME) /* 2.42 lets "x @ end()[5m]" through: it checks Timestamp only */
             msg = "no @ modifiers allowed before range";
@@ -640,6 +900,7 @@ static ps_pq_node_t *parse_range(pq_t *q, ps_pq_node_t *e)
             return NULL;
         m->expr = e;
         m->range_ms = range;
+        m->range_expr = range_expr;
         m->type = PS_PQ_VMATRIX;
         m->end = p->tok.pos + 1;
         ps_psr_advance(p);
@@ -648,7 +909,14 @@ static ps_pq_node_t *parse_range(pq_t *q, ps_pq_node_t *e)
     if (p->tok.type != T_COLON)
         return ps_psr_unexpected(p, p->tok, "subquery or range", "\":\" or \"]\"");
     ps_psr_advance(p);
-    if (p->tok.type == T_DURATION) {
+    if (q->lim.compat != 2 && p->tok.type != T_RBRACKET) {
+        q->dur_ctx = "subquery selector";
+        q->dur_want = "number, duration, step(), range(), or \"]\"";
+        if (!dur_positive(q, &step, &step_expr))
+            return NULL;
+        if (p->tok.type != T_RBRACKET)
+            return ps_psr_unexpected(p, p->tok, "subquery selector", "\"]\"");
+    } else if (p->tok.type == T_DURATION) {
         if (!parse_duration(q, p->tok, &step))
             return NULL;
         ps_psr_advance(p);
@@ -662,7 +930,9 @@ static ps_pq_node_t *parse_range(pq_t *q, ps_pq_node_t *e)
         return NULL;
     s->expr = e;
     s->range_ms = range;
+    s->range_expr = range_expr;
     s->step_ms = step;
+    s->step_expr = step_expr;
     s->type = PS_PQ_VMATRIX;
     s->end = p->tok.pos + 1;
     ps_psr_advance(p);
@@ -686,24 +956,39 @@ static ps_pq_node_t *parse_offset(pq_t *q, ps_pq_node_t *e)
     bool neg = false;
     int64_t d;
 
+    ps_pq_node_t *dexpr = NULL;
+    uint32_t end;
     ps_psr_advance(p);
-    if (p->tok.type == T_SUB) {
-        neg = true;
+    if (q->lim.compat != 2) {
+        q->dur_ctx = "offset";
+        q->dur_want = "number, duration, step(), or range()";
+        ps_pq_node_t *dn = dur_offset(q, &d, &dexpr);
+        if (dn == NULL)
+            return NULL;
+        end = dn->end;
+    } else {
+        if (p->tok.type == T_SUB) {
+            neg = true;
+            ps_psr_advance(p);
+        }
+        if (p->tok.type != T_DURATION)
+            return ps_psr_unexpected(p, p->tok, "offset", "duration");
+        if (!parse_duration(q, p->tok, &d))
+            return NULL;
+        if (neg)
+            d = -d;
+        end = p->tok.pos + p->tok.len;
         ps_psr_advance(p);
     }
-    if (p->tok.type != T_DURATION)
-        return ps_psr_unexpected(p, p->tok, "offset", "duration");
-    if (!parse_duration(q, p->tok, &d))
-        return NULL;
     ps_pq_node_t *t = modifier_target(e);
     if (t == NULL)
         return ps_psr_perr(p, e->pos, "offset modifier must be preceded by an instant vector selector or range vector "
                                       "selector or a subquery");
-    if (t->offset_ms != 0)
+    if (t->offset_ms != 0 || t->offset_expr != NULL)
         return ps_psr_perr(p, e->pos, "offset may not be set multiple times");
-    t->offset_ms = neg ? -d : d;
-    e->end = p->tok.pos + p->tok.len;
-    ps_psr_advance(p);
+    t->offset_ms = d;
+    t->offset_expr = dexpr;
+    e->end = end;
     return e;
 }
 
@@ -729,10 +1014,16 @@ static ps_pq_node_t *parse_at(pq_t *q, ps_pq_node_t *e)
             neg = t.type == T_SUB;
             ps_psr_advance(p);
         }
-        if (p->tok.type != T_NUMBER)
+        if (p->tok.type == T_DURATION && q->lim.compat != 2) { /* Prometheus 3: "@ 100s" is "@ 100" */
+            int64_t ms;
+            if (!parse_duration_z(q, p->tok, &ms, true))
+                return NULL;
+            ts = (double)ms / 1000.0;
+        } else if (p->tok.type != T_NUMBER) {
             return ps_psr_unexpected(p, p->tok, "@", "timestamp");
-        if (!ps_psr_number(p, p->tok, &ts))
+        } else if (!ps_psr_number(p, p->tok, &ts)) {
             return NULL;
+        }
         if (neg)
             ts = -ts;
         if (isinf(ts) || isnan(ts) || ts >= 9223372036854775807.0 || ts <= -9223372036854775808.0) {
@@ -835,7 +1126,7 @@ static bool parse_bin_modifiers(pq_t *q, ps_pq_node_t *e)
             } else {
                 ps_psr_advance(p);
                 /* the labels are optional, but what follows must then start an expression */
-                if (p->tok.type != T_ERROR && !starts_expr(p->tok.type)) {
+                if (p->tok.type != T_ERROR && !starts_expr(p->tok.type) && !(p->tok.type == T_DURATION && q->lim.compat != 2)) {
                     ps_psr_unexpected(p, p->tok, "grouping opts", "\"(\"");
                     return false;
                 }
@@ -1055,7 +1346,8 @@ static ps_pq_vtype_t check(pq_t *q, ps_pq_node_t *n)
     case PS_PQ_MATRIX: check(q, n->expr); break;
     case PS_PQ_VECTOR: check_selector(q, n); break;
     case PS_PQ_NUMBER:
-    case PS_PQ_STRING: break;
+    case PS_PQ_STRING:
+    case PS_PQ_DURATION: break;
     }
     return n->type;
 }
@@ -1078,6 +1370,7 @@ int ps_pq_parse(const char *s, size_t n, const ps_pq_limits_t *lim, ps_arena_t *
         return ps_err_set(err, PS_ETOOBIG, "query is too long: %zu bytes (the limit is %zu)", n, q.lim.max_input);
     ps_psr_init(&q.p, s, n, arena, err, true);
     q.p.quoted = q.lim.compat != 2;
+    q.p.lex.durexpr = q.lim.compat != 2;
     if (q.p.tok.type == T_EOF) {
         ps_psr_perr(&q.p, 0, "no expression found in input");
     } else {
@@ -1096,6 +1389,68 @@ int ps_pq_parse(const char *s, size_t n, const ps_pq_limits_t *lim, ps_arena_t *
         return ps_err_set(err, PS_EINTERNAL, "PromQL parser failed without a message");
     }
     *out = e;
+    return 0;
+}
+
+/* durations.go's evaluateDurationExpr, in seconds */
+static int dur_eval(const ps_pq_node_t *d, double step_s, double range_s, double *out, ps_err_t *err)
+{
+    double l = 0, r = 0;
+    int ret;
+    if (d->kind == PS_PQ_NUMBER) {
+        *out = d->num;
+        return 0;
+    }
+    if (d->lhs != NULL && (ret = dur_eval(d->lhs, step_s, range_s, &l, err)) != 0)
+        return ret;
+    if (d->rhs != NULL && (ret = dur_eval(d->rhs, step_s, range_s, &r, err)) != 0)
+        return ret;
+    switch (d->dur_op) {
+    case PS_PQ_DUR_STEP: *out = step_s; return 0;
+    case PS_PQ_DUR_RANGE: *out = range_s; return 0;
+    case PS_PQ_DUR_MIN_OF: *out = fmin(l, r); return 0;
+    case PS_PQ_DUR_MAX_OF: *out = fmax(l, r); return 0;
+    case PS_PQ_DUR_NEG: *out = -r; return 0;
+    case PS_PQ_DUR_PLUS: *out = r; return 0;
+    case PS_PQ_DUR_BINOP: break;
+    }
+    switch (d->binop) {
+    case PS_PQ_ADD: *out = l + r; return 0;
+    case PS_PQ_SUB: *out = l - r; return 0;
+    case PS_PQ_MUL: *out = l * r; return 0;
+    case PS_PQ_DIV:
+        if (r == 0)
+            return ps_err_set(err, PS_EINVAL, "%" PRIu32 ":%" PRIu32 ": division by zero", d->pos, d->end);
+        *out = l / r;
+        return 0;
+    case PS_PQ_MOD:
+        if (r == 0)
+            return ps_err_set(err, PS_EINVAL, "%" PRIu32 ":%" PRIu32 ": modulo by zero", d->pos, d->end);
+        *out = fmod(l, r);
+        return 0;
+    case PS_PQ_POW: *out = pow(l, r); return 0;
+    default: return ps_err_set(err, PS_EINVAL, "unexpected duration expression operator");
+    }
+}
+
+int ps_pq_duration_ms(const ps_pq_node_t *d, int64_t step_ms, int64_t range_ms, bool allow_negative, int64_t *out,
+                      ps_err_t *err)
+{
+    double v;
+    int ret = dur_eval(d, (double)step_ms / 1000.0, (double)range_ms / 1000.0, &v, err);
+    if (ret)
+        return ret;
+    if (isnan(v) || isinf(v))
+        return ps_err_set(err, PS_EINVAL, "%" PRIu32 ":%" PRIu32 ": duration is NaN or infinite", d->pos, d->end);
+    if (v <= 0 && !allow_negative)
+        return ps_err_set(err, PS_EINVAL, "%" PRIu32 ":%" PRIu32 ": duration must be greater than 0", d->pos, d->end);
+    if (v > DUR_MAX_SECONDS || v < -DUR_MAX_SECONDS)
+        return ps_err_set(err, PS_EINVAL, "%" PRIu32 ":%" PRIu32 ": duration is out of range", d->pos, d->end);
+    /* time.Duration(duration*1000) * time.Millisecond: truncated to whole milliseconds */
+    double ms = trunc(v * 1000.0);
+    *out = ms >= 9223372036854775807.0 ? INT64_MAX : ms <= -9223372036854775808.0 ? INT64_MIN : (int64_t)ms;
+    if (*out == 0 && !allow_negative)
+        *out = 1; /* a positive duration under a millisecond: see dur_positive */
     return 0;
 }
 
@@ -1122,7 +1477,8 @@ void ps_pq_dispose(ps_pq_node_t *e)
     case PS_PQ_UNARY:
     case PS_PQ_PAREN: ps_pq_dispose(e->expr); break;
     case PS_PQ_NUMBER:
-    case PS_PQ_STRING: break;
+    case PS_PQ_STRING:
+    case PS_PQ_DURATION: break;
     }
 }
 
@@ -1195,7 +1551,8 @@ static void go_quote(ps_buf_t *b, const char *s, size_t n)
 
 /* fmt.Sprint(float64), i.e. strconv.FormatFloat(v, 'g', -1, 64): the shortest digits that read
  * back, in e-form when the exponent is < -4 or >= max(6, digits): 1e+06, 123456, 1.5e-07, +Inf. */
-static void go_float(ps_buf_t *b, double v)
+/* strconv.FormatFloat(v, 'g', -1, 64) (fmt's %v of a float64), or with fixed its 'f' form */
+static void go_float_mode(ps_buf_t *b, double v, bool fixed)
 {
     char digs[32], tmp[40];
     int exp10 = 0, nd = 0;
@@ -1232,7 +1589,7 @@ static void go_float(ps_buf_t *b, double v)
         nd--;
     /* strconv's %g with the shortest precision decides with a precision of 6 */
     int dp = exp10 + 1, eprec = 6;
-    if (exp10 < -4 || exp10 >= eprec) {
+    if (!fixed && (exp10 < -4 || exp10 >= eprec)) {
         ps_buf_putc(b, (uint8_t)digs[0]);
         if (nd > 1) {
             ps_buf_putc(b, '.');
@@ -1302,6 +1659,52 @@ static void put_list(ps_buf_t *b, const char **names, uint32_t n)
     }
 }
 
+/* A duration expression as printer.go's DurationExpr.writeTo and NumberLiteral.String() write it. */
+static void put_dur(ps_buf_t *b, const ps_pq_node_t *d)
+{
+    if (d->kind == PS_PQ_NUMBER) {
+        if (!d->duration) {
+            go_float_mode(b, d->num, true);
+            return;
+        }
+        double ms = d->num * 1000.0;
+        if (ms < 0) {
+            ps_buf_putc(b, '-');
+            ms = -ms;
+        }
+        go_duration(b, ms >= 9223372036854775807.0 ? INT64_MAX : (int64_t)ms);
+        return;
+    }
+    if (d->wrapped)
+        ps_buf_putc(b, '(');
+    switch (d->dur_op) {
+    case PS_PQ_DUR_STEP: PS_BUF_LIT(b, "step()"); break;
+    case PS_PQ_DUR_RANGE: PS_BUF_LIT(b, "range()"); break;
+    case PS_PQ_DUR_MIN_OF:
+    case PS_PQ_DUR_MAX_OF:
+        put_str(b, d->dur_op == PS_PQ_DUR_MIN_OF ? "min_of(" : "max_of(");
+        put_dur(b, d->lhs);
+        PS_BUF_LIT(b, ", ");
+        put_dur(b, d->rhs);
+        ps_buf_putc(b, ')');
+        break;
+    case PS_PQ_DUR_NEG:
+        ps_buf_putc(b, '-');
+        put_dur(b, d->rhs);
+        break;
+    case PS_PQ_DUR_PLUS: put_dur(b, d->rhs); break;
+    case PS_PQ_DUR_BINOP:
+        put_dur(b, d->lhs);
+        ps_buf_putc(b, ' ');
+        put_str(b, ps_pq_binop_name(d->binop));
+        ps_buf_putc(b, ' ');
+        put_dur(b, d->rhs);
+        break;
+    }
+    if (d->wrapped)
+        ps_buf_putc(b, ')');
+}
+
 /* " @ 100.000" / " @ start()" and " offset 5m" of a vector selector or subquery. */
 static void put_at_offset(ps_buf_t *b, const ps_pq_node_t *v)
 {
@@ -1311,7 +1714,10 @@ static void put_at_offset(ps_buf_t *b, const ps_pq_node_t *v)
     case PS_PQ_AT_END: PS_BUF_LIT(b, " @ end()"); break;
     case PS_PQ_AT_NONE: break;
     }
-    if (v->offset_ms > 0) {
+    if (v->offset_expr != NULL) {
+        PS_BUF_LIT(b, " offset ");
+        put_dur(b, v->offset_expr);
+    } else if (v->offset_ms > 0) {
         PS_BUF_LIT(b, " offset ");
         go_duration(b, v->offset_ms);
     } else if (v->offset_ms < 0) {
@@ -1402,9 +1808,14 @@ static void put_bin_modifiers(ps_buf_t *b, const ps_pq_node_t *e)
 static void put_subquery_suffix(ps_buf_t *b, const ps_pq_node_t *e)
 {
     ps_buf_putc(b, '[');
-    go_duration(b, e->range_ms);
+    if (e->range_expr != NULL)
+        put_dur(b, e->range_expr);
+    else
+        go_duration(b, e->range_ms);
     ps_buf_putc(b, ':');
-    if (e->step_ms != 0)
+    if (e->step_expr != NULL)
+        put_dur(b, e->step_expr);
+    else if (e->step_ms != 0)
         go_duration(b, e->step_ms);
     ps_buf_putc(b, ']');
     put_at_offset(b, e);
@@ -1413,8 +1824,14 @@ static void put_subquery_suffix(ps_buf_t *b, const ps_pq_node_t *e)
 void ps_pq_format(const ps_pq_node_t *e, ps_buf_t *b)
 {
     switch (e->kind) {
-    case PS_PQ_NUMBER: go_float(b, e->num); break;
+    case PS_PQ_NUMBER:
+        if (e->duration)
+            put_dur(b, e);
+        else
+            go_float_mode(b, e->num, e->fixed);
+        break;
     case PS_PQ_STRING: go_quote(b, e->str, e->slen); break;
+    case PS_PQ_DURATION: put_dur(b, e); break;
     case PS_PQ_VECTOR:
         put_selector(b, e);
         put_at_offset(b, e);
@@ -1422,7 +1839,10 @@ void ps_pq_format(const ps_pq_node_t *e, ps_buf_t *b)
     case PS_PQ_MATRIX:
         put_selector(b, e->expr);
         ps_buf_putc(b, '[');
-        go_duration(b, e->range_ms);
+        if (e->range_expr != NULL)
+            put_dur(b, e->range_expr);
+        else
+            go_duration(b, e->range_ms);
         ps_buf_putc(b, ']');
         put_at_offset(b, e->expr);
         break;

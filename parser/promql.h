@@ -39,7 +39,21 @@ typedef enum {
     PS_PQ_BINARY,   /* binop, lhs, rhs, return_bool, matching */
     PS_PQ_UNARY,    /* unary_neg, expr */
     PS_PQ_PAREN,    /* expr */
+    PS_PQ_DURATION, /* a duration expression (Prometheus 3's DurationExpr, only under range_expr, step_expr and
+                       offset_expr): dur_op; binop with lhs and rhs (+ - * / % ^), or the unary minus of rhs,
+                       step(), range(), min_of(lhs, rhs), max_of(lhs, rhs); wrapped when written in
+                       parentheses. Its leaves are NUMBER nodes, in seconds. */
 } ps_pq_kind_t;
+
+/* What a DURATION node computes (promql/durations.go). */
+typedef enum {
+    PS_PQ_DUR_BINOP, /* lhs binop rhs */
+    PS_PQ_DUR_NEG,   /* -rhs */
+    PS_PQ_DUR_PLUS,  /* rhs: "(5m)", a parenthesised literal (wrapped) */
+    PS_PQ_DUR_STEP,  /* step(): the query's step in seconds (0 for an instant query) */
+    PS_PQ_DUR_RANGE, /* range(): the query's end - start in seconds (0 for an instant query) */
+    PS_PQ_DUR_MIN_OF, PS_PQ_DUR_MAX_OF,
+} ps_pq_durop_t;
 
 /* Binary operators, in Prometheus' precedence groups (lowest first: or; and unless; comparisons;
  * + -; * / % atan2; ^ which is right-associative). */
@@ -88,6 +102,7 @@ typedef enum {
     PS_FN_FIRST_OVER_TIME, PS_FN_HISTOGRAM_AVG, PS_FN_HISTOGRAM_STDDEV, PS_FN_HISTOGRAM_STDVAR,
     PS_FN_MAD_OVER_TIME, PS_FN_TS_OF_FIRST_OVER_TIME, PS_FN_TS_OF_LAST_OVER_TIME, PS_FN_TS_OF_MAX_OVER_TIME,
     PS_FN_TS_OF_MIN_OVER_TIME, PS_FN_SORT_BY_LABEL, PS_FN_SORT_BY_LABEL_DESC,
+    PS_FN_START, PS_FN_END, PS_FN_RANGE, PS_FN_STEP, /* experimental: the query's start, end, end - start and step */
     PS_FN_COUNT_
 } ps_pq_fn_t;
 
@@ -148,6 +163,19 @@ struct ps_pq_node {
 
     bool unary_neg;          /* UNARY: '-' (a '+' keeps the operand as it is) */
     ps_pq_node_t *expr;      /* MATRIX, SUBQUERY, AGG, UNARY, PAREN */
+
+    /* Prometheus 3's duration expressions ("x[1h / 2]", "offset step()", "[5m:step() * 2]"): when set,
+     * the evaluator computes range_ms, step_ms or offset_ms from them for the query's step and range
+     * (ps_pq_duration_ms); a duration that is only a number or a literal is folded into those fields
+     * by the parser instead, as Prometheus does. */
+    ps_pq_node_t *range_expr;  /* MATRIX, SUBQUERY */
+    ps_pq_node_t *step_expr;   /* SUBQUERY */
+    ps_pq_node_t *offset_expr; /* VECTOR, SUBQUERY */
+    ps_pq_durop_t dur_op;      /* DURATION */
+    bool wrapped;              /* DURATION: written in parentheses */
+    bool duration;             /* NUMBER: written as a duration ("1h" is the number 3600, printed "1h") */
+    bool fixed;                /* NUMBER: printed as Prometheus 3 does (strconv's 'f' form: 1000000, 0.00001),
+                                  else as 2.42 (%v: 1e+06, 1e-05) */
 };
 
 /* Limits, and the language parsed. */
@@ -178,6 +206,17 @@ void ps_pq_limits_default(ps_pq_limits_t *l);
 int ps_pq_parse(const char *s, size_t n, const ps_pq_limits_t *lim, ps_arena_t *arena, ps_pq_node_t **out,
                 ps_err_t *err);
 void ps_pq_dispose(ps_pq_node_t *e);
+
+/**
+ * The value of a duration expression d (a node's range_expr, step_expr or offset_expr) for a query
+ * whose step is step_ms (0 for an instant query) and whose range is range_ms (end - start), in
+ * milliseconds, as Prometheus' durationVisitor computes it (seconds, truncated to milliseconds).
+ * PS_EINVAL with Prometheus' words and byte range ("12:20: duration must be greater than 0",
+ * "division by zero", "duration is NaN or infinite", "duration is out of range") when it is not a
+ * duration (negative and zero values are one for offsets only: allow_negative).
+ */
+int ps_pq_duration_ms(const ps_pq_node_t *d, int64_t step_ms, int64_t range_ms, bool allow_negative, int64_t *out,
+                      ps_err_t *err);
 
 /** Writes e in Prometheus' canonical one-line form (printer.go's String()), appended to out. */
 void ps_pq_format(const ps_pq_node_t *e, ps_buf_t *out);

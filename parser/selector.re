@@ -23,6 +23,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/labels.h"
 #include "parser/selector_int.h"
@@ -183,6 +184,55 @@ static ps_tok_t lex_number(ps_lexer_t *l, const unsigned char *start)
     return bad_number(l, start, "bad number or duration syntax");
 }
 
+/* step, range, min_of or max_of (lex.go's scanDurationKeyword, in any case) from start, as a T_IDENT;
+ * else a T_EOF token with l->cur left at start */
+static ps_tok_t lex_duration_keyword(ps_lexer_t *l, const unsigned char *start)
+{
+    static const char *const words[] = {"step", "range", "min_of", "max_of"};
+    const unsigned char *e = start;
+    while (e < l->lim && (*e == '_' || ((*e | 0x20) >= 'a' && (*e | 0x20) <= 'z')))
+        e++;
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if ((size_t)(e - start) == strlen(words[i]) && strncasecmp((const char *)start, words[i], strlen(words[i])) == 0) {
+            l->cur = e;
+            return tok(l, T_IDENT, start);
+        }
+    l->cur = start;
+    return (ps_tok_t){.type = T_EOF};
+}
+
+/* lexDurationExpr (Prometheus 3): in brackets until the first number, duration or keyword; NULL
+ * type T_EOF when the token is one the main scanner takes (an operator, a parenthesis, "]"). */
+static ps_tok_t lex_duration_expr(ps_lexer_t *l)
+{
+    const unsigned char *start;
+    char q[16];
+    while (l->cur < l->lim && (*l->cur == ' ' || *l->cur == '\t' || *l->cur == '\r' || *l->cur == '\n'))
+        l->cur++;
+    start = l->cur;
+    if (start >= l->lim)
+        return lex_error(l, start, "unexpected end of input in duration expression");
+    unsigned c = *start;
+    if ((c >= '0' && c <= '9') || (c == '.' && start + 1 < l->lim && start[1] >= '0' && start[1] <= '9')) {
+        l->want_duration = false;
+        return lex_number(l, start);
+    }
+    if (c == ':')
+        return lex_error(l, start, "unexpected colon before duration in duration expression");
+    if (strchr("()+-*/%^,]", (int)c) != NULL && c != 0) {
+        if (c == ']')
+            l->want_duration = false;
+        return (ps_tok_t){.type = T_EOF};
+    }
+    ps_tok_t t = lex_duration_keyword(l, start);
+    if (t.type == T_IDENT) {
+        l->want_duration = false;
+        return t;
+    }
+    quote_char(q, sizeof(q), start, l->lim);
+    return lex_error(l, start, "unexpected character in duration expression: %s", q);
+}
+
 /* lexDuration: the first token after "[" (spaces skipped). */
 static ps_tok_t lex_duration(ps_lexer_t *l)
 {
@@ -268,9 +318,23 @@ ps_tok_t ps_sel_lex_next(ps_lexer_t *l)
         start = l->cur;
         if (l->brace_open)
             goto InsideBraces;
-        if (l->want_duration) {
+        if (l->want_duration && l->durexpr) {
+            ps_tok_t t = lex_duration_expr(l);
+            if (t.type != T_EOF)
+                return t;
+            start = l->cur; /* an operator, a parenthesis or "]": the scanner below takes it */
+        } else if (l->want_duration) {
             l->want_duration = false;
             return lex_duration(l);
+        }
+        if (l->bracket_open && l->durexpr && start < l->lim && *start != ':' &&
+            (*start == '_' || ((*start | 0x20) >= 'a' && (*start | 0x20) <= 'z'))) {
+            /* Prometheus 3's lex.go: in brackets a word is a duration keyword, or an error */
+            ps_tok_t t = lex_duration_keyword(l, start);
+            if (t.type == T_IDENT)
+                return t;
+            quote_char(q, sizeof(q), start, l->lim);
+            return lex_error(l, start, "unexpected character: %s, expected ':'", q);
         }
         if (l->bracket_open && start < l->lim &&
             (*start == ':' || *start == '_' || ((*start | 0x20) >= 'a' && (*start | 0x20) <= 'z'))) {

@@ -64,6 +64,8 @@ typedef struct ps_lexer {
     bool got_colon;     /* a ":" was seen inside these brackets */
     bool want_duration; /* the token after "[" must be a duration (lex.go's lexDuration) */
     bool promql;        /* Prometheus 2.42's PromQL: an unterminated string reports a bad escape first */
+    bool durexpr;       /* Prometheus 3's duration expressions in brackets (lex.go's lexDurationExpr): numbers,
+                           step, range, min_of, max_of, ( ) + - * / % ^ , there; a letter is no ':' */
     bool done;          /* an EOF or ERROR token was returned: every later call returns it again */
     ps_tok_t last;
     uint32_t err_pos;   /* T_ERROR: where, and what */

@@ -227,6 +227,10 @@ static int do_query(ps_qctx_t *c, bool instant)
     pq_limits(c, &lim);
     if ((ret = ps_pq_parse(q->value, q->vlen, &lim, &c->arena, &e, &c->err)) != 0)
         return ps_err_prefix(&c->err, "invalid parameter \"query\"");
+    if ((ret = ps_pq_check_durations(e, &o, &c->err)) != 0) {
+        ps_pq_dispose(e);
+        return ps_err_prefix(&c->err, "invalid parameter \"query\"");
+    }
     ps_pq_source_t src;
     ps_pq_store_src_t sctx;
     ps_pq_store_source(&src, &sctx, c->reader, c->srv->opts.max_series);

@@ -237,15 +237,29 @@ static const ps_pq_node_t *unparen(const ps_pq_node_t *n)
     return n;
 }
 
+/* A range, step or offset of the query: the node's own field, or its duration expression (Prometheus
+ * 3's "x[1h / 2]", "offset step()") computed for the query's step and range. */
+static int dur_ms(pq_ctx_t *c, const ps_pq_node_t *expr, int64_t given, bool allow_negative, int64_t *out)
+{
+    if (expr == NULL) {
+        *out = given;
+        return 0;
+    }
+    return ps_pq_duration_ms(expr, c->o->step, c->o->end - c->o->start, allow_negative, out, c->err);
+}
+
 /* offset and @ of a selector or subquery node n into s; [*lo, *hi]: the times it is evaluated at */
-static void time_mods(pq_ctx_t *c, const ps_pq_node_t *n, pq_sel_t *s, int64_t *lo, int64_t *hi)
+static int time_mods(pq_ctx_t *c, const ps_pq_node_t *n, pq_sel_t *s, int64_t *lo, int64_t *hi)
 {
     const ps_pq_opts_t *o = c->o;
-    s->offset = n->offset_ms;
+    int ret = dur_ms(c, n->offset_expr, n->offset_ms, true, &s->offset);
+    if (ret)
+        return ret;
     s->has_at = n->at != PS_PQ_AT_NONE;
     s->at = n->at == PS_PQ_AT_START ? o->start : n->at == PS_PQ_AT_END ? o->end : n->at_ms;
     if (s->has_at)
         *lo = *hi = s->at;
+    return 0;
 }
 
 /* Loads a selector's series for evaluations at times in [lo, hi]. */
@@ -253,10 +267,12 @@ static int load_selector(pq_ctx_t *c, const ps_pq_node_t *vs, int64_t range, pq_
 {
     const ps_pq_opts_t *o = c->o;
     s->range = range;
-    time_mods(c, vs, s, &lo, &hi);
+    int ret = time_mods(c, vs, s, &lo, &hi);
+    if (ret)
+        return ret;
     int64_t mint = ps_sat_sub(ps_sat_sub(lo, s->offset), range ? range : o->lookback), maxt = ps_sat_sub(hi, s->offset);
-    int ret = c->src->select(c->src->ctx, (ps_selector_t *)&vs->sel, mint, maxt, c->arena, &c->budget, &s->series,
-                             &s->n, c->err);
+    ret = c->src->select(c->src->ctx, (ps_selector_t *)&vs->sel, mint, maxt, c->arena, &c->budget, &s->series,
+                         &s->n, c->err);
     if (ret || (ret = pq_mem_check(c)) != 0)
         return ret;
     /* sorted by labels: the order of Prometheus' blocks, and of its head too when series were
@@ -299,19 +315,28 @@ static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth, 
     switch (n->kind) {
     case PS_PQ_NUMBER:
     case PS_PQ_STRING:
+    case PS_PQ_DURATION: /* only under range_expr, step_expr and offset_expr, never planned */
         return 0;
     case PS_PQ_VECTOR:
         return load_selector(c, n, 0, &p->sel, lo, hi);
-    case PS_PQ_MATRIX:
-        return load_selector(c, n->expr, n->range_ms, &p->sel, lo, hi);
-    case PS_PQ_SUBQUERY:
+    case PS_PQ_MATRIX: {
+        int64_t range;
+        if ((ret = dur_ms(c, n->range_expr, n->range_ms, false, &range)) != 0)
+            return ret;
+        return load_selector(c, n->expr, range, &p->sel, lo, hi);
+    }
+    case PS_PQ_SUBQUERY: {
         /* the inner expression runs at the multiples of the step in [lo - offset - range, hi - offset] */
-        time_mods(c, n, &p->sel, &lo, &hi);
-        p->sel.range = n->range_ms;
-        p->sq_step = n->step_ms > 0 ? n->step_ms : c->o->subquery_step;
+        int64_t step;
+        if ((ret = time_mods(c, n, &p->sel, &lo, &hi)) != 0 ||
+            (ret = dur_ms(c, n->range_expr, n->range_ms, false, &p->sel.range)) != 0 ||
+            (ret = dur_ms(c, n->step_expr, n->step_ms, false, &step)) != 0)
+            return ret;
+        p->sq_step = step > 0 ? step : c->o->subquery_step;
         p->sq_start = INT64_MIN;
-        return plan(c, n->expr, &p->a, depth + 1, ps_sat_sub(ps_sat_sub(lo, p->sel.offset), n->range_ms),
+        return plan(c, n->expr, &p->a, depth + 1, ps_sat_sub(ps_sat_sub(lo, p->sel.offset), p->sel.range),
                     ps_sat_sub(hi, p->sel.offset));
+    }
     case PS_PQ_PAREN:
     case PS_PQ_UNARY:
         return plan(c, n->expr, &p->a, depth + 1, lo, hi);
@@ -1496,6 +1521,7 @@ int pq_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         return eval_call(c, p, ts, out);
     case PS_PQ_MATRIX:
     case PS_PQ_SUBQUERY:
+    case PS_PQ_DURATION:
         break;
     }
     return ps_err_set(c->err, PS_EINTERNAL, "a range vector cannot be evaluated at one step here");
@@ -1703,6 +1729,36 @@ static int run(pq_ctx_t *c, pq_node_t *root, ps_pq_result_t *out)
     free(rs);
     ps_hmap_dispose(&idx);
     return ret;
+}
+
+int ps_pq_check_durations(const ps_pq_node_t *e, const ps_pq_opts_t *o, ps_err_t *err)
+{
+    int64_t ms, range = o->end - o->start;
+    int ret;
+    if (e == NULL)
+        return 0;
+    if ((e->range_expr && (ret = ps_pq_duration_ms(e->range_expr, o->step, range, false, &ms, err)) != 0) ||
+        (e->step_expr && (ret = ps_pq_duration_ms(e->step_expr, o->step, range, false, &ms, err)) != 0) ||
+        (e->offset_expr && (ret = ps_pq_duration_ms(e->offset_expr, o->step, range, true, &ms, err)) != 0))
+        return ret;
+    switch (e->kind) {
+    case PS_PQ_CALL:
+        for (uint32_t i = 0; i < e->nargs; i++)
+            if ((ret = ps_pq_check_durations(e->args[i], o, err)) != 0)
+                return ret;
+        return 0;
+    case PS_PQ_AGG:
+        if ((ret = ps_pq_check_durations(e->param, o, err)) != 0)
+            return ret;
+        return ps_pq_check_durations(e->expr, o, err);
+    case PS_PQ_BINARY:
+        if ((ret = ps_pq_check_durations(e->lhs, o, err)) != 0)
+            return ret;
+        return ps_pq_check_durations(e->rhs, o, err);
+    case PS_PQ_MATRIX: case PS_PQ_SUBQUERY: case PS_PQ_UNARY: case PS_PQ_PAREN:
+        return ps_pq_check_durations(e->expr, o, err);
+    default: return 0;
+    }
 }
 
 int ps_pq_eval(const ps_pq_node_t *e, const ps_pq_source_t *src, const ps_pq_opts_t *o, ps_arena_t *arena,

@@ -124,6 +124,12 @@ typedef struct ps_pq_result {
     ps_pq_annot_t *annots;
 } ps_pq_result_t;
 
+/** Computes every duration expression of e (Prometheus 3's "x[step() * 2]", "offset (1h / 2)") for
+ *  the query o, as Prometheus' PreprocessExpr does before it evaluates anything: PS_EINVAL with
+ *  Prometheus' words when one is not a duration ("20:26: duration must be greater than 0"), which
+ *  the API answers as a bad "query" parameter. ps_pq_eval computes them again, the same. */
+int ps_pq_check_durations(const ps_pq_node_t *e, const ps_pq_opts_t *o, ps_err_t *err);
+
 /** Evaluates e over src; everything in out is allocated from arena. */
 int ps_pq_eval(const ps_pq_node_t *e, const ps_pq_source_t *src, const ps_pq_opts_t *o, ps_arena_t *arena,
                ps_pq_result_t *out, ps_err_t *err);

@@ -905,6 +905,7 @@ int pq_call_plan(pq_ctx_t *c, pq_node_t *p)
     case PS_FN_DAY_OF_MONTH: case PS_FN_DAY_OF_WEEK: case PS_FN_DAY_OF_YEAR: case PS_FN_DAYS_IN_MONTH:
     case PS_FN_HOUR: case PS_FN_MINUTE: case PS_FN_MONTH: case PS_FN_YEAR:
     case PS_FN_PI: case PS_FN_DEG: case PS_FN_RAD:
+    case PS_FN_START: case PS_FN_END: case PS_FN_RANGE: case PS_FN_STEP:
     case PS_FN_EXP: case PS_FN_LN: case PS_FN_LOG2: case PS_FN_LOG10: case PS_FN_SIN: case PS_FN_COS: case PS_FN_TAN:
     case PS_FN_ASIN: case PS_FN_ACOS: case PS_FN_ATAN: case PS_FN_SINH: case PS_FN_COSH: case PS_FN_TANH:
     case PS_FN_ASINH: case PS_FN_ACOSH: case PS_FN_ATANH:
@@ -999,6 +1000,15 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *o
         out->type = PS_PQ_VSCALAR;
         out->s = M_PI;
         return 0;
+    case PS_FN_START: case PS_FN_END: case PS_FN_RANGE: case PS_FN_STEP: {
+        /* engine.go's foldQueryContextFunctions: step() is 0 in an instant query */
+        const ps_pq_opts_t *o = c->o;
+        out->type = PS_PQ_VSCALAR;
+        out->s = fn == PS_FN_START ? (double)o->start / 1000 : fn == PS_FN_END ? (double)o->end / 1000
+               : fn == PS_FN_RANGE ? (double)(o->end - o->start) / 1000
+               : o->start == o->end ? 0 : (double)o->step / 1000;
+        return 0;
+    }
     case PS_FN_ABSENT:
         out->v = pq_vec_new(c, 1);
         if (a[0].v.n == 0)

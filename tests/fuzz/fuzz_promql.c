@@ -31,10 +31,54 @@ static const ps_pq_limits_t limits = {4096, 48, 400};
  * the operand of a "^" reads back with one unary "+" more (see same_form): twice the depth and nodes */
 static const ps_pq_limits_t relimits = {1u << 20, 2 * 48 + 2, 2 * 400 + 2};
 
+/* A duration expression (range_expr, step_expr, offset_expr): well formed, and computed for a
+ * few query steps and ranges without a crash (an error is a fine answer). */
+static void check_dur(const ps_pq_node_t *d, size_t size, uint32_t depth)
+{
+    CHECK(d != NULL && depth <= 2 * limits.max_depth && d->pos <= size);
+    if (d->kind == PS_PQ_NUMBER)
+        return;
+    CHECK(d->kind == PS_PQ_DURATION);
+    switch (d->dur_op) {
+    case PS_PQ_DUR_BINOP:
+    case PS_PQ_DUR_MIN_OF:
+    case PS_PQ_DUR_MAX_OF:
+        check_dur(d->lhs, size, depth + 1);
+        check_dur(d->rhs, size, depth + 1);
+        break;
+    case PS_PQ_DUR_NEG:
+    case PS_PQ_DUR_PLUS:
+        CHECK(d->lhs == NULL);
+        check_dur(d->rhs, size, depth + 1);
+        break;
+    case PS_PQ_DUR_STEP:
+    case PS_PQ_DUR_RANGE: CHECK(d->lhs == NULL && d->rhs == NULL); break;
+    default: CHECK(0);
+    }
+}
+
+static void check_durs(const ps_pq_node_t *e, size_t size, uint32_t depth)
+{
+    static const int64_t steps[][2] = {{0, 0}, {15000, 3600000}, {1, INT64_MAX}};
+    const ps_pq_node_t *ds[3] = {e->range_expr, e->step_expr, e->offset_expr};
+    for (int i = 0; i < 3; i++) {
+        if (ds[i] == NULL)
+            continue;
+        check_dur(ds[i], size, depth);
+        for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+            int64_t ms = 0;
+            ps_err_t err;
+            if (ps_pq_duration_ms(ds[i], steps[k][0], steps[k][1], i == 2, &ms, &err) == 0)
+                CHECK(i == 2 || ms > 0);
+        }
+    }
+}
+
 static ps_pq_vtype_t check_tree(const ps_pq_node_t *e, size_t size, uint32_t depth)
 {
     CHECK(e != NULL && depth <= limits.max_depth);
     CHECK(e->pos <= size);
+    check_durs(e, size, depth);
     switch (e->kind) {
     case PS_PQ_NUMBER: CHECK(e->type == PS_PQ_VSCALAR); break;
     case PS_PQ_STRING: CHECK(e->type == PS_PQ_VSTRING && e->str != NULL && e->str[e->slen] == '\0'); break;
@@ -45,11 +89,13 @@ static ps_pq_vtype_t check_tree(const ps_pq_node_t *e, size_t size, uint32_t dep
             (void)ps_matcher_match(&e->sel.m[i], "a", 1);
         break;
     case PS_PQ_MATRIX:
-        CHECK(e->type == PS_PQ_VMATRIX && e->range_ms > 0 && e->expr->kind == PS_PQ_VECTOR);
+        CHECK(e->type == PS_PQ_VMATRIX && (e->range_ms > 0) != (e->range_expr != NULL) &&
+              e->expr->kind == PS_PQ_VECTOR);
         check_tree(e->expr, size, depth + 1);
         break;
     case PS_PQ_SUBQUERY:
-        CHECK(e->type == PS_PQ_VMATRIX && e->range_ms > 0 && e->step_ms >= 0);
+        CHECK(e->type == PS_PQ_VMATRIX && (e->range_ms > 0) != (e->range_expr != NULL) && e->step_ms >= 0 &&
+              (e->step_expr == NULL || e->step_ms == 0));
         CHECK(check_tree(e->expr, size, depth + 1) == PS_PQ_VVECTOR);
         break;
     case PS_PQ_CALL:

@@ -443,6 +443,130 @@ static void test_quoted_names(void **state)
     ps_arena_dispose(&a);
 }
 
+/* Prometheus 3's duration expressions: what they print as (String(), as Prometheus 3.16's
+ * /api/v1/format_query answers them), what the evaluator computes of them, and the parse errors
+ * (checked against Prometheus 3.16.0); Prometheus 2.42 refuses them. */
+static void test_duration_expressions(void **state)
+{
+    (void)state;
+#define NONE INT64_MIN
+    static const struct {
+        const char *in, *out;
+        int64_t step, range, ms; /* the query's step and range, and the duration computed (NONE: none) */
+    } cases[] = {
+        {"foo[1h/2]", "foo[1h / 2]", 0, 0, 1800000},
+        {"foo[26m+4m]", "foo[26m + 4m]", 0, 0, 1800000},
+        {"foo[-5m+35m]", "foo[-5m + 35m]", 0, 0, 1800000},
+        {"foo[2m*(10+5)]", "foo[2m * (10 + 5)]", 0, 0, 1800000},
+        {"foo[1h30m % 1h]", "foo[1h30m % 1h]", 0, 0, 1800000},
+        {"foo[1800]", "foo[30m]", 0, 0, NONE},
+        {"foo[(5m)]", "foo[(5m)]", 0, 0, 300000},
+        {"foo[step()]", "foo[step()]", 15000, 3600000, 15000},
+        {"foo[STep()*2]", "foo[step() * 2]", 15000, 3600000, 30000},
+        {"foo[range()]", "foo[range()]", 15000, 3600000, 3600000},
+        {"foo[min_of(step()+1,1h)]", "foo[min_of(step() + 1, 1h)]", 5000, 10000, 6000},
+        {"foo[max_of(min_of(step(), 1h), 1ms)]", "foo[max_of(min_of(step(), 1h), 1ms)]", 5000, 0, 5000},
+        {"foo[1.5]", "foo[1s500ms]", 0, 0, NONE},
+        {"foo[2^3]", "foo[2 ^ 3]", 0, 0, 8000},
+        {"foo[-2^2+5]", "foo[-2 ^ 2 + 5]", 0, 0, 1000},
+        {"foo offset 50", "foo offset 50s", 0, 0, NONE},
+        {"foo offset -1m", "foo offset -1m", 0, 0, NONE},
+        {"foo offset (100 + 2)", "foo offset (100 + 2)", 0, 0, 102000},
+        {"foo offset step()", "foo offset step()", 5000, 10000, 5000},
+        {"foo offset -step()", "foo offset -step()", 5000, 10000, -5000},
+        {"foo offset -(min_of(step(), 2s)-5)", "foo offset -(min_of(step(), 2s) - 5)", 5000, 10000, 3000},
+        {"sum_over_time(foo[29s+1s:5s+5s] offset (1m/2))", "sum_over_time(foo[29s + 1s:5s + 5s] offset (1m / 2))", 0,
+         0, 30000},
+        {"predict_linear(foo[5m], 1h)", "predict_linear(foo[5m], 1h)", 0, 0, NONE},
+        {"foo @ 100s", "foo @ 100.000", 0, 0, NONE},
+        {"-1h + 30m", "-1h + 30m", 0, 0, NONE},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_pq_node_t *e = NULL;
+        ps_err_t err;
+        ps_err_clear(&err);
+        if (ps_pq_parse(cases[i].in, strlen(cases[i].in), NULL, &a, &e, &err) != 0)
+            fail_msg("%s: %s", cases[i].in, err.msg);
+        char *got = str_of(e, false);
+        if (strcmp(got, cases[i].out) != 0)
+            fail_msg("%s: printed %s, want %s", cases[i].in, got, cases[i].out);
+        free(got);
+        /* the duration expression: under the call's argument, the matrix or the selector */
+        const ps_pq_node_t *n = e->kind == PS_PQ_CALL ? e->args[0] : e;
+        const ps_pq_node_t *d = n->range_expr ? n->range_expr : n->offset_expr ? n->offset_expr
+                              : n->expr && n->expr->offset_expr ? n->expr->offset_expr : NULL;
+        if (cases[i].ms == NONE) {
+            if (d != NULL)
+                fail_msg("%s: a duration expression", cases[i].in);
+        } else {
+            if (d == NULL)
+                fail_msg("%s: no duration expression", cases[i].in);
+            int64_t ms = 0;
+            if (ps_pq_duration_ms(d, cases[i].step, cases[i].range, true, &ms, &err) != 0)
+                fail_msg("%s: %s", cases[i].in, err.msg);
+            if (ms != cases[i].ms)
+                fail_msg("%s: %lld ms, want %lld", cases[i].in, (long long)ms, (long long)cases[i].ms);
+        }
+        ps_pq_dispose(e);
+        /* 2.42 refuses them all but a duration literal in brackets or after offset */
+        if (strcmp(cases[i].in, "foo offset -1m") != 0)
+            assert_int_equal(ps_pq_parse(cases[i].in, strlen(cases[i].in), lim242(), &a, &e, &err), PS_EINVAL);
+        ps_arena_dispose(&a);
+    }
+    static const struct {
+        const char *in, *msg;
+    } errors[] = {
+        {"foo[0]", "1:5: parse error: duration must be greater than 0"},
+        {"foo[-1m]", "1:5: parse error: duration must be greater than 0"},
+        {"foo[1h/0]", "1:7: parse error: division by zero"},
+        {"foo[1h%0]", "1:7: parse error: modulo by zero"},
+        {"foo[5m x]", "1:8: parse error: unexpected character: 'x', expected ':'"},
+        {"foo[x]", "1:5: parse error: unexpected character in duration expression: 'x'"},
+        {"foo[stepx()]", "1:5: parse error: unexpected character in duration expression: 's'"},
+        {"foo offset bar", "1:12: parse error: unexpected identifier \"bar\" in offset, expected number, duration, step(), "
+                           "or range()"},
+        {"foo[10000000000]", "1:5: parse error: duration out of range"},
+    };
+    for (size_t i = 0; i < N(errors); i++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_pq_node_t *e = NULL;
+        ps_err_t err;
+        ps_err_clear(&err);
+        if (ps_pq_parse(errors[i].in, strlen(errors[i].in), NULL, &a, &e, &err) != PS_EINVAL)
+            fail_msg("%s: parsed", errors[i].in);
+        if (strcmp(err.msg, errors[i].msg) != 0)
+            fail_msg("%s: %s, want %s", errors[i].in, err.msg, errors[i].msg);
+        ps_arena_dispose(&a);
+    }
+    /* computed ranges that are not durations: Prometheus' words and byte range */
+    static const struct {
+        const char *in, *msg;
+        int64_t step;
+    } evals[] = {
+        {"foo[step()]", "4:10: duration must be greater than 0", 0},
+        {"foo[1h - range()]", "4:16: duration must be greater than 0", 3600000},
+        {"foo[1h / (step() - 1)]", "4:20: division by zero", 1000},
+        {"foo[(step() - 1) % (step() - 1)]", "5:30: modulo by zero", 1000},
+        {"foo[10 ^ 400]", "4:12: duration is NaN or infinite", 0},
+        {"foo[10 ^ 10]", "4:11: duration is out of range", 0},
+    };
+    for (size_t i = 0; i < N(evals); i++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_pq_node_t *e = NULL;
+        ps_err_t err;
+        ps_err_clear(&err);
+        if (ps_pq_parse(evals[i].in, strlen(evals[i].in), NULL, &a, &e, &err) != 0)
+            fail_msg("%s: %s", evals[i].in, err.msg);
+        int64_t ms;
+        assert_int_equal(ps_pq_duration_ms(e->range_expr, evals[i].step, 3600000, false, &ms, &err), PS_EINVAL);
+        if (strcmp(err.msg, evals[i].msg) != 0)
+            fail_msg("%s: %s, want %s", evals[i].in, err.msg, evals[i].msg);
+        ps_pq_dispose(e);
+        ps_arena_dispose(&a);
+    }
+}
+
 static void test_functions(void **state)
 {
     (void)state;
@@ -457,7 +581,7 @@ static void test_functions(void **state)
         "stdvar_over_time", "sum_over_time", "tan", "tanh", "time", "timestamp", "vector", "year",
         "first_over_time", "histogram_avg", "histogram_stddev", "histogram_stdvar", "mad_over_time",
         "ts_of_first_over_time", "ts_of_last_over_time", "ts_of_max_over_time", "ts_of_min_over_time",
-        "sort_by_label", "sort_by_label_desc",
+        "sort_by_label", "sort_by_label_desc", "start", "end", "range", "step",
     };
     bool seen[PS_FN_COUNT_] = {0};
     assert_int_equal(N(names), PS_FN_COUNT_);
@@ -577,6 +701,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prometheus_formats),
+        cmocka_unit_test(test_duration_expressions),
         cmocka_unit_test(test_prometheus_errors),
         cmocka_unit_test(test_selectors),
         cmocka_unit_test(test_subqueries),

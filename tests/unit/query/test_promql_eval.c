@@ -805,7 +805,7 @@ static void test_unsupported(void **state)
                                "year", "first_over_time", "histogram_avg", "histogram_stddev", "histogram_stdvar",
                                "mad_over_time", "ts_of_first_over_time", "ts_of_last_over_time",
                                "ts_of_max_over_time", "ts_of_min_over_time", "sort_by_label",
-                               "sort_by_label_desc"};
+                               "sort_by_label_desc", "start", "end", "range", "step"};
         const ps_pq_func_t *fn = ps_pq_func_lookup(names[id], strlen(names[id]));
         assert_non_null(fn);
         assert_int_equal(fn->id, id);

@@ -375,14 +375,18 @@ static char *unquote(const char *s, size_t *i, size_t *len)
     return (char *)b.data;
 }
 
+/* Names in load lines as the test engine reads them (promqltest's TestParserOpts turn on
+ * EnableUnquotedUTF8Names): besides the classic characters, any non-ASCII byte (the letters of a
+ * UTF-8 name, e.g. 温度{場所="東京"}) and, after the first character, dots. */
 static bool is_name_start(char c, bool metric)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (metric && c == ':');
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (metric && c == ':') ||
+           (unsigned char)c >= 0x80;
 }
 
 static bool is_name_char(char c, bool metric)
 {
-    return is_name_start(c, metric) || (c >= '0' && c <= '9');
+    return is_name_start(c, metric) || (c >= '0' && c <= '9') || c == '.';
 }
 
 static void skip_ws(const char *s, size_t *i)
