@@ -48,7 +48,7 @@ tests/unit/scrape    -   core config discovery httpclient ingest proto scrape
 tests/unit/forward   -   core parser proto storage config httpclient ingest forward
 tests/unit/grpc      -   core config auth proto grpc
 tests/support        -   core proto
-bench                -   core proto storage config auth
+bench                -   core parser proto storage config auth ingest query
 '
 prefixes='core parser proto storage config auth discovery httpclient ingest query rules render scrape forward web grpc symbols debuginfo'
 
