@@ -298,7 +298,7 @@ static int parse_streamed(const ps_buf_t *body, int64_t mint, int64_t maxt, answ
                     continue;
                 }
                 ps_xor_iter_t it;
-                ps_xor_iter_init(&it, f.series[i].chunks[c].data, f.series[i].chunks[c].len);
+                ps_xor_iter_init_foreign(&it, f.series[i].chunks[c].data, f.series[i].chunks[c].len);
                 (*nchunks)++;
                 while (ps_xor_iter_next(&it))
                     if (it.t >= mint && it.t <= maxt)

@@ -327,8 +327,11 @@ static void advance_t(ps_xor_iter_t *it)
 static void check_end(ps_xor_iter_t *it)
 {
     size_t plen = it->len - 2, used = (it->pos + 7) / 8;
-    if (it->pos % 8 == 0 && it->last_bits % 8 == 0)
+    if (it->pos % 8 == 0 && it->last_bits % 8 == 0) {
         used++;
+        if (it->any_end && plen + 1 == used)
+            return; /* Prometheus 3's writer leaves no empty byte */
+    }
     if (plen < used) {
         fail(it, "the chunk ends before its last byte");
         return;
@@ -360,6 +363,12 @@ void ps_xor_iter_init(ps_xor_iter_t *it, const void *p, size_t len)
     it->n = ps_xor_count(p, len);
     if (it->n == 0 && len != 2)
         fail(it, "bytes after the sample count 0");
+}
+
+void ps_xor_iter_init_foreign(ps_xor_iter_t *it, const void *p, size_t len)
+{
+    ps_xor_iter_init(it, p, len);
+    it->any_end = true;
 }
 
 int ps_xor_iter_next(ps_xor_iter_t *it)

@@ -12,6 +12,7 @@
 #ifndef PS_STORAGE_XORCHUNK_H
 #define PS_STORAGE_XORCHUNK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -74,9 +75,14 @@ typedef struct ps_xor_iter {
     int err;            /* 0 or PS_ECORRUPT */
     const char *why;
     size_t at;          /* byte offset of the problem in the chunk */
+    bool any_end;       /* ps_xor_iter_init_foreign */
 } ps_xor_iter_t;
 
 void ps_xor_iter_init(ps_xor_iter_t *it, const void *p, size_t len);
+/** As ps_xor_iter_init, for a chunk another writer made: when the last sample ends on a byte
+ *  boundary, Prometheus 2's writer leaves an empty byte after it (which stored chunks have, and
+ *  which appending relies on) and Prometheus 3's does not; both ends are accepted here. */
+void ps_xor_iter_init_foreign(ps_xor_iter_t *it, const void *p, size_t len);
 
 /** Advances to the next sample: 1 (it->t, it->v hold it), or 0 at the end or on an error. */
 int ps_xor_iter_next(ps_xor_iter_t *it);

@@ -464,6 +464,62 @@ static void test_resume(void **state)
     ps_buf_dispose(&b);
 }
 
+#define BOUNDARY_CHUNKS 1 /* of the 200 chunks below, those whose last sample ends on a byte boundary */
+
+/* A chunk whose last sample ends on a byte boundary without the empty byte Prometheus 2's writer
+ * leaves there (Prometheus 3's writer leaves none): the stored-chunk reader refuses it, the
+ * foreign-chunk reader gives every sample; any other shortened chunk both refuse. */
+static void test_foreign_end(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    sample_t s[N], got[N];
+    int64_t t = 1700000000000;
+    for (int i = 0; i < N; i++) {
+        t += i % 3 == 0 ? 15000 : 15000 + 37 * i;
+        s[i] = (sample_t){t, i % 4 == 0 ? bits_of((double)i) : ps_test_rnd()};
+    }
+    ps_buf_t b = PS_BUF_INIT;
+    ps_err_t err;
+    int boundary = 0;
+    for (size_t n = 1; n <= N; n++) {
+        encode(s, n, &b);
+        ps_xor_iter_t it;
+        ps_xor_iter_init(&it, b.data, b.len);
+        while (ps_xor_iter_next(&it))
+            ;
+        assert_int_equal(ps_xor_iter_err(&it, &err), 0);
+        bool on_boundary = it.pos % 8 == 0 && it.last_bits % 8 == 0;
+        boundary += on_boundary;
+        /* whole: both readers take it */
+        ps_xor_iter_init_foreign(&it, b.data, b.len);
+        size_t k = 0;
+        while (ps_xor_iter_next(&it))
+            k++;
+        assert_int_equal(ps_xor_iter_err(&it, &err), 0);
+        assert_int_equal(k, n);
+        /* without its last byte */
+        assert_int_equal(decode(b.data, b.len - 1, got, N, &err), -1);
+        if (on_boundary && strstr(err.msg, "the chunk ends before its last byte") == NULL)
+            fail_msg("%zu samples, last byte dropped: %s", n, err.msg);
+        ps_xor_iter_init_foreign(&it, b.data, b.len - 1);
+        k = 0;
+        while (ps_xor_iter_next(&it)) {
+            assert_int_equal(it.t, s[k].t);
+            assert_true(bits_of(it.v) == s[k].v);
+            k++;
+        }
+        if (on_boundary) {
+            assert_int_equal(ps_xor_iter_err(&it, &err), 0);
+            assert_int_equal(k, n);
+        } else {
+            assert_int_equal(ps_xor_iter_err(&it, &err), PS_ECORRUPT);
+        }
+    }
+    assert_int_equal(boundary, BOUNDARY_CHUNKS);
+    ps_buf_dispose(&b);
+}
+
 /* ---- bad bytes ---- */
 
 static int same_samples(const sample_t *a, const sample_t *b, long n)
@@ -613,7 +669,7 @@ int main(void)
         cmocka_unit_test(test_doc_example),     cmocka_unit_test(test_spec_repeated),
         cmocka_unit_test(test_round_trips),     cmocka_unit_test(test_limits),
         cmocka_unit_test(test_resume),          cmocka_unit_test(test_truncation_and_flips),
-        cmocka_unit_test(test_impossible),
+        cmocka_unit_test(test_impossible),      cmocka_unit_test(test_foreign_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
