@@ -24,12 +24,15 @@ typedef struct sample {
 } sample_t;
 
 /* Reads p fully into s (room for PS_XOR_MAX_SAMPLES); returns the count or -1. */
-static long read_all(const uint8_t *p, size_t len, sample_t *s)
+static long read_all_as(const uint8_t *p, size_t len, sample_t *s, bool foreign)
 {
     ps_xor_iter_t it;
     ps_err_t err;
     long k = 0;
-    ps_xor_iter_init(&it, p, len);
+    if (foreign)
+        ps_xor_iter_init_foreign(&it, p, len);
+    else
+        ps_xor_iter_init(&it, p, len);
     while (ps_xor_iter_next(&it)) {
         CHECK(k < PS_XOR_MAX_SAMPLES);
         CHECK(k == 0 || it.t > s[k - 1].t);
@@ -48,12 +51,17 @@ static long read_all(const uint8_t *p, size_t len, sample_t *s)
     return k;
 }
 
+static long read_all(const uint8_t *p, size_t len, sample_t *s) { return read_all_as(p, len, s, false); }
+
 static sample_t s1[PS_XOR_MAX_SAMPLES + 1], s2[PS_XOR_MAX_SAMPLES + 1];
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ps_err_t err;
+    /* a chunk of another writer: what the stored-chunk reader takes, it takes the same */
+    long nf = read_all_as(data, size, s2, true);
     long n = read_all(data, size, s1);
+    CHECK(n < 0 || (nf == n && memcmp(s1, s2, (size_t)n * sizeof(sample_t)) == 0));
     int rv = ps_xor_validate(data, size, &err);
     CHECK(rv == 0 || rv == PS_ECORRUPT);
     CHECK((rv == 0) == (n > 0));
