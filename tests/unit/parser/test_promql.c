@@ -395,6 +395,36 @@ static void test_function_versions(void **state)
 
 /* Prometheus 3's quoted (UTF-8) names: in matchers, as a metric name alone in braces, in grouping
  * lists; printed quoted when they are not legacy names (printer.go). 2.42's language has none. */
+/* Parses in with Prometheus 3's language (the default limits) and checks that it prints as out
+ * (String()); the tree, to dispose. */
+static ps_pq_node_t *parse3_printed(ps_arena_t *a, const char *in, const char *out)
+{
+    ps_pq_node_t *e = NULL;
+    ps_err_t err;
+    ps_err_clear(&err);
+    if (ps_pq_parse(in, strlen(in), NULL, a, &e, &err) != 0)
+        fail_msg("%s: %s", in, err.msg);
+    char *got = str_of(e, false);
+    if (strcmp(got, out) != 0)
+        fail_msg("%s: printed %s, want %s", in, got, out);
+    free(got);
+    return e;
+}
+
+/* in does not parse with Prometheus 3's language: msg */
+static void parse3_fails(const char *in, const char *msg)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_pq_node_t *e = NULL;
+    ps_err_t err;
+    ps_err_clear(&err);
+    if (ps_pq_parse(in, strlen(in), NULL, &a, &e, &err) != PS_EINVAL)
+        fail_msg("%s: parsed", in);
+    if (strcmp(err.msg, msg) != 0)
+        fail_msg("%s: %s, want %s", in, err.msg, msg);
+    ps_arena_dispose(&a);
+}
+
 static void test_quoted_names(void **state)
 {
     (void)state;
@@ -411,15 +441,8 @@ static void test_quoted_names(void **state)
     };
     for (size_t i = 0; i < N(cases); i++) {
         ps_arena_t a = PS_ARENA_INIT;
-        ps_pq_node_t *e = NULL;
         ps_err_t err;
-        ps_err_clear(&err);
-        if (ps_pq_parse(cases[i].in, strlen(cases[i].in), NULL, &a, &e, &err) != 0)
-            fail_msg("%s: %s", cases[i].in, err.msg);
-        char *got = str_of(e, false);
-        if (strcmp(got, cases[i].out) != 0)
-            fail_msg("%s: printed %s, want %s", cases[i].in, got, cases[i].out);
-        free(got);
+        ps_pq_node_t *e = parse3_printed(&a, cases[i].in, cases[i].out);
         ps_pq_dispose(e);
         /* 2.42 refuses them */
         assert_int_equal(ps_pq_parse(cases[i].in, strlen(cases[i].in), lim242(), &a, &e, &err), PS_EINVAL);
@@ -483,15 +506,8 @@ static void test_duration_expressions(void **state)
     };
     for (size_t i = 0; i < N(cases); i++) {
         ps_arena_t a = PS_ARENA_INIT;
-        ps_pq_node_t *e = NULL;
         ps_err_t err;
-        ps_err_clear(&err);
-        if (ps_pq_parse(cases[i].in, strlen(cases[i].in), NULL, &a, &e, &err) != 0)
-            fail_msg("%s: %s", cases[i].in, err.msg);
-        char *got = str_of(e, false);
-        if (strcmp(got, cases[i].out) != 0)
-            fail_msg("%s: printed %s, want %s", cases[i].in, got, cases[i].out);
-        free(got);
+        ps_pq_node_t *e = parse3_printed(&a, cases[i].in, cases[i].out);
         /* the duration expression: under the call's argument, the matrix or the selector */
         const ps_pq_node_t *n = e->kind == PS_PQ_CALL ? e->args[0] : e;
         const ps_pq_node_t *d = n->range_expr ? n->range_expr : n->offset_expr ? n->offset_expr
@@ -528,17 +544,8 @@ static void test_duration_expressions(void **state)
                            "or range()"},
         {"foo[10000000000]", "1:5: parse error: duration out of range"},
     };
-    for (size_t i = 0; i < N(errors); i++) {
-        ps_arena_t a = PS_ARENA_INIT;
-        ps_pq_node_t *e = NULL;
-        ps_err_t err;
-        ps_err_clear(&err);
-        if (ps_pq_parse(errors[i].in, strlen(errors[i].in), NULL, &a, &e, &err) != PS_EINVAL)
-            fail_msg("%s: parsed", errors[i].in);
-        if (strcmp(err.msg, errors[i].msg) != 0)
-            fail_msg("%s: %s, want %s", errors[i].in, err.msg, errors[i].msg);
-        ps_arena_dispose(&a);
-    }
+    for (size_t i = 0; i < N(errors); i++)
+        parse3_fails(errors[i].in, errors[i].msg);
     /* computed ranges that are not durations: Prometheus' words and byte range */
     static const struct {
         const char *in, *msg;
