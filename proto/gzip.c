@@ -100,6 +100,16 @@ static size_t gunzip_grow(size_t cap, size_t max_out)
  * grow it (where zlib's would grow it too), or 1 when zlib must decide (the stream is not a plain
  * sequence of good members within max_out: its error is zlib's to word). in starts with the gzip
  * magic. */
+/* The inflated bytes buf[0, len) of a buffer of cap bytes become the arena's, in *out. */
+static void hand_over(ps_arena_t *arena, uint8_t *buf, size_t cap, size_t len, const uint8_t **out, size_t *outn)
+{
+    if (cap - len > 4096 && cap - len > len / 8) /* do not keep much more than the output */
+        buf = ps_arena_big_realloc(buf, len > 0 ? len : 1);
+    ps_arena_big_adopt(arena, buf, len);
+    *out = buf;
+    *outn = len;
+}
+
 static int gunzip_deflate(const uint8_t *in, size_t n, size_t max_out, ps_arena_t *arena, const uint8_t **out,
                           size_t *outn, ps_err_t *err)
 {
@@ -145,11 +155,7 @@ static int gunzip_deflate(const uint8_t *in, size_t n, size_t max_out, ps_arena_
             goto Exit;
         }
     }
-    if (cap - len > 4096 && cap - len > len / 8) /* do not keep much more than the output */
-        buf = ps_arena_big_realloc(buf, len > 0 ? len : 1);
-    ps_arena_big_adopt(arena, buf, len);
-    *out = buf;
-    *outn = len;
+    hand_over(arena, buf, cap, len, out, outn);
     buf = NULL;
 Exit:
     ps_arena_big_free(buf);
@@ -256,11 +262,7 @@ int ps_gunzip_zlib(const void *in, size_t n, size_t max_out, ps_arena_t *arena, 
         rc = ps_err_set(err, PS_EINVAL, "gzip: %s", zs.msg != NULL ? zs.msg : "corrupt stream");
         goto Exit;
     }
-    if (cap - len > 4096 && cap - len > len / 8) /* do not keep much more than the output */
-        buf = ps_arena_big_realloc(buf, len > 0 ? len : 1);
-    ps_arena_big_adopt(arena, buf, len);
-    *out = buf;
-    *outn = len;
+    hand_over(arena, buf, cap, len, out, outn);
     buf = NULL;
 Exit:
     ps_arena_big_free(buf);
