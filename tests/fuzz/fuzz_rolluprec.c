@@ -45,13 +45,7 @@ static void write_seeds(const char *dir)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int seeded;
-    if (!seeded) {
-        seeded = 1;
-        const char *dir = getenv("PS_FUZZ_ROLLUPREC_SEEDS");
-        if (dir)
-            write_seeds(dir);
-    }
+    ps_fuzz_seeds_once("PS_FUZZ_ROLLUPREC_SEEDS", write_seeds);
     if (size < 9)
         return 0;
     int level = data[0] & 1;

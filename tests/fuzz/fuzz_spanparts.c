@@ -46,13 +46,7 @@ static void write_seeds(const char *dir)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int seeded;
-    if (!seeded) {
-        seeded = 1;
-        const char *dir = getenv("PS_FUZZ_SPANPARTS_SEEDS");
-        if (dir)
-            write_seeds(dir);
-    }
+    ps_fuzz_seeds_once("PS_FUZZ_SPANPARTS_SEEDS", write_seeds);
     ps_arena_t a = PS_ARENA_INIT;
     ps_span_part_t *parts;
     size_t n;

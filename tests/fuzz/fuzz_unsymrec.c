@@ -43,13 +43,7 @@ static void write_seeds(const char *dir)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int seeded;
-    if (!seeded) {
-        seeded = 1;
-        const char *dir = getenv("PS_FUZZ_UNSYMREC_SEEDS");
-        if (dir)
-            write_seeds(dir);
-    }
+    ps_fuzz_seeds_once("PS_FUZZ_UNSYMREC_SEEDS", write_seeds);
     ps_unsym_rec_t r, r2;
     ps_err_t err;
     if (ps_unsym_rec_decode(data, size, &r, &err) != 0) {

@@ -114,4 +114,17 @@ static inline void ps_fuzz_write_seed(const char *dir, const char *name, int i, 
     }
 }
 
+/* On the first call only: write_seeds(dir) when the environment variable env names a directory
+ * (run.sh asks a target for the seeds its encoders make that way). */
+static inline void ps_fuzz_seeds_once(const char *env, void (*write_seeds)(const char *dir))
+{
+    static int seeded;
+    if (seeded)
+        return;
+    seeded = 1;
+    const char *dir = getenv(env);
+    if (dir)
+        write_seeds(dir);
+}
+
 #endif

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import README_TOTALS, go_pprof
 from ui_util import CPU_NS, browser, chromium_driver, ui_server  # noqa: F401 (fixtures)
+from ui_util import no_errors, state, wait_graph
 
 
 # ---- helpers ------------------------------------------------------------------------------------
@@ -27,19 +28,6 @@ def graph_url(ui, view="graph", **params):
     p = {"type": CPU_NS, "from": a, "to": b}
     p.update(params)
     return "/%s?%s" % (view, urllib.parse.urlencode(p, quote_via=urllib.parse.quote))
-
-
-def state(browser):
-    return dict(urllib.parse.parse_qsl(urllib.parse.urlparse(browser.driver.current_url).query))
-
-
-def no_errors(browser):
-    assert browser.console_errors() == []
-    assert browser.failed_requests() == []
-
-
-def wait_graph(browser):
-    browser.wait_js("window.psApp && psApp.view && psApp.view.graph && psApp.view.graph.u", 15, "the graph")
 
 
 def wait_panel(browser, panel="psApp.view.panel"):

@@ -18,6 +18,7 @@ import pytest
 
 from conftest import go_pprof
 from ui_util import CPU_NS, synthetic_profile
+from ui_util import no_errors
 from ui_util import browser, chromium_driver, ui_server  # noqa: F401 (fixtures)
 
 PAGE = "/ui/test/flame.html"
@@ -112,11 +113,6 @@ def keys(browser, *ks):
     """Key presses to the focused element (element.send_keys would click it first)."""
     from selenium.webdriver.common.action_chains import ActionChains
     ActionChains(browser.driver).send_keys(*ks).perform()
-
-
-def no_errors(browser):
-    assert browser.console_errors() == []
-    assert browser.failed_requests() == []
 
 
 def hsl_rgb(h, s, l):

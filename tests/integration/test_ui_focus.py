@@ -15,6 +15,7 @@ import pytest
 
 import pprof_decode as pd
 from ui_util import CPU_NS, browser, chromium_driver, ui_server  # noqa: F401 (fixtures)
+from ui_util import no_errors, state
 
 
 def rng(ui):
@@ -26,10 +27,6 @@ def graph_url(ui, **params):
     p = {"type": CPU_NS, "from": a, "to": b, "sel": 'job="api"'}
     p.update(params)
     return "/graph?" + urllib.parse.urlencode(p, quote_via=urllib.parse.quote)
-
-
-def state(browser):
-    return dict(urllib.parse.parse_qsl(urllib.parse.urlparse(browser.driver.current_url).query))
 
 
 def exact_re(name):
@@ -47,11 +44,6 @@ def server_total(ui, **filters):
     fg = ui.query_json("/api/v1/profiles/query", query=CPU_NS + '{job="api"}', start=str(a), end=str(b),
                        format="flamegraph", max_nodes="8192", **filters)
     return fg["total"]
-
-
-def no_errors(browser):
-    assert browser.console_errors() == []
-    assert browser.failed_requests() == []
 
 
 def menu_items(browser):

@@ -18,6 +18,7 @@ import pytest
 from conftest import PPROF_DIR, README_TOTALS, fixture_bytes
 from pyro_util import connect_call
 from ui_util import CPU_NS, Browser, browser, chromium_driver, start_chromium, ui_server  # noqa: F401 (fixtures)
+from ui_util import no_errors, state
 
 DAY = 86400
 DAY_FILES = ["go/cpu-04.pb.gz", "go/cpu-05.pb.gz"]
@@ -50,15 +51,6 @@ def ui(ui_server):
 
 def rng(ui):
     return ui.t_first - 60, ui.t_last + 60
-
-
-def state(b):
-    return dict(urllib.parse.parse_qsl(urllib.parse.urlparse(b.driver.current_url).query))
-
-
-def no_errors(b):
-    assert b.console_errors() == []
-    assert b.failed_requests() == []
 
 
 def total(p):

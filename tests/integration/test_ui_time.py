@@ -15,6 +15,7 @@ import pytest
 
 from conftest import README_TOTALS, fixture_bytes
 from ui_util import CPU_NS, browser, chromium_driver, ui_server  # noqa: F401 (fixtures)
+from ui_util import no_errors, state, wait_graph
 
 PRESETS = ["5m", "15m", "30m", "1h", "3h", "6h", "12h", "24h", "2d", "7d", "30d"]
 KOLKATA = dt.timezone(dt.timedelta(hours=5, minutes=30))  # UTC+5:30: no DST, not the machine's zone
@@ -24,19 +25,6 @@ EVIL = "<img src=x onerror=window.__pwned=1>"
 
 def url(path, **params):
     return "%s?%s" % (path, urllib.parse.urlencode(params, quote_via=urllib.parse.quote))
-
-
-def state(browser):
-    return dict(urllib.parse.parse_qsl(urllib.parse.urlparse(browser.driver.current_url).query))
-
-
-def no_errors(browser):
-    assert browser.console_errors() == []
-    assert browser.failed_requests() == []
-
-
-def wait_graph(browser):
-    browser.wait_js("window.psApp && psApp.view && psApp.view.graph && psApp.view.graph.u", 15, "the graph")
 
 
 def wait_url(browser, **want):

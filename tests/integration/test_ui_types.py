@@ -18,6 +18,7 @@ import pytest
 import pprof_decode as pd
 from conftest import README_TOTALS, fixture_bytes
 from ui_util import browser, chromium_driver  # noqa: F401 (fixtures)
+from ui_util import no_errors, state, wait_graph
 
 INUSE = "memory:inuse_space:bytes:space:bytes"
 INUSE_NOPERIOD = "memory:inuse_space:bytes:inuse_space:bytes"
@@ -86,14 +87,6 @@ def store(module_server_factory):
     return s
 
 
-def state(browser):
-    return dict(urllib.parse.parse_qsl(urllib.parse.urlparse(browser.driver.current_url).query))
-
-
-def wait_graph(browser):
-    browser.wait_js("window.psApp && psApp.view && psApp.view.graph && psApp.view.graph.u", 15, "the graph")
-
-
 def wait_panel(browser):
     browser.wait_js("psApp.view.panel.fg && !psApp.view.panel.el.classList.contains('busy')", 15, "the panel")
     return browser.js("return psApp.view.panel.totalEl.dataset;")
@@ -105,11 +98,6 @@ def services(browser):
     return browser.js("return [...document.querySelectorAll('ul.svc-list li.svc')].map(li => ["
                       "li.querySelector('.svc-name').textContent,"
                       "[...li.querySelectorAll('.svc-type')].map(b => b.textContent)]);")
-
-
-def no_errors(browser):
-    assert browser.console_errors() == []
-    assert browser.failed_requests() == []
 
 
 # ---- the server: types of one measure merge ------------------------------------------------------

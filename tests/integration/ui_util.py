@@ -264,6 +264,25 @@ CPU_SAMPLES = "process_cpu:samples:count:cpu:nanoseconds:delta"
 GOTARGET_JOB = "gotarget"
 
 
+
+# ---- what the UI tests ask of a page --------------------------------------------------------
+
+def state(browser) -> Dict[str, str]:
+    """The page's URL query as a dict: the view's state."""
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlparse(browser.driver.current_url).query))
+
+
+def no_errors(browser) -> None:
+    """Nothing on the console, no failed request."""
+    assert browser.console_errors() == []
+    assert browser.failed_requests() == []
+
+
+def wait_graph(browser) -> None:
+    """The Graph view has drawn its graph."""
+    browser.wait_js("window.psApp && psApp.view && psApp.view.graph && psApp.view.graph.u", 15, "the graph")
+
+
 def synthetic_profile(ts: int, k: int = 0) -> bytes:
     """A Go-like CPU profile: 20 x 20 x 30 leaves under main, 12,420 named nodes; values vary with k."""
     import pprof_decode as pd
