@@ -539,7 +539,7 @@ static const ps_flag_t flags[] = {
     {.name = "data-dir", .type = PS_FLAG_STRING, .offset = FV(data_dir), .metavar = "DIR",
      .help = "where the loaded data is kept (default\n/tmp/profstore-bench-promql-<series>x<hours>h)"},
     {.name = "query", .type = PS_FLAG_STRING, .offset = FV(query), .metavar = "Q",
-     .help = "the PromQL query timed instead of the rate one above, over the same\nseries (e.g. with anchored or smoothed)"},
+     .help = "the PromQL query timed instead of the rate one above, over the\nsame series (e.g. with anchored or smoothed)"},
     {.name = "reload", .type = PS_FLAG_BOOL, .offset = FV(reload),
      .help = "load again even if --data-dir holds a load of the same parameters"},
     {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},

@@ -310,7 +310,8 @@ static int check_extended(pq_ctx_t *c, const ps_pq_func_t *f, const ps_pq_node_t
     bool rate = f->id == PS_FN_RATE || f->id == PS_FN_INCREASE || f->id == PS_FN_DELTA;
     if (vs->anchored && !rate && f->id != PS_FN_RESETS && f->id != PS_FN_CHANGES)
         return ps_err_set(c->err, PS_ELIMIT,
-                          "anchored modifier can only be used with: changes, delta, increase, rate, resets - not with %s",
+                          "anchored modifier can only be used with: changes, delta, increase, rate, resets - "
+                          "not with %s",
                           f->name);
     if (vs->smoothed && !rate)
         return ps_err_set(c->err, PS_ELIMIT,
