@@ -4,7 +4,7 @@
  *
  *   bench_promql [--series 10000] [--hours 24] [--step 60] [--rounds 7] [--conns 4]
  *                [--profstore BIN] [--prometheus BIN | --no-prometheus]
- *                [--prometheus3 BIN | --no-prometheus3] [--data-dir DIR] [--reload]
+ *                [--prometheus3 BIN | --no-prometheus3] [--data-dir DIR] [--reload] [--query Q]
  *
  * Data: bench_remote_write's generator (bench/rwgen.c) with its default mix (--values node):
  * --series node_exporter-like series, one sample every 15 s for --hours, ending about a minute
@@ -25,6 +25,7 @@
  *     5 of the 8 modes; cpu=~"[0-9]" takes all 4 cpus but keeps a second regex matcher, as the
  *     query had over the first generator's 16 cpus) over the whole span at --step;
  *   - the same as an instant query at the span's end;
+ *   (--query Q times Q instead of that rate query, e.g. with Prometheus 3.16's anchored or smoothed;)
  *   - remote_read (SAMPLES, then STREAMED_XOR_CHUNKS) of those 1,000 series over the last hour
  *     (the number of series the selector selected is printed from profstore's answer).
  * Each Prometheus' answers are compared with profstore's series by series (JSON: by the metric's labels; remote_read: decoded,
@@ -508,7 +509,7 @@ static uint32_t run_case(const opts_t *o, const char *title, kind_t kind, peer_t
 
 /* the flags as the table parses them; main puts them into opts_t */
 typedef struct flagv {
-    const char *profstore, *prometheus, *prometheus3, *data_dir;
+    const char *profstore, *prometheus, *prometheus3, *data_dir, *query;
     uint64_t series, hours, step_s, rounds, conns;
     bool no_prometheus, no_prometheus3, reload;
 } flagv_t;
@@ -537,6 +538,8 @@ static const ps_flag_t flags[] = {
     {.name = "no-prometheus3", .type = PS_FLAG_BOOL, .offset = FV(no_prometheus3), .help = "without Prometheus 3"},
     {.name = "data-dir", .type = PS_FLAG_STRING, .offset = FV(data_dir), .metavar = "DIR",
      .help = "where the loaded data is kept (default\n/tmp/profstore-bench-promql-<series>x<hours>h)"},
+    {.name = "query", .type = PS_FLAG_STRING, .offset = FV(query), .metavar = "Q",
+     .help = "the PromQL query timed instead of the rate one above, over the\nsame series (e.g. with anchored or smoothed)"},
     {.name = "reload", .type = PS_FLAG_BOOL, .offset = FV(reload),
      .help = "load again even if --data-dir holds a load of the same parameters"},
     {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
@@ -686,9 +689,12 @@ int main(int argc, char **argv)
 
     int64_t step = (int64_t)o.step_s * 1000;
     int64_t qs = (t0 + step - 1) / step * step, qe = tend / step * step;
-    char enc[512], path[2048];
-    ps_bench_urlencode(QUERY, enc, sizeof(enc));
-    printf("\n== %s ==\n", QUERY);
+    const char *query = fv.query != NULL ? fv.query : QUERY;
+    if (strlen(query) > 600)
+        ps_bench_flags_fail(&flagset, "--query: at most 600 bytes");
+    char enc[2048], path[4096];
+    ps_bench_urlencode(query, enc, sizeof(enc));
+    printf("\n== %s ==\n", query);
     snprintf(path, sizeof(path), "/api/v1/query_range?query=%s&start=%lld.%03lld&end=%lld.%03lld&step=%u", enc,
              (long long)(qs / 1000), (long long)(qs % 1000), (long long)(qe / 1000), (long long)(qe % 1000),
              o.step_s);

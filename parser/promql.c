@@ -12,7 +12,8 @@
  *   bin_mod     = [ "bool" ] [ ( "on" | "ignoring" ) labels [ ( "group_left" | "group_right" ) [ labels ] ] ]
  *   unary       = ( "+" | "-" ) expr_pow | postfix        (expr_pow: an expr of operators "^" only)
  *   postfix     = primary { "[" duration "]" | "[" duration ":" [ duration ] "]"
- *                         | "offset" [ "-" ] duration | "@" ( [ "+" | "-" ] number | ( "start" | "end" ) "(" ")" ) }
+ *                         | "offset" [ "-" ] duration | "@" ( [ "+" | "-" ] number | ( "start" | "end" ) "(" ")" )
+ *                         | "anchored" | "smoothed" }       (the last two Prometheus 3.16's, on selectors only)
  *   primary     = number | string | "(" expr ")" | selector | call | aggregation
  *   call        = identifier "(" [ expr { "," expr } ] ")"      (identifier a function of the table)
  *   aggregation = aggr_op [ grouping ] "(" [ expr { "," expr } ] ")" [ grouping ]     (grouping once)
@@ -1051,15 +1052,45 @@ static ps_pq_node_t *parse_at(pq_t *q, ps_pq_node_t *e)
     return e;
 }
 
+/* Prometheus 3.16's "anchored" / "smoothed" after e (parse.go's setAnchored / setSmoothed): on a vector
+ * or range selector, in any order with offset and @, also twice; the current token is the word. The
+ * range's end is left where it was, as generated_parser.y leaves it. */
+static ps_pq_node_t *parse_extended(pq_t *q, ps_pq_node_t *e, bool smoothed)
+{
+    ps_psr_t *p = &q->p;
+    const char *word = smoothed ? "smoothed" : "anchored";
+    ps_pq_node_t *v = e->kind == PS_PQ_VECTOR ? e : e->kind == PS_PQ_MATRIX ? e->expr : NULL;
+
+    if (e->kind == PS_PQ_SUBQUERY)
+        return ps_psr_perr(p, e->pos, "%s modifier is not supported for subqueries", word);
+    if (v == NULL)
+        return ps_psr_perr(p, e->pos, "%s modifier not implemented", word);
+    if (smoothed ? v->anchored : v->smoothed)
+        return ps_psr_perr(p, e->pos, "anchored and smoothed modifiers cannot be used together");
+    if (smoothed)
+        v->smoothed = true;
+    else
+        v->anchored = true;
+    ps_psr_advance(p);
+    return e;
+}
+
 static ps_pq_node_t *parse_postfix(pq_t *q)
 {
     ps_pq_node_t *e = parse_primary(q);
     while (e != NULL) {
-        switch (q->p.tok.type) {
+        ps_tok_t t = q->p.tok;
+        switch (t.type) {
         case T_LBRACKET: e = parse_range(q, e); break;
         case T_OFFSET: e = parse_offset(q, e); break;
         case T_AT: e = parse_at(q, e); break;
-        default: return e;
+        default:
+            /* keywords of Prometheus 3.16 (names in 2.42, where nothing may follow an operand) */
+            if (q->lim.compat != 2 && (tok_is(q, t, "anchored") || tok_is(q, t, "smoothed"))) {
+                e = parse_extended(q, e, tok_is(q, t, "smoothed"));
+                break;
+            }
+            return e;
         }
     }
     return NULL;
@@ -1705,15 +1736,30 @@ static void put_dur(ps_buf_t *b, const ps_pq_node_t *d)
         ps_buf_putc(b, ')');
 }
 
-/* " @ 100.000" / " @ start()" and " offset 5m" of a vector selector or subquery. */
-static void put_at_offset(ps_buf_t *b, const ps_pq_node_t *v)
+/* " anchored" / " smoothed" of a vector selector */
+static void put_extended(ps_buf_t *b, const ps_pq_node_t *v)
 {
+    if (v->anchored)
+        PS_BUF_LIT(b, " anchored");
+    else if (v->smoothed)
+        PS_BUF_LIT(b, " smoothed");
+}
+
+/* " @ 100.000" / " @ start()" and " offset 5m" of a vector selector or subquery; a vector selector's
+ * modifier goes between them, a range selector's before them (printer.go: "x @ 1.000 anchored offset 1m",
+ * "x[5m] anchored @ 1.000 offset 1m"). */
+static void put_at_offset(ps_buf_t *b, const ps_pq_node_t *v, bool range)
+{
+    if (range)
+        put_extended(b, v);
     switch (v->at) {
     case PS_PQ_AT_TIME: ps_buf_printf(b, " @ %.3f", (double)v->at_ms / 1000.0); break;
     case PS_PQ_AT_START: PS_BUF_LIT(b, " @ start()"); break;
     case PS_PQ_AT_END: PS_BUF_LIT(b, " @ end()"); break;
     case PS_PQ_AT_NONE: break;
     }
+    if (!range)
+        put_extended(b, v);
     if (v->offset_expr != NULL) {
         PS_BUF_LIT(b, " offset ");
         put_dur(b, v->offset_expr);
@@ -1818,7 +1864,7 @@ static void put_subquery_suffix(ps_buf_t *b, const ps_pq_node_t *e)
     else if (e->step_ms != 0)
         go_duration(b, e->step_ms);
     ps_buf_putc(b, ']');
-    put_at_offset(b, e);
+    put_at_offset(b, e, false);
 }
 
 void ps_pq_format(const ps_pq_node_t *e, ps_buf_t *b)
@@ -1834,7 +1880,7 @@ void ps_pq_format(const ps_pq_node_t *e, ps_buf_t *b)
     case PS_PQ_DURATION: put_dur(b, e); break;
     case PS_PQ_VECTOR:
         put_selector(b, e);
-        put_at_offset(b, e);
+        put_at_offset(b, e, false);
         break;
     case PS_PQ_MATRIX:
         put_selector(b, e->expr);
@@ -1844,7 +1890,7 @@ void ps_pq_format(const ps_pq_node_t *e, ps_buf_t *b)
         else
             go_duration(b, e->range_ms);
         ps_buf_putc(b, ']');
-        put_at_offset(b, e->expr);
+        put_at_offset(b, e->expr, true);
         break;
     case PS_PQ_SUBQUERY:
         ps_pq_format(e->expr, b);

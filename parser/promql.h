@@ -7,7 +7,8 @@
  * The parser accepts the whole PromQL language of Prometheus 2.42 (subqueries, @, every function
  * of Prometheus' function table) and of Prometheus 3 as far as profstore goes (ps_pq_limits_t.compat:
  * quoted UTF-8 names in matchers and grouping lists, holt_winters renamed
- * double_exponential_smoothing, an experimental function, and some of 3's newer functions), and
+ * double_exponential_smoothing, an experimental function, some of 3's newer functions, duration
+ * expressions, the anchored and smoothed modifiers), and
  * checks value types as Prometheus does ("expected type range vector in call to function
  * \"rate\", got instant vector"). Whether a node is evaluated is the
  * evaluator's concern: it answers an unsupported part with a PS_EUNSUPPORTED naming it.
@@ -176,6 +177,12 @@ struct ps_pq_node {
     bool duration;             /* NUMBER: written as a duration ("1h" is the number 3600, printed "1h") */
     bool fixed;                /* NUMBER: printed as Prometheus 3 does (strconv's 'f' form: 1000000, 0.00001),
                                   else as 2.42 (%v: 1e+06, 1e-05) */
+    /* VECTOR (a MATRIX's too: "x[5m] anchored" sets its VECTOR's): Prometheus 3.16's range selector
+     * modifiers, at most one of them. anchored: a range's window reaches back to the last sample at or
+     * before its start (rate, increase, delta, resets and changes only); smoothed: the values at both
+     * ends of a range, and an instant selector's value, are interpolated between the samples around
+     * them (rate, increase and delta only). */
+    bool anchored, smoothed;
 };
 
 /* Limits, and the language parsed. */

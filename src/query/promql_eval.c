@@ -271,6 +271,12 @@ static int load_selector(pq_ctx_t *c, const ps_pq_node_t *vs, int64_t range, pq_
     if (ret)
         return ret;
     int64_t mint = ps_sat_sub(ps_sat_sub(lo, s->offset), range ? range : o->lookback), maxt = ps_sat_sub(hi, s->offset);
+    /* getTimeRangesForSelector: an anchored or smoothed range reaches a lookback further back, a
+     * smoothed range or instant selector a lookback further forward */
+    if (range && (vs->anchored || vs->smoothed))
+        mint = ps_sat_sub(mint, o->lookback);
+    if (vs->smoothed)
+        maxt = ps_sat_add(maxt, o->lookback);
     ret = c->src->select(c->src->ctx, (ps_selector_t *)&vs->sel, mint, maxt, c->arena, &c->budget, &s->series,
                          &s->n, c->err);
     if (ret || (ret = pq_mem_check(c)) != 0)
@@ -295,6 +301,22 @@ static const char **sorted_names(pq_ctx_t *c, const char **names, uint32_t n)
     if (n > 1)
         qsort(v, n, sizeof(char *), cmp_cstr);
     return v;
+}
+
+/* The functions Prometheus 3.16 lets take an anchored or a smoothed range (functions.go's
+ * AnchoredSafeFunctions, SmoothedSafeFunctions): the others would see samples outside the range. */
+static int check_extended(pq_ctx_t *c, const ps_pq_func_t *f, const ps_pq_node_t *vs)
+{
+    bool rate = f->id == PS_FN_RATE || f->id == PS_FN_INCREASE || f->id == PS_FN_DELTA;
+    if (vs->anchored && !rate && f->id != PS_FN_RESETS && f->id != PS_FN_CHANGES)
+        return ps_err_set(c->err, PS_ELIMIT,
+                          "anchored modifier can only be used with: changes, delta, increase, rate, resets - "
+                          "not with %s",
+                          f->name);
+    if (vs->smoothed && !rate)
+        return ps_err_set(c->err, PS_ELIMIT,
+                          "smoothed modifier can only be used with: delta, increase, rate - not with %s", f->name);
+    return 0;
 }
 
 /* Plans n for evaluations at times in [lo, hi] (a subquery moves the window of what is below it). */
@@ -363,6 +385,8 @@ static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth, 
             if (n->args[i]->type == PS_PQ_VMATRIX) {
                 const ps_pq_node_t *m = unparen(n->args[i]);
                 p->matrix_arg = (int)i;
+                if (m->kind == PS_PQ_MATRIX && (ret = check_extended(c, n->func, m->expr)) != 0)
+                    return ret;
                 ret = plan(c, m, &p->args[i], depth + 1, lo, hi);
             } else {
                 ret = plan(c, n->args[i], &p->args[i], depth + 1, lo, hi);
@@ -375,11 +399,50 @@ static int plan(pq_ctx_t *c, const ps_pq_node_t *n, pq_node_t **out, int depth, 
 
 /* ---- selectors ---- */
 
+/* smoothSeries (Prometheus 3.16), for every series: the value at ref interpolated between the samples
+ * around it within a lookback either side, or the last one before it when none follows; none when no
+ * sample lies at or before ref. An element's time is its last sample's at or before ref (what
+ * timestamp() of the selector answers). */
+static int eval_smoothed(pq_ctx_t *c, pq_node_t *p, int64_t ref, pq_val_t *out)
+{
+    const pq_sel_t *s = &p->sel;
+    int64_t lb = c->o->lookback;
+    for (uint32_t i = 0; i < s->n; i++) {
+        const ps_float_sample_t *w;
+        uint32_t k = pq_window(c, &s->series[i], ps_sat_add(ps_sat_sub(ref, lb), 1), ps_sat_add(ref, lb),
+                               s->hint ? &s->hint[i] : NULL, &w);
+        uint32_t j = 0;
+        while (j < k && w[j].t < ref)
+            j++;
+        double v;
+        int64_t t;
+        if (j < k && w[j].t == ref) {
+            v = w[j].v;
+            t = ref;
+        } else if (j > 0 && j < k) {
+            v = pq_interpolate(w[j - 1], w[j], ref, false);
+            t = w[j - 1].t;
+        } else if (j > 0) {
+            v = w[j - 1].v;
+            t = w[j - 1].t;
+        } else {
+            continue;
+        }
+        out->v.e[out->v.n++] = (pq_elem_t){ps_labels_borrow(&s->series[i].labels), v, t, 0};
+    }
+    return 0;
+}
+
 /* vectorSelectorSingle, for every series */
 static int eval_vector(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
 {
     const pq_sel_t *s = &p->sel;
     int64_t ref = ps_sat_sub(s->has_at ? s->at : ts, s->offset);
+    if (p->n->smoothed) {
+        out->type = PS_PQ_VVECTOR;
+        out->v = pq_vec_new(c, s->n);
+        return eval_smoothed(c, p, ref, out);
+    }
     int64_t from = ps_sat_add(ps_sat_sub(ref, c->o->lookback), c->open); /* 3: (from - 1, ref]; 2.42: [from, ref] */
     out->type = PS_PQ_VVECTOR;
     out->v = pq_vec_new(c, s->n);
@@ -1423,15 +1486,26 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
         return 0;
     }
     out->v = pq_vec_new(c, s->n);
+    /* Prometheus 3.16's modifiers: the window reaches a lookback further back (anchored, smoothed) and
+     * forward (smoothed) */
+    const ps_pq_node_t *vs = m->n->expr;
+    bool extended = vs->anchored || vs->smoothed;
+    int64_t wlo = rstart > mint ? rstart : mint, whi = maxt;
+    if (extended)
+        wlo = ps_sat_sub(wlo, c->o->lookback);
+    if (vs->smoothed)
+        whi = ps_sat_add(whi, c->o->lookback);
     for (uint32_t i = 0; i < s->n; i++) {
         int ret = pq_tick(c);
         if (ret)
             return ret;
         const ps_float_sample_t *w;
-        uint32_t k = pq_window(c, &s->series[i], ps_sat_add(rstart > mint ? rstart : mint, c->open), maxt,
-                               s->hint ? &s->hint[i] : NULL, &w);
+        uint32_t k = pq_window(c, &s->series[i], ps_sat_add(wlo, c->open), whi, s->hint ? &s->hint[i] : NULL, &w);
         double v;
-        if (k == 0 || !pq_range_fn(c, fn, w, k, ts, rstart, rend, s->range, sargs, &v))
+        if (k == 0)
+            continue;
+        if (extended ? !pq_extended_fn(fn, vs->smoothed, w, k, rstart, rend, s->range, &v)
+                     : !pq_range_fn(c, fn, w, k, ts, rstart, rend, s->range, sargs, &v))
             continue;
         if (fn == PS_FN_ABSENT_OVER_TIME) {
             out->v.n = 0;
@@ -1564,13 +1638,24 @@ static int take_budget(pq_ctx_t *c, uint64_t n)
 static int answer_matrix(pq_ctx_t *c, pq_node_t *p, ps_pq_result_t *out)
 {
     const pq_sel_t *s = &p->sel;
+    const ps_pq_node_t *vs = p->n->expr;
     int64_t maxt = ps_sat_sub(s->has_at ? s->at : c->o->start, s->offset),
             mint = ps_sat_add(ps_sat_sub(maxt, s->range), c->open);
     out->type = PS_PQ_VMATRIX;
     out->series = ps_arena_alloc(c->arena, (s->n + 1) * sizeof(ps_qseries_t));
     for (uint32_t i = 0; i < s->n; i++) {
         const ps_float_sample_t *w;
-        uint32_t k = pq_window(c, &s->series[i], mint, maxt, NULL, &w);
+        uint32_t k;
+        if (vs->anchored || vs->smoothed) { /* extendFloats: the window framed by its two ends */
+            int64_t lb = c->o->lookback, lo = ps_sat_sub(maxt, s->range);
+            k = pq_window(c, &s->series[i], ps_sat_add(ps_sat_sub(lo, lb), c->open),
+                          vs->smoothed ? ps_sat_add(maxt, lb) : maxt, NULL, &w);
+            ps_float_sample_t *x = ps_arena_alloc(c->arena, ((size_t)k + 2) * sizeof(*x));
+            k = k ? pq_extend_window(w, k, lo, maxt, vs->smoothed, x) : 0;
+            w = x;
+        } else {
+            k = pq_window(c, &s->series[i], mint, maxt, NULL, &w);
+        }
         if (k == 0)
             continue;
         ps_qseries_t *q = &out->series[out->n++];

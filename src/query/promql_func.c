@@ -149,6 +149,137 @@ static double duration_seconds(int64_t ms)
     return (double)sec + (double)nsec / 1e9;
 }
 
+/* ---- Prometheus 3.16's anchored and smoothed ranges (functions.go; without start timestamps,
+ * which profstore does not store, so none of their resets) ---- */
+
+double pq_interpolate(ps_float_sample_t a, ps_float_sample_t b, int64_t t, bool counter)
+{
+    double y1 = a.v, y2 = b.v;
+    if (counter && y2 < y1)
+        y1 = 0;
+    return y1 + (y2 - y1) * (double)(t - a.t) / (double)(b.t - a.t);
+}
+
+/* pickOrInterpolateLeft: first is the last sample at or before start, else 0 */
+static double pick_left(const ps_float_sample_t *p, uint32_t first, int64_t start, bool smoothed, bool counter)
+{
+    if (p[first].t >= start || !smoothed)
+        return p[first].v;
+    return pq_interpolate(p[first], p[first + 1], start, counter);
+}
+
+/* pickOrInterpolateRight */
+static double pick_right(const ps_float_sample_t *p, uint32_t last, int64_t end, bool smoothed, bool counter)
+{
+    if (p[last].t <= end || last == 0)
+        return p[last].v;
+    if (smoothed)
+        return pq_interpolate(p[last - 1], p[last], end, counter);
+    return p[last - 1].v;
+}
+
+/* The samples around a range (start, end] in p[0..n), n > 0, as extendedRate and extendFloats find
+ * them: *first the last sample at or before start among all but the last (else 0), *last the last
+ * sample, or smoothed the first at or after end (else the last). false when *last is not after start. */
+static bool ends(const ps_float_sample_t *p, uint32_t n, int64_t start, int64_t end, bool smoothed, uint32_t *first,
+                 uint32_t *last)
+{
+    uint32_t l = n - 1, i = 0;
+    while (i < l && p[i].t <= start)
+        i++;
+    *first = i > 0 ? i - 1 : 0;
+    if (smoothed) {
+        uint32_t j = 0;
+        while (j < l && p[j].t < end)
+            j++;
+        l = j;
+    }
+    *last = l;
+    return p[l].t > start;
+}
+
+/* extendedRate: rate, increase, delta of an anchored or smoothed range */
+static bool extended_rate(const ps_float_sample_t *p, uint32_t n, int64_t start, int64_t end, double range_s,
+                          bool smoothed, bool counter, bool is_rate, double *res)
+{
+    uint32_t first, last;
+    if (!ends(p, n, start, end, smoothed, &first, &last))
+        return false;
+    if (smoothed && p[first].t > end)
+        return false; /* the data starts after the range: nothing to interpolate from */
+    double left = pick_left(p, first, start, smoothed, counter), right = pick_right(p, last, end, smoothed, counter);
+    double result = right - left;
+    if (counter) { /* correctForCounterResets over the samples strictly inside the range */
+        int64_t i = first, j = last;
+        if (p[i].t <= start)
+            i++;
+        if (p[j].t >= end)
+            j--;
+        double correction = 0, prev = left;
+        for (; i <= j; i++) {
+            if (p[i].v < prev)
+                correction += prev;
+            prev = p[i].v;
+        }
+        if (right < prev)
+            correction += prev;
+        result += correction;
+    }
+    if (is_rate)
+        result /= range_s;
+    *res = result;
+    return true;
+}
+
+uint32_t pq_extend_window(const ps_float_sample_t *p, uint32_t n, int64_t mint, int64_t maxt, bool smoothed,
+                          ps_float_sample_t *out)
+{
+    uint32_t first, last;
+    if (!ends(p, n, mint, maxt, smoothed, &first, &last))
+        return 0;
+    double left = pick_left(p, first, mint, smoothed, false), right = pick_right(p, last, maxt, smoothed, false);
+    int64_t i = first, j = last;
+    if (p[i].t <= mint)
+        i++;
+    if (p[j].t >= maxt)
+        j--;
+    uint32_t k = 0;
+    out[k++] = (ps_float_sample_t){mint, left};
+    for (; i <= j; i++)
+        out[k++] = p[i];
+    out[k++] = (ps_float_sample_t){maxt, right};
+    return k;
+}
+
+bool pq_extended_fn(ps_pq_fn_t fn, bool smoothed, const ps_float_sample_t *p, uint32_t n, int64_t rstart,
+                    int64_t rend, int64_t range_ms, double *res)
+{
+    double range_s = duration_seconds(range_ms);
+    switch (fn) {
+    case PS_FN_RATE: return extended_rate(p, n, rstart, rend, range_s, smoothed, true, true, res);
+    case PS_FN_INCREASE: return extended_rate(p, n, rstart, rend, range_s, smoothed, true, false, res);
+    case PS_FN_DELTA: return extended_rate(p, n, rstart, rend, range_s, smoothed, false, false, res);
+    case PS_FN_RESETS:
+    case PS_FN_CHANGES: {
+        /* pickFirstSampleIndices: from the last sample at or before the start; none after it, no answer */
+        uint32_t i = 0;
+        while (i < n && p[i].t <= rstart)
+            i++;
+        if (i >= n)
+            return false;
+        uint32_t first = i > 0 ? i - 1 : 0, count = 0;
+        for (uint32_t k = first + 1; k < n; k++) {
+            double prev = p[k - 1].v, cur = p[k].v;
+            if (fn == PS_FN_RESETS ? cur < prev : cur != prev && !(isnan(cur) && isnan(prev)))
+                count++;
+        }
+        *res = count;
+        return true;
+    }
+    default: return false; /* refused when planned */
+    }
+}
+
 bool pq_range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uint32_t n, int64_t ts_fn, int64_t rstart,
                  int64_t rend, int64_t range_ms, const double *sargs, double *res)
 {

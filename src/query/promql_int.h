@@ -271,6 +271,19 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *o
  *  evaluated at ts_fn with the scalar arguments sargs. false: no output for this series. */
 bool pq_range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uint32_t n, int64_t ts_fn, int64_t rstart,
                  int64_t rend, int64_t range_ms, const double *sargs, double *res);
+/** Prometheus 3.16's anchored (smoothed false) or smoothed range function fn (rate, increase, delta;
+ *  resets and changes when anchored) over one series' window p[0..n) of (rstart - lookback, rend]
+ *  (smoothed: up to rend + lookback); rstart, rend and range_ms as pq_range_fn's. false: no output. */
+bool pq_extended_fn(ps_pq_fn_t fn, bool smoothed, const ps_float_sample_t *p, uint32_t n, int64_t rstart,
+                    int64_t rend, int64_t range_ms, double *res);
+/** extendFloats: an anchored or smoothed range selector's samples p[0..n) (n > 0, the window of
+ *  pq_extended_fn) as its answer: those inside (mint, maxt) framed by the values picked or
+ *  interpolated at mint and maxt, into out (room for n + 2); the count, 0 when none is after mint. */
+uint32_t pq_extend_window(const ps_float_sample_t *p, uint32_t n, int64_t mint, int64_t maxt, bool smoothed,
+                          ps_float_sample_t *out);
+/** interpolate: the value at t on the line from a to b (counter: a counter reset from a to b
+ *  counts from 0). */
+double pq_interpolate(ps_float_sample_t a, ps_float_sample_t b, int64_t t, bool counter);
 /** createLabelsForAbsentFunction: the equality matchers of a selector argument, but none of a
  *  name that another matcher of the selector also names (absent and absent_over_time). */
 ps_labels_t pq_absent_labels(pq_ctx_t *c, const ps_pq_node_t *arg);

@@ -79,6 +79,8 @@ static ps_pq_vtype_t check_tree(const ps_pq_node_t *e, size_t size, uint32_t dep
     CHECK(e != NULL && depth <= limits.max_depth);
     CHECK(e->pos <= size);
     check_durs(e, size, depth);
+    /* Prometheus 3.16's modifiers: on a vector selector only (a range's), never both */
+    CHECK(!(e->anchored && e->smoothed) && (e->kind == PS_PQ_VECTOR || (!e->anchored && !e->smoothed)));
     switch (e->kind) {
     case PS_PQ_NUMBER: CHECK(e->type == PS_PQ_VSCALAR); break;
     case PS_PQ_STRING: CHECK(e->type == PS_PQ_VSTRING && e->str != NULL && e->str[e->slen] == '\0'); break;

@@ -3,6 +3,7 @@ remote-writes 2.0 (io.prometheus.write.v2.Request) to profstore; a second Promet
 profstore back through remote_read. Every stored value is compared with what the writing Prometheus
 answers for the same query, the metadata and the UTF-8 names exactly, and the partial answer for
 what profstore does not store (native histograms, exemplars) with Prometheus' own failure counters.
+Queries with the anchored and smoothed modifiers answer as the writing Prometheus 3 does.
 
 Runs in `make test` only when Prometheus 3 is cached (an allowed skip otherwise), always in
 `make test-peers`.
@@ -180,6 +181,41 @@ def test_remote_write_v2_exact_values_metadata_partial_answer(make_server, targe
         prom.self_metric("prometheus_remote_storage_samples_total")[0]
     assert metric(m, "profstore_remote_write_bad_requests_total") == 0
     assert metric(m, "profstore_remote_write_failed_requests_total") == 0
+
+
+def test_anchored_smoothed_as_prometheus3(make_server, targets, prometheus):
+    """Prometheus 3.16's anchored and smoothed modifiers over the same written samples: profstore's
+    answers are the writing Prometheus 3's to the bit, instant and range, and so is format_query.
+    Only the targets' series (complete on both sides once everything is sent; up and the scrape
+    series go on after T)."""
+    srv = make_server()
+    prom, T, live = run_writer(srv, targets, prometheus)
+    c, g = 'http_requests_total{job="om"}', 'temperature_celsius{job="om"}'
+    queries = ["increase(%s[3s] anchored)" % c, "rate(%s[5s] anchored offset 1s)" % c,
+               "delta(%s[4s] anchored)" % g, "changes(%s[3s] anchored)" % g, "resets(%s[6s] anchored)" % c,
+               "rate(%s[3s] smoothed)" % c, "increase(%s[2500ms] smoothed)" % c, "delta(%s[3s] smoothed)" % g,
+               "%s smoothed" % g, "%s @ %s smoothed offset 700ms" % (c, live), "sum(%s[3s] anchored)" % c]
+    for q in queries[:-1]:
+        for t in (live, live - 2.3, T):
+            want, got = prom.query(q, t), api_get(srv.port, "/api/v1/query", {"query": q, "time": t})
+            assert want["status"] == "success" and diff_answers(want, got, rel=0.0) is None, \
+                (q, t, diff_answers(want, got, rel=0.0))
+        assert any(prom.query(q, t)["data"]["result"] for t in (live, live - 2.3)), q
+        want = prom.query_range(q, live - 6, T, 0.5)
+        got = api_get(srv.port, "/api/v1/query_range", {"query": q, "start": live - 6, "end": T, "step": 0.5})
+        assert want["data"]["result"] and diff_answers(want, got, rel=0.0) is None, (q, diff_answers(want, got, rel=0.0))
+        want = api_get(prom.port, "/api/v1/format_query", {"query": q}, method="GET")
+        got = api_get(srv.port, "/api/v1/format_query", {"query": q}, method="GET")
+        assert got == want, (got, want)
+    # the bare range selector (extendFloats), and the errors: a function that may not take them
+    q = "%s[3s] anchored" % c
+    want, got = prom.query(q, live), api_get(srv.port, "/api/v1/query", {"query": q, "time": live})
+    assert diff_answers(want, got, rel=0.0) is None and want["data"]["result"], (want, got)
+    for q, status in (("max_over_time(%s[3s] smoothed)" % c, 422), (queries[-1], 400), ("%s[3s:1s] anchored" % c, 400)):
+        want = prom.query(q, live)
+        got = api_get(srv.port, "/api/v1/query", {"query": q, "time": live})
+        assert got["_http_status"] == want["_http_status"] == status, (want, got)
+        assert (got["errorType"], got["error"]) == (want["errorType"], want["error"]), (want, got)
 
 
 def test_remote_read_by_prometheus3_exact(make_server, targets, prometheus):

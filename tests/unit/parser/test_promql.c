@@ -574,6 +574,107 @@ static void test_duration_expressions(void **state)
     }
 }
 
+/* Prometheus 3.16's anchored and smoothed modifiers: each input's canonical form and each error as
+ * Prometheus 3.16's promtool (`promtool promql format --experimental`) prints them. */
+static void test_extended_modifiers(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+        bool anchored, smoothed; /* on the selector (a range's vector selector) */
+    } cases[] = {
+        {"a anchored", "a anchored", true, false},
+        {"a[5m] anchored", "a[5m] anchored", true, false},
+        {"a{b=\"c\"}[5m] anchored @ start() offset 1m", "a{b=\"c\"}[5m] anchored @ start() offset 1m", true, false},
+        {"a @ 100 smoothed offset 1m", "a @ 100.000 smoothed offset 1m", false, true},
+        {"a offset 1m smoothed", "a smoothed offset 1m", false, true},
+        {"a smoothed @ 100", "a @ 100.000 smoothed", false, true},
+        {"a smoothed[5m]", "a[5m] smoothed", false, true},
+        {"a smoothed[5m] offset 1m", "a[5m] smoothed offset 1m", false, true},
+        {"a ANCHORED", "a anchored", true, false},
+        {"a[5m] anchored anchored", "a[5m] anchored", true, false},
+        {"a[5m] offset 1m anchored", "a[5m] anchored offset 1m", true, false},
+        {"x anchored @ end()", "x @ end() anchored", true, false},
+        {"a[5m] @ 100 smoothed", "a[5m] smoothed @ 100.000", false, true},
+        {"a[5m] smoothed offset -1m", "a[5m] smoothed offset -1m", false, true},
+        {"a[1h/2] smoothed", "a[1h / 2] smoothed", false, true},
+        {"foo[5m] anchored offset step()", "foo[5m] anchored offset step()", true, false},
+        {"anchored anchored", "anchored anchored", true, false},
+        {"rate(a[5m] anchored)", "rate(a[5m] anchored)", true, false},
+        {"sum(a smoothed)", "sum(a smoothed)", false, true},
+        {"-a anchored", "-a anchored", true, false},
+        {"a + b anchored", "a + b anchored", true, false},
+        {"a ^ b smoothed", "a ^ b smoothed", false, true},
+        {"a and b anchored", "a and b anchored", true, false},
+        {"a * on(b) group_left anchored", "a * on (b) group_left () anchored", false, false}, /* a name there */
+        {"sum by (anchored) (anchored{anchored=\"x\"})", "sum by (anchored) (anchored{anchored=\"x\"})", false, false},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_pq_node_t *e = NULL;
+        ps_err_t err;
+        ps_err_clear(&err);
+        if (ps_pq_parse(cases[i].in, strlen(cases[i].in), NULL, &a, &e, &err) != 0)
+            fail_msg("%s: %s", cases[i].in, err.msg);
+        char *got = str_of(e, false);
+        if (strcmp(got, cases[i].out) != 0)
+            fail_msg("%s: printed %s, want %s", cases[i].in, got, cases[i].out);
+        free(got);
+        /* the selector that carries it: the rightmost operand, under a call, aggregation or sign */
+        const ps_pq_node_t *n = e;
+        while (n->kind != PS_PQ_VECTOR) {
+            if (n->kind == PS_PQ_BINARY)
+                n = n->rhs;
+            else if (n->kind == PS_PQ_CALL)
+                n = n->args[0];
+            else
+                n = n->expr;
+        }
+        if (n->anchored != cases[i].anchored || n->smoothed != cases[i].smoothed)
+            fail_msg("%s: anchored %d smoothed %d", cases[i].in, n->anchored, n->smoothed);
+        ps_pq_dispose(e);
+        /* 2.42 has no such modifiers: the words are names there, and nothing may follow an operand */
+        if (cases[i].anchored || cases[i].smoothed)
+            assert_int_equal(ps_pq_parse(cases[i].in, strlen(cases[i].in), lim242(), &a, &e, &err), PS_EINVAL);
+        ps_arena_dispose(&a);
+    }
+    static const struct {
+        const char *in, *msg;
+    } errors[] = {
+        {"a anchored smoothed", "1:1: parse error: anchored and smoothed modifiers cannot be used together"},
+        {"a[5m] smoothed anchored", "1:1: parse error: anchored and smoothed modifiers cannot be used together"},
+        {"a anchored @ 10 smoothed", "1:1: parse error: anchored and smoothed modifiers cannot be used together"},
+        {"sum(a) anchored", "1:1: parse error: anchored modifier not implemented"},
+        {"(a) smoothed", "1:1: parse error: smoothed modifier not implemented"},
+        {"rate(a[5m]) anchored", "1:1: parse error: anchored modifier not implemented"},
+        {"\"x\" anchored", "1:1: parse error: anchored modifier not implemented"},
+        {"1 anchored", "1:1: parse error: anchored modifier not implemented"},
+        {"-1 anchored", "1:2: parse error: anchored modifier not implemented"},
+        {"- sum(a) anchored", "1:3: parse error: anchored modifier not implemented"},
+        {"a[5m:1m] anchored", "1:1: parse error: anchored modifier is not supported for subqueries"},
+        {"a[5m:] smoothed", "1:1: parse error: smoothed modifier is not supported for subqueries"},
+        {"1[5m] anchored", "1:2: parse error: ranges only allowed for vector selectors"},
+        {"a[5m] anchored [1m]", "1:16: parse error: ranges only allowed for vector selectors"},
+        {"a smoothed @ 100[5m]", "1:17: parse error: no @ modifiers allowed before range"},
+        {"a anchored offset 1m[5m]", "1:21: parse error: no offset modifiers allowed before range"},
+        {"a offset 5m anchored offset 1m", "1:1: parse error: offset may not be set multiple times"},
+        {"a anchored x", "1:12: parse error: unexpected identifier \"x\""},
+        {"-a[5m] anchored", "1:1: parse error: unary expression only allowed on expressions of type scalar or instant "
+                            "vector, got \"range vector\""},
+    };
+    for (size_t i = 0; i < N(errors); i++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_pq_node_t *e = NULL;
+        ps_err_t err;
+        ps_err_clear(&err);
+        if (ps_pq_parse(errors[i].in, strlen(errors[i].in), NULL, &a, &e, &err) != PS_EINVAL)
+            fail_msg("%s: parsed", errors[i].in);
+        if (strcmp(err.msg, errors[i].msg) != 0)
+            fail_msg("%s: %s, want %s", errors[i].in, err.msg, errors[i].msg);
+        ps_arena_dispose(&a);
+    }
+}
+
 static void test_functions(void **state)
 {
     (void)state;
@@ -709,6 +810,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prometheus_formats),
         cmocka_unit_test(test_duration_expressions),
+        cmocka_unit_test(test_extended_modifiers),
         cmocka_unit_test(test_prometheus_errors),
         cmocka_unit_test(test_selectors),
         cmocka_unit_test(test_subqueries),
