@@ -341,7 +341,8 @@ int ps_rollup_decode(const void *p, size_t n, int64_t ws, int64_t len, ps_arena_
 int ps_rollup_sum(ps_txn_t *txn, int64_t min_ts, uint64_t sid, int64_t start, int64_t end,
                   void (*on_node)(void *ctx, uint64_t node, int64_t value), void *ctx, ps_sum_info_t *info, ps_err_t *err);
 /* compaction: the rollups of sid's windows that overlap [from, last_ts] and are closed (end at or
- * before last_ts: no later write can fall into them), where they are missing */
+ * before last_ts: no later write can fall into them), where they are missing and the window holds
+ * at least opts.rollup_min_profiles profiles */
 int ps_rollup_update(ps_txn_t *txn, uint64_t sid, int64_t from, int64_t last_ts, ps_err_t *err);
 /* retention: drops the rollups of windows starting before cutoff */
 int ps_rollup_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
