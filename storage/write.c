@@ -175,9 +175,22 @@ static int cmp_label(const void *a, const void *b, void *ctx)
     return 0;
 }
 
-/* The stack node of sample smp: [label set item] then locations root first. */
+/* The whole-stack cache key of a sample (its label set id lsid, 0: none, then its location ids,
+ * leaf first) into x->key; its length */
+static size_t stack_key(const ps_sample_t *smp, xlate_t *x, uint64_t lsid)
+{
+    ps_buf_reset(&x->key);
+    uint64_t *k = (uint64_t *)ps_buf_reserve(&x->key, (smp->nlocs + 1) * 8);
+    k[0] = lsid;
+    for (uint32_t j = 0; j < smp->nlocs; j++)
+        k[j + 1] = x->loc[smp->locs[j]];
+    return (smp->nlocs + 1) * 8;
+}
+
+/* The stack node of sample smp: [label set item] then locations root first. h: the hash of its
+ * stack key when it has no labels (taken before, its cache slot prefetched), else unused. */
 static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const ps_sample_t *smp,
-                       const sample_span_t *sp, xlate_t *x, uint64_t *node, ps_err_t *err)
+                       const sample_span_t *sp, xlate_t *x, uint64_t h, uint64_t *node, ps_err_t *err)
 {
     int ret;
     uint64_t lsid = 0;
@@ -217,14 +230,12 @@ static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
     }
     free(kept);
     /* whole-stack cache: label set id then location ids, leaf first */
-    ps_buf_reset(&x->key);
-    uint64_t *k = (uint64_t *)ps_buf_reserve(&x->key, (smp->nlocs + 1) * 8);
-    k[0] = lsid;
-    for (uint32_t j = 0; j < smp->nlocs; j++)
-        k[j + 1] = x->loc[smp->locs[j]];
-    size_t klen = (smp->nlocs + 1) * 8;
+    size_t klen = stack_key(smp, x, lsid);
+    const uint64_t *k = (const uint64_t *)x->key.data;
+    if (smp->nlabels > 0)
+        h = ps_hash64(k, klen, 0);
     uint64_t v;
-    if (ps_hmap_get(&w->wc->stack_cache, k, klen, &v)) {
+    if (ps_hmap_get_h(&w->wc->stack_cache, h, k, klen, &v)) {
         *node = v;
         return 0;
     }
@@ -234,7 +245,7 @@ static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
     for (uint32_t j = smp->nlocs; j > 0; j--)
         if ((ret = ps_tree_child(w, txn, n, k[j], &n, err)) != 0)
             return ret;
-    ps_hmap_put(&w->wc->stack_cache, k, klen, n);
+    ps_hmap_put_h(&w->wc->stack_cache, h, k, klen, n);
     *node = n;
     return 0;
 }
@@ -390,8 +401,19 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     if ((ret = intern_symbols(w, txn, p, has_spans ? span_only_strings(p, spans, a) : NULL, &x, a, err)) != 0)
         goto Exit;
     static const sample_span_t nospan = {0, UINT32_MAX, UINT32_MAX, 0};
+    /* the stack keys of the samples without labels hashed first, their cache slots prefetched
+     * (as intern_batch does for the symbols) */
+    uint64_t *sh = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        sh[i] = 0;
+        if (p->samples[i].nlabels == 0) {
+            size_t klen = stack_key(&p->samples[i], &x, 0);
+            sh[i] = ps_hash64(x.key.data, klen, 0);
+            ps_hmap_prefetch(&w->wc->stack_cache, sh[i]);
+        }
+    }
     for (uint32_t i = 0; i < p->nsamples; i++)
-        if ((ret = sample_node(w, txn, p, &p->samples[i], has_spans ? &spans[i] : &nospan, &x, &nodes[i], err)) != 0)
+        if ((ret = sample_node(w, txn, p, &p->samples[i], has_spans ? &spans[i] : &nospan, &x, sh[i], &nodes[i], err)) != 0)
             goto Exit;
     uint32_t *order = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint32_t));
     uint32_t *tmp = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint32_t));
