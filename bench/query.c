@@ -73,7 +73,7 @@ typedef struct opts {
     uint64_t seed;
     int reload, sync, no_pprof_tool, no_inuse;
     int rollups;
-    uint32_t rollup_days, rollup_step, price_days;
+    uint32_t rollup_days, rollup_step, price_days, rollup_min;
 } opts_t;
 
 /* the flags as the table parses them; parse() puts them into opts_t */
@@ -82,7 +82,7 @@ typedef struct flagv {
     uint64_t series, pps, seed, conns, compact_max, runs, pprof_runs;
     bool reload, sync, no_pprof_tool, no_inuse;
     bool rollups;
-    uint64_t rollup_days, rollup_step, price_days;
+    uint64_t rollup_days, rollup_step, price_days, rollup_min;
 } flagv_t;
 
 #define FV(field) offsetof(flagv_t, field)
@@ -134,6 +134,9 @@ static const ps_flag_t flags[] = {
      .max = 86400, .help = "--rollups: seconds between two profiles of a series (default 60)"},
     {.name = "price-days", .type = PS_FLAG_UINT, .offset = FV(price_days), .metavar = "N", .def = "1", .min = 1,
      .max = 3650, .help = "--rollups: days loaded twice (with and without rollups) for the price (default 1)"},
+    {.name = "rollup-min-profiles", .type = PS_FLAG_UINT, .offset = FV(rollup_min), .metavar = "N", .def = "0",
+     .max = UINT32_MAX, .help = "--rollups: the store's rollup_min_profiles for the merges' store (default\n"
+             "0: the store's default; 1: a rollup for every window, as before it)"},
     {.name = "help", .short_name = 'h', .type = PS_FLAG_ACTION, .action = 1, .help = "print this help"},
 };
 /* clang-format on */
@@ -167,6 +170,7 @@ static void parse(int argc, char **argv, opts_t *o)
     o->rollup_days = (uint32_t)f.rollup_days;
     o->rollup_step = (uint32_t)f.rollup_step;
     o->price_days = (uint32_t)f.price_days;
+    o->rollup_min = (uint32_t)f.rollup_min;
 }
 
 /* ---- the generated totals: [series * pps + index][0: samples/count, 1: cpu/nanoseconds] ---- */
@@ -1562,9 +1566,12 @@ connect:;
  * through ps_store_write_batch to --series series {job="bench-rollup",instance="i<N>"}, one every
  * --rollup-step seconds over --rollup-days days, in batches of 1,000 with ps_store_compact_due
  * after each (the server's order; compact-max-profiles --compact-max), then a forced compaction.
- * The data directory (/tmp/profstore-bench-rollup-<series>x<days>d-<step>s) is kept and reused.
- * Price: --price-days of the same load into two fresh stores, with and without rollups (the store
- * option no_rollups): the writer's CPU per profile (writes and compaction) and the bytes of each.
+ * The data directory (/tmp/profstore-bench-rollup-<series>x<days>d-<step>s-min<N>) is kept and reused.
+ * Price: --price-days of the same load into three fresh stores: without rollups (the store option
+ * no_rollups), with a rollup for every window (rollup_min_profiles 1) and with the default rule
+ * (windows of fewer than PS_ROLLUP_MIN_PROFILES profiles get none): the writer's CPU per profile
+ * (writes and compaction) and the bytes of each. The merges' store is loaded with
+ * --rollup-min-profiles (its directory's name ends in -min<N>, N the value in force).
  * Merges: ps_query_merge_range of the cpu type (sum) and, on the same values, aggregation avg,
  * over 1 series 24 h / 7 d / 30 d and all series 7 d / 30 d, ending 17 min before the newest
  * profile (so no range starts or ends on a window's edge); each the median of --runs runs of a
@@ -1623,7 +1630,7 @@ typedef struct rload {
 
 /* days of profiles of nseries series from T0 into a new store in dir */
 static int rollup_load(const char *dir, const rpool_t *pool, uint32_t nseries, uint32_t days, uint32_t step,
-                       uint32_t compact_max, bool no_rollups, rload_t *out)
+                       uint32_t compact_max, bool no_rollups, uint32_t min_profiles, rload_t *out)
 {
     ps_store_opts_t so;
     ps_store_opts_default(&so);
@@ -1633,6 +1640,7 @@ static int rollup_load(const char *dir, const rpool_t *pool, uint32_t nseries, u
     so.compact_window_ns = 0;
     so.nosync = true;
     so.no_rollups = no_rollups;
+    so.rollup_min_profiles = min_profiles;
     ps_store_t *s;
     ps_store_writer_t *w;
     ps_err_t err;
@@ -1770,55 +1778,62 @@ static int rollup_bench(const opts_t *o)
 {
     uint32_t ns = o->series, days = o->rollup_days, step = o->rollup_step;
     char dir[4096], mpath[4200];
-    snprintf(dir, sizeof(dir), "/tmp/profstore-bench-rollup-%ux%ud-%us", ns, days, step);
+    snprintf(dir, sizeof(dir), "/tmp/profstore-bench-rollup-%ux%ud-%us-min%u", ns, days, step,
+             o->rollup_min ? o->rollup_min : PS_ROLLUP_MIN_PROFILES);
     snprintf(mpath, sizeof(mpath), "%s/loaded", dir);
     rpool_t *pool = ps_xcalloc(1, sizeof(*pool));
     if (ps_bench_gen_ex(1, 600, o->seed, on_pool, pool) != 0)
         return 2;
     char cmd[8400];
     printf("bench_query --rollups: %u series x %u days of Go CPU profiles, one every %u s (%llu profiles), "
-           "compact-max-profiles %u\n",
-           ns, days, step, (unsigned long long)ns * days * 86400 / step, o->compact_max);
-    /* the price: the same price-days load with and without rollups, alternated twice */
+           "compact-max-profiles %u, merges' store rollup_min_profiles %u\n",
+           ns, days, step, (unsigned long long)ns * days * 86400 / step, o->compact_max,
+           o->rollup_min ? o->rollup_min : PS_ROLLUP_MIN_PROFILES);
+    /* the price: the same price-days load without rollups, with one per window and with the
+     * default rule, alternated twice */
     {
-        double wc[2] = {0, 0}, cc[2] = {0, 0};
-        uint64_t bytes[2] = {0, 0}, rbytes = 0, nroll = 0, profiles = 0;
+        enum { NCONF = 3 };
+        static const char *const conf_name[NCONF] = {"without rollups", "every window", "default rule"};
+        double wc[NCONF] = {0}, cc[NCONF] = {0};
+        uint64_t bytes[NCONF] = {0}, rbytes[NCONF] = {0}, nroll[NCONF] = {0}, profiles = 0;
         for (int rep = 0; rep < 2; rep++)
-            for (int with = 1; with >= 0; with--) {
+            for (int k = NCONF - 1; k >= 0; k--) {
                 char pdir[4200];
-                snprintf(pdir, sizeof(pdir), "/tmp/profstore-bench-rollup-price-%d", with);
+                snprintf(pdir, sizeof(pdir), "/tmp/profstore-bench-rollup-price-%d", k);
                 snprintf(cmd, sizeof(cmd), "rm -rf '%s'", pdir);
                 if (system(cmd) != 0)
                     return 2;
                 rload_t l;
-                if (rollup_load(pdir, pool, ns, o->price_days, step, o->compact_max, !with, &l) != 0)
+                if (rollup_load(pdir, pool, ns, o->price_days, step, o->compact_max, k == 0, k == 1 ? 1 : 0, &l) != 0)
                     return 2;
-                wc[with] += l.write_cpu / 2;
-                cc[with] += l.compact_cpu / 2;
+                wc[k] += l.write_cpu / 2;
+                cc[k] += l.compact_cpu / 2;
                 profiles = l.profiles;
                 ps_store_t *s = open_ro(pdir);
                 ps_store_stats_t st;
                 ps_err_t err;
                 if (ps_store_stats(s, &st, &err) != 0)
                     return 2;
-                bytes[with] = st.used_bytes;
-                if (with) {
-                    rbytes = st.rollup_bytes;
-                    nroll = st.rollups;
-                }
+                bytes[k] = st.used_bytes;
+                rbytes[k] = st.rollup_bytes;
+                nroll[k] = st.rollups;
                 ps_store_close(s);
+                snprintf(cmd, sizeof(cmd), "rm -rf '%s'", pdir);
+                if (system(cmd) != 0)
+                    return 2;
             }
-        printf("price (%u day(s), %llu profiles, writer CPU, mean of 2 loads each):\n", o->price_days,
-               (unsigned long long)profiles);
-        printf("  %-16s write %6.1f us/profile  compaction %6.1f us/profile  store %9.1f MiB (%.0f B/profile)\n",
-               "without rollups", wc[0] / profiles * 1e6, cc[0] / profiles * 1e6, bytes[0] / 1048576.0,
-               (double)bytes[0] / profiles);
-        printf("  %-16s write %6.1f us/profile  compaction %6.1f us/profile  store %9.1f MiB (%.0f B/profile)\n",
-               "with rollups", wc[1] / profiles * 1e6, cc[1] / profiles * 1e6, bytes[1] / 1048576.0,
-               (double)bytes[1] / profiles);
-        printf("  rollups: %llu records, %.1f MiB of pages (%.0f B/profile, %.1f%% of the store)\n",
-               (unsigned long long)nroll, rbytes / 1048576.0, (double)rbytes / profiles,
-               bytes[1] ? 100.0 * (double)rbytes / (double)bytes[1] : 0.0);
+        printf("price (%u day(s), %llu profiles, writer CPU, mean of 2 loads each; default rule: a window of\n"
+               "fewer than %u profiles gets no rollup):\n",
+               o->price_days, (unsigned long long)profiles, PS_ROLLUP_MIN_PROFILES);
+        for (int k = 0; k < NCONF; k++) {
+            printf("  %-16s write %6.1f us/profile  compaction %6.1f us/profile  store %9.1f MiB (%.0f B/profile)\n",
+                   conf_name[k], wc[k] / profiles * 1e6, cc[k] / profiles * 1e6, bytes[k] / 1048576.0,
+                   (double)bytes[k] / profiles);
+            if (k > 0)
+                printf("  %-16s rollups: %llu records, %.1f MiB of pages (%.0f B/profile, %.1f%% of the store)\n", "",
+                       (unsigned long long)nroll[k], rbytes[k] / 1048576.0, (double)rbytes[k] / profiles,
+                       bytes[k] ? 100.0 * (double)rbytes[k] / (double)bytes[k] : 0.0);
+        }
     }
     struct stat sb;
     if (o->reload || stat(mpath, &sb) != 0) {
@@ -1826,7 +1841,7 @@ static int rollup_bench(const opts_t *o)
         if (system(cmd) != 0)
             return 2;
         rload_t l;
-        if (rollup_load(dir, pool, ns, days, step, o->compact_max, false, &l) != 0)
+        if (rollup_load(dir, pool, ns, days, step, o->compact_max, false, o->rollup_min, &l) != 0)
             return 2;
         printf("loaded %llu profiles in %.0f s (writer CPU: write %.1f us, compaction %.1f us per profile)\n",
                (unsigned long long)l.profiles, l.wall, l.write_cpu / l.profiles * 1e6, l.compact_cpu / l.profiles * 1e6);

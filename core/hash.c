@@ -1,6 +1,7 @@
 #include "hash.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* A 64-bit multiply-mix hash over 8-byte words (in the spirit of wyhash/murmur finalisers).
  * Its output is part of the on-disk format (metadata and series hash keys): never change it. */
@@ -12,10 +13,17 @@ static inline uint64_t mix(uint64_t a, uint64_t b)
 
 static inline uint64_t rd64(const uint8_t *p)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* one load (GCC left the loop below a byte at a time: a fifth of the writer's time) */
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+#else
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--) /* little-endian, independent of host order */
         v = (v << 8) | p[i];
     return v;
+#endif
 }
 
 uint64_t ps_hash64(const void *data, size_t n, uint64_t seed)

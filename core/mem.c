@@ -45,7 +45,7 @@ char *ps_xstrndup(const char *s, size_t n)
     return d;
 }
 
-uint8_t *ps_buf_reserve(ps_buf_t *b, size_t n)
+uint8_t *ps_buf_grow(ps_buf_t *b, size_t n)
 {
     if (b->cap - b->len < n) {
         size_t cap = b->cap ? b->cap : 256;
@@ -55,14 +55,6 @@ uint8_t *ps_buf_reserve(ps_buf_t *b, size_t n)
         b->cap = cap;
     }
     return b->data + b->len;
-}
-
-void ps_buf_append(ps_buf_t *b, const void *p, size_t n)
-{
-    if (n == 0)
-        return;
-    memcpy(ps_buf_reserve(b, n), p, n);
-    b->len += n;
 }
 
 void ps_buf_dispose(ps_buf_t *b)

@@ -22,9 +22,22 @@ typedef struct ps_buf {
 } ps_buf_t;
 #define PS_BUF_INIT {NULL, 0, 0}
 
+/** ps_buf_reserve when the room is not there: grows the buffer. */
+uint8_t *ps_buf_grow(ps_buf_t *b, size_t n);
 /** Makes room for n more bytes; returns a pointer to data + len. */
-uint8_t *ps_buf_reserve(ps_buf_t *b, size_t n);
-void ps_buf_append(ps_buf_t *b, const void *p, size_t n);
+static inline uint8_t *ps_buf_reserve(ps_buf_t *b, size_t n)
+{
+    if (b->cap - b->len < n)
+        return ps_buf_grow(b, n);
+    return b->data + b->len;
+}
+static inline void ps_buf_append(ps_buf_t *b, const void *p, size_t n)
+{
+    if (n == 0)
+        return;
+    memcpy(ps_buf_reserve(b, n), p, n);
+    b->len += n;
+}
 void ps_buf_dispose(ps_buf_t *b);
 static inline void ps_buf_reset(ps_buf_t *b) { b->len = 0; }
 static inline void ps_buf_putc(ps_buf_t *b, uint8_t c)

@@ -94,7 +94,7 @@ typedef struct ps_series_state {
  * ps_store_write and the compactor) touches them; all but the due list are dropped together (ps_sym_caches_clear)
  * whenever a transaction fails or changed records under them. */
 typedef struct ps_wcache {
-    ps_hmap_t sym_cache;    /* kind + content -> id */
+    ps_hmap_t sym_cache;    /* kind + content -> id (hashed as the index: ps_hash64(content, n, kind)) */
     ps_hmap_t tree_cache;   /* parent(8) item(8) -> node */
     ps_hmap_t stack_cache;  /* item ids of a whole stack -> node */
     ps_hmap_t series_cache; /* label encoding -> sid */
@@ -199,6 +199,11 @@ int ps_store_load_next(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err);
 
 /* symbols.c */
 int ps_sym_intern(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err);
+/* The hash ps_sym_intern_h takes (the symbol index's: ps_hash64(content, n, kind)), its cache slot
+ * prefetched: hash a profile's symbols of a kind first, then intern them */
+uint64_t ps_sym_hash(ps_store_writer_t *w, int kind, const void *content, size_t n);
+int ps_sym_intern_h(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t h,
+                    uint64_t *id, ps_err_t *err);
 /* The content of symbol (kind, id) into *out: true, false if there is none (or txn failed). */
 bool ps_sym_get(ps_txn_t *txn, int kind, uint64_t id, MDB_val *out);
 int ps_tree_child(ps_store_writer_t *w, ps_txn_t *txn, uint64_t parent, uint64_t item, uint64_t *node, ps_err_t *err);
@@ -341,7 +346,8 @@ int ps_rollup_decode(const void *p, size_t n, int64_t ws, int64_t len, ps_arena_
 int ps_rollup_sum(ps_txn_t *txn, int64_t min_ts, uint64_t sid, int64_t start, int64_t end,
                   void (*on_node)(void *ctx, uint64_t node, int64_t value), void *ctx, ps_sum_info_t *info, ps_err_t *err);
 /* compaction: the rollups of sid's windows that overlap [from, last_ts] and are closed (end at or
- * before last_ts: no later write can fall into them), where they are missing */
+ * before last_ts: no later write can fall into them), where they are missing and the window holds
+ * at least opts.rollup_min_profiles profiles */
 int ps_rollup_update(ps_txn_t *txn, uint64_t sid, int64_t from, int64_t last_ts, ps_err_t *err);
 /* retention: drops the rollups of windows starting before cutoff */
 int ps_rollup_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);

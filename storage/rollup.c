@@ -15,8 +15,14 @@
  * (write.c refuses them as out of order), so the window's profiles can no longer change. The
  * only other change is retention, which drops whole chunks older than its cutoff and, in the same
  * transaction, the rollups of windows that start before it. A window without a valid rollup (not
- * closed yet, compacted before schema 8, a negative value, a damaged record) is read from the
- * next level down, and below the hour from the profiles themselves.
+ * closed yet, compacted before schema 8, a negative value, a damaged record, or fewer profiles than
+ * opts.rollup_min_profiles) is read from the next level down, and below the hour from the profiles
+ * themselves.
+ *
+ * Price. A record holds every distinct stack of its window, so it costs about as many bytes as one
+ * profile per ~5 distinct ones; with few profiles in a window it costs as much as they do and saves
+ * little (a chunk sums its profiles column by column): a window with fewer than
+ * opts.rollup_min_profiles profiles (PS_ROLLUP_MIN_PROFILES) gets none.
  *
  * Key: sid u64 BE | level u8 | window start ns (u64 BE, sign flipped); the record: rolluprec.c.
  */
@@ -278,8 +284,14 @@ static int put_rollup(ps_txn_t *txn, uint64_t sid, int level, int64_t ws, const 
     return 0;
 }
 
+static uint32_t min_profiles(const ps_txn_t *txn)
+{
+    uint32_t m = txn->s->opts.rollup_min_profiles;
+    return m ? m : PS_ROLLUP_MIN_PROFILES;
+}
+
 /* a day's rollup, made from its hours' rollups (and the profiles of an hour without one) and
- * stored, unless it has no profile or something negative */
+ * stored, unless it has fewer profiles than min_profiles or something negative */
 static int build_day(ps_txn_t *txn, uint64_t sid, int64_t ws, acc_t *m, ps_buf_t *out, ps_err_t *err)
 {
     int64_t len = ps_rollup_window[1];
@@ -288,7 +300,8 @@ static int build_day(ps_txn_t *txn, uint64_t sid, int64_t ws, acc_t *m, ps_buf_t
     rsum_t c = {txn, INT64_MIN, sid, on_acc, m, &info, err, PS_ARENA_INIT, true, true};
     int ret = sum_level(&c, 0, ws, ws + len - 1);
     ps_arena_dispose(&c.arena);
-    if (ret || !c.exact || info.profiles == 0 || info.duration < 0 || info.total < 0)
+    if (ret || !c.exact || info.profiles == 0 || info.profiles < min_profiles(txn) || info.duration < 0 ||
+        info.total < 0)
         return ret;
     encode_acc(m, &info, out);
     return put_rollup(txn, sid, 1, ws, out, err);
@@ -300,6 +313,7 @@ typedef struct hours {
     acc_t m;
     ps_sum_info_t info;
     bool exact;
+    uint32_t min; /* profiles an hour needs for a rollup */
     int64_t ws;   /* the hour being summed; INT64_MIN: none */
     int64_t *wss; /* the hours made, their records */
     ps_buf_t *recs;
@@ -308,7 +322,8 @@ typedef struct hours {
 
 static void hours_flush(hours_t *h)
 {
-    if (h->ws != INT64_MIN && h->exact && h->info.profiles > 0 && h->info.duration >= 0 && h->info.total >= 0) {
+    if (h->ws != INT64_MIN && h->exact && h->info.profiles > 0 && h->info.profiles >= h->min &&
+        h->info.duration >= 0 && h->info.total >= 0) {
         if (h->n == h->cap) {
             h->cap = h->cap ? h->cap * 2 : 16;
             h->wss = ps_xrealloc(h->wss, h->cap * sizeof(int64_t));
@@ -356,6 +371,37 @@ static int hours_profile(void *ctx, const ps_stored_profile_t *p)
     return 0;
 }
 
+/* the first and the last hour holding at least min profiles (a walk of the chunks' timestamps) */
+typedef struct dense {
+    uint32_t min, in;   /* in: profiles in hour ws */
+    int64_t ws;         /* INT64_MIN: none yet */
+    int64_t first, last; /* INT64_MIN: none */
+} dense_t;
+
+static void dense_close(dense_t *d)
+{
+    if (d->ws != INT64_MIN && d->in >= d->min) {
+        if (d->first == INT64_MIN)
+            d->first = d->ws;
+        d->last = d->ws;
+    }
+}
+
+static int dense_profile(void *ctx, const ps_stored_profile_t *p)
+{
+    dense_t *d = ctx;
+    int64_t len = ps_rollup_window[0], ws = p->ts / len * len;
+    if (ws > p->ts)
+        ws -= len;
+    if (ws != d->ws) {
+        dense_close(d);
+        d->ws = ws;
+        d->in = 0;
+    }
+    d->in++;
+    return 0;
+}
+
 int ps_rollup_update(ps_txn_t *txn, uint64_t sid, int64_t from, int64_t last_ts, ps_err_t *err)
 {
     if (from > last_ts || from < -ROLLUP_LIMIT || last_ts > ROLLUP_LIMIT)
@@ -373,8 +419,22 @@ int ps_rollup_update(ps_txn_t *txn, uint64_t sid, int64_t from, int64_t last_ts,
             ws += len;
         if (txn->ret)
             return ps_txn_error(txn, err);
+        /* sparse series: only the hours with enough profiles are summed (found from the
+         * timestamps alone, which costs a fraction of decoding the values) */
+        if (ws < wend && min_profiles(txn) > 1) {
+            dense_t d = {min_profiles(txn), 0, INT64_MIN, INT64_MIN, INT64_MIN};
+            if ((ret = ps_profiles_raw(txn, INT64_MIN, sid, ws, wend - 1, true, dense_profile, &d, err)) != 0)
+                return ret;
+            dense_close(&d);
+            if (d.first == INT64_MIN) {
+                ws = wend;
+            } else {
+                ws = d.first;
+                wend = d.last + len;
+            }
+        }
         if (ws < wend) {
-            hours_t h = {.exact = true, .ws = INT64_MIN};
+            hours_t h = {.exact = true, .min = min_profiles(txn), .ws = INT64_MIN};
             ret = ps_profiles_raw(txn, INT64_MIN, sid, ws, wend - 1, false, hours_profile, &h, err);
             if (ret == 0)
                 hours_flush(&h);

@@ -50,9 +50,17 @@ typedef struct ps_store_opts {
     uint32_t adhoc_max_profiles;  /* ad hoc profiles kept (the oldest dropped past it); 0: PS_ADHOC_MAX_PROFILES */
     uint64_t adhoc_max_bytes;     /* ... and their bytes; 0: PS_ADHOC_MAX_BYTES */
     bool no_rollups;              /* benchmarks: compaction makes no rollups (merges then read profiles) */
+    uint32_t rollup_min_profiles; /* a window (hour or day) gets a rollup only when it holds at least
+                                   * this many profiles of its series (fewer are as cheap to read raw);
+                                   * 0: PS_ROLLUP_MIN_PROFILES. Any value reads right (tests set it low) */
     bool read_only;               /* ps_store_check_dir: nothing written, not even a schema upgrade;
                                    * a store of another schema version or without its databases is refused */
 } ps_store_opts_t;
+
+/** The default of opts.rollup_min_profiles: an hour gets a rollup when it holds a profile every
+ *  ~2 minutes or more often (one every 5 minutes: 12 an hour, whose record would cost about as much
+ *  as the profiles while their chunk is summed column by column in ~0.1 ms); a day then from 32. */
+#define PS_ROLLUP_MIN_PROFILES 32
 
 /** Says in err (PS_EINVAL) that ts (ns) is too far in the future for grace_ns:
  *  "timestamp 2100-01-01T00:00:00Z is 73 years in the future (more than --storage.future-grace=10m)". */

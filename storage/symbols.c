@@ -18,23 +18,35 @@ bool ps_sym_get(ps_txn_t *txn, int kind, uint64_t id, MDB_val *out)
     return ps_txn_get(txn, DB_SYM, kb, 9, out, "reading symbol");
 }
 
+uint64_t ps_sym_hash(ps_store_writer_t *w, int kind, const void *content, size_t n)
+{
+    uint64_t h = ps_hash64(content, n, (uint64_t)kind);
+    ps_hmap_prefetch(&w->wc->sym_cache, h);
+    return h;
+}
+
 int ps_sym_intern(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err)
+{
+    return ps_sym_intern_h(w, txn, kind, content, n, ps_hash64(content, n, (uint64_t)kind), id, err);
+}
+
+int ps_sym_intern_h(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t h,
+                    uint64_t *id, ps_err_t *err)
 {
     if (kind == SYM_STRING && n == 0) {
         *id = 0;
         return 0;
     }
-    /* cache key: kind byte + content */
+    /* cache key: kind byte + content; its hash in the cache is the index's, h */
     ps_buf_t *ck = &w->wc->sym_key;
     ps_buf_reset(ck);
     ps_buf_putc(ck, (uint8_t)kind);
     ps_buf_append(ck, content, n);
     uint64_t v;
-    if (ps_hmap_get(&w->wc->sym_cache, ck->data, ck->len, &v)) {
+    if (ps_hmap_get_h(&w->wc->sym_cache, h, ck->data, ck->len, &v)) {
         *id = v;
         return 0;
     }
-    uint64_t h = ps_hash64(content, n, (uint64_t)kind);
     uint8_t hk[9];
     hk[0] = (uint8_t)kind;
     ps_enc_be64(hk + 1, h);
@@ -45,7 +57,7 @@ int ps_sym_intern(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *con
         MDB_val c;
         if (ps_sym_get(txn, kind, cand, &c) && c.mv_size == n && memcmp(c.mv_data, content, n) == 0) {
             ps_cur_close(&cur);
-            ps_hmap_put(&w->wc->sym_cache, ck->data, ck->len, cand);
+            ps_hmap_put_h(&w->wc->sym_cache, h, ck->data, ck->len, cand);
             *id = cand;
             return 0;
         }
@@ -62,7 +74,7 @@ int ps_sym_intern(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *con
     if (!ps_txn_put(txn, DB_SYM, ib, 9, content, n, 0, "writing symbol") ||
         !ps_txn_put(txn, DB_SYM_HASH, hk, 9, idv, 8, 0, "writing symbol index"))
         return ps_txn_error(txn, err);
-    ps_hmap_put(&w->wc->sym_cache, ck->data, ck->len, nid);
+    ps_hmap_put_h(&w->wc->sym_cache, h, ck->data, ck->len, nid);
     *id = nid;
     return 0;
 }

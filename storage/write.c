@@ -48,63 +48,103 @@ static uint32_t *sort_by_node(const uint64_t *nodes, uint32_t n, uint32_t *order
     return src;
 }
 
+/* The symbols of one kind of a profile, encoded one after another: the hashes of all are taken
+ * (their cache slots prefetched) before the first is looked up, so that the cache misses of the
+ * look-ups overlap (ps_hmap_prefetch) */
+typedef struct symbatch {
+    ps_buf_t enc;
+    size_t *off; /* n + 1 */
+    uint64_t *h;
+} symbatch_t;
+
+static int intern_batch(ps_store_writer_t *w, ps_txn_t *txn, int kind, symbatch_t *b, uint32_t n, uint64_t *ids,
+                        ps_err_t *err)
+{
+    for (uint32_t i = 0; i < n; i++)
+        b->h[i] = ps_sym_hash(w, kind, b->enc.data + b->off[i], b->off[i + 1] - b->off[i]);
+    for (uint32_t i = 0; i < n; i++) {
+        int ret = ps_sym_intern_h(w, txn, kind, b->enc.data + b->off[i], b->off[i + 1] - b->off[i], b->h[i], &ids[i], err);
+        if (ret != 0)
+            return ret;
+    }
+    return 0;
+}
+
 /* skip (optional): strings not to store (x->str 0: nothing refers to them) */
 static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const uint8_t *skip, xlate_t *x,
                           ps_arena_t *a, ps_err_t *err)
 {
     int ret;
+    uint32_t most = p->nstrings;
+    if (p->nmappings > most)
+        most = p->nmappings;
+    if (p->nfunctions > most)
+        most = p->nfunctions;
+    if (p->nlocations > most)
+        most = p->nlocations;
+    symbatch_t b = {PS_BUF_INIT, ps_arena_alloc(a, ((size_t)most + 1) * sizeof(size_t)),
+                    ps_arena_alloc(a, ((size_t)most + 1) * sizeof(uint64_t))};
     x->str = ps_arena_alloc(a, (p->nstrings + 1) * sizeof(uint64_t));
+    for (uint32_t i = 0; i < p->nstrings; i++)
+        b.h[i] = skip == NULL || !skip[i] ? ps_sym_hash(w, SYM_STRING, p->strings[i].ptr, p->strings[i].len) : 0;
     for (uint32_t i = 0; i < p->nstrings; i++) {
         x->str[i] = 0;
         if ((skip == NULL || !skip[i]) &&
-            (ret = ps_sym_intern(w, txn, SYM_STRING, p->strings[i].ptr, p->strings[i].len, &x->str[i], err)) != 0)
-            return ret;
+            (ret = ps_sym_intern_h(w, txn, SYM_STRING, p->strings[i].ptr, p->strings[i].len, b.h[i], &x->str[i], err)) != 0)
+            goto Exit;
     }
 #define STR(i) ((i) < p->nstrings ? x->str[(i)] : 0)
     x->map = ps_arena_alloc(a, (p->nmappings + 1) * sizeof(uint64_t));
     x->map[0] = 0;
+    ps_buf_reset(&b.enc);
     for (uint32_t i = 0; i < p->nmappings; i++) {
         const ps_mapping_t *m = &p->mappings[i];
-        ps_buf_reset(&x->enc);
-        ps_put_uvarint(&x->enc, m->memory_start);
-        ps_put_uvarint(&x->enc, m->memory_limit);
-        ps_put_uvarint(&x->enc, m->file_offset);
-        ps_put_uvarint(&x->enc, STR(m->filename));
-        ps_put_uvarint(&x->enc, STR(m->build_id));
-        ps_put_uvarint(&x->enc, m->flags);
-        if ((ret = ps_sym_intern(w, txn, SYM_MAPPING, x->enc.data, x->enc.len, &x->map[i + 1], err)) != 0)
-            return ret;
+        b.off[i] = b.enc.len;
+        ps_put_uvarint(&b.enc, m->memory_start);
+        ps_put_uvarint(&b.enc, m->memory_limit);
+        ps_put_uvarint(&b.enc, m->file_offset);
+        ps_put_uvarint(&b.enc, STR(m->filename));
+        ps_put_uvarint(&b.enc, STR(m->build_id));
+        ps_put_uvarint(&b.enc, m->flags);
     }
+    b.off[p->nmappings] = b.enc.len;
+    if ((ret = intern_batch(w, txn, SYM_MAPPING, &b, p->nmappings, x->map + 1, err)) != 0)
+        goto Exit;
     x->fn = ps_arena_alloc(a, (p->nfunctions + 1) * sizeof(uint64_t));
     x->fn[0] = 0;
+    ps_buf_reset(&b.enc);
     for (uint32_t i = 0; i < p->nfunctions; i++) {
         const ps_function_t *f = &p->functions[i];
-        ps_buf_reset(&x->enc);
-        ps_put_uvarint(&x->enc, STR(f->name));
-        ps_put_uvarint(&x->enc, STR(f->system_name));
-        ps_put_uvarint(&x->enc, STR(f->filename));
-        ps_put_varint(&x->enc, f->start_line);
-        if ((ret = ps_sym_intern(w, txn, SYM_FUNCTION, x->enc.data, x->enc.len, &x->fn[i + 1], err)) != 0)
-            return ret;
+        b.off[i] = b.enc.len;
+        ps_put_uvarint(&b.enc, STR(f->name));
+        ps_put_uvarint(&b.enc, STR(f->system_name));
+        ps_put_uvarint(&b.enc, STR(f->filename));
+        ps_put_varint(&b.enc, f->start_line);
     }
+    b.off[p->nfunctions] = b.enc.len;
+    if ((ret = intern_batch(w, txn, SYM_FUNCTION, &b, p->nfunctions, x->fn + 1, err)) != 0)
+        goto Exit;
     x->loc = ps_arena_alloc(a, (p->nlocations + 1) * sizeof(uint64_t));
     x->loc[0] = 0;
+    ps_buf_reset(&b.enc);
     for (uint32_t i = 0; i < p->nlocations; i++) {
         const ps_location_t *l = &p->locations[i];
-        ps_buf_reset(&x->enc);
-        ps_put_uvarint(&x->enc, l->mapping <= p->nmappings ? x->map[l->mapping] : 0);
-        ps_put_uvarint(&x->enc, l->address);
-        ps_put_uvarint(&x->enc, l->is_folded);
-        ps_put_uvarint(&x->enc, l->nlines);
+        b.off[i] = b.enc.len;
+        ps_put_uvarint(&b.enc, l->mapping <= p->nmappings ? x->map[l->mapping] : 0);
+        ps_put_uvarint(&b.enc, l->address);
+        ps_put_uvarint(&b.enc, l->is_folded);
+        ps_put_uvarint(&b.enc, l->nlines);
         for (uint32_t j = 0; j < l->nlines; j++) {
-            ps_put_uvarint(&x->enc, l->lines[j].function <= p->nfunctions ? x->fn[l->lines[j].function] : 0);
-            ps_put_varint(&x->enc, l->lines[j].line);
-            ps_put_varint(&x->enc, l->lines[j].column);
+            ps_put_uvarint(&b.enc, l->lines[j].function <= p->nfunctions ? x->fn[l->lines[j].function] : 0);
+            ps_put_varint(&b.enc, l->lines[j].line);
+            ps_put_varint(&b.enc, l->lines[j].column);
         }
-        if ((ret = ps_sym_intern(w, txn, SYM_LOCATION, x->enc.data, x->enc.len, &x->loc[i + 1], err)) != 0)
-            return ret;
     }
-    return 0;
+    b.off[p->nlocations] = b.enc.len;
+    ret = intern_batch(w, txn, SYM_LOCATION, &b, p->nlocations, x->loc + 1, err);
+Exit:
+    ps_buf_dispose(&b.enc);
+    return ret;
 }
 
 /* A sample's span (0: none), the indexes of its span and trace_id labels (UINT32_MAX: none) */
@@ -135,9 +175,22 @@ static int cmp_label(const void *a, const void *b, void *ctx)
     return 0;
 }
 
-/* The stack node of sample smp: [label set item] then locations root first. */
+/* The whole-stack cache key of a sample (its label set id lsid, 0: none, then its location ids,
+ * leaf first) into x->key; its length */
+static size_t stack_key(const ps_sample_t *smp, xlate_t *x, uint64_t lsid)
+{
+    ps_buf_reset(&x->key);
+    uint64_t *k = (uint64_t *)ps_buf_reserve(&x->key, (smp->nlocs + 1) * 8);
+    k[0] = lsid;
+    for (uint32_t j = 0; j < smp->nlocs; j++)
+        k[j + 1] = x->loc[smp->locs[j]];
+    return (smp->nlocs + 1) * 8;
+}
+
+/* The stack node of sample smp: [label set item] then locations root first. h: the hash of its
+ * stack key when it has no labels (taken before, its cache slot prefetched), else unused. */
 static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const ps_sample_t *smp,
-                       const sample_span_t *sp, xlate_t *x, uint64_t *node, ps_err_t *err)
+                       const sample_span_t *sp, xlate_t *x, uint64_t h, uint64_t *node, ps_err_t *err)
 {
     int ret;
     uint64_t lsid = 0;
@@ -177,14 +230,12 @@ static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
     }
     free(kept);
     /* whole-stack cache: label set id then location ids, leaf first */
-    ps_buf_reset(&x->key);
-    uint64_t *k = (uint64_t *)ps_buf_reserve(&x->key, (smp->nlocs + 1) * 8);
-    k[0] = lsid;
-    for (uint32_t j = 0; j < smp->nlocs; j++)
-        k[j + 1] = x->loc[smp->locs[j]];
-    size_t klen = (smp->nlocs + 1) * 8;
+    size_t klen = stack_key(smp, x, lsid);
+    const uint64_t *k = (const uint64_t *)x->key.data;
+    if (smp->nlabels > 0)
+        h = ps_hash64(k, klen, 0);
     uint64_t v;
-    if (ps_hmap_get(&w->wc->stack_cache, k, klen, &v)) {
+    if (ps_hmap_get_h(&w->wc->stack_cache, h, k, klen, &v)) {
         *node = v;
         return 0;
     }
@@ -194,7 +245,7 @@ static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
     for (uint32_t j = smp->nlocs; j > 0; j--)
         if ((ret = ps_tree_child(w, txn, n, k[j], &n, err)) != 0)
             return ret;
-    ps_hmap_put(&w->wc->stack_cache, k, klen, n);
+    ps_hmap_put_h(&w->wc->stack_cache, h, k, klen, n);
     *node = n;
     return 0;
 }
@@ -350,8 +401,19 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     if ((ret = intern_symbols(w, txn, p, has_spans ? span_only_strings(p, spans, a) : NULL, &x, a, err)) != 0)
         goto Exit;
     static const sample_span_t nospan = {0, UINT32_MAX, UINT32_MAX, 0};
+    /* the stack keys of the samples without labels hashed first, their cache slots prefetched
+     * (as intern_batch does for the symbols) */
+    uint64_t *sh = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        sh[i] = 0;
+        if (p->samples[i].nlabels == 0) {
+            size_t klen = stack_key(&p->samples[i], &x, 0);
+            sh[i] = ps_hash64(x.key.data, klen, 0);
+            ps_hmap_prefetch(&w->wc->stack_cache, sh[i]);
+        }
+    }
     for (uint32_t i = 0; i < p->nsamples; i++)
-        if ((ret = sample_node(w, txn, p, &p->samples[i], has_spans ? &spans[i] : &nospan, &x, &nodes[i], err)) != 0)
+        if ((ret = sample_node(w, txn, p, &p->samples[i], has_spans ? &spans[i] : &nospan, &x, sh[i], &nodes[i], err)) != 0)
             goto Exit;
     uint32_t *order = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint32_t));
     uint32_t *tmp = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint32_t));

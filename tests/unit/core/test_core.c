@@ -102,6 +102,8 @@ static void test_hmap(void **state)
     assert_int_equal(ps_hash64("", 0, 0), 0x2aa90f84c64a17b6ull);
     assert_int_equal(ps_hash64("job\0api", 7, 0), 0xc202023bf024ce12ull);
     assert_int_equal(ps_hash64("0123456789abcdefXYZ", 19, 0x5e41e5), 0x35c186baa347703ull);
+    /* two 16-byte blocks, an 8-byte word and 6 bytes (the values of the byte-by-byte reads) */
+    assert_int_equal(ps_hash64("0123456789abcdefghijklmnopqrstuvwxyz0123456789", 46, 7), 0x261622500e1e1dabull);
     assert_int_not_equal(ps_hash64("a", 1, 0), ps_hash64("b", 1, 0));
     assert_int_not_equal(ps_hash64("a", 1, 0), ps_hash64("a", 1, 1));
 }

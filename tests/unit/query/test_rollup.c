@@ -4,8 +4,10 @@
  * ingested over three days at irregular times under two label sets, compacted in small chunks
  * that straddle the hours, then random ranges merged by ps_query_merge_range with and without
  * rollups (ps_reader_rollups), SUM and AVG alike; the same after retention cut the data in the
- * middle, after a write into a rolled-up window was refused, and with damaged rollup records
- * (read from the level below). The rollup decoder is run on mutated records (never a crash, a
+ * middle, after a write into a rolled-up window was refused, with damaged rollup records (read
+ * from the level below), and with windows left without a rollup for holding fewer profiles than
+ * the store's rollup_min_profiles (a low one, where hours with and without alternate; the
+ * default, where sparse hours have none and their days have, and dense hours have one). The rollup decoder is run on mutated records (never a crash, a
  * precise error or a record within its window).
  */
 #include <setjmp.h>
@@ -47,7 +49,7 @@ typedef struct ingested {
     uint32_t n;
 } ingested_t;
 
-static ps_store_t *open_small_chunks(const char *dir, int64_t retention)
+static ps_store_t *open_small_chunks(const char *dir, int64_t retention, uint32_t min_profiles)
 {
     ps_store_opts_t o;
     ps_store_opts_default(&o);
@@ -55,6 +57,7 @@ static ps_store_t *open_small_chunks(const char *dir, int64_t retention)
     o.nosync = true;
     o.map_size = 1ull << 30;
     o.retention_ns = retention;
+    o.rollup_min_profiles = min_profiles; /* 0: PS_ROLLUP_MIN_PROFILES */
     o.compact_max_profiles = 7; /* chunks of 7 profiles: many straddle an hour */
     ps_store_t *s = NULL;
     ps_err_t err;
@@ -71,9 +74,10 @@ static void compact(ps_store_t *s)
         fail_msg("compact: %s", err.msg);
 }
 
-/* profiles every 1..25 minutes over days days from T0_S, fixtures in turn, under two label sets;
- * compacted every 9 profiles; the seconds of the first and last one in *in */
-static void fill(ps_store_t *s, int days, ingested_t *in)
+/* profiles every 1..25 minutes (with dense, every 10..50 s in every third hour) over days days
+ * from T0_S, fixtures in turn, under two label sets; compacted every 9 profiles; the seconds of
+ * the first and last one in *in */
+static void fill_ex(ps_store_t *s, int days, bool dense, ingested_t *in)
 {
     int64_t t = T0_S + 17;
     memset(in, 0, sizeof(*in));
@@ -87,9 +91,17 @@ static void fill(ps_store_t *s, int days, ingested_t *in)
         in->n++;
         if (in->n % 9 == 0)
             compact(s);
-        t += 60 + (int64_t)(next_rand() % (25 * 60));
+        if (dense && (t - T0_S) / 3600 % 3 == 0)
+            t += 10 + (int64_t)(next_rand() % 41);
+        else
+            t += 60 + (int64_t)(next_rand() % (25 * 60));
     }
     compact(s);
+}
+
+static void fill(ps_store_t *s, int days, ingested_t *in)
+{
+    fill_ex(s, days, false, in);
 }
 
 typedef struct group {
@@ -219,9 +231,12 @@ static void count_node(void *ctx, uint64_t node, int64_t v)
     count_calls++;
 }
 
-/* the hours and days a series' profiles fall in */
+/* the closed hours and days (all but the last) of a series holding at least min profiles: those
+ * with a rollup */
 typedef struct windows {
+    uint32_t min;
     int64_t last_h, last_d;
+    uint64_t in_h, in_d; /* profiles in the hour and day last_h, last_d */
     uint64_t hours, days;
 } windows_t;
 
@@ -229,11 +244,58 @@ static int on_window(void *ctx, const ps_stored_profile_t *p)
 {
     windows_t *w = ctx;
     int64_t h = p->ts / HOUR_NS, d = p->ts / DAY_NS;
-    w->hours += h != w->last_h;
-    w->days += d != w->last_d;
+    if (h != w->last_h) {
+        w->hours += w->last_h != INT64_MIN && w->in_h >= w->min;
+        w->in_h = 0;
+    }
+    if (d != w->last_d) {
+        w->days += w->last_d != INT64_MIN && w->in_d >= w->min;
+        w->in_d = 0;
+    }
+    w->in_h++;
+    w->in_d++;
     w->last_h = h;
     w->last_d = d;
     return 0;
+}
+
+/* the rollups s should hold with rollup_min_profiles min, hours and days counted apart */
+static void want_rollups(ps_store_t *s, uint32_t min, uint64_t *hours, uint64_t *days)
+{
+    ps_reader_t *r;
+    ps_err_t err;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    ps_arena_t a = PS_ARENA_INIT;
+    groups_t gs;
+    series_groups(r, &a, &gs);
+    *hours = *days = 0;
+    for (uint32_t g = 0; g < gs.n; g++)
+        for (uint32_t i = 0; i < gs.g[g].n; i++) {
+            windows_t w = {min, INT64_MIN, INT64_MIN, 0, 0, 0, 0};
+            assert_int_equal(ps_reader_profiles(r, gs.g[g].sids[i], INT64_MIN, INT64_MAX, true, on_window, &w, &err), 0);
+            *hours += w.hours;
+            *days += w.days;
+        }
+    ps_arena_dispose(&a);
+    ps_reader_end(r);
+}
+
+/* the rollups s holds, per level */
+static void count_rollups(ps_store_t *s, uint64_t *hours, uint64_t *days)
+{
+    ps_txn_t t;
+    ps_err_t err;
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_READ, &err, "reading"), 0);
+    ps_cur_t cur;
+    assert_true(ps_cur_open(&cur, &t, DB_ROLLUPS, "reading"));
+    *hours = *days = 0;
+    for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur)) {
+        uint8_t level = ((const uint8_t *)cur.k.mv_data)[8];
+        assert_true(level <= 1);
+        *(level == 0 ? hours : days) += 1;
+    }
+    ps_cur_close(&cur);
+    ps_txn_abort(&t);
 }
 
 static void on_damage(void *ctx, const char *msg)
@@ -247,32 +309,26 @@ static void test_rollup_merges_equal_raw(void **state)
 {
     (void)state;
     char *dir = ps_test_tmpdir("/tmp/ps-test-rollup-XXXXXX");
-    ps_store_t *s = open_small_chunks(dir, 0);
+    ps_store_t *s = open_small_chunks(dir, 0, 3);
     rng = 0x2545F4914F6CDD1Dull;
     ingested_t in;
     fill(s, 3, &in);
     ps_store_stats_t st;
     ps_err_t err;
     assert_int_equal(ps_store_stats(s, &st, &err), 0);
-    /* a rollup for each hour and day holding profiles of a series, but its last (not closed yet) */
+    /* a rollup for each closed hour and day (all but a series' last) holding at least 3 profiles
+     * of a series: some hours (a profile every 1 to 25 minutes) have one, some do not */
     {
-        ps_reader_t *r;
-        assert_int_equal(ps_reader_begin(s, &r, &err), 0);
-        ps_arena_t a = PS_ARENA_INIT;
-        groups_t gs;
-        series_groups(r, &a, &gs);
-        uint64_t want = 0;
-        for (uint32_t g = 0; g < gs.n; g++)
-            for (uint32_t i = 0; i < gs.g[g].n; i++) {
-                windows_t w = {INT64_MIN, INT64_MIN, 0, 0};
-                assert_int_equal(ps_reader_profiles(r, gs.g[g].sids[i], INT64_MIN, INT64_MAX, true, on_window, &w, &err), 0);
-                want += w.hours - 1 + w.days - 1;
-            }
-        assert_int_equal(st.rollups, want);
-        ps_arena_dispose(&a);
-        ps_reader_end(r);
+        uint64_t hours, days, closed_hours, closed_days, have_hours, have_days;
+        want_rollups(s, 3, &hours, &days);
+        want_rollups(s, 1, &closed_hours, &closed_days);
+        count_rollups(s, &have_hours, &have_days);
+        assert_int_equal(have_hours, hours);
+        assert_int_equal(have_days, days);
+        assert_int_equal(days, closed_days);
+        assert_true(hours > 0 && hours < closed_hours);
+        assert_int_equal(st.rollups, hours + days);
     }
-    assert_true(st.rollups > 0);
     /* rollups in use: a whole-span merge of one series reads fewer values */
     {
         ps_reader_t *r;
@@ -284,10 +340,12 @@ static void test_rollup_merges_equal_raw(void **state)
         ps_reader_rollups(r, false);
         count_calls = 0;
         assert_int_equal(ps_reader_sum(r, 1, INT64_MIN, INT64_MAX, count_node, NULL, &ib, &err), 0);
-        /* 199 profiles: 28,820 node sums from their chunks; 13,350 through the rollups */
+        /* 199 profiles: 28,820 node sums from their chunks; 13,282 through the rollups (13,350 when
+         * every hour had one: a run of hours without is summed from its chunks, node by node
+         * across their profiles, not hour by hour) */
         assert_int_equal(ia.profiles, 199);
         assert_int_equal(count_calls, 28820);
-        assert_int_equal(with, 13350);
+        assert_int_equal(with, 13282);
         assert_memory_equal(&ia, &ib, sizeof(ia));
         ps_reader_end(r);
     }
@@ -356,7 +414,7 @@ static void test_rollup_retention(void **state)
     (void)state;
     char *dir = ps_test_tmpdir("/tmp/ps-test-rollup-XXXXXX");
     int64_t retention = 20ll * DAY_NS;
-    ps_store_t *s = open_small_chunks(dir, retention);
+    ps_store_t *s = open_small_chunks(dir, retention, 3);
     rng = 0x9E3779B97F4A7C15ull;
     ingested_t in;
     fill(s, 3, &in);
@@ -381,6 +439,32 @@ static void test_rollup_retention(void **state)
     }
     check_ranges(s, in.first_s * 1000000000ll - HOUR_NS, in.last_s * 1000000000ll + HOUR_NS, 40, true,
                  "after retention");
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
+/* the default rule (PS_ROLLUP_MIN_PROFILES): every third hour dense (a profile every 10 to 50 s)
+ * with a rollup when it holds enough profiles of the series, the sparse hours without, their days
+ * with; merges through them equal the raw ones */
+static void test_rollup_min_profiles(void **state)
+{
+    (void)state;
+    char *dir = ps_test_tmpdir("/tmp/ps-test-rollup-XXXXXX");
+    ps_store_t *s = open_small_chunks(dir, 0, 0);
+    rng = 0x853C49E6748FEA9Bull;
+    ingested_t in;
+    fill_ex(s, 2, true, &in);
+    uint64_t hours, days, closed_hours, closed_days, have_hours, have_days;
+    want_rollups(s, PS_ROLLUP_MIN_PROFILES, &hours, &days);
+    want_rollups(s, 1, &closed_hours, &closed_days);
+    count_rollups(s, &have_hours, &have_days);
+    assert_int_equal(have_hours, hours);
+    assert_int_equal(have_days, days);
+    assert_int_equal(days, closed_days);
+    assert_true(hours > 0 && hours < closed_hours);
+    check_ranges(s, in.first_s * 1000000000ll - HOUR_NS, in.last_s * 1000000000ll + HOUR_NS, 40, false,
+                 "default rule");
     ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
@@ -436,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_rollup_decode_damage),
         cmocka_unit_test(test_rollup_merges_equal_raw),
         cmocka_unit_test(test_rollup_retention),
+        cmocka_unit_test(test_rollup_min_profiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
