@@ -300,9 +300,13 @@ def fmt_ns(ns):
 
 def test_cores_in_flame_graph_and_table(ui_server, browser):
     a, b = rng(ui_server)
-    browser.open(tf.graph_url(ui_server))
+    browser.open(tf.graph_url(ui_server, bd="instance"))
     total = int(wait_panel(browser)["total"])
     assert browser.js("return psApp.view.panel.totalEl.textContent;") == "total " + fmt_ns(total)
+    bd = "return [...document.querySelectorAll('.bd-table tbody tr')].map(r => [r.dataset.total, r.querySelector('td.num').textContent]);"
+    browser.wait_js("document.querySelector('.bd-table tbody tr')", 15, "the breakdown")
+    rows = browser.js(bd)
+    assert len(rows) == 2 and all(t == fmt_ns(float(v)) for v, t in rows), rows
     # the graph's cores button: the panel's values too, per second of the range
     browser.js("document.querySelector('.graph-head button.unit[data-unit=cores]').click();")
     browser.wait_js("new URLSearchParams(location.search).get('cpu') === 'cores'", 10, "cpu=cores in the URL")
@@ -324,6 +328,11 @@ def test_cores_in_flame_graph_and_table(ui_server, browser):
     tip = browser.js("const f = psApp.view.panel.flame; f._tipText(f.info(0));"
                      "return [...f.tip.querySelectorAll('dd')].map(d => d.textContent);")
     assert tip[0] == "%s cores (100.00%%)" % trim(total / 1e9 / secs)
+    # the label breakdown too
+    browser.wait_js("[...document.querySelectorAll('.bd-table tbody td.num')].some(td => td.textContent.endsWith(' cores'))",
+                    15, "the breakdown in cores")
+    rows = browser.js(bd)
+    assert len(rows) == 2 and all(t == "%s cores" % trim(float(v) / 1e9 / secs) for v, t in rows), rows
     browser.js("psApp.view.panel.flame.tip.hidden = true; window.scrollTo(0, 0);")
     browser.screenshot("ui-cores")
     # seconds again

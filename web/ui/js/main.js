@@ -269,6 +269,7 @@ class GraphView {
     await this.breakdown.load(api, {
       type: s.type, sel: joinSel(s.sel, s.ssel), label: s.bd || '', names,
       start: Number(w.start), end: w.point ? w.at : Number(w.end), point: w.point, sampleUnit: info.sample_unit,
+      perSecond: coresOf(s, info, w),
       aggregation: info.aggregation,
     });
   }
