@@ -16,9 +16,11 @@ against a real profstore holding 24 h of a synthetic CPU profile whose call tree
     (SelectHeatmap request, JSON parse, canvas draw) and the app's /graph?hm=1 from navigation start
     to the heatmap drawn.
   - focus/ignore recomputation of the 24 h merge: what the panel asks when a filter is set from a
-    frame's menu (format=flamegraph and format=top together, as panel.js asks them, with focus= or
-    ignore= on one function), from the requests' start to both answers parsed, beside the same
-    requests without a filter (median of 5 each, alternating).
+    frame's menu (with focus= or ignore= on one function), from the requests' start to the answers
+    parsed, beside the same requests without a filter (median of 5 each, alternating), both ways:
+    format=flamegraph and format=top together (two merges, as panel.js asked before) and
+    format=flamegraph&top=500 (one merge, as it asks now); the answers must be equal;
+  - on the heatmap's server, time to the first flame graph of its 7 d (the app's /graph link).
 Targets: a draw under 200 ms; the 7 d heatmap under 300 ms; focus/ignore recomputation for 24 h under 200 ms.
 
     bench/ui.py [--profstore BUILD/profstore] [--redraws 20] [--keep]
@@ -99,18 +101,21 @@ const [query, start, end, maxNodes, redraws, done] = arguments;
 })().catch((e) => done({ error: String(e && e.stack || e) }));
 """
 
-# the panel's two requests (panel.js: the flame graph and the top table, together) with extra
-# parameters; ms from their start to both answers parsed
+# the panel's requests with extra parameters; ms from their start to the answers parsed. one=false:
+# format=flamegraph and format=top together (two merges, what panel.js asked before); one=true:
+# format=flamegraph&top=500, the top table inside the flame graph answer (one merge, what it asks now)
 RECOMPUTE_JS = """
-const [query, start, end, maxNodes, extra, done] = arguments;
+const [query, start, end, maxNodes, extra, one, done] = arguments;
 (async () => {
   const base = { query, start, end, ...extra };
-  const q1 = new URLSearchParams({ ...base, format: 'flamegraph', max_nodes: maxNodes });
+  const q1 = new URLSearchParams({ ...base, format: 'flamegraph', max_nodes: maxNodes, ...(one ? { top: 500 } : {}) });
   const q2 = new URLSearchParams({ ...base, format: 'top', limit: 500 });
   const t0 = performance.now();
   const [fg, top] = await Promise.all([fetch('/api/v1/profiles/query?' + q1).then((r) => r.json()),
-    fetch('/api/v1/profiles/query?' + q2).then((r) => r.json())]);
-  done({ ms: performance.now() - t0, total: fg.total, rows: top.rows ? top.rows.length : -1 });
+    one ? Promise.resolve(null) : fetch('/api/v1/profiles/query?' + q2).then((r) => r.json())]);
+  const rows = one ? (fg.top ? fg.top.rows : null) : top.rows;
+  done({ ms: performance.now() - t0, total: fg.total, rows: rows ? rows.length : -1,
+         topTotal: one ? (fg.top ? fg.top.total : -1) : top.total });
 })().catch((e) => done({ error: String(e && e.stack || e) }));
 """
 
@@ -252,6 +257,9 @@ def bench_heatmap(work: Path, drv) -> None:
             b.open(url)
             t = b.wait_js("window.psApp && psApp.view && psApp.view.heat && psApp.view.heat.loadedAt", 60, "the heatmap")
             runs.append(t)
+        flames = [app_first_flame(b, 'job="heat"', start, end) for _ in range(3)]
+        print("  the app's /graph over these 7 d, navigation start -> flame graph drawn: median %.0f ms (runs %s; "
+              "target < 1.5 s)" % (statistics.median(flames), ", ".join("%.0f" % x for x in flames)))
         print("  the app's /graph?hm=1 over 7 d, navigation start -> heatmap drawn (graph, flame graph and table "
               "loading beside it): median %.0f ms (runs %s)" % (statistics.median(runs), ", ".join("%.0f" % x for x in runs)))
     finally:
@@ -314,20 +322,26 @@ def main():
         name, start, stop = windows[-1]
         focus_fn = "^github\\.com/synth/p3/q4\\.Work$"
         cases = [("none", {}), ("focus", {"focus": focus_fn}), ("ignore", {"ignore": focus_fn})]
-        runs = {c: [] for c, _ in cases}
+        ways = [("two", False), ("one", True)]
+        runs = {(c, w): [] for c, _ in cases for w, _ in ways}
         totals = {}
         for _ in range(5):
             for c, extra in cases:
-                r = b.js_async(RECOMPUTE_JS, q, str(start), str(stop), str(MAX_NODES), extra)
-                if "error" in r:
-                    raise SystemExit("bench/ui: the page failed: %s" % r["error"])
-                runs[c].append(r["ms"])
-                totals[c] = r["total"]
-        print("focus/ignore recomputation, %s (flame graph + top table requests together, median of 5):" % name)
+                for w, one in ways:
+                    r = b.js_async(RECOMPUTE_JS, q, str(start), str(stop), str(MAX_NODES), extra, one)
+                    if "error" in r:
+                        raise SystemExit("bench/ui: the page failed: %s" % r["error"])
+                    runs[(c, w)].append(r["ms"])
+                    got = (r["total"], r["rows"], r["topTotal"])
+                    if totals.setdefault(c, got) != got:
+                        raise SystemExit("bench/ui: %s: the %s-request answer %r differs from %r" % (c, w, got, totals[c]))
+        print("focus/ignore recomputation, %s, median of 5 (two: format=flamegraph and format=top together, as"
+              " panel.js asked before; one: format=flamegraph&top=500, as it asks now):" % name)
         for c, extra in cases:
-            print("  %-6s %7.1f ms (runs %s; flame graph total %d)%s"
-                  % (c, statistics.median(runs[c]), ", ".join("%.0f" % x for x in runs[c]), totals[c],
-                     "  %s=%s" % (c, focus_fn) if extra else ""))
+            for w, _ in ways:
+                print("  %-6s %-3s %7.1f ms (runs %s; flame graph total %d, %d top rows)%s"
+                      % (c, w, statistics.median(runs[(c, w)]), ", ".join("%.0f" % x for x in runs[(c, w)]), totals[c][0],
+                         totals[c][1], "  %s=%s" % (c, focus_fn) if extra else ""))
         print("  (target: focus/ignore < 200 ms)")
         print()
         print("time to first flame graph (the app's /graph link, navigation start -> flame graph drawn):")

@@ -182,15 +182,33 @@ static int param_sample_types(ps_qctx_t *c, bool *all)
 enum { F_PPROF, F_FLAMEGRAPH, F_FOLDED, F_TOP, F_LIST };
 
 /* What is asked of the merged profile besides its format: pprof's filters (focus, ignore, hide,
- * show, show_from) and, for format=list, the functions to list (list=<regexp>). */
+ * show, show_from), for format=list the functions to list (list=<regexp>), and for format=flamegraph
+ * of one selection top=<limit>: the top table of the same merge inside the answer (its "top"), what
+ * format=top&limit=<limit> answers, so that the UI's panel merges once for both. */
 typedef struct filt {
     ps_focus_t focus;
     ps_regex_t *list;
+    int64_t top; /* -1: no "top" */
 } filt_t;
 
-static int param_filters(ps_qctx_t *c, int fmt, filt_t *f)
+static int param_filters(ps_qctx_t *c, int fmt, bool diff, filt_t *f)
 {
     int ret;
+    const ps_param_t *t = ps_params_get(&c->params, "top");
+    f->top = -1;
+    if (t != NULL && t->vlen > 0) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(t->value, &end, 10);
+        if (*end || v < 0 || v > UINT32_MAX || errno == ERANGE)
+            return ps_err_set(&c->err, PS_EINVAL, "invalid parameter \"top\": \"%.32s\" is not a non-negative integer",
+                              t->value);
+        if (fmt != F_FLAMEGRAPH || diff)
+            return ps_err_set(&c->err, PS_EINVAL,
+                              "invalid parameter \"top\": goes with format=flamegraph of one selection only (the top "
+                              "table's rows inside the flame graph answer; a diff asks format=top itself)");
+        f->top = v;
+    }
     for (int k = 0; k < PS_FOCUS_N; k++) {
         const ps_param_t *v = ps_params_get(&c->params, ps_focus_names[k]);
         if (v != NULL && (ret = ps_focus_set(&f->focus, k, v->value, v->vlen, &c->err)) != 0)
@@ -357,6 +375,14 @@ static int respond(ps_qctx_t *c, ps_profile_t *p, int fmt, int64_t max_nodes, ui
         if ((ret = ps_flamegraph_build(p, 0, diff ? 1 : 0, max_nodes, &c->arena, &fg, &c->err)) != 0)
             return ret;
         ps_flamegraph_json_note(&fg, note, &c->out);
+        if (filt->top >= 0) { /* the object's last '}' becomes ,"top":{...}} */
+            c->out.len--;
+            ps_buf_append(&c->out, ",\"top\":", 7);
+            ps_render_top_note(p, 0, (uint32_t)filt->top, ps_focus_any(&filt->focus) ? base_total : 0, note, &c->out);
+            if ((ret = ps_budget_check_now(&c->err)) != 0)
+                return ret;
+            ps_buf_putc(&c->out, '}');
+        }
         ps_task_send(c->t, 200, "application/json", c->out.data, c->out.len);
     } else if (fmt == F_FOLDED) {
         ps_render_folded(p, 0, &c->out);
@@ -488,7 +514,7 @@ int ps_api_profile_query(ps_task_t *task)
     if (ret == 0)
         ret = parse_format(&c, &fmt, &max_nodes, &limit);
     if (ret == 0)
-        ret = param_filters(&c, fmt, &filt);
+        ret = param_filters(&c, fmt, false, &filt);
     if (ret == 0)
         ret = param_sample_types(&c, &all);
     if (ret == 0)
@@ -525,7 +551,7 @@ int ps_api_profile_diff(ps_task_t *task)
     if (ret == 0)
         ret = parse_format(&c, &fmt, &max_nodes, &limit);
     if (ret == 0)
-        ret = param_filters(&c, fmt, &filt);
+        ret = param_filters(&c, fmt, true, &filt);
     if (ret == 0)
         ret = param_sample_types(&c, &all);
     if (ret == 0)
@@ -569,12 +595,15 @@ int ps_api_profile_adhoc(ps_task_t *task)
     ps_store_adhoc_t st;
     filt_t filt = {0};
     int ret = ps_qctx_begin(&c, task);
-    if (ret == 0)
+    const ps_param_t *id = NULL, *cmp = NULL, *type = NULL;
+    if (ret == 0) {
+        id = ps_params_get(&c.params, "id");
+        cmp = ps_params_get(&c.params, "compare");
+        type = ps_params_get(&c.params, "type");
         ret = parse_format(&c, &fmt, &max_nodes, &limit);
+    }
     if (ret == 0)
-        ret = param_filters(&c, fmt, &filt);
-    const ps_param_t *id = ps_params_get(&c.params, "id"), *cmp = ps_params_get(&c.params, "compare"),
-                     *type = ps_params_get(&c.params, "type");
+        ret = param_filters(&c, fmt, cmp != NULL && cmp->vlen > 0, &filt);
     const char *tname = type && type->vlen ? type->value : NULL;
     if (ret == 0 && (id == NULL || id->vlen == 0))
         ret = ps_err_set(&c.err, PS_EINVAL, "invalid parameter \"id\": missing (an ad hoc profile's id)");
@@ -621,7 +650,7 @@ int ps_api_profile_by_id(ps_task_t *task)
     if (ret == 0)
         ret = parse_format(&c, &fmt, &max_nodes, &limit);
     if (ret == 0)
-        ret = param_filters(&c, fmt, &filt);
+        ret = param_filters(&c, fmt, false, &filt);
     if (ret == 0) {
         const ps_param_t *id = ps_params_get(&c.params, "id");
         if (id == NULL || id->vlen == 0)

@@ -5,7 +5,7 @@
 // Series without the label form the "(none)" row. Clicking a value narrows the selector.
 
 import { h, clear, errorBox, pct } from './dom.js';
-import { formatValue } from './flame.js';
+import { formatValue, displayUnit } from './flame.js';
 import { selector } from './state.js';
 
 export class Breakdown {
@@ -18,7 +18,8 @@ export class Breakdown {
     this.onNarrow = onNarrow || (() => {});
   }
 
-  // load(api, {type, sel, label, names, start, end, point, sampleUnit})
+  // load(api, {type, sel, label, names, start, end, point, sampleUnit, perSecond (> 0: CPU as cores
+  // over these seconds, as the panel)})
   async load(api, q) {
     clear(this.labelSel);
     this.labelSel.append(h('option', { value: '' }, '— pick a label —'));
@@ -55,7 +56,7 @@ export class Breakdown {
           tabindex: '0', dataset: { value: name, total: String(r.total) }, title: `narrow the selector to ${q.label}="${r.value ?? ''}"`,
           on: { click: narrow, keydown: (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); narrow(); } } },
         },
-        h('td.bd-name', name), h('td.num', formatValue(r.total, q.sampleUnit)), h('td.num', pct(r.total, whole)),
+        h('td.bd-name', name), h('td.num', formatValue(r.total, displayUnit(q.sampleUnit, q.perSecond || 0))), h('td.num', pct(r.total, whole)),
         h('td.bd-barcell', h('div.bd-bar', { style: `width:${(100 * share).toFixed(2)}%` })));
       })));
     this.body.append(table);

@@ -33,9 +33,12 @@ const FONT_PX = 12;
 
 const TIME_NS = { nanoseconds: 1, microseconds: 1e3, milliseconds: 1e6, seconds: 1e9 };
 
-/** A value in the profile's unit as people read it: ns -> s/ms/µs, bytes -> KiB/MiB/GiB, counts. */
+/** A value in the profile's unit as people read it: ns -> s/ms/µs, bytes -> KiB/MiB/GiB, counts.
+ *  unit {sample (a time unit), perSecond (seconds)}: CPU time as cores, the value per second of
+ *  perSecond, written as the graph's cores (dom.js). */
 export function formatValue(v, unit) {
     if (v === undefined || v === null || Number.isNaN(v)) return '';
+    if (unit && typeof unit === 'object') return formatCores(v, unit);
     const a = Math.abs(v);
     const sign = v < 0 ? '-' : '';
     const fix = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
@@ -59,6 +62,19 @@ export function formatValue(v, unit) {
     if (a >= 1e6) return sign + fix(a / 1e6) + ' M';
     if (a >= 1e4) return sign + fix(a / 1e3) + ' k';
     return sign + String(Math.round(a));
+}
+
+function formatCores(v, { sample, perSecond }) {
+    const x = v * (TIME_NS[sample] || 1) / 1e9 / perSecond;
+    const a = Math.abs(x);
+    const t = a === 0 ? '0' : a >= 100 ? x.toFixed(0) : a >= 10 ? x.toFixed(1) : a >= 1 ? x.toFixed(2) : x.toPrecision(3);
+    return `${t} cores`;
+}
+
+/** The unit flame graphs, tables and tooltips take (formatValue): the sample unit, or CPU time as
+ *  cores over perSecond seconds when perSecond > 0 and the unit is a time. */
+export function displayUnit(sampleUnit, perSecond) {
+    return perSecond > 0 && sampleUnit in TIME_NS ? { sample: sampleUnit, perSecond } : sampleUnit;
 }
 
 /** 0.1234 -> "12.34%" */

@@ -78,6 +78,13 @@ export class Heatmap {
     this.cells = [];
     this.sel = null;
     this.cursor = null;
+    // a resized window (the graph's plot area moves with it), a new zone or theme: drawn again from
+    // the same answer at the next frame (after the graph has taken its new size)
+    this.redraw = () => {
+      cancelAnimationFrame(this.raf);
+      this.raf = requestAnimationFrame(() => { this.raf = 0; this.draw(); });
+    };
+    for (const ev of ['resize', 'ps-zone', 'ps-theme']) window.addEventListener(ev, this.redraw);
   }
 
   // load(api, {type, sel, start, end, sampleUnit}) -> the number of profiles counted
@@ -253,5 +260,9 @@ export class Heatmap {
     this.draw();
   }
 
-  destroy() { this.el.remove(); }
+  destroy() {
+    for (const ev of ['resize', 'ps-zone', 'ps-theme']) window.removeEventListener(ev, this.redraw);
+    cancelAnimationFrame(this.raf);
+    this.el.remove();
+  }
 }

@@ -7,7 +7,7 @@
 
 import * as state from './state.js';
 import { api } from './api.js';
-import { h, clear, errorBox, emptyState, fmtTime, formatValue } from './dom.js';
+import { h, clear, errorBox, emptyState, fmtTime, formatValue, isTimeUnit } from './dom.js';
 import { QueryBar } from './query.js';
 import { TimeGraph, matchers } from './graph.js';
 import { ProfilePanel } from './panel.js';
@@ -71,6 +71,15 @@ function windowOf(s, r, p = '') {
     return { start: a.toFixed(3), end: b.toFixed(3), point: false };
   }
   return { start: String(r.start), end: String(r.end), point: false };
+}
+
+// CPU as cores (cpu=cores, a time type): the seconds of the window w ({start, end}) the panel's
+// values are divided by, as the graph divides each step's; 0 (values as they are) otherwise, and
+// for one profile (a point)
+function coresOf(s, info, w) {
+  if (s.cpu !== 'cores' || !info || !isTimeUnit(info.sample_unit) || w.point) return 0;
+  const secs = Number(w.end) - Number(w.start);
+  return secs > 0 ? secs : 0;
 }
 
 // a point selection with its profile's id: the panel shows that profile by id
@@ -248,7 +257,7 @@ class GraphView {
     this.loadBreakdown(s, info);
     try {
       if (byId(s)) await this.panel.load(api, 'id', { id: s.pid, ...filterParams(s) }, { sampleUnit: info.sample_unit });
-      else await this.panel.load(api, 'query', params, { sampleUnit: info.sample_unit });
+      else await this.panel.load(api, 'query', params, { sampleUnit: info.sample_unit, perSecond: coresOf(s, info, w) });
       if (!app.firstFlameMs) app.firstFlameMs = performance.now();
     } catch (_) { /* shown in the panel */ }
   }
@@ -260,6 +269,7 @@ class GraphView {
     await this.breakdown.load(api, {
       type: s.type, sel: joinSel(s.sel, s.ssel), label: s.bd || '', names,
       start: Number(w.start), end: w.point ? w.at : Number(w.end), point: w.point, sampleUnit: info.sample_unit,
+      perSecond: coresOf(s, info, w),
       aggregation: info.aggregation,
     });
   }
@@ -305,7 +315,7 @@ class CompareView {
       const sel = h('div.selinfo');
       col.append(sel);
       const panel = new ProfilePanel(col, {
-        onState: panelPatch, modes: false, title, keys: { zoom: p + 'zoom', q: 'q', inv: 'inv', fn: 'fn', mode: p + 'mode' },
+        onState: panelPatch, modes: false, title, filters: 'menu', keys: { zoom: p + 'zoom', q: 'q', inv: 'inv', fn: 'fn', mode: p + 'mode' },
         empty: () => h('p.hint.noprof', 'No profiles in this window.'), explain: (e) => this.explain(e, 'profile'),
       });
       return { graph, sel, panel };
@@ -328,7 +338,7 @@ class CompareView {
       })), ' ', this.normNote);
     root.append(this.normBar);
     this.diff = new ProfilePanel(root, {
-      onState: panelPatch, diff: true, title: 'Diff (comparison − baseline)',
+      onState: panelPatch, diff: true, title: 'Diff (comparison − baseline)', filters: true,
       empty: () => h('p.hint.noprof', 'Neither side has profiles.'), explain: (e) => this.explain(e, 'diff'),
     });
     // the diff first (what changed), the two sides below it, small
@@ -423,7 +433,7 @@ class CompareView {
     this.cmp.update({ ...s });
     const info = typeInfo(s.type);
     const gk = ['type', 'bsel', 'brange', 'bfrom', 'bto', 'csel', 'crange', 'cfrom', 'cto', 'boff', 'cpu'];
-    const keys = gk.concat(['bsfrom', 'bsto', 'bssel', 'csfrom', 'csto', 'cssel']);
+    const keys = gk.concat(['bsfrom', 'bsto', 'bssel', 'csfrom', 'csto', 'cssel'], FILTERS);
     const dkeys = keys.concat(['norm']);
     const fail = (e) => { if (!this.err.firstChild) this.err.append(this.explain(e, 'compare') || errorBox(e, 'compare')); };
     if (force || state.changed(s, prev, gk) || !this.rb) {
@@ -447,13 +457,15 @@ class CompareView {
       const bw = windowOf(s, this.rb, 'b'), cw = windowOf(s, this.rc, 'c');
       const bq = state.selector(s.type, joinSel(s.bsel, s.bssel)), cq = state.selector(s.type, joinSel(s.csel, s.cssel));
       const unit = { sampleUnit: info.sample_unit };
+      // the filters of the frame menus (one set, in the URL) apply to both sides and to the diff
+      const fp = filterParams(s);
       if (force || state.changed(s, prev, keys)) {
-        this.left.load(api, 'query', { query: bq, start: bw.start, end: bw.end }, unit).catch(fail);
-        this.right.load(api, 'query', { query: cq, start: cw.start, end: cw.end }, unit).catch(fail);
+        this.left.load(api, 'query', { query: bq, start: bw.start, end: bw.end, ...fp }, { ...unit, perSecond: coresOf(s, info, bw) }).catch(fail);
+        this.right.load(api, 'query', { query: cq, start: cw.start, end: cw.end, ...fp }, { ...unit, perSecond: coresOf(s, info, cw) }).catch(fail);
       }
       const norm = s.norm === 'rate' || s.norm === 'none' ? { normalize: s.norm } : {};
       this.diff.load(api, 'diff', {
-        base: bq, base_start: bw.start, base_end: bw.end, compare: cq, compare_start: cw.start, compare_end: cw.end, ...norm,
+        base: bq, base_start: bw.start, base_end: bw.end, compare: cq, compare_start: cw.start, compare_end: cw.end, ...norm, ...fp,
       }, unit).then((fg) => { if (fg) this.showNorm(fg, s); }).catch(fail);
     }
     this.left.apply(s);

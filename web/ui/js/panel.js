@@ -5,12 +5,13 @@
 
 import { TopTable } from './table.js';
 import { Sandwich } from './sandwich.js';
-import { FlameGraph, formatValue } from './flame.js';
+import { FlameGraph, formatValue, displayUnit } from './flame.js';
 import { h, clear, errorBox, emptyState, pct } from './dom.js';
 import { FILTERS, addFilter, renderChips, openMenu, menuItems, SourceView } from './focus.js';
 
 export const MODES = { both: 'Flame + table', flame: 'Flame graph', table: 'Top table', sandwich: 'Sandwich' };
 const MAX_NODES = 8192;
+const TOP_ROWS = 500;
 
 function download(name, blob) {
   const a = h('a', { href: URL.createObjectURL(blob), download: name, hidden: true });
@@ -50,7 +51,9 @@ export class ProfilePanel {
   // opts: {onState(patch, push), diff, modes (false = flame only), title, empty() (the message
   // of an empty answer), explain(err) (an error's box, or null for the plain one)}
   // filters: pprof's filters from a frame's context menu, shown as chips, and the line view (URL keys
-  // focus, ignore, hide, show_from, src; the caller sends the filters with its queries)
+  // focus, ignore, hide, show_from, src; the caller sends the filters with its queries); 'menu': the
+  // context menu's filters only (Compare's sides: the diff panel beside them shows the chips and the
+  // line view)
   constructor(container, { onState, diff = false, modes = true, title = null, keys = {}, empty = null, explain = null, filters = false } = {}) {
     this.empty = empty || (() => emptyState('No profiles in this range — scrape or push some:'));
     this.explain = explain || (() => null);
@@ -89,13 +92,13 @@ export class ProfilePanel {
     this.body = h('div.panel-body', this.flameEl, this.tableEl, this.sandEl);
     this.el = h('section.panel', this.toolbar, this.chipsEl, this.msg, this.body);
     container.append(this.el);
-    this.filters = filters;
+    this.filters = filters === true;
     const onMenu = filters ? (name, x, y) => openMenu(name, x, y, menuItems(name, {
       filter: (k, re) => this.onState({ [k]: addFilter(this.last || {}, k, re), [this.k.zoom]: null }, true),
       sandwich: (n) => this.onState({ [this.k.mode]: 'sandwich', [this.k.fn]: n }, true),
       source: (n) => this.onState({ src: n }, true),
-    })) : null;
-    if (filters) this.source = new SourceView(this.el, { onClose: () => this.onState({ src: null }, true) });
+    }).filter((it) => (it.id !== 'sandwich' || modes) && (it.id !== 'source' || this.filters))) : null;
+    if (this.filters) this.source = new SourceView(this.el, { onClose: () => this.onState({ src: null }, true) });
     this.modes = modes;
     // a click zooms (one history entry) and selects its function (in the same entry)
     this.flame = new FlameGraph(this.flameEl, {
@@ -112,9 +115,10 @@ export class ProfilePanel {
     this.fg = null;
   }
 
-  // load(api, kind ('query'|'diff'|'id': one profile by its id, params {id}), params, {sampleUnit})
+  // load(api, kind ('query'|'diff'|'id': one profile by its id, params {id}), params, {sampleUnit,
+  // perSecond (> 0, a time type: values as cores, per second of these seconds: the range's)})
   // -> the flame graph JSON
-  async load(api, kind, params, { sampleUnit }) {
+  async load(api, kind, params, { sampleUnit, perSecond = 0 }) {
     const seq = this.seq = (this.seq || 0) + 1;
     clear(this.msg);
     this.el.classList.add('busy');
@@ -123,13 +127,18 @@ export class ProfilePanel {
     this.query = { call, params };
     this.pprofLink.href = api.url(kind === 'id' ? '/api/v1/profile' : `/api/v1/profiles/${kind}`, params);
     try {
-      const [fg, top] = await Promise.all([
-        call({ ...params, format: 'flamegraph', max_nodes: MAX_NODES }),
-        this.modes ? call({ ...params, format: 'top', limit: 500 }) : Promise.resolve(null),
-      ]);
+      // one merge for both: a selection's flame graph answer carries its top table (top=); a diff's
+      // top table is of the difference, a request of its own
+      let fg, top = null;
+      if (!this.modes) fg = await call({ ...params, format: 'flamegraph', max_nodes: MAX_NODES });
+      else if (kind !== 'diff') ({ top, ...fg } = await call({ ...params, format: 'flamegraph', max_nodes: MAX_NODES, top: TOP_ROWS }));
+      else {
+        [fg, top] = await Promise.all([call({ ...params, format: 'flamegraph', max_nodes: MAX_NODES }),
+          call({ ...params, format: 'top', limit: TOP_ROWS })]);
+      }
       if (seq !== this.seq) return null;
       this.fg = fg;
-      this.sampleUnit = sampleUnit;
+      this.sampleUnit = displayUnit(sampleUnit, perSecond);
       const empty = this.diff ? !fg.left_ticks && !fg.right_ticks : !fg.total;
       this.el.classList.toggle('empty', empty);
       if (empty) this.msg.append(this.empty());
@@ -138,18 +147,18 @@ export class ProfilePanel {
       this.totalEl.dataset.right = String(fg.right_ticks ?? '');
       this.totalEl.dataset.aggregation = fg.aggregation || '';
       this.totalEl.dataset.normalize = fg.normalize || '';
-      const head = headline(fg, this.diff, sampleUnit);
+      const head = headline(fg, this.diff, this.sampleUnit);
       this.totalEl.textContent = head.text;
       this.totalEl.title = head.title;
       // the tooltip's file:line (the function's start line when the profile has it)
       const files = top ? new Map(top.rows.map((r) => [r.function, r.file && r.line ? `${r.file}:${r.line}` : r.file])) : null;
       this.files = files;
-      this.flame.setData(fg, { unit: sampleUnit, diff: this.diff, inverted: this.inverted, files });
-      if (this.table) this.table.setData(top, { unit: sampleUnit, diff: this.diff });
+      this.flame.setData(fg, { unit: this.sampleUnit, diff: this.diff, inverted: this.inverted, files });
+      if (this.table) this.table.setData(top, { unit: this.sampleUnit, diff: this.diff });
       this.top = top;
       this.applied = null;
       if (this.last) this.apply(this.last);
-      if (this.source && this.last && this.last.src) this.source.load(call, params, this.last.src, sampleUnit);
+      if (this.source && this.last && this.last.src) this.source.load(call, params, this.last.src, this.sampleUnit);
       return fg;
     } catch (e) {
       if (seq !== this.seq) return null;

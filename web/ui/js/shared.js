@@ -2,7 +2,8 @@
 // profiles"). The upload page (/upload): a file picker and a drop zone for a pprof, flamebearer JSON,
 // perf script or folded file (gzipped or not), sent to Upload, then the shared view of it; the list of shared profiles, two of
 // which can be diffed. The shared view (/shared?id=…[&compare=…][&st=…]): the graph view's panel
-// (flame graph, top table, sandwich) over /api/v1/profiles/adhoc, a sample type picker, and a
+// (flame graph, top table, sandwich; the frame menu's filters as chips and the line view, in the URL)
+// over /api/v1/profiles/adhoc, a sample type picker, and a
 // share button that copies the link (the view is all in it), for anyone with the read scope.
 
 import { ApiError, api } from './api.js';
@@ -10,6 +11,7 @@ import * as state from './state.js';
 import { h, clear, errorBox, fmtTime } from './dom.js';
 import { ensureCss } from './pages.js';
 import { ProfilePanel } from './panel.js';
+import { FILTERS, filterParams } from './focus.js';
 
 const SVC = '/adhocprofiles.v1.AdHocProfileService/';
 
@@ -124,7 +126,7 @@ export class SharedView {
   }
 
   async update(s) {
-    const key = JSON.stringify([s.id, s.compare, s.st]);
+    const key = JSON.stringify([s.id, s.compare, s.st, ...FILTERS.map((k) => s[k] || '')]);
     if (key !== this.key) {
       this.key = key;
       await this.load(s);
@@ -173,8 +175,9 @@ export class SharedView {
       diff,
       onState: (patch, push) => state.set(patch, { push }),
       empty: () => h('p.hint.noprof', 'This profile has no samples of this type.'),
+      filters: true,
     });
-    const params = diff ? { id: s.id, compare: s.compare, type: st } : { id: s.id, type: st };
+    const params = { ...(diff ? { id: s.id, compare: s.compare, type: st } : { id: s.id, type: st }), ...filterParams(s) };
     try {
       await this.panel.load(adhocApi, diff ? 'diff' : 'query', params, { sampleUnit: unitOf(st) });
     } catch (_) { /* shown in the panel */ }
