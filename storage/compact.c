@@ -153,7 +153,11 @@ static int write_chunk(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_sto
     ps_key_sid_ts(kb, sid, ts[n - 1]);
     if (ret == 0 && !ps_txn_put(txn, DB_CHUNKS, kb, 16, out.data, out.len, 0, "writing chunk"))
         ret = ps_txn_error(txn, err);
+    /* the twin becomes a reference: deleted first, as LMDB would keep a smaller value written over a
+     * large one in the large one's overflow pages */
     ps_key_sid_ts(kb, osid, ts[n - 1]);
+    if (ret == 0 && found == 2 && !ps_txn_del(txn, DB_CHUNKS, kb, 16, NULL, 0, "replacing a chunk by a reference"))
+        ret = ps_txn_missing(txn, err, "replacing a chunk by a reference");
     if (ret == 0 && found == 2 && !ps_txn_put(txn, DB_CHUNKS, kb, 16, other.data, other.len, 0, "writing chunk"))
         ret = ps_txn_error(txn, err);
     if (ret == 0 && key != 0 && found != 1) { /* stored whole: a twin for the chunks after it */

@@ -522,7 +522,8 @@ static void test_compaction_chunks_and_retention(void **state)
     free(dir);
 }
 
-/* Counts the chunks of each encoding (enc[encoding byte]) in s. */
+/* Counts the chunks of each encoding (enc[encoding byte]) in s; checks that the references (small)
+ * sit in the leaf pages, and only the large chunks on overflow pages. */
 static void chunk_encodings(ps_store_t *s, uint32_t enc[256])
 {
     ps_reader_t *r;
@@ -530,10 +531,23 @@ static void chunk_encodings(ps_store_t *s, uint32_t enc[256])
     memset(enc, 0, 256 * sizeof(uint32_t));
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
     ps_cur_t cur;
+    size_t ovpages = 0;
     assert_true(ps_cur_open(&cur, &r->txn, DB_CHUNKS, "counting chunks"));
-    for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur))
-        enc[((const uint8_t *)cur.v.mv_data)[0]]++;
+    for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur)) {
+        uint8_t e = ((const uint8_t *)cur.v.mv_data)[0];
+        enc[e]++;
+        if (e == PS_CHUNK_ENC_REF)
+            assert_true(cur.v.mv_size < 1000);
+        else if (cur.v.mv_size > 2500)
+            ovpages += (cur.v.mv_size + 15) / 4096 + 1; /* LMDB's OVPAGES, 4 KiB pages */
+        else if (cur.v.mv_size >= 1000)
+            fail_msg("a chunk of %zu bytes: neither surely inline nor surely on overflow pages", cur.v.mv_size);
+    }
     ps_cur_close(&cur);
+    MDB_stat st;
+    assert_int_equal(mdb_stat(r->txn.txn, s->dbi[DB_CHUNKS], &st), 0);
+    assert_int_equal(st.ms_psize, 4096);
+    assert_int_equal(st.ms_overflow_pages, ovpages);
     ps_reader_end(r);
 }
 
@@ -554,16 +568,25 @@ static void test_twin_chunks(void **state)
     char *dir = tmpdir();
     int64_t now = ps_time_now(), t0 = now - 50 * 60 * PS_NS_PER_S, t1 = now - 5 * 60 * PS_NS_PER_S;
     ps_store_t *s = open_store(dir, 3600ll * PS_NS_PER_S);
-    enum { NP = 7 };
-    static const char *jobs[NP] = {"{job=\"old\"}",  "{job=\"old\"}",  "{job=\"twin\"}", "{job=\"twin\"}",
-                                   "{job=\"twin\"}", "{job=\"off\"}", "{job=\"off\"}"};
+    enum { NP = 52, OFF = 50 }; /* old: 0, 1; twin: 2..49 (Go CPU profiles of 3 kinds, random counts: a
+                                 * chunk on overflow pages); off: 50, 51 */
+    const char *jobs[NP];
+    for (int i = 0; i < NP; i++)
+        jobs[i] = i < 2 ? "{job=\"old\"}" : i < OFF ? "{job=\"twin\"}" : "{job=\"off\"}";
+    static const int fix[3] = {0, 2, 3}; /* cpu-01, cpu-02, cpu-seed2-01 */
     pushed_t p[NP];
     memset(p, 0, sizeof(p));
     ps_err_t err;
     for (int i = 0; i < NP; i++) {
-        prepare(&p[i], &fixtures[0], jobs[i], (i < 2 ? t0 : t1) + i * 10 * PS_NS_PER_S);
+        prepare(&p[i], &fixtures[i < OFF ? fix[i % 3] : 0], jobs[i], (i < 2 ? t0 : t1) + i * 10 * PS_NS_PER_S);
         assert_int_equal(p[i].app.nseries, 2); /* samples/count, cpu/nanoseconds */
-        if (i == 6) /* one nanoseconds value not count x period */
+        if (i >= 2 && i < OFF) /* random counts (big chunks), nanoseconds = count x period */
+            for (uint32_t k = 0; k < p[i].app.profile->nsamples; k++) {
+                int64_t *v = p[i].app.profile->samples[k].values;
+                v[0] = 1 + (int64_t)(ps_test_rnd() % 1000);
+                v[1] = v[0] * p[i].app.profile->period;
+            }
+        if (i == NP - 1) /* one nanoseconds value not count x period */
             p[i].app.profile->samples[3].values[1] += 1;
         ps_append_t *it = &p[i].app;
         assert_int_equal(ps_store_write_batch(ps_test_writer(s), &it, 1, &err), 0);
@@ -603,7 +626,7 @@ static void test_twin_chunks(void **state)
             check_series(s, p[i].app.series_ids[k], p[i].app.ts, p[i].app.profile, k, jobs[i]);
     /* the twin of the reference deleted behind the store's back: reading it is a precise error */
     uint64_t holder = 0, twin = 0;
-    int64_t max_ts = p[4].app.ts;
+    int64_t max_ts = p[OFF - 1].app.ts;
     for (uint32_t k = 0; k < 2; k++) {
         uint64_t sid = p[2].app.series_ids[k];
         ps_reader_t *r;
@@ -637,7 +660,7 @@ static void test_twin_chunks(void **state)
     assert_string_equal(err.msg, want);
     ps_sum_info_t info = {0};
     assert_int_equal(ps_reader_sum(r, holder, INT64_MIN, INT64_MAX, NULL, NULL, &info, &err), 0); /* meta only */
-    assert_int_equal(info.profiles, 3);
+    assert_int_equal(info.profiles, OFF - 2);
     ps_reader_end(r);
     ps_check_stats_t st = {0};
     char last[512] = "";
