@@ -142,7 +142,9 @@ static void check_chunk(check_t *c, const MDB_val *k, const MDB_val *v)
     ps_chunk_data_t d;
     ps_err_t err = {0};
     c->st->chunks++;
-    if (ps_chunk_decode(v->mv_data, v->mv_size, &c->arena, &d, &err) != 0)
+    MDB_val ref;
+    if (ps_chunk_ref_lookup(&c->r->txn, v->mv_data, v->mv_size, &ref, &err) != 0 ||
+        ps_chunk_decode_ref(v->mv_data, v->mv_size, ref.mv_data, ref.mv_size, &c->arena, &d, &err) != 0)
         damage(c, "series %" PRIu64 ": damaged chunk (up to %" PRId64 ", %zu bytes): %s", sid, max_ts, v->mv_size, err.msg);
     else if (d.n == 0 || d.ts[d.n - 1] != max_ts)
         damage(c, "series %" PRIu64 ": chunk keyed up to %" PRId64 " ends at %" PRId64, sid, max_ts,

@@ -1,7 +1,7 @@
 /*
  * chunk.c - the chunk encoding PS_CHUNK_ENC_V1: a run of 1..65535 profiles of one series,
- * stored column by column, and its packed form PS_CHUNK_ENC_ZSTD (at the end). This comment is
- * the specification; docs/FORMAT.md repeats it.
+ * stored column by column, its packed form PS_CHUNK_ENC_ZSTD and references PS_CHUNK_ENC_REF (at
+ * the end). This comment is the specification; docs/FORMAT.md repeats it.
  *
  * CHUNK
  * ┌───────────────────┬───────────────────────────┬───────────────────────────┐
@@ -136,6 +136,35 @@
  *   is entropy (small literals, repeated id gaps and column shapes across nodes); a dictionary
  *   trained per series on its first 12 chunks saved about 3% more on bench_storage's profiles,
  *   not worth a dictionary's storage and lookup.
+ *
+ * REFERENCE (PS_CHUNK_ENC_REF = 9, schema 9): a chunk whose node section is a twin's
+ * ┌───────────────────────────────┬───────────────────────┬──────────────┬─────────────────┬────────────────┐
+ * │ header <23 bytes>, encoding 9 │ meta <meta_len bytes> │ sid <u64 BE> │ scale <uvarint> │ check <u64 BE> │
+ * └───────────────────────────────┴───────────────────────┴──────────────┴─────────────────┴────────────────┘
+ *   A series whose values are another's times a constant (a CPU profile's cpu/nanoseconds are its
+ *   samples/count times the period: the same values once divided by their gcd, the scale) stores
+ *   its chunk as a reference to the other's. The header and meta are its own V1 chunk's, byte for
+ *   byte but the encoding (its own timestamps, durations, periods and totals). Its node section is
+ *   that of its twin, the chunk of series sid stored under the same max_ts (encoding 1 or 8, never
+ *   9; the same n, min_ts and max_ts), with scale (1..2^63-1) in place of the twin's value scale.
+ *   check is ps_hash64 (core/hash.h) of the twin's header bytes 1..18 (n, min_ts, max_ts; seed
+ *   0x706b7265663900), then, seeded with that, of its node section's nnodes and nnz, then, seeded
+ *   with that, of its ids and columns: the node section but the scale, the plain one of a packed
+ *   twin. The reference ends the chunk.
+ *   Exact by construction: the compactor (ps_chunk_refer()) refers only when the twin's node
+ *   section equals the chunk's own node section byte for byte but the scale, so a reference
+ *   decodes to the values of the V1 chunk it stands for; otherwise (values not an exact multiple,
+ *   a stack present in one type only) the chunk is packed as before. Twins are looked for among
+ *   the chunks the same compaction transaction wrote before (both series of a profile come due in
+ *   the same write); of two, the one of the larger value scale stays whole (a CPU profile's
+ *   nanoseconds, the type queried by default, read without a second lookup) unless a reference
+ *   points at the other already. A chunk and its twin share their key time, so retention, which
+ *   drops chunks by key time, drops both in the same pass. A reference whose twin is missing,
+ *   damaged, of other profiles or not the one it was made from (check) fails with PS_ECORRUPT
+ *   naming the twin's series and time, as a damaged chunk does; the _ref decoders take the twin's
+ *   bytes. Why a reference, not zstd with the twin as dictionary: both depend on the twin alike,
+ *   but a reference is exact by a byte comparison, costs ~40 bytes a chunk (the dictionary left
+ *   ~65 bytes a profile) and nothing to read the twin, and its own reads one lookup more.
  */
 #include "storage/chunk.h"
 
@@ -145,6 +174,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "core/hash.h"
 #include "core/sat.h"
 #include "core/varint.h"
 
@@ -165,6 +195,10 @@ enum {
 
 #define CORRUPT(...) ps_err_set(err, PS_ECORRUPT, "chunk: " __VA_ARGS__)
 #define INVALID(...) ps_err_set(err, PS_EINVAL, "chunk: " __VA_ARGS__)
+
+static int ref_nodes(const uint8_t *p, size_t len, const ps_chunk_header_t *h, uint32_t meta_len,
+                     const uint8_t *ref, size_t refn, ps_arena_t *a, uint8_t **heap, ps_dec_t *nodes, int64_t *scale,
+                     ps_err_t *err);
 
 /* ---- writing ---------------------------------------------------------------------------- */
 
@@ -444,7 +478,7 @@ static int read_header(const uint8_t *p, size_t len, ps_chunk_header_t *h, uint3
 {
     if (len < HDR_SIZE)
         return CORRUPT("%zu bytes, shorter than the %d-byte header", len, HDR_SIZE);
-    if (p[0] != PS_CHUNK_ENC_V1 && p[0] != PS_CHUNK_ENC_ZSTD)
+    if (p[0] != PS_CHUNK_ENC_V1 && p[0] != PS_CHUNK_ENC_ZSTD && p[0] != PS_CHUNK_ENC_REF)
         return CORRUPT("unknown encoding %u", p[0]);
     h->encoding = p[0];
     h->n = (uint32_t)p[1] << 8 | p[2];
@@ -916,13 +950,28 @@ static inline int get_id(ps_dec_t *d, uint32_t j, uint64_t *id, ps_err_t *err)
 
 int ps_chunk_decode(const void *p, size_t len, ps_arena_t *arena, ps_chunk_data_t *out, ps_err_t *err)
 {
+    return ps_chunk_decode_ref(p, len, NULL, 0, arena, out, err);
+}
+
+int ps_chunk_decode_ref(const void *p, size_t len, const void *ref, size_t refn, ps_arena_t *arena,
+                        ps_chunk_data_t *out, ps_err_t *err)
+{
     ps_dec_t d;
     nodes_hdr_t nh;
+    int64_t scale = 0; /* a reference's own value scale */
     int r = get_meta(p, len, arena, out, &d, err);
     if (r == 0 && *(const uint8_t *)p == PS_CHUNK_ENC_ZSTD)
         r = unpack_nodes(d.p, ps_dec_left(&d), arena, NULL, &d, err);
+    if (r == 0 && *(const uint8_t *)p == PS_CHUNK_ENC_REF) {
+        ps_chunk_header_t h;
+        uint32_t meta_len;
+        read_header(p, len, &h, &meta_len, NULL); /* get_meta read it */
+        r = ref_nodes(p, len, &h, meta_len, ref, refn, arena, NULL, &d, &scale, err);
+    }
     if (r != 0 || (r = get_nodes_hdr(&d, out->n, &nh, err)) != 0)
         goto Exit;
+    if (scale != 0)
+        nh.scale = scale;
     uint32_t nnodes = (uint32_t)nh.nnodes, nnz = (uint32_t)nh.nnz, count = 0;
     uint64_t *ids = ps_arena_alloc(arena, (size_t)nnodes * sizeof(uint64_t));
     uint32_t *off = ps_arena_alloc(arena, ((size_t)nnodes + 1) * sizeof(uint32_t));
@@ -966,7 +1015,7 @@ Exit:
 }
 
 /** ps_chunk_sum_range over the (plain) node section dp of a chunk with header hp. */
-static int sum_nodes(const ps_dec_t *dp, const ps_chunk_header_t *hp, uint32_t from, uint32_t to,
+static int sum_nodes(const ps_dec_t *dp, const ps_chunk_header_t *hp, int64_t scale, uint32_t from, uint32_t to,
                      void (*on_node)(void *ctx, uint64_t node_id, int64_t sum), void *ctx, ps_err_t *err)
 {
     ps_dec_t d = *dp, ids;
@@ -975,6 +1024,8 @@ static int sum_nodes(const ps_dec_t *dp, const ps_chunk_header_t *hp, uint32_t f
     int r;
     if ((r = get_nodes_hdr(&d, h.n, &nh, err)) != 0)
         return r;
+    if (scale != 0)
+        nh.scale = scale;
     if (to > h.n)
         to = h.n;
     /* two cursors: ids over the id list, d over the columns that follow it */
@@ -1008,6 +1059,12 @@ static int sum_nodes(const ps_dec_t *dp, const ps_chunk_header_t *hp, uint32_t f
 int ps_chunk_sum_range(const void *p, size_t len, uint32_t from, uint32_t to,
                        void (*on_node)(void *ctx, uint64_t node_id, int64_t sum), void *ctx, ps_err_t *err)
 {
+    return ps_chunk_sum_range_ref(p, len, NULL, 0, from, to, on_node, ctx, err);
+}
+
+int ps_chunk_sum_range_ref(const void *p, size_t len, const void *ref, size_t refn, uint32_t from, uint32_t to,
+                           void (*on_node)(void *ctx, uint64_t node_id, int64_t sum), void *ctx, ps_err_t *err)
+{
     ps_chunk_header_t h;
     uint32_t meta_len;
     int r = read_header(p, len, &h, &meta_len, err);
@@ -1015,11 +1072,202 @@ int ps_chunk_sum_range(const void *p, size_t len, uint32_t from, uint32_t to,
         return r;
     ps_dec_t d;
     uint8_t *heap = NULL;
+    int64_t scale = 0;
     ps_dec_init(&d, (const uint8_t *)p + HDR_SIZE + meta_len, len - HDR_SIZE - meta_len);
     if (h.encoding == PS_CHUNK_ENC_ZSTD && (r = unpack_nodes(d.p, ps_dec_left(&d), NULL, &heap, &d, err)) != 0)
         goto Exit;
-    r = sum_nodes(&d, &h, from, to, on_node, ctx, err);
+    if (h.encoding == PS_CHUNK_ENC_REF &&
+        (r = ref_nodes(p, len, &h, meta_len, ref, refn, NULL, &heap, &d, &scale, err)) != 0)
+        goto Exit;
+    r = sum_nodes(&d, &h, scale, from, to, on_node, ctx, err);
 Exit:
     free(heap);
     return r;
+}
+
+/* ---- references (PS_CHUNK_ENC_REF) ------------------------------------------------------ */
+
+/* Splits the plain node section [p, p + len): nnodes and nnz (the *pre bytes at p), the value
+ * scale, and the ids and columns from *rest on. */
+static int split_nodes(const uint8_t *p, size_t len, size_t *pre, uint64_t *scale, const uint8_t **rest, ps_err_t *err)
+{
+    ps_dec_t d;
+    ps_dec_init(&d, p, len);
+    ps_dec_uvarint(&d);
+    ps_dec_uvarint(&d);
+    *pre = (size_t)(d.p - p);
+    *scale = ps_dec_uvarint(&d);
+    if (d.err)
+        return CORRUPT("node section header truncated");
+    *rest = d.p;
+    return 0;
+}
+
+/* The check of a node section: its n, min_ts and max_ts (header bytes 1..18), then its bytes but
+ * the value scale. */
+static uint64_t nodes_check(const uint8_t *hdr, const uint8_t *pre, size_t pre_len, const uint8_t *rest,
+                            size_t rest_len)
+{
+    uint64_t h = ps_hash64(hdr + 1, 18, 0x706b7265663900ull);
+    h = ps_hash64(pre, pre_len, h);
+    return ps_hash64(rest, rest_len, h);
+}
+
+/*
+ * The node section of the reference p (header h): *nodes over the plain node section of ref, the
+ * chunk it names (unpacked into a, or with a NULL into *heap), and *scale its own value scale.
+ * Checks that ref is a V1 or packed chunk of the same profiles whose node section is the one the
+ * reference was made from (its check).
+ */
+static int ref_nodes(const uint8_t *p, size_t len, const ps_chunk_header_t *h, uint32_t meta_len,
+                     const uint8_t *ref, size_t refn, ps_arena_t *a, uint8_t **heap, ps_dec_t *nodes, int64_t *scale,
+                     ps_err_t *err)
+{
+    ps_dec_t t;
+    ps_dec_init(&t, p + HDR_SIZE + meta_len, len - HDR_SIZE - meta_len);
+    uint64_t sid = ps_dec_be64(&t), g = ps_dec_uvarint(&t), check = ps_dec_be64(&t);
+    if (t.err)
+        return CORRUPT("reference truncated (%zu bytes after the meta)", len - HDR_SIZE - meta_len);
+    if (t.p != t.end)
+        return CORRUPT("reference: %zu trailing bytes", ps_dec_left(&t));
+    if (g == 0 || g > INT64_MAX)
+        return CORRUPT("reference: value scale %llu out of range", (unsigned long long)g);
+    if (ref == NULL)
+        return CORRUPT("the chunk of series %llu up to %lld it refers to is missing", (unsigned long long)sid,
+                       (long long)h->max_ts);
+    ps_chunk_header_t rh;
+    uint32_t rml;
+    int r = read_header(ref, refn, &rh, &rml, err);
+    if (r == 0 && rh.encoding == PS_CHUNK_ENC_REF)
+        r = CORRUPT("a reference itself");
+    if (r == 0 && (rh.n != h->n || rh.min_ts != h->min_ts || rh.max_ts != h->max_ts))
+        r = CORRUPT("%u profiles %lld..%lld, not this chunk's %u", rh.n, (long long)rh.min_ts, (long long)rh.max_ts,
+                    h->n);
+    ps_dec_t d;
+    if (r == 0) {
+        ps_dec_init(&d, ref + HDR_SIZE + rml, refn - HDR_SIZE - rml);
+        if (rh.encoding == PS_CHUNK_ENC_ZSTD)
+            r = unpack_nodes(d.p, ps_dec_left(&d), a, heap, &d, err);
+    }
+    size_t pre;
+    uint64_t rg;
+    const uint8_t *rest;
+    if (r == 0 && (r = split_nodes(d.p, ps_dec_left(&d), &pre, &rg, &rest, err)) == 0 &&
+        nodes_check(p, d.p, pre, rest, (size_t)(d.end - rest)) != check)
+        r = CORRUPT("its node section does not match the reference's check");
+    if (r != 0) {
+        ps_err_prefix(err, "the chunk of series %llu up to %lld it refers to", (unsigned long long)sid,
+                      (long long)h->max_ts);
+        return PS_ECORRUPT;
+    }
+    *nodes = d;
+    *scale = (int64_t)g;
+    return 0;
+}
+
+int ps_chunk_ref_sid(const void *p, size_t n, uint64_t *sid, ps_err_t *err)
+{
+    ps_chunk_header_t h;
+    uint32_t meta_len;
+    int r = read_header(p, n, &h, &meta_len, err);
+    if (r != 0)
+        return r;
+    if (h.encoding != PS_CHUNK_ENC_REF)
+        return 0;
+    if (n - HDR_SIZE - meta_len < 8)
+        return CORRUPT("reference truncated (%zu bytes after the meta)", n - HDR_SIZE - meta_len);
+    *sid = ps_get_be64((const uint8_t *)p + HDR_SIZE + meta_len);
+    return 1;
+}
+
+uint64_t ps_chunk_twin_key(const void *v1, size_t n)
+{
+    const uint8_t *p = v1;
+    ps_chunk_header_t h;
+    uint32_t meta_len;
+    size_t pre;
+    uint64_t g;
+    const uint8_t *rest, *at = p + HDR_SIZE;
+    if (read_header(p, n, &h, &meta_len, NULL) != 0 || h.encoding != PS_CHUNK_ENC_V1)
+        return 0;
+    at += meta_len;
+    if (split_nodes(at, n - HDR_SIZE - meta_len, &pre, &g, &rest, NULL) != 0)
+        return 0;
+    return nodes_check(p, at, pre, rest, (size_t)(p + n - rest)) | 1;
+}
+
+/* The plain node section of the V1 or packed chunk p (header already read: h, meta_len) into *d
+ * (unpacked onto *heap); PS_ECORRUPT for a reference or a bad frame. */
+static int plain_nodes(const uint8_t *p, size_t n, const ps_chunk_header_t *h, uint32_t meta_len, uint8_t **heap,
+                       ps_dec_t *d, ps_err_t *err)
+{
+    ps_dec_init(d, p + HDR_SIZE + meta_len, n - HDR_SIZE - meta_len);
+    if (h->encoding == PS_CHUNK_ENC_REF)
+        return CORRUPT("a reference has no node section of its own");
+    if (h->encoding == PS_CHUNK_ENC_ZSTD)
+        return unpack_nodes(d->p, ps_dec_left(d), NULL, heap, d, err);
+    return 0;
+}
+
+int ps_chunk_value_scale(const void *p, size_t n, uint64_t *scale, ps_err_t *err)
+{
+    ps_chunk_header_t h;
+    uint32_t meta_len;
+    uint8_t *heap = NULL;
+    ps_dec_t d;
+    size_t pre;
+    const uint8_t *rest;
+    int r = read_header(p, n, &h, &meta_len, err);
+    if (r == 0)
+        r = plain_nodes(p, n, &h, meta_len, &heap, &d, err);
+    if (r == 0)
+        r = split_nodes(d.p, ps_dec_left(&d), &pre, scale, &rest, err);
+    free(heap);
+    return r;
+}
+
+int ps_chunk_refer(const void *self, size_t n, const void *twin, size_t tn, uint64_t twin_sid, ps_buf_t *out,
+                   ps_err_t *err)
+{
+    const uint8_t *p = self, *tp = twin;
+    ps_chunk_header_t h, th;
+    uint32_t meta_len, tml;
+    if (read_header(p, n, &h, &meta_len, NULL) != 0 || h.encoding == PS_CHUNK_ENC_REF)
+        return INVALID("refer: not a V1 or packed chunk (%zu bytes)", n);
+    if (read_header(tp, tn, &th, &tml, NULL) != 0 || th.encoding == PS_CHUNK_ENC_REF || th.n != h.n ||
+        th.min_ts != h.min_ts || th.max_ts != h.max_ts)
+        return 0;
+    ps_dec_t d, td;
+    uint8_t *heap = NULL, *theap = NULL;
+    const uint8_t *rest, *trest;
+    size_t pre, tpre;
+    uint64_t g, tg;
+    int same = 0;
+    if (plain_nodes(p, n, &h, meta_len, &heap, &d, NULL) != 0 ||
+        split_nodes(d.p, ps_dec_left(&d), &pre, &g, &rest, NULL) != 0 || g == 0 || g > INT64_MAX)
+        goto Exit;
+    /* the reference: header and meta, sid 8, scale, check 8; only where it is smaller */
+    size_t refbytes = HDR_SIZE + meta_len + 8 + uv_len(g) + 8, len = (size_t)(d.end - rest);
+    if (refbytes >= n)
+        goto Exit;
+    if (plain_nodes(tp, tn, &th, tml, &theap, &td, NULL) != 0 ||
+        split_nodes(td.p, ps_dec_left(&td), &tpre, &tg, &trest, NULL) != 0)
+        goto Exit;
+    /* exact: the same bytes but the scale, so the reference decodes to self's values */
+    same = tpre == pre && (size_t)(td.end - trest) == len && memcmp(td.p, d.p, pre) == 0 &&
+           memcmp(trest, rest, len) == 0;
+    if (same) {
+        uint8_t *o = ps_buf_reserve(out, refbytes);
+        memcpy(o, p, HDR_SIZE + meta_len);
+        o[0] = PS_CHUNK_ENC_REF;
+        uint8_t *q = o + HDR_SIZE + meta_len;
+        ps_enc_be64(q, twin_sid);
+        q = put_uv(q + 8, g);
+        ps_enc_be64(q, nodes_check(p, d.p, pre, rest, len));
+        out->len += refbytes;
+    }
+Exit:
+    free(heap);
+    free(theap);
+    return same;
 }

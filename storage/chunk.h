@@ -9,6 +9,10 @@
  *   appears late starts at its first index).
  * A closed chunk is stored packed (PS_CHUNK_ENC_ZSTD): the same header and meta, the node section
  * compressed by zstd; every decoder here reads both encodings.
+ * A chunk whose node section is another stored chunk's but for the value scale (cpu nanoseconds =
+ * samples x period: the same scaled values) is stored as a reference to it (PS_CHUNK_ENC_REF): the
+ * same header and meta, then the other chunk's series id and its own scale. Its reader passes the
+ * chunk it refers to (the one of that series with the same max_ts) to the _ref decoders.
  */
 #ifndef PS_STORAGE_CHUNK_H
 #define PS_STORAGE_CHUNK_H
@@ -40,12 +44,13 @@ typedef struct ps_chunk_data {
 } ps_chunk_data_t;
 
 typedef struct ps_chunk_header {
-    uint8_t encoding;    /* PS_CHUNK_ENC_V1 or PS_CHUNK_ENC_ZSTD */
+    uint8_t encoding;    /* PS_CHUNK_ENC_V1, PS_CHUNK_ENC_ZSTD or PS_CHUNK_ENC_REF */
     uint32_t n;
     int64_t min_ts, max_ts;
 } ps_chunk_header_t;
 
-enum { PS_CHUNK_ENC_V1 = 1, PS_CHUNK_ENC_ZSTD = 8 }; /* 2..7 are float chunk encodings (storage/internal.h): never reused */
+/* 2..7 are float chunk encodings (storage/internal.h): never reused */
+enum { PS_CHUNK_ENC_V1 = 1, PS_CHUNK_ENC_ZSTD = 8, PS_CHUNK_ENC_REF = 9 };
 
 /** The largest node section a packed chunk may hold, and the most it may expand over its
  *  compressed bytes: a packed chunk beyond either is damaged (the packer keeps such chunks V1). */
@@ -91,5 +96,40 @@ int ps_chunk_decode(const void *p, size_t n, ps_arena_t *arena, ps_chunk_data_t 
  */
 int ps_chunk_sum_range(const void *p, size_t n, uint32_t from, uint32_t to,
                        void (*on_node)(void *ctx, uint64_t node_id, int64_t sum), void *ctx, ps_err_t *err);
+
+/* ---- references (PS_CHUNK_ENC_REF) ---- */
+
+/** A hash of V1 chunk v1's n, min_ts, max_ts and node section but its value scale (never 0; 0 if
+ *  v1 is not a V1 chunk): chunks of equal keys may be twins, which ps_chunk_refer checks. */
+uint64_t ps_chunk_twin_key(const void *v1, size_t n);
+
+/**
+ * If the node section of chunk self (V1 or ZSTD) is, byte for byte but the value scale, that of
+ * chunk twin (V1 or ZSTD, the same n, min_ts and max_ts; read as untrusted bytes), appends to out
+ * the reference to it: self's header (encoding PS_CHUNK_ENC_REF) and meta, twin_sid, self's scale
+ * and a check of the node section; returns 1. Returns 0 (out untouched) when they differ or the
+ * reference would not be smaller than self; PS_EINVAL if self is neither V1 nor ZSTD.
+ */
+int ps_chunk_refer(const void *self, size_t n, const void *twin, size_t tn, uint64_t twin_sid, ps_buf_t *out,
+                   ps_err_t *err);
+
+/** The value scale (gcd of the values) of a V1 or ZSTD chunk; PS_ECORRUPT for a reference or bad bytes. */
+int ps_chunk_value_scale(const void *p, size_t n, uint64_t *scale, ps_err_t *err);
+
+/** 1 and *sid, the series whose chunk of the same max_ts it refers to, for a PS_CHUNK_ENC_REF
+ *  chunk; 0 for the other encodings; PS_ECORRUPT on bad bytes. */
+int ps_chunk_ref_sid(const void *p, size_t n, uint64_t *sid, ps_err_t *err);
+
+/**
+ * ps_chunk_decode and ps_chunk_sum_range of any chunk, a reference included: ref, refn the chunk
+ * it refers to (NULL: missing, PS_ECORRUPT naming it), ignored for the other encodings. A
+ * reference whose chunk is damaged, of other profiles, or not the one it was made from (its
+ * check) fails with PS_ECORRUPT, as a damaged chunk does. ps_chunk_decode and ps_chunk_sum_range
+ * are these with ref NULL.
+ */
+int ps_chunk_decode_ref(const void *p, size_t n, const void *ref, size_t refn, ps_arena_t *arena,
+                        ps_chunk_data_t *out, ps_err_t *err);
+int ps_chunk_sum_range_ref(const void *p, size_t n, const void *ref, size_t refn, uint32_t from, uint32_t to,
+                           void (*on_node)(void *ctx, uint64_t node_id, int64_t sum), void *ctx, ps_err_t *err);
 
 #endif

@@ -58,9 +58,48 @@ static triple_t *sort_triples(triple_t *t, triple_t *tmp, size_t m)
     return src;
 }
 
+/*
+ * Twins: a chunk whose node section is, but for the value scale, that of a chunk written before in
+ * the same compaction transaction (the cpu nanoseconds of a profile are its sample counts times the
+ * period: both series get the same scaled values, and come due in the same write) is stored once:
+ * one of the two becomes a reference to the other (PS_CHUNK_ENC_REF, chunk.h), after
+ * ps_chunk_refer compared them byte for byte. The one of the larger value scale stays whole (a CPU
+ * profile's nanoseconds, the type Grafana and Pyroscope query: its reads need no second lookup),
+ * unless a reference already points at the one stored before. twins maps ps_chunk_twin_key of
+ * each chunk stored whole -> its series, TWIN_REFERRED set once a reference points at it. Both
+ * chunks have the same key time, so retention drops them in the same pass.
+ */
+#define TWIN_REFERRED (1ull << 63)
+
+/* 0: no twin; 1: out holds this chunk (v1) as a reference to its twin (*osid); 2: other holds the
+ * twin's new value, a reference to this chunk, which is stored whole. */
+static int find_twin(ps_txn_t *txn, ps_hmap_t *twins, uint64_t key, uint64_t sid, int64_t max_ts, const ps_buf_t *v1,
+                     ps_buf_t *out, ps_buf_t *other, uint64_t *osid, ps_err_t *err)
+{
+    uint64_t val, mine, theirs;
+    uint8_t hk[8], kb[16];
+    MDB_val v;
+    ps_enc_be64(hk, key);
+    if (key == 0 || !ps_hmap_get(twins, hk, 8, &val) || (val & ~TWIN_REFERRED) == sid)
+        return 0;
+    *osid = val & ~TWIN_REFERRED;
+    ps_key_sid_ts(kb, *osid, max_ts);
+    if (!ps_txn_get(txn, DB_CHUNKS, kb, 16, &v, "reading a twin chunk"))
+        return txn->ret ? ps_txn_error(txn, err) : 0;
+    if (!(val & TWIN_REFERRED) && ps_chunk_value_scale(v1->data, v1->len, &mine, NULL) == 0 &&
+        ps_chunk_value_scale(v.mv_data, v.mv_size, &theirs, NULL) == 0 && mine > theirs) {
+        int r = ps_chunk_refer(v.mv_data, v.mv_size, v1->data, v1->len, sid, other, err);
+        return r == 1 ? 2 : r;
+    }
+    int r = ps_chunk_refer(v1->data, v1->len, v.mv_data, v.mv_size, *osid, out, err);
+    if (r == 1)
+        ps_hmap_put(twins, hk, 8, val | TWIN_REFERRED);
+    return r;
+}
+
 /* Writes one chunk from n decoded head profiles. */
 static int write_chunk(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_stored_profile_t *ps, int64_t *ts, uint32_t n,
-                       ps_arena_t *a, ps_err_t *err)
+                       ps_hmap_t *twins, ps_arena_t *a, ps_err_t *err)
 {
     ps_chunk_data_t d = {0};
     d.n = n;
@@ -98,23 +137,43 @@ static int write_chunk(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_sto
     d.off[nn] = (uint32_t)m;
     d.nnodes = nn;
     free(tbuf);
-    ps_buf_t v1 = PS_BUF_INIT, out = PS_BUF_INIT;
-    int ret = ps_chunk_encode(&d, &v1, err);
-    if (ret == 0) /* closed chunks are stored packed: the node section through zstd (chunk.h) */
+    ps_buf_t v1 = PS_BUF_INIT, out = PS_BUF_INIT, other = PS_BUF_INIT;
+    uint64_t key = 0, osid = 0, mark = 0;
+    int ret = ps_chunk_encode(&d, &v1, err), found = 0;
+    if (ret == 0 && twins != NULL) {
+        key = ps_chunk_twin_key(v1.data, v1.len);
+        if ((found = find_twin(txn, twins, key, sid, ts[n - 1], &v1, &out, &other, &osid, err)) < 0)
+            ret = found;
+        if (found == 2)
+            mark = TWIN_REFERRED;
+    }
+    if (ret == 0 && found != 1) /* closed chunks are stored packed: the node section through zstd (chunk.h) */
         ret = ps_chunk_pack(v1.data, v1.len, PS_CHUNK_ZSTD_LEVEL, &out, err);
-    if (ret == 0) {
-        uint8_t kb[16];
-        ps_key_sid_ts(kb, sid, ts[n - 1]);
-        if (!ps_txn_put(txn, DB_CHUNKS, kb, 16, out.data, out.len, 0, "writing chunk"))
-            ret = ps_txn_error(txn, err);
+    uint8_t kb[16];
+    ps_key_sid_ts(kb, sid, ts[n - 1]);
+    if (ret == 0 && !ps_txn_put(txn, DB_CHUNKS, kb, 16, out.data, out.len, 0, "writing chunk"))
+        ret = ps_txn_error(txn, err);
+    /* the twin becomes a reference: deleted first, as LMDB would keep a smaller value written over a
+     * large one in the large one's overflow pages */
+    ps_key_sid_ts(kb, osid, ts[n - 1]);
+    if (ret == 0 && found == 2 && !ps_txn_del(txn, DB_CHUNKS, kb, 16, NULL, 0, "replacing a chunk by a reference"))
+        ret = ps_txn_missing(txn, err, "replacing a chunk by a reference");
+    if (ret == 0 && found == 2 && !ps_txn_put(txn, DB_CHUNKS, kb, 16, other.data, other.len, 0, "writing chunk"))
+        ret = ps_txn_error(txn, err);
+    if (ret == 0 && key != 0 && found != 1) { /* stored whole: a twin for the chunks after it */
+        uint8_t hk[8];
+        ps_enc_be64(hk, key);
+        ps_hmap_put(twins, hk, 8, sid | mark);
     }
     ps_buf_dispose(&v1);
     ps_buf_dispose(&out);
+    ps_buf_dispose(&other);
     return ret;
 }
 
 /* Compacts the whole head of one series into chunks of at most compact_max_profiles. */
-static int compact_series(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, uint32_t *nchunks, ps_err_t *err)
+static int compact_series(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, uint32_t *nchunks, ps_hmap_t *twins,
+                          ps_err_t *err)
 {
     uint32_t max = w->s->opts.compact_max_profiles;
     if (max == 0 || max > PS_CHUNK_MAX_PROFILES)
@@ -152,7 +211,7 @@ static int compact_series(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, uin
             break;
         if (first_ts == INT64_MIN)
             first_ts = ts[0];
-        if ((ret = write_chunk(w, txn, sid, ps, ts, n, &a, err)) != 0)
+        if ((ret = write_chunk(w, txn, sid, ps, ts, n, twins, &a, err)) != 0)
             goto Exit;
         (*nchunks)++;
         last_max = ts[n - 1];
@@ -252,8 +311,11 @@ static int compact_profiles(ps_store_writer_t *w, bool force, int64_t now_ns, ui
             }
         }
         ps_cur_close(&cur);
+        ps_hmap_t twins;
+        ps_hmap_init(&twins);
         for (size_t i = 0; i < ndue && ret == 0; i++)
-            ret = compact_series(w, txn, due[i], nchunks, err);
+            ret = compact_series(w, txn, due[i], nchunks, &twins, err);
+        ps_hmap_dispose(&twins);
         if (ret) {
             ps_txn_abort(txn);
             ps_sym_caches_clear(w);
@@ -294,8 +356,11 @@ int ps_store_compact_due(ps_store_writer_t *w, uint32_t *nchunks, ps_err_t *err)
     int ret = ps_txn_begin(&txn, w->s, PS_TXN_WRITE, err, "starting compaction transaction");
     if (ret)
         return ret;
+    ps_hmap_t twins;
+    ps_hmap_init(&twins);
     for (size_t i = 0; i < w->wc->ndue && ret == 0; i++)
-        ret = compact_series(w, &txn, w->wc->due[i], nchunks, err);
+        ret = compact_series(w, &txn, w->wc->due[i], nchunks, &twins, err);
+    ps_hmap_dispose(&twins);
     w->wc->ndue = 0;
     if (ret) {
         ps_txn_abort(&txn);

@@ -323,6 +323,11 @@ int ps_sum_raw(ps_txn_t *txn, int64_t min_ts, uint64_t sid, int64_t start, int64
 int ps_profiles_raw(ps_txn_t *txn, int64_t min_ts, uint64_t sid, int64_t start, int64_t end, bool meta_only,
                     int (*cb)(void *ctx, const ps_stored_profile_t *p), void *ctx, ps_err_t *err);
 
+/* read.c: *ref, the chunk that chunk p (of DB_CHUNKS) refers to when it is a PS_CHUNK_ENC_REF chunk,
+ * looked up in txn (valid as long as LMDB values are); {0, NULL} for the other encodings and when
+ * that chunk is missing (the _ref decoders of chunk.h then say so). PS_ECORRUPT or a txn error. */
+int ps_chunk_ref_lookup(ps_txn_t *txn, const void *p, size_t n, MDB_val *ref, ps_err_t *err);
+
 /* rollup.c: per series, the profiles of each closed window of an hour and of a day merged into one
  * record (docs/FORMAT.md "Rollups"). */
 #define PS_ROLLUP_LEVELS 2

@@ -198,11 +198,12 @@ int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, si
 }
 
 /* Emits the profiles of a decoded chunk within [start, end]. */
-static int emit_chunk(const void *p, size_t n, int64_t start, int64_t end, bool meta_only,
+static int emit_chunk(const void *p, size_t n, const MDB_val *ref, int64_t start, int64_t end, bool meta_only,
                       int (*cb)(void *ctx, const ps_stored_profile_t *p), void *ctx, ps_arena_t *a, ps_err_t *err)
 {
     ps_chunk_data_t d;
-    int ret = meta_only ? ps_chunk_decode_meta(p, n, a, &d, err) : ps_chunk_decode(p, n, a, &d, err);
+    int ret = meta_only ? ps_chunk_decode_meta(p, n, a, &d, err)
+                        : ps_chunk_decode_ref(p, n, ref->mv_data, ref->mv_size, a, &d, err);
     if (ret)
         return ret;
     uint32_t *cnt = NULL, *pos = NULL;
@@ -280,7 +281,27 @@ typedef struct walk {
     int (*on_chunk)(struct walk *w, const void *p, size_t n);
     int (*on_head)(struct walk *w, int64_t ts, const void *p, size_t n);
     void *ctx;
+    MDB_val ref; /* the chunk the visited one refers to (PS_CHUNK_ENC_REF), else {0, NULL} */
 } walk_t;
+
+int ps_chunk_ref_lookup(ps_txn_t *txn, const void *p, size_t n, MDB_val *ref, ps_err_t *err)
+{
+    uint64_t sid;
+    *ref = (MDB_val){0, NULL};
+    int r = ps_chunk_ref_sid(p, n, &sid, err);
+    if (r <= 0)
+        return r;
+    ps_chunk_header_t h;
+    ps_chunk_header(p, n, &h); /* ps_chunk_ref_sid read it */
+    uint8_t kb[16];
+    ps_key_sid_ts(kb, sid, h.max_ts);
+    if (!ps_txn_get(txn, DB_CHUNKS, kb, 16, ref, "reading the chunk a chunk refers to")) {
+        *ref = (MDB_val){0, NULL}; /* missing: the decoder names it */
+        if (txn->ret)
+            return ps_txn_error(txn, err);
+    }
+    return 0;
+}
 
 static int walk_db(walk_t *w, int db)
 {
@@ -297,11 +318,15 @@ static int walk_db(walk_t *w, int db)
         ps_arena_reset(&w->arena);
         if (db == DB_CHUNKS) {
             ps_chunk_header_t h;
-            if (ps_chunk_header(v.mv_data, v.mv_size, &h) != 0)
+            if (ps_chunk_header(v.mv_data, v.mv_size, &h) != 0) {
                 ret = chunk_damaged(w->err, w->sid, &k);
-            else if (h.min_ts > w->end)
                 break;
-            else if ((ret = w->on_chunk(w, v.mv_data, v.mv_size)) == PS_ECORRUPT)
+            }
+            if (h.min_ts > w->end)
+                break;
+            if ((ret = ps_chunk_ref_lookup(txn, v.mv_data, v.mv_size, &w->ref, w->err)) == 0)
+                ret = w->on_chunk(w, v.mv_data, v.mv_size);
+            if (ret == PS_ECORRUPT)
                 ps_err_prefix(w->err, "series %llu: damaged chunk (chunk up to %lld)", (unsigned long long)w->sid,
                               (long long)ps_ts_unkey(ps_get_be64((const uint8_t *)k.mv_data + 8)));
         } else {
@@ -345,7 +370,7 @@ typedef struct profiles_ctx {
 static int profiles_chunk(walk_t *w, const void *p, size_t n)
 {
     profiles_ctx_t *c = w->ctx;
-    return emit_chunk(p, n, w->start, w->end, c->meta_only, c->cb, c->ctx, &w->arena, w->err);
+    return emit_chunk(p, n, &w->ref, w->start, w->end, c->meta_only, c->cb, c->ctx, &w->arena, w->err);
 }
 
 static int profiles_head(walk_t *w, int64_t ts, const void *p, size_t n)
@@ -364,7 +389,7 @@ int ps_profiles_raw(ps_txn_t *txn, int64_t min_ts, uint64_t sid, int64_t start, 
                     int (*cb)(void *ctx, const ps_stored_profile_t *p), void *ctx, ps_err_t *err)
 {
     profiles_ctx_t c = {meta_only, cb, ctx};
-    walk_t w = {txn, min_ts, sid, start, end, PS_ARENA_INIT, err, profiles_chunk, profiles_head, &c};
+    walk_t w = {txn, min_ts, sid, start, end, PS_ARENA_INIT, err, profiles_chunk, profiles_head, &c, {0, NULL}};
     return walk_series(&w);
 }
 
@@ -396,7 +421,9 @@ static int sum_chunk(walk_t *w, const void *p, size_t n)
         return 0;
     for (uint32_t i = from; i < to; i++)
         info_add(c->info, d.ts[i], d.durations[i], d.periods[i], d.totals[i]);
-    return c->on_node ? ps_chunk_sum_range(p, n, from, to, c->on_node, c->ctx, w->err) : 0;
+    if (c->on_node == NULL)
+        return 0;
+    return ps_chunk_sum_range_ref(p, n, w->ref.mv_data, w->ref.mv_size, from, to, c->on_node, c->ctx, w->err);
 }
 
 static int sum_head(walk_t *w, int64_t ts, const void *p, size_t n)
@@ -416,7 +443,7 @@ int ps_sum_raw(ps_txn_t *txn, int64_t min_ts, uint64_t sid, int64_t start, int64
                void (*on_node)(void *ctx, uint64_t node, int64_t value), void *ctx, ps_sum_info_t *info, ps_err_t *err)
 {
     sum_ctx_t c = {on_node, ctx, info};
-    walk_t w = {txn, min_ts, sid, start, end, PS_ARENA_INIT, err, sum_chunk, sum_head, &c};
+    walk_t w = {txn, min_ts, sid, start, end, PS_ARENA_INIT, err, sum_chunk, sum_head, &c, {0, NULL}};
     return walk_series(&w);
 }
 

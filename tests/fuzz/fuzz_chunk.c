@@ -8,10 +8,15 @@
  * data, and its sum_range must equal a naive sum. Packed inputs (encoding 8: a zstd frame after
  * the meta) go through the same checks: a damaged frame, wrong sizes, a dictionary id, trailing
  * bytes must give PS_ECORRUPT. The seeds include packed chunks.
+ * References (encoding 9): an input that decodes is also the twin of the references made from it
+ * (ps_chunk_refer from its own V1 bytes, and from those of its values times a factor), which must
+ * decode through it to exactly those values; and every input is also read as a pair
+ * <u16 BE length L> <reference, L bytes> <its twin, the rest>, which may decode or fail with
+ * PS_ECORRUPT only, the _ref decoders agreeing. The seeds include such pairs.
  *
  * Build (clang):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
- *     -I . tests/fuzz/fuzz_chunk.c storage/chunk.c core/mem.c core/err.c -lzstd -o fuzz_chunk
+ *     -I . tests/fuzz/fuzz_chunk.c storage/chunk.c core/[a-z]*.c -lzstd -lm -lpthread -o fuzz_chunk
  *   ./fuzz_chunk -max_len=4096 corpus/
  */
 #include <stddef.h>
@@ -103,6 +108,78 @@ static void on_node(void *ctx, uint64_t id, int64_t sum)
     }
 }
 
+/* d's values and totals times f into arena arrays (out), or 0 when one would overflow. */
+static int times(ps_arena_t *a, const ps_chunk_data_t *d, int64_t f, ps_chunk_data_t *out)
+{
+    *out = *d;
+    uint32_t nnz = d->off[d->nnodes];
+    out->val = ps_arena_alloc(a, (nnz + 1) * sizeof(int64_t));
+    out->totals = ps_arena_alloc(a, d->n * sizeof(int64_t));
+    for (uint32_t k = 0; k < nnz; k++)
+        if (__builtin_mul_overflow(d->val[k], f, &out->val[k]))
+            return 0;
+    for (uint32_t i = 0; i < d->n; i++)
+        if (__builtin_mul_overflow(d->totals[i], f, &out->totals[i]))
+            return 0;
+    return 1;
+}
+
+/* The V1 chunk of want refers to twin (a chunk that decodes): when ps_chunk_refer makes the
+ * reference, every reader gets want back from it. */
+static void refer_check(ps_arena_t *a, const ps_chunk_data_t *want, const uint8_t *twin, size_t tlen)
+{
+    ps_buf_t v1 = PS_BUF_INIT, ref = PS_BUF_INIT;
+    ps_err_t err;
+    ps_chunk_data_t got;
+    uint64_t sid = 0;
+    CHECK(ps_chunk_encode(want, &v1, &err) == 0);
+    int r = ps_chunk_refer(v1.data, v1.len, twin, tlen, 77, &ref, &err);
+    CHECK(r == 0 || r == 1);
+    if (r == 1) {
+        CHECK(ref.len < v1.len && ref.data[0] == PS_CHUNK_ENC_REF);
+        CHECK(ps_chunk_ref_sid(ref.data, ref.len, &sid, &err) == 1 && sid == 77);
+        CHECK(ps_chunk_decode_ref(ref.data, ref.len, twin, tlen, a, &got, &err) == 0);
+        CHECK(same(want, &got));
+        CHECK(ps_chunk_decode(ref.data, ref.len, a, &got, &err) == PS_ECORRUPT); /* no twin */
+        sums_t s = {want, 0, want->n, 0, 0, 0};
+        CHECK(ps_chunk_sum_range_ref(ref.data, ref.len, twin, tlen, 0, want->n, on_node, &s, &err) == 0);
+        for (; s.j < want->nnodes; s.j++)
+            CHECK(exact_sum(want, s.j, 0, want->n) == 0);
+    } else {
+        CHECK(ref.len == 0);
+    }
+    ps_buf_dispose(&v1);
+    ps_buf_dispose(&ref);
+}
+
+/* The input as a pair <u16 BE L> <reference> <twin>: decodes, or PS_ECORRUPT from every reader. */
+static void pair_check(ps_arena_t *a, const uint8_t *data, size_t size)
+{
+    if (size < 2)
+        return;
+    size_t l = (size_t)data[0] << 8 | data[1];
+    if (l > size - 2)
+        return;
+    const uint8_t *ref = data + 2, *twin = ref + l;
+    size_t tlen = size - 2 - l;
+    ps_err_t err;
+    ps_chunk_data_t d;
+    int r = ps_chunk_decode_ref(ref, l, twin, tlen, a, &d, &err);
+    CHECK(r == 0 || (r == PS_ECORRUPT && err.code == PS_ECORRUPT && strncmp(err.msg, "chunk: ", 7) == 0) ||
+          (r == PS_ECORRUPT && strncmp(err.msg, "the chunk of series ", 20) == 0));
+    if (r == 0) {
+        check_valid(&d);
+        sums_t s = {&d, 0, d.n, 0, 0, 0};
+        CHECK(ps_chunk_sum_range_ref(ref, l, twin, tlen, 0, d.n, on_node, &s, &err) == 0);
+        for (; s.j < d.nnodes; s.j++)
+            CHECK(exact_sum(&d, s.j, 0, d.n) == 0);
+    } else {
+        sums_t s = {NULL, 0, 70000, 0, 0, 0};
+        int rs = ps_chunk_sum_range_ref(ref, l, twin, tlen, 0, 70000, on_node, &s, &err);
+        CHECK(rs == 0 || rs == PS_ECORRUPT);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ps_arena_t a = PS_ARENA_INIT;
@@ -137,6 +214,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(ps_chunk_sum_range(data, size, from, to, on_node, &s, &err) == 0);
         for (; s.j < d.nnodes; s.j++) /* no nonzero sum left unreported */
             CHECK(exact_sum(&d, s.j, s.from, s.to) == 0);
+        if (h.encoding != PS_CHUNK_ENC_REF) { /* the input as a twin: of its own values, and times f */
+            refer_check(&a, &d, data, size);
+            ps_chunk_data_t f;
+            if (times(&a, &d, 1 + (int64_t)(size % 1000), &f))
+                refer_check(&a, &f, data, size);
+        }
     } else {
         CHECK(r == PS_ECORRUPT && err.code == PS_ECORRUPT && strncmp(err.msg, "chunk: ", 7) == 0);
         CHECK(d.n == 0 && d.ts == NULL && d.nnodes == 0);
@@ -144,6 +227,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int rs = ps_chunk_sum_range(data, size, from, to, on_node, &s, &err);
         CHECK(rs == 0 || rs == PS_ECORRUPT);
     }
+    pair_check(&a, data, size);
     ps_buf_dispose(&b1);
     ps_buf_dispose(&b2);
     ps_arena_dispose(&a);
@@ -201,6 +285,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
             ps_fuzz_write_seed(dir, "chunk", s, b.data, b.len);
             if (ps_chunk_pack(b.data, b.len, 3, &p, &err) == 0 && p.data[0] == PS_CHUNK_ENC_ZSTD)
                 ps_fuzz_write_seed(dir, "packed", s, p.data, p.len);
+            /* a pair: the reference of d's values times 7 to d's chunk (packed or V1), then it */
+            ps_chunk_data_t f;
+            ps_buf_t v7 = PS_BUF_INIT, ref = PS_BUF_INIT, pair = PS_BUF_INIT;
+            const ps_buf_t *twin = p.len ? &p : &b;
+            if (times(&a, &d, 7, &f) && ps_chunk_encode(&f, &v7, &err) == 0 &&
+                ps_chunk_refer(v7.data, v7.len, twin->data, twin->len, 5, &ref, &err) == 1) {
+                uint8_t l[2] = {(uint8_t)(ref.len >> 8), (uint8_t)ref.len};
+                ps_buf_append(&pair, l, 2);
+                ps_buf_append(&pair, ref.data, ref.len);
+                ps_buf_append(&pair, twin->data, twin->len);
+                ps_fuzz_write_seed(dir, "ref", s, pair.data, pair.len);
+            }
+            ps_buf_dispose(&v7);
+            ps_buf_dispose(&ref);
+            ps_buf_dispose(&pair);
         }
         ps_buf_dispose(&b);
         ps_buf_dispose(&p);

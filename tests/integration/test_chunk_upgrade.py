@@ -1,4 +1,4 @@
-"""Schema 6 -> 8 (docs/FORMAT.md: 7 packed chunks, 8 rollups): a data directory written by the schema 6 profstore
+"""Schema 6 -> 9 (docs/FORMAT.md: 7 packed chunks, 8 rollups, 9 references to twin chunks): a data directory written by the schema 6 profstore
 (tests/testdata/store-v6, made by its make.py with the commit before packed chunks) opens,
 is upgraded in place, and every stored profile reads back byte for byte as the schema 6 profstore
 answered (its answers.json); its V1 chunks stay as they are, the chunks closed after the upgrade
@@ -59,9 +59,9 @@ def test_schema6_store_reads_back_byte_for_byte(make_server, v6_dir):
     srv = make_server(data_dir=v6_dir, retention="0", storage_compact_max_profiles=5, storage_compact_window="0",
                       threads=1)
     assert answers(srv) == want
-    # upgraded in place: version 8 written, the old chunks untouched
+    # upgraded in place: version 9 written, the old chunks untouched
     assert srv.stop() == 0
-    assert dump(v6_dir, "info")[b"schema".hex()] == bytes([0, 0, 0, 8])
+    assert dump(v6_dir, "info")[b"schema".hex()] == bytes([0, 0, 0, 9])
     assert encodings(v6_dir) == [1] * 8
     # the heads (2 cpu profiles a series, 3 heap) folded into chunks now are packed where it pays
     srv.start()
@@ -69,10 +69,10 @@ def test_schema6_store_reads_back_byte_for_byte(make_server, v6_dir):
     assert res == {"status": "success", "data": {"chunks": 8}}, res
     assert answers(srv) == want
     assert srv.stop() == 0
-    # in key order: the 4 cpu series (2 old chunks, then the packed head of 2 profiles each), then
-    # the 4 heap series' heads of 3 profiles: two pack, two (few values: a zstd frame would not be
-    # shorter) stay V1
-    assert encodings(v6_dir) == [1, 1, 8, 1, 1, 8, 1, 1, 8, 1, 1, 8, 8, 8, 1, 1]
+    # in key order: the 4 cpu series (2 old chunks, then the head of 2 profiles each: samples/count
+    # as a reference (9) to its cpu/nanoseconds twin, packed, schema 9), then the 4 heap series'
+    # heads of 3 profiles: two pack, two (few values: a zstd frame would not be shorter) stay V1
+    assert encodings(v6_dir) == [1, 1, 9, 1, 1, 8, 1, 1, 9, 1, 1, 8, 8, 8, 1, 1]
     check = subprocess.run([PROFSTORE_BIN, "--data-dir", str(v6_dir), "--storage.check"], capture_output=True,
                            text=True, timeout=60)
     assert check.returncode == 0, check.stdout + check.stderr

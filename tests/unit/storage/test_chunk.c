@@ -2,7 +2,8 @@
  * test_chunk.c - the chunk codec: round trips on random and edge data, sum_range against a naive
  * sum, header/meta decoding, encoder rejections, truncation and byte flips, sizes; packed chunks
  * (PS_CHUNK_ENC_ZSTD): the same answers as V1, V1 kept where packing does not pay, damaged frames
- * with their messages. Speed is
+ * with their messages; references (PS_CHUNK_ENC_REF): exact against their twin, fallback at write
+ * time, missing or damaged twins with their messages. Speed is
  * measured by bench/chunk.c (benchmarks print figures; unit tests do not time).
  */
 #include <setjmp.h>
@@ -741,6 +742,225 @@ static void test_packed_roundtrip(void **state)
     ps_buf_dispose(&packed);
 }
 
+/* ---- references (PS_CHUNK_ENC_REF) ------------------------------------------------------ */
+
+/** c with every value and total times f, into arrays of arena a (the twin's "cpu nanoseconds"). */
+static void times(ps_arena_t *a, const ps_chunk_data_t *c, int64_t f, ps_chunk_data_t *out)
+{
+    *out = *c;
+    uint32_t nnz = c->off[c->nnodes];
+    out->val = ps_arena_alloc(a, (nnz + 1) * sizeof(int64_t));
+    out->totals = ps_arena_alloc(a, c->n * sizeof(int64_t));
+    for (uint32_t k = 0; k < nnz; k++)
+        out->val[k] = c->val[k] * f;
+    for (uint32_t i = 0; i < c->n; i++)
+        out->totals[i] = c->totals[i] * f;
+}
+
+/** The reference ref to twin answers as the V1 chunk of d, through every reader. */
+static void ref_check(const ps_chunk_data_t *d, const ps_buf_t *ref, const ps_buf_t *twin)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t got, meta;
+    ps_err_t err;
+    if (ps_chunk_decode_ref(ref->data, ref->len, twin->data, twin->len, &a, &got, &err) != 0)
+        fail_msg("decode reference: %s", err.msg);
+    assert_chunk_equal(d, &got);
+    assert_int_equal(ps_chunk_decode_meta(ref->data, ref->len, &a, &meta, &err), 0);
+    assert_meta_equal(d, &meta);
+    static sums_t want, s;
+    uint32_t ranges[][2] = {{0, d->n}, {d->n / 3, d->n - d->n / 4}, {d->n - 1, d->n + 5}};
+    for (size_t i = 0; i < 3; i++) {
+        naive_sums(d, ranges[i][0], ranges[i][1], &want);
+        s.n = 0;
+        s.sorted = 1;
+        if (ps_chunk_sum_range_ref(ref->data, ref->len, twin->data, twin->len, ranges[i][0], ranges[i][1], on_node, &s,
+                                   &err) != 0)
+            fail_msg("sum_range reference: %s", err.msg);
+        assert_true(s.sorted);
+        assert_int_equal(s.n, want.n);
+        assert_memory_equal(s.ids, want.ids, want.n * sizeof(uint64_t));
+        assert_memory_equal(s.sums, want.sums, want.n * sizeof(int64_t));
+    }
+    ps_arena_dispose(&a);
+}
+
+/*
+ * A chunk whose values are its twin's times a constant is stored as a reference (header, meta,
+ * twin's series, scale, check) that decodes to its own values exactly, from a packed or a V1 twin
+ * and in both directions; a value off by one, other timestamps or other profiles fall back (0,
+ * nothing written).
+ */
+static void test_ref_twins(void **state)
+{
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_chunk_data_t cnt, ns, off;
+    ps_buf_t v1c = PS_BUF_INIT, v1n = PS_BUF_INIT, pc = PS_BUF_INIT, pn = PS_BUF_INIT, ref = PS_BUF_INIT,
+             tmp = PS_BUF_INIT;
+    ps_err_t err;
+    for (int it = 0; it < 40; it++) {
+        uint32_t n = it == 0 ? 120 : 1 + (uint32_t)rnd_below(200);
+        uint32_t nnodes = it == 0 ? 600 : 1 + (uint32_t)rnd_below(300);
+        gen_chunk(&a, &cnt, n, nnodes, it == 0 ? 0.3 : (double)rnd_below(101) / 100, VAL_SMALL, (ts_mode_t)(it % 3));
+        times(&a, &cnt, 10000000, &ns); /* cpu nanoseconds at 100 Hz */
+        roundtrip(&cnt, &v1c);
+        roundtrip(&ns, &v1n);
+        pack_check(&cnt, &v1c, &pc);
+        pack_check(&ns, &v1n, &pn);
+        uint64_t key = ps_chunk_twin_key(v1n.data, v1n.len);
+        assert_true(key != 0);
+        assert_int_equal(ps_chunk_twin_key(v1c.data, v1c.len), key);
+        if (pc.data[0] == PS_CHUNK_ENC_ZSTD)
+            assert_int_equal(ps_chunk_twin_key(pc.data, pc.len), 0); /* V1 only */
+        /* ns refers to the packed count chunk, and to the V1 one */
+        ps_buf_reset(&ref);
+        int r = ps_chunk_refer(v1n.data, v1n.len, pc.data, pc.len, 42, &ref, &err);
+        if (r == 0) { /* only where the reference is smaller than V1: tiny chunks */
+            assert_int_equal(ref.len, 0);
+            assert_true(v1n.len <= 23 + ps_get_be32(v1n.data + 19) + 8 + 10 + 8);
+            continue;
+        }
+        assert_int_equal(r, 1);
+        ps_chunk_header_t h;
+        assert_int_equal(ps_chunk_header(ref.data, ref.len, &h), 0);
+        assert_int_equal(h.encoding, PS_CHUNK_ENC_REF);
+        assert_memory_equal(ref.data + 1, v1n.data + 1, 22 + ps_get_be32(v1n.data + 19)); /* header and meta */
+        size_t tail = ref.len - 23 - ps_get_be32(v1n.data + 19); /* sid, scale (10^7 x the counts' gcd), check */
+        assert_true(tail >= 8 + 4 + 8 && tail <= 8 + 6 + 8);
+        assert_true(ref.len < v1n.len);
+        uint64_t sid = 0;
+        assert_int_equal(ps_chunk_ref_sid(ref.data, ref.len, &sid, &err), 1);
+        assert_int_equal(sid, 42);
+        assert_int_equal(ps_chunk_ref_sid(pc.data, pc.len, &sid, &err), 0);
+        ref_check(&ns, &ref, &pc);
+        ref_check(&ns, &ref, &v1c);
+        /* the other way: the count chunk refers to the packed nanoseconds */
+        ps_buf_reset(&tmp);
+        if (ps_chunk_refer(v1c.data, v1c.len, pn.data, pn.len, 7, &tmp, &err) == 1)
+            ref_check(&cnt, &tmp, &pn);
+        /* no twin: a precise error, from every reader */
+        ps_chunk_data_t got;
+        char want[160];
+        snprintf(want, sizeof(want), "chunk: the chunk of series 42 up to %lld it refers to is missing",
+                 (long long)ns.ts[n - 1]);
+        assert_int_equal(ps_chunk_decode(ref.data, ref.len, &a, &got, &err), PS_ECORRUPT);
+        assert_string_equal(err.msg, want);
+        sums_t *s = calloc(1, sizeof(sums_t));
+        assert_int_equal(ps_chunk_sum_range(ref.data, ref.len, 0, n, on_node, s, &err), PS_ECORRUPT);
+        assert_string_equal(err.msg, want);
+        /* a twin of other values, the same profiles: the check fails */
+        off = cnt;
+        off.val = ps_arena_alloc(&a, (cnt.off[cnt.nnodes] + 1) * sizeof(int64_t));
+        memcpy(off.val, cnt.val, cnt.off[cnt.nnodes] * sizeof(int64_t));
+        off.val[cnt.off[cnt.nnodes] - 1] += off.val[cnt.off[cnt.nnodes] - 1] == -1 ? 2 : 1;
+        roundtrip(&off, &tmp);
+        snprintf(want, sizeof(want),
+                 "the chunk of series 42 up to %lld it refers to: chunk: its node section does not match the "
+                 "reference's check",
+                 (long long)ns.ts[n - 1]);
+        assert_int_equal(ps_chunk_decode_ref(ref.data, ref.len, tmp.data, tmp.len, &a, &got, &err), PS_ECORRUPT);
+        assert_string_equal(err.msg, want);
+        assert_int_equal(ps_chunk_sum_range_ref(ref.data, ref.len, tmp.data, tmp.len, 0, n, on_node, s, &err),
+                         PS_ECORRUPT);
+        assert_string_equal(err.msg, want);
+        /* ... and at write time: no reference, nothing written */
+        ps_buf_t none = PS_BUF_INIT;
+        assert_int_equal(ps_chunk_refer(v1n.data, v1n.len, tmp.data, tmp.len, 42, &none, &err), 0);
+        assert_int_equal(none.len, 0);
+        /* a reference as the twin: refused */
+        assert_int_equal(ps_chunk_decode_ref(ref.data, ref.len, ref.data, ref.len, &a, &got, &err), PS_ECORRUPT);
+        assert_int_equal(ps_chunk_refer(v1n.data, v1n.len, ref.data, ref.len, 42, &none, &err), 0);
+        /* a twin of other profiles (one more, other times): refused */
+        if (n > 1) {
+            ps_chunk_data_t other;
+            gen_chunk(&a, &other, n + 1, 3, 0.5, VAL_SMALL, TS_REGULAR);
+            roundtrip(&other, &tmp);
+            assert_int_equal(ps_chunk_decode_ref(ref.data, ref.len, tmp.data, tmp.len, &a, &got, &err), PS_ECORRUPT);
+            assert_non_null(strstr(err.msg, "not this chunk's"));
+            assert_int_equal(ps_chunk_refer(v1n.data, v1n.len, tmp.data, tmp.len, 42, &none, &err), 0);
+        }
+        /* not a V1 chunk to refer from */
+        /* a packed chunk refers as its V1 form does, to the same bytes */
+        assert_int_equal(ps_chunk_refer(pn.data, pn.len, pc.data, pc.len, 42, &none, &err), ref.len < pn.len);
+        if (ref.len < pn.len)
+            assert_memory_equal(none.data, ref.data, ref.len);
+        ps_buf_reset(&none);
+        /* the value scales (the compactor keeps the larger whole); a reference has none of its own */
+        uint64_t gc = 0, gn = 0;
+        assert_int_equal(ps_chunk_value_scale(pc.data, pc.len, &gc, &err), 0);
+        assert_int_equal(ps_chunk_value_scale(v1n.data, v1n.len, &gn, &err), 0);
+        assert_int_equal(gn, gc * 10000000);
+        assert_int_equal(ps_chunk_value_scale(ref.data, ref.len, &gn, &err), PS_ECORRUPT);
+        /* a reference does not refer */
+        assert_int_equal(ps_chunk_refer(ref.data, ref.len, pc.data, pc.len, 42, &none, &err), PS_EINVAL);
+        assert_int_equal(none.len, 0);
+        ps_buf_dispose(&none);
+        free(s);
+    }
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&v1c);
+    ps_buf_dispose(&v1n);
+    ps_buf_dispose(&pc);
+    ps_buf_dispose(&pn);
+    ps_buf_dispose(&ref);
+    ps_buf_dispose(&tmp);
+}
+
+/*
+ * Damage to a reference or to its twin: every byte flipped and every length cut, one at a time,
+ * never crashes; each reader either fails with PS_ECORRUPT or answers the original values (a flip
+ * in the twin's own meta, which a reference does not read).
+ */
+static void test_ref_damaged(void **state)
+{
+    ps_arena_t a = PS_ARENA_INIT, da = PS_ARENA_INIT;
+    ps_chunk_data_t cnt, ns, got;
+    ps_buf_t v1c = PS_BUF_INIT, v1n = PS_BUF_INIT, pc = PS_BUF_INIT, ref = PS_BUF_INIT;
+    ps_err_t err;
+    gen_chunk(&a, &cnt, 30, 40, 0.5, VAL_SMALL, TS_REGULAR);
+    times(&a, &cnt, 10000000, &ns);
+    roundtrip(&cnt, &v1c);
+    roundtrip(&ns, &v1n);
+    assert_int_equal(pack_check(&cnt, &v1c, &pc), 1);
+    assert_int_equal(ps_chunk_refer(v1n.data, v1n.len, pc.data, pc.len, 3, &ref, &err), 1);
+    sums_t *s = calloc(1, sizeof(sums_t));
+    for (int which = 0; which < 2; which++) {
+        ps_buf_t *b = which == 0 ? &ref : &pc;
+        for (size_t i = 0; i < b->len; i++) {
+            for (int flip = 0; flip < 2; flip++) {
+                uint8_t old = b->data[i];
+                b->data[i] ^= flip ? 0xff : 0x01;
+                ps_arena_reset(&da);
+                int r = ps_chunk_decode_ref(ref.data, ref.len, pc.data, pc.len, &da, &got, &err);
+                assert_true(r == 0 || r == PS_ECORRUPT);
+                if (r == 0 && which == 1)
+                    assert_chunk_equal(&ns, &got);
+                s->n = 0;
+                int rs = ps_chunk_sum_range_ref(ref.data, ref.len, pc.data, pc.len, 0, ns.n, on_node, s, &err);
+                assert_true(rs == 0 || rs == PS_ECORRUPT);
+                b->data[i] = old;
+            }
+        }
+        for (size_t cut = 0; cut < b->len; cut++) {
+            ps_arena_reset(&da);
+            size_t rl = which == 0 ? cut : ref.len, tl = which == 1 ? cut : pc.len;
+            assert_int_equal(ps_chunk_decode_ref(ref.data, rl, pc.data, tl, &da, &got, &err), PS_ECORRUPT);
+            s->n = 0;
+            assert_int_equal(ps_chunk_sum_range_ref(ref.data, rl, pc.data, tl, 0, ns.n, on_node, s, &err), PS_ECORRUPT);
+        }
+    }
+    ps_arena_reset(&da);
+    assert_int_equal(ps_chunk_decode_ref(ref.data, ref.len, pc.data, pc.len, &da, &got, &err), 0);
+    assert_chunk_equal(&ns, &got);
+    free(s);
+    ps_arena_dispose(&a);
+    ps_arena_dispose(&da);
+    ps_buf_dispose(&v1c);
+    ps_buf_dispose(&v1n);
+    ps_buf_dispose(&pc);
+    ps_buf_dispose(&ref);
+}
+
 /** The packed chunk of d (which must pack) in out; *at gets where its zstd frame starts. */
 static void packed_of(ps_arena_t *a, ps_chunk_data_t *d, ps_buf_t *out, size_t *at)
 {
@@ -885,7 +1105,8 @@ int main(void)
         cmocka_unit_test(test_corrupt_messages), cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_byte_flips),       cmocka_unit_test(test_size_realistic),
         cmocka_unit_test(test_packed_roundtrip), cmocka_unit_test(test_packed_damaged),
-        cmocka_unit_test(test_packed_cache),
+        cmocka_unit_test(test_packed_cache),     cmocka_unit_test(test_ref_twins),
+        cmocka_unit_test(test_ref_damaged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,7 @@
 
 #include "core/timeutil.h"
 #include "proto/pprof.h"
+#include "storage/chunk.h"
 #include "storage/internal.h"
 #include "storage/store.h"
 
@@ -521,6 +522,158 @@ static void test_compaction_chunks_and_retention(void **state)
     free(dir);
 }
 
+/* Counts the chunks of each encoding (enc[encoding byte]) in s; checks that the references (small)
+ * sit in the leaf pages, and only the large chunks on overflow pages. */
+static void chunk_encodings(ps_store_t *s, uint32_t enc[256])
+{
+    ps_reader_t *r;
+    ps_err_t err;
+    memset(enc, 0, 256 * sizeof(uint32_t));
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    ps_cur_t cur;
+    size_t ovpages = 0;
+    assert_true(ps_cur_open(&cur, &r->txn, DB_CHUNKS, "counting chunks"));
+    for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur)) {
+        uint8_t e = ((const uint8_t *)cur.v.mv_data)[0];
+        enc[e]++;
+        if (e == PS_CHUNK_ENC_REF)
+            assert_true(cur.v.mv_size < 1000);
+        else if (cur.v.mv_size > 2500)
+            ovpages += (cur.v.mv_size + 15) / 4096 + 1; /* LMDB's OVPAGES, 4 KiB pages */
+        else if (cur.v.mv_size >= 1000)
+            fail_msg("a chunk of %zu bytes: neither surely inline nor surely on overflow pages", cur.v.mv_size);
+    }
+    ps_cur_close(&cur);
+    MDB_stat st;
+    assert_int_equal(mdb_stat(r->txn.txn, s->dbi[DB_CHUNKS], &st), 0);
+    assert_int_equal(st.ms_psize, 4096);
+    assert_int_equal(st.ms_overflow_pages, ovpages);
+    ps_reader_end(r);
+}
+
+static void count_damage(void *ctx, const char *msg)
+{
+    snprintf(ctx, 512, "%s", msg);
+}
+
+/*
+ * A Go CPU profile's cpu/nanoseconds are its samples/count times the period: compaction stores
+ * the chunk of one type as a reference to the other's (PS_CHUNK_ENC_REF), every profile reads back
+ * as written (also reopened), the check finds no damage; a profile with one value off falls back
+ * to packed chunks. Retention drops a chunk and its twin together; a missing twin is a precise
+ * error.
+ */
+static void test_twin_chunks(void **state)
+{
+    char *dir = tmpdir();
+    int64_t now = ps_time_now(), t0 = now - 50 * 60 * PS_NS_PER_S, t1 = now - 5 * 60 * PS_NS_PER_S;
+    ps_store_t *s = open_store(dir, 3600ll * PS_NS_PER_S);
+    enum { NP = 52, OFF = 50 }; /* old: 0, 1; twin: 2..49 (Go CPU profiles of 3 kinds, random counts: a
+                                 * chunk on overflow pages); off: 50, 51 */
+    const char *jobs[NP];
+    for (int i = 0; i < NP; i++)
+        jobs[i] = i < 2 ? "{job=\"old\"}" : i < OFF ? "{job=\"twin\"}" : "{job=\"off\"}";
+    static const int fix[3] = {0, 2, 3}; /* cpu-01, cpu-02, cpu-seed2-01 */
+    pushed_t p[NP];
+    memset(p, 0, sizeof(p));
+    ps_err_t err;
+    for (int i = 0; i < NP; i++) {
+        prepare(&p[i], &fixtures[i < OFF ? fix[i % 3] : 0], jobs[i], (i < 2 ? t0 : t1) + i * 10 * PS_NS_PER_S);
+        assert_int_equal(p[i].app.nseries, 2); /* samples/count, cpu/nanoseconds */
+        if (i >= 2 && i < OFF) /* random counts (big chunks), nanoseconds = count x period */
+            for (uint32_t k = 0; k < p[i].app.profile->nsamples; k++) {
+                int64_t *v = p[i].app.profile->samples[k].values;
+                v[0] = 1 + (int64_t)(ps_test_rnd() % 1000);
+                v[1] = v[0] * p[i].app.profile->period;
+            }
+        if (i == NP - 1) /* one nanoseconds value not count x period */
+            p[i].app.profile->samples[3].values[1] += 1;
+        ps_append_t *it = &p[i].app;
+        assert_int_equal(ps_store_write_batch(ps_test_writer(s), &it, 1, &err), 0);
+        assert_int_equal(it->status, 0);
+    }
+    uint32_t nchunks = 0, enc[256];
+    assert_int_equal(ps_store_compact(ps_test_writer(s), true, now, &nchunks, &err), 0);
+    assert_int_equal(nchunks, 6);
+    chunk_encodings(s, enc);
+    assert_int_equal(enc[PS_CHUNK_ENC_ZSTD], 4); /* old, twin: one type each; off: both */
+    assert_int_equal(enc[PS_CHUNK_ENC_REF], 2);
+    for (int phase = 0; phase < 2; phase++) {
+        if (phase == 1) {
+            ps_test_close_store(s);
+            s = open_store(dir, 3600ll * PS_NS_PER_S);
+        }
+        for (int i = 0; i < NP; i++)
+            for (uint32_t k = 0; k < 2; k++)
+                check_series(s, p[i].app.series_ids[k], p[i].app.ts, p[i].app.profile, k, jobs[i]);
+        ps_check_stats_t st = {0};
+        char last[512] = "";
+        assert_int_equal(ps_store_check(s, count_damage, last, &st, NULL, &err), 0);
+        assert_int_equal(st.damaged, 0);
+        assert_int_equal(st.chunks, 6);
+        assert_int_equal(st.profiles, 2 * NP);
+    }
+    /* retention: the old job's chunk and its reference go in the same pass (40 min from now: the
+     * cutoff is 20 min ago) */
+    uint32_t dropped = 0;
+    assert_int_equal(ps_store_retain(ps_test_writer(s), now + 40 * 60 * PS_NS_PER_S, &dropped, &err), 0);
+    assert_int_equal(dropped, 2);
+    chunk_encodings(s, enc);
+    assert_int_equal(enc[PS_CHUNK_ENC_ZSTD], 3);
+    assert_int_equal(enc[PS_CHUNK_ENC_REF], 1);
+    for (int i = 2; i < NP; i++)
+        for (uint32_t k = 0; k < 2; k++)
+            check_series(s, p[i].app.series_ids[k], p[i].app.ts, p[i].app.profile, k, jobs[i]);
+    /* the twin of the reference deleted behind the store's back: reading it is a precise error */
+    uint64_t holder = 0, twin = 0;
+    int64_t max_ts = p[OFF - 1].app.ts;
+    for (uint32_t k = 0; k < 2; k++) {
+        uint64_t sid = p[2].app.series_ids[k];
+        ps_reader_t *r;
+        assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+        uint8_t kb[16];
+        MDB_val v;
+        ps_key_sid_ts(kb, sid, max_ts);
+        assert_true(ps_txn_get(&r->txn, DB_CHUNKS, kb, 16, &v, "test"));
+        if (((const uint8_t *)v.mv_data)[0] == PS_CHUNK_ENC_REF) {
+            holder = sid;
+            assert_int_equal(ps_chunk_ref_sid(v.mv_data, v.mv_size, &twin, &err), 1);
+        }
+        ps_reader_end(r);
+    }
+    assert_true(holder != 0 && (twin == p[2].app.series_ids[0] || twin == p[2].app.series_ids[1]) && twin != holder);
+    ps_txn_t t;
+    uint8_t kb[16];
+    ps_key_sid_ts(kb, twin, max_ts);
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_WRITE, &err, "test"), 0);
+    assert_true(ps_txn_del(&t, DB_CHUNKS, kb, 16, NULL, 0, "test"));
+    assert_int_equal(ps_txn_commit(&t, &err, "test"), 0);
+    ps_reader_t *r;
+    count_ctx_t c = {0};
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_profiles(r, holder, INT64_MIN, INT64_MAX, false, count_profiles, &c, &err), PS_ECORRUPT);
+    char want[256];
+    snprintf(want, sizeof(want),
+             "series %llu: damaged chunk (chunk up to %lld): chunk: the chunk of series %llu up to %lld it refers to "
+             "is missing",
+             (unsigned long long)holder, (long long)max_ts, (unsigned long long)twin, (long long)max_ts);
+    assert_string_equal(err.msg, want);
+    ps_sum_info_t info = {0};
+    assert_int_equal(ps_reader_sum(r, holder, INT64_MIN, INT64_MAX, NULL, NULL, &info, &err), 0); /* meta only */
+    assert_int_equal(info.profiles, OFF - 2);
+    ps_reader_end(r);
+    ps_check_stats_t st = {0};
+    char last[512] = "";
+    assert_int_equal(ps_store_check(s, count_damage, last, &st, NULL, &err), 0);
+    assert_int_equal(st.damaged, 1);
+    assert_non_null(strstr(last, "it refers to is missing"));
+    for (int i = 0; i < NP; i++)
+        release(&p[i]);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 /*
  * The idle rule (no profile for compact_window of wall time) measures from the last append in
  * this process, which must survive everything that clears the writer's caches: a same-timestamp
@@ -897,6 +1050,7 @@ int main(void)
         cmocka_unit_test(test_order_duplicates_conflicts),
         cmocka_unit_test(test_compaction_chunks_and_retention),
         cmocka_unit_test(test_schema_version_refused),
+        cmocka_unit_test(test_twin_chunks),
         cmocka_unit_test(test_idle_rule_survives_cache_clear),
         cmocka_unit_test(test_retention_counts_series_once),
         cmocka_unit_test(test_index_walk_errors),
