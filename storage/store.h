@@ -39,6 +39,8 @@ typedef struct ps_store_opts {
                                    * profile for this long (wall clock); 0 = only by count */
     bool nosync;                  /* tests/benchmarks only: no fsync on commit (not durable) */
     uint64_t cache_bytes;         /* writer caches (symbols, stacks, series) are dropped past this (default 512 MiB) */
+    uint32_t series_cache_max;    /* ... and the series caches (labels -> id, head state) past this many
+                                   * series (default 65,536): a million series would keep ~300 B each */
     uint64_t disk_reserve;        /* bytes kept in <dir>/space.reserve: given up when the disk is
                                    * full, so that retention and compaction (LMDB deletes need new
                                    * pages) can run; writes wait until it can be taken back. 0 = none */
