@@ -171,13 +171,32 @@ static void test_select_short_list_first(void **state)
     assert_int_equal(ps_query_select(f.r, &sel, A, Z, 1000, &f.a, &set, &f.err), 0);
     assert_int_equal(set.n, 5);
     for (uint32_t k = 0; k < set.n; k++) {
-        char want[8];
+        char want[16];
         snprintf(want, sizeof(want), "i%02u", 2 * k + 1);
         assert_string_equal(label(&set.labels[k], "instance"), want);
         assert_true(k == 0 || set.sids[k] > set.sids[k - 1]);
     }
     ps_selector_dispose(&sel);
     assert_int_equal(count_sel(&f, "{instance=~\"i0.\",job=\"nope\"}", A, Z, 1000), 0);
+    /* label names and values straight from the index: distinct, in strcmp's order */
+    ps_strlist_t l;
+    assert_int_equal(ps_query_labels(f.r, "instance", NULL, 0, A, Z, 1000, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 100);
+    for (uint32_t k = 0; k < l.n; k++) {
+        char want[16];
+        snprintf(want, sizeof(want), "i%02u", k);
+        assert_string_equal(l.v[k], want);
+    }
+    assert_int_equal(ps_query_labels(f.r, NULL, NULL, 0, A, Z, 1000, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 4);
+    assert_string_equal(l.v[0], "__name__");
+    assert_string_equal(l.v[1], "half");
+    assert_string_equal(l.v[2], "instance");
+    assert_string_equal(l.v[3], "job");
+    assert_int_equal(ps_query_labels(f.r, "half", NULL, 0, A, Z, 1000, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.v[0], "a");
+    assert_string_equal(l.v[1], "b");
 #undef GR
     ps_test_rfx_end(&f);
     ps_test_store_close(many, mdir);
