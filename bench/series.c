@@ -335,6 +335,10 @@ int main(int argc, char **argv)
                (unsigned long long)o.base_n, (unsigned long long)o.base_series, base_rate,
                r.server_cpu / (double)o.base_n * 1e6, (unsigned long long)r.ok, (unsigned long long)r.failed,
                r.failed ? "; first error: " : "", r.first_error);
+        uint64_t anon, file;
+        rss_of(srv.pid, &anon, &file);
+        printf("  RssAnon after the pushes %.1f MiB (what pushing costs with few series), RssFile %.1f MiB\n",
+               (double)anon / 1024, (double)file / 1024);
         ps_bench_server_stop(&srv);
     }
 
