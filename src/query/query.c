@@ -153,7 +153,8 @@ int ps_query_select(ps_reader_t *r, ps_selector_t *sel, int64_t start, int64_t e
         if (m->op == PS_MATCH_EQ && have) {
             ret = ps_reader_postings_count(r, m->name, m->nlen, m->value, m->vlen, &cnt, err);
             if (ret == 0 && cnt / 8 > cand.n) {
-                if ((ret = ps_reader_postings_filter(r, m->name, m->nlen, m->value, m->vlen, cand.v, &cand.n, err)) != 0) {
+                ret = ps_reader_postings_filter(r, m->name, m->nlen, m->value, m->vlen, cand.v, &cand.n, err);
+                if (ret != 0) {
                     ps_err_prefix(err, "reading the label index");
                     goto Exit;
                 }
