@@ -276,10 +276,9 @@ static bool window_due(ps_store_writer_t *w, uint64_t sid, const ps_series_rec_t
         return false;
     if (r->last_ts - r->head_min_ts >= win)
         return true;
-    uint8_t kb[8];
-    uint64_t wall;
-    ps_enc_be64(kb, sid);
-    int64_t last = ps_hmap_get(&w->append_wall, kb, 8, &wall) ? (int64_t)wall : w->opened_wall;
+    int64_t last;
+    if (!ps_walls_get(&w->append_wall, sid, &last))
+        last = w->opened_wall;
     return now_ns - last >= win;
 }
 
@@ -401,22 +400,6 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Drops the append times of the deleted series (sorted): ids are never reused. */
-static void forget_append_walls(ps_store_writer_t *w, const uint64_t *dropped, size_t ndropped)
-{
-    ps_hmap_t keep;
-    ps_hmap_init(&keep);
-    for (size_t i = 0; i < w->append_wall.cap; i++) {
-        const ps_hmap_slot_t *e = &w->append_wall.slots[i];
-        if (e->key == NULL || e->klen != 8)
-            continue;
-        uint64_t sid = ps_get_be64(e->key);
-        if (bsearch(&sid, dropped, ndropped, sizeof(uint64_t), cmp_u64) == NULL)
-            ps_hmap_put(&keep, e->key, 8, e->value);
-    }
-    ps_hmap_dispose(&w->append_wall);
-    w->append_wall = keep;
-}
 
 int ps_store_retain(ps_store_writer_t *w, int64_t now_ns, uint32_t *ndropped, ps_err_t *err)
 {
@@ -510,7 +493,7 @@ int ps_store_retain(ps_store_writer_t *w, int64_t now_ns, uint32_t *ndropped, ps
         goto Exit;
     *ndropped = (uint32_t)ndrop;
     if (ndrop > 0)
-        forget_append_walls(w, touched, ndrop);
+        ps_walls_drop(&w->append_wall, touched, ndrop); /* the deleted series' (ids are never reused) */
 Exit:
     ps_txn_abort(txn);
     free(touched);

@@ -107,6 +107,7 @@ void ps_store_opts_default(ps_store_opts_t *o)
     o->compact_max_profiles = 120;
     o->compact_window_ns = 2ll * 3600 * 1000000000ll;
     o->cache_bytes = 512ull << 20;
+    o->series_cache_max = 65536;
 }
 
 /* The counters as committed in txn's snapshot (all 1 in a new store). */

@@ -34,8 +34,10 @@ int ps_float_compact(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t 
         for (bool on = ps_cur_seek(&cur, from, 8); on; on = ps_cur_next(&cur)) {
             MDB_val k = cur.k;
             if (k.mv_size == 8) {
-                uint64_t sid = ps_get_be64(k.mv_data), wall;
-                int64_t last = ps_hmap_get(&w->append_wall, k.mv_data, 8, &wall) ? (int64_t)wall : w->opened_wall;
+                uint64_t sid = ps_get_be64(k.mv_data);
+                int64_t last;
+                if (!ps_walls_get(&w->append_wall, sid, &last))
+                    last = w->opened_wall;
                 if (force || now_ns - last >= win) {
                     if (ndue == FCOMPACT_PER_TXN) {
                         more = true;

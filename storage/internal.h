@@ -142,6 +142,22 @@ struct ps_store {
     void *symbolize_ctx;
 };
 
+/* writer.c: series id -> int64, the one value the writer keeps for every live series (when it
+ * last got data): open addressing over 16-byte slots {sid, value} without a malloc per entry
+ * (about 29 B a series at the table's average load, against some 65 B in a ps_hmap_t with its
+ * key copies). Id 0 marks an empty slot; series ids start at 1, but id 0 has a field of its own. */
+typedef struct ps_walls {
+    uint64_t *slots; /* 2 * cap words: sid, value */
+    size_t cap, count;
+    bool has_zero;
+    int64_t zero;
+} ps_walls_t;
+void ps_walls_set(ps_walls_t *m, uint64_t sid, int64_t v);
+bool ps_walls_get(const ps_walls_t *m, uint64_t sid, int64_t *v);
+/* keeps only the entries whose sid is not in drop[0..ndrop) (ascending) */
+void ps_walls_drop(ps_walls_t *m, const uint64_t *drop, size_t ndrop);
+void ps_walls_dispose(ps_walls_t *m);
+
 /* The store's writer (writer.c): state of the one writing thread (ps_store_write, the compactor,
  * retention, ps_store_forward_advance), which no reader sees. */
 struct ps_store_writer {
@@ -151,7 +167,7 @@ struct ps_store_writer {
     /* sid(8) -> wall clock (ns) of the last committed append in this process. Not a cache:
      * ps_sym_caches_clear keeps it (the idle rule of the compactor needs it); retention drops
      * the entries of the series it deletes. */
-    ps_hmap_t append_wall;
+    ps_walls_t append_wall;
     int64_t opened_wall;    /* when the writer was opened (the idle rule's start) */
     uint64_t float_flushes; /* ps_float_write_flush calls: whose turn it is to rewrite prefixes */
     uint64_t fwd_next;      /* the forwarding log's next sequence number (DB_INFO "fwdnext") */
@@ -193,6 +209,8 @@ int ps_store_check_file(const char *dir, ps_err_t *err);
 
 /* writer.c: drops the writer's caches (not append_wall) */
 void ps_sym_caches_clear(ps_store_writer_t *w);
+/* writer.c: drops only the series caches (labels -> sid, the series' states); between transactions */
+void ps_series_caches_clear(ps_store_writer_t *w);
 /* writer.c: the counters (ids, forwarding log) saved in / loaded from txn */
 int ps_store_save_next(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err);
 int ps_store_load_next(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err);

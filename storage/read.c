@@ -146,6 +146,66 @@ int ps_reader_postings(ps_reader_t *r, const char *name, size_t nlen, const char
     return ret;
 }
 
+int ps_reader_postings_count(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
+                             size_t *count, ps_err_t *err)
+{
+    ps_buf_t key = PS_BUF_INIT;
+    ps_buf_append(&key, name, nlen);
+    ps_buf_putc(&key, 0);
+    ps_buf_append(&key, value, vlen);
+    ps_cur_t cur;
+    *count = 0;
+    if (!ps_cur_open(&cur, &r->txn, DB_POSTINGS, "reading postings")) {
+        ps_buf_dispose(&key);
+        return ps_txn_error(&r->txn, err);
+    }
+    int ret = 0;
+    if (ps_cur_find(&cur, key.data, key.len)) {
+        size_t n = 0;
+        int rc = mdb_cursor_count(cur.c, &n);
+        if (rc != 0)
+            ret = ps_lmdb_err(err, rc, "counting postings");
+        *count = (size_t)n;
+    }
+    ps_cur_close(&cur);
+    ps_buf_dispose(&key);
+    if (ret == 0)
+        ret = ps_txn_error(&r->txn, err);
+    return ret;
+}
+
+int ps_reader_postings_filter(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
+                              uint64_t *ids, size_t *n, ps_err_t *err)
+{
+    ps_buf_t key = PS_BUF_INIT;
+    ps_buf_append(&key, name, nlen);
+    ps_buf_putc(&key, 0);
+    ps_buf_append(&key, value, vlen);
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, &r->txn, DB_POSTINGS, "reading postings")) {
+        ps_buf_dispose(&key);
+        return ps_txn_error(&r->txn, err);
+    }
+    int ret = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < *n && ret == 0; i++) {
+        uint8_t d[8];
+        ps_enc_be64(d, ids[i]);
+        MDB_val kv = ps_mval(key.data, key.len), dv = ps_mval(d, 8);
+        int rc = mdb_cursor_get(cur.c, &kv, &dv, MDB_GET_BOTH);
+        if (rc == 0)
+            ids[k++] = ids[i];
+        else if (rc != MDB_NOTFOUND)
+            ret = ps_lmdb_err(err, rc, "reading postings");
+    }
+    *n = k;
+    ps_cur_close(&cur);
+    ps_buf_dispose(&key);
+    if (ret == 0)
+        ret = ps_txn_error(&r->txn, err);
+    return ret;
+}
+
 int ps_reader_label_values(ps_reader_t *r, const char *name, size_t nlen,
                            int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err)
 {

@@ -39,6 +39,8 @@ typedef struct ps_store_opts {
                                    * profile for this long (wall clock); 0 = only by count */
     bool nosync;                  /* tests/benchmarks only: no fsync on commit (not durable) */
     uint64_t cache_bytes;         /* writer caches (symbols, stacks, series) are dropped past this (default 512 MiB) */
+    uint32_t series_cache_max;    /* ... and the series caches (labels -> id, head state) past this many
+                                   * series (default 65,536): a million series would keep ~300 B each */
     uint64_t disk_reserve;        /* bytes kept in <dir>/space.reserve: given up when the disk is
                                    * full, so that retention and compaction (LMDB deletes need new
                                    * pages) can run; writes wait until it can be taken back. 0 = none */
@@ -409,6 +411,13 @@ int ps_reader_series_lookup(ps_reader_t *r, const ps_labels_t *ls, uint64_t *sid
 /** Calls cb for every series id in the postings list of name=value (ascending). */
 int ps_reader_postings(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
                        int (*cb)(void *ctx, uint64_t sid), void *ctx, ps_err_t *err);
+/** How many series ids the postings list of name=value holds (0 when there is none), in O(log n). */
+int ps_reader_postings_count(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
+                             size_t *count, ps_err_t *err);
+/** Keeps of ids[0..*n) (any order) those in the postings list of name=value, in their order: one
+ *  look-up each, for a few ids against a long list. */
+int ps_reader_postings_filter(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
+                              uint64_t *ids, size_t *n, ps_err_t *err);
 /** Calls cb(value) for every value of label name (ascending, bytewise). */
 int ps_reader_label_values(ps_reader_t *r, const char *name, size_t nlen,
                            int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err);

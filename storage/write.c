@@ -755,18 +755,13 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
     for (size_t i = 0; i < n; i++) {
         if (items[i]->status != 0 || items[i]->duplicate)
             continue;
-        for (uint32_t j = 0; j < items[i]->nseries; j++) {
-            uint8_t kb[8];
-            ps_enc_be64(kb, items[i]->series_ids[j]);
-            ps_hmap_put(&w->append_wall, kb, 8, (uint64_t)now);
-        }
+        for (uint32_t j = 0; j < items[i]->nseries; j++)
+            ps_walls_set(&w->append_wall, items[i]->series_ids[j], now);
     }
     for (size_t i = 0; i < nf; i++) {
         if (floats[i]->status != 0 || floats[i]->accepted == 0)
             continue;
-        uint8_t kb[8];
-        ps_enc_be64(kb, floats[i]->sid);
-        ps_hmap_put(&w->append_wall, kb, 8, (uint64_t)now);
+        ps_walls_set(&w->append_wall, floats[i]->sid, now);
     }
     /* the caches only save LMDB lookups: past their budget they start again from empty */
     if (w->s->opts.cache_bytes && ps_hmap_bytes(&w->wc->sym_cache) + ps_hmap_bytes(&w->wc->tree_cache) +
@@ -774,6 +769,11 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
                                        w->wc->float_state_bytes >
                                    w->s->opts.cache_bytes)
         ps_sym_caches_clear(w);
+    /* one entry per series written lately: past their count bound the series caches start again
+     * from empty (series written once each would keep them growing with every new series) */
+    else if (w->s->opts.series_cache_max &&
+             (w->wc->series_cache.count > w->s->opts.series_cache_max || w->wc->nstates > w->s->opts.series_cache_max))
+        ps_series_caches_clear(w);
     return 0;
 Fail:
     ps_txn_abort(txn);

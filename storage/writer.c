@@ -5,21 +5,129 @@
  */
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/timeutil.h"
 #include "internal.h"
+
+void ps_series_caches_clear(ps_store_writer_t *w)
+{
+    ps_hmap_clear(&w->wc->series_cache);
+    ps_hmap_clear(&w->wc->state_index);
+    for (size_t i = 0; i < w->wc->nstates; i++)
+        free(w->wc->states[i]);
+    w->wc->nstates = 0;
+    free(w->wc->states); /* its capacity follows the most series ever cached: give it back */
+    w->wc->states = NULL;
+    w->wc->capstates = 0;
+}
 
 void ps_sym_caches_clear(ps_store_writer_t *w)
 {
     ps_hmap_clear(&w->wc->sym_cache);
     ps_hmap_clear(&w->wc->tree_cache);
     ps_hmap_clear(&w->wc->stack_cache);
-    ps_hmap_clear(&w->wc->series_cache);
-    ps_hmap_clear(&w->wc->state_index);
-    for (size_t i = 0; i < w->wc->nstates; i++)
-        free(w->wc->states[i]);
-    w->wc->nstates = 0;
+    ps_series_caches_clear(w);
     ps_float_state_clear(w->wc);
+}
+
+/* ---- ps_walls_t ---- */
+
+static inline size_t walls_home(uint64_t sid, size_t cap)
+{
+    return (size_t)((sid * 0x9e3779b97f4a7c15ull) >> 17) & (cap - 1);
+}
+
+/* the slot of sid, or the empty slot where it would go */
+static inline size_t walls_find(const ps_walls_t *m, uint64_t sid)
+{
+    size_t i = walls_home(sid, m->cap);
+    while (m->slots[2 * i] != 0 && m->slots[2 * i] != sid)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static void walls_resize(ps_walls_t *m, size_t cap)
+{
+    uint64_t *old = m->slots;
+    size_t ocap = m->cap;
+    m->slots = ps_xcalloc(cap, 2 * sizeof(uint64_t));
+    m->cap = cap;
+    for (size_t i = 0; i < ocap; i++) {
+        if (old[2 * i] == 0)
+            continue;
+        size_t j = walls_find(m, old[2 * i]);
+        m->slots[2 * j] = old[2 * i];
+        m->slots[2 * j + 1] = old[2 * i + 1];
+    }
+    free(old);
+}
+
+void ps_walls_set(ps_walls_t *m, uint64_t sid, int64_t v)
+{
+    if (sid == 0) {
+        m->count += !m->has_zero;
+        m->has_zero = true;
+        m->zero = v;
+        return;
+    }
+    if (m->cap == 0 || (m->count + 1) * 4 > m->cap * 3)
+        walls_resize(m, m->cap ? m->cap * 2 : 64);
+    size_t i = walls_find(m, sid);
+    if (m->slots[2 * i] == 0) {
+        m->slots[2 * i] = sid;
+        m->count++;
+    }
+    m->slots[2 * i + 1] = (uint64_t)v;
+}
+
+bool ps_walls_get(const ps_walls_t *m, uint64_t sid, int64_t *v)
+{
+    if (sid == 0) {
+        if (m->has_zero)
+            *v = m->zero;
+        return m->has_zero;
+    }
+    if (m->cap == 0)
+        return false;
+    size_t i = walls_find(m, sid);
+    if (m->slots[2 * i] == 0)
+        return false;
+    *v = (int64_t)m->slots[2 * i + 1];
+    return true;
+}
+
+static bool in_sorted(const uint64_t *a, size_t n, uint64_t x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] == x)
+            return true;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+void ps_walls_drop(ps_walls_t *m, const uint64_t *drop, size_t ndrop)
+{
+    ps_walls_t keep = {0};
+    if (m->has_zero && !in_sorted(drop, ndrop, 0))
+        ps_walls_set(&keep, 0, m->zero);
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[2 * i] != 0 && !in_sorted(drop, ndrop, m->slots[2 * i]))
+            ps_walls_set(&keep, m->slots[2 * i], (int64_t)m->slots[2 * i + 1]);
+    ps_walls_dispose(m);
+    *m = keep;
+}
+
+void ps_walls_dispose(ps_walls_t *m)
+{
+    free(m->slots);
+    memset(m, 0, sizeof(*m));
 }
 
 static ps_wcache_t *ps_wcache_new(void)
@@ -91,7 +199,6 @@ int ps_store_writer_open(ps_store_t *s, ps_store_writer_t **out, ps_err_t *err)
     w->s = s;
     w->opened_wall = ps_time_now();
     w->wc = ps_wcache_new();
-    ps_hmap_init(&w->append_wall);
     ps_txn_t t;
     int ret = ps_txn_begin(&t, s, PS_TXN_READ, err, "starting read transaction");
     if (ret == 0) {
@@ -115,7 +222,7 @@ void ps_store_writer_close(ps_store_writer_t *w)
     ps_buf_dispose(&w->fwd_mask);
     ps_buf_dispose(&w->rec_all);
     ps_buf_dispose(&w->fwd_buf);
-    ps_hmap_dispose(&w->append_wall);
+    ps_walls_dispose(&w->append_wall);
     ps_unsym_free(w);
     free(w);
 }

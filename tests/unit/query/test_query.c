@@ -139,6 +139,69 @@ static void test_select_matchers(void **state)
     fx_end(&f);
 }
 
+/*
+ * Many series of one type: the candidates start from the shortest equality list, and a list much
+ * longer than the candidates is applied by look-ups; the same series, in the same (id) order, as
+ * intersecting every list. 100 goroutine series {job="many",instance="iNN",half="a"|"b"}.
+ */
+static void test_select_short_list_first(void **state)
+{
+    (void)state;
+    char *mdir;
+    ps_store_t *many = ps_test_store_open("/tmp/ps_test_query_many_XXXXXX", &mdir);
+    for (int i = 0; i < 100; i++) {
+        char ls[96];
+        snprintf(ls, sizeof(ls), "{job=\"many\",instance=\"i%02d\",half=\"%s\"}", i, i % 2 ? "b" : "a");
+        ps_test_ingest(many, "go/goroutine-01.pb.gz", ls, T0 + i);
+    }
+    fx_t f;
+    ps_test_rfx_begin(&f, many);
+    const int64_t A = INT64_MIN, Z = INT64_MAX;
+#define GR "goroutine:goroutine:count:goroutine:count"
+    assert_int_equal(count_sel(&f, GR, A, Z, 1000), 100);
+    assert_int_equal(count_sel(&f, GR "{instance=\"i07\"}", A, Z, 1000), 1);           /* 1 id, then 100 by look-up */
+    assert_int_equal(count_sel(&f, "{instance=\"i07\",job=\"many\"}", A, Z, 1000), 1);
+    assert_int_equal(count_sel(&f, GR "{instance=\"i07\",job=\"other\"}", A, Z, 1000), 0);
+    assert_int_equal(count_sel(&f, GR "{instance=\"i07\",half=\"a\"}", A, Z, 1000), 0); /* i07 is odd */
+    assert_int_equal(count_sel(&f, GR "{half=\"b\",job=\"many\"}", A, Z, 1000), 50); /* lists read and intersected */
+    assert_int_equal(count_sel(&f, GR "{nosuch=\"x\",half=\"b\"}", A, Z, 1000), 0);
+    /* a regex first: its candidates (10), then job's 100 ids by look-up */
+    ps_selector_t sel = parse_sel(&f, "{instance=~\"i0.\",job=\"many\",half=\"b\"}");
+    ps_series_set_t set;
+    assert_int_equal(ps_query_select(f.r, &sel, A, Z, 1000, &f.a, &set, &f.err), 0);
+    assert_int_equal(set.n, 5);
+    for (uint32_t k = 0; k < set.n; k++) {
+        char want[16];
+        snprintf(want, sizeof(want), "i%02u", 2 * k + 1);
+        assert_string_equal(label(&set.labels[k], "instance"), want);
+        assert_true(k == 0 || set.sids[k] > set.sids[k - 1]);
+    }
+    ps_selector_dispose(&sel);
+    assert_int_equal(count_sel(&f, "{instance=~\"i0.\",job=\"nope\"}", A, Z, 1000), 0);
+    /* label names and values straight from the index: distinct, in strcmp's order */
+    ps_strlist_t l;
+    assert_int_equal(ps_query_labels(f.r, "instance", NULL, 0, A, Z, 1000, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 100);
+    for (uint32_t k = 0; k < l.n; k++) {
+        char want[16];
+        snprintf(want, sizeof(want), "i%02u", k);
+        assert_string_equal(l.v[k], want);
+    }
+    assert_int_equal(ps_query_labels(f.r, NULL, NULL, 0, A, Z, 1000, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 4);
+    assert_string_equal(l.v[0], "__name__");
+    assert_string_equal(l.v[1], "half");
+    assert_string_equal(l.v[2], "instance");
+    assert_string_equal(l.v[3], "job");
+    assert_int_equal(ps_query_labels(f.r, "half", NULL, 0, A, Z, 1000, &f.a, &l, &f.err), 0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.v[0], "a");
+    assert_string_equal(l.v[1], "b");
+#undef GR
+    ps_test_rfx_end(&f);
+    ps_test_store_close(many, mdir);
+}
+
 static void test_select_union_and_labels(void **state)
 {
     (void)state;
@@ -730,6 +793,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_select_matchers),
+        cmocka_unit_test(test_select_short_list_first),
         cmocka_unit_test(test_select_union_and_labels),
         cmocka_unit_test(test_merge_range_and_at),
         cmocka_unit_test(test_merge_errors),

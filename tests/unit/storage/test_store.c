@@ -725,6 +725,98 @@ static void test_idle_rule_survives_cache_clear(void **state)
     }
 }
 
+/* The writer's sid -> wall table (ps_walls_t): set, overwrite, get, id 0, growth, drop. */
+static void test_walls_map(void **state)
+{
+    (void)state;
+    ps_walls_t m = {0};
+    int64_t v = 0;
+    assert_false(ps_walls_get(&m, 7, &v));
+    assert_false(ps_walls_get(&m, 0, &v));
+    for (uint64_t i = 0; i < 10000; i++) /* ids 0 and every 3rd from 1; values of both signs */
+        ps_walls_set(&m, i * 3, (int64_t)i * 1000003 - 5000000);
+    assert_int_equal(m.count, 10000);
+    ps_walls_set(&m, 3, INT64_MIN); /* overwrite */
+    ps_walls_set(&m, UINT64_MAX, INT64_MAX);
+    assert_int_equal(m.count, 10001);
+    for (uint64_t i = 0; i < 10000; i++) {
+        assert_true(ps_walls_get(&m, i * 3, &v));
+        assert_true(v == (i == 1 ? INT64_MIN : (int64_t)i * 1000003 - 5000000));
+        assert_false(ps_walls_get(&m, i * 3 + 1, &v));
+    }
+    assert_true(ps_walls_get(&m, UINT64_MAX, &v));
+    assert_true(v == INT64_MAX);
+    uint64_t drop[] = {0, 6, 9, 29997, 29998 /* absent */, UINT64_MAX};
+    ps_walls_drop(&m, drop, sizeof(drop) / sizeof(drop[0]));
+    assert_int_equal(m.count, 10001 - 5);
+    assert_false(ps_walls_get(&m, 0, &v));
+    assert_false(ps_walls_get(&m, 6, &v));
+    assert_false(ps_walls_get(&m, UINT64_MAX, &v));
+    assert_true(ps_walls_get(&m, 12, &v));
+    assert_true(v == 4 * 1000003 - 5000000);
+    assert_true(ps_walls_get(&m, 3, &v));
+    assert_true(v == INT64_MIN);
+    ps_walls_dispose(&m);
+    assert_false(ps_walls_get(&m, 12, &v));
+    ps_walls_dispose(&m);
+}
+
+/*
+ * The series caches (labels -> sid, each series' head state) are bounded by series_cache_max:
+ * past it they start again from empty after a commit, and every answer stays the same: the same
+ * ids for the same labels, out-of-order and duplicate checks from the stored records.
+ */
+static void test_series_cache_bound(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = dir;
+    o.map_size = 1ull << 30;
+    o.nosync = true;
+    o.retention_ns = 0;
+    o.series_cache_max = 3;
+    ps_store_t *s = NULL;
+    ps_err_t err;
+    assert_int_equal(ps_store_open(&o, &s, &err), 0);
+    int64_t t0 = 1796022364000000000ll;
+    uint64_t ids[10][2];
+    pushed_t p = {0};
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 10; i++) {
+            char ls[32];
+            snprintf(ls, sizeof(ls), "{job=\"a%d\"}", i);
+            assert_int_equal(write_one(s, &fixtures[0], ls, t0 + round * 10000000000ll, &p), 0);
+            assert_false(p.app.duplicate);
+            assert_int_equal(p.app.nseries, 2);
+            for (int j = 0; j < 2; j++) {
+                if (round == 0)
+                    ids[i][j] = p.app.series_ids[j];
+                else
+                    assert_int_equal(p.app.series_ids[j], ids[i][j]);
+            }
+            release(&p);
+            /* 2 series a write: never more than the bound plus one write's after a commit */
+            assert_true(ps_test_writer(s)->wc->nstates <= 3);
+            assert_true(ps_test_writer(s)->wc->series_cache.count <= 3);
+        }
+    assert_int_equal(ps_test_writer(s)->append_wall.count, 20);
+    /* the checks read the stored state: older is out of order, the same again a duplicate */
+    assert_int_equal(write_one(s, &fixtures[0], "{job=\"a0\"}", t0, &p), PS_EOUTOFORDER);
+    release(&p);
+    assert_int_equal(write_one(s, &fixtures[0], "{job=\"a9\"}", t0 + 10000000000ll, &p), 0);
+    assert_true(p.app.duplicate);
+    release(&p);
+    ps_store_stats_t st;
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.series, 20);
+    assert_int_equal(st.head_records, 40);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 /* A series with both expired chunks and expired head records is dropped, and counted, once. */
 static void test_retention_counts_series_once(void **state)
 {
@@ -1052,6 +1144,8 @@ int main(void)
         cmocka_unit_test(test_schema_version_refused),
         cmocka_unit_test(test_twin_chunks),
         cmocka_unit_test(test_idle_rule_survives_cache_clear),
+        cmocka_unit_test(test_walls_map),
+        cmocka_unit_test(test_series_cache_bound),
         cmocka_unit_test(test_retention_counts_series_once),
         cmocka_unit_test(test_index_walk_errors),
         cmocka_unit_test(test_latest_damaged_chunk),
