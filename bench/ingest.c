@@ -218,10 +218,7 @@ static void parse(int argc, char **argv, opts_t *o)
     if (f.jobs > f.series)
         ps_bench_flags_fail(&flagset, "--jobs: %llu is more than --series (%llu)", (unsigned long long)f.jobs,
                             (unsigned long long)f.series);
-    if (f.profstore != NULL)
-        snprintf(o->profstore, sizeof(o->profstore), "%s", f.profstore);
-    else
-        ps_bench_default_profstore(o->profstore, sizeof(o->profstore));
+    ps_bench_profstore_path(o->profstore, sizeof(o->profstore), f.profstore);
     o->data_dir = f.data_dir;
     o->keep = f.keep;
     o->n = f.n;

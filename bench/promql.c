@@ -553,10 +553,7 @@ int main(int argc, char **argv)
     opts_t o = {0};
     flagv_t fv = {0};
     ps_bench_flags(&flagset, argc, argv, &fv);
-    if (fv.profstore != NULL)
-        snprintf(o.profstore, sizeof(o.profstore), "%s", fv.profstore);
-    else
-        ps_bench_default_profstore(o.profstore, sizeof(o.profstore));
+    ps_bench_profstore_path(o.profstore, sizeof(o.profstore), fv.profstore);
     if (fv.data_dir != NULL)
         snprintf(o.dir, sizeof(o.dir), "%s", fv.data_dir);
     o.prometheus = fv.no_prometheus ? NULL : fv.prometheus;

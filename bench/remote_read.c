@@ -240,10 +240,7 @@ int main(int argc, char **argv)
     ps_bench_flags(&flagset, argc, argv, &o);
     const char *prom_bin = o.prometheus;
     uint32_t nseries = (uint32_t)o.series, rounds = (uint32_t)o.rounds;
-    if (o.profstore != NULL)
-        snprintf(profstore, sizeof(profstore), "%s", o.profstore);
-    else
-        ps_bench_default_profstore(profstore, sizeof(profstore));
+    ps_bench_profstore_path(profstore, sizeof(profstore), o.profstore);
     if (mkdtemp(dir) == NULL) {
         perror("mkdtemp");
         return 1;

@@ -479,10 +479,7 @@ int main(int argc, char **argv)
     opts_t o = {0};
     flagv_t f = {0};
     ps_bench_flags(&flagset, argc, argv, &f);
-    if (f.profstore != NULL)
-        snprintf(o.profstore, sizeof(o.profstore), "%s", f.profstore);
-    else
-        ps_bench_default_profstore(o.profstore, sizeof(o.profstore));
+    ps_bench_profstore_path(o.profstore, sizeof(o.profstore), f.profstore);
     o.prometheus = f.no_prometheus ? NULL : f.prometheus;
     char p3[4200];
     ps_bench_prometheus3_default(p3, sizeof(p3));

@@ -478,10 +478,7 @@ int main(int argc, char **argv)
     if (quick && *quick && strcmp(quick, "0") != 0)
         fv.duration_s = 20;
     ps_bench_flags(&flagset, argc, argv, &fv);
-    if (fv.profstore != NULL)
-        snprintf(o.profstore, sizeof(o.profstore), "%s", fv.profstore);
-    else
-        ps_bench_default_profstore(o.profstore, sizeof(o.profstore));
+    ps_bench_profstore_path(o.profstore, sizeof(o.profstore), fv.profstore);
     o.data_dir = fv.data_dir;
     o.keep = fv.keep;
     o.targets = (uint32_t)fv.targets;

@@ -110,10 +110,7 @@ static void parse(int argc, char **argv, opts_t *o)
 {
     flagv_t f = {0};
     ps_bench_flags(&flagset, argc, argv, &f);
-    if (f.profstore != NULL)
-        snprintf(o->profstore, sizeof(o->profstore), "%s", f.profstore);
-    else
-        ps_bench_default_profstore(o->profstore, sizeof(o->profstore));
+    ps_bench_profstore_path(o->profstore, sizeof(o->profstore), f.profstore);
     o->data_dir = f.data_dir;
     o->write_dir = f.write_dir;
     o->compact_window = f.compact_window;

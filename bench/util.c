@@ -91,6 +91,14 @@ void ps_bench_prometheus3_default(char *out, size_t n)
         snprintf(out, n, "%s/.cache/profstore-peers/prometheus-3.16.0/bin/prometheus", home ? home : "");
 }
 
+void ps_bench_profstore_path(char *out, size_t n, const char *given)
+{
+    if (given != NULL)
+        snprintf(out, n, "%s", given);
+    else
+        ps_bench_default_profstore(out, n);
+}
+
 void ps_bench_default_profstore(char *out, size_t n)
 {
     char exe[PATH_MAX];

@@ -28,6 +28,8 @@ int ps_bench_read_file(const char *path, uint8_t **out, size_t *len);
 const char *ps_bench_testdata(void);
 /** Default profstore binary: <dir of this executable>/../profstore. */
 void ps_bench_default_profstore(char *out, size_t n);
+/** The profstore binary a bench runs: given (its --profstore), else ps_bench_default_profstore's. */
+void ps_bench_profstore_path(char *out, size_t n, const char *given);
 /** Where scripts/install-prometheus3.sh puts Prometheus 3: $PS_PEERS_DIR, else
  *  ${XDG_CACHE_HOME:-$HOME/.cache}/profstore-peers, then /prometheus-3.16.0/bin/prometheus. */
 void ps_bench_prometheus3_default(char *out, size_t n);
