@@ -118,19 +118,37 @@ int ps_reader_series_lookup(ps_reader_t *r, const ps_labels_t *ls, uint64_t *sid
     return ret;
 }
 
+/* A cursor on the postings of name=value (key: its key, to dispose with postings_close); false
+ * with the transaction's error when it cannot be opened. */
+static bool postings_open(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
+                          ps_buf_t *key, ps_cur_t *cur)
+{
+    ps_buf_append(key, name, nlen);
+    ps_buf_putc(key, 0);
+    ps_buf_append(key, value, vlen);
+    if (ps_cur_open(cur, &r->txn, DB_POSTINGS, "reading postings"))
+        return true;
+    ps_buf_dispose(key);
+    return false;
+}
+
+static int postings_close(ps_reader_t *r, ps_cur_t *cur, ps_buf_t *key, int ret, ps_err_t *err)
+{
+    ps_cur_close(cur);
+    ps_buf_dispose(key);
+    if (ret == 0)
+        ret = ps_txn_error(&r->txn, err);
+    return ret;
+}
+
 int ps_reader_postings(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
                        int (*cb)(void *ctx, uint64_t sid), void *ctx, ps_err_t *err)
 {
     ps_buf_t key = PS_BUF_INIT;
-    ps_buf_append(&key, name, nlen);
-    ps_buf_putc(&key, 0);
-    ps_buf_append(&key, value, vlen);
     ps_cur_t cur;
     int ret = 0;
-    if (!ps_cur_open(&cur, &r->txn, DB_POSTINGS, "reading postings")) {
-        ps_buf_dispose(&key);
+    if (!postings_open(r, name, nlen, value, vlen, &key, &cur))
         return ps_txn_error(&r->txn, err);
-    }
     for (bool on = ps_cur_find(&cur, key.data, key.len); on && ret == 0; on = ret == 0 && ps_cur_next_dup(&cur)) {
         MDB_val d = cur.v;
         if (d.mv_size != 8) {
@@ -139,26 +157,17 @@ int ps_reader_postings(ps_reader_t *r, const char *name, size_t nlen, const char
         }
         ret = cb(ctx, ps_get_be64(d.mv_data));
     }
-    ps_cur_close(&cur);
-    ps_buf_dispose(&key);
-    if (ret == 0)
-        ret = ps_txn_error(&r->txn, err);
-    return ret;
+    return postings_close(r, &cur, &key, ret, err);
 }
 
 int ps_reader_postings_count(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
                              size_t *count, ps_err_t *err)
 {
     ps_buf_t key = PS_BUF_INIT;
-    ps_buf_append(&key, name, nlen);
-    ps_buf_putc(&key, 0);
-    ps_buf_append(&key, value, vlen);
     ps_cur_t cur;
     *count = 0;
-    if (!ps_cur_open(&cur, &r->txn, DB_POSTINGS, "reading postings")) {
-        ps_buf_dispose(&key);
+    if (!postings_open(r, name, nlen, value, vlen, &key, &cur))
         return ps_txn_error(&r->txn, err);
-    }
     int ret = 0;
     if (ps_cur_find(&cur, key.data, key.len)) {
         size_t n = 0;
@@ -167,25 +176,16 @@ int ps_reader_postings_count(ps_reader_t *r, const char *name, size_t nlen, cons
             ret = ps_lmdb_err(err, rc, "counting postings");
         *count = (size_t)n;
     }
-    ps_cur_close(&cur);
-    ps_buf_dispose(&key);
-    if (ret == 0)
-        ret = ps_txn_error(&r->txn, err);
-    return ret;
+    return postings_close(r, &cur, &key, ret, err);
 }
 
 int ps_reader_postings_filter(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
                               uint64_t *ids, size_t *n, ps_err_t *err)
 {
     ps_buf_t key = PS_BUF_INIT;
-    ps_buf_append(&key, name, nlen);
-    ps_buf_putc(&key, 0);
-    ps_buf_append(&key, value, vlen);
     ps_cur_t cur;
-    if (!ps_cur_open(&cur, &r->txn, DB_POSTINGS, "reading postings")) {
-        ps_buf_dispose(&key);
+    if (!postings_open(r, name, nlen, value, vlen, &key, &cur))
         return ps_txn_error(&r->txn, err);
-    }
     int ret = 0;
     size_t k = 0;
     for (size_t i = 0; i < *n && ret == 0; i++) {
@@ -199,11 +199,7 @@ int ps_reader_postings_filter(ps_reader_t *r, const char *name, size_t nlen, con
             ret = ps_lmdb_err(err, rc, "reading postings");
     }
     *n = k;
-    ps_cur_close(&cur);
-    ps_buf_dispose(&key);
-    if (ret == 0)
-        ret = ps_txn_error(&r->txn, err);
-    return ret;
+    return postings_close(r, &cur, &key, ret, err);
 }
 
 int ps_reader_label_values(ps_reader_t *r, const char *name, size_t nlen,
