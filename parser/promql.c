@@ -789,6 +789,10 @@ static ps_pq_node_t *dur_offset(pq_t *q, int64_t *ms, ps_pq_node_t **expr)
         return NULL;
     *expr = NULL;
     if (d->kind == PS_PQ_NUMBER) {
+        /* "offset Inf" is out of range as in Prometheus; so is "offset NaN" here (Prometheus 3.16
+         * takes it for the offset -106751d23h47m16s854ms, Go's conversion of NaN) */
+        if (!(fabs(d->num) <= DUR_MAX_SECONDS))
+            return ps_psr_perr(&q->p, d->pos, "duration out of range");
         *ms = (int64_t)(round(d->num * 1e9) / 1e6);
         return d;
     }

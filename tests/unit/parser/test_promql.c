@@ -543,6 +543,11 @@ static void test_duration_expressions(void **state)
         {"foo offset bar", "1:12: parse error: unexpected identifier \"bar\" in offset, expected number, duration, step(), "
                            "or range()"},
         {"foo[10000000000]", "1:5: parse error: duration out of range"},
+        {"foo offset inf", "1:12: parse error: duration out of range"},
+        {"foo offset -Inf", "1:12: parse error: duration out of range"},
+        {"foo offset NaN", "1:12: parse error: duration out of range"},
+        {"foo[inf]", "1:5: parse error: unexpected character in duration expression: 'i'"},
+        {"foo[1m:NaN]", "1:8: parse error: unexpected character: 'N', expected ':'"},
     };
     for (size_t i = 0; i < N(errors); i++)
         parse3_fails(errors[i].in, errors[i].msg);
