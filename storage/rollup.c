@@ -340,12 +340,17 @@ static void hours_flush(hours_t *h)
     h->ws = INT64_MIN;
 }
 
+/* the start of the hour ts falls in (rounded down for negative times too) */
+static int64_t hour_start(int64_t ts)
+{
+    int64_t len = ps_rollup_window[0], ws = ts / len * len;
+    return ws > ts ? ws - len : ws;
+}
+
 static int hours_profile(void *ctx, const ps_stored_profile_t *p)
 {
     hours_t *h = ctx;
-    int64_t len = ps_rollup_window[0], ws = p->ts / len * len;
-    if (ws > p->ts)
-        ws -= len;
+    int64_t ws = hour_start(p->ts);
     if (ws != h->ws) {
         hours_flush(h);
         h->ws = ws;
@@ -390,9 +395,7 @@ static void dense_close(dense_t *d)
 static int dense_profile(void *ctx, const ps_stored_profile_t *p)
 {
     dense_t *d = ctx;
-    int64_t len = ps_rollup_window[0], ws = p->ts / len * len;
-    if (ws > p->ts)
-        ws -= len;
+    int64_t ws = hour_start(p->ts);
     if (ws != d->ws) {
         dense_close(d);
         d->ws = ws;
