@@ -566,7 +566,7 @@ static ps_pq_node_t *parse_selector(pq_t *q)
 #define DUR_MAX_SECONDS 9223372036.854775808
 
 /* A number or a duration literal as a NUMBER node in seconds (number_duration_literal). */
-static ps_pq_node_t *dur_literal(pq_t *q, bool zero_ok)
+static ps_pq_node_t *dur_literal(pq_t *q)
 {
     ps_psr_t *p = &q->p;
     ps_tok_t t = p->tok;
@@ -574,7 +574,7 @@ static ps_pq_node_t *dur_literal(pq_t *q, bool zero_ok)
     bool isdur = t.type == T_DURATION;
     if (isdur) {
         int64_t ms;
-        if (!parse_duration_z(q, t, &ms, zero_ok))
+        if (!parse_duration_z(q, t, &ms, true))
             return NULL;
         v = (double)ms / 1000.0;
     } else if (!ps_psr_number(p, t, &v)) {
@@ -632,12 +632,12 @@ static ps_pq_node_t *dur_paren(pq_t *q)
 }
 
 /* step(), range(), min_of(a, b), max_of(a, b), "(" duration ")", or a literal. */
-static ps_pq_node_t *dur_atom(pq_t *q, bool zero_ok)
+static ps_pq_node_t *dur_atom(pq_t *q)
 {
     ps_psr_t *p = &q->p;
     ps_tok_t t = p->tok;
     if (t.type == T_NUMBER || t.type == T_DURATION)
-        return dur_literal(q, zero_ok);
+        return dur_literal(q);
     if (t.type == T_LPAREN)
         return dur_paren(q);
     if (is_ident(t.type) && ps_psr_peek(p).type == T_LPAREN) {
@@ -711,7 +711,7 @@ static ps_pq_node_t *dur_unary(pq_t *q)
         ps_psr_advance(p);
         e = dur_sign(q, op, dur_expr(q, PREC_POW));
     } else {
-        e = dur_atom(q, true);
+        e = dur_atom(q);
     }
     q->p.depth--;
     return e;
@@ -781,9 +781,9 @@ static ps_pq_node_t *dur_offset(pq_t *q, int64_t *ms, ps_pq_node_t **expr)
     if (p->tok.type == T_ADD || p->tok.type == T_SUB) {
         ps_tok_t op = p->tok;
         ps_psr_advance(p);
-        d = dur_sign(q, op, dur_atom(q, true));
+        d = dur_sign(q, op, dur_atom(q));
     } else {
-        d = dur_atom(q, true);
+        d = dur_atom(q);
     }
     if (d == NULL)
         return NULL;
@@ -811,7 +811,7 @@ static ps_pq_node_t *parse_primary(pq_t *q)
     case T_DURATION: /* Prometheus 3: a duration is a number of seconds ("predict_linear(x[1h], 30m)") */
         if (q->lim.compat == 2)
             break;
-        return dur_literal(q, true);
+        return dur_literal(q);
     case T_NUMBER: {
         double v;
         if (!ps_psr_number(p, t, &v) || (e = new_node(q, PS_PQ_NUMBER, t.pos, NULL, NULL)) == NULL)

@@ -31,18 +31,13 @@
 #include "core/timeutil.h"
 #include "parser/promql.h"
 #include "query/promql_eval.h"
+#include "memsrc.h"
 
 #ifndef PS_SOURCE_DIR
 #define PS_SOURCE_DIR "."
 #endif
 
 /* ---- an in-memory source ---- */
-
-typedef struct mem_series {
-    ps_labels_t labels;
-    ps_float_sample_t *s;
-    uint32_t n, cap;
-} mem_series_t;
 
 typedef struct mem_src {
     mem_series_t *v;
@@ -51,44 +46,12 @@ typedef struct mem_src {
     uint32_t selects; /* calls of select */
 } mem_src_t;
 
-static bool matches(ps_selector_t *sel, const ps_labels_t *ls)
-{
-    for (uint32_t i = 0; i < sel->n; i++) {
-        const char *v = ps_labels_value(ls, sel->m[i].name);
-        if (!ps_matcher_match(&sel->m[i], v ? v : "", v ? strlen(v) : 0))
-            return false;
-    }
-    return true;
-}
-
 static int mem_select(void *ctx, ps_selector_t *sel, int64_t mint, int64_t maxt, ps_arena_t *arena, uint64_t *budget,
                       ps_pq_series_t **out, uint32_t *nout, ps_err_t *err)
 {
     mem_src_t *m = ctx;
     m->selects++;
-    ps_pq_series_t *v = ps_arena_alloc(arena, (m->n + 1) * sizeof(*v));
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < m->n; i++) {
-        mem_series_t *s = &m->v[i];
-        if (!matches(sel, &s->labels))
-            continue;
-        uint32_t lo = 0, hi = 0;
-        while (lo < s->n && s->s[lo].t < mint)
-            lo++;
-        hi = lo;
-        while (hi < s->n && s->s[hi].t <= maxt)
-            hi++;
-        if (hi == lo)
-            continue;
-        if (hi - lo > *budget)
-            return ps_err_set(err, PS_ELIMIT, "query processing would load too many samples into memory in query "
-                                              "execution");
-        *budget -= hi - lo;
-        v[n++] = (ps_pq_series_t){s->labels, hi - lo, s->s + lo};
-    }
-    *out = v;
-    *nout = n;
-    return 0;
+    return memsrc_select(m->v, m->n, sel, mint, maxt, arena, budget, out, nout, err);
 }
 
 static void mem_clear(mem_src_t *m)
@@ -118,7 +81,7 @@ static mem_series_t *mem_add(mem_src_t *m, const char *desc)
         m->v = realloc(m->v, m->cap * sizeof(mem_series_t));
     }
     mem_series_t *s = &m->v[m->n++];
-    *s = (mem_series_t){ls, NULL, 0, 0};
+    *s = (mem_series_t){ls, NULL, NULL, 0, 0};
     return s;
 }
 

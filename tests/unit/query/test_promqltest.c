@@ -55,6 +55,7 @@
 #include "parser/promql.h"
 #include "parser/regex.h"
 #include "query/promql_eval.h"
+#include "memsrc.h"
 
 #ifndef PS_SOURCE_DIR
 #define PS_SOURCE_DIR "."
@@ -164,13 +165,6 @@ static int parse_dur(const char *s, size_t n, int64_t *out)
 
 /* ---- the in-memory source ---- */
 
-typedef struct mem_series {
-    ps_labels_t labels;
-    char *key;
-    ps_float_sample_t *s;
-    uint32_t n, cap;
-} mem_series_t;
-
 typedef struct mem_src {
     mem_series_t *v;
     uint32_t n, cap;
@@ -179,43 +173,11 @@ typedef struct mem_src {
     ps_arena_t a;
 } mem_src_t;
 
-static bool sel_matches(ps_selector_t *sel, const ps_labels_t *ls)
-{
-    for (uint32_t i = 0; i < sel->n; i++) {
-        const char *v = ps_labels_value(ls, sel->m[i].name);
-        if (!ps_matcher_match(&sel->m[i], v ? v : "", v ? strlen(v) : 0))
-            return false;
-    }
-    return true;
-}
-
 static int mem_select(void *ctx, ps_selector_t *sel, int64_t mint, int64_t maxt, ps_arena_t *arena, uint64_t *budget,
                       ps_pq_series_t **out, uint32_t *nout, ps_err_t *err)
 {
     mem_src_t *m = ctx;
-    ps_pq_series_t *v = ps_arena_alloc(arena, (m->n + 1) * sizeof(*v));
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < m->n; i++) {
-        mem_series_t *s = &m->v[i];
-        if (!sel_matches(sel, &s->labels))
-            continue;
-        uint32_t lo = 0, hi;
-        while (lo < s->n && s->s[lo].t < mint)
-            lo++;
-        hi = lo;
-        while (hi < s->n && s->s[hi].t <= maxt)
-            hi++;
-        if (hi == lo)
-            continue;
-        if (hi - lo > *budget)
-            return ps_err_set(err, PS_ELIMIT, "query processing would load too many samples into memory in query "
-                                              "execution");
-        *budget -= hi - lo;
-        v[n++] = (ps_pq_series_t){s->labels, hi - lo, s->s + lo};
-    }
-    *out = v;
-    *nout = n;
-    return 0;
+    return memsrc_select(m->v, m->n, sel, mint, maxt, arena, budget, out, nout, err);
 }
 
 static void mem_clear(mem_src_t *m)
@@ -781,7 +743,7 @@ static bool touches_hist(const ps_pq_node_t *e, mem_src_t *m)
     switch (e->kind) {
     case PS_PQ_VECTOR:
         for (uint32_t i = 0; i < m->nhist; i++)
-            if (sel_matches((ps_selector_t *)&e->sel, &m->hist[i].labels))
+            if (memsrc_matches(&e->sel, &m->hist[i].labels))
                 return true;
         return false;
     case PS_PQ_CALL:
