@@ -1099,7 +1099,7 @@ static int eval_agg(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
             }
             continue;
         case PS_PQ_QUANTILE:
-            gr->value = pq_quantile(q, gr->vals, gr->hn);
+            gr->value = pq_quantile(q, gr->vals, gr->hn, c->open != 0);
             break;
         default:
             break;
@@ -1441,11 +1441,13 @@ static int eval_range_call(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
      * with ts: [@ - offset - range, @ - offset] + (ts - start). A selector's samples stop at
      * @ - offset (they are all it loaded); a subquery's go on (it was evaluated over the whole
      * query). The start is the query's, or inside a subquery the subquery's own (the first time
-     * its inner expression runs at); inside a subquery within a subquery, no shift (not followed). */
+     * its inner expression runs at); inside a subquery within a subquery, no shift (not followed).
+     * That is 2.42's; Prometheus 3 fetches the window once, at the first step, and every step
+     * consumes that same window (engine.go's refetch; a subquery with @ runs for its first step only). */
     if (p->invariant == 0)
         p->invariant = step_invariant(p->n) ? 1 : -1;
     int64_t shift = 0;
-    if (s->has_at && p->invariant < 0 && c->sq_depth <= 1) {
+    if (s->has_at && p->invariant < 0 && c->sq_depth <= 1 && !c->open) {
         int64_t start = c->o->start;
         if (c->sq_depth == 1) {
             if (c->sq_cur->sq_start == INT64_MIN)

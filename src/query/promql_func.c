@@ -408,10 +408,10 @@ bool pq_range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uint32_
             }
             vals[i] = p[i].v;
         }
-        double median = pq_quantile(0.5, vals, n);
+        double median = pq_quantile(0.5, vals, n, c->open != 0);
         for (uint32_t i = 0; i < n; i++)
             vals[i] = fabs(vals[i] - median);
-        *res = pq_quantile(0.5, vals, n);
+        *res = pq_quantile(0.5, vals, n, c->open != 0);
         return true;
     }
     case PS_FN_PRESENT_OVER_TIME:
@@ -461,7 +461,7 @@ bool pq_range_fn(pq_ctx_t *c, ps_pq_fn_t fn, const ps_float_sample_t *p, uint32_
         double *vals = ps_arena_alloc(&c->scratch, n * sizeof(double));
         for (uint32_t i = 0; i < n; i++)
             vals[i] = p[i].v;
-        *res = pq_quantile(sargs[0], vals, n);
+        *res = pq_quantile(sargs[0], vals, n, c->open != 0);
         return true;
     }
     case PS_FN_STDDEV_OVER_TIME:

@@ -235,8 +235,8 @@ int pq_check_unique(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *v);
  *  Prometheus checks the result matrix of a range function or of a unary minus, so the results
  *  of two input series (id: which one) with the same labels fail even at different steps. */
 int pq_check_unique_range(pq_ctx_t *c, pq_node_t *p, const ps_labels_t *ls, uint64_t id);
-/** Prometheus' quantile() over vals (sorted in place, NaN first). */
-double pq_quantile(double q, double *vals, uint32_t n);
+/** Prometheus' quantile() over vals (sorted in place, NaN first); exact_rank: 3.x's value at a whole rank. */
+double pq_quantile(double q, double *vals, uint32_t n, bool exact_rank);
 
 /* ---- promql_eval.c ---- */
 

@@ -71,8 +71,9 @@ static int cmp_value_nan_first(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* quantile (promql/quantile.go) */
-double pq_quantile(double q, double *vals, uint32_t n)
+/* quantile (promql/quantile.go); exact_rank (Prometheus 3): a rank on a value is that value, so
+ * that an infinite neighbour weighted 0 does not make NaN */
+double pq_quantile(double q, double *vals, uint32_t n, bool exact_rank)
 {
     if (n == 0)
         return NAN;
@@ -88,6 +89,8 @@ double pq_quantile(double q, double *vals, uint32_t n)
     double lower = pq_go_max(0, floor(rank));
     double upper = pq_go_min(fn - 1, lower + 1);
     double weight = rank - floor(rank);
+    if (weight == 0 && exact_rank)
+        return vals[(uint32_t)lower];
     return vals[(uint32_t)lower] * (1 - weight) + vals[(uint32_t)upper] * weight;
 }
 
