@@ -94,16 +94,7 @@ static void json_annots(ps_json_t *j, const ps_pq_result_t *res, const char *que
             skipped++;
             continue;
         }
-        uint32_t line = 1, col = 1;
-        for (uint32_t k = 0; k < a->pos && k < qlen; k++) {
-            if (query[k] == '\n') {
-                line++;
-                col = 1;
-            } else {
-                col++;
-            }
-        }
-        snprintf(buf, sizeof(buf), "%s (%u:%u)", a->msg, line, col);
+        ps_pq_annot_text(a, query, qlen, buf, sizeof(buf));
         ps_json_cstr(j, buf);
         n++;
     }

@@ -109,6 +109,10 @@ typedef struct ps_pq_annot {
     uint32_t pos;
 } ps_pq_annot_t;
 
+/** An annotation as Prometheus prints it (annoErr.Error()): its message and the line:column of
+ *  its position in the query of qlen bytes, "... (1:6)"; cut to fit buf. */
+void ps_pq_annot_text(const ps_pq_annot_t *a, const char *query, size_t qlen, char *buf, size_t size);
+
 /** An answer: resultType VSCALAR or VSTRING (t, scalar or str), VVECTOR (one point per series),
  *  VMATRIX (a range query's series, or a range selector's samples in an instant query); and its
  *  annotations, each message once (at most PS_PQ_MAX_ANNOTS, then nannots_dropped counts the others). */

@@ -866,7 +866,7 @@ static int classic_histogram(pq_ctx_t *c, pq_node_t *p, bool fraction, double q,
         const pq_elem_t *e = &in->e[i];
         const char *le = ps_labels_value(&e->ls, "le");
         double ub;
-        if (le == NULL || !parse_go_float(le, &ub)) {
+        if (le == NULL || !parse_go_float(le, &ub) || (isnan(ub) && c->open)) { /* 3.x: a NaN bound too */
             char qv[400];
             pq_go_quote(le ? le : "", qv, sizeof(qv));
             pq_annotate(c, true, p->n->args[arg]->pos, "bucket label \"le\" is missing or has a malformed value of %s",
@@ -1080,7 +1080,8 @@ int pq_call_plan(pq_ctx_t *c, pq_node_t *p)
     }
 }
 
-static double simple(ps_pq_fn_t fn, double v)
+/* v3: Prometheus 3 multiplies by one constant in deg and rad (2.42: by 180, then divides by pi) */
+static double simple(ps_pq_fn_t fn, double v, bool v3)
 {
     switch (fn) {
     case PS_FN_ABS: return fabs(v);
@@ -1088,7 +1089,7 @@ static double simple(ps_pq_fn_t fn, double v)
     case PS_FN_FLOOR: return floor(v);
     case PS_FN_SQRT: return sqrt(v);
     case PS_FN_SGN: return v < 0 ? -1 : v > 0 ? 1 : v;
-    case PS_FN_DEG: return v * 180 / M_PI;
+    case PS_FN_DEG: return v3 ? v * (180 / M_PI) : v * 180 / M_PI;
     case PS_FN_EXP: return exp(v);
     case PS_FN_LN: return log(v);
     case PS_FN_LOG2: return log2(v);
@@ -1105,7 +1106,7 @@ static double simple(ps_pq_fn_t fn, double v)
     case PS_FN_ASINH: return asinh(v);
     case PS_FN_ACOSH: return acosh(v);
     case PS_FN_ATANH: return atanh(v);
-    case PS_FN_RAD: return v * M_PI / 180;
+    case PS_FN_RAD: return v3 ? v * (M_PI / 180) : v * M_PI / 180;
     default: return v;
     }
 }
@@ -1182,7 +1183,8 @@ int pq_call_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *a, pq_val_t *o
     case PS_FN_ASIN: case PS_FN_ACOS: case PS_FN_ATAN: case PS_FN_SINH: case PS_FN_COSH: case PS_FN_TANH:
     case PS_FN_ASINH: case PS_FN_ACOSH: case PS_FN_ATANH:
         for (uint32_t i = 0; i < in->n; i++)
-            out->v.e[out->v.n++] = (pq_elem_t){pq_drop_name(c, &in->e[i].ls), simple(fn, in->e[i].v), ts, 0};
+            out->v.e[out->v.n++] =
+                (pq_elem_t){pq_drop_name(c, &in->e[i].ls), simple(fn, in->e[i].v, c->open != 0), ts, 0};
         break;
     case PS_FN_DAY_OF_MONTH: case PS_FN_DAY_OF_WEEK: case PS_FN_DAY_OF_YEAR: case PS_FN_DAYS_IN_MONTH:
     case PS_FN_HOUR: case PS_FN_MINUTE: case PS_FN_MONTH: case PS_FN_YEAR:

@@ -71,6 +71,20 @@ static int cmp_value_nan_first(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+void ps_pq_annot_text(const ps_pq_annot_t *a, const char *query, size_t qlen, char *buf, size_t size)
+{
+    uint32_t line = 1, col = 1;
+    for (uint32_t k = 0; k < a->pos && k < qlen; k++) {
+        if (query[k] == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    snprintf(buf, size, "%s (%u:%u)", a->msg, line, col);
+}
+
 /* quantile (promql/quantile.go); exact_rank (Prometheus 3): a rank on a value is that value, so
  * that an infinite neighbour weighted 0 does not make NaN */
 double pq_quantile(double q, double *vals, uint32_t n, bool exact_rank)

@@ -892,8 +892,11 @@ static char *compare_result(const eval_t *ev, const ps_pq_result_t *r)
     }
 }
 
-static bool ann_matches(const xann_t *x, const char *msg)
+/* whether annotation a, printed as Prometheus prints it (with its position in the query), is x */
+static bool ann_matches(const xann_t *x, const eval_t *ev, const ps_pq_annot_t *a)
 {
+    char msg[640];
+    ps_pq_annot_text(a, ev->expr, strlen(ev->expr), msg, sizeof(msg));
     if (x->msg)
         return strcmp(x->msg, msg) == 0;
     return x->re == NULL || re_search(x->re, msg);
@@ -914,7 +917,7 @@ static char *check_annotations(const eval_t *ev, const ps_pq_result_t *r)
         for (uint32_t e = 0; e < ev->nann[k]; e++) {
             bool found = false;
             for (uint32_t i = 0; i < r->nannots && !found; i++)
-                found = r->annots[i].warn == (k == 0) && ann_matches(&ev->ann[k][e], r->annots[i].msg);
+                found = r->annots[i].warn == (k == 0) && ann_matches(&ev->ann[k][e], ev, &r->annots[i]);
             if (!found)
                 return xprintf("expected %s annotation matching %s but no matching annotation was found (%u found)",
                                kinds[k], ev->ann[k][e].msg ? ev->ann[k][e].msg : "(pattern)", n);
@@ -924,7 +927,7 @@ static char *check_annotations(const eval_t *ev, const ps_pq_result_t *r)
                 continue;
             bool found = false;
             for (uint32_t e = 0; e < ev->nann[k] && !found; e++)
-                found = ann_matches(&ev->ann[k][e], r->annots[i].msg);
+                found = ann_matches(&ev->ann[k][e], ev, &r->annots[i]);
             if (!found)
                 return xprintf("unexpected %s annotation %s", kinds[k], r->annots[i].msg);
         }
