@@ -507,10 +507,11 @@ static bool is_comparison(ps_pq_binop_t op)
     return op >= PS_PQ_EQLC && op <= PS_PQ_GTE;
 }
 
-static bool drops_name(ps_pq_binop_t op) /* shouldDropMetricName */
+/* shouldDropMetricName (2.42), changesMetricSchema (Prometheus 3: atan2 too) */
+static bool drops_name(const pq_ctx_t *c, ps_pq_binop_t op)
 {
     return op == PS_PQ_ADD || op == PS_PQ_SUB || op == PS_PQ_MUL || op == PS_PQ_DIV || op == PS_PQ_POW ||
-           op == PS_PQ_MOD;
+           op == PS_PQ_MOD || (op == PS_PQ_ATAN2 && c->open);
 }
 
 /* vectorElemBinop: the value, and whether a comparison keeps the element */
@@ -568,7 +569,7 @@ static void vector_scalar(pq_ctx_t *c, ps_pq_binop_t op, const pq_vec_t *lhs, do
         e.v = value;
         e.t = ts;
         e.src = 0;
-        if (drops_name(op) || rbool)
+        if (drops_name(c, op) || rbool)
             e.ls = pq_drop_name(c, &e.ls);
         out->e[out->n++] = e;
     }
@@ -580,9 +581,9 @@ static ps_labels_t result_metric(pq_ctx_t *c, const ps_labels_t *lhs, const ps_l
 {
     ps_labels_t ls;
     if (m->card == PS_PQ_ONE_TO_ONE)
-        ls = labels_filter(c, lhs, m->on, p->names, p->nnames, drops_name(op));
+        ls = labels_filter(c, lhs, m->on, p->names, p->nnames, drops_name(c, op));
     else
-        ls = labels_filter(c, lhs, false, NULL, 0, drops_name(op));
+        ls = labels_filter(c, lhs, false, NULL, 0, drops_name(c, op));
     for (uint32_t i = 0; i < m->ninclude; i++) {
         const char *v = ps_labels_value(rhs, m->include[i]);
         if (v == NULL)
@@ -626,10 +627,11 @@ static int vector_binop(pq_ctx_t *c, pq_node_t *p, const pq_vec_t *lhs0, const p
             fmt_labels(&ml, g, sizeof(g));
             fmt_labels(&rhs->e[i].ls, a, sizeof(a));
             fmt_labels(&rhs->e[dup].ls, b, sizeof(b));
+            bool swap = c->open && strcmp(a, b) > 0; /* Prometheus 3: the two in order */
             return ps_err_set(c->err, PS_ELIMIT,
                               "found duplicate series for the match group %.100s on the %s hand-side of the operation: "
                               "[%.150s, %.150s];many-to-many matching not allowed: matching labels must be unique on one side",
-                              g, m->card == PS_PQ_ONE_TO_MANY ? "left" : "right", a, b);
+                              g, m->card == PS_PQ_ONE_TO_MANY ? "left" : "right", swap ? b : a, swap ? a : b);
         }
         ps_hmap_put(right, c->kb.data, c->kb.len, i);
     }
@@ -1583,10 +1585,12 @@ int pq_eval(pq_ctx_t *c, pq_node_t *p, int64_t ts, pq_val_t *out)
             e->v = -e->v;
             e->t = ts;
             e->src = 0;
-            if ((ret = pq_check_unique_range(c, p, &e->ls, id)) != 0)
+            if (!c->open && (ret = pq_check_unique_range(c, p, &e->ls, id)) != 0)
                 return ret;
         }
-        return 0;
+        /* Prometheus 3 (mergeSeriesWithSameLabelset): series that lost their names into one label set
+         * are one series as long as they do not meet at one time */
+        return c->open ? pq_check_unique(c, p, &out->v) : 0;
     case PS_PQ_VECTOR:
         return eval_vector(c, p, ts, out);
     case PS_PQ_BINARY:
@@ -1887,6 +1891,7 @@ int ps_pq_eval(const ps_pq_node_t *e, const ps_pq_source_t *src, const ps_pq_opt
     if (ret)
         memset(out, 0, sizeof(*out));
     else {
+        pq_mono_annotate(&c);
         out->annots = c.annots;
         out->nannots = c.nannots;
         out->nannots_dropped = c.nannots_dropped;

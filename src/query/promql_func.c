@@ -7,12 +7,14 @@
 #include "promql_int.h"
 
 #include <ctype.h>
+#include <float.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "core/fmt.h"
+#include "core/timeutil.h"
 
 /* ---- range vector functions ---- */
 
@@ -730,8 +732,73 @@ static uint32_t coalesce_buckets(bucket_t *b, uint32_t n)
     return k + 1;
 }
 
-/* bucketQuantile with coalesceBuckets and ensureMonotonic */
-static double bucket_quantile(double q, bucket_t *b, uint32_t n)
+/* Prometheus 3's ensureMonotonicAndIgnoreSmallDeltas over sorted, coalesced buckets: a count within
+ * 1e-12 (relative, almost.Equal) of the one before is made equal to it silently; a lower one is raised
+ * to it, and the fix counted in the query's monotonicity info (at step ts, the expression at pos). */
+static void monotonic_v3(pq_ctx_t *c, bucket_t *b, uint32_t n, int64_t ts, uint32_t pos)
+{
+    const double min_normal = 2.2250738585072014e-308;
+    double prev = b[0].count, minb = INFINITY, maxb = -INFINITY, maxdiff = 0;
+    bool forced = false;
+    for (uint32_t i = 1; i < n; i++) {
+        double cur = b[i].count;
+        if (cur == prev)
+            continue;
+        double abs_sum = fabs(prev) + fabs(cur), diff = fabs(prev - cur);
+        bool almost = (isnan(prev) && isnan(cur)) ||
+                      (prev == 0 || cur == 0 || abs_sum < min_normal ? diff < 1e-12 * min_normal
+                                                                     : diff / fmin(abs_sum, DBL_MAX) < 1e-12);
+        if (almost) {
+            b[i].count = prev;
+            continue;
+        }
+        if (cur < prev) {
+            b[i].count = prev;
+            forced = true;
+            minb = fmin(minb, b[i].ub);
+            maxb = fmax(maxb, b[i].ub);
+            maxdiff = fmax(maxdiff, prev - cur);
+            continue;
+        }
+        prev = cur;
+    }
+    if (!forced)
+        return;
+    if (c->mono.count++ == 0) {
+        c->mono.pos = pos;
+        c->mono.min_ts = c->mono.max_ts = ts;
+        c->mono.min_bucket = minb;
+        c->mono.max_bucket = maxb;
+        c->mono.max_diff = maxdiff;
+        return;
+    }
+    c->mono.min_ts = ts < c->mono.min_ts ? ts : c->mono.min_ts;
+    c->mono.max_ts = ts > c->mono.max_ts ? ts : c->mono.max_ts;
+    c->mono.min_bucket = fmin(c->mono.min_bucket, minb);
+    c->mono.max_bucket = fmax(c->mono.max_bucket, maxb);
+    c->mono.max_diff = fmax(c->mono.max_diff, maxdiff);
+}
+
+void pq_mono_annotate(pq_ctx_t *c)
+{
+    if (c->mono.count == 0)
+        return;
+    char lo[40], hi[40], t0[48], t1[48];
+    pq_go_fmt_v(c->mono.min_bucket, lo, sizeof(lo));
+    pq_go_fmt_v(c->mono.max_bucket, hi, sizeof(hi));
+    /* time.Unix(ts/1000, 0): whole seconds, Go's division (toward zero) */
+    ps_format_time_go(c->mono.min_ts / 1000 * 1000000000, t0, sizeof(t0));
+    ps_format_time_go(c->mono.max_ts / 1000 * 1000000000, t1, sizeof(t1));
+    pq_annotate(c, false, c->mono.pos,
+                "input to histogram_quantile needed to be fixed for monotonicity (see "
+                "https://prometheus.io/docs/prometheus/latest/querying/functions/#histogram_quantile), from buckets "
+                "%s to %s, with a max diff of %.2g, over %u samples from %s to %s",
+                lo, hi, c->mono.max_diff, c->mono.count, t0, t1);
+}
+
+/* bucketQuantile with coalesceBuckets and ensureMonotonic (2.42), or Prometheus 3's fixes
+ * (monotonic_v3) when c->open */
+static double bucket_quantile(pq_ctx_t *c, double q, bucket_t *b, uint32_t n, int64_t ts, uint32_t pos)
 {
     if (isnan(q))
         return NAN;
@@ -743,13 +810,16 @@ static double bucket_quantile(double q, bucket_t *b, uint32_t n)
     if (!(isinf(b[n - 1].ub) && b[n - 1].ub > 0))
         return NAN;
     n = coalesce_buckets(b, n);
-    /* monotonic */
-    double max = -INFINITY;
-    for (uint32_t i = 0; i < n; i++) {
-        if (b[i].count > max)
-            max = b[i].count;
-        else if (b[i].count < max)
-            b[i].count = max;
+    if (c->open) {
+        monotonic_v3(c, b, n, ts, pos);
+    } else {
+        double max = -INFINITY;
+        for (uint32_t i = 0; i < n; i++) {
+            if (b[i].count > max)
+                max = b[i].count;
+            else if (b[i].count < max)
+                b[i].count = max;
+        }
     }
     if (n < 2)
         return NAN;
@@ -895,7 +965,7 @@ static int classic_histogram(pq_ctx_t *c, pq_node_t *p, bool fraction, double q,
         if (g[k].n > 0)
             out->e[out->n++] = (pq_elem_t){g[k].ls,
                                            fraction ? bucket_fraction(q, upper, g[k].b, g[k].n)
-                                                    : bucket_quantile(q, g[k].b, g[k].n),
+                                                    : bucket_quantile(c, q, g[k].b, g[k].n, ts, p->n->args[arg]->pos),
                                            ts, 0};
     return 0;
 }

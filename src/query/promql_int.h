@@ -126,11 +126,19 @@ typedef struct pq_ctx {
     int64_t open;           /* 1: windows are left-open, (t - range, t] (Prometheus 3); 0: [t - range, t] (2.x) */
     ps_pq_annot_t *annots;  /* the answer's annotations so far (Prometheus 3 only) */
     uint32_t nannots, nannots_dropped;
+    struct {                /* histogram_quantile's buckets forced monotonic, merged over the query as */
+        uint32_t count;     /* annotations.go's histogramQuantileForcedMonotonicityErr: how many times, */
+        uint32_t pos;       /* where first, at which steps, the lowest and highest bucket fixed and the */
+        int64_t min_ts, max_ts; /* largest decrease; given as one info at the end */
+        double min_bucket, max_bucket, max_diff;
+    } mono;
 } pq_ctx_t;
 
 /** Adds an annotation (warn or info; fmt after "PromQL warning: " / "PromQL info: ") about the
  *  expression at pos, once per message; nothing with 2.42's semantics. */
 void pq_annotate(pq_ctx_t *c, bool warn, uint32_t pos, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/** The monotonicity info of the histogram_quantile calls of the query, if any fixed buckets. */
+void pq_mono_annotate(pq_ctx_t *c);
 /** Go's fmt %v (%g) of a float64: "1e+19", "123456.7", "NaN", "+Inf". buf >= 40 bytes. */
 void pq_go_fmt_v(double v, char *b, size_t size);
 /** Go's %q of s into buf (at most size bytes, cut). */

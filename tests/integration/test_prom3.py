@@ -11,6 +11,7 @@ Runs in `make test` only when Prometheus 3 is cached (an allowed skip otherwise)
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -65,7 +66,15 @@ class Targets:
         body = ('# HELP "http.server.duration" Server duration.\n'
                 '# TYPE "http.server.duration" gauge\n'
                 '{"http.server.duration","service.name"="checkout","k8s.pod"="p-1"} 0.25\n'
-                '{"http.server.duration","service.name"="cart","k8s.pod"="p-2"} 0.125\n')
+                '{"http.server.duration","service.name"="cart","k8s.pod"="p-2"} 0.125\n'
+                # classic buckets that are not monotonic
+                '# TYPE lat_seconds histogram\n'
+                'lat_seconds_bucket{le="0.1"} 5\n'
+                'lat_seconds_bucket{le="1"} 3\n'
+                'lat_seconds_bucket{le="10"} 7\n'
+                'lat_seconds_bucket{le="+Inf"} 6\n'
+                'lat_seconds_sum 9\n'
+                'lat_seconds_count 6\n')
         send_body(h, 200, body.encode(), TEXT_TYPE)
 
     def stop(self):
@@ -216,6 +225,26 @@ def test_anchored_smoothed_as_prometheus3(make_server, targets, prometheus):
         got = api_get(srv.port, "/api/v1/query", {"query": q, "time": live})
         assert got["_http_status"] == want["_http_status"] == status, (want, got)
         assert (got["errorType"], got["error"]) == (want["errorType"], want["error"]), (want, got)
+    # histogram_quantile's info on buckets forced monotonic: one merged over every step and call
+    # (its text names the buckets, the largest fix, how many and the first and last step's time)
+    for q in ("histogram_quantile(0.5, lat_seconds_bucket)",
+              "histogram_quantile(0.9, sum by (le) (max_over_time(lat_seconds_bucket[3s])))"
+              " + histogram_quantile(0.2, sum by (le) (lat_seconds_bucket * 3))"):
+        want, got = prom.query(q, live), api_get(srv.port, "/api/v1/query", {"query": q, "time": live})
+        assert want["data"]["result"] and diff_answers(want, got, rel=0.0) is None, (q, diff_answers(want, got, rel=0.0))
+        assert (got.get("warnings"), got.get("infos")) == (want.get("warnings"), want.get("infos")), (q, want, got)
+        want = prom.query_range(q, live - 6, live, 0.5)
+        got = api_get(srv.port, "/api/v1/query_range", {"query": q, "start": live - 6, "end": live, "step": 0.5})
+        assert diff_answers(want, got, rel=0.0) is None, (q, diff_answers(want, got, rel=0.0))
+        # over a range Prometheus 3.16 merges the info into itself as it goes up the tree, so its
+        # count compounds (12,286 for 13 steps of one call); profstore counts each fix once
+        first, last = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(round(t * 1000) // 1000)) for t in (live - 6, live))
+        n = 13 * q.count("histogram_quantile")  # a fix each step of each call
+        assert got["infos"][0].endswith(", over %d samples from %s to %s (1:25)" % (n, first, last)), got
+        assert [re.sub(r"over \d+ samples", "", i) for i in got["infos"]] == \
+            [re.sub(r"over \d+ samples", "", i) for i in want["infos"]] and got.get("warnings") is None, (want, got)
+        assert len(want["infos"]) == 1 and want["infos"][0].startswith(
+            "PromQL info: input to histogram_quantile needed to be fixed for monotonicity"), want
 
 
 def test_remote_read_by_prometheus3_exact(make_server, targets, prometheus):
