@@ -193,24 +193,42 @@ static __attribute__((noinline)) int next_field_slow(scan_t *s, where_t w, const
     }
 }
 
-/* The same, inline for the usual one-byte tag with a one-byte varint or length. */
+/* The same, inline for the usual one-byte tag with a varint of at most 9 bytes (no overflow to
+ * check) or a length of one or two bytes. */
 static inline __attribute__((always_inline)) int next_field(scan_t *s, where_t w, const uint8_t **pp,
                                                             const uint8_t *end, field_t *f)
 {
     const uint8_t *p = *pp;
-    if (p[0] >= 8 && p[0] < 0x80 && end - p >= 2 && p[1] < 0x80) {
-        f->at = p;
-        f->num = p[0] >> 3;
-        f->wt = p[0] & 7;
-        if (f->wt == WT_VARINT) {
-            *pp = p + 2;
-            return 0;
-        }
-        if (f->wt == WT_LEN && p[1] <= end - p - 2) {
-            f->pl = p + 2;
-            f->pn = p[1];
-            *pp = p + 2 + p[1];
-            return 0;
+    size_t rem = (size_t)(end - p);
+    uint8_t t = p[0];
+    if (t >= 8 && t < 0x80 && rem >= 2) {
+        if ((t & 7) == WT_VARINT) {
+            size_t max = rem - 1 < 9 ? rem - 1 : 9;
+            for (size_t i = 0; i < max; i++)
+                if (p[1 + i] < 0x80) {
+                    f->at = p;
+                    f->num = t >> 3;
+                    f->wt = WT_VARINT;
+                    *pp = p + 2 + i;
+                    return 0;
+                }
+        } else if ((t & 7) == WT_LEN) {
+            size_t len, hdr;
+            if (p[1] < 0x80)
+                len = p[1], hdr = 1;
+            else if (rem >= 3 && p[2] < 0x80)
+                len = (size_t)(p[1] & 0x7f) | (size_t)p[2] << 7, hdr = 2;
+            else
+                len = SIZE_MAX, hdr = 0;
+            if (len <= rem - 1 - hdr) {
+                f->at = p;
+                f->num = t >> 3;
+                f->wt = WT_LEN;
+                f->pl = p + 1 + hdr;
+                f->pn = len;
+                *pp = p + 1 + hdr + len;
+                return 0;
+            }
         }
     }
     return next_field_slow(s, w, pp, end, f);
@@ -596,9 +614,21 @@ typedef struct wfield {
     uint32_t num, wt;
     const uint8_t *v; /* the value's bytes (a LEN value: from its prefix) */
     size_t vn;
+    uint64_t u; /* WT_VARINT: the value (wire_u64 of v, vn) */
     const uint8_t *pl; /* WT_LEN payload */
     size_t pn;
 } wfield_t;
+
+/* protobuf-c's parse_uint64 of a varint of n (1..10) bytes. */
+static inline __attribute__((always_inline)) uint64_t wire_u64(const uint8_t *v, size_t n)
+{
+    if (n == 1)
+        return v[0];
+    uint64_t r = v[0] & 0x7f;
+    for (size_t i = 1; i < n; i++)
+        r |= (uint64_t)(v[i] & 0x7f) << (7 * i);
+    return r;
+}
 
 /* One field as protobuf-c's scan reads it (p < end). */
 static __attribute__((noinline)) int wire_field_slow(const uint8_t **pp, const uint8_t *end, wfield_t *f)
@@ -639,6 +669,7 @@ static __attribute__((noinline)) int wire_field_slow(const uint8_t **pp, const u
         if (i == max)
             return -1;
         f->vn = i + 1;
+        f->u = wire_u64(p, f->vn);
         break;
     }
     case WT_I64:
@@ -677,16 +708,23 @@ static inline __attribute__((always_inline)) int wire_field(const uint8_t **pp, 
     uint8_t t = p[0];
     if (t >= 8 && t < 0x80 && rem >= 2) {
         if ((t & 7) == WT_VARINT) {
-            size_t max = rem - 1 < 10 ? rem - 1 : 10, i;
-            for (i = 0; i < max; i++)
-                if (p[1 + i] < 0x80)
-                    break;
-            if (i == max)
-                return -1;
+            size_t max = rem - 1 < 10 ? rem - 1 : 10, i = 0;
+            uint64_t u = p[1];
+            if (u >= 0x80) { /* wire_u64's value, read as the end is looked for */
+                u &= 0x7f;
+                for (i = 1; i < max; i++) {
+                    u |= (uint64_t)(p[1 + i] & 0x7f) << (7 * i);
+                    if (p[1 + i] < 0x80)
+                        break;
+                }
+                if (i == max)
+                    return -1;
+            }
             f->num = t >> 3;
             f->wt = WT_VARINT;
             f->v = p + 1;
             f->vn = i + 1;
+            f->u = u;
             *pp = p + 2 + i;
             return 0;
         }
@@ -711,17 +749,6 @@ static inline __attribute__((always_inline)) int wire_field(const uint8_t **pp, 
         }
     }
     return wire_field_slow(pp, end, f);
-}
-
-/* protobuf-c's parse_uint64 of a varint of n (1..10) bytes. */
-static inline __attribute__((always_inline)) uint64_t wire_u64(const uint8_t *v, size_t n)
-{
-    if (n == 1)
-        return v[0];
-    uint64_t r = v[0] & 0x7f;
-    for (size_t i = 1; i < n; i++)
-        r |= (uint64_t)(v[i] & 0x7f) << (7 * i);
-    return r;
 }
 
 /* protobuf-c's parse_boolean. */
@@ -752,7 +779,7 @@ static inline __attribute__((always_inline)) int wire_flat(const uint8_t *p, siz
         else if (f.wt != WT_VARINT)
             return -1;
         else
-            vals[f.num] = wire_u64(f.v, f.vn);
+            vals[f.num] = f.u;
     }
     return 0;
 }
@@ -763,7 +790,7 @@ static inline int wire_varints(const wfield_t *f, uint64_t *dst, size_t *n, size
     if (f->wt == WT_VARINT) {
         if (*n >= cap)
             return -2;
-        dst[(*n)++] = wire_u64(f->v, f->vn);
+        dst[(*n)++] = f->u;
         return 0;
     }
     if (f->wt != WT_LEN)
@@ -1017,7 +1044,7 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
         case 15: {
             if (f.wt != WT_VARINT)
                 return WIRE_BAD;
-            int64_t x = (int64_t)wire_u64(f.v, f.vn);
+            int64_t x = (int64_t)f.u;
             switch (f.num) {
             case 7: drop = x; break;
             case 8: keep = x; break;
@@ -1072,7 +1099,7 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
             case 3:
                 if (g.wt != WT_VARINT)
                     return WIRE_BAD;
-                *(g.num == 1 ? &id : g.num == 2 ? &mapping_id : &address) = wire_u64(g.v, g.vn);
+                *(g.num == 1 ? &id : g.num == 2 ? &mapping_id : &address) = g.u;
                 break;
             case 4: {
                 if (g.wt != WT_LEN || wire_flat(g.pl, g.pn, 3, 0, v) != 0)
