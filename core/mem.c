@@ -103,6 +103,15 @@ void ps_buf_json_str(ps_buf_t *b, const char *s, size_t n)
     static const char hex[] = "0123456789abcdef";
     ps_buf_putc(b, '"');
     for (size_t i = 0; i < n; i++) {
+        size_t run = i; /* the bytes that stay as they are, appended at once */
+        while (run < n && (unsigned char)s[run] >= 0x20 && s[run] != '"' && s[run] != '\\')
+            run++;
+        if (run > i) {
+            ps_buf_append(b, s + i, run - i);
+            if (run == n)
+                break;
+            i = run;
+        }
         unsigned char c = (unsigned char)s[i];
         switch (c) {
         case '"': ps_buf_append(b, "\\\"", 2); break;

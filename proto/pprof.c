@@ -193,24 +193,42 @@ static __attribute__((noinline)) int next_field_slow(scan_t *s, where_t w, const
     }
 }
 
-/* The same, inline for the usual one-byte tag with a one-byte varint or length. */
+/* The same, inline for the usual one-byte tag with a varint of at most 9 bytes (no overflow to
+ * check) or a length of one or two bytes. */
 static inline __attribute__((always_inline)) int next_field(scan_t *s, where_t w, const uint8_t **pp,
                                                             const uint8_t *end, field_t *f)
 {
     const uint8_t *p = *pp;
-    if (p[0] >= 8 && p[0] < 0x80 && end - p >= 2 && p[1] < 0x80) {
-        f->at = p;
-        f->num = p[0] >> 3;
-        f->wt = p[0] & 7;
-        if (f->wt == WT_VARINT) {
-            *pp = p + 2;
-            return 0;
-        }
-        if (f->wt == WT_LEN && p[1] <= end - p - 2) {
-            f->pl = p + 2;
-            f->pn = p[1];
-            *pp = p + 2 + p[1];
-            return 0;
+    size_t rem = (size_t)(end - p);
+    uint8_t t = p[0];
+    if (t >= 8 && t < 0x80 && rem >= 2) {
+        if ((t & 7) == WT_VARINT) {
+            size_t max = rem - 1 < 9 ? rem - 1 : 9;
+            for (size_t i = 0; i < max; i++)
+                if (p[1 + i] < 0x80) {
+                    f->at = p;
+                    f->num = t >> 3;
+                    f->wt = WT_VARINT;
+                    *pp = p + 2 + i;
+                    return 0;
+                }
+        } else if ((t & 7) == WT_LEN) {
+            size_t len, hdr;
+            if (p[1] < 0x80)
+                len = p[1], hdr = 1;
+            else if (rem >= 3 && p[2] < 0x80)
+                len = (size_t)(p[1] & 0x7f) | (size_t)p[2] << 7, hdr = 2;
+            else
+                len = SIZE_MAX, hdr = 0;
+            if (len <= rem - 1 - hdr) {
+                f->at = p;
+                f->num = t >> 3;
+                f->wt = WT_LEN;
+                f->pl = p + 1 + hdr;
+                f->pn = len;
+                *pp = p + 1 + hdr + len;
+                return 0;
+            }
         }
     }
     return next_field_slow(s, w, pp, end, f);
@@ -235,7 +253,13 @@ static inline int count_varints(scan_t *s, where_t w, const field_t *f, uint64_t
     if (f->pn > 0 && (f->pl[f->pn - 1] & 0x80))
         return bad_wire(s, w, f, "ends in a truncated packed varint");
     uint64_t c = 0;
-    for (size_t i = 0; i < f->pn; i++)
+    size_t i = 0;
+    for (; i + 8 <= f->pn; i += 8) { /* a varint ends at each byte without the high bit: 8 at a time */
+        uint64_t w;
+        memcpy(&w, f->pl + i, 8);
+        c += (((~w & 0x8080808080808080ull) >> 7) * 0x0101010101010101ull) >> 56;
+    }
+    for (; i < f->pn; i++)
         c += (f->pl[i] & 0x80) == 0;
     *count += c;
     return 0;
@@ -336,20 +360,30 @@ static int scan_location(scan_t *s, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* ps_utf8_valid with a fast path for the usual all-ASCII string. */
-static bool utf8_valid(const uint8_t *p, size_t n)
+enum { STR_OK, STR_NUL, STR_NOT_UTF8 };
+
+/* Whether a string holds a NUL byte (the first question), else whether it is valid UTF-8: one
+ * pass, 8 bytes at a time, over the usual all-ASCII string. */
+static int str_check(const uint8_t *p, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);
-        if (w & 0x8080808080808080ull)
+        /* a byte with the high bit set, or a zero byte ((w - 0x01..) & ~w has its high bit) */
+        if (((w | ((w - 0x0101010101010101ull) & ~w)) & 0x8080808080808080ull) != 0)
             break;
     }
-    for (; i < n; i++)
-        if (p[i] & 0x80)
-            return ps_utf8_valid((const char *)p + i, n - i); /* everything before is ASCII */
-    return true;
+    for (; i < n; i++) {
+        if (p[i] == 0)
+            return STR_NUL;
+        if (p[i] & 0x80) { /* everything before is ASCII and NUL-free */
+            if (memchr(p + i, 0, n - i) != NULL)
+                return STR_NUL;
+            return ps_utf8_valid((const char *)p + i, n - i) ? STR_OK : STR_NOT_UTF8;
+        }
+    }
+    return STR_OK;
 }
 
 static int scan_string(scan_t *s, const field_t *f)
@@ -360,9 +394,10 @@ static int scan_string(scan_t *s, const field_t *f)
                           f->pn, s->lim->max_string_len);
     if (i == 0 && f->pn != 0)
         return ps_err_set(s->err, PS_EINVAL, "string_table[0] must be empty");
-    if (memchr(f->pl, 0, f->pn) != NULL)
+    int c = str_check(f->pl, f->pn);
+    if (c == STR_NUL)
         return ps_err_set(s->err, PS_EINVAL, "string_table[%llu] contains a NUL byte", i);
-    if (!utf8_valid(f->pl, f->pn))
+    if (c == STR_NOT_UTF8)
         return ps_err_set(s->err, PS_EINVAL, "string_table[%llu] is not valid UTF-8", i);
     return 0;
 }
@@ -567,11 +602,11 @@ static inline __attribute__((always_inline)) uint32_t idmap_get(const idmap_t *m
  *   - then every check of convert(), reported as convert() would report the first one it meets:
  *     each failed check records (category, element, field) and the smallest one is the answer.
  *
- * Three walks over the top-level fields, each decoding its own sub-messages once: strings, sample
- * types, mappings, functions and scalars; then locations (whose mapping and function ids resolve
- * through the maps built after walk one); then samples (location ids resolved). Every array comes
- * from the arena once, sized by the counts of step 2; strings are copied into one block, each
- * NUL-terminated.
+ * One walk over the top-level fields decodes strings, sample types, mappings, functions and
+ * scalars, and notes where each location and sample is; then the locations are decoded (their
+ * mapping and function ids resolve through the maps built after the walk), then the samples
+ * (location ids resolved). Every array comes from the arena once, sized by the counts of step 2;
+ * strings are copied into one block, each NUL-terminated.
  */
 #define WIRE_BAD 1
 
@@ -579,9 +614,21 @@ typedef struct wfield {
     uint32_t num, wt;
     const uint8_t *v; /* the value's bytes (a LEN value: from its prefix) */
     size_t vn;
+    uint64_t u; /* WT_VARINT: the value (wire_u64 of v, vn) */
     const uint8_t *pl; /* WT_LEN payload */
     size_t pn;
 } wfield_t;
+
+/* protobuf-c's parse_uint64 of a varint of n (1..10) bytes. */
+static inline __attribute__((always_inline)) uint64_t wire_u64(const uint8_t *v, size_t n)
+{
+    if (n == 1)
+        return v[0];
+    uint64_t r = v[0] & 0x7f;
+    for (size_t i = 1; i < n; i++)
+        r |= (uint64_t)(v[i] & 0x7f) << (7 * i);
+    return r;
+}
 
 /* One field as protobuf-c's scan reads it (p < end). */
 static __attribute__((noinline)) int wire_field_slow(const uint8_t **pp, const uint8_t *end, wfield_t *f)
@@ -622,6 +669,7 @@ static __attribute__((noinline)) int wire_field_slow(const uint8_t **pp, const u
         if (i == max)
             return -1;
         f->vn = i + 1;
+        f->u = wire_u64(p, f->vn);
         break;
     }
     case WT_I64:
@@ -660,16 +708,23 @@ static inline __attribute__((always_inline)) int wire_field(const uint8_t **pp, 
     uint8_t t = p[0];
     if (t >= 8 && t < 0x80 && rem >= 2) {
         if ((t & 7) == WT_VARINT) {
-            size_t max = rem - 1 < 10 ? rem - 1 : 10, i;
-            for (i = 0; i < max; i++)
-                if (p[1 + i] < 0x80)
-                    break;
-            if (i == max)
-                return -1;
+            size_t max = rem - 1 < 10 ? rem - 1 : 10, i = 0;
+            uint64_t u = p[1];
+            if (u >= 0x80) { /* wire_u64's value, read as the end is looked for */
+                u &= 0x7f;
+                for (i = 1; i < max; i++) {
+                    u |= (uint64_t)(p[1 + i] & 0x7f) << (7 * i);
+                    if (p[1 + i] < 0x80)
+                        break;
+                }
+                if (i == max)
+                    return -1;
+            }
             f->num = t >> 3;
             f->wt = WT_VARINT;
             f->v = p + 1;
             f->vn = i + 1;
+            f->u = u;
             *pp = p + 2 + i;
             return 0;
         }
@@ -694,17 +749,6 @@ static inline __attribute__((always_inline)) int wire_field(const uint8_t **pp, 
         }
     }
     return wire_field_slow(pp, end, f);
-}
-
-/* protobuf-c's parse_uint64 of a varint of n (1..10) bytes. */
-static inline __attribute__((always_inline)) uint64_t wire_u64(const uint8_t *v, size_t n)
-{
-    if (n == 1)
-        return v[0];
-    uint64_t r = v[0] & 0x7f;
-    for (size_t i = 1; i < n; i++)
-        r |= (uint64_t)(v[i] & 0x7f) << (7 * i);
-    return r;
 }
 
 /* protobuf-c's parse_boolean. */
@@ -735,7 +779,7 @@ static inline __attribute__((always_inline)) int wire_flat(const uint8_t *p, siz
         else if (f.wt != WT_VARINT)
             return -1;
         else
-            vals[f.num] = wire_u64(f.v, f.vn);
+            vals[f.num] = f.u;
     }
     return 0;
 }
@@ -746,7 +790,7 @@ static inline int wire_varints(const wfield_t *f, uint64_t *dst, size_t *n, size
     if (f->wt == WT_VARINT) {
         if (*n >= cap)
             return -2;
-        dst[(*n)++] = wire_u64(f->v, f->vn);
+        dst[(*n)++] = f->u;
         return 0;
     }
     if (f->wt != WT_LEN)
@@ -757,6 +801,13 @@ static inline int wire_varints(const wfield_t *f, uint64_t *dst, size_t *n, size
             if (*n >= cap)
                 return -2;
             dst[(*n)++] = *p++;
+            continue;
+        }
+        if (end - p >= 2 && p[1] < 0x80) { /* two bytes: ids up to 16383 */
+            if (*n >= cap)
+                return -2;
+            dst[(*n)++] = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+            p += 2;
             continue;
         }
         size_t rem = (size_t)(end - p), max = rem < 10 ? rem : 10, i;
@@ -789,6 +840,12 @@ enum {
     CK_SAMPLE_REF,  /* sample[i]: location_id[k] (k), label[k] key, str, num_unit (LABEL0 + 3k + f) */
 };
 #define LABEL0 ((uint64_t)1 << 40)
+
+/* A sub-message's payload, as walk 1 found it. */
+typedef struct wspan {
+    const uint8_t *p;
+    size_t n;
+} wspan_t;
 
 typedef struct wdec {
     ps_arena_t *arena;
@@ -849,19 +906,6 @@ static void wire_idmap(wdec_t *d, idmap_t *m, bool *ok, const uint64_t *ids, siz
         check_failed(d, cat, 0, 0, "%s", e.msg);
 }
 
-/* The next top-level field numbered num from *pp, which must be a message: 1 (in f), 0 at the
- * end, -1 for bad framing or another wire type. */
-static int next_top_msg(const uint8_t **pp, const uint8_t *end, uint32_t num, wfield_t *f)
-{
-    while (*pp < end) {
-        if (wire_field(pp, end, f) != 0)
-            return -1;
-        if (f->num == num)
-            return f->wt == WT_LEN ? 1 : -1;
-    }
-    return 0;
-}
-
 static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps_pprof_limits_t *lim,
                        ps_arena_t *arena, ps_profile_t *out, ps_err_t *err)
 {
@@ -869,7 +913,6 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
     wdec_t dd, *d = &dd;
     wfield_t f;
     uint64_t v[16];
-    int rc;
     idmap_t mids, fids, lids;
     bool mids_ok, fids_ok, lids_ok;
     int64_t pt_type = 0, pt_unit = 0, dst = 0, drop = 0, keep = 0, doc = 0;
@@ -897,6 +940,10 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
     out->nfunctions = 0;
     out->functions = ps_arena_alloc(arena, s->nfunctions * sizeof(ps_function_t));
     uint64_t *fun_ids = ps_arena_alloc(arena, s->nfunctions * sizeof(uint64_t));
+    /* where walk 1 meets each location and sample, for walks 2 and 3 */
+    wspan_t *loc_spans = ps_arena_alloc(arena, s->nlocations * sizeof(wspan_t));
+    wspan_t *sample_spans = ps_arena_alloc(arena, s->nsamples * sizeof(wspan_t));
+    size_t nloc_spans = 0, nsample_spans = 0;
 
     /* walk 1: strings, sample types, mappings, functions, scalars */
     for (p = buf; p < end;) {
@@ -916,9 +963,18 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
             }
             break;
         case 2:
+            if (f.wt != WT_LEN)
+                return WIRE_BAD;
+            if (nsample_spans >= s->nsamples)
+                goto Disagree;
+            sample_spans[nsample_spans++] = (wspan_t){f.pl, f.pn};
+            break;
         case 4:
             if (f.wt != WT_LEN)
                 return WIRE_BAD;
+            if (nloc_spans >= s->nlocations)
+                goto Disagree;
+            loc_spans[nloc_spans++] = (wspan_t){f.pl, f.pn};
             break;
         case 3: /* mapping */
             if (f.wt != WT_LEN || wire_flat(f.pl, f.pn, 10, 0x780 /* 7..10 */, v) != 0)
@@ -988,7 +1044,7 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
         case 15: {
             if (f.wt != WT_VARINT)
                 return WIRE_BAD;
-            int64_t x = (int64_t)wire_u64(f.v, f.vn);
+            int64_t x = (int64_t)f.u;
             switch (f.num) {
             case 7: drop = x; break;
             case 8: keep = x; break;
@@ -1003,7 +1059,8 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
         }
     }
     if (out->nstrings != s->nstrings || out->ntypes != s->ntypes || out->nmappings != s->nmappings ||
-        out->nfunctions != s->nfunctions || ncomments != s->ncomments)
+        out->nfunctions != s->nfunctions || ncomments != s->ncomments || nloc_spans != s->nlocations ||
+        nsample_spans != s->nsamples)
         goto Disagree;
     WSTR(out->period_type.type, (uint64_t)pt_type, CK_PERIOD, 0, 0, "period_type.type");
     WSTR(out->period_type.unit, (uint64_t)pt_unit, CK_PERIOD, 0, 1, "period_type.unit");
@@ -1024,16 +1081,14 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
     uint64_t *loc_ids = ps_arena_alloc(arena, s->nlocations * sizeof(uint64_t));
     ps_line_t *lines = ps_arena_alloc(arena, s->nlines * sizeof(ps_line_t));
     size_t nlines = 0;
-    for (p = buf; (rc = next_top_msg(&p, end, 4, &f)) == 1;) {
-        if (out->nlocations >= s->nlocations)
-            goto Disagree;
+    for (size_t li = 0; li < nloc_spans; li++) {
         uint32_t i = out->nlocations++;
         ps_location_t *l = &out->locations[i];
         uint64_t id = 0, mapping_id = 0, address = 0;
         bool folded = false;
         l->lines = lines + nlines;
         l->nlines = 0;
-        const uint8_t *q = f.pl, *qend = f.pl + f.pn;
+        const uint8_t *q = loc_spans[li].p, *qend = q + loc_spans[li].n;
         while (q < qend) {
             wfield_t g;
             if (wire_field(&q, qend, &g) != 0)
@@ -1044,7 +1099,7 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
             case 3:
                 if (g.wt != WT_VARINT)
                     return WIRE_BAD;
-                *(g.num == 1 ? &id : g.num == 2 ? &mapping_id : &address) = wire_u64(g.v, g.vn);
+                *(g.num == 1 ? &id : g.num == 2 ? &mapping_id : &address) = g.u;
                 break;
             case 4: {
                 if (g.wt != WT_LEN || wire_flat(g.pl, g.pn, 3, 0, v) != 0)
@@ -1075,9 +1130,7 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
         l->address = address;
         l->is_folded = folded ? 1 : 0;
     }
-    if (rc != 0)
-        return WIRE_BAD;
-    if (out->nlocations != s->nlocations || nlines != s->nlines)
+    if (nlines != s->nlines)
         goto Disagree;
     wire_idmap(d, &lids, &lids_ok, loc_ids, out->nlocations, "location", CK_LOC_IDS);
 
@@ -1090,9 +1143,7 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
     int64_t *values = ps_arena_alloc(arena, s->nvalues * sizeof(int64_t));
     ps_label_t *labels = ps_arena_alloc(arena, s->nlabels * sizeof(ps_label_t));
     size_t nlocs = 0, nvalues = 0, nlabels = 0;
-    for (p = buf; (rc = next_top_msg(&p, end, 2, &f)) == 1;) {
-        if (out->nsamples >= s->nsamples)
-            goto Disagree;
+    for (size_t si = 0; si < nsample_spans; si++) {
         uint32_t i = out->nsamples++;
         ps_sample_t *sm = &out->samples[i];
         size_t nraw = 0, nval = 0;
@@ -1100,7 +1151,7 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
         sm->values = values + nvalues;
         sm->labels = labels + nlabels;
         sm->nlabels = 0;
-        const uint8_t *q = f.pl, *qend = f.pl + f.pn;
+        const uint8_t *q = sample_spans[si].p, *qend = q + sample_spans[si].n;
         while (q < qend) {
             wfield_t g;
             int r;
@@ -1154,9 +1205,7 @@ static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps
         nvalues += nval;
         nlabels += sm->nlabels;
     }
-    if (rc != 0)
-        return WIRE_BAD;
-    if (out->nsamples != s->nsamples || nlocs != s->nlocs || nvalues != s->nvalues || nlabels != s->nlabels)
+    if (nlocs != s->nlocs || nvalues != s->nvalues || nlabels != s->nlabels)
         goto Disagree;
     if (d->bad)
         return ps_err_set(err, PS_EINVAL, "%s", d->bad_msg);

@@ -307,6 +307,13 @@ static void test_json_writer(void **state)
     assert_string_equal((char *)b.data,
                         "{\"status\":\"success\",\"data\":[-3,18446744073709551615,{},[],0.1,1e+21,\"NaN\",\"-Inf\","
                         "12.35,0.00,true,null,null,\"a\\\"\\\\\\n\\u0001\xc3\xa9\",{\"k\":1}],\"e\":{\"x\":[]}}");
+    /* escapes between, before and after runs of plain bytes (appended a run at a time) */
+    ps_buf_reset(&b);
+    ps_buf_json_str(&b, "\"ab\\cd\x1f\x7f\xff\tef\r", 13);
+    ps_buf_json_str(&b, "", 0);
+    ps_buf_json_str(&b, "plain", 5);
+    ps_buf_putc(&b, 0);
+    assert_string_equal((char *)b.data, "\"\\\"ab\\\\cd\\u001f\x7f\xff\\tef\\r\"\"\"\"plain\"");
     /* the same digits without a separator, for plain text (folded stacks) */
     ps_buf_reset(&b);
     ps_buf_put_i64(&b, INT64_MIN);

@@ -1301,6 +1301,19 @@ static void test_bad_references(void **state)
     pw_bytes(&b, 6, "\xc0\xaf", 2); /* overlong '/' */
     snprintf(msg, sizeof(msg), "string_table[%zu] is not valid UTF-8", NSTR);
     expect_appended(&b, PS_EINVAL, msg);
+    ps_buf_reset(&b);
+    /* the same past the first 8 bytes (checked a word at a time), and a NUL anywhere before bad
+     * UTF-8 anywhere */
+    pw_bytes(&b, 6, "abcdefghij\0k", 12);
+    snprintf(msg, sizeof(msg), "string_table[%zu] contains a NUL byte", NSTR);
+    expect_appended(&b, PS_EINVAL, msg);
+    ps_buf_reset(&b);
+    pw_bytes(&b, 6, "\xc0\xaf" "abcdefgh\0", 11);
+    expect_appended(&b, PS_EINVAL, msg);
+    ps_buf_reset(&b);
+    pw_bytes(&b, 6, "abcdefgh\xc3\xa9xyz\xc0\xaf", 15);
+    snprintf(msg, sizeof(msg), "string_table[%zu] is not valid UTF-8", NSTR);
+    expect_appended(&b, PS_EINVAL, msg);
     ps_buf_dispose(&b);
 
     /* the encoder refuses NUL bytes too (protobuf-c strings are NUL-terminated) */
