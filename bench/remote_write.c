@@ -134,8 +134,41 @@ typedef struct result {
     int ok;
     double wall, cpu, hwm_mib, p50, p99;
     uint64_t ok_requests, failed;
+    uint64_t write_bytes; /* /proc/PID/io: what the server's writes sent to the disk during the run */
     char first_error[512];
 } result_t;
+
+/* write_bytes of /proc/PID/io (0 if unreadable) */
+static uint64_t io_write_bytes(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
+    FILE *f = fopen(path, "r");
+    unsigned long long v = 0;
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "write_bytes: %llu", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* profstore's writer metrics: its transactions (commits, each with its fsync) and their mean
+ * duration, over the run (a and b: /metrics before and after) */
+static void writer_figures(const ps_buf_t *a, const ps_buf_t *b, uint64_t requests)
+{
+    static const char *const names[] = {"profstore_writer_batches_total",
+                                        "profstore_writer_transaction_duration_seconds_sum",
+                                        "profstore_writer_transaction_duration_seconds_count"};
+    double d[3];
+    for (int i = 0; i < 3; i++)
+        d[i] = ps_bench_metric((const char *)b->data, b->len, names[i]) -
+               ps_bench_metric((const char *)a->data, a->len, names[i]);
+    if (d[2] <= 0)
+        return;
+    printf("  writer                 %.0f transactions (%.2f requests each), %.2f ms each on average "
+           "(commit and fsync included)\n", d[2], (double)requests / d[2], d[1] / d[2] * 1e3);
+}
 
 static void send_all(const opts_t *o, ps_bench_server_t *srv, const char *path, result_t *r)
 {
@@ -148,12 +181,14 @@ static void send_all(const opts_t *o, ps_bench_server_t *srv, const char *path, 
     snprintf(url, sizeof(url), "%s%s", srv->url, path);
     ps_bench_proc_t pr0, pr1;
     ps_bench_proc_read(srv->pid, &pr0);
+    uint64_t io0 = io_write_bytes(srv->pid);
     double w0 = ps_bench_now();
     for (size_t i = 0; i < nbodies; i++)
         ps_bench_pusher_post(p, bodies[i].shard, url, bodies[i].data, bodies[i].len);
     ps_bench_pusher_drain(p);
     r->wall = ps_bench_now() - w0;
     ps_bench_proc_read(srv->pid, &pr1);
+    r->write_bytes = io_write_bytes(srv->pid) - io0;
     r->cpu = (pr1.cpu_user + pr1.cpu_sys) - (pr0.cpu_user + pr0.cpu_sys);
     r->hwm_mib = (double)pr1.vm_hwm_kb / 1024;
     const ps_bench_push_stats_t *st = ps_bench_pusher_stats(p);
@@ -186,6 +221,8 @@ static void print_result(const result_t *r)
            r->cpu / (double)total_samples * 1e6, r->cpu / r->wall * 100);
     printf("  latency                p50 %.2f ms, p99 %.2f ms\n", r->p50 * 1e3, r->p99 * 1e3);
     printf("  server peak RSS        %.1f MiB\n", r->hwm_mib);
+    printf("  written to disk        %.1f MB = %.1f bytes/sample (/proc/PID/io write_bytes)\n",
+           (double)r->write_bytes / 1e6, (double)r->write_bytes / (double)total_samples);
 }
 
 typedef struct bytes_ctx {
@@ -524,7 +561,12 @@ int main(int argc, char **argv)
     static const char *const pargs[] = {"--retention", "0", NULL};
     ps_bench_server_t srv;
     if (ps_bench_server_start(&srv, o.profstore, dir, log, pargs) == 0) {
+        char mu[128];
+        snprintf(mu, sizeof(mu), "%s/metrics", srv.url);
+        ps_buf_t m0 = PS_BUF_INIT, m1 = PS_BUF_INIT;
+        ps_bench_http("GET", mu, NULL, 0, &m0);
         send_all(&o, &srv, "/api/v1/write", &rp);
+        ps_bench_http("GET", mu, NULL, 0, &m1);
         char u[128];
         snprintf(u, sizeof(u), "%s/api/v1/admin/compact", srv.url);
         ps_bench_proc_t c0, c1;
@@ -534,6 +576,9 @@ int main(int argc, char **argv)
         double cw = ps_bench_now() - w0;
         ps_bench_proc_read(srv.pid, &c1);
         print_result(&rp);
+        writer_figures(&m0, &m1, rp.ok_requests);
+        ps_buf_dispose(&m0);
+        ps_buf_dispose(&m1);
         printf("  POST /admin/compact    HTTP %ld, %.3f s wall, %.3f s server CPU\n", code, cw,
                (c1.cpu_user + c1.cpu_sys) - (c0.cpu_user + c0.cpu_sys));
         ps_bench_server_stop(&srv);
