@@ -24,9 +24,9 @@
  *                      [--values node | cpu] [--shapes]
  *
  * Also printed: the disk's fsync time (a request into an idle profstore waits for two), the
- * bytes each server wrote to disk (/proc/PID/io), and profstore's writer transactions (how many
- * requests each commit carried). --shapes then runs the request shapes of real senders (see
- * run_shapes), each against the same Prometheus versions.
+ * page cache each server's writes dirtied (/proc/PID/io write_bytes), and profstore's writer
+ * transactions (how many requests each commit carried). --shapes then runs the request shapes
+ * of real senders (see run_shapes), each against the same Prometheus versions.
  *
  * Nothing is asserted: the targets are printed next to the figures.
  */
@@ -140,7 +140,7 @@ typedef struct result {
     int ok;
     double wall, cpu, hwm_mib, p50, p99;
     uint64_t ok_requests, failed;
-    uint64_t write_bytes; /* /proc/PID/io: what the server's writes sent to the disk during the run */
+    uint64_t write_bytes; /* /proc/PID/io write_bytes during the run: the page cache its writes dirtied */
     char first_error[512];
 } result_t;
 
@@ -227,7 +227,8 @@ static void print_result(const result_t *r)
            r->cpu / (double)total_samples * 1e6, r->cpu / r->wall * 100);
     printf("  latency                p50 %.2f ms, p99 %.2f ms\n", r->p50 * 1e3, r->p99 * 1e3);
     printf("  server peak RSS        %.1f MiB\n", r->hwm_mib);
-    printf("  written to disk        %.1f MB = %.1f bytes/sample (/proc/PID/io write_bytes)\n",
+    printf("  page cache dirtied     %.1f MB = %.1f bytes/sample (/proc/PID/io write_bytes: whole pages, or whole "
+           "large folios on newer kernels, not the bytes written)\n",
            (double)r->write_bytes / 1e6, (double)r->write_bytes / (double)total_samples);
 }
 
