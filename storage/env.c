@@ -198,8 +198,10 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
     /* a file LMDB would map and then fault on (SIGBUS past its end) is refused before */
     if ((ret = ps_store_check_file(o->dir, err)) != 0)
         goto Exit;
-    /* MDB_NOTLS: read transactions are per request, not per thread. */
-    unsigned flags = MDB_NOTLS | (o->nosync ? MDB_NOSYNC : 0) | (o->read_only ? MDB_RDONLY : 0);
+    /* MDB_NOTLS: read transactions are per request, not per thread. MDB_NOMETASYNC: a commit
+     * syncs its pages, then writes its meta page without a sync; ps_txn_commit (txn.c) syncs it
+     * after, or the writer's next commit does (ps_store_writer_defer_sync) */
+    unsigned flags = MDB_NOTLS | MDB_NOMETASYNC | (o->nosync ? MDB_NOSYNC : 0) | (o->read_only ? MDB_RDONLY : 0);
     if ((rc = mdb_env_open(s->env, o->dir, flags, 0644)) != 0) {
         ret = ps_lmdb_err(err, rc, "opening LMDB environment");
         ps_err_prefix(err, "data directory %s", o->dir);

@@ -127,6 +127,10 @@ struct ps_store {
     char *dir;
     int upgraded_from;      /* the schema version ps_store_open upgraded, or 0 */
     atomic_bool has_writer; /* a ps_store_writer_t is open */
+    /* durability (txn.c): the environment is opened MDB_NOMETASYNC, so a commit's meta page is
+     * durable only after a later sync: last_txn, the newest write transaction committed with
+     * changes; durable_txn, the newest one known durable (ps_store_sync) */
+    _Atomic uint64_t last_txn, durable_txn;
     /* space (env.c): the map is opened map_headroom bytes larger than opts.map_size, which only
      * writes respect (ps_store_space_check), so retention and compaction can still delete; the
      * disk reserve file is given up when the file system is full */
@@ -174,7 +178,13 @@ struct ps_store_writer {
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
     ps_buf_t rec_all;       /* scratch: a write's float appends and its recorder's, one array */
     struct ps_unsym_acc *unsym; /* unsym.c: the counts of frames without symbols the current write adds */
+    bool defer_sync;        /* ps_store_writer_defer_sync */
 };
+
+/* txn.c: every commit up to id is known durable (a sync that started after they committed ended) */
+void ps_store_durable_advance(ps_store_t *s, uint64_t id);
+/* txn.c: makes every commit up to id durable (an fdatasync unless one since has); see store.h */
+int ps_store_sync(ps_store_t *s, uint64_t id, ps_err_t *err);
 
 /* reserve.c: the disk reserve. After a commit failed with PS_ENOSPACE for a full disk:
  * ps_store_space_release gives it up; ps_store_reserve_take takes it (again): true once the file

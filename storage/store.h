@@ -216,6 +216,23 @@ typedef struct ps_metric_meta {
 int ps_store_write(ps_store_writer_t *w, ps_append_t **profiles, size_t np, ps_float_append_t **floats, size_t nf,
                    const ps_metric_meta_t *meta, size_t nm, ps_err_t *err);
 
+/**
+ * Durability of ps_store_write. A commit syncs the pages it wrote, then writes the meta page that
+ * points at them; every commit but those of ps_store_write with defer_sync on syncs that page
+ * too before it returns (two syncs a commit). With defer_sync on, ps_store_write returns before
+ * that second sync: its transaction, ps_store_writer_last_txn's answer then, is durable once
+ * ps_store_sync(.., txn) returned 0, which syncs only if no later commit has synced it already
+ * (the next commit's first sync covers the meta pages written before it). So a writer that
+ * commits the next batch before it answers the last one pays one sync a commit under load.
+ */
+void ps_store_writer_defer_sync(ps_store_writer_t *w, bool on);
+/** The newest write transaction that committed changes (0: none since the store was opened). */
+uint64_t ps_store_writer_last_txn(const ps_store_writer_t *w);
+/** Makes every commit up to txn durable: nothing when a sync since has done it, else an fdatasync
+ *  of the data file (its failure: PS_ESTORAGE or PS_ENOSPACE, and txn's durability unknown).
+ *  Unlike the rest of the writer's calls, it may run on another thread beside them. */
+int ps_store_writer_sync(ps_store_writer_t *w, uint64_t txn, ps_err_t *err);
+
 /** Compacts heads due by the thresholds (or all heads when force). *ncompacted gets the chunk count. */
 int ps_store_compact(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
 /** Compacts the heads that reached compact_max_profiles in the writes since the last call. */

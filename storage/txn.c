@@ -51,6 +51,7 @@ static void txn_init(ps_txn_t *t, ps_store_t *s, bool read)
     t->s = s;
     t->ret = 0;
     t->read = read;
+    t->defer_sync = false;
     ps_err_clear(&t->err);
 }
 
@@ -82,9 +83,41 @@ int ps_txn_commit(ps_txn_t *t, ps_err_t *err, const char *what)
         ps_txn_abort(t);
         return ps_txn_error(t, err);
     }
+    size_t id = t->read ? 0 : mdb_txn_id(t->txn);
     int rc = mdb_txn_commit(t->txn);
     t->txn = NULL;
-    return rc ? commit_err(t->s, err, rc, what) : 0;
+    if (rc)
+        return commit_err(t->s, err, rc, what);
+    MDB_envinfo ei;
+    if (t->read || mdb_env_info(t->s->env, &ei) != 0 || ei.me_last_txnid != id)
+        return 0; /* nothing was written */
+    /* the commit wrote its pages and synced them (fdatasync), then wrote its meta page without a
+     * sync (MDB_NOMETASYNC, env.c): that sync also made every earlier transaction's meta page
+     * durable. Now the meta page of this one, unless the caller syncs later (ps_store_sync) */
+    ps_store_durable_advance(t->s, (uint64_t)id - 1);
+    atomic_store(&t->s->last_txn, (uint64_t)id);
+    if (t->defer_sync)
+        return 0;
+    return ps_store_sync(t->s, (uint64_t)id, err);
+}
+
+void ps_store_durable_advance(ps_store_t *s, uint64_t id)
+{
+    uint64_t cur = atomic_load(&s->durable_txn);
+    while (cur < id && !atomic_compare_exchange_weak(&s->durable_txn, &cur, id))
+        ;
+}
+
+int ps_store_sync(ps_store_t *s, uint64_t id, ps_err_t *err)
+{
+    if (s->opts.nosync || atomic_load(&s->durable_txn) >= id)
+        return 0;
+    uint64_t last = atomic_load(&s->last_txn); /* committed before the sync starts: covered by it */
+    int rc = mdb_env_sync(s->env, 1);
+    if (rc != 0) /* not commit_err: this may run beside the writer (store.h) */
+        return ps_lmdb_err(err, rc, "syncing the committed transaction");
+    ps_store_durable_advance(s, last);
+    return 0;
 }
 
 void ps_txn_abort(ps_txn_t *t)

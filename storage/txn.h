@@ -36,6 +36,7 @@ typedef struct ps_txn {
     ps_store_t *s;
     int ret;       /* 0, or the first failure's PS_E code: later calls do nothing and answer false */
     bool read;     /* a read transaction: ps_txn_error reports a failure once, then reads go on */
+    bool defer_sync; /* a write transaction whose commit leaves its meta page unsynced (ps_txn_commit) */
     ps_err_t err;  /* the first failure */
 } ps_txn_t;
 
@@ -62,7 +63,9 @@ int ps_txn_begin_nested(ps_txn_t *t, ps_txn_t *parent, ps_err_t *err, const char
  *  failure (copied into err) or the commit's own: "<what>: <LMDB's words>", and as LMDB answers a
  *  short write (a full file system, e.g. tmpfs) with EIO, an EIO or ENOSPC on a full file system
  *  is PS_ENOSPACE "<what>: disk full: N bytes free on <mount point> (data directory D)" and gives
- *  up the disk reserve (ps_store_space_release). */
+ *  up the disk reserve (ps_store_space_release). A write transaction that changed anything is
+ *  durable when this returns 0 (its pages and its meta page synced), unless t->defer_sync: then
+ *  its meta page waits for ps_store_sync (store.h: ps_store_writer_defer_sync). */
 int ps_txn_commit(ps_txn_t *t, ps_err_t *err, const char *what);
 /** Ends t without writing anything (a no-op on a transaction not begun or ended). */
 void ps_txn_abort(ps_txn_t *t);

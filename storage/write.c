@@ -622,6 +622,21 @@ Fail:
     return ret;
 }
 
+void ps_store_writer_defer_sync(ps_store_writer_t *w, bool on)
+{
+    w->defer_sync = on;
+}
+
+uint64_t ps_store_writer_last_txn(const ps_store_writer_t *w)
+{
+    return atomic_load(&w->s->last_txn);
+}
+
+int ps_store_writer_sync(ps_store_writer_t *w, uint64_t txn, ps_err_t *err)
+{
+    return ps_store_sync(w->s, txn, err);
+}
+
 int ps_store_write_batch(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_err_t *err)
 {
     return ps_store_write(w, items, n, NULL, 0, NULL, 0, err);
@@ -748,6 +763,7 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
         goto Fail;
     if ((ret = ps_store_save_next(w, txn, err)) != 0)
         goto Fail;
+    txn->defer_sync = w->defer_sync;
     if ((ret = ps_txn_commit(txn, err, "committing")) != 0)
         goto Fail;
     ps_arena_dispose(&a);

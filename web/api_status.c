@@ -210,7 +210,7 @@ int ps_api_status_runtimeinfo(h2o_req_t *req)
 static const char *const by_reason[] = {"reason", NULL};
 static const ps_metric_t m_batches = {"profstore_writer_batches_total", PS_COUNTER, "Write transactions committed."},
                          m_txn = {"profstore_writer_transaction_duration_seconds", PS_HISTOGRAM,
-                                  "Write transactions by duration: building, commit and fsync."},
+                                  "Write transactions by duration: building, commit and the fsync of their pages."},
                          m_appends_failed = {"profstore_writer_appends_failed_total", PS_COUNTER,
                                              "Profiles the writer refused."},
                          m_duplicates = {"profstore_writer_duplicates_total", PS_COUNTER,

@@ -9,7 +9,9 @@
  *  2. Writing (writer.c): the writer thread is the only thread that writes to the store. Requests
  *     from the HTTP threads and the scraper are queued; the writer takes everything queued,
  *     applies it in one transaction (group commit), then calls each request's on_done from the
- *     writer thread. Between batches it compacts heads and applies retention.
+ *     writer thread once that transaction is durable: the next batch's commit syncs it (its
+ *     page sync covers the meta page of the last), or, when none follows at once, a sync of its
+ *     own. Between batches it compacts heads and applies retention.
  */
 #ifndef PS_INGEST_H
 #define PS_INGEST_H

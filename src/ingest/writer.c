@@ -24,6 +24,12 @@ struct ps_writer {
     uint64_t queued_bytes;   /* the bytes of what is queued */
     bool stopping;
     bool joined; /* ps_writer_shutdown has joined the thread */
+    /* the syncer thread: syncs the last batch's commit while the writer waits for the next batch
+     * (whose commit would sync it too: whichever ends first answers the batch). Under mu. */
+    pthread_t syncer;
+    pthread_cond_t sync_cv;          /* the syncer waits here for sync_want to pass sync_done */
+    uint64_t sync_want, sync_done;   /* transaction ids: asked for, synced (or failed) */
+    bool sync_stop;
     ps_writer_stats_t stats;
 };
 
@@ -117,6 +123,84 @@ static int64_t commit_wait(const ps_writer_t *w)
     return delay;
 }
 
+/* The appends of the last committed batch, answered once its commit is durable: its meta page is
+ * synced by the next batch's commit, or by ps_store_writer_sync when no batch follows at once
+ * (ps_store_writer_defer_sync: one sync a commit under load, two when idle, as before). */
+typedef struct pending {
+    ps_wreq_t *head, *tail; /* linked by next, in batch order */
+    uint64_t txn;           /* the commit they wait for */
+    bool fwd;               /* call fwd_logged once it is durable */
+} pending_t;
+
+static void pending_add(pending_t *p, ps_wreq_t *r)
+{
+    r->next = NULL;
+    if (p->tail)
+        p->tail->next = r;
+    else
+        p->head = r;
+    p->tail = r;
+}
+
+/* Syncs what p waits for unless a later commit did, then answers it (not under w->mu). A failed
+ * sync fails its requests: whether they are stored is unknown, so they are not acknowledged. */
+static void settle(ps_writer_t *w, pending_t *p)
+{
+    if (p->head == NULL && !p->fwd)
+        return;
+    ps_err_t err;
+    ps_err_clear(&err);
+    int rc = ps_store_writer_sync(w->sw, p->txn, &err);
+    if (rc != 0)
+        ps_log_error("sync failed", "err=%s", ps_log_q(err.msg));
+    else if (p->fwd && w->opts.fwd_logged != NULL)
+        w->opts.fwd_logged(w->opts.fwd_ctx);
+    uint64_t failed = 0;
+    for (ps_wreq_t *r = p->head, *next; r != NULL; r = next) {
+        next = r->next;
+        if (rc != 0) {
+            r->status = rc;
+            r->err = err;
+            if (r->kind == PS_WREQ_APPEND && r->app.status == 0) {
+                r->app.status = rc;
+                r->app.err = err;
+                failed++;
+            }
+        }
+        r->on_done(r);
+    }
+    if (failed > 0) {
+        pthread_mutex_lock(&w->mu);
+        w->stats.appended -= failed;
+        w->stats.failed += failed;
+        pthread_mutex_unlock(&w->mu);
+    }
+    *p = (pending_t){0};
+}
+
+static void *syncer(void *arg)
+{
+    ps_writer_t *w = arg;
+    ps_thread_name("syncer");
+    pthread_mutex_lock(&w->mu);
+    while (!w->sync_stop) {
+        if (w->sync_want <= w->sync_done) {
+            pthread_cond_wait(&w->sync_cv, &w->mu);
+            continue;
+        }
+        uint64_t want = w->sync_want;
+        pthread_mutex_unlock(&w->mu);
+        ps_err_t err;
+        if (ps_store_writer_sync(w->sw, want, &err) != 0) /* the writer's settle syncs again, and answers */
+            ps_log_error("sync failed", "err=%s", ps_log_q(err.msg));
+        pthread_mutex_lock(&w->mu);
+        w->sync_done = want;
+        pthread_cond_signal(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
 static void *run(void *arg)
 {
     ps_writer_t *w = arg;
@@ -128,8 +212,25 @@ static void *run(void *arg)
     int64_t next_compact = ps_time_mono() + w->opts.compact_interval_ns;
     int64_t next_retain = ps_time_mono() + w->opts.retention_interval_ns / 10; /* soon after start */
     int64_t last_commit = 0;
+    pending_t pending = {0};
+    ps_store_writer_defer_sync(w->sw, true);
     for (;;) {
         pthread_mutex_lock(&w->mu);
+        if (w->head == NULL && (pending.head != NULL || pending.fwd)) {
+            /* nothing to commit next: the syncer syncs the last batch now, unless a request
+             * arrives first, whose commit does it */
+            if (w->sync_want < pending.txn) {
+                w->sync_want = pending.txn;
+                pthread_cond_signal(&w->sync_cv);
+            }
+            while (w->head == NULL && w->sync_done < pending.txn)
+                pthread_cond_wait(&w->cv, &w->mu);
+            bool idle = w->head == NULL;
+            pthread_mutex_unlock(&w->mu);
+            if (idle)
+                settle(w, &pending);
+            continue;
+        }
         while (w->head == NULL && !w->stopping) {
             int64_t mono = ps_time_mono(), wake = next_compact < next_retain ? next_compact : next_retain;
             if (mono >= wake) {
@@ -155,7 +256,9 @@ static void *run(void *arg)
          * as the load under load. Only a configured commit_delay (0 by default) or a queue of
          * scrapes alone (nobody waits on them: they share fsyncs for their commit_delay_ns)
          * waits for more, at most that long since the last commit, and no longer once the batch
-         * is full or a request that may not wait arrives */
+         * is full or a request that may not wait arrives. A batch's appends are answered once its
+         * commit is durable: after the next commit (whose page sync also syncs this one's meta
+         * page), or after a sync of their own when nothing follows (pending_t) */
         for (;;) {
             int64_t delay = commit_wait(w);
             if (w->queued >= w->opts.max_batch || delay <= 0 || delay == INT64_MAX || w->stopping)
@@ -163,6 +266,12 @@ static void *run(void *arg)
             int64_t deadline = last_commit + delay, mono = ps_time_mono();
             if (mono >= deadline)
                 break;
+            if (pending.head != NULL || pending.fwd) { /* not while this waits */
+                pthread_mutex_unlock(&w->mu);
+                settle(w, &pending);
+                pthread_mutex_lock(&w->mu);
+                continue;
+            }
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
             int64_t until = (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec + (deadline - mono);
@@ -219,6 +328,11 @@ static void *run(void *arg)
             int64_t t0 = ps_time_mono();
             int rc = wrc = ps_store_write(w->sw, apps, napps, fl, nfl, meta, nmeta, &err);
             txn_ns = ps_time_mono() - t0;
+            settle(w, &pending); /* the last batch: this commit's sync made it durable (else it syncs) */
+            if (rc == 0) {
+                pending.txn = ps_store_writer_last_txn(w->sw);
+                pending.fwd = (napps > 0 || nfl > 0) && w->opts.fwd_logged != NULL;
+            }
             if (rc != 0)
                 ps_log_error("write failed", "profiles=%zu series=%zu err=%s", napps, nfl, ps_log_q(err.msg));
             /* a full disk (or map) is a state: reads go on, retention and compaction free space,
@@ -249,8 +363,8 @@ static void *run(void *arg)
                 }
             }
         }
-        if (wrc == 0 && (napps > 0 || nfl > 0) && w->opts.fwd_logged != NULL)
-            w->opts.fwd_logged(w->opts.fwd_ctx);
+        else
+            settle(w, &pending); /* nothing to commit: the last batch is synced first */
         for (ps_wreq_t *r = batch; r != NULL; r = r->next)
             if (r->kind == PS_WREQ_APPEND) {
                 ps_buf_dispose(&r->fwd); /* logged (or not): on_done may free r */
@@ -306,7 +420,10 @@ static void *run(void *arg)
             } else if (r->kind == PS_WREQ_APPEND && r->status == 0 && r->app.status == 0) {
                 want_compact = true;
             }
-            r->on_done(r);
+            if (wrc == 0 && (r->kind == PS_WREQ_APPEND || r->kind == PS_WREQ_SAMPLES) && txn_ns >= 0)
+                pending_add(&pending, r); /* answered once durable: settle */
+            else
+                r->on_done(r);
         }
         /* heads that reached compact_max_profiles are folded at once, not only at the interval */
         if (want_compact) {
@@ -320,6 +437,7 @@ static void *run(void *arg)
         }
         housekeeping(w, &next_compact, &next_retain, false);
     }
+    settle(w, &pending);
     free(apps);
     free(fl);
     free(meta);
@@ -341,7 +459,9 @@ ps_writer_t *ps_writer_start(ps_store_t *store, const ps_writer_opts_t *o, ps_er
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&w->cv, &ca);
+    pthread_cond_init(&w->sync_cv, NULL);
     pthread_condattr_destroy(&ca);
+    pthread_create(&w->syncer, NULL, syncer, w);
     pthread_create(&w->thread, NULL, run, w);
     return w;
 }
@@ -415,8 +535,14 @@ void ps_writer_shutdown(ps_writer_t *w)
     w->joined = true;
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    if (!joined)
+    if (!joined) {
         pthread_join(w->thread, NULL);
+        pthread_mutex_lock(&w->mu);
+        w->sync_stop = true;
+        pthread_cond_signal(&w->sync_cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->syncer, NULL);
+    }
 }
 
 void ps_writer_stop(ps_writer_t *w)
@@ -427,6 +553,7 @@ void ps_writer_stop(ps_writer_t *w)
     ps_store_writer_close(w->sw);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
+    pthread_cond_destroy(&w->sync_cv);
     free(w);
 }
 

@@ -2,7 +2,8 @@
  * test_writer.c - the writer thread (src/ingest/writer.c) on a store in a temporary directory:
  * group commit answers every request exactly once with its status, a failing profile fails
  * alone in its batch, stop drains the queue, a submit while stopping is refused with PS_EUNAVAIL
- * and one into a full queue (items, weight or bytes) with PS_EOVERLOAD.
+ * and one into a full queue (items, weight or bytes) with PS_EOVERLOAD; on a store that syncs, a
+ * request is answered only once its commit is durable (its meta page synced too).
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -21,6 +22,7 @@
 
 #include "core/timeutil.h"
 #include "ingest/ingest.h"
+#include "storage/internal.h"
 
 
 static uint8_t *body;
@@ -76,10 +78,18 @@ typedef struct treq {
 } treq_t;
 
 static atomic_int done_total;
+/* when set: on_done counts answers given before the commit was durable (storage/internal.h:
+ * on the writer thread no commit runs during on_done, so last_txn is the newest; the batch being
+ * answered is at most the one before it, and that one must be durable) */
+static ps_store_t *check_durable;
+static atomic_int early_answers;
 
 static void on_done(ps_wreq_t *w)
 {
     treq_t *r = w->ctx;
+    if (check_durable != NULL &&
+        atomic_load(&check_durable->durable_txn) + 1 < atomic_load(&check_durable->last_txn))
+        atomic_fetch_add(&early_answers, 1);
     atomic_fetch_add(&r->calls, 1);
     atomic_fetch_add(&done_total, 1);
 }
@@ -741,6 +751,57 @@ static void test_group_commit_many_writers(void **state)
     assert_int_equal(count_series(e->store), MW_THREADS * MW_EACH);
 }
 
+/* With fsync on: many writers, every answer after its commit is durable; once all are answered
+ * (the writer idle), the last commit is durable too: a batch nobody follows is synced alone. */
+static void test_answers_when_durable(void **state)
+{
+    (void)state;
+    char *dir = ps_test_tmpdir("/tmp/ps-test-writer-XXXXXX");
+    ps_store_opts_t so;
+    ps_store_opts_default(&so);
+    so.dir = dir;
+    so.map_size = 1ull << 30;
+    so.retention_ns = 0;
+    ps_store_t *store;
+    ps_err_t err;
+    if (ps_store_open(&so, &store, &err) != 0)
+        fail_msg("open: %s", err.msg);
+    ps_writer_opts_t o;
+    ps_writer_opts_default(&o);
+    atomic_store(&done_total, 0);
+    atomic_store(&early_answers, 0);
+    check_durable = store;
+    ps_writer_t *w = start_on(store, &o);
+    treq_t *one = make_req(9999, T0); /* alone: synced by the syncer */
+    assert_int_equal(ps_writer_submit(w, &one->w), 0);
+    wait_done(1);
+    assert_int_equal(atomic_load(&store->durable_txn), atomic_load(&store->last_txn));
+    pthread_t th[MW_THREADS];
+    mw_arg_t args[MW_THREADS];
+    for (int i = 0; i < MW_THREADS; i++) {
+        args[i] = (mw_arg_t){w, i, 0};
+        pthread_create(&th[i], NULL, mw_thread, &args[i]);
+    }
+    for (int i = 0; i < MW_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(args[i].bad, 0);
+    }
+    assert_int_equal(atomic_load(&done_total), 1 + MW_THREADS * MW_EACH);
+    assert_int_equal(atomic_load(&early_answers), 0);
+    assert_int_equal(atomic_load(&store->durable_txn), atomic_load(&store->last_txn));
+    ps_writer_stats_t st;
+    ps_writer_stats(w, &st);
+    ps_writer_stop(w);
+    check_durable = NULL;
+    assert_int_equal(st.appended, 1 + MW_THREADS * MW_EACH);
+    assert_int_equal(st.failed, 0);
+    assert_int_equal(count_series(store), 1 + MW_THREADS * MW_EACH);
+    ps_store_close(store);
+    ps_test_rm_rf(dir);
+    free(dir);
+    free_req(one);
+}
+
 /* A commit that fails fails every write of its group, each answered once with the error and
  * nothing of it stored; the group after it commits. */
 static void test_group_commit_failing(void **state)
@@ -841,6 +902,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_group_commit_push_ends_scrape_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_many_writers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_failing, setup, teardown),
+        cmocka_unit_test(test_answers_when_durable),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(body);

@@ -2,7 +2,8 @@
  * test_txn.c - the transaction wrapper (storage/txn.h): gets, puts, deletes and cursor moves on a
  * real store; a record that is not there is no failure; the first failure is sticky in a write
  * transaction (later calls do nothing, the commit aborts and reports it with its message) and
- * reported once by a read transaction, which then reads on.
+ * reported once by a read transaction, which then reads on. A commit is durable when it returns,
+ * unless deferred (defer_sync): then once the next commit or ps_store_sync has synced it.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -261,6 +262,65 @@ static void test_read_failure_reported_once(void **state)
     ps_txn_abort(&t);
 }
 
+/* one write transaction putting key k (defer: its meta page left to a later sync) */
+static void put_one(ps_store_t *s, const char *k, bool defer)
+{
+    ps_txn_t t;
+    ps_err_t err;
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_WRITE, &err, "starting write transaction"), 0);
+    assert_true(ps_txn_put(&t, DB_FWDCURSOR, k, strlen(k), "v", 1, 0, "writing"));
+    t.defer_sync = defer;
+    assert_int_equal(ps_txn_commit(&t, &err, "committing"), 0);
+}
+
+static void test_deferred_sync(void **state)
+{
+    (void)state;
+    char *dir = ps_test_tmpdir("/tmp/ps-test-txn-sync-XXXXXX");
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = dir;
+    o.map_size = 1ull << 26;
+    ps_store_t *s;
+    ps_err_t err;
+    if (ps_store_open(&o, &s, &err) != 0)
+        fail_msg("open: %s", err.msg);
+    put_one(s, "a", false); /* synced before it returns */
+    uint64_t x = atomic_load(&s->last_txn);
+    assert_true(x > 0);
+    assert_int_equal(atomic_load(&s->durable_txn), x);
+    put_one(s, "b", true); /* its pages synced, its meta page not */
+    assert_int_equal(atomic_load(&s->last_txn), x + 1);
+    assert_int_equal(atomic_load(&s->durable_txn), x);
+    put_one(s, "c", true); /* its page sync made x + 1's meta page durable */
+    assert_int_equal(atomic_load(&s->last_txn), x + 2);
+    assert_int_equal(atomic_load(&s->durable_txn), x + 1);
+    ps_txn_t t;
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_WRITE, &err, "starting write transaction"), 0);
+    t.defer_sync = true;
+    assert_int_equal(ps_txn_commit(&t, &err, "committing"), 0); /* nothing written: nothing to sync */
+    assert_int_equal(atomic_load(&s->last_txn), x + 2);
+    assert_int_equal(ps_store_sync(s, x + 1, &err), 0); /* durable already */
+    assert_int_equal(atomic_load(&s->durable_txn), x + 1);
+    assert_int_equal(ps_store_sync(s, x + 2, &err), 0);
+    assert_int_equal(atomic_load(&s->durable_txn), x + 2);
+    put_one(s, "d", true);
+    put_one(s, "e", false); /* a synced commit: every one before it too */
+    assert_int_equal(atomic_load(&s->durable_txn), x + 4);
+    ps_test_close_store(s);
+    if (ps_store_open(&o, &s, &err) != 0)
+        fail_msg("reopen: %s", err.msg);
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_READ, &err, "starting read transaction"), 0);
+    MDB_val v;
+    static const char *const keys[] = {"a", "b", "c", "d", "e"};
+    for (int i = 0; i < 5; i++)
+        assert_true(ps_txn_get(&t, DB_FWDCURSOR, keys[i], 1, &v, "reading"));
+    ps_txn_abort(&t);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 static void test_nested_abort_keeps_parent(void **state)
 {
     fixture_t *f = *state;
@@ -292,6 +352,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_failure_is_sticky, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_failure_reported_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nested_abort_keeps_parent, setup, teardown),
+        cmocka_unit_test(test_deferred_sync),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
