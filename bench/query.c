@@ -132,8 +132,9 @@ static const ps_flag_t flags[] = {
      .max = 3650, .help = "--rollups: days of profiles per series (default 30)"},
     {.name = "rollup-step", .type = PS_FLAG_UINT, .offset = FV(rollup_step), .metavar = "S", .def = "60", .min = 1,
      .max = 86400, .help = "--rollups: seconds between two profiles of a series (default 60)"},
-    {.name = "price-days", .type = PS_FLAG_UINT, .offset = FV(price_days), .metavar = "N", .def = "1", .min = 1,
-     .max = 3650, .help = "--rollups: days loaded twice (with and without rollups) for the price (default 1)"},
+    {.name = "price-days", .type = PS_FLAG_UINT, .offset = FV(price_days), .metavar = "N", .def = "1", .min = 0,
+     .max = 3650, .help = "--rollups: days loaded twice (with and without rollups) for the price (default 1;\n"
+             "0: no price, the merges only)"},
     {.name = "rollup-min-profiles", .type = PS_FLAG_UINT, .offset = FV(rollup_min), .metavar = "N", .def = "0",
      .max = UINT32_MAX, .help = "--rollups: the store's rollup_min_profiles for the merges' store (default\n"
              "0: the store's default; 1: a rollup for every window, as before it)"},
@@ -1788,7 +1789,7 @@ static int rollup_bench(const opts_t *o)
            o->rollup_min ? o->rollup_min : PS_ROLLUP_MIN_PROFILES);
     /* the price: the same price-days load without rollups, with one per window and with the
      * default rule, alternated twice */
-    {
+    if (o->price_days > 0) {
         enum { NCONF = 3 };
         static const char *const conf_name[NCONF] = {"without rollups", "every window", "default rule"};
         double wc[NCONF] = {0}, cc[NCONF] = {0};

@@ -340,7 +340,10 @@ int ps_store_compact(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t 
         nchunks = &dummy;
     *nchunks = 0;
     int ret = compact_profiles(w, force, now_ns, nchunks, err);
-    return ret ? ret : ps_float_compact(w, force, now_ns, nchunks, err);
+    if (ret == 0)
+        ret = ps_float_compact(w, force, now_ns, nchunks, err);
+    bool more;
+    return ret ? ret : ps_rollup_backfill(w, now_ns, &more, err);
 }
 
 int ps_store_compact_due(ps_store_writer_t *w, uint32_t *nchunks, ps_err_t *err)
