@@ -174,6 +174,7 @@ struct ps_store_writer {
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
     ps_buf_t rec_all;       /* scratch: a write's float appends and its recorder's, one array */
     struct ps_unsym_acc *unsym; /* unsym.c: the counts of frames without symbols the current write adds */
+    bool rollfill_done;     /* rollup.c: the backfill was found done (DB_INFO "rollfill" 00) */
 };
 
 /* reserve.c: the disk reserve. After a commit failed with PS_ENOSPACE for a full disk:

@@ -608,7 +608,7 @@ static bool next_data(ps_txn_t *txn, uint64_t sid, int64_t from, int64_t *at)
 int ps_rollup_backfill(ps_store_writer_t *w, int64_t now_ns, bool *more, ps_err_t *err)
 {
     *more = false;
-    if (w->s->opts.no_rollups)
+    if (w->s->opts.no_rollups || w->rollfill_done)
         return 0;
     ps_txn_t t, *txn = &t;
     int ret = ps_txn_begin(txn, w->s, PS_TXN_WRITE, err, "starting the rollup backfill");
@@ -620,6 +620,7 @@ int ps_rollup_backfill(ps_store_writer_t *w, int64_t now_ns, bool *more, ps_err_
     if (ps_txn_get(txn, DB_INFO, BACKFILL_KEY, BACKFILL_KEY_LEN, &v, "reading the rollup backfill")) {
         if (v.mv_size == 1) { /* done */
             ps_txn_abort(txn);
+            w->rollfill_done = true;
             return 0;
         }
         if (v.mv_size == 16) { /* else damaged: from the start again (what exists is kept) */
@@ -711,7 +712,7 @@ int ps_rollup_backfill(ps_store_writer_t *w, int64_t now_ns, bool *more, ps_err_
             ps_txn_abort(txn);
             return ret;
         }
-        return ps_txn_commit(txn, err, "committing the rollup backfill");
+        return ps_txn_commit(txn, err, "committing the rollup backfill"); /* found done at the next call */
     }
     sid = next_sid; /* the next series record not looked at yet */
     from = INT64_MIN;
