@@ -563,12 +563,13 @@ int ps_rollup_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err)
  * what exists is kept), up to the series' newest compacted profile (the windows after it are
  * compaction's). Its cursor is DB_INFO "rollfill": absent, not started (any store before it);
  * sid (u64 BE) and the next step's start (a ts); one byte 00, done. Each call does at most
- * BACKFILL_STEPS steps or BACKFILL_BUDGET_NS of work, in one transaction.
+ * BACKFILL_STEPS steps (opts.rollup_backfill_steps) or BACKFILL_BUDGET_NS of work (and the step
+ * it is in: at most 4 hours of one series' profiles), in one transaction.
  */
 #define BACKFILL_KEY "rollfill"
 #define BACKFILL_KEY_LEN 8
 #define BACKFILL_STEP_NS (4 * 3600ll * 1000000000ll) /* a step: 4 hours (a day holds 6) */
-#define BACKFILL_STEPS 64
+#define BACKFILL_STEPS 4096 /* a run's steps at most (opts.rollup_backfill_steps) */
 #define BACKFILL_BUDGET_NS (20ll * 1000000)
 #define BACKFILL_SERIES 4096 /* series records looked at per call */
 
@@ -665,7 +666,9 @@ int ps_rollup_backfill(ps_store_writer_t *w, int64_t now_ns, bool *more, ps_err_
         }
         ps_cur_close(&cur);
     }
-    uint32_t steps = 0;
+    uint32_t steps = 0, max_steps = w->s->opts.rollup_backfill_steps;
+    if (max_steps == 0)
+        max_steps = BACKFILL_STEPS;
     for (size_t i = 0; i < n && ret == 0 && !txn->ret; i++) {
         if (sids[i] != sid)
             from = INT64_MIN; /* a series not started: from its oldest chunk */
@@ -685,7 +688,7 @@ int ps_rollup_backfill(ps_store_writer_t *w, int64_t now_ns, bool *more, ps_err_
              * compaction's */
             if (s0 < -ROLLUP_LIMIT || s0 >= lasts[i])
                 break;
-            if (steps == BACKFILL_STEPS || ps_time_mono() - t0 > BACKFILL_BUDGET_NS)
+            if (steps == max_steps || ps_time_mono() - t0 > BACKFILL_BUDGET_NS)
                 goto Save;
             int64_t nxt;
             bool any = next_data(txn, sid, se, &nxt);

@@ -60,6 +60,7 @@ static ps_store_t *open_small_chunks_ex(const char *dir, int64_t retention, uint
     o.rollup_min_profiles = min_profiles; /* 0: PS_ROLLUP_MIN_PROFILES */
     o.compact_max_profiles = 7; /* chunks of 7 profiles: many straddle an hour */
     o.no_rollups = no_rollups;
+    o.rollup_backfill_steps = 64; /* the backfill in parts */
     ps_store_t *s = NULL;
     ps_err_t err;
     if (ps_store_open(&o, &s, &err) != 0)
