@@ -132,8 +132,9 @@ static const ps_flag_t flags[] = {
      .max = 3650, .help = "--rollups: days of profiles per series (default 30)"},
     {.name = "rollup-step", .type = PS_FLAG_UINT, .offset = FV(rollup_step), .metavar = "S", .def = "60", .min = 1,
      .max = 86400, .help = "--rollups: seconds between two profiles of a series (default 60)"},
-    {.name = "price-days", .type = PS_FLAG_UINT, .offset = FV(price_days), .metavar = "N", .def = "1", .min = 1,
-     .max = 3650, .help = "--rollups: days loaded twice (with and without rollups) for the price (default 1)"},
+    {.name = "price-days", .type = PS_FLAG_UINT, .offset = FV(price_days), .metavar = "N", .def = "1", .min = 0,
+     .max = 3650, .help = "--rollups: days loaded twice (with and without rollups) for the price (default 1;\n"
+             "0: no price, the merges only)"},
     {.name = "rollup-min-profiles", .type = PS_FLAG_UINT, .offset = FV(rollup_min), .metavar = "N", .def = "0",
      .max = UINT32_MAX, .help = "--rollups: the store's rollup_min_profiles for the merges' store (default\n"
              "0: the store's default; 1: a rollup for every window, as before it)"},
@@ -1771,6 +1772,20 @@ static bool same_map(const ps_nodemap_t *a, const ps_nodemap_t *b)
     return true;
 }
 
+typedef struct rtotals {
+    uint64_t n;
+    double sum;
+} rtotals_t;
+
+static int on_rtotals(void *ctx, const ps_float_sample_t *smp, size_t n)
+{
+    rtotals_t *t = ctx;
+    for (size_t i = 0; i < n; i++)
+        t->sum += smp[i].v;
+    t->n += n;
+    return 0;
+}
+
 static int rollup_bench(const opts_t *o)
 {
     uint32_t ns = o->series, days = o->rollup_days, step = o->rollup_step;
@@ -1788,7 +1803,7 @@ static int rollup_bench(const opts_t *o)
            o->rollup_min ? o->rollup_min : PS_ROLLUP_MIN_PROFILES);
     /* the price: the same price-days load without rollups, with one per window and with the
      * default rule, alternated twice */
-    {
+    if (o->price_days > 0) {
         enum { NCONF = 3 };
         static const char *const conf_name[NCONF] = {"without rollups", "every window", "default rule"};
         double wc[NCONF] = {0}, cc[NCONF] = {0};
@@ -1912,6 +1927,35 @@ static int rollup_bench(const opts_t *o)
             free(t[0]);
             free(t[1]);
         }
+    }
+    /* what PromQL reads of a profile series (its totals, one sample per profile: src/query/
+     * promql_store.c), next to the merges: each series' totals over the same ranges, and their sum
+     * (sum_over_time of the range) */
+    printf("profile totals as PromQL reads them (ps_reader_samples of each series: chunk meta, no nodes),\n"
+           "median of %u runs:\n", o->runs);
+    for (size_t c = 3; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        if (cases[c].range_h > (int64_t)days * 24)
+            continue;
+        int64_t start = end - cases[c].range_h * 3600 * 1000000000LL + 1;
+        double *t = ps_xcalloc(o->runs, sizeof(double));
+        rtotals_t tot = {0, 0};
+        for (uint32_t k = 0; k < o->runs; k++) {
+            double t0 = ps_bench_now();
+            if (ps_reader_begin(s, &r, &err) != 0)
+                return 2;
+            tot = (rtotals_t){0, 0};
+            for (uint32_t i = 0; i < all->n; i++)
+                if (ps_reader_samples(r, all->sids[i], start / 1000000, end / 1000000, on_rtotals, &tot, &err) != 0) {
+                    fprintf(stderr, "bench_query: samples: %s\n", err.msg);
+                    return 2;
+                }
+            ps_reader_end(r);
+            t[k] = ps_bench_now() - t0;
+        }
+        char b0[32];
+        printf("  %-18s %12s  (%llu samples, sum %.6g)\n", cases[c].name, fmt_time(median(t, o->runs), b0, sizeof(b0)),
+               (unsigned long long)tot.n, tot.sum);
+        free(t);
     }
     ps_store_close(s);
     free(all);

@@ -156,7 +156,9 @@
  *   decodes to the values of the V1 chunk it stands for; otherwise (values not an exact multiple,
  *   a stack present in one type only) the chunk is packed as before. Twins are looked for among
  *   the chunks the same compaction transaction wrote before (both series of a profile come due in
- *   the same write); of two, the one of the larger value scale stays whole (a CPU profile's
+ *   the same write, and a background transaction that takes 256 series takes up to 7 consecutive
+ *   ids more, so that the types of one profile are not cut apart); of two, the one of the larger
+ *   value scale stays whole (a CPU profile's
  *   nanoseconds, the type queried by default, read without a second lookup) unless a reference
  *   points at the other already. A chunk and its twin share their key time, so retention, which
  *   drops chunks by key time, drops both in the same pass. A reference whose twin is missing,

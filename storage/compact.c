@@ -19,6 +19,7 @@
 #include "internal.h"
 
 #define COMPACT_SERIES_PER_TXN 256
+#define COMPACT_TWIN_SLACK 7 /* consecutive series ids taken past the 256 (see twins below) */
 
 typedef struct triple {
     uint64_t node;
@@ -61,7 +62,9 @@ static triple_t *sort_triples(triple_t *t, triple_t *tmp, size_t m)
 /*
  * Twins: a chunk whose node section is, but for the value scale, that of a chunk written before in
  * the same compaction transaction (the cpu nanoseconds of a profile are its sample counts times the
- * period: both series get the same scaled values, and come due in the same write) is stored once:
+ * period: both series get the same scaled values, and come due in the same write; the 256 series
+ * a background transaction takes are followed by the next consecutive ids, so a cut does not fall
+ * between the types of one profile) is stored once:
  * one of the two becomes a reference to the other (PS_CHUNK_ENC_REF, chunk.h), after
  * ps_chunk_refer compared them byte for byte. The one of the larger value scale stays whole (a CPU
  * profile's nanoseconds, the type Grafana and Pyroscope query: its reads need no second lookup),
@@ -289,7 +292,7 @@ static int compact_profiles(ps_store_writer_t *w, bool force, int64_t now_ns, ui
         int ret = ps_txn_begin(txn, w->s, PS_TXN_WRITE, err, "starting compaction transaction");
         if (ret)
             return ret;
-        uint64_t due[COMPACT_SERIES_PER_TXN];
+        uint64_t due[COMPACT_SERIES_PER_TXN + COMPACT_TWIN_SLACK];
         size_t ndue = 0;
         bool more = false;
         ps_cur_t cur;
@@ -302,11 +305,15 @@ static int compact_profiles(ps_store_writer_t *w, bool force, int64_t now_ns, ui
             ps_series_rec_t r;
             if (k.mv_size == 8 && ps_series_rec_decode(v.mv_data, v.mv_size, &r) == 0 && r.head_count > 0 &&
                 (force || r.head_count >= w->s->opts.compact_max_profiles || window_due(w, ps_get_be64(k.mv_data), &r, now_ns))) {
-                if (ndue == COMPACT_SERIES_PER_TXN) {
+                uint64_t sid = ps_get_be64(k.mv_data);
+                /* full; but the series right after the last (the types of one profile get
+                 * consecutive ids, so this may be its twin) still come along */
+                if (ndue >= COMPACT_SERIES_PER_TXN &&
+                    (ndue == COMPACT_SERIES_PER_TXN + COMPACT_TWIN_SLACK || sid != due[ndue - 1] + 1)) {
                     more = true;
                     break;
                 }
-                due[ndue++] = ps_get_be64(k.mv_data);
+                due[ndue++] = sid;
             }
         }
         ps_cur_close(&cur);
@@ -340,7 +347,10 @@ int ps_store_compact(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t 
         nchunks = &dummy;
     *nchunks = 0;
     int ret = compact_profiles(w, force, now_ns, nchunks, err);
-    return ret ? ret : ps_float_compact(w, force, now_ns, nchunks, err);
+    if (ret == 0)
+        ret = ps_float_compact(w, force, now_ns, nchunks, err);
+    bool more;
+    return ret ? ret : ps_rollup_backfill(w, now_ns, &more, err);
 }
 
 int ps_store_compact_due(ps_store_writer_t *w, uint32_t *nchunks, ps_err_t *err)

@@ -257,7 +257,9 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
         }
     } else if (t.ret == 0) {
         uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};
-        if (!ps_txn_put(&t, DB_INFO, "schema", 6, b, 4, 0, "writing schema version")) {
+        /* a new store: compaction makes every rollup, none to backfill (unless made without) */
+        if (!ps_txn_put(&t, DB_INFO, "schema", 6, b, 4, 0, "writing schema version") ||
+            (!o->no_rollups && !ps_rollup_backfill_done(&t))) {
             ret = ps_txn_error(&t, err);
             goto Exit;
         }

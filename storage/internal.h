@@ -179,6 +179,7 @@ struct ps_store_writer {
     ps_buf_t rec_all;       /* scratch: a write's float appends and its recorder's, one array */
     struct ps_unsym_acc *unsym; /* unsym.c: the counts of frames without symbols the current write adds */
     bool defer_sync;        /* ps_store_writer_defer_sync */
+    bool rollfill_done;     /* rollup.c: the backfill was found done (DB_INFO "rollfill" 00) */
 };
 
 /* txn.c: every commit up to id is known durable (a sync that started after they committed ended) */
@@ -382,6 +383,12 @@ int ps_rollup_sum(ps_txn_t *txn, int64_t min_ts, uint64_t sid, int64_t start, in
  * before last_ts: no later write can fall into them), where they are missing and the window holds
  * at least opts.rollup_min_profiles profiles */
 int ps_rollup_update(ps_txn_t *txn, uint64_t sid, int64_t from, int64_t last_ts, ps_err_t *err);
+/* the writer's background step (ps_store_compact): the missing rollups of the windows compacted
+ * before rollups existed (schema 7 and older, or the option no_rollups), a bounded part per call in
+ * one transaction, its cursor in DB_INFO "rollfill"; *more: not done yet */
+int ps_rollup_backfill(ps_store_writer_t *w, int64_t now_ns, bool *more, ps_err_t *err);
+/* a store made with rollups starts with nothing to backfill (env.c) */
+bool ps_rollup_backfill_done(ps_txn_t *txn);
 /* retention: drops the rollups of windows starting before cutoff */
 int ps_rollup_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
 

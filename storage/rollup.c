@@ -30,7 +30,9 @@
 #include <string.h>
 
 #include "core/sat.h"
+#include "core/timeutil.h"
 
+#include "chunk.h"
 #include "internal.h"
 
 const int64_t ps_rollup_window[PS_ROLLUP_LEVELS] = {3600ll * 1000000000ll, 86400ll * 1000000000ll};
@@ -58,6 +60,10 @@ typedef struct rsum {
     ps_arena_t arena;
     bool build;  /* making a rollup: the raw profiles decoded whole, each value checked */
     bool exact;  /* build: nothing negative met */
+    /* the raw range not read yet (pend_a > pend_b: none): the level walk meets its raw pieces in
+     * time order, and adjacent ones are read as one, so a chunk across two of them (or across an
+     * hour without a rollup and the next) is decoded once */
+    int64_t pend_a, pend_b;
 } rsum_t;
 
 static void info_add_rollup(ps_sum_info_t *info, const ps_rollup_t *r)
@@ -99,13 +105,39 @@ static int build_profile(void *ctx, const ps_stored_profile_t *p)
     return c->exact ? 0 : 1; /* stop: this window gets no rollup */
 }
 
-static int raw(rsum_t *c, int64_t a, int64_t b)
+static int raw_read(rsum_t *c, int64_t a, int64_t b)
 {
     if (c->build) {
         int ret = ps_profiles_raw(c->txn, INT64_MIN, c->sid, a, b, false, build_profile, c, c->err);
         return ret == 1 ? 0 : ret;
     }
     return ps_sum_raw(c->txn, c->min_ts, c->sid, a, b, c->on_node, c->ctx, c->info, c->err);
+}
+
+/* reads the pending raw range */
+static int raw_flush(rsum_t *c)
+{
+    if (c->pend_a > c->pend_b)
+        return 0;
+    int64_t a = c->pend_a, b = c->pend_b;
+    c->pend_a = 0;
+    c->pend_b = -1;
+    return raw_read(c, a, b);
+}
+
+/* [a, b] raw: joined to the pending range when it follows it, else read after it */
+static int raw(rsum_t *c, int64_t a, int64_t b)
+{
+    if (c->pend_a <= c->pend_b && c->pend_b < INT64_MAX && a == c->pend_b + 1) {
+        c->pend_b = b;
+        return 0;
+    }
+    int ret = raw_flush(c);
+    if (ret == 0) {
+        c->pend_a = a;
+        c->pend_b = b;
+    }
+    return ret;
 }
 
 /* [a, b] (a <= b): whole windows of this level from their rollups, the rest a level down */
@@ -149,6 +181,9 @@ static int sum_level(rsum_t *c, int level, int64_t a, int64_t b)
             continue; /* damaged: its window is read a level down */
         if (ws > t && (ret = sum_level(c, level - 1, t, ws - 1)) != 0)
             break;
+        /* the raw profiles before this window first: a merge meets its nodes in time order */
+        if ((ret = raw_flush(c)) != 0)
+            break;
         info_add_rollup(c->info, &r);
         if (c->on_node)
             for (uint32_t i = 0; i < r.n; i++)
@@ -172,8 +207,10 @@ int ps_rollup_sum(ps_txn_t *txn, int64_t min_ts, uint64_t sid, int64_t start, in
         start = min_ts;
     if (start > end)
         return 0;
-    rsum_t c = {txn, min_ts, sid, on_node, ctx, info, err, PS_ARENA_INIT, false, true};
+    rsum_t c = {txn, min_ts, sid, on_node, ctx, info, err, PS_ARENA_INIT, false, true, 0, -1};
     int ret = sum_level(&c, PS_ROLLUP_LEVELS - 1, start, end);
+    if (ret == 0)
+        ret = raw_flush(&c);
     ps_arena_dispose(&c.arena);
     return ret;
 }
@@ -297,8 +334,10 @@ static int build_day(ps_txn_t *txn, uint64_t sid, int64_t ws, acc_t *m, ps_buf_t
     int64_t len = ps_rollup_window[1];
     ps_sum_info_t info = {0};
     acc_clear(m);
-    rsum_t c = {txn, INT64_MIN, sid, on_acc, m, &info, err, PS_ARENA_INIT, true, true};
+    rsum_t c = {txn, INT64_MIN, sid, on_acc, m, &info, err, PS_ARENA_INIT, true, true, 0, -1};
     int ret = sum_level(&c, 0, ws, ws + len - 1);
+    if (ret == 0 && c.exact)
+        ret = raw_flush(&c);
     ps_arena_dispose(&c.arena);
     if (ret || !c.exact || info.profiles == 0 || info.profiles < min_profiles(txn) || info.duration < 0 ||
         info.total < 0)
@@ -513,4 +552,184 @@ int ps_rollup_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err)
             ret = ps_txn_missing(txn, err, "applying retention to rollups");
     free(keys);
     return ret;
+}
+
+/* ---- backfill: the windows compacted before rollups existed ----
+ *
+ * Compaction makes the rollups of the windows it closes, from the newest profile it had compacted
+ * before; the windows a store had compacted before schema 8 (or under the option no_rollups) got
+ * none. The backfill walks every profile series' chunks, oldest first, a step of BACKFILL_STEP_NS
+ * at a time, and makes the missing rollups of the windows each step closes (ps_rollup_update:
+ * what exists is kept), up to the series' newest compacted profile (the windows after it are
+ * compaction's). Its cursor is DB_INFO "rollfill": absent, not started (any store before it);
+ * sid (u64 BE) and the next step's start (a ts); one byte 00, done. Each call does at most
+ * BACKFILL_STEPS steps (opts.rollup_backfill_steps) or BACKFILL_BUDGET_NS of work (and the step
+ * it is in: at most 4 hours of one series' profiles), in one transaction.
+ */
+#define BACKFILL_KEY "rollfill"
+#define BACKFILL_KEY_LEN 8
+#define BACKFILL_STEP_NS (4 * 3600ll * 1000000000ll) /* a step: 4 hours (a day holds 6) */
+#define BACKFILL_STEPS 4096 /* a run's steps at most (opts.rollup_backfill_steps) */
+#define BACKFILL_BUDGET_NS (20ll * 1000000)
+#define BACKFILL_SERIES 4096 /* series records looked at per call */
+
+bool ps_rollup_backfill_done(ps_txn_t *txn)
+{
+    uint8_t done = 0;
+    return ps_txn_put(txn, DB_INFO, BACKFILL_KEY, BACKFILL_KEY_LEN, &done, 1, 0, "writing the rollup backfill");
+}
+
+/* the start of the step ts falls in (rounded down for negative times too) */
+static int64_t step_start(int64_t ts)
+{
+    int64_t ws = ts / BACKFILL_STEP_NS * BACKFILL_STEP_NS;
+    return ws > ts ? ws - BACKFILL_STEP_NS : ws;
+}
+
+/* the oldest profile time of sid's chunks at or after the chunk holding from: *at, or false (none) */
+static bool next_data(ps_txn_t *txn, uint64_t sid, int64_t from, int64_t *at)
+{
+    ps_cur_t cur;
+    uint8_t kb[16];
+    bool found = false;
+    if (!ps_cur_open(&cur, txn, DB_CHUNKS, "reading chunks for the rollup backfill"))
+        return false;
+    ps_key_sid_ts(kb, sid, from);
+    if (ps_cur_seek(&cur, kb, 16) && ps_cur_in_series(&cur, sid)) {
+        ps_chunk_header_t h;
+        if (ps_chunk_header(cur.v.mv_data, cur.v.mv_size, &h) == 0) {
+            *at = h.min_ts > from ? h.min_ts : from;
+            found = true;
+        }
+    }
+    ps_cur_close(&cur);
+    return found;
+}
+
+int ps_rollup_backfill(ps_store_writer_t *w, int64_t now_ns, bool *more, ps_err_t *err)
+{
+    *more = false;
+    if (w->s->opts.no_rollups || w->rollfill_done)
+        return 0;
+    ps_txn_t t, *txn = &t;
+    int ret = ps_txn_begin(txn, w->s, PS_TXN_WRITE, err, "starting the rollup backfill");
+    if (ret)
+        return ret;
+    MDB_val v;
+    uint64_t sid = 0;
+    int64_t from = INT64_MIN;
+    if (ps_txn_get(txn, DB_INFO, BACKFILL_KEY, BACKFILL_KEY_LEN, &v, "reading the rollup backfill")) {
+        if (v.mv_size == 1) { /* done */
+            ps_txn_abort(txn);
+            w->rollfill_done = true;
+            return 0;
+        }
+        if (v.mv_size == 16) { /* else damaged: from the start again (what exists is kept) */
+            sid = ps_get_be64(v.mv_data);
+            from = ps_ts_unkey(ps_get_be64((const uint8_t *)v.mv_data + 8));
+        }
+    } else if (txn->ret) {
+        ret = ps_txn_error(txn, err);
+        ps_txn_abort(txn);
+        return ret;
+    }
+    int64_t cutoff = w->s->opts.retention_ns > 0 ? now_ns - w->s->opts.retention_ns : INT64_MIN;
+    int64_t t0 = ps_time_mono();
+    /* the profile series from sid on, with their newest compacted profile */
+    uint64_t sids[64];
+    int64_t lasts[64];
+    size_t n = 0, looked = 0;
+    uint64_t next_sid = 0;
+    bool end = true;
+    {
+        ps_cur_t cur;
+        uint8_t kb[8];
+        if (!ps_cur_open(&cur, txn, DB_SERIES, "reading series for the rollup backfill")) {
+            ret = ps_txn_error(txn, err);
+            ps_txn_abort(txn);
+            return ret;
+        }
+        ps_enc_be64(kb, sid);
+        for (bool on = ps_cur_seek(&cur, kb, 8); on; on = ps_cur_next(&cur)) {
+            if (n == 64 || looked == BACKFILL_SERIES) {
+                end = false;
+                next_sid = cur.k.mv_size == 8 ? ps_get_be64(cur.k.mv_data) : sid;
+                break;
+            }
+            looked++;
+            ps_series_rec_t r;
+            if (cur.k.mv_size == 8 && ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &r) == 0 &&
+                r.kind == PS_SERIES_PROFILE && r.last_chunk_max != INT64_MIN) {
+                sids[n] = ps_get_be64(cur.k.mv_data);
+                lasts[n++] = r.last_chunk_max;
+            }
+        }
+        ps_cur_close(&cur);
+    }
+    uint32_t steps = 0, max_steps = w->s->opts.rollup_backfill_steps;
+    if (max_steps == 0)
+        max_steps = BACKFILL_STEPS;
+    for (size_t i = 0; i < n && ret == 0 && !txn->ret; i++) {
+        if (sids[i] != sid)
+            from = INT64_MIN; /* a series not started: from its oldest chunk */
+        sid = sids[i];
+        if (from == INT64_MIN && !next_data(txn, sid, INT64_MIN, &from))
+            continue;
+        for (;;) {
+            if (from < cutoff)
+                from = cutoff;
+            if (from > ROLLUP_LIMIT)
+                break;
+            int64_t s0 = step_start(from), se = s0 + BACKFILL_STEP_NS, de = s0 - s0 % ps_rollup_window[1];
+            if (de > s0)
+                de -= ps_rollup_window[1];
+            de += ps_rollup_window[1];
+            /* the windows closed by the newest compacted profile (lasts[i]); those after it are
+             * compaction's */
+            if (s0 < -ROLLUP_LIMIT || s0 >= lasts[i])
+                break;
+            if (steps == max_steps || ps_time_mono() - t0 > BACKFILL_BUDGET_NS)
+                goto Save;
+            int64_t nxt;
+            bool any = next_data(txn, sid, se, &nxt);
+            /* leaving its day: the day too (nothing in the rest of it) */
+            int64_t last = (!any || nxt >= de) && de <= lasts[i] ? de : se < lasts[i] ? se : lasts[i];
+            if ((ret = ps_rollup_update(txn, sid, s0, last, err)) != 0)
+                break;
+            steps++;
+            if (!any)
+                break;
+            from = nxt;
+        }
+        from = INT64_MIN;
+    }
+    if (ret == 0 && txn->ret)
+        ret = ps_txn_error(txn, err);
+    if (ret) {
+        ps_txn_abort(txn);
+        return ret;
+    }
+    if (end) { /* every series: done */
+        if (!ps_rollup_backfill_done(txn)) {
+            ret = ps_txn_error(txn, err);
+            ps_txn_abort(txn);
+            return ret;
+        }
+        return ps_txn_commit(txn, err, "committing the rollup backfill"); /* found done at the next call */
+    }
+    sid = next_sid; /* the next series record not looked at yet */
+    from = INT64_MIN;
+Save:
+    *more = true;
+    {
+        uint8_t b[16];
+        ps_enc_be64(b, sid);
+        ps_enc_be64(b + 8, ps_ts_key(from));
+        if (!ps_txn_put(txn, DB_INFO, BACKFILL_KEY, BACKFILL_KEY_LEN, b, 16, 0, "saving the rollup backfill")) {
+            ret = ps_txn_error(txn, err);
+            ps_txn_abort(txn);
+            return ret;
+        }
+    }
+    return ps_txn_commit(txn, err, "committing the rollup backfill");
 }

@@ -55,6 +55,8 @@ typedef struct ps_store_opts {
     uint32_t rollup_min_profiles; /* a window (hour or day) gets a rollup only when it holds at least
                                    * this many profiles of its series (fewer are as cheap to read raw);
                                    * 0: PS_ROLLUP_MIN_PROFILES. Any value reads right (tests set it low) */
+    uint32_t rollup_backfill_steps; /* the rollup backfill's steps (4 hours of a series) per compaction
+                                   * run at most, besides its 20 ms; 0: 4096 (tests set it low) */
     bool read_only;               /* ps_store_check_dir: nothing written, not even a schema upgrade;
                                    * a store of another schema version or without its databases is refused */
 } ps_store_opts_t;

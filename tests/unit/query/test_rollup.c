@@ -49,7 +49,7 @@ typedef struct ingested {
     uint32_t n;
 } ingested_t;
 
-static ps_store_t *open_small_chunks(const char *dir, int64_t retention, uint32_t min_profiles)
+static ps_store_t *open_small_chunks_ex(const char *dir, int64_t retention, uint32_t min_profiles, bool no_rollups)
 {
     ps_store_opts_t o;
     ps_store_opts_default(&o);
@@ -59,11 +59,18 @@ static ps_store_t *open_small_chunks(const char *dir, int64_t retention, uint32_
     o.retention_ns = retention;
     o.rollup_min_profiles = min_profiles; /* 0: PS_ROLLUP_MIN_PROFILES */
     o.compact_max_profiles = 7; /* chunks of 7 profiles: many straddle an hour */
+    o.no_rollups = no_rollups;
+    o.rollup_backfill_steps = 64; /* the backfill in parts */
     ps_store_t *s = NULL;
     ps_err_t err;
     if (ps_store_open(&o, &s, &err) != 0)
         fail_msg("open: %s", err.msg);
     return s;
+}
+
+static ps_store_t *open_small_chunks(const char *dir, int64_t retention, uint32_t min_profiles)
+{
+    return open_small_chunks_ex(dir, retention, min_profiles, false);
 }
 
 static void compact(ps_store_t *s)
@@ -470,6 +477,95 @@ static void test_rollup_min_profiles(void **state)
     free(dir);
 }
 
+/* every rollup record of s, keys and values, in key order, into b */
+static void dump_rollups(ps_store_t *s, ps_buf_t *b)
+{
+    ps_txn_t t;
+    ps_err_t err;
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_READ, &err, "reading"), 0);
+    ps_cur_t cur;
+    assert_true(ps_cur_open(&cur, &t, DB_ROLLUPS, "reading"));
+    for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur)) {
+        uint8_t n[4] = {(uint8_t)cur.v.mv_size, (uint8_t)(cur.v.mv_size >> 8), (uint8_t)(cur.v.mv_size >> 16), 0};
+        ps_buf_append(b, cur.k.mv_data, cur.k.mv_size);
+        ps_buf_append(b, n, 4);
+        ps_buf_append(b, cur.v.mv_data, cur.v.mv_size);
+    }
+    ps_cur_close(&cur);
+    ps_txn_abort(&t);
+}
+
+/* the backfill's cursor (DB_INFO "rollfill"): its length, 0 when absent */
+static size_t backfill_state(ps_store_t *s)
+{
+    ps_txn_t t;
+    ps_err_t err;
+    MDB_val v = {0, NULL};
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_READ, &err, "reading"), 0);
+    bool found = ps_txn_get(&t, DB_INFO, "rollfill", 8, &v, "reading");
+    ps_txn_abort(&t);
+    return found ? v.mv_size : 0;
+}
+
+/* windows compacted without rollups (as before schema 8, here under the option no_rollups) get
+ * theirs from the backfill, a bounded part at each compaction: afterwards the store holds the
+ * very records a store that made them at compaction holds, and merges through them equal raw */
+static void test_rollup_backfill(void **state)
+{
+    (void)state;
+    char *dir = ps_test_tmpdir("/tmp/ps-test-rollup-XXXXXX"), *dir2 = ps_test_tmpdir("/tmp/ps-test-rollup-XXXXXX");
+    ps_store_t *s = open_small_chunks_ex(dir, 0, 3, true);
+    rng = 0x2545F4914F6CDD1Dull;
+    ingested_t in;
+    fill_ex(s, 2, true, &in);
+    uint64_t hours, days;
+    count_rollups(s, &hours, &days);
+    assert_int_equal(hours + days, 0);
+    assert_int_equal(backfill_state(s), 0); /* made without rollups: nothing done, nothing to do */
+    ps_test_close_store(s);
+    /* the same profiles with rollups from the start: a new store has none to backfill */
+    ps_store_t *s2 = open_small_chunks(dir2, 0, 3);
+    rng = 0x2545F4914F6CDD1Dull;
+    fill_ex(s2, 2, true, &in);
+    assert_int_equal(backfill_state(s2), 1);
+    ps_buf_t want = PS_BUF_INIT, got = PS_BUF_INIT;
+    dump_rollups(s2, &want);
+    count_rollups(s2, &hours, &days);
+    assert_true(hours > 0 && days > 0);
+
+    s = open_small_chunks(dir, 0, 3);
+    int calls = 0;
+    while (backfill_state(s) != 1) {
+        assert_true(++calls < 100);
+        compact(s);
+        if (calls == 1) { /* a part: 64 steps of 4 hours at most */
+            uint64_t h1, d1;
+            count_rollups(s, &h1, &d1);
+            assert_true(h1 > 0 && h1 < hours);
+            assert_int_equal(backfill_state(s), 16);
+        }
+    }
+    assert_true(calls >= 3);
+    dump_rollups(s, &got);
+    assert_int_equal(got.len, want.len);
+    assert_memory_equal(got.data, want.data, want.len);
+    check_ranges(s, in.first_s * 1000000000ll - HOUR_NS, in.last_s * 1000000000ll + HOUR_NS, 30, false,
+                 "backfilled");
+    /* done: another compaction changes nothing */
+    compact(s);
+    ps_buf_reset(&got);
+    dump_rollups(s, &got);
+    assert_int_equal(got.len, want.len);
+    ps_buf_dispose(&want);
+    ps_buf_dispose(&got);
+    ps_test_close_store(s);
+    ps_test_close_store(s2);
+    ps_test_rm_rf(dir);
+    ps_test_rm_rf(dir2);
+    free(dir);
+    free(dir2);
+}
+
 /* the decoder on every truncation and on random byte changes of real records: a precise error, or
  * a record inside its window with ascending nodes and positive values */
 static void test_rollup_decode_damage(void **state)
@@ -521,6 +617,7 @@ int main(void)
         cmocka_unit_test(test_rollup_merges_equal_raw),
         cmocka_unit_test(test_rollup_retention),
         cmocka_unit_test(test_rollup_min_profiles),
+        cmocka_unit_test(test_rollup_backfill),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

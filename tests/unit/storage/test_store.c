@@ -557,6 +557,50 @@ static void count_damage(void *ctx, const char *msg)
 }
 
 /*
+ * The background compaction takes 256 series a transaction; twins are found within one, so a cut
+ * between the two series of a profile would store both whole. One goroutine series first, so
+ * that the CPU profiles' pairs of series ids straddle the 256th: every pair still refers.
+ */
+static void test_twins_across_the_cut(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    int64_t now = ps_time_now();
+    ps_store_t *s = open_store(dir, 0);
+    enum { NP = 130 };
+    pushed_t *p = calloc(NP + 1, sizeof(pushed_t));
+    ps_err_t err;
+    for (int i = 0; i <= NP; i++) {
+        char labels[64];
+        snprintf(labels, sizeof(labels), "{job=\"cut\",instance=\"i%03d\"}", i);
+        prepare(&p[i], &fixtures[i == 0 ? 7 : 0], labels, now - 60 * PS_NS_PER_S + i);
+        assert_int_equal(p[i].app.nseries, i == 0 ? 1 : 2);
+        ps_append_t *it = &p[i].app;
+        assert_int_equal(ps_store_write_batch(ps_test_writer(s), &it, 1, &err), 0);
+        assert_int_equal(it->status, 0);
+    }
+    assert_int_equal(p[128].app.series_ids[0] + 1, p[128].app.series_ids[1]);
+    assert_int_equal(p[128].app.series_ids[0] - p[0].app.series_ids[0], 255); /* the 256th and 257th */
+    uint32_t nchunks = 0, enc[256];
+    assert_int_equal(ps_store_compact(ps_test_writer(s), true, now, &nchunks, &err), 0);
+    assert_int_equal(nchunks, 2 * NP + 1);
+    chunk_encodings(s, enc);
+    assert_int_equal(enc[PS_CHUNK_ENC_REF], NP);
+    for (int i = 0; i <= NP; i++) {
+        for (uint32_t k = 0; k < p[i].app.nseries; k++) {
+            char labels[64];
+            snprintf(labels, sizeof(labels), "{job=\"cut\",instance=\"i%03d\"}", i);
+            check_series(s, p[i].app.series_ids[k], p[i].app.ts, p[i].app.profile, k, labels);
+        }
+        release(&p[i]);
+    }
+    free(p);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
+/*
  * A Go CPU profile's cpu/nanoseconds are its samples/count times the period: compaction stores
  * the chunk of one type as a reference to the other's (PS_CHUNK_ENC_REF), every profile reads back
  * as written (also reopened), the check finds no damage; a profile with one value off falls back
@@ -1143,6 +1187,7 @@ int main(void)
         cmocka_unit_test(test_compaction_chunks_and_retention),
         cmocka_unit_test(test_schema_version_refused),
         cmocka_unit_test(test_twin_chunks),
+        cmocka_unit_test(test_twins_across_the_cut),
         cmocka_unit_test(test_idle_rule_survives_cache_clear),
         cmocka_unit_test(test_walls_map),
         cmocka_unit_test(test_series_cache_bound),
