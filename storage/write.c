@@ -15,6 +15,11 @@ typedef struct xlate {
     uint64_t *str, *map, *fn, *loc;
     ps_buf_t enc;
     ps_buf_t key;
+    /* the label set id of each raw label list (key, str, num, num_unit string indexes as the
+     * profile gives them, span labels taken out) seen in this profile: one list gives one set,
+     * so a repeat skips the sort, the encoding and the look-up (Go's samples carry a few sets) */
+    ps_hmap_t lsets;
+    bool lsets_on;
 } xlate_t;
 
 /* The samples of a profile in node order: an LSD radix sort of their indexes, 8 bits a pass, as
@@ -207,6 +212,25 @@ static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
         nl = m;
         labels = kept;
     }
+    uint64_t rh = 0;
+    if (nl > 0) {
+        ps_buf_reset(&x->key);
+        uint8_t *rk = ps_buf_reserve(&x->key, (size_t)nl * 20);
+        for (uint32_t j = 0; j < nl; j++) {
+            memcpy(rk + 20 * j, &labels[j].key, 4);
+            memcpy(rk + 20 * j + 4, &labels[j].str, 4);
+            memcpy(rk + 20 * j + 8, &labels[j].num, 8);
+            memcpy(rk + 20 * j + 16, &labels[j].num_unit, 4);
+        }
+        x->key.len = (size_t)nl * 20;
+        if (!x->lsets_on) {
+            ps_hmap_init(&x->lsets);
+            x->lsets_on = true;
+        }
+        rh = ps_hash64(rk, x->key.len, 0);
+        if (ps_hmap_get_h(&x->lsets, rh, rk, x->key.len, &lsid))
+            nl = 0;
+    }
     if (nl > 0) {
         ps_label_t sorted[nl > 64 ? 1 : nl];
         if (nl > 1 && nl <= 64) {
@@ -227,6 +251,7 @@ static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
             free(kept);
             return ret;
         }
+        ps_hmap_put_h(&x->lsets, rh, x->key.data, x->key.len, lsid);
     }
     free(kept);
     /* whole-stack cache: label set id then location ids, leaf first */
@@ -535,6 +560,8 @@ Exit:
     ps_buf_dispose(&rec);
     ps_buf_dispose(&x.enc);
     ps_buf_dispose(&x.key);
+    if (x.lsets_on)
+        ps_hmap_dispose(&x.lsets);
     return ret;
 }
 

@@ -104,6 +104,22 @@ static void test_hmap(void **state)
     assert_int_equal(ps_hash64("0123456789abcdefXYZ", 19, 0x5e41e5), 0x35c186baa347703ull);
     /* two 16-byte blocks, an 8-byte word and 6 bytes (the values of the byte-by-byte reads) */
     assert_int_equal(ps_hash64("0123456789abcdefghijklmnopqrstuvwxyz0123456789", 46, 7), 0x261622500e1e1dabull);
+    /* every tail length (0 to 7 bytes after the words; the values of the byte-by-byte reads),
+     * at an odd address, seed = length */
+    static const uint64_t tails[25] = {
+        0x2aa90f84c64a17b6ull, 0xc2d247044062b6c9ull, 0x4a19199babe622d7ull,
+        0xa3b98eb74a9720b6ull, 0x237216e15dce629aull, 0xea3e3e155878a3f0ull,
+        0x386a4bf916f02181ull, 0x14e62cd00b898cddull, 0x315a2a42acd83f8aull,
+        0x989d56bf31ded9b7ull, 0x6a66f05850cbeff7ull, 0x6b1cee577a62151eull,
+        0x7cf626d416b0aab2ull, 0x11b6a6d674641834ull, 0x657e36ad34ef6de0ull,
+        0xe5ac44615d284039ull, 0x75401f498442ba81ull, 0xce2d63f4aeb71ff7ull,
+        0xb899dbd692eae3f1ull, 0x4c625b532871c5deull, 0x1436715cf7525655ull,
+        0x4e00fc434c8cbe12ull, 0xc0995e5a052b88f7ull, 0x1f95e1a7230310a2ull,
+        0x9ed48f9b41add796ull,
+    };
+    static const char fox[] = "The quick brown fox jumps!";
+    for (size_t n = 0; n <= 24; n++)
+        assert_int_equal(ps_hash64(fox + 1, n, n), tails[n]);
     assert_int_not_equal(ps_hash64("a", 1, 0), ps_hash64("b", 1, 0));
     assert_int_not_equal(ps_hash64("a", 1, 0), ps_hash64("a", 1, 1));
 }

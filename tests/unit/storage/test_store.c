@@ -1179,6 +1179,68 @@ static void test_writer_one(void **state)
     free(dir);
 }
 
+/*
+ * Sample labels are a set: one set, whether a sample lists its labels in another order or by other
+ * indexes of equal strings, is one stack; the writer remembers a set per label list as the
+ * profile gives it, so a repeated list, a reordered one and one by other indexes must all still
+ * come to that one stack, and a subset to another.
+ */
+static void test_sample_label_sets(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    static ps_str_t strs[] = {{"", 0}, {"main", 4}, {"k", 1}, {"v", 1}, {"m", 1}, {"w", 1},
+                              {"k", 1}, {"v", 1}, {"cpu", 3}, {"nanoseconds", 11}};
+    ps_function_t fn = {.name = 1};
+    ps_line_t line = {.function = 1, .line = 3};
+    ps_location_t loc = {.address = 0x10, .nlines = 1, .lines = &line};
+    uint32_t locs[1] = {1};
+    /* a = k:v, b = m:w, a2 = k:v by the other indexes */
+    const ps_label_t a = {.key = 2, .str = 3}, b = {.key = 4, .str = 5}, a2 = {.key = 6, .str = 7};
+    ps_label_t lab[][2] = {{a, b}, {b, a}, {a, b}, {a2, b}, {a, {0}}, {b, a}, {b, a2}};
+    const uint32_t nlab[] = {2, 2, 2, 2, 1, 2, 2};
+    int64_t vals[] = {1, 2, 4, 8, 16, 32, 64};
+    enum { NS = 7 };
+    ps_sample_t smp[NS];
+    for (int i = 0; i < NS; i++)
+        smp[i] = (ps_sample_t){.nlocs = 1, .locs = locs, .values = &vals[i], .nlabels = nlab[i], .labels = lab[i]};
+    ps_value_type_t type = {8, 9};
+    ps_profile_t prof = {.nstrings = 10, .strings = strs, .ntypes = 1, .sample_types = &type, .nsamples = NS,
+                         .samples = smp, .nfunctions = 1, .functions = &fn, .nlocations = 1, .locations = &loc,
+                         .period_type = {8, 9}, .period = 10000000, .duration_nanos = 10 * PS_NS_PER_S};
+    ps_label_pair_t pairs[2] = {{.name = "__name__", .nlen = 8, .value = "test:cpu:nanoseconds:cpu:nanoseconds", .vlen = 36},
+                                {.name = "job", .nlen = 3, .value = "labels", .vlen = 6}};
+    ps_labels_t series = {2, pairs};
+    uint32_t ti = 0, nsmp = 0;
+    uint64_t sid = 0;
+    const int64_t ts = 1700000000 * PS_NS_PER_S;
+    ps_append_t app = {.profile = &prof, .nseries = 1, .series_labels = &series, .type_index = &ti, .ts = ts,
+                       .duration = prof.duration_nanos, .period = prof.period, .series_ids = &sid,
+                       .series_samples = &nsmp};
+    ps_append_t *it = &app;
+    ps_err_t err;
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), &it, 1, &err), 0);
+    assert_int_equal(app.status, 0);
+    assert_int_equal(nsmp, 2);
+    ps_reader_t *r;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    got_t g = {0};
+    assert_int_equal(ps_reader_profiles(r, sid, ts, ts, false, on_got, &g, &err), 0);
+    ps_reader_end(r);
+    assert_int_equal(g.found, 1);
+    assert_int_equal(g.p.n, 2);
+    /* {k:v, m:w} first (its nodes were made first), then {k:v} */
+    assert_int_equal(g.values[0], 1 + 2 + 4 + 8 + 32 + 64);
+    assert_int_equal(g.values[1], 16);
+    free(g.nodes);
+    free(g.values);
+    check_series(s, sid, ts, &prof, 0, "label sets");
+    ps_store_close(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1197,6 +1259,7 @@ int main(void)
         cmocka_unit_test(test_series_read_errors),
         cmocka_unit_test(test_stats_from_snapshot),
         cmocka_unit_test(test_writer_one),
+        cmocka_unit_test(test_sample_label_sets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
