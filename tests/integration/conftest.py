@@ -404,9 +404,7 @@ SERIAL = frozenset((
     "test_debuginfod.py",      # reads answered within a second while a fetch waits
     "test_decode_pool.py",     # a push flood against the decode pool
     "test_readme_config.py::test_make_run_config_scrapes_the_readme_example",  # make run: builds BUILD
-    # a 300 MB gzip bomb inflated, 64 MiB bodies read, each within a 2 s scrape timeout
-    "test_scrape_faults.py::test_content_encoding_gzip_bomb",
-    "test_scrape_faults.py::test_oversized_bodies_not_retained",
+    "test_scrape_faults.py",   # RSS between rounds, 64 MiB bodies and a 300 MB bomb within 2 s timeouts
 ))
 # pytest-xdist (--dist loadgroup) runs a group on one worker, its tests in their order: a group is
 # a file (its module fixtures set up once), except that the files that drive Chromium are one group,
@@ -418,7 +416,7 @@ BROWSER_GROUP = "chromium"
 # the workers take the groups in this order, then the others in theirs, so that no long one starts last.
 LONG_FIRST = (
     BROWSER_GROUP, "test_promql_compat.py", "test_prom3.py", "test_forward.py", "test_docker_files.py",
-    "test_readme_config.py", "test_scrape_faults.py", "test_promql_testdata.py", "test_otlp_http.py",
+    "test_readme_config.py", "test_promql_testdata.py", "test_otlp_http.py",
     "test_otel_collector.py", "test_scrape_targets.py", "test_pyroscope_nodejs.py", "test_scrape_reload.py",
     "test_sharding.py",
 )
