@@ -57,9 +57,10 @@ unit-asan: build-asan
 PROM3_BIN ?= $(or $(PS_PEERS_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/profstore-peers)/prometheus-3.16.0/bin/prometheus
 # The integration tests mostly wait (servers, fsync, child processes): they run on PYTEST_WORKERS
 # pytest-xdist workers (from PyPI, pinned: scripts/install-pysdk.sh --xdist, in PYXDIST_DIR), a
-# whole file per worker (--dist loadfile: a file's tests in their order, its module fixtures set up
-# once), then the files that measure time, CPU or memory or bound a latency (`serial`:
-# tests/integration/conftest.py's SERIAL) alone. PYTEST_WORKERS=0: everything in one process.
+# whole file on one worker (its tests in order, its module fixtures set up once; the files that
+# drive Chromium one group: tests/integration/conftest.py), then the tests that measure time, CPU
+# or memory or bound a latency (`serial`: conftest.py's SERIAL) alone. PYTEST_WORKERS=0: everything
+# in one process.
 PYTEST_WORKERS ?= 3
 PYXDIST_DIR ?= $(or $(PS_PYXDIST_DIR),$(or $(TMPDIR),/tmp)/profstore-pyxdist)
 INTEGRATION_ENV = PS_REQUIRE_TOOLS=1 PROFSTORE_BIN=$(abspath $(BUILD))/profstore
