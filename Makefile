@@ -55,9 +55,22 @@ unit-asan: build-asan
 # Prometheus 3 is built only by `make test-peers`: when it is not cached, its tests (test_prom3.py, the
 # Prometheus 3 side of test_promql_compat.py) skip with this notice.
 PROM3_BIN ?= $(or $(PS_PEERS_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/profstore-peers)/prometheus-3.16.0/bin/prometheus
+# The integration tests mostly wait (servers, fsync, child processes): they run on PYTEST_WORKERS
+# pytest-xdist workers (from PyPI, pinned: scripts/install-pysdk.sh --xdist, in PYXDIST_DIR), a
+# whole file on one worker (its tests in order, its module fixtures set up once; the files that
+# drive Chromium one group: tests/integration/conftest.py), then the tests that measure time, CPU
+# or memory or bound a latency (`serial`: conftest.py's SERIAL) alone. PYTEST_WORKERS=0: everything
+# in one process.
+PYTEST_WORKERS ?= 3
+PYXDIST_DIR ?= $(or $(PS_PYXDIST_DIR),$(or $(TMPDIR),/tmp)/profstore-pyxdist)
+INTEGRATION_ENV = PS_REQUIRE_TOOLS=1 PROFSTORE_BIN=$(abspath $(BUILD))/profstore
 integration: deps build
 	@test -x $(PROM3_BIN) || echo "notice: Prometheus 3 is not cached ($(PROM3_BIN)): its live tests skip; make test-peers builds it"
-	PS_REQUIRE_TOOLS=1 PROFSTORE_BIN=$(abspath $(BUILD))/profstore $(PYTHON) -m pytest -q tests/integration
+	@if [ "$(PYTEST_WORKERS)" = 0 ]; then set -x; $(INTEGRATION_ENV) $(PYTHON) -m pytest -q tests/integration; exit $$?; fi; \
+	st=0; set -x; \
+	PYTHONPATH=$(PYXDIST_DIR) $(INTEGRATION_ENV) $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder -m 'not serial' tests/integration || st=1; \
+	$(INTEGRATION_ENV) $(PYTHON) -m pytest -q -m serial tests/integration || st=1; \
+	exit $$st
 
 # The ASan+UBSan server under a representative part of the integration tests (push, queries,
 # querier, PromQL, remote write, bad input, overflows, a damaged store): undefined behaviour on a

@@ -35,7 +35,9 @@ have_all() {
 }
 
 if have_all; then
-    touch "$STAMP" # newer than the lockfile: the build's rule for it is satisfied
+    # newer than the lockfile and package.json: the build's rule for it is satisfied (touched only
+    # when it is not, else every `make` would embed the UI again and relink)
+    [ "$STAMP" -nt "$UI/package-lock.json" ] && [ "$STAMP" -nt "$UI/package.json" ] || touch "$STAMP"
     exit 0
 fi
 if ! command -v npm >/dev/null 2>&1; then

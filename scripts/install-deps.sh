@@ -76,7 +76,8 @@ fi
 # the web UI's third-party code (uPlot), as web/ui/package-lock.json pins it (nothing when present)
 "$(dirname "$0")/fetch-ui-deps.sh"
 # make test: the Go modules of the test programs (tests/*/go.mod, as their go.sum pins them), so
-# that no test waits for a download; grpcio from PyPI, the tests' gRPC client; the real Pyroscope Python SDKs, 1.x and 0.8.x, pinned, in
+# that no test waits for a download; grpcio from PyPI, the tests' gRPC client; pytest-xdist from PyPI,
+# which runs the integration tests on several workers; the real Pyroscope Python SDKs, 1.x and 0.8.x, pinned, in
 # venvs outside the repository; the Perses project's Pyroscope plugin that test_perses_client.py
 # drives, as tests/perses pins it; the OpenTelemetry Collector that test_otel_collector.py runs,
 # built as tests/otelcol pins it
@@ -87,6 +88,7 @@ if [ -z "${1:-}" ]; then
         (cd "$(dirname "$m")" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly "$GO" mod download)
     done
     "$here/install-pysdk.sh" --grpc
+    "$here/install-pysdk.sh" --xdist
     "$here/install-pysdk.sh"
     "$here/install-pysdk.sh" --legacy
     "$here/install-perses.sh"

@@ -10,12 +10,20 @@
 #   --grpc    grpcio, the gRPC client of the tests and benches (not a venv: a folder that
 #             tests/integration/pypi_grpc.py puts first on Debian's python3's sys.path); DIR
 #             defaults to $PS_PYGRPC_DIR, else ${TMPDIR:-/tmp}/profstore-pygrpc.
+#   --xdist   pytest-xdist and execnet, which `make integration` runs the tests on (a folder
+#             likewise, put on PYTHONPATH by the Makefile; they work with Debian 12's pytest 7.2);
+#             DIR defaults to $PS_PYXDIST_DIR, else ${TMPDIR:-/tmp}/profstore-pyxdist.
 # Does nothing when DIR already holds exactly these versions. scripts/install-deps.sh runs them;
 # the SDK tests run it when DIR is missing.
 set -eu
-if [ "${1:-}" = --grpc ]; then
-    dir=${2:-${PS_PYGRPC_DIR:-${TMPDIR:-/tmp}/profstore-pygrpc}}
-    PINS="grpcio==1.85.1 typing_extensions==4.16.0"
+if [ "${1:-}" = --grpc ] || [ "${1:-}" = --xdist ]; then
+    if [ "$1" = --grpc ]; then
+        dir=${2:-${PS_PYGRPC_DIR:-${TMPDIR:-/tmp}/profstore-pygrpc}}
+        PINS="grpcio==1.85.1 typing_extensions==4.16.0"
+    else
+        dir=${2:-${PS_PYXDIST_DIR:-${TMPDIR:-/tmp}/profstore-pyxdist}}
+        PINS="pytest-xdist==3.8.0 execnet==2.1.2"
+    fi
     check() { PYTHONPATH="$dir" /usr/bin/python3 -I -c '
 import importlib.metadata as m, sys
 sys.path.insert(0, sys.argv[1])

@@ -109,18 +109,40 @@ def fixture_profile(rel: str) -> pd.Profile:
 
 
 _PORTS_GIVEN: set = set()
+# Under pytest-xdist (`make integration`) the workers share one ledger of the ports handed out,
+# a file named by PS_PORT_LEDGER (made by the controller in pytest_configure): a port one worker
+# gave a server that has not bound it yet is never given by another.
+PORT_LEDGER = "PS_PORT_LEDGER"
+
+
+def _port_taken(port: int) -> bool:
+    """Records port as handed out in this run; True when it was already (here or by a worker)."""
+    if port in _PORTS_GIVEN:
+        return True
+    _PORTS_GIVEN.add(port)
+    ledger = os.environ.get(PORT_LEDGER)
+    if not ledger:
+        return False
+    import fcntl
+    with open(ledger, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        if str(port) in f.read().split():
+            return True
+        f.write("%d\n" % port)
+        f.flush()
+    return False
 
 
 def free_port() -> int:
-    """A loopback port free now and not handed out before in this run: two asked for one server
-    (its main and gRPC ports, both bound only when it starts) must differ."""
+    """A loopback port free now and not handed out before in this run (by any xdist worker): two
+    asked for one server (its main and gRPC ports, both bound only when it starts) must differ."""
     while True:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
         s.close()
-        if port not in _PORTS_GIVEN:
-            _PORTS_GIVEN.add(port)
+        if not _port_taken(port):
             return port
 
 
@@ -369,6 +391,73 @@ ALLOWED_SKIPS = (
     "Prometheus 3 is not cached",      # built only by `make test-peers` (prom_util.prometheus3_binary)
 )
 REQUIRE_TOOLS = os.environ.get("PS_REQUIRE_TOOLS") == "1"
+
+
+# The test files (or file::test) that measure time, CPU or memory under load, bound a latency or
+# rebuild the binary the others run: `make integration` runs the others on pytest-xdist workers
+# (-m "not serial") and then these alone (-m serial).
+SERIAL = frozenset((
+    "test_query_limits.py",    # query timeouts, the query pool's queue, a latency bound
+    "test_overload.py",        # a full write queue and the decompression budget, under load
+    "test_durability.py",      # kills at random moments under concurrent pushes, a 90 s bound
+    "test_http_hardening.py",  # the server's CPU seconds while idle, timeouts measured
+    "test_debuginfod.py",      # reads answered within a second while a fetch waits
+    "test_decode_pool.py",     # a push flood against the decode pool
+    "test_readme_config.py::test_make_run_config_scrapes_the_readme_example",  # make run: builds BUILD
+    "test_scrape_faults.py",   # RSS between rounds, 64 MiB bodies and a 300 MB bomb within 2 s timeouts
+))
+# pytest-xdist (--dist loadgroup) runs a group on one worker, its tests in their order: a group is
+# a file (its module fixtures set up once), except that the files that drive Chromium are one group,
+# so that one browser at a time runs beside the other workers' tests (two or three starve each other
+# on 2 cores). BROWSER_FILES are those files besides test_ui_*.py.
+BROWSER_FILES = frozenset(("test_cross_origin.py", "test_query_aggregation.py"))
+BROWSER_GROUP = "chromium"
+# The longest groups (about 20 s or more on 2 idle cores), longest first: with --no-loadscope-reorder
+# the workers take the groups in this order, then the others in theirs, so that no long one starts last.
+LONG_FIRST = (
+    BROWSER_GROUP, "test_promql_compat.py", "test_prom3.py", "test_forward.py", "test_docker_files.py",
+    "test_readme_config.py", "test_promql_testdata.py", "test_otlp_http.py",
+    "test_otel_collector.py", "test_scrape_targets.py", "test_pyroscope_nodejs.py", "test_scrape_reload.py",
+    "test_sharding.py",
+)
+
+
+def xdist_group(filename: str) -> str:
+    return BROWSER_GROUP if filename.startswith("test_ui_") or filename in BROWSER_FILES else filename
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "serial: run alone, not beside other tests (conftest.py's SERIAL)")
+    if not hasattr(config, "workerinput") and not os.environ.get(PORT_LEDGER):
+        import tempfile
+        fd, path = tempfile.mkstemp(prefix="profstore-ports-")
+        os.close(fd)
+        os.environ[PORT_LEDGER] = path  # inherited by the xdist workers started after this
+        config._ps_port_ledger = path
+
+
+def pytest_unconfigure(config):
+    path = getattr(config, "_ps_port_ledger", None)
+    if path:
+        os.environ.pop(PORT_LEDGER, None)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        if name in SERIAL or "%s::%s" % (name, item.name) in SERIAL:
+            item.add_marker(pytest.mark.serial)
+    if hasattr(config, "workerinput"):
+        rank = {g: i for i, g in enumerate(LONG_FIRST)}
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group(xdist_group(item.path.name)))
+        # stable: the files of a group, and the tests of a file, keep their order
+        items.sort(key=lambda item: rank.get(xdist_group(item.path.name), len(LONG_FIRST)))
 
 
 @pytest.hookimpl(hookwrapper=True)
