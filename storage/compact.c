@@ -340,7 +340,17 @@ int ps_store_compact(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t 
         nchunks = &dummy;
     *nchunks = 0;
     int ret = compact_profiles(w, force, now_ns, nchunks, err);
-    return ret ? ret : ps_float_compact(w, force, now_ns, nchunks, err);
+    if (ret == 0)
+        ret = ps_float_compact(w, force, now_ns, nchunks, err);
+    /* The append times of series idle for the window: the idle rule reads a missing one as
+     * opened_wall, no later than theirs, so it answers "due" for them as it does now (without a
+     * window nothing reads them). What stays is one entry per series written within the window. */
+    int64_t win = w->s->opts.compact_window_ns;
+    if (ret == 0 && win <= 0)
+        ps_walls_expire(&w->append_wall, INT64_MIN, INT64_MAX);
+    else if (ret == 0 && now_ns - win >= w->opened_wall)
+        ps_walls_expire(&w->append_wall, w->opened_wall, now_ns - win);
+    return ret;
 }
 
 int ps_store_compact_due(ps_store_writer_t *w, uint32_t *nchunks, ps_err_t *err)
