@@ -193,6 +193,10 @@ struct ps_reader {
      * in ms for float series, rounded up); INT64_MIN without retention */
     int64_t min_ts, min_ms;
     bool no_rollups; /* ps_reader_rollups(r, false): merges read the raw profiles only */
+    /* ps_reader_has_data's cursors, opened at its first call and kept to the end: a label listing
+     * over a range asks it for up to every series */
+    ps_cur_t hd_chunks, hd_head;
+    bool hd_open;
 };
 
 /** reserve.c: the mount point of path (the last directory up from it on the same device) into out. */

@@ -39,6 +39,10 @@ void ps_reader_end(ps_reader_t *r)
 {
     if (r == NULL)
         return;
+    if (r->hd_open) {
+        ps_cur_close(&r->hd_chunks);
+        ps_cur_close(&r->hd_head);
+    }
     ps_txn_abort(&r->txn);
     free(r);
 }
@@ -649,31 +653,34 @@ int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
     /* a chunk whose max_ts >= start and min_ts <= end may still have no profile inside a gap,
      * but that is close enough for label listings; heads are exact */
     ps_txn_t *txn = &r->txn;
-    ps_cur_t cur;
+    if (!r->hd_open) {
+        r->hd_open = true;
+        if (!ps_cur_open(&r->hd_chunks, txn, DB_CHUNKS, "reading chunks") ||
+            !ps_cur_open(&r->hd_head, txn, DB_HEAD, "reading head"))
+            return ps_txn_error(txn, err);
+    }
+    if (txn->ret)
+        return ps_txn_error(txn, err);
     uint8_t kb[16];
     int has = 0;
-    if (!ps_cur_open(&cur, txn, DB_CHUNKS, "reading chunks"))
-        return ps_txn_error(txn, err);
+    ps_cur_t *cur = &r->hd_chunks;
     ps_key_sid_ts(kb, sid, start);
-    if (ps_cur_seek(&cur, kb, 16) && ps_cur_in_series(&cur, sid)) {
+    if (ps_cur_seek(cur, kb, 16) && ps_cur_in_series(cur, sid)) {
         ps_chunk_header_t h;
-        if (ps_chunk_header(cur.v.mv_data, cur.v.mv_size, &h) != 0)
-            has = chunk_damaged(err, sid, &cur.k);
+        if (ps_chunk_header(cur->v.mv_data, cur->v.mv_size, &h) != 0)
+            has = chunk_damaged(err, sid, &cur->k);
         else
             has = h.min_ts <= end;
     } else {
         has = ps_txn_error(txn, err);
     }
-    ps_cur_close(&cur);
     if (has != 0)
         return has;
-    if (!ps_cur_open(&cur, txn, DB_HEAD, "reading head"))
-        return ps_txn_error(txn, err);
-    if (ps_cur_seek(&cur, kb, 16) && ps_cur_in_series(&cur, sid))
-        has = ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8)) <= end;
+    cur = &r->hd_head;
+    if (ps_cur_seek(cur, kb, 16) && ps_cur_in_series(cur, sid))
+        has = ps_ts_unkey(ps_get_be64((const uint8_t *)cur->k.mv_data + 8)) <= end;
     else
         has = ps_txn_error(txn, err);
-    ps_cur_close(&cur);
     return has;
 }
 
