@@ -646,12 +646,10 @@ int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
         start = r->min_ts;
     if (start > end)
         return 0;
-    bool fl;
-    int fr = is_float(r, sid, &fl, err);
-    if (fr || fl)
-        return fr ? fr : ps_float_reader_has_data(r, sid, start, end, err);
-    /* a chunk whose max_ts >= start and min_ts <= end may still have no profile inside a gap,
-     * but that is close enough for label listings; heads are exact */
+    /* A profile series' chunks and head first: a float series has none (a series holds one kind:
+     * the writer refuses the other), so its record is read only when neither has the id.
+     * A chunk whose max_ts >= start and min_ts <= end may still have no profile inside a gap,
+     * but that is close enough for label listings; heads are exact. */
     ps_txn_t *txn = &r->txn;
     if (!r->hd_open) {
         r->hd_open = true;
@@ -663,10 +661,12 @@ int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
         return ps_txn_error(txn, err);
     uint8_t kb[16];
     int has = 0;
+    bool profiles = false;
     ps_cur_t *cur = &r->hd_chunks;
     ps_key_sid_ts(kb, sid, start);
     if (ps_cur_seek(cur, kb, 16) && ps_cur_in_series(cur, sid)) {
         ps_chunk_header_t h;
+        profiles = true;
         if (ps_chunk_header(cur->v.mv_data, cur->v.mv_size, &h) != 0)
             has = chunk_damaged(err, sid, &cur->k);
         else
@@ -677,11 +677,17 @@ int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
     if (has != 0)
         return has;
     cur = &r->hd_head;
-    if (ps_cur_seek(cur, kb, 16) && ps_cur_in_series(cur, sid))
+    if (ps_cur_seek(cur, kb, 16) && ps_cur_in_series(cur, sid)) {
+        profiles = true;
         has = ps_ts_unkey(ps_get_be64((const uint8_t *)cur->k.mv_data + 8)) <= end;
-    else
+    } else {
         has = ps_txn_error(txn, err);
-    return has;
+    }
+    if (has != 0 || profiles)
+        return has;
+    bool fl;
+    int fr = is_float(r, sid, &fl, err);
+    return fr || !fl ? fr : ps_float_reader_has_data(r, sid, start, end, err);
 }
 
 int ps_reader_footprint(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_footprint_t *f, ps_err_t *err)
