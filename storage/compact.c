@@ -349,6 +349,14 @@ int ps_store_compact(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t 
     int ret = compact_profiles(w, force, now_ns, nchunks, err);
     if (ret == 0)
         ret = ps_float_compact(w, force, now_ns, nchunks, err);
+    /* The append times of series idle for the window: the idle rule reads a missing one as
+     * opened_wall, no later than theirs, so it answers "due" for them as it does now (without a
+     * window nothing reads them). What stays is one entry per series written within the window. */
+    int64_t win = w->s->opts.compact_window_ns;
+    if (ret == 0 && win <= 0)
+        ps_walls_expire(&w->append_wall, INT64_MIN, INT64_MAX);
+    else if (ret == 0 && now_ns - win >= w->opened_wall)
+        ps_walls_expire(&w->append_wall, w->opened_wall, now_ns - win);
     bool more;
     return ret ? ret : ps_rollup_backfill(w, now_ns, &more, err);
 }

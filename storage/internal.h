@@ -160,6 +160,8 @@ void ps_walls_set(ps_walls_t *m, uint64_t sid, int64_t v);
 bool ps_walls_get(const ps_walls_t *m, uint64_t sid, int64_t *v);
 /* keeps only the entries whose sid is not in drop[0..ndrop) (ascending) */
 void ps_walls_drop(ps_walls_t *m, const uint64_t *drop, size_t ndrop);
+/* keeps only the entries whose value is not in [from, until] */
+void ps_walls_expire(ps_walls_t *m, int64_t from, int64_t until);
 void ps_walls_dispose(ps_walls_t *m);
 
 /* The store's writer (writer.c): state of the one writing thread (ps_store_write, the compactor,
@@ -170,7 +172,8 @@ struct ps_store_writer {
     ps_next_ids_t next;     /* the ids the next write gives (saved with each write) */
     /* sid(8) -> wall clock (ns) of the last committed append in this process. Not a cache:
      * ps_sym_caches_clear keeps it (the idle rule of the compactor needs it); retention drops
-     * the entries of the series it deletes. */
+     * the entries of the series it deletes, and each compaction those idle for the window (no
+     * entry reads as opened_wall, which is no later: the rule's answer stays the same). */
     ps_walls_t append_wall;
     int64_t opened_wall;    /* when the writer was opened (the idle rule's start) */
     uint64_t float_flushes; /* ps_float_write_flush calls: whose turn it is to rewrite prefixes */
@@ -201,6 +204,10 @@ struct ps_reader {
      * in ms for float series, rounded up); INT64_MIN without retention */
     int64_t min_ts, min_ms;
     bool no_rollups; /* ps_reader_rollups(r, false): merges read the raw profiles only */
+    /* ps_reader_has_data's cursors, opened at its first call and kept to the end: a label listing
+     * over a range asks it for up to every series */
+    ps_cur_t hd_chunks, hd_head;
+    bool hd_open;
 };
 
 /** reserve.c: the mount point of path (the last directory up from it on the same device) into out. */

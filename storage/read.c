@@ -39,6 +39,10 @@ void ps_reader_end(ps_reader_t *r)
 {
     if (r == NULL)
         return;
+    if (r->hd_open) {
+        ps_cur_close(&r->hd_chunks);
+        ps_cur_close(&r->hd_head);
+    }
     ps_txn_abort(&r->txn);
     free(r);
 }
@@ -219,6 +223,45 @@ int ps_reader_label_values(ps_reader_t *r, const char *name, size_t nlen,
          on = ps_cur_next_nodup(&cur))
         if ((ret = cb(ctx, (const char *)cur.k.mv_data + nlen + 1, cur.k.mv_size - nlen - 1)) != 0)
             break;
+    ps_cur_close(&cur);
+    ps_buf_dispose(&key);
+    if (ret == 0)
+        ret = ps_txn_error(&r->txn, err);
+    return ret;
+}
+
+int ps_reader_label_values_where(ps_reader_t *r, const char *name, size_t nlen, int (*pred)(void *ctx, uint64_t sid),
+                                 int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err)
+{
+    ps_buf_t key = PS_BUF_INIT;
+    ps_buf_append(&key, name, nlen);
+    ps_buf_putc(&key, 0);
+    ps_cur_t cur;
+    int ret = 0;
+    if (!ps_cur_open(&cur, &r->txn, DB_POSTINGS, "reading label values")) {
+        ps_buf_dispose(&key);
+        return ps_txn_error(&r->txn, err);
+    }
+    bool on = ps_cur_seek(&cur, key.data, key.len);
+    while (on && cur.k.mv_size >= nlen + 1 && memcmp(cur.k.mv_data, key.data, nlen + 1) == 0) {
+        /* the value's series in turn, up to the first that pred takes */
+        int yes = 0;
+        do {
+            if (cur.v.mv_size != 8) {
+                ret = ps_err_set(err, PS_ECORRUPT, "postings of %.*s: entry of %zu bytes", (int)nlen, name,
+                                 cur.v.mv_size);
+                break;
+            }
+            yes = pred(ctx, ps_get_be64(cur.v.mv_data));
+        } while (yes == 0 && ps_cur_next_dup(&cur));
+        if (ret == 0 && yes < 0)
+            ret = yes;
+        if (ret == 0 && yes > 0)
+            ret = cb(ctx, (const char *)cur.k.mv_data + nlen + 1, cur.k.mv_size - nlen - 1);
+        if (ret != 0 || r->txn.ret)
+            break;
+        on = ps_cur_next_nodup(&cur);
+    }
     ps_cur_close(&cur);
     ps_buf_dispose(&key);
     if (ret == 0)
@@ -603,39 +646,48 @@ int ps_reader_has_data(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end,
         start = r->min_ts;
     if (start > end)
         return 0;
-    bool fl;
-    int fr = is_float(r, sid, &fl, err);
-    if (fr || fl)
-        return fr ? fr : ps_float_reader_has_data(r, sid, start, end, err);
-    /* a chunk whose max_ts >= start and min_ts <= end may still have no profile inside a gap,
-     * but that is close enough for label listings; heads are exact */
+    /* A profile series' chunks and head first: a float series has none (a series holds one kind:
+     * the writer refuses the other), so its record is read only when neither has the id.
+     * A chunk whose max_ts >= start and min_ts <= end may still have no profile inside a gap,
+     * but that is close enough for label listings; heads are exact. */
     ps_txn_t *txn = &r->txn;
-    ps_cur_t cur;
+    if (!r->hd_open) {
+        r->hd_open = true;
+        if (!ps_cur_open(&r->hd_chunks, txn, DB_CHUNKS, "reading chunks") ||
+            !ps_cur_open(&r->hd_head, txn, DB_HEAD, "reading head"))
+            return ps_txn_error(txn, err);
+    }
+    if (txn->ret)
+        return ps_txn_error(txn, err);
     uint8_t kb[16];
     int has = 0;
-    if (!ps_cur_open(&cur, txn, DB_CHUNKS, "reading chunks"))
-        return ps_txn_error(txn, err);
+    bool profiles = false;
+    ps_cur_t *cur = &r->hd_chunks;
     ps_key_sid_ts(kb, sid, start);
-    if (ps_cur_seek(&cur, kb, 16) && ps_cur_in_series(&cur, sid)) {
+    if (ps_cur_seek(cur, kb, 16) && ps_cur_in_series(cur, sid)) {
         ps_chunk_header_t h;
-        if (ps_chunk_header(cur.v.mv_data, cur.v.mv_size, &h) != 0)
-            has = chunk_damaged(err, sid, &cur.k);
+        profiles = true;
+        if (ps_chunk_header(cur->v.mv_data, cur->v.mv_size, &h) != 0)
+            has = chunk_damaged(err, sid, &cur->k);
         else
             has = h.min_ts <= end;
     } else {
         has = ps_txn_error(txn, err);
     }
-    ps_cur_close(&cur);
     if (has != 0)
         return has;
-    if (!ps_cur_open(&cur, txn, DB_HEAD, "reading head"))
-        return ps_txn_error(txn, err);
-    if (ps_cur_seek(&cur, kb, 16) && ps_cur_in_series(&cur, sid))
-        has = ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8)) <= end;
-    else
+    cur = &r->hd_head;
+    if (ps_cur_seek(cur, kb, 16) && ps_cur_in_series(cur, sid)) {
+        profiles = true;
+        has = ps_ts_unkey(ps_get_be64((const uint8_t *)cur->k.mv_data + 8)) <= end;
+    } else {
         has = ps_txn_error(txn, err);
-    ps_cur_close(&cur);
-    return has;
+    }
+    if (has != 0 || profiles)
+        return has;
+    bool fl;
+    int fr = is_float(r, sid, &fl, err);
+    return fr || !fl ? fr : ps_float_reader_has_data(r, sid, start, end, err);
 }
 
 int ps_reader_footprint(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_footprint_t *f, ps_err_t *err)

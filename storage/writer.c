@@ -124,6 +124,33 @@ void ps_walls_drop(ps_walls_t *m, const uint64_t *drop, size_t ndrop)
     *m = keep;
 }
 
+void ps_walls_expire(ps_walls_t *m, int64_t from, int64_t until)
+{
+    size_t gone = 0;
+    for (size_t i = 0; i < m->cap; i++) {
+        int64_t v = (int64_t)m->slots[2 * i + 1];
+        gone += m->slots[2 * i] != 0 && v >= from && v <= until;
+    }
+    bool zero = m->has_zero && !(m->zero >= from && m->zero <= until);
+    if (gone == 0 && zero == m->has_zero)
+        return;
+    ps_walls_t keep = {0};
+    size_t left = m->count - gone - (m->has_zero && !zero), cap = 64;
+    while ((left + 1) * 4 > cap * 3)
+        cap *= 2;
+    if (left > (size_t)zero)
+        walls_resize(&keep, cap); /* sized once for what stays: the table shrinks */
+    if (zero)
+        ps_walls_set(&keep, 0, m->zero);
+    for (size_t i = 0; i < m->cap; i++) {
+        int64_t v = (int64_t)m->slots[2 * i + 1];
+        if (m->slots[2 * i] != 0 && !(v >= from && v <= until))
+            ps_walls_set(&keep, m->slots[2 * i], v);
+    }
+    ps_walls_dispose(m);
+    *m = keep;
+}
+
 void ps_walls_dispose(ps_walls_t *m)
 {
     free(m->slots);

@@ -69,7 +69,7 @@ static void json_truncated(ps_json_t *j, bool truncated)
 
 static void send_json(ps_qctx_t *c)
 {
-    ps_task_send(c->t, 200, "application/json", c->out.data, c->out.len);
+    ps_answer_take(&c->t->ans, 200, "application/json", &c->out); /* no copy of the answer */
 }
 
 /* Prometheus 3's "warnings" or "infos" (Annotations.AsStrings(query, 10, 10)): each message with
@@ -346,6 +346,47 @@ static void send_strlist(ps_qctx_t *c, const ps_strlist_t *l, uint64_t limit)
     send_json(c);
 }
 
+/* the label index's strings as JSON, up to limit (0: all); past it, truncated */
+typedef struct index_json {
+    ps_json_t *j;
+    uint64_t limit, n;
+    bool truncated;
+} index_json_t;
+
+static int on_index_str(void *ctx, const char *s, size_t n)
+{
+    index_json_t *x = ctx;
+    if (x->limit && x->n == x->limit) {
+        x->truncated = true;
+        return 1;
+    }
+    x->n++;
+    ps_json_str(x->j, s, n);
+    return 0;
+}
+
+/* Every series, no range: the JSON written from the index as it is walked (a million values: no
+ * list, no copies). PS_EOUTOFORDER (nothing sent) when the index is not in the answer's order. */
+static int labels_from_index(ps_qctx_t *c, const char *name, uint64_t limit)
+{
+    ps_json_t j;
+    ps_json_envelope(&j, &c->out);
+    ps_json_arr(&j);
+    index_json_t x = {&j, limit, 0, false};
+    int ret = ps_query_labels_each(c->reader, name, on_index_str, &x, &c->err);
+    if (ret == 1)
+        ret = 0;
+    if (ret != 0) {
+        ps_buf_reset(&c->out);
+        return ret;
+    }
+    ps_json_end(&j);
+    json_truncated(&j, x.truncated);
+    ps_json_envelope_close(&j);
+    send_json(c);
+    return 0;
+}
+
 /* labels (name == NULL) or label values: the query room answers, we send. */
 static int labels_answer(ps_qctx_t *c, const char *name)
 {
@@ -359,9 +400,16 @@ static int labels_answer(ps_qctx_t *c, const char *name)
         ret = param_limit(&c->params, &limit, &c->err);
     if (ret == 0)
         ret = match_params(c, &sels, &nsels);
-    if (ret == 0)
+    bool done = false;
+    if (ret == 0 && nsels == 0 && start == INT64_MIN && end == INT64_MAX) {
+        ret = labels_from_index(c, name, limit);
+        done = ret == 0;
+        if (ret == PS_EOUTOFORDER)
+            ret = 0;
+    }
+    if (ret == 0 && !done)
         ret = ps_query_labels(c->reader, name, sels, nsels, start, end, c->srv->opts.max_series, &c->arena, &l, &c->err);
-    if (ret == 0)
+    if (ret == 0 && !done)
         send_strlist(c, &l, limit);
     match_dispose(sels, nsels);
     return ret;

@@ -197,6 +197,34 @@ static void test_select_short_list_first(void **state)
     assert_int_equal(l.n, 2);
     assert_string_equal(l.v[0], "a");
     assert_string_equal(l.v[1], "b");
+    /* with a range (series iNN has its profile at T0 + NN): from the label index, each value's
+     * series up to the first with data; and past ps_query_labels_walk_after looks (0 here), from
+     * the walk over every series: the same answers */
+    for (int walk = 0; walk < 2; walk++) {
+        uint64_t keep = ps_query_labels_walk_after;
+        if (walk)
+            ps_query_labels_walk_after = 0;
+        assert_int_equal(ps_query_labels(f.r, "instance", NULL, 0, S(T0 + 10), S(T0 + 19), 1000, &f.a, &l, &f.err),
+                         0);
+        assert_int_equal(l.n, 10);
+        for (uint32_t k = 0; k < l.n; k++) {
+            char want[16];
+            snprintf(want, sizeof(want), "i%02u", 10 + k);
+            assert_string_equal(l.v[k], want);
+        }
+        assert_int_equal(ps_query_labels(f.r, "half", NULL, 0, S(T0 + 13), S(T0 + 13), 1000, &f.a, &l, &f.err), 0);
+        assert_int_equal(l.n, 1);
+        assert_string_equal(l.v[0], "b");
+        assert_int_equal(ps_query_labels(f.r, NULL, NULL, 0, S(T0 + 99), S(T0 + 200), 1000, &f.a, &l, &f.err), 0);
+        assert_int_equal(l.n, 4);
+        assert_string_equal(l.v[0], "__name__");
+        assert_string_equal(l.v[3], "job");
+        assert_int_equal(ps_query_labels(f.r, NULL, NULL, 0, S(T0 + 100), S(T0 + 200), 1000, &f.a, &l, &f.err), 0);
+        assert_int_equal(l.n, 0);
+        assert_int_equal(ps_query_labels(f.r, "job", NULL, 0, S(T0 - 5), S(T0 - 1), 1000, &f.a, &l, &f.err), 0);
+        assert_int_equal(l.n, 0);
+        ps_query_labels_walk_after = keep;
+    }
 #undef GR
     ps_test_rfx_end(&f);
     ps_test_store_close(many, mdir);

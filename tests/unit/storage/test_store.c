@@ -763,6 +763,16 @@ static void test_idle_rule_survives_cache_clear(void **state)
         assert_int_equal(n, 0);
         assert_int_equal(ps_store_compact(ps_test_writer(s), false, after + w, &n, &err), 0);
         assert_int_equal(n, 2); /* one chunk per series: both idle now */
+        /* and their append times are gone with it: the table holds the series of the window */
+        assert_int_equal(ps_test_writer(s)->append_wall.count, 0);
+        /* written again: the series' time is back, and it is not due until a window later */
+        int64_t again = ps_time_now();
+        assert_int_equal(write_one(s, &fixtures[0], "{job=\"a\"}", t0 + 10 * PS_NS_PER_S, &p), 0);
+        release(&p);
+        assert_int_equal(ps_test_writer(s)->append_wall.count, 2);
+        assert_int_equal(ps_store_compact(ps_test_writer(s), false, again + w - 1, &n, &err), 0);
+        assert_int_equal(n, 0);
+        assert_int_equal(ps_test_writer(s)->append_wall.count, 2);
         ps_test_close_store(s);
         ps_test_rm_rf(dir);
         free(dir);
@@ -800,6 +810,23 @@ static void test_walls_map(void **state)
     assert_true(v == 4 * 1000003 - 5000000);
     assert_true(ps_walls_get(&m, 3, &v));
     assert_true(v == INT64_MIN);
+    /* expire: the values in [from, until] go (id 0's too), the table shrinks to what stays */
+    ps_walls_set(&m, 0, -5000001);
+    size_t cap = m.cap;
+    ps_walls_expire(&m, -5000000, 1000003ll * 9990 - 5000000);
+    assert_int_equal(m.count, 1 + 8 + 1); /* id 3's INT64_MIN, ids 3 * 9991..3 * 9998, id 0's */
+    assert_true(m.cap < cap);
+    assert_true(ps_walls_get(&m, 3, &v));
+    assert_true(v == INT64_MIN);
+    assert_false(ps_walls_get(&m, 12, &v));
+    assert_false(ps_walls_get(&m, 3 * 9990, &v));
+    assert_true(ps_walls_get(&m, 3 * 9991, &v));
+    assert_true(v == 1000003ll * 9991 - 5000000);
+    assert_true(ps_walls_get(&m, 0, &v));
+    ps_walls_expire(&m, INT64_MIN, INT64_MAX);
+    assert_int_equal(m.count, 0);
+    assert_false(ps_walls_get(&m, 0, &v));
+    assert_false(ps_walls_get(&m, 3, &v));
     ps_walls_dispose(&m);
     assert_false(ps_walls_get(&m, 12, &v));
     ps_walls_dispose(&m);
