@@ -45,6 +45,7 @@ struct rjob {
     ps_task_t *task;
     void *loop;
     bool decode;
+    ps_writer_t *decoding; /* a write counted by ps_writer_decoding until its run returned */
     cancel_link_t *link;
     watch_t *watch;   /* loop thread only */
     bool client_gone; /* the watch saw the connection's end (loop thread only) */
@@ -195,6 +196,8 @@ static void on_released(ps_task_t *t)
 static void on_ran(ps_qjob_t *q)
 {
     rjob_t *j = (rjob_t *)((char *)q - offsetof(rjob_t, q));
+    if (j->decoding != NULL) /* its writes are queued (or failed): the writer need not wait for it */
+        ps_writer_decoding(j->decoding, -1);
     if (j->task != NULL)
         ps_task_release(j->task); /* the run's own hold */
     else
@@ -244,9 +247,14 @@ int ps_run_task(h2o_req_t *req, unsigned cls, ps_task_run_fn run, ps_fail_fn fai
     j->q.bytes = req->entity.base != NULL ? req->entity.len : 0;
     if (!j->decode && s->opts.query_timeout > 0)
         j->q.deadline = deadline_of(req, s->opts.query_timeout);
+    /* a write to decode: the writer waits for it rather than commit without it (a debug file
+     * upload writes nothing through the writer) */
+    j->decoding = j->decode && run != ps_api_debuginfo_upload ? s->writer : NULL;
+    ps_writer_decoding(j->decoding, +1);
     char msg[200];
     int rc = ps_qpool_submit(p, &j->q, false, msg, sizeof(msg));
     if (rc != 0) {
+        ps_writer_decoding(j->decoding, -1);
         ps_async_cancel(&j->async);
         ps_task_fail(t, rc, msg);
         ps_http_send_answer(req, &t->ans);
