@@ -281,6 +281,11 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r);
  *  ended (-1: submitted, or failed). The writer waits for them (decode_wait_ns) rather than commit
  *  a short batch while they decode. w NULL: nothing. Any thread. */
 void ps_writer_decoding(ps_writer_t *w, int delta);
+/** On the thread that decodes a write counted by ps_writer_decoding (w; NULL: none): its next
+ *  ps_writer_submit on this thread ends the count as it queues the request. */
+void ps_writer_decode_begin(ps_writer_t *w);
+/** The end of that decoding: ends the count if no submit did (w's ps_writer_decoding -1). */
+void ps_writer_decode_end(void);
 /** Stops accepting, finishes everything queued (on_done is called for each), joins the thread.
  *  w stays valid: a submit from a handler that raced with the shutdown is refused ("server is
  *  shutting down"), never a use after free. Idempotent. */

@@ -499,6 +499,8 @@ ps_writer_t *ps_writer_start(ps_store_t *store, const ps_writer_opts_t *o, ps_er
     return w;
 }
 
+static void decoded_here(ps_writer_t *w);
+
 int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
 {
     r->next = NULL;
@@ -518,6 +520,7 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
     }
     uint64_t units = weight(r);
     pthread_mutex_lock(&w->mu);
+    decoded_here(w);
     if (w->stopping) {
         pthread_mutex_unlock(&w->mu);
         ps_buf_dispose(&r->fwd);
@@ -556,6 +559,31 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return 0;
+}
+
+/* the writer whose count of writes being decoded includes this thread's (ps_writer_decode_begin) */
+static _Thread_local ps_writer_t *decoding_here;
+
+void ps_writer_decode_begin(ps_writer_t *w)
+{
+    decoding_here = w;
+}
+
+void ps_writer_decode_end(void)
+{
+    ps_writer_t *w = decoding_here;
+    decoding_here = NULL;
+    ps_writer_decoding(w, -1);
+}
+
+/* w->mu held: this thread's write, being submitted, is decoded */
+static void decoded_here(ps_writer_t *w)
+{
+    if (decoding_here == w) {
+        decoding_here = NULL;
+        if (w->decoding > 0)
+            w->decoding--;
+    }
 }
 
 void ps_writer_decoding(ps_writer_t *w, int delta)

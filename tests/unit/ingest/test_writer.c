@@ -804,7 +804,8 @@ static void test_answers_when_durable(void **state)
 
 /* A write being decoded (ps_writer_decoding) is waited for: the request queued before it waits
  * until it is submitted, and one commit takes both; a request into an idle writer with nothing
- * decoding commits at once, and the wait is bounded by decode_wait_ns. */
+ * decoding commits at once, as does one whose own decode was the count (ps_writer_decode_begin),
+ * and the wait is bounded by decode_wait_ns. */
 static void test_waits_for_decoding(void **state)
 {
     env_t *e = *state;
@@ -838,6 +839,18 @@ static void test_waits_for_decoding(void **state)
     assert_int_equal(a->calls, 1);
     assert_int_equal(b->calls, 1);
     assert_int_equal(c->calls, 1);
+    /* this thread's own decode (ps_writer_decode_begin): its submit ends the count, at once */
+    treq_t *e1 = make_req(5, T0);
+    ps_writer_decoding(w, +1);
+    ps_writer_decode_begin(w);
+    t0 = ps_time_mono();
+    assert_int_equal(ps_writer_submit(w, &e1->w), 0);
+    wait_done(4);
+    assert_true(ps_time_mono() - t0 < 5 * PS_NS_PER_S);
+    ps_writer_decode_end(); /* counted no more: nothing */
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.batches, 3);
+    assert_int_equal(st.decode_waits, 1);
     ps_writer_stop(w);
     /* a decode that does not end: the batch commits after decode_wait_ns */
     o.decode_wait_ns = 200 * 1000000;
@@ -851,7 +864,8 @@ static void test_waits_for_decoding(void **state)
     assert_true(ps_time_mono() - t0 >= 200 * 1000000);
     ps_writer_decoding(w, -1);
     ps_writer_stop(w);
-    assert_int_equal(count_series(e->store), 4);
+    assert_int_equal(count_series(e->store), 5);
+    free_req(e1);
     free_req(a);
     free_req(b);
     free_req(c);
