@@ -45,6 +45,8 @@ struct rjob {
     ps_task_t *task;
     void *loop;
     bool decode;
+    ps_writer_t *decoding; /* a write counted by ps_writer_decoding until it submits or its run ends */
+    ps_task_run_fn run;    /* the route's run (decoding: run_decoding calls it) */
     cancel_link_t *link;
     watch_t *watch;   /* loop thread only */
     bool client_gone; /* the watch saw the connection's end (loop thread only) */
@@ -195,10 +197,25 @@ static void on_released(ps_task_t *t)
 static void on_ran(ps_qjob_t *q)
 {
     rjob_t *j = (rjob_t *)((char *)q - offsetof(rjob_t, q));
+    if (j->decoding != NULL) /* dropped before it ran: the writer need not wait for it */
+        ps_writer_decoding(j->decoding, -1);
     if (j->task != NULL)
         ps_task_release(j->task); /* the run's own hold */
     else
         ps_async_complete(&j->async);
+}
+
+/* a counted write's run, on the decode thread: its first ps_writer_submit ends its count (in the
+ * same step that queues it, so the writer never waits for the write it already has), else the end
+ * of the run (nothing submitted: it failed) */
+static int run_decoding(ps_task_t *t)
+{
+    rjob_t *j = t->runner;
+    ps_writer_decode_begin(j->decoding);
+    j->decoding = NULL;
+    int rc = j->run(t);
+    ps_writer_decode_end();
+    return rc;
 }
 
 /* ---- hand-off (loop thread) ---- */
@@ -244,9 +261,17 @@ int ps_run_task(h2o_req_t *req, unsigned cls, ps_task_run_fn run, ps_fail_fn fai
     j->q.bytes = req->entity.base != NULL ? req->entity.len : 0;
     if (!j->decode && s->opts.query_timeout > 0)
         j->q.deadline = deadline_of(req, s->opts.query_timeout);
+    /* a write to decode: the writer waits for it rather than commit without it (a debug file
+     * upload writes nothing through the writer) */
+    j->decoding = j->decode && run != ps_api_debuginfo_upload ? s->writer : NULL;
+    ps_writer_decoding(j->decoding, +1);
+    j->run = run;
+    if (j->decoding != NULL)
+        j->q.run = run_decoding;
     char msg[200];
     int rc = ps_qpool_submit(p, &j->q, false, msg, sizeof(msg));
     if (rc != 0) {
+        ps_writer_decoding(j->decoding, -1);
         ps_async_cancel(&j->async);
         ps_task_fail(t, rc, msg);
         ps_http_send_answer(req, &t->ans);

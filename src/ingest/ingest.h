@@ -234,6 +234,9 @@ typedef struct ps_writer_opts {
                                   * what arrives during a commit shares the next: group commit) */
     uint32_t eager_samples;      /* ... or the samples requests queued hold this many samples
                                   * (PS_WRITER_EAGER_SAMPLES; 0 = always wait) */
+    int64_t decode_wait_ns;      /* while writes are being decoded (ps_writer_decoding), a batch
+                                  * waits for them at most this long before it commits (default
+                                  * PS_WRITER_DECODE_WAIT_NS; 0: never). Nothing decoding: no wait */
     int64_t compact_interval_ns; /* how often to look for heads due (default 10 s) */
     int64_t retention_interval_ns; /* how often to apply retention (default 1 min) */
     /* forwarding (src/forward, handed over by main.c; NULL: none): fwd_entry makes the forwarding
@@ -259,6 +262,10 @@ typedef struct ps_writer_opts {
  *  requests in flight (Prometheus' shards) would only wait. */
 #define PS_WRITER_EAGER_SAMPLES 1000
 
+/** The default of ps_writer_opts_t.decode_wait_ns: about a decode of a 2,000-sample remote-write
+ *  request or a pushed profile on a busy machine; a commit (its fsync) takes longer. */
+#define PS_WRITER_DECODE_WAIT_NS (2 * 1000 * 1000)
+
 /** The default of ps_writer_opts_t.max_queue_bytes (--storage.write-queue-max-bytes): 256 MiB of
  *  decoded requests wait for the writer at most. */
 #define PS_WRITER_QUEUE_BYTES (256ull << 20)
@@ -270,6 +277,15 @@ ps_writer_t *ps_writer_start(ps_store_t *store, const ps_writer_opts_t *o, ps_er
 /** Queues r. Returns (not queued) PS_EUNAVAIL when stopping, PS_EOVERLOAD when the queue is full
  *  (max_queue items or units, max_queue_bytes): answer 429 (503 to remote write) with Retry-After. */
 int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r);
+/** A write's body starts being decoded (delta +1; its requests follow by ps_writer_submit), or it
+ *  ended (-1: submitted, or failed). The writer waits for them (decode_wait_ns) rather than commit
+ *  a short batch while they decode. w NULL: nothing. Any thread. */
+void ps_writer_decoding(ps_writer_t *w, int delta);
+/** On the thread that decodes a write counted by ps_writer_decoding (w; NULL: none): its next
+ *  ps_writer_submit on this thread ends the count as it queues the request. */
+void ps_writer_decode_begin(ps_writer_t *w);
+/** The end of that decoding: ends the count if no submit did (w's ps_writer_decoding -1). */
+void ps_writer_decode_end(void);
 /** Stops accepting, finishes everything queued (on_done is called for each), joins the thread.
  *  w stays valid: a submit from a handler that raced with the shutdown is refused ("server is
  *  shutting down"), never a use after free. Idempotent. */
@@ -290,6 +306,7 @@ typedef struct ps_writer_stats {
      * ps_writer_txn_le (not cumulative; the last one is +Inf), and their sum */
     uint64_t txn_buckets[PS_WRITER_TXN_BUCKETS + 1];
     uint64_t txn_sum_ns;
+    uint64_t decode_waits;       /* batches that waited for writes being decoded (decode_wait_ns) */
 } ps_writer_stats_t;
 /** The upper bounds (seconds) of the transaction-duration buckets, as Prometheus' le labels. */
 extern const char *const ps_writer_txn_le[PS_WRITER_TXN_BUCKETS];

@@ -30,6 +30,8 @@ struct ps_writer {
     pthread_cond_t sync_cv;          /* the syncer waits here for sync_want to pass sync_done */
     uint64_t sync_want, sync_done;   /* transaction ids: asked for, synced (or failed) */
     bool sync_stop;
+    uint32_t decoding;    /* writes being decoded (ps_writer_decoding) */
+    bool decode_waiting;  /* the writer waits for them: wake it when one ends */
     ps_writer_stats_t stats;
 };
 
@@ -45,6 +47,7 @@ void ps_writer_opts_default(ps_writer_opts_t *o)
     o->max_queue_bytes = PS_WRITER_QUEUE_BYTES;
     o->commit_delay_ns = 0;
     o->eager_samples = PS_WRITER_EAGER_SAMPLES;
+    o->decode_wait_ns = PS_WRITER_DECODE_WAIT_NS;
     o->compact_interval_ns = 10 * PS_NS_PER_S;
     o->retention_interval_ns = 60 * PS_NS_PER_S;
 }
@@ -121,6 +124,18 @@ static int64_t commit_wait(const ps_writer_t *w)
             delay = d;
     }
     return delay;
+}
+
+/* Whether the queue may wait for the writes being decoded (w->mu held): appends and samples only
+ * (admin requests go now), and the batch not full yet. */
+static bool decode_wait_ok(const ps_writer_t *w)
+{
+    if (w->decoding == 0 || w->opts.decode_wait_ns <= 0 || w->stopping || w->queued_units >= w->opts.max_batch)
+        return false;
+    for (const ps_wreq_t *r = w->head; r != NULL; r = r->next)
+        if (r->kind != PS_WREQ_APPEND && r->kind != PS_WREQ_SAMPLES)
+            return false;
+    return true;
 }
 
 /* The appends of the last committed batch, answered once its commit is durable: its meta page is
@@ -279,6 +294,24 @@ static void *run(void *arg)
             ts.tv_nsec = until % PS_NS_PER_S;
             if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) != 0)
                 break;
+        }
+        /* writes being decoded now reach the queue within a decode time, while a commit (its
+         * fsync) takes longer: a batch waits for them (at most decode_wait_ns; never when nothing
+         * decodes, so a request into an idle writer commits at once), so one commit takes them
+         * all instead of the next commit. The last batch's answers wait with it (no extra sync). */
+        if (decode_wait_ok(w)) {
+            int64_t deadline = ps_time_mono() + w->opts.decode_wait_ns;
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            int64_t until = (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec + w->opts.decode_wait_ns;
+            ts.tv_sec = until / PS_NS_PER_S;
+            ts.tv_nsec = until % PS_NS_PER_S;
+            w->decode_waiting = true;
+            while (decode_wait_ok(w) && ps_time_mono() < deadline)
+                if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) != 0)
+                    break;
+            w->decode_waiting = false;
+            w->stats.decode_waits++;
         }
         /* take up to max_batch units: a profile is one, a samples request one per
          * PS_WRITER_SAMPLES_PER_UNIT samples (at least one request, however big) */
@@ -466,6 +499,8 @@ ps_writer_t *ps_writer_start(ps_store_t *store, const ps_writer_opts_t *o, ps_er
     return w;
 }
 
+static void decoded_here(ps_writer_t *w);
+
 int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
 {
     r->next = NULL;
@@ -485,6 +520,7 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
     }
     uint64_t units = weight(r);
     pthread_mutex_lock(&w->mu);
+    decoded_here(w);
     if (w->stopping) {
         pthread_mutex_unlock(&w->mu);
         ps_buf_dispose(&r->fwd);
@@ -523,6 +559,43 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return 0;
+}
+
+/* the writer whose count of writes being decoded includes this thread's (ps_writer_decode_begin) */
+static _Thread_local ps_writer_t *decoding_here;
+
+void ps_writer_decode_begin(ps_writer_t *w)
+{
+    decoding_here = w;
+}
+
+void ps_writer_decode_end(void)
+{
+    ps_writer_t *w = decoding_here;
+    decoding_here = NULL;
+    ps_writer_decoding(w, -1);
+}
+
+/* w->mu held: this thread's write, being submitted, is decoded */
+static void decoded_here(ps_writer_t *w)
+{
+    if (decoding_here == w) {
+        decoding_here = NULL;
+        if (w->decoding > 0)
+            w->decoding--;
+    }
+}
+
+void ps_writer_decoding(ps_writer_t *w, int delta)
+{
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&w->mu);
+    if (delta > 0)
+        w->decoding++;
+    else if (w->decoding > 0 && --w->decoding == 0 && w->decode_waiting)
+        pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
 }
 
 void ps_writer_shutdown(ps_writer_t *w)

@@ -802,6 +802,76 @@ static void test_answers_when_durable(void **state)
     free_req(one);
 }
 
+/* A write being decoded (ps_writer_decoding) is waited for: the request queued before it waits
+ * until it is submitted, and one commit takes both; a request into an idle writer with nothing
+ * decoding commits at once, as does one whose own decode was the count (ps_writer_decode_begin),
+ * and the wait is bounded by decode_wait_ns. */
+static void test_waits_for_decoding(void **state)
+{
+    env_t *e = *state;
+    ps_writer_opts_t o;
+    ps_writer_opts_default(&o);
+    o.decode_wait_ns = 10 * PS_NS_PER_S; /* any wait would show */
+    atomic_store(&done_total, 0);
+    ps_writer_t *w = start_on(e->store, &o);
+    /* idle, nothing decoding: at once */
+    treq_t *a = make_req(1, T0);
+    int64_t t0 = ps_time_mono();
+    assert_int_equal(ps_writer_submit(w, &a->w), 0);
+    wait_done(1);
+    assert_true(ps_time_mono() - t0 < 5 * PS_NS_PER_S);
+    ps_writer_stats_t st;
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.decode_waits, 0);
+    /* one decoding: b waits for it, then c and b share a commit */
+    treq_t *b = make_req(2, T0), *c = make_req(3, T0);
+    ps_writer_decoding(w, +1);
+    assert_int_equal(ps_writer_submit(w, &b->w), 0);
+    usleep(100000);
+    assert_int_equal(atomic_load(&done_total), 1);
+    assert_int_equal(ps_writer_submit(w, &c->w), 0);
+    ps_writer_decoding(w, -1);
+    wait_done(3);
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.batches, 2);
+    assert_int_equal(st.decode_waits, 1);
+    assert_int_equal(a->calls, 1);
+    assert_int_equal(b->calls, 1);
+    assert_int_equal(c->calls, 1);
+    /* this thread's own decode (ps_writer_decode_begin): its submit ends the count, at once */
+    treq_t *e1 = make_req(5, T0);
+    ps_writer_decoding(w, +1);
+    ps_writer_decode_begin(w);
+    t0 = ps_time_mono();
+    assert_int_equal(ps_writer_submit(w, &e1->w), 0);
+    wait_done(4);
+    assert_true(ps_time_mono() - t0 < 5 * PS_NS_PER_S);
+    ps_writer_decode_end(); /* counted no more: nothing */
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.batches, 3);
+    assert_int_equal(st.decode_waits, 1);
+    ps_writer_stop(w);
+    /* a decode that does not end: the batch commits after decode_wait_ns */
+    o.decode_wait_ns = 200 * 1000000;
+    atomic_store(&done_total, 0);
+    w = start_on(e->store, &o);
+    treq_t *d = make_req(4, T0);
+    ps_writer_decoding(w, +1);
+    t0 = ps_time_mono();
+    assert_int_equal(ps_writer_submit(w, &d->w), 0);
+    wait_done(1);
+    assert_true(ps_time_mono() - t0 >= 200 * 1000000);
+    ps_writer_decoding(w, -1);
+    ps_writer_stop(w);
+    assert_int_equal(count_series(e->store), 5);
+    free_req(e1);
+    free_req(a);
+    free_req(b);
+    free_req(c);
+    free_req(d);
+}
+
 /* A commit that fails fails every write of its group, each answered once with the error and
  * nothing of it stored; the group after it commits. */
 static void test_group_commit_failing(void **state)
@@ -903,6 +973,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_group_commit_many_writers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_failing, setup, teardown),
         cmocka_unit_test(test_answers_when_durable),
+        cmocka_unit_test_setup_teardown(test_waits_for_decoding, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(body);
