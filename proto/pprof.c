@@ -193,6 +193,22 @@ static __attribute__((noinline)) int next_field_slow(scan_t *s, where_t w, const
     }
 }
 
+/* The length after the one-byte tag at p (rem >= 2 bytes from p) when it takes one or two bytes
+ * (*hdr), else SIZE_MAX and *hdr 0. */
+static inline size_t short_len(const uint8_t *p, size_t rem, size_t *hdr)
+{
+    if (p[1] < 0x80) {
+        *hdr = 1;
+        return p[1];
+    }
+    if (rem >= 3 && p[2] < 0x80) {
+        *hdr = 2;
+        return (size_t)(p[1] & 0x7f) | (size_t)p[2] << 7;
+    }
+    *hdr = 0;
+    return SIZE_MAX;
+}
+
 /* The same, inline for the usual one-byte tag with a varint of at most 9 bytes (no overflow to
  * check) or a length of one or two bytes. */
 static inline __attribute__((always_inline)) int next_field(scan_t *s, where_t w, const uint8_t **pp,
@@ -213,13 +229,7 @@ static inline __attribute__((always_inline)) int next_field(scan_t *s, where_t w
                     return 0;
                 }
         } else if ((t & 7) == WT_LEN) {
-            size_t len, hdr;
-            if (p[1] < 0x80)
-                len = p[1], hdr = 1;
-            else if (rem >= 3 && p[2] < 0x80)
-                len = (size_t)(p[1] & 0x7f) | (size_t)p[2] << 7, hdr = 2;
-            else
-                len = SIZE_MAX, hdr = 0;
+            size_t hdr, len = short_len(p, rem, &hdr);
             if (len <= rem - 1 - hdr) {
                 f->at = p;
                 f->num = t >> 3;
@@ -729,12 +739,8 @@ static inline __attribute__((always_inline)) int wire_field(const uint8_t **pp, 
             return 0;
         }
         if ((t & 7) == WT_LEN) {
-            size_t len, hdr;
-            if (p[1] < 0x80)
-                len = p[1], hdr = 1;
-            else if (rem >= 3 && p[2] < 0x80)
-                len = (size_t)(p[1] & 0x7f) | (size_t)p[2] << 7, hdr = 2;
-            else
+            size_t hdr, len = short_len(p, rem, &hdr);
+            if (hdr == 0)
                 return wire_field_slow(pp, end, f);
             if (len > rem - 1 - hdr)
                 return -1;

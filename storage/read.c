@@ -209,25 +209,7 @@ int ps_reader_postings_filter(ps_reader_t *r, const char *name, size_t nlen, con
 int ps_reader_label_values(ps_reader_t *r, const char *name, size_t nlen,
                            int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err)
 {
-    ps_buf_t key = PS_BUF_INIT;
-    ps_buf_append(&key, name, nlen);
-    ps_buf_putc(&key, 0);
-    ps_cur_t cur;
-    int ret = 0;
-    if (!ps_cur_open(&cur, &r->txn, DB_POSTINGS, "reading label values")) {
-        ps_buf_dispose(&key);
-        return ps_txn_error(&r->txn, err);
-    }
-    for (bool on = ps_cur_seek(&cur, key.data, key.len);
-         on && cur.k.mv_size >= nlen + 1 && memcmp(cur.k.mv_data, key.data, nlen + 1) == 0;
-         on = ps_cur_next_nodup(&cur))
-        if ((ret = cb(ctx, (const char *)cur.k.mv_data + nlen + 1, cur.k.mv_size - nlen - 1)) != 0)
-            break;
-    ps_cur_close(&cur);
-    ps_buf_dispose(&key);
-    if (ret == 0)
-        ret = ps_txn_error(&r->txn, err);
-    return ret;
+    return ps_reader_label_values_where(r, name, nlen, NULL, cb, ctx, err);
 }
 
 int ps_reader_label_values_where(ps_reader_t *r, const char *name, size_t nlen, int (*pred)(void *ctx, uint64_t sid),
@@ -244,16 +226,18 @@ int ps_reader_label_values_where(ps_reader_t *r, const char *name, size_t nlen, 
     }
     bool on = ps_cur_seek(&cur, key.data, key.len);
     while (on && cur.k.mv_size >= nlen + 1 && memcmp(cur.k.mv_data, key.data, nlen + 1) == 0) {
-        /* the value's series in turn, up to the first that pred takes */
-        int yes = 0;
-        do {
+        /* the value's series in turn, up to the first that pred takes (every value without pred) */
+        int yes = pred == NULL;
+        while (yes == 0) {
             if (cur.v.mv_size != 8) {
                 ret = ps_err_set(err, PS_ECORRUPT, "postings of %.*s: entry of %zu bytes", (int)nlen, name,
                                  cur.v.mv_size);
                 break;
             }
             yes = pred(ctx, ps_get_be64(cur.v.mv_data));
-        } while (yes == 0 && ps_cur_next_dup(&cur));
+            if (yes == 0 && !ps_cur_next_dup(&cur))
+                break;
+        }
         if (ret == 0 && yes < 0)
             ret = yes;
         if (ret == 0 && yes > 0)

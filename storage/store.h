@@ -442,7 +442,8 @@ int ps_reader_label_values(ps_reader_t *r, const char *name, size_t nlen,
                            int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err);
 /** ps_reader_label_values of the values with a series that pred takes: pred(sid) for each series
  *  of a value in turn until it answers > 0 (then cb(value)), 0 (the next series) or < 0 (an error,
- *  returned). One walk of the postings, no set: what the label index answers for a time range. */
+ *  returned); every value when pred is NULL. One walk of the postings, no set: what the label index
+ *  answers for a time range. */
 int ps_reader_label_values_where(ps_reader_t *r, const char *name, size_t nlen, int (*pred)(void *ctx, uint64_t sid),
                                  int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err);
 /** Calls cb(name) for every label name (ascending). */
