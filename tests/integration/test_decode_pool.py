@@ -143,7 +143,7 @@ def test_threads_are_named(make_server):
     # go with their names
     srv = make_server(threads="2", extra_args=["--ingest.decode-threads", "3", "--query.max-concurrency", "4"])
     want = ["decode-0", "decode-1", "decode-2", "http-0", "http-1", "profstore", "query-0", "query-1", "query-2",
-            "query-3", "writer"]
+            "query-3", "syncer", "writer"]
 
     def expected(name):
         return (5, 0) if name.startswith("decode-") else (19, 5) if name.startswith("query-") else (0, 0)
