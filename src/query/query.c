@@ -357,13 +357,9 @@ int ps_query_select_union(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, i
     return ret;
 }
 
-int ps_strset_add(void *ctx, const char *s, size_t n)
+/* appends a copy of s (n bytes) to l's list, without looking at its set; the copy */
+static const char *strset_push(ps_strset_t *l, const char *s, size_t n)
 {
-    ps_strset_t *l = ctx;
-    uint64_t dummy;
-    if (ps_hmap_get(&l->seen, s, n, &dummy))
-        return 0;
-    ps_hmap_put(&l->seen, s, n, 1);
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 64;
         const char **nv = ps_arena_alloc(l->arena, l->cap * sizeof(char *));
@@ -371,7 +367,17 @@ int ps_strset_add(void *ctx, const char *s, size_t n)
             memcpy(nv, l->v, l->n * sizeof(char *));
         l->v = nv;
     }
-    l->v[l->n++] = ps_arena_strndup(l->arena, s, n);
+    return l->v[l->n++] = ps_arena_strndup(l->arena, s, n);
+}
+
+int ps_strset_add(void *ctx, const char *s, size_t n)
+{
+    ps_strset_t *l = ctx;
+    uint64_t dummy;
+    if (ps_hmap_get(&l->seen, s, n, &dummy))
+        return 0;
+    ps_hmap_put(&l->seen, s, n, 1);
+    strset_push(l, s, n);
     return 0;
 }
 
@@ -520,24 +526,15 @@ void ps_strset_finish(ps_strset_t *l, ps_strlist_t *out)
     ps_hmap_dispose(&l->seen);
 }
 
-
 static int index_list_add(void *ctx, const char *s, size_t n)
 {
     index_list_t *c = ctx;
     ps_strset_t *l = c->l;
     if (memchr(s, 0, n) != NULL)
         c->ordered = false;
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 64;
-        const char **nv = ps_arena_alloc(l->arena, l->cap * sizeof(char *));
-        if (l->n)
-            memcpy(nv, l->v, l->n * sizeof(char *));
-        l->v = nv;
-    }
-    const char *v = ps_arena_strndup(l->arena, s, n);
-    if (l->n > 0 && strcmp(l->v[l->n - 1], v) >= 0)
+    const char *v = strset_push(l, s, n);
+    if (l->n > 1 && strcmp(l->v[l->n - 2], v) >= 0)
         c->ordered = false;
-    l->v[l->n++] = v;
     return 0;
 }
 
