@@ -3,7 +3,7 @@
  * Prometheus 2.42 on the same data in the same run, over HTTP, and the answers compared.
  *
  *   bench_promql [--series 10000] [--hours 24] [--step 60] [--rounds 7] [--conns 4]
- *                [--profstore BIN] [--prometheus BIN | --no-prometheus]
+ *                [--profstore PATH] [--prometheus BIN | --no-prometheus]
  *                [--prometheus3 BIN | --no-prometheus3] [--data-dir DIR] [--reload] [--query Q]
  *
  * Data: bench_remote_write's generator (bench/rwgen.c) with its default mix (--values node):
@@ -528,8 +528,7 @@ static const ps_flag_t flags[] = {
      .max = UINT32_MAX, .help = "timed runs of each query (default 7)"},
     {.name = "conns", .type = PS_FLAG_UINT, .offset = FV(conns), .metavar = "N", .def = "4", .min = 1,
      .max = UINT32_MAX, .help = "remote-write requests in flight while loading (default 4)"},
-    {.name = "profstore", .type = PS_FLAG_STRING, .offset = FV(profstore), .metavar = "BIN",
-     .help = "profstore binary (default: ../profstore next to this program)"},
+    PS_BENCH_FLAG_PROFSTORE(FV(profstore)),
     {.name = "prometheus", .type = PS_FLAG_STRING, .offset = FV(prometheus), .metavar = "BIN",
      .def = "/usr/bin/prometheus", .help = "Prometheus 2.42 binary (default /usr/bin/prometheus)"},
     {.name = "no-prometheus", .type = PS_FLAG_BOOL, .offset = FV(no_prometheus), .help = "without Prometheus 2.42"},

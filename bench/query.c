@@ -89,8 +89,7 @@ typedef struct flagv {
 
 /* clang-format off */
 static const ps_flag_t flags[] = {
-    {.name = "profstore", .type = PS_FLAG_STRING, .offset = FV(profstore), .metavar = "PATH",
-     .help = "profstore binary (default: ../profstore next to this program)"},
+    PS_BENCH_FLAG_PROFSTORE(FV(profstore)),
     {.name = "series", .type = PS_FLAG_UINT, .offset = FV(series), .metavar = "N", .def = "100", .min = 1,
      .max = UINT32_MAX, .help = "series (default 100)"},
     {.name = "profiles-per-series", .type = PS_FLAG_UINT, .offset = FV(pps), .metavar = "N", .def = "8640",

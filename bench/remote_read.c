@@ -5,7 +5,7 @@
  * that received the same remote-write bodies. For SAMPLES and STREAMED_XOR_CHUNKS answers: the
  * median and p90 latency over the rounds, the answer's bytes, and each server's CPU per read.
  *
- *   bench_remote_read [--profstore BIN] [--prometheus BIN] [--series N] [--rounds N]
+ *   bench_remote_read [--profstore PATH] [--prometheus BIN] [--series N] [--rounds N]
  *
  * Nothing is asserted but that both servers answer 200 with the same number of bytes in SAMPLES
  * mode (the same series and samples; Prometheus' STREAMED chunks are its head chunks, ours the
@@ -220,8 +220,7 @@ typedef struct {
 } opts_t;
 
 static const ps_flag_t flags[] = {
-    {.name = "profstore", .type = PS_FLAG_STRING, .offset = offsetof(opts_t, profstore), .metavar = "BIN",
-     .help = "profstore binary (default: ../profstore next to this program)"},
+    PS_BENCH_FLAG_PROFSTORE(offsetof(opts_t, profstore)),
     {.name = "prometheus", .type = PS_FLAG_STRING, .offset = offsetof(opts_t, prometheus), .metavar = "BIN",
      .def = "/usr/bin/prometheus", .help = "Prometheus 2.42 binary (default /usr/bin/prometheus)"},
     {.name = "series", .type = PS_FLAG_UINT, .offset = offsetof(opts_t, series), .metavar = "N", .def = "1000",

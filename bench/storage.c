@@ -65,8 +65,7 @@ typedef struct flagv {
 
 /* clang-format off */
 static const ps_flag_t flags[] = {
-    {.name = "profstore", .type = PS_FLAG_STRING, .offset = FV(profstore), .metavar = "PATH",
-     .help = "profstore binary (default: ../profstore next to this program)"},
+    PS_BENCH_FLAG_PROFSTORE(FV(profstore)),
     {.name = "data-dir", .type = PS_FLAG_STRING, .offset = FV(data_dir), .metavar = "DIR",
      .help = "profstore data directory (default: a new /tmp/profstore-storage-XXXXXX,\n"
              "removed at the end unless --keep)"},

@@ -126,6 +126,11 @@ void ps_bench_pusher_free(ps_bench_pusher_t *p);
 /** q-quantile (0..1) of v[0..n) (sorts v in place). */
 double ps_bench_quantile(double *v, size_t n, double q);
 
+/** The --profstore row of a benchmark's flag table: the binary at offset off of its options. */
+#define PS_BENCH_FLAG_PROFSTORE(off)                                                                          \
+    {.name = "profstore", .type = PS_FLAG_STRING, .offset = (off), .metavar = "PATH",                          \
+     .help = "profstore binary (default: ../profstore next to this program)"}
+
 /** A benchmark's flags: sets opts to the table's defaults (the caller sets the computed ones
  *  first), then parses argv into it with ps_flags_parse. --help or -h: the table's help on stdout,
  *  exit 0; a bad flag: "PROG: <what and where>" and the help on stderr, exit 2. */
