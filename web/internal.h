@@ -86,6 +86,8 @@ enum {
     PS_ROUTE_SCOPES = PS_ROUTE_READ | PS_ROUTE_WRITE | PS_ROUTE_ADMIN,
     PS_ROUTE_POOL = 1u << 4,
     PS_ROUTE_DECODE = 1u << 5, /* a write whose body is decoded on the decode pool (--ingest.decode-threads) */
+    PS_ROUTE_NO_WRITER = 1u << 6, /* a DECODE write kept outside the store's writer (debug files): the
+                                     writer does not wait for it (run.c) */
 };
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req);
 /** The handler a path is counted under in /metrics: 0 .. ps_routes_nhandlers() - 1 (the last

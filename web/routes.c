@@ -209,7 +209,7 @@ unsigned ps_routes_class(uint32_t handler)
     if (handler - NROUTES - 2 < (uint32_t)NMETHODS)
         return methods[handler - NROUTES - 2].cls;
     if (handler == NROUTES + 3 + NMETHODS) /* the debug file upload */
-        return PS_ROUTE_WRITE | PS_ROUTE_DECODE;
+        return PS_ROUTE_WRITE | PS_ROUTE_DECODE | PS_ROUTE_NO_WRITER;
     return PS_ROUTE_READ; /* "other": a 404 (or Connect's unimplemented), after authentication */
 }
 
@@ -268,7 +268,7 @@ static int route(h2o_req_t *req)
             ps_http_error_status(req, 405, "method not allowed (use POST)");
             return 0;
         }
-        return ps_run_task(req, PS_ROUTE_WRITE | PS_ROUTE_DECODE, ps_api_debuginfo_upload, ps_answer_text_error);
+        return ps_run_task(req, PS_ROUTE_WRITE | PS_ROUTE_DECODE | PS_ROUTE_NO_WRITER, ps_api_debuginfo_upload, ps_answer_text_error);
     }
     if (ps_connect_is_path(p)) {
         int mi = method_index(p.base, p.len);

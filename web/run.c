@@ -261,9 +261,9 @@ int ps_run_task(h2o_req_t *req, unsigned cls, ps_task_run_fn run, ps_fail_fn fai
     j->q.bytes = req->entity.base != NULL ? req->entity.len : 0;
     if (!j->decode && s->opts.query_timeout > 0)
         j->q.deadline = deadline_of(req, s->opts.query_timeout);
-    /* a write to decode: the writer waits for it rather than commit without it (a debug file
-     * upload writes nothing through the writer) */
-    j->decoding = j->decode && run != ps_api_debuginfo_upload ? s->writer : NULL;
+    /* a write to decode: the writer waits for it rather than commit without it (not for one that
+     * writes nothing through the writer) */
+    j->decoding = j->decode && !(cls & PS_ROUTE_NO_WRITER) ? s->writer : NULL;
     ps_writer_decoding(j->decoding, +1);
     j->run = run;
     if (j->decoding != NULL)
