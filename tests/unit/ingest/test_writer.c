@@ -556,23 +556,29 @@ static void test_samples_batch_weight(void **state)
 static void test_samples_eager_commit(void **state)
 {
     env_t *e = *state;
+    /* without the threshold, three requests 20 ms apart share one commit after the 300 ms delay;
+     * with it, each request of 2,000 samples commits at once: under a delay of 60 s each answer
+     * (and the first one's) comes within wait_done's 10 s only when nothing waited for the delay */
     for (int eager = 0; eager < 2; eager++) {
-        ps_writer_t *w = start_eager(e, 300 * 1000000ll, 0, eager ? 2000 : 0);
-        treq_t *warm = make_req(300 + eager, T0 + 200 + eager);
+        ps_writer_t *w = start_eager(e, eager ? 60 * PS_NS_PER_S : 300 * 1000000ll, 0, eager ? 2000 : 0);
+        treq_t *warm = eager ? make_samples(300 + eager, T0 * 1000ll, 2000) : make_req(300 + eager, T0 + 200 + eager);
         assert_int_equal(ps_writer_submit(w, &warm->w), 0);
         wait_done(1);
         treq_t *r[3];
         for (int i = 0; i < 3; i++) {
             r[i] = make_samples(20 + 10 * eager + i, T0 * 1000ll, 2000);
             assert_int_equal(ps_writer_submit(w, &r[i]->w), 0);
-            usleep(20000); /* the writer is awake: only the group-commit delay keeps them together */
+            if (eager)
+                wait_done(2 + i);
+            else
+                usleep(20000); /* the writer is awake: only the group-commit delay keeps them together */
         }
         wait_done(4);
         ps_writer_stats_t st;
         ps_writer_stats(w, &st);
         ps_writer_stop(w);
         assert_int_equal(st.batches, eager ? 4 : 2); /* each its own commit, or all three in one */
-        assert_int_equal(st.samples_written, 3 * 2000);
+        assert_int_equal(st.samples_written, (eager ? 4 : 3) * 2000);
         for (int i = 0; i < 3; i++)
             free_req(r[i]);
         free_req(warm);
