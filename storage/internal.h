@@ -94,14 +94,14 @@ typedef struct ps_series_state {
  * ps_store_write and the compactor) touches them; all but the due list are dropped together (ps_sym_caches_clear)
  * whenever a transaction fails or changed records under them. */
 typedef struct ps_wcache {
-    ps_hmap_t sym_cache;    /* kind + content -> id (hashed as the index: ps_hash64(content, n, kind)) */
+    ps_hmap_t sym_cache[SYM_KINDS]; /* per kind: content -> id (hashed as the index: ps_hash64(content, n,
+                                     * kind)); a map per kind, so a look-up needs no key of kind + content */
     ps_hmap_t tree_cache;   /* parent(8) item(8) -> node */
     ps_hmap_t stack_cache;  /* item ids of a whole stack -> node */
     ps_hmap_t series_cache; /* label encoding -> sid */
     ps_hmap_t state_index;  /* sid(8) -> ps_series_state_t pointer */
     ps_series_state_t **states; /* every state allocated, for freeing */
     size_t nstates, capstates;
-    ps_buf_t sym_key;       /* ps_sym_intern's cache key */
     uint64_t *due;          /* series whose head reached compact_max_profiles */
     size_t ndue, capdue;
     /* float series (floats_append.c): the open chunk and appender of each series written lately,

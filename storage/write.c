@@ -15,6 +15,8 @@ typedef struct xlate {
     uint64_t *str, *map, *fn, *loc;
     ps_buf_t enc;
     ps_buf_t key;
+    ps_buf_t stacks;  /* the stack keys of the profile's samples (stack_key), one after another */
+    uint64_t loc_or;  /* every location id or'ed: stack keys are narrow if it and the label set ids are below 2^31 */
     /* the label set id of each raw label list (key, str, num, num_unit string indexes as the
      * profile gives them, span labels taken out) seen in this profile: one list gives one set,
      * so a repeat skips the sort, the encoding and the look-up (Go's samples carry a few sets) */
@@ -147,6 +149,9 @@ static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_
     }
     b.off[p->nlocations] = b.enc.len;
     ret = intern_batch(w, txn, SYM_LOCATION, &b, p->nlocations, x->loc + 1, err);
+    x->loc_or = 0;
+    for (uint32_t i = 1; i <= p->nlocations; i++)
+        x->loc_or |= x->loc[i];
 Exit:
     ps_buf_dispose(&b.enc);
     return ret;
@@ -180,25 +185,33 @@ static int cmp_label(const void *a, const void *b, void *ctx)
     return 0;
 }
 
-/* The whole-stack cache key of a sample (its label set id lsid, 0: none, then its location ids,
- * leaf first) into x->key; its length */
-static size_t stack_key(const ps_sample_t *smp, xlate_t *x, uint64_t lsid)
+/* Appends the whole-stack cache key of a sample (its label set id lsid, 0: none, then its location
+ * ids, leaf first) to keys. narrow (every id below 2^31): the ids as 4-byte words (half the bytes
+ * to hash, compare and keep), else 0xffffffff and then 8-byte words (no narrow key starts so). */
+static void stack_key(const ps_sample_t *smp, const xlate_t *x, uint64_t lsid, bool narrow, ps_buf_t *keys)
 {
-    ps_buf_reset(&x->key);
-    uint64_t *k = (uint64_t *)ps_buf_reserve(&x->key, (smp->nlocs + 1) * 8);
-    k[0] = lsid;
+    if (narrow) {
+        uint32_t *k = (uint32_t *)ps_buf_reserve(keys, (smp->nlocs + 1) * 4);
+        k[0] = (uint32_t)lsid;
+        for (uint32_t j = 0; j < smp->nlocs; j++)
+            k[j + 1] = (uint32_t)x->loc[smp->locs[j]];
+        keys->len += (smp->nlocs + 1) * 4;
+        return;
+    }
+    uint8_t *b = ps_buf_reserve(keys, 4 + (smp->nlocs + 1) * 8);
+    memset(b, 0xff, 4);
+    memcpy(b + 4, &lsid, 8);
     for (uint32_t j = 0; j < smp->nlocs; j++)
-        k[j + 1] = x->loc[smp->locs[j]];
-    return (smp->nlocs + 1) * 8;
+        memcpy(b + 12 + 8 * j, &x->loc[smp->locs[j]], 8);
+    keys->len += 4 + (smp->nlocs + 1) * 8;
 }
 
-/* The stack node of sample smp: [label set item] then locations root first. h: the hash of its
- * stack key when it has no labels (taken before, its cache slot prefetched), else unused. */
-static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const ps_sample_t *smp,
-                       const sample_span_t *sp, xlate_t *x, uint64_t h, uint64_t *node, ps_err_t *err)
+/* The label set id of sample smp (0: no labels but the span's) into *lsid. */
+static int sample_lsid(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const ps_sample_t *smp,
+                       const sample_span_t *sp, xlate_t *x, uint64_t *lsid, ps_err_t *err)
 {
     int ret;
-    uint64_t lsid = 0;
+    *lsid = 0;
     /* the labels without the span's span_id/profile_id and trace_id (kept in the span parts) */
     uint32_t nl = smp->nlabels;
     const ps_label_t *labels = smp->labels;
@@ -228,7 +241,7 @@ static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
             x->lsets_on = true;
         }
         rh = ps_hash64(rk, x->key.len, 0);
-        if (ps_hmap_get_h(&x->lsets, rh, rk, x->key.len, &lsid))
+        if (ps_hmap_get_h(&x->lsets, rh, rk, x->key.len, lsid))
             nl = 0;
     }
     if (nl > 0) {
@@ -247,18 +260,22 @@ static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
             ps_put_varint(&x->enc, l->num);
             ps_put_uvarint(&x->enc, STR(l->num_unit));
         }
-        if ((ret = ps_sym_intern(w, txn, SYM_LABELSET, x->enc.data, x->enc.len, &lsid, err)) != 0) {
+        if ((ret = ps_sym_intern(w, txn, SYM_LABELSET, x->enc.data, x->enc.len, lsid, err)) != 0) {
             free(kept);
             return ret;
         }
-        ps_hmap_put_h(&x->lsets, rh, x->key.data, x->key.len, lsid);
+        ps_hmap_put_h(&x->lsets, rh, x->key.data, x->key.len, *lsid);
     }
     free(kept);
-    /* whole-stack cache: label set id then location ids, leaf first */
-    size_t klen = stack_key(smp, x, lsid);
-    const uint64_t *k = (const uint64_t *)x->key.data;
-    if (smp->nlabels > 0)
-        h = ps_hash64(k, klen, 0);
+    return 0;
+}
+
+/* The stack node of sample smp: [label set item lsid] then locations root first. k, klen: its
+ * stack key (stack_key), h: that key's hash (its cache slot prefetched). */
+static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_sample_t *smp, const xlate_t *x, uint64_t lsid,
+                       const uint8_t *k, size_t klen, uint64_t h, uint64_t *node, ps_err_t *err)
+{
+    int ret;
     uint64_t v;
     if (ps_hmap_get_h(&w->wc->stack_cache, h, k, klen, &v)) {
         *node = v;
@@ -268,7 +285,7 @@ static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
     if (lsid && (ret = ps_tree_child(w, txn, n, lsid | PS_ITEM_LABELSET, &n, err)) != 0)
         return ret;
     for (uint32_t j = smp->nlocs; j > 0; j--)
-        if ((ret = ps_tree_child(w, txn, n, k[j], &n, err)) != 0)
+        if ((ret = ps_tree_child(w, txn, n, x->loc[smp->locs[j - 1]], &n, err)) != 0)
             return ret;
     ps_hmap_put_h(&w->wc->stack_cache, h, k, klen, n);
     *node = n;
@@ -426,19 +443,30 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     if ((ret = intern_symbols(w, txn, p, has_spans ? span_only_strings(p, spans, a) : NULL, &x, a, err)) != 0)
         goto Exit;
     static const sample_span_t nospan = {0, UINT32_MAX, UINT32_MAX, 0};
-    /* the stack keys of the samples without labels hashed first, their cache slots prefetched
-     * (as intern_batch does for the symbols) */
-    uint64_t *sh = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
+    /* the samples' label sets, then all their stack keys built and hashed, the cache slots
+     * prefetched (as intern_batch does for the symbols), then the look-ups (ids of each kind are
+     * given in sample order, as when each sample was done whole) */
+    uint64_t *lsids = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
+    uint64_t wide = x.loc_or;
     for (uint32_t i = 0; i < p->nsamples; i++) {
-        sh[i] = 0;
-        if (p->samples[i].nlabels == 0) {
-            size_t klen = stack_key(&p->samples[i], &x, 0);
-            sh[i] = ps_hash64(x.key.data, klen, 0);
-            ps_hmap_prefetch(&w->wc->stack_cache, sh[i]);
-        }
+        lsids[i] = 0;
+        if (p->samples[i].nlabels > 0 &&
+            (ret = sample_lsid(w, txn, p, &p->samples[i], has_spans ? &spans[i] : &nospan, &x, &lsids[i], err)) != 0)
+            goto Exit;
+        wide |= lsids[i];
     }
+    uint64_t *sh = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
+    size_t *koff = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(size_t));
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        koff[i] = x.stacks.len;
+        stack_key(&p->samples[i], &x, lsids[i], wide >> 31 == 0, &x.stacks);
+        sh[i] = ps_hash64(x.stacks.data + koff[i], x.stacks.len - koff[i], 0);
+        ps_hmap_prefetch(&w->wc->stack_cache, sh[i]);
+    }
+    koff[p->nsamples] = x.stacks.len;
     for (uint32_t i = 0; i < p->nsamples; i++)
-        if ((ret = sample_node(w, txn, p, &p->samples[i], has_spans ? &spans[i] : &nospan, &x, sh[i], &nodes[i], err)) != 0)
+        if ((ret = sample_node(w, txn, &p->samples[i], &x, lsids[i], x.stacks.data + koff[i], koff[i + 1] - koff[i],
+                               sh[i], &nodes[i], err)) != 0)
             goto Exit;
     uint32_t *order = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint32_t));
     uint32_t *tmp = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint32_t));
@@ -560,6 +588,7 @@ Exit:
     ps_buf_dispose(&rec);
     ps_buf_dispose(&x.enc);
     ps_buf_dispose(&x.key);
+    ps_buf_dispose(&x.stacks);
     if (x.lsets_on)
         ps_hmap_dispose(&x.lsets);
     return ret;
@@ -807,7 +836,10 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
         ps_walls_set(&w->append_wall, floats[i]->sid, now);
     }
     /* the caches only save LMDB lookups: past their budget they start again from empty */
-    if (w->s->opts.cache_bytes && ps_hmap_bytes(&w->wc->sym_cache) + ps_hmap_bytes(&w->wc->tree_cache) +
+    size_t sym_bytes = 0;
+    for (int k = 1; k < SYM_KINDS; k++)
+        sym_bytes += ps_hmap_bytes(&w->wc->sym_cache[k]);
+    if (w->s->opts.cache_bytes && sym_bytes + ps_hmap_bytes(&w->wc->tree_cache) +
                                        ps_hmap_bytes(&w->wc->stack_cache) + ps_hmap_bytes(&w->wc->series_cache) +
                                        w->wc->float_state_bytes >
                                    w->s->opts.cache_bytes)
