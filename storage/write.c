@@ -64,13 +64,22 @@ typedef struct symbatch {
     uint64_t *h;
 } symbatch_t;
 
+/* ps_sym_intern_h, its cache hit inline (most look-ups) */
+static inline int intern_one(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t h,
+                             uint64_t *id, ps_err_t *err)
+{
+    if (ps_hmap_get_h(&w->wc->sym_cache[kind], h, content, n, id))
+        return 0;
+    return ps_sym_intern_h(w, txn, kind, content, n, h, id, err);
+}
+
 static int intern_batch(ps_store_writer_t *w, ps_txn_t *txn, int kind, symbatch_t *b, uint32_t n, uint64_t *ids,
                         ps_err_t *err)
 {
     for (uint32_t i = 0; i < n; i++)
         b->h[i] = ps_sym_hash(w, kind, b->enc.data + b->off[i], b->off[i + 1] - b->off[i]);
     for (uint32_t i = 0; i < n; i++) {
-        int ret = ps_sym_intern_h(w, txn, kind, b->enc.data + b->off[i], b->off[i + 1] - b->off[i], b->h[i], &ids[i], err);
+        int ret = intern_one(w, txn, kind, b->enc.data + b->off[i], b->off[i + 1] - b->off[i], b->h[i], &ids[i], err);
         if (ret != 0)
             return ret;
     }
@@ -97,22 +106,25 @@ static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_
     for (uint32_t i = 0; i < p->nstrings; i++) {
         x->str[i] = 0;
         if ((skip == NULL || !skip[i]) &&
-            (ret = ps_sym_intern_h(w, txn, SYM_STRING, p->strings[i].ptr, p->strings[i].len, b.h[i], &x->str[i], err)) != 0)
+            (ret = intern_one(w, txn, SYM_STRING, p->strings[i].ptr, p->strings[i].len, b.h[i], &x->str[i], err)) != 0)
             goto Exit;
     }
 #define STR(i) ((i) < p->nstrings ? x->str[(i)] : 0)
     x->map = ps_arena_alloc(a, (p->nmappings + 1) * sizeof(uint64_t));
     x->map[0] = 0;
     ps_buf_reset(&b.enc);
+    /* each symbol's varints written into room reserved for all of them (ps_enc_uvarint) */
     for (uint32_t i = 0; i < p->nmappings; i++) {
         const ps_mapping_t *m = &p->mappings[i];
         b.off[i] = b.enc.len;
-        ps_put_uvarint(&b.enc, m->memory_start);
-        ps_put_uvarint(&b.enc, m->memory_limit);
-        ps_put_uvarint(&b.enc, m->file_offset);
-        ps_put_uvarint(&b.enc, STR(m->filename));
-        ps_put_uvarint(&b.enc, STR(m->build_id));
-        ps_put_uvarint(&b.enc, m->flags);
+        uint8_t *e = ps_buf_reserve(&b.enc, 6 * 10), *q = e;
+        q = ps_enc_uvarint(q, m->memory_start);
+        q = ps_enc_uvarint(q, m->memory_limit);
+        q = ps_enc_uvarint(q, m->file_offset);
+        q = ps_enc_uvarint(q, STR(m->filename));
+        q = ps_enc_uvarint(q, STR(m->build_id));
+        q = ps_enc_uvarint(q, m->flags);
+        b.enc.len += (size_t)(q - e);
     }
     b.off[p->nmappings] = b.enc.len;
     if ((ret = intern_batch(w, txn, SYM_MAPPING, &b, p->nmappings, x->map + 1, err)) != 0)
@@ -123,10 +135,12 @@ static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_
     for (uint32_t i = 0; i < p->nfunctions; i++) {
         const ps_function_t *f = &p->functions[i];
         b.off[i] = b.enc.len;
-        ps_put_uvarint(&b.enc, STR(f->name));
-        ps_put_uvarint(&b.enc, STR(f->system_name));
-        ps_put_uvarint(&b.enc, STR(f->filename));
-        ps_put_varint(&b.enc, f->start_line);
+        uint8_t *e = ps_buf_reserve(&b.enc, 4 * 10), *q = e;
+        q = ps_enc_uvarint(q, STR(f->name));
+        q = ps_enc_uvarint(q, STR(f->system_name));
+        q = ps_enc_uvarint(q, STR(f->filename));
+        q = ps_enc_uvarint(q, ps_zigzag(f->start_line));
+        b.enc.len += (size_t)(q - e);
     }
     b.off[p->nfunctions] = b.enc.len;
     if ((ret = intern_batch(w, txn, SYM_FUNCTION, &b, p->nfunctions, x->fn + 1, err)) != 0)
@@ -137,15 +151,17 @@ static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_
     for (uint32_t i = 0; i < p->nlocations; i++) {
         const ps_location_t *l = &p->locations[i];
         b.off[i] = b.enc.len;
-        ps_put_uvarint(&b.enc, l->mapping <= p->nmappings ? x->map[l->mapping] : 0);
-        ps_put_uvarint(&b.enc, l->address);
-        ps_put_uvarint(&b.enc, l->is_folded);
-        ps_put_uvarint(&b.enc, l->nlines);
+        uint8_t *e = ps_buf_reserve(&b.enc, (4 + 3 * (size_t)l->nlines) * 10), *q = e;
+        q = ps_enc_uvarint(q, l->mapping <= p->nmappings ? x->map[l->mapping] : 0);
+        q = ps_enc_uvarint(q, l->address);
+        q = ps_enc_uvarint(q, l->is_folded);
+        q = ps_enc_uvarint(q, l->nlines);
         for (uint32_t j = 0; j < l->nlines; j++) {
-            ps_put_uvarint(&b.enc, l->lines[j].function <= p->nfunctions ? x->fn[l->lines[j].function] : 0);
-            ps_put_varint(&b.enc, l->lines[j].line);
-            ps_put_varint(&b.enc, l->lines[j].column);
+            q = ps_enc_uvarint(q, l->lines[j].function <= p->nfunctions ? x->fn[l->lines[j].function] : 0);
+            q = ps_enc_uvarint(q, ps_zigzag(l->lines[j].line));
+            q = ps_enc_uvarint(q, ps_zigzag(l->lines[j].column));
         }
+        b.enc.len += (size_t)(q - e);
     }
     b.off[p->nlocations] = b.enc.len;
     ret = intern_batch(w, txn, SYM_LOCATION, &b, p->nlocations, x->loc + 1, err);
