@@ -237,7 +237,12 @@ int ps_store_load_next(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err);
 int ps_sym_intern(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err);
 /* The hash ps_sym_intern_h takes (the symbol index's: ps_hash64(content, n, kind)), its cache slot
  * prefetched: hash a profile's symbols of a kind first, then intern them */
-uint64_t ps_sym_hash(ps_store_writer_t *w, int kind, const void *content, size_t n);
+static inline uint64_t ps_sym_hash(ps_store_writer_t *w, int kind, const void *content, size_t n)
+{
+    uint64_t h = ps_hash64(content, n, (uint64_t)kind);
+    ps_hmap_prefetch(&w->wc->sym_cache[kind], h);
+    return h;
+}
 int ps_sym_intern_h(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t h,
                     uint64_t *id, ps_err_t *err);
 /* The content of symbol (kind, id) into *out: true, false if there is none (or txn failed). */

@@ -18,13 +18,6 @@ bool ps_sym_get(ps_txn_t *txn, int kind, uint64_t id, MDB_val *out)
     return ps_txn_get(txn, DB_SYM, kb, 9, out, "reading symbol");
 }
 
-uint64_t ps_sym_hash(ps_store_writer_t *w, int kind, const void *content, size_t n)
-{
-    uint64_t h = ps_hash64(content, n, (uint64_t)kind);
-    ps_hmap_prefetch(&w->wc->sym_cache[kind], h);
-    return h;
-}
-
 int ps_sym_intern(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err)
 {
     return ps_sym_intern_h(w, txn, kind, content, n, ps_hash64(content, n, (uint64_t)kind), id, err);
