@@ -251,6 +251,8 @@ void ps_store_writer_close(ps_store_writer_t *w)
     ps_buf_dispose(&w->fwd_mask);
     ps_buf_dispose(&w->rec_all);
     ps_buf_dispose(&w->fwd_buf);
+    for (size_t i = 0; i < sizeof(w->append_bufs) / sizeof(w->append_bufs[0]); i++)
+        ps_buf_dispose(&w->append_bufs[i]);
     ps_walls_dispose(&w->append_wall);
     ps_unsym_free(w);
     free(w);
