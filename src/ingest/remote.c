@@ -10,6 +10,7 @@
  * instead of retrying. An identical duplicate (a retried request) is accepted silently.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,7 +28,9 @@ void ps_ingest_remote_prepare(const ps_remote_write_t *w, ps_arena_t *arena, ps_
             nsamples += w->series[i].nsamples;
             keys += ps_labels_encoded_max(&w->series[i].labels);
         }
-    ps_float_append_t *fa = ps_arena_calloc(arena, n + 1, sizeof(*fa));
+    /* not zeroed whole: each append's error buffer is most of its bytes (it was most of the decode
+     * threads' memset and page faults); the writer writes a message before it reads one */
+    ps_float_append_t *fa = ps_arena_alloc(arena, (n + 1) * sizeof(*fa));
     ps_float_append_t **items = ps_arena_alloc(arena, (n + 1) * sizeof(*items));
     ps_float_sample_t *smp = ps_arena_alloc(arena, (nsamples + 1) * sizeof(*smp));
     uint8_t *key = ps_arena_alloc(arena, keys + 1);
@@ -39,6 +42,10 @@ void ps_ingest_remote_prepare(const ps_remote_write_t *w, ps_arena_t *arena, ps_
         /* ps_remote_sample_t and ps_float_sample_t are both (int64 ms, double) */
         for (uint32_t j = 0; j < rs->nsamples; j++)
             smp[j] = (ps_float_sample_t){rs->samples[j].t_ms, rs->samples[j].v};
+        const size_t e0 = offsetof(ps_float_append_t, err), e1 = e0 + sizeof(fa[k].err);
+        memset(&fa[k], 0, e0);
+        memset((char *)&fa[k] + e1, 0, sizeof(fa[k]) - e1);
+        ps_err_clear(&fa[k].err);
         fa[k].labels = &rs->labels;
         fa[k].samples = smp;
         fa[k].nsamples = rs->nsamples;

@@ -961,6 +961,8 @@ static void test_remote_prepare_keys(void **state)
 {
     (void)state;
     ps_arena_t a = PS_ARENA_INIT;
+    memset(ps_arena_alloc(&a, 60000), 0xff, 60000); /* the arena's memory reused: not zero */
+    ps_arena_reset(&a);
     ps_remote_write_t w = {.version = 1, .nseries = 3};
     w.series = ps_arena_calloc(&a, 3, sizeof(*w.series));
     static const char *const names[] = {"up", "empty", "node_cpu_seconds_total"};
@@ -981,6 +983,17 @@ static void test_remote_prepare_keys(void **state)
         const ps_float_append_t *fa = r.floats[k];
         const ps_remote_series_t *rs = &w.series[k == 0 ? 0 : 2];
         assert_ptr_equal(fa->labels, &rs->labels);
+        /* what the writer reads before writing it: zero */
+        assert_false(fa->counter);
+        assert_null(fa->stored);
+        assert_int_equal(fa->status, 0);
+        assert_int_equal(fa->err.code, 0);
+        assert_string_equal(fa->err.msg, "");
+        assert_int_equal(fa->sid, 0);
+        assert_int_equal(fa->accepted + fa->duplicates + fa->out_of_order + fa->dup_conflicts + fa->out_of_bounds +
+                             fa->too_new,
+                         0);
+        assert_int_equal(fa->first_too_new, 0);
         ps_buf_t key = PS_BUF_INIT;
         ps_labels_encode(&rs->labels, &key);
         assert_int_equal(fa->klen, key.len);
