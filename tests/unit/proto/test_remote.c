@@ -184,6 +184,14 @@ static void check_against_json(const ps_remote_write_t *w, json_t *j)
 static const char *const bodies[] = {"remote-write-01", "remote-write-02", "remote-write-03",
                                      "remote-write-metadata-01"};
 
+/* The captured body bodies[b] (.bin), n bytes; free it. */
+static uint8_t *read_body(size_t b, size_t *n)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "%s.bin", bodies[b]);
+    return ps_test_read_prom(name, n);
+}
+
 /* ---- the captured bodies -------------------------------------------------------------------- */
 
 static void test_real_bodies(void **state)
@@ -270,10 +278,8 @@ static void test_round_trip(void **state)
 {
     (void)state;
     for (size_t b = 0; b < 3; b++) {
-        char name[64];
         size_t n;
-        snprintf(name, sizeof(name), "%s.bin", bodies[b]);
-        uint8_t *body = ps_test_read_prom(name, &n);
+        uint8_t *body = read_body(b, &n);
         ps_arena_t arena = PS_ARENA_INIT;
         ps_remote_write_t w, w1, w2;
         ps_buf_t e1 = PS_BUF_INIT, e2 = PS_BUF_INIT;
@@ -418,10 +424,8 @@ static void test_direct_against_protobuf_c(void **state)
     (void)state;
     /* the captured bodies: the direct decoder takes the series, leaves metadata to protobuf-c */
     for (size_t b = 0; b < 4; b++) {
-        char name[64];
         size_t n;
-        snprintf(name, sizeof(name), "%s.bin", bodies[b]);
-        uint8_t *body = ps_test_read_prom(name, &n);
+        uint8_t *body = read_body(b, &n);
         assert_int_equal(same_by_both_paths(body, n, NULL), b < 3);
         for (size_t cut = 0; cut < n; cut += 7) /* truncated: snappy's errors, by both paths */
             assert_false(same_by_both_paths(body, cut, NULL));
@@ -1067,10 +1071,8 @@ static void test_truncation_and_corruption(void **state)
 {
     (void)state;
     for (size_t b = 0; b < 4; b++) {
-        char name[64];
         size_t n;
-        snprintf(name, sizeof(name), "%s.bin", bodies[b]);
-        uint8_t *body = ps_test_read_prom(name, &n);
+        uint8_t *body = read_body(b, &n);
         ps_arena_t arena = PS_ARENA_INIT;
         ps_remote_write_t w;
         ps_err_t err;
@@ -1079,7 +1081,7 @@ static void test_truncation_and_corruption(void **state)
             memcpy(copy, body, cut);
             int rc = ps_remote_write_decode(copy, cut, 1, NULL, &arena, &w, &err);
             if (rc != PS_EINVAL)
-                fail_msg("%s cut at %zu: rc %d", name, cut, rc);
+                fail_msg("%s cut at %zu: rc %d", bodies[b], cut, rc);
             assert_true(strncmp(err.msg, "snappy: ", 8) == 0);
             free(copy);
             ps_arena_reset(&arena);
