@@ -73,6 +73,19 @@ static inline void ps_hmap_prefetch(const ps_hmap_t *m, uint64_t h)
 {
     __builtin_prefetch(&m->slots[h & (m->cap - 1)]);
 }
+/** The step after ps_hmap_prefetch, a few keys later: reads the slot where a look-up of h begins
+ *  (loaded by then) and starts loading its key; returns its value when the slot holds a key of
+ *  hash h (most likely the one looked for), else UINT64_MAX. */
+static inline uint64_t ps_hmap_prefetch_key(const ps_hmap_t *m, uint64_t h)
+{
+    const ps_hmap_slot_t *s = &m->slots[h & (m->cap - 1)];
+    if (s->key == NULL || s->hash != h)
+        return UINT64_MAX;
+    __builtin_prefetch(s->key);
+    if (s->klen > 64)
+        __builtin_prefetch(s->key + 64);
+    return s->value;
+}
 /** Approximate heap bytes used. */
 size_t ps_hmap_bytes(const ps_hmap_t *m);
 
