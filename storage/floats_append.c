@@ -478,7 +478,9 @@ static int head_put(ps_store_writer_t *w, ps_txn_t *txn, ps_cur_t *cur, ps_float
     uint8_t kb[8];
     ps_enc_be64(kb, f->sid);
     if (f->prefix_len == 0 && n < PS_FLOAT_HEAD_SPLIT_MIN) {
-        ps_cur_put(cur, kb, 8, f->chunk.data, f->chunk.len);
+        ps_buf_reset(tmp);
+        ps_float_head_encode_padded(c, n, 0, 0, &f->head_size, tmp);
+        ps_cur_put(cur, kb, 8, tmp->data, tmp->len);
         return ps_txn_error(txn, err);
     }
     bool turn = ((f->sid >> 6) + w->float_flushes) % PS_FLOAT_HEAD_TURNS == 0;
@@ -498,7 +500,7 @@ static int head_put(ps_store_writer_t *w, ps_txn_t *txn, ps_cur_t *cur, ps_float
         f->prefix_txn = id;
     }
     ps_buf_reset(tmp);
-    ps_float_head_encode_tail(c, n, f->prefix_len, f->prefix_txn, tmp);
+    ps_float_head_encode_padded(c, n, f->prefix_len, f->prefix_txn, &f->head_size, tmp);
     ps_cur_put(cur, kb, 8, tmp->data, tmp->len);
     return ps_txn_error(txn, err);
 }
@@ -535,6 +537,7 @@ int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
         ps_enc_be64(kb, f->sid);
         if (ps_cur_find(&cur, kb, 8)) /* (the cut deleted its prefix) */
             ps_cur_del(&cur);
+        f->head_size = 0;
         ret = ps_txn_error(txn, err);
     }
     if (w->wc->nfloat_dirty > 0)

@@ -59,9 +59,9 @@ def test_schema6_store_reads_back_byte_for_byte(make_server, v6_dir):
     srv = make_server(data_dir=v6_dir, retention="0", storage_compact_max_profiles=5, storage_compact_window="0",
                       threads=1)
     assert answers(srv) == want
-    # upgraded in place: version 9 written, the old chunks untouched
+    # upgraded in place: version 10 written, the old chunks untouched
     assert srv.stop() == 0
-    assert dump(v6_dir, "info")[b"schema".hex()] == bytes([0, 0, 0, 9])
+    assert dump(v6_dir, "info")[b"schema".hex()] == bytes([0, 0, 0, 10])
     assert encodings(v6_dir) == [1] * 8
     # the heads (2 cpu profiles a series, 3 heap) folded into chunks now are packed where it pays
     srv.start()
