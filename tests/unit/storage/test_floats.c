@@ -1277,6 +1277,23 @@ static void test_head_split(void **state)
 
 /* A version 2 directory (no fprefix; whole open chunks in fhead, short and long) is upgraded in
  * place: version 3, the samples read back, appends continue (the long head is split at once). */
+/* dir's LMDB environment opened by hand, a write transaction in it and its databases info, fhead
+ * and fprefix: what an older version wrote is made this way */
+static MDB_txn *raw_begin(const char *dir, MDB_env **env, MDB_dbi *info, MDB_dbi *fhead, MDB_dbi *fprefix)
+{
+    MDB_txn *txn;
+    assert_int_equal(mdb_env_create(env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(*env, 32), 0);
+    assert_int_equal(mdb_env_open(*env, dir, MDB_NOTLS, 0644), 0);
+    assert_int_equal(mdb_txn_begin(*env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "info", 0, info), 0);
+    assert_int_equal(mdb_dbi_open(txn, "fhead", 0, fhead), 0);
+    assert_int_equal(mdb_dbi_open(txn, "fprefix", 0, fprefix), 0);
+    return txn;
+}
+
+static void xor_of(const ps_float_sample_t *in, int from, int n, ps_buf_t *out);
+
 /* A schema 9 directory: a split head (an 04 tail after its fprefix record) reads as it is and
  * takes appends, written padded (0a) from then on; the upgrade writes version 10. */
 static void test_upgrade_v9(void **state)
@@ -1286,43 +1303,32 @@ static void test_upgrade_v9(void **state)
     ps_store_t *s = open_store(dir);
     ps_arena_t a = PS_ARENA_INIT;
     ps_labels_t lt = mk_labels(&a, "t", NULL);
-    ps_float_sample_t in[60];
-    for (int i = 0; i < 60; i++)
-        in[i] = (ps_float_sample_t){1000000ll + 15000ll * i, rough(i)};
+    ps_float_sample_t in[41];
+    for (int i = 0; i < 41; i++)
+        in[i] = (ps_float_sample_t){2000000ll + 10000ll * i, rough(i)};
     ps_float_append_t fa;
-    assert_int_equal(write_f(s, &lt, in, 1, &fa), 0);
+    assert_int_equal(write_f(s, &lt, in, 1, &fa), 0); /* the series (its head replaced below) */
     uint64_t st = fa.sid;
     ps_test_close_store(s);
     /* by hand, what version 9 wrote: the open chunk of 40 samples split at 30, its prefix written
      * by transaction 7 */
     ps_buf_t chunk = PS_BUF_INIT, rec = PS_BUF_INIT;
-    ps_buf_putc(&chunk, PS_FLOAT_CHUNK_ENC_XOR);
-    ps_xor_app_t app;
-    ps_xor_app_init(&app, &chunk);
-    for (int i = 0; i < 40; i++)
-        assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
-    assert_true(chunk.len - 1 > 30);
+    xor_of(in, 0, 40, &chunk);
+    assert_true(chunk.len > 30);
     MDB_env *env;
-    MDB_txn *txn;
     MDB_dbi info, fhead, fprefix;
-    assert_int_equal(mdb_env_create(&env), 0);
-    assert_int_equal(mdb_env_set_maxdbs(env, 32), 0);
-    assert_int_equal(mdb_env_open(env, dir, MDB_NOTLS, 0644), 0);
-    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
-    assert_int_equal(mdb_dbi_open(txn, "info", 0, &info), 0);
-    assert_int_equal(mdb_dbi_open(txn, "fhead", 0, &fhead), 0);
-    assert_int_equal(mdb_dbi_open(txn, "fprefix", 0, &fprefix), 0);
+    MDB_txn *txn = raw_begin(dir, &env, &info, &fhead, &fprefix);
     uint8_t ver[4] = {0, 0, 0, 9}, kb[8], pk[16];
     MDB_val k = {6, "schema"}, v = {4, ver};
     assert_int_equal(mdb_put(txn, info, &k, &v, 0), 0);
     ps_enc_be64(pk, 7);
     ps_enc_be64(pk + 8, st);
-    ps_float_prefix_encode(chunk.data + 1, 30, &rec);
+    ps_float_prefix_encode(chunk.data, 30, &rec);
     k = (MDB_val){16, pk};
     v = (MDB_val){rec.len, rec.data};
     assert_int_equal(mdb_put(txn, fprefix, &k, &v, 0), 0);
     ps_buf_reset(&rec);
-    ps_float_head_encode_tail(chunk.data + 1, chunk.len - 1, 30, 7, &rec);
+    ps_float_head_encode_tail(chunk.data, chunk.len, 30, 7, &rec);
     ps_enc_be64(kb, st);
     k = (MDB_val){8, kb};
     v = (MDB_val){rec.len, rec.data};
@@ -1385,15 +1391,8 @@ static void test_upgrade_v2(void **state)
     }
     assert_true(chunk.len > PS_FLOAT_HEAD_SPLIT_MIN);
     MDB_env *env;
-    MDB_txn *txn;
     MDB_dbi info, fhead, fprefix;
-    assert_int_equal(mdb_env_create(&env), 0);
-    assert_int_equal(mdb_env_set_maxdbs(env, 32), 0);
-    assert_int_equal(mdb_env_open(env, dir, MDB_NOTLS, 0644), 0);
-    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
-    assert_int_equal(mdb_dbi_open(txn, "info", 0, &info), 0);
-    assert_int_equal(mdb_dbi_open(txn, "fhead", 0, &fhead), 0);
-    assert_int_equal(mdb_dbi_open(txn, "fprefix", 0, &fprefix), 0);
+    MDB_txn *txn = raw_begin(dir, &env, &info, &fhead, &fprefix);
     assert_int_equal(mdb_drop(txn, fprefix, 1), 0);
     uint8_t ver[4] = {0, 0, 0, 2}, kb[8];
     MDB_val k = {6, "schema"}, v = {4, ver};
