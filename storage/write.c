@@ -418,7 +418,7 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     const ps_profile_t *p = it->profile;
     xlate_t x = {0};
     int ret = 0;
-    ps_buf_t rec = PS_BUF_INIT, prec = PS_BUF_INIT;
+    ps_buf_t rec = PS_BUF_INIT, prec = PS_BUF_INIT, lkey = PS_BUF_INIT;
     uint64_t *nodes = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
 
     sample_span_t *spans = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(sample_span_t));
@@ -524,6 +524,11 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
                 ret = ps_txn_error(txn, err);
                 goto Exit;
             }
+            /* the label times: at the series' first profile and its first of each granule
+             * (profiles come in order: last_ts is its newest) */
+            if ((st->last_ts == INT64_MIN || !ps_ltimes_same_granule(st->last_ts, it->ts)) &&
+                (ret = ps_ltimes_note(txn, &it->series_labels[si], it->ts, &lkey, err)) != 0)
+                goto Exit;
             if (st->head_count == 0)
                 st->head_min_ts = it->ts;
             st->head_count++;
@@ -558,6 +563,7 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
 Exit:
     ps_buf_dispose(&prec);
     ps_buf_dispose(&rec);
+    ps_buf_dispose(&lkey);
     ps_buf_dispose(&x.enc);
     ps_buf_dispose(&x.key);
     if (x.lsets_on)

@@ -248,6 +248,7 @@ void ps_store_writer_close(ps_store_writer_t *w)
     ps_wcache_free(w->wc);
     ps_buf_dispose(&w->fwd_mask);
     ps_buf_dispose(&w->rec_all);
+    ps_buf_dispose(&w->ltimes_key);
     ps_buf_dispose(&w->fwd_buf);
     ps_walls_dispose(&w->append_wall);
     ps_unsym_free(w);

@@ -439,7 +439,8 @@ static int on_series_in_range(void *ctx, uint64_t sid, const ps_labels_t *ls)
 }
 
 /* The label index walked for a range: a value (or name) is listed when one of its series has
- * data in [start, end], the first such series ending the look at that value. Past 16,384
+ * data in [start, end]. The label index's times decide most values (ps_reader_label_values_in);
+ * the others' series are looked at, the first with data ending the look at that value. Past 16,384
  * looks at series, more than 4 for each string listed (most values without data, whose series
  * the index gives in no order the store keeps), the walk over every series in id order is
  * cheaper: it gives up (gave_up) for that one. */
@@ -449,7 +450,6 @@ typedef struct in_range_ctx {
     int64_t start, end;
     ps_err_t *err;
     void *list;  /* index_list_t: where the names or values go */
-    bool any;    /* names: the name has a value with such a series */
     /* names: a series comes up under each of its names; its answer is looked up once. Two bits a
      * series id, bit 2i: looked at, bit 2i+1: has data (ids are dense: 250 KB for 10^6) */
     bool memo;
@@ -492,24 +492,6 @@ static int value_in_range(void *ctx, const char *v, size_t n)
 {
     in_range_ctx_t *c = ctx;
     return index_list_add(c->list, v, n);
-}
-
-static int found_one(void *ctx, const char *v, size_t n)
-{
-    (void)v;
-    (void)n;
-    ((in_range_ctx_t *)ctx)->any = true;
-    return 1; /* one is enough */
-}
-
-static int name_in_range(void *ctx, const char *name, size_t n)
-{
-    in_range_ctx_t *c = ctx;
-    c->any = false;
-    int ret = ps_reader_label_values_where(c->r, name, n, has_data_in_range, found_one, c, c->err);
-    if (ret == 1)
-        ret = 0;
-    return ret == 0 && c->any ? index_list_add(c->list, name, n) : ret;
 }
 
 static int cmp_cstr(const void *a, const void *b)
@@ -588,14 +570,14 @@ int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint3
          * range, only values of series with data in it, as Prometheus answers: each value's series
          * looked at up to the first with data (a walk of every series took 4.6 s for 10^6) */
         index_list_t c = {&l, true};
-        in_range_ctx_t rc = {r, start, end, err, &c, false, name == NULL, NULL, 0, 0, false};
+        in_range_ctx_t rc = {r, start, end, err, &c, name == NULL, NULL, 0, 0, false};
         if (start == INT64_MIN && end == INT64_MAX)
             ret = name ? ps_reader_label_values(r, name, strlen(name), index_list_add, &c, err)
                        : ps_reader_label_names(r, index_list_add, &c, err);
         else
-            ret = name ? ps_reader_label_values_where(r, name, strlen(name), has_data_in_range, value_in_range, &rc,
-                                                      err)
-                       : ps_reader_label_names(r, name_in_range, &rc, err);
+            ret = name ? ps_reader_label_values_in(r, name, strlen(name), start, end, has_data_in_range, value_in_range,
+                                                   &rc, err)
+                       : ps_reader_label_names_in(r, start, end, has_data_in_range, value_in_range, &rc, err);
         free(rc.bits);
         if (rc.gave_up) { /* the walk over every series instead, into an empty set */
             l.n = l.cap = 0;

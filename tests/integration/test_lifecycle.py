@@ -236,7 +236,7 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     assert st == 200
     snap = series_snapshot(srv)
     assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 99, old=9)
+    _rewrite_schema(srv.data_dir, tmp_path, 99, old=10)
     srv.start(wait_ready=False)
     try:
         rc = srv.proc.wait(10)
@@ -245,19 +245,18 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     assert rc != 0
     log = srv.log().split("==== start #2")[1]
     assert "schema version" in log and "99" in log, log
-    # back to version 9: the same data dir opens again with its data
-    _rewrite_schema(srv.data_dir, tmp_path, 9, old=99)
+    # back to version 10: the same data dir opens again with its data
+    _rewrite_schema(srv.data_dir, tmp_path, 10, old=99)
     srv.start()
     assert series_snapshot(srv) == snap
-    # version 1 (profiles only), 2, 3, 4, 5, 6, 7 and 8 directories are upgraded in place to version 9
-    # (docs/FORMAT.md)
-    for old in (1, 2, 3, 4, 5, 6, 7, 8):
+    # version 1 (profiles only) to 9 directories are upgraded in place to version 10 (docs/FORMAT.md)
+    for old in (1, 2, 3, 4, 5, 6, 7, 8, 9):
         assert srv.stop() == 0
-        _rewrite_schema(srv.data_dir, tmp_path, old, old=9)
+        _rewrite_schema(srv.data_dir, tmp_path, old, old=10)
         srv.start()
         assert series_snapshot(srv) == snap
     assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 9, old=9)  # asserts the record says 9 now
+    _rewrite_schema(srv.data_dir, tmp_path, 10, old=10)  # asserts the record says 10 now
 
 
 # ---- retention --------------------------------------------------------------------------------
