@@ -407,6 +407,8 @@ int ps_rollup_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
 extern const int64_t ps_ltimes_granule;
 bool ps_ltimes_same_granule(int64_t a, int64_t b);
 void ps_ltimes_rec_encode(int64_t first, int64_t last, ps_buf_t *out);
+/* a record's times: false when it is damaged (not 17 bytes of encoding 1, first > last) */
+bool ps_ltimes_rec_decode(const MDB_val *v, int64_t *first, int64_t *last);
 int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err);
 /* a series deleted: the record of its value key[0..n) (name nlen bytes) goes when no series has
  * that value any more, the name's with its last value */

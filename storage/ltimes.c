@@ -51,7 +51,7 @@ void ps_ltimes_rec_encode(int64_t first, int64_t last, ps_buf_t *out)
     ps_buf_append(out, b, sizeof(b));
 }
 
-static bool rec_decode(const MDB_val *v, int64_t *first, int64_t *last)
+bool ps_ltimes_rec_decode(const MDB_val *v, int64_t *first, int64_t *last)
 {
     const uint8_t *b = v->mv_data;
     if (v->mv_size != LT_REC_LEN || b[0] != LT_REC_V1)
@@ -79,7 +79,7 @@ static int note_key(ps_txn_t *txn, const void *key, size_t n, int64_t ts, ps_err
     if (ps_txn_get(txn, DB_LTIMES, key, n, &v, "reading label times")) {
         MDB_val k = ps_mval(key, n);
         int64_t f, l;
-        if (!rec_decode(&v, &f, &l))
+        if (!ps_ltimes_rec_decode(&v, &f, &l))
             return damaged(err, &k);
         first = ts < f ? ts : f;
         last = granule_of(ts) > granule_of(l) ? ts : l;
@@ -331,7 +331,7 @@ static int walk_values(lt_walk_t *w, ps_cur_t *cur, const char *name, size_t nle
          on && cur->k.mv_size > nlen && memcmp(cur->k.mv_data, key.data, nlen + 1) == 0; on = ps_cur_next(cur)) {
         MDB_val k = cur->k;
         int64_t first, last;
-        if (!rec_decode(&cur->v, &first, &last)) {
+        if (!ps_ltimes_rec_decode(&cur->v, &first, &last)) {
             ret = damaged(w->err, &k);
             break;
         }
@@ -379,7 +379,7 @@ int ps_reader_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int
     int d = LT_LOOK;
     if (ps_txn_get(&r->txn, DB_LTIMES, name, nlen, &v, "reading label times")) {
         MDB_val k = ps_mval(name, nlen);
-        if (!rec_decode(&v, &first, &last))
+        if (!ps_ltimes_rec_decode(&v, &first, &last))
             ret = damaged(err, &k);
         else
             d = decide(&w.q, first, last);
@@ -408,7 +408,7 @@ int ps_reader_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*p
         /* a name's record (its key holds no 0x00) comes before its values' */
         MDB_val k = cur.k;
         int64_t first, last;
-        if (memchr(k.mv_data, 0, k.mv_size) != NULL || !rec_decode(&cur.v, &first, &last)) {
+        if (memchr(k.mv_data, 0, k.mv_size) != NULL || !ps_ltimes_rec_decode(&cur.v, &first, &last)) {
             ret = damaged(err, &k);
             break;
         }

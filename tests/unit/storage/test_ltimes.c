@@ -376,11 +376,56 @@ static void test_ltimes_forgotten(void **state)
     free(dir);
 }
 
+static void on_damage(void *ctx, const char *msg)
+{
+    snprintf(ctx, 256, "%s", msg);
+}
+
+/* A damaged record: the ranged label APIs answer an error naming it, --storage.check reports it. */
+static void test_ltimes_damaged(void **state)
+{
+    (void)state;
+    char *dir = ps_test_tmpdir("/tmp/ps-test-ltimes-XXXXXX");
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t ls = {0};
+    ps_labels_set(&ls, &a, "__name__", 8, "up", 2);
+    ps_labels_set(&ls, &a, "job", 3, "api", 3);
+    int64_t t0 = ps_time_now() - DAY_NS;
+    ps_float_sample_t smp = {t0 / 1000000, 1};
+    ps_float_append_t fa = {0};
+    fa.labels = &ls, fa.samples = &smp, fa.nsamples = 1;
+    ps_float_append_t *fi[1] = {&fa};
+    ps_err_t err;
+    assert_int_equal(ps_store_write(ps_test_writer(s), NULL, 0, fi, 1, NULL, 0, &err), 0);
+    ps_txn_t t;
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_WRITE, &err, "test"), 0);
+    assert_true(ps_txn_put(&t, DB_LTIMES, "job\0api", 7, "\x01\x00", 2, 0, "test"));
+    assert_int_equal(ps_txn_commit(&t, &err, "test"), 0);
+    ps_reader_t *r;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    answer_t c = {r, t0 - DAY_NS, t0, PS_BUF_INIT, 0, &err};
+    assert_int_equal(ps_reader_label_values_in(r, "job", 3, t0 - DAY_NS, t0, pred, add, &c, &err), PS_ECORRUPT);
+    assert_string_equal(err.msg, "label times of job=api: damaged record");
+    ps_reader_end(r);
+    ps_check_stats_t st;
+    char msg[256] = "";
+    assert_int_equal(ps_store_check(s, on_damage, msg, &st, NULL, &err), 0);
+    assert_int_equal(st.damaged, 1);
+    assert_string_equal(msg, "label times of job=api: damaged record");
+    ps_buf_dispose(&c.out);
+    ps_test_close_store(s);
+    ps_arena_dispose(&a);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ltimes_random),
         cmocka_unit_test(test_ltimes_forgotten),
+        cmocka_unit_test(test_ltimes_damaged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
