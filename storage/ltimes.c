@@ -419,7 +419,8 @@ int ps_reader_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*p
             ret = d;
             break;
         }
-        if (d != LT_NO && (ret = cb(ctx, (const char *)name.data, name.len)) != 0)
+        /* (the key's bytes in the map: valid, as the index's strings are, for the reader's life) */
+        if (d != LT_NO && (ret = cb(ctx, (const char *)k.mv_data, k.mv_size)) != 0)
             break;
         /* on past every value of this name: name 0x01 sorts after name 0x00 anything */
         ps_buf_putc(&name, 1);
