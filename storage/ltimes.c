@@ -71,7 +71,8 @@ static int damaged(ps_err_t *err, const MDB_val *k)
                       (int)(k->mv_size - (size_t)(z - p) - 1), z + 1);
 }
 
-/* key's record takes ts: created, first lowered, or last moved to ts in a later granule */
+/* key's record takes ts: created, first lowered, or last moved to ts in a later granule (then 1;
+ * 0: it had ts already) */
 static int note_key(ps_txn_t *txn, const void *key, size_t n, int64_t ts, ps_err_t *err)
 {
     MDB_val v;
@@ -90,23 +91,23 @@ static int note_key(ps_txn_t *txn, const void *key, size_t n, int64_t ts, ps_err
     }
     uint8_t b[LT_REC_LEN];
     rec_encode(b, first, last);
-    return ps_txn_put(txn, DB_LTIMES, key, n, b, sizeof(b), 0, "writing label times") ? 0 : ps_txn_error(txn, err);
+    return ps_txn_put(txn, DB_LTIMES, key, n, b, sizeof(b), 0, "writing label times") ? 1 : ps_txn_error(txn, err);
 }
 
 int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err)
 {
     int ret = 0;
-    for (uint32_t i = 0; i < ls->n && ret == 0; i++) {
+    for (uint32_t i = 0; i < ls->n && ret >= 0; i++) {
         const ps_label_pair_t *p = &ls->pairs[i];
         ps_buf_reset(key);
         ps_buf_append(key, p->name, p->nlen);
-        if ((ret = note_key(txn, key->data, key->len, ts, err)) != 0)
-            break;
         ps_buf_putc(key, 0);
         ps_buf_append(key, p->value, p->vlen);
-        ret = note_key(txn, key->data, key->len, ts, err);
+        /* the name's times hold its values': a value that had ts already leaves its name's as they are */
+        if ((ret = note_key(txn, key->data, key->len, ts, err)) > 0)
+            ret = note_key(txn, key->data, p->nlen, ts, err);
     }
-    return ret;
+    return ret < 0 ? ret : 0;
 }
 
 int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, ps_err_t *err)
