@@ -232,9 +232,15 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     if not (shutil.which("mdb_dump") and shutil.which("mdb_load")):
         pytest.skip("mdb_dump/mdb_load (lmdb-utils) not installed")
     srv = make_server()
-    st, _ = srv.push("go/goroutine-01.pb.gz", time=str(int(time.time())), labels='{job="schema"}')
+    t = int(time.time())
+    st, _ = srv.push("go/goroutine-01.pb.gz", time=str(t), labels='{job="schema"}')
     assert st == 200
     snap = series_snapshot(srv)
+
+    def ranged():  # the label times (schema 10), built again by each upgrade: job's values by range
+        return [srv.get_json("/api/v1/label/job/values?start=%d&end=%d" % r)["data"]
+                for r in ((t, t), (t - 1, t - 1), (t + 1, t + 3600))]
+    assert ranged() == [["schema"], [], []]
     assert srv.stop() == 0
     _rewrite_schema(srv.data_dir, tmp_path, 99, old=10)
     srv.start(wait_ready=False)
@@ -255,6 +261,7 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
         _rewrite_schema(srv.data_dir, tmp_path, old, old=10)
         srv.start()
         assert series_snapshot(srv) == snap
+        assert ranged() == [["schema"], [], []]
     assert srv.stop() == 0
     _rewrite_schema(srv.data_dir, tmp_path, 10, old=10)  # asserts the record says 10 now
 
