@@ -554,8 +554,9 @@ static int each_in_range(void *ctx, const char *s, size_t n)
 }
 
 int ps_query_labels_each(ps_reader_t *r, const char *name, int64_t start, int64_t end,
-                         int (*cb)(void *ctx, const char *s, size_t n), void *ctx, ps_err_t *err)
+                         int (*cb)(void *ctx, const char *s, size_t n), void *ctx, bool *walk_all, ps_err_t *err)
 {
+    *walk_all = false;
     each_ctx_t c = {cb, ctx, NULL, 0, false, 0};
     if (start == INT64_MIN && end == INT64_MAX)
         return name ? ps_reader_label_values(r, name, strlen(name), each_in_order, &c, err)
@@ -566,7 +567,23 @@ int ps_query_labels_each(ps_reader_t *r, const char *name, int64_t start, int64_
                                                err)
                    : ps_reader_label_names_in(r, start, end, has_data_in_range, each_in_range, &rc, err);
     free(rc.bits);
-    return rc.gave_up ? PS_EOUTOFORDER : ret; /* gave up: ps_query_labels' walk over every series */
+    *walk_all = rc.gave_up;
+    return rc.gave_up ? PS_EOUTOFORDER : ret;
+}
+
+int ps_query_labels_walk(ps_reader_t *r, const char *name, int64_t start, int64_t end, ps_arena_t *arena,
+                         ps_strlist_t *out, ps_err_t *err)
+{
+    ps_strset_t l = {.arena = arena};
+    ps_hmap_init(&l.seen);
+    memset(out, 0, sizeof(*out));
+    walk_range_ctx_t wc = {r, start, end, name, &l, err};
+    int ret = ps_reader_series_foreach(r, on_series_in_range, &wc, err);
+    if (ret == 0)
+        ps_strset_finish(&l, out);
+    else
+        ps_hmap_dispose(&l.seen);
+    return ret;
 }
 
 int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start,
@@ -595,11 +612,9 @@ int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint3
                                                    &rc, err)
                        : ps_reader_label_names_in(r, start, end, has_data_in_range, value_in_range, &rc, err);
         free(rc.bits);
-        if (rc.gave_up) { /* the walk over every series instead, into an empty set */
-            l.n = l.cap = 0;
-            l.v = NULL;
-            walk_range_ctx_t wc = {r, start, end, name, &l, err};
-            ret = ps_reader_series_foreach(r, on_series_in_range, &wc, err);
+        if (rc.gave_up) { /* the walk over every series instead */
+            ps_hmap_dispose(&l.seen);
+            return ps_query_labels_walk(r, name, start, end, arena, out, err);
         } else if (ret == 0 && c.ordered) {
             out->n = l.n;
             out->v = l.v;

@@ -254,15 +254,27 @@ static void test_select_short_list_first(void **state)
     };
     for (size_t i = 0; i < sizeof(each) / sizeof(each[0]); i++) {
         ps_buf_t got = PS_BUF_INIT;
-        assert_int_equal(ps_query_labels_each(f.r, each[i].name, each[i].start, each[i].end, add_str, &got, &f.err), 0);
+        bool walk = true;
+        assert_int_equal(ps_query_labels_each(f.r, each[i].name, each[i].start, each[i].end, add_str, &got, &walk, &f.err), 0);
+        assert_false(walk);
         ps_buf_putc(&got, 0);
         assert_string_equal((char *)got.data, each[i].want);
         uint64_t keep = ps_query_labels_walk_after;
         ps_query_labels_walk_after = 0;
         ps_buf_reset(&got);
-        int rc = ps_query_labels_each(f.r, each[i].name, each[i].start, each[i].end, add_str, &got, &f.err);
+        int rc = ps_query_labels_each(f.r, each[i].name, each[i].start, each[i].end, add_str, &got, &walk, &f.err);
         ps_query_labels_walk_after = keep;
         assert_int_equal(rc, each[i].looks ? PS_EOUTOFORDER : 0);
+        assert_int_equal(walk, each[i].looks);
+        if (walk) { /* the walk over every series answers the same */
+            ps_strlist_t wl;
+            assert_int_equal(ps_query_labels_walk(f.r, each[i].name, each[i].start, each[i].end, &f.a, &wl, &f.err), 0);
+            ps_buf_reset(&got);
+            for (uint32_t k = 0; k < wl.n; k++)
+                add_str(&got, wl.v[k], strlen(wl.v[k]));
+            ps_buf_putc(&got, 0);
+            assert_string_equal((char *)got.data, each[i].want);
+        }
         ps_buf_dispose(&got);
     }
 #undef GR
