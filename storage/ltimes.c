@@ -356,6 +356,15 @@ static int walk_values(lt_walk_t *w, ps_cur_t *cur, const char *name, size_t nle
     return ret;
 }
 
+/* w over [start, end] and cur on the ltimes database */
+static int walk_open(lt_walk_t *w, ps_cur_t *cur, int64_t start, int64_t end)
+{
+    int ret = range_init(w->r, start, end, &w->q, w->err);
+    if (ret == 0 && !ps_cur_open(cur, &w->r->txn, DB_LTIMES, "reading label times"))
+        ret = ps_txn_error(&w->r->txn, w->err);
+    return ret;
+}
+
 static void walk_close(lt_walk_t *w, ps_cur_t *cur)
 {
     ps_cur_close(cur);
@@ -368,12 +377,10 @@ int ps_reader_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int
                               void *ctx, ps_err_t *err)
 {
     lt_walk_t w = {.r = r, .pred = pred, .ctx = ctx, .err = err};
-    int ret = range_init(r, start, end, &w.q, err);
+    ps_cur_t cur;
+    int ret = walk_open(&w, &cur, start, end);
     if (ret)
         return ret;
-    ps_cur_t cur;
-    if (!ps_cur_open(&cur, &r->txn, DB_LTIMES, "reading label times"))
-        return ps_txn_error(&r->txn, err);
     /* the name's record first: no data of any of its values in the range ends it at once */
     MDB_val v;
     int64_t first, last;
@@ -397,12 +404,10 @@ int ps_reader_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*p
                              int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err)
 {
     lt_walk_t w = {.r = r, .pred = pred, .ctx = ctx, .err = err};
-    int ret = range_init(r, start, end, &w.q, err);
+    ps_cur_t cur;
+    int ret = walk_open(&w, &cur, start, end);
     if (ret)
         return ret;
-    ps_cur_t cur;
-    if (!ps_cur_open(&cur, &r->txn, DB_LTIMES, "reading label times"))
-        return ps_txn_error(&r->txn, err);
     ps_buf_t name = PS_BUF_INIT;
     bool on = ps_cur_first(&cur);
     while (on && ret == 0) {

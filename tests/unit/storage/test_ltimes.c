@@ -36,18 +36,7 @@ static uint64_t rnd(uint64_t n)
 
 static ps_store_t *open_store(const char *dir)
 {
-    ps_store_opts_t o;
-    ps_store_opts_default(&o);
-    o.dir = dir;
-    o.map_size = 1ull << 30;
-    o.retention_ns = RETENTION;
-    o.compact_max_profiles = 4;
-    o.nosync = true;
-    ps_store_t *s = NULL;
-    ps_err_t err;
-    if (ps_store_open(&o, &s, &err) != 0)
-        fail_msg("open: %s", err.msg);
-    return s;
+    return ps_test_open_store(dir, RETENTION);
 }
 
 typedef struct series {
