@@ -268,29 +268,6 @@ static int64_t compare(ps_store_t *s, const series_t *all, int64_t t0, int nrang
     return (int64_t)exact_looks - (int64_t)indexed_looks;
 }
 
-/* schema 9 again, without ltimes: the next open upgrades it */
-static void downgrade(const char *dir)
-{
-    MDB_env *env;
-    MDB_txn *txn;
-    MDB_dbi dbi;
-    assert_int_equal(mdb_env_create(&env), 0);
-    assert_int_equal(mdb_env_set_maxdbs(env, 64), 0);
-    assert_int_equal(mdb_env_set_mapsize(env, 2ull << 30), 0);
-    assert_int_equal(mdb_env_open(env, dir, 0, 0644), 0);
-    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
-    assert_int_equal(mdb_dbi_open(txn, "ltimes", 0, &dbi), 0);
-    assert_int_equal(mdb_drop(txn, dbi, 1), 0);
-    assert_int_equal(mdb_dbi_open(txn, "info", 0, &dbi), 0);
-    uint8_t v[4] = {0, 0, 0, 9};
-    MDB_val k = {6, "schema"}, d = {4, v};
-    assert_int_equal(mdb_put(txn, dbi, &k, &d, 0), 0);
-    MDB_val ck = {5, "ltcut"};
-    mdb_del(txn, dbi, &ck, NULL);
-    assert_int_equal(mdb_txn_commit(txn), 0);
-    mdb_env_close(env);
-}
-
 static void test_ltimes_random(void **state)
 {
     (void)state;
@@ -314,7 +291,8 @@ static void test_ltimes_random(void **state)
             fail_msg("retain: %s", err.msg);
         compare(s, all, t0, 150, "after retention");
         ps_test_close_store(s);
-        downgrade(dir);
+        static const char *const dbs[] = {"ltimes", NULL};
+        ps_test_store_downgrade(dir, 9, dbs); /* schema 9 again: the open upgrades it */
         s = open_store(dir);
         compare(s, all, t0, 150, "upgraded");
         ps_test_close_store(s);
