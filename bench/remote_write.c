@@ -142,7 +142,24 @@ typedef struct result {
     uint64_t ok_requests, failed;
     uint64_t write_bytes; /* /proc/PID/io write_bytes during the run: the page cache its writes dirtied */
     char first_error[512];
+    double writer_cpu, decode_cpu, http_cpu; /* profstore's threads by name (writer, decode-*, http-*); -1: none */
 } result_t;
+
+/* CPU seconds between p0 and p1 of the threads whose name starts with prefix, -1 when there is none */
+static double threads_cpu(const ps_bench_proc_t *p0, const ps_bench_proc_t *p1, const char *prefix)
+{
+    double sum = -1;
+    for (uint32_t t = 0; t < p1->nthreads; t++) {
+        if (strncmp(p1->thread_name[t], prefix, strlen(prefix)) != 0)
+            continue;
+        double before = 0;
+        for (uint32_t k = 0; k < p0->nthreads; k++)
+            if (p0->tid[k] == p1->tid[t])
+                before = p0->thread_cpu[k];
+        sum = (sum < 0 ? 0 : sum) + p1->thread_cpu[t] - before;
+    }
+    return sum;
+}
 
 /* write_bytes of /proc/PID/io (0 if unreadable) */
 static uint64_t io_write_bytes(pid_t pid)
@@ -197,6 +214,9 @@ static void send_all(const opts_t *o, ps_bench_server_t *srv, const char *path, 
     r->write_bytes = io_write_bytes(srv->pid) - io0;
     r->cpu = (pr1.cpu_user + pr1.cpu_sys) - (pr0.cpu_user + pr0.cpu_sys);
     r->hwm_mib = (double)pr1.vm_hwm_kb / 1024;
+    r->writer_cpu = threads_cpu(&pr0, &pr1, "writer");
+    r->decode_cpu = threads_cpu(&pr0, &pr1, "decode-");
+    r->http_cpu = threads_cpu(&pr0, &pr1, "http-");
     const ps_bench_push_stats_t *st = ps_bench_pusher_stats(p);
     r->ok_requests = st->ok;
     r->failed = st->failed;
@@ -225,6 +245,11 @@ static void print_result(const result_t *r)
     printf("  samples/s              %.0f\n", (double)total_samples / r->wall);
     printf("  server CPU             %.3f s = %.2f us/sample (%.0f%% of one CPU)\n", r->cpu,
            r->cpu / (double)total_samples * 1e6, r->cpu / r->wall * 100);
+    if (r->writer_cpu >= 0)
+        printf("  by thread              writer %.2f us/sample (%.0f%% of one CPU), decode threads %.2f, http "
+               "threads %.2f\n",
+               r->writer_cpu / (double)total_samples * 1e6, r->writer_cpu / r->wall * 100,
+               r->decode_cpu / (double)total_samples * 1e6, r->http_cpu / (double)total_samples * 1e6);
     printf("  latency                p50 %.2f ms, p99 %.2f ms\n", r->p50 * 1e3, r->p99 * 1e3);
     printf("  server peak RSS        %.1f MiB\n", r->hwm_mib);
     printf("  page cache dirtied     %.1f MB = %.1f bytes/sample (/proc/PID/io write_bytes: whole pages, or whole "

@@ -83,32 +83,11 @@ void ps_hmap_clear(ps_hmap_t *m)
     ps_hmap_init(m);
 }
 
-static ps_hmap_slot_t *find(const ps_hmap_t *m, uint64_t h, const void *key, size_t klen)
-{
-    size_t mask = m->cap - 1, i = h & mask;
-    for (;;) {
-        ps_hmap_slot_t *s = &m->slots[i];
-        if (s->key == NULL)
-            return s;
-        if (s->hash == h && s->klen == klen && (klen == 0 || memcmp(s->key, key, klen) == 0))
-            return s;
-        i = (i + 1) & mask;
-    }
-}
-
 bool ps_hmap_get(const ps_hmap_t *m, const void *key, size_t klen, uint64_t *value)
 {
     return ps_hmap_get_h(m, ps_hash64(key, klen, 0), key, klen, value);
 }
 
-bool ps_hmap_get_h(const ps_hmap_t *m, uint64_t h, const void *key, size_t klen, uint64_t *value)
-{
-    ps_hmap_slot_t *s = find(m, h, key, klen);
-    if (s->key == NULL)
-        return false;
-    *value = s->value;
-    return true;
-}
 
 static void grow(ps_hmap_t *m)
 {
@@ -136,7 +115,7 @@ void ps_hmap_put_h(ps_hmap_t *m, uint64_t h, const void *key, size_t klen, uint6
 {
     if ((m->count + 1) * 4 > m->cap * 3)
         grow(m);
-    ps_hmap_slot_t *s = find(m, h, key, klen);
+    ps_hmap_slot_t *s = ps_hmap_find(m, h, key, klen);
     if (s->key == NULL) {
         uint8_t *k = ps_arena_alloc(&m->keys, klen ? klen : 1);
         if (klen)

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mem.h"
 
@@ -39,14 +40,51 @@ bool ps_hmap_get(const ps_hmap_t *m, const void *key, size_t klen, uint64_t *val
 void ps_hmap_put(ps_hmap_t *m, const void *key, size_t klen, uint64_t value);
 /** ps_hmap_get and ps_hmap_put of a key whose hash the caller has already: h, ps_hash64(key, klen, 0)
  *  or another hash of the key's bytes, the same one for every get and put on that map. */
-bool ps_hmap_get_h(const ps_hmap_t *m, uint64_t h, const void *key, size_t klen, uint64_t *value);
+static inline bool ps_hmap_get_h(const ps_hmap_t *m, uint64_t h, const void *key, size_t klen, uint64_t *value);
 void ps_hmap_put_h(ps_hmap_t *m, uint64_t h, const void *key, size_t klen, uint64_t value);
+/** The slot of key (hash h), or the empty slot where it would go. Inline, as ps_hmap_get_h: a
+ *  look-up that hits its first slot is a few instructions, a call's prologue and epilogue were a
+ *  third of them (callgrind, the writer's symbol look-ups). */
+static inline __attribute__((always_inline)) ps_hmap_slot_t *ps_hmap_find(const ps_hmap_t *m, uint64_t h,
+                                                                          const void *key, size_t klen)
+{
+    size_t mask = m->cap - 1, i = h & mask;
+    for (;;) {
+        ps_hmap_slot_t *s = &m->slots[i];
+        if (s->key == NULL)
+            return s;
+        if (s->hash == h && s->klen == klen && (klen == 0 || memcmp(s->key, key, klen) == 0))
+            return s;
+        i = (i + 1) & mask;
+    }
+}
+static inline bool ps_hmap_get_h(const ps_hmap_t *m, uint64_t h, const void *key, size_t klen, uint64_t *value)
+{
+    const ps_hmap_slot_t *s = ps_hmap_find(m, h, key, klen);
+    if (s->key == NULL)
+        return false;
+    *value = s->value;
+    return true;
+}
 /** Starts loading the slot where a look-up of hash h begins: a caller with many keys to look up
  *  hashes and prefetches them all first, so the cache misses overlap instead of following each
  *  other (a look-up's time was mostly that first miss). */
 static inline void ps_hmap_prefetch(const ps_hmap_t *m, uint64_t h)
 {
     __builtin_prefetch(&m->slots[h & (m->cap - 1)]);
+}
+/** The step after ps_hmap_prefetch, a few keys later: reads the slot where a look-up of h begins
+ *  (loaded by then) and starts loading its key; returns its value when the slot holds a key of
+ *  hash h (most likely the one looked for), else UINT64_MAX. */
+static inline uint64_t ps_hmap_prefetch_key(const ps_hmap_t *m, uint64_t h)
+{
+    const ps_hmap_slot_t *s = &m->slots[h & (m->cap - 1)];
+    if (s->key == NULL || s->hash != h)
+        return UINT64_MAX;
+    __builtin_prefetch(s->key);
+    if (s->klen > 64)
+        __builtin_prefetch(s->key + 64);
+    return s->value;
 }
 /** Approximate heap bytes used. */
 size_t ps_hmap_bytes(const ps_hmap_t *m);

@@ -2,6 +2,7 @@
 #include "json.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "varint.h"
 
@@ -134,14 +135,41 @@ const ps_label_pair_t *ps_labels_get(const ps_labels_t *ls, const char *name)
     return NULL;
 }
 
+static uint8_t *put_len_bytes(uint8_t *p, const char *s, uint32_t n)
+{
+    uint32_t v = n;
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    if (n)
+        memcpy(p, s, n);
+    return p + n;
+}
+
+size_t ps_labels_encoded_max(const ps_labels_t *ls)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < ls->n; i++)
+        n += (size_t)ls->pairs[i].nlen + ls->pairs[i].vlen + 10; /* two uvarints of 32 bits */
+    return n;
+}
+
+size_t ps_labels_encode_to(const ps_labels_t *ls, uint8_t *dst)
+{
+    uint8_t *p = dst;
+    for (uint32_t i = 0; i < ls->n; i++) {
+        p = put_len_bytes(p, ls->pairs[i].name, ls->pairs[i].nlen);
+        p = put_len_bytes(p, ls->pairs[i].value, ls->pairs[i].vlen);
+    }
+    return (size_t)(p - dst);
+}
+
 void ps_labels_encode(const ps_labels_t *ls, ps_buf_t *out)
 {
-    for (uint32_t i = 0; i < ls->n; i++) {
-        ps_put_uvarint(out, ls->pairs[i].nlen);
-        ps_buf_append(out, ls->pairs[i].name, ls->pairs[i].nlen);
-        ps_put_uvarint(out, ls->pairs[i].vlen);
-        ps_buf_append(out, ls->pairs[i].value, ls->pairs[i].vlen);
-    }
+    uint8_t *p = ps_buf_reserve(out, ps_labels_encoded_max(ls));
+    out->len += ps_labels_encode_to(ls, p);
 }
 
 int ps_labels_decode(const void *p, size_t n, ps_arena_t *arena, ps_labels_t *out)

@@ -48,6 +48,10 @@ int ps_labels_normalize(ps_labels_t *ls, ps_err_t *err);
 const ps_label_pair_t *ps_labels_get(const ps_labels_t *ls, const char *name);
 /** Canonical encoding: for each pair uvarint(nlen) name uvarint(vlen) value. */
 void ps_labels_encode(const ps_labels_t *ls, ps_buf_t *out);
+/** The most bytes ps_labels_encode_to writes for ls. */
+size_t ps_labels_encoded_max(const ps_labels_t *ls);
+/** ps_labels_encode into dst (ps_labels_encoded_max bytes at least); returns the bytes written. */
+size_t ps_labels_encode_to(const ps_labels_t *ls, uint8_t *dst);
 /** Decodes into pairs allocated from arena (strings NUL-terminated copies). */
 int ps_labels_decode(const void *p, size_t n, ps_arena_t *arena, ps_labels_t *out);
 /** Writes the labels as a JSON object {"a":"b",...} in their order (Prometheus' "metric"). */

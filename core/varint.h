@@ -26,6 +26,17 @@ static inline void ps_put_uvarint(ps_buf_t *b, uint64_t v)
     b->len += n;
 }
 static inline void ps_put_varint(ps_buf_t *b, int64_t v) { ps_put_uvarint(b, ps_zigzag(v)); }
+/** Writes v's varint at p (room for 10 bytes) and returns the end: for a caller that reserved the
+ *  room of several at once (ps_put_uvarint checks the room of each). */
+static inline uint8_t *ps_enc_uvarint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
 static inline void ps_put_be64(ps_buf_t *b, uint64_t v)
 {
     uint8_t *p = ps_buf_reserve(b, 8);

@@ -10,6 +10,9 @@
  *   1. snappy: the announced length is read (snappy_uncompressed_length) and checked against
  *      lim->max_uncompressed before the output buffer is taken from the arena; then
  *      snappy_uncompress, which fails on truncated or garbage input (PS_EINVAL "snappy: ...");
+ *   1b. a 1.0 request of series alone (what Prometheus sends) is read by the direct decoder
+ *      (decode_v1_direct, below), labels left in the buffer; it stands aside for anything else
+ *      (metadata, exemplars, unknown fields, any error), and steps 2-4 decide;
  *   2. protobuf-c unpack, allocating from the caller's arena (pballoc.h: chunked, free is
  *      a no-op, with a budget of UNPACK_BYTES_PER_INPUT_BYTE per uncompressed byte plus 1 MiB
  *      (a backstop against amplification: 2 bytes of unknown field cost protobuf-c ~40 bytes);
@@ -53,6 +56,7 @@
  */
 #include "remote.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,6 +66,7 @@
 #include "core/hash.h"
 #include "pballoc.h"
 #include "gzip.h"
+#include "remote_int.h"
 #include "wire.h"
 #include "remote.pb-c.h"
 
@@ -290,17 +295,19 @@ static int check_label(uint32_t i, uint32_t j, const uint8_t *name, size_t nlen,
                               quoted(q, sizeof(q), name, nlen),
                               quoted(q2, sizeof(q2), (const uint8_t *)prev->name, prev->nlen));
     }
-    const char *ln = quoted(q, sizeof(q), name, nlen);
     if (vlen == 0)
         return *is_name ? ps_err_set(err, PS_EINVAL, "timeseries[%u].labels[%u]: empty __name__ (the metric name)", i, j)
-                        : ps_err_set(err, PS_EINVAL, "timeseries[%u].labels[%u]: empty value of label %s", i, j, ln);
+                        : ps_err_set(err, PS_EINVAL, "timeseries[%u].labels[%u]: empty value of label %s", i, j,
+                                     quoted(q, sizeof(q), name, nlen));
     if (vlen > PS_LABEL_VALUE_MAX)
         return ps_err_set(err, PS_EINVAL, "timeseries[%u].labels[%u]: value of label %s is %zu bytes long (the limit is %d)",
-                          i, j, ln, vlen, PS_LABEL_VALUE_MAX);
+                          i, j, quoted(q, sizeof(q), name, nlen), vlen, PS_LABEL_VALUE_MAX);
     if (has_nul(value, vlen))
-        return ps_err_set(err, PS_EINVAL, "timeseries[%u].labels[%u]: value of label %s contains a NUL byte", i, j, ln);
+        return ps_err_set(err, PS_EINVAL, "timeseries[%u].labels[%u]: value of label %s contains a NUL byte", i, j,
+                          quoted(q, sizeof(q), name, nlen));
     if (!ps_utf8_valid((const char *)value, vlen))
-        return ps_err_set(err, PS_EINVAL, "timeseries[%u].labels[%u]: value of label %s is not valid UTF-8", i, j, ln);
+        return ps_err_set(err, PS_EINVAL, "timeseries[%u].labels[%u]: value of label %s is not valid UTF-8", i, j,
+                          quoted(q, sizeof(q), name, nlen));
     pair->name = ps_arena_strndup(arena, (const char *)name, nlen);
     pair->value = ps_arena_strndup(arena, (const char *)value, vlen);
     pair->nlen = (uint32_t)nlen;
@@ -546,6 +553,251 @@ static int convert_v2(const pb_v2_t *pb, const ps_remote_limits_t *lim, ps_arena
     return 0;
 }
 
+/* ---- the direct 1.0 decoder ----------------------------------------------------------------- */
+
+/* What Prometheus sends (1.0 series of labels and samples) is read straight from the wire bytes
+ * into ps_remote_write_t, without protobuf-c's structs and without copying the strings: a label's
+ * name and value point into the uncompressed buffer, NUL-terminated in place once the whole request
+ * has been read (the byte after a string is a field key or length of what follows, already read,
+ * or the spare byte ps_wire_unsnappy leaves after the buffer). It takes only what it is sure of:
+ * anything else (metadata, exemplars, unknown fields, keys of more than one byte, any wire format
+ * or validation error, a limit) declines, and the protobuf-c path below decides, so errors stay
+ * theirs word for word. What it accepts, protobuf-c unpack + convert_v1 accept with the same result
+ * (tests/unit/proto/test_remote.c and tests/fuzz/fuzz_remote.c compare the two on every input):
+ * repeated fields in order, the last value for a singular field, varints as protobuf-c reads them
+ * (at most 10 bytes, lengths at most 5 and INT_MAX). */
+
+/* A varint of at most max bytes at *pp (< end); false when truncated or longer. */
+static inline bool dv_varint(const uint8_t **pp, const uint8_t *end, unsigned max, uint64_t *v)
+{
+    const uint8_t *p = *pp;
+    if (p < end && *p < 0x80) {
+        *v = *p;
+        *pp = p + 1;
+        return true;
+    }
+    uint64_t r = 0;
+    for (unsigned i = 0; i < max; i++) {
+        if (p >= end)
+            return false;
+        uint8_t b = *p++;
+        r |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            *v = r;
+            *pp = p;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The next field's one-byte key (field 1..15) and, for wire type 2, its bytes (*sub, *sublen).
+ * false for anything else (a longer key, field 0, a truncated length). */
+static inline bool dv_field(const uint8_t **pp, const uint8_t *end, unsigned *num, unsigned *wt, const uint8_t **sub,
+                            size_t *sublen)
+{
+    const uint8_t *p = *pp;
+    uint8_t key = *p++;
+    if (key & 0x80 || (key >> 3) == 0)
+        return false;
+    *num = key >> 3;
+    *wt = key & 7;
+    if (*wt == WT_LEN) {
+        uint64_t len;
+        if (!dv_varint(&p, end, 5, &len) || len > INT_MAX || len > (size_t)(end - p))
+            return false;
+        *sub = p;
+        *sublen = (size_t)len;
+        p += len;
+    }
+    *pp = p;
+    return true;
+}
+
+/* Every byte in 1..0x7f: then it has no NUL and is valid UTF-8. Eight bytes at a time: a byte
+ * 1..0x7f less 1 is 0..0x7e without a borrow, so neither it nor the byte has its top bit set;
+ * 0 less 1 and 0x80..0xff do. */
+static inline bool dv_ascii(const uint8_t *s, size_t n)
+{
+    const uint64_t ones = UINT64_C(0x0101010101010101), tops = UINT64_C(0x8080808080808080);
+    uint64_t bad = 0, x;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&x, s + i, 8);
+        bad |= (x - ones) | x;
+    }
+    if (i < n) {
+        x = 0;
+        memcpy(&x, s + i, n - i);
+        x |= ones << (8 * (n - i)); /* the rest: 0x01 bytes (little-endian; else a decline) */
+        bad |= (x - ones) | x;
+    }
+    return (bad & tops) == 0;
+}
+
+static inline bool dv_text(const uint8_t *s, size_t n)
+{
+    return dv_ascii(s, n) || (!has_nul(s, n) && ps_utf8_valid((const char *)s, n));
+}
+
+/* One Label message into pair (pointing into the buffer), checked as check_label checks it. */
+static bool dv_label(const uint8_t *p, size_t n, const ps_label_pair_t *prev, ps_label_pair_t *pair, bool *is_name)
+{
+    const uint8_t *end = p + n, *name = NULL, *value = NULL;
+    size_t nlen = 0, vlen = 0;
+    while (p < end) {
+        unsigned num = 0, wt = 0;
+        const uint8_t *s = NULL;
+        size_t sn = 0;
+        if (!dv_field(&p, end, &num, &wt, &s, &sn) || wt != WT_LEN || num > 2)
+            return false;
+        if (num == 1)
+            name = s, nlen = sn;
+        else
+            value = s, vlen = sn;
+    }
+    if (nlen == 0 || nlen > PS_LABEL_NAME_MAX || vlen == 0 || vlen > PS_LABEL_VALUE_MAX || !dv_text(name, nlen) ||
+        !dv_text(value, vlen))
+        return false;
+    if (prev != NULL) {
+        size_t m = prev->nlen < nlen ? prev->nlen : nlen;
+        int c = memcmp(prev->name, name, m);
+        if (c > 0 || (c == 0 && prev->nlen >= nlen))
+            return false;
+    }
+    *is_name = nlen == 8 && memcmp(name, "__name__", 8) == 0;
+    pair->name = (const char *)name;
+    pair->value = (const char *)value;
+    pair->nlen = (uint32_t)nlen;
+    pair->vlen = (uint32_t)vlen;
+    return true;
+}
+
+/* One Sample message: value (fixed64), timestamp and start_timestamp (varints; 1.0 keeps no start). */
+static bool dv_sample(const uint8_t *p, size_t n, ps_remote_sample_t *out)
+{
+    const uint8_t *end = p + n;
+    uint64_t bits = 0, t = 0, v;
+    while (p < end) {
+        uint8_t key = *p++;
+        if (key == (1 << 3 | WT_I64)) {
+            if (end - p < 8)
+                return false;
+            memcpy(&bits, p, 8); /* little-endian hosts only, as protobuf-c */
+            p += 8;
+        } else if (key == (2 << 3 | WT_VARINT)) {
+            if (!dv_varint(&p, end, 10, &t))
+                return false;
+        } else if (key == (3 << 3 | WT_VARINT)) {
+            if (!dv_varint(&p, end, 10, &v))
+                return false;
+        } else {
+            return false;
+        }
+    }
+    out->t_ms = (int64_t)t;
+    memcpy(&out->v, &bits, 8);
+    return true;
+}
+
+/* One TimeSeries of labels, samples and histograms (counted) into s; false to decline. */
+static bool dv_series(const uint8_t *p, size_t n, ps_arena_t *arena, ps_remote_series_t *s, uint64_t *total,
+                      uint64_t max_samples)
+{
+    const uint8_t *end = p + n, *q = p;
+    size_t nl = 0, ns = 0, nh = 0;
+    while (q < end) {
+        unsigned num = 0, wt = 0;
+        const uint8_t *sub = NULL;
+        size_t sn = 0;
+        if (!dv_field(&q, end, &num, &wt, &sub, &sn) || wt != WT_LEN)
+            return false;
+        if (num == 1)
+            nl++;
+        else if (num == 2)
+            ns++;
+        else if (num == 4)
+            nh++;
+        else
+            return false; /* exemplars (3) and unknown fields: protobuf-c's */
+    }
+    *total += ns;
+    if (nl > PS_LABELS_MAX || *total > max_samples)
+        return false;
+    s->labels.pairs = ps_arena_alloc(arena, (nl ? nl : 1) * sizeof(ps_label_pair_t));
+    s->samples = ps_arena_alloc(arena, (ns ? ns : 1) * sizeof(ps_remote_sample_t));
+    uint32_t jl = 0, js = 0;
+    bool have_name = false;
+    while (p < end) {
+        unsigned num = 0, wt = 0;
+        const uint8_t *sub = NULL;
+        size_t sn = 0;
+        dv_field(&p, end, &num, &wt, &sub, &sn); /* read once above */
+        if (num == 1) {
+            bool is_name = false;
+            if (!dv_label(sub, sn, jl > 0 ? &s->labels.pairs[jl - 1] : NULL, &s->labels.pairs[jl], &is_name))
+                return false;
+            have_name |= is_name;
+            jl++;
+        } else if (num == 2) {
+            if (!dv_sample(sub, sn, &s->samples[js++]))
+                return false;
+        }
+    }
+    if (!have_name)
+        return false;
+    s->labels.n = (uint32_t)nl;
+    s->nsamples = (uint32_t)ns;
+    s->nhistograms = (uint32_t)nh;
+    s->meta = -1;
+    return true;
+}
+
+/* raw (ulen bytes, with a spare byte after) as a 1.0 WriteRequest into *w: 0, or 1 = declined
+ * (nothing in *w is valid; the protobuf-c path decides). raw is left as it was when declined. */
+static int decode_v1_direct(char *raw, size_t ulen, const ps_remote_limits_t *lim, ps_arena_t *arena,
+                            ps_remote_write_t *w)
+{
+    const uint8_t *u = (const uint8_t *)raw, *end = u + ulen, *p = u;
+    size_t nts = 0;
+    while (p < end) {
+        unsigned num = 0, wt = 0;
+        const uint8_t *sub = NULL;
+        size_t sn = 0;
+        if (!dv_field(&p, end, &num, &wt, &sub, &sn) || num != 1 || wt != WT_LEN)
+            return 1; /* metadata (3), the other version's fields, unknown fields: protobuf-c's */
+        nts++;
+    }
+    if (nts > lim->max_series)
+        return 1;
+    w->series = ps_arena_calloc(arena, nts ? nts : 1, sizeof(*w->series));
+    uint64_t total = 0, nh = 0;
+    p = u;
+    for (size_t i = 0; i < nts; i++) {
+        unsigned num = 0, wt = 0;
+        const uint8_t *sub = NULL;
+        size_t sn = 0;
+        dv_field(&p, end, &num, &wt, &sub, &sn);
+        if (!dv_series(sub, sn, arena, &w->series[i], &total, lim->max_samples))
+            return 1;
+        nh += w->series[i].nhistograms;
+    }
+    /* accepted: terminate every string in place */
+    for (size_t i = 0; i < nts; i++) {
+        const ps_labels_t *ls = &w->series[i].labels;
+        for (uint32_t j = 0; j < ls->n; j++) {
+            ((char *)ls->pairs[j].name)[ls->pairs[j].nlen] = '\0';
+            ((char *)ls->pairs[j].value)[ls->pairs[j].vlen] = '\0';
+        }
+    }
+    w->version = 1;
+    w->nseries = (uint32_t)nts;
+    w->nsamples = total;
+    w->nhistograms = nh;
+    w->metadata = ps_arena_calloc(arena, 1, sizeof(*w->metadata));
+    return 0;
+}
+
 /* ---- snappy (wire.h) ------------------------------------------------------------------------ */
 
 int ps_wire_unsnappy(const void *body, size_t n, size_t max, const char *what, ps_arena_t *arena, char **out,
@@ -564,7 +816,7 @@ int ps_wire_unsnappy(const void *body, size_t n, size_t max, const char *what, p
     int rc = ps_inflate_reserve(ulen, 0, err); /* the process-wide budget of bytes being decompressed */
     if (rc != 0)
         return rc;
-    char *raw = ps_arena_alloc(arena, ulen ? ulen : 1);
+    char *raw = ps_arena_alloc(arena, ulen + 1); /* a spare byte: decode_v1_direct's last NUL */
     size_t got = ulen;
     rc = snappy_uncompress(body, n, raw, &got) != SNAPPY_OK || got != ulen;
     ps_inflate_release(ulen);
@@ -612,6 +864,12 @@ int ps_wire_unpack_error(const mdesc_t *md, const uint8_t *u, size_t ulen, bool 
 int ps_remote_write_decode(const void *body, size_t n, int version, const ps_remote_limits_t *lim,
                            ps_arena_t *arena, ps_remote_write_t *out, ps_err_t *err)
 {
+    return ps_remote_write_decode_path(body, n, version, lim, arena, out, PS_REMOTE_DECODE_ANY, err);
+}
+
+int ps_remote_write_decode_path(const void *body, size_t n, int version, const ps_remote_limits_t *lim,
+                                ps_arena_t *arena, ps_remote_write_t *out, ps_remote_decode_path_t path, ps_err_t *err)
+{
     ps_remote_limits_t def;
     size_t ulen = 0;
     int rc;
@@ -627,6 +885,13 @@ int ps_remote_write_decode(const void *body, size_t n, int version, const ps_rem
     if ((rc = ps_wire_unsnappy(body, n, lim->max_uncompressed, "remote write", arena, &raw, &ulen, err)) != 0)
         return rc;
 
+    if (version == 1 && path != PS_REMOTE_DECODE_PROTOBUF_C) {
+        if (decode_v1_direct(raw, ulen, lim, arena, out) == 0)
+            return 0;
+        memset(out, 0, sizeof(*out));
+        if (path == PS_REMOTE_DECODE_DIRECT)
+            return PS_REMOTE_DECLINED;
+    }
     ps_pb_arena_t pa;
     ps_pb_arena_init(&pa, arena, ps_wire_unpack_budget(ulen));
     const uint8_t *u = (const uint8_t *)raw;

@@ -443,9 +443,22 @@ static int append_series(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t 
     return 0;
 }
 
+/* Prefetch distances (items ahead) of the look-ups by a caller's key: the slot, then its key and state */
+#define AHEAD_SLOT 6
+#define AHEAD_KEY 3
+
 int ps_float_write(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t **items, size_t n, int64_t now, ps_err_t *err)
 {
+    ps_wcache_t *wc = w->wc;
     for (size_t i = 0; i < n; i++) {
+        /* the series cache's misses overlap: a request's series are looked up one after another */
+        if (i + AHEAD_SLOT < n && items[i + AHEAD_SLOT]->key != NULL)
+            ps_hmap_prefetch(&wc->float_label_index, items[i + AHEAD_SLOT]->key_hash);
+        if (i + AHEAD_KEY < n && items[i + AHEAD_KEY]->key != NULL) {
+            uint64_t fi = ps_hmap_prefetch_key(&wc->float_label_index, items[i + AHEAD_KEY]->key_hash);
+            if (fi < wc->nfloat_states)
+                __builtin_prefetch(wc->float_states[fi]);
+        }
         ps_float_append_t *fa = items[i];
         fa->status = 0;
         ps_err_clear(&fa->err);

@@ -95,14 +95,14 @@ typedef struct ps_series_state {
  * ps_store_write and the compactor) touches them; all but the due list are dropped together (ps_sym_caches_clear)
  * whenever a transaction fails or changed records under them. */
 typedef struct ps_wcache {
-    ps_hmap_t sym_cache;    /* kind + content -> id (hashed as the index: ps_hash64(content, n, kind)) */
+    ps_hmap_t sym_cache[SYM_KINDS]; /* per kind: content -> id (hashed as the index: ps_hash64(content, n,
+                                     * kind)); a map per kind, so a look-up needs no key of kind + content */
     ps_hmap_t tree_cache;   /* parent(8) item(8) -> node */
     ps_hmap_t stack_cache;  /* item ids of a whole stack -> node */
     ps_hmap_t series_cache; /* label encoding -> sid */
     ps_hmap_t state_index;  /* sid(8) -> ps_series_state_t pointer */
     ps_series_state_t **states; /* every state allocated, for freeing */
     size_t nstates, capstates;
-    ps_buf_t sym_key;       /* ps_sym_intern's cache key */
     uint64_t *due;          /* series whose head reached compact_max_profiles */
     size_t ndue, capdue;
     /* float series (floats_append.c): the open chunk and appender of each series written lately,
@@ -181,6 +181,8 @@ struct ps_store_writer {
     uint64_t fwd_next;      /* the forwarding log's next sequence number (DB_INFO "fwdnext") */
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
     ps_buf_t rec_all;       /* scratch: a write's float appends and its recorder's, one array */
+    ps_buf_t append_bufs[6]; /* write.c: a profile's encodings, kept for the next (growing them anew
+                              * was ten reallocs a profile); one of more than 1 MiB is let go */
     ps_buf_t ltimes_key;    /* scratch: ps_ltimes_note's keys */
     struct ps_unsym_acc *unsym; /* unsym.c: the counts of frames without symbols the current write adds */
     bool defer_sync;        /* ps_store_writer_defer_sync */
@@ -239,7 +241,12 @@ int ps_store_load_next(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err);
 int ps_sym_intern(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err);
 /* The hash ps_sym_intern_h takes (the symbol index's: ps_hash64(content, n, kind)), its cache slot
  * prefetched: hash a profile's symbols of a kind first, then intern them */
-uint64_t ps_sym_hash(ps_store_writer_t *w, int kind, const void *content, size_t n);
+static inline uint64_t ps_sym_hash(ps_store_writer_t *w, int kind, const void *content, size_t n)
+{
+    uint64_t h = ps_hash64(content, n, (uint64_t)kind);
+    ps_hmap_prefetch(&w->wc->sym_cache[kind], h);
+    return h;
+}
 int ps_sym_intern_h(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t h,
                     uint64_t *id, ps_err_t *err);
 /* The content of symbol (kind, id) into *out: true, false if there is none (or txn failed). */

@@ -18,13 +18,6 @@ bool ps_sym_get(ps_txn_t *txn, int kind, uint64_t id, MDB_val *out)
     return ps_txn_get(txn, DB_SYM, kb, 9, out, "reading symbol");
 }
 
-uint64_t ps_sym_hash(ps_store_writer_t *w, int kind, const void *content, size_t n)
-{
-    uint64_t h = ps_hash64(content, n, (uint64_t)kind);
-    ps_hmap_prefetch(&w->wc->sym_cache, h);
-    return h;
-}
-
 int ps_sym_intern(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t *id, ps_err_t *err)
 {
     return ps_sym_intern_h(w, txn, kind, content, n, ps_hash64(content, n, (uint64_t)kind), id, err);
@@ -37,13 +30,10 @@ int ps_sym_intern_h(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *c
         *id = 0;
         return 0;
     }
-    /* cache key: kind byte + content; its hash in the cache is the index's, h */
-    ps_buf_t *ck = &w->wc->sym_key;
-    ps_buf_reset(ck);
-    ps_buf_putc(ck, (uint8_t)kind);
-    ps_buf_append(ck, content, n);
+    /* the kind's cache, keyed by the content; its hash there is the index's, h */
+    ps_hmap_t *cache = &w->wc->sym_cache[kind];
     uint64_t v;
-    if (ps_hmap_get_h(&w->wc->sym_cache, h, ck->data, ck->len, &v)) {
+    if (ps_hmap_get_h(cache, h, content, n, &v)) {
         *id = v;
         return 0;
     }
@@ -57,7 +47,7 @@ int ps_sym_intern_h(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *c
         MDB_val c;
         if (ps_sym_get(txn, kind, cand, &c) && c.mv_size == n && memcmp(c.mv_data, content, n) == 0) {
             ps_cur_close(&cur);
-            ps_hmap_put_h(&w->wc->sym_cache, h, ck->data, ck->len, cand);
+            ps_hmap_put_h(cache, h, content, n, cand);
             *id = cand;
             return 0;
         }
@@ -74,7 +64,7 @@ int ps_sym_intern_h(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *c
     if (!ps_txn_put(txn, DB_SYM, ib, 9, content, n, 0, "writing symbol") ||
         !ps_txn_put(txn, DB_SYM_HASH, hk, 9, idv, 8, 0, "writing symbol index"))
         return ps_txn_error(txn, err);
-    ps_hmap_put_h(&w->wc->sym_cache, h, ck->data, ck->len, nid);
+    ps_hmap_put_h(cache, h, content, n, nid);
     *id = nid;
     return 0;
 }

@@ -15,12 +15,33 @@ typedef struct xlate {
     uint64_t *str, *map, *fn, *loc;
     ps_buf_t enc;
     ps_buf_t key;
+    ps_buf_t stacks;  /* the stack keys of the profile's samples (stack_key), one after another */
+    uint64_t loc_or;  /* every location id or'ed: stack keys are narrow if it and the label set ids are below 2^31 */
     /* the label set id of each raw label list (key, str, num, num_unit string indexes as the
      * profile gives them, span labels taken out) seen in this profile: one list gives one set,
      * so a repeat skips the sort, the encoding and the look-up (Go's samples carry a few sets) */
     ps_hmap_t lsets;
     bool lsets_on;
 } xlate_t;
+
+/* The writer's buffer i (append_bufs), emptied, for a profile's encodings; buf_give hands it back */
+enum { BUF_SYMS, BUF_ENC, BUF_KEY, BUF_STACKS, BUF_REC, BUF_PREC };
+static ps_buf_t buf_take(ps_store_writer_t *w, int i)
+{
+    ps_buf_t b = w->append_bufs[i];
+    w->append_bufs[i] = (ps_buf_t)PS_BUF_INIT;
+    b.len = 0;
+    return b;
+}
+
+static void buf_give(ps_store_writer_t *w, int i, ps_buf_t *b)
+{
+    if (b->cap > ((size_t)1 << 20) || w->append_bufs[i].data != NULL)
+        ps_buf_dispose(b);
+    else
+        w->append_bufs[i] = *b;
+    *b = (ps_buf_t)PS_BUF_INIT;
+}
 
 /* The samples of a profile in node order: an LSD radix sort of their indexes, 8 bits a pass, as
  * many passes as the largest node needs (three up to 16M nodes). Sorted once for all the
@@ -62,13 +83,22 @@ typedef struct symbatch {
     uint64_t *h;
 } symbatch_t;
 
+/* ps_sym_intern_h, its cache hit inline (most look-ups) */
+static inline int intern_one(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t h,
+                             uint64_t *id, ps_err_t *err)
+{
+    if (ps_hmap_get_h(&w->wc->sym_cache[kind], h, content, n, id))
+        return 0;
+    return ps_sym_intern_h(w, txn, kind, content, n, h, id, err);
+}
+
 static int intern_batch(ps_store_writer_t *w, ps_txn_t *txn, int kind, symbatch_t *b, uint32_t n, uint64_t *ids,
                         ps_err_t *err)
 {
     for (uint32_t i = 0; i < n; i++)
         b->h[i] = ps_sym_hash(w, kind, b->enc.data + b->off[i], b->off[i + 1] - b->off[i]);
     for (uint32_t i = 0; i < n; i++) {
-        int ret = ps_sym_intern_h(w, txn, kind, b->enc.data + b->off[i], b->off[i + 1] - b->off[i], b->h[i], &ids[i], err);
+        int ret = intern_one(w, txn, kind, b->enc.data + b->off[i], b->off[i + 1] - b->off[i], b->h[i], &ids[i], err);
         if (ret != 0)
             return ret;
     }
@@ -87,7 +117,7 @@ static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_
         most = p->nfunctions;
     if (p->nlocations > most)
         most = p->nlocations;
-    symbatch_t b = {PS_BUF_INIT, ps_arena_alloc(a, ((size_t)most + 1) * sizeof(size_t)),
+    symbatch_t b = {buf_take(w, BUF_SYMS), ps_arena_alloc(a, ((size_t)most + 1) * sizeof(size_t)),
                     ps_arena_alloc(a, ((size_t)most + 1) * sizeof(uint64_t))};
     x->str = ps_arena_alloc(a, (p->nstrings + 1) * sizeof(uint64_t));
     for (uint32_t i = 0; i < p->nstrings; i++)
@@ -95,22 +125,25 @@ static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_
     for (uint32_t i = 0; i < p->nstrings; i++) {
         x->str[i] = 0;
         if ((skip == NULL || !skip[i]) &&
-            (ret = ps_sym_intern_h(w, txn, SYM_STRING, p->strings[i].ptr, p->strings[i].len, b.h[i], &x->str[i], err)) != 0)
+            (ret = intern_one(w, txn, SYM_STRING, p->strings[i].ptr, p->strings[i].len, b.h[i], &x->str[i], err)) != 0)
             goto Exit;
     }
 #define STR(i) ((i) < p->nstrings ? x->str[(i)] : 0)
     x->map = ps_arena_alloc(a, (p->nmappings + 1) * sizeof(uint64_t));
     x->map[0] = 0;
     ps_buf_reset(&b.enc);
+    /* each symbol's varints written into room reserved for all of them (ps_enc_uvarint) */
     for (uint32_t i = 0; i < p->nmappings; i++) {
         const ps_mapping_t *m = &p->mappings[i];
         b.off[i] = b.enc.len;
-        ps_put_uvarint(&b.enc, m->memory_start);
-        ps_put_uvarint(&b.enc, m->memory_limit);
-        ps_put_uvarint(&b.enc, m->file_offset);
-        ps_put_uvarint(&b.enc, STR(m->filename));
-        ps_put_uvarint(&b.enc, STR(m->build_id));
-        ps_put_uvarint(&b.enc, m->flags);
+        uint8_t *e = ps_buf_reserve(&b.enc, 6 * 10), *q = e;
+        q = ps_enc_uvarint(q, m->memory_start);
+        q = ps_enc_uvarint(q, m->memory_limit);
+        q = ps_enc_uvarint(q, m->file_offset);
+        q = ps_enc_uvarint(q, STR(m->filename));
+        q = ps_enc_uvarint(q, STR(m->build_id));
+        q = ps_enc_uvarint(q, m->flags);
+        b.enc.len += (size_t)(q - e);
     }
     b.off[p->nmappings] = b.enc.len;
     if ((ret = intern_batch(w, txn, SYM_MAPPING, &b, p->nmappings, x->map + 1, err)) != 0)
@@ -121,10 +154,12 @@ static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_
     for (uint32_t i = 0; i < p->nfunctions; i++) {
         const ps_function_t *f = &p->functions[i];
         b.off[i] = b.enc.len;
-        ps_put_uvarint(&b.enc, STR(f->name));
-        ps_put_uvarint(&b.enc, STR(f->system_name));
-        ps_put_uvarint(&b.enc, STR(f->filename));
-        ps_put_varint(&b.enc, f->start_line);
+        uint8_t *e = ps_buf_reserve(&b.enc, 4 * 10), *q = e;
+        q = ps_enc_uvarint(q, STR(f->name));
+        q = ps_enc_uvarint(q, STR(f->system_name));
+        q = ps_enc_uvarint(q, STR(f->filename));
+        q = ps_enc_uvarint(q, ps_zigzag(f->start_line));
+        b.enc.len += (size_t)(q - e);
     }
     b.off[p->nfunctions] = b.enc.len;
     if ((ret = intern_batch(w, txn, SYM_FUNCTION, &b, p->nfunctions, x->fn + 1, err)) != 0)
@@ -135,20 +170,25 @@ static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_
     for (uint32_t i = 0; i < p->nlocations; i++) {
         const ps_location_t *l = &p->locations[i];
         b.off[i] = b.enc.len;
-        ps_put_uvarint(&b.enc, l->mapping <= p->nmappings ? x->map[l->mapping] : 0);
-        ps_put_uvarint(&b.enc, l->address);
-        ps_put_uvarint(&b.enc, l->is_folded);
-        ps_put_uvarint(&b.enc, l->nlines);
+        uint8_t *e = ps_buf_reserve(&b.enc, (4 + 3 * (size_t)l->nlines) * 10), *q = e;
+        q = ps_enc_uvarint(q, l->mapping <= p->nmappings ? x->map[l->mapping] : 0);
+        q = ps_enc_uvarint(q, l->address);
+        q = ps_enc_uvarint(q, l->is_folded);
+        q = ps_enc_uvarint(q, l->nlines);
         for (uint32_t j = 0; j < l->nlines; j++) {
-            ps_put_uvarint(&b.enc, l->lines[j].function <= p->nfunctions ? x->fn[l->lines[j].function] : 0);
-            ps_put_varint(&b.enc, l->lines[j].line);
-            ps_put_varint(&b.enc, l->lines[j].column);
+            q = ps_enc_uvarint(q, l->lines[j].function <= p->nfunctions ? x->fn[l->lines[j].function] : 0);
+            q = ps_enc_uvarint(q, ps_zigzag(l->lines[j].line));
+            q = ps_enc_uvarint(q, ps_zigzag(l->lines[j].column));
         }
+        b.enc.len += (size_t)(q - e);
     }
     b.off[p->nlocations] = b.enc.len;
     ret = intern_batch(w, txn, SYM_LOCATION, &b, p->nlocations, x->loc + 1, err);
+    x->loc_or = 0;
+    for (uint32_t i = 1; i <= p->nlocations; i++)
+        x->loc_or |= x->loc[i];
 Exit:
-    ps_buf_dispose(&b.enc);
+    buf_give(w, BUF_SYMS, &b.enc);
     return ret;
 }
 
@@ -180,25 +220,33 @@ static int cmp_label(const void *a, const void *b, void *ctx)
     return 0;
 }
 
-/* The whole-stack cache key of a sample (its label set id lsid, 0: none, then its location ids,
- * leaf first) into x->key; its length */
-static size_t stack_key(const ps_sample_t *smp, xlate_t *x, uint64_t lsid)
+/* Appends the whole-stack cache key of a sample (its label set id lsid, 0: none, then its location
+ * ids, leaf first) to keys. narrow (every id below 2^31): the ids as 4-byte words (half the bytes
+ * to hash, compare and keep), else 0xffffffff and then 8-byte words (no narrow key starts so). */
+static void stack_key(const ps_sample_t *smp, const xlate_t *x, uint64_t lsid, bool narrow, ps_buf_t *keys)
 {
-    ps_buf_reset(&x->key);
-    uint64_t *k = (uint64_t *)ps_buf_reserve(&x->key, (smp->nlocs + 1) * 8);
-    k[0] = lsid;
+    if (narrow) {
+        uint32_t *k = (uint32_t *)ps_buf_reserve(keys, (smp->nlocs + 1) * 4);
+        k[0] = (uint32_t)lsid;
+        for (uint32_t j = 0; j < smp->nlocs; j++)
+            k[j + 1] = (uint32_t)x->loc[smp->locs[j]];
+        keys->len += (smp->nlocs + 1) * 4;
+        return;
+    }
+    uint8_t *b = ps_buf_reserve(keys, 4 + (smp->nlocs + 1) * 8);
+    memset(b, 0xff, 4);
+    memcpy(b + 4, &lsid, 8);
     for (uint32_t j = 0; j < smp->nlocs; j++)
-        k[j + 1] = x->loc[smp->locs[j]];
-    return (smp->nlocs + 1) * 8;
+        memcpy(b + 12 + 8 * j, &x->loc[smp->locs[j]], 8);
+    keys->len += 4 + (smp->nlocs + 1) * 8;
 }
 
-/* The stack node of sample smp: [label set item] then locations root first. h: the hash of its
- * stack key when it has no labels (taken before, its cache slot prefetched), else unused. */
-static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const ps_sample_t *smp,
-                       const sample_span_t *sp, xlate_t *x, uint64_t h, uint64_t *node, ps_err_t *err)
+/* The label set id of sample smp (0: no labels but the span's) into *lsid. */
+static int sample_lsid(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const ps_sample_t *smp,
+                       const sample_span_t *sp, xlate_t *x, uint64_t *lsid, ps_err_t *err)
 {
     int ret;
-    uint64_t lsid = 0;
+    *lsid = 0;
     /* the labels without the span's span_id/profile_id and trace_id (kept in the span parts) */
     uint32_t nl = smp->nlabels;
     const ps_label_t *labels = smp->labels;
@@ -228,7 +276,7 @@ static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
             x->lsets_on = true;
         }
         rh = ps_hash64(rk, x->key.len, 0);
-        if (ps_hmap_get_h(&x->lsets, rh, rk, x->key.len, &lsid))
+        if (ps_hmap_get_h(&x->lsets, rh, rk, x->key.len, lsid))
             nl = 0;
     }
     if (nl > 0) {
@@ -247,18 +295,22 @@ static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
             ps_put_varint(&x->enc, l->num);
             ps_put_uvarint(&x->enc, STR(l->num_unit));
         }
-        if ((ret = ps_sym_intern(w, txn, SYM_LABELSET, x->enc.data, x->enc.len, &lsid, err)) != 0) {
+        if ((ret = ps_sym_intern(w, txn, SYM_LABELSET, x->enc.data, x->enc.len, lsid, err)) != 0) {
             free(kept);
             return ret;
         }
-        ps_hmap_put_h(&x->lsets, rh, x->key.data, x->key.len, lsid);
+        ps_hmap_put_h(&x->lsets, rh, x->key.data, x->key.len, *lsid);
     }
     free(kept);
-    /* whole-stack cache: label set id then location ids, leaf first */
-    size_t klen = stack_key(smp, x, lsid);
-    const uint64_t *k = (const uint64_t *)x->key.data;
-    if (smp->nlabels > 0)
-        h = ps_hash64(k, klen, 0);
+    return 0;
+}
+
+/* The stack node of sample smp: [label set item lsid] then locations root first. k, klen: its
+ * stack key (stack_key), h: that key's hash (its cache slot prefetched). */
+static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_sample_t *smp, const xlate_t *x, uint64_t lsid,
+                       const uint8_t *k, size_t klen, uint64_t h, uint64_t *node, ps_err_t *err)
+{
+    int ret;
     uint64_t v;
     if (ps_hmap_get_h(&w->wc->stack_cache, h, k, klen, &v)) {
         *node = v;
@@ -268,7 +320,7 @@ static int sample_node(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
     if (lsid && (ret = ps_tree_child(w, txn, n, lsid | PS_ITEM_LABELSET, &n, err)) != 0)
         return ret;
     for (uint32_t j = smp->nlocs; j > 0; j--)
-        if ((ret = ps_tree_child(w, txn, n, k[j], &n, err)) != 0)
+        if ((ret = ps_tree_child(w, txn, n, x->loc[smp->locs[j - 1]], &n, err)) != 0)
             return ret;
     ps_hmap_put_h(&w->wc->stack_cache, h, k, klen, n);
     *node = n;
@@ -418,7 +470,10 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     const ps_profile_t *p = it->profile;
     xlate_t x = {0};
     int ret = 0;
-    ps_buf_t rec = PS_BUF_INIT, prec = PS_BUF_INIT, lkey = PS_BUF_INIT;
+    x.enc = buf_take(w, BUF_ENC);
+    x.key = buf_take(w, BUF_KEY);
+    x.stacks = buf_take(w, BUF_STACKS);
+    ps_buf_t rec = buf_take(w, BUF_REC), prec = buf_take(w, BUF_PREC);
     uint64_t *nodes = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
 
     sample_span_t *spans = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(sample_span_t));
@@ -426,19 +481,30 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     if ((ret = intern_symbols(w, txn, p, has_spans ? span_only_strings(p, spans, a) : NULL, &x, a, err)) != 0)
         goto Exit;
     static const sample_span_t nospan = {0, UINT32_MAX, UINT32_MAX, 0};
-    /* the stack keys of the samples without labels hashed first, their cache slots prefetched
-     * (as intern_batch does for the symbols) */
-    uint64_t *sh = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
+    /* the samples' label sets, then all their stack keys built and hashed, the cache slots
+     * prefetched (as intern_batch does for the symbols), then the look-ups (ids of each kind are
+     * given in sample order, as when each sample was done whole) */
+    uint64_t *lsids = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
+    uint64_t wide = x.loc_or;
     for (uint32_t i = 0; i < p->nsamples; i++) {
-        sh[i] = 0;
-        if (p->samples[i].nlabels == 0) {
-            size_t klen = stack_key(&p->samples[i], &x, 0);
-            sh[i] = ps_hash64(x.key.data, klen, 0);
-            ps_hmap_prefetch(&w->wc->stack_cache, sh[i]);
-        }
+        lsids[i] = 0;
+        if (p->samples[i].nlabels > 0 &&
+            (ret = sample_lsid(w, txn, p, &p->samples[i], has_spans ? &spans[i] : &nospan, &x, &lsids[i], err)) != 0)
+            goto Exit;
+        wide |= lsids[i];
     }
+    uint64_t *sh = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
+    size_t *koff = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(size_t));
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        koff[i] = x.stacks.len;
+        stack_key(&p->samples[i], &x, lsids[i], wide >> 31 == 0, &x.stacks);
+        sh[i] = ps_hash64(x.stacks.data + koff[i], x.stacks.len - koff[i], 0);
+        ps_hmap_prefetch(&w->wc->stack_cache, sh[i]);
+    }
+    koff[p->nsamples] = x.stacks.len;
     for (uint32_t i = 0; i < p->nsamples; i++)
-        if ((ret = sample_node(w, txn, p, &p->samples[i], has_spans ? &spans[i] : &nospan, &x, sh[i], &nodes[i], err)) != 0)
+        if ((ret = sample_node(w, txn, &p->samples[i], &x, lsids[i], x.stacks.data + koff[i], koff[i + 1] - koff[i],
+                               sh[i], &nodes[i], err)) != 0)
             goto Exit;
     uint32_t *order = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint32_t));
     uint32_t *tmp = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint32_t));
@@ -527,7 +593,7 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
             /* the label times: at the series' first profile and its first of each granule
              * (profiles come in order: last_ts is its newest) */
             if ((st->last_ts == INT64_MIN || !ps_ltimes_same_granule(st->last_ts, it->ts)) &&
-                (ret = ps_ltimes_note(txn, &it->series_labels[si], it->ts, &lkey, err)) != 0)
+                (ret = ps_ltimes_note(txn, &it->series_labels[si], it->ts, &w->ltimes_key, err)) != 0)
                 goto Exit;
             if (st->head_count == 0)
                 st->head_min_ts = it->ts;
@@ -561,11 +627,11 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     if (!check)
         ret = ps_unsym_count(w, txn, it, x.str, a, err);
 Exit:
-    ps_buf_dispose(&prec);
-    ps_buf_dispose(&rec);
-    ps_buf_dispose(&lkey);
-    ps_buf_dispose(&x.enc);
-    ps_buf_dispose(&x.key);
+    buf_give(w, BUF_PREC, &prec);
+    buf_give(w, BUF_REC, &rec);
+    buf_give(w, BUF_ENC, &x.enc);
+    buf_give(w, BUF_KEY, &x.key);
+    buf_give(w, BUF_STACKS, &x.stacks);
     if (x.lsets_on)
         ps_hmap_dispose(&x.lsets);
     return ret;
@@ -813,7 +879,10 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
         ps_walls_set(&w->append_wall, floats[i]->sid, now);
     }
     /* the caches only save LMDB lookups: past their budget they start again from empty */
-    if (w->s->opts.cache_bytes && ps_hmap_bytes(&w->wc->sym_cache) + ps_hmap_bytes(&w->wc->tree_cache) +
+    size_t sym_bytes = 0;
+    for (int k = 1; k < SYM_KINDS; k++)
+        sym_bytes += ps_hmap_bytes(&w->wc->sym_cache[k]);
+    if (w->s->opts.cache_bytes && sym_bytes + ps_hmap_bytes(&w->wc->tree_cache) +
                                        ps_hmap_bytes(&w->wc->stack_cache) + ps_hmap_bytes(&w->wc->series_cache) +
                                        w->wc->float_state_bytes >
                                    w->s->opts.cache_bytes)

@@ -24,7 +24,8 @@ void ps_series_caches_clear(ps_store_writer_t *w)
 
 void ps_sym_caches_clear(ps_store_writer_t *w)
 {
-    ps_hmap_clear(&w->wc->sym_cache);
+    for (int k = 1; k < SYM_KINDS; k++)
+        ps_hmap_clear(&w->wc->sym_cache[k]);
     ps_hmap_clear(&w->wc->tree_cache);
     ps_hmap_clear(&w->wc->stack_cache);
     ps_series_caches_clear(w);
@@ -160,7 +161,8 @@ void ps_walls_dispose(ps_walls_t *m)
 static ps_wcache_t *ps_wcache_new(void)
 {
     ps_wcache_t *wc = ps_xcalloc(1, sizeof(*wc));
-    ps_hmap_init(&wc->sym_cache);
+    for (int k = 1; k < SYM_KINDS; k++)
+        ps_hmap_init(&wc->sym_cache[k]);
     ps_hmap_init(&wc->tree_cache);
     ps_hmap_init(&wc->stack_cache);
     ps_hmap_init(&wc->series_cache);
@@ -174,7 +176,8 @@ static void ps_wcache_free(ps_wcache_t *wc)
 {
     if (wc == NULL)
         return;
-    ps_hmap_dispose(&wc->sym_cache);
+    for (int k = 1; k < SYM_KINDS; k++)
+        ps_hmap_dispose(&wc->sym_cache[k]);
     ps_hmap_dispose(&wc->tree_cache);
     ps_hmap_dispose(&wc->stack_cache);
     ps_hmap_dispose(&wc->series_cache);
@@ -189,7 +192,6 @@ static void ps_wcache_free(ps_wcache_t *wc)
     ps_buf_dispose(&wc->float_key);
     free(wc->float_states);
     free(wc->float_dirty);
-    ps_buf_dispose(&wc->sym_key);
     free(wc);
 }
 
@@ -250,6 +252,8 @@ void ps_store_writer_close(ps_store_writer_t *w)
     ps_buf_dispose(&w->rec_all);
     ps_buf_dispose(&w->ltimes_key);
     ps_buf_dispose(&w->fwd_buf);
+    for (size_t i = 0; i < sizeof(w->append_bufs) / sizeof(w->append_bufs[0]); i++)
+        ps_buf_dispose(&w->append_bufs[i]);
     ps_walls_dispose(&w->append_wall);
     ps_unsym_free(w);
     free(w);

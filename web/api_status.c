@@ -213,6 +213,9 @@ static const ps_metric_t m_batches = {"profstore_writer_batches_total", PS_COUNT
                                   "Write transactions by duration: building, commit and the fsync of their pages."},
                          m_appends_failed = {"profstore_writer_appends_failed_total", PS_COUNTER,
                                              "Profiles the writer refused."},
+                         m_decode_waits = {"profstore_writer_decode_waits_total", PS_COUNTER,
+                                           "Write transactions that waited (at most 2 ms) for writes still being "
+                                           "decoded, to take them too."},
                          m_duplicates = {"profstore_writer_duplicates_total", PS_COUNTER,
                                          "Identical re-pushes acknowledged without writing."},
                          m_compactor_chunks = {"profstore_compactor_chunks_total", PS_COUNTER,
@@ -270,6 +273,7 @@ static void writer_metrics(ps_buf_t *b, const ps_writer_stats_t *ws)
     atomic_init(&h.sum_ns, ws->txn_sum_ns);
     ps_metric_head(b, &m_txn);
     ps_metric_histogram(b, &m_txn, NULL, &h, &txn_buckets);
+    ps_metric_write_u64(b, &m_decode_waits, ws->decode_waits);
     ps_metric_write_u64(b, &m_appends_failed, ws->failed);
     ps_metric_write_u64(b, &m_duplicates, ws->duplicates);
     ps_metric_write_u64(b, &m_compactor_chunks, ws->chunks);

@@ -10,31 +10,52 @@
  * instead of retrying. An identical duplicate (a retried request) is accepted silently.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "core/timeutil.h"
 #include "ingest.h"
 
 void ps_ingest_remote_prepare(const ps_remote_write_t *w, ps_arena_t *arena, ps_wreq_t *r)
 {
     uint32_t n = 0;
+    size_t keys = 0, nsamples = 0;
     for (uint32_t i = 0; i < w->nseries; i++)
-        n += w->series[i].nsamples > 0;
-    ps_float_append_t *fa = ps_arena_calloc(arena, n + 1, sizeof(*fa));
+        if (w->series[i].nsamples > 0) {
+            n++;
+            nsamples += w->series[i].nsamples;
+            keys += ps_labels_encoded_max(&w->series[i].labels);
+        }
+    /* not zeroed whole: each append's error buffer is most of its bytes (it was most of the decode
+     * threads' memset and page faults); the writer writes a message before it reads one */
+    ps_float_append_t *fa = ps_arena_alloc(arena, (n + 1) * sizeof(*fa));
     ps_float_append_t **items = ps_arena_alloc(arena, (n + 1) * sizeof(*items));
+    ps_float_sample_t *smp = ps_arena_alloc(arena, (nsamples + 1) * sizeof(*smp));
+    uint8_t *key = ps_arena_alloc(arena, keys + 1);
     uint32_t k = 0;
     for (uint32_t i = 0; i < w->nseries; i++) {
         const ps_remote_series_t *rs = &w->series[i];
         if (rs->nsamples == 0)
             continue;
         /* ps_remote_sample_t and ps_float_sample_t are both (int64 ms, double) */
-        ps_float_sample_t *smp = ps_arena_alloc(arena, rs->nsamples * sizeof(*smp));
         for (uint32_t j = 0; j < rs->nsamples; j++)
             smp[j] = (ps_float_sample_t){rs->samples[j].t_ms, rs->samples[j].v};
+        const size_t e0 = offsetof(ps_float_append_t, err), e1 = e0 + sizeof(fa[k].err);
+        memset(&fa[k], 0, e0);
+        memset((char *)&fa[k] + e1, 0, sizeof(fa[k]) - e1);
+        ps_err_clear(&fa[k].err);
         fa[k].labels = &rs->labels;
         fa[k].samples = smp;
         fa[k].nsamples = rs->nsamples;
+        smp += rs->nsamples;
+        /* the series' key and its hash here, on a decode thread: the single writer finds a series
+         * it holds by them without encoding and hashing the labels itself */
+        fa[k].key = key;
+        fa[k].klen = (uint32_t)ps_labels_encode_to(&rs->labels, key);
+        fa[k].key_hash = ps_hash64(key, fa[k].klen, 0);
+        key += fa[k].klen;
         items[k] = &fa[k];
         k++;
     }

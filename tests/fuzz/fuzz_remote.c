@@ -7,7 +7,10 @@
  * the defaults with max_uncompressed lowered to 8 MiB. A failure must be a clean PS_EINVAL or
  * PS_ETOOBIG with a message. A success must hold only valid series (sorted, valid labels,
  * __name__ present), is re-encoded in both versions and decoded again, which must give the same
- * series. Built and run by build.sh / run.sh in this folder (seeds: the captured Prometheus bodies).
+ * series. A 1.0 body is also decoded by each path alone (proto/remote_int.h): the direct decoder
+ * takes only bodies protobuf-c accepts, with the same result bit for bit; where it declines, the
+ * answer is protobuf-c's, code and message. Built and run by build.sh / run.sh in this folder
+ * (seeds: the captured Prometheus bodies).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +18,7 @@
 #include <string.h>
 
 #include "proto/remote.h"
+#include "proto/remote_int.h"
 
 #define PS_FUZZ_NAME "fuzz_remote"
 #define PS_FUZZ_SNAPPY
@@ -55,6 +59,57 @@ static void check_same(const ps_remote_write_t *a, const ps_remote_write_t *b)
     }
 }
 
+/* a and b, bit for bit: counts, labels (NUL-terminated at their lengths), samples, metadata */
+static void check_identical(const ps_remote_write_t *a, const ps_remote_write_t *b)
+{
+    CHECK(a->version == b->version && a->nseries == b->nseries && a->nmetadata == b->nmetadata &&
+              a->nsamples == b->nsamples && a->nhistograms == b->nhistograms && a->nexemplars == b->nexemplars,
+          "the counts differ");
+    for (uint32_t i = 0; i < a->nseries; i++) {
+        const ps_remote_series_t *x = &a->series[i], *y = &b->series[i];
+        CHECK(x->labels.n == y->labels.n && x->nsamples == y->nsamples && x->nhistograms == y->nhistograms &&
+                  x->nexemplars == y->nexemplars && x->meta == y->meta && x->created_ms == y->created_ms,
+              "series %u counts", i);
+        for (uint32_t k = 0; k < x->labels.n; k++) {
+            const ps_label_pair_t *p = &x->labels.pairs[k], *q = &y->labels.pairs[k];
+            CHECK(p->nlen == q->nlen && p->vlen == q->vlen && memcmp(p->name, q->name, p->nlen + 1) == 0 &&
+                      memcmp(p->value, q->value, p->vlen + 1) == 0,
+                  "series %u label %u", i, k);
+        }
+        CHECK(x->nsamples == 0 || memcmp(x->samples, y->samples, x->nsamples * sizeof(*x->samples)) == 0,
+              "series %u samples", i);
+    }
+    for (uint32_t i = 0; i < a->nmetadata; i++) {
+        const ps_remote_metadata_t *x = &a->metadata[i], *y = &b->metadata[i];
+        CHECK(x->type == y->type && strcmp(x->family, y->family) == 0 && strcmp(x->help, y->help) == 0 &&
+                  strcmp(x->unit, y->unit) == 0,
+              "metadata %u", i);
+    }
+}
+
+/* The two 1.0 paths against each other and against what ps_remote_write_decode answered (rc, w). */
+static void check_paths(const uint8_t *body, size_t n, const ps_remote_limits_t *lim, int rc, const ps_err_t *err,
+                        const ps_remote_write_t *w, ps_arena_t *arena)
+{
+    ps_remote_write_t d, r;
+    ps_err_t e1, e2;
+    ps_err_clear(&e1);
+    ps_err_clear(&e2);
+    int rd = ps_remote_write_decode_path(body, n, 1, lim, arena, &d, PS_REMOTE_DECODE_DIRECT, &e1);
+    int rr = ps_remote_write_decode_path(body, n, 1, lim, arena, &r, PS_REMOTE_DECODE_PROTOBUF_C, &e2);
+    CHECK(rr == rc, "protobuf-c's path gave %d, the decoder %d", rr, rc);
+    CHECK(rc == 0 || strcmp(e2.msg, err->msg) == 0, "messages differ: \"%s\" / \"%s\"", e2.msg, err->msg);
+    if (rd == 0) {
+        CHECK(rr == 0, "the direct decoder took a body protobuf-c refuses: %s", e2.msg);
+        check_identical(&d, &r);
+    } else {
+        CHECK(rd == PS_REMOTE_DECLINED || rd == rr, "the direct decoder gave %d", rd);
+        CHECK(d.nseries == 0, "a declined body left output");
+    }
+    if (rc == 0)
+        check_identical(w, &r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ps_remote_limits_t lim;
@@ -74,6 +129,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lim.max_uncompressed = 8u << 20;
     ps_err_clear(&err);
     int rc = ps_remote_write_decode(body, n, version, &lim, &arena, &w, &err);
+    if (version == 1)
+        check_paths(body, n, &lim, rc, &err, &w, &arena);
     if (rc != 0) {
         ps_fuzz_check_decode_error(rc, &err);
         CHECK(w.nseries == 0 && w.nmetadata == 0, "a failure left output");

@@ -271,3 +271,6 @@ def test_writer_transaction_histogram(server):
     assert b[-1][1] == batches
     assert one(samples, "profstore_writer_transaction_duration_seconds_count") == batches
     assert 0 < one(samples, "profstore_writer_transaction_duration_seconds_sum") < 10 * batches
+    # each push was alone on the decode threads when the writer took it: no transaction waited
+    assert types["profstore_writer_decode_waits_total"] == "counter"
+    assert one(samples, "profstore_writer_decode_waits_total") == 0

@@ -172,6 +172,22 @@ static void test_labels(void **state)
     assert_int_equal(ps_labels_decode(b.data, b.len, &a, &back), 0);
     assert_int_equal(back.n, 3);
     assert_string_equal(back.pairs[1].value, "a:1");
+    /* the exact bytes, and ps_labels_encode_to the same (a value of 200 bytes: a two-byte length) */
+    assert_int_equal(b.len, 3 * 2 + 8 + 3 + 8 + 3 + 3 + 3);
+    assert_memory_equal(b.data, "\x08__name__\x03" "cpu\x08instance\x03" "a:1\x03job\x03" "api", b.len);
+    char bigv[200];
+    memset(bigv, 'v', sizeof(bigv));
+    ps_label_pair_t wide[2] = {{"__name__", "m", 8, 1}, {"k", bigv, 1, sizeof(bigv)}};
+    ps_labels_t wl = {2, wide};
+    ps_buf_t wb = PS_BUF_INIT;
+    ps_labels_encode(&wl, &wb);
+    assert_int_equal(wb.len, 1 + 8 + 1 + 1 + 1 + 1 + 2 + 200);
+    assert_memory_equal(wb.data + 13, "\xc8\x01vv", 4);
+    assert_int_equal(ps_labels_encoded_max(&wl), 8 + 1 + 1 + 200 + 20);
+    uint8_t to[300];
+    assert_int_equal(ps_labels_encode_to(&wl, to), wb.len);
+    assert_memory_equal(to, wb.data, wb.len);
+    ps_buf_dispose(&wb);
     /* truncated encodings fail */
     for (size_t n = 1; n < b.len; n++)
         if (ps_labels_decode(b.data, n, &a, &back) == 0)

@@ -20,6 +20,7 @@
 
 #include "../testutil.h"
 
+#include "core/hash.h"
 #include "core/timeutil.h"
 #include "ingest/ingest.h"
 #include "storage/internal.h"
@@ -556,23 +557,29 @@ static void test_samples_batch_weight(void **state)
 static void test_samples_eager_commit(void **state)
 {
     env_t *e = *state;
+    /* without the threshold, three requests 20 ms apart share one commit after the 300 ms delay;
+     * with it, each request of 2,000 samples commits at once: under a delay of 60 s each answer
+     * (and the first one's) comes within wait_done's 10 s only when nothing waited for the delay */
     for (int eager = 0; eager < 2; eager++) {
-        ps_writer_t *w = start_eager(e, 300 * 1000000ll, 0, eager ? 2000 : 0);
-        treq_t *warm = make_req(300 + eager, T0 + 200 + eager);
+        ps_writer_t *w = start_eager(e, eager ? 60 * PS_NS_PER_S : 300 * 1000000ll, 0, eager ? 2000 : 0);
+        treq_t *warm = eager ? make_samples(300 + eager, T0 * 1000ll, 2000) : make_req(300 + eager, T0 + 200 + eager);
         assert_int_equal(ps_writer_submit(w, &warm->w), 0);
         wait_done(1);
         treq_t *r[3];
         for (int i = 0; i < 3; i++) {
             r[i] = make_samples(20 + 10 * eager + i, T0 * 1000ll, 2000);
             assert_int_equal(ps_writer_submit(w, &r[i]->w), 0);
-            usleep(20000); /* the writer is awake: only the group-commit delay keeps them together */
+            if (eager)
+                wait_done(2 + i);
+            else
+                usleep(20000); /* the writer is awake: only the group-commit delay keeps them together */
         }
         wait_done(4);
         ps_writer_stats_t st;
         ps_writer_stats(w, &st);
         ps_writer_stop(w);
         assert_int_equal(st.batches, eager ? 4 : 2); /* each its own commit, or all three in one */
-        assert_int_equal(st.samples_written, 3 * 2000);
+        assert_int_equal(st.samples_written, (eager ? 4 : 3) * 2000);
         for (int i = 0; i < 3; i++)
             free_req(r[i]);
         free_req(warm);
@@ -954,6 +961,61 @@ static void test_group_commit_failing(void **state)
     free_req(after);
 }
 
+/* ps_ingest_remote_prepare gives each series with samples its key and hash, made on the decode
+ * thread, as the writer would make them (ps_labels_encode, ps_hash64), and its samples in order. */
+static void test_remote_prepare_keys(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    memset(ps_arena_alloc(&a, 60000), 0xff, 60000); /* the arena's memory reused: not zero */
+    ps_arena_reset(&a);
+    ps_remote_write_t w = {.version = 1, .nseries = 3};
+    w.series = ps_arena_calloc(&a, 3, sizeof(*w.series));
+    static const char *const names[] = {"up", "empty", "node_cpu_seconds_total"};
+    for (int i = 0; i < 3; i++) {
+        ps_labels_set(&w.series[i].labels, &a, "__name__", 8, names[i], strlen(names[i]));
+        ps_labels_set(&w.series[i].labels, &a, "job", 3, "node", 4);
+        w.series[i].nsamples = i == 1 ? 0 : (uint32_t)i + 1;
+        w.series[i].samples = ps_arena_alloc(&a, 4 * sizeof(ps_remote_sample_t));
+        for (uint32_t k = 0; k < w.series[i].nsamples; k++)
+            w.series[i].samples[k] = (ps_remote_sample_t){1000 * (int64_t)k + i, 0.5 * k};
+        w.series[i].meta = -1;
+    }
+    ps_wreq_t r;
+    memset(&r, 0, sizeof(r));
+    ps_ingest_remote_prepare(&w, &a, &r);
+    assert_int_equal(r.nfloats, 2); /* the series without samples is left out */
+    for (size_t k = 0; k < 2; k++) {
+        const ps_float_append_t *fa = r.floats[k];
+        const ps_remote_series_t *rs = &w.series[k == 0 ? 0 : 2];
+        assert_ptr_equal(fa->labels, &rs->labels);
+        /* what the writer reads before writing it: zero */
+        assert_false(fa->counter);
+        assert_null(fa->stored);
+        assert_int_equal(fa->status, 0);
+        assert_int_equal(fa->err.code, 0);
+        assert_string_equal(fa->err.msg, "");
+        assert_int_equal(fa->sid, 0);
+        assert_int_equal(fa->accepted + fa->duplicates + fa->out_of_order + fa->dup_conflicts + fa->out_of_bounds +
+                             fa->too_new,
+                         0);
+        assert_int_equal(fa->first_too_new, 0);
+        ps_buf_t key = PS_BUF_INIT;
+        ps_labels_encode(&rs->labels, &key);
+        assert_int_equal(fa->klen, key.len);
+        assert_memory_equal(fa->key, key.data, key.len);
+        assert_true(fa->key_hash == ps_hash64(key.data, key.len, 0));
+        assert_int_equal(fa->nsamples, rs->nsamples);
+        for (uint32_t j = 0; j < fa->nsamples; j++) {
+            assert_int_equal(fa->samples[j].t, rs->samples[j].t_ms);
+            assert_true(fa->samples[j].v == rs->samples[j].v);
+        }
+        ps_buf_dispose(&key);
+    }
+    assert_int_equal(r.floats[1]->klen, 1 + 8 + 1 + 22 + 1 + 3 + 1 + 4);
+    ps_arena_dispose(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -974,6 +1036,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_group_commit_failing, setup, teardown),
         cmocka_unit_test(test_answers_when_durable),
         cmocka_unit_test_setup_teardown(test_waits_for_decoding, setup, teardown),
+        cmocka_unit_test(test_remote_prepare_keys),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(body);

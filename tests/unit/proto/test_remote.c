@@ -21,6 +21,7 @@
 
 #include "core/varint.h"
 #include "proto/remote.h"
+#include "proto/remote_int.h"
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
@@ -183,6 +184,14 @@ static void check_against_json(const ps_remote_write_t *w, json_t *j)
 static const char *const bodies[] = {"remote-write-01", "remote-write-02", "remote-write-03",
                                      "remote-write-metadata-01"};
 
+/* The captured body bodies[b] (.bin), n bytes; free it. */
+static uint8_t *read_body(size_t b, size_t *n)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "%s.bin", bodies[b]);
+    return ps_test_read_prom(name, n);
+}
+
 /* ---- the captured bodies -------------------------------------------------------------------- */
 
 static void test_real_bodies(void **state)
@@ -269,10 +278,8 @@ static void test_round_trip(void **state)
 {
     (void)state;
     for (size_t b = 0; b < 3; b++) {
-        char name[64];
         size_t n;
-        snprintf(name, sizeof(name), "%s.bin", bodies[b]);
-        uint8_t *body = ps_test_read_prom(name, &n);
+        uint8_t *body = read_body(b, &n);
         ps_arena_t arena = PS_ARENA_INIT;
         ps_remote_write_t w, w1, w2;
         ps_buf_t e1 = PS_BUF_INIT, e2 = PS_BUF_INIT;
@@ -301,6 +308,229 @@ static void test_round_trip(void **state)
         ps_arena_dispose(&arena);
         free(body);
     }
+}
+
+/* ---- the direct 1.0 decoder against protobuf-c ---------------------------------------------- */
+
+/* Everything of two decoded requests, bit for bit (strings NUL-terminated at their lengths). */
+static void assert_identical(const ps_remote_write_t *a, const ps_remote_write_t *b)
+{
+    assert_int_equal(a->version, b->version);
+    assert_int_equal(a->nseries, b->nseries);
+    assert_int_equal(a->nmetadata, b->nmetadata);
+    assert_int_equal(a->nsamples, b->nsamples);
+    assert_int_equal(a->nhistograms, b->nhistograms);
+    assert_int_equal(a->nexemplars, b->nexemplars);
+    for (uint32_t i = 0; i < a->nseries; i++) {
+        const ps_remote_series_t *x = &a->series[i], *y = &b->series[i];
+        assert_int_equal(x->labels.n, y->labels.n);
+        for (uint32_t k = 0; k < x->labels.n; k++) {
+            const ps_label_pair_t *p = &x->labels.pairs[k], *q = &y->labels.pairs[k];
+            assert_int_equal(p->nlen, q->nlen);
+            assert_int_equal(p->vlen, q->vlen);
+            assert_memory_equal(p->name, q->name, p->nlen + 1);
+            assert_memory_equal(p->value, q->value, p->vlen + 1);
+        }
+        assert_int_equal(x->nsamples, y->nsamples);
+        if (x->nsamples)
+            assert_memory_equal(x->samples, y->samples, x->nsamples * sizeof(*x->samples));
+        assert_int_equal(x->nhistograms, y->nhistograms);
+        assert_int_equal(x->nexemplars, y->nexemplars);
+        assert_int_equal(x->meta, y->meta);
+        assert_int_equal(x->created_ms, y->created_ms);
+    }
+    for (uint32_t i = 0; i < a->nmetadata; i++) {
+        const ps_remote_metadata_t *x = &a->metadata[i], *y = &b->metadata[i];
+        assert_int_equal(x->type, y->type);
+        assert_string_equal(x->family, y->family);
+        assert_string_equal(x->help, y->help);
+        assert_string_equal(x->unit, y->unit);
+    }
+}
+
+/* The snappy body (n bytes) as 1.0 by the three paths: the direct decoder accepts only what
+ * protobuf-c accepts, with the same result; where it declines, ps_remote_write_decode gives
+ * protobuf-c's code and message. Returns whether the direct decoder took it. */
+static bool same_by_both_paths(const void *body, size_t n, const ps_remote_limits_t *lim)
+{
+    ps_arena_t arena = PS_ARENA_INIT;
+    ps_remote_write_t d, r, any;
+    ps_err_t e1, e2, e3;
+    ps_err_clear(&e1);
+    ps_err_clear(&e2);
+    ps_err_clear(&e3);
+    int rd = ps_remote_write_decode_path(body, n, 1, lim, &arena, &d, PS_REMOTE_DECODE_DIRECT, &e1);
+    int rr = ps_remote_write_decode_path(body, n, 1, lim, &arena, &r, PS_REMOTE_DECODE_PROTOBUF_C, &e2);
+    int ra = ps_remote_write_decode(body, n, 1, lim, &arena, &any, &e3);
+    assert_true(rd == 0 || rd == PS_REMOTE_DECLINED || rd == rr); /* snappy errors come before either */
+    if (rd == 0) {
+        if (rr != 0)
+            fail_msg("the direct decoder took a body protobuf-c refuses: %s", e2.msg);
+        assert_identical(&d, &r);
+    } else {
+        assert_int_equal(d.nseries, 0);
+    }
+    assert_int_equal(ra, rr);
+    if (rr != 0)
+        assert_string_equal(e3.msg, e2.msg);
+    else
+        assert_identical(&any, &r);
+    ps_arena_dispose(&arena);
+    return rd == 0;
+}
+
+static bool same_by_both_paths_raw(const ps_buf_t *raw)
+{
+    ps_buf_t body = PS_BUF_INIT;
+    compress(raw, &body);
+    bool took = same_by_both_paths(body.data, body.len, NULL);
+    ps_buf_dispose(&body);
+    return took;
+}
+
+/* A request of three series in Prometheus' layout, with what the direct decoder must read as
+ * protobuf-c does: a label's value before its name, a name given twice (the last one counts),
+ * start_timestamp, a histogram, a NaN, a 10-byte negative timestamp, UTF-8 and a name ending the
+ * buffer. */
+static void direct_request(ps_buf_t *req)
+{
+    ps_buf_t ts = PS_BUF_INIT, sub = PS_BUF_INIT;
+    v1_series(req, "__name__", "up", "instance", "h:9100", "job", "node", NULL);
+    put_str(&sub, 2, "c\xc3\xa9");
+    put_str(&sub, 1, "__name__");
+    put_msg(&ts, 1, &sub);
+    put_str(&sub, 1, "zz");
+    put_str(&sub, 1, "env");
+    put_str(&sub, 2, "prod");
+    put_msg(&ts, 1, &sub);
+    put_int(&sub, 2, (uint64_t)-5);
+    put_double(&sub, 1, NAN);
+    put_int(&sub, 3, 77);
+    put_msg(&ts, 2, &sub);
+    put_str(&ts, 4, "\x01\x02");
+    put_double(&sub, 1, -2.25);
+    put_msg(&ts, 2, &sub);
+    put_msg(req, 1, &ts);
+    put_str(&sub, 1, "__name__");
+    put_str(&sub, 2, "last");
+    put_msg(&ts, 1, &sub);
+    put_msg(req, 1, &ts);
+    ps_buf_dispose(&ts);
+    ps_buf_dispose(&sub);
+}
+
+static void test_direct_against_protobuf_c(void **state)
+{
+    (void)state;
+    /* the captured bodies: the direct decoder takes the series, leaves metadata to protobuf-c */
+    for (size_t b = 0; b < 4; b++) {
+        size_t n;
+        uint8_t *body = read_body(b, &n);
+        assert_int_equal(same_by_both_paths(body, n, NULL), b < 3);
+        for (size_t cut = 0; cut < n; cut += 7) /* truncated: snappy's errors, by both paths */
+            assert_false(same_by_both_paths(body, cut, NULL));
+        free(body);
+    }
+
+    ps_buf_t req = PS_BUF_INIT, bad = PS_BUF_INIT;
+    direct_request(&req);
+    assert_true(same_by_both_paths_raw(&req));
+    {
+        ps_buf_t body = PS_BUF_INIT;
+        ps_arena_t arena = PS_ARENA_INIT;
+        ps_remote_write_t w;
+        ps_err_t err;
+        compress(&req, &body);
+        assert_int_equal(ps_remote_write_decode_path(body.data, body.len, 1, NULL, &arena, &w,
+                                                     PS_REMOTE_DECODE_DIRECT, &err), 0);
+        assert_int_equal(w.nseries, 3);
+        assert_int_equal(w.nsamples, 3);
+        assert_int_equal(w.nhistograms, 1);
+        assert_string_equal(w.series[1].labels.pairs[0].value, "c\xc3\xa9");
+        assert_string_equal(w.series[1].labels.pairs[1].name, "env");
+        assert_int_equal(w.series[1].samples[0].t_ms, -5);
+        assert_true(isnan(w.series[1].samples[0].v));
+        assert_int_equal(w.series[1].samples[1].t_ms, 0);
+        assert_true(w.series[1].samples[1].v == -2.25);
+        assert_string_equal(w.series[2].labels.pairs[0].value, "last");
+        assert_int_equal(w.series[2].nsamples, 0);
+        /* the limits decline (protobuf-c's path says which) */
+        ps_remote_limits_t lim;
+        ps_remote_limits_default(&lim);
+        lim.max_series = 2;
+        assert_false(same_by_both_paths(body.data, body.len, &lim));
+        ps_remote_limits_default(&lim);
+        lim.max_samples = 2;
+        assert_false(same_by_both_paths(body.data, body.len, &lim));
+        ps_buf_dispose(&body);
+        ps_arena_dispose(&arena);
+    }
+
+    /* every byte of the request changed to each of these values, and every length cut */
+    static const uint8_t vals[] = {0x00, 0x01, 0x02, 0x08, 0x0a, 0x12, 0x1a, 0x22, 0x2a, 0x7f, 0x80, 0xc3, 0xff};
+    unsigned took = 0, tried = 0;
+    for (size_t i = 0; i < req.len; i++) {
+        for (size_t k = 0; k < sizeof(vals); k++) {
+            ps_buf_reset(&bad);
+            ps_buf_append(&bad, req.data, req.len);
+            bad.data[i] = vals[k];
+            took += same_by_both_paths_raw(&bad);
+            tried++;
+        }
+        ps_buf_reset(&bad);
+        ps_buf_append(&bad, req.data, i);
+        took += same_by_both_paths_raw(&bad);
+        tried++;
+    }
+    /* the direct decoder takes a good part of them (the value bytes), not all */
+    assert_true(took > tried / 10 && took < tried / 2);
+
+    /* what it leaves to protobuf-c, accepted there: exemplars, metadata, an unknown field, a key
+     * of two bytes */
+    static const char *const extra[] = {"\x1a\x00", "\x1a\x04\x11\x00\x00\x00", "\x30\x01", "\x8a\x00"};
+    static const size_t extra_len[] = {2, 2, 2, 2};
+    for (size_t k = 0; k < 4; k++) {
+        ps_buf_t ts = PS_BUF_INIT;
+        ps_buf_reset(&bad);
+        v1_series(&bad, "__name__", "x", NULL);
+        if (k == 0) { /* an empty exemplar inside the series */
+            ps_buf_t sub = PS_BUF_INIT;
+            put_str(&sub, 1, "__name__");
+            put_str(&sub, 2, "y");
+            put_msg(&ts, 1, &sub);
+            ps_buf_append(&ts, extra[k], extra_len[k]);
+            put_msg(&bad, 1, &ts);
+            ps_buf_dispose(&sub);
+        } else if (k == 1) { /* metadata {type UNKNOWN, family "a"} */
+            ps_buf_append(&bad, "\x1a\x03\x12\x01\x61", 5);
+        } else if (k == 3) { /* a series whose label has the key 8a 00 (field 1, two bytes) */
+            ps_buf_t sub = PS_BUF_INIT;
+            put_str(&sub, 1, "__name__");
+            put_str(&sub, 2, "y");
+            ps_buf_append(&ts, extra[k], extra_len[k]);
+            ps_put_uvarint(&ts, sub.len);
+            ps_buf_append(&ts, sub.data, sub.len);
+            put_msg(&bad, 1, &ts);
+            ps_buf_dispose(&sub);
+        } else {
+            ps_buf_append(&bad, extra[k], extra_len[k]);
+        }
+        assert_false(same_by_both_paths_raw(&bad));
+        ps_buf_t body = PS_BUF_INIT;
+        ps_arena_t arena = PS_ARENA_INIT;
+        ps_remote_write_t w;
+        ps_err_t err;
+        compress(&bad, &body);
+        int rc = ps_remote_write_decode(body.data, body.len, 1, NULL, &arena, &w, &err);
+        if (rc != 0)
+            fail_msg("extra %zu: %s", k, err.msg);
+        assert_int_equal(w.nseries, k == 0 || k == 3 ? 2 : 1);
+        ps_buf_dispose(&body);
+        ps_buf_dispose(&ts);
+        ps_arena_dispose(&arena);
+    }
+    ps_buf_dispose(&req);
+    ps_buf_dispose(&bad);
 }
 
 /* Stale markers and other NaNs keep their bit pattern through encode and decode (both versions).
@@ -841,10 +1071,8 @@ static void test_truncation_and_corruption(void **state)
 {
     (void)state;
     for (size_t b = 0; b < 4; b++) {
-        char name[64];
         size_t n;
-        snprintf(name, sizeof(name), "%s.bin", bodies[b]);
-        uint8_t *body = ps_test_read_prom(name, &n);
+        uint8_t *body = read_body(b, &n);
         ps_arena_t arena = PS_ARENA_INIT;
         ps_remote_write_t w;
         ps_err_t err;
@@ -853,7 +1081,7 @@ static void test_truncation_and_corruption(void **state)
             memcpy(copy, body, cut);
             int rc = ps_remote_write_decode(copy, cut, 1, NULL, &arena, &w, &err);
             if (rc != PS_EINVAL)
-                fail_msg("%s cut at %zu: rc %d", name, cut, rc);
+                fail_msg("%s cut at %zu: rc %d", bodies[b], cut, rc);
             assert_true(strncmp(err.msg, "snappy: ", 8) == 0);
             free(copy);
             ps_arena_reset(&arena);
@@ -906,6 +1134,7 @@ int main(void)
         cmocka_unit_test(test_real_bodies),
         cmocka_unit_test(test_real_body_facts),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_direct_against_protobuf_c),
         cmocka_unit_test(test_stale_nan_bits),
         cmocka_unit_test(test_v2_by_hand),
         cmocka_unit_test(test_v2_bad),

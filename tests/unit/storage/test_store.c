@@ -1263,9 +1263,63 @@ static void test_sample_label_sets(void **state)
     free(g.nodes);
     free(g.values);
     check_series(s, sid, ts, &prof, 0, "label sets");
-    ps_store_close(s);
+    ps_test_close_store(s); /* its writer too: a later store at the same address must not get it */
     ps_test_rm_rf(dir);
     free(dir);
+}
+
+/*
+ * The writer's whole-stack cache keys hold 4-byte ids while every id is below 2^31, else 8-byte
+ * ids behind a marker. Locations given ids from 2^32 on (the counter moved there: wide) would, cut
+ * to 4 bytes, be 1, 2, ... again: the ids of the first profile's locations. Each profile must still
+ * come back as written, from the cache as filled and after it was cleared, and the store hold as
+ * many stack nodes as the same writes with narrow ids make. *st: the store's counts.
+ */
+static void write_wide_or_not(bool wide, ps_store_stats_t *st)
+{
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    const int64_t t0 = 1700000000 * PS_NS_PER_S;
+    pushed_t p[6];
+    memset(p, 0, sizeof(p));
+    /* cpu-01 with ids 1.., then cpu-02 (other locations, some shared) */
+    assert_int_equal(write_one(s, &fixtures[0], "{job=\"w\",n=\"0\"}", t0, &p[0]), 0);
+    if (wide)
+        ps_test_writer(s)->next.sym[SYM_LOCATION] = (1ull << 32) + 1;
+    assert_int_equal(write_one(s, &fixtures[2], "{job=\"w\",n=\"1\"}", t0, &p[1]), 0);
+    /* both again into other series: their stacks from the cache */
+    assert_int_equal(write_one(s, &fixtures[0], "{job=\"w\",n=\"2\"}", t0, &p[2]), 0);
+    assert_int_equal(write_one(s, &fixtures[2], "{job=\"w\",n=\"3\"}", t0, &p[3]), 0);
+    /* and after the caches were dropped: ids from LMDB, stacks from the tree */
+    ps_sym_caches_clear(ps_test_writer(s));
+    assert_int_equal(write_one(s, &fixtures[2], "{job=\"w\",n=\"4\"}", t0, &p[4]), 0);
+    assert_int_equal(write_one(s, &fixtures[0], "{job=\"w\",n=\"5\"}", t0, &p[5]), 0);
+    for (int i = 0; i < 6; i++)
+        for (uint32_t k = 0; k < p[i].app.nseries; k++) {
+            char what[64];
+            snprintf(what, sizeof(what), "%s: profile %d type %u", wide ? "wide" : "narrow", i, k);
+            check_series(s, p[i].app.series_ids[k], t0, p[i].app.profile, p[i].app.type_index[k], what);
+        }
+    ps_err_t err;
+    assert_int_equal(ps_store_stats(s, st, &err), 0);
+    for (int i = 0; i < 6; i++)
+        release(&p[i]);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_wide_stack_keys(void **state)
+{
+    (void)state;
+    ps_store_stats_t narrow, wide;
+    write_wide_or_not(false, &narrow);
+    write_wide_or_not(true, &wide);
+    assert_true(narrow.nodes > 0);
+    assert_int_equal(wide.nodes, narrow.nodes);
+    /* the locations' ids: cpu-01's 338 from 1, cpu-02's others from 2^32 + 1 */
+    assert_int_equal(narrow.locations, 499);
+    assert_int_equal(wide.locations, (1ull << 32) + 499 - 338);
 }
 
 int main(void)
@@ -1287,6 +1341,7 @@ int main(void)
         cmocka_unit_test(test_stats_from_snapshot),
         cmocka_unit_test(test_writer_one),
         cmocka_unit_test(test_sample_label_sets),
+        cmocka_unit_test(test_wide_stack_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
