@@ -232,11 +232,17 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     if not (shutil.which("mdb_dump") and shutil.which("mdb_load")):
         pytest.skip("mdb_dump/mdb_load (lmdb-utils) not installed")
     srv = make_server()
-    st, _ = srv.push("go/goroutine-01.pb.gz", time=str(int(time.time())), labels='{job="schema"}')
+    t = int(time.time())
+    st, _ = srv.push("go/goroutine-01.pb.gz", time=str(t), labels='{job="schema"}')
     assert st == 200
     snap = series_snapshot(srv)
+
+    def ranged():  # the label times (schema 10), built again by each upgrade: job's values by range
+        return [srv.get_json("/api/v1/label/job/values?start=%d&end=%d" % r)["data"]
+                for r in ((t, t), (t - 1, t - 1), (t + 1, t + 3600))]
+    assert ranged() == [["schema"], [], []]
     assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 99, old=9)
+    _rewrite_schema(srv.data_dir, tmp_path, 99, old=10)
     srv.start(wait_ready=False)
     try:
         rc = srv.proc.wait(10)
@@ -245,19 +251,19 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     assert rc != 0
     log = srv.log().split("==== start #2")[1]
     assert "schema version" in log and "99" in log, log
-    # back to version 9: the same data dir opens again with its data
-    _rewrite_schema(srv.data_dir, tmp_path, 9, old=99)
+    # back to version 10: the same data dir opens again with its data
+    _rewrite_schema(srv.data_dir, tmp_path, 10, old=99)
     srv.start()
     assert series_snapshot(srv) == snap
-    # version 1 (profiles only), 2, 3, 4, 5, 6, 7 and 8 directories are upgraded in place to version 9
-    # (docs/FORMAT.md)
-    for old in (1, 2, 3, 4, 5, 6, 7, 8):
+    # version 1 (profiles only) to 9 directories are upgraded in place to version 10 (docs/FORMAT.md)
+    for old in (1, 2, 3, 4, 5, 6, 7, 8, 9):
         assert srv.stop() == 0
-        _rewrite_schema(srv.data_dir, tmp_path, old, old=9)
+        _rewrite_schema(srv.data_dir, tmp_path, old, old=10)
         srv.start()
         assert series_snapshot(srv) == snap
+        assert ranged() == [["schema"], [], []]
     assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 9, old=9)  # asserts the record says 9 now
+    _rewrite_schema(srv.data_dir, tmp_path, 10, old=10)  # asserts the record says 10 now
 
 
 # ---- retention --------------------------------------------------------------------------------

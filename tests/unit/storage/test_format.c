@@ -97,7 +97,7 @@ typedef struct rec {
 
 static const char *const dbs[] = {"info", "sym", "sym_hash", "tree", "nodes", "series", "series_hash",
                                   "postings", "head", "chunks", "fchunks", "fhead", "meta", "fprefix",
-                                  "spans", "spanparts", "uuids", "adhoc", "unsym", "rollups"};
+                                  "spans", "spanparts", "uuids", "adhoc", "unsym", "rollups", "ltimes"};
 
 static size_t parse_records(const char *doc, rec_t *recs, size_t max)
 {
@@ -251,6 +251,13 @@ static void test_format_md_records(void **state)
     NEXT("postings");
     ps_buf_append(&k, "job\0api", 7);
     ps_put_be64(&v, 1);
+    CHECK();
+
+    /* its label times (ltimes.c, schema 10): series 1's two profiles fall in one granule */
+    NEXT("ltimes");
+    ps_buf_append(&k, "job\0api", 7);
+    assert_true(ps_ltimes_same_granule(1796022364647593488ll, 1796022367779241333ll));
+    ps_ltimes_rec_encode(1796022364647593488ll, 1796022364647593488ll, &v);
     CHECK();
 
     /* a head record of series 2 */
