@@ -328,6 +328,14 @@ static void queries(const opts_t *o, const ps_bench_server_t *srv, long long t0)
     snprintf(path, sizeof(path), "/api/v1/series?match[]=%s&%s", enc, rng);
     snprintf(what, sizeof(what), "/api/v1/series {job}, start/end (%llu series)", (unsigned long long)per_job);
     timed_get(srv, what, path);
+    /* a range before the data: every value without data in it */
+    snprintf(rng, sizeof(rng), "start=%lld&end=%lld", t0 - 7200, t0 - 3600);
+    snprintf(path, sizeof(path), "/api/v1/labels?%s", rng);
+    timed_get(srv, "/api/v1/labels, a range without data", path);
+    snprintf(path, sizeof(path), "/api/v1/label/job/values?%s", rng);
+    timed_get(srv, "/api/v1/label/job/values, a range without data", path);
+    snprintf(path, sizeof(path), "/api/v1/label/instance/values?%s", rng);
+    timed_get(srv, "label/instance/values, a range without data", path);
     char body[512];
     snprintf(body, sizeof(body), "{\"start\":%lld,\"end\":%lld}", (t0 - 10) * 1000, end * 1000);
     timed(srv, "Pyroscope LabelNames, start/end", "/querier.v1.QuerierService/LabelNames", body);

@@ -195,7 +195,7 @@ static __attribute__((noinline)) int next_field_slow(scan_t *s, where_t w, const
 
 /* The length after the one-byte tag at p (rem >= 2 bytes from p) when it takes one or two bytes
  * (*hdr), else SIZE_MAX and *hdr 0. */
-static inline size_t short_len(const uint8_t *p, size_t rem, size_t *hdr)
+static inline __attribute__((always_inline)) size_t short_len(const uint8_t *p, size_t rem, size_t *hdr)
 {
     if (p[1] < 0x80) {
         *hdr = 1;
@@ -241,7 +241,13 @@ static inline __attribute__((always_inline)) int next_field(scan_t *s, where_t w
             }
         }
     }
-    return next_field_slow(s, w, pp, end, f);
+    /* through locals, so that the caller's cursor and field stay in registers */
+    const uint8_t *q = p;
+    field_t g = {0};
+    int rc = next_field_slow(s, w, &q, end, &g);
+    *pp = q;
+    *f = g;
+    return rc;
 }
 
 static inline int want_wt(scan_t *s, where_t w, const field_t *f, uint32_t wt)
@@ -710,6 +716,19 @@ static __attribute__((noinline)) int wire_field_slow(const uint8_t **pp, const u
     return 0;
 }
 
+/* wire_field_slow through locals, so that the caller's cursor and field stay in registers (their
+ * addresses do not escape into the call). */
+static inline __attribute__((always_inline)) int wire_field_slow_local(const uint8_t **pp, const uint8_t *end,
+                                                                       wfield_t *f)
+{
+    const uint8_t *q = *pp;
+    wfield_t g = {0};
+    int rc = wire_field_slow(&q, end, &g);
+    *pp = q;
+    *f = g;
+    return rc;
+}
+
 /* The same, inline for the usual one-byte tag with a varint, or a length of one or two bytes. */
 static inline __attribute__((always_inline)) int wire_field(const uint8_t **pp, const uint8_t *end, wfield_t *f)
 {
@@ -741,7 +760,7 @@ static inline __attribute__((always_inline)) int wire_field(const uint8_t **pp, 
         if ((t & 7) == WT_LEN) {
             size_t hdr, len = short_len(p, rem, &hdr);
             if (hdr == 0)
-                return wire_field_slow(pp, end, f);
+                return wire_field_slow_local(pp, end, f);
             if (len > rem - 1 - hdr)
                 return -1;
             f->num = t >> 3;
@@ -754,7 +773,7 @@ static inline __attribute__((always_inline)) int wire_field(const uint8_t **pp, 
             return 0;
         }
     }
-    return wire_field_slow(pp, end, f);
+    return wire_field_slow_local(pp, end, f);
 }
 
 /* protobuf-c's parse_boolean. */
@@ -791,7 +810,7 @@ static inline __attribute__((always_inline)) int wire_flat(const uint8_t *p, siz
 }
 
 /* A repeated varint field's elements (one, or packed) appended at dst[*n], at most cap in all. */
-static inline int wire_varints(const wfield_t *f, uint64_t *dst, size_t *n, size_t cap)
+static inline __attribute__((always_inline)) int wire_varints(const wfield_t *f, uint64_t *dst, size_t *n, size_t cap)
 {
     if (f->wt == WT_VARINT) {
         if (*n >= cap)

@@ -11,7 +11,7 @@
  *
  * - On demand (--storage.check, ps_store_check_dir): every record is decoded as the reads decode
  *   it: each chunk and head record of every profile series in full, each float series' samples,
- *   each series record; what does not decode is reported, one line each, and the walk goes on.
+ *   each series record, each label times record; what does not decode is reported, one line each, and the walk goes on.
  *   The walk runs in a child process, so that damage in LMDB's own pages (which LMDB may meet with
  *   a SIGSEGV or an assertion) is reported as such instead of ending the check.
  */
@@ -220,6 +220,18 @@ static void check_rollup(check_t *c, const MDB_val *k, const MDB_val *v)
         damage(c, "series %" PRIu64 ": rollup from %" PRId64 ": %s", sid, ws, err.msg);
 }
 
+/* the label index's times of a name or a pair (ltimes.c) */
+static void check_ltimes(check_t *c, const MDB_val *k, const MDB_val *v)
+{
+    int64_t first, last;
+    if (k->mv_size > 0 && ps_ltimes_rec_decode(v, &first, &last))
+        return;
+    const char *p = k->mv_data, *z = memchr(p, 0, k->mv_size);
+    int n = z ? (int)(z - p) : (int)k->mv_size;
+    damage(c, "label times of %.*s%s%.*s: damaged record", n, p, z ? "=" : "", z ? (int)(k->mv_size - (size_t)n - 1) : 0,
+           z ? z + 1 : "");
+}
+
 int ps_store_check(ps_store_t *s, void (*on_damage)(void *ctx, const char *msg), void *ctx, ps_check_stats_t *st,
                    char *phase_buf, ps_err_t *err)
 {
@@ -236,6 +248,7 @@ int ps_store_check(ps_store_t *s, void (*on_damage)(void *ctx, const char *msg),
         walk(&c, DB_ADHOC, "adhoc", check_adhoc);
     walk(&c, DB_UNSYM, "unsym", check_unsym);
     walk(&c, DB_ROLLUPS, "rollups", check_rollup);
+    walk(&c, DB_LTIMES, "ltimes", check_ltimes);
     ps_reader_end(c.r); /* NULL: a no-op */
     ps_arena_dispose(&c.arena);
     return 0;

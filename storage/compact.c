@@ -494,6 +494,9 @@ int ps_store_retain(ps_store_writer_t *w, int64_t now_ns, uint32_t *ndropped, ps
         goto Exit;
     if ((ret = ps_float_retain(w, txn, cutoff, &touched, &ntouched, &cap, err)) != 0)
         goto Exit;
+    /* data before cutoff is gone: the label times' first or last before it prove nothing now */
+    if (ntouched > 0 && (ret = ps_ltimes_cut(txn, cutoff, err)) != 0)
+        goto Exit;
     /* a series with both expired head records and chunks was touched in both passes */
     if (ntouched > 1) /* touched is NULL when nothing expired: qsort may not be given NULL */
         qsort(touched, ntouched, sizeof(uint64_t), cmp_u64);

@@ -46,6 +46,7 @@ enum {
     DB_ADHOC,       /* ad hoc profile id -> 0x01 uploaded ms(8 BE) + the file as uploaded (adhoc.c) */
     DB_UNSYM,       /* hour(4 BE) build id string id(8 BE) -> 0x01 counts of frames without symbols (schema 6; unsym.c) */
     DB_ROLLUPS,     /* sid(8 BE) level(1) window start(8 BE, sign flipped) -> 0x01 a window's merged profiles (schema 8; rollup.c) */
+    DB_LTIMES,      /* name, or name 0x00 value -> 0x01 first(8 BE) last(8 BE): the label index's times (schema 10; ltimes.c) */
     DB_COUNT
 };
 
@@ -65,7 +66,7 @@ enum { SYM_STRING = 1, SYM_MAPPING = 2, SYM_FUNCTION = 3, SYM_LOCATION = 4, SYM_
 #define PS_FLOAT_CHUNK_ENC_DPACKED 7 /* closed float chunks (schema 4): as PS_FLOAT_CHUNK_ENC_PACKED, dense chunks */
 #define PS_FLOAT_HEAD_ENC_TAIL 4    /* fhead: this byte, p <uvarint>, txn <uvarint>, the chunk's 2 header bytes, its bytes from p on */
 #define PS_FLOAT_PREFIX_ENC 5       /* fprefix: this byte, then bytes [2, p) of the open chunk */
-#define PS_FLOAT_HEAD_ENC_PADDED 10 /* fhead (schema 10): this byte, p <uvarint> (0: no prefix), txn <uvarint>, len <u16 BE>,
+#define PS_FLOAT_HEAD_ENC_PADDED 10 /* fhead (schema 11): this byte, p <uvarint> (0: no prefix), txn <uvarint>, len <u16 BE>,
                                      * len bytes (the chunk's 2 header bytes, its bytes from max(p, 2) on), zero bytes */
 #define PS_FLOAT_HEAD_PAD_STEP 16   /* a padded fhead record grows in steps of this many bytes */
 #define PS_FLOAT_HEAD_SPLIT_MIN 32  /* an open chunk of fewer bytes is stored whole in fhead (0x02) */
@@ -185,6 +186,7 @@ struct ps_store_writer {
     ps_buf_t rec_all;       /* scratch: a write's float appends and its recorder's, one array */
     ps_buf_t append_bufs[6]; /* write.c: a profile's encodings, kept for the next (growing them anew
                               * was ten reallocs a profile); one of more than 1 MiB is let go */
+    ps_buf_t ltimes_key;    /* scratch: ps_ltimes_note's keys */
     struct ps_unsym_acc *unsym; /* unsym.c: the counts of frames without symbols the current write adds */
     bool defer_sync;        /* ps_store_writer_defer_sync */
     bool rollfill_done;     /* rollup.c: the backfill was found done (DB_INFO "rollfill" 00) */
@@ -412,6 +414,23 @@ int ps_rollup_backfill(ps_store_writer_t *w, int64_t now_ns, bool *more, ps_err_
 bool ps_rollup_backfill_done(ps_txn_t *txn);
 /* retention: drops the rollups of windows starting before cutoff */
 int ps_rollup_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
+
+/* ltimes.c: the label index's times (docs/FORMAT.md "Label times"). The writer notes a series'
+ * time ts (ns; a float sample's t * 10^6) at its first data and then whenever ts falls in another
+ * granule (ps_ltimes_granule) than its previous data: key is scratch. */
+extern const int64_t ps_ltimes_granule;
+bool ps_ltimes_same_granule(int64_t a, int64_t b);
+void ps_ltimes_rec_encode(int64_t first, int64_t last, ps_buf_t *out);
+/* a record's times: false when it is damaged (not 17 bytes of encoding 1, first > last) */
+bool ps_ltimes_rec_decode(const MDB_val *v, int64_t *first, int64_t *last);
+int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err);
+/* a series deleted: the record of its value key[0..n) (name nlen bytes) goes when no series has
+ * that value any more, the name's with its last value */
+int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, ps_err_t *err);
+/* retention deleted the data before cutoff: DB_INFO "ltcut" raised to it */
+int ps_ltimes_cut(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
+/* the upgrade to schema 10: every series' first and last time noted */
+int ps_ltimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
 
 /* fwdlog.c: the forwarding log inside a write transaction */
 int ps_forward_log_put(ps_store_writer_t *w, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);

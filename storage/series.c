@@ -221,10 +221,13 @@ int ps_series_delete(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_err_t
         ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged labels", (unsigned long long)sid);
         goto Exit;
     }
-    for (uint32_t i = 0; i < ls.n; i++) {
+    for (uint32_t i = 0; i < ls.n && ret == 0; i++) {
         posting_key(&pk, &ls.pairs[i]);
         ps_txn_del(txn, DB_POSTINGS, pk.data, pk.len, ib, 8, "deleting postings");
+        ret = ps_ltimes_forget(txn, pk.data, pk.len, ls.pairs[i].nlen, err);
     }
+    if (ret)
+        goto Exit;
     uint8_t hk[8];
     ps_enc_be64(hk, ps_hash64(enc.data, enc.len, 0x5e41e5));
     ps_txn_del(txn, DB_SERIES_HASH, hk, 8, ib, 8, "deleting series index");

@@ -20,12 +20,12 @@
 #include "core/mem.h"
 #include "core/profile.h"
 
-#define PS_SCHEMA_VERSION 10 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
+#define PS_SCHEMA_VERSION 11 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
                               * fprefix; 4: closed float chunks dense (06, 07); 5: span index, profile
                               * ids; 6: counts of frames without symbols (unsym); 7: profile chunks
                               * packed (encoding 8, zstd); 8: rollups; 9: chunks that refer to a
-                              * twin (encoding 9); 10: padded float heads (fhead
-                              * 0a); a version 1-9 directory is upgraded at open */
+                              * twin (encoding 9); 10: the label index's times (ltimes); 11: padded
+                              * float heads (fhead 0a); a version 1-10 directory is upgraded at open */
 
 typedef struct ps_store ps_store_t;
 /* The store's writer: what the writing thread keeps between transactions (caches, id counters). */
@@ -447,6 +447,17 @@ int ps_reader_label_values(ps_reader_t *r, const char *name, size_t nlen,
  *  answers for a time range. */
 int ps_reader_label_values_where(ps_reader_t *r, const char *name, size_t nlen, int (*pred)(void *ctx, uint64_t sid),
                                  int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err);
+/** ps_reader_label_values_where(r, name, nlen, pred, ...) for a time range: the values with a
+ *  series that has data in [start, end] (pred: ps_reader_has_data over that range, the caller's),
+ *  each decided by its first and last time in the label index's times where they tell (no data
+ *  there, or data at a time inside it), by pred on its series in turn where not. The same answer,
+ *  in the same order. */
+int ps_reader_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int64_t start, int64_t end,
+                              int (*pred)(void *ctx, uint64_t sid), int (*cb)(void *ctx, const char *v, size_t vlen),
+                              void *ctx, ps_err_t *err);
+/** The label names with a value that ps_reader_label_values_in lists, to cb (ascending). */
+int ps_reader_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*pred)(void *ctx, uint64_t sid),
+                             int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err);
 /** Calls cb(name) for every label name (ascending). */
 int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx,
                           ps_err_t *err);

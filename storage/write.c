@@ -590,6 +590,11 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
                 ret = ps_txn_error(txn, err);
                 goto Exit;
             }
+            /* the label times: at the series' first profile and its first of each granule
+             * (profiles come in order: last_ts is its newest) */
+            if ((st->last_ts == INT64_MIN || !ps_ltimes_same_granule(st->last_ts, it->ts)) &&
+                (ret = ps_ltimes_note(txn, &it->series_labels[si], it->ts, &w->ltimes_key, err)) != 0)
+                goto Exit;
             if (st->head_count == 0)
                 st->head_min_ts = it->ts;
             st->head_count++;

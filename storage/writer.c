@@ -250,6 +250,7 @@ void ps_store_writer_close(ps_store_writer_t *w)
     ps_wcache_free(w->wc);
     ps_buf_dispose(&w->fwd_mask);
     ps_buf_dispose(&w->rec_all);
+    ps_buf_dispose(&w->ltimes_key);
     ps_buf_dispose(&w->fwd_buf);
     for (size_t i = 0; i < sizeof(w->append_bufs) / sizeof(w->append_bufs[0]); i++)
         ps_buf_dispose(&w->append_bufs[i]);

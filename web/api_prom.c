@@ -365,15 +365,17 @@ static int on_index_str(void *ctx, const char *s, size_t n)
     return 0;
 }
 
-/* Every series, no range: the JSON written from the index as it is walked (a million values: no
- * list, no copies). PS_EOUTOFORDER (nothing sent) when the index is not in the answer's order. */
-static int labels_from_index(ps_qctx_t *c, const char *name, uint64_t limit)
+/* Every series, with or without a range: the JSON written from the index as it is walked (a
+ * million values: no list, no copies). PS_EOUTOFORDER (nothing sent) when the index is not in the
+ * answer's order, or a range needs the walk over every series. */
+static int labels_from_index(ps_qctx_t *c, const char *name, int64_t start, int64_t end, uint64_t limit,
+                             bool *walk_all)
 {
     ps_json_t j;
     ps_json_envelope(&j, &c->out);
     ps_json_arr(&j);
     index_json_t x = {&j, limit, 0, false};
-    int ret = ps_query_labels_each(c->reader, name, on_index_str, &x, &c->err);
+    int ret = ps_query_labels_each(c->reader, name, start, end, on_index_str, &x, walk_all, &c->err);
     if (ret == 1)
         ret = 0;
     if (ret != 0) {
@@ -400,15 +402,17 @@ static int labels_answer(ps_qctx_t *c, const char *name)
         ret = param_limit(&c->params, &limit, &c->err);
     if (ret == 0)
         ret = match_params(c, &sels, &nsels);
-    bool done = false;
-    if (ret == 0 && nsels == 0 && start == INT64_MIN && end == INT64_MAX) {
-        ret = labels_from_index(c, name, limit);
+    bool done = false, walk_all = false;
+    if (ret == 0 && nsels == 0) {
+        ret = labels_from_index(c, name, start, end, limit, &walk_all);
         done = ret == 0;
         if (ret == PS_EOUTOFORDER)
             ret = 0;
     }
     if (ret == 0 && !done)
-        ret = ps_query_labels(c->reader, name, sels, nsels, start, end, c->srv->opts.max_series, &c->arena, &l, &c->err);
+        ret = walk_all ? ps_query_labels_walk(c->reader, name, start, end, &c->arena, &l, &c->err)
+                       : ps_query_labels(c->reader, name, sels, nsels, start, end, c->srv->opts.max_series, &c->arena,
+                                         &l, &c->err);
     if (ret == 0 && !done)
         send_strlist(c, &l, limit);
     match_dispose(sels, nsels);

@@ -439,7 +439,8 @@ static int on_series_in_range(void *ctx, uint64_t sid, const ps_labels_t *ls)
 }
 
 /* The label index walked for a range: a value (or name) is listed when one of its series has
- * data in [start, end], the first such series ending the look at that value. Past 16,384
+ * data in [start, end]. The label index's times decide most values (ps_reader_label_values_in);
+ * the others' series are looked at, the first with data ending the look at that value. Past 16,384
  * looks at series, more than 4 for each string listed (most values without data, whose series
  * the index gives in no order the store keeps), the walk over every series in id order is
  * cheaper: it gives up (gave_up) for that one. */
@@ -448,8 +449,8 @@ typedef struct in_range_ctx {
     ps_reader_t *r;
     int64_t start, end;
     ps_err_t *err;
-    void *list;  /* index_list_t: where the names or values go */
-    bool any;    /* names: the name has a value with such a series */
+    void *list;  /* index_list_t or each_ctx_t: where the names or values go */
+    const uint32_t *listed; /* how many went */
     /* names: a series comes up under each of its names; its answer is looked up once. Two bits a
      * series id, bit 2i: looked at, bit 2i+1: has data (ids are dense: 250 KB for 10^6) */
     bool memo;
@@ -465,7 +466,7 @@ static int has_data_in_range(void *ctx, uint64_t sid)
     size_t w = (size_t)(sid / 32), b = (size_t)(sid % 32) * 2;
     if (c->memo && w < c->nwords && (c->bits[w] >> b & 1))
         return (int)(c->bits[w] >> (b + 1) & 1);
-    if (++c->looks > ps_query_labels_walk_after && c->looks > 4 * (uint64_t)((index_list_t *)c->list)->l->n) {
+    if (++c->looks > ps_query_labels_walk_after && c->looks > 4 * (uint64_t)*c->listed) {
         c->gave_up = true;
         return PS_ELIMIT;
     }
@@ -492,24 +493,6 @@ static int value_in_range(void *ctx, const char *v, size_t n)
 {
     in_range_ctx_t *c = ctx;
     return index_list_add(c->list, v, n);
-}
-
-static int found_one(void *ctx, const char *v, size_t n)
-{
-    (void)v;
-    (void)n;
-    ((in_range_ctx_t *)ctx)->any = true;
-    return 1; /* one is enough */
-}
-
-static int name_in_range(void *ctx, const char *name, size_t n)
-{
-    in_range_ctx_t *c = ctx;
-    c->any = false;
-    int ret = ps_reader_label_values_where(c->r, name, n, has_data_in_range, found_one, c, c->err);
-    if (ret == 1)
-        ret = 0;
-    return ret == 0 && c->any ? index_list_add(c->list, name, n) : ret;
 }
 
 static int cmp_cstr(const void *a, const void *b)
@@ -545,6 +528,7 @@ typedef struct each_ctx {
     const char *prev;
     size_t prevn;
     bool any;
+    uint32_t n; /* strings given to cb */
 } each_ctx_t;
 
 static int each_in_order(void *ctx, const char *s, size_t n)
@@ -560,15 +544,46 @@ static int each_in_order(void *ctx, const char *s, size_t n)
     c->prev = s; /* the index's own bytes: valid for the reader's transaction */
     c->prevn = n;
     c->any = true;
+    c->n++;
     return c->cb(c->ctx, s, n);
 }
 
-int ps_query_labels_each(ps_reader_t *r, const char *name, int (*cb)(void *ctx, const char *s, size_t n),
-                         void *ctx, ps_err_t *err)
+static int each_in_range(void *ctx, const char *s, size_t n)
 {
-    each_ctx_t c = {cb, ctx, NULL, 0, false};
-    return name ? ps_reader_label_values(r, name, strlen(name), each_in_order, &c, err)
-                : ps_reader_label_names(r, each_in_order, &c, err);
+    return each_in_order(((in_range_ctx_t *)ctx)->list, s, n);
+}
+
+int ps_query_labels_each(ps_reader_t *r, const char *name, int64_t start, int64_t end,
+                         int (*cb)(void *ctx, const char *s, size_t n), void *ctx, bool *walk_all, ps_err_t *err)
+{
+    *walk_all = false;
+    each_ctx_t c = {cb, ctx, NULL, 0, false, 0};
+    if (start == INT64_MIN && end == INT64_MAX)
+        return name ? ps_reader_label_values(r, name, strlen(name), each_in_order, &c, err)
+                    : ps_reader_label_names(r, each_in_order, &c, err);
+    /* a range: as ps_query_labels walks the label index, but into cb */
+    in_range_ctx_t rc = {r, start, end, err, &c, &c.n, name == NULL, NULL, 0, 0, false};
+    int ret = name ? ps_reader_label_values_in(r, name, strlen(name), start, end, has_data_in_range, each_in_range, &rc,
+                                               err)
+                   : ps_reader_label_names_in(r, start, end, has_data_in_range, each_in_range, &rc, err);
+    free(rc.bits);
+    *walk_all = rc.gave_up;
+    return rc.gave_up ? PS_EOUTOFORDER : ret;
+}
+
+int ps_query_labels_walk(ps_reader_t *r, const char *name, int64_t start, int64_t end, ps_arena_t *arena,
+                         ps_strlist_t *out, ps_err_t *err)
+{
+    ps_strset_t l = {.arena = arena};
+    ps_hmap_init(&l.seen);
+    memset(out, 0, sizeof(*out));
+    walk_range_ctx_t wc = {r, start, end, name, &l, err};
+    int ret = ps_reader_series_foreach(r, on_series_in_range, &wc, err);
+    if (ret == 0)
+        ps_strset_finish(&l, out);
+    else
+        ps_hmap_dispose(&l.seen);
+    return ret;
 }
 
 int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start,
@@ -588,20 +603,18 @@ int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint3
          * range, only values of series with data in it, as Prometheus answers: each value's series
          * looked at up to the first with data (a walk of every series took 4.6 s for 10^6) */
         index_list_t c = {&l, true};
-        in_range_ctx_t rc = {r, start, end, err, &c, false, name == NULL, NULL, 0, 0, false};
+        in_range_ctx_t rc = {r, start, end, err, &c, &l.n, name == NULL, NULL, 0, 0, false};
         if (start == INT64_MIN && end == INT64_MAX)
             ret = name ? ps_reader_label_values(r, name, strlen(name), index_list_add, &c, err)
                        : ps_reader_label_names(r, index_list_add, &c, err);
         else
-            ret = name ? ps_reader_label_values_where(r, name, strlen(name), has_data_in_range, value_in_range, &rc,
-                                                      err)
-                       : ps_reader_label_names(r, name_in_range, &rc, err);
+            ret = name ? ps_reader_label_values_in(r, name, strlen(name), start, end, has_data_in_range, value_in_range,
+                                                   &rc, err)
+                       : ps_reader_label_names_in(r, start, end, has_data_in_range, value_in_range, &rc, err);
         free(rc.bits);
-        if (rc.gave_up) { /* the walk over every series instead, into an empty set */
-            l.n = l.cap = 0;
-            l.v = NULL;
-            walk_range_ctx_t wc = {r, start, end, name, &l, err};
-            ret = ps_reader_series_foreach(r, on_series_in_range, &wc, err);
+        if (rc.gave_up) { /* the walk over every series instead */
+            ps_hmap_dispose(&l.seen);
+            return ps_query_labels_walk(r, name, start, end, arena, out, err);
         } else if (ret == 0 && c.ordered) {
             out->n = l.n;
             out->v = l.v;

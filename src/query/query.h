@@ -72,14 +72,20 @@ int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint3
  *  each string listed) it walks every series instead of the label index (16,384; tests set it). */
 extern uint64_t ps_query_labels_walk_after;
 /*
- * ps_query_labels' answer over every series with no range, without a copy: the label names
- * (name NULL) or the values of name straight from the label index, each to cb (its bytes valid
- * until the reader ends) in the answer's order. PS_EOUTOFORDER (err untouched) when the index gives a
- * string out of that order (or with a NUL): then only ps_query_labels answers. cb's nonzero
+ * ps_query_labels' answer over every series without a selector, without a copy: the label names
+ * (name NULL) or the values of name (with data in [start, end] unless that is everything)
+ * straight from the label index, each to cb (its bytes valid until the reader ends) in the
+ * answer's order. PS_EOUTOFORDER (err untouched, cb may have been called) when the index gives a
+ * string out of that order (or with a NUL): then only ps_query_labels answers; or when a range
+ * needs the walk over every series (*walk_all): then ps_query_labels_walk answers. cb's nonzero
  * return ends the walk and is returned.
  */
-int ps_query_labels_each(ps_reader_t *r, const char *name, int (*cb)(void *ctx, const char *s, size_t n),
-                         void *ctx, ps_err_t *err);
+int ps_query_labels_each(ps_reader_t *r, const char *name, int64_t start, int64_t end,
+                         int (*cb)(void *ctx, const char *s, size_t n), void *ctx, bool *walk_all, ps_err_t *err);
+/* ps_query_labels without a selector over a range by the walk over every series (each looked at
+ * when it would add a name or a value) */
+int ps_query_labels_walk(ps_reader_t *r, const char *name, int64_t start, int64_t end, ps_arena_t *arena,
+                         ps_strlist_t *out, ps_err_t *err);
 
 /* A node -> value accumulator (open addressing; key 0 marks a free slot). Node 0, the root (samples
  * with an empty stack: Go's threadcreate profile has 8 such of 9), is kept under PS_NODEMAP_ROOT;

@@ -61,4 +61,31 @@ static inline void ps_test_close_store(ps_store_t *s)
     ps_store_close(s);
 }
 
+#ifdef MDB_VERSION_MAJOR
+/** An older store again (for its upgrade at the next open): the databases dbs (NULL-terminated)
+ *  dropped (they did not exist) and the schema version record set to version. The store must be
+ *  closed. */
+static inline void ps_test_store_downgrade(const char *dir, uint8_t version, const char *const *dbs)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    assert_int_equal(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 64);
+    mdb_env_set_mapsize(env, 2ull << 30);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0644), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    for (; *dbs != NULL; dbs++) {
+        assert_int_equal(mdb_dbi_open(txn, *dbs, 0, &dbi), 0);
+        assert_int_equal(mdb_drop(txn, dbi, 1), 0);
+    }
+    assert_int_equal(mdb_dbi_open(txn, "info", 0, &dbi), 0);
+    uint8_t v[4] = {0, 0, 0, version};
+    MDB_val k = {6, "schema"}, d = {4, v};
+    assert_int_equal(mdb_put(txn, dbi, &k, &d, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+}
+#endif
+
 #endif

@@ -5,6 +5,7 @@
  * each failing with the expected code and message. (Decode and encode speed: bench/pprof.c.)
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -936,6 +937,69 @@ static int gunzip_same(const uint8_t *in, size_t n, size_t max_out)
     return r1;
 }
 
+/* Each thread keeps its libdeflate decompressor (gzip.c): threads gunzipping at once, good
+ * streams and bad ones in turn, each get exactly the raw bytes back (one decompressor shared by
+ * the threads would mix their states). */
+typedef struct gz_job {
+    const uint8_t *gz, *raw;
+    size_t ngz, nraw;
+    int wrong; /* gunzips whose answer was not the expected one */
+} gz_job_t;
+
+static void *gunzip_many(void *arg)
+{
+    gz_job_t *j = arg;
+    uint8_t *bad = malloc(j->ngz);
+    memcpy(bad, j->gz, j->ngz);
+    bad[j->ngz / 2] ^= 0x10;
+    for (int i = 0; i < 300; i++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        const uint8_t *out = NULL;
+        size_t outn = 0;
+        ps_err_t err;
+        ps_err_clear(&err);
+        if (i % 3 == 2) { /* a damaged stream: refused (zlib words it), and the next is fine */
+            if (ps_gunzip(bad, j->ngz, 64u << 20, &a, &out, &outn, &err) != PS_EINVAL)
+                j->wrong++;
+        } else if (ps_gunzip(j->gz, j->ngz, 64u << 20, &a, &out, &outn, &err) != 0 || outn != j->nraw ||
+                   memcmp(out, j->raw, outn) != 0) {
+            j->wrong++;
+        }
+        ps_arena_dispose(&a);
+    }
+    free(bad);
+    return NULL;
+}
+
+static void test_gunzip_threads(void **state)
+{
+    (void)state;
+    static const char *const fx[] = {"go/cpu-01.pb.gz", "go/heap-01.pb.gz", "go/cpu-02.pb.gz"};
+    gz_job_t jobs[3];
+    uint8_t *gz[3];
+    ps_arena_t a = PS_ARENA_INIT;
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        ps_err_t err;
+        gz[i] = ps_test_read_fixture(fx[i], &jobs[i].ngz);
+        jobs[i].gz = gz[i];
+        jobs[i].wrong = 0;
+        assert_int_equal(ps_gunzip_zlib(gz[i], jobs[i].ngz, 64u << 20, &a, &jobs[i].raw, &jobs[i].nraw, &err), 0);
+    }
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, gunzip_many, &jobs[i]), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_int_equal(jobs[i].wrong, 0);
+    }
+    gunzip_many(&jobs[0]); /* this thread too, after the others ended */
+    assert_int_equal(jobs[0].wrong, 0);
+    assert_int_equal(ps_inflate_budget_reserved(), 0);
+    for (int i = 0; i < 3; i++)
+        free(gz[i]);
+    ps_arena_dispose(&a);
+}
+
 /* A gzip member of p with the header flags flg (FEXTRA, FNAME, FCOMMENT, FHCRC) and fields, made
  * by hand around zlib's raw deflate; hcrc_ok: the header CRC16 right or off by one. */
 static void gzip_member(ps_buf_t *out, const char *p, size_t n, uint8_t flg, bool hcrc_ok)
@@ -1792,6 +1856,7 @@ int main(void)
         cmocka_unit_test(test_gzip_concatenated),
         cmocka_unit_test(test_gzip_bomb),
         cmocka_unit_test(test_gunzip_libdeflate_as_zlib),
+        cmocka_unit_test(test_gunzip_threads),
         cmocka_unit_test(test_inflate_budget),
         cmocka_unit_test(test_not_pprof),
         cmocka_unit_test(test_protobuf_garbage),

@@ -144,6 +144,13 @@ static void test_select_matchers(void **state)
  * longer than the candidates is applied by look-ups; the same series, in the same (id) order, as
  * intersecting every list. 100 goroutine series {job="many",instance="iNN",half="a"|"b"}.
  */
+static int add_str(void *ctx, const char *s, size_t n)
+{
+    ps_buf_append(ctx, s, n);
+    ps_buf_putc(ctx, ',');
+    return 0;
+}
+
 static void test_select_short_list_first(void **state)
 {
     (void)state;
@@ -224,6 +231,51 @@ static void test_select_short_list_first(void **state)
         assert_int_equal(ps_query_labels(f.r, "job", NULL, 0, S(T0 - 5), S(T0 - 1), 1000, &f.a, &l, &f.err), 0);
         assert_int_equal(l.n, 0);
         ps_query_labels_walk_after = keep;
+    }
+    /* the same straight from the index (ps_query_labels_each, what the HTTP API streams); a range
+     * that needs looks at series (looks: some value's times, first .. the end of last's 5-minute
+     * granule, hold it but neither time is inside it: all of T0 .. T0 + 99 is one granule, and
+     * only each series' first profile was noted) past ps_query_labels_walk_after:
+     * PS_EOUTOFORDER, then ps_query_labels answers */
+    static const struct {
+        const char *name;
+        int64_t start, end;
+        const char *want;
+        bool looks;
+    } each[] = {
+        {"instance", S(T0 + 10), S(T0 + 12), "i10,i11,i12,", true}, /* i00..i09: T0 + k, k < 10 */
+        {"half", S(T0 + 13), S(T0 + 13), "b,", true},
+        {"half", S(T0), S(T0), "a,", false},                        /* a's first, i00's */
+        {NULL, S(T0 + 99), S(T0 + 200), "__name__,half,instance,job,", true},
+        {NULL, S(T0 + 100), S(T0 + 200), "", true},
+        {"job", S(T0 - 5), S(T0 - 1), "", false},                    /* before job=many's first */
+        {"job", A, Z, "many,", false},
+        {"instance", S(T0 + 400), S(T0 + 500), "", false},           /* past the granule */
+    };
+    for (size_t i = 0; i < sizeof(each) / sizeof(each[0]); i++) {
+        ps_buf_t got = PS_BUF_INIT;
+        bool walk = true;
+        assert_int_equal(ps_query_labels_each(f.r, each[i].name, each[i].start, each[i].end, add_str, &got, &walk, &f.err), 0);
+        assert_false(walk);
+        ps_buf_putc(&got, 0);
+        assert_string_equal((char *)got.data, each[i].want);
+        uint64_t keep = ps_query_labels_walk_after;
+        ps_query_labels_walk_after = 0;
+        ps_buf_reset(&got);
+        int rc = ps_query_labels_each(f.r, each[i].name, each[i].start, each[i].end, add_str, &got, &walk, &f.err);
+        ps_query_labels_walk_after = keep;
+        assert_int_equal(rc, each[i].looks ? PS_EOUTOFORDER : 0);
+        assert_int_equal(walk, each[i].looks);
+        if (walk) { /* the walk over every series answers the same */
+            ps_strlist_t wl;
+            assert_int_equal(ps_query_labels_walk(f.r, each[i].name, each[i].start, each[i].end, &f.a, &wl, &f.err), 0);
+            ps_buf_reset(&got);
+            for (uint32_t k = 0; k < wl.n; k++)
+                add_str(&got, wl.v[k], strlen(wl.v[k]));
+            ps_buf_putc(&got, 0);
+            assert_string_equal((char *)got.data, each[i].want);
+        }
+        ps_buf_dispose(&got);
     }
 #undef GR
     ps_test_rfx_end(&f);

@@ -700,7 +700,7 @@ static void test_corrupt(void **state)
     assert_non_null(strstr(f1.err.msg, "series 1: damaged float head: "));
     assert_int_equal(f2.status, 0);
     assert_int_equal(f2.accepted, 1);
-    /* the padded head (schema 10) it wrote: one sample whole (p = 0, txn 0, 14 bytes) in 32 */
+    /* the padded head (schema 11) it wrote: one sample whole (p = 0, txn 0, 14 bytes) in 32 */
     ps_buf_t ph = PS_BUF_INIT;
     uint8_t fk[8];
     ps_enc_be64(fk, f2.sid);
@@ -1081,7 +1081,7 @@ static void expect_head(ps_store_t *s, uint64_t sid, const ps_buf_t *c, size_t *
     ps_buf_t want = PS_BUF_INIT, got = PS_BUF_INIT;
     uint64_t txn = 0;
     if (*plen == 0 && n < PS_FLOAT_HEAD_SPLIT_MIN) {
-        ps_float_head_encode_padded(b, n, 0, 0, size, &want); /* padded (schema 10): 0a, p = 0, txn 0 */
+        ps_float_head_encode_padded(b, n, 0, 0, size, &want); /* padded (schema 11): 0a, p = 0, txn 0 */
         assert_true(get_rec(s, DB_FHEAD, sid, &got));
         assert_int_equal(got.len, want.len);
         assert_int_equal(got.len % PS_FLOAT_HEAD_PAD_STEP, 0);
@@ -1295,7 +1295,7 @@ static MDB_txn *raw_begin(const char *dir, MDB_env **env, MDB_dbi *info, MDB_dbi
 static void xor_of(const ps_float_sample_t *in, int from, int n, ps_buf_t *out);
 
 /* A schema 9 directory: a split head (an 04 tail after its fprefix record) reads as it is and
- * takes appends, written padded (0a) from then on; the upgrade writes version 10. */
+ * takes appends, written padded (0a) from then on; the upgrade writes version 11. */
 static void test_upgrade_v9(void **state)
 {
     (void)state;

@@ -97,7 +97,7 @@ typedef struct rec {
 
 static const char *const dbs[] = {"info", "sym", "sym_hash", "tree", "nodes", "series", "series_hash",
                                   "postings", "head", "chunks", "fchunks", "fhead", "meta", "fprefix",
-                                  "spans", "spanparts", "uuids", "adhoc", "unsym", "rollups"};
+                                  "spans", "spanparts", "uuids", "adhoc", "unsym", "rollups", "ltimes"};
 
 static size_t parse_records(const char *doc, rec_t *recs, size_t max)
 {
@@ -253,6 +253,13 @@ static void test_format_md_records(void **state)
     ps_put_be64(&v, 1);
     CHECK();
 
+    /* its label times (ltimes.c, schema 10): series 1's two profiles fall in one granule */
+    NEXT("ltimes");
+    ps_buf_append(&k, "job\0api", 7);
+    assert_true(ps_ltimes_same_granule(1796022364647593488ll, 1796022367779241333ll));
+    ps_ltimes_rec_encode(1796022364647593488ll, 1796022364647593488ll, &v);
+    CHECK();
+
     /* a head record of series 2 */
     NEXT("head");
     uint8_t kb[16];
@@ -324,7 +331,7 @@ static void test_format_md_records(void **state)
     ps_put_be64(&k, 7);
     ps_float_head_encode_tail(closed->data + 1, closed->len - 1, 16, 42, &v);
     CHECK();
-    /* series 5's head, padded (schema 10): 22 bytes written as 32 */
+    /* series 5's head, padded (schema 11): 22 bytes written as 32 */
     NEXT("fhead");
     ps_put_be64(&k, 5);
     {

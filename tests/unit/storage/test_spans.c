@@ -332,25 +332,8 @@ static void test_retention(void **state)
 /* A schema 4 directory: the version record says 4 and the databases of schema 5 do not exist. */
 static void make_schema4(const char *dir)
 {
-    MDB_env *env;
-    MDB_txn *txn;
-    MDB_dbi dbi;
-    assert_int_equal(mdb_env_create(&env), 0);
-    mdb_env_set_maxdbs(env, 32);
-    mdb_env_set_mapsize(env, 1ull << 30);
-    assert_int_equal(mdb_env_open(env, dir, 0, 0644), 0);
-    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
-    static const char *dbs[] = {"spans", "uuids", "spanparts"};
-    for (int i = 0; i < 3; i++) {
-        assert_int_equal(mdb_dbi_open(txn, dbs[i], 0, &dbi), 0);
-        assert_int_equal(mdb_drop(txn, dbi, 1), 0);
-    }
-    assert_int_equal(mdb_dbi_open(txn, "info", 0, &dbi), 0);
-    uint8_t v[4] = {0, 0, 0, 4};
-    MDB_val k = {6, "schema"}, d = {4, v};
-    assert_int_equal(mdb_put(txn, dbi, &k, &d, 0), 0);
-    assert_int_equal(mdb_txn_commit(txn), 0);
-    mdb_env_close(env);
+    static const char *const dbs[] = {"spans", "uuids", "spanparts", NULL};
+    ps_test_store_downgrade(dir, 4, dbs);
 }
 
 static void test_upgrade_from_4(void **state)

@@ -1,0 +1,440 @@
+/*
+ * ltimes.c - the label index's times (schema 10; docs/FORMAT.md "Label times"): per label name and
+ * per name=value, the first and last time of data of its series, kept by the writer at most once
+ * per series and time granule, so that the label APIs with a range decide most values without a
+ * look at their series.
+ *
+ * Record (DB_LTIMES value): enc u8 (=1) | first i64 BE | last i64 BE, key "name" or "name 0x00 value"
+ * (the postings' key). first and last are times (ns) of data written to a series of that name or
+ * value (a float sample's t ms as t * 10^6); no data of those series lies before first, nor past
+ * the end of last's granule. Only retention deletes data (before its cutoff, DB_INFO "ltcut" the
+ * largest), so first or last at or past that cutoff is still stored.
+ */
+#include "chunk.h"
+#include "floats.h"
+
+#define LT_REC_V1 1
+#define LT_REC_LEN 17
+
+const int64_t ps_ltimes_granule = 5ll * 60 * 1000000000; /* ns: 5 minutes */
+
+static int64_t granule_of(int64_t ts)
+{
+    return floor_div(ts, ps_ltimes_granule);
+}
+
+bool ps_ltimes_same_granule(int64_t a, int64_t b)
+{
+    return granule_of(a) == granule_of(b);
+}
+
+/* the last ns of last's granule (saturating) */
+static int64_t granule_end(int64_t last)
+{
+    int64_t g = granule_of(last);
+    if (g >= INT64_MAX / ps_ltimes_granule)
+        return INT64_MAX;
+    return (g + 1) * ps_ltimes_granule - 1;
+}
+
+static void rec_encode(uint8_t b[LT_REC_LEN], int64_t first, int64_t last)
+{
+    b[0] = LT_REC_V1;
+    ps_enc_be64(b + 1, (uint64_t)first);
+    ps_enc_be64(b + 9, (uint64_t)last);
+}
+
+void ps_ltimes_rec_encode(int64_t first, int64_t last, ps_buf_t *out)
+{
+    uint8_t b[LT_REC_LEN];
+    rec_encode(b, first, last);
+    ps_buf_append(out, b, sizeof(b));
+}
+
+bool ps_ltimes_rec_decode(const MDB_val *v, int64_t *first, int64_t *last)
+{
+    const uint8_t *b = v->mv_data;
+    if (v->mv_size != LT_REC_LEN || b[0] != LT_REC_V1)
+        return false;
+    *first = (int64_t)ps_get_be64(b + 1);
+    *last = (int64_t)ps_get_be64(b + 9);
+    return *first <= *last;
+}
+
+static int damaged(ps_err_t *err, const MDB_val *k)
+{
+    const char *p = k->mv_data;
+    const char *z = memchr(p, 0, k->mv_size);
+    if (z == NULL)
+        return ps_err_set(err, PS_ECORRUPT, "label times of %.*s: damaged record", (int)k->mv_size, p);
+    return ps_err_set(err, PS_ECORRUPT, "label times of %.*s=%.*s: damaged record", (int)(z - p), p,
+                      (int)(k->mv_size - (size_t)(z - p) - 1), z + 1);
+}
+
+/* key's record takes ts: created, first lowered, or last moved to ts in a later granule (then 1;
+ * 0: it had ts already) */
+static int note_key(ps_txn_t *txn, const void *key, size_t n, int64_t ts, ps_err_t *err)
+{
+    MDB_val v;
+    int64_t first = ts, last = ts;
+    if (ps_txn_get(txn, DB_LTIMES, key, n, &v, "reading label times")) {
+        MDB_val k = ps_mval(key, n);
+        int64_t f, l;
+        if (!ps_ltimes_rec_decode(&v, &f, &l))
+            return damaged(err, &k);
+        first = ts < f ? ts : f;
+        last = granule_of(ts) > granule_of(l) ? ts : l;
+        if (first == f && last == l)
+            return 0;
+    } else if (txn->ret) {
+        return ps_txn_error(txn, err);
+    }
+    uint8_t b[LT_REC_LEN];
+    rec_encode(b, first, last);
+    return ps_txn_put(txn, DB_LTIMES, key, n, b, sizeof(b), 0, "writing label times") ? 1 : ps_txn_error(txn, err);
+}
+
+int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err)
+{
+    int ret = 0;
+    for (uint32_t i = 0; i < ls->n && ret >= 0; i++) {
+        const ps_label_pair_t *p = &ls->pairs[i];
+        ps_buf_reset(key);
+        ps_buf_append(key, p->name, p->nlen);
+        ps_buf_putc(key, 0);
+        ps_buf_append(key, p->value, p->vlen);
+        /* the name's times hold its values': a value that had ts already leaves its name's as they are */
+        if ((ret = note_key(txn, key->data, key->len, ts, err)) > 0)
+            ret = note_key(txn, key->data, p->nlen, ts, err);
+    }
+    return ret < 0 ? ret : 0;
+}
+
+int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, ps_err_t *err)
+{
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, txn, DB_POSTINGS, "deleting label times"))
+        return ps_txn_error(txn, err);
+    bool left = ps_cur_find(&cur, key, n);
+    ps_cur_close(&cur);
+    if (left || txn->ret)
+        return ps_txn_error(txn, err);
+    ps_txn_del(txn, DB_LTIMES, key, n, NULL, 0, "deleting label times"); /* (none: it never had data) */
+    /* the name's record goes with its last value's */
+    if (!ps_cur_open(&cur, txn, DB_LTIMES, "deleting label times"))
+        return ps_txn_error(txn, err);
+    bool more = ps_cur_seek(&cur, key, nlen + 1) && cur.k.mv_size > nlen && memcmp(cur.k.mv_data, key, nlen + 1) == 0;
+    ps_cur_close(&cur);
+    if (!more)
+        ps_txn_del(txn, DB_LTIMES, key, nlen, NULL, 0, "deleting label times");
+    return ps_txn_error(txn, err);
+}
+
+int ps_ltimes_cut(ps_txn_t *txn, int64_t cutoff, ps_err_t *err)
+{
+    MDB_val v;
+    if (ps_txn_get(txn, DB_INFO, "ltcut", 5, &v, "reading the retention cutoff")) {
+        if (v.mv_size != 8)
+            return ps_err_set(err, PS_ECORRUPT, "retention cutoff record has %zu bytes", v.mv_size);
+        if ((int64_t)ps_get_be64(v.mv_data) >= cutoff)
+            return 0;
+    } else if (txn->ret) {
+        return ps_txn_error(txn, err);
+    }
+    uint8_t b[8];
+    ps_enc_be64(b, (uint64_t)cutoff);
+    return ps_txn_put(txn, DB_INFO, "ltcut", 5, b, 8, 0, "writing the retention cutoff") ? 0 : ps_txn_error(txn, err);
+}
+
+/* ---- the upgrade: the times of every series' data ---- */
+
+/* the first and last time of sid's data (ns); false when it has none */
+static int series_span(ps_store_t *s, ps_txn_t *txn, uint64_t sid, bool is_float, int64_t *first, int64_t *last,
+                       bool *any, ps_err_t *err)
+{
+    *any = false;
+    uint8_t kb[16];
+    ps_cur_t cur;
+    int ret = 0;
+    static const int pdbs[] = {DB_CHUNKS, DB_HEAD};
+    for (int i = 0; i < 2 && ret == 0; i++) {
+        int db = is_float ? DB_FCHUNKS : pdbs[i];
+        if (is_float && i == 1)
+            break;
+        if (!ps_cur_open(&cur, txn, db, "reading series data"))
+            return ps_txn_error(txn, err);
+        ps_key_sid_ts(kb, sid, INT64_MIN);
+        if (ps_cur_seek(&cur, kb, 16) && ps_cur_in_series(&cur, sid)) {
+            int64_t lo = ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8));
+            if (db == DB_CHUNKS) {
+                ps_chunk_header_t h;
+                if (ps_chunk_header(cur.v.mv_data, cur.v.mv_size, &h) != 0)
+                    ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged chunk header", (unsigned long long)sid);
+                lo = h.min_ts;
+            } else if (db == DB_FCHUNKS) {
+                int64_t cmin, cmax;
+                ps_float_sample_t l;
+                ps_err_t why;
+                ps_err_clear(&why);
+                if (ps_float_chunk_bounds(cur.v.mv_data, cur.v.mv_size, &cmin, &cmax, &l, &why) != 0)
+                    ret = ps_float_damaged(err, sid, "chunk", &why);
+                lo = cmin * 1000000;
+            }
+            ps_key_sid_ts(kb, sid + 1, INT64_MIN);
+            int64_t hi = lo;
+            if (ps_cur_seek_before(&cur, kb, 16) && ps_cur_in_series(&cur, sid))
+                hi = ps_ts_unkey(ps_get_be64((const uint8_t *)cur.k.mv_data + 8)); /* max_ts; fchunks: max_t * 10^6 */
+            if (!*any || lo < *first)
+                *first = lo;
+            if (!*any || hi > *last)
+                *last = hi;
+            *any = true;
+        }
+        ps_cur_close(&cur);
+        if (ret == 0)
+            ret = ps_txn_error(txn, err);
+    }
+    if (ret == 0 && is_float) {
+        ps_buf_t head = PS_BUF_INIT;
+        size_t plen;
+        uint64_t ptxn;
+        int64_t min_t, max_t;
+        int rc = ps_float_head_read(s, txn, sid, &head, &plen, &ptxn, &min_t, &max_t, err);
+        ps_buf_dispose(&head);
+        if (rc == 0) {
+            if (!*any || min_t * 1000000 < *first)
+                *first = min_t * 1000000;
+            if (!*any || max_t * 1000000 > *last)
+                *last = max_t * 1000000;
+            *any = true;
+        } else if (rc != PS_ENOTFOUND) {
+            ret = rc;
+        }
+    }
+    return ret;
+}
+
+int ps_ltimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
+{
+    ps_cur_t cur;
+    int ret = 0;
+    if (!ps_cur_open(&cur, txn, DB_SERIES, "building the label times"))
+        return ps_txn_error(txn, err);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_buf_t key = PS_BUF_INIT, labels = PS_BUF_INIT;
+    for (bool on = ps_cur_first(&cur); on && ret == 0; on = ps_cur_next(&cur)) {
+        ps_series_rec_t rec;
+        ps_labels_t ls;
+        uint64_t sid = cur.k.mv_size == 8 ? ps_get_be64(cur.k.mv_data) : 0;
+        ps_arena_reset(&a);
+        ps_buf_reset(&labels);
+        if (cur.k.mv_size != 8 || ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &rec) != 0) {
+            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
+            break;
+        }
+        ps_buf_append(&labels, rec.labels, rec.labels_len); /* (the puts below may move the map's pages) */
+        if (ps_labels_decode(labels.data, labels.len, &a, &ls) != 0) {
+            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
+            break;
+        }
+        int64_t first = 0, last = 0;
+        bool any;
+        if ((ret = series_span(s, txn, sid, rec.kind == PS_SERIES_FLOAT, &first, &last, &any, err)) != 0 || !any)
+            continue;
+        if ((ret = ps_ltimes_note(txn, &ls, first, &key, err)) == 0)
+            ret = ps_ltimes_note(txn, &ls, last, &key, err);
+    }
+    ps_cur_close(&cur);
+    ps_arena_dispose(&a);
+    ps_buf_dispose(&key);
+    ps_buf_dispose(&labels);
+    if (ret == 0)
+        ret = ps_txn_error(txn, err);
+    if (ret)
+        ps_err_prefix(err, "building the label times");
+    return ret;
+}
+
+/* ---- reading ---- */
+
+enum { LT_NO = 0, LT_YES = 1, LT_LOOK = 2 };
+
+typedef struct lt_range {
+    int64_t start, end; /* clamped to the reader's retention */
+    int64_t cut;        /* data before it may be gone (retention); INT64_MIN: none */
+} lt_range_t;
+
+static int range_init(ps_reader_t *r, int64_t start, int64_t end, lt_range_t *q, ps_err_t *err)
+{
+    q->start = start < r->min_ts ? r->min_ts : start;
+    q->end = end;
+    q->cut = INT64_MIN;
+    MDB_val v;
+    if (ps_txn_get(&r->txn, DB_INFO, "ltcut", 5, &v, "reading the retention cutoff")) {
+        if (v.mv_size != 8)
+            return ps_err_set(err, PS_ECORRUPT, "retention cutoff record has %zu bytes", v.mv_size);
+        q->cut = (int64_t)ps_get_be64(v.mv_data);
+    }
+    return ps_txn_error(&r->txn, err);
+}
+
+/* What a record says of [q->start, q->end]: no data there, data there (first or last, still stored,
+ * inside it), or a look at the series needed. */
+static int decide(const lt_range_t *q, int64_t first, int64_t last)
+{
+    if (q->start > q->end || q->end < first || q->start > granule_end(last))
+        return LT_NO;
+    if ((first >= q->cut && first >= q->start && first <= q->end) || (last >= q->cut && last >= q->start && last <= q->end))
+        return LT_YES;
+    return LT_LOOK;
+}
+
+typedef struct lt_walk {
+    ps_reader_t *r;
+    lt_range_t q;
+    int (*pred)(void *ctx, uint64_t sid);
+    void *ctx;
+    ps_cur_t post; /* on DB_POSTINGS, opened at the first look */
+    bool post_open;
+    ps_err_t *err;
+} lt_walk_t;
+
+/* the value at key (a postings key): pred on its series in turn up to the first it takes; 1, 0 or < 0 */
+static int look(lt_walk_t *w, const MDB_val *key, size_t nlen)
+{
+    if (!w->post_open) {
+        if (!ps_cur_open(&w->post, &w->r->txn, DB_POSTINGS, "reading postings"))
+            return ps_txn_error(&w->r->txn, w->err);
+        w->post_open = true;
+    }
+    int yes = 0;
+    for (bool on = ps_cur_find(&w->post, key->mv_data, key->mv_size); on && yes == 0; on = ps_cur_next_dup(&w->post)) {
+        if (w->post.v.mv_size != 8)
+            return ps_err_set(w->err, PS_ECORRUPT, "postings of %.*s: entry of %zu bytes", (int)nlen,
+                              (const char *)key->mv_data, w->post.v.mv_size);
+        yes = w->pred(w->ctx, ps_get_be64(w->post.v.mv_data));
+    }
+    if (yes == 0 && w->r->txn.ret)
+        return ps_txn_error(&w->r->txn, w->err);
+    return yes;
+}
+
+/* The values of name (cur on the ltimes database) with data in the range, to cb (NULL: the first
+ * ends the walk with 1). */
+static int walk_values(lt_walk_t *w, ps_cur_t *cur, const char *name, size_t nlen,
+                       int (*cb)(void *ctx, const char *v, size_t vlen))
+{
+    ps_buf_t key = PS_BUF_INIT;
+    ps_buf_append(&key, name, nlen);
+    ps_buf_putc(&key, 0);
+    int ret = 0;
+    for (bool on = ps_cur_seek(cur, key.data, key.len);
+         on && cur->k.mv_size > nlen && memcmp(cur->k.mv_data, key.data, nlen + 1) == 0; on = ps_cur_next(cur)) {
+        MDB_val k = cur->k;
+        int64_t first, last;
+        if (!ps_ltimes_rec_decode(&cur->v, &first, &last)) {
+            ret = damaged(w->err, &k);
+            break;
+        }
+        int d = decide(&w->q, first, last);
+        if (d == LT_LOOK && (d = look(w, &k, nlen)) < 0) {
+            ret = d;
+            break;
+        }
+        if (d == LT_NO)
+            continue;
+        if (cb == NULL) {
+            ret = 1;
+            break;
+        }
+        if ((ret = cb(w->ctx, (const char *)k.mv_data + nlen + 1, k.mv_size - nlen - 1)) != 0)
+            break;
+    }
+    ps_buf_dispose(&key);
+    if (ret == 0)
+        ret = ps_txn_error(&w->r->txn, w->err);
+    return ret;
+}
+
+/* w over [start, end] and cur on the ltimes database */
+static int walk_open(lt_walk_t *w, ps_cur_t *cur, int64_t start, int64_t end)
+{
+    int ret = range_init(w->r, start, end, &w->q, w->err);
+    if (ret == 0 && !ps_cur_open(cur, &w->r->txn, DB_LTIMES, "reading label times"))
+        ret = ps_txn_error(&w->r->txn, w->err);
+    return ret;
+}
+
+static void walk_close(lt_walk_t *w, ps_cur_t *cur)
+{
+    ps_cur_close(cur);
+    if (w->post_open)
+        ps_cur_close(&w->post);
+}
+
+int ps_reader_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int64_t start, int64_t end,
+                              int (*pred)(void *ctx, uint64_t sid), int (*cb)(void *ctx, const char *v, size_t vlen),
+                              void *ctx, ps_err_t *err)
+{
+    lt_walk_t w = {.r = r, .pred = pred, .ctx = ctx, .err = err};
+    ps_cur_t cur;
+    int ret = walk_open(&w, &cur, start, end);
+    if (ret)
+        return ret;
+    /* the name's record first: no data of any of its values in the range ends it at once */
+    MDB_val v;
+    int64_t first, last;
+    int d = LT_LOOK;
+    if (ps_txn_get(&r->txn, DB_LTIMES, name, nlen, &v, "reading label times")) {
+        MDB_val k = ps_mval(name, nlen);
+        if (!ps_ltimes_rec_decode(&v, &first, &last))
+            ret = damaged(err, &k);
+        else
+            d = decide(&w.q, first, last);
+    } else {
+        ret = ps_txn_error(&r->txn, err);
+    }
+    if (ret == 0 && d != LT_NO)
+        ret = walk_values(&w, &cur, name, nlen, cb);
+    walk_close(&w, &cur);
+    return ret;
+}
+
+int ps_reader_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*pred)(void *ctx, uint64_t sid),
+                             int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err)
+{
+    lt_walk_t w = {.r = r, .pred = pred, .ctx = ctx, .err = err};
+    ps_cur_t cur;
+    int ret = walk_open(&w, &cur, start, end);
+    if (ret)
+        return ret;
+    ps_buf_t name = PS_BUF_INIT;
+    bool on = ps_cur_first(&cur);
+    while (on && ret == 0) {
+        /* a name's record (its key holds no 0x00) comes before its values' */
+        MDB_val k = cur.k;
+        int64_t first, last;
+        if (memchr(k.mv_data, 0, k.mv_size) != NULL || !ps_ltimes_rec_decode(&cur.v, &first, &last)) {
+            ret = damaged(err, &k);
+            break;
+        }
+        ps_buf_reset(&name);
+        ps_buf_append(&name, k.mv_data, k.mv_size);
+        int d = decide(&w.q, first, last);
+        if (d == LT_LOOK && (d = walk_values(&w, &cur, (const char *)name.data, name.len, NULL)) < 0) {
+            ret = d;
+            break;
+        }
+        /* (the key's bytes in the map: valid, as the index's strings are, for the reader's life) */
+        if (d != LT_NO && (ret = cb(ctx, (const char *)k.mv_data, k.mv_size)) != 0)
+            break;
+        /* on past every value of this name: name 0x01 sorts after name 0x00 anything */
+        ps_buf_putc(&name, 1);
+        on = ps_cur_seek(&cur, name.data, name.len);
+    }
+    ps_buf_dispose(&name);
+    walk_close(&w, &cur);
+    if (ret == 0)
+        ret = ps_txn_error(&r->txn, err);
+    return ret;
+}
