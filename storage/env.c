@@ -228,7 +228,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
             goto Exit;
         }
         uint32_t ver = ps_get_be32(v.mv_data);
-        if (ver >= 1 && ver <= 9) {
+        if (ver >= 1 && ver <= 10) {
             /* version 1 holds profile series only, version 2 float series too (fhead records of
              * encoding 2 only), version 3 split open chunks (fhead 04, fprefix), version 4 dense
              * closed chunks (06, 07), version 5 the span index and profile ids, version 6 the
@@ -239,7 +239,9 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
              * version 8 all in records version 9 reads as they are (9 adds chunks of encoding 9,
              * references to a twin chunk, made for the chunks compacted from then on), and version 9
              * all in records version 10 reads as they are (10 adds the label index's times, built
-             * below from every series' data): the upgrade is the new databases (created below),
+             * below from every series' data), and version 10 all in records version 11 reads as
+             * they are (11 adds padded float heads, fhead 0a, which the writer writes from then
+             * on): the upgrade is the new databases (created below),
              * what they hold, and the version number, in this transaction.
              * An older profstore refuses the directory afterwards. */
             uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};
@@ -279,7 +281,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
     }
     if ((ret = counters_check(&t, err)) != 0)
         goto Exit;
-    if (s->upgraded_from != 0 && (ret = ps_ltimes_build(s, &t, err)) != 0)
+    if (s->upgraded_from != 0 && s->upgraded_from < 10 && (ret = ps_ltimes_build(s, &t, err)) != 0)
         goto Exit;
     if ((ret = ps_txn_commit(&t, err, "committing schema")) != 0)
         goto Exit;

@@ -350,6 +350,23 @@ void ps_float_head_encode_tail(const uint8_t *c, size_t n, size_t p, uint64_t tx
     ps_buf_append(out, c + p, n - p);
 }
 
+void ps_float_head_encode_padded(const uint8_t *c, size_t n, size_t p, uint64_t txn, size_t *size, ps_buf_t *out)
+{
+    size_t from = p > 2 ? p : 2, len = 2 + n - from, at = out->len;
+    ps_buf_putc(out, PS_FLOAT_HEAD_ENC_PADDED);
+    ps_put_uvarint(out, p);
+    ps_put_uvarint(out, txn);
+    uint8_t lb[2] = {(uint8_t)(len >> 8), (uint8_t)len};
+    ps_buf_append(out, lb, 2);
+    ps_buf_append(out, c, 2);
+    ps_buf_append(out, c + from, n - from);
+    size_t need = out->len - at;
+    if (need > *size)
+        *size = (need + PS_FLOAT_HEAD_PAD_STEP - 1) / PS_FLOAT_HEAD_PAD_STEP * PS_FLOAT_HEAD_PAD_STEP;
+    while (out->len - at < *size)
+        ps_buf_putc(out, 0);
+}
+
 void ps_float_prefix_encode(const uint8_t *c, size_t p, ps_buf_t *out)
 {
     ps_buf_putc(out, PS_FLOAT_PREFIX_ENC);
@@ -375,13 +392,31 @@ static int head_assemble(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_v
         ps_buf_append(out, b, v->mv_size);
         return 0;
     }
-    if (v->mv_size < 1 || b[0] != PS_FLOAT_HEAD_ENC_TAIL)
-        return ps_err_set(why, PS_ECORRUPT, "encoding byte %u, not %u or %u", v->mv_size ? b[0] : 0u,
-                          PS_FLOAT_CHUNK_ENC_XOR, PS_FLOAT_HEAD_ENC_TAIL);
+    if (v->mv_size < 1 || (b[0] != PS_FLOAT_HEAD_ENC_TAIL && b[0] != PS_FLOAT_HEAD_ENC_PADDED))
+        return ps_err_set(why, PS_ECORRUPT, "encoding byte %u, not %u, %u or %u", v->mv_size ? b[0] : 0u,
+                          PS_FLOAT_CHUNK_ENC_XOR, PS_FLOAT_HEAD_ENC_TAIL, PS_FLOAT_HEAD_ENC_PADDED);
     ps_dec_t d;
     ps_dec_init(&d, b + 1, v->mv_size - 1);
     uint64_t p = ps_dec_uvarint(&d), pt = ps_dec_uvarint(&d);
-    if (d.err || p < 2 || ps_dec_left(&d) < 2)
+    size_t left = ps_dec_left(&d); /* the tail's bytes: to the end (04), or len of them (0a) */
+    if (!d.err && b[0] == PS_FLOAT_HEAD_ENC_PADDED) {
+        if (left < 2)
+            return ps_err_set(why, PS_ECORRUPT, "padded: truncated length");
+        const uint8_t *lb = ps_dec_bytes(&d, 2);
+        size_t len = (size_t)lb[0] << 8 | lb[1];
+        if (len < 2 || len > left - 2)
+            return ps_err_set(why, PS_ECORRUPT, "padded: length %zu, but %zu bytes follow", len, left - 2);
+        for (size_t i = len; i < left - 2; i++)
+            if (d.p[i] != 0)
+                return ps_err_set(why, PS_ECORRUPT, "padded: byte %zu of the padding is not zero", i - len);
+        left = len;
+        if (p == 0 && pt == 0) { /* not split: the whole chunk */
+            ps_buf_putc(out, PS_FLOAT_CHUNK_ENC_XOR);
+            ps_buf_append(out, d.p, len);
+            return 0;
+        }
+    }
+    if (d.err || p < 2 || left < 2)
         return ps_err_set(why, PS_ECORRUPT, "tail: bad prefix length or truncated header");
     const uint8_t *hdr = ps_dec_bytes(&d, 2);
     uint8_t kb[16];
@@ -401,7 +436,7 @@ static int head_assemble(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_v
     ps_buf_putc(out, PS_FLOAT_CHUNK_ENC_XOR);
     ps_buf_append(out, hdr, 2);
     ps_buf_append(out, pb + 1, pv.mv_size - 1);
-    ps_buf_append(out, d.p, ps_dec_left(&d));
+    ps_buf_append(out, d.p, left - 2);
     *plen = p;
     *ptxn = pt;
     return 0;

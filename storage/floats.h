@@ -24,6 +24,7 @@ typedef struct ps_float_state {
     bool has_last, dirty;
     size_t prefix_len;   /* p: the chunk's bytes [2, p) are in fprefix (0: none, fhead holds it whole) */
     uint64_t prefix_txn; /* the transaction that wrote them: fprefix key (prefix_txn, sid) */
+    size_t head_size;    /* the size of the padded fhead record the writer wrote last (0: none) */
     bool broken;         /* the stored head could not be continued: the series takes no appends */
     /* the plain chunks at the series' end in fchunks, as pack_before counts them, if run_known */
     bool run_known;

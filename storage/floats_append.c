@@ -475,14 +475,16 @@ int ps_float_write(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t **item
 /* Writes the open chunk of f (nonempty): whole while it has fewer than PS_FLOAT_HEAD_SPLIT_MIN bytes,
  * else as a tail, after rewriting fprefix when there is none yet, when the tail would outgrow
  * PS_FLOAT_HEAD_TAIL_MAX, or in the series' turn. tmp: scratch. */
-static int head_put(ps_store_writer_t *w, ps_txn_t *txn, ps_float_state_t *f, ps_buf_t *tmp, ps_err_t *err)
+static int head_put(ps_store_writer_t *w, ps_txn_t *txn, ps_cur_t *cur, ps_float_state_t *f, ps_buf_t *tmp, ps_err_t *err)
 {
     const uint8_t *c = f->chunk.data + 1;
     size_t n = f->chunk.len - 1;
     uint8_t kb[8];
     ps_enc_be64(kb, f->sid);
     if (f->prefix_len == 0 && n < PS_FLOAT_HEAD_SPLIT_MIN) {
-        ps_txn_put(txn, DB_FHEAD, kb, 8, f->chunk.data, f->chunk.len, 0, "writing float head");
+        ps_buf_reset(tmp);
+        ps_float_head_encode_padded(c, n, 0, 0, &f->head_size, tmp);
+        ps_cur_put(cur, kb, 8, tmp->data, tmp->len);
         return ps_txn_error(txn, err);
     }
     bool turn = ((f->sid >> 6) + w->float_flushes) % PS_FLOAT_HEAD_TURNS == 0;
@@ -502,8 +504,8 @@ static int head_put(ps_store_writer_t *w, ps_txn_t *txn, ps_float_state_t *f, ps
         f->prefix_txn = id;
     }
     ps_buf_reset(tmp);
-    ps_float_head_encode_tail(c, n, f->prefix_len, f->prefix_txn, tmp);
-    ps_txn_put(txn, DB_FHEAD, kb, 8, tmp->data, tmp->len, 0, "writing float head");
+    ps_float_head_encode_padded(c, n, f->prefix_len, f->prefix_txn, &f->head_size, tmp);
+    ps_cur_put(cur, kb, 8, tmp->data, tmp->len);
     return ps_txn_error(txn, err);
 }
 
@@ -524,18 +526,26 @@ int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
             break;
         }
     }
+    /* one cursor for all: the heads are written in key order */
+    ps_cur_t cur;
+    if (w->wc->nfloat_dirty > 0 && !ps_cur_open(&cur, txn, DB_FHEAD, "writing float head"))
+        ret = ps_txn_error(txn, err);
     for (size_t i = 0; i < w->wc->nfloat_dirty && ret == 0; i++) {
         ps_float_state_t *f = w->wc->float_dirty[i];
         f->dirty = false;
         if (f->app.n > 0) {
-            ret = head_put(w, txn, f, &tmp, err);
+            ret = head_put(w, txn, &cur, f, &tmp, err);
             continue;
         }
         uint8_t kb[8];
         ps_enc_be64(kb, f->sid);
-        ps_txn_del(txn, DB_FHEAD, kb, 8, NULL, 0, "writing float head"); /* (the cut deleted its prefix) */
+        if (ps_cur_find(&cur, kb, 8)) /* (the cut deleted its prefix) */
+            ps_cur_del(&cur);
+        f->head_size = 0;
         ret = ps_txn_error(txn, err);
     }
+    if (w->wc->nfloat_dirty > 0)
+        ps_cur_close(&cur);
     ps_buf_dispose(&tmp);
     w->wc->nfloat_dirty = 0;
     w->float_flushes++;

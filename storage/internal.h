@@ -66,6 +66,9 @@ enum { SYM_STRING = 1, SYM_MAPPING = 2, SYM_FUNCTION = 3, SYM_LOCATION = 4, SYM_
 #define PS_FLOAT_CHUNK_ENC_DPACKED 7 /* closed float chunks (schema 4): as PS_FLOAT_CHUNK_ENC_PACKED, dense chunks */
 #define PS_FLOAT_HEAD_ENC_TAIL 4    /* fhead: this byte, p <uvarint>, txn <uvarint>, the chunk's 2 header bytes, its bytes from p on */
 #define PS_FLOAT_PREFIX_ENC 5       /* fprefix: this byte, then bytes [2, p) of the open chunk */
+#define PS_FLOAT_HEAD_ENC_PADDED 10 /* fhead (schema 11): this byte, p <uvarint> (0: no prefix), txn <uvarint>, len <u16 BE>,
+                                     * len bytes (the chunk's 2 header bytes, its bytes from max(p, 2) on), zero bytes */
+#define PS_FLOAT_HEAD_PAD_STEP 16   /* a padded fhead record grows in steps of this many bytes */
 #define PS_FLOAT_HEAD_SPLIT_MIN 32  /* an open chunk of fewer bytes is stored whole in fhead (0x02) */
 #define PS_FLOAT_HEAD_TAIL_MAX 128  /* a tail longer than this moves into fprefix at once */
 #define PS_FLOAT_HEAD_TURNS 16      /* else a series' prefix is rewritten in one flush of 16 (by sid / 64) */
@@ -302,6 +305,10 @@ typedef struct ps_float_pack_entry {
  * naming txn, the transaction that wrote the prefix) and the fprefix value (PS_FLOAT_PREFIX_ENC),
  * appended to out. */
 void ps_float_head_encode_tail(const uint8_t *c, size_t n, size_t p, uint64_t txn, ps_buf_t *out);
+/* The padded fhead record (PS_FLOAT_HEAD_ENC_PADDED) of open chunk c[0..n), split at p (0: not split),
+ * appended to out: *size bytes, or, when it needs more, the bytes it needs rounded up to
+ * PS_FLOAT_HEAD_PAD_STEP (then *size is the new size). */
+void ps_float_head_encode_padded(const uint8_t *c, size_t n, size_t p, uint64_t txn, size_t *size, ps_buf_t *out);
 void ps_float_prefix_encode(const uint8_t *c, size_t p, ps_buf_t *out);
 /* Appends the packed value of chunks e[0..n) (n >= 1, oldest first, each newer than the last) to out:
  * encoding enc (PS_FLOAT_CHUNK_ENC_PACKED: XOR chunks; PS_FLOAT_CHUNK_ENC_DPACKED: dense chunks written

@@ -20,12 +20,12 @@
 #include "core/mem.h"
 #include "core/profile.h"
 
-#define PS_SCHEMA_VERSION 10 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
+#define PS_SCHEMA_VERSION 11 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
                               * fprefix; 4: closed float chunks dense (06, 07); 5: span index, profile
                               * ids; 6: counts of frames without symbols (unsym); 7: profile chunks
                               * packed (encoding 8, zstd); 8: rollups; 9: chunks that refer to a
-                              * twin (encoding 9); 10: the label index's times (ltimes); a version
-                              * 1-9 directory is upgraded at open */
+                              * twin (encoding 9); 10: the label index's times (ltimes); 11: padded
+                              * float heads (fhead 0a); a version 1-10 directory is upgraded at open */
 
 typedef struct ps_store ps_store_t;
 /* The store's writer: what the writing thread keeps between transactions (caches, id counters). */

@@ -128,5 +128,8 @@ bool ps_cur_find(ps_cur_t *c, const void *k, size_t kn);
 bool ps_cur_seek_before(ps_cur_t *c, const void *k, size_t kn);
 /** Deletes the record c is on; the next ps_cur_next moves to the one after it. */
 bool ps_cur_del(ps_cur_t *c);
+/** Writes k = v (as ps_txn_put with no flags) through c, which is left on it: puts in key order
+ * search only the leaf page c is on when the key is there (LMDB's cursor shortcut), not the tree. */
+bool ps_cur_put(ps_cur_t *c, const void *k, size_t kn, const void *v, size_t vn);
 
 #endif

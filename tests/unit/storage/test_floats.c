@@ -112,6 +112,8 @@ static int on_samples(void *ctx, const ps_float_sample_t *s, size_t n)
     return 0;
 }
 
+static bool get_rec(ps_store_t *s, int db, uint64_t sid, ps_buf_t *out);
+
 static void read_all(ps_store_t *s, uint64_t sid, int64_t mint, int64_t maxt, collect_t *c, int want_rc)
 {
     ps_reader_t *r;
@@ -698,6 +700,41 @@ static void test_corrupt(void **state)
     assert_non_null(strstr(f1.err.msg, "series 1: damaged float head: "));
     assert_int_equal(f2.status, 0);
     assert_int_equal(f2.accepted, 1);
+    /* the padded head (schema 11) it wrote: one sample whole (p = 0, txn 0, 14 bytes) in 32 */
+    ps_buf_t ph = PS_BUF_INIT;
+    uint8_t fk[8];
+    ps_enc_be64(fk, f2.sid);
+    assert_true(get_rec(s, DB_FHEAD, f2.sid, &ph));
+    assert_int_equal(ph.len, 32);
+    assert_int_equal(ph.data[0], PS_FLOAT_HEAD_ENC_PADDED);
+    assert_int_equal(ph.data[1], 0);
+    assert_int_equal(ph.data[2], 0);
+    read_all(s, f2.sid, INT64_MIN, INT64_MAX, &c, 0);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.s[0].t, 500000);
+    free(c.s);
+    /* a nonzero padding byte, a length past the record: damaged */
+    static const char *const want_pad[2] = {"damaged float head: padded: byte 12 of the padding is not zero",
+                                            "damaged float head: padded: length 28, but 27 bytes follow"};
+    for (int k = 0; k < 2; k++) {
+        ps_buf_t d = PS_BUF_INIT;
+        ps_buf_append(&d, ph.data, ph.len);
+        if (k == 0)
+            d.data[d.len - 1] = 1;
+        else
+            d.data[4] = 28;
+        poke(s, DB_FHEAD, fk, 8, d.data, d.len);
+        ps_reader_t *r2;
+        collect_t c2 = {0};
+        assert_int_equal(ps_reader_begin(s, &r2, &err), 0);
+        assert_int_equal(ps_reader_samples(r2, f2.sid, INT64_MIN, INT64_MAX, on_samples, &c2, &err), PS_ECORRUPT);
+        if (strstr(err.msg, want_pad[k]) == NULL)
+            fail_msg("%s", err.msg);
+        ps_reader_end(r2);
+        free(c2.s);
+        ps_buf_dispose(&d);
+    }
+    ps_buf_dispose(&ph);
     ps_buf_dispose(&good);
     ps_arena_dispose(&a);
     ps_test_close_store(s);
@@ -1036,17 +1073,19 @@ static uint64_t last_txn(ps_store_t *s)
 /* What the writer stores of an open chunk c (02 then the chunk) after a flush, by the rule of
  * FORMAT.md: *plen the prefix length it keeps and *ptxn the transaction that wrote it, flush the
  * store's flushes before this one. */
-static void expect_head(ps_store_t *s, uint64_t sid, const ps_buf_t *c, size_t *plen, uint64_t *ptxn, uint64_t flush,
-                        int *prefixes)
+static void expect_head(ps_store_t *s, uint64_t sid, const ps_buf_t *c, size_t *plen, uint64_t *ptxn, size_t *size,
+                        uint64_t flush, int *prefixes)
 {
     const uint8_t *b = c->data + 1;
     size_t n = c->len - 1;
     ps_buf_t want = PS_BUF_INIT, got = PS_BUF_INIT;
     uint64_t txn = 0;
     if (*plen == 0 && n < PS_FLOAT_HEAD_SPLIT_MIN) {
+        ps_float_head_encode_padded(b, n, 0, 0, size, &want); /* padded (schema 11): 0a, p = 0, txn 0 */
         assert_true(get_rec(s, DB_FHEAD, sid, &got));
-        assert_int_equal(got.len, c->len);
-        assert_memory_equal(got.data, c->data, c->len);
+        assert_int_equal(got.len, want.len);
+        assert_int_equal(got.len % PS_FLOAT_HEAD_PAD_STEP, 0);
+        assert_memory_equal(got.data, want.data, want.len);
         assert_int_equal(get_prefix(s, sid, &txn, &got), 0);
     } else {
         bool turn = ((sid >> 6) + flush) % PS_FLOAT_HEAD_TURNS == 0;
@@ -1061,9 +1100,10 @@ static void expect_head(ps_store_t *s, uint64_t sid, const ps_buf_t *c, size_t *
         assert_int_equal(got.len, want.len);
         assert_memory_equal(got.data, want.data, want.len);
         ps_buf_reset(&want);
-        ps_float_head_encode_tail(b, n, *plen, *ptxn, &want);
+        ps_float_head_encode_padded(b, n, *plen, *ptxn, size, &want);
         assert_true(get_rec(s, DB_FHEAD, sid, &got));
         assert_int_equal(got.len, want.len);
+        assert_int_equal(got.len % PS_FLOAT_HEAD_PAD_STEP, 0);
         assert_memory_equal(got.data, want.data, want.len);
     }
     ps_buf_dispose(&want);
@@ -1104,7 +1144,7 @@ static void test_head_split(void **state)
     ps_buf_putc(&chunk, PS_FLOAT_CHUNK_ENC_XOR);
     ps_xor_app_t app;
     ps_xor_app_init(&app, &chunk);
-    size_t plen = 0;
+    size_t plen = 0, hsize = 0;
     uint64_t ptxn = 0, txn = 0;
     int prefixes = 0, whole = 0;
     ps_float_append_t fa;
@@ -1113,13 +1153,14 @@ static void test_head_split(void **state)
         if (i == 90) { /* reopened: the flush count starts again, the head is read back whole */
             ps_test_close_store(s);
             s = open_opts(dir, 24 * HOUR_MS * 1000000, 0);
+            hsize = 0; /* the writer sizes the padded record anew */
         }
         assert_int_equal(write_f(s, &ls, &in[i], 1, &fa), 0);
         assert_int_equal(fa.accepted, 1);
         sid = fa.sid;
         assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
         whole += plen == 0 && chunk.len - 1 < PS_FLOAT_HEAD_SPLIT_MIN;
-        expect_head(s, sid, &chunk, &plen, &ptxn, ps_test_writer(s)->float_flushes - 1, &prefixes);
+        expect_head(s, sid, &chunk, &plen, &ptxn, &hsize, ps_test_writer(s)->float_flushes - 1, &prefixes);
     }
     /* 2 samples are stored whole (16 bytes for the first, ~8 for the next); the prefix is written
      * at the 3rd (32 bytes or more), then in the turns of series 1 (sid / 64 = 0): flushes 16,
@@ -1133,13 +1174,16 @@ static void test_head_split(void **state)
     assert_int_equal(write_f(s, &ls, &in[120], 1, &fa), 0);
     ps_buf_t rec = PS_BUF_INIT;
     assert_true(get_rec(s, DB_FHEAD, sid, &rec));
-    assert_int_equal(rec.data[0], PS_FLOAT_CHUNK_ENC_XOR);
+    assert_int_equal(rec.data[0], PS_FLOAT_HEAD_ENC_PADDED);
+    assert_int_equal(rec.data[1], 0); /* p = 0: whole */
+    assert_int_equal(rec.len, hsize); /* the record kept its size: overwritten in place */
     assert_int_equal(get_prefix(s, sid, &txn, &rec), 0);
     /* 79 more in one transaction: split at once, read back; the compactor closes it */
     assert_int_equal(write_f(s, &ls, &in[121], 79, &fa), 0);
     assert_int_equal(fa.accepted, 79);
     assert_true(get_rec(s, DB_FHEAD, sid, &rec));
-    assert_int_equal(rec.data[0], PS_FLOAT_HEAD_ENC_TAIL);
+    assert_int_equal(rec.data[0], PS_FLOAT_HEAD_ENC_PADDED);
+    assert_int_not_equal(rec.data[1], 0); /* a tail */
     assert_int_equal(get_prefix(s, sid, &txn, &rec), 1);
     assert_int_equal(txn, last_txn(s));
     expect_samples(s, sid, in, 200);
@@ -1161,7 +1205,7 @@ static void test_head_split(void **state)
     ps_buf_t part = PS_BUF_INIT;
     assert_int_equal(write_f(s, &l2, in, 60, &fa), 0);
     uint64_t sid2 = fa.sid;
-    size_t plen2 = 0;
+    size_t plen2 = 0, hsize2 = 0;
     uint64_t ptxn2 = 0;
     int prefixes2 = 0;
     ps_buf_reset(&part); /* the chunk of its first 60 samples */
@@ -1169,11 +1213,11 @@ static void test_head_split(void **state)
     ps_xor_app_init(&app, &part);
     for (int i = 0; i < 60; i++)
         assert_int_equal(ps_xor_app_append(&app, in[i].t, in[i].v, NULL), 0);
-    expect_head(s, sid2, &part, &plen2, &ptxn2, ps_test_writer(s)->float_flushes - 1, &prefixes2);
+    expect_head(s, sid2, &part, &plen2, &ptxn2, &hsize2, ps_test_writer(s)->float_flushes - 1, &prefixes2);
     /* 40 more in a transaction not its turn: the tail would pass 128 bytes, the prefix moves */
     assert_int_equal(write_f(s, &l2, &in[60], 40, &fa), 0);
     assert_int_not_equal(((sid2 >> 6) + ps_test_writer(s)->float_flushes - 1) % PS_FLOAT_HEAD_TURNS, 0);
-    expect_head(s, sid2, &chunk2, &plen2, &ptxn2, ps_test_writer(s)->float_flushes - 1, &prefixes2);
+    expect_head(s, sid2, &chunk2, &plen2, &ptxn2, &hsize2, ps_test_writer(s)->float_flushes - 1, &prefixes2);
     assert_int_equal(prefixes2, 2);
     assert_int_equal(plen2, chunk2.len - 2);
     ps_buf_dispose(&part);
@@ -1233,6 +1277,91 @@ static void test_head_split(void **state)
 
 /* A version 2 directory (no fprefix; whole open chunks in fhead, short and long) is upgraded in
  * place: version 3, the samples read back, appends continue (the long head is split at once). */
+/* dir's LMDB environment opened by hand, a write transaction in it and its databases info, fhead
+ * and fprefix: what an older version wrote is made this way */
+static MDB_txn *raw_begin(const char *dir, MDB_env **env, MDB_dbi *info, MDB_dbi *fhead, MDB_dbi *fprefix)
+{
+    MDB_txn *txn;
+    assert_int_equal(mdb_env_create(env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(*env, 32), 0);
+    assert_int_equal(mdb_env_open(*env, dir, MDB_NOTLS, 0644), 0);
+    assert_int_equal(mdb_txn_begin(*env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "info", 0, info), 0);
+    assert_int_equal(mdb_dbi_open(txn, "fhead", 0, fhead), 0);
+    assert_int_equal(mdb_dbi_open(txn, "fprefix", 0, fprefix), 0);
+    return txn;
+}
+
+static void xor_of(const ps_float_sample_t *in, int from, int n, ps_buf_t *out);
+
+/* A schema 9 directory: a split head (an 04 tail after its fprefix record) reads as it is and
+ * takes appends, written padded (0a) from then on; the upgrade writes version 11. */
+static void test_upgrade_v9(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t lt = mk_labels(&a, "t", NULL);
+    ps_float_sample_t in[41];
+    for (int i = 0; i < 41; i++)
+        in[i] = (ps_float_sample_t){2000000ll + 10000ll * i, rough(i)};
+    ps_float_append_t fa;
+    assert_int_equal(write_f(s, &lt, in, 1, &fa), 0); /* the series (its head replaced below) */
+    uint64_t st = fa.sid;
+    ps_test_close_store(s);
+    /* by hand, what version 9 wrote: the open chunk of 40 samples split at 30, its prefix written
+     * by transaction 7 */
+    ps_buf_t chunk = PS_BUF_INIT, rec = PS_BUF_INIT;
+    xor_of(in, 0, 40, &chunk);
+    assert_true(chunk.len > 30);
+    MDB_env *env;
+    MDB_dbi info, fhead, fprefix;
+    MDB_txn *txn = raw_begin(dir, &env, &info, &fhead, &fprefix);
+    uint8_t ver[4] = {0, 0, 0, 9}, kb[8], pk[16];
+    MDB_val k = {6, "schema"}, v = {4, ver};
+    assert_int_equal(mdb_put(txn, info, &k, &v, 0), 0);
+    ps_enc_be64(pk, 7);
+    ps_enc_be64(pk + 8, st);
+    ps_float_prefix_encode(chunk.data, 30, &rec);
+    k = (MDB_val){16, pk};
+    v = (MDB_val){rec.len, rec.data};
+    assert_int_equal(mdb_put(txn, fprefix, &k, &v, 0), 0);
+    ps_buf_reset(&rec);
+    ps_float_head_encode_tail(chunk.data, chunk.len, 30, 7, &rec);
+    ps_enc_be64(kb, st);
+    k = (MDB_val){8, kb};
+    v = (MDB_val){rec.len, rec.data};
+    assert_int_equal(mdb_put(txn, fhead, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+
+    s = open_store(dir);
+    assert_int_equal(s->upgraded_from, 9);
+    expect_schema_current(s);
+    expect_samples(s, st, in, 40);
+    assert_int_equal(write_f(s, &lt, &in[40], 1, &fa), 0);
+    assert_int_equal(fa.accepted, 1);
+    expect_samples(s, st, in, 41);
+    assert_true(get_rec(s, DB_FHEAD, st, &rec));
+    assert_int_equal(rec.data[0], PS_FLOAT_HEAD_ENC_PADDED);
+    assert_int_not_equal(rec.data[1], 0); /* a tail */
+    assert_int_equal(rec.len % PS_FLOAT_HEAD_PAD_STEP, 0);
+    uint64_t ptxn = 0; /* the first flush is series st's turn (st / 64 + 0 flushes): a new prefix */
+    assert_int_equal(get_prefix(s, st, &ptxn, &rec), 1);
+    assert_int_equal(ptxn, last_txn(s));
+    ps_test_close_store(s);
+    s = open_store(dir);
+    assert_int_equal(s->upgraded_from, 0);
+    expect_samples(s, st, in, 41);
+    ps_buf_dispose(&rec);
+    ps_buf_dispose(&chunk);
+    ps_arena_dispose(&a);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 static void test_upgrade_v2(void **state)
 {
     (void)state;
@@ -1262,15 +1391,8 @@ static void test_upgrade_v2(void **state)
     }
     assert_true(chunk.len > PS_FLOAT_HEAD_SPLIT_MIN);
     MDB_env *env;
-    MDB_txn *txn;
     MDB_dbi info, fhead, fprefix;
-    assert_int_equal(mdb_env_create(&env), 0);
-    assert_int_equal(mdb_env_set_maxdbs(env, 32), 0);
-    assert_int_equal(mdb_env_open(env, dir, MDB_NOTLS, 0644), 0);
-    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
-    assert_int_equal(mdb_dbi_open(txn, "info", 0, &info), 0);
-    assert_int_equal(mdb_dbi_open(txn, "fhead", 0, &fhead), 0);
-    assert_int_equal(mdb_dbi_open(txn, "fprefix", 0, &fprefix), 0);
+    MDB_txn *txn = raw_begin(dir, &env, &info, &fhead, &fprefix);
     assert_int_equal(mdb_drop(txn, fprefix, 1), 0);
     uint8_t ver[4] = {0, 0, 0, 2}, kb[8];
     MDB_val k = {6, "schema"}, v = {4, ver};
@@ -1297,10 +1419,12 @@ static void test_upgrade_v2(void **state)
     assert_int_equal(get_prefix(s, sw, &ptxn, &rec), 1);
     assert_int_equal(ptxn, last_txn(s));
     assert_int_equal(write_f(s, &lu, &in[3], 1, &fa), 0);
-    assert_true(get_rec(s, DB_FHEAD, sw, &rec));
-    assert_int_equal(rec.data[0], PS_FLOAT_HEAD_ENC_TAIL);
+    assert_true(get_rec(s, DB_FHEAD, sw, &rec)); /* the old heads continued, written padded */
+    assert_int_equal(rec.data[0], PS_FLOAT_HEAD_ENC_PADDED);
+    assert_int_not_equal(rec.data[1], 0); /* a tail */
     assert_true(get_rec(s, DB_FHEAD, su, &rec)); /* 4 samples: 32 bytes or more */
-    assert_int_equal(rec.data[0], PS_FLOAT_HEAD_ENC_TAIL);
+    assert_int_equal(rec.data[0], PS_FLOAT_HEAD_ENC_PADDED);
+    assert_int_not_equal(rec.data[1], 0);
     ps_test_close_store(s);
     s = open_store(dir);
     assert_int_equal(s->upgraded_from, 0);
@@ -1755,6 +1879,7 @@ int main(void)
         cmocka_unit_test(test_upgrade_v1),
         cmocka_unit_test(test_head_split),
         cmocka_unit_test(test_upgrade_v2),
+        cmocka_unit_test(test_upgrade_v9),
         cmocka_unit_test(test_upgrade_v3),
         cmocka_unit_test(test_append_fill),
         cmocka_unit_test(test_prometheus_bodies),

@@ -331,6 +331,20 @@ static void test_format_md_records(void **state)
     ps_put_be64(&k, 7);
     ps_float_head_encode_tail(closed->data + 1, closed->len - 1, 16, 42, &v);
     CHECK();
+    /* series 5's head, padded (schema 11): 22 bytes written as 32 */
+    NEXT("fhead");
+    ps_put_be64(&k, 5);
+    {
+        ps_buf_t h5 = PS_BUF_INIT;
+        ps_xor_app_t a5;
+        ps_xor_app_init(&a5, &h5);
+        assert_int_equal(ps_xor_app_append(&a5, 1796021927802ll, 82210.0, NULL), 0);
+        size_t size = 0;
+        ps_float_head_encode_padded(h5.data, h5.len, 0, 0, &size, &v);
+        assert_int_equal(size, 32);
+        ps_buf_dispose(&h5);
+    }
+    CHECK();
     /* series 8: series 5's closed chunk as a dense chunk (schema 4); series 9: series 5's two
      * chunks packed dense */
     int64_t dt[4] = {1796021924802ll, 1796021925802ll, 1796021926802ll, 1796021927802ll};
