@@ -1150,20 +1150,7 @@ static void test_schema_version_refused(void **state)
     ps_store_t *s = open_store(dir, 0);
     ps_test_close_store(s);
     /* rewrite the schema version behind the store's back */
-    MDB_env *env;
-    MDB_txn *txn;
-    MDB_dbi dbi;
-    assert_int_equal(mdb_env_create(&env), 0);
-    mdb_env_set_maxdbs(env, 16);
-    mdb_env_set_mapsize(env, 1ull << 30);
-    assert_int_equal(mdb_env_open(env, dir, 0, 0644), 0);
-    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
-    assert_int_equal(mdb_dbi_open(txn, "info", 0, &dbi), 0);
-    uint8_t v[4] = {0, 0, 0, 99};
-    MDB_val k = {6, "schema"}, d = {4, v};
-    assert_int_equal(mdb_put(txn, dbi, &k, &d, 0), 0);
-    assert_int_equal(mdb_txn_commit(txn), 0);
-    mdb_env_close(env);
+    ps_test_store_downgrade(dir, 99, (const char *const[]){NULL});
     ps_store_opts_t o;
     ps_store_opts_default(&o);
     o.dir = dir;
