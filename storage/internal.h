@@ -419,6 +419,8 @@ int ps_rollup_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
  * time ts (ns; a float sample's t * 10^6) at its first data and then whenever ts falls in another
  * granule (ps_ltimes_granule) than its previous data: key is scratch. */
 extern const int64_t ps_ltimes_granule;
+/** b = the postings (and label times) key of a pair: name, 00, value. */
+void ps_posting_key(ps_buf_t *b, const ps_label_pair_t *p);
 bool ps_ltimes_same_granule(int64_t a, int64_t b);
 void ps_ltimes_rec_encode(int64_t first, int64_t last, ps_buf_t *out);
 /* a record's times: false when it is damaged (not 17 bytes of encoding 1, first > last) */

@@ -99,10 +99,7 @@ int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *k
     int ret = 0;
     for (uint32_t i = 0; i < ls->n && ret >= 0; i++) {
         const ps_label_pair_t *p = &ls->pairs[i];
-        ps_buf_reset(key);
-        ps_buf_append(key, p->name, p->nlen);
-        ps_buf_putc(key, 0);
-        ps_buf_append(key, p->value, p->vlen);
+        ps_posting_key(key, p);
         /* the name's times hold its values': a value that had ts already leaves its name's as they are */
         if ((ret = note_key(txn, key->data, key->len, ts, err)) > 0)
             ret = note_key(txn, key->data, p->nlen, ts, err);

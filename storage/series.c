@@ -115,13 +115,12 @@ int ps_series_put_state(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, const
     return ok ? 0 : ps_txn_error(txn, err);
 }
 
-static int posting_key(ps_buf_t *b, const ps_label_pair_t *p)
+void ps_posting_key(ps_buf_t *b, const ps_label_pair_t *p)
 {
     ps_buf_reset(b);
     ps_buf_append(b, p->name, p->nlen);
     ps_buf_putc(b, 0);
     ps_buf_append(b, p->value, p->vlen);
-    return 0;
 }
 
 int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
@@ -181,7 +180,7 @@ int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels
     ps_buf_dispose(&rec);
     ps_txn_put(txn, DB_SERIES_HASH, hk, 8, ib, 8, 0, "writing series index");
     for (uint32_t i = 0; i < ls->n; i++) {
-        posting_key(&pk, &ls->pairs[i]);
+        ps_posting_key(&pk, &ls->pairs[i]);
         ps_txn_put(txn, DB_POSTINGS, pk.data, pk.len, ib, 8, 0, "writing postings");
     }
     if (txn->ret) {
@@ -222,7 +221,7 @@ int ps_series_delete(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_err_t
         goto Exit;
     }
     for (uint32_t i = 0; i < ls.n && ret == 0; i++) {
-        posting_key(&pk, &ls.pairs[i]);
+        ps_posting_key(&pk, &ls.pairs[i]);
         ps_txn_del(txn, DB_POSTINGS, pk.data, pk.len, ib, 8, "deleting postings");
         ret = ps_ltimes_forget(txn, pk.data, pk.len, ls.pairs[i].nlen, err);
     }
