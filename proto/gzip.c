@@ -112,17 +112,12 @@ static void hand_over(ps_arena_t *arena, uint8_t *buf, size_t cap, size_t len, c
 }
 
 /* A libdeflate decompressor kept per thread (its allocation and the memset of its ~11 KB were ~2%
- * of a Go CPU profile's decode); freed when the thread ends. */
+ * of a Go CPU profile's decode); the key's destructor frees it when the thread ends. */
 static pthread_once_t dd_once = PTHREAD_ONCE_INIT;
 static pthread_key_t dd_key;
 static bool dd_key_ok;
-static _Thread_local struct libdeflate_decompressor *dd_mine;
 
-static void dd_free(void *d)
-{
-    libdeflate_free_decompressor(d);
-    dd_mine = NULL;
-}
+static void dd_free(void *d) { libdeflate_free_decompressor(d); }
 
 static void dd_init(void)
 {
@@ -132,17 +127,13 @@ static void dd_init(void)
 /* The thread's decompressor (*keep: it stays the thread's), or a new one to free after use. */
 static struct libdeflate_decompressor *thread_decompressor(bool *keep)
 {
-    *keep = false;
-    if (dd_mine != NULL) {
-        *keep = true;
-        return dd_mine;
-    }
-    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
     pthread_once(&dd_once, dd_init);
-    if (d != NULL && dd_key_ok && pthread_setspecific(dd_key, d) == 0) {
-        dd_mine = d;
-        *keep = true;
-    }
+    struct libdeflate_decompressor *d = dd_key_ok ? pthread_getspecific(dd_key) : NULL;
+    *keep = d != NULL;
+    if (d != NULL)
+        return d;
+    d = libdeflate_alloc_decompressor();
+    *keep = d != NULL && dd_key_ok && pthread_setspecific(dd_key, d) == 0;
     return d;
 }
 
