@@ -33,7 +33,7 @@ void ps_json_envelope_close(ps_json_t *j)
 }
 
 /* Before any value or key: the comma that separates it from the previous item of its level. */
-static void sep(ps_json_t *j)
+static inline void sep(ps_json_t *j)
 {
     if (j->after_key) {
         j->after_key = false;

@@ -299,6 +299,64 @@ static void test_labels_edit(void **state)
     ps_arena_dispose(&arena);
 }
 
+/* ps_buf_json_str as RFC 8259 escapes, a byte at a time: the reference of its word-at-a-time path */
+static void json_str_ref(ps_buf_t *b, const unsigned char *s, size_t n)
+{
+    ps_buf_putc(b, '"');
+    for (size_t i = 0; i < n; i++) {
+        char e[8];
+        switch (s[i]) {
+        case '"': PS_BUF_LIT(b, "\\\""); break;
+        case '\\': PS_BUF_LIT(b, "\\\\"); break;
+        case '\n': PS_BUF_LIT(b, "\\n"); break;
+        case '\r': PS_BUF_LIT(b, "\\r"); break;
+        case '\t': PS_BUF_LIT(b, "\\t"); break;
+        default:
+            if (s[i] < 0x20) {
+                snprintf(e, sizeof(e), "\\u%04x", s[i]);
+                ps_buf_append(b, e, 6);
+            } else {
+                ps_buf_putc(b, s[i]);
+            }
+        }
+    }
+    ps_buf_putc(b, '"');
+}
+
+/* Every byte value at every place of strings of 0 to 40 bytes (the words of 8, the last word that
+ * overlaps the one before, the bytes of a short string), alone and beside a second one; each
+ * appended after an odd number of bytes (unaligned words): as the reference writes them. */
+static void test_json_str_words(void **state)
+{
+    (void)state;
+    ps_buf_t got = PS_BUF_INIT, want = PS_BUF_INIT;
+    unsigned char s[40];
+    size_t cases = 0;
+    for (size_t n = 0; n <= sizeof(s); n++)
+        for (size_t at = 0; at < (n ? n : 1); at++)
+            for (unsigned c = 0; c < 256; c++) {
+                memset(s, 'a' + (int)(n % 26), sizeof(s));
+                if (n > 0)
+                    s[at] = (unsigned char)c;
+                if (n > 2 && c % 7 == 0)
+                    s[(at * 5 + 3) % n] = (unsigned char)(c ^ 0x5c); /* a second byte: \\ when c is 0 */
+                ps_buf_reset(&got);
+                ps_buf_reset(&want);
+                PS_BUF_LIT(&got, "xyz");
+                PS_BUF_LIT(&want, "xyz");
+                ps_buf_json_str(&got, (const char *)s, n);
+                json_str_ref(&want, s, n);
+                assert_int_equal(got.len, want.len);
+                assert_memory_equal(got.data, want.data, want.len);
+                cases++;
+                if (n == 0)
+                    break;
+            }
+    assert_int_equal(cases, 1 + 256 * 820); /* 1 + 256 * (1 + 2 + ... + 40) */
+    ps_buf_dispose(&got);
+    ps_buf_dispose(&want);
+}
+
 static void test_json_writer(void **state)
 {
     ps_buf_t b = PS_BUF_INIT;
@@ -854,6 +912,7 @@ int main(void)
         cmocka_unit_test(test_attime),
         cmocka_unit_test(test_parse_time_forms),
         cmocka_unit_test(test_json_writer),
+        cmocka_unit_test(test_json_str_words),
         cmocka_unit_test(test_label_value_escape),
         cmocka_unit_test(test_ts_ms),
         cmocka_unit_test(test_fmt_float),
