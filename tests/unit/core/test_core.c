@@ -357,6 +357,26 @@ static void test_json_str_words(void **state)
     ps_buf_dispose(&want);
 }
 
+/* A buffer that grows past 4 MiB (advised as huge pages, 32 MiB at once) keeps its bytes, and
+ * grows on by doubling. */
+static void test_buf_grows_big(void **state)
+{
+    (void)state;
+    ps_buf_t b = PS_BUF_INIT;
+    for (uint32_t i = 0; b.len < ((size_t)5 << 20); i++)
+        ps_buf_append(&b, &i, sizeof(i));
+    assert_int_equal(b.cap, (size_t)32 << 20);
+    ps_buf_reserve(&b, (size_t)40 << 20);
+    assert_int_equal(b.cap, (size_t)64 << 20);
+    for (uint32_t i = 0; i < (uint32_t)((5 << 20) / sizeof(i)); i++) {
+        uint32_t v;
+        memcpy(&v, b.data + (size_t)i * sizeof(v), sizeof(v));
+        if (v != i)
+            fail_msg("word %u holds %u", i, v);
+    }
+    ps_buf_dispose(&b);
+}
+
 static void test_json_writer(void **state)
 {
     ps_buf_t b = PS_BUF_INIT;
@@ -913,6 +933,7 @@ int main(void)
         cmocka_unit_test(test_parse_time_forms),
         cmocka_unit_test(test_json_writer),
         cmocka_unit_test(test_json_str_words),
+        cmocka_unit_test(test_buf_grows_big),
         cmocka_unit_test(test_label_value_escape),
         cmocka_unit_test(test_ts_ms),
         cmocka_unit_test(test_fmt_float),
