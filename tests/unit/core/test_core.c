@@ -47,6 +47,8 @@ static void test_varint_roundtrip(void **state)
     }
     assert_int_equal(d.err, 0);
     assert_int_equal(ps_dec_left(&d), 0);
+    static const uint8_t be[8] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef};
+    assert_true(ps_get_be64(be) == 0x0123456789abcdefull);
     /* reading past the end sets the sticky error and keeps returning 0 */
     assert_int_equal(ps_dec_uvarint(&d), 0);
     assert_int_not_equal(d.err, 0);
