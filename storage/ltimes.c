@@ -326,7 +326,7 @@ static int walk_values(lt_walk_t *w, ps_cur_t *cur, const char *name, size_t nle
     ps_buf_putc(&key, 0);
     int ret = 0;
     for (bool on = ps_cur_seek(cur, key.data, key.len);
-         on && cur->k.mv_size > nlen && memcmp(cur->k.mv_data, key.data, nlen + 1) == 0; on = ps_cur_next(cur)) {
+         on && ps_cur_key_starts(cur, key.data, nlen + 1); on = ps_cur_next(cur)) {
         MDB_val k = cur->k;
         int64_t first, last;
         if (!ps_ltimes_rec_decode(&cur->v, &first, &last)) {

@@ -225,7 +225,7 @@ int ps_reader_label_values_where(ps_reader_t *r, const char *name, size_t nlen, 
         return ps_txn_error(&r->txn, err);
     }
     bool on = ps_cur_seek(&cur, key.data, key.len);
-    while (on && cur.k.mv_size >= nlen + 1 && memcmp(cur.k.mv_data, key.data, nlen + 1) == 0) {
+    while (on && ps_cur_key_starts(&cur, key.data, nlen + 1)) {
         /* the value's series in turn, up to the first that pred takes (every value without pred) */
         int yes = pred == NULL;
         while (yes == 0) {

@@ -13,6 +13,7 @@
 #include "core/hash.h"
 #include "core/sat.h"
 #include "core/timeutil.h"
+#include "core/varint.h"
 
 /* ---- sorted id vectors ---- */
 
@@ -531,16 +532,50 @@ typedef struct each_ctx {
     uint32_t n; /* strings given to cb */
 } each_ctx_t;
 
+/* The two tests of each string that each_in_order makes, 8 bytes at a time and without a call (an
+ * answer of 10^6 label values of ~16 bytes makes them 10^6 times; a string's last bytes are the
+ * word that ends it, overlapping the one before): s holds a NUL byte... */
+static inline bool has_nul(const char *s, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    if (n < 8)
+        return memchr(s, 0, n) != NULL;
+    uint64_t x;
+    for (size_t k = 0; k + 8 < n; k += 8) {
+        memcpy(&x, s + k, 8);
+        if ((x - ones) & ~x & high) /* Bit Twiddling Hacks' haszero: exact as a test of any byte */
+            return true;
+    }
+    memcpy(&x, s + n - 8, 8);
+    return ((x - ones) & ~x & high) != 0;
+}
+
+/* ... and a (an bytes) sorts strictly before b bytewise, the shorter first on a common prefix
+ * (memcmp's order, then the lengths) */
+static inline bool sorts_before(const char *a, size_t an, const char *b, size_t bn)
+{
+    size_t m = an < bn ? an : bn;
+    if (m < 8) {
+        int d = memcmp(a, b, m);
+        return d < 0 || (d == 0 && an < bn);
+    }
+    for (size_t k = 0; k + 8 < m; k += 8) {
+        uint64_t x = ps_get_be64((const uint8_t *)a + k), y = ps_get_be64((const uint8_t *)b + k);
+        if (x != y)
+            return x < y;
+    }
+    /* the bytes before m - 8 are equal: its word decides the first difference */
+    uint64_t x = ps_get_be64((const uint8_t *)a + m - 8), y = ps_get_be64((const uint8_t *)b + m - 8);
+    return x != y ? x < y : an < bn;
+}
+
 static int each_in_order(void *ctx, const char *s, size_t n)
 {
     each_ctx_t *c = ctx;
-    if (memchr(s, 0, n) != NULL)
+    if (has_nul(s, n))
         return PS_EOUTOFORDER;
-    if (c->any) { /* strictly ascending bytewise: memcmp, then the shorter first */
-        int d = memcmp(c->prev, s, c->prevn < n ? c->prevn : n);
-        if (d > 0 || (d == 0 && c->prevn >= n))
-            return PS_EOUTOFORDER;
-    }
+    if (c->any && !sorts_before(c->prev, c->prevn, s, n)) /* strictly ascending bytewise */
+        return PS_EOUTOFORDER;
     c->prev = s; /* the index's own bytes: valid for the reader's transaction */
     c->prevn = n;
     c->any = true;

@@ -282,6 +282,64 @@ static void test_select_short_list_first(void **state)
     ps_test_store_close(many, mdir);
 }
 
+static int cmp_strp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The index's values as streamed (ps_query_labels_each) when they are longer than a word: the
+ * order and NUL tests of each value 8 bytes at a time (values equal over 8 and more bytes, one the
+ * prefix of the next, bytes past 0x7f), the end of a name's keys tested a word at a time
+ * (service_instance's keys stop before service_instances'). A wrong test answers PS_EOUTOFORDER. */
+static void test_labels_each_long_values(void **state)
+{
+    (void)state;
+    static const char *vals[] = {"10.0.0.1:6060", "10.0.0.10:6060", "10.0.0.100:6060", "10.0.0.1",
+                                 "10.0.0.1:606", "10.0.0.2:6060", "abcdefgh", "abcdefghi", "abcdefgh\xc3\xa9",
+                                 "abcdefgh\x7f", "x", "a-value-of-twenty-four-b", "a-value-of-twenty-four-a"};
+    enum { NV = sizeof(vals) / sizeof(vals[0]) };
+    char *mdir;
+    ps_store_t *st = ps_test_store_open("/tmp/ps_test_query_long_XXXXXX", &mdir);
+    for (int i = 0; i < NV; i++) {
+        char ls[160];
+        snprintf(ls, sizeof(ls), "{job=\"long\",service_instance=\"%s\"}", vals[i]);
+        ps_test_ingest(st, "go/goroutine-01.pb.gz", ls, T0 + i);
+    }
+    ps_test_ingest(st, "go/goroutine-01.pb.gz", "{job=\"long\",service_instances=\"10.0.0.3:6060\"}", T0 + 50);
+    const char *sorted[NV];
+    memcpy(sorted, vals, sizeof(sorted));
+    qsort(sorted, NV, sizeof(sorted[0]), cmp_strp);
+    ps_buf_t want = PS_BUF_INIT;
+    for (int i = 0; i < NV; i++)
+        add_str(&want, sorted[i], strlen(sorted[i]));
+    ps_buf_putc(&want, 0);
+    assert_string_equal(sorted[0], "10.0.0.1"); /* strcmp's order: the prefix first, 0x7f before 0xc3 */
+    assert_string_equal(sorted[NV - 3], "abcdefgh\x7f");
+    fx_t f;
+    ps_test_rfx_begin(&f, st);
+    const int64_t ranges[][2] = {{INT64_MIN, INT64_MAX}, {S(T0), S(T0 + NV - 1)}};
+    for (int r = 0; r < 2; r++) {
+        ps_buf_t got = PS_BUF_INIT;
+        bool walk = true;
+        assert_int_equal(ps_query_labels_each(f.r, "service_instance", ranges[r][0], ranges[r][1], add_str, &got, &walk,
+                                              &f.err),
+                         0);
+        assert_false(walk);
+        ps_buf_putc(&got, 0);
+        assert_string_equal((char *)got.data, (char *)want.data);
+        ps_buf_reset(&got);
+        assert_int_equal(ps_query_labels_each(f.r, NULL, ranges[r][0], ranges[r][1], add_str, &got, &walk, &f.err), 0);
+        ps_buf_putc(&got, 0);
+        /* service_instances' one profile (T0 + 50) is past the range */
+        assert_string_equal((char *)got.data, r == 0 ? "__name__,job,service_instance,service_instances,"
+                                                     : "__name__,job,service_instance,");
+        ps_buf_dispose(&got);
+    }
+    ps_buf_dispose(&want);
+    ps_test_rfx_end(&f);
+    ps_test_store_close(st, mdir);
+}
+
 static void test_select_union_and_labels(void **state)
 {
     (void)state;
@@ -874,6 +932,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_select_matchers),
         cmocka_unit_test(test_select_short_list_first),
+        cmocka_unit_test(test_labels_each_long_values),
         cmocka_unit_test(test_select_union_and_labels),
         cmocka_unit_test(test_merge_range_and_at),
         cmocka_unit_test(test_merge_errors),
