@@ -275,34 +275,16 @@ void ps_cur_close(ps_cur_t *c)
     c->c = NULL;
 }
 
-/* One cursor move: true when on a record, false at the end (MDB_NOTFOUND) or on a failure. */
-static bool cur_get(ps_cur_t *c, MDB_cursor_op op)
-{
-    if (c->t->ret != 0 || c->c == NULL)
-        return false;
-    int rc = mdb_cursor_get(c->c, &c->k, &c->v, op);
-    if (rc == MDB_NOTFOUND)
-        return false;
-    return ps_txn_fail(c->t, rc, c->what) == 0;
-}
-
-bool ps_cur_first(ps_cur_t *c) { return cur_get(c, MDB_FIRST); }
-bool ps_cur_last(ps_cur_t *c) { return cur_get(c, MDB_LAST); }
-bool ps_cur_next(ps_cur_t *c) { return cur_get(c, MDB_NEXT); }
-bool ps_cur_prev(ps_cur_t *c) { return cur_get(c, MDB_PREV); }
-bool ps_cur_next_dup(ps_cur_t *c) { return cur_get(c, MDB_NEXT_DUP); }
-bool ps_cur_next_nodup(ps_cur_t *c) { return cur_get(c, MDB_NEXT_NODUP); }
-
 bool ps_cur_seek(ps_cur_t *c, const void *k, size_t kn)
 {
     c->k = ps_mval(k, kn);
-    return cur_get(c, MDB_SET_RANGE);
+    return ps_cur_move(c, MDB_SET_RANGE);
 }
 
 bool ps_cur_find(ps_cur_t *c, const void *k, size_t kn)
 {
     c->k = ps_mval(k, kn);
-    return cur_get(c, MDB_SET_KEY);
+    return ps_cur_move(c, MDB_SET_KEY);
 }
 
 bool ps_cur_seek_before(ps_cur_t *c, const void *k, size_t kn)

@@ -113,15 +113,25 @@ bool ps_txn_free_lists(ps_txn_t *t, bool (*fn)(void *ctx, const uint8_t *pages, 
 bool ps_cur_open(ps_cur_t *c, ps_txn_t *t, int db, const char *what);
 /** Closes c (a no-op if it is not open). */
 void ps_cur_close(ps_cur_t *c);
-/* The moves: true when c is on a record (c->k, c->v), false at the end or if t failed. */
-bool ps_cur_first(ps_cur_t *c);
-bool ps_cur_last(ps_cur_t *c);
-bool ps_cur_next(ps_cur_t *c);
-bool ps_cur_prev(ps_cur_t *c);
+/* The moves: true when c is on a record (c->k, c->v), false at the end or if t failed. Inline: a
+ * walk of a label's 10^6 values makes 10^6 moves. */
+static inline bool ps_cur_move(ps_cur_t *c, MDB_cursor_op op)
+{
+    if (c->t->ret != 0 || c->c == NULL)
+        return false;
+    int rc = mdb_cursor_get(c->c, &c->k, &c->v, op);
+    if (rc == MDB_NOTFOUND)
+        return false;
+    return rc == 0 || ps_txn_fail(c->t, rc, c->what) == 0;
+}
+static inline bool ps_cur_first(ps_cur_t *c) { return ps_cur_move(c, MDB_FIRST); }
+static inline bool ps_cur_last(ps_cur_t *c) { return ps_cur_move(c, MDB_LAST); }
+static inline bool ps_cur_next(ps_cur_t *c) { return ps_cur_move(c, MDB_NEXT); }
+static inline bool ps_cur_prev(ps_cur_t *c) { return ps_cur_move(c, MDB_PREV); }
 /** The next value of the same key (DUPSORT). */
-bool ps_cur_next_dup(ps_cur_t *c);
+static inline bool ps_cur_next_dup(ps_cur_t *c) { return ps_cur_move(c, MDB_NEXT_DUP); }
 /** The first value of the next key (DUPSORT). */
-bool ps_cur_next_nodup(ps_cur_t *c);
+static inline bool ps_cur_next_nodup(ps_cur_t *c) { return ps_cur_move(c, MDB_NEXT_NODUP); }
 /** The first record whose key is >= k (MDB_SET_RANGE). */
 bool ps_cur_seek(ps_cur_t *c, const void *k, size_t kn);
 /** The first value of key k exactly (MDB_SET_KEY). */
