@@ -472,12 +472,10 @@ int ps_float_write(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t **item
     return 0;
 }
 
-/* Writes the open chunk of f (nonempty): whole while it has fewer than PS_FLOAT_HEAD_SPLIT_MIN bytes,
- * else as a tail, after rewriting fprefix when there is none yet, when the tail would outgrow
- * PS_FLOAT_HEAD_TAIL_MAX, or in the series' turn. tmp: scratch. */
-/* How many records the flush's fhead cursor steps forward to find the next dirty head before it
- * searches for it: a batch's series are mostly neighbours in sid order (a request's series were
- * created together), and a step costs a tenth of a search. */
+/* The flush's fhead cursor steps forward to the next dirty head, instead of a put that searches,
+ * when its sid is at most this many past the last one's (the records between are at most as many:
+ * a key is a sid). A request's series are often neighbours (created together); a step costs a
+ * sixth of a search. */
 #define HEAD_STEPS 8
 
 /* Writes head value v of series key kb through cur: on the record with key kb already (*on: a move
@@ -491,6 +489,9 @@ static void head_write(ps_cur_t *cur, bool *on, const uint8_t kb[8], const ps_bu
     *on = true;
 }
 
+/* Writes the open chunk of f (nonempty): whole while it has fewer than PS_FLOAT_HEAD_SPLIT_MIN bytes,
+ * else as a tail, after rewriting fprefix when there is none yet, when the tail would outgrow
+ * PS_FLOAT_HEAD_TAIL_MAX, or in the series' turn. tmp: scratch. */
 static int head_put(ps_store_writer_t *w, ps_txn_t *txn, ps_cur_t *cur, bool *on, ps_float_state_t *f, ps_buf_t *tmp,
                     ps_err_t *err)
 {
@@ -543,10 +544,11 @@ int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
             break;
         }
     }
-    /* one cursor for all: the heads are written in key order. on: cur is on a record whose key is
-     * below the next head's (it wrote the last one) */
+    /* one cursor for all: the heads are written in key order. on: cur is on the record of the
+     * head it wrote last, whose key is below the next head's */
     ps_cur_t cur;
     bool on = false;
+    uint64_t last = 0; /* the sid of the head cur wrote last (when on) */
     if (w->wc->nfloat_dirty > 0 && !ps_cur_open(&cur, txn, DB_FHEAD, "writing float head"))
         ret = ps_txn_error(txn, err);
     for (size_t i = 0; i < w->wc->nfloat_dirty && ret == 0; i++) {
@@ -557,7 +559,8 @@ int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
         if (f->app.n > 0) {
             /* the next records first: a few steps cost less than the put's search */
             bool at = false;
-            for (int s = 0; s < HEAD_STEPS && on && !at; s++) {
+            uint64_t steps = on && f->sid - last <= HEAD_STEPS ? f->sid - last : 0;
+            for (uint64_t s = 0; s < steps && on && !at; s++) {
                 int c = (on = ps_cur_next(&cur)) && cur.k.mv_size == 8 ? memcmp(cur.k.mv_data, kb, 8) : 1;
                 at = c == 0;
                 if (c > 0)
@@ -565,6 +568,7 @@ int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
             }
             on = at;
             ret = head_put(w, txn, &cur, &on, f, &tmp, err);
+            last = f->sid;
             continue;
         }
         on = false;
