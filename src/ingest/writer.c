@@ -556,7 +556,12 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
     w->queued++;
     w->queued_units += units;
     w->queued_bytes += r->bytes;
-    pthread_cond_signal(&w->cv);
+    /* the writer waiting for the writes being decoded (decode_wait_ok held when it last looked)
+     * wakes for the last of them, a full batch or a request that may not wait, not for every one
+     * (a wake-up a pushed profile: a futex wake here, a switch to the writer and back) */
+    if (!w->decode_waiting || w->decoding == 0 || w->queued_units >= w->opts.max_batch ||
+        (r->kind != PS_WREQ_APPEND && r->kind != PS_WREQ_SAMPLES))
+        pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return 0;
 }

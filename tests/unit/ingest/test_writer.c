@@ -858,7 +858,45 @@ static void test_waits_for_decoding(void **state)
     ps_writer_stats(w, &st);
     assert_int_equal(st.batches, 3);
     assert_int_equal(st.decode_waits, 1);
+    /* the writer waiting for two decodes: the submit that ends the last of them (its own decode's
+     * count) wakes it at once, and one commit takes both */
+    treq_t *f = make_req(6, T0), *g = make_req(7, T0);
+    ps_writer_decoding(w, +1);
+    ps_writer_decoding(w, +1);
+    t0 = ps_time_mono();
+    assert_int_equal(ps_writer_submit(w, &f->w), 0);
+    usleep(100000);
+    ps_writer_decoding(w, -1); /* one left */
+    usleep(100000);
+    assert_int_equal(atomic_load(&done_total), 4);
+    ps_writer_decode_begin(w);
+    assert_int_equal(ps_writer_submit(w, &g->w), 0);
+    wait_done(6);
+    assert_true(ps_time_mono() - t0 < 5 * PS_NS_PER_S);
+    ps_writer_decode_end();
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.batches, 4);
+    assert_int_equal(st.decode_waits, 2);
     ps_writer_stop(w);
+    /* a batch filled while a decode goes on: the submit that fills it wakes the writer */
+    o.max_batch = 2;
+    atomic_store(&done_total, 0);
+    w = start_on(e->store, &o);
+    treq_t *h = make_req(8, T0), *i = make_req(9, T0);
+    ps_writer_decoding(w, +1);
+    t0 = ps_time_mono();
+    assert_int_equal(ps_writer_submit(w, &h->w), 0);
+    usleep(100000);
+    assert_int_equal(atomic_load(&done_total), 0);
+    assert_int_equal(ps_writer_submit(w, &i->w), 0);
+    wait_done(2);
+    assert_true(ps_time_mono() - t0 < 5 * PS_NS_PER_S);
+    ps_writer_decoding(w, -1);
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.decode_waits, 1);
+    ps_writer_stop(w);
+    o.max_batch = 0; /* the default */
     /* a decode that does not end: the batch commits after decode_wait_ns */
     o.decode_wait_ns = 200 * 1000000;
     atomic_store(&done_total, 0);
@@ -871,8 +909,12 @@ static void test_waits_for_decoding(void **state)
     assert_true(ps_time_mono() - t0 >= 200 * 1000000);
     ps_writer_decoding(w, -1);
     ps_writer_stop(w);
-    assert_int_equal(count_series(e->store), 5);
+    assert_int_equal(count_series(e->store), 9);
     free_req(e1);
+    free_req(f);
+    free_req(g);
+    free_req(h);
+    free_req(i);
     free_req(a);
     free_req(b);
     free_req(c);
