@@ -171,6 +171,8 @@ static void settle(ps_writer_t *w, pending_t *p)
     else if (p->fwd && w->opts.fwd_logged != NULL)
         w->opts.fwd_logged(w->opts.fwd_ctx);
     uint64_t failed = 0;
+    if (w->opts.answers != NULL)
+        w->opts.answers(true);
     for (ps_wreq_t *r = p->head, *next; r != NULL; r = next) {
         next = r->next;
         if (rc != 0) {
@@ -184,6 +186,8 @@ static void settle(ps_writer_t *w, pending_t *p)
         }
         r->on_done(r);
     }
+    if (w->opts.answers != NULL)
+        w->opts.answers(false);
     if (failed > 0) {
         pthread_mutex_lock(&w->mu);
         w->stats.appended -= failed;

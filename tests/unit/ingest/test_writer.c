@@ -85,9 +85,27 @@ static atomic_int done_total;
 static ps_store_t *check_durable;
 static atomic_int early_answers;
 
+/* ps_writer_opts_t.answers: whether the writer is between answers(true) and answers(false), how
+ * often it opened, and the answers given outside (when counting) */
+static atomic_bool answers_open, answers_counting;
+static atomic_int answers_groups, answers_outside;
+
+static void answers_hook(bool begin)
+{
+    if (begin) {
+        assert_false(atomic_load(&answers_open));
+        atomic_fetch_add(&answers_groups, 1);
+    } else {
+        assert_true(atomic_load(&answers_open));
+    }
+    atomic_store(&answers_open, begin);
+}
+
 static void on_done(ps_wreq_t *w)
 {
     treq_t *r = w->ctx;
+    if (atomic_load(&answers_counting) && !atomic_load(&answers_open))
+        atomic_fetch_add(&answers_outside, 1);
     if (check_durable != NULL &&
         atomic_load(&check_durable->durable_txn) + 1 < atomic_load(&check_durable->last_txn))
         atomic_fetch_add(&early_answers, 1);
@@ -921,6 +939,38 @@ static void test_waits_for_decoding(void **state)
     free_req(d);
 }
 
+/* The answers of a committed batch are given between answers(true) and answers(false) (the web
+ * server's completions then go to each loop at once): each group opened once and closed. */
+static void test_answers_hook(void **state)
+{
+    env_t *e = *state;
+    ps_writer_opts_t o;
+    ps_writer_opts_default(&o);
+    o.answers = answers_hook;
+    atomic_store(&done_total, 0);
+    atomic_store(&answers_groups, 0);
+    atomic_store(&answers_outside, 0);
+    atomic_store(&answers_counting, true);
+    ps_writer_t *w = start_on(e->store, &o);
+    treq_t *r[3];
+    for (int i = 0; i < 3; i++) {
+        r[i] = make_req(20 + i, T0);
+        assert_int_equal(ps_writer_submit(w, &r[i]->w), 0);
+    }
+    wait_done(3);
+    ps_writer_stats_t st;
+    ps_writer_stats(w, &st);
+    ps_writer_stop(w);
+    atomic_store(&answers_counting, false);
+    assert_int_equal(atomic_load(&answers_outside), 0);
+    assert_int_equal(atomic_load(&answers_groups), (int)st.batches);
+    assert_false(atomic_load(&answers_open));
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(r[i]->calls, 1);
+        free_req(r[i]);
+    }
+}
+
 /* A commit that fails fails every write of its group, each answered once with the error and
  * nothing of it stored; the group after it commits. */
 static void test_group_commit_failing(void **state)
@@ -1078,6 +1128,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_group_commit_failing, setup, teardown),
         cmocka_unit_test(test_answers_when_durable),
         cmocka_unit_test_setup_teardown(test_waits_for_decoding, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_answers_hook, setup, teardown),
         cmocka_unit_test(test_remote_prepare_keys),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
