@@ -251,6 +251,10 @@ typedef struct ps_writer_opts {
     void (*rec_entry)(void *ctx, const ps_append_t *app, ps_buf_t *out);
     void *rec_ctx;
     uint32_t max_rules;          /* PS_WREQ_RULE: the most rules stored (0: no limit) */
+    /* called on the writer thread before (true) and after (false) it answers a committed batch
+     * (its requests' on_done, one after another): the web server sends their completions to each
+     * loop at once (ps_server_answers). NULL: none */
+    void (*answers)(bool begin);
 } ps_writer_opts_t;
 
 /** How many float samples weigh as much as one profile in a batch (max_batch): 512 units of

@@ -171,6 +171,8 @@ static void settle(ps_writer_t *w, pending_t *p)
     else if (p->fwd && w->opts.fwd_logged != NULL)
         w->opts.fwd_logged(w->opts.fwd_ctx);
     uint64_t failed = 0;
+    if (w->opts.answers != NULL)
+        w->opts.answers(true);
     for (ps_wreq_t *r = p->head, *next; r != NULL; r = next) {
         next = r->next;
         if (rc != 0) {
@@ -184,6 +186,8 @@ static void settle(ps_writer_t *w, pending_t *p)
         }
         r->on_done(r);
     }
+    if (w->opts.answers != NULL)
+        w->opts.answers(false);
     if (failed > 0) {
         pthread_mutex_lock(&w->mu);
         w->stats.appended -= failed;
@@ -556,7 +560,12 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
     w->queued++;
     w->queued_units += units;
     w->queued_bytes += r->bytes;
-    pthread_cond_signal(&w->cv);
+    /* the writer waiting for the writes being decoded (decode_wait_ok held when it last looked)
+     * wakes for the last of them, a full batch or a request that may not wait, not for every one
+     * (a wake-up a pushed profile: a futex wake here, a switch to the writer and back) */
+    if (!w->decode_waiting || w->decoding == 0 || w->queued_units >= w->opts.max_batch ||
+        (r->kind != PS_WREQ_APPEND && r->kind != PS_WREQ_SAMPLES))
+        pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return 0;
 }

@@ -85,9 +85,25 @@ static atomic_int done_total;
 static ps_store_t *check_durable;
 static atomic_int early_answers;
 
+/* ps_writer_opts_t.answers: whether the writer is between answers(true) and answers(false), how
+ * often it opened, and the answers given outside (when counting) */
+static atomic_bool answers_open, answers_counting;
+static atomic_int answers_groups, answers_outside, answers_unpaired;
+
+static void answers_hook(bool begin) /* on the writer thread: counts, asserted by the test */
+{
+    if (atomic_load(&answers_open) == begin)
+        atomic_fetch_add(&answers_unpaired, 1); /* opened twice, or closed while not open */
+    if (begin)
+        atomic_fetch_add(&answers_groups, 1);
+    atomic_store(&answers_open, begin);
+}
+
 static void on_done(ps_wreq_t *w)
 {
     treq_t *r = w->ctx;
+    if (atomic_load(&answers_counting) && !atomic_load(&answers_open))
+        atomic_fetch_add(&answers_outside, 1);
     if (check_durable != NULL &&
         atomic_load(&check_durable->durable_txn) + 1 < atomic_load(&check_durable->last_txn))
         atomic_fetch_add(&early_answers, 1);
@@ -858,7 +874,45 @@ static void test_waits_for_decoding(void **state)
     ps_writer_stats(w, &st);
     assert_int_equal(st.batches, 3);
     assert_int_equal(st.decode_waits, 1);
+    /* the writer waiting for two decodes: the submit that ends the last of them (its own decode's
+     * count) wakes it at once, and one commit takes both */
+    treq_t *f = make_req(6, T0), *g = make_req(7, T0);
+    ps_writer_decoding(w, +1);
+    ps_writer_decoding(w, +1);
+    t0 = ps_time_mono();
+    assert_int_equal(ps_writer_submit(w, &f->w), 0);
+    usleep(100000);
+    ps_writer_decoding(w, -1); /* one left */
+    usleep(100000);
+    assert_int_equal(atomic_load(&done_total), 4);
+    ps_writer_decode_begin(w);
+    assert_int_equal(ps_writer_submit(w, &g->w), 0);
+    wait_done(6);
+    assert_true(ps_time_mono() - t0 < 5 * PS_NS_PER_S);
+    ps_writer_decode_end();
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.batches, 4);
+    assert_int_equal(st.decode_waits, 2);
     ps_writer_stop(w);
+    /* a batch filled while a decode goes on: the submit that fills it wakes the writer */
+    o.max_batch = 2;
+    atomic_store(&done_total, 0);
+    w = start_on(e->store, &o);
+    treq_t *h = make_req(8, T0), *i = make_req(9, T0);
+    ps_writer_decoding(w, +1);
+    t0 = ps_time_mono();
+    assert_int_equal(ps_writer_submit(w, &h->w), 0);
+    usleep(100000);
+    assert_int_equal(atomic_load(&done_total), 0);
+    assert_int_equal(ps_writer_submit(w, &i->w), 0);
+    wait_done(2);
+    assert_true(ps_time_mono() - t0 < 5 * PS_NS_PER_S);
+    ps_writer_decoding(w, -1);
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.decode_waits, 1);
+    ps_writer_stop(w);
+    o.max_batch = 0; /* the default */
     /* a decode that does not end: the batch commits after decode_wait_ns */
     o.decode_wait_ns = 200 * 1000000;
     atomic_store(&done_total, 0);
@@ -871,12 +925,50 @@ static void test_waits_for_decoding(void **state)
     assert_true(ps_time_mono() - t0 >= 200 * 1000000);
     ps_writer_decoding(w, -1);
     ps_writer_stop(w);
-    assert_int_equal(count_series(e->store), 5);
+    assert_int_equal(count_series(e->store), 9);
     free_req(e1);
+    free_req(f);
+    free_req(g);
+    free_req(h);
+    free_req(i);
     free_req(a);
     free_req(b);
     free_req(c);
     free_req(d);
+}
+
+/* The answers of a committed batch are given between answers(true) and answers(false) (the web
+ * server's completions then go to each loop at once): each group opened once and closed. */
+static void test_answers_hook(void **state)
+{
+    env_t *e = *state;
+    ps_writer_opts_t o;
+    ps_writer_opts_default(&o);
+    o.answers = answers_hook;
+    atomic_store(&done_total, 0);
+    atomic_store(&answers_groups, 0);
+    atomic_store(&answers_outside, 0);
+    atomic_store(&answers_unpaired, 0);
+    atomic_store(&answers_counting, true);
+    ps_writer_t *w = start_on(e->store, &o);
+    treq_t *r[3];
+    for (int i = 0; i < 3; i++) {
+        r[i] = make_req(20 + i, T0);
+        assert_int_equal(ps_writer_submit(w, &r[i]->w), 0);
+    }
+    wait_done(3);
+    ps_writer_stats_t st;
+    ps_writer_stats(w, &st);
+    ps_writer_stop(w);
+    atomic_store(&answers_counting, false);
+    assert_int_equal(atomic_load(&answers_outside), 0);
+    assert_int_equal(atomic_load(&answers_unpaired), 0);
+    assert_int_equal(atomic_load(&answers_groups), (int)st.batches);
+    assert_false(atomic_load(&answers_open));
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(r[i]->calls, 1);
+        free_req(r[i]);
+    }
 }
 
 /* A commit that fails fails every write of its group, each answered once with the error and
@@ -1036,6 +1128,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_group_commit_failing, setup, teardown),
         cmocka_unit_test(test_answers_when_durable),
         cmocka_unit_test_setup_teardown(test_waits_for_decoding, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_answers_hook, setup, teardown),
         cmocka_unit_test(test_remote_prepare_keys),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
