@@ -604,16 +604,17 @@ static void test_samples_eager_commit(void **state)
 
 /* ---- group commit without a fixed wait (leader/follower) ---- */
 
-/* A gate: the request whose on_done is on_done_gate holds the writer thread (after its commit)
- * until gate_open, so that what is submitted meanwhile arrives "while a commit runs". */
+/* A gate: the writer's committed hook holds the writer thread after its first batch until
+ * gate_open, so that what is submitted meanwhile arrives "while a commit runs". */
 static atomic_int gate_open, gate_reached;
 
-static void on_done_gate(ps_wreq_t *w)
+static void committed_gate(void *ctx)
 {
-    atomic_store(&gate_reached, 1);
+    (void)ctx;
+    if (atomic_exchange(&gate_reached, 1))
+        return;
     while (!atomic_load(&gate_open))
         usleep(1000);
-    on_done(w);
 }
 
 static void gate_wait_reached(void)
@@ -657,9 +658,9 @@ static void test_group_commit_leader_follower(void **state)
     atomic_store(&gate_reached, 0);
     atomic_store(&answer_seq, 0);
     seen_store = e->store;
+    o.committed = committed_gate;
     ps_writer_t *w = start_on(e->store, &o);
     treq_t *first = make_req(100, T0);
-    first->w.on_done = on_done_gate;
     assert_int_equal(ps_writer_submit(w, &first->w), 0);
     gate_wait_reached(); /* committed at once, with nothing else to wait for */
     assert_int_equal(count_series(e->store), 1);
@@ -992,9 +993,9 @@ static void test_group_commit_failing(void **state)
     atomic_store(&done_total, 0);
     atomic_store(&gate_open, 0);
     atomic_store(&gate_reached, 0);
+    o.committed = committed_gate;
     ps_writer_t *w = start_on(store, &o);
     treq_t *first = make_req(100, T0);
-    first->w.on_done = on_done_gate;
     assert_int_equal(ps_writer_submit(w, &first->w), 0);
     gate_wait_reached();
     /* one group: two profiles and 20,000 float series between them */
