@@ -32,6 +32,7 @@ struct ps_writer {
     struct pending *sync_q;          /* committed batches, oldest first */
     bool sync_stop;
     int64_t write_start;             /* ps_time_mono() when the batch being written began; 0: none */
+    uint64_t writes;                 /* batches written (committed or failed) */
     int64_t write_avg_ns, sync_avg_ns; /* moving means: a batch's write (commit included), a sync */
     uint32_t decoding;    /* writes being decoded (ps_writer_decoding) */
     bool decode_waiting;  /* the writer waits for them: wake it when one ends */
@@ -225,9 +226,9 @@ static void *syncer(void *arg)
         /* a batch the writer is writing now syncs these too, with its pages: its end is waited
          * for when a sync of our own would take longer than the rest of it (two syncs at once
          * only slow each other on a busy disk); else they are synced now, beside its work */
-        for (;;) {
+        for (uint64_t writes = w->writes;;) {
             int64_t now = ps_time_mono(), left = w->write_start + w->write_avg_ns - now;
-            if (w->write_start == 0 || 2 * w->sync_avg_ns < left || w->sync_stop)
+            if (w->write_start == 0 || w->writes != writes || 2 * w->sync_avg_ns < left || w->sync_stop)
                 break;
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -406,6 +407,7 @@ static void *run(void *arg)
             txn_ns = ps_time_mono() - t0;
             pthread_mutex_lock(&w->mu);
             w->write_start = 0;
+            w->writes++;
             w->write_avg_ns = (7 * w->write_avg_ns + txn_ns) / 8;
             pthread_cond_signal(&w->sync_cv); /* the syncer may wait for this write's page sync */
             pthread_mutex_unlock(&w->mu);
