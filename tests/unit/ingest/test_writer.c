@@ -826,6 +826,51 @@ static void test_answers_when_durable(void **state)
     free_req(one);
 }
 
+/* With fsync on, a batch is answered once durable by the syncer, not after the writer's next
+ * batch: held after its first commit (the committed hook), the writer has its first request
+ * answered meanwhile, durable. */
+static void test_answered_while_writer_holds(void **state)
+{
+    (void)state;
+    char *dir = ps_test_tmpdir("/tmp/ps-test-writer-XXXXXX");
+    ps_store_opts_t so;
+    ps_store_opts_default(&so);
+    so.dir = dir;
+    so.map_size = 1ull << 30;
+    so.retention_ns = 0;
+    ps_store_t *store;
+    ps_err_t err;
+    if (ps_store_open(&so, &store, &err) != 0)
+        fail_msg("open: %s", err.msg);
+    ps_writer_opts_t o;
+    ps_writer_opts_default(&o);
+    o.committed = committed_gate;
+    atomic_store(&done_total, 0);
+    atomic_store(&gate_open, 0);
+    atomic_store(&gate_reached, 0);
+    ps_writer_t *w = start_on(store, &o);
+    treq_t *first = make_req(1, T0), *second = make_req(2, T0);
+    assert_int_equal(ps_writer_submit(w, &first->w), 0);
+    gate_wait_reached();
+    assert_int_equal(ps_writer_submit(w, &second->w), 0); /* queued behind the held writer */
+    wait_done(1);
+    assert_int_equal(atomic_load(&first->calls), 1);
+    assert_int_equal(atomic_load(&second->calls), 0);
+    assert_int_equal(first->w.app.status, 0);
+    assert_int_equal(atomic_load(&store->durable_txn), atomic_load(&store->last_txn));
+    atomic_store(&gate_open, 1);
+    wait_done(2);
+    ps_writer_stop(w);
+    assert_int_equal(second->w.app.status, 0);
+    assert_int_equal(atomic_load(&store->durable_txn), atomic_load(&store->last_txn));
+    assert_int_equal(count_series(store), 2);
+    ps_store_close(store);
+    ps_test_rm_rf(dir);
+    free(dir);
+    free_req(first);
+    free_req(second);
+}
+
 /* A write being decoded (ps_writer_decoding) is waited for: the request queued before it waits
  * until it is submitted, and one commit takes both; a request into an idle writer with nothing
  * decoding commits at once, as does one whose own decode was the count (ps_writer_decode_begin),
@@ -1128,6 +1173,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_group_commit_many_writers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_failing, setup, teardown),
         cmocka_unit_test(test_answers_when_durable),
+        cmocka_unit_test(test_answered_while_writer_holds),
         cmocka_unit_test_setup_teardown(test_waits_for_decoding, setup, teardown),
         cmocka_unit_test_setup_teardown(test_answers_hook, setup, teardown),
         cmocka_unit_test(test_remote_prepare_keys),
