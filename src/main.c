@@ -236,6 +236,7 @@ int main(int argc, char **argv)
     ps_writer_opts_t wo;
     ps_store_opts_default(&so);
     ps_writer_opts_default(&wo);
+    wo.answers = ps_server_answers;
     parse_flags(argc, argv, &f);
 
     ps_log_level = ps_log_parse_level(f.log_level); /* one of the table's choices */

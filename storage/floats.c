@@ -363,8 +363,11 @@ void ps_float_head_encode_padded(const uint8_t *c, size_t n, size_t p, uint64_t 
     size_t need = out->len - at;
     if (need > *size)
         *size = (need + PS_FLOAT_HEAD_PAD_STEP - 1) / PS_FLOAT_HEAD_PAD_STEP * PS_FLOAT_HEAD_PAD_STEP;
-    while (out->len - at < *size)
-        ps_buf_putc(out, 0);
+    if (out->len - at < *size) {
+        size_t pad = *size - (out->len - at);
+        memset(ps_buf_reserve(out, pad), 0, pad);
+        out->len += pad;
+    }
 }
 
 void ps_float_prefix_encode(const uint8_t *c, size_t p, ps_buf_t *out)

@@ -270,6 +270,10 @@ int ps_series_rec_decode(const void *p, size_t n, ps_series_rec_t *r);
  * ((*st)->kind says which) */
 int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
                             uint64_t *sid, ps_series_state_t **st, ps_err_t *err);
+/* the same, for ls found missing earlier in txn (none since created but through the series cache):
+ * the series cache is asked, the series index not */
+int ps_series_create_absent(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, ps_series_kind_t kind,
+                            uint64_t *sid, ps_series_state_t **st, ps_err_t *err);
 ps_series_state_t *ps_series_state(ps_store_writer_t *w, uint64_t sid);
 int ps_series_put_state(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err);
 int ps_series_delete(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_err_t *err);

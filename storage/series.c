@@ -123,18 +123,78 @@ void ps_posting_key(ps_buf_t *b, const ps_label_pair_t *p)
     ps_buf_append(b, p->value, p->vlen);
 }
 
+/* A new series of labels ls (encoded: enc, its hash key hk): record, hash index, postings. */
+static int create_series(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, const ps_buf_t *enc,
+                         const uint8_t hk[8], ps_series_kind_t kind, uint64_t *sid, ps_series_state_t **st,
+                         ps_err_t *err)
+{
+    uint64_t nid = w->next.series++;
+    uint8_t ib[8];
+    ps_enc_be64(ib, nid);
+    ps_buf_t rec = PS_BUF_INIT, pk = PS_BUF_INIT;
+    ps_series_rec_t r = {(uint8_t)kind, INT64_MIN, INT64_MIN, INT64_MIN, 0, enc->data, enc->len};
+    ps_series_rec_encode(&r, &rec);
+    ps_txn_put(txn, DB_SERIES, ib, 8, rec.data, rec.len, MDB_APPEND, "writing series record");
+    ps_buf_dispose(&rec);
+    ps_txn_put(txn, DB_SERIES_HASH, hk, 8, ib, 8, 0, "writing series index");
+    for (uint32_t i = 0; i < ls->n; i++) {
+        ps_posting_key(&pk, &ls->pairs[i]);
+        ps_txn_put(txn, DB_POSTINGS, pk.data, pk.len, ib, 8, 0, "writing postings");
+    }
+    ps_buf_dispose(&pk);
+    if (txn->ret)
+        return ps_txn_error(txn, err);
+    ps_hmap_put(&w->wc->series_cache, enc->data, enc->len, nid);
+    ps_series_state_t *ns = state_add(w, nid);
+    ns->kind = (uint8_t)kind;
+    ns->last_ts = INT64_MIN;
+    ns->head_min_ts = INT64_MIN;
+    ns->last_chunk_max = INT64_MIN;
+    *sid = nid;
+    *st = ns;
+    return 0;
+}
+
+/* The series of ls from the series cache: 1 (found), 0 (not in the cache) or an error. */
+static int cached_series(ps_store_writer_t *w, ps_txn_t *txn, const ps_buf_t *enc, uint64_t *sid,
+                         ps_series_state_t **st, ps_err_t *err)
+{
+    uint64_t v;
+    if (!ps_hmap_get(&w->wc->series_cache, enc->data, enc->len, &v))
+        return 0;
+    *sid = v;
+    *st = ps_series_state(w, v);
+    if (*st == NULL) {
+        int ret = load_state(w, txn, v, st, err);
+        if (ret)
+            return ret;
+    }
+    return 1;
+}
+
+int ps_series_create_absent(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, ps_series_kind_t kind,
+                            uint64_t *sid, ps_series_state_t **st, ps_err_t *err)
+{
+    ps_buf_t enc = PS_BUF_INIT;
+    ps_labels_encode(ls, &enc);
+    int ret = cached_series(w, txn, &enc, sid, st, err);
+    if (ret == 0) {
+        uint8_t hk[8];
+        ps_enc_be64(hk, ps_hash64(enc.data, enc.len, 0x5e41e5));
+        ret = create_series(w, txn, ls, &enc, hk, kind, sid, st, err);
+    }
+    ps_buf_dispose(&enc);
+    return ret < 0 ? ret : 0;
+}
+
 int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, bool create, ps_series_kind_t kind,
                             uint64_t *sid, ps_series_state_t **st, ps_err_t *err)
 {
-    ps_buf_t enc = PS_BUF_INIT, pk = PS_BUF_INIT;
-    int ret = 0;
+    ps_buf_t enc = PS_BUF_INIT;
     ps_labels_encode(ls, &enc);
-    uint64_t v;
-    if (ps_hmap_get(&w->wc->series_cache, enc.data, enc.len, &v)) {
-        *sid = v;
-        *st = ps_series_state(w, v);
-        if (*st == NULL)
-            ret = load_state(w, txn, v, st, err);
+    int ret = cached_series(w, txn, &enc, sid, st, err);
+    if (ret != 0) {
+        ret = ret < 0 ? ret : 0;
         goto Exit;
     }
     uint64_t h = ps_hash64(enc.data, enc.len, 0x5e41e5);
@@ -169,35 +229,9 @@ int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels
         ret = PS_ENOTFOUND;
         goto Exit;
     }
-    /* a new series: record, hash index, postings */
-    uint64_t nid = w->next.series++;
-    uint8_t ib[8];
-    ps_enc_be64(ib, nid);
-    ps_buf_t rec = PS_BUF_INIT;
-    ps_series_rec_t r = {(uint8_t)kind, INT64_MIN, INT64_MIN, INT64_MIN, 0, enc.data, enc.len};
-    ps_series_rec_encode(&r, &rec);
-    ps_txn_put(txn, DB_SERIES, ib, 8, rec.data, rec.len, MDB_APPEND, "writing series record");
-    ps_buf_dispose(&rec);
-    ps_txn_put(txn, DB_SERIES_HASH, hk, 8, ib, 8, 0, "writing series index");
-    for (uint32_t i = 0; i < ls->n; i++) {
-        ps_posting_key(&pk, &ls->pairs[i]);
-        ps_txn_put(txn, DB_POSTINGS, pk.data, pk.len, ib, 8, 0, "writing postings");
-    }
-    if (txn->ret) {
-        ret = ps_txn_error(txn, err);
-        goto Exit;
-    }
-    ps_hmap_put(&w->wc->series_cache, enc.data, enc.len, nid);
-    ps_series_state_t *ns = state_add(w, nid);
-    ns->kind = (uint8_t)kind;
-    ns->last_ts = INT64_MIN;
-    ns->head_min_ts = INT64_MIN;
-    ns->last_chunk_max = INT64_MIN;
-    *sid = nid;
-    *st = ns;
+    ret = create_series(w, txn, ls, &enc, hk, kind, sid, st, err);
 Exit:
     ps_buf_dispose(&enc);
-    ps_buf_dispose(&pk);
     return ret;
 }
 

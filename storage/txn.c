@@ -302,6 +302,14 @@ bool ps_cur_put(ps_cur_t *c, const void *k, size_t kn, const void *v, size_t vn)
     return ps_txn_fail(c->t, mdb_cursor_put(c->c, &key, &val, 0), c->what) == 0;
 }
 
+bool ps_cur_put_current(ps_cur_t *c, const void *k, size_t kn, const void *v, size_t vn)
+{
+    if (c->t->ret != 0 || c->c == NULL)
+        return false;
+    MDB_val key = ps_mval(k, kn), val = ps_mval(v, vn);
+    return ps_txn_fail(c->t, mdb_cursor_put(c->c, &key, &val, MDB_CURRENT), c->what) == 0;
+}
+
 bool ps_cur_del(ps_cur_t *c)
 {
     if (c->t->ret != 0 || c->c == NULL)

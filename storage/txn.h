@@ -163,5 +163,8 @@ bool ps_cur_del(ps_cur_t *c);
 /** Writes k = v (as ps_txn_put with no flags) through c, which is left on it: puts in key order
  * search only the leaf page c is on when the key is there (LMDB's cursor shortcut), not the tree. */
 bool ps_cur_put(ps_cur_t *c, const void *k, size_t kn, const void *v, size_t vn);
+/** Replaces the value of the record c is on (a move found it; k is its key, needed when v's size
+ *  differs) without searching for k (MDB_CURRENT); c stays on it. */
+bool ps_cur_put_current(ps_cur_t *c, const void *k, size_t kn, const void *v, size_t vn);
 
 #endif

@@ -426,14 +426,16 @@ static int cmp_part(const void *a, const void *b)
 }
 
 /* Checks order against what each series holds. Returns 1 if some series already has ts (a
- * possible duplicate), 0 if all is new, <0 on error. */
-static int check_order(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, ps_err_t *err)
+ * possible duplicate), 0 if all is new, <0 on error. absent[i]: series i is not in the store
+ * (so that append_one creates it without looking for it again). */
+static int check_order(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool *absent, ps_err_t *err)
 {
     int dup = 0;
     for (uint32_t i = 0; i < it->nseries; i++) {
         uint64_t sid;
         ps_series_state_t *st;
         int ret = ps_series_get_or_create(w, txn, &it->series_labels[i], false, PS_SERIES_PROFILE, &sid, &st, err);
+        absent[i] = ret == PS_ENOTFOUND;
         if (ret == PS_ENOTFOUND)
             continue;
         if (ret)
@@ -463,9 +465,10 @@ static int check_order(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, ps_
     return dup;
 }
 
-/* Writes (or, in check mode, compares) the head records of one item. */
-static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool check, bool *all_same, ps_arena_t *a,
-                      ps_err_t *err)
+/* Writes (or, in check mode, compares) the head records of one item. absent (or NULL): which of
+ * its series check_order found missing in this transaction (none created since but by this item). */
+static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool check, bool *all_same,
+                      const bool *absent, ps_arena_t *a, ps_err_t *err)
 {
     const ps_profile_t *p = it->profile;
     xlate_t x = {0};
@@ -535,7 +538,10 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
         ps_head_encode(it->duration, it->period, pn, pv, m, &rec);
         uint64_t sid;
         ps_series_state_t *st;
-        if ((ret = ps_series_get_or_create(w, txn, &it->series_labels[si], true, PS_SERIES_PROFILE, &sid, &st, err)) != 0)
+        ret = absent != NULL && absent[si]
+                  ? ps_series_create_absent(w, txn, &it->series_labels[si], PS_SERIES_PROFILE, &sid, &st, err)
+                  : ps_series_get_or_create(w, txn, &it->series_labels[si], true, PS_SERIES_PROFILE, &sid, &st, err);
+        if (ret != 0)
             goto Exit;
         /* the span parts of this series: (span, flags, trace id, node) -> value, summed, none 0 */
         size_t np = 0;
@@ -773,7 +779,8 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
             it->status = ps_store_future_error(it->ts, now, w->s->opts.future_grace_ns, &it->err);
             continue;
         }
-        int order = check_order(w, txn, it, &it->err);
+        bool *absent = ps_arena_alloc(&a, (it->nseries + 1) * sizeof(bool));
+        int order = check_order(w, txn, it, absent, &it->err);
         if (order < 0) {
             it->status = order;
             if (order != PS_EOUTOFORDER && order != PS_EINVAL && order != PS_ECONFLICT) {
@@ -784,7 +791,7 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
             continue;
         }
         if (order == 0) {
-            if ((ret = append_one(w, txn, it, false, NULL, &a, err)) != 0)
+            if ((ret = append_one(w, txn, it, false, NULL, absent, &a, err)) != 0)
                 goto Fail;
             continue;
         }
@@ -795,7 +802,7 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
         if ((ret = ps_txn_begin_nested(&child, txn, err, "starting nested transaction")) != 0)
             goto Fail;
         bool same = true;
-        ret = append_one(w, &child, it, true, &same, &a, err);
+        ret = append_one(w, &child, it, true, &same, NULL, &a, err);
         ps_txn_abort(&child);
         if (memcmp(&saved, &w->next, sizeof(saved)) != 0 || ret != 0)
             w->next = saved;

@@ -66,13 +66,15 @@ struct ps_async {
     void *link;
     void *loop;
     ps_async_cb on_complete;
+    ps_async_t *batch_next; /* the others of its loop sent with it (ps_server_answers) */
 };
 /** Ties a to req: if the request dies first, a->req becomes NULL. Call on the loop thread. */
 void ps_async_init(ps_async_t *a, h2o_req_t *req, ps_async_cb cb);
 /** Unties a from its request again, for work that was never handed to another thread (the
  *  request is answered at once instead). Call on the loop thread, before freeing a. */
 void ps_async_cancel(ps_async_t *a);
-/** From any thread: schedules a->on_complete on the request's loop. */
+/** From any thread: schedules a->on_complete on the request's loop (between ps_server_answers'
+ *  begin and end on this thread: at the end, with the others of its loop). */
 void ps_async_complete(ps_async_t *a);
 
 #endif

@@ -32,9 +32,9 @@ typedef struct cancel_link {
     rjob_t *j;
 } cancel_link_t;
 
-/* An HTTP/1 connection whose end we watch while its query runs (loop thread only). */
+/* An HTTP/1 connection read while its request is handled (loop thread only; in its job). */
 typedef struct watch {
-    struct watch *next;
+    struct watch *next, **prev; /* *prev == this while listed */
     h2o_socket_t *sock;
     rjob_t *j;
 } watch_t;
@@ -48,7 +48,8 @@ struct rjob {
     ps_writer_t *decoding; /* a write counted by ps_writer_decoding until it submits or its run ends */
     ps_task_run_fn run;    /* the route's run (decoding: run_decoding calls it) */
     cancel_link_t *link;
-    watch_t *watch;   /* loop thread only */
+    watch_t *watch;   /* &w while listed (loop thread only) */
+    watch_t w;
     bool client_gone; /* the watch saw the connection's end (loop thread only) */
     /* a piece (ps_run_piece): done(arg, req) on the request's loop */
     void (*piece_done)(void *arg, h2o_req_t *req);
@@ -66,7 +67,13 @@ static _Thread_local watch_t *watches; /* of this loop thread */
  * the socket's input buffer for h2o (up to 64 KiB, then we stop reading). Before the answer is
  * sent, reading is stopped again and h2o resumes it as always after a response; after a
  * connection's end the answer closes it (not persistent), so requests pipelined behind the
- * canceled one are never run. */
+ * canceled one are never run.
+ *
+ * A write (the decode pool) is read the same way, but its connection's end cancels nothing (a
+ * write runs to its end; its client's end is seen when it is answered, as before): reading on
+ * keeps the socket's read interest in epoll, where h2o's stop and restart around every request
+ * cost an EPOLL_CTL_DEL and an EPOLL_CTL_ADD (stopped and started again within one turn of the
+ * loop, h2o changes nothing in epoll). */
 
 #define WATCH_MAX_INPUT 65536
 
@@ -75,13 +82,10 @@ static void unwatch(rjob_t *j)
     watch_t *w = j->watch;
     if (w == NULL)
         return;
-    for (watch_t **pp = &watches; *pp != NULL; pp = &(*pp)->next)
-        if (*pp == w) {
-            *pp = w->next;
-            break;
-        }
+    *w->prev = w->next;
+    if (w->next != NULL)
+        w->next->prev = w->prev;
     j->watch = NULL;
-    free(w);
 }
 
 static void on_client_read(h2o_socket_t *sock, const char *err)
@@ -94,8 +98,10 @@ static void on_client_read(h2o_socket_t *sock, const char *err)
         return;
     }
     if (err != NULL) {
-        atomic_store(&w->j->q.cancel, 1);
-        w->j->client_gone = true;
+        if (!w->j->decode) {
+            atomic_store(&w->j->q.cancel, 1);
+            w->j->client_gone = true;
+        }
         h2o_socket_read_stop(sock);
     } else if (sock->input->size > WATCH_MAX_INPUT) {
         h2o_socket_read_stop(sock);
@@ -109,10 +115,13 @@ static void watch(rjob_t *j, h2o_req_t *req)
     h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
     if (sock == NULL || h2o_socket_is_reading(sock))
         return; /* h2o reads it and sees its end itself */
-    watch_t *w = ps_xcalloc(1, sizeof(*w));
+    watch_t *w = &j->w;
     w->sock = sock;
     w->j = j;
     w->next = watches;
+    w->prev = &watches;
+    if (watches != NULL)
+        watches->prev = &w->next;
     watches = w;
     j->watch = w;
     h2o_socket_read_start(sock, on_client_read);
@@ -141,6 +150,7 @@ static void on_cancel_dispose(void *p)
 
 static void job_free(rjob_t *j)
 {
+    unwatch(j); /* listed in j */
     if (j->task != NULL)
         ps_http_task_free(j->task, j->loop);
     free(j);
@@ -280,8 +290,7 @@ int ps_run_task(h2o_req_t *req, unsigned cls, ps_task_run_fn run, ps_fail_fn fai
     }
     j->link = h2o_mem_alloc_shared(&req->pool, sizeof(*j->link), on_cancel_dispose);
     j->link->j = j;
-    if (!j->decode) /* a write runs to its end: its client's end is seen when it is answered */
-        watch(j, req);
+    watch(j, req);
     return 0;
 }
 

@@ -119,6 +119,11 @@ void ps_server_stop(ps_server_t *s);
  *  turn TLS on or off; the configuration in force stays. Thread-safe. */
 int ps_server_web_config(ps_server_t *s, struct ps_webconfig *wc, ps_err_t *err);
 
+/** For ps_writer_opts_t.answers: between begin (true) and end (false) on one thread, the
+ *  requests' completions (ps_async_complete) wait, and at the end go to each loop at once, one
+ *  wake-up a loop. */
+void ps_server_answers(bool begin);
+
 /** The port actually bound (useful with port 0). */
 int ps_server_port(ps_server_t *s);
 /** Records a configuration load (at start, after ps_server_bind, or on reload): ok with the

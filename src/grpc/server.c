@@ -51,6 +51,7 @@
 #define HANDSHAKE_TIMEOUT (10 * PS_NS_PER_S)
 #define STOP_FLUSH_TIMEOUT (10 * PS_NS_PER_S)
 #define RESET_WINDOW (10 * PS_NS_PER_S)
+#define LINGER_TIMEOUT (2 * PS_NS_PER_S) /* a lingering close's bound (conn_linger) */
 #define OUT_HIGH 65536 /* bytes buffered to send past which nghttp2 is not asked for more */
 #define MAX_AUTH 4096  /* an Authorization value longer than this is malformed */
 #define MSG_MAX 512
@@ -134,6 +135,7 @@ struct ps_grpc_conn {
     size_t outoff;
     ps_buf_t *sink; /* inline mode: where sent bytes go */
     int64_t created, last_read;
+    int64_t linger_until; /* closed with fd still open: lingering until then (conn_linger) */
     uint32_t inflight; /* jobs out on the workers */
     uint32_t resets;
     int64_t reset_window;
@@ -577,6 +579,7 @@ static void job_free(job_t *j)
 
 static void conn_flush(conn_t *c);
 static void conn_maybe_free(conn_t *c);
+static void conn_events(conn_t *c, uint32_t ev);
 
 /* On the loop: a job is back. */
 static void job_done(job_t *j)
@@ -1076,29 +1079,72 @@ static int conn_session(conn_t *c)
 
 /* ---- connections ------------------------------------------------------------------------------ */
 
-static void conn_close(conn_t *c)
+/* The socket's end: out of epoll, closed, its slot given back. */
+static void conn_drop_fd(conn_t *c)
 {
     ps_grpc_t *g = c->g;
-    if (c->closed)
-        return;
+    if (!g->inline_mode)
+        epoll_ctl(g->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    if (c->ssl != NULL)
+        SSL_free(c->ssl);
+    close(c->fd);
+    c->ssl = NULL;
+    c->fd = -1;
+    g->nconns--;
+    ps_gauge_set(&g->open, g->nconns);
+}
+
+static void conn_end_session(conn_t *c)
+{
     c->closed = true;
     while (c->streams != NULL) {
         stream_t *s = c->streams;
         nghttp2_session_set_stream_user_data(c->h2, s->id, NULL);
         stream_free(c, s);
     }
-    if (c->fd >= 0) {
-        if (!g->inline_mode)
-            epoll_ctl(g->ep, EPOLL_CTL_DEL, c->fd, NULL);
-        if (c->ssl != NULL)
-            SSL_free(c->ssl);
-        close(c->fd);
-        c->ssl = NULL;
-        c->fd = -1;
-        g->nconns--;
-        ps_gauge_set(&g->open, g->nconns);
-    }
+}
+
+/* Ends the connection at once (a lingering one too); it is freed once no job of it is out. */
+static void conn_close(conn_t *c)
+{
+    if (!c->closed)
+        conn_end_session(c);
+    if (c->fd >= 0)
+        conn_drop_fd(c);
     conn_maybe_free(c);
+}
+
+/* A session that ended with all of it sent (our GOAWAY last): the socket's write side is shut and
+ * what the peer still sends is read and dropped until it closes too, or LINGER_TIMEOUT passes.
+ * Closed at once with unread bytes in it, the socket would answer with a reset, which can make
+ * the peer's kernel drop our GOAWAY before the peer reads it (the "lingering close" of nginx
+ * and h2o). */
+static void conn_linger(conn_t *c)
+{
+    if (c->g->inline_mode || c->fd < 0 || c->closed) {
+        conn_close(c);
+        return;
+    }
+    conn_events(c, EPOLLIN);
+    conn_end_session(c);
+    shutdown(c->fd, SHUT_WR);
+    c->linger_until = ps_time_now() + LINGER_TIMEOUT;
+}
+
+/* A lingering connection's bytes: dropped; its peer's end (or an error) ends it. */
+static void conn_linger_read(conn_t *c)
+{
+    uint8_t buf[16384];
+    for (int i = 0; i < 16; i++) {
+        ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+    }
+    conn_close(c);
 }
 
 static void conn_destroy(conn_t *c)
@@ -1118,7 +1164,7 @@ static void conn_destroy(conn_t *c)
 /* a closed connection goes once no job of it is out (inline: when its owner frees it) */
 static void conn_maybe_free(conn_t *c)
 {
-    if (c->closed && c->inflight == 0 && !c->g->inline_mode)
+    if (c->closed && c->fd < 0 && c->inflight == 0 && !c->g->inline_mode)
         conn_destroy(c);
 }
 
@@ -1200,7 +1246,7 @@ static void conn_flush(conn_t *c)
     if (c->sink == NULL)
         conn_events(c, EPOLLIN);
     if (!nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2) && c->out.len == c->outoff)
-        conn_close(c);
+        conn_linger(c);
 }
 
 static int conn_recv(conn_t *c, const uint8_t *p, size_t n)
@@ -1217,6 +1263,10 @@ static int conn_recv(conn_t *c, const uint8_t *p, size_t n)
 
 static void conn_on_io(conn_t *c, uint32_t ev)
 {
+    if (c->closed) { /* lingering */
+        conn_linger_read(c);
+        return;
+    }
     if (ev & (EPOLLERR)) {
         conn_close(c);
         return;
@@ -1332,8 +1382,11 @@ static void sweep(ps_grpc_t *g)
     int64_t now = ps_time_now();
     for (conn_t *c = g->conns, *next; c != NULL; c = next) {
         next = c->next;
-        if (c->closed)
+        if (c->closed) {
+            if (c->fd >= 0 && now >= c->linger_until)
+                conn_close(c);
             continue;
+        }
         if ((!c->handshaken || !c->got_frame) && now - c->created > HANDSHAKE_TIMEOUT) {
             conn_close(c);
             continue;

@@ -8,10 +8,11 @@
  *     timestamp.
  *  2. Writing (writer.c): the writer thread is the only thread that writes to the store. Requests
  *     from the HTTP threads and the scraper are queued; the writer takes everything queued,
- *     applies it in one transaction (group commit), then calls each request's on_done from the
- *     writer thread once that transaction is durable: the next batch's commit syncs it (its
- *     page sync covers the meta page of the last), or, when none follows at once, a sync of its
- *     own. Between batches it compacts heads and applies retention.
+ *     applies it in one transaction (group commit) and hands the batch to the syncer thread,
+ *     which calls each request's on_done once that transaction is durable: a sync of its own
+ *     beside the writer's next batch, or that batch's commit (whose page sync covers the meta
+ *     page of the last) when a sync would take longer than the rest of it. Between batches the
+ *     writer compacts heads and applies retention.
  */
 #ifndef PS_INGEST_H
 #define PS_INGEST_H
@@ -194,7 +195,8 @@ struct ps_wreq {
     int status;                  /* result for COMPACT/RETAIN */
     ps_err_t err;
     uint32_t count;              /* chunks written / series dropped */
-    void (*on_done)(ps_wreq_t *r); /* called on the writer thread once durable (or failed) */
+    void (*on_done)(ps_wreq_t *r); /* called once durable (or failed): on the syncer thread for a
+                                    * stored append or samples request, else on the writer thread */
     int64_t commit_delay_ns;     /* > 0: this request tolerates that much group-commit delay (scrapes:
                                   * nobody waits on them), whatever the writer's commit_delay; 0: the
                                   * writer's commit_delay */
@@ -241,8 +243,8 @@ typedef struct ps_writer_opts {
     int64_t retention_interval_ns; /* how often to apply retention (default 1 min) */
     /* forwarding (src/forward, handed over by main.c; NULL: none): fwd_entry makes the forwarding
      * log entry of an append on the submitting thread (a decode or scrape thread, so the writer
-     * only copies bytes; nothing appended: not forwarded); fwd_logged is called on the writer
-     * thread after each commit that may have logged entries */
+     * only copies bytes; nothing appended: not forwarded); fwd_logged is called on the syncer
+     * thread once a commit that may have logged entries is durable */
     void (*fwd_entry)(void *ctx, const ps_append_t *app, ps_buf_t *out);
     void (*fwd_logged)(void *ctx);
     void *fwd_ctx;
@@ -251,6 +253,14 @@ typedef struct ps_writer_opts {
     void (*rec_entry)(void *ctx, const ps_append_t *app, ps_buf_t *out);
     void *rec_ctx;
     uint32_t max_rules;          /* PS_WREQ_RULE: the most rules stored (0: no limit) */
+    /* called on the syncer thread before (true) and after (false) it answers a committed batch
+     * (its requests' on_done, one after another): the web server sends their completions to each
+     * loop at once (ps_server_answers). NULL: none */
+    void (*answers)(bool begin);
+    /* tests: called on the writer thread after each batch, its appends handed to the syncer (a
+     * test holds the writer there to queue requests "while a commit runs") */
+    void (*committed)(void *ctx);
+    void *committed_ctx;
 } ps_writer_opts_t;
 
 /** How many float samples weigh as much as one profile in a batch (max_batch): 512 units of

@@ -24,12 +24,16 @@ struct ps_writer {
     uint64_t queued_bytes;   /* the bytes of what is queued */
     bool stopping;
     bool joined; /* ps_writer_shutdown has joined the thread */
-    /* the syncer thread: syncs the last batch's commit while the writer waits for the next batch
-     * (whose commit would sync it too: whichever ends first answers the batch). Under mu. */
+    /* the syncer thread: makes each committed batch durable (the sync of its meta page, unless
+     * a later commit's page sync did it first) and answers it, while the writer goes on with the
+     * next batch. Under mu. */
     pthread_t syncer;
-    pthread_cond_t sync_cv;          /* the syncer waits here for sync_want to pass sync_done */
-    uint64_t sync_want, sync_done;   /* transaction ids: asked for, synced (or failed) */
+    pthread_cond_t sync_cv;          /* the syncer waits here for batches */
+    struct pending *sync_q;          /* committed batches, oldest first */
     bool sync_stop;
+    int64_t write_start;             /* ps_time_mono() when the batch being written began; 0: none */
+    uint64_t writes;                 /* batches written (committed or failed) */
+    int64_t write_avg_ns, sync_avg_ns; /* moving means: a batch's write (commit included), a sync */
     uint32_t decoding;    /* writes being decoded (ps_writer_decoding) */
     bool decode_waiting;  /* the writer waits for them: wake it when one ends */
     ps_writer_stats_t stats;
@@ -138,13 +142,14 @@ static bool decode_wait_ok(const ps_writer_t *w)
     return true;
 }
 
-/* The appends of the last committed batch, answered once its commit is durable: its meta page is
- * synced by the next batch's commit, or by ps_store_writer_sync when no batch follows at once
- * (ps_store_writer_defer_sync: one sync a commit under load, two when idle, as before). */
+/* The appends of a committed batch, answered once its commit is durable: its meta page is synced
+ * by the syncer (ps_store_writer_sync) or, when that comes first, by a later commit's page sync
+ * (ps_store_writer_defer_sync). */
 typedef struct pending {
     ps_wreq_t *head, *tail; /* linked by next, in batch order */
     uint64_t txn;           /* the commit they wait for */
     bool fwd;               /* call fwd_logged once it is durable */
+    struct pending *next;   /* the syncer's queue */
 } pending_t;
 
 static void pending_add(pending_t *p, ps_wreq_t *r)
@@ -171,6 +176,8 @@ static void settle(ps_writer_t *w, pending_t *p)
     else if (p->fwd && w->opts.fwd_logged != NULL)
         w->opts.fwd_logged(w->opts.fwd_ctx);
     uint64_t failed = 0;
+    if (w->opts.answers != NULL)
+        w->opts.answers(true);
     for (ps_wreq_t *r = p->head, *next; r != NULL; r = next) {
         next = r->next;
         if (rc != 0) {
@@ -184,6 +191,8 @@ static void settle(ps_writer_t *w, pending_t *p)
         }
         r->on_done(r);
     }
+    if (w->opts.answers != NULL)
+        w->opts.answers(false);
     if (failed > 0) {
         pthread_mutex_lock(&w->mu);
         w->stats.appended -= failed;
@@ -193,27 +202,81 @@ static void settle(ps_writer_t *w, pending_t *p)
     *p = (pending_t){0};
 }
 
+/* The syncer: takes every batch the writer committed, syncs once for all of them (nothing when a
+ * later commit's page sync has already made them durable) and answers them, oldest first, while
+ * the writer builds and commits the next batch: a batch waits for its own commit and one sync,
+ * not for the next batch's commit too. Ends once stopped with nothing left. */
 static void *syncer(void *arg)
 {
     ps_writer_t *w = arg;
     ps_thread_name("syncer");
     pthread_mutex_lock(&w->mu);
-    while (!w->sync_stop) {
-        if (w->sync_want <= w->sync_done) {
+    for (;;) {
+        if (w->sync_q == NULL) {
+            if (w->sync_stop)
+                break;
             pthread_cond_wait(&w->sync_cv, &w->mu);
             continue;
         }
-        uint64_t want = w->sync_want;
+        pending_t *q = w->sync_q;
+        w->sync_q = NULL;
+        uint64_t txn = 0;
+        for (pending_t *p = q; p != NULL; p = p->next)
+            txn = p->txn > txn ? p->txn : txn;
+        /* a batch the writer is writing now syncs these too, with its pages: its end is waited
+         * for when a sync of our own would take longer than the rest of it (two syncs at once
+         * only slow each other on a busy disk); else they are synced now, beside its work */
+        for (uint64_t writes = w->writes;;) {
+            int64_t now = ps_time_mono(), left = w->write_start + w->write_avg_ns - now;
+            if (w->write_start == 0 || w->writes != writes || 2 * w->sync_avg_ns < left || w->sync_stop)
+                break;
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            int64_t until = (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec + (left > 100000 ? left : 100000);
+            ts.tv_sec = until / PS_NS_PER_S;
+            ts.tv_nsec = until % PS_NS_PER_S;
+            pthread_cond_timedwait(&w->sync_cv, &w->mu, &ts);
+        }
         pthread_mutex_unlock(&w->mu);
         ps_err_t err;
-        if (ps_store_writer_sync(w->sw, want, &err) != 0) /* the writer's settle syncs again, and answers */
+        ps_err_clear(&err);
+        int64_t t0 = ps_time_mono();
+        if (ps_store_writer_sync(w->sw, txn, &err) != 0) /* each settle tries again, and fails its own */
             ps_log_error("sync failed", "err=%s", ps_log_q(err.msg));
+        int64_t took = ps_time_mono() - t0;
+        if (took > 20000) { /* a sync, not a batch a later commit had synced already */
+            pthread_mutex_lock(&w->mu);
+            w->sync_avg_ns = (3 * w->sync_avg_ns + took) / 4;
+            pthread_mutex_unlock(&w->mu);
+        }
+        while (q != NULL) {
+            pending_t *next = q->next;
+            settle(w, q);
+            free(q);
+            q = next;
+        }
         pthread_mutex_lock(&w->mu);
-        w->sync_done = want;
-        pthread_cond_signal(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
+}
+
+/* Hands the batch p to the syncer. */
+static void hand_to_syncer(ps_writer_t *w, pending_t *p)
+{
+    if (p->head == NULL && !p->fwd)
+        return;
+    pending_t *q = ps_xmalloc(sizeof(*q));
+    *q = *p;
+    q->next = NULL;
+    *p = (pending_t){0};
+    pthread_mutex_lock(&w->mu);
+    pending_t **at = &w->sync_q;
+    while (*at != NULL)
+        at = &(*at)->next;
+    *at = q;
+    pthread_cond_signal(&w->sync_cv);
+    pthread_mutex_unlock(&w->mu);
 }
 
 static void *run(void *arg)
@@ -231,21 +294,6 @@ static void *run(void *arg)
     ps_store_writer_defer_sync(w->sw, true);
     for (;;) {
         pthread_mutex_lock(&w->mu);
-        if (w->head == NULL && (pending.head != NULL || pending.fwd)) {
-            /* nothing to commit next: the syncer syncs the last batch now, unless a request
-             * arrives first, whose commit does it */
-            if (w->sync_want < pending.txn) {
-                w->sync_want = pending.txn;
-                pthread_cond_signal(&w->sync_cv);
-            }
-            while (w->head == NULL && w->sync_done < pending.txn)
-                pthread_cond_wait(&w->cv, &w->mu);
-            bool idle = w->head == NULL;
-            pthread_mutex_unlock(&w->mu);
-            if (idle)
-                settle(w, &pending);
-            continue;
-        }
         while (w->head == NULL && !w->stopping) {
             int64_t mono = ps_time_mono(), wake = next_compact < next_retain ? next_compact : next_retain;
             if (mono >= wake) {
@@ -272,8 +320,7 @@ static void *run(void *arg)
          * scrapes alone (nobody waits on them: they share fsyncs for their commit_delay_ns)
          * waits for more, at most that long since the last commit, and no longer once the batch
          * is full or a request that may not wait arrives. A batch's appends are answered once its
-         * commit is durable: after the next commit (whose page sync also syncs this one's meta
-         * page), or after a sync of their own when nothing follows (pending_t) */
+         * commit is durable, by the syncer (pending_t) */
         for (;;) {
             int64_t delay = commit_wait(w);
             if (w->queued >= w->opts.max_batch || delay <= 0 || delay == INT64_MAX || w->stopping)
@@ -281,12 +328,6 @@ static void *run(void *arg)
             int64_t deadline = last_commit + delay, mono = ps_time_mono();
             if (mono >= deadline)
                 break;
-            if (pending.head != NULL || pending.fwd) { /* not while this waits */
-                pthread_mutex_unlock(&w->mu);
-                settle(w, &pending);
-                pthread_mutex_lock(&w->mu);
-                continue;
-            }
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
             int64_t until = (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec + (deadline - mono);
@@ -359,9 +400,17 @@ static void *run(void *arg)
             ps_err_t err;
             ps_err_clear(&err);
             int64_t t0 = ps_time_mono();
+            pthread_mutex_lock(&w->mu);
+            w->write_start = t0;
+            pthread_mutex_unlock(&w->mu);
             int rc = wrc = ps_store_write(w->sw, apps, napps, fl, nfl, meta, nmeta, &err);
             txn_ns = ps_time_mono() - t0;
-            settle(w, &pending); /* the last batch: this commit's sync made it durable (else it syncs) */
+            pthread_mutex_lock(&w->mu);
+            w->write_start = 0;
+            w->writes++;
+            w->write_avg_ns = (7 * w->write_avg_ns + txn_ns) / 8;
+            pthread_cond_signal(&w->sync_cv); /* the syncer may wait for this write's page sync */
+            pthread_mutex_unlock(&w->mu);
             if (rc == 0) {
                 pending.txn = ps_store_writer_last_txn(w->sw);
                 pending.fwd = (napps > 0 || nfl > 0) && w->opts.fwd_logged != NULL;
@@ -396,8 +445,6 @@ static void *run(void *arg)
                 }
             }
         }
-        else
-            settle(w, &pending); /* nothing to commit: the last batch is synced first */
         for (ps_wreq_t *r = batch; r != NULL; r = r->next)
             if (r->kind == PS_WREQ_APPEND) {
                 ps_buf_dispose(&r->fwd); /* logged (or not): on_done may free r */
@@ -454,10 +501,13 @@ static void *run(void *arg)
                 want_compact = true;
             }
             if (wrc == 0 && (r->kind == PS_WREQ_APPEND || r->kind == PS_WREQ_SAMPLES) && txn_ns >= 0)
-                pending_add(&pending, r); /* answered once durable: settle */
+                pending_add(&pending, r); /* answered once durable: by the syncer */
             else
                 r->on_done(r);
         }
+        hand_to_syncer(w, &pending);
+        if (w->opts.committed != NULL)
+            w->opts.committed(w->opts.committed_ctx);
         /* heads that reached compact_max_profiles are folded at once, not only at the interval */
         if (want_compact) {
             uint32_t nc = 0;
@@ -470,7 +520,6 @@ static void *run(void *arg)
         }
         housekeeping(w, &next_compact, &next_retain, false);
     }
-    settle(w, &pending);
     free(apps);
     free(fl);
     free(meta);
@@ -492,7 +541,7 @@ ps_writer_t *ps_writer_start(ps_store_t *store, const ps_writer_opts_t *o, ps_er
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&w->cv, &ca);
-    pthread_cond_init(&w->sync_cv, NULL);
+    pthread_cond_init(&w->sync_cv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_create(&w->syncer, NULL, syncer, w);
     pthread_create(&w->thread, NULL, run, w);
@@ -556,7 +605,12 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
     w->queued++;
     w->queued_units += units;
     w->queued_bytes += r->bytes;
-    pthread_cond_signal(&w->cv);
+    /* the writer waiting for the writes being decoded (decode_wait_ok held when it last looked)
+     * wakes for the last of them, a full batch or a request that may not wait, not for every one
+     * (a wake-up a pushed profile: a futex wake here, a switch to the writer and back) */
+    if (!w->decode_waiting || w->decoding == 0 || w->queued_units >= w->opts.max_batch ||
+        (r->kind != PS_WREQ_APPEND && r->kind != PS_WREQ_SAMPLES))
+        pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return 0;
 }

@@ -2,6 +2,7 @@
 flood of concurrent pushes /-/healthy keeps answering; past --ingest.decode-queue-max-bytes a push
 is refused at once (429 with Retry-After, in its API's error shape), and every 200 is durable."""
 
+import json
 import os
 import socket
 import threading
@@ -158,3 +159,68 @@ def test_threads_are_named(make_server):
             break
         time.sleep(0.05)
     assert got == [(n, expected(n)) for n in want]
+
+
+def read_answers(s, n):
+    """n HTTP/1 answers read off s in order: [(status, body)]."""
+    data, out = b"", []
+    while len(out) < n:
+        head_end = data.find(b"\r\n\r\n")
+        if head_end >= 0:
+            lines = data[:head_end].decode().split("\r\n")
+            hdrs = {k.lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
+            end = head_end + 4 + int(hdrs["content-length"])
+            if len(data) >= end:
+                out.append((int(lines[0].split()[1]), data[head_end + 4:end]))
+                data = data[end:]
+                continue
+        part = s.recv(65536)
+        assert part, "the connection closed after %d answers" % len(out)
+        data += part
+    return out
+
+
+def push_request(body, job, last=False):
+    return (("POST /api/v1/profiles/write?labels=%%7Bjob%%3D%%22%s%%22%%7D HTTP/1.1\r\nHost: x\r\n"
+             "Content-Type: application/octet-stream\r\nContent-Length: %d\r\n%s\r\n")
+            % (job, len(body), "Connection: close\r\n" if last else "")).encode() + body
+
+
+def test_pipelined_pushes_each_answered(make_server):
+    # HTTP/1 pushes pipelined on one connection, 6 x ~11 KB: while one is decoded its connection is
+    # read on (the next ones pile up in h2o's input buffer, which grows and moves); each is
+    # answered in order and stored
+    srv = make_server(retention="0", threads="1", extra_args=["--ingest.decode-threads", "1"])
+    body = fixture_bytes(CPU)
+    jobs = ["p%d" % i for i in range(6)]
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    s.sendall(b"".join(push_request(body, j, last=(i == len(jobs) - 1)) for i, j in enumerate(jobs)))
+    answers = read_answers(s, len(jobs))
+    assert recv_all(s) == b""
+    s.close()
+    for (st, data), job in zip(answers, jobs):
+        js = json.loads(data)
+        assert (st, js["data"]["samples"], js["data"]["duplicate"]) == (200, 272, False), data
+        assert [x["labels"]["job"] for x in js["data"]["series"]] == [job, job], data
+    assert sorted({x["labels"]["job"] for x in srv.series()}) == jobs
+    assert srv.metrics()["profstore_ingest_profiles_total"] == len(jobs)
+
+
+def test_push_whose_client_half_closes_is_stored(make_server):
+    # a write runs to its end: 16 pushes, each half-closed (EOF) by its client as soon as sent,
+    # queue behind one decode thread; every one is still decoded, stored and answered 200
+    srv = make_server(retention="0", threads="1", extra_args=["--ingest.decode-threads", "1"])
+    body = fixture_bytes(CPU)
+    jobs = ["h%d" % i for i in range(16)]
+    socks = []
+    for j in jobs:
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+        s.sendall(push_request(body, j))
+        s.shutdown(socket.SHUT_WR)
+        socks.append(s)
+    answers = [read_answers(s, 1)[0] for s in socks]
+    for s in socks:
+        s.close()
+    assert [st for st, _ in answers] == [200] * len(jobs), answers
+    assert sorted({x["labels"]["job"] for x in srv.series()}) == sorted(jobs)
+    assert srv.metrics()["profstore_ingest_profiles_total"] == len(jobs)

@@ -546,6 +546,31 @@ def test_rapid_reset(gsrv):
     assert gsrv.srv.metrics()["profstore_grpc_reset_flood_total"] == 1
 
 
+def test_rapid_reset_goaway_reaches_a_client_still_sending(gsrv):
+    """The resets in one burst with more bytes behind them: the server ends the session while
+    unread bytes wait in its socket, yet its GOAWAY ENHANCE_YOUR_CALM reaches the client (the
+    socket's write side is shut and the rest read and dropped; a plain close would answer the
+    unread bytes with a reset, which drops the GOAWAY on the client's side)."""
+    c = H2(gsrv.gport)
+    hdrs = [(":method", "POST"), (":scheme", "http"), (":path", HEALTH), (":authority", "127.0.0.1"),
+            ("content-type", "application/grpc"), ("te", "trailers")]
+    for i in range(400):
+        sid = c.conn.get_next_available_stream_id()
+        c.conn.send_headers(sid, hdrs)
+        c.conn.reset_stream(sid)
+    ping = struct.pack(">I", 8)[1:] + b"\x06\x00" + b"\0\0\0\0" + b"12345678"
+    try:
+        c.sock.sendall(c.conn.data_to_send() + ping * 40000)
+    except OSError:
+        pass
+    time.sleep(0.5)
+    frames = c.raw_frames(5, until=lambda f: f[0] == 7)
+    assert frames and frames[-1][0] == 7
+    assert struct.unpack(">I", frames[-1][3][4:8])[0] == 11  # GOAWAY ENHANCE_YOUR_CALM
+    c.close()
+    assert call(gsrv.channel(), HEALTH, b"") == ("OK", SERVING)
+
+
 def test_huge_headers(gsrv):
     """A request whose header list passes 16 KiB has its stream reset; the connection and the server
     go on."""

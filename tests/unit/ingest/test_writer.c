@@ -85,9 +85,25 @@ static atomic_int done_total;
 static ps_store_t *check_durable;
 static atomic_int early_answers;
 
+/* ps_writer_opts_t.answers: whether the writer is between answers(true) and answers(false), how
+ * often it opened, and the answers given outside (when counting) */
+static atomic_bool answers_open, answers_counting;
+static atomic_int answers_groups, answers_outside, answers_unpaired;
+
+static void answers_hook(bool begin) /* on the writer thread: counts, asserted by the test */
+{
+    if (atomic_load(&answers_open) == begin)
+        atomic_fetch_add(&answers_unpaired, 1); /* opened twice, or closed while not open */
+    if (begin)
+        atomic_fetch_add(&answers_groups, 1);
+    atomic_store(&answers_open, begin);
+}
+
 static void on_done(ps_wreq_t *w)
 {
     treq_t *r = w->ctx;
+    if (atomic_load(&answers_counting) && !atomic_load(&answers_open))
+        atomic_fetch_add(&answers_outside, 1);
     if (check_durable != NULL &&
         atomic_load(&check_durable->durable_txn) + 1 < atomic_load(&check_durable->last_txn))
         atomic_fetch_add(&early_answers, 1);
@@ -588,16 +604,17 @@ static void test_samples_eager_commit(void **state)
 
 /* ---- group commit without a fixed wait (leader/follower) ---- */
 
-/* A gate: the request whose on_done is on_done_gate holds the writer thread (after its commit)
- * until gate_open, so that what is submitted meanwhile arrives "while a commit runs". */
+/* A gate: the writer's committed hook holds the writer thread after its first batch until
+ * gate_open, so that what is submitted meanwhile arrives "while a commit runs". */
 static atomic_int gate_open, gate_reached;
 
-static void on_done_gate(ps_wreq_t *w)
+static void committed_gate(void *ctx)
 {
-    atomic_store(&gate_reached, 1);
+    (void)ctx;
+    if (atomic_exchange(&gate_reached, 1))
+        return;
     while (!atomic_load(&gate_open))
         usleep(1000);
-    on_done(w);
 }
 
 static void gate_wait_reached(void)
@@ -641,9 +658,9 @@ static void test_group_commit_leader_follower(void **state)
     atomic_store(&gate_reached, 0);
     atomic_store(&answer_seq, 0);
     seen_store = e->store;
+    o.committed = committed_gate;
     ps_writer_t *w = start_on(e->store, &o);
     treq_t *first = make_req(100, T0);
-    first->w.on_done = on_done_gate;
     assert_int_equal(ps_writer_submit(w, &first->w), 0);
     gate_wait_reached(); /* committed at once, with nothing else to wait for */
     assert_int_equal(count_series(e->store), 1);
@@ -809,6 +826,51 @@ static void test_answers_when_durable(void **state)
     free_req(one);
 }
 
+/* With fsync on, a batch is answered once durable by the syncer, not after the writer's next
+ * batch: held after its first commit (the committed hook), the writer has its first request
+ * answered meanwhile, durable. */
+static void test_answered_while_writer_holds(void **state)
+{
+    (void)state;
+    char *dir = ps_test_tmpdir("/tmp/ps-test-writer-XXXXXX");
+    ps_store_opts_t so;
+    ps_store_opts_default(&so);
+    so.dir = dir;
+    so.map_size = 1ull << 30;
+    so.retention_ns = 0;
+    ps_store_t *store;
+    ps_err_t err;
+    if (ps_store_open(&so, &store, &err) != 0)
+        fail_msg("open: %s", err.msg);
+    ps_writer_opts_t o;
+    ps_writer_opts_default(&o);
+    o.committed = committed_gate;
+    atomic_store(&done_total, 0);
+    atomic_store(&gate_open, 0);
+    atomic_store(&gate_reached, 0);
+    ps_writer_t *w = start_on(store, &o);
+    treq_t *first = make_req(1, T0), *second = make_req(2, T0);
+    assert_int_equal(ps_writer_submit(w, &first->w), 0);
+    gate_wait_reached();
+    assert_int_equal(ps_writer_submit(w, &second->w), 0); /* queued behind the held writer */
+    wait_done(1);
+    assert_int_equal(atomic_load(&first->calls), 1);
+    assert_int_equal(atomic_load(&second->calls), 0);
+    assert_int_equal(first->w.app.status, 0);
+    assert_int_equal(atomic_load(&store->durable_txn), atomic_load(&store->last_txn));
+    atomic_store(&gate_open, 1);
+    wait_done(2);
+    ps_writer_stop(w);
+    assert_int_equal(second->w.app.status, 0);
+    assert_int_equal(atomic_load(&store->durable_txn), atomic_load(&store->last_txn));
+    assert_int_equal(count_series(store), 2);
+    ps_store_close(store);
+    ps_test_rm_rf(dir);
+    free(dir);
+    free_req(first);
+    free_req(second);
+}
+
 /* A write being decoded (ps_writer_decoding) is waited for: the request queued before it waits
  * until it is submitted, and one commit takes both; a request into an idle writer with nothing
  * decoding commits at once, as does one whose own decode was the count (ps_writer_decode_begin),
@@ -858,7 +920,45 @@ static void test_waits_for_decoding(void **state)
     ps_writer_stats(w, &st);
     assert_int_equal(st.batches, 3);
     assert_int_equal(st.decode_waits, 1);
+    /* the writer waiting for two decodes: the submit that ends the last of them (its own decode's
+     * count) wakes it at once, and one commit takes both */
+    treq_t *f = make_req(6, T0), *g = make_req(7, T0);
+    ps_writer_decoding(w, +1);
+    ps_writer_decoding(w, +1);
+    t0 = ps_time_mono();
+    assert_int_equal(ps_writer_submit(w, &f->w), 0);
+    usleep(100000);
+    ps_writer_decoding(w, -1); /* one left */
+    usleep(100000);
+    assert_int_equal(atomic_load(&done_total), 4);
+    ps_writer_decode_begin(w);
+    assert_int_equal(ps_writer_submit(w, &g->w), 0);
+    wait_done(6);
+    assert_true(ps_time_mono() - t0 < 5 * PS_NS_PER_S);
+    ps_writer_decode_end();
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.batches, 4);
+    assert_int_equal(st.decode_waits, 2);
     ps_writer_stop(w);
+    /* a batch filled while a decode goes on: the submit that fills it wakes the writer */
+    o.max_batch = 2;
+    atomic_store(&done_total, 0);
+    w = start_on(e->store, &o);
+    treq_t *h = make_req(8, T0), *i = make_req(9, T0);
+    ps_writer_decoding(w, +1);
+    t0 = ps_time_mono();
+    assert_int_equal(ps_writer_submit(w, &h->w), 0);
+    usleep(100000);
+    assert_int_equal(atomic_load(&done_total), 0);
+    assert_int_equal(ps_writer_submit(w, &i->w), 0);
+    wait_done(2);
+    assert_true(ps_time_mono() - t0 < 5 * PS_NS_PER_S);
+    ps_writer_decoding(w, -1);
+    ps_writer_stats(w, &st);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.decode_waits, 1);
+    ps_writer_stop(w);
+    o.max_batch = 0; /* the default */
     /* a decode that does not end: the batch commits after decode_wait_ns */
     o.decode_wait_ns = 200 * 1000000;
     atomic_store(&done_total, 0);
@@ -871,12 +971,50 @@ static void test_waits_for_decoding(void **state)
     assert_true(ps_time_mono() - t0 >= 200 * 1000000);
     ps_writer_decoding(w, -1);
     ps_writer_stop(w);
-    assert_int_equal(count_series(e->store), 5);
+    assert_int_equal(count_series(e->store), 9);
     free_req(e1);
+    free_req(f);
+    free_req(g);
+    free_req(h);
+    free_req(i);
     free_req(a);
     free_req(b);
     free_req(c);
     free_req(d);
+}
+
+/* The answers of a committed batch are given between answers(true) and answers(false) (the web
+ * server's completions then go to each loop at once): each group opened once and closed. */
+static void test_answers_hook(void **state)
+{
+    env_t *e = *state;
+    ps_writer_opts_t o;
+    ps_writer_opts_default(&o);
+    o.answers = answers_hook;
+    atomic_store(&done_total, 0);
+    atomic_store(&answers_groups, 0);
+    atomic_store(&answers_outside, 0);
+    atomic_store(&answers_unpaired, 0);
+    atomic_store(&answers_counting, true);
+    ps_writer_t *w = start_on(e->store, &o);
+    treq_t *r[3];
+    for (int i = 0; i < 3; i++) {
+        r[i] = make_req(20 + i, T0);
+        assert_int_equal(ps_writer_submit(w, &r[i]->w), 0);
+    }
+    wait_done(3);
+    ps_writer_stats_t st;
+    ps_writer_stats(w, &st);
+    ps_writer_stop(w);
+    atomic_store(&answers_counting, false);
+    assert_int_equal(atomic_load(&answers_outside), 0);
+    assert_int_equal(atomic_load(&answers_unpaired), 0);
+    assert_int_equal(atomic_load(&answers_groups), (int)st.batches);
+    assert_false(atomic_load(&answers_open));
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(r[i]->calls, 1);
+        free_req(r[i]);
+    }
 }
 
 /* A commit that fails fails every write of its group, each answered once with the error and
@@ -900,9 +1038,9 @@ static void test_group_commit_failing(void **state)
     atomic_store(&done_total, 0);
     atomic_store(&gate_open, 0);
     atomic_store(&gate_reached, 0);
+    o.committed = committed_gate;
     ps_writer_t *w = start_on(store, &o);
     treq_t *first = make_req(100, T0);
-    first->w.on_done = on_done_gate;
     assert_int_equal(ps_writer_submit(w, &first->w), 0);
     gate_wait_reached();
     /* one group: two profiles and 20,000 float series between them */
@@ -1035,7 +1173,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_group_commit_many_writers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_failing, setup, teardown),
         cmocka_unit_test(test_answers_when_durable),
+        cmocka_unit_test(test_answered_while_writer_holds),
         cmocka_unit_test_setup_teardown(test_waits_for_decoding, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_answers_hook, setup, teardown),
         cmocka_unit_test(test_remote_prepare_keys),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

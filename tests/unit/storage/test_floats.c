@@ -1667,6 +1667,102 @@ static void test_append_fill(void **state)
     free(dir);
 }
 
+/* The flush writes a batch's heads through one fhead cursor, stepping to the next head when it
+ * is a few records on and overwriting it there without a search: batches of every shape over 600
+ * series (all of them, every 3rd, every 20th, a run, a scattered third) for 250 rounds, heads
+ * growing, split into tails, cut at 120 samples, closed by a compaction and opened again between
+ * others, new series at the end; every series reads back its samples bit for bit, and its head
+ * record has the key of its series. */
+static void test_flush_neighbours(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    enum { NS = 600, ROUNDS = 250 };
+    ps_labels_t *ls = calloc(NS, sizeof(*ls));
+    ps_float_append_t *fa = calloc(NS, sizeof(*fa)), **items = calloc(NS, sizeof(*items));
+    ps_float_sample_t *in = calloc(NS, sizeof(*in));
+    ps_float_sample_t *want = calloc((size_t)NS * ROUNDS, sizeof(*want));
+    uint32_t *nwant = calloc(NS, sizeof(*nwant));
+    uint64_t *sid = calloc(NS, sizeof(*sid));
+    for (int j = 0; j < NS; j++) {
+        char job[16];
+        snprintf(job, sizeof(job), "n%d", j);
+        ls[j] = mk_labels(&a, "neighbours", job);
+    }
+    int64_t t0 = ps_time_now() / 1000000 - 2 * HOUR_MS;
+    uint64_t rnd = 88172645463325252ull;
+    ps_err_t err;
+    for (int r = 0; r < ROUNDS; r++) {
+        int n = 0;
+        for (int j = 0; j < NS; j++) {
+            bool pick;
+            rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+            switch (r % 5) {
+            case 0: pick = true; break;
+            case 1: pick = j % 3 == r % 3; break;
+            case 2: pick = j % 20 == r % 20; break;
+            case 3: pick = j >= (r * 37) % NS && j < (r * 37) % NS + 100; break;
+            default: pick = rnd % 3 == 0; break;
+            }
+            if (j >= NS - 50 && r < 100)
+                pick = false; /* created at round 100: their heads come after the others' */
+            if (!pick)
+                continue;
+            /* values that need many bits: the heads grow past their padding and split */
+            double v = (double)((uint64_t)j * 7919u + (uint64_t)r * r * 31u) / 7.0;
+            in[j] = (ps_float_sample_t){t0 + 15000ll * r, v};
+            want[(size_t)j * ROUNDS + nwant[j]++] = in[j];
+            memset(&fa[j], 0, sizeof(fa[j]));
+            fa[j].labels = &ls[j], fa[j].samples = &in[j], fa[j].nsamples = 1;
+            items[n++] = &fa[j];
+        }
+        assert_int_equal(ps_store_write(ps_test_writer(s), NULL, 0, items, (size_t)n, NULL, 0, &err), 0);
+        for (int i = 0; i < n; i++) {
+            assert_int_equal(items[i]->status, 0);
+            assert_int_equal(items[i]->accepted, 1);
+            sid[items[i] - fa] = items[i]->sid;
+        }
+        if (r == 150) { /* every head closed: the next rounds open them again between others */
+            uint32_t nchunks = 0;
+            assert_int_equal(ps_store_compact(ps_test_writer(s), true, ps_time_now(), &nchunks, &err), 0);
+            assert_true(nchunks > 0);
+        }
+    }
+    for (int j = 0; j < NS; j++) {
+        collect_t c;
+        read_all(s, sid[j], INT64_MIN, INT64_MAX, &c, 0);
+        assert_int_equal(c.n, nwant[j]);
+        for (uint32_t i = 0; i < c.n; i++) {
+            assert_int_equal(c.s[i].t, want[(size_t)j * ROUNDS + i].t);
+            assert_int_equal(float_bits(c.s[i].v), float_bits(want[(size_t)j * ROUNDS + i].v));
+        }
+        free(c.s);
+    }
+    /* one head a series written since round 150, each under its own key */
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_cursor_open(txn, s->dbi[DB_FHEAD], &cur), 0);
+    int heads = 0;
+    for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        assert_int_equal(k.mv_size, 8);
+        assert_int_equal(sid[heads], ps_get_be64(k.mv_data));
+        assert_int_equal(((const uint8_t *)v.mv_data)[0], PS_FLOAT_HEAD_ENC_PADDED);
+        heads++;
+    }
+    assert_int_equal(heads, NS);
+    mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    free(ls), free(fa), free(items), free(in), free(want), free(nwant), free(sid);
+    ps_arena_dispose(&a);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 /* ---- the captured Prometheus 2.42 bodies ---- */
 
 static json_t *load_json(const char *name)
@@ -1882,6 +1978,7 @@ int main(void)
         cmocka_unit_test(test_upgrade_v9),
         cmocka_unit_test(test_upgrade_v3),
         cmocka_unit_test(test_append_fill),
+        cmocka_unit_test(test_flush_neighbours),
         cmocka_unit_test(test_prometheus_bodies),
         cmocka_unit_test(test_enospace),
     };

@@ -888,6 +888,67 @@ static void test_series_cache_bound(void **state)
     free(dir);
 }
 
+/*
+ * A new series is looked up once a write: check_order finds it missing and append_one creates it
+ * without asking the series index again (ps_series_create_absent), but still through the series
+ * cache. A batch creates each label set once: the same new labels twice in one item (two sample
+ * types made one series), a later item with labels an earlier one created; after the caches are
+ * dropped the stored series are found again, not created anew.
+ */
+static void test_new_series_looked_up_once(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    int64_t t0 = 1796022364000000000ll;
+    pushed_t b[3];
+    memset(b, 0, sizeof(b));
+    prepare(&b[0], &fixtures[0], "{job=\"n\"}", t0);
+    prepare(&b[1], &fixtures[0], "{job=\"n\"}", t0 + 10000000000ll);
+    prepare(&b[2], &fixtures[0], "{job=\"m\"}", t0);
+    assert_int_equal(b[2].app.nseries, 2);
+    ((ps_labels_t *)b[2].app.series_labels)[1] = b[2].app.series_labels[0];
+    ps_append_t *items[3] = {&b[0].app, &b[1].app, &b[2].app};
+    ps_err_t err;
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), items, 3, &err), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(b[i].app.status, 0);
+    assert_int_equal(b[1].app.series_ids[0], b[0].app.series_ids[0]);
+    assert_int_equal(b[1].app.series_ids[1], b[0].app.series_ids[1]);
+    assert_int_not_equal(b[0].app.series_ids[0], b[0].app.series_ids[1]);
+    assert_int_equal(b[2].app.series_ids[1], b[2].app.series_ids[0]);
+    ps_store_stats_t st;
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.series, 3);
+    ps_reader_t *r;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    for (int i = 0; i < 3; i += 2)
+        for (uint32_t k = 0; k < 2; k++) {
+            uint64_t sid = 0;
+            assert_int_equal(ps_reader_series_lookup(r, &b[i].app.series_labels[k], &sid, &err), 0);
+            assert_int_equal(sid, b[i].app.series_ids[k]);
+        }
+    ps_reader_end(r);
+    /* the caches dropped: the same labels are the stored series, found in the series index */
+    ps_series_caches_clear(ps_test_writer(s));
+    pushed_t p = {0};
+    prepare(&p, &fixtures[0], "{job=\"n\"}", t0 + 20000000000ll);
+    ps_append_t *it = &p.app;
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), &it, 1, &err), 0);
+    assert_int_equal(p.app.status, 0);
+    assert_int_equal(p.app.series_ids[0], b[0].app.series_ids[0]);
+    assert_int_equal(p.app.series_ids[1], b[0].app.series_ids[1]);
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.series, 3);
+    check_series(s, p.app.series_ids[1], p.app.ts, p.app.profile, 1, "after the caches were dropped");
+    release(&p);
+    for (int i = 0; i < 3; i++)
+        release(&b[i]);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 /* A series with both expired chunks and expired head records is dropped, and counted, once. */
 static void test_retention_counts_series_once(void **state)
 {
@@ -1321,6 +1382,7 @@ int main(void)
         cmocka_unit_test(test_idle_rule_survives_cache_clear),
         cmocka_unit_test(test_walls_map),
         cmocka_unit_test(test_series_cache_bound),
+        cmocka_unit_test(test_new_series_looked_up_once),
         cmocka_unit_test(test_retention_counts_series_once),
         cmocka_unit_test(test_index_walk_errors),
         cmocka_unit_test(test_latest_damaged_chunk),
