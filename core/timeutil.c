@@ -21,6 +21,12 @@ int64_t ps_time_mono(void)
     return (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec;
 }
 
+struct timespec ps_mono_deadline(int64_t ns)
+{
+    int64_t until = ps_time_mono() + (ns > 0 ? ns : 0);
+    return (struct timespec){.tv_sec = until / PS_NS_PER_S, .tv_nsec = until % PS_NS_PER_S};
+}
+
 static int parse_float_seconds(const char *s, size_t n, int64_t *ns)
 {
     char buf[64];

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "err.h"
 #include "mem.h"
@@ -22,6 +23,9 @@ static inline int64_t ps_ns_to_ms_floor(int64_t ns)
 int64_t ps_time_now(void);
 /** Monotonic clock in ns. */
 int64_t ps_time_mono(void);
+/** The CLOCK_MONOTONIC time ns from now (ns < 0: now), as pthread_cond_timedwait takes it for a
+ *  condition variable made with that clock. */
+struct timespec ps_mono_deadline(int64_t ns);
 /** Parses "1h30m", "15d", "2w", "500ms", "1y" (Prometheus units ms s m h d w y) or a plain float
  *  number of seconds when allow_float. */
 int ps_parse_duration(const char *s, size_t n, int allow_float, int64_t *ns, ps_err_t *err);

@@ -163,11 +163,7 @@ void ps_forward_attach(ps_forward_t *f, ps_writer_t *w) { f->writer = w; }
 /* Waits on f->cv (f->mu held) at most ns. */
 static void wait_ns(ps_forward_t *f, int64_t ns)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t until = (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec + (ns > 0 ? ns : 0);
-    ts.tv_sec = until / PS_NS_PER_S;
-    ts.tv_nsec = until % PS_NS_PER_S;
+    struct timespec ts = ps_mono_deadline(ns);
     pthread_cond_timedwait(&f->cv, &f->mu, &ts);
 }
 

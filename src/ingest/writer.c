@@ -230,11 +230,7 @@ static void *syncer(void *arg)
             int64_t now = ps_time_mono(), left = w->write_start + w->write_avg_ns - now;
             if (w->write_start == 0 || w->writes != writes || 2 * w->sync_avg_ns < left || w->sync_stop)
                 break;
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t until = (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec + (left > 100000 ? left : 100000);
-            ts.tv_sec = until / PS_NS_PER_S;
-            ts.tv_nsec = until % PS_NS_PER_S;
+            struct timespec ts = ps_mono_deadline(left > 100000 ? left : 100000);
             pthread_cond_timedwait(&w->sync_cv, &w->mu, &ts);
         }
         pthread_mutex_unlock(&w->mu);
@@ -302,11 +298,7 @@ static void *run(void *arg)
                 pthread_mutex_lock(&w->mu);
                 continue;
             }
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t until = (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec + (wake - mono);
-            ts.tv_sec = until / PS_NS_PER_S;
-            ts.tv_nsec = until % PS_NS_PER_S;
+            struct timespec ts = ps_mono_deadline(wake - mono);
             pthread_cond_timedwait(&w->cv, &w->mu, &ts);
         }
         if (w->head == NULL && w->stopping) {
@@ -328,11 +320,7 @@ static void *run(void *arg)
             int64_t deadline = last_commit + delay, mono = ps_time_mono();
             if (mono >= deadline)
                 break;
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t until = (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec + (deadline - mono);
-            ts.tv_sec = until / PS_NS_PER_S;
-            ts.tv_nsec = until % PS_NS_PER_S;
+            struct timespec ts = ps_mono_deadline(deadline - mono);
             if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) != 0)
                 break;
         }
@@ -342,11 +330,7 @@ static void *run(void *arg)
          * all instead of the next commit. The last batch's answers wait with it (no extra sync). */
         if (decode_wait_ok(w)) {
             int64_t deadline = ps_time_mono() + w->opts.decode_wait_ns;
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t until = (int64_t)ts.tv_sec * PS_NS_PER_S + ts.tv_nsec + w->opts.decode_wait_ns;
-            ts.tv_sec = until / PS_NS_PER_S;
-            ts.tv_nsec = until % PS_NS_PER_S;
+            struct timespec ts = ps_mono_deadline(w->opts.decode_wait_ns);
             w->decode_waiting = true;
             while (decode_wait_ok(w) && ps_time_mono() < deadline)
                 if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) != 0)

@@ -601,6 +601,22 @@ static void test_durations_and_times(void **state)
 }
 
 /* ps_parse_time: unix s, ms, us, ns told apart by size, now-relative, positions in errors */
+/* ps_mono_deadline: ns from now on the monotonic clock, its nanoseconds below a second; a
+ * negative wait is now. */
+static void test_mono_deadline(void **state)
+{
+    (void)state;
+    int64_t before = ps_time_mono();
+    struct timespec a = ps_mono_deadline(1500000000), b = ps_mono_deadline(-5), c = ps_mono_deadline(999999999);
+    int64_t after = ps_time_mono();
+    int64_t ta = (int64_t)a.tv_sec * PS_NS_PER_S + a.tv_nsec, tb = (int64_t)b.tv_sec * PS_NS_PER_S + b.tv_nsec,
+            tc = (int64_t)c.tv_sec * PS_NS_PER_S + c.tv_nsec;
+    assert_true(a.tv_nsec >= 0 && a.tv_nsec < PS_NS_PER_S && c.tv_nsec >= 0 && c.tv_nsec < PS_NS_PER_S);
+    assert_true(ta >= before + 1500000000 && ta <= after + 1500000000);
+    assert_true(tb >= before && tb <= after);
+    assert_true(tc >= before + 999999999 && tc <= after + 999999999);
+}
+
 static void test_parse_time_forms(void **state)
 {
     (void)state;
@@ -933,6 +949,7 @@ int main(void)
         cmocka_unit_test(test_durations_and_times),
         cmocka_unit_test(test_attime),
         cmocka_unit_test(test_parse_time_forms),
+        cmocka_unit_test(test_mono_deadline),
         cmocka_unit_test(test_json_writer),
         cmocka_unit_test(test_json_str_words),
         cmocka_unit_test(test_buf_grows_big),
