@@ -775,21 +775,29 @@ static void test_group_commit_many_writers(void **state)
     assert_int_equal(count_series(e->store), MW_THREADS * MW_EACH);
 }
 
-/* With fsync on: many writers, every answer after its commit is durable; once all are answered
- * (the writer idle), the last commit is durable too: a batch nobody follows is synced alone. */
-static void test_answers_when_durable(void **state)
+/* A store in a new directory (*dir) that syncs its commits. */
+static ps_store_t *open_syncing(char **dir)
 {
-    (void)state;
-    char *dir = ps_test_tmpdir("/tmp/ps-test-writer-XXXXXX");
+    *dir = ps_test_tmpdir("/tmp/ps-test-writer-XXXXXX");
     ps_store_opts_t so;
     ps_store_opts_default(&so);
-    so.dir = dir;
+    so.dir = *dir;
     so.map_size = 1ull << 30;
     so.retention_ns = 0;
     ps_store_t *store;
     ps_err_t err;
     if (ps_store_open(&so, &store, &err) != 0)
         fail_msg("open: %s", err.msg);
+    return store;
+}
+
+/* With fsync on: many writers, every answer after its commit is durable; once all are answered
+ * (the writer idle), the last commit is durable too: a batch nobody follows is synced alone. */
+static void test_answers_when_durable(void **state)
+{
+    (void)state;
+    char *dir;
+    ps_store_t *store = open_syncing(&dir);
     ps_writer_opts_t o;
     ps_writer_opts_default(&o);
     atomic_store(&done_total, 0);
@@ -832,16 +840,8 @@ static void test_answers_when_durable(void **state)
 static void test_answered_while_writer_holds(void **state)
 {
     (void)state;
-    char *dir = ps_test_tmpdir("/tmp/ps-test-writer-XXXXXX");
-    ps_store_opts_t so;
-    ps_store_opts_default(&so);
-    so.dir = dir;
-    so.map_size = 1ull << 30;
-    so.retention_ns = 0;
-    ps_store_t *store;
-    ps_err_t err;
-    if (ps_store_open(&so, &store, &err) != 0)
-        fail_msg("open: %s", err.msg);
+    char *dir;
+    ps_store_t *store = open_syncing(&dir);
     ps_writer_opts_t o;
     ps_writer_opts_default(&o);
     o.committed = committed_gate;
