@@ -216,7 +216,8 @@ def test_go_sdk_godeltaprof(make_server):
     assert "main.mutexWork" in where[MUTEX_COUNT] and "main.allocWork" not in where[MUTEX_COUNT], where
     assert {"main.mutexWaiter", "main.blockSend"} <= where[BLOCK_COUNT] or \
         {"main.mutexWaiter", "main.blockRecv"} <= where[BLOCK_COUNT], where[BLOCK_COUNT]
-    assert "main.allocWork" not in where[BLOCK_COUNT] | where[CPU], where
+    # (main.allocWork runs on a CPU too: a loaded machine's CPU profile may sample it)
+    assert "main.allocWork" not in where[BLOCK_COUNT], where
 
 
 def run_python_sdk(srv, tmp_path: Path, legacy: bool, app: str) -> None:
