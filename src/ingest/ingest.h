@@ -253,8 +253,8 @@ typedef struct ps_writer_opts {
     void (*rec_entry)(void *ctx, const ps_append_t *app, ps_buf_t *out);
     void *rec_ctx;
     uint32_t max_rules;          /* PS_WREQ_RULE: the most rules stored (0: no limit) */
-    /* called on the syncer thread before (true) and after (false) it answers a committed batch
-     * (its requests' on_done, one after another): the web server sends their completions to each
+    /* called on the syncer thread before (true) and after (false) it answers the committed
+     * batches it took (their requests' on_done, one after another): the web server sends their completions to each
      * loop at once (ps_server_answers). NULL: none */
     void (*answers)(bool begin);
     /* tests: called on the writer thread after each batch, its appends handed to the syncer (a

@@ -162,8 +162,8 @@ static void pending_add(pending_t *p, ps_wreq_t *r)
     p->tail = r;
 }
 
-/* Syncs what p waits for unless a later commit did, then answers it (not under w->mu). A failed
- * sync fails its requests: whether they are stored is unknown, so they are not acknowledged. */
+/* Syncs what p waits for unless a later commit did, then answers it (on the syncer, not under
+ * w->mu). A failed sync fails its requests: whether they are stored is unknown, so they are not acknowledged. */
 static void settle(ps_writer_t *w, pending_t *p)
 {
     if (p->head == NULL && !p->fwd)
@@ -176,8 +176,6 @@ static void settle(ps_writer_t *w, pending_t *p)
     else if (p->fwd && w->opts.fwd_logged != NULL)
         w->opts.fwd_logged(w->opts.fwd_ctx);
     uint64_t failed = 0;
-    if (w->opts.answers != NULL)
-        w->opts.answers(true);
     for (ps_wreq_t *r = p->head, *next; r != NULL; r = next) {
         next = r->next;
         if (rc != 0) {
@@ -191,8 +189,6 @@ static void settle(ps_writer_t *w, pending_t *p)
         }
         r->on_done(r);
     }
-    if (w->opts.answers != NULL)
-        w->opts.answers(false);
     if (failed > 0) {
         pthread_mutex_lock(&w->mu);
         w->stats.appended -= failed;
@@ -245,12 +241,16 @@ static void *syncer(void *arg)
             w->sync_avg_ns = (3 * w->sync_avg_ns + took) / 4;
             pthread_mutex_unlock(&w->mu);
         }
+        if (w->opts.answers != NULL) /* the batches' completions sent together */
+            w->opts.answers(true);
         while (q != NULL) {
             pending_t *next = q->next;
             settle(w, q);
             free(q);
             q = next;
         }
+        if (w->opts.answers != NULL)
+            w->opts.answers(false);
         pthread_mutex_lock(&w->mu);
     }
     pthread_mutex_unlock(&w->mu);
