@@ -425,6 +425,8 @@ int ps_rollup_retain(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
 extern const int64_t ps_ltimes_granule;
 /** b = the postings (and label times) key of a pair: name, 00, value. */
 void ps_posting_key(ps_buf_t *b, const ps_label_pair_t *p);
+/* The series hash index's key of a label set encoded as enc (ps_labels_encode). */
+void ps_series_hash_key(const ps_buf_t *enc, uint8_t hk[8]);
 bool ps_ltimes_same_granule(int64_t a, int64_t b);
 void ps_ltimes_rec_encode(int64_t first, int64_t last, ps_buf_t *out);
 /* a record's times: false when it is damaged (not 17 bytes of encoding 1, first > last) */

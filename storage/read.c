@@ -94,7 +94,7 @@ int ps_reader_series_lookup(ps_reader_t *r, const ps_labels_t *ls, uint64_t *sid
     ps_buf_t enc = PS_BUF_INIT;
     ps_labels_encode(ls, &enc);
     uint8_t hk[8];
-    ps_enc_be64(hk, ps_hash64(enc.data, enc.len, 0x5e41e5));
+    ps_series_hash_key(&enc, hk);
     ps_cur_t cur;
     int ret = PS_ENOTFOUND;
     if (!ps_cur_open(&cur, &r->txn, DB_SERIES_HASH, "reading series index")) {

@@ -115,6 +115,11 @@ int ps_series_put_state(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, const
     return ok ? 0 : ps_txn_error(txn, err);
 }
 
+void ps_series_hash_key(const ps_buf_t *enc, uint8_t hk[8])
+{
+    ps_enc_be64(hk, ps_hash64(enc->data, enc->len, 0x5e41e5));
+}
+
 void ps_posting_key(ps_buf_t *b, const ps_label_pair_t *p)
 {
     ps_buf_reset(b);
@@ -180,7 +185,7 @@ int ps_series_create_absent(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels
     int ret = cached_series(w, txn, &enc, sid, st, err);
     if (ret == 0) {
         uint8_t hk[8];
-        ps_enc_be64(hk, ps_hash64(enc.data, enc.len, 0x5e41e5));
+        ps_series_hash_key(&enc, hk);
         ret = create_series(w, txn, ls, &enc, hk, kind, sid, st, err);
     }
     ps_buf_dispose(&enc);
@@ -197,9 +202,8 @@ int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels
         ret = ret < 0 ? ret : 0;
         goto Exit;
     }
-    uint64_t h = ps_hash64(enc.data, enc.len, 0x5e41e5);
     uint8_t hk[8];
-    ps_enc_be64(hk, h);
+    ps_series_hash_key(&enc, hk);
     ps_cur_t cur;
     ps_cur_open(&cur, txn, DB_SERIES_HASH, "reading series index");
     for (bool on = ps_cur_find(&cur, hk, 8); on; on = ps_cur_next_dup(&cur)) {
@@ -262,7 +266,7 @@ int ps_series_delete(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_err_t
     if (ret)
         goto Exit;
     uint8_t hk[8];
-    ps_enc_be64(hk, ps_hash64(enc.data, enc.len, 0x5e41e5));
+    ps_series_hash_key(&enc, hk);
     ps_txn_del(txn, DB_SERIES_HASH, hk, 8, ib, 8, "deleting series index");
     if (!ps_txn_del(txn, DB_SERIES, ib, 8, NULL, 0, "deleting series"))
         ret = ps_txn_missing(txn, err, "deleting series");
