@@ -152,17 +152,24 @@ static const char *wt_name(unsigned wt)
     }
 }
 
-/* Reads a varint at *p (< end); false if it is truncated or longer than 10 bytes. */
-static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+/* A varint of at most max bytes at *pp (< end); false when truncated or longer. */
+static inline bool dv_varint(const uint8_t **pp, const uint8_t *end, unsigned max, uint64_t *v)
 {
+    const uint8_t *p = *pp;
+    if (p < end && *p < 0x80) {
+        *v = *p;
+        *pp = p + 1;
+        return true;
+    }
     uint64_t r = 0;
-    for (unsigned i = 0; i < 10; i++) {
-        if (*p >= end)
+    for (unsigned i = 0; i < max; i++) {
+        if (p >= end)
             return false;
-        uint8_t b = *(*p)++;
+        uint8_t b = *p++;
         r |= (uint64_t)(b & 0x7f) << (7 * i);
         if (!(b & 0x80)) {
             *v = r;
+            *pp = p;
             return true;
         }
     }
@@ -177,7 +184,7 @@ int ps_wire_scan(const mdesc_t *md, const uint8_t *p, const uint8_t *end, const 
     while (p < end) {
         size_t off = (size_t)(p - origin);
         uint64_t key, v;
-        if (!get_varint(&p, end, &key))
+        if (!dv_varint(&p, end, 10, &key))
             return ps_err_set_at(err, PS_EINVAL, base + off, "%s%sbyte %zu: truncated or overlong field key", path,
                                  path[0] ? ": " : "", off);
         unsigned wt = (unsigned)(key & 7);
@@ -205,7 +212,7 @@ int ps_wire_scan(const mdesc_t *md, const uint8_t *p, const uint8_t *end, const 
                                  here, fd->num, fd->name, wt, wt_name(wt), fd->wt, wt_name(fd->wt));
         switch (wt) {
         case WT_VARINT:
-            if (!get_varint(&p, end, &v))
+            if (!dv_varint(&p, end, 10, &v))
                 return ps_err_set_at(err, PS_EINVAL, base + off, "%s: truncated or overlong varint", here);
             break;
         case WT_I64:
@@ -215,13 +222,13 @@ int ps_wire_scan(const mdesc_t *md, const uint8_t *p, const uint8_t *end, const 
             p += wt == WT_I64 ? 8 : 4;
             break;
         case WT_LEN:
-            if (!get_varint(&p, end, &v) || v > (uint64_t)(end - p))
+            if (!dv_varint(&p, end, 10, &v) || v > (uint64_t)(end - p))
                 return ps_err_set_at(err, PS_EINVAL, base + off, "%s: length runs past the end of the %s", here,
                                      path[0] ? "enclosing message" : "request");
             if (fd != NULL && fd->packable) {
                 const uint8_t *q = p, *qend = p + v;
                 while (q < qend)
-                    if (!get_varint(&q, qend, &v))
+                    if (!dv_varint(&q, qend, 10, &v))
                         return ps_err_set_at(err, PS_EINVAL, base + off, "%s: truncated varint in packed field", here);
                 p = qend;
             } else {
@@ -566,30 +573,6 @@ static int convert_v2(const pb_v2_t *pb, const ps_remote_limits_t *lim, ps_arena
  * (tests/unit/proto/test_remote.c and tests/fuzz/fuzz_remote.c compare the two on every input):
  * repeated fields in order, the last value for a singular field, varints as protobuf-c reads them
  * (at most 10 bytes, lengths at most 5 and INT_MAX). */
-
-/* A varint of at most max bytes at *pp (< end); false when truncated or longer. */
-static inline bool dv_varint(const uint8_t **pp, const uint8_t *end, unsigned max, uint64_t *v)
-{
-    const uint8_t *p = *pp;
-    if (p < end && *p < 0x80) {
-        *v = *p;
-        *pp = p + 1;
-        return true;
-    }
-    uint64_t r = 0;
-    for (unsigned i = 0; i < max; i++) {
-        if (p >= end)
-            return false;
-        uint8_t b = *p++;
-        r |= (uint64_t)(b & 0x7f) << (7 * i);
-        if (!(b & 0x80)) {
-            *v = r;
-            *pp = p;
-            return true;
-        }
-    }
-    return false;
-}
 
 /* The next field's one-byte key (field 1..15) and, for wire type 2, its bytes (*sub, *sublen).
  * false for anything else (a longer key, field 0, a truncated length). */
