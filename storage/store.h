@@ -20,12 +20,13 @@
 #include "core/mem.h"
 #include "core/profile.h"
 
-#define PS_SCHEMA_VERSION 11 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
+#define PS_SCHEMA_VERSION 12 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
                               * fprefix; 4: closed float chunks dense (06, 07); 5: span index, profile
                               * ids; 6: counts of frames without symbols (unsym); 7: profile chunks
                               * packed (encoding 8, zstd); 8: rollups; 9: chunks that refer to a
                               * twin (encoding 9); 10: the label index's times (ltimes); 11: padded
-                              * float heads (fhead 0a); a version 1-10 directory is upgraded at open */
+                              * float heads (fhead 0a); 12: the float sample log (flog); a version
+                              * 1-11 directory is upgraded at open */
 
 typedef struct ps_store ps_store_t;
 /* The store's writer: what the writing thread keeps between transactions (caches, id counters). */
@@ -58,6 +59,10 @@ typedef struct ps_store_opts {
                                    * 0: PS_ROLLUP_MIN_PROFILES. Any value reads right (tests set it low) */
     uint32_t rollup_backfill_steps; /* the rollup backfill's steps (4 hours of a series) per compaction
                                    * run at most, besides its 20 ms; 0: 4096 (tests set it low) */
+    int32_t float_log_pages;      /* the float sample log (flog): a write that would make it hold more
+                                   * pages writes every logged series' head (a checkpoint); 0:
+                                   * PS_FLOG_MAX_PAGES; -1: no log, every write rewrites the heads it
+                                   * changed (as schema 11 did; tests of the head records) */
     bool read_only;               /* ps_store_check_dir: nothing written, not even a schema upgrade;
                                    * a store of another schema version or without its databases is refused */
 } ps_store_opts_t;
