@@ -638,10 +638,11 @@ static int checkpoint_due(ps_store_writer_t *w, ps_txn_t *txn, bool *due, ps_err
     return 0;
 }
 
-int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
+/* The flush: force, a checkpoint whatever the log holds */
+static int float_flush(ps_store_writer_t *w, ps_txn_t *txn, bool force, ps_err_t *err)
 {
-    bool all;
-    int ret = checkpoint_due(w, txn, &all, err);
+    bool all = force;
+    int ret = force ? 0 : checkpoint_due(w, txn, &all, err);
     if (ret == 0 && all)
         ret = checkpoint_mark(w, txn, err);
     ps_buf_t tmp = PS_BUF_INIT, ents = PS_BUF_INIT;
@@ -712,13 +713,49 @@ int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
         ps_txn_aux_drop(txn);
         if (!ps_txn_put_append(txn, DB_FLOG, kb, 8, tmp.data, tmp.len, "writing the float log"))
             ret = ps_txn_error(txn, err);
+        w->flog_pending = true;
     }
+    if (ret == 0 && all)
+        w->flog_pending = false;
     ps_buf_dispose(&tmp);
     ps_buf_dispose(&ents);
     w->wc->nfloat_dirty = 0;
     w->wc->nflog_pend = 0;
     w->float_flushes++;
     return ret;
+}
+
+int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
+{
+    return float_flush(w, txn, false, err);
+}
+
+int ps_store_float_checkpoint(ps_store_writer_t *w, ps_err_t *err)
+{
+    ps_txn_t t;
+    int ret = ps_txn_begin(&t, w->s, PS_TXN_WRITE, err, "starting a float log checkpoint");
+    if (ret)
+        return ret;
+    MDB_stat st;
+    if (!ps_txn_stat(&t, DB_FLOG, &st)) {
+        ret = ps_txn_error(&t, err);
+    } else if (st.ms_entries == 0) {
+        ps_txn_abort(&t);
+        w->flog_pending = false;
+        return 0;
+    }
+    if (ret == 0 && (ret = checkpoint_mark(w, &t, err)) == 0 && (ret = float_flush(w, &t, true, err)) == 0)
+        ret = ps_txn_commit(&t, err, "committing a float log checkpoint");
+    else
+        ps_txn_abort(&t);
+    if (ret)
+        ps_sym_caches_clear(w); /* the states mirrored the transaction */
+    return ret;
+}
+
+bool ps_store_float_log_pending(const ps_store_writer_t *w)
+{
+    return w->flog_pending;
 }
 
 /* ---- metadata ---- */

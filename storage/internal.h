@@ -185,6 +185,7 @@ struct ps_store_writer {
     ps_walls_t append_wall;
     int64_t opened_wall;    /* when the writer was opened (the idle rule's start) */
     uint64_t float_flushes; /* ps_float_write_flush calls: whose turn it is to rewrite prefixes */
+    bool flog_pending;      /* this writer logged float samples since its last checkpoint */
     uint64_t fwd_next;      /* the forwarding log's next sequence number (DB_INFO "fwdnext") */
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
     ps_buf_t rec_all;       /* scratch: a write's float appends and its recorder's, one array */

@@ -243,6 +243,12 @@ int ps_store_writer_sync(ps_store_writer_t *w, uint64_t txn, ps_err_t *err);
 
 /** Compacts heads due by the thresholds (or all heads when force). *ncompacted gets the chunk count. */
 int ps_store_compact(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
+/** A float log checkpoint (docs/FORMAT.md "Float sample log"): writes the head of every series with
+ *  samples in the log and empties it, in one transaction (none if the log is empty). The writer
+ *  runs it when idle: reads then pay for no log. */
+int ps_store_float_checkpoint(ps_store_writer_t *w, ps_err_t *err);
+/** Whether this writer logged float samples since its last checkpoint (one may be due when idle). */
+bool ps_store_float_log_pending(const ps_store_writer_t *w);
 /** Compacts the heads that reached compact_max_profiles in the writes since the last call. */
 int ps_store_compact_due(ps_store_writer_t *w, uint32_t *nchunks, ps_err_t *err);
 /** Drops chunks and head records (float chunks and heads by their newest sample) older than

@@ -2178,6 +2178,16 @@ static void test_log_checkpoint(void **state)
     assert_int_equal(stored_head_count(a, sa[0]), 2);
     for (int i = 0; i < LOG_NS; i++)
         expect_same(a, b, sa[i], 1);
+    /* the idle writer's checkpoint: the heads written, the log empty */
+    ps_err_t err;
+    assert_true(ps_store_float_log_pending(ps_test_writer(a)));
+    assert_int_equal(ps_store_float_checkpoint(ps_test_writer(a), &err), 0);
+    assert_false(ps_store_float_log_pending(ps_test_writer(a)));
+    assert_int_equal(db_entries(a, DB_FLOG), 0);
+    assert_int_equal(stored_head_count(a, sa[0]), 3);
+    assert_int_equal(stored_head_count(a, sa[2]), 3);
+    for (int i = 0; i < LOG_NS; i++)
+        expect_same(a, b, sa[i], 1);
     log_pages = 0;
     ps_arena_dispose(&ar);
     ps_test_close_store(a);
