@@ -46,8 +46,6 @@ int ps_flog_decode(const void *p, size_t len, ps_buf_t *out, uint64_t *bad_from,
     if (len < 1 || b[0] != PS_FLOG_REC_V1)
         return ps_err_set(err, PS_ECORRUPT, "float log: encoding byte %u, not %u at byte 0", len ? b[0] : 0u,
                           PS_FLOG_REC_V1);
-    if (len == 1)
-        return ps_err_set(err, PS_ECORRUPT, "float log: no samples at byte 1");
     ps_dec_t d;
     ps_dec_init(&d, b + 1, len - 1);
     *bad_to = UINT64_MAX;
@@ -55,6 +53,8 @@ int ps_flog_decode(const void *p, size_t len, ps_buf_t *out, uint64_t *bad_from,
     if (d.err)
         return ps_err_set(err, PS_ECORRUPT, "float log: bad last series at byte 1");
     *bad_to = last;
+    if (ps_dec_left(&d) == 0)
+        return ps_err_set(err, PS_ECORRUPT, "float log: no samples at byte %zu", len);
     const char *why = NULL;
     size_t run_at = out->len, at = 1;
     for (uint32_t r = 0; ps_dec_left(&d) > 0; r++) {

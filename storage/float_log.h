@@ -31,7 +31,8 @@ void ps_flog_encode(const ps_flog_ent_t *e, size_t n, ps_buf_t *out);
 /** Decodes the record p[0..len), validating every byte (never reading outside them), appending
  *  its entries to out (an array of ps_flog_ent_t; out->len counts bytes). 0, or PS_ECORRUPT with
  *  "float log: <what> at byte B" in err and [*bad_from, *bad_to] the sids whose entries the record
- *  may hold but out does not (out keeps the complete entries of the sids below *bad_from). */
+ *  may hold but out does not (none when *bad_from > *bad_to; out keeps the complete entries of the
+ *  sids below *bad_from). */
 int ps_flog_decode(const void *p, size_t len, ps_buf_t *out, uint64_t *bad_from, uint64_t *bad_to, ps_err_t *err);
 
 #endif
