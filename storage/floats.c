@@ -538,8 +538,27 @@ int ps_flog_index(ps_txn_t *txn, ps_flog_index_t **out, ps_err_t *err)
     if (noff > 1) {
         off[noff] = x->n;
         ps_flog_ent_t *tmp = ps_xmalloc(x->n * sizeof(*tmp) + 1);
-        flog_merge(x->e, tmp, off, noff);
-        free(tmp);
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (size_t i = 0; i < noff; i++) /* each record's runs are in sid order */
+            if (off[i] < off[i + 1]) {
+                lo = x->e[off[i]].sid < lo ? x->e[off[i]].sid : lo;
+                hi = x->e[off[i + 1] - 1].sid > hi ? x->e[off[i + 1] - 1].sid : hi;
+            }
+        if (hi - lo < 4 * (uint64_t)x->n + 65536) { /* sids are dense: a counting sort (stable) */
+            uint32_t *cnt = ps_xcalloc(hi - lo + 2, sizeof(*cnt));
+            for (size_t i = 0; i < x->n; i++)
+                cnt[x->e[i].sid - lo + 1]++;
+            for (uint64_t i = 1; i <= hi - lo + 1; i++)
+                cnt[i] += cnt[i - 1];
+            for (size_t i = 0; i < x->n; i++)
+                tmp[cnt[x->e[i].sid - lo]++] = x->e[i];
+            free(cnt);
+            free(x->e);
+            x->e = tmp;
+        } else {
+            flog_merge(x->e, tmp, off, noff);
+            free(tmp);
+        }
     }
     free(off);
     txn->aux = x;

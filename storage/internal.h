@@ -73,7 +73,7 @@ enum { SYM_STRING = 1, SYM_MAPPING = 2, SYM_FUNCTION = 3, SYM_LOCATION = 4, SYM_
 #define PS_FLOAT_HEAD_SPLIT_MIN 32  /* an open chunk of fewer bytes is stored whole in fhead (0x02) */
 #define PS_FLOAT_HEAD_TAIL_MAX 128  /* a tail longer than this moves into fprefix at once */
 #define PS_FLOAT_HEAD_TURNS 16      /* else a series' prefix is rewritten in one flush of 16 (by sid / 64) */
-#define PS_FLOG_MAX_PAGES 128        /* a write whose samples would make flog hold more pages checkpoints (floats.c) */
+#define PS_FLOG_MAX_PAGES 256        /* a write whose samples would make flog hold more pages checkpoints (floats.c) */
 #define PS_FLOAT_PACK_MAX_BYTES 4080 /* a packed value fills at most one 4 KiB LMDB overflow page (16-byte header) */
 #define PS_FLOAT_PACK_MAX_SPAN_MS (24ll * 3600 * 1000) /* nor spans a day (or a tenth of the retention) */
 #define PS_META_REC_V1 1

@@ -27,6 +27,7 @@
 #include "proto/remote.h"
 #include "storage/internal.h"
 #include "storage/store.h"
+#include "storage/float_log.h"
 #include "storage/xorchunk.h"
 
 #define STALE PS_XOR_STALE_NAN
@@ -2116,6 +2117,16 @@ static void test_log_reads(void **state)
     }
     assert_int_equal(db_entries(a, DB_FLOG), 9 + 110 + 4); /* the cut's round wrote no record */
     assert_int_equal(stored_head_count(a, sa[0]), 1);      /* written by the cut */
+    for (int i = 0; i < LOG_NS; i++)
+        expect_same(a, b, sa[i], 2);
+    /* a record of a far series (no head: inert) makes the index merge the records, not count them */
+    ps_flog_ent_t far = {1000000000ull, t0, 0};
+    ps_buf_t fr = PS_BUF_INIT;
+    ps_flog_encode(&far, 1, &fr);
+    uint8_t fk[8];
+    ps_enc_be64(fk, last_txn(a) + 1000);
+    poke(a, DB_FLOG, fk, 8, fr.data, fr.len);
+    ps_buf_dispose(&fr);
     for (int i = 0; i < LOG_NS; i++)
         expect_same(a, b, sa[i], 2);
     /* the compactor closes the heads with their logged samples */
