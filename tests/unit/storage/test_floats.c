@@ -2070,6 +2070,41 @@ static uint32_t stored_head_count(ps_store_t *s, uint64_t sid)
     return n;
 }
 
+/* Two stores written alike: a with the float log (bound pages), b without; series name{job=a|b|c} */
+typedef struct log_pair {
+    char *da, *db;
+    ps_store_t *a, *b;
+    ps_arena_t ar;
+    ps_labels_t ls[LOG_NS];
+} log_pair_t;
+
+static void log_pair_open(log_pair_t *p, int32_t pages, const char *name)
+{
+    p->da = tmpdir();
+    p->db = tmpdir();
+    log_pages = pages;
+    p->a = open_store(p->da);
+    log_pages = -1;
+    p->b = open_store(p->db);
+    log_pages = pages;
+    p->ar = (ps_arena_t)PS_ARENA_INIT;
+    const char *jobs[LOG_NS] = {"a", "b", "c"};
+    for (int i = 0; i < LOG_NS; i++)
+        p->ls[i] = mk_labels(&p->ar, name, jobs[i]);
+}
+
+static void log_pair_close(log_pair_t *p)
+{
+    log_pages = 0;
+    ps_arena_dispose(&p->ar);
+    ps_test_close_store(p->a);
+    ps_test_close_store(p->b);
+    ps_test_rm_rf(p->da);
+    ps_test_rm_rf(p->db);
+    free(p->da);
+    free(p->db);
+}
+
 /* Samples only in the log read back exactly as a store without the log holds them (samples,
  * bounds, XOR bytes), through a cut while samples are logged, a reopen without a checkpoint (a
  * crash after acknowledged commits: the writer continues from what the log gives), and a forced
@@ -2077,13 +2112,10 @@ static uint32_t stored_head_count(ps_store_t *s, uint64_t sid)
 static void test_log_reads(void **state)
 {
     (void)state;
-    char *da = tmpdir(), *db = tmpdir();
-    log_pages = 1000;
-    ps_store_t *a = open_store(da);
-    log_pages = -1;
-    ps_store_t *b = open_store(db);
-    ps_arena_t ar = PS_ARENA_INIT;
-    ps_labels_t ls[LOG_NS] = {mk_labels(&ar, "lg", "a"), mk_labels(&ar, "lg", "b"), mk_labels(&ar, "lg", "c")};
+    log_pair_t p;
+    log_pair_open(&p, 1000, "lg");
+    ps_store_t *a = p.a, *b = p.b;
+    const ps_labels_t *ls = p.ls;
     uint64_t sa[LOG_NS], sb[LOG_NS];
     int64_t t0 = 1700000000000ll;
     /* the first write writes the heads; the next 9 are logged, one flog record each */
@@ -2106,8 +2138,7 @@ static void test_log_reads(void **state)
     /* a crash after acknowledged commits: reopened, nothing checkpointed; then 115 more rounds
      * (the 121st sample cuts: the cut rewrites the head, the entries before it stay, superseded) */
     ps_test_close_store(a);
-    log_pages = 1000;
-    a = open_store(da);
+    a = p.a = open_store(p.da);
     assert_int_equal(db_entries(a, DB_FLOG), 9);
     for (int i = 0; i < LOG_NS; i++)
         expect_same(a, b, sa[i], 1);
@@ -2145,14 +2176,7 @@ static void test_log_reads(void **state)
     assert_int_equal(stored_head_count(a, sa[0]), 1);
     for (int i = 0; i < LOG_NS; i++)
         expect_same(a, b, sa[i], 3);
-    log_pages = 0;
-    ps_arena_dispose(&ar);
-    ps_test_close_store(a);
-    ps_test_close_store(b);
-    ps_test_rm_rf(da);
-    ps_test_rm_rf(db);
-    free(da);
-    free(db);
+    log_pair_close(&p);
 }
 
 /* A checkpoint by the bound: with a bound of 1 page, a write that would make the log hold 2
@@ -2160,13 +2184,10 @@ static void test_log_reads(void **state)
 static void test_log_checkpoint(void **state)
 {
     (void)state;
-    char *da = tmpdir(), *db = tmpdir();
-    log_pages = 1;
-    ps_store_t *a = open_store(da);
-    log_pages = -1;
-    ps_store_t *b = open_store(db);
-    ps_arena_t ar = PS_ARENA_INIT;
-    ps_labels_t ls[LOG_NS] = {mk_labels(&ar, "cp", "a"), mk_labels(&ar, "cp", "b"), mk_labels(&ar, "cp", "c")};
+    log_pair_t p;
+    log_pair_open(&p, 1, "cp");
+    ps_store_t *a = p.a, *b = p.b;
+    const ps_labels_t *ls = p.ls;
     uint64_t sa[LOG_NS], sb[LOG_NS];
     int64_t t0 = 1700000000000ll;
     write_round(a, ls, LOG_NS, t0, sa); /* heads written */
@@ -2199,14 +2220,7 @@ static void test_log_checkpoint(void **state)
     assert_int_equal(stored_head_count(a, sa[2]), 3);
     for (int i = 0; i < LOG_NS; i++)
         expect_same(a, b, sa[i], 1);
-    log_pages = 0;
-    ps_arena_dispose(&ar);
-    ps_test_close_store(a);
-    ps_test_close_store(b);
-    ps_test_rm_rf(da);
-    ps_test_rm_rf(db);
-    free(da);
-    free(db);
+    log_pair_close(&p);
 }
 
 typedef struct log_damage {
