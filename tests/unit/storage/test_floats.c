@@ -2078,14 +2078,14 @@ typedef struct log_pair {
     ps_labels_t ls[LOG_NS];
 } log_pair_t;
 
-static void log_pair_open(log_pair_t *p, int32_t pages, const char *name)
+static void log_pair_open(log_pair_t *p, int32_t pages, const char *name, int64_t retention_ns)
 {
     p->da = tmpdir();
     p->db = tmpdir();
     log_pages = pages;
-    p->a = open_store(p->da);
+    p->a = open_opts(p->da, retention_ns, 0);
     log_pages = -1;
-    p->b = open_store(p->db);
+    p->b = open_opts(p->db, retention_ns, 0);
     log_pages = pages;
     p->ar = (ps_arena_t)PS_ARENA_INIT;
     const char *jobs[LOG_NS] = {"a", "b", "c"};
@@ -2113,7 +2113,7 @@ static void test_log_reads(void **state)
 {
     (void)state;
     log_pair_t p;
-    log_pair_open(&p, 1000, "lg");
+    log_pair_open(&p, 1000, "lg", 0);
     ps_store_t *a = p.a, *b = p.b;
     const ps_labels_t *ls = p.ls;
     uint64_t sa[LOG_NS], sb[LOG_NS];
@@ -2185,7 +2185,7 @@ static void test_log_checkpoint(void **state)
 {
     (void)state;
     log_pair_t p;
-    log_pair_open(&p, 1, "cp");
+    log_pair_open(&p, 1, "cp", 0);
     ps_store_t *a = p.a, *b = p.b;
     const ps_labels_t *ls = p.ls;
     uint64_t sa[LOG_NS], sb[LOG_NS];
@@ -2220,6 +2220,42 @@ static void test_log_checkpoint(void **state)
     assert_int_equal(stored_head_count(a, sa[2]), 3);
     for (int i = 0; i < LOG_NS; i++)
         expect_same(a, b, sa[i], 1);
+    log_pair_close(&p);
+}
+
+/* Retention with samples in the log: a head whose stored samples are past the cutoff but whose
+ * logged ones are not stays whole; one past it with its logged samples goes, as without the log. */
+static void test_log_retention(void **state)
+{
+    (void)state;
+    log_pair_t p;
+    log_pair_open(&p, 1000, "rt", 2 * HOUR_MS * 1000000);
+    uint64_t sa[LOG_NS], sb[LOG_NS];
+    int64_t now = ps_time_now() / 1000000, t0 = now - 110 * MIN_MS;
+    write_round(p.a, p.ls, LOG_NS, t0, sa); /* heads written */
+    write_round(p.b, p.ls, LOG_NS, t0, sb);
+    write_round(p.a, p.ls, LOG_NS, t0 + MIN_MS, sa); /* logged */
+    write_round(p.b, p.ls, LOG_NS, t0 + MIN_MS, sb);
+    write_round(p.a, p.ls, 2, now - 10 * MIN_MS, sa); /* logged: series a and b only */
+    write_round(p.b, p.ls, 2, now - 10 * MIN_MS, sb);
+    assert_int_equal(db_entries(p.a, DB_FLOG), 2);
+    assert_int_equal(stored_head_count(p.a, sa[0]), 1);
+    /* an hour later: the cutoff is 70 minutes past t0 */
+    ps_err_t err;
+    uint32_t da = 0, db = 0;
+    int64_t later = (now + HOUR_MS) * 1000000;
+    assert_int_equal(ps_store_retain(ps_test_writer(p.a), later, &da, &err), 0);
+    assert_int_equal(ps_store_retain(ps_test_writer(p.b), later, &db, &err), 0);
+    assert_int_equal(da, 1); /* series c */
+    assert_int_equal(db, 1);
+    assert_int_equal(db_entries(p.a, DB_FHEAD), 2);
+    for (int i = 0; i < 2; i++)
+        expect_same(p.a, p.b, sa[i], 1);
+    collect_t c;
+    read_all(p.a, sa[1], INT64_MIN, INT64_MAX, &c, 0);
+    assert_int_equal(c.n, 3);
+    assert_int_equal(c.s[2].t, now - 10 * MIN_MS);
+    free(c.s);
     log_pair_close(&p);
 }
 
@@ -2329,6 +2365,7 @@ int main(void)
         cmocka_unit_test(test_enospace),
         cmocka_unit_test(test_log_reads),
         cmocka_unit_test(test_log_checkpoint),
+        cmocka_unit_test(test_log_retention),
         cmocka_unit_test(test_log_damaged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
