@@ -336,6 +336,7 @@ int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err)
             case DB_FHEAD: st->float_heads = ms.ms_entries; break;
             case DB_FCHUNKS: st->float_chunks = ms.ms_entries; break;
             case DB_META: st->metadata = ms.ms_entries; break;
+            case DB_FLOG: st->float_log_records = ms.ms_entries; break;
             case DB_ROLLUPS:
                 st->rollups = ms.ms_entries;
                 st->rollup_bytes = (ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages) * (uint64_t)ms.ms_psize;

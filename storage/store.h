@@ -258,6 +258,7 @@ int ps_store_retain(ps_store_writer_t *w, int64_t now_ns, uint32_t *ndropped_ser
 typedef struct ps_store_stats {
     uint64_t series, head_records, chunks, nodes, strings, functions, locations, mappings;
     uint64_t float_heads, float_chunks, metadata; /* open float chunks, closed ones, metric families */
+    uint64_t float_log_records; /* flog: write transactions whose samples wait for a checkpoint */
     uint64_t rollups, rollup_bytes; /* rollup records (an hour's or a day's profiles merged) and their pages' bytes */
     uint64_t file_bytes;  /* size of data.mdb */
     uint64_t used_bytes;  /* pages in use * page size */
