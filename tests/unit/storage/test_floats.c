@@ -2334,6 +2334,12 @@ static void test_log_damaged(void **state)
              (unsigned long long)sid[2], (unsigned long long)last_txn(s) - 2);
     assert_string_equal(err.msg, want);
     ps_reader_end(r);
+    /* a checkpoint writes the heads it can and leaves the damaged record */
+    write_round(s, ls, 1, t0 + 2000, sid); /* logged (series a's state is cached) */
+    assert_int_equal(db_entries(s, DB_FLOG), 2);
+    assert_int_equal(ps_store_float_checkpoint(ps_test_writer(s), &err), 0);
+    assert_int_equal(db_entries(s, DB_FLOG), 1);
+    assert_int_equal(stored_head_count(s, sid[0]), 3);
     ps_buf_dispose(&rec);
     log_pages = 0;
     ps_arena_dispose(&ar);
