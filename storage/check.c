@@ -11,7 +11,7 @@
  *
  * - On demand (--storage.check, ps_store_check_dir): every record is decoded as the reads decode
  *   it: each chunk and head record of every profile series in full, each float series' samples,
- *   each series record, each label times record; what does not decode is reported, one line each, and the walk goes on.
+ *   each series record, each label times record, each float log record; what does not decode is reported, one line each, and the walk goes on.
  *   The walk runs in a child process, so that damage in LMDB's own pages (which LMDB may meet with
  *   a SIGSEGV or an assertion) is reported as such instead of ending the check.
  */
@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "chunk.h"
+#include "float_log.h"
 #include "internal.h"
 
 #define DONE_AT 4000 /* in the page shared with the check's child: set once it has reported */
@@ -232,6 +233,22 @@ static void check_ltimes(check_t *c, const MDB_val *k, const MDB_val *v)
            z ? z + 1 : "");
 }
 
+/* a float log record (float_log.c): the series it damages fail their reads too (counted there) */
+static void check_flog(check_t *c, const MDB_val *k, const MDB_val *v)
+{
+    if (k->mv_size != 8) {
+        damage(c, "flog: a key of %zu bytes (8 expected)", k->mv_size);
+        return;
+    }
+    uint64_t key = ps_get_be64(k->mv_data), from, to;
+    phase(c, "float log record %" PRIu64, key);
+    ps_buf_t b = PS_BUF_INIT;
+    ps_err_t err = {0};
+    if (ps_flog_decode(v->mv_data, v->mv_size, &b, &from, &to, &err) != 0)
+        damage(c, "flog: record %" PRIu64 " (series %" PRIu64 " to %" PRIu64 "): %s", key, from, to, err.msg);
+    ps_buf_dispose(&b);
+}
+
 int ps_store_check(ps_store_t *s, void (*on_damage)(void *ctx, const char *msg), void *ctx, ps_check_stats_t *st,
                    char *phase_buf, ps_err_t *err)
 {
@@ -249,6 +266,7 @@ int ps_store_check(ps_store_t *s, void (*on_damage)(void *ctx, const char *msg),
     walk(&c, DB_UNSYM, "unsym", check_unsym);
     walk(&c, DB_ROLLUPS, "rollups", check_rollup);
     walk(&c, DB_LTIMES, "ltimes", check_ltimes);
+    walk(&c, DB_FLOG, "flog", check_flog);
     ps_reader_end(c.r); /* NULL: a no-op */
     ps_arena_dispose(&c.arena);
     return 0;

@@ -41,6 +41,7 @@ static const struct {
     [DB_UNSYM] = {"unsym", 0},
     [DB_ROLLUPS] = {"rollups", 0},
     [DB_LTIMES] = {"ltimes", 0},
+    [DB_FLOG] = {"flog", 0},
 };
 
 /* Databases created at any open when missing, without a schema version of their own: they hold
@@ -228,7 +229,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
             goto Exit;
         }
         uint32_t ver = ps_get_be32(v.mv_data);
-        if (ver >= 1 && ver <= 10) {
+        if (ver >= 1 && ver <= 11) {
             /* version 1 holds profile series only, version 2 float series too (fhead records of
              * encoding 2 only), version 3 split open chunks (fhead 04, fprefix), version 4 dense
              * closed chunks (06, 07), version 5 the span index and profile ids, version 6 the
@@ -241,7 +242,8 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
              * all in records version 10 reads as they are (10 adds the label index's times, built
              * below from every series' data), and version 10 all in records version 11 reads as
              * they are (11 adds padded float heads, fhead 0a, which the writer writes from then
-             * on): the upgrade is the new databases (created below),
+             * on), and version 11 all in records version 12 reads as they are (12 adds the float
+             * sample log, flog, empty until the writer logs): the upgrade is the new databases (created below),
              * what they hold, and the version number, in this transaction.
              * An older profstore refuses the directory afterwards. */
             uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};
@@ -334,6 +336,7 @@ int ps_store_stats(ps_store_t *s, ps_store_stats_t *st, ps_err_t *err)
             case DB_FHEAD: st->float_heads = ms.ms_entries; break;
             case DB_FCHUNKS: st->float_chunks = ms.ms_entries; break;
             case DB_META: st->metadata = ms.ms_entries; break;
+            case DB_FLOG: st->float_log_records = ms.ms_entries; break;
             case DB_ROLLUPS:
                 st->rollups = ms.ms_entries;
                 st->rollup_bytes = (ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages) * (uint64_t)ms.ms_psize;

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 
 #include "floats.h"
+#include "float_log.h"
 
 int ps_float_damaged(ps_err_t *err, uint64_t sid, const char *what, const ps_err_t *why)
 {
@@ -445,15 +446,208 @@ static int head_assemble(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_v
     return 0;
 }
 
+/* ---- the float sample log (flog, schema 12) ----
+ *
+ * A read transaction builds the log's index once (ps_flog_index, cached on the ps_txn_t): every
+ * logged sample sorted by (sid, t), and the sid ranges damaged records may hold. */
+
+typedef struct flog_bad {
+    uint64_t from, to, key; /* the sids [from, to] of the damaged record of transaction key */
+    ps_err_t why;
+} flog_bad_t;
+
+struct ps_flog_index {
+    ps_flog_ent_t *e; /* sorted by sid, then t */
+    size_t n;
+    flog_bad_t *bad;
+    size_t nbad;
+};
+
+static void flog_index_free(void *p)
+{
+    ps_flog_index_t *x = p;
+    free(x->e);
+    free(x->bad);
+    free(x);
+}
+
+/* Merges the sorted runs a[off[i] .. off[i + 1]) (by sid; stable: a sid's samples stay in record
+ * order, which is t order) into one, in a (tmp: scratch of as many). */
+static void flog_merge(ps_flog_ent_t *a, ps_flog_ent_t *tmp, size_t *off, size_t nruns)
+{
+    while (nruns > 1) {
+        size_t k = 0;
+        for (size_t i = 0; i < nruns; i += 2) {
+            size_t lo = off[i], mid = off[i + 1], hi = i + 2 <= nruns ? off[i + 2] : mid;
+            if (i + 1 < nruns) {
+                size_t x = lo, y = mid, o = lo;
+                while (x < mid && y < hi)
+                    tmp[o++] = a[y].sid < a[x].sid ? a[y++] : a[x++];
+                while (x < mid)
+                    tmp[o++] = a[x++];
+                while (y < hi)
+                    tmp[o++] = a[y++];
+                memcpy(a + lo, tmp + lo, (hi - lo) * sizeof(*a));
+            }
+            off[k++] = lo;
+        }
+        off[k] = off[nruns];
+        nruns = k;
+    }
+}
+
+int ps_flog_index(ps_txn_t *txn, ps_flog_index_t **out, ps_err_t *err)
+{
+    *out = txn->aux;
+    if (txn->aux != NULL && txn->aux_free == flog_index_free)
+        return 0;
+    ps_txn_aux_drop(txn);
+    ps_flog_index_t *x = ps_xcalloc(1, sizeof(*x));
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, txn, DB_FLOG, "reading the float log")) {
+        free(x);
+        return ps_txn_error(txn, err);
+    }
+    ps_buf_t b = PS_BUF_INIT;
+    size_t *off = NULL, noff = 0, capoff = 0;
+    for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur)) {
+        if (noff + 2 > capoff) {
+            capoff = capoff ? capoff * 2 : 64;
+            off = ps_xrealloc(off, capoff * sizeof(*off));
+        }
+        off[noff++] = b.len / sizeof(ps_flog_ent_t);
+        uint64_t from, to;
+        ps_err_t why;
+        if (ps_flog_decode(cur.v.mv_data, cur.v.mv_size, &b, &from, &to, &why) != 0) {
+            x->bad = ps_xrealloc(x->bad, (x->nbad + 1) * sizeof(*x->bad));
+            uint64_t key = cur.k.mv_size == 8 ? ps_get_be64(cur.k.mv_data) : 0;
+            x->bad[x->nbad++] = (flog_bad_t){from, to, key, why};
+        }
+    }
+    ps_cur_close(&cur);
+    int ret = ps_txn_error(txn, err);
+    if (ret != 0) {
+        ps_buf_dispose(&b);
+        free(off);
+        free(x->bad);
+        free(x);
+        return ret;
+    }
+    x->n = b.len / sizeof(ps_flog_ent_t);
+    x->e = (ps_flog_ent_t *)b.data; /* (NULL when empty) */
+    if (noff > 1) {
+        off[noff] = x->n;
+        ps_flog_ent_t *tmp = ps_xmalloc(x->n * sizeof(*tmp) + 1);
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (size_t i = 0; i < noff; i++) /* each record's runs are in sid order */
+            if (off[i] < off[i + 1]) {
+                lo = x->e[off[i]].sid < lo ? x->e[off[i]].sid : lo;
+                hi = x->e[off[i + 1] - 1].sid > hi ? x->e[off[i + 1] - 1].sid : hi;
+            }
+        if (hi - lo < 4 * (uint64_t)x->n + 65536) { /* sids are dense: a counting sort (stable) */
+            uint32_t *cnt = ps_xcalloc(hi - lo + 2, sizeof(*cnt));
+            for (size_t i = 0; i < x->n; i++)
+                cnt[x->e[i].sid - lo + 1]++;
+            for (uint64_t i = 1; i <= hi - lo + 1; i++)
+                cnt[i] += cnt[i - 1];
+            for (size_t i = 0; i < x->n; i++)
+                tmp[cnt[x->e[i].sid - lo]++] = x->e[i];
+            free(cnt);
+            free(x->e);
+            x->e = tmp;
+        } else {
+            flog_merge(x->e, tmp, off, noff);
+            free(tmp);
+        }
+    }
+    free(off);
+    txn->aux = x;
+    txn->aux_free = flog_index_free;
+    *out = x;
+    return 0;
+}
+
+size_t ps_flog_index_count(const ps_flog_index_t *x) { return x->n; }
+
+const ps_flog_ent_t *ps_flog_index_at(const ps_flog_index_t *x, size_t i) { return &x->e[i]; }
+
+int ps_flog_index_find(const ps_flog_index_t *x, uint64_t sid, const ps_flog_ent_t **e, size_t *n, ps_err_t *err)
+{
+    for (size_t i = 0; i < x->nbad; i++)
+        if (sid >= x->bad[i].from && sid <= x->bad[i].to)
+            return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged float log record %llu: %s", (unsigned long long)sid,
+                              (unsigned long long)x->bad[i].key, x->bad[i].why.msg);
+    size_t lo = 0, hi = x->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (x->e[mid].sid < sid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t end = lo;
+    while (end < x->n && x->e[end].sid == sid)
+        end++;
+    *e = x->e + lo;
+    *n = end - lo;
+    return 0;
+}
+
+bool ps_flog_index_damaged(const ps_flog_index_t *x, uint64_t key)
+{
+    for (size_t i = 0; i < x->nbad; i++)
+        if (x->bad[i].key == key)
+            return true;
+    return false;
+}
+
+size_t ps_flog_index_ndamaged(const ps_flog_index_t *x) { return x->nbad; }
+
+/* The logged samples of series sid after its stored head's last one, appended to the open chunk
+ * at out->data[at] (02, then the chunk): the chunk the writer holds. */
+static int head_apply_log(ps_txn_t *txn, uint64_t sid, ps_buf_t *out, size_t at, ps_err_t *err)
+{
+    if (txn->aux == NULL) { /* an empty log (most reads at idle): no index */
+        MDB_stat st;
+        if (!ps_txn_stat(txn, DB_FLOG, &st))
+            return ps_txn_error(txn, err);
+        if (st.ms_entries == 0)
+            return 0;
+    }
+    ps_flog_index_t *x;
+    int ret = ps_flog_index(txn, &x, err);
+    if (ret != 0)
+        return ret;
+    const ps_flog_ent_t *e;
+    size_t n;
+    ret = ps_flog_index_find(x, sid, &e, &n, err);
+    if (ret != 0 || n == 0)
+        return ret;
+    ps_xor_app_t a;
+    ps_err_t why;
+    if (ps_xor_app_resume(&a, out, at + 1, &why) != 0)
+        return ps_float_damaged(err, sid, "head", &why);
+    for (size_t i = 0; i < n; i++) {
+        if (a.n > 0 && e[i].t <= a.t)
+            continue; /* a cut or the stored head took it */
+        if (ps_xor_app_append(&a, e[i].t, bits_float(e[i].v), &why) != 0)
+            return ps_float_damaged(err, sid, "log", &why);
+    }
+    return 0;
+}
+
 /* ps_float_head_read() of the fhead value v of series sid */
 int ps_float_head_value(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_val *v, ps_buf_t *out, size_t *plen,
                         uint64_t *ptxn, int64_t *min_t, int64_t *max_t, ps_err_t *err)
 {
     ps_err_t why;
     ps_err_clear(&why);
+    size_t at = out->len;
     int ret = head_assemble(s, txn, sid, v, out, plen, ptxn, &why);
+    if (ret == 0 && (ret = head_apply_log(txn, sid, out, at, err)) != 0)
+        return ret;
     if (ret == 0 && min_t != NULL)
-        ret = ps_float_xor_bounds(out->data + 1, out->len - 1, min_t, max_t, NULL, &why);
+        ret = ps_float_xor_bounds(out->data + at + 1, out->len - at - 1, min_t, max_t, NULL, &why);
     if (ret == PS_ECORRUPT)
         return ps_float_damaged(err, sid, "head", &why);
     if (ret != 0 && err != NULL)

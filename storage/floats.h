@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "float_dense.h"
+#include "float_log.h"
 #include "internal.h"
 #include "xorchunk.h"
 
@@ -26,6 +27,11 @@ typedef struct ps_float_state {
     uint64_t prefix_txn; /* the transaction that wrote them: fprefix key (prefix_txn, sid) */
     size_t head_size;    /* the size of the padded fhead record the writer wrote last (0: none) */
     bool broken;         /* the stored head could not be continued: the series takes no appends */
+    /* the float log: stored, an fhead record of this series is committed (or written in this
+     * transaction); rewrite, this transaction writes it anyway (a cut); else the samples appended
+     * in this transaction go to the log, listed from log_first (wc->flog_pend, by next) */
+    bool stored, rewrite;
+    uint32_t log_first, log_last;
     /* the plain chunks at the series' end in fchunks, as pack_before counts them, if run_known */
     bool run_known;
     uint32_t run_n;
@@ -102,6 +108,18 @@ int ps_float_head_value(ps_store_t *s, ps_txn_t *txn, uint64_t sid, const MDB_va
  * NULL. PS_ENOTFOUND if there is none; PS_ECORRUPT: "series N: damaged float head: ..." in err. */
 int ps_float_head_read(ps_store_t *s, ps_txn_t *txn, uint64_t sid, ps_buf_t *out, size_t *plen, uint64_t *ptxn,
                        int64_t *min_t, int64_t *max_t, ps_err_t *err);
+/* ---- the float sample log (floats.c, float_log.h) ---- */
+typedef struct ps_flog_index ps_flog_index_t;
+/* The index of txn's float log (built once, cached on txn until it ends or ps_txn_aux_drop). */
+int ps_flog_index(ps_txn_t *txn, ps_flog_index_t **out, ps_err_t *err);
+size_t ps_flog_index_count(const ps_flog_index_t *x);
+const ps_flog_ent_t *ps_flog_index_at(const ps_flog_index_t *x, size_t i);
+/* The logged samples of sid: e[0..n) (t increasing); PS_ECORRUPT "series N: damaged float log
+ * record K: ..." when a damaged record may hold some. */
+int ps_flog_index_find(const ps_flog_index_t *x, uint64_t sid, const ps_flog_ent_t **e, size_t *n, ps_err_t *err);
+/* Whether the record of transaction key is damaged; how many are. */
+bool ps_flog_index_damaged(const ps_flog_index_t *x, uint64_t key);
+size_t ps_flog_index_ndamaged(const ps_flog_index_t *x);
 /* Deletes the fprefix record (ptxn, sid) (there may be none: a damaged head). */
 int ps_float_prefix_del(ps_store_t *s, ps_txn_t *txn, uint64_t ptxn, uint64_t sid, ps_err_t *err);
 /* f (may be NULL): the writer's state of the series, whose run counts spare the walk over the

@@ -9,8 +9,17 @@
 
 #include "floats.h"
 
+/* A sample this transaction logs (ps_float_state_t.log_first), the next of its series' (LOG_NONE: none) */
+struct ps_flog_pend {
+    int64_t t;
+    uint64_t v;
+    uint32_t next;
+};
+#define LOG_NONE UINT32_MAX
+
 void ps_float_state_clear(ps_wcache_t *wc)
 {
+    wc->nflog_pend = 0;
     for (size_t i = 0; i < wc->nfloat_states; i++) {
         ps_buf_dispose(&wc->float_states[i]->chunk);
         free(wc->float_states[i]);
@@ -38,6 +47,7 @@ static ps_float_state_t *float_state_add(ps_store_writer_t *w, uint64_t sid)
     }
     ps_float_state_t *f = ps_xcalloc(1, sizeof(*f));
     f->sid = sid;
+    f->log_first = f->log_last = LOG_NONE;
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
     ps_hmap_put(&w->wc->float_state_index, kb, 8, w->wc->nfloat_states);
@@ -209,6 +219,7 @@ static int float_state_load(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, p
             return ps_float_damaged(err, sid, "head", &why);
         }
         f->head_min_t = min_t;
+        f->stored = true;
         f->last_t = f->app.t;
         f->last_v = f->app.v;
         f->has_last = true;
@@ -281,8 +292,25 @@ static int cut_head(ps_store_writer_t *w, ps_txn_t *txn, ps_float_state_t *f, ps
     size_t before = f->chunk.cap;
     float_state_empty_head(f);
     w->wc->float_state_bytes += f->chunk.cap - before;
+    f->rewrite = true; /* its samples of this transaction are in the head the flush writes */
     mark_dirty(w, f); /* the flush deletes the head record if nothing follows */
     return 0;
+}
+
+/* Notes sample (t, v) of f for the flush to log. */
+static void log_note(ps_wcache_t *wc, ps_float_state_t *f, int64_t t, uint64_t v)
+{
+    if (wc->nflog_pend == wc->capflog_pend) {
+        wc->capflog_pend = wc->capflog_pend ? wc->capflog_pend * 2 : 1024;
+        wc->flog_pend = ps_xrealloc(wc->flog_pend, wc->capflog_pend * sizeof(*wc->flog_pend));
+    }
+    uint32_t i = (uint32_t)wc->nflog_pend++;
+    wc->flog_pend[i] = (struct ps_flog_pend){t, v, LOG_NONE};
+    if (f->log_first == LOG_NONE)
+        f->log_first = i;
+    else
+        wc->flog_pend[f->log_last].next = i;
+    f->log_last = i;
 }
 
 static void count_reject(uint32_t *n, int64_t *first, int64_t t)
@@ -438,6 +466,8 @@ static int append_series(ps_store_writer_t *w, ps_txn_t *txn, ps_float_append_t 
         fa->accepted++;
         if (fa->stored != NULL)
             ((uint8_t *)fa->stored)[i] = 1;
+        if (f->stored && !f->rewrite && w->s->opts.float_log_pages >= 0)
+            log_note(w->wc, f, t, bits);
         mark_dirty(w, f);
     }
     return 0;
@@ -533,10 +563,89 @@ static int by_sid(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
+/* The checkpoint's first half: every series with samples in the float log joins the dirty
+ * heads (its state loaded if not cached), so that the flush writes all their heads. Series whose
+ * head record is gone (closed, deleted: their samples are in fchunks) or damaged are left out. */
+static int checkpoint_mark(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
 {
-    int ret = 0;
-    ps_buf_t tmp = PS_BUF_INIT;
+    ps_flog_index_t *x;
+    int ret = ps_flog_index(txn, &x, err);
+    size_t n = ret == 0 ? ps_flog_index_count(x) : 0;
+    for (size_t i = 0; i < n && ret == 0; i++) {
+        uint64_t sid = ps_flog_index_at(x, i)->sid;
+        if (i > 0 && ps_flog_index_at(x, i - 1)->sid == sid)
+            continue;
+        ps_float_state_t *f = float_state_find(w, sid);
+        if (f == NULL) {
+            uint8_t kb[8];
+            MDB_val v;
+            ps_enc_be64(kb, sid);
+            if (!ps_txn_get(txn, DB_FHEAD, kb, 8, &v, "reading float head")) {
+                ret = ps_txn_error(txn, err);
+                continue;
+            }
+            ps_err_t why;
+            if ((ret = float_state_load(w, txn, sid, &f, &why)) == PS_ECORRUPT) {
+                ret = 0; /* reads report it */
+                continue;
+            }
+            if (ret != 0) {
+                *err = why;
+                break;
+            }
+        }
+        if (!f->broken)
+            mark_dirty(w, f);
+    }
+    return ret;
+}
+
+/* The checkpoint's second half, after the flush wrote every head: the log emptied (but for its
+ * damaged records, which reads go on reporting). */
+static int checkpoint_empty(ps_txn_t *txn, ps_err_t *err)
+{
+    ps_flog_index_t *x;
+    int ret = ps_flog_index(txn, &x, err);
+    if (ret != 0)
+        return ret;
+    if (ps_flog_index_ndamaged(x) == 0) {
+        ps_txn_empty(txn, DB_FLOG, "emptying the float log");
+    } else {
+        ps_cur_t cur;
+        if (ps_cur_open(&cur, txn, DB_FLOG, "emptying the float log")) {
+            for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur))
+                if (cur.k.mv_size != 8 || !ps_flog_index_damaged(x, ps_get_be64(cur.k.mv_data)))
+                    ps_cur_del(&cur); /* (the next move goes to the record after it) */
+            ps_cur_close(&cur);
+        }
+    }
+    ps_txn_aux_drop(txn);
+    return ps_txn_error(txn, err);
+}
+
+/* Whether this flush is a checkpoint: the log with what it would add holds PS_FLOG_MAX_PAGES. */
+static int checkpoint_due(ps_store_writer_t *w, ps_txn_t *txn, bool *due, ps_err_t *err)
+{
+    *due = false;
+    if (w->wc->nflog_pend == 0)
+        return 0;
+    MDB_stat st;
+    if (!ps_txn_stat(txn, DB_FLOG, &st))
+        return ps_txn_error(txn, err);
+    uint64_t pages = st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages;
+    uint64_t max = w->s->opts.float_log_pages > 0 ? (uint64_t)w->s->opts.float_log_pages : PS_FLOG_MAX_PAGES;
+    *due = pages + (w->wc->nflog_pend * 12 + 4095) / 4096 > max;
+    return 0;
+}
+
+/* The flush: force, a checkpoint whatever the log holds */
+static int float_flush(ps_store_writer_t *w, ps_txn_t *txn, bool force, ps_err_t *err)
+{
+    bool all = force;
+    int ret = force ? 0 : checkpoint_due(w, txn, &all, err);
+    if (ret == 0 && all)
+        ret = checkpoint_mark(w, txn, err);
+    ps_buf_t tmp = PS_BUF_INIT, ents = PS_BUF_INIT;
     /* in sid order: the new prefixes of this transaction are appends, (txn id, sid) increasing */
     for (size_t i = 1; i < w->wc->nfloat_dirty; i++) {
         if (w->wc->float_dirty[i - 1]->sid > w->wc->float_dirty[i]->sid) {
@@ -549,13 +658,24 @@ int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
     ps_cur_t cur;
     bool on = false;
     uint64_t last = 0; /* the sid of the head cur wrote last (when on) */
-    if (w->wc->nfloat_dirty > 0 && !ps_cur_open(&cur, txn, DB_FHEAD, "writing float head"))
+    if (ret == 0 && w->wc->nfloat_dirty > 0 && !ps_cur_open(&cur, txn, DB_FHEAD, "writing float head"))
         ret = ps_txn_error(txn, err);
+    bool opened = ret == 0 && w->wc->nfloat_dirty > 0;
     for (size_t i = 0; i < w->wc->nfloat_dirty && ret == 0; i++) {
         ps_float_state_t *f = w->wc->float_dirty[i];
         f->dirty = false;
         uint8_t kb[8];
         ps_enc_be64(kb, f->sid);
+        bool logged = !all && f->stored && !f->rewrite && f->app.n > 0 && w->s->opts.float_log_pages >= 0;
+        for (uint32_t j = f->log_first; logged && j != LOG_NONE; j = w->wc->flog_pend[j].next) {
+            ps_flog_ent_t *e = (ps_flog_ent_t *)ps_buf_reserve(&ents, sizeof(*e));
+            *e = (ps_flog_ent_t){f->sid, w->wc->flog_pend[j].t, w->wc->flog_pend[j].v};
+            ents.len += sizeof(*e);
+        }
+        f->rewrite = false;
+        f->log_first = f->log_last = LOG_NONE;
+        if (logged)
+            continue; /* its head record is behind: reads add the logged samples */
         if (f->app.n > 0) {
             /* the next records first: a few steps cost less than the put's search */
             bool at = false;
@@ -568,6 +688,7 @@ int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
             }
             on = at;
             ret = head_put(w, txn, &cur, &on, f, &tmp, err);
+            f->stored = true;
             last = f->sid;
             continue;
         }
@@ -575,14 +696,66 @@ int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
         if (ps_cur_find(&cur, kb, 8)) /* (the cut deleted its prefix) */
             ps_cur_del(&cur);
         f->head_size = 0;
+        f->stored = false;
         ret = ps_txn_error(txn, err);
     }
-    if (w->wc->nfloat_dirty > 0)
+    if (opened)
         ps_cur_close(&cur);
+    if (ret == 0 && all)
+        ret = checkpoint_empty(txn, err);
+    if (ret == 0 && ents.len > 0) {
+        /* the samples of the series whose heads stay behind, in one record keyed by this
+         * transaction: appended (the ids increase), in the transaction that acknowledges them */
+        ps_buf_reset(&tmp);
+        ps_flog_encode((const ps_flog_ent_t *)ents.data, ents.len / sizeof(ps_flog_ent_t), &tmp);
+        uint8_t kb[8];
+        ps_enc_be64(kb, ps_txn_id(txn));
+        ps_txn_aux_drop(txn);
+        if (!ps_txn_put_append(txn, DB_FLOG, kb, 8, tmp.data, tmp.len, "writing the float log"))
+            ret = ps_txn_error(txn, err);
+        w->flog_pending = true;
+    }
+    if (ret == 0 && all)
+        w->flog_pending = false;
     ps_buf_dispose(&tmp);
+    ps_buf_dispose(&ents);
     w->wc->nfloat_dirty = 0;
+    w->wc->nflog_pend = 0;
     w->float_flushes++;
     return ret;
+}
+
+int ps_float_write_flush(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
+{
+    return float_flush(w, txn, false, err);
+}
+
+int ps_store_float_checkpoint(ps_store_writer_t *w, ps_err_t *err)
+{
+    ps_txn_t t;
+    int ret = ps_txn_begin(&t, w->s, PS_TXN_WRITE, err, "starting a float log checkpoint");
+    if (ret)
+        return ret;
+    MDB_stat st;
+    if (!ps_txn_stat(&t, DB_FLOG, &st)) {
+        ret = ps_txn_error(&t, err);
+    } else if (st.ms_entries == 0) {
+        ps_txn_abort(&t);
+        w->flog_pending = false;
+        return 0;
+    }
+    if (ret == 0 && (ret = checkpoint_mark(w, &t, err)) == 0 && (ret = float_flush(w, &t, true, err)) == 0)
+        ret = ps_txn_commit(&t, err, "committing a float log checkpoint");
+    else
+        ps_txn_abort(&t);
+    if (ret)
+        ps_sym_caches_clear(w); /* the states mirrored the transaction */
+    return ret;
+}
+
+bool ps_store_float_log_pending(const ps_store_writer_t *w)
+{
+    return w->flog_pending;
 }
 
 /* ---- metadata ---- */

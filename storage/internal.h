@@ -47,6 +47,7 @@ enum {
     DB_UNSYM,       /* hour(4 BE) build id string id(8 BE) -> 0x01 counts of frames without symbols (schema 6; unsym.c) */
     DB_ROLLUPS,     /* sid(8 BE) level(1) window start(8 BE, sign flipped) -> 0x01 a window's merged profiles (schema 8; rollup.c) */
     DB_LTIMES,      /* name, or name 0x00 value -> 0x01 first(8 BE) last(8 BE): the label index's times (schema 10; ltimes.c) */
+    DB_FLOG,        /* txn id(8 BE) -> 0x01 the samples that transaction logged instead of rewriting fheads (schema 12; float_log.c) */
     DB_COUNT
 };
 
@@ -72,6 +73,7 @@ enum { SYM_STRING = 1, SYM_MAPPING = 2, SYM_FUNCTION = 3, SYM_LOCATION = 4, SYM_
 #define PS_FLOAT_HEAD_SPLIT_MIN 32  /* an open chunk of fewer bytes is stored whole in fhead (0x02) */
 #define PS_FLOAT_HEAD_TAIL_MAX 128  /* a tail longer than this moves into fprefix at once */
 #define PS_FLOAT_HEAD_TURNS 16      /* else a series' prefix is rewritten in one flush of 16 (by sid / 64) */
+#define PS_FLOG_MAX_PAGES 256        /* a write whose samples would make flog hold more pages checkpoints (floats.c) */
 #define PS_FLOAT_PACK_MAX_BYTES 4080 /* a packed value fills at most one 4 KiB LMDB overflow page (16-byte header) */
 #define PS_FLOAT_PACK_MAX_SPAN_MS (24ll * 3600 * 1000) /* nor spans a day (or a tenth of the retention) */
 #define PS_META_REC_V1 1
@@ -121,6 +123,8 @@ typedef struct ps_wcache {
     uint64_t float_state_bytes;
     struct ps_float_state **float_dirty; /* heads changed in the current write transaction */
     size_t nfloat_dirty, capfloat_dirty;
+    struct ps_flog_pend *flog_pend; /* the samples this transaction logs (floats_append.c) */
+    size_t nflog_pend, capflog_pend;
 } ps_wcache_t;
 
 struct ps_store {
@@ -181,6 +185,7 @@ struct ps_store_writer {
     ps_walls_t append_wall;
     int64_t opened_wall;    /* when the writer was opened (the idle rule's start) */
     uint64_t float_flushes; /* ps_float_write_flush calls: whose turn it is to rewrite prefixes */
+    bool flog_pending;      /* this writer logged float samples since its last checkpoint */
     uint64_t fwd_next;      /* the forwarding log's next sequence number (DB_INFO "fwdnext") */
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
     ps_buf_t rec_all;       /* scratch: a write's float appends and its recorder's, one array */

@@ -20,12 +20,13 @@
 #include "core/mem.h"
 #include "core/profile.h"
 
-#define PS_SCHEMA_VERSION 11 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
+#define PS_SCHEMA_VERSION 12 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
                               * fprefix; 4: closed float chunks dense (06, 07); 5: span index, profile
                               * ids; 6: counts of frames without symbols (unsym); 7: profile chunks
                               * packed (encoding 8, zstd); 8: rollups; 9: chunks that refer to a
                               * twin (encoding 9); 10: the label index's times (ltimes); 11: padded
-                              * float heads (fhead 0a); a version 1-10 directory is upgraded at open */
+                              * float heads (fhead 0a); 12: the float sample log (flog); a version
+                              * 1-11 directory is upgraded at open */
 
 typedef struct ps_store ps_store_t;
 /* The store's writer: what the writing thread keeps between transactions (caches, id counters). */
@@ -58,6 +59,10 @@ typedef struct ps_store_opts {
                                    * 0: PS_ROLLUP_MIN_PROFILES. Any value reads right (tests set it low) */
     uint32_t rollup_backfill_steps; /* the rollup backfill's steps (4 hours of a series) per compaction
                                    * run at most, besides its 20 ms; 0: 4096 (tests set it low) */
+    int32_t float_log_pages;      /* the float sample log (flog): a write that would make it hold more
+                                   * pages writes every logged series' head (a checkpoint); 0:
+                                   * PS_FLOG_MAX_PAGES; -1: no log, every write rewrites the heads it
+                                   * changed (as schema 11 did; tests of the head records) */
     bool read_only;               /* ps_store_check_dir: nothing written, not even a schema upgrade;
                                    * a store of another schema version or without its databases is refused */
 } ps_store_opts_t;
@@ -238,6 +243,12 @@ int ps_store_writer_sync(ps_store_writer_t *w, uint64_t txn, ps_err_t *err);
 
 /** Compacts heads due by the thresholds (or all heads when force). *ncompacted gets the chunk count. */
 int ps_store_compact(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t *nchunks, ps_err_t *err);
+/** A float log checkpoint (docs/FORMAT.md "Float sample log"): writes the head of every series with
+ *  samples in the log and empties it, in one transaction (none if the log is empty). The writer
+ *  runs it when idle: reads then pay for no log. */
+int ps_store_float_checkpoint(ps_store_writer_t *w, ps_err_t *err);
+/** Whether this writer logged float samples since its last checkpoint (one may be due when idle). */
+bool ps_store_float_log_pending(const ps_store_writer_t *w);
 /** Compacts the heads that reached compact_max_profiles in the writes since the last call. */
 int ps_store_compact_due(ps_store_writer_t *w, uint32_t *nchunks, ps_err_t *err);
 /** Drops chunks and head records (float chunks and heads by their newest sample) older than
@@ -247,6 +258,7 @@ int ps_store_retain(ps_store_writer_t *w, int64_t now_ns, uint32_t *ndropped_ser
 typedef struct ps_store_stats {
     uint64_t series, head_records, chunks, nodes, strings, functions, locations, mappings;
     uint64_t float_heads, float_chunks, metadata; /* open float chunks, closed ones, metric families */
+    uint64_t float_log_records; /* flog: write transactions whose samples wait for a checkpoint */
     uint64_t rollups, rollup_bytes; /* rollup records (an hour's or a day's profiles merged) and their pages' bytes */
     uint64_t file_bytes;  /* size of data.mdb */
     uint64_t used_bytes;  /* pages in use * page size */

@@ -52,8 +52,18 @@ static void txn_init(ps_txn_t *t, ps_store_t *s, bool read)
     t->ret = 0;
     t->read = read;
     t->defer_sync = false;
+    t->aux = NULL;
+    t->aux_free = NULL;
     ps_err_clear(&t->err);
 }
+
+void ps_txn_aux_drop(ps_txn_t *t)
+{
+    if (t->aux != NULL && t->aux_free != NULL)
+        t->aux_free(t->aux);
+    t->aux = NULL;
+}
+
 
 int ps_txn_begin(ps_txn_t *t, ps_store_t *s, int mode, ps_err_t *err, const char *what)
 {
@@ -83,6 +93,7 @@ int ps_txn_commit(ps_txn_t *t, ps_err_t *err, const char *what)
         ps_txn_abort(t);
         return ps_txn_error(t, err);
     }
+    ps_txn_aux_drop(t);
     size_t id = t->read ? 0 : mdb_txn_id(t->txn);
     int rc = mdb_txn_commit(t->txn);
     t->txn = NULL;
@@ -122,6 +133,7 @@ int ps_store_sync(ps_store_t *s, uint64_t id, ps_err_t *err)
 
 void ps_txn_abort(ps_txn_t *t)
 {
+    ps_txn_aux_drop(t);
     if (t->txn != NULL)
         mdb_txn_abort(t->txn);
     t->txn = NULL;
@@ -211,6 +223,11 @@ bool ps_txn_del(ps_txn_t *t, int db, const void *k, size_t kn, const void *dup, 
     if (rc == MDB_NOTFOUND)
         return false;
     return ps_txn_fail(t, rc, what) == 0;
+}
+
+bool ps_txn_empty(ps_txn_t *t, int db, const char *what)
+{
+    return t->ret == 0 && ps_txn_fail(t, mdb_drop(t->txn, dbi_of(t, db), 0), what) == 0;
 }
 
 bool ps_txn_stat(ps_txn_t *t, int db, MDB_stat *st)

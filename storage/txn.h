@@ -40,6 +40,8 @@ typedef struct ps_txn {
     bool read;     /* a read transaction: ps_txn_error reports a failure once, then reads go on */
     bool defer_sync; /* a write transaction whose commit leaves its meta page unsynced (ps_txn_commit) */
     ps_err_t err;  /* the first failure */
+    void *aux;     /* what a reader derived from this snapshot (the float log's index), or NULL: */
+    void (*aux_free)(void *aux); /* called with it when t ends */
 } ps_txn_t;
 
 /* A cursor over one database of a transaction; k and v are the record it is on (lifetime as above). */
@@ -98,6 +100,10 @@ void *ps_txn_reserve(ps_txn_t *t, int db, const void *k, size_t kn, size_t vn, u
 /** Deletes k from db (of a DUPSORT database only the duplicate dup[0..dn) if dup is not NULL):
  *  true if it was there, false if not (or t failed). */
 bool ps_txn_del(ps_txn_t *t, int db, const void *k, size_t kn, const void *dup, size_t dn, const char *what);
+/** Forgets t->aux (frees it): after a change to what it was derived from. */
+void ps_txn_aux_drop(ps_txn_t *t);
+/** Empties database db (mdb_drop, its pages freed): false if it failed. */
+bool ps_txn_empty(ps_txn_t *t, int db, const char *what);
 /** Statistics of database db (db < 0: LMDB's free-page database): false if it failed. */
 bool ps_txn_stat(ps_txn_t *t, int db, MDB_stat *st);
 /** Pages on LMDB's free list in t's snapshot (retention and compaction freed them; they are reused

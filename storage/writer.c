@@ -192,6 +192,7 @@ static void ps_wcache_free(ps_wcache_t *wc)
     ps_buf_dispose(&wc->float_key);
     free(wc->float_states);
     free(wc->float_dirty);
+    free(wc->flog_pend);
     free(wc);
 }
 

@@ -67,6 +67,8 @@ static uint64_t samples_of(const ps_wreq_t *r)
     return n;
 }
 
+#define PS_WRITER_CHECKPOINT_IDLE_NS PS_NS_PER_S /* idle this long after a commit: a float log checkpoint */
+
 static uint64_t weight(const ps_wreq_t *r)
 {
     return r->kind != PS_WREQ_SAMPLES ? 1 : 1 + r->nsamples / PS_WRITER_SAMPLES_PER_UNIT;
@@ -292,9 +294,21 @@ static void *run(void *arg)
         pthread_mutex_lock(&w->mu);
         while (w->head == NULL && !w->stopping) {
             int64_t mono = ps_time_mono(), wake = next_compact < next_retain ? next_compact : next_retain;
+            /* idle for PS_WRITER_CHECKPOINT_IDLE_NS after logging float samples: a checkpoint,
+             * so that reads pay for no log (docs/FORMAT.md "Float sample log") */
+            bool ckpt = ps_store_float_log_pending(w->sw);
+            if (ckpt && last_commit + PS_WRITER_CHECKPOINT_IDLE_NS < wake)
+                wake = last_commit + PS_WRITER_CHECKPOINT_IDLE_NS;
             if (mono >= wake) {
                 pthread_mutex_unlock(&w->mu);
-                housekeeping(w, &next_compact, &next_retain, false);
+                ps_err_t err;
+                if (ckpt && mono >= last_commit + PS_WRITER_CHECKPOINT_IDLE_NS &&
+                    ps_store_float_checkpoint(w->sw, &err) != 0) {
+                    ps_log_error("float log checkpoint failed", "err=%s", ps_log_q(err.msg));
+                    last_commit = mono; /* tried again after another idle second */
+                }
+                if (mono >= next_compact || mono >= next_retain)
+                    housekeeping(w, &next_compact, &next_retain, false);
                 pthread_mutex_lock(&w->mu);
                 continue;
             }

@@ -5,7 +5,7 @@
 #
 # usage: tests/fuzz/build.sh [OUTDIR]     (default $PS_FUZZ_OUT or ${TMPDIR:-/tmp}/profstore-fuzz)
 # prints the path of the binary on its last line. Also builds fuzz_chunk (storage/chunk.c, libzstd),
-# fuzz_xorchunk (storage/xorchunk.c), fuzz_spanparts (storage/spanparts.c), fuzz_unsymrec (storage/unsymrec.c), fuzz_rolluprec (storage/rolluprec.c), fuzz_float_dense (storage/float_dense.c), fuzz_selector and fuzz_promql (parser/), fuzz_pqeval (parser/ + src/query/promql*.c), fuzz_remote
+# fuzz_xorchunk (storage/xorchunk.c), fuzz_spanparts (storage/spanparts.c), fuzz_unsymrec (storage/unsymrec.c), fuzz_rolluprec (storage/rolluprec.c), fuzz_float_dense (storage/float_dense.c), fuzz_float_log (storage/float_log.c), fuzz_selector and fuzz_promql (parser/), fuzz_pqeval (parser/ + src/query/promql*.c), fuzz_remote
 # (proto/remote.c, snappy; gzip.c for the inflate budget), fuzz_remote_read (proto/remote_read.c), fuzz_connect (proto/pbjson.c,
 # proto/pyroscope.c, jansson), fuzz_pyingest (src/ingest/pyroscope.c, multipart.c: Pyroscope's
 # /ingest), fuzz_adhoc (src/ingest/adhoc.c: ad hoc profile uploads), fuzz_fbjson and fuzz_perf
@@ -80,6 +80,10 @@ fuzzcc "$here/fuzz_xorchunk.c" "$root/storage/xorchunk.c" "$root"/core/*.c -lm -
 # fuzz_float_dense: the dense float chunk codec (storage/float_dense.c, with xorchunk.c), core helpers only.
 fuzzcc "$here/fuzz_float_dense.c" "$root/storage/float_dense.c" "$root/storage/xorchunk.c" "$root"/core/*.c -lm -lpthread \
     -o "$out/fuzz_float_dense"
+
+# fuzz_float_log: the float sample log's record (storage/float_log.c), core helpers only.
+fuzzcc "$here/fuzz_float_log.c" "$root/storage/float_log.c" "$root"/core/*.c -lm -lpthread \
+    -o "$out/fuzz_float_log"
 
 # fuzz_selector: the selector/PromQL parser (parser/), with the re2c lexer generated here.
 if [ -f "$root/parser/selector.re" ] && [ -f "$here/fuzz_selector.c" ]; then

@@ -33,7 +33,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_spanparts fuzz_unsymrec fuzz_rolluprec fuzz_float_dense fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_fbjson fuzz_perf fuzz_querier fuzz_otlp fuzz_ui_headers fuzz_webconfig fuzz_config fuzz_grpc fuzz_symbols fuzz_elfcheck"}
+targets=${*:-"fuzz_pprof fuzz_chunk fuzz_xorchunk fuzz_spanparts fuzz_unsymrec fuzz_rolluprec fuzz_float_dense fuzz_float_log fuzz_selector fuzz_promql fuzz_pqeval fuzz_remote fuzz_remote_read fuzz_connect fuzz_pyingest fuzz_adhoc fuzz_fbjson fuzz_perf fuzz_querier fuzz_otlp fuzz_ui_headers fuzz_webconfig fuzz_config fuzz_grpc fuzz_symbols fuzz_elfcheck"}
 out=${PS_FUZZ_OUT:-${TMPDIR:-/tmp}/profstore-fuzz-$$}
 # a fixed seed: make test replays the same mutations each time, so it fails on a code change, not on
 # luck (campaign.sh and PS_FUZZ_SEED=0, a seed of libFuzzer's choosing, are where new findings come from)

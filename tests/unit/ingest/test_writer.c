@@ -453,6 +453,13 @@ static treq_t *make_samples(int n, int64_t t0, uint32_t nsamples)
     return r;
 }
 
+static int count_samples(void *ctx, const ps_float_sample_t *s, size_t n)
+{
+    (void)s;
+    *(size_t *)ctx += n;
+    return 0;
+}
+
 /* Samples and profiles in one batch; the outcome of a request in Mimir's words. */
 static void test_samples_with_profiles(void **state)
 {
@@ -509,6 +516,38 @@ static void test_samples_with_profiles(void **state)
     free_req(a);
     free_req(b);
     free_req(c);
+}
+
+/* Float samples logged (the series had a head record) wait for a checkpoint, which the writer makes
+ * once idle for a second: the log is empty then, the samples all there. */
+static void test_samples_idle_checkpoint(void **state)
+{
+    env_t *e = *state;
+    ps_writer_t *w = start(e, 0, 0);
+    treq_t *a = make_samples(1, T0 * 1000ll, 3), *b = make_samples(1, T0 * 1000ll + 3000, 4);
+    assert_int_equal(ps_writer_submit(w, &a->w), 0); /* the head written */
+    wait_done(1);
+    assert_int_equal(ps_writer_submit(w, &b->w), 0); /* logged */
+    wait_done(2);
+    ps_store_stats_t st;
+    ps_err_t err;
+    assert_int_equal(ps_store_stats(e->store, &st, &err), 0);
+    assert_int_equal(st.float_log_records, 1);
+    assert_int_equal(st.float_heads, 1);
+    for (int i = 0; i < 300 && st.float_log_records > 0; i++) {
+        usleep(10000);
+        assert_int_equal(ps_store_stats(e->store, &st, &err), 0);
+    }
+    assert_int_equal(st.float_log_records, 0);
+    ps_writer_stop(w);
+    ps_reader_t *r;
+    assert_int_equal(ps_reader_begin(e->store, &r, &err), 0);
+    size_t n = 0;
+    assert_int_equal(ps_reader_samples(r, a->w.floats[0]->sid, INT64_MIN, INT64_MAX, count_samples, &n, &err), 0);
+    ps_reader_end(r);
+    assert_int_equal(n, 7);
+    free_req(a);
+    free_req(b);
 }
 
 /* Samples requests queue by weight: past max_queue units the next one is refused (503). */
@@ -1166,6 +1205,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_admin_requests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_samples_with_profiles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_samples_batch_weight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_samples_idle_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(test_samples_queue_by_weight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_samples_eager_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_leader_follower, setup, teardown),

@@ -27,6 +27,7 @@
 #include "proto/remote.h"
 #include "storage/internal.h"
 #include "storage/store.h"
+#include "storage/float_log.h"
 #include "storage/xorchunk.h"
 
 #define STALE PS_XOR_STALE_NAN
@@ -35,11 +36,16 @@
 
 static char *tmpdir(void) { return ps_test_tmpdir("/tmp/ps-floats-XXXXXX"); }
 
+/* opts.float_log_pages of the stores open_opts opens: the tests of the head records the writer
+ * writes at each flush set -1 (no float log) */
+static int32_t log_pages;
+
 static ps_store_t *open_opts(const char *dir, int64_t retention_ns, int64_t window_ns)
 {
     ps_store_opts_t o;
     ps_store_opts_default(&o);
     o.dir = dir;
+    o.float_log_pages = log_pages;
     o.map_size = 1ull << 30;
     o.retention_ns = retention_ns;
     o.compact_window_ns = window_ns;
@@ -1131,6 +1137,7 @@ static double rough(int i) { return (double)((uint32_t)(i + 1) * 2654435761u % 1
  * the prefix with the head; a prefix of the wrong size or none is a damaged head. */
 static void test_head_split(void **state)
 {
+    log_pages = -1; /* the heads as each flush writes them */
     (void)state;
     char *dir = tmpdir();
     ps_store_t *s = open_opts(dir, 24 * HOUR_MS * 1000000, 0);
@@ -1273,6 +1280,7 @@ static void test_head_split(void **state)
     ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
+    log_pages = 0;
 }
 
 /* A version 2 directory (no fprefix; whole open chunks in fhead, short and long) is upgraded in
@@ -1298,6 +1306,7 @@ static void xor_of(const ps_float_sample_t *in, int from, int n, ps_buf_t *out);
  * takes appends, written padded (0a) from then on; the upgrade writes version 11. */
 static void test_upgrade_v9(void **state)
 {
+    log_pages = -1; /* the heads as each flush writes them */
     (void)state;
     char *dir = tmpdir();
     ps_store_t *s = open_store(dir);
@@ -1360,10 +1369,12 @@ static void test_upgrade_v9(void **state)
     ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
+    log_pages = 0;
 }
 
 static void test_upgrade_v2(void **state)
 {
+    log_pages = -1; /* the heads as each flush writes them */
     (void)state;
     char *dir = tmpdir();
     ps_store_t *s = open_store(dir);
@@ -1437,6 +1448,7 @@ static void test_upgrade_v2(void **state)
     ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
+    log_pages = 0;
 }
 
 typedef struct xchunks {
@@ -1960,6 +1972,382 @@ static void test_enospace(void **state)
     free(dir);
 }
 
+/* ---- the float sample log (flog, schema 12) ---- */
+
+#define LOG_NS 3
+
+/* One sample to each of the n series ls[] (values from rough) at t in one write transaction */
+static void write_round(ps_store_t *s, const ps_labels_t *ls, int n, int64_t t, uint64_t *sids)
+{
+    ps_float_append_t fa[LOG_NS], *items[LOG_NS];
+    ps_float_sample_t smp[LOG_NS];
+    for (int i = 0; i < n; i++) {
+        smp[i] = (ps_float_sample_t){t, rough((int)(t / 1000 % 1000003) + 13 * i)};
+        memset(&fa[i], 0, sizeof(fa[i]));
+        fa[i].labels = &ls[i];
+        fa[i].samples = &smp[i];
+        fa[i].nsamples = 1;
+        items[i] = &fa[i];
+    }
+    ps_err_t err;
+    if (ps_store_write(ps_test_writer(s), NULL, 0, items, (size_t)n, NULL, 0, &err) != 0)
+        fail_msg("write: %s", err.msg);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(fa[i].status, 0);
+        assert_int_equal(fa[i].accepted, 1);
+        sids[i] = fa[i].sid;
+    }
+}
+
+typedef struct xbytes {
+    ps_buf_t b; /* min_t, max_t, len, the chunk: each chunk's */
+    int n;
+} xbytes_t;
+
+static int on_xor(void *ctx, int64_t min_t, int64_t max_t, const uint8_t *chunk, size_t n)
+{
+    xbytes_t *x = ctx;
+    int64_t h[3] = {min_t, max_t, (int64_t)n};
+    ps_buf_append(&x->b, h, sizeof(h));
+    ps_buf_append(&x->b, chunk, n);
+    x->n++;
+    return 0;
+}
+
+/* The XOR chunks remote_read streams of series sid (with their bounds), into x */
+static int stored_xor(ps_store_t *s, uint64_t sid, xbytes_t *x, ps_err_t *err)
+{
+    ps_reader_t *r;
+    assert_int_equal(ps_reader_begin(s, &r, err), 0);
+    x->n = 0;
+    x->b = (ps_buf_t)PS_BUF_INIT;
+    int rc = ps_reader_xor_chunks(r, sid, INT64_MIN, INT64_MAX, on_xor, x, err);
+    ps_reader_end(r);
+    return rc;
+}
+
+/* Series sid reads the same in both stores: its chunks, bounds and XOR bytes; *nchunks of them */
+static void expect_same(ps_store_t *a, ps_store_t *b, uint64_t sid, int nchunks)
+{
+    xbytes_t x, y;
+    ps_err_t err;
+    if (stored_xor(a, sid, &x, &err) != 0)
+        fail_msg("read: %s", err.msg);
+    assert_int_equal(stored_xor(b, sid, &y, &err), 0);
+    assert_int_equal(x.n, nchunks);
+    assert_int_equal(x.n, y.n);
+    assert_int_equal(x.b.len, y.b.len);
+    assert_memory_equal(x.b.data, y.b.data, x.b.len);
+    ps_buf_dispose(&x.b);
+    ps_buf_dispose(&y.b);
+}
+
+/* Records in database db */
+static size_t db_entries(ps_store_t *s, int db)
+{
+    MDB_txn *t;
+    MDB_stat st;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t), 0);
+    assert_int_equal(mdb_stat(t, s->dbi[db], &st), 0);
+    mdb_txn_abort(t);
+    return st.ms_entries;
+}
+
+/* The samples of the stored fhead record of sid (not counting the log) */
+static uint32_t stored_head_count(ps_store_t *s, uint64_t sid)
+{
+    ps_buf_t rec = PS_BUF_INIT;
+    if (!get_rec(s, DB_FHEAD, sid, &rec))
+        return 0;
+    uint32_t n = 0;
+    if (rec.data[0] == PS_FLOAT_HEAD_ENC_PADDED) /* 0a p txn len(2) then the header */
+        for (size_t i = 1, k = 0; i < rec.len; i++)
+            if (rec.data[i] < 0x80 && ++k == 2) {
+                n = ps_xor_count(rec.data + i + 3, 2);
+                break;
+            }
+    ps_buf_dispose(&rec);
+    return n;
+}
+
+/* Two stores written alike: a with the float log (bound pages), b without; series name{job=a|b|c} */
+typedef struct log_pair {
+    char *da, *db;
+    ps_store_t *a, *b;
+    ps_arena_t ar;
+    ps_labels_t ls[LOG_NS];
+} log_pair_t;
+
+static void log_pair_open(log_pair_t *p, int32_t pages, const char *name, int64_t retention_ns)
+{
+    p->da = tmpdir();
+    p->db = tmpdir();
+    log_pages = pages;
+    p->a = open_opts(p->da, retention_ns, 0);
+    log_pages = -1;
+    p->b = open_opts(p->db, retention_ns, 0);
+    log_pages = pages;
+    p->ar = (ps_arena_t)PS_ARENA_INIT;
+    const char *jobs[LOG_NS] = {"a", "b", "c"};
+    for (int i = 0; i < LOG_NS; i++)
+        p->ls[i] = mk_labels(&p->ar, name, jobs[i]);
+}
+
+static void log_pair_close(log_pair_t *p)
+{
+    log_pages = 0;
+    ps_arena_dispose(&p->ar);
+    ps_test_close_store(p->a);
+    ps_test_close_store(p->b);
+    ps_test_rm_rf(p->da);
+    ps_test_rm_rf(p->db);
+    free(p->da);
+    free(p->db);
+}
+
+/* Samples only in the log read back exactly as a store without the log holds them (samples,
+ * bounds, XOR bytes), through a cut while samples are logged, a reopen without a checkpoint (a
+ * crash after acknowledged commits: the writer continues from what the log gives), and a forced
+ * compaction, which closes the heads with their logged samples. */
+static void test_log_reads(void **state)
+{
+    (void)state;
+    log_pair_t p;
+    log_pair_open(&p, 1000, "lg", 0);
+    ps_store_t *a = p.a, *b = p.b;
+    const ps_labels_t *ls = p.ls;
+    uint64_t sa[LOG_NS], sb[LOG_NS];
+    int64_t t0 = 1700000000000ll;
+    /* the first write writes the heads; the next 9 are logged, one flog record each */
+    for (int i = 0; i < 10; i++) {
+        write_round(a, ls, LOG_NS, t0 + 1000 * i, sa);
+        write_round(b, ls, LOG_NS, t0 + 1000 * i, sb);
+    }
+    assert_int_equal(db_entries(a, DB_FLOG), 9);
+    assert_int_equal(db_entries(b, DB_FLOG), 0);
+    assert_int_equal(stored_head_count(a, sa[1]), 1);
+    assert_int_equal(stored_head_count(b, sb[1]), 10);
+    for (int i = 0; i < LOG_NS; i++)
+        expect_same(a, b, sa[i], 1);
+    collect_t c;
+    read_all(a, sa[2], t0 + 4000, t0 + 6000, &c, 0);
+    assert_int_equal(c.n, 3);
+    assert_int_equal(c.s[0].t, t0 + 4000);
+    assert_int_equal(float_bits(c.s[2].v), float_bits(rough((int)((t0 + 6000) / 1000 % 1000003) + 13 * 2)));
+    free(c.s);
+    /* a crash after acknowledged commits: reopened, nothing checkpointed; then 115 more rounds
+     * (the 121st sample cuts: the cut rewrites the head, the entries before it stay, superseded) */
+    ps_test_close_store(a);
+    a = p.a = open_store(p.da);
+    assert_int_equal(db_entries(a, DB_FLOG), 9);
+    for (int i = 0; i < LOG_NS; i++)
+        expect_same(a, b, sa[i], 1);
+    for (int i = 10; i < 125; i++) {
+        write_round(a, ls, LOG_NS, t0 + 1000 * i, sa);
+        write_round(b, ls, LOG_NS, t0 + 1000 * i, sb);
+    }
+    assert_int_equal(db_entries(a, DB_FLOG), 9 + 110 + 4); /* the cut's round wrote no record */
+    assert_int_equal(stored_head_count(a, sa[0]), 1);      /* written by the cut */
+    for (int i = 0; i < LOG_NS; i++)
+        expect_same(a, b, sa[i], 2);
+    /* a record of a far series (no head: inert) makes the index merge the records, not count them */
+    ps_flog_ent_t far = {1000000000ull, t0, 0};
+    ps_buf_t fr = PS_BUF_INIT;
+    ps_flog_encode(&far, 1, &fr);
+    uint8_t fk[8];
+    ps_enc_be64(fk, last_txn(a) + 1000);
+    poke(a, DB_FLOG, fk, 8, fr.data, fr.len);
+    ps_buf_dispose(&fr);
+    for (int i = 0; i < LOG_NS; i++)
+        expect_same(a, b, sa[i], 2);
+    /* the compactor closes the heads with their logged samples */
+    ps_err_t err;
+    uint32_t na = 0, nb = 0;
+    assert_int_equal(ps_store_compact(ps_test_writer(a), true, ps_time_now(), &na, &err), 0);
+    assert_int_equal(ps_store_compact(ps_test_writer(b), true, ps_time_now(), &nb, &err), 0);
+    assert_int_equal(na, 3);
+    assert_int_equal(nb, 3);
+    assert_int_equal(db_entries(a, DB_FHEAD), 0);
+    for (int i = 0; i < LOG_NS; i++)
+        expect_same(a, b, sa[i], 2);
+    /* appending after it: a new head (written, not logged); the log's old entries are inert */
+    write_round(a, ls, LOG_NS, t0 + 1000 * 200, sa);
+    write_round(b, ls, LOG_NS, t0 + 1000 * 200, sb);
+    assert_int_equal(stored_head_count(a, sa[0]), 1);
+    for (int i = 0; i < LOG_NS; i++)
+        expect_same(a, b, sa[i], 3);
+    log_pair_close(&p);
+}
+
+/* A checkpoint by the bound: with a bound of 1 page, a write that would make the log hold 2
+ * writes every logged series' head and empties the log; a write after it logs again. */
+static void test_log_checkpoint(void **state)
+{
+    (void)state;
+    log_pair_t p;
+    log_pair_open(&p, 1, "cp", 0);
+    ps_store_t *a = p.a, *b = p.b;
+    const ps_labels_t *ls = p.ls;
+    uint64_t sa[LOG_NS], sb[LOG_NS];
+    int64_t t0 = 1700000000000ll;
+    write_round(a, ls, LOG_NS, t0, sa); /* heads written */
+    write_round(b, ls, LOG_NS, t0, sb);
+    write_round(a, ls, 2, t0 + 1000, sa); /* logged: the log's first page */
+    write_round(b, ls, 2, t0 + 1000, sb);
+    assert_int_equal(db_entries(a, DB_FLOG), 1);
+    assert_int_equal(stored_head_count(a, sa[0]), 1);
+    write_round(a, ls + 2, 1, t0 + 2000, sa + 2); /* a checkpoint: all three heads written */
+    write_round(b, ls + 2, 1, t0 + 2000, sb + 2);
+    assert_int_equal(db_entries(a, DB_FLOG), 0);
+    assert_int_equal(stored_head_count(a, sa[0]), 2);
+    assert_int_equal(stored_head_count(a, sa[1]), 2);
+    assert_int_equal(stored_head_count(a, sa[2]), 2);
+    for (int i = 0; i < LOG_NS; i++)
+        expect_same(a, b, sa[i], 1);
+    write_round(a, ls, LOG_NS, t0 + 3000, sa); /* logged again */
+    write_round(b, ls, LOG_NS, t0 + 3000, sb);
+    assert_int_equal(db_entries(a, DB_FLOG), 1);
+    assert_int_equal(stored_head_count(a, sa[0]), 2);
+    for (int i = 0; i < LOG_NS; i++)
+        expect_same(a, b, sa[i], 1);
+    /* the idle writer's checkpoint: the heads written, the log empty */
+    ps_err_t err;
+    assert_true(ps_store_float_log_pending(ps_test_writer(a)));
+    assert_int_equal(ps_store_float_checkpoint(ps_test_writer(a), &err), 0);
+    assert_false(ps_store_float_log_pending(ps_test_writer(a)));
+    assert_int_equal(db_entries(a, DB_FLOG), 0);
+    assert_int_equal(stored_head_count(a, sa[0]), 3);
+    assert_int_equal(stored_head_count(a, sa[2]), 3);
+    for (int i = 0; i < LOG_NS; i++)
+        expect_same(a, b, sa[i], 1);
+    log_pair_close(&p);
+}
+
+/* Retention with samples in the log: a head whose stored samples are past the cutoff but whose
+ * logged ones are not stays whole; one past it with its logged samples goes, as without the log. */
+static void test_log_retention(void **state)
+{
+    (void)state;
+    log_pair_t p;
+    log_pair_open(&p, 1000, "rt", 2 * HOUR_MS * 1000000);
+    uint64_t sa[LOG_NS], sb[LOG_NS];
+    int64_t now = ps_time_now() / 1000000, t0 = now - 110 * MIN_MS;
+    write_round(p.a, p.ls, LOG_NS, t0, sa); /* heads written */
+    write_round(p.b, p.ls, LOG_NS, t0, sb);
+    write_round(p.a, p.ls, LOG_NS, t0 + MIN_MS, sa); /* logged */
+    write_round(p.b, p.ls, LOG_NS, t0 + MIN_MS, sb);
+    write_round(p.a, p.ls, 2, now - 10 * MIN_MS, sa); /* logged: series a and b only */
+    write_round(p.b, p.ls, 2, now - 10 * MIN_MS, sb);
+    assert_int_equal(db_entries(p.a, DB_FLOG), 2);
+    assert_int_equal(stored_head_count(p.a, sa[0]), 1);
+    /* an hour later: the cutoff is 70 minutes past t0 */
+    ps_err_t err;
+    uint32_t da = 0, db = 0;
+    int64_t later = (now + HOUR_MS) * 1000000;
+    assert_int_equal(ps_store_retain(ps_test_writer(p.a), later, &da, &err), 0);
+    assert_int_equal(ps_store_retain(ps_test_writer(p.b), later, &db, &err), 0);
+    assert_int_equal(da, 1); /* series c */
+    assert_int_equal(db, 1);
+    assert_int_equal(db_entries(p.a, DB_FHEAD), 2);
+    for (int i = 0; i < 2; i++)
+        expect_same(p.a, p.b, sa[i], 1);
+    collect_t c;
+    read_all(p.a, sa[1], INT64_MIN, INT64_MAX, &c, 0);
+    assert_int_equal(c.n, 3);
+    assert_int_equal(c.s[2].t, now - 10 * MIN_MS);
+    free(c.s);
+    log_pair_close(&p);
+}
+
+typedef struct log_damage {
+    int n;
+    char last[512];
+} log_damage_t;
+
+static void on_log_damage(void *ctx, const char *msg)
+{
+    log_damage_t *d = ctx;
+    d->n++;
+    snprintf(d->last, sizeof(d->last), "%s", msg);
+}
+
+/* A damaged flog record: the series it may hold fail with the record and what is wrong, the
+ * others read on; a series past its last read on too. */
+static void test_log_damaged(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    log_pages = 1000;
+    ps_store_t *s = open_store(dir);
+    ps_arena_t ar = PS_ARENA_INIT;
+    ps_labels_t ls[LOG_NS] = {mk_labels(&ar, "dm", "a"), mk_labels(&ar, "dm", "b"), mk_labels(&ar, "dm", "c")};
+    uint64_t sid[LOG_NS];
+    int64_t t0 = 1700000000000ll;
+    write_round(s, ls, LOG_NS, t0, sid);
+    write_round(s, ls, 2, t0 + 1000, sid); /* logged: series a and b */
+    /* its record, truncated in series b's value */
+    uint8_t kb[8];
+    ps_enc_be64(kb, last_txn(s));
+    ps_buf_t rec = PS_BUF_INIT;
+    MDB_txn *t;
+    MDB_val k = {8, kb}, v;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t), 0);
+    assert_int_equal(mdb_get(t, s->dbi[DB_FLOG], &k, &v), 0);
+    ps_buf_append(&rec, v.mv_data, v.mv_size);
+    mdb_txn_abort(t);
+    /* 01 last | a: dsid 1 t0 8 bytes | b: dsid 1 t0(6 bytes) 8 bytes */
+    assert_int_equal(rec.len, 1 + 1 + 2 * (1 + 1 + 6 + 8));
+    poke(s, DB_FLOG, kb, 8, rec.data, rec.len - 3);
+    collect_t c;
+    ps_reader_t *r;
+    ps_err_t err;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    memset(&c, 0, sizeof(c));
+    assert_int_equal(ps_reader_samples(r, sid[1], INT64_MIN, INT64_MAX, on_samples, &c, &err), PS_ECORRUPT);
+    char want[200];
+    snprintf(want, sizeof(want), "series %llu: damaged float log record %llu: float log: truncated value at byte 18",
+             (unsigned long long)sid[1], (unsigned long long)last_txn(s) - 1);
+    assert_string_equal(err.msg, want);
+    ps_reader_end(r);
+    free(c.s);
+    read_all(s, sid[0], INT64_MIN, INT64_MAX, &c, 0); /* before the damage */
+    assert_int_equal(c.n, 2);
+    free(c.s);
+    read_all(s, sid[2], INT64_MIN, INT64_MAX, &c, 0); /* past the record's last series */
+    assert_int_equal(c.n, 1);
+    free(c.s);
+    /* the check reports the record, and series b's read */
+    ps_check_stats_t st;
+    log_damage_t ld = {0};
+    assert_int_equal(ps_store_check(s, on_log_damage, &ld, &st, NULL, &err), 0);
+    assert_int_equal(st.damaged, 2);
+    assert_int_equal(ld.n, 2);
+    snprintf(want, sizeof(want), "flog: record %llu (series %llu to %llu): float log: truncated value at byte 18",
+             (unsigned long long)last_txn(s) - 1, (unsigned long long)sid[1], (unsigned long long)sid[1]);
+    assert_string_equal(ld.last, want);
+    /* a damaged encoding byte: every series the record may hold */
+    rec.data[0] = 9;
+    poke(s, DB_FLOG, kb, 8, rec.data, rec.len);
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_samples(r, sid[2], INT64_MIN, INT64_MAX, on_samples, &c, &err), PS_ECORRUPT);
+    snprintf(want, sizeof(want), "series %llu: damaged float log record %llu: float log: encoding byte 9, not 1 at byte 0",
+             (unsigned long long)sid[2], (unsigned long long)last_txn(s) - 2);
+    assert_string_equal(err.msg, want);
+    ps_reader_end(r);
+    /* a checkpoint writes the heads it can and leaves the damaged record */
+    write_round(s, ls, 1, t0 + 2000, sid); /* logged (series a's state is cached) */
+    assert_int_equal(db_entries(s, DB_FLOG), 2);
+    assert_int_equal(ps_store_float_checkpoint(ps_test_writer(s), &err), 0);
+    assert_int_equal(db_entries(s, DB_FLOG), 1);
+    assert_int_equal(stored_head_count(s, sid[0]), 3);
+    ps_buf_dispose(&rec);
+    log_pages = 0;
+    ps_arena_dispose(&ar);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1981,6 +2369,10 @@ int main(void)
         cmocka_unit_test(test_flush_neighbours),
         cmocka_unit_test(test_prometheus_bodies),
         cmocka_unit_test(test_enospace),
+        cmocka_unit_test(test_log_reads),
+        cmocka_unit_test(test_log_checkpoint),
+        cmocka_unit_test(test_log_retention),
+        cmocka_unit_test(test_log_damaged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
