@@ -317,6 +317,7 @@ typedef struct ps_writer_stats {
     uint64_t txn_buckets[PS_WRITER_TXN_BUCKETS + 1];
     uint64_t txn_sum_ns;
     uint64_t decode_waits;       /* batches that waited for writes being decoded (decode_wait_ns) */
+    uint64_t sync_rounds;        /* the syncer's rounds: each synced and answered the batches it took at once */
 } ps_writer_stats_t;
 /** The upper bounds (seconds) of the transaction-duration buckets, as Prometheus' le labels. */
 extern const char *const ps_writer_txn_le[PS_WRITER_TXN_BUCKETS];

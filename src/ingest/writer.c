@@ -218,6 +218,7 @@ static void *syncer(void *arg)
         }
         pending_t *q = w->sync_q;
         w->sync_q = NULL;
+        w->stats.sync_rounds++;
         uint64_t txn = 0;
         for (pending_t *p = q; p != NULL; p = p->next)
             txn = p->txn > txn ? p->txn : txn;
