@@ -3,11 +3,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* two slots a cache line (ps_xcalloc_lines): a look-up's prefetch of its slot loads all of it */
+_Static_assert(sizeof(ps_hmap_slot_t) == 32, "a hash map slot is half a cache line");
+
 void ps_hmap_init(ps_hmap_t *m)
 {
     m->cap = 64;
     m->count = 0;
-    m->slots = ps_xcalloc(m->cap, sizeof(*m->slots));
+    m->slots = ps_xcalloc_lines(m->cap, sizeof(*m->slots));
     m->keys = (ps_arena_t)PS_ARENA_INIT;
 }
 
@@ -36,7 +39,7 @@ static void grow(ps_hmap_t *m)
     ps_hmap_slot_t *old = m->slots;
     size_t ocap = m->cap;
     m->cap *= 2;
-    m->slots = ps_xcalloc(m->cap, sizeof(*m->slots));
+    m->slots = ps_xcalloc_lines(m->cap, sizeof(*m->slots));
     for (size_t i = 0; i < ocap; i++) {
         if (old[i].key == NULL)
             continue;
