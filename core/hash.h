@@ -102,29 +102,20 @@ void ps_hmap_put(ps_hmap_t *m, const void *key, size_t klen, uint64_t value);
  *  or another hash of the key's bytes, the same one for every get and put on that map. */
 static inline bool ps_hmap_get_h(const ps_hmap_t *m, uint64_t h, const void *key, size_t klen, uint64_t *value);
 void ps_hmap_put_h(ps_hmap_t *m, uint64_t h, const void *key, size_t klen, uint64_t value);
-/** The slot of key (hash h), or the empty slot where it would go. Inline, as ps_hmap_get_h: a
- *  look-up that hits its first slot is a few instructions, a call's prologue and epilogue were a
- *  third of them (callgrind, the writer's symbol look-ups). */
+static inline uint32_t ps_hmap_rd32_(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
 /* Whether the n bytes at a and b are equal: up to 16 bytes with two loads each (overlapping
  * words, no call), longer ones by memcmp. Most symbol keys (functions, locations) are short. */
 static inline __attribute__((always_inline)) bool ps_hmap_key_eq_(const uint8_t *a, const uint8_t *b, size_t n)
 {
-    if (n >= 8 && n <= 16) {
-        uint64_t a0, a1, b0, b1;
-        memcpy(&a0, a, 8);
-        memcpy(&b0, b, 8);
-        memcpy(&a1, a + n - 8, 8);
-        memcpy(&b1, b + n - 8, 8);
-        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-    }
-    if (n >= 4 && n < 8) {
-        uint32_t a0, a1, b0, b1;
-        memcpy(&a0, a, 4);
-        memcpy(&b0, b, 4);
-        memcpy(&a1, a + n - 4, 4);
-        memcpy(&b1, b + n - 4, 4);
-        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-    }
+    if (n >= 8 && n <= 16)
+        return ((ps_hash_rd64_(a) ^ ps_hash_rd64_(b)) | (ps_hash_rd64_(a + n - 8) ^ ps_hash_rd64_(b + n - 8))) == 0;
+    if (n >= 4 && n < 8)
+        return ((ps_hmap_rd32_(a) ^ ps_hmap_rd32_(b)) | (ps_hmap_rd32_(a + n - 4) ^ ps_hmap_rd32_(b + n - 4))) == 0;
     if (n < 4) {
         for (size_t i = 0; i < n; i++)
             if (a[i] != b[i])
@@ -133,6 +124,9 @@ static inline __attribute__((always_inline)) bool ps_hmap_key_eq_(const uint8_t 
     }
     return memcmp(a, b, n) == 0;
 }
+/** The slot of key (hash h), or the empty slot where it would go. Inline, as ps_hmap_get_h: a
+ *  look-up that hits its first slot is a few instructions, a call's prologue and epilogue were a
+ *  third of them (callgrind, the writer's symbol look-ups). */
 static inline __attribute__((always_inline)) ps_hmap_slot_t *ps_hmap_find(const ps_hmap_t *m, uint64_t h,
                                                                           const void *key, size_t klen)
 {
