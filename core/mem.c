@@ -31,6 +31,17 @@ void *ps_xcalloc(size_t n, size_t size)
     return p;
 }
 
+void *ps_xcalloc_lines(size_t n, size_t size)
+{
+    size_t bytes = (n == 0 ? 1 : n) * (size == 0 ? 1 : size);
+    bytes = (bytes + 63) & ~(size_t)63; /* aligned_alloc: a multiple of the alignment */
+    void *p = aligned_alloc(64, bytes);
+    if (p == NULL)
+        oom(bytes);
+    memset(p, 0, bytes);
+    return p;
+}
+
 void *ps_xrealloc(void *p, size_t n)
 {
     p = realloc(p, n == 0 ? 1 : n);

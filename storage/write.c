@@ -283,7 +283,17 @@ static int sample_lsid(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
         ps_label_t sorted[nl > 64 ? 1 : nl];
         if (nl > 1 && nl <= 64) {
             memcpy(sorted, labels, nl * sizeof(ps_label_t));
-            qsort_r(sorted, nl, sizeof(ps_label_t), cmp_label, (void *)p);
+            if (nl <= 8) { /* insertion sort: qsort_r's set-up was most of a sort of Go's 2-4 labels */
+                for (uint32_t j = 1; j < nl; j++) {
+                    ps_label_t l = sorted[j];
+                    uint32_t k = j;
+                    for (; k > 0 && cmp_label(&sorted[k - 1], &l, (void *)p) > 0; k--)
+                        sorted[k] = sorted[k - 1];
+                    sorted[k] = l;
+                }
+            } else {
+                qsort_r(sorted, nl, sizeof(ps_label_t), cmp_label, (void *)p);
+            }
             labels = sorted;
         }
         ps_buf_reset(&x->enc);

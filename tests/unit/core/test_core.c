@@ -76,6 +76,36 @@ static void test_varint_roundtrip(void **state)
     assert_int_equal(ps_ts_unkey(ps_ts_key(-123456789)), -123456789);
 }
 
+/* Keys of every length 0-40 under one hash (so that only the key compare tells them apart: the
+ * short ones by two words each, the rest by memcmp), at an odd address: each finds its own value,
+ * and the same length with any one byte changed finds nothing. */
+static void test_hmap_key_compare(void **state)
+{
+    (void)state;
+    ps_hmap_t m;
+    ps_hmap_init(&m);
+    uint8_t buf[48], *key = buf + 1;
+    for (size_t n = 0; n <= 40; n++) {
+        for (size_t i = 0; i < n; i++)
+            key[i] = (uint8_t)(i * 7 + n);
+        ps_hmap_put_h(&m, 99, key, n, 1000 + n);
+    }
+    assert_int_equal(m.count, 41);
+    for (size_t n = 0; n <= 40; n++) {
+        for (size_t i = 0; i < n; i++)
+            key[i] = (uint8_t)(i * 7 + n);
+        uint64_t v = 0;
+        assert_true(ps_hmap_get_h(&m, 99, key, n, &v));
+        assert_int_equal(v, 1000 + n);
+        for (size_t j = 0; j < n; j++) {
+            key[j] ^= 0x80;
+            assert_false(ps_hmap_get_h(&m, 99, key, n, &v));
+            key[j] ^= 0x80;
+        }
+    }
+    ps_hmap_dispose(&m);
+}
+
 static void test_hmap(void **state)
 {
     ps_hmap_t m;
@@ -86,6 +116,8 @@ static void test_hmap(void **state)
         ps_hmap_put(&m, key, (size_t)n, (uint64_t)i * 3);
     }
     assert_int_equal(m.count, 100000);
+    /* its slots (8 MiB by now: calloc's mmap gives 16 bytes past a page) start a cache line */
+    assert_int_equal((uintptr_t)m.slots % 64, 0);
     for (int i = 0; i < 100000; i++) {
         int n = snprintf(key, sizeof(key), "key-%d", i);
         uint64_t v;
@@ -939,6 +971,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_varint_roundtrip),
         cmocka_unit_test(test_hmap),
+        cmocka_unit_test(test_hmap_key_compare),
         cmocka_unit_test(test_arena_big),
         cmocka_unit_test(test_par_for),
         cmocka_unit_test(test_cpu_slots),
