@@ -1370,6 +1370,146 @@ static void test_wide_stack_keys(void **state)
     assert_int_equal(wide.locations, (1ull << 32) + 499 - 338);
 }
 
+
+/* ---- series indexed late (series.c, schema 12) ---- */
+
+static ps_store_t *open_store_pending(const char *dir, uint32_t pending_max)
+{
+    ps_store_opts_t o;
+    ps_store_opts_default(&o);
+    o.dir = dir;
+    o.map_size = 1ull << 30;
+    o.nosync = true;
+    o.retention_ns = 0;
+    o.series_pending_max = pending_max;
+    ps_store_t *s = NULL;
+    ps_err_t err;
+    if (ps_store_open(&o, &s, &err) != 0)
+        fail_msg("open: %s", err.msg);
+    return s;
+}
+
+/* the series index's entries and watermark as committed */
+static void expect_index(ps_store_t *s, size_t entries, uint64_t wm)
+{
+    ps_txn_t t;
+    ps_err_t err;
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_READ, &err, "reading"), 0);
+    MDB_stat st;
+    assert_true(ps_txn_stat(&t, DB_SERIES_HASH, &st));
+    assert_int_equal(st.ms_entries, entries);
+    uint64_t w = 0;
+    assert_int_equal(ps_series_w_read(&t, &w, &err), 0);
+    assert_int_equal(w, wm);
+    ps_txn_abort(&t);
+}
+
+/* the reader finds the series of labels ls (both sample types' series of "{job=...}") as want[2] */
+static void expect_found(ps_store_t *s, const char *ls, const uint64_t want[2])
+{
+    pushed_t p = {0};
+    prepare(&p, &fixtures[0], ls, 0);
+    ps_reader_t *r;
+    ps_err_t err;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    for (uint32_t k = 0; k < 2; k++) {
+        uint64_t sid = 0;
+        int rc = ps_reader_series_lookup(r, &p.app.series_labels[k], &sid, &err);
+        if (want[k] == 0) {
+            assert_int_equal(rc, PS_ENOTFOUND);
+        } else {
+            assert_int_equal(rc, 0);
+            assert_int_equal(sid, want[k]);
+        }
+    }
+    ps_reader_end(r);
+    release(&p);
+}
+
+/* writes "{job=...}" at ts: its two series' ids are want[2] */
+static void write_expect(ps_store_t *s, const char *ls, int64_t ts, const uint64_t want[2])
+{
+    pushed_t p = {0};
+    assert_int_equal(write_one(s, &fixtures[0], ls, ts, &p), 0);
+    assert_false(p.app.duplicate);
+    assert_int_equal(p.app.nseries, 2);
+    assert_int_equal(p.app.series_ids[0], want[0]);
+    assert_int_equal(p.app.series_ids[1], want[1]);
+    release(&p);
+}
+
+/*
+ * A new series gets its record at once and its series_hash entry late: past the watermark it is
+ * found by its labels all the same (the writer through its pending set: no second series; a
+ * reader through the records past W), after a reopen without a merge (a crash) too; the merge
+ * (at series_pending_max, at compaction) writes the entries of all pending series, deleted ones
+ * not, and the answers stay the same.
+ */
+static void test_series_indexed_late(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store_pending(dir, 5);
+    int64_t t0 = 1796022364000000000ll, sec = PS_NS_PER_S;
+    static const uint64_t a[2] = {1, 2}, b[2] = {3, 4}, c[2] = {5, 6}, d[2] = {7, 8}, e[2] = {9, 10}, none[2] = {0, 0};
+    expect_index(s, 0, 0);
+    write_expect(s, "{job=\"a\"}", t0, a);
+    write_expect(s, "{job=\"b\"}", t0, b);
+    expect_index(s, 0, 0); /* 4 pending, fewer than 5 */
+    assert_int_equal(ps_test_writer(s)->series_pending.count, 4);
+    expect_found(s, "{job=\"a\"}", a);
+    expect_found(s, "{job=\"b\"}", b);
+    expect_found(s, "{job=\"c\"}", none);
+    /* the caches dropped: the pending set finds them */
+    ps_series_caches_clear(ps_test_writer(s));
+    write_expect(s, "{job=\"a\"}", t0 + 10 * sec, a);
+    /* reopened without a merge: the set is read again from the records past W */
+    ps_test_close_store(s);
+    s = open_store_pending(dir, 5);
+    assert_int_equal(ps_test_writer(s)->series_pending.count, 4);
+    assert_int_equal(ps_test_writer(s)->series_w, 0);
+    expect_found(s, "{job=\"a\"}", a);
+    write_expect(s, "{job=\"b\"}", t0 + 10 * sec, b);
+    write_expect(s, "{job=\"a\"}", t0 + 20 * sec, a);
+    ps_store_stats_t st;
+    ps_err_t err;
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.series, 4);
+    expect_index(s, 0, 0);
+    /* the 5th and 6th: the write's transaction merges all 6 */
+    write_expect(s, "{job=\"c\"}", t0, c);
+    expect_index(s, 6, 6);
+    assert_int_equal(ps_test_writer(s)->series_pending.count, 0);
+    expect_found(s, "{job=\"a\"}", a);
+    expect_found(s, "{job=\"b\"}", b);
+    expect_found(s, "{job=\"c\"}", c);
+    ps_series_caches_clear(ps_test_writer(s));
+    write_expect(s, "{job=\"c\"}", t0 + 10 * sec, c);
+    write_expect(s, "{job=\"b\"}", t0 + 20 * sec, b);
+    /* two more pending, one of them deleted before its merge (at compaction) */
+    write_expect(s, "{job=\"d\"}", t0, d);
+    write_expect(s, "{job=\"e\"}", t0, e);
+    expect_index(s, 6, 6);
+    ps_txn_t t;
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_WRITE, &err, "deleting"), 0);
+    assert_int_equal(ps_series_delete(ps_test_writer(s), &t, 7, &err), 0);
+    assert_int_equal(ps_txn_commit(&t, &err, "deleting"), 0);
+    ps_sym_caches_clear(ps_test_writer(s));
+    expect_found(s, "{job=\"d\"}", (const uint64_t[2]){0, 8});
+    assert_int_equal(ps_store_compact(ps_test_writer(s), false, ps_time_now(), NULL, &err), 0);
+    expect_index(s, 9, 10);
+    expect_found(s, "{job=\"d\"}", (const uint64_t[2]){0, 8});
+    expect_found(s, "{job=\"e\"}", e);
+    /* the deleted one's labels: a new series (11), the other found */
+    write_expect(s, "{job=\"d\"}", t0 + 10 * sec, (const uint64_t[2]){11, 8});
+    write_expect(s, "{job=\"e\"}", t0 + 10 * sec, e);
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.series, 10);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1391,6 +1531,7 @@ int main(void)
         cmocka_unit_test(test_writer_one),
         cmocka_unit_test(test_sample_label_sets),
         cmocka_unit_test(test_wide_stack_keys),
+        cmocka_unit_test(test_series_indexed_late),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
