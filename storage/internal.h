@@ -168,6 +168,15 @@ void ps_walls_drop(ps_walls_t *m, const uint64_t *drop, size_t ndrop);
 void ps_walls_expire(ps_walls_t *m, int64_t from, int64_t until);
 void ps_walls_dispose(ps_walls_t *m);
 
+/* series.c: the writer's pending series: {hash of the label encoding, sid} in open addressing over
+ * 16-byte slots (about 21 B a series, where a ps_hmap_t keeps a copy of the labels), as many sids
+ * a hash as were added (a look-up checks each one's record); hash 0 marks an empty slot (a label
+ * hash of 0 is kept as 1). */
+typedef struct ps_pending {
+    uint64_t *slots; /* 2 * cap words: hash, sid */
+    size_t cap, count;
+} ps_pending_t;
+
 /* The store's writer (writer.c): state of the one writing thread (ps_store_write, the compactor,
  * retention, ps_store_forward_advance), which no reader sees. */
 struct ps_store_writer {
@@ -190,11 +199,11 @@ struct ps_store_writer {
     struct ps_unsym_acc *unsym; /* unsym.c: the counts of frames without symbols the current write adds */
     bool defer_sync;        /* ps_store_writer_defer_sync */
     bool rollfill_done;     /* rollup.c: the backfill was found done (DB_INFO "rollfill" 00) */
-    /* series.c: the series past the watermark series_w (DB_INFO "seriesw"), not in series_hash yet:
-     * label encoding -> sid, loaded at open and grown by each new series; entries of undone
-     * transactions or deleted series may stay (a look-up checks the record). A merge
-     * (ps_series_index_pending) sets series_w_new, taken with the set emptied once it commits. */
-    ps_hmap_t series_pending;
+    /* series.c: the series past the watermark series_w (DB_INFO "seriesw"), not in series_hash yet,
+     * loaded at open and grown by each new series; entries of undone transactions or deleted
+     * series may stay (a look-up checks the record). A merge (ps_series_index_pending) sets
+     * series_w_new, taken with the set emptied once it commits. */
+    ps_pending_t series_pending;
     uint64_t series_w, series_w_new;
     bool series_w_merged;
 };

@@ -166,9 +166,60 @@ int ps_series_w_write(ps_txn_t *txn, uint64_t wm, ps_err_t *err)
                                                                                                  : ps_txn_error(txn, err);
 }
 
+/* ---- the pending set (ps_pending_t) ---- */
+
+static uint64_t pend_hash(const void *labels, size_t n)
+{
+    uint64_t h = series_hash(labels, n);
+    return h ? h : 1;
+}
+
+static size_t pend_home(const ps_pending_t *m, uint64_t h)
+{
+    return (size_t)((h * 0x9e3779b97f4a7c15ull) >> 17) & (m->cap - 1);
+}
+
+static void pend_clear(ps_pending_t *m)
+{
+    free(m->slots); /* its size follows the most series pending at once: give it back */
+    memset(m, 0, sizeof(*m));
+}
+
+static void pend_add(ps_pending_t *m, uint64_t h, uint64_t sid)
+{
+    if (m->cap == 0 || (m->count + 1) * 4 > m->cap * 3) {
+        ps_pending_t g = {ps_xcalloc(m->cap ? m->cap * 2 : 1024, 2 * sizeof(uint64_t)), m->cap ? m->cap * 2 : 1024, 0};
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->slots[2 * i] != 0)
+                pend_add(&g, m->slots[2 * i], m->slots[2 * i + 1]);
+        free(m->slots);
+        *m = g;
+    }
+    size_t i = pend_home(m, h);
+    while (m->slots[2 * i] != 0)
+        i = (i + 1) & (m->cap - 1);
+    m->slots[2 * i] = h;
+    m->slots[2 * i + 1] = sid;
+    m->count++;
+}
+
+/* the pending series whose record holds the labels enc: true with *sid */
+static bool pend_find(const ps_pending_t *m, ps_txn_t *txn, const ps_buf_t *enc, uint64_t *sid)
+{
+    if (m->count == 0)
+        return false;
+    uint64_t h = pend_hash(enc->data, enc->len);
+    for (size_t i = pend_home(m, h); m->slots[2 * i] != 0; i = (i + 1) & (m->cap - 1))
+        if (m->slots[2 * i] == h && ps_series_rec_is(txn, m->slots[2 * i + 1], enc)) {
+            *sid = m->slots[2 * i + 1];
+            return true;
+        }
+    return false;
+}
+
 int ps_series_pending_load(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
 {
-    ps_hmap_clear(&w->series_pending);
+    pend_clear(&w->series_pending);
     w->series_w_merged = false;
     int ret = ps_series_w_read(txn, &w->series_w, err);
     if (ret)
@@ -186,7 +237,7 @@ int ps_series_pending_load(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
             ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record",
                              cur.k.mv_size == 8 ? (unsigned long long)ps_get_be64(cur.k.mv_data) : 0ull);
         else
-            ps_hmap_put(&w->series_pending, r.labels, r.labels_len, ps_get_be64(cur.k.mv_data));
+            pend_add(&w->series_pending, pend_hash(r.labels, r.labels_len), ps_get_be64(cur.k.mv_data));
     }
     ps_cur_close(&cur);
     return ret ? ret : ps_txn_error(txn, err);
@@ -260,7 +311,7 @@ void ps_series_pending_done(ps_store_writer_t *w, bool committed)
     if (!committed) /* the pending set is as it was: a merge does not touch it before its commit */
         return;
     w->series_w = w->series_w_new;
-    ps_hmap_clear(&w->series_pending);
+    pend_clear(&w->series_pending);
 }
 
 int ps_series_index_now(ps_store_writer_t *w, ps_err_t *err)
@@ -313,7 +364,7 @@ static int create_series(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t 
     if (txn->ret)
         return ps_txn_error(txn, err);
     ps_hmap_put(&w->wc->series_cache, enc->data, enc->len, nid);
-    ps_hmap_put(&w->series_pending, enc->data, enc->len, nid); /* its series_hash entry: later */
+    pend_add(&w->series_pending, pend_hash(enc->data, enc->len), nid); /* its series_hash entry: later */
     ps_series_state_t *ns = state_add(w, nid);
     ns->kind = (uint8_t)kind;
     ns->last_ts = INT64_MIN;
@@ -366,7 +417,7 @@ int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels
     /* a series past the watermark: in the pending set (an entry of a transaction undone since, or
      * of a series deleted since, names a record without these labels) */
     uint64_t cand;
-    if (ps_hmap_get(&w->series_pending, enc.data, enc.len, &cand) && ps_series_rec_is(txn, cand, &enc))
+    if (pend_find(&w->series_pending, txn, &enc, &cand))
         goto Found;
     if (txn->ret) {
         ret = ps_txn_error(txn, err);

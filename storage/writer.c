@@ -228,7 +228,6 @@ int ps_store_writer_open(ps_store_t *s, ps_store_writer_t **out, ps_err_t *err)
     w->s = s;
     w->opened_wall = ps_time_now();
     w->wc = ps_wcache_new();
-    ps_hmap_init(&w->series_pending);
     ps_txn_t t;
     int ret = ps_txn_begin(&t, s, PS_TXN_READ, err, "starting read transaction");
     if (ret == 0) {
@@ -251,7 +250,7 @@ void ps_store_writer_close(ps_store_writer_t *w)
         return;
     atomic_store(&w->s->has_writer, false);
     ps_wcache_free(w->wc);
-    ps_hmap_dispose(&w->series_pending);
+    free(w->series_pending.slots);
     ps_buf_dispose(&w->fwd_mask);
     ps_buf_dispose(&w->rec_all);
     ps_buf_dispose(&w->ltimes_key);
