@@ -201,8 +201,8 @@ struct ps_store_writer {
     bool rollfill_done;     /* rollup.c: the backfill was found done (DB_INFO "rollfill" 00) */
     /* series.c: the series past the watermark series_w (DB_INFO "seriesw"), not in series_hash yet,
      * loaded at open and grown by each new series; entries of undone transactions or deleted
-     * series may stay (a look-up checks the record). A merge (ps_series_index_pending) sets
-     * series_w_new, taken with the set emptied once it commits. */
+     * series may stay (a look-up checks the record). A merge (ps_series_index_now) sets
+     * series_w_new, taken with the set emptied once its last transaction commits. */
     ps_pending_t series_pending;
     uint64_t series_w, series_w_new;
     bool series_w_merged;
@@ -299,11 +299,8 @@ int ps_series_w_read(ps_txn_t *txn, uint64_t *wm, ps_err_t *err);
 int ps_series_w_write(ps_txn_t *txn, uint64_t wm, ps_err_t *err);
 /* the writer's pending set and watermark from txn (at open; after ps_store_load_next) */
 int ps_series_pending_load(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err);
-/* the pending series' series_hash entries written in txn, sorted, and W raised to the last sid
- * given; then ps_series_pending_done(w, whether txn committed) */
-int ps_series_index_pending(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err);
-void ps_series_pending_done(ps_store_writer_t *w, bool committed);
-/* the same in a transaction of its own (compaction) */
+/* the pending series' series_hash entries written, sorted, in transactions of their own (a slice of
+ * the hash space each), then W raised to the last sid given and the set emptied */
 int ps_series_index_now(ps_store_writer_t *w, ps_err_t *err);
 /* the pending set reached opts.series_pending_max */
 bool ps_series_pending_full(const ps_store_writer_t *w);

@@ -11,7 +11,7 @@
  * durable with its first data), its series_hash entry later. DB_INFO "seriesw" holds the watermark
  * W: every series up to W is in series_hash, none past it. The writer keeps those past W (pending)
  * in memory (labels -> sid), and writes their entries sorted, in one transaction, when they reach
- * opts.series_pending_max and at each compaction (ps_series_index_pending): a commit of new series
+ * opts.series_pending_max and at each compaction (ps_series_index_now): a commit of new series
  * then writes their records, not a random series_hash leaf each. A reader's look-up by labels
  * scans the records past W of its snapshot.
  */
@@ -255,11 +255,23 @@ static int cmp_hash_sid(const void *a, const void *b)
     return (x->sid > y->sid) - (x->sid < y->sid);
 }
 
-int ps_series_index_pending(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
+static uint32_t pending_max(const ps_store_writer_t *w)
 {
-    uint64_t last = w->next.series - 1;
-    if (last <= w->series_w)
-        return 0;
+    return w->s->opts.series_pending_max ? w->s->opts.series_pending_max : PS_SERIES_PENDING_MAX;
+}
+
+/* The slice of the hash space (of nslices, at most 256) that hash h falls in. */
+static uint32_t slice_of(uint64_t h, uint32_t nslices)
+{
+    return (uint32_t)((h >> 56) * nslices / 256);
+}
+
+/* The series_hash entries of the pending series whose hash falls in slice k of nslices, written
+ * in txn in key order (each leaf of the index once, however many of them land in it); the last
+ * slice also raises W to the last sid given. An entry there already (a merge cut short between
+ * its slices) is left as it is. */
+static int index_slice(ps_store_writer_t *w, ps_txn_t *txn, uint32_t k, uint32_t nslices, ps_err_t *err)
+{
     hash_sid_t *e = NULL;
     size_t n = 0, cap = 0;
     int ret = 0;
@@ -276,34 +288,38 @@ int ps_series_index_pending(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
                              cur.k.mv_size == 8 ? (unsigned long long)ps_get_be64(cur.k.mv_data) : 0ull);
             break;
         }
+        uint64_t h = series_hash(r.labels, r.labels_len);
+        if (slice_of(h, nslices) != k)
+            continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 1024;
             e = ps_xrealloc(e, cap * sizeof(*e));
         }
-        e[n++] = (hash_sid_t){series_hash(r.labels, r.labels_len), ps_get_be64(cur.k.mv_data)};
+        e[n++] = (hash_sid_t){h, ps_get_be64(cur.k.mv_data)};
     }
     ps_cur_close(&cur);
     if (ret == 0 && txn->ret)
         ret = ps_txn_error(txn, err);
-    /* in key order: each leaf of the index is written once, however many of them land in it */
     if (ret == 0 && n > 1)
         qsort(e, n, sizeof(*e), cmp_hash_sid);
     for (size_t i = 0; i < n && ret == 0; i++) {
         uint8_t hk[8], ib[8];
         ps_enc_be64(hk, e[i].h);
         ps_enc_be64(ib, e[i].sid);
-        if (!ps_txn_put(txn, DB_SERIES_HASH, hk, 8, ib, 8, 0, "writing series index"))
+        MDB_val key = ps_mval(hk, 8), val = ps_mval(ib, 8);
+        int rc = mdb_put(txn->txn, txn->s->dbi[DB_SERIES_HASH], &key, &val, MDB_NODUPDATA);
+        if (rc != 0 && rc != MDB_KEYEXIST && ps_txn_fail(txn, rc, "writing series index") != 0)
             ret = ps_txn_error(txn, err);
     }
     free(e);
-    if (ret == 0 && (ret = ps_series_w_write(txn, last, err)) == 0) {
-        w->series_w_new = last;
+    if (ret == 0 && k == nslices - 1 && (ret = ps_series_w_write(txn, w->next.series - 1, err)) == 0) {
+        w->series_w_new = w->next.series - 1;
         w->series_w_merged = true;
     }
     return ret;
 }
 
-void ps_series_pending_done(ps_store_writer_t *w, bool committed)
+static void pending_done(ps_store_writer_t *w, bool committed)
 {
     if (!w->series_w_merged)
         return;
@@ -318,21 +334,32 @@ int ps_series_index_now(ps_store_writer_t *w, ps_err_t *err)
 {
     if (w->series_pending.count == 0 && w->next.series - 1 <= w->series_w)
         return 0;
-    ps_txn_t txn;
-    int ret = ps_txn_begin(&txn, w->s, PS_TXN_WRITE, err, "starting series index transaction");
-    if (ret)
-        return ret;
-    if ((ret = ps_series_index_pending(w, &txn, err)) == 0)
-        ret = ps_txn_commit(&txn, err, "committing series index");
-    ps_txn_abort(&txn);
-    ps_series_pending_done(w, ret == 0);
+    /* in slices of the hash space, a transaction each, a slice per 2 x series_pending_max entries of
+     * the index (131,072: some 1,000 leaves), so that one transaction's dirty pages stay bounded
+     * (LMDB keeps the malloc'd pages of its largest transaction for the next ones) */
+    uint32_t nslices = 1;
+    int ret = 0;
+    for (uint32_t k = 0; k < nslices && ret == 0; k++) {
+        ps_txn_t txn;
+        if ((ret = ps_txn_begin(&txn, w->s, PS_TXN_WRITE, err, "starting series index transaction")) != 0)
+            break;
+        MDB_stat st;
+        if (k == 0 && ps_txn_stat(&txn, DB_SERIES_HASH, &st)) {
+            uint64_t want = 1 + st.ms_entries / (2ull * pending_max(w));
+            nslices = want < 256 ? (uint32_t)want : 256;
+        }
+        txn.defer_sync = w->defer_sync; /* the writer's own writes' durability (W goes with the entries) */
+        if ((ret = index_slice(w, &txn, k, nslices, err)) == 0)
+            ret = ps_txn_commit(&txn, err, "committing series index");
+        ps_txn_abort(&txn);
+    }
+    pending_done(w, ret == 0);
     return ret;
 }
 
 bool ps_series_pending_full(const ps_store_writer_t *w)
 {
-    uint32_t max = w->s->opts.series_pending_max ? w->s->opts.series_pending_max : PS_SERIES_PENDING_MAX;
-    return w->series_pending.count >= max;
+    return w->series_pending.count >= pending_max(w);
 }
 
 void ps_posting_key(ps_buf_t *b, const ps_label_pair_t *p)

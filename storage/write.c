@@ -867,15 +867,17 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
         goto Fail;
     if ((ret = ps_unsym_flush(w, txn, err)) != 0)
         goto Fail;
-    if (ps_series_pending_full(w) && (ret = ps_series_index_pending(w, txn, err)) != 0)
-        goto Fail;
     if ((ret = ps_store_save_next(w, txn, err)) != 0)
         goto Fail;
     txn->defer_sync = w->defer_sync;
     if ((ret = ps_txn_commit(txn, err, "committing")) != 0)
         goto Fail;
-    ps_series_pending_done(w, true);
     ps_arena_dispose(&a);
+    /* the new series' hash index entries (series.c), once enough wait: a failure leaves them
+     * waiting for the next compaction's, which reports it */
+    ps_err_t ierr;
+    if (ps_series_pending_full(w))
+        ps_series_index_now(w, &ierr);
     /* what the compactor's idle rule measures from: the series that got a profile now */
     for (size_t i = 0; i < n; i++) {
         if (items[i]->status != 0 || items[i]->duplicate)
@@ -907,7 +909,6 @@ Fail:
     ps_txn_abort(txn);
     ps_arena_dispose(&a);
     /* nothing of this batch is stored: forget cached ids, reload counters */
-    ps_series_pending_done(w, false);
     ps_sym_caches_clear(w);
     ps_unsym_reset(w);
     ps_txn_t rt;

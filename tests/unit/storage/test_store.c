@@ -1505,6 +1505,44 @@ static void test_series_indexed_late(void **state)
     write_expect(s, "{job=\"e\"}", t0 + 10 * sec, e);
     assert_int_equal(ps_store_stats(s, &st, &err), 0);
     assert_int_equal(st.series, 10);
+    /* f and g: 5 pending (11 to 15), merged after g's commit in one slice of the hash space (9
+     * entries, fewer than 2 x 5) */
+    write_expect(s, "{job=\"f\"}", t0, (const uint64_t[2]){12, 13});
+    write_expect(s, "{job=\"g\"}", t0, (const uint64_t[2]){14, 15});
+    expect_index(s, 14, 15);
+    /* h, i, j: merged in 2 slices (14 entries); series 16's entry written before, as by a merge
+     * cut short between its slices, stays one entry */
+    write_expect(s, "{job=\"h\"}", t0, (const uint64_t[2]){16, 17});
+    ps_reader_t *r;
+    ps_arena_t la = PS_ARENA_INIT;
+    ps_labels_t hls;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_series_labels(r, 16, &la, &hls, &err), 0);
+    ps_buf_t henc = PS_BUF_INIT;
+    ps_labels_encode(&hls, &henc);
+    ps_reader_end(r);
+    uint8_t hk[8], hv[8];
+    ps_series_hash_key(&henc, hk);
+    ps_enc_be64(hv, 16);
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_WRITE, &err, "indexing"), 0);
+    assert_true(ps_txn_put(&t, DB_SERIES_HASH, hk, 8, hv, 8, 0, "indexing"));
+    assert_int_equal(ps_txn_commit(&t, &err, "indexing"), 0);
+    ps_buf_dispose(&henc);
+    ps_arena_dispose(&la);
+    expect_index(s, 15, 15);
+    write_expect(s, "{job=\"i\"}", t0, (const uint64_t[2]){18, 19});
+    write_expect(s, "{job=\"j\"}", t0, (const uint64_t[2]){20, 21});
+    expect_index(s, 20, 21);
+    assert_int_equal(ps_test_writer(s)->series_pending.count, 0);
+    static const char *const late[] = {"{job=\"f\"}", "{job=\"g\"}", "{job=\"h\"}", "{job=\"i\"}", "{job=\"j\"}"};
+    ps_series_caches_clear(ps_test_writer(s));
+    for (int i = 0; i < 5; i++) {
+        const uint64_t want[2] = {12 + 2 * (uint64_t)i, 13 + 2 * (uint64_t)i};
+        expect_found(s, late[i], want);
+        write_expect(s, late[i], t0 + 10 * sec, want);
+    }
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.series, 20);
     ps_test_close_store(s);
     ps_test_rm_rf(dir);
     free(dir);
