@@ -334,9 +334,10 @@ int ps_series_index_now(ps_store_writer_t *w, ps_err_t *err)
 {
     if (w->series_pending.count == 0 && w->next.series - 1 <= w->series_w)
         return 0;
-    /* in slices of the hash space, a transaction each, a slice per 2 x series_pending_max entries of
-     * the index (131,072: some 1,000 leaves), so that one transaction's dirty pages stay bounded
-     * (LMDB keeps the malloc'd pages of its largest transaction for the next ones) */
+    /* in slices of the hash space, a transaction each, a slice per series_pending_max / 2 entries of
+     * the index (32,768: some 200 to 400 leaves), so that one transaction's dirty pages stay few
+     * (LMDB keeps the malloc'd pages of its largest transaction for the next ones: a slice of
+     * 131,072 entries left some 10 MiB) */
     uint32_t nslices = 1;
     int ret = 0;
     for (uint32_t k = 0; k < nslices && ret == 0; k++) {
@@ -345,7 +346,7 @@ int ps_series_index_now(ps_store_writer_t *w, ps_err_t *err)
             break;
         MDB_stat st;
         if (k == 0 && ps_txn_stat(&txn, DB_SERIES_HASH, &st)) {
-            uint64_t want = 1 + st.ms_entries / (2ull * pending_max(w));
+            uint64_t want = 1 + st.ms_entries / ((pending_max(w) + 1) / 2);
             nslices = want < 256 ? (uint32_t)want : 256;
         }
         txn.defer_sync = w->defer_sync; /* the writer's own writes' durability (W goes with the entries) */

@@ -65,9 +65,9 @@ typedef struct ps_store_opts {
                                    * a store of another schema version or without its databases is refused */
 } ps_store_opts_t;
 
-/** The default of opts.series_pending_max: 65,536 new series' hash entries written in one sorted
- *  transaction touch each leaf of a million series' index about once, where each written with its
- *  series cost one leaf (and its branch page) of its own. */
+/** The default of opts.series_pending_max: 65,536 new series' hash entries written sorted touch
+ *  each leaf of a million series' index about once, where each written with its series cost one
+ *  leaf (and its branch page) of its own. */
 #define PS_SERIES_PENDING_MAX 65536
 
 /** The default of opts.rollup_min_profiles: an hour gets a rollup when it holds a profile every

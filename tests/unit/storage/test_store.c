@@ -1505,12 +1505,12 @@ static void test_series_indexed_late(void **state)
     write_expect(s, "{job=\"e\"}", t0 + 10 * sec, e);
     assert_int_equal(ps_store_stats(s, &st, &err), 0);
     assert_int_equal(st.series, 10);
-    /* f and g: 5 pending (11 to 15), merged after g's commit in one slice of the hash space (9
-     * entries, fewer than 2 x 5) */
+    /* f and g: 5 pending (11 to 15), merged after g's commit in 1 + 9 / 3 = 4 slices of the hash
+     * space (a slice per 3 entries of the index: (5 + 1) / 2) */
     write_expect(s, "{job=\"f\"}", t0, (const uint64_t[2]){12, 13});
     write_expect(s, "{job=\"g\"}", t0, (const uint64_t[2]){14, 15});
     expect_index(s, 14, 15);
-    /* h, i, j: merged in 2 slices (14 entries); series 16's entry written before, as by a merge
+    /* h, i, j: merged in 1 + 15 / 3 = 6 slices; series 16's entry written before, as by a merge
      * cut short between its slices, stays one entry */
     write_expect(s, "{job=\"h\"}", t0, (const uint64_t[2]){16, 17});
     ps_reader_t *r;
