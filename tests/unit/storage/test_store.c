@@ -33,7 +33,7 @@
 
 static char *tmpdir(void) { return ps_test_tmpdir("/tmp/ps-test-store-XXXXXX"); }
 
-static ps_store_t *open_store_cache(const char *dir, int64_t retention, uint64_t cache_bytes)
+static ps_store_t *open_store_opts(const char *dir, int64_t retention, uint64_t cache_bytes, uint32_t pending_max)
 {
     ps_store_opts_t o;
     ps_store_opts_default(&o);
@@ -44,12 +44,18 @@ static ps_store_t *open_store_cache(const char *dir, int64_t retention, uint64_t
     o.compact_max_profiles = 120;
     if (cache_bytes)
         o.cache_bytes = cache_bytes;
+    o.series_pending_max = pending_max;
     ps_store_t *s = NULL;
     ps_err_t err;
     int rc = ps_store_open(&o, &s, &err);
     if (rc)
         fail_msg("open: %s", err.msg);
     return s;
+}
+
+static ps_store_t *open_store_cache(const char *dir, int64_t retention, uint64_t cache_bytes)
+{
+    return open_store_opts(dir, retention, cache_bytes, 0);
 }
 
 static ps_store_t *open_store(const char *dir, int64_t retention)
@@ -1375,18 +1381,7 @@ static void test_wide_stack_keys(void **state)
 
 static ps_store_t *open_store_pending(const char *dir, uint32_t pending_max)
 {
-    ps_store_opts_t o;
-    ps_store_opts_default(&o);
-    o.dir = dir;
-    o.map_size = 1ull << 30;
-    o.nosync = true;
-    o.retention_ns = 0;
-    o.series_pending_max = pending_max;
-    ps_store_t *s = NULL;
-    ps_err_t err;
-    if (ps_store_open(&o, &s, &err) != 0)
-        fail_msg("open: %s", err.msg);
-    return s;
+    return open_store_opts(dir, 0, 0, pending_max);
 }
 
 /* the series index's entries and watermark as committed */
@@ -1476,16 +1471,17 @@ static void test_series_indexed_late(void **state)
     assert_int_equal(ps_store_stats(s, &st, &err), 0);
     assert_int_equal(st.series, 4);
     expect_index(s, 0, 0);
-    /* the 5th and 6th: the write's transaction merges all 6 */
+    /* the 5th and 6th: all 6 merged after the write's commit */
     write_expect(s, "{job=\"c\"}", t0, c);
     expect_index(s, 6, 6);
     assert_int_equal(ps_test_writer(s)->series_pending.count, 0);
-    expect_found(s, "{job=\"a\"}", a);
-    expect_found(s, "{job=\"b\"}", b);
-    expect_found(s, "{job=\"c\"}", c);
+    static const char *const abc[] = {"{job=\"a\"}", "{job=\"b\"}", "{job=\"c\"}"};
+    const uint64_t *abc_ids[] = {a, b, c};
     ps_series_caches_clear(ps_test_writer(s));
-    write_expect(s, "{job=\"c\"}", t0 + 10 * sec, c);
-    write_expect(s, "{job=\"b\"}", t0 + 20 * sec, b);
+    for (int i = 0; i < 3; i++) {
+        expect_found(s, abc[i], abc_ids[i]);
+        write_expect(s, abc[i], t0 + (30 + i) * sec, abc_ids[i]);
+    }
     /* two more pending, one of them deleted before its merge (at compaction) */
     write_expect(s, "{job=\"d\"}", t0, d);
     write_expect(s, "{job=\"e\"}", t0, e);
