@@ -346,7 +346,10 @@ int ps_store_compact(ps_store_writer_t *w, bool force, int64_t now_ns, uint32_t 
     if (nchunks == NULL)
         nchunks = &dummy;
     *nchunks = 0;
-    int ret = compact_profiles(w, force, now_ns, nchunks, err);
+    /* the new series' hash index entries first (series.c): written sorted, a leaf once */
+    int ret = ps_series_index_now(w, err);
+    if (ret == 0)
+        ret = compact_profiles(w, force, now_ns, nchunks, err);
     if (ret == 0)
         ret = ps_float_compact(w, force, now_ns, nchunks, err);
     /* The append times of series idle for the window: the idle rule reads a missing one as

@@ -136,6 +136,14 @@ int ps_store_next_read(ps_txn_t *txn, ps_next_ids_t *n, ps_err_t *err)
     return 0;
 }
 
+/* The upgrade to schema 13: every series so far is in the series index (W = the last id given). */
+static int series_w_upgrade(ps_txn_t *txn, ps_err_t *err)
+{
+    ps_next_ids_t n;
+    int ret = ps_store_next_read(txn, &n, err);
+    return ret != 0 ? ret : ps_series_w_write(txn, n.series - 1, err);
+}
+
 /* The writer's counters of txn's snapshot, read only to refuse a store whose records of them are
  * damaged at its opening, as the writer (writer.c) would later. */
 static int counters_check(ps_txn_t *txn, ps_err_t *err)
@@ -229,7 +237,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
             goto Exit;
         }
         uint32_t ver = ps_get_be32(v.mv_data);
-        if (ver >= 1 && ver <= 11) {
+        if (ver >= 1 && ver <= 12) {
             /* version 1 holds profile series only, version 2 float series too (fhead records of
              * encoding 2 only), version 3 split open chunks (fhead 04, fprefix), version 4 dense
              * closed chunks (06, 07), version 5 the span index and profile ids, version 6 the
@@ -243,7 +251,10 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
              * below from every series' data), and version 10 all in records version 11 reads as
              * they are (11 adds padded float heads, fhead 0a, which the writer writes from then
              * on), and version 11 all in records version 12 reads as they are (12 adds the float
-             * sample log, flog, empty until the writer logs): the upgrade is the new databases (created below),
+             * sample log, flog, empty until the writer logs), and version 12 all in records version
+             * 13 reads as they are (13 writes a new series' hash index entry later: its watermark,
+             * info "seriesw", is written below as the last series id, all indexed): the upgrade is
+             * the new databases (created below),
              * what they hold, and the version number, in this transaction.
              * An older profstore refuses the directory afterwards. */
             uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};
@@ -266,7 +277,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
         uint8_t b[4] = {0, 0, 0, PS_SCHEMA_VERSION};
         /* a new store: compaction makes every rollup, none to backfill (unless made without) */
         if (!ps_txn_put(&t, DB_INFO, "schema", 6, b, 4, 0, "writing schema version") ||
-            (!o->no_rollups && !ps_rollup_backfill_done(&t))) {
+            ps_series_w_write(&t, 0, err) != 0 || (!o->no_rollups && !ps_rollup_backfill_done(&t))) {
             ret = ps_txn_error(&t, err);
             goto Exit;
         }
@@ -282,6 +293,8 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
         }
     }
     if ((ret = counters_check(&t, err)) != 0)
+        goto Exit;
+    if (s->upgraded_from != 0 && (ret = series_w_upgrade(&t, err)) != 0)
         goto Exit;
     if (s->upgraded_from != 0 && s->upgraded_from < 10 && (ret = ps_ltimes_build(s, &t, err)) != 0)
         goto Exit;

@@ -172,6 +172,15 @@ void ps_walls_drop(ps_walls_t *m, const uint64_t *drop, size_t ndrop);
 void ps_walls_expire(ps_walls_t *m, int64_t from, int64_t until);
 void ps_walls_dispose(ps_walls_t *m);
 
+/* series.c: the writer's pending series: {hash of the label encoding, sid} in open addressing over
+ * 16-byte slots (about 21 B a series, where a ps_hmap_t keeps a copy of the labels), as many sids
+ * a hash as were added (a look-up checks each one's record); hash 0 marks an empty slot (a label
+ * hash of 0 is kept as 1). */
+typedef struct ps_pending {
+    uint64_t *slots; /* 2 * cap words: hash, sid */
+    size_t cap, count;
+} ps_pending_t;
+
 /* The store's writer (writer.c): state of the one writing thread (ps_store_write, the compactor,
  * retention, ps_store_forward_advance), which no reader sees. */
 struct ps_store_writer {
@@ -195,6 +204,13 @@ struct ps_store_writer {
     struct ps_unsym_acc *unsym; /* unsym.c: the counts of frames without symbols the current write adds */
     bool defer_sync;        /* ps_store_writer_defer_sync */
     bool rollfill_done;     /* rollup.c: the backfill was found done (DB_INFO "rollfill" 00) */
+    /* series.c: the series past the watermark series_w (DB_INFO "seriesw"), not in series_hash yet,
+     * loaded at open and grown by each new series; entries of undone transactions or deleted
+     * series may stay (a look-up checks the record). A merge (ps_series_index_now) sets
+     * series_w_new, taken with the set emptied once its last transaction commits. */
+    ps_pending_t series_pending;
+    uint64_t series_w, series_w_new;
+    bool series_w_merged;
 };
 
 /* txn.c: every commit up to id is known durable (a sync that started after they committed ended) */
@@ -280,6 +296,19 @@ int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels
 int ps_series_create_absent(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, ps_series_kind_t kind,
                             uint64_t *sid, ps_series_state_t **st, ps_err_t *err);
 ps_series_state_t *ps_series_state(ps_store_writer_t *w, uint64_t sid);
+/* whether series sid's record in txn holds the labels encoded as enc */
+bool ps_series_rec_is(ps_txn_t *txn, uint64_t sid, const ps_buf_t *enc);
+/* the series index's watermark W (DB_INFO "seriesw": every series up to W is in series_hash, none
+ * past it) of txn's snapshot; UINT64_MAX when there is no record (all indexed) */
+int ps_series_w_read(ps_txn_t *txn, uint64_t *wm, ps_err_t *err);
+int ps_series_w_write(ps_txn_t *txn, uint64_t wm, ps_err_t *err);
+/* the writer's pending set and watermark from txn (at open; after ps_store_load_next) */
+int ps_series_pending_load(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err);
+/* the pending series' series_hash entries written, sorted, in transactions of their own (a slice of
+ * the hash space each), then W raised to the last sid given and the set emptied */
+int ps_series_index_now(ps_store_writer_t *w, ps_err_t *err);
+/* the pending set reached opts.series_pending_max */
+bool ps_series_pending_full(const ps_store_writer_t *w);
 int ps_series_put_state(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err);
 int ps_series_delete(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_err_t *err);
 

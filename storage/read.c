@@ -89,6 +89,33 @@ int ps_reader_series_labels(ps_reader_t *r, uint64_t sid, ps_arena_t *arena, ps_
     return 0;
 }
 
+/* The series of the labels encoded as enc among those past the series index's watermark (series.c:
+ * their hash entries are written later): 0 with *sid, PS_ENOTFOUND, or an error. */
+static int pending_lookup(ps_reader_t *r, const ps_buf_t *enc, uint64_t *sid, ps_err_t *err)
+{
+    uint64_t wm;
+    int ret = ps_series_w_read(&r->txn, &wm, err);
+    if (ret != 0 || wm == UINT64_MAX)
+        return ret != 0 ? ret : PS_ENOTFOUND;
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, &r->txn, DB_SERIES, "reading series"))
+        return ps_txn_error(&r->txn, err);
+    uint8_t kb[8];
+    ps_enc_be64(kb, wm + 1);
+    ret = PS_ENOTFOUND;
+    for (bool on = ps_cur_seek(&cur, kb, 8); on; on = ps_cur_next(&cur)) {
+        ps_series_rec_t rec;
+        if (cur.k.mv_size == 8 && ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &rec) == 0 &&
+            rec.labels_len == enc->len && memcmp(rec.labels, enc->data, enc->len) == 0) {
+            *sid = ps_get_be64(cur.k.mv_data);
+            ret = 0;
+            break;
+        }
+    }
+    ps_cur_close(&cur);
+    return ret != 0 && r->txn.ret ? ps_txn_error(&r->txn, err) : ret;
+}
+
 int ps_reader_series_lookup(ps_reader_t *r, const ps_labels_t *ls, uint64_t *sid, ps_err_t *err)
 {
     ps_buf_t enc = PS_BUF_INIT;
@@ -103,19 +130,15 @@ int ps_reader_series_lookup(ps_reader_t *r, const ps_labels_t *ls, uint64_t *sid
     }
     for (bool on = ps_cur_find(&cur, hk, 8); on; on = ps_cur_next_dup(&cur)) {
         uint64_t cand = ps_get_be64(cur.v.mv_data);
-        uint8_t ck[8];
-        ps_enc_be64(ck, cand);
-        MDB_val sv;
-        ps_series_rec_t rec;
-        if (ps_txn_get(&r->txn, DB_SERIES, ck, 8, &sv, "reading series index") &&
-            ps_series_rec_decode(sv.mv_data, sv.mv_size, &rec) == 0 && rec.labels_len == enc.len &&
-            memcmp(rec.labels, enc.data, enc.len) == 0) {
+        if (ps_series_rec_is(&r->txn, cand, &enc)) {
             *sid = cand;
             ret = 0;
             break;
         }
     }
     ps_cur_close(&cur);
+    if (ret != 0 && r->txn.ret == 0)
+        ret = pending_lookup(r, &enc, sid, err);
     ps_buf_dispose(&enc);
     if (ret != 0 && r->txn.ret)
         return ps_txn_error(&r->txn, err);

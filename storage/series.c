@@ -6,7 +6,17 @@
  *                   head_count u32 BE | labels
  *   float series:   enc u8 (=2) | labels (what the writer needs is in the series' chunks)
  *   labels: ps_labels_encode (uvarint len, name, uvarint len, value, ...)
+ *
+ * Series indexed late (schema 13): a new series' record is written at once (appended by sid,
+ * durable with its first data), its series_hash entry later. DB_INFO "seriesw" holds the watermark
+ * W: every series up to W is in series_hash, none past it. The writer keeps those past W (pending)
+ * in memory (labels -> sid), and writes their entries sorted, in one transaction, when they reach
+ * opts.series_pending_max and at each compaction (ps_series_index_now): a commit of new series
+ * then writes their records, not a random series_hash leaf each. A reader's look-up by labels
+ * scans the records past W of its snapshot.
  */
+#include <stdlib.h>
+
 #include "internal.h"
 
 #define REC_FIXED (1 + 8 + 8 + 8 + 4)
@@ -115,9 +125,242 @@ int ps_series_put_state(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, const
     return ok ? 0 : ps_txn_error(txn, err);
 }
 
+static uint64_t series_hash(const void *labels, size_t n)
+{
+    return ps_hash64(labels, n, 0x5e41e5);
+}
+
 void ps_series_hash_key(const ps_buf_t *enc, uint8_t hk[8])
 {
-    ps_enc_be64(hk, ps_hash64(enc->data, enc->len, 0x5e41e5));
+    ps_enc_be64(hk, series_hash(enc->data, enc->len));
+}
+
+bool ps_series_rec_is(ps_txn_t *txn, uint64_t sid, const ps_buf_t *enc)
+{
+    uint8_t ck[8];
+    ps_enc_be64(ck, sid);
+    MDB_val sv;
+    ps_series_rec_t r;
+    return ps_txn_get(txn, DB_SERIES, ck, 8, &sv, "reading series record") &&
+           ps_series_rec_decode(sv.mv_data, sv.mv_size, &r) == 0 && r.labels_len == enc->len &&
+           memcmp(r.labels, enc->data, enc->len) == 0;
+}
+
+int ps_series_w_read(ps_txn_t *txn, uint64_t *wm, ps_err_t *err)
+{
+    MDB_val v;
+    *wm = UINT64_MAX;
+    if (!ps_txn_get(txn, DB_INFO, "seriesw", 7, &v, "reading the series index watermark"))
+        return ps_txn_error(txn, err);
+    if (v.mv_size != 8)
+        return ps_err_set(err, PS_ECORRUPT, "series index watermark record has %zu bytes", v.mv_size);
+    *wm = ps_get_be64(v.mv_data);
+    return 0;
+}
+
+int ps_series_w_write(ps_txn_t *txn, uint64_t wm, ps_err_t *err)
+{
+    uint8_t b[8];
+    ps_enc_be64(b, wm);
+    return ps_txn_put(txn, DB_INFO, "seriesw", 7, b, 8, 0, "writing the series index watermark") ? 0
+                                                                                                 : ps_txn_error(txn, err);
+}
+
+/* ---- the pending set (ps_pending_t) ---- */
+
+static uint64_t pend_hash(const void *labels, size_t n)
+{
+    uint64_t h = series_hash(labels, n);
+    return h ? h : 1;
+}
+
+static size_t pend_home(const ps_pending_t *m, uint64_t h)
+{
+    return (size_t)((h * 0x9e3779b97f4a7c15ull) >> 17) & (m->cap - 1);
+}
+
+static void pend_clear(ps_pending_t *m)
+{
+    free(m->slots); /* its size follows the most series pending at once: give it back */
+    memset(m, 0, sizeof(*m));
+}
+
+static void pend_add(ps_pending_t *m, uint64_t h, uint64_t sid)
+{
+    if (m->cap == 0 || (m->count + 1) * 4 > m->cap * 3) {
+        ps_pending_t g = {ps_xcalloc(m->cap ? m->cap * 2 : 1024, 2 * sizeof(uint64_t)), m->cap ? m->cap * 2 : 1024, 0};
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->slots[2 * i] != 0)
+                pend_add(&g, m->slots[2 * i], m->slots[2 * i + 1]);
+        free(m->slots);
+        *m = g;
+    }
+    size_t i = pend_home(m, h);
+    while (m->slots[2 * i] != 0)
+        i = (i + 1) & (m->cap - 1);
+    m->slots[2 * i] = h;
+    m->slots[2 * i + 1] = sid;
+    m->count++;
+}
+
+/* the pending series whose record holds the labels enc: true with *sid */
+static bool pend_find(const ps_pending_t *m, ps_txn_t *txn, const ps_buf_t *enc, uint64_t *sid)
+{
+    if (m->count == 0)
+        return false;
+    uint64_t h = pend_hash(enc->data, enc->len);
+    for (size_t i = pend_home(m, h); m->slots[2 * i] != 0; i = (i + 1) & (m->cap - 1))
+        if (m->slots[2 * i] == h && ps_series_rec_is(txn, m->slots[2 * i + 1], enc)) {
+            *sid = m->slots[2 * i + 1];
+            return true;
+        }
+    return false;
+}
+
+int ps_series_pending_load(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
+{
+    pend_clear(&w->series_pending);
+    w->series_w_merged = false;
+    int ret = ps_series_w_read(txn, &w->series_w, err);
+    if (ret)
+        return ret;
+    if (w->series_w >= w->next.series) /* no record (a store before schema 13): all indexed */
+        w->series_w = w->next.series - 1;
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, txn, DB_SERIES, "reading pending series"))
+        return ps_txn_error(txn, err);
+    uint8_t kb[8];
+    ps_enc_be64(kb, w->series_w + 1);
+    for (bool on = ps_cur_seek(&cur, kb, 8); on && ret == 0; on = ps_cur_next(&cur)) {
+        ps_series_rec_t r;
+        if (cur.k.mv_size != 8 || ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &r) != 0)
+            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record",
+                             cur.k.mv_size == 8 ? (unsigned long long)ps_get_be64(cur.k.mv_data) : 0ull);
+        else
+            pend_add(&w->series_pending, pend_hash(r.labels, r.labels_len), ps_get_be64(cur.k.mv_data));
+    }
+    ps_cur_close(&cur);
+    return ret ? ret : ps_txn_error(txn, err);
+}
+
+typedef struct hash_sid {
+    uint64_t h, sid;
+} hash_sid_t;
+
+static int cmp_hash_sid(const void *a, const void *b)
+{
+    const hash_sid_t *x = a, *y = b;
+    if (x->h != y->h)
+        return x->h < y->h ? -1 : 1;
+    return (x->sid > y->sid) - (x->sid < y->sid);
+}
+
+static uint32_t pending_max(const ps_store_writer_t *w)
+{
+    return w->s->opts.series_pending_max ? w->s->opts.series_pending_max : PS_SERIES_PENDING_MAX;
+}
+
+/* The slice of the hash space (of nslices, at most 256) that hash h falls in. */
+static uint32_t slice_of(uint64_t h, uint32_t nslices)
+{
+    return (uint32_t)((h >> 56) * nslices / 256);
+}
+
+/* The series_hash entries of the pending series whose hash falls in slice k of nslices, written
+ * in txn in key order (each leaf of the index once, however many of them land in it); the last
+ * slice also raises W to the last sid given. An entry there already (a merge cut short between
+ * its slices) is left as it is. */
+static int index_slice(ps_store_writer_t *w, ps_txn_t *txn, uint32_t k, uint32_t nslices, ps_err_t *err)
+{
+    hash_sid_t *e = NULL;
+    size_t n = 0, cap = 0;
+    int ret = 0;
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, txn, DB_SERIES, "reading pending series"))
+        return ps_txn_error(txn, err);
+    uint8_t kb[8];
+    ps_enc_be64(kb, w->series_w + 1);
+    /* the records past W (those deleted since are gone with their records) */
+    for (bool on = ps_cur_seek(&cur, kb, 8); on; on = ps_cur_next(&cur)) {
+        ps_series_rec_t r;
+        if (cur.k.mv_size != 8 || ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &r) != 0) {
+            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record",
+                             cur.k.mv_size == 8 ? (unsigned long long)ps_get_be64(cur.k.mv_data) : 0ull);
+            break;
+        }
+        uint64_t h = series_hash(r.labels, r.labels_len);
+        if (slice_of(h, nslices) != k)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1024;
+            e = ps_xrealloc(e, cap * sizeof(*e));
+        }
+        e[n++] = (hash_sid_t){h, ps_get_be64(cur.k.mv_data)};
+    }
+    ps_cur_close(&cur);
+    if (ret == 0 && txn->ret)
+        ret = ps_txn_error(txn, err);
+    if (ret == 0 && n > 1)
+        qsort(e, n, sizeof(*e), cmp_hash_sid);
+    for (size_t i = 0; i < n && ret == 0; i++) {
+        uint8_t hk[8], ib[8];
+        ps_enc_be64(hk, e[i].h);
+        ps_enc_be64(ib, e[i].sid);
+        MDB_val key = ps_mval(hk, 8), val = ps_mval(ib, 8);
+        int rc = mdb_put(txn->txn, txn->s->dbi[DB_SERIES_HASH], &key, &val, MDB_NODUPDATA);
+        if (rc != 0 && rc != MDB_KEYEXIST && ps_txn_fail(txn, rc, "writing series index") != 0)
+            ret = ps_txn_error(txn, err);
+    }
+    free(e);
+    if (ret == 0 && k == nslices - 1 && (ret = ps_series_w_write(txn, w->next.series - 1, err)) == 0) {
+        w->series_w_new = w->next.series - 1;
+        w->series_w_merged = true;
+    }
+    return ret;
+}
+
+static void pending_done(ps_store_writer_t *w, bool committed)
+{
+    if (!w->series_w_merged)
+        return;
+    w->series_w_merged = false;
+    if (!committed) /* the pending set is as it was: a merge does not touch it before its commit */
+        return;
+    w->series_w = w->series_w_new;
+    pend_clear(&w->series_pending);
+}
+
+int ps_series_index_now(ps_store_writer_t *w, ps_err_t *err)
+{
+    if (w->series_pending.count == 0 && w->next.series - 1 <= w->series_w)
+        return 0;
+    /* in slices of the hash space, a transaction each, a slice per series_pending_max / 2 entries of
+     * the index (32,768: some 200 to 400 leaves), so that one transaction's dirty pages stay few
+     * (LMDB keeps the malloc'd pages of its largest transaction for the next ones: a slice of
+     * 131,072 entries left some 10 MiB) */
+    uint32_t nslices = 1;
+    int ret = 0;
+    for (uint32_t k = 0; k < nslices && ret == 0; k++) {
+        ps_txn_t txn;
+        if ((ret = ps_txn_begin(&txn, w->s, PS_TXN_WRITE, err, "starting series index transaction")) != 0)
+            break;
+        MDB_stat st;
+        if (k == 0 && ps_txn_stat(&txn, DB_SERIES_HASH, &st)) {
+            uint64_t want = 1 + st.ms_entries / ((pending_max(w) + 1) / 2);
+            nslices = want < 256 ? (uint32_t)want : 256;
+        }
+        txn.defer_sync = w->defer_sync; /* the writer's own writes' durability (W goes with the entries) */
+        if ((ret = index_slice(w, &txn, k, nslices, err)) == 0)
+            ret = ps_txn_commit(&txn, err, "committing series index");
+        ps_txn_abort(&txn);
+    }
+    pending_done(w, ret == 0);
+    return ret;
+}
+
+bool ps_series_pending_full(const ps_store_writer_t *w)
+{
+    return w->series_pending.count >= pending_max(w);
 }
 
 void ps_posting_key(ps_buf_t *b, const ps_label_pair_t *p)
@@ -128,9 +371,9 @@ void ps_posting_key(ps_buf_t *b, const ps_label_pair_t *p)
     ps_buf_append(b, p->value, p->vlen);
 }
 
-/* A new series of labels ls (encoded: enc, its hash key hk): record, hash index, postings. */
+/* A new series of labels ls (encoded: enc): record and postings; pending for the hash index. */
 static int create_series(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, const ps_buf_t *enc,
-                         const uint8_t hk[8], ps_series_kind_t kind, uint64_t *sid, ps_series_state_t **st,
+                         ps_series_kind_t kind, uint64_t *sid, ps_series_state_t **st,
                          ps_err_t *err)
 {
     uint64_t nid = w->next.series++;
@@ -141,7 +384,6 @@ static int create_series(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t 
     ps_series_rec_encode(&r, &rec);
     ps_txn_put(txn, DB_SERIES, ib, 8, rec.data, rec.len, MDB_APPEND, "writing series record");
     ps_buf_dispose(&rec);
-    ps_txn_put(txn, DB_SERIES_HASH, hk, 8, ib, 8, 0, "writing series index");
     for (uint32_t i = 0; i < ls->n; i++) {
         ps_posting_key(&pk, &ls->pairs[i]);
         ps_txn_put(txn, DB_POSTINGS, pk.data, pk.len, ib, 8, 0, "writing postings");
@@ -150,6 +392,7 @@ static int create_series(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t 
     if (txn->ret)
         return ps_txn_error(txn, err);
     ps_hmap_put(&w->wc->series_cache, enc->data, enc->len, nid);
+    pend_add(&w->series_pending, pend_hash(enc->data, enc->len), nid); /* its series_hash entry: later */
     ps_series_state_t *ns = state_add(w, nid);
     ns->kind = (uint8_t)kind;
     ns->last_ts = INT64_MIN;
@@ -183,11 +426,8 @@ int ps_series_create_absent(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels
     ps_buf_t enc = PS_BUF_INIT;
     ps_labels_encode(ls, &enc);
     int ret = cached_series(w, txn, &enc, sid, st, err);
-    if (ret == 0) {
-        uint8_t hk[8];
-        ps_series_hash_key(&enc, hk);
-        ret = create_series(w, txn, ls, &enc, hk, kind, sid, st, err);
-    }
+    if (ret == 0)
+        ret = create_series(w, txn, ls, &enc, kind, sid, st, err);
     ps_buf_dispose(&enc);
     return ret < 0 ? ret : 0;
 }
@@ -202,26 +442,24 @@ int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels
         ret = ret < 0 ? ret : 0;
         goto Exit;
     }
+    /* a series past the watermark: in the pending set (an entry of a transaction undone since, or
+     * of a series deleted since, names a record without these labels) */
+    uint64_t cand;
+    if (pend_find(&w->series_pending, txn, &enc, &cand))
+        goto Found;
+    if (txn->ret) {
+        ret = ps_txn_error(txn, err);
+        goto Exit;
+    }
     uint8_t hk[8];
     ps_series_hash_key(&enc, hk);
     ps_cur_t cur;
     ps_cur_open(&cur, txn, DB_SERIES_HASH, "reading series index");
     for (bool on = ps_cur_find(&cur, hk, 8); on; on = ps_cur_next_dup(&cur)) {
-        uint64_t cand = ps_get_be64(cur.v.mv_data);
-        uint8_t ck[8];
-        ps_enc_be64(ck, cand);
-        MDB_val sv;
-        ps_series_rec_t r;
-        if (ps_txn_get(txn, DB_SERIES, ck, 8, &sv, "reading series record") &&
-            ps_series_rec_decode(sv.mv_data, sv.mv_size, &r) == 0 && r.labels_len == enc.len &&
-            memcmp(r.labels, enc.data, enc.len) == 0) {
+        cand = ps_get_be64(cur.v.mv_data);
+        if (ps_series_rec_is(txn, cand, &enc)) {
             ps_cur_close(&cur);
-            ps_hmap_put(&w->wc->series_cache, enc.data, enc.len, cand);
-            *sid = cand;
-            *st = ps_series_state(w, cand);
-            if (*st == NULL)
-                ret = load_state(w, txn, cand, st, err);
-            goto Exit;
+            goto Found;
         }
     }
     ps_cur_close(&cur);
@@ -233,7 +471,14 @@ int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels
         ret = PS_ENOTFOUND;
         goto Exit;
     }
-    ret = create_series(w, txn, ls, &enc, hk, kind, sid, st, err);
+    ret = create_series(w, txn, ls, &enc, kind, sid, st, err);
+    goto Exit;
+Found:
+    ps_hmap_put(&w->wc->series_cache, enc.data, enc.len, cand);
+    *sid = cand;
+    *st = ps_series_state(w, cand);
+    if (*st == NULL)
+        ret = load_state(w, txn, cand, st, err);
 Exit:
     ps_buf_dispose(&enc);
     return ret;
@@ -267,6 +512,7 @@ int ps_series_delete(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_err_t
         goto Exit;
     uint8_t hk[8];
     ps_series_hash_key(&enc, hk);
+    /* (a series past the watermark has none: the pending set's entry then names no record) */
     ps_txn_del(txn, DB_SERIES_HASH, hk, 8, ib, 8, "deleting series index");
     if (!ps_txn_del(txn, DB_SERIES, ib, 8, NULL, 0, "deleting series"))
         ret = ps_txn_missing(txn, err, "deleting series");

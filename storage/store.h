@@ -20,13 +20,14 @@
 #include "core/mem.h"
 #include "core/profile.h"
 
-#define PS_SCHEMA_VERSION 12 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
+#define PS_SCHEMA_VERSION 13 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
                               * fprefix; 4: closed float chunks dense (06, 07); 5: span index, profile
                               * ids; 6: counts of frames without symbols (unsym); 7: profile chunks
                               * packed (encoding 8, zstd); 8: rollups; 9: chunks that refer to a
                               * twin (encoding 9); 10: the label index's times (ltimes); 11: padded
-                              * float heads (fhead 0a); 12: the float sample log (flog); a version
-                              * 1-11 directory is upgraded at open */
+                              * float heads (fhead 0a); 12: the float sample log (flog); 13: series
+                              * indexed late (info "seriesw"); a version 1-12 directory is upgraded
+                              * at open */
 
 typedef struct ps_store ps_store_t;
 /* The store's writer: what the writing thread keeps between transactions (caches, id counters). */
@@ -43,6 +44,8 @@ typedef struct ps_store_opts {
     uint64_t cache_bytes;         /* writer caches (symbols, stacks, series) are dropped past this (default 512 MiB) */
     uint32_t series_cache_max;    /* ... and the series caches (labels -> id, head state) past this many
                                    * series (default 65,536): a million series would keep ~300 B each */
+    uint32_t series_pending_max;  /* new series wait for their series index entries until this many
+                                   * (or the next compaction); 0: PS_SERIES_PENDING_MAX */
     uint64_t disk_reserve;        /* bytes kept in <dir>/space.reserve: given up when the disk is
                                    * full, so that retention and compaction (LMDB deletes need new
                                    * pages) can run; writes wait until it can be taken back. 0 = none */
@@ -66,6 +69,11 @@ typedef struct ps_store_opts {
     bool read_only;               /* ps_store_check_dir: nothing written, not even a schema upgrade;
                                    * a store of another schema version or without its databases is refused */
 } ps_store_opts_t;
+
+/** The default of opts.series_pending_max: 65,536 new series' hash entries written sorted touch
+ *  each leaf of a million series' index about once, where each written with its series cost one
+ *  leaf (and its branch page) of its own. */
+#define PS_SERIES_PENDING_MAX 65536
 
 /** The default of opts.rollup_min_profiles: an hour gets a rollup when it holds a profile every
  *  ~2 minutes or more often (one every 5 minutes: 12 an hour, whose record would cost about as much

@@ -883,6 +883,11 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
     if ((ret = ps_txn_commit(txn, err, "committing")) != 0)
         goto Fail;
     ps_arena_dispose(&a);
+    /* the new series' hash index entries (series.c), once enough wait: a failure leaves them
+     * waiting for the next compaction's, which reports it */
+    ps_err_t ierr;
+    if (ps_series_pending_full(w))
+        ps_series_index_now(w, &ierr);
     /* what the compactor's idle rule measures from: the series that got a profile now */
     for (size_t i = 0; i < n; i++) {
         if (items[i]->status != 0 || items[i]->duplicate)

@@ -233,6 +233,8 @@ int ps_store_writer_open(ps_store_t *s, ps_store_writer_t **out, ps_err_t *err)
     int ret = ps_txn_begin(&t, s, PS_TXN_READ, err, "starting read transaction");
     if (ret == 0) {
         ret = ps_store_load_next(w, &t, err);
+        if (ret == 0)
+            ret = ps_series_pending_load(w, &t, err);
         ps_txn_abort(&t);
     }
     if (ret != 0) {
@@ -249,6 +251,7 @@ void ps_store_writer_close(ps_store_writer_t *w)
         return;
     atomic_store(&w->s->has_writer, false);
     ps_wcache_free(w->wc);
+    free(w->series_pending.slots);
     ps_buf_dispose(&w->fwd_mask);
     ps_buf_dispose(&w->rec_all);
     ps_buf_dispose(&w->ltimes_key);

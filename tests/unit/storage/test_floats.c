@@ -1290,6 +1290,7 @@ static void test_head_split(void **state)
 static MDB_txn *raw_begin(const char *dir, MDB_env **env, MDB_dbi *info, MDB_dbi *fhead, MDB_dbi *fprefix)
 {
     MDB_txn *txn;
+    ps_test_store_index_all(dir);
     assert_int_equal(mdb_env_create(env), 0);
     assert_int_equal(mdb_env_set_maxdbs(*env, 32), 0);
     assert_int_equal(mdb_env_open(*env, dir, MDB_NOTLS, 0644), 0);
@@ -1528,6 +1529,7 @@ static void test_upgrade_v3(void **state)
     MDB_env *env;
     MDB_txn *txn;
     MDB_dbi info, fhead, fchunks;
+    ps_test_store_index_all(dir);
     assert_int_equal(mdb_env_create(&env), 0);
     assert_int_equal(mdb_env_set_maxdbs(env, 32), 0);
     assert_int_equal(mdb_env_open(env, dir, MDB_NOTLS, 0644), 0);

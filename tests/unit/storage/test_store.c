@@ -33,7 +33,7 @@
 
 static char *tmpdir(void) { return ps_test_tmpdir("/tmp/ps-test-store-XXXXXX"); }
 
-static ps_store_t *open_store_cache(const char *dir, int64_t retention, uint64_t cache_bytes)
+static ps_store_t *open_store_opts(const char *dir, int64_t retention, uint64_t cache_bytes, uint32_t pending_max)
 {
     ps_store_opts_t o;
     ps_store_opts_default(&o);
@@ -44,12 +44,18 @@ static ps_store_t *open_store_cache(const char *dir, int64_t retention, uint64_t
     o.compact_max_profiles = 120;
     if (cache_bytes)
         o.cache_bytes = cache_bytes;
+    o.series_pending_max = pending_max;
     ps_store_t *s = NULL;
     ps_err_t err;
     int rc = ps_store_open(&o, &s, &err);
     if (rc)
         fail_msg("open: %s", err.msg);
     return s;
+}
+
+static ps_store_t *open_store_cache(const char *dir, int64_t retention, uint64_t cache_bytes)
+{
+    return open_store_opts(dir, retention, cache_bytes, 0);
 }
 
 static ps_store_t *open_store(const char *dir, int64_t retention)
@@ -1370,6 +1376,174 @@ static void test_wide_stack_keys(void **state)
     assert_int_equal(wide.locations, (1ull << 32) + 499 - 338);
 }
 
+
+/* ---- series indexed late (series.c, schema 13) ---- */
+
+static ps_store_t *open_store_pending(const char *dir, uint32_t pending_max)
+{
+    return open_store_opts(dir, 0, 0, pending_max);
+}
+
+/* the series index's entries and watermark as committed */
+static void expect_index(ps_store_t *s, size_t entries, uint64_t wm)
+{
+    ps_txn_t t;
+    ps_err_t err;
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_READ, &err, "reading"), 0);
+    MDB_stat st;
+    assert_true(ps_txn_stat(&t, DB_SERIES_HASH, &st));
+    assert_int_equal(st.ms_entries, entries);
+    uint64_t w = 0;
+    assert_int_equal(ps_series_w_read(&t, &w, &err), 0);
+    assert_int_equal(w, wm);
+    ps_txn_abort(&t);
+}
+
+/* the reader finds the series of labels ls (both sample types' series of "{job=...}") as want[2] */
+static void expect_found(ps_store_t *s, const char *ls, const uint64_t want[2])
+{
+    pushed_t p = {0};
+    prepare(&p, &fixtures[0], ls, 0);
+    ps_reader_t *r;
+    ps_err_t err;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    for (uint32_t k = 0; k < 2; k++) {
+        uint64_t sid = 0;
+        int rc = ps_reader_series_lookup(r, &p.app.series_labels[k], &sid, &err);
+        if (want[k] == 0) {
+            assert_int_equal(rc, PS_ENOTFOUND);
+        } else {
+            assert_int_equal(rc, 0);
+            assert_int_equal(sid, want[k]);
+        }
+    }
+    ps_reader_end(r);
+    release(&p);
+}
+
+/* writes "{job=...}" at ts: its two series' ids are want[2] */
+static void write_expect(ps_store_t *s, const char *ls, int64_t ts, const uint64_t want[2])
+{
+    pushed_t p = {0};
+    assert_int_equal(write_one(s, &fixtures[0], ls, ts, &p), 0);
+    assert_false(p.app.duplicate);
+    assert_int_equal(p.app.nseries, 2);
+    assert_int_equal(p.app.series_ids[0], want[0]);
+    assert_int_equal(p.app.series_ids[1], want[1]);
+    release(&p);
+}
+
+/*
+ * A new series gets its record at once and its series_hash entry late: past the watermark it is
+ * found by its labels all the same (the writer through its pending set: no second series; a
+ * reader through the records past W), after a reopen without a merge (a crash) too; the merge
+ * (at series_pending_max, at compaction) writes the entries of all pending series, deleted ones
+ * not, and the answers stay the same.
+ */
+static void test_series_indexed_late(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store_pending(dir, 5);
+    int64_t t0 = 1796022364000000000ll, sec = PS_NS_PER_S;
+    static const uint64_t a[2] = {1, 2}, b[2] = {3, 4}, c[2] = {5, 6}, d[2] = {7, 8}, e[2] = {9, 10}, none[2] = {0, 0};
+    expect_index(s, 0, 0);
+    write_expect(s, "{job=\"a\"}", t0, a);
+    write_expect(s, "{job=\"b\"}", t0, b);
+    expect_index(s, 0, 0); /* 4 pending, fewer than 5 */
+    assert_int_equal(ps_test_writer(s)->series_pending.count, 4);
+    expect_found(s, "{job=\"a\"}", a);
+    expect_found(s, "{job=\"b\"}", b);
+    expect_found(s, "{job=\"c\"}", none);
+    /* the caches dropped: the pending set finds them */
+    ps_series_caches_clear(ps_test_writer(s));
+    write_expect(s, "{job=\"a\"}", t0 + 10 * sec, a);
+    /* reopened without a merge: the set is read again from the records past W */
+    ps_test_close_store(s);
+    s = open_store_pending(dir, 5);
+    assert_int_equal(ps_test_writer(s)->series_pending.count, 4);
+    assert_int_equal(ps_test_writer(s)->series_w, 0);
+    expect_found(s, "{job=\"a\"}", a);
+    write_expect(s, "{job=\"b\"}", t0 + 10 * sec, b);
+    write_expect(s, "{job=\"a\"}", t0 + 20 * sec, a);
+    ps_store_stats_t st;
+    ps_err_t err;
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.series, 4);
+    expect_index(s, 0, 0);
+    /* the 5th and 6th: all 6 merged after the write's commit */
+    write_expect(s, "{job=\"c\"}", t0, c);
+    expect_index(s, 6, 6);
+    assert_int_equal(ps_test_writer(s)->series_pending.count, 0);
+    static const char *const abc[] = {"{job=\"a\"}", "{job=\"b\"}", "{job=\"c\"}"};
+    const uint64_t *abc_ids[] = {a, b, c};
+    ps_series_caches_clear(ps_test_writer(s));
+    for (int i = 0; i < 3; i++) {
+        expect_found(s, abc[i], abc_ids[i]);
+        write_expect(s, abc[i], t0 + (30 + i) * sec, abc_ids[i]);
+    }
+    /* two more pending, one of them deleted before its merge (at compaction) */
+    write_expect(s, "{job=\"d\"}", t0, d);
+    write_expect(s, "{job=\"e\"}", t0, e);
+    expect_index(s, 6, 6);
+    ps_txn_t t;
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_WRITE, &err, "deleting"), 0);
+    assert_int_equal(ps_series_delete(ps_test_writer(s), &t, 7, &err), 0);
+    assert_int_equal(ps_txn_commit(&t, &err, "deleting"), 0);
+    ps_sym_caches_clear(ps_test_writer(s));
+    expect_found(s, "{job=\"d\"}", (const uint64_t[2]){0, 8});
+    assert_int_equal(ps_store_compact(ps_test_writer(s), false, ps_time_now(), NULL, &err), 0);
+    expect_index(s, 9, 10);
+    expect_found(s, "{job=\"d\"}", (const uint64_t[2]){0, 8});
+    expect_found(s, "{job=\"e\"}", e);
+    /* the deleted one's labels: a new series (11), the other found */
+    write_expect(s, "{job=\"d\"}", t0 + 10 * sec, (const uint64_t[2]){11, 8});
+    write_expect(s, "{job=\"e\"}", t0 + 10 * sec, e);
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.series, 10);
+    /* f and g: 5 pending (11 to 15), merged after g's commit in 1 + 9 / 3 = 4 slices of the hash
+     * space (a slice per 3 entries of the index: (5 + 1) / 2) */
+    write_expect(s, "{job=\"f\"}", t0, (const uint64_t[2]){12, 13});
+    write_expect(s, "{job=\"g\"}", t0, (const uint64_t[2]){14, 15});
+    expect_index(s, 14, 15);
+    /* h, i, j: merged in 1 + 15 / 3 = 6 slices; series 16's entry written before, as by a merge
+     * cut short between its slices, stays one entry */
+    write_expect(s, "{job=\"h\"}", t0, (const uint64_t[2]){16, 17});
+    ps_reader_t *r;
+    ps_arena_t la = PS_ARENA_INIT;
+    ps_labels_t hls;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_series_labels(r, 16, &la, &hls, &err), 0);
+    ps_buf_t henc = PS_BUF_INIT;
+    ps_labels_encode(&hls, &henc);
+    ps_reader_end(r);
+    uint8_t hk[8], hv[8];
+    ps_series_hash_key(&henc, hk);
+    ps_enc_be64(hv, 16);
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_WRITE, &err, "indexing"), 0);
+    assert_true(ps_txn_put(&t, DB_SERIES_HASH, hk, 8, hv, 8, 0, "indexing"));
+    assert_int_equal(ps_txn_commit(&t, &err, "indexing"), 0);
+    ps_buf_dispose(&henc);
+    ps_arena_dispose(&la);
+    expect_index(s, 15, 15);
+    write_expect(s, "{job=\"i\"}", t0, (const uint64_t[2]){18, 19});
+    write_expect(s, "{job=\"j\"}", t0, (const uint64_t[2]){20, 21});
+    expect_index(s, 20, 21);
+    assert_int_equal(ps_test_writer(s)->series_pending.count, 0);
+    static const char *const late[] = {"{job=\"f\"}", "{job=\"g\"}", "{job=\"h\"}", "{job=\"i\"}", "{job=\"j\"}"};
+    ps_series_caches_clear(ps_test_writer(s));
+    for (int i = 0; i < 5; i++) {
+        const uint64_t want[2] = {12 + 2 * (uint64_t)i, 13 + 2 * (uint64_t)i};
+        expect_found(s, late[i], want);
+        write_expect(s, late[i], t0 + 10 * sec, want);
+    }
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.series, 20);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1391,6 +1565,7 @@ int main(void)
         cmocka_unit_test(test_writer_one),
         cmocka_unit_test(test_sample_label_sets),
         cmocka_unit_test(test_wide_stack_keys),
+        cmocka_unit_test(test_series_indexed_late),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
