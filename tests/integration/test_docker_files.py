@@ -569,11 +569,18 @@ def test_demo_scraped_by_profstore_and_prometheus(demo_binary, make_server, tmp_
         ours = {"instance": addr, "job": "demo", "service_name": "demo-go", "stack": "docker-demo"}
         assert sorted(m, key=lambda x: x.get("profile", "")) == [{"__name__": "up", "instance": addr, "job": "demo"}] + [
             dict(ours, __name__="up", profile=p) for p in ("goroutine", "memory", "process_cpu")]
-        # remote_read: profstore's profile totals, which only profstore has, through Prometheus' PromQL
-        want = srv.get_json("/api/v1/query?" + urllib.parse.urlencode(
-            {"query": "sum_over_time(%s[10m])" % CPU, "time": now}))["data"]["result"]
-        got = prom.query("sum_over_time(%s[10m])" % CPU, now)["data"]["result"]
-        assert [(s["metric"], s["value"]) for s in got] == [(s["metric"], s["value"]) for s in want]
+        # remote_read: profstore's profile totals, which only profstore has, through Prometheus' PromQL.
+        # A CPU profile started before `now` may be stored meanwhile (it takes 10 s): compared when
+        # profstore's own answer did not change around Prometheus' (make test failed on it once)
+        totals = lambda: [(s["metric"], s["value"]) for s in srv.get_json("/api/v1/query?" + urllib.parse.urlencode(
+            {"query": "sum_over_time(%s[10m])" % CPU, "time": now}))["data"]["result"]]
+        for _ in range(5):
+            want = totals()
+            got = prom.query("sum_over_time(%s[10m])" % CPU, now)["data"]["result"]
+            if totals() == want:
+                break
+            time.sleep(2)
+        assert [(s["metric"], s["value"]) for s in got] == want
         assert len(got) == 1 and got[0]["metric"]["job"] == "demo"
     finally:
         if prom is not None:
