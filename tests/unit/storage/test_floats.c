@@ -2107,6 +2107,13 @@ static void log_pair_close(log_pair_t *p)
     free(p->db);
 }
 
+/* The same round into both stores of p (a with the log, b without): their sids in sa and sb. */
+static void write_both(log_pair_t *p, const ps_labels_t *ls, int n, int64_t t, uint64_t *sa, uint64_t *sb)
+{
+    write_round(p->a, ls, n, t, sa);
+    write_round(p->b, ls, n, t, sb);
+}
+
 /* Samples only in the log read back exactly as a store without the log holds them (samples,
  * bounds, XOR bytes), through a cut while samples are logged, a reopen without a checkpoint (a
  * crash after acknowledged commits: the writer continues from what the log gives), and a forced
@@ -2122,8 +2129,7 @@ static void test_log_reads(void **state)
     int64_t t0 = 1700000000000ll;
     /* the first write writes the heads; the next 9 are logged, one flog record each */
     for (int i = 0; i < 10; i++) {
-        write_round(a, ls, LOG_NS, t0 + 1000 * i, sa);
-        write_round(b, ls, LOG_NS, t0 + 1000 * i, sb);
+        write_both(&p, ls, LOG_NS, t0 + 1000 * i, sa, sb);
     }
     assert_int_equal(db_entries(a, DB_FLOG), 9);
     assert_int_equal(db_entries(b, DB_FLOG), 0);
@@ -2145,8 +2151,7 @@ static void test_log_reads(void **state)
     for (int i = 0; i < LOG_NS; i++)
         expect_same(a, b, sa[i], 1);
     for (int i = 10; i < 125; i++) {
-        write_round(a, ls, LOG_NS, t0 + 1000 * i, sa);
-        write_round(b, ls, LOG_NS, t0 + 1000 * i, sb);
+        write_both(&p, ls, LOG_NS, t0 + 1000 * i, sa, sb);
     }
     assert_int_equal(db_entries(a, DB_FLOG), 9 + 110 + 4); /* the cut's round wrote no record */
     assert_int_equal(stored_head_count(a, sa[0]), 1);      /* written by the cut */
@@ -2173,8 +2178,7 @@ static void test_log_reads(void **state)
     for (int i = 0; i < LOG_NS; i++)
         expect_same(a, b, sa[i], 2);
     /* appending after it: a new head (written, not logged); the log's old entries are inert */
-    write_round(a, ls, LOG_NS, t0 + 1000 * 200, sa);
-    write_round(b, ls, LOG_NS, t0 + 1000 * 200, sb);
+    write_both(&p, ls, LOG_NS, t0 + 1000 * 200, sa, sb);
     assert_int_equal(stored_head_count(a, sa[0]), 1);
     for (int i = 0; i < LOG_NS; i++)
         expect_same(a, b, sa[i], 3);
@@ -2192,22 +2196,18 @@ static void test_log_checkpoint(void **state)
     const ps_labels_t *ls = p.ls;
     uint64_t sa[LOG_NS], sb[LOG_NS];
     int64_t t0 = 1700000000000ll;
-    write_round(a, ls, LOG_NS, t0, sa); /* heads written */
-    write_round(b, ls, LOG_NS, t0, sb);
-    write_round(a, ls, 2, t0 + 1000, sa); /* logged: the log's first page */
-    write_round(b, ls, 2, t0 + 1000, sb);
+    write_both(&p, ls, LOG_NS, t0, sa, sb); /* heads written */
+    write_both(&p, ls, 2, t0 + 1000, sa, sb); /* logged: the log's first page */
     assert_int_equal(db_entries(a, DB_FLOG), 1);
     assert_int_equal(stored_head_count(a, sa[0]), 1);
-    write_round(a, ls + 2, 1, t0 + 2000, sa + 2); /* a checkpoint: all three heads written */
-    write_round(b, ls + 2, 1, t0 + 2000, sb + 2);
+    write_both(&p, ls + 2, 1, t0 + 2000, sa + 2, sb + 2); /* a checkpoint: all three heads written */
     assert_int_equal(db_entries(a, DB_FLOG), 0);
     assert_int_equal(stored_head_count(a, sa[0]), 2);
     assert_int_equal(stored_head_count(a, sa[1]), 2);
     assert_int_equal(stored_head_count(a, sa[2]), 2);
     for (int i = 0; i < LOG_NS; i++)
         expect_same(a, b, sa[i], 1);
-    write_round(a, ls, LOG_NS, t0 + 3000, sa); /* logged again */
-    write_round(b, ls, LOG_NS, t0 + 3000, sb);
+    write_both(&p, ls, LOG_NS, t0 + 3000, sa, sb); /* logged again */
     assert_int_equal(db_entries(a, DB_FLOG), 1);
     assert_int_equal(stored_head_count(a, sa[0]), 2);
     for (int i = 0; i < LOG_NS; i++)
@@ -2234,12 +2234,9 @@ static void test_log_retention(void **state)
     log_pair_open(&p, 1000, "rt", 2 * HOUR_MS * 1000000);
     uint64_t sa[LOG_NS], sb[LOG_NS];
     int64_t now = ps_time_now() / 1000000, t0 = now - 110 * MIN_MS;
-    write_round(p.a, p.ls, LOG_NS, t0, sa); /* heads written */
-    write_round(p.b, p.ls, LOG_NS, t0, sb);
-    write_round(p.a, p.ls, LOG_NS, t0 + MIN_MS, sa); /* logged */
-    write_round(p.b, p.ls, LOG_NS, t0 + MIN_MS, sb);
-    write_round(p.a, p.ls, 2, now - 10 * MIN_MS, sa); /* logged: series a and b only */
-    write_round(p.b, p.ls, 2, now - 10 * MIN_MS, sb);
+    write_both(&p, p.ls, LOG_NS, t0, sa, sb); /* heads written */
+    write_both(&p, p.ls, LOG_NS, t0 + MIN_MS, sa, sb); /* logged */
+    write_both(&p, p.ls, 2, now - 10 * MIN_MS, sa, sb); /* logged: series a and b only */
     assert_int_equal(db_entries(p.a, DB_FLOG), 2);
     assert_int_equal(stored_head_count(p.a, sa[0]), 1);
     /* an hour later: the cutoff is 70 minutes past t0 */
