@@ -296,6 +296,8 @@ int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels
 int ps_series_create_absent(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, ps_series_kind_t kind,
                             uint64_t *sid, ps_series_state_t **st, ps_err_t *err);
 ps_series_state_t *ps_series_state(ps_store_writer_t *w, uint64_t sid);
+/* whether the series record v holds the labels encoded as enc (a damaged one does not) */
+bool ps_series_rec_holds(const MDB_val *v, const ps_buf_t *enc);
 /* whether series sid's record in txn holds the labels encoded as enc */
 bool ps_series_rec_is(ps_txn_t *txn, uint64_t sid, const ps_buf_t *enc);
 /* the series index's watermark W (DB_INFO "seriesw": every series up to W is in series_hash, none

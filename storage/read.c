@@ -104,9 +104,7 @@ static int pending_lookup(ps_reader_t *r, const ps_buf_t *enc, uint64_t *sid, ps
     ps_enc_be64(kb, wm + 1);
     ret = PS_ENOTFOUND;
     for (bool on = ps_cur_seek(&cur, kb, 8); on; on = ps_cur_next(&cur)) {
-        ps_series_rec_t rec;
-        if (cur.k.mv_size == 8 && ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &rec) == 0 &&
-            rec.labels_len == enc->len && memcmp(rec.labels, enc->data, enc->len) == 0) {
+        if (cur.k.mv_size == 8 && ps_series_rec_holds(&cur.v, enc)) {
             *sid = ps_get_be64(cur.k.mv_data);
             ret = 0;
             break;

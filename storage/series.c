@@ -10,8 +10,8 @@
  * Series indexed late (schema 13): a new series' record is written at once (appended by sid,
  * durable with its first data), its series_hash entry later. DB_INFO "seriesw" holds the watermark
  * W: every series up to W is in series_hash, none past it. The writer keeps those past W (pending)
- * in memory (labels -> sid), and writes their entries sorted, in one transaction, when they reach
- * opts.series_pending_max and at each compaction (ps_series_index_now): a commit of new series
+ * in memory ({label hash, sid}), and writes their entries sorted, a transaction per slice of the
+ * hash space, when they reach opts.series_pending_max and at each compaction (ps_series_index_now): a commit of new series
  * then writes their records, not a random series_hash leaf each. A reader's look-up by labels
  * scans the records past W of its snapshot.
  */
@@ -135,15 +135,19 @@ void ps_series_hash_key(const ps_buf_t *enc, uint8_t hk[8])
     ps_enc_be64(hk, series_hash(enc->data, enc->len));
 }
 
+bool ps_series_rec_holds(const MDB_val *v, const ps_buf_t *enc)
+{
+    ps_series_rec_t r;
+    return ps_series_rec_decode(v->mv_data, v->mv_size, &r) == 0 && r.labels_len == enc->len &&
+           memcmp(r.labels, enc->data, enc->len) == 0;
+}
+
 bool ps_series_rec_is(ps_txn_t *txn, uint64_t sid, const ps_buf_t *enc)
 {
     uint8_t ck[8];
     ps_enc_be64(ck, sid);
     MDB_val sv;
-    ps_series_rec_t r;
-    return ps_txn_get(txn, DB_SERIES, ck, 8, &sv, "reading series record") &&
-           ps_series_rec_decode(sv.mv_data, sv.mv_size, &r) == 0 && r.labels_len == enc->len &&
-           memcmp(r.labels, enc->data, enc->len) == 0;
+    return ps_txn_get(txn, DB_SERIES, ck, 8, &sv, "reading series record") && ps_series_rec_holds(&sv, enc);
 }
 
 int ps_series_w_read(ps_txn_t *txn, uint64_t *wm, ps_err_t *err)
@@ -168,9 +172,9 @@ int ps_series_w_write(ps_txn_t *txn, uint64_t wm, ps_err_t *err)
 
 /* ---- the pending set (ps_pending_t) ---- */
 
-static uint64_t pend_hash(const void *labels, size_t n)
+/* a slot's key: the series hash, 0 (the empty slot's) kept as 1 */
+static uint64_t pend_key(uint64_t h)
 {
-    uint64_t h = series_hash(labels, n);
     return h ? h : 1;
 }
 
@@ -203,18 +207,52 @@ static void pend_add(ps_pending_t *m, uint64_t h, uint64_t sid)
     m->count++;
 }
 
-/* the pending series whose record holds the labels enc: true with *sid */
-static bool pend_find(const ps_pending_t *m, ps_txn_t *txn, const ps_buf_t *enc, uint64_t *sid)
+/* the pending series whose record holds the labels enc (series hash h): true with *sid */
+static bool pend_find(const ps_pending_t *m, ps_txn_t *txn, const ps_buf_t *enc, uint64_t h, uint64_t *sid)
 {
     if (m->count == 0)
         return false;
-    uint64_t h = pend_hash(enc->data, enc->len);
+    h = pend_key(h);
     for (size_t i = pend_home(m, h); m->slots[2 * i] != 0; i = (i + 1) & (m->cap - 1))
         if (m->slots[2 * i] == h && ps_series_rec_is(txn, m->slots[2 * i + 1], enc)) {
             *sid = m->slots[2 * i + 1];
             return true;
         }
     return false;
+}
+
+typedef struct hash_sid {
+    uint64_t h, sid;
+} hash_sid_t;
+
+/* The series records past W in txn, as {series hash, sid} in sid order (*out malloc'd, *n of them):
+ * the pending series, but for those deleted since (gone with their records) */
+static int pending_records(const ps_store_writer_t *w, ps_txn_t *txn, hash_sid_t **out, size_t *n, ps_err_t *err)
+{
+    *out = NULL;
+    *n = 0;
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, txn, DB_SERIES, "reading pending series"))
+        return ps_txn_error(txn, err);
+    uint8_t kb[8];
+    ps_enc_be64(kb, w->series_w + 1);
+    size_t cap = 0;
+    int ret = 0;
+    for (bool on = ps_cur_seek(&cur, kb, 8); on; on = ps_cur_next(&cur)) {
+        ps_series_rec_t r;
+        if (cur.k.mv_size != 8 || ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &r) != 0) {
+            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record",
+                             cur.k.mv_size == 8 ? (unsigned long long)ps_get_be64(cur.k.mv_data) : 0ull);
+            break;
+        }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 1024;
+            *out = ps_xrealloc(*out, cap * sizeof(**out));
+        }
+        (*out)[(*n)++] = (hash_sid_t){series_hash(r.labels, r.labels_len), ps_get_be64(cur.k.mv_data)};
+    }
+    ps_cur_close(&cur);
+    return ret ? ret : ps_txn_error(txn, err);
 }
 
 int ps_series_pending_load(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
@@ -226,26 +264,14 @@ int ps_series_pending_load(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
         return ret;
     if (w->series_w >= w->next.series) /* no record (a store before schema 13): all indexed */
         w->series_w = w->next.series - 1;
-    ps_cur_t cur;
-    if (!ps_cur_open(&cur, txn, DB_SERIES, "reading pending series"))
-        return ps_txn_error(txn, err);
-    uint8_t kb[8];
-    ps_enc_be64(kb, w->series_w + 1);
-    for (bool on = ps_cur_seek(&cur, kb, 8); on && ret == 0; on = ps_cur_next(&cur)) {
-        ps_series_rec_t r;
-        if (cur.k.mv_size != 8 || ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &r) != 0)
-            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record",
-                             cur.k.mv_size == 8 ? (unsigned long long)ps_get_be64(cur.k.mv_data) : 0ull);
-        else
-            pend_add(&w->series_pending, pend_hash(r.labels, r.labels_len), ps_get_be64(cur.k.mv_data));
-    }
-    ps_cur_close(&cur);
-    return ret ? ret : ps_txn_error(txn, err);
+    hash_sid_t *e;
+    size_t n;
+    ret = pending_records(w, txn, &e, &n, err);
+    for (size_t i = 0; i < n && ret == 0; i++)
+        pend_add(&w->series_pending, pend_key(e[i].h), e[i].sid);
+    free(e);
+    return ret;
 }
-
-typedef struct hash_sid {
-    uint64_t h, sid;
-} hash_sid_t;
 
 static int cmp_hash_sid(const void *a, const void *b)
 {
@@ -266,42 +292,12 @@ static uint32_t slice_of(uint64_t h, uint32_t nslices)
     return (uint32_t)((h >> 56) * nslices / 256);
 }
 
-/* The series_hash entries of the pending series whose hash falls in slice k of nslices, written
- * in txn in key order (each leaf of the index once, however many of them land in it); the last
- * slice also raises W to the last sid given. An entry there already (a merge cut short between
- * its slices) is left as it is. */
-static int index_slice(ps_store_writer_t *w, ps_txn_t *txn, uint32_t k, uint32_t nslices, ps_err_t *err)
+/* The series_hash entries e[0..n) (sorted by key: each leaf of the index written once, however
+ * many of them land in it), in txn; the last slice's transaction also raises W to the last sid
+ * given. An entry there already (a merge cut short between its slices) is left as it is. */
+static int index_slice(ps_store_writer_t *w, ps_txn_t *txn, const hash_sid_t *e, size_t n, bool last, ps_err_t *err)
 {
-    hash_sid_t *e = NULL;
-    size_t n = 0, cap = 0;
     int ret = 0;
-    ps_cur_t cur;
-    if (!ps_cur_open(&cur, txn, DB_SERIES, "reading pending series"))
-        return ps_txn_error(txn, err);
-    uint8_t kb[8];
-    ps_enc_be64(kb, w->series_w + 1);
-    /* the records past W (those deleted since are gone with their records) */
-    for (bool on = ps_cur_seek(&cur, kb, 8); on; on = ps_cur_next(&cur)) {
-        ps_series_rec_t r;
-        if (cur.k.mv_size != 8 || ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &r) != 0) {
-            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record",
-                             cur.k.mv_size == 8 ? (unsigned long long)ps_get_be64(cur.k.mv_data) : 0ull);
-            break;
-        }
-        uint64_t h = series_hash(r.labels, r.labels_len);
-        if (slice_of(h, nslices) != k)
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 1024;
-            e = ps_xrealloc(e, cap * sizeof(*e));
-        }
-        e[n++] = (hash_sid_t){h, ps_get_be64(cur.k.mv_data)};
-    }
-    ps_cur_close(&cur);
-    if (ret == 0 && txn->ret)
-        ret = ps_txn_error(txn, err);
-    if (ret == 0 && n > 1)
-        qsort(e, n, sizeof(*e), cmp_hash_sid);
     for (size_t i = 0; i < n && ret == 0; i++) {
         uint8_t hk[8], ib[8];
         ps_enc_be64(hk, e[i].h);
@@ -311,8 +307,7 @@ static int index_slice(ps_store_writer_t *w, ps_txn_t *txn, uint32_t k, uint32_t
         if (rc != 0 && rc != MDB_KEYEXIST && ps_txn_fail(txn, rc, "writing series index") != 0)
             ret = ps_txn_error(txn, err);
     }
-    free(e);
-    if (ret == 0 && k == nslices - 1 && (ret = ps_series_w_write(txn, w->next.series - 1, err)) == 0) {
+    if (ret == 0 && last && (ret = ps_series_w_write(txn, w->next.series - 1, err)) == 0) {
         w->series_w_new = w->next.series - 1;
         w->series_w_merged = true;
     }
@@ -334,26 +329,42 @@ int ps_series_index_now(ps_store_writer_t *w, ps_err_t *err)
 {
     if (w->series_pending.count == 0 && w->next.series - 1 <= w->series_w)
         return 0;
-    /* in slices of the hash space, a transaction each, a slice per series_pending_max / 2 entries of
-     * the index (32,768: some 200 to 400 leaves), so that one transaction's dirty pages stay few
-     * (LMDB keeps the malloc'd pages of its largest transaction for the next ones: a slice of
-     * 131,072 entries left some 10 MiB) */
+    /* the pending records read once, sorted by key, then written in slices of the hash space, a
+     * transaction each, a slice per series_pending_max / 2 entries of the index (32,768: some 200
+     * to 400 leaves), so that one transaction's dirty pages stay few (LMDB keeps the malloc'd pages
+     * of its largest transaction for the next ones: a slice of 131,072 entries left some 10 MiB).
+     * Nothing else writes between them: the writer thread runs them one after another. */
+    hash_sid_t *e = NULL;
+    size_t n = 0;
     uint32_t nslices = 1;
-    int ret = 0;
-    for (uint32_t k = 0; k < nslices && ret == 0; k++) {
-        ps_txn_t txn;
-        if ((ret = ps_txn_begin(&txn, w->s, PS_TXN_WRITE, err, "starting series index transaction")) != 0)
-            break;
+    ps_txn_t txn;
+    int ret = ps_txn_begin(&txn, w->s, PS_TXN_READ, err, "reading pending series");
+    if (ret == 0) {
         MDB_stat st;
-        if (k == 0 && ps_txn_stat(&txn, DB_SERIES_HASH, &st)) {
+        if (ps_txn_stat(&txn, DB_SERIES_HASH, &st)) {
             uint64_t want = 1 + st.ms_entries / ((pending_max(w) + 1) / 2);
             nslices = want < 256 ? (uint32_t)want : 256;
         }
+        ret = pending_records(w, &txn, &e, &n, err);
+        ps_txn_abort(&txn);
+    }
+    if (ret == 0 && n > 1)
+        qsort(e, n, sizeof(*e), cmp_hash_sid);
+    /* slice k is e[i, j): slice_of grows with the key */
+    for (size_t k = 0, i = 0, j; k < nslices && ret == 0; k++, i = j) {
+        for (j = i; j < n && slice_of(e[j].h, nslices) == k; j++)
+            ;
+        bool last = k == nslices - 1;
+        if (j == i && !last)
+            continue;
+        if ((ret = ps_txn_begin(&txn, w->s, PS_TXN_WRITE, err, "starting series index transaction")) != 0)
+            break;
         txn.defer_sync = w->defer_sync; /* the writer's own writes' durability (W goes with the entries) */
-        if ((ret = index_slice(w, &txn, k, nslices, err)) == 0)
+        if ((ret = index_slice(w, &txn, e + i, j - i, last, err)) == 0)
             ret = ps_txn_commit(&txn, err, "committing series index");
         ps_txn_abort(&txn);
     }
+    free(e);
     pending_done(w, ret == 0);
     return ret;
 }
@@ -371,8 +382,9 @@ void ps_posting_key(ps_buf_t *b, const ps_label_pair_t *p)
     ps_buf_append(b, p->value, p->vlen);
 }
 
-/* A new series of labels ls (encoded: enc): record and postings; pending for the hash index. */
-static int create_series(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, const ps_buf_t *enc,
+/* A new series of labels ls (encoded: enc, series hash h): record and postings; pending for the
+ * hash index. */
+static int create_series(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, const ps_buf_t *enc, uint64_t h,
                          ps_series_kind_t kind, uint64_t *sid, ps_series_state_t **st,
                          ps_err_t *err)
 {
@@ -392,7 +404,7 @@ static int create_series(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t 
     if (txn->ret)
         return ps_txn_error(txn, err);
     ps_hmap_put(&w->wc->series_cache, enc->data, enc->len, nid);
-    pend_add(&w->series_pending, pend_hash(enc->data, enc->len), nid); /* its series_hash entry: later */
+    pend_add(&w->series_pending, pend_key(h), nid); /* its series_hash entry: later */
     ps_series_state_t *ns = state_add(w, nid);
     ns->kind = (uint8_t)kind;
     ns->last_ts = INT64_MIN;
@@ -427,7 +439,7 @@ int ps_series_create_absent(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels
     ps_labels_encode(ls, &enc);
     int ret = cached_series(w, txn, &enc, sid, st, err);
     if (ret == 0)
-        ret = create_series(w, txn, ls, &enc, kind, sid, st, err);
+        ret = create_series(w, txn, ls, &enc, series_hash(enc.data, enc.len), kind, sid, st, err);
     ps_buf_dispose(&enc);
     return ret < 0 ? ret : 0;
 }
@@ -444,15 +456,15 @@ int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels
     }
     /* a series past the watermark: in the pending set (an entry of a transaction undone since, or
      * of a series deleted since, names a record without these labels) */
-    uint64_t cand;
-    if (pend_find(&w->series_pending, txn, &enc, &cand))
+    uint64_t cand, h = series_hash(enc.data, enc.len);
+    if (pend_find(&w->series_pending, txn, &enc, h, &cand))
         goto Found;
     if (txn->ret) {
         ret = ps_txn_error(txn, err);
         goto Exit;
     }
     uint8_t hk[8];
-    ps_series_hash_key(&enc, hk);
+    ps_enc_be64(hk, h);
     ps_cur_t cur;
     ps_cur_open(&cur, txn, DB_SERIES_HASH, "reading series index");
     for (bool on = ps_cur_find(&cur, hk, 8); on; on = ps_cur_next_dup(&cur)) {
@@ -471,7 +483,7 @@ int ps_series_get_or_create(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels
         ret = PS_ENOTFOUND;
         goto Exit;
     }
-    ret = create_series(w, txn, ls, &enc, kind, sid, st, err);
+    ret = create_series(w, txn, ls, &enc, h, kind, sid, st, err);
     goto Exit;
 Found:
     ps_hmap_put(&w->wc->series_cache, enc.data, enc.len, cand);
