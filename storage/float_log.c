@@ -24,14 +24,10 @@ void ps_flog_encode(const ps_flog_ent_t *e, size_t n, ps_buf_t *out)
         ps_put_uvarint(out, e[i].sid - prev);
         ps_put_uvarint(out, j - i);
         ps_put_varint(out, e[i].t);
-        uint8_t *b = ps_buf_reserve(out, 8);
-        ps_enc_be64(b, e[i].v);
-        out->len += 8;
+        ps_put_be64(out, e[i].v);
         for (size_t k = i + 1; k < j; k++) {
             ps_put_uvarint(out, (uint64_t)(e[k].t - e[k - 1].t));
-            b = ps_buf_reserve(out, 8);
-            ps_enc_be64(b, e[k].v);
-            out->len += 8;
+            ps_put_be64(out, e[k].v);
         }
         prev = e[i].sid;
         i = j;
@@ -48,7 +44,6 @@ int ps_flog_decode(const void *p, size_t len, ps_buf_t *out, uint64_t *bad_from,
                           PS_FLOG_REC_V1);
     ps_dec_t d;
     ps_dec_init(&d, b + 1, len - 1);
-    *bad_to = UINT64_MAX;
     uint64_t last = ps_dec_uvarint(&d), sid = 0;
     if (d.err)
         return ps_err_set(err, PS_ECORRUPT, "float log: bad last series at byte 1");

@@ -744,7 +744,7 @@ int ps_store_float_checkpoint(ps_store_writer_t *w, ps_err_t *err)
         w->flog_pending = false;
         return 0;
     }
-    if (ret == 0 && (ret = checkpoint_mark(w, &t, err)) == 0 && (ret = float_flush(w, &t, true, err)) == 0)
+    if (ret == 0 && (ret = float_flush(w, &t, true, err)) == 0) /* (it marks the logged series' heads) */
         ret = ps_txn_commit(&t, err, "committing a float log checkpoint");
     else
         ps_txn_abort(&t);
