@@ -314,6 +314,44 @@ bool ps_series_pending_full(const ps_store_writer_t *w);
 int ps_series_put_state(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, const ps_series_state_t *st, ps_err_t *err);
 int ps_series_delete(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_err_t *err);
 
+/* series.c: the postings of the series past W in a transaction's snapshot (schema 14: a merge writes
+ * them late, with their series_hash entries): {key, sid}, sorted by key then sid, the keys
+ * ("name 0x00 value", as DB_POSTINGS') in keys. Built once a transaction (cached on it: txn->pend).
+ * Their sids are all past W, so past every sid DB_POSTINGS holds of the series up to W: a reader
+ * appends them to a key's postings; some may be in DB_POSTINGS already (a merge cut short between
+ * its transactions, a store of schema 13): those are read once. */
+typedef struct ps_pend_post {
+    uint64_t pfx;      /* the key's first 8 bytes, big-endian, zero-padded (most compares end here) */
+    uint32_t off, len; /* the key: keys.data + off, len bytes (PS_PEND_DEAD set: its series deleted since) */
+    uint64_t sid;
+} ps_pend_post_t;
+#define PS_PEND_DEAD 0x80000000u
+typedef struct ps_pend_posts {
+    uint64_t w; /* W of the snapshot (UINT64_MAX: no watermark, nothing pending) */
+    ps_pend_post_t *e;
+    size_t n;
+    ps_buf_t keys;
+} ps_pend_posts_t;
+/* txn's pending postings (built at the first call; *out empty, n == 0, when nothing is past W) */
+int ps_pend_posts(ps_txn_t *txn, const ps_pend_posts_t **out, ps_err_t *err);
+/* the index of the first entry whose key is >= key (n if none) */
+size_t ps_pend_seek(const ps_pend_posts_t *p, const void *key, size_t klen);
+/* the entries [*lo, *hi) of key (empty: *lo == *hi) */
+void ps_pend_range(const ps_pend_posts_t *p, const void *key, size_t klen, size_t *lo, size_t *hi);
+static inline const char *ps_pend_key(const ps_pend_posts_t *p, size_t i, size_t *len)
+{
+    *len = p->e[i].len & ~PS_PEND_DEAD;
+    return (const char *)p->keys.data + p->e[i].off;
+}
+static inline bool ps_pend_dead(const ps_pend_posts_t *p, size_t i)
+{
+    return (p->e[i].len & PS_PEND_DEAD) != 0;
+}
+/* the end of the entries of entry i's key */
+size_t ps_pend_key_end(const ps_pend_posts_t *p, size_t i);
+/* whether entries [lo, hi) (one key's) hold a live series other than sid (0: any) */
+bool ps_pend_any(const ps_pend_posts_t *p, size_t lo, size_t hi, uint64_t but);
+
 /* head.c: head record = enc(1) duration(varint) period(varint) total(varint) n(uvarint)
  * then n x (node delta uvarint, value zigzag varint) */
 void ps_head_encode(int64_t duration, int64_t period, const uint64_t *nodes, const int64_t *values, uint32_t n,
@@ -470,7 +508,7 @@ bool ps_ltimes_rec_decode(const MDB_val *v, int64_t *first, int64_t *last);
 int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err);
 /* a series deleted: the record of its value key[0..n) (name nlen bytes) goes when no series has
  * that value any more, the name's with its last value */
-int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, ps_err_t *err);
+int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, uint64_t sid, ps_err_t *err);
 /* retention deleted the data before cutoff: DB_INFO "ltcut" raised to it */
 int ps_ltimes_cut(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
 /* the upgrade to schema 10: every series' first and last time noted */

@@ -107,7 +107,7 @@ int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *k
     return ret < 0 ? ret : 0;
 }
 
-int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, ps_err_t *err)
+int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, uint64_t sid, ps_err_t *err)
 {
     ps_cur_t cur;
     if (!ps_cur_open(&cur, txn, DB_POSTINGS, "deleting label times"))
@@ -116,6 +116,15 @@ int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, ps_e
     ps_cur_close(&cur);
     if (left || txn->ret)
         return ps_txn_error(txn, err);
+    /* or a series past W (its postings not written yet) other than sid */
+    const ps_pend_posts_t *pp;
+    size_t lo, hi;
+    int ret = ps_pend_posts(txn, &pp, err);
+    if (ret)
+        return ret;
+    ps_pend_range(pp, key, n, &lo, &hi);
+    if (ps_pend_any(pp, lo, hi, sid))
+        return 0;
     ps_txn_del(txn, DB_LTIMES, key, n, NULL, 0, "deleting label times"); /* (none: it never had data) */
     /* the name's record goes with its last value's */
     if (!ps_cur_open(&cur, txn, DB_LTIMES, "deleting label times"))
@@ -313,6 +322,15 @@ static int look(lt_walk_t *w, const MDB_val *key, size_t nlen)
     }
     if (yes == 0 && w->r->txn.ret)
         return ps_txn_error(&w->r->txn, w->err);
+    /* then the series past W (postings not written yet) */
+    const ps_pend_posts_t *pp;
+    size_t lo, hi;
+    if (yes == 0 && (yes = ps_pend_posts(&w->r->txn, &pp, w->err)) == 0) {
+        ps_pend_range(pp, key->mv_data, key->mv_size, &lo, &hi);
+        for (size_t i = lo; i < hi && yes == 0; i++)
+            if (!ps_pend_dead(pp, i))
+                yes = w->pred(w->ctx, pp->e[i].sid);
+    }
     return yes;
 }
 

@@ -166,22 +166,53 @@ static int postings_close(ps_reader_t *r, ps_cur_t *cur, ps_buf_t *key, int ret,
     return ret;
 }
 
+/* The pending postings of txn (ps_pend_posts: the series past W, their postings written later) and
+ * the entries [*lo, *hi) of the key name 0x00 value among them. */
+static int pend_of(ps_reader_t *r, const ps_buf_t *key, const ps_pend_posts_t **pp, size_t *lo, size_t *hi,
+                   ps_err_t *err)
+{
+    int ret = ps_pend_posts(&r->txn, pp, err);
+    if (ret == 0)
+        ps_pend_range(*pp, key->data, key->len, lo, hi);
+    return ret;
+}
+
+/* cb on the live pending entries [*lo, hi) up to sid below (not on one equal to it: read from
+ * DB_POSTINGS already); *lo moves past them */
+static int pend_emit(const ps_pend_posts_t *pp, size_t *lo, size_t hi, uint64_t below, int (*cb)(void *ctx, uint64_t sid),
+                     void *ctx)
+{
+    int ret = 0;
+    for (; *lo < hi && pp->e[*lo].sid <= below && ret == 0; ++*lo)
+        if (!ps_pend_dead(pp, *lo) && pp->e[*lo].sid != below)
+            ret = cb(ctx, pp->e[*lo].sid);
+    return ret;
+}
+
 int ps_reader_postings(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
                        int (*cb)(void *ctx, uint64_t sid), void *ctx, ps_err_t *err)
 {
     ps_buf_t key = PS_BUF_INIT;
     ps_cur_t cur;
-    int ret = 0;
+    const ps_pend_posts_t *pp = NULL;
+    size_t lo = 0, hi = 0;
     if (!postings_open(r, name, nlen, value, vlen, &key, &cur))
         return ps_txn_error(&r->txn, err);
-    for (bool on = ps_cur_find(&cur, key.data, key.len); on && ret == 0; on = ret == 0 && ps_cur_next_dup(&cur)) {
+    int ret = pend_of(r, &key, &pp, &lo, &hi, err);
+    for (bool on = ret == 0 && ps_cur_find(&cur, key.data, key.len); on && ret == 0;
+         on = ret == 0 && ps_cur_next_dup(&cur)) {
         MDB_val d = cur.v;
         if (d.mv_size != 8) {
             ret = ps_err_set(err, PS_ECORRUPT, "postings of %.*s: entry of %zu bytes", (int)nlen, name, d.mv_size);
             break;
         }
-        ret = cb(ctx, ps_get_be64(d.mv_data));
+        /* (the pending sids are past W, past every sid of DB_POSTINGS but those a merge wrote) */
+        uint64_t sid = ps_get_be64(d.mv_data);
+        if ((ret = pend_emit(pp, &lo, hi, sid, cb, ctx)) == 0)
+            ret = cb(ctx, sid);
     }
+    if (ret == 0 && r->txn.ret == 0)
+        ret = pend_emit(pp, &lo, hi, UINT64_MAX, cb, ctx);
     return postings_close(r, &cur, &key, ret, err);
 }
 
@@ -190,18 +221,62 @@ int ps_reader_postings_count(ps_reader_t *r, const char *name, size_t nlen, cons
 {
     ps_buf_t key = PS_BUF_INIT;
     ps_cur_t cur;
+    const ps_pend_posts_t *pp = NULL;
+    size_t lo = 0, hi = 0;
     *count = 0;
     if (!postings_open(r, name, nlen, value, vlen, &key, &cur))
         return ps_txn_error(&r->txn, err);
-    int ret = 0;
-    if (ps_cur_find(&cur, key.data, key.len)) {
+    int ret = pend_of(r, &key, &pp, &lo, &hi, err);
+    bool any = ret == 0 && ps_cur_find(&cur, key.data, key.len);
+    if (any) {
         size_t n = 0;
         int rc = mdb_cursor_count(cur.c, &n);
         if (rc != 0)
             ret = ps_lmdb_err(err, rc, "counting postings");
         *count = (size_t)n;
     }
+    /* the pending ones, but those in DB_POSTINGS already (then its last sid is past W) */
+    bool past_w = false;
+    if (ret == 0 && any && lo < hi) {
+        MDB_val k = ps_mval(key.data, key.len), d;
+        int rc = mdb_cursor_get(cur.c, &k, &d, MDB_LAST_DUP);
+        if (rc != 0)
+            ret = ps_lmdb_err(err, rc, "counting postings");
+        else
+            past_w = d.mv_size == 8 && ps_get_be64(d.mv_data) > pp->w;
+    }
+    for (size_t i = lo; i < hi && ret == 0; i++) {
+        if (ps_pend_dead(pp, i))
+            continue;
+        if (past_w) {
+            uint8_t b[8];
+            ps_enc_be64(b, pp->e[i].sid);
+            MDB_val k = ps_mval(key.data, key.len), d = ps_mval(b, 8);
+            int rc = mdb_cursor_get(cur.c, &k, &d, MDB_GET_BOTH);
+            if (rc == 0)
+                continue;
+            if (rc != MDB_NOTFOUND) {
+                ret = ps_lmdb_err(err, rc, "counting postings");
+                break;
+            }
+        }
+        ++*count;
+    }
     return postings_close(r, &cur, &key, ret, err);
+}
+
+/* whether the pending entries [lo, hi) (sid ascending) hold sid, live */
+static bool pend_has(const ps_pend_posts_t *pp, size_t lo, size_t hi, uint64_t sid)
+{
+    size_t end = hi;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pp->e[mid].sid < sid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < end && pp->e[lo].sid == sid && !ps_pend_dead(pp, lo);
 }
 
 int ps_reader_postings_filter(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
@@ -209,21 +284,24 @@ int ps_reader_postings_filter(ps_reader_t *r, const char *name, size_t nlen, con
 {
     ps_buf_t key = PS_BUF_INIT;
     ps_cur_t cur;
+    const ps_pend_posts_t *pp = NULL;
+    size_t lo = 0, hi = 0;
     if (!postings_open(r, name, nlen, value, vlen, &key, &cur))
         return ps_txn_error(&r->txn, err);
-    int ret = 0;
+    int ret = pend_of(r, &key, &pp, &lo, &hi, err);
     size_t k = 0;
     for (size_t i = 0; i < *n && ret == 0; i++) {
         uint8_t d[8];
         ps_enc_be64(d, ids[i]);
         MDB_val kv = ps_mval(key.data, key.len), dv = ps_mval(d, 8);
         int rc = mdb_cursor_get(cur.c, &kv, &dv, MDB_GET_BOTH);
-        if (rc == 0)
+        if (rc == 0 || (rc == MDB_NOTFOUND && pend_has(pp, lo, hi, ids[i])))
             ids[k++] = ids[i];
         else if (rc != MDB_NOTFOUND)
             ret = ps_lmdb_err(err, rc, "reading postings");
     }
-    *n = k;
+    if (ret == 0)
+        *n = k;
     return postings_close(r, &cur, &key, ret, err);
 }
 
@@ -233,6 +311,28 @@ int ps_reader_label_values(ps_reader_t *r, const char *name, size_t nlen,
     return ps_reader_label_values_where(r, name, nlen, NULL, cb, ctx, err);
 }
 
+/* The next pending key from entry *i on that starts with prefix and has a live series: true with
+ * [*i, *end) its entries; false when there is none. */
+static bool pend_next_key(const ps_pend_posts_t *pp, size_t *i, size_t *end, const void *prefix, size_t plen)
+{
+    for (; *i < pp->n; *i = *end) {
+        size_t len;
+        const char *k = ps_pend_key(pp, *i, &len);
+        if (len < plen || memcmp(k, prefix, plen) != 0)
+            return false;
+        *end = ps_pend_key_end(pp, *i);
+        if (ps_pend_any(pp, *i, *end, 0))
+            return true;
+    }
+    return false;
+}
+
+static int cmp_bytes(const void *a, size_t an, const void *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c != 0 ? c : (an > bn) - (an < bn);
+}
+
 int ps_reader_label_values_where(ps_reader_t *r, const char *name, size_t nlen, int (*pred)(void *ctx, uint64_t sid),
                                  int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err)
 {
@@ -240,16 +340,23 @@ int ps_reader_label_values_where(ps_reader_t *r, const char *name, size_t nlen, 
     ps_buf_append(&key, name, nlen);
     ps_buf_putc(&key, 0);
     ps_cur_t cur;
-    int ret = 0;
-    if (!ps_cur_open(&cur, &r->txn, DB_POSTINGS, "reading label values")) {
+    const ps_pend_posts_t *pp;
+    int ret = ps_pend_posts(&r->txn, &pp, err);
+    if (ret != 0 || !ps_cur_open(&cur, &r->txn, DB_POSTINGS, "reading label values")) {
         ps_buf_dispose(&key);
-        return ps_txn_error(&r->txn, err);
+        return ret ? ret : ps_txn_error(&r->txn, err);
     }
-    bool on = ps_cur_seek(&cur, key.data, key.len);
-    while (on && ps_cur_key_starts(&cur, key.data, nlen + 1)) {
+    /* the values of DB_POSTINGS and of the pending postings, merged in key order */
+    size_t pi = ps_pend_seek(pp, key.data, key.len), pe = pi;
+    bool pon = pend_next_key(pp, &pi, &pe, key.data, key.len);
+    bool on = ps_cur_seek(&cur, key.data, key.len) && ps_cur_key_starts(&cur, key.data, nlen + 1);
+    while (on || pon) {
+        size_t plen = 0;
+        const char *pk = pon ? ps_pend_key(pp, pi, &plen) : NULL;
+        int c = !on ? 1 : !pon ? -1 : cmp_bytes(cur.k.mv_data, cur.k.mv_size, pk, plen);
         /* the value's series in turn, up to the first that pred takes (every value without pred) */
         int yes = pred == NULL;
-        while (yes == 0) {
+        while (c <= 0 && yes == 0) {
             if (cur.v.mv_size != 8) {
                 ret = ps_err_set(err, PS_ECORRUPT, "postings of %.*s: entry of %zu bytes", (int)nlen, name,
                                  cur.v.mv_size);
@@ -259,13 +366,22 @@ int ps_reader_label_values_where(ps_reader_t *r, const char *name, size_t nlen, 
             if (yes == 0 && !ps_cur_next_dup(&cur))
                 break;
         }
+        for (size_t i = pi; c >= 0 && i < pe && yes == 0 && ret == 0; i++)
+            if (!ps_pend_dead(pp, i))
+                yes = pred(ctx, pp->e[i].sid);
         if (ret == 0 && yes < 0)
             ret = yes;
         if (ret == 0 && yes > 0)
-            ret = cb(ctx, (const char *)cur.k.mv_data + nlen + 1, cur.k.mv_size - nlen - 1);
+            ret = c <= 0 ? cb(ctx, (const char *)cur.k.mv_data + nlen + 1, cur.k.mv_size - nlen - 1)
+                         : cb(ctx, pk + nlen + 1, plen - nlen - 1);
         if (ret != 0 || r->txn.ret)
             break;
-        on = ps_cur_next_nodup(&cur);
+        if (c <= 0)
+            on = ps_cur_next_nodup(&cur) && ps_cur_key_starts(&cur, key.data, nlen + 1);
+        if (c >= 0) {
+            pi = pe;
+            pon = pend_next_key(pp, &pi, &pe, key.data, key.len);
+        }
     }
     ps_cur_close(&cur);
     ps_buf_dispose(&key);
@@ -274,25 +390,42 @@ int ps_reader_label_values_where(ps_reader_t *r, const char *name, size_t nlen, 
     return ret;
 }
 
+/* the length of key's name (up to its 0x00) */
+static size_t name_len(const void *key, size_t n)
+{
+    const char *z = memchr(key, 0, n);
+    return z ? (size_t)(z - (const char *)key) : n;
+}
+
 int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err)
 {
     ps_cur_t cur;
-    int ret = 0;
-    if (!ps_cur_open(&cur, &r->txn, DB_POSTINGS, "reading label names"))
-        return ps_txn_error(&r->txn, err);
+    const ps_pend_posts_t *pp;
+    int ret = ps_pend_posts(&r->txn, &pp, err);
+    if (ret != 0 || !ps_cur_open(&cur, &r->txn, DB_POSTINGS, "reading label names"))
+        return ret ? ret : ps_txn_error(&r->txn, err);
     ps_buf_t next = PS_BUF_INIT;
+    /* the names of DB_POSTINGS and of the pending postings (those with a live series), merged */
+    size_t pi = 0, pe = 0;
+    bool pon = pend_next_key(pp, &pi, &pe, "", 0);
     bool on = ps_cur_first(&cur);
-    while (on) {
-        MDB_val k = cur.k;
-        const char *z = memchr(k.mv_data, 0, k.mv_size);
-        size_t nl = z ? (size_t)(z - (const char *)k.mv_data) : k.mv_size;
-        if ((ret = cb(ctx, k.mv_data, nl)) != 0)
+    while (on || pon) {
+        size_t plen = 0, nl = on ? name_len(cur.k.mv_data, cur.k.mv_size) : 0;
+        const char *pk = pon ? ps_pend_key(pp, pi, &plen) : NULL;
+        size_t pnl = pon ? name_len(pk, plen) : 0;
+        int c = !on ? 1 : !pon ? -1 : cmp_bytes(cur.k.mv_data, nl, pk, pnl);
+        if ((ret = c <= 0 ? cb(ctx, cur.k.mv_data, nl) : cb(ctx, pk, pnl)) != 0)
             break;
         /* jump past every value of this name: name 0x01 sorts after name 0x00 anything */
         ps_buf_reset(&next);
-        ps_buf_append(&next, k.mv_data, nl);
+        ps_buf_append(&next, c <= 0 ? cur.k.mv_data : (const void *)pk, c <= 0 ? nl : pnl);
         ps_buf_putc(&next, 1);
-        on = ps_cur_seek(&cur, next.data, next.len);
+        if (c <= 0)
+            on = ps_cur_seek(&cur, next.data, next.len);
+        if (c >= 0) {
+            pi = ps_pend_seek(pp, next.data, next.len);
+            pon = pend_next_key(pp, &pi, &pe, "", 0);
+        }
     }
     ps_cur_close(&cur);
     ps_buf_dispose(&next);

@@ -14,6 +14,10 @@
  * hash space, when they reach opts.series_pending_max and at each compaction (ps_series_index_now): a commit of new series
  * then writes their records, not a random series_hash leaf each. A reader's look-up by labels
  * scans the records past W of its snapshot.
+ *
+ * Postings late too (schema 14): a new series' postings entries are written by the same merge, sorted
+ * by key through one cursor, before W passes it; a reader appends the postings of the records past
+ * W of its snapshot (ps_pend_posts, built once a transaction) to DB_POSTINGS'.
  */
 #include <stdlib.h>
 
@@ -170,6 +174,197 @@ int ps_series_w_write(ps_txn_t *txn, uint64_t wm, ps_err_t *err)
                                                                                                  : ps_txn_error(txn, err);
 }
 
+/* ---- the postings of the series past W (ps_pend_posts_t) ---- */
+
+static void pend_posts_free(void *p)
+{
+    ps_pend_posts_t *pp = p;
+    free(pp->e);
+    ps_buf_dispose(&pp->keys);
+    free(pp);
+}
+
+static int pend_cmp(const ps_pend_post_t *x, const ps_pend_post_t *y, const uint8_t *keys)
+{
+    if (x->pfx != y->pfx)
+        return x->pfx < y->pfx ? -1 : 1;
+    uint32_t xl = x->len & ~PS_PEND_DEAD, yl = y->len & ~PS_PEND_DEAD;
+    if (xl > 8 && yl > 8) {
+        int c = memcmp(keys + x->off + 8, keys + y->off + 8, (xl < yl ? xl : yl) - 8);
+        if (c != 0)
+            return c;
+    }
+    if (xl != yl)
+        return xl < yl ? -1 : 1;
+    return (x->sid > y->sid) - (x->sid < y->sid);
+}
+
+static int pend_qcmp(const void *a, const void *b, void *keys)
+{
+    return pend_cmp(a, b, keys);
+}
+
+static uint64_t key_pfx(const void *key, size_t n)
+{
+    uint8_t b[8] = {0};
+    memcpy(b, key, n < 8 ? n : 8);
+    return ps_get_be64(b);
+}
+
+/* The postings of the records past W in txn into p (n == 0 when none). */
+static int pend_posts_build(ps_txn_t *txn, ps_pend_posts_t *p, ps_err_t *err)
+{
+    int ret = ps_series_w_read(txn, &p->w, err);
+    if (ret != 0 || p->w == UINT64_MAX)
+        return ret;
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, txn, DB_SERIES, "reading pending series"))
+        return ps_txn_error(txn, err);
+    uint8_t kb[8];
+    ps_enc_be64(kb, p->w + 1);
+    size_t cap = 0;
+    ps_arena_t a = PS_ARENA_INIT;
+    for (bool on = ps_cur_seek(&cur, kb, 8); on; on = ps_cur_next(&cur)) {
+        ps_series_rec_t r;
+        ps_labels_t ls;
+        ps_arena_reset(&a);
+        if (cur.k.mv_size != 8 || ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &r) != 0 ||
+            ps_labels_decode(r.labels, r.labels_len, &a, &ls) != 0) {
+            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record",
+                             cur.k.mv_size == 8 ? (unsigned long long)ps_get_be64(cur.k.mv_data) : 0ull);
+            break;
+        }
+        uint64_t sid = ps_get_be64(cur.k.mv_data);
+        for (uint32_t i = 0; i < ls.n; i++) {
+            if (p->n == cap) {
+                cap = cap ? cap * 2 : 1024;
+                p->e = ps_xrealloc(p->e, cap * sizeof(*p->e));
+            }
+            const ps_label_pair_t *lp = &ls.pairs[i];
+            uint32_t off = (uint32_t)p->keys.len;
+            ps_buf_append(&p->keys, lp->name, lp->nlen);
+            ps_buf_putc(&p->keys, 0);
+            ps_buf_append(&p->keys, lp->value, lp->vlen);
+            ps_pend_post_t *e = &p->e[p->n++];
+            e->off = off;
+            e->len = (uint32_t)(p->keys.len - off);
+            e->pfx = key_pfx(p->keys.data + off, e->len);
+            e->sid = sid;
+        }
+    }
+    ps_cur_close(&cur);
+    ps_arena_dispose(&a);
+    if (ret == 0 && p->n > 1)
+        qsort_r(p->e, p->n, sizeof(*p->e), pend_qcmp, p->keys.data);
+    return ret ? ret : ps_txn_error(txn, err);
+}
+
+int ps_pend_posts(ps_txn_t *txn, const ps_pend_posts_t **out, ps_err_t *err)
+{
+    if (txn->pend == NULL) {
+        ps_pend_posts_t *p = ps_xcalloc(1, sizeof(*p));
+        int ret = pend_posts_build(txn, p, err);
+        if (ret) {
+            pend_posts_free(p);
+            return ret;
+        }
+        txn->pend = p;
+        txn->pend_free = pend_posts_free;
+    }
+    *out = txn->pend;
+    return 0;
+}
+
+/* the first entry >= {key, sid} */
+static size_t pend_lower(const ps_pend_posts_t *p, const void *key, size_t klen, uint64_t sid)
+{
+    ps_pend_post_t k = {key_pfx(key, klen), 0, (uint32_t)klen, sid};
+    size_t lo = 0, hi = p->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const ps_pend_post_t *e = &p->e[mid];
+        /* pend_cmp with the key's bytes where they are */
+        int c;
+        if (e->pfx != k.pfx) {
+            c = e->pfx < k.pfx ? -1 : 1;
+        } else {
+            size_t el = e->len & ~PS_PEND_DEAD;
+            size_t m = el < klen ? el : klen;
+            c = m > 8 ? memcmp(p->keys.data + e->off + 8, (const uint8_t *)key + 8, m - 8) : 0;
+            if (c == 0 && el != klen)
+                c = el < klen ? -1 : 1;
+            if (c == 0)
+                c = (e->sid > sid) - (e->sid < sid);
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+size_t ps_pend_seek(const ps_pend_posts_t *p, const void *key, size_t klen)
+{
+    return p->n ? pend_lower(p, key, klen, 0) : 0;
+}
+
+size_t ps_pend_key_end(const ps_pend_posts_t *p, size_t i)
+{
+    size_t len, l2;
+    const char *k = ps_pend_key(p, i, &len);
+    size_t j = i + 1;
+    while (j < p->n) {
+        const char *k2 = ps_pend_key(p, j, &l2);
+        if (p->e[j].pfx != p->e[i].pfx || l2 != len || memcmp(k, k2, len) != 0)
+            break;
+        j++;
+    }
+    return j;
+}
+
+void ps_pend_range(const ps_pend_posts_t *p, const void *key, size_t klen, size_t *lo, size_t *hi)
+{
+    *lo = *hi = ps_pend_seek(p, key, klen);
+    if (*lo < p->n) {
+        size_t len;
+        const char *k = ps_pend_key(p, *lo, &len);
+        if (len == klen && memcmp(k, key, klen) == 0)
+            *hi = ps_pend_key_end(p, *lo);
+    }
+}
+
+bool ps_pend_any(const ps_pend_posts_t *p, size_t lo, size_t hi, uint64_t but)
+{
+    for (size_t i = lo; i < hi; i++)
+        if (!ps_pend_dead(p, i) && p->e[i].sid != but)
+            return true;
+    return false;
+}
+
+/* Series sid (labels ls) deleted in txn: its entries in txn's pending postings, if any, are dead. */
+static int pend_posts_kill(ps_txn_t *txn, uint64_t sid, const ps_labels_t *ls, ps_err_t *err)
+{
+    uint64_t wm;
+    int ret = 0;
+    if (txn->pend == NULL && ((ret = ps_series_w_read(txn, &wm, err)) != 0 || wm == UINT64_MAX || sid <= wm))
+        return ret; /* built later, from records without sid's, or sid has its postings in DB_POSTINGS */
+    const ps_pend_posts_t *cp;
+    if ((ret = ps_pend_posts(txn, &cp, err)) != 0)
+        return ret;
+    ps_pend_posts_t *p = txn->pend;
+    ps_buf_t key = PS_BUF_INIT;
+    for (uint32_t i = 0; i < ls->n; i++) {
+        ps_posting_key(&key, &ls->pairs[i]);
+        size_t at = pend_lower(p, key.data, key.len, sid);
+        if (at < p->n && p->e[at].sid == sid && (p->e[at].len & ~PS_PEND_DEAD) == key.len &&
+            memcmp(p->keys.data + p->e[at].off, key.data, key.len) == 0)
+            p->e[at].len |= PS_PEND_DEAD;
+    }
+    ps_buf_dispose(&key);
+    return 0;
+}
+
 /* ---- the pending set (ps_pending_t) ---- */
 
 /* a slot's key: the series hash, 0 (the empty slot's) kept as 1 */
@@ -293,9 +488,9 @@ static uint32_t slice_of(uint64_t h, uint32_t nslices)
 }
 
 /* The series_hash entries e[0..n) (sorted by key: each leaf of the index written once, however
- * many of them land in it), in txn; the last slice's transaction also raises W to the last sid
- * given. An entry there already (a merge cut short between its slices) is left as it is. */
-static int index_slice(ps_store_writer_t *w, ps_txn_t *txn, const hash_sid_t *e, size_t n, bool last, ps_err_t *err)
+ * many of them land in it), in txn. An entry there already (a merge cut short between its
+ * transactions) is left as it is. */
+static int index_slice(ps_txn_t *txn, const hash_sid_t *e, size_t n, ps_err_t *err)
 {
     int ret = 0;
     for (size_t i = 0; i < n && ret == 0; i++) {
@@ -307,11 +502,33 @@ static int index_slice(ps_store_writer_t *w, ps_txn_t *txn, const hash_sid_t *e,
         if (rc != 0 && rc != MDB_KEYEXIST && ps_txn_fail(txn, rc, "writing series index") != 0)
             ret = ps_txn_error(txn, err);
     }
-    if (ret == 0 && last && (ret = ps_series_w_write(txn, w->next.series - 1, err)) == 0) {
-        w->series_w_new = w->next.series - 1;
-        w->series_w_merged = true;
-    }
     return ret;
+}
+
+/* The postings entries p->e[from, to) (sorted by key, then sid: each leaf written once), in txn
+ * through one cursor; one there already (a merge cut short, a store of schema 13) is left. */
+static int postings_slice(ps_txn_t *txn, const ps_pend_posts_t *p, size_t from, size_t to, ps_err_t *err)
+{
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn->txn, txn->s->dbi[DB_POSTINGS], &c);
+    if (rc != 0) {
+        ps_txn_fail(txn, rc, "writing postings");
+        return ps_txn_error(txn, err);
+    }
+    for (size_t i = from; i < to && rc == 0; i++) {
+        size_t len;
+        const char *k = ps_pend_key(p, i, &len);
+        uint8_t ib[8];
+        ps_enc_be64(ib, p->e[i].sid);
+        MDB_val key = ps_mval(k, len), val = ps_mval(ib, 8);
+        rc = mdb_cursor_put(c, &key, &val, MDB_NODUPDATA);
+        if (rc == MDB_KEYEXIST)
+            rc = 0;
+    }
+    mdb_cursor_close(c);
+    if (rc != 0)
+        ps_txn_fail(txn, rc, "writing postings");
+    return ps_txn_error(txn, err);
 }
 
 static void pending_done(ps_store_writer_t *w, bool committed)
@@ -329,42 +546,65 @@ int ps_series_index_now(ps_store_writer_t *w, ps_err_t *err)
 {
     if (w->series_pending.count == 0 && w->next.series - 1 <= w->series_w)
         return 0;
-    /* the pending records read once, sorted by key, then written in slices of the hash space, a
-     * transaction each, a slice per series_pending_max / 2 entries of the index (32,768: some 200
-     * to 400 leaves), so that one transaction's dirty pages stay few (LMDB keeps the malloc'd pages
-     * of its largest transaction for the next ones: a slice of 131,072 entries left some 10 MiB).
-     * Nothing else writes between them: the writer thread runs them one after another. */
+    /* the pending records read once, their series_hash entries sorted by key and written in slices
+     * of the hash space, then their postings entries sorted by key in pieces, a transaction each
+     * of series_pending_max / 2 entries (32,768: some 200 to 400 leaves), so that one
+     * transaction's dirty pages stay few (LMDB keeps the malloc'd pages of its largest transaction
+     * for the next ones: a slice of 131,072 entries left some 10 MiB). The last transaction also
+     * raises W. Nothing else writes between them: the writer thread runs them one after another. */
     hash_sid_t *e = NULL;
     size_t n = 0;
+    ps_pend_posts_t *pp = NULL;
     uint32_t nslices = 1;
+    size_t per = (pending_max(w) + 1) / 2;
     ps_txn_t txn;
     int ret = ps_txn_begin(&txn, w->s, PS_TXN_READ, err, "reading pending series");
     if (ret == 0) {
         MDB_stat st;
         if (ps_txn_stat(&txn, DB_SERIES_HASH, &st)) {
-            uint64_t want = 1 + st.ms_entries / ((pending_max(w) + 1) / 2);
+            uint64_t want = 1 + st.ms_entries / per;
             nslices = want < 256 ? (uint32_t)want : 256;
         }
-        ret = pending_records(w, &txn, &e, &n, err);
+        const ps_pend_posts_t *cp;
+        if ((ret = pending_records(w, &txn, &e, &n, err)) == 0 && (ret = ps_pend_posts(&txn, &cp, err)) == 0) {
+            pp = txn.pend; /* kept past the transaction: its keys are copies */
+            txn.pend = NULL;
+        }
         ps_txn_abort(&txn);
     }
     if (ret == 0 && n > 1)
         qsort(e, n, sizeof(*e), cmp_hash_sid);
-    /* slice k is e[i, j): slice_of grows with the key */
-    for (size_t k = 0, i = 0, j; k < nslices && ret == 0; k++, i = j) {
-        for (j = i; j < n && slice_of(e[j].h, nslices) == k; j++)
-            ;
-        bool last = k == nslices - 1;
-        if (j == i && !last)
-            continue;
+    size_t npieces = pp ? (pp->n + per - 1) / per : 0;
+    /* step k < nslices: hash slice k, e[i, j) (slice_of grows with the key); then the postings'
+     * pieces; an empty step is skipped but for the last */
+    size_t nsteps = nslices + npieces;
+    for (size_t k = 0, i = 0, j = 0; k < nsteps && ret == 0; k++, i = j) {
+        bool last = k == nsteps - 1;
+        size_t from = 0, to = 0;
+        if (k < nslices) {
+            for (j = i; j < n && slice_of(e[j].h, nslices) == k; j++)
+                ;
+            if (j == i && !last)
+                continue;
+        } else {
+            from = (k - nslices) * per;
+            to = from + per < pp->n ? from + per : pp->n;
+        }
         if ((ret = ps_txn_begin(&txn, w->s, PS_TXN_WRITE, err, "starting series index transaction")) != 0)
             break;
         txn.defer_sync = w->defer_sync; /* the writer's own writes' durability (W goes with the entries) */
-        if ((ret = index_slice(w, &txn, e + i, j - i, last, err)) == 0)
+        ret = k < nslices ? index_slice(&txn, e + i, j - i, err) : postings_slice(&txn, pp, from, to, err);
+        if (ret == 0 && last && (ret = ps_series_w_write(&txn, w->next.series - 1, err)) == 0) {
+            w->series_w_new = w->next.series - 1;
+            w->series_w_merged = true;
+        }
+        if (ret == 0)
             ret = ps_txn_commit(&txn, err, "committing series index");
         ps_txn_abort(&txn);
     }
     free(e);
+    if (pp)
+        pend_posts_free(pp);
     pending_done(w, ret == 0);
     return ret;
 }
@@ -382,8 +622,8 @@ void ps_posting_key(ps_buf_t *b, const ps_label_pair_t *p)
     ps_buf_append(b, p->value, p->vlen);
 }
 
-/* A new series of labels ls (encoded: enc, series hash h): record and postings; pending for the
- * hash index. */
+/* A new series of labels ls (encoded: enc, series hash h): its record; pending for the hash index
+ * and the postings. */
 static int create_series(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t *ls, const ps_buf_t *enc, uint64_t h,
                          ps_series_kind_t kind, uint64_t *sid, ps_series_state_t **st,
                          ps_err_t *err)
@@ -391,16 +631,12 @@ static int create_series(ps_store_writer_t *w, ps_txn_t *txn, const ps_labels_t 
     uint64_t nid = w->next.series++;
     uint8_t ib[8];
     ps_enc_be64(ib, nid);
-    ps_buf_t rec = PS_BUF_INIT, pk = PS_BUF_INIT;
+    ps_buf_t rec = PS_BUF_INIT;
     ps_series_rec_t r = {(uint8_t)kind, INT64_MIN, INT64_MIN, INT64_MIN, 0, enc->data, enc->len};
     ps_series_rec_encode(&r, &rec);
     ps_txn_put(txn, DB_SERIES, ib, 8, rec.data, rec.len, MDB_APPEND, "writing series record");
     ps_buf_dispose(&rec);
-    for (uint32_t i = 0; i < ls->n; i++) {
-        ps_posting_key(&pk, &ls->pairs[i]);
-        ps_txn_put(txn, DB_POSTINGS, pk.data, pk.len, ib, 8, 0, "writing postings");
-    }
-    ps_buf_dispose(&pk);
+    ps_txn_pend_drop(txn); /* a record past W more: its postings are the merge's */
     if (txn->ret)
         return ps_txn_error(txn, err);
     ps_hmap_put(&w->wc->series_cache, enc->data, enc->len, nid);
@@ -515,10 +751,13 @@ int ps_series_delete(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_err_t
         ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged labels", (unsigned long long)sid);
         goto Exit;
     }
+    /* (a series past W has its postings in txn's pending postings: none in DB_POSTINGS, unless a
+     * merge cut short or a store of schema 13 wrote them) */
+    ret = pend_posts_kill(txn, sid, &ls, err);
     for (uint32_t i = 0; i < ls.n && ret == 0; i++) {
         ps_posting_key(&pk, &ls.pairs[i]);
         ps_txn_del(txn, DB_POSTINGS, pk.data, pk.len, ib, 8, "deleting postings");
-        ret = ps_ltimes_forget(txn, pk.data, pk.len, ls.pairs[i].nlen, err);
+        ret = ps_ltimes_forget(txn, pk.data, pk.len, ls.pairs[i].nlen, sid, err);
     }
     if (ret)
         goto Exit;

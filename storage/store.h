@@ -20,14 +20,14 @@
 #include "core/mem.h"
 #include "core/profile.h"
 
-#define PS_SCHEMA_VERSION 13 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
+#define PS_SCHEMA_VERSION 14 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
                               * fprefix; 4: closed float chunks dense (06, 07); 5: span index, profile
                               * ids; 6: counts of frames without symbols (unsym); 7: profile chunks
                               * packed (encoding 8, zstd); 8: rollups; 9: chunks that refer to a
                               * twin (encoding 9); 10: the label index's times (ltimes); 11: padded
                               * float heads (fhead 0a); 12: the float sample log (flog); 13: series
-                              * indexed late (info "seriesw"); a version 1-12 directory is upgraded
-                              * at open */
+                              * indexed late (info "seriesw"); 14: their postings late too; a
+                              * version 1-13 directory is upgraded at open */
 
 typedef struct ps_store ps_store_t;
 /* The store's writer: what the writing thread keeps between transactions (caches, id counters). */

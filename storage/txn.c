@@ -54,6 +54,8 @@ static void txn_init(ps_txn_t *t, ps_store_t *s, bool read)
     t->defer_sync = false;
     t->aux = NULL;
     t->aux_free = NULL;
+    t->pend = NULL;
+    t->pend_free = NULL;
     ps_err_clear(&t->err);
 }
 
@@ -62,6 +64,13 @@ void ps_txn_aux_drop(ps_txn_t *t)
     if (t->aux != NULL && t->aux_free != NULL)
         t->aux_free(t->aux);
     t->aux = NULL;
+}
+
+void ps_txn_pend_drop(ps_txn_t *t)
+{
+    if (t->pend != NULL && t->pend_free != NULL)
+        t->pend_free(t->pend);
+    t->pend = NULL;
 }
 
 
@@ -94,6 +103,7 @@ int ps_txn_commit(ps_txn_t *t, ps_err_t *err, const char *what)
         return ps_txn_error(t, err);
     }
     ps_txn_aux_drop(t);
+    ps_txn_pend_drop(t);
     size_t id = t->read ? 0 : mdb_txn_id(t->txn);
     int rc = mdb_txn_commit(t->txn);
     t->txn = NULL;
@@ -134,6 +144,7 @@ int ps_store_sync(ps_store_t *s, uint64_t id, ps_err_t *err)
 void ps_txn_abort(ps_txn_t *t)
 {
     ps_txn_aux_drop(t);
+    ps_txn_pend_drop(t);
     if (t->txn != NULL)
         mdb_txn_abort(t->txn);
     t->txn = NULL;

@@ -42,6 +42,8 @@ typedef struct ps_txn {
     ps_err_t err;  /* the first failure */
     void *aux;     /* what a reader derived from this snapshot (the float log's index), or NULL: */
     void (*aux_free)(void *aux); /* called with it when t ends */
+    void *pend;    /* the postings of the series past W in this snapshot (series.c), or NULL: */
+    void (*pend_free)(void *pend); /* called with it when t ends */
 } ps_txn_t;
 
 /* A cursor over one database of a transaction; k and v are the record it is on (lifetime as above). */
@@ -102,6 +104,8 @@ void *ps_txn_reserve(ps_txn_t *t, int db, const void *k, size_t kn, size_t vn, u
 bool ps_txn_del(ps_txn_t *t, int db, const void *k, size_t kn, const void *dup, size_t dn, const char *what);
 /** Forgets t->aux (frees it): after a change to what it was derived from. */
 void ps_txn_aux_drop(ps_txn_t *t);
+/** Forgets t->pend (frees it): after a change to the series records past W. */
+void ps_txn_pend_drop(ps_txn_t *t);
 /** Empties database db (mdb_drop, its pages freed): false if it failed. */
 bool ps_txn_empty(ps_txn_t *t, int db, const char *what);
 /** Statistics of database db (db < 0: LMDB's free-page database): false if it failed. */

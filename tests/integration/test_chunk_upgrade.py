@@ -59,11 +59,11 @@ def test_schema6_store_reads_back_byte_for_byte(make_server, v6_dir):
     srv = make_server(data_dir=v6_dir, retention="0", storage_compact_max_profiles=5, storage_compact_window="0",
                       threads=1)
     assert answers(srv) == want
-    # upgraded in place: version 13 written, the old chunks untouched, the label times built from
+    # upgraded in place: version 14 written, the old chunks untouched, the label times built from
     # the series' data (schema 10): a record per name and per pair; every series in the series
     # index (schema 13: the watermark is the last series id)
     assert srv.stop() == 0
-    assert dump(v6_dir, "info")[b"schema".hex()] == bytes([0, 0, 0, 13])
+    assert dump(v6_dir, "info")[b"schema".hex()] == bytes([0, 0, 0, 14])
     assert dump(v6_dir, "info")[b"seriesw".hex()] == (8).to_bytes(8, "big")
     assert len(dump(v6_dir, "series")) == 8
     lt = dump(v6_dir, "ltimes")

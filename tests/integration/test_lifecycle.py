@@ -242,7 +242,7 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
                 for r in ((t, t), (t - 1, t - 1), (t + 1, t + 3600))]
     assert ranged() == [["schema"], [], []]
     assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 99, old=13)
+    _rewrite_schema(srv.data_dir, tmp_path, 99, old=14)
     srv.start(wait_ready=False)
     try:
         rc = srv.proc.wait(10)
@@ -251,20 +251,20 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     assert rc != 0
     log = srv.log().split("==== start #2")[1]
     assert "schema version" in log and "99" in log, log
-    # back to version 13: the same data dir opens again with its data
-    _rewrite_schema(srv.data_dir, tmp_path, 13, old=99)
+    # back to version 14: the same data dir opens again with its data
+    _rewrite_schema(srv.data_dir, tmp_path, 14, old=99)
     srv.start()
     assert series_snapshot(srv) == snap
-    # version 1 (profiles only) to 12 directories are upgraded in place to version 13 (docs/FORMAT.md;
+    # version 1 (profiles only) to 13 directories are upgraded in place to version 14 (docs/FORMAT.md;
     # the label times built again from 9 and below)
-    for old in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12):
+    for old in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13):
         assert srv.stop() == 0
-        _rewrite_schema(srv.data_dir, tmp_path, old, old=13)
+        _rewrite_schema(srv.data_dir, tmp_path, old, old=14)
         srv.start()
         assert series_snapshot(srv) == snap
         assert ranged() == [["schema"], [], []]
     assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 13, old=13)  # asserts the record says 13 now
+    _rewrite_schema(srv.data_dir, tmp_path, 14, old=14)  # asserts the record says 14 now
 
 
 # ---- retention --------------------------------------------------------------------------------

@@ -61,11 +61,11 @@ static inline void ps_test_close_store(ps_store_t *s)
     ps_store_close(s);
 }
 
-/* storage/internal.h: the pending series' hash index entries written (series.c) */
+/* storage/internal.h: the pending series' hash index and postings entries written (series.c) */
 int ps_series_index_now(ps_store_writer_t *w, ps_err_t *err);
 
-/** Every series of the store in dir (closed) in the series index, as a store before schema 13 has
- *  them: the start of an older store made by this version. */
+/** Every series of the store in dir (closed) in the series index and postings, as a store before
+ *  schema 13 has them: the start of an older store made by this version. */
 static inline void ps_test_store_index_all(const char *dir)
 {
     ps_store_t *s = ps_test_open_store(dir, 0);

@@ -1016,6 +1016,8 @@ static void test_index_walk_errors(void **state)
     release(&p);
     assert_int_equal(write_one(s, &fixtures[0], "{job=\"b\"}", t0, &p), 0);
     release(&p);
+    ps_err_t ierr;
+    assert_int_equal(ps_series_index_now(ps_test_writer(s), &ierr), 0); /* their postings in DB_POSTINGS */
     for (int fn = 0; fn < 3; fn++) {
         ps_reader_t *r;
         ps_err_t err = {0};
@@ -1544,6 +1546,323 @@ static void test_series_indexed_late(void **state)
     free(dir);
 }
 
+/* ---- postings written late (series.c, schema 14) ---- */
+
+typedef struct answers {
+    ps_buf_t *out;
+    ps_reader_t *r;
+} answers_t;
+
+static int ans_sid(void *ctx, uint64_t sid)
+{
+    answers_t *a = ctx;
+    char b[24];
+    snprintf(b, sizeof(b), " %llu", (unsigned long long)sid);
+    ps_buf_append(a->out, b, strlen(b));
+    return 0;
+}
+
+static int ans_str(void *ctx, const char *v, size_t n)
+{
+    answers_t *a = ctx;
+    ps_buf_putc(a->out, ' ');
+    ps_buf_append(a->out, v, n);
+    return 0;
+}
+
+static int ans_even(void *ctx, uint64_t sid)
+{
+    (void)ctx;
+    return sid % 2 == 0;
+}
+
+/* the store's every postings reader's answer, as text (names, values, postings, counts, filters,
+ * values with a predicate, names and values over ranges) */
+static void postings_answers(ps_store_t *s, int64_t t0, ps_buf_t *out)
+{
+    ps_reader_t *r;
+    ps_err_t err;
+    ps_buf_reset(out);
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    answers_t a = {out, r};
+    ps_buf_append(out, "names", 5);
+    assert_int_equal(ps_reader_label_names(r, ans_str, &a, &err), 0);
+    static const char *const names[] = {"__name__", "job", "zone"};
+    static const int64_t ranges[][2] = {{0, 0}, {0, 1}, {600, 1200}, {3600, 3600}, {7200, 7300}};
+    for (size_t k = 0; k < 5; k++) {
+        int64_t from = t0 + ranges[k][0] * PS_NS_PER_S, to = t0 + ranges[k][1] * PS_NS_PER_S;
+        char b[48];
+        snprintf(b, sizeof(b), "\nnames in %lld-%lld", (long long)ranges[k][0], (long long)ranges[k][1]);
+        ps_buf_append(out, b, strlen(b));
+        assert_int_equal(ps_reader_label_names_in(r, from, to, ans_even, ans_str, &a, &err), 0);
+        for (size_t i = 0; i < 3; i++) {
+            snprintf(b, sizeof(b), "\n%s in %lld-%lld", names[i], (long long)ranges[k][0], (long long)ranges[k][1]);
+            ps_buf_append(out, b, strlen(b));
+            assert_int_equal(ps_reader_label_values_in(r, names[i], strlen(names[i]), from, to, ans_even, ans_str, &a,
+                                                       &err), 0);
+        }
+    }
+    for (size_t i = 0; i < 3; i++) {
+        ps_buf_t vals = PS_BUF_INIT;
+        answers_t va = {&vals, r};
+        assert_int_equal(ps_reader_label_values(r, names[i], strlen(names[i]), ans_str, &va, &err), 0);
+        ps_buf_printf(out, "\n%s:%.*s; even:", names[i], (int)vals.len, (const char *)vals.data);
+        assert_int_equal(ps_reader_label_values_where(r, names[i], strlen(names[i]), ans_even, ans_str, &a, &err), 0);
+        ps_buf_putc(&vals, 0);
+        for (char *v = strtok((char *)vals.data, " "); v != NULL; v = strtok(NULL, " ")) {
+            size_t n = 0;
+            assert_int_equal(ps_reader_postings_count(r, names[i], strlen(names[i]), v, strlen(v), &n, &err), 0);
+            ps_buf_printf(out, "\n  %s=%s (%zu):", names[i], v, n);
+            assert_int_equal(ps_reader_postings(r, names[i], strlen(names[i]), v, strlen(v), ans_sid, &a, &err), 0);
+            uint64_t ids[24];
+            size_t nids = 24;
+            for (size_t k = 0; k < nids; k++)
+                ids[k] = k + 1;
+            assert_int_equal(ps_reader_postings_filter(r, names[i], strlen(names[i]), v, strlen(v), ids, &nids, &err), 0);
+            assert_int_equal(nids, n);
+            ps_buf_append(out, " /", 2);
+            for (size_t k = 0; k < nids; k++)
+                ans_sid(&a, ids[k]);
+        }
+        ps_buf_dispose(&vals);
+    }
+    ps_buf_putc(out, 0);
+    ps_reader_end(r);
+}
+
+static size_t db_entries(ps_store_t *s, int db)
+{
+    ps_txn_t t;
+    ps_err_t err;
+    MDB_stat st;
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_READ, &err, "reading"), 0);
+    assert_true(ps_txn_stat(&t, db, &st));
+    ps_txn_abort(&t);
+    return st.ms_entries;
+}
+
+/* the postings entries series sid would have, put into DB_POSTINGS (as a merge cut short, or a
+ * store of schema 13, wrote them) */
+static void put_postings(ps_store_t *s, uint64_t sid)
+{
+    ps_reader_t *r;
+    ps_err_t err;
+    ps_arena_t la = PS_ARENA_INIT;
+    ps_labels_t ls;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    assert_int_equal(ps_reader_series_labels(r, sid, &la, &ls, &err), 0);
+    ps_txn_t t;
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_WRITE, &err, "postings"), 0);
+    ps_buf_t k = PS_BUF_INIT;
+    uint8_t ib[8];
+    ps_enc_be64(ib, sid);
+    for (uint32_t i = 0; i < ls.n; i++) {
+        ps_posting_key(&k, &ls.pairs[i]);
+        assert_true(ps_txn_put(&t, DB_POSTINGS, k.data, k.len, ib, 8, 0, "postings"));
+    }
+    assert_int_equal(ps_txn_commit(&t, &err, "postings"), 0);
+    ps_reader_end(r);
+    ps_buf_dispose(&k);
+    ps_arena_dispose(&la);
+}
+
+static void expect_answers(ps_store_t *s, int64_t t0, const char *want)
+{
+    ps_buf_t got = PS_BUF_INIT;
+    postings_answers(s, t0, &got);
+    if (strcmp((const char *)got.data, want) != 0) {
+        const char *g = (const char *)got.data, *w = want;
+        size_t at = 0;
+        while (g[at] == w[at])
+            at++;
+        fail_msg("answers differ at byte %zu: \"%.60s\", wanted \"%.60s\"", at, g + at, w + at);
+    }
+    ps_buf_dispose(&got);
+}
+
+/*
+ * A new series' postings are written late, by the merge with its series_hash entry: before it,
+ * every postings reader (names, values with and without a predicate or a range, postings, counts,
+ * filters) answers as after it, with the series past W read from their records, after a reopen
+ * without a merge (a crash) too; a pending series deleted leaves them (and its label times go
+ * with its last value); postings written in part (a merge cut short) or all (a store of schema 13,
+ * upgraded in place: W stays) are read once, and the merge leaves them as they are.
+ */
+static void test_postings_late(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store_pending(dir, 1000);
+    int64_t t0 = 1796022364000000000ll, sec = PS_NS_PER_S;
+    ps_err_t err;
+    write_expect(s, "{job=\"a\"}", t0, (const uint64_t[2]){1, 2});
+    write_expect(s, "{job=\"b\",zone=\"z\"}", t0, (const uint64_t[2]){3, 4});
+    assert_int_equal(ps_series_index_now(ps_test_writer(s), &err), 0);
+    size_t indexed = db_entries(s, DB_POSTINGS);
+    assert_int_equal(indexed, 2 * 2 + 2 * 3); /* a: __name__ and job a series, b: and zone */
+    write_expect(s, "{job=\"a\",zone=\"y\"}", t0, (const uint64_t[2]){5, 6});
+    write_expect(s, "{job=\"a\",zone=\"y\"}", t0 + 3600 * sec, (const uint64_t[2]){5, 6});
+    write_expect(s, "{job=\"c\"}", t0 + 3600 * sec, (const uint64_t[2]){7, 8});
+    write_expect(s, "{job=\"b\",zone=\"z\"}", t0 + 7200 * sec, (const uint64_t[2]){3, 4});
+    assert_int_equal(db_entries(s, DB_POSTINGS), indexed); /* none written for 5 to 8 */
+    expect_index(s, 4, 4);
+    static const char all[] =
+        "names __name__ job zone"
+        "\nnames in 0-0 __name__ job zone"
+        "\n__name__ in 0-0 test:cpu:nanoseconds:cpu:nanoseconds test:samples:count:cpu:nanoseconds"
+        "\njob in 0-0 a b"
+        "\nzone in 0-0 y z"
+        "\nnames in 0-1 __name__ job zone"
+        "\n__name__ in 0-1 test:cpu:nanoseconds:cpu:nanoseconds test:samples:count:cpu:nanoseconds"
+        "\njob in 0-1 a b"
+        "\nzone in 0-1 y z"
+        "\nnames in 600-1200 __name__ job zone"
+        "\n__name__ in 600-1200 test:cpu:nanoseconds:cpu:nanoseconds"
+        "\njob in 600-1200 a b"
+        "\nzone in 600-1200 y z"
+        "\nnames in 3600-3600 __name__ job zone"
+        "\n__name__ in 3600-3600 test:cpu:nanoseconds:cpu:nanoseconds"
+        "\njob in 3600-3600 a b c"
+        "\nzone in 3600-3600 y z"
+        "\nnames in 7200-7300 __name__ job zone"
+        "\n__name__ in 7200-7300 test:cpu:nanoseconds:cpu:nanoseconds test:samples:count:cpu:nanoseconds"
+        "\njob in 7200-7300 b"
+        "\nzone in 7200-7300 z"
+        "\n__name__: test:cpu:nanoseconds:cpu:nanoseconds test:samples:count:cpu:nanoseconds; even: test:cpu:nanoseconds:cpu:nanoseconds"
+        "\n  __name__=test:cpu:nanoseconds:cpu:nanoseconds (4): 2 4 6 8 / 2 4 6 8"
+        "\n  __name__=test:samples:count:cpu:nanoseconds (4): 1 3 5 7 / 1 3 5 7"
+        "\njob: a b c; even: a b c"
+        "\n  job=a (4): 1 2 5 6 / 1 2 5 6"
+        "\n  job=b (2): 3 4 / 3 4"
+        "\n  job=c (2): 7 8 / 7 8"
+        "\nzone: y z; even: y z"
+        "\n  zone=y (2): 5 6 / 5 6"
+        "\n  zone=z (2): 3 4 / 3 4";
+    expect_answers(s, t0, all);
+    /* reopened without a merge (a crash): the same */
+    ps_test_close_store(s);
+    s = open_store_pending(dir, 1000);
+    assert_int_equal(ps_test_writer(s)->series_pending.count, 4);
+    expect_answers(s, t0, all);
+    /* series 5's postings written, as by a merge cut short: read once */
+    put_postings(s, 5);
+    assert_int_equal(db_entries(s, DB_POSTINGS), indexed + 3);
+    expect_answers(s, t0, all);
+    /* job="c" (7 and 8, pending) deleted: their values and label times go */
+    ps_txn_t t;
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_WRITE, &err, "deleting"), 0);
+    assert_int_equal(ps_series_delete(ps_test_writer(s), &t, 7, &err), 0);
+    assert_int_equal(ps_series_delete(ps_test_writer(s), &t, 8, &err), 0);
+    assert_int_equal(ps_txn_commit(&t, &err, "deleting"), 0);
+    ps_sym_caches_clear(ps_test_writer(s));
+    static const char deleted[] =
+        "names __name__ job zone"
+        "\nnames in 0-0 __name__ job zone"
+        "\n__name__ in 0-0 test:cpu:nanoseconds:cpu:nanoseconds test:samples:count:cpu:nanoseconds"
+        "\njob in 0-0 a b"
+        "\nzone in 0-0 y z"
+        "\nnames in 0-1 __name__ job zone"
+        "\n__name__ in 0-1 test:cpu:nanoseconds:cpu:nanoseconds test:samples:count:cpu:nanoseconds"
+        "\njob in 0-1 a b"
+        "\nzone in 0-1 y z"
+        "\nnames in 600-1200 __name__ job zone"
+        "\n__name__ in 600-1200 test:cpu:nanoseconds:cpu:nanoseconds"
+        "\njob in 600-1200 a b"
+        "\nzone in 600-1200 y z"
+        "\nnames in 3600-3600 __name__ job zone"
+        "\n__name__ in 3600-3600 test:cpu:nanoseconds:cpu:nanoseconds"
+        "\njob in 3600-3600 a b"
+        "\nzone in 3600-3600 y z"
+        "\nnames in 7200-7300 __name__ job zone"
+        "\n__name__ in 7200-7300 test:cpu:nanoseconds:cpu:nanoseconds test:samples:count:cpu:nanoseconds"
+        "\njob in 7200-7300 b"
+        "\nzone in 7200-7300 z"
+        "\n__name__: test:cpu:nanoseconds:cpu:nanoseconds test:samples:count:cpu:nanoseconds; even: test:cpu:nanoseconds:cpu:nanoseconds"
+        "\n  __name__=test:cpu:nanoseconds:cpu:nanoseconds (3): 2 4 6 / 2 4 6"
+        "\n  __name__=test:samples:count:cpu:nanoseconds (3): 1 3 5 / 1 3 5"
+        "\njob: a b; even: a b"
+        "\n  job=a (4): 1 2 5 6 / 1 2 5 6"
+        "\n  job=b (2): 3 4 / 3 4"
+        "\nzone: y z; even: y z"
+        "\n  zone=y (2): 5 6 / 5 6"
+        "\n  zone=z (2): 3 4 / 3 4";
+    expect_answers(s, t0, deleted);
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_READ, &err, "reading"), 0);
+    MDB_val v;
+    assert_false(ps_txn_get(&t, DB_LTIMES, "job\0c", 5, &v, "reading"));
+    assert_true(ps_txn_get(&t, DB_LTIMES, "job\0a", 5, &v, "reading"));
+    ps_txn_abort(&t);
+    /* the merge (at compaction): 6's postings written, 5's left as they were */
+    assert_int_equal(ps_store_compact(ps_test_writer(s), false, ps_time_now(), NULL, &err), 0);
+    expect_index(s, 6, 8);
+    assert_int_equal(db_entries(s, DB_POSTINGS), indexed + 3 + 3);
+    expect_answers(s, t0, deleted);
+    /* a store of schema 13: the postings of its series past W written with them; upgraded in
+     * place, W stays, they are read once, the merge writes none again */
+    write_expect(s, "{job=\"d\",zone=\"y\"}", t0 + 7200 * sec, (const uint64_t[2]){9, 10});
+    put_postings(s, 9);
+    put_postings(s, 10);
+    static const char with_d[] =
+        "names __name__ job zone"
+        "\nnames in 0-0 __name__ job zone"
+        "\n__name__ in 0-0 test:cpu:nanoseconds:cpu:nanoseconds test:samples:count:cpu:nanoseconds"
+        "\njob in 0-0 a b"
+        "\nzone in 0-0 y z"
+        "\nnames in 0-1 __name__ job zone"
+        "\n__name__ in 0-1 test:cpu:nanoseconds:cpu:nanoseconds test:samples:count:cpu:nanoseconds"
+        "\njob in 0-1 a b"
+        "\nzone in 0-1 y z"
+        "\nnames in 600-1200 __name__ job zone"
+        "\n__name__ in 600-1200 test:cpu:nanoseconds:cpu:nanoseconds"
+        "\njob in 600-1200 a b"
+        "\nzone in 600-1200 y z"
+        "\nnames in 3600-3600 __name__ job zone"
+        "\n__name__ in 3600-3600 test:cpu:nanoseconds:cpu:nanoseconds"
+        "\njob in 3600-3600 a b"
+        "\nzone in 3600-3600 y z"
+        "\nnames in 7200-7300 __name__ job zone"
+        "\n__name__ in 7200-7300 test:cpu:nanoseconds:cpu:nanoseconds test:samples:count:cpu:nanoseconds"
+        "\njob in 7200-7300 b d"
+        "\nzone in 7200-7300 y z"
+        "\n__name__: test:cpu:nanoseconds:cpu:nanoseconds test:samples:count:cpu:nanoseconds; even: test:cpu:nanoseconds:cpu:nanoseconds"
+        "\n  __name__=test:cpu:nanoseconds:cpu:nanoseconds (4): 2 4 6 10 / 2 4 6 10"
+        "\n  __name__=test:samples:count:cpu:nanoseconds (4): 1 3 5 9 / 1 3 5 9"
+        "\njob: a b d; even: a b d"
+        "\n  job=a (4): 1 2 5 6 / 1 2 5 6"
+        "\n  job=b (2): 3 4 / 3 4"
+        "\n  job=d (2): 9 10 / 9 10"
+        "\nzone: y z; even: y z"
+        "\n  zone=y (4): 5 6 9 10 / 5 6 9 10"
+        "\n  zone=z (2): 3 4 / 3 4";
+    expect_answers(s, t0, with_d);
+    ps_test_close_store(s);
+    MDB_env *env;
+    MDB_txn *mt;
+    MDB_dbi dbi;
+    assert_int_equal(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 64);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0644), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &mt), 0);
+    assert_int_equal(mdb_dbi_open(mt, "info", 0, &dbi), 0);
+    uint8_t v13[4] = {0, 0, 0, 13};
+    MDB_val sk = {6, "schema"}, sv = {4, v13};
+    assert_int_equal(mdb_put(mt, dbi, &sk, &sv, 0), 0);
+    assert_int_equal(mdb_txn_commit(mt), 0);
+    mdb_env_close(env);
+    s = open_store_pending(dir, 1000);
+    assert_int_equal(ps_test_writer(s)->series_pending.count, 2);
+    expect_index(s, 6, 8);
+    assert_int_equal(db_entries(s, DB_POSTINGS), indexed + 3 + 3 + 2 * 3);
+    expect_answers(s, t0, with_d);
+    assert_int_equal(ps_series_index_now(ps_test_writer(s), &err), 0);
+    expect_index(s, 8, 10);
+    assert_int_equal(db_entries(s, DB_POSTINGS), indexed + 3 + 3 + 2 * 3);
+    expect_answers(s, t0, with_d);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1566,6 +1885,7 @@ int main(void)
         cmocka_unit_test(test_sample_label_sets),
         cmocka_unit_test(test_wide_stack_keys),
         cmocka_unit_test(test_series_indexed_late),
+        cmocka_unit_test(test_postings_late),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
