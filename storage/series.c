@@ -211,52 +211,72 @@ static uint64_t key_pfx(const void *key, size_t n)
     return ps_get_be64(b);
 }
 
+/* cb on each series record past wm in txn, in sid order; a damaged one ends the walk: PS_ECORRUPT */
+static int records_past(ps_txn_t *txn, uint64_t wm, int (*cb)(void *ctx, uint64_t sid, const ps_series_rec_t *r),
+                        void *ctx, ps_err_t *err)
+{
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, txn, DB_SERIES, "reading pending series"))
+        return ps_txn_error(txn, err);
+    uint8_t kb[8];
+    ps_enc_be64(kb, wm + 1);
+    int ret = 0;
+    for (bool on = ps_cur_seek(&cur, kb, 8); on && ret == 0; on = ret == 0 && ps_cur_next(&cur)) {
+        ps_series_rec_t r;
+        uint64_t sid = cur.k.mv_size == 8 ? ps_get_be64(cur.k.mv_data) : 0;
+        if (cur.k.mv_size != 8 || ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &r) != 0 || (ret = cb(ctx, sid, &r)) > 0)
+            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
+    }
+    ps_cur_close(&cur);
+    return ret ? ret : ps_txn_error(txn, err);
+}
+
+typedef struct posts_build {
+    ps_pend_posts_t *p;
+    size_t cap;
+    ps_arena_t a;
+} posts_build_t;
+
+/* a record's postings into b->p: 0, or 1 for damaged labels */
+static int posts_add(void *ctx, uint64_t sid, const ps_series_rec_t *r)
+{
+    posts_build_t *b = ctx;
+    ps_pend_posts_t *p = b->p;
+    ps_labels_t ls;
+    ps_arena_reset(&b->a);
+    if (ps_labels_decode(r->labels, r->labels_len, &b->a, &ls) != 0)
+        return 1;
+    for (uint32_t i = 0; i < ls.n; i++) {
+        if (p->n == b->cap) {
+            b->cap = b->cap ? b->cap * 2 : 1024;
+            p->e = ps_xrealloc(p->e, b->cap * sizeof(*p->e));
+        }
+        const ps_label_pair_t *lp = &ls.pairs[i];
+        uint32_t off = (uint32_t)p->keys.len;
+        ps_buf_append(&p->keys, lp->name, lp->nlen);
+        ps_buf_putc(&p->keys, 0);
+        ps_buf_append(&p->keys, lp->value, lp->vlen);
+        ps_pend_post_t *e = &p->e[p->n++];
+        e->off = off;
+        e->len = (uint32_t)(p->keys.len - off);
+        e->pfx = key_pfx(p->keys.data + off, e->len);
+        e->sid = sid;
+    }
+    return 0;
+}
+
 /* The postings of the records past W in txn into p (n == 0 when none). */
 static int pend_posts_build(ps_txn_t *txn, ps_pend_posts_t *p, ps_err_t *err)
 {
     int ret = ps_series_w_read(txn, &p->w, err);
     if (ret != 0 || p->w == UINT64_MAX)
         return ret;
-    ps_cur_t cur;
-    if (!ps_cur_open(&cur, txn, DB_SERIES, "reading pending series"))
-        return ps_txn_error(txn, err);
-    uint8_t kb[8];
-    ps_enc_be64(kb, p->w + 1);
-    size_t cap = 0;
-    ps_arena_t a = PS_ARENA_INIT;
-    for (bool on = ps_cur_seek(&cur, kb, 8); on; on = ps_cur_next(&cur)) {
-        ps_series_rec_t r;
-        ps_labels_t ls;
-        ps_arena_reset(&a);
-        if (cur.k.mv_size != 8 || ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &r) != 0 ||
-            ps_labels_decode(r.labels, r.labels_len, &a, &ls) != 0) {
-            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record",
-                             cur.k.mv_size == 8 ? (unsigned long long)ps_get_be64(cur.k.mv_data) : 0ull);
-            break;
-        }
-        uint64_t sid = ps_get_be64(cur.k.mv_data);
-        for (uint32_t i = 0; i < ls.n; i++) {
-            if (p->n == cap) {
-                cap = cap ? cap * 2 : 1024;
-                p->e = ps_xrealloc(p->e, cap * sizeof(*p->e));
-            }
-            const ps_label_pair_t *lp = &ls.pairs[i];
-            uint32_t off = (uint32_t)p->keys.len;
-            ps_buf_append(&p->keys, lp->name, lp->nlen);
-            ps_buf_putc(&p->keys, 0);
-            ps_buf_append(&p->keys, lp->value, lp->vlen);
-            ps_pend_post_t *e = &p->e[p->n++];
-            e->off = off;
-            e->len = (uint32_t)(p->keys.len - off);
-            e->pfx = key_pfx(p->keys.data + off, e->len);
-            e->sid = sid;
-        }
-    }
-    ps_cur_close(&cur);
-    ps_arena_dispose(&a);
+    posts_build_t b = {p, 0, PS_ARENA_INIT};
+    ret = records_past(txn, p->w, posts_add, &b, err);
+    ps_arena_dispose(&b.a);
     if (ret == 0 && p->n > 1)
         qsort_r(p->e, p->n, sizeof(*p->e), pend_qcmp, p->keys.data);
-    return ret ? ret : ps_txn_error(txn, err);
+    return ret;
 }
 
 int ps_pend_posts(ps_txn_t *txn, const ps_pend_posts_t **out, ps_err_t *err)
@@ -420,34 +440,31 @@ typedef struct hash_sid {
     uint64_t h, sid;
 } hash_sid_t;
 
+typedef struct hash_sids {
+    hash_sid_t *e;
+    size_t n, cap;
+} hash_sids_t;
+
+static int hash_sid_add(void *ctx, uint64_t sid, const ps_series_rec_t *r)
+{
+    hash_sids_t *hs = ctx;
+    if (hs->n == hs->cap) {
+        hs->cap = hs->cap ? hs->cap * 2 : 1024;
+        hs->e = ps_xrealloc(hs->e, hs->cap * sizeof(*hs->e));
+    }
+    hs->e[hs->n++] = (hash_sid_t){series_hash(r->labels, r->labels_len), sid};
+    return 0;
+}
+
 /* The series records past W in txn, as {series hash, sid} in sid order (*out malloc'd, *n of them):
  * the pending series, but for those deleted since (gone with their records) */
 static int pending_records(const ps_store_writer_t *w, ps_txn_t *txn, hash_sid_t **out, size_t *n, ps_err_t *err)
 {
-    *out = NULL;
-    *n = 0;
-    ps_cur_t cur;
-    if (!ps_cur_open(&cur, txn, DB_SERIES, "reading pending series"))
-        return ps_txn_error(txn, err);
-    uint8_t kb[8];
-    ps_enc_be64(kb, w->series_w + 1);
-    size_t cap = 0;
-    int ret = 0;
-    for (bool on = ps_cur_seek(&cur, kb, 8); on; on = ps_cur_next(&cur)) {
-        ps_series_rec_t r;
-        if (cur.k.mv_size != 8 || ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &r) != 0) {
-            ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record",
-                             cur.k.mv_size == 8 ? (unsigned long long)ps_get_be64(cur.k.mv_data) : 0ull);
-            break;
-        }
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 1024;
-            *out = ps_xrealloc(*out, cap * sizeof(**out));
-        }
-        (*out)[(*n)++] = (hash_sid_t){series_hash(r.labels, r.labels_len), ps_get_be64(cur.k.mv_data)};
-    }
-    ps_cur_close(&cur);
-    return ret ? ret : ps_txn_error(txn, err);
+    hash_sids_t hs = {NULL, 0, 0};
+    int ret = records_past(txn, w->series_w, hash_sid_add, &hs, err);
+    *out = hs.e;
+    *n = hs.n;
+    return ret;
 }
 
 int ps_series_pending_load(ps_store_writer_t *w, ps_txn_t *txn, ps_err_t *err)
