@@ -189,6 +189,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
     int rc, ret = 0;
     ps_txn_t t = {0};
     ps_store_t *s = ps_xcalloc(1, sizeof(*s));
+    pthread_mutex_init(&s->pend_mu, NULL);
     s->opts = *o;
     s->dir = ps_xstrndup(o->dir, strlen(o->dir));
     s->opts.dir = s->dir;
@@ -324,6 +325,8 @@ void ps_store_close(ps_store_t *s)
 {
     if (s == NULL)
         return;
+    ps_pend_posts_unshare(s);
+    pthread_mutex_destroy(&s->pend_mu);
     if (s->env)
         mdb_env_close(s->env);
     free(s->dir);

@@ -152,7 +152,14 @@ struct ps_store {
     void *record_ctx;
     ps_store_symbolize_fn symbolize; /* ps_store_set_symbolizer: before any reader */
     void *symbolize_ctx;
+    /* series.c: the pending postings of the newest read snapshot that built them, shared by the
+     * read transactions of that snapshot (pend_txn: its id), under pend_mu */
+    pthread_mutex_t pend_mu;
+    struct ps_pend_posts *pend_shared;
+    uint64_t pend_txn;
 };
+/* series.c: the shared pending postings let go (at a merge's end, at close) */
+void ps_pend_posts_unshare(ps_store_t *s);
 
 /* writer.c: series id -> int64, the one value the writer keeps for every live series (when it
  * last got data): open addressing over 16-byte slots {sid, value} without a malloc per entry
@@ -327,12 +334,14 @@ typedef struct ps_pend_post {
 } ps_pend_post_t;
 #define PS_PEND_DEAD 0x80000000u
 typedef struct ps_pend_posts {
+    atomic_uint refs; /* the transactions (and the store) holding it */
     uint64_t w; /* W of the snapshot (UINT64_MAX: no watermark, nothing pending) */
     ps_pend_post_t *e;
     size_t n;
     ps_buf_t keys;
 } ps_pend_posts_t;
-/* txn's pending postings (built at the first call; *out empty, n == 0, when nothing is past W) */
+/* txn's pending postings (built at the first call, or those of the same read snapshot built by
+ * another transaction; *out empty, n == 0, when nothing is past W) */
 int ps_pend_posts(ps_txn_t *txn, const ps_pend_posts_t **out, ps_err_t *err);
 /* the index of the first entry whose key is >= key (n if none) */
 size_t ps_pend_seek(const ps_pend_posts_t *p, const void *key, size_t klen);

@@ -176,12 +176,51 @@ int ps_series_w_write(ps_txn_t *txn, uint64_t wm, ps_err_t *err)
 
 /* ---- the postings of the series past W (ps_pend_posts_t) ---- */
 
+/* one holder of p lets it go (the last frees it) */
 static void pend_posts_free(void *p)
 {
     ps_pend_posts_t *pp = p;
+    if (pp == NULL || atomic_fetch_sub(&pp->refs, 1) != 1)
+        return;
     free(pp->e);
     ps_buf_dispose(&pp->keys);
     free(pp);
+}
+
+void ps_pend_posts_unshare(ps_store_t *s)
+{
+    pthread_mutex_lock(&s->pend_mu);
+    ps_pend_posts_t *p = s->pend_shared;
+    s->pend_shared = NULL;
+    s->pend_txn = 0;
+    pthread_mutex_unlock(&s->pend_mu);
+    pend_posts_free(p);
+}
+
+/* the store's pending postings of read snapshot id, held (NULL: none) */
+static ps_pend_posts_t *pend_shared_get(ps_store_t *s, uint64_t id)
+{
+    pthread_mutex_lock(&s->pend_mu);
+    ps_pend_posts_t *p = s->pend_shared != NULL && s->pend_txn == id ? s->pend_shared : NULL;
+    if (p != NULL)
+        atomic_fetch_add(&p->refs, 1);
+    pthread_mutex_unlock(&s->pend_mu);
+    return p;
+}
+
+/* p (of read snapshot id) shared, unless the store holds a newer snapshot's */
+static void pend_shared_put(ps_store_t *s, ps_pend_posts_t *p, uint64_t id)
+{
+    ps_pend_posts_t *old = NULL;
+    pthread_mutex_lock(&s->pend_mu);
+    if (s->pend_shared == NULL || s->pend_txn < id) {
+        old = s->pend_shared;
+        atomic_fetch_add(&p->refs, 1);
+        s->pend_shared = p;
+        s->pend_txn = id;
+    }
+    pthread_mutex_unlock(&s->pend_mu);
+    pend_posts_free(old);
 }
 
 static int pend_cmp(const ps_pend_post_t *x, const ps_pend_post_t *y, const uint8_t *keys)
@@ -282,11 +321,19 @@ static int pend_posts_build(ps_txn_t *txn, ps_pend_posts_t *p, ps_err_t *err)
 int ps_pend_posts(ps_txn_t *txn, const ps_pend_posts_t **out, ps_err_t *err)
 {
     if (txn->pend == NULL) {
-        ps_pend_posts_t *p = ps_xcalloc(1, sizeof(*p));
-        int ret = pend_posts_build(txn, p, err);
-        if (ret) {
-            pend_posts_free(p);
-            return ret;
+        /* a read snapshot's are shared (a write transaction's change: its own) */
+        uint64_t id = txn->read ? (uint64_t)mdb_txn_id(txn->txn) : 0;
+        ps_pend_posts_t *p = txn->read ? pend_shared_get(txn->s, id) : NULL;
+        if (p == NULL) {
+            p = ps_xcalloc(1, sizeof(*p));
+            atomic_init(&p->refs, 1);
+            int ret = pend_posts_build(txn, p, err);
+            if (ret) {
+                pend_posts_free(p);
+                return ret;
+            }
+            if (txn->read)
+                pend_shared_put(txn->s, p, id);
         }
         txn->pend = p;
         txn->pend_free = pend_posts_free;
@@ -557,6 +604,7 @@ static void pending_done(ps_store_writer_t *w, bool committed)
         return;
     w->series_w = w->series_w_new;
     pend_clear(&w->series_pending);
+    ps_pend_posts_unshare(w->s); /* no later snapshot has them */
 }
 
 int ps_series_index_now(ps_store_writer_t *w, ps_err_t *err)
@@ -584,8 +632,8 @@ int ps_series_index_now(ps_store_writer_t *w, ps_err_t *err)
         }
         const ps_pend_posts_t *cp;
         if ((ret = pending_records(w, &txn, &e, &n, err)) == 0 && (ret = ps_pend_posts(&txn, &cp, err)) == 0) {
-            pp = txn.pend; /* kept past the transaction: its keys are copies */
-            txn.pend = NULL;
+            pp = txn.pend; /* held past the transaction: its keys are copies */
+            atomic_fetch_add(&pp->refs, 1);
         }
         ps_txn_abort(&txn);
     }
