@@ -343,6 +343,8 @@ typedef struct ps_pend_posts {
 /* txn's pending postings (built at the first call, or those of the same read snapshot built by
  * another transaction; *out empty, n == 0, when nothing is past W) */
 int ps_pend_posts(ps_txn_t *txn, const ps_pend_posts_t **out, ps_err_t *err);
+/* the index of the first entry >= {key, sid} (n if none) */
+size_t ps_pend_lower(const ps_pend_posts_t *p, const void *key, size_t klen, uint64_t sid);
 /* the index of the first entry whose key is >= key (n if none) */
 size_t ps_pend_seek(const ps_pend_posts_t *p, const void *key, size_t klen);
 /* the entries [*lo, *hi) of key (empty: *lo == *hi) */

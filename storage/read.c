@@ -265,20 +265,6 @@ int ps_reader_postings_count(ps_reader_t *r, const char *name, size_t nlen, cons
     return postings_close(r, &cur, &key, ret, err);
 }
 
-/* whether the pending entries [lo, hi) (sid ascending) hold sid, live */
-static bool pend_has(const ps_pend_posts_t *pp, size_t lo, size_t hi, uint64_t sid)
-{
-    size_t end = hi;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (pp->e[mid].sid < sid)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < end && pp->e[lo].sid == sid && !ps_pend_dead(pp, lo);
-}
-
 int ps_reader_postings_filter(ps_reader_t *r, const char *name, size_t nlen, const char *value, size_t vlen,
                               uint64_t *ids, size_t *n, ps_err_t *err)
 {
@@ -295,7 +281,8 @@ int ps_reader_postings_filter(ps_reader_t *r, const char *name, size_t nlen, con
         ps_enc_be64(d, ids[i]);
         MDB_val kv = ps_mval(key.data, key.len), dv = ps_mval(d, 8);
         int rc = mdb_cursor_get(cur.c, &kv, &dv, MDB_GET_BOTH);
-        if (rc == 0 || (rc == MDB_NOTFOUND && pend_has(pp, lo, hi, ids[i])))
+        size_t at = rc == MDB_NOTFOUND && lo < hi ? ps_pend_lower(pp, key.data, key.len, ids[i]) : hi;
+        if (rc == 0 || (at < hi && pp->e[at].sid == ids[i] && !ps_pend_dead(pp, at)))
             ids[k++] = ids[i];
         else if (rc != MDB_NOTFOUND)
             ret = ps_lmdb_err(err, rc, "reading postings");

@@ -342,8 +342,7 @@ int ps_pend_posts(ps_txn_t *txn, const ps_pend_posts_t **out, ps_err_t *err)
     return 0;
 }
 
-/* the first entry >= {key, sid} */
-static size_t pend_lower(const ps_pend_posts_t *p, const void *key, size_t klen, uint64_t sid)
+size_t ps_pend_lower(const ps_pend_posts_t *p, const void *key, size_t klen, uint64_t sid)
 {
     ps_pend_post_t k = {key_pfx(key, klen), 0, (uint32_t)klen, sid};
     size_t lo = 0, hi = p->n;
@@ -373,7 +372,7 @@ static size_t pend_lower(const ps_pend_posts_t *p, const void *key, size_t klen,
 
 size_t ps_pend_seek(const ps_pend_posts_t *p, const void *key, size_t klen)
 {
-    return p->n ? pend_lower(p, key, klen, 0) : 0;
+    return p->n ? ps_pend_lower(p, key, klen, 0) : 0;
 }
 
 size_t ps_pend_key_end(const ps_pend_posts_t *p, size_t i)
@@ -423,7 +422,7 @@ static int pend_posts_kill(ps_txn_t *txn, uint64_t sid, const ps_labels_t *ls, p
     ps_buf_t key = PS_BUF_INIT;
     for (uint32_t i = 0; i < ls->n; i++) {
         ps_posting_key(&key, &ls->pairs[i]);
-        size_t at = pend_lower(p, key.data, key.len, sid);
+        size_t at = ps_pend_lower(p, key.data, key.len, sid);
         if (at < p->n && p->e[at].sid == sid && (p->e[at].len & ~PS_PEND_DEAD) == key.len &&
             memcmp(p->keys.data + p->e[at].off, key.data, key.len) == 0)
             p->e[at].len |= PS_PEND_DEAD;
