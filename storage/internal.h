@@ -323,7 +323,8 @@ int ps_series_delete(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_err_t
 
 /* series.c: the postings of the series past W in a transaction's snapshot (schema 14: a merge writes
  * them late, with their series_hash entries): {key, sid}, sorted by key then sid, the keys
- * ("name 0x00 value", as DB_POSTINGS') in keys. Built once a transaction (cached on it: txn->pend).
+ * ("name 0x00 value", as DB_POSTINGS') in keys. Built once a read snapshot (txn->pend, the
+ * store's pend_shared; a write transaction's its own).
  * Their sids are all past W, so past every sid DB_POSTINGS holds of the series up to W: a reader
  * appends them to a key's postings; some may be in DB_POSTINGS already (a merge cut short between
  * its transactions, a store of schema 13): those are read once. */

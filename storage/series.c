@@ -17,7 +17,7 @@
  *
  * Postings late too (schema 14): a new series' postings entries are written by the same merge, sorted
  * by key through one cursor, before W passes it; a reader appends the postings of the records past
- * W of its snapshot (ps_pend_posts, built once a transaction) to DB_POSTINGS'.
+ * W of its snapshot (ps_pend_posts, built once a read snapshot) to DB_POSTINGS'.
  */
 #include <stdlib.h>
 
