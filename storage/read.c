@@ -337,7 +337,12 @@ int ps_reader_label_values_where(ps_reader_t *r, const char *name, size_t nlen, 
     size_t pi = ps_pend_seek(pp, key.data, key.len), pe = pi;
     bool pon = pend_next_key(pp, &pi, &pe, key.data, key.len);
     bool on = ps_cur_seek(&cur, key.data, key.len) && ps_cur_key_starts(&cur, key.data, nlen + 1);
-    while (on || pon) {
+    /* none of this name pending (most listings): the index's keys alone, the walk as tight as before */
+    while (!pon && pred == NULL && on && ret == 0 && r->txn.ret == 0) {
+        ret = cb(ctx, (const char *)cur.k.mv_data + nlen + 1, cur.k.mv_size - nlen - 1);
+        on = ps_cur_next_nodup(&cur) && ps_cur_key_starts(&cur, key.data, nlen + 1);
+    }
+    while ((on || pon) && ret == 0) {
         size_t plen = 0;
         const char *pk = pon ? ps_pend_key(pp, pi, &plen) : NULL;
         int c = !on ? 1 : !pon ? -1 : cmp_bytes(cur.k.mv_data, cur.k.mv_size, pk, plen);
