@@ -266,6 +266,7 @@ int ps_store_check(ps_store_t *s, void (*on_damage)(void *ctx, const char *msg),
     walk(&c, DB_UNSYM, "unsym", check_unsym);
     walk(&c, DB_ROLLUPS, "rollups", check_rollup);
     walk(&c, DB_LTIMES, "ltimes", check_ltimes);
+    walk(&c, DB_PTIMES, "ptimes", check_ltimes);
     walk(&c, DB_FLOG, "flog", check_flog);
     ps_reader_end(c.r); /* NULL: a no-op */
     ps_arena_dispose(&c.arena);

@@ -9,6 +9,9 @@
  * value (a float sample's t ms as t * 10^6); no data of those series lies before first, nor past
  * the end of last's granule. Only retention deletes data (before its cutoff, DB_INFO "ltcut" the
  * largest), so first or last at or past that cutoff is still stored.
+ *
+ * DB_PTIMES (schema 15) holds the same records of profile series only (Pyroscope's label APIs list
+ * the labels of profile series: a float series sharing a pair must not decide it), read the same way.
  */
 #include "chunk.h"
 #include "floats.h"
@@ -73,11 +76,11 @@ static int damaged(ps_err_t *err, const MDB_val *k)
 
 /* key's record takes ts: created, first lowered, or last moved to ts in a later granule (then 1;
  * 0: it had ts already) */
-static int note_key(ps_txn_t *txn, const void *key, size_t n, int64_t ts, ps_err_t *err)
+static int note_key(ps_txn_t *txn, int db, const void *key, size_t n, int64_t ts, ps_err_t *err)
 {
     MDB_val v;
     int64_t first = ts, last = ts;
-    if (ps_txn_get(txn, DB_LTIMES, key, n, &v, "reading label times")) {
+    if (ps_txn_get(txn, db, key, n, &v, "reading label times")) {
         MDB_val k = ps_mval(key, n);
         int64_t f, l;
         if (!ps_ltimes_rec_decode(&v, &f, &l))
@@ -91,23 +94,33 @@ static int note_key(ps_txn_t *txn, const void *key, size_t n, int64_t ts, ps_err
     }
     uint8_t b[LT_REC_LEN];
     rec_encode(b, first, last);
-    return ps_txn_put(txn, DB_LTIMES, key, n, b, sizeof(b), 0, "writing label times") ? 1 : ps_txn_error(txn, err);
+    return ps_txn_put(txn, db, key, n, b, sizeof(b), 0, "writing label times") ? 1 : ps_txn_error(txn, err);
 }
 
-int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err)
+static int note_in(ps_txn_t *txn, int db, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err)
 {
     int ret = 0;
     for (uint32_t i = 0; i < ls->n && ret >= 0; i++) {
         const ps_label_pair_t *p = &ls->pairs[i];
         ps_posting_key(key, p);
         /* the name's times hold its values': a value that had ts already leaves its name's as they are */
-        if ((ret = note_key(txn, key->data, key->len, ts, err)) > 0)
-            ret = note_key(txn, key->data, p->nlen, ts, err);
+        if ((ret = note_key(txn, db, key->data, key->len, ts, err)) > 0)
+            ret = note_key(txn, db, key->data, p->nlen, ts, err);
     }
     return ret < 0 ? ret : 0;
 }
 
-int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, ps_err_t *err)
+int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err)
+{
+    return note_in(txn, DB_LTIMES, ls, ts, key, err);
+}
+
+int ps_ptimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err)
+{
+    return note_in(txn, DB_PTIMES, ls, ts, key, err);
+}
+
+static int forget_in(ps_txn_t *txn, int db, const void *key, size_t n, size_t nlen, ps_err_t *err)
 {
     ps_cur_t cur;
     if (!ps_cur_open(&cur, txn, DB_POSTINGS, "deleting label times"))
@@ -116,15 +129,25 @@ int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, ps_e
     ps_cur_close(&cur);
     if (left || txn->ret)
         return ps_txn_error(txn, err);
-    ps_txn_del(txn, DB_LTIMES, key, n, NULL, 0, "deleting label times"); /* (none: it never had data) */
+    ps_txn_del(txn, db, key, n, NULL, 0, "deleting label times"); /* (none: it never had data) */
     /* the name's record goes with its last value's */
-    if (!ps_cur_open(&cur, txn, DB_LTIMES, "deleting label times"))
+    if (!ps_cur_open(&cur, txn, db, "deleting label times"))
         return ps_txn_error(txn, err);
     bool more = ps_cur_seek(&cur, key, nlen + 1) && cur.k.mv_size > nlen && memcmp(cur.k.mv_data, key, nlen + 1) == 0;
     ps_cur_close(&cur);
     if (!more)
-        ps_txn_del(txn, DB_LTIMES, key, nlen, NULL, 0, "deleting label times");
+        ps_txn_del(txn, db, key, nlen, NULL, 0, "deleting label times");
     return ps_txn_error(txn, err);
+}
+
+int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, ps_err_t *err)
+{
+    return forget_in(txn, DB_LTIMES, key, n, nlen, err);
+}
+
+int ps_ptimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, ps_err_t *err)
+{
+    return forget_in(txn, DB_PTIMES, key, n, nlen, err);
 }
 
 int ps_ltimes_cut(ps_txn_t *txn, int64_t cutoff, ps_err_t *err)
@@ -211,7 +234,8 @@ static int series_span(ps_store_t *s, ps_txn_t *txn, uint64_t sid, bool is_float
     return ret;
 }
 
-int ps_ltimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
+/* the times of every series (DB_LTIMES) or of every profile series (DB_PTIMES) into db */
+static int build_in(ps_store_t *s, ps_txn_t *txn, int db, ps_err_t *err)
 {
     ps_cur_t cur;
     int ret = 0;
@@ -229,6 +253,8 @@ int ps_ltimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
             ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
             break;
         }
+        if (db == DB_PTIMES && rec.kind != PS_SERIES_PROFILE)
+            continue;
         ps_buf_append(&labels, rec.labels, rec.labels_len); /* (the puts below may move the map's pages) */
         if (ps_labels_decode(labels.data, labels.len, &a, &ls) != 0) {
             ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
@@ -238,8 +264,8 @@ int ps_ltimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
         bool any;
         if ((ret = series_span(s, txn, sid, rec.kind == PS_SERIES_FLOAT, &first, &last, &any, err)) != 0 || !any)
             continue;
-        if ((ret = ps_ltimes_note(txn, &ls, first, &key, err)) == 0)
-            ret = ps_ltimes_note(txn, &ls, last, &key, err);
+        if ((ret = note_in(txn, db, &ls, first, &key, err)) == 0)
+            ret = note_in(txn, db, &ls, last, &key, err);
     }
     ps_cur_close(&cur);
     ps_arena_dispose(&a);
@@ -248,8 +274,18 @@ int ps_ltimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
     if (ret == 0)
         ret = ps_txn_error(txn, err);
     if (ret)
-        ps_err_prefix(err, "building the label times");
+        ps_err_prefix(err, db == DB_PTIMES ? "building the profile series' label times" : "building the label times");
     return ret;
+}
+
+int ps_ltimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
+{
+    return build_in(s, txn, DB_LTIMES, err);
+}
+
+int ps_ptimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
+{
+    return build_in(s, txn, DB_PTIMES, err);
 }
 
 /* ---- reading ---- */
@@ -263,7 +299,9 @@ typedef struct lt_range {
 
 static int range_init(ps_reader_t *r, int64_t start, int64_t end, lt_range_t *q, ps_err_t *err)
 {
-    q->start = start < r->min_ts ? r->min_ts : start;
+    /* (everything, start and end at the ends of int64: not clamped; the profile series' label APIs
+     * list a value of any profile series then, as their look does) */
+    q->start = start < r->min_ts && !(start == INT64_MIN && end == INT64_MAX) ? r->min_ts : start;
     q->end = end;
     q->cut = INT64_MIN;
     MDB_val v;
@@ -288,6 +326,7 @@ static int decide(const lt_range_t *q, int64_t first, int64_t last)
 
 typedef struct lt_walk {
     ps_reader_t *r;
+    int db; /* DB_LTIMES or DB_PTIMES */
     lt_range_t q;
     int (*pred)(void *ctx, uint64_t sid);
     void *ctx;
@@ -357,7 +396,7 @@ static int walk_values(lt_walk_t *w, ps_cur_t *cur, const char *name, size_t nle
 static int walk_open(lt_walk_t *w, ps_cur_t *cur, int64_t start, int64_t end)
 {
     int ret = range_init(w->r, start, end, &w->q, w->err);
-    if (ret == 0 && !ps_cur_open(cur, &w->r->txn, DB_LTIMES, "reading label times"))
+    if (ret == 0 && !ps_cur_open(cur, &w->r->txn, w->db, "reading label times"))
         ret = ps_txn_error(&w->r->txn, w->err);
     return ret;
 }
@@ -369,11 +408,11 @@ static void walk_close(lt_walk_t *w, ps_cur_t *cur)
         ps_cur_close(&w->post);
 }
 
-int ps_reader_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int64_t start, int64_t end,
-                              int (*pred)(void *ctx, uint64_t sid), int (*cb)(void *ctx, const char *v, size_t vlen),
-                              void *ctx, ps_err_t *err)
+static int values_in(ps_reader_t *r, int db, const char *name, size_t nlen, int64_t start, int64_t end,
+                     int (*pred)(void *ctx, uint64_t sid), int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx,
+                     ps_err_t *err)
 {
-    lt_walk_t w = {.r = r, .pred = pred, .ctx = ctx, .err = err};
+    lt_walk_t w = {.r = r, .db = db, .pred = pred, .ctx = ctx, .err = err};
     ps_cur_t cur;
     int ret = walk_open(&w, &cur, start, end);
     if (ret)
@@ -382,7 +421,7 @@ int ps_reader_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int
     MDB_val v;
     int64_t first, last;
     int d = LT_LOOK;
-    if (ps_txn_get(&r->txn, DB_LTIMES, name, nlen, &v, "reading label times")) {
+    if (ps_txn_get(&r->txn, db, name, nlen, &v, "reading label times")) {
         MDB_val k = ps_mval(name, nlen);
         if (!ps_ltimes_rec_decode(&v, &first, &last))
             ret = damaged(err, &k);
@@ -397,10 +436,24 @@ int ps_reader_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int
     return ret;
 }
 
-int ps_reader_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*pred)(void *ctx, uint64_t sid),
-                             int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err)
+int ps_reader_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int64_t start, int64_t end,
+                              int (*pred)(void *ctx, uint64_t sid), int (*cb)(void *ctx, const char *v, size_t vlen),
+                              void *ctx, ps_err_t *err)
 {
-    lt_walk_t w = {.r = r, .pred = pred, .ctx = ctx, .err = err};
+    return values_in(r, DB_LTIMES, name, nlen, start, end, pred, cb, ctx, err);
+}
+
+int ps_reader_profile_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int64_t start, int64_t end,
+                                      int (*pred)(void *ctx, uint64_t sid),
+                                      int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err)
+{
+    return values_in(r, DB_PTIMES, name, nlen, start, end, pred, cb, ctx, err);
+}
+
+static int names_in(ps_reader_t *r, int db, int64_t start, int64_t end, int (*pred)(void *ctx, uint64_t sid),
+                    int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err)
+{
+    lt_walk_t w = {.r = r, .db = db, .pred = pred, .ctx = ctx, .err = err};
     ps_cur_t cur;
     int ret = walk_open(&w, &cur, start, end);
     if (ret)
@@ -434,4 +487,16 @@ int ps_reader_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*p
     if (ret == 0)
         ret = ps_txn_error(&r->txn, err);
     return ret;
+}
+
+int ps_reader_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*pred)(void *ctx, uint64_t sid),
+                             int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err)
+{
+    return names_in(r, DB_LTIMES, start, end, pred, cb, ctx, err);
+}
+
+int ps_reader_profile_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*pred)(void *ctx, uint64_t sid),
+                                     int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err)
+{
+    return names_in(r, DB_PTIMES, start, end, pred, cb, ctx, err);
 }

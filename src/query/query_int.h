@@ -13,6 +13,12 @@
 /* Whether sid is a profile series with data in [start, end] (ns): 1, 0 (no such series, a float
  * series, nothing there), or an error (querier.c). */
 int ps_query_profile_series_has(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
+/** The label names (name NULL) or the values of name of the profile series with data in [start,
+ *  end] (INT64_MIN, INT64_MAX: of every profile series), sorted: ps_querier_labels of the series
+ *  ps_querier_series selects without a selector, from the label index's profile times without a
+ *  series limit (query.c). */
+int ps_query_profile_labels(ps_reader_t *r, const char *name, int64_t start, int64_t end, ps_arena_t *arena,
+                            ps_strlist_t *out, ps_err_t *err);
 
 int ps_query_labels_match(ps_selector_t *sel, const ps_labels_t *ls, ps_err_t *err);
 

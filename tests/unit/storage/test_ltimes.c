@@ -2,7 +2,9 @@
  * test_ltimes.c - the label index's times (storage/ltimes.c): the label values and names a range
  * gets through them equal those of the looks at every series (ps_reader_has_data over each
  * value's postings) on random ranges over a random store of profile and float series, with
- * compacted chunks, retention (data and whole series deleted) and the upgrade that builds them.
+ * compacted chunks, retention (data and whole series deleted) and the upgrade that builds them;
+ * the same of the profile series' times (schema 15, ps_reader_profile_label_*_in) against the looks
+ * at each value's profile series (float series share pairs with them).
  */
 #include <lmdb.h>
 #include <setjmp.h>
@@ -173,12 +175,21 @@ typedef struct answer {
     ps_buf_t out;
     uint64_t looks;
     ps_err_t *err;
+    bool profile; /* profile series only */
 } answer_t;
 
 static int pred(void *ctx, uint64_t sid)
 {
     answer_t *c = ctx;
     c->looks++;
+    if (c->profile) {
+        ps_series_kind_t kind;
+        int rc = ps_reader_series_kind(c->r, sid, &kind, c->err);
+        if (rc)
+            return rc == PS_ENOTFOUND ? 0 : rc;
+        if (kind != PS_SERIES_PROFILE)
+            return 0;
+    }
     return ps_reader_has_data(c->r, sid, c->start, c->end, c->err);
 }
 
@@ -207,20 +218,25 @@ static int name_exact(void *ctx, const char *n, size_t nlen)
 
 static const char *const names[] = {"__name__", "instance", "job", "rare", "slot", "zone", "absent"};
 
-/* every name's values and the names over [start, end]: through the times (indexed) or not */
-static void answers(ps_reader_t *r, int64_t start, int64_t end, bool indexed, ps_buf_t *out, uint64_t *looks)
+/* every name's values and the names over [start, end]: through the times (indexed) or not; of
+ * every series, or of profile series only (profile: their own times) */
+static void answers(ps_reader_t *r, int64_t start, int64_t end, bool indexed, bool profile, ps_buf_t *out,
+                    uint64_t *looks)
 {
     ps_err_t err;
-    answer_t c = {r, start, end, PS_BUF_INIT, 0, &err};
+    answer_t c = {r, start, end, PS_BUF_INIT, 0, &err, profile};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        int rc = indexed ? ps_reader_label_values_in(r, names[i], strlen(names[i]), start, end, pred, add, &c, &err)
-                         : ps_reader_label_values_where(r, names[i], strlen(names[i]), pred, add, &c, &err);
+        const char *n = names[i];
+        int rc = !indexed  ? ps_reader_label_values_where(r, n, strlen(n), pred, add, &c, &err)
+                 : profile ? ps_reader_profile_label_values_in(r, n, strlen(n), start, end, pred, add, &c, &err)
+                           : ps_reader_label_values_in(r, n, strlen(n), start, end, pred, add, &c, &err);
         if (rc != 0)
             fail_msg("values of %s: %s", names[i], err.msg);
         ps_buf_putc(&c.out, '|');
     }
-    int rc = indexed ? ps_reader_label_names_in(r, start, end, pred, add, &c, &err)
-                     : ps_reader_label_names(r, name_exact, &c, &err);
+    int rc = !indexed  ? ps_reader_label_names(r, name_exact, &c, &err)
+             : profile ? ps_reader_profile_label_names_in(r, start, end, pred, add, &c, &err)
+                       : ps_reader_label_names_in(r, start, end, pred, add, &c, &err);
     if (rc != 0)
         fail_msg("names: %s", err.msg);
     ps_buf_putc(&c.out, 0);
@@ -255,14 +271,17 @@ static int64_t compare(ps_store_t *s, const series_t *all, int64_t t0, int nrang
     for (int k = 0; k < nranges; k++) {
         int64_t start, end;
         random_range(all, t0, &start, &end);
-        ps_buf_t a, b;
-        answers(r, start, end, false, &a, &exact_looks);
-        answers(r, start, end, true, &b, &indexed_looks);
-        if (strcmp((char *)a.data, (char *)b.data) != 0)
-            fail_msg("%s, range %d [%lld, %lld]:\n  looks   %s\n  indexed %s", what, k, (long long)start,
-                     (long long)end, (char *)a.data, (char *)b.data);
-        ps_buf_dispose(&a);
-        ps_buf_dispose(&b);
+        for (int profile = 0; profile < 2; profile++) {
+            ps_buf_t a, b;
+            answers(r, start, end, false, profile, &a, &exact_looks);
+            answers(r, start, end, true, profile, &b, &indexed_looks);
+            if (strcmp((char *)a.data, (char *)b.data) != 0)
+                fail_msg("%s%s, range %d [%lld, %lld]:\n  looks   %s\n  indexed %s", what,
+                         profile ? " (profile series)" : "", k, (long long)start, (long long)end, (char *)a.data,
+                         (char *)b.data);
+            ps_buf_dispose(&a);
+            ps_buf_dispose(&b);
+        }
     }
     ps_reader_end(r);
     return (int64_t)exact_looks - (int64_t)indexed_looks;
@@ -291,10 +310,15 @@ static void test_ltimes_random(void **state)
             fail_msg("retain: %s", err.msg);
         compare(s, all, t0, 150, "after retention");
         ps_test_close_store(s);
-        static const char *const dbs[] = {"ltimes", NULL};
+        static const char *const dbs[] = {"ltimes", "ptimes", NULL};
         ps_test_store_downgrade(dir, 9, dbs); /* schema 9 again: the open upgrades it */
         s = open_store(dir);
         compare(s, all, t0, 150, "upgraded");
+        ps_test_close_store(s);
+        static const char *const pdbs[] = {"ptimes", NULL};
+        ps_test_store_downgrade(dir, 13, pdbs); /* schema 13: the profile series' times built */
+        s = open_store(dir);
+        compare(s, all, t0, 150, "upgraded from 13");
         ps_test_close_store(s);
         ps_arena_dispose(&a);
         ps_test_rm_rf(dir);
