@@ -474,9 +474,10 @@ int ps_ptimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *k
 /* a series deleted: the record of its value key[0..n) (name nlen bytes) goes when no series has
  * that value any more, the name's with its last value */
 int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, ps_err_t *err);
-/* the same for DB_PTIMES (a profile series deleted): its record goes with the value's last series
- * of any kind (a value left to float series keeps it: its times then hold deleted data only) */
-int ps_ptimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, ps_err_t *err);
+/* the same for DB_PTIMES (a profile series of type type, its __name__ or NULL, deleted): the
+ * records of the pair and of the pair in that type go with the value's last series of any kind (a
+ * value left to other series keeps them: their times then hold deleted data only) */
+int ps_ptimes_forget(ps_txn_t *txn, const ps_label_pair_t *type, const void *key, size_t n, size_t nlen, ps_err_t *err);
 /* retention deleted the data before cutoff: DB_INFO "ltcut" raised to it */
 int ps_ltimes_cut(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
 /* the upgrade to schema 10: every series' first and last time noted */

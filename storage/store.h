@@ -488,6 +488,15 @@ int ps_reader_profile_label_values_in(ps_reader_t *r, const char *name, size_t n
                                       int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err);
 int ps_reader_profile_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*pred)(void *ctx, uint64_t sid),
                                      int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err);
+/** The same over the profile series of one profile type (their __name__ is type): pred must take
+ *  only series of that type. PS_EUNSUPPORTED when the times cannot tell type from another (two types of
+ *  one hash, docs/FORMAT.md): then the caller selects the series. */
+int ps_reader_type_label_values_in(ps_reader_t *r, const char *type, const char *name, size_t nlen, int64_t start,
+                                   int64_t end, int (*pred)(void *ctx, uint64_t sid),
+                                   int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err);
+int ps_reader_type_label_names_in(ps_reader_t *r, const char *type, int64_t start, int64_t end,
+                                  int (*pred)(void *ctx, uint64_t sid), int (*cb)(void *ctx, const char *n, size_t nlen),
+                                  void *ctx, ps_err_t *err);
 /** Calls cb(name) for every label name (ascending). */
 int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx,
                           ps_err_t *err);

@@ -314,21 +314,18 @@ int ps_querier_label_list(ps_reader_t *r, const char *name, ps_selector_t *sels,
     if (every)
         return ps_query_profile_labels(r, name, start_ns, end_ns, arena, out, err);
     const char *type = type_only(sels, nsels);
-    if (type != NULL) {
-        /* the only profile type with data in the range: its series are all those with data there
-         * (every profile series has a type, ingest gives it), so the answer is the one without a
-         * selector; no type there: nothing */
-        ps_strlist_t types;
-        int ret = ps_query_profile_labels(r, "__name__", start_ns, end_ns, arena, &types, err);
-        if (ret || types.n == 0) {
-            memset(out, 0, sizeof(*out));
+    int ret;
+    if (type != NULL) { /* the type's own times (unless another type shares their key: then its series) */
+        ps_err_t why;
+        ps_err_clear(&why);
+        if ((ret = ps_query_type_labels(r, type, name, start_ns, end_ns, arena, out, &why)) != PS_EUNSUPPORTED) {
+            if (ret && err)
+                *err = why;
             return ret;
         }
-        if (types.n == 1 && strcmp(types.v[0], type) == 0)
-            return ps_query_profile_labels(r, name, start_ns, end_ns, arena, out, err);
     }
     ps_series_set_t set;
-    int ret = ps_querier_series(r, sels, nsels, start_ns, end_ns, max_series, arena, &set, err);
+    ret = ps_querier_series(r, sels, nsels, start_ns, end_ns, max_series, arena, &set, err);
     if (ret == 0)
         ps_querier_labels(&set, name, arena, out);
     return ret;

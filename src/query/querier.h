@@ -77,9 +77,9 @@ void ps_querier_labels(const ps_series_set_t *s, const char *name, ps_arena_t *a
 
 /** LabelNames (name NULL) and LabelValues: ps_querier_labels of the series ps_querier_series
  *  selects, the same answer. Without a selector, or with one of sels without matchers, or with
- *  {__name__="t"} alone when t is the only profile type with data in the range, it comes from the
- *  label index's times of profile series (ps_reader_profile_label_*_in), without a series limit;
- *  other selectors select their series (more than max_series is PS_ELIMIT). */
+ *  {__name__="t"} alone (a profile type), it comes from the label index's times of profile series
+ *  (ps_reader_profile_label_*_in, ps_reader_type_label_*_in), without a series limit; other
+ *  selectors select their series (more than max_series is PS_ELIMIT). */
 int ps_querier_label_list(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start_ns,
                           int64_t end_ns, uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err);
 

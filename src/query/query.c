@@ -423,14 +423,24 @@ typedef struct walk_range_ctx {
     int64_t start, end;
     const char *name;
     ps_strset_t *l;
-    bool profile; /* profile series only (Pyroscope's label APIs) */
+    bool profile;     /* profile series only (Pyroscope's label APIs) */
+    const char *type; /* and of this profile type (__name__) only; NULL: any */
     ps_err_t *err;
 } walk_range_ctx_t;
 
 /* Whether sid has data in [start, end]; of profile series only, whether it is one that has (the
- * whole range: any profile series, as ps_query_profile_series_has answers it) */
-static int series_has(ps_reader_t *r, bool profile, uint64_t sid, int64_t start, int64_t end, ps_err_t *err)
+ * whole range: any profile series, as ps_query_profile_series_has answers it); of a type too, one
+ * in its postings */
+static int series_has(ps_reader_t *r, bool profile, const char *type, uint64_t sid, int64_t start, int64_t end,
+                      ps_err_t *err)
 {
+    if (type != NULL) {
+        uint64_t id = sid;
+        size_t n = 1;
+        int rc = ps_reader_postings_filter(r, "__name__", 8, type, strlen(type), &id, &n, err);
+        if (rc || n == 0)
+            return rc;
+    }
     return profile ? ps_query_profile_series_has(r, sid, start, end, err) : ps_reader_has_data(r, sid, start, end, err);
 }
 
@@ -438,8 +448,11 @@ static int on_series_in_range(void *ctx, uint64_t sid, const ps_labels_t *ls)
 {
     walk_range_ctx_t *c = ctx;
     int has = ps_budget_check(c->err); /* a walk over every series */
-    if (has == 0 && strset_lacks(c->l, c->name, ls))
-        has = series_has(c->r, c->profile, sid, c->start, c->end, c->err);
+    if (has == 0 && strset_lacks(c->l, c->name, ls)) {
+        const char *t = c->type ? ps_labels_value(ls, "__name__") : NULL;
+        if (c->type == NULL || (t != NULL && strcmp(t, c->type) == 0))
+            has = series_has(c->r, c->profile, NULL, sid, c->start, c->end, c->err);
+    }
     if (has < 0)
         return has; /* with detail in c->err */
     if (has)
@@ -467,7 +480,8 @@ typedef struct in_range_ctx {
     size_t nwords;
     uint64_t looks;
     bool gave_up;
-    bool profile; /* profile series only: series_has */
+    bool profile;     /* profile series only: series_has */
+    const char *type; /* of this type only */
 } in_range_ctx_t;
 
 static int has_data_in_range(void *ctx, uint64_t sid)
@@ -482,7 +496,7 @@ static int has_data_in_range(void *ctx, uint64_t sid)
     }
     int has = ps_budget_check(c->err); /* at worst a walk over every series */
     if (has == 0)
-        has = series_has(c->r, c->profile, sid, c->start, c->end, c->err);
+        has = series_has(c->r, c->profile, c->type, sid, c->start, c->end, c->err);
     if (c->memo && has >= 0 && w < ((size_t)1 << 22)) { /* ids past 2^27 (32 MiB of bits): not kept */
         if (w >= c->nwords) {
             size_t n = c->nwords ? c->nwords : 1024;
@@ -606,7 +620,7 @@ int ps_query_labels_each(ps_reader_t *r, const char *name, int64_t start, int64_
         return name ? ps_reader_label_values(r, name, strlen(name), each_in_order, &c, err)
                     : ps_reader_label_names(r, each_in_order, &c, err);
     /* a range: as ps_query_labels walks the label index, but into cb */
-    in_range_ctx_t rc = {r, start, end, err, &c, &c.n, name == NULL, NULL, 0, 0, false, false};
+    in_range_ctx_t rc = {r, start, end, err, &c, &c.n, name == NULL, NULL, 0, 0, false, false, NULL};
     int ret = name ? ps_reader_label_values_in(r, name, strlen(name), start, end, has_data_in_range, each_in_range, &rc,
                                                err)
                    : ps_reader_label_names_in(r, start, end, has_data_in_range, each_in_range, &rc, err);
@@ -615,13 +629,13 @@ int ps_query_labels_each(ps_reader_t *r, const char *name, int64_t start, int64_
     return rc.gave_up ? PS_EOUTOFORDER : ret;
 }
 
-static int labels_walk(ps_reader_t *r, const char *name, int64_t start, int64_t end, bool profile, ps_arena_t *arena,
-                       ps_strlist_t *out, ps_err_t *err)
+static int labels_walk(ps_reader_t *r, const char *name, int64_t start, int64_t end, bool profile, const char *type,
+                       ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
 {
     ps_strset_t l = {.arena = arena};
     ps_hmap_init(&l.seen);
     memset(out, 0, sizeof(*out));
-    walk_range_ctx_t wc = {r, start, end, name, &l, profile, err};
+    walk_range_ctx_t wc = {r, start, end, name, &l, profile, type, err};
     int ret = ps_reader_series_foreach(r, on_series_in_range, &wc, err);
     if (ret == 0)
         ps_strset_finish(&l, out);
@@ -633,13 +647,13 @@ static int labels_walk(ps_reader_t *r, const char *name, int64_t start, int64_t 
 int ps_query_labels_walk(ps_reader_t *r, const char *name, int64_t start, int64_t end, ps_arena_t *arena,
                          ps_strlist_t *out, ps_err_t *err)
 {
-    return labels_walk(r, name, start, end, false, arena, out, err);
+    return labels_walk(r, name, start, end, false, NULL, arena, out, err);
 }
 
-/* The names or values of every series (profile: of every profile series) with data in [start,
- * end], from the label index and its times */
-static int index_labels(ps_reader_t *r, const char *name, int64_t start, int64_t end, bool profile, ps_arena_t *arena,
-                        ps_strlist_t *out, ps_err_t *err)
+/* The names or values of every series (profile: of every profile series, of type when not NULL)
+ * with data in [start, end], from the label index and its times */
+static int index_labels(ps_reader_t *r, const char *name, int64_t start, int64_t end, bool profile, const char *type,
+                        ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
 {
     ps_strset_t l = {.arena = arena};
     ps_hmap_init(&l.seen);
@@ -651,8 +665,12 @@ static int index_labels(ps_reader_t *r, const char *name, int64_t start, int64_t
      * series only: their own times (ps_reader_profile_label_*_in), the whole range too (a
      * value of float series only is not listed) */
     index_list_t c = {&l, true};
-    in_range_ctx_t rc = {r, start, end, err, &c, &l.n, name == NULL, NULL, 0, 0, false, profile};
-    if (profile)
+    in_range_ctx_t rc = {r, start, end, err, &c, &l.n, name == NULL, NULL, 0, 0, false, profile, type};
+    if (type)
+        ret = name ? ps_reader_type_label_values_in(r, type, name, strlen(name), start, end, has_data_in_range,
+                                                    value_in_range, &rc, err)
+                   : ps_reader_type_label_names_in(r, type, start, end, has_data_in_range, value_in_range, &rc, err);
+    else if (profile)
         ret = name ? ps_reader_profile_label_values_in(r, name, strlen(name), start, end, has_data_in_range,
                                                        value_in_range, &rc, err)
                    : ps_reader_profile_label_names_in(r, start, end, has_data_in_range, value_in_range, &rc, err);
@@ -666,7 +684,7 @@ static int index_labels(ps_reader_t *r, const char *name, int64_t start, int64_t
     free(rc.bits);
     if (rc.gave_up) { /* the walk over every series instead */
         ps_hmap_dispose(&l.seen);
-        return labels_walk(r, name, start, end, profile, arena, out, err);
+        return labels_walk(r, name, start, end, profile, type, arena, out, err);
     } else if (ret == 0 && c.ordered) {
         out->n = l.n;
         out->v = l.v;
@@ -690,14 +708,20 @@ static int index_labels(ps_reader_t *r, const char *name, int64_t start, int64_t
 int ps_query_profile_labels(ps_reader_t *r, const char *name, int64_t start, int64_t end, ps_arena_t *arena,
                             ps_strlist_t *out, ps_err_t *err)
 {
-    return index_labels(r, name, start, end, true, arena, out, err);
+    return index_labels(r, name, start, end, true, NULL, arena, out, err);
+}
+
+int ps_query_type_labels(ps_reader_t *r, const char *type, const char *name, int64_t start, int64_t end,
+                         ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
+{
+    return index_labels(r, name, start, end, true, type, arena, out, err);
 }
 
 int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start,
                     int64_t end, uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
 {
     if (nsels == 0)
-        return index_labels(r, name, start, end, false, arena, out, err);
+        return index_labels(r, name, start, end, false, NULL, arena, out, err);
     ps_strset_t l = {.arena = arena};
     ps_hmap_init(&l.seen);
     memset(out, 0, sizeof(*out));

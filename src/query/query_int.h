@@ -19,6 +19,10 @@ int ps_query_profile_series_has(ps_reader_t *r, uint64_t sid, int64_t start, int
  *  series limit (query.c). */
 int ps_query_profile_labels(ps_reader_t *r, const char *name, int64_t start, int64_t end, ps_arena_t *arena,
                             ps_strlist_t *out, ps_err_t *err);
+/** The same of the profile series of one type (__name__ = type); PS_EUNSUPPORTED when the times
+ *  cannot tell it from another type (then select its series). */
+int ps_query_type_labels(ps_reader_t *r, const char *type, const char *name, int64_t start, int64_t end,
+                         ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err);
 
 int ps_query_labels_match(ps_selector_t *sel, const ps_labels_t *ls, ps_err_t *err);
 

@@ -431,6 +431,17 @@ def test_max_series(module_server_factory, pb):
         r = call(s, "LabelValues", pb.types.LabelValuesRequest(name="instance", matchers=matchers, start=(T0 + 60) * MS,
                                                                 end=(T0 + 70) * MS), pb.types.LabelValuesResponse)
         assert list(r.msg.names) == ["a"]  # cpu-02 at T0+67
+    # Grafana's label editor: {__profile_type__="<id>"}, the type's own times (schema 15), no limit either
+    editor = '{__profile_type__="%s"}' % CPU_TYPE
+    r = call(s, "LabelNames", pb.types.LabelNamesRequest(matchers=[editor], start=START * MS, end=END * MS),
+             pb.types.LabelNamesResponse)
+    assert list(r.msg.names) == ["__name__", "instance", "service_name"]
+    r = call(s, "LabelValues", pb.types.LabelValuesRequest(name="instance", matchers=[editor], start=(T0 + 30) * MS,
+                                                            end=(T0 + 70) * MS), pb.types.LabelValuesResponse)
+    assert list(r.msg.names) == ["a", "c"]  # cpu-02 at T0+67, cpu-05 at T0+37
+    r = call(s, "LabelValues", pb.types.LabelValuesRequest(name="instance", matchers=['{__profile_type__="memory:x:y:z:w"}'],
+                                                            start=START * MS, end=END * MS), pb.types.LabelValuesResponse)
+    assert list(r.msg.names) == []
     # a selector that narrows: its series are selected, as many as --query.max-series
     m = err(s, "LabelNames", msg=pb.types.LabelNamesRequest(matchers=['{service_name="api"}']), status=429,
             code="resource_exhausted")

@@ -73,6 +73,9 @@ static void random_times(series_t *se, int64_t t0)
     se->n = k;
 }
 
+static const char *const ptypes[] = {"goroutine:goroutine:count:goroutine:count",
+                                     "process_cpu:cpu:nanoseconds:cpu:nanoseconds"};
+
 static void make_series(series_t *all, ps_arena_t *a, int64_t t0)
 {
     static const char *jobs[] = {"api", "db", "web", "cache", "batch"};
@@ -82,7 +85,7 @@ static void make_series(series_t *all, ps_arena_t *a, int64_t t0)
         memset(se, 0, sizeof(*se));
         se->is_float = rnd(3) == 0;
         char v[32];
-        const char *name = se->is_float ? (rnd(2) ? "up" : "node_load1") : "goroutine:goroutine:count:goroutine:count";
+        const char *name = se->is_float ? (rnd(2) ? "up" : "node_load1") : ptypes[rnd(2)];
         ps_labels_set(&se->ls, a, "__name__", 8, name, strlen(name));
         const char *job = jobs[rnd(5)];
         ps_labels_set(&se->ls, a, "job", 3, job, strlen(job));
@@ -175,7 +178,8 @@ typedef struct answer {
     ps_buf_t out;
     uint64_t looks;
     ps_err_t *err;
-    bool profile; /* profile series only */
+    bool profile;     /* profile series only */
+    const char *type; /* of this type only (its __name__) */
 } answer_t;
 
 static int pred(void *ctx, uint64_t sid)
@@ -189,6 +193,16 @@ static int pred(void *ctx, uint64_t sid)
             return rc == PS_ENOTFOUND ? 0 : rc;
         if (kind != PS_SERIES_PROFILE)
             return 0;
+    }
+    if (c->type) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_labels_t ls;
+        int rc = ps_reader_series_labels(c->r, sid, &a, &ls, c->err);
+        const char *t = rc == 0 ? ps_labels_value(&ls, "__name__") : NULL;
+        bool same = t != NULL && strcmp(t, c->type) == 0;
+        ps_arena_dispose(&a);
+        if (rc || !same)
+            return rc == PS_ENOTFOUND ? 0 : rc;
     }
     return ps_reader_has_data(c->r, sid, c->start, c->end, c->err);
 }
@@ -219,22 +233,26 @@ static int name_exact(void *ctx, const char *n, size_t nlen)
 static const char *const names[] = {"__name__", "instance", "job", "rare", "slot", "zone", "absent"};
 
 /* every name's values and the names over [start, end]: through the times (indexed) or not; of
- * every series, or of profile series only (profile: their own times) */
-static void answers(ps_reader_t *r, int64_t start, int64_t end, bool indexed, bool profile, ps_buf_t *out,
+ * every series, or of profile series only (profile 1: their own times), or of profile type
+ * ptypes[profile - 2] (its times) */
+static void answers(ps_reader_t *r, int64_t start, int64_t end, bool indexed, int profile, ps_buf_t *out,
                     uint64_t *looks)
 {
     ps_err_t err;
-    answer_t c = {r, start, end, PS_BUF_INIT, 0, &err, profile};
+    const char *t = profile >= 2 ? ptypes[profile - 2] : NULL;
+    answer_t c = {r, start, end, PS_BUF_INIT, 0, &err, profile > 0, t};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         const char *n = names[i];
-        int rc = !indexed  ? ps_reader_label_values_where(r, n, strlen(n), pred, add, &c, &err)
-                 : profile ? ps_reader_profile_label_values_in(r, n, strlen(n), start, end, pred, add, &c, &err)
-                           : ps_reader_label_values_in(r, n, strlen(n), start, end, pred, add, &c, &err);
+        int rc = !indexed    ? ps_reader_label_values_where(r, n, strlen(n), pred, add, &c, &err)
+                 : t         ? ps_reader_type_label_values_in(r, t, n, strlen(n), start, end, pred, add, &c, &err)
+                 : profile   ? ps_reader_profile_label_values_in(r, n, strlen(n), start, end, pred, add, &c, &err)
+                             : ps_reader_label_values_in(r, n, strlen(n), start, end, pred, add, &c, &err);
         if (rc != 0)
             fail_msg("values of %s: %s", names[i], err.msg);
         ps_buf_putc(&c.out, '|');
     }
     int rc = !indexed  ? ps_reader_label_names(r, name_exact, &c, &err)
+             : t       ? ps_reader_type_label_names_in(r, t, start, end, pred, add, &c, &err)
              : profile ? ps_reader_profile_label_names_in(r, start, end, pred, add, &c, &err)
                        : ps_reader_label_names_in(r, start, end, pred, add, &c, &err);
     if (rc != 0)
@@ -271,14 +289,14 @@ static int64_t compare(ps_store_t *s, const series_t *all, int64_t t0, int nrang
     for (int k = 0; k < nranges; k++) {
         int64_t start, end;
         random_range(all, t0, &start, &end);
-        for (int profile = 0; profile < 2; profile++) {
+        for (int profile = 0; profile < 4; profile++) { /* all, profile series, of each type */
             ps_buf_t a, b;
             answers(r, start, end, false, profile, &a, &exact_looks);
             answers(r, start, end, true, profile, &b, &indexed_looks);
             if (strcmp((char *)a.data, (char *)b.data) != 0)
-                fail_msg("%s%s, range %d [%lld, %lld]:\n  looks   %s\n  indexed %s", what,
-                         profile ? " (profile series)" : "", k, (long long)start, (long long)end, (char *)a.data,
-                         (char *)b.data);
+                fail_msg("%s%s%s, range %d [%lld, %lld]:\n  looks   %s\n  indexed %s", what,
+                         profile ? " (profile series)" : "", profile >= 2 ? ptypes[profile - 2] : "", k,
+                         (long long)start, (long long)end, (char *)a.data, (char *)b.data);
             ps_buf_dispose(&a);
             ps_buf_dispose(&b);
         }
