@@ -19,6 +19,7 @@
 #include "../testutil.h"
 #include "../storewriter.h"
 
+#include "core/hash.h"
 #include "core/timeutil.h"
 #include "storage/internal.h"
 #include "storage/store.h"
@@ -385,6 +386,113 @@ static void test_ltimes_forgotten(void **state)
     free(dir);
 }
 
+static void on_damage(void *ctx, const char *msg);
+
+/* one empty profile of series ls at ts */
+static void write_profile(ps_store_t *s, ps_labels_t *ls, int64_t ts)
+{
+    ps_str_t strs[1] = {{"", 0}};
+    ps_profile_t prof = {0};
+    prof.nstrings = 1;
+    prof.strings = strs;
+    uint32_t ti = 0, nsmp;
+    uint64_t id;
+    ps_append_t app = {0};
+    app.profile = &prof, app.nseries = 1, app.series_labels = ls, app.type_index = &ti, app.ts = ts;
+    app.series_ids = &id, app.series_samples = &nsmp;
+    ps_append_t *items[1] = {&app};
+    ps_err_t err;
+    assert_int_equal(ps_store_write(ps_test_writer(s), items, 1, NULL, 0, NULL, 0, &err), 0);
+    assert_int_equal(app.status, 0);
+}
+
+static void type_key(const char *t, const char *pair, size_t n, ps_buf_t *k)
+{
+    uint8_t p[9] = {0};
+    ps_enc_be64(p + 1, ps_hash64(t, strlen(t), 0));
+    ps_buf_reset(k);
+    ps_buf_append(k, p, 9);
+    ps_buf_append(k, pair, n);
+}
+
+/* The profile series' times by type: each type's own values; a type record two types share makes
+ * the reads say so (PS_EUNSUPPORTED: the querier selects the series then), --storage.check takes it;
+ * retention deletes a deleted series' pairs from both parts. */
+static void test_ptimes_types(void **state)
+{
+    (void)state;
+    char *dir = ps_test_tmpdir("/tmp/ps-test-ltimes-XXXXXX");
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t l1 = {0}, l2 = {0}, lf = {0};
+    const char *t1 = ptypes[0], *t2 = ptypes[1];
+    ps_labels_set(&l1, &a, "__name__", 8, t1, strlen(t1));
+    ps_labels_set(&l1, &a, "job", 3, "api", 3);
+    ps_labels_set(&l2, &a, "__name__", 8, t2, strlen(t2));
+    ps_labels_set(&l2, &a, "job", 3, "db", 2);
+    ps_labels_set(&lf, &a, "__name__", 8, "up", 2);
+    ps_labels_set(&lf, &a, "job", 3, "web", 3);
+    int64_t t0 = ps_time_now() - 10 * DAY_NS;
+    write_profile(s, &l1, t0);
+    write_profile(s, &l2, t0 + 1);
+    ps_float_sample_t smp = {t0 / 1000000, 1};
+    ps_float_append_t fa = {0};
+    fa.labels = &lf, fa.samples = &smp, fa.nsamples = 1;
+    ps_float_append_t *fi[1] = {&fa};
+    ps_err_t err;
+    assert_int_equal(ps_store_write(ps_test_writer(s), NULL, 0, fi, 1, NULL, 0, &err), 0);
+    ps_reader_t *r;
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    answer_t c = {r, t0 - PS_NS_PER_S, t0 + 1, PS_BUF_INIT, 0, &err, true, NULL}; /* (the float at t0's ms) */
+    assert_int_equal(ps_reader_label_values_in(r, "job", 3, t0 - PS_NS_PER_S, t0 + 1, pred, add, &c, &err), 0);
+    assert_int_equal(ps_reader_profile_label_values_in(r, "job", 3, t0 - PS_NS_PER_S, t0 + 1, pred, add, &c, &err), 0);
+    assert_int_equal(ps_reader_type_label_values_in(r, t1, "job", 3, t0 - PS_NS_PER_S, t0 + 1, pred, add, &c, &err), 0);
+    assert_int_equal(ps_reader_type_label_values_in(r, t2, "job", 3, t0 - PS_NS_PER_S, t0 + 1, pred, add, &c, &err), 0);
+    assert_int_equal(ps_reader_type_label_values_in(r, "x:y:z:w:v", "job", 3, t0 - PS_NS_PER_S, t0 + 1, pred, add, &c, &err), 0);
+    assert_int_equal(ps_reader_type_label_names_in(r, t2, t0 - PS_NS_PER_S, t0 + 1, pred, add, &c, &err), 0);
+    ps_buf_putc(&c.out, 0);
+    assert_string_equal((char *)c.out.data, "api,db,web,api,db,api,db,__name__,job,");
+    ps_reader_end(r);
+    /* t1's type record as if another type had its hash */
+    ps_buf_t k = PS_BUF_INIT;
+    type_key(t1, "", 0, &k);
+    ps_txn_t t;
+    assert_int_equal(ps_txn_begin(&t, s, PS_TXN_WRITE, &err, "test"), 0);
+    assert_true(ps_txn_put(&t, DB_PTIMES, k.data, k.len, "\x02", 1, 0, "test"));
+    assert_int_equal(ps_txn_commit(&t, &err, "test"), 0);
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    c.r = r;
+    assert_int_equal(ps_reader_type_label_values_in(r, t1, "job", 3, t0 - PS_NS_PER_S, t0 + 1, pred, add, &c, &err),
+                     PS_EUNSUPPORTED);
+    assert_int_equal(ps_reader_type_label_names_in(r, t1, t0 - PS_NS_PER_S, t0 + 1, pred, add, &c, &err), PS_EUNSUPPORTED);
+    ps_reader_end(r);
+    ps_check_stats_t st;
+    char msg[256] = "";
+    assert_int_equal(ps_store_check(s, on_damage, msg, &st, NULL, &err), 0);
+    assert_int_equal(st.damaged, 0);
+    /* retention: every series deleted, their pairs' records with them (the type records stay) */
+    uint32_t dropped = 0;
+    assert_int_equal(ps_store_retain(ps_test_writer(s), t0 + DAY_NS + RETENTION, &dropped, &err), 0);
+    assert_int_equal(dropped, 3);
+    assert_int_equal(ps_reader_begin(s, &r, &err), 0);
+    MDB_val v;
+    assert_false(ps_txn_get(&r->txn, DB_PTIMES, "job\0api", 7, &v, "test"));
+    assert_false(ps_txn_get(&r->txn, DB_PTIMES, "job", 3, &v, "test"));
+    type_key(t2, "job\0db", 6, &k);
+    assert_false(ps_txn_get(&r->txn, DB_PTIMES, k.data, k.len, &v, "test"));
+    type_key(t2, "job", 3, &k);
+    assert_false(ps_txn_get(&r->txn, DB_PTIMES, k.data, k.len, &v, "test"));
+    type_key(t2, "", 0, &k);
+    assert_true(ps_txn_get(&r->txn, DB_PTIMES, k.data, k.len, &v, "test"));
+    ps_reader_end(r);
+    ps_buf_dispose(&k);
+    ps_buf_dispose(&c.out);
+    ps_test_close_store(s);
+    ps_arena_dispose(&a);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 static void on_damage(void *ctx, const char *msg)
 {
     snprintf(ctx, 256, "%s", msg);
@@ -413,7 +521,7 @@ static void test_ltimes_damaged(void **state)
     assert_int_equal(ps_txn_commit(&t, &err, "test"), 0);
     ps_reader_t *r;
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
-    answer_t c = {r, t0 - DAY_NS, t0, PS_BUF_INIT, 0, &err};
+    answer_t c = {r, t0 - DAY_NS, t0, PS_BUF_INIT, 0, &err, false, NULL};
     assert_int_equal(ps_reader_label_values_in(r, "job", 3, t0 - DAY_NS, t0, pred, add, &c, &err), PS_ECORRUPT);
     assert_string_equal(err.msg, "label times of job=api: damaged record");
     ps_reader_end(r);
@@ -435,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_ltimes_random),
         cmocka_unit_test(test_ltimes_forgotten),
         cmocka_unit_test(test_ltimes_damaged),
+        cmocka_unit_test(test_ptimes_types),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
