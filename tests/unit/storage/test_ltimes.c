@@ -406,6 +406,17 @@ static void write_profile(ps_store_t *s, ps_labels_t *ls, int64_t ts)
     assert_int_equal(app.status, 0);
 }
 
+/* one float sample of series ls at t ns (its ms) */
+static void write_sample(ps_store_t *s, ps_labels_t *ls, int64_t t)
+{
+    ps_float_sample_t smp = {t / 1000000, 1};
+    ps_float_append_t fa = {0};
+    fa.labels = ls, fa.samples = &smp, fa.nsamples = 1;
+    ps_float_append_t *fi[1] = {&fa};
+    ps_err_t err;
+    assert_int_equal(ps_store_write(ps_test_writer(s), NULL, 0, fi, 1, NULL, 0, &err), 0);
+}
+
 static void type_key(const char *t, const char *pair, size_t n, ps_buf_t *k)
 {
     uint8_t p[9] = {0};
@@ -435,12 +446,8 @@ static void test_ptimes_types(void **state)
     int64_t t0 = ps_time_now() - 10 * DAY_NS;
     write_profile(s, &l1, t0);
     write_profile(s, &l2, t0 + 1);
-    ps_float_sample_t smp = {t0 / 1000000, 1};
-    ps_float_append_t fa = {0};
-    fa.labels = &lf, fa.samples = &smp, fa.nsamples = 1;
-    ps_float_append_t *fi[1] = {&fa};
+    write_sample(s, &lf, t0);
     ps_err_t err;
-    assert_int_equal(ps_store_write(ps_test_writer(s), NULL, 0, fi, 1, NULL, 0, &err), 0);
     ps_reader_t *r;
     assert_int_equal(ps_reader_begin(s, &r, &err), 0);
     answer_t c = {r, t0 - PS_NS_PER_S, t0 + 1, PS_BUF_INIT, 0, &err, true, NULL}; /* (the float at t0's ms) */
@@ -509,12 +516,8 @@ static void test_ltimes_damaged(void **state)
     ps_labels_set(&ls, &a, "__name__", 8, "up", 2);
     ps_labels_set(&ls, &a, "job", 3, "api", 3);
     int64_t t0 = ps_time_now() - DAY_NS;
-    ps_float_sample_t smp = {t0 / 1000000, 1};
-    ps_float_append_t fa = {0};
-    fa.labels = &ls, fa.samples = &smp, fa.nsamples = 1;
-    ps_float_append_t *fi[1] = {&fa};
+    write_sample(s, &ls, t0);
     ps_err_t err;
-    assert_int_equal(ps_store_write(ps_test_writer(s), NULL, 0, fi, 1, NULL, 0, &err), 0);
     ps_txn_t t;
     assert_int_equal(ps_txn_begin(&t, s, PS_TXN_WRITE, &err, "test"), 0);
     assert_true(ps_txn_put(&t, DB_LTIMES, "job\0api", 7, "\x01\x00", 2, 0, "test"));
