@@ -139,6 +139,12 @@ static int labels_call(qcall_t *q, labels_decode_fn decode, bool need_name, ps_q
     return ret;
 }
 
+static int on_name(void *ctx, const char *s, size_t n)
+{
+    ps_qr_names_add(ctx, s, n);
+    return 0;
+}
+
 /* LabelNames (need_name false) and LabelValues: the request decoded (LabelValues' name must be
  * given), its label names or values listed (ps_querier_label_list) */
 static int label_list_call(ps_connect_call_t *c, labels_decode_fn decode, bool need_name)
@@ -157,11 +163,17 @@ static int label_list_call(ps_connect_call_t *c, labels_decode_fn decode, bool n
         ret = ps_querier_range(lr.start, lr.end, &lo, &hi, &q.err);
     if (ret == 0)
         ret = matchers(&q, &lr, &sels);
-    if (ret == 0)
-        ret = ps_querier_label_list(q.r, need_name ? lr.name : NULL, sels, lr.nmatchers, lo, hi, q.max_series, q.a,
-                                    &l, &q.err);
-    if (ret == 0)
-        ps_qr_encode_names(c->codec, l.v, l.n, q.a, &q.out);
+    const char *name = need_name ? lr.name : NULL;
+    ps_qr_names_enc_t e;
+    ps_qr_names_begin(&e, c->codec, &q.out);
+    if (ret == 0 && (ret = ps_querier_label_each(q.r, name, sels, lr.nmatchers, lo, hi, on_name, &e, &q.err)) == 0)
+        ps_qr_names_end(&e); /* streamed from the index */
+    if (ret == PS_EOUTOFORDER) {
+        q.out.len = 0;
+        ret = ps_querier_label_list(q.r, name, sels, lr.nmatchers, lo, hi, q.max_series, q.a, &l, &q.err);
+        if (ret == 0)
+            ps_qr_encode_names(c->codec, l.v, l.n, q.a, &q.out);
+    }
     dispose_sels(sels, lr.nmatchers);
     return finish(&q, ret);
 }

@@ -331,6 +331,27 @@ int ps_querier_label_list(ps_reader_t *r, const char *name, ps_selector_t *sels,
     return ret;
 }
 
+int ps_querier_label_each(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start_ns,
+                          int64_t end_ns, int (*cb)(void *ctx, const char *s, size_t n), void *ctx, ps_err_t *err)
+{
+    if (name != NULL && strcmp(name, "__profile_type__") == 0)
+        name = "__name__";
+    bool every = nsels == 0;
+    for (uint32_t i = 0; i < nsels; i++)
+        every |= sels[i].n == 0;
+    const char *type = every ? NULL : type_only(sels, nsels);
+    if (!every && type == NULL)
+        return PS_EOUTOFORDER; /* a selection */
+    ps_err_t why;
+    ps_err_clear(&why);
+    int ret = ps_query_profile_labels_each(r, type, name, start_ns, end_ns, cb, ctx, &why);
+    if (ret == PS_EUNSUPPORTED)
+        return PS_EOUTOFORDER; /* (a type hash shared) */
+    if (ret && ret != PS_EOUTOFORDER && err)
+        *err = why;
+    return ret;
+}
+
 static bool wanted(const char *name, const char *const *names, uint32_t nnames)
 {
     bool keep = nnames == 0;

@@ -615,22 +615,46 @@ static int each_in_range(void *ctx, const char *s, size_t n)
     return each_in_order(((in_range_ctx_t *)ctx)->list, s, n);
 }
 
-int ps_query_labels_each(ps_reader_t *r, const char *name, int64_t start, int64_t end,
-                         int (*cb)(void *ctx, const char *s, size_t n), void *ctx, bool *walk_all, ps_err_t *err)
+/* ps_query_labels_each, of every series or (profile) of profile series, of type's when not NULL */
+static int labels_each(ps_reader_t *r, bool profile, const char *type, const char *name, int64_t start, int64_t end,
+                       int (*cb)(void *ctx, const char *s, size_t n), void *ctx, bool *walk_all, ps_err_t *err)
 {
     *walk_all = false;
     each_ctx_t c = {cb, ctx, NULL, 0, false, 0};
-    if (start == INT64_MIN && end == INT64_MAX)
+    if (!profile && start == INT64_MIN && end == INT64_MAX)
         return name ? ps_reader_label_values(r, name, strlen(name), each_in_order, &c, err)
                     : ps_reader_label_names(r, each_in_order, &c, err);
     /* a range: as ps_query_labels walks the label index, but into cb */
-    in_range_ctx_t rc = {r, start, end, err, &c, &c.n, name == NULL, NULL, 0, 0, false, false, NULL};
-    int ret = name ? ps_reader_label_values_in(r, name, strlen(name), start, end, has_data_in_range, each_in_range, &rc,
-                                               err)
+    in_range_ctx_t rc = {r, start, end, err, &c, &c.n, name == NULL, NULL, 0, 0, false, profile, type};
+    size_t nl = name ? strlen(name) : 0;
+    int ret;
+    if (type)
+        ret = name ? ps_reader_type_label_values_in(r, type, name, nl, start, end, has_data_in_range, each_in_range, &rc,
+                                                    err)
+                   : ps_reader_type_label_names_in(r, type, start, end, has_data_in_range, each_in_range, &rc, err);
+    else if (profile)
+        ret = name ? ps_reader_profile_label_values_in(r, name, nl, start, end, has_data_in_range, each_in_range, &rc,
+                                                       err)
+                   : ps_reader_profile_label_names_in(r, start, end, has_data_in_range, each_in_range, &rc, err);
+    else
+        ret = name ? ps_reader_label_values_in(r, name, nl, start, end, has_data_in_range, each_in_range, &rc, err)
                    : ps_reader_label_names_in(r, start, end, has_data_in_range, each_in_range, &rc, err);
     free(rc.bits);
     *walk_all = rc.gave_up;
     return rc.gave_up ? PS_EOUTOFORDER : ret;
+}
+
+int ps_query_labels_each(ps_reader_t *r, const char *name, int64_t start, int64_t end,
+                         int (*cb)(void *ctx, const char *s, size_t n), void *ctx, bool *walk_all, ps_err_t *err)
+{
+    return labels_each(r, false, NULL, name, start, end, cb, ctx, walk_all, err);
+}
+
+int ps_query_profile_labels_each(ps_reader_t *r, const char *type, const char *name, int64_t start, int64_t end,
+                                 int (*cb)(void *ctx, const char *s, size_t n), void *ctx, ps_err_t *err)
+{
+    bool walk_all;
+    return labels_each(r, true, type, name, start, end, cb, ctx, &walk_all, err);
 }
 
 static int labels_walk(ps_reader_t *r, const char *name, int64_t start, int64_t end, bool profile, const char *type,

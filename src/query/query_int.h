@@ -23,6 +23,12 @@ int ps_query_profile_labels(ps_reader_t *r, const char *name, int64_t start, int
  *  cannot tell it from another type (then select its series). */
 int ps_query_type_labels(ps_reader_t *r, const char *type, const char *name, int64_t start, int64_t end,
                          ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err);
+/** ps_query_profile_labels (type NULL) or ps_query_type_labels streamed as
+ *  ps_query_labels_each streams them: each string to cb in the answer's order; PS_EOUTOFORDER
+ *  (cb may have been called) when the index gives one out of order or the range needs the walk
+ *  over every series: then the list functions answer. */
+int ps_query_profile_labels_each(ps_reader_t *r, const char *type, const char *name, int64_t start, int64_t end,
+                                 int (*cb)(void *ctx, const char *s, size_t n), void *ctx, ps_err_t *err);
 
 int ps_query_labels_match(ps_selector_t *sel, const ps_labels_t *ls, ps_err_t *err);
 
