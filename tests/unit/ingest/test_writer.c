@@ -832,17 +832,25 @@ static ps_store_t *open_syncing(char **dir)
 
 /* With fsync on: many writers, every answer after its commit is durable; once all are answered
  * (the writer idle), the last commit is durable too: a batch nobody follows is synced alone. */
-static void test_answers_when_durable(void **state)
+/* A writer with default options on a store that syncs (open_syncing), its answers checked
+ * against the store's durability (check_durable), none counted yet */
+static ps_writer_t *start_durable(ps_store_t **store, char **dir)
 {
-    (void)state;
-    char *dir;
-    ps_store_t *store = open_syncing(&dir);
+    *store = open_syncing(dir);
     ps_writer_opts_t o;
     ps_writer_opts_default(&o);
     atomic_store(&done_total, 0);
     atomic_store(&early_answers, 0);
-    check_durable = store;
-    ps_writer_t *w = start_on(store, &o);
+    check_durable = *store;
+    return start_on(*store, &o);
+}
+
+static void test_answers_when_durable(void **state)
+{
+    (void)state;
+    char *dir;
+    ps_store_t *store;
+    ps_writer_t *w = start_durable(&store, &dir);
     treq_t *one = make_req(9999, T0); /* alone: synced by the writer */
     assert_int_equal(ps_writer_submit(w, &one->w), 0);
     wait_done(1);
@@ -895,14 +903,10 @@ static void test_alone_answered_by_writer(void **state)
 {
     (void)state;
     char *dir;
-    ps_store_t *store = open_syncing(&dir);
-    ps_writer_opts_t o;
-    ps_writer_opts_default(&o);
-    atomic_store(&done_total, 0);
+    ps_store_t *store;
     atomic_store(&answered_by_writer, 0);
     atomic_store(&answered_not_durable, 0);
-    check_durable = store;
-    ps_writer_t *w = start_on(store, &o);
+    ps_writer_t *w = start_durable(&store, &dir);
     enum { N = 5 };
     treq_t *r[N];
     for (int i = 0; i < N; i++) {
