@@ -282,6 +282,18 @@ def test_small_remote_write_decoded_on_its_loop(make_server):
         assert len(body) <= 2048
         st, _, data = srv.request("POST", "/api/v1/write", body=body, headers=h)
         assert st == 204, data
+    # pipelined on one connection: read on while each is written, answered in order
+    reqs = b""
+    for i in range(30, 36):
+        body = rw_body([({"__name__": "small_total", "job": "here"}, t0 + 1000 * i, float(i))])
+        reqs += ("POST /api/v1/write HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n%s%s\r\n"
+                 % (len(body), "".join("%s: %s\r\n" % kv for kv in h.items()),
+                    "Connection: close\r\n" if i == 35 else "")).encode() + body
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    s.sendall(reqs)
+    assert read_answers(s, 6) == [(204, b"")] * 6
+    assert recv_all(s) == b""
+    s.close()
     assert decode_thread_switches(srv.proc.pid) == before
     big = rw_body([({"__name__": "big_total", "job": "pool", "i": "%05d" % i}, t0, float(i)) for i in range(300)])
     assert len(big) > 2048
@@ -293,5 +305,5 @@ def test_small_remote_write_decoded_on_its_loop(make_server):
     for s in srv.get_json("/api/v1/debug/series")["data"]:
         if s.get("kind") == "float":
             got.setdefault(s["labels"]["__name__"], []).append([x[:2] for x in s["samples"]])
-    assert got["small_total"] == [[[t0 + 1000 * i, str(i)] for i in range(30)]]
+    assert got["small_total"] == [[[t0 + 1000 * i, str(i)] for i in range(36)]]
     assert len(got["big_total"]) == 300
