@@ -1380,17 +1380,36 @@ static int walk_finish(const scratch_t *sc, const walked_t *w, ps_arena_t *arena
     d->arena = arena;
     d->nstr = (uint32_t)vs[V_STRS].n;
 
-    /* strings, copied into one block, each NUL-terminated (UTF-8 and NUL-free by the walk) */
+    /* strings, copied into one block, each NUL-terminated (UTF-8 and NUL-free by the walk): when
+     * each follows the one before it after 1 to 6 bytes (its field's tag and length: as every
+     * encoder writes the string_table), their span at once, each string's NUL then overwriting
+     * the bytes after it in the copy */
     const rawstr_t *rs = vs[V_STRS].p;
     out->nstrings = d->nstr;
     out->strings = ps_arena_alloc(arena, d->nstr * sizeof(ps_str_t));
-    char *text = ps_arena_alloc(arena, w->strbytes + d->nstr);
-    for (uint32_t i = 0; i < d->nstr; i++) {
-        memcpy(text, rs[i].p, rs[i].n);
-        text[rs[i].n] = '\0';
-        out->strings[i].ptr = text;
-        out->strings[i].len = (uint32_t)rs[i].n;
-        text += rs[i].n + 1;
+    bool one_span = true;
+    for (uint32_t i = 1; i < d->nstr; i++)
+        one_span &= (size_t)(rs[i].p - (rs[i - 1].p + rs[i - 1].n)) - 1 < 6; /* rs[i].p after the end */
+    if (one_span) {
+        const uint8_t *from = rs[0].p;
+        size_t span = (size_t)(rs[d->nstr - 1].p + rs[d->nstr - 1].n - from);
+        char *text = ps_arena_alloc(arena, span + 1);
+        ps_str_t *str = out->strings;
+        memcpy(text, from, span);
+        for (uint32_t i = 0; i < d->nstr; i++) {
+            char *t = text + (rs[i].p - from);
+            t[rs[i].n] = '\0';
+            str[i] = (ps_str_t){t, (uint32_t)rs[i].n};
+        }
+    } else {
+        char *text = ps_arena_alloc(arena, w->strbytes + d->nstr);
+        for (uint32_t i = 0; i < d->nstr; i++) {
+            memcpy(text, rs[i].p, rs[i].n);
+            text[rs[i].n] = '\0';
+            out->strings[i].ptr = text;
+            out->strings[i].len = (uint32_t)rs[i].n;
+            text += rs[i].n + 1;
+        }
     }
 
     const rawtype_t *rt = vs[V_TYPES].p;
@@ -1486,12 +1505,20 @@ static int walk_finish(const scratch_t *sc, const walked_t *w, ps_arena_t *arena
     /* ids 1..n in order (Go's): all stacks at once, looked at one by one only if one is undefined */
     bool locs_done = false;
     if (lids_ok && lids.nident != 0) {
-        uint64_t bad = 0;
-        for (size_t k = 0; k < vs[V_SLOCS].n; k++) {
-            locs[k] = (uint32_t)raw_locs[k];
-            bad |= raw_locs[k] - 1 >= lids.nident;
+        const uint64_t nid = lids.nident;
+        const size_t nl = vs[V_SLOCS].n;
+        size_t k = 0;
+        bool bad = false;
+        for (; k + 4 <= nl; k += 4) {
+            uint64_t x0 = raw_locs[k], x1 = raw_locs[k + 1], x2 = raw_locs[k + 2], x3 = raw_locs[k + 3];
+            locs[k] = (uint32_t)x0, locs[k + 1] = (uint32_t)x1, locs[k + 2] = (uint32_t)x2, locs[k + 3] = (uint32_t)x3;
+            bad |= (x0 - 1 >= nid) | (x1 - 1 >= nid) | (x2 - 1 >= nid) | (x3 - 1 >= nid);
         }
-        locs_done = bad == 0;
+        for (; k < nl; k++) {
+            locs[k] = (uint32_t)raw_locs[k];
+            bad |= raw_locs[k] - 1 >= nid;
+        }
+        locs_done = !bad;
     }
     for (uint32_t i = 0; i < out->nsamples; i++) {
         ps_sample_t *sm = &out->samples[i];

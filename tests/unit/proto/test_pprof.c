@@ -2040,6 +2040,40 @@ static void test_one_walk_first_error(void **state)
     ps_buf_dispose(&b);
 }
 
+/* The string_table copied at once where its fields follow each other (a 3-byte length among
+ * them), one by one where another field comes between: each string NUL-terminated either way. */
+static void test_one_walk_strings(void **state)
+{
+    (void)state;
+    ps_buf_t b = PS_BUF_INIT, m = PS_BUF_INIT;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_err_t err;
+    char *big = malloc(20000);
+    memset(big, 'x', 20000);
+    for (int apart = 0; apart < 2; apart++) {
+        ps_buf_reset(&b);
+        base_profile(&b);
+        if (apart)
+            pw_varint(&m, 1, 1), pw_varint(&m, 2, 3), pw_msg(&b, 5, &m); /* function {id 1, name 3} */
+        pw_bytes(&b, 6, "main", 4);
+        pw_bytes(&b, 6, big, 20000);
+        pw_bytes(&b, 6, "", 0);
+        pw_bytes(&b, 6, "z", 1);
+        assert_int_equal(both(&b, &a, &p, &err), 0);
+        assert_int_equal(p.nstrings, 7);
+        assert_true(str_eq(&p, 3, "main") && str_eq(&p, 5, "") && str_eq(&p, 6, "z"));
+        assert_int_equal(p.strings[4].len, 20000);
+        assert_memory_equal(p.strings[4].ptr, big, 20000);
+        for (uint32_t i = 0; i < p.nstrings; i++)
+            assert_int_equal(p.strings[i].ptr[p.strings[i].len], '\0');
+        assert_int_equal(p.nfunctions, (uint32_t)apart);
+        ps_arena_dispose(&a);
+    }
+    free(big);
+    ps_buf_dispose(&b);
+}
+
 /* Each thread keeps its own scratch: threads decoding at once each get their profile. */
 typedef struct walk_job {
     const uint8_t *data;
@@ -2137,6 +2171,7 @@ int main(void)
         cmocka_unit_test(test_one_walk_grows),
         cmocka_unit_test(test_one_walk_counts),
         cmocka_unit_test(test_one_walk_first_error),
+        cmocka_unit_test(test_one_walk_strings),
         cmocka_unit_test(test_one_walk_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
