@@ -1105,15 +1105,22 @@ static inline __attribute__((always_inline)) int walk_field(const uint8_t **pp, 
         if ((t & 7) == WT_VARINT) {
             size_t max = rem - 1 < 9 ? rem - 1 : 9, i = 0;
             uint64_t u = p[1];
-            if (u >= 0x80) {
-                u &= 0x7f;
-                for (i = 1; i < max; i++) {
-                    u |= (uint64_t)(p[1 + i] & 0x7f) << (7 * i);
-                    if (p[1 + i] < 0x80)
-                        break;
+            if (u >= 0x80) { /* two and three bytes (ids, addresses) without the loop */
+                u = (u & 0x7f) | (uint64_t)(p[2 < rem ? 2 : 1] & 0x7f) << 7;
+                if (max >= 2 && p[2] < 0x80) {
+                    i = 1;
+                } else if (max >= 3 && p[3] < 0x80) {
+                    u |= (uint64_t)p[3] << 14;
+                    i = 2;
+                } else {
+                    for (i = 2; i < max; i++) {
+                        u |= (uint64_t)(p[1 + i] & 0x7f) << (7 * i);
+                        if (p[1 + i] < 0x80)
+                            break;
+                    }
+                    if (i >= max)
+                        goto Slow;
                 }
-                if (i == max)
-                    goto Slow;
             }
             f->num = t >> 3;
             f->wt = WT_VARINT;
@@ -1201,12 +1208,17 @@ static inline __attribute__((always_inline)) int walk_varints(const wfield_t *f,
             continue;
         }
         size_t rem = (size_t)(end - p), max = rem < 10 ? rem : 10, i;
-        for (i = 0; i < max; i++)
+        if (rem < 2)
+            return -1;
+        uint64_t u = (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7; /* wire_u64's, as its end is looked for */
+        for (i = 2; i < max; i++) {
+            u |= (uint64_t)(p[i] & 0x7f) << (7 * i);
             if ((p[i] & 0x80) == 0)
                 break;
-        if (i == max)
+        }
+        if (i >= max)
             return -1;
-        *dst++ = wire_u64(p, i + 1);
+        *dst++ = u;
         p += i + 1;
     }
     *added = (size_t)(dst - d0);
