@@ -737,51 +737,68 @@ static inline __attribute__((always_inline)) int wire_field_slow_local(const uin
     return rc;
 }
 
-/* The same, inline for the usual one-byte tag with a varint, or a length of one or two bytes. */
-static inline __attribute__((always_inline)) int wire_field(const uint8_t **pp, const uint8_t *end, wfield_t *f)
+/* The usual field, inline: a one-byte tag with a varint of at most maxv bytes (two and three read
+ * without a loop) or a length of one or two bytes. 0 (*pp past it), -1 if the length runs past the
+ * end, else 1: the caller's slow path reads it. */
+static inline __attribute__((always_inline)) int field_fast(const uint8_t **pp, const uint8_t *end, wfield_t *f,
+                                                            size_t maxv)
 {
     const uint8_t *p = *pp;
     size_t rem = (size_t)(end - p);
     uint8_t t = p[0];
-    if (t >= 8 && t < 0x80 && rem >= 2) {
-        if ((t & 7) == WT_VARINT) {
-            size_t max = rem - 1 < 10 ? rem - 1 : 10, i = 0;
-            uint64_t u = p[1];
-            if (u >= 0x80) { /* wire_u64's value, read as the end is looked for */
-                u &= 0x7f;
-                for (i = 1; i < max; i++) {
+    if (t < 8 || t >= 0x80 || rem < 2)
+        return 1;
+    if ((t & 7) == WT_VARINT) {
+        size_t max = rem - 1 < maxv ? rem - 1 : maxv, i = 0;
+        uint64_t u = p[1];
+        if (u >= 0x80) { /* wire_u64's value, read as the end is looked for */
+            u = (u & 0x7f) | (uint64_t)(p[2 < rem ? 2 : 1] & 0x7f) << 7;
+            if (max >= 2 && p[2] < 0x80) {
+                i = 1;
+            } else if (max >= 3 && p[3] < 0x80) {
+                u |= (uint64_t)p[3] << 14;
+                i = 2;
+            } else {
+                for (i = 2; i < max; i++) {
                     u |= (uint64_t)(p[1 + i] & 0x7f) << (7 * i);
                     if (p[1 + i] < 0x80)
                         break;
                 }
-                if (i == max)
-                    return -1;
+                if (i >= max)
+                    return 1;
             }
-            f->num = t >> 3;
-            f->wt = WT_VARINT;
-            f->v = p + 1;
-            f->vn = i + 1;
-            f->u = u;
-            *pp = p + 2 + i;
-            return 0;
         }
-        if ((t & 7) == WT_LEN) {
-            size_t hdr, len = short_len(p, rem, &hdr);
-            if (hdr == 0)
-                return wire_field_slow_local(pp, end, f);
-            if (len > rem - 1 - hdr)
-                return -1;
-            f->num = t >> 3;
-            f->wt = WT_LEN;
-            f->v = p + 1;
-            f->pl = p + 1 + hdr;
-            f->pn = len;
-            f->vn = hdr + len;
-            *pp = p + 1 + hdr + len;
-            return 0;
-        }
+        f->num = t >> 3;
+        f->wt = WT_VARINT;
+        f->v = p + 1;
+        f->vn = i + 1;
+        f->u = u;
+        *pp = p + 2 + i;
+        return 0;
     }
-    return wire_field_slow_local(pp, end, f);
+    if ((t & 7) == WT_LEN) {
+        size_t hdr, len = short_len(p, rem, &hdr);
+        if (hdr == 0)
+            return 1;
+        if (len > rem - 1 - hdr)
+            return -1;
+        f->num = t >> 3;
+        f->wt = WT_LEN;
+        f->v = p + 1;
+        f->pl = p + 1 + hdr;
+        f->pn = len;
+        f->vn = hdr + len;
+        *pp = p + 1 + hdr + len;
+        return 0;
+    }
+    return 1;
+}
+
+/* The same as protobuf-c reads it, inline for the usual field. */
+static inline __attribute__((always_inline)) int wire_field(const uint8_t **pp, const uint8_t *end, wfield_t *f)
+{
+    int rc = field_fast(pp, end, f, 10);
+    return rc <= 0 ? rc : wire_field_slow_local(pp, end, f);
 }
 
 /* protobuf-c's parse_boolean. */
@@ -910,16 +927,17 @@ static void wire_idmap(wdec_t *d, idmap_t *m, bool *ok, const uint64_t *ids, siz
 /* ---- steps 2 and 3 in one walk --------------------------------------------------------------- */
 
 /*
- * The usual profile is scanned and decoded in one walk: each field is read once, with the scan's
- * checks (its framing, wire types, limits, counts, strings) and the decoder's (protobuf-c's
- * framing) made on it together. What the walk reads goes into growable arrays of raw values kept
- * per thread (struct scratch, geometric growth, each push within a limit the scan checks before
- * it grows); after the walk, every array of ps_profile_t is allocated from the arena at its size
- * and filled from them: ids resolved, string indexes checked as convert() would. The first field
- * that either reader refuses, or that breaks a limit, stops the walk (WALK_BAD): then the scan
- * runs alone to give its error, and, if it passes, the deep scan says where protobuf-c's reading
- * fails (what the two steps apart answered). Scratch memory is bounded as the decode was: each
- * array grows only past an element the scan's limits allow, to at most twice its count.
+ * A profile is scanned and decoded in one walk: each field is read once, with the scan's checks
+ * (its framing, wire types, limits, counts, strings) and the decoder's (protobuf-c's framing) made
+ * on it together. What the walk reads goes into growable arrays of raw values kept per thread
+ * (struct scratch: doubling from 64 elements; what passes 1 MiB in all is freed after the walk);
+ * after it, every array of ps_profile_t is allocated from the arena at its size and filled from
+ * them: ids resolved, string indexes checked as convert() would. The first field that either
+ * reader refuses, or that breaks a limit, stops the walk (WALK_BAD): then the scan runs alone to
+ * give its error, and, if it passes, the deep scan says where protobuf-c's reading fails (what the
+ * two steps apart answered). Memory stays within the same limits: an array grows only for an
+ * element the limits allow (a packed run's room is its bytes, or its varints counted first when
+ * the bytes pass the limit), to at most twice its count.
  */
 #define WALK_BAD 1
 
@@ -1098,58 +1116,12 @@ static __attribute__((noinline)) int both_field_slow(const uint8_t **pp, const u
  * 9 bytes or a length of one or two bytes (which both read alike); else -1. */
 static inline __attribute__((always_inline)) int walk_field(const uint8_t **pp, const uint8_t *end, wfield_t *f)
 {
-    const uint8_t *p = *pp;
-    size_t rem = (size_t)(end - p);
-    uint8_t t = p[0];
-    if (t >= 8 && t < 0x80 && rem >= 2) {
-        if ((t & 7) == WT_VARINT) {
-            size_t max = rem - 1 < 9 ? rem - 1 : 9, i = 0;
-            uint64_t u = p[1];
-            if (u >= 0x80) { /* two and three bytes (ids, addresses) without the loop */
-                u = (u & 0x7f) | (uint64_t)(p[2 < rem ? 2 : 1] & 0x7f) << 7;
-                if (max >= 2 && p[2] < 0x80) {
-                    i = 1;
-                } else if (max >= 3 && p[3] < 0x80) {
-                    u |= (uint64_t)p[3] << 14;
-                    i = 2;
-                } else {
-                    for (i = 2; i < max; i++) {
-                        u |= (uint64_t)(p[1 + i] & 0x7f) << (7 * i);
-                        if (p[1 + i] < 0x80)
-                            break;
-                    }
-                    if (i >= max)
-                        goto Slow;
-                }
-            }
-            f->num = t >> 3;
-            f->wt = WT_VARINT;
-            f->v = p + 1;
-            f->vn = i + 1;
-            f->u = u;
-            *pp = p + 2 + i;
-            return 0;
-        }
-        if ((t & 7) == WT_LEN) {
-            size_t hdr, len = short_len(p, rem, &hdr);
-            if (hdr == 0)
-                goto Slow;
-            if (len > rem - 1 - hdr)
-                return -1;
-            f->num = t >> 3;
-            f->wt = WT_LEN;
-            f->v = p + 1;
-            f->pl = p + 1 + hdr;
-            f->pn = len;
-            f->vn = hdr + len;
-            *pp = p + 1 + hdr + len;
-            return 0;
-        }
-    }
-Slow:;
-    const uint8_t *q = p;
+    int rc = field_fast(pp, end, f, 9);
+    if (rc <= 0)
+        return rc;
+    const uint8_t *q = *pp; /* through locals, so that the caller's cursor and field stay in registers */
     wfield_t g = {0};
-    int rc = both_field_slow(&q, end, &g);
+    rc = both_field_slow(&q, end, &g);
     *pp = q;
     *f = g;
     return rc;
@@ -1380,6 +1352,13 @@ static int walk_profile(scratch_t *sc, const uint8_t *buf, size_t len, const ps_
     return 0;
 }
 
+/* An array of the profile for the raw one v: *n its length. */
+static void *arena_array(ps_arena_t *arena, const vec_t *v, size_t esize, uint32_t *n)
+{
+    *n = (uint32_t)v->n;
+    return ps_arena_alloc(arena, v->n * esize);
+}
+
 /* After the walk: the profile from the raw arrays, with convert()'s checks. */
 static int walk_finish(const scratch_t *sc, const walked_t *w, ps_arena_t *arena, ps_profile_t *out, ps_err_t *err)
 {
@@ -1425,8 +1404,7 @@ static int walk_finish(const scratch_t *sc, const walked_t *w, ps_arena_t *arena
     }
 
     const rawtype_t *rt = vs[V_TYPES].p;
-    out->ntypes = (uint32_t)vs[V_TYPES].n;
-    out->sample_types = ps_arena_alloc(arena, out->ntypes * sizeof(ps_value_type_t));
+    out->sample_types = arena_array(arena, &vs[V_TYPES], sizeof(ps_value_type_t), &out->ntypes);
     for (uint32_t i = 0; i < out->ntypes; i++) {
         ps_value_type_t *t = &out->sample_types[i];
         WSTR(t->type, rt[i].type, CK_TYPES, i, 0, "sample_type[%u].type", i);
@@ -1442,14 +1420,12 @@ static int walk_finish(const scratch_t *sc, const walked_t *w, ps_arena_t *arena
     out->duration_nanos = w->duration_nanos;
     out->period = w->period;
     const uint64_t *rc = vs[V_COMMENTS].p;
-    out->ncomments = (uint32_t)vs[V_COMMENTS].n;
-    out->comments = ps_arena_alloc(arena, out->ncomments * sizeof(uint32_t));
+    out->comments = arena_array(arena, &vs[V_COMMENTS], sizeof(uint32_t), &out->ncomments);
     for (uint32_t i = 0; i < out->ncomments; i++)
         WSTR(out->comments[i], rc[i], CK_COMMENTS, i, 0, "comment[%u]", i);
 
     const rawvals_t *rm = vs[V_MAPS].p;
-    out->nmappings = (uint32_t)vs[V_MAPS].n;
-    out->mappings = ps_arena_alloc(arena, out->nmappings * sizeof(ps_mapping_t));
+    out->mappings = arena_array(arena, &vs[V_MAPS], sizeof(ps_mapping_t), &out->nmappings);
     for (uint32_t i = 0; i < out->nmappings; i++) {
         ps_mapping_t *m = &out->mappings[i];
         const uint64_t *v = rm[i].v;
@@ -1462,8 +1438,7 @@ static int walk_finish(const scratch_t *sc, const walked_t *w, ps_arena_t *arena
                    (v[9] ? PS_MAP_HAS_LINE_NUMBERS : 0) | (v[10] ? PS_MAP_HAS_INLINE_FRAMES : 0);
     }
     const rawfun_t *rf = vs[V_FUNS].p;
-    out->nfunctions = (uint32_t)vs[V_FUNS].n;
-    out->functions = ps_arena_alloc(arena, out->nfunctions * sizeof(ps_function_t));
+    out->functions = arena_array(arena, &vs[V_FUNS], sizeof(ps_function_t), &out->nfunctions);
     for (uint32_t i = 0; i < out->nfunctions; i++) {
         ps_function_t *fn = &out->functions[i];
         WSTR(fn->name, rf[i].name, CK_FUN_STR, i, 0, "function[%u].name", i);
@@ -1477,8 +1452,7 @@ static int walk_finish(const scratch_t *sc, const walked_t *w, ps_arena_t *arena
     /* locations, with all their lines in one array */
     const rawloc_t *rl = vs[V_LOCS].p;
     const rawline_t *rn = vs[V_LINES].p;
-    out->nlocations = (uint32_t)vs[V_LOCS].n;
-    out->locations = ps_arena_alloc(arena, out->nlocations * sizeof(ps_location_t));
+    out->locations = arena_array(arena, &vs[V_LOCS], sizeof(ps_location_t), &out->nlocations);
     ps_line_t *lines = ps_arena_alloc(arena, vs[V_LINES].n * sizeof(ps_line_t));
     for (uint32_t i = 0; i < out->nlocations; i++) {
         ps_location_t *l = &out->locations[i];
@@ -1507,8 +1481,7 @@ static int walk_finish(const scratch_t *sc, const walked_t *w, ps_arena_t *arena
     const rawsample_t *rsm = vs[V_SAMPLES].p;
     const uint64_t *raw_locs = vs[V_SLOCS].p;
     const rawlabel_t *rb = vs[V_LABELS].p;
-    out->nsamples = (uint32_t)vs[V_SAMPLES].n;
-    out->samples = ps_arena_alloc(arena, out->nsamples * sizeof(ps_sample_t));
+    out->samples = arena_array(arena, &vs[V_SAMPLES], sizeof(ps_sample_t), &out->nsamples);
     uint32_t *locs = ps_arena_alloc(arena, vs[V_SLOCS].n * sizeof(uint32_t));
     int64_t *values = ps_arena_alloc(arena, vs[V_VALS].n * sizeof(int64_t));
     ps_label_t *labels = ps_arena_alloc(arena, vs[V_LABELS].n * sizeof(ps_label_t));
