@@ -342,6 +342,21 @@ static void queries(const opts_t *o, const ps_bench_server_t *srv, long long t0)
     snprintf(body, sizeof(body), "{\"name\":\"job\",\"start\":%lld,\"end\":%lld}", (t0 - 10) * 1000,
              end * 1000);
     timed(srv, "Pyroscope LabelValues job, start/end", "/querier.v1.QuerierService/LabelValues", body);
+    /* as Grafana's label editor asks: with {} and with the profile type, and one job's */
+    snprintf(body, sizeof(body), "{\"matchers\":[\"{}\"],\"start\":%lld,\"end\":%lld}", (t0 - 10) * 1000, end * 1000);
+    timed(srv, "Pyroscope LabelNames {}, start/end", "/querier.v1.QuerierService/LabelNames", body);
+    snprintf(body, sizeof(body), "{\"name\":\"instance\",\"matchers\":[\"{}\"],\"start\":%lld,\"end\":%lld}",
+             (t0 - 10) * 1000, end * 1000);
+    timed(srv, "Pyroscope LabelValues instance {}, start/end", "/querier.v1.QuerierService/LabelValues", body);
+    snprintf(body, sizeof(body),
+             "{\"name\":\"job\",\"matchers\":[\"{__profile_type__=\\\"%s\\\"}\"],\"start\":%lld,\"end\":%lld}",
+             type, (t0 - 10) * 1000, end * 1000);
+    timed(srv, "Pyroscope LabelValues job {__profile_type__}, start/end", "/querier.v1.QuerierService/LabelValues",
+          body);
+    snprintf(body, sizeof(body), "{\"name\":\"instance\",\"matchers\":[\"{job=\\\"%s\\\"}\"],\"start\":%lld,\"end\":%lld}",
+             job, (t0 - 10) * 1000, end * 1000);
+    snprintf(what, sizeof(what), "Pyroscope LabelValues instance {job}, start/end (%llu)", (unsigned long long)per_job);
+    timed(srv, what, "/querier.v1.QuerierService/LabelValues", body);
     snprintf(body, sizeof(body), "{\"matchers\":[\"{job=\\\"%s\\\"}\"],\"start\":%lld,\"end\":%lld}", job,
              (t0 - 10) * 1000, end * 1000);
     snprintf(what, sizeof(what), "Pyroscope Series {job}, start/end (%llu)", (unsigned long long)per_job);

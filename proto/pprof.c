@@ -7,21 +7,23 @@
  * names the field and index:
  *
  *   1. gunzip, if the bytes start with 1f 8b, into the arena (at most max_inflated bytes);
- *   2. scan: one walk over the protobuf wire format that checks the framing, counts every
- *      repeated field (and the totals: stack entries, values, labels, lines, string bytes) and
- *      checks the counts, string lengths, UTF-8 and string_table[0] == "" against
- *      ps_pprof_limits_t -- all before anything proportional to those counts is allocated. For
- *      speed it does not look inside the flat messages (ValueType, Label, Line, Mapping,
- *      Function): step 3 checks those, and if it refuses the bytes, a second, deep scan runs to
- *      say where;
- *   3. decode (wire_decode): a direct second pass over the wire bytes into ps_profile_t, every
- *      array allocated once from the arena at the size step 2 counted, strings copied once into
- *      one NUL-terminated block. It accepts exactly what protobuf-c 1.4 unpack accepts (unknown
- *      fields of any wire type it knows skipped, last value wins for singular fields, repeated
- *      varints packed or not, protobuf-c's quirks included: see "step 3" below) and then makes
- *      every check the conversion made -- wire ids to dense 1-based indexes (a direct table when
- *      the ids are small, else a sorted array), ids nonzero and unique, every reference and
- *      string index in range -- reporting the first failure in the conversion's order.
+ *   2. scan: the checks of the protobuf wire format's framing, every repeated field's count (and
+ *      the totals: stack entries, values, labels, lines) against ps_pprof_limits_t, string
+ *      lengths, UTF-8 and string_table[0] == "". It does not look inside the flat messages
+ *      (ValueType, Label, Line, Mapping, Function): step 3 checks those, and if it refuses the
+ *      bytes, a deep scan runs to say where;
+ *   3. decode: the wire bytes into ps_profile_t, every array allocated once from the arena at its
+ *      size, strings copied once into one NUL-terminated block. It accepts exactly what
+ *      protobuf-c 1.4 unpack accepts (unknown fields of any wire type it knows skipped, last value
+ *      wins for singular fields, repeated varints packed or not, protobuf-c's quirks included: see
+ *      "step 3" below) and then makes every check the conversion made -- wire ids to dense
+ *      1-based indexes (a direct table when the ids are small, else a sorted array), ids nonzero
+ *      and unique, every reference and string index in range -- reporting the first failure in
+ *      the conversion's order.
+ *
+ * Steps 2 and 3 run in one walk over the bytes (walk_decode), each field read once; a field
+ * either refuses stops it, and the scan then runs alone over the whole message to answer its
+ * first error as it always did (scan_profile: its own walk, which ps_pprof_scan also runs).
  *
  * The path it replaced, protobuf-c unpack into the arena and then convert(), lives on in the
  * tests as the reference (tests/support/pprof_reference.c, over steps 1 and 2 here: pprof_int.h):
@@ -52,6 +54,7 @@
 #include "pprof.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -526,7 +529,8 @@ typedef struct idpair {
 
 /* Wire id -> dense 1-based index. */
 typedef struct idmap {
-    uint32_t *direct; /* direct[id] = index (0 = undefined), when ids are small */
+    uint64_t nident;  /* when the ids are 1..nident in order (as Go writes them): id = index */
+    uint32_t *direct; /* else direct[id] = index (0 = undefined), when ids are small */
     uint64_t ndirect;
     idpair_t *pairs;  /* else sorted by id */
     uint32_t npairs;
@@ -545,6 +549,7 @@ static int cmp_idpair(const void *a, const void *b)
 static int idmap_build(idmap_t *m, ps_arena_t *arena, const uint64_t *ids, size_t n, const char *what, ps_err_t *err)
 {
     uint64_t max = 0;
+    bool ident = true;
     memset(m, 0, sizeof(*m));
     for (size_t i = 0; i < n; i++) {
         uint64_t id = ids[i];
@@ -552,9 +557,14 @@ static int idmap_build(idmap_t *m, ps_arena_t *arena, const uint64_t *ids, size_
             return ps_err_set(err, PS_EINVAL, "%s[%zu]: id 0 is not allowed (ids must be nonzero)", what, i);
         if (id > max)
             max = id;
+        ident &= id == i + 1;
     }
     if (n == 0)
         return 0;
+    if (ident) {
+        m->nident = n;
+        return 0;
+    }
     if (max <= 4 * (uint64_t)n + 64) {
         m->ndirect = max + 1;
         m->direct = ps_arena_calloc(arena, (size_t)m->ndirect, sizeof(uint32_t));
@@ -583,6 +593,10 @@ static int idmap_build(idmap_t *m, ps_arena_t *arena, const uint64_t *ids, size_
 
 static inline __attribute__((always_inline)) uint32_t idmap_get(const idmap_t *m, uint64_t id)
 {
+    if (id - 1 < m->nident)
+        return (uint32_t)id;
+    if (m->nident != 0)
+        return 0;
     if (m->direct != NULL)
         return id < m->ndirect ? m->direct[id] : 0;
     size_t lo = 0, hi = m->npairs;
@@ -596,10 +610,10 @@ static inline __attribute__((always_inline)) uint32_t idmap_get(const idmap_t *m
     return lo < m->npairs && m->pairs[lo].id == id ? m->pairs[lo].idx : 0;
 }
 
-/* ---- step 3: the direct decoder ------------------------------------------------------------- */
+/* ---- step 3: the direct decoder's reading ---------------------------------------------------- */
 
 /*
- * A second walk over the wire bytes that fills ps_profile_t, with exactly the semantics of
+ * The decoder reads the wire bytes into ps_profile_t with exactly the semantics of
  * protobuf-c 1.4 unpack followed by convert() (ps_pprof_decode_reference keeps that path; the
  * unit tests and fuzz_pprof compare the two on every input):
  *
@@ -613,19 +627,13 @@ static inline __attribute__((always_inline)) uint32_t idmap_get(const idmap_t *m
  *   - repeated varints packed (2) or not (0), mixed; a singular field given twice: the last wins,
  *     also for period_type (protobuf-c "merges" ValueTypes, but its merge keeps nothing of the
  *     earlier one for proto3 scalars);
- *   - any of that wrong -> WIRE_BAD, and ps_pprof_decode runs the deep scan to say where (as when
- *     protobuf-c refuses a message);
+ *   - any of that wrong -> the walk stops, and ps_pprof_decode runs the deep scan to say where (as
+ *     when protobuf-c refuses a message);
  *   - then every check of convert(), reported as convert() would report the first one it meets:
  *     each failed check records (category, element, field) and the smallest one is the answer.
  *
- * One walk over the top-level fields decodes strings, sample types, mappings, functions and
- * scalars, and notes where each location and sample is; then the locations are decoded (their
- * mapping and function ids resolve through the maps built after the walk), then the samples
- * (location ids resolved). Every array comes from the arena once, sized by the counts of step 2;
- * strings are copied into one block, each NUL-terminated.
+ * It runs in the same walk as the scan ("steps 2 and 3 in one walk" below).
  */
-#define WIRE_BAD 1
-
 typedef struct wfield {
     uint32_t num, wt;
     const uint8_t *v; /* the value's bytes (a LEN value: from its prefix) */
@@ -729,51 +737,68 @@ static inline __attribute__((always_inline)) int wire_field_slow_local(const uin
     return rc;
 }
 
-/* The same, inline for the usual one-byte tag with a varint, or a length of one or two bytes. */
-static inline __attribute__((always_inline)) int wire_field(const uint8_t **pp, const uint8_t *end, wfield_t *f)
+/* The usual field, inline: a one-byte tag with a varint of at most maxv bytes (two and three read
+ * without a loop) or a length of one or two bytes. 0 (*pp past it), -1 if the length runs past the
+ * end, else 1: the caller's slow path reads it. */
+static inline __attribute__((always_inline)) int field_fast(const uint8_t **pp, const uint8_t *end, wfield_t *f,
+                                                            size_t maxv)
 {
     const uint8_t *p = *pp;
     size_t rem = (size_t)(end - p);
     uint8_t t = p[0];
-    if (t >= 8 && t < 0x80 && rem >= 2) {
-        if ((t & 7) == WT_VARINT) {
-            size_t max = rem - 1 < 10 ? rem - 1 : 10, i = 0;
-            uint64_t u = p[1];
-            if (u >= 0x80) { /* wire_u64's value, read as the end is looked for */
-                u &= 0x7f;
-                for (i = 1; i < max; i++) {
+    if (t < 8 || t >= 0x80 || rem < 2)
+        return 1;
+    if ((t & 7) == WT_VARINT) {
+        size_t max = rem - 1 < maxv ? rem - 1 : maxv, i = 0;
+        uint64_t u = p[1];
+        if (u >= 0x80) { /* wire_u64's value, read as the end is looked for */
+            u = (u & 0x7f) | (uint64_t)(p[2 < rem ? 2 : 1] & 0x7f) << 7;
+            if (max >= 2 && p[2] < 0x80) {
+                i = 1;
+            } else if (max >= 3 && p[3] < 0x80) {
+                u |= (uint64_t)p[3] << 14;
+                i = 2;
+            } else {
+                for (i = 2; i < max; i++) {
                     u |= (uint64_t)(p[1 + i] & 0x7f) << (7 * i);
                     if (p[1 + i] < 0x80)
                         break;
                 }
-                if (i == max)
-                    return -1;
+                if (i >= max)
+                    return 1;
             }
-            f->num = t >> 3;
-            f->wt = WT_VARINT;
-            f->v = p + 1;
-            f->vn = i + 1;
-            f->u = u;
-            *pp = p + 2 + i;
-            return 0;
         }
-        if ((t & 7) == WT_LEN) {
-            size_t hdr, len = short_len(p, rem, &hdr);
-            if (hdr == 0)
-                return wire_field_slow_local(pp, end, f);
-            if (len > rem - 1 - hdr)
-                return -1;
-            f->num = t >> 3;
-            f->wt = WT_LEN;
-            f->v = p + 1;
-            f->pl = p + 1 + hdr;
-            f->pn = len;
-            f->vn = hdr + len;
-            *pp = p + 1 + hdr + len;
-            return 0;
-        }
+        f->num = t >> 3;
+        f->wt = WT_VARINT;
+        f->v = p + 1;
+        f->vn = i + 1;
+        f->u = u;
+        *pp = p + 2 + i;
+        return 0;
     }
-    return wire_field_slow_local(pp, end, f);
+    if ((t & 7) == WT_LEN) {
+        size_t hdr, len = short_len(p, rem, &hdr);
+        if (hdr == 0)
+            return 1;
+        if (len > rem - 1 - hdr)
+            return -1;
+        f->num = t >> 3;
+        f->wt = WT_LEN;
+        f->v = p + 1;
+        f->pl = p + 1 + hdr;
+        f->pn = len;
+        f->vn = hdr + len;
+        *pp = p + 1 + hdr + len;
+        return 0;
+    }
+    return 1;
+}
+
+/* The same as protobuf-c reads it, inline for the usual field. */
+static inline __attribute__((always_inline)) int wire_field(const uint8_t **pp, const uint8_t *end, wfield_t *f)
+{
+    int rc = field_fast(pp, end, f, 10);
+    return rc <= 0 ? rc : wire_field_slow_local(pp, end, f);
 }
 
 /* protobuf-c's parse_boolean. */
@@ -786,7 +811,8 @@ static inline bool wire_bool(const uint8_t *v, size_t n)
 }
 
 /* A flat message: fields 1..nf are singular varints (those in boolmask bools), decoded into
- * vals[1..nf] (zero when absent); other field numbers are skipped. */
+ * vals[1..nf] (zero when absent; a bool nonzero when true, wire_bool's answer); other field
+ * numbers are skipped. */
 static inline __attribute__((always_inline)) int wire_flat(const uint8_t *p, size_t n, uint32_t nf, uint32_t boolmask,
                                                            uint64_t *vals)
 {
@@ -795,6 +821,19 @@ static inline __attribute__((always_inline)) int wire_flat(const uint8_t *p, siz
     for (uint32_t i = 0; i <= nf; i++)
         vals[i] = 0;
     while (p < end) {
+        uint32_t t = p[0], num = t >> 3;
+        if ((t & 0x87) == 0 && num - 1 < nf && end - p >= 2) { /* a varint of one or two bytes */
+            if (p[1] < 0x80) {
+                vals[num] = p[1];
+                p += 2;
+                continue;
+            }
+            if (end - p >= 3 && p[2] < 0x80) {
+                vals[num] = (uint64_t)(p[1] & 0x7f) | (uint64_t)p[2] << 7;
+                p += 3;
+                continue;
+            }
+        }
         if (wire_field(&p, end, &f) != 0)
             return -1;
         if (f.num - 1 >= nf)
@@ -805,46 +844,6 @@ static inline __attribute__((always_inline)) int wire_flat(const uint8_t *p, siz
             return -1;
         else
             vals[f.num] = f.u;
-    }
-    return 0;
-}
-
-/* A repeated varint field's elements (one, or packed) appended at dst[*n], at most cap in all. */
-static inline __attribute__((always_inline)) int wire_varints(const wfield_t *f, uint64_t *dst, size_t *n, size_t cap)
-{
-    if (f->wt == WT_VARINT) {
-        if (*n >= cap)
-            return -2;
-        dst[(*n)++] = f->u;
-        return 0;
-    }
-    if (f->wt != WT_LEN)
-        return -1;
-    const uint8_t *p = f->pl, *end = f->pl + f->pn;
-    while (p < end) {
-        if (*p < 0x80) {
-            if (*n >= cap)
-                return -2;
-            dst[(*n)++] = *p++;
-            continue;
-        }
-        if (end - p >= 2 && p[1] < 0x80) { /* two bytes: ids up to 16383 */
-            if (*n >= cap)
-                return -2;
-            dst[(*n)++] = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
-            p += 2;
-            continue;
-        }
-        size_t rem = (size_t)(end - p), max = rem < 10 ? rem : 10, i;
-        for (i = 0; i < max; i++)
-            if ((p[i] & 0x80) == 0)
-                break;
-        if (i == max)
-            return -1;
-        if (*n >= cap)
-            return -2;
-        dst[(*n)++] = wire_u64(p, i + 1);
-        p += i + 1;
     }
     return 0;
 }
@@ -865,12 +864,6 @@ enum {
     CK_SAMPLE_REF,  /* sample[i]: location_id[k] (k), label[k] key, str, num_unit (LABEL0 + 3k + f) */
 };
 #define LABEL0 ((uint64_t)1 << 40)
-
-/* A sub-message's payload, as walk 1 found it. */
-typedef struct wspan {
-    const uint8_t *p;
-    size_t n;
-} wspan_t;
 
 typedef struct wdec {
     ps_arena_t *arena;
@@ -931,312 +924,635 @@ static void wire_idmap(wdec_t *d, idmap_t *m, bool *ok, const uint64_t *ids, siz
         check_failed(d, cat, 0, 0, "%s", e.msg);
 }
 
-static int wire_decode(const scan_t *s, const uint8_t *buf, size_t len, const ps_pprof_limits_t *lim,
-                       ps_arena_t *arena, ps_profile_t *out, ps_err_t *err)
+/* ---- steps 2 and 3 in one walk --------------------------------------------------------------- */
+
+/*
+ * A profile is scanned and decoded in one walk: each field is read once, with the scan's checks
+ * (its framing, wire types, limits, counts, strings) and the decoder's (protobuf-c's framing) made
+ * on it together. What the walk reads goes into growable arrays of raw values kept per thread
+ * (struct scratch: doubling from 64 elements; what passes 1 MiB in all is freed after the walk);
+ * after it, every array of ps_profile_t is allocated from the arena at its size and filled from
+ * them: ids resolved, string indexes checked as convert() would. The first field that either
+ * reader refuses, or that breaks a limit, stops the walk (WALK_BAD): then the scan runs alone to
+ * give its error, and, if it passes, the deep scan says where protobuf-c's reading fails (what the
+ * two steps apart answered). Memory stays within the same limits: an array grows only for an
+ * element the limits allow (a packed run's room is its bytes, or its varints counted first when
+ * the bytes pass the limit), to at most twice its count.
+ */
+#define WALK_BAD 1
+
+enum { V_STRS, V_TYPES, V_MAPS, V_MAPIDS, V_FUNS, V_FUNIDS, V_LOCS, V_LOCIDS, V_LINES, V_SAMPLES, V_SLOCS, V_VALS,
+       V_LABELS, V_COMMENTS, NVEC };
+
+typedef struct vec {
+    void *p;
+    size_t n, cap; /* elements */
+} vec_t;
+
+typedef struct scratch {
+    vec_t v[NVEC];
+} scratch_t;
+
+typedef struct rawstr {
+    const uint8_t *p;
+    size_t n;
+} rawstr_t;
+typedef struct rawloc {
+    uint64_t mapping_id, address;
+    uint32_t nlines, folded;
+} rawloc_t;
+typedef struct rawline {
+    uint64_t function_id;
+    int64_t line, column;
+} rawline_t;
+typedef struct rawsample {
+    uint32_t nlocs, nvals, nlabels;
+} rawsample_t;
+typedef struct rawvals {
+    uint64_t v[11]; /* a mapping's fields 1..10 */
+} rawvals_t;
+typedef struct rawfun {
+    uint64_t name, system_name, filename, start_line;
+} rawfun_t;
+typedef struct rawtype {
+    uint64_t type, unit;
+} rawtype_t;
+typedef struct rawlabel {
+    uint64_t key, str, num, num_unit;
+} rawlabel_t;
+
+static const size_t vec_esize[NVEC] = {
+    [V_STRS] = sizeof(rawstr_t),       [V_TYPES] = sizeof(rawtype_t),  [V_MAPS] = sizeof(rawvals_t),
+    [V_MAPIDS] = sizeof(uint64_t),     [V_FUNS] = sizeof(rawfun_t),    [V_FUNIDS] = sizeof(uint64_t),
+    [V_LOCS] = sizeof(rawloc_t),       [V_LOCIDS] = sizeof(uint64_t),  [V_LINES] = sizeof(rawline_t),
+    [V_SAMPLES] = sizeof(rawsample_t), [V_SLOCS] = sizeof(uint64_t),   [V_VALS] = sizeof(uint64_t),
+    [V_LABELS] = sizeof(rawlabel_t),   [V_COMMENTS] = sizeof(uint64_t),
+};
+
+static __attribute__((noinline)) void vec_grow(vec_t *v, size_t esize, size_t need)
 {
-    const uint8_t *end = buf + len, *p;
+    size_t cap = v->cap < 64 ? 64 : v->cap * 2;
+    while (cap < need)
+        cap *= 2;
+    if (cap > SIZE_MAX / esize)
+        cap = SIZE_MAX / esize; /* ps_xrealloc then aborts, as on any allocation that fails */
+    v->p = ps_xrealloc(v->p, cap * esize);
+    v->cap = cap;
+}
+
+/* Room for more elements at the end of v: their first. */
+static inline __attribute__((always_inline)) void *vec_room(vec_t *v, size_t esize, size_t more)
+{
+    if (v->cap - v->n < more)
+        vec_grow(v, esize, v->n + more);
+    return (char *)v->p + v->n * esize;
+}
+
+/* Room for one more element: it. */
+static inline __attribute__((always_inline)) void *vec_push(vec_t *v, size_t esize)
+{
+    void *p = vec_room(v, esize, 1);
+    v->n++;
+    return p;
+}
+
+#define PUSH(vec, T) ((T *)vec_push((vec), sizeof(T)))
+
+/* Scratch kept per thread between walks (a key's destructor frees it when the thread ends). */
+#define SCRATCH_KEEP ((size_t)1 << 20) /* bytes kept after a walk; more is freed */
+static pthread_once_t sc_once = PTHREAD_ONCE_INIT;
+static pthread_key_t sc_key;
+static bool sc_key_ok;
+
+static void scratch_free(void *p)
+{
+    scratch_t *sc = p;
+    for (int k = 0; k < NVEC; k++)
+        free(sc->v[k].p);
+    free(sc);
+}
+
+static void sc_init(void)
+{
+    sc_key_ok = pthread_key_create(&sc_key, scratch_free) == 0;
+}
+
+/* The thread's scratch (*keep: it stays the thread's), or a new one to free after use. */
+static scratch_t *scratch_get(bool *keep)
+{
+    pthread_once(&sc_once, sc_init);
+    scratch_t *sc = sc_key_ok ? pthread_getspecific(sc_key) : NULL;
+    *keep = sc != NULL;
+    if (sc != NULL)
+        return sc;
+    sc = ps_xcalloc(1, sizeof(*sc));
+    *keep = sc_key_ok && pthread_setspecific(sc_key, sc) == 0;
+    return sc;
+}
+
+/* Every array with room (none NULL: their pointers are stepped over even when empty). */
+static inline void scratch_ready(scratch_t *sc)
+{
+    for (int k = 0; k < NVEC; k++)
+        if (sc->v[k].p == NULL)
+            vec_grow(&sc->v[k], vec_esize[k], 1);
+}
+
+static void scratch_put(scratch_t *sc, bool keep)
+{
+    size_t bytes = 0;
+    for (int k = 0; k < NVEC; k++) {
+        bytes += sc->v[k].cap * vec_esize[k];
+        sc->v[k].n = 0;
+    }
+    if (keep && bytes <= SCRATCH_KEEP)
+        return;
+    for (int k = 0; k < NVEC; k++) {
+        free(sc->v[k].p);
+        sc->v[k] = (vec_t){0};
+    }
+    if (!keep)
+        free(sc);
+}
+
+/* A field that the scan's reader (next_field_slow) and protobuf-c's (wire_field_slow) both take,
+ * and alike; else -1. */
+static __attribute__((noinline)) int both_field_slow(const uint8_t **pp, const uint8_t *end, wfield_t *f)
+{
+    const uint8_t *q = *pp, *r = *pp;
+    uint64_t tag, v;
+    if (read_uvarint(&q, end, &tag) != 0 || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff)
+        return -1;
+    switch (tag & 7) {
+    case WT_VARINT:
+        if (read_uvarint(&q, end, &v) != 0)
+            return -1;
+        break;
+    case WT_LEN:
+        if (read_uvarint(&q, end, &v) != 0 || v > (uint64_t)(end - q))
+            return -1;
+        q += v;
+        break;
+    case WT_I64:
+    case WT_I32: {
+        size_t k = (tag & 7) == WT_I64 ? 8 : 4;
+        if ((size_t)(end - q) < k)
+            return -1;
+        q += k;
+        break;
+    }
+    default:
+        return -1;
+    }
+    wfield_t g = {0};
+    if (wire_field_slow(&r, end, &g) != 0 || r != q || g.num != (uint32_t)(tag >> 3) || g.wt != (uint32_t)(tag & 7))
+        return -1;
+    *pp = r;
+    *f = g;
+    return 0;
+}
+
+/* One field (p < end) as both readers take it, inline for a one-byte tag with a varint of at most
+ * 9 bytes or a length of one or two bytes (which both read alike); else -1. */
+static inline __attribute__((always_inline)) int walk_field(const uint8_t **pp, const uint8_t *end, wfield_t *f)
+{
+    int rc = field_fast(pp, end, f, 9);
+    if (rc <= 0)
+        return rc;
+    const uint8_t *q = *pp; /* through locals, so that the caller's cursor and field stay in registers */
+    wfield_t g = {0};
+    rc = both_field_slow(&q, end, &g);
+    *pp = q;
+    *f = g;
+    return rc;
+}
+
+/* The varints of a packed run (n bytes), counted as the scan counts them: -1 if its last ends
+ * past the run. */
+static inline size_t count_packed(const uint8_t *p, size_t n)
+{
+    uint64_t c = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        c += (((~w & 0x8080808080808080ull) >> 7) * 0x0101010101010101ull) >> 56;
+    }
+    for (; i < n; i++)
+        c += (p[i] & 0x80) == 0;
+    return (size_t)c;
+}
+
+/* A repeated varint field's elements (one, or packed: protobuf-c's reading, the scan's count)
+ * appended to v, at most left of them (the scan's limit): -1 if either refuses them or there are
+ * more. */
+static inline __attribute__((always_inline)) int walk_varints(const wfield_t *f, vec_t *v, size_t left, size_t *added)
+{
+    if (f->wt == WT_VARINT) {
+        if (left == 0)
+            return -1;
+        *PUSH(v, uint64_t) = f->u;
+        *added = 1;
+        return 0;
+    }
+    if (f->wt != WT_LEN || (f->pn > 0 && (f->pl[f->pn - 1] & 0x80)))
+        return -1;
+    size_t room = f->pn;
+    if (room == 0) {
+        *added = 0;
+        return 0;
+    }
+    if (room > left) {
+        room = count_packed(f->pl, f->pn);
+        if (room > left)
+            return -1;
+    }
+    uint64_t *dst = vec_room(v, sizeof(uint64_t), room), *d0 = dst;
+    const uint8_t *p = f->pl, *end = f->pl + f->pn;
+    while (p < end) {
+        if (*p < 0x80) {
+            *dst++ = *p++;
+            continue;
+        }
+        if (end - p >= 2 && p[1] < 0x80) {
+            *dst++ = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+            p += 2;
+            continue;
+        }
+        size_t rem = (size_t)(end - p), max = rem < 10 ? rem : 10, i;
+        if (rem < 2)
+            return -1;
+        uint64_t u = (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7; /* wire_u64's, as its end is looked for */
+        for (i = 2; i < max; i++) {
+            u |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+            if ((p[i] & 0x80) == 0)
+                break;
+        }
+        if (i >= max)
+            return -1;
+        *dst++ = u;
+        p += i + 1;
+    }
+    *added = (size_t)(dst - d0);
+    v->n += *added;
+    return 0;
+}
+
+/* What the walk reads besides the arrays: the singular fields, the string bytes. */
+typedef struct walked {
+    uint64_t pt_type, pt_unit, dst, drop, keep, doc;
+    int64_t time_nanos, duration_nanos, period;
+    size_t strbytes;
+} walked_t;
+
+static int walk_sample(scratch_t *sc, const ps_pprof_limits_t *lim, const uint8_t *q, size_t n)
+{
+    const uint8_t *qend = q + n;
+    rawsample_t *rs = PUSH(&sc->v[V_SAMPLES], rawsample_t);
+    size_t nlocs = 0, nvals = 0, nlabels = 0, added;
+    uint64_t v[5];
+    wfield_t g = {0};
+    while (q < qend) {
+        if (walk_field(&q, qend, &g) != 0)
+            return WALK_BAD;
+        switch (g.num) {
+        case 1:
+            if (walk_varints(&g, &sc->v[V_SLOCS], lim->max_stack_depth - nlocs, &added) != 0)
+                return WALK_BAD;
+            nlocs += added;
+            break;
+        case 2:
+            if (walk_varints(&g, &sc->v[V_VALS], lim->max_sample_types - nvals, &added) != 0)
+                return WALK_BAD;
+            nvals += added;
+            break;
+        case 3:
+            if (g.wt != WT_LEN || wire_flat(g.pl, g.pn, 4, 0, v) != 0 || ++nlabels > lim->max_labels)
+                return WALK_BAD;
+            *PUSH(&sc->v[V_LABELS], rawlabel_t) = (rawlabel_t){v[1], v[2], v[3], v[4]};
+            break;
+        }
+    }
+    rs->nlocs = (uint32_t)nlocs;
+    rs->nvals = (uint32_t)nvals;
+    rs->nlabels = (uint32_t)nlabels;
+    return 0;
+}
+
+static int walk_location(scratch_t *sc, const ps_pprof_limits_t *lim, const uint8_t *q, size_t n)
+{
+    const uint8_t *qend = q + n;
+    rawloc_t *rl = PUSH(&sc->v[V_LOCS], rawloc_t);
+    uint64_t id = 0, v[4];
+    wfield_t g = {0};
+    *rl = (rawloc_t){0};
+    while (q < qend) {
+        if (walk_field(&q, qend, &g) != 0)
+            return WALK_BAD;
+        switch (g.num) {
+        case 1:
+        case 2:
+        case 3:
+        case 5:
+            if (g.wt != WT_VARINT)
+                return WALK_BAD;
+            if (g.num == 1)
+                id = g.u;
+            else if (g.num == 2)
+                rl->mapping_id = g.u;
+            else if (g.num == 3)
+                rl->address = g.u;
+            else
+                rl->folded = wire_bool(g.v, g.vn);
+            break;
+        case 4:
+            if (g.wt != WT_LEN || wire_flat(g.pl, g.pn, 3, 0, v) != 0 || ++rl->nlines > lim->max_lines)
+                return WALK_BAD;
+            *PUSH(&sc->v[V_LINES], rawline_t) = (rawline_t){v[1], (int64_t)v[2], (int64_t)v[3]};
+            break;
+        }
+    }
+    *PUSH(&sc->v[V_LOCIDS], uint64_t) = id;
+    return 0;
+}
+
+/* The walk over the top-level fields: 0, or WALK_BAD. */
+static int walk_profile(scratch_t *sc, const uint8_t *buf, size_t len, const ps_pprof_limits_t *lim, walked_t *w)
+{
+    const uint8_t *p = buf, *end = buf + len;
+    vec_t *vs = sc->v;
+    uint64_t v[11];
+    wfield_t f = {0};
+    size_t added;
+
+    memset(w, 0, sizeof(*w));
+    while (p < end) {
+        if (walk_field(&p, end, &f) != 0)
+            return WALK_BAD;
+        if (f.num <= 6 || f.num == 11) {
+            if (f.wt != WT_LEN)
+                return WALK_BAD;
+        } else if (f.num <= 15 && f.num != 13 && f.wt != WT_VARINT) {
+            return WALK_BAD;
+        }
+        switch (f.num) {
+        case 1: /* sample_type */
+            if (vs[V_TYPES].n >= lim->max_sample_types || wire_flat(f.pl, f.pn, 2, 0, v) != 0)
+                return WALK_BAD;
+            *PUSH(&vs[V_TYPES], rawtype_t) = (rawtype_t){v[1], v[2]};
+            break;
+        case 2:
+            if (vs[V_SAMPLES].n >= lim->max_samples || walk_sample(sc, lim, f.pl, f.pn) != 0)
+                return WALK_BAD;
+            break;
+        case 3: /* mapping */
+            if (vs[V_MAPS].n >= lim->max_mappings || wire_flat(f.pl, f.pn, 10, 0x780 /* 7..10 */, v) != 0)
+                return WALK_BAD;
+            memcpy(PUSH(&vs[V_MAPS], rawvals_t)->v, v, sizeof(v));
+            *PUSH(&vs[V_MAPIDS], uint64_t) = v[1];
+            break;
+        case 4:
+            if (vs[V_LOCS].n >= lim->max_locations || walk_location(sc, lim, f.pl, f.pn) != 0)
+                return WALK_BAD;
+            break;
+        case 5: /* function */
+            if (vs[V_FUNS].n >= lim->max_functions || wire_flat(f.pl, f.pn, 5, 0, v) != 0)
+                return WALK_BAD;
+            *PUSH(&vs[V_FUNS], rawfun_t) = (rawfun_t){v[2], v[3], v[4], v[5]};
+            *PUSH(&vs[V_FUNIDS], uint64_t) = v[1];
+            break;
+        case 6: /* string_table: the scan's checks */
+            if (vs[V_STRS].n >= lim->max_strings || f.pn > lim->max_string_len || (vs[V_STRS].n == 0 && f.pn != 0) ||
+                str_check(f.pl, f.pn) != STR_OK)
+                return WALK_BAD;
+            *PUSH(&vs[V_STRS], rawstr_t) = (rawstr_t){f.pl, f.pn};
+            w->strbytes += f.pn;
+            break;
+        case 11: /* period_type: the last one wins */
+            if (wire_flat(f.pl, f.pn, 2, 0, v) != 0)
+                return WALK_BAD;
+            w->pt_type = v[1];
+            w->pt_unit = v[2];
+            break;
+        case 13: /* comment */
+            if (walk_varints(&f, &vs[V_COMMENTS], lim->max_strings - vs[V_COMMENTS].n, &added) != 0)
+                return WALK_BAD;
+            break;
+        case 7: w->drop = f.u; break;
+        case 8: w->keep = f.u; break;
+        case 9: w->time_nanos = (int64_t)f.u; break;
+        case 10: w->duration_nanos = (int64_t)f.u; break;
+        case 12: w->period = (int64_t)f.u; break;
+        case 14: w->dst = f.u; break;
+        case 15: w->doc = f.u; break;
+        }
+    }
+    if (vs[V_TYPES].n == 0 || vs[V_STRS].n == 0)
+        return WALK_BAD;
+    return 0;
+}
+
+/* An array of the profile for the raw one v: *n its length. */
+static void *arena_array(ps_arena_t *arena, const vec_t *v, size_t esize, uint32_t *n)
+{
+    *n = (uint32_t)v->n;
+    return ps_arena_alloc(arena, v->n * esize);
+}
+
+/* After the walk: the profile from the raw arrays, with convert()'s checks. */
+static int walk_finish(const scratch_t *sc, const walked_t *w, ps_arena_t *arena, ps_profile_t *out, ps_err_t *err)
+{
+    const vec_t *vs = sc->v;
     wdec_t dd, *d = &dd;
-    wfield_t f;
-    uint64_t v[16];
     idmap_t mids, fids, lids;
     bool mids_ok, fids_ok, lids_ok;
-    int64_t pt_type = 0, pt_unit = 0, dst = 0, drop = 0, keep = 0, doc = 0;
-    size_t ncomments = 0;
 
     memset(d, 0, sizeof(*d));
     d->arena = arena;
-    if (s->nstrings > UINT32_MAX || s->nsamples > UINT32_MAX || s->nlocations > UINT32_MAX ||
-        s->nfunctions > UINT32_MAX || s->nmappings > UINT32_MAX || s->ncomments > UINT32_MAX ||
-        s->nlocs > SIZE_MAX / 16 || s->nvalues > SIZE_MAX / 16 || s->nlabels > SIZE_MAX / 64 ||
-        s->nlines > SIZE_MAX / 32 || s->strbytes > SIZE_MAX / 2)
-        return ps_err_set(err, PS_EINTERNAL, "pprof: the wire scan counted too much");
-    d->nstr = (uint32_t)s->nstrings;
+    d->nstr = (uint32_t)vs[V_STRS].n;
 
-    out->nstrings = 0;
-    out->strings = ps_arena_alloc(arena, s->nstrings * sizeof(ps_str_t));
-    char *text = ps_arena_alloc(arena, (size_t)s->strbytes + (size_t)s->nstrings);
-    size_t ntext = 0;
-    out->ntypes = 0;
-    out->sample_types = ps_arena_alloc(arena, s->ntypes * sizeof(ps_value_type_t));
-    uint64_t *comments = ps_arena_alloc(arena, s->ncomments * sizeof(uint64_t));
-    out->nmappings = 0;
-    out->mappings = ps_arena_alloc(arena, s->nmappings * sizeof(ps_mapping_t));
-    uint64_t *map_ids = ps_arena_alloc(arena, s->nmappings * sizeof(uint64_t));
-    out->nfunctions = 0;
-    out->functions = ps_arena_alloc(arena, s->nfunctions * sizeof(ps_function_t));
-    uint64_t *fun_ids = ps_arena_alloc(arena, s->nfunctions * sizeof(uint64_t));
-    /* where walk 1 meets each location and sample, for walks 2 and 3 */
-    wspan_t *loc_spans = ps_arena_alloc(arena, s->nlocations * sizeof(wspan_t));
-    wspan_t *sample_spans = ps_arena_alloc(arena, s->nsamples * sizeof(wspan_t));
-    size_t nloc_spans = 0, nsample_spans = 0;
-
-    /* walk 1: strings, sample types, mappings, functions, scalars */
-    for (p = buf; p < end;) {
-        if (wire_field(&p, end, &f) != 0)
-            return WIRE_BAD;
-        switch (f.num) {
-        case 1: /* sample_type */
-            if (f.wt != WT_LEN || wire_flat(f.pl, f.pn, 2, 0, v) != 0)
-                return WIRE_BAD;
-            if (out->ntypes >= s->ntypes)
-                goto Disagree;
-            {
-                uint32_t i = out->ntypes++;
-                ps_value_type_t *t = &out->sample_types[i];
-                WSTR(t->type, v[1], CK_TYPES, i, 0, "sample_type[%u].type", i);
-                WSTR(t->unit, v[2], CK_TYPES, i, 1, "sample_type[%u].unit", i);
-            }
-            break;
-        case 2:
-            if (f.wt != WT_LEN)
-                return WIRE_BAD;
-            if (nsample_spans >= s->nsamples)
-                goto Disagree;
-            sample_spans[nsample_spans++] = (wspan_t){f.pl, f.pn};
-            break;
-        case 4:
-            if (f.wt != WT_LEN)
-                return WIRE_BAD;
-            if (nloc_spans >= s->nlocations)
-                goto Disagree;
-            loc_spans[nloc_spans++] = (wspan_t){f.pl, f.pn};
-            break;
-        case 3: /* mapping */
-            if (f.wt != WT_LEN || wire_flat(f.pl, f.pn, 10, 0x780 /* 7..10 */, v) != 0)
-                return WIRE_BAD;
-            if (out->nmappings >= s->nmappings)
-                goto Disagree;
-            {
-                uint32_t i = out->nmappings++;
-                ps_mapping_t *m = &out->mappings[i];
-                map_ids[i] = v[1];
-                m->memory_start = v[2];
-                m->memory_limit = v[3];
-                m->file_offset = v[4];
-                WSTR(m->filename, v[5], CK_MAP_STR, i, 0, "mapping[%u].filename", i);
-                WSTR(m->build_id, v[6], CK_MAP_STR, i, 1, "mapping[%u].build_id", i);
-                m->flags = (v[7] ? PS_MAP_HAS_FUNCTIONS : 0) | (v[8] ? PS_MAP_HAS_FILENAMES : 0) |
-                           (v[9] ? PS_MAP_HAS_LINE_NUMBERS : 0) | (v[10] ? PS_MAP_HAS_INLINE_FRAMES : 0);
-            }
-            break;
-        case 5: /* function */
-            if (f.wt != WT_LEN || wire_flat(f.pl, f.pn, 5, 0, v) != 0)
-                return WIRE_BAD;
-            if (out->nfunctions >= s->nfunctions)
-                goto Disagree;
-            {
-                uint32_t i = out->nfunctions++;
-                ps_function_t *fn = &out->functions[i];
-                fun_ids[i] = v[1];
-                WSTR(fn->name, v[2], CK_FUN_STR, i, 0, "function[%u].name", i);
-                WSTR(fn->system_name, v[3], CK_FUN_STR, i, 1, "function[%u].system_name", i);
-                WSTR(fn->filename, v[4], CK_FUN_STR, i, 2, "function[%u].filename", i);
-                fn->start_line = (int64_t)v[5];
-            }
-            break;
-        case 6: /* string_table: UTF-8 and NUL-free by the scan */
-            if (f.wt != WT_LEN)
-                return WIRE_BAD;
-            if (out->nstrings >= s->nstrings || f.pn > s->strbytes - (ntext - out->nstrings))
-                goto Disagree;
-            memcpy(text + ntext, f.pl, f.pn);
-            text[ntext + f.pn] = '\0';
-            out->strings[out->nstrings].ptr = text + ntext;
-            out->strings[out->nstrings].len = (uint32_t)f.pn;
-            out->nstrings++;
-            ntext += f.pn + 1;
-            break;
-        case 11: /* period_type: the last one wins */
-            if (f.wt != WT_LEN || wire_flat(f.pl, f.pn, 2, 0, v) != 0)
-                return WIRE_BAD;
-            pt_type = (int64_t)v[1];
-            pt_unit = (int64_t)v[2];
-            break;
-        case 13: { /* comment */
-            int r = wire_varints(&f, comments, &ncomments, (size_t)s->ncomments);
-            if (r == -2)
-                goto Disagree;
-            if (r != 0)
-                return WIRE_BAD;
-            break;
+    /* strings, copied into one block, each NUL-terminated (UTF-8 and NUL-free by the walk): when
+     * each follows the one before it after 1 to 6 bytes (its field's tag and length: as every
+     * encoder writes the string_table), their span at once, each string's NUL then overwriting
+     * the bytes after it in the copy */
+    const rawstr_t *rs = vs[V_STRS].p;
+    out->nstrings = d->nstr;
+    out->strings = ps_arena_alloc(arena, d->nstr * sizeof(ps_str_t));
+    bool one_span = true;
+    for (uint32_t i = 1; i < d->nstr; i++)
+        one_span &= (size_t)(rs[i].p - (rs[i - 1].p + rs[i - 1].n)) - 1 < 6; /* rs[i].p after the end */
+    if (one_span) {
+        const uint8_t *from = rs[0].p;
+        size_t span = (size_t)(rs[d->nstr - 1].p + rs[d->nstr - 1].n - from);
+        char *text = ps_arena_alloc(arena, span + 1);
+        ps_str_t *str = out->strings;
+        memcpy(text, from, span);
+        for (uint32_t i = 0; i < d->nstr; i++) {
+            char *t = text + (rs[i].p - from);
+            t[rs[i].n] = '\0';
+            str[i] = (ps_str_t){t, (uint32_t)rs[i].n};
         }
-        case 7:
-        case 8:
-        case 9:
-        case 10:
-        case 12:
-        case 14:
-        case 15: {
-            if (f.wt != WT_VARINT)
-                return WIRE_BAD;
-            int64_t x = (int64_t)f.u;
-            switch (f.num) {
-            case 7: drop = x; break;
-            case 8: keep = x; break;
-            case 9: out->time_nanos = x; break;
-            case 10: out->duration_nanos = x; break;
-            case 12: out->period = x; break;
-            case 14: dst = x; break;
-            default: doc = x; break;
-            }
-            break;
-        }
+    } else {
+        char *text = ps_arena_alloc(arena, w->strbytes + d->nstr);
+        for (uint32_t i = 0; i < d->nstr; i++) {
+            memcpy(text, rs[i].p, rs[i].n);
+            text[rs[i].n] = '\0';
+            out->strings[i].ptr = text;
+            out->strings[i].len = (uint32_t)rs[i].n;
+            text += rs[i].n + 1;
         }
     }
-    if (out->nstrings != s->nstrings || out->ntypes != s->ntypes || out->nmappings != s->nmappings ||
-        out->nfunctions != s->nfunctions || ncomments != s->ncomments || nloc_spans != s->nlocations ||
-        nsample_spans != s->nsamples)
-        goto Disagree;
-    WSTR(out->period_type.type, (uint64_t)pt_type, CK_PERIOD, 0, 0, "period_type.type");
-    WSTR(out->period_type.unit, (uint64_t)pt_unit, CK_PERIOD, 0, 1, "period_type.unit");
-    WSTR(out->default_sample_type, (uint64_t)dst, CK_SCALARS, 0, 0, "default_sample_type");
-    WSTR(out->drop_frames, (uint64_t)drop, CK_SCALARS, 0, 1, "drop_frames");
-    WSTR(out->keep_frames, (uint64_t)keep, CK_SCALARS, 0, 2, "keep_frames");
-    WSTR(out->doc_url, (uint64_t)doc, CK_SCALARS, 0, 3, "doc_url");
-    out->ncomments = (uint32_t)ncomments;
-    out->comments = ps_arena_alloc(arena, ncomments * sizeof(uint32_t));
+
+    const rawtype_t *rt = vs[V_TYPES].p;
+    out->sample_types = arena_array(arena, &vs[V_TYPES], sizeof(ps_value_type_t), &out->ntypes);
+    for (uint32_t i = 0; i < out->ntypes; i++) {
+        ps_value_type_t *t = &out->sample_types[i];
+        WSTR(t->type, rt[i].type, CK_TYPES, i, 0, "sample_type[%u].type", i);
+        WSTR(t->unit, rt[i].unit, CK_TYPES, i, 1, "sample_type[%u].unit", i);
+    }
+    WSTR(out->period_type.type, w->pt_type, CK_PERIOD, 0, 0, "period_type.type");
+    WSTR(out->period_type.unit, w->pt_unit, CK_PERIOD, 0, 1, "period_type.unit");
+    WSTR(out->default_sample_type, w->dst, CK_SCALARS, 0, 0, "default_sample_type");
+    WSTR(out->drop_frames, w->drop, CK_SCALARS, 0, 1, "drop_frames");
+    WSTR(out->keep_frames, w->keep, CK_SCALARS, 0, 2, "keep_frames");
+    WSTR(out->doc_url, w->doc, CK_SCALARS, 0, 3, "doc_url");
+    out->time_nanos = w->time_nanos;
+    out->duration_nanos = w->duration_nanos;
+    out->period = w->period;
+    const uint64_t *rc = vs[V_COMMENTS].p;
+    out->comments = arena_array(arena, &vs[V_COMMENTS], sizeof(uint32_t), &out->ncomments);
     for (uint32_t i = 0; i < out->ncomments; i++)
-        WSTR(out->comments[i], comments[i], CK_COMMENTS, i, 0, "comment[%u]", i);
-    wire_idmap(d, &mids, &mids_ok, map_ids, out->nmappings, "mapping", CK_MAP_IDS);
-    wire_idmap(d, &fids, &fids_ok, fun_ids, out->nfunctions, "function", CK_FUN_IDS);
+        WSTR(out->comments[i], rc[i], CK_COMMENTS, i, 0, "comment[%u]", i);
 
-    /* walk 2: locations, with all their lines in one array */
-    out->nlocations = 0;
-    out->locations = ps_arena_alloc(arena, s->nlocations * sizeof(ps_location_t));
-    uint64_t *loc_ids = ps_arena_alloc(arena, s->nlocations * sizeof(uint64_t));
-    ps_line_t *lines = ps_arena_alloc(arena, s->nlines * sizeof(ps_line_t));
-    size_t nlines = 0;
-    for (size_t li = 0; li < nloc_spans; li++) {
-        uint32_t i = out->nlocations++;
-        ps_location_t *l = &out->locations[i];
-        uint64_t id = 0, mapping_id = 0, address = 0;
-        bool folded = false;
-        l->lines = lines + nlines;
-        l->nlines = 0;
-        const uint8_t *q = loc_spans[li].p, *qend = q + loc_spans[li].n;
-        while (q < qend) {
-            wfield_t g;
-            if (wire_field(&q, qend, &g) != 0)
-                return WIRE_BAD;
-            switch (g.num) {
-            case 1:
-            case 2:
-            case 3:
-                if (g.wt != WT_VARINT)
-                    return WIRE_BAD;
-                *(g.num == 1 ? &id : g.num == 2 ? &mapping_id : &address) = g.u;
-                break;
-            case 4: {
-                if (g.wt != WT_LEN || wire_flat(g.pl, g.pn, 3, 0, v) != 0)
-                    return WIRE_BAD;
-                if (nlines >= s->nlines)
-                    goto Disagree;
-                uint32_t k = l->nlines++;
-                ps_line_t *ln = &lines[nlines++];
-                ln->function = 0;
-                if (v[1] != 0 && fids_ok && (ln->function = idmap_get(&fids, v[1])) == 0)
-                    check_failed(d, CK_LOC_REF, i, 1 + (uint64_t)k,
-                                 "location[%u].line[%u]: function_id %llu is not defined", i, k,
-                                 (unsigned long long)v[1]);
-                ln->line = (int64_t)v[2];
-                ln->column = (int64_t)v[3];
-                break;
-            }
-            case 5:
-                folded = wire_bool(g.v, g.vn);
-                break;
-            }
-        }
-        loc_ids[i] = id;
-        l->mapping = 0;
-        if (mapping_id != 0 && mids_ok && (l->mapping = idmap_get(&mids, mapping_id)) == 0)
-            check_failed(d, CK_LOC_REF, i, 0, "location[%u]: mapping_id %llu is not defined", i,
-                         (unsigned long long)mapping_id);
-        l->address = address;
-        l->is_folded = folded ? 1 : 0;
+    const rawvals_t *rm = vs[V_MAPS].p;
+    out->mappings = arena_array(arena, &vs[V_MAPS], sizeof(ps_mapping_t), &out->nmappings);
+    for (uint32_t i = 0; i < out->nmappings; i++) {
+        ps_mapping_t *m = &out->mappings[i];
+        const uint64_t *v = rm[i].v;
+        m->memory_start = v[2];
+        m->memory_limit = v[3];
+        m->file_offset = v[4];
+        WSTR(m->filename, v[5], CK_MAP_STR, i, 0, "mapping[%u].filename", i);
+        WSTR(m->build_id, v[6], CK_MAP_STR, i, 1, "mapping[%u].build_id", i);
+        m->flags = (v[7] ? PS_MAP_HAS_FUNCTIONS : 0) | (v[8] ? PS_MAP_HAS_FILENAMES : 0) |
+                   (v[9] ? PS_MAP_HAS_LINE_NUMBERS : 0) | (v[10] ? PS_MAP_HAS_INLINE_FRAMES : 0);
     }
-    if (nlines != s->nlines)
-        goto Disagree;
-    wire_idmap(d, &lids, &lids_ok, loc_ids, out->nlocations, "location", CK_LOC_IDS);
+    const rawfun_t *rf = vs[V_FUNS].p;
+    out->functions = arena_array(arena, &vs[V_FUNS], sizeof(ps_function_t), &out->nfunctions);
+    for (uint32_t i = 0; i < out->nfunctions; i++) {
+        ps_function_t *fn = &out->functions[i];
+        WSTR(fn->name, rf[i].name, CK_FUN_STR, i, 0, "function[%u].name", i);
+        WSTR(fn->system_name, rf[i].system_name, CK_FUN_STR, i, 1, "function[%u].system_name", i);
+        WSTR(fn->filename, rf[i].filename, CK_FUN_STR, i, 2, "function[%u].filename", i);
+        fn->start_line = (int64_t)rf[i].start_line;
+    }
+    wire_idmap(d, &mids, &mids_ok, vs[V_MAPIDS].p, out->nmappings, "mapping", CK_MAP_IDS);
+    wire_idmap(d, &fids, &fids_ok, vs[V_FUNIDS].p, out->nfunctions, "function", CK_FUN_IDS);
 
-    /* walk 3: samples; stacks, values and labels each in one array */
-    out->nsamples = 0;
-    out->samples = ps_arena_alloc(arena, s->nsamples * sizeof(ps_sample_t));
-    uint32_t *locs = ps_arena_alloc(arena, s->nlocs * sizeof(uint32_t));
-    uint64_t *raw_locs = ps_arena_alloc(arena, (s->nlocs < lim->max_stack_depth ? s->nlocs : lim->max_stack_depth) *
-                                                   sizeof(uint64_t));
-    int64_t *values = ps_arena_alloc(arena, s->nvalues * sizeof(int64_t));
-    ps_label_t *labels = ps_arena_alloc(arena, s->nlabels * sizeof(ps_label_t));
-    size_t nlocs = 0, nvalues = 0, nlabels = 0;
-    for (size_t si = 0; si < nsample_spans; si++) {
-        uint32_t i = out->nsamples++;
-        ps_sample_t *sm = &out->samples[i];
-        size_t nraw = 0, nval = 0;
-        sm->locs = locs + nlocs;
-        sm->values = values + nvalues;
-        sm->labels = labels + nlabels;
-        sm->nlabels = 0;
-        const uint8_t *q = sample_spans[si].p, *qend = q + sample_spans[si].n;
-        while (q < qend) {
-            wfield_t g;
-            int r;
-            if (wire_field(&q, qend, &g) != 0)
-                return WIRE_BAD;
-            switch (g.num) {
-            case 1:
-                r = wire_varints(&g, raw_locs, &nraw, s->nlocs - nlocs < lim->max_stack_depth
-                                                          ? (size_t)(s->nlocs - nlocs)
-                                                          : lim->max_stack_depth);
-                if (r == -2)
-                    goto Disagree;
-                if (r != 0)
-                    return WIRE_BAD;
-                break;
-            case 2:
-                r = wire_varints(&g, (uint64_t *)sm->values, &nval, (size_t)(s->nvalues - nvalues));
-                if (r == -2)
-                    goto Disagree;
-                if (r != 0)
-                    return WIRE_BAD;
-                break;
-            case 3: {
-                if (g.wt != WT_LEN || wire_flat(g.pl, g.pn, 4, 0, v) != 0)
-                    return WIRE_BAD;
-                if (nlabels + sm->nlabels >= s->nlabels)
-                    goto Disagree;
-                uint32_t k = sm->nlabels++;
-                ps_label_t *lb = &sm->labels[k];
-                WSTR(lb->key, v[1], CK_SAMPLE_REF, i, LABEL0 + 3 * (uint64_t)k, "sample[%u].label[%u].key", i, k);
-                WSTR(lb->str, v[2], CK_SAMPLE_REF, i, LABEL0 + 3 * (uint64_t)k + 1, "sample[%u].label[%u].str", i,
-                     k);
-                WSTR(lb->num_unit, v[4], CK_SAMPLE_REF, i, LABEL0 + 3 * (uint64_t)k + 2,
-                     "sample[%u].label[%u].num_unit", i, k);
-                lb->num = (int64_t)v[3];
-                break;
-            }
-            }
+    /* locations, with all their lines in one array */
+    const rawloc_t *rl = vs[V_LOCS].p;
+    const rawline_t *rn = vs[V_LINES].p;
+    out->locations = arena_array(arena, &vs[V_LOCS], sizeof(ps_location_t), &out->nlocations);
+    ps_line_t *lines = ps_arena_alloc(arena, vs[V_LINES].n * sizeof(ps_line_t));
+    for (uint32_t i = 0; i < out->nlocations; i++) {
+        ps_location_t *l = &out->locations[i];
+        l->lines = lines;
+        l->nlines = rl[i].nlines;
+        for (uint32_t k = 0; k < l->nlines; k++, rn++) {
+            ps_line_t *ln = &lines[k];
+            ln->function = 0;
+            if (rn->function_id != 0 && fids_ok && (ln->function = idmap_get(&fids, rn->function_id)) == 0)
+                check_failed(d, CK_LOC_REF, i, 1 + (uint64_t)k, "location[%u].line[%u]: function_id %llu is not defined",
+                             i, k, (unsigned long long)rn->function_id);
+            ln->line = rn->line;
+            ln->column = rn->column;
         }
-        sm->nlocs = (uint32_t)nraw;
-        for (uint32_t k = 0; k < sm->nlocs; k++) {
-            sm->locs[k] = lids_ok ? idmap_get(&lids, raw_locs[k]) : 0;
-            if (sm->locs[k] == 0 && lids_ok)
+        lines += l->nlines;
+        l->mapping = 0;
+        if (rl[i].mapping_id != 0 && mids_ok && (l->mapping = idmap_get(&mids, rl[i].mapping_id)) == 0)
+            check_failed(d, CK_LOC_REF, i, 0, "location[%u]: mapping_id %llu is not defined", i,
+                         (unsigned long long)rl[i].mapping_id);
+        l->address = rl[i].address;
+        l->is_folded = rl[i].folded ? 1 : 0;
+    }
+    wire_idmap(d, &lids, &lids_ok, vs[V_LOCIDS].p, out->nlocations, "location", CK_LOC_IDS);
+
+    /* samples; stacks, values and labels each in one array */
+    const rawsample_t *rsm = vs[V_SAMPLES].p;
+    const uint64_t *raw_locs = vs[V_SLOCS].p;
+    const rawlabel_t *rb = vs[V_LABELS].p;
+    out->samples = arena_array(arena, &vs[V_SAMPLES], sizeof(ps_sample_t), &out->nsamples);
+    uint32_t *locs = ps_arena_alloc(arena, vs[V_SLOCS].n * sizeof(uint32_t));
+    int64_t *values = ps_arena_alloc(arena, vs[V_VALS].n * sizeof(int64_t));
+    ps_label_t *labels = ps_arena_alloc(arena, vs[V_LABELS].n * sizeof(ps_label_t));
+    if (vs[V_VALS].n > 0)
+        memcpy(values, vs[V_VALS].p, vs[V_VALS].n * sizeof(int64_t));
+    /* ids 1..n in order (Go's): all stacks at once, looked at one by one only if one is undefined */
+    bool locs_done = false;
+    if (lids_ok && lids.nident != 0) {
+        const uint64_t nid = lids.nident;
+        const size_t nl = vs[V_SLOCS].n;
+        size_t k = 0;
+        bool bad = false;
+        for (; k + 4 <= nl; k += 4) {
+            uint64_t x0 = raw_locs[k], x1 = raw_locs[k + 1], x2 = raw_locs[k + 2], x3 = raw_locs[k + 3];
+            locs[k] = (uint32_t)x0, locs[k + 1] = (uint32_t)x1, locs[k + 2] = (uint32_t)x2, locs[k + 3] = (uint32_t)x3;
+            bad |= (x0 - 1 >= nid) | (x1 - 1 >= nid) | (x2 - 1 >= nid) | (x3 - 1 >= nid);
+        }
+        for (; k < nl; k++) {
+            locs[k] = (uint32_t)raw_locs[k];
+            bad |= raw_locs[k] - 1 >= nid;
+        }
+        locs_done = !bad;
+    }
+    for (uint32_t i = 0; i < out->nsamples; i++) {
+        ps_sample_t *sm = &out->samples[i];
+        sm->locs = locs;
+        sm->nlocs = rsm[i].nlocs;
+        sm->values = values;
+        sm->labels = labels;
+        sm->nlabels = rsm[i].nlabels;
+        for (uint32_t k = 0; k < sm->nlabels; k++, rb++) {
+            ps_label_t *lb = &labels[k];
+            WSTR(lb->key, rb->key, CK_SAMPLE_REF, i, LABEL0 + 3 * (uint64_t)k, "sample[%u].label[%u].key", i, k);
+            WSTR(lb->str, rb->str, CK_SAMPLE_REF, i, LABEL0 + 3 * (uint64_t)k + 1, "sample[%u].label[%u].str", i, k);
+            WSTR(lb->num_unit, rb->num_unit, CK_SAMPLE_REF, i, LABEL0 + 3 * (uint64_t)k + 2,
+                 "sample[%u].label[%u].num_unit", i, k);
+            lb->num = (int64_t)rb->num;
+        }
+        for (uint32_t k = 0; k < sm->nlocs && !locs_done; k++) {
+            locs[k] = lids_ok ? idmap_get(&lids, raw_locs[k]) : 0;
+            if (locs[k] == 0 && lids_ok)
                 check_failed(d, CK_SAMPLE_REF, i, k, "sample[%u]: location_id %llu is not defined", i,
                              (unsigned long long)raw_locs[k]);
         }
-        if (nval != out->ntypes)
-            check_failed(d, CK_NVALUES, i, 0, "sample[%u] has %zu values but there are %u sample types", i, nval,
-                         out->ntypes);
-        nlocs += nraw;
-        nvalues += nval;
-        nlabels += sm->nlabels;
+        if (rsm[i].nvals != out->ntypes)
+            check_failed(d, CK_NVALUES, i, 0, "sample[%u] has %zu values but there are %u sample types", i,
+                         (size_t)rsm[i].nvals, out->ntypes);
+        raw_locs += sm->nlocs;
+        locs += sm->nlocs;
+        values += rsm[i].nvals;
+        labels += sm->nlabels;
     }
-    if (nlocs != s->nlocs || nvalues != s->nvalues || nlabels != s->nlabels)
-        goto Disagree;
     if (d->bad)
         return ps_err_set(err, PS_EINVAL, "%s", d->bad_msg);
     return 0;
-Disagree:
-    return ps_err_set(err, PS_EINTERNAL, "pprof: the direct decoder and the wire scan disagree");
+}
+
+
+/* Steps 2 and 3: 0, an error of convert()'s checks, or WALK_BAD (nothing allocated from arena). */
+static int walk_decode(const uint8_t *buf, size_t len, const ps_pprof_limits_t *lim, ps_arena_t *arena,
+                       ps_profile_t *out, ps_err_t *err)
+{
+    bool keep;
+    scratch_t *sc = scratch_get(&keep);
+    walked_t w;
+    scratch_ready(sc);
+    int rc = walk_profile(sc, buf, len, lim, &w);
+    if (rc == 0)
+        rc = walk_finish(sc, &w, arena, out, err);
+    scratch_put(sc, keep);
+    return rc;
 }
 
 /* The deep scan, after a decoder refused the wire bytes: the message says where. */
@@ -1254,24 +1570,28 @@ static int wire_error(const uint8_t *buf, size_t len, const ps_pprof_limits_t *l
     return rc;
 }
 
-/* Steps 1 and 2: gunzip (or the size check), then the scan into *s. */
-static int front(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, const uint8_t **buf,
-                 size_t *len, scan_t *s, ps_err_t *err)
+/* Step 1: gunzip (or the size check). */
+static int inflate(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, const uint8_t **buf,
+                   size_t *len, ps_err_t *err)
 {
-    int rc;
     *buf = data;
     *len = n;
-    if (ps_is_gzip(data, n)) {
-        if ((rc = ps_gunzip(data, n, lim->max_inflated, arena, buf, len, err)) != 0)
-            return rc;
-    } else if (n > lim->max_inflated) {
+    if (ps_is_gzip(data, n))
+        return ps_gunzip(data, n, lim->max_inflated, arena, buf, len, err);
+    if (n > lim->max_inflated)
         return ps_err_set(err, PS_ETOOBIG, "profile is %zu bytes, more than %zu (max_inflated)", n, lim->max_inflated);
-    }
-    memset(s, 0, sizeof(*s));
-    s->base = *buf;
-    s->lim = lim;
-    s->err = err;
-    return scan_profile(s, *buf, *len);
+    return 0;
+}
+
+/* Step 2 alone: the scan. */
+static int scan_alone(const uint8_t *buf, size_t len, const ps_pprof_limits_t *lim, ps_err_t *err)
+{
+    scan_t s;
+    memset(&s, 0, sizeof(s));
+    s.base = buf;
+    s.lim = lim;
+    s.err = err;
+    return scan_profile(&s, buf, len);
 }
 
 int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, ps_profile_t *out,
@@ -1280,15 +1600,16 @@ int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps
     ps_pprof_limits_t deflim;
     const uint8_t *buf;
     size_t len;
-    scan_t s;
 
     memset(out, 0, sizeof(*out));
     if (lim == NULL) {
         ps_pprof_limits_default(&deflim);
         lim = &deflim;
     }
-    int rc = front(data, n, lim, arena, &buf, &len, &s, err);
-    if (rc == 0 && (rc = wire_decode(&s, buf, len, lim, arena, out, err)) == WIRE_BAD)
+    int rc = inflate(data, n, lim, arena, &buf, &len, err);
+    /* the one walk; what it refuses, the scan and then the deep scan name as the steps apart did */
+    if (rc == 0 && (rc = walk_decode(buf, len, lim, arena, out, err)) == WALK_BAD &&
+        (rc = scan_alone(buf, len, lim, err)) == 0)
         rc = wire_error(buf, len, lim, err);
     if (rc != 0)
         memset(out, 0, sizeof(*out));
@@ -1298,8 +1619,8 @@ int ps_pprof_decode(const void *data, size_t n, const ps_pprof_limits_t *lim, ps
 int ps_pprof_scan(const void *data, size_t n, const ps_pprof_limits_t *lim, ps_arena_t *arena, const uint8_t **buf,
                   size_t *len, ps_err_t *err)
 {
-    scan_t s;
-    return front(data, n, lim, arena, buf, len, &s, err);
+    int rc = inflate(data, n, lim, arena, buf, len, err);
+    return rc != 0 ? rc : scan_alone(*buf, *len, lim, err);
 }
 
 int ps_pprof_scan_deep(const uint8_t *buf, size_t len, const ps_pprof_limits_t *lim, ps_err_t *err)

@@ -392,6 +392,46 @@ void ps_qr_encode_names(int codec, const char *const *names, uint32_t n, ps_aren
     ps_pb_encode_api(codec, &res.base, out);
 }
 
+/* JSON {"names":[...]} ({} without names), binary field 1 (wire type 2) once per name, as
+ * ps_pb_encode writes LabelNamesResponse */
+void ps_qr_names_begin(ps_qr_names_enc_t *e, int codec, ps_buf_t *out)
+{
+    e->codec = codec;
+    e->out = out;
+    e->n = 0;
+}
+
+void ps_qr_names_add(ps_qr_names_enc_t *e, const char *s, size_t n)
+{
+    if (e->codec == PS_QR_JSON) {
+        if (e->n == 0) {
+            ps_json_init(&e->j, e->out);
+            ps_json_obj(&e->j);
+            ps_json_key(&e->j, "names");
+            ps_json_arr(&e->j);
+        }
+        ps_json_str(&e->j, s, n);
+    } else {
+        ps_buf_putc(e->out, 0x0a);
+        ps_put_uvarint(e->out, n);
+        ps_buf_append(e->out, s, n);
+    }
+    e->n++;
+}
+
+void ps_qr_names_end(ps_qr_names_enc_t *e)
+{
+    if (e->codec != PS_QR_JSON)
+        return;
+    if (e->n == 0) {
+        ps_json_init(&e->j, e->out);
+        ps_json_obj(&e->j);
+    } else {
+        ps_json_end(&e->j);
+    }
+    ps_json_end(&e->j);
+}
+
 static Types__V1__LabelPair **label_pairs(const ps_labels_t *ls, ps_arena_t *arena)
 {
     Types__V1__LabelPair **v = alloc_ptrs(arena, ls->n);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "core/json.h"
 #include "core/labels.h"
 #include "core/mem.h"
 
@@ -146,6 +147,16 @@ void ps_qr_encode_profile_stats(int codec, bool ingested, int64_t oldest_ms, int
 void ps_qr_encode_profile_types(int codec, const char *const *ids, uint32_t n, ps_arena_t *arena, ps_buf_t *out);
 /** LabelNamesResponse / LabelValuesResponse (the same message shape: names). */
 void ps_qr_encode_names(int codec, const char *const *names, uint32_t n, ps_arena_t *arena, ps_buf_t *out);
+/** The same answer written as the names come (begin, add each in order, end): no list kept. */
+typedef struct ps_qr_names_enc {
+    int codec;
+    ps_buf_t *out;
+    ps_json_t j;
+    uint32_t n; /* names added */
+} ps_qr_names_enc_t;
+void ps_qr_names_begin(ps_qr_names_enc_t *e, int codec, ps_buf_t *out);
+void ps_qr_names_add(ps_qr_names_enc_t *e, const char *s, size_t n);
+void ps_qr_names_end(ps_qr_names_enc_t *e);
 /** SeriesResponse: labels_set (field 2). */
 void ps_qr_encode_series(int codec, const ps_labels_t *sets, uint32_t n, ps_arena_t *arena, ps_buf_t *out);
 

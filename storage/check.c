@@ -233,6 +233,24 @@ static void check_ltimes(check_t *c, const MDB_val *k, const MDB_val *v)
            z ? z + 1 : "");
 }
 
+/* the profile series' label times (ltimes.c, schema 15): ltimes' records, and per profile type (key
+ * 0x00 hash) its record (0x01 the type, or 0x02) and its own */
+static void check_ptimes(check_t *c, const MDB_val *k, const MDB_val *v)
+{
+    const uint8_t *p = k->mv_data, *b = v->mv_data;
+    if (k->mv_size == 0 || p[0] != 0) {
+        check_ltimes(c, k, v);
+    } else if (k->mv_size < 9) {
+        damage(c, "ptimes: a type key of %zu bytes", k->mv_size);
+    } else if (k->mv_size == 9) {
+        if (!(v->mv_size == 1 && b[0] == 2) && !(v->mv_size >= 2 && b[0] == 1))
+            damage(c, "ptimes: type %016" PRIx64 ": damaged type record", ps_get_be64(p + 1));
+    } else {
+        MDB_val rest = {k->mv_size - 9, (void *)(p + 9)};
+        check_ltimes(c, &rest, v);
+    }
+}
+
 /* a float log record (float_log.c): the series it damages fail their reads too (counted there) */
 static void check_flog(check_t *c, const MDB_val *k, const MDB_val *v)
 {
@@ -266,6 +284,7 @@ int ps_store_check(ps_store_t *s, void (*on_damage)(void *ctx, const char *msg),
     walk(&c, DB_UNSYM, "unsym", check_unsym);
     walk(&c, DB_ROLLUPS, "rollups", check_rollup);
     walk(&c, DB_LTIMES, "ltimes", check_ltimes);
+    walk(&c, DB_PTIMES, "ptimes", check_ptimes);
     walk(&c, DB_FLOG, "flog", check_flog);
     ps_reader_end(c.r); /* NULL: a no-op */
     ps_arena_dispose(&c.arena);

@@ -42,6 +42,7 @@ static const struct {
     [DB_ROLLUPS] = {"rollups", 0},
     [DB_LTIMES] = {"ltimes", 0},
     [DB_FLOG] = {"flog", 0},
+    [DB_PTIMES] = {"ptimes", 0},
 };
 
 /* Databases created at any open when missing, without a schema version of their own: they hold
@@ -238,7 +239,7 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
             goto Exit;
         }
         uint32_t ver = ps_get_be32(v.mv_data);
-        if (ver >= 1 && ver <= 13) {
+        if (ver >= 1 && ver <= 14) {
             /* version 1 holds profile series only, version 2 float series too (fhead records of
              * encoding 2 only), version 3 split open chunks (fhead 04, fprefix), version 4 dense
              * closed chunks (06, 07), version 5 the span index and profile ids, version 6 the
@@ -255,9 +256,10 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
              * sample log, flog, empty until the writer logs), and version 12 all in records version
              * 13 reads as they are (13 writes a new series' hash index entry later: its watermark,
              * info "seriesw", is written below as the last series id, all indexed), and version 13
-             * all in records version 14 reads as they are (14 writes a new series' postings late
-             * too: a 13 store's series past W have theirs already, which readers and the merge
-             * take as they are): the upgrade is
+             * (or 14) all in records version 15 reads as they are (14 writes a new series' postings
+             * late too: a 13 store's series past W have theirs already, which readers and the merge
+             * take as they are; 15 adds the profile series' label times, ptimes, built below from
+             * every profile series' data): the upgrade is
              * the new databases (created below),
              * what they hold, and the version number, in this transaction.
              * An older profstore refuses the directory afterwards. */
@@ -301,6 +303,8 @@ int ps_store_open(const ps_store_opts_t *o, ps_store_t **out, ps_err_t *err)
     if (s->upgraded_from != 0 && s->upgraded_from < 13 && (ret = series_w_upgrade(&t, err)) != 0)
         goto Exit;
     if (s->upgraded_from != 0 && s->upgraded_from < 10 && (ret = ps_ltimes_build(s, &t, err)) != 0)
+        goto Exit;
+    if (s->upgraded_from != 0 && s->upgraded_from < 15 && (ret = ps_ptimes_build(s, &t, err)) != 0)
         goto Exit;
     if ((ret = ps_txn_commit(&t, err, "committing schema")) != 0)
         goto Exit;

@@ -48,6 +48,7 @@ enum {
     DB_ROLLUPS,     /* sid(8 BE) level(1) window start(8 BE, sign flipped) -> 0x01 a window's merged profiles (schema 8; rollup.c) */
     DB_LTIMES,      /* name, or name 0x00 value -> 0x01 first(8 BE) last(8 BE): the label index's times (schema 10; ltimes.c) */
     DB_FLOG,        /* txn id(8 BE) -> 0x01 the samples that transaction logged instead of rewriting fheads (schema 12; float_log.c) */
+    DB_PTIMES,      /* as DB_LTIMES, of profile series only: the Pyroscope label APIs' times (schema 15; ltimes.c) */
     DB_COUNT
 };
 
@@ -518,13 +519,22 @@ void ps_ltimes_rec_encode(int64_t first, int64_t last, ps_buf_t *out);
 /* a record's times: false when it is damaged (not 17 bytes of encoding 1, first > last) */
 bool ps_ltimes_rec_decode(const MDB_val *v, int64_t *first, int64_t *last);
 int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err);
+/* the same note into the profile series' times (DB_PTIMES, schema 15): a profile series' data */
+int ps_ptimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err);
 /* a series deleted: the record of its value key[0..n) (name nlen bytes) goes when no series has
  * that value any more, the name's with its last value */
 int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, uint64_t sid, ps_err_t *err);
+/* the same for DB_PTIMES (a profile series of type type, its __name__ or NULL, deleted): the
+ * records of the pair and of the pair in that type go with the value's last series of any kind (a
+ * value left to other series keeps them: their times then hold deleted data only) */
+int ps_ptimes_forget(ps_txn_t *txn, const ps_label_pair_t *type, const void *key, size_t n, size_t nlen, uint64_t sid,
+                     ps_err_t *err);
 /* retention deleted the data before cutoff: DB_INFO "ltcut" raised to it */
 int ps_ltimes_cut(ps_txn_t *txn, int64_t cutoff, ps_err_t *err);
 /* the upgrade to schema 10: every series' first and last time noted */
 int ps_ltimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
+/* the upgrade to schema 15: every profile series' first and last time noted in DB_PTIMES */
+int ps_ptimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err);
 
 /* fwdlog.c: the forwarding log inside a write transaction */
 int ps_forward_log_put(ps_store_writer_t *w, ps_txn_t *txn, int64_t wall, const void *data, size_t len, ps_err_t *err);

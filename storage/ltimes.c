@@ -9,8 +9,15 @@
  * value (a float sample's t ms as t * 10^6); no data of those series lies before first, nor past
  * the end of last's granule. Only retention deletes data (before its cutoff, DB_INFO "ltcut" the
  * largest), so first or last at or past that cutoff is still stored.
+ *
+ * DB_PTIMES (schema 15) holds the same records of profile series only (Pyroscope's label APIs list
+ * the labels of profile series: a float series sharing a pair must not decide it), read the same way,
+ * and the same again per profile type (the series' __name__) under the type's prefix 0x00 hash(type)
+ * (8 BE): key prefix 0x00 hash, value 0x01 type (0x02: two types share the hash, whose records then
+ * cannot tell them apart), and prefix name [0x00 value] -> times.
  */
 #include "chunk.h"
+#include "core/hash.h"
 #include "floats.h"
 
 #define LT_REC_V1 1
@@ -73,11 +80,11 @@ static int damaged(ps_err_t *err, const MDB_val *k)
 
 /* key's record takes ts: created, first lowered, or last moved to ts in a later granule (then 1;
  * 0: it had ts already) */
-static int note_key(ps_txn_t *txn, const void *key, size_t n, int64_t ts, ps_err_t *err)
+static int note_key(ps_txn_t *txn, int db, const void *key, size_t n, int64_t ts, ps_err_t *err)
 {
     MDB_val v;
     int64_t first = ts, last = ts;
-    if (ps_txn_get(txn, DB_LTIMES, key, n, &v, "reading label times")) {
+    if (ps_txn_get(txn, db, key, n, &v, "reading label times")) {
         MDB_val k = ps_mval(key, n);
         int64_t f, l;
         if (!ps_ltimes_rec_decode(&v, &f, &l))
@@ -91,23 +98,92 @@ static int note_key(ps_txn_t *txn, const void *key, size_t n, int64_t ts, ps_err
     }
     uint8_t b[LT_REC_LEN];
     rec_encode(b, first, last);
-    return ps_txn_put(txn, DB_LTIMES, key, n, b, sizeof(b), 0, "writing label times") ? 1 : ps_txn_error(txn, err);
+    return ps_txn_put(txn, db, key, n, b, sizeof(b), 0, "writing label times") ? 1 : ps_txn_error(txn, err);
 }
 
-int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err)
+/* pfx (plen bytes: none, or a profile type's) then the pair's postings key, into key */
+static void pfx_key(ps_buf_t *key, const uint8_t *pfx, size_t plen, const ps_label_pair_t *p)
+{
+    ps_buf_reset(key);
+    ps_buf_append(key, pfx, plen);
+    ps_buf_append(key, p->name, p->nlen);
+    ps_buf_putc(key, 0);
+    ps_buf_append(key, p->value, p->vlen);
+}
+
+static int note_in(ps_txn_t *txn, int db, const uint8_t *pfx, size_t plen, const ps_labels_t *ls, int64_t ts,
+                   ps_buf_t *key, ps_err_t *err)
 {
     int ret = 0;
     for (uint32_t i = 0; i < ls->n && ret >= 0; i++) {
         const ps_label_pair_t *p = &ls->pairs[i];
-        ps_posting_key(key, p);
+        pfx_key(key, pfx, plen, p);
         /* the name's times hold its values': a value that had ts already leaves its name's as they are */
-        if ((ret = note_key(txn, key->data, key->len, ts, err)) > 0)
-            ret = note_key(txn, key->data, p->nlen, ts, err);
+        if ((ret = note_key(txn, db, key->data, key->len, ts, err)) > 0)
+            ret = note_key(txn, db, key->data, plen + p->nlen, ts, err);
     }
     return ret < 0 ? ret : 0;
 }
 
-int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, uint64_t sid, ps_err_t *err)
+#define PT_TYPE_ONE 1    /* the type record: this byte, then the one type of its hash */
+#define PT_TYPE_SHARED 2 /* two types share the hash */
+#define PT_PFX_LEN 9
+
+/* the key prefix of profile type t's times: 0x00 hash(t) (8 BE) */
+static void type_prefix(const char *t, size_t tn, uint8_t p[PT_PFX_LEN])
+{
+    p[0] = 0;
+    ps_enc_be64(p + 1, ps_hash64(t, tn, 0));
+}
+
+/* the type record of prefix p holds t (or says the hash is shared) */
+static int note_type(ps_txn_t *txn, const uint8_t p[PT_PFX_LEN], const char *t, size_t tn, ps_err_t *err)
+{
+    MDB_val v;
+    uint8_t enc = PT_TYPE_ONE;
+    if (ps_txn_get(txn, DB_PTIMES, p, PT_PFX_LEN, &v, "reading label times")) {
+        const uint8_t *b = v.mv_data;
+        if (v.mv_size >= 1 && b[0] == PT_TYPE_SHARED)
+            return 0;
+        if (v.mv_size == tn + 1 && b[0] == PT_TYPE_ONE && memcmp(b + 1, t, tn) == 0)
+            return 0;
+        if (v.mv_size < 2 || b[0] != PT_TYPE_ONE)
+            return ps_err_set(err, PS_ECORRUPT, "label times of type %.*s: damaged type record", (int)tn, t);
+        enc = PT_TYPE_SHARED; /* another type of the same hash */
+    } else if (txn->ret) {
+        return ps_txn_error(txn, err);
+    }
+    ps_buf_t b = PS_BUF_INIT;
+    ps_buf_putc(&b, (char)enc);
+    if (enc == PT_TYPE_ONE)
+        ps_buf_append(&b, t, tn);
+    bool ok = ps_txn_put(txn, DB_PTIMES, p, PT_PFX_LEN, b.data, b.len, 0, "writing label times");
+    ps_buf_dispose(&b);
+    return ok ? 0 : ps_txn_error(txn, err);
+}
+
+int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err)
+{
+    return note_in(txn, DB_LTIMES, NULL, 0, ls, ts, key, err);
+}
+
+int ps_ptimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err)
+{
+    int ret = note_in(txn, DB_PTIMES, NULL, 0, ls, ts, key, err);
+    const ps_label_pair_t *t = ps_labels_get(ls, "__name__");
+    if (ret || t == NULL)
+        return ret;
+    uint8_t p[PT_PFX_LEN];
+    type_prefix(t->value, t->vlen, p);
+    if ((ret = note_type(txn, p, t->value, t->vlen, err)) == 0)
+        ret = note_in(txn, DB_PTIMES, p, PT_PFX_LEN, ls, ts, key, err);
+    return ret;
+}
+
+/* The record of pfx then key (a postings key, its name nlen bytes) goes when no series has that
+ * pair any more, pfx then its name's with its last value's. */
+static int forget_in(ps_txn_t *txn, int db, const uint8_t *pfx, size_t plen, const void *key, size_t n, size_t nlen,
+                     uint64_t sid, ps_err_t *err)
 {
     ps_cur_t cur;
     if (!ps_cur_open(&cur, txn, DB_POSTINGS, "deleting label times"))
@@ -116,7 +192,7 @@ int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, uint
     ps_cur_close(&cur);
     if (left || txn->ret)
         return ps_txn_error(txn, err);
-    /* or a series past W (its postings not written yet) other than sid */
+    /* or a series past W (its postings not written yet) other than sid (the one deleted) */
     const ps_pend_posts_t *pp;
     size_t lo, hi;
     int ret = ps_pend_posts(txn, &pp, err);
@@ -125,15 +201,37 @@ int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, uint
     ps_pend_range(pp, key, n, &lo, &hi);
     if (ps_pend_any(pp, lo, hi, sid))
         return 0;
-    ps_txn_del(txn, DB_LTIMES, key, n, NULL, 0, "deleting label times"); /* (none: it never had data) */
+    ps_buf_t k = PS_BUF_INIT;
+    ps_buf_append(&k, pfx, plen);
+    ps_buf_append(&k, key, n);
+    ps_txn_del(txn, db, k.data, k.len, NULL, 0, "deleting label times"); /* (none: it never had data) */
     /* the name's record goes with its last value's */
-    if (!ps_cur_open(&cur, txn, DB_LTIMES, "deleting label times"))
-        return ps_txn_error(txn, err);
-    bool more = ps_cur_seek(&cur, key, nlen + 1) && cur.k.mv_size > nlen && memcmp(cur.k.mv_data, key, nlen + 1) == 0;
-    ps_cur_close(&cur);
-    if (!more)
-        ps_txn_del(txn, DB_LTIMES, key, nlen, NULL, 0, "deleting label times");
+    size_t m = plen + nlen;
+    bool more = false;
+    if (ps_cur_open(&cur, txn, db, "deleting label times")) {
+        more = ps_cur_seek(&cur, k.data, m + 1) && cur.k.mv_size > m && memcmp(cur.k.mv_data, k.data, m + 1) == 0;
+        ps_cur_close(&cur);
+        if (!more && txn->ret == 0)
+            ps_txn_del(txn, db, k.data, m, NULL, 0, "deleting label times");
+    }
+    ps_buf_dispose(&k);
     return ps_txn_error(txn, err);
+}
+
+int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, uint64_t sid, ps_err_t *err)
+{
+    return forget_in(txn, DB_LTIMES, NULL, 0, key, n, nlen, sid, err);
+}
+
+int ps_ptimes_forget(ps_txn_t *txn, const ps_label_pair_t *type, const void *key, size_t n, size_t nlen, uint64_t sid,
+                     ps_err_t *err)
+{
+    int ret = forget_in(txn, DB_PTIMES, NULL, 0, key, n, nlen, sid, err);
+    if (ret || type == NULL)
+        return ret;
+    uint8_t p[PT_PFX_LEN];
+    type_prefix(type->value, type->vlen, p);
+    return forget_in(txn, DB_PTIMES, p, PT_PFX_LEN, key, n, nlen, sid, err);
 }
 
 int ps_ltimes_cut(ps_txn_t *txn, int64_t cutoff, ps_err_t *err)
@@ -220,7 +318,8 @@ static int series_span(ps_store_t *s, ps_txn_t *txn, uint64_t sid, bool is_float
     return ret;
 }
 
-int ps_ltimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
+/* the times of every series (DB_LTIMES) or of every profile series (DB_PTIMES, and by type) into db */
+static int build_in(ps_store_t *s, ps_txn_t *txn, int db, ps_err_t *err)
 {
     ps_cur_t cur;
     int ret = 0;
@@ -238,6 +337,8 @@ int ps_ltimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
             ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
             break;
         }
+        if (db == DB_PTIMES && rec.kind != PS_SERIES_PROFILE)
+            continue;
         ps_buf_append(&labels, rec.labels, rec.labels_len); /* (the puts below may move the map's pages) */
         if (ps_labels_decode(labels.data, labels.len, &a, &ls) != 0) {
             ret = ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
@@ -247,8 +348,10 @@ int ps_ltimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
         bool any;
         if ((ret = series_span(s, txn, sid, rec.kind == PS_SERIES_FLOAT, &first, &last, &any, err)) != 0 || !any)
             continue;
-        if ((ret = ps_ltimes_note(txn, &ls, first, &key, err)) == 0)
-            ret = ps_ltimes_note(txn, &ls, last, &key, err);
+        int (*note)(ps_txn_t *, const ps_labels_t *, int64_t, ps_buf_t *, ps_err_t *) =
+            db == DB_PTIMES ? ps_ptimes_note : ps_ltimes_note;
+        if ((ret = note(txn, &ls, first, &key, err)) == 0)
+            ret = note(txn, &ls, last, &key, err);
     }
     ps_cur_close(&cur);
     ps_arena_dispose(&a);
@@ -257,8 +360,18 @@ int ps_ltimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
     if (ret == 0)
         ret = ps_txn_error(txn, err);
     if (ret)
-        ps_err_prefix(err, "building the label times");
+        ps_err_prefix(err, db == DB_PTIMES ? "building the profile series' label times" : "building the label times");
     return ret;
+}
+
+int ps_ltimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
+{
+    return build_in(s, txn, DB_LTIMES, err);
+}
+
+int ps_ptimes_build(ps_store_t *s, ps_txn_t *txn, ps_err_t *err)
+{
+    return build_in(s, txn, DB_PTIMES, err);
 }
 
 /* ---- reading ---- */
@@ -272,7 +385,9 @@ typedef struct lt_range {
 
 static int range_init(ps_reader_t *r, int64_t start, int64_t end, lt_range_t *q, ps_err_t *err)
 {
-    q->start = start < r->min_ts ? r->min_ts : start;
+    /* (everything, start and end at the ends of int64: not clamped; the profile series' label APIs
+     * list a value of any profile series then, as their look does) */
+    q->start = start < r->min_ts && !(start == INT64_MIN && end == INT64_MAX) ? r->min_ts : start;
     q->end = end;
     q->cut = INT64_MIN;
     MDB_val v;
@@ -297,6 +412,9 @@ static int decide(const lt_range_t *q, int64_t first, int64_t last)
 
 typedef struct lt_walk {
     ps_reader_t *r;
+    int db; /* DB_LTIMES or DB_PTIMES */
+    const uint8_t *pfx; /* the keys' prefix (a profile type's in DB_PTIMES), plen bytes */
+    size_t plen;
     lt_range_t q;
     int (*pred)(void *ctx, uint64_t sid);
     void *ctx;
@@ -340,12 +458,13 @@ static int walk_values(lt_walk_t *w, ps_cur_t *cur, const char *name, size_t nle
                        int (*cb)(void *ctx, const char *v, size_t vlen))
 {
     ps_buf_t key = PS_BUF_INIT;
+    ps_buf_append(&key, w->pfx, w->plen);
     ps_buf_append(&key, name, nlen);
     ps_buf_putc(&key, 0);
     int ret = 0;
     for (bool on = ps_cur_seek(cur, key.data, key.len);
-         on && ps_cur_key_starts(cur, key.data, nlen + 1); on = ps_cur_next(cur)) {
-        MDB_val k = cur->k;
+         on && ps_cur_key_starts(cur, key.data, key.len); on = ps_cur_next(cur)) {
+        MDB_val k = ps_mval((const char *)cur->k.mv_data + w->plen, cur->k.mv_size - w->plen); /* the postings key */
         int64_t first, last;
         if (!ps_ltimes_rec_decode(&cur->v, &first, &last)) {
             ret = damaged(w->err, &k);
@@ -375,7 +494,7 @@ static int walk_values(lt_walk_t *w, ps_cur_t *cur, const char *name, size_t nle
 static int walk_open(lt_walk_t *w, ps_cur_t *cur, int64_t start, int64_t end)
 {
     int ret = range_init(w->r, start, end, &w->q, w->err);
-    if (ret == 0 && !ps_cur_open(cur, &w->r->txn, DB_LTIMES, "reading label times"))
+    if (ret == 0 && !ps_cur_open(cur, &w->r->txn, w->db, "reading label times"))
         ret = ps_txn_error(&w->r->txn, w->err);
     return ret;
 }
@@ -387,11 +506,11 @@ static void walk_close(lt_walk_t *w, ps_cur_t *cur)
         ps_cur_close(&w->post);
 }
 
-int ps_reader_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int64_t start, int64_t end,
-                              int (*pred)(void *ctx, uint64_t sid), int (*cb)(void *ctx, const char *v, size_t vlen),
-                              void *ctx, ps_err_t *err)
+static int values_in(ps_reader_t *r, int db, const uint8_t *pfx, size_t plen, const char *name, size_t nlen,
+                     int64_t start, int64_t end, int (*pred)(void *ctx, uint64_t sid),
+                     int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err)
 {
-    lt_walk_t w = {.r = r, .pred = pred, .ctx = ctx, .err = err};
+    lt_walk_t w = {.r = r, .db = db, .pfx = pfx, .plen = plen, .pred = pred, .ctx = ctx, .err = err};
     ps_cur_t cur;
     int ret = walk_open(&w, &cur, start, end);
     if (ret)
@@ -400,7 +519,12 @@ int ps_reader_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int
     MDB_val v;
     int64_t first, last;
     int d = LT_LOOK;
-    if (ps_txn_get(&r->txn, DB_LTIMES, name, nlen, &v, "reading label times")) {
+    ps_buf_t nk = PS_BUF_INIT;
+    ps_buf_append(&nk, pfx, plen);
+    ps_buf_append(&nk, name, nlen);
+    bool got = ps_txn_get(&r->txn, db, nk.data, nk.len, &v, "reading label times");
+    ps_buf_dispose(&nk);
+    if (got) {
         MDB_val k = ps_mval(name, nlen);
         if (!ps_ltimes_rec_decode(&v, &first, &last))
             ret = damaged(err, &k);
@@ -415,28 +539,47 @@ int ps_reader_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int
     return ret;
 }
 
-int ps_reader_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*pred)(void *ctx, uint64_t sid),
-                             int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err)
+int ps_reader_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int64_t start, int64_t end,
+                              int (*pred)(void *ctx, uint64_t sid), int (*cb)(void *ctx, const char *v, size_t vlen),
+                              void *ctx, ps_err_t *err)
 {
-    lt_walk_t w = {.r = r, .pred = pred, .ctx = ctx, .err = err};
+    return values_in(r, DB_LTIMES, NULL, 0, name, nlen, start, end, pred, cb, ctx, err);
+}
+
+int ps_reader_profile_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int64_t start, int64_t end,
+                                      int (*pred)(void *ctx, uint64_t sid),
+                                      int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err)
+{
+    return values_in(r, DB_PTIMES, NULL, 0, name, nlen, start, end, pred, cb, ctx, err);
+}
+
+static int names_in(ps_reader_t *r, int db, const uint8_t *pfx, size_t plen, int64_t start, int64_t end,
+                    int (*pred)(void *ctx, uint64_t sid), int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx,
+                    ps_err_t *err)
+{
+    lt_walk_t w = {.r = r, .db = db, .pfx = pfx, .plen = plen, .pred = pred, .ctx = ctx, .err = err};
     ps_cur_t cur;
     int ret = walk_open(&w, &cur, start, end);
     if (ret)
         return ret;
     ps_buf_t name = PS_BUF_INIT;
-    bool on = ps_cur_first(&cur);
-    while (on && ret == 0) {
+    /* DB_PTIMES: the types' keys (0x00 first) before the names */
+    bool on = plen ? ps_cur_seek(&cur, pfx, plen) : db == DB_PTIMES ? ps_cur_seek(&cur, "\x01", 1) : ps_cur_first(&cur);
+    if (on && plen && cur.k.mv_size == plen && memcmp(cur.k.mv_data, pfx, plen) == 0)
+        on = ps_cur_next(&cur); /* the type's record */
+    while (on && ret == 0 && (plen == 0 || ps_cur_key_starts(&cur, pfx, plen))) {
         /* a name's record (its key holds no 0x00) comes before its values' */
-        MDB_val k = cur.k;
+        MDB_val k = ps_mval((const char *)cur.k.mv_data + plen, cur.k.mv_size - plen);
         int64_t first, last;
-        if (memchr(k.mv_data, 0, k.mv_size) != NULL || !ps_ltimes_rec_decode(&cur.v, &first, &last)) {
+        if (k.mv_size == 0 || memchr(k.mv_data, 0, k.mv_size) != NULL || !ps_ltimes_rec_decode(&cur.v, &first, &last)) {
             ret = damaged(err, &k);
             break;
         }
         ps_buf_reset(&name);
+        ps_buf_append(&name, pfx, plen);
         ps_buf_append(&name, k.mv_data, k.mv_size);
         int d = decide(&w.q, first, last);
-        if (d == LT_LOOK && (d = walk_values(&w, &cur, (const char *)name.data, name.len, NULL)) < 0) {
+        if (d == LT_LOOK && (d = walk_values(&w, &cur, (const char *)name.data + plen, name.len - plen, NULL)) < 0) {
             ret = d;
             break;
         }
@@ -452,4 +595,54 @@ int ps_reader_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*p
     if (ret == 0)
         ret = ps_txn_error(&r->txn, err);
     return ret;
+}
+
+int ps_reader_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*pred)(void *ctx, uint64_t sid),
+                             int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err)
+{
+    return names_in(r, DB_LTIMES, NULL, 0, start, end, pred, cb, ctx, err);
+}
+
+int ps_reader_profile_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*pred)(void *ctx, uint64_t sid),
+                                     int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err)
+{
+    return names_in(r, DB_PTIMES, NULL, 0, start, end, pred, cb, ctx, err);
+}
+
+/* type's prefix when its times are its own (0), PS_ENOTFOUND when none were noted, PS_EUNSUPPORTED
+ * when another type shares its hash */
+static int type_times(ps_reader_t *r, const char *type, size_t tn, uint8_t p[PT_PFX_LEN], ps_err_t *err)
+{
+    type_prefix(type, tn, p);
+    MDB_val v;
+    if (!ps_txn_get(&r->txn, DB_PTIMES, p, PT_PFX_LEN, &v, "reading label times"))
+        return r->txn.ret ? ps_txn_error(&r->txn, err) : PS_ENOTFOUND;
+    const uint8_t *b = v.mv_data;
+    if (v.mv_size >= 1 && b[0] == PT_TYPE_SHARED)
+        return ps_err_set(err, PS_EUNSUPPORTED, "label times of type %.*s: its hash is another type's", (int)tn, type);
+    if (v.mv_size < 2 || b[0] != PT_TYPE_ONE)
+        return ps_err_set(err, PS_ECORRUPT, "label times of type %.*s: damaged type record", (int)tn, type);
+    return v.mv_size == tn + 1 && memcmp(b + 1, type, tn) == 0 ? 0 : PS_ENOTFOUND;
+}
+
+int ps_reader_type_label_values_in(ps_reader_t *r, const char *type, const char *name, size_t nlen, int64_t start,
+                                   int64_t end, int (*pred)(void *ctx, uint64_t sid),
+                                   int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err)
+{
+    uint8_t p[PT_PFX_LEN];
+    int ret = type_times(r, type, strlen(type), p, err);
+    if (ret == 0)
+        ret = values_in(r, DB_PTIMES, p, PT_PFX_LEN, name, nlen, start, end, pred, cb, ctx, err);
+    return ret == PS_ENOTFOUND ? 0 : ret;
+}
+
+int ps_reader_type_label_names_in(ps_reader_t *r, const char *type, int64_t start, int64_t end,
+                                  int (*pred)(void *ctx, uint64_t sid), int (*cb)(void *ctx, const char *n, size_t nlen),
+                                  void *ctx, ps_err_t *err)
+{
+    uint8_t p[PT_PFX_LEN];
+    int ret = type_times(r, type, strlen(type), p, err);
+    if (ret == 0)
+        ret = names_in(r, DB_PTIMES, p, PT_PFX_LEN, start, end, pred, cb, ctx, err);
+    return ret == PS_ENOTFOUND ? 0 : ret;
 }

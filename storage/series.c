@@ -822,6 +822,8 @@ int ps_series_delete(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, ps_err_t
         ps_posting_key(&pk, &ls.pairs[i]);
         ps_txn_del(txn, DB_POSTINGS, pk.data, pk.len, ib, 8, "deleting postings");
         ret = ps_ltimes_forget(txn, pk.data, pk.len, ls.pairs[i].nlen, sid, err);
+        if (ret == 0 && r.kind == PS_SERIES_PROFILE)
+            ret = ps_ptimes_forget(txn, ps_labels_get(&ls, "__name__"), pk.data, pk.len, ls.pairs[i].nlen, sid, err);
     }
     if (ret)
         goto Exit;

@@ -20,14 +20,15 @@
 #include "core/mem.h"
 #include "core/profile.h"
 
-#define PS_SCHEMA_VERSION 14 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
+#define PS_SCHEMA_VERSION 15 /* 2: float series (issue 8); 3: open float chunks split into fhead tail +
                               * fprefix; 4: closed float chunks dense (06, 07); 5: span index, profile
                               * ids; 6: counts of frames without symbols (unsym); 7: profile chunks
                               * packed (encoding 8, zstd); 8: rollups; 9: chunks that refer to a
                               * twin (encoding 9); 10: the label index's times (ltimes); 11: padded
                               * float heads (fhead 0a); 12: the float sample log (flog); 13: series
-                              * indexed late (info "seriesw"); 14: their postings late too; a
-                              * version 1-13 directory is upgraded at open */
+                              * indexed late (info "seriesw"); 14: their postings late too; 15: the
+                              * profile series' label times (ptimes); a version 1-14 directory is
+                              * upgraded at open */
 
 typedef struct ps_store ps_store_t;
 /* The store's writer: what the writing thread keeps between transactions (caches, id counters). */
@@ -478,6 +479,24 @@ int ps_reader_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int
 /** The label names with a value that ps_reader_label_values_in lists, to cb (ascending). */
 int ps_reader_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*pred)(void *ctx, uint64_t sid),
                              int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err);
+/** ps_reader_label_values_in and ps_reader_label_names_in over the times of profile series only
+ *  (schema 15): a value is listed when one of its profile series has data in [start, end]. The
+ *  times decide most values; pred takes the others' series in turn (any kind: pred must take
+ *  profile series only, with data in the range) up to the first it takes. */
+int ps_reader_profile_label_values_in(ps_reader_t *r, const char *name, size_t nlen, int64_t start, int64_t end,
+                                      int (*pred)(void *ctx, uint64_t sid),
+                                      int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err);
+int ps_reader_profile_label_names_in(ps_reader_t *r, int64_t start, int64_t end, int (*pred)(void *ctx, uint64_t sid),
+                                     int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx, ps_err_t *err);
+/** The same over the profile series of one profile type (their __name__ is type): pred must take
+ *  only series of that type. PS_EUNSUPPORTED when the times cannot tell type from another (two types of
+ *  one hash, docs/FORMAT.md): then the caller selects the series. */
+int ps_reader_type_label_values_in(ps_reader_t *r, const char *type, const char *name, size_t nlen, int64_t start,
+                                   int64_t end, int (*pred)(void *ctx, uint64_t sid),
+                                   int (*cb)(void *ctx, const char *v, size_t vlen), void *ctx, ps_err_t *err);
+int ps_reader_type_label_names_in(ps_reader_t *r, const char *type, int64_t start, int64_t end,
+                                  int (*pred)(void *ctx, uint64_t sid), int (*cb)(void *ctx, const char *n, size_t nlen),
+                                  void *ctx, ps_err_t *err);
 /** Calls cb(name) for every label name (ascending). */
 int ps_reader_label_names(ps_reader_t *r, int (*cb)(void *ctx, const char *n, size_t nlen), void *ctx,
                           ps_err_t *err);

@@ -609,7 +609,8 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
             /* the label times: at the series' first profile and its first of each granule
              * (profiles come in order: last_ts is its newest) */
             if ((st->last_ts == INT64_MIN || !ps_ltimes_same_granule(st->last_ts, it->ts)) &&
-                (ret = ps_ltimes_note(txn, &it->series_labels[si], it->ts, &w->ltimes_key, err)) != 0)
+                ((ret = ps_ltimes_note(txn, &it->series_labels[si], it->ts, &w->ltimes_key, err)) != 0 ||
+                 (ret = ps_ptimes_note(txn, &it->series_labels[si], it->ts, &w->ltimes_key, err)) != 0))
                 goto Exit;
             if (st->head_count == 0)
                 st->head_min_ts = it->ts;

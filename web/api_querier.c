@@ -139,36 +139,53 @@ static int labels_call(qcall_t *q, labels_decode_fn decode, bool need_name, ps_q
     return ret;
 }
 
-int ps_connect_querier_label_names(ps_connect_call_t *c)
+static int on_name(void *ctx, const char *s, size_t n)
+{
+    ps_qr_names_add(ctx, s, n);
+    return 0;
+}
+
+/* LabelNames (need_name false) and LabelValues: the request decoded (LabelValues' name must be
+ * given), its label names or values listed (ps_querier_label_list) */
+static int label_list_call(ps_connect_call_t *c, labels_decode_fn decode, bool need_name)
 {
     qcall_t q;
-    ps_qr_labels_req_t lr;
-    ps_series_set_t set;
-    ps_strlist_t names;
+    ps_qr_labels_req_t lr = {0};
+    ps_selector_t *sels = NULL;
+    ps_strlist_t l;
+    int64_t lo, hi;
     int ret = begin(&q, c);
     if (ret == 0)
-        ret = labels_call(&q, ps_qr_decode_label_names, false, &lr, &set);
-    if (ret == 0) {
-        ps_querier_labels(&set, NULL, q.a, &names);
-        ps_qr_encode_names(c->codec, names.v, names.n, q.a, &q.out);
+        ret = decode(c->codec, c->body, c->body_len, q.a, budget_of(c), &lr, &q.err);
+    if (ret == 0 && need_name && (lr.name == NULL || lr.name[0] == '\0'))
+        ret = ps_err_set(&q.err, PS_EINVAL, "name: missing (the label whose values to list)");
+    if (ret == 0)
+        ret = ps_querier_range(lr.start, lr.end, &lo, &hi, &q.err);
+    if (ret == 0)
+        ret = matchers(&q, &lr, &sels);
+    const char *name = need_name ? lr.name : NULL;
+    ps_qr_names_enc_t e;
+    ps_qr_names_begin(&e, c->codec, &q.out);
+    if (ret == 0 && (ret = ps_querier_label_each(q.r, name, sels, lr.nmatchers, lo, hi, on_name, &e, &q.err)) == 0)
+        ps_qr_names_end(&e); /* streamed from the index */
+    if (ret == PS_EOUTOFORDER) {
+        q.out.len = 0;
+        ret = ps_querier_label_list(q.r, name, sels, lr.nmatchers, lo, hi, q.max_series, q.a, &l, &q.err);
+        if (ret == 0)
+            ps_qr_encode_names(c->codec, l.v, l.n, q.a, &q.out);
     }
+    dispose_sels(sels, lr.nmatchers);
     return finish(&q, ret);
+}
+
+int ps_connect_querier_label_names(ps_connect_call_t *c)
+{
+    return label_list_call(c, ps_qr_decode_label_names, false);
 }
 
 int ps_connect_querier_label_values(ps_connect_call_t *c)
 {
-    qcall_t q;
-    ps_qr_labels_req_t lr;
-    ps_series_set_t set;
-    ps_strlist_t values;
-    int ret = begin(&q, c);
-    if (ret == 0)
-        ret = labels_call(&q, ps_qr_decode_label_values, true, &lr, &set);
-    if (ret == 0) {
-        ps_querier_labels(&set, lr.name, q.a, &values);
-        ps_qr_encode_names(c->codec, values.v, values.n, q.a, &q.out);
-    }
-    return finish(&q, ret);
+    return label_list_call(c, ps_qr_decode_label_values, true);
 }
 
 int ps_connect_querier_series(ps_connect_call_t *c)

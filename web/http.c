@@ -295,6 +295,15 @@ void ps_http_send_answer(h2o_req_t *req, ps_answer_t *a)
     const char *ct = a->content_type != NULL ? a->content_type : "text/plain; charset=utf-8";
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, h2o_strdup(&req->pool, ct, SIZE_MAX).base,
                    strlen(ct));
+    static h2o_generator_t generator = {NULL, NULL}; /* as h2o_send_inline's */
+    if (a->body.len == 0 && a->status != 304 && req->version < 0x200) {
+        /* no body (a 204 of remote write): the headers alone. h2o_send_inline would add an
+         * empty buffer, which h2o's HTTP/1 writer leaves pending after writing the headers: an
+         * EPOLLOUT round (two epoll_ctl, an epoll_wait, a writev of nothing) an answer */
+        h2o_start_response(req, &generator);
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
+        return;
+    }
     if (a->status == 304 || a->body.len < BODY_TAKE_MIN) {
         h2o_send_inline(req, a->body.data != NULL ? (const char *)a->body.data : "", a->body.len); /* copies the body */
         return;
@@ -303,7 +312,6 @@ void ps_http_send_answer(h2o_req_t *req, ps_answer_t *a)
     ps_buf_t *body = h2o_mem_alloc_shared(&req->pool, sizeof(*body), body_dispose);
     *body = a->body;
     a->body = (ps_buf_t)PS_BUF_INIT;
-    static h2o_generator_t generator = {NULL, NULL}; /* as h2o_send_inline's */
     h2o_iovec_t v = h2o_iovec_init(body->data, body->len);
     h2o_start_response(req, &generator);
     if (h2o_memis(req->input.method.base, req->input.method.len, H2O_STRLIT("HEAD")))

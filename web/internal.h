@@ -88,6 +88,8 @@ enum {
     PS_ROUTE_DECODE = 1u << 5, /* a write whose body is decoded on the decode pool (--ingest.decode-threads) */
     PS_ROUTE_NO_WRITER = 1u << 6, /* a DECODE write kept outside the store's writer (debug files): the
                                      writer does not wait for it (run.c) */
+    PS_ROUTE_SMALL_HERE = 1u << 7, /* a DECODE write whose body has at most PS_RUN_HERE_MAX bytes is
+                                      decoded on its loop, not handed to the decode pool (run.c) */
 };
 int ps_routes_dispatch(h2o_handler_t *self, h2o_req_t *req);
 /** The handler a path is counted under in /metrics: 0 .. ps_routes_nhandlers() - 1 (the last

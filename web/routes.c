@@ -44,7 +44,7 @@ static const route_t routes[] = {
     {"/ingest", M_POST, NULL, ps_api_pyroscope_ingest, WR | DEC, NULL},
     {"/v1development/profiles", M_POST, NULL, ps_api_otlp_profiles, WR | DEC, ps_api_otlp_fail},
     {"/api/v1/read", M_POST, ps_api_read, NULL, RD, NULL},
-    {"/api/v1/write", M_POST, NULL, ps_api_remote_write, WR | DEC, ps_api_remote_write_fail},
+    {"/api/v1/write", M_POST, NULL, ps_api_remote_write, WR | DEC | PS_ROUTE_SMALL_HERE, ps_api_remote_write_fail},
     {"/api/v1/query", M_GET | M_POST, NULL, ps_api_query, RD | POOL, NULL},
     {"/api/v1/query_range", M_GET | M_POST, NULL, ps_api_query_range, RD | POOL, NULL},
     {"/api/v1/format_query", M_GET | M_POST, ps_api_format_query, NULL, RD, NULL},

@@ -259,11 +259,20 @@ int ps_run_task(h2o_req_t *req, unsigned cls, ps_task_run_fn run, ps_fail_fn fai
     atomic_init(&j->q.cancel, 0);
     atomic_init(&j->q.shutdown, 0);
     ps_async_init(&j->async, req, on_done);
-    if (p == NULL) { /* in place */
+    /* a small write (a remote-write request of a few samples: snappy expands a body at most ~21
+     * times) is decoded here: its decode costs less than the hand-off to a decode thread and that
+     * thread's to the writer, which a lone request waits for (one thread wake-up each) */
+    bool here = p == NULL || ((cls & PS_ROUTE_SMALL_HERE) && req->entity.len <= PS_RUN_HERE_MAX);
+    if (here) { /* in place */
+        j->decode = p != NULL;
         run(t);
         if (atomic_fetch_sub(&t->holds, 1) == 1) { /* nothing handed off: answered now */
             ps_async_cancel(&j->async);
             deliver(j, req);
+        } else if (p != NULL) { /* with the writer: its client's end seen, read on, as a pool write's */
+            j->link = h2o_mem_alloc_shared(&req->pool, sizeof(*j->link), on_cancel_dispose);
+            j->link->j = j;
+            watch(j, req);
         }
         return 0;
     }

@@ -12,10 +12,15 @@
 #include "qpool.h"
 #include "task.h"
 
+/** The largest body of a PS_ROUTE_SMALL_HERE write decoded on its loop (a remote-write request of
+ *  ~10 samples has ~1.4 KB; decoded, at most ~21 times that) */
+#define PS_RUN_HERE_MAX 2048
+
 /** Runs route run for req: its task (ps_http_task, with the error shape fail) on the query pool
  *  when cls has PS_ROUTE_POOL, on the decode pool when it has PS_ROUTE_DECODE (when that pool
- *  runs), else in place; the answer is sent on req's loop (none when the client went away).
- *  Returns 0 (as a handler). Call on req's loop thread. */
+ *  runs; with PS_ROUTE_SMALL_HERE only a body over PS_RUN_HERE_MAX bytes), else in place; the
+ *  answer is sent on req's loop (none when the client went away). Returns 0 (as a handler). Call
+ *  on req's loop thread. */
 int ps_run_task(h2o_req_t *req, unsigned cls, ps_task_run_fn run, ps_fail_fn fail);
 /** A piece of a request's work off the loop: fn(arg) on a thread of p (at its priority, without a
  *  budget: fn installs its own), then done(arg, req) on req's loop, req NULL when the request died

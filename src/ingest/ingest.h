@@ -11,7 +11,8 @@
  *     applies it in one transaction (group commit) and hands the batch to the syncer thread,
  *     which calls each request's on_done once that transaction is durable: a sync of its own
  *     beside the writer's next batch, or that batch's commit (whose page sync covers the meta
- *     page of the last) when a sync would take longer than the rest of it. Between batches the
+ *     page of the last) when a sync would take longer than the rest of it. A batch alone
+ *     (nothing queued or being decoded, the syncer idle) the writer syncs and answers itself. Between batches the
  *     writer compacts heads and applies retention.
  */
 #ifndef PS_INGEST_H
@@ -196,7 +197,8 @@ struct ps_wreq {
     ps_err_t err;
     uint32_t count;              /* chunks written / series dropped */
     void (*on_done)(ps_wreq_t *r); /* called once durable (or failed): on the syncer thread for a
-                                    * stored append or samples request, else on the writer thread */
+                                    * stored append or samples request (on the writer's for a batch
+                                    * alone), else on the writer thread */
     int64_t commit_delay_ns;     /* > 0: this request tolerates that much group-commit delay (scrapes:
                                   * nobody waits on them), whatever the writer's commit_delay; 0: the
                                   * writer's commit_delay */
@@ -244,7 +246,7 @@ typedef struct ps_writer_opts {
     /* forwarding (src/forward, handed over by main.c; NULL: none): fwd_entry makes the forwarding
      * log entry of an append on the submitting thread (a decode or scrape thread, so the writer
      * only copies bytes; nothing appended: not forwarded); fwd_logged is called on the syncer
-     * thread once a commit that may have logged entries is durable */
+     * thread (or the writer's) once a commit that may have logged entries is durable */
     void (*fwd_entry)(void *ctx, const ps_append_t *app, ps_buf_t *out);
     void (*fwd_logged)(void *ctx);
     void *fwd_ctx;
@@ -253,8 +255,8 @@ typedef struct ps_writer_opts {
     void (*rec_entry)(void *ctx, const ps_append_t *app, ps_buf_t *out);
     void *rec_ctx;
     uint32_t max_rules;          /* PS_WREQ_RULE: the most rules stored (0: no limit) */
-    /* called on the syncer thread before (true) and after (false) it answers the committed
-     * batches it took (their requests' on_done, one after another): the web server sends their completions to each
+    /* called on the syncer thread (on the writer's, for a batch it answers itself: alone)
+     * before (true) and after (false) it answers the committed batches it took (their requests' on_done, one after another): the web server sends their completions to each
      * loop at once (ps_server_answers). NULL: none */
     void (*answers)(bool begin);
     /* tests: called on the writer thread after each batch, its appends handed to the syncer (a

@@ -34,6 +34,8 @@ struct ps_writer {
     int64_t write_start;             /* ps_time_mono() when the batch being written began; 0: none */
     uint64_t writes;                 /* batches written (committed or failed) */
     int64_t write_avg_ns, sync_avg_ns; /* moving means: a batch's write (commit included), a sync */
+    bool syncing;         /* the syncer holds batches it has not answered yet */
+    bool sync_waits_write; /* the syncer waits for the end of the batch being written */
     uint32_t decoding;    /* writes being decoded (ps_writer_decoding) */
     bool decode_waiting;  /* the writer waits for them: wake it when one ends */
     ps_writer_stats_t stats;
@@ -200,6 +202,34 @@ static void settle(ps_writer_t *w, pending_t *p)
     *p = (pending_t){0};
 }
 
+/* Makes every batch of the list q durable (one sync up to txn, their newest commit; nothing when
+ * a later commit's page sync did it) and answers them, oldest first, between answers(true) and
+ * answers(false). Not under w->mu; q's batches are freed. */
+static void sync_and_answer(ps_writer_t *w, pending_t *q, uint64_t txn)
+{
+    ps_err_t err;
+    ps_err_clear(&err);
+    int64_t t0 = ps_time_mono();
+    if (ps_store_writer_sync(w->sw, txn, &err) != 0) /* each settle tries again, and fails its own */
+        ps_log_error("sync failed", "err=%s", ps_log_q(err.msg));
+    int64_t took = ps_time_mono() - t0;
+    if (took > 20000) { /* a sync, not a batch a later commit had synced already */
+        pthread_mutex_lock(&w->mu);
+        w->sync_avg_ns = (3 * w->sync_avg_ns + took) / 4;
+        pthread_mutex_unlock(&w->mu);
+    }
+    if (w->opts.answers != NULL) /* the batches' completions sent together */
+        w->opts.answers(true);
+    while (q != NULL) {
+        pending_t *next = q->next;
+        settle(w, q);
+        free(q);
+        q = next;
+    }
+    if (w->opts.answers != NULL)
+        w->opts.answers(false);
+}
+
 /* The syncer: takes every batch the writer committed, syncs once for all of them (nothing when a
  * later commit's page sync has already made them durable) and answers them, oldest first, while
  * the writer builds and commits the next batch: a batch waits for its own commit and one sync,
@@ -218,6 +248,7 @@ static void *syncer(void *arg)
         }
         pending_t *q = w->sync_q;
         w->sync_q = NULL;
+        w->syncing = true;
         w->stats.sync_rounds++;
         uint64_t txn = 0;
         for (pending_t *p = q; p != NULL; p = p->next)
@@ -230,38 +261,24 @@ static void *syncer(void *arg)
             if (w->write_start == 0 || w->writes != writes || 2 * w->sync_avg_ns < left || w->sync_stop)
                 break;
             struct timespec ts = ps_mono_deadline(left > 100000 ? left : 100000);
+            w->sync_waits_write = true;
             pthread_cond_timedwait(&w->sync_cv, &w->mu, &ts);
         }
+        w->sync_waits_write = false;
         pthread_mutex_unlock(&w->mu);
-        ps_err_t err;
-        ps_err_clear(&err);
-        int64_t t0 = ps_time_mono();
-        if (ps_store_writer_sync(w->sw, txn, &err) != 0) /* each settle tries again, and fails its own */
-            ps_log_error("sync failed", "err=%s", ps_log_q(err.msg));
-        int64_t took = ps_time_mono() - t0;
-        if (took > 20000) { /* a sync, not a batch a later commit had synced already */
-            pthread_mutex_lock(&w->mu);
-            w->sync_avg_ns = (3 * w->sync_avg_ns + took) / 4;
-            pthread_mutex_unlock(&w->mu);
-        }
-        if (w->opts.answers != NULL) /* the batches' completions sent together */
-            w->opts.answers(true);
-        while (q != NULL) {
-            pending_t *next = q->next;
-            settle(w, q);
-            free(q);
-            q = next;
-        }
-        if (w->opts.answers != NULL)
-            w->opts.answers(false);
+        sync_and_answer(w, q, txn);
         pthread_mutex_lock(&w->mu);
+        w->syncing = false;
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
-/* Hands the batch p to the syncer. */
-static void hand_to_syncer(ps_writer_t *w, pending_t *p)
+/* The committed batch p made durable and answered: by the writer itself when alone (nothing
+ * queued or being decoded when it took the batch, nor now, and the syncer idle: nobody would use
+ * the writer meanwhile, and a hand-off to the syncer, a thread wake-up, is saved from a lone
+ * request's latency), else by the syncer while the writer goes on with the next batch. */
+static void hand_to_syncer(ps_writer_t *w, pending_t *p, bool alone)
 {
     if (p->head == NULL && !p->fwd)
         return;
@@ -270,12 +287,18 @@ static void hand_to_syncer(ps_writer_t *w, pending_t *p)
     q->next = NULL;
     *p = (pending_t){0};
     pthread_mutex_lock(&w->mu);
+    if (alone && w->head == NULL && w->decoding == 0 && w->sync_q == NULL && !w->syncing) { /* still alone */
+        w->stats.sync_rounds++;
+        pthread_mutex_unlock(&w->mu);
+        sync_and_answer(w, q, q->txn);
+        return;
+    }
     pending_t **at = &w->sync_q;
     while (*at != NULL)
         at = &(*at)->next;
     *at = q;
-    pthread_cond_signal(&w->sync_cv);
     pthread_mutex_unlock(&w->mu);
+    pthread_cond_signal(&w->sync_cv); /* after the unlock: the syncer wakes to a free mutex */
 }
 
 static void *run(void *arg)
@@ -371,6 +394,7 @@ static void *run(void *arg)
         w->queued -= n;
         w->queued_units -= units;
         w->queued_bytes -= bytes;
+        bool alone = w->head == NULL && w->decoding == 0;
         pthread_mutex_unlock(&w->mu);
 
         size_t napps = 0, nfl = 0, nmeta = 0;
@@ -408,8 +432,10 @@ static void *run(void *arg)
             w->write_start = 0;
             w->writes++;
             w->write_avg_ns = (7 * w->write_avg_ns + txn_ns) / 8;
-            pthread_cond_signal(&w->sync_cv); /* the syncer may wait for this write's page sync */
+            bool waits = w->sync_waits_write;
             pthread_mutex_unlock(&w->mu);
+            if (waits) /* the syncer waits for this write's page sync */
+                pthread_cond_signal(&w->sync_cv);
             if (rc == 0) {
                 pending.txn = ps_store_writer_last_txn(w->sw);
                 pending.fwd = (napps > 0 || nfl > 0) && w->opts.fwd_logged != NULL;
@@ -504,7 +530,7 @@ static void *run(void *arg)
             else
                 r->on_done(r);
         }
-        hand_to_syncer(w, &pending);
+        hand_to_syncer(w, &pending, alone);
         if (w->opts.committed != NULL)
             w->opts.committed(w->opts.committed_ctx);
         /* heads that reached compact_max_profiles are folded at once, not only at the interval */
@@ -607,10 +633,11 @@ int ps_writer_submit(ps_writer_t *w, ps_wreq_t *r)
     /* the writer waiting for the writes being decoded (decode_wait_ok held when it last looked)
      * wakes for the last of them, a full batch or a request that may not wait, not for every one
      * (a wake-up a pushed profile: a futex wake here, a switch to the writer and back) */
-    if (!w->decode_waiting || w->decoding == 0 || w->queued_units >= w->opts.max_batch ||
-        (r->kind != PS_WREQ_APPEND && r->kind != PS_WREQ_SAMPLES))
-        pthread_cond_signal(&w->cv);
+    bool wake = !w->decode_waiting || w->decoding == 0 || w->queued_units >= w->opts.max_batch ||
+                (r->kind != PS_WREQ_APPEND && r->kind != PS_WREQ_SAMPLES);
     pthread_mutex_unlock(&w->mu);
+    if (wake) /* after the unlock: the writer wakes to a free mutex, not to block on it at once */
+        pthread_cond_signal(&w->cv);
     return 0;
 }
 
@@ -644,11 +671,14 @@ void ps_writer_decoding(ps_writer_t *w, int delta)
     if (w == NULL)
         return;
     pthread_mutex_lock(&w->mu);
+    bool wake = false;
     if (delta > 0)
         w->decoding++;
     else if (w->decoding > 0 && --w->decoding == 0 && w->decode_waiting)
-        pthread_cond_signal(&w->cv);
+        wake = true;
     pthread_mutex_unlock(&w->mu);
+    if (wake)
+        pthread_cond_signal(&w->cv);
 }
 
 void ps_writer_shutdown(ps_writer_t *w)

@@ -294,12 +294,11 @@ int ps_query_pyro_labels(ps_reader_t *r, const char *name, ps_selector_t *sel, i
                          uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
 {
     /* Grafana's LabelNames/LabelValues rule: profile series (by their kind) with data in the range;
-     * without sel every profile series, as many as the store holds, so no series limit */
-    ps_series_set_t set;
-    int ret = ps_querier_series(r, sel, sel ? 1 : 0, start, end, sel ? max_series : UINT32_MAX, arena, &set, err);
+     * without sel every profile series, as many as the store holds (the label index's profile
+     * times: no series limit) */
+    int ret = ps_querier_label_list(r, name, sel, sel ? 1 : 0, start, end, max_series, arena, out, err);
     if (ret)
         return ret;
-    ps_querier_labels(&set, name, arena, out);
     if (name != NULL && strcmp(name, "__name__") == 0)
         pyroscope_ids(out, arena);
     return 0;

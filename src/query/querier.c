@@ -294,6 +294,64 @@ void ps_querier_labels(const ps_series_set_t *s, const char *name, ps_arena_t *a
     ps_strset_finish(&l, out);
 }
 
+/* The profile type sels select alone: one selector of one matcher, __name__="t" (NULL: not so) */
+static const char *type_only(const ps_selector_t *sels, uint32_t nsels)
+{
+    if (nsels != 1 || sels[0].n != 1)
+        return NULL;
+    const ps_matcher_t *m = &sels[0].m[0];
+    return m->op == PS_MATCH_EQ && m->nlen == 8 && memcmp(m->name, "__name__", 8) == 0 ? m->value : NULL;
+}
+
+int ps_querier_label_list(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start_ns,
+                          int64_t end_ns, uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
+{
+    if (name != NULL && strcmp(name, "__profile_type__") == 0)
+        name = "__name__"; /* Pyroscope's label of the type id */
+    bool every = nsels == 0;
+    for (uint32_t i = 0; i < nsels; i++)
+        every |= sels[i].n == 0; /* {}: every profile series */
+    if (every)
+        return ps_query_profile_labels(r, name, start_ns, end_ns, arena, out, err);
+    const char *type = type_only(sels, nsels);
+    int ret;
+    if (type != NULL) { /* the type's own times (unless another type shares their key: then its series) */
+        ps_err_t why;
+        ps_err_clear(&why);
+        if ((ret = ps_query_type_labels(r, type, name, start_ns, end_ns, arena, out, &why)) != PS_EUNSUPPORTED) {
+            if (ret && err)
+                *err = why;
+            return ret;
+        }
+    }
+    ps_series_set_t set;
+    ret = ps_querier_series(r, sels, nsels, start_ns, end_ns, max_series, arena, &set, err);
+    if (ret == 0)
+        ps_querier_labels(&set, name, arena, out);
+    return ret;
+}
+
+int ps_querier_label_each(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start_ns,
+                          int64_t end_ns, int (*cb)(void *ctx, const char *s, size_t n), void *ctx, ps_err_t *err)
+{
+    if (name != NULL && strcmp(name, "__profile_type__") == 0)
+        name = "__name__";
+    bool every = nsels == 0;
+    for (uint32_t i = 0; i < nsels; i++)
+        every |= sels[i].n == 0;
+    const char *type = every ? NULL : type_only(sels, nsels);
+    if (!every && type == NULL)
+        return PS_EOUTOFORDER; /* a selection */
+    ps_err_t why;
+    ps_err_clear(&why);
+    int ret = ps_query_profile_labels_each(r, type, name, start_ns, end_ns, cb, ctx, &why);
+    if (ret == PS_EUNSUPPORTED)
+        return PS_EOUTOFORDER; /* (a type hash shared) */
+    if (ret && ret != PS_EOUTOFORDER && err)
+        *err = why;
+    return ret;
+}
+
 static bool wanted(const char *name, const char *const *names, uint32_t nnames)
 {
     bool keep = nnames == 0;

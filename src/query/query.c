@@ -400,6 +400,7 @@ void ps_strset_labels(ps_strset_t *l, const char *name, const ps_labels_t *ls)
 typedef struct index_list {
     ps_strset_t *l;
     bool ordered;
+    size_t prevn; /* the length of the last string listed */
 } index_list_t;
 
 /* Whether series ls would add a name (name NULL) or a value of name that l lacks. */
@@ -423,15 +424,36 @@ typedef struct walk_range_ctx {
     int64_t start, end;
     const char *name;
     ps_strset_t *l;
+    bool profile;     /* profile series only (Pyroscope's label APIs) */
+    const char *type; /* and of this profile type (__name__) only; NULL: any */
     ps_err_t *err;
 } walk_range_ctx_t;
+
+/* Whether sid has data in [start, end]; of profile series only, whether it is one that has (the
+ * whole range: any profile series, as ps_query_profile_series_has answers it); of a type too, one
+ * in its postings */
+static int series_has(ps_reader_t *r, bool profile, const char *type, uint64_t sid, int64_t start, int64_t end,
+                      ps_err_t *err)
+{
+    if (type != NULL) {
+        uint64_t id = sid;
+        size_t n = 1;
+        int rc = ps_reader_postings_filter(r, "__name__", 8, type, strlen(type), &id, &n, err);
+        if (rc || n == 0)
+            return rc;
+    }
+    return profile ? ps_query_profile_series_has(r, sid, start, end, err) : ps_reader_has_data(r, sid, start, end, err);
+}
 
 static int on_series_in_range(void *ctx, uint64_t sid, const ps_labels_t *ls)
 {
     walk_range_ctx_t *c = ctx;
     int has = ps_budget_check(c->err); /* a walk over every series */
-    if (has == 0 && strset_lacks(c->l, c->name, ls))
-        has = ps_reader_has_data(c->r, sid, c->start, c->end, c->err);
+    if (has == 0 && strset_lacks(c->l, c->name, ls)) {
+        const char *t = c->type ? ps_labels_value(ls, "__name__") : NULL;
+        if (c->type == NULL || (t != NULL && strcmp(t, c->type) == 0))
+            has = series_has(c->r, c->profile, NULL, sid, c->start, c->end, c->err);
+    }
     if (has < 0)
         return has; /* with detail in c->err */
     if (has)
@@ -459,6 +481,8 @@ typedef struct in_range_ctx {
     size_t nwords;
     uint64_t looks;
     bool gave_up;
+    bool profile;     /* profile series only: series_has */
+    const char *type; /* of this type only */
 } in_range_ctx_t;
 
 static int has_data_in_range(void *ctx, uint64_t sid)
@@ -473,7 +497,7 @@ static int has_data_in_range(void *ctx, uint64_t sid)
     }
     int has = ps_budget_check(c->err); /* at worst a walk over every series */
     if (has == 0)
-        has = ps_reader_has_data(c->r, sid, c->start, c->end, c->err);
+        has = series_has(c->r, c->profile, c->type, sid, c->start, c->end, c->err);
     if (c->memo && has >= 0 && w < ((size_t)1 << 22)) { /* ids past 2^27 (32 MiB of bits): not kept */
         if (w >= c->nwords) {
             size_t n = c->nwords ? c->nwords : 1024;
@@ -510,17 +534,6 @@ void ps_strset_finish(ps_strset_t *l, ps_strlist_t *out)
     ps_hmap_dispose(&l->seen);
 }
 
-static int index_list_add(void *ctx, const char *s, size_t n)
-{
-    index_list_t *c = ctx;
-    ps_strset_t *l = c->l;
-    if (memchr(s, 0, n) != NULL)
-        c->ordered = false;
-    const char *v = strset_push(l, s, n);
-    if (l->n > 1 && strcmp(l->v[l->n - 2], v) >= 0)
-        c->ordered = false;
-    return 0;
-}
 
 /* ps_query_labels_each: the index's strings to cb while they keep to the answer's order */
 typedef struct each_ctx {
@@ -569,6 +582,20 @@ static inline bool sorts_before(const char *a, size_t an, const char *b, size_t 
     return x != y ? x < y : an < bn;
 }
 
+/* (8 bytes at a time, with the lengths: a million values spent 9% of their answer in strcmp) */
+static int index_list_add(void *ctx, const char *s, size_t n)
+{
+    index_list_t *c = ctx;
+    ps_strset_t *l = c->l;
+    if (c->ordered && has_nul(s, n))
+        c->ordered = false;
+    if (c->ordered && l->n > 0 && !sorts_before(l->v[l->n - 1], c->prevn, s, n))
+        c->ordered = false;
+    strset_push(l, s, n);
+    c->prevn = n;
+    return 0;
+}
+
 static int each_in_order(void *ctx, const char *s, size_t n)
 {
     each_ctx_t *c = ctx;
@@ -588,31 +615,55 @@ static int each_in_range(void *ctx, const char *s, size_t n)
     return each_in_order(((in_range_ctx_t *)ctx)->list, s, n);
 }
 
-int ps_query_labels_each(ps_reader_t *r, const char *name, int64_t start, int64_t end,
-                         int (*cb)(void *ctx, const char *s, size_t n), void *ctx, bool *walk_all, ps_err_t *err)
+/* ps_query_labels_each, of every series or (profile) of profile series, of type's when not NULL */
+static int labels_each(ps_reader_t *r, bool profile, const char *type, const char *name, int64_t start, int64_t end,
+                       int (*cb)(void *ctx, const char *s, size_t n), void *ctx, bool *walk_all, ps_err_t *err)
 {
     *walk_all = false;
     each_ctx_t c = {cb, ctx, NULL, 0, false, 0};
-    if (start == INT64_MIN && end == INT64_MAX)
+    if (!profile && start == INT64_MIN && end == INT64_MAX)
         return name ? ps_reader_label_values(r, name, strlen(name), each_in_order, &c, err)
                     : ps_reader_label_names(r, each_in_order, &c, err);
     /* a range: as ps_query_labels walks the label index, but into cb */
-    in_range_ctx_t rc = {r, start, end, err, &c, &c.n, name == NULL, NULL, 0, 0, false};
-    int ret = name ? ps_reader_label_values_in(r, name, strlen(name), start, end, has_data_in_range, each_in_range, &rc,
-                                               err)
+    in_range_ctx_t rc = {r, start, end, err, &c, &c.n, name == NULL, NULL, 0, 0, false, profile, type};
+    size_t nl = name ? strlen(name) : 0;
+    int ret;
+    if (type)
+        ret = name ? ps_reader_type_label_values_in(r, type, name, nl, start, end, has_data_in_range, each_in_range, &rc,
+                                                    err)
+                   : ps_reader_type_label_names_in(r, type, start, end, has_data_in_range, each_in_range, &rc, err);
+    else if (profile)
+        ret = name ? ps_reader_profile_label_values_in(r, name, nl, start, end, has_data_in_range, each_in_range, &rc,
+                                                       err)
+                   : ps_reader_profile_label_names_in(r, start, end, has_data_in_range, each_in_range, &rc, err);
+    else
+        ret = name ? ps_reader_label_values_in(r, name, nl, start, end, has_data_in_range, each_in_range, &rc, err)
                    : ps_reader_label_names_in(r, start, end, has_data_in_range, each_in_range, &rc, err);
     free(rc.bits);
     *walk_all = rc.gave_up;
     return rc.gave_up ? PS_EOUTOFORDER : ret;
 }
 
-int ps_query_labels_walk(ps_reader_t *r, const char *name, int64_t start, int64_t end, ps_arena_t *arena,
-                         ps_strlist_t *out, ps_err_t *err)
+int ps_query_labels_each(ps_reader_t *r, const char *name, int64_t start, int64_t end,
+                         int (*cb)(void *ctx, const char *s, size_t n), void *ctx, bool *walk_all, ps_err_t *err)
+{
+    return labels_each(r, false, NULL, name, start, end, cb, ctx, walk_all, err);
+}
+
+int ps_query_profile_labels_each(ps_reader_t *r, const char *type, const char *name, int64_t start, int64_t end,
+                                 int (*cb)(void *ctx, const char *s, size_t n), void *ctx, ps_err_t *err)
+{
+    bool walk_all;
+    return labels_each(r, true, type, name, start, end, cb, ctx, &walk_all, err);
+}
+
+static int labels_walk(ps_reader_t *r, const char *name, int64_t start, int64_t end, bool profile, const char *type,
+                       ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
 {
     ps_strset_t l = {.arena = arena};
     ps_hmap_init(&l.seen);
     memset(out, 0, sizeof(*out));
-    walk_range_ctx_t wc = {r, start, end, name, &l, err};
+    walk_range_ctx_t wc = {r, start, end, name, &l, profile, type, err};
     int ret = ps_reader_series_foreach(r, on_series_in_range, &wc, err);
     if (ret == 0)
         ps_strset_finish(&l, out);
@@ -621,53 +672,96 @@ int ps_query_labels_walk(ps_reader_t *r, const char *name, int64_t start, int64_
     return ret;
 }
 
-int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start,
-                    int64_t end, uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
+int ps_query_labels_walk(ps_reader_t *r, const char *name, int64_t start, int64_t end, ps_arena_t *arena,
+                         ps_strlist_t *out, ps_err_t *err)
+{
+    return labels_walk(r, name, start, end, false, NULL, arena, out, err);
+}
+
+/* The names or values of every series (profile: of every profile series, of type when not NULL)
+ * with data in [start, end], from the label index and its times */
+static int index_labels(ps_reader_t *r, const char *name, int64_t start, int64_t end, bool profile, const char *type,
+                        ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
 {
     ps_strset_t l = {.arena = arena};
     ps_hmap_init(&l.seen);
     memset(out, 0, sizeof(*out));
     int ret = 0;
-    if (nsels > 0) {
-        ps_series_set_t s;
-        if ((ret = ps_query_select_union(r, sels, nsels, start, end, max_series, arena, &s, err)) == 0)
-            for (uint32_t i = 0; i < s.n; i++)
-                ps_strset_labels(&l, name, &s.labels[i]);
-    } else {
-        /* a million values: the set and the sort took 1.7 s of the 1.8 s this answer took. With a
-         * range, only values of series with data in it, as Prometheus answers: each value's series
-         * looked at up to the first with data (a walk of every series took 4.6 s for 10^6) */
-        index_list_t c = {&l, true};
-        in_range_ctx_t rc = {r, start, end, err, &c, &l.n, name == NULL, NULL, 0, 0, false};
-        if (start == INT64_MIN && end == INT64_MAX)
-            ret = name ? ps_reader_label_values(r, name, strlen(name), index_list_add, &c, err)
-                       : ps_reader_label_names(r, index_list_add, &c, err);
-        else
-            ret = name ? ps_reader_label_values_in(r, name, strlen(name), start, end, has_data_in_range, value_in_range,
-                                                   &rc, err)
-                       : ps_reader_label_names_in(r, start, end, has_data_in_range, value_in_range, &rc, err);
-        free(rc.bits);
-        if (rc.gave_up) { /* the walk over every series instead */
-            ps_hmap_dispose(&l.seen);
-            return ps_query_labels_walk(r, name, start, end, arena, out, err);
-        } else if (ret == 0 && c.ordered) {
-            out->n = l.n;
-            out->v = l.v;
-            ps_hmap_dispose(&l.seen);
-            return 0;
-        } else if (ret == 0) { /* not as the index should be: the set, as for the other ways */
-            uint32_t n = l.n;
-            const char **v = l.v;
-            l.n = l.cap = 0;
-            l.v = NULL;
-            for (uint32_t i = 0; i < n; i++)
-                ps_strset_add(&l, v[i], strlen(v[i]));
-        }
+    /* a million values: the set and the sort took 1.7 s of the 1.8 s this answer took. With a
+     * range, only values of series with data in it, as Prometheus answers: each value's series
+     * looked at up to the first with data (a walk of every series took 4.6 s for 10^6). Profile
+     * series only: their own times (ps_reader_profile_label_*_in), the whole range too (a
+     * value of float series only is not listed) */
+    index_list_t c = {&l, true, 0};
+    in_range_ctx_t rc = {r, start, end, err, &c, &l.n, name == NULL, NULL, 0, 0, false, profile, type};
+    if (type)
+        ret = name ? ps_reader_type_label_values_in(r, type, name, strlen(name), start, end, has_data_in_range,
+                                                    value_in_range, &rc, err)
+                   : ps_reader_type_label_names_in(r, type, start, end, has_data_in_range, value_in_range, &rc, err);
+    else if (profile)
+        ret = name ? ps_reader_profile_label_values_in(r, name, strlen(name), start, end, has_data_in_range,
+                                                       value_in_range, &rc, err)
+                   : ps_reader_profile_label_names_in(r, start, end, has_data_in_range, value_in_range, &rc, err);
+    else if (start == INT64_MIN && end == INT64_MAX)
+        ret = name ? ps_reader_label_values(r, name, strlen(name), index_list_add, &c, err)
+                   : ps_reader_label_names(r, index_list_add, &c, err);
+    else
+        ret = name ? ps_reader_label_values_in(r, name, strlen(name), start, end, has_data_in_range, value_in_range,
+                                               &rc, err)
+                   : ps_reader_label_names_in(r, start, end, has_data_in_range, value_in_range, &rc, err);
+    free(rc.bits);
+    if (rc.gave_up) { /* the walk over every series instead */
+        ps_hmap_dispose(&l.seen);
+        return labels_walk(r, name, start, end, profile, type, arena, out, err);
+    } else if (ret == 0 && c.ordered) {
+        out->n = l.n;
+        out->v = l.v;
+        ps_hmap_dispose(&l.seen);
+        return 0;
+    } else if (ret == 0) { /* not as the index should be: the set, as for the other ways */
+        uint32_t n = l.n;
+        const char **v = l.v;
+        l.n = l.cap = 0;
+        l.v = NULL;
+        for (uint32_t i = 0; i < n; i++)
+            ps_strset_add(&l, v[i], strlen(v[i]));
     }
     if (ret == 0)
         ps_strset_finish(&l, out);
     else
         ps_hmap_dispose(&l.seen);
+    return ret;
+}
+
+int ps_query_profile_labels(ps_reader_t *r, const char *name, int64_t start, int64_t end, ps_arena_t *arena,
+                            ps_strlist_t *out, ps_err_t *err)
+{
+    return index_labels(r, name, start, end, true, NULL, arena, out, err);
+}
+
+int ps_query_type_labels(ps_reader_t *r, const char *type, const char *name, int64_t start, int64_t end,
+                         ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
+{
+    return index_labels(r, name, start, end, true, type, arena, out, err);
+}
+
+int ps_query_labels(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start,
+                    int64_t end, uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
+{
+    if (nsels == 0)
+        return index_labels(r, name, start, end, false, NULL, arena, out, err);
+    ps_strset_t l = {.arena = arena};
+    ps_hmap_init(&l.seen);
+    memset(out, 0, sizeof(*out));
+    ps_series_set_t s;
+    int ret = ps_query_select_union(r, sels, nsels, start, end, max_series, arena, &s, err);
+    if (ret == 0) {
+        for (uint32_t i = 0; i < s.n; i++)
+            ps_strset_labels(&l, name, &s.labels[i]);
+        ps_strset_finish(&l, out);
+    } else {
+        ps_hmap_dispose(&l.seen);
+    }
     return ret;
 }
 

@@ -13,6 +13,22 @@
 /* Whether sid is a profile series with data in [start, end] (ns): 1, 0 (no such series, a float
  * series, nothing there), or an error (querier.c). */
 int ps_query_profile_series_has(ps_reader_t *r, uint64_t sid, int64_t start, int64_t end, ps_err_t *err);
+/** The label names (name NULL) or the values of name of the profile series with data in [start,
+ *  end] (INT64_MIN, INT64_MAX: of every profile series), sorted: ps_querier_labels of the series
+ *  ps_querier_series selects without a selector, from the label index's profile times without a
+ *  series limit (query.c). */
+int ps_query_profile_labels(ps_reader_t *r, const char *name, int64_t start, int64_t end, ps_arena_t *arena,
+                            ps_strlist_t *out, ps_err_t *err);
+/** The same of the profile series of one type (__name__ = type); PS_EUNSUPPORTED when the times
+ *  cannot tell it from another type (then select its series). */
+int ps_query_type_labels(ps_reader_t *r, const char *type, const char *name, int64_t start, int64_t end,
+                         ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err);
+/** ps_query_profile_labels (type NULL) or ps_query_type_labels streamed as
+ *  ps_query_labels_each streams them: each string to cb in the answer's order; PS_EOUTOFORDER
+ *  (cb may have been called) when the index gives one out of order or the range needs the walk
+ *  over every series: then the list functions answer. */
+int ps_query_profile_labels_each(ps_reader_t *r, const char *type, const char *name, int64_t start, int64_t end,
+                                 int (*cb)(void *ctx, const char *s, size_t n), void *ctx, ps_err_t *err);
 
 int ps_query_labels_match(ps_selector_t *sel, const ps_labels_t *ls, ps_err_t *err);
 

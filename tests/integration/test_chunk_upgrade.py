@@ -59,11 +59,12 @@ def test_schema6_store_reads_back_byte_for_byte(make_server, v6_dir):
     srv = make_server(data_dir=v6_dir, retention="0", storage_compact_max_profiles=5, storage_compact_window="0",
                       threads=1)
     assert answers(srv) == want
-    # upgraded in place: version 14 written, the old chunks untouched, the label times built from
+    # upgraded in place: version 15 written, the old chunks untouched, the label times built from
     # the series' data (schema 10): a record per name and per pair; every series in the series
-    # index (schema 13: the watermark is the last series id)
+    # index (schema 13: the watermark is the last series id); the profile series' label times
+    # (schema 15) the same records (every series of this store is a profile series)
     assert srv.stop() == 0
-    assert dump(v6_dir, "info")[b"schema".hex()] == bytes([0, 0, 0, 14])
+    assert dump(v6_dir, "info")[b"schema".hex()] == bytes([0, 0, 0, 15])
     assert dump(v6_dir, "info")[b"seriesw".hex()] == (8).to_bytes(8, "big")
     assert len(dump(v6_dir, "series")) == 8
     lt = dump(v6_dir, "ltimes")
@@ -71,6 +72,15 @@ def test_schema6_store_reads_back_byte_for_byte(make_server, v6_dir):
         sorted({bytes.fromhex(k).split(b"\0")[0] for k in dump(v6_dir, "postings")})
     assert {bytes.fromhex(k) for k in lt if b"\0" in bytes.fromhex(k)} == \
         {bytes.fromhex(k) for k in dump(v6_dir, "postings")}
+    pt = dump(v6_dir, "ptimes")
+    assert {k: v for k, v in pt.items() if not k.startswith("00")} == lt
+    # and per profile type (its key 00 hash(type)): the type's record, its names' and pairs'
+    types = {bytes.fromhex(k).split(b"\0")[1] for k in dump(v6_dir, "postings") if k.startswith(b"__name__\0".hex())}
+    assert sorted(v[1:] for k, v in pt.items() if len(k) == 18) == sorted(types)
+    assert all(v[:1] == b"\x01" for k, v in pt.items() if len(k) == 18)
+    for k, v in pt.items():  # each type's own times hold its __name__ pair
+        if len(k) == 18:
+            assert k + (b"__name__\0" + v[1:]).hex() in pt
     assert encodings(v6_dir) == [1] * 8
     # the heads (2 cpu profiles a series, 3 heap) folded into chunks now are packed where it pays
     srv.start()

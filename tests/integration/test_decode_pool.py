@@ -224,3 +224,86 @@ def test_push_whose_client_half_closes_is_stored(make_server):
     assert [st for st, _ in answers] == [200] * len(jobs), answers
     assert sorted({x["labels"]["job"] for x in srv.series()}) == sorted(jobs)
     assert srv.metrics()["profstore_ingest_profiles_total"] == len(jobs)
+
+
+def pb_field(num, wire, payload):
+    """One protobuf field: a varint (wire 0), 8 bytes (wire 1) or length-delimited bytes (wire 2)."""
+    def varint(n):
+        out = b""
+        while True:
+            out += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+            n >>= 7
+            if n == 0:
+                return out
+    key = varint(num << 3 | wire)
+    if wire == 0:
+        return key + varint(payload)
+    if wire == 1:
+        return key + payload
+    return key + varint(len(payload)) + payload
+
+
+def rw_body(series):
+    """A snappy remote-write 1.0 body: series [(labels dict, t_ms, value)], one sample each."""
+    import snappy
+    import struct
+    req = b""
+    for labels, t, v in series:
+        ts = b"".join(pb_field(1, 2, pb_field(1, 2, k.encode()) + pb_field(2, 2, labels[k].encode()))
+                      for k in sorted(labels))
+        ts += pb_field(2, 2, pb_field(1, 1, struct.pack("<d", v)) + pb_field(2, 0, t))
+        req += pb_field(1, 2, ts)
+    return snappy.compress(req)
+
+
+def decode_thread_switches(pid):
+    """The context switches of the decode threads of pid so far."""
+    n = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        if open("/proc/%d/task/%s/comm" % (pid, tid)).read().startswith("decode-"):
+            for line in open("/proc/%d/task/%s/status" % (pid, tid)):
+                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                    n += int(line.split()[1])
+    return n
+
+
+def test_small_remote_write_decoded_on_its_loop(make_server):
+    # a remote-write body of at most 2 KiB (PS_RUN_HERE_MAX: a request of a few samples) is decoded
+    # on its loop, no decode thread woken for it, and answered only once durable (kill -9 keeps
+    # every 204); a larger body goes to the decode pool
+    srv = make_server(retention="0", threads="1", extra_args=["--ingest.decode-threads", "2"])
+    h = {"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy",
+         "X-Prometheus-Remote-Write-Version": "0.1.0"}
+    t0 = int(time.time() * 1000) // 1000 * 1000 - 60000
+    time.sleep(0.2)  # the decode threads started and sleep
+    before = decode_thread_switches(srv.proc.pid)
+    for i in range(30):
+        body = rw_body([({"__name__": "small_total", "job": "here"}, t0 + 1000 * i, float(i))])
+        assert len(body) <= 2048
+        st, _, data = srv.request("POST", "/api/v1/write", body=body, headers=h)
+        assert st == 204, data
+    # pipelined on one connection: read on while each is written, answered in order
+    reqs = b""
+    for i in range(30, 36):
+        body = rw_body([({"__name__": "small_total", "job": "here"}, t0 + 1000 * i, float(i))])
+        reqs += ("POST /api/v1/write HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n%s%s\r\n"
+                 % (len(body), "".join("%s: %s\r\n" % kv for kv in h.items()),
+                    "Connection: close\r\n" if i == 35 else "")).encode() + body
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    s.sendall(reqs)
+    assert read_answers(s, 6) == [(204, b"")] * 6
+    assert recv_all(s) == b""
+    s.close()
+    assert decode_thread_switches(srv.proc.pid) == before
+    big = rw_body([({"__name__": "big_total", "job": "pool", "i": "%05d" % i}, t0, float(i)) for i in range(300)])
+    assert len(big) > 2048
+    st, _, data = srv.request("POST", "/api/v1/write", body=big, headers=h)
+    assert st == 204, data
+    assert decode_thread_switches(srv.proc.pid) > before
+    srv.restart(kill=True)
+    got = {}
+    for s in srv.get_json("/api/v1/debug/series")["data"]:
+        if s.get("kind") == "float":
+            got.setdefault(s["labels"]["__name__"], []).append([x[:2] for x in s["samples"]])
+    assert got["small_total"] == [[[t0 + 1000 * i, str(i)] for i in range(36)]]
+    assert len(got["big_total"]) == 300

@@ -3,6 +3,7 @@ retention, compaction, configuration file errors."""
 
 import collections
 import http.client
+import json
 import pathlib
 import re
 import shutil
@@ -15,6 +16,7 @@ import pytest
 
 import pprof_decode as pd
 from conftest import PROFSTORE_BIN, fixture_profile, series_snapshot
+from pyro_util import connect_call
 
 CPU_TYPES = ["process_cpu:samples:count:cpu:nanoseconds:delta", "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"]
 
@@ -237,12 +239,16 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     assert st == 200
     snap = series_snapshot(srv)
 
-    def ranged():  # the label times (schema 10), built again by each upgrade: job's values by range
+    def ranged():  # the label times (schema 10) and the profile series' (15), built again by each upgrade
         return [srv.get_json("/api/v1/label/job/values?start=%d&end=%d" % r)["data"]
-                for r in ((t, t), (t - 1, t - 1), (t + 1, t + 3600))]
-    assert ranged() == [["schema"], [], []]
+                for r in ((t, t), (t - 1, t - 1), (t + 1, t + 3600))] + \
+            [json.loads(connect_call(srv.port, "querier.v1.QuerierService/LabelValues", None, codec="json",
+                                     body=json.dumps({"name": "job", "start": r[0] * 1000,
+                                                      "end": r[1] * 1000}).encode()).body)
+             for r in ((t, t), (t - 1, t - 1))]
+    assert ranged() == [["schema"], [], [], {"names": ["schema"]}, {}]
     assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 99, old=14)
+    _rewrite_schema(srv.data_dir, tmp_path, 99, old=15)
     srv.start(wait_ready=False)
     try:
         rc = srv.proc.wait(10)
@@ -251,20 +257,20 @@ def test_schema_version_mismatch_refused(make_server, tmp_path):
     assert rc != 0
     log = srv.log().split("==== start #2")[1]
     assert "schema version" in log and "99" in log, log
-    # back to version 14: the same data dir opens again with its data
-    _rewrite_schema(srv.data_dir, tmp_path, 14, old=99)
+    # back to version 15: the same data dir opens again with its data
+    _rewrite_schema(srv.data_dir, tmp_path, 15, old=99)
     srv.start()
     assert series_snapshot(srv) == snap
-    # version 1 (profiles only) to 13 directories are upgraded in place to version 14 (docs/FORMAT.md;
-    # the label times built again from 9 and below)
-    for old in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13):
+    # version 1 (profiles only) to 14 directories are upgraded in place to version 15 (docs/FORMAT.md;
+    # the label times built again from 9 and below, the profile series' from 14 and below)
+    for old in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14):
         assert srv.stop() == 0
-        _rewrite_schema(srv.data_dir, tmp_path, old, old=14)
+        _rewrite_schema(srv.data_dir, tmp_path, old, old=15)
         srv.start()
         assert series_snapshot(srv) == snap
-        assert ranged() == [["schema"], [], []]
+        assert ranged() == [["schema"], [], [], {"names": ["schema"]}, {}]
     assert srv.stop() == 0
-    _rewrite_schema(srv.data_dir, tmp_path, 14, old=14)  # asserts the record says 14 now
+    _rewrite_schema(srv.data_dir, tmp_path, 15, old=15)  # asserts the record says 15 now
 
 
 # ---- retention --------------------------------------------------------------------------------

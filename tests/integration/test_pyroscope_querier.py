@@ -416,7 +416,35 @@ def test_max_series(module_server_factory, pb):
                                                    end=END * MS)
     m = err(s, "SelectMergeStacktraces", msg=req, status=429, code="resource_exhausted")
     assert m == "the selector matches more than 2 series (the limit, --query.max-series); narrow it"
-    m = err(s, "LabelNames", msg=pb.types.LabelNamesRequest(matchers=["{}"]), status=429, code="resource_exhausted")
+    # LabelNames and LabelValues of every profile series (no matchers, or {}) have no series limit, as
+    # Pyroscope's: the label index's profile times answer them (schema 15; this was a 429 before)
+    for matchers in ([], ["{}"]):
+        r = call(s, "LabelNames", pb.types.LabelNamesRequest(matchers=matchers, start=START * MS, end=END * MS),
+                 pb.types.LabelNamesResponse)
+        assert list(r.msg.names) == ["__name__", "instance", "service_name"]
+        r = call(s, "LabelValues", pb.types.LabelValuesRequest(name="instance", matchers=matchers), pb.types.LabelValuesResponse)
+        assert list(r.msg.names) == ["a", "b", "c"]
+        r = call(s, "LabelValues", pb.types.LabelValuesRequest(name="__profile_type__", matchers=matchers,
+                                                                start=(T0 + 60) * MS, end=(T0 + 70) * MS),
+                 pb.types.LabelValuesResponse)
+        assert list(r.msg.names) == [CPU_TYPE, SAMPLES_TYPE]
+        r = call(s, "LabelValues", pb.types.LabelValuesRequest(name="instance", matchers=matchers, start=(T0 + 60) * MS,
+                                                                end=(T0 + 70) * MS), pb.types.LabelValuesResponse)
+        assert list(r.msg.names) == ["a"]  # cpu-02 at T0+67
+    # Grafana's label editor: {__profile_type__="<id>"}, the type's own times (schema 15), no limit either
+    editor = '{__profile_type__="%s"}' % CPU_TYPE
+    r = call(s, "LabelNames", pb.types.LabelNamesRequest(matchers=[editor], start=START * MS, end=END * MS),
+             pb.types.LabelNamesResponse)
+    assert list(r.msg.names) == ["__name__", "instance", "service_name"]
+    r = call(s, "LabelValues", pb.types.LabelValuesRequest(name="instance", matchers=[editor], start=(T0 + 30) * MS,
+                                                            end=(T0 + 70) * MS), pb.types.LabelValuesResponse)
+    assert list(r.msg.names) == ["a", "c"]  # cpu-02 at T0+67, cpu-05 at T0+37
+    r = call(s, "LabelValues", pb.types.LabelValuesRequest(name="instance", matchers=['{__profile_type__="memory:x:y:z:w"}'],
+                                                            start=START * MS, end=END * MS), pb.types.LabelValuesResponse)
+    assert list(r.msg.names) == []
+    # a selector that narrows: its series are selected, as many as --query.max-series
+    m = err(s, "LabelNames", msg=pb.types.LabelNamesRequest(matchers=['{service_name="api"}']), status=429,
+            code="resource_exhausted")
     assert m == "the matchers select more than 2 series (the limit, --query.max-series); narrow them"
     req = pb.querier.SelectSeriesRequest(profile_typeID=CPU_TYPE, label_selector='{service_name="api"}',
                                          start=START * MS, end=END * MS, step=60, group_by=["instance"])

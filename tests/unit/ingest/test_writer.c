@@ -832,18 +832,26 @@ static ps_store_t *open_syncing(char **dir)
 
 /* With fsync on: many writers, every answer after its commit is durable; once all are answered
  * (the writer idle), the last commit is durable too: a batch nobody follows is synced alone. */
-static void test_answers_when_durable(void **state)
+/* A writer with default options on a store that syncs (open_syncing), its answers checked
+ * against the store's durability (check_durable), none counted yet */
+static ps_writer_t *start_durable(ps_store_t **store, char **dir)
 {
-    (void)state;
-    char *dir;
-    ps_store_t *store = open_syncing(&dir);
+    *store = open_syncing(dir);
     ps_writer_opts_t o;
     ps_writer_opts_default(&o);
     atomic_store(&done_total, 0);
     atomic_store(&early_answers, 0);
-    check_durable = store;
-    ps_writer_t *w = start_on(store, &o);
-    treq_t *one = make_req(9999, T0); /* alone: synced by the syncer */
+    check_durable = *store;
+    return start_on(*store, &o);
+}
+
+static void test_answers_when_durable(void **state)
+{
+    (void)state;
+    char *dir;
+    ps_store_t *store;
+    ps_writer_t *w = start_durable(&store, &dir);
+    treq_t *one = make_req(9999, T0); /* alone: synced by the writer */
     assert_int_equal(ps_writer_submit(w, &one->w), 0);
     wait_done(1);
     assert_int_equal(atomic_load(&store->durable_txn), atomic_load(&store->last_txn));
@@ -871,6 +879,57 @@ static void test_answers_when_durable(void **state)
     ps_test_rm_rf(dir);
     free(dir);
     free_req(one);
+}
+
+/* on_done_alone: answers given on the writer thread, and answers given before the store's last
+ * commit was durable (its meta page synced) */
+static atomic_int answered_by_writer, answered_not_durable;
+
+static void on_done_alone(ps_wreq_t *w)
+{
+    char name[16] = "";
+    pthread_getname_np(pthread_self(), name, sizeof(name));
+    if (strcmp(name, "writer") == 0)
+        atomic_fetch_add(&answered_by_writer, 1);
+    if (atomic_load(&check_durable->durable_txn) < atomic_load(&check_durable->last_txn))
+        atomic_fetch_add(&answered_not_durable, 1);
+    on_done(w);
+}
+
+/* A request alone (nothing else queued or being decoded, the syncer idle) is synced and answered
+ * by the writer itself, without a hand-off to the syncer, and only once its commit is durable:
+ * answered before the sync, or by the syncer, the test fails. */
+static void test_alone_answered_by_writer(void **state)
+{
+    (void)state;
+    char *dir;
+    ps_store_t *store;
+    atomic_store(&answered_by_writer, 0);
+    atomic_store(&answered_not_durable, 0);
+    ps_writer_t *w = start_durable(&store, &dir);
+    enum { N = 5 };
+    treq_t *r[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = make_req(40 + i, T0);
+        r[i]->w.on_done = on_done_alone;
+        assert_int_equal(ps_writer_submit(w, &r[i]->w), 0);
+        wait_done(i + 1);
+        assert_int_equal(r[i]->w.app.status, 0);
+    }
+    ps_writer_stats_t st;
+    ps_writer_stats(w, &st);
+    ps_writer_stop(w);
+    check_durable = NULL;
+    assert_int_equal(atomic_load(&answered_by_writer), N);
+    assert_int_equal(atomic_load(&answered_not_durable), 0);
+    assert_int_equal(st.batches, N);
+    assert_int_equal(st.sync_rounds, N);
+    assert_int_equal(count_series(store), N);
+    ps_store_close(store);
+    ps_test_rm_rf(dir);
+    free(dir);
+    for (int i = 0; i < N; i++)
+        free_req(r[i]);
 }
 
 /* With fsync on, a batch is answered once durable by the syncer, not after the writer's next
@@ -1219,6 +1278,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_group_commit_failing, setup, teardown),
         cmocka_unit_test(test_answers_when_durable),
         cmocka_unit_test(test_answered_while_writer_holds),
+        cmocka_unit_test(test_alone_answered_by_writer),
         cmocka_unit_test_setup_teardown(test_waits_for_decoding, setup, teardown),
         cmocka_unit_test_setup_teardown(test_answers_hook, setup, teardown),
         cmocka_unit_test(test_remote_prepare_keys),

@@ -1838,6 +1838,307 @@ static void test_first_error(void **state)
     ps_arena_dispose(&a);
 }
 
+/* ---- the one walk (steps 2 and 3 together) ---------------------------------------------------- */
+
+/* A profile of n samples (stack i % 40 + 1 deep, values i and -i: ten-byte varints, labels i % 4),
+ * n locations of 1 + i % 3 lines, n functions, GROW_NMAP(n) mappings, max(n, 16) + 1 strings and n / 2
+ * comments (one varint each); ids 1..n in order unless order is 1 (locations from n down to 1) or
+ * 2 (locations 1000 * (i + 1): the sorted map). A sample's location k is location (7i + k) % n. */
+#define GROW_NMAP(n) ((n) / 3 + 1 < 1000 ? (n) / 3 + 1 : 1000)
+static void grow_profile(ps_buf_t *b, uint32_t n, int order)
+{
+    ps_buf_t m = PS_BUF_INIT, v = PS_BUF_INIT, l = PS_BUF_INIT;
+    uint32_t nmap = GROW_NMAP(n);
+    pw_varint(&m, 1, 1), pw_varint(&m, 2, 2), pw_msg(b, 1, &m);
+    pw_varint(&m, 1, 3), pw_varint(&m, 2, 4), pw_msg(b, 1, &m);
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t k = 0; k < i % 40 + 1; k++) {
+            uint32_t li = (7 * i + k) % n;
+            ps_put_uvarint(&v, order == 0 ? li + 1 : order == 1 ? n - li : 1000 * ((uint64_t)li + 1));
+        }
+        pw_msg(&m, 1, &v);
+        ps_put_uvarint(&v, i), ps_put_uvarint(&v, (uint64_t)-(int64_t)i), pw_msg(&m, 2, &v);
+        for (uint32_t k = 0; k < i % 4; k++)
+            pw_varint(&l, 1, 5), pw_varint(&l, 2, 6 + k), pw_msg(&m, 3, &l);
+        pw_msg(b, 2, &m);
+    }
+    for (uint32_t i = 0; i < nmap; i++)
+        pw_varint(&m, 1, i + 1), pw_varint(&m, 5, i % n + 1), pw_varint(&m, 7, 1), pw_msg(b, 3, &m);
+    for (uint32_t i = 0; i < n; i++) {
+        pw_varint(&m, 1, order == 0 ? i + 1 : order == 1 ? n - i : 1000 * ((uint64_t)i + 1));
+        pw_varint(&m, 2, i % nmap + 1);
+        pw_varint(&m, 3, 0x400000 + 16 * (uint64_t)i);
+        for (uint32_t k = 0; k < 1 + i % 3; k++)
+            pw_varint(&l, 1, (i + k) % n + 1), pw_varint(&l, 2, i + k), pw_msg(&m, 4, &l);
+        pw_msg(b, 4, &m);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        pw_varint(&m, 1, i + 1), pw_varint(&m, 2, i + 1), pw_varint(&m, 4, i % 7 + 1), pw_msg(b, 5, &m);
+    pw_bytes(b, 6, "", 0);
+    for (uint32_t i = 1; i <= (n < 16 ? 16 : n); i++) {
+        char s[16];
+        int k = snprintf(s, sizeof(s), "s%u", i);
+        pw_bytes(b, 6, s, (size_t)k);
+    }
+    for (uint32_t i = 0; i < n / 2; i++)
+        pw_varint(b, 13, i % n);
+}
+
+/* The arrays the walk grows (from 64 elements, doubling) past each step, up to 70,000 samples
+ * (more than the scratch a thread keeps): every value where it belongs, as the reference has it. */
+static void test_one_walk_grows(void **state)
+{
+    (void)state;
+    static const uint32_t sizes[] = {1, 63, 64, 65, 129, 1000, 70000, 3};
+    for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+        for (int order = 0; order < 3; order++) {
+            uint32_t n = sizes[si];
+            ps_buf_t b = PS_BUF_INIT;
+            ps_arena_t a = PS_ARENA_INIT;
+            ps_profile_t p;
+            ps_err_t err;
+            grow_profile(&b, n, order);
+            if (both(&b, &a, &p, &err) != 0)
+                fail_msg("%u samples, order %d: %s", n, order, err.msg);
+            assert_int_equal(p.nsamples, n);
+            assert_int_equal(p.nlocations, n);
+            assert_int_equal(p.nfunctions, n);
+            assert_int_equal(p.nmappings, GROW_NMAP(n));
+            assert_int_equal(p.nstrings, (n < 16 ? 16 : n) + 1);
+            assert_int_equal(p.ncomments, n / 2);
+            for (uint32_t i = 0; i < n; i += (n > 1000 ? 997 : 1)) {
+                const ps_sample_t *s = &p.samples[i];
+                assert_int_equal(s->nlocs, i % 40 + 1);
+                for (uint32_t k = 0; k < s->nlocs; k++) /* location (7i + k) % n, whatever its id */
+                    assert_int_equal(s->locs[k], (7 * i + k) % n + 1);
+                assert_int_equal(s->values[0], (int64_t)i);
+                assert_int_equal(s->values[1], -(int64_t)i);
+                assert_int_equal(s->nlabels, i % 4);
+                for (uint32_t k = 0; k < s->nlabels; k++)
+                    assert_true(s->labels[k].key == 5 && s->labels[k].str == 6 + k);
+                const ps_location_t *l = &p.locations[i];
+                assert_int_equal(l->nlines, 1 + i % 3);
+                assert_int_equal(l->mapping, i % GROW_NMAP(n) + 1);
+                assert_int_equal(l->address, 0x400000 + 16 * (uint64_t)i);
+                for (uint32_t k = 0; k < l->nlines; k++)
+                    assert_true(l->lines[k].function == (i + k) % n + 1 && l->lines[k].line == (int64_t)(i + k));
+                assert_int_equal(p.functions[i].name, i + 1);
+                assert_int_equal(p.strings[i + 1].len, (uint32_t)snprintf(NULL, 0, "s%u", i + 1));
+            }
+            assert_int_equal(p.mappings[0].flags, PS_MAP_HAS_FUNCTIONS);
+            if (n == 1000 && order == 0) { /* one location id past the last, then 0: each not defined */
+                ps_buf_t m = PS_BUF_INIT;
+                pw_varint(&m, 1, n + 1), pw_varint(&m, 2, 1), pw_varint(&m, 2, 2), pw_msg(&b, 2, &m);
+                assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+                assert_string_equal(err.msg, "sample[1000]: location_id 1001 is not defined");
+                pw_varint(&m, 1, 0), pw_varint(&m, 2, 1), pw_varint(&m, 2, 2), pw_msg(&b, 2, &m);
+                pw_varint(&m, 1, 3), pw_varint(&m, 1, 0), pw_varint(&m, 2, 1), pw_varint(&m, 2, 2), pw_msg(&b, 2, &m);
+                assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+                assert_string_equal(err.msg, "sample[1000]: location_id 1001 is not defined");
+                ps_buf_reset(&b);
+                grow_profile(&b, n, order);
+                pw_varint(&m, 1, 3), pw_varint(&m, 1, 0), pw_varint(&m, 2, 1), pw_varint(&m, 2, 2), pw_msg(&b, 2, &m);
+                assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+                assert_string_equal(err.msg, "sample[1000]: location_id 0 is not defined");
+            }
+            ps_arena_dispose(&a);
+            ps_buf_dispose(&b);
+        }
+    }
+}
+
+/* Packed runs whose bytes are more than their varints (the walk's room for them is the bytes,
+ * unless that passes a limit: then the varints counted): the limits hold at the count. */
+static void test_one_walk_counts(void **state)
+{
+    (void)state;
+    ps_pprof_limits_t lim;
+    ps_buf_t b = PS_BUF_INIT, m = PS_BUF_INIT, v = PS_BUF_INIT;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_err_t err;
+
+    ps_pprof_limits_default(&lim);
+    lim.max_stack_depth = 3;
+    base_profile(&b);
+    ps_put_uvarint(&v, 300), ps_put_uvarint(&v, 301), pw_msg(&m, 1, &v); /* 4 bytes, 2 ids */
+    pw_varint(&m, 1, 302);                                                  /* a third */
+    pw_varint(&m, 2, 7);
+    pw_msg(&b, 2, &m);
+    expect_error(b.data, b.len, &lim, PS_EINVAL, "sample[0]: location_id 300 is not defined");
+    ps_buf_reset(&b);
+    base_profile(&b);
+    ps_put_uvarint(&v, 300), ps_put_uvarint(&v, 301), pw_msg(&m, 1, &v);
+    ps_put_uvarint(&v, 302), ps_put_uvarint(&v, 303), pw_msg(&m, 1, &v); /* a fourth */
+    pw_varint(&m, 2, 7);
+    pw_msg(&b, 2, &m);
+    expect_error(b.data, b.len, &lim, PS_ETOOBIG, "sample[0] has more than 3 locations (max_stack_depth)");
+
+    /* values: one sample type, one two-byte value; two of them */
+    ps_pprof_limits_default(&lim);
+    lim.max_sample_types = 1;
+    ps_buf_reset(&b);
+    base_profile(&b);
+    ps_put_uvarint(&v, 300), pw_msg(&m, 2, &v);
+    pw_msg(&b, 2, &m);
+    decode_or_fail(b.data, b.len, &lim, &a, &p);
+    assert_int_equal(p.samples[0].values[0], 300);
+    ps_put_uvarint(&v, 300), ps_put_uvarint(&v, 301), pw_msg(&m, 2, &v);
+    pw_msg(&b, 2, &m);
+    expect_error(b.data, b.len, &lim, PS_EINVAL, "sample[1] has 2 values but there are 1 sample types");
+
+    /* comments, bounded by max_strings (3 here): three of two bytes each, then a fourth */
+    ps_pprof_limits_default(&lim);
+    lim.max_strings = 3;
+    ps_buf_reset(&b);
+    base_profile(&b);
+    ps_put_uvarint(&v, 200), ps_put_uvarint(&v, 201), ps_put_uvarint(&v, 2), pw_msg(&b, 13, &v);
+    expect_error(b.data, b.len, &lim, PS_EINVAL, "comment[0]: string index 200 out of range (string_table has 3 entries)");
+    pw_varint(&b, 13, 1);
+    expect_error(b.data, b.len, &lim, PS_ETOOBIG, "profile has more than 3 comments (max_strings)");
+
+    /* a packed run that ends inside a varint, one with a varint of 11 bytes (protobuf-c refuses it,
+     * the scan does not look): the scan's words, the deep scan's */
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x12, 0x04, 0x12, 0x02, 0x01, 0x80);
+    expect_error(b.data, b.len, NULL, PS_EINVAL,
+                 "not a valid pprof protobuf: sample[0]: field 2 ends in a truncated packed varint (at byte 16)");
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x12, 0x0d, 0x12, 0x0b, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01);
+    assert_int_equal(both(&b, &a, &p, &err), PS_EINVAL);
+    assert_string_equal(err.msg, "not a valid pprof protobuf");
+    ps_buf_dispose(&b);
+    ps_arena_dispose(&a);
+}
+
+/* Where the walk stops at what protobuf-c refuses, a problem of the scan's later on the wire is
+ * still the answer (the scan looks at the whole message first, as before); a problem past a
+ * thousand good samples and locations too. */
+static void test_one_walk_first_error(void **state)
+{
+    (void)state;
+    ps_buf_t b = PS_BUF_INIT;
+    base_profile(&b);
+    RAW(&b, 0x1a, 0x02, 0x0a, 0x00);       /* mapping {field 1 as bytes}: protobuf-c refuses it */
+    pw_bytes(&b, 6, "a\0b", 3);             /* string_table[3] with a NUL */
+    expect_error(b.data, b.len, NULL, PS_EINVAL, "string_table[3] contains a NUL byte");
+    ps_buf_reset(&b);
+    base_profile(&b);
+    RAW(&b, 0x1a, 0x02, 0x0a, 0x00);
+    expect_error(b.data, b.len, NULL, PS_EINVAL,
+                 "not a valid pprof protobuf: mapping[0]: field 1 has wire type 2, expected 0 (at byte 16)");
+    ps_buf_reset(&b);
+    grow_profile(&b, 1000, 0);
+    pw_bytes(&b, 6, "\xff", 1);
+    expect_error(b.data, b.len, NULL, PS_EINVAL, "string_table[1001] is not valid UTF-8");
+    ps_buf_reset(&b);
+    grow_profile(&b, 1000, 0);
+    pw_bytes(&b, 1, "", 0);                 /* a third sample type: every sample has 2 values */
+    expect_error(b.data, b.len, NULL, PS_EINVAL, "sample[0] has 2 values but there are 3 sample types");
+    ps_buf_dispose(&b);
+}
+
+/* The string_table copied at once where its fields follow each other (a 3-byte length among
+ * them), one by one where another field comes between: each string NUL-terminated either way. */
+static void test_one_walk_strings(void **state)
+{
+    (void)state;
+    ps_buf_t b = PS_BUF_INIT, m = PS_BUF_INIT;
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_profile_t p;
+    ps_err_t err;
+    char *big = malloc(20000);
+    memset(big, 'x', 20000);
+    for (int apart = 0; apart < 2; apart++) {
+        ps_buf_reset(&b);
+        base_profile(&b);
+        if (apart)
+            pw_varint(&m, 1, 1), pw_varint(&m, 2, 3), pw_msg(&b, 5, &m); /* function {id 1, name 3} */
+        pw_bytes(&b, 6, "main", 4);
+        pw_bytes(&b, 6, big, 20000);
+        pw_bytes(&b, 6, "", 0);
+        pw_bytes(&b, 6, "z", 1);
+        assert_int_equal(both(&b, &a, &p, &err), 0);
+        assert_int_equal(p.nstrings, 7);
+        assert_true(str_eq(&p, 3, "main") && str_eq(&p, 5, "") && str_eq(&p, 6, "z"));
+        assert_int_equal(p.strings[4].len, 20000);
+        assert_memory_equal(p.strings[4].ptr, big, 20000);
+        for (uint32_t i = 0; i < p.nstrings; i++)
+            assert_int_equal(p.strings[i].ptr[p.strings[i].len], '\0');
+        assert_int_equal(p.nfunctions, (uint32_t)apart);
+        ps_arena_dispose(&a);
+    }
+    free(big);
+    ps_buf_dispose(&b);
+}
+
+/* Each thread keeps its own scratch: threads decoding at once each get their profile. */
+typedef struct walk_job {
+    const uint8_t *data;
+    size_t n;
+    uint64_t sum; /* of every location index and value, and the counts */
+    int wrong;
+} walk_job_t;
+
+static uint64_t profile_sum(const ps_profile_t *p)
+{
+    uint64_t s = p->nsamples + 31 * (uint64_t)p->nlocations + 977 * (uint64_t)p->nstrings;
+    for (uint32_t i = 0; i < p->nsamples; i++) {
+        for (uint32_t k = 0; k < p->samples[i].nlocs; k++)
+            s = s * 31 + p->samples[i].locs[k];
+        for (uint32_t k = 0; k < p->ntypes; k++)
+            s = s * 31 + (uint64_t)p->samples[i].values[k];
+    }
+    for (uint32_t i = 0; i < p->nlocations; i++)
+        for (uint32_t k = 0; k < p->locations[i].nlines; k++)
+            s = s * 31 + p->locations[i].lines[k].function;
+    return s;
+}
+
+static void *decode_many(void *arg)
+{
+    walk_job_t *j = arg;
+    for (int i = 0; i < 200; i++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_profile_t p;
+        ps_err_t err;
+        if (ps_pprof_decode(j->data, j->n, NULL, &a, &p, &err) != 0 || profile_sum(&p) != j->sum)
+            j->wrong++;
+        ps_arena_dispose(&a);
+    }
+    return NULL;
+}
+
+static void test_one_walk_threads(void **state)
+{
+    (void)state;
+    static const char *const fx[] = {"go/cpu-01.pb.gz", "go/heap-01.pb.gz", "node/cpu-01.pb.gz"};
+    walk_job_t jobs[3];
+    uint8_t *data[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        ps_arena_t a = PS_ARENA_INIT;
+        ps_profile_t p;
+        data[i] = ps_test_read_fixture(fx[i], &jobs[i].n);
+        jobs[i].data = data[i];
+        jobs[i].wrong = 0;
+        decode_or_fail(data[i], jobs[i].n, NULL, &a, &p);
+        jobs[i].sum = profile_sum(&p);
+        ps_arena_dispose(&a);
+    }
+    assert_true(jobs[0].sum != jobs[1].sum && jobs[1].sum != jobs[2].sum);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, decode_many, &jobs[i]), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_int_equal(jobs[i].wrong, 0);
+    }
+    for (int i = 0; i < 3; i++)
+        free(data[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1867,6 +2168,11 @@ int main(void)
         cmocka_unit_test(test_decoders_agree_testdata),
         cmocka_unit_test(test_wire_quirks),
         cmocka_unit_test(test_first_error),
+        cmocka_unit_test(test_one_walk_grows),
+        cmocka_unit_test(test_one_walk_counts),
+        cmocka_unit_test(test_one_walk_first_error),
+        cmocka_unit_test(test_one_walk_strings),
+        cmocka_unit_test(test_one_walk_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

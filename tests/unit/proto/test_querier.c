@@ -61,6 +61,44 @@ static void test_profile_types(void **state)
     ps_arena_dispose(&a);
 }
 
+/* LabelNamesResponse streamed (ps_qr_names_*) = the message encoded whole, both codecs, 0 to 4
+ * names (an empty one, escapes, a long one past a 1-byte length) */
+static void test_names_streamed(void **state)
+{
+    (void)state;
+    ps_arena_t a = PS_ARENA_INIT;
+    char long_name[300];
+    memset(long_name, 'x', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = 0;
+    const char *names[] = {"", "a\"b\\c\x01", "\xc3\xa9t\xc3\xa9", long_name};
+    static const char *const want_json[] = {"{}", "{\"names\":[\"\"]}", "{\"names\":[\"\",\"a\\\"b\\\\c\\u0001\"]}"};
+    for (int codec = 0; codec < 2; codec++) {
+        int cc = codec ? PS_QR_JSON : PS_QR_BINARY;
+        for (uint32_t n = 0; n <= 4; n++) {
+            ps_buf_t whole = PS_BUF_INIT, streamed = PS_BUF_INIT;
+            ps_qr_encode_names(cc, names, n, &a, &whole);
+            ps_qr_names_enc_t e;
+            ps_qr_names_begin(&e, cc, &streamed);
+            for (uint32_t i = 0; i < n; i++)
+                ps_qr_names_add(&e, names[i], strlen(names[i]));
+            ps_qr_names_end(&e);
+            assert_int_equal(streamed.len, whole.len);
+            if (whole.len)
+                assert_memory_equal(streamed.data, whole.data, whole.len);
+            if (cc == PS_QR_JSON && n < 3)
+                assert_buf(&streamed, want_json[n]);
+            static const char want_bin[] = "\x0a\x00\x0a\x06" "a\"b\\c\x01";
+            if (cc == PS_QR_BINARY && n == 2) {
+                assert_int_equal(streamed.len, sizeof(want_bin) - 1);
+                assert_memory_equal(streamed.data, want_bin, sizeof(want_bin) - 1);
+            }
+            ps_buf_dispose(&whole);
+            ps_buf_dispose(&streamed);
+        }
+    }
+    ps_arena_dispose(&a);
+}
+
 static void test_merge_requests(void **state)
 {
     (void)state;
@@ -252,6 +290,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_profile_types),
+        cmocka_unit_test(test_names_streamed),
         cmocka_unit_test(test_merge_requests),
         cmocka_unit_test(test_select_series),
         cmocka_unit_test(test_flamegraph_and_profile),

@@ -186,6 +186,62 @@ static void test_series_and_labels(void **state)
     fx_end(&f);
 }
 
+static void join(const ps_strlist_t *l, char *out, size_t cap)
+{
+    size_t k = 0;
+    out[0] = 0;
+    for (uint32_t i = 0; i < l->n && k < cap; i++)
+        k += (size_t)snprintf(out + k, cap - k, "%s,", l->v[i]);
+}
+
+/* LabelNames/LabelValues (ps_querier_label_list, from the label index's profile times where it
+ * can) answer what the selected series' labels answer, the float series sharing job="api" never
+ * listed; without a selector, {} or the type alone, past any series limit */
+static void test_label_list(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_begin(&f);
+    static const char *const sels[] = {NULL, "{}", "{__profile_type__=\"" CPU "\"}",
+                                       "{__profile_type__=\"memory:inuse_space:bytes:space:bytes\"}",
+                                       "{__profile_type__=\"a:b:c:d:e\"}", "{job=\"api\"}", "{instance=\"\"}"};
+    static const char *const names[] = {NULL, "job", "instance", "__name__", "__profile_type__", "absent"};
+    static const int64_t ranges[][2] = {{0, 0}, {MS(T0 + 10), MS(T0 + 10)}, {MS(T0 + 12), MS(T0 + 30)},
+                                        {MS(T0 + 31), MS(T0 + 40)}, {MS(T0 + 15), MS(T0 + 15)},
+                                        {MS(T0 - 3600), MS(T0 + 3600)}};
+    int listed = 0;
+    for (size_t i = 0; i < sizeof(sels) / sizeof(sels[0]); i++) {
+        ps_selector_t sel;
+        if (sels[i])
+            assert_int_equal(ps_querier_selector(NULL, sels[i], "matchers[0]", &f.a, &sel, &f.err), 0);
+        uint32_t nsel = sels[i] ? 1 : 0;
+        for (size_t k = 0; k < sizeof(ranges) / sizeof(ranges[0]); k++) {
+            int64_t lo, hi;
+            range_ns(&f, ranges[k][0], ranges[k][1], &lo, &hi);
+            for (size_t j = 0; j < sizeof(names) / sizeof(names[0]); j++) {
+                ps_series_set_t set;
+                ps_strlist_t want, got;
+                assert_int_equal(ps_querier_series(f.r, &sel, nsel, lo, hi, 100, &f.a, &set, &f.err), 0);
+                ps_querier_labels(&set, names[j], &f.a, &want);
+                /* a limit of 1 series: only the selectors the index answers */
+                uint32_t max = i < 5 ? 1 : 100;
+                if (ps_querier_label_list(f.r, names[j], &sel, nsel, lo, hi, max, &f.a, &got, &f.err) != 0)
+                    fail_msg("%s %s [%zu]: %s", sels[i] ? sels[i] : "none", names[j] ? names[j] : "names", k, f.err.msg);
+                char a[512], b[512];
+                join(&want, a, sizeof(a));
+                join(&got, b, sizeof(b));
+                if (strcmp(a, b) != 0)
+                    fail_msg("%s %s [%zu]: want %s, got %s", sels[i] ? sels[i] : "none", names[j] ? names[j] : "names",
+                             k, a, b);
+                assert_null(strstr(b, "a:b:c:d:e"));
+                listed += want.n > 0;
+            }
+        }
+    }
+    assert_int_equal(listed, 127); /* of the 252 lists, those not empty */
+    fx_end(&f);
+}
+
 /* SelectSeries of CPU over [start, end] (s), step in s, grouped by g (NULL: none) */
 static int range(fx_t *f, int64_t start, int64_t end, int64_t step, const char *g, bool avg, int64_t limit,
                  ps_qseries_t **out, uint32_t *n)
@@ -695,6 +751,7 @@ int main(void)
         cmocka_unit_test(test_profile_types),
         cmocka_unit_test(test_selector),
         cmocka_unit_test(test_series_and_labels),
+        cmocka_unit_test(test_label_list),
         cmocka_unit_test(test_select_series),
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_call_site),

@@ -2347,10 +2347,76 @@ static void test_log_damaged(void **state)
     free(dir);
 }
 
+/* The page of DB_INFO holding the id counters ("next"), and the record's bytes in *v */
+static size_t next_page(ps_store_t *s, ps_buf_t *v)
+{
+    MDB_envinfo ei;
+    MDB_stat es;
+    MDB_txn *t;
+    MDB_val k = {4, "next"}, val;
+    assert_int_equal(mdb_env_info(s->env, &ei), 0);
+    assert_int_equal(mdb_env_stat(s->env, &es), 0);
+    assert_int_equal(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t), 0);
+    assert_int_equal(mdb_get(t, s->dbi[DB_INFO], &k, &val), 0);
+    ps_buf_reset(v);
+    ps_buf_append(v, val.mv_data, val.mv_size);
+    size_t page = (size_t)((const char *)val.mv_data - (const char *)ei.me_mapaddr) / es.ms_psize;
+    mdb_txn_abort(t);
+    return page;
+}
+
+/* A commit that gives no new id (samples of known series) leaves the id counters' record, and
+ * so its page, as it was: no DB_INFO page rewritten and synced (3 pages a one-sample commit, not
+ * 4); a commit that gives one (a new series) writes them, and a reopened store goes on from them. */
+static void test_next_written_when_changed(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir);
+    ps_arena_t a = PS_ARENA_INIT;
+    ps_labels_t l1 = mk_labels(&a, "nx", "a"), l2 = mk_labels(&a, "nx", "b");
+    ps_float_sample_t smp = {1700000000000ll, 1.0};
+    ps_float_append_t out;
+    ps_buf_t v0 = PS_BUF_INIT, v1 = PS_BUF_INIT;
+    assert_int_equal(write_f(s, &l1, &smp, 1, &out), 0);
+    uint64_t sid1 = out.sid;
+    size_t p0 = next_page(s, &v0);
+    uint64_t txn0 = last_txn(s);
+    for (int i = 1; i <= 3; i++) { /* logged samples of a known series: nothing new */
+        smp.t += 15000;
+        assert_int_equal(write_f(s, &l1, &smp, 1, &out), 0);
+        assert_int_equal(out.accepted, 1);
+    }
+    assert_int_equal(last_txn(s), txn0 + 3);
+    assert_int_equal(next_page(s, &v1), p0);
+    assert_int_equal(v1.len, v0.len);
+    assert_memory_equal(v1.data, v0.data, v0.len);
+    smp.t += 15000; /* a new series: a new id, saved */
+    assert_int_equal(write_f(s, &l2, &smp, 1, &out), 0);
+    uint64_t sid2 = out.sid;
+    assert_int_equal(sid2, sid1 + 1);
+    assert_true(next_page(s, &v1) != p0);
+    assert_int_equal(v1.len, v0.len);
+    assert_int_equal(ps_get_be64(v1.data + v1.len - 8), ps_get_be64(v0.data + v0.len - 8) + 1);
+    ps_test_close_store(s);
+    s = open_store(dir);
+    ps_labels_t l3 = mk_labels(&a, "nx", "c");
+    smp.t += 15000;
+    assert_int_equal(write_f(s, &l3, &smp, 1, &out), 0);
+    assert_int_equal(out.sid, sid2 + 1);
+    ps_buf_dispose(&v0);
+    ps_buf_dispose(&v1);
+    ps_arena_dispose(&a);
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_and_cut),
+        cmocka_unit_test(test_next_written_when_changed),
         cmocka_unit_test(test_order_and_duplicates),
         cmocka_unit_test(test_out_of_bounds),
         cmocka_unit_test(test_reopen),
