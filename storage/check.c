@@ -88,11 +88,14 @@ static int walk(check_t *c, int db, const char *name, void (*fn)(check_t *c, con
     snprintf(what, sizeof(what), "database %s: LMDB's pages are damaged, the rest of it unread", name);
     ps_cur_t cur;
     if (ps_cur_open(&cur, &c->r->txn, db, what)) {
-        uint64_t n = 0;
+        /* the phase names the record being read before LMDB reads it: a damaged page may crash
+         * the first get of a walk (it named the last series of the walk before) */
+        uint64_t n = 1;
+        phase(c, "record %" PRIu64 " of database %s", n, name);
         for (bool on = ps_cur_first(&cur); on; on = ps_cur_next(&cur)) {
             ps_arena_reset(&c->arena);
-            phase(c, "record %" PRIu64 " of database %s", ++n, name);
             fn(c, &cur.k, &cur.v);
+            phase(c, "record %" PRIu64 " of database %s", ++n, name);
         }
         ps_cur_close(&cur);
     }

@@ -367,13 +367,17 @@ def test_check_reports_damaged_lmdb_pages(store, tmp_path, how):
     # pushes' times), it says so after some garbage keys or none, as for ff and zero
     lmdb_said = any(l.startswith("damaged: database chunks: LMDB's pages are damaged") for l in lines)
     if how == "keys" and not lmdb_said:
-        assert all(l.startswith("damaged: ") for l in lines[:100]), r.stdout[-2000:]
-        assert all(re.fullmatch(r"damaged: chunks: a key of \d+ bytes \(16 expected\)", l) for l in lines[:99])
-        if lines[-1] == "%s: DAMAGED" % d:
-            assert re.fullmatch(r"damaged: LMDB's own pages: the check ended on (signal 11 \(Segmentation fault\)|"
-                                r"signal 7 \(Bus error\)|exit "
-                                r"status 1) at record \d+ of database chunks", lines[-2]), lines[-2]
+        key = r"damaged: chunks: a key of \d+ bytes \(16 expected\)"
+        if lines[-1] == "%s: DAMAGED" % d:  # the check's child ended on the garbage, at its first get or later
+            garbage = lines[:-2]
+            assert all(re.fullmatch(key, l) for l in garbage), r.stdout[-2000:]
+            m = re.fullmatch(r"damaged: LMDB's own pages: the check ended on (signal 11 \(Segmentation fault\)|"
+                             r"signal 7 \(Bus error\)|exit status 1) at record (\d+) of database chunks", lines[-2])
+            assert m, lines[-2]  # the record being read: the one after the garbage listed (the first 100 are)
+            assert int(m.group(2)) == len(garbage) + 1 if len(garbage) < 100 else int(m.group(2)) > 100, lines[-2]
         else:
+            assert all(l.startswith("damaged: ") for l in lines[:100]), r.stdout[-2000:]
+            assert all(re.fullmatch(key, l) for l in lines[:99]), r.stdout[-2000:]
             assert lines[-2].endswith("checked: DAMAGED") and "(the first 100 listed)" in lines[-1], lines[-2:]
     else:  # LMDB said so: the other databases are checked all the same. Before it does, LMDB may hand
         # out garbage keys from the damaged page (schema 9's references are small values stored in the
