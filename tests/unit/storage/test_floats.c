@@ -2080,6 +2080,13 @@ typedef struct log_pair {
     ps_labels_t ls[LOG_NS];
 } log_pair_t;
 
+/* every one of the pair's LOG_NS series reads the same from both stores, in nchunks chunks */
+static void expect_all_same(ps_store_t *a, ps_store_t *b, const uint64_t *sa, int nchunks)
+{
+    for (int i = 0; i < LOG_NS; i++)
+        expect_same(a, b, sa[i], nchunks);
+}
+
 static void log_pair_open(log_pair_t *p, int32_t pages, const char *name, int64_t retention_ns)
 {
     p->da = tmpdir();
@@ -2135,8 +2142,7 @@ static void test_log_reads(void **state)
     assert_int_equal(db_entries(b, DB_FLOG), 0);
     assert_int_equal(stored_head_count(a, sa[1]), 1);
     assert_int_equal(stored_head_count(b, sb[1]), 10);
-    for (int i = 0; i < LOG_NS; i++)
-        expect_same(a, b, sa[i], 1);
+    expect_all_same(a, b, sa, 1);
     collect_t c;
     read_all(a, sa[2], t0 + 4000, t0 + 6000, &c, 0);
     assert_int_equal(c.n, 3);
@@ -2148,15 +2154,13 @@ static void test_log_reads(void **state)
     ps_test_close_store(a);
     a = p.a = open_store(p.da);
     assert_int_equal(db_entries(a, DB_FLOG), 9);
-    for (int i = 0; i < LOG_NS; i++)
-        expect_same(a, b, sa[i], 1);
+    expect_all_same(a, b, sa, 1);
     for (int i = 10; i < 125; i++) {
         write_both(&p, ls, LOG_NS, t0 + 1000 * i, sa, sb);
     }
     assert_int_equal(db_entries(a, DB_FLOG), 9 + 110 + 4); /* the cut's round wrote no record */
     assert_int_equal(stored_head_count(a, sa[0]), 1);      /* written by the cut */
-    for (int i = 0; i < LOG_NS; i++)
-        expect_same(a, b, sa[i], 2);
+    expect_all_same(a, b, sa, 2);
     /* a record of a far series (no head: inert) makes the index merge the records, not count them */
     ps_flog_ent_t far = {1000000000ull, t0, 0};
     ps_buf_t fr = PS_BUF_INIT;
@@ -2165,8 +2169,7 @@ static void test_log_reads(void **state)
     ps_enc_be64(fk, last_txn(a) + 1000);
     poke(a, DB_FLOG, fk, 8, fr.data, fr.len);
     ps_buf_dispose(&fr);
-    for (int i = 0; i < LOG_NS; i++)
-        expect_same(a, b, sa[i], 2);
+    expect_all_same(a, b, sa, 2);
     /* the compactor closes the heads with their logged samples */
     ps_err_t err;
     uint32_t na = 0, nb = 0;
@@ -2175,13 +2178,11 @@ static void test_log_reads(void **state)
     assert_int_equal(na, 3);
     assert_int_equal(nb, 3);
     assert_int_equal(db_entries(a, DB_FHEAD), 0);
-    for (int i = 0; i < LOG_NS; i++)
-        expect_same(a, b, sa[i], 2);
+    expect_all_same(a, b, sa, 2);
     /* appending after it: a new head (written, not logged); the log's old entries are inert */
     write_both(&p, ls, LOG_NS, t0 + 1000 * 200, sa, sb);
     assert_int_equal(stored_head_count(a, sa[0]), 1);
-    for (int i = 0; i < LOG_NS; i++)
-        expect_same(a, b, sa[i], 3);
+    expect_all_same(a, b, sa, 3);
     log_pair_close(&p);
 }
 
@@ -2205,13 +2206,11 @@ static void test_log_checkpoint(void **state)
     assert_int_equal(stored_head_count(a, sa[0]), 2);
     assert_int_equal(stored_head_count(a, sa[1]), 2);
     assert_int_equal(stored_head_count(a, sa[2]), 2);
-    for (int i = 0; i < LOG_NS; i++)
-        expect_same(a, b, sa[i], 1);
+    expect_all_same(a, b, sa, 1);
     write_both(&p, ls, LOG_NS, t0 + 3000, sa, sb); /* logged again */
     assert_int_equal(db_entries(a, DB_FLOG), 1);
     assert_int_equal(stored_head_count(a, sa[0]), 2);
-    for (int i = 0; i < LOG_NS; i++)
-        expect_same(a, b, sa[i], 1);
+    expect_all_same(a, b, sa, 1);
     /* the idle writer's checkpoint: the heads written, the log empty */
     ps_err_t err;
     assert_true(ps_store_float_log_pending(ps_test_writer(a)));
@@ -2220,8 +2219,7 @@ static void test_log_checkpoint(void **state)
     assert_int_equal(db_entries(a, DB_FLOG), 0);
     assert_int_equal(stored_head_count(a, sa[0]), 3);
     assert_int_equal(stored_head_count(a, sa[2]), 3);
-    for (int i = 0; i < LOG_NS; i++)
-        expect_same(a, b, sa[i], 1);
+    expect_all_same(a, b, sa, 1);
     log_pair_close(&p);
 }
 
