@@ -33,8 +33,11 @@ void *ps_xcalloc(size_t n, size_t size)
 
 void *ps_xcalloc_lines(size_t n, size_t size)
 {
-    size_t bytes = (n == 0 ? 1 : n) * (size == 0 ? 1 : size);
-    bytes = (bytes + 63) & ~(size_t)63; /* aligned_alloc: a multiple of the alignment */
+    n = n == 0 ? 1 : n;
+    size = size == 0 ? 1 : size;
+    if (n > (SIZE_MAX - 63) / size) /* calloc's own check, which ps_xcalloc relies on */
+        oom(SIZE_MAX);
+    size_t bytes = (n * size + 63) & ~(size_t)63; /* aligned_alloc: a multiple of the alignment */
     void *p = aligned_alloc(64, bytes);
     if (p == NULL)
         oom(bytes);

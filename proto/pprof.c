@@ -260,6 +260,22 @@ static inline int want_wt(scan_t *s, where_t w, const field_t *f, uint32_t wt)
     return bad_wire(s, w, f, "has wire type %u, expected %u", f->wt, wt);
 }
 
+/* The varints of a packed run (n bytes): a varint ends at each byte without the high bit, counted
+ * 8 at a time. */
+static inline size_t count_packed(const uint8_t *p, size_t n)
+{
+    uint64_t c = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        c += (((~w & 0x8080808080808080ull) >> 7) * 0x0101010101010101ull) >> 56;
+    }
+    for (; i < n; i++)
+        c += (p[i] & 0x80) == 0;
+    return (size_t)c;
+}
+
 /* Elements of a repeated varint field, given as one value (wire type 0) or packed (2). */
 static inline int count_varints(scan_t *s, where_t w, const field_t *f, uint64_t *count)
 {
@@ -271,16 +287,7 @@ static inline int count_varints(scan_t *s, where_t w, const field_t *f, uint64_t
         return bad_wire(s, w, f, "has wire type %u, expected 0 or 2", f->wt);
     if (f->pn > 0 && (f->pl[f->pn - 1] & 0x80))
         return bad_wire(s, w, f, "ends in a truncated packed varint");
-    uint64_t c = 0;
-    size_t i = 0;
-    for (; i + 8 <= f->pn; i += 8) { /* a varint ends at each byte without the high bit: 8 at a time */
-        uint64_t w;
-        memcpy(&w, f->pl + i, 8);
-        c += (((~w & 0x8080808080808080ull) >> 7) * 0x0101010101010101ull) >> 56;
-    }
-    for (; i < f->pn; i++)
-        c += (f->pl[i] & 0x80) == 0;
-    *count += c;
+    *count += count_packed(f->pl, f->pn);
     return 0;
 }
 
@@ -1127,22 +1134,6 @@ static inline __attribute__((always_inline)) int walk_field(const uint8_t **pp, 
     return rc;
 }
 
-/* The varints of a packed run (n bytes), counted as the scan counts them: -1 if its last ends
- * past the run. */
-static inline size_t count_packed(const uint8_t *p, size_t n)
-{
-    uint64_t c = 0;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        c += (((~w & 0x8080808080808080ull) >> 7) * 0x0101010101010101ull) >> 56;
-    }
-    for (; i < n; i++)
-        c += (p[i] & 0x80) == 0;
-    return (size_t)c;
-}
-
 /* A repeated varint field's elements (one, or packed: protobuf-c's reading, the scan's count)
  * appended to v, at most left of them (the scan's limit): -1 if either refuses them or there are
  * more. */
@@ -1174,14 +1165,12 @@ static inline __attribute__((always_inline)) int walk_varints(const wfield_t *f,
             *dst++ = *p++;
             continue;
         }
-        if (end - p >= 2 && p[1] < 0x80) {
+        if (p[1] < 0x80) { /* p is not the run's last byte: that one ends a varint (checked above) */
             *dst++ = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
             p += 2;
             continue;
         }
         size_t rem = (size_t)(end - p), max = rem < 10 ? rem : 10, i;
-        if (rem < 2)
-            return -1;
         uint64_t u = (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7; /* wire_u64's, as its end is looked for */
         for (i = 2; i < max; i++) {
             u |= (uint64_t)(p[i] & 0x7f) << (7 * i);

@@ -607,14 +607,7 @@ size_t ps_flog_index_ndamaged(const ps_flog_index_t *x) { return x->nbad; }
  * at out->data[at] (02, then the chunk): the chunk the writer holds. */
 static int head_apply_log(ps_txn_t *txn, uint64_t sid, ps_buf_t *out, size_t at, ps_err_t *err)
 {
-    if (txn->aux == NULL) { /* an empty log (most reads at idle): no index */
-        MDB_stat st;
-        if (!ps_txn_stat(txn, DB_FLOG, &st))
-            return ps_txn_error(txn, err);
-        if (st.ms_entries == 0)
-            return 0;
-    }
-    ps_flog_index_t *x;
+    ps_flog_index_t *x; /* built once a transaction (an empty log: an empty index) */
     int ret = ps_flog_index(txn, &x, err);
     if (ret != 0)
         return ret;
