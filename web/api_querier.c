@@ -125,15 +125,21 @@ int ps_connect_querier_profile_types(ps_connect_call_t *c)
 typedef int (*labels_decode_fn)(int codec, const void *data, size_t n, ps_arena_t *arena, size_t budget,
                                 ps_qr_labels_req_t *r, ps_err_t *err);
 
-/* A labels call up to its series: the request decoded (need_name: its name must be given) and its
- * profile series selected. */
-static int labels_call(qcall_t *q, labels_decode_fn decode, bool need_name, ps_qr_labels_req_t *lr,
-                       ps_series_set_t *set)
+/* A labels request decoded (need_name: its name must be given). */
+static int labels_request(qcall_t *q, labels_decode_fn decode, bool need_name, ps_qr_labels_req_t *lr)
 {
     ps_connect_call_t *c = q->c;
     int ret = decode(c->codec, c->body, c->body_len, q->a, budget_of(c), lr, &q->err);
     if (ret == 0 && need_name && (lr->name == NULL || lr->name[0] == '\0'))
         ret = ps_err_set(&q->err, PS_EINVAL, "name: missing (the label whose values to list)");
+    return ret;
+}
+
+/* A labels call up to its series: the request decoded and its profile series selected. */
+static int labels_call(qcall_t *q, labels_decode_fn decode, bool need_name, ps_qr_labels_req_t *lr,
+                       ps_series_set_t *set)
+{
+    int ret = labels_request(q, decode, need_name, lr);
     if (ret == 0)
         ret = labels_series(q, lr, set);
     return ret;
@@ -156,9 +162,7 @@ static int label_list_call(ps_connect_call_t *c, labels_decode_fn decode, bool n
     int64_t lo, hi;
     int ret = begin(&q, c);
     if (ret == 0)
-        ret = decode(c->codec, c->body, c->body_len, q.a, budget_of(c), &lr, &q.err);
-    if (ret == 0 && need_name && (lr.name == NULL || lr.name[0] == '\0'))
-        ret = ps_err_set(&q.err, PS_EINVAL, "name: missing (the label whose values to list)");
+        ret = labels_request(&q, decode, need_name, &lr);
     if (ret == 0)
         ret = ps_querier_range(lr.start, lr.end, &lo, &hi, &q.err);
     if (ret == 0)

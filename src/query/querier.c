@@ -303,17 +303,26 @@ static const char *type_only(const ps_selector_t *sels, uint32_t nsels)
     return m->op == PS_MATCH_EQ && m->nlen == 8 && memcmp(m->name, "__name__", 8) == 0 ? m->value : NULL;
 }
 
+/* A label call's scope: *name as stored (Pyroscope's __profile_type__ is __name__); true for every
+ * profile series (no selector, or {}), else *type the profile type sels select alone (NULL: a
+ * selection of series) */
+static bool label_scope(const char **name, const ps_selector_t *sels, uint32_t nsels, const char **type)
+{
+    if (*name != NULL && strcmp(*name, "__profile_type__") == 0)
+        *name = "__name__";
+    bool every = nsels == 0;
+    for (uint32_t i = 0; i < nsels; i++)
+        every |= sels[i].n == 0;
+    *type = every ? NULL : type_only(sels, nsels);
+    return every;
+}
+
 int ps_querier_label_list(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start_ns,
                           int64_t end_ns, uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
 {
-    if (name != NULL && strcmp(name, "__profile_type__") == 0)
-        name = "__name__"; /* Pyroscope's label of the type id */
-    bool every = nsels == 0;
-    for (uint32_t i = 0; i < nsels; i++)
-        every |= sels[i].n == 0; /* {}: every profile series */
-    if (every)
+    const char *type;
+    if (label_scope(&name, sels, nsels, &type))
         return ps_query_profile_labels(r, name, start_ns, end_ns, arena, out, err);
-    const char *type = type_only(sels, nsels);
     int ret;
     if (type != NULL) { /* the type's own times (unless another type shares their key: then its series) */
         ps_err_t why;
@@ -334,13 +343,8 @@ int ps_querier_label_list(ps_reader_t *r, const char *name, ps_selector_t *sels,
 int ps_querier_label_each(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start_ns,
                           int64_t end_ns, int (*cb)(void *ctx, const char *s, size_t n), void *ctx, ps_err_t *err)
 {
-    if (name != NULL && strcmp(name, "__profile_type__") == 0)
-        name = "__name__";
-    bool every = nsels == 0;
-    for (uint32_t i = 0; i < nsels; i++)
-        every |= sels[i].n == 0;
-    const char *type = every ? NULL : type_only(sels, nsels);
-    if (!every && type == NULL)
+    const char *type;
+    if (!label_scope(&name, sels, nsels, &type) && type == NULL)
         return PS_EOUTOFORDER; /* a selection */
     ps_err_t why;
     ps_err_clear(&why);

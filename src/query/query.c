@@ -610,6 +610,25 @@ static int each_in_order(void *ctx, const char *s, size_t n)
     return c->cb(c->ctx, s, n);
 }
 
+/* The label index's names (name NULL) or name's values with data in [rc->start, rc->end], into cb:
+ * of every series, of profile series only (rc->profile) or of rc->type's */
+static int label_index_in(in_range_ctx_t *rc, const char *name, int (*cb)(void *ctx, const char *s, size_t n),
+                          ps_err_t *err)
+{
+    ps_reader_t *r = rc->r;
+    size_t nl = name ? strlen(name) : 0;
+    if (rc->type)
+        return name ? ps_reader_type_label_values_in(r, rc->type, name, nl, rc->start, rc->end, has_data_in_range, cb,
+                                                     rc, err)
+                    : ps_reader_type_label_names_in(r, rc->type, rc->start, rc->end, has_data_in_range, cb, rc, err);
+    if (rc->profile)
+        return name ? ps_reader_profile_label_values_in(r, name, nl, rc->start, rc->end, has_data_in_range, cb, rc,
+                                                        err)
+                    : ps_reader_profile_label_names_in(r, rc->start, rc->end, has_data_in_range, cb, rc, err);
+    return name ? ps_reader_label_values_in(r, name, nl, rc->start, rc->end, has_data_in_range, cb, rc, err)
+                : ps_reader_label_names_in(r, rc->start, rc->end, has_data_in_range, cb, rc, err);
+}
+
 static int each_in_range(void *ctx, const char *s, size_t n)
 {
     return each_in_order(((in_range_ctx_t *)ctx)->list, s, n);
@@ -626,19 +645,7 @@ static int labels_each(ps_reader_t *r, bool profile, const char *type, const cha
                     : ps_reader_label_names(r, each_in_order, &c, err);
     /* a range: as ps_query_labels walks the label index, but into cb */
     in_range_ctx_t rc = {r, start, end, err, &c, &c.n, name == NULL, NULL, 0, 0, false, profile, type};
-    size_t nl = name ? strlen(name) : 0;
-    int ret;
-    if (type)
-        ret = name ? ps_reader_type_label_values_in(r, type, name, nl, start, end, has_data_in_range, each_in_range, &rc,
-                                                    err)
-                   : ps_reader_type_label_names_in(r, type, start, end, has_data_in_range, each_in_range, &rc, err);
-    else if (profile)
-        ret = name ? ps_reader_profile_label_values_in(r, name, nl, start, end, has_data_in_range, each_in_range, &rc,
-                                                       err)
-                   : ps_reader_profile_label_names_in(r, start, end, has_data_in_range, each_in_range, &rc, err);
-    else
-        ret = name ? ps_reader_label_values_in(r, name, nl, start, end, has_data_in_range, each_in_range, &rc, err)
-                   : ps_reader_label_names_in(r, start, end, has_data_in_range, each_in_range, &rc, err);
+    int ret = label_index_in(&rc, name, each_in_range, err);
     free(rc.bits);
     *walk_all = rc.gave_up;
     return rc.gave_up ? PS_EOUTOFORDER : ret;
@@ -694,21 +701,11 @@ static int index_labels(ps_reader_t *r, const char *name, int64_t start, int64_t
      * value of float series only is not listed) */
     index_list_t c = {&l, true, 0};
     in_range_ctx_t rc = {r, start, end, err, &c, &l.n, name == NULL, NULL, 0, 0, false, profile, type};
-    if (type)
-        ret = name ? ps_reader_type_label_values_in(r, type, name, strlen(name), start, end, has_data_in_range,
-                                                    value_in_range, &rc, err)
-                   : ps_reader_type_label_names_in(r, type, start, end, has_data_in_range, value_in_range, &rc, err);
-    else if (profile)
-        ret = name ? ps_reader_profile_label_values_in(r, name, strlen(name), start, end, has_data_in_range,
-                                                       value_in_range, &rc, err)
-                   : ps_reader_profile_label_names_in(r, start, end, has_data_in_range, value_in_range, &rc, err);
-    else if (start == INT64_MIN && end == INT64_MAX)
+    if (!profile && type == NULL && start == INT64_MIN && end == INT64_MAX)
         ret = name ? ps_reader_label_values(r, name, strlen(name), index_list_add, &c, err)
                    : ps_reader_label_names(r, index_list_add, &c, err);
     else
-        ret = name ? ps_reader_label_values_in(r, name, strlen(name), start, end, has_data_in_range, value_in_range,
-                                               &rc, err)
-                   : ps_reader_label_names_in(r, start, end, has_data_in_range, value_in_range, &rc, err);
+        ret = label_index_in(&rc, name, value_in_range, err);
     free(rc.bits);
     if (rc.gave_up) { /* the walk over every series instead */
         ps_hmap_dispose(&l.seen);
