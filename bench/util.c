@@ -429,6 +429,16 @@ int ps_bench_proc_read(pid_t pid, ps_bench_proc_t *out)
             snprintf(tp, sizeof(tp), "/proc/%d/task/%d/stat", (int)pid, out->tid[i]);
             read_stat_cpu(tp, &u, &s);
             out->thread_cpu[i] = u + s;
+            /* schedstat's first field: the thread's time on a CPU in ns (stat's are 10 ms ticks) */
+            snprintf(tp, sizeof(tp), "/proc/%d/task/%d/schedstat", (int)pid, out->tid[i]);
+            FILE *sf = fopen(tp, "r");
+            unsigned long long ns;
+            if (sf != NULL && fscanf(sf, "%llu", &ns) == 1) {
+                out->thread_cpu[i] = (double)ns / 1e9;
+                out->thread_exact++;
+            }
+            if (sf != NULL)
+                fclose(sf);
             snprintf(tp, sizeof(tp), "/proc/%d/task/%d/comm", (int)pid, out->tid[i]);
             FILE *f = fopen(tp, "r");
             if (f != NULL) {

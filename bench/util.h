@@ -76,7 +76,8 @@ typedef struct ps_bench_proc {
     uint64_t vm_hwm_kb, vm_rss_kb; /* /proc/PID/status */
     uint32_t nthreads;        /* from /proc/PID/task, ascending tid (creation order) */
     int tid[PS_BENCH_MAX_THREADS];
-    double thread_cpu[PS_BENCH_MAX_THREADS]; /* user + system seconds */
+    double thread_cpu[PS_BENCH_MAX_THREADS]; /* seconds on a CPU: /proc/PID/task/TID/schedstat (ns), else stat's ticks */
+    uint32_t thread_exact;                   /* how many of them schedstat gave */
     char thread_name[PS_BENCH_MAX_THREADS][16]; /* /proc/PID/task/TID/comm: "writer", "http-0", ... */
 } ps_bench_proc_t;
 int ps_bench_proc_read(pid_t pid, ps_bench_proc_t *out);
