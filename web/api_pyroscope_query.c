@@ -319,8 +319,7 @@ static int labels(ps_task_t *t, bool values)
         }
     }
     if (ret == 0)
-        ret = ps_query_pyro_labels(c.reader, label, parsed ? &sel : NULL, start, end, c.srv->opts.max_series, &c.arena,
-                                   &l, &c.err);
+        ret = ps_query_pyro_labels(c.reader, label, parsed ? &sel : NULL, start, end, &c.arena, &l, &c.err);
     if (ret == 0) {
         ps_json_t j;
         ps_json_init(&j, &c.out);

@@ -174,7 +174,7 @@ static int label_list_call(ps_connect_call_t *c, labels_decode_fn decode, bool n
         ps_qr_names_end(&e); /* streamed from the index */
     if (ret == PS_EOUTOFORDER) {
         q.out.len = 0;
-        ret = ps_querier_label_list(q.r, name, sels, lr.nmatchers, lo, hi, q.max_series, q.a, &l, &q.err);
+        ret = ps_querier_label_list(q.r, name, sels, lr.nmatchers, lo, hi, q.a, &l, &q.err);
         if (ret == 0)
             ps_qr_encode_names(c->codec, l.v, l.n, q.a, &q.out);
     }

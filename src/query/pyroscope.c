@@ -291,12 +291,11 @@ static void pyroscope_ids(ps_strlist_t *l, ps_arena_t *arena)
 }
 
 int ps_query_pyro_labels(ps_reader_t *r, const char *name, ps_selector_t *sel, int64_t start, int64_t end,
-                         uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
+                         ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
 {
     /* Grafana's LabelNames/LabelValues rule: profile series (by their kind) with data in the range;
-     * without sel every profile series, as many as the store holds (the label index's profile
-     * times: no series limit) */
-    int ret = ps_querier_label_list(r, name, sel, sel ? 1 : 0, start, end, max_series, arena, out, err);
+     * as many as the store holds, no series limit (without sel the label index's profile times) */
+    int ret = ps_querier_label_list(r, name, sel, sel ? 1 : 0, start, end, arena, out, err);
     if (ret)
         return ret;
     if (name != NULL && strcmp(name, "__name__") == 0)

@@ -133,10 +133,16 @@ typedef struct set_builder {
     ps_series_set_t *out;
     uint32_t cap, max;
     ps_arena_t *arena;
+    ps_strset_t *names; /* or, not NULL: each series' label names (name NULL) or values of name go here, */
+    const char *name;   /* none kept, no limit (the label calls: memory by distinct strings, not series) */
 } set_builder_t;
 
 static int set_push(set_builder_t *b, uint64_t sid, const ps_labels_t *ls, ps_err_t *err)
 {
+    if (b->names != NULL) {
+        ps_strset_labels(b->names, b->name, ls);
+        return 0;
+    }
     if (b->out->n == b->max)
         return ps_err_set(err, PS_ELIMIT, "the matchers select more than %u series (the limit, %s); narrow them",
                           b->max, ps_setting_name(PS_SETTING_QUERY_MAX_SERIES));
@@ -238,6 +244,8 @@ static int on_any_series(void *ctx, uint64_t sid, const ps_labels_t *ls)
     rc = ps_query_profile_series_has(c->r, sid, c->start, c->end, c->err);
     if (rc <= 0)
         return rc;
+    if (c->b->names != NULL) /* copies what it keeps */
+        return set_push(c->b, sid, ls, c->err);
     ps_labels_t copy = *ls; /* ls is valid only during the call */
     copy.pairs = ps_arena_alloc(c->b->arena, (ls->n + 1) * sizeof(ps_label_pair_t));
     for (uint32_t k = 0; k < ls->n; k++) {
@@ -257,11 +265,10 @@ static int series_walk(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int6
     return ps_reader_series_foreach(r, on_any_series, &c, err);
 }
 
-int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start_ns, int64_t end_ns,
-                      uint32_t max_series, ps_arena_t *arena, ps_series_set_t *out, ps_err_t *err)
+/* The profile series in the range that match one of sels, into b */
+static int select_into(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start_ns, int64_t end_ns,
+                       ps_arena_t *arena, set_builder_t *b, ps_err_t *err)
 {
-    memset(out, 0, sizeof(*out));
-    set_builder_t b = {out, 0, max_series, arena};
     bool walk = nsels == 0;
     for (uint32_t i = 0; i < nsels; i++) {
         bool non_empty = false;
@@ -270,7 +277,7 @@ int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64
         walk |= !non_empty;
     }
     if (walk)
-        return series_walk(r, sels, nsels, start_ns, end_ns, &b, err);
+        return series_walk(r, sels, nsels, start_ns, end_ns, b, err);
     ps_series_set_t u;
     int ret = ps_query_select_union(r, sels, nsels, INT64_MIN, INT64_MAX, UINT32_MAX, arena, &u, err);
     for (uint32_t i = 0; i < u.n && ret == 0; i++) {
@@ -278,9 +285,17 @@ int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64
         if (rc < 0)
             ret = rc;
         else if (rc)
-            ret = set_push(&b, u.sids[i], &u.labels[i], err);
+            ret = set_push(b, u.sids[i], &u.labels[i], err);
     }
     return ret;
+}
+
+int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64_t start_ns, int64_t end_ns,
+                      uint32_t max_series, ps_arena_t *arena, ps_series_set_t *out, ps_err_t *err)
+{
+    memset(out, 0, sizeof(*out));
+    set_builder_t b = {out, 0, max_series, arena, NULL, NULL};
+    return select_into(r, sels, nsels, start_ns, end_ns, arena, &b, err);
 }
 
 void ps_querier_labels(const ps_series_set_t *s, const char *name, ps_arena_t *arena, ps_strlist_t *out)
@@ -318,7 +333,7 @@ static bool label_scope(const char **name, const ps_selector_t *sels, uint32_t n
 }
 
 int ps_querier_label_list(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start_ns,
-                          int64_t end_ns, uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
+                          int64_t end_ns, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err)
 {
     const char *type;
     if (label_scope(&name, sels, nsels, &type))
@@ -333,10 +348,15 @@ int ps_querier_label_list(ps_reader_t *r, const char *name, ps_selector_t *sels,
             return ret;
         }
     }
-    ps_series_set_t set;
-    ret = ps_querier_series(r, sels, nsels, start_ns, end_ns, max_series, arena, &set, err);
-    if (ret == 0)
-        ps_querier_labels(&set, name, arena, out);
+    /* a selection: its series' names or values, as many series as it has (no --query.max-series:
+     * nothing of a series is kept but its strings not seen before) */
+    ps_strset_t l = {.arena = arena};
+    ps_hmap_init(&l.seen);
+    set_builder_t b = {NULL, 0, 0, arena, &l, name};
+    ret = select_into(r, sels, nsels, start_ns, end_ns, arena, &b, err);
+    ps_strset_finish(&l, out);
+    if (ret != 0)
+        *out = (ps_strlist_t){0};
     return ret;
 }
 

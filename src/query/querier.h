@@ -76,12 +76,13 @@ int ps_querier_series(ps_reader_t *r, ps_selector_t *sels, uint32_t nsels, int64
 void ps_querier_labels(const ps_series_set_t *s, const char *name, ps_arena_t *arena, ps_strlist_t *out);
 
 /** LabelNames (name NULL) and LabelValues: ps_querier_labels of the series ps_querier_series
- *  selects, the same answer. Without a selector, or with one of sels without matchers, or with
- *  {__name__="t"} alone (a profile type), it comes from the label index's times of profile series
- *  (ps_reader_profile_label_*_in, ps_reader_type_label_*_in), without a series limit; other
- *  selectors select their series (more than max_series is PS_ELIMIT). */
+ *  selects, the same answer, without a series limit. Without a selector, or with one of sels
+ *  without matchers, or with {__name__="t"} alone (a profile type), it comes from the label
+ *  index's times of profile series (ps_reader_profile_label_*_in, ps_reader_type_label_*_in);
+ *  other selectors select their series, each one's strings kept only when new (memory by the
+ *  answer, not by the series). */
 int ps_querier_label_list(ps_reader_t *r, const char *name, ps_selector_t *sels, uint32_t nsels, int64_t start_ns,
-                          int64_t end_ns, uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err);
+                          int64_t end_ns, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err);
 /** The same answer streamed from the index, each string to cb in order, where the index answers
  *  it: PS_EOUTOFORDER (cb may have been called: its output is void) where ps_querier_label_list
  *  must answer (a selection, or the index out of order or given up for the walk over series). */

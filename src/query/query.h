@@ -448,11 +448,11 @@ const char *ps_query_common_label(const ps_series_set_t *s, const char *name);
  * Label names (name == NULL) or the values of name, of the profile series matching sel (NULL: every
  * profile series, without a series limit; float series from remote_write are never listed) with
  * data in [start, end] (INT64_MIN, INT64_MAX: any): ps_querier_series and ps_querier_labels, the
- * querier's LabelNames/LabelValues (more than max_series is their PS_ELIMIT). The values of __name__ are profile type ids in Pyroscope's 5-part
+ * querier's LabelNames/LabelValues (no series limit). The values of __name__ are profile type ids in Pyroscope's 5-part
  * form (a :delta suffix dropped, duplicates merged), what Pyroscope's /label-values?label=__name__
  * lists. Ascending, without duplicates.
  */
 int ps_query_pyro_labels(ps_reader_t *r, const char *name, ps_selector_t *sel, int64_t start, int64_t end,
-                         uint32_t max_series, ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err);
+                         ps_arena_t *arena, ps_strlist_t *out, ps_err_t *err);
 
 #endif

@@ -442,10 +442,21 @@ def test_max_series(module_server_factory, pb):
     r = call(s, "LabelValues", pb.types.LabelValuesRequest(name="instance", matchers=['{__profile_type__="memory:x:y:z:w"}'],
                                                             start=START * MS, end=END * MS), pb.types.LabelValuesResponse)
     assert list(r.msg.names) == []
-    # a selector that narrows: its series are selected, as many as --query.max-series
-    m = err(s, "LabelNames", msg=pb.types.LabelNamesRequest(matchers=['{service_name="api"}']), status=429,
-            code="resource_exhausted")
-    assert m == "the matchers select more than 2 series (the limit, --query.max-series); narrow them"
+    # a selector that narrows: its series are selected, as many as it has (4 here: a and b, two types
+    # each), no series limit either (a 429 before): only their new strings are kept
+    r = call(s, "LabelNames", pb.types.LabelNamesRequest(matchers=['{service_name="api"}'], start=START * MS,
+                                                         end=END * MS), pb.types.LabelNamesResponse)
+    assert list(r.msg.names) == ["__name__", "instance", "service_name"]
+    r = call(s, "LabelValues", pb.types.LabelValuesRequest(name="instance", matchers=['{service_name="api"}'],
+                                                            start=START * MS, end=END * MS), pb.types.LabelValuesResponse)
+    assert list(r.msg.names) == ["a", "b"]
+    r = call(s, "LabelValues", pb.types.LabelValuesRequest(name="instance", matchers=['{service_name=~"api|batch"}'],
+                                                            start=(T0 + 30) * MS, end=(T0 + 70) * MS),
+             pb.types.LabelValuesResponse)
+    assert list(r.msg.names) == ["a", "c"]  # cpu-02 at T0+67, cpu-05 at T0+37
+    r = call(s, "LabelValues", pb.types.LabelValuesRequest(name="instance", matchers=['{service_name!="batch"}'],
+                                                            start=START * MS, end=END * MS), pb.types.LabelValuesResponse)
+    assert list(r.msg.names) == ["a", "b"]  # a walk over every series (the matcher matches "")
     req = pb.querier.SelectSeriesRequest(profile_typeID=CPU_TYPE, label_selector='{service_name="api"}',
                                          start=START * MS, end=END * MS, step=60, group_by=["instance"])
     r = call(s, "SelectSeries", req, pb.querier.SelectSeriesResponse)

@@ -309,16 +309,16 @@ static void test_labels(void **state)
 {
     fix_t *f = *state;
     ps_strlist_t l;
-    assert_int_equal(ps_query_pyro_labels(f->r, "__name__", NULL, INT64_MIN, INT64_MAX, 100, &f->a, &l, &f->err), 0);
+    assert_int_equal(ps_query_pyro_labels(f->r, "__name__", NULL, INT64_MIN, INT64_MAX, &f->a, &l, &f->err), 0);
     const char *names[] = {"memory:alloc_objects:count:space:bytes", "memory:alloc_space:bytes:space:bytes",
                            "memory:inuse_objects:count:space:bytes", "memory:inuse_space:bytes:space:bytes", CPU,
                            "process_cpu:samples:count:cpu:nanoseconds"};
     assert_list(&l, names, 6);
-    assert_int_equal(ps_query_pyro_labels(f->r, NULL, NULL, INT64_MIN, INT64_MAX, 100, &f->a, &l, &f->err), 0);
+    assert_int_equal(ps_query_pyro_labels(f->r, NULL, NULL, INT64_MIN, INT64_MAX, &f->a, &l, &f->err), 0);
     const char *labels[] = {"__name__", "job", "pyroscope_spy"};
     assert_list(&l, labels, 3);
     /* in a range: T0+30 .. T0+45 has job="s" only */
-    assert_int_equal(ps_query_pyro_labels(f->r, "job", NULL, (T0 + 30) * PS_NS_PER_S, (T0 + 45) * PS_NS_PER_S, 100,
+    assert_int_equal(ps_query_pyro_labels(f->r, "job", NULL, (T0 + 30) * PS_NS_PER_S, (T0 + 45) * PS_NS_PER_S,
                                           &f->a, &l, &f->err),
                      0);
     const char *s[] = {"s"};
@@ -326,7 +326,7 @@ static void test_labels(void **state)
     /* a selector without a profile type */
     ps_selector_t sel;
     assert_int_equal(ps_selector_parse("{pyroscope_spy=\"gospy\"}", 23, &f->a, &sel, &f->err), 0);
-    assert_int_equal(ps_query_pyro_labels(f->r, "job", &sel, INT64_MIN, INT64_MAX, 100, &f->a, &l, &f->err), 0);
+    assert_int_equal(ps_query_pyro_labels(f->r, "job", &sel, INT64_MIN, INT64_MAX, &f->a, &l, &f->err), 0);
     const char *rs[] = {"r", "s"};
     assert_list(&l, rs, 2);
     ps_selector_dispose(&sel);
