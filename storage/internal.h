@@ -206,7 +206,7 @@ struct ps_store_writer {
     uint64_t fwd_next;      /* the forwarding log's next sequence number (DB_INFO "fwdnext") */
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
     ps_buf_t rec_all;       /* scratch: a write's float appends and its recorder's, one array */
-    ps_buf_t append_bufs[6]; /* write.c: a profile's encodings, kept for the next (growing them anew
+    ps_buf_t append_bufs[5]; /* write.c: a profile's encodings, kept for the next (growing them anew
                               * was ten reallocs a profile); one of more than 1 MiB is let go */
     ps_buf_t ltimes_key;    /* scratch: ps_ltimes_note's keys */
     struct ps_unsym_acc *unsym; /* unsym.c: the counts of frames without symbols the current write adds */

@@ -14,18 +14,22 @@
 typedef struct xlate {
     uint64_t *str, *map, *fn, *loc;
     ps_buf_t enc;
-    ps_buf_t key;
     ps_buf_t stacks;  /* the stack keys of the profile's samples (stack_key), one after another */
     uint64_t loc_or;  /* every location id or'ed: stack keys are narrow if it and the label set ids are below 2^31 */
     /* the label set id of each raw label list (key, str, num, num_unit string indexes as the
      * profile gives them, span labels taken out) seen in this profile: one list gives one set,
-     * so a repeat skips the sort, the encoding and the look-up (Go's samples carry a few sets) */
-    ps_hmap_t lsets;
-    bool lsets_on;
+     * so a repeat skips the sort, the encoding and the look-up (Go's samples carry a few sets).
+     * Open addressing over the lists themselves (compared field by field), at most half full. */
+    struct lmemo {
+        const ps_label_t *labels; /* NULL: a free slot */
+        uint32_t n, h;            /* labels' count and lmemo_hash (to move it when the memo grows) */
+        uint64_t lsid;
+    } *lmemo;
+    uint32_t lmask, lcount;
 } xlate_t;
 
 /* The writer's buffer i (append_bufs), emptied, for a profile's encodings; buf_give hands it back */
-enum { BUF_SYMS, BUF_ENC, BUF_KEY, BUF_STACKS, BUF_REC, BUF_PREC };
+enum { BUF_SYMS, BUF_ENC, BUF_STACKS, BUF_REC, BUF_PREC };
 static ps_buf_t buf_take(ps_store_writer_t *w, int i)
 {
     ps_buf_t b = w->append_bufs[i];
@@ -241,18 +245,56 @@ static void stack_key(const ps_sample_t *smp, const xlate_t *x, uint64_t lsid, b
     keys->len += 4 + (smp->nlocs + 1) * 8;
 }
 
-/* The label set id of sample smp (0: no labels but the span's) into *lsid. */
+/* The memo's hash of a raw label list: one multiply a label, its fields as they are */
+static inline uint32_t lmemo_hash(const ps_label_t *l, uint32_t n)
+{
+    uint64_t h = n;
+    for (uint32_t j = 0; j < n; j++) {
+        h = (h ^ ((uint64_t)l[j].key | (uint64_t)l[j].str << 32)) * 0x9e3779b97f4a7c15ull;
+        h = (h ^ (uint64_t)l[j].num ^ ((uint64_t)l[j].num_unit << 32 | h >> 32)) * 0xff51afd7ed558ccdull;
+    }
+    return (uint32_t)(h ^ h >> 32);
+}
+
+/* x's memo with room for one more list (cap slots from the arena, the lists moved over) */
+static void lmemo_room(xlate_t *x, ps_arena_t *a)
+{
+    if (x->lmemo != NULL && 2 * (x->lcount + 1) <= x->lmask + 1)
+        return;
+    uint32_t cap = x->lmemo == NULL ? 64 : 2 * (x->lmask + 1);
+    struct lmemo *old = x->lmemo, *t = ps_arena_calloc(a, cap, sizeof(*t));
+    for (uint32_t i = 0; old != NULL && i <= x->lmask; i++) {
+        if (old[i].labels == NULL)
+            continue;
+        uint32_t j = old[i].h & (cap - 1);
+        while (t[j].labels != NULL)
+            j = (j + 1) & (cap - 1);
+        t[j] = old[i];
+    }
+    x->lmemo = t;
+    x->lmask = cap - 1;
+}
+
+static inline bool lmemo_same(const ps_label_t *a, const ps_label_t *b, uint32_t n)
+{
+    for (uint32_t j = 0; j < n; j++)
+        if (a[j].key != b[j].key || a[j].str != b[j].str || a[j].num != b[j].num || a[j].num_unit != b[j].num_unit)
+            return false;
+    return true;
+}
+
+/* The label set id of sample smp (0: no labels but the span's) into *lsid. a: the profile's arena
+ * (the memo's lists live there or in the profile). */
 static int sample_lsid(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const ps_sample_t *smp,
-                       const sample_span_t *sp, xlate_t *x, uint64_t *lsid, ps_err_t *err)
+                       const sample_span_t *sp, xlate_t *x, ps_arena_t *a, uint64_t *lsid, ps_err_t *err)
 {
     int ret;
     *lsid = 0;
     /* the labels without the span's span_id/profile_id and trace_id (kept in the span parts) */
     uint32_t nl = smp->nlabels;
     const ps_label_t *labels = smp->labels;
-    ps_label_t *kept = NULL;
     if (sp->span != 0) {
-        kept = ps_xmalloc((size_t)nl * sizeof(ps_label_t) + 1);
+        ps_label_t *kept = ps_arena_alloc(a, (size_t)nl * sizeof(ps_label_t) + 1);
         uint32_t m = 0;
         for (uint32_t j = 0; j < smp->nlabels; j++)
             if (j != sp->jspan && j != sp->jtrace)
@@ -260,58 +302,50 @@ static int sample_lsid(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
         nl = m;
         labels = kept;
     }
-    uint64_t rh = 0;
-    if (nl > 0) {
-        ps_buf_reset(&x->key);
-        uint8_t *rk = ps_buf_reserve(&x->key, (size_t)nl * 20);
-        for (uint32_t j = 0; j < nl; j++) {
-            memcpy(rk + 20 * j, &labels[j].key, 4);
-            memcpy(rk + 20 * j + 4, &labels[j].str, 4);
-            memcpy(rk + 20 * j + 8, &labels[j].num, 8);
-            memcpy(rk + 20 * j + 16, &labels[j].num_unit, 4);
+    if (nl == 0)
+        return 0;
+    lmemo_room(x, a);
+    uint32_t h = lmemo_hash(labels, nl);
+    struct lmemo *slot;
+    for (uint32_t i = h & x->lmask;; i = (i + 1) & x->lmask) {
+        slot = &x->lmemo[i];
+        if (slot->labels == NULL)
+            break;
+        if (slot->n == nl && lmemo_same(slot->labels, labels, nl)) {
+            *lsid = slot->lsid;
+            return 0;
         }
-        x->key.len = (size_t)nl * 20;
-        if (!x->lsets_on) {
-            ps_hmap_init(&x->lsets);
-            x->lsets_on = true;
-        }
-        rh = ps_hash64(rk, x->key.len, 0);
-        if (ps_hmap_get_h(&x->lsets, rh, rk, x->key.len, lsid))
-            nl = 0;
     }
-    if (nl > 0) {
-        ps_label_t sorted[nl > 64 ? 1 : nl];
-        if (nl > 1 && nl <= 64) {
-            memcpy(sorted, labels, nl * sizeof(ps_label_t));
-            if (nl <= 8) { /* insertion sort: qsort_r's set-up was most of a sort of Go's 2-4 labels */
-                for (uint32_t j = 1; j < nl; j++) {
-                    ps_label_t l = sorted[j];
-                    uint32_t k = j;
-                    for (; k > 0 && cmp_label(&sorted[k - 1], &l, (void *)p) > 0; k--)
-                        sorted[k] = sorted[k - 1];
-                    sorted[k] = l;
-                }
-            } else {
-                qsort_r(sorted, nl, sizeof(ps_label_t), cmp_label, (void *)p);
+    ps_label_t sorted[nl > 64 ? 1 : nl];
+    const ps_label_t *set = labels;
+    if (nl > 1 && nl <= 64) {
+        memcpy(sorted, labels, nl * sizeof(ps_label_t));
+        if (nl <= 8) { /* insertion sort: qsort_r's set-up was most of a sort of Go's 2-4 labels */
+            for (uint32_t j = 1; j < nl; j++) {
+                ps_label_t l = sorted[j];
+                uint32_t k = j;
+                for (; k > 0 && cmp_label(&sorted[k - 1], &l, (void *)p) > 0; k--)
+                    sorted[k] = sorted[k - 1];
+                sorted[k] = l;
             }
-            labels = sorted;
+        } else {
+            qsort_r(sorted, nl, sizeof(ps_label_t), cmp_label, (void *)p);
         }
-        ps_buf_reset(&x->enc);
-        ps_put_uvarint(&x->enc, nl);
-        for (uint32_t j = 0; j < nl; j++) {
-            const ps_label_t *l = &labels[j];
-            ps_put_uvarint(&x->enc, STR(l->key));
-            ps_put_uvarint(&x->enc, STR(l->str));
-            ps_put_varint(&x->enc, l->num);
-            ps_put_uvarint(&x->enc, STR(l->num_unit));
-        }
-        if ((ret = ps_sym_intern(w, txn, SYM_LABELSET, x->enc.data, x->enc.len, lsid, err)) != 0) {
-            free(kept);
-            return ret;
-        }
-        ps_hmap_put_h(&x->lsets, rh, x->key.data, x->key.len, *lsid);
+        set = sorted;
     }
-    free(kept);
+    ps_buf_reset(&x->enc);
+    ps_put_uvarint(&x->enc, nl);
+    for (uint32_t j = 0; j < nl; j++) {
+        const ps_label_t *l = &set[j];
+        ps_put_uvarint(&x->enc, STR(l->key));
+        ps_put_uvarint(&x->enc, STR(l->str));
+        ps_put_varint(&x->enc, l->num);
+        ps_put_uvarint(&x->enc, STR(l->num_unit));
+    }
+    if ((ret = ps_sym_intern(w, txn, SYM_LABELSET, x->enc.data, x->enc.len, lsid, err)) != 0)
+        return ret;
+    *slot = (struct lmemo){labels, nl, h, *lsid};
+    x->lcount++;
     return 0;
 }
 
@@ -484,7 +518,6 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     xlate_t x = {0};
     int ret = 0;
     x.enc = buf_take(w, BUF_ENC);
-    x.key = buf_take(w, BUF_KEY);
     x.stacks = buf_take(w, BUF_STACKS);
     ps_buf_t rec = buf_take(w, BUF_REC), prec = buf_take(w, BUF_PREC);
     uint64_t *nodes = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
@@ -502,7 +535,7 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     for (uint32_t i = 0; i < p->nsamples; i++) {
         lsids[i] = 0;
         if (p->samples[i].nlabels > 0 &&
-            (ret = sample_lsid(w, txn, p, &p->samples[i], has_spans ? &spans[i] : &nospan, &x, &lsids[i], err)) != 0)
+            (ret = sample_lsid(w, txn, p, &p->samples[i], has_spans ? &spans[i] : &nospan, &x, a, &lsids[i], err)) != 0)
             goto Exit;
         wide |= lsids[i];
     }
@@ -647,10 +680,7 @@ Exit:
     buf_give(w, BUF_PREC, &prec);
     buf_give(w, BUF_REC, &rec);
     buf_give(w, BUF_ENC, &x.enc);
-    buf_give(w, BUF_KEY, &x.key);
     buf_give(w, BUF_STACKS, &x.stacks);
-    if (x.lsets_on)
-        ps_hmap_dispose(&x.lsets);
     return ret;
 }
 

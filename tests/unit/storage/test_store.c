@@ -1325,6 +1325,91 @@ static void test_sample_label_sets(void **state)
 }
 
 /*
+ * The writer's memo of a profile's raw label lists (write.c, sample_lsid): 1,000 samples on one
+ * stack. Five groups of 60 lists, each list differing from the others of its group in one thing
+ * only (num, num_unit, key, one label more than the last group's, str), so that the memo (open addressing, grown from
+ * 64 slots to 1,024) meets lists of the same group in its probes; then 700 repeats in fresh arrays,
+ * some in another order, some naming k0 by its other index. Each sample's value must come back
+ * under its own label set.
+ */
+static void test_label_list_memo(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    enum { NG = 60, NS = 1000, NSTR = 5 + 3 * NG };
+    /* strings: "", main, cpu, nanoseconds, k0 again, then k<i>, v<i>, u<i> at 5 + i, 5 + NG + i, 5 + 2 NG + i */
+    static char names[3 * NG][8];
+    static ps_str_t strs[NSTR] = {{"", 0}, {"main", 4}, {"cpu", 3}, {"nanoseconds", 11}, {"k0", 2}};
+    for (int i = 0; i < 3 * NG; i++) {
+        snprintf(names[i], sizeof(names[i]), "%c%d", "kvu"[i / NG], i % NG);
+        strs[5 + i] = (ps_str_t){names[i], strlen(names[i])};
+    }
+#define K(i) (uint32_t)(5 + (i))
+#define V(i) (uint32_t)(5 + NG + (i))
+#define U(i) (uint32_t)(5 + 2 * NG + (i))
+    ps_function_t fn = {.name = 1};
+    ps_line_t line = {.function = 1, .line = 3};
+    ps_location_t loc = {.address = 0x10, .nlines = 1, .lines = &line};
+    uint32_t locs[1] = {1};
+    static ps_label_t lab[NS][2];
+    static uint32_t nlab[NS];
+    static int64_t vals[NS];
+    static ps_sample_t smp[NS];
+    for (int i = 0; i < NG; i++) {
+        nlab[i] = nlab[NG + i] = nlab[2 * NG + i] = nlab[4 * NG + i] = 1;
+        lab[i][0] = (ps_label_t){.key = K(0), .num = i};                          /* by num */
+        lab[NG + i][0] = (ps_label_t){.key = K(0), .num = 7, .num_unit = U(i)};   /* by num_unit */
+        lab[2 * NG + i][0] = (ps_label_t){.key = K(i), .str = V(0)};              /* by key */
+        lab[4 * NG + i][0] = (ps_label_t){.key = K(0), .str = V(i)};              /* by str (i 0: the key group's 0) */
+        nlab[3 * NG + i] = 2;                                                     /* the str group's, one label more */
+        lab[3 * NG + i][0] = lab[4 * NG + i][0];
+        lab[3 * NG + i][1] = (ps_label_t){.key = K(1), .str = V(0)};
+    }
+    for (int i = 5 * NG; i < NS; i++) {
+        int j = (i * 7) % (5 * NG);
+        nlab[i] = nlab[j];
+        if (nlab[j] == 2 && i % 3 == 0) { /* the other order: the same set */
+            lab[i][0] = lab[j][1];
+            lab[i][1] = lab[j][0];
+        } else {
+            memcpy(lab[i], lab[j], sizeof(lab[j]));
+        }
+        if (i % 5 == 0 && lab[i][0].key == K(0))
+            lab[i][0].key = 4; /* k0 by its other index: the same set, another raw list */
+    }
+#undef K
+#undef V
+#undef U
+    for (int i = 0; i < NS; i++) {
+        vals[i] = i + 1;
+        smp[i] = (ps_sample_t){.nlocs = 1, .locs = locs, .values = &vals[i], .nlabels = nlab[i], .labels = lab[i]};
+    }
+    ps_value_type_t type = {2, 3};
+    ps_profile_t prof = {.nstrings = NSTR, .strings = strs, .ntypes = 1, .sample_types = &type, .nsamples = NS,
+                         .samples = smp, .nfunctions = 1, .functions = &fn, .nlocations = 1, .locations = &loc,
+                         .period_type = {2, 3}, .period = 10000000, .duration_nanos = 10 * PS_NS_PER_S};
+    ps_label_pair_t pairs[2] = {{.name = "__name__", .nlen = 8, .value = "test:cpu:nanoseconds:cpu:nanoseconds", .vlen = 36},
+                                {.name = "job", .nlen = 3, .value = "memo", .vlen = 4}};
+    ps_labels_t series = {2, pairs};
+    uint32_t ti = 0, nsmp = 0;
+    uint64_t sid = 0;
+    const int64_t ts = 1700000000 * PS_NS_PER_S;
+    ps_append_t app = {.profile = &prof, .nseries = 1, .series_labels = &series, .type_index = &ti, .ts = ts,
+                       .duration = prof.duration_nanos, .period = prof.period, .series_ids = &sid,
+                       .series_samples = &nsmp};
+    ps_append_t *it = &app;
+    ps_err_t err;
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), &it, 1, &err), 0);
+    assert_int_equal(app.status, 0);
+    assert_int_equal(nsmp, 5 * NG - 1); /* a node a set: the str group's first is the key group's */
+    check_series(s, sid, ts, &prof, 0, "label list memo");
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
+/*
  * The writer's whole-stack cache keys hold 4-byte ids while every id is below 2^31, else 8-byte
  * ids behind a marker. Locations given ids from 2^32 on (the counter moved there: wide) would, cut
  * to 4 bytes, be 1, 2, ... again: the ids of the first profile's locations. Each profile must still
@@ -1870,6 +1955,7 @@ int main(void)
         cmocka_unit_test(test_stats_from_snapshot),
         cmocka_unit_test(test_writer_one),
         cmocka_unit_test(test_sample_label_sets),
+        cmocka_unit_test(test_label_list_memo),
         cmocka_unit_test(test_wide_stack_keys),
         cmocka_unit_test(test_series_indexed_late),
         cmocka_unit_test(test_postings_late),
