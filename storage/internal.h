@@ -103,6 +103,10 @@ typedef struct ps_series_state {
 typedef struct ps_wcache {
     ps_hmap_t sym_cache[SYM_KINDS]; /* per kind: content -> id (hashed as the index: ps_hash64(content, n,
                                      * kind)); a map per kind, so a look-up needs no key of kind + content */
+    ps_hmap_t sym_words[2];         /* functions [0] and locations [1] by their ids as words (write.c,
+                                     * fn_words/loc_words), not by content: a hit needs neither the
+                                     * varint encoding nor its hash. Such a symbol is in these only; a
+                                     * symbol whose ids do not fit is in sym_cache */
     ps_hmap_t tree_cache;   /* parent(8) item(8) -> node */
     ps_hmap_t stack_cache;  /* item ids of a whole stack -> node */
     ps_hmap_t series_cache; /* label encoding -> sid */
@@ -281,6 +285,10 @@ static inline uint64_t ps_sym_hash(ps_store_writer_t *w, int kind, const void *c
 }
 int ps_sym_intern_h(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t h,
                     uint64_t *id, ps_err_t *err);
+/* ps_sym_intern_h without the kind's cache (neither asked nor filled): the id of the content in
+ * the index, made if it has none (write.c caches functions and locations by their ids instead) */
+int ps_sym_store(ps_store_writer_t *w, ps_txn_t *txn, int kind, const void *content, size_t n, uint64_t h,
+                 uint64_t *id, ps_err_t *err);
 /* The content of symbol (kind, id) into *out: true, false if there is none (or txn failed). */
 bool ps_sym_get(ps_txn_t *txn, int kind, uint64_t id, MDB_val *out);
 int ps_tree_child(ps_store_writer_t *w, ps_txn_t *txn, uint64_t parent, uint64_t item, uint64_t *node, ps_err_t *err);

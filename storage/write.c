@@ -109,6 +109,156 @@ static int intern_batch(ps_store_writer_t *w, ps_txn_t *txn, int kind, symbatch_
     return 0;
 }
 
+/* A function's content in the symbol index, written at q (room for 4 varints); returns its end */
+static inline uint8_t *encode_fn(uint8_t *q, const ps_function_t *f, const ps_profile_t *p, const xlate_t *x)
+{
+    q = ps_enc_uvarint(q, f->name < p->nstrings ? x->str[f->name] : 0);
+    q = ps_enc_uvarint(q, f->system_name < p->nstrings ? x->str[f->system_name] : 0);
+    q = ps_enc_uvarint(q, f->filename < p->nstrings ? x->str[f->filename] : 0);
+    return ps_enc_uvarint(q, ps_zigzag(f->start_line));
+}
+
+/* A location's content in the symbol index, written at q (room for 4 + 3 nlines varints) */
+static inline uint8_t *encode_loc(uint8_t *q, const ps_location_t *l, const ps_profile_t *p, const xlate_t *x)
+{
+    q = ps_enc_uvarint(q, l->mapping <= p->nmappings ? x->map[l->mapping] : 0);
+    q = ps_enc_uvarint(q, l->address);
+    q = ps_enc_uvarint(q, l->is_folded);
+    q = ps_enc_uvarint(q, l->nlines);
+    for (uint32_t j = 0; j < l->nlines; j++) {
+        q = ps_enc_uvarint(q, l->lines[j].function <= p->nfunctions ? x->fn[l->lines[j].function] : 0);
+        q = ps_enc_uvarint(q, ps_zigzag(l->lines[j].line));
+        q = ps_enc_uvarint(q, ps_zigzag(l->lines[j].column));
+    }
+    return q;
+}
+
+/* A function as words (its key in wc->sym_words[0]): name | system name << 32, file name |
+ * (32-bit) start line << 32. Returns their count, 0 if an id or the line does not fit. */
+static inline size_t fn_words(const ps_function_t *f, const ps_profile_t *p, const xlate_t *x, uint64_t *k)
+{
+    uint64_t name = f->name < p->nstrings ? x->str[f->name] : 0;
+    uint64_t sys = f->system_name < p->nstrings ? x->str[f->system_name] : 0;
+    uint64_t file = f->filename < p->nstrings ? x->str[f->filename] : 0;
+    if ((name | sys | file) >> 32 != 0 || f->start_line != (int32_t)f->start_line)
+        return 0;
+    k[0] = name | sys << 32;
+    k[1] = file | (uint64_t)(uint32_t)f->start_line << 32;
+    return 2;
+}
+
+/* A location as words (its key in wc->sym_words[1]): address, mapping | is_folded << 32, then a
+ * word a line, function | (32-bit) line << 32, and when some column is not 0 (bit 31 of the first
+ * line's word says so) a word a line of columns: room for 2 + 2 nlines words. The count of words
+ * and that bit give nlines back, so that the words are one location's alone. Returns the count,
+ * 0 if an id or a line does not fit. */
+static inline size_t loc_words(const ps_location_t *l, const ps_profile_t *p, const xlate_t *x, uint64_t *k)
+{
+    uint64_t map = l->mapping <= p->nmappings ? x->map[l->mapping] : 0;
+    if (map >> 32 != 0)
+        return 0;
+    k[0] = l->address;
+    k[1] = map | (uint64_t)l->is_folded << 32;
+    uint64_t cols = 0;
+    for (uint32_t j = 0; j < l->nlines; j++) {
+        const ps_line_t *ln = &l->lines[j];
+        uint64_t fn = ln->function <= p->nfunctions ? x->fn[ln->function] : 0;
+        if (fn >> 31 != 0 || ln->line != (int32_t)ln->line)
+            return 0;
+        k[2 + j] = fn | (uint64_t)(uint32_t)ln->line << 32;
+        cols |= (uint64_t)ln->column;
+    }
+    size_t n = 2 + (size_t)l->nlines;
+    if (cols != 0) {
+        k[2] |= 1u << 31;
+        for (uint32_t j = 0; j < l->nlines; j++)
+            k[n + j] = (uint64_t)l->lines[j].column;
+        n += l->nlines;
+    }
+    return n;
+}
+
+static inline uint64_t words_hash(const uint64_t *k, size_t n)
+{
+    uint64_t h = n * 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ k[i]) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
+/* ps_hmap_get_h for the words of a function or location (nw of them): compared a word at a time,
+ * inline (memcmp's call was half the cost of a look-up of a location's 24 bytes) */
+static inline bool words_get(const ps_hmap_t *m, uint64_t h, const uint64_t *k, size_t nw, uint64_t *id)
+{
+    size_t mask = m->cap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        const ps_hmap_slot_t *s = &m->slots[i];
+        if (s->key == NULL)
+            return false;
+        if (s->hash != h || s->klen != nw * sizeof(uint64_t))
+            continue;
+        size_t j = 0;
+        while (j < nw && ps_hash_rd64_(s->key + j * sizeof(uint64_t)) == k[j])
+            j++;
+        if (j == nw) {
+            *id = s->value;
+            return true;
+        }
+    }
+}
+
+/* p's functions (kind SYM_FUNCTION) or locations (SYM_LOCATION), n of them, into ids: looked up by
+ * their words in wc->sym_words (all made and hashed first, their slots prefetched, as intern_batch
+ * does); a miss, or a symbol whose words do not fit, is encoded (into x->enc) and interned by its
+ * content. New ids are given in p's order, as intern_batch gives them. */
+static int intern_words(ps_store_writer_t *w, ps_txn_t *txn, int kind, const ps_profile_t *p, xlate_t *x,
+                        symbatch_t *b, uint32_t n, uint64_t *ids, ps_err_t *err)
+{
+    ps_hmap_t *cache = &w->wc->sym_words[kind == SYM_LOCATION];
+    ps_buf_reset(&b->enc);
+    for (uint32_t i = 0; i < n; i++) {
+        b->off[i] = b->enc.len;
+        uint64_t *k;
+        size_t nw;
+        if (kind == SYM_FUNCTION) {
+            k = (uint64_t *)ps_buf_reserve(&b->enc, 2 * sizeof(uint64_t));
+            nw = fn_words(&p->functions[i], p, x, k);
+        } else {
+            k = (uint64_t *)ps_buf_reserve(&b->enc, (2 + 2 * (size_t)p->locations[i].nlines) * sizeof(uint64_t));
+            nw = loc_words(&p->locations[i], p, x, k);
+        }
+        b->enc.len += nw * sizeof(uint64_t);
+        b->h[i] = words_hash(k, nw);
+        ps_hmap_prefetch(cache, b->h[i]);
+    }
+    b->off[n] = b->enc.len;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *k = b->enc.data + b->off[i];
+        size_t klen = b->off[i + 1] - b->off[i];
+        if (klen != 0 && words_get(cache, b->h[i], (const uint64_t *)k, klen / sizeof(uint64_t), &ids[i]))
+            continue;
+        ps_buf_reset(&x->enc);
+        uint8_t *e, *q;
+        if (kind == SYM_FUNCTION) {
+            e = ps_buf_reserve(&x->enc, 4 * 10);
+            q = encode_fn(e, &p->functions[i], p, x);
+        } else {
+            e = ps_buf_reserve(&x->enc, (4 + 3 * (size_t)p->locations[i].nlines) * 10);
+            q = encode_loc(e, &p->locations[i], p, x);
+        }
+        uint64_t h = ps_hash64(e, (size_t)(q - e), (uint64_t)kind);
+        int ret = klen != 0 ? ps_sym_store(w, txn, kind, e, (size_t)(q - e), h, &ids[i], err)
+                            : ps_sym_intern_h(w, txn, kind, e, (size_t)(q - e), h, &ids[i], err);
+        if (ret != 0)
+            return ret;
+        if (klen != 0)
+            ps_hmap_put_h(cache, b->h[i], k, klen, ids[i]);
+    }
+    return 0;
+}
+
 /* skip (optional): strings not to store (x->str 0: nothing refers to them) */
 static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const uint8_t *skip, xlate_t *x,
                           ps_arena_t *a, ps_err_t *err)
@@ -154,40 +304,11 @@ static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_
         goto Exit;
     x->fn = ps_arena_alloc(a, (p->nfunctions + 1) * sizeof(uint64_t));
     x->fn[0] = 0;
-    ps_buf_reset(&b.enc);
-    for (uint32_t i = 0; i < p->nfunctions; i++) {
-        const ps_function_t *f = &p->functions[i];
-        b.off[i] = b.enc.len;
-        uint8_t *e = ps_buf_reserve(&b.enc, 4 * 10), *q = e;
-        q = ps_enc_uvarint(q, STR(f->name));
-        q = ps_enc_uvarint(q, STR(f->system_name));
-        q = ps_enc_uvarint(q, STR(f->filename));
-        q = ps_enc_uvarint(q, ps_zigzag(f->start_line));
-        b.enc.len += (size_t)(q - e);
-    }
-    b.off[p->nfunctions] = b.enc.len;
-    if ((ret = intern_batch(w, txn, SYM_FUNCTION, &b, p->nfunctions, x->fn + 1, err)) != 0)
+    if ((ret = intern_words(w, txn, SYM_FUNCTION, p, x, &b, p->nfunctions, x->fn + 1, err)) != 0)
         goto Exit;
     x->loc = ps_arena_alloc(a, (p->nlocations + 1) * sizeof(uint64_t));
     x->loc[0] = 0;
-    ps_buf_reset(&b.enc);
-    for (uint32_t i = 0; i < p->nlocations; i++) {
-        const ps_location_t *l = &p->locations[i];
-        b.off[i] = b.enc.len;
-        uint8_t *e = ps_buf_reserve(&b.enc, (4 + 3 * (size_t)l->nlines) * 10), *q = e;
-        q = ps_enc_uvarint(q, l->mapping <= p->nmappings ? x->map[l->mapping] : 0);
-        q = ps_enc_uvarint(q, l->address);
-        q = ps_enc_uvarint(q, l->is_folded);
-        q = ps_enc_uvarint(q, l->nlines);
-        for (uint32_t j = 0; j < l->nlines; j++) {
-            q = ps_enc_uvarint(q, l->lines[j].function <= p->nfunctions ? x->fn[l->lines[j].function] : 0);
-            q = ps_enc_uvarint(q, ps_zigzag(l->lines[j].line));
-            q = ps_enc_uvarint(q, ps_zigzag(l->lines[j].column));
-        }
-        b.enc.len += (size_t)(q - e);
-    }
-    b.off[p->nlocations] = b.enc.len;
-    ret = intern_batch(w, txn, SYM_LOCATION, &b, p->nlocations, x->loc + 1, err);
+    ret = intern_words(w, txn, SYM_LOCATION, p, x, &b, p->nlocations, x->loc + 1, err);
     x->loc_or = 0;
     for (uint32_t i = 1; i <= p->nlocations; i++)
         x->loc_or |= x->loc[i];
@@ -230,10 +351,21 @@ static int cmp_label(const void *a, const void *b, void *ctx)
 static void stack_key(const ps_sample_t *smp, const xlate_t *x, uint64_t lsid, bool narrow, ps_buf_t *keys)
 {
     if (narrow) {
-        uint32_t *k = (uint32_t *)ps_buf_reserve(keys, (smp->nlocs + 1) * 4);
+        uint32_t *restrict k = (uint32_t *)ps_buf_reserve(keys, (smp->nlocs + 1) * 4);
+        const uint32_t *restrict l = smp->locs;
+        const uint64_t *restrict ids = x->loc;
+        uint32_t n = smp->nlocs, j = 0;
         k[0] = (uint32_t)lsid;
-        for (uint32_t j = 0; j < smp->nlocs; j++)
-            k[j + 1] = (uint32_t)x->loc[smp->locs[j]];
+        for (; j + 4 <= n; j += 4) { /* four at a time: the loads need not wait for the stores */
+            uint32_t a = (uint32_t)ids[l[j]], b = (uint32_t)ids[l[j + 1]], c = (uint32_t)ids[l[j + 2]],
+                     d = (uint32_t)ids[l[j + 3]];
+            k[j + 1] = a;
+            k[j + 2] = b;
+            k[j + 3] = c;
+            k[j + 4] = d;
+        }
+        for (; j < n; j++)
+            k[j + 1] = (uint32_t)ids[l[j]];
         keys->len += (smp->nlocs + 1) * 4;
         return;
     }
@@ -935,6 +1067,8 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
     size_t sym_bytes = 0;
     for (int k = 1; k < SYM_KINDS; k++)
         sym_bytes += ps_hmap_bytes(&w->wc->sym_cache[k]);
+    for (int k = 0; k < 2; k++)
+        sym_bytes += ps_hmap_bytes(&w->wc->sym_words[k]);
     if (w->s->opts.cache_bytes && sym_bytes + ps_hmap_bytes(&w->wc->tree_cache) +
                                        ps_hmap_bytes(&w->wc->stack_cache) + ps_hmap_bytes(&w->wc->series_cache) +
                                        w->wc->float_state_bytes >

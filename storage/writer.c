@@ -26,6 +26,8 @@ void ps_sym_caches_clear(ps_store_writer_t *w)
 {
     for (int k = 1; k < SYM_KINDS; k++)
         ps_hmap_clear(&w->wc->sym_cache[k]);
+    for (int k = 0; k < 2; k++)
+        ps_hmap_clear(&w->wc->sym_words[k]);
     ps_hmap_clear(&w->wc->tree_cache);
     ps_hmap_clear(&w->wc->stack_cache);
     ps_series_caches_clear(w);
@@ -163,6 +165,8 @@ static ps_wcache_t *ps_wcache_new(void)
     ps_wcache_t *wc = ps_xcalloc(1, sizeof(*wc));
     for (int k = 1; k < SYM_KINDS; k++)
         ps_hmap_init(&wc->sym_cache[k]);
+    for (int k = 0; k < 2; k++)
+        ps_hmap_init(&wc->sym_words[k]);
     ps_hmap_init(&wc->tree_cache);
     ps_hmap_init(&wc->stack_cache);
     ps_hmap_init(&wc->series_cache);
@@ -178,6 +182,8 @@ static void ps_wcache_free(ps_wcache_t *wc)
         return;
     for (int k = 1; k < SYM_KINDS; k++)
         ps_hmap_dispose(&wc->sym_cache[k]);
+    for (int k = 0; k < 2; k++)
+        ps_hmap_dispose(&wc->sym_words[k]);
     ps_hmap_dispose(&wc->tree_cache);
     ps_hmap_dispose(&wc->stack_cache);
     ps_hmap_dispose(&wc->series_cache);

@@ -1409,6 +1409,127 @@ static void test_label_list_memo(void **state)
     free(dir);
 }
 
+/* Writes prof (one sample type) as series job=name; its sid into *sid. */
+static void write_prof(ps_store_t *s, const ps_profile_t *prof, const char *name, int64_t ts, uint64_t *sid)
+{
+    ps_label_pair_t pairs[2] = {{.name = "__name__", .nlen = 8, .value = "test:cpu:nanoseconds:cpu:nanoseconds", .vlen = 36},
+                                {.name = "job", .nlen = 3, .value = name, .vlen = strlen(name)}};
+    ps_labels_t series = {2, pairs};
+    uint32_t ti = 0, nsmp = 0;
+    ps_append_t app = {.profile = prof, .nseries = 1, .series_labels = &series, .type_index = &ti, .ts = ts,
+                       .duration = prof->duration_nanos, .period = prof->period, .series_ids = sid,
+                       .series_samples = &nsmp};
+    ps_append_t *it = &app;
+    ps_err_t err;
+    assert_int_equal(ps_store_write_batch(ps_test_writer(s), &it, 1, &err), 0);
+    assert_int_equal(app.status, 0);
+    assert_int_equal(nsmp, prof->nsamples);
+}
+
+/*
+ * The writer caches functions and locations by their ids as words (write.c, fn_words and
+ * loc_words), falling back to their content when an id or a line does not fit. Locations that
+ * differ in one thing only (column, line, is_folded, mapping, lines, a line's function, address),
+ * and functions whose start line does not fit, must each keep a symbol of their own, also where
+ * words cut to 32 bits or without the columns' mark would be the same: written once (misses), again
+ * (hits), after the caches were dropped (from LMDB), and with a new string's id from 2^32 + 1, new
+ * function ids from 2^31 + 1 and a new mapping's from 2^32 + 1 (such symbols then cached by their
+ * content).
+ */
+static void test_symbol_words(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    ps_store_t *s = open_store(dir, 0);
+    static ps_str_t strs[] = {{"", 0},   {"f1", 2}, {"f2", 2},     {"file", 4},   {"cpu", 3},
+                              {"nanoseconds", 11}, {"f3", 2}, {"f4", 2}, {"/bin/x", 6}, {"/bin/y", 6}, {"/bin/z", 6},
+                              {"f5", 2}};
+    ps_mapping_t maps[] = {{.memory_start = 0x1000, .memory_limit = 0x2000, .filename = 8},
+                           {.memory_start = 0x1000, .memory_limit = 0x2000, .filename = 9}};
+    /* ids 1-4 at first: f1, f2, f1 with a start line of 10 past 32 bits, f1 with a negative one */
+    ps_function_t fns[] = {{.name = 1, .system_name = 1, .filename = 3, .start_line = 10},
+                           {.name = 2, .system_name = 2, .filename = 3, .start_line = 10},
+                           {.name = 1, .system_name = 1, .filename = 3, .start_line = (1ll << 40) + 10},
+                           {.name = 1, .system_name = 1, .filename = 3, .start_line = -5}};
+    const int64_t w24 = 2 | 4ll << 32; /* the word of line f2:4 (f2's id 2) */
+    ps_line_t l1 = {.function = 1, .line = 3}, l1c = {.function = 1, .line = 3, .column = 7},
+              l14 = {.function = 1, .line = 4}, l1w = {.function = 1, .line = 3, .column = w24},
+              l12[2] = {{.function = 1, .line = 3}, {.function = 2, .line = 4}},
+              l12c[2] = {{.function = 1, .line = 3}, {.function = 2, .line = 4, .column = 9}},
+              l12c2[2] = {{.function = 1, .line = 3, .column = 9}, {.function = 2, .line = 4}},
+              l32[2] = {{.function = 3, .line = 3}, {.function = 2, .line = 4}},
+              lwide = {.function = 1, .line = (1ll << 33) + 3}, lneg = {.function = 1, .line = -3},
+              lf3 = {.function = 3, .line = 3}, lf4 = {.function = 4, .line = 3}, lf2 = {.function = 2, .line = 3};
+    ps_location_t locs[] = {
+        {.address = 0x10, .nlines = 1, .lines = &l1},
+        {.address = 0x10, .nlines = 1, .lines = &l1c},              /* a column */
+        {.address = 0x10, .nlines = 1, .lines = &l1w},              /* a column: f2:4's word */
+        {.address = 0x10, .nlines = 1, .lines = &l14},
+        {.address = 0x10, .is_folded = 1, .nlines = 1, .lines = &l1},
+        {.address = 0x10, .nlines = 2, .lines = l12},               /* a line more */
+        {.address = 0x10, .nlines = 2, .lines = l12c},              /* ... with columns */
+        {.address = 0x10, .nlines = 2, .lines = l12c2},
+        {.address = 0x10, .nlines = 2, .lines = l32},               /* f3 at 2^31 + 1 later */
+        {.address = 0x10, .mapping = 1, .nlines = 1, .lines = &l1}, /* a mapping */
+        {.address = 0x10, .mapping = 1, .is_folded = 1, .nlines = 1, .lines = &l1},
+        {.address = 0x10, .mapping = 2, .nlines = 1, .lines = &l1}, /* at 2^32 + 1 later */
+        {.address = 0x10, .nlines = 1, .lines = &lwide},            /* a line past 32 bits */
+        {.address = 0x10, .nlines = 1, .lines = &lneg},
+        {.address = 0x10},                                          /* no lines */
+        {.address = 0x11, .nlines = 1, .lines = &l1},               /* the address */
+        {.address = 0x10, .nlines = 1, .lines = &lf2},              /* the function */
+        {.address = 0x10, .nlines = 1, .lines = &lf3},              /* ... whose start line does not fit */
+        {.address = 0x10, .nlines = 1, .lines = &lf4},
+    };
+    enum { NL = sizeof(locs) / sizeof(locs[0]) };
+    uint32_t sl[NL];
+    int64_t vals[NL];
+    ps_sample_t smp[NL];
+    for (uint32_t i = 0; i < NL; i++) {
+        sl[i] = i + 1;
+        vals[i] = (int64_t)1 << i;
+        smp[i] = (ps_sample_t){.nlocs = 1, .locs = &sl[i], .values = &vals[i]};
+    }
+    ps_value_type_t type = {4, 5};
+    ps_profile_t prof = {.nstrings = 11, .strings = strs, .ntypes = 1, .sample_types = &type, .nsamples = NL,
+                         .samples = smp, .nmappings = 2, .mappings = maps, .nfunctions = 4, .functions = fns,
+                         .nlocations = NL, .locations = locs, .period_type = {4, 5}, .period = 10000000,
+                         .duration_nanos = 10 * PS_NS_PER_S};
+    const int64_t ts = 1700000000 * PS_NS_PER_S;
+    uint64_t sid[4];
+    write_prof(s, &prof, "miss", ts, &sid[0]);
+    write_prof(s, &prof, "hit", ts, &sid[1]);
+    ps_sym_caches_clear(ps_test_writer(s));
+    write_prof(s, &prof, "lmdb", ts, &sid[2]);
+    /* f3 and f5 (a new string, at 2^32 + 1) renamed: new functions from 2^31 + 1, /bin/z a new
+     * mapping at 2^32 + 1 */
+    ps_test_writer(s)->next.sym[SYM_STRING] = (1ull << 32) + 1;
+    ps_test_writer(s)->next.sym[SYM_FUNCTION] = (1ull << 31) + 1;
+    ps_test_writer(s)->next.sym[SYM_MAPPING] = (1ull << 32) + 1;
+    prof.nstrings = 12;
+    fns[2].name = fns[2].system_name = 6;
+    fns[3].name = fns[3].system_name = 11;
+    maps[1].filename = 10;
+    write_prof(s, &prof, "wide", ts, &sid[3]);
+    static const char *what[] = {"misses", "hits", "from LMDB", "wide ids"};
+    for (int i = 0; i < 4; i++) {
+        fns[2].name = fns[2].system_name = i < 3 ? 1 : 6;
+        fns[3].name = fns[3].system_name = i < 3 ? 1 : 11;
+        maps[1].filename = i < 3 ? 9 : 10;
+        check_series(s, sid[i], ts, &prof, 0, what[i]);
+    }
+    ps_store_stats_t st;
+    ps_err_t err;
+    assert_int_equal(ps_store_stats(s, &st, &err), 0);
+    assert_int_equal(st.strings, (1ull << 32) + 1); /* counted by the last id */
+    assert_int_equal(st.functions, (1ull << 31) + 2); /* two new from 2^31 + 1 */
+    assert_int_equal(st.mappings, (1ull << 32) + 1);
+    assert_int_equal(st.locations, NL + 4); /* the wide profile's new: those of f3 (2), f5 and /bin/z */
+    ps_test_close_store(s);
+    ps_test_rm_rf(dir);
+    free(dir);
+}
+
 /*
  * The writer's whole-stack cache keys hold 4-byte ids while every id is below 2^31, else 8-byte
  * ids behind a marker. Locations given ids from 2^32 on (the counter moved there: wide) would, cut
@@ -1956,6 +2077,7 @@ int main(void)
         cmocka_unit_test(test_writer_one),
         cmocka_unit_test(test_sample_label_sets),
         cmocka_unit_test(test_label_list_memo),
+        cmocka_unit_test(test_symbol_words),
         cmocka_unit_test(test_wide_stack_keys),
         cmocka_unit_test(test_series_indexed_late),
         cmocka_unit_test(test_postings_late),
