@@ -103,10 +103,11 @@ typedef struct ps_series_state {
 typedef struct ps_wcache {
     ps_hmap_t sym_cache[SYM_KINDS]; /* per kind: content -> id (hashed as the index: ps_hash64(content, n,
                                      * kind)); a map per kind, so a look-up needs no key of kind + content */
-    ps_hmap_t sym_words[2];         /* functions [0] and locations [1] by their ids as words (write.c,
+    ps_hmap_t sym_words[3];         /* functions [0] and locations [1] by their ids as words (write.c,
                                      * fn_words/loc_words), not by content: a hit needs neither the
                                      * varint encoding nor its hash. Such a symbol is in these only; a
-                                     * symbol whose ids do not fit is in sym_cache */
+                                     * symbol whose ids do not fit is in sym_cache. [2]: a sample's
+                                     * label list as words (lset_words) -> its label set's id */
     ps_hmap_t tree_cache;   /* parent(8) item(8) -> node */
     ps_hmap_t stack_cache;  /* item ids of a whole stack -> node */
     ps_hmap_t series_cache; /* label encoding -> sid */
@@ -193,6 +194,18 @@ typedef struct ps_pending {
     size_t cap, count;
 } ps_pending_t;
 
+/* The label times records the writer noted or read lately (ltimes.c): a note whose time a record
+ * already holds changes nothing, and then asks LMDB nothing. Records only widen but where a series
+ * is deleted (retention, which drops the caches after): dropped with the caches (ps_sym_caches_clear),
+ * so with every transaction that failed; past PS_LT_MEMO_MAX records it starts again from empty. */
+typedef struct ps_lt_memo {
+    ps_hmap_t map[3];    /* DB_LTIMES keys, DB_PTIMES keys, DB_PTIMES type records (prefix and type)
+                          * -> index in times */
+    int64_t (*times)[2]; /* a record's first and last as last seen */
+    size_t n, cap;
+    bool on;             /* the maps are made */
+} ps_lt_memo_t;
+#define PS_LT_MEMO_MAX 65536
 /* The store's writer (writer.c): state of the one writing thread (ps_store_write, the compactor,
  * retention, ps_store_forward_advance), which no reader sees. */
 struct ps_store_writer {
@@ -213,6 +226,7 @@ struct ps_store_writer {
     ps_buf_t append_bufs[5]; /* write.c: a profile's encodings, kept for the next (growing them anew
                               * was ten reallocs a profile); one of more than 1 MiB is let go */
     ps_buf_t ltimes_key;    /* scratch: ps_ltimes_note's keys */
+    ps_lt_memo_t lt_memo;   /* ps_ltimes_note's records seen lately */
     struct ps_unsym_acc *unsym; /* unsym.c: the counts of frames without symbols the current write adds */
     bool defer_sync;        /* ps_store_writer_defer_sync */
     bool rollfill_done;     /* rollup.c: the backfill was found done (DB_INFO "rollfill" 00) */
@@ -526,9 +540,11 @@ bool ps_ltimes_same_granule(int64_t a, int64_t b);
 void ps_ltimes_rec_encode(int64_t first, int64_t last, ps_buf_t *out);
 /* a record's times: false when it is damaged (not 17 bytes of encoding 1, first > last) */
 bool ps_ltimes_rec_decode(const MDB_val *v, int64_t *first, int64_t *last);
-int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err);
+void ps_lt_memo_clear(ps_lt_memo_t *m);
+/* ls's pairs (and names) noted at ts in DB_LTIMES; key: scratch; memo: the writer's (NULL: none) */
+int ps_ltimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_lt_memo_t *memo, ps_err_t *err);
 /* the same note into the profile series' times (DB_PTIMES, schema 15): a profile series' data */
-int ps_ptimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_err_t *err);
+int ps_ptimes_note(ps_txn_t *txn, const ps_labels_t *ls, int64_t ts, ps_buf_t *key, ps_lt_memo_t *memo, ps_err_t *err);
 /* a series deleted: the record of its value key[0..n) (name nlen bytes) goes when no series has
  * that value any more, the name's with its last value */
 int ps_ltimes_forget(ps_txn_t *txn, const void *key, size_t n, size_t nlen, uint64_t sid, ps_err_t *err);

@@ -415,6 +415,32 @@ static inline bool lmemo_same(const ps_label_t *a, const ps_label_t *b, uint32_t
     return true;
 }
 
+/* A label list as words of ids (its key in wc->sym_words[2]): key | str << 32 and num a label,
+ * then, when some num_unit is not 0 (bit 63 of the first word says so), a word a label of them:
+ * room for 3 n words. The count and that bit give n back. Returns the count, 0 if an id does not
+ * fit (a key's below 2^32, a str's below 2^31). One list's words are one label set's. */
+static inline size_t lset_words(const ps_label_t *l, uint32_t n, const ps_profile_t *p, const xlate_t *x, uint64_t *k)
+{
+    uint64_t units = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        uint64_t key = l[j].key < p->nstrings ? x->str[l[j].key] : 0;
+        uint64_t str = l[j].str < p->nstrings ? x->str[l[j].str] : 0;
+        if (key >> 32 != 0 || str >> 31 != 0)
+            return 0;
+        k[2 * j] = key | str << 32;
+        k[2 * j + 1] = (uint64_t)l[j].num;
+        units |= l[j].num_unit < p->nstrings ? x->str[l[j].num_unit] : 0;
+    }
+    size_t nw = 2 * (size_t)n;
+    if (units != 0) {
+        k[0] |= 1ull << 63;
+        for (uint32_t j = 0; j < n; j++)
+            k[nw + j] = l[j].num_unit < p->nstrings ? x->str[l[j].num_unit] : 0;
+        nw += n;
+    }
+    return nw;
+}
+
 /* The label set id of sample smp (0: no labels but the span's) into *lsid. a: the profile's arena
  * (the memo's lists live there or in the profile). */
 static int sample_lsid(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *p, const ps_sample_t *smp,
@@ -448,6 +474,17 @@ static int sample_lsid(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
             return 0;
         }
     }
+    /* a list met in an earlier profile: its set by its words */
+    uint64_t kw[nl > 64 ? 1 : 3 * nl], wh = 0;
+    size_t nw = nl <= 64 ? lset_words(labels, nl, p, x, kw) : 0;
+    if (nw != 0) {
+        wh = words_hash(kw, nw);
+        if (words_get(&w->wc->sym_words[2], wh, kw, nw, lsid)) {
+            *slot = (struct lmemo){labels, nl, h, *lsid};
+            x->lcount++;
+            return 0;
+        }
+    }
     ps_label_t sorted[nl > 64 ? 1 : nl];
     const ps_label_t *set = labels;
     if (nl > 1 && nl <= 64) {
@@ -476,6 +513,8 @@ static int sample_lsid(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_t *
     }
     if ((ret = ps_sym_intern(w, txn, SYM_LABELSET, x->enc.data, x->enc.len, lsid, err)) != 0)
         return ret;
+    if (nw != 0)
+        ps_hmap_put_h(&w->wc->sym_words[2], wh, kw, nw * sizeof(uint64_t), *lsid);
     *slot = (struct lmemo){labels, nl, h, *lsid};
     x->lcount++;
     return 0;
@@ -774,8 +813,8 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
             /* the label times: at the series' first profile and its first of each granule
              * (profiles come in order: last_ts is its newest) */
             if ((st->last_ts == INT64_MIN || !ps_ltimes_same_granule(st->last_ts, it->ts)) &&
-                ((ret = ps_ltimes_note(txn, &it->series_labels[si], it->ts, &w->ltimes_key, err)) != 0 ||
-                 (ret = ps_ptimes_note(txn, &it->series_labels[si], it->ts, &w->ltimes_key, err)) != 0))
+                ((ret = ps_ltimes_note(txn, &it->series_labels[si], it->ts, &w->ltimes_key, &w->lt_memo, err)) != 0 ||
+                 (ret = ps_ptimes_note(txn, &it->series_labels[si], it->ts, &w->ltimes_key, &w->lt_memo, err)) != 0))
                 goto Exit;
             if (st->head_count == 0)
                 st->head_min_ts = it->ts;
@@ -1067,7 +1106,7 @@ int ps_store_write(ps_store_writer_t *w, ps_append_t **items, size_t n, ps_float
     size_t sym_bytes = 0;
     for (int k = 1; k < SYM_KINDS; k++)
         sym_bytes += ps_hmap_bytes(&w->wc->sym_cache[k]);
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 3; k++)
         sym_bytes += ps_hmap_bytes(&w->wc->sym_words[k]);
     if (w->s->opts.cache_bytes && sym_bytes + ps_hmap_bytes(&w->wc->tree_cache) +
                                        ps_hmap_bytes(&w->wc->stack_cache) + ps_hmap_bytes(&w->wc->series_cache) +
