@@ -113,18 +113,27 @@ int ps_series_put_state(ps_store_writer_t *w, ps_txn_t *txn, uint64_t sid, const
 {
     uint8_t kb[8];
     ps_enc_be64(kb, sid);
-    MDB_val v;
-    if (!ps_txn_get(txn, DB_SERIES, kb, 8, &v, "reading series record"))
+    /* read and written through one cursor: one search of the tree (the record keeps its size) */
+    ps_cur_t cur;
+    if (!ps_cur_open(&cur, txn, DB_SERIES, "reading series record"))
+        return ps_txn_error(txn, err);
+    if (!ps_cur_find(&cur, kb, 8)) {
+        ps_cur_close(&cur);
         return ps_txn_missing(txn, err, "reading series record");
+    }
     ps_series_rec_t old;
-    if (ps_series_rec_decode(v.mv_data, v.mv_size, &old) != 0 || old.kind != PS_SERIES_PROFILE)
+    if (ps_series_rec_decode(cur.v.mv_data, cur.v.mv_size, &old) != 0 || old.kind != PS_SERIES_PROFILE) {
+        ps_cur_close(&cur);
         return ps_err_set(err, PS_ECORRUPT, "series %llu: damaged record", (unsigned long long)sid);
-    /* copy the labels out before writing: v points into the map */
+    }
+    /* copy the labels out before writing: they point into the map */
     ps_buf_t b = PS_BUF_INIT;
     ps_series_rec_t r = {PS_SERIES_PROFILE, st->last_ts, st->head_min_ts, st->last_chunk_max, st->head_count,
                          old.labels, old.labels_len};
     ps_series_rec_encode(&r, &b);
-    bool ok = ps_txn_put(txn, DB_SERIES, kb, 8, b.data, b.len, 0, "writing series record");
+    cur.what = "writing series record";
+    bool ok = ps_cur_put_current(&cur, kb, 8, b.data, b.len);
+    ps_cur_close(&cur);
     ps_buf_dispose(&b);
     return ok ? 0 : ps_txn_error(txn, err);
 }
