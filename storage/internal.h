@@ -223,8 +223,9 @@ struct ps_store_writer {
     uint64_t fwd_next;      /* the forwarding log's next sequence number (DB_INFO "fwdnext") */
     ps_buf_t fwd_mask, fwd_buf; /* scratch: the stored-sample masks, the float entry */
     ps_buf_t rec_all;       /* scratch: a write's float appends and its recorder's, one array */
-    ps_buf_t append_bufs[5]; /* write.c: a profile's encodings, kept for the next (growing them anew
-                              * was ten reallocs a profile); one of more than 1 MiB is let go */
+    ps_buf_t append_bufs[7]; /* a profile's encodings (write.c), a series' labels and record
+                              * (series.c), kept for the next (growing them anew was ten reallocs a
+                              * profile); one of more than 1 MiB is let go: ps_wbuf_take/give */
     ps_buf_t ltimes_key;    /* scratch: ps_ltimes_note's keys */
     ps_lt_memo_t lt_memo;   /* ps_ltimes_note's records seen lately */
     struct ps_unsym_acc *unsym; /* unsym.c: the counts of frames without symbols the current write adds */
@@ -275,6 +276,25 @@ static inline MDB_val ps_mval(const void *p, size_t n)
 
 /* env.c: the id counters as committed in txn's snapshot (all 1 in a new store) */
 int ps_store_next_read(ps_txn_t *txn, ps_next_ids_t *n, ps_err_t *err);
+
+/* The writer's buffer i (append_bufs), emptied; ps_wbuf_give hands it back */
+enum { BUF_SYMS, BUF_ENC, BUF_STACKS, BUF_REC, BUF_PREC, BUF_SERIES_ENC, BUF_SERIES_REC };
+static inline ps_buf_t ps_wbuf_take(ps_store_writer_t *w, int i)
+{
+    ps_buf_t b = w->append_bufs[i];
+    w->append_bufs[i] = (ps_buf_t)PS_BUF_INIT;
+    b.len = 0;
+    return b;
+}
+
+static inline void ps_wbuf_give(ps_store_writer_t *w, int i, ps_buf_t *b)
+{
+    if (b->cap > ((size_t)1 << 20) || w->append_bufs[i].data != NULL)
+        ps_buf_dispose(b);
+    else
+        w->append_bufs[i] = *b;
+    *b = (ps_buf_t)PS_BUF_INIT;
+}
 
 /* datafile.c: PS_ECORRUPT with the sizes if dir's data.mdb cannot be a whole store (before LMDB maps it) */
 int ps_store_check_file(const char *dir, ps_err_t *err);

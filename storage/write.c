@@ -28,25 +28,6 @@ typedef struct xlate {
     uint32_t lmask, lcount;
 } xlate_t;
 
-/* The writer's buffer i (append_bufs), emptied, for a profile's encodings; buf_give hands it back */
-enum { BUF_SYMS, BUF_ENC, BUF_STACKS, BUF_REC, BUF_PREC };
-static ps_buf_t buf_take(ps_store_writer_t *w, int i)
-{
-    ps_buf_t b = w->append_bufs[i];
-    w->append_bufs[i] = (ps_buf_t)PS_BUF_INIT;
-    b.len = 0;
-    return b;
-}
-
-static void buf_give(ps_store_writer_t *w, int i, ps_buf_t *b)
-{
-    if (b->cap > ((size_t)1 << 20) || w->append_bufs[i].data != NULL)
-        ps_buf_dispose(b);
-    else
-        w->append_bufs[i] = *b;
-    *b = (ps_buf_t)PS_BUF_INIT;
-}
-
 /* The samples of a profile in node order: an LSD radix sort of their indexes, 8 bits a pass, as
  * many passes as the largest node needs (three up to 16M nodes). Sorted once for all the
  * profile's sample types; qsort per type was a fifth of the writer's time under pushes. */
@@ -271,7 +252,7 @@ static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_
         most = p->nfunctions;
     if (p->nlocations > most)
         most = p->nlocations;
-    symbatch_t b = {buf_take(w, BUF_SYMS), ps_arena_alloc(a, ((size_t)most + 1) * sizeof(size_t)),
+    symbatch_t b = {ps_wbuf_take(w, BUF_SYMS), ps_arena_alloc(a, ((size_t)most + 1) * sizeof(size_t)),
                     ps_arena_alloc(a, ((size_t)most + 1) * sizeof(uint64_t))};
     x->str = ps_arena_alloc(a, (p->nstrings + 1) * sizeof(uint64_t));
     for (uint32_t i = 0; i < p->nstrings; i++)
@@ -313,7 +294,7 @@ static int intern_symbols(ps_store_writer_t *w, ps_txn_t *txn, const ps_profile_
     for (uint32_t i = 1; i <= p->nlocations; i++)
         x->loc_or |= x->loc[i];
 Exit:
-    buf_give(w, BUF_SYMS, &b.enc);
+    ps_wbuf_give(w, BUF_SYMS, &b.enc);
     return ret;
 }
 
@@ -688,9 +669,9 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     const ps_profile_t *p = it->profile;
     xlate_t x = {0};
     int ret = 0;
-    x.enc = buf_take(w, BUF_ENC);
-    x.stacks = buf_take(w, BUF_STACKS);
-    ps_buf_t rec = buf_take(w, BUF_REC), prec = buf_take(w, BUF_PREC);
+    x.enc = ps_wbuf_take(w, BUF_ENC);
+    x.stacks = ps_wbuf_take(w, BUF_STACKS);
+    ps_buf_t rec = ps_wbuf_take(w, BUF_REC), prec = ps_wbuf_take(w, BUF_PREC);
     uint64_t *nodes = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(uint64_t));
 
     sample_span_t *spans = ps_arena_alloc(a, (p->nsamples + 1) * sizeof(sample_span_t));
@@ -848,10 +829,10 @@ static int append_one(ps_store_writer_t *w, ps_txn_t *txn, ps_append_t *it, bool
     if (!check)
         ret = ps_unsym_count(w, txn, it, x.str, a, err);
 Exit:
-    buf_give(w, BUF_PREC, &prec);
-    buf_give(w, BUF_REC, &rec);
-    buf_give(w, BUF_ENC, &x.enc);
-    buf_give(w, BUF_STACKS, &x.stacks);
+    ps_wbuf_give(w, BUF_PREC, &prec);
+    ps_wbuf_give(w, BUF_REC, &rec);
+    ps_wbuf_give(w, BUF_ENC, &x.enc);
+    ps_wbuf_give(w, BUF_STACKS, &x.stacks);
     return ret;
 }
 
